@@ -1,0 +1,77 @@
+/**
+ * The policy contract. A policy is pure: it takes values and returns values (no I/O, no clock,
+ * no globals, no metrics). What it did is returned as `effects`, which server/ turns into
+ * metrics and the request's log line. Policies never know about each other; their order comes
+ * from the registry (registry.ts) and each is switched per model by ModelSettings.
+ *
+ * Per-request state a policy needs between request and response (e.g. the name chosen for
+ * the synthetic final_answer tool) is returned as `memo` from onRequest and handed back,
+ * untouched, to onResponse / createStreamHook.
+ */
+import type { ToolproofError } from '../protocol/errors.js';
+import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '../protocol/openai.js';
+import type { ModelSettings } from '../protocol/settings.js';
+
+export interface PolicyContext {
+  readonly model: string;
+  readonly settings: ModelSettings;
+  /** true when this upstream+model is known to reject tool_choice "required" (server-side memory). */
+  readonly requiredRejected: boolean;
+  /** 0 for the first upstream attempt, 1.. for fallback / corrective retries. */
+  readonly attempt: number;
+  /** Retries already spent on corrective retry for this client request. */
+  readonly retriesUsed: number;
+}
+
+/** Something a policy did, for metrics and the log line: e.g. {policy:'history-repair', kind:'synthesized-result', count:2}. */
+export interface PolicyEffect {
+  policy: string;
+  kind: string;
+  count?: number;
+  detail?: unknown;
+}
+
+export type RequestDecision =
+  | { action: 'continue'; request: ChatCompletionRequest; effects: PolicyEffect[]; memo?: unknown }
+  | { action: 'reject'; error: ToolproofError; effects: PolicyEffect[] };
+
+export type ResponseDecision =
+  | { action: 'continue'; response: ChatCompletion; effects: PolicyEffect[] }
+  /** Ask the pipeline to send `request` upstream instead (corrective retry). Never loops: ctx.retriesUsed bounds it. */
+  | { action: 'retry'; request: ChatCompletionRequest; reason: string; effects: PolicyEffect[]; failed: ChatCompletion };
+
+export interface StreamEnd {
+  chunks: ChatCompletionChunk[];
+  effects: PolicyEffect[];
+  /** Corrective retry from a stream: the pipeline streams the new attempt into the same client stream. */
+  retry?: { request: ChatCompletionRequest; reason: string };
+}
+
+export interface StreamHook {
+  /** One upstream chunk (after leak recovery) in, zero or more chunks out. */
+  onChunk(chunk: ChatCompletionChunk): ChatCompletionChunk[];
+  onEnd(): StreamEnd;
+}
+
+export interface Policy {
+  /** Stable, kebab-case. */
+  readonly name: string;
+  enabled(settings: ModelSettings): boolean;
+  /**
+   * `original` is the client's request as received; `request` the one being rewritten.
+   */
+  onRequest?(request: ChatCompletionRequest, ctx: PolicyContext, original: ChatCompletionRequest): RequestDecision;
+  onResponse?(
+    response: ChatCompletion,
+    ctx: PolicyContext,
+    memo: unknown,
+    sent: ChatCompletionRequest,
+    original: ChatCompletionRequest,
+  ): ResponseDecision;
+  createStreamHook?(
+    ctx: PolicyContext,
+    memo: unknown,
+    sent: ChatCompletionRequest,
+    original: ChatCompletionRequest,
+  ): StreamHook;
+}

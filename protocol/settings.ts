@@ -1,0 +1,64 @@
+/**
+ * Per-model settings: the section of the YAML config where parsers and policies are switched.
+ * Validated once at start-up by server/config.ts (one precise message per bad key), then frozen.
+ * Every default is named here, once.
+ */
+
+export type OrphanToolResultMode = 'as-user' | 'as-assistant' | 'drop';
+export type ToolCallContentMode = 'keep' | 'null' | 'empty';
+
+export interface HistoryRepairSettings {
+  enabled: boolean;
+  /** Content of a synthesized tool result for a call the client never answered. */
+  missingResultContent: string;
+  /** What to do with a tool message whose tool_call_id matches no call: keep its text as a user / assistant note, or drop it (counted). */
+  orphanResults: OrphanToolResultMode;
+  /** Mistral-family templates: map every tool-call id to 9 alphanumerics (deterministic). */
+  nineCharIds: boolean;
+  /** Insert an assistant message between a tool message and a following user message. */
+  bridgeToolToUser: boolean;
+  /** content on assistant messages that carry tool_calls. */
+  toolCallContent: ToolCallContentMode;
+  /** Merge consecutive user (or assistant without tool calls) messages for alternating-role templates. */
+  mergeSameRole: boolean;
+}
+
+export interface ModelSettings {
+  /** Parser families to try for leak recovery, by registry name; 'all' tries every family. */
+  parsers: readonly string[] | 'all';
+  /** 'auto': recover leaks only when the request declares tools; 'always': also without; 'off'. */
+  recovery: 'auto' | 'always' | 'off';
+  /** Forced tool use: add final_answer and send tool_choice "required" when the client said auto/absent. */
+  forceToolUse: boolean;
+  /** The synthetic tool's name (a non-colliding variant is chosen if the client declares it). */
+  finalAnswerTool: string;
+  /** How long a learned "this upstream rejects required" is remembered. */
+  fallbackTtlSeconds: number;
+  historyRepair: HistoryRepairSettings;
+  /** Corrective retries after an invalid call (undeclared tool, schema failure, unparsable leak). 0 = off. */
+  maxRetries: number;
+  /** Validate recovered and structured call arguments against the declared JSON schema. */
+  validateArguments: boolean;
+}
+
+export const DEFAULT_MISSING_RESULT_CONTENT =
+  '{"error":"not_executed","message":"This tool call was not executed: the client sent no result for it."}';
+
+export const DEFAULT_MODEL_SETTINGS: ModelSettings = Object.freeze({
+  parsers: 'all',
+  recovery: 'auto',
+  forceToolUse: true,
+  finalAnswerTool: 'final_answer',
+  fallbackTtlSeconds: 3600,
+  historyRepair: Object.freeze({
+    enabled: true,
+    missingResultContent: DEFAULT_MISSING_RESULT_CONTENT,
+    orphanResults: 'as-user',
+    nineCharIds: false,
+    bridgeToolToUser: false,
+    toolCallContent: 'keep',
+    mergeSameRole: false,
+  }),
+  maxRetries: 1,
+  validateArguments: true,
+}) as ModelSettings;
