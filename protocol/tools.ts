@@ -1,0 +1,19 @@
+import type { ChatCompletionRequest, JsonObject } from './openai.js';
+
+export interface DeclaredToolInfo {
+  name: string;
+  parameters?: JsonObject;
+}
+
+/** The request's declared function tools by name (the safety rules accept calls only to these). */
+export function declaredTools(request: ChatCompletionRequest): Map<string, DeclaredToolInfo> {
+  const map = new Map<string, DeclaredToolInfo>();
+  if (!Array.isArray(request.tools)) return map;
+  for (const tool of request.tools) {
+    const fn = tool?.function;
+    if (!fn || typeof fn.name !== 'string') continue;
+    const parameters = fn.parameters && typeof fn.parameters === 'object' ? fn.parameters : undefined;
+    map.set(fn.name, parameters ? { name: fn.name, parameters } : { name: fn.name });
+  }
+  return map;
+}

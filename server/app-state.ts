@@ -1,0 +1,16 @@
+import type { Policy } from '../policies/types.js';
+import type { ChatDeps } from './chat/context.js';
+import type { Config } from './config.js';
+import type { FallbackMemory } from './fallback-memory.js';
+import type { Metrics } from './metrics.js';
+import type { Upstreams } from './upstream.js';
+
+/** What the routes share: built once by buildApp. */
+export interface AppState {
+  config: Config;
+  metrics: Metrics;
+  upstreams: Upstreams;
+  memory: FallbackMemory;
+  policies: readonly Policy[];
+  chatDeps: ChatDeps;
+}

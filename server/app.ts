@@ -1,0 +1,199 @@
+/**
+ * buildApp(config) assembles the Fastify instance; it never listens (main.ts and tests do).
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { ToolproofError } from '../protocol/errors.js';
+import { POLICIES } from '../policies/registry.js';
+import type { Policy } from '../policies/types.js';
+import type { AppState } from './app-state.js';
+import { createKeyChecker } from './auth.js';
+import type { ChatCall } from './chat/context.js';
+import type { Config } from './config.js';
+import { registerErrorHandling } from './error-handler.js';
+import { FallbackMemory } from './fallback-memory.js';
+import { createMetrics, type Metrics } from './metrics.js';
+import { registerChatRoute } from './routes/chat-completions.js';
+import { registerModelRoutes } from './routes/models.js';
+import { registerOpsRoutes } from './routes/ops.js';
+import { registerRelayRoutes } from './routes/relay.js';
+import { Upstreams } from './upstream.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    rawBody?: string;
+    tp?: { model: string; upstream: string; stream: boolean; call?: ChatCall };
+    tpStart: number;
+  }
+}
+
+export interface BuildOptions {
+  metrics?: Metrics;
+  policies?: readonly Policy[];
+  /** Fastify logger option; default: pino at config.logLevel. */
+  logger?: FastifyServerOptions['logger'];
+  memory?: FallbackMemory;
+}
+
+export type ToolproofApp = FastifyInstance & { toolproof: AppState };
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const QUIET_ROUTES = new Set(['/health', '/metrics', '/ready']);
+
+export async function buildApp(config: Config, options: BuildOptions = {}): Promise<ToolproofApp> {
+  const app = Fastify({
+    logger: options.logger ?? {
+      level: config.logLevel,
+      redact: ['req.headers.authorization', 'req.headers["x-api-key"]'],
+    },
+    bodyLimit: config.bodyLimitBytes,
+    disableRequestLogging: true,
+    return503OnClosing: true,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
+  });
+
+  const metrics = options.metrics ?? createMetrics();
+  const upstreams = new Upstreams(config.timeouts);
+  const memory = options.memory ?? new FallbackMemory();
+  const policies = options.policies ?? POLICIES;
+  const dumpRaw = config.rawDumpDir
+    ? (reqId: string, attempt: number, text: string) => {
+        try {
+          mkdirSync(config.rawDumpDir!, { recursive: true });
+          writeFileSync(join(config.rawDumpDir!, `${reqId.replace(/[^A-Za-z0-9._-]/g, '_')}.${attempt}.txt`), text);
+        } catch (err) {
+          app.log.warn({ err }, 'could not save the raw upstream response');
+        }
+      }
+    : undefined;
+  const state: AppState = {
+    config,
+    metrics,
+    upstreams,
+    memory,
+    policies,
+    chatDeps: { config, metrics, memory, policies, ...(dumpRaw ? { dumpRaw } : {}) },
+  };
+  app.decorate('toolproof', state);
+  app.decorateRequest('rawBody', undefined);
+  app.decorateRequest('tp', undefined);
+  app.decorateRequest('tpStart', 0);
+
+  // Bodies are parsed once, kept raw so an untouched request is forwarded byte for byte.
+  // Any content type is read as JSON: llama-server does the same, and curl users forget it.
+  const parseJson = (request: import('fastify').FastifyRequest, body: string, done: (err: Error | null, value?: unknown) => void) => {
+    request.rawBody = body;
+    try {
+      done(null, JSON.parse(body));
+    } catch (err) {
+      done(
+        new ToolproofError('TP_ERR_INVALID_JSON', {
+          message: `The request body is not valid JSON: ${(err as Error).message}`,
+          cause: err,
+        }),
+      );
+    }
+  };
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => parseJson(req, body as string, done));
+  app.addContentTypeParser('*', { parseAs: 'string' }, (req, body, done) => parseJson(req, body as string, done));
+
+  registerErrorHandling(app);
+
+  await app.register(swagger, {
+    openapi: {
+      info: {
+        title: 'toolproof',
+        description: 'OpenAI-compatible proxy that makes tool calling on self-hosted models trustworthy.',
+        version: '0.1.0',
+      },
+      components: {
+        securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+      },
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  const checkKey = createKeyChecker(config.apiKeys);
+  app.addHook('onRequest', async (request, reply) => {
+    request.tpStart = performance.now();
+    reply.header('x-request-id', request.id);
+    reply.raw.once('close', () => logRequest(app, state, request, reply.raw.statusCode, reply.raw.writableFinished));
+    if (checkKey && request.url.startsWith('/v1/')) checkKey(request);
+  });
+
+  registerChatRoute(app, state);
+  registerRelayRoutes(app, state);
+  registerModelRoutes(app, state);
+  registerOpsRoutes(app, state);
+
+  app.addHook('onClose', async () => {
+    await upstreams.close();
+  });
+  return app as unknown as ToolproofApp;
+}
+
+/** The one log line per request, with the harness trace for chat completions. */
+function logRequest(
+  app: FastifyInstance,
+  state: AppState,
+  request: import('fastify').FastifyRequest,
+  status: number,
+  finished: boolean,
+): void {
+  const path = request.routeOptions.url ?? request.url.split('?')[0] ?? '';
+  const route = path.startsWith('/v1/') ? path.slice(4) : path;
+  const seconds = (performance.now() - request.tpStart) / 1000;
+  const tp = request.tp;
+  const model = tp?.model ?? '';
+  if (path.startsWith('/v1/')) {
+    state.metrics.requests.labels(model, route, finished ? String(status) : 'aborted').inc();
+    state.metrics.requestDuration.labels(model, route, tp?.stream ? 'true' : 'false').observe(seconds);
+  }
+  const call = tp?.call;
+  if (call && call.trace.finalKind && call.trace.finalKind !== 'passthrough' && call.trace.finalKind !== 'error') {
+    const k = call.trace.finalKind;
+    const kind = k === 'both' ? 'both' : k === 'tool_calls' ? 'tool_calls' : 'content';
+    if (Array.isArray(call.original.tools) && call.original.tools.length > 0) state.metrics.responses.labels(model, kind).inc();
+  }
+  const line: Record<string, unknown> = {
+    reqId: request.id,
+    method: request.method,
+    route: path,
+    status: finished ? status : 'aborted',
+    latencyMs: Math.round(seconds * 10_000) / 10,
+  };
+  if (tp) {
+    line.model = tp.model;
+    line.upstream = tp.upstream;
+    line.stream = tp.stream;
+  }
+  if (call) {
+    if (call.usage) line.usage = call.usage;
+    const t = call.trace;
+    line.harness = {
+      forced: t.forced,
+      ...(t.toolChoiceSent ? { toolChoice: t.toolChoiceSent } : {}),
+      fallback: t.fallback,
+      attempts: t.attempts,
+      repairs: t.repairs,
+      leaks: t.leaks,
+      retries: t.retries,
+      normalizations: t.normalizations,
+      validationFailures: t.validationFailures.map((v) => v.tool),
+      final: t.finalKind ?? null,
+    };
+  }
+  if (QUIET_ROUTES.has(path)) app.log.debug(line, 'request');
+  else app.log.info(line, 'request');
+}

@@ -1,0 +1,76 @@
+/**
+ * Policy effects -> the request's trace and metrics. The only place that knows which effect
+ * kinds feed which counters; policies stay ignorant of metrics.
+ */
+import type { PolicyEffect } from '../../policies/types.js';
+import type { LeakRecord } from '../../parsers/types.js';
+import type { ChatCall, ChatDeps } from './context.js';
+
+function isLeak(detail: unknown): detail is LeakRecord {
+  return !!detail && typeof detail === 'object' && typeof (detail as LeakRecord).format === 'string';
+}
+
+export function recordPolicyEffects(call: ChatCall, deps: ChatDeps, effects: readonly PolicyEffect[]): void {
+  const model = call.route.name;
+  const m = deps.metrics;
+  const t = call.trace;
+  for (const e of effects) {
+    const n = e.count ?? 1;
+    t.effects.push(e);
+    switch (e.policy) {
+      case 'history-repair':
+        t.repairs[e.kind] = (t.repairs[e.kind] ?? 0) + n;
+        m.historyRepairs.labels(model, e.kind).inc(n);
+        break;
+      case 'force-tool-use':
+        if (e.kind === 'forced') {
+          t.forced = true;
+          const choice = (e.detail as { toolChoice?: string } | undefined)?.toolChoice ?? 'required';
+          t.toolChoiceSent = choice;
+          m.forced.labels(model, choice).inc();
+        } else if (e.kind === 'final-answer') {
+          m.finalAnswers.labels(model).inc();
+        } else if (e.kind === 'forced-but-prose') {
+          m.forcedButProse.labels(model).inc();
+        }
+        break;
+      case 'leak-recovery':
+        if (isLeak(e.detail)) {
+          const leak = e.detail;
+          t.leaks.push({
+            format: leak.format,
+            source: leak.source,
+            outcome: leak.outcome,
+            ...(leak.backendHint ? { backendHint: leak.backendHint } : {}),
+            ...(leak.reason ? { reason: leak.reason } : {}),
+          });
+          m.leaks.labels(model, leak.format, leak.source, leak.outcome).inc();
+        }
+        break;
+      case 'normalize-tool-calls':
+        t.normalizations[e.kind] = (t.normalizations[e.kind] ?? 0) + n;
+        m.normalizations.labels(model, e.kind).inc(n);
+        break;
+      case 'corrective-retry':
+        if (e.kind === 'validation-failed') {
+          const tool = String((e.detail as { tool?: unknown } | undefined)?.tool ?? 'unknown');
+          t.validationFailures.push({ tool, detail: e.detail });
+          m.argumentValidationFailures.labels(model, tool.slice(0, 64)).inc();
+        } else if (e.kind === 'retry') {
+          const reason = String((e.detail as { reason?: unknown } | undefined)?.reason ?? 'invalid');
+          t.retries.push({ reason });
+        }
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+/** After a retried attempt finished: did the retry fix it? */
+export function settleRetry(call: ChatCall, deps: ChatDeps, outcome: 'fixed' | 'failed' | 'aborted'): void {
+  const pending = call.trace.retries.at(-1);
+  if (!pending || pending.outcome) return;
+  pending.outcome = outcome;
+  deps.metrics.retries.labels(call.route.name, pending.reason, outcome).inc();
+}

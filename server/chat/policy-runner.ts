@@ -1,0 +1,102 @@
+/**
+ * Runs the policy table in order. Orchestration only: each policy is a pure function; this file
+ * threads values from one to the next, keeps each policy's memo for its response side, and
+ * collects effects. A stream hook's end-of-stream chunks pass through the hooks after it, so
+ * the chain behaves exactly like the non-streamed composition.
+ */
+import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '../../protocol/openai.js';
+import type { ModelSettings } from '../../protocol/settings.js';
+import type { Policy, PolicyContext, PolicyEffect, ResponseDecision, StreamHook } from '../../policies/types.js';
+import type { ToolproofError } from '../../protocol/errors.js';
+
+export interface RequestPhase {
+  request: ChatCompletionRequest;
+  memos: Map<string, unknown>;
+  effects: PolicyEffect[];
+  error?: ToolproofError;
+}
+
+export function activePolicies(table: readonly Policy[], settings: ModelSettings): Policy[] {
+  return table.filter((p) => p.enabled(settings));
+}
+
+export function runRequestPolicies(
+  policies: readonly Policy[],
+  original: ChatCompletionRequest,
+  ctx: PolicyContext,
+): RequestPhase {
+  let request = original;
+  const memos = new Map<string, unknown>();
+  const effects: PolicyEffect[] = [];
+  for (const policy of policies) {
+    if (!policy.onRequest) continue;
+    const decision = policy.onRequest(request, ctx, original);
+    effects.push(...decision.effects);
+    if (decision.action === 'reject') return { request, memos, effects, error: decision.error };
+    request = decision.request;
+    if (decision.memo !== undefined) memos.set(policy.name, decision.memo);
+  }
+  return { request, memos, effects };
+}
+
+export function runResponsePolicies(
+  policies: readonly Policy[],
+  response: ChatCompletion,
+  ctx: PolicyContext,
+  memos: Map<string, unknown>,
+  sent: ChatCompletionRequest,
+  original: ChatCompletionRequest,
+): ResponseDecision {
+  let current = response;
+  const effects: PolicyEffect[] = [];
+  for (const policy of policies) {
+    if (!policy.onResponse) continue;
+    const decision = policy.onResponse(current, ctx, memos.get(policy.name), sent, original);
+    effects.push(...decision.effects);
+    if (decision.action === 'retry') return { ...decision, effects };
+    current = decision.response;
+  }
+  return { action: 'continue', response: current, effects };
+}
+
+export interface StreamChain {
+  push(chunk: ChatCompletionChunk): ChatCompletionChunk[];
+  end(): { chunks: ChatCompletionChunk[]; effects: PolicyEffect[]; retry?: { request: ChatCompletionRequest; reason: string } };
+}
+
+export function createStreamChain(
+  policies: readonly Policy[],
+  ctx: PolicyContext,
+  memos: Map<string, unknown>,
+  sent: ChatCompletionRequest,
+  original: ChatCompletionRequest,
+): StreamChain {
+  const hooks: StreamHook[] = [];
+  for (const policy of policies) {
+    if (policy.createStreamHook) hooks.push(policy.createStreamHook(ctx, memos.get(policy.name), sent, original));
+  }
+  const from = (start: number, chunks: ChatCompletionChunk[]): ChatCompletionChunk[] => {
+    let cur = chunks;
+    for (let i = start; i < hooks.length && cur.length > 0; i++) {
+      const next: ChatCompletionChunk[] = [];
+      for (const c of cur) for (const o of hooks[i]!.onChunk(c)) next.push(o);
+      cur = next;
+    }
+    return cur;
+  };
+  return {
+    push: (chunk) => from(0, [chunk]),
+    end() {
+      const out: ChatCompletionChunk[] = [];
+      const effects: PolicyEffect[] = [];
+      let retry: { request: ChatCompletionRequest; reason: string } | undefined;
+      for (let i = 0; i < hooks.length; i++) {
+        const end = hooks[i]!.onEnd();
+        effects.push(...end.effects);
+        if (end.retry && !retry) retry = end.retry;
+        for (const c of from(i + 1, end.chunks)) out.push(c);
+      }
+      return retry ? { chunks: out, effects, retry } : { chunks: out, effects };
+    },
+  };
+}

@@ -1,0 +1,47 @@
+/**
+ * The per-request harness trace: what toolproof did to one client request. It becomes the
+ * `harness` object of the request's single log line and is turned into metrics once, at the end.
+ */
+import type { Usage } from '../../protocol/openai.js';
+import type { PolicyEffect } from '../../policies/types.js';
+
+export type FinalKind = 'tool_calls' | 'final_answer' | 'content' | 'both' | 'error' | 'passthrough';
+
+export interface HarnessTrace {
+  forced: boolean;
+  toolChoiceSent?: string;
+  fallback: boolean;
+  attempts: number;
+  retries: Array<{ reason: string; outcome?: string }>;
+  repairs: Record<string, number>;
+  leaks: Array<{ format: string; source: string; outcome: string; backendHint?: string; reason?: string }>;
+  normalizations: Record<string, number>;
+  validationFailures: Array<{ tool: string; detail?: unknown }>;
+  finalKind?: FinalKind;
+  effects: PolicyEffect[];
+}
+
+export function newTrace(): HarnessTrace {
+  return {
+    forced: false,
+    fallback: false,
+    attempts: 0,
+    retries: [],
+    repairs: {},
+    leaks: [],
+    normalizations: {},
+    validationFailures: [],
+    effects: [],
+  };
+}
+
+export function addUsage(total: Usage | undefined, more: Usage | null | undefined): Usage | undefined {
+  if (!more || typeof more !== 'object') return total;
+  if (!total) return { ...more };
+  return {
+    ...total,
+    prompt_tokens: (total.prompt_tokens ?? 0) + (more.prompt_tokens ?? 0),
+    completion_tokens: (total.completion_tokens ?? 0) + (more.completion_tokens ?? 0),
+    total_tokens: (total.total_tokens ?? 0) + (more.total_tokens ?? 0),
+  };
+}

@@ -1,0 +1,68 @@
+/**
+ * The process: load and validate config (fail fast, naming the bad key), start the built-in
+ * simulator when no upstream is configured (and say so loudly), listen, and shut down
+ * gracefully: stop accepting, let open streams finish up to a deadline, then cut them.
+ */
+import { buildApp } from './app.js';
+import { ConfigError, type Config, loadConfig } from './config.js';
+import { createSimulator } from './simulator/index.js';
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`toolproof: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+
+  let simulator: Awaited<ReturnType<typeof createSimulator>> | undefined;
+  if (config.simulator) {
+    simulator = await createSimulator({ personality: 'vllm', scenario: 'demo', host: '127.0.0.1', port: 0 });
+    config = Object.freeze({
+      ...config,
+      defaultUpstream: Object.freeze({ urls: Object.freeze([simulator.url]) }),
+    });
+  }
+
+  const app = await buildApp(config);
+  if (simulator) {
+    app.log.warn(
+      { simulator: simulator.url },
+      '*** NO UPSTREAM CONFIGURED: toolproof is running on its BUILT-IN SIMULATED BACKEND (a scripted small model that leaks tool calls and answers in prose). Set TOOLPROOF_UPSTREAM_URL=http://your-vllm:8000/v1 or TOOLPROOF_CONFIG to use a real model. ***',
+    );
+  }
+  await app.listen({ host: config.host, port: config.port });
+
+  let closing = false;
+  const shutdown = (signal: string) => {
+    if (closing) return;
+    closing = true;
+    app.log.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down: no new requests, open streams may finish');
+    const force = setTimeout(() => {
+      app.log.warn('shutdown deadline reached: closing the remaining connections');
+      app.server.closeAllConnections();
+      void app.toolproof.upstreams.destroy();
+    }, config.shutdownGraceMs);
+    force.unref();
+    app.server.closeIdleConnections();
+    app
+      .close()
+      .then(() => simulator?.close())
+      .then(() => process.exit(0))
+      .catch((err: unknown) => {
+        app.log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+void main().catch((err: unknown) => {
+  process.stderr.write(`toolproof: failed to start: ${(err as Error)?.stack ?? String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,113 @@
+/**
+ * The one metrics registry. Only server/ touches it; parsers and policies report what they did
+ * as values (LeakRecord, PolicyEffect) and server/ counts them here.
+ * Labels come from small closed sets or from configuration (model, upstream), never raw user text;
+ * `tool` is bounded by the tools a request declares.
+ */
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
+  const registry = new Registry();
+  if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+
+  return {
+    registry,
+    requests: new Counter({
+      name: 'toolproof_requests_total',
+      help: 'Client requests handled, by model, route and HTTP status.',
+      labelNames: ['model', 'route', 'status'] as const,
+      registers,
+    }),
+    requestDuration: new Histogram({
+      name: 'toolproof_request_duration_seconds',
+      help: 'Client request latency from arrival to the last byte sent, by model and route.',
+      labelNames: ['model', 'route', 'stream'] as const,
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    upstreamDuration: new Histogram({
+      name: 'toolproof_upstream_duration_seconds',
+      help: 'Upstream latency to response headers, by model, route and upstream.',
+      labelNames: ['model', 'route', 'upstream'] as const,
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    upstreamErrors: new Counter({
+      name: 'toolproof_upstream_errors_total',
+      help: 'Upstream failures by kind: unreachable, timeout, status_4xx, status_5xx, mid_stream, bad_response.',
+      labelNames: ['model', 'upstream', 'kind'] as const,
+      registers,
+    }),
+    leaks: new Counter({
+      name: 'toolproof_leaks_total',
+      help: 'Tool calls found written as text, by format, where (content, reasoning, error) and outcome (recovered, unrecovered, rejected).',
+      labelNames: ['model', 'format', 'source', 'outcome'] as const,
+      registers,
+    }),
+    responses: new Counter({
+      name: 'toolproof_responses_total',
+      help: 'Chat completion responses with tools declared, by what reached the client: tool_calls, content or both.',
+      labelNames: ['model', 'kind'] as const,
+      registers,
+    }),
+    argumentValidationFailures: new Counter({
+      name: 'toolproof_argument_validation_failures_total',
+      help: 'Tool calls whose arguments failed the declared JSON schema (or named an undeclared tool).',
+      labelNames: ['model', 'tool'] as const,
+      registers,
+    }),
+    forced: new Counter({
+      name: 'toolproof_forced_total',
+      help: 'Requests sent upstream with the synthetic final_answer tool (forced tool use).',
+      labelNames: ['model', 'tool_choice'] as const,
+      registers,
+    }),
+    finalAnswers: new Counter({
+      name: 'toolproof_final_answers_total',
+      help: 'final_answer calls turned back into an ordinary assistant message.',
+      labelNames: ['model'] as const,
+      registers,
+    }),
+    forcedButProse: new Counter({
+      name: 'toolproof_forced_but_prose_total',
+      help: 'Forced requests that still came back as plain prose (the backend ignored tool_choice "required").',
+      labelNames: ['model'] as const,
+      registers,
+    }),
+    toolChoiceFallbacks: new Counter({
+      name: 'toolproof_tool_choice_fallbacks_total',
+      help: 'Requests retried with tool_choice "auto" after the upstream rejected "required".',
+      labelNames: ['upstream', 'model'] as const,
+      registers,
+    }),
+    toolChoiceFallbackActive: new Gauge({
+      name: 'toolproof_tool_choice_fallback_active',
+      help: '1 while toolproof remembers that this upstream rejects tool_choice "required" and sends "auto".',
+      labelNames: ['upstream', 'model'] as const,
+      registers,
+    }),
+    historyRepairs: new Counter({
+      name: 'toolproof_history_repairs_total',
+      help: 'Repairs made to conversation history before it went upstream, by kind.',
+      labelNames: ['model', 'kind'] as const,
+      registers,
+    }),
+    retries: new Counter({
+      name: 'toolproof_retries_total',
+      help: 'Corrective retries after an invalid tool call, by reason and outcome.',
+      labelNames: ['model', 'reason', 'outcome'] as const,
+      registers,
+    }),
+    normalizations: new Counter({
+      name: 'toolproof_tool_call_normalizations_total',
+      help: 'Structured tool calls from the backend that needed fixing: duplicate index, duplicate id, truncated arguments.',
+      labelNames: ['model', 'kind'] as const,
+      registers,
+    }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,72 @@
+/**
+ * /v1/completions and /v1/embeddings: passed through untouched (body bytes in, status and
+ * body bytes out), with the same routing, auth, timeouts, abort and error shape as chat.
+ */
+import { performance } from 'node:perf_hooks';
+import type { FastifyInstance } from 'fastify';
+import { ToolproofError } from '../../protocol/errors.js';
+import { readText } from '../chat/attempt.js';
+import type { AppState } from '../app-state.js';
+import { fromUpstreamError, parseUpstreamBody, toErrorBody } from '../error-handler.js';
+import { resolveRoute } from '../routing.js';
+import { SSE_DONE, sseData } from '../sse.js';
+import { toUpstreamError } from '../upstream.js';
+import { completionBody, embeddingBody } from './schemas.js';
+
+export function registerRelayRoutes(app: FastifyInstance, state: AppState): void {
+  const relay = (path: '/completions' | '/embeddings', routeLabel: string) =>
+    async function handler(
+      request: import('fastify').FastifyRequest,
+      reply: import('fastify').FastifyReply,
+    ): Promise<unknown> {
+      const body = request.body as { model?: unknown; stream?: unknown };
+      const route = resolveRoute(state.config, state.upstreams, body.model);
+      const controller = new AbortController();
+      reply.raw.once('close', () => {
+        if (!reply.raw.writableFinished) controller.abort(new Error('client disconnected'));
+      });
+      request.tp = { model: route.name, upstream: route.client.label, stream: body.stream === true };
+      const payload = route.upstreamModel ? JSON.stringify({ ...body, model: route.upstreamModel }) : request.rawBody;
+      const started = performance.now();
+      const res = await route.client.request({
+        method: 'POST',
+        path,
+        body: payload ?? JSON.stringify(body),
+        headers: { 'x-request-id': request.id },
+        signal: controller.signal,
+      });
+      state.metrics.upstreamDuration.labels(route.name, routeLabel, route.client.label).observe((performance.now() - started) / 1000);
+      if (res.status >= 400) {
+        const text = await readText(res);
+        throw fromUpstreamError(res.status, parseUpstreamBody(text), route.client.label);
+      }
+      const type = String(res.headers['content-type'] ?? 'application/json');
+      if (!type.includes('text/event-stream')) {
+        const text = await readText(res, Number.POSITIVE_INFINITY);
+        return reply.code(res.status).type(type).send(text);
+      }
+      reply.hijack();
+      reply.raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-request-id': request.id });
+      let tail = '';
+      try {
+        for await (const chunk of res.body) {
+          const buf = chunk as Buffer;
+          tail = (tail + buf.toString('latin1')).slice(-32);
+          if (!reply.raw.write(buf)) await new Promise((r) => reply.raw.once('drain', r));
+        }
+        if (!tail.includes('[DONE]')) reply.raw.write(SSE_DONE);
+      } catch (err) {
+        if (!controller.signal.aborted) {
+          const mapped = toUpstreamError(err, route.client.label);
+          const e = mapped instanceof ToolproofError ? mapped : new ToolproofError('TP_ERR_UPSTREAM_UNREACHABLE', { cause: err });
+          reply.raw.write(`\n\n${sseData(JSON.stringify(toErrorBody(e)))}${SSE_DONE}`);
+        }
+      } finally {
+        if (!reply.raw.writableEnded) reply.raw.end();
+      }
+      return reply;
+    };
+
+  app.post('/v1/completions', { schema: { tags: ['openai'], summary: 'Text completion, passed through.', body: completionBody } }, relay('/completions', 'completions'));
+  app.post('/v1/embeddings', { schema: { tags: ['openai'], summary: 'Embeddings, passed through.', body: embeddingBody } }, relay('/embeddings', 'embeddings'));
+}

@@ -1,0 +1,110 @@
+/**
+ * Route schemas: they validate what toolproof reads (wrong types -> 400 naming the field) and
+ * generate the OpenAPI document at /docs/json. Every object allows additional properties:
+ * fields toolproof does not own (vendor extras) pass through untouched.
+ */
+const nullable = (schema: Record<string, unknown>) => ({ anyOf: [schema, { type: 'null' }] });
+
+const message = {
+  type: 'object',
+  required: ['role'],
+  properties: {
+    role: { type: 'string' },
+    content: { anyOf: [{ type: 'string' }, { type: 'array' }, { type: 'null' }] },
+    name: { type: 'string' },
+    tool_call_id: { type: 'string' },
+    tool_calls: nullable({
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          id: { type: 'string' },
+          type: { type: 'string' },
+          function: { type: 'object', properties: { name: { type: 'string' } } },
+        },
+      },
+    }),
+  },
+};
+
+const tool = {
+  type: 'object',
+  required: ['function'],
+  properties: {
+    type: { type: 'string' },
+    function: {
+      type: 'object',
+      required: ['name'],
+      properties: {
+        name: { type: 'string', minLength: 1 },
+        description: { type: 'string' },
+        parameters: { type: 'object' },
+      },
+    },
+  },
+};
+
+export const chatCompletionBody = {
+  $id: 'ChatCompletionRequest',
+  type: 'object',
+  required: ['model', 'messages'],
+  properties: {
+    model: { type: 'string' },
+    messages: { type: 'array', items: message },
+    tools: nullable({ type: 'array', items: tool }),
+    tool_choice: {
+      anyOf: [
+        { type: 'string' },
+        {
+          type: 'object',
+          required: ['function'],
+          properties: { type: { type: 'string' }, function: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } },
+        },
+      ],
+    },
+    stream: nullable({ type: 'boolean' }),
+    stream_options: nullable({ type: 'object', properties: { include_usage: { type: 'boolean' } } }),
+    max_tokens: nullable({ type: 'integer' }),
+    max_completion_tokens: nullable({ type: 'integer' }),
+    temperature: nullable({ type: 'number' }),
+    top_p: nullable({ type: 'number' }),
+    n: nullable({ type: 'integer', minimum: 1 }),
+    parallel_tool_calls: nullable({ type: 'boolean' }),
+    response_format: nullable({ type: 'object' }),
+  },
+  additionalProperties: true,
+} as const;
+
+export const completionBody = {
+  type: 'object',
+  required: ['model'],
+  properties: {
+    model: { type: 'string' },
+    prompt: {},
+    stream: nullable({ type: 'boolean' }),
+    max_tokens: nullable({ type: 'integer' }),
+  },
+  additionalProperties: true,
+} as const;
+
+export const embeddingBody = {
+  type: 'object',
+  required: ['model', 'input'],
+  properties: { model: { type: 'string' }, input: {} },
+  additionalProperties: true,
+} as const;
+
+export const errorResponse = {
+  type: 'object',
+  properties: {
+    error: {
+      type: 'object',
+      properties: {
+        message: { type: 'string' },
+        type: { type: 'string' },
+        param: { type: ['string', 'null'] },
+        code: { type: ['string', 'integer', 'null'] },
+      },
+    },
+  },
+} as const;

@@ -1,0 +1,30 @@
+/**
+ * Request `model` -> where it goes and which settings apply. A YAML-mapped model wins; other
+ * names go to the default upstream (TOOLPROOF_UPSTREAM_URL) with the default settings; when
+ * there is no default upstream an unmapped model is a 404.
+ */
+import { ToolproofError } from '../protocol/errors.js';
+import type { Config } from './config.js';
+import type { ResolvedRoute } from './chat/context.js';
+import type { Upstreams } from './upstream.js';
+
+export function resolveRoute(config: Config, upstreams: Upstreams, model: unknown): ResolvedRoute {
+  const name = typeof model === 'string' ? model : '';
+  const mapped = name ? config.models[name] : undefined;
+  if (mapped) {
+    return {
+      name,
+      settings: mapped.settings,
+      client: upstreams.for(mapped.upstream),
+      ...(mapped.upstreamModel ? { upstreamModel: mapped.upstreamModel } : {}),
+    };
+  }
+  if (config.defaultUpstream) {
+    // Unmapped names are bounded for metrics by what clients send; cap their length.
+    return { name: name.slice(0, 128) || 'unknown', settings: config.defaults, client: upstreams.for(config.defaultUpstream) };
+  }
+  throw new ToolproofError('TP_ERR_MODEL_NOT_FOUND', {
+    param: 'model',
+    message: `The model "${name}" does not exist. Configured models: ${Object.keys(config.models).join(', ') || '(none)'}.`,
+  });
+}

@@ -1,0 +1,166 @@
+/**
+ * Turns a scripted action into what the backend would return: content, reasoning, parsed tool
+ * calls and a finish reason, after tool_choice (required / named / none) and length limits.
+ * Pure: no I/O, no clock.
+ */
+import type { ToolDef } from '../../protocol/openai.js';
+import { renderLeak } from './leak-formats.js';
+import { sampleArguments } from './schema-args.js';
+import { splitTokens } from './tokens.js';
+import type { Behaviour, Personality, ScriptedCall, ScriptedError, TurnAction } from './types.js';
+
+export interface GeneratedCall {
+  name: string;
+  arguments: string;
+}
+
+export interface Generation {
+  reasoning: string | null;
+  content: string;
+  calls: GeneratedCall[];
+  finish: 'stop' | 'length' | 'tool_calls';
+  /** An error raised after generation started (status 200, error event in the stream). */
+  midStreamError: ScriptedError | null;
+  behaviour: Behaviour;
+}
+
+export type Outcome = { kind: 'ok'; generation: Generation } | { kind: 'error'; error: ScriptedError };
+
+export interface GenerateContext {
+  personality: Personality;
+  tools: ToolDef[];
+  toolChoice: unknown;
+  ignoreRequired: boolean;
+  /** max_tokens / max_completion_tokens, when the request set a positive one. */
+  maxTokens: number | null;
+}
+
+function argsObject(call: ScriptedCall): Record<string, unknown> {
+  if (typeof call.arguments === 'string') {
+    try {
+      const parsed: unknown = JSON.parse(call.arguments);
+      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed))
+        return parsed as Record<string, unknown>;
+    } catch {
+      // A deliberately broken argument string: nothing to recover here.
+    }
+    return {};
+  }
+  return call.arguments ?? {};
+}
+
+function argsText(call: ScriptedCall): string {
+  return typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {});
+}
+
+function namedChoice(choice: unknown): string | null {
+  if (typeof choice !== 'object' || choice === null) return null;
+  const fn = (choice as { function?: { name?: unknown } }).function;
+  return typeof fn?.name === 'string' ? fn.name : null;
+}
+
+/** The calls a grammar-forced model would make when the script says prose. */
+function forcedCalls(tools: ToolDef[], prose: string, only?: string): GeneratedCall[] {
+  const candidates = only ? tools.filter((t) => t.function?.name === only) : tools;
+  const finalTool = candidates.find((t) => t.function?.name?.startsWith('final_answer'));
+  if (finalTool) return [{ name: finalTool.function.name, arguments: JSON.stringify({ answer: prose }) }];
+  const first = candidates[0];
+  if (!first) return [];
+  return [
+    { name: first.function.name, arguments: JSON.stringify(sampleArguments(first.function.parameters)) },
+  ];
+}
+
+interface Budget {
+  chars: number;
+  tokens: number;
+  cut: boolean;
+}
+
+function spend(text: string, budget: Budget): string {
+  if (budget.cut) return '';
+  let out = '';
+  for (const piece of splitTokens(text)) {
+    if (budget.tokens <= 0 || budget.chars <= 0) {
+      budget.cut = true;
+      break;
+    }
+    const take = piece.length > budget.chars ? piece.slice(0, budget.chars) : piece;
+    out += take;
+    budget.chars -= take.length;
+    budget.tokens -= 1;
+    if (take.length < piece.length) {
+      budget.cut = true;
+      break;
+    }
+  }
+  return out;
+}
+
+export function generate(action: TurnAction, ctx: GenerateContext): Outcome {
+  const behaviour: Behaviour = action;
+  if ('error' in action && !action.error.midStream) return { kind: 'error', error: action.error };
+
+  let content = '';
+  let calls: GeneratedCall[] = [];
+  let leakedCalls: GeneratedCall[] = [];
+  if ('say' in action) content = action.say;
+  else if ('raw' in action) content = action.raw;
+  else if ('call' in action) calls = action.call.map((c) => ({ name: c.name, arguments: argsText(c) }));
+  else if ('leak' in action) {
+    const leak = action.leak;
+    const rendered = renderLeak(
+      leak.format,
+      leak.calls.map((c) => ({ name: c.name, arguments: argsObject(c) })),
+    );
+    content = `${leak.before ?? ''}${rendered}${leak.after ?? ''}`;
+    leakedCalls = leak.calls.map((c) => ({ name: c.name, arguments: argsText(c) }));
+  }
+
+  const tools = ctx.tools;
+  const choice = ctx.toolChoice;
+  const named = namedChoice(choice);
+  if (tools.length === 0 || choice === 'none') {
+    // Without tools (or with "none") the backend runs no tool parser: calls stay text.
+    if (calls.length > 0) {
+      content = renderLeak(
+        'hermes',
+        calls.map((c) => ({ name: c.name, arguments: argsObject({ name: c.name, arguments: c.arguments }) })),
+      );
+      calls = [];
+    }
+  } else if (choice === 'required' && !ctx.ignoreRequired) {
+    if (calls.length === 0) {
+      calls = leakedCalls.length > 0 ? leakedCalls : forcedCalls(tools, content);
+      content = '';
+    }
+  } else if (named && ctx.personality === 'vllm') {
+    // vLLM turns a named tool_choice into a JSON-schema constraint on that tool's arguments.
+    const own = calls.find((c) => c.name === named) ?? leakedCalls.find((c) => c.name === named);
+    calls = own ? [own] : forcedCalls(tools, content, named);
+    content = '';
+  }
+
+  let reasoning: string | null = null;
+  if (typeof action.think === 'string') {
+    if (action.thinkAsText) content = `<think>${action.think}</think>\n\n${content}`;
+    else reasoning = action.think;
+  }
+
+  const budget: Budget = {
+    chars: action.truncateAt ?? Number.POSITIVE_INFINITY,
+    tokens: ctx.maxTokens ?? Number.POSITIVE_INFINITY,
+    cut: false,
+  };
+  content = spend(content, budget);
+  const kept: GeneratedCall[] = [];
+  for (const call of calls) {
+    if (budget.cut) break;
+    kept.push({ name: call.name, arguments: spend(call.arguments, budget) });
+  }
+  calls = kept;
+
+  const finish = budget.cut ? 'length' : calls.length > 0 ? 'tool_calls' : 'stop';
+  const midStreamError = 'error' in action ? action.error : null;
+  return { kind: 'ok', generation: { reasoning, content, calls, finish, midStreamError, behaviour } };
+}

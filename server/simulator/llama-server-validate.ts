@@ -1,0 +1,211 @@
+/**
+ * llama-server's request checks, with its real statuses and messages (recorded against build
+ * b9928, see /work/shared/wire/llama-server/README.md). Some malformed inputs are 500, not 400:
+ * that is what the server does.
+ */
+import { parseLikeNlohmann } from './nlohmann-json.js';
+import { jsonTypeName, type SimError } from './personality.js';
+import type { LlamaTemplate, SimulatorOptions } from './types.js';
+
+type Obj = Record<string, unknown>;
+
+const bad = (message: string): SimError => ({ status: 400, message });
+const fail = (message: string): SimError => ({ status: 500, message });
+
+const NUMBER_FIELDS = [
+  'temperature',
+  'top_p',
+  'top_k',
+  'min_p',
+  'frequency_penalty',
+  'presence_penalty',
+  'repeat_penalty',
+  'seed',
+];
+
+function isObj(v: unknown): v is Obj {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function typeError(field: string, want: string, value: unknown): SimError {
+  return bad(
+    `Field '${field}': [json.exception.type_error.302] type must be ${want}, but is ${jsonTypeName(value)}`,
+  );
+}
+
+const JINJA_PREFIX =
+  'Unable to generate parser for this template. Automatic parser generation failed: \n------------\n';
+
+const JINJA = {
+  mistralAlternate: `${JINJA_PREFIX}While executing CallExpression at line 18, column 32 in source:\n...== 0) %}↵            {{- raise_exception("After the optional system message, con...\n                                           ^\nError: Jinja Exception: After the optional system message, conversation roles must alternate user/assistant/user/assistant/...`,
+  mistralCallId: `${JINJA_PREFIX}While executing CallExpression at line 62, column 36 in source:\n...9 %}↵                {{- raise_exception("Tool call IDs should be alphanumeric s...\n                                           ^\nError: Jinja Exception: Tool call IDs should be alphanumeric strings with length 9!`,
+  mistralResultId: `${JINJA_PREFIX}While executing CallExpression at line 81, column 32 in source:\n... != 9 %}↵            {{- raise_exception("Tool call IDs should be alphanumeric s...\n                                           ^\nError: Jinja Exception: Tool call IDs should be alphanumeric strings with length 9!`,
+  llama3Single: `${JINJA_PREFIX}While executing CallExpression at line 71, column 32 in source:\n... == 1 %}↵            {{- raise_exception("This model only supports single tool-c...\n                                           ^\nError: Jinja Exception: This model only supports single tool-calls at once!`,
+};
+
+const NINE = /^[a-zA-Z0-9]{9}$/;
+
+function templateError(
+  messages: Obj[],
+  template: LlamaTemplate | undefined,
+  nineCharIds: boolean,
+): SimError | null {
+  if (template === 'mistral') {
+    // The Mistral template checks role alternation first, over user and plain assistant turns.
+    const turns = messages.filter(
+      (m) =>
+        m.role === 'user' ||
+        (m.role === 'assistant' && !(Array.isArray(m.tool_calls) && m.tool_calls.length)),
+    );
+    for (let i = 0; i < turns.length; i++) {
+      if ((turns[i]?.role === 'user') !== (i % 2 === 0)) return bad(JINJA.mistralAlternate);
+    }
+  }
+  if (template === 'llama3') {
+    for (const m of messages) {
+      if (m.role === 'assistant' && Array.isArray(m.tool_calls) && m.tool_calls.length > 1)
+        return bad(JINJA.llama3Single);
+    }
+  }
+  if (template === 'mistral' || nineCharIds) {
+    for (const m of messages) {
+      if (m.role === 'assistant' && Array.isArray(m.tool_calls)) {
+        for (const tc of m.tool_calls) {
+          const id = isObj(tc) ? tc.id : undefined;
+          if (typeof id !== 'string' || !NINE.test(id)) return bad(JINJA.mistralCallId);
+        }
+      }
+      if (m.role === 'tool') {
+        const id = m.tool_call_id;
+        if (typeof id !== 'string' || !NINE.test(id)) return bad(JINJA.mistralResultId);
+      }
+    }
+  }
+  return null;
+}
+
+/** strictHistory: the checks a stricter template or backend makes. Shared message texts for both personalities. */
+export function strictHistoryProblem(messages: Obj[]): string | null {
+  const pending = new Set<string>();
+  const known = new Set<string>();
+  for (const m of messages) {
+    if (m.role !== 'tool' && pending.size > 0) {
+      return `Assistant tool call(s) ${[...pending].join(', ')} are not followed by their tool result message(s)`;
+    }
+    if (m.role === 'assistant' && Array.isArray(m.tool_calls)) {
+      for (const tc of m.tool_calls) {
+        if (isObj(tc) && typeof tc.id === 'string') {
+          pending.add(tc.id);
+          known.add(tc.id);
+        }
+      }
+    }
+    if (m.role === 'tool') {
+      const id = typeof m.tool_call_id === 'string' ? m.tool_call_id : '';
+      if (!known.has(id))
+        return `Tool message with tool_call_id '${id}' does not match any previous tool call`;
+      pending.delete(id);
+    }
+  }
+  if (pending.size > 0) {
+    return `Assistant tool call(s) ${[...pending].join(', ')} are not followed by their tool result message(s)`;
+  }
+  return null;
+}
+
+function messageErrors(messages: unknown[]): SimError | null {
+  for (const m of messages) {
+    if (!isObj(m) || !('role' in m))
+      return fail(`Failed to parse messages: Missing 'role' in message: ${JSON.stringify(m)}`);
+    if (Array.isArray(m.content)) {
+      for (const part of m.content) {
+        if (isObj(part) && (part.type === 'image_url' || part.type === 'input_audio')) {
+          return fail(
+            part.type === 'image_url'
+              ? 'image input is not supported - hint: if this is unexpected, you may need to provide the mmproj'
+              : 'audio input is not supported - hint: if this is unexpected, you may need to provide the mmproj',
+          );
+        }
+      }
+    }
+    if (Array.isArray(m.tool_calls)) {
+      for (const tc of m.tool_calls) {
+        if (!isObj(tc) || (tc.type !== undefined && tc.type !== 'function')) {
+          return fail(`Failed to parse messages: Unsupported tool call type: ${JSON.stringify(tc)}`);
+        }
+        const args = isObj(tc.function) ? tc.function.arguments : undefined;
+        if (typeof args === 'string') {
+          const parsed = parseLikeNlohmann(args);
+          if (!parsed.ok) return fail(`Failed to parse tool call arguments as JSON: ${parsed.message}`);
+        }
+      }
+    }
+  }
+  return null;
+}
+
+export function validateLlamaChat(body: Obj, options: SimulatorOptions): SimError | null {
+  if (!('messages' in body)) return bad("'messages' is required");
+  const messages = body.messages;
+  if (!Array.isArray(messages)) return bad("Expected 'messages' to be an array");
+  if ('stream' in body && typeof body.stream !== 'boolean' && body.stream !== null) {
+    return typeError('stream', 'boolean', body.stream);
+  }
+  for (const f of NUMBER_FIELDS) {
+    if (f in body && typeof body[f] !== 'number' && body[f] !== null) return typeError(f, 'number', body[f]);
+  }
+  for (const f of ['max_tokens', 'max_completion_tokens']) {
+    const v = body[f];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== 'number') return typeError(f, 'number', v);
+    if (v < -1 || v > 2147483647) {
+      return bad(`Field '${f}': Value must be between -1 <= value <= 2147483647, but got ${v}`);
+    }
+  }
+  if (typeof body.n === 'number' && body.n !== 1) {
+    return bad(`Field 'n': Value must be between 1 <= value <= 1, but got ${body.n}`);
+  }
+  const choice = body.tool_choice;
+  if (typeof choice === 'string' && !['auto', 'none', 'required'].includes(choice)) {
+    return bad(`Invalid tool_choice: ${choice}`);
+  }
+  const rf = body.response_format;
+  if (isObj(rf) && typeof rf.type === 'string' && !['text', 'json_object', 'json_schema'].includes(rf.type)) {
+    return bad(`response_format type must be one of "text" or "json_object", but got: ${rf.type}`);
+  }
+  const tools = body.tools;
+  if (tools !== undefined && tools !== null) {
+    if (!Array.isArray(tools)) {
+      return fail(
+        `Failed to parse tools: Expected 'tools' to be an array, got ${JSON.stringify(tools)}; tools = ${JSON.stringify(tools, null, 2)}`,
+      );
+    }
+    for (const tool of tools) {
+      if (!isObj(tool) || !isObj(tool.function)) {
+        return fail(
+          `Failed to parse tools: Missing tool function: ${JSON.stringify(tool)}; tools = ${JSON.stringify(tools, null, 2)}`,
+        );
+      }
+    }
+  }
+  const hasTools = Array.isArray(tools) && tools.length > 0;
+  if (body.logprobs === true && hasTools && body.stream === true) {
+    return bad('logprobs is not supported with tools + stream');
+  }
+  const msgError = messageErrors(messages);
+  if (msgError) return msgError;
+  const objs = messages as Obj[];
+  let trailing = 0;
+  for (let i = objs.length - 1; i >= 0 && objs[i]?.role === 'assistant'; i--) trailing++;
+  if (trailing >= 2) return bad('Cannot have 2 or more assistant messages at the end of the list.');
+  const tplError = templateError(objs, options.template, options.nineCharIds === true);
+  if (tplError) return tplError;
+  if (options.strictHistory) {
+    const problem = strictHistoryProblem(objs);
+    if (problem) return bad(problem);
+  }
+  if (options.rejectRequired && choice === 'required' && hasTools) {
+    return bad('Failed to initialize samplers: std::exception');
+  }
+  return null;
+}

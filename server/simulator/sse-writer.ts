@@ -1,0 +1,47 @@
+/** Writes a response as SSE with the scripted timing and failure behaviours. */
+import type { ServerResponse } from 'node:http';
+import type { Behaviour } from './types.js';
+
+export interface StreamState {
+  chunksSent: number;
+  /** Set when the socket closed early; the writer stops. */
+  closed: boolean;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+export function sseEvent(payload: unknown): string {
+  return `data: ${typeof payload === 'string' ? payload : JSON.stringify(payload)}\n\n`;
+}
+
+/**
+ * Sends the events one by one. A stall leaves the response open forever (the client or close()
+ * ends it); a death destroys the socket so the client sees a truncated chunked body.
+ */
+export async function writeSse(
+  res: ServerResponse,
+  headers: Record<string, string>,
+  events: string[],
+  behaviour: Behaviour,
+  state: StreamState,
+): Promise<void> {
+  res.writeHead(200, headers);
+  res.flushHeaders();
+  for (let i = 0; i < events.length; i++) {
+    if (state.closed) return;
+    if (behaviour.stallAfterChunks !== undefined && i >= behaviour.stallAfterChunks) return;
+    if (behaviour.dieAfterChunks !== undefined && i >= behaviour.dieAfterChunks) {
+      res.socket?.destroy();
+      return;
+    }
+    if (i > 0 && behaviour.chunkDelayMs) await sleep(behaviour.chunkDelayMs);
+    if (state.closed) return;
+    const ok = res.write(events[i] as string);
+    state.chunksSent++;
+    // Respect backpressure: a slow client must not make the simulator buffer the whole stream.
+    if (!ok) await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
+  }
+  if (!state.closed) res.end();
+}

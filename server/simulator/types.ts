@@ -1,0 +1,158 @@
+/**
+ * Public types of the built-in backend simulator. The simulator is product code (used by
+ * `npm start` without an upstream) and a test double; it never imports toolproof's server code.
+ */
+import type { ToolDef } from '../../protocol/openai.js';
+
+export type Personality = 'vllm' | 'llama-server';
+
+export const LEAK_FORMATS = [
+  'hermes',
+  'qwen3-coder',
+  'llama3-json',
+  'mistral',
+  'bare-json',
+  'pythonic',
+  'deepseek',
+  'glm',
+  'kimi-k2',
+  'gpt-oss',
+] as const;
+export type LeakFormat = (typeof LEAK_FORMATS)[number];
+
+export interface ScriptedCall {
+  name: string;
+  /** An object is serialised compactly; a string is sent verbatim (the model's own whitespace, or broken JSON). */
+  arguments?: Record<string, unknown> | string;
+}
+
+export interface LeakSpec {
+  format: LeakFormat;
+  calls: ScriptedCall[];
+  before?: string;
+  after?: string;
+}
+
+export interface ScriptedError {
+  status: number;
+  message: string;
+  type?: string;
+  /** Fail after the stream started (status 200, error event), like a parser failure mid-generation. */
+  midStream?: boolean;
+}
+
+/** Timing and failure behaviours; they apply to whichever output the action produces. */
+export interface Behaviour {
+  delayMs?: number;
+  chunkDelayMs?: number;
+  /** Stop sending after N SSE events but keep the socket open. */
+  stallAfterChunks?: number;
+  /** Destroy the socket after N SSE events. */
+  dieAfterChunks?: number;
+  /** Cut the output after N characters (content first, then arguments) with finish_reason "length". */
+  truncateAt?: number;
+  /** Reasoning text: `reasoning_content` by default, or `<think>` text in content with thinkAsText. */
+  think?: string;
+  thinkAsText?: boolean;
+}
+
+export type TurnAction = Behaviour &
+  (
+    | { say: string }
+    | { call: ScriptedCall[] }
+    | { leak: LeakSpec }
+    | { raw: string }
+    | { error: ScriptedError }
+    | { think: string }
+  );
+
+export interface TurnContext {
+  /** Number of assistant messages in the request. */
+  turn: number;
+  tools: ToolDef[];
+  lastUserText: string;
+  /** True when the last message is a tool result. */
+  afterToolResult: boolean;
+  /** The most recent tool result text, if any. */
+  lastToolResult: string;
+}
+
+export type ScenarioFn = (ctx: TurnContext) => TurnAction;
+
+/** Inline scenario: one action per turn, the last one repeating. */
+export interface ScenarioScript {
+  name?: string;
+  turns: TurnAction[];
+}
+
+export type ScenarioSpec = string | ScenarioScript | TurnAction[] | ScenarioFn;
+
+/** llama-server chat template families whose Jinja rules the simulator reproduces. */
+export type LlamaTemplate = 'chatml' | 'qwen3-coder' | 'llama3' | 'mistral';
+
+export interface SimulatorOptions {
+  personality: Personality;
+  host?: string;
+  /** 0 (default) picks a free port. */
+  port?: number;
+  scenario?: ScenarioSpec;
+  /** Reported `model`; llama-server reports it whatever the request asks for. */
+  modelName?: string;
+  /** Answer tool_choice "required" with the personality's real rejection (400). */
+  rejectRequired?: boolean;
+  /** Treat "required" like "auto" (the model may answer in prose). */
+  ignoreRequired?: boolean;
+  /** Reject broken histories: a call without its result, an orphan result, invalid-JSON arguments. */
+  strictHistory?: boolean;
+  /** Mistral templates: tool-call ids must be 9 alphanumerics (llama-server's real 400). */
+  nineCharIds?: boolean;
+  /** llama-server only: the chat template family (its Jinja exceptions surface as 400). */
+  template?: LlamaTemplate;
+  /** llama-server only: require this key (Bearer or X-Api-Key), like `--api-key`. */
+  apiKey?: string;
+  /** llama-server only: `--metrics` (otherwise /metrics is 501). Default true. */
+  metrics?: boolean;
+  /** vLLM only: 'nested' (current, `{"error":{…}}`) or 'legacy' (`{"object":"error",…}`). */
+  errorShape?: 'nested' | 'legacy';
+  /** vLLM only: answer 404 "The model `x` does not exist." when the request names another model (vLLM does). Default false. */
+  checkModel?: boolean;
+  /** vLLM only: reported max_model_len. */
+  maxModelLen?: number;
+  /** Embedding vector length. */
+  embeddingDims?: number;
+}
+
+export interface RecordedRequest {
+  index: number;
+  method: string;
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  rawBody: string;
+  /** Parsed JSON body, or undefined when the body was empty or not JSON. */
+  body: unknown;
+  receivedAt: number;
+}
+
+export interface RecordedAbort {
+  /** Index of the request in `requests`. */
+  requestIndex: number;
+  path: string;
+  /** True when response headers had already been sent (the client left mid-stream). */
+  midStream: boolean;
+  /** SSE events written before the client left. */
+  chunksSent: number;
+  at: number;
+}
+
+export interface Simulator {
+  /** Base URL including `/v1`. */
+  url: string;
+  /** Origin without `/v1`. */
+  origin: string;
+  port: number;
+  personality: Personality;
+  requests: RecordedRequest[];
+  aborts: RecordedAbort[];
+  reset(): void;
+  close(): Promise<void>;
+}

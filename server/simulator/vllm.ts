@@ -1,0 +1,326 @@
+/**
+ * The vLLM personality, shapes taken from vLLM's OpenAI server (entrypoints/openai protocol and
+ * serving_chat): `chatcmpl-<hex>` ids, `chatcmpl-tool-<hex>` call ids, `content: null` beside
+ * tool calls, a first streamed delta `{"role":"assistant","content":""}`, tool-call deltas that
+ * open with id/type/name and empty arguments, errors nested under `error` with an int `code`.
+ */
+import { strictHistoryProblem } from './llama-server-validate.js';
+import type { Generation } from './generate.js';
+import {
+  jsonTypeName,
+  type PersonalityImpl,
+  type ResponseMeta,
+  type SimError,
+  type SimStats,
+} from './personality.js';
+import { randomHex, splitTokens } from './tokens.js';
+import type { SimulatorOptions } from './types.js';
+
+type Obj = Record<string, unknown>;
+
+const TYPE_BY_STATUS: Record<number, string> = {
+  400: 'BadRequestError',
+  401: 'Unauthorized',
+  404: 'NotFoundError',
+  500: 'InternalServerError',
+  501: 'NotImplementedError',
+};
+
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const bad = (message: string, type = 'BadRequestError'): SimError => ({ status: 400, message, type });
+
+/** FastAPI/pydantic validation failures: vLLM's handler reports str(errors) with the HTTP phrase as type. */
+function pydanticError(kind: string, loc: string, msg: string, input: unknown): SimError {
+  return bad(
+    `[{'type': '${kind}', 'loc': ('body', '${loc}'), 'msg': '${msg}', 'input': ${JSON.stringify(input)}}]`,
+    'Bad Request',
+  );
+}
+
+function usage(meta: ResponseMeta) {
+  return {
+    prompt_tokens: meta.promptTokens,
+    total_tokens: meta.promptTokens + meta.completionTokens,
+    completion_tokens: meta.completionTokens,
+    prompt_tokens_details: null,
+  };
+}
+
+function chunk(meta: ResponseMeta, delta: Obj, finish: string | null = null) {
+  const choice: Obj = { index: 0, delta, logprobs: null, finish_reason: finish };
+  if (finish !== null) choice.stop_reason = null;
+  return {
+    id: meta.id,
+    object: 'chat.completion.chunk',
+    created: meta.created,
+    model: meta.model,
+    choices: [choice],
+  };
+}
+
+function validate(body: Obj, options: SimulatorOptions): SimError | null {
+  if (!('messages' in body)) return pydanticError('missing', 'messages', 'Field required', body);
+  if (!Array.isArray(body.messages)) {
+    return pydanticError('list_type', 'messages', 'Input should be a valid list', body.messages);
+  }
+  if ('stream' in body && body.stream !== null && typeof body.stream !== 'boolean') {
+    return pydanticError('bool_parsing', 'stream', 'Input should be a valid boolean', body.stream);
+  }
+  for (const f of ['temperature', 'top_p', 'max_tokens', 'max_completion_tokens']) {
+    if (f in body && body[f] !== null && typeof body[f] !== 'number') {
+      return pydanticError(
+        jsonTypeName(body[f]) === 'string' ? 'float_parsing' : 'float_type',
+        f,
+        'Input should be a valid number',
+        body[f],
+      );
+    }
+  }
+  const requested = body.model;
+  const served = options.modelName ?? 'simulated-model';
+  if (options.checkModel && typeof requested === 'string' && requested !== served) {
+    return { status: 404, message: `The model \`${requested}\` does not exist.`, type: 'NotFoundError' };
+  }
+  const tools = Array.isArray(body.tools) ? body.tools : [];
+  const choice = body.tool_choice;
+  if (typeof choice === 'string' && !['auto', 'none', 'required'].includes(choice)) {
+    return pydanticError(
+      'literal_error',
+      'tool_choice',
+      "Input should be 'none', 'auto' or 'required'",
+      choice,
+    );
+  }
+  if (choice !== undefined && choice !== null && choice !== 'none' && tools.length === 0) {
+    return bad('When using `tool_choice`, `tools` must be set.');
+  }
+  if (isObj(choice)) {
+    const name = isObj(choice.function) ? choice.function.name : undefined;
+    const declared = tools.some((t) => isObj(t) && isObj(t.function) && t.function.name === name);
+    if (!declared)
+      return bad('The tool specified in `tool_choice` does not match any of the specified `tools`');
+  }
+  if (options.rejectRequired && choice === 'required') {
+    return bad('tool_choice must either be a named tool, "auto", or "none".');
+  }
+  if (options.strictHistory) {
+    const messages = body.messages.filter(isObj);
+    for (const m of messages) {
+      if (!Array.isArray(m.tool_calls)) continue;
+      for (const tc of m.tool_calls) {
+        const args = isObj(tc) && isObj(tc.function) ? tc.function.arguments : undefined;
+        if (typeof args !== 'string') continue;
+        try {
+          JSON.parse(args);
+        } catch {
+          return bad(`Invalid JSON in tool call arguments: ${JSON.stringify(args)}`);
+        }
+      }
+    }
+    const problem = strictHistoryProblem(messages);
+    if (problem) return bad(problem);
+  }
+  return null;
+}
+
+export const vllm: PersonalityImpl = {
+  name: 'vllm',
+  okHeaders(contentType) {
+    const type =
+      contentType === 'sse'
+        ? 'text/event-stream; charset=utf-8'
+        : contentType === 'text'
+          ? 'text/plain; version=0.0.4; charset=utf-8'
+          : 'application/json';
+    return { server: 'uvicorn', 'content-type': type };
+  },
+  errorHeaders() {
+    return { server: 'uvicorn', 'content-type': 'application/json' };
+  },
+  errorBody(err: SimError, options?: SimulatorOptions) {
+    const type = err.type ?? TYPE_BY_STATUS[err.status] ?? 'InternalServerError';
+    // vLLM before ~0.10 sent the error flat with object:"error"; newer versions nest it.
+    if (options?.errorShape === 'legacy') {
+      return { object: 'error', message: err.message, type, param: null, code: err.status };
+    }
+    return { error: { message: err.message, type, param: null, code: err.status } };
+  },
+  routeNotFound(knownPath) {
+    // FastAPI's own answers: vLLM does not wrap them in its error shape.
+    return knownPath
+      ? { status: 405, body: { detail: 'Method Not Allowed' } }
+      : { status: 404, body: { detail: 'Not Found' } };
+  },
+  parseBody(raw) {
+    try {
+      return { ok: true, value: JSON.parse(raw) };
+    } catch (err) {
+      const detail = (err as Error).message;
+      return {
+        ok: false,
+        error: bad(
+          `[{'type': 'json_invalid', 'loc': ('body', 0), 'msg': 'JSON decode error', 'input': {}, 'ctx': {'error': '${detail.replace(/'/g, '"')}'}}]`,
+          'Bad Request',
+        ),
+      };
+    }
+  },
+  validateChat: validate,
+  completionId: () => `chatcmpl-${randomHex(32)}`,
+  toolCallId: () => `chatcmpl-tool-${randomHex(32)}`,
+  completion(gen: Generation, meta: ResponseMeta) {
+    const toolCalls = gen.calls.map((c, i) => ({
+      id: meta.toolCallIds[i],
+      type: 'function',
+      function: { name: c.name, arguments: c.arguments },
+    }));
+    return {
+      id: meta.id,
+      object: 'chat.completion',
+      created: meta.created,
+      model: meta.model,
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: 'assistant',
+            content: gen.calls.length > 0 && gen.content === '' ? null : gen.content,
+            refusal: null,
+            annotations: null,
+            audio: null,
+            function_call: null,
+            tool_calls: toolCalls,
+            reasoning_content: gen.reasoning,
+          },
+          logprobs: null,
+          finish_reason: gen.finish,
+          stop_reason: null,
+        },
+      ],
+      service_tier: null,
+      system_fingerprint: null,
+      usage: usage(meta),
+      prompt_logprobs: null,
+      kv_transfer_params: null,
+    };
+  },
+  chunks(gen: Generation, meta: ResponseMeta) {
+    const out: unknown[] = [chunk(meta, { role: 'assistant', content: '' })];
+    if (gen.reasoning)
+      for (const p of splitTokens(gen.reasoning)) out.push(chunk(meta, { reasoning_content: p }));
+    for (const p of splitTokens(gen.content)) out.push(chunk(meta, { content: p }));
+    gen.calls.forEach((call, index) => {
+      out.push(
+        chunk(meta, {
+          tool_calls: [
+            {
+              id: meta.toolCallIds[index],
+              type: 'function',
+              index,
+              function: { name: call.name, arguments: '' },
+            },
+          ],
+        }),
+      );
+      for (const p of splitTokens(call.arguments))
+        out.push(chunk(meta, { tool_calls: [{ index, function: { arguments: p } }] }));
+    });
+    if (gen.midStreamError) return out;
+    out.push(chunk(meta, {}, gen.finish));
+    if (meta.includeUsage) {
+      out.push({
+        id: meta.id,
+        object: 'chat.completion.chunk',
+        created: meta.created,
+        model: meta.model,
+        choices: [],
+        usage: usage(meta),
+      });
+    }
+    return out;
+  },
+  midStreamError(err) {
+    // vLLM's generator yields the error event and still ends the stream with [DONE].
+    return { event: this.errorBody({ ...err, type: err.type ?? 'InternalServerError' }), done: true };
+  },
+  modelName: (options) => options.modelName ?? 'simulated-model',
+  models(options, created) {
+    const id = this.modelName(options);
+    return {
+      object: 'list',
+      data: [
+        {
+          id,
+          object: 'model',
+          created,
+          owned_by: 'vllm',
+          root: id,
+          parent: null,
+          max_model_len: options.maxModelLen ?? 32768,
+          permission: [
+            {
+              id: `modelperm-${randomHex(32)}`,
+              object: 'model_permission',
+              created,
+              allow_create_engine: false,
+              allow_sampling: true,
+              allow_logprobs: true,
+              allow_search_indices: false,
+              allow_view: true,
+              allow_fine_tuning: false,
+              organization: '*',
+              group: null,
+              is_blocking: false,
+            },
+          ],
+        },
+      ],
+    };
+  },
+  metrics(options: SimulatorOptions, stats: SimStats) {
+    const model = this.modelName(options);
+    const label = `{engine="0",model_name="${model}"}`;
+    const lines = [
+      '# HELP vllm:num_requests_running Number of requests in model execution batches.',
+      '# TYPE vllm:num_requests_running gauge',
+      `vllm:num_requests_running${label} ${stats.running}`,
+      '# HELP vllm:num_requests_waiting Number of requests waiting to be processed.',
+      '# TYPE vllm:num_requests_waiting gauge',
+      `vllm:num_requests_waiting${label} 0`,
+      '# HELP vllm:prompt_tokens_total Number of prefill tokens processed.',
+      '# TYPE vllm:prompt_tokens_total counter',
+      `vllm:prompt_tokens_total${label} ${stats.promptTokens}`,
+      '# HELP vllm:generation_tokens_total Number of generation tokens processed.',
+      '# TYPE vllm:generation_tokens_total counter',
+      `vllm:generation_tokens_total${label} ${stats.generationTokens}`,
+      ...histogram(
+        'vllm:time_to_first_token_seconds',
+        'Histogram of time to first token in seconds.',
+        label,
+        stats.ttftSeconds,
+      ),
+      ...histogram(
+        'vllm:e2e_request_latency_seconds',
+        'Histogram of e2e request latency in seconds.',
+        label,
+        stats.e2eSeconds,
+      ),
+    ];
+    return { ok: true, text: `${lines.join('\n')}\n` };
+  },
+  health: () => ({ status: 200, body: null }),
+};
+
+const BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10];
+
+function histogram(name: string, help: string, label: string, values: number[]): string[] {
+  const inner = label.slice(1, -1);
+  const lines = [`# HELP ${name} ${help}`, `# TYPE ${name} histogram`];
+  for (const le of BUCKETS) {
+    lines.push(`${name}_bucket{${inner},le="${le}"} ${values.filter((v) => v <= le).length}`);
+  }
+  lines.push(`${name}_bucket{${inner},le="+Inf"} ${values.length}`);
+  lines.push(`${name}_count${label} ${values.length}`);
+  lines.push(`${name}_sum${label} ${values.reduce((a, b) => a + b, 0)}`);
+  return lines;
+}

@@ -1,0 +1,176 @@
+/**
+ * The one adapter to undici. Only this file knows undici's error codes; it maps them to the
+ * error catalogue (502 unreachable, 504 timeout). One BalancedPool per upstream target (the
+ * replicas of one deployment), keep-alive, connect / first-byte / idle timeouts, and an abort
+ * signal that the route ties to the client's connection: a client that goes away cancels the
+ * upstream request at once, so the GPU stops generating for nobody.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { BalancedPool, type Dispatcher, errors as undiciErrors } from 'undici';
+import { ToolproofError } from '../protocol/errors.js';
+import type { Timeouts, UpstreamTarget } from './config.js';
+
+export interface UpstreamRequest {
+  method: 'GET' | 'POST';
+  /** Path relative to the upstream's base URL, e.g. '/chat/completions'. */
+  path: string;
+  body?: string | Buffer;
+  headers?: Record<string, string>;
+  signal: AbortSignal;
+}
+
+export interface UpstreamResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Dispatcher.ResponseData['body'];
+  /** Which target served it (label for logs, metrics and the fallback memory). */
+  upstream: string;
+}
+
+const RETRYABLE_CONNECT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+function errorCode(err: unknown): string | undefined {
+  const seen = new Set<unknown>();
+  let cur: unknown = err;
+  while (cur && typeof cur === 'object' && !seen.has(cur)) {
+    seen.add(cur);
+    const code = (cur as { code?: unknown }).code;
+    if (typeof code === 'string' && code !== 'UND_ERR_SOCKET') return code;
+    cur = (cur as { cause?: unknown }).cause;
+  }
+  return (err as { code?: string } | undefined)?.code;
+}
+
+/** Maps a transport failure to the catalogue. Aborts by our own signal are re-thrown as-is. */
+export function toUpstreamError(err: unknown, label: string): ToolproofError | Error {
+  if (err instanceof ToolproofError) return err;
+  const code = errorCode(err);
+  if (code === 'UND_ERR_ABORTED' || (err as Error)?.name === 'AbortError') return err as Error;
+  if (code === 'UND_ERR_HEADERS_TIMEOUT') {
+    return new ToolproofError('TP_ERR_UPSTREAM_TIMEOUT', {
+      message: `The upstream ${label} sent no response within the first-byte timeout.`,
+      cause: err,
+    });
+  }
+  if (code === 'UND_ERR_BODY_TIMEOUT') {
+    return new ToolproofError('TP_ERR_UPSTREAM_TIMEOUT', {
+      message: `The upstream ${label} stalled: no data within the idle timeout.`,
+      cause: err,
+    });
+  }
+  if (code === 'UND_ERR_CONNECT_TIMEOUT') {
+    return new ToolproofError('TP_ERR_UPSTREAM_TIMEOUT', {
+      message: `Connecting to the upstream ${label} timed out.`,
+      cause: err,
+    });
+  }
+  return new ToolproofError('TP_ERR_UPSTREAM_UNREACHABLE', {
+    message: `The upstream ${label} is unreachable (${code ?? (err as Error)?.message ?? 'unknown error'}).`,
+    cause: err,
+  });
+}
+
+export function isTimeoutError(err: unknown): boolean {
+  return err instanceof ToolproofError && err.code === 'TP_ERR_UPSTREAM_TIMEOUT';
+}
+
+export class UpstreamClient {
+  readonly label: string;
+  private readonly pool: BalancedPool;
+  private readonly basePath: string;
+  private readonly authorization: string | undefined;
+  private readonly replicas: number;
+
+  constructor(target: UpstreamTarget, timeouts: Timeouts) {
+    const first = new URL(target.urls[0]!);
+    this.basePath = first.pathname.replace(/\/+$/, '');
+    this.label = target.urls.join(',');
+    this.replicas = target.urls.length;
+    this.authorization = target.apiKey ? `Bearer ${target.apiKey}` : undefined;
+    this.pool = new BalancedPool(
+      target.urls.map((u) => new URL(u).origin),
+      {
+        connect: { timeout: timeouts.connectMs },
+        headersTimeout: timeouts.firstByteMs,
+        bodyTimeout: timeouts.idleMs,
+        keepAliveTimeout: 4_000, // below llama-server's Keep-Alive: timeout=5 so we never reuse a socket it is closing
+        keepAliveMaxTimeout: 60_000,
+        pipelining: 1,
+      },
+    );
+  }
+
+  /**
+   * Sends one request. A replica that refuses the connection is skipped (the request never
+   * reached it, so retrying elsewhere is safe); any other failure is final here.
+   */
+  async request(req: UpstreamRequest): Promise<UpstreamResponse> {
+    const headers: Record<string, string> = { ...req.headers };
+    if (req.body !== undefined) headers['content-type'] = 'application/json';
+    if (this.authorization) headers.authorization = this.authorization;
+    let lastError: unknown;
+    for (let attempt = 0; attempt < this.replicas; attempt++) {
+      if (req.signal.aborted) throw req.signal.reason ?? new Error('aborted');
+      try {
+        const res = await this.pool.request({
+          method: req.method,
+          path: this.basePath + req.path,
+          headers,
+          body: req.body ?? null,
+          signal: req.signal,
+        });
+        return { status: res.statusCode, headers: res.headers, body: res.body, upstream: this.label };
+      } catch (err) {
+        lastError = err;
+        const code = errorCode(err);
+        if (!code || !RETRYABLE_CONNECT_CODES.has(code) || req.signal.aborted) break;
+      }
+    }
+    throw toUpstreamError(lastError, this.label);
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+
+  destroy(): Promise<void> {
+    return this.pool.destroy();
+  }
+}
+
+/** One client per distinct target (models that share an upstream share its pool). */
+export class Upstreams {
+  private readonly clients = new Map<string, UpstreamClient>();
+  constructor(private readonly timeouts: Timeouts) {}
+
+  for(target: UpstreamTarget): UpstreamClient {
+    const key = `${target.urls.join(',')}|${target.apiKey ?? ''}`;
+    let client = this.clients.get(key);
+    if (!client) {
+      client = new UpstreamClient(target, this.timeouts);
+      this.clients.set(key, client);
+    }
+    return client;
+  }
+
+  all(): UpstreamClient[] {
+    return [...this.clients.values()];
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.clients.values()].map((c) => c.close()));
+  }
+
+  async destroy(): Promise<void> {
+    await Promise.allSettled([...this.clients.values()].map((c) => c.destroy()));
+  }
+}
+
+export { undiciErrors };
