@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify';
 import { ToolproofError } from '../protocol/errors.js';
 import { POLICIES } from '../policies/registry.js';
 import type { Policy } from '../policies/types.js';
@@ -52,7 +52,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       redact: ['req.headers.authorization', 'req.headers["x-api-key"]'],
     },
     bodyLimit: config.bodyLimitBytes,
-    disableRequestLogging: true,
+    // One line per request, written by logRequest below (with the harness trace).
+    logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
     requestIdHeader: false,
     genReqId: (req) => {

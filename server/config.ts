@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
+import { PARSER_NAMES } from '../parsers/registry.js';
 import { DEFAULT_MODEL_SETTINGS, type ModelSettings } from '../protocol/settings.js';
 
 export const DEFAULT_PORT = 8787; // clashes with neither vLLM's 8000 nor llama-server's 8080
@@ -181,8 +182,15 @@ function toUrls(value: string | readonly string[], key: string): string[] {
   });
 }
 
-function mergeSettings(base: ModelSettings, over: Record<string, unknown> | undefined): ModelSettings {
+function mergeSettings(base: ModelSettings, over: Record<string, unknown> | undefined, key: string): ModelSettings {
   if (!over) return base;
+  if (Array.isArray(over.parsers)) {
+    for (const name of over.parsers as string[]) {
+      if (!PARSER_NAMES.includes(name)) {
+        throw new ConfigError(`${key}.parsers: unknown parser "${name}"; known: ${PARSER_NAMES.join(', ')}`);
+      }
+    }
+  }
   const { historyRepair, ...rest } = over as Partial<ModelSettings> & Record<string, unknown>;
   const picked: Record<string, unknown> = {};
   for (const key of Object.keys(DEFAULT_MODEL_SETTINGS)) {
@@ -240,7 +248,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
   const file: FileConfig = fileOverride ?? (env.TOOLPROOF_CONFIG ? readConfigFile(env.TOOLPROOF_CONFIG) : {});
   if (fileOverride && !validateFile(fileOverride)) throw new ConfigError(describe(validateFile.errors, '(inline)'));
 
-  const defaults = mergeSettings(DEFAULT_MODEL_SETTINGS, file.defaults);
+  const defaults = mergeSettings(DEFAULT_MODEL_SETTINGS, file.defaults, 'defaults');
   const envKeys = (env.TOOLPROOF_API_KEYS ?? '')
     .split(',')
     .map((k) => k.trim())
@@ -261,7 +269,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
         urls: Object.freeze(toUrls(upstream, `models.${name}.upstream`)),
         ...(apiKey ?? upstreamApiKey ? { apiKey: apiKey ?? upstreamApiKey } : {}),
       }),
-      settings: mergeSettings(defaults, settings),
+      settings: mergeSettings(defaults, settings, `models.${name}`),
       ...(upstreamModel ? { upstreamModel } : {}),
     };
     models[name] = Object.freeze(route);

@@ -8,7 +8,7 @@ import { openUpstream, readText } from './attempt.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects, settleRetry } from './effects.js';
 import { recoverErrorCompletion } from './error-recovery.js';
-import { activePolicies, runRequestPolicies, runResponsePolicies } from './policy-runner.js';
+import { runRequestPolicies, runResponsePolicies } from './policy-runner.js';
 import { addUsage, type FinalKind } from './trace.js';
 
 export interface ChatOutcome {
@@ -58,7 +58,7 @@ function usageFromRaw(text: string): Usage | undefined {
 export async function completeChat(call: ChatCall, deps: ChatDeps): Promise<ChatOutcome> {
   let request = prepareRequest(call, deps);
   const passthrough = isPassthrough(call, request);
-  const policies = activePolicies(call.policies, call.route.settings);
+  const policies = call.policies;
   let usage: Usage | undefined;
   for (;;) {
     const opened = await openUpstream(call, deps, request);

@@ -45,6 +45,7 @@ export class ChatCall {
     readonly original: ChatCompletionRequest,
     readonly rawBody: string,
     readonly route: ResolvedRoute,
+    /** The policies enabled for this model, in table order. */
     readonly policies: readonly Policy[],
     readonly signal: AbortSignal,
     readonly trace: HarnessTrace,

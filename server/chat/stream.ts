@@ -15,7 +15,7 @@ import { isPassthrough, prepareRequest } from './complete.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects, settleRetry } from './effects.js';
 import { recoverErrorCompletion } from './error-recovery.js';
-import { activePolicies, createStreamChain, runResponsePolicies } from './policy-runner.js';
+import { createStreamChain, runResponsePolicies } from './policy-runner.js';
 import { addUsage } from './trace.js';
 
 export interface SseSink {
@@ -33,7 +33,7 @@ function chunkOf(base: { id: string; model: string; created: number }, usage: Us
 export async function streamChat(call: ChatCall, deps: ChatDeps, sink: SseSink): Promise<void> {
   let request: ChatCompletionRequest = prepareRequest(call, deps);
   const passthrough = isPassthrough(call, request);
-  const policies = activePolicies(call.policies, call.route.settings);
+  const policies = call.policies;
   const wantsUsage = call.original.stream_options?.include_usage === true;
   let usage: Usage | undefined;
   let last = { id: 'chatcmpl-toolproof', model: call.original.model, created: Math.floor(Date.now() / 1000) };

@@ -3,6 +3,7 @@ import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { ChatCall, type ChatDeps } from '../chat/context.js';
 import { completeChat } from '../chat/complete.js';
 import { type SseSink, streamChat } from '../chat/stream.js';
+import { activePolicies } from '../chat/policy-runner.js';
 import { newTrace } from '../chat/trace.js';
 import type { AppState } from '../app-state.js';
 import { resolveRoute } from '../routing.js';
@@ -81,7 +82,7 @@ export function registerChatRoute(app: FastifyInstance, state: AppState): void {
         body,
         request.rawBody ?? JSON.stringify(body),
         route,
-        state.policies,
+        activePolicies(state.policies, route.settings),
         controller.signal,
         trace,
         forwardHeaders(request.headers, request.id),

@@ -105,7 +105,7 @@ export function generate(action: TurnAction, ctx: GenerateContext): Outcome {
   let calls: GeneratedCall[] = [];
   let leakedCalls: GeneratedCall[] = [];
   if ('say' in action) content = action.say;
-  else if ('raw' in action) content = action.raw;
+  else if ('raw' in action && typeof action.raw === 'string') content = action.raw;
   else if ('call' in action) calls = action.call.map((c) => ({ name: c.name, arguments: argsText(c) }));
   else if ('leak' in action) {
     const leak = action.leak;
@@ -130,7 +130,8 @@ export function generate(action: TurnAction, ctx: GenerateContext): Outcome {
       calls = [];
     }
   } else if (choice === 'required' && !ctx.ignoreRequired) {
-    if (calls.length === 0) {
+    // `raw` is the exact output (e.g. markup cut before the call's name): never rewritten.
+    if (calls.length === 0 && !('raw' in action)) {
       calls = leakedCalls.length > 0 ? leakedCalls : forcedCalls(tools, content);
       content = '';
     }

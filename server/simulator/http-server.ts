@@ -83,7 +83,9 @@ function pickScenario(ctx: Ctx, req: IncomingMessage): { fn: ScenarioFn } | { er
   const header = req.headers[SCENARIO_HEADER];
   if (typeof header !== 'string' || header === '') return { fn: ctx.scenario };
   try {
-    return { fn: resolveScenario(header) };
+    // Header values are Latin-1 on the wire: non-ASCII scenarios travel as `b64:<base64 of UTF-8 JSON>`.
+    const text = header.startsWith('b64:') ? Buffer.from(header.slice(4), 'base64').toString('utf8') : header;
+    return { fn: resolveScenario(text) };
   } catch (err) {
     return {
       error: { status: 400, message: `simulator: ${(err as Error).message}`, type: 'invalid_request_error' },
@@ -92,7 +94,7 @@ function pickScenario(ctx: Ctx, req: IncomingMessage): { fn: ScenarioFn } | { er
 }
 
 /** Non-stream answers honour stall and die too: a hung or dropped backend before any byte. */
-async function hangOrDie(res: ServerResponse, action: TurnAction): Promise<boolean> {
+function hangOrDie(res: ServerResponse, action: TurnAction): boolean {
   if (action.dieAfterChunks !== undefined) {
     res.socket?.destroy();
     return true;
@@ -141,7 +143,7 @@ async function handleChat(
     }
     return writeSse(res, p.okHeaders('sse', origin(req)), events, action, state);
   }
-  if (await hangOrDie(res, action)) return;
+  if (hangOrDie(res, action)) return;
   if (gen.midStreamError) return sendError(ctx, req, res, gen.midStreamError);
   sendJson(res, 200, p.okHeaders('json', origin(req)), p.completion(gen, meta));
 }
@@ -159,6 +161,7 @@ function buildMeta(ctx: Ctx, body: Obj, gen: Generation): ResponseMeta {
     completionTokens: Math.max(1, pieces),
     includeUsage: includeUsage(body),
     toolCallIds: gen.calls.map(() => ctx.p.toolCallId()),
+    logprobs: body.logprobs === true ? (typeof body.top_logprobs === 'number' ? body.top_logprobs : 0) : null,
   };
 }
 
@@ -262,16 +265,16 @@ async function route(
     res.end();
     return;
   }
+  // llama-server checks the key before routing: an unknown path without a key is 401.
+  if (p.name === 'llama-server' && !PUBLIC_PATHS.has(path) && !authorized(ctx, req)) {
+    return sendError(ctx, req, res, { status: 401, message: 'Invalid API Key' });
+  }
   const known = path in POST_ROUTES || GET_ROUTES.has(path);
   const kind = method === 'POST' ? POST_ROUTES[path] : undefined;
   const isGet = method === 'GET' && GET_ROUTES.has(path);
   if (!kind && !isGet) {
     const nf = p.routeNotFound(known);
-    const headers = p.name === 'llama-server' ? p.errorHeaders(origin(req)) : p.errorHeaders(undefined);
-    return sendJson(res, nf.status, headers, nf.body);
-  }
-  if (p.name === 'llama-server' && !PUBLIC_PATHS.has(path) && !authorized(ctx, req)) {
-    return sendError(ctx, req, res, { status: 401, message: 'Invalid API Key' });
+    return sendJson(res, nf.status, p.errorHeaders(origin(req)), nf.body);
   }
   if (isGet) {
     if (path === '/health') {

@@ -198,7 +198,9 @@ export function validateLlamaChat(body: Obj, options: SimulatorOptions): SimErro
   let trailing = 0;
   for (let i = objs.length - 1; i >= 0 && objs[i]?.role === 'assistant'; i--) trailing++;
   if (trailing >= 2) return bad('Cannot have 2 or more assistant messages at the end of the list.');
-  const tplError = templateError(objs, options.template, options.nineCharIds === true);
+  // A single trailing assistant message is a prefill: the template never sees it.
+  const templated = objs[objs.length - 1]?.role === 'assistant' ? objs.slice(0, -1) : objs;
+  const tplError = templateError(templated, options.template, options.nineCharIds === true);
   if (tplError) return tplError;
   if (options.strictHistory) {
     const problem = strictHistoryProblem(objs);

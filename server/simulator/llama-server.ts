@@ -4,6 +4,7 @@
  */
 import type { Generation } from './generate.js';
 import { validateLlamaChat } from './llama-server-validate.js';
+import { contentLogprobs } from './logprobs.js';
 import { parseLikeNlohmann } from './nlohmann-json.js';
 import type { PersonalityImpl, ResponseMeta, SimError, SimStats } from './personality.js';
 import { randomAlnum, splitTokens } from './tokens.js';
@@ -116,8 +117,11 @@ export const llamaServer: PersonalityImpl = {
         id: meta.toolCallIds[i],
       }));
     }
+    const choice: Record<string, unknown> = { finish_reason: gen.finish, index: 0, message };
+    if (meta.logprobs !== null)
+      choice.logprobs = contentLogprobs(gen.content, { top: meta.logprobs, withIds: true });
     return {
-      choices: [{ finish_reason: gen.finish, index: 0, message }],
+      choices: [choice],
       created: meta.created,
       model: meta.model,
       system_fingerprint: FINGERPRINT,

@@ -17,6 +17,8 @@ export interface ResponseMeta {
   completionTokens: number;
   includeUsage: boolean;
   toolCallIds: string[];
+  /** top_logprobs count when the request asked for logprobs, else null. */
+  logprobs: number | null;
 }
 
 export interface SimStats {

@@ -41,7 +41,17 @@ export async function writeSse(
     const ok = res.write(events[i] as string);
     state.chunksSent++;
     // Respect backpressure: a slow client must not make the simulator buffer the whole stream.
-    if (!ok) await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
+    if (!ok) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          res.off('drain', done);
+          res.off('close', done);
+          resolve();
+        };
+        res.on('drain', done);
+        res.on('close', done);
+      });
+    }
   }
   if (!state.closed) res.end();
 }

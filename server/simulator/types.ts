@@ -62,7 +62,8 @@ export type TurnAction = Behaviour &
     | { call: ScriptedCall[] }
     | { leak: LeakSpec }
     | { raw: string }
-    | { error: ScriptedError }
+    /** With midStream, `raw` is streamed before the error event. */
+    | { error: ScriptedError; raw?: string }
     | { think: string }
   );
 

@@ -6,6 +6,7 @@
  */
 import { strictHistoryProblem } from './llama-server-validate.js';
 import type { Generation } from './generate.js';
+import { contentLogprobs } from './logprobs.js';
 import {
   jsonTypeName,
   type PersonalityImpl,
@@ -192,7 +193,10 @@ export const vllm: PersonalityImpl = {
             tool_calls: toolCalls,
             reasoning_content: gen.reasoning,
           },
-          logprobs: null,
+          logprobs:
+            meta.logprobs === null
+              ? null
+              : contentLogprobs(gen.content, { top: meta.logprobs, withIds: false }),
           finish_reason: gen.finish,
           stop_reason: null,
         },

@@ -1,0 +1,43 @@
+/**
+ * The one explicit policy table. Order matters and is the pipeline order on both sides:
+ *
+ *   request:  history-repair -> force-tool-use
+ *   response: normalize-tool-calls -> leak-recovery (parsers/ engine)
+ *             -> force-tool-use (unwrap final_answer) -> corrective-retry (judges what the client gets)
+ *
+ * Run the request side in table order and the response side in table order too: each policy
+ * only has the hooks for its side, so one order serves both.
+ * Names are user-facing config: stable, kebab-case; a rename is breaking.
+ */
+import { correctiveRetryPolicy } from './corrective-retry.js';
+import { forceToolUsePolicy } from './force-tool-use.js';
+import { historyRepairPolicy } from './history-repair.js';
+import { leakRecovery } from './leak-recovery.js';
+import { normalizeToolCallsPolicy } from './normalize-tool-calls.js';
+import type { Policy } from './types.js';
+
+/** Request side runs in this order. */
+export const REQUEST_POLICIES: readonly Policy[] = Object.freeze([historyRepairPolicy, forceToolUsePolicy]);
+
+/** Response side (onResponse / stream hooks) runs in this order, leak recovery after the first. */
+export const RESPONSE_POLICIES: readonly Policy[] = Object.freeze([
+  normalizeToolCallsPolicy,
+  leakRecovery,
+  forceToolUsePolicy,
+  correctiveRetryPolicy,
+]);
+
+/** Every policy once, in an order valid for both sides (each side skips policies without its hook). */
+export const POLICIES: readonly Policy[] = Object.freeze([
+  historyRepairPolicy,
+  normalizeToolCallsPolicy,
+  leakRecovery,
+  forceToolUsePolicy,
+  correctiveRetryPolicy,
+]);
+
+export const POLICY_NAMES: readonly string[] = Object.freeze(POLICIES.map((p) => p.name));
+
+export function getPolicy(name: string): Policy | undefined {
+  return POLICIES.find((p) => p.name === name);
+}

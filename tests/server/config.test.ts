@@ -1,0 +1,96 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, DEFAULT_PORT, loadConfig } from '../../server/config.js';
+
+function yamlFile(text: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'toolproof-config-'));
+  const path = join(dir, 'toolproof.yaml');
+  writeFileSync(path, text);
+  return path;
+}
+
+describe('config', () => {
+  it('no upstream configured -> simulator mode, defaults named', () => {
+    const c = loadConfig({});
+    expect(c.simulator).toBe(true);
+    expect(c.port).toBe(DEFAULT_PORT);
+    expect(c.port).not.toBe(8000);
+    expect(c.port).not.toBe(8080);
+    expect(c.bodyLimitBytes).toBeGreaterThanOrEqual(20 * 1024 * 1024);
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('reads env: upstream list, keys, timeouts', () => {
+    const c = loadConfig({
+      TOOLPROOF_UPSTREAM_URL: 'http://a:8000/v1, http://b:8000/v1/',
+      TOOLPROOF_API_KEYS: 'k1-aaaaaaaa,k2-bbbbbbbb',
+      TOOLPROOF_UPSTREAM_API_KEY: 'up',
+      TOOLPROOF_IDLE_TIMEOUT_MS: '1234',
+    });
+    expect(c.simulator).toBe(false);
+    expect(c.defaultUpstream?.urls).toEqual(['http://a:8000/v1', 'http://b:8000/v1']);
+    expect(c.defaultUpstream?.apiKey).toBe('up');
+    expect(c.apiKeys).toEqual(['k1-aaaaaaaa', 'k2-bbbbbbbb']);
+    expect(c.timeouts.idleMs).toBe(1234);
+  });
+
+  it('YAML maps models to upstreams with per-model settings over defaults', () => {
+    const path = yamlFile(`
+defaults:
+  maxRetries: 0
+models:
+  qwen:
+    upstream: [http://gpu1:8000/v1, http://gpu2:8000/v1]
+    upstreamModel: Qwen/Qwen3-8B
+    parsers: [hermes]
+    historyRepair:
+      nineCharIds: true
+  llama:
+    upstream: http://cpu:8080/v1
+    forceToolUse: false
+`);
+    const c = loadConfig({ TOOLPROOF_CONFIG: path });
+    expect(c.models.qwen!.upstream.urls).toHaveLength(2);
+    expect(c.models.qwen!.upstreamModel).toBe('Qwen/Qwen3-8B');
+    expect(c.models.qwen!.settings.parsers).toEqual(['hermes']);
+    expect(c.models.qwen!.settings.maxRetries).toBe(0);
+    expect(c.models.qwen!.settings.historyRepair.nineCharIds).toBe(true);
+    expect(c.models.qwen!.settings.historyRepair.enabled).toBe(true);
+    expect(c.models.llama!.settings.forceToolUse).toBe(false);
+    expect(c.models.llama!.settings.forceToolUse).toBe(false);
+  });
+
+  it.each([
+    ['unknown top-level key', 'upstreams:\n  url: http://x/v1\n', 'unknown key "upstreams"'],
+    ['unknown model key', 'models:\n  m:\n    upstream: http://x/v1\n    forceToolUse: true\n    retries: 2\n', 'models.m.retries'],
+    ['wrong type', 'models:\n  m:\n    upstream: http://x/v1\n    forceToolUse: "yes"\n', 'models.m.forceToolUse'],
+    ['bad enum', 'models:\n  m:\n    upstream: http://x/v1\n    recovery: sometimes\n', 'models.m.recovery'],
+    ['bad url', 'models:\n  m:\n    upstream: gpu:8000\n', 'models.m.upstream'],
+    ['unknown parser', 'models:\n  m:\n    upstream: http://x/v1\n    parsers: [hermes, nope-format]\n', 'nope-format'],
+    ['not yaml', 'models: [', 'not valid YAML'],
+  ])('invalid config fails naming the key: %s', (_label, text, needle) => {
+    const path = yamlFile(text);
+    expect(() => loadConfig({ TOOLPROOF_CONFIG: path })).toThrow(ConfigError);
+    expect(() => loadConfig({ TOOLPROOF_CONFIG: path })).toThrow(needle);
+  });
+
+  it('bad env values fail naming the variable', () => {
+    expect(() => loadConfig({ TOOLPROOF_PORT: 'eighty' })).toThrow('TOOLPROOF_PORT');
+    expect(() => loadConfig({ TOOLPROOF_UPSTREAM_URL: 'not a url' })).toThrow('TOOLPROOF_UPSTREAM_URL');
+    expect(() => loadConfig({ TOOLPROOF_CONFIG: '/nonexistent/toolproof.yaml' })).toThrow('TOOLPROOF_CONFIG');
+  });
+
+  it('the process refuses to start on invalid config, with the bad key in its message', () => {
+    const path = yamlFile('models:\n  m:\n    upstream: http://x/v1\n    bogusKey: 1\n');
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
+      env: { ...process.env, TOOLPROOF_CONFIG: path, TOOLPROOF_PORT: '0' },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('models.m.bogusKey');
+  });
+});

@@ -1,0 +1,120 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Stack, startStack, weatherTool } from './stack.js';
+
+for (const personality of ['vllm', 'llama-server'] as const) {
+  describe(`openai client through toolproof (${personality} simulator)`, () => {
+    let stack: Stack;
+    beforeAll(async () => {
+      stack = await startStack({ sim: { personality, scenario: 'tools' } });
+    });
+    afterAll(() => stack.close());
+
+    it('non-streaming chat without tools is relayed', async () => {
+      const res = await stack.client.chat.completions.create({
+        model: 'sim',
+        messages: [{ role: 'user', content: 'Say hello' }],
+      });
+      expect(res.object).toBe('chat.completion');
+      expect(res.choices[0]?.message.role).toBe('assistant');
+      expect(typeof res.choices[0]?.message.content).toBe('string');
+      expect(res.choices[0]?.message.content?.length).toBeGreaterThan(0);
+      expect(res.usage?.total_tokens).toBeGreaterThan(0);
+    });
+
+    it('streaming chat with include_usage ends with a usage chunk', async () => {
+      const stream = await stack.client.chat.completions.create({
+        model: 'sim',
+        messages: [{ role: 'user', content: 'Tell me a short story' }],
+        stream: true,
+        stream_options: { include_usage: true },
+      });
+      let text = '';
+      let usage: unknown = null;
+      let finish: string | null = null;
+      let chunks = 0;
+      for await (const chunk of stream) {
+        chunks++;
+        if (chunk.usage) usage = chunk.usage;
+        for (const c of chunk.choices) {
+          text += c.delta.content ?? '';
+          if (c.finish_reason) finish = c.finish_reason;
+        }
+      }
+      expect(chunks).toBeGreaterThan(2);
+      expect(text.length).toBeGreaterThan(0);
+      expect(finish).toMatch(/stop|length/);
+      expect(usage).toMatchObject({ total_tokens: expect.any(Number) });
+    });
+
+    it('tools in the request: structured calls come back as tool_calls (non-streaming)', async () => {
+      const res = await stack.client.chat.completions.create({
+        model: 'sim',
+        messages: [{ role: 'user', content: 'Weather in Paris?' }],
+        tools: [weatherTool],
+      });
+      const msg = res.choices[0]!.message;
+      expect(msg.tool_calls?.length).toBeGreaterThan(0);
+      const call = msg.tool_calls![0]!;
+      expect(call.type).toBe('function');
+      if (call.type !== 'function') throw new Error('unreachable');
+      expect(call.function.name).toBe('get_weather');
+      expect(JSON.parse(call.function.arguments)).toEqual(expect.any(Object));
+      expect(res.choices[0]!.finish_reason).toBe('tool_calls');
+    });
+
+    it('tools in the request: streamed tool calls assemble into a valid call', async () => {
+      const stream = await stack.client.chat.completions.create({
+        model: 'sim',
+        messages: [{ role: 'user', content: 'Weather in Paris?' }],
+        tools: [weatherTool],
+        stream: true,
+      });
+      const calls: Array<{ id?: string; name: string; args: string }> = [];
+      let finish: string | null = null;
+      for await (const chunk of stream) {
+        for (const c of chunk.choices) {
+          for (const tc of c.delta.tool_calls ?? []) {
+            const slot = (calls[tc.index] ??= { name: '', args: '' });
+            if (tc.id) slot.id = tc.id;
+            if (tc.function?.name) slot.name += tc.function.name;
+            if (tc.function?.arguments) slot.args += tc.function.arguments;
+          }
+          if (c.finish_reason) finish = c.finish_reason;
+        }
+      }
+      expect(calls.length).toBeGreaterThan(0);
+      expect(calls[0]!.name).toBe('get_weather');
+      expect(calls[0]!.id).toBeTruthy();
+      expect(JSON.parse(calls[0]!.args)).toEqual(expect.any(Object));
+      expect(finish).toBe('tool_calls');
+    });
+
+    it('lists models', async () => {
+      const page = await stack.client.models.list();
+      expect(page.data.length).toBeGreaterThan(0);
+      expect(page.data[0]!.id).toEqual(expect.any(String));
+    });
+
+    it('embeddings are passed through', async () => {
+      const res = await stack.client.embeddings.create({ model: 'sim', input: ['hello', 'world'] });
+      expect(res.data).toHaveLength(2);
+      expect(res.data[0]!.embedding.length).toBeGreaterThan(0);
+    });
+
+    it('vendor extras pass through untouched', async () => {
+      stack.sim.reset();
+      await stack.client.chat.completions.create({
+        model: 'sim',
+        messages: [{ role: 'user', content: 'hi' }],
+        // @ts-expect-error vendor extras are not in the OpenAI types
+        chat_template_kwargs: { enable_thinking: false },
+        cache_prompt: true,
+        guided_json: { type: 'object' },
+      });
+      const body = stack.sim.requests.at(-1)!.body as Record<string, unknown>;
+      expect(body.chat_template_kwargs).toEqual({ enable_thinking: false });
+      expect(body.cache_prompt).toBe(true);
+      expect(body.guided_json).toEqual({ type: 'object' });
+    });
+  });
+}

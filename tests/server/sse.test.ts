@@ -1,0 +1,46 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { SseParser } from '../../server/sse.js';
+
+const encoder = new TextEncoder();
+
+function feed(bytes: Uint8Array, cuts: number[]): string[] {
+  const p = new SseParser();
+  const out: string[] = [];
+  let prev = 0;
+  for (const cut of [...cuts, bytes.length]) {
+    out.push(...p.push(bytes.subarray(prev, cut)));
+    prev = cut;
+  }
+  out.push(...p.finish());
+  return out;
+}
+
+describe('SseParser', () => {
+  it('parses data events, ignores comments and other fields, handles CRLF', () => {
+    const text = ': ping\n\ndata: {"a":1}\n\nevent: x\ndata: two\ndata: lines\n\r\ndata: [DONE]\r\n\r\n';
+    expect(feed(encoder.encode(text), [])).toEqual(['{"a":1}', 'two\nlines', '[DONE]']);
+  });
+
+  it('an unterminated last event still counts at end of stream', () => {
+    expect(feed(encoder.encode('data: {"x":1}\n\ndata: tail'), [])).toEqual(['{"x":1}', 'tail']);
+  });
+
+  it('any byte-level split gives the same events (multi-byte characters included)', () => {
+    const payloads = fc.array(
+      fc.oneof(fc.string({ unit: 'grapheme', maxLength: 40 }), fc.constantFrom('日本語 ✓ 🎉', 'a\\nb', '{"k":"v"}')),
+      { minLength: 1, maxLength: 8 },
+    );
+    fc.assert(
+      fc.property(payloads, fc.boolean(), fc.array(fc.nat(), { maxLength: 20 }), (items, crlf, rawCuts) => {
+        const clean = items.map((s) => s.replace(/[\r\n]/g, ' '));
+        const nl = crlf ? '\r\n' : '\n';
+        const text = clean.map((s) => `data: ${s}${nl}${nl}`).join('');
+        const bytes = encoder.encode(text);
+        const cuts = [...new Set(rawCuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
+        expect(feed(bytes, cuts)).toEqual(clean);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});

@@ -1,0 +1,71 @@
+/**
+ * Test harness: the real toolproof server on loopback in front of the project's own backend
+ * simulator (vLLM or llama-server personality), and a real `openai` client pointed at it.
+ */
+import OpenAI from 'openai';
+import { buildApp, type ToolproofApp } from '../../server/app.js';
+import { type Config, loadConfig } from '../../server/config.js';
+import { createSimulator, type Simulator, type SimulatorOptions } from '../../server/simulator/index.js';
+
+export interface Stack {
+  sim: Simulator;
+  app: ToolproofApp;
+  /** toolproof's base URL including /v1 */
+  url: string;
+  origin: string;
+  client: OpenAI;
+  close(): Promise<void>;
+}
+
+export interface StackOptions {
+  sim?: Partial<SimulatorOptions>;
+  env?: Record<string, string>;
+  file?: Parameters<typeof loadConfig>[1];
+  config?: Partial<Config>;
+  apiKey?: string;
+}
+
+export async function startStack(options: StackOptions = {}): Promise<Stack> {
+  const sim = await createSimulator({ personality: 'vllm', ...options.sim });
+  const base = loadConfig({ TOOLPROOF_UPSTREAM_URL: sim.url, ...options.env }, options.file);
+  const config: Config = Object.freeze({ ...base, ...options.config });
+  const app = await buildApp(config, { logger: false });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : 0;
+  const origin = `http://127.0.0.1:${port}`;
+  const client = new OpenAI({ baseURL: `${origin}/v1`, apiKey: options.apiKey ?? 'unused', maxRetries: 0, timeout: 15_000 });
+  return {
+    sim,
+    app,
+    url: `${origin}/v1`,
+    origin,
+    client,
+    async close() {
+      await app.close();
+      await sim.close();
+    },
+  };
+}
+
+export const weatherTool = {
+  type: 'function' as const,
+  function: {
+    name: 'get_weather',
+    description: 'Current weather for a city',
+    parameters: {
+      type: 'object',
+      properties: { city: { type: 'string' }, days: { type: 'integer' } },
+      required: ['city'],
+    },
+  },
+};
+
+/** Reads an SSE body into its data payloads. */
+export async function readSse(res: Response): Promise<string[]> {
+  const text = await res.text();
+  return text
+    .split('\n\n')
+    .filter((block) => block.startsWith('data: '))
+    .map((block) => block.slice(6));
+}
