@@ -129,7 +129,13 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.addHook('onRequest', async (request, reply) => {
     request.tpStart = performance.now();
     reply.header('x-request-id', request.id);
-    reply.raw.once('close', () => logRequest(app, state, request, reply.raw.statusCode, reply.raw.writableFinished));
+    let finished = false;
+    reply.raw.once('finish', () => {
+      finished = true;
+    });
+    reply.raw.once('close', () =>
+      logRequest(app, state, request, reply.raw.statusCode, finished || reply.raw.writableFinished),
+    );
     if (checkKey && request.url.startsWith('/v1/')) checkKey(request);
   });
 

@@ -1,0 +1,95 @@
+import { Writable } from 'node:stream';
+import type { AddressInfo } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { buildApp } from '../../server/app.js';
+import { loadConfig } from '../../server/config.js';
+import { createSimulator } from '../../server/simulator/index.js';
+import { readSse, startStack, weatherTool } from './stack.js';
+
+describe('ops endpoints', () => {
+  it('/health, /ready, /metrics, /docs and /docs/json', async () => {
+    const stack = await startStack();
+    expect(await (await fetch(`${stack.origin}/health`)).json()).toEqual({ status: 'ok' });
+    const ready = await fetch(`${stack.origin}/ready`);
+    expect(ready.status).toBe(200);
+    expect(((await ready.json()) as { upstreams: unknown[] }).upstreams).toHaveLength(1);
+
+    await stack.client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] });
+    const metrics = await (await fetch(`${stack.origin}/metrics`)).text();
+    expect(metrics).toContain('process_cpu_user_seconds_total');
+    expect(metrics).toMatch(/toolproof_requests_total\{model="m1",route="chat\/completions",status="200"\} 1/);
+    expect(metrics).toMatch(/toolproof_upstream_duration_seconds_count\{model="m1",route="chat",upstream="[^"]+"\} 1/);
+
+    const doc = (await (await fetch(`${stack.origin}/docs/json`)).json()) as { openapi: string; paths: Record<string, unknown> };
+    expect(doc.openapi).toMatch(/^3\./);
+    for (const p of ['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/models', '/health', '/ready', '/metrics']) {
+      expect(doc.paths).toHaveProperty(p);
+    }
+    const ui = await fetch(`${stack.origin}/docs`);
+    expect(ui.status).toBeLessThan(400);
+    await stack.close();
+  });
+
+  it('/ready is 503 when an upstream does not answer', async () => {
+    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: 'http://127.0.0.1:9/v1' }), { logger: false });
+    const res = await app.inject({ url: '/ready' });
+    expect(res.statusCode).toBe(503);
+    expect(res.json()).toMatchObject({ status: 'not_ready' });
+    await app.close();
+  });
+});
+
+describe('the per-request log line', () => {
+  it('one JSON line per request with id, model, upstream, status, latency, usage and the harness trace; no keys', async () => {
+    const sim = await createSimulator({ personality: 'vllm', scenario: 'prose' });
+    const lines: Array<Record<string, unknown>> = [];
+    const stream = new Writable({
+      write(chunk, _enc, cb) {
+        for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l) as Record<string, unknown>);
+        cb();
+      },
+    });
+    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: sim.url, TOOLPROOF_API_KEYS: 'secret-key-123' }), {
+      logger: { level: 'info', stream },
+    });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      headers: { authorization: 'Bearer secret-key-123', 'x-request-id': 'trace-42' },
+      payload: { model: 'm', messages: [{ role: 'user', content: 'hi' }], tools: [weatherTool] },
+    });
+    expect(res.statusCode).toBe(200);
+    await new Promise((r) => setTimeout(r, 20));
+    const mine = lines.filter((l) => l.reqId === 'trace-42');
+    expect(mine).toHaveLength(1);
+    const line = mine[0]!;
+    expect(line).toMatchObject({ model: 'm', status: 200, stream: false, upstream: sim.url });
+    expect(line.latencyMs).toEqual(expect.any(Number));
+    expect(line.usage).toMatchObject({ total_tokens: expect.any(Number) });
+    expect(line.harness).toMatchObject({ forced: true, toolChoice: 'required', fallback: false, attempts: 1, final: 'final_answer' });
+    expect(JSON.stringify(lines)).not.toContain('secret-key-123');
+    await app.close();
+    await sim.close();
+  });
+});
+
+describe('graceful shutdown', () => {
+  it('stops accepting new requests but lets an open stream finish', async () => {
+    const sim = await createSimulator({ personality: 'vllm', scenario: [{ say: 'word '.repeat(30), chunkDelayMs: 15 }] });
+    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: sim.url }), { logger: false });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1/chat/completions`;
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    const closing = app.close();
+    const events = await readSse(res);
+    expect(events.at(-1)).toBe('[DONE]');
+    expect(events.length).toBeGreaterThan(20);
+    await closing;
+    await expect(fetch(url, { method: 'POST', body: '{}' })).rejects.toThrow();
+    await sim.close();
+  });
+});
