@@ -53,7 +53,10 @@ function recoverChoiceMessage(
   sent: ChatCompletionRequest,
 ): { message: AssistantMessage; added: number; leaks: LeakRecord[] } {
   const content = typeof message.content === 'string' ? message.content : null;
-  const reasoningKey = typeof message.reasoning === 'string' && message.reasoning_content == null ? 'reasoning' : 'reasoning_content';
+  const reasoningKey =
+    typeof message.reasoning === 'string' && message.reasoning_content == null
+      ? 'reasoning'
+      : 'reasoning_content';
   const reasoningIn = (message[reasoningKey] as string | null | undefined) ?? null;
   if (!content && !reasoningIn) return { message, added: 0, leaks: [] };
   const result = recoverMessage(
@@ -93,7 +96,10 @@ function onResponse(
     effects.push(...leakEffects(r.leaks));
     if (r.message === choice.message) return choice;
     changed = true;
-    const finish = r.added > 0 && (choice.finish_reason === 'stop' || choice.finish_reason == null) ? 'tool_calls' : choice.finish_reason;
+    const finish =
+      r.added > 0 && (choice.finish_reason === 'stop' || choice.finish_reason == null)
+        ? 'tool_calls'
+        : choice.finish_reason;
     return { ...choice, message: r.message, finish_reason: finish };
   });
   return { action: 'continue', response: changed ? { ...response, choices } : response, effects };
@@ -157,10 +163,14 @@ function createStreamHook(ctx: PolicyContext, _memo: unknown, sent: ChatCompleti
       const choices = chunk.choices.map((choice) => {
         if (choice.index !== 0 || finished) return choice;
         const inDelta = choice.delta ?? {};
-        if (typeof inDelta.reasoning === 'string' && inDelta.reasoning_content == null) reasoningKey = 'reasoning';
+        if (typeof inDelta.reasoning === 'string' && inDelta.reasoning_content == null)
+          reasoningKey = 'reasoning';
         const s = engine(chunk);
         const { content, tool_calls, reasoning_content, reasoning, ...rest } = inDelta;
-        const reasoningText = (reasoningKey === 'reasoning' ? reasoning : reasoning_content) as string | null | undefined;
+        const reasoningText = (reasoningKey === 'reasoning' ? reasoning : reasoning_content) as
+          | string
+          | null
+          | undefined;
         const out: Delta = { ...rest };
         // Structured calls from the backend pass through, renumbered into the shared index space.
         if (Array.isArray(tool_calls)) {
@@ -206,7 +216,9 @@ function createStreamHook(ctx: PolicyContext, _memo: unknown, sent: ChatCompleti
       const final = leakEffects(stream.leaks());
       if (Object.keys(delta).length === 0) return { chunks: [], effects: final };
       return {
-        chunks: [{ ...last, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: null }] }],
+        chunks: [
+          { ...last, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: null }] },
+        ],
         effects: final,
       };
     },

@@ -11,32 +11,60 @@ export interface ErrorSpec {
 }
 
 export const ERROR_CATALOGUE = {
-  TP_ERR_INVALID_JSON: { status: 400, type: 'invalid_request_error', message: 'The request body is not valid JSON.' },
-  TP_ERR_INVALID_FIELD: { status: 400, type: 'invalid_request_error', message: 'A request field is invalid.' },
+  TP_ERR_INVALID_JSON: {
+    status: 400,
+    type: 'invalid_request_error',
+    message: 'The request body is not valid JSON.',
+  },
+  TP_ERR_INVALID_FIELD: {
+    status: 400,
+    type: 'invalid_request_error',
+    message: 'A request field is invalid.',
+  },
   TP_ERR_UNAUTHORIZED: {
     status: 401,
     type: 'authentication_error',
     message: 'Missing or invalid API key. Send it as "Authorization: Bearer <key>".',
   },
   TP_ERR_NOT_FOUND: { status: 404, type: 'invalid_request_error', message: 'Unknown route.' },
-  TP_ERR_MODEL_NOT_FOUND: { status: 404, type: 'invalid_request_error', message: 'The model does not exist.' },
+  TP_ERR_MODEL_NOT_FOUND: {
+    status: 404,
+    type: 'invalid_request_error',
+    message: 'The model does not exist.',
+  },
   TP_ERR_METHOD_NOT_ALLOWED: { status: 405, type: 'invalid_request_error', message: 'Method not allowed.' },
-  TP_ERR_BODY_TOO_LARGE: { status: 413, type: 'invalid_request_error', message: 'The request body is too large.' },
+  TP_ERR_BODY_TOO_LARGE: {
+    status: 413,
+    type: 'invalid_request_error',
+    message: 'The request body is too large.',
+  },
   TP_ERR_UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
     type: 'invalid_request_error',
     message: 'Send the request body as application/json.',
   },
   TP_ERR_INTERNAL: { status: 500, type: 'server_error', message: 'toolproof failed to handle the request.' },
-  TP_ERR_UPSTREAM_UNREACHABLE: { status: 502, type: 'upstream_error', message: 'The upstream model server is unreachable.' },
+  TP_ERR_UPSTREAM_UNREACHABLE: {
+    status: 502,
+    type: 'upstream_error',
+    message: 'The upstream model server is unreachable.',
+  },
   TP_ERR_UPSTREAM_BAD_RESPONSE: {
     status: 502,
     type: 'upstream_error',
     message: 'The upstream model server sent a response toolproof could not read.',
   },
-  TP_ERR_UPSTREAM_ERROR: { status: 502, type: 'upstream_error', message: 'The upstream model server returned an error.' },
+  TP_ERR_UPSTREAM_ERROR: {
+    status: 502,
+    type: 'upstream_error',
+    message: 'The upstream model server returned an error.',
+  },
   TP_ERR_SHUTTING_DOWN: { status: 503, type: 'server_error', message: 'toolproof is shutting down.' },
-  TP_ERR_UPSTREAM_TIMEOUT: { status: 504, type: 'timeout_error', message: 'The upstream model server timed out.' },
+  TP_ERR_UPSTREAM_TIMEOUT: {
+    status: 504,
+    type: 'timeout_error',
+    message: 'The upstream model server timed out.',
+  },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;
@@ -62,7 +90,10 @@ export class ToolproofError extends Error {
 
   constructor(code: ErrorCode, options: ToolproofErrorOptions = {}) {
     const spec = ERROR_CATALOGUE[code];
-    super(options.message ?? spec.message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(
+      options.message ?? spec.message,
+      options.cause === undefined ? undefined : { cause: options.cause },
+    );
     this.name = 'ToolproofError';
     this.code = code;
     this.status = options.status ?? spec.status;

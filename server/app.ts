@@ -60,7 +60,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
+    ajv: {
+      customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false },
+    },
   });
 
   const metrics = options.metrics ?? createMetrics();
@@ -71,7 +73,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     ? (reqId: string, attempt: number, text: string) => {
         try {
           mkdirSync(config.rawDumpDir!, { recursive: true });
-          writeFileSync(join(config.rawDumpDir!, `${reqId.replace(/[^A-Za-z0-9._-]/g, '_')}.${attempt}.txt`), text);
+          writeFileSync(
+            join(config.rawDumpDir!, `${reqId.replace(/[^A-Za-z0-9._-]/g, '_')}.${attempt}.txt`),
+            text,
+          );
         } catch (err) {
           app.log.warn({ err }, 'could not save the raw upstream response');
         }
@@ -92,7 +97,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   // Bodies are parsed once, kept raw so an untouched request is forwarded byte for byte.
   // Any content type is read as JSON: llama-server does the same, and curl users forget it.
-  const parseJson = (request: import('fastify').FastifyRequest, body: string, done: (err: Error | null, value?: unknown) => void) => {
+  const parseJson = (
+    request: import('fastify').FastifyRequest,
+    body: string,
+    done: (err: Error | null, value?: unknown) => void,
+  ) => {
     request.rawBody = body;
     try {
       done(null, JSON.parse(body));
@@ -106,8 +115,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     }
   };
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => parseJson(req, body as string, done));
-  app.addContentTypeParser('*', { parseAs: 'string' }, (req, body, done) => parseJson(req, body as string, done));
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) =>
+    parseJson(req, body as string, done),
+  );
+  app.addContentTypeParser('*', { parseAs: 'string' }, (req, body, done) =>
+    parseJson(req, body as string, done),
+  );
 
   registerErrorHandling(app);
 
@@ -168,10 +181,11 @@ function logRequest(
     state.metrics.requestDuration.labels(model, route, tp?.stream ? 'true' : 'false').observe(seconds);
   }
   const call = tp?.call;
-  if (call && call.trace.finalKind && call.trace.finalKind !== 'passthrough' && call.trace.finalKind !== 'error') {
+  if (call?.trace.finalKind && call.trace.finalKind !== 'passthrough' && call.trace.finalKind !== 'error') {
     const k = call.trace.finalKind;
     const kind = k === 'both' ? 'both' : k === 'tool_calls' ? 'tool_calls' : 'content';
-    if (Array.isArray(call.original.tools) && call.original.tools.length > 0) state.metrics.responses.labels(model, kind).inc();
+    if (Array.isArray(call.original.tools) && call.original.tools.length > 0)
+      state.metrics.responses.labels(model, kind).inc();
   }
   const line: Record<string, unknown> = {
     reqId: request.id,

@@ -15,7 +15,8 @@ export function createKeyChecker(keys: readonly string[]): ((request: FastifyReq
   return (request) => {
     const auth = request.headers.authorization;
     let presented: string | undefined;
-    if (typeof auth === 'string' && auth.toLowerCase().startsWith('bearer ')) presented = auth.slice(7).trim();
+    if (typeof auth === 'string' && auth.toLowerCase().startsWith('bearer '))
+      presented = auth.slice(7).trim();
     else if (typeof request.headers['x-api-key'] === 'string') presented = request.headers['x-api-key'];
     const candidate = digest(presented ?? '');
     let ok = false;

@@ -177,12 +177,17 @@ function toUrls(value: string | readonly string[], key: string): string[] {
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
       throw new ConfigError(`${key}: "${url}" must be an http:// or https:// URL`);
     }
-    if (parsed.search || parsed.hash) throw new ConfigError(`${key}: "${url}" must not have a query or fragment`);
+    if (parsed.search || parsed.hash)
+      throw new ConfigError(`${key}: "${url}" must not have a query or fragment`);
     return url.replace(/\/+$/, '');
   });
 }
 
-function mergeSettings(base: ModelSettings, over: Record<string, unknown> | undefined, key: string): ModelSettings {
+function mergeSettings(
+  base: ModelSettings,
+  over: Record<string, unknown> | undefined,
+  key: string,
+): ModelSettings {
   if (!over) return base;
   if (Array.isArray(over.parsers)) {
     for (const name of over.parsers as string[]) {
@@ -223,7 +228,10 @@ type FileConfig = {
   timeouts?: Partial<Timeouts>;
   upstream?: { url: string | string[]; apiKey?: string };
   defaults?: Record<string, unknown>;
-  models?: Record<string, Record<string, unknown> & { upstream: string | string[]; apiKey?: string; upstreamModel?: string }>;
+  models?: Record<
+    string,
+    Record<string, unknown> & { upstream: string | string[]; apiKey?: string; upstreamModel?: string }
+  >;
 };
 
 export function readConfigFile(path: string): FileConfig {
@@ -246,7 +254,8 @@ export function readConfigFile(path: string): FileConfig {
 /** Builds the frozen Config from environment variables and the optional YAML file they name. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: FileConfig): Config {
   const file: FileConfig = fileOverride ?? (env.TOOLPROOF_CONFIG ? readConfigFile(env.TOOLPROOF_CONFIG) : {});
-  if (fileOverride && !validateFile(fileOverride)) throw new ConfigError(describe(validateFile.errors, '(inline)'));
+  if (fileOverride && !validateFile(fileOverride))
+    throw new ConfigError(describe(validateFile.errors, '(inline)'));
 
   const defaults = mergeSettings(DEFAULT_MODEL_SETTINGS, file.defaults, 'defaults');
   const envKeys = (env.TOOLPROOF_API_KEYS ?? '')
@@ -267,7 +276,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
       name,
       upstream: Object.freeze({
         urls: Object.freeze(toUrls(upstream, `models.${name}.upstream`)),
-        ...(apiKey ?? upstreamApiKey ? { apiKey: apiKey ?? upstreamApiKey } : {}),
+        ...((apiKey ?? upstreamApiKey) ? { apiKey: apiKey ?? upstreamApiKey } : {}),
       }),
       settings: mergeSettings(defaults, settings, `models.${name}`),
       ...(upstreamModel ? { upstreamModel } : {}),
@@ -279,7 +288,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
   if (port > 65535) throw new ConfigError(`TOOLPROOF_PORT must be at most 65535, got ${port}`);
   const logLevel = env.TOOLPROOF_LOG_LEVEL ?? file.server?.logLevel ?? 'info';
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
-    throw new ConfigError(`TOOLPROOF_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent`);
+    throw new ConfigError(
+      `TOOLPROOF_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent`,
+    );
   }
   const simulator = !defaultUrls && Object.keys(models).length === 0;
   const rawDumpDir = env.TOOLPROOF_RAW_DUMP_DIR || file.server?.rawDumpDir;
@@ -288,7 +299,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
     host: env.TOOLPROOF_HOST || file.server?.host || '127.0.0.1',
     port,
     logLevel,
-    bodyLimitBytes: envInt(env, 'TOOLPROOF_BODY_LIMIT_BYTES') ?? file.server?.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
+    bodyLimitBytes:
+      envInt(env, 'TOOLPROOF_BODY_LIMIT_BYTES') ?? file.server?.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
     apiKeys: Object.freeze(envKeys.length > 0 ? envKeys : (file.server?.apiKeys ?? [])),
     timeouts: Object.freeze({
       connectMs: envInt(env, 'TOOLPROOF_CONNECT_TIMEOUT_MS') ?? file.timeouts?.connectMs ?? 5_000,

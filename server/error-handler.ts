@@ -29,7 +29,11 @@ export function upstreamErrorMessage(body: unknown, fallback: string): string {
     const o = body as Record<string, unknown>;
     const inner = o.error;
     if (typeof inner === 'string') return inner;
-    if (inner && typeof inner === 'object' && typeof (inner as Record<string, unknown>).message === 'string') {
+    if (
+      inner &&
+      typeof inner === 'object' &&
+      typeof (inner as Record<string, unknown>).message === 'string'
+    ) {
       return (inner as Record<string, string>).message!;
     }
     if (typeof o.message === 'string') return o.message;
@@ -85,7 +89,9 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
 /** Any thrown value -> a ToolproofError (never leaks internals beyond a message). */
 export function normalizeError(err: unknown): ToolproofError {
   if (isToolproofError(err)) return err;
-  const fe = err as FastifyError & { validation?: Array<{ instancePath?: string; message?: string; params?: unknown }> };
+  const fe = err as FastifyError & {
+    validation?: Array<{ instancePath?: string; message?: string; params?: unknown }>;
+  };
   if (fe?.validation && fe.validation.length > 0) {
     const first = fe.validation[0]!;
     let field = (first.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.');
@@ -102,7 +108,11 @@ export function normalizeError(err: unknown): ToolproofError {
   const mapped = fe?.code ? FASTIFY_CODES[fe.code] : undefined;
   if (mapped) return new ToolproofError(mapped, { cause: err });
   if (typeof fe?.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
-    return new ToolproofError('TP_ERR_INVALID_FIELD', { status: fe.statusCode, message: fe.message, cause: err });
+    return new ToolproofError('TP_ERR_INVALID_FIELD', {
+      status: fe.statusCode,
+      message: fe.message,
+      cause: err,
+    });
   }
   return new ToolproofError('TP_ERR_INTERNAL', { cause: err });
 }

@@ -41,7 +41,10 @@ async function main(): Promise<void> {
   const shutdown = (signal: string) => {
     if (closing) return;
     closing = true;
-    app.log.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down: no new requests, open streams may finish');
+    app.log.info(
+      { signal, graceMs: config.shutdownGraceMs },
+      'shutting down: no new requests, open streams may finish',
+    );
     const force = setTimeout(() => {
       app.log.warn('shutdown deadline reached: closing the remaining connections');
       app.server.closeAllConnections();

@@ -21,7 +21,11 @@ export function resolveRoute(config: Config, upstreams: Upstreams, model: unknow
   }
   if (config.defaultUpstream) {
     // Unmapped names are bounded for metrics by what clients send; cap their length.
-    return { name: name.slice(0, 128) || 'unknown', settings: config.defaults, client: upstreams.for(config.defaultUpstream) };
+    return {
+      name: name.slice(0, 128) || 'unknown',
+      settings: config.defaults,
+      client: upstreams.for(config.defaultUpstream),
+    };
   }
   throw new ToolproofError('TP_ERR_MODEL_NOT_FOUND', {
     param: 'model',

@@ -92,12 +92,25 @@ export async function openUpstream(
       deps.memory.remember(upstream, call.route.name, call.route.settings.fallbackTtlSeconds);
       deps.metrics.toolChoiceFallbacks.labels(upstream, call.route.name).inc();
       deps.metrics.toolChoiceFallbackActive.labels(upstream, call.route.name).set(1);
-      const phase = runRequestPolicies(call.policies, call.original, { ...call.policyContext(), requiredRejected: true });
-      recordPolicyEffects(call, deps, phase.effects.filter((e) => e.policy === 'force-tool-use'));
+      const phase = runRequestPolicies(call.policies, call.original, {
+        ...call.policyContext(),
+        requiredRejected: true,
+      });
+      recordPolicyEffects(
+        call,
+        deps,
+        phase.effects.filter((e) => e.policy === 'force-tool-use'),
+      );
       call.setPhase(phase);
       current = phase.request;
       continue;
     }
-    return { kind: 'error', status: res.status, body, error: fromUpstreamError(res.status, body, call.route.client.label), request: current };
+    return {
+      kind: 'error',
+      status: res.status,
+      body,
+      error: fromUpstreamError(res.status, body, call.route.client.label),
+      request: current,
+    };
   }
 }

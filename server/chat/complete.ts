@@ -109,7 +109,9 @@ export async function completeChat(call: ChatCall, deps: ChatDeps): Promise<Chat
     recordPolicyEffects(
       call,
       deps,
-      decision.action === 'retry' && !canRetry ? decision.effects.filter((e) => e.kind !== 'retry') : decision.effects,
+      decision.action === 'retry' && !canRetry
+        ? decision.effects.filter((e) => e.kind !== 'retry')
+        : decision.effects,
     );
     if (decision.action === 'retry' && canRetry) {
       call.retriesUsed++;
@@ -119,7 +121,9 @@ export async function completeChat(call: ChatCall, deps: ChatDeps): Promise<Chat
     const final = decision.action === 'retry' ? decision.failed : decision.response;
     if (usage) final.usage = usage;
     call.usage = usage;
-    const finalAnswer = decision.effects.some((e) => e.policy === 'force-tool-use' && e.kind === 'final-answer');
+    const finalAnswer = decision.effects.some(
+      (e) => e.policy === 'force-tool-use' && e.kind === 'final-answer',
+    );
     call.trace.finalKind = classifyFinal(final, finalAnswer);
     return { status: 200, body: final, ...(usage ? { usage } : {}) };
   }

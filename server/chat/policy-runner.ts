@@ -6,7 +6,13 @@
  */
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '../../protocol/openai.js';
 import type { ModelSettings } from '../../protocol/settings.js';
-import type { Policy, PolicyContext, PolicyEffect, ResponseDecision, StreamHook } from '../../policies/types.js';
+import type {
+  Policy,
+  PolicyContext,
+  PolicyEffect,
+  ResponseDecision,
+  StreamHook,
+} from '../../policies/types.js';
 import type { ToolproofError } from '../../protocol/errors.js';
 
 export interface RequestPhase {
@@ -61,7 +67,11 @@ export function runResponsePolicies(
 
 export interface StreamChain {
   push(chunk: ChatCompletionChunk): ChatCompletionChunk[];
-  end(): { chunks: ChatCompletionChunk[]; effects: PolicyEffect[]; retry?: { request: ChatCompletionRequest; reason: string } };
+  end(): {
+    chunks: ChatCompletionChunk[];
+    effects: PolicyEffect[];
+    retry?: { request: ChatCompletionRequest; reason: string };
+  };
 }
 
 export function createStreamChain(
@@ -73,7 +83,8 @@ export function createStreamChain(
 ): StreamChain {
   const hooks: StreamHook[] = [];
   for (const policy of policies) {
-    if (policy.createStreamHook) hooks.push(policy.createStreamHook(ctx, memos.get(policy.name), sent, original));
+    if (policy.createStreamHook)
+      hooks.push(policy.createStreamHook(ctx, memos.get(policy.name), sent, original));
   }
   const from = (start: number, chunks: ChatCompletionChunk[]): ChatCompletionChunk[] => {
     let cur = chunks;

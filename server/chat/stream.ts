@@ -27,7 +27,14 @@ export interface SseSink {
 }
 
 function chunkOf(base: { id: string; model: string; created: number }, usage: Usage): ChatCompletionChunk {
-  return { id: base.id, object: 'chat.completion.chunk', created: base.created, model: base.model, choices: [], usage };
+  return {
+    id: base.id,
+    object: 'chat.completion.chunk',
+    created: base.created,
+    model: base.model,
+    choices: [],
+    usage,
+  };
 }
 
 export async function streamChat(call: ChatCall, deps: ChatDeps, sink: SseSink): Promise<void> {
@@ -55,8 +62,19 @@ export async function streamChat(call: ChatCall, deps: ChatDeps, sink: SseSink):
       // The hidden call arrives as one completion: run the non-streamed response policies and
       // replay their result as chunks, so the client still sees a normal stream.
       recordPolicyEffects(call, deps, recovered.effects);
-      const decision = runResponsePolicies(policies, recovered.completion, call.policyContext(), call.phase.memos, opened.request, call.original);
-      recordPolicyEffects(call, deps, decision.effects.filter((e) => e.kind !== 'retry'));
+      const decision = runResponsePolicies(
+        policies,
+        recovered.completion,
+        call.policyContext(),
+        call.phase.memos,
+        opened.request,
+        call.original,
+      );
+      recordPolicyEffects(
+        call,
+        deps,
+        decision.effects.filter((e) => e.kind !== 'retry'),
+      );
       const done = decision.action === 'retry' ? decision.failed : decision.response;
       sink.open();
       for (const chunk of completionToChunks(done)) await sink.write(sseData(JSON.stringify(chunk)));
@@ -105,7 +123,8 @@ export async function streamChat(call: ChatCall, deps: ChatDeps, sink: SseSink):
         midError = fromUpstreamError(500, parseUpstreamBody(payload), call.route.client.label);
         return;
       }
-      if (typeof chunk.id === 'string') last = { id: chunk.id, model: chunk.model ?? last.model, created: chunk.created ?? last.created };
+      if (typeof chunk.id === 'string')
+        last = { id: chunk.id, model: chunk.model ?? last.model, created: chunk.created ?? last.created };
       if (chunk.usage && (!Array.isArray(chunk.choices) || chunk.choices.length === 0)) {
         usage = addUsage(usage, chunk.usage);
         return; // one summed usage chunk goes out at the very end
@@ -149,7 +168,11 @@ export async function streamChat(call: ChatCall, deps: ChatDeps, sink: SseSink):
       const end = chain.end();
       settleRetry(call, deps, end.retry ? 'failed' : 'fixed');
       const canRetry = call.retriesUsed < call.route.settings.maxRetries && !call.signal.aborted;
-      recordPolicyEffects(call, deps, end.retry && !canRetry ? end.effects.filter((e) => e.kind !== 'retry') : end.effects);
+      recordPolicyEffects(
+        call,
+        deps,
+        end.retry && !canRetry ? end.effects.filter((e) => e.kind !== 'retry') : end.effects,
+      );
       for (const c of end.chunks) await sink.write(sseData(JSON.stringify(c)));
       if (end.retry && canRetry) {
         call.retriesUsed++;
@@ -170,17 +193,30 @@ export async function streamChat(call: ChatCall, deps: ChatDeps, sink: SseSink):
 }
 
 /** A complete message replayed as OpenAI chunks (role, content, tool-call deltas, finish). */
-export function completionToChunks(c: import('../../protocol/openai.js').ChatCompletion): ChatCompletionChunk[] {
+export function completionToChunks(
+  c: import('../../protocol/openai.js').ChatCompletion,
+): ChatCompletionChunk[] {
   const out: ChatCompletionChunk[] = [];
   const base = { id: c.id, object: 'chat.completion.chunk' as const, created: c.created, model: c.model };
   for (const choice of c.choices) {
     const msg = choice.message;
-    out.push({ ...base, choices: [{ index: choice.index, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
+    out.push({
+      ...base,
+      choices: [{ index: choice.index, delta: { role: 'assistant', content: '' }, finish_reason: null }],
+    });
     if (msg.reasoning_content) {
-      out.push({ ...base, choices: [{ index: choice.index, delta: { reasoning_content: msg.reasoning_content }, finish_reason: null }] });
+      out.push({
+        ...base,
+        choices: [
+          { index: choice.index, delta: { reasoning_content: msg.reasoning_content }, finish_reason: null },
+        ],
+      });
     }
     if (msg.content) {
-      out.push({ ...base, choices: [{ index: choice.index, delta: { content: msg.content }, finish_reason: null }] });
+      out.push({
+        ...base,
+        choices: [{ index: choice.index, delta: { content: msg.content }, finish_reason: null }],
+      });
     }
     (msg.tool_calls ?? []).forEach((tc, i) => {
       out.push({
@@ -188,7 +224,16 @@ export function completionToChunks(c: import('../../protocol/openai.js').ChatCom
         choices: [
           {
             index: choice.index,
-            delta: { tool_calls: [{ index: i, id: tc.id, type: 'function', function: { name: tc.function.name, arguments: tc.function.arguments } }] },
+            delta: {
+              tool_calls: [
+                {
+                  index: i,
+                  id: tc.id,
+                  type: 'function',
+                  function: { name: tc.function.name, arguments: tc.function.arguments },
+                },
+              ],
+            },
             finish_reason: null,
           },
         ],

@@ -62,7 +62,8 @@ export function registerChatRoute(app: FastifyInstance, state: AppState): void {
     '/v1/chat/completions',
     {
       schema: {
-        summary: 'Create a chat completion (OpenAI-compatible), with forced tool use, leak recovery and history repair.',
+        summary:
+          'Create a chat completion (OpenAI-compatible), with forced tool use, leak recovery and history repair.',
         tags: ['openai'],
         body: chatCompletionBody,
       },

@@ -16,30 +16,50 @@ async function listUpstream(client: UpstreamClient, signal: AbortSignal): Promis
   const text = await readText(res);
   if (res.status >= 400) throw new Error(`HTTP ${res.status}`);
   const body = JSON.parse(text) as { data?: unknown };
-  return Array.isArray(body.data) ? (body.data.filter((m) => m && typeof (m as ModelEntry).id === 'string') as ModelEntry[]) : [];
+  return Array.isArray(body.data)
+    ? (body.data.filter((m) => m && typeof (m as ModelEntry).id === 'string') as ModelEntry[])
+    : [];
 }
 
 export function registerModelRoutes(app: FastifyInstance, state: AppState): void {
-  app.get('/v1/models', { schema: { tags: ['openai'], summary: 'Models of every configured upstream, plus the configured model names.' } }, async (request) => {
-    const signal = AbortSignal.timeout(Math.min(state.config.timeouts.firstByteMs, 10_000));
-    const data = new Map<string, ModelEntry>();
-    const created = Math.floor(Date.now() / 1000);
-    for (const [name, route] of Object.entries(state.config.models)) {
-      data.set(name, { id: name, object: 'model', created, owned_by: 'toolproof', upstream_model: route.upstreamModel ?? name });
-    }
-    const targets = [
-      ...(state.config.defaultUpstream ? [state.upstreams.for(state.config.defaultUpstream)] : []),
-      ...Object.values(state.config.models).map((m) => state.upstreams.for(m.upstream)),
-    ];
-    const unique = [...new Set(targets)];
-    const results = await Promise.allSettled(unique.map((c) => listUpstream(c, signal)));
-    results.forEach((r, i) => {
-      if (r.status === 'fulfilled') {
-        for (const m of r.value) if (!data.has(m.id)) data.set(m.id, m);
-      } else {
-        request.log.warn({ upstream: unique[i]!.label, err: String(r.reason) }, 'listing upstream models failed');
+  app.get(
+    '/v1/models',
+    {
+      schema: {
+        tags: ['openai'],
+        summary: 'Models of every configured upstream, plus the configured model names.',
+      },
+    },
+    async (request) => {
+      const signal = AbortSignal.timeout(Math.min(state.config.timeouts.firstByteMs, 10_000));
+      const data = new Map<string, ModelEntry>();
+      const created = Math.floor(Date.now() / 1000);
+      for (const [name, route] of Object.entries(state.config.models)) {
+        data.set(name, {
+          id: name,
+          object: 'model',
+          created,
+          owned_by: 'toolproof',
+          upstream_model: route.upstreamModel ?? name,
+        });
       }
-    });
-    return { object: 'list', data: [...data.values()] };
-  });
+      const targets = [
+        ...(state.config.defaultUpstream ? [state.upstreams.for(state.config.defaultUpstream)] : []),
+        ...Object.values(state.config.models).map((m) => state.upstreams.for(m.upstream)),
+      ];
+      const unique = [...new Set(targets)];
+      const results = await Promise.allSettled(unique.map((c) => listUpstream(c, signal)));
+      results.forEach((r, i) => {
+        if (r.status === 'fulfilled') {
+          for (const m of r.value) if (!data.has(m.id)) data.set(m.id, m);
+        } else {
+          request.log.warn(
+            { upstream: unique[i]!.label, err: String(r.reason) },
+            'listing upstream models failed',
+          );
+        }
+      });
+      return { object: 'list', data: [...data.values()] };
+    },
+  );
 }

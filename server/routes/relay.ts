@@ -26,7 +26,9 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
         if (!reply.raw.writableFinished) controller.abort(new Error('client disconnected'));
       });
       request.tp = { model: route.name, upstream: route.client.label, stream: body.stream === true };
-      const payload = route.upstreamModel ? JSON.stringify({ ...body, model: route.upstreamModel }) : request.rawBody;
+      const payload = route.upstreamModel
+        ? JSON.stringify({ ...body, model: route.upstreamModel })
+        : request.rawBody;
       const started = performance.now();
       const res = await route.client.request({
         method: 'POST',
@@ -35,7 +37,9 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
         headers: { 'x-request-id': request.id },
         signal: controller.signal,
       });
-      state.metrics.upstreamDuration.labels(route.name, routeLabel, route.client.label).observe((performance.now() - started) / 1000);
+      state.metrics.upstreamDuration
+        .labels(route.name, routeLabel, route.client.label)
+        .observe((performance.now() - started) / 1000);
       if (res.status >= 400) {
         const text = await readText(res);
         throw fromUpstreamError(res.status, parseUpstreamBody(text), route.client.label);
@@ -46,7 +50,11 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
         return reply.code(res.status).type(type).send(text);
       }
       reply.hijack();
-      reply.raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-request-id': request.id });
+      reply.raw.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        'x-request-id': request.id,
+      });
       let tail = '';
       try {
         for await (const chunk of res.body) {
@@ -58,7 +66,10 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
       } catch (err) {
         if (!controller.signal.aborted) {
           const mapped = toUpstreamError(err, route.client.label);
-          const e = mapped instanceof ToolproofError ? mapped : new ToolproofError('TP_ERR_UPSTREAM_UNREACHABLE', { cause: err });
+          const e =
+            mapped instanceof ToolproofError
+              ? mapped
+              : new ToolproofError('TP_ERR_UPSTREAM_UNREACHABLE', { cause: err });
           reply.raw.write(`\n\n${sseData(JSON.stringify(toErrorBody(e)))}${SSE_DONE}`);
         }
       } finally {
@@ -67,6 +78,14 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
       return reply;
     };
 
-  app.post('/v1/completions', { schema: { tags: ['openai'], summary: 'Text completion, passed through.', body: completionBody } }, relay('/completions', 'completions'));
-  app.post('/v1/embeddings', { schema: { tags: ['openai'], summary: 'Embeddings, passed through.', body: embeddingBody } }, relay('/embeddings', 'embeddings'));
+  app.post(
+    '/v1/completions',
+    { schema: { tags: ['openai'], summary: 'Text completion, passed through.', body: completionBody } },
+    relay('/completions', 'completions'),
+  );
+  app.post(
+    '/v1/embeddings',
+    { schema: { tags: ['openai'], summary: 'Embeddings, passed through.', body: embeddingBody } },
+    relay('/embeddings', 'embeddings'),
+  );
 }

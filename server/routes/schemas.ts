@@ -58,7 +58,10 @@ export const chatCompletionBody = {
         {
           type: 'object',
           required: ['function'],
-          properties: { type: { type: 'string' }, function: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } },
+          properties: {
+            type: { type: 'string' },
+            function: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } },
+          },
         },
       ],
     },

@@ -4,36 +4,20 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LEAK_FORMATS } from '../../server/simulator/index.js';
-import { type Stack, startStack, weatherTool } from '../server/stack.js';
-
-type Assembled = { id?: string; name: string; args: string };
+import { collectStream, type Stack, startStack, weatherTool } from '../server/stack.js';
 
 async function streamCalls(stack: Stack, scenario: string) {
-  const stream = await stack.client.chat.completions.create(
-    {
-      model: 'sim',
-      messages: [{ role: 'user', content: 'Weather in Paris for 3 days?' }],
-      tools: [weatherTool],
-      stream: true,
-    },
-    { headers: { 'x-sim-scenario': scenario } },
+  return collectStream(
+    await stack.client.chat.completions.create(
+      {
+        model: 'sim',
+        messages: [{ role: 'user', content: 'Weather in Paris for 3 days?' }],
+        tools: [weatherTool],
+        stream: true,
+      },
+      { headers: { 'x-sim-scenario': scenario } },
+    ),
   );
-  const calls: Assembled[] = [];
-  let content = '';
-  let finish: string | null = null;
-  for await (const chunk of stream) {
-    for (const c of chunk.choices) {
-      content += c.delta.content ?? '';
-      for (const tc of c.delta.tool_calls ?? []) {
-        const slot = (calls[tc.index] ??= { name: '', args: '' });
-        if (tc.id) slot.id = tc.id;
-        if (tc.function?.name) slot.name += tc.function.name;
-        if (tc.function?.arguments) slot.args += tc.function.arguments;
-      }
-      if (c.finish_reason) finish = c.finish_reason;
-    }
-  }
-  return { calls, content, finish };
 }
 
 for (const personality of ['vllm', 'llama-server'] as const) {
@@ -47,7 +31,11 @@ for (const personality of ['vllm', 'llama-server'] as const) {
     for (const format of LEAK_FORMATS) {
       it(`${format}: non-streaming`, async () => {
         const res = await stack.client.chat.completions.create(
-          { model: 'sim', messages: [{ role: 'user', content: 'Weather in Paris for 3 days?' }], tools: [weatherTool] },
+          {
+            model: 'sim',
+            messages: [{ role: 'user', content: 'Weather in Paris for 3 days?' }],
+            tools: [weatherTool],
+          },
           { headers: { 'x-sim-scenario': `leak-${format}` } },
         );
         const msg = res.choices[0]!.message;
@@ -72,7 +60,8 @@ for (const personality of ['vllm', 'llama-server'] as const) {
     }
 
     it('prose mentioning JSON stays prose', async () => {
-      const text = 'You can call it like {"name": "get_weather", "arguments": {"city": "Paris"}} in your code.';
+      const text =
+        'You can call it like {"name": "get_weather", "arguments": {"city": "Paris"}} in your code.';
       const res = await stack.client.chat.completions.create(
         { model: 'sim', messages: [{ role: 'user', content: 'How do I call it?' }], tools: [weatherTool] },
         { headers: { 'x-sim-scenario': JSON.stringify([{ raw: text }]) } },
@@ -86,14 +75,18 @@ for (const personality of ['vllm', 'llama-server'] as const) {
         { model: 'sim', messages: [{ role: 'user', content: 'x' }], tools: [weatherTool] },
         {
           headers: {
-            'x-sim-scenario': JSON.stringify([{ leak: { format: 'hermes', calls: [{ name: 'rm_rf', arguments: { path: '/' } }] } }]),
+            'x-sim-scenario': JSON.stringify([
+              { leak: { format: 'hermes', calls: [{ name: 'rm_rf', arguments: { path: '/' } }] } },
+            ]),
           },
         },
       );
       expect(res.choices[0]!.message.tool_calls ?? []).toHaveLength(0);
       expect(res.choices[0]!.message.content).toContain('rm_rf');
       const metrics = await (await fetch(`${stack.origin}/metrics`)).text();
-      expect(metrics).toMatch(/toolproof_leaks_total\{[^}]*format="hermes"[^}]*outcome="rejected"[^}]*\} [1-9]/);
+      expect(metrics).toMatch(
+        /toolproof_leaks_total\{[^}]*format="hermes"[^}]*outcome="rejected"[^}]*\} [1-9]/,
+      );
     });
   });
 }
@@ -101,13 +94,18 @@ for (const personality of ['vllm', 'llama-server'] as const) {
 describe('leaks hidden in a llama-server 500 are recovered into a 200', () => {
   let stack: Stack;
   beforeAll(async () => {
-    stack = await startStack({ sim: { personality: 'llama-server' }, file: { defaults: { forceToolUse: false } } });
+    stack = await startStack({
+      sim: { personality: 'llama-server' },
+      file: { defaults: { forceToolUse: false } },
+    });
   });
   afterAll(() => stack.close());
 
   it('"Failed to parse input at pos N: <output>" becomes a tool call', async () => {
     const raw = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>';
-    const scenario = JSON.stringify([{ error: { status: 500, message: `Failed to parse input at pos 0: ${raw}` } }]);
+    const scenario = JSON.stringify([
+      { error: { status: 500, message: `Failed to parse input at pos 0: ${raw}` } },
+    ]);
     const res = await stack.client.chat.completions.create(
       { model: 'sim', messages: [{ role: 'user', content: 'x' }], tools: [weatherTool] },
       { headers: { 'x-sim-scenario': scenario } },

@@ -5,7 +5,7 @@
  */
 import type OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Stack, startStack, weatherTool } from '../server/stack.js';
+import { collectStream, type Stack, startStack, waitFor, weatherTool } from '../server/stack.js';
 
 type Msg = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 let stack: Stack | undefined;
@@ -14,31 +14,13 @@ afterEach(async () => {
   stack = undefined;
 });
 
-const bodyOf = (s: Stack, i: number) => s.sim.requests.filter((r) => r.path.endsWith('/chat/completions'))[i]!.body as {
-  tools?: Array<{ function: { name: string } }>;
-  tool_choice?: unknown;
-  messages: Array<Record<string, unknown>>;
-};
+const bodyOf = (s: Stack, i: number) =>
+  s.sim.requests.filter((r) => r.path.endsWith('/chat/completions'))[i]!.body as {
+    tools?: Array<{ function: { name: string } }>;
+    tool_choice?: unknown;
+    messages: Array<Record<string, unknown>>;
+  };
 const chatRequests = (s: Stack) => s.sim.requests.filter((r) => r.path.endsWith('/chat/completions'));
-
-async function collect(stream: AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>) {
-  let content = '';
-  let finish: string | null = null;
-  const calls: Array<{ id?: string; name: string; args: string }> = [];
-  for await (const chunk of stream) {
-    for (const c of chunk.choices) {
-      content += c.delta.content ?? '';
-      for (const tc of c.delta.tool_calls ?? []) {
-        const slot = (calls[tc.index] ??= { name: '', args: '' });
-        if (tc.id) slot.id = tc.id;
-        slot.name += tc.function?.name ?? '';
-        slot.args += tc.function?.arguments ?? '';
-      }
-      if (c.finish_reason) finish = c.finish_reason;
-    }
-  }
-  return { content, finish, calls };
-}
 
 describe('forced tool use', () => {
   it('adds final_answer with tool_choice "required"; a final_answer call comes back as plain content', async () => {
@@ -59,9 +41,15 @@ describe('forced tool use', () => {
 
   it('streams the final answer as live content deltas, equal to the non-streamed answer', async () => {
     stack = await startStack({ sim: { scenario: 'prose' } });
-    const params = { model: 'sim', messages: [{ role: 'user' as const, content: 'Explain "quotes" \\ and émoji 🎉' }], tools: [weatherTool] };
+    const params = {
+      model: 'sim',
+      messages: [{ role: 'user' as const, content: 'Explain "quotes" \\ and émoji 🎉' }],
+      tools: [weatherTool],
+    };
     const plain = await stack.client.chat.completions.create(params);
-    const streamed = await collect(await stack.client.chat.completions.create({ ...params, stream: true }));
+    const streamed = await collectStream(
+      await stack.client.chat.completions.create({ ...params, stream: true }),
+    );
     expect(streamed.calls).toHaveLength(0);
     expect(streamed.content).toBe(plain.choices[0]!.message.content);
     expect(streamed.finish).toBe('stop');
@@ -69,20 +57,33 @@ describe('forced tool use', () => {
 
   it('final_answer together with real calls keeps both', async () => {
     const scenario = JSON.stringify([
-      { call: [{ name: 'get_weather', arguments: { city: 'Paris' } }, { name: 'final_answer', arguments: { answer: 'Checking Paris now.' } }] },
+      {
+        call: [
+          { name: 'get_weather', arguments: { city: 'Paris' } },
+          { name: 'final_answer', arguments: { answer: 'Checking Paris now.' } },
+        ],
+      },
     ]);
     stack = await startStack();
     for (const stream of [false, true]) {
-      const params = { model: 'sim', messages: [{ role: 'user' as const, content: 'Paris?' }], tools: [weatherTool] };
+      const params = {
+        model: 'sim',
+        messages: [{ role: 'user' as const, content: 'Paris?' }],
+        tools: [weatherTool],
+      };
       const opts = { headers: { 'x-sim-scenario': scenario } };
       if (!stream) {
         const res = await stack.client.chat.completions.create(params, opts);
         const msg = res.choices[0]!.message;
         expect(msg.content).toBe('Checking Paris now.');
-        expect(msg.tool_calls!.map((c) => (c.type === 'function' ? c.function.name : ''))).toEqual(['get_weather']);
+        expect(msg.tool_calls!.map((c) => (c.type === 'function' ? c.function.name : ''))).toEqual([
+          'get_weather',
+        ]);
         expect(res.choices[0]!.finish_reason).toBe('tool_calls');
       } else {
-        const r = await collect(await stack.client.chat.completions.create({ ...params, stream: true }, opts));
+        const r = await collectStream(
+          await stack.client.chat.completions.create({ ...params, stream: true }, opts),
+        );
         expect(r.content).toBe('Checking Paris now.');
         expect(r.calls.map((c) => c.name)).toEqual(['get_weather']);
         expect(JSON.parse(r.calls[0]!.args)).toEqual({ city: 'Paris' });
@@ -92,14 +93,23 @@ describe('forced tool use', () => {
 
   it('explicit tool_choice "none" is left alone', async () => {
     stack = await startStack({ sim: { scenario: 'prose' } });
-    await stack.client.chat.completions.create({ model: 'sim', messages: [{ role: 'user', content: 'hi' }], tools: [weatherTool], tool_choice: 'none' });
+    await stack.client.chat.completions.create({
+      model: 'sim',
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [weatherTool],
+      tool_choice: 'none',
+    });
     expect(bodyOf(stack, 0).tool_choice).toBe('none');
     expect(bodyOf(stack, 0).tools).toHaveLength(1);
   });
 
   it('a backend that silently ignores "required" shows up as forced-but-prose', async () => {
     stack = await startStack({ sim: { scenario: 'prose', ignoreRequired: true } });
-    const res = await stack.client.chat.completions.create({ model: 'sim', messages: [{ role: 'user', content: 'hi' }], tools: [weatherTool] });
+    const res = await stack.client.chat.completions.create({
+      model: 'sim',
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [weatherTool],
+    });
     expect(res.choices[0]!.message.content).toBeTruthy();
     const metrics = await (await fetch(`${stack.origin}/metrics`)).text();
     expect(metrics).toMatch(/toolproof_forced_but_prose_total\{model="sim"\} 1/);
@@ -109,7 +119,12 @@ describe('forced tool use', () => {
 describe('fallback once', () => {
   it('a backend that rejects "required" gets "auto" once, and toolproof remembers', async () => {
     stack = await startStack({ sim: { scenario: 'prose', rejectRequired: true } });
-    const ask = () => stack!.client.chat.completions.create({ model: 'sim', messages: [{ role: 'user', content: 'hi' }], tools: [weatherTool] });
+    const ask = () =>
+      stack!.client.chat.completions.create({
+        model: 'sim',
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [weatherTool],
+      });
     const first = await ask();
     expect(first.choices[0]!.message.content).toBeTruthy();
     expect(chatRequests(stack)).toHaveLength(2);
@@ -125,18 +140,38 @@ describe('fallback once', () => {
   });
 
   it('the same for a streaming request', async () => {
-    stack = await startStack({ sim: { personality: 'llama-server', scenario: 'prose', rejectRequired: true } });
-    const r = await collect(
-      await stack.client.chat.completions.create({ model: 'sim', messages: [{ role: 'user', content: 'hi' }], tools: [weatherTool], stream: true }),
+    stack = await startStack({
+      sim: { personality: 'llama-server', scenario: 'prose', rejectRequired: true },
+    });
+    const r = await collectStream(
+      await stack.client.chat.completions.create({
+        model: 'sim',
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [weatherTool],
+        stream: true,
+      }),
     );
     expect(r.content.length).toBeGreaterThan(0);
-    expect(chatRequests(stack).map((q) => (q.body as { tool_choice: string }).tool_choice)).toEqual(['required', 'auto']);
+    expect(chatRequests(stack).map((q) => (q.body as { tool_choice: string }).tool_choice)).toEqual([
+      'required',
+      'auto',
+    ]);
   });
 
   it('other errors are relayed, never retried as a fallback', async () => {
-    stack = await startStack({ sim: { scenario: JSON.parse('[{"error":{"status":400,"message":"This model\'s maximum context length is 4096 tokens"}}]') } });
+    stack = await startStack({
+      sim: {
+        scenario: JSON.parse(
+          '[{"error":{"status":400,"message":"This model\'s maximum context length is 4096 tokens"}}]',
+        ),
+      },
+    });
     await expect(
-      stack.client.chat.completions.create({ model: 'sim', messages: [{ role: 'user', content: 'hi' }], tools: [weatherTool] }),
+      stack.client.chat.completions.create({
+        model: 'sim',
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [weatherTool],
+      }),
     ).rejects.toMatchObject({ status: 400 });
     expect(chatRequests(stack)).toHaveLength(1);
   });
@@ -165,12 +200,18 @@ describe('history repair against a strict backend', () => {
       body: JSON.stringify({ model: 'sim', messages: broken, tools: [weatherTool] }),
     });
     expect(direct.status).toBeGreaterThanOrEqual(400);
-    const res = await stack.client.chat.completions.create({ model: 'sim', messages: broken, tools: [weatherTool] });
+    const res = await stack.client.chat.completions.create({
+      model: 'sim',
+      messages: broken,
+      tools: [weatherTool],
+    });
     expect(res.choices[0]!.message.content).toBeTruthy();
     const sent = bodyOf(stack, 1).messages;
     const toolMsgs = sent.filter((m) => m.role === 'tool');
     expect(toolMsgs.map((m) => m.tool_call_id)).toEqual(['call_a', 'call_b']);
-    const args = (sent[1]!.tool_calls as Array<{ function: { arguments: string } }>).map((c) => c.function.arguments);
+    const args = (sent[1]!.tool_calls as Array<{ function: { arguments: string } }>).map(
+      (c) => c.function.arguments,
+    );
     for (const a of args) expect(() => JSON.parse(a)).not.toThrow();
     const metrics = await (await fetch(`${stack.origin}/metrics`)).text();
     expect(metrics).toMatch(/toolproof_history_repairs_total\{[^}]*\} [1-9]/);
@@ -184,7 +225,8 @@ describe('full agent loops', () => {
     const m1 = first.choices[0]!.message;
     expect(m1.tool_calls?.length, `first turn content: ${m1.content}`).toBeGreaterThan(0);
     messages.push(m1 as Msg);
-    for (const call of m1.tool_calls!) messages.push({ role: 'tool', tool_call_id: call.id, content: '{"temp_c": 18, "sky": "clear"}' });
+    for (const call of m1.tool_calls!)
+      messages.push({ role: 'tool', tool_call_id: call.id, content: '{"temp_c": 18, "sky": "clear"}' });
     const second = await s.client.chat.completions.create({ model: 'sim', messages, tools: [weatherTool] });
     const m2 = second.choices[0]!.message;
     expect(m2.tool_calls ?? []).toHaveLength(0);
@@ -198,7 +240,9 @@ describe('full agent loops', () => {
   });
 
   it('against a backend that rejects "required"', async () => {
-    stack = await startStack({ sim: { personality: 'llama-server', scenario: 'leak-hermes', rejectRequired: true } });
+    stack = await startStack({
+      sim: { personality: 'llama-server', scenario: 'leak-hermes', rejectRequired: true },
+    });
     await agentLoop(stack);
   });
 
@@ -217,14 +261,20 @@ describe('corrective retry', () => {
   it('a call that fails the schema is re-asked once with a precise correction', async () => {
     stack = await startStack();
     const { data, response } = await stack.client.chat.completions
-      .create({ model: 'sim', messages: [{ role: 'user', content: 'Paris, 3 days' }], tools: [weatherTool] }, { headers: { 'x-sim-scenario': badThenGood } })
+      .create(
+        { model: 'sim', messages: [{ role: 'user', content: 'Paris, 3 days' }], tools: [weatherTool] },
+        { headers: { 'x-sim-scenario': badThenGood } },
+      )
       .withResponse();
     const call = data.choices[0]!.message.tool_calls![0]!;
     if (call.type !== 'function') throw new Error('not a function call');
     expect(JSON.parse(call.function.arguments)).toEqual({ city: 'Paris', days: 3 });
     expect(response.headers.get('x-toolproof-attempts')).toBe('2');
     const retry = bodyOf(stack, 1).messages;
-    const feedback = retry.filter((m) => m.role === 'tool').map((m) => String(m.content)).join('\n');
+    const feedback = retry
+      .filter((m) => m.role === 'tool')
+      .map((m) => String(m.content))
+      .join('\n');
     expect(feedback).toContain('days');
     expect(feedback).toMatch(/integer/);
     const metrics = await (await fetch(`${stack.origin}/metrics`)).text();
@@ -233,9 +283,14 @@ describe('corrective retry', () => {
 
   it('streaming: tool calls are held until validated, then the good attempt is streamed', async () => {
     stack = await startStack();
-    const r = await collect(
+    const r = await collectStream(
       await stack.client.chat.completions.create(
-        { model: 'sim', messages: [{ role: 'user', content: 'Paris, 3 days' }], tools: [weatherTool], stream: true },
+        {
+          model: 'sim',
+          messages: [{ role: 'user', content: 'Paris, 3 days' }],
+          tools: [weatherTool],
+          stream: true,
+        },
         { headers: { 'x-sim-scenario': badThenGood } },
       ),
     );
@@ -245,7 +300,9 @@ describe('corrective retry', () => {
   });
 
   it('a second failure is returned as it is, never looped', async () => {
-    const alwaysBad = JSON.stringify([{ call: [{ name: 'get_weather', arguments: { city: 'Paris', days: 'three' } }] }]);
+    const alwaysBad = JSON.stringify([
+      { call: [{ name: 'get_weather', arguments: { city: 'Paris', days: 'three' } }] },
+    ]);
     stack = await startStack();
     const res = await stack.client.chat.completions.create(
       { model: 'sim', messages: [{ role: 'user', content: 'x' }], tools: [weatherTool] },
@@ -265,7 +322,11 @@ describe('client disconnect during a fallback or a retry aborts the upstream req
     const p = fetch(`${stack.url}/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'sim', messages: [{ role: 'user', content: 'hi' }], tools: [weatherTool] }),
+      body: JSON.stringify({
+        model: 'sim',
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [weatherTool],
+      }),
       signal: ac.signal,
     }).catch(() => null);
     await waitFor(() => chatRequests(stack!).length >= 2);
@@ -285,7 +346,11 @@ describe('client disconnect during a fallback or a retry aborts the upstream req
     const p = fetch(`${stack.url}/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-sim-scenario': scenario },
-      body: JSON.stringify({ model: 'sim', messages: [{ role: 'user', content: 'hi' }], tools: [weatherTool] }),
+      body: JSON.stringify({
+        model: 'sim',
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [weatherTool],
+      }),
       signal: ac.signal,
     }).catch(() => null);
     await waitFor(() => chatRequests(stack!).length >= 2);
@@ -295,11 +360,3 @@ describe('client disconnect during a fallback or a retry aborts the upstream req
     expect(stack.sim.aborts).toHaveLength(1);
   });
 });
-
-async function waitFor(cond: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const start = Date.now();
-  while (!cond()) {
-    if (Date.now() - start > timeoutMs) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}

@@ -65,11 +65,23 @@ models:
 
   it.each([
     ['unknown top-level key', 'upstreams:\n  url: http://x/v1\n', 'unknown key "upstreams"'],
-    ['unknown model key', 'models:\n  m:\n    upstream: http://x/v1\n    forceToolUse: true\n    retries: 2\n', 'models.m.retries'],
-    ['wrong type', 'models:\n  m:\n    upstream: http://x/v1\n    forceToolUse: "yes"\n', 'models.m.forceToolUse'],
+    [
+      'unknown model key',
+      'models:\n  m:\n    upstream: http://x/v1\n    forceToolUse: true\n    retries: 2\n',
+      'models.m.retries',
+    ],
+    [
+      'wrong type',
+      'models:\n  m:\n    upstream: http://x/v1\n    forceToolUse: "yes"\n',
+      'models.m.forceToolUse',
+    ],
     ['bad enum', 'models:\n  m:\n    upstream: http://x/v1\n    recovery: sometimes\n', 'models.m.recovery'],
     ['bad url', 'models:\n  m:\n    upstream: gpu:8000\n', 'models.m.upstream'],
-    ['unknown parser', 'models:\n  m:\n    upstream: http://x/v1\n    parsers: [hermes, nope-format]\n', 'nope-format'],
+    [
+      'unknown parser',
+      'models:\n  m:\n    upstream: http://x/v1\n    parsers: [hermes, nope-format]\n',
+      'nope-format',
+    ],
     ['not yaml', 'models: [', 'not valid YAML'],
   ])('invalid config fails naming the key: %s', (_label, text, needle) => {
     const path = yamlFile(text);

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
-import { readSse, type Stack, startStack } from './stack.js';
+import { readSse, type Stack, startStack, waitFor } from './stack.js';
 
 const chat = (stack: Stack, body: unknown, headers: Record<string, string> = {}) =>
   fetch(`${stack.url}/chat/completions`, {
@@ -23,7 +23,10 @@ function expectOpenAIError(json: unknown, type?: string): void {
 describe('errors the proxy itself produces', () => {
   let stack: Stack;
   beforeAll(async () => {
-    stack = await startStack({ sim: { personality: 'vllm', scenario: 'prose' }, env: { TOOLPROOF_BODY_LIMIT_BYTES: '4096' } });
+    stack = await startStack({
+      sim: { personality: 'vllm', scenario: 'prose' },
+      env: { TOOLPROOF_BODY_LIMIT_BYTES: '4096' },
+    });
   });
   afterAll(() => stack.close());
 
@@ -64,7 +67,11 @@ describe('errors the proxy itself produces', () => {
   });
 
   it('honours and returns x-request-id', async () => {
-    const res = await chat(stack, { model: 'x', messages: [{ role: 'user', content: 'hi' }] }, { 'x-request-id': 'req-abc.123' });
+    const res = await chat(
+      stack,
+      { model: 'x', messages: [{ role: 'user', content: 'hi' }] },
+      { 'x-request-id': 'req-abc.123' },
+    );
     expect(res.status).toBe(200);
     expect(res.headers.get('x-request-id')).toBe('req-abc.123');
     expect(stack.sim.requests.at(-1)!.headers['x-request-id']).toBe('req-abc.123');
@@ -99,11 +106,23 @@ describe('API keys', () => {
   });
 
   it('wrong key -> 401, right key (either, bearer or x-api-key) -> 200', async () => {
-    const wrong = await chat(stack, { model: 'x', messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer key-one-12345X' });
+    const wrong = await chat(
+      stack,
+      { model: 'x', messages: [{ role: 'user', content: 'hi' }] },
+      { authorization: 'Bearer key-one-12345X' },
+    );
     expect(wrong.status).toBe(401);
-    const ok = await chat(stack, { model: 'x', messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer key-two-123456' });
+    const ok = await chat(
+      stack,
+      { model: 'x', messages: [{ role: 'user', content: 'hi' }] },
+      { authorization: 'Bearer key-two-123456' },
+    );
     expect(ok.status).toBe(200);
-    const ok2 = await chat(stack, { model: 'x', messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': 'key-one-123456' });
+    const ok2 = await chat(
+      stack,
+      { model: 'x', messages: [{ role: 'user', content: 'hi' }] },
+      { 'x-api-key': 'key-one-123456' },
+    );
     expect(ok2.status).toBe(200);
   });
 
@@ -117,11 +136,22 @@ describe('model routing', () => {
   beforeAll(async () => {
     stack = await startStack();
     await stack.app.close();
-    const config = loadConfig({}, { models: { 'qwen-small': { upstream: stack.sim.url, upstreamModel: 'Qwen/Qwen3-0.6B' } } });
+    const config = loadConfig(
+      {},
+      { models: { 'qwen-small': { upstream: stack.sim.url, upstreamModel: 'Qwen/Qwen3-0.6B' } } },
+    );
     const app = await buildApp(config, { logger: false });
     await app.listen({ host: '127.0.0.1', port: 0 });
     const port = (app.server.address() as AddressInfo).port;
-    stack = { ...stack, app, url: `http://127.0.0.1:${port}/v1`, close: async () => { await app.close(); await stack.sim.close(); } };
+    stack = {
+      ...stack,
+      app,
+      url: `http://127.0.0.1:${port}/v1`,
+      close: async () => {
+        await app.close();
+        await stack.sim.close();
+      },
+    };
   });
   afterAll(() => stack.close());
 
@@ -160,17 +190,30 @@ describe('upstream failures', () => {
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
     const port = (closed.address() as AddressInfo).port;
     await new Promise((r) => closed.close(r));
-    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: `http://127.0.0.1:${port}/v1` }), { logger: false });
-    const res = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'x', messages: [{ role: 'user', content: 'hi' }] } });
+    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: `http://127.0.0.1:${port}/v1` }), {
+      logger: false,
+    });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      payload: { model: 'x', messages: [{ role: 'user', content: 'hi' }] },
+    });
     expect(res.statusCode).toBe(502);
     expectOpenAIError(res.json(), 'upstream_error');
     await app.close();
   });
 
   it('upstream first-byte timeout -> 504', async () => {
-    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: slowUrl, TOOLPROOF_FIRST_BYTE_TIMEOUT_MS: '300' }), { logger: false });
+    const app = await buildApp(
+      loadConfig({ TOOLPROOF_UPSTREAM_URL: slowUrl, TOOLPROOF_FIRST_BYTE_TIMEOUT_MS: '300' }),
+      { logger: false },
+    );
     const started = Date.now();
-    const res = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'x', messages: [{ role: 'user', content: 'hi' }] } });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      payload: { model: 'x', messages: [{ role: 'user', content: 'hi' }] },
+    });
     expect(res.statusCode).toBe(504);
     expectOpenAIError(res.json(), 'timeout_error');
     expect(Date.now() - started).toBeLessThan(5_000);
@@ -183,9 +226,15 @@ describe('upstream failures', () => {
     await new Promise<void>((r) => dead.listen(0, '127.0.0.1', r));
     const deadUrl = `http://127.0.0.1:${(dead.address() as AddressInfo).port}/v1`;
     await new Promise((r) => dead.close(r));
-    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: `${deadUrl},${stack.sim.url}` }), { logger: false });
+    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: `${deadUrl},${stack.sim.url}` }), {
+      logger: false,
+    });
     for (let i = 0; i < 4; i++) {
-      const res = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'x', messages: [{ role: 'user', content: 'hi' }] } });
+      const res = await app.inject({
+        method: 'POST',
+        url: '/v1/chat/completions',
+        payload: { model: 'x', messages: [{ role: 'user', content: 'hi' }] },
+      });
       expect(res.statusCode).toBe(200);
     }
     await app.close();
@@ -195,7 +244,9 @@ describe('upstream failures', () => {
 
 describe('streams that go wrong', () => {
   it('an upstream that dies mid-stream ends the client stream with an error event and [DONE]', async () => {
-    const stack = await startStack({ sim: { scenario: [{ say: 'one two three four five six seven eight nine ten', dieAfterChunks: 3 }] } });
+    const stack = await startStack({
+      sim: { scenario: [{ say: 'one two three four five six seven eight nine ten', dieAfterChunks: 3 }] },
+    });
     const res = await chat(stack, { model: 'x', stream: true, messages: [{ role: 'user', content: 'hi' }] });
     expect(res.status).toBe(200);
     const events = await readSse(res);
@@ -221,7 +272,10 @@ describe('streams that go wrong', () => {
 
   it('an upstream error event mid-stream (llama-server style, no [DONE]) is normalized and closed with [DONE]', async () => {
     const stack = await startStack({
-      sim: { personality: 'llama-server', scenario: [{ error: { status: 500, message: 'boom mid-stream', midStream: true } }] },
+      sim: {
+        personality: 'llama-server',
+        scenario: [{ error: { status: 500, message: 'boom mid-stream', midStream: true } }],
+      },
     });
     const res = await chat(stack, { model: 'x', stream: true, messages: [{ role: 'user', content: 'hi' }] });
     const events = await readSse(res);
@@ -270,11 +324,3 @@ describe('client disconnect aborts the upstream request', () => {
     await stack.close();
   });
 });
-
-async function waitFor(cond: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const start = Date.now();
-  while (!cond()) {
-    if (Date.now() - start > timeoutMs) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Stack, startStack, weatherTool } from './stack.js';
+import { collectStream, type Stack, startStack, weatherTool } from './stack.js';
 
 for (const personality of ['vllm', 'llama-server'] as const) {
   describe(`openai client through toolproof (${personality} simulator)`, () => {
@@ -63,25 +63,14 @@ for (const personality of ['vllm', 'llama-server'] as const) {
     });
 
     it('tools in the request: streamed tool calls assemble into a valid call', async () => {
-      const stream = await stack.client.chat.completions.create({
-        model: 'sim',
-        messages: [{ role: 'user', content: 'Weather in Paris?' }],
-        tools: [weatherTool],
-        stream: true,
-      });
-      const calls: Array<{ id?: string; name: string; args: string }> = [];
-      let finish: string | null = null;
-      for await (const chunk of stream) {
-        for (const c of chunk.choices) {
-          for (const tc of c.delta.tool_calls ?? []) {
-            const slot = (calls[tc.index] ??= { name: '', args: '' });
-            if (tc.id) slot.id = tc.id;
-            if (tc.function?.name) slot.name += tc.function.name;
-            if (tc.function?.arguments) slot.args += tc.function.arguments;
-          }
-          if (c.finish_reason) finish = c.finish_reason;
-        }
-      }
+      const { calls, finish } = await collectStream(
+        await stack.client.chat.completions.create({
+          model: 'sim',
+          messages: [{ role: 'user', content: 'Weather in Paris?' }],
+          tools: [weatherTool],
+          stream: true,
+        }),
+      );
       expect(calls.length).toBeGreaterThan(0);
       expect(calls[0]!.name).toBe('get_weather');
       expect(calls[0]!.id).toBeTruthy();

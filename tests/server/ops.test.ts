@@ -17,12 +17,27 @@ describe('ops endpoints', () => {
     await stack.client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] });
     const metrics = await (await fetch(`${stack.origin}/metrics`)).text();
     expect(metrics).toContain('process_cpu_user_seconds_total');
-    expect(metrics).toMatch(/toolproof_requests_total\{model="m1",route="chat\/completions",status="200"\} 1/);
-    expect(metrics).toMatch(/toolproof_upstream_duration_seconds_count\{model="m1",route="chat",upstream="[^"]+"\} 1/);
+    expect(metrics).toMatch(
+      /toolproof_requests_total\{model="m1",route="chat\/completions",status="200"\} 1/,
+    );
+    expect(metrics).toMatch(
+      /toolproof_upstream_duration_seconds_count\{model="m1",route="chat",upstream="[^"]+"\} 1/,
+    );
 
-    const doc = (await (await fetch(`${stack.origin}/docs/json`)).json()) as { openapi: string; paths: Record<string, unknown> };
+    const doc = (await (await fetch(`${stack.origin}/docs/json`)).json()) as {
+      openapi: string;
+      paths: Record<string, unknown>;
+    };
     expect(doc.openapi).toMatch(/^3\./);
-    for (const p of ['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/models', '/health', '/ready', '/metrics']) {
+    for (const p of [
+      '/v1/chat/completions',
+      '/v1/completions',
+      '/v1/embeddings',
+      '/v1/models',
+      '/health',
+      '/ready',
+      '/metrics',
+    ]) {
       expect(doc.paths).toHaveProperty(p);
     }
     const ui = await fetch(`${stack.origin}/docs`);
@@ -31,7 +46,9 @@ describe('ops endpoints', () => {
   });
 
   it('/ready is 503 when an upstream does not answer', async () => {
-    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: 'http://127.0.0.1:9/v1' }), { logger: false });
+    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: 'http://127.0.0.1:9/v1' }), {
+      logger: false,
+    });
     const res = await app.inject({ url: '/ready' });
     expect(res.statusCode).toBe(503);
     expect(res.json()).toMatchObject({ status: 'not_ready' });
@@ -45,13 +62,17 @@ describe('the per-request log line', () => {
     const lines: Array<Record<string, unknown>> = [];
     const stream = new Writable({
       write(chunk, _enc, cb) {
-        for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l) as Record<string, unknown>);
+        for (const l of String(chunk).split('\n').filter(Boolean))
+          lines.push(JSON.parse(l) as Record<string, unknown>);
         cb();
       },
     });
-    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: sim.url, TOOLPROOF_API_KEYS: 'secret-key-123' }), {
-      logger: { level: 'info', stream },
-    });
+    const app = await buildApp(
+      loadConfig({ TOOLPROOF_UPSTREAM_URL: sim.url, TOOLPROOF_API_KEYS: 'secret-key-123' }),
+      {
+        logger: { level: 'info', stream },
+      },
+    );
     const res = await app.inject({
       method: 'POST',
       url: '/v1/chat/completions',
@@ -66,7 +87,13 @@ describe('the per-request log line', () => {
     expect(line).toMatchObject({ model: 'm', status: 200, stream: false, upstream: sim.url });
     expect(line.latencyMs).toEqual(expect.any(Number));
     expect(line.usage).toMatchObject({ total_tokens: expect.any(Number) });
-    expect(line.harness).toMatchObject({ forced: true, toolChoice: 'required', fallback: false, attempts: 1, final: 'final_answer' });
+    expect(line.harness).toMatchObject({
+      forced: true,
+      toolChoice: 'required',
+      fallback: false,
+      attempts: 1,
+      final: 'final_answer',
+    });
     expect(JSON.stringify(lines)).not.toContain('secret-key-123');
     await app.close();
     await sim.close();
@@ -75,7 +102,10 @@ describe('the per-request log line', () => {
 
 describe('graceful shutdown', () => {
   it('stops accepting new requests but lets an open stream finish', async () => {
-    const sim = await createSimulator({ personality: 'vllm', scenario: [{ say: 'word '.repeat(30), chunkDelayMs: 15 }] });
+    const sim = await createSimulator({
+      personality: 'vllm',
+      scenario: [{ say: 'word '.repeat(30), chunkDelayMs: 15 }],
+    });
     const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: sim.url }), { logger: false });
     await app.listen({ host: '127.0.0.1', port: 0 });
     const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1/chat/completions`;

@@ -28,7 +28,10 @@ describe('SseParser', () => {
 
   it('any byte-level split gives the same events (multi-byte characters included)', () => {
     const payloads = fc.array(
-      fc.oneof(fc.string({ unit: 'grapheme', maxLength: 40 }), fc.constantFrom('日本語 ✓ 🎉', 'a\\nb', '{"k":"v"}')),
+      fc.oneof(
+        fc.string({ unit: 'grapheme', maxLength: 40 }),
+        fc.constantFrom('日本語 ✓ 🎉', 'a\\nb', '{"k":"v"}'),
+      ),
       { minLength: 1, maxLength: 8 },
     );
     fc.assert(

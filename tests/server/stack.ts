@@ -34,7 +34,12 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : 0;
   const origin = `http://127.0.0.1:${port}`;
-  const client = new OpenAI({ baseURL: `${origin}/v1`, apiKey: options.apiKey ?? 'unused', maxRetries: 0, timeout: 15_000 });
+  const client = new OpenAI({
+    baseURL: `${origin}/v1`,
+    apiKey: options.apiKey ?? 'unused',
+    maxRetries: 0,
+    timeout: 15_000,
+  });
   return {
     sim,
     app,
@@ -68,4 +73,51 @@ export async function readSse(res: Response): Promise<string[]> {
     .split('\n\n')
     .filter((block) => block.startsWith('data: '))
     .map((block) => block.slice(6));
+}
+
+export interface Collected {
+  content: string;
+  finish: string | null;
+  calls: Array<{ id?: string; name: string; args: string }>;
+  usage: unknown;
+  chunks: number;
+}
+
+/** Folds an openai-client chunk stream into content, assembled tool calls, finish reason and usage. */
+export async function collectStream(
+  stream: AsyncIterable<{
+    usage?: unknown;
+    choices: Array<{
+      delta: {
+        content?: string | null;
+        tool_calls?: Array<{ index: number; id?: string; function?: { name?: string; arguments?: string } }>;
+      };
+      finish_reason: string | null;
+    }>;
+  }>,
+): Promise<Collected> {
+  const out: Collected = { content: '', finish: null, calls: [], usage: null, chunks: 0 };
+  for await (const chunk of stream) {
+    out.chunks++;
+    if (chunk.usage) out.usage = chunk.usage;
+    for (const c of chunk.choices) {
+      out.content += c.delta.content ?? '';
+      for (const tc of c.delta.tool_calls ?? []) {
+        const slot = (out.calls[tc.index] ??= { name: '', args: '' });
+        if (tc.id) slot.id = tc.id;
+        slot.name += tc.function?.name ?? '';
+        slot.args += tc.function?.arguments ?? '';
+      }
+      if (c.finish_reason) out.finish = c.finish_reason;
+    }
+  }
+  return out;
+}
+
+export async function waitFor(cond: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const start = Date.now();
+  while (!cond()) {
+    if (Date.now() - start > timeoutMs) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }
