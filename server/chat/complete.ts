@@ -9,6 +9,7 @@ import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects, settleRetry } from './effects.js';
 import { recoverErrorCompletion } from './error-recovery.js';
 import { runRequestPolicies, runResponsePolicies } from './policy-runner.js';
+import { leaksFromEffects } from '../../policies/corrective-retry.js';
 import { addUsage, type FinalKind } from './trace.js';
 
 export interface ChatOutcome {
@@ -55,6 +56,22 @@ function usageFromRaw(text: string): Usage | undefined {
   }
 }
 
+/**
+ * Memos for one response attempt: the request side's, plus what corrective-retry needs to see
+ * from earlier in the same pass (leak records, read lazily after leak-recovery has run).
+ */
+export function attemptMemos(call: ChatCall): Map<string, unknown> {
+  call.attemptEffects = [];
+  const effects = call.attemptEffects;
+  const memos = new Map(call.phase.memos);
+  const force = call.phase.memos.get('force-tool-use') as { finalAnswerName?: string | null } | undefined;
+  memos.set('corrective-retry', {
+    leaks: () => leaksFromEffects(effects),
+    finalAnswerName: force?.finalAnswerName ?? null,
+  });
+  return memos;
+}
+
 export async function completeChat(call: ChatCall, deps: ChatDeps): Promise<ChatOutcome> {
   let request = prepareRequest(call, deps);
   const passthrough = isPassthrough(call, request);
@@ -99,9 +116,10 @@ export async function completeChat(call: ChatCall, deps: ChatDeps): Promise<Chat
       policies,
       completion,
       call.policyContext(),
-      call.phase.memos,
+      attemptMemos(call),
       opened.request,
       call.original,
+      call.attemptEffects,
     );
     // The previous attempt's retry (if any) is settled by what this attempt produced.
     settleRetry(call, deps, decision.action === 'retry' ? 'failed' : 'fixed');

@@ -4,7 +4,7 @@
  */
 import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
 import type { ModelSettings } from '../../protocol/settings.js';
-import type { Policy, PolicyContext } from '../../policies/types.js';
+import type { Policy, PolicyContext, PolicyEffect } from '../../policies/types.js';
 import type { Config } from '../config.js';
 import type { FallbackMemory } from '../fallback-memory.js';
 import type { Metrics } from '../metrics.js';
@@ -39,6 +39,8 @@ export class ChatCall {
   retriesUsed = 0;
   /** Token usage summed over attempts, when the upstream reported it. */
   usage: Usage | undefined;
+  /** Effects of the response attempt in progress (policies later in the table read them). */
+  attemptEffects: PolicyEffect[] = [];
 
   constructor(
     readonly reqId: string,

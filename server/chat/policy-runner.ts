@@ -52,9 +52,10 @@ export function runResponsePolicies(
   memos: Map<string, unknown>,
   sent: ChatCompletionRequest,
   original: ChatCompletionRequest,
+  /** Effects are appended here as each policy runs (later policies' memos may read them). */
+  effects: PolicyEffect[] = [],
 ): ResponseDecision {
   let current = response;
-  const effects: PolicyEffect[] = [];
   for (const policy of policies) {
     if (!policy.onResponse) continue;
     const decision = policy.onResponse(current, ctx, memos.get(policy.name), sent, original);
@@ -80,6 +81,8 @@ export function createStreamChain(
   memos: Map<string, unknown>,
   sent: ChatCompletionRequest,
   original: ChatCompletionRequest,
+  /** End-of-stream effects are appended here as each hook ends (see runResponsePolicies). */
+  liveEffects: PolicyEffect[] = [],
 ): StreamChain {
   const hooks: StreamHook[] = [];
   for (const policy of policies) {
@@ -104,6 +107,7 @@ export function createStreamChain(
       for (let i = 0; i < hooks.length; i++) {
         const end = hooks[i]!.onEnd();
         effects.push(...end.effects);
+        liveEffects.push(...end.effects);
         if (end.retry && !retry) retry = end.retry;
         for (const c of from(i + 1, end.chunks)) out.push(c);
       }

@@ -11,7 +11,7 @@ import { fromUpstreamError, parseUpstreamBody, toErrorBody } from '../error-hand
 import { SSE_DONE, SseParser, sseData } from '../sse.js';
 import { toUpstreamError } from '../upstream.js';
 import { openUpstream } from './attempt.js';
-import { isPassthrough, prepareRequest } from './complete.js';
+import { attemptMemos, isPassthrough, prepareRequest } from './complete.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects, settleRetry } from './effects.js';
 import { recoverErrorCompletion } from './error-recovery.js';
@@ -66,9 +66,10 @@ export async function streamChat(call: ChatCall, deps: ChatDeps, sink: SseSink):
         policies,
         recovered.completion,
         call.policyContext(),
-        call.phase.memos,
+        attemptMemos(call),
         opened.request,
         call.original,
+        call.attemptEffects,
       );
       recordPolicyEffects(
         call,
@@ -95,7 +96,15 @@ export async function streamChat(call: ChatCall, deps: ChatDeps, sink: SseSink):
     sink.open();
     const chain = passthrough
       ? null
-      : createStreamChain(policies, call.policyContext(), call.phase.memos, opened.request, call.original);
+      : createStreamChain(
+          policies,
+          call.policyContext(),
+          attemptMemos(call),
+          opened.request,
+          call.original,
+          call.attemptEffects,
+        );
+    const retrying = call.retriesUsed > 0;
     const parser = new SseParser();
     let midError: ToolproofError | undefined;
 
@@ -128,6 +137,14 @@ export async function streamChat(call: ChatCall, deps: ChatDeps, sink: SseSink):
       if (chunk.usage && (!Array.isArray(chunk.choices) || chunk.choices.length === 0)) {
         usage = addUsage(usage, chunk.usage);
         return; // one summed usage chunk goes out at the very end
+      }
+      if (retrying) {
+        // A retry continues the same client message: its opening role chunk is not repeated.
+        const c0 = chunk.choices?.[0];
+        if (c0?.delta?.role) {
+          const { role: _role, ...rest } = c0.delta;
+          chunk = { ...chunk, choices: [{ ...c0, delta: rest }, ...chunk.choices.slice(1)] };
+        }
       }
       const out = chain ? chain.push(chunk) : [chunk];
       for (const c of out) await sink.write(sseData(JSON.stringify(c)));

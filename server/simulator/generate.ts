@@ -33,6 +33,8 @@ export interface GenerateContext {
   ignoreRequired: boolean;
   /** max_tokens / max_completion_tokens, when the request set a positive one. */
   maxTokens: number | null;
+  /** The request's parallel_tool_calls (vLLM keeps only the first call when false). */
+  parallelToolCalls?: boolean;
 }
 
 function argsObject(call: ScriptedCall): Record<string, unknown> {
@@ -141,6 +143,9 @@ export function generate(action: TurnAction, ctx: GenerateContext): Outcome {
     calls = own ? [own] : forcedCalls(tools, content, named);
     content = '';
   }
+
+  // vLLM drops every call after the first when parallel_tool_calls is false; llama-server does not.
+  if (ctx.personality === 'vllm' && ctx.parallelToolCalls === false) calls = calls.slice(0, 1);
 
   let reasoning: string | null = null;
   if (typeof action.think === 'string') {

@@ -123,6 +123,7 @@ async function handleChat(
     toolChoice: body.tool_choice,
     ignoreRequired: options.ignoreRequired === true,
     maxTokens: maxTokens(body),
+    parallelToolCalls: typeof body.parallel_tool_calls === 'boolean' ? body.parallel_tool_calls : undefined,
   });
   if (action.delayMs) await sleep(action.delayMs);
   if (state.closed) return;
@@ -141,7 +142,7 @@ async function handleChat(
     } else {
       events.push(sseEvent('[DONE]'));
     }
-    return writeSse(res, p.okHeaders('sse', origin(req)), events, action, state);
+    return writeSse(res, p.okHeaders('sse', origin(req)), events, action, state, p.name === 'llama-server');
   }
   if (hangOrDie(res, action)) return;
   if (gen.midStreamError) return sendError(ctx, req, res, gen.midStreamError);
@@ -161,6 +162,8 @@ function buildMeta(ctx: Ctx, body: Obj, gen: Generation): ResponseMeta {
     completionTokens: Math.max(1, pieces),
     includeUsage: includeUsage(body),
     toolCallIds: gen.calls.map(() => ctx.p.toolCallId()),
+    reasoningField:
+      ctx.p.name === 'vllm' ? (ctx.options.reasoningField ?? 'reasoning_content') : 'reasoning_content',
     logprobs: body.logprobs === true ? (typeof body.top_logprobs === 'number' ? body.top_logprobs : 0) : null,
   };
 }
@@ -230,14 +233,14 @@ const LLAMA_ALIASES: Record<string, string> = {
   '/v1/health': '/health',
 };
 const GET_ROUTES = new Set(['/v1/models', '/health', '/metrics']);
-const PUBLIC_PATHS = new Set(['/health', '/v1/models']);
 
 function authorized(ctx: Ctx, req: IncomingMessage): boolean {
   const key = ctx.options.apiKey;
   if (!key) return true;
   const auth = req.headers.authorization;
   if (typeof auth === 'string' && auth === `Bearer ${key}`) return true;
-  return req.headers['x-api-key'] === key;
+  // llama-server also accepts X-Api-Key; vLLM only the bearer token.
+  return ctx.p.name === 'llama-server' && req.headers['x-api-key'] === key;
 }
 
 async function route(
@@ -265,9 +268,10 @@ async function route(
     res.end();
     return;
   }
-  // llama-server checks the key before routing: an unknown path without a key is 401.
-  if (p.name === 'llama-server' && !PUBLIC_PATHS.has(path) && !authorized(ctx, req)) {
-    return sendError(ctx, req, res, { status: 401, message: 'Invalid API Key' });
+  // Both backends check the key before routing: an unknown guarded path without a key is 401.
+  if (p.guarded(path) && !authorized(ctx, req)) {
+    const denied = p.unauthorized();
+    return sendJson(res, denied.status, p.errorHeaders(origin(req)), denied.body);
   }
   const known = path in POST_ROUTES || GET_ROUTES.has(path);
   const kind = method === 'POST' ? POST_ROUTES[path] : undefined;
@@ -382,6 +386,9 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
     reset() {
       ctx.requests.length = 0;
       ctx.aborts.length = 0;
+    },
+    setScenario(spec) {
+      ctx.scenario = resolveScenario(spec);
     },
     close() {
       return new Promise<void>((resolve) => {

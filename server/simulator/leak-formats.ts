@@ -19,7 +19,8 @@ function json(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-function pyLiteral(value: unknown): string {
+/** Python literal syntax (repr-like): single-quoted strings, True/False/None. */
+export function pyLiteral(value: unknown): string {
   if (value === null || value === undefined) return 'None';
   if (value === true) return 'True';
   if (value === false) return 'False';

@@ -96,6 +96,11 @@ export const llamaServer: PersonalityImpl = {
       return { error: { message: err.message, type, code: err.status } };
     return { error: { code: err.status, message: err.message, type } };
   },
+  // /health and /v1/models stay public with --api-key; everything else, unknown paths included, needs the key.
+  guarded: (path) => path !== '/health' && path !== '/v1/models',
+  unauthorized() {
+    return { status: 401, body: this.errorBody({ status: 401, message: 'Invalid API Key' }) };
+  },
   routeNotFound() {
     // A GET on a POST-only route is also 404 here, not 405.
     return { status: 404, body: this.errorBody({ status: 404, message: 'File Not Found' }) };

@@ -18,10 +18,11 @@ const USAGE = `Usage: tsx server/simulator/main.ts [options]
   --strict-history                  reject calls without results, orphan results, invalid-JSON arguments
   --nine-char-ids                   Mistral rule: tool-call ids must be 9 alphanumerics
   --template chatml|qwen3-coder|llama3|mistral   llama-server chat template rules
-  --api-key KEY                     llama-server --api-key
+  --api-key KEY                     require this key (--api-key of either backend)
   --no-metrics                      llama-server without --metrics (/metrics is 501)
   --legacy-errors                   vLLM's old flat error body {"object":"error",...}
-  --check-model                     vLLM: 404 for a model name it does not serve`;
+  --check-model                     vLLM: 404 for a model name it does not serve
+  --reasoning-field NAME            vLLM: reasoning_content (default) or reasoning (current vLLM)`;
 
 export function optionsFromArgv(argv: string[]): SimulatorOptions {
   const { values } = parseArgs({
@@ -41,6 +42,7 @@ export function optionsFromArgv(argv: string[]): SimulatorOptions {
       'no-metrics': { type: 'boolean', default: false },
       'legacy-errors': { type: 'boolean', default: false },
       'check-model': { type: 'boolean', default: false },
+      'reasoning-field': { type: 'string', default: 'reasoning_content' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -58,6 +60,10 @@ export function optionsFromArgv(argv: string[]): SimulatorOptions {
   if (template !== undefined && !['chatml', 'qwen3-coder', 'llama3', 'mistral'].includes(template)) {
     throw new Error(`--template must be chatml, qwen3-coder, llama3 or mistral, got ${template}`);
   }
+  const reasoningField = values['reasoning-field'];
+  if (reasoningField !== 'reasoning_content' && reasoningField !== 'reasoning') {
+    throw new Error(`--reasoning-field must be reasoning_content or reasoning, got ${reasoningField}`);
+  }
   return {
     personality: personality as Personality,
     host: values.host,
@@ -73,6 +79,7 @@ export function optionsFromArgv(argv: string[]): SimulatorOptions {
     metrics: !values['no-metrics'],
     errorShape: values['legacy-errors'] ? 'legacy' : 'nested',
     checkModel: values['check-model'],
+    reasoningField,
   };
 }
 

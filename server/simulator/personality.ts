@@ -7,6 +7,8 @@ export interface SimError {
   message: string;
   /** Defaults per personality and status when absent. */
   type?: string;
+  /** The offending field, where the backend names one (vLLM validation errors). */
+  param?: string | null;
 }
 
 export interface ResponseMeta {
@@ -17,6 +19,8 @@ export interface ResponseMeta {
   completionTokens: number;
   includeUsage: boolean;
   toolCallIds: string[];
+  /** Where reasoning goes: `reasoning_content`, or `reasoning` for current vLLM. */
+  reasoningField: 'reasoning_content' | 'reasoning';
   /** top_logprobs count when the request asked for logprobs, else null. */
   logprobs: number | null;
 }
@@ -38,6 +42,9 @@ export interface PersonalityImpl {
   okHeaders(contentType: 'json' | 'sse' | 'text', origin: string | undefined): Record<string, string>;
   errorHeaders(origin: string | undefined): Record<string, string>;
   errorBody(err: SimError, options?: SimulatorOptions): unknown;
+  /** Whether `apiKey` guards this (normalised) path, and the answer when the key is wrong. */
+  guarded(path: string): boolean;
+  unauthorized(): { status: number; body: unknown };
   /** Unknown path, or a known path with the wrong method. */
   routeNotFound(knownPath: boolean): { status: number; body: unknown };
   parseBody(raw: string): ParsedBody;

@@ -26,9 +26,12 @@ export async function writeSse(
   events: string[],
   behaviour: Behaviour,
   state: StreamState,
+  /** llama-server sends the role event and the first token in one HTTP chunk (recorded on the wire). */
+  coalesceFirst = false,
 ): Promise<void> {
   res.writeHead(200, headers);
   res.flushHeaders();
+  const limit = Math.min(behaviour.stallAfterChunks ?? Infinity, behaviour.dieAfterChunks ?? Infinity);
   for (let i = 0; i < events.length; i++) {
     if (state.closed) return;
     if (behaviour.stallAfterChunks !== undefined && i >= behaviour.stallAfterChunks) return;
@@ -38,8 +41,10 @@ export async function writeSse(
     }
     if (i > 0 && behaviour.chunkDelayMs) await sleep(behaviour.chunkDelayMs);
     if (state.closed) return;
-    const ok = res.write(events[i] as string);
-    state.chunksSent++;
+    const joined = i === 0 && coalesceFirst && events.length > 2 && limit >= 2;
+    const ok = res.write(joined ? `${events[0]}${events[1]}` : (events[i] as string));
+    state.chunksSent += joined ? 2 : 1;
+    if (joined) i++;
     // Respect backpressure: a slow client must not make the simulator buffer the whole stream.
     if (!ok) {
       await new Promise<void>((resolve) => {

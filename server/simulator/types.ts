@@ -109,7 +109,7 @@ export interface SimulatorOptions {
   nineCharIds?: boolean;
   /** llama-server only: the chat template family (its Jinja exceptions surface as 400). */
   template?: LlamaTemplate;
-  /** llama-server only: require this key (Bearer or X-Api-Key), like `--api-key`. */
+  /** `--api-key`: llama-server takes Bearer or X-Api-Key on all but /health and /v1/models; vLLM takes Bearer on /v1/*. */
   apiKey?: string;
   /** llama-server only: `--metrics` (otherwise /metrics is 501). Default true. */
   metrics?: boolean;
@@ -117,6 +117,8 @@ export interface SimulatorOptions {
   errorShape?: 'nested' | 'legacy';
   /** vLLM only: answer 404 "The model `x` does not exist." when the request names another model (vLLM does). Default false. */
   checkModel?: boolean;
+  /** vLLM only: the reasoning field, `reasoning_content` (≤0.10, default) or `reasoning` (current vLLM). */
+  reasoningField?: 'reasoning_content' | 'reasoning';
   /** vLLM only: reported max_model_len. */
   maxModelLen?: number;
   /** Embedding vector length. */
@@ -154,6 +156,10 @@ export interface Simulator {
   personality: Personality;
   requests: RecordedRequest[];
   aborts: RecordedAbort[];
+  /** Clears `requests` and `aborts`. */
   reset(): void;
+  /** Replaces the default scenario (requests with `x-sim-scenario` still use theirs). Throws on an unknown name. */
+  setScenario(spec: ScenarioSpec): void;
+  /** Stops listening and destroys open connections, stalled streams included. */
   close(): Promise<void>;
 }

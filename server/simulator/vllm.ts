@@ -6,6 +6,7 @@
  */
 import { strictHistoryProblem } from './llama-server-validate.js';
 import type { Generation } from './generate.js';
+import { pyLiteral } from './leak-formats.js';
 import { contentLogprobs } from './logprobs.js';
 import {
   jsonTypeName,
@@ -30,12 +31,48 @@ const TYPE_BY_STATUS: Record<number, string> = {
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const bad = (message: string, type = 'BadRequestError'): SimError => ({ status: 400, message, type });
 
-/** FastAPI/pydantic validation failures: vLLM's handler reports str(errors) with the HTTP phrase as type. */
-function pydanticError(kind: string, loc: string, msg: string, input: unknown): SimError {
-  return bad(
-    `[{'type': '${kind}', 'loc': ('body', '${loc}'), 'msg': '${msg}', 'input': ${JSON.stringify(input)}}]`,
-    'Bad Request',
-  );
+/**
+ * FastAPI/pydantic validation failures, worded like vLLM's validation_exception_handler:
+ * "1 validation error:\n  {<pydantic error repr>}", type "Bad Request", param from the error's loc.
+ */
+function validationError(
+  kind: string,
+  loc: Array<string | number>,
+  msg: string,
+  input: unknown,
+  ctx?: Obj,
+): SimError {
+  const fields = [
+    `'type': ${pyLiteral(kind)}`,
+    `'loc': (${loc.map(pyLiteral).join(', ')})`,
+    `'msg': ${pyLiteral(msg)}`,
+    `'input': ${pyLiteral(input)}`,
+  ];
+  if (ctx) fields.push(`'ctx': ${pyLiteral(ctx)}`);
+  return {
+    status: 400,
+    message: `1 validation error:\n  {${fields.join(', ')}}`,
+    type: 'Bad Request',
+    param: loc.join('.'),
+  };
+}
+
+function pydanticError(kind: string, field: string, msg: string, input: unknown): SimError {
+  return validationError(kind, ['body', field], msg, input);
+}
+
+/** Python json.JSONDecodeError wording and position for the common V8 messages. */
+function jsonDecodeError(raw: string, v8Message: string): SimError {
+  const pos = Number(/position (\d+)/.exec(v8Message)?.[1] ?? raw.length);
+  const table: Array<[RegExp, string]> = [
+    [/property name/, 'Expecting property name enclosed in double quotes'],
+    [/after (array element|property value)/, "Expecting ',' delimiter"],
+    [/after property name/, "Expecting ':' delimiter"],
+    [/Unterminated string/, 'Unterminated string starting at'],
+    [/non-whitespace character after JSON/, 'Extra data'],
+  ];
+  const reason = table.find(([re]) => re.test(v8Message))?.[1] ?? 'Expecting value';
+  return validationError('json_invalid', ['body', pos], 'JSON decode error', {}, { error: reason });
 }
 
 function usage(meta: ResponseMeta) {
@@ -142,10 +179,13 @@ export const vllm: PersonalityImpl = {
     const type = err.type ?? TYPE_BY_STATUS[err.status] ?? 'InternalServerError';
     // vLLM before ~0.10 sent the error flat with object:"error"; newer versions nest it.
     if (options?.errorShape === 'legacy') {
-      return { object: 'error', message: err.message, type, param: null, code: err.status };
+      return { object: 'error', message: err.message, type, param: err.param ?? null, code: err.status };
     }
-    return { error: { message: err.message, type, param: null, code: err.status } };
+    return { error: { message: err.message, type, param: err.param ?? null, code: err.status } };
   },
+  // vLLM's AuthenticationMiddleware guards /v1/* only, with its own bare body.
+  guarded: (path) => path.startsWith('/v1'),
+  unauthorized: () => ({ status: 401, body: { error: 'Unauthorized' } }),
   routeNotFound(knownPath) {
     // FastAPI's own answers: vLLM does not wrap them in its error shape.
     return knownPath
@@ -156,14 +196,7 @@ export const vllm: PersonalityImpl = {
     try {
       return { ok: true, value: JSON.parse(raw) };
     } catch (err) {
-      const detail = (err as Error).message;
-      return {
-        ok: false,
-        error: bad(
-          `[{'type': 'json_invalid', 'loc': ('body', 0), 'msg': 'JSON decode error', 'input': {}, 'ctx': {'error': '${detail.replace(/'/g, '"')}'}}]`,
-          'Bad Request',
-        ),
-      };
+      return { ok: false, error: jsonDecodeError(raw, (err as Error).message) };
     }
   },
   validateChat: validate,
@@ -191,7 +224,7 @@ export const vllm: PersonalityImpl = {
             audio: null,
             function_call: null,
             tool_calls: toolCalls,
-            reasoning_content: gen.reasoning,
+            [meta.reasoningField]: gen.reasoning,
           },
           logprobs:
             meta.logprobs === null
@@ -199,19 +232,21 @@ export const vllm: PersonalityImpl = {
               : contentLogprobs(gen.content, { top: meta.logprobs, withIds: false }),
           finish_reason: gen.finish,
           stop_reason: null,
+          token_ids: null,
         },
       ],
       service_tier: null,
       system_fingerprint: null,
       usage: usage(meta),
       prompt_logprobs: null,
+      prompt_token_ids: null,
       kv_transfer_params: null,
     };
   },
   chunks(gen: Generation, meta: ResponseMeta) {
     const out: unknown[] = [chunk(meta, { role: 'assistant', content: '' })];
     if (gen.reasoning)
-      for (const p of splitTokens(gen.reasoning)) out.push(chunk(meta, { reasoning_content: p }));
+      for (const p of splitTokens(gen.reasoning)) out.push(chunk(meta, { [meta.reasoningField]: p }));
     for (const p of splitTokens(gen.content)) out.push(chunk(meta, { content: p }));
     gen.calls.forEach((call, index) => {
       out.push(
