@@ -1,0 +1,184 @@
+/**
+ * corrective-retry (response side, runs LAST: it judges what the client would receive, after
+ * normalization, leak recovery and final_answer unwrapping). A call naming an undeclared tool,
+ * with arguments that are not a JSON object or fail the declared schema, or a tool call written
+ * as text no parser could read, makes toolproof re-ask the model once (settings.maxRetries)
+ * with feedback saying what was wrong and what to do next. Bounded by ctx.retriesUsed: a second
+ * failure is returned as it is, with the validation errors as effects, never turned into `{}`.
+ *
+ * Leaks: the pipeline passes its leak records in this policy's memo (see CorrectiveRetryMemo);
+ * for streams, `leaks` may be a function read at the end of the stream.
+ */
+import type { LeakRecord } from '../parsers/types.js';
+import type { ChatCompletion, ChatCompletionRequest, ToolCall } from '../protocol/openai.js';
+import type { Policy, PolicyContext, PolicyEffect } from './types.js';
+import { isPlainObject } from './support/canonical-arguments.js';
+import { buildCatalogue, type CallCheck, checkCalls, unparsedLeakFeedback } from './support/call-checks.js';
+import { createHeldCallsStreamHook } from './support/held-calls-stream.js';
+import { buildRetryRequest } from './support/retry-request.js';
+
+export const CORRECTIVE_RETRY_POLICY = 'corrective-retry';
+
+export type RetryReason = 'undeclared-tool' | 'schema' | 'invalid-json' | 'unparsed-leak';
+
+export type LeakInput = Pick<LeakRecord, 'format' | 'outcome'> & Partial<LeakRecord>;
+
+/** What the pipeline hands this policy as its memo (it has no onRequest of its own). */
+export interface CorrectiveRetryMemo {
+  /** Leak records of this attempt; only 'unrecovered' ones trigger a retry. */
+  leaks?: readonly LeakInput[] | (() => readonly LeakInput[]);
+  /** The synthetic final-answer tool's name, if one was sent (else inferred from sent vs original tools). */
+  finalAnswerName?: string | null;
+}
+
+/**
+ * Pipeline glue: the unrecovered leaks among the effects collected so far (leak-recovery reports
+ * each leak as {policy:'leak-recovery', kind:'leak', detail: LeakRecord}). For a stream, pass
+ * `{ leaks: () => leaksFromEffects(collected) }`: it is read at the end, after leak-recovery's end.
+ */
+export function leaksFromEffects(effects: readonly PolicyEffect[]): LeakInput[] {
+  const out: LeakInput[] = [];
+  for (const e of effects) {
+    const d = e.detail;
+    if (
+      e.policy === 'leak-recovery' &&
+      isPlainObject(d) &&
+      typeof d.format === 'string' &&
+      typeof d.outcome === 'string'
+    ) {
+      out.push(d as unknown as LeakInput);
+    }
+  }
+  return out;
+}
+
+function memoOf(memo: unknown): CorrectiveRetryMemo {
+  return isPlainObject(memo) ? (memo as CorrectiveRetryMemo) : {};
+}
+
+function leaksOf(memo: CorrectiveRetryMemo): readonly LeakInput[] {
+  const leaks = typeof memo.leaks === 'function' ? memo.leaks() : memo.leaks;
+  return (leaks ?? []).filter((l) => l.outcome === 'unrecovered');
+}
+
+export interface Correction {
+  effects: PolicyEffect[];
+  /** Set when a retry should be made. */
+  retry?: { request: ChatCompletionRequest; reason: RetryReason };
+}
+
+/**
+ * The decision for one assistant turn (shared by the streamed and non-streamed paths).
+ * Exported so the pipeline can judge an assembled turn itself.
+ */
+export function correctTurn(
+  turn: { content: string | null; toolCalls: readonly ToolCall[]; finishReason?: string | null },
+  ctx: PolicyContext,
+  memo: unknown,
+  sent: ChatCompletionRequest,
+  original: ChatCompletionRequest,
+): Correction {
+  // No declared tools: nothing a call could be checked against (and no forced tool either).
+  if (!Array.isArray(original.tools) || original.tools.length === 0) return { effects: [] };
+  const m = memoOf(memo);
+  const cat = buildCatalogue(sent, original, m.finalAnswerName ?? undefined);
+  const checks: CallCheck[] = checkCalls(turn.toolCalls, cat, ctx.settings.validateArguments);
+  const leaks = leaksOf(m);
+  const effects: PolicyEffect[] = [];
+  const reasons: RetryReason[] = [];
+  for (const c of checks) {
+    if (!c.problem) continue;
+    reasons.push(c.problem);
+    effects.push({
+      policy: CORRECTIVE_RETRY_POLICY,
+      kind: 'validation-failed',
+      count: 1,
+      detail: { tool: c.name, reason: c.problem, message: c.feedback, issues: c.issues },
+    });
+  }
+  for (const l of leaks) {
+    reasons.push('unparsed-leak');
+    effects.push({
+      policy: CORRECTIVE_RETRY_POLICY,
+      kind: 'validation-failed',
+      count: 1,
+      detail: { tool: '(unparsed)', reason: 'unparsed-leak', format: l.format, leakReason: l.reason },
+    });
+  }
+  const reason = reasons[0];
+  if (reason === undefined) {
+    if (ctx.retriesUsed > 0)
+      effects.push({
+        policy: CORRECTIVE_RETRY_POLICY,
+        kind: 'retry-outcome',
+        count: 1,
+        detail: { outcome: 'fixed' },
+      });
+    return { effects };
+  }
+  // Cut off by max_tokens: the same budget would cut the retry too, so the turn goes back as it is.
+  const cutOff = turn.finishReason === 'length';
+  if (cutOff || ctx.retriesUsed >= ctx.settings.maxRetries) {
+    effects.push({
+      policy: CORRECTIVE_RETRY_POLICY,
+      kind: 'returned-invalid',
+      count: 1,
+      detail: { reasons: [...new Set(reasons)], retriesUsed: ctx.retriesUsed, cutOff },
+    });
+    return { effects };
+  }
+  const leakFeedback = leaks.length > 0 ? unparsedLeakFeedback(leaks, cat) : undefined;
+  const request = buildRetryRequest(sent, turn.content, checks, leakFeedback);
+  effects.push({
+    policy: CORRECTIVE_RETRY_POLICY,
+    kind: 'retry',
+    count: 1,
+    detail: { reason, reasons: [...new Set(reasons)] },
+  });
+  return { effects, retry: { request, reason } };
+}
+
+export const correctiveRetryPolicy: Policy = {
+  name: CORRECTIVE_RETRY_POLICY,
+  // With maxRetries 0 the policy still judges calls (effects for the log and metrics) but its
+  // stream hook no longer holds tool calls back.
+  enabled: (settings) => settings.maxRetries > 0 || settings.validateArguments,
+
+  onResponse(response: ChatCompletion, ctx, memo, sent, original) {
+    const effects: PolicyEffect[] = [];
+    const choices = Array.isArray(response.choices) ? response.choices : [];
+    // Leaks belong to the response as a whole: judged with the first choice only.
+    let first = true;
+    for (const choice of choices) {
+      const message = choice.message ?? { role: 'assistant', content: null };
+      const toolCalls = Array.isArray(message.tool_calls) ? message.tool_calls : [];
+      const content = typeof message.content === 'string' ? message.content : null;
+      const correction = correctTurn(
+        { content, toolCalls, finishReason: choice.finish_reason },
+        ctx,
+        first ? memo : { ...memoOf(memo), leaks: [] },
+        sent,
+        original,
+      );
+      first = false;
+      effects.push(...correction.effects);
+      if (correction.retry) {
+        return {
+          action: 'retry',
+          request: correction.retry.request,
+          reason: correction.retry.reason,
+          effects,
+          failed: response,
+        };
+      }
+    }
+    return { action: 'continue', response, effects };
+  },
+
+  createStreamHook(ctx, memo, sent, original) {
+    // Holding calls back only pays when a retry can follow.
+    const declaresTools = Array.isArray(original.tools) && original.tools.length > 0;
+    const canRetry = declaresTools && ctx.retriesUsed < ctx.settings.maxRetries;
+    return createHeldCallsStreamHook((turn) => correctTurn(turn, ctx, memo, sent, original), canRetry);
+  },
+};

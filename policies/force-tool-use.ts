@@ -1,0 +1,175 @@
+/**
+ * force-tool-use: a small model given tool_choice "auto" often answers from memory (sometimes
+ * claiming it ran the tool). When the client declared tools and said "auto" (or nothing), the
+ * request goes upstream with one more tool, final_answer, and tool_choice "required": replying
+ * in prose becomes impossible, replying at all means calling a tool. On the way back the
+ * final_answer call is turned into an ordinary assistant message, so the client never sees it.
+ *
+ * Not forced:
+ * - tool_choice "none", "required" or a named function: the client's explicit choice;
+ * - `response_format` (other than {type:"text"}): the client asked for a structured content
+ *   answer. Guided decoding can enforce one grammar per request: a tool-call grammar and the
+ *   response_format schema conflict (llama-server lets json_schema win over tools; vLLM would
+ *   constrain the call, not the content), so forcing would break the format the client asked for.
+ *
+ * When the upstream is known to reject "required" (ctx.requiredRejected), final_answer is still
+ * added and tool_choice is "auto": the tool still gives the model a clean way to answer.
+ */
+import type {
+  ChatCompletion,
+  ChatCompletionRequest,
+  Choice,
+  ToolCall,
+  ToolChoice,
+} from '../protocol/openai.js';
+import type { Policy, PolicyEffect } from './types.js';
+import { isPlainObject } from './support/canonical-arguments.js';
+import {
+  appendAnswer,
+  chooseFinalAnswerName,
+  decodeFinalAnswer,
+  finalAnswerTool,
+  leadingContent,
+} from './support/final-answer.js';
+import { createFinalAnswerStreamHook } from './support/final-answer-stream.js';
+
+export const FORCE_TOOL_USE_POLICY = 'force-tool-use';
+
+export interface ForceToolUseMemo {
+  /** The synthetic tool's name as sent upstream; null when none was added. */
+  finalAnswerName: string | null;
+  forced: boolean;
+  /** tool_choice as sent upstream (null when absent). */
+  toolChoiceSent: ToolChoice | null;
+}
+
+export function isForceToolUseMemo(value: unknown): value is ForceToolUseMemo {
+  return isPlainObject(value) && typeof value.forced === 'boolean' && 'finalAnswerName' in value;
+}
+
+/** Why a request is not forced, or null when it is. */
+export function notForcedReason(request: ChatCompletionRequest): string | null {
+  if (!Array.isArray(request.tools) || request.tools.length === 0) return 'no-tools';
+  const choice = request.tool_choice;
+  if (choice !== undefined && choice !== null && choice !== 'auto') return 'explicit-tool-choice';
+  const format = request.response_format;
+  if (format !== undefined && format !== null && !(isPlainObject(format) && format.type === 'text')) {
+    return 'response-format';
+  }
+  return null;
+}
+
+function declaredNames(request: ChatCompletionRequest): Set<string> {
+  const names = new Set<string>();
+  for (const t of request.tools ?? []) {
+    const name = (t as { function?: { name?: unknown } })?.function?.name;
+    if (typeof name === 'string') names.add(name);
+  }
+  return names;
+}
+
+function callName(call: unknown): string | undefined {
+  const name = isPlainObject(call) && isPlainObject(call.function) ? call.function.name : undefined;
+  return typeof name === 'string' ? name : undefined;
+}
+
+/** Unwraps final_answer calls of one choice (see the module comment for the rules). */
+export function unwrapFinalAnswer(choice: Choice, memo: ForceToolUseMemo, effects: PolicyEffect[]): Choice {
+  const name = memo.finalAnswerName;
+  const calls: ToolCall[] = Array.isArray(choice.message?.tool_calls) ? choice.message.tool_calls : [];
+  const finals = name === null ? [] : calls.filter((c) => callName(c) === name);
+  if (finals.length === 0) {
+    if (memo.forced && calls.length === 0) {
+      effects.push({
+        policy: FORCE_TOOL_USE_POLICY,
+        kind: 'forced-but-prose',
+        count: 1,
+        detail: { toolChoice: memo.toolChoiceSent },
+      });
+    }
+    return choice;
+  }
+  const real = calls.filter((c) => callName(c) !== name);
+  let text = leadingContent(choice.message.content);
+  let truncated = false;
+  let raw = false;
+  for (const f of finals) {
+    const decoded = decodeFinalAnswer(f.function?.arguments);
+    text = appendAnswer(text, decoded.text);
+    truncated ||= decoded.truncated;
+    raw ||= decoded.raw;
+  }
+  const message = { ...choice.message, content: text };
+  if (real.length > 0) {
+    message.tool_calls = real.map((c, i) => (typeof c.index === 'number' ? { ...c, index: i } : c));
+  } else delete message.tool_calls;
+  const upstream = choice.finish_reason ?? 'stop';
+  // "length" from upstream always stays: the model was cut off, whatever the JSON looks like.
+  truncated ||= upstream === 'length';
+  const finish = truncated
+    ? 'length'
+    : real.length > 0
+      ? upstream === 'stop'
+        ? 'tool_calls'
+        : upstream
+      : 'stop';
+  effects.push({
+    policy: FORCE_TOOL_USE_POLICY,
+    kind: 'final-answer',
+    count: 1,
+    detail: { mixed: real.length > 0, truncated, raw },
+  });
+  return { ...choice, message, finish_reason: finish };
+}
+
+export const forceToolUsePolicy: Policy = {
+  name: FORCE_TOOL_USE_POLICY,
+  enabled: (settings) => settings.forceToolUse,
+
+  onRequest(request, ctx) {
+    const skip = notForcedReason(request);
+    if (skip !== null) {
+      const memo: ForceToolUseMemo = {
+        finalAnswerName: null,
+        forced: false,
+        toolChoiceSent: request.tool_choice ?? null,
+      };
+      return { action: 'continue', request, effects: [], memo };
+    }
+    const finalAnswerName = chooseFinalAnswerName(ctx.settings.finalAnswerTool, declaredNames(request));
+    const toolChoice: ToolChoice = ctx.requiredRejected ? 'auto' : 'required';
+    const rewritten: ChatCompletionRequest = {
+      ...request,
+      tools: [...(request.tools ?? []), finalAnswerTool(finalAnswerName)],
+      tool_choice: toolChoice,
+    };
+    const memo: ForceToolUseMemo = { finalAnswerName, forced: true, toolChoiceSent: toolChoice };
+    return {
+      action: 'continue',
+      request: rewritten,
+      effects: [{ policy: FORCE_TOOL_USE_POLICY, kind: 'forced', count: 1, detail: { toolChoice } }],
+      memo,
+    };
+  },
+
+  onResponse(response: ChatCompletion, _ctx, memo) {
+    if (!isForceToolUseMemo(memo) || memo.finalAnswerName === null || !Array.isArray(response.choices)) {
+      return { action: 'continue', response, effects: [] };
+    }
+    const effects: PolicyEffect[] = [];
+    const choices = response.choices.map((c) => unwrapFinalAnswer(c, memo, effects));
+    return { action: 'continue', response: { ...response, choices }, effects };
+  },
+
+  createStreamHook(_ctx, memo) {
+    if (!isForceToolUseMemo(memo) || memo.finalAnswerName === null) {
+      return { onChunk: (chunk) => [chunk], onEnd: () => ({ chunks: [], effects: [] }) };
+    }
+    return createFinalAnswerStreamHook({
+      policy: FORCE_TOOL_USE_POLICY,
+      finalAnswerName: memo.finalAnswerName,
+      forced: memo.forced,
+      toolChoiceSent: memo.toolChoiceSent,
+    });
+  },
+};

@@ -1,0 +1,101 @@
+/**
+ * normalize-tool-calls (response side, runs FIRST): structured calls as backends really send
+ * them, made well-formed before anything else looks at them:
+ * - streamed deltas that all carry index 0 for different calls (a new id, or a new name after
+ *   complete arguments, on an already-used index starts a new call): re-indexed 0..n-1;
+ * - ids missing or duplicated: replaced by `call_` ids derived from the response id + position
+ *   (policies cannot use randomness); ids that are fine are kept as they are;
+ * - `type` missing; `arguments` sent as an object; repeated id/name on continuation deltas
+ *   (some clients concatenate them) stripped;
+ * - finish_reason "tool_calls" on a call cut off by max_tokens (arguments left as an unclosed
+ *   JSON prefix) becomes "length"; "tool_calls" without any call becomes "stop" (vLLM's gemma4
+ *   parser, issue #53363). "stop" beside calls is left alone: OpenAI itself answers a named
+ *   tool_choice that way.
+ */
+import type { ChatCompletion, Choice, ToolCall } from '../protocol/openai.js';
+import type { Policy } from './types.js';
+import { isPlainObject, tryParseJson } from './support/canonical-arguments.js';
+import { derivedCallId, looksTruncated } from './support/call-ids.js';
+import { EffectTally } from './support/effects.js';
+import { createNormalizeStreamHook } from './support/normalize-stream.js';
+
+export const NORMALIZE_TOOL_CALLS_POLICY = 'normalize-tool-calls';
+
+function normalizeChoice(choice: Choice, responseId: string, tally: EffectTally, taken: Set<string>): Choice {
+  const raw: unknown = choice.message?.tool_calls;
+  if (!Array.isArray(raw)) {
+    if (choice.finish_reason === 'tool_calls') {
+      tally.add('finish-reason');
+      return { ...choice, finish_reason: 'stop' };
+    }
+    return choice;
+  }
+  let truncated = false;
+  const calls: ToolCall[] = raw.map((item: unknown, i) => {
+    const obj = isPlainObject(item) ? item : {};
+    const fn = isPlainObject(obj.function) ? obj.function : {};
+    let id = typeof obj.id === 'string' && obj.id !== '' ? obj.id : undefined;
+    if (id === undefined) {
+      tally.add('missing-id');
+      id = derivedCallId(responseId, choice.index, i, taken);
+    } else if (taken.has(id)) {
+      tally.add('duplicate-id');
+      id = derivedCallId(responseId, choice.index, i, taken);
+    }
+    taken.add(id);
+    if (obj.type !== 'function') tally.add('missing-type');
+    let args: unknown = fn.arguments;
+    if (isPlainObject(args) || Array.isArray(args)) {
+      tally.add('object-arguments');
+      args = JSON.stringify(args);
+    } else if (typeof args !== 'string') args = '';
+    const text = args as string;
+    if (text.trim() !== '' && !tryParseJson(text).ok && looksTruncated(text)) truncated = true;
+    return {
+      ...obj,
+      id,
+      type: 'function',
+      function: { ...fn, name: typeof fn.name === 'string' ? fn.name : '', arguments: text },
+    };
+  });
+  let finish = choice.finish_reason;
+  if (calls.length === 0 && finish === 'tool_calls') {
+    tally.add('finish-reason');
+    finish = 'stop';
+  } else if (truncated && finish !== 'length') {
+    tally.add('truncated-arguments');
+    finish = 'length';
+  }
+  if (calls.length === 0) tally.add('empty-tool-calls');
+  const message = { ...choice.message };
+  if (calls.length > 0) message.tool_calls = calls;
+  else delete message.tool_calls;
+  return { ...choice, message, finish_reason: finish };
+}
+
+export function normalizeToolCalls(response: ChatCompletion): {
+  response: ChatCompletion;
+  tally: EffectTally;
+} {
+  const tally = new EffectTally(NORMALIZE_TOOL_CALLS_POLICY);
+  if (!Array.isArray(response.choices)) return { response, tally };
+  const responseId = typeof response.id === 'string' ? response.id : '';
+  const choices = response.choices.map((c) => normalizeChoice(c, responseId, tally, new Set<string>()));
+  return { response: { ...response, choices }, tally };
+}
+
+export const normalizeToolCallsPolicy: Policy = {
+  name: NORMALIZE_TOOL_CALLS_POLICY,
+  enabled: () => true,
+  onResponse(response) {
+    const { response: normalized, tally } = normalizeToolCalls(response);
+    return {
+      action: 'continue',
+      response: tally.size > 0 ? normalized : response,
+      effects: tally.toEffects(),
+    };
+  },
+  createStreamHook() {
+    return createNormalizeStreamHook(NORMALIZE_TOOL_CALLS_POLICY);
+  },
+};

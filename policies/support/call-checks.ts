@@ -1,0 +1,156 @@
+/**
+ * Checks the tool calls of one assistant turn as the client would receive them, and writes the
+ * feedback a model can act on: what was wrong AND what to do next (in the field notes, feedback
+ * of that shape lifted retry success from 21% to 73%). Never "repairs" a bad call into `{}`.
+ */
+import type { ChatCompletionRequest, JsonObject, ToolCall } from '../../protocol/openai.js';
+import { isPlainObject, tryParseJson } from './canonical-arguments.js';
+import { type ArgumentIssue, validateArguments } from './validate-arguments.js';
+
+export type CallProblem = 'undeclared-tool' | 'invalid-json' | 'schema';
+
+export interface CallCheck {
+  call: ToolCall;
+  name: string;
+  problem?: CallProblem;
+  /** The tool message content to send back for this call (problem or sibling note). */
+  feedback: string;
+  issues: ArgumentIssue[];
+}
+
+export interface ToolCatalogue {
+  /** Tools the client declared: the only ones a returned call may name. */
+  declared: ReadonlyMap<string, JsonObject | undefined>;
+  /** Every tool name the model was offered (declared + synthetic), for "Available tools". */
+  offered: readonly string[];
+  /** The synthetic final-answer tool, when it was offered. */
+  finalAnswerName?: string;
+}
+
+function toolsOf(request: ChatCompletionRequest): Array<{ name: string; parameters?: JsonObject }> {
+  const out: Array<{ name: string; parameters?: JsonObject }> = [];
+  for (const t of request.tools ?? []) {
+    const fn = isPlainObject(t) && isPlainObject(t.function) ? t.function : undefined;
+    if (fn && typeof fn.name === 'string') {
+      out.push(
+        isPlainObject(fn.parameters) ? { name: fn.name, parameters: fn.parameters } : { name: fn.name },
+      );
+    }
+  }
+  return out;
+}
+
+/**
+ * The catalogue for a response: declared = the client's tools; offered = what was sent. The
+ * final-answer tool is the one named by the caller, or else the one tool sent but not declared.
+ */
+export function buildCatalogue(
+  sent: ChatCompletionRequest,
+  original: ChatCompletionRequest,
+  finalAnswerName?: string,
+): ToolCatalogue {
+  const declared = new Map<string, JsonObject | undefined>();
+  for (const t of toolsOf(original)) declared.set(t.name, t.parameters);
+  const offered = toolsOf(sent).map((t) => t.name);
+  for (const name of declared.keys()) if (!offered.includes(name)) offered.push(name);
+  const synthetic = finalAnswerName ?? offered.find((n) => !declared.has(n));
+  return synthetic !== undefined && offered.includes(synthetic)
+    ? { declared, offered, finalAnswerName: synthetic }
+    : { declared, offered };
+}
+
+function clip(text: string, max = 300): string {
+  return text.length > max ? `${text.slice(0, max - 3)}...` : text;
+}
+
+function orFinal(cat: ToolCatalogue): string {
+  return cat.finalAnswerName ? `, or call ${cat.finalAnswerName} to reply to the user` : '';
+}
+
+export function checkCalls(
+  calls: readonly ToolCall[],
+  cat: ToolCatalogue,
+  validateSchemas: boolean,
+): CallCheck[] {
+  const checks: CallCheck[] = calls.map((call) => {
+    const name = typeof call.function?.name === 'string' ? call.function.name : '';
+    const rawArgs: unknown = call.function?.arguments;
+    if (!cat.declared.has(name)) {
+      const available = cat.offered.length > 0 ? cat.offered.join(', ') : '(none)';
+      return {
+        call,
+        name,
+        problem: 'undeclared-tool',
+        issues: [],
+        feedback: `Error: the tool \`${name}\` does not exist. Available tools: ${available}. Call one of them instead${orFinal(cat)}.`,
+      };
+    }
+    let args: unknown = rawArgs;
+    if (typeof rawArgs === 'string') {
+      const parsed = tryParseJson(rawArgs.trim() === '' ? '{}' : rawArgs);
+      if (!parsed.ok) {
+        return {
+          call,
+          name,
+          problem: 'invalid-json',
+          issues: [],
+          feedback:
+            `Error: the arguments of this ${name} call are not valid JSON: ${clip(rawArgs)}. ` +
+            `Call ${name} again with the arguments as one JSON object${orFinal(cat)}.`,
+        };
+      }
+      args = parsed.value;
+    }
+    if (!isPlainObject(args)) {
+      return {
+        call,
+        name,
+        problem: 'invalid-json',
+        issues: [],
+        feedback:
+          `Error: the arguments of this ${name} call must be a JSON object, got ${clip(JSON.stringify(args) ?? String(args))}. ` +
+          `Call ${name} again with the arguments as one JSON object${orFinal(cat)}.`,
+      };
+    }
+    if (validateSchemas) {
+      const result = validateArguments(cat.declared.get(name), args);
+      if (!result.valid) {
+        return {
+          call,
+          name,
+          problem: 'schema',
+          issues: result.issues,
+          feedback:
+            `Error: invalid arguments for ${name}: ${result.issues.map((i) => i.message).join(' ')} ` +
+            `Call ${name} again with corrected arguments${orFinal(cat)}.`,
+        };
+      }
+    }
+    return { call, name, issues: [], feedback: '' };
+  });
+  const failed = checks.filter((c) => c.problem !== undefined).map((c) => c.name || '(unnamed)');
+  for (const c of checks) {
+    if (c.problem === undefined && failed.length > 0) {
+      c.feedback =
+        `Not executed: another tool call in the same turn was invalid (${failed.join(', ')}). ` +
+        `If you still need ${c.name}, call it again together with the corrected call.`;
+    }
+  }
+  return checks;
+}
+
+/** Feedback for a tool call the model wrote as text that no parser could read. */
+export function unparsedLeakFeedback(
+  leaks: ReadonlyArray<{ format: string; reason?: string }>,
+  cat: ToolCatalogue,
+): string {
+  const formats = [...new Set(leaks.map((l) => l.format))].join(', ');
+  const reasons = leaks.map((l) => l.reason).filter((r): r is string => typeof r === 'string' && r !== '');
+  const example = [...cat.declared.keys()][0] ?? 'tool_name';
+  return (
+    `Error: your last reply contained a tool call that could not be parsed (${formats}` +
+    `${reasons.length > 0 ? `: ${clip(reasons.join('; '), 200)}` : ''}). Nothing was executed. ` +
+    `To call a tool, emit exactly one tool call whose arguments are one JSON object, for example ` +
+    `{"name": "${example}", "arguments": {"<parameter>": "<value>"}}${orFinal(cat)}.`
+  );
+}

@@ -1,0 +1,256 @@
+/**
+ * Stream side of force-tool-use: the final_answer call's argument fragments become plain
+ * `content` deltas as they are decoded, so the user sees the answer appear live; the other
+ * calls keep streaming as tool calls, re-indexed from 0 without the final_answer slot.
+ * Same rules as the non-streamed unwrap (support/final-answer.ts), applied incrementally.
+ */
+import type { ChatCompletionChunk, ChunkChoice, Delta, ToolCallDelta } from '../../protocol/openai.js';
+import type { PolicyEffect, StreamEnd, StreamHook } from '../types.js';
+import { ANSWER_FIELD, answerOutcome, answerSeparator } from './final-answer.js';
+import { JsonStringFieldDecoder } from './json-string-stream.js';
+
+interface CallState {
+  kind: 'pending' | 'final' | 'real';
+  outIndex: number;
+  decoder: JsonStringFieldDecoder;
+  raw: string;
+  started: boolean;
+  /** Deltas seen before the call's name (rare): replayed once it is known. */
+  buffered: ToolCallDelta[];
+}
+
+interface ChoiceState {
+  calls: Map<number, CallState>;
+  realCount: number;
+  finalSeen: boolean;
+  /** Content emitted so far: only emptiness and the last character matter for separators. */
+  emittedAny: boolean;
+  lastChar: string;
+  /** Leading whitespace-only content, held: dropped if an answer follows, flushed otherwise. */
+  pendingWs: string;
+  finalized: boolean;
+}
+
+export interface FinalAnswerStreamOptions {
+  policy: string;
+  finalAnswerName: string;
+  forced: boolean;
+  toolChoiceSent: unknown;
+}
+
+function emptyDelta(delta: Delta): boolean {
+  return Object.entries(delta).every(
+    ([k, v]) =>
+      v === undefined ||
+      (k === 'content' && v === null) ||
+      (k === 'tool_calls' && Array.isArray(v) && v.length === 0),
+  );
+}
+
+export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): StreamHook {
+  const choices = new Map<number, ChoiceState>();
+  const effects: PolicyEffect[] = [];
+  let template: ChatCompletionChunk | undefined;
+
+  const stateOf = (index: number): ChoiceState => {
+    let st = choices.get(index);
+    if (!st) {
+      st = {
+        calls: new Map(),
+        realCount: 0,
+        finalSeen: false,
+        emittedAny: false,
+        lastChar: '',
+        pendingWs: '',
+        finalized: false,
+      };
+      choices.set(index, st);
+    }
+    return st;
+  };
+
+  const emit = (st: ChoiceState, text: string): string => {
+    if (text !== '') {
+      st.emittedAny = true;
+      st.lastChar = text.slice(-1);
+    }
+    return text;
+  };
+
+  const contentPiece = (st: ChoiceState, text: string): string => {
+    if (!st.emittedAny) {
+      if ((st.pendingWs + text).trim() === '') {
+        st.pendingWs += text;
+        return '';
+      }
+      const out = st.pendingWs + text;
+      st.pendingWs = '';
+      return emit(st, out);
+    }
+    return emit(st, text);
+  };
+
+  const answerPiece = (st: ChoiceState, call: CallState, text: string): string => {
+    if (text === '') return '';
+    let sep = '';
+    if (!call.started) {
+      call.started = true;
+      st.pendingWs = '';
+      sep = st.emittedAny ? answerSeparator(st.lastChar) : '';
+    }
+    return emit(st, sep + text);
+  };
+
+  /** Routes one tool-call delta; returns the content it decoded and the tool deltas to pass on. */
+  const routeToolDelta = (st: ChoiceState, td: ToolCallDelta, out: ToolCallDelta[]): string => {
+    let call = st.calls.get(td.index);
+    if (!call) {
+      call = {
+        kind: 'pending',
+        outIndex: -1,
+        decoder: new JsonStringFieldDecoder(ANSWER_FIELD),
+        raw: '',
+        started: false,
+        buffered: [],
+      };
+      st.calls.set(td.index, call);
+    }
+    if (call.kind === 'pending') {
+      const name = td.function?.name;
+      if (typeof name !== 'string' || name === '') {
+        call.buffered.push(td);
+        return '';
+      }
+      if (name === opts.finalAnswerName) {
+        call.kind = 'final';
+        st.finalSeen = true;
+      } else {
+        call.kind = 'real';
+        call.outIndex = st.realCount++;
+      }
+      const replay = [...call.buffered, td];
+      call.buffered = [];
+      let text = '';
+      for (const d of replay) text += applyToCall(st, call, d, out);
+      return text;
+    }
+    return applyToCall(st, call, td, out);
+  };
+
+  const applyToCall = (st: ChoiceState, call: CallState, td: ToolCallDelta, out: ToolCallDelta[]): string => {
+    if (call.kind === 'real') {
+      out.push({ ...td, index: call.outIndex });
+      return '';
+    }
+    const fragment = typeof td.function?.arguments === 'string' ? td.function.arguments : '';
+    call.raw += fragment;
+    return answerPiece(st, call, call.decoder.push(fragment));
+  };
+
+  /** End of a choice: flush decoders, deliver raw arguments when there was no answer string. */
+  const finalizeChoice = (
+    st: ChoiceState,
+    out: ToolCallDelta[],
+    cutOff: boolean,
+  ): { text: string; truncated: boolean } => {
+    st.finalized = true;
+    let text = '';
+    // "length" from upstream always stays: the model was cut off, whatever the JSON looks like.
+    let truncated = cutOff && st.finalSeen;
+    let raw = false;
+    for (const call of st.calls.values()) {
+      if (call.kind === 'pending') {
+        // Never named: pass it on as an ordinary call rather than lose it.
+        call.kind = 'real';
+        call.outIndex = st.realCount++;
+        for (const d of call.buffered) out.push({ ...d, index: call.outIndex });
+        continue;
+      }
+      if (call.kind !== 'final') continue;
+      text += answerPiece(st, call, call.decoder.finish());
+      const outcome = answerOutcome(call.decoder, call.raw);
+      text += answerPiece(st, call, outcome.extra);
+      truncated ||= outcome.truncated;
+      raw ||= outcome.raw;
+    }
+    if (!st.finalSeen && st.pendingWs !== '') {
+      text += st.pendingWs;
+      st.pendingWs = '';
+    }
+    if (st.finalSeen) {
+      effects.push({
+        policy: opts.policy,
+        kind: 'final-answer',
+        count: 1,
+        detail: { mixed: st.realCount > 0, truncated, raw },
+      });
+    } else if (opts.forced && st.calls.size === 0) {
+      effects.push({
+        policy: opts.policy,
+        kind: 'forced-but-prose',
+        count: 1,
+        detail: { toolChoice: opts.toolChoiceSent },
+      });
+    }
+    return { text, truncated };
+  };
+
+  const mapFinish = (st: ChoiceState, upstream: string, truncated: boolean): string => {
+    if (!st.finalSeen) return upstream;
+    if (truncated) return 'length';
+    if (st.realCount > 0) return upstream === 'stop' ? 'tool_calls' : upstream;
+    return 'stop';
+  };
+
+  const transformChoice = (choice: ChunkChoice): ChunkChoice | null => {
+    const st = stateOf(choice.index);
+    const delta = choice.delta ?? {};
+    let content = '';
+    if (typeof delta.content === 'string' && delta.content !== '') content += contentPiece(st, delta.content);
+    const tools: ToolCallDelta[] = [];
+    for (const td of delta.tool_calls ?? []) content += routeToolDelta(st, td, tools);
+    let finish = choice.finish_reason;
+    if (finish !== null && finish !== undefined && !st.finalized) {
+      const end = finalizeChoice(st, tools, finish === 'length');
+      content += end.text;
+      finish = mapFinish(st, finish, end.truncated);
+    }
+    const next: Delta = { ...delta };
+    if (content !== '') next.content = content;
+    else if (typeof delta.content === 'string') delete next.content;
+    if (tools.length > 0) next.tool_calls = tools;
+    else delete next.tool_calls;
+    if (emptyDelta(next) && (finish === null || finish === undefined)) return null;
+    return { ...choice, delta: next, finish_reason: finish ?? null };
+  };
+
+  return {
+    onChunk(chunk) {
+      template = chunk;
+      if (!Array.isArray(chunk.choices) || chunk.choices.length === 0) return [chunk];
+      const out: ChunkChoice[] = [];
+      for (const c of chunk.choices) {
+        const t = transformChoice(c);
+        if (t) out.push(t);
+      }
+      if (out.length === 0 && chunk.usage == null) return [];
+      return [{ ...chunk, choices: out }];
+    },
+    onEnd(): StreamEnd {
+      const chunks: ChatCompletionChunk[] = [];
+      for (const [index, st] of choices) {
+        if (st.finalized) continue;
+        // The upstream ended without a finish_reason (error mid-stream): still deliver what was decoded.
+        const tools: ToolCallDelta[] = [];
+        const end = finalizeChoice(st, tools, false);
+        if ((end.text !== '' || tools.length > 0) && template) {
+          const delta: Delta = {};
+          if (end.text !== '') delta.content = end.text;
+          if (tools.length > 0) delta.tool_calls = tools;
+          chunks.push({ ...template, choices: [{ index, delta, finish_reason: null }], usage: null });
+        }
+      }
+      return { chunks, effects: [...effects] };
+    },
+  };
+}

@@ -1,0 +1,162 @@
+/**
+ * Stream side of corrective-retry: content and reasoning pass through live; tool-call deltas
+ * (and the chunk carrying finish_reason, and anything after it) are held until the end, where
+ * the assembled turn is judged. A good turn's calls are then emitted as proper deltas (first
+ * id/type/name, then the arguments); a bad one ends this attempt so the pipeline can stream the
+ * retry into the same client stream.
+ *
+ * When no retry is possible (`hold` false) deltas pass through live and the turn is only judged
+ * for effects: holding would delay tool calls for nothing.
+ */
+import type { ChatCompletionChunk, ChunkChoice, ToolCall, ToolCallDelta } from '../../protocol/openai.js';
+import type { StreamEnd, StreamHook } from '../types.js';
+import type { Correction } from '../corrective-retry.js';
+
+interface Assembled {
+  id: string;
+  type: 'function';
+  name: string;
+  args: string;
+  extra: Record<string, unknown>;
+}
+
+interface ChoiceAcc {
+  content: string;
+  finishReason: string | null;
+  calls: Map<number, Assembled>;
+}
+
+export type TurnJudge = (turn: {
+  content: string | null;
+  toolCalls: ToolCall[];
+  finishReason: string | null;
+}) => Correction;
+
+export function createHeldCallsStreamHook(judge: TurnJudge, hold = true): StreamHook {
+  const acc = new Map<number, ChoiceAcc>();
+  const held: ChatCompletionChunk[] = [];
+  let template: ChatCompletionChunk | undefined;
+  let finished = false;
+
+  const accOf = (index: number): ChoiceAcc => {
+    let a = acc.get(index);
+    if (!a) {
+      a = { content: '', finishReason: null, calls: new Map() };
+      acc.set(index, a);
+    }
+    return a;
+  };
+
+  const absorb = (a: ChoiceAcc, td: ToolCallDelta): void => {
+    let call = a.calls.get(td.index);
+    if (!call) {
+      call = { id: '', type: 'function', name: '', args: '', extra: {} };
+      a.calls.set(td.index, call);
+    }
+    if (typeof td.id === 'string' && td.id !== '') call.id = td.id;
+    if (typeof td.function?.name === 'string') call.name += td.function.name;
+    const args: unknown = td.function?.arguments;
+    if (typeof args === 'string') call.args += args;
+    else if (args !== undefined && args !== null) call.args += JSON.stringify(args);
+  };
+
+  const toolCallsOf = (a: ChoiceAcc): ToolCall[] =>
+    [...a.calls.entries()]
+      .sort(([x], [y]) => x - y)
+      .map(([, c]) => ({ id: c.id, type: c.type, function: { name: c.name, arguments: c.args } }));
+
+  const emitCalls = (index: number, a: ChoiceAcc): ChatCompletionChunk[] => {
+    if (!template) return [];
+    const base = template;
+    const out: ChatCompletionChunk[] = [];
+    toolCallsOf(a).forEach((call, i) => {
+      const head: ToolCallDelta = {
+        index: i,
+        id: call.id,
+        type: 'function',
+        function: { name: call.function.name, arguments: '' },
+      };
+      out.push({
+        ...base,
+        choices: [{ index, delta: { tool_calls: [head] }, finish_reason: null }],
+        usage: null,
+      });
+      if (call.function.arguments !== '') {
+        const body: ToolCallDelta = { index: i, function: { arguments: call.function.arguments } };
+        out.push({
+          ...base,
+          choices: [{ index, delta: { tool_calls: [body] }, finish_reason: null }],
+          usage: null,
+        });
+      }
+    });
+    return out;
+  };
+
+  return {
+    onChunk(chunk) {
+      // The first chunk is the cleanest template (later ones may carry timings, usage).
+      template ??= chunk;
+      if (!hold) {
+        for (const c of chunk.choices ?? []) {
+          const a = accOf(c.index);
+          if (typeof c.delta?.content === 'string') a.content += c.delta.content;
+          for (const td of c.delta?.tool_calls ?? []) absorb(a, td);
+          if (typeof c.finish_reason === 'string') a.finishReason = c.finish_reason;
+        }
+        return [chunk];
+      }
+      if (finished || !Array.isArray(chunk.choices) || chunk.choices.length === 0) {
+        held.push(chunk);
+        return [];
+      }
+      const live: ChunkChoice[] = [];
+      let ends = false;
+      for (const c of chunk.choices) {
+        const a = accOf(c.index);
+        const delta = { ...(c.delta ?? {}) };
+        if (typeof delta.content === 'string') a.content += delta.content;
+        if (Array.isArray(delta.tool_calls)) {
+          for (const td of delta.tool_calls) absorb(a, td);
+          delete delta.tool_calls;
+        }
+        if (typeof c.finish_reason === 'string') {
+          a.finishReason = c.finish_reason;
+          ends = true;
+        }
+        live.push({ ...c, delta });
+      }
+      const visible = live.filter((c) => Object.values(c.delta).some((v) => v !== undefined && v !== null));
+      if (ends) {
+        // The finish waits: on a retry this attempt must not look finished to the client. Text in
+        // the same chunk still goes out now (the client would otherwise never see it on a retry).
+        finished = true;
+        held.push({ ...chunk, choices: live.map((c) => ({ ...c, delta: {} })) });
+        const text = visible.map((c) => ({ ...c, finish_reason: null }));
+        return text.length > 0 ? [{ ...chunk, choices: text, usage: null }] : [];
+      }
+      return visible.length > 0 ? [{ ...chunk, choices: visible }] : [];
+    },
+
+    onEnd(): StreamEnd {
+      const effects = [];
+      const chunks: ChatCompletionChunk[] = [];
+      for (const [index, a] of [...acc.entries()].sort(([x], [y]) => x - y)) {
+        const correction = judge({
+          content: a.content === '' ? null : a.content,
+          toolCalls: toolCallsOf(a),
+          finishReason: a.finishReason,
+        });
+        effects.push(...correction.effects);
+        if (correction.retry && hold) return { chunks: [], effects, retry: correction.retry };
+        if (hold) chunks.push(...emitCalls(index, a));
+      }
+      if (acc.size === 0) {
+        const correction = judge({ content: null, toolCalls: [], finishReason: null });
+        effects.push(...correction.effects);
+        if (correction.retry && hold) return { chunks: [], effects, retry: correction.retry };
+      }
+      return { chunks: [...chunks, ...held], effects };
+    },
+  };
+}

@@ -1,0 +1,36 @@
+/**
+ * Mistral-family templates raise "Tool call IDs should be alphanumeric strings with length 9!"
+ * (llama-server turns it into a 400; so does vLLM's mistral tokenizer). Every id is mapped to 9
+ * alphanumerics by hashing it: stateless, so the same history maps the same way on every turn,
+ * and the calls and their results get the same new id because the mapping is by original id.
+ */
+import { base62Hash } from './short-hash.js';
+
+const NINE_ALNUM = /^[A-Za-z0-9]{9}$/;
+
+export function isNineCharId(id: string): boolean {
+  return NINE_ALNUM.test(id);
+}
+
+/**
+ * Builds the mapping for `ids` (in order of appearance). Ids that already fit are kept and
+ * reserved first, so a hash never takes them; a colliding hash is re-salted until free.
+ */
+export function buildNineCharIdMap(ids: readonly string[]): Map<string, string> {
+  const map = new Map<string, string>();
+  const taken = new Set<string>();
+  for (const id of ids) {
+    if (isNineCharId(id)) {
+      map.set(id, id);
+      taken.add(id);
+    }
+  }
+  for (const id of ids) {
+    if (map.has(id)) continue;
+    let candidate = base62Hash(id, 9);
+    for (let salt = 1; taken.has(candidate); salt++) candidate = base62Hash(`${id}#${salt}`, 9);
+    map.set(id, candidate);
+    taken.add(candidate);
+  }
+  return map;
+}

@@ -1,0 +1,149 @@
+/**
+ * Stream side of normalize-tool-calls. Per choice, upstream tool-call deltas are mapped onto
+ * well-formed calls: contiguous indices in order of appearance, one id per call (sent once,
+ * with type and name), continuation deltas carrying only index + arguments.
+ */
+import type { ChatCompletionChunk, ChunkChoice, ToolCallDelta } from '../../protocol/openai.js';
+import type { StreamEnd, StreamHook } from '../types.js';
+import { isPlainObject, tryParseJson } from './canonical-arguments.js';
+import { derivedCallId, looksTruncated } from './call-ids.js';
+import { EffectTally } from './effects.js';
+
+interface CallState {
+  outIndex: number;
+  /** The id upstream gave this call (undefined when it gave none). */
+  upstreamId: string | undefined;
+  name: string;
+  nameSent: boolean;
+  args: string;
+  /** Its name was repeated with empty arguments after its arguments were complete: a new call may start. */
+  splitPending: boolean;
+}
+
+interface ChoiceState {
+  calls: CallState[];
+  current: Map<number, CallState>;
+  taken: Set<string>;
+}
+
+function argsComplete(args: string): boolean {
+  return args.trim() !== '' && tryParseJson(args).ok;
+}
+
+export function createNormalizeStreamHook(policy: string): StreamHook {
+  const tally = new EffectTally(policy);
+  const states = new Map<number, ChoiceState>();
+  let responseId = '';
+
+  const stateOf = (index: number): ChoiceState => {
+    let st = states.get(index);
+    if (!st) {
+      st = { calls: [], current: new Map(), taken: new Set() };
+      states.set(index, st);
+    }
+    return st;
+  };
+
+  const route = (choice: number, st: ChoiceState, td: ToolCallDelta): ToolCallDelta | null => {
+    const name =
+      typeof td.function?.name === 'string' && td.function.name !== '' ? td.function.name : undefined;
+    const id = typeof td.id === 'string' && td.id !== '' ? td.id : undefined;
+    let cur = st.current.get(td.index);
+    const rawArgs: unknown = td.function?.arguments;
+    let fragment = '';
+    if (typeof rawArgs === 'string') fragment = rawArgs;
+    else if (isPlainObject(rawArgs) || Array.isArray(rawArgs)) {
+      tally.add('object-arguments');
+      fragment = JSON.stringify(rawArgs);
+    }
+    const complete = cur !== undefined && argsComplete(cur.args);
+    // Same name again, no id, nothing new yet: either a backend repeating the header or the
+    // header of a second call on the same index. Decided by the next fragment.
+    if (cur && id === undefined && name === cur.name && cur.nameSent && complete && fragment === '') {
+      cur.splitPending = true;
+      return null;
+    }
+    const startsNew =
+      !cur ||
+      (id !== undefined && cur.upstreamId !== undefined && id !== cur.upstreamId) ||
+      (name !== undefined && cur.nameSent && (name !== cur.name || complete)) ||
+      (cur.splitPending && fragment !== '' && complete);
+    if (cur && !startsNew) cur.splitPending = false;
+    const newName = name ?? (cur?.splitPending ? cur.name : undefined);
+
+    if (startsNew) {
+      if (cur) tally.add('duplicate-index');
+      let outId = id;
+      if (outId === undefined) {
+        tally.add('missing-id');
+        outId = derivedCallId(responseId, choice, st.calls.length, st.taken);
+      } else if (st.taken.has(outId)) {
+        tally.add('duplicate-id');
+        outId = derivedCallId(responseId, choice, st.calls.length, st.taken);
+      }
+      st.taken.add(outId);
+      if (td.type !== 'function') tally.add('missing-type');
+      cur = {
+        outIndex: st.calls.length,
+        upstreamId: id,
+        name: newName ?? '',
+        nameSent: newName !== undefined,
+        args: fragment,
+        splitPending: false,
+      };
+      st.calls.push(cur);
+      st.current.set(td.index, cur);
+      const fn: { name?: string; arguments: string } = { arguments: fragment };
+      if (newName !== undefined) fn.name = newName;
+      return { index: cur.outIndex, id: outId, type: 'function', function: fn };
+    }
+
+    const call = cur!;
+    if (call.upstreamId === undefined && id !== undefined) call.upstreamId = id;
+    call.args += fragment;
+    const fn: { name?: string; arguments: string } = { arguments: fragment };
+    if (name !== undefined && !call.nameSent) {
+      call.name = name;
+      call.nameSent = true;
+      fn.name = name;
+    }
+    return { index: call.outIndex, function: fn };
+  };
+
+  const fixFinish = (st: ChoiceState, finish: string): string => {
+    if (finish === 'tool_calls' && st.calls.length === 0) {
+      tally.add('finish-reason');
+      return 'stop';
+    }
+    if (
+      finish !== 'length' &&
+      st.calls.some((c) => c.args.trim() !== '' && !argsComplete(c.args) && looksTruncated(c.args))
+    ) {
+      tally.add('truncated-arguments');
+      return 'length';
+    }
+    return finish;
+  };
+
+  return {
+    onChunk(chunk: ChatCompletionChunk) {
+      if (responseId === '' && typeof chunk.id === 'string') responseId = chunk.id;
+      if (!Array.isArray(chunk.choices) || chunk.choices.length === 0) return [chunk];
+      const choices: ChunkChoice[] = chunk.choices.map((c) => {
+        const st = stateOf(c.index);
+        const delta = { ...(c.delta ?? {}) };
+        if (Array.isArray(delta.tool_calls)) {
+          delta.tool_calls = delta.tool_calls
+            .map((td) => route(c.index, st, td))
+            .filter((td): td is ToolCallDelta => td !== null);
+        }
+        const finish = typeof c.finish_reason === 'string' ? fixFinish(st, c.finish_reason) : c.finish_reason;
+        return { ...c, delta, finish_reason: finish };
+      });
+      return [{ ...chunk, choices }];
+    },
+    onEnd(): StreamEnd {
+      return { chunks: [], effects: tally.toEffects() };
+    },
+  };
+}

@@ -1,0 +1,301 @@
+/**
+ * The history repair itself (the policy in ../history-repair.ts only wires it to settings).
+ *
+ * Invariants of the output, whatever the input:
+ * - every assistant tool call has a string id and a tool message answering it, placed in the run
+ *   of tool messages right after the call, in the order of the calls;
+ * - no tool message answers an id that no preceding call in its run carries;
+ * - every `arguments` is a JSON string of an object;
+ * - nothing the client wrote is silently lost: orphan results become notes (unless 'drop',
+ *   which is still reported) and unusable arguments are quoted in the paired tool result;
+ * - repairing a repaired history changes nothing (idempotent) and reports nothing.
+ */
+import type { ChatMessage, ToolCall } from '../../protocol/openai.js';
+import type { HistoryRepairSettings } from '../../protocol/settings.js';
+import type { PolicyEffect } from '../types.js';
+import { canonicalizeArguments, isPlainObject } from './canonical-arguments.js';
+import { EffectTally } from './effects.js';
+import { contentText, joinContent, prefixContent } from './message-content.js';
+import { buildNineCharIdMap } from './nine-char-ids.js';
+
+export const HISTORY_REPAIR_POLICY = 'history-repair';
+
+/** The assistant text inserted between a tool message and a following user message. */
+export const BRIDGE_MESSAGE_CONTENT = 'I have received the tool results.';
+
+export interface HistoryRepairResult {
+  messages: ChatMessage[];
+  effects: PolicyEffect[];
+}
+
+interface RepairedCall {
+  call: ToolCall;
+  /** The id the client sent, if it sent one. */
+  originalId: string | undefined;
+  /** Note to put in the call's result when its arguments had to be replaced. */
+  note: string | undefined;
+}
+
+const ARGUMENT_EFFECT: Record<string, string | undefined> = {
+  object: 'object-arguments',
+  canonicalized: 'canonicalized-arguments',
+  repaired: 'repaired-arguments',
+  invalid: 'invalid-arguments',
+};
+
+function idOf(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+function collectClientIds(messages: readonly ChatMessage[]): Set<string> {
+  const ids = new Set<string>();
+  for (const m of messages) {
+    if (Array.isArray(m.tool_calls)) {
+      for (const c of m.tool_calls as unknown[]) {
+        const id = isPlainObject(c) ? idOf(c.id) : undefined;
+        if (id) ids.add(id);
+      }
+    }
+    const tid = idOf(m.tool_call_id);
+    if (tid) ids.add(tid);
+  }
+  return ids;
+}
+
+function freshId(base: string, taken: Set<string>): string {
+  let id = base;
+  for (let n = 1; taken.has(id); n++) id = `${base}_${n}`;
+  taken.add(id);
+  return id;
+}
+
+function repairCall(
+  raw: unknown,
+  msgIndex: number,
+  callIndex: number,
+  seenInMessage: Set<string>,
+  taken: Set<string>,
+  tally: EffectTally,
+): RepairedCall {
+  const obj = isPlainObject(raw) ? raw : {};
+  const fn = isPlainObject(obj.function) ? obj.function : {};
+  const originalId = idOf(obj.id);
+  let id = originalId;
+  if (id === undefined) {
+    id = freshId(`call_h${msgIndex}_${callIndex}`, taken);
+    tally.add('missing-id');
+  } else if (seenInMessage.has(id)) {
+    id = freshId(`call_h${msgIndex}_${callIndex}`, taken);
+    tally.add('duplicate-id');
+  }
+  seenInMessage.add(id);
+  if (obj.type !== 'function') tally.add('missing-type');
+
+  const args = canonicalizeArguments(fn.arguments);
+  const effect = ARGUMENT_EFFECT[args.outcome];
+  if (effect) tally.add(effect);
+  const name = typeof fn.name === 'string' ? fn.name : '';
+  const note =
+    args.outcome === 'invalid'
+      ? `[toolproof: the arguments of this ${name || 'tool'} call were not valid JSON and were replaced by {}. Original arguments: ${args.raw ?? ''}]`
+      : undefined;
+  const call: ToolCall = { ...obj, id, type: 'function', function: { ...fn, name, arguments: args.text } };
+  return { call, originalId, note };
+}
+
+function orphanNote(
+  tool: ChatMessage,
+  mode: HistoryRepairSettings['orphanResults'],
+): ChatMessage | undefined {
+  if (mode === 'drop') return undefined;
+  const id = idOf(tool.tool_call_id);
+  const text = contentText(tool.content);
+  const note = `[Result of tool call ${id ?? '(no id)'}, which matches no earlier tool call]\n${text}`;
+  return { role: mode === 'as-assistant' ? 'assistant' : 'user', content: note };
+}
+
+/** Pairs one assistant turn's calls with the run of tool messages after it. */
+function pairResults(
+  calls: RepairedCall[],
+  block: readonly ChatMessage[],
+  settings: HistoryRepairSettings,
+  tally: EffectTally,
+): ChatMessage[] {
+  const resultOf: (number | undefined)[] = calls.map(() => undefined);
+  const claimed = new Set<number>();
+  const pending: number[] = [];
+
+  block.forEach((tool, b) => {
+    const tid = idOf(tool.tool_call_id);
+    const n =
+      tid === undefined
+        ? -1
+        : calls.findIndex((c, k) => resultOf[k] === undefined && (c.originalId === tid || c.call.id === tid));
+    if (n >= 0) {
+      resultOf[n] = b;
+      claimed.add(b);
+    } else pending.push(b);
+  });
+
+  const orphans: ChatMessage[] = [];
+  for (const b of pending) {
+    const tool = block[b]!;
+    const hasId = idOf(tool.tool_call_id) !== undefined;
+    // A result without an id answers the next unanswered call; a result with an unknown id may
+    // only answer a call that had no id (the client lost it), never one whose id differs.
+    const n = calls.findIndex((c, k) => resultOf[k] === undefined && (!hasId || c.originalId === undefined));
+    if (n >= 0) {
+      resultOf[n] = b;
+      tally.add(hasId ? 'rebound-result' : 'missing-result-id');
+    } else {
+      tally.add('orphan-result');
+      const note = orphanNote(tool, settings.orphanResults);
+      if (note) orphans.push(note);
+    }
+  }
+
+  const out: ChatMessage[] = [];
+  let lastBlockIndex = -1;
+  let reordered = false;
+  calls.forEach((c, k) => {
+    const b = resultOf[k];
+    if (b === undefined) {
+      tally.add('synthesized-result');
+      const content = c.note
+        ? prefixContent(c.note, settings.missingResultContent)
+        : settings.missingResultContent;
+      out.push({ role: 'tool', tool_call_id: c.call.id, content });
+      return;
+    }
+    if (b < lastBlockIndex) reordered = true;
+    lastBlockIndex = b;
+    const tool = block[b]!;
+    out.push({
+      ...tool,
+      tool_call_id: c.call.id,
+      content: c.note ? prefixContent(c.note, tool.content ?? '') : (tool.content ?? ''),
+    });
+  });
+  if (reordered) tally.add('reordered-results');
+  return [...out, ...orphans];
+}
+
+function normalizeToolCallContent(
+  messages: ChatMessage[],
+  settings: HistoryRepairSettings,
+  tally: EffectTally,
+): void {
+  if (settings.toolCallContent === 'keep') return;
+  messages.forEach((m, i) => {
+    if (m.role !== 'assistant' || !Array.isArray(m.tool_calls)) return;
+    if (settings.toolCallContent === 'null' && (m.content === '' || m.content === undefined)) {
+      messages[i] = { ...m, content: null };
+      tally.add('content-normalized');
+    } else if (settings.toolCallContent === 'empty' && (m.content === null || m.content === undefined)) {
+      messages[i] = { ...m, content: '' };
+      tally.add('content-normalized');
+    }
+  });
+}
+
+function bridgeToolToUser(messages: ChatMessage[], tally: EffectTally): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  messages.forEach((m, i) => {
+    out.push(m);
+    if (m.role === 'tool' && messages[i + 1]?.role === 'user') {
+      out.push({ role: 'assistant', content: BRIDGE_MESSAGE_CONTENT });
+      tally.add('bridge-message');
+    }
+  });
+  return out;
+}
+
+function mergeable(m: ChatMessage): boolean {
+  if (m.role === 'user') return true;
+  return m.role === 'assistant' && !Array.isArray(m.tool_calls);
+}
+
+function mergeSameRole(messages: ChatMessage[], tally: EffectTally): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  for (const m of messages) {
+    const prev = out[out.length - 1];
+    if (prev && prev.role === m.role && mergeable(prev) && mergeable(m)) {
+      out[out.length - 1] = { ...prev, content: joinContent(prev.content, m.content) };
+      tally.add('merged-messages');
+    } else out.push(m);
+  }
+  return out;
+}
+
+function applyNineCharIds(messages: ChatMessage[], tally: EffectTally): ChatMessage[] {
+  const ids: string[] = [];
+  for (const m of messages) {
+    for (const c of m.tool_calls ?? []) ids.push(c.id);
+    if (m.role === 'tool' && typeof m.tool_call_id === 'string') ids.push(m.tool_call_id);
+  }
+  const map = buildNineCharIdMap(ids);
+  const changed = new Set<string>();
+  const remap = (id: string): string => {
+    const to = map.get(id) ?? id;
+    if (to !== id) changed.add(id);
+    return to;
+  };
+  const out = messages.map((m) => {
+    if (Array.isArray(m.tool_calls)) {
+      return { ...m, tool_calls: m.tool_calls.map((c) => ({ ...c, id: remap(c.id) })) };
+    }
+    if (m.role === 'tool' && typeof m.tool_call_id === 'string')
+      return { ...m, tool_call_id: remap(m.tool_call_id) };
+    return m;
+  });
+  tally.add('nine-char-id', changed.size);
+  return out;
+}
+
+export function repairHistory(
+  messages: readonly ChatMessage[],
+  settings: HistoryRepairSettings,
+): HistoryRepairResult {
+  const tally = new EffectTally(HISTORY_REPAIR_POLICY);
+  const taken = collectClientIds(messages);
+  let out: ChatMessage[] = [];
+
+  let i = 0;
+  while (i < messages.length) {
+    const msg = messages[i]!;
+    if (msg.role === 'tool') {
+      // A tool message not in the run right after a tool-calling assistant message.
+      tally.add('orphan-result');
+      const note = orphanNote(msg, settings.orphanResults);
+      if (note) out.push(note);
+      i++;
+      continue;
+    }
+    if (msg.role !== 'assistant' || !Array.isArray(msg.tool_calls)) {
+      out.push(msg);
+      i++;
+      continue;
+    }
+    if (msg.tool_calls.length === 0) {
+      // Some servers reject `tool_calls: []`; it means the same as no field.
+      const { tool_calls: _empty, ...rest } = msg;
+      out.push(rest);
+      tally.add('empty-tool-calls');
+      i++;
+      continue;
+    }
+    const seen = new Set<string>();
+    const calls = (msg.tool_calls as unknown[]).map((c, j) => repairCall(c, i, j, seen, taken, tally));
+    let k = i + 1;
+    while (k < messages.length && messages[k]!.role === 'tool') k++;
+    out.push({ ...msg, tool_calls: calls.map((c) => c.call) });
+    out.push(...pairResults(calls, messages.slice(i + 1, k), settings, tally));
+    i = k;
+  }
+
+  normalizeToolCallContent(out, settings, tally);
+  if (settings.bridgeToolToUser) out = bridgeToolToUser(out, tally);
+  if (settings.mergeSameRole) out = mergeSameRole(out, tally);
+  if (settings.nineCharIds) out = applyNineCharIds(out, tally);
+  return { messages: out, effects: tally.toEffects() };
+}

@@ -1,0 +1,41 @@
+/**
+ * Builds the corrective retry request: the sent request + the failed assistant turn + one tool
+ * message per call (what was wrong and what to do next; a note for good siblings, so the
+ * history stays valid: every call answered). An unparsed leak gets its feedback in a user
+ * message (or, when the turn also has calls, appended to the last tool message, because some
+ * templates refuse a user message right after a tool message).
+ */
+import type { ChatCompletionRequest, ChatMessage, ToolCall } from '../../protocol/openai.js';
+import { canonicalizeArguments } from './canonical-arguments.js';
+import type { CallCheck } from './call-checks.js';
+
+export function buildRetryRequest(
+  sent: ChatCompletionRequest,
+  content: string | null,
+  checks: readonly CallCheck[],
+  leakFeedback: string | undefined,
+): ChatCompletionRequest {
+  // Replayed arguments must be valid JSON or the next attempt fails upstream (vLLM 400,
+  // llama-server 500); the raw text is quoted in the feedback instead.
+  const calls: ToolCall[] = checks.map((c, i) => ({
+    ...c.call,
+    id: typeof c.call.id === 'string' && c.call.id !== '' ? c.call.id : `call_retry_${i}`,
+    type: 'function',
+    function: { name: c.name, arguments: canonicalizeArguments(c.call.function?.arguments).text },
+  }));
+  const assistant: ChatMessage =
+    calls.length > 0
+      ? { role: 'assistant', content, tool_calls: calls }
+      : { role: 'assistant', content: content ?? '' };
+  const feedback: ChatMessage[] = checks.map((c, i) => ({
+    role: 'tool',
+    tool_call_id: calls[i]!.id,
+    content: c.feedback,
+  }));
+  if (leakFeedback !== undefined) {
+    const last = feedback[feedback.length - 1];
+    if (last) last.content = `${String(last.content)}\n${leakFeedback}`;
+    else feedback.push({ role: 'user', content: leakFeedback });
+  }
+  return { ...sent, messages: [...sent.messages, assistant, ...feedback] };
+}

@@ -1,0 +1,174 @@
+/**
+ * The response-side policies composed as the pipeline composes them (normalize-tool-calls ->
+ * force-tool-use -> corrective-retry; leak recovery is tested with parsers/): streamed and
+ * non-streamed results must agree, whatever the chunking and however broken the deltas.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type {
+  ChatCompletion,
+  ChatCompletionChunk,
+  ChatCompletionRequest,
+  ToolCall,
+} from '../../protocol/openai.js';
+import { correctiveRetryPolicy } from '../../policies/corrective-retry.js';
+import { type ForceToolUseMemo, forceToolUsePolicy } from '../../policies/force-tool-use.js';
+import { normalizeToolCallsPolicy } from '../../policies/normalize-tool-calls.js';
+import type { Policy, PolicyEffect, StreamHook } from '../../policies/types.js';
+import {
+  chunk,
+  completion,
+  ctxWith,
+  finishOf,
+  request,
+  splitAt,
+  streamedCalls,
+  streamedContent,
+  timeTool,
+  weatherTool,
+} from './helpers.js';
+
+const chain: Policy[] = [normalizeToolCallsPolicy, forceToolUsePolicy, correctiveRetryPolicy];
+const original = request({ tools: [weatherTool, timeTool] });
+const ctx = ctxWith();
+
+function sentAndMemos(): { sent: ChatCompletionRequest; memos: Map<string, unknown> } {
+  const d = forceToolUsePolicy.onRequest!(original, ctx, original);
+  if (d.action !== 'continue') throw new Error('rejected');
+  return { sent: d.request, memos: new Map([['force-tool-use', d.memo as ForceToolUseMemo]]) };
+}
+
+function nonStream(res: ChatCompletion) {
+  const { sent, memos } = sentAndMemos();
+  let cur = res;
+  const effects: PolicyEffect[] = [];
+  for (const p of chain) {
+    const d = p.onResponse!(cur, ctx, memos.get(p.name), sent, original);
+    effects.push(...d.effects);
+    if (d.action === 'retry') return { retry: d.reason, effects };
+    cur = d.response;
+  }
+  return { response: cur, effects };
+}
+
+function stream(chunks: ChatCompletionChunk[]) {
+  const { sent, memos } = sentAndMemos();
+  const hooks: StreamHook[] = chain.map((p) => p.createStreamHook!(ctx, memos.get(p.name), sent, original));
+  const from = (start: number, input: ChatCompletionChunk[]) => {
+    let cur = input;
+    for (let i = start; i < hooks.length; i++) cur = cur.flatMap((c) => hooks[i]!.onChunk(c));
+    return cur;
+  };
+  const out: ChatCompletionChunk[] = [];
+  for (const c of chunks) out.push(...from(0, [c]));
+  let retry: string | undefined;
+  for (let i = 0; i < hooks.length; i++) {
+    const end = hooks[i]!.onEnd();
+    if (end.retry && !retry) retry = end.retry.reason;
+    out.push(...from(i + 1, end.chunks));
+  }
+  return { out, retry };
+}
+
+interface Layout {
+  answer: string;
+  realArgs: string;
+  realFirst: boolean;
+  allIndexZero: boolean;
+  ids: boolean;
+  cuts: number[];
+}
+
+function upstreamCalls(l: Layout): ToolCall[] {
+  const fa: ToolCall = {
+    id: 'fa1',
+    type: 'function',
+    function: { name: 'final_answer', arguments: JSON.stringify({ answer: l.answer }) },
+  };
+  const real: ToolCall = {
+    id: 'rc1',
+    type: 'function',
+    function: { name: 'get_weather', arguments: l.realArgs },
+  };
+  return l.realFirst ? [real, fa] : [fa, real];
+}
+
+function upstreamChunks(l: Layout): ChatCompletionChunk[] {
+  const chunks = [chunk({ role: 'assistant', content: null })];
+  upstreamCalls(l).forEach((c, i) => {
+    const index = l.allIndexZero ? 0 : i;
+    const pieces = splitAt(c.function.arguments, l.cuts);
+    pieces.forEach((piece, k) => {
+      const td =
+        k === 0
+          ? {
+              index,
+              ...(l.ids ? { id: c.id } : {}),
+              type: 'function' as const,
+              function: { name: c.function.name, arguments: piece },
+            }
+          : { index, function: { arguments: piece } };
+      chunks.push(chunk({ tool_calls: [td] }));
+    });
+  });
+  chunks.push(chunk({}, 'tool_calls'));
+  return chunks;
+}
+
+describe('response policies composed', () => {
+  it('property: streamed == non-streamed for final_answer beside a real call, any chunking, broken indices/ids', () => {
+    fc.assert(
+      fc.property(
+        fc.record({
+          answer: fc.string({ unit: 'grapheme' }),
+          realArgs: fc.constantFrom('{"city":"Paris"}', '{"city":"Rome","days":2}'),
+          realFirst: fc.boolean(),
+          allIndexZero: fc.boolean(),
+          ids: fc.boolean(),
+          cuts: fc.array(fc.nat(60), { maxLength: 6 }),
+        }),
+        (l) => {
+          const res = completion(
+            { content: '', tool_calls: upstreamCalls(l).map((c) => (l.ids ? c : { ...c, id: '' })) },
+            'tool_calls',
+          );
+          const ns = nonStream(res);
+          expect(ns.retry).toBeUndefined();
+          const s = stream(upstreamChunks(l));
+          expect(s.retry).toBeUndefined();
+          const choice = ns.response!.choices[0]!;
+          expect(streamedContent(s.out)).toBe(choice.message.content);
+          expect(choice.message.content).toBe(l.answer);
+          const calls = streamedCalls(s.out);
+          expect(calls.map((c) => [c.index, c.name, c.args])).toEqual([[0, 'get_weather', l.realArgs]]);
+          expect(calls[0]?.id).toMatch(l.ids ? /^rc1$/ : /^call_/);
+          expect(choice.message.tool_calls?.map((c) => [c.function.name, c.function.arguments])).toEqual([
+            ['get_weather', l.realArgs],
+          ]);
+          expect(finishOf(s.out)).toBe(choice.finish_reason);
+          expect(choice.finish_reason).toBe('tool_calls');
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('a bad real call beside final_answer asks for a retry in both modes', () => {
+    const l: Layout = {
+      answer: 'hi',
+      realArgs: '{"days":"x"}',
+      realFirst: false,
+      allIndexZero: false,
+      ids: true,
+      cuts: [3],
+    };
+    expect(nonStream(completion({ content: '', tool_calls: upstreamCalls(l) }, 'tool_calls')).retry).toBe(
+      'schema',
+    );
+    const s = stream(upstreamChunks(l));
+    expect(s.retry).toBe('schema');
+    // The answer already streamed live; the failed attempt is not finished for the client.
+    expect(streamedContent(s.out)).toBe('hi');
+    expect(finishOf(s.out)).toBeNull();
+  });
+});

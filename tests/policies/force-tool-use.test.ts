@@ -1,0 +1,363 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { ChatCompletionChunk, ChatCompletionRequest } from '../../protocol/openai.js';
+import { type ForceToolUseMemo, forceToolUsePolicy } from '../../policies/force-tool-use.js';
+import type { RequestDecision } from '../../policies/types.js';
+import {
+  call,
+  chunk,
+  completion,
+  ctxWith,
+  finishOf,
+  request,
+  runHook,
+  splitAt,
+  streamedCalls,
+  streamedContent,
+  timeTool,
+  tool,
+  weatherTool,
+} from './helpers.js';
+
+const p = forceToolUsePolicy;
+
+function onRequest(
+  req: ChatCompletionRequest,
+  requiredRejected = false,
+): Extract<RequestDecision, { action: 'continue' }> {
+  const d = p.onRequest!(req, ctxWith({ requiredRejected }), req);
+  if (d.action !== 'continue') throw new Error('rejected');
+  return d;
+}
+
+const forcedMemo: ForceToolUseMemo = {
+  finalAnswerName: 'final_answer',
+  forced: true,
+  toolChoiceSent: 'required',
+};
+
+function respond(message: Parameters<typeof completion>[0], finish: string | null = 'tool_calls') {
+  const sent = request({ tools: [weatherTool] });
+  const d = p.onResponse!(completion(message, finish), ctxWith(), forcedMemo, sent, sent);
+  if (d.action !== 'continue') throw new Error('retry');
+  return { choice: d.response.choices[0]!, effects: d.effects };
+}
+
+describe('force-tool-use: request', () => {
+  it('adds final_answer and tool_choice "required" when tool_choice is absent or auto', () => {
+    for (const tool_choice of [undefined, 'auto' as const]) {
+      const req = request({ tools: [weatherTool], ...(tool_choice ? { tool_choice } : {}) });
+      const d = onRequest(req);
+      expect(d.request.tool_choice).toBe('required');
+      expect(d.request.tools?.map((t) => t.function.name)).toEqual(['get_weather', 'final_answer']);
+      const fa = d.request.tools?.[1]?.function;
+      expect(fa?.parameters).toMatchObject({
+        type: 'object',
+        required: ['answer'],
+        properties: { answer: { type: 'string' } },
+      });
+      expect(fa?.description).toMatch(/ONLY way/);
+      expect(d.memo).toEqual({ finalAnswerName: 'final_answer', forced: true, toolChoiceSent: 'required' });
+      expect(d.effects).toEqual([
+        { policy: 'force-tool-use', kind: 'forced', count: 1, detail: { toolChoice: 'required' } },
+      ]);
+      expect(req.tools).toHaveLength(1); // the input is not mutated
+    }
+  });
+
+  it('sends "auto" (still with final_answer) when the upstream is known to reject required', () => {
+    const d = onRequest(request({ tools: [weatherTool] }), true);
+    expect(d.request.tool_choice).toBe('auto');
+    expect(d.request.tools).toHaveLength(2);
+    expect(d.effects[0]?.detail).toEqual({ toolChoice: 'auto' });
+  });
+
+  it('picks a non-colliding name when the client declares final_answer', () => {
+    const d = onRequest(request({ tools: [tool('final_answer'), tool('final_answer_2')] }));
+    expect(d.request.tools?.map((t) => t.function.name)).toEqual([
+      'final_answer',
+      'final_answer_2',
+      'final_answer_3',
+    ]);
+    expect((d.memo as ForceToolUseMemo).finalAnswerName).toBe('final_answer_3');
+  });
+
+  it('leaves explicit choices, tool-less requests and response_format requests untouched', () => {
+    const cases: ChatCompletionRequest[] = [
+      request({ tools: [weatherTool], tool_choice: 'none' }),
+      request({ tools: [weatherTool], tool_choice: 'required' }),
+      request({ tools: [weatherTool], tool_choice: { type: 'function', function: { name: 'get_weather' } } }),
+      request(),
+      request({ tools: [] }),
+      request({ tools: [weatherTool], response_format: { type: 'json_object' } }),
+    ];
+    for (const req of cases) {
+      const d = onRequest(req);
+      expect(d.request).toBe(req);
+      expect(d.effects).toEqual([]);
+      expect((d.memo as ForceToolUseMemo).forced).toBe(false);
+    }
+    // {type:"text"} is no format at all.
+    expect(
+      onRequest(request({ tools: [weatherTool], response_format: { type: 'text' } })).request.tool_choice,
+    ).toBe('required');
+  });
+});
+
+describe('force-tool-use: response', () => {
+  it('a lone final_answer becomes an ordinary assistant message', () => {
+    const { choice, effects } = respond({
+      content: '',
+      tool_calls: [call('c1', 'final_answer', '{"answer":"Paris is sunny."}')],
+    });
+    expect(choice.message).toEqual({ role: 'assistant', content: 'Paris is sunny.' });
+    expect(choice.finish_reason).toBe('stop');
+    expect(effects).toEqual([
+      {
+        policy: 'force-tool-use',
+        kind: 'final-answer',
+        count: 1,
+        detail: { mixed: false, truncated: false, raw: false },
+      },
+    ]);
+  });
+
+  it('final_answer with real calls: calls stay, the answer goes to content, re-indexed', () => {
+    const { choice } = respond({
+      content: null,
+      tool_calls: [
+        { ...call('c0', 'final_answer', '{"answer":"Checking."}'), index: 0 },
+        { ...call('c1', 'get_weather', '{"city":"Paris"}'), index: 1 },
+      ],
+    });
+    expect(choice.message.content).toBe('Checking.');
+    expect(choice.message.tool_calls).toEqual([
+      { ...call('c1', 'get_weather', '{"city":"Paris"}'), index: 0 },
+    ]);
+    expect(choice.finish_reason).toBe('tool_calls');
+  });
+
+  it('keeps prose written before the call', () => {
+    const { choice } = respond({
+      content: 'Let me think.',
+      tool_calls: [call('c', 'final_answer', '{"answer":"42"}')],
+    });
+    expect(choice.message.content).toBe('Let me think.\n\n42');
+  });
+
+  it('cut-off arguments give the decoded prefix with finish_reason "length"', () => {
+    const { choice, effects } = respond(
+      { tool_calls: [call('c', 'final_answer', '{"answer":"The weather in Par')] },
+      'length',
+    );
+    expect(choice.message.content).toBe('The weather in Par');
+    expect(choice.finish_reason).toBe('length');
+    expect(effects[0]?.detail).toMatchObject({ truncated: true });
+    // Even when the upstream claimed "tool_calls".
+    expect(respond({ tool_calls: [call('c', 'final_answer', '{"answer":"ab\\u00')] }).choice).toMatchObject({
+      message: { content: 'ab' },
+      finish_reason: 'length',
+    });
+  });
+
+  it('an upstream "length" stays "length" even when the JSON happens to be complete', () => {
+    const { choice } = respond({ tool_calls: [call('c', 'final_answer', '{"answer":"short"}')] }, 'length');
+    expect(choice).toMatchObject({ message: { content: 'short' }, finish_reason: 'length' });
+  });
+
+  it('valid JSON without a string answer delivers the raw arguments text', () => {
+    const { choice } = respond({ tool_calls: [call('c', 'final_answer', '{"response":"hello"}')] });
+    expect(choice.message.content).toBe('{"response":"hello"}');
+    expect(choice.finish_reason).toBe('stop');
+  });
+
+  it('counts forced requests that came back as prose', () => {
+    const { choice, effects } = respond({ content: 'I ran the tool, it is sunny.' }, 'stop');
+    expect(choice.message.content).toBe('I ran the tool, it is sunny.');
+    expect(effects).toEqual([
+      { policy: 'force-tool-use', kind: 'forced-but-prose', count: 1, detail: { toolChoice: 'required' } },
+    ]);
+  });
+
+  it('does nothing without a memo (request not forced)', () => {
+    const res = completion({ tool_calls: [call('c', 'final_answer', '{"answer":"x"}')] }, 'tool_calls');
+    const d = p.onResponse!(
+      res,
+      ctxWith(),
+      { finalAnswerName: null, forced: false, toolChoiceSent: null },
+      request(),
+      request(),
+    );
+    expect(d).toEqual({ action: 'continue', response: res, effects: [] });
+  });
+});
+
+/** Streams a final_answer (optionally after content and beside a real call) in the given argument pieces. */
+function finalAnswerStream(
+  pieces: string[],
+  opts: { content?: readonly string[]; realCall?: boolean; finish?: string } = {},
+): ChatCompletionChunk[] {
+  const chunks: ChatCompletionChunk[] = [chunk({ role: 'assistant', content: null })];
+  for (const c of opts.content ?? []) chunks.push(chunk({ content: c }));
+  let faIndex = 0;
+  if (opts.realCall) {
+    chunks.push(
+      chunk({
+        tool_calls: [
+          { index: 0, id: 'r0', type: 'function', function: { name: 'get_weather', arguments: '{"city":' } },
+        ],
+      }),
+    );
+    faIndex = 1;
+  }
+  chunks.push(
+    chunk({
+      tool_calls: [
+        { index: faIndex, id: 'fa', type: 'function', function: { name: 'final_answer', arguments: '' } },
+      ],
+    }),
+  );
+  pieces.forEach((piece, i) => {
+    chunks.push(chunk({ tool_calls: [{ index: faIndex, function: { arguments: piece } }] }));
+    if (opts.realCall && i === 0)
+      chunks.push(chunk({ tool_calls: [{ index: 0, function: { arguments: '"Paris"}' } }] }));
+  });
+  chunks.push(chunk({}, opts.finish ?? 'tool_calls'));
+  return chunks;
+}
+
+function hook() {
+  return p.createStreamHook!(ctxWith(), forcedMemo, request(), request());
+}
+
+describe('force-tool-use: stream', () => {
+  it('turns streamed final_answer arguments into live content deltas', () => {
+    const { out, end } = runHook(hook(), finalAnswerStream(['{"ans', 'wer": "Hel', 'lo \\u00', 'e9', '!"}']));
+    const contents = out
+      .map((c) => c.choices[0]?.delta.content)
+      .filter((c) => typeof c === 'string' && c !== '');
+    expect(contents).toEqual(['Hel', 'lo ', 'é', '!']);
+    expect(streamedCalls(out)).toEqual([]);
+    expect(finishOf(out)).toBe('stop');
+    expect(end.effects).toEqual([
+      {
+        policy: 'force-tool-use',
+        kind: 'final-answer',
+        count: 1,
+        detail: { mixed: false, truncated: false, raw: false },
+      },
+    ]);
+  });
+
+  it('keeps real calls, re-indexed from 0, and finish_reason tool_calls', () => {
+    const { out } = runHook(hook(), finalAnswerStream(['{"answer":"ok"}'], { realCall: true }));
+    expect(streamedContent(out)).toBe('ok');
+    expect(streamedCalls(out)).toEqual([
+      { index: 0, id: 'r0', name: 'get_weather', args: '{"city":"Paris"}' },
+    ]);
+    expect(finishOf(out)).toBe('tool_calls');
+  });
+
+  it('final_answer at index 0 before a real call: the real call becomes index 0', () => {
+    const chunks = [
+      chunk({
+        tool_calls: [
+          {
+            index: 0,
+            id: 'fa',
+            type: 'function',
+            function: { name: 'final_answer', arguments: '{"answer":"a"}' },
+          },
+        ],
+      }),
+      chunk({
+        tool_calls: [
+          { index: 1, id: 'r', type: 'function', function: { name: 'get_time', arguments: '{}' } },
+        ],
+      }),
+      chunk({}, 'tool_calls'),
+    ];
+    const { out } = runHook(hook(), chunks);
+    expect(streamedCalls(out)).toEqual([{ index: 0, id: 'r', name: 'get_time', args: '{}' }]);
+  });
+
+  it('cut-off stream: decoded prefix, finish_reason length', () => {
+    const { out } = runHook(hook(), finalAnswerStream(['{"answer": "The wea'], { finish: 'length' }));
+    expect(streamedContent(out)).toBe('The wea');
+    expect(finishOf(out)).toBe('length');
+    // The upstream may even claim "tool_calls".
+    expect(finishOf(runHook(hook(), finalAnswerStream(['{"answer": "x'])).out)).toBe('length');
+  });
+
+  it('no string answer: the raw arguments arrive as content at the end', () => {
+    const { out } = runHook(hook(), finalAnswerStream(['{"resp', 'onse": "hi"}']));
+    expect(streamedContent(out)).toBe('{"response": "hi"}');
+  });
+
+  it('prose without any call passes through and is counted as forced-but-prose', () => {
+    const chunks = [
+      chunk({ role: 'assistant', content: '' }),
+      chunk({ content: 'I ran it.' }),
+      chunk({}, 'stop'),
+    ];
+    const { out, end } = runHook(hook(), chunks);
+    expect(streamedContent(out)).toBe('I ran it.');
+    expect(end.effects.map((e) => e.kind)).toEqual(['forced-but-prose']);
+  });
+
+  it('usage chunks pass through', () => {
+    const usage = {
+      ...chunk({}),
+      choices: [],
+      usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 },
+    };
+    expect(hook().onChunk(usage)).toEqual([usage]);
+  });
+
+  it('property: streamed content equals the non-streamed content for any chunking', () => {
+    const answer = fc.oneof(
+      fc.string({ unit: 'grapheme' }),
+      fc.string({ unit: 'binary' }),
+      fc
+        .array(fc.constantFrom('"', '\\', '\\u', '😀', '中文', '\n', '\u0001', '}', ' '))
+        .map((a) => a.join('')),
+    );
+    fc.assert(
+      fc.property(
+        answer,
+        fc.array(fc.nat(300), { maxLength: 10 }),
+        fc.constantFrom([], ['  '], ['Intro', ' text'], ['\n']),
+        fc.boolean(),
+        fc.nat(),
+        fc.constantFrom('tool_calls', 'length', 'stop'),
+        (ans, cuts, content, realCall, cutAt, upstreamFinish) => {
+          const full = JSON.stringify({ answer: ans });
+          // Half the runs are cut off (max_tokens), half complete.
+          const args = cutAt % 2 === 0 ? full : full.slice(0, cutAt % (full.length + 1));
+          const sent = request({ tools: [weatherTool, timeTool] });
+          const calls = [call('fa', 'final_answer', args)];
+          if (realCall) calls.push(call('r0', 'get_weather', '{"city":"Paris"}'));
+          const nonStream = p.onResponse!(
+            completion({ content: content.join(''), tool_calls: calls }, upstreamFinish),
+            ctxWith(),
+            forcedMemo,
+            sent,
+            sent,
+          );
+          if (nonStream.action !== 'continue') throw new Error('retry');
+          const expected = nonStream.response.choices[0]!;
+          const { out } = runHook(
+            hook(),
+            finalAnswerStream(splitAt(args, cuts), { content, realCall, finish: upstreamFinish }),
+          );
+          expect(streamedContent(out)).toBe(expected.message.content ?? '');
+          expect(finishOf(out)).toBe(expected.finish_reason);
+          expect(streamedCalls(out).map((c) => c.name)).toEqual(
+            (expected.message.tool_calls ?? []).map((c) => c.function.name),
+          );
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});

@@ -1,0 +1,121 @@
+import type {
+  ChatCompletion,
+  ChatCompletionChunk,
+  ChatCompletionRequest,
+  ChunkChoice,
+  Delta,
+  ToolCall,
+  ToolDef,
+} from '../../protocol/openai.js';
+import { DEFAULT_MODEL_SETTINGS, type ModelSettings } from '../../protocol/settings.js';
+import type { PolicyContext, StreamHook } from '../../policies/types.js';
+
+export function ctxWith(
+  overrides: Partial<PolicyContext> = {},
+  settings: Partial<ModelSettings> = {},
+): PolicyContext {
+  return {
+    model: 'm',
+    settings: { ...DEFAULT_MODEL_SETTINGS, ...settings },
+    requiredRejected: false,
+    attempt: 0,
+    retriesUsed: 0,
+    ...overrides,
+  };
+}
+
+export function tool(name: string, parameters?: Record<string, unknown>): ToolDef {
+  return { type: 'function', function: parameters ? { name, parameters } : { name } };
+}
+
+export const weatherTool = tool('get_weather', {
+  type: 'object',
+  properties: { city: { type: 'string' }, days: { type: 'integer' } },
+  required: ['city'],
+  additionalProperties: false,
+});
+
+export const timeTool = tool('get_time', { type: 'object', properties: {} });
+
+export function request(extra: Partial<ChatCompletionRequest> = {}): ChatCompletionRequest {
+  return { model: 'm', messages: [{ role: 'user', content: 'hi' }], ...extra };
+}
+
+export function call(id: string, name: string, args: string): ToolCall {
+  return { id, type: 'function', function: { name, arguments: args } };
+}
+
+export function completion(
+  message: { content?: string | null; tool_calls?: ToolCall[] },
+  finish: string | null = 'stop',
+): ChatCompletion {
+  const msg: ChatCompletion['choices'][number]['message'] = {
+    role: 'assistant',
+    content: message.content ?? null,
+  };
+  if (message.tool_calls) msg.tool_calls = message.tool_calls;
+  return {
+    id: 'chatcmpl-1',
+    object: 'chat.completion',
+    created: 1,
+    model: 'm',
+    choices: [{ index: 0, message: msg, finish_reason: finish }],
+  };
+}
+
+export function chunk(delta: Delta, finish: string | null = null, index = 0): ChatCompletionChunk {
+  const choice: ChunkChoice = { index, delta, finish_reason: finish };
+  return { id: 'chatcmpl-s', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [choice] };
+}
+
+/** Runs chunks through a hook and returns everything it emitted, plus the end result. */
+export function runHook(hook: StreamHook, chunks: ChatCompletionChunk[]) {
+  const out: ChatCompletionChunk[] = [];
+  for (const c of chunks) out.push(...hook.onChunk(c));
+  const end = hook.onEnd();
+  out.push(...end.chunks);
+  return { out, end };
+}
+
+/** Concatenated content of emitted chunks (choice 0). */
+export function streamedContent(chunks: ChatCompletionChunk[]): string {
+  return chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');
+}
+
+/** Tool calls assembled the way an OpenAI client does (choice 0). */
+export function streamedCalls(
+  chunks: ChatCompletionChunk[],
+): Array<{ index: number; id: string; name: string; args: string }> {
+  const calls = new Map<number, { index: number; id: string; name: string; args: string }>();
+  for (const c of chunks) {
+    for (const td of c.choices[0]?.delta.tool_calls ?? []) {
+      const cur = calls.get(td.index) ?? { index: td.index, id: '', name: '', args: '' };
+      if (td.id) cur.id = td.id;
+      if (td.function?.name) cur.name += td.function.name;
+      if (td.function?.arguments) cur.args += td.function.arguments;
+      calls.set(td.index, cur);
+    }
+  }
+  return [...calls.values()].sort((a, b) => a.index - b.index);
+}
+
+export function finishOf(chunks: ChatCompletionChunk[]): string | null {
+  for (const c of chunks) {
+    const f = c.choices[0]?.finish_reason;
+    if (f) return f;
+  }
+  return null;
+}
+
+/** Splits `text` at the given cut points (sorted, deduplicated). */
+export function splitAt(text: string, cuts: number[]): string[] {
+  const points = [...new Set(cuts.map((c) => Math.max(0, Math.min(text.length, c))))].sort((a, b) => a - b);
+  const parts: string[] = [];
+  let prev = 0;
+  for (const p of points) {
+    parts.push(text.slice(prev, p));
+    prev = p;
+  }
+  parts.push(text.slice(prev));
+  return parts;
+}
