@@ -299,6 +299,26 @@ describe('corrective retry', () => {
     expect(chatRequests(stack)).toHaveLength(2);
   });
 
+  it('an unparsable leak is re-asked, showing the expected call format', async () => {
+    const scenario = JSON.stringify([
+      { raw: '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"]]}\n</tool_call>' },
+      { call: [{ name: 'get_weather', arguments: { city: 'Paris' } }] },
+    ]);
+    stack = await startStack({ file: { defaults: { forceToolUse: false } } });
+    const res = await stack.client.chat.completions.create(
+      { model: 'sim', messages: [{ role: 'user', content: 'Paris?' }], tools: [weatherTool] },
+      { headers: { 'x-sim-scenario': scenario } },
+    );
+    const call = res.choices[0]!.message.tool_calls![0]!;
+    if (call.type !== 'function') throw new Error('not a function call');
+    expect(JSON.parse(call.function.arguments)).toEqual({ city: 'Paris' });
+    expect(chatRequests(stack)).toHaveLength(2);
+    const feedback = JSON.stringify(bodyOf(stack, 1).messages.slice(2));
+    expect(feedback).toMatch(/could not be parsed|not be parsed|parse/i);
+    const metrics = await (await fetch(`${stack.origin}/metrics`)).text();
+    expect(metrics).toMatch(/toolproof_leaks_total\{[^}]*outcome="unrecovered"[^}]*\} 1/);
+  });
+
   it('a second failure is returned as it is, never looped', async () => {
     const alwaysBad = JSON.stringify([
       { call: [{ name: 'get_weather', arguments: { city: 'Paris', days: 'three' } }] },
