@@ -61,7 +61,12 @@ function recoverChoiceMessage(
   if (!content && !reasoningIn) return { message, added: 0, leaks: [] };
   const result = recoverMessage(
     { content, reasoning: reasoningIn },
-    { tools: declaredTools(sent), parsers: ctx.settings.parsers, newId: idFactory(responseId, choiceIndex) },
+    {
+      tools: declaredTools(sent),
+      parsers: ctx.settings.parsers,
+      newId: idFactory(responseId, choiceIndex),
+      startsInReasoning: ctx.settings.startsInReasoning,
+    },
   );
   const unchanged =
     result.calls.length === 0 &&
@@ -129,6 +134,7 @@ function createStreamHook(ctx: PolicyContext, _memo: unknown, sent: ChatCompleti
         tools: declaredTools(sent),
         parsers: ctx.settings.parsers,
         newId: idFactory(String(chunk.id ?? ''), 0),
+        startsInReasoning: ctx.settings.startsInReasoning,
       });
     }
     return stream;

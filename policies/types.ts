@@ -38,7 +38,13 @@ export type RequestDecision =
 export type ResponseDecision =
   | { action: 'continue'; response: ChatCompletion; effects: PolicyEffect[] }
   /** Ask the pipeline to send `request` upstream instead (corrective retry). Never loops: ctx.retriesUsed bounds it. */
-  | { action: 'retry'; request: ChatCompletionRequest; reason: string; effects: PolicyEffect[]; failed: ChatCompletion };
+  | {
+      action: 'retry';
+      request: ChatCompletionRequest;
+      reason: string;
+      effects: PolicyEffect[];
+      failed: ChatCompletion;
+    };
 
 export interface StreamEnd {
   chunks: ChatCompletionChunk[];
@@ -60,7 +66,11 @@ export interface Policy {
   /**
    * `original` is the client's request as received; `request` the one being rewritten.
    */
-  onRequest?(request: ChatCompletionRequest, ctx: PolicyContext, original: ChatCompletionRequest): RequestDecision;
+  onRequest?(
+    request: ChatCompletionRequest,
+    ctx: PolicyContext,
+    original: ChatCompletionRequest,
+  ): RequestDecision;
   onResponse?(
     response: ChatCompletion,
     ctx: PolicyContext,

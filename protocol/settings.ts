@@ -28,6 +28,11 @@ export interface ModelSettings {
   parsers: readonly string[] | 'all';
   /** 'auto': recover leaks only when the request declares tools; 'always': also without; 'off'. */
   recovery: 'auto' | 'always' | 'off';
+  /**
+   * The chat template opens <think> in the prompt (Qwen3 thinking, DeepSeek-R1): output is
+   * reasoning until a bare </think>. Off by default: only a leading <think> opens reasoning.
+   */
+  startsInReasoning: boolean;
   /** Forced tool use: add final_answer and send tool_choice "required" when the client said auto/absent. */
   forceToolUse: boolean;
   /** The synthetic tool's name (a non-colliding variant is chosen if the client declares it). */
@@ -47,6 +52,7 @@ export const DEFAULT_MISSING_RESULT_CONTENT =
 export const DEFAULT_MODEL_SETTINGS: ModelSettings = Object.freeze({
   parsers: 'all',
   recovery: 'auto',
+  startsInReasoning: false,
   forceToolUse: true,
   finalAnswerTool: 'final_answer',
   fallbackTtlSeconds: 3600,

@@ -68,6 +68,7 @@ const settingsSchema = {
   properties: {
     parsers: { anyOf: [{ const: 'all' }, { type: 'array', items: { type: 'string', minLength: 1 } }] },
     recovery: { enum: ['auto', 'always', 'off'] },
+    startsInReasoning: { type: 'boolean' },
     forceToolUse: { type: 'boolean' },
     finalAnswerTool: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$' },
     fallbackTtlSeconds: { type: 'number', minimum: 0 },

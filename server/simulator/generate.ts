@@ -35,6 +35,21 @@ export interface GenerateContext {
   maxTokens: number | null;
   /** The request's parallel_tool_calls (vLLM keeps only the first call when false). */
   parallelToolCalls?: boolean;
+  /** The request's response_format. */
+  responseFormat?: unknown;
+}
+
+/**
+ * Structured output: a json_schema is enforced by both backends (and wins over tools in
+ * llama-server); json_object is enforced by vLLM only (llama-server's random model ignores it).
+ */
+function structuredContent(prose: string, ctx: GenerateContext): string | null {
+  const rf = ctx.responseFormat;
+  if (typeof rf !== 'object' || rf === null) return null;
+  const { type, json_schema: js } = rf as { type?: unknown; json_schema?: { schema?: unknown } };
+  if (type === 'json_schema') return JSON.stringify(sampleArguments(js?.schema));
+  if (type === 'json_object' && ctx.personality === 'vllm') return JSON.stringify({ answer: prose });
+  return null;
 }
 
 function argsObject(call: ScriptedCall): Record<string, unknown> {
@@ -99,7 +114,11 @@ function spend(text: string, budget: Budget): string {
   return out;
 }
 
-export function generate(action: TurnAction, ctx: GenerateContext): Outcome {
+export function generate(scripted: TurnAction, ctx: GenerateContext): Outcome {
+  const action =
+    scripted.whenRequired && ctx.toolChoice === 'required' && !ctx.ignoreRequired && ctx.tools.length > 0
+      ? scripted.whenRequired
+      : scripted;
   const behaviour: Behaviour = action;
   if ('error' in action && !action.error.midStream) return { kind: 'error', error: action.error };
 
@@ -119,6 +138,25 @@ export function generate(action: TurnAction, ctx: GenerateContext): Outcome {
     leakedCalls = leak.calls.map((c) => ({ name: c.name, arguments: argsText(c) }));
   }
 
+  if ('say' in action) {
+    const structured = structuredContent(action.say, ctx);
+    if (structured !== null)
+      return applyChoiceAndLimits(action, { ...ctx, tools: [] }, structured, [], behaviour);
+  }
+  return applyChoiceAndLimits(action, ctx, content, calls, behaviour, leakedCalls);
+}
+
+/** tool_choice, reasoning and length limits, applied to the raw output. */
+function applyChoiceAndLimits(
+  action: TurnAction,
+  ctx: GenerateContext,
+  rawContent: string,
+  rawCalls: GeneratedCall[],
+  behaviour: Behaviour,
+  leakedCalls: GeneratedCall[] = [],
+): Outcome {
+  let content = rawContent;
+  let calls = rawCalls;
   const tools = ctx.tools;
   const choice = ctx.toolChoice;
   const named = namedChoice(choice);
@@ -146,6 +184,10 @@ export function generate(action: TurnAction, ctx: GenerateContext): Outcome {
 
   // vLLM drops every call after the first when parallel_tool_calls is false; llama-server does not.
   if (ctx.personality === 'vllm' && ctx.parallelToolCalls === false) calls = calls.slice(0, 1);
+
+  // llama-server's PEG parser strips leading whitespace from content when tools are active.
+  if (ctx.personality === 'llama-server' && tools.length > 0 && choice !== 'none')
+    content = content.trimStart();
 
   let reasoning: string | null = null;
   if (typeof action.think === 'string') {

@@ -5,6 +5,7 @@
  */
 import { parseLikeNlohmann } from './nlohmann-json.js';
 import { jsonTypeName, type SimError } from './personality.js';
+import { strictHistoryProblem } from './history-checks.js';
 import type { LlamaTemplate, SimulatorOptions } from './types.js';
 
 type Obj = Record<string, unknown>;
@@ -80,35 +81,6 @@ function templateError(
         if (typeof id !== 'string' || !NINE.test(id)) return bad(JINJA.mistralResultId);
       }
     }
-  }
-  return null;
-}
-
-/** strictHistory: the checks a stricter template or backend makes. Shared message texts for both personalities. */
-export function strictHistoryProblem(messages: Obj[]): string | null {
-  const pending = new Set<string>();
-  const known = new Set<string>();
-  for (const m of messages) {
-    if (m.role !== 'tool' && pending.size > 0) {
-      return `Assistant tool call(s) ${[...pending].join(', ')} are not followed by their tool result message(s)`;
-    }
-    if (m.role === 'assistant' && Array.isArray(m.tool_calls)) {
-      for (const tc of m.tool_calls) {
-        if (isObj(tc) && typeof tc.id === 'string') {
-          pending.add(tc.id);
-          known.add(tc.id);
-        }
-      }
-    }
-    if (m.role === 'tool') {
-      const id = typeof m.tool_call_id === 'string' ? m.tool_call_id : '';
-      if (!known.has(id))
-        return `Tool message with tool_call_id '${id}' does not match any previous tool call`;
-      pending.delete(id);
-    }
-  }
-  if (pending.size > 0) {
-    return `Assistant tool call(s) ${[...pending].join(', ')} are not followed by their tool result message(s)`;
   }
   return null;
 }

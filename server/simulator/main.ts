@@ -15,7 +15,7 @@ const USAGE = `Usage: tsx server/simulator/main.ts [options]
   --model NAME                      reported model name
   --reject-required                 answer tool_choice "required" with the backend's real 400
   --ignore-required                 treat "required" like "auto"
-  --strict-history                  reject calls without results, orphan results, invalid-JSON arguments
+  --strict-history                  reject calls without results and orphan tool results
   --nine-char-ids                   Mistral rule: tool-call ids must be 9 alphanumerics
   --template chatml|qwen3-coder|llama3|mistral   llama-server chat template rules
   --api-key KEY                     require this key (--api-key of either backend)

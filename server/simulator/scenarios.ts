@@ -79,6 +79,8 @@ const demo: ScenarioFn = (ctx) => {
     case 1:
       return {
         say: `I called ${call.name} for you and it worked: everything looks fine. (No tool was actually called.)`,
+        // Under "required" the same model has to pick a tool, and picks the real one.
+        whenRequired: { call: [call] },
       };
     default:
       return { call: [call] };

@@ -54,6 +54,11 @@ export interface Behaviour {
   /** Reasoning text: `reasoning_content` by default, or `<think>` text in content with thinkAsText. */
   think?: string;
   thinkAsText?: boolean;
+  /**
+   * What the model does instead when tool_choice "required" is in force (guided decoding).
+   * A model that would have answered in prose, claiming it ran a tool, actually calls it.
+   */
+  whenRequired?: TurnAction;
 }
 
 export type TurnAction = Behaviour &
@@ -103,7 +108,11 @@ export interface SimulatorOptions {
   rejectRequired?: boolean;
   /** Treat "required" like "auto" (the model may answer in prose). */
   ignoreRequired?: boolean;
-  /** Reject broken histories: a call without its result, an orphan result, invalid-JSON arguments. */
+  /**
+   * Reject a call not followed by its result and a tool message whose id matches no call (400).
+   * Invalid-JSON history arguments are rejected whatever this says, as both backends do:
+   * llama-server 500 "Failed to parse tool call arguments as JSON: …", vLLM 400 (json.loads error).
+   */
   strictHistory?: boolean;
   /** Mistral templates: tool-call ids must be 9 alphanumerics (llama-server's real 400). */
   nineCharIds?: boolean;

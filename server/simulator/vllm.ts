@@ -4,7 +4,7 @@
  * tool calls, a first streamed delta `{"role":"assistant","content":""}`, tool-call deltas that
  * open with id/type/name and empty arguments, errors nested under `error` with an int `code`.
  */
-import { strictHistoryProblem } from './llama-server-validate.js';
+import { strictHistoryProblem } from './history-checks.js';
 import type { Generation } from './generate.js';
 import { pyLiteral } from './leak-formats.js';
 import { contentLogprobs } from './logprobs.js';
@@ -61,8 +61,8 @@ function pydanticError(kind: string, field: string, msg: string, input: unknown)
   return validationError(kind, ['body', field], msg, input);
 }
 
-/** Python json.JSONDecodeError wording and position for the common V8 messages. */
-function jsonDecodeError(raw: string, v8Message: string): SimError {
+/** Python json.JSONDecodeError's reason and position, from V8's JSON.parse message. */
+function pythonJsonError(raw: string, v8Message: string): { reason: string; pos: number; text: string } {
   const pos = Number(/position (\d+)/.exec(v8Message)?.[1] ?? raw.length);
   const table: Array<[RegExp, string]> = [
     [/property name/, 'Expecting property name enclosed in double quotes'],
@@ -72,7 +72,32 @@ function jsonDecodeError(raw: string, v8Message: string): SimError {
     [/non-whitespace character after JSON/, 'Extra data'],
   ];
   const reason = table.find(([re]) => re.test(v8Message))?.[1] ?? 'Expecting value';
+  const before = raw.slice(0, pos);
+  const line = before.split('\n').length;
+  const col = pos - before.lastIndexOf('\n');
+  return { reason, pos, text: `${reason}: line ${line} column ${col} (char ${pos})` };
+}
+
+function jsonDecodeError(raw: string, v8Message: string): SimError {
+  const { reason, pos } = pythonJsonError(raw, v8Message);
   return validationError('json_invalid', ['body', pos], 'JSON decode error', {}, { error: reason });
+}
+
+/** vLLM json.loads() every string `arguments` in history (chat_utils), so bad JSON is always a 400. */
+function historyArgumentsError(messages: Obj[]): SimError | null {
+  for (const m of messages) {
+    if (m.role !== 'assistant' || !Array.isArray(m.tool_calls)) continue;
+    for (const tc of m.tool_calls) {
+      const args = isObj(tc) && isObj(tc.function) ? tc.function.arguments : undefined;
+      if (typeof args !== 'string' || args === '') continue;
+      try {
+        JSON.parse(args);
+      } catch (err) {
+        return bad(pythonJsonError(args, (err as Error).message).text);
+      }
+    }
+  }
+  return null;
 }
 
 function usage(meta: ResponseMeta) {
@@ -141,20 +166,10 @@ function validate(body: Obj, options: SimulatorOptions): SimError | null {
   if (options.rejectRequired && choice === 'required') {
     return bad('tool_choice must either be a named tool, "auto", or "none".');
   }
+  const messages = body.messages.filter(isObj);
+  const argsError = historyArgumentsError(messages);
+  if (argsError) return argsError;
   if (options.strictHistory) {
-    const messages = body.messages.filter(isObj);
-    for (const m of messages) {
-      if (!Array.isArray(m.tool_calls)) continue;
-      for (const tc of m.tool_calls) {
-        const args = isObj(tc) && isObj(tc.function) ? tc.function.arguments : undefined;
-        if (typeof args !== 'string') continue;
-        try {
-          JSON.parse(args);
-        } catch {
-          return bad(`Invalid JSON in tool call arguments: ${JSON.stringify(args)}`);
-        }
-      }
-    }
     const problem = strictHistoryProblem(messages);
     if (problem) return bad(problem);
   }

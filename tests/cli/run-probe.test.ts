@@ -48,8 +48,11 @@ describe('runProbe against the simulator', () => {
     });
     expect(report.backend.kind).toBe('vllm');
     expect(report.leakFormats).toEqual([]);
-    expect(report.verdicts.map((v) => v.level)).toEqual(['ok']);
-    expect(report.settings).toEqual([]);
+    // vLLM parses every historical `arguments` string: a malformed one is a 400, which toolproof's
+    // history repair handles; that is the only finding for a matched backend.
+    expect(report.verdicts.map((v) => v.level)).toEqual(['warn']);
+    expect(report.verdicts[0]!.text).toContain('historyRepair.enabled');
+    expect(report.settings).toEqual([{ path: 'historyRepair.enabled', value: true }]);
     expect(status(report, 'required-accepted')).toBe('ok');
     expect(status(report, 'named-tool-choice')).toBe('ok');
   });
@@ -83,7 +86,8 @@ describe('runProbe against the simulator', () => {
     const mismatched = renderReport(await probe({ personality: 'vllm', scenario: 'leak-qwen3-coder' }));
     expect(matched).toContain(`unmemorizable │ tool ${RUNS} · leak 0 · prose 0 · err 0`);
     expect(mismatched).toContain(`unmemorizable │ tool 0 · leak ${RUNS} · prose 0 · err 0`);
-    expect(matched).toMatch(/OK {3}structured tool calls in every cell/);
+    expect(matched).not.toMatch(/FAIL/);
+    expect(matched).toContain(`memorizable   │ tool ${RUNS} · leak 0 · prose 0 · err 0`);
     expect(mismatched).toMatch(/FAIL the model emits qwen3-coder/);
   });
 

@@ -118,3 +118,23 @@ describe('leaks hidden in a llama-server 500 are recovered into a 200', () => {
     expect(metrics).toMatch(/toolproof_leaks_total\{[^}]*source="error"[^}]*outcome="recovered"[^}]*\} 1/);
   });
 });
+
+describe('reasoning', () => {
+  it('a template that opens <think> in the prompt: text up to a bare </think> is reasoning, the call after it is recovered', async () => {
+    const stack = await startStack({ file: { defaults: { forceToolUse: false, startsInReasoning: true } } });
+    const raw =
+      'The user wants Paris weather.</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>';
+    const scenario = JSON.stringify([{ raw }]);
+    const res = await stack.client.chat.completions.create(
+      { model: 'sim', messages: [{ role: 'user', content: 'x' }], tools: [weatherTool] },
+      { headers: { 'x-sim-scenario': scenario } },
+    );
+    const msg = res.choices[0]!.message as (typeof res.choices)[0]['message'] & {
+      reasoning_content?: string;
+    };
+    expect(msg.reasoning_content).toBe('The user wants Paris weather.');
+    expect(msg.tool_calls).toHaveLength(1);
+    expect(msg.content ?? null).toBeNull();
+    await stack.close();
+  });
+});

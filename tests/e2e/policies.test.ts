@@ -116,6 +116,46 @@ describe('forced tool use', () => {
   });
 });
 
+describe('the demo model (npm start with no upstream)', () => {
+  it('its three habits (leak, prose claiming it ran the tool, proper call) all reach the client as real tool calls', async () => {
+    stack = await startStack({ sim: { scenario: 'demo' } });
+    const questions = [
+      'Weather in Paris?',
+      'Weather in Rome?',
+      'Weather in Oslo?',
+      'Weather in Lima?',
+      'Weather in Pune?',
+      'Weather in Nice?',
+    ];
+    for (const q of questions) {
+      const res = await stack.client.chat.completions.create({
+        model: 'sim',
+        messages: [{ role: 'user', content: q }],
+        tools: [weatherTool],
+      });
+      const calls = res.choices[0]!.message.tool_calls ?? [];
+      expect(calls, q).toHaveLength(1);
+    }
+    const direct = await Promise.all(
+      questions.map(async (q) => {
+        const r = await fetch(`${stack!.sim.url}/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            model: 'sim',
+            messages: [{ role: 'user', content: q }],
+            tools: [weatherTool],
+          }),
+        });
+        const j = (await r.json()) as { choices: Array<{ message: { tool_calls?: unknown[] } }> };
+        return (j.choices[0]!.message.tool_calls ?? []).length;
+      }),
+    );
+    // Without toolproof (tool_choice auto) some of the same questions get no structured call.
+    expect(direct.filter((n) => n === 0).length).toBeGreaterThan(0);
+  });
+});
+
 describe('fallback once', () => {
   it('a backend that rejects "required" gets "auto" once, and toolproof remembers', async () => {
     stack = await startStack({ sim: { scenario: 'prose', rejectRequired: true } });

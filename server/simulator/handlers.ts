@@ -1,0 +1,208 @@
+/**
+ * Request handlers for the model endpoints (chat, completions, embeddings): scenario choice,
+ * generation, and the stream / non-stream answer. Routing and recording live in http-server.ts.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ChatMessage, ToolDef } from '../../protocol/openai.js';
+import {
+  completionId,
+  completionText,
+  embeddingsResponse,
+  textCompletion,
+  textCompletionChunks,
+} from './extra-endpoints.js';
+import { type Generation, generate } from './generate.js';
+import type { PersonalityImpl, ResponseMeta, SimError, SimStats } from './personality.js';
+import { resolveScenario, turnContext } from './scenarios.js';
+import { type StreamState, sleep, sseEvent, writeSse } from './sse-writer.js';
+import { countTokens, splitTokens } from './tokens.js';
+import type { RecordedAbort, RecordedRequest, ScenarioFn, SimulatorOptions, TurnAction } from './types.js';
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export const SCENARIO_HEADER = 'x-sim-scenario';
+
+export interface Ctx {
+  options: SimulatorOptions;
+  p: PersonalityImpl;
+  scenario: ScenarioFn;
+  stats: SimStats;
+  requests: RecordedRequest[];
+  aborts: RecordedAbort[];
+}
+
+export function origin(req: IncomingMessage): string | undefined {
+  const o = req.headers.origin;
+  return typeof o === 'string' ? o : undefined;
+}
+
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  headers: Record<string, string>,
+  body: unknown,
+): void {
+  const text = body === null ? '' : JSON.stringify(body);
+  res.writeHead(status, { ...headers, 'Content-Length': String(Buffer.byteLength(text)) });
+  res.end(text);
+}
+
+export function sendError(ctx: Ctx, req: IncomingMessage, res: ServerResponse, err: SimError): void {
+  sendJson(res, err.status, ctx.p.errorHeaders(origin(req)), ctx.p.errorBody(err, ctx.options));
+}
+
+function promptTokens(body: Obj): number {
+  return Math.max(1, countTokens(JSON.stringify(body.messages ?? body.prompt ?? '')));
+}
+
+function maxTokens(body: Obj): number | null {
+  const v = body.max_completion_tokens ?? body.max_tokens;
+  return typeof v === 'number' && v > 0 ? v : null;
+}
+
+function includeUsage(body: Obj): boolean {
+  return isObj(body.stream_options) && body.stream_options.include_usage === true;
+}
+
+function pickScenario(ctx: Ctx, req: IncomingMessage): { fn: ScenarioFn } | { error: SimError } {
+  const header = req.headers[SCENARIO_HEADER];
+  if (typeof header !== 'string' || header === '') return { fn: ctx.scenario };
+  try {
+    // Header values are Latin-1 on the wire: non-ASCII scenarios travel as `b64:<base64 of UTF-8 JSON>`.
+    const text = header.startsWith('b64:') ? Buffer.from(header.slice(4), 'base64').toString('utf8') : header;
+    return { fn: resolveScenario(text) };
+  } catch (err) {
+    return {
+      error: { status: 400, message: `simulator: ${(err as Error).message}`, type: 'invalid_request_error' },
+    };
+  }
+}
+
+/** Non-stream answers honour stall and die too: a hung or dropped backend before any byte. */
+function hangOrDie(res: ServerResponse, action: TurnAction): boolean {
+  if (action.dieAfterChunks !== undefined) {
+    res.socket?.destroy();
+    return true;
+  }
+  return action.stallAfterChunks !== undefined;
+}
+
+export async function handleChat(
+  ctx: Ctx,
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: Obj,
+  state: StreamState,
+) {
+  const { p, options } = ctx;
+  const invalid = p.validateChat(body, options);
+  if (invalid) return sendError(ctx, req, res, invalid);
+  const picked = pickScenario(ctx, req);
+  if ('error' in picked) return sendError(ctx, req, res, picked.error);
+  const messages = (body.messages as ChatMessage[]).filter(isObj) as ChatMessage[];
+  const tools = (Array.isArray(body.tools) ? body.tools : []).filter(isObj) as ToolDef[];
+  const action = picked.fn(turnContext(messages, tools));
+  const outcome = generate(action, {
+    personality: p.name,
+    tools,
+    toolChoice: body.tool_choice,
+    ignoreRequired: options.ignoreRequired === true,
+    maxTokens: maxTokens(body),
+    parallelToolCalls: typeof body.parallel_tool_calls === 'boolean' ? body.parallel_tool_calls : undefined,
+    responseFormat: body.response_format,
+  });
+  if (action.delayMs) await sleep(action.delayMs);
+  if (state.closed) return;
+  if (outcome.kind === 'error') return sendError(ctx, req, res, outcome.error);
+  const gen = outcome.generation;
+  const meta = buildMeta(ctx, body, gen);
+  ctx.stats.promptTokens += meta.promptTokens;
+  ctx.stats.generationTokens += meta.completionTokens;
+  ctx.stats.ttftSeconds.push((action.delayMs ?? 0) / 1000);
+  if (body.stream === true) {
+    const events = p.chunks(gen, meta).map(sseEvent);
+    if (gen.midStreamError) {
+      const { event, done } = p.midStreamError(gen.midStreamError);
+      events.push(sseEvent(event));
+      if (done) events.push(sseEvent('[DONE]'));
+    } else {
+      events.push(sseEvent('[DONE]'));
+    }
+    return writeSse(res, p.okHeaders('sse', origin(req)), events, action, state, p.name === 'llama-server');
+  }
+  if (hangOrDie(res, action)) return;
+  if (gen.midStreamError) return sendError(ctx, req, res, gen.midStreamError);
+  sendJson(res, 200, p.okHeaders('json', origin(req)), p.completion(gen, meta));
+}
+
+function buildMeta(ctx: Ctx, body: Obj, gen: Generation): ResponseMeta {
+  const pieces =
+    splitTokens(gen.content).length +
+    (gen.reasoning ? splitTokens(gen.reasoning).length : 0) +
+    gen.calls.reduce((a, c) => a + splitTokens(c.arguments).length + 3, 0);
+  return {
+    id: ctx.p.completionId(),
+    created: Math.floor(Date.now() / 1000),
+    model: ctx.p.modelName(ctx.options),
+    promptTokens: promptTokens(body),
+    completionTokens: Math.max(1, pieces),
+    includeUsage: includeUsage(body),
+    toolCallIds: gen.calls.map(() => ctx.p.toolCallId()),
+    reasoningField:
+      ctx.p.name === 'vllm' ? (ctx.options.reasoningField ?? 'reasoning_content') : 'reasoning_content',
+    logprobs: body.logprobs === true ? (typeof body.top_logprobs === 'number' ? body.top_logprobs : 0) : null,
+  };
+}
+
+export async function handleCompletions(
+  ctx: Ctx,
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: Obj,
+  state: StreamState,
+) {
+  const prompt = Array.isArray(body.prompt) ? body.prompt.join('\n') : String(body.prompt ?? '');
+  const picked = pickScenario(ctx, req);
+  if ('error' in picked) return sendError(ctx, req, res, picked.error);
+  const action = picked.fn(turnContext([{ role: 'user', content: prompt }], []));
+  const outcome = generate(action, {
+    personality: ctx.p.name,
+    tools: [],
+    toolChoice: undefined,
+    ignoreRequired: true,
+    maxTokens: maxTokens(body),
+  });
+  if (action.delayMs) await sleep(action.delayMs);
+  if (outcome.kind === 'error') return sendError(ctx, req, res, outcome.error);
+  const text = completionText(outcome.generation);
+  const meta = {
+    id: completionId(ctx.p.name),
+    created: Math.floor(Date.now() / 1000),
+    model: ctx.p.modelName(ctx.options),
+    promptTokens: Math.max(1, countTokens(prompt)),
+    includeUsage: includeUsage(body),
+  };
+  const finish = outcome.generation.finish === 'length' ? 'length' : 'stop';
+  if (body.stream === true) {
+    const events = [...textCompletionChunks(text, finish, meta).map(sseEvent), sseEvent('[DONE]')];
+    return writeSse(res, ctx.p.okHeaders('sse', origin(req)), events, action, state);
+  }
+  sendJson(res, 200, ctx.p.okHeaders('json', origin(req)), textCompletion(text, finish, meta));
+}
+
+export function handleEmbeddings(ctx: Ctx, req: IncomingMessage, res: ServerResponse, body: Obj) {
+  const input = body.input;
+  const inputs = Array.isArray(input)
+    ? input.map((x) => (typeof x === 'string' ? x : JSON.stringify(x)))
+    : [String(input ?? '')];
+  const created = Math.floor(Date.now() / 1000);
+  const payload = embeddingsResponse(
+    inputs,
+    ctx.options.embeddingDims ?? 16,
+    ctx.p.modelName(ctx.options),
+    ctx.p.name,
+    created,
+  );
+  sendJson(res, 200, ctx.p.okHeaders('json', origin(req)), payload);
+}
