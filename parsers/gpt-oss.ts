@@ -1,0 +1,88 @@
+/**
+ * gpt-oss (harmony): <|start|>assistant<|channel|>analysis<|message|>…<|end|> is reasoning,
+ * <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{…}<|call|> is a call
+ * (the recipient may also sit in the role header: <|start|>assistant to=functions.NAME<|channel|>…),
+ * <|channel|>final<|message|>…<|return|> is content. Each <|start|>/<|channel|> block is one
+ * envelope, ending at <|end|>, <|call|>, <|return|>, the next block, or the end of output.
+ */
+import { defineFamily } from './define.js';
+import type { EnvelopeMatch, MatchResult } from './family.js';
+import { decodeBody } from './util/envelope.js';
+
+const START = '<|start|>';
+const CHANNEL = '<|channel|>';
+const MESSAGE = '<|message|>';
+const CONSTRAIN = '<|constrain|>';
+const TERMINATORS = ['<|end|>', '<|call|>', '<|return|>'];
+const NEXT_BLOCK = [START, CHANNEL];
+
+/** First terminator or next block at/after i: [index, length consumed]. */
+function bodyEnd(text: string, i: number): { at: number; len: number } | null {
+  let at = text.indexOf('<|', i);
+  while (at >= 0) {
+    for (const t of TERMINATORS) if (text.startsWith(t, at)) return { at, len: t.length };
+    for (const t of NEXT_BLOCK) if (text.startsWith(t, at)) return { at, len: 0 };
+    at = text.indexOf('<|', at + 2);
+  }
+  return null;
+}
+
+function recipientOf(header: string): string | undefined {
+  const k = header.indexOf('to=');
+  if (k < 0) return undefined;
+  let e = k + 3;
+  while (e < header.length && !/[\s<]/.test(header[e] ?? '')) e++;
+  return header.slice(k + 3, e);
+}
+
+export const gptOss = defineFamily({
+  name: 'gpt-oss',
+  markers: [START, CHANNEL],
+  priority: 10,
+  backend: { vllm: 'openai', llamacpp: 'GPT-OSS', sglang: 'gpt-oss' },
+  match({ text, start, final, find }): MatchResult {
+    const msg = find(MESSAGE, start);
+    if (msg < 0) {
+      // decided as soon as the header could no longer be short, so prose holding a stray token streams on
+      if (final || text.length - start > 512 + MESSAGE.length) {
+        return { end: text.length, calls: [], error: 'harmony header without message', truncated: true };
+      }
+      return 'need-more';
+    }
+    const header = text.slice(start, msg);
+    // a header is short; a very long one means this is not a harmony block
+    if (header.length > 512) return { end: start + 1, calls: [], error: 'harmony header too long' };
+    const bodyStart = msg + MESSAGE.length;
+    const be = bodyEnd(text, bodyStart);
+    if (!be && !final) return 'need-more';
+    const bodyStop = be ? be.at : text.length;
+    const end = be ? be.at + be.len : text.length;
+    const body = text.slice(bodyStart, bodyStop);
+    const ch = header.indexOf(CHANNEL);
+    const channelText = ch < 0 ? '' : header.slice(ch + CHANNEL.length).replace(CONSTRAIN, ' ');
+    const channel = channelText.trim().split(/\s+/)[0] ?? '';
+    const recipient = recipientOf(header);
+    const truncated = !be;
+    if (recipient !== undefined) {
+      const d = decodeBody(body, truncated);
+      // a built-in recipient (browser.search, python) keeps its dotted name: the safety rules reject it whole
+      if (!recipient.startsWith('functions.'))
+        return { end, calls: [{ name: recipient, arguments: d?.value ?? body }] };
+      if (!d) return { end, calls: [], error: 'arguments are not JSON', ...(truncated ? { truncated } : {}) };
+      const m: EnvelopeMatch = {
+        end,
+        calls: [
+          {
+            name: recipient.slice('functions.'.length),
+            arguments: d.value,
+            ...(d.repairs.length ? { repairs: d.repairs } : {}),
+          },
+        ],
+      };
+      if (truncated) m.truncated = true;
+      return m;
+    }
+    if (channel === 'analysis') return { end, calls: [], reasoning: body, control: true };
+    return { end, calls: [], content: body, control: true };
+  },
+});

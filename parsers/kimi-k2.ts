@@ -1,0 +1,60 @@
+/**
+ * Kimi K2: <|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}<|tool_call_end|>…<|tool_calls_section_end|>.
+ * The whole section is one envelope (all or nothing). The call id (functions.NAME:0) is kept,
+ * as the Kimi template expects it back in history.
+ */
+import { defineFamily } from './define.js';
+import type { MatchResult } from './family.js';
+import type { ParsedCall } from './types.js';
+import { decodeBody, delimitedEnvelope } from './util/envelope.js';
+import { skipWs } from './util/json-scan.js';
+
+const SECTION_OPEN = '<|tool_calls_section_begin|>';
+const SECTION_CLOSE = '<|tool_calls_section_end|>';
+const CALL_OPEN = '<|tool_call_begin|>';
+const CALL_CLOSE = '<|tool_call_end|>';
+const ARGS = '<|tool_call_argument_begin|>';
+
+function parseCalls(body: string, truncated: boolean): { calls: ParsedCall[] } | { error: string } {
+  const calls: ParsedCall[] = [];
+  let i = skipWs(body, 0);
+  while (i < body.length) {
+    if (!body.startsWith(CALL_OPEN, i)) return { error: 'unexpected text in tool calls section' };
+    const a = body.indexOf(ARGS, i + CALL_OPEN.length);
+    if (a < 0) return { error: 'no argument marker' };
+    const id = body.slice(i + CALL_OPEN.length, a).trim();
+    let e = body.indexOf(CALL_CLOSE, a + ARGS.length);
+    const open = e < 0;
+    if (open && !truncated) return { error: 'unclosed tool call' };
+    if (open) e = body.length;
+    // functions.get_weather:0 -> get_weather
+    const dot = id.startsWith('functions.') ? 'functions.'.length : 0;
+    const colon = id.lastIndexOf(':');
+    const name = id.slice(dot, colon > dot ? colon : id.length);
+    if (name === '') return { error: 'no function name' };
+    const d = decodeBody(body.slice(a + ARGS.length, e), truncated);
+    if (!d) return { error: 'arguments are not JSON' };
+    calls.push({ name, arguments: d.value, id, ...(d.repairs.length ? { repairs: d.repairs } : {}) });
+    i = skipWs(body, open ? body.length : e + CALL_CLOSE.length);
+  }
+  return calls.length ? { calls } : { error: 'empty tool calls section' };
+}
+
+const section = delimitedEnvelope({
+  end: SECTION_CLOSE,
+  parseBody: (b, _c, info) => parseCalls(b, info.truncated),
+});
+const single = delimitedEnvelope({
+  end: CALL_CLOSE,
+  parseBody: (b, _c, info) => parseCalls(CALL_OPEN + b + (info.truncated ? '' : CALL_CLOSE), info.truncated),
+});
+
+export const kimiK2 = defineFamily({
+  name: 'kimi-k2',
+  markers: [SECTION_OPEN, CALL_OPEN],
+  priority: 10,
+  backend: { vllm: 'kimi_k2', llamacpp: 'Kimi K2', sglang: 'kimi_k2' },
+  match(input): MatchResult {
+    return input.marker === SECTION_OPEN ? section(input) : single(input);
+  },
+});

@@ -1,0 +1,35 @@
+/**
+ * MiniMax-M2 (vLLM `minimax_m2`):
+ *   <minimax:tool_call>
+ *   <invoke name="NAME"><parameter name="P">value</parameter>…</invoke>…
+ *   </minimax:tool_call>
+ * Values are raw text typed by the declared schema; a declared string stays byte for byte
+ * (whitespace included: edit tools compare it exactly).
+ */
+import { defineFamily } from './define.js';
+import { readXmlCalls, unlessReopened, type XmlCallSpec } from './long-tail-kit.js';
+import { delimitedEnvelope } from './util/envelope.js';
+
+const OPEN = '<minimax:tool_call>';
+
+const CALLS: XmlCallSpec = {
+  callOpen: '<invoke name="',
+  callNameEnd: '"',
+  callHeadEnd: '>',
+  callClose: '</invoke>',
+  argOpen: '<parameter name="',
+  argNameEnd: '"',
+  argHeadEnd: '>',
+  argClose: '</parameter>',
+};
+
+export const minimaxM2 = defineFamily({
+  name: 'minimax-m2',
+  markers: [OPEN],
+  priority: 40,
+  backend: { vllm: 'minimax_m2', llamacpp: 'MiniMax-M2', sglang: 'minimax-m2' },
+  match: delimitedEnvelope({
+    end: '</minimax:tool_call>',
+    parseBody: unlessReopened([OPEN], (body, ctx) => readXmlCalls(body, CALLS, ctx)),
+  }),
+});

@@ -1,0 +1,45 @@
+/** Public types of the recovery engine (see recover.ts and README.md). */
+import type { DeclaredTool, LeakRecord, LeakSource } from './types.js';
+
+export interface RecoveryOptions {
+  tools: ReadonlyMap<string, DeclaredTool>;
+  /** Registry names to try; 'all' (default) tries every family. Unknown names throw. */
+  parsers?: readonly string[] | 'all';
+  /** Call ids for recovered calls whose format carries none. Called once per recovered call, in order. */
+  newId: () => string;
+  /**
+   * The chat template opened <think> in the prompt (Qwen3, DeepSeek-R1 style): output is
+   * reasoning until </think>. Default false: only a leading <think> opens reasoning.
+   */
+  startsInReasoning?: boolean;
+}
+
+export interface RecoveredCall {
+  id: string;
+  name: string;
+  /** Canonical JSON object string (JSON.stringify of the decoded object). */
+  arguments: string;
+  format: string;
+  source: LeakSource;
+  repairs: string[];
+}
+
+export interface RecoveryResult {
+  content: string | null;
+  reasoning: string | null;
+  calls: RecoveredCall[];
+  leaks: LeakRecord[];
+}
+
+export type RecoveryEvent =
+  | { type: 'content'; text: string }
+  | { type: 'reasoning'; text: string }
+  | { type: 'call-start'; index: number; id: string; name: string }
+  | { type: 'call-args'; index: number; fragment: string }
+  | { type: 'call-end'; index: number };
+
+export interface RecoveryStream {
+  push(d: { content?: string; reasoning?: string }): RecoveryEvent[];
+  finish(): RecoveryEvent[];
+  leaks(): LeakRecord[];
+}

@@ -1,0 +1,110 @@
+/**
+ * Linear scanners over model output. No regexes with backtracking: one pass, string and escape
+ * aware, so a 1 MB hostile input costs one walk.
+ */
+
+export interface ScanOptions {
+  /** Also treat '...' and (...) as strings / brackets (Python literals). */
+  singleQuotes?: boolean;
+  /** Stop (as if the text ended) at any of these literals outside strings, e.g. '</tool_call>'. */
+  stopAt?: readonly string[];
+}
+
+/** Result of scanning a bracketed value: `end` is the index after it; -1 when the text ran out first. */
+export interface ScanResult {
+  end: number;
+  /** Open brackets still unclosed when the text ran out (end === -1). */
+  depth: number;
+  /** The text ran out inside a string. */
+  inString: boolean;
+  /** Where opts.stopAt was met (end === -1), else -1. */
+  stoppedAt?: number;
+}
+
+/**
+ * Finds the end of the JSON object/array (or string) starting at `start`. Bracket kinds are
+ * not matched against each other (lenient); only depth is counted.
+ * Returns null when text[start] does not open a value this scanner understands.
+ */
+export function scanJsonValue(text: string, start: number, opts: ScanOptions = {}): ScanResult | null {
+  const first = text.charCodeAt(start);
+  if (first !== 0x7b && first !== 0x5b && first !== 0x22 && !(opts.singleQuotes && first === 0x27))
+    return null;
+  let depth = 0;
+  let quote = 0;
+  const stops = opts.stopAt ?? [];
+  const stopCodes = new Set(stops.map((x) => x.charCodeAt(0)));
+  for (let i = start; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (quote !== 0) {
+      if (c === 0x5c) i++;
+      else if (c === quote) {
+        quote = 0;
+        if (depth === 0) return { end: i + 1, depth: 0, inString: false };
+      }
+      continue;
+    }
+    if (stopCodes.has(c)) {
+      for (const stop of stops)
+        if (text.startsWith(stop, i)) return { end: -1, depth, inString: false, stoppedAt: i };
+    }
+    if (c === 0x22 || (opts.singleQuotes && c === 0x27)) quote = c;
+    else if (c === 0x7b || c === 0x5b || (opts.singleQuotes && c === 0x28)) depth++;
+    else if (c === 0x7d || c === 0x5d || (opts.singleQuotes && c === 0x29)) {
+      depth--;
+      if (depth <= 0) return { end: i + 1, depth: 0, inString: false };
+    }
+  }
+  return { end: -1, depth, inString: quote !== 0 };
+}
+
+export function isWs(code: number): boolean {
+  return code === 0x20 || code === 0x0a || code === 0x09 || code === 0x0d;
+}
+
+/** Index of the first non-whitespace character at or after i (text.length if none). */
+export function skipWs(text: string, i: number): number {
+  while (i < text.length && isWs(text.charCodeAt(i))) i++;
+  return i;
+}
+
+/** Index after the last non-whitespace character before end. */
+export function trimEndIndex(text: string, end: number, floor = 0): number {
+  while (end > floor && isWs(text.charCodeAt(end - 1))) end--;
+  return end;
+}
+
+/**
+ * Does `lit` occur at i? 'need-more' when the text ends inside a prefix of it and more text
+ * may still come (stream parsers must not decide on a partial tag).
+ */
+export function expectLiteral(
+  text: string,
+  i: number,
+  lit: string,
+  final: boolean,
+): 'yes' | 'no' | 'need-more' {
+  const avail = text.length - i;
+  if (avail >= lit.length) return text.startsWith(lit, i) ? 'yes' : 'no';
+  if (lit.startsWith(text.slice(i))) return final ? 'no' : 'need-more';
+  return 'no';
+}
+
+/** Reads an identifier-like tool name ([A-Za-z0-9_.-]+, plus ':' when allowColon) at i; '' if none. */
+export function readName(text: string, i: number, extra = ''): string {
+  let j = i;
+  while (j < text.length) {
+    const c = text.charCodeAt(j);
+    const ok =
+      (c >= 0x30 && c <= 0x39) ||
+      (c >= 0x41 && c <= 0x5a) ||
+      (c >= 0x61 && c <= 0x7a) ||
+      c === 0x5f ||
+      c === 0x2d ||
+      c === 0x2e ||
+      extra.includes(text[j] ?? '');
+    if (!ok) break;
+    j++;
+  }
+  return text.slice(i, j);
+}

@@ -1,0 +1,115 @@
+/**
+ * Lenient JSON decoding with counted repairs. Only well-understood slips are repaired, each
+ * named; anything else is a failure (the caller keeps the raw text as content).
+ */
+import { jsonrepair } from 'jsonrepair';
+
+export type JsonRepair = 'trailing-comma' | 'python-literals' | 'single-quotes' | 'missing-brace';
+
+export interface Decoded {
+  value: unknown;
+  repairs: JsonRepair[];
+}
+
+export interface DecodeOptions {
+  /** Allow closing up to 2 unclosed brackets (only at the real end of output). */
+  allowMissingClose?: boolean;
+}
+
+function isWordStart(c: number): boolean {
+  return (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x5f;
+}
+
+function isWordChar(c: number): boolean {
+  return isWordStart(c) || (c >= 0x30 && c <= 0x39);
+}
+
+/** 1e5 / 2.5E-3: the 'e' follows a digit or '.'. */
+function isExponent(raw: string, i: number): boolean {
+  const c = raw.charCodeAt(i);
+  const p = raw.charCodeAt(i - 1);
+  return (c === 0x65 || c === 0x45) && ((p >= 0x30 && p <= 0x39) || p === 0x2e);
+}
+
+/** Classifies the slips in `raw` in one pass outside strings. */
+function classify(raw: string): { repairs: JsonRepair[]; depth: number; inString: boolean; other: boolean } {
+  const found = new Set<JsonRepair>();
+  let depth = 0;
+  let quote = 0;
+  let other = false;
+  let lastSig = 0;
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw.charCodeAt(i);
+    if (quote !== 0) {
+      if (c === 0x5c) i++;
+      else if (c === quote) {
+        quote = 0;
+        lastSig = c;
+      }
+      continue;
+    }
+    if (c === 0x22) quote = c;
+    else if (c === 0x27) {
+      quote = c;
+      found.add('single-quotes');
+    } else if (c === 0x7b || c === 0x5b) depth++;
+    else if (c === 0x7d || c === 0x5d) {
+      if (lastSig === 0x2c) found.add('trailing-comma');
+      depth--;
+    } else if (isWordStart(c)) {
+      // a bare word: True/False/None are a python slip we repair; true/false/null and exponents
+      // are JSON; anything else (unquoted keys, prose) is not a slip we repair
+      let j = i;
+      while (j < raw.length && isWordChar(raw.charCodeAt(j))) j++;
+      const word = raw.slice(i, j);
+      if (word === 'True' || word === 'False' || word === 'None') found.add('python-literals');
+      else if (word !== 'true' && word !== 'false' && word !== 'null' && !isExponent(raw, i)) other = true;
+      i = j - 1;
+    }
+    if (c > 0x20) lastSig = c;
+  }
+  if (depth > 0) found.add('missing-brace');
+  if (lastSig === 0x2c && depth > 0) other = true;
+  return { repairs: [...found], depth, inString: quote !== 0, other };
+}
+
+/** JSON.parse, then the named repairs; null when the text is not (repairably) JSON. */
+export function decodeJsonLenient(raw: string, opts: DecodeOptions = {}): Decoded | null {
+  const text = raw.trim();
+  if (text === '') return null;
+  try {
+    return { value: JSON.parse(text), repairs: [] };
+  } catch {
+    // fall through to repairs
+  }
+  const c = classify(text);
+  if (c.other || c.inString || c.depth < 0 || c.repairs.length === 0) return null;
+  if (c.repairs.includes('missing-brace') && (!opts.allowMissingClose || c.depth > 2)) return null;
+  try {
+    return { value: JSON.parse(jsonrepair(text)), repairs: c.repairs };
+  } catch {
+    return null;
+  }
+}
+
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Normalises call arguments: an object stays, a JSON string is decoded (vLLM and some models
+ * double-encode), anything else is null (not an object: the safety rules reject it).
+ */
+export function normalizeArguments(
+  args: unknown,
+  opts: DecodeOptions = {},
+): { value: Record<string, unknown>; repairs: string[] } | null {
+  if (args === undefined) return { value: {}, repairs: ['missing-arguments'] };
+  if (isPlainObject(args)) return { value: args, repairs: [] };
+  if (typeof args === 'string') {
+    if (args.trim() === '') return { value: {}, repairs: ['empty-arguments'] };
+    const d = decodeJsonLenient(args, opts);
+    if (d && isPlainObject(d.value)) return { value: d.value, repairs: ['string-arguments', ...d.repairs] };
+  }
+  return null;
+}

@@ -1,0 +1,178 @@
+/**
+ * A small recursive-descent reader for Python literals and keyword-argument calls, as the
+ * pythonic format writes them: [get_weather(city="Paris", days=3), now()].
+ * Depth is capped so hostile nesting cannot blow the stack.
+ */
+import { isWs } from './json-scan.js';
+
+const MAX_DEPTH = 64;
+
+export interface PyCall {
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+class PyReader {
+  i = 0;
+  constructor(readonly s: string) {}
+
+  ws(): void {
+    while (this.i < this.s.length && isWs(this.s.charCodeAt(this.i))) this.i++;
+  }
+
+  eat(ch: string): boolean {
+    this.ws();
+    if (this.s[this.i] === ch) {
+      this.i++;
+      return true;
+    }
+    return false;
+  }
+
+  ident(): string {
+    this.ws();
+    const start = this.i;
+    while (this.i < this.s.length && /[A-Za-z0-9_.-]/.test(this.s[this.i] ?? '')) this.i++;
+    const id = this.s.slice(start, this.i);
+    return /^[A-Za-z_]/.test(id) ? id : '';
+  }
+
+  string(): string {
+    const q = this.s[this.i];
+    if (q !== '"' && q !== "'") throw new Error('string expected');
+    // triple-quoted strings
+    const triple = this.s.startsWith(q.repeat(3), this.i);
+    const close = triple ? q.repeat(3) : q;
+    this.i += close.length;
+    let out = '';
+    while (this.i < this.s.length) {
+      if (this.s.startsWith(close, this.i)) {
+        this.i += close.length;
+        return out;
+      }
+      const c = this.s[this.i] ?? '';
+      if (c === '\\') {
+        const n = this.s[this.i + 1] ?? '';
+        this.i += 2;
+        if (n === 'n') out += '\n';
+        else if (n === 't') out += '\t';
+        else if (n === 'r') out += '\r';
+        else if (n === '0') out += '\0';
+        else if (n === 'u' || n === 'x') {
+          const len = n === 'u' ? 4 : 2;
+          const hex = this.s.slice(this.i, this.i + len);
+          if (!/^[0-9a-fA-F]+$/.test(hex) || hex.length !== len) throw new Error('bad escape');
+          out += String.fromCharCode(Number.parseInt(hex, 16));
+          this.i += len;
+        } else if (n === '\n') {
+          // line continuation
+        } else out += n;
+        continue;
+      }
+      if (!triple && c === '\n') throw new Error('newline in string');
+      out += c;
+      this.i++;
+    }
+    throw new Error('unterminated string');
+  }
+
+  value(depth: number): unknown {
+    if (depth > MAX_DEPTH) throw new Error('too deep');
+    this.ws();
+    const c = this.s[this.i];
+    if (c === '"' || c === "'") {
+      let out = this.string();
+      // implicit concatenation: "a" "b"
+      for (;;) {
+        this.ws();
+        const n = this.s[this.i];
+        if (n !== '"' && n !== "'") return out;
+        out += this.string();
+      }
+    }
+    if (c === '[' || c === '(') {
+      const close = c === '[' ? ']' : ')';
+      this.i++;
+      const arr: unknown[] = [];
+      if (this.eat(close)) return arr;
+      for (;;) {
+        arr.push(this.value(depth + 1));
+        if (this.eat(close)) return arr;
+        if (!this.eat(',')) throw new Error('expected ,');
+        if (this.eat(close)) return arr;
+      }
+    }
+    if (c === '{') {
+      this.i++;
+      const obj: Record<string, unknown> = {};
+      if (this.eat('}')) return obj;
+      for (;;) {
+        const k = this.value(depth + 1);
+        if (typeof k !== 'string' && typeof k !== 'number') throw new Error('bad key');
+        if (!this.eat(':')) throw new Error('expected :');
+        obj[String(k)] = this.value(depth + 1);
+        if (this.eat('}')) return obj;
+        if (!this.eat(',')) throw new Error('expected ,');
+        if (this.eat('}')) return obj;
+      }
+    }
+    const m = /^-?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+)/.exec(this.s.slice(this.i, this.i + 64));
+    if (m) {
+      this.i += m[0].length;
+      return Number(m[0]);
+    }
+    const word = this.ident();
+    if (word === 'True' || word === 'true') return true;
+    if (word === 'False' || word === 'false') return false;
+    if (word === 'None' || word === 'null') return null;
+    throw new Error('unexpected token');
+  }
+
+  call(): PyCall {
+    const name = this.ident();
+    if (!name) throw new Error('name expected');
+    if (!this.eat('(')) throw new Error('( expected');
+    const args: Record<string, unknown> = {};
+    if (this.eat(')')) return { name, arguments: args };
+    for (;;) {
+      const key = this.ident();
+      if (!key || !this.eat('=')) throw new Error('keyword argument expected');
+      args[key] = this.value(1);
+      if (this.eat(')')) return { name, arguments: args };
+      if (!this.eat(',')) throw new Error(', expected');
+      if (this.eat(')')) return { name, arguments: args };
+    }
+  }
+}
+
+/** Parses a whole `[f(a=1), g()]` list (surrounding whitespace allowed); null if it is not exactly that. */
+export function parsePythonCallList(text: string): PyCall[] | null {
+  const r = new PyReader(text);
+  try {
+    if (!r.eat('[')) return null;
+    const calls: PyCall[] = [];
+    if (!r.eat(']')) {
+      for (;;) {
+        calls.push(r.call());
+        if (r.eat(']')) break;
+        if (!r.eat(',')) return null;
+      }
+    }
+    r.ws();
+    return r.i === text.length && calls.length > 0 ? calls : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Parses one Python literal (dict, list, string, number, True/False/None) filling the whole text. */
+export function parsePythonLiteral(text: string): { ok: true; value: unknown } | { ok: false } {
+  const r = new PyReader(text);
+  try {
+    const value = r.value(0);
+    r.ws();
+    return r.i === text.length ? { ok: true, value } : { ok: false };
+  } catch {
+    return { ok: false };
+  }
+}

@@ -1,0 +1,56 @@
+/** Loads the parser fixture files (tests/fixtures/parsers/*.json) and runs them through the engine. */
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { JsonObject } from '../../protocol/openai.js';
+import type { RecoveryOptions, RecoveryResult } from '../../parsers/recover.js';
+import type { DeclaredTool } from '../../parsers/types.js';
+
+export interface FixtureCase {
+  name: string;
+  tools: { name: string; parameters?: JsonObject }[];
+  text: string;
+  reasoning?: string;
+  startsInReasoning?: boolean;
+  expect: {
+    calls: { name: string; arguments: JsonObject }[];
+    content: string | null;
+    reasoning?: string | null;
+    format?: string;
+    outcome?: 'recovered' | 'unrecovered' | 'rejected' | 'none';
+  };
+}
+
+export const FIXTURE_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'parsers');
+
+export function loadFixtures(): { file: string; cases: FixtureCase[] }[] {
+  return readdirSync(FIXTURE_DIR)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .map((f) => ({
+      file: f.slice(0, -'.json'.length),
+      cases: JSON.parse(readFileSync(join(FIXTURE_DIR, f), 'utf8')),
+    }));
+}
+
+export function optionsFor(c: FixtureCase): RecoveryOptions {
+  const tools = new Map<string, DeclaredTool>(c.tools.map((t) => [t.name, t]));
+  let n = 0;
+  return { tools, newId: () => `call_${n++}`, ...(c.startsInReasoning ? { startsInReasoning: true } : {}) };
+}
+
+/** Comparable view of a result (ids and repairs included: streaming must match them too). */
+export function view(r: RecoveryResult) {
+  return {
+    content: r.content,
+    reasoning: r.reasoning,
+    calls: r.calls.map((c) => ({
+      id: c.id,
+      name: c.name,
+      arguments: c.arguments,
+      format: c.format,
+      repairs: c.repairs,
+    })),
+    leaks: r.leaks,
+  };
+}
