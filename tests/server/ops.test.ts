@@ -1,3 +1,6 @@
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
@@ -121,5 +124,24 @@ describe('graceful shutdown', () => {
     await closing;
     await expect(fetch(url, { method: 'POST', body: '{}' })).rejects.toThrow();
     await sim.close();
+  });
+});
+
+describe('raw upstream dumps (diagnosis)', () => {
+  it("TOOLPROOF_RAW_DUMP_DIR saves each attempt's raw upstream response", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'toolproof-raw-'));
+    const stack = await startStack({
+      sim: { scenario: 'leak-hermes' },
+      env: { TOOLPROOF_RAW_DUMP_DIR: dir },
+      file: { defaults: { forceToolUse: false } },
+    });
+    await fetch(`${stack.url}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-request-id': 'dump-1' },
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }], tools: [weatherTool] }),
+    });
+    expect(readdirSync(dir)).toEqual(['dump-1.1.txt']);
+    expect(readFileSync(join(dir, 'dump-1.1.txt'), 'utf8')).toContain('<tool_call>');
+    await stack.close();
   });
 });
