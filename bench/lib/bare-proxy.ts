@@ -1,0 +1,63 @@
+/**
+ * A bare pass-through proxy, the floor any Node proxy pays on this machine: node:http server,
+ * body read as a Buffer, forwarded with an undici Pool (keep-alive) to the fake upstream, the
+ * answer piped back (status, content-type, body). No JSON parsing, no validation, no logging.
+ * Started by bench/run.ts with --baseline, as its own child process (so its CPU time can be read
+ * like toolproof's):
+ *
+ *   node --import tsx bench/lib/bare-proxy.ts <upstream origin>
+ *
+ * Prints `PORT <n>` on stdout once it listens on 127.0.0.1.
+ */
+import { createServer } from 'node:http';
+import { Pool } from 'undici';
+
+const upstream = process.argv[2];
+if (!upstream) {
+  process.stderr.write('usage: bare-proxy.ts <upstream origin, e.g. http://127.0.0.1:9000>\n');
+  process.exit(2);
+}
+const pool = new Pool(upstream, { pipelining: 1, keepAliveTimeout: 60_000, keepAliveMaxTimeout: 600_000 });
+
+const server = createServer((req, res) => {
+  const parts: Buffer[] = [];
+  req.on('data', (c: Buffer) => parts.push(c));
+  req.on('end', () => {
+    const body = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+    pool
+      .request({
+        method: 'POST',
+        path: req.url ?? '/',
+        headers: { 'content-type': 'application/json' },
+        body,
+      })
+      .then(async (up) => {
+        const type = up.headers['content-type'];
+        res.writeHead(up.statusCode, typeof type === 'string' ? { 'content-type': type } : {});
+        for await (const chunk of up.body) res.write(chunk);
+        res.end();
+      })
+      .catch((err: unknown) => {
+        if (!res.headersSent) res.writeHead(502, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: (err as Error).message } }));
+      });
+  });
+});
+server.keepAliveTimeout = 120_000;
+server.headersTimeout = 130_000;
+server.requestTimeout = 0;
+server.listen(0, '127.0.0.1', () => {
+  const address = server.address();
+  process.stdout.write(`PORT ${typeof address === 'object' && address ? address.port : 0}\n`);
+});
+const stop = () => {
+  server.closeAllConnections();
+  server.close(() => {
+    void pool.close().finally(() => process.exit(0));
+  });
+};
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
+process.stdin.on('end', stop);
+process.stdin.on('error', stop);
+process.stdin.resume();

@@ -1,0 +1,184 @@
+/**
+ * Child processes of the bench: start them (node itself, so the pid is the server's pid), read
+ * their CPU time and memory from /proc, and stop them all, also when the bench fails.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { request } from 'undici';
+
+/** Clock ticks per second for /proc/<pid>/stat (getconf CLK_TCK; 100 almost everywhere). */
+export const CLK_TCK: number = (() => {
+  try {
+    const n = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+    return Number.isFinite(n) && n > 0 ? n : 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** utime and stime of a process, in clock ticks (fields 14 and 15 of /proc/<pid>/stat). */
+export function cpuSplit(pid: number): { user: number; sys: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { user: Number(fields[11]), sys: Number(fields[12]) };
+}
+
+/** utime + stime of a process, in clock ticks. */
+export function cpuTicks(pid: number): number {
+  const { user, sys } = cpuSplit(pid);
+  return user + sys;
+}
+
+/**
+ * Busy CPU time of the whole machine (all cores), in clock ticks: the first line of /proc/stat
+ * (user nice system idle iowait irq softirq steal ...) without idle and iowait.
+ */
+export function machineTicks(): number {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
+  const v = line.trim().split(/\s+/).slice(1).map(Number);
+  return (v[0] ?? 0) + (v[1] ?? 0) + (v[2] ?? 0) + (v[5] ?? 0) + (v[6] ?? 0) + (v[7] ?? 0);
+}
+
+/** VmRSS and VmHWM (peak RSS) in MB, from /proc/<pid>/status. */
+export function memoryMb(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key: string) =>
+    Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN);
+  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
+}
+
+/** A port that was free a moment ago on 127.0.0.1 (bind to 0, read it, close). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Child {
+  name: string;
+  proc: ChildProcess;
+  pid: number;
+  /** The last lines it wrote on stderr (and stdout, when not parsed), for error messages. */
+  output(): string;
+  exited: Promise<number | null>;
+}
+
+const children = new Set<Child>();
+
+export interface StartOptions {
+  name: string;
+  args: string[];
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** Keep stdin as a pipe (a child that exits when it closes notices the parent's death). */
+  stdinPipe?: boolean;
+}
+
+/** Starts `node <args>` as a child; its output is kept (last 8 KB) for error messages. */
+export function startNode(options: StartOptions): Child {
+  const proc = spawn(process.execPath, options.args, {
+    cwd: options.cwd,
+    env: options.env ?? process.env,
+    stdio: [options.stdinPipe ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+  });
+  if (proc.pid === undefined) throw new Error(`could not start ${options.name}`);
+  let tail = '';
+  const keep = (chunk: Buffer) => {
+    tail = (tail + chunk.toString()).slice(-8192);
+  };
+  proc.stdout?.on('data', keep);
+  proc.stderr?.on('data', keep);
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  const child: Child = { name: options.name, proc, pid: proc.pid, output: () => tail, exited };
+  children.add(child);
+  void exited.then(() => children.delete(child));
+  return child;
+}
+
+/** Waits for a line matching `pattern` on the child's stdout; returns the first capture group. */
+export function waitForLine(child: Child, pattern: RegExp, timeoutMs: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buffer = '';
+    const timer = setTimeout(() => {
+      cleanup();
+      reject(new Error(`${child.name} did not print ${pattern} within ${timeoutMs} ms:\n${child.output()}`));
+    }, timeoutMs);
+    const onData = (chunk: Buffer) => {
+      buffer += chunk.toString();
+      const m = pattern.exec(buffer);
+      if (m) {
+        cleanup();
+        resolve(m[1] ?? m[0]);
+      }
+    };
+    const onExit = (code: number | null) => {
+      cleanup();
+      reject(new Error(`${child.name} exited (code ${code}) before it was ready:\n${child.output()}`));
+    };
+    const cleanup = () => {
+      clearTimeout(timer);
+      child.proc.stdout?.off('data', onData);
+      child.proc.off('exit', onExit);
+    };
+    child.proc.stdout?.on('data', onData);
+    child.proc.once('exit', onExit);
+  });
+}
+
+/** Polls GET <url> until it answers 200 (the child must stay alive meanwhile). */
+export async function waitForHttp(child: Child, url: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let exitCode: number | null | undefined;
+  void child.exited.then((code) => {
+    exitCode = code;
+  });
+  let lastError = '';
+  while (Date.now() < deadline) {
+    if (exitCode !== undefined) {
+      throw new Error(`${child.name} exited (code ${exitCode}) before it was ready:\n${child.output()}`);
+    }
+    try {
+      const res = await request(url, { headersTimeout: 1000, bodyTimeout: 1000 });
+      await res.body.dump();
+      if (res.statusCode === 200) return;
+      lastError = `HTTP ${res.statusCode}`;
+    } catch (err) {
+      lastError = (err as Error).message;
+    }
+    await sleep(100);
+  }
+  throw new Error(
+    `${child.name} did not answer ${url} within ${timeoutMs} ms (${lastError}):\n${child.output()}`,
+  );
+}
+
+/** SIGTERM, then SIGKILL after `graceMs`; resolves once the child has exited. */
+export async function stopChild(child: Child, graceMs = 5000): Promise<void> {
+  if (child.proc.exitCode !== null || child.proc.signalCode !== null) return;
+  child.proc.kill('SIGTERM');
+  const timer = setTimeout(() => child.proc.kill('SIGKILL'), graceMs);
+  await child.exited;
+  clearTimeout(timer);
+}
+
+/** Stops every child still running (in parallel). */
+export async function stopAll(): Promise<void> {
+  await Promise.all([...children].map((c) => stopChild(c)));
+}
+
+/** Last resort on process exit (synchronous): kill whatever is left, by pid. */
+export function killAllNow(): void {
+  for (const child of children) {
+    if (child.proc.exitCode === null && child.proc.signalCode === null) child.proc.kill('SIGKILL');
+  }
+}

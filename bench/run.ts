@@ -1,0 +1,1038 @@
+/**
+ * npm run bench: toolproof against a direct connection to a fast local fake upstream, in one
+ * run, cases interleaved (direct and proxied rounds alternate, so drift hits both equally).
+ *
+ *   load generator (this process, undici Pool, keep-alive)
+ *     ├── direct ──────────────────────────────► fake upstream (child process, node:http)
+ *     └── proxied ──► toolproof (child process) ─► fake upstream
+ *
+ * toolproof runs as its own process so its CPU time (/proc/<pid>/stat) and RSS (/proc/<pid>/status)
+ * can be read. Prints a table and writes bench/results/proxy.json. See bench/README.md.
+ *
+ * Options:
+ *   --quick              half the rounds and shorter timed runs (a smoke test, ~1 minute)
+ *   --rounds=N           measured rounds per side and case (default 6)
+ *   --cases=a,b          only these cases (ids: small-c1, small-c64, history-c1, history-c8,
+ *                        stream-c1, tools-c1, tools-c64)
+ *   --server=build|dist|tsx  how toolproof is started (default build; see bench/lib/build.ts)
+ *   --cpu-prof           run toolproof under node --cpu-prof and print the top frames (the
+ *                        profiler slows it down: use the timings of a run without it)
+ *   --out=PATH           where the JSON goes (default bench/results/proxy.json)
+ *   --baseline           also measure a bare pass-through proxy (bench/lib/bare-proxy.ts: node:http
+ *                        + undici, nothing else): the floor any Node proxy pays on this machine
+ *   --direct-only        do not start toolproof: measure the fake upstream alone (checks the
+ *                        bench itself, and the machine's baseline)
+ */
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { Pool } from 'undici';
+import { prepareServer, type ServerMode } from './lib/build.js';
+import {
+  FINAL_ANSWER_TEXT,
+  historyBody,
+  PLAIN_ANSWER_TEXT,
+  STREAM_CHUNKS,
+  smallBody,
+  streamBody,
+  toolsBody,
+} from './lib/fixtures.js';
+import { type LatencySummary, probe, runLoad, summarize } from './lib/load.js';
+import {
+  CLK_TCK,
+  type Child,
+  cpuSplit,
+  cpuTicks,
+  freePort,
+  killAllNow,
+  machineTicks,
+  memoryMb,
+  startNode,
+  stopAll,
+  stopChild,
+  waitForHttp,
+  waitForLine,
+} from './lib/procs.js';
+import { formatProfile, type ProfileSummary, summarizeProfile } from './lib/profile.js';
+import { fmtDeltaMs, fmtMb, fmtMs, fmtRatio, fmtRps, fmtUs, renderTable } from './lib/report.js';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const LOG_LEVEL = 'warn';
+
+/** The targets, from the performance issue. */
+const TARGETS = {
+  addedP50Ms: 0.2,
+  cpuPerRequestUs: 70,
+  throughputRatio: 0.35,
+  addedFirstByteMs: 0.5,
+} as const;
+const TARGET_SOURCE =
+  'targets from the performance issue: < 0.2 ms added p50 latency at c=1, <= 70 µs toolproof CPU per small ' +
+  'request, >= 0.35x direct throughput at c=64, < 0.5 ms added time to first byte (streaming)';
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+interface Options {
+  quick: boolean;
+  rounds: number;
+  cases: Set<string> | null;
+  server: ServerMode;
+  cpuProf: boolean;
+  directOnly: boolean;
+  baseline: boolean;
+  out: string;
+}
+
+function parseArgs(argv: string[]): Options {
+  const opts: Options = {
+    quick: false,
+    rounds: 6,
+    cases: null,
+    server: 'build',
+    cpuProf: false,
+    directOnly: false,
+    baseline: false,
+    out: join(ROOT, 'bench/results/proxy.json'),
+  };
+  let roundsGiven = false;
+  for (const arg of argv) {
+    const [key, value] = arg.split('=', 2) as [string, string | undefined];
+    if (key === '--quick') opts.quick = true;
+    else if (key === '--cpu-prof') opts.cpuProf = true;
+    else if (key === '--direct-only') opts.directOnly = true;
+    else if (key === '--baseline') opts.baseline = true;
+    else if (key === '--rounds' && value && /^\d+$/.test(value) && Number(value) > 0) {
+      opts.rounds = Number(value);
+      roundsGiven = true;
+    } else if (key === '--cases' && value) opts.cases = new Set(value.split(',').map((s) => s.trim()));
+    else if (key === '--server' && (value === 'build' || value === 'dist' || value === 'tsx'))
+      opts.server = value;
+    else if (key === '--out' && value) opts.out = resolve(value);
+    else if (key === '--help' || key === '-h') {
+      process.stdout.write(`${readUsage()}\n`);
+      process.exit(0);
+    } else throw new Error(`unknown option ${arg} (try --help)`);
+  }
+  if (opts.quick && !roundsGiven) opts.rounds = 3;
+  return opts;
+}
+
+function readUsage(): string {
+  return 'usage: npm run bench -- [--quick] [--rounds=N] [--cases=id,...] [--server=build|dist|tsx] [--cpu-prof] [--baseline] [--direct-only] [--out=PATH]';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cases
+
+/** direct: the fake upstream itself; proxied: through toolproof; bare: through the bare proxy (--baseline). */
+type Side = 'direct' | 'proxied' | 'bare';
+const SIDES: readonly Side[] = ['direct', 'proxied', 'bare'];
+const SIDE_NAMES: Record<Side, string> = { direct: 'direct', proxied: 'toolproof', bare: 'bare proxy' };
+
+interface Case {
+  id: string;
+  title: string;
+  body: Buffer;
+  stream: boolean;
+  concurrency: number;
+  /** Per round and side: a request count (latency cases) or a duration (throughput cases). */
+  requests?: number;
+  durationMs?: number;
+  warmupRequests?: number;
+  warmupMs?: number;
+}
+
+function defineCases(quick: boolean): Case[] {
+  const scale = quick ? 0.5 : 1;
+  const n = (x: number) => Math.max(20, Math.round(x * scale));
+  const ms = (x: number) => Math.max(300, Math.round(x * scale));
+  const small = smallBody();
+  const history = historyBody();
+  const tools = toolsBody();
+  return [
+    {
+      id: 'small-c1',
+      title: `small (${small.length} B, no tools), c=1`,
+      body: small,
+      stream: false,
+      concurrency: 1,
+      requests: n(800),
+      warmupRequests: n(600),
+    },
+    {
+      id: 'small-c64',
+      title: `small (${small.length} B, no tools), c=64`,
+      body: small,
+      stream: false,
+      concurrency: 64,
+      durationMs: ms(2000),
+      warmupMs: ms(1500),
+    },
+    {
+      id: 'history-c1',
+      title: `history (${Math.round(history.length / 1024)} KB), c=1`,
+      body: history,
+      stream: false,
+      concurrency: 1,
+      requests: n(150),
+      warmupRequests: n(100),
+    },
+    {
+      id: 'history-c8',
+      title: `history (${Math.round(history.length / 1024)} KB), c=8`,
+      body: history,
+      stream: false,
+      concurrency: 8,
+      durationMs: ms(1500),
+      warmupMs: ms(1000),
+    },
+    {
+      id: 'stream-c1',
+      title: `stream (${STREAM_CHUNKS} chunks), c=1`,
+      body: streamBody(),
+      stream: true,
+      concurrency: 1,
+      requests: n(300),
+      warmupRequests: n(300),
+    },
+    {
+      id: 'tools-c1',
+      title: `with tools (${tools.length} B, forced final_answer), c=1`,
+      body: tools,
+      stream: false,
+      concurrency: 1,
+      requests: n(600),
+      warmupRequests: n(500),
+    },
+    {
+      id: 'tools-c64',
+      title: `with tools (${tools.length} B, forced final_answer), c=64`,
+      body: tools,
+      stream: false,
+      concurrency: 64,
+      durationMs: ms(2000),
+      warmupMs: ms(1500),
+    },
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Correctness probe: one request per side before measuring, so a broken path is never timed.
+
+interface ProbeResult {
+  ok: boolean;
+  detail: string;
+}
+
+function parseSse(text: string): { contents: string[]; done: boolean; events: number } {
+  const contents: string[] = [];
+  let done = false;
+  let events = 0;
+  for (const block of text.split('\n\n')) {
+    const line = block.split('\n').find((l) => l.startsWith('data:'));
+    if (!line) continue;
+    const data = line.slice(5).trim();
+    events++;
+    if (data === '[DONE]') {
+      done = true;
+      continue;
+    }
+    try {
+      const chunk = JSON.parse(data) as { choices?: { delta?: { content?: unknown } }[] };
+      const content = chunk.choices?.[0]?.delta?.content;
+      if (typeof content === 'string' && content !== '') contents.push(content);
+    } catch {
+      // not JSON: counted as an event, no content
+    }
+  }
+  return { contents, done, events };
+}
+
+function checkResponse(c: Case, side: Side, status: number, text: string): ProbeResult {
+  const cut = (s: string) => (s.length > 300 ? `${s.slice(0, 300)}...` : s);
+  if (status !== 200) return { ok: false, detail: `HTTP ${status}: ${cut(text)}` };
+  if (c.stream) {
+    const sse = parseSse(text);
+    const joined = sse.contents.join('');
+    if (!sse.done) return { ok: false, detail: `stream did not end with data: [DONE]: ${cut(text)}` };
+    if (sse.contents.length !== STREAM_CHUNKS) {
+      return { ok: false, detail: `expected ${STREAM_CHUNKS} content deltas, got ${sse.contents.length}` };
+    }
+    return { ok: true, detail: `${sse.events} SSE events, ${joined.length} chars of content` };
+  }
+  let json: {
+    choices?: { message?: { content?: unknown; tool_calls?: unknown[] }; finish_reason?: unknown }[];
+  };
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return { ok: false, detail: `not JSON: ${cut(text)}` };
+  }
+  const choice = json.choices?.[0];
+  const calls = choice?.message?.tool_calls ?? [];
+  if (c.id.startsWith('tools') && side === 'proxied') {
+    if (choice?.message?.content !== FINAL_ANSWER_TEXT || calls.length > 0) {
+      return { ok: false, detail: `final_answer was not unwrapped into content: ${cut(text)}` };
+    }
+    return { ok: true, detail: `final_answer unwrapped, finish_reason ${String(choice.finish_reason)}` };
+  }
+  if (c.id.startsWith('tools')) {
+    return calls.length === 1
+      ? { ok: true, detail: 'final_answer tool call (raw upstream answer)' }
+      : { ok: false, detail: `expected one tool call: ${cut(text)}` };
+  }
+  return choice?.message?.content === PLAIN_ANSWER_TEXT
+    ? { ok: true, detail: 'plain answer' }
+    : { ok: false, detail: `unexpected answer: ${cut(text)}` };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measuring
+
+interface SideResult {
+  requests: number;
+  errors: number;
+  firstError?: string;
+  wallMs: number;
+  throughput: number;
+  latency: LatencySummary;
+  firstByte?: LatencySummary;
+  /** CPU time of the proxy process (toolproof or the bare proxy) per request, µs; absent for direct. */
+  proxyCpuUsPerRequest?: number;
+  /** Proxy CPU per request, lowest and highest round, µs. */
+  proxyCpuUsRange?: [number, number];
+  /** Share of the proxy's CPU time spent in the kernel (stime: sockets, syscalls), 0..1. */
+  proxySysShare?: number;
+  /** CPU time of the fake upstream per request, µs. */
+  upstreamCpuUsPerRequest: number;
+  /** CPU time of the load generator (this process) per request, µs. */
+  loadgenCpuUsPerRequest: number;
+  /** Share of the machine's CPU used by other processes during the measured rounds (noise), 0..1. */
+  foreignCpuShare: number;
+  rounds: RoundRecord[];
+}
+
+/** One measured round of one side (kept in the JSON to judge the spread). */
+interface RoundRecord {
+  round: number;
+  requests: number;
+  wallMs: number;
+  throughput: number;
+  p50: number;
+  proxyCpuUsPerRequest?: number;
+  /** Share of the machine's CPU (all cores) used by other processes during the round, 0..1. */
+  foreignShare: number;
+}
+
+interface CaseResult {
+  id: string;
+  title: string;
+  concurrency: number;
+  stream: boolean;
+  bodyBytes: number;
+  rounds: number;
+  probe: Partial<Record<Side, ProbeResult>>;
+  direct?: SideResult;
+  proxied?: SideResult;
+  bare?: SideResult;
+  /** toolproof's RSS before and after the case's measured rounds. */
+  memoryMb?: { before: number; after: number; peak: number };
+}
+
+interface Accumulator {
+  latencies: number[];
+  firstByte: number[];
+  requests: number;
+  errors: number;
+  firstError?: string;
+  wallMs: number;
+  proxyTicks: number;
+  proxySysTicks: number;
+  upstreamTicks: number;
+  loadgenUs: number;
+  /** CPU time used by processes other than the bench's own during this side's rounds, µs. */
+  foreignUs: number;
+  rounds: RoundRecord[];
+}
+
+const newAccumulator = (): Accumulator => ({
+  latencies: [],
+  firstByte: [],
+  requests: 0,
+  errors: 0,
+  wallMs: 0,
+  proxyTicks: 0,
+  proxySysTicks: 0,
+  upstreamTicks: 0,
+  loadgenUs: 0,
+  foreignUs: 0,
+  rounds: [],
+});
+
+const ticksToUs = (ticks: number) => (ticks / CLK_TCK) * 1e6;
+const nowUs = () => Number(process.hrtime.bigint() / 1000n);
+
+function finish(acc: Accumulator, hasProxy: boolean, stream: boolean): SideResult {
+  const n = acc.requests || Number.NaN;
+  const perRound = acc.rounds.map((r) => r.proxyCpuUsPerRequest ?? Number.NaN);
+  return {
+    requests: acc.requests,
+    errors: acc.errors,
+    ...(acc.firstError ? { firstError: acc.firstError } : {}),
+    wallMs: acc.wallMs,
+    throughput: (acc.requests - acc.errors) / (acc.wallMs / 1000),
+    latency: summarize(acc.latencies),
+    ...(stream ? { firstByte: summarize(acc.firstByte) } : {}),
+    ...(hasProxy
+      ? {
+          proxyCpuUsPerRequest: ticksToUs(acc.proxyTicks) / n,
+          proxyCpuUsRange: [Math.min(...perRound), Math.max(...perRound)] as [number, number],
+          proxySysShare: acc.proxySysTicks / (acc.proxyTicks || Number.NaN),
+        }
+      : {}),
+    upstreamCpuUsPerRequest: ticksToUs(acc.upstreamTicks) / n,
+    loadgenCpuUsPerRequest: acc.loadgenUs / n,
+    foreignCpuShare: acc.foreignUs / (acc.wallMs * 1000 * cpus().length),
+    rounds: acc.rounds,
+  };
+}
+
+interface Env {
+  pools: Partial<Record<Side, Pool>>;
+  /** The proxy process of each proxied side (toolproof; the bare proxy with --baseline). */
+  proxies: Partial<Record<Side, Child>>;
+  upstream: Child;
+  /** process.hrtime µs windows of the measured toolproof rounds (to cut the CPU profile to them). */
+  windows: [number, number][];
+}
+
+async function measureCase(c: Case, env: Env, rounds: number, log: (s: string) => void): Promise<CaseResult> {
+  const result: CaseResult = {
+    id: c.id,
+    title: c.title,
+    concurrency: c.concurrency,
+    stream: c.stream,
+    bodyBytes: c.body.length,
+    rounds,
+    probe: {},
+  };
+  const sides = SIDES.filter((s) => env.pools[s]);
+  for (const side of sides) {
+    try {
+      const p = await probe(env.pools[side]!, c.body);
+      result.probe[side] = checkResponse(c, side, p.status, p.text);
+    } catch (err) {
+      result.probe[side] = { ok: false, detail: (err as Error).message };
+    }
+    if (!result.probe[side]!.ok) {
+      log(`  ${c.id}: ${SIDE_NAMES[side]} check FAILED, not measured: ${result.probe[side]!.detail}`);
+    }
+  }
+  const runnable = sides.filter((s) => result.probe[s]!.ok);
+  if (runnable.length === 0) return result;
+
+  const load = (side: Side, bound: { requests: number } | { durationMs: number }) =>
+    runLoad({ pool: env.pools[side]!, body: c.body, stream: c.stream, concurrency: c.concurrency, ...bound });
+
+  // Warm-up (JIT, connections), not measured.
+  for (const side of runnable) {
+    await load(
+      side,
+      c.warmupMs !== undefined ? { durationMs: c.warmupMs } : { requests: c.warmupRequests ?? 100 },
+    );
+  }
+
+  const acc: Partial<Record<Side, Accumulator>> = {};
+  for (const side of runnable) acc[side] = newAccumulator();
+  const tpPid = env.proxies.proxied?.pid;
+  const memBefore = tpPid ? memoryMb(tpPid).rss : Number.NaN;
+  for (let r = 0; r < rounds; r++) {
+    // Rotate the order every round (D,P / P,D / ...): no side always runs right after another.
+    const order = runnable.map((_, i) => runnable[(i + r) % runnable.length]!);
+    for (const side of order) {
+      const a = acc[side]!;
+      const proxyPid = env.proxies[side]?.pid;
+      const proxyBefore = proxyPid ? cpuSplit(proxyPid) : { user: 0, sys: 0 };
+      const otherPids = SIDES.map((s) => env.proxies[s]?.pid).filter(
+        (p): p is number => !!p && p !== proxyPid,
+      );
+      const othersBefore = otherPids.reduce((sum, pid) => sum + cpuTicks(pid), 0);
+      const upstreamBefore = cpuTicks(env.upstream.pid);
+      const machineBefore = machineTicks();
+      const loadgenBefore = process.cpuUsage();
+      const startUs = nowUs();
+      const res = await load(
+        side,
+        c.durationMs !== undefined ? { durationMs: c.durationMs } : { requests: c.requests ?? 100 },
+      );
+      if (side === 'proxied') env.windows.push([startUs, nowUs()]);
+      const loadgen = process.cpuUsage(loadgenBefore);
+      const loadgenUs = loadgen.user + loadgen.system;
+      const upstreamTicks = cpuTicks(env.upstream.pid) - upstreamBefore;
+      const proxyAfter = proxyPid ? cpuSplit(proxyPid) : { user: 0, sys: 0 };
+      const proxySysTicks = proxyAfter.sys - proxyBefore.sys;
+      const proxyTicks = proxyAfter.user - proxyBefore.user + proxySysTicks;
+      const othersTicks = otherPids.reduce((sum, pid) => sum + cpuTicks(pid), 0) - othersBefore;
+      const ownTicks = upstreamTicks + proxyTicks + othersTicks;
+      const foreignUs = Math.max(0, ticksToUs(machineTicks() - machineBefore - ownTicks) - loadgenUs);
+      a.loadgenUs += loadgenUs;
+      a.upstreamTicks += upstreamTicks;
+      a.proxyTicks += proxyTicks;
+      a.proxySysTicks += proxySysTicks;
+      a.foreignUs += foreignUs;
+      a.rounds.push({
+        round: r,
+        requests: res.count,
+        wallMs: res.wallMs,
+        throughput: (res.count - res.errors) / (res.wallMs / 1000),
+        p50: summarize(res.latencies).p50,
+        ...(proxyPid ? { proxyCpuUsPerRequest: ticksToUs(proxyTicks) / (res.count || Number.NaN) } : {}),
+        foreignShare: foreignUs / (res.wallMs * 1000 * cpus().length),
+      });
+      a.requests += res.count;
+      a.errors += res.errors;
+      a.firstError ??= res.firstError;
+      a.wallMs += res.wallMs;
+      for (const v of res.latencies) a.latencies.push(v);
+      for (const v of res.firstByte) a.firstByte.push(v);
+    }
+  }
+  if (tpPid) {
+    const memAfter = memoryMb(tpPid);
+    result.memoryMb = { before: memBefore, after: memAfter.rss, peak: memAfter.peak };
+  }
+  for (const side of runnable) result[side] = finish(acc[side]!, side !== 'direct', c.stream);
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The table
+
+interface Row {
+  case: string;
+  metric: string;
+  direct: string;
+  toolproof: string;
+  /** The bare proxy's value (--baseline), else ''. */
+  bare: string;
+  change: string;
+  target: string;
+  result: string;
+}
+
+function verdict(ok: boolean | null): string {
+  if (ok === null) return '';
+  return ok ? 'PASS' : 'FAIL';
+}
+
+type Measured = CaseResult & { direct: SideResult; proxied: SideResult };
+
+function buildRows(results: Map<string, CaseResult>): {
+  rows: Row[];
+  checks: Record<string, boolean | null>;
+} {
+  const rows: Row[] = [];
+  const checks: Record<string, boolean | null> = {};
+  const get = (id: string) => results.get(id);
+  const valid = (r: CaseResult | undefined): r is Measured =>
+    !!r?.direct && !!r.proxied && r.direct.errors === 0 && r.proxied.errors === 0;
+  const failedRow = (num: string, r: CaseResult | undefined, check: string) => {
+    if (!r) return;
+    const why = !r.proxied
+      ? `toolproof not measured: ${(r.probe.proxied?.detail ?? 'not started').slice(0, 90)}`
+      : !r.direct
+        ? `direct not measured: ${(r.probe.direct?.detail ?? '').slice(0, 90)}`
+        : `errors: direct ${r.direct.errors}, toolproof ${r.proxied.errors} (${r.proxied.firstError ?? r.direct.firstError ?? ''})`;
+    rows.push({
+      case: `${num} ${r.title}`,
+      metric: why,
+      direct: '',
+      toolproof: '',
+      bare: '',
+      change: '',
+      target: '',
+      result: 'ERROR',
+    });
+    checks[check] = false;
+  };
+  /** One row comparing direct and toolproof on `pick`; `change` is a delta (ms) or a ratio. */
+  const row = (
+    num: string,
+    r: Measured,
+    metric: string,
+    pick: (s: SideResult) => number,
+    kind: 'ms' | 'rps',
+    target?: { text: string; ok: (d: number, p: number) => boolean; check: string },
+  ) => {
+    const d = pick(r.direct);
+    const p = pick(r.proxied);
+    const fmt = kind === 'ms' ? fmtMs : fmtRps;
+    const ok = target ? target.ok(d, p) : null;
+    if (target) checks[target.check] = ok;
+    rows.push({
+      case: `${num} ${r.title}`,
+      metric,
+      direct: fmt(d),
+      toolproof: fmt(p),
+      bare: r.bare ? fmt(pick(r.bare)) : '',
+      change: kind === 'ms' ? fmtDeltaMs(p - d) : fmtRatio(p / d),
+      target: target?.text ?? '',
+      result: verdict(ok),
+    });
+  };
+  const p50 = (s: SideResult) => s.latency.p50;
+  const p99 = (s: SideResult) => s.latency.p99;
+  const rps = (s: SideResult) => s.throughput;
+
+  // 1. small, c=1
+  const s1 = get('small-c1');
+  if (valid(s1)) {
+    row('1', s1, 'latency p50', p50, 'ms', {
+      text: `< +${TARGETS.addedP50Ms} ms`,
+      ok: (d, p) => p - d < TARGETS.addedP50Ms,
+      check: 'addedP50',
+    });
+    row('1', s1, 'latency p99', p99, 'ms');
+  } else failedRow('1', s1, 'addedP50');
+
+  // 2. small, c=64
+  const s64 = get('small-c64');
+  if (valid(s64)) {
+    row('2', s64, 'throughput', rps, 'rps', {
+      text: `>= ${TARGETS.throughputRatio}x`,
+      ok: (d, p) => p / d >= TARGETS.throughputRatio,
+      check: 'throughputC64',
+    });
+    row('2', s64, 'latency p50', p50, 'ms');
+    row('2', s64, 'latency p99', p99, 'ms');
+  } else failedRow('2', s64, 'throughputC64');
+
+  // 3. history, c=1 and c=8
+  const h1 = get('history-c1');
+  if (valid(h1)) {
+    row('3', h1, 'latency p50', p50, 'ms');
+    row('3', h1, 'latency p99', p99, 'ms');
+    row('3', h1, 'throughput', rps, 'rps');
+  } else failedRow('3', h1, 'history-c1');
+  const h8 = get('history-c8');
+  if (valid(h8)) {
+    row('3', h8, 'throughput', rps, 'rps');
+    row('3', h8, 'latency p50', p50, 'ms');
+    row('3', h8, 'latency p99', p99, 'ms');
+  } else failedRow('3', h8, 'history-c8');
+
+  // 4. streaming
+  const st = get('stream-c1');
+  if (valid(st) && st.direct.firstByte && st.proxied.firstByte) {
+    row('4', st, 'first byte p50', (s) => s.firstByte?.p50 ?? Number.NaN, 'ms', {
+      text: `< +${TARGETS.addedFirstByteMs} ms`,
+      ok: (d, p) => p - d < TARGETS.addedFirstByteMs,
+      check: 'addedFirstByte',
+    });
+    row('4', st, 'first byte p99', (s) => s.firstByte?.p99 ?? Number.NaN, 'ms');
+    row('4', st, 'total time p50', p50, 'ms');
+    row('4', st, 'total time p99', p99, 'ms');
+  } else failedRow('4', st, 'addedFirstByte');
+
+  // 5. toolproof CPU per small request (c=64 run) and RSS
+  if (valid(s64) && s64.proxied.proxyCpuUsPerRequest !== undefined) {
+    const us = s64.proxied.proxyCpuUsPerRequest;
+    checks.cpuPerRequest = us <= TARGETS.cpuPerRequestUs;
+    const range = s64.proxied.proxyCpuUsRange;
+    rows.push({
+      case: '5 proxy CPU per small request (c=64 run)',
+      metric: 'utime+stime / requests',
+      direct: '',
+      toolproof: `${fmtUs(us)}${range ? ` (rounds ${range.map((x) => x.toFixed(0)).join('-')})` : ''}`,
+      bare: s64.bare?.proxyCpuUsPerRequest !== undefined ? fmtUs(s64.bare.proxyCpuUsPerRequest) : '',
+      change: '',
+      target: `<= ${TARGETS.cpuPerRequestUs} µs`,
+      result: verdict(checks.cpuPerRequest),
+    });
+    if (s64.memoryMb) {
+      const grew = s64.memoryMb.after - s64.memoryMb.before;
+      rows.push({
+        case: '5 toolproof RSS around the c=64 run',
+        metric: 'VmRSS before -> after',
+        direct: '',
+        toolproof: `${fmtMb(s64.memoryMb.before)} -> ${fmtMb(s64.memoryMb.after)}`,
+        bare: '',
+        change: `${grew >= 0 ? '+' : ''}${fmtMb(grew)}`,
+        target: '',
+        result: '',
+      });
+    }
+  } else if (s64) checks.cpuPerRequest = false;
+
+  // 6. with tools
+  const t1 = get('tools-c1');
+  if (valid(t1)) {
+    row('6', t1, 'latency p50', p50, 'ms');
+    row('6', t1, 'latency p99', p99, 'ms');
+  } else failedRow('6', t1, 'tools-c1');
+  const t64 = get('tools-c64');
+  if (valid(t64)) {
+    row('6', t64, 'throughput', rps, 'rps');
+    row('6', t64, 'latency p50', p50, 'ms');
+    row('6', t64, 'latency p99', p99, 'ms');
+  } else failedRow('6', t64, 'tools-c64');
+
+  return { rows, checks };
+}
+
+function cpuRows(results: Map<string, CaseResult>, baseline: boolean): string[][] {
+  const share = (x: number | undefined) => (x === undefined ? 'n/a' : `${(x * 100).toFixed(0)}%`);
+  const out: string[][] = [
+    [
+      'case',
+      'toolproof CPU/req (rounds min-max, kernel share)',
+      ...(baseline ? ['bare proxy CPU/req'] : []),
+      'upstream CPU/req (direct / toolproof)',
+      'load generator CPU/req (direct / toolproof)',
+      'other processes (direct / toolproof)',
+    ],
+  ];
+  for (const r of results.values()) {
+    if (!r.proxied) continue;
+    out.push([
+      r.title,
+      `${fmtUs(r.proxied.proxyCpuUsPerRequest ?? Number.NaN)} (${(r.proxied.proxyCpuUsRange ?? [])
+        .map((x) => x.toFixed(0))
+        .join('-')}, ${share(r.proxied.proxySysShare)} sys)`,
+      ...(baseline
+        ? [`${fmtUs(r.bare?.proxyCpuUsPerRequest ?? Number.NaN)} (${share(r.bare?.proxySysShare)} sys)`]
+        : []),
+      `${fmtUs(r.direct?.upstreamCpuUsPerRequest ?? Number.NaN)} / ${fmtUs(r.proxied.upstreamCpuUsPerRequest)}`,
+      `${fmtUs(r.direct?.loadgenCpuUsPerRequest ?? Number.NaN)} / ${fmtUs(r.proxied.loadgenCpuUsPerRequest)}`,
+      `${share(r.direct?.foreignCpuShare)} / ${share(r.proxied.foreignCpuShare)}`,
+    ]);
+  }
+  return out;
+}
+
+function directRows(results: Map<string, CaseResult>): string[][] {
+  const out: string[][] = [
+    ['case', 'throughput', 'p50', 'p99', 'first byte p50', 'upstream CPU/req', 'errors'],
+  ];
+  for (const r of results.values()) {
+    const d = r.direct;
+    if (!d) {
+      out.push([r.title, `not measured: ${(r.probe.direct?.detail ?? '').slice(0, 80)}`, '', '', '', '', '']);
+      continue;
+    }
+    out.push([
+      r.title,
+      fmtRps(d.throughput),
+      fmtMs(d.latency.p50),
+      fmtMs(d.latency.p99),
+      d.firstByte ? fmtMs(d.firstByte.p50) : '',
+      fmtUs(d.upstreamCpuUsPerRequest),
+      String(d.errors),
+    ]);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main
+
+const IDLE_PROBE_MS = 2000;
+const GLOBAL_WARMUP_MS = 4000;
+const POOL_OPTIONS = {
+  connections: 64,
+  pipelining: 1,
+  keepAliveTimeout: 60_000,
+  keepAliveMaxTimeout: 600_000,
+};
+
+async function main(): Promise<number> {
+  const opts = parseArgs(process.argv.slice(2));
+  const log = (line: string) => process.stdout.write(`${line}\n`);
+  const startedAt = new Date();
+  const cores = cpus().length;
+  const startLoad = loadavg();
+  log(
+    `toolproof bench, ${startedAt.toISOString()}, node ${process.version}, ${cores} CPU core(s), ` +
+      `load average ${startLoad.map((x) => x.toFixed(2)).join(' ')}`,
+  );
+  log(
+    `note: load generator, fake upstream and toolproof share the same ${cores} core(s); absolute numbers depend ` +
+      'on the machine, the ratios and deltas are the point.',
+  );
+
+  const serverArgs = opts.directOnly ? [] : prepareServer(ROOT, opts.server, log);
+  const profDir = join(ROOT, 'bench/results/prof');
+  const profName = `toolproof-${startedAt.toISOString().replace(/[:.]/g, '-')}.cpuprofile`;
+  if (opts.cpuProf) mkdirSync(profDir, { recursive: true });
+
+  const pools: Partial<Record<Side, Pool>> = {};
+  const onSignal = (signal: NodeJS.Signals) => {
+    log(`\n${signal}: stopping the children`);
+    void stopAll().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  process.once('exit', killAllNow);
+
+  const results = new Map<string, CaseResult>();
+  const windows: [number, number][] = [];
+  let memory: { start: number; end?: number; peak?: number } | undefined;
+  let profile: ProfileSummary | undefined;
+  let idleCpuShare: number | undefined;
+  try {
+    const upstream = startNode({
+      name: 'fake upstream',
+      args: ['--import', 'tsx', join(ROOT, 'bench/lib/fake-upstream.ts')],
+      cwd: ROOT,
+      stdinPipe: true,
+    });
+    const upstreamPort = Number(await waitForLine(upstream, /PORT (\d+)/, 20_000));
+    pools.direct = new Pool(`http://127.0.0.1:${upstreamPort}`, POOL_OPTIONS);
+    log(`fake upstream pid ${upstream.pid} on 127.0.0.1:${upstreamPort}`);
+    const proxies: Partial<Record<Side, Child>> = {};
+
+    if (!opts.directOnly) {
+      const port = await freePort();
+      const tpEnv: NodeJS.ProcessEnv = {};
+      for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('TOOLPROOF_')) tpEnv[k] = v;
+      Object.assign(tpEnv, {
+        TOOLPROOF_UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}/v1`,
+        TOOLPROOF_HOST: '127.0.0.1',
+        TOOLPROOF_PORT: String(port),
+        TOOLPROOF_LOG_LEVEL: LOG_LEVEL,
+        TOOLPROOF_SHUTDOWN_GRACE_MS: '2000',
+      });
+      const toolproof = startNode({
+        name: 'toolproof',
+        args: [
+          ...(opts.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`, `--cpu-prof-name=${profName}`] : []),
+          ...serverArgs,
+        ],
+        env: tpEnv,
+        cwd: ROOT,
+      });
+      proxies.proxied = toolproof;
+      await waitForHttp(toolproof, `http://127.0.0.1:${port}/health`, 60_000);
+      memory = { start: memoryMb(toolproof.pid).rss };
+      log(
+        `toolproof pid ${toolproof.pid} on 127.0.0.1:${port}: node ${serverArgs.join(' ')} ` +
+          `(TOOLPROOF_LOG_LEVEL=${LOG_LEVEL}: per-request info logs would dominate), RSS ${fmtMb(memory.start)}`,
+      );
+      if (opts.cpuProf) log('warning: --cpu-prof slows toolproof down; use the timings of a run without it.');
+      pools.proxied = new Pool(`http://127.0.0.1:${port}`, POOL_OPTIONS);
+    } else {
+      log('--direct-only: toolproof not started');
+    }
+    if (opts.baseline) {
+      const bare = startNode({
+        name: 'bare proxy',
+        args: ['--import', 'tsx', join(ROOT, 'bench/lib/bare-proxy.ts'), `http://127.0.0.1:${upstreamPort}`],
+        cwd: ROOT,
+        stdinPipe: true,
+      });
+      proxies.bare = bare;
+      const barePort = Number(await waitForLine(bare, /PORT (\d+)/, 20_000));
+      pools.bare = new Pool(`http://127.0.0.1:${barePort}`, POOL_OPTIONS);
+      log(`bare proxy (--baseline) pid ${bare.pid} on 127.0.0.1:${barePort}`);
+    }
+    const env: Env = { pools, proxies, upstream, windows };
+
+    const cases = defineCases(opts.quick).filter((c) => !opts.cases || opts.cases.has(c.id));
+    if (cases.length === 0) throw new Error('no case selected (see --cases in bench/run.ts)');
+    // Global warm-up: every selected case's request on every side, so the JIT has seen all of
+    // toolproof's paths before the first measured round (the first case would pay for it otherwise).
+    // At least GLOBAL_WARMUP_MS per side in all (cases repeated when few are selected): V8 keeps
+    // optimizing toolproof's code for seconds, and a cold proxy shows several times its real CPU cost.
+    const warmStarted = Date.now();
+    for (const side of SIDES) {
+      const pool = pools[side];
+      if (!pool) continue;
+      const sideStarted = Date.now();
+      do {
+        for (const c of cases) {
+          await runLoad({
+            pool,
+            body: c.body,
+            stream: c.stream,
+            concurrency: Math.min(c.concurrency, 16),
+            durationMs: 600,
+          });
+        }
+      } while (Date.now() - sideStarted < GLOBAL_WARMUP_MS);
+    }
+    log(`global warm-up: ${((Date.now() - warmStarted) / 1000).toFixed(1)} s`);
+    if (proxies.proxied) {
+      // toolproof's CPU while nobody sends it anything (timers, metrics, GC): should be ~0.
+      const before = cpuTicks(proxies.proxied.pid);
+      await sleep(IDLE_PROBE_MS);
+      idleCpuShare = ticksToUs(cpuTicks(proxies.proxied.pid) - before) / (IDLE_PROBE_MS * 1000);
+      log(
+        `toolproof idle CPU: ${(idleCpuShare * 100).toFixed(1)}% of one core over ${IDLE_PROBE_MS / 1000} s`,
+      );
+    }
+    log(`${cases.length} case(s), ${opts.rounds} interleaved rounds per side each, after a warm-up\n`);
+    for (const c of cases) {
+      const t0 = Date.now();
+      const r = await measureCase(c, env, opts.rounds, log);
+      results.set(c.id, r);
+      const brief = (s?: SideResult) =>
+        s
+          ? `${fmtRps(s.throughput)}, p50 ${fmtMs(s.latency.p50)}${s.errors ? `, ${s.errors} errors` : ''}`
+          : 'not measured';
+      log(
+        `  ${c.id.padEnd(11)} direct ${brief(r.direct)} | toolproof ${brief(r.proxied)}` +
+          `${opts.baseline ? ` | bare ${brief(r.bare)}` : ''}  (${((Date.now() - t0) / 1000).toFixed(1)} s)`,
+      );
+    }
+    await Promise.all(Object.values(pools).map((p) => p.close()));
+    const toolproof = proxies.proxied;
+    if (toolproof && memory) {
+      const mem = memoryMb(toolproof.pid);
+      memory.end = mem.rss;
+      memory.peak = mem.peak;
+      await stopChild(toolproof, opts.cpuProf ? 20_000 : 5_000);
+    }
+    if (toolproof && opts.cpuProf) {
+      const file = readdirSync(profDir).find((f) => f === profName);
+      if (file) profile = summarizeProfile(join(profDir, file), windows);
+      else log(`warning: no CPU profile was written to ${profDir}`);
+    }
+  } finally {
+    await Promise.all(Object.values(pools).map((p) => p?.destroy().catch(() => {})));
+    await stopAll();
+  }
+
+  // Report
+  const { rows, checks } = opts.directOnly ? { rows: [], checks: {} } : buildRows(results);
+  log('');
+  if (opts.directOnly) log(renderTable(directRows(results)));
+  else {
+    log(
+      renderTable([
+        [
+          'case',
+          'metric',
+          'direct',
+          'toolproof',
+          ...(opts.baseline ? ['bare proxy'] : []),
+          'delta / ratio',
+          'target',
+          'result',
+        ],
+        ...rows.map((r) => [
+          r.case,
+          r.metric,
+          r.direct,
+          r.toolproof,
+          ...(opts.baseline ? [r.bare] : []),
+          r.change,
+          r.target,
+          r.result,
+        ]),
+      ]),
+    );
+    log('');
+    log(renderTable(cpuRows(results, opts.baseline)));
+  }
+  log('');
+  if (memory) {
+    log(
+      `toolproof RSS: ${fmtMb(memory.start)} after start, ${fmtMb(memory.end ?? Number.NaN)} at the end, ` +
+        `peak ${fmtMb(memory.peak ?? Number.NaN)}`,
+    );
+  }
+  log(TARGET_SOURCE);
+  log(
+    `setup: ${cores}-core machine shared by load generator, fake upstream and toolproof; everything on 127.0.0.1; ` +
+      `keep-alive undici Pool; TOOLPROOF_LOG_LEVEL=${LOG_LEVEL}; CPU from /proc/<pid>/stat (CLK_TCK ${CLK_TCK}); ` +
+      'latency = request start to last body byte, first byte = to the first body chunk; ' +
+      'delta = toolproof - direct, ratio = toolproof / direct.',
+  );
+  if (profile) {
+    log('');
+    log(formatProfile(profile));
+  }
+
+  const endLoad = loadavg();
+  const foreign = [...results.values()].flatMap((r) =>
+    SIDES.map((s) => r[s]?.foreignCpuShare).filter((x): x is number => x !== undefined),
+  );
+  const foreignMax = foreign.length ? Math.max(...foreign) : 0;
+  log('');
+  log(
+    `load average ${startLoad.map((x) => x.toFixed(2)).join(' ')} at the start, ` +
+      `${endLoad.map((x) => x.toFixed(2)).join(' ')} at the end; other processes used up to ` +
+      `${(foreignMax * 100).toFixed(0)}% of the machine's CPU during the measured rounds.`,
+  );
+  if (foreignMax > 0.1 || startLoad[0]! > cores) {
+    log(
+      'warning: the machine was busy with other work: CPU per request and throughput suffer from the contention ' +
+        '(more context switches, less batching per event-loop turn, colder caches); rerun on a quiet machine ' +
+        'for the real numbers.',
+    );
+  }
+  const failed = Object.entries(checks).filter(([, ok]) => ok === false);
+  const summary = opts.directOnly
+    ? '--direct-only: no targets checked'
+    : Object.keys(checks).length === 0
+      ? 'no target applies to the selected cases'
+      : failed.length === 0
+        ? 'all targets met'
+        : `missed: ${failed.map(([k]) => k).join(', ')}`;
+  log(`\n${summary}`);
+
+  mkdirSync(dirname(opts.out), { recursive: true });
+  writeFileSync(
+    opts.out,
+    `${JSON.stringify(
+      {
+        startedAt: startedAt.toISOString(),
+        finishedAt: new Date().toISOString(),
+        machine: {
+          cores,
+          cpuModel: cpus()[0]?.model,
+          totalMemMb: Math.round(totalmem() / 2 ** 20),
+          loadavgStart: startLoad,
+          loadavgEnd: endLoad,
+        },
+        node: process.version,
+        setup: {
+          server: opts.server,
+          serverArgs,
+          logLevel: LOG_LEVEL,
+          rounds: opts.rounds,
+          quick: opts.quick,
+          baseline: opts.baseline,
+          cpuProfile: opts.cpuProf,
+          clkTck: CLK_TCK,
+          note: 'load generator, fake upstream and toolproof share the cores; everything on 127.0.0.1',
+        },
+        targets: { ...TARGETS, source: TARGET_SOURCE },
+        checks,
+        table: rows,
+        cases: Object.fromEntries(results),
+        toolproofMemoryMb: memory,
+        toolproofIdleCpuShare: idleCpuShare,
+        ...(profile ? { profile } : {}),
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  log(`results written to ${opts.out}`);
+  return failed.length === 0 ? 0 : 1;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  async (err: unknown) => {
+    process.stderr.write(`bench failed: ${(err as Error)?.stack ?? String(err)}\n`);
+    await stopAll();
+    process.exitCode = 2;
+  },
+);
