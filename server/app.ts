@@ -26,7 +26,9 @@ import { Upstreams } from './upstream.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    rawBody?: string;
+    rawBody?: Buffer;
+    /** Aborts the upstream request when the client goes away before the response ended. */
+    tpAbort?: AbortController;
     tp?: { model: string; upstream: string; stream: boolean; call?: ChatCall };
     tpStart: number;
   }
@@ -44,6 +46,15 @@ export type ToolproofApp = FastifyInstance & { toolproof: AppState };
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const QUIET_ROUTES = new Set(['/health', '/metrics', '/ready']);
+const LOG_LEVELS: Record<string, number> = {
+  trace: 10,
+  debug: 20,
+  info: 30,
+  warn: 40,
+  error: 50,
+  fatal: 60,
+  silent: 100,
+};
 
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<ToolproofApp> {
   const app = Fastify({
@@ -92,6 +103,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   };
   app.decorate('toolproof', state);
   app.decorateRequest('rawBody', undefined);
+  app.decorateRequest('tpAbort', undefined);
   app.decorateRequest('tp', undefined);
   app.decorateRequest('tpStart', 0);
 
@@ -99,12 +111,13 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // Any content type is read as JSON: llama-server does the same, and curl users forget it.
   const parseJson = (
     request: import('fastify').FastifyRequest,
-    body: string,
+    body: Buffer,
     done: (err: Error | null, value?: unknown) => void,
   ) => {
+    // Kept as bytes: an untouched request is forwarded without being encoded again.
     request.rawBody = body;
     try {
-      done(null, JSON.parse(body));
+      done(null, JSON.parse(body.toString('utf8')));
     } catch (err) {
       done(
         new ToolproofError('TP_ERR_INVALID_JSON', {
@@ -115,11 +128,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     }
   };
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) =>
-    parseJson(req, body as string, done),
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) =>
+    parseJson(req, body as Buffer, done),
   );
-  app.addContentTypeParser('*', { parseAs: 'string' }, (req, body, done) =>
-    parseJson(req, body as string, done),
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (req, body, done) =>
+    parseJson(req, body as Buffer, done),
   );
 
   registerErrorHandling(app);
@@ -146,9 +159,13 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     reply.raw.once('finish', () => {
       finished = true;
     });
-    reply.raw.once('close', () =>
-      logRequest(app, state, request, reply.raw.statusCode, finished || reply.raw.writableFinished),
-    );
+    // One listener per request: a client that goes away cancels the upstream request at once
+    // (also while waiting for the first token, or during a fallback or corrective retry).
+    reply.raw.once('close', () => {
+      const done = finished || reply.raw.writableFinished;
+      if (!done) request.tpAbort?.abort(new Error('client disconnected'));
+      logRequest(app, state, request, reply.raw.statusCode, done);
+    });
     if (checkKey && request.url.startsWith('/v1/')) checkKey(request);
   });
 
@@ -177,8 +194,8 @@ function logRequest(
   const tp = request.tp;
   const model = tp?.model ?? '';
   if (path.startsWith('/v1/')) {
-    state.metrics.requests.labels(model, route, finished ? String(status) : 'aborted').inc();
-    state.metrics.requestDuration.labels(model, route, tp?.stream ? 'true' : 'false').observe(seconds);
+    state.metrics.hot.requests(model, route, finished ? String(status) : 'aborted').inc();
+    state.metrics.hot.requestDuration(model, route, tp?.stream ? 'true' : 'false').observe(seconds);
   }
   const call = tp?.call;
   if (call?.trace.finalKind && call.trace.finalKind !== 'passthrough' && call.trace.finalKind !== 'error') {
@@ -187,6 +204,8 @@ function logRequest(
     if (Array.isArray(call.original.tools) && call.original.tools.length > 0)
       state.metrics.responses.labels(model, kind).inc();
   }
+  const quiet = QUIET_ROUTES.has(path);
+  if ((LOG_LEVELS[app.log.level] ?? 0) > (quiet ? 20 : 30)) return; // level off: skip building the line
   const line: Record<string, unknown> = {
     reqId: request.id,
     method: request.method,
@@ -215,6 +234,6 @@ function logRequest(
       final: t.finalKind ?? null,
     };
   }
-  if (QUIET_ROUTES.has(path)) app.log.debug(line, 'request');
+  if (quiet) app.log.debug(line, 'request');
   else app.log.info(line, 'request');
 }

@@ -13,7 +13,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
   const registers = [registry];
 
-  return {
+  const m = {
     registry,
     requests: new Counter({
       name: 'toolproof_requests_total',
@@ -108,6 +108,36 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       registers,
     }),
   };
+  return {
+    ...m,
+    /** Cached children of the series touched by every request. */
+    hot: {
+      requests: childCache((model, route, status) => m.requests.labels(model!, route!, status!)),
+      requestDuration: childCache((model, route, stream) =>
+        m.requestDuration.labels(model!, route!, stream!),
+      ),
+      upstreamDuration: childCache((model, route, upstream) =>
+        m.upstreamDuration.labels(model!, route!, upstream!),
+      ),
+    },
+  };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/**
+ * prom-client's labels() validates and hashes its arguments on every call; the per-request
+ * series (a handful of label combinations) keep their child here instead.
+ */
+export function childCache<T>(make: (...values: string[]) => T): (...values: string[]) => T {
+  const cache = new Map<string, T>();
+  return (...values) => {
+    const key = values.join('\u0000');
+    let child = cache.get(key);
+    if (child === undefined) {
+      child = make(...values);
+      if (cache.size < 10_000) cache.set(key, child);
+    }
+    return child;
+  };
+}

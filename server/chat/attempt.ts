@@ -30,7 +30,7 @@ export async function readText(res: UpstreamResponse, limit = MAX_ERROR_BODY): P
   return Buffer.concat(chunks).toString('utf8');
 }
 
-export function serializeRequest(call: ChatCall, request: ChatCompletionRequest): string {
+export function serializeRequest(call: ChatCall, request: ChatCompletionRequest): string | Buffer {
   if (request === call.original && !call.route.upstreamModel) return call.rawBody;
   return JSON.stringify(call.route.upstreamModel ? { ...request, model: call.route.upstreamModel } : request);
 }
@@ -50,8 +50,8 @@ export async function sendOnce(
       headers: call.forwardHeaders,
       signal: call.signal,
     });
-    deps.metrics.upstreamDuration
-      .labels(call.route.name, 'chat', call.route.client.label)
+    deps.metrics.hot
+      .upstreamDuration(call.route.name, 'chat', call.route.client.label)
       .observe((performance.now() - started) / 1000);
     return res;
   } catch (err) {

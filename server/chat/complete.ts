@@ -9,6 +9,7 @@ import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects, settleRetry } from './effects.js';
 import { recoverErrorCompletion } from './error-recovery.js';
 import { runRequestPolicies, runResponsePolicies } from './policy-runner.js';
+import { scanJsonValue } from '../../parsers/util/json-scan.js';
 import { leaksFromEffects } from '../../policies/corrective-retry.js';
 import { addUsage, type FinalKind } from './trace.js';
 
@@ -46,11 +47,20 @@ export function classifyFinal(completion: ChatCompletion, finalAnswer: boolean):
   return finalAnswer ? 'final_answer' : 'content';
 }
 
-function usageFromRaw(text: string): Usage | undefined {
-  if (!text.includes('"usage"')) return undefined;
+/**
+ * Reads only the top-level `usage` object of a relayed body (for the log line), without parsing
+ * the whole response: backends put it last, so the last `"usage":` that opens an object is it.
+ */
+export function usageFromRaw(text: string): Usage | undefined {
+  const key = text.lastIndexOf('"usage"');
+  if (key < 0) return undefined;
+  let i = key + 7;
+  while (i < text.length && (text[i] === ' ' || text[i] === ':' || text[i] === '\n')) i++;
+  const scanned = scanJsonValue(text, i);
+  if (!scanned || scanned.end < 0) return undefined;
   try {
-    const u = (JSON.parse(text) as { usage?: Usage }).usage;
-    return u && typeof u === 'object' ? u : undefined;
+    const u = JSON.parse(text.slice(i, scanned.end)) as Usage;
+    return u && typeof u === 'object' && typeof u.total_tokens === 'number' ? u : undefined;
   } catch {
     return undefined;
   }

@@ -45,7 +45,7 @@ export class ChatCall {
   constructor(
     readonly reqId: string,
     readonly original: ChatCompletionRequest,
-    readonly rawBody: string,
+    readonly rawBody: Buffer,
     readonly route: ResolvedRoute,
     /** The policies enabled for this model, in table order. */
     readonly policies: readonly Policy[],

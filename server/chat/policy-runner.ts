@@ -22,8 +22,15 @@ export interface RequestPhase {
   error?: ToolproofError;
 }
 
+const activeCache = new WeakMap<readonly Policy[], WeakMap<ModelSettings, Policy[]>>();
+
+/** The policies a model's (frozen) settings enable, in table order; computed once per settings object. */
 export function activePolicies(table: readonly Policy[], settings: ModelSettings): Policy[] {
-  return table.filter((p) => p.enabled(settings));
+  let bySettings = activeCache.get(table);
+  if (!bySettings) activeCache.set(table, (bySettings = new WeakMap()));
+  let list = bySettings.get(settings);
+  if (!list) bySettings.set(settings, (list = table.filter((p) => p.enabled(settings))));
+  return list;
 }
 
 export function runRequestPolicies(

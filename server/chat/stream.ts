@@ -108,14 +108,17 @@ export async function streamChat(call: ChatCall, deps: ChatDeps, sink: SseSink):
     const parser = new SseParser();
     let midError: ToolproofError | undefined;
 
-    const handle = async (payload: string): Promise<void> => {
+    // Events decoded from one upstream read are written to the client in one write (one
+    // syscall, one TCP segment), not one write per event.
+    let batch = '';
+    const handle = (payload: string): void => {
       if (midError) return;
       if (payload === '[DONE]') return;
       const maybeError = payload.includes('"error"');
       const maybeUsage = payload.includes('"usage"');
       if (chain === null && !maybeError && !maybeUsage) {
         // Pass-through fast path: the payload is relayed untouched, only re-framed.
-        await sink.write(sseData(payload));
+        batch += sseData(payload);
         return;
       }
       let chunk: ChatCompletionChunk & { error?: unknown };
@@ -147,15 +150,25 @@ export async function streamChat(call: ChatCall, deps: ChatDeps, sink: SseSink):
         }
       }
       const out = chain ? chain.push(chunk) : [chunk];
-      for (const c of out) await sink.write(sseData(JSON.stringify(c)));
+      for (const c of out) batch += sseData(JSON.stringify(c));
     };
 
     try {
       for await (const buf of res.body) {
-        for (const payload of parser.push(buf as Buffer)) await handle(payload);
+        for (const payload of parser.push(buf as Buffer)) handle(payload);
+        if (batch) {
+          const text = batch;
+          batch = '';
+          await sink.write(text);
+        }
         if (midError) break;
       }
-      if (!midError) for (const payload of parser.finish()) await handle(payload);
+      if (!midError) for (const payload of parser.finish()) handle(payload);
+      if (batch) {
+        const text = batch;
+        batch = '';
+        await sink.write(text);
+      }
     } catch (err) {
       if (call.signal.aborted) throw err;
       const mapped = toUpstreamError(err, call.route.client.label);

@@ -71,17 +71,14 @@ export function registerChatRoute(app: FastifyInstance, state: AppState): void {
     async (request, reply) => {
       const body = request.body as ChatCompletionRequest;
       const route = resolveRoute(state.config, state.upstreams, body.model);
+      // app.ts's close listener aborts it when the client goes away: no GPU time for nobody.
       const controller = new AbortController();
-      // A client that goes away cancels the upstream request at once (also while waiting for
-      // the first token or during a fallback / corrective retry): no GPU time for nobody.
-      reply.raw.once('close', () => {
-        if (!reply.raw.writableFinished) controller.abort(new Error('client disconnected'));
-      });
+      request.tpAbort = controller;
       const trace = newTrace();
       const call = new ChatCall(
         request.id,
         body,
-        request.rawBody ?? JSON.stringify(body),
+        request.rawBody ?? Buffer.from(JSON.stringify(body)),
         route,
         activePolicies(state.policies, route.settings),
         controller.signal,

@@ -22,9 +22,7 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
       const body = request.body as { model?: unknown; stream?: unknown };
       const route = resolveRoute(state.config, state.upstreams, body.model);
       const controller = new AbortController();
-      reply.raw.once('close', () => {
-        if (!reply.raw.writableFinished) controller.abort(new Error('client disconnected'));
-      });
+      request.tpAbort = controller;
       request.tp = { model: route.name, upstream: route.client.label, stream: body.stream === true };
       const payload = route.upstreamModel
         ? JSON.stringify({ ...body, model: route.upstreamModel })
@@ -37,8 +35,8 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
         headers: { 'x-request-id': request.id },
         signal: controller.signal,
       });
-      state.metrics.upstreamDuration
-        .labels(route.name, routeLabel, route.client.label)
+      state.metrics.hot
+        .upstreamDuration(route.name, routeLabel, route.client.label)
         .observe((performance.now() - started) / 1000);
       if (res.status >= 400) {
         const text = await readText(res);
