@@ -3,26 +3,13 @@
  * line, then `</tool_calls>`. `<tool_calls>` is shared: Hunyuan/Jamba put a JSON array after
  * it and Hunyuan v3 a `<tool_call>` tag, so this family only claims an object.
  */
-import { defineFamily } from './define.js';
-import { callsFromJson, defaultToCall, unlessReopened } from './long-tail-kit.js';
-import { delimitedEnvelope, peekNonWs } from './util/envelope.js';
+import { jsonEnvelopeFamily } from './json-envelope-family.js';
 
-const OPEN = '<tool_calls>';
-
-export const minimax = defineFamily({
+export const minimax = jsonEnvelopeFamily({
   name: 'minimax',
-  markers: [OPEN],
+  open: '<tool_calls>',
+  end: '</tool_calls>',
+  claims: '{',
   priority: 40,
   backend: { vllm: 'minimax', sglang: 'minimax' },
-  match: delimitedEnvelope({
-    end: '</tool_calls>',
-    accept(text, bodyStart, final) {
-      const j = peekNonWs(text, bodyStart, final);
-      if (j === 'need-more') return 'need-more';
-      return j !== 'end' && text[j] === '{' ? 'yes' : 'no';
-    },
-    parseBody: unlessReopened([OPEN], (body, _ctx, { truncated }) =>
-      callsFromJson(body, defaultToCall, truncated),
-    ),
-  }),
 });

@@ -3,26 +3,13 @@
  * often answers in kind: `<tools>{"name": …, "arguments": …}</tools>` (or an array, or several
  * blocks). `<tools>` also appears in prose about prompts, so only a JSON body is claimed.
  */
-import { defineFamily } from './define.js';
-import { callsFromJson, defaultToCall, unlessReopened } from './long-tail-kit.js';
-import { delimitedEnvelope, peekNonWs } from './util/envelope.js';
+import { jsonEnvelopeFamily } from './json-envelope-family.js';
 
-const OPEN = '<tools>';
-
-export const qwen25Coder = defineFamily({
+export const qwen25Coder = jsonEnvelopeFamily({
   name: 'qwen25-coder',
-  markers: [OPEN],
+  open: '<tools>',
+  end: '</tools>',
+  claims: '{[',
   priority: 45,
   backend: { vllm: 'qwen25_coder' },
-  match: delimitedEnvelope({
-    end: '</tools>',
-    accept(text, bodyStart, final) {
-      const j = peekNonWs(text, bodyStart, final);
-      if (j === 'need-more') return 'need-more';
-      return j !== 'end' && (text[j] === '{' || text[j] === '[') ? 'yes' : 'no';
-    },
-    parseBody: unlessReopened([OPEN], (body, _ctx, { truncated }) =>
-      callsFromJson(body, defaultToCall, truncated),
-    ),
-  }),
 });

@@ -376,12 +376,12 @@ describe('corrective retry', () => {
 });
 
 describe('client disconnect during a fallback or a retry aborts the upstream request', () => {
-  it('during the fallback attempt', async () => {
-    stack = await startStack({ sim: { rejectRequired: true, scenario: [{ say: 'slow', delayMs: 3_000 }] } });
+  /** Sends a tools request, and hangs up once the upstream has received its second attempt. */
+  async function hangUpDuringSecondAttempt(s: Stack, headers: Record<string, string> = {}): Promise<void> {
     const ac = new AbortController();
-    const p = fetch(`${stack.url}/chat/completions`, {
+    const p = fetch(`${s.url}/chat/completions`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...headers },
       body: JSON.stringify({
         model: 'sim',
         messages: [{ role: 'user', content: 'hi' }],
@@ -389,11 +389,17 @@ describe('client disconnect during a fallback or a retry aborts the upstream req
       }),
       signal: ac.signal,
     }).catch(() => null);
-    await waitFor(() => chatRequests(stack!).length >= 2);
+    await waitFor(() => chatRequests(s).length >= 2);
     ac.abort();
     await p;
-    await waitFor(() => stack!.sim.aborts.length >= 1);
-    expect(stack.sim.aborts.at(-1)!.requestIndex).toBe(stack.sim.requests.indexOf(chatRequests(stack)[1]!));
+    await waitFor(() => s.sim.aborts.length >= 1);
+  }
+
+  it('during the fallback attempt', async () => {
+    stack = await startStack({ sim: { rejectRequired: true, scenario: [{ say: 'slow', delayMs: 3_000 }] } });
+    await hangUpDuringSecondAttempt(stack);
+    expect(stack.sim.aborts).toHaveLength(1);
+    expect(stack.sim.aborts[0]!.requestIndex).toBe(stack.sim.requests.indexOf(chatRequests(stack)[1]!));
   });
 
   it('during the corrective retry', async () => {
@@ -402,21 +408,8 @@ describe('client disconnect during a fallback or a retry aborts the upstream req
       { call: [{ name: 'get_weather', arguments: { city: 'Paris' } }], delayMs: 3_000 },
     ]);
     stack = await startStack();
-    const ac = new AbortController();
-    const p = fetch(`${stack.url}/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-sim-scenario': scenario },
-      body: JSON.stringify({
-        model: 'sim',
-        messages: [{ role: 'user', content: 'hi' }],
-        tools: [weatherTool],
-      }),
-      signal: ac.signal,
-    }).catch(() => null);
-    await waitFor(() => chatRequests(stack!).length >= 2);
-    ac.abort();
-    await p;
-    await waitFor(() => stack!.sim.aborts.length >= 1);
+    await hangUpDuringSecondAttempt(stack, { 'x-sim-scenario': scenario });
     expect(stack.sim.aborts).toHaveLength(1);
+    expect(stack.sim.aborts[0]!.requestIndex).toBe(stack.sim.requests.indexOf(chatRequests(stack)[1]!));
   });
 });

@@ -1,0 +1,41 @@
+/**
+ * Factory for the commonest long-tail shape: one JSON call object (or array of them) between an
+ * open and a close tag, `OPEN{"name": …, "arguments": …}END`. A family of this shape is its
+ * markers, which JSON openers it claims after OPEN (so families sharing a tag split it by what
+ * follows), its priority and the backend parser that would have handled it.
+ */
+import type { FamilyParser } from './family.js';
+import { defineFamily } from './define.js';
+import { callsFromJson, defaultToCall, unlessReopened } from './long-tail-kit.js';
+import type { ToolTextParser } from './types.js';
+import { delimitedEnvelope, peekNonWs } from './util/envelope.js';
+
+export interface JsonEnvelopeSpec {
+  name: string;
+  open: string;
+  end: string;
+  /** JSON openers claimed right after `open` ('{', '[' or both). */
+  claims: '{' | '[' | '{[';
+  priority: number;
+  backend: ToolTextParser['backend'];
+}
+
+export function jsonEnvelopeFamily(spec: JsonEnvelopeSpec): FamilyParser {
+  return defineFamily({
+    name: spec.name,
+    markers: [spec.open],
+    priority: spec.priority,
+    backend: spec.backend,
+    match: delimitedEnvelope({
+      end: spec.end,
+      accept(text, bodyStart, final) {
+        const j = peekNonWs(text, bodyStart, final);
+        if (j === 'need-more') return 'need-more';
+        return j !== 'end' && spec.claims.includes(text[j]!) ? 'yes' : 'no';
+      },
+      parseBody: unlessReopened([spec.open], (body, _ctx, { truncated }) =>
+        callsFromJson(body, defaultToCall, truncated),
+      ),
+    }),
+  });
+}
