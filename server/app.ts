@@ -152,7 +152,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   const checkKey = createKeyChecker(config.apiKeys);
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     request.tpStart = performance.now();
     reply.header('x-request-id', request.id);
     let finished = false;
@@ -162,11 +162,19 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // One listener per request: a client that goes away cancels the upstream request at once
     // (also while waiting for the first token, or during a fallback or corrective retry).
     reply.raw.once('close', () => {
-      const done = finished || reply.raw.writableFinished;
-      if (!done) request.tpAbort?.abort(new Error('client disconnected'));
-      logRequest(app, state, request, reply.raw.statusCode, done);
+      const ended = finished || reply.raw.writableFinished;
+      if (!ended) request.tpAbort?.abort(new Error('client disconnected'));
+      logRequest(app, state, request, reply.raw.statusCode, ended);
     });
-    if (checkKey && request.url.startsWith('/v1/')) checkKey(request);
+    if (checkKey && request.url.startsWith('/v1/')) {
+      try {
+        checkKey(request);
+      } catch (err) {
+        done(err as Error);
+        return;
+      }
+    }
+    done();
   });
 
   registerChatRoute(app, state);

@@ -6,7 +6,7 @@
  * upstream request at once, so the GPU stops generating for nobody.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { BalancedPool, type Dispatcher, errors as undiciErrors } from 'undici';
+import { BalancedPool, type Dispatcher, Pool, errors as undiciErrors } from 'undici';
 import { ToolproofError } from '../protocol/errors.js';
 import type { Timeouts, UpstreamTarget } from './config.js';
 
@@ -83,7 +83,8 @@ export function isTimeoutError(err: unknown): boolean {
 
 export class UpstreamClient {
   readonly label: string;
-  private readonly pool: BalancedPool;
+  /** A BalancedPool over the replicas; a plain Pool when there is only one (no balancing to pay for). */
+  private readonly pool: BalancedPool | Pool;
   private readonly basePath: string;
   private readonly authorization: string | undefined;
   private readonly replicas: number;
@@ -94,17 +95,16 @@ export class UpstreamClient {
     this.label = target.urls.join(',');
     this.replicas = target.urls.length;
     this.authorization = target.apiKey ? `Bearer ${target.apiKey}` : undefined;
-    this.pool = new BalancedPool(
-      target.urls.map((u) => new URL(u).origin),
-      {
-        connect: { timeout: timeouts.connectMs },
-        headersTimeout: timeouts.firstByteMs,
-        bodyTimeout: timeouts.idleMs,
-        keepAliveTimeout: 4_000, // below llama-server's Keep-Alive: timeout=5 so we never reuse a socket it is closing
-        keepAliveMaxTimeout: 60_000,
-        pipelining: 1,
-      },
-    );
+    const options = {
+      connect: { timeout: timeouts.connectMs },
+      headersTimeout: timeouts.firstByteMs,
+      bodyTimeout: timeouts.idleMs,
+      keepAliveTimeout: 4_000, // below llama-server's Keep-Alive: timeout=5 so we never reuse a socket it is closing
+      keepAliveMaxTimeout: 60_000,
+      pipelining: 1,
+    };
+    const origins = target.urls.map((u) => new URL(u).origin);
+    this.pool = origins.length === 1 ? new Pool(origins[0]!, options) : new BalancedPool(origins, options);
   }
 
   /**

@@ -17,6 +17,8 @@ import { runRequestPolicies } from './policy-runner.js';
 const MAX_ERROR_BODY = 1024 * 1024;
 
 export async function readText(res: UpstreamResponse, limit = MAX_ERROR_BODY): Promise<string> {
+  // Unbounded reads (successful bodies) use undici's own consumer: no async iterator per body.
+  if (limit === Number.POSITIVE_INFINITY) return res.body.text();
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of res.body) {
