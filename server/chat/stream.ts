@@ -6,12 +6,17 @@
  * failure (also when the upstream itself ended with an error event and no [DONE]).
  */
 import { ToolproofError } from '../../protocol/errors.js';
-import type { ChatCompletionChunk, ChatCompletionRequest, Usage } from '../../protocol/openai.js';
+import type {
+  ChatCompletion,
+  ChatCompletionChunk,
+  ChatCompletionRequest,
+  Usage,
+} from '../../protocol/openai.js';
 import { fromUpstreamError, parseUpstreamBody, toErrorBody } from '../error-handler.js';
 import { SSE_DONE, SseParser, sseData } from '../sse.js';
 import { toUpstreamError } from '../upstream.js';
 import { openUpstream } from './attempt.js';
-import { attemptMemos, isPassthrough, prepareRequest } from './complete.js';
+import { attemptMemos, classifyFinal, isPassthrough, prepareRequest } from './complete.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects, settleRetry } from './effects.js';
 import { recoverErrorCompletion } from './error-recovery.js';
@@ -37,6 +42,19 @@ function chunkOf(base: { id: string; model: string; created: number }, usage: Us
   };
 }
 
+/** What reached the client over a stream, for the response-kind metric and the log line. */
+interface Seen {
+  calls: boolean;
+  content: boolean;
+}
+
+function note(seen: Seen, chunk: ChatCompletionChunk): void {
+  for (const c of chunk.choices ?? []) {
+    if (c.delta?.tool_calls?.length) seen.calls = true;
+    if (typeof c.delta?.content === 'string' && c.delta.content.length > 0) seen.content = true;
+  }
+}
+
 export async function streamChat(call: ChatCall, deps: ChatDeps, sink: SseSink): Promise<void> {
   let request: ChatCompletionRequest = prepareRequest(call, deps);
   const passthrough = isPassthrough(call, request);
@@ -44,6 +62,7 @@ export async function streamChat(call: ChatCall, deps: ChatDeps, sink: SseSink):
   const wantsUsage = call.original.stream_options?.include_usage === true;
   let usage: Usage | undefined;
   let last = { id: 'chatcmpl-toolproof', model: call.original.model, created: Math.floor(Date.now() / 1000) };
+  const seen: Seen = { calls: false, content: false };
 
   const failMidStream = async (err: ToolproofError): Promise<void> => {
     if (!sink.opened) throw err;
@@ -77,6 +96,10 @@ export async function streamChat(call: ChatCall, deps: ChatDeps, sink: SseSink):
         decision.effects.filter((e) => e.kind !== 'retry'),
       );
       const done = decision.action === 'retry' ? decision.failed : decision.response;
+      call.trace.finalKind = classifyFinal(
+        done,
+        decision.effects.some((e) => e.policy === 'force-tool-use' && e.kind === 'final-answer'),
+      );
       sink.open();
       for (const chunk of completionToChunks(done)) await sink.write(sseData(JSON.stringify(chunk)));
       if (wantsUsage && usage) await sink.write(sseData(JSON.stringify(chunkOf(last, usage))));
@@ -111,7 +134,10 @@ export async function streamChat(call: ChatCall, deps: ChatDeps, sink: SseSink):
     // Events decoded from one upstream read are written to the client in one write (one
     // syscall, one TCP segment), not one write per event.
     let batch = '';
+    // Diagnosis (rawDumpDir): the attempt's upstream events as received.
+    const raw: string[] | undefined = deps.dumpRaw ? [] : undefined;
     const handle = (payload: string): void => {
+      raw?.push(payload);
       if (midError) return;
       if (payload === '[DONE]') return;
       const maybeError = payload.includes('"error"');
@@ -150,7 +176,10 @@ export async function streamChat(call: ChatCall, deps: ChatDeps, sink: SseSink):
         }
       }
       const out = chain ? chain.push(chunk) : [chunk];
-      for (const c of out) batch += sseData(JSON.stringify(c));
+      for (const c of out) {
+        note(seen, c);
+        batch += sseData(JSON.stringify(c));
+      }
     };
 
     try {
@@ -186,6 +215,7 @@ export async function streamChat(call: ChatCall, deps: ChatDeps, sink: SseSink):
         });
       }
     }
+    if (raw) deps.dumpRaw?.(call.reqId, call.trace.attempts, raw.map(sseData).join(''));
     if (midError) {
       res.body.destroy();
       deps.metrics.upstreamErrors.labels(call.route.name, call.route.client.label, 'mid_stream').inc();
@@ -203,15 +233,26 @@ export async function streamChat(call: ChatCall, deps: ChatDeps, sink: SseSink):
         deps,
         end.retry && !canRetry ? end.effects.filter((e) => e.kind !== 'retry') : end.effects,
       );
-      for (const c of end.chunks) await sink.write(sseData(JSON.stringify(c)));
+      for (const c of end.chunks) {
+        note(seen, c);
+        await sink.write(sseData(JSON.stringify(c)));
+      }
       if (end.retry && canRetry) {
         call.retriesUsed++;
         request = end.retry.request;
         continue;
       }
-      const kinds = call.trace.effects;
-      const finalAnswer = kinds.some((e) => e.policy === 'force-tool-use' && e.kind === 'final-answer');
-      call.trace.finalKind = finalAnswer ? 'final_answer' : undefined;
+      const finalAnswer = call.trace.effects.some(
+        (e) => e.policy === 'force-tool-use' && e.kind === 'final-answer',
+      );
+      call.trace.finalKind =
+        seen.calls && seen.content
+          ? 'both'
+          : seen.calls
+            ? 'tool_calls'
+            : finalAnswer
+              ? 'final_answer'
+              : 'content';
     } else {
       call.trace.finalKind = 'passthrough';
     }
@@ -223,9 +264,7 @@ export async function streamChat(call: ChatCall, deps: ChatDeps, sink: SseSink):
 }
 
 /** A complete message replayed as OpenAI chunks (role, content, tool-call deltas, finish). */
-export function completionToChunks(
-  c: import('../../protocol/openai.js').ChatCompletion,
-): ChatCompletionChunk[] {
+export function completionToChunks(c: ChatCompletion): ChatCompletionChunk[] {
   const out: ChatCompletionChunk[] = [];
   const base = { id: c.id, object: 'chat.completion.chunk' as const, created: c.created, model: c.model };
   for (const choice of c.choices) {

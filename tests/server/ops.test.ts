@@ -145,3 +145,45 @@ describe('raw upstream dumps (diagnosis)', () => {
     await stack.close();
   });
 });
+
+describe('streamed responses are counted like non-streamed ones', () => {
+  it('responses_total by kind and a raw dump for a streamed attempt', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'toolproof-raw-'));
+    const stack = await startStack({
+      sim: { scenario: 'leak-hermes' },
+      env: { TOOLPROOF_RAW_DUMP_DIR: dir },
+      file: { defaults: { forceToolUse: false } },
+    });
+    const res = await fetch(`${stack.url}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-request-id': 'stream-1' },
+      body: JSON.stringify({
+        model: 'm',
+        stream: true,
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [weatherTool],
+      }),
+    });
+    const events = await readSse(res);
+    expect(events.at(-1)).toBe('[DONE]');
+    await new Promise((r) => setTimeout(r, 20));
+    const metrics = await (await fetch(`${stack.origin}/metrics`)).text();
+    expect(metrics).toMatch(/toolproof_responses_total\{model="m",kind="tool_calls"\} 1/);
+    expect(metrics).toMatch(
+      /toolproof_leaks_total\{model="m",format="hermes",source="content",outcome="recovered"\} 1/,
+    );
+    const dump = readFileSync(join(dir, 'stream-1.1.txt'), 'utf8');
+    expect(dump).toMatch(/^data: /);
+    const text = dump
+      .split('\n\n')
+      .filter((b) => b.startsWith('data: {'))
+      .map(
+        (b) =>
+          (JSON.parse(b.slice(6)) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta
+            .content ?? '',
+      )
+      .join('');
+    expect(text).toContain('<tool_call>');
+    await stack.close();
+  });
+});
