@@ -32,7 +32,6 @@ export const ERROR_CATALOGUE = {
     type: 'invalid_request_error',
     message: 'The model does not exist.',
   },
-  TP_ERR_METHOD_NOT_ALLOWED: { status: 405, type: 'invalid_request_error', message: 'Method not allowed.' },
   TP_ERR_BODY_TOO_LARGE: {
     status: 413,
     type: 'invalid_request_error',

@@ -65,7 +65,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     bodyLimit: config.bodyLimitBytes,
     // One line per request, written by logRequest below (with the harness trace).
     logController: new LogController({ disableRequestLogging: true }),
-    return503OnClosing: true,
+    // Requests that arrive while closing get TP_ERR_SHUTTING_DOWN from the onRequest hook below.
+    return503OnClosing: false,
     requestIdHeader: false,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -152,8 +153,18 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   const checkKey = createKeyChecker(config.apiKeys);
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
   app.addHook('onRequest', (request, reply, done) => {
     request.tpStart = performance.now();
+    if (closing) {
+      reply.header('connection', 'close');
+      done(new ToolproofError('TP_ERR_SHUTTING_DOWN'));
+      return;
+    }
     reply.header('x-request-id', request.id);
     let finished = false;
     reply.raw.once('finish', () => {
