@@ -27,6 +27,8 @@ import { Upstreams } from './upstream.js';
 declare module 'fastify' {
   interface FastifyRequest {
     rawBody?: Buffer;
+    /** The error this request ended with (for the log line). */
+    tpError?: ToolproofError;
     /** Aborts the upstream request when the client goes away before the response ended. */
     tpAbort?: AbortController;
     tp?: { model: string; upstream: string; stream: boolean; call?: ChatCall };
@@ -105,6 +107,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.decorate('toolproof', state);
   app.decorateRequest('rawBody', undefined);
   app.decorateRequest('tpAbort', undefined);
+  app.decorateRequest('tpError', undefined);
   app.decorateRequest('tp', undefined);
   app.decorateRequest('tpStart', 0);
 
@@ -232,6 +235,8 @@ function logRequest(
     status: finished ? status : 'aborted',
     latencyMs: Math.round(seconds * 10_000) / 10,
   };
+  const err = request.tpError ?? tp?.call?.streamError;
+  if (err) line.error = { code: err.code, status: err.status, message: err.message.slice(0, 500) };
   if (tp) {
     line.model = tp.model;
     line.upstream = tp.upstream;

@@ -121,6 +121,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err, request, reply) => {
     const tpErr = normalizeError(err);
     if (tpErr.status >= 500 && tpErr.code === 'TP_ERR_INTERNAL') request.log.error({ err }, 'internal error');
+    request.tpError = tpErr;
     reply.code(tpErr.status).type('application/json; charset=utf-8').send(toErrorBody(tpErr));
   });
   app.setNotFoundHandler((request, reply) => {

@@ -2,6 +2,7 @@
  * One typed context per client chat request, instead of long parameter lists: the client's
  * request, where it goes, the abort signal tied to the client's connection, and the trace.
  */
+import type { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
 import type { ModelSettings } from '../../protocol/settings.js';
 import type { Policy, PolicyContext, PolicyEffect } from '../../policies/types.js';
@@ -39,6 +40,8 @@ export class ChatCall {
   retriesUsed = 0;
   /** Token usage summed over attempts, when the upstream reported it. */
   usage: Usage | undefined;
+  /** The error a stream ended with after its headers were sent (for the log line). */
+  streamError: ToolproofError | undefined;
   /** Effects of the response attempt in progress (policies later in the table read them). */
   attemptEffects: PolicyEffect[] = [];
 

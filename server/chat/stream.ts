@@ -66,6 +66,7 @@ export async function streamChat(call: ChatCall, deps: ChatDeps, sink: SseSink):
 
   const failMidStream = async (err: ToolproofError): Promise<void> => {
     if (!sink.opened) throw err;
+    call.streamError = err;
     await sink.write(sseData(JSON.stringify(toErrorBody(err))));
     await sink.write(SSE_DONE);
   };

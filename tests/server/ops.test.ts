@@ -97,6 +97,18 @@ describe('the per-request log line', () => {
       attempts: 1,
       final: 'final_answer',
     });
+    const bad = await app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      headers: { authorization: 'Bearer secret-key-123', 'x-request-id': 'trace-43' },
+      payload: '{"model":',
+    });
+    expect(bad.statusCode).toBe(400);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(lines.find((l) => l.reqId === 'trace-43')).toMatchObject({
+      status: 400,
+      error: { code: 'TP_ERR_INVALID_JSON', status: 400 },
+    });
     expect(JSON.stringify(lines)).not.toContain('secret-key-123');
     await app.close();
     await sim.close();
