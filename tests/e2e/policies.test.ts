@@ -52,6 +52,8 @@ describe('forced tool use', () => {
     );
     expect(streamed.calls).toHaveLength(0);
     expect(streamed.content).toBe(plain.choices[0]!.message.content);
+    // Live: the answer arrives as many content deltas while final_answer's arguments stream.
+    expect(streamed.contentChunks).toBeGreaterThan(5);
     expect(streamed.finish).toBe('stop');
   });
 

@@ -81,6 +81,8 @@ export interface Collected {
   calls: Array<{ id?: string; name: string; args: string }>;
   usage: unknown;
   chunks: number;
+  /** Chunks that carried some content: more than one means the text arrived live. */
+  contentChunks: number;
 }
 
 /** Folds an openai-client chunk stream into content, assembled tool calls, finish reason and usage. */
@@ -96,11 +98,12 @@ export async function collectStream(
     }>;
   }>,
 ): Promise<Collected> {
-  const out: Collected = { content: '', finish: null, calls: [], usage: null, chunks: 0 };
+  const out: Collected = { content: '', finish: null, calls: [], usage: null, chunks: 0, contentChunks: 0 };
   for await (const chunk of stream) {
     out.chunks++;
     if (chunk.usage) out.usage = chunk.usage;
     for (const c of chunk.choices) {
+      if (c.delta.content) out.contentChunks++;
       out.content += c.delta.content ?? '';
       for (const tc of c.delta.tool_calls ?? []) {
         const slot = (out.calls[tc.index] ??= { name: '', args: '' });
