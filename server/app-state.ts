@@ -3,6 +3,7 @@ import type { ChatDeps } from './chat/context.js';
 import type { Config } from './config.js';
 import type { FallbackMemory } from './fallback-memory.js';
 import type { Metrics } from './metrics.js';
+import type { ModelLabels } from './routing.js';
 import type { Upstreams } from './upstream.js';
 
 /** What the routes share: built once by buildApp. */
@@ -13,4 +14,5 @@ export interface AppState {
   memory: FallbackMemory;
   policies: readonly Policy[];
   chatDeps: ChatDeps;
+  modelLabels: ModelLabels;
 }

@@ -22,6 +22,7 @@ import { registerChatRoute } from './routes/chat-completions.js';
 import { registerModelRoutes } from './routes/models.js';
 import { registerOpsRoutes } from './routes/ops.js';
 import { registerRelayRoutes } from './routes/relay.js';
+import { ModelLabels } from './routing.js';
 import { Upstreams } from './upstream.js';
 
 declare module 'fastify' {
@@ -103,6 +104,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     memory,
     policies,
     chatDeps: { config, metrics, memory, policies, ...(dumpRaw ? { dumpRaw } : {}) },
+    modelLabels: new ModelLabels(),
   };
   app.decorate('toolproof', state);
   app.decorateRequest('rawBody', undefined);
@@ -238,7 +240,8 @@ function logRequest(
   const err = request.tpError ?? tp?.call?.streamError;
   if (err) line.error = { code: err.code, status: err.status, message: err.message.slice(0, 500) };
   if (tp) {
-    line.model = tp.model;
+    const asked = (request.body as { model?: unknown } | undefined)?.model;
+    line.model = typeof asked === 'string' ? asked.slice(0, 256) : tp.model;
     line.upstream = tp.upstream;
     line.stream = tp.stream;
   }

@@ -8,7 +8,29 @@ import type { Config } from './config.js';
 import type { ResolvedRoute } from './chat/context.js';
 import type { Upstreams } from './upstream.js';
 
-export function resolveRoute(config: Config, upstreams: Upstreams, model: unknown): ResolvedRoute {
+/**
+ * Metric labels must come from small sets: models the YAML maps are bounded by the config, but
+ * names sent to the default upstream are whatever clients write. The first `cap` distinct names
+ * keep their own label; later ones share "other" (the log line still has the request's model).
+ */
+export class ModelLabels {
+  private readonly seen = new Set<string>();
+  constructor(private readonly cap = 100) {}
+
+  label(name: string): string {
+    if (this.seen.has(name)) return name;
+    if (this.seen.size >= this.cap) return 'other';
+    this.seen.add(name);
+    return name;
+  }
+}
+
+export function resolveRoute(
+  config: Config,
+  upstreams: Upstreams,
+  model: unknown,
+  labels: ModelLabels,
+): ResolvedRoute {
   const name = typeof model === 'string' ? model : '';
   const mapped = name ? config.models[name] : undefined;
   if (mapped) {

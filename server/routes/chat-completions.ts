@@ -70,7 +70,7 @@ export function registerChatRoute(app: FastifyInstance, state: AppState): void {
     },
     async (request, reply) => {
       const body = request.body as ChatCompletionRequest;
-      const route = resolveRoute(state.config, state.upstreams, body.model);
+      const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
       // app.ts's close listener aborts it when the client goes away: no GPU time for nobody.
       const controller = new AbortController();
       request.tpAbort = controller;

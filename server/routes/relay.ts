@@ -20,7 +20,7 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
       reply: import('fastify').FastifyReply,
     ): Promise<unknown> {
       const body = request.body as { model?: unknown; stream?: unknown };
-      const route = resolveRoute(state.config, state.upstreams, body.model);
+      const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
       const controller = new AbortController();
       request.tpAbort = controller;
       request.tp = { model: route.name, upstream: route.client.label, stream: body.stream === true };

@@ -106,3 +106,14 @@ models:
     expect(r.stderr).toContain('models.m.bogusKey');
   });
 });
+
+describe('model labels for metrics', () => {
+  it('the first N distinct unmapped model names keep their label, later ones share "other"', async () => {
+    const { ModelLabels } = await import('../../server/routing.js');
+    const labels = new ModelLabels(2);
+    expect(labels.label('a')).toBe('a');
+    expect(labels.label('b')).toBe('b');
+    expect(labels.label('c')).toBe('other');
+    expect(labels.label('a')).toBe('a');
+  });
+});
