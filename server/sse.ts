@@ -17,6 +17,11 @@ export class SseParser {
     return this.drain(false);
   }
 
+  /** True while part of an event is held (the bytes fed so far do not end on an event boundary). */
+  pending(): boolean {
+    return this.buffer.length > 0 || this.data.length > 0;
+  }
+
   /** End of stream: an event without its terminating blank line still counts. */
   finish(): string[] {
     this.buffer += this.decoder.decode();

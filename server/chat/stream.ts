@@ -28,7 +28,7 @@ export interface SseSink {
   /** Sends the status line and SSE headers (once). */
   open(): void;
   /** Resolves when the client can take more (backpressure). */
-  write(text: string): Promise<void>;
+  write(data: string | Uint8Array): Promise<void>;
 }
 
 function chunkOf(base: { id: string; model: string; created: number }, usage: Usage): ChatCompletionChunk {
@@ -40,6 +40,21 @@ function chunkOf(base: { id: string; model: string; created: number }, usage: Us
     choices: [],
     usage,
   };
+}
+
+/** A read whose events need no rewriting: no error event (those are normalized). */
+function isPlainRelay(payloads: readonly string[]): boolean {
+  for (const p of payloads) if (p.startsWith('{"error"') || p.startsWith('{ "error"')) return false;
+  return true;
+}
+
+function usageOfChunk(payload: string): Usage | undefined {
+  try {
+    const u = (JSON.parse(payload) as { usage?: Usage | null }).usage;
+    return u && typeof u === 'object' ? u : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** What reached the client over a stream, for the response-kind metric and the log line. */
@@ -131,6 +146,8 @@ export async function streamChat(call: ChatCall, deps: ChatDeps, sink: SseSink):
     const retrying = call.retriesUsed > 0;
     const parser = new SseParser();
     let midError: ToolproofError | undefined;
+    let relayedDone = false;
+    let lastPayload = '';
 
     // Events decoded from one upstream read are written to the client in one write (one
     // syscall, one TCP segment), not one write per event.
@@ -185,7 +202,20 @@ export async function streamChat(call: ChatCall, deps: ChatDeps, sink: SseSink):
 
     try {
       for await (const buf of res.body) {
-        for (const payload of parser.push(buf as Buffer)) handle(payload);
+        const startsClean = !parser.pending();
+        const payloads = parser.push(buf as Buffer);
+        if (chain === null && startsClean && !parser.pending() && isPlainRelay(payloads)) {
+          // Pass-through fast path: this read holds whole events only and none needs toolproof,
+          // so the upstream's own bytes go to the client as they are (its [DONE] included).
+          for (const p of payloads) {
+            raw?.push(p);
+            if (p === '[DONE]') relayedDone = true;
+            else lastPayload = p;
+          }
+          await sink.write(buf as Buffer);
+          continue;
+        }
+        for (const payload of payloads) handle(payload);
         if (batch) {
           const text = batch;
           batch = '';
@@ -258,8 +288,9 @@ export async function streamChat(call: ChatCall, deps: ChatDeps, sink: SseSink):
       call.trace.finalKind = 'passthrough';
     }
     if (wantsUsage && usage) await sink.write(sseData(JSON.stringify(chunkOf(last, usage))));
-    call.usage = usage;
-    await sink.write(SSE_DONE);
+    // Relayed raw, the usage chunk went to the client as it was: read it once for the log line.
+    call.usage = usage ?? (lastPayload.includes('"usage"') ? usageOfChunk(lastPayload) : undefined);
+    if (!relayedDone) await sink.write(SSE_DONE);
     return;
   }
 }

@@ -30,10 +30,10 @@ class ReplySink implements SseSink {
     });
   }
 
-  write(text: string): Promise<void> {
+  write(data: string | Uint8Array): Promise<void> {
     const raw = this.reply.raw;
     if (raw.destroyed || raw.writableEnded) return Promise.resolve();
-    if (raw.write(text)) return Promise.resolve();
+    if (raw.write(data)) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         raw.off('drain', done);

@@ -324,3 +324,34 @@ describe('client disconnect aborts the upstream request', () => {
     await stack.close();
   });
 });
+
+describe('pass-through streams relayed as raw bytes', () => {
+  it('an error event split across reads after a relayed event is still normalized, with no torn lines', async () => {
+    const upstream = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(
+        'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}\n\ndata: {"err',
+      );
+      setTimeout(() => res.end('or":{"code":500,"message":"boom","type":"server_error"}}\n\n'), 30);
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    const port = (upstream.address() as AddressInfo).port;
+    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: `http://127.0.0.1:${port}/v1` }), {
+      logger: false,
+    });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      payload: { model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] },
+    });
+    const blocks = res.body.split('\n\n').filter(Boolean);
+    for (const b of blocks) expect(b.startsWith('data: ')).toBe(true);
+    const payloads = blocks.map((b) => b.slice(6));
+    expect(JSON.parse(payloads[0]!).choices[0].delta.content).toBe('hi');
+    expect(JSON.parse(payloads.at(-2)!)).toMatchObject({ error: { message: 'boom', param: null } });
+    expect(payloads.at(-1)).toBe('[DONE]');
+    expect(payloads.filter((p) => p === '[DONE]')).toHaveLength(1);
+    await app.close();
+    await new Promise((r) => upstream.close(r));
+  });
+});
