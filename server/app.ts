@@ -11,6 +11,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController
 import { ToolproofError } from '../protocol/errors.js';
 import { POLICIES } from '../policies/registry.js';
 import type { Policy } from '../policies/types.js';
+import type { RequestAbort } from './abort.js';
 import type { AppState } from './app-state.js';
 import { createKeyChecker } from './auth.js';
 import type { ChatCall } from './chat/context.js';
@@ -31,7 +32,7 @@ declare module 'fastify' {
     /** The error this request ended with (for the log line). */
     tpError?: ToolproofError;
     /** Aborts the upstream request when the client goes away before the response ended. */
-    tpAbort?: AbortController;
+    tpAbort?: RequestAbort;
     tp?: { model: string; upstream: string; stream: boolean; call?: ChatCall };
     tpStart: number;
   }

@@ -8,6 +8,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { BalancedPool, type Dispatcher, Pool, errors as undiciErrors } from 'undici';
 import { ToolproofError } from '../protocol/errors.js';
+import type { AbortLike } from './abort.js';
 import type { Timeouts, UpstreamTarget } from './config.js';
 
 export interface UpstreamRequest {
@@ -16,7 +17,7 @@ export interface UpstreamRequest {
   path: string;
   body?: string | Buffer;
   headers?: Record<string, string>;
-  signal: AbortSignal;
+  signal: AbortLike;
 }
 
 export interface UpstreamResponse {
@@ -133,6 +134,8 @@ export class UpstreamClient {
         if (!code || !RETRYABLE_CONNECT_CODES.has(code) || req.signal.aborted) break;
       }
     }
+    // Cancelled by the client: not an upstream failure, rethrown as it is.
+    if (req.signal.aborted) throw lastError;
     throw toUpstreamError(lastError, this.label);
   }
 

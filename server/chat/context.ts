@@ -6,6 +6,7 @@ import type { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
 import type { ModelSettings } from '../../protocol/settings.js';
 import type { Policy, PolicyContext, PolicyEffect } from '../../policies/types.js';
+import type { AbortLike } from '../abort.js';
 import type { Config } from '../config.js';
 import type { FallbackMemory } from '../fallback-memory.js';
 import type { Metrics } from '../metrics.js';
@@ -52,7 +53,7 @@ export class ChatCall {
     readonly route: ResolvedRoute,
     /** The policies enabled for this model, in table order. */
     readonly policies: readonly Policy[],
-    readonly signal: AbortSignal,
+    readonly signal: AbortLike,
     readonly trace: HarnessTrace,
     readonly forwardHeaders: Record<string, string>,
     private readonly requiredRejected: boolean,

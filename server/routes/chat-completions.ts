@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
+import { RequestAbort } from '../abort.js';
 import { ChatCall, type ChatDeps } from '../chat/context.js';
 import { completeChat } from '../chat/complete.js';
 import { type SseSink, streamChat } from '../chat/stream.js';
@@ -72,7 +73,7 @@ export function registerChatRoute(app: FastifyInstance, state: AppState): void {
       const body = request.body as ChatCompletionRequest;
       const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
       // app.ts's close listener aborts it when the client goes away: no GPU time for nobody.
-      const controller = new AbortController();
+      const controller = new RequestAbort();
       request.tpAbort = controller;
       const trace = newTrace();
       const call = new ChatCall(
@@ -81,7 +82,7 @@ export function registerChatRoute(app: FastifyInstance, state: AppState): void {
         request.rawBody ?? Buffer.from(JSON.stringify(body)),
         route,
         activePolicies(state.policies, route.settings),
-        controller.signal,
+        controller,
         trace,
         forwardHeaders(request.headers, request.id),
         state.memory.isActive(route.client.label, route.name),

@@ -5,6 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import type { FastifyInstance } from 'fastify';
 import { ToolproofError } from '../../protocol/errors.js';
+import { RequestAbort } from '../abort.js';
 import { readText } from '../chat/attempt.js';
 import type { AppState } from '../app-state.js';
 import { fromUpstreamError, parseUpstreamBody, toErrorBody } from '../error-handler.js';
@@ -21,7 +22,7 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
     ): Promise<unknown> {
       const body = request.body as { model?: unknown; stream?: unknown };
       const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
-      const controller = new AbortController();
+      const controller = new RequestAbort();
       request.tpAbort = controller;
       request.tp = { model: route.name, upstream: route.client.label, stream: body.stream === true };
       const payload = route.upstreamModel
@@ -33,7 +34,7 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
         path,
         body: payload ?? JSON.stringify(body),
         headers: { 'x-request-id': request.id },
-        signal: controller.signal,
+        signal: controller,
       });
       state.metrics.hot
         .upstreamDuration(route.name, routeLabel, route.client.label)
@@ -62,7 +63,7 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
         }
         if (!tail.includes('[DONE]')) reply.raw.write(SSE_DONE);
       } catch (err) {
-        if (!controller.signal.aborted) {
+        if (!controller.aborted) {
           const mapped = toUpstreamError(err, route.client.label);
           const e =
             mapped instanceof ToolproofError
