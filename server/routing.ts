@@ -42,9 +42,8 @@ export function resolveRoute(
     };
   }
   if (config.defaultUpstream) {
-    // Unmapped names are bounded for metrics by what clients send; cap their length.
     return {
-      name: name.slice(0, 128) || 'unknown',
+      name: labels.label(name.slice(0, 128) || 'unknown'),
       settings: config.defaults,
       client: upstreams.for(config.defaultUpstream),
     };

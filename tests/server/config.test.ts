@@ -117,3 +117,23 @@ describe('model labels for metrics', () => {
     expect(labels.label('a')).toBe('a');
   });
 });
+
+describe('model labels through the server', () => {
+  it('after the cap, unmapped model names share the "other" label in metrics', async () => {
+    const { startStack } = await import('./stack.js');
+    const stack = await startStack({ sim: { scenario: 'prose' } });
+    stack.app.toolproof.modelLabels = new (await import('../../server/routing.js')).ModelLabels(2);
+    for (const model of ['m-a', 'm-b', 'm-c', 'm-d']) {
+      await stack.client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] });
+    }
+    const metrics = await (await fetch(`${stack.origin}/metrics`)).text();
+    expect(metrics).toMatch(
+      /toolproof_requests_total\{model="m-a",route="chat\/completions",status="200"\} 1/,
+    );
+    expect(metrics).toMatch(
+      /toolproof_requests_total\{model="other",route="chat\/completions",status="200"\} 2/,
+    );
+    expect(metrics).not.toContain('model="m-c"');
+    await stack.close();
+  });
+});
