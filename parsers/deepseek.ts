@@ -8,7 +8,7 @@
 import { defineFamily } from './define.js';
 import type { MatchResult } from './family.js';
 import type { ParsedCall } from './types.js';
-import { decodeBody, delimitedEnvelope } from './util/envelope.js';
+import { decodeBody, sectionOrLoneCall } from './util/envelope.js';
 import { skipWs } from './util/json-scan.js';
 
 const SECTION_OPEN = '<｜tool▁calls▁begin｜>';
@@ -56,13 +56,12 @@ function parseCalls(body: string, truncated: boolean): { calls: ParsedCall[] } |
 
 const V31_HINT = 'vllm --tool-call-parser deepseek_v31';
 
-const section = delimitedEnvelope({
-  end: SECTION_CLOSE,
-  parseBody: (b, _c, info) => parseCalls(b, info.truncated),
-});
-const single = delimitedEnvelope({
-  end: CALL_CLOSE,
-  parseBody: (b, _c, info) => parseCalls(CALL_OPEN + b + (info.truncated ? '' : CALL_CLOSE), info.truncated),
+const envelope = sectionOrLoneCall({
+  sectionOpen: SECTION_OPEN,
+  sectionClose: SECTION_CLOSE,
+  callOpen: CALL_OPEN,
+  callClose: CALL_CLOSE,
+  parseCalls,
 });
 
 export const deepseek = defineFamily({
@@ -72,7 +71,7 @@ export const deepseek = defineFamily({
   backend: { vllm: 'deepseek_v3', llamacpp: 'DeepSeek V3.1', sglang: 'deepseekv3' },
   match(input): MatchResult {
     if (input.marker === EOS) return { end: input.start + EOS.length, calls: [], control: true };
-    const m = input.marker === SECTION_OPEN ? section(input) : single(input);
+    const m = envelope(input);
     // V3 writes `function<｜tool▁sep｜>NAME`; V3.1 writes `NAME<｜tool▁sep｜>` (its own vLLM parser)
     if (m && m !== 'need-more') {
       const head = input.text.slice(input.start, Math.min(m.end, input.start + 256));

@@ -6,7 +6,7 @@
 import { defineFamily } from './define.js';
 import type { MatchResult } from './family.js';
 import type { ParsedCall } from './types.js';
-import { decodeBody, delimitedEnvelope } from './util/envelope.js';
+import { decodeBody, sectionOrLoneCall } from './util/envelope.js';
 import { skipWs } from './util/json-scan.js';
 
 const SECTION_OPEN = '<|tool_calls_section_begin|>';
@@ -40,13 +40,12 @@ function parseCalls(body: string, truncated: boolean): { calls: ParsedCall[] } |
   return calls.length ? { calls } : { error: 'empty tool calls section' };
 }
 
-const section = delimitedEnvelope({
-  end: SECTION_CLOSE,
-  parseBody: (b, _c, info) => parseCalls(b, info.truncated),
-});
-const single = delimitedEnvelope({
-  end: CALL_CLOSE,
-  parseBody: (b, _c, info) => parseCalls(CALL_OPEN + b + (info.truncated ? '' : CALL_CLOSE), info.truncated),
+const envelope = sectionOrLoneCall({
+  sectionOpen: SECTION_OPEN,
+  sectionClose: SECTION_CLOSE,
+  callOpen: CALL_OPEN,
+  callClose: CALL_CLOSE,
+  parseCalls,
 });
 
 export const kimiK2 = defineFamily({
@@ -55,6 +54,6 @@ export const kimiK2 = defineFamily({
   priority: 10,
   backend: { vllm: 'kimi_k2', llamacpp: 'Kimi K2', sglang: 'kimi_k2' },
   match(input): MatchResult {
-    return input.marker === SECTION_OPEN ? section(input) : single(input);
+    return envelope(input);
   },
 });

@@ -124,3 +124,27 @@ export function finishMatch(
   if ('error' in r) return { end, calls: [], error: r.error, ...(truncated ? { truncated } : {}) };
   return { end, calls: r.calls, ...(truncated ? { truncated } : {}) };
 }
+
+/**
+ * DeepSeek and Kimi K2 wrap calls in a section (one all-or-nothing envelope) but also emit a
+ * lone call block without it. Both shapes parse with the same section reader: a lone block is
+ * read as a one-call section.
+ */
+export function sectionOrLoneCall(o: {
+  sectionOpen: string;
+  sectionClose: string;
+  callOpen: string;
+  callClose: string;
+  parseCalls(body: string, truncated: boolean): { calls: ParsedCall[] } | { error: string };
+}): (input: MatchInput) => MatchResult {
+  const section = delimitedEnvelope({
+    end: o.sectionClose,
+    parseBody: (b, _c, info) => o.parseCalls(b, info.truncated),
+  });
+  const single = delimitedEnvelope({
+    end: o.callClose,
+    parseBody: (b, _c, info) =>
+      o.parseCalls(o.callOpen + b + (info.truncated ? '' : o.callClose), info.truncated),
+  });
+  return (input) => (input.marker === o.sectionOpen ? section(input) : single(input));
+}
