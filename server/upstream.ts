@@ -153,13 +153,19 @@ export class Upstreams {
   private readonly clients = new Map<string, UpstreamClient>();
   constructor(private readonly timeouts: Timeouts) {}
 
+  /** Targets are frozen config objects: the per-request lookup is by identity, the key only on first use. */
+  private readonly byTarget = new WeakMap<UpstreamTarget, UpstreamClient>();
+
   for(target: UpstreamTarget): UpstreamClient {
+    const known = this.byTarget.get(target);
+    if (known) return known;
     const key = `${target.urls.join(',')}|${target.apiKey ?? ''}`;
     let client = this.clients.get(key);
     if (!client) {
       client = new UpstreamClient(target, this.timeouts);
       this.clients.set(key, client);
     }
+    this.byTarget.set(target, client);
     return client;
   }
 
