@@ -56,8 +56,12 @@ function memoOf(memo: unknown): CorrectiveRetryMemo {
   return isPlainObject(memo) ? (memo as CorrectiveRetryMemo) : {};
 }
 
-function leaksOf(memo: CorrectiveRetryMemo): readonly LeakInput[] {
-  const leaks = typeof memo.leaks === 'function' ? memo.leaks() : memo.leaks;
+function leaksOf(memo: CorrectiveRetryMemo, ctx: PolicyContext): readonly LeakInput[] {
+  // Without leaks in the memo, the attempt's effects so far say what leak-recovery found.
+  const leaks =
+    typeof memo.leaks === 'function'
+      ? memo.leaks()
+      : (memo.leaks ?? leaksFromEffects(ctx.attemptEffects ?? []));
   return (leaks ?? []).filter((l) => l.outcome === 'unrecovered');
 }
 
@@ -83,7 +87,7 @@ export function correctTurn(
   const m = memoOf(memo);
   const cat = buildCatalogue(sent, original, m.finalAnswerName ?? undefined);
   const checks: CallCheck[] = checkCalls(turn.toolCalls, cat, ctx.settings.validateArguments);
-  const leaks = leaksOf(m);
+  const leaks = leaksOf(m, ctx);
   const effects: PolicyEffect[] = [];
   const reasons: RetryReason[] = [];
   for (const c of checks) {

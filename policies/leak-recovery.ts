@@ -15,7 +15,13 @@ import type {
   ToolCallDelta,
 } from '../protocol/openai.js';
 import { declaredTools } from '../protocol/tools.js';
-import { createRecoveryStream, type RecoveryEvent, recoverMessage } from '../parsers/recover.js';
+import { upstreamErrorMessage } from '../protocol/error-body.js';
+import {
+  createRecoveryStream,
+  type RecoveryEvent,
+  recoverFromErrorText,
+  recoverMessage,
+} from '../parsers/recover.js';
 import type { LeakRecord } from '../parsers/types.js';
 import type { Policy, PolicyContext, PolicyEffect, StreamHook } from './types.js';
 
@@ -231,9 +237,59 @@ function createStreamHook(ctx: PolicyContext, _memo: unknown, sent: ChatCompleti
   };
 }
 
+/**
+ * llama-server answers some chat-parser failures with "Failed to parse input at pos N: <raw
+ * model output>" (HTTP 500, or an error event in a stream): the model's call is right there in
+ * the error text. When the request declared tools, it becomes a normal completion. Ids derive
+ * from the message text (policies are pure: no randomness).
+ */
+function onUpstreamError(
+  body: unknown,
+  ctx: PolicyContext,
+  sent: ChatCompletionRequest,
+  original: ChatCompletionRequest,
+): { completion: ChatCompletion; effects: PolicyEffect[] } | null {
+  if (!applies(ctx, sent)) return null;
+  const tools = declaredTools(sent);
+  if (tools.size === 0) return null;
+  const message = upstreamErrorMessage(body, '');
+  if (!message) return null;
+  const responseId = `chatcmpl-tp${token(message)}`;
+  const result = recoverFromErrorText(message, {
+    tools,
+    parsers: ctx.settings.parsers,
+    newId: idFactory(responseId, 0),
+  });
+  if (!result || result.calls.length === 0) return null;
+  const completion: ChatCompletion = {
+    id: responseId,
+    object: 'chat.completion',
+    created: 0,
+    model: original.model,
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: 'assistant',
+          content: result.content,
+          tool_calls: result.calls.map((c) => ({
+            id: c.id,
+            type: 'function' as const,
+            function: { name: c.name, arguments: c.arguments },
+          })),
+          ...(result.reasoning ? { reasoning_content: result.reasoning } : {}),
+        },
+        finish_reason: 'tool_calls',
+      },
+    ],
+  };
+  return { completion, effects: leakEffects(result.leaks) };
+}
+
 export const leakRecovery: Policy = {
   name: NAME,
   enabled: (settings) => settings.recovery !== 'off',
   onResponse,
   createStreamHook,
+  onUpstreamError,
 };

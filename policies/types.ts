@@ -21,6 +21,12 @@ export interface PolicyContext {
   readonly attempt: number;
   /** Retries already spent on corrective retry for this client request. */
   readonly retriesUsed: number;
+  /**
+   * Effects of the response attempt being judged, appended as each policy runs (for a stream:
+   * as each hook ends). A later policy reads what earlier ones did here (e.g. unrecovered leaks)
+   * instead of the server wiring policies to each other by name.
+   */
+  readonly attemptEffects?: readonly PolicyEffect[];
 }
 
 /** Something a policy did, for metrics and the log line: e.g. {policy:'history-repair', kind:'synthesized-result', count:2}. */
@@ -78,6 +84,17 @@ export interface Policy {
     sent: ChatCompletionRequest,
     original: ChatCompletionRequest,
   ): ResponseDecision;
+  /**
+   * An upstream error response (status >= 400, or an error event in a stream) whose body may
+   * still hold the answer (llama-server's "Failed to parse input at pos N: <model output>").
+   * Returns a completion to judge instead of the error, or null.
+   */
+  onUpstreamError?(
+    body: unknown,
+    ctx: PolicyContext,
+    sent: ChatCompletionRequest,
+    original: ChatCompletionRequest,
+  ): { completion: ChatCompletion; effects: PolicyEffect[] } | null;
   createStreamHook?(
     ctx: PolicyContext,
     memo: unknown,

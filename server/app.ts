@@ -104,7 +104,18 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     upstreams,
     memory,
     policies,
-    chatDeps: { config, metrics, memory, policies, ...(dumpRaw ? { dumpRaw } : {}) },
+    chatDeps: {
+      config,
+      metrics,
+      memory,
+      policies,
+      toolLabels: new ModelLabels(200),
+      onInternalError: (call, err) => {
+        metrics.internalErrors.labels(call.route.name).inc();
+        app.log.error({ reqId: call.reqId, err }, 'internal error while handling a request');
+      },
+      ...(dumpRaw ? { dumpRaw } : {}),
+    },
     modelLabels: new ModelLabels(),
   };
   app.decorate('toolproof', state);

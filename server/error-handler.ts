@@ -22,26 +22,9 @@ function typeForStatus(status: number): string {
   return 'invalid_request_error';
 }
 
-/** Pulls a human message out of whatever an upstream sent as an error body. */
-export function upstreamErrorMessage(body: unknown, fallback: string): string {
-  if (typeof body === 'string') return body.trim().slice(0, 4000) || fallback;
-  if (body && typeof body === 'object') {
-    const o = body as Record<string, unknown>;
-    const inner = o.error;
-    if (typeof inner === 'string') return inner;
-    if (
-      inner &&
-      typeof inner === 'object' &&
-      typeof (inner as Record<string, unknown>).message === 'string'
-    ) {
-      return (inner as Record<string, string>).message!;
-    }
-    if (typeof o.message === 'string') return o.message;
-    if (typeof o.detail === 'string') return o.detail;
-    if (Array.isArray(o.detail)) return JSON.stringify(o.detail);
-  }
-  return fallback;
-}
+import { upstreamErrorMessage } from '../protocol/error-body.js';
+
+export { upstreamErrorMessage };
 
 /** Parses an upstream error body (JSON or text) without ever throwing. */
 export function parseUpstreamBody(text: string): unknown {

@@ -41,6 +41,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       labelNames: ['model', 'upstream', 'kind'] as const,
       registers,
     }),
+    internalErrors: new Counter({
+      name: 'toolproof_internal_errors_total',
+      help: "toolproof's own failures while handling a request (bugs, not upstream faults); each is logged with its stack.",
+      labelNames: ['model'] as const,
+      registers,
+    }),
     leaks: new Counter({
       name: 'toolproof_leaks_total',
       help: 'Tool calls found written as text, by format, where (content, reasoning, error) and outcome (recovered, unrecovered, rejected).',

@@ -5,31 +5,80 @@
  * model pair is remembered so later requests skip the failed round trip.
  */
 import { performance } from 'node:perf_hooks';
-import type { ToolproofError } from '../../protocol/errors.js';
+import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { shouldFallback } from '../../policies/tool-choice-fallback.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
-import type { UpstreamResponse } from '../upstream.js';
+import { toUpstreamError, type UpstreamResponse } from '../upstream.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects } from './effects.js';
 import { runRequestPolicies } from './policy-runner.js';
+import type { PolicyEffect } from '../../policies/types.js';
 
 const MAX_ERROR_BODY = 1024 * 1024;
+/** The largest non-streamed upstream body toolproof reads (a completion is rarely over 1 MiB). */
+export const MAX_UPSTREAM_BODY = 64 * 1024 * 1024;
 
+/**
+ * Abandons an upstream body. The error listener matters: destroying an unread undici body
+ * emits 'error', and without a listener that becomes an uncaught exception (the process dies).
+ */
+export function discardBody(res: UpstreamResponse): void {
+  res.body.on('error', () => {});
+  res.body.destroy();
+}
+
+/** An error body, at most `limit` bytes (the rest is dropped: it is only shown to people). */
 export async function readText(res: UpstreamResponse, limit = MAX_ERROR_BODY): Promise<string> {
-  // Unbounded reads (successful bodies) use undici's own consumer: no async iterator per body.
-  if (limit === Number.POSITIVE_INFINITY) return res.body.text();
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of res.body) {
-    size += (chunk as Buffer).length;
-    if (size > limit) {
-      res.body.destroy();
-      break;
+  try {
+    for await (const chunk of res.body) {
+      size += (chunk as Buffer).length;
+      if (size > limit) {
+        discardBody(res);
+        break;
+      }
+      chunks.push(chunk as Buffer);
     }
-    chunks.push(chunk as Buffer);
+  } catch {
+    // A torn error body still says what it managed to say.
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * A successful non-streamed body, whole. A body cut or stalled mid-way is the upstream's fault
+ * (502/504, never 500); one larger than MAX_UPSTREAM_BODY is refused with a 502.
+ */
+export async function readUpstreamBody(res: UpstreamResponse, label: string): Promise<string> {
+  const declared = Number(res.headers['content-length']);
+  if (declared > MAX_UPSTREAM_BODY) {
+    discardBody(res);
+    throw tooLarge(label);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of res.body) {
+      size += (chunk as Buffer).length;
+      if (size > MAX_UPSTREAM_BODY) {
+        discardBody(res);
+        throw tooLarge(label);
+      }
+      chunks.push(chunk as Buffer);
+    }
+  } catch (err) {
+    if (err instanceof ToolproofError) throw err;
+    throw toUpstreamError(err, label); // an abort stays an abort: the client is gone anyway
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function tooLarge(label: string): ToolproofError {
+  return new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
+    message: `The upstream ${label} sent a response larger than ${MAX_UPSTREAM_BODY} bytes.`,
+  });
 }
 
 export function serializeRequest(call: ChatCall, request: ChatCompletionRequest): string | Buffer {
@@ -98,11 +147,8 @@ export async function openUpstream(
         ...call.policyContext(),
         requiredRejected: true,
       });
-      recordPolicyEffects(
-        call,
-        deps,
-        phase.effects.filter((e) => e.policy === 'force-tool-use'),
-      );
+      // Only what the re-run did differently is new (history repair repeats itself exactly).
+      recordPolicyEffects(call, deps, newEffects(call.phase.effects, phase.effects));
       call.setPhase(phase);
       current = phase.request;
       continue;
@@ -115,4 +161,18 @@ export async function openUpstream(
       request: current,
     };
   }
+}
+
+/** Effects in `after` that `before` does not already hold (compared as a multiset). */
+export function newEffects(before: readonly PolicyEffect[], after: readonly PolicyEffect[]): PolicyEffect[] {
+  const seen = new Map<string, number>();
+  const key = (e: PolicyEffect) => `${e.policy}\u0000${e.kind}\u0000${e.count ?? 1}`;
+  for (const e of before) seen.set(key(e), (seen.get(key(e)) ?? 0) + 1);
+  const out: PolicyEffect[] = [];
+  for (const e of after) {
+    const n = seen.get(key(e)) ?? 0;
+    if (n > 0) seen.set(key(e), n - 1);
+    else out.push(e);
+  }
+  return out;
 }

@@ -10,6 +10,7 @@ import type { AbortLike } from '../abort.js';
 import type { Config } from '../config.js';
 import type { FallbackMemory } from '../fallback-memory.js';
 import type { Metrics } from '../metrics.js';
+import type { ModelLabels } from '../routing.js';
 import type { UpstreamClient } from '../upstream.js';
 import type { RequestPhase } from './policy-runner.js';
 import type { HarnessTrace } from './trace.js';
@@ -21,7 +22,14 @@ export interface ChatDeps {
   policies: readonly Policy[];
   /** Saves a raw upstream response for diagnosis when configured (rawDumpDir). */
   dumpRaw?: (reqId: string, attempt: number, text: string) => void;
+  /** Bounded label values for tool names in metrics. */
+  toolLabels: ModelLabels;
+  /** toolproof's own bug surfaced in a request: logged with its stack and counted. */
+  onInternalError?: (call: ChatCall, err: unknown) => void;
 }
+
+/** The front door a request came in by (log line and metrics label). */
+export type Api = 'chat' | 'responses' | 'messages';
 
 export interface ResolvedRoute {
   /** The model name as the client sent it (metrics label). */
@@ -45,6 +53,8 @@ export class ChatCall {
   streamError: ToolproofError | undefined;
   /** Effects of the response attempt in progress (policies later in the table read them). */
   attemptEffects: PolicyEffect[] = [];
+  /** The streamed message's identity, from the upstream's chunks (closing frames reuse it). */
+  streamIdentity: { id: string; model: string; created: number };
 
   constructor(
     readonly reqId: string,
@@ -57,8 +67,20 @@ export class ChatCall {
     readonly trace: HarnessTrace,
     readonly forwardHeaders: Record<string, string>,
     private readonly requiredRejected: boolean,
+    readonly api: Api = 'chat',
   ) {
     this.phase = { request: original, memos: new Map(), effects: [], forcedRequired: false };
+    this.streamIdentity = {
+      id: 'chatcmpl-toolproof',
+      model: original.model,
+      created: Math.floor(Date.now() / 1000),
+    };
+  }
+
+  /** Starts judging a response attempt: the effects list its policies append to. */
+  beginAttempt(): PolicyEffect[] {
+    this.attemptEffects = [];
+    return this.attemptEffects;
   }
 
   policyContext(): PolicyContext {
@@ -68,12 +90,14 @@ export class ChatCall {
       requiredRejected: this.requiredRejected || this.trace.fallback,
       attempt: this.trace.attempts,
       retriesUsed: this.retriesUsed,
+      attemptEffects: this.attemptEffects,
     };
   }
 
   setPhase(phase: RequestPhase): void {
-    const sent = phase.request;
-    const memo = phase.memos.get('force-tool-use') as { forced?: boolean } | undefined;
-    this.phase = { ...phase, forcedRequired: memo?.forced === true && sent.tool_choice === 'required' };
+    // Forced = toolproof itself turned the client's choice into "required" (a fallback may undo it).
+    const forcedRequired =
+      phase.request.tool_choice === 'required' && this.original.tool_choice !== 'required';
+    this.phase = { ...phase, forcedRequired };
   }
 }

@@ -29,6 +29,7 @@ export function recordPolicyEffects(call: ChatCall, deps: ChatDeps, effects: rea
           t.toolChoiceSent = choice;
           m.forced.labels(model, choice).inc();
         } else if (e.kind === 'final-answer') {
+          t.finalAnswer = true;
           m.finalAnswers.labels(model).inc();
         } else if (e.kind === 'forced-but-prose') {
           m.forcedButProse.labels(model).inc();
@@ -53,9 +54,14 @@ export function recordPolicyEffects(call: ChatCall, deps: ChatDeps, effects: rea
         break;
       case 'corrective-retry':
         if (e.kind === 'validation-failed') {
-          const tool = String((e.detail as { tool?: unknown } | undefined)?.tool ?? 'unknown');
+          const detail = e.detail as { tool?: unknown; reason?: unknown } | undefined;
+          const tool = String(detail?.tool ?? 'unknown');
           t.validationFailures.push({ tool, detail: e.detail });
-          m.argumentValidationFailures.labels(model, tool.slice(0, 64)).inc();
+          // Label values stay a small set: a name the model invented is "undeclared", and
+          // declared names past the first few hundred share "other".
+          const label =
+            detail?.reason === 'undeclared-tool' ? 'undeclared' : deps.toolLabels.label(tool.slice(0, 64));
+          m.argumentValidationFailures.labels(model, label).inc();
         } else if (e.kind === 'retry') {
           const reason = String((e.detail as { reason?: unknown } | undefined)?.reason ?? 'invalid');
           t.retries.push({ reason });

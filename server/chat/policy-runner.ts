@@ -14,6 +14,7 @@ import type {
   StreamHook,
 } from '../../policies/types.js';
 import type { ToolproofError } from '../../protocol/errors.js';
+import type { ChatCall } from './context.js';
 
 export interface RequestPhase {
   request: ChatCompletionRequest;
@@ -121,4 +122,24 @@ export function createStreamChain(
       return retry ? { chunks: out, effects, retry } : { chunks: out, effects };
     },
   };
+}
+
+/**
+ * The first policy that can read an answer out of an upstream error body wins (leak recovery
+ * owns llama-server's "Failed to parse input" salvage). The clock is the server's to read.
+ */
+export function salvageUpstreamError(
+  call: ChatCall,
+  sent: ChatCompletionRequest,
+  body: unknown,
+): { completion: ChatCompletion; effects: PolicyEffect[] } | null {
+  for (const policy of call.policies) {
+    const salvaged = policy.onUpstreamError?.(body, call.policyContext(), sent, call.original);
+    if (!salvaged) continue;
+    const completion = salvaged.completion.created
+      ? salvaged.completion
+      : { ...salvaged.completion, created: Math.floor(Date.now() / 1000) };
+    return { completion, effects: salvaged.effects };
+  }
+  return null;
 }

@@ -18,6 +18,8 @@ export interface HarnessTrace {
   normalizations: Record<string, number>;
   validationFailures: Array<{ tool: string; detail?: unknown }>;
   finalKind?: FinalKind;
+  /** The last judged attempt's answer came from the synthetic final-answer tool. */
+  finalAnswer: boolean;
   effects: PolicyEffect[];
 }
 
@@ -25,6 +27,7 @@ export function newTrace(): HarnessTrace {
   return {
     forced: false,
     fallback: false,
+    finalAnswer: false,
     attempts: 0,
     retries: [],
     repairs: {},
@@ -44,4 +47,11 @@ export function addUsage(total: Usage | undefined, more: Usage | null | undefine
     completion_tokens: (total.completion_tokens ?? 0) + (more.completion_tokens ?? 0),
     total_tokens: (total.total_tokens ?? 0) + (more.total_tokens ?? 0),
   };
+}
+
+/** What a client received, as one response kind (metrics and the log line). */
+export function classifyFinal(seen: { calls: boolean; content: boolean }, finalAnswer: boolean): FinalKind {
+  if (seen.calls && seen.content) return 'both';
+  if (seen.calls) return 'tool_calls';
+  return finalAnswer ? 'final_answer' : 'content';
 }

@@ -1,64 +1,100 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { ChatCompletionRequest } from '../../protocol/openai.js';
-import { RequestAbort } from '../abort.js';
-import { ChatCall, type ChatDeps } from '../chat/context.js';
-import { completeChat } from '../chat/complete.js';
-import { type SseSink, streamChat } from '../chat/stream.js';
-import { activePolicies } from '../chat/policy-runner.js';
-import { newTrace } from '../chat/trace.js';
+import type { ToolproofError } from '../../protocol/errors.js';
+import type { ChatCompletionChunk, ChatCompletionRequest } from '../../protocol/openai.js';
 import type { AppState } from '../app-state.js';
-import { resolveRoute } from '../routing.js';
+import type { StreamOutput, StreamSummary } from '../chat/output.js';
+import { completeChat, streamChat } from '../chat/pipeline.js';
+import { startChatCall } from '../chat/start.js';
+import { toErrorBody } from '../error-handler.js';
+import { SSE_DONE, sseData } from '../sse.js';
 import { chatCompletionBody } from './schemas.js';
 
-/** Writes SSE straight to the socket; a full socket buffer pauses the upstream read (backpressure). */
-class ReplySink implements SseSink {
+export const SSE_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+  'x-accel-buffering': 'no',
+  connection: 'keep-alive',
+} as const;
+
+/**
+ * Writes SSE straight to the socket; a full socket buffer pauses the upstream read
+ * (backpressure), and a client that goes away releases the wait ('close').
+ */
+export function writeRaw(reply: FastifyReply, data: string | Uint8Array): Promise<void> {
+  const raw = reply.raw;
+  if (raw.destroyed || raw.writableEnded) return Promise.resolve();
+  if (raw.write(data)) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      raw.off('drain', done);
+      raw.off('close', done);
+      resolve();
+    };
+    raw.on('drain', done);
+    raw.on('close', done);
+  });
+}
+
+/** Chat completions framing: `data: <chunk>` events, a summed usage chunk, `data: [DONE]`. */
+class ChatSseOutput implements StreamOutput {
   opened = false;
+  private doneSent = false;
+
   constructor(
     private readonly reply: FastifyReply,
     private readonly headers: Record<string, string>,
+    private readonly includeUsage: boolean,
   ) {}
 
   open(): void {
     if (this.opened) return;
     this.opened = true;
     this.reply.hijack();
-    this.reply.raw.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      'x-accel-buffering': 'no',
-      connection: 'keep-alive',
-      ...this.headers,
-    });
+    this.reply.raw.writeHead(200, { ...SSE_HEADERS, ...this.headers });
   }
 
-  write(data: string | Uint8Array): Promise<void> {
-    const raw = this.reply.raw;
-    if (raw.destroyed || raw.writableEnded) return Promise.resolve();
-    if (raw.write(data)) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        raw.off('drain', done);
-        raw.off('close', done);
-        resolve();
+  chunks(chunks: readonly ChatCompletionChunk[]): Promise<void> {
+    if (chunks.length === 0) return Promise.resolve();
+    // One write per batch: one syscall, one TCP segment.
+    let text = '';
+    for (const c of chunks) text += sseData(JSON.stringify(c));
+    return writeRaw(this.reply, text);
+  }
+
+  relay(bytes: Uint8Array, done: boolean): Promise<void> {
+    if (done) this.doneSent = true;
+    return writeRaw(this.reply, bytes);
+  }
+
+  async end(summary: StreamSummary): Promise<void> {
+    if (this.includeUsage && summary.usage) {
+      const chunk: ChatCompletionChunk = {
+        id: summary.id,
+        object: 'chat.completion.chunk',
+        created: summary.created,
+        model: summary.model,
+        choices: [],
+        usage: summary.usage,
       };
-      raw.on('drain', done);
-      raw.on('close', done);
-    });
+      await writeRaw(this.reply, sseData(JSON.stringify(chunk)));
+    }
+    if (!this.doneSent) await writeRaw(this.reply, SSE_DONE);
+    this.doneSent = true;
+    this.close();
   }
-}
 
-/** Headers worth forwarding upstream (conversation ids, tracing); never the client's API key. */
-function forwardHeaders(headers: Record<string, unknown>, reqId: string): Record<string, string> {
-  const out: Record<string, string> = { 'x-request-id': reqId };
-  for (const name of ['x-conversation-id', 'traceparent', 'tracestate', 'x-sim-scenario']) {
-    const v = headers[name];
-    if (typeof v === 'string') out[name] = v;
+  async fail(err: ToolproofError): Promise<void> {
+    await writeRaw(this.reply, sseData(JSON.stringify(toErrorBody(err))) + SSE_DONE);
+    this.close();
   }
-  return out;
+
+  close(): void {
+    if (this.opened && !this.reply.raw.writableEnded) this.reply.raw.end();
+  }
 }
 
 export function registerChatRoute(app: FastifyInstance, state: AppState): void {
-  const deps: ChatDeps = state.chatDeps;
+  const deps = state.chatDeps;
   app.post(
     '/v1/chat/completions',
     {
@@ -71,42 +107,27 @@ export function registerChatRoute(app: FastifyInstance, state: AppState): void {
     },
     async (request, reply) => {
       const body = request.body as ChatCompletionRequest;
-      const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
-      // app.ts's close listener aborts it when the client goes away: no GPU time for nobody.
-      const controller = new RequestAbort();
-      request.tpAbort = controller;
-      const trace = newTrace();
-      const call = new ChatCall(
-        request.id,
-        body,
-        request.rawBody ?? Buffer.from(JSON.stringify(body)),
-        route,
-        activePolicies(state.policies, route.settings),
-        controller,
-        trace,
-        forwardHeaders(request.headers, request.id),
-        state.memory.isActive(route.client.label, route.name),
-      );
-      request.tp = { model: route.name, upstream: route.client.label, stream: body.stream === true, call };
+      const call = startChatCall(request, state, body, 'chat', request.rawBody);
 
       if (body.stream !== true) {
-        const outcome = await completeChat(call, deps);
-        reply.header('x-toolproof-attempts', String(trace.attempts));
-        reply.code(outcome.status);
-        if (typeof outcome.body === 'string') return reply.type('application/json').send(outcome.body);
-        return reply.send(outcome.body);
+        const result = await completeChat(call, deps);
+        reply.header('x-toolproof-attempts', String(call.trace.attempts));
+        if (result.kind === 'raw') {
+          reply.code(result.status);
+          return reply.type('application/json').send(result.text);
+        }
+        return reply.send(result.completion);
       }
 
-      const sink = new ReplySink(reply, { 'x-request-id': request.id });
+      const out = new ChatSseOutput(
+        reply,
+        { 'x-request-id': request.id },
+        body.stream_options?.include_usage === true,
+      );
       try {
-        await streamChat(call, deps, sink);
-      } catch (err) {
-        if (!sink.opened) throw err; // nothing sent yet: a normal JSON error response
-        // Headers are out: the only honest ending left is to close the stream.
+        await streamChat(call, deps, out);
       } finally {
-        if (sink.opened) {
-          if (!reply.raw.writableEnded) reply.raw.end();
-        }
+        out.close();
       }
       return reply;
     },

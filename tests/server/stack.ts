@@ -28,7 +28,8 @@ export interface StackOptions {
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const sim = await createSimulator({ personality: 'vllm', ...options.sim });
   const base = loadConfig({ TOOLPROOF_UPSTREAM_URL: sim.url, ...options.env }, options.file);
-  const config: Config = Object.freeze({ ...base, ...options.config });
+  // The upstream is the built-in simulator: its `x-sim-scenario` header is forwarded.
+  const config: Config = Object.freeze({ ...base, simulator: true, ...options.config });
   const app = await buildApp(config, { logger: false });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();

@@ -1,0 +1,58 @@
+/**
+ * Opening a chat call from any front door: the route, the abort handle tied to the client's
+ * connection, the trace, and the headers worth forwarding. Front doors translate their request
+ * into a chat-completions request first, then share everything from here on.
+ */
+import type { FastifyRequest } from 'fastify';
+import type { ChatCompletionRequest } from '../../protocol/openai.js';
+import { RequestAbort } from '../abort.js';
+import type { AppState } from '../app-state.js';
+import { resolveRoute } from '../routing.js';
+import { type Api, ChatCall } from './context.js';
+import { activePolicies } from './policy-runner.js';
+import { newTrace } from './trace.js';
+
+/** Headers worth forwarding upstream (conversation ids, tracing); never the client's API key. */
+function forwardHeaders(
+  headers: FastifyRequest['headers'],
+  reqId: string,
+  simulator: boolean,
+): Record<string, string> {
+  const out: Record<string, string> = { 'x-request-id': reqId };
+  for (const name of ['x-conversation-id', 'traceparent', 'tracestate']) {
+    const v = headers[name];
+    if (typeof v === 'string') out[name] = v;
+  }
+  // The built-in simulator's script selector means nothing to a real backend.
+  const scenario = headers['x-sim-scenario'];
+  if (simulator && typeof scenario === 'string') out['x-sim-scenario'] = scenario;
+  return out;
+}
+
+export function startChatCall(
+  request: FastifyRequest,
+  state: AppState,
+  body: ChatCompletionRequest,
+  api: Api,
+  /** The client's own bytes, when `body` is exactly what it sent (forwarded untouched). */
+  rawBody?: Buffer,
+): ChatCall {
+  const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
+  // app.ts's close listener aborts it when the client goes away: no GPU time for nobody.
+  const controller = new RequestAbort();
+  request.tpAbort = controller;
+  const call = new ChatCall(
+    request.id,
+    body,
+    rawBody ?? Buffer.from(JSON.stringify(body)),
+    route,
+    activePolicies(state.policies, route.settings),
+    controller,
+    newTrace(),
+    forwardHeaders(request.headers, request.id, state.config.simulator),
+    state.memory.isActive(route.client.label, route.name),
+    api,
+  );
+  request.tp = { model: route.name, upstream: route.client.label, stream: body.stream === true, call };
+  return call;
+}

@@ -1,0 +1,275 @@
+/**
+ * The streamed driver of one attempt: upstream SSE bytes -> events -> the policies' stream
+ * chain -> StreamOutput, one client write per upstream read, with backpressure. It frames and
+ * relays; what to do at the end (retry, settle, classify) is the attempt loop's (pipeline.ts).
+ *
+ * Hazards: an upstream read can fail at any time (undici error: an upstream fault), while a
+ * throw from a policy hook is toolproof's own bug (TP_ERR_INTERNAL): the two are kept apart.
+ * A response body that is abandoned is destroyed with an error listener attached, so a late
+ * socket error cannot become an uncaught exception.
+ */
+import { ToolproofError } from '../../protocol/errors.js';
+import type { ChatCompletionChunk, Usage } from '../../protocol/openai.js';
+import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
+import { SseParser } from '../sse.js';
+import { toUpstreamError, type UpstreamResponse } from '../upstream.js';
+import { discardBody, type OpenResult } from './attempt.js';
+import type { ChatCall, ChatDeps } from './context.js';
+import type { StreamOutput, StreamSummary } from './output.js';
+import type { AttemptEnd } from './pipeline.js';
+import { judgeCompletion, completionToChunks } from './pipeline.js';
+import { createStreamChain, salvageUpstreamError } from './policy-runner.js';
+import { recordPolicyEffects } from './effects.js';
+import { addUsage } from './trace.js';
+
+/** What reached the client over a stream, for the response-kind metric and the log line. */
+export interface SeenOutput {
+  calls: boolean;
+  content: boolean;
+}
+
+export type StreamAttempt =
+  | { kind: 'relayed'; summary: StreamSummary; usage?: Usage }
+  | ({ kind: 'judged' } & AttemptEnd);
+
+function note(seen: SeenOutput, chunk: ChatCompletionChunk): void {
+  for (const c of chunk.choices ?? []) {
+    if (c.delta?.tool_calls?.length) seen.calls = true;
+    if (typeof c.delta?.content === 'string' && c.delta.content.length > 0) seen.content = true;
+  }
+}
+
+/** A read whose events need no rewriting: no error event (those are normalized). */
+function isPlainRelay(payloads: readonly string[]): boolean {
+  for (const p of payloads) if (p.startsWith('{"error"') || p.startsWith('{ "error"')) return false;
+  return true;
+}
+
+function usageOfChunk(payload: string): Usage | undefined {
+  try {
+    const u = (JSON.parse(payload) as { usage?: Usage | null }).usage;
+    return u && typeof u === 'object' ? u : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function midStreamError(call: ChatCall, err: unknown): ToolproofError {
+  const mapped = toUpstreamError(err, call.route.client.label);
+  if (mapped instanceof ToolproofError && mapped.code !== 'TP_ERR_UPSTREAM_UNREACHABLE') return mapped;
+  return new ToolproofError('TP_ERR_UPSTREAM_UNREACHABLE', {
+    message: `The upstream ${call.route.client.label} closed the stream before it ended.`,
+    cause: err,
+  });
+}
+
+/** The next read of an upstream body, with upstream failures told apart from toolproof's own. */
+async function nextRead(
+  it: AsyncIterator<unknown>,
+  call: ChatCall,
+): Promise<{ buf: Buffer } | { done: true } | { error: ToolproofError }> {
+  try {
+    const r = await it.next();
+    return r.done ? { done: true } : { buf: r.value as Buffer };
+  } catch (err) {
+    if (call.signal.aborted) throw err;
+    return { error: midStreamError(call, err) };
+  }
+}
+
+export async function streamAttempt(
+  call: ChatCall,
+  deps: ChatDeps,
+  opened: Extract<OpenResult, { kind: 'ok' }>,
+  out: StreamOutput,
+  passthrough: boolean,
+): Promise<StreamAttempt> {
+  const res: UpstreamResponse = opened.res;
+  const label = call.route.client.label;
+  const contentType = String(res.headers['content-type'] ?? '');
+  if (!contentType.includes('text/event-stream')) {
+    discardBody(res);
+    throw new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
+      message: `The upstream ${label} answered a streaming request with ${contentType || 'no content type'}, not an event stream.`,
+    });
+  }
+  out.open();
+  const effects = call.beginAttempt();
+  const chain = passthrough
+    ? null
+    : createStreamChain(
+        call.policies,
+        call.policyContext(),
+        call.phase.memos,
+        opened.request,
+        call.original,
+        effects,
+      );
+  const retrying = call.retriesUsed > 0;
+  const relay = passthrough && out.relay ? out.relay.bind(out) : null;
+  const parser = new SseParser();
+  const seen: SeenOutput = { calls: false, content: false };
+  let usage: Usage | undefined;
+  let midError: ToolproofError | undefined;
+  let salvaged: AttemptEnd | undefined;
+  let lastPayload = '';
+  let batch: ChatCompletionChunk[] = [];
+  let rawBatch = '';
+  // Diagnosis (rawDumpDir): the attempt's upstream events as received.
+  const raw: string[] | undefined = deps.dumpRaw ? [] : undefined;
+
+  const handle = (payload: string): void => {
+    raw?.push(payload);
+    if (midError || salvaged || payload === '[DONE]') return;
+    if (relay && !payload.includes('"error"') && !payload.includes('"usage"')) {
+      // Pass-through: an ordinary event is relayed as its own text, only re-framed.
+      rawBatch += `data: ${payload}\n\n`;
+      return;
+    }
+    let chunk: ChatCompletionChunk & { error?: unknown };
+    try {
+      chunk = JSON.parse(payload) as ChatCompletionChunk & { error?: unknown };
+    } catch (err) {
+      midError = new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
+        message: `The upstream ${label} sent an event that is not JSON.`,
+        cause: err,
+      });
+      return;
+    }
+    if (chunk === null || typeof chunk !== 'object') {
+      midError = new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
+        message: `The upstream ${label} sent an event that is not a JSON object.`,
+      });
+      return;
+    }
+    if (chunk.error !== undefined && !Array.isArray(chunk.choices)) {
+      const body = parseUpstreamBody(payload);
+      // llama-server's parser failure carries the model's text: when nothing of this attempt
+      // reached the client yet, it is salvaged exactly as the non-streamed 500 would be.
+      const rescue =
+        chain && !seen.calls && !seen.content ? salvageUpstreamError(call, opened.request, body) : null;
+      if (rescue) {
+        recordPolicyEffects(call, deps, rescue.effects);
+        salvaged = judgeCompletion(call, rescue.completion, opened.request);
+        return;
+      }
+      midError = fromUpstreamError(500, body, label);
+      return;
+    }
+    if (typeof chunk.id === 'string') {
+      call.streamIdentity = {
+        id: chunk.id,
+        model: chunk.model ?? call.streamIdentity.model,
+        created: chunk.created ?? call.streamIdentity.created,
+      };
+    }
+    if (chunk.usage && (!Array.isArray(chunk.choices) || chunk.choices.length === 0)) {
+      usage = addUsage(usage, chunk.usage);
+      return; // one summed usage chunk goes out at the very end
+    }
+    if (retrying && Array.isArray(chunk.choices)) {
+      // A retry continues the same client message: its opening role chunk is not repeated.
+      const c0 = chunk.choices[0];
+      if (c0?.delta?.role) {
+        const { role: _role, ...rest } = c0.delta;
+        chunk = { ...chunk, choices: [{ ...c0, delta: rest }, ...chunk.choices.slice(1)] };
+      }
+    }
+    if (!chain) {
+      // Pass-through keeps one ordered text batch when the output relays bytes.
+      if (relay) rawBatch += `data: ${JSON.stringify(chunk)}\n\n`;
+      else batch.push(chunk);
+      return;
+    }
+    for (const c of chain.push(chunk)) {
+      note(seen, c);
+      batch.push(c);
+    }
+  };
+
+  const flush = async (): Promise<void> => {
+    if (rawBatch && relay) {
+      const text = rawBatch;
+      rawBatch = '';
+      await relay(Buffer.from(text), false);
+    }
+    if (batch.length === 0) return;
+    const chunks = batch;
+    batch = [];
+    await out.chunks(chunks);
+  };
+
+  const it = res.body[Symbol.asyncIterator]();
+  for (;;) {
+    const read = await nextRead(it, call);
+    if ('error' in read) {
+      midError = read.error;
+      break;
+    }
+    if ('done' in read) {
+      for (const payload of parser.finish()) handle(payload);
+      break;
+    }
+    const buf = read.buf;
+    const startsClean = !parser.pending();
+    const payloads = parser.push(buf);
+    if (relay && startsClean && !parser.pending() && isPlainRelay(payloads)) {
+      // Pass-through fast path: this read holds whole events only and none needs toolproof,
+      // so the upstream's own bytes go to the client as they are (its [DONE] included).
+      let done = false;
+      for (const p of payloads) {
+        raw?.push(p);
+        if (p === '[DONE]') done = true;
+        else lastPayload = p;
+      }
+      await relay(buf, done);
+      continue;
+    }
+    for (const payload of payloads) handle(payload);
+    await flush();
+    if (midError || salvaged) break;
+  }
+  if (raw) deps.dumpRaw?.(call.reqId, call.trace.attempts, raw.map((p) => `data: ${p}\n\n`).join(''));
+  if (midError || salvaged) discardBody(res);
+  if (salvaged) {
+    const completion = salvaged.completion;
+    const chunks = !salvaged.retry && completion ? completionToChunks(completion) : [];
+    const msg = completion?.choices?.[0]?.message;
+    return {
+      kind: 'judged',
+      ...salvaged,
+      seen: {
+        calls: (msg?.tool_calls?.length ?? 0) > 0,
+        content: typeof msg?.content === 'string' && msg.content.length > 0,
+      },
+      release: () => out.chunks(chunks),
+      ...(usage ? { usage } : {}),
+    };
+  }
+  if (midError) {
+    deps.metrics.upstreamErrors.labels(call.route.name, label, 'mid_stream').inc();
+    // What the chain held back (e.g. text that might have begun a marker) is still the user's.
+    if (chain) await out.chunks(chain.end().chunks);
+    throw midError;
+  }
+  await flush();
+  if (!chain) {
+    // Relayed raw, the usage chunk went to the client as it was: read it once for the log line.
+    const relayedUsage = usage ?? (lastPayload.includes('"usage"') ? usageOfChunk(lastPayload) : undefined);
+    return {
+      kind: 'relayed',
+      summary: { ...call.streamIdentity },
+      ...(relayedUsage ? { usage: relayedUsage } : {}),
+    };
+  }
+  const end = chain.end();
+  for (const c of end.chunks) note(seen, c);
+  return {
+    kind: 'judged',
+    effects: end.effects,
+    ...(end.retry ? { retry: end.retry } : {}),
+    seen,
+    release: () => out.chunks(end.chunks),
+    ...(usage ? { usage } : {}),
+  };
+}
