@@ -21,6 +21,7 @@ COPY parsers ./parsers
 COPY policies ./policies
 COPY server ./server
 COPY cli ./cli
+COPY simulator ./simulator
 RUN npm run build
 
 # --- production dependencies only -----------------------------------------------------------

@@ -324,9 +324,3 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
   };
   return Object.freeze(config);
 }
-
-/** A config pointing every model at one upstream (tests, simulator mode). */
-export function configFor(upstreamUrl: string, overrides: Partial<Config> = {}): Config {
-  const base = loadConfig({ TOOLPROOF_UPSTREAM_URL: upstreamUrl });
-  return Object.freeze({ ...base, ...overrides });
-}

@@ -5,7 +5,6 @@
  */
 import { buildApp } from './app.js';
 import { ConfigError, type Config, loadConfig } from './config.js';
-import { createSimulator } from './simulator/index.js';
 
 async function main(): Promise<void> {
   let config: Config;
@@ -19,8 +18,10 @@ async function main(): Promise<void> {
     throw err;
   }
 
-  let simulator: Awaited<ReturnType<typeof createSimulator>> | undefined;
+  let simulator: { url: string; close(): Promise<void> } | undefined;
   if (config.simulator) {
+    // Loaded only here: a process with a real upstream never loads the simulator's code.
+    const { createSimulator } = await import('../simulator/index.js');
     simulator = await createSimulator({ personality: 'vllm', scenario: 'demo', host: '127.0.0.1', port: 0 });
     config = Object.freeze({
       ...config,

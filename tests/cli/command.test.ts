@@ -6,7 +6,7 @@ import { parse } from 'yaml';
 import { main } from '../../cli/main.js';
 import { PROBE_HELP, parseProbeArgs, UsageError } from '../../cli/probe/command.js';
 import type { ProbeReport } from '../../cli/probe/types.js';
-import { createSimulator, type Simulator } from '../../server/simulator/index.js';
+import { createSimulator, type Simulator } from '../../simulator/index.js';
 
 function io(isTTY = false) {
   const out: string[] = [];

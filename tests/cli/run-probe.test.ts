@@ -8,8 +8,8 @@ import { renderReport } from '../../cli/probe/render.js';
 import { type ProgressEvent, runProbe } from '../../cli/probe/run-probe.js';
 import type { CheckId, ProbeReport } from '../../cli/probe/types.js';
 import { buildApp } from '../../server/app.js';
-import { configFor } from '../../server/config.js';
-import { createSimulator, type Simulator, type SimulatorOptions } from '../../server/simulator/index.js';
+import { loadConfig } from '../../server/config.js';
+import { createSimulator, type Simulator, type SimulatorOptions } from '../../simulator/index.js';
 
 const RUNS = 3;
 let sim: Simulator | undefined;
@@ -134,7 +134,7 @@ describe('runProbe against the simulator', () => {
 
   it('pointed at toolproof in front of the mismatched backend: the leaks are gone, and it says toolproof answered', async () => {
     sim = await createSimulator({ personality: 'vllm', scenario: 'leak-qwen3-coder' });
-    const app = await buildApp(configFor(sim.url), { logger: false });
+    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: sim.url }), { logger: false });
     try {
       const address = await app.listen({ host: '127.0.0.1', port: 0 });
       const report = await runProbe({ baseUrl: `${address}/v1`, model: 'm', runs: RUNS, skipChecks: true });

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { buildApp, type ToolproofApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
-import { createSimulator, type Simulator } from '../../server/simulator/index.js';
+import { createSimulator, type Simulator } from '../../simulator/index.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const ALERTS = join(ROOT, 'deploy/prometheus/alerts.yml');

@@ -3,7 +3,7 @@
  * --tool-call-parser); through toolproof the openai client sees real tool_calls.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LEAK_FORMATS } from '../../server/simulator/index.js';
+import { LEAK_FORMATS } from '../../simulator/index.js';
 import { collectStream, type Stack, startStack, weatherTool } from '../server/stack.js';
 
 async function streamCalls(stack: Stack, scenario: string) {

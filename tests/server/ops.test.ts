@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
-import { createSimulator } from '../../server/simulator/index.js';
+import { createSimulator } from '../../simulator/index.js';
 import { readSse, startStack, weatherTool } from './stack.js';
 
 describe('ops endpoints', () => {

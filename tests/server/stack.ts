@@ -5,7 +5,7 @@
 import OpenAI from 'openai';
 import { buildApp, type ToolproofApp } from '../../server/app.js';
 import { type Config, loadConfig } from '../../server/config.js';
-import { createSimulator, type Simulator, type SimulatorOptions } from '../../server/simulator/index.js';
+import { createSimulator, type Simulator, type SimulatorOptions } from '../../simulator/index.js';
 
 export interface Stack {
   sim: Simulator;

@@ -2,7 +2,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSimulator, type Simulator } from '../../server/simulator/index.js';
+import { createSimulator, type Simulator } from '../../simulator/index.js';
 import { chat, messageOf, scenarioHeader, WEATHER_TOOL } from './helpers.js';
 
 interface Expectation {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ToolDef } from '../../protocol/openai.js';
-import { type GenerateContext, generate } from '../../server/simulator/generate.js';
-import type { TurnAction } from '../../server/simulator/types.js';
+import { type GenerateContext, generate } from '../../simulator/generate.js';
+import type { TurnAction } from '../../simulator/types.js';
 import { FINAL_ANSWER_TOOL, WEATHER_TOOL } from './helpers.js';
 
 const tools = [WEATHER_TOOL] as ToolDef[];

@@ -1,5 +1,5 @@
 /** Small HTTP and SSE helpers for the simulator tests (real sockets on 127.0.0.1). */
-import type { Simulator } from '../../server/simulator/index.js';
+import type { Simulator } from '../../simulator/index.js';
 
 type Obj = Record<string, unknown>;
 

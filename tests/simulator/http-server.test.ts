@@ -1,7 +1,7 @@
 import { request } from 'node:http';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createSimulator, type Simulator } from '../../server/simulator/index.js';
+import { createSimulator, type Simulator } from '../../simulator/index.js';
 import { chat, scenarioHeader, WEATHER_TOOL } from './helpers.js';
 
 const user = [{ role: 'user', content: 'hello' }];

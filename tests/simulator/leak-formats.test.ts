@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { renderLeak } from '../../server/simulator/leak-formats.js';
-import { LEAK_FORMATS, type LeakFormat } from '../../server/simulator/types.js';
+import { renderLeak } from '../../simulator/leak-formats.js';
+import { LEAK_FORMATS, type LeakFormat } from '../../simulator/types.js';
 
 const CALL = { name: 'get_weather', arguments: { location: 'Paris', days: 2, metric: true } };
 

@@ -8,7 +8,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSimulator, type Simulator } from '../../server/simulator/index.js';
+import { createSimulator, type Simulator } from '../../simulator/index.js';
 
 const FILE = '/work/shared/wire/llama-server/disconnect__client_disconnect_mid_stream.json';
 

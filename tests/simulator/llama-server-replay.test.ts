@@ -7,7 +7,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSimulator, type Simulator, type SimulatorOptions } from '../../server/simulator/index.js';
+import { createSimulator, type Simulator, type SimulatorOptions } from '../../simulator/index.js';
 import { compareExchange, type Recording, scenarioFromRecording } from './replay-compare.js';
 
 const DIR = '/work/shared/wire/llama-server';

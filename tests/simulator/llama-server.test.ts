@@ -1,6 +1,6 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSimulator, type Simulator } from '../../server/simulator/index.js';
+import { createSimulator, type Simulator } from '../../simulator/index.js';
 import {
   accumulate,
   chat,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { optionsFromArgv } from '../../server/simulator/main.js';
+import { optionsFromArgv } from '../../simulator/main.js';
 
 describe('simulator command line', () => {
   it('has usable defaults', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseLikeNlohmann } from '../../server/simulator/nlohmann-json.js';
+import { parseLikeNlohmann } from '../../simulator/nlohmann-json.js';
 
 describe('parseLikeNlohmann', () => {
   it('parses valid JSON', () => {

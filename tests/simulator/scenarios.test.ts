@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ChatMessage, ToolDef } from '../../protocol/openai.js';
-import { BUILT_IN_SCENARIOS, resolveScenario, turnContext } from '../../server/simulator/scenarios.js';
-import { LEAK_FORMATS } from '../../server/simulator/types.js';
+import { BUILT_IN_SCENARIOS, resolveScenario, turnContext } from '../../simulator/scenarios.js';
+import { LEAK_FORMATS } from '../../simulator/types.js';
 import { WEATHER_TOOL } from './helpers.js';
 
 const tools = [WEATHER_TOOL] as ToolDef[];

@@ -1,6 +1,6 @@
 /** Streaming equals non-streaming: the same scripted turn, folded from deltas, gives the same message. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSimulator, type Simulator, type TurnAction } from '../../server/simulator/index.js';
+import { createSimulator, type Simulator, type TurnAction } from '../../simulator/index.js';
 import {
   accumulate,
   chat,

@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type GeneratedCall, type Generation, generate } from '../../server/simulator/generate.js';
-import { llamaServer } from '../../server/simulator/llama-server.js';
-import type { ResponseMeta } from '../../server/simulator/personality.js';
-import { hashString, randomAlnum, randomHex, splitTokens } from '../../server/simulator/tokens.js';
-import { vllm } from '../../server/simulator/vllm.js';
+import { type GeneratedCall, type Generation, generate } from '../../simulator/generate.js';
+import { llamaServer } from '../../simulator/llama-server.js';
+import type { ResponseMeta } from '../../simulator/personality.js';
+import { hashString, randomAlnum, randomHex, splitTokens } from '../../simulator/tokens.js';
+import { vllm } from '../../simulator/vllm.js';
 import { accumulate } from './helpers.js';
 
 describe('splitTokens', () => {

@@ -3,7 +3,7 @@
  * generation, and the stream / non-stream answer. Routing and recording live in http-server.ts.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ChatMessage, ToolDef } from '../../protocol/openai.js';
+import type { ChatMessage, ToolDef } from '../protocol/openai.js';
 import {
   completionId,
   completionText,

@@ -3,7 +3,7 @@
  * calls and a finish reason, after tool_choice (required / named / none) and length limits.
  * Pure: no I/O, no clock.
  */
-import type { ToolDef } from '../../protocol/openai.js';
+import type { ToolDef } from '../protocol/openai.js';
 import { renderLeak } from './leak-formats.js';
 import { sampleArguments } from './schema-args.js';
 import { splitTokens } from './tokens.js';

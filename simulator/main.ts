@@ -1,5 +1,5 @@
 /**
- * Standalone entry: `npx tsx server/simulator/main.ts --personality vllm --port 8001`.
+ * Standalone entry: `npx tsx simulator/main.ts --personality vllm --port 8001`.
  * Prints the base URL and runs until SIGINT/SIGTERM.
  */
 import { parseArgs } from 'node:util';
@@ -7,7 +7,7 @@ import { createSimulator } from './index.js';
 import { BUILT_IN_SCENARIOS } from './scenarios.js';
 import type { LlamaTemplate, Personality, SimulatorOptions } from './types.js';
 
-const USAGE = `Usage: tsx server/simulator/main.ts [options]
+const USAGE = `Usage: tsx simulator/main.ts [options]
   --personality vllm|llama-server   wire behaviour to reproduce (default vllm)
   --host HOST                       default 127.0.0.1
   --port PORT                       default 8001 (0 = any free port)

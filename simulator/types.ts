@@ -2,7 +2,7 @@
  * Public types of the built-in backend simulator. The simulator is product code (used by
  * `npm start` without an upstream) and a test double; it never imports toolproof's server code.
  */
-import type { ToolDef } from '../../protocol/openai.js';
+import type { ToolDef } from '../protocol/openai.js';
 
 export type Personality = 'vllm' | 'llama-server';
 

@@ -2,7 +2,7 @@
  * Scenarios: what the scripted model does at each turn (turn = assistant messages so far).
  * Built-ins are functions; inline scenarios (option or `x-sim-scenario` header) are JSON.
  */
-import type { ChatMessage, ContentPart } from '../../protocol/openai.js';
+import type { ChatMessage, ContentPart } from '../protocol/openai.js';
 import { sampleArguments } from './schema-args.js';
 import { hashString } from './tokens.js';
 import {
