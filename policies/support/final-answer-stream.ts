@@ -5,7 +5,7 @@
  * Same rules as the non-streamed unwrap (support/final-answer.ts), applied incrementally.
  */
 import type { ChatCompletionChunk, ChunkChoice, Delta, ToolCallDelta } from '../../protocol/openai.js';
-import type { PolicyEffect, StreamEnd, StreamHook } from '../types.js';
+import { markLiveAnswer, type PolicyEffect, type StreamEnd, type StreamHook } from '../types.js';
 import { ANSWER_FIELD, answerOutcome, answerSeparator } from './final-answer.js';
 import { JsonStringFieldDecoder } from './json-string-stream.js';
 
@@ -79,7 +79,8 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
 
   const contentPiece = (st: ChoiceState, text: string): string => {
     if (!st.emittedAny) {
-      if ((st.pendingWs + text).trim() === '') {
+      // pendingWs is whitespace by construction: test only the new text (linear in the output).
+      if (text.trim() === '') {
         st.pendingWs += text;
         return '';
       }
@@ -202,19 +203,25 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
     return 'stop';
   };
 
+  /** Set while a chunk is transformed when it carries decoded answer text. */
+  let liveAnswer = false;
+
   const transformChoice = (choice: ChunkChoice): ChunkChoice | null => {
     const st = stateOf(choice.index);
     const delta = choice.delta ?? {};
     let content = '';
     if (typeof delta.content === 'string' && delta.content !== '') content += contentPiece(st, delta.content);
     const tools: ToolCallDelta[] = [];
-    for (const td of delta.tool_calls ?? []) content += routeToolDelta(st, td, tools);
+    let answer = '';
+    for (const td of delta.tool_calls ?? []) answer += routeToolDelta(st, td, tools);
     let finish = choice.finish_reason;
     if (finish !== null && finish !== undefined && !st.finalized) {
       const end = finalizeChoice(st, tools, finish === 'length');
-      content += end.text;
+      answer += end.text;
       finish = mapFinish(st, finish, end.truncated);
     }
+    if (answer !== '') liveAnswer = true;
+    content += answer;
     const next: Delta = { ...delta };
     if (content !== '') next.content = content;
     else if (typeof delta.content === 'string') delete next.content;
@@ -229,12 +236,14 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
       template = chunk;
       if (!Array.isArray(chunk.choices) || chunk.choices.length === 0) return [chunk];
       const out: ChunkChoice[] = [];
+      liveAnswer = false;
       for (const c of chunk.choices) {
         const t = transformChoice(c);
         if (t) out.push(t);
       }
       if (out.length === 0 && chunk.usage == null) return [];
-      return [{ ...chunk, choices: out }];
+      const next = { ...chunk, choices: out };
+      return [liveAnswer ? markLiveAnswer(next) : next];
     },
     onEnd(): StreamEnd {
       const chunks: ChatCompletionChunk[] = [];
@@ -247,7 +256,8 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
           const delta: Delta = {};
           if (end.text !== '') delta.content = end.text;
           if (tools.length > 0) delta.tool_calls = tools;
-          chunks.push({ ...template, choices: [{ index, delta, finish_reason: null }], usage: null });
+          const chunk = { ...template, choices: [{ index, delta, finish_reason: null }], usage: null };
+          chunks.push(end.text !== '' ? markLiveAnswer(chunk) : chunk);
         }
       }
       return { chunks, effects: [...effects] };

@@ -1,15 +1,18 @@
 /**
- * Stream side of corrective-retry: content and reasoning pass through live; tool-call deltas
- * (and the chunk carrying finish_reason, and anything after it) are held until the end, where
- * the assembled turn is judged. A good turn's calls are then emitted as proper deltas (first
- * id/type/name, then the arguments); a bad one ends this attempt so the pipeline can stream the
- * retry into the same client stream.
+ * Stream side of corrective-retry. While a retry is still possible, the attempt's output is
+ * held until the end, where the assembled turn is judged: a good turn's text goes out, then its
+ * calls as proper deltas (first id/type/name, then the arguments); a bad one is dropped whole and
+ * the pipeline streams the retry into the same client stream. So what a streaming client
+ * assembles equals the non-streamed message whatever the retries (nothing of a rejected
+ * attempt, such as the text of a broken envelope, reaches it before the decision).
+ * One exception: a final answer streams live (LIVE_ANSWER chunks). It commits what was held
+ * before it, and the pipeline keeps a committed answer on a retry in both modes.
  *
  * When no retry is possible (`hold` false) deltas pass through live and the turn is only judged
  * for effects: holding would delay tool calls for nothing.
  */
 import type { ChatCompletionChunk, ChunkChoice, ToolCall, ToolCallDelta } from '../../protocol/openai.js';
-import type { StreamEnd, StreamHook } from '../types.js';
+import { isLiveAnswer, type StreamEnd, type StreamHook } from '../types.js';
 import type { Correction } from '../corrective-retry.js';
 
 interface Assembled {
@@ -35,6 +38,8 @@ export type TurnJudge = (turn: {
 export function createHeldCallsStreamHook(judge: TurnJudge, hold = true): StreamHook {
   const acc = new Map<number, ChoiceAcc>();
   const held: ChatCompletionChunk[] = [];
+  /** Text chunks of this attempt not yet released (dropped on a retry). */
+  let pending: ChatCompletionChunk[] = [];
   let template: ChatCompletionChunk | undefined;
   let finished = false;
 
@@ -127,15 +132,25 @@ export function createHeldCallsStreamHook(judge: TurnJudge, hold = true): Stream
         live.push({ ...c, delta });
       }
       const visible = live.filter((c) => Object.values(c.delta).some((v) => v !== undefined && v !== null));
+      let text: ChatCompletionChunk | undefined;
       if (ends) {
-        // The finish waits: on a retry this attempt must not look finished to the client. Text in
-        // the same chunk still goes out now (the client would otherwise never see it on a retry).
+        // The finish waits: on a retry this attempt must not look finished to the client.
         finished = true;
         held.push({ ...chunk, choices: live.map((c) => ({ ...c, delta: {} })) });
-        const text = visible.map((c) => ({ ...c, finish_reason: null }));
-        return text.length > 0 ? [{ ...chunk, choices: text, usage: null }] : [];
+        if (visible.length > 0)
+          text = { ...chunk, choices: visible.map((c) => ({ ...c, finish_reason: null })), usage: null };
+      } else if (visible.length > 0) {
+        text = { ...chunk, choices: visible };
       }
-      return visible.length > 0 ? [{ ...chunk, choices: visible }] : [];
+      if (!text) return [];
+      if (!isLiveAnswer(chunk)) {
+        pending.push(text);
+        return [];
+      }
+      // A live answer commits everything before it.
+      const out = [...pending, text];
+      pending = [];
+      return out;
     },
 
     onEnd(): StreamEnd {
@@ -156,7 +171,9 @@ export function createHeldCallsStreamHook(judge: TurnJudge, hold = true): Stream
         effects.push(...correction.effects);
         if (correction.retry && hold) return { chunks: [], effects, retry: correction.retry };
       }
-      return { chunks: [...chunks, ...held], effects };
+      const text = pending;
+      pending = [];
+      return { chunks: [...text, ...chunks, ...held], effects };
     },
   };
 }
