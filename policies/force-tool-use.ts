@@ -11,6 +11,8 @@
  *   answer. Guided decoding can enforce one grammar per request: a tool-call grammar and the
  *   response_format schema conflict (llama-server lets json_schema win over tools; vLLM would
  *   constrain the call, not the content), so forcing would break the format the client asked for.
+ * - `logprobs: true` or `top_logprobs`: the logprobs would describe the final_answer call's JSON
+ *   (`{"answer": "...`), not the text the client receives; they cannot be mapped back.
  *
  * When the upstream is known to reject "required" (ctx.requiredRejected), final_answer is still
  * added and tool_choice is "auto": the tool still gives the model a clean way to answer.
@@ -52,6 +54,9 @@ export function notForcedReason(request: ChatCompletionRequest): string | null {
   if (!Array.isArray(request.tools) || request.tools.length === 0) return 'no-tools';
   const choice = request.tool_choice;
   if (choice !== undefined && choice !== null && choice !== 'auto') return 'explicit-tool-choice';
+  if (request.logprobs === true || (request.top_logprobs !== undefined && request.top_logprobs !== null)) {
+    return 'logprobs';
+  }
   const format = request.response_format;
   if (format !== undefined && format !== null && !(isPlainObject(format) && format.type === 'text')) {
     return 'response-format';

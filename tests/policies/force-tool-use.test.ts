@@ -90,6 +90,10 @@ describe('force-tool-use: request', () => {
       request(),
       request({ tools: [] }),
       request({ tools: [weatherTool], response_format: { type: 'json_object' } }),
+      // logprobs would describe the final_answer JSON, not the text the client gets (issue 9).
+      request({ tools: [weatherTool], logprobs: true }),
+      request({ tools: [weatherTool], logprobs: true, top_logprobs: 3 }),
+      request({ tools: [weatherTool], top_logprobs: 0 }),
     ];
     for (const req of cases) {
       const d = onRequest(req);
@@ -97,6 +101,7 @@ describe('force-tool-use: request', () => {
       expect(d.effects).toEqual([]);
       expect((d.memo as ForceToolUseMemo).forced).toBe(false);
     }
+    expect(onRequest(request({ tools: [weatherTool], logprobs: false })).request.tool_choice).toBe('required');
     // {type:"text"} is no format at all.
     expect(
       onRequest(request({ tools: [weatherTool], response_format: { type: 'text' } })).request.tool_choice,
