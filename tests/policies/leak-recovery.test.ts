@@ -41,7 +41,7 @@ function interleaved(parts: string[][]): ChatCompletionChunk[] {
       if (p[k] !== undefined && p[k] !== '') out.push(chunk({ content: p[k] }, null, i));
     });
   }
-  parts.forEach((_, i) => out.push(chunk({}, 'stop', i)));
+  for (let i = 0; i < parts.length; i++) out.push(chunk({}, 'stop', i));
   return out;
 }
 
