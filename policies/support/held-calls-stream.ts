@@ -24,6 +24,15 @@ interface ChoiceAcc {
   content: string;
   finishReason: string | null;
   calls: Map<number, Assembled>;
+  /** This choice's finish arrived: anything later for it waits until the end too. */
+  finished: boolean;
+}
+
+export interface HoldOptions {
+  /** Hold tool calls and the finish until the turn is judged (false: pass live, judge for effects). */
+  hold: boolean;
+  /** Hold content as well (the client demanded a call: prose is what a retry replaces). */
+  holdContent?: boolean;
 }
 
 export type TurnJudge = (turn: {
@@ -32,16 +41,17 @@ export type TurnJudge = (turn: {
   finishReason: string | null;
 }) => Correction;
 
-export function createHeldCallsStreamHook(judge: TurnJudge, hold = true): StreamHook {
+export function createHeldCallsStreamHook(judge: TurnJudge, opts: HoldOptions = { hold: true }): StreamHook {
+  const hold = opts.hold;
+  const holdContent = hold && opts.holdContent === true;
   const acc = new Map<number, ChoiceAcc>();
   const held: ChatCompletionChunk[] = [];
   let template: ChatCompletionChunk | undefined;
-  let finished = false;
 
   const accOf = (index: number): ChoiceAcc => {
     let a = acc.get(index);
     if (!a) {
-      a = { content: '', finishReason: null, calls: new Map() };
+      a = { content: '', finishReason: null, calls: new Map(), finished: false };
       acc.set(index, a);
     }
     return a;
@@ -106,34 +116,41 @@ export function createHeldCallsStreamHook(judge: TurnJudge, hold = true): Stream
         }
         return [chunk];
       }
-      if (finished || !Array.isArray(chunk.choices) || chunk.choices.length === 0) {
+      if (!Array.isArray(chunk.choices) || chunk.choices.length === 0) {
         held.push(chunk);
         return [];
       }
+      // Per choice (n > 1): one choice's finish must not hold back another choice's deltas.
       const live: ChunkChoice[] = [];
-      let ends = false;
+      const ended: ChunkChoice[] = [];
       for (const c of chunk.choices) {
         const a = accOf(c.index);
+        if (a.finished) {
+          ended.push(c);
+          continue;
+        }
         const delta = { ...(c.delta ?? {}) };
-        if (typeof delta.content === 'string') a.content += delta.content;
+        if (typeof delta.content === 'string') {
+          a.content += delta.content;
+          if (holdContent) delete delta.content;
+        }
         if (Array.isArray(delta.tool_calls)) {
           for (const td of delta.tool_calls) absorb(a, td);
           delete delta.tool_calls;
         }
         if (typeof c.finish_reason === 'string') {
+          // The finish waits: on a retry this attempt must not look finished to the client. Text
+          // in the same chunk still goes out now (the client would otherwise never see it on a retry).
           a.finishReason = c.finish_reason;
-          ends = true;
+          a.finished = true;
+          ended.push({ ...c, delta: {} });
         }
-        live.push({ ...c, delta });
+        live.push({ ...c, delta, finish_reason: null });
       }
       const visible = live.filter((c) => Object.values(c.delta).some((v) => v !== undefined && v !== null));
-      if (ends) {
-        // The finish waits: on a retry this attempt must not look finished to the client. Text in
-        // the same chunk still goes out now (the client would otherwise never see it on a retry).
-        finished = true;
-        held.push({ ...chunk, choices: live.map((c) => ({ ...c, delta: {} })) });
-        const text = visible.map((c) => ({ ...c, finish_reason: null }));
-        return text.length > 0 ? [{ ...chunk, choices: text, usage: null }] : [];
+      if (ended.length > 0) {
+        held.push({ ...chunk, choices: ended });
+        return visible.length > 0 ? [{ ...chunk, choices: visible, usage: null }] : [];
       }
       return visible.length > 0 ? [{ ...chunk, choices: visible }] : [];
     },
@@ -149,6 +166,13 @@ export function createHeldCallsStreamHook(judge: TurnJudge, hold = true): Stream
         });
         effects.push(...correction.effects);
         if (correction.retry && hold) return { chunks: [], effects, retry: correction.retry };
+        if (holdContent && a.content !== '' && template) {
+          chunks.push({
+            ...template,
+            choices: [{ index, delta: { content: a.content }, finish_reason: null }],
+            usage: null,
+          });
+        }
         if (hold) chunks.push(...emitCalls(index, a));
       }
       if (acc.size === 0) {

@@ -271,7 +271,8 @@ const UNRELATED_5XX: Array<{ source: string; status: number; body: unknown }> = 
     body: {
       error: {
         code: 500,
-        message: 'image input is not supported - hint: if this is unexpected, you may need to provide the mmproj',
+        message:
+          'image input is not supported - hint: if this is unexpected, you may need to provide the mmproj',
         type: 'server_error',
       },
     },
