@@ -177,16 +177,17 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
         for (const d of call.buffered) out.push({ ...d, index: call.outIndex });
         continue;
       }
-      if (call.kind !== 'final') continue;
-      text += answerPiece(st, call, call.decoder.finish());
-      finals.push(call);
+      if (call.kind === 'final') finals.push(call);
     }
+    // The outcome does not depend on the decoder's end-of-input flush (that only releases a
+    // held character), so the choice can be made before any text of these calls is flushed.
     const outcomes = finals.map((call) => answerOutcome(call.decoder, call.raw));
     if (opts.retriesLeft === true && !cutOff && outcomes.some((o) => o.invalid)) {
       // As the non-streamed unwrap: every final_answer of the choice goes on as a call, after
       // the real calls, for corrective-retry to judge. What was decoded live stays sent.
       st.leftInvalid = true;
       for (const call of finals) {
+        text += answerPiece(st, call, call.decoder.finish());
         out.push({
           index: st.realCount++,
           id: call.id,
@@ -199,6 +200,7 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
     }
     finals.forEach((call, i) => {
       const outcome = outcomes[i]!;
+      text += answerPiece(st, call, call.decoder.finish());
       text += answerPiece(st, call, outcome.extra);
       truncated ||= outcome.truncated;
       raw ||= outcome.raw;
