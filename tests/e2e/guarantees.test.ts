@@ -161,6 +161,8 @@ describe('final_answer called with another key', () => {
       await stack.client.chat.completions.create({ ...params, stream: true }, opts),
     );
     expect(s.content).toBe('It is sunny in Paris, 21 degrees.');
+    // Live: the answer arrives in several deltas while the call's arguments stream.
+    expect(s.contentChunks).toBeGreaterThan(1);
     expect(s.calls).toHaveLength(0);
     expect(s.finish).toBe('stop');
   });
