@@ -27,6 +27,9 @@ const user = [{ role: 'user' as const, content: 'Weather in Paris?' }];
 const chatRequests = (s: Stack) => s.sim.requests.filter((r) => r.path.endsWith('/chat/completions'));
 const sentBody = (s: Stack, i: number) => chatRequests(s)[i]!.body as Record<string, unknown>;
 const scenario = (v: unknown) => ({ headers: { 'x-sim-scenario': JSON.stringify(v) } });
+/** The openai client types a call as function or custom: the name of a function call. */
+const callName = (c: { type: string; function?: { name: string } }) =>
+  c.type === 'function' && c.function ? c.function.name : c.type;
 const metricsOf = async (s: Stack) => (await fetch(`${s.origin}/metrics`)).text();
 
 describe('an unrelated 5xx on a forced request is relayed, never a fallback, never remembered', () => {
@@ -86,7 +89,7 @@ describe('a named tool_choice is enforced (llama-server ignores it)', () => {
     stack = await startStack({ sim: { personality: 'llama-server' } });
     const params = { model: 'sim', messages: user, tools, tool_choice: named };
     const res = await stack.client.chat.completions.create(params, scenario(script));
-    expect(res.choices[0]!.message.tool_calls?.map((c) => c.function.name)).toEqual(['get_weather']);
+    expect(res.choices[0]!.message.tool_calls?.map(callName)).toEqual(['get_weather']);
     const retry = sentBody(stack, 1).messages as Array<{ role: string; content: unknown }>;
     expect(String(retry.at(-1)!.content)).toContain('You must call the tool `get_weather`');
     const s = await collectStream(
@@ -107,7 +110,7 @@ describe('tool_choice "required" answered in prose', () => {
     stack = await startStack({ sim: { personality: 'llama-server', ignoreRequired: true } });
     const params = { model: 'sim', messages: user, tools, tool_choice: 'required' as const };
     const res = await stack.client.chat.completions.create(params, scenario(script));
-    expect(res.choices[0]!.message.tool_calls?.map((c) => c.function.name)).toEqual(['get_weather']);
+    expect(res.choices[0]!.message.tool_calls?.map(callName)).toEqual(['get_weather']);
     expect(res.choices[0]!.message.content ?? '').not.toContain('sunny');
     const s = await collectStream(
       await stack.client.chat.completions.create({ ...params, stream: true }, scenario(script)),
@@ -139,7 +142,7 @@ describe('parallel_tool_calls false', () => {
       parallel_tool_calls: false,
     };
     const res = await stack.client.chat.completions.create(params, opts);
-    expect(res.choices[0]!.message.tool_calls?.map((c) => c.function.name)).toEqual(['get_weather']);
+    expect(res.choices[0]!.message.tool_calls?.map(callName)).toEqual(['get_weather']);
     const s = await collectStream(
       await stack.client.chat.completions.create({ ...params, stream: true }, opts),
     );
@@ -276,7 +279,7 @@ describe('n > 1: every choice gets leak recovery', () => {
     stack = await startStack({ env: { TOOLPROOF_UPSTREAM_URL: url } });
     const params = { model: 'sim', messages: user, tools, n: 2 };
     const res = await stack.client.chat.completions.create(params);
-    expect(res.choices[1]!.message.tool_calls?.map((c) => c.function.name)).toEqual(['get_weather']);
+    expect(res.choices[1]!.message.tool_calls?.map(callName)).toEqual(['get_weather']);
     const stream = await stack.client.chat.completions.create({ ...params, stream: true });
     const byChoice = new Map<number, { content: string; calls: string[]; finish: string | null }>();
     for await (const c of stream) {
