@@ -4,7 +4,8 @@
  * calls as proper deltas (first id/type/name, then the arguments); a bad one is dropped whole and
  * the pipeline streams the retry into the same client stream. So what a streaming client
  * assembles equals the non-streamed message whatever the retries (nothing of a rejected
- * attempt, such as the text of a broken envelope, reaches it before the decision).
+ * attempt, such as the text of a broken envelope or prose where a call was required, reaches it
+ * before the decision). Each choice (n > 1) is held and finished on its own.
  * One exception: a final answer streams live (LIVE_ANSWER chunks). It commits what was held
  * before it, and the pipeline keeps a committed answer on a retry in both modes.
  *
@@ -27,6 +28,13 @@ interface ChoiceAcc {
   content: string;
   finishReason: string | null;
   calls: Map<number, Assembled>;
+  /** This choice's finish arrived: anything later for it waits until the end too. */
+  finished: boolean;
+}
+
+export interface HoldOptions {
+  /** Hold the turn until it is judged (false: pass live, judge for effects). */
+  hold: boolean;
 }
 
 export type TurnJudge = (turn: {
@@ -35,18 +43,18 @@ export type TurnJudge = (turn: {
   finishReason: string | null;
 }) => Correction;
 
-export function createHeldCallsStreamHook(judge: TurnJudge, hold = true): StreamHook {
+export function createHeldCallsStreamHook(judge: TurnJudge, opts: HoldOptions = { hold: true }): StreamHook {
+  const hold = opts.hold;
   const acc = new Map<number, ChoiceAcc>();
   const held: ChatCompletionChunk[] = [];
   /** Text chunks of this attempt not yet released (dropped on a retry). */
   let pending: ChatCompletionChunk[] = [];
   let template: ChatCompletionChunk | undefined;
-  let finished = false;
 
   const accOf = (index: number): ChoiceAcc => {
     let a = acc.get(index);
     if (!a) {
-      a = { content: '', finishReason: null, calls: new Map() };
+      a = { content: '', finishReason: null, calls: new Map(), finished: false };
       acc.set(index, a);
     }
     return a;
@@ -111,14 +119,19 @@ export function createHeldCallsStreamHook(judge: TurnJudge, hold = true): Stream
         }
         return [chunk];
       }
-      if (finished || !Array.isArray(chunk.choices) || chunk.choices.length === 0) {
+      if (!Array.isArray(chunk.choices) || chunk.choices.length === 0) {
         held.push(chunk);
         return [];
       }
+      // Per choice (n > 1): one choice's finish must not hold back another choice's deltas.
       const live: ChunkChoice[] = [];
-      let ends = false;
+      const ended: ChunkChoice[] = [];
       for (const c of chunk.choices) {
         const a = accOf(c.index);
+        if (a.finished) {
+          ended.push(c);
+          continue;
+        }
         const delta = { ...(c.delta ?? {}) };
         if (typeof delta.content === 'string') a.content += delta.content;
         if (Array.isArray(delta.tool_calls)) {
@@ -126,23 +139,18 @@ export function createHeldCallsStreamHook(judge: TurnJudge, hold = true): Stream
           delete delta.tool_calls;
         }
         if (typeof c.finish_reason === 'string') {
+          // The finish waits: on a retry this attempt must not look finished to the client. Text
+          // in the same chunk still goes out now (the client would otherwise never see it on a retry).
           a.finishReason = c.finish_reason;
-          ends = true;
+          a.finished = true;
+          ended.push({ ...c, delta: {} });
         }
-        live.push({ ...c, delta });
+        live.push({ ...c, delta, finish_reason: null });
       }
       const visible = live.filter((c) => Object.values(c.delta).some((v) => v !== undefined && v !== null));
-      let text: ChatCompletionChunk | undefined;
-      if (ends) {
-        // The finish waits: on a retry this attempt must not look finished to the client.
-        finished = true;
-        held.push({ ...chunk, choices: live.map((c) => ({ ...c, delta: {} })) });
-        if (visible.length > 0)
-          text = { ...chunk, choices: visible.map((c) => ({ ...c, finish_reason: null })), usage: null };
-      } else if (visible.length > 0) {
-        text = { ...chunk, choices: visible };
-      }
-      if (!text) return [];
+      if (ended.length > 0) held.push({ ...chunk, choices: ended });
+      if (visible.length === 0) return [];
+      const text = { ...chunk, choices: visible, ...(ended.length > 0 ? { usage: null } : {}) };
       if (!isLiveAnswer(chunk)) {
         pending.push(text);
         return [];

@@ -58,8 +58,7 @@ export function createNormalizeStreamHook(policy: string): StreamHook {
     }
     // Parsing the arguments so far costs O(length): only a delta that names a call again (or
     // follows such a header) needs it, never the plain argument deltas of the hot path.
-    const needsComplete = cur !== undefined && (name !== undefined || cur.splitPending);
-    const complete = needsComplete && argsComplete(cur.args);
+    const complete = cur !== undefined && (name !== undefined || cur.splitPending) && argsComplete(cur.args);
     // Same name again, no id, nothing new yet: either a backend repeating the header or the
     // header of a second call on the same index. Decided by the next fragment.
     if (cur && id === undefined && name === cur.name && cur.nameSent && complete && fragment === '') {
