@@ -21,7 +21,7 @@ describe('ops endpoints', () => {
     const metrics = await (await fetch(`${stack.origin}/metrics`)).text();
     expect(metrics).toContain('process_cpu_user_seconds_total');
     expect(metrics).toMatch(
-      /toolproof_requests_total\{model="m1",route="chat\/completions",status="200"\} 1/,
+      /toolproof_requests_total\{model="m1",route="chat\/completions",status="200",api="chat"\} 1/,
     );
     expect(metrics).toMatch(
       /toolproof_upstream_duration_seconds_count\{model="m1",route="chat",upstream="[^"]+"\} 1/,
