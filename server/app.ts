@@ -258,7 +258,11 @@ function logRequest(
   finished: boolean,
 ): void {
   const matched = request.routeOptions.url;
-  const path = matched ?? request.url.split('?')[0] ?? '';
+  // The log line names the path asked for when the catch-all served it (metrics use the closed label).
+  const path =
+    matched === undefined || matched === '*' || matched === '/*'
+      ? (request.url.split('?')[0] ?? '').slice(0, 256)
+      : matched;
   const route = routeLabel(matched);
   const tp = request.tp;
   const api = tp?.api ?? apiOf(matched);

@@ -87,7 +87,7 @@ describe('the per-request log line', () => {
     const mine = lines.filter((l) => l.reqId === 'trace-42');
     expect(mine).toHaveLength(1);
     const line = mine[0]!;
-    expect(line).toMatchObject({ model: 'm', status: 200, stream: false, upstream: sim.url });
+    expect(line).toMatchObject({ model: 'm', status: 200, stream: false, upstream: sim.url, api: 'chat' });
     expect(line.latencyMs).toEqual(expect.any(Number));
     expect(line.usage).toMatchObject({ total_tokens: expect.any(Number) });
     expect(line.harness).toMatchObject({
@@ -109,6 +109,15 @@ describe('the per-request log line', () => {
       status: 400,
       error: { code: 'TP_ERR_INVALID_JSON', status: 400 },
     });
+    const tok = await app.inject({
+      method: 'POST',
+      url: '/tokenize',
+      headers: { authorization: 'Bearer secret-key-123', 'x-request-id': 'trace-44' },
+      payload: { model: 'm', prompt: 'hi' },
+    });
+    expect(tok.statusCode).toBeLessThan(500);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(lines.find((l) => l.reqId === 'trace-44')).toMatchObject({ api: 'passthrough', route: '/tokenize' });
     expect(JSON.stringify(lines)).not.toContain('secret-key-123');
     await app.close();
     await sim.close();
