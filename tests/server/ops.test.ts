@@ -117,7 +117,10 @@ describe('the per-request log line', () => {
     });
     expect(tok.statusCode).toBeLessThan(500);
     await new Promise((r) => setTimeout(r, 20));
-    expect(lines.find((l) => l.reqId === 'trace-44')).toMatchObject({ api: 'passthrough', route: '/tokenize' });
+    expect(lines.find((l) => l.reqId === 'trace-44')).toMatchObject({
+      api: 'passthrough',
+      route: '/tokenize',
+    });
     expect(JSON.stringify(lines)).not.toContain('secret-key-123');
     await app.close();
     await sim.close();
