@@ -7,6 +7,7 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../server/config.js';
+import { describeListenError } from '../../server/shutdown.js';
 
 function refused(env: Record<string, string>, file?: Parameters<typeof loadConfig>[1]): string {
   try {
@@ -90,6 +91,16 @@ describe('listen failures', () => {
       blocker.close();
     }
   }, 40_000);
+
+  it('each listen error code has its own one-line hint', () => {
+    const e = (code: string) => Object.assign(new Error(`x ${code}`), { code });
+    expect(describeListenError(e('ENOTFOUND'), 'nohost', 1)).toBe(
+      'cannot listen on nohost:1: the host name does not resolve (check TOOLPROOF_HOST)',
+    );
+    expect(describeListenError(e('EACCES'), 'h', 80)).toContain('permission denied');
+    expect(describeListenError(e('EADDRNOTAVAIL'), '10.9.9.9', 1)).toContain('not available');
+    expect(describeListenError(e('EWHAT'), 'h', 1)).toBe('cannot listen on h:1: x EWHAT');
+  });
 
   it('an empty key list stops the process with exit 2 and one line', async () => {
     const { code, stderr } = await runMain({ TOOLPROOF_API_KEYS: ' , ', TOOLPROOF_PORT: '0' });
