@@ -15,8 +15,9 @@ export interface ShutdownOptions {
 /** Resolves when the app is closed (all connections gone). */
 export function shutdownGracefully(app: ToolproofApp, options: ShutdownOptions): Promise<void> {
   const force = setTimeout(() => {
+    // Every open request is registered; only those that are SSE streams get an ending written.
     const open = app.toolproof.openStreams.size;
-    app.log.warn({ openStreams: open }, 'shutdown deadline reached: ending open streams and connections');
+    app.log.warn({ openRequests: open }, 'shutdown deadline reached: ending open streams and connections');
     const err = new ToolproofError('TP_ERR_SHUTTING_DOWN', {
       message: 'toolproof is shutting down: this stream was ended at the shutdown deadline.',
     });
