@@ -318,6 +318,8 @@ function logRequest(
       leaks: t.leaks,
       retries: t.retries,
       normalizations: t.normalizations,
+      constraints: t.constraints,
+      finalAnswerProblems: t.finalAnswerProblems,
       validationFailures: t.validationFailures.map((v) => v.tool),
       final: t.finalKind ?? null,
     };
