@@ -171,7 +171,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     parseJson(req, body as Buffer, done),
   );
 
-  registerErrorHandling(app);
+  registerErrorHandling(app, (model) => metrics.internalErrors.labels(model).inc());
 
   await app.register(swagger, {
     openapi: {
