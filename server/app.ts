@@ -23,6 +23,7 @@ import { registerChatRoute } from './routes/chat-completions.js';
 import { registerModelRoutes } from './routes/models.js';
 import { registerOpsRoutes } from './routes/ops.js';
 import { registerRelayRoutes } from './routes/relay.js';
+import { registerResponsesRoute } from './routes/responses.js';
 import { ModelLabels } from './routing.js';
 import { Upstreams } from './upstream.js';
 
@@ -207,6 +208,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   registerChatRoute(app, state);
   registerRelayRoutes(app, state);
+  registerResponsesRoute(app, state);
   registerModelRoutes(app, state);
   registerOpsRoutes(app, state);
 
