@@ -210,7 +210,7 @@ export function messagesToInput(messages: readonly ChatMessage[]): InputItem[] {
           content: [{ type: 'reasoning_text', text: m.reasoning_content }],
         });
       const text =
-        typeof m.content === 'string' ? m.content : m.content ? String(fromChatContent(m.content)) : '';
+        typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => p.text ?? '').join('');
       if (text || !m.tool_calls?.length)
         items.push({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text }] });
       for (const tc of m.tool_calls ?? [])

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { ToolproofError } from '../../protocol/errors.js';
+import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionChunk } from '../../protocol/openai.js';
 import { toChatRequest } from '../../protocol/responses/request.js';
 import {
@@ -135,7 +135,8 @@ export function registerResponsesRoute(app: FastifyInstance, state: AppState): v
         const result = await completeChat(call, deps);
         reply.header('x-toolproof-attempts', String(call.trace.attempts));
         // Only chat requests are relayed raw; a translated request always gets a completion.
-        if (result.kind !== 'completion') throw new Error('responses: unexpected raw chat result');
+        if (result.kind !== 'completion')
+          throw new ToolproofError('TP_ERR_INTERNAL', { message: 'responses: unexpected raw chat result' });
         return reply.send(completionToResponse(result.completion, ctx, result.usage));
       }
 

@@ -245,7 +245,7 @@ describe('Responses API with forced tool use (default settings)', () => {
         text: { format: { type: 'json_schema', name: 'answer', schema, strict: true } },
         temperature: 0.2,
         top_p: 0.9,
-        reasoning: { effort: 'low' },
+        reasoning: { effort: 'low' as const },
         parallel_tool_calls: false,
         metadata: { trace: 'abc' },
         store: false,
@@ -289,6 +289,30 @@ describe('Responses API: leak recovery (forced tool use off)', () => {
     expect(events.some((e) => e.type === 'response.function_call_arguments.delta')).toBe(true);
     expect(JSON.stringify(events)).not.toContain('tool_call>');
     expect(normalized(final)).toEqual(normalized(plain));
+  });
+});
+
+describe('Responses API in front of llama-server (simulated)', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({ sim: { personality: 'llama-server' } });
+  });
+  afterAll(() => stack.close());
+
+  it('forced final answer and a tool call, streamed equal to non-streamed', async () => {
+    for (const s of ['prose', 'tools']) {
+      const params = {
+        model: 'sim',
+        input: 'Weather in Paris?',
+        tools: [weather],
+        reasoning: { effort: 'low' as const },
+      };
+      const plain = await stack.client.responses.create(params, scenario(s));
+      expect(plain.status).toBe('completed');
+      expect(plain.output.map((i) => i.type)).toEqual([s === 'prose' ? 'message' : 'function_call']);
+      const { final } = await streamed(stack, params, scenario(s));
+      expect(normalized(final)).toEqual(normalized(plain));
+    }
   });
 });
 
