@@ -21,7 +21,7 @@ function toTools(tools: ResponsesRequest['tools']): ToolDef[] | undefined {
     if (t.type !== 'function')
       throw invalid(
         `tools[${i}].type`,
-        `Hosted tool "${String(t.type)}" is not supported: toolproof forwards to a self-hosted chat backend, which runs function tools only.`,
+        `Tool type "${String(t.type)}" is not supported: toolproof forwards to a self-hosted chat backend, which runs function tools only (hosted tools such as web_search or file_search run on OpenAI's servers).`,
       );
     const f = t as FunctionTool;
     if (typeof f.name !== 'string' || !f.name)

@@ -230,6 +230,10 @@ describe('Responses API with forced tool use (default settings)', () => {
     expect(events.at(-1)).toMatchObject({
       response: { status: 'failed', error: { message: expect.any(String) } },
     });
+    // The openai client raises the error event as an APIError.
+    await expect(streamed(stack, { model: 'sim', input: 'Hi' }, scenario(boom))).rejects.toThrow(
+      /kv cache exhausted/,
+    );
   });
 
   it('text.format json_schema, temperature, top_p, reasoning effort and parallel_tool_calls reach the chat request', async () => {
