@@ -7,7 +7,7 @@
  */
 import type OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Stack, startStack } from '../server/stack.js';
+import { type Stack, startStack, waitFor } from '../server/stack.js';
 
 type Res = OpenAI.Responses.Response;
 type Event = OpenAI.Responses.ResponseStreamEvent;
@@ -234,6 +234,29 @@ describe('Responses API with forced tool use (default settings)', () => {
     await expect(streamed(stack, { model: 'sim', input: 'Hi' }, scenario(boom))).rejects.toThrow(
       /kv cache exhausted/,
     );
+  });
+
+  it('a client that goes away mid-stream cancels the upstream request', async () => {
+    stack.sim.reset();
+    const slow = JSON.stringify({ say: 'word '.repeat(200), chunkDelayMs: 20 });
+    const ac = new AbortController();
+    const stream = await stack.client.responses.create(
+      { model: 'sim', input: 'Hi', stream: true },
+      { ...scenario(slow), signal: ac.signal },
+    );
+    let deltas = 0;
+    try {
+      for await (const e of stream) {
+        if (e.type !== 'response.output_text.delta') continue;
+        deltas++;
+        ac.abort();
+      }
+    } catch {
+      // an aborted read may end the iteration with an abort error
+    }
+    expect(deltas).toBe(1);
+    await waitFor(() => stack.sim.aborts.length >= 1);
+    expect(stack.sim.aborts).toHaveLength(1);
   });
 
   it('text.format json_schema, temperature, top_p, reasoning effort and parallel_tool_calls reach the chat request', async () => {
