@@ -7,6 +7,9 @@
  * (or at the end): reasoning -> `reasoning` item with one reasoning_text part, content ->
  * `message` with one output_text part, each tool call -> `function_call` whose call_id is the
  * chat tool_call id.
+ *
+ * Memory: each item's text is kept until the stream ends (the `.done` events and
+ * response.completed carry it whole), so a stream holds about one copy of its answer.
  */
 import type { ChatCompletion, ChatCompletionChunk, Usage } from '../openai.js';
 import type {
