@@ -26,6 +26,7 @@ import { OpenStreams, sseResponseStream } from './open-streams.js';
 import { registerOpsRoutes } from './routes/ops.js';
 import { registerPassthroughRoutes } from './routes/passthrough.js';
 import { registerRelayRoutes } from './routes/relay.js';
+import { registerResponsesRoute } from './routes/responses.js';
 import { ModelLabels } from './routing.js';
 import { Upstreams } from './upstream.js';
 
@@ -232,6 +233,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   registerChatRoute(app, state);
   registerRelayRoutes(app, state);
+  registerResponsesRoute(app, state);
   registerModelRoutes(app, state);
   registerOpsRoutes(app, state);
   // Last: the catch-all for every route toolproof does not own.
