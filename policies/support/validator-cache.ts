@@ -56,21 +56,34 @@ const engine = createLinearEngine((pattern, reason) => {
   );
 });
 
-/** ajv-formats' expression formats moved onto RE2, or length-capped where RE2 cannot run them. */
+/** Format checks built so far, by format name (built on first use, shared by every generation). */
+const formatTests = new Map<string, (text: string) => boolean>();
+
+function formatTest(format: RegExp): (text: string) => boolean {
+  const compiled = compileLinear(format.source, format.flags.includes('i') ? 2 /* CASE_INSENSITIVE */ : 0);
+  if (compiled.ok) {
+    const re = compiled.re;
+    return (text) => re.test(text);
+  }
+  return (text) => text.length <= MAX_BACKTRACKING_FORMAT_INPUT && format.test(text);
+}
+
+/**
+ * ajv-formats' expression formats moved onto RE2, or length-capped where RE2 cannot run them.
+ * Each is compiled when a schema first uses it, once per process (a new generation is cheap).
+ */
 function linearFormats(ajv: Ajv): void {
   const formats = ajv.formats as Record<string, unknown>;
   for (const [name, format] of Object.entries(formats)) {
     if (!(format instanceof RegExp)) continue;
-    const compiled = compileLinear(format.source, format.flags.includes('i') ? 2 /* CASE_INSENSITIVE */ : 0);
-    if (compiled.ok) {
-      const re = compiled.re;
-      ajv.addFormat(name, (text: string) => re.test(text));
-    } else {
-      ajv.addFormat(
-        name,
-        (text: string) => text.length <= MAX_BACKTRACKING_FORMAT_INPUT && format.test(text),
-      );
-    }
+    ajv.addFormat(name, (text: string) => {
+      let test = formatTests.get(name);
+      if (test === undefined) {
+        test = formatTest(format);
+        formatTests.set(name, test);
+      }
+      return test(text);
+    });
   }
 }
 
