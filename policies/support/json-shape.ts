@@ -1,22 +1,8 @@
 /**
- * Measurements of client- or model-written JSON that never recurse (a 100k-level schema would
- * overflow the stack of any recursive walk), and a preview that stops writing at its budget
- * instead of serializing a whole value to keep 80 characters of it.
+ * A preview of client- or model-written JSON that stops writing at its budget instead of
+ * serializing a whole value to keep 80 characters of it. (Depth is measured, without recursion,
+ * by protocol/json-depth.ts.)
  */
-
-/** True when `value` nests objects/arrays deeper than `max` levels (stops at the first such path). */
-export function deeperThan(value: unknown, max: number): boolean {
-  const stack: Array<[unknown, number]> = [[value, 0]];
-  while (stack.length > 0) {
-    const [cur, depth] = stack.pop() as [unknown, number];
-    if (cur === null || typeof cur !== 'object') continue;
-    if (depth >= max) return true;
-    for (const child of Array.isArray(cur) ? cur : Object.values(cur)) {
-      if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
-    }
-  }
-  return false;
-}
 
 /** JSON of `value`, cut to `max` characters ("..." marks the cut); writes at most ~max characters. */
 export function preview(value: unknown, max = 80): string {

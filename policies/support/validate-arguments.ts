@@ -13,7 +13,8 @@
  */
 import type { ErrorObject } from 'ajv';
 import type { JsonObject } from '../../protocol/openai.js';
-import { deeperThan, preview } from './json-shape.js';
+import { deeperThan } from '../../protocol/json-depth.js';
+import { preview } from './json-shape.js';
 import { compileSchema, validatorCacheStats } from './validator-cache.js';
 
 export interface ArgumentIssue {
@@ -133,8 +134,13 @@ function describe(err: ErrorObject, args: unknown): string {
       return `${child(err.instancePath, String(p.missingProperty))} is required but missing.`;
     case 'additionalProperties':
       return `${child(err.instancePath, String(p.additionalProperty))} is not a known parameter.`;
-    case 'enum':
-      return `${at} must be one of ${(p.allowedValues as unknown[]).map(show).join(', ')}, ${got}.`;
+    case 'enum': {
+      // A client enum can hold thousands of values: list the first few, count the rest.
+      const allowed = p.allowedValues as unknown[];
+      const listed = allowed.slice(0, MAX_ISSUES).map(show).join(', ');
+      const more = allowed.length > MAX_ISSUES ? ` (and ${allowed.length - MAX_ISSUES} more)` : '';
+      return `${at} must be one of ${listed}${more}, ${got}.`;
+    }
     case 'const':
       return `${at} must be ${show(p.allowedValue)}, ${got}.`;
     default:

@@ -17,7 +17,7 @@ import { createHash } from 'node:crypto';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { JsonObject } from '../../protocol/openai.js';
-import { deeperThan } from './json-shape.js';
+import { deeperThan } from '../../protocol/json-depth.js';
 import { compileLinear, createLinearEngine } from './linear-regexp.js';
 import { firstDuplicate } from './unique-items.js';
 

@@ -66,3 +66,24 @@ export function toolCallCompletion(model: string, name: string, args: string): s
     usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
   });
 }
+
+/** The same call as a vLLM-style event stream (role, one tool-call delta, finish, [DONE]). */
+export function toolCallStream(model: string, name: string, args: string): string {
+  const chunk = (delta: unknown, finish: string | null) =>
+    `data: ${JSON.stringify({
+      id: 'chatcmpl-fake',
+      object: 'chat.completion.chunk',
+      created: 1,
+      model,
+      choices: [{ index: 0, delta, finish_reason: finish }],
+    })}\n\n`;
+  return (
+    chunk({ role: 'assistant', content: null }, null) +
+    chunk(
+      { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name, arguments: args } }] },
+      null,
+    ) +
+    chunk({}, 'tool_calls') +
+    'data: [DONE]\n\n'
+  );
+}

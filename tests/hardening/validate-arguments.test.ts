@@ -205,6 +205,14 @@ describe('feedback is bounded', () => {
     expect(ms).toBeLessThan(1000);
   });
 
+  it('a 100k-value enum is listed by its first values, the rest counted', () => {
+    const values = Array.from({ length: 100_000 }, (_, i) => `v${i}`);
+    const schema = { type: 'object', properties: { e: { enum: values } } };
+    const r = validateArguments(schema, { e: 'nope' });
+    expect(r.issues[0]?.message).toContain(`and ${100_000 - MAX_ISSUES} more`);
+    expect(r.issues[0]?.message.length).toBeLessThan(2000);
+  });
+
   it('preview writes at most ~80 characters of any value', () => {
     expect(preview({ a: 'x'.repeat(1_000_000), b: [1, 2, 3] })).toHaveLength(80);
     expect(preview([1, 2, 3])).toBe('[1,2,3]');
