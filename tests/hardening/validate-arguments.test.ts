@@ -205,11 +205,11 @@ describe('feedback is bounded', () => {
     expect(ms).toBeLessThan(1000);
   });
 
-  it('a 100k-value enum is listed by its first values, the rest counted', () => {
-    const values = Array.from({ length: 100_000 }, (_, i) => `v${i}`);
+  it('a 20k-value enum is listed by its first values, the rest counted', () => {
+    const values = Array.from({ length: 20_000 }, (_, i) => `v${i}`);
     const schema = { type: 'object', properties: { e: { enum: values } } };
     const r = validateArguments(schema, { e: 'nope' });
-    expect(r.issues[0]?.message).toContain(`and ${100_000 - MAX_ISSUES} more`);
+    expect(r.issues[0]?.message).toContain(`and ${20_000 - MAX_ISSUES} more`);
     expect(r.issues[0]?.message.length).toBeLessThan(2000);
   });
 
