@@ -27,7 +27,7 @@ function turn(n: number, order: 'forward' | 'reverse'): ChatMessage[] {
 describe('history repair pairs results in linear time', () => {
   it('50k calls answered in reverse order: seconds at most (quadratic before: 10 s+ unloaded)', () => {
     const start = performance.now();
-    const { messages } = repairHistory(turn(50_000, 'reverse'), DEFAULT_MODEL_SETTINGS);
+    const { messages } = repairHistory(turn(50_000, 'reverse'), DEFAULT_MODEL_SETTINGS.historyRepair);
     const ms = performance.now() - start;
     const tools = messages.filter((m) => m.role === 'tool');
     expect(tools).toHaveLength(50_000);
@@ -53,7 +53,7 @@ describe('history repair pairs results in linear time', () => {
       { role: 'tool', tool_call_id: 'a', content: 'first a' },
       { role: 'tool', content: 'no id: the next open call' },
     ] as ChatMessage[];
-    const out = repairHistory(messages, DEFAULT_MODEL_SETTINGS).messages;
+    const out = repairHistory(messages, DEFAULT_MODEL_SETTINGS.historyRepair).messages;
     const calls = out[1]?.tool_calls ?? [];
     const tools = out.filter((m) => m.role === 'tool');
     expect(tools.map((t) => t.content)).toEqual([
