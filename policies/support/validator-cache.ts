@@ -23,10 +23,17 @@ import { firstDuplicate } from './unique-items.js';
 
 /** JSON nesting levels a tool schema may have (about half as many schema levels). */
 export const MAX_SCHEMA_DEPTH = 64;
-/** Largest single schema compiled, in characters of JSON. */
-export const MAX_SCHEMA_CHARS = 512 * 1024;
-/** Schema JSON characters the cache may hold in all (two generations of half each). */
-export const CACHE_BUDGET_CHARS = 16 * 1024 * 1024;
+/**
+ * Largest single schema compiled, in characters of JSON. Compiling is linear but slow (~2 ms per
+ * KB unloaded) and blocks the loop: 128 KiB is a few hundred ms once, far above real tools.
+ */
+export const MAX_SCHEMA_CHARS = 128 * 1024;
+/**
+ * Schema JSON characters the cache may hold in all (two generations of half each). A compiled
+ * validator weighs up to ~20x its schema's JSON (a 22 KB schema: ~0.45 MB of heap), so 4 MiB of
+ * schemas is on the order of 100 MB of validators at most.
+ */
+export const CACHE_BUDGET_CHARS = 4 * 1024 * 1024;
 /** Compiled schemas the cache may hold in all. */
 export const CACHE_MAX_ENTRIES = 256;
 /**

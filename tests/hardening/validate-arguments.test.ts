@@ -122,17 +122,17 @@ describe('compiled schemas are bounded by the memory they hold', () => {
     expect(stats.ajvSchemas).toBeLessThanOrEqual(CACHE_MAX_ENTRIES + 2);
   });
 
-  it('200 distinct 400 KB schemas: the heap grows by far less than they weigh (before: +160 MB)', async () => {
+  it('400 distinct 100 KB schemas: the heap grows by far less than they weigh (before: +80 MB)', async () => {
     const probe = fileURLToPath(new URL('./heap-probe.ts', import.meta.url));
     const { stdout } = await run(
       process.execPath,
-      ['--expose-gc', '--import', 'tsx', probe, '200', '400000'],
+      ['--expose-gc', '--import', 'tsx', probe, '400', '100000'],
       {
         timeout: 60_000,
       },
     );
     const { growthMb } = JSON.parse(stdout) as { growthMb: number };
-    expect(growthMb).toBeLessThan(60);
+    expect(growthMb).toBeLessThan(30);
   }, 90_000);
 
   it('a schema larger than the single-schema cap is not compiled: reported, nothing enforced', () => {
@@ -205,11 +205,11 @@ describe('feedback is bounded', () => {
     expect(ms).toBeLessThan(1000);
   });
 
-  it('a 20k-value enum is listed by its first values, the rest counted', () => {
-    const values = Array.from({ length: 20_000 }, (_, i) => `v${i}`);
+  it('a 10k-value enum is listed by its first values, the rest counted', () => {
+    const values = Array.from({ length: 10_000 }, (_, i) => `v${i}`);
     const schema = { type: 'object', properties: { e: { enum: values } } };
     const r = validateArguments(schema, { e: 'nope' });
-    expect(r.issues[0]?.message).toContain(`and ${20_000 - MAX_ISSUES} more`);
+    expect(r.issues[0]?.message).toContain(`and ${10_000 - MAX_ISSUES} more`);
     expect(r.issues[0]?.message.length).toBeLessThan(2000);
   });
 
