@@ -240,7 +240,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(registerPassthroughRoutes, { state });
 
   app.addHook('onClose', async () => {
-    await upstreams.close();
+    // Every client connection has ended by now: an upstream request still open belongs to no
+    // one (an abandoned body), and a graceful pool close would wait for it forever.
+    await upstreams.destroy();
   });
   return app as unknown as ToolproofApp;
 }

@@ -105,7 +105,7 @@ export async function startProxy(
   const app = await buildApp(loadConfig(env, file), { logger: false });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const port = (app.server.address() as AddressInfo).port;
-  return { app, port, origin: `http://127.0.0.1:${port}`, close: () => app.close() };
+  return { app, port, origin: `http://127.0.0.1:${port}`, close: () => closeApp(app) };
 }
 
 export const CHAT_BODY = JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] });
@@ -123,4 +123,21 @@ export function httpRequest(
   }
   for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`);
   return `${lines.join('\r\n')}\r\n\r\n${body}`;
+}
+
+/**
+ * app.close() waits for every client connection to end; a keep-alive socket a test client left
+ * behind can hold it past the hook timeout. After a grace, the rest are cut.
+ */
+export async function closeApp(app: {
+  close(): Promise<unknown>;
+  server: { closeAllConnections(): void };
+}): Promise<void> {
+  const closing = app.close();
+  const cut = setTimeout(() => app.server.closeAllConnections(), 2_000);
+  try {
+    await closing;
+  } finally {
+    clearTimeout(cut);
+  }
 }
