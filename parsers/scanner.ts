@@ -110,6 +110,8 @@ export class EnvelopeScanner {
   private base = 0;
   private readonly findMemo = new Map<string, { from: number; found: number; scannedTo: number }>();
   private readonly broken = new Map<FamilyParser, number>();
+  /** In 'start' mode: buf[0..startWs) is known whitespace (a blank run is walked once, not per push). */
+  private startWs = 0;
 
   constructor(
     private readonly plan: ScanPlan,
@@ -121,6 +123,12 @@ export class EnvelopeScanner {
 
   push(text: string): ScanEvent[] {
     if (this.done) throw new Error('scanner finished');
+    if (this.mode === 'start' && this.startWs === this.buf.length && skipWs(text, 0) === text.length) {
+      // leading blank run: append without reading buf (see ThinkSplitter.push)
+      this.buf += text;
+      this.startWs = this.buf.length;
+      return [];
+    }
     this.buf += text;
     return this.run(false);
   }
@@ -156,7 +164,8 @@ export class EnvelopeScanner {
   }
 
   private decideStart(final: boolean): void {
-    const i = skipWs(this.buf, 0);
+    const i = skipWs(this.buf, this.startWs);
+    this.startWs = i;
     if (i === this.buf.length) {
       if (final) this.mode = 'scan';
       return;
