@@ -8,7 +8,7 @@ import type { RecoveryEvent, RecoveryStream } from './recover-types.js';
 import { EnvelopeScanner, type ScanEvent, type ScanPlan } from './scanner.js';
 import { ThinkSplitter } from './think-split.js';
 import type { DeclaredTool, LeakRecord, LeakSource, ParseContext } from './types.js';
-import { normalizeArguments } from './util/lenient-json.js';
+import { normalizeArguments, unsafeArguments } from './util/lenient-json.js';
 
 export interface EngineOptions {
   plan: ScanPlan;
@@ -57,6 +57,9 @@ export function judgeEnvelope(
     }
     const args = normalizeArguments(c.arguments, { allowMissingClose: m.truncated === true });
     if (!args) return { ok: false, outcome: 'rejected', reason: 'arguments are not a JSON object' };
+    // canonicalisation (JSON.stringify) recurses and drops prototype-held keys: check first
+    const unsafe = unsafeArguments(args.value);
+    if (unsafe) return { ok: false, outcome: 'unrecovered', reason: unsafe };
     const repairs = [...(c.repairs ?? []), ...args.repairs];
     if (m.truncated) repairs.push('unclosed-envelope');
     out.push({ name: c.name, arguments: args.value, repairs, ...(c.id ? { id: c.id } : {}) });

@@ -6,6 +6,9 @@
  */
 import type { DeclaredTool } from '../types.js';
 import { isPlainObject } from './lenient-json.js';
+
+// families that build arguments key by key import both from here
+export { createArgs } from './lenient-json.js';
 import { parsePythonLiteral } from './python-literal.js';
 
 /** The declared schema for one parameter, or undefined. */
@@ -15,6 +18,8 @@ export function paramSchema(
 ): Record<string, unknown> | undefined {
   const props = tool?.parameters?.['properties'];
   if (!isPlainObject(props)) return undefined;
+  // own keys only: a parameter named `constructor` or `__proto__` must not find Object's
+  if (!Object.hasOwn(props, param)) return undefined;
   const s = props[param];
   return isPlainObject(s) ? s : undefined;
 }

@@ -32,7 +32,9 @@ const addFormats = ((addFormatsModule as unknown as { default?: unknown }).defau
   ajv: Ajv,
 ) => Ajv;
 
-const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: true });
+// ownProperties: a required `constructor` / `toString` / `__proto__` must be an own key of the
+// arguments, not something every object inherits from Object.prototype.
+const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: true, ownProperties: true });
 addFormats(ajv);
 
 function compile(schema: JsonObject): ValidateFunction | string {
