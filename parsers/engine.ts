@@ -5,7 +5,7 @@
 import { ContentSink } from './content-sink.js';
 import type { EnvelopeMatch, FamilyParser } from './family.js';
 import type { RecoveryEvent, RecoveryStream } from './recover-types.js';
-import { EnvelopeScanner, type ScanEvent, type ScanPlan } from './scanner.js';
+import { DEFAULT_MAX_HELD, EnvelopeScanner, type ScanEvent, type ScanPlan, TOO_LONG } from './scanner.js';
 import { ThinkSplitter } from './think-split.js';
 import type { DeclaredTool, LeakRecord, LeakSource, ParseContext } from './types.js';
 import { normalizeArguments, unsafeArguments } from './util/lenient-json.js';
@@ -19,6 +19,8 @@ export interface EngineOptions {
   requireDeclared?: boolean;
   /** Promote a complete call found in reasoning when nothing came after it. */
   promote?: boolean;
+  /** Cap on text held for a possible envelope (code units); default DEFAULT_MAX_HELD (1 MiB). */
+  maxHeld?: number;
 }
 
 export interface AcceptedCall {
@@ -87,9 +89,10 @@ class SurrogateCarry {
 export function createEngineStream(opts: EngineOptions): RecoveryStream {
   const ctx: ParseContext = { tools: opts.tools };
   const requireDeclared = opts.requireDeclared !== false;
-  const think = new ThinkSplitter(opts.startsInReasoning === true);
-  const scanner = new EnvelopeScanner(opts.plan, ctx);
-  const sink = new ContentSink();
+  const maxHeld = opts.maxHeld ?? DEFAULT_MAX_HELD;
+  const think = new ThinkSplitter(opts.startsInReasoning === true, maxHeld);
+  const scanner = new EnvelopeScanner(opts.plan, ctx, { maxHeld });
+  const sink = new ContentSink(maxHeld);
   const contentCarry = new SurrogateCarry();
   const reasoningCarry = new SurrogateCarry();
   const leaks: LeakRecord[] = [];
@@ -132,6 +135,11 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
     for (const e of events) {
       if (e.type === 'text') {
         content(e.text, out);
+        continue;
+      }
+      if (e.type === 'too-long') {
+        // an output held as a possible whole-output call passed the cap: it flows as text now
+        leaks.push({ format: e.family.name, source: 'content', outcome: 'unrecovered', reason: TOO_LONG });
         continue;
       }
       const m = e.match;
@@ -179,7 +187,7 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
 
   function promote(out: RecoveryEvent[]): void {
     if (opts.promote === false || callCount > 0 || sink.hasContent || reasoningAll === '') return;
-    const s = new EnvelopeScanner(opts.plan, ctx, { whole: false });
+    const s = new EnvelopeScanner(opts.plan, ctx, { whole: false, maxHeld });
     const events = [...s.push(reasoningAll), ...s.finish()];
     for (const e of events) {
       if (e.type !== 'envelope' || e.match.truncated || e.match.control) continue;

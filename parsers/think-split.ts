@@ -25,7 +25,11 @@ export class ThinkSplitter {
   /** In 'start': buf[0..wsEnd) is known whitespace, so a long blank run is walked once, not per push. */
   private wsEnd = 0;
 
-  constructor(startsInReasoning: boolean) {
+  constructor(
+    startsInReasoning: boolean,
+    /** A blank run longer than this before anything else: no leading <think> any more. */
+    private readonly maxHeld = Number.POSITIVE_INFINITY,
+  ) {
     this.state = startsInReasoning ? 'in' : 'start';
   }
 
@@ -35,6 +39,7 @@ export class ThinkSplitter {
       this.state === 'start' &&
       !final &&
       this.wsEnd === this.buf.length &&
+      this.buf.length + text.length <= this.maxHeld &&
       skipWs(text, 0) === text.length
     ) {
       // a blank run before anything else: append without reading buf (reading a long
@@ -48,7 +53,8 @@ export class ThinkSplitter {
       const i = skipWs(this.buf, this.wsEnd);
       this.wsEnd = i;
       const rest = this.buf.slice(i);
-      if (rest.startsWith(OPEN)) {
+      if (i > this.maxHeld) this.state = 'out';
+      else if (rest.startsWith(OPEN)) {
         this.state = 'in';
         this.buf = rest.slice(OPEN.length);
       } else if (!final && (i === this.buf.length || OPEN.startsWith(rest))) {

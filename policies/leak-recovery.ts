@@ -66,6 +66,7 @@ function recoverChoiceMessage(
       parsers: ctx.settings.parsers,
       newId: idFactory(responseId, choiceIndex),
       startsInReasoning: ctx.settings.startsInReasoning,
+      maxHeldBytes: ctx.settings.maxHeldBytes,
     },
   );
   const unchanged =
@@ -135,6 +136,7 @@ function createStreamHook(ctx: PolicyContext, _memo: unknown, sent: ChatCompleti
         parsers: ctx.settings.parsers,
         newId: idFactory(String(chunk.id ?? ''), 0),
         startsInReasoning: ctx.settings.startsInReasoning,
+        maxHeldBytes: ctx.settings.maxHeldBytes,
       });
     }
     return stream;
