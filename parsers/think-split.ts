@@ -22,6 +22,8 @@ function partialTail(buf: string, tag: string): number {
 export class ThinkSplitter {
   private state: 'start' | 'in' | 'out';
   private buf = '';
+  /** The output opened reasoning (leading <think>, or startsInReasoning). */
+  opened = false;
   /** In 'start': buf[0..wsEnd) is known whitespace, so a long blank run is walked once, not per push. */
   private wsEnd = 0;
 
@@ -31,6 +33,7 @@ export class ThinkSplitter {
     private readonly maxHeld = Number.POSITIVE_INFINITY,
   ) {
     this.state = startsInReasoning ? 'in' : 'start';
+    this.opened = startsInReasoning;
   }
 
   push(text: string, final = false): ThinkPiece[] {
@@ -56,6 +59,7 @@ export class ThinkSplitter {
       if (i > this.maxHeld) this.state = 'out';
       else if (rest.startsWith(OPEN)) {
         this.state = 'in';
+        this.opened = true;
         this.buf = rest.slice(OPEN.length);
       } else if (!final && (i === this.buf.length || OPEN.startsWith(rest))) {
         return out;
