@@ -84,7 +84,9 @@ export function buildScanPlan(families: readonly FamilyParser[]): ScanPlan {
     }
   }
   const chars = [...byFirst.keys()].map((c) => escapeClass(String.fromCharCode(c))).join('');
-  const wholeFamilies = sorted.filter((f) => f.spec.matchWhole && (f.spec.wholeStarts?.length ?? 0) > 0);
+  const wholeFamilies = sorted.filter(
+    (f) => f.spec.matchWhole && ((f.spec.wholeStarts?.length ?? 0) > 0 || f.spec.wholeStartsFor),
+  );
   return {
     families: sorted,
     byFirst,
@@ -128,6 +130,9 @@ export class EnvelopeScanner {
   private startWs = 0;
 
   private readonly maxHeld: number;
+  /** Whole-output starts for this message: the plan's plus the request-dependent ones. */
+  private readonly starts: Array<{ start: string; family: FamilyParser }>;
+  private readonly longestStart: number;
 
   constructor(
     private readonly plan: ScanPlan,
@@ -136,6 +141,15 @@ export class EnvelopeScanner {
   ) {
     this.mode = plan.wholeFamilies.length > 0 && opts.whole !== false ? 'start' : 'scan';
     this.maxHeld = Math.max(1, opts.maxHeld ?? DEFAULT_MAX_HELD);
+    this.starts = [];
+    if (this.mode === 'start') {
+      for (const f of plan.wholeFamilies) {
+        for (const start of [...(f.spec.wholeStarts ?? []), ...(f.spec.wholeStartsFor?.(ctx) ?? [])]) {
+          if (start !== '') this.starts.push({ start, family: f });
+        }
+      }
+    }
+    this.longestStart = Math.max(16, ...this.starts.map((s) => s.start.length));
   }
 
   push(text: string): ScanEvent[] {
@@ -204,9 +218,9 @@ export class EnvelopeScanner {
       if (final) this.mode = 'scan';
       return;
     }
-    const rest = this.buf.slice(i, i + 16);
+    const rest = this.buf.slice(i, i + this.longestStart);
     let prefixOnly = false;
-    for (const s of this.plan.wholeStarts) {
+    for (const { start: s } of this.starts) {
       if (rest.startsWith(s)) {
         this.mode = 'hold';
         return;
@@ -219,9 +233,7 @@ export class EnvelopeScanner {
   /** The first whole family (by priority) whose start the held output has. */
   private wholeFamilyFor(): FamilyParser | undefined {
     const i = skipWs(this.buf, 0);
-    return this.plan.wholeFamilies.find((f) =>
-      (f.spec.wholeStarts ?? []).some((w) => this.buf.startsWith(w, i)),
-    );
+    return this.starts.find((s) => this.buf.startsWith(s.start, i))?.family;
   }
 
   private tryWhole(): ScanEvent | null {
