@@ -46,6 +46,9 @@ const ARG_KEYS = new Set([
   'kwargs',
 ]);
 
+/** What may follow a declared name at the start of an output for it to be held as a possible call. */
+const NAME_FOLLOWERS = ['(', ' (', '{', ' {', '\n{', ':', ' :'];
+
 type Found = { name: string; args: Record<string, unknown> } | null;
 
 /** A JSON (or Python literal) object filling the whole text. */
@@ -161,6 +164,9 @@ export const improvised = defineFamily({
   priority: 95,
   backend: {},
   wholeStarts: ['{', '```'],
-  wholeStartsFor: (ctx) => [...ctx.tools.keys()].flatMap((n) => (n === '' ? [] : [n, `<${n}>`])),
+  // a declared name right before `(`, `{` or `:` (prose that merely starts with the name is
+  // not held), or `<name>`
+  wholeStartsFor: (ctx) =>
+    [...ctx.tools.keys()].flatMap((n) => (n === '' ? [] : [...NAME_FOLLOWERS.map((f) => n + f), `<${n}>`])),
   matchWhole,
 });
