@@ -12,8 +12,8 @@ import { options, toolsOf } from './helpers.js';
 const tools = toolsOf({ name: 'f' });
 const SIZE = 200_000;
 
-function cost(unit: string, step: number): number {
-  const text = unit.repeat(Math.ceil(SIZE / unit.length)).slice(0, SIZE);
+function cost(unit: string, step: number, size = SIZE): number {
+  const text = unit.repeat(Math.ceil(size / unit.length)).slice(0, size);
   const s = createRecoveryStream(options(tools));
   const t0 = performance.now();
   let out = '';
@@ -45,10 +45,10 @@ describe('hostile marker soup stays linear', () => {
     const markers = [...new Set(PARSERS.flatMap((p) => p.spec.markers))];
     const t0 = performance.now();
     for (const m of markers) {
-      cost(m, 16);
-      if (m.length > 2) cost(m.slice(0, -1), 16);
+      cost(m, 16, 50_000);
+      if (m.length > 2) cost(m.slice(0, -1), 16, 50_000);
     }
-    // ~70 markers x 2 x 200k chars: about 4-8 s on the loaded box when linear
-    expect(performance.now() - t0).toBeLessThan(60_000);
+    // ~70 markers x 2 x 50k chars: about 2 s on the loaded box when linear
+    expect(performance.now() - t0).toBeLessThan(30_000);
   }, 120_000);
 });
