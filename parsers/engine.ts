@@ -2,13 +2,14 @@
  * The recovery stream: think splitting -> envelope scanner -> safety rules -> events.
  * recoverMessage is this same machine fed in one piece, so the two paths cannot drift.
  */
+import { BareThinkWatch } from './bare-think.js';
 import { ContentSink } from './content-sink.js';
 import type { EnvelopeMatch, FamilyParser } from './family.js';
 import type { RecoveryEvent, RecoveryStream } from './recover-types.js';
-import { EnvelopeScanner, type ScanEvent, type ScanPlan } from './scanner.js';
+import { DEFAULT_MAX_HELD, EnvelopeScanner, type ScanEvent, type ScanPlan, TOO_LONG } from './scanner.js';
 import { ThinkSplitter } from './think-split.js';
 import type { DeclaredTool, LeakRecord, LeakSource, ParseContext } from './types.js';
-import { normalizeArguments } from './util/lenient-json.js';
+import { normalizeArguments, unsafeArguments } from './util/lenient-json.js';
 
 export interface EngineOptions {
   plan: ScanPlan;
@@ -19,7 +20,12 @@ export interface EngineOptions {
   requireDeclared?: boolean;
   /** Promote a complete call found in reasoning when nothing came after it. */
   promote?: boolean;
+  /** Cap on text held for a possible envelope (code units); default DEFAULT_MAX_HELD (1 MiB). */
+  maxHeld?: number;
 }
+
+/** Leak reason for a complete call written before a bare </think> (see bare-think.ts). */
+export const DRAFT = 'draft before </think>';
 
 export interface AcceptedCall {
   name: string;
@@ -57,6 +63,9 @@ export function judgeEnvelope(
     }
     const args = normalizeArguments(c.arguments, { allowMissingClose: m.truncated === true });
     if (!args) return { ok: false, outcome: 'rejected', reason: 'arguments are not a JSON object' };
+    // canonicalisation (JSON.stringify) recurses and drops prototype-held keys: check first
+    const unsafe = unsafeArguments(args.value);
+    if (unsafe) return { ok: false, outcome: 'unrecovered', reason: unsafe };
     const repairs = [...(c.repairs ?? []), ...args.repairs];
     if (m.truncated) repairs.push('unclosed-envelope');
     out.push({ name: c.name, arguments: args.value, repairs, ...(c.id ? { id: c.id } : {}) });
@@ -84,15 +93,30 @@ class SurrogateCarry {
 export function createEngineStream(opts: EngineOptions): RecoveryStream {
   const ctx: ParseContext = { tools: opts.tools };
   const requireDeclared = opts.requireDeclared !== false;
-  const think = new ThinkSplitter(opts.startsInReasoning === true);
-  const scanner = new EnvelopeScanner(opts.plan, ctx);
-  const sink = new ContentSink();
+  const maxHeld = opts.maxHeld ?? DEFAULT_MAX_HELD;
+  const think = new ThinkSplitter(opts.startsInReasoning === true, maxHeld);
+  const scanner = new EnvelopeScanner(opts.plan, ctx, { maxHeld });
+  const sink = new ContentSink(maxHeld);
   const contentCarry = new SurrogateCarry();
   const reasoningCarry = new SurrogateCarry();
   const leaks: LeakRecord[] = [];
   let reasoningAll = '';
   let callCount = 0;
   let finished = false;
+  const bareThink = new BareThinkWatch(maxHeld);
+  if (opts.startsInReasoning === true) bareThink.stop();
+  /** judgeEnvelope's verdict per envelope event, so a held envelope is judged once. */
+  const verdicts = new WeakMap<ScanEvent, ReturnType<typeof judgeEnvelope>>();
+  const judge = (e: Extract<ScanEvent, { type: 'envelope' }>) => {
+    let v = verdicts.get(e);
+    if (!v) {
+      v = judgeEnvelope(e.match, opts.tools, requireDeclared);
+      verdicts.set(e, v);
+    }
+    return v;
+  };
+  const isPassThrough = (m: EnvelopeMatch) =>
+    m.control || (m.calls.length === 0 && m.error === undefined && (m.content || m.reasoning));
 
   function emitCalls(
     calls: AcceptedCall[],
@@ -127,46 +151,63 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
 
   function onScan(events: ScanEvent[], out: RecoveryEvent[]): void {
     for (const e of events) {
-      if (e.type === 'text') {
-        content(e.text, out);
-        continue;
-      }
-      const m = e.match;
-      if (m.control || (m.calls.length === 0 && m.error === undefined && (m.content || m.reasoning))) {
-        sink.cut();
-        if (m.reasoning) reasoning(m.reasoning, out);
-        if (m.content) {
-          content(m.content, out);
-          sink.cut();
-        }
-        continue;
-      }
-      const verdict = judgeEnvelope(m, opts.tools, requireDeclared);
-      if (verdict.ok) {
-        sink.cut();
-        if (m.reasoning) reasoning(m.reasoning, out);
-        if (m.content) {
-          content(m.content, out);
-          sink.cut();
-        }
-        emitCalls(verdict.calls, e.family, m.backendHint ?? backendHint(e.family), 'content', out);
-      } else {
-        // unsure: the raw envelope stays in content, byte for byte
-        content(e.raw, out);
-        const rec: LeakRecord = {
-          format: e.family.name,
-          source: 'content',
-          outcome: verdict.outcome,
-          reason: verdict.reason,
-        };
-        const hint = m.backendHint ?? backendHint(e.family);
-        if (hint) rec.backendHint = hint;
-        leaks.push(rec);
-      }
+      const isCall = e.type === 'envelope' && !isPassThrough(e.match) && judge(e).ok;
+      for (const r of bareThink.feed(e, isCall)) handle(r.e, r.draft, out);
     }
   }
 
+  function handle(e: ScanEvent, draft: boolean, out: RecoveryEvent[]): void {
+    if (e.type === 'text') {
+      content(e.text, out);
+      return;
+    }
+    if (e.type === 'too-long') {
+      // an output held as a possible whole-output call passed the cap: it flows as text now
+      leaks.push({ format: e.family.name, source: 'content', outcome: 'unrecovered', reason: TOO_LONG });
+      return;
+    }
+    const m = e.match;
+    if (isPassThrough(m)) {
+      sink.cut();
+      if (m.reasoning) reasoning(m.reasoning, out);
+      if (m.content) {
+        content(m.content, out);
+        sink.cut();
+      }
+      return;
+    }
+    const verdict: ReturnType<typeof judgeEnvelope> = draft
+      ? { ok: false, outcome: 'rejected', reason: DRAFT }
+      : judge(e);
+    if (verdict.ok) {
+      sink.cut();
+      if (m.reasoning) reasoning(m.reasoning, out);
+      if (m.content) {
+        content(m.content, out);
+        sink.cut();
+      }
+      emitCalls(verdict.calls, e.family, m.backendHint ?? backendHint(e.family), 'content', out);
+    } else {
+      // unsure: the raw envelope stays in content, byte for byte
+      content(e.raw, out);
+      const rec: LeakRecord = {
+        format: e.family.name,
+        source: 'content',
+        outcome: verdict.outcome,
+        reason: verdict.reason,
+      };
+      const hint = m.backendHint ?? backendHint(e.family);
+      if (hint) rec.backendHint = hint;
+      leaks.push(rec);
+    }
+  }
+
+  function flushHeld(out: RecoveryEvent[]): void {
+    for (const r of bareThink.finish()) handle(r.e, r.draft, out);
+  }
+
   function onThink(pieces: ReturnType<ThinkSplitter['push']>, out: RecoveryEvent[]): void {
+    if (think.opened) bareThink.stop();
     for (const p of pieces) {
       if (p.kind === 'cut') sink.cut();
       else if (p.kind === 'reasoning') reasoning(p.text, out);
@@ -176,7 +217,7 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
 
   function promote(out: RecoveryEvent[]): void {
     if (opts.promote === false || callCount > 0 || sink.hasContent || reasoningAll === '') return;
-    const s = new EnvelopeScanner(opts.plan, ctx, { whole: false });
+    const s = new EnvelopeScanner(opts.plan, ctx, { whole: false, maxHeld });
     const events = [...s.push(reasoningAll), ...s.finish()];
     for (const e of events) {
       if (e.type !== 'envelope' || e.match.truncated || e.match.control) continue;
@@ -202,6 +243,7 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
       if (rest) onThink(think.push(rest), out);
       onThink(think.finish(), out);
       onScan(scanner.finish(), out);
+      flushHeld(out);
       const tail = sink.finish();
       if (tail) out.push({ type: 'content', text: tail });
       promote(out);

@@ -65,6 +65,11 @@ export interface FamilySpec {
    * these (after whitespace) for the engine to hold it to the end and call matchWhole.
    */
   wholeStarts?: readonly string[];
+  /**
+   * Starts that depend on the request (e.g. a declared tool's name): read once per message.
+   * Keep them specific: every output starting with one is held to the end (up to maxHeld).
+   */
+  wholeStartsFor?(ctx: ParseContext): readonly string[];
   /** Reads the complete content (untrimmed). null = not a call in this family. */
   matchWhole?(text: string, ctx: ParseContext): EnvelopeMatch | null;
 }

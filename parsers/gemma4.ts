@@ -11,7 +11,7 @@ import { type BodyResult, matchReasoningSection, unlessReopened } from './long-t
 import type { ParseContext, ParsedCall } from './types.js';
 import { delimitedEnvelope } from './util/envelope.js';
 import { expectLiteral, readName, skipWs } from './util/json-scan.js';
-import { coerceParamValue, paramSchema } from './util/schema-values.js';
+import { coerceParamValue, createArgs, paramSchema } from './util/schema-values.js';
 
 const OPEN = '<|tool_call>';
 
@@ -80,7 +80,7 @@ function readQuoted(cur: Cursor): string | null {
 function readObject(cur: Cursor): Record<string, unknown> | null {
   if (cur.text[cur.pos] !== '{' || ++cur.depth > MAX_DEPTH) return null;
   cur.pos++;
-  const out: Record<string, unknown> = {};
+  const out = createArgs();
   ws(cur);
   if (cur.text[cur.pos] === '}') {
     cur.pos++;

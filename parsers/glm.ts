@@ -8,7 +8,7 @@ import { defineFamily } from './define.js';
 import type { ParseContext, ParsedCall } from './types.js';
 import { delimitedEnvelope } from './util/envelope.js';
 import { readName, skipWs } from './util/json-scan.js';
-import { coerceParamValue, paramSchema } from './util/schema-values.js';
+import { coerceParamValue, createArgs, paramSchema } from './util/schema-values.js';
 
 const OPEN = '<tool_call>';
 const CLOSE = '</tool_call>';
@@ -35,7 +35,7 @@ function parseBody(body: string, ctx: ParseContext): { calls: ParsedCall[] } | {
   if (name === '') return { error: 'no function name' };
   const tool = ctx.tools.get(name);
   i = skipWs(body, i + name.length);
-  const args: Record<string, unknown> = {};
+  const args = createArgs();
   while (i < body.length) {
     if (!body.startsWith(K_OPEN, i)) return { error: 'unexpected text in tool call' };
     const kEnd = body.indexOf(K_CLOSE, i + K_OPEN.length);

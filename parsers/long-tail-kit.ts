@@ -9,7 +9,7 @@ import type { ParseContext, ParsedCall } from './types.js';
 import { callFromObject, decodeBody, finishMatch, peekNonWs } from './util/envelope.js';
 import { expectLiteral, scanJsonValue, skipWs } from './util/json-scan.js';
 import { decodeJsonLenient, isPlainObject } from './util/lenient-json.js';
-import { coerceParamValue, paramSchema } from './util/schema-values.js';
+import { coerceParamValue, createArgs, paramSchema } from './util/schema-values.js';
 
 export type BodyResult = { calls: ParsedCall[] } | { error: string };
 
@@ -230,7 +230,7 @@ function readXmlCall(
     pos = head + spec.callHeadEnd.length;
   }
   const tool = ctx.tools.get(name);
-  const args: Record<string, unknown> = {};
+  const args = createArgs();
   for (;;) {
     pos = skipWs(body, pos);
     if (body.startsWith(spec.callClose, pos)) {

@@ -17,7 +17,7 @@ import type { ParseContext, ParsedCall } from './types.js';
 import { delimitedEnvelope } from './util/envelope.js';
 import { readName, skipWs } from './util/json-scan.js';
 import { isPlainObject } from './util/lenient-json.js';
-import { coerceParamValue } from './util/schema-values.js';
+import { coerceParamValue, createArgs } from './util/schema-values.js';
 
 const NS = ']<]minimax[>[';
 const OPEN = `${NS}<tool_call>`;
@@ -64,7 +64,7 @@ function readValue(
   // children: all `<item>` = a list, otherwise an object
   const isList = body.startsWith(`${NS}<item>`, j);
   const list: unknown[] = [];
-  const obj: Record<string, unknown> = {};
+  const obj = createArgs();
   let k = j;
   for (;;) {
     k = skipWs(body, k);
@@ -109,7 +109,7 @@ function readInvokes(body: string, ctx: ParseContext): BodyResult {
     const name = body.slice(nameFrom, q);
     if (name === '' || /[\s<>"]/.test(name)) return { error: 'bad tool name' };
     const tool = ctx.tools.get(name);
-    const args: Record<string, unknown> = {};
+    const args = createArgs();
     let k = q + 2;
     for (;;) {
       k = skipWs(body, k);

@@ -13,7 +13,7 @@ type Find = MatchInput['find'];
 import type { ParseContext, ParsedCall } from './types.js';
 import { decodeBody, peekNonWs } from './util/envelope.js';
 import { expectLiteral, skipWs } from './util/json-scan.js';
-import { coerceParamValue, paramSchema } from './util/schema-values.js';
+import { coerceParamValue, createArgs, paramSchema } from './util/schema-values.js';
 
 const WRAP_OPEN = '<tool_call>';
 const WRAP_CLOSE = '</tool_call>';
@@ -69,7 +69,7 @@ function readParameters(
     if (!d) return { error: 'function body is not JSON' };
     return { name, arguments: d.value, ...(d.repairs.length ? { repairs: d.repairs } : {}) };
   }
-  const args: Record<string, unknown> = {};
+  const args = createArgs();
   // next </parameter> and <parameter= positions, searched again only once passed: linear overall
   let pc = -2;
   let np = -2;

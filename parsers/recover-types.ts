@@ -12,6 +12,11 @@ export interface RecoveryOptions {
    * reasoning until </think>. Default false: only a leading <think> opens reasoning.
    */
   startsInReasoning?: boolean;
+  /**
+   * Cap on text held for a possible call (code units; default 1 MiB): past it the held text is
+   * released as content with an 'unrecovered' / 'too-long' leak record.
+   */
+  maxHeldBytes?: number;
 }
 
 export interface RecoveredCall {

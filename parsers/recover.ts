@@ -34,6 +34,7 @@ export function createRecoveryStream(opts: RecoveryOptions): RecoveryStream {
     tools: opts.tools,
     newId: opts.newId,
     startsInReasoning: opts.startsInReasoning === true,
+    ...(opts.maxHeldBytes !== undefined ? { maxHeld: opts.maxHeldBytes } : {}),
   });
 }
 

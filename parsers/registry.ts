@@ -8,6 +8,7 @@ import type { FamilyParser } from './family.js';
 import { glm } from './glm.js';
 import { gptOss } from './gpt-oss.js';
 import { hermes } from './hermes.js';
+import { improvised } from './improvised.js';
 import { json } from './json.js';
 import { kimiK2 } from './kimi-k2.js';
 import { llama3Json } from './llama3-json.js';
@@ -54,6 +55,7 @@ export const PARSERS: readonly FamilyParser[] = [
   kimiK2,
   gptOss,
   json,
+  improvised,
   apertus,
   commandR7b,
   gigachat3,

@@ -9,15 +9,23 @@
  *   push, a large one only after the buffer grew geometrically, so a 1 MB envelope in 8-char
  *   chunks stays linear overall;
  * - whole-output formats: when the output starts like one ('{', '[', '```'), everything is held
- *   to the end and offered to matchWhole before the marker scan.
+ *   to the end and offered to matchWhole before the marker scan;
+ * - held text is capped (maxHeld, code units): an output held for matchWhole that grows past
+ *   the cap, or an envelope still open that long after its marker, is released as text (a
+ *   'too-long' event; the envelope keeps only its marker, like any broken one). The decision
+ *   depends on the text only (a family sees at most maxHeld chars after its marker, and a
+ *   whole output longer than that is never whole), so every split decides the same.
  */
+import { DEFAULT_MAX_HELD_BYTES } from '../protocol/settings.js';
 import type { EnvelopeMatch, FamilyParser } from './family.js';
 import { skipWs } from './util/json-scan.js';
 import type { ParseContext } from './types.js';
 
 export type ScanEvent =
   | { type: 'text'; text: string }
-  | { type: 'envelope'; family: FamilyParser; match: EnvelopeMatch; raw: string };
+  | { type: 'envelope'; family: FamilyParser; match: EnvelopeMatch; raw: string }
+  /** A whole output held for `family` passed the cap: it is scanned as text from here. */
+  | { type: 'too-long'; family: FamilyParser };
 
 interface MarkerEntry {
   marker: string;
@@ -76,7 +84,9 @@ export function buildScanPlan(families: readonly FamilyParser[]): ScanPlan {
     }
   }
   const chars = [...byFirst.keys()].map((c) => escapeClass(String.fromCharCode(c))).join('');
-  const wholeFamilies = sorted.filter((f) => f.spec.matchWhole && (f.spec.wholeStarts?.length ?? 0) > 0);
+  const wholeFamilies = sorted.filter(
+    (f) => f.spec.matchWhole && ((f.spec.wholeStarts?.length ?? 0) > 0 || f.spec.wholeStartsFor),
+  );
   return {
     families: sorted,
     byFirst,
@@ -99,6 +109,12 @@ export const MAX_BROKEN_PER_FAMILY = 32;
 /** Envelopes still arriving are re-parsed on every push while smaller than this (chars). */
 const RETRY_EVERY_PUSH = 2048;
 
+/** Default cap on text held for a possible envelope or whole output (code units). */
+export const DEFAULT_MAX_HELD = DEFAULT_MAX_HELD_BYTES;
+
+/** The error a too-long envelope is refused with (also the leak record's reason). */
+export const TOO_LONG = 'too-long';
+
 export class EnvelopeScanner {
   private buf = '';
   private pos = 0;
@@ -110,17 +126,45 @@ export class EnvelopeScanner {
   private base = 0;
   private readonly findMemo = new Map<string, { from: number; found: number; scannedTo: number }>();
   private readonly broken = new Map<FamilyParser, number>();
+  /** In 'start' mode: buf[0..startWs) is known whitespace (a blank run is walked once, not per push). */
+  private startWs = 0;
+
+  private readonly maxHeld: number;
+  /** Whole-output starts for this message: the plan's plus the request-dependent ones. */
+  private readonly starts: Array<{ start: string; family: FamilyParser }>;
+  private readonly longestStart: number;
 
   constructor(
     private readonly plan: ScanPlan,
     private readonly ctx: ParseContext,
-    opts: { whole?: boolean } = {},
+    opts: { whole?: boolean; maxHeld?: number } = {},
   ) {
     this.mode = plan.wholeFamilies.length > 0 && opts.whole !== false ? 'start' : 'scan';
+    this.maxHeld = Math.max(1, opts.maxHeld ?? DEFAULT_MAX_HELD);
+    this.starts = [];
+    if (this.mode === 'start') {
+      for (const f of plan.wholeFamilies) {
+        for (const start of [...(f.spec.wholeStarts ?? []), ...(f.spec.wholeStartsFor?.(ctx) ?? [])]) {
+          if (start !== '') this.starts.push({ start, family: f });
+        }
+      }
+    }
+    this.longestStart = Math.max(16, ...this.starts.map((s) => s.start.length));
   }
 
   push(text: string): ScanEvent[] {
     if (this.done) throw new Error('scanner finished');
+    if (
+      this.mode === 'start' &&
+      this.startWs === this.buf.length &&
+      this.buf.length + text.length <= this.maxHeld &&
+      skipWs(text, 0) === text.length
+    ) {
+      // leading blank run: append without reading buf (see ThinkSplitter.push)
+      this.buf += text;
+      this.startWs = this.buf.length;
+      return [];
+    }
     this.buf += text;
     return this.run(false);
   }
@@ -134,6 +178,13 @@ export class EnvelopeScanner {
   private run(final: boolean): ScanEvent[] {
     const out: ScanEvent[] = [];
     if (this.mode === 'start') this.decideStart(final);
+    if (this.mode === 'hold' && this.buf.length > this.maxHeld) {
+      // held past the cap: never a whole output (the same for every split, since it only
+      // depends on the total length); release it to the marker scan
+      const family = this.wholeFamilyFor();
+      if (family) out.push({ type: 'too-long', family });
+      this.mode = 'scan';
+    }
     if (this.mode === 'hold') {
       if (!final) return out;
       const whole = this.tryWhole();
@@ -156,14 +207,20 @@ export class EnvelopeScanner {
   }
 
   private decideStart(final: boolean): void {
-    const i = skipWs(this.buf, 0);
+    const i = skipWs(this.buf, this.startWs);
+    this.startWs = i;
+    if (i > this.maxHeld) {
+      // a blank run longer than the cap before anything else: not a whole output
+      this.mode = 'scan';
+      return;
+    }
     if (i === this.buf.length) {
       if (final) this.mode = 'scan';
       return;
     }
-    const rest = this.buf.slice(i, i + 16);
+    const rest = this.buf.slice(i, i + this.longestStart);
     let prefixOnly = false;
-    for (const s of this.plan.wholeStarts) {
+    for (const { start: s } of this.starts) {
       if (rest.startsWith(s)) {
         this.mode = 'hold';
         return;
@@ -171,6 +228,12 @@ export class EnvelopeScanner {
       if (s.startsWith(rest)) prefixOnly = true;
     }
     this.mode = prefixOnly && !final ? 'start' : 'scan';
+  }
+
+  /** The first whole family (by priority) whose start the held output has. */
+  private wholeFamilyFor(): FamilyParser | undefined {
+    const i = skipWs(this.buf, 0);
+    return this.starts.find((s) => this.buf.startsWith(s.start, i))?.family;
   }
 
   private tryWhole(): ScanEvent | null {
@@ -249,6 +312,16 @@ export class EnvelopeScanner {
     const all = singles ? [...(entries ?? []), ...singles] : entries;
     if (!all) return null;
     const tried = new Set<FamilyParser>();
+    // a family sees at most maxHeld chars after the marker: past that, 'need-more' is 'too long'
+    const limit = i + this.maxHeld;
+    const capped = buf.length > limit;
+    const text = capped ? buf.slice(0, limit) : buf;
+    const find = capped
+      ? (lit: string, from: number): number => {
+          const r = this.find(lit, from);
+          return r >= 0 && r + lit.length > limit ? -1 : r;
+        }
+      : this.find;
     for (const e of all) {
       if (avail < e.marker.length) {
         // a longer marker may still complete here: decide nothing at i until it can
@@ -260,18 +333,25 @@ export class EnvelopeScanner {
         if (tried.has(f) || (this.broken.get(f) ?? 0) >= MAX_BROKEN_PER_FAMILY) continue;
         tried.add(f);
         const m = f.spec.match?.({
-          text: buf,
+          text,
           start: i,
           marker: e.marker,
-          final,
+          final: final && !capped,
           ctx: this.ctx,
-          find: this.find,
+          find,
         });
+        if (m === 'need-more' && capped) {
+          this.broken.set(f, (this.broken.get(f) ?? 0) + 1);
+          const end = i + e.marker.length;
+          const match: EnvelopeMatch = { end, calls: [], error: TOO_LONG };
+          return { type: 'envelope', family: f, match, raw: buf.slice(i, end) };
+        }
         if (m === 'need-more') {
           // small envelopes are re-asked on every push (calls stream out promptly); past
-          // RETRY_EVERY_PUSH chars only after 1/8 growth, which keeps the total work linear
+          // RETRY_EVERY_PUSH chars only after 1/8 growth, which keeps the total work linear;
+          // and always as soon as the cap is passed
           const size = buf.length - i;
-          this.retryAt = size < RETRY_EVERY_PUSH ? 0 : buf.length + (size >> 3);
+          this.retryAt = Math.min(size < RETRY_EVERY_PUSH ? 0 : buf.length + (size >> 3), limit + 1);
           return 'hold';
         }
         if (m) {

@@ -22,19 +22,44 @@ function partialTail(buf: string, tag: string): number {
 export class ThinkSplitter {
   private state: 'start' | 'in' | 'out';
   private buf = '';
+  /** The output opened reasoning (leading <think>, or startsInReasoning). */
+  opened = false;
+  /** In 'start': buf[0..wsEnd) is known whitespace, so a long blank run is walked once, not per push. */
+  private wsEnd = 0;
 
-  constructor(startsInReasoning: boolean) {
+  constructor(
+    startsInReasoning: boolean,
+    /** A blank run longer than this before anything else: no leading <think> any more. */
+    private readonly maxHeld = Number.POSITIVE_INFINITY,
+  ) {
     this.state = startsInReasoning ? 'in' : 'start';
+    this.opened = startsInReasoning;
   }
 
   push(text: string, final = false): ThinkPiece[] {
-    this.buf += text;
     const out: ThinkPiece[] = [];
+    if (
+      this.state === 'start' &&
+      !final &&
+      this.wsEnd === this.buf.length &&
+      this.buf.length + text.length <= this.maxHeld &&
+      skipWs(text, 0) === text.length
+    ) {
+      // a blank run before anything else: append without reading buf (reading a long
+      // concatenation flattens it, which made 40k blank-line deltas quadratic)
+      this.buf += text;
+      this.wsEnd = this.buf.length;
+      return out;
+    }
+    this.buf += text;
     if (this.state === 'start') {
-      const i = skipWs(this.buf, 0);
+      const i = skipWs(this.buf, this.wsEnd);
+      this.wsEnd = i;
       const rest = this.buf.slice(i);
-      if (rest.startsWith(OPEN)) {
+      if (i > this.maxHeld) this.state = 'out';
+      else if (rest.startsWith(OPEN)) {
         this.state = 'in';
+        this.opened = true;
         this.buf = rest.slice(OPEN.length);
       } else if (!final && (i === this.buf.length || OPEN.startsWith(rest))) {
         return out;

@@ -85,6 +85,7 @@ function recoverChoiceMessage(
       parsers: ctx.settings.parsers,
       newId: idFactory(responseId, choiceIndex),
       startsInReasoning: ctx.settings.startsInReasoning,
+      maxHeldBytes: ctx.settings.maxHeldBytes,
     },
   );
   const unchanged =
@@ -132,6 +133,7 @@ function suppressLeaks(
         parsers: ctx.settings.parsers,
         newId: idFactory('', choice.index ?? 0),
         startsInReasoning: ctx.settings.startsInReasoning,
+        maxHeldBytes: ctx.settings.maxHeldBytes,
       },
     );
     effects.push(...suppressedEffects(r.leaks));
@@ -204,6 +206,7 @@ function createStreamHook(
           parsers: ctx.settings.parsers,
           newId: idFactory(String(chunk.id ?? ''), index),
           startsInReasoning: ctx.settings.startsInReasoning,
+          maxHeldBytes: ctx.settings.maxHeldBytes,
         }),
         finished: false,
         reasoningKey: 'reasoning_content',
@@ -331,6 +334,7 @@ function createSuppressingHook(ctx: PolicyContext, sent: ChatCompletionRequest):
         parsers: ctx.settings.parsers,
         newId: idFactory('', index),
         startsInReasoning: ctx.settings.startsInReasoning,
+        maxHeldBytes: ctx.settings.maxHeldBytes,
       });
       engines.set(index, s);
     }

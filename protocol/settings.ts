@@ -44,7 +44,17 @@ export interface ModelSettings {
   maxRetries: number;
   /** Validate recovered and structured call arguments against the declared JSON schema. */
   validateArguments: boolean;
+  /**
+   * Leak recovery holds text that may still become a call (an output starting with `{`, an
+   * envelope whose end tag has not come). Past this many characters (UTF-16 code units: bytes
+   * for ASCII) the held text is released as content, byte for byte, with a leak record
+   * (outcome 'unrecovered', reason 'too-long'). Bounds memory and time to first byte.
+   */
+  maxHeldBytes: number;
 }
+
+/** 1 MiB: far above any real tool call, far below what a runaway stream can reach. */
+export const DEFAULT_MAX_HELD_BYTES = 1024 * 1024;
 
 export const DEFAULT_MISSING_RESULT_CONTENT =
   '{"error":"not_executed","message":"This tool call was not executed: the client sent no result for it."}';
@@ -67,4 +77,5 @@ export const DEFAULT_MODEL_SETTINGS: ModelSettings = Object.freeze({
   }),
   maxRetries: 1,
   validateArguments: true,
+  maxHeldBytes: DEFAULT_MAX_HELD_BYTES,
 }) as ModelSettings;

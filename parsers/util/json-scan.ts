@@ -58,6 +58,40 @@ export function scanJsonValue(text: string, start: number, opts: ScanOptions = {
   return { end: -1, depth, inString: quote !== 0 };
 }
 
+/**
+ * Nesting cap for anything decoded from model output. Deeper input is not a call (it stays
+ * content): JSON.stringify, jsonrepair and every recursive walker downstream would otherwise
+ * throw RangeError on 100k-level nesting (a 500 for the client).
+ */
+export const MAX_NESTING = 512;
+
+/**
+ * Does the bracket nesting in text[from..to) go deeper than max? One linear pass, string aware
+ * ('...' strings too with singleQuotes), so it is safe to run before any recursive decoder.
+ */
+export function nestsDeeper(
+  text: string,
+  max: number,
+  opts: { from?: number; to?: number; singleQuotes?: boolean } = {},
+): boolean {
+  let depth = 0;
+  let quote = 0;
+  const to = opts.to ?? text.length;
+  for (let i = opts.from ?? 0; i < to; i++) {
+    const c = text.charCodeAt(i);
+    if (quote !== 0) {
+      if (c === 0x5c) i++;
+      else if (c === quote) quote = 0;
+      continue;
+    }
+    if (c === 0x22 || (opts.singleQuotes === true && c === 0x27)) quote = c;
+    else if (c === 0x7b || c === 0x5b || c === 0x28) {
+      if (++depth > max) return true;
+    } else if ((c === 0x7d || c === 0x5d || c === 0x29) && depth > 0) depth--;
+  }
+  return false;
+}
+
 export function isWs(code: number): boolean {
   return code === 0x20 || code === 0x0a || code === 0x09 || code === 0x0d;
 }

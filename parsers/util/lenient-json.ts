@@ -3,6 +3,7 @@
  * named; anything else is a failure (the caller keeps the raw text as content).
  */
 import { jsonrepair } from 'jsonrepair';
+import { MAX_NESTING, nestsDeeper } from './json-scan.js';
 
 export type JsonRepair = 'trailing-comma' | 'python-literals' | 'single-quotes' | 'missing-brace';
 
@@ -77,6 +78,8 @@ function classify(raw: string): { repairs: JsonRepair[]; depth: number; inString
 export function decodeJsonLenient(raw: string, opts: DecodeOptions = {}): Decoded | null {
   const text = raw.trim();
   if (text === '') return null;
+  // jsonrepair and JSON.stringify recurse: hostile nesting is "not JSON", never a RangeError
+  if (nestsDeeper(text, MAX_NESTING)) return null;
   try {
     return { value: JSON.parse(text), repairs: [] };
   } catch {
@@ -94,6 +97,39 @@ export function decodeJsonLenient(raw: string, opts: DecodeOptions = {}): Decode
 
 export function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * An empty argument object without a prototype. Parsers that build arguments key by key
+ * (XML-ish params, Python kwargs) must start from this: on a `{}`, a parameter named
+ * `__proto__` is swallowed by the prototype setter (and an object value even becomes the
+ * prototype, so `required` checks see inherited keys). Here every name is an own data key.
+ */
+export function createArgs(): Record<string, unknown> {
+  return Object.create(null) as Record<string, unknown>;
+}
+
+/**
+ * Are these decoded arguments safe to canonicalise? Walks iteratively (no recursion): nesting
+ * at most MAX_NESTING, and every object a plain record (prototype Object.prototype or null), so
+ * no parameter was swallowed into a prototype by a parser that assigned `__proto__` on `{}`.
+ * Returns the reason when not.
+ */
+export function unsafeArguments(value: unknown): string | null {
+  const stack: Array<{ v: unknown; depth: number }> = [{ v: value, depth: 1 }];
+  while (stack.length > 0) {
+    const { v, depth } = stack.pop() as { v: unknown; depth: number };
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth > MAX_NESTING) return 'arguments nest too deep';
+    if (Array.isArray(v)) {
+      for (const x of v) stack.push({ v: x, depth: depth + 1 });
+      continue;
+    }
+    const proto = Object.getPrototypeOf(v);
+    if (proto !== Object.prototype && proto !== null) return 'argument object has a foreign prototype';
+    for (const k of Object.keys(v)) stack.push({ v: (v as Record<string, unknown>)[k], depth: depth + 1 });
+  }
+  return null;
 }
 
 /**

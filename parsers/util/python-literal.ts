@@ -4,6 +4,7 @@
  * Depth is capped so hostile nesting cannot blow the stack.
  */
 import { isWs } from './json-scan.js';
+import { createArgs } from './lenient-json.js';
 
 const MAX_DEPTH = 64;
 
@@ -104,7 +105,7 @@ class PyReader {
     }
     if (c === '{') {
       this.i++;
-      const obj: Record<string, unknown> = {};
+      const obj = createArgs();
       if (this.eat('}')) return obj;
       for (;;) {
         const k = this.value(depth + 1);
@@ -132,7 +133,7 @@ class PyReader {
     const name = this.ident();
     if (!name) throw new Error('name expected');
     if (!this.eat('(')) throw new Error('( expected');
-    const args: Record<string, unknown> = {};
+    const args = createArgs();
     if (this.eat(')')) return { name, arguments: args };
     for (;;) {
       const key = this.ident();

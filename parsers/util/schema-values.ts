@@ -6,6 +6,9 @@
  */
 import type { DeclaredTool } from '../types.js';
 import { isPlainObject } from './lenient-json.js';
+
+// families that build arguments key by key import both from here
+export { createArgs } from './lenient-json.js';
 import { parsePythonLiteral } from './python-literal.js';
 
 /** The declared schema for one parameter, or undefined. */
@@ -15,6 +18,8 @@ export function paramSchema(
 ): Record<string, unknown> | undefined {
   const props = tool?.parameters?.['properties'];
   if (!isPlainObject(props)) return undefined;
+  // own keys only: a parameter named `constructor` or `__proto__` must not find Object's
+  if (!Object.hasOwn(props, param)) return undefined;
   const s = props[param];
   return isPlainObject(s) ? s : undefined;
 }
@@ -107,4 +112,54 @@ export function coerceParamValue(
     if (r.ok) return r.value;
   }
   return raw;
+}
+
+function typeMatches(v: unknown, type: string): boolean {
+  switch (type) {
+    case 'string':
+      return typeof v === 'string';
+    case 'number':
+      return typeof v === 'number' && Number.isFinite(v);
+    case 'integer':
+      return typeof v === 'number' && Number.isInteger(v);
+    case 'boolean':
+      return typeof v === 'boolean';
+    case 'null':
+      return v === null;
+    case 'array':
+      return Array.isArray(v);
+    case 'object':
+      return isPlainObject(v);
+    default:
+      return true;
+  }
+}
+
+/**
+ * A light structural check of arguments against a tool's parameter schema, for shapes no
+ * format defines (parsers stay pure: no ajv here). Stricter than JSON Schema on purpose:
+ * every key must be a declared property (a tool without properties takes `{}` only), every
+ * required key must be an own key, and declared primitive types and enums must match.
+ */
+export function fitsSchema(args: Record<string, unknown>, tool: DeclaredTool): boolean {
+  const schema = tool.parameters;
+  const props = isPlainObject(schema?.['properties'])
+    ? (schema['properties'] as Record<string, unknown>)
+    : {};
+  for (const key of Object.keys(args)) {
+    if (!Object.hasOwn(props, key)) return false;
+    const p = props[key];
+    if (!isPlainObject(p)) continue;
+    const t = p['type'];
+    const types =
+      typeof t === 'string' ? [t] : Array.isArray(t) ? t.filter((x) => typeof x === 'string') : [];
+    const v = args[key];
+    if (types.length > 0 && !types.some((x) => typeMatches(v, x))) return false;
+    if (Array.isArray(p['enum']) && !p['enum'].some((e) => e === v)) return false;
+  }
+  const required = schema?.['required'];
+  if (Array.isArray(required)) {
+    for (const r of required) if (typeof r === 'string' && !Object.hasOwn(args, r)) return false;
+  }
+  return true;
 }

@@ -99,6 +99,9 @@ function createAjv(): Ajv {
     strict: false,
     allErrors: true,
     validateFormats: true,
+    // ownProperties: a required `constructor` / `toString` / `__proto__` must be an own key of
+    // the arguments, not something every object inherits from Object.prototype.
+    ownProperties: true,
     // Compile cost, measured on a 22 KB schema: 135-250 ms with ajv's defaults, ~45 ms without
     // error messages (validate-arguments writes its own) and without the optimizing pass.
     messages: false,

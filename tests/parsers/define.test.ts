@@ -73,11 +73,8 @@ describe('defineFamily + delimitedEnvelope', () => {
     const s = createEngineStream({ plan, tools: ctx.tools, newId: () => 'id' });
     expect(s.push({ content: 'hello <<CA' })).toEqual([{ type: 'content', text: 'hello' }]);
     expect(s.push({ content: 'LL>>{"name": "f"' })).toEqual([]);
-    expect(s.push({ content: '}<<END>> bye' }).map((e) => e.type)).toEqual([
-      'call-start',
-      'call-args',
-      'call-end',
-      'content',
-    ]);
+    // the complete call (and what follows it) waits for the end: a bare </think> would make it a draft
+    expect(s.push({ content: '}<<END>> bye' })).toEqual([]);
+    expect(s.finish().map((e) => e.type)).toEqual(['call-start', 'call-args', 'call-end', 'content']);
   });
 });

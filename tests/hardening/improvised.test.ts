@@ -1,0 +1,99 @@
+/**
+ * Issue 11 (B2): the improvised family is a whole-output check: it adds no per-character cost
+ * and holds only outputs that start like one of its shapes for a DECLARED tool; everything
+ * else streams as before. Through the server, an improvised call becomes a real tool call.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRecoveryStream } from '../../parsers/recover.js';
+import { collectStream, type Stack, startStack } from '../server/stack.js';
+import { chunks, options, streamed, toolsOf, view, whole } from './engine-helpers.js';
+
+const search = {
+  name: 'search',
+  parameters: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] },
+};
+const tools = toolsOf(search);
+
+function liveContent(text: string): string {
+  const s = createRecoveryStream(options(tools));
+  let live = '';
+  for (const c of chunks(text, 4))
+    for (const e of s.push({ content: c })) if (e.type === 'content') live += e.text;
+  return live;
+}
+
+describe('improvised: what is held, what streams', () => {
+  it('prose that starts with a tool name as a word streams live', () => {
+    const text = 'search engines index the web; here is how they work in detail.';
+    expect(liveContent(text).length).toBeGreaterThan(text.length - 8);
+    expect(whole(text, options(tools)).calls).toEqual([]);
+  });
+
+  it('an output starting like a call to a declared tool is held, then recovered at the end', () => {
+    const text = 'search({"query": "toolproof"})';
+    expect(liveContent(text)).toBe('');
+    const r = whole(text, options(tools));
+    expect(r.calls.map((c) => [c.name, c.format, JSON.parse(c.arguments)])).toEqual([
+      ['search', 'improvised', { query: 'toolproof' }],
+    ]);
+    expect(view(streamed(chunks(text, 1), options(tools)))).toEqual(view(r));
+  });
+
+  it('a shape naming an undeclared tool is never a call', () => {
+    for (const text of [
+      '{"tool": "rm_rf", "args": {"path": "/"}}',
+      'rm_rf(path="/")',
+      '<rm_rf>{"path": "/"}</rm_rf>',
+    ]) {
+      const r = whole(text, options(tools));
+      expect(r.calls).toEqual([]);
+      expect(r.content).toBe(text);
+    }
+  });
+
+  it('a __proto__ argument in an ad-hoc tag is data, and fails the schema as an unknown key', () => {
+    const t = toolsOf({
+      name: 'f',
+      parameters: { type: 'object', properties: { ['__proto__']: { type: 'string' } } },
+    });
+    const r = whole('<f><__proto__>x</__proto__></f>', options(t));
+    expect(r.calls.map((c) => c.arguments)).toEqual(['{"__proto__":"x"}']);
+    expect(whole('<f><constructor>x</constructor></f>', options(t)).calls).toEqual([]);
+  });
+});
+
+describe('improvised through the server', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({ file: { defaults: { forceToolUse: false, maxRetries: 0 } } });
+  });
+  afterAll(() => stack.close());
+  const text = '```json\n{"action": "search", "action_input": {"query": "weather in SF"}}\n```';
+  const request = {
+    model: 'sim',
+    messages: [{ role: 'user' as const, content: 'weather?' }],
+    tools: [{ type: 'function' as const, function: search }],
+  };
+  const headers = { 'x-sim-scenario': JSON.stringify([{ raw: text }]) };
+
+  it('non-streaming: a real tool call', async () => {
+    const res = await stack.client.chat.completions.create(request, { headers });
+    const calls = res.choices[0]!.message.tool_calls ?? [];
+    expect(
+      calls.map((c) => (c.type === 'function' ? [c.function.name, JSON.parse(c.function.arguments)] : null)),
+    ).toEqual([['search', { query: 'weather in SF' }]]);
+    expect(res.choices[0]!.message.content).toBeNull();
+    expect(res.choices[0]!.finish_reason).toBe('tool_calls');
+  });
+
+  it('streaming: the same call', async () => {
+    const out = await collectStream(
+      await stack.client.chat.completions.create({ ...request, stream: true }, { headers }),
+    );
+    expect(out.calls.map((c) => [c.name, JSON.parse(c.args)])).toEqual([
+      ['search', { query: 'weather in SF' }],
+    ]);
+    expect(out.content).toBe('');
+    expect(out.finish).toBe('tool_calls');
+  });
+});
