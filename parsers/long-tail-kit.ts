@@ -5,7 +5,7 @@
  * change the answer, a final answer otherwise. All scans are indexOf / single forward passes.
  */
 import type { EnvelopeMatch, MatchInput, MatchResult } from './family.js';
-import type { ParseContext, ParsedCall } from './types.js';
+import type { DeclaredTool, ParseContext, ParsedCall } from './types.js';
 import { callFromObject, decodeBody, finishMatch, peekNonWs } from './util/envelope.js';
 import { expectLiteral, scanJsonValue, skipWs } from './util/json-scan.js';
 import { decodeJsonLenient, isPlainObject } from './util/lenient-json.js';
@@ -159,8 +159,12 @@ export function matchReasoningSection(input: MatchInput, close: string): MatchRe
   return { end: at + close.length, calls: [], reasoning: text.slice(from, at), control: true };
 }
 
-/** How an XML-ish argument value is typed. */
-export type ValueMode = 'string' | 'json' | 'schema';
+/**
+ * How an XML-ish argument value is typed: 'schema' by the declared schema (undeclared: text),
+ * 'schema-json' the same but an undeclared parameter's JSON-looking text is decoded (a
+ * declared string stays text even when it reads `null`), 'json' decoded first.
+ */
+export type ValueMode = 'string' | 'json' | 'schema' | 'schema-json';
 
 export interface XmlCallSpec {
   /** `<invoke name="` — the call's name follows. */
@@ -181,10 +185,13 @@ export interface XmlCallSpec {
   skipNoise?: (body: string, i: number) => number;
   /** Unwraps a raw value (MiniCPM's CDATA) before typing. */
   unwrapValue?: (raw: string) => string;
+  /** Rewrites a call's finished arguments (DSML's stray `arguments` wrapper). */
+  finishArgs?: (args: Record<string, unknown>, tool: DeclaredTool | undefined) => Record<string, unknown>;
 }
 
 function typeArg(raw: string, mode: ValueMode, schema: Record<string, unknown> | undefined): unknown {
   if (mode === 'string') return raw;
+  if (mode === 'schema-json') return coerceParamValue(raw, schema, { untyped: 'json' });
   if (mode === 'json') {
     const d = decodeJsonLenient(raw);
     if (d) return d.value;
@@ -234,7 +241,8 @@ function readXmlCall(
   for (;;) {
     pos = skipWs(body, pos);
     if (body.startsWith(spec.callClose, pos)) {
-      return { call: { name, arguments: args }, end: pos + spec.callClose.length };
+      const finished = spec.finishArgs ? spec.finishArgs(args, tool) : args;
+      return { call: { name, arguments: finished }, end: pos + spec.callClose.length };
     }
     if (!body.startsWith(spec.argOpen, pos)) return { error: 'unexpected text in call' };
     const keyFrom = pos + spec.argOpen.length;

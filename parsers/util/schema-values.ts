@@ -108,3 +108,32 @@ export function coerceParamValue(
   }
   return raw;
 }
+
+/**
+ * Models sometimes wrap all their arguments in one extra `arguments` / `input` parameter
+ * (seen with DeepSeek V3.2 DSML). Unwrapped only when that key is not itself declared and
+ * every key inside is a declared parameter, so a real parameter named `input` is never lost.
+ */
+export function unwrapArgumentsKey(
+  args: Record<string, unknown>,
+  tool: DeclaredTool | undefined,
+): Record<string, unknown> {
+  const keys = Object.keys(args);
+  if (keys.length !== 1) return args;
+  const key = keys[0] ?? '';
+  if (key !== 'arguments' && key !== 'input') return args;
+  const props = tool?.parameters?.['properties'];
+  if (!isPlainObject(props) || Object.hasOwn(props, key)) return args;
+  let inner = args[key];
+  if (typeof inner === 'string') {
+    try {
+      inner = JSON.parse(inner);
+    } catch {
+      return args;
+    }
+  }
+  if (!isPlainObject(inner)) return args;
+  const innerKeys = Object.keys(inner);
+  if (innerKeys.length === 0 || !innerKeys.every((k) => Object.hasOwn(props, k))) return args;
+  return inner;
+}
