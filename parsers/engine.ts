@@ -9,6 +9,7 @@ import { EnvelopeScanner, type ScanEvent, type ScanPlan } from './scanner.js';
 import { ThinkSplitter } from './think-split.js';
 import type { DeclaredTool, LeakRecord, LeakSource, ParseContext } from './types.js';
 import { normalizeArguments } from './util/lenient-json.js';
+import { decodeStructuredStrings } from './util/schema-values.js';
 
 export interface EngineOptions {
   plan: ScanPlan;
@@ -59,7 +60,9 @@ export function judgeEnvelope(
     if (!args) return { ok: false, outcome: 'rejected', reason: 'arguments are not a JSON object' };
     const repairs = [...(c.repairs ?? []), ...args.repairs];
     if (m.truncated) repairs.push('unclosed-envelope');
-    out.push({ name: c.name, arguments: args.value, repairs, ...(c.id ? { id: c.id } : {}) });
+    const typed = decodeStructuredStrings(args.value, tools.get(c.name));
+    if (typed) repairs.push('string-value');
+    out.push({ name: c.name, arguments: typed ?? args.value, repairs, ...(c.id ? { id: c.id } : {}) });
   }
   return { ok: true, calls: out };
 }

@@ -5,7 +5,7 @@
  */
 import { defineFamily } from './define.js';
 import type { MatchResult } from './family.js';
-import type { ParsedCall } from './types.js';
+import type { ParseContext, ParsedCall } from './types.js';
 import { decodeBody, sectionOrLoneCall } from './util/envelope.js';
 import { skipWs } from './util/json-scan.js';
 
@@ -15,7 +15,25 @@ const CALL_OPEN = '<|tool_call_begin|>';
 const CALL_CLOSE = '<|tool_call_end|>';
 const ARGS = '<|tool_call_argument_begin|>';
 
-function parseCalls(body: string, truncated: boolean): { calls: ParsedCall[] } | { error: string } {
+/**
+ * The function name inside a call id: `functions.get_weather:0` and `get_weather:0` name it;
+ * `functions.:0`, `functions:0` or a bare index do not, and then mean the only declared tool
+ * (Kimi drops the name when one tool is offered). '' when nothing can be said.
+ */
+function nameFromId(id: string, ctx: ParseContext): string {
+  const dot = id.startsWith('functions.') ? 'functions.'.length : 0;
+  const colon = id.lastIndexOf(':');
+  const name = id.slice(dot, colon >= dot ? colon : id.length);
+  if (name !== '' && name !== 'functions' && !/^\d+$/.test(name)) return name;
+  if (ctx.tools.size !== 1) return '';
+  return [...ctx.tools.keys()][0] ?? '';
+}
+
+function parseCalls(
+  body: string,
+  truncated: boolean,
+  ctx: ParseContext,
+): { calls: ParsedCall[] } | { error: string } {
   const calls: ParsedCall[] = [];
   let i = skipWs(body, 0);
   while (i < body.length) {
@@ -27,10 +45,7 @@ function parseCalls(body: string, truncated: boolean): { calls: ParsedCall[] } |
     const open = e < 0;
     if (open && !truncated) return { error: 'unclosed tool call' };
     if (open) e = body.length;
-    // functions.get_weather:0 -> get_weather
-    const dot = id.startsWith('functions.') ? 'functions.'.length : 0;
-    const colon = id.lastIndexOf(':');
-    const name = id.slice(dot, colon > dot ? colon : id.length);
+    const name = nameFromId(id, ctx);
     if (name === '') return { error: 'no function name' };
     const d = decodeBody(body.slice(a + ARGS.length, e), truncated);
     if (!d) return { error: 'arguments are not JSON' };

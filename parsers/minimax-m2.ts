@@ -12,7 +12,7 @@ import { delimitedEnvelope } from './util/envelope.js';
 
 const OPEN = '<minimax:tool_call>';
 
-const CALLS: XmlCallSpec = {
+export const MINIMAX_INVOKE: XmlCallSpec = {
   callOpen: '<invoke name="',
   callNameEnd: '"',
   callHeadEnd: '>',
@@ -30,6 +30,6 @@ export const minimaxM2 = defineFamily({
   backend: { vllm: 'minimax_m2', llamacpp: 'MiniMax-M2', sglang: 'minimax-m2' },
   match: delimitedEnvelope({
     end: '</minimax:tool_call>',
-    parseBody: unlessReopened([OPEN], (body, ctx) => readXmlCalls(body, CALLS, ctx)),
+    parseBody: unlessReopened([OPEN], (body, ctx) => readXmlCalls(body, MINIMAX_INVOKE, ctx)),
   }),
 });

@@ -1,15 +1,66 @@
 /**
  * MiniMax-M1 (vLLM `minimax`): `<tool_calls>` then one `{"name": …, "arguments": …}` object per
  * line, then `</tool_calls>`. `<tool_calls>` is shared: Hunyuan/Jamba put a JSON array after
- * it and Hunyuan v3 a `<tool_call>` tag, so this family only claims an object.
+ * it and Hunyuan v3 a `<tool_call>` tag, so this family only claims an object, or MiniMax-M2's
+ * `<invoke name="…">` XML (M2-style calls in the M1 block, seen when the template is mixed up).
+ * Like vLLM's reader, a line that is not a call object is skipped when other lines are calls
+ * (repair `skipped-line`); a block with no readable call stays text.
  */
-import { jsonEnvelopeFamily } from './json-envelope-family.js';
+import { defineFamily } from './define.js';
+import {
+  type BodyResult,
+  callsFromJson,
+  defaultToCall,
+  readXmlCalls,
+  unlessReopened,
+} from './long-tail-kit.js';
+import { MINIMAX_INVOKE } from './minimax-m2.js';
+import type { ParseContext, ParsedCall } from './types.js';
+import { delimitedEnvelope, peekNonWs } from './util/envelope.js';
 
-export const minimax = jsonEnvelopeFamily({
+const OPEN = '<tool_calls>';
+const INVOKE = '<invoke';
+
+function lineByLine(body: string): BodyResult {
+  const calls: ParsedCall[] = [];
+  let skipped = false;
+  for (const line of body.split('\n')) {
+    const t = line.trim();
+    if (t === '') continue;
+    const r = t.startsWith('{') ? callsFromJson(t, defaultToCall, false) : { error: 'not JSON' };
+    if ('error' in r) skipped = true;
+    else calls.push(...r.calls);
+  }
+  if (calls.length === 0) return { error: 'no call object in block' };
+  if (!skipped) return { calls };
+  return { calls: calls.map((c) => ({ ...c, repairs: [...(c.repairs ?? []), 'skipped-line'] })) };
+}
+
+function parseBody(body: string, ctx: ParseContext, truncated: boolean): BodyResult {
+  const j = peekNonWs(body, 0, true);
+  if (typeof j === 'number' && body.startsWith(INVOKE, j)) return readXmlCalls(body, MINIMAX_INVOKE, ctx);
+  const whole = callsFromJson(body, defaultToCall, truncated);
+  return 'error' in whole && !truncated ? lineByLine(body) : whole;
+}
+
+export const minimax = defineFamily({
   name: 'minimax',
-  open: '<tool_calls>',
-  end: '</tool_calls>',
-  claims: '{',
+  markers: [OPEN],
   priority: 40,
   backend: { vllm: 'minimax', sglang: 'minimax' },
+  match: delimitedEnvelope({
+    end: '</tool_calls>',
+    accept(text, bodyStart, final) {
+      const j = peekNonWs(text, bodyStart, final);
+      if (j === 'need-more') return 'need-more';
+      if (j === 'end') return 'no';
+      if (text[j] === '{') return 'yes';
+      const avail = text.slice(j, j + INVOKE.length);
+      if (avail === INVOKE) return 'yes';
+      return !final && INVOKE.startsWith(avail) ? 'need-more' : 'no';
+    },
+    parseBody: unlessReopened([OPEN], (body, ctx: ParseContext, { truncated }) =>
+      parseBody(body, ctx, truncated),
+    ),
+  }),
 });

@@ -135,16 +135,20 @@ export function sectionOrLoneCall(o: {
   sectionClose: string;
   callOpen: string;
   callClose: string;
-  parseCalls(body: string, truncated: boolean): { calls: ParsedCall[] } | { error: string };
+  parseCalls(
+    body: string,
+    truncated: boolean,
+    ctx: ParseContext,
+  ): { calls: ParsedCall[] } | { error: string };
 }): (input: MatchInput) => MatchResult {
   const section = delimitedEnvelope({
     end: o.sectionClose,
-    parseBody: (b, _c, info) => o.parseCalls(b, info.truncated),
+    parseBody: (b, ctx, info) => o.parseCalls(b, info.truncated, ctx),
   });
   const single = delimitedEnvelope({
     end: o.callClose,
-    parseBody: (b, _c, info) =>
-      o.parseCalls(o.callOpen + b + (info.truncated ? '' : o.callClose), info.truncated),
+    parseBody: (b, ctx, info) =>
+      o.parseCalls(o.callOpen + b + (info.truncated ? '' : o.callClose), info.truncated, ctx),
   });
   return (input) => (input.marker === o.sectionOpen ? section(input) : single(input));
 }

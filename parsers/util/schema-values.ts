@@ -34,17 +34,22 @@ function schemaTypes(schema: Record<string, unknown>): string[] {
 const INT = /^-?\d+$/;
 const NUM = /^-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
 
-function tryType(raw: string, type: string): { ok: true; value: unknown } | { ok: false } {
+function tryType(
+  raw: string,
+  type: string,
+  schema: Record<string, unknown>,
+): { ok: true; value: unknown } | { ok: false } {
   const t = raw.trim();
   switch (type) {
     case 'string':
       return { ok: true, value: raw };
+    // 1e999 is Infinity, which JSON cannot carry (it would become null): such values stay text
     case 'integer':
-      if (INT.test(t)) return { ok: true, value: Number(t) };
-      if (NUM.test(t) && Number.isInteger(Number(t))) return { ok: true, value: Number(t) };
+      if (INT.test(t) && Number.isSafeInteger(Number(t))) return { ok: true, value: Number(t) };
+      if (NUM.test(t) && Number.isSafeInteger(Number(t))) return { ok: true, value: Number(t) };
       return { ok: false };
     case 'number':
-      return NUM.test(t) ? { ok: true, value: Number(t) } : { ok: false };
+      return NUM.test(t) && Number.isFinite(Number(t)) ? { ok: true, value: Number(t) } : { ok: false };
     case 'boolean': {
       const l = t.toLowerCase();
       return l === 'true'
@@ -60,7 +65,7 @@ function tryType(raw: string, type: string): { ok: true; value: unknown } | { ok
       const v = decodeStructured(t);
       if (!v.ok) return v;
       return (type === 'array') === Array.isArray(v.value) && (type === 'array' || isPlainObject(v.value))
-        ? v
+        ? { ok: true, value: conformNested(v.value, schema) }
         : { ok: false };
     }
     default:
@@ -103,7 +108,7 @@ export function coerceParamValue(
   // non-string types first: ["integer","string"] should give 3 for "3"
   const ordered = [...types.filter((x) => x !== 'string'), ...types.filter((x) => x === 'string')];
   for (const type of ordered) {
-    const r = tryType(raw, type);
+    const r = tryType(raw, type, schema ?? {});
     if (r.ok) return r.value;
   }
   return raw;
@@ -136,4 +141,65 @@ export function unwrapArgumentsKey(
   const innerKeys = Object.keys(inner);
   if (innerKeys.length === 0 || !innerKeys.every((k) => Object.hasOwn(props, k))) return args;
   return inner;
+}
+
+/**
+ * Text inside a decoded object or array typed by the nested schema: `{"n": "3"}` for
+ * `{n: number}` gives 3 (XML-ish formats write every leaf as text). Strings declared as strings,
+ * and values the schema does not describe, stay as they are.
+ */
+function conformNested(v: unknown, schema: Record<string, unknown>): unknown {
+  if (isPlainObject(v)) {
+    const props = schema['properties'];
+    if (!isPlainObject(props)) return v;
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) {
+      const sub = props[k];
+      out[k] = isPlainObject(sub) ? conformValue(x, sub) : x;
+    }
+    return out;
+  }
+  if (Array.isArray(v)) {
+    const items = schema['items'];
+    return isPlainObject(items) ? v.map((x) => conformValue(x, items)) : v;
+  }
+  return v;
+}
+
+function conformValue(x: unknown, schema: Record<string, unknown>): unknown {
+  if (typeof x === 'string') {
+    const types = schemaTypes(schema);
+    const scalar = types.some((t) => t === 'number' || t === 'integer' || t === 'boolean');
+    return scalar && !types.includes('string') ? coerceParamValue(x, schema) : x;
+  }
+  return conformNested(x, schema);
+}
+
+/**
+ * JSON-argument formats: a value declared only as an object or array but written as a string
+ * holding JSON or a Python repr (`"{'k': 1}"`, models double-encode) is decoded. Returns null
+ * when nothing changed.
+ */
+export function decodeStructuredStrings(
+  args: Record<string, unknown>,
+  tool: DeclaredTool | undefined,
+): Record<string, unknown> | null {
+  let out: Record<string, unknown> | null = null;
+  for (const [k, v] of Object.entries(args)) {
+    if (typeof v !== 'string') continue;
+    const schema = paramSchema(tool, k);
+    if (!schema) continue;
+    const types = schemaTypes(schema);
+    if (types.length === 0 || types.includes('string')) continue;
+    for (const type of types) {
+      if (type !== 'object' && type !== 'array') continue;
+      const r = tryType(v, type, schema);
+      if (r.ok) {
+        out ??= { ...args };
+        out[k] = r.value;
+        break;
+      }
+    }
+  }
+  return out;
 }
