@@ -11,8 +11,8 @@ import { describe, expect, it } from 'vitest';
 import { loadFixtures } from './fixtures.js';
 
 const FLOOR: Record<string, number> = {
-  'vllm-project/vllm': 78,
-  'sgl-project/sglang': 1,
+  'vllm-project/vllm': 90,
+  'sgl-project/sglang': 15,
   'ggml-org/llama.cpp': 0,
 };
 
