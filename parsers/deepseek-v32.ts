@@ -10,7 +10,8 @@
  * (`｜` is U+FF5C.) Values are typed by the declared schema either way, so a declared string
  * stays byte for byte (string="false" `null` for a string parameter is the text "null");
  * an undeclared string="false" value is JSON. A lone `arguments`/`input` wrapper around the
- * real parameters is unwrapped (util/schema-values.ts).
+ * real parameters is unwrapped (util/schema-values.ts). An invoke may also hold one JSON object
+ * instead of parameter tags.
  */
 import { defineFamily } from './define.js';
 import type { MatchResult } from './family.js';
@@ -32,6 +33,7 @@ const CALLS: XmlCallSpec = {
   argHeadEnd: '>',
   argClose: '</｜DSML｜parameter>',
   valueMode: (attrs) => (attrs.includes('string="false"') ? 'schema-json' : 'schema'),
+  jsonArgs: true,
   finishArgs: unwrapArgumentsKey,
 };
 

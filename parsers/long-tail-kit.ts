@@ -185,6 +185,8 @@ export interface XmlCallSpec {
   skipNoise?: (body: string, i: number) => number;
   /** Unwraps a raw value (MiniCPM's CDATA) before typing. */
   unwrapValue?: (raw: string) => string;
+  /** A call may hold one JSON object instead of argument tags (DSML, as SGLang reads it). */
+  jsonArgs?: boolean;
   /** Rewrites a call's finished arguments (DSML's stray `arguments` wrapper). */
   finishArgs?: (args: Record<string, unknown>, tool: DeclaredTool | undefined) => Record<string, unknown>;
 }
@@ -237,6 +239,14 @@ function readXmlCall(
     pos = head + spec.callHeadEnd.length;
   }
   const tool = ctx.tools.get(name);
+  if (spec.jsonArgs && body[skipWs(body, pos)] === '{') {
+    const close = body.indexOf(spec.callClose, pos);
+    if (close < 0) return { error: 'unclosed call' };
+    const d = decodeJsonLenient(body.slice(pos, close));
+    if (!d || !isPlainObject(d.value)) return { error: 'call body is not a JSON object' };
+    const args = spec.finishArgs ? spec.finishArgs(d.value, tool) : d.value;
+    return { call: { name, arguments: args }, end: close + spec.callClose.length };
+  }
   const args: Record<string, unknown> = {};
   for (;;) {
     pos = skipWs(body, pos);
