@@ -77,6 +77,15 @@ function decodeStructured(t: string): { ok: true; value: unknown } | { ok: false
   try {
     return { ok: true, value: JSON.parse(t) };
   } catch {
+    // JSON escaped once more (`[{\"id\": 1}]`, seen with GLM 4.6): unescape one level, retry
+    if (t.includes('\\"')) {
+      try {
+        const once = JSON.parse(`"${t}"`);
+        if (typeof once === 'string') return { ok: true, value: JSON.parse(once) };
+      } catch {
+        // not that either: fall through to Python literals
+      }
+    }
     return parsePythonLiteral(t);
   }
 }

@@ -12,7 +12,7 @@ import { loadFixtures } from './fixtures.js';
 
 const FLOOR: Record<string, number> = {
   'vllm-project/vllm': 90,
-  'sgl-project/sglang': 52,
+  'sgl-project/sglang': 70,
   'ggml-org/llama.cpp': 0,
 };
 
