@@ -27,7 +27,11 @@ function lineByLine(body: string): BodyResult {
   for (const line of body.split('\n')) {
     const t = line.trim();
     if (t === '') continue;
-    const r = t.startsWith('{') ? callsFromJson(t, defaultToCall, false) : { error: 'not JSON' };
+    // a line is a call only when complete: a name AND its arguments (as vLLM filters them)
+    const r =
+      t.startsWith('{') && /"(arguments|parameters)"\s*:/.test(t)
+        ? callsFromJson(t, defaultToCall, false)
+        : { error: 'not a complete call line' };
     if ('error' in r) skipped = true;
     else calls.push(...r.calls);
   }
