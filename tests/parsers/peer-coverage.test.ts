@@ -13,7 +13,7 @@ import { loadFixtures } from './fixtures.js';
 const FLOOR: Record<string, number> = {
   'vllm-project/vllm': 141,
   'sgl-project/sglang': 70,
-  'ggml-org/llama.cpp': 0,
+  'ggml-org/llama.cpp': 14,
 };
 
 const README = readFileSync(
