@@ -15,9 +15,8 @@
  */
 import { defineFamily } from './define.js';
 import type { MatchResult } from './family.js';
-import type { ParseContext } from './types.js';
-import { readXmlCalls, unlessReopened, type XmlCallSpec } from './long-tail-kit.js';
-import { delimitedEnvelope } from './util/envelope.js';
+import { readXmlCalls, type XmlCallSpec } from './long-tail-kit.js';
+import { type BodyReader, closedEnvelope } from './util/envelope.js';
 import { unwrapArgumentsKey } from './util/schema-values.js';
 
 const OPEN = '<｜DSML｜function_calls>';
@@ -37,9 +36,9 @@ const CALLS: XmlCallSpec = {
   finishArgs: unwrapArgumentsKey,
 };
 
-const body = unlessReopened([OPEN, OPEN_V4], (b, ctx: ParseContext) => readXmlCalls(b, CALLS, ctx));
-const v32 = delimitedEnvelope({ end: '</｜DSML｜function_calls>', parseBody: body });
-const v4 = delimitedEnvelope({ end: '</｜DSML｜tool_calls>', parseBody: body });
+const read: BodyReader = (b, ctx) => readXmlCalls(b, CALLS, ctx);
+const v32 = closedEnvelope({ open: [OPEN, OPEN_V4], end: '</｜DSML｜function_calls>', read });
+const v4 = closedEnvelope({ open: [OPEN, OPEN_V4], end: '</｜DSML｜tool_calls>', read });
 const V4_HINT = 'vllm --tool-call-parser deepseek_v4';
 
 export const deepseekV32 = defineFamily({

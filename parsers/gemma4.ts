@@ -9,9 +9,9 @@
  */
 import { defineFamily } from './define.js';
 import type { EnvelopeMatch, MatchInput, MatchResult } from './family.js';
-import { type BodyResult, matchReasoningSection, unlessReopened } from './long-tail-kit.js';
+import { type BodyResult, matchReasoningSection } from './long-tail-kit.js';
 import type { ParseContext, ParsedCall } from './types.js';
-import { delimitedEnvelope } from './util/envelope.js';
+import { type BodyReader, closedEnvelope } from './util/envelope.js';
 import { expectLiteral, readName, skipWs } from './util/json-scan.js';
 import { coerceParamValue, paramSchema } from './util/schema-values.js';
 
@@ -177,9 +177,9 @@ function readValue(cur: Cursor): unknown {
 const CLOSE = '<tool_call|>';
 /** Gemma 4 sometimes ends the call with its end-of-turn token instead. */
 const TURN_END = '<turn|>';
-const body = unlessReopened([OPEN], (b, ctx: ParseContext) => readDelimitedCalls(b, QUOTE, ctx));
-const call = delimitedEnvelope({ end: CLOSE, parseBody: body });
-const callToTurnEnd = delimitedEnvelope({ end: TURN_END, parseBody: body });
+const read: BodyReader = (b, ctx) => readDelimitedCalls(b, QUOTE, ctx);
+const call = closedEnvelope({ open: OPEN, end: CLOSE, read });
+const callToTurnEnd = closedEnvelope({ open: OPEN, end: TURN_END, read });
 
 /** `<|tool_call>…` closed by `<tool_call|>` or, failing that, by `<turn|>` (whichever comes first). */
 function canonical(input: MatchInput): MatchResult {

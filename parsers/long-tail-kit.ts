@@ -123,21 +123,7 @@ export function matchJsonAfter(input: MatchInput, o: JsonAfterOptions): MatchRes
   return finishMatch(callsFromJson(text.slice(j, scan.end), toCall, false), end, false);
 }
 
-/**
- * Wraps a delimitedEnvelope body reader: an envelope left open at the end of output whose body
- * holds the family's own marker again was cut off before that next envelope began. Saying so
- * without reading the body keeps many unclosed markers linear (each would otherwise read the
- * whole rest of the text); the indexOf stops at the next marker, so the scans add up to one pass.
- */
-export function unlessReopened<C>(
-  markers: readonly string[],
-  parse: (body: string, ctx: C, info: { truncated: boolean }) => BodyResult,
-): (body: string, ctx: C, info: { truncated: boolean }) => BodyResult {
-  return (body, ctx, info) => {
-    if (info.truncated && markers.some((m) => body.includes(m))) return { error: 'envelope cut off' };
-    return parse(body, ctx, info);
-  };
-}
+export { unlessReopened } from './util/envelope.js';
 
 /** A lone control token (`<|START_RESPONSE|>`): removed, never a call. */
 export function controlToken(start: number, marker: string): EnvelopeMatch {

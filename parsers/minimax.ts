@@ -7,16 +7,10 @@
  * (repair `skipped-line`); a block with no readable call stays text.
  */
 import { defineFamily } from './define.js';
-import {
-  type BodyResult,
-  callsFromJson,
-  defaultToCall,
-  readXmlCalls,
-  unlessReopened,
-} from './long-tail-kit.js';
+import { type BodyResult, callsFromJson, defaultToCall, readXmlCalls } from './long-tail-kit.js';
 import { MINIMAX_INVOKE } from './minimax-m2.js';
 import type { ParseContext, ParsedCall } from './types.js';
-import { delimitedEnvelope, peekNonWs } from './util/envelope.js';
+import { closedEnvelope, peekNonWs, startsWith } from './util/envelope.js';
 
 const OPEN = '<tool_calls>';
 const INVOKE = '<invoke';
@@ -52,19 +46,10 @@ export const minimax = defineFamily({
   markers: [OPEN],
   priority: 40,
   backend: { vllm: 'minimax', sglang: 'minimax' },
-  match: delimitedEnvelope({
+  match: closedEnvelope({
+    open: OPEN,
     end: '</tool_calls>',
-    accept(text, bodyStart, final) {
-      const j = peekNonWs(text, bodyStart, final);
-      if (j === 'need-more') return 'need-more';
-      if (j === 'end') return 'no';
-      if (text[j] === '{') return 'yes';
-      const avail = text.slice(j, j + INVOKE.length);
-      if (avail === INVOKE) return 'yes';
-      return !final && INVOKE.startsWith(avail) ? 'need-more' : 'no';
-    },
-    parseBody: unlessReopened([OPEN], (body, ctx: ParseContext, { truncated }) =>
-      parseBody(body, ctx, truncated),
-    ),
+    accept: startsWith('{', INVOKE),
+    read: (body, ctx, { truncated }) => parseBody(body, ctx, truncated),
   }),
 });
