@@ -8,6 +8,7 @@ import type { MatchResult } from './family.js';
 import type { ParseContext, ParsedCall } from './types.js';
 import { decodeBody, sectionOrLoneCall } from './util/envelope.js';
 import { skipWs } from './util/json-scan.js';
+import { isPlainObject } from './util/lenient-json.js';
 
 const SECTION_OPEN = '<|tool_calls_section_begin|>';
 const SECTION_CLOSE = '<|tool_calls_section_end|>';
@@ -16,17 +17,25 @@ const CALL_CLOSE = '<|tool_call_end|>';
 const ARGS = '<|tool_call_argument_begin|>';
 
 /**
- * The function name inside a call id: `functions.get_weather:0` and `get_weather:0` name it;
- * `functions.:0`, `functions:0` or a bare index do not, and then mean the only declared tool
- * (Kimi drops the name when one tool is offered). '' when nothing can be said.
+ * The function name inside a call id: `functions.get_weather:0` and `get_weather:0` name it.
+ * `functions.:0`, `functions:0` or a bare counter `0` do not (Kimi drops the name); then the
+ * call is the only declared tool, or the one declared tool whose parameters hold every
+ * argument key (vLLM infers it the same way). Ambiguous: '' (the section stays text).
  */
-function nameFromId(id: string, ctx: ParseContext): string {
+function nameFromId(id: string, ctx: ParseContext, args: unknown): string {
   const dot = id.startsWith('functions.') ? 'functions.'.length : 0;
   const colon = id.lastIndexOf(':');
   const name = id.slice(dot, colon >= dot ? colon : id.length);
   if (name !== '' && name !== 'functions' && !/^\d+$/.test(name)) return name;
-  if (ctx.tools.size !== 1) return '';
-  return [...ctx.tools.keys()][0] ?? '';
+  if (ctx.tools.size === 1) return [...ctx.tools.keys()][0] ?? '';
+  if (!isPlainObject(args)) return '';
+  const keys = Object.keys(args);
+  if (keys.length === 0) return '';
+  const fits = [...ctx.tools.values()].filter((t) => {
+    const props = t.parameters?.['properties'];
+    return isPlainObject(props) && keys.every((k) => Object.hasOwn(props, k));
+  });
+  return fits.length === 1 ? (fits[0]?.name ?? '') : '';
 }
 
 function parseCalls(
@@ -45,10 +54,10 @@ function parseCalls(
     const open = e < 0;
     if (open && !truncated) return { error: 'unclosed tool call' };
     if (open) e = body.length;
-    const name = nameFromId(id, ctx);
-    if (name === '') return { error: 'no function name' };
     const d = decodeBody(body.slice(a + ARGS.length, e), truncated);
     if (!d) return { error: 'arguments are not JSON' };
+    const name = nameFromId(id, ctx, d.value);
+    if (name === '') return { error: 'no function name' };
     calls.push({ name, arguments: d.value, id, ...(d.repairs.length ? { repairs: d.repairs } : {}) });
     i = skipWs(body, open ? body.length : e + CALL_CLOSE.length);
   }
