@@ -7,14 +7,8 @@
  * are "0", "1", … in every turn, so fresh ids are issued instead (they would collide in history).
  */
 import { defineFamily } from './define.js';
-import {
-  callsFromJson,
-  controlToken,
-  matchReasoningSection,
-  type ToCall,
-  unlessReopened,
-} from './long-tail-kit.js';
-import { delimitedEnvelope, peekNonWs } from './util/envelope.js';
+import { callsFromJson, controlToken, matchReasoningSection, type ToCall } from './long-tail-kit.js';
+import { closedEnvelope, startsWith } from './util/envelope.js';
 import { isPlainObject } from './util/lenient-json.js';
 
 const THINK = '<|START_THINKING|>';
@@ -28,14 +22,11 @@ const toCall: ToCall = (v) => {
   return { name: v.tool_name, arguments: v.parameters };
 };
 
-const action = delimitedEnvelope({
+const action = closedEnvelope({
+  open: ACTION,
   end: '<|END_ACTION|>',
-  accept(text, bodyStart, final) {
-    const j = peekNonWs(text, bodyStart, final);
-    if (j === 'need-more') return 'need-more';
-    return j !== 'end' && (text[j] === '[' || text[j] === '{') ? 'yes' : 'no';
-  },
-  parseBody: unlessReopened([ACTION], (body, _ctx, { truncated }) => callsFromJson(body, toCall, truncated)),
+  accept: startsWith('[', '{'),
+  read: (body, _ctx, { truncated }) => callsFromJson(body, toCall, truncated),
 });
 
 export const commandR7b = defineFamily({

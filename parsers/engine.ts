@@ -10,6 +10,7 @@ import { DEFAULT_MAX_HELD, EnvelopeScanner, type ScanEvent, type ScanPlan, TOO_L
 import { ThinkSplitter } from './think-split.js';
 import type { DeclaredTool, LeakRecord, LeakSource, ParseContext } from './types.js';
 import { normalizeArguments, unsafeArguments } from './util/lenient-json.js';
+import { decodeStructuredStrings } from './util/schema-values.js';
 
 export interface EngineOptions {
   plan: ScanPlan;
@@ -68,7 +69,9 @@ export function judgeEnvelope(
     if (unsafe) return { ok: false, outcome: 'unrecovered', reason: unsafe };
     const repairs = [...(c.repairs ?? []), ...args.repairs];
     if (m.truncated) repairs.push('unclosed-envelope');
-    out.push({ name: c.name, arguments: args.value, repairs, ...(c.id ? { id: c.id } : {}) });
+    const typed = decodeStructuredStrings(args.value, tools.get(c.name));
+    if (typed) repairs.push('string-value');
+    out.push({ name: c.name, arguments: typed ?? args.value, repairs, ...(c.id ? { id: c.id } : {}) });
   }
   return { ok: true, calls: out };
 }

@@ -6,8 +6,7 @@
  */
 import { defineFamily } from './define.js';
 import { readDelimitedCalls } from './gemma4.js';
-import { unlessReopened } from './long-tail-kit.js';
-import { delimitedEnvelope } from './util/envelope.js';
+import { closedEnvelope } from './util/envelope.js';
 
 const OPEN = '<start_function_call>';
 
@@ -16,8 +15,9 @@ export const functionGemma = defineFamily({
   markers: [OPEN],
   priority: 42,
   backend: { vllm: 'functiongemma' },
-  match: delimitedEnvelope({
+  match: closedEnvelope({
+    open: OPEN,
     end: '<end_function_call>',
-    parseBody: unlessReopened([OPEN], (body, ctx) => readDelimitedCalls(body, '<escape>', ctx)),
+    read: (body, ctx) => readDelimitedCalls(body, '<escape>', ctx),
   }),
 });

@@ -3,13 +3,15 @@
  * envelope. Its argument syntax is not JSON: keys are bare, strings are wrapped in the `<|"|>`
  * token instead of quotes (so they need no escaping), and numbers, booleans, null, lists and
  * nested objects are bare. FunctionGemma uses the same syntax with `<escape>` (function-gemma.ts).
- * A leaked thinking block, `<|channel>thought\n…<channel|>`, goes to reasoning.
+ * A leaked thinking block, `<|channel>thought\n…<channel|>`, goes to reasoning. Variants read:
+ * `<turn|>` closing a call, `<|tool_call>:call:`, and calls whose open tag was dropped
+ * (`<channel|>call:…`, `call:…` at a line start or as the whole output, `<call>NAME{…}`).
  */
 import { defineFamily } from './define.js';
-import type { MatchInput, MatchResult } from './family.js';
-import { type BodyResult, matchReasoningSection, unlessReopened } from './long-tail-kit.js';
+import type { EnvelopeMatch, MatchInput, MatchResult } from './family.js';
+import { type BodyResult, matchReasoningSection } from './long-tail-kit.js';
 import type { ParseContext, ParsedCall } from './types.js';
-import { delimitedEnvelope } from './util/envelope.js';
+import { type BodyReader, closedEnvelope } from './util/envelope.js';
 import { expectLiteral, readName, skipWs } from './util/json-scan.js';
 import { coerceParamValue, createArgs, paramSchema } from './util/schema-values.js';
 
@@ -22,6 +24,8 @@ export function readDelimitedCalls(body: string, quote: string, ctx: ParseContex
   const calls: ParsedCall[] = [];
   let i = skipWs(body, 0);
   while (i < body.length) {
+    // `<|tool_call>:call:…`: a stray colon after the open tag (seen with Gemma 4)
+    if (body[i] === ':' && body.startsWith('call:', i + 1)) i++;
     if (!body.startsWith('call:', i)) return { error: 'expected call:NAME' };
     const name = readName(body, i + 5);
     if (name === '') return { error: 'missing tool name' };
@@ -95,11 +99,16 @@ function readObject(cur: Cursor): Record<string, unknown> | null {
     if (cur.text[cur.pos] !== ':') return null;
     cur.pos++;
     ws(cur);
+    const quoted = cur.text.startsWith(cur.quote, cur.pos);
     const value = readValue(cur);
     if (value === undefined) return null;
     out[key] = value;
     ws(cur);
-    const c = cur.text[cur.pos++];
+    const c = cur.text[cur.pos];
+    // FunctionGemma may drop the comma after a delimited string (`a:<escape>x<escape>b:…`):
+    // the closing delimiter already ends the value, so the next key starts right there
+    if (quoted && c !== ',' && c !== '}' && c !== undefined) continue;
+    cur.pos++;
     if (c === '}') {
       cur.depth--;
       return out;
@@ -165,10 +174,75 @@ function readValue(cur: Cursor): unknown {
   return raw;
 }
 
-const call = delimitedEnvelope({
-  end: '<tool_call|>',
-  parseBody: unlessReopened([OPEN], (body, ctx) => readDelimitedCalls(body, QUOTE, ctx)),
-});
+const CLOSE = '<tool_call|>';
+/** Gemma 4 sometimes ends the call with its end-of-turn token instead. */
+const TURN_END = '<turn|>';
+const read: BodyReader = (b, ctx) => readDelimitedCalls(b, QUOTE, ctx);
+const call = closedEnvelope({ open: OPEN, end: CLOSE, read });
+const callToTurnEnd = closedEnvelope({ open: OPEN, end: TURN_END, read });
+
+/** `<|tool_call>…` closed by `<tool_call|>` or, failing that, by `<turn|>` (whichever comes first). */
+function canonical(input: MatchInput): MatchResult {
+  const from = input.start + input.marker.length;
+  const close = input.find(CLOSE, from);
+  const turn = input.find(TURN_END, from);
+  return turn >= 0 && (close < 0 || turn < close) ? callToTurnEnd(input) : call(input);
+}
+
+/**
+ * A call without its open tag: `call:NAME{…}` (after `<channel|>`, at a line start, or as the
+ * whole output) or the fragmented `<call>NAME{…}` (multimodal prompts split the token). Only
+ * read when the arguments decode in the delimited syntax; the envelope ends with them.
+ */
+function bareCall(text: string, i: number, final: boolean, ctx: ParseContext): MatchResult {
+  const name = readName(text, i);
+  const k = i + name.length;
+  if (k >= text.length) return final ? null : 'need-more';
+  if (name === '' || text[k] !== '{') return null;
+  const obj = decodeDelimitedObject(text, k, QUOTE);
+  if (!obj) {
+    if (!final && text.indexOf('}', k) < 0) return 'need-more';
+    // the object may still be arriving: decide at the end, or once a `}` that ends it came
+    if (!final) return bareUndecided(text, k);
+    return null;
+  }
+  const r = readDelimitedCalls(`call:${text.slice(i, obj.end)}`, QUOTE, ctx);
+  if ('error' in r) return null;
+  let end = obj.end;
+  for (const closer of [CLOSE, TURN_END]) {
+    const lit = expectLiteral(text, end, closer, final);
+    if (lit === 'need-more') return 'need-more';
+    if (lit === 'yes') {
+      end += closer.length;
+      break;
+    }
+  }
+  return { end, calls: r.calls };
+}
+
+/** A delimited object not decodable yet: more text may complete it (it is still open). */
+function bareUndecided(text: string, k: number): MatchResult {
+  // an object whose braces balance but that does not decode will not decode later either
+  let depth = 0;
+  let i = k;
+  while (i < text.length) {
+    if (text.startsWith(QUOTE, i)) {
+      const close = text.indexOf(QUOTE, i + QUOTE.length);
+      if (close < 0) return 'need-more';
+      i = close + QUOTE.length;
+      continue;
+    }
+    const c = text[i];
+    if (c === '{' || c === '[') depth++;
+    else if ((c === '}' || c === ']') && --depth === 0) return null;
+    i++;
+  }
+  return 'need-more';
+}
+
+const CHANNEL_END = '<channel|>';
+const FRAGMENT = '<call>';
+const LINE_CALL = '\ncall:';
 
 const CHANNEL = '<|channel>';
 const THOUGHT = 'thought';
@@ -178,17 +252,56 @@ function thought(input: MatchInput): MatchResult {
   const { text, start, final } = input;
   const lit = expectLiteral(text, start + CHANNEL.length, THOUGHT, final);
   if (lit !== 'yes') return lit === 'need-more' ? 'need-more' : null;
-  const m = matchReasoningSection({ ...input, marker: CHANNEL + THOUGHT }, '<channel|>');
+  const m = matchReasoningSection({ ...input, marker: CHANNEL + THOUGHT }, CHANNEL_END);
   if (m === null || m === 'need-more') return m;
   // the channel name is followed by a newline that is not part of the thought
   const r = m.reasoning ?? '';
   return { ...m, reasoning: r.startsWith('\n') ? r.slice(1) : r };
 }
 
+/** `<channel|>call:NAME{…}`: the call Gemma 4 writes right after its thought, tag dropped. */
+function afterChannel(input: MatchInput): MatchResult {
+  const { text, start, marker, final, ctx } = input;
+  const i = start + marker.length;
+  const lit = expectLiteral(text, i, 'call:', final);
+  if (lit !== 'yes') return lit === 'need-more' ? 'need-more' : null;
+  return bareCall(text, i + 'call:'.length, final, ctx);
+}
+
+function matchGemma(input: MatchInput): MatchResult {
+  const { text, start, marker, final, ctx } = input;
+  if (marker === CHANNEL) {
+    // the thought, and a bare call glued to its end, are one envelope
+    const m = thought(input);
+    if (m === null || m === 'need-more') return m;
+    // what follows the thought decides whether a bare call belongs to this envelope
+    if (m.end >= text.length) return final ? m : 'need-more';
+    if (!text.startsWith(CHANNEL_END, m.end - CHANNEL_END.length)) return m;
+    const c = afterChannel({ ...input, start: m.end - CHANNEL_END.length, marker: CHANNEL_END });
+    if (c === 'need-more') return c;
+    return c ? { ...c, reasoning: m.reasoning ?? '' } : m;
+  }
+  if (marker === CHANNEL_END) return afterChannel(input);
+  if (marker === FRAGMENT) return bareCall(text, start + marker.length, final, ctx);
+  if (marker === LINE_CALL) return bareCall(text, start + marker.length, final, ctx);
+  return canonical(input);
+}
+
+/** The whole output is bare `call:NAME{…}` (the open tag dropped). */
+function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
+  const i = skipWs(text, 0);
+  if (!text.startsWith('call:', i)) return null;
+  const m = bareCall(text, i + 'call:'.length, true, ctx);
+  if (m === null || m === 'need-more' || skipWs(text, m.end) < text.length) return null;
+  return { ...m, end: text.length };
+}
+
 export const gemma4 = defineFamily({
   name: 'gemma4',
-  markers: [OPEN, CHANNEL],
+  markers: [OPEN, CHANNEL, CHANNEL_END, FRAGMENT, LINE_CALL],
   priority: 42,
   backend: { vllm: 'gemma4', llamacpp: 'Gemma 4' },
-  match: (input) => (input.marker === CHANNEL ? thought(input) : call(input)),
+  match: matchGemma,
+  wholeStarts: ['call:'],
+  matchWhole,
 });

@@ -4,10 +4,12 @@
  * (the recipient may also sit in the role header: <|start|>assistant to=functions.NAME<|channel|>…),
  * <|channel|>final<|message|>…<|return|> is content. Each <|start|>/<|channel|> block is one
  * envelope, ending at <|end|>, <|call|>, <|return|>, the next block, or the end of output.
+ * The flattened `<tool_call>assistant to=functions.NAME json {…}</tool_call>` form is read too.
  */
 import { defineFamily } from './define.js';
-import type { EnvelopeMatch, MatchResult } from './family.js';
+import type { EnvelopeMatch, MatchInput, MatchResult } from './family.js';
 import { decodeBody } from './util/envelope.js';
+import { expectLiteral, skipWs } from './util/json-scan.js';
 
 const START = '<|start|>';
 const CHANNEL = '<|channel|>';
@@ -15,6 +17,8 @@ const MESSAGE = '<|message|>';
 const CONSTRAIN = '<|constrain|>';
 const TERMINATORS = ['<|end|>', '<|call|>', '<|return|>'];
 const NEXT_BLOCK = [START, CHANNEL];
+const TOOL_CALL = '<tool_call>';
+const TOOL_CALL_CLOSE = '</tool_call>';
 
 /** First terminator or next block at/after i: [index, length consumed]. */
 function bodyEnd(text: string, i: number): { at: number; len: number } | null {
@@ -35,12 +39,60 @@ function recipientOf(header: string): string | undefined {
   return header.slice(k + 3, e);
 }
 
+/** A recipient (`functions.NAME`) and its JSON arguments as one call. */
+function recipientCall(recipient: string, body: string, end: number, truncated: boolean): EnvelopeMatch {
+  const d = decodeBody(body, truncated);
+  // a built-in recipient (browser.search, python) keeps its dotted name: the safety rules reject it whole
+  if (!recipient.startsWith('functions.'))
+    return { end, calls: [{ name: recipient, arguments: d?.value ?? body }] };
+  if (!d) return { end, calls: [], error: 'arguments are not JSON', ...(truncated ? { truncated } : {}) };
+  const m: EnvelopeMatch = {
+    end,
+    calls: [
+      {
+        name: recipient.slice('functions.'.length),
+        arguments: d.value,
+        ...(d.repairs.length ? { repairs: d.repairs } : {}),
+      },
+    ],
+  };
+  if (truncated) m.truncated = true;
+  return m;
+}
+
+/**
+ * Harmony flattened into a Hermes tag (vLLM's and SGLang's gpt-oss dialect of the
+ * multi-format reader): `<tool_call>assistant to=functions.NAME json\n{…}\n</tool_call>`, the
+ * `assistant` optional. Claimed only when the tag opens with the recipient.
+ */
+function flattened({ text, start, marker, final, find }: MatchInput): MatchResult {
+  let i = skipWs(text, start + marker.length);
+  for (const lit of ['assistant', 'to=']) {
+    const e = expectLiteral(text, i, lit, final);
+    if (e === 'need-more' || (i >= text.length && !final)) return 'need-more';
+    if (e === 'yes') i = skipWs(text, i + lit.length);
+    else if (lit === 'to=') return null;
+    if (lit === 'assistant' && e === 'yes' && i >= text.length) return final ? null : 'need-more';
+  }
+  const close = find(TOOL_CALL_CLOSE, start);
+  if (close < 0 && !final) return 'need-more';
+  const stop = close < 0 ? text.length : close;
+  const head = text.indexOf('{', start);
+  if (head < 0 || head > stop) return { end: stop, calls: [], error: 'no JSON arguments' };
+  const recipient = recipientOf(text.slice(start, head)) ?? '';
+  if (recipient === '') return { end: stop, calls: [], error: 'no recipient' };
+  const end = close < 0 ? text.length : close + TOOL_CALL_CLOSE.length;
+  return recipientCall(recipient, text.slice(head, stop), end, close < 0);
+}
+
 export const gptOss = defineFamily({
   name: 'gpt-oss',
-  markers: [START, CHANNEL],
+  markers: [START, CHANNEL, TOOL_CALL],
   priority: 10,
   backend: { vllm: 'openai', llamacpp: 'GPT-OSS', sglang: 'gpt-oss' },
-  match({ text, start, final, find }): MatchResult {
+  match(input): MatchResult {
+    if (input.marker === TOOL_CALL) return flattened(input);
+    const { text, start, final, find } = input;
     const msg = find(MESSAGE, start);
     if (msg < 0) {
       // decided as soon as the header could no longer be short, so prose holding a stray token streams on
@@ -63,25 +115,7 @@ export const gptOss = defineFamily({
     const channel = channelText.trim().split(/\s+/)[0] ?? '';
     const recipient = recipientOf(header);
     const truncated = !be;
-    if (recipient !== undefined) {
-      const d = decodeBody(body, truncated);
-      // a built-in recipient (browser.search, python) keeps its dotted name: the safety rules reject it whole
-      if (!recipient.startsWith('functions.'))
-        return { end, calls: [{ name: recipient, arguments: d?.value ?? body }] };
-      if (!d) return { end, calls: [], error: 'arguments are not JSON', ...(truncated ? { truncated } : {}) };
-      const m: EnvelopeMatch = {
-        end,
-        calls: [
-          {
-            name: recipient.slice('functions.'.length),
-            arguments: d.value,
-            ...(d.repairs.length ? { repairs: d.repairs } : {}),
-          },
-        ],
-      };
-      if (truncated) m.truncated = true;
-      return m;
-    }
+    if (recipient !== undefined) return recipientCall(recipient, body, end, truncated);
     if (channel === 'analysis') return { end, calls: [], reasoning: body, control: true };
     return { end, calls: [], content: body, control: true };
   },

@@ -1,10 +1,12 @@
 /**
  * Hermes / Qwen2.5: <tool_call>{"name": …, "arguments": …}</tool_call>, several in a row, the
  * last one possibly unclosed at end of output. <tool_call> is shared with GLM and Qwen3-Coder:
- * this family only claims it when a JSON object (or a ```json fence) follows.
+ * this family only claims it when a JSON object (or a ```json fence) follows. Several objects
+ * separated by commas inside one block are several calls.
  */
 import { defineFamily } from './define.js';
 import type { MatchResult } from './family.js';
+import { callsFromJson, defaultToCall } from './long-tail-kit.js';
 import { callsFromJsonBody, finishMatch, peekNonWs } from './util/envelope.js';
 import { scanJsonValue, skipWs } from './util/json-scan.js';
 
@@ -40,6 +42,19 @@ export const hermes = defineFamily({
       if (k >= text.length || CLOSE.startsWith(text.slice(k))) {
         if (!final) return 'need-more';
         return finishMatch(callsFromJsonBody(text.slice(j, scan.end), false), text.length, true);
+      }
+      // `{…}, {…}` inside one block: several calls, read up to the closing tag (all or nothing)
+      if (text[k] === ',') {
+        const close = find(CLOSE, k);
+        if (close < 0) {
+          if (!final) return 'need-more';
+          return finishMatch(callsFromJson(text.slice(j), defaultToCall, true), text.length, true);
+        }
+        return finishMatch(
+          callsFromJson(text.slice(j, close), defaultToCall, false),
+          close + CLOSE.length,
+          false,
+        );
       }
       // JSON complete but no closing tag (another call or prose follows): the call ends here
       const r = callsFromJsonBody(text.slice(j, scan.end), false);

@@ -5,9 +5,8 @@
  * and Hunyuan-A13B: this family only claims it when a `<tool_call>` tag follows.
  */
 import { defineFamily } from './define.js';
-import { readXmlCalls, unlessReopened, type XmlCallSpec } from './long-tail-kit.js';
-import { delimitedEnvelope, peekNonWs } from './util/envelope.js';
-import { expectLiteral } from './util/json-scan.js';
+import { readXmlCalls, type XmlCallSpec } from './long-tail-kit.js';
+import { closedEnvelope, startsWith } from './util/envelope.js';
 
 const OPEN = '<tool_calls>';
 
@@ -27,15 +26,10 @@ export const hunyuanV3 = defineFamily({
   markers: [OPEN],
   priority: 41,
   backend: { vllm: 'hy_v3' },
-  match: delimitedEnvelope({
+  match: closedEnvelope({
+    open: OPEN,
     end: '</tool_calls>',
-    accept(text, bodyStart, final) {
-      const j = peekNonWs(text, bodyStart, final);
-      if (j === 'need-more') return 'need-more';
-      if (j === 'end') return 'no';
-      const lit = expectLiteral(text, j, '<tool_call>', final);
-      return lit === 'need-more' ? 'need-more' : lit;
-    },
-    parseBody: unlessReopened([OPEN], (body, ctx) => readXmlCalls(body, CALLS, ctx)),
+    accept: startsWith('<tool_call>'),
+    read: (body, ctx) => readXmlCalls(body, CALLS, ctx),
   }),
 });

@@ -6,9 +6,9 @@
  */
 import type { FamilyParser } from './family.js';
 import { defineFamily } from './define.js';
-import { callsFromJson, defaultToCall, unlessReopened } from './long-tail-kit.js';
+import { callsFromJson, defaultToCall } from './long-tail-kit.js';
 import type { ToolTextParser } from './types.js';
-import { delimitedEnvelope, peekNonWs } from './util/envelope.js';
+import { closedEnvelope, startsWith } from './util/envelope.js';
 
 export interface JsonEnvelopeSpec {
   name: string;
@@ -26,16 +26,11 @@ export function jsonEnvelopeFamily(spec: JsonEnvelopeSpec): FamilyParser {
     markers: [spec.open],
     priority: spec.priority,
     backend: spec.backend,
-    match: delimitedEnvelope({
+    match: closedEnvelope({
+      open: spec.open,
       end: spec.end,
-      accept(text, bodyStart, final) {
-        const j = peekNonWs(text, bodyStart, final);
-        if (j === 'need-more') return 'need-more';
-        return j !== 'end' && spec.claims.includes(text[j]!) ? 'yes' : 'no';
-      },
-      parseBody: unlessReopened([spec.open], (body, _ctx, { truncated }) =>
-        callsFromJson(body, defaultToCall, truncated),
-      ),
+      accept: startsWith(...spec.claims),
+      read: (body, _ctx, { truncated }) => callsFromJson(body, defaultToCall, truncated),
     }),
   });
 }

@@ -5,9 +5,10 @@
  */
 import { defineFamily } from './define.js';
 import type { MatchResult } from './family.js';
-import type { ParsedCall } from './types.js';
+import type { ParseContext, ParsedCall } from './types.js';
 import { decodeBody, sectionOrLoneCall } from './util/envelope.js';
 import { skipWs } from './util/json-scan.js';
+import { isPlainObject } from './util/lenient-json.js';
 
 const SECTION_OPEN = '<|tool_calls_section_begin|>';
 const SECTION_CLOSE = '<|tool_calls_section_end|>';
@@ -15,7 +16,33 @@ const CALL_OPEN = '<|tool_call_begin|>';
 const CALL_CLOSE = '<|tool_call_end|>';
 const ARGS = '<|tool_call_argument_begin|>';
 
-function parseCalls(body: string, truncated: boolean): { calls: ParsedCall[] } | { error: string } {
+/**
+ * The function name inside a call id: `functions.get_weather:0` and `get_weather:0` name it.
+ * `functions.:0`, `functions:0` or a bare counter `0` do not (Kimi drops the name); then the
+ * call is the only declared tool, or the one declared tool whose parameters hold every
+ * argument key (vLLM infers it the same way). Ambiguous: '' (the section stays text).
+ */
+function nameFromId(id: string, ctx: ParseContext, args: unknown): string {
+  const dot = id.startsWith('functions.') ? 'functions.'.length : 0;
+  const colon = id.lastIndexOf(':');
+  const name = id.slice(dot, colon >= dot ? colon : id.length);
+  if (name !== '' && name !== 'functions' && !/^\d+$/.test(name)) return name;
+  if (ctx.tools.size === 1) return [...ctx.tools.keys()][0] ?? '';
+  if (!isPlainObject(args)) return '';
+  const keys = Object.keys(args);
+  if (keys.length === 0) return '';
+  const fits = [...ctx.tools.values()].filter((t) => {
+    const props = t.parameters?.['properties'];
+    return isPlainObject(props) && keys.every((k) => Object.hasOwn(props, k));
+  });
+  return fits.length === 1 ? (fits[0]?.name ?? '') : '';
+}
+
+function parseCalls(
+  body: string,
+  truncated: boolean,
+  ctx: ParseContext,
+): { calls: ParsedCall[] } | { error: string } {
   const calls: ParsedCall[] = [];
   let i = skipWs(body, 0);
   while (i < body.length) {
@@ -27,13 +54,10 @@ function parseCalls(body: string, truncated: boolean): { calls: ParsedCall[] } |
     const open = e < 0;
     if (open && !truncated) return { error: 'unclosed tool call' };
     if (open) e = body.length;
-    // functions.get_weather:0 -> get_weather
-    const dot = id.startsWith('functions.') ? 'functions.'.length : 0;
-    const colon = id.lastIndexOf(':');
-    const name = id.slice(dot, colon > dot ? colon : id.length);
-    if (name === '') return { error: 'no function name' };
     const d = decodeBody(body.slice(a + ARGS.length, e), truncated);
     if (!d) return { error: 'arguments are not JSON' };
+    const name = nameFromId(id, ctx, d.value);
+    if (name === '') return { error: 'no function name' };
     calls.push({ name, arguments: d.value, id, ...(d.repairs.length ? { repairs: d.repairs } : {}) });
     i = skipWs(body, open ? body.length : e + CALL_CLOSE.length);
   }

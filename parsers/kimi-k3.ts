@@ -10,14 +10,8 @@
  * types are JSON.
  */
 import { defineFamily } from './define.js';
-import {
-  controlToken,
-  matchReasoningSection,
-  readXmlCalls,
-  unlessReopened,
-  type XmlCallSpec,
-} from './long-tail-kit.js';
-import { delimitedEnvelope } from './util/envelope.js';
+import { controlToken, matchReasoningSection, readXmlCalls, type XmlCallSpec } from './long-tail-kit.js';
+import { closedEnvelope } from './util/envelope.js';
 
 const THINK = '<|open|>think<|sep|>';
 const TOOLS = '<|open|>tools<|sep|>';
@@ -41,9 +35,10 @@ const CALLS: XmlCallSpec = {
   valueMode: (attrs) => (attrs.includes('type="') && !attrs.includes('type="string"') ? 'json' : 'schema'),
 };
 
-const tools = delimitedEnvelope({
+const tools = closedEnvelope({
+  open: TOOLS,
   end: '<|close|>tools<|sep|>',
-  parseBody: unlessReopened([TOOLS], (body, ctx) => readXmlCalls(body, CALLS, ctx)),
+  read: (body, ctx) => readXmlCalls(body, CALLS, ctx),
 });
 
 export const kimiK3 = defineFamily({

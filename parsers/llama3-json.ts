@@ -23,6 +23,7 @@ function readObjects(
   limit: number,
   allowMissingClose: boolean,
   requireParametersKey = false,
+  newlineSeparates = false,
 ): { calls: ParsedCall[]; end: number } | { error: string; end: number } | 'incomplete' {
   const calls: ParsedCall[] = [];
   let at = skipWs(text, i);
@@ -50,6 +51,11 @@ function readObjects(
       const n = skipWs(text, k + 1);
       if (n >= limit) return { calls, end: n };
       at = n;
+      continue;
+    }
+    // Llama 3.2 also puts parallel calls on their own lines, with no ';'
+    if (newlineSeparates && text[k] === '{' && text.slice(end, k).includes('\n')) {
+      at = k;
       continue;
     }
     return { calls, end };
@@ -108,16 +114,25 @@ function matchStart(
   return { end, calls: r.calls, ...(close < 0 ? { truncated: true } : {}) };
 }
 
-/** Bare output: the whole text is {…}(;{…})* with the "parameters" key. */
+/**
+ * Bare output: the text STARTS with {…}(;{…})* with the "parameters" key (calls also one per
+ * line). Prose may follow when it is a new sentence (after a line break, or starting with a
+ * capital): the model commenting after its call. A lowercase continuation ("{…} is what I
+ * would send") makes the JSON the subject of a sentence: prose.
+ */
 function matchWhole(text: string): EnvelopeMatch | null {
   const i = skipWs(text, 0);
   if (text[i] !== '{') return null;
   // strict: Llama's own "parameters" key; {"name","arguments"} is the json family's
-  const r = readObjects(text, i, text.length, true, true);
+  const r = readObjects(text, i, text.length, true, true, true);
   if (r === 'incomplete' || 'error' in r) return null;
-  if (skipWs(text, r.end) < text.length) return null;
-  return { end: text.length, calls: r.calls };
+  const k = skipWs(text, r.end);
+  if (k >= text.length) return { end: text.length, calls: r.calls };
+  if (!text.slice(r.end, k).includes('\n') && !NEW_SENTENCE.test(text[k] ?? '')) return null;
+  return { end: text.length, calls: r.calls, content: text.slice(k) };
 }
+
+const NEW_SENTENCE = /^\p{Lu}$/u;
 
 export const llama3Json = defineFamily({
   name: 'llama3-json',

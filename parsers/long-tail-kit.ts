@@ -5,7 +5,7 @@
  * change the answer, a final answer otherwise. All scans are indexOf / single forward passes.
  */
 import type { EnvelopeMatch, MatchInput, MatchResult } from './family.js';
-import type { ParseContext, ParsedCall } from './types.js';
+import type { DeclaredTool, ParseContext, ParsedCall } from './types.js';
 import { callFromObject, decodeBody, finishMatch, peekNonWs } from './util/envelope.js';
 import { expectLiteral, scanJsonValue, skipWs } from './util/json-scan.js';
 import { decodeJsonLenient, isPlainObject } from './util/lenient-json.js';
@@ -123,21 +123,7 @@ export function matchJsonAfter(input: MatchInput, o: JsonAfterOptions): MatchRes
   return finishMatch(callsFromJson(text.slice(j, scan.end), toCall, false), end, false);
 }
 
-/**
- * Wraps a delimitedEnvelope body reader: an envelope left open at the end of output whose body
- * holds the family's own marker again was cut off before that next envelope began. Saying so
- * without reading the body keeps many unclosed markers linear (each would otherwise read the
- * whole rest of the text); the indexOf stops at the next marker, so the scans add up to one pass.
- */
-export function unlessReopened<C>(
-  markers: readonly string[],
-  parse: (body: string, ctx: C, info: { truncated: boolean }) => BodyResult,
-): (body: string, ctx: C, info: { truncated: boolean }) => BodyResult {
-  return (body, ctx, info) => {
-    if (info.truncated && markers.some((m) => body.includes(m))) return { error: 'envelope cut off' };
-    return parse(body, ctx, info);
-  };
-}
+export { unlessReopened } from './util/envelope.js';
 
 /** A lone control token (`<|START_RESPONSE|>`): removed, never a call. */
 export function controlToken(start: number, marker: string): EnvelopeMatch {
@@ -159,8 +145,12 @@ export function matchReasoningSection(input: MatchInput, close: string): MatchRe
   return { end: at + close.length, calls: [], reasoning: text.slice(from, at), control: true };
 }
 
-/** How an XML-ish argument value is typed. */
-export type ValueMode = 'string' | 'json' | 'schema';
+/**
+ * How an XML-ish argument value is typed: 'schema' by the declared schema (undeclared: text),
+ * 'schema-json' the same but an undeclared parameter's JSON-looking text is decoded (a
+ * declared string stays text even when it reads `null`), 'json' decoded first.
+ */
+export type ValueMode = 'string' | 'json' | 'schema' | 'schema-json';
 
 export interface XmlCallSpec {
   /** `<invoke name="` — the call's name follows. */
@@ -181,10 +171,15 @@ export interface XmlCallSpec {
   skipNoise?: (body: string, i: number) => number;
   /** Unwraps a raw value (MiniCPM's CDATA) before typing. */
   unwrapValue?: (raw: string) => string;
+  /** A call may hold one JSON object instead of argument tags (DSML, as SGLang reads it). */
+  jsonArgs?: boolean;
+  /** Rewrites a call's finished arguments (DSML's stray `arguments` wrapper). */
+  finishArgs?: (args: Record<string, unknown>, tool: DeclaredTool | undefined) => Record<string, unknown>;
 }
 
 function typeArg(raw: string, mode: ValueMode, schema: Record<string, unknown> | undefined): unknown {
   if (mode === 'string') return raw;
+  if (mode === 'schema-json') return coerceParamValue(raw, schema, { untyped: 'json' });
   if (mode === 'json') {
     const d = decodeJsonLenient(raw);
     if (d) return d.value;
@@ -230,11 +225,20 @@ function readXmlCall(
     pos = head + spec.callHeadEnd.length;
   }
   const tool = ctx.tools.get(name);
+  if (spec.jsonArgs && body[skipWs(body, pos)] === '{') {
+    const close = body.indexOf(spec.callClose, pos);
+    if (close < 0) return { error: 'unclosed call' };
+    const d = decodeJsonLenient(body.slice(pos, close));
+    if (!d || !isPlainObject(d.value)) return { error: 'call body is not a JSON object' };
+    const args = spec.finishArgs ? spec.finishArgs(d.value, tool) : d.value;
+    return { call: { name, arguments: args }, end: close + spec.callClose.length };
+  }
   const args = createArgs();
   for (;;) {
     pos = skipWs(body, pos);
     if (body.startsWith(spec.callClose, pos)) {
-      return { call: { name, arguments: args }, end: pos + spec.callClose.length };
+      const finished = spec.finishArgs ? spec.finishArgs(args, tool) : args;
+      return { call: { name, arguments: finished }, end: pos + spec.callClose.length };
     }
     if (!body.startsWith(spec.argOpen, pos)) return { error: 'unexpected text in call' };
     const keyFrom = pos + spec.argOpen.length;

@@ -7,12 +7,12 @@
  * (whitespace included: edit tools compare it exactly).
  */
 import { defineFamily } from './define.js';
-import { readXmlCalls, unlessReopened, type XmlCallSpec } from './long-tail-kit.js';
-import { delimitedEnvelope } from './util/envelope.js';
+import { readXmlCalls, type XmlCallSpec } from './long-tail-kit.js';
+import { closedEnvelope } from './util/envelope.js';
 
 const OPEN = '<minimax:tool_call>';
 
-const CALLS: XmlCallSpec = {
+export const MINIMAX_INVOKE: XmlCallSpec = {
   callOpen: '<invoke name="',
   callNameEnd: '"',
   callHeadEnd: '>',
@@ -28,8 +28,9 @@ export const minimaxM2 = defineFamily({
   markers: [OPEN],
   priority: 40,
   backend: { vllm: 'minimax_m2', llamacpp: 'MiniMax-M2', sglang: 'minimax-m2' },
-  match: delimitedEnvelope({
+  match: closedEnvelope({
+    open: OPEN,
     end: '</minimax:tool_call>',
-    parseBody: unlessReopened([OPEN], (body, ctx) => readXmlCalls(body, CALLS, ctx)),
+    read: (body, ctx) => readXmlCalls(body, MINIMAX_INVOKE, ctx),
   }),
 });

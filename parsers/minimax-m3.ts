@@ -12,9 +12,9 @@
  * declared schema (a declared string stays verbatim). Thinking is `<mm:think>…</mm:think>`.
  */
 import { defineFamily } from './define.js';
-import { type BodyResult, matchReasoningSection, unlessReopened } from './long-tail-kit.js';
+import { type BodyResult, matchReasoningSection } from './long-tail-kit.js';
 import type { ParseContext, ParsedCall } from './types.js';
-import { delimitedEnvelope } from './util/envelope.js';
+import { closedEnvelope } from './util/envelope.js';
 import { readName, skipWs } from './util/json-scan.js';
 import { isPlainObject } from './util/lenient-json.js';
 import { coerceParamValue, createArgs } from './util/schema-values.js';
@@ -126,10 +126,7 @@ function readInvokes(body: string, ctx: ParseContext): BodyResult {
   return calls.length > 0 ? { calls } : { error: 'no call in block' };
 }
 
-const call = delimitedEnvelope({
-  end: CLOSE,
-  parseBody: unlessReopened([OPEN], (body, ctx) => readInvokes(body, ctx)),
-});
+const call = closedEnvelope({ open: OPEN, end: CLOSE, read: (body, ctx) => readInvokes(body, ctx) });
 
 export const minimaxM3 = defineFamily({
   name: 'minimax-m3',

@@ -5,9 +5,9 @@
  *   get_time(timezone='UTC')</function_calls>
  */
 import { defineFamily } from './define.js';
-import { type BodyResult, unlessReopened } from './long-tail-kit.js';
+import type { BodyResult } from './long-tail-kit.js';
 import type { ParsedCall } from './types.js';
-import { delimitedEnvelope, peekNonWs } from './util/envelope.js';
+import { closedEnvelope, peekNonWs } from './util/envelope.js';
 import { readName, skipWs } from './util/json-scan.js';
 import { parsePythonCallList } from './util/python-literal.js';
 
@@ -55,7 +55,8 @@ export const olmo3 = defineFamily({
   markers: [OPEN],
   priority: 42,
   backend: { vllm: 'olmo3' },
-  match: delimitedEnvelope({
+  match: closedEnvelope({
+    open: OPEN,
     end: '</function_calls>',
     accept(text, bodyStart, final) {
       const j = peekNonWs(text, bodyStart, final);
@@ -68,6 +69,6 @@ export const olmo3 = defineFamily({
       if (k >= text.length) return final ? 'no' : 'need-more';
       return text[k] === '(' ? 'yes' : 'no';
     },
-    parseBody: unlessReopened([OPEN], (body) => readCalls(body)),
+    read: (body) => readCalls(body),
   }),
 });

@@ -6,20 +6,21 @@
  * newline around a value stripped). Thinking goes to reasoning.
  */
 import { defineFamily } from './define.js';
-import { matchReasoningSection, unlessReopened } from './long-tail-kit.js';
+import { matchReasoningSection } from './long-tail-kit.js';
 import { readFunctions } from './qwen3-coder.js';
-import { delimitedEnvelope } from './util/envelope.js';
+import { closedEnvelope } from './util/envelope.js';
 
 const THINK = '<seed:think>';
 const CALL = '<seed:tool_call>';
 
-const call = delimitedEnvelope({
+const call = closedEnvelope({
+  open: CALL,
   end: '</seed:tool_call>',
   // Cut off at the end of output: the same policy as qwen3-coder (whose reader this is), a
   // value still open runs to the end and the call carries the 'unclosed-envelope' repair.
   // Being stricter here would not help: the engine rescans a broken envelope and qwen3-coder
   // would read the inner <function=…> anyway, under the wrong format name.
-  parseBody: unlessReopened([CALL], (body, ctx, { truncated }) => readFunctions(body, ctx, truncated)),
+  read: (body, ctx, { truncated }) => readFunctions(body, ctx, truncated),
 });
 
 export const seedOss = defineFamily({

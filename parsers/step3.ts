@@ -7,8 +7,8 @@
  * prefix, sometimes followed by the name again on its own line, is optional noise.
  */
 import { defineFamily } from './define.js';
-import { readXmlCalls, unlessReopened, type XmlCallSpec } from './long-tail-kit.js';
-import { delimitedEnvelope } from './util/envelope.js';
+import { readXmlCalls, type XmlCallSpec } from './long-tail-kit.js';
+import { closedEnvelope } from './util/envelope.js';
 import { skipWs } from './util/json-scan.js';
 
 const OPEN = '<｜tool_calls_begin｜>';
@@ -53,8 +53,9 @@ export const step3 = defineFamily({
   markers: [OPEN],
   priority: 42,
   backend: { vllm: 'step3' },
-  match: delimitedEnvelope({
+  match: closedEnvelope({
+    open: OPEN,
     end: '<｜tool_calls_end｜>',
-    parseBody: unlessReopened([OPEN], (body, ctx) => readXmlCalls(body, CALLS, ctx)),
+    read: (body, ctx) => readXmlCalls(body, CALLS, ctx),
   }),
 });

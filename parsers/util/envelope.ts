@@ -116,6 +116,65 @@ export function delimitedEnvelope(o: DelimitedOptions): (input: MatchInput) => M
   };
 }
 
+/** What reads an envelope's body: its calls, or why it is not readable. */
+export type BodyReader = (
+  body: string,
+  ctx: ParseContext,
+  info: { truncated: boolean },
+) => { calls: ParsedCall[] } | { error: string };
+
+/**
+ * Wraps a body reader: an envelope left open at the end of output whose body holds the
+ * family's own marker again was cut off before that next envelope began. Saying so without
+ * reading the body keeps many unclosed markers linear (each would otherwise read the whole
+ * rest of the text); the indexOf stops at the next marker, so the scans add up to one pass.
+ */
+export function unlessReopened<C>(
+  markers: readonly string[],
+  parse: (body: string, ctx: C, info: { truncated: boolean }) => { calls: ParsedCall[] } | { error: string },
+): (body: string, ctx: C, info: { truncated: boolean }) => { calls: ParsedCall[] } | { error: string } {
+  return (body, ctx, info) => {
+    if (info.truncated && markers.some((m) => body.includes(m))) return { error: 'envelope cut off' };
+    return parse(body, ctx, info);
+  };
+}
+
+/**
+ * The commonest envelope: `OPEN … END` around a body read by `read`, refused when left open
+ * and re-opened (unlessReopened). `open` lists the family's markers that start this envelope.
+ */
+export function closedEnvelope(o: {
+  open: string | readonly string[];
+  end: string;
+  read: BodyReader;
+  accept?: DelimitedOptions['accept'];
+}): (input: MatchInput) => MatchResult {
+  const markers = typeof o.open === 'string' ? [o.open] : o.open;
+  return delimitedEnvelope({
+    end: o.end,
+    ...(o.accept ? { accept: o.accept } : {}),
+    parseBody: unlessReopened(markers, o.read),
+  });
+}
+
+/**
+ * An `accept` for families sharing a marker: the envelope is theirs when what follows it
+ * (after whitespace) starts with one of `prefixes`; undecided while a prefix may still come.
+ */
+export function startsWith(...prefixes: string[]): NonNullable<DelimitedOptions['accept']> {
+  return (text, bodyStart, final) => {
+    const j = peekNonWs(text, bodyStart, final);
+    if (j === 'need-more') return 'need-more';
+    if (j === 'end') return 'no';
+    let partial = false;
+    for (const p of prefixes) {
+      if (text.startsWith(p, j)) return 'yes';
+      if (!final && text.length - j < p.length && p.startsWith(text.slice(j))) partial = true;
+    }
+    return partial ? 'need-more' : 'no';
+  };
+}
+
 export function finishMatch(
   r: { calls: ParsedCall[] } | { error: string },
   end: number,
@@ -135,16 +194,20 @@ export function sectionOrLoneCall(o: {
   sectionClose: string;
   callOpen: string;
   callClose: string;
-  parseCalls(body: string, truncated: boolean): { calls: ParsedCall[] } | { error: string };
+  parseCalls(
+    body: string,
+    truncated: boolean,
+    ctx: ParseContext,
+  ): { calls: ParsedCall[] } | { error: string };
 }): (input: MatchInput) => MatchResult {
   const section = delimitedEnvelope({
     end: o.sectionClose,
-    parseBody: (b, _c, info) => o.parseCalls(b, info.truncated),
+    parseBody: (b, ctx, info) => o.parseCalls(b, info.truncated, ctx),
   });
   const single = delimitedEnvelope({
     end: o.callClose,
-    parseBody: (b, _c, info) =>
-      o.parseCalls(o.callOpen + b + (info.truncated ? '' : o.callClose), info.truncated),
+    parseBody: (b, ctx, info) =>
+      o.parseCalls(o.callOpen + b + (info.truncated ? '' : o.callClose), info.truncated, ctx),
   });
   return (input) => (input.marker === o.sectionOpen ? section(input) : single(input));
 }

@@ -21,6 +21,21 @@ class PyReader {
     while (this.i < this.s.length && isWs(this.s.charCodeAt(this.i))) this.i++;
   }
 
+  peek(): string {
+    this.ws();
+    return this.s[this.i] ?? '';
+  }
+
+  /** The rest of a set literal after its first element(s): `, b, c}`. */
+  setRest(items: unknown[], depth: number): unknown[] {
+    for (;;) {
+      if (this.eat('}')) return items;
+      if (!this.eat(',')) throw new Error('expected ,');
+      if (this.eat('}')) return items;
+      items.push(this.value(depth + 1));
+    }
+  }
+
   eat(ch: string): boolean {
     this.ws();
     if (this.s[this.i] === ch) {
@@ -70,7 +85,8 @@ class PyReader {
         } else out += n;
         continue;
       }
-      if (!triple && c === '\n') throw new Error('newline in string');
+      // a raw newline in a one-line string is invalid Python, but models write multi-line shell
+      // commands that way: the string still ends at its closing quote
       out += c;
       this.i++;
     }
@@ -109,6 +125,10 @@ class PyReader {
       if (this.eat('}')) return obj;
       for (;;) {
         const k = this.value(depth + 1);
+        // `{'a', 'b'}` is a set: JSON has none, so it reads as a list (as vLLM's LFM2 parser does)
+        if (Object.keys(obj).length === 0 && (this.peek() === ',' || this.peek() === '}')) {
+          return this.setRest([k], depth);
+        }
         if (typeof k !== 'string' && typeof k !== 'number') throw new Error('bad key');
         if (!this.eat(':')) throw new Error('expected :');
         obj[String(k)] = this.value(depth + 1);

@@ -5,7 +5,7 @@
  * reports it, rather than us guessing).
  */
 import type { DeclaredTool } from '../types.js';
-import { isPlainObject } from './lenient-json.js';
+import { createArgs, isPlainObject } from './lenient-json.js';
 
 // families that build arguments key by key import both from here
 export { createArgs } from './lenient-json.js';
@@ -39,17 +39,22 @@ function schemaTypes(schema: Record<string, unknown>): string[] {
 const INT = /^-?\d+$/;
 const NUM = /^-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
 
-function tryType(raw: string, type: string): { ok: true; value: unknown } | { ok: false } {
+function tryType(
+  raw: string,
+  type: string,
+  schema: Record<string, unknown>,
+): { ok: true; value: unknown } | { ok: false } {
   const t = raw.trim();
   switch (type) {
     case 'string':
       return { ok: true, value: raw };
+    // 1e999 is Infinity, which JSON cannot carry (it would become null): such values stay text
     case 'integer':
-      if (INT.test(t)) return { ok: true, value: Number(t) };
-      if (NUM.test(t) && Number.isInteger(Number(t))) return { ok: true, value: Number(t) };
+      if (INT.test(t) && Number.isSafeInteger(Number(t))) return { ok: true, value: Number(t) };
+      if (NUM.test(t) && Number.isSafeInteger(Number(t))) return { ok: true, value: Number(t) };
       return { ok: false };
     case 'number':
-      return NUM.test(t) ? { ok: true, value: Number(t) } : { ok: false };
+      return NUM.test(t) && Number.isFinite(Number(t)) ? { ok: true, value: Number(t) } : { ok: false };
     case 'boolean': {
       const l = t.toLowerCase();
       return l === 'true'
@@ -65,7 +70,7 @@ function tryType(raw: string, type: string): { ok: true; value: unknown } | { ok
       const v = decodeStructured(t);
       if (!v.ok) return v;
       return (type === 'array') === Array.isArray(v.value) && (type === 'array' || isPlainObject(v.value))
-        ? v
+        ? { ok: true, value: conformNested(v.value, schema) }
         : { ok: false };
     }
     default:
@@ -77,6 +82,15 @@ function decodeStructured(t: string): { ok: true; value: unknown } | { ok: false
   try {
     return { ok: true, value: JSON.parse(t) };
   } catch {
+    // JSON escaped once more (`[{\"id\": 1}]`, seen with GLM 4.6): unescape one level, retry
+    if (t.includes('\\"')) {
+      try {
+        const once = JSON.parse(`"${t}"`);
+        if (typeof once === 'string') return { ok: true, value: JSON.parse(once) };
+      } catch {
+        // not that either: fall through to Python literals
+      }
+    }
     return parsePythonLiteral(t);
   }
 }
@@ -108,7 +122,7 @@ export function coerceParamValue(
   // non-string types first: ["integer","string"] should give 3 for "3"
   const ordered = [...types.filter((x) => x !== 'string'), ...types.filter((x) => x === 'string')];
   for (const type of ordered) {
-    const r = tryType(raw, type);
+    const r = tryType(raw, type, schema ?? {});
     if (r.ok) return r.value;
   }
   return raw;
@@ -162,4 +176,95 @@ export function fitsSchema(args: Record<string, unknown>, tool: DeclaredTool): b
     for (const r of required) if (typeof r === 'string' && !Object.hasOwn(args, r)) return false;
   }
   return true;
+}
+
+/**
+ * Models sometimes wrap all their arguments in one extra `arguments` / `input` parameter
+ * (seen with DeepSeek V3.2 DSML). Unwrapped only when that key is not itself declared and
+ * every key inside is a declared parameter, so a real parameter named `input` is never lost.
+ */
+export function unwrapArgumentsKey(
+  args: Record<string, unknown>,
+  tool: DeclaredTool | undefined,
+): Record<string, unknown> {
+  const keys = Object.keys(args);
+  if (keys.length !== 1) return args;
+  const key = keys[0] ?? '';
+  if (key !== 'arguments' && key !== 'input') return args;
+  const props = tool?.parameters?.['properties'];
+  if (!isPlainObject(props) || Object.hasOwn(props, key)) return args;
+  let inner = args[key];
+  if (typeof inner === 'string') {
+    try {
+      inner = JSON.parse(inner);
+    } catch {
+      return args;
+    }
+  }
+  if (!isPlainObject(inner)) return args;
+  const innerKeys = Object.keys(inner);
+  if (innerKeys.length === 0 || !innerKeys.every((k) => Object.hasOwn(props, k))) return args;
+  return inner;
+}
+
+/**
+ * Text inside a decoded object or array typed by the nested schema: `{"n": "3"}` for
+ * `{n: number}` gives 3 (XML-ish formats write every leaf as text). Strings declared as strings,
+ * and values the schema does not describe, stay as they are.
+ */
+function conformNested(v: unknown, schema: Record<string, unknown>): unknown {
+  if (isPlainObject(v)) {
+    const props = schema['properties'];
+    if (!isPlainObject(props)) return v;
+    const out = createArgs();
+    for (const [k, x] of Object.entries(v)) {
+      const sub = props[k];
+      out[k] = isPlainObject(sub) ? conformValue(x, sub) : x;
+    }
+    return out;
+  }
+  if (Array.isArray(v)) {
+    const items = schema['items'];
+    return isPlainObject(items) ? v.map((x) => conformValue(x, items)) : v;
+  }
+  return v;
+}
+
+function conformValue(x: unknown, schema: Record<string, unknown>): unknown {
+  if (typeof x === 'string') {
+    const types = schemaTypes(schema);
+    const scalar = types.some((t) => t === 'number' || t === 'integer' || t === 'boolean');
+    return scalar && !types.includes('string') ? coerceParamValue(x, schema) : x;
+  }
+  return conformNested(x, schema);
+}
+
+/**
+ * JSON-argument formats: a value declared only as an object or array but written as a string
+ * holding JSON or a Python repr (`"{'k': 1}"`, models double-encode) is decoded. Returns null
+ * when nothing changed.
+ */
+export function decodeStructuredStrings(
+  args: Record<string, unknown>,
+  tool: DeclaredTool | undefined,
+): Record<string, unknown> | null {
+  let out: Record<string, unknown> | null = null;
+  for (const [k, v] of Object.entries(args)) {
+    if (typeof v !== 'string') continue;
+    const schema = paramSchema(tool, k);
+    if (!schema) continue;
+    const types = schemaTypes(schema);
+    if (types.length === 0 || types.includes('string')) continue;
+    for (const type of types) {
+      if (type !== 'object' && type !== 'array') continue;
+      const r = tryType(v, type, schema);
+      if (r.ok) {
+        // Copied into a prototype-free object: a parameter named `__proto__` stays data.
+        out ??= Object.assign(createArgs(), args);
+        out[k] = r.value;
+        break;
+      }
+    }
+  }
+  return out;
 }

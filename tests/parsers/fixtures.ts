@@ -8,6 +8,10 @@ import type { DeclaredTool } from '../../parsers/types.js';
 
 export interface FixtureCase {
   name: string;
+  /** Imported cases: `owner/repo path::test[id]` of the peer test the case was taken from (data only). */
+  source?: string;
+  /** Set when toolproof deliberately expects something other than the peer does: why. */
+  disagreement?: string;
   tools: { name: string; parameters?: JsonObject }[];
   text: string;
   reasoning?: string;

@@ -1,0 +1,55 @@
+/**
+ * Coverage ratchet for the cases imported from the peers' parser test suites (vLLM, SGLang,
+ * llama.cpp). The number of imported cases per source only grows: raise the floor below when
+ * you import more, never lower it. Every case where toolproof deliberately disagrees with the
+ * peer carries its reason and is listed in parsers/README.md.
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { loadFixtures } from './fixtures.js';
+
+const FLOOR: Record<string, number> = {
+  'vllm-project/vllm': 158,
+  'sgl-project/sglang': 70,
+  'ggml-org/llama.cpp': 14,
+};
+
+const README = readFileSync(
+  join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'parsers', 'README.md'),
+  'utf8',
+);
+const cases = loadFixtures().flatMap(({ file, cases }) => cases.map((c) => ({ file, c })));
+// Cases taken from a peer's test suite name it as "owner/repo path"; cases built from public
+// issue threads (the improvised family) name a URL and are not peer-suite imports.
+const imported = cases.filter(({ c }) => c.source !== undefined && !c.source.startsWith('http'));
+
+describe('peer suites imported as fixtures', () => {
+  it('keeps the number of imported cases per source at or above the floor', () => {
+    const counts: Record<string, number> = {};
+    for (const { c } of imported) {
+      const repo = c.source!.split(' ')[0]!;
+      counts[repo] = (counts[repo] ?? 0) + 1;
+    }
+    console.log(`[parsers] imported peer cases: ${JSON.stringify(counts)}`);
+    for (const [repo, floor] of Object.entries(FLOOR))
+      expect(counts[repo] ?? 0).toBeGreaterThanOrEqual(floor);
+  });
+
+  it('names a known source repository and a test file for every imported case', () => {
+    for (const { file, c } of imported) {
+      const [repo, path] = c.source!.split(' ');
+      expect(Object.keys(FLOOR), `${file}: ${c.name}`).toContain(repo);
+      expect(path ?? '', `${file}: ${c.name}`).toMatch(/^(tests?|test)\//);
+    }
+  });
+
+  it('lists every deliberate disagreement in parsers/README.md', () => {
+    const missing = cases
+      .filter(({ c }) => c.disagreement !== undefined)
+      .filter(({ c }) => !README.includes(c.source ?? c.name))
+      .map(({ file, c }) => `${file}: ${c.source ?? c.name}`);
+    expect(missing).toEqual([]);
+  });
+});
