@@ -6,8 +6,7 @@
  * suite only (the simulator has no raw reasoning channel).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recoverMessage } from '../../parsers/recover.js';
-import { type FixtureCase, loadFixtures, optionsFor } from '../parsers/fixtures.js';
+import { type FixtureCase, loadFixtures } from '../parsers/fixtures.js';
 import { collectStream, type Stack, startStack } from '../server/stack.js';
 
 /** Header-safe scenario: JSON with every non-ASCII character escaped. */
