@@ -15,6 +15,8 @@ export interface UpstreamRequest {
   method: 'GET' | 'POST';
   /** Path relative to the upstream's base URL, e.g. '/chat/completions'. */
   path: string;
+  /** The path is from the upstream's origin, not its base URL (e.g. vLLM's /tokenize). */
+  fromOrigin?: boolean;
   body?: string | Buffer;
   headers?: Record<string, string>;
   signal: AbortLike;
@@ -122,7 +124,7 @@ export class UpstreamClient {
       try {
         const res = await this.pool.request({
           method: req.method,
-          path: this.basePath + req.path,
+          path: (req.fromOrigin ? '' : this.basePath) + req.path,
           headers,
           body: req.body ?? null,
           signal: req.signal,
