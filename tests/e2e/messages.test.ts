@@ -252,7 +252,10 @@ describe('tool loop: tool_use -> tool_result -> answer', () => {
 describe('request translation reaches the upstream', () => {
   it('system blocks, sampling, stop_sequences, tool_choice any with disable_parallel_tool_use, thinking', async () => {
     const { stack, client } = await start({ sim: { scenario: 'tools' } });
+    // Sampling fields are still part of the API; this SDK version's types dropped some of them.
+    const sampling = { temperature: 0.2, top_p: 0.9, top_k: 20 } as Record<string, number>;
     await client.messages.create({
+      ...sampling,
       model: 'sim',
       max_tokens: 100,
       system: [
@@ -263,9 +266,6 @@ describe('request translation reaches the upstream', () => {
       tools: [weather],
       tool_choice: { type: 'any', disable_parallel_tool_use: true },
       stop_sequences: ['END'],
-      temperature: 0.2,
-      top_p: 0.9,
-      top_k: 20,
       thinking: { type: 'enabled', budget_tokens: 1024 },
       metadata: { user_id: 'u-1' },
     });
