@@ -41,11 +41,15 @@ export function estimateTokens(req: ChatCompletionRequest): number {
   return Math.ceil(text.length / CHARS_PER_TOKEN) + images * TOKENS_PER_IMAGE;
 }
 
-/** A /tokenize answer's count: vLLM's {count}, llama-server's {tokens:[...]}; else undefined. */
-export function tokenizeCount(body: unknown): number | undefined {
+/**
+ * A /tokenize answer's count. The chat form is vLLM's: only its {count} is trusted (llama-server
+ * answers that body with {"tokens":[]}, having found no "content"). The text form takes
+ * llama-server's {tokens:[...]}.
+ */
+export function tokenizeCount(body: unknown, form: 'chat' | 'text'): number | undefined {
   if (!body || typeof body !== 'object') return undefined;
   const o = body as { count?: unknown; tokens?: unknown };
   if (typeof o.count === 'number' && Number.isFinite(o.count) && o.count >= 0) return o.count;
-  if (Array.isArray(o.tokens)) return o.tokens.length;
+  if (form === 'text' && Array.isArray(o.tokens)) return o.tokens.length;
   return undefined;
 }

@@ -6,17 +6,18 @@
 import type { ChatCompletion, FinishReason, ToolCall, Usage } from '../openai.js';
 import type { Message, MessageUsage, ResponseBlock, StopReason, ToolUseBlock } from './types.js';
 
-/** What the response side needs from the client's request. */
+/** What the response side needs from the route and the client's request. */
 export interface MessageContext {
+  /** The message id (messageId of toolproof's request id, known before the upstream answers). */
+  id: string;
   /** The model name the client asked for (echoed back, as Anthropic does). */
   model: string;
   stopSequences?: readonly string[];
 }
 
-export function messageId(chatId: string | undefined): string {
-  if (!chatId) return 'msg_toolproof';
-  if (chatId.startsWith('msg_')) return chatId;
-  return `msg_${chatId.replace(/^chatcmpl-/, '')}`;
+/** `msg_` + toolproof's request id: the id a client reports is the one in toolproof's log line. */
+export function messageId(requestId: string): string {
+  return `msg_${requestId.replace(/[^A-Za-z0-9_-]/g, '_')}`;
 }
 
 /** The chat call id when the upstream gave one; else a stable id derived from the message. */
@@ -79,7 +80,7 @@ export function toolUseBlock(call: ToolCall, msgId: string, index: number): Tool
 
 /** A whole completion as a message: thinking, then text, then one tool_use per call. */
 export function toMessage(completion: ChatCompletion, ctx: MessageContext): Message {
-  const id = messageId(completion.id);
+  const id = ctx.id;
   const choice = completion.choices[0];
   const msg = choice?.message;
   const content: ResponseBlock[] = [];

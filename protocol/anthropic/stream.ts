@@ -6,7 +6,7 @@
  * non-streamed translation, so both give the same message.
  */
 import type { ChatCompletionChunk, FinishReason, Usage } from '../openai.js';
-import { type MessageContext, messageId, stopReason, toMessageUsage, toolUseId } from './response.js';
+import { type MessageContext, stopReason, toMessageUsage, toolUseId } from './response.js';
 import type { StreamEvent } from './types.js';
 
 type Open =
@@ -22,7 +22,6 @@ type Open =
 
 export class MessageStreamTranslator {
   private started = false;
-  private msgId = 'msg_toolproof';
   private nextIndex = 0;
   private open: Open | null = null;
   private finish: FinishReason | null = null;
@@ -32,16 +31,18 @@ export class MessageStreamTranslator {
 
   constructor(private readonly ctx: MessageContext) {}
 
-  /** message_start and a ping; emitted before the first content (or at the end when there is none). */
-  private start(chatId: string | undefined, out: StreamEvent[]): void {
-    if (this.started) return;
+  /**
+   * message_start and a ping, once. The route sends them as soon as the stream opens, so the
+   * client hears from us during a long prefill; push and end emit them if it did not.
+   */
+  start(out: StreamEvent[] = []): StreamEvent[] {
+    if (this.started) return out;
     this.started = true;
-    this.msgId = messageId(chatId);
     out.push(
       {
         type: 'message_start',
         message: {
-          id: this.msgId,
+          id: this.ctx.id,
           type: 'message',
           role: 'assistant',
           model: this.ctx.model,
@@ -54,6 +55,7 @@ export class MessageStreamTranslator {
       },
       { type: 'ping' },
     );
+    return out;
   }
 
   private close(out: StreamEvent[]): void {
@@ -72,7 +74,7 @@ export class MessageStreamTranslator {
       index: o.index,
       content_block: {
         type: 'tool_use',
-        id: toolUseId(o.callId, this.msgId, this.toolCount++),
+        id: toolUseId(o.callId, this.ctx.id, this.toolCount++),
         name: o.name,
         input: {},
       },
@@ -99,7 +101,7 @@ export class MessageStreamTranslator {
     for (const chunk of chunks) {
       const choice = chunk.choices?.[0];
       if (!choice) continue;
-      this.start(chunk.id, out);
+      this.start(out);
       const d = choice.delta ?? {};
       if (typeof d.reasoning_content === 'string' && d.reasoning_content !== '') {
         const index = this.openBlock('thinking', out);
@@ -155,9 +157,8 @@ export class MessageStreamTranslator {
   }
 
   /** The closing events: last block stop, message_delta (stop reason, usage), message_stop. */
-  end(usage: Usage | null | undefined, chatId?: string): StreamEvent[] {
-    const out: StreamEvent[] = [];
-    this.start(chatId, out);
+  end(usage: Usage | null | undefined): StreamEvent[] {
+    const out = this.start();
     this.close(out);
     out.push(
       {

@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest 
 import { toAnthropicErrorBody } from '../../protocol/anthropic/errors.js';
 import { conversationText, estimateTokens, tokenizeCount } from '../../protocol/anthropic/count.js';
 import { toChatRequest } from '../../protocol/anthropic/request.js';
-import { type MessageContext, toMessage } from '../../protocol/anthropic/response.js';
+import { type MessageContext, messageId, toMessage } from '../../protocol/anthropic/response.js';
 import { MessageStreamTranslator } from '../../protocol/anthropic/stream.js';
 import type { CountTokensRequest, MessagesRequest, StreamEvent } from '../../protocol/anthropic/types.js';
 import type { ToolproofError } from '../../protocol/errors.js';
@@ -99,6 +99,8 @@ class MessagesSseOutput implements StreamOutput {
     this.opened = true;
     this.reply.hijack();
     this.reply.raw.writeHead(200, { ...SSE_HEADERS, ...this.headers });
+    // Not awaited: open() is synchronous, and the next write waits for the socket anyway.
+    void writeRaw(this.reply, frame(this.translator.start()));
   }
 
   chunks(chunks: readonly ChatCompletionChunk[]): Promise<void> {
@@ -107,7 +109,7 @@ class MessagesSseOutput implements StreamOutput {
   }
 
   async end(summary: StreamSummary): Promise<void> {
-    await writeRaw(this.reply, frame(this.translator.end(summary.usage, summary.id)));
+    await writeRaw(this.reply, frame(this.translator.end(summary.usage)));
     this.close();
   }
 
@@ -122,10 +124,13 @@ class MessagesSseOutput implements StreamOutput {
 }
 
 /** Bodies of a /tokenize call: vLLM's chat form first, then llama-server's plain-text form. */
-function tokenizeBodies(model: string, chat: ChatCompletionRequest): string[] {
+function tokenizeBodies(model: string, chat: ChatCompletionRequest): Array<['chat' | 'text', string]> {
   const vllm: Record<string, unknown> = { model, messages: chat.messages, add_generation_prompt: true };
   if (chat.tools) vllm.tools = chat.tools;
-  return [JSON.stringify(vllm), JSON.stringify({ content: conversationText(chat).text })];
+  return [
+    ['chat', JSON.stringify(vllm)],
+    ['text', JSON.stringify({ content: conversationText(chat).text })],
+  ];
 }
 
 /**
@@ -139,7 +144,7 @@ async function upstreamCount(
 ): Promise<number | undefined> {
   const controller = new RequestAbort();
   request.tpAbort = controller;
-  for (const body of tokenizeBodies(route.upstreamModel ?? chat.model, chat)) {
+  for (const [form, body] of tokenizeBodies(route.upstreamModel ?? chat.model, chat)) {
     try {
       const res = await route.client.request({
         method: 'POST',
@@ -152,7 +157,7 @@ async function upstreamCount(
       const text = await readText(res, 32 * 1024 * 1024);
       if (res.status === 404 || res.status === 405) return undefined; // no tokenizer endpoint at all
       if (res.status !== 200) continue;
-      const n = tokenizeCount(parseUpstreamBody(text));
+      const n = tokenizeCount(parseUpstreamBody(text), form);
       if (n !== undefined) return n;
     } catch {
       if (controller.aborted) return undefined;
@@ -186,6 +191,7 @@ export function messagesRoutes(state: AppState): FastifyPluginAsync {
         const chat = toChatRequest(body);
         const call = startChatCall(request, state, chat, 'messages');
         const ctx: MessageContext = {
+          id: messageId(request.id),
           model: body.model,
           ...(Array.isArray(body.stop_sequences) ? { stopSequences: body.stop_sequences } : {}),
         };

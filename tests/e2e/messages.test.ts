@@ -64,17 +64,21 @@ function shape(m: Anthropic.Message) {
 describe('forced final answer through /v1/messages', () => {
   it('create: the model answers in prose through final_answer; the client gets a text block', async () => {
     const { stack, client } = await start({ sim: { scenario: 'prose' } });
-    const msg = await client.messages.create({
-      model: 'sim',
-      max_tokens: 512,
-      messages: [{ role: 'user', content: 'What is 2+2?' }],
-      tools: [weather],
-    });
+    const msg = await client.messages.create(
+      {
+        model: 'sim',
+        max_tokens: 512,
+        messages: [{ role: 'user', content: 'What is 2+2?' }],
+        tools: [weather],
+      },
+      { headers: { 'x-request-id': 'trace-7' } },
+    );
     const sent = chatBodies(stack)[0]!;
     expect(sent.tool_choice).toBe('required');
     expect(sent.tools!.map((t) => t.function.name)).toEqual(['get_weather', 'final_answer']);
     expect(msg.type).toBe('message');
-    expect(msg.id).toMatch(/^msg_/);
+    // The message id is toolproof's request id: what the client reports is in the log line.
+    expect(msg.id).toBe('msg_trace-7');
     expect(msg.content).toHaveLength(1);
     expect(msg.content[0]!.type).toBe('text');
     expect((msg.content[0] as Anthropic.TextBlock).text).toMatch(/simulator says yes/);

@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TOOL_ERROR_PREFIX, toChatMessages } from '../../protocol/anthropic/request.js';
-import { toMessage } from '../../protocol/anthropic/response.js';
+import { messageId, toMessage } from '../../protocol/anthropic/response.js';
 import { MessageStreamTranslator } from '../../protocol/anthropic/stream.js';
 import type {
   Message,
@@ -102,7 +102,7 @@ function back(m: ChatMessage): ResponseBlock[] {
       },
     ],
   };
-  return toMessage(completion, { model: 'm' }).content;
+  return toMessage(completion, { id: 'msg_r', model: 'm' }).content;
 }
 
 describe('Messages -> chat -> Messages keeps ids, results and text', () => {
@@ -296,7 +296,7 @@ describe('streamed equals non-streamed, whatever the split', () => {
         });
         chunks.push(chunk({}, a.finish));
 
-        const t = new MessageStreamTranslator({ model: 'client-model' });
+        const t = new MessageStreamTranslator({ id: 'msg_s', model: 'client-model' });
         const events: StreamEvent[] = [];
         let at = 0;
         for (const size of [...a.batches, Number.POSITIVE_INFINITY]) {
@@ -306,7 +306,7 @@ describe('streamed equals non-streamed, whatever the split', () => {
         }
         events.push(...t.end(completion.usage));
         expect(events[1]).toEqual({ type: 'ping' });
-        expect(fold(events)).toEqual(toMessage(completion, { model: 'client-model' }));
+        expect(fold(events)).toEqual(toMessage(completion, { id: 'msg_s', model: 'client-model' }));
       }),
       { numRuns: 300 },
     );
@@ -335,9 +335,9 @@ describe('ids', () => {
         },
       ],
     };
-    const msg = toMessage(completion, { model: 'm' });
-    expect(msg.id).toBe('msg_q1');
-    expect((msg.content as ToolUseBlock[]).map((b) => b.id)).toEqual(['toolu_q1_0', 'toolu_q1_1']);
+    const msg = toMessage(completion, { id: messageId('req:1'), model: 'm' });
+    expect(msg.id).toBe('msg_req_1');
+    expect((msg.content as ToolUseBlock[]).map((b) => b.id)).toEqual(['toolu_req_1_0', 'toolu_req_1_1']);
     expect(msg.stop_reason).toBe('tool_use');
   });
 });

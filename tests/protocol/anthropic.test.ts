@@ -171,7 +171,7 @@ describe('toChatRequest', () => {
 });
 
 describe('response mapping', () => {
-  const ctx = { model: 'client', stopSequences: ['END'] };
+  const ctx = { id: 'msg_1', model: 'client', stopSequences: ['END'] };
   it('stop reasons', () => {
     expect(stopReason('stop', false, null, ctx)).toEqual({ stop_reason: 'end_turn', stop_sequence: null });
     expect(stopReason('stop', false, 'END', ctx)).toEqual({
@@ -240,10 +240,12 @@ describe('errors', () => {
 
 describe('token counting helpers', () => {
   it('tokenize answers: vLLM count, llama-server tokens, anything else none', () => {
-    expect(tokenizeCount({ count: 12, max_model_len: 100, tokens: [1] })).toBe(12);
-    expect(tokenizeCount({ tokens: [1, 2, 3] })).toBe(3);
-    expect(tokenizeCount({ detail: 'Not Found' })).toBeUndefined();
-    expect(tokenizeCount('text')).toBeUndefined();
+    expect(tokenizeCount({ count: 12, max_model_len: 100, tokens: [1] }, 'chat')).toBe(12);
+    expect(tokenizeCount({ tokens: [1, 2, 3] }, 'text')).toBe(3);
+    // llama-server's answer to the chat form (no "content"): not a count of anything.
+    expect(tokenizeCount({ tokens: [] }, 'chat')).toBeUndefined();
+    expect(tokenizeCount({ detail: 'Not Found' }, 'text')).toBeUndefined();
+    expect(tokenizeCount('text', 'text')).toBeUndefined();
   });
 
   it('the estimate is 4 characters per token plus a flat cost per image', () => {
