@@ -118,7 +118,8 @@ describe('stream framing on the wire', () => {
   it('message_start, ping, one block per run with start/delta/stop, message_delta, message_stop', async () => {
     const { stack } = await start();
     const script = [{ think: 'Hmm.', say: 'Hello there.' }];
-    const res = await fetch(`${stack.origin}/v1/messages`, {
+    // Claude Code adds ?beta=true to the path.
+    const res = await fetch(`${stack.origin}/v1/messages?beta=true`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-sim-scenario': JSON.stringify(script) },
       body: JSON.stringify({
@@ -205,9 +206,15 @@ describe('tool loop: tool_use -> tool_result -> answer', () => {
     ],
   };
 
-  for (const mode of ['create', 'stream'] as const) {
-    it(`${mode}: parallel tool_use ids come back as tool_result ids and reach the upstream unchanged`, async () => {
-      const { stack, client } = await start({ sim: { strictHistory: true } });
+  const cases = [
+    ['create', 'vllm'],
+    ['stream', 'vllm'],
+    ['create', 'llama-server'],
+    ['stream', 'llama-server'],
+  ] as const;
+  for (const [mode, personality] of cases) {
+    it(`${mode} (${personality}): parallel tool_use ids come back as tool_result ids and reach the upstream unchanged`, async () => {
+      const { stack, client } = await start({ sim: { strictHistory: true, personality } });
       const run = (messages: Anthropic.MessageParam[]) => {
         const params = { model: 'sim', max_tokens: 512, messages, tools: [weather] };
         return mode === 'create'
@@ -355,6 +362,15 @@ describe('errors in Anthropic shape', () => {
       type: 'error',
       error: { type: 'invalid_request_error', message: 'Missing required field "max_tokens".' },
     });
+    const notJson = await fetch(`${stack.origin}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"model":',
+    });
+    expect(notJson.status).toBe(400);
+    expect(((await notJson.json()) as { type: string; error: { type: string } }).error.type).toBe(
+      'invalid_request_error',
+    );
     expect(stack.sim.requests).toHaveLength(0);
   });
 
