@@ -5,7 +5,7 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Stack, type StackOptions, startStack } from '../server/stack.js';
+import { type Stack, type StackOptions, startStack, waitFor } from '../server/stack.js';
 
 let stack: Stack | undefined;
 afterEach(async () => {
@@ -391,5 +391,23 @@ describe('errors in Anthropic shape', () => {
     const text: string[] = [];
     stream.on('text', (t) => text.push(t));
     await expect(stream.finalMessage()).rejects.toThrow(/engine died/);
+  });
+});
+
+describe('client disconnect', () => {
+  it('aborting the SDK stream mid-answer cancels the upstream request', async () => {
+    const { stack, client } = await start();
+    const slow = [{ say: 'word '.repeat(200), chunkDelayMs: 20 }];
+    const stream = client.messages.stream(
+      { model: 'sim', max_tokens: 2048, messages: [{ role: 'user', content: 'long answer' }] },
+      scenario(slow),
+    );
+    let got = 0;
+    stream.on('text', () => {
+      if (++got === 3) stream.abort();
+    });
+    await expect(stream.finalMessage()).rejects.toThrow();
+    await waitFor(() => stack.sim.aborts.length >= 1);
+    expect(stack.sim.aborts).toHaveLength(1);
   });
 });
