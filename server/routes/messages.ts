@@ -123,14 +123,28 @@ class MessagesSseOutput implements StreamOutput {
   }
 }
 
-/** Bodies of a /tokenize call: vLLM's chat form first, then llama-server's plain-text form. */
-function tokenizeBodies(model: string, chat: ChatCompletionRequest): Array<['chat' | 'text', string]> {
-  const vllm: Record<string, unknown> = { model, messages: chat.messages, add_generation_prompt: true };
-  if (chat.tools) vllm.tools = chat.tools;
-  return [
-    ['chat', JSON.stringify(vllm)],
-    ['text', JSON.stringify({ content: conversationText(chat).text })],
-  ];
+interface TokenizeTry {
+  form: 'chat' | 'text';
+  body: string;
+  /** Tokens the body leaves out, estimated (tool definitions an older vLLM will not take). */
+  extra: number;
+}
+
+/**
+ * Bodies of a /tokenize call, in order: vLLM's chat form with the tools (recent vLLM renders
+ * them into the template), the chat form without them (older vLLM refuses unknown fields; the
+ * tools are then estimated), then llama-server's plain-text form.
+ */
+function tokenizeTries(model: string, chat: ChatCompletionRequest): TokenizeTry[] {
+  const base = { model, messages: chat.messages, add_generation_prompt: true };
+  const tries: TokenizeTry[] = [];
+  if (chat.tools) {
+    tries.push({ form: 'chat', body: JSON.stringify({ ...base, tools: chat.tools }), extra: 0 });
+  }
+  const toolTokens = chat.tools ? estimateTokens({ model, messages: [], tools: chat.tools }) : 0;
+  tries.push({ form: 'chat', body: JSON.stringify(base), extra: toolTokens });
+  tries.push({ form: 'text', body: JSON.stringify({ content: conversationText(chat).text }), extra: 0 });
+  return tries;
 }
 
 /**
@@ -144,7 +158,7 @@ async function upstreamCount(
 ): Promise<number | undefined> {
   const controller = new RequestAbort();
   request.tpAbort = controller;
-  for (const [form, body] of tokenizeBodies(route.upstreamModel ?? chat.model, chat)) {
+  for (const { form, body, extra } of tokenizeTries(route.upstreamModel ?? chat.model, chat)) {
     try {
       const res = await route.client.request({
         method: 'POST',
@@ -158,7 +172,7 @@ async function upstreamCount(
       if (res.status === 404 || res.status === 405) return undefined; // no tokenizer endpoint at all
       if (res.status !== 200) continue;
       const n = tokenizeCount(parseUpstreamBody(text), form);
-      if (n !== undefined) return n;
+      if (n !== undefined) return n + extra;
     } catch {
       if (controller.aborted) return undefined;
     }

@@ -26,7 +26,9 @@ interface Seen {
 }
 
 /** A backend whose /tokenize behaves like vLLM's or llama-server's. */
-async function fakeTokenizer(kind: 'vllm' | 'llama-server'): Promise<{ url: string; seen: Seen[] }> {
+async function fakeTokenizer(
+  kind: 'vllm' | 'vllm-old' | 'llama-server',
+): Promise<{ url: string; seen: Seen[] }> {
   const seen: Seen[] = [];
   fake = createServer((req, res) => {
     let raw = '';
@@ -40,7 +42,15 @@ async function fakeTokenizer(kind: 'vllm' | 'llama-server'): Promise<{ url: stri
         res.end('{"detail":"Not Found"}');
         return;
       }
-      if (kind === 'vllm') {
+      if (kind === 'vllm-old' && 'tools' in body) {
+        // Older vLLM: extra fields are forbidden.
+        res.statusCode = 400;
+        res.end(
+          '{"object":"error","message":"Extra inputs are not permitted","type":"BadRequestError","code":400}',
+        );
+        return;
+      }
+      if (kind === 'vllm' || kind === 'vllm-old') {
         res.end(
           JSON.stringify({ count: 42, max_model_len: 4096, tokens: Array(42).fill(7), token_strs: null }),
         );
@@ -95,13 +105,23 @@ describe('count_tokens', () => {
     expect(body.add_generation_prompt).toBe(true);
   });
 
+  it('older vLLM refuses "tools" in /tokenize: counted without them, the tools estimated', async () => {
+    const up = await fakeTokenizer('vllm-old');
+    stack = await startStack({ env: { TOOLPROOF_UPSTREAM_URL: up.url } });
+    const tools = toChatRequest({ ...params, max_tokens: 1 }).tools!;
+    const toolTokens = estimateTokens({ model: 'sim', messages: [], tools });
+    expect(toolTokens).toBeGreaterThan(5);
+    expect(await count(stack)).toEqual({ input_tokens: 42 + toolTokens, source: 'tokenize' });
+    expect(up.seen.map((r) => 'tools' in r.body)).toEqual([true, false]);
+  });
+
   it('llama-server: the chat form counts nothing there, so the text form is asked', async () => {
     const up = await fakeTokenizer('llama-server');
     stack = await startStack({ env: { TOOLPROOF_UPSTREAM_URL: up.url } });
     const r = await count(stack);
     expect(r.source).toBe('tokenize');
-    expect(up.seen).toHaveLength(2);
-    const content = up.seen[1]!.body.content as string;
+    expect(up.seen).toHaveLength(3);
+    const content = up.seen[2]!.body.content as string;
     expect(content).toContain('Count me, please.');
     expect(content).toContain('read_file');
     expect(r.input_tokens).toBe(Math.ceil(content.length / 3));
