@@ -209,6 +209,8 @@ export function messagesRoutes(state: AppState): FastifyPluginAsync {
           model: body.model,
           ...(Array.isArray(body.stop_sequences) ? { stopSequences: body.stop_sequences } : {}),
         };
+        // Anthropic SDKs expose this header as the response's request id.
+        reply.header('request-id', request.id);
         if (body.stream !== true) {
           const result = await completeChat(call, state.chatDeps);
           reply.header('x-toolproof-attempts', String(call.trace.attempts));
@@ -218,7 +220,11 @@ export function messagesRoutes(state: AppState): FastifyPluginAsync {
           }
           return reply.send(toMessage(result.completion, ctx));
         }
-        const out = new MessagesSseOutput(reply, { 'x-request-id': request.id }, ctx);
+        const out = new MessagesSseOutput(
+          reply,
+          { 'x-request-id': request.id, 'request-id': request.id },
+          ctx,
+        );
         try {
           await streamChat(call, state.chatDeps, out);
         } finally {

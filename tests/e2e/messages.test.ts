@@ -73,6 +73,7 @@ describe('forced final answer through /v1/messages', () => {
       },
       { headers: { 'x-request-id': 'trace-7' } },
     );
+    expect(msg._request_id).toBe('trace-7');
     const sent = chatBodies(stack)[0]!;
     expect(sent.tool_choice).toBe('required');
     expect(sent.tools!.map((t) => t.function.name)).toEqual(['get_weather', 'final_answer']);
