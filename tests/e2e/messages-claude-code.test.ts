@@ -94,7 +94,7 @@ describe('Claude Code through /v1/messages', () => {
       'tool',
       'user',
     ]);
-    expect(String(sent.messages[0]!.content)).toMatch(/^You are Claude Code[^]*<env>/);
+    expect(String(sent.messages[0]!.content)).toMatch(/^You are Claude Code[\s\S]*<env>/);
     expect(sent.messages[2]!.tool_calls!.map((c) => c.id)).toEqual(['toolu_01A9xQ3mZ', 'toolu_01B7kP2nY']);
     expect(sent.messages.slice(3, 5).map((m) => m.tool_call_id)).toEqual([
       'toolu_01A9xQ3mZ',
