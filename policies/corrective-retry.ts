@@ -3,7 +3,10 @@
  * normalization, leak recovery and final_answer unwrapping). A call naming an undeclared tool,
  * with arguments that are not a JSON object or fail the declared schema, or a tool call written
  * as text no parser could read, makes toolproof re-ask the model once (settings.maxRetries)
- * with feedback saying what was wrong and what to do next. Bounded by ctx.retriesUsed: a second
+ * with feedback saying what was wrong and what to do next. The client's tool_choice is part of
+ * the judgement: with a named tool a call to another tool is invalid ('wrong-tool'), with
+ * "required" or a named tool a turn without any call is ('prose-when-required'); a final-answer
+ * call left unwrapped by force-tool-use ('final-answer-args') is too. Bounded by ctx.retriesUsed: a second
  * failure is returned as it is, with the validation errors as effects, never turned into `{}`.
  *
  * Leaks: the pipeline passes its leak records in this policy's memo (see CorrectiveRetryMemo);
@@ -13,13 +16,27 @@ import type { LeakRecord } from '../parsers/types.js';
 import type { ChatCompletion, ChatCompletionRequest, ToolCall } from '../protocol/openai.js';
 import type { Policy, PolicyContext, PolicyEffect } from './types.js';
 import { isPlainObject } from './support/canonical-arguments.js';
-import { buildCatalogue, type CallCheck, checkCalls, unparsedLeakFeedback } from './support/call-checks.js';
+import {
+  buildCatalogue,
+  type CallCheck,
+  checkCalls,
+  proseFeedback,
+  unparsedLeakFeedback,
+} from './support/call-checks.js';
+import { clientToolChoice } from './support/client-choice.js';
 import { createHeldCallsStreamHook } from './support/held-calls-stream.js';
 import { buildRetryRequest } from './support/retry-request.js';
 
 export const CORRECTIVE_RETRY_POLICY = 'corrective-retry';
 
-export type RetryReason = 'undeclared-tool' | 'schema' | 'invalid-json' | 'unparsed-leak';
+export type RetryReason =
+  | 'undeclared-tool'
+  | 'schema'
+  | 'invalid-json'
+  | 'unparsed-leak'
+  | 'wrong-tool'
+  | 'final-answer-args'
+  | 'prose-when-required';
 
 export type LeakInput = Pick<LeakRecord, 'format' | 'outcome'> & Partial<LeakRecord>;
 
@@ -86,10 +103,22 @@ export function correctTurn(
   if (!Array.isArray(original.tools) || original.tools.length === 0) return { effects: [] };
   const m = memoOf(memo);
   const cat = buildCatalogue(sent, original, m.finalAnswerName ?? undefined);
-  const checks: CallCheck[] = checkCalls(turn.toolCalls, cat, ctx.settings.validateArguments);
+  const choice = clientToolChoice(original);
+  const checks: CallCheck[] = checkCalls(turn.toolCalls, cat, ctx.settings.validateArguments, choice);
   const leaks = leaksOf(m, ctx);
   const effects: PolicyEffect[] = [];
   const reasons: RetryReason[] = [];
+  // "required" or a named tool answered in prose: the client's choice is part of the judgement.
+  const prose = turn.toolCalls.length === 0 ? proseFeedback(choice, cat) : null;
+  if (prose !== null) {
+    reasons.push('prose-when-required');
+    effects.push({
+      policy: CORRECTIVE_RETRY_POLICY,
+      kind: 'validation-failed',
+      count: 1,
+      detail: { tool: '(prose)', reason: 'prose-when-required', message: prose },
+    });
+  }
   for (const c of checks) {
     if (!c.problem) continue;
     reasons.push(c.problem);
@@ -131,8 +160,15 @@ export function correctTurn(
     });
     return { effects };
   }
-  const leakFeedback = leaks.length > 0 ? unparsedLeakFeedback(leaks, cat) : undefined;
-  const request = buildRetryRequest(sent, turn.content, checks, leakFeedback);
+  const turnFeedback = [prose, leaks.length > 0 ? unparsedLeakFeedback(leaks, cat) : null]
+    .filter((f): f is string => f !== null)
+    .join('\n');
+  const request = buildRetryRequest(
+    sent,
+    turn.content,
+    checks,
+    turnFeedback === '' ? undefined : turnFeedback,
+  );
   effects.push({
     policy: CORRECTIVE_RETRY_POLICY,
     kind: 'retry',
@@ -180,9 +216,11 @@ export const correctiveRetryPolicy: Policy = {
   },
 
   createStreamHook(ctx, memo, sent, original) {
-    // Holding calls back only pays when a retry can follow.
+    // Holding the turn back only pays when a retry can follow.
     const declaresTools = Array.isArray(original.tools) && original.tools.length > 0;
     const canRetry = declaresTools && ctx.retriesUsed < ctx.settings.maxRetries;
-    return createHeldCallsStreamHook((turn) => correctTurn(turn, ctx, memo, sent, original), canRetry);
+    return createHeldCallsStreamHook((turn) => correctTurn(turn, ctx, memo, sent, original), {
+      hold: canRetry,
+    });
   },
 };

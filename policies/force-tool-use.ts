@@ -11,6 +11,13 @@
  *   answer. Guided decoding can enforce one grammar per request: a tool-call grammar and the
  *   response_format schema conflict (llama-server lets json_schema win over tools; vLLM would
  *   constrain the call, not the content), so forcing would break the format the client asked for.
+ * - `logprobs: true` or `top_logprobs`: the logprobs would describe the final_answer call's JSON
+ *   (`{"answer": "...`), not the text the client receives; they cannot be mapped back.
+ *
+ * A final_answer whose arguments hold no answer (support/final-answer.ts has the rule: `answer`,
+ * or the only key when it holds a string) stays a call while a corrective retry can follow, so
+ * corrective-retry re-asks with 'final-answer-args' feedback; after that its raw arguments are
+ * the content (never lost), counted `final-answer-raw`.
  *
  * When the upstream is known to reject "required" (ctx.requiredRejected), final_answer is still
  * added and tool_choice is "auto": the tool still gives the model a clean way to answer.
@@ -22,7 +29,7 @@ import type {
   ToolCall,
   ToolChoice,
 } from '../protocol/openai.js';
-import type { Policy, PolicyEffect } from './types.js';
+import type { Policy, PolicyContext, PolicyEffect } from './types.js';
 import { isPlainObject } from './support/canonical-arguments.js';
 import {
   appendAnswer,
@@ -52,6 +59,9 @@ export function notForcedReason(request: ChatCompletionRequest): string | null {
   if (!Array.isArray(request.tools) || request.tools.length === 0) return 'no-tools';
   const choice = request.tool_choice;
   if (choice !== undefined && choice !== null && choice !== 'auto') return 'explicit-tool-choice';
+  if (request.logprobs === true || (request.top_logprobs !== undefined && request.top_logprobs !== null)) {
+    return 'logprobs';
+  }
   const format = request.response_format;
   if (format !== undefined && format !== null && !(isPlainObject(format) && format.type === 'text')) {
     return 'response-format';
@@ -73,8 +83,23 @@ function callName(call: unknown): string | undefined {
   return typeof name === 'string' ? name : undefined;
 }
 
-/** Unwraps final_answer calls of one choice (see the module comment for the rules). */
-export function unwrapFinalAnswer(choice: Choice, memo: ForceToolUseMemo, effects: PolicyEffect[]): Choice {
+/**
+ * Can an invalid final_answer call still be re-asked? Only while corrective retries remain and
+ * the turn was not cut off by max_tokens (the same budget would cut the retry too). Otherwise
+ * the call is unwrapped as well as it goes (last resort), so a final_answer never reaches the
+ * client as a tool call.
+ */
+export function finalAnswerRetryable(ctx: PolicyContext, upstreamFinish: string | null | undefined): boolean {
+  return ctx.retriesUsed < ctx.settings.maxRetries && upstreamFinish !== 'length';
+}
+
+/** Unwraps final_answer calls of one choice (see the module comment and support/final-answer.ts). */
+export function unwrapFinalAnswer(
+  choice: Choice,
+  memo: ForceToolUseMemo,
+  effects: PolicyEffect[],
+  retryable = false,
+): Choice {
   const name = memo.finalAnswerName;
   const calls: ToolCall[] = Array.isArray(choice.message?.tool_calls) ? choice.message.tool_calls : [];
   const finals = name === null ? [] : calls.filter((c) => callName(c) === name);
@@ -90,14 +115,25 @@ export function unwrapFinalAnswer(choice: Choice, memo: ForceToolUseMemo, effect
     return choice;
   }
   const real = calls.filter((c) => callName(c) !== name);
+  const decodedAll = finals.map((f) => decodeFinalAnswer(f.function?.arguments));
+  if (retryable && decodedAll.some((d) => d.invalid)) {
+    // Left as a call for corrective-retry to judge ('final-answer-args'); moved after the real
+    // calls, where the stream hook emits it too.
+    effects.push({ policy: FORCE_TOOL_USE_POLICY, kind: 'final-answer-invalid', count: 1 });
+    const ordered = [...real, ...finals].map((c, i) =>
+      typeof c.index === 'number' ? { ...c, index: i } : c,
+    );
+    return { ...choice, message: { ...choice.message, tool_calls: ordered } };
+  }
   let text = leadingContent(choice.message.content);
   let truncated = false;
   let raw = false;
-  for (const f of finals) {
-    const decoded = decodeFinalAnswer(f.function?.arguments);
+  let field: string | undefined;
+  for (const decoded of decodedAll) {
     text = appendAnswer(text, decoded.text);
     truncated ||= decoded.truncated;
     raw ||= decoded.raw;
+    field ??= decoded.field;
   }
   const message = { ...choice.message, content: text };
   if (real.length > 0) {
@@ -113,13 +149,24 @@ export function unwrapFinalAnswer(choice: Choice, memo: ForceToolUseMemo, effect
         ? 'tool_calls'
         : upstream
       : 'stop';
-  effects.push({
+  effects.push(finalAnswerEffect(real.length > 0, truncated, raw, field));
+  if (raw) effects.push({ policy: FORCE_TOOL_USE_POLICY, kind: 'final-answer-raw', count: 1 });
+  return { ...choice, message, finish_reason: finish };
+}
+
+/** The `final-answer` effect, built the same way by both paths. */
+export function finalAnswerEffect(
+  mixed: boolean,
+  truncated: boolean,
+  raw: boolean,
+  field: string | undefined,
+): PolicyEffect {
+  return {
     policy: FORCE_TOOL_USE_POLICY,
     kind: 'final-answer',
     count: 1,
-    detail: { mixed: real.length > 0, truncated, raw },
-  });
-  return { ...choice, message, finish_reason: finish };
+    detail: { mixed, truncated, raw, ...(field !== undefined ? { field } : {}) },
+  };
 }
 
 export const forceToolUsePolicy: Policy = {
@@ -152,16 +199,18 @@ export const forceToolUsePolicy: Policy = {
     };
   },
 
-  onResponse(response: ChatCompletion, _ctx, memo) {
+  onResponse(response: ChatCompletion, ctx, memo) {
     if (!isForceToolUseMemo(memo) || memo.finalAnswerName === null || !Array.isArray(response.choices)) {
       return { action: 'continue', response, effects: [] };
     }
     const effects: PolicyEffect[] = [];
-    const choices = response.choices.map((c) => unwrapFinalAnswer(c, memo, effects));
+    const choices = response.choices.map((c) =>
+      unwrapFinalAnswer(c, memo, effects, finalAnswerRetryable(ctx, c.finish_reason)),
+    );
     return { action: 'continue', response: { ...response, choices }, effects };
   },
 
-  createStreamHook(_ctx, memo) {
+  createStreamHook(ctx, memo) {
     if (!isForceToolUseMemo(memo) || memo.finalAnswerName === null) {
       return { onChunk: (chunk) => [chunk], onEnd: () => ({ chunks: [], effects: [] }) };
     }
@@ -170,6 +219,8 @@ export const forceToolUsePolicy: Policy = {
       finalAnswerName: memo.finalAnswerName,
       forced: memo.forced,
       toolChoiceSent: memo.toolChoiceSent,
+      // Whether the finish will be "length" is only known at the end: the hook checks that itself.
+      retriesLeft: ctx.retriesUsed < ctx.settings.maxRetries,
     });
   },
 };

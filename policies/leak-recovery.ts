@@ -2,6 +2,8 @@
  * leak-recovery: tool calls the model wrote as text (the backend's --tool-call-parser did not
  * match) are parsed back into real tool_calls by the parser engine (parsers/recover.ts).
  * Runs only when the request declared tools, unless the model's `recovery` is 'always'.
+ * With the client's tool_choice "none" nothing is recovered: leaked text stays content, byte for
+ * byte, and is only counted (outcome 'suppressed').
  * Structured calls the backend already returned stay first; recovered ones follow them.
  * Ids are derived from the response id (policies are pure: no randomness).
  */
@@ -10,6 +12,7 @@ import type {
   ChatCompletion,
   ChatCompletionChunk,
   ChatCompletionRequest,
+  ChunkChoice,
   Delta,
   ToolCall,
   ToolCallDelta,
@@ -24,8 +27,15 @@ import {
 } from '../parsers/recover.js';
 import type { LeakRecord } from '../parsers/types.js';
 import type { Policy, PolicyContext, PolicyEffect, StreamHook } from './types.js';
+import { clientToolChoice } from './support/client-choice.js';
 
 const NAME = 'leak-recovery';
+
+/**
+ * Leak outcome for tool_choice "none" (the metric label `outcome` gains this value). Kept here,
+ * not in parsers/types.ts: the engine never suppresses, only this policy does.
+ */
+export const SUPPRESSED = 'suppressed' as const;
 
 function applies(ctx: PolicyContext, sent: ChatCompletionRequest): boolean {
   if (ctx.settings.recovery === 'off') return false;
@@ -48,7 +58,10 @@ function idFactory(responseId: string, choice: number): () => string {
   return () => `${base}_${n++}`;
 }
 
-const leakEffects = (leaks: readonly LeakRecord[]): PolicyEffect[] =>
+/** A leak record as reported: the engine's outcomes plus this policy's 'suppressed'. */
+type ReportedLeak = Omit<LeakRecord, 'outcome'> & { outcome: LeakRecord['outcome'] | typeof SUPPRESSED };
+
+const leakEffects = (leaks: readonly ReportedLeak[]): PolicyEffect[] =>
   leaks.map((leak) => ({ policy: NAME, kind: 'leak', detail: leak }));
 
 function recoverChoiceMessage(
@@ -92,13 +105,49 @@ function recoverChoiceMessage(
   return { message: next, added: recovered.length, leaks: result.leaks };
 }
 
+/**
+ * A leak the client's tool_choice "none" keeps as text: counted, never a call, never a retry
+ * (corrective-retry only acts on 'unrecovered'). A 'rejected' leak stays text anyway and keeps
+ * its outcome.
+ */
+const suppressedEffects = (leaks: readonly LeakRecord[]): PolicyEffect[] =>
+  leakEffects(leaks.map((l) => (l.outcome === 'rejected' ? l : { ...l, outcome: SUPPRESSED })));
+
+/** tool_choice "none", non-streamed: the response is returned untouched; leaks are only counted. */
+function suppressLeaks(
+  response: ChatCompletion,
+  ctx: PolicyContext,
+  sent: ChatCompletionRequest,
+): ReturnType<NonNullable<Policy['onResponse']>> {
+  const effects: PolicyEffect[] = [];
+  for (const choice of response.choices) {
+    const m = choice?.message;
+    if (!m) continue;
+    const content = typeof m.content === 'string' ? m.content : null;
+    const reasoning = typeof m.reasoning_content === 'string' ? m.reasoning_content : m.reasoning;
+    const r = recoverMessage(
+      { content, reasoning: typeof reasoning === 'string' ? reasoning : null },
+      {
+        tools: declaredTools(sent),
+        parsers: ctx.settings.parsers,
+        newId: idFactory('', choice.index ?? 0),
+        startsInReasoning: ctx.settings.startsInReasoning,
+      },
+    );
+    effects.push(...suppressedEffects(r.leaks));
+  }
+  return { action: 'continue', response, effects };
+}
+
 function onResponse(
   response: ChatCompletion,
   ctx: PolicyContext,
   _memo: unknown,
   sent: ChatCompletionRequest,
+  original: ChatCompletionRequest,
 ): ReturnType<NonNullable<Policy['onResponse']>> {
   if (!applies(ctx, sent)) return { action: 'continue', response, effects: [] };
+  if (clientToolChoice(original).kind === 'none') return suppressLeaks(response, ctx, sent);
   const effects: PolicyEffect[] = [];
   let changed = false;
   const choices = response.choices.map((choice) => {
@@ -116,37 +165,59 @@ function onResponse(
   return { action: 'continue', response: changed ? { ...response, choices } : response, effects };
 }
 
+/** Stream state of one choice: its own engine, its own index space for tool calls. */
+interface ChoiceRecovery {
+  stream: ReturnType<typeof createRecoveryStream>;
+  finished: boolean;
+  reasoningKey: 'reasoning_content' | 'reasoning';
+  upstreamIndex: Map<number, number>;
+  recoveredIndex: Map<number, number>;
+  nextIndex: number;
+  recoveredCount: number;
+}
+
 /**
- * Streaming: choice 0's content and reasoning deltas go through the engine's stream (which
- * holds back only a tail that could still start a marker); recovered calls become OpenAI
- * tool-call deltas numbered after the backend's own structured calls.
+ * Streaming: each choice's content and reasoning deltas go through its own engine stream
+ * (which holds back only a tail that could still start a marker), keyed by `choice.index`, so
+ * with n > 1 every choice is recovered exactly as the non-streamed path recovers it. Recovered
+ * calls become OpenAI tool-call deltas numbered after that choice's structured calls.
  */
-function createStreamHook(ctx: PolicyContext, _memo: unknown, sent: ChatCompletionRequest): StreamHook {
+function createStreamHook(
+  ctx: PolicyContext,
+  _memo: unknown,
+  sent: ChatCompletionRequest,
+  original: ChatCompletionRequest,
+): StreamHook {
   if (!applies(ctx, sent)) {
     return { onChunk: (c) => [c], onEnd: () => ({ chunks: [], effects: [] }) };
   }
-  let stream: ReturnType<typeof createRecoveryStream> | undefined;
-  let finished = false;
-  let reasoningKey: 'reasoning_content' | 'reasoning' = 'reasoning_content';
+  if (clientToolChoice(original).kind === 'none') return createSuppressingHook(ctx, sent);
+  const states = new Map<number, ChoiceRecovery>();
   let last: Pick<ChatCompletionChunk, 'id' | 'created' | 'model'> | undefined;
-  const upstreamIndex = new Map<number, number>();
-  const recoveredIndex = new Map<number, number>();
-  let nextIndex = 0;
-  let recoveredCount = 0;
 
-  const engine = (chunk: ChatCompletionChunk) => {
-    if (!stream) {
-      stream = createRecoveryStream({
-        tools: declaredTools(sent),
-        parsers: ctx.settings.parsers,
-        newId: idFactory(String(chunk.id ?? ''), 0),
-        startsInReasoning: ctx.settings.startsInReasoning,
-      });
+  const stateOf = (chunk: ChatCompletionChunk, index: number): ChoiceRecovery => {
+    let st = states.get(index);
+    if (!st) {
+      st = {
+        stream: createRecoveryStream({
+          tools: declaredTools(sent),
+          parsers: ctx.settings.parsers,
+          newId: idFactory(String(chunk.id ?? ''), index),
+          startsInReasoning: ctx.settings.startsInReasoning,
+        }),
+        finished: false,
+        reasoningKey: 'reasoning_content',
+        upstreamIndex: new Map(),
+        recoveredIndex: new Map(),
+        nextIndex: 0,
+        recoveredCount: 0,
+      };
+      states.set(index, st);
     }
-    return stream;
+    return st;
   };
 
-  const apply = (events: RecoveryEvent[], delta: Delta): void => {
+  const apply = (st: ChoiceRecovery, events: RecoveryEvent[], delta: Delta): void => {
     let content = '';
     let reasoning = '';
     const calls: ToolCallDelta[] = [];
@@ -154,85 +225,136 @@ function createStreamHook(ctx: PolicyContext, _memo: unknown, sent: ChatCompleti
       if (e.type === 'content') content += e.text;
       else if (e.type === 'reasoning') reasoning += e.text;
       else if (e.type === 'call-start') {
-        const idx = nextIndex++;
-        recoveredIndex.set(e.index, idx);
-        recoveredCount++;
+        const idx = st.nextIndex++;
+        st.recoveredIndex.set(e.index, idx);
+        st.recoveredCount++;
         calls.push({ index: idx, id: e.id, type: 'function', function: { name: e.name, arguments: '' } });
       } else if (e.type === 'call-args') {
-        const idx = recoveredIndex.get(e.index);
+        const idx = st.recoveredIndex.get(e.index);
         if (idx !== undefined) calls.push({ index: idx, function: { arguments: e.fragment } });
       }
     }
     if (content) delta.content = content;
-    if (reasoning) delta[reasoningKey] = reasoning;
+    if (reasoning) delta[st.reasoningKey] = reasoning;
     if (calls.length > 0) delta.tool_calls = [...(delta.tool_calls ?? []), ...calls];
+  };
+
+  const transform = (chunk: ChatCompletionChunk, choice: ChunkChoice): ChunkChoice | null => {
+    const st = stateOf(chunk, choice.index);
+    if (st.finished) return choice;
+    const inDelta = choice.delta ?? {};
+    if (typeof inDelta.reasoning === 'string' && inDelta.reasoning_content == null)
+      st.reasoningKey = 'reasoning';
+    const { content, tool_calls, reasoning_content, reasoning, ...rest } = inDelta;
+    const reasoningText = (st.reasoningKey === 'reasoning' ? reasoning : reasoning_content) as
+      | string
+      | null
+      | undefined;
+    const out: Delta = { ...rest };
+    // Structured calls from the backend pass through, renumbered into the choice's index space.
+    if (Array.isArray(tool_calls)) {
+      out.tool_calls = tool_calls.map((tc) => {
+        let idx = st.upstreamIndex.get(tc.index);
+        if (idx === undefined) {
+          idx = st.nextIndex++;
+          st.upstreamIndex.set(tc.index, idx);
+        }
+        return { ...tc, index: idx };
+      });
+    }
+    const events = st.stream.push({
+      ...(typeof content === 'string' && content ? { content } : {}),
+      ...(typeof reasoningText === 'string' && reasoningText ? { reasoning: reasoningText } : {}),
+    });
+    let finish = choice.finish_reason;
+    if (finish != null) {
+      events.push(...st.stream.finish());
+      st.finished = true;
+    }
+    apply(st, events, out);
+    // Keep the role chunk's empty content as the backend sent it.
+    if (out.content === undefined && inDelta.role && content !== undefined) out.content = content;
+    if (finish === 'stop' && st.recoveredCount > 0) finish = 'tool_calls';
+    // Everything held back: nothing to send for this choice yet.
+    if (finish == null && Object.keys(out).length === 0) return null;
+    return { ...choice, delta: out, finish_reason: finish };
   };
 
   return {
     onChunk(chunk) {
       last = { id: chunk.id, created: chunk.created, model: chunk.model };
       if (!Array.isArray(chunk.choices) || chunk.choices.length === 0) return [chunk];
-      const choices = chunk.choices.map((choice) => {
-        if (choice.index !== 0 || finished) return choice;
-        const inDelta = choice.delta ?? {};
-        if (typeof inDelta.reasoning === 'string' && inDelta.reasoning_content == null)
-          reasoningKey = 'reasoning';
-        const s = engine(chunk);
-        const { content, tool_calls, reasoning_content, reasoning, ...rest } = inDelta;
-        const reasoningText = (reasoningKey === 'reasoning' ? reasoning : reasoning_content) as
-          | string
-          | null
-          | undefined;
-        const out: Delta = { ...rest };
-        // Structured calls from the backend pass through, renumbered into the shared index space.
-        if (Array.isArray(tool_calls)) {
-          out.tool_calls = tool_calls.map((tc) => {
-            let idx = upstreamIndex.get(tc.index);
-            if (idx === undefined) {
-              idx = nextIndex++;
-              upstreamIndex.set(tc.index, idx);
-            }
-            return { ...tc, index: idx };
-          });
-        }
-        const events = s.push({
-          ...(typeof content === 'string' && content ? { content } : {}),
-          ...(typeof reasoningText === 'string' && reasoningText ? { reasoning: reasoningText } : {}),
-        });
-        let finish = choice.finish_reason;
-        if (finish != null) {
-          events.push(...s.finish());
-          finished = true;
-        }
-        apply(events, out);
-        // Keep the role chunk's empty content as the backend sent it.
-        if (out.content === undefined && inDelta.role && content !== undefined) out.content = content;
-        if (finish === 'stop' && recoveredCount > 0) finish = 'tool_calls';
-        return { ...choice, delta: out, finish_reason: finish };
-      });
-      const c0 = choices.find((c) => c.index === 0);
-      const empty =
-        c0 &&
-        c0.finish_reason == null &&
-        Object.keys(c0.delta).length === 0 &&
-        chunk.choices.length === 1 &&
-        !chunk.usage;
-      return empty ? [] : [{ ...chunk, choices }];
+      const choices: ChunkChoice[] = [];
+      for (const choice of chunk.choices) {
+        const t = transform(chunk, choice);
+        if (t) choices.push(t);
+      }
+      return choices.length === 0 && !chunk.usage ? [] : [{ ...chunk, choices }];
     },
     onEnd() {
-      const effects = leakEffects(stream?.leaks() ?? []);
-      if (!stream || finished || !last) return { chunks: [], effects };
-      finished = true;
-      const delta: Delta = {};
-      apply(stream.finish(), delta);
-      const final = leakEffects(stream.leaks());
-      if (Object.keys(delta).length === 0) return { chunks: [], effects: final };
-      return {
-        chunks: [
-          { ...last, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: null }] },
-        ],
-        effects: final,
-      };
+      const chunks: ChatCompletionChunk[] = [];
+      const effects: PolicyEffect[] = [];
+      for (const [index, st] of [...states].sort(([a], [b]) => a - b)) {
+        if (!st.finished && last) {
+          // The upstream ended without a finish_reason: flush what the engine still holds.
+          st.finished = true;
+          const delta: Delta = {};
+          apply(st, st.stream.finish(), delta);
+          if (Object.keys(delta).length > 0) {
+            chunks.push({
+              ...last,
+              object: 'chat.completion.chunk',
+              choices: [{ index, delta, finish_reason: null }],
+            });
+          }
+        }
+        effects.push(...leakEffects(st.stream.leaks()));
+      }
+      return { chunks, effects };
+    },
+  };
+}
+
+/**
+ * tool_choice "none": the client forbade tool calls, so leaked call text is not turned into
+ * calls (the Vercel AI SDK, for one, throws on a call it forbade). Chunks pass through byte for
+ * byte; each choice's text still goes through an engine, only to count the leaks (outcome
+ * 'suppressed'). Like a request without tools, nothing is rewritten (no reasoning split either).
+ */
+function createSuppressingHook(ctx: PolicyContext, sent: ChatCompletionRequest): StreamHook {
+  const engines = new Map<number, ReturnType<typeof createRecoveryStream>>();
+  const engineOf = (index: number) => {
+    let s = engines.get(index);
+    if (!s) {
+      s = createRecoveryStream({
+        tools: declaredTools(sent),
+        parsers: ctx.settings.parsers,
+        newId: idFactory('', index),
+        startsInReasoning: ctx.settings.startsInReasoning,
+      });
+      engines.set(index, s);
+    }
+    return s;
+  };
+  return {
+    onChunk(chunk) {
+      for (const choice of chunk.choices ?? []) {
+        const d = choice.delta ?? {};
+        const reasoning = typeof d.reasoning_content === 'string' ? d.reasoning_content : d.reasoning;
+        engineOf(choice.index).push({
+          ...(typeof d.content === 'string' && d.content ? { content: d.content } : {}),
+          ...(typeof reasoning === 'string' && reasoning ? { reasoning } : {}),
+        });
+      }
+      return [chunk];
+    },
+    onEnd() {
+      const effects: PolicyEffect[] = [];
+      for (const [, s] of [...engines].sort(([a], [b]) => a - b)) {
+        s.finish();
+        effects.push(...suppressedEffects(s.leaks()));
+      }
+      return { chunks: [], effects };
     },
   };
 }

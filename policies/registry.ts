@@ -3,12 +3,15 @@
  *
  *   request:  history-repair -> force-tool-use
  *   response: normalize-tool-calls -> leak-recovery (parsers/ engine)
- *             -> force-tool-use (unwrap final_answer) -> corrective-retry (judges what the client gets)
+ *             -> force-tool-use (unwrap final_answer)
+ *             -> client-constraints (tool_choice "none", parallel_tool_calls false)
+ *             -> corrective-retry (judges what the client gets)
  *
  * Run the request side in table order and the response side in table order too: each policy
  * only has the hooks for its side, so one order serves both.
  * Names are user-facing config: stable, kebab-case; a rename is breaking.
  */
+import { clientConstraintsPolicy } from './client-constraints.js';
 import { correctiveRetryPolicy } from './corrective-retry.js';
 import { forceToolUsePolicy } from './force-tool-use.js';
 import { historyRepairPolicy } from './history-repair.js';
@@ -24,6 +27,7 @@ export const RESPONSE_POLICIES: readonly Policy[] = Object.freeze([
   normalizeToolCallsPolicy,
   leakRecovery,
   forceToolUsePolicy,
+  clientConstraintsPolicy,
   correctiveRetryPolicy,
 ]);
 
@@ -33,6 +37,7 @@ export const POLICIES: readonly Policy[] = Object.freeze([
   normalizeToolCallsPolicy,
   leakRecovery,
   forceToolUsePolicy,
+  clientConstraintsPolicy,
   correctiveRetryPolicy,
 ]);
 

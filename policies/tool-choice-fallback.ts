@@ -5,6 +5,12 @@
  *
  * Only call these for a request toolproof itself forced to "required": a client that asked for
  * "required" explicitly gets the upstream's error relayed.
+ *
+ * A status alone never means "rejects required": a 503 "busy", a 500 "CUDA out of memory" or
+ * "image input is not supported" says nothing about tool_choice. Falling back on those would
+ * send every request to an overloaded backend twice and, because the verdict is remembered for
+ * fallbackTtlSeconds, take the harness away from every client of that model. So only a message
+ * the table below recognises counts, on 400/422 and on 5xx alike; everything else is relayed.
  */
 
 export interface RequiredRejection {
@@ -126,8 +132,13 @@ function collectText(body: unknown, out: string[], depth = 0): void {
   }
 }
 
+/** Statuses a rejection of tool_choice/the grammar arrives with (vLLM and llama-server use 400; some 500). */
+function mayBeRejection(status: number): boolean {
+  return status === 400 || status === 422 || (status >= 500 && status <= 599);
+}
+
 export function isRequiredRejection(status: number, body: unknown): RequiredRejection {
-  if (status !== 400 && status !== 422) return { rejected: false, reason: `status ${status}` };
+  if (!mayBeRejection(status)) return { rejected: false, reason: `status ${status}` };
   const parts: string[] = [];
   collectText(body, parts);
   const text = parts.join('\n').slice(0, MAX_TEXT);
@@ -144,6 +155,5 @@ export interface FallbackInput {
 
 export function shouldFallback(input: FallbackInput): boolean {
   if (input.bytesSentToClient > 0) return false;
-  if (isRequiredRejection(input.status, input.body).rejected) return true;
-  return input.status >= 500 && input.status <= 599;
+  return isRequiredRejection(input.status, input.body).rejected;
 }

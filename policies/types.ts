@@ -102,3 +102,20 @@ export interface Policy {
     original: ChatCompletionRequest,
   ): StreamHook;
 }
+
+/**
+ * Marks a chunk that carries the text of a final answer being streamed live. A stream hook that
+ * holds output back while a corrective retry is still possible lets such a chunk (and what was
+ * held before it) through at once: the answer is committed to the client as it is decoded.
+ * A symbol key: it never reaches the wire (JSON.stringify skips it).
+ */
+export const LIVE_ANSWER: unique symbol = Symbol('toolproof.liveAnswer');
+
+export function markLiveAnswer<T extends object>(chunk: T): T {
+  (chunk as Record<symbol, unknown>)[LIVE_ANSWER] = true;
+  return chunk;
+}
+
+export function isLiveAnswer(chunk: object): boolean {
+  return (chunk as Record<symbol, unknown>)[LIVE_ANSWER] === true;
+}

@@ -3,6 +3,7 @@ import type { ChatDeps } from './chat/context.js';
 import type { Config } from './config.js';
 import type { FallbackMemory } from './fallback-memory.js';
 import type { Metrics } from './metrics.js';
+import type { OpenStreams } from './open-streams.js';
 import type { ModelLabels } from './routing.js';
 import type { Upstreams } from './upstream.js';
 
@@ -15,4 +16,6 @@ export interface AppState {
   policies: readonly Policy[];
   chatDeps: ChatDeps;
   modelLabels: ModelLabels;
+  /** Streams open now (ended with an error event at the shutdown deadline). */
+  openStreams: OpenStreams;
 }

@@ -13,16 +13,19 @@ import { POLICIES } from '../policies/registry.js';
 import type { Policy } from '../policies/types.js';
 import type { RequestAbort } from './abort.js';
 import type { AppState } from './app-state.js';
-import { createKeyChecker } from './auth.js';
+import { createKeyChecker, isOpenRoute } from './auth.js';
 import type { ChatCall } from './chat/context.js';
 import type { Config } from './config.js';
+import { createCors } from './cors.js';
 import { registerErrorHandling } from './error-handler.js';
 import { FallbackMemory } from './fallback-memory.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { registerChatRoute } from './routes/chat-completions.js';
 import { messagesRoutes } from './routes/messages.js';
 import { registerModelRoutes } from './routes/models.js';
+import { OpenStreams, sseResponseStream } from './open-streams.js';
 import { registerOpsRoutes } from './routes/ops.js';
+import { registerPassthroughRoutes } from './routes/passthrough.js';
 import { registerRelayRoutes } from './routes/relay.js';
 import { ModelLabels } from './routing.js';
 import { Upstreams } from './upstream.js';
@@ -34,10 +37,13 @@ declare module 'fastify' {
     tpError?: ToolproofError;
     /** Aborts the upstream request when the client goes away before the response ended. */
     tpAbort?: RequestAbort;
-    tp?: { model: string; upstream: string; stream: boolean; call?: ChatCall };
+    tp?: { model: string; upstream: string; stream: boolean; call?: ChatCall; api?: Api };
     tpStart: number;
   }
 }
+
+/** Which front door a request came through (a label on the request metrics and the log line). */
+export type Api = 'chat' | 'responses' | 'messages' | 'passthrough' | 'ops';
 
 export interface BuildOptions {
   metrics?: Metrics;
@@ -68,6 +74,17 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       redact: ['req.headers.authorization', 'req.headers["x-api-key"]'],
     },
     bodyLimit: config.bodyLimitBytes,
+    // Receiving a request is bounded (a client that withholds the last byte of a large body holds
+    // its buffer); node's timers cover receiving only, so long streamed responses are not cut.
+    requestTimeout: config.clientTimeouts.requestMs,
+    http: {
+      headersTimeout: config.clientTimeouts.headersMs,
+      // node checks these timers on an interval (30 s by default): short limits need a finer one.
+      connectionsCheckingInterval: Math.max(
+        50,
+        Math.min(5_000, Math.floor(config.clientTimeouts.headersMs / 4)),
+      ),
+    },
     // One line per request, written by logRequest below (with the harness trace).
     logController: new LogController({ disableRequestLogging: true }),
     // Requests that arrive while closing get TP_ERR_SHUTTING_DOWN from the onRequest hook below.
@@ -118,6 +135,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       ...(dumpRaw ? { dumpRaw } : {}),
     },
     modelLabels: new ModelLabels(),
+    openStreams: new OpenStreams(),
   };
   app.decorate('toolproof', state);
   app.decorateRequest('rawBody', undefined);
@@ -171,6 +189,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   const checkKey = createKeyChecker(config.apiKeys);
+  const cors = createCors(config.corsOrigins);
   let closing = false;
   app.addHook('preClose', (done) => {
     closing = true;
@@ -183,19 +202,25 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       done(new ToolproofError('TP_ERR_SHUTTING_DOWN'));
       return;
     }
-    reply.header('x-request-id', request.id);
+    // On the raw response: hijacked (streamed) responses carry it too.
+    reply.raw.setHeader('x-request-id', request.id);
+    // Preflights are answered before the key check (browsers send no key on them).
+    if (cors?.(request, reply)) return;
     let finished = false;
     reply.raw.once('finish', () => {
       finished = true;
     });
+    // Any response that turns out to be a stream is ended with an error event at the shutdown deadline.
+    const untrack = state.openStreams.add(sseResponseStream(reply.raw, (err) => request.tpAbort?.abort(err)));
     // One listener per request: a client that goes away cancels the upstream request at once
     // (also while waiting for the first token, or during a fallback or corrective retry).
     reply.raw.once('close', () => {
+      untrack();
       const ended = finished || reply.raw.writableFinished;
       if (!ended) request.tpAbort?.abort(new Error('client disconnected'));
       logRequest(app, state, request, reply.raw.statusCode, ended);
     });
-    if (checkKey && request.url.startsWith('/v1/')) {
+    if (checkKey && !isOpenRoute(request.routeOptions.url, config.protectOps)) {
       try {
         checkKey(request);
       } catch (err) {
@@ -211,11 +236,30 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   registerRelayRoutes(app, state);
   registerModelRoutes(app, state);
   registerOpsRoutes(app, state);
+  // Last: the catch-all for every route toolproof does not own.
+  await app.register(registerPassthroughRoutes, { state });
 
   app.addHook('onClose', async () => {
     await upstreams.close();
   });
   return app as unknown as ToolproofApp;
+}
+
+const OPS_ROUTES = new Set(['/health', '/ready', '/metrics']);
+
+/** The front door by matched route, for routes that do not say (request.tp.api wins). */
+function apiOf(matched: string | undefined): Api {
+  if (matched === '/v1/chat/completions') return 'chat';
+  if (matched && (OPS_ROUTES.has(matched) || matched === '/docs' || matched.startsWith('/docs/')))
+    return 'ops';
+  return 'passthrough';
+}
+
+/** Route label from the matched route pattern (a closed set), never from the client's URL. */
+function routeLabel(matched: string | undefined): string {
+  if (matched === undefined) return 'unmatched';
+  if (matched === '*' || matched === '/*') return 'other';
+  return matched.startsWith('/v1/') ? matched.slice(4) : matched.replace(/^\//, '');
 }
 
 /** The one log line per request, with the harness trace for chat completions. */
@@ -226,15 +270,19 @@ function logRequest(
   status: number,
   finished: boolean,
 ): void {
-  const path = request.routeOptions.url ?? request.url.split('?')[0] ?? '';
-  const route = path.startsWith('/v1/') ? path.slice(4) : path;
-  const seconds = (performance.now() - request.tpStart) / 1000;
+  const matched = request.routeOptions.url;
+  // The log line names the path asked for when the catch-all served it (metrics use the closed label).
+  const path =
+    matched === undefined || matched === '*' || matched === '/*'
+      ? (request.url.split('?')[0] ?? '').slice(0, 256)
+      : matched;
+  const route = routeLabel(matched);
   const tp = request.tp;
+  const api = tp?.api ?? apiOf(matched);
+  const seconds = (performance.now() - request.tpStart) / 1000;
   const model = tp?.model ?? '';
-  if (path.startsWith('/v1/')) {
-    state.metrics.hot.requests(model, route, finished ? String(status) : 'aborted').inc();
-    state.metrics.hot.requestDuration(model, route, tp?.stream ? 'true' : 'false').observe(seconds);
-  }
+  state.metrics.hot.requests(model, route, finished ? String(status) : 'aborted', api).inc();
+  state.metrics.hot.requestDuration(model, route, tp?.stream ? 'true' : 'false', api).observe(seconds);
   const call = tp?.call;
   if (call?.trace.finalKind && call.trace.finalKind !== 'passthrough' && call.trace.finalKind !== 'error') {
     const k = call.trace.finalKind;
@@ -248,6 +296,7 @@ function logRequest(
     reqId: request.id,
     method: request.method,
     route: path,
+    api,
     status: finished ? status : 'aborted',
     latencyMs: Math.round(seconds * 10_000) / 10,
   };

@@ -6,6 +6,20 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { ToolproofError } from '../protocol/errors.js';
+import type { ProtectableOp } from './config.js';
+
+/**
+ * Deny by default: with keys configured, every route needs one except these. The decision is
+ * made on the route the router matched (request.routeOptions.url), never on the URL as the
+ * client spelled it: "/%761/chat/completions" and "http://x/v1/chat/completions" match the
+ * same route as "/v1/chat/completions" and so need the same key. Unmatched requests need one.
+ */
+export function isOpenRoute(routeUrl: string | undefined, protectOps: readonly ProtectableOp[]): boolean {
+  if (routeUrl === '/health' || routeUrl === '/ready') return true;
+  if (routeUrl === '/metrics') return !protectOps.includes('metrics');
+  if (routeUrl === '/docs' || routeUrl?.startsWith('/docs/')) return !protectOps.includes('docs');
+  return false;
+}
 
 const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
 

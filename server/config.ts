@@ -11,6 +11,13 @@ import { DEFAULT_MODEL_SETTINGS, type ModelSettings } from '../protocol/settings
 
 export const DEFAULT_PORT = 8787; // clashes with neither vLLM's 8000 nor llama-server's 8080
 export const DEFAULT_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
+/** Receiving a whole request (headers and body) from a client; slow senders are cut with 408. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
+/** Receiving a request's headers. */
+export const DEFAULT_HEADERS_TIMEOUT_MS = 30_000;
+/** Ops endpoints that TOOLPROOF_PROTECT_OPS may put behind the API keys (/health and /ready stay open). */
+export const PROTECTABLE_OPS = ['metrics', 'docs'] as const;
+export type ProtectableOp = (typeof PROTECTABLE_OPS)[number];
 
 export interface Timeouts {
   /** TCP/TLS connect to an upstream. */
@@ -42,12 +49,19 @@ export interface Config {
   logLevel: string;
   bodyLimitBytes: number;
   apiKeys: readonly string[];
+  /** Ops endpoints that need a key too (when apiKeys is set); by default they are open. */
+  protectOps: readonly ProtectableOp[];
+  /** Allowed browser origins for CORS: ['*'] (any), a list, or [] (CORS off). */
+  corsOrigins: readonly string[];
+  /** Limits on receiving a client's request (not on sending the response: streams may run long). */
+  clientTimeouts: Readonly<{ requestMs: number; headersMs: number }>;
   timeouts: Timeouts;
   shutdownGraceMs: number;
   /** Used for models the YAML does not map (TOOLPROOF_UPSTREAM_URL). */
   defaultUpstream?: UpstreamTarget;
   /** Settings for models the YAML does not map. */
   defaults: ModelSettings;
+  /** Null-prototype: client-supplied model names ("constructor", "__proto__") never hit Object's members. */
   models: Readonly<Record<string, ModelRoute>>;
   /** true when no upstream is configured: main.ts starts the built-in simulator. */
   simulator: boolean;
@@ -109,7 +123,13 @@ const fileSchema = {
         port: { type: 'integer', minimum: 0, maximum: 65535 },
         logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
         bodyLimitBytes: { type: 'integer', minimum: 1024 },
-        apiKeys: { type: 'array', items: { type: 'string', minLength: 8 } },
+        apiKeys: { type: 'array', minItems: 1, items: { type: 'string', minLength: 8 } },
+        protectOps: { type: 'array', items: { enum: [...PROTECTABLE_OPS] } },
+        corsOrigins: {
+          anyOf: [{ const: 'off' }, { type: 'array', items: { type: 'string', minLength: 1 } }],
+        },
+        requestTimeoutMs: { type: 'integer', minimum: 1 },
+        headersTimeoutMs: { type: 'integer', minimum: 1 },
         shutdownGraceMs: { type: 'integer', minimum: 0 },
         rawDumpDir: { type: 'string' },
       },
@@ -165,21 +185,34 @@ function describe(errors: ErrorObject[] | null | undefined, file: string): strin
   return `invalid config ${file}: ${[...new Set(lines)].join('; ')}`;
 }
 
+/** A URL as it may be printed: anything between "//" and "@" (user:password) masked. */
+export function redactUrl(url: string): string {
+  return url.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/?#]*@/, '$1***@');
+}
+
 function toUrls(value: string | readonly string[], key: string): string[] {
   const list = typeof value === 'string' ? value.split(',') : [...value];
   return list.map((raw) => {
     const url = raw.trim();
+    const shown = redactUrl(url);
     let parsed: URL;
     try {
       parsed = new URL(url);
     } catch {
-      throw new ConfigError(`${key}: "${url}" is not a URL (expected e.g. http://gpu:8000/v1)`);
+      throw new ConfigError(`${key}: "${shown}" is not a URL (expected e.g. http://gpu:8000/v1)`);
     }
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-      throw new ConfigError(`${key}: "${url}" must be an http:// or https:// URL`);
+      throw new ConfigError(`${key}: "${shown}" must be an http:// or https:// URL`);
+    }
+    // Credentials in the URL would be printed wherever the upstream is named (errors, /ready,
+    // metrics labels, logs), and toolproof would not send them: refuse them, name the key setting.
+    if (parsed.username || parsed.password) {
+      throw new ConfigError(
+        `${key}: "${shown}" must not contain credentials (user:password@); give the upstream's key as ${key.startsWith('models.') ? `${key.replace(/\.upstream$/, '')}.apiKey` : 'TOOLPROOF_UPSTREAM_API_KEY'} instead (sent as a Bearer token)`,
+      );
     }
     if (parsed.search || parsed.hash)
-      throw new ConfigError(`${key}: "${url}" must not have a query or fragment`);
+      throw new ConfigError(`${key}: "${shown}" must not have a query or fragment`);
     return url.replace(/\/+$/, '');
   });
 }
@@ -216,6 +249,27 @@ function envInt(env: NodeJS.ProcessEnv, key: string): number | undefined {
   return Number(raw.trim());
 }
 
+/** A timeout: 0 would silently mean "no limit" to node and undici, so it is refused. */
+function envTimeout(env: NodeJS.ProcessEnv, key: string): number | undefined {
+  const n = envInt(env, key);
+  if (n === 0)
+    throw new ConfigError(`${key} must be at least 1 (milliseconds); 0 would mean no timeout at all`);
+  return n;
+}
+
+/** A comma-separated list; set but empty (" , ") is an error, never "nothing configured". */
+function envList(env: NodeJS.ProcessEnv, key: string, what: string): string[] | undefined {
+  const raw = env[key];
+  if (raw === undefined || raw === '') return undefined;
+  const list = raw
+    .split(',')
+    .map((k) => k.trim())
+    .filter(Boolean);
+  if (list.length === 0)
+    throw new ConfigError(`${key} is set but holds no ${what} ("${raw}"); unset it or list at least one`);
+  return list;
+}
+
 type FileConfig = {
   server?: {
     host?: string;
@@ -223,6 +277,10 @@ type FileConfig = {
     logLevel?: string;
     bodyLimitBytes?: number;
     apiKeys?: string[];
+    protectOps?: ProtectableOp[];
+    corsOrigins?: 'off' | string[];
+    requestTimeoutMs?: number;
+    headersTimeoutMs?: number;
     shutdownGraceMs?: number;
     rawDumpDir?: string;
   };
@@ -259,10 +317,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
     throw new ConfigError(describe(validateFile.errors, '(inline)'));
 
   const defaults = mergeSettings(DEFAULT_MODEL_SETTINGS, file.defaults, 'defaults');
-  const envKeys = (env.TOOLPROOF_API_KEYS ?? '')
-    .split(',')
-    .map((k) => k.trim())
-    .filter(Boolean);
+  const envKeys = envList(env, 'TOOLPROOF_API_KEYS', 'key') ?? [];
   const upstreamApiKey = env.TOOLPROOF_UPSTREAM_API_KEY || file.upstream?.apiKey;
   const defaultUrls = env.TOOLPROOF_UPSTREAM_URL
     ? toUrls(env.TOOLPROOF_UPSTREAM_URL, 'TOOLPROOF_UPSTREAM_URL')
@@ -270,15 +325,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
       ? toUrls(file.upstream.url, 'upstream.url')
       : undefined;
 
-  const models: Record<string, ModelRoute> = {};
+  const models: Record<string, ModelRoute> = Object.create(null);
   for (const [name, section] of Object.entries(file.models ?? {})) {
     const { upstream, apiKey, upstreamModel, ...settings } = section;
+    const urls = toUrls(upstream, `models.${name}.upstream`);
+    // A key belongs to the upstream it was configured for: the default upstream's key goes only
+    // to a model served by that same upstream, never to another host.
+    const sameAsDefault = defaultUrls !== undefined && urls.join(',') === defaultUrls.join(',');
+    const key = apiKey ?? (sameAsDefault ? upstreamApiKey : undefined);
     const route: ModelRoute = {
       name,
-      upstream: Object.freeze({
-        urls: Object.freeze(toUrls(upstream, `models.${name}.upstream`)),
-        ...((apiKey ?? upstreamApiKey) ? { apiKey: apiKey ?? upstreamApiKey } : {}),
-      }),
+      upstream: Object.freeze({ urls: Object.freeze(urls), ...(key ? { apiKey: key } : {}) }),
       settings: mergeSettings(defaults, settings, `models.${name}`),
       ...(upstreamModel ? { upstreamModel } : {}),
     };
@@ -294,6 +351,35 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
     );
   }
   const simulator = !defaultUrls && Object.keys(models).length === 0;
+  const protectOps = envList(env, 'TOOLPROOF_PROTECT_OPS', 'endpoint') ?? file.server?.protectOps ?? [];
+  for (const op of protectOps) {
+    if (!(PROTECTABLE_OPS as readonly string[]).includes(op))
+      throw new ConfigError(
+        `TOOLPROOF_PROTECT_OPS: unknown endpoint "${op}"; known: ${PROTECTABLE_OPS.join(', ')}`,
+      );
+  }
+  const corsRaw = env.TOOLPROOF_CORS_ORIGINS?.trim();
+  const corsOrigins =
+    corsRaw === 'off' || file.server?.corsOrigins === 'off'
+      ? []
+      : (envList(env, 'TOOLPROOF_CORS_ORIGINS', 'origin') ??
+        (Array.isArray(file.server?.corsOrigins) ? file.server.corsOrigins : ['*']));
+  for (const origin of corsOrigins) {
+    if (origin !== '*' && !/^https?:\/\/[^/\s]+$/.test(origin))
+      throw new ConfigError(
+        `TOOLPROOF_CORS_ORIGINS: "${origin}" is not an origin (expected * , off, or e.g. https://app.example.com)`,
+      );
+  }
+  const requestMs =
+    envTimeout(env, 'TOOLPROOF_REQUEST_TIMEOUT_MS') ??
+    file.server?.requestTimeoutMs ??
+    DEFAULT_REQUEST_TIMEOUT_MS;
+  const headersMs = Math.min(
+    envTimeout(env, 'TOOLPROOF_HEADERS_TIMEOUT_MS') ??
+      file.server?.headersTimeoutMs ??
+      DEFAULT_HEADERS_TIMEOUT_MS,
+    requestMs,
+  );
   const rawDumpDir = env.TOOLPROOF_RAW_DUMP_DIR || file.server?.rawDumpDir;
 
   const config: Config = {
@@ -303,10 +389,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
     bodyLimitBytes:
       envInt(env, 'TOOLPROOF_BODY_LIMIT_BYTES') ?? file.server?.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
     apiKeys: Object.freeze(envKeys.length > 0 ? envKeys : (file.server?.apiKeys ?? [])),
+    protectOps: Object.freeze([...new Set(protectOps)] as ProtectableOp[]),
+    corsOrigins: Object.freeze(corsOrigins),
+    clientTimeouts: Object.freeze({ requestMs, headersMs }),
     timeouts: Object.freeze({
-      connectMs: envInt(env, 'TOOLPROOF_CONNECT_TIMEOUT_MS') ?? file.timeouts?.connectMs ?? 5_000,
-      firstByteMs: envInt(env, 'TOOLPROOF_FIRST_BYTE_TIMEOUT_MS') ?? file.timeouts?.firstByteMs ?? 300_000,
-      idleMs: envInt(env, 'TOOLPROOF_IDLE_TIMEOUT_MS') ?? file.timeouts?.idleMs ?? 120_000,
+      connectMs: envTimeout(env, 'TOOLPROOF_CONNECT_TIMEOUT_MS') ?? file.timeouts?.connectMs ?? 5_000,
+      firstByteMs:
+        envTimeout(env, 'TOOLPROOF_FIRST_BYTE_TIMEOUT_MS') ?? file.timeouts?.firstByteMs ?? 300_000,
+      idleMs: envTimeout(env, 'TOOLPROOF_IDLE_TIMEOUT_MS') ?? file.timeouts?.idleMs ?? 120_000,
     }),
     shutdownGraceMs: envInt(env, 'TOOLPROOF_SHUTDOWN_GRACE_MS') ?? file.server?.shutdownGraceMs ?? 30_000,
     defaults,

@@ -88,7 +88,7 @@ export function normalizeError(err: unknown): ToolproofError {
       cause: err,
     });
   }
-  const mapped = fe?.code ? FASTIFY_CODES[fe.code] : undefined;
+  const mapped = fe?.code && Object.hasOwn(FASTIFY_CODES, fe.code) ? FASTIFY_CODES[fe.code] : undefined;
   if (mapped) return new ToolproofError(mapped, { cause: err });
   if (typeof fe?.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
     return new ToolproofError('TP_ERR_INVALID_FIELD', {

@@ -5,6 +5,7 @@
  */
 import { buildApp } from './app.js';
 import { ConfigError, type Config, loadConfig } from './config.js';
+import { describeListenError, shutdownGracefully } from './shutdown.js';
 
 async function main(): Promise<void> {
   let config: Config;
@@ -36,7 +37,13 @@ async function main(): Promise<void> {
       '*** NO UPSTREAM CONFIGURED: toolproof is running on its BUILT-IN SIMULATED BACKEND (a scripted small model that leaks tool calls and answers in prose). Set TOOLPROOF_UPSTREAM_URL=http://your-vllm:8000/v1 or TOOLPROOF_CONFIG to use a real model. ***',
     );
   }
-  await app.listen({ host: config.host, port: config.port });
+  try {
+    await app.listen({ host: config.host, port: config.port });
+  } catch (err) {
+    process.stderr.write(`toolproof: ${describeListenError(err, config.host, config.port)}\n`);
+    await simulator?.close();
+    process.exit(1);
+  }
 
   let closing = false;
   const shutdown = (signal: string) => {
@@ -46,15 +53,7 @@ async function main(): Promise<void> {
       { signal, graceMs: config.shutdownGraceMs },
       'shutting down: no new requests, open streams may finish',
     );
-    const force = setTimeout(() => {
-      app.log.warn('shutdown deadline reached: closing the remaining connections');
-      app.server.closeAllConnections();
-      void app.toolproof.upstreams.destroy();
-    }, config.shutdownGraceMs);
-    force.unref();
-    app.server.closeIdleConnections();
-    app
-      .close()
+    shutdownGracefully(app, { graceMs: config.shutdownGraceMs })
       .then(() => simulator?.close())
       .then(() => process.exit(0))
       .catch((err: unknown) => {

@@ -17,14 +17,14 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     registry,
     requests: new Counter({
       name: 'toolproof_requests_total',
-      help: 'Client requests handled, by model, route and HTTP status.',
-      labelNames: ['model', 'route', 'status'] as const,
+      help: 'Client requests handled, by model, route, HTTP status and front door (api: chat, responses, messages, passthrough, ops).',
+      labelNames: ['model', 'route', 'status', 'api'] as const,
       registers,
     }),
     requestDuration: new Histogram({
       name: 'toolproof_request_duration_seconds',
-      help: 'Client request latency from arrival to the last byte sent, by model and route.',
-      labelNames: ['model', 'route', 'stream'] as const,
+      help: 'Client request latency from arrival to the last byte sent, by model, route and front door (api).',
+      labelNames: ['model', 'route', 'stream', 'api'] as const,
       buckets: LATENCY_BUCKETS,
       registers,
     }),
@@ -118,9 +118,9 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     ...m,
     /** Cached children of the series touched by every request. */
     hot: {
-      requests: childCache((model, route, status) => m.requests.labels(model!, route!, status!)),
-      requestDuration: childCache((model, route, stream) =>
-        m.requestDuration.labels(model!, route!, stream!),
+      requests: childCache((model, route, status, api) => m.requests.labels(model!, route!, status!, api!)),
+      requestDuration: childCache((model, route, stream, api) =>
+        m.requestDuration.labels(model!, route!, stream!, api!),
       ),
       upstreamDuration: childCache((model, route, upstream) =>
         m.upstreamDuration.labels(model!, route!, upstream!),

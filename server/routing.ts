@@ -32,7 +32,8 @@ export function resolveRoute(
   labels: ModelLabels,
 ): ResolvedRoute {
   const name = typeof model === 'string' ? model : '';
-  const mapped = name ? config.models[name] : undefined;
+  // Own keys only: "constructor" or "__proto__" must not find Object.prototype's members.
+  const mapped = name && Object.hasOwn(config.models, name) ? config.models[name] : undefined;
   if (mapped) {
     return {
       name,

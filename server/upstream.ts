@@ -12,10 +12,10 @@ import type { AbortLike } from './abort.js';
 import type { Timeouts, UpstreamTarget } from './config.js';
 
 export interface UpstreamRequest {
-  method: 'GET' | 'POST';
+  method: Dispatcher.HttpMethod;
   /** Path relative to the upstream's base URL, e.g. '/chat/completions'. */
   path: string;
-  /** The path is from the upstream's origin, not its base URL (e.g. vLLM's /tokenize). */
+  /** The path is relative to the upstream's origin instead (e.g. vLLM's /tokenize, outside /v1). */
   fromOrigin?: boolean;
   body?: string | Buffer;
   headers?: Record<string, string>;
@@ -80,6 +80,25 @@ export function toUpstreamError(err: unknown, label: string): ToolproofError | E
   });
 }
 
+/**
+ * How an upstream is named in errors, /ready, metrics and logs: its URLs without any userinfo
+ * (config refuses credentials in URLs; this is the second line of defence).
+ */
+export function upstreamLabel(urls: readonly string[]): string {
+  return urls
+    .map((u) => {
+      try {
+        const p = new URL(u);
+        p.username = '';
+        p.password = '';
+        return p.toString().replace(/\/+$/, '');
+      } catch {
+        return '(invalid url)';
+      }
+    })
+    .join(',');
+}
+
 export function isTimeoutError(err: unknown): boolean {
   return err instanceof ToolproofError && err.code === 'TP_ERR_UPSTREAM_TIMEOUT';
 }
@@ -95,7 +114,7 @@ export class UpstreamClient {
   constructor(target: UpstreamTarget, timeouts: Timeouts) {
     const first = new URL(target.urls[0]!);
     this.basePath = first.pathname.replace(/\/+$/, '');
-    this.label = target.urls.join(',');
+    this.label = upstreamLabel(target.urls);
     this.replicas = target.urls.length;
     this.authorization = target.apiKey ? `Bearer ${target.apiKey}` : undefined;
     const options = {
@@ -116,7 +135,8 @@ export class UpstreamClient {
    */
   async request(req: UpstreamRequest): Promise<UpstreamResponse> {
     const headers: Record<string, string> = { ...req.headers };
-    if (req.body !== undefined) headers['content-type'] = 'application/json';
+    if (req.body !== undefined && headers['content-type'] === undefined)
+      headers['content-type'] = 'application/json';
     if (this.authorization) headers.authorization = this.authorization;
     let lastError: unknown;
     for (let attempt = 0; attempt < this.replicas; attempt++) {
@@ -124,7 +144,7 @@ export class UpstreamClient {
       try {
         const res = await this.pool.request({
           method: req.method,
-          path: (req.fromOrigin ? '' : this.basePath) + req.path,
+          path: req.fromOrigin ? req.path : this.basePath + req.path,
           headers,
           body: req.body ?? null,
           signal: req.signal,

@@ -5,9 +5,10 @@
  */
 import type { ChatCompletionRequest, JsonObject, ToolCall } from '../../protocol/openai.js';
 import { isPlainObject, tryParseJson } from './canonical-arguments.js';
+import type { ClientToolChoice } from './client-choice.js';
 import { type ArgumentIssue, validateArguments } from './validate-arguments.js';
 
-export type CallProblem = 'undeclared-tool' | 'invalid-json' | 'schema';
+export type CallProblem = 'undeclared-tool' | 'invalid-json' | 'schema' | 'wrong-tool' | 'final-answer-args';
 
 export interface CallCheck {
   call: ToolCall;
@@ -67,14 +68,44 @@ function orFinal(cat: ToolCatalogue): string {
   return cat.finalAnswerName ? `, or call ${cat.finalAnswerName} to reply to the user` : '';
 }
 
+/**
+ * `choice` is the client's tool_choice: with a named one, a call to any other tool is
+ * 'wrong-tool' (llama-server ignores a named tool_choice; the client must still get that tool).
+ */
 export function checkCalls(
   calls: readonly ToolCall[],
   cat: ToolCatalogue,
   validateSchemas: boolean,
+  choice: ClientToolChoice = { kind: 'auto' },
 ): CallCheck[] {
   const checks: CallCheck[] = calls.map((call) => {
     const name = typeof call.function?.name === 'string' ? call.function.name : '';
     const rawArgs: unknown = call.function?.arguments;
+    if (cat.finalAnswerName !== undefined && name === cat.finalAnswerName) {
+      // force-tool-use leaves a final-answer call as a call only when its arguments held no
+      // answer it could deliver, and only while a retry can follow.
+      const got = typeof rawArgs === 'string' ? rawArgs : (JSON.stringify(rawArgs) ?? '');
+      return {
+        call,
+        name,
+        problem: 'final-answer-args',
+        issues: [],
+        feedback:
+          `Error: your reply was not delivered: ${name} takes one argument, "answer", a string holding your ` +
+          `complete reply; got ${clip(got)}. Call ${name} again with {"answer": "<your complete reply>"}.`,
+      };
+    }
+    if (choice.kind === 'named' && name !== choice.name) {
+      return {
+        call,
+        name,
+        problem: 'wrong-tool',
+        issues: [],
+        feedback:
+          `Error: \`${name}\` was not executed: this turn must call the tool \`${choice.name}\`. ` +
+          `You must call the tool \`${choice.name}\` now.`,
+      };
+    }
     if (!cat.declared.has(name)) {
       const available = cat.offered.length > 0 ? cat.offered.join(', ') : '(none)';
       return {
@@ -153,4 +184,25 @@ export function unparsedLeakFeedback(
     `To call a tool, emit exactly one tool call whose arguments are one JSON object, for example ` +
     `{"name": "${example}", "arguments": {"<parameter>": "<value>"}}${orFinal(cat)}.`
   );
+}
+
+/**
+ * Feedback for a turn without any tool call although the client's tool_choice demanded one
+ * ("required", or a named tool): null when the choice allows prose.
+ */
+export function proseFeedback(choice: ClientToolChoice, cat: ToolCatalogue): string | null {
+  if (choice.kind === 'named') {
+    return (
+      `Error: this turn must call the tool \`${choice.name}\`, and your reply had no tool call. ` +
+      `You must call the tool \`${choice.name}\`; do not answer in prose.`
+    );
+  }
+  if (choice.kind === 'required') {
+    const tools = [...cat.declared.keys()].join(', ');
+    return (
+      `Error: this turn must call a tool, and your reply had no tool call. ` +
+      `You must call one of the tools (${tools}); do not answer in prose.`
+    );
+  }
+  return null;
 }

@@ -5,13 +5,15 @@
  * Same rules as the non-streamed unwrap (support/final-answer.ts), applied incrementally.
  */
 import type { ChatCompletionChunk, ChunkChoice, Delta, ToolCallDelta } from '../../protocol/openai.js';
-import type { PolicyEffect, StreamEnd, StreamHook } from '../types.js';
-import { ANSWER_FIELD, answerOutcome, answerSeparator } from './final-answer.js';
-import { JsonStringFieldDecoder } from './json-string-stream.js';
+import { markLiveAnswer, type PolicyEffect, type StreamEnd, type StreamHook } from '../types.js';
+import { answerOutcome, answerSeparator, createAnswerDecoder } from './final-answer.js';
+import type { JsonStringFieldDecoder } from './json-string-stream.js';
 
 interface CallState {
   kind: 'pending' | 'final' | 'real';
   outIndex: number;
+  /** The upstream id (final calls only need it when handed on for a retry). */
+  id: string;
   decoder: JsonStringFieldDecoder;
   raw: string;
   started: boolean;
@@ -23,6 +25,8 @@ interface ChoiceState {
   calls: Map<number, CallState>;
   realCount: number;
   finalSeen: boolean;
+  /** A final_answer without an answer was handed on as a call (corrective-retry re-asks). */
+  leftInvalid: boolean;
   /** Content emitted so far: only emptiness and the last character matter for separators. */
   emittedAny: boolean;
   lastChar: string;
@@ -36,6 +40,8 @@ export interface FinalAnswerStreamOptions {
   finalAnswerName: string;
   forced: boolean;
   toolChoiceSent: unknown;
+  /** A corrective retry can still follow (a cut-off turn never retries: checked at the finish). */
+  retriesLeft?: boolean;
 }
 
 function emptyDelta(delta: Delta): boolean {
@@ -59,6 +65,7 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
         calls: new Map(),
         realCount: 0,
         finalSeen: false,
+        leftInvalid: false,
         emittedAny: false,
         lastChar: '',
         pendingWs: '',
@@ -79,7 +86,8 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
 
   const contentPiece = (st: ChoiceState, text: string): string => {
     if (!st.emittedAny) {
-      if ((st.pendingWs + text).trim() === '') {
+      // pendingWs is whitespace by construction: test only the new text (linear in the output).
+      if (text.trim() === '') {
         st.pendingWs += text;
         return '';
       }
@@ -108,7 +116,8 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
       call = {
         kind: 'pending',
         outIndex: -1,
-        decoder: new JsonStringFieldDecoder(ANSWER_FIELD),
+        id: '',
+        decoder: createAnswerDecoder(),
         raw: '',
         started: false,
         buffered: [],
@@ -142,6 +151,7 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
       out.push({ ...td, index: call.outIndex });
       return '';
     }
+    if (typeof td.id === 'string' && td.id !== '') call.id = td.id;
     const fragment = typeof td.function?.arguments === 'string' ? td.function.arguments : '';
     call.raw += fragment;
     return answerPiece(st, call, call.decoder.push(fragment));
@@ -158,6 +168,8 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
     // "length" from upstream always stays: the model was cut off, whatever the JSON looks like.
     let truncated = cutOff && st.finalSeen;
     let raw = false;
+    let field: string | undefined;
+    const finals: CallState[] = [];
     for (const call of st.calls.values()) {
       if (call.kind === 'pending') {
         // Never named: pass it on as an ordinary call rather than lose it.
@@ -166,13 +178,35 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
         for (const d of call.buffered) out.push({ ...d, index: call.outIndex });
         continue;
       }
-      if (call.kind !== 'final') continue;
+      if (call.kind === 'final') finals.push(call);
+    }
+    // The outcome does not depend on the decoder's end-of-input flush (that only releases a
+    // held character), so the choice can be made before any text of these calls is flushed.
+    const outcomes = finals.map((call) => answerOutcome(call.decoder, call.raw));
+    if (opts.retriesLeft === true && !cutOff && outcomes.some((o) => o.invalid)) {
+      // As the non-streamed unwrap: every final_answer of the choice goes on as a call, after
+      // the real calls, for corrective-retry to judge. What was decoded live stays sent.
+      st.leftInvalid = true;
+      for (const call of finals) {
+        text += answerPiece(st, call, call.decoder.finish());
+        out.push({
+          index: st.realCount++,
+          id: call.id,
+          type: 'function',
+          function: { name: opts.finalAnswerName, arguments: call.raw },
+        });
+      }
+      effects.push({ policy: opts.policy, kind: 'final-answer-invalid', count: 1 });
+      return { text, truncated: false };
+    }
+    finals.forEach((call, i) => {
+      const outcome = outcomes[i]!;
       text += answerPiece(st, call, call.decoder.finish());
-      const outcome = answerOutcome(call.decoder, call.raw);
       text += answerPiece(st, call, outcome.extra);
       truncated ||= outcome.truncated;
       raw ||= outcome.raw;
-    }
+      field ??= call.decoder.state.alias;
+    });
     if (!st.finalSeen && st.pendingWs !== '') {
       text += st.pendingWs;
       st.pendingWs = '';
@@ -182,8 +216,9 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
         policy: opts.policy,
         kind: 'final-answer',
         count: 1,
-        detail: { mixed: st.realCount > 0, truncated, raw },
+        detail: { mixed: st.realCount > 0, truncated, raw, ...(field !== undefined ? { field } : {}) },
       });
+      if (raw) effects.push({ policy: opts.policy, kind: 'final-answer-raw', count: 1 });
     } else if (opts.forced && st.calls.size === 0) {
       effects.push({
         policy: opts.policy,
@@ -196,11 +231,14 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
   };
 
   const mapFinish = (st: ChoiceState, upstream: string, truncated: boolean): string => {
-    if (!st.finalSeen) return upstream;
+    if (!st.finalSeen || st.leftInvalid) return upstream;
     if (truncated) return 'length';
     if (st.realCount > 0) return upstream === 'stop' ? 'tool_calls' : upstream;
     return 'stop';
   };
+
+  /** Set while a chunk is transformed when it carries decoded answer text. */
+  let liveAnswer = false;
 
   const transformChoice = (choice: ChunkChoice): ChunkChoice | null => {
     const st = stateOf(choice.index);
@@ -208,13 +246,16 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
     let content = '';
     if (typeof delta.content === 'string' && delta.content !== '') content += contentPiece(st, delta.content);
     const tools: ToolCallDelta[] = [];
-    for (const td of delta.tool_calls ?? []) content += routeToolDelta(st, td, tools);
+    let answer = '';
+    for (const td of delta.tool_calls ?? []) answer += routeToolDelta(st, td, tools);
     let finish = choice.finish_reason;
     if (finish !== null && finish !== undefined && !st.finalized) {
       const end = finalizeChoice(st, tools, finish === 'length');
-      content += end.text;
+      answer += end.text;
       finish = mapFinish(st, finish, end.truncated);
     }
+    if (answer !== '') liveAnswer = true;
+    content += answer;
     const next: Delta = { ...delta };
     if (content !== '') next.content = content;
     else if (typeof delta.content === 'string') delete next.content;
@@ -229,12 +270,14 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
       template = chunk;
       if (!Array.isArray(chunk.choices) || chunk.choices.length === 0) return [chunk];
       const out: ChunkChoice[] = [];
+      liveAnswer = false;
       for (const c of chunk.choices) {
         const t = transformChoice(c);
         if (t) out.push(t);
       }
       if (out.length === 0 && chunk.usage == null) return [];
-      return [{ ...chunk, choices: out }];
+      const next = { ...chunk, choices: out };
+      return [liveAnswer ? markLiveAnswer(next) : next];
     },
     onEnd(): StreamEnd {
       const chunks: ChatCompletionChunk[] = [];
@@ -247,7 +290,8 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
           const delta: Delta = {};
           if (end.text !== '') delta.content = end.text;
           if (tools.length > 0) delta.tool_calls = tools;
-          chunks.push({ ...template, choices: [{ index, delta, finish_reason: null }], usage: null });
+          const chunk = { ...template, choices: [{ index, delta, finish_reason: null }], usage: null };
+          chunks.push(end.text !== '' ? markLiveAnswer(chunk) : chunk);
         }
       }
       return { chunks, effects: [...effects] };

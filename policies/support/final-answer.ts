@@ -47,41 +47,69 @@ export interface AnswerOutcome {
   extra: string;
   /** The arguments were cut off before the answer (or the object) was complete. */
   truncated: boolean;
-  /** No string `answer` field: the raw arguments text is delivered instead (never lose text). */
+  /** No answer string: the raw arguments text is delivered instead (never lose text). */
   raw: boolean;
+  /**
+   * The complete arguments hold no answer by the rule below: an invalid call, for corrective
+   * retry while one can follow. `extra`/`raw` say what is delivered once retries are spent.
+   */
+  invalid: boolean;
 }
 
-/** What to do once all of a final_answer call's arguments went through `decoder`. */
+/**
+ * The rule, applied by one decoder (firstStringKey) on both paths: the answer is the string
+ * value of `answer`, or else of the FIRST key when that value is a string, whatever the key is
+ * called (`{"response": "It is sunny"}`), decoded live from its first character. An answer under
+ * another key counts only when it is the object's only key: a second key makes the call invalid
+ * (the text already decoded stays the answer once retries are spent; it may already have been
+ * streamed). No answer string at all in complete (or non-JSON) arguments: invalid too, and the
+ * raw arguments are the last resort. Cut-off arguments are never invalid: they are delivered as
+ * far as they go, marked truncated (a retry would be cut by the same max_tokens).
+ */
 export function answerOutcome(decoder: JsonStringFieldDecoder, rawArgs: string): AnswerOutcome {
   const s = decoder.state;
-  if (s.found) return { extra: '', truncated: !s.valueComplete, raw: false };
+  if (s.found) {
+    const invalid = s.alias !== undefined && (s.keys > 1 || s.invalid);
+    return { extra: '', truncated: !s.valueComplete, raw: false, invalid };
+  }
   if (s.invalid || s.nonString || s.objectComplete || s.otherKeys) {
-    return { extra: rawArgs, truncated: !s.objectComplete && !s.invalid, raw: rawArgs.trim() !== '' };
+    const complete = s.objectComplete || s.invalid;
+    return { extra: rawArgs, truncated: !complete, raw: rawArgs.trim() !== '', invalid: complete };
   }
   // Cut off before the answer began ("{\"ans"): nothing to deliver yet.
-  return { extra: '', truncated: true, raw: false };
+  return { extra: '', truncated: true, raw: false, invalid: false };
+}
+
+export function createAnswerDecoder(): JsonStringFieldDecoder {
+  return new JsonStringFieldDecoder(ANSWER_FIELD, { firstStringKey: true });
 }
 
 export interface DecodedAnswer {
   text: string;
   truncated: boolean;
   raw: boolean;
+  invalid: boolean;
+  /** The key the answer came from when it was not `answer`. */
+  field?: string;
 }
 
 export function decodeFinalAnswer(rawArgs: unknown): DecodedAnswer {
   if (typeof rawArgs !== 'string') {
-    // An object (normalize-tool-calls usually fixed this already).
-    if (rawArgs && typeof rawArgs === 'object') {
-      const answer = (rawArgs as Record<string, unknown>)[ANSWER_FIELD];
-      if (typeof answer === 'string') return { text: answer, truncated: false, raw: false };
-      return { text: JSON.stringify(rawArgs), truncated: false, raw: true };
-    }
-    return { text: '', truncated: false, raw: false };
+    // An object (normalize-tool-calls usually fixed this already): decoded as its JSON text.
+    if (rawArgs && typeof rawArgs === 'object') return decodeFinalAnswer(JSON.stringify(rawArgs));
+    return { text: '', truncated: false, raw: false, invalid: true };
   }
-  const decoder = new JsonStringFieldDecoder(ANSWER_FIELD);
+  const decoder = createAnswerDecoder();
   const text = decoder.push(rawArgs) + decoder.finish();
   const outcome = answerOutcome(decoder, rawArgs);
-  return { text: text + outcome.extra, truncated: outcome.truncated, raw: outcome.raw };
+  const field = decoder.state.alias;
+  return {
+    text: text + outcome.extra,
+    truncated: outcome.truncated,
+    raw: outcome.raw,
+    invalid: outcome.invalid,
+    ...(field !== undefined ? { field } : {}),
+  };
 }
 
 /** Content written before a final_answer call: whitespace-only content is dropped. */

@@ -1,15 +1,19 @@
 /**
- * Stream side of corrective-retry: content and reasoning pass through live; tool-call deltas
- * (and the chunk carrying finish_reason, and anything after it) are held until the end, where
- * the assembled turn is judged. A good turn's calls are then emitted as proper deltas (first
- * id/type/name, then the arguments); a bad one ends this attempt so the pipeline can stream the
- * retry into the same client stream.
+ * Stream side of corrective-retry. While a retry is still possible, the attempt's output is
+ * held until the end, where the assembled turn is judged: a good turn's text goes out, then its
+ * calls as proper deltas (first id/type/name, then the arguments); a bad one is dropped whole and
+ * the pipeline streams the retry into the same client stream. So what a streaming client
+ * assembles equals the non-streamed message whatever the retries (nothing of a rejected
+ * attempt, such as the text of a broken envelope or prose where a call was required, reaches it
+ * before the decision). Each choice (n > 1) is held and finished on its own.
+ * One exception: a final answer streams live (LIVE_ANSWER chunks). It commits what was held
+ * before it, and the pipeline keeps a committed answer on a retry in both modes.
  *
  * When no retry is possible (`hold` false) deltas pass through live and the turn is only judged
  * for effects: holding would delay tool calls for nothing.
  */
 import type { ChatCompletionChunk, ChunkChoice, ToolCall, ToolCallDelta } from '../../protocol/openai.js';
-import type { StreamEnd, StreamHook } from '../types.js';
+import { isLiveAnswer, type StreamEnd, type StreamHook } from '../types.js';
 import type { Correction } from '../corrective-retry.js';
 
 interface Assembled {
@@ -24,6 +28,13 @@ interface ChoiceAcc {
   content: string;
   finishReason: string | null;
   calls: Map<number, Assembled>;
+  /** This choice's finish arrived: anything later for it waits until the end too. */
+  finished: boolean;
+}
+
+export interface HoldOptions {
+  /** Hold the turn until it is judged (false: pass live, judge for effects). */
+  hold: boolean;
 }
 
 export type TurnJudge = (turn: {
@@ -32,16 +43,18 @@ export type TurnJudge = (turn: {
   finishReason: string | null;
 }) => Correction;
 
-export function createHeldCallsStreamHook(judge: TurnJudge, hold = true): StreamHook {
+export function createHeldCallsStreamHook(judge: TurnJudge, opts: HoldOptions = { hold: true }): StreamHook {
+  const hold = opts.hold;
   const acc = new Map<number, ChoiceAcc>();
   const held: ChatCompletionChunk[] = [];
+  /** Text chunks of this attempt not yet released (dropped on a retry). */
+  let pending: ChatCompletionChunk[] = [];
   let template: ChatCompletionChunk | undefined;
-  let finished = false;
 
   const accOf = (index: number): ChoiceAcc => {
     let a = acc.get(index);
     if (!a) {
-      a = { content: '', finishReason: null, calls: new Map() };
+      a = { content: '', finishReason: null, calls: new Map(), finished: false };
       acc.set(index, a);
     }
     return a;
@@ -106,14 +119,19 @@ export function createHeldCallsStreamHook(judge: TurnJudge, hold = true): Stream
         }
         return [chunk];
       }
-      if (finished || !Array.isArray(chunk.choices) || chunk.choices.length === 0) {
+      if (!Array.isArray(chunk.choices) || chunk.choices.length === 0) {
         held.push(chunk);
         return [];
       }
+      // Per choice (n > 1): one choice's finish must not hold back another choice's deltas.
       const live: ChunkChoice[] = [];
-      let ends = false;
+      const ended: ChunkChoice[] = [];
       for (const c of chunk.choices) {
         const a = accOf(c.index);
+        if (a.finished) {
+          ended.push(c);
+          continue;
+        }
         const delta = { ...(c.delta ?? {}) };
         if (typeof delta.content === 'string') a.content += delta.content;
         if (Array.isArray(delta.tool_calls)) {
@@ -121,21 +139,26 @@ export function createHeldCallsStreamHook(judge: TurnJudge, hold = true): Stream
           delete delta.tool_calls;
         }
         if (typeof c.finish_reason === 'string') {
+          // The finish waits: on a retry this attempt must not look finished to the client. Text
+          // in the same chunk still goes out now (the client would otherwise never see it on a retry).
           a.finishReason = c.finish_reason;
-          ends = true;
+          a.finished = true;
+          ended.push({ ...c, delta: {} });
         }
-        live.push({ ...c, delta });
+        live.push({ ...c, delta, finish_reason: null });
       }
       const visible = live.filter((c) => Object.values(c.delta).some((v) => v !== undefined && v !== null));
-      if (ends) {
-        // The finish waits: on a retry this attempt must not look finished to the client. Text in
-        // the same chunk still goes out now (the client would otherwise never see it on a retry).
-        finished = true;
-        held.push({ ...chunk, choices: live.map((c) => ({ ...c, delta: {} })) });
-        const text = visible.map((c) => ({ ...c, finish_reason: null }));
-        return text.length > 0 ? [{ ...chunk, choices: text, usage: null }] : [];
+      if (ended.length > 0) held.push({ ...chunk, choices: ended });
+      if (visible.length === 0) return [];
+      const text = { ...chunk, choices: visible, ...(ended.length > 0 ? { usage: null } : {}) };
+      if (!isLiveAnswer(chunk)) {
+        pending.push(text);
+        return [];
       }
-      return visible.length > 0 ? [{ ...chunk, choices: visible }] : [];
+      // A live answer commits everything before it.
+      const out = [...pending, text];
+      pending = [];
+      return out;
     },
 
     onEnd(): StreamEnd {
@@ -156,7 +179,9 @@ export function createHeldCallsStreamHook(judge: TurnJudge, hold = true): Stream
         effects.push(...correction.effects);
         if (correction.retry && hold) return { chunks: [], effects, retry: correction.retry };
       }
-      return { chunks: [...chunks, ...held], effects };
+      const text = pending;
+      pending = [];
+      return { chunks: [...text, ...chunks, ...held], effects };
     },
   };
 }

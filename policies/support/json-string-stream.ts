@@ -53,6 +53,22 @@ export interface JsonFieldState {
   nonString: boolean;
   /** Some other key was seen. */
   otherKeys: boolean;
+  /** Keys whose value has started so far. */
+  keys: number;
+  /**
+   * With `firstStringKey`: the key whose string value is being decoded when it is not the
+   * field itself (e.g. "response" in `{"response": "..."}`); undefined otherwise.
+   */
+  alias: string | undefined;
+}
+
+export interface DecoderOptions {
+  /**
+   * Also take the FIRST key's value when it is a string, whatever the key is called, and decode
+   * it live from its first character. A later occurrence of the field is then ignored (first
+   * wins, as for duplicate keys), so the text emitted so far never has to be taken back.
+   */
+  firstStringKey?: boolean;
 }
 
 export class JsonStringFieldDecoder {
@@ -72,9 +88,14 @@ export class JsonStringFieldDecoder {
     invalid: false,
     nonString: false,
     otherKeys: false,
+    keys: 0,
+    alias: undefined,
   };
 
-  constructor(private readonly field: string) {}
+  constructor(
+    private readonly field: string,
+    private readonly opts: DecoderOptions = {},
+  ) {}
 
   get state(): Readonly<JsonFieldState> {
     return this.st;
@@ -188,11 +209,17 @@ export class JsonStringFieldDecoder {
 
   private startValue(ch: string, ws: boolean): string {
     if (ws) return '';
-    const isTarget = this.key === this.field && !this.st.found && !this.st.nonString;
-    if (!isTarget && this.key !== this.field) this.st.otherKeys = true;
+    this.st.keys++;
+    const named = this.key === this.field;
+    const isTarget = named && !this.st.found && !this.st.nonString;
+    if (!named) this.st.otherKeys = true;
     if (ch === '"') {
       if (isTarget) {
         this.st.found = true;
+        this.mode = 'target';
+      } else if (!named && this.opts.firstStringKey === true && this.st.keys === 1) {
+        this.st.found = true;
+        this.st.alias = this.key;
         this.mode = 'target';
       } else this.mode = 'skip-string';
       return '';

@@ -56,7 +56,9 @@ export function createNormalizeStreamHook(policy: string): StreamHook {
       tally.add('object-arguments');
       fragment = JSON.stringify(rawArgs);
     }
-    const complete = cur !== undefined && argsComplete(cur.args);
+    // Parsing the arguments so far costs O(length): only a delta that names a call again (or
+    // follows such a header) needs it, never the plain argument deltas of the hot path.
+    const complete = cur !== undefined && (name !== undefined || cur.splitPending) && argsComplete(cur.args);
     // Same name again, no id, nothing new yet: either a backend repeating the header or the
     // header of a second call on the same index. Decided by the next fragment.
     if (cur && id === undefined && name === cur.name && cur.nameSent && complete && fragment === '') {

@@ -80,3 +80,8 @@ export function settleRetry(call: ChatCall, deps: ChatDeps, outcome: 'fixed' | '
   pending.outcome = outcome;
   deps.metrics.retries.labels(call.route.name, pending.reason, outcome).inc();
 }
+
+/** The attempt's answer came from the synthetic final-answer tool (streamed live, if streaming). */
+export function finalAnswerIn(effects: readonly PolicyEffect[]): boolean {
+  return effects.some((e) => e.policy === 'force-tool-use' && e.kind === 'final-answer');
+}

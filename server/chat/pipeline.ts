@@ -17,7 +17,7 @@ import type { PolicyEffect } from '../../policies/types.js';
 import { scanJsonValue } from '../../parsers/util/json-scan.js';
 import { type OpenResult, openUpstream, readUpstreamBody } from './attempt.js';
 import type { ChatCall, ChatDeps } from './context.js';
-import { recordPolicyEffects, settleRetry } from './effects.js';
+import { finalAnswerIn, recordPolicyEffects, settleRetry } from './effects.js';
 import type { StreamOutput } from './output.js';
 import { runRequestPolicies, runResponsePolicies, salvageUpstreamError } from './policy-runner.js';
 import { type SeenOutput, streamAttempt } from './stream-driver.js';
@@ -155,6 +155,9 @@ async function runAttempts(call: ChatCall, deps: ChatDeps, driver: Driver): Prom
   const passthrough = isPassthrough(call, request);
   const out = driver.out;
   let usage: Usage | undefined;
+  // Non-streamed: final answers of attempts that were retried anyway. A streaming client has
+  // already seen them (they stream live), so the non-streamed message keeps them too.
+  const committed: ChatCompletion[] = [];
   try {
     for (;;) {
       const opened = await openUpstream(call, deps, request);
@@ -201,6 +204,7 @@ async function runAttempts(call: ChatCall, deps: ChatDeps, driver: Driver): Prom
         end.retry && !retrying ? end.effects.filter((e) => e.kind !== 'retry') : end.effects,
       );
       if (end.retry && retrying) {
+        if (!out && end.completion && finalAnswerIn(end.effects)) committed.push(end.completion);
         call.retriesUsed++;
         request = end.retry.request;
         continue;
@@ -215,7 +219,7 @@ async function runAttempts(call: ChatCall, deps: ChatDeps, driver: Driver): Prom
         await out.end({ ...call.streamIdentity, ...(usage ? { usage } : {}) });
         return undefined;
       }
-      const final = end.completion as ChatCompletion;
+      const final = withCommitted(committed, end.completion as ChatCompletion);
       if (usage) final.usage = usage;
       const msg = final.choices?.[0]?.message;
       call.trace.finalKind = classifyFinal(
@@ -234,6 +238,30 @@ async function runAttempts(call: ChatCall, deps: ChatDeps, driver: Driver): Prom
     // A retry whose attempt never finished (upstream error, mid-stream failure, client gone).
     settleRetry(call, deps, call.signal.aborted ? 'aborted' : 'failed');
   }
+}
+
+/** Prefixes each choice's text with what earlier, retried attempts already committed. */
+function withCommitted(committed: readonly ChatCompletion[], final: ChatCompletion): ChatCompletion {
+  if (committed.length === 0) return final;
+  const choices = final.choices.map((choice) => {
+    let content = '';
+    let reasoning = '';
+    for (const c of committed) {
+      const m = c.choices.find((x) => x.index === choice.index)?.message;
+      if (typeof m?.content === 'string') content += m.content;
+      if (typeof m?.reasoning_content === 'string') reasoning += m.reasoning_content;
+    }
+    const msg = choice.message;
+    return {
+      ...choice,
+      message: {
+        ...msg,
+        content: content + (msg.content ?? '') || (msg.content ?? null),
+        ...(reasoning ? { reasoning_content: reasoning + (msg.reasoning_content ?? '') } : {}),
+      },
+    };
+  });
+  return { ...final, choices };
 }
 
 /** A whole completion (salvaged from an error) replayed into a stream as ordinary chunks. */

@@ -11,6 +11,7 @@ import type { AppState } from '../app-state.js';
 import { fromUpstreamError, parseUpstreamBody, toErrorBody } from '../error-handler.js';
 import { resolveRoute } from '../routing.js';
 import { SSE_DONE, sseData } from '../sse.js';
+import { untilDrainOrClose } from '../drain.js';
 import { toUpstreamError } from '../upstream.js';
 import { completionBody, embeddingBody } from './schemas.js';
 
@@ -24,7 +25,12 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
       const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
       const controller = new RequestAbort();
       request.tpAbort = controller;
-      request.tp = { model: route.name, upstream: route.client.label, stream: body.stream === true };
+      request.tp = {
+        model: route.name,
+        upstream: route.client.label,
+        stream: body.stream === true,
+        api: 'passthrough',
+      };
       const payload = route.upstreamModel
         ? JSON.stringify({ ...body, model: route.upstreamModel })
         : request.rawBody;
@@ -59,11 +65,13 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
         for await (const chunk of res.body) {
           const buf = chunk as Buffer;
           tail = (tail + buf.toString('latin1')).slice(-32);
-          if (!reply.raw.write(buf)) await new Promise((r) => reply.raw.once('drain', r));
+          // A full socket buffer waits for drain, or for close: a client that left never drains.
+          if (!reply.raw.write(buf)) await untilDrainOrClose(reply.raw);
+          if (reply.raw.destroyed) break;
         }
-        if (!tail.includes('[DONE]')) reply.raw.write(SSE_DONE);
+        if (!reply.raw.destroyed && !tail.includes('[DONE]')) reply.raw.write(SSE_DONE);
       } catch (err) {
-        if (!controller.aborted) {
+        if (!controller.aborted && !reply.raw.destroyed) {
           const mapped = toUpstreamError(err, route.client.label);
           const e =
             mapped instanceof ToolproofError

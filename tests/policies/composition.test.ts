@@ -1,7 +1,8 @@
 /**
  * The response-side policies composed as the pipeline composes them (normalize-tool-calls ->
- * force-tool-use -> corrective-retry; leak recovery is tested with parsers/): streamed and
- * non-streamed results must agree, whatever the chunking and however broken the deltas.
+ * leak-recovery -> force-tool-use -> client-constraints -> corrective-retry): streamed and
+ * non-streamed results must agree, whatever the chunking and however broken the deltas, for
+ * every choice when n > 1.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -11,8 +12,10 @@ import type {
   ChatCompletionRequest,
   ToolCall,
 } from '../../protocol/openai.js';
+import { clientConstraintsPolicy } from '../../policies/client-constraints.js';
 import { correctiveRetryPolicy } from '../../policies/corrective-retry.js';
 import { type ForceToolUseMemo, forceToolUsePolicy } from '../../policies/force-tool-use.js';
+import { leakRecovery } from '../../policies/leak-recovery.js';
 import { normalizeToolCallsPolicy } from '../../policies/normalize-tool-calls.js';
 import type { Policy, PolicyEffect, StreamHook } from '../../policies/types.js';
 import {
@@ -28,8 +31,14 @@ import {
   weatherTool,
 } from './helpers.js';
 
-const chain: Policy[] = [normalizeToolCallsPolicy, forceToolUsePolicy, correctiveRetryPolicy];
-const original = request({ tools: [weatherTool, timeTool] });
+const chain: Policy[] = [
+  normalizeToolCallsPolicy,
+  leakRecovery,
+  forceToolUsePolicy,
+  clientConstraintsPolicy,
+  correctiveRetryPolicy,
+];
+let original = request({ tools: [weatherTool, timeTool] });
 const ctx = ctxWith();
 
 function sentAndMemos(): { sent: ChatCompletionRequest; memos: Map<string, unknown> } {
@@ -93,8 +102,8 @@ function upstreamCalls(l: Layout): ToolCall[] {
   return l.realFirst ? [real, fa] : [fa, real];
 }
 
-function upstreamChunks(l: Layout): ChatCompletionChunk[] {
-  const chunks = [chunk({ role: 'assistant', content: null })];
+function upstreamChunks(l: Layout, choice = 0): ChatCompletionChunk[] {
+  const chunks = [chunk({ role: 'assistant', content: null }, null, choice)];
   upstreamCalls(l).forEach((c, i) => {
     const index = l.allIndexZero ? 0 : i;
     const pieces = splitAt(c.function.arguments, l.cuts);
@@ -108,10 +117,10 @@ function upstreamChunks(l: Layout): ChatCompletionChunk[] {
               function: { name: c.function.name, arguments: piece },
             }
           : { index, function: { arguments: piece } };
-      chunks.push(chunk({ tool_calls: [td] }));
+      chunks.push(chunk({ tool_calls: [td] }, null, choice));
     });
   });
-  chunks.push(chunk({}, 'tool_calls'));
+  chunks.push(chunk({}, 'tool_calls', choice));
   return chunks;
 }
 
@@ -170,5 +179,58 @@ describe('response policies composed', () => {
     // The answer already streamed live; the failed attempt is not finished for the client.
     expect(streamedContent(s.out)).toBe('hi');
     expect(finishOf(s.out)).toBeNull();
+  });
+});
+
+describe('response policies composed, n > 1', () => {
+  const layout = fc.record({
+    answer: fc.string({ unit: 'grapheme' }),
+    realArgs: fc.constantFrom('{"city":"Paris"}', '{"city":"Rome","days":2}'),
+    realFirst: fc.boolean(),
+    allIndexZero: fc.boolean(),
+    ids: fc.constant(true),
+    cuts: fc.array(fc.nat(60), { maxLength: 6 }),
+  });
+
+  it('property: every choice streamed == non-streamed, choices interleaved, with and without parallel_tool_calls', () => {
+    fc.assert(
+      fc.property(fc.array(layout, { minLength: 2, maxLength: 3 }), fc.boolean(), (layouts, single) => {
+        original = request({
+          tools: [weatherTool, timeTool],
+          ...(single ? { parallel_tool_calls: false } : {}),
+        });
+        try {
+          const res: ChatCompletion = {
+            ...completion({ content: '' }),
+            choices: layouts.map((l, index) => ({
+              index,
+              message: { role: 'assistant', content: '', tool_calls: upstreamCalls(l) },
+              finish_reason: 'tool_calls',
+            })),
+          };
+          const ns = nonStream(res);
+          const perChoice = layouts.map((l, i) => upstreamChunks(l, i));
+          const merged: ChatCompletionChunk[] = [];
+          const longest = Math.max(...perChoice.map((c) => c.length));
+          for (let k = 0; k < longest; k++) for (const c of perChoice) if (c[k]) merged.push(c[k]!);
+          const s = stream(merged);
+          expect(s.retry).toBe(ns.retry);
+          layouts.forEach((l, i) => {
+            const want = ns.response!.choices[i]!;
+            const mine = s.out.map((c) => ({ ...c, choices: c.choices.filter((ch) => ch.index === i) }));
+            const only = mine.map((c) => ({ ...c, choices: c.choices.map((ch) => ({ ...ch, index: 0 })) }));
+            expect(streamedContent(only)).toBe(want.message.content);
+            expect(want.message.content).toBe(l.answer);
+            expect(streamedCalls(only).map((c) => [c.name, c.args])).toEqual(
+              (want.message.tool_calls ?? []).map((c) => [c.function.name, c.function.arguments]),
+            );
+            expect(finishOf(only)).toBe(want.finish_reason);
+          });
+        } finally {
+          original = request({ tools: [weatherTool, timeTool] });
+        }
+      }),
+      { numRuns: 200 },
+    );
   });
 });

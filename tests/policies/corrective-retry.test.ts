@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { type CorrectiveRetryMemo, correctiveRetryPolicy } from '../../policies/corrective-retry.js';
-import type { ResponseDecision } from '../../policies/types.js';
+import { markLiveAnswer, type ResponseDecision } from '../../policies/types.js';
 import { validateArguments, validatorCacheSize } from '../../policies/support/validate-arguments.js';
 import {
   call,
@@ -214,18 +214,20 @@ describe('corrective-retry: stream', () => {
     chunk({}, 'tool_calls'),
   ];
 
-  it('streams content live, holds calls until validated, then emits them properly', () => {
+  it('holds the turn while a retry is possible, then emits its text and calls properly', () => {
     const hook = p.createStreamHook!(ctxWith(), undefined, sent, original);
     const live = stream('{"city":"Paris"}').flatMap((c) => hook.onChunk(c));
-    expect(streamedContent(live)).toBe('Let me check.');
+    expect(streamedContent(live)).toBe('');
     expect(streamedCalls(live)).toEqual([]);
     expect(finishOf(live)).toBeNull();
     const end = hook.onEnd();
     expect(end.retry).toBeUndefined();
+    expect(streamedContent(end.chunks)).toBe('Let me check.');
     expect(streamedCalls(end.chunks)).toEqual([
       { index: 0, id: 'a', name: 'get_weather', args: '{"city":"Paris"}' },
     ]);
-    expect(end.chunks[0]?.choices[0]?.delta.tool_calls?.[0]).toMatchObject({
+    const firstCall = end.chunks.find((c) => c.choices[0]?.delta.tool_calls);
+    expect(firstCall?.choices[0]?.delta.tool_calls?.[0]).toMatchObject({
       id: 'a',
       type: 'function',
       function: { name: 'get_weather' },
@@ -269,7 +271,7 @@ describe('corrective-retry: stream', () => {
 });
 
 describe('corrective-retry: stream edge cases', () => {
-  it('text in the finish chunk is sent live even when a retry follows', () => {
+  it('text of a turn that is retried never reaches the client (streamed equals non-streamed)', () => {
     const hook = p.createStreamHook!(ctxWith(), undefined, sent, original);
     const live = [
       chunk({
@@ -277,9 +279,18 @@ describe('corrective-retry: stream edge cases', () => {
       }),
       chunk({ content: 'tail' }, 'tool_calls'),
     ].flatMap((c) => hook.onChunk(c));
-    expect(streamedContent(live)).toBe('tail');
+    expect(streamedContent(live)).toBe('');
     expect(finishOf(live)).toBeNull();
-    expect(hook.onEnd().retry?.reason).toBe('undeclared-tool');
+    const end = hook.onEnd();
+    expect(end.retry?.reason).toBe('undeclared-tool');
+    expect(end.chunks).toEqual([]);
+  });
+
+  it('a live final answer commits the text held before it', () => {
+    const hook = p.createStreamHook!(ctxWith(), undefined, sent, original);
+    const answer = markLiveAnswer(chunk({ content: 'It is sunny.' }));
+    const live = [chunk({ content: 'Thinking aloud. ' }), answer].flatMap((c) => hook.onChunk(c));
+    expect(streamedContent(live)).toBe('Thinking aloud. It is sunny.');
   });
 
   it('accepts schemas that name the 2020-12 draft', () => {

@@ -90,6 +90,10 @@ describe('force-tool-use: request', () => {
       request(),
       request({ tools: [] }),
       request({ tools: [weatherTool], response_format: { type: 'json_object' } }),
+      // logprobs would describe the final_answer JSON, not the text the client gets (issue 9).
+      request({ tools: [weatherTool], logprobs: true }),
+      request({ tools: [weatherTool], logprobs: true, top_logprobs: 3 }),
+      request({ tools: [weatherTool], top_logprobs: 0 }),
     ];
     for (const req of cases) {
       const d = onRequest(req);
@@ -97,6 +101,9 @@ describe('force-tool-use: request', () => {
       expect(d.effects).toEqual([]);
       expect((d.memo as ForceToolUseMemo).forced).toBe(false);
     }
+    expect(onRequest(request({ tools: [weatherTool], logprobs: false })).request.tool_choice).toBe(
+      'required',
+    );
     // {type:"text"} is no format at all.
     expect(
       onRequest(request({ tools: [weatherTool], response_format: { type: 'text' } })).request.tool_choice,
@@ -165,10 +172,37 @@ describe('force-tool-use: response', () => {
     expect(choice).toMatchObject({ message: { content: 'short' }, finish_reason: 'length' });
   });
 
-  it('valid JSON without a string answer delivers the raw arguments text', () => {
-    const { choice } = respond({ tool_calls: [call('c', 'final_answer', '{"response":"hello"}')] });
-    expect(choice.message.content).toBe('{"response":"hello"}');
+  // Regression (issue 9): {"response": "..."} reached the client as raw JSON text.
+  it('a lone string field under another key is the answer', () => {
+    const { choice, effects } = respond({ tool_calls: [call('c', 'final_answer', '{"response":"hello"}')] });
+    expect(choice.message.content).toBe('hello');
+    expect(choice.message.tool_calls).toBeUndefined();
     expect(choice.finish_reason).toBe('stop');
+    expect(effects).toEqual([
+      {
+        policy: 'force-tool-use',
+        kind: 'final-answer',
+        count: 1,
+        detail: { mixed: false, truncated: false, raw: false, field: 'response' },
+      },
+    ]);
+  });
+
+  it('no answer string: left as a call for corrective retry while one can follow', () => {
+    const fa = call('c', 'final_answer', '{"n": 1}');
+    const { choice, effects } = respond({ tool_calls: [fa, call('r', 'get_weather', '{"city":"Rome"}')] });
+    expect(choice.message.tool_calls?.map((c) => c.function.name)).toEqual(['get_weather', 'final_answer']);
+    expect(effects.map((e) => e.kind)).toEqual(['final-answer-invalid']);
+  });
+
+  it('no answer string and retries spent: the raw arguments as a last resort, counted', () => {
+    const sent = request({ tools: [weatherTool] });
+    const res = completion({ tool_calls: [call('c', 'final_answer', '{"n": 1}')] }, 'tool_calls');
+    const d = p.onResponse!(res, ctxWith({ retriesUsed: 1 }), forcedMemo, sent, sent);
+    if (d.action !== 'continue') throw new Error('retry');
+    expect(d.response.choices[0]!.message.content).toBe('{"n": 1}');
+    expect(d.response.choices[0]!.message.tool_calls).toBeUndefined();
+    expect(d.effects.map((e) => e.kind)).toEqual(['final-answer', 'final-answer-raw']);
   });
 
   it('counts forced requests that came back as prose', () => {
@@ -289,9 +323,85 @@ describe('force-tool-use: stream', () => {
     expect(finishOf(runHook(hook(), finalAnswerStream(['{"answer": "x'])).out)).toBe('length');
   });
 
-  it('no string answer: the raw arguments arrive as content at the end', () => {
-    const { out } = runHook(hook(), finalAnswerStream(['{"resp', 'onse": "hi"}']));
-    expect(streamedContent(out)).toBe('{"response": "hi"}');
+  it('a lone string field under another key streams live as the answer', () => {
+    const { out } = runHook(hook(), finalAnswerStream(['{"resp', 'onse": "h', 'i"}']));
+    const contents = out
+      .map((c) => c.choices[0]?.delta.content)
+      .filter((c) => typeof c === 'string' && c !== '');
+    expect(contents).toEqual(['h', 'i']);
+    expect(finishOf(out)).toBe('stop');
+  });
+
+  it('no string answer: handed on as a call while a retry can follow, else raw content', () => {
+    const chunks = finalAnswerStream(['{"n":', ' 1}']);
+    const retryable = runHook(hook(), chunks);
+    expect(streamedCalls(retryable.out)).toEqual([
+      { index: 0, id: 'fa', name: 'final_answer', args: '{"n": 1}' },
+    ]);
+    expect(retryable.end.effects.map((e) => e.kind)).toEqual(['final-answer-invalid']);
+    const spent = runHook(
+      p.createStreamHook!(ctxWith({ retriesUsed: 1 }), forcedMemo, request(), request()),
+      chunks,
+    );
+    expect(streamedContent(spent.out)).toBe('{"n": 1}');
+    expect(streamedCalls(spent.out)).toEqual([]);
+    expect(spent.end.effects.map((e) => e.kind)).toEqual(['final-answer', 'final-answer-raw']);
+  });
+
+  it('property: any final_answer arguments shape, streamed == non-streamed (retries left or spent)', () => {
+    const shapes = fc.constantFrom(
+      '{"answer":"It is sunny"}',
+      '{"response":"It is sunny"}',
+      '{"response":"a","answer":"b"}',
+      '{"confidence":0.5,"answer":"b"}',
+      '{"answer":"a","sources":["x"]}',
+      '{"answer":42}',
+      '{"n":1}',
+      '{}',
+      'not json',
+      '{"response":"cut of',
+      '{"resp',
+    );
+    fc.assert(
+      fc.property(
+        shapes,
+        fc.array(fc.nat(40), { maxLength: 6 }),
+        fc.boolean(),
+        fc.boolean(),
+        fc.constantFrom('tool_calls', 'length', 'stop'),
+        (args, cuts, realCall, spent, upstreamFinish) => {
+          const ctx = ctxWith({ retriesUsed: spent ? 1 : 0 });
+          const sent = request({ tools: [weatherTool, timeTool] });
+          const calls = [call('fa', 'final_answer', args)];
+          if (realCall) calls.push(call('r0', 'get_weather', '{"city":"Paris"}'));
+          const ns = p.onResponse!(
+            completion({ content: '', tool_calls: calls }, upstreamFinish),
+            ctx,
+            forcedMemo,
+            sent,
+            sent,
+          );
+          if (ns.action !== 'continue') throw new Error('retry');
+          const expected = ns.response.choices[0]!;
+          const { out, end } = runHook(
+            p.createStreamHook!(ctx, forcedMemo, sent, sent),
+            finalAnswerStream(splitAt(args, cuts), { realCall, finish: upstreamFinish }),
+          );
+          const names = (expected.message.tool_calls ?? []).map((c) => c.function.name);
+          expect(streamedCalls(out).map((c) => c.name)).toEqual(names);
+          expect(end.effects.map((e) => e.kind)).toEqual(ns.effects.map((e) => e.kind));
+          if (names.includes('final_answer')) {
+            // Handed on for a retry: the turn is replaced, only the call shape must agree.
+            expect(streamedCalls(out).at(-1)?.args).toBe(args);
+            return;
+          }
+          expect(streamedContent(out)).toBe(expected.message.content ?? '');
+          expect(finishOf(out)).toBe(expected.finish_reason);
+          expect(end.effects).toEqual(ns.effects);
+        },
+      ),
+      { numRuns: 400 },
+    );
   });
 
   it('prose without any call passes through and is counted as forced-but-prose', () => {

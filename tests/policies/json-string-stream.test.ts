@@ -118,7 +118,24 @@ describe('JsonStringFieldDecoder', () => {
           if (forceEscapes) json = escapeAll(json);
           expect(JSON.parse(json)).toEqual(obj);
           expect(decodeChunks(splitAt(json, cuts))).toBe(answer);
-          expect(decodeFinalAnswer(json)).toEqual({ text: answer, truncated: false, raw: false });
+          if (extra === 'before') {
+            // A string first key is taken as the answer live (final_answer rule): a second key
+            // then makes the call invalid, the first key's text stays what was decoded.
+            expect(decodeFinalAnswer(json)).toEqual({
+              text: 'x"}',
+              truncated: false,
+              raw: false,
+              invalid: true,
+              field: 'note',
+            });
+          } else {
+            expect(decodeFinalAnswer(json)).toEqual({
+              text: answer,
+              truncated: false,
+              raw: false,
+              invalid: false,
+            });
+          }
         },
       ),
       { numRuns: 1000 },
@@ -150,18 +167,70 @@ describe('JsonStringFieldDecoder', () => {
 });
 
 describe('decodeFinalAnswer', () => {
-  it('never loses text when there is no string answer', () => {
-    expect(decodeFinalAnswer('{"text": "hello"}')).toEqual({
-      text: '{"text": "hello"}',
+  it('never loses text when there is no string answer (raw, and invalid for a retry)', () => {
+    expect(decodeFinalAnswer('{"text": 1}')).toEqual({
+      text: '{"text": 1}',
       truncated: false,
       raw: true,
+      invalid: true,
     });
     expect(decodeFinalAnswer('{"answer": 42}')).toEqual({
       text: '{"answer": 42}',
       truncated: false,
       raw: true,
+      invalid: true,
     });
-    expect(decodeFinalAnswer('just prose')).toEqual({ text: 'just prose', truncated: false, raw: true });
+    expect(decodeFinalAnswer('{}')).toEqual({ text: '{}', truncated: false, raw: true, invalid: true });
+    expect(decodeFinalAnswer('just prose')).toEqual({
+      text: 'just prose',
+      truncated: false,
+      raw: true,
+      invalid: true,
+    });
+  });
+
+  // Regression (issue 9): {"response": "..."} reached the client as raw JSON text.
+  it('takes the only key when it holds a string, whatever it is called', () => {
+    expect(decodeFinalAnswer('{"response": "It is sunny"}')).toEqual({
+      text: 'It is sunny',
+      truncated: false,
+      raw: false,
+      invalid: false,
+      field: 'response',
+    });
+    expect(decodeFinalAnswer({ reply: 'ok' })).toMatchObject({ text: 'ok', invalid: false, field: 'reply' });
+  });
+
+  it('a second key after a non-answer string key makes the call invalid; the first text stays', () => {
+    expect(decodeFinalAnswer('{"response": "a", "answer": "b"}')).toMatchObject({
+      text: 'a',
+      invalid: true,
+      field: 'response',
+    });
+    expect(decodeFinalAnswer('{"response": "a", "n": 1}')).toMatchObject({ text: 'a', invalid: true });
+  });
+
+  it('`answer` stays the answer beside other keys, and after a non-string first key', () => {
+    expect(decodeFinalAnswer('{"answer": "a", "sources": ["x"]}')).toEqual({
+      text: 'a',
+      truncated: false,
+      raw: false,
+      invalid: false,
+    });
+    expect(decodeFinalAnswer('{"confidence": 0.9, "answer": "b"}')).toMatchObject({
+      text: 'b',
+      invalid: false,
+    });
+  });
+
+  it('cut-off arguments are truncated, never invalid (a retry would be cut too)', () => {
+    expect(decodeFinalAnswer('{"response": "It is su')).toEqual({
+      text: 'It is su',
+      truncated: true,
+      raw: false,
+      invalid: false,
+      field: 'response',
+    });
   });
 
   it('is lenient with raw newlines inside the string (invalid JSON, complete answer)', () => {
@@ -169,10 +238,11 @@ describe('decodeFinalAnswer', () => {
       text: 'line1\nline2',
       truncated: false,
       raw: false,
+      invalid: false,
     });
   });
 
   it('cut before the answer started gives empty text, truncated', () => {
-    expect(decodeFinalAnswer('{"ans')).toEqual({ text: '', truncated: true, raw: false });
+    expect(decodeFinalAnswer('{"ans')).toEqual({ text: '', truncated: true, raw: false, invalid: false });
   });
 });

@@ -245,6 +245,56 @@ const NOT_REJECTIONS: Array<{ source: string; status: number; body: unknown }> =
   { source: 'empty body', status: 400, body: null },
 ];
 
+/** 5xx answers that say nothing about tool_choice: relayed, never a fallback, never remembered. */
+const UNRELATED_5XX: Array<{ source: string; status: number; body: unknown }> = [
+  {
+    source: 'llama-server busy / loading (503 unavailable_error)',
+    status: 503,
+    body: { error: { code: 503, message: 'Loading model', type: 'unavailable_error' } },
+  },
+  { source: 'overloaded proxy, empty body', status: 503, body: null },
+  { source: 'plain text 502', status: 502, body: 'Bad Gateway' },
+  {
+    source: 'CUDA out of memory (torch message relayed by vLLM as 500)',
+    status: 500,
+    body: {
+      object: 'error',
+      message:
+        'CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.20 GiB is free.',
+      type: 'InternalServerError',
+      code: 500,
+    },
+  },
+  {
+    source: 'llama-server image input without mmproj (500)',
+    status: 500,
+    body: {
+      error: {
+        code: 500,
+        message:
+          'image input is not supported - hint: if this is unexpected, you may need to provide the mmproj',
+        type: 'server_error',
+      },
+    },
+  },
+  {
+    source: 'context length as a 500',
+    status: 500,
+    body: {
+      error: {
+        code: 500,
+        message: 'the request exceeds the available context size, try increasing it',
+        type: 'server_error',
+      },
+    },
+  },
+  {
+    source: 'a 500 whose text mentions tools but not a rejection',
+    status: 500,
+    body: { error: { message: 'Internal error while rendering tools: required key "name" missing' } },
+  },
+];
+
 describe('isRequiredRejection', () => {
   it.each(REJECTIONS)('recognises $source', ({ status, body, reason }) => {
     expect(isRequiredRejection(status, body)).toEqual({ rejected: true, reason });
@@ -266,9 +316,15 @@ describe('shouldFallback', () => {
       true,
     );
   });
-  it('falls back on any 5xx before any byte was sent', () => {
-    expect(shouldFallback({ status: 500, body: 'oops', bytesSentToClient: 0 })).toBe(true);
-    expect(shouldFallback({ status: 503, body: null, bytesSentToClient: 0 })).toBe(true);
+  it('falls back on a 5xx only when its message is a recognised rejection', () => {
+    const body = { error: { code: 500, message: 'Grammar error: unexpected token', type: 'server_error' } };
+    expect(shouldFallback({ status: 500, body, bytesSentToClient: 0 })).toBe(true);
+    expect(isRequiredRejection(502, 'Failed to initialize samplers: std::exception').rejected).toBe(true);
+  });
+  // Regression (issue 9): every 5xx used to switch forced tool use off for fallbackTtlSeconds.
+  it.each(UNRELATED_5XX)('relays an unrelated 5xx: $source', ({ status, body }) => {
+    expect(shouldFallback({ status, body, bytesSentToClient: 0 })).toBe(false);
+    expect(isRequiredRejection(status, body).rejected).toBe(false);
   });
   it('never after bytes reached the client', () => {
     expect(shouldFallback({ status: 500, body: null, bytesSentToClient: 10 })).toBe(false);

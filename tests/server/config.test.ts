@@ -128,10 +128,10 @@ describe('model labels through the server', () => {
     }
     const metrics = await (await fetch(`${stack.origin}/metrics`)).text();
     expect(metrics).toMatch(
-      /toolproof_requests_total\{model="m-a",route="chat\/completions",status="200"\} 1/,
+      /toolproof_requests_total\{model="m-a",route="chat\/completions",status="200",api="chat"\} 1/,
     );
     expect(metrics).toMatch(
-      /toolproof_requests_total\{model="other",route="chat\/completions",status="200"\} 2/,
+      /toolproof_requests_total\{model="other",route="chat\/completions",status="200",api="chat"\} 2/,
     );
     expect(metrics).not.toContain('model="m-c"');
     await stack.close();

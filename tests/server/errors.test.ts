@@ -60,10 +60,11 @@ describe('errors the proxy itself produces', () => {
     expectOpenAIError(await res.json(), 'invalid_request_error');
   });
 
-  it('unknown route -> 404 in the OpenAI shape', async () => {
+  it('unknown route -> relayed to the upstream, whose own 404 comes back as it is', async () => {
     const res = await fetch(`${stack.url}/nope`);
     expect(res.status).toBe(404);
-    expectOpenAIError(await res.json());
+    expect(await res.json()).toEqual({ detail: 'Not Found' });
+    expect(stack.sim.requests.at(-1)?.path).toBe('/v1/nope');
   });
 
   it('honours and returns x-request-id', async () => {

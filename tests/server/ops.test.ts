@@ -21,7 +21,7 @@ describe('ops endpoints', () => {
     const metrics = await (await fetch(`${stack.origin}/metrics`)).text();
     expect(metrics).toContain('process_cpu_user_seconds_total');
     expect(metrics).toMatch(
-      /toolproof_requests_total\{model="m1",route="chat\/completions",status="200"\} 1/,
+      /toolproof_requests_total\{model="m1",route="chat\/completions",status="200",api="chat"\} 1/,
     );
     expect(metrics).toMatch(
       /toolproof_upstream_duration_seconds_count\{model="m1",route="chat",upstream="[^"]+"\} 1/,
@@ -87,7 +87,7 @@ describe('the per-request log line', () => {
     const mine = lines.filter((l) => l.reqId === 'trace-42');
     expect(mine).toHaveLength(1);
     const line = mine[0]!;
-    expect(line).toMatchObject({ model: 'm', status: 200, stream: false, upstream: sim.url });
+    expect(line).toMatchObject({ model: 'm', status: 200, stream: false, upstream: sim.url, api: 'chat' });
     expect(line.latencyMs).toEqual(expect.any(Number));
     expect(line.usage).toMatchObject({ total_tokens: expect.any(Number) });
     expect(line.harness).toMatchObject({
@@ -108,6 +108,18 @@ describe('the per-request log line', () => {
     expect(lines.find((l) => l.reqId === 'trace-43')).toMatchObject({
       status: 400,
       error: { code: 'TP_ERR_INVALID_JSON', status: 400 },
+    });
+    const tok = await app.inject({
+      method: 'POST',
+      url: '/tokenize',
+      headers: { authorization: 'Bearer secret-key-123', 'x-request-id': 'trace-44' },
+      payload: { model: 'm', prompt: 'hi' },
+    });
+    expect(tok.statusCode).toBeLessThan(500);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(lines.find((l) => l.reqId === 'trace-44')).toMatchObject({
+      api: 'passthrough',
+      route: '/tokenize',
     });
     expect(JSON.stringify(lines)).not.toContain('secret-key-123');
     await app.close();

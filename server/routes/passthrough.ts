@@ -1,0 +1,207 @@
+/**
+ * Every route toolproof does not own (/tokenize, /detokenize, /v1/models/{id}, /v1/rerank,
+ * /v1/score, /pooling, /v1/audio/*, ...) is relayed to the model's upstream as it is: method,
+ * path, query, body bytes and content type in; status, headers (minus hop-by-hop) and the body
+ * streamed with backpressure out. A proxy must not take capabilities away from its backend.
+ * Auth, timeouts, abort on disconnect and the log line come from app.ts like any route.
+ */
+import { performance } from 'node:perf_hooks';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Dispatcher } from 'undici';
+import { ToolproofError } from '../../protocol/errors.js';
+import { RequestAbort } from '../abort.js';
+import type { AppState } from '../app-state.js';
+import type { UpstreamTarget } from '../config.js';
+import { resolveRoute } from '../routing.js';
+import type { UpstreamClient } from '../upstream.js';
+
+const METHODS: Dispatcher.HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+
+/** Never forwarded upstream: hop-by-hop, recomputed, or the client's own credentials. */
+const DROP_REQUEST_HEADERS = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+  'content-length',
+  'expect',
+  // The client's key is for toolproof; the upstream gets its own (UpstreamClient adds it).
+  'authorization',
+  'x-api-key',
+  'cookie',
+  'x-request-id',
+]);
+
+const DROP_RESPONSE_HEADERS = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+/** Only the built-in simulator understands it; a real upstream must not see test plumbing. */
+const SIMULATOR_HEADER = 'x-sim-scenario';
+
+const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
+
+/**
+ * The client's request target -> the path to send upstream. The URL parser resolves dot
+ * segments (also percent-encoded ones) and drops any scheme and host of an absolute-form
+ * target, so the result is always a path on the upstream's own origin: the pool is bound to
+ * that origin, and the path can only name something there. Unreserved characters that were
+ * percent-encoded are decoded first, so "/%761/x" is "/v1/x" here as it was for the router.
+ * "/v1/x" maps to the upstream's base URL + "/x"; any other path to its origin + path.
+ */
+export function upstreamPathFor(requestTarget: string): { path: string; fromOrigin: boolean } {
+  const decoded = requestTarget.replace(/%([0-9A-Fa-f]{2})/g, (m, hex: string) => {
+    const c = String.fromCharCode(Number.parseInt(hex, 16));
+    return UNRESERVED.test(c) ? c : m;
+  });
+  const url = new URL(decoded, 'http://upstream.invalid');
+  const pathname = url.pathname.replace(/^\/{2,}/, '/');
+  if (pathname === '/v1' || pathname.startsWith('/v1/'))
+    return { path: pathname.slice(3) + url.search, fromOrigin: false };
+  return { path: pathname + url.search, fromOrigin: true };
+}
+
+function modelOf(request: FastifyRequest): unknown {
+  const body = request.body;
+  if (!Buffer.isBuffer(body) || body.length === 0) return undefined;
+  const type = String(request.headers['content-type'] ?? '');
+  if (!type.includes('json')) return undefined;
+  try {
+    const parsed = JSON.parse(body.toString('utf8')) as unknown;
+    return parsed && typeof parsed === 'object' && !Array.isArray(parsed)
+      ? (parsed as { model?: unknown }).model
+      : undefined;
+  } catch {
+    return undefined; // not ours to judge: the upstream answers malformed bodies itself
+  }
+}
+
+/** The upstream when the body names no model: the default one, or the only one configured. */
+function fallbackTarget(state: AppState): UpstreamTarget | undefined {
+  if (state.config.defaultUpstream) return state.config.defaultUpstream;
+  const targets = Object.values(state.config.models).map((m) => m.upstream);
+  const first = targets[0];
+  if (first && targets.every((t) => t.urls.join(',') === first.urls.join(',') && t.apiKey === first.apiKey))
+    return first;
+  return undefined;
+}
+
+interface Target {
+  client: UpstreamClient;
+  model: string;
+  body: Buffer | undefined;
+}
+
+function pickTarget(state: AppState, request: FastifyRequest): Target {
+  const raw = Buffer.isBuffer(request.body) && request.body.length > 0 ? request.body : undefined;
+  const model = modelOf(request);
+  if (typeof model === 'string' && model) {
+    const route = resolveRoute(state.config, state.upstreams, model, state.modelLabels);
+    // A renamed model is renamed here too, as on the chat route.
+    const body =
+      route.upstreamModel && raw
+        ? Buffer.from(
+            JSON.stringify({
+              ...(JSON.parse(raw.toString('utf8')) as object),
+              model: route.upstreamModel,
+            }),
+          )
+        : raw;
+    return { client: route.client, model: route.name, body };
+  }
+  const target = fallbackTarget(state);
+  if (!target) {
+    throw new ToolproofError('TP_ERR_INVALID_FIELD', {
+      param: 'model',
+      message: `Cannot tell which upstream serves ${request.method} ${request.url.split('?')[0]}: send a JSON body with a configured "model", or set TOOLPROOF_UPSTREAM_URL as the default upstream.`,
+    });
+  }
+  return { client: state.upstreams.for(target), model: '', body: raw };
+}
+
+function forwardHeaders(request: FastifyRequest, simulator: boolean): Record<string, string> {
+  const out: Record<string, string> = { 'x-request-id': request.id };
+  const connection = String(request.headers.connection ?? '').toLowerCase();
+  const named = new Set(connection.split(',').map((h) => h.trim()));
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (DROP_REQUEST_HEADERS.has(name) || named.has(name) || value === undefined) continue;
+    if (name === SIMULATOR_HEADER && !simulator) continue;
+    out[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return out;
+}
+
+function responseHeaders(
+  headers: Record<string, string | string[] | undefined>,
+): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  const named = new Set(
+    String(headers.connection ?? '')
+      .toLowerCase()
+      .split(',')
+      .map((h) => h.trim()),
+  );
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || DROP_RESPONSE_HEADERS.has(name) || named.has(name)) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+async function relay(state: AppState, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const { path, fromOrigin } = upstreamPathFor(request.url);
+  const target = pickTarget(state, request);
+  const controller = new RequestAbort();
+  request.tpAbort = controller;
+  request.tp = { model: target.model, upstream: target.client.label, stream: false, api: 'passthrough' };
+  const started = performance.now();
+  const res = await target.client.request({
+    method: request.method as Dispatcher.HttpMethod,
+    path,
+    fromOrigin,
+    ...(target.body ? { body: target.body } : {}),
+    headers: forwardHeaders(request, state.config.simulator),
+    signal: controller,
+  });
+  state.metrics.hot
+    .upstreamDuration(target.model, 'passthrough', target.client.label)
+    .observe((performance.now() - started) / 1000);
+  const headers = responseHeaders(res.headers);
+  if (res.status === 204 || res.status === 304 || request.method === 'HEAD') {
+    await res.body.dump();
+    return reply.code(res.status).headers(headers).send();
+  }
+  request.tp.stream = String(headers['content-type'] ?? '').startsWith('text/event-stream');
+  // Fastify pipes the body with backpressure and destroys it (cancelling the upstream request)
+  // if the client goes away; its error listener keeps a failing upstream body from crashing us.
+  return reply.code(res.status).headers(headers).send(res.body);
+}
+
+/** Registered in its own context: here bodies are bytes of any type, never parsed as JSON. */
+export async function registerPassthroughRoutes(
+  app: FastifyInstance,
+  options: { state: AppState },
+): Promise<void> {
+  const { state } = options;
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+  app.route({
+    method: METHODS,
+    url: '*',
+    schema: { hide: true },
+    handler: (request, reply) => relay(state, request, reply),
+  });
+}

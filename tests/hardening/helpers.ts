@@ -1,0 +1,126 @@
+/**
+ * Test plumbing for the hardening suite: raw HTTP over a `net` socket (client libraries
+ * normalize URLs, which would hide spelling bugs), a fake upstream that records what reached
+ * it, and the real toolproof app on loopback.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { buildApp, type ToolproofApp } from '../../server/app.js';
+import { loadConfig } from '../../server/config.js';
+
+export interface RawResponse {
+  status: number;
+  head: string;
+  body: string;
+  text: string;
+}
+
+/** Sends `request` bytes as they are and reads until the server closes the connection. */
+export function rawRequest(port: number, request: string | Buffer, timeoutMs = 10_000): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error('no answer in time'));
+    }, timeoutMs);
+    socket.on('data', (c) => chunks.push(c));
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      const text = Buffer.concat(chunks).toString('utf8');
+      const [head = '', ...rest] = text.split('\r\n\r\n');
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0);
+      resolve({ status, head, body: rest.join('\r\n\r\n'), text });
+    });
+    socket.write(request);
+  });
+}
+
+export interface Recorded {
+  method: string;
+  url: string;
+  headers: IncomingMessage['headers'];
+  body: Buffer;
+}
+
+export interface FakeUpstream {
+  url: string;
+  origin: string;
+  requests: Recorded[];
+  close(): Promise<void>;
+}
+
+export type FakeHandler = (req: Recorded, res: ServerResponse) => void;
+
+const defaultHandler: FakeHandler = (req, res) => {
+  res.writeHead(200, { 'content-type': 'application/json', 'x-upstream': 'yes' });
+  res.end(JSON.stringify({ method: req.method, url: req.url, object: 'echo' }));
+};
+
+/** An upstream that records every request and answers with `handler` (default: a JSON echo). */
+export async function fakeUpstream(handler: FakeHandler = defaultHandler): Promise<FakeUpstream> {
+  const requests: Recorded[] = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const rec = {
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks),
+      };
+      requests.push(rec);
+      handler(rec, res);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url: `${origin}/v1`,
+    origin,
+    requests,
+    close: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+export interface RunningProxy {
+  app: ToolproofApp;
+  port: number;
+  origin: string;
+  close(): Promise<void>;
+}
+
+/** The real toolproof app on loopback, configured from env (and an optional inline YAML object). */
+export async function startProxy(
+  env: Record<string, string>,
+  file?: Parameters<typeof loadConfig>[1],
+): Promise<RunningProxy> {
+  const app = await buildApp(loadConfig(env, file), { logger: false });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const port = (app.server.address() as AddressInfo).port;
+  return { app, port, origin: `http://127.0.0.1:${port}`, close: () => app.close() };
+}
+
+export const CHAT_BODY = JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] });
+
+/** A complete HTTP/1.1 request with Connection: close. */
+export function httpRequest(
+  method: string,
+  target: string,
+  body = '',
+  headers: Record<string, string> = {},
+): string {
+  const lines = [`${method} ${target} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: close'];
+  if (body || method === 'POST') {
+    lines.push('Content-Type: application/json', `Content-Length: ${Buffer.byteLength(body)}`);
+  }
+  for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`);
+  return `${lines.join('\r\n')}\r\n\r\n${body}`;
+}

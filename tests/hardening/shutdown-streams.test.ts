@@ -1,0 +1,94 @@
+/**
+ * Streams still open at the shutdown deadline end with an SSE error event and `data: [DONE]`
+ * (the client learns why), not with a reset; the upstream request is cancelled.
+ */
+import type { AddressInfo } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { buildApp } from '../../server/app.js';
+import { loadConfig } from '../../server/config.js';
+import { shutdownGracefully } from '../../server/shutdown.js';
+import { createSimulator } from '../../simulator/index.js';
+import { waitFor } from '../server/stack.js';
+import { fakeUpstream } from './helpers.js';
+
+async function readUntilEnd(res: Response, onFirst: () => void): Promise<string> {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  let first = true;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return text;
+    text += decoder.decode(value, { stream: true });
+    if (first) {
+      first = false;
+      onFirst();
+    }
+  }
+}
+
+describe('streams at the shutdown deadline', () => {
+  it('a chat stream gets an error event and [DONE], then the app closes', async () => {
+    const sim = await createSimulator({
+      personality: 'vllm',
+      scenario: [{ say: 'one two three four five six seven eight', stallAfterChunks: 2 }],
+    });
+    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: sim.url }), { logger: false });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const port = (app.server.address() as AddressInfo).port;
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      expect(res.status).toBe(200);
+      let closed: Promise<void> | undefined;
+      const text = await readUntilEnd(res, () => {
+        closed = shutdownGracefully(app, { graceMs: 300 });
+      });
+      await closed;
+      const events = text.split('\n\n').filter((e) => e.startsWith('data: '));
+      expect(events.at(-1)).toBe('data: [DONE]');
+      const error = JSON.parse(events.at(-2)!.slice(6)) as { error: { code: string } };
+      expect(error.error.code).toBe('TP_ERR_SHUTTING_DOWN');
+      // The stalled upstream request was cancelled (recorded when the simulator sees the close).
+      await waitFor(() => sim.aborts.length >= 1);
+    } finally {
+      await sim.close();
+    }
+  });
+
+  it('a passed-through stream gets the same ending', async () => {
+    const up = await fakeUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: {"n":1}\n\n'); // and then nothing, never ending
+    });
+    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: up.url }), { logger: false });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const port = (app.server.address() as AddressInfo).port;
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/v1/some/stream`, { method: 'POST' });
+      let closed: Promise<void> | undefined;
+      const text = await readUntilEnd(res, () => {
+        closed = shutdownGracefully(app, { graceMs: 300 });
+      });
+      await closed;
+      expect(text.startsWith('data: {"n":1}\n\n')).toBe(true);
+      expect(text).toContain('TP_ERR_SHUTTING_DOWN');
+      expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+    } finally {
+      await up.close();
+    }
+  });
+
+  it('without open streams the app closes before the deadline', async () => {
+    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: 'http://127.0.0.1:9/v1' }), {
+      logger: false,
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const started = Date.now();
+    await shutdownGracefully(app, { graceMs: 60_000 });
+    expect(Date.now() - started).toBeLessThan(30_000);
+  });
+});

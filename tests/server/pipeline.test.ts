@@ -1,0 +1,257 @@
+/**
+ * The attempt loop (server/chat/pipeline.ts) through the real server, against a scripted
+ * upstream: streamed and non-streamed answers to the same upstream behaviour are identical,
+ * retries and fallbacks included; retry outcomes are true; failures after the headers end the
+ * stream with an error event; odd upstream responses are upstream faults, never crashes.
+ */
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ChatCompletionChunk } from '../../protocol/openai.js';
+import { POLICIES } from '../../policies/registry.js';
+import type { Policy } from '../../policies/types.js';
+import {
+  assemble,
+  type ScriptedReply,
+  type ScriptedStack,
+  startScriptedStack,
+  type Turn,
+  turnChunks,
+  turnCompletion,
+} from './scripted-upstream.js';
+
+const weather = {
+  type: 'function' as const,
+  function: {
+    name: 'get_weather',
+    parameters: {
+      type: 'object',
+      properties: { city: { type: 'string' } },
+      required: ['city'],
+      additionalProperties: false,
+    },
+  },
+};
+
+const ask = {
+  model: 'm',
+  messages: [{ role: 'user' as const, content: 'Weather in Paris?' }],
+  tools: [weather],
+};
+
+/** The turns the upstream gives, attempt after attempt, and how it cuts its streams. */
+let turns: Array<Turn & { fail?: true }> = [];
+let step = 3;
+let attempt = 0;
+let failWith: ScriptedReply | undefined;
+
+function reply(body: Record<string, unknown>): ScriptedReply {
+  if (failWith) return failWith;
+  const turn = turns[Math.min(attempt++, turns.length - 1)] ?? {};
+  if (turn.fail) return { json: { error: { message: 'CUDA out of memory' } }, status: 500 };
+  return body.stream === true
+    ? { sse: turnChunks(turn, step), pieces: [7, 13, 5, 31] }
+    : { json: turnCompletion(turn) };
+}
+
+let stack: ScriptedStack;
+beforeAll(async () => {
+  stack = await startScriptedStack((body) => reply(body));
+});
+afterAll(() => stack.close());
+
+async function both(script: Turn[]): Promise<{
+  streamed: ReturnType<typeof assemble>;
+  whole: ReturnType<typeof assemble>;
+}> {
+  turns = script;
+  attempt = 0;
+  const completion = await stack.client.chat.completions.create(ask);
+  const msg = completion.choices[0]!.message;
+  const whole = {
+    content: msg.content && msg.content.length > 0 ? msg.content : null,
+    calls: (msg.tool_calls ?? []).map((c) => ({
+      id: c.id,
+      name: (c as { function: { name: string } }).function.name,
+      arguments: (c as { function: { arguments: string } }).function.arguments,
+    })),
+    finish: completion.choices[0]!.finish_reason,
+  };
+  attempt = 0;
+  const chunks: ChatCompletionChunk[] = [];
+  const stream = await stack.client.chat.completions.create({ ...ask, stream: true });
+  for await (const c of stream) chunks.push(c as unknown as ChatCompletionChunk);
+  return { streamed: assemble(chunks), whole };
+}
+
+const answer = (text: string) => ({ name: 'final_answer', arguments: JSON.stringify({ answer: text }) });
+
+describe('streamed equals non-streamed, retries included', () => {
+  const city = fc.constantFrom('Paris', 'Tōkyō', 'a "quoted" city', 'São Paulo\n');
+  const text = fc.constantFrom('', 'Let me check. ', 'Sure:\n', 'prose claiming it ran the tool. ');
+  const turn: fc.Arbitrary<Turn> = fc.oneof(
+    city.map((c) => ({ calls: [{ name: 'get_weather', arguments: JSON.stringify({ city: c }) }] })),
+    fc.tuple(text, city).map(([t, c]) => ({
+      content: t,
+      calls: [{ name: 'get_weather', arguments: JSON.stringify({ town: c }) }],
+    })),
+    text.map((t) => ({ content: t, calls: [{ name: 'get_forecast', arguments: '{}' }] })),
+    fc.tuple(text, city).map(([t, c]) => ({
+      content: `${t}<tool_call>{"name": "get_weather", "arguments": {"city": "${c.replace(/\W/g, '')}"}}</tool_call>`,
+    })),
+    text.map((t) => ({ content: `${t}<tool_call>{"name": "get_weather", "arguments": {"city": ` })),
+    fc.constantFrom('It is sunny.', 'Ça va « bien ».\n\nTwo lines').map((a) => ({ calls: [answer(a)] })),
+    fc.constantFrom('Done.').map((a) => ({
+      calls: [answer(a), { name: 'get_forecast', arguments: '{}' }],
+    })),
+  );
+
+  it('property: any two attempts, any chunking', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(turn, { minLength: 1, maxLength: 2 }),
+        fc.integer({ min: 1, max: 9 }),
+        async (script, s) => {
+          step = s;
+          const { streamed, whole } = await both(script);
+          expect(streamed).toEqual(whole);
+        },
+      ),
+      { numRuns: 40, seed: 7 },
+    );
+  }, 60_000);
+
+  it('a broken envelope that is retried never reaches the streaming client', async () => {
+    step = 2;
+    const { streamed, whole } = await both([
+      { content: 'Checking. <tool_call>{"name": "get_weather", "arguments": {"city": ' },
+      { calls: [{ name: 'get_weather', arguments: '{"city":"Paris"}' }] },
+    ]);
+    expect(streamed).toEqual(whole);
+    expect(streamed.content).toBeNull();
+    expect(streamed.calls.map((c) => c.name)).toEqual(['get_weather']);
+  });
+});
+
+describe('retry outcomes are true', () => {
+  async function retryOutcomes(): Promise<Record<string, number>> {
+    const text = await (await fetch(stack.url.replace('/v1', '/metrics'))).text();
+    const out: Record<string, number> = {};
+    for (const line of text.split('\n')) {
+      const m = /^toolproof_retries_total\{.*outcome="(\w+)".*\} (\d+)/.exec(line);
+      if (m) out[m[1]!] = (out[m[1]!] ?? 0) + Number(m[2]);
+    }
+    return out;
+  }
+
+  it('a retry that fails again is counted failed, not fixed', async () => {
+    const before = await retryOutcomes();
+    turns = [{ calls: [{ name: 'get_forecast', arguments: '{}' }] }];
+    attempt = 0;
+    const res = await stack.client.chat.completions.create(ask);
+    expect(res.choices[0]!.message.tool_calls?.[0]).toMatchObject({ function: { name: 'get_forecast' } });
+    const after = await retryOutcomes();
+    expect((after.failed ?? 0) - (before.failed ?? 0)).toBe(1);
+    expect(after.fixed ?? 0).toBe(before.fixed ?? 0);
+  });
+
+  it('a retry that ends in an upstream error is counted failed', async () => {
+    const before = await retryOutcomes();
+    turns = [{ calls: [{ name: 'get_forecast', arguments: '{}' }] }, { fail: true }];
+    attempt = 0;
+    const res = await fetch(`${stack.url}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...ask, stream: true }),
+    });
+    const text = await res.text();
+    expect(text).toContain('CUDA out of memory');
+    expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
+    const after = await retryOutcomes();
+    expect((after.failed ?? 0) - (before.failed ?? 0)).toBe(1);
+  });
+});
+
+describe('failures after the headers, odd upstream responses', () => {
+  it('a streaming request answered with a non-SSE 200 gets an error, and the process lives on', async () => {
+    // Large enough that toolproof abandons the body before it was read.
+    failWith = { raw: `<html>${'proxy error '.repeat(400_000)}</html>`, contentType: 'text/html' };
+    await expect(stack.client.chat.completions.create({ ...ask, stream: true })).rejects.toMatchObject({
+      status: 502,
+    });
+    failWith = undefined;
+    await new Promise((r) => setTimeout(r, 50));
+    turns = [{ calls: [{ name: 'get_weather', arguments: '{"city":"Paris"}' }] }];
+    attempt = 0;
+    const ok = await stack.client.chat.completions.create(ask);
+    expect(ok.choices[0]!.message.tool_calls?.[0]).toBeDefined();
+  });
+
+  it('a non-streamed body cut mid-way is a 502, not a 500', async () => {
+    failWith = { raw: '{"id":"x","choices":[{"index":0,"mess', destroyAfter: true };
+    const res = await fetch(`${stack.url}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(ask),
+    });
+    failWith = undefined;
+    expect(res.status).toBe(502);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toMatch(/^TP_ERR_UPSTREAM/);
+  });
+
+  it("llama-server's parse failure as a stream error event is salvaged like the non-streamed 500", async () => {
+    const message =
+      'Failed to parse input at pos 12: <tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>';
+    failWith = { sse: [{ error: { code: 500, message, type: 'server_error' } }], endWithoutDone: true };
+    const chunks: ChatCompletionChunk[] = [];
+    for await (const c of await stack.client.chat.completions.create({ ...ask, stream: true }))
+      chunks.push(c as unknown as ChatCompletionChunk);
+    failWith = { json: { error: { code: 500, message, type: 'server_error' } }, status: 500 };
+    const whole = await stack.client.chat.completions.create(ask);
+    failWith = undefined;
+    const streamed = assemble(chunks);
+    expect(streamed.calls).toEqual([
+      expect.objectContaining({ name: 'get_weather', arguments: '{"city":"Oslo"}' }),
+    ]);
+    expect(streamed.calls[0]!.id).toBe(whole.choices[0]!.message.tool_calls![0]!.id);
+    expect(streamed.finish).toBe(whole.choices[0]!.finish_reason);
+  });
+});
+
+describe("toolproof's own bugs", () => {
+  it('an exception in a stream hook after the headers ends the stream with an internal error event and [DONE]', async () => {
+    const broken: Policy = {
+      name: 'broken',
+      enabled: () => true,
+      createStreamHook: () => ({
+        onChunk: () => {
+          throw new TypeError('boom');
+        },
+        onEnd: () => ({ chunks: [], effects: [] }),
+      }),
+    };
+    const s = await startScriptedStack(
+      (body) =>
+        body.stream === true
+          ? { sse: turnChunks({ content: 'hello there' }) }
+          : { json: turnCompletion({ content: 'hello' }) },
+      { build: { policies: [...POLICIES, broken] } },
+    );
+    try {
+      const res = await fetch(`${s.url}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ ...ask, stream: true }),
+      });
+      expect(res.status).toBe(200);
+      const text = await res.text();
+      expect(text).toContain('"code":"TP_ERR_INTERNAL"');
+      expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
+      expect(text).not.toContain('upstream');
+      const metrics = await (await fetch(s.url.replace('/v1', '/metrics'))).text();
+      expect(metrics).toMatch(/toolproof_internal_errors_total\{model="m"\} 1/);
+      expect(metrics).not.toMatch(/toolproof_upstream_errors_total\{[^}]*kind="mid_stream"/);
+    } finally {
+      await s.close();
+    }
+  });
+});
