@@ -20,7 +20,7 @@ import { readText } from '../chat/attempt.js';
 import type { StreamOutput, StreamSummary } from '../chat/output.js';
 import { completeChat, streamChat } from '../chat/pipeline.js';
 import { startChatCall } from '../chat/start.js';
-import { normalizeError, parseUpstreamBody } from '../error-handler.js';
+import { normalizeError, parseUpstreamBody, sseErrorEvent } from '../error-handler.js';
 import { resolveRoute } from '../routing.js';
 import { SSE_HEADERS, writeRaw } from './chat-completions.js';
 
@@ -114,7 +114,7 @@ class MessagesSseOutput implements StreamOutput {
   }
 
   async fail(err: ToolproofError): Promise<void> {
-    await writeRaw(this.reply, `event: error\ndata: ${JSON.stringify(toAnthropicErrorBody(err))}\n\n`);
+    await writeRaw(this.reply, sseErrorEvent('/v1/messages', err));
     this.close();
   }
 
@@ -204,6 +204,7 @@ export function messagesRoutes(state: AppState): FastifyPluginAsync {
         const body = request.body as MessagesRequest;
         const chat = toChatRequest(body);
         const call = startChatCall(request, state, chat, 'messages');
+        if (request.tp) request.tp.api = 'messages'; // metrics and log line: this front door
         const ctx: MessageContext = {
           id: messageId(request.id),
           model: body.model,
@@ -248,7 +249,7 @@ export function messagesRoutes(state: AppState): FastifyPluginAsync {
         const body = request.body as CountTokensRequest;
         const chat = toChatRequest({ ...body, max_tokens: 1, stream: false });
         const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
-        request.tp = { model: route.name, upstream: route.client.label, stream: false };
+        request.tp = { model: route.name, upstream: route.client.label, stream: false, api: 'messages' };
         const counted = await upstreamCount(request, route, chat);
         reply.header('x-toolproof-token-count', counted === undefined ? 'estimate' : 'tokenize');
         return { input_tokens: counted ?? estimateTokens(chat) };

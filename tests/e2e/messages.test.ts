@@ -3,8 +3,13 @@
  * messages.create and messages.stream, a tool loop, leak recovery and the forced final answer
  * seen through Anthropic's API, streamed/non-streamed parity, errors in Anthropic's shape.
  */
+import type { AddressInfo } from 'node:net';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, describe, expect, it } from 'vitest';
+import { buildApp } from '../../server/app.js';
+import { loadConfig } from '../../server/config.js';
+import { shutdownGracefully } from '../../server/shutdown.js';
+import { createSimulator } from '../../simulator/index.js';
 import { type Stack, type StackOptions, startStack, waitFor } from '../server/stack.js';
 
 let stack: Stack | undefined;
@@ -410,5 +415,66 @@ describe('client disconnect', () => {
     await expect(stream.finalMessage()).rejects.toThrow();
     await waitFor(() => stack.sim.aborts.length >= 1);
     expect(stack.sim.aborts).toHaveLength(1);
+  });
+});
+
+describe('metrics and shutdown', () => {
+  it('requests are counted under api="messages"', async () => {
+    const { stack, client } = await start({ sim: { scenario: 'prose' } });
+    await client.messages.create({
+      model: 'sim',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    await client.messages.countTokens({ model: 'sim', messages: [{ role: 'user', content: 'hi' }] });
+    const metrics = await (await fetch(`${stack.origin}/metrics`)).text();
+    expect(metrics).toMatch(/toolproof_requests_total\{[^}]*route="messages"[^}]*api="messages"[^}]*\} 1/);
+    expect(metrics).toMatch(
+      /toolproof_requests_total\{[^}]*route="messages\/count_tokens"[^}]*api="messages"[^}]*\} 1/,
+    );
+  });
+
+  it('a stream still open at the shutdown deadline ends with an Anthropic error event', async () => {
+    const sim = await createSimulator({
+      personality: 'vllm',
+      scenario: [{ say: 'one two three four five six seven eight', stallAfterChunks: 2 }],
+    });
+    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: sim.url }), { logger: false });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const port = (app.server.address() as AddressInfo).port;
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model: 'm',
+          max_tokens: 64,
+          stream: true,
+          messages: [{ role: 'user', content: 'hi' }],
+        }),
+      });
+      expect(res.status).toBe(200);
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = '';
+      let closed: Promise<void> | undefined;
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += decoder.decode(value, { stream: true });
+        if (!closed && text.includes('text_delta')) closed = shutdownGracefully(app, { graceMs: 300 });
+      }
+      await closed;
+      const events = text.split('\n\n').filter((e) => e.trim() !== '');
+      expect(events.at(-1)).toMatch(/^event: error\ndata: /);
+      expect(JSON.parse(events.at(-1)!.split('\ndata: ')[1]!)).toEqual({
+        type: 'error',
+        error: { type: 'overloaded_error', message: expect.any(String) },
+      });
+      expect(text).not.toContain('[DONE]');
+      await waitFor(() => sim.aborts.length >= 1);
+    } finally {
+      await sim.close();
+    }
   });
 });
