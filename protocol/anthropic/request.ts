@@ -223,7 +223,7 @@ function toolChoice(choice: ToolChoiceParam): { tool_choice: ToolChoice; paralle
 export function toChatMessages(req: Pick<MessagesRequest, 'system' | 'messages'>): ChatMessage[] {
   const out: ChatMessage[] = [];
   const system = systemText(req.system);
-  if (system !== undefined) out.push({ role: 'system', content: system });
+  if (system !== undefined && system !== '') out.push({ role: 'system', content: system });
   req.messages.forEach((msg, i) => {
     const path = `messages.${i}`;
     if (msg?.role === 'user') out.push(...userMessages(msg, path));

@@ -140,6 +140,11 @@ describe('toChatRequest', () => {
     expect(toChatRequest(req()).chat_template_kwargs).toBeUndefined();
   });
 
+  it('an empty system prompt adds no system message', () => {
+    expect(toChatRequest(req({ system: [] })).messages).toEqual([{ role: 'user', content: 'hi' }]);
+    expect(toChatRequest(req({ system: '' })).messages).toEqual([{ role: 'user', content: 'hi' }]);
+  });
+
   it('streamed requests ask for usage', () => {
     expect(toChatRequest(req({ stream: true })).stream_options).toEqual({ include_usage: true });
     expect(toChatRequest(req()).stream).toBeUndefined();
