@@ -81,17 +81,34 @@ function frame(events: readonly StreamEvent[]): string {
   return text;
 }
 
+/**
+ * A ping after this much silence. Chunks may be held back for a whole attempt (while a
+ * corrective retry is still possible) and retries take time: without pings a proxy's idle
+ * timeout (nginx: 60 s) would cut a stream that is still working.
+ */
+export const PING_INTERVAL_MS = 15_000;
+const PING_FRAME = frame([{ type: 'ping' }]);
+
 /** Anthropic Messages framing over the chat chunks the attempt loop decided on. */
-class MessagesSseOutput implements StreamOutput {
+export class MessagesSseOutput implements StreamOutput {
   opened = false;
   private readonly translator: MessageStreamTranslator;
+  private timer: NodeJS.Timeout | undefined;
+  /** Something was written since the last tick. */
+  private wrote = false;
 
   constructor(
     private readonly reply: FastifyReply,
     private readonly headers: Record<string, string>,
     ctx: MessageContext,
+    private readonly pingMs = PING_INTERVAL_MS,
   ) {
     this.translator = new MessageStreamTranslator(ctx);
+  }
+
+  private write(text: string): Promise<void> {
+    this.wrote = true;
+    return writeRaw(this.reply, text);
   }
 
   open(): void {
@@ -100,25 +117,37 @@ class MessagesSseOutput implements StreamOutput {
     this.reply.hijack();
     this.reply.raw.writeHead(200, { ...SSE_HEADERS, ...this.headers });
     // Not awaited: open() is synchronous, and the next write waits for the socket anyway.
-    void writeRaw(this.reply, frame(this.translator.start()));
+    void this.write(frame(this.translator.start()));
+    this.timer = setInterval(() => this.tick(), this.pingMs);
+    this.timer.unref();
+  }
+
+  /** One ping interval passed: a ping if nothing else went out, unless the socket is full. */
+  tick(): void {
+    const raw = this.reply.raw;
+    if (raw.destroyed || raw.writableEnded || raw.writableNeedDrain) return;
+    if (!this.wrote) void this.write(PING_FRAME);
+    this.wrote = false;
   }
 
   chunks(chunks: readonly ChatCompletionChunk[]): Promise<void> {
     const events = this.translator.push(chunks);
-    return events.length === 0 ? Promise.resolve() : writeRaw(this.reply, frame(events));
+    return events.length === 0 ? Promise.resolve() : this.write(frame(events));
   }
 
   async end(summary: StreamSummary): Promise<void> {
-    await writeRaw(this.reply, frame(this.translator.end(summary.usage)));
+    await this.write(frame(this.translator.end(summary.usage)));
     this.close();
   }
 
   async fail(err: ToolproofError): Promise<void> {
-    await writeRaw(this.reply, sseErrorEvent('/v1/messages', err));
+    await this.write(sseErrorEvent('/v1/messages', err));
     this.close();
   }
 
   close(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
     if (this.opened && !this.reply.raw.writableEnded) this.reply.raw.end();
   }
 }
