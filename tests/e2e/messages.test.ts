@@ -313,6 +313,18 @@ describe('request translation reaches the upstream', () => {
   });
 });
 
+describe('stop reasons', () => {
+  it('a cut answer is max_tokens, streamed and not, with the same text', async () => {
+    const { client } = await start({ sim: { scenario: 'prose' } });
+    const params = { model: 'sim', max_tokens: 3, messages: [{ role: 'user' as const, content: 'talk' }] };
+    const plain = await client.messages.create(params);
+    const streamed = await client.messages.stream(params).finalMessage();
+    expect(plain.stop_reason).toBe('max_tokens');
+    expect(shape(streamed)).toEqual(shape(plain));
+    expect(plain.usage.output_tokens).toBeLessThanOrEqual(3);
+  });
+});
+
 describe('errors in Anthropic shape', () => {
   it('401 without a key, also from the auth hook; x-api-key is accepted', async () => {
     const { stack } = await start({ env: { TOOLPROOF_API_KEYS: 'secret-key-123' } });
