@@ -1,5 +1,12 @@
 import type { ChatCompletionRequest, JsonObject } from './openai.js';
 
+/**
+ * Tools one request may declare (the route answers 400 naming `tools` beyond it). Far above any
+ * real client (OpenAI's own API stops at 128); every per-request step over the tool list is
+ * linear, and this caps what linear costs.
+ */
+export const MAX_DECLARED_TOOLS = 4096;
+
 export interface DeclaredToolInfo {
   name: string;
   parameters?: JsonObject;

@@ -27,6 +27,7 @@ import { OpenStreams, sseResponseStream } from './open-streams.js';
 import { registerOpsRoutes } from './routes/ops.js';
 import { registerPassthroughRoutes } from './routes/passthrough.js';
 import { registerRelayRoutes } from './routes/relay.js';
+import { registerResponsesRoute } from './routes/responses.js';
 import { ModelLabels } from './routing.js';
 import { Upstreams } from './upstream.js';
 
@@ -172,7 +173,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     parseJson(req, body as Buffer, done),
   );
 
-  registerErrorHandling(app);
+  registerErrorHandling(app, (model) => metrics.internalErrors.labels(model).inc());
 
   await app.register(swagger, {
     openapi: {
@@ -234,6 +235,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   registerChatRoute(app, state);
   await app.register(messagesRoutes(state));
   registerRelayRoutes(app, state);
+  registerResponsesRoute(app, state);
   registerModelRoutes(app, state);
   registerOpsRoutes(app, state);
   // Last: the catch-all for every route toolproof does not own.
@@ -320,6 +322,8 @@ function logRequest(
       leaks: t.leaks,
       retries: t.retries,
       normalizations: t.normalizations,
+      constraints: t.constraints,
+      finalAnswerProblems: t.finalAnswerProblems,
       validationFailures: t.validationFailures.map((v) => v.tool),
       final: t.finalKind ?? null,
     };

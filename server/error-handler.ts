@@ -113,10 +113,17 @@ export function normalizeError(err: unknown): ToolproofError {
   return new ToolproofError('TP_ERR_INTERNAL', { cause: err });
 }
 
-export function registerErrorHandling(app: FastifyInstance): void {
+export function registerErrorHandling(
+  app: FastifyInstance,
+  /** toolproof's own bug answered as a 500 (counted by the caller's metrics). */
+  onInternalError?: (model: string) => void,
+): void {
   app.setErrorHandler((err, request, reply) => {
     const tpErr = normalizeError(err);
-    if (tpErr.status >= 500 && tpErr.code === 'TP_ERR_INTERNAL') request.log.error({ err }, 'internal error');
+    if (tpErr.status >= 500 && tpErr.code === 'TP_ERR_INTERNAL') {
+      request.log.error({ err }, 'internal error');
+      onInternalError?.(request.tp?.model ?? '');
+    }
     request.tpError = tpErr;
     reply.code(tpErr.status).type('application/json; charset=utf-8').send(toErrorBody(tpErr));
   });

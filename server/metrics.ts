@@ -41,6 +41,18 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       labelNames: ['model', 'upstream', 'kind'] as const,
       registers,
     }),
+    clientConstraints: new Counter({
+      name: 'toolproof_client_constraints_total',
+      help: 'What the client asked for, enforced on what it received: forbidden-call (tool_choice none), dropped-parallel-call (parallel_tool_calls false).',
+      labelNames: ['model', 'kind'] as const,
+      registers,
+    }),
+    finalAnswerProblems: new Counter({
+      name: 'toolproof_final_answer_problems_total',
+      help: 'final_answer calls without an answer string: invalid (re-asked), raw (retries spent: returned as JSON text).',
+      labelNames: ['model', 'kind'] as const,
+      registers,
+    }),
     internalErrors: new Counter({
       name: 'toolproof_internal_errors_total',
       help: "toolproof's own failures while handling a request (bugs, not upstream faults); each is logged with its stack.",

@@ -3,69 +3,121 @@
  * inside a line, inside "\r\n", inside a multi-byte UTF-8 character (the streaming TextDecoder
  * keeps the partial bytes). Only `data:` fields matter for OpenAI streams; comment lines
  * (llama-server's ": ping") and other fields are ignored.
+ *
+ * Linear by construction: every character is scanned once. A line still open at the end of a
+ * read is kept as pieces (joined once, when its terminator arrives) and never rescanned, so an
+ * event that arrives in thousands of small reads costs what one read would. The upstream is not
+ * trusted to end its lines: an event (or a line) larger than `maxEventSize` throws
+ * SseEventTooLargeError instead of growing the buffer without bound.
  */
+import { ToolproofError } from '../protocol/errors.js';
+
+/** Largest event (its data lines together, or any single line) accepted from an upstream: 16 MiB. */
+export const MAX_SSE_EVENT_SIZE = 16 * 1024 * 1024;
+
+/**
+ * Thrown by SseParser when an upstream event outgrows the bound. A ToolproofError with the code
+ * TP_ERR_UPSTREAM_BAD_RESPONSE (502), so the stream code maps it as any unreadable upstream.
+ */
+export class SseEventTooLargeError extends ToolproofError {
+  readonly limit: number;
+  constructor(limit: number) {
+    super('TP_ERR_UPSTREAM_BAD_RESPONSE', {
+      message: `The upstream sent a server-sent event larger than ${limit} characters.`,
+    });
+    this.limit = limit;
+  }
+}
+
+export interface SseParserOptions {
+  /** Characters one event (or one line) may hold before the parser throws; default MAX_SSE_EVENT_SIZE. */
+  maxEventSize?: number;
+}
+
+const LF = 10;
+const CR = 13;
 
 export class SseParser {
   private readonly decoder = new TextDecoder('utf-8');
-  private buffer = '';
+  private readonly max: number;
+  /** The open line so far, in pieces; none holds a line terminator. */
+  private head: string[] = [];
+  private headSize = 0;
+  /** The previous read ended on "\r": a "\n" opening the next one belongs to it. */
+  private skipLf = false;
   private data: string[] = [];
+  private dataSize = 0;
+
+  constructor(options: SseParserOptions = {}) {
+    this.max = options.maxEventSize ?? MAX_SSE_EVENT_SIZE;
+  }
 
   /** Feeds raw bytes; returns the data payloads of every event completed by them. */
   push(chunk: Uint8Array | string): string[] {
     const text = typeof chunk === 'string' ? chunk : this.decoder.decode(chunk, { stream: true });
-    this.buffer += text;
-    return this.drain(false);
+    const out: string[] = [];
+    this.scan(text, out);
+    return out;
   }
 
   /** True while part of an event is held (the bytes fed so far do not end on an event boundary). */
   pending(): boolean {
-    return this.buffer.length > 0 || this.data.length > 0;
+    return this.headSize > 0 || this.head.length > 0 || this.data.length > 0 || this.skipLf;
   }
 
-  /** End of stream: an event without its terminating blank line still counts. */
+  /** End of stream: an unterminated last line, and an event without its blank line, still count. */
   finish(): string[] {
-    this.buffer += this.decoder.decode();
-    const out = this.drain(true);
+    const out: string[] = [];
+    this.scan(this.decoder.decode(), out);
+    if (this.head.length > 0) {
+      this.line(this.takeHead(''), out);
+    }
+    this.skipLf = false;
     if (this.data.length > 0) {
       out.push(this.data.join('\n'));
       this.data = [];
+      this.dataSize = 0;
     }
     return out;
   }
 
-  private drain(final: boolean): string[] {
-    const out: string[] = [];
+  private scan(text: string, out: string[]): void {
     let start = 0;
-    const buf = this.buffer;
-    for (;;) {
-      const nl = buf.indexOf('\n', start);
-      let end: number;
-      let next: number;
-      if (nl === -1) {
-        // A lone trailing "\r" may be half of "\r\n": wait for more unless the stream ended.
-        const cr = buf.indexOf('\r', start);
-        if (cr === -1 || (cr === buf.length - 1 && !final)) break;
-        end = cr;
-        next = cr + 1;
-      } else {
-        const cr = buf.indexOf('\r', start);
-        if (cr !== -1 && cr < nl) {
-          end = cr;
-          next = cr + 1 === nl ? nl + 1 : cr + 1;
-        } else {
-          end = nl;
-          next = nl + 1;
-        }
+    if (this.skipLf && text.length > 0) {
+      this.skipLf = false;
+      if (text.charCodeAt(0) === LF) start = 1;
+    }
+    // Next "\n" and "\r" at or after `start`, each searched again only once passed: one scan.
+    let nl = text.indexOf('\n', start);
+    let cr = text.indexOf('\r', start);
+    while (nl !== -1 || cr !== -1) {
+      const end = nl === -1 ? cr : cr === -1 ? nl : Math.min(nl, cr);
+      this.line(this.takeHead(text.slice(start, end)), out);
+      start = end + 1;
+      if (text.charCodeAt(end) === CR) {
+        if (start === text.length) this.skipLf = true;
+        else if (text.charCodeAt(start) === LF) start++;
       }
-      this.line(buf.slice(start, end), out);
-      start = next;
+      if (nl !== -1 && nl < start) nl = text.indexOf('\n', start);
+      if (cr !== -1 && cr < start) cr = text.indexOf('\r', start);
     }
-    if (final && start < buf.length) {
-      this.line(buf.slice(start), out);
-      start = buf.length;
+    if (start < text.length) {
+      const rest = start === 0 ? text : text.slice(start);
+      this.headSize += rest.length;
+      if (this.headSize > this.max) throw new SseEventTooLargeError(this.max);
+      this.head.push(rest);
     }
-    this.buffer = start === 0 ? buf : buf.slice(start);
-    return out;
+  }
+
+  /** The open line completed by `tail` (the head pieces are joined once, here). */
+  private takeHead(tail: string): string {
+    if (this.head.length === 0) return tail;
+    this.head.push(tail);
+    const line = this.head.join('');
+    this.head = [];
+    this.headSize = 0;
+    if (line.length > this.max) throw new SseEventTooLargeError(this.max);
+    return line;
   }
 
   private line(line: string, out: string[]): void {
@@ -73,12 +125,16 @@ export class SseParser {
       if (this.data.length > 0) {
         out.push(this.data.join('\n'));
         this.data = [];
+        this.dataSize = 0;
       }
       return;
     }
     if (line.charCodeAt(0) === 58 /* ':' */) return;
     if (line.startsWith('data:')) {
-      this.data.push(line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5));
+      const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
+      this.dataSize += value.length + 1;
+      if (this.dataSize > this.max) throw new SseEventTooLargeError(this.max);
+      this.data.push(value);
     }
   }
 }

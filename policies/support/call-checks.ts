@@ -17,6 +17,11 @@ export interface CallCheck {
   /** The tool message content to send back for this call (problem or sibling note). */
   feedback: string;
   issues: ArgumentIssue[];
+  /**
+   * Parts of the declared schema that were not enforced for this call (a schema too deep or too
+   * large to compile, a pattern RE2 cannot run...), each with its reason: for effects and logs.
+   */
+  unenforced?: string[];
 }
 
 export interface ToolCatalogue {
@@ -53,15 +58,32 @@ export function buildCatalogue(
   const declared = new Map<string, JsonObject | undefined>();
   for (const t of toolsOf(original)) declared.set(t.name, t.parameters);
   const offered = toolsOf(sent).map((t) => t.name);
-  for (const name of declared.keys()) if (!offered.includes(name)) offered.push(name);
+  // A Set beside the list: `offered.includes` per declared tool was quadratic in the tool count.
+  const offeredSet = new Set(offered);
+  for (const name of declared.keys()) {
+    if (!offeredSet.has(name)) {
+      offered.push(name);
+      offeredSet.add(name);
+    }
+  }
   const synthetic = finalAnswerName ?? offered.find((n) => !declared.has(n));
-  return synthetic !== undefined && offered.includes(synthetic)
+  return synthetic !== undefined && offeredSet.has(synthetic)
     ? { declared, offered, finalAnswerName: synthetic }
     : { declared, offered };
 }
 
 function clip(text: string, max = 300): string {
   return text.length > max ? `${text.slice(0, max - 3)}...` : text;
+}
+
+/** Tool names listed in feedback; the rest are counted (a list per bad call was tools x calls). */
+export const MAX_LISTED_TOOLS = 64;
+
+function availableList(cat: ToolCatalogue): string {
+  const names = cat.offered;
+  if (names.length === 0) return '(none)';
+  if (names.length <= MAX_LISTED_TOOLS) return names.join(', ');
+  return `${names.slice(0, MAX_LISTED_TOOLS).join(', ')} and ${names.length - MAX_LISTED_TOOLS} more`;
 }
 
 function orFinal(cat: ToolCatalogue): string {
@@ -78,6 +100,7 @@ export function checkCalls(
   validateSchemas: boolean,
   choice: ClientToolChoice = { kind: 'auto' },
 ): CallCheck[] {
+  let listed: string | undefined;
   const checks: CallCheck[] = calls.map((call) => {
     const name = typeof call.function?.name === 'string' ? call.function.name : '';
     const rawArgs: unknown = call.function?.arguments;
@@ -107,7 +130,8 @@ export function checkCalls(
       };
     }
     if (!cat.declared.has(name)) {
-      const available = cat.offered.length > 0 ? cat.offered.join(', ') : '(none)';
+      listed ??= availableList(cat);
+      const available = listed;
       return {
         call,
         name,
@@ -145,6 +169,8 @@ export function checkCalls(
     }
     if (validateSchemas) {
       const result = validateArguments(cat.declared.get(name), args);
+      const unenforced = [...(result.schemaError ? [result.schemaError] : []), ...(result.skipped ?? [])];
+      const extra = unenforced.length > 0 ? { unenforced } : {};
       if (!result.valid) {
         return {
           call,
@@ -154,16 +180,23 @@ export function checkCalls(
           feedback:
             `Error: invalid arguments for ${name}: ${result.issues.map((i) => i.message).join(' ')} ` +
             `Call ${name} again with corrected arguments${orFinal(cat)}.`,
+          ...extra,
         };
       }
+      return { call, name, issues: [], feedback: '', ...extra };
     }
     return { call, name, issues: [], feedback: '' };
   });
   const failed = checks.filter((c) => c.problem !== undefined).map((c) => c.name || '(unnamed)');
+  // Built once: joined per sibling it was calls x failed calls.
+  const failedList =
+    failed.length <= MAX_LISTED_TOOLS
+      ? failed.join(', ')
+      : `${failed.slice(0, MAX_LISTED_TOOLS).join(', ')} and ${failed.length - MAX_LISTED_TOOLS} more`;
   for (const c of checks) {
     if (c.problem === undefined && failed.length > 0) {
       c.feedback =
-        `Not executed: another tool call in the same turn was invalid (${failed.join(', ')}). ` +
+        `Not executed: another tool call in the same turn was invalid (${failedList}). ` +
         `If you still need ${c.name}, call it again together with the corrected call.`;
     }
   }
@@ -177,7 +210,7 @@ export function unparsedLeakFeedback(
 ): string {
   const formats = [...new Set(leaks.map((l) => l.format))].join(', ');
   const reasons = leaks.map((l) => l.reason).filter((r): r is string => typeof r === 'string' && r !== '');
-  const example = [...cat.declared.keys()][0] ?? 'tool_name';
+  const example = cat.declared.keys().next().value ?? 'tool_name';
   return (
     `Error: your last reply contained a tool call that could not be parsed (${formats}` +
     `${reasons.length > 0 ? `: ${clip(reasons.join('; '), 200)}` : ''}). Nothing was executed. ` +

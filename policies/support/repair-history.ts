@@ -122,19 +122,38 @@ function pairResults(
   tally: EffectTally,
 ): ChatMessage[] {
   const resultOf: (number | undefined)[] = calls.map(() => undefined);
-  const claimed = new Set<number>();
   const pending: number[] = [];
+
+  // The first unanswered call of a list, found without rescanning: answered calls never become
+  // unanswered, so each list's cursor only moves forward (a findIndex per result was quadratic
+  // in the calls of one turn: 20k calls took seconds).
+  const cursors = new Map<number[], number>();
+  const firstOpen = (list: number[] | undefined): number => {
+    if (list === undefined) return -1;
+    let at = cursors.get(list) ?? 0;
+    while (at < list.length && resultOf[list[at]!] !== undefined) at++;
+    cursors.set(list, at);
+    return at < list.length ? list[at]! : -1;
+  };
+  const byId = new Map<string, number[]>();
+  const all: number[] = [];
+  const idless: number[] = [];
+  calls.forEach((c, k) => {
+    all.push(k);
+    if (c.originalId === undefined) idless.push(k);
+    for (const id of new Set([c.originalId, c.call.id])) {
+      if (id === undefined) continue;
+      const list = byId.get(id);
+      if (list) list.push(k);
+      else byId.set(id, [k]);
+    }
+  });
 
   block.forEach((tool, b) => {
     const tid = idOf(tool.tool_call_id);
-    const n =
-      tid === undefined
-        ? -1
-        : calls.findIndex((c, k) => resultOf[k] === undefined && (c.originalId === tid || c.call.id === tid));
-    if (n >= 0) {
-      resultOf[n] = b;
-      claimed.add(b);
-    } else pending.push(b);
+    const n = tid === undefined ? -1 : firstOpen(byId.get(tid));
+    if (n >= 0) resultOf[n] = b;
+    else pending.push(b);
   });
 
   const orphans: ChatMessage[] = [];
@@ -143,7 +162,7 @@ function pairResults(
     const hasId = idOf(tool.tool_call_id) !== undefined;
     // A result without an id answers the next unanswered call; a result with an unknown id may
     // only answer a call that had no id (the client lost it), never one whose id differs.
-    const n = calls.findIndex((c, k) => resultOf[k] === undefined && (!hasId || c.originalId === undefined));
+    const n = firstOpen(hasId ? idless : all);
     if (n >= 0) {
       resultOf[n] = b;
       tally.add(hasId ? 'rebound-result' : 'missing-result-id');

@@ -1,13 +1,21 @@
 /**
  * Validates tool-call arguments against the declared JSON schema (ajv, strict off so real-world
  * schemas with unknown keywords still compile; allErrors so feedback lists every problem).
- * Compiled validators are memoized by schema JSON in a bounded map: pure from the caller's
- * view (same input, same output), and compiling once per schema keeps the hot path cheap.
- * Exported for the pipeline and metrics too.
+ * Pure from the caller's view (same input, same output); compiled validators are cached in
+ * validator-cache.ts, bounded by the memory they hold.
+ *
+ * Everything here runs client schemas on model-written data, on the event loop every request
+ * shares, so every step is linear or capped: patterns run on RE2 (linear-regexp.ts),
+ * `uniqueItems` hashes (unique-items.ts), arguments deeper than MAX_ARGUMENT_DEPTH are refused
+ * before ajv recurses into them, at most MAX_ISSUES problems are described (each preview writes
+ * ~80 characters, never the whole value), and whatever ajv throws (at compile or validate time)
+ * becomes a reported, skipped check, never an exception.
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import addFormatsModule from 'ajv-formats';
+import type { ErrorObject } from 'ajv';
 import type { JsonObject } from '../../protocol/openai.js';
+import { deeperThan } from '../../protocol/json-depth.js';
+import { preview } from './json-shape.js';
+import { compileSchema, validatorCacheStats } from './validator-cache.js';
 
 export interface ArgumentIssue {
   /** JSON pointer of the offending value ('' = the whole arguments object). */
@@ -20,51 +28,18 @@ export interface ArgumentIssue {
 export interface ArgumentValidation {
   valid: boolean;
   issues: ArgumentIssue[];
-  /** Set when the declared schema itself does not compile (then nothing is enforced). */
+  /** Set when the declared schema could not be compiled or applied (then nothing is enforced). */
   schemaError?: string;
+  /** Parts of the schema left unenforced (patterns RE2 cannot run), each with its reason. */
+  skipped?: string[];
 }
 
-const MAX_CACHED = 256;
-const cache = new Map<string, ValidateFunction | string>();
+/** Nesting levels accepted in arguments; deeper ones are invalid (ajv would recurse per level). */
+export const MAX_ARGUMENT_DEPTH = 128;
+/** Problems described per call; the rest are counted in one closing issue. */
+export const MAX_ISSUES = 20;
 
-// ajv-formats is CommonJS: its default export arrives wrapped under NodeNext.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
-  ajv: Ajv,
-) => Ajv;
-
-const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: true });
-addFormats(ajv);
-
-function compile(schema: JsonObject): ValidateFunction | string {
-  const key = JSON.stringify(schema);
-  const hit = cache.get(key);
-  if (hit !== undefined) {
-    // Refresh recency so the bound evicts the least recently used schema.
-    cache.delete(key);
-    cache.set(key, hit);
-    return hit;
-  }
-  let compiled: ValidateFunction | string;
-  try {
-    // $id would register globally in ajv and clash on the next compile; $schema naming a draft
-    // ajv was not set up for (2020-12 from pydantic) would make the whole schema unusable.
-    const { $id: _id, $schema: _draft, ...rest } = schema;
-    compiled = ajv.compile(rest);
-  } catch (err) {
-    compiled = err instanceof Error ? err.message : String(err);
-  }
-  cache.set(key, compiled);
-  if (cache.size > MAX_CACHED) {
-    const oldest = cache.keys().next().value;
-    if (oldest !== undefined) cache.delete(oldest);
-  }
-  return compiled;
-}
-
-function show(value: unknown): string {
-  const text = JSON.stringify(value) ?? String(value);
-  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
-}
+const show = (value: unknown): string => preview(value, 80);
 
 function valueAt(root: unknown, pointer: string): unknown {
   if (pointer === '') return root;
@@ -93,6 +68,58 @@ const ARTICLE: Record<string, string> = {
   null: 'null',
 };
 
+const FEWER_MORE: Record<string, [string, string]> = {
+  minLength: ['fewer', 'characters'],
+  maxLength: ['more', 'characters'],
+  minItems: ['fewer', 'items'],
+  maxItems: ['more', 'items'],
+  minProperties: ['fewer', 'properties'],
+  maxProperties: ['more', 'properties'],
+  additionalItems: ['more', 'items'],
+  unevaluatedItems: ['more', 'items'],
+};
+
+/**
+ * ajv's own wording, rebuilt from the error's params: the validators are compiled without
+ * messages (a third of the compile time of a large schema goes into writing them).
+ */
+function messageOf(keyword: string, p: Record<string, unknown>): string {
+  const limits = FEWER_MORE[keyword];
+  if (limits) return `must NOT have ${limits[0]} than ${String(p.limit)} ${limits[1]}`;
+  switch (keyword) {
+    case 'minimum':
+    case 'maximum':
+    case 'exclusiveMinimum':
+    case 'exclusiveMaximum':
+      return `must be ${String(p.comparison)} ${String(p.limit)}`;
+    case 'multipleOf':
+      return `must be multiple of ${String(p.multipleOf)}`;
+    case 'pattern':
+      return `must match pattern ${show(p.pattern)}`;
+    case 'format':
+      return `must match format ${show(p.format)}`;
+    case 'oneOf':
+      return 'must match exactly one schema in oneOf';
+    case 'anyOf':
+      return 'must match a schema in anyOf';
+    case 'not':
+      return 'must NOT be valid';
+    case 'if':
+      return `must match "${String(p.failingKeyword)}" schema`;
+    case 'contains':
+      return 'must contain a valid item';
+    case 'dependencies':
+    case 'dependentRequired':
+      return `must have ${show(p.deps)} when ${show(p.property)} is present`;
+    case 'propertyNames':
+      return `has a property name that is not valid: ${show(p.propertyName)}`;
+    case 'unevaluatedProperties':
+      return 'must NOT have unevaluated properties';
+    default:
+      return 'is invalid';
+  }
+}
+
 function describe(err: ErrorObject, args: unknown): string {
   const at = label(err.instancePath);
   const got = `got ${show(valueAt(args, err.instancePath))}`;
@@ -107,31 +134,76 @@ function describe(err: ErrorObject, args: unknown): string {
       return `${child(err.instancePath, String(p.missingProperty))} is required but missing.`;
     case 'additionalProperties':
       return `${child(err.instancePath, String(p.additionalProperty))} is not a known parameter.`;
-    case 'enum':
-      return `${at} must be one of ${(p.allowedValues as unknown[]).map(show).join(', ')}, ${got}.`;
+    case 'enum': {
+      // A client enum can hold thousands of values: list the first few, count the rest.
+      const allowed = p.allowedValues as unknown[];
+      const listed = allowed.slice(0, MAX_ISSUES).map(show).join(', ');
+      const more = allowed.length > MAX_ISSUES ? ` (and ${allowed.length - MAX_ISSUES} more)` : '';
+      return `${at} must be one of ${listed}${more}, ${got}.`;
+    }
     case 'const':
       return `${at} must be ${show(p.allowedValue)}, ${got}.`;
     default:
-      return `${at} ${err.message ?? 'is invalid'}, ${got}.`;
+      return `${at} ${err.message ?? messageOf(err.keyword, p)}, ${got}.`;
   }
+}
+
+function withSkipped(result: ArgumentValidation, skipped: string[]): ArgumentValidation {
+  return skipped.length > 0 ? { ...result, skipped } : result;
 }
 
 /** Validates `args` (already parsed) against `schema`; no schema means anything goes. */
 export function validateArguments(schema: JsonObject | undefined, args: unknown): ArgumentValidation {
   if (!schema || typeof schema !== 'object' || Object.keys(schema).length === 0)
     return { valid: true, issues: [] };
-  const validate = compile(schema);
-  if (typeof validate === 'string') return { valid: true, issues: [], schemaError: validate };
-  if (validate(args)) return { valid: true, issues: [] };
-  const issues = (validate.errors ?? []).map((err) => ({
+  const compiled = compileSchema(schema);
+  if ('error' in compiled) return { valid: true, issues: [], schemaError: compiled.error };
+  if (deeperThan(args, MAX_ARGUMENT_DEPTH)) {
+    return withSkipped(
+      {
+        valid: false,
+        issues: [
+          {
+            path: '',
+            keyword: 'maxDepth',
+            message: `the arguments nest deeper than ${MAX_ARGUMENT_DEPTH} levels; flatten them.`,
+          },
+        ],
+      },
+      compiled.skipped,
+    );
+  }
+  const { validate } = compiled;
+  let ok: boolean;
+  try {
+    ok = validate(args) === true;
+  } catch (err) {
+    // A schema that recurses into itself without consuming data (`{"$ref": "#"}`) overflows the
+    // stack on any input: the schema is at fault, not the model, so nothing is enforced.
+    const reason = err instanceof Error ? err.message : String(err);
+    return withSkipped(
+      { valid: true, issues: [], schemaError: `the schema could not be applied (${reason})` },
+      compiled.skipped,
+    );
+  }
+  if (ok) return withSkipped({ valid: true, issues: [] }, compiled.skipped);
+  const errors = validate.errors ?? [];
+  const issues: ArgumentIssue[] = errors.slice(0, MAX_ISSUES).map((err) => ({
     path: err.instancePath,
     keyword: err.keyword,
     message: describe(err, args),
   }));
-  return { valid: false, issues };
+  if (errors.length > MAX_ISSUES) {
+    issues.push({
+      path: '',
+      keyword: 'more',
+      message: `...and ${errors.length - MAX_ISSUES} more problems of the same kinds.`,
+    });
+  }
+  return withSkipped({ valid: false, issues }, compiled.skipped);
 }
 
 /** Number of compiled schemas currently cached (for tests and diagnostics). */
 export function validatorCacheSize(): number {
-  return cache.size;
+  return validatorCacheStats().entries;
 }

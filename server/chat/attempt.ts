@@ -1,8 +1,9 @@
 /**
  * One upstream round trip for a chat completion, and the "fallback once" rule around it:
- * a forced request whose tool_choice "required" the upstream rejects (or that fails with a
- * 5xx before any byte reached the client) is sent again once with "auto", and the upstream +
- * model pair is remembered so later requests skip the failed round trip.
+ * a forced request whose tool_choice "required" the upstream rejects (a message the fallback
+ * table recognises as being about tool_choice, "required" or the grammar; any other error,
+ * a 503 "busy" or a CUDA OOM included, is relayed as it is) is sent again once with "auto",
+ * and the upstream + model pair is remembered so later requests skip the failed round trip.
  */
 import { performance } from 'node:perf_hooks';
 import { ToolproofError } from '../../protocol/errors.js';

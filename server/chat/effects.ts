@@ -33,6 +33,9 @@ export function recordPolicyEffects(call: ChatCall, deps: ChatDeps, effects: rea
           m.finalAnswers.labels(model).inc();
         } else if (e.kind === 'forced-but-prose') {
           m.forcedButProse.labels(model).inc();
+        } else if (e.kind === 'final-answer-raw' || e.kind === 'final-answer-invalid') {
+          t.finalAnswerProblems[e.kind] = (t.finalAnswerProblems[e.kind] ?? 0) + n;
+          m.finalAnswerProblems.labels(model, e.kind === 'final-answer-raw' ? 'raw' : 'invalid').inc(n);
         }
         break;
       case 'leak-recovery':
@@ -47,6 +50,10 @@ export function recordPolicyEffects(call: ChatCall, deps: ChatDeps, effects: rea
           });
           m.leaks.labels(model, leak.format, leak.source, leak.outcome).inc();
         }
+        break;
+      case 'client-constraints':
+        t.constraints[e.kind] = (t.constraints[e.kind] ?? 0) + n;
+        m.clientConstraints.labels(model, e.kind).inc(n);
         break;
       case 'normalize-tool-calls':
         t.normalizations[e.kind] = (t.normalizations[e.kind] ?? 0) + n;

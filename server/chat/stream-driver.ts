@@ -206,13 +206,20 @@ export async function streamAttempt(
       midError = read.error;
       break;
     }
-    if ('done' in read) {
-      for (const payload of parser.finish()) handle(payload);
+    const buf = 'done' in read ? undefined : read.buf;
+    const startsClean = !parser.pending();
+    let payloads: string[];
+    try {
+      payloads = buf === undefined ? parser.finish() : parser.push(buf);
+    } catch (err) {
+      // SseEventTooLargeError (a ToolproofError, 502): an event past the framer's bound.
+      midError = midStreamError(call, err);
       break;
     }
-    const buf = read.buf;
-    const startsClean = !parser.pending();
-    const payloads = parser.push(buf);
+    if (buf === undefined) {
+      for (const payload of payloads) handle(payload);
+      break;
+    }
     if (relay && startsClean && !parser.pending() && isPlainRelay(payloads)) {
       // Pass-through fast path: this read holds whole events only and none needs toolproof,
       // so the upstream's own bytes go to the client as they are (its [DONE] included).

@@ -16,6 +16,10 @@ export interface HarnessTrace {
   repairs: Record<string, number>;
   leaks: Array<{ format: string; source: string; outcome: string; backendHint?: string; reason?: string }>;
   normalizations: Record<string, number>;
+  /** What client-constraints enforced (forbidden-call, dropped-parallel-call). */
+  constraints: Record<string, number>;
+  /** final_answer calls without an answer string (invalid: re-asked; raw: returned as JSON text). */
+  finalAnswerProblems: Record<string, number>;
   validationFailures: Array<{ tool: string; detail?: unknown }>;
   finalKind?: FinalKind;
   /** The last judged attempt's answer came from the synthetic final-answer tool. */
@@ -33,6 +37,8 @@ export function newTrace(): HarnessTrace {
     repairs: {},
     leaks: [],
     normalizations: {},
+    constraints: {},
+    finalAnswerProblems: {},
     validationFailures: [],
     effects: [],
   };

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ToolproofError } from '../../protocol/errors.js';
+import { MAX_REQUEST_DEPTH, tooDeepError, tooDeepPath } from '../../protocol/json-depth.js';
 import type { ChatCompletionChunk, ChatCompletionRequest } from '../../protocol/openai.js';
 import type { AppState } from '../app-state.js';
 import type { StreamOutput, StreamSummary } from '../chat/output.js';
@@ -107,6 +108,9 @@ export function registerChatRoute(app: FastifyInstance, state: AppState): void {
     },
     async (request, reply) => {
       const body = request.body as ChatCompletionRequest;
+      // A body nested past the bound would overflow the stack later (JSON.stringify upstream).
+      const tooDeep = tooDeepPath(body, MAX_REQUEST_DEPTH);
+      if (tooDeep !== null) throw tooDeepError(tooDeep);
       const call = startChatCall(request, state, body, 'chat', request.rawBody);
 
       if (body.stream !== true) {

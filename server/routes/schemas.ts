@@ -3,6 +3,8 @@
  * generate the OpenAPI document at /docs/json. Every object allows additional properties:
  * fields toolproof does not own (vendor extras) pass through untouched.
  */
+import { MAX_DECLARED_TOOLS } from '../../protocol/tools.js';
+
 const nullable = (schema: Record<string, unknown>) => ({ anyOf: [schema, { type: 'null' }] });
 
 const message = {
@@ -51,7 +53,7 @@ export const chatCompletionBody = {
   properties: {
     model: { type: 'string' },
     messages: { type: 'array', items: message },
-    tools: nullable({ type: 'array', items: tool }),
+    tools: nullable({ type: 'array', maxItems: MAX_DECLARED_TOOLS, items: tool }),
     tool_choice: {
       anyOf: [
         { type: 'string' },

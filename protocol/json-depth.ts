@@ -1,0 +1,55 @@
+/**
+ * Nesting depth of client-sent JSON, measured without recursion. JSON.parse accepts a body of
+ * 100k nested arrays; every recursive step after it (JSON.stringify to the upstream, ajv, a
+ * policy's walk) then overflows the stack: a 500, or an exception inside a stream. Requests are
+ * refused up front instead, naming the field.
+ */
+import { ToolproofError } from './errors.js';
+
+/** Nesting levels accepted in a request body (a tool schema gets all but the 4 above it). */
+export const MAX_REQUEST_DEPTH = 128;
+
+interface Frame {
+  value: object;
+  depth: number;
+  key: string;
+  parent: Frame | null;
+}
+
+/**
+ * The path (e.g. `tools.0.function.parameters`) of the first value nested deeper than `max`
+ * levels, cut to its first `keep` segments; null when nothing is that deep. Linear: every value
+ * is visited at most once, and the walk stops at the first too-deep one.
+ */
+export function tooDeepPath(value: unknown, max: number, keep = 4): string | null {
+  if (value === null || typeof value !== 'object') return null;
+  const stack: Frame[] = [{ value, depth: 0, key: '', parent: null }];
+  while (stack.length > 0) {
+    const frame = stack.pop() as Frame;
+    if (frame.depth >= max) {
+      const keys: string[] = [];
+      for (let f: Frame | null = frame; f?.parent; f = f.parent) keys.push(f.key);
+      return keys.reverse().slice(0, keep).join('.') || 'body';
+    }
+    const entries = Array.isArray(frame.value) ? frame.value.entries() : Object.entries(frame.value);
+    for (const [key, child] of entries) {
+      if (child !== null && typeof child === 'object') {
+        stack.push({ value: child, depth: frame.depth + 1, key: String(key), parent: frame });
+      }
+    }
+  }
+  return null;
+}
+
+/** True when `value` nests objects/arrays deeper than `max` levels. */
+export function deeperThan(value: unknown, max: number): boolean {
+  return tooDeepPath(value, max) !== null;
+}
+
+/** The 400 for a body nested too deep, naming the field (`tools.0.function.parameters`). */
+export function tooDeepError(path: string): ToolproofError {
+  return new ToolproofError('TP_ERR_INVALID_FIELD', {
+    param: path,
+    message: `Invalid field "${path}": nested deeper than ${MAX_REQUEST_DEPTH} levels.`,
+  });
+}

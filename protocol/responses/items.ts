@@ -1,0 +1,235 @@
+/**
+ * Conversation items <-> chat messages. Responses input is a flat list of items (messages,
+ * function calls, their outputs, reasoning); chat history groups an assistant turn's calls on
+ * one assistant message and answers each with a `tool` message. A function_call item's
+ * `call_id` is the chat tool_call id, both ways, so results stay paired with their calls.
+ */
+import { ToolproofError } from '../errors.js';
+import type { ChatMessage, ContentPart, ToolCall } from '../openai.js';
+import type {
+  FunctionCallItem,
+  FunctionCallOutputItem,
+  InputContent,
+  InputItem,
+  MessageItem,
+  ReasoningItem,
+} from './types.js';
+
+function invalid(param: string, message: string): ToolproofError {
+  return new ToolproofError('TP_ERR_INVALID_FIELD', { param, message });
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** User / system content parts -> chat content parts. */
+function toChatPart(part: InputContent, param: string): ContentPart {
+  switch (part.type) {
+    case 'input_text':
+    case 'output_text':
+    case 'text':
+      if (typeof part.text !== 'string') throw invalid(`${param}.text`, `${param}.text must be a string.`);
+      return { type: 'text', text: part.text };
+    case 'input_image': {
+      const url = (part as { image_url?: unknown }).image_url;
+      if (typeof url !== 'string' || !url)
+        throw invalid(
+          param,
+          `${param}: toolproof is stateless and has no file store; send input_image with an image_url (https or data: URL), not a file_id.`,
+        );
+      const detail = (part as { detail?: unknown }).detail;
+      return { type: 'image_url', image_url: { url, ...(typeof detail === 'string' ? { detail } : {}) } };
+    }
+    default:
+      throw invalid(
+        `${param}.type`,
+        `Content part type "${String(part.type)}" is not supported by toolproof (input_text and input_image are).`,
+      );
+  }
+}
+
+/** Message content as chat wants it: a plain string stays a string; text-only parts join. */
+function toChatContent(content: unknown, param: string): string | ContentPart[] {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) throw invalid(param, `${param} must be a string or an array of parts.`);
+  const parts = content.map((p, i) => {
+    if (!isObject(p)) throw invalid(`${param}[${i}]`, `${param}[${i}] must be an object.`);
+    return toChatPart(p as InputContent, `${param}[${i}]`);
+  });
+  return parts;
+}
+
+/** Assistant text sent back as input: output_text (and refusal) parts become one string. */
+function assistantText(content: unknown, param: string): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) throw invalid(param, `${param} must be a string or an array of parts.`);
+  let text = '';
+  content.forEach((p, i) => {
+    if (!isObject(p)) throw invalid(`${param}[${i}]`, `${param}[${i}] must be an object.`);
+    if (typeof p.text === 'string') text += p.text;
+    else if (typeof p.refusal === 'string') text += p.refusal;
+  });
+  return text;
+}
+
+function reasoningText(item: ReasoningItem): string {
+  const parts = Array.isArray(item.content) && item.content.length > 0 ? item.content : item.summary;
+  return Array.isArray(parts) ? parts.map((p) => (typeof p?.text === 'string' ? p.text : '')).join('') : '';
+}
+
+/** Items the Responses API runs on OpenAI's servers: a chat backend cannot replay them. */
+const HOSTED_ITEMS = /_call(_output)?$/;
+
+/**
+ * Translates Responses input (plus `instructions`) into chat messages. Throws a
+ * TP_ERR_INVALID_FIELD naming `input[i]` for what a stateless chat backend cannot carry.
+ */
+export function inputToMessages(
+  input: string | InputItem[] | undefined,
+  instructions?: string | null,
+): ChatMessage[] {
+  const messages: ChatMessage[] = [];
+  if (typeof instructions === 'string' && instructions.length > 0)
+    messages.push({ role: 'system', content: instructions });
+  if (input === undefined) return messages;
+  if (typeof input === 'string') {
+    messages.push({ role: 'user', content: input });
+    return messages;
+  }
+  // The assistant turn being assembled: calls that follow assistant text (or each other) join it.
+  let turn: ChatMessage | undefined;
+  let reasoning: string | undefined;
+  const openTurn = (): ChatMessage => {
+    if (!turn) {
+      turn = { role: 'assistant', content: null };
+      if (reasoning) turn.reasoning_content = reasoning;
+      reasoning = undefined;
+      messages.push(turn);
+    }
+    return turn;
+  };
+
+  input.forEach((raw, i) => {
+    const param = `input[${i}]`;
+    if (!isObject(raw)) throw invalid(param, `${param} must be an object.`);
+    const type = typeof raw.type === 'string' ? raw.type : 'message';
+    switch (type) {
+      case 'message': {
+        const item = raw as MessageItem;
+        if (item.role === 'assistant') {
+          const text = assistantText(item.content, `${param}.content`);
+          // Text after calls of the same turn starts a new assistant message: order is kept.
+          if (turn?.tool_calls?.length) turn = undefined;
+          const t = openTurn();
+          t.content = typeof t.content === 'string' ? t.content + text : text;
+          return;
+        }
+        if (item.role !== 'user' && item.role !== 'system' && item.role !== 'developer')
+          throw invalid(`${param}.role`, `${param}.role must be user, assistant, system or developer.`);
+        turn = undefined;
+        // Chat templates know "system"; "developer" is the Responses name for the same thing.
+        const role = item.role === 'developer' ? 'system' : item.role;
+        messages.push({ role, content: toChatContent(item.content, `${param}.content`) });
+        return;
+      }
+      case 'function_call': {
+        const item = raw as unknown as FunctionCallItem;
+        if (typeof item.call_id !== 'string' || !item.call_id)
+          throw invalid(`${param}.call_id`, `${param}.call_id must be a non-empty string.`);
+        if (typeof item.name !== 'string' || !item.name)
+          throw invalid(`${param}.name`, `${param}.name must be a non-empty string.`);
+        const args =
+          typeof item.arguments === 'string' ? item.arguments : JSON.stringify(item.arguments ?? {});
+        const t = openTurn();
+        const call: ToolCall = {
+          id: item.call_id,
+          type: 'function',
+          function: { name: item.name, arguments: args },
+        };
+        t.tool_calls = [...(t.tool_calls ?? []), call];
+        return;
+      }
+      case 'function_call_output': {
+        const item = raw as unknown as FunctionCallOutputItem;
+        if (typeof item.call_id !== 'string' || !item.call_id)
+          throw invalid(`${param}.call_id`, `${param}.call_id must be a non-empty string.`);
+        turn = undefined;
+        const output = item.output;
+        const content = typeof output === 'string' ? output : toChatContent(output ?? '', `${param}.output`);
+        messages.push({ role: 'tool', tool_call_id: item.call_id, content });
+        return;
+      }
+      case 'reasoning': {
+        // Carried as the next assistant message's reasoning_content; encrypted reasoning is opaque.
+        const text = reasoningText(raw as ReasoningItem);
+        if (text) reasoning = (reasoning ?? '') + text;
+        return;
+      }
+      case 'item_reference':
+        throw invalid(
+          param,
+          `${param}: toolproof is stateless and keeps no items, so item_reference cannot be resolved. Send the item itself (with @ai-sdk/openai, set providerOptions.openai.store = false).`,
+        );
+      default:
+        throw invalid(
+          `${param}.type`,
+          HOSTED_ITEMS.test(type)
+            ? `${param}: "${type}" items belong to a hosted tool, which toolproof does not run; only function tools are supported.`
+            : `${param}: item type "${type}" is not supported by toolproof.`,
+        );
+    }
+  });
+  return messages;
+}
+
+/** Chat content back to Responses parts (the inverse of toChatContent). */
+function fromChatContent(content: ChatMessage['content']): string | InputContent[] {
+  if (typeof content === 'string' || content == null) return content ?? '';
+  return content.map((p): InputContent => {
+    if (p.type === 'image_url') {
+      const img = p.image_url as { url: string; detail?: string };
+      return { type: 'input_image', image_url: img.url, ...(img.detail ? { detail: img.detail } : {}) };
+    }
+    return { type: 'input_text', text: p.text ?? '' };
+  });
+}
+
+/**
+ * Chat messages -> Responses input items: the inverse of inputToMessages (system messages
+ * become system messages, not `instructions`). Item ids are not kept: chat has none.
+ */
+export function messagesToInput(messages: readonly ChatMessage[]): InputItem[] {
+  const items: InputItem[] = [];
+  for (const m of messages) {
+    if (m.role === 'assistant') {
+      if (typeof m.reasoning_content === 'string' && m.reasoning_content)
+        items.push({
+          type: 'reasoning',
+          id: '',
+          summary: [],
+          content: [{ type: 'reasoning_text', text: m.reasoning_content }],
+        });
+      const text =
+        typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => p.text ?? '').join('');
+      if (text || !m.tool_calls?.length)
+        items.push({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text }] });
+      for (const tc of m.tool_calls ?? [])
+        items.push({
+          type: 'function_call',
+          call_id: tc.id,
+          name: tc.function.name,
+          arguments: tc.function.arguments,
+        });
+    } else if (m.role === 'tool') {
+      const out = fromChatContent(m.content ?? '');
+      items.push({ type: 'function_call_output', call_id: m.tool_call_id ?? '', output: out });
+    } else {
+      items.push({
+        type: 'message',
+        role: m.role as MessageItem['role'],
+        content: fromChatContent(m.content ?? ''),
+      });
+    }
+  }
+  return items;
+}

@@ -1,0 +1,342 @@
+/**
+ * Chat-completion chunks -> Responses output items and streamed events. One object holds all
+ * stream state; the non-streamed response is the same translator fed the whole completion
+ * once, so streamed and non-streamed answers agree by construction.
+ *
+ * Items open in the order their first delta arrives and close when a different item starts
+ * (or at the end): reasoning -> `reasoning` item with one reasoning_text part, content ->
+ * `message` with one output_text part, each tool call -> `function_call` whose call_id is the
+ * chat tool_call id.
+ *
+ * Memory: each item's text is kept until the stream ends (the `.done` events and
+ * response.completed carry it whole), so a stream holds about one copy of its answer.
+ */
+import type { ChatCompletion, ChatCompletionChunk, Usage } from '../openai.js';
+import type {
+  FunctionCallItem,
+  OutputItem,
+  OutputMessage,
+  ReasoningItem,
+  ResponseObject,
+  ResponsesEvent,
+  ResponsesEventBody,
+  ResponsesRequest,
+  ResponsesUsage,
+} from './types.js';
+
+export interface TranslatorContext {
+  /** The client's request: echoed on the response object. */
+  request: ResponsesRequest;
+  /** New ids (`resp_`, `msg_`, `fc_`, `rs_`, `call_`): injected, so the translator stays pure. */
+  newId: (prefix: string) => string;
+  /** Unix seconds. */
+  createdAt: number;
+}
+
+type OpenKind = 'reasoning' | 'message' | 'call';
+
+interface Slot {
+  kind: OpenKind;
+  outputIndex: number;
+  item: OutputItem;
+  /** Text (message / reasoning) or arguments (call) accumulated so far. */
+  text: string;
+  done: boolean;
+}
+
+export class ResponsesTranslator {
+  readonly id: string;
+  private seq = 0;
+  private readonly slots: Slot[] = [];
+  private current: Slot | undefined;
+  /** Chat tool_call index -> its slot. */
+  private readonly calls = new Map<number, Slot>();
+  private finish: string | null = null;
+  private upstreamUsage: Usage | undefined;
+
+  constructor(private readonly ctx: TranslatorContext) {
+    this.id = ctx.newId('resp');
+  }
+
+  private ev(body: ResponsesEventBody, out: ResponsesEvent[]): void {
+    out.push({ ...body, sequence_number: this.seq++ });
+  }
+
+  /** response.created and response.in_progress. */
+  start(): ResponsesEvent[] {
+    const out: ResponsesEvent[] = [];
+    const snapshot = this.response('in_progress');
+    this.ev({ type: 'response.created', response: snapshot }, out);
+    this.ev({ type: 'response.in_progress', response: snapshot }, out);
+    return out;
+  }
+
+  push(chunk: ChatCompletionChunk): ResponsesEvent[] {
+    const out: ResponsesEvent[] = [];
+    if (chunk.usage) this.upstreamUsage = chunk.usage;
+    const choice = chunk.choices?.[0];
+    if (!choice) return out;
+    const d = choice.delta ?? {};
+    const reasoning =
+      typeof d.reasoning_content === 'string'
+        ? d.reasoning_content
+        : typeof d.reasoning === 'string'
+          ? d.reasoning
+          : '';
+    if (reasoning) this.text('reasoning', reasoning, out);
+    if (typeof d.content === 'string' && d.content) this.text('message', d.content, out);
+    for (const tc of d.tool_calls ?? []) this.callDelta(tc, out);
+    if (choice.finish_reason) this.finish = choice.finish_reason;
+    return out;
+  }
+
+  private text(kind: 'reasoning' | 'message', delta: string, out: ResponsesEvent[]): void {
+    let slot = this.current;
+    if (!slot || slot.kind !== kind) {
+      this.closeCurrent(out);
+      slot = this.open(kind, out);
+    }
+    slot.text += delta;
+    const at = { item_id: slot.item.id, output_index: slot.outputIndex, content_index: 0 };
+    if (kind === 'message') this.ev({ type: 'response.output_text.delta', ...at, delta, logprobs: [] }, out);
+    else this.ev({ type: 'response.reasoning_text.delta', ...at, delta }, out);
+  }
+
+  private callDelta(
+    tc: NonNullable<ChatCompletionChunk['choices'][number]['delta']['tool_calls']>[number],
+    out: ResponsesEvent[],
+  ): void {
+    let slot = this.calls.get(tc.index);
+    if (!slot) {
+      this.closeCurrent(out);
+      slot = this.open('call', out, tc.id || this.ctx.newId('call'), tc.function?.name ?? '');
+      this.calls.set(tc.index, slot);
+    } else if (tc.function?.name) {
+      (slot.item as FunctionCallItem).name += tc.function.name;
+    }
+    const args = tc.function?.arguments;
+    if (args) {
+      slot.text += args;
+      this.ev(
+        {
+          type: 'response.function_call_arguments.delta',
+          item_id: slot.item.id,
+          output_index: slot.outputIndex,
+          delta: args,
+        },
+        out,
+      );
+    }
+  }
+
+  private open(kind: OpenKind, out: ResponsesEvent[], callId = '', name = ''): Slot {
+    const outputIndex = this.slots.length;
+    let item: OutputItem;
+    if (kind === 'message') {
+      item = {
+        type: 'message',
+        id: this.ctx.newId('msg'),
+        role: 'assistant',
+        status: 'in_progress',
+        content: [],
+      };
+    } else if (kind === 'reasoning') {
+      item = { type: 'reasoning', id: this.ctx.newId('rs'), summary: [], content: [], status: 'in_progress' };
+    } else {
+      item = {
+        type: 'function_call',
+        id: this.ctx.newId('fc'),
+        call_id: callId,
+        name,
+        arguments: '',
+        status: 'in_progress',
+      };
+    }
+    const slot: Slot = { kind, outputIndex, item, text: '', done: false };
+    this.slots.push(slot);
+    this.current = slot;
+    this.ev(
+      { type: 'response.output_item.added', output_index: outputIndex, item: structuredClone(item) },
+      out,
+    );
+    if (kind !== 'call') {
+      const part =
+        kind === 'message'
+          ? { type: 'output_text', text: '', annotations: [] }
+          : { type: 'reasoning_text', text: '' };
+      this.ev(
+        {
+          type: 'response.content_part.added',
+          item_id: item.id,
+          output_index: outputIndex,
+          content_index: 0,
+          part,
+        },
+        out,
+      );
+    }
+    return slot;
+  }
+
+  private closeCurrent(out: ResponsesEvent[], status: 'completed' | 'incomplete' = 'completed'): void {
+    const slot = this.current;
+    this.current = undefined;
+    if (!slot || slot.done) return;
+    slot.done = true;
+    const at = { item_id: slot.item.id, output_index: slot.outputIndex };
+    if (slot.kind === 'message') {
+      const item = slot.item as OutputMessage;
+      const part = { type: 'output_text' as const, text: slot.text, annotations: [] };
+      this.ev(
+        { type: 'response.output_text.done', ...at, content_index: 0, text: slot.text, logprobs: [] },
+        out,
+      );
+      this.ev({ type: 'response.content_part.done', ...at, content_index: 0, part }, out);
+      item.content = [part];
+      item.status = status;
+    } else if (slot.kind === 'reasoning') {
+      const item = slot.item as ReasoningItem;
+      const part = { type: 'reasoning_text' as const, text: slot.text };
+      this.ev({ type: 'response.reasoning_text.done', ...at, content_index: 0, text: slot.text }, out);
+      this.ev({ type: 'response.content_part.done', ...at, content_index: 0, part }, out);
+      item.content = [part];
+      item.status = status;
+    } else {
+      const item = slot.item as FunctionCallItem;
+      item.arguments = slot.text;
+      item.status = status;
+      this.ev(
+        { type: 'response.function_call_arguments.done', ...at, name: item.name, arguments: slot.text },
+        out,
+      );
+    }
+    this.ev(
+      { type: 'response.output_item.done', output_index: slot.outputIndex, item: structuredClone(slot.item) },
+      out,
+    );
+  }
+
+  /** The status the finish reason gives: a length cut is `incomplete` (max_output_tokens). */
+  private finalStatus(): 'completed' | 'incomplete' {
+    return this.finish === 'length' || this.finish === 'content_filter' ? 'incomplete' : 'completed';
+  }
+
+  /**
+   * Closes every open item and returns the closing events, ending with response.completed
+   * (or response.incomplete). `usage` is the pipeline's sum over attempts when it has one.
+   */
+  end(usage?: Usage): ResponsesEvent[] {
+    const out: ResponsesEvent[] = [];
+    const status = this.finalStatus();
+    // Only the item cut by the length limit is incomplete; items closed before it were whole.
+    this.closeCurrent(out, status);
+    for (const slot of this.slots) {
+      if (!slot.done) {
+        this.current = slot;
+        this.closeCurrent(out, status);
+      }
+    }
+    const response = this.response(status, usage ?? this.upstreamUsage);
+    this.ev({ type: status === 'completed' ? 'response.completed' : 'response.incomplete', response }, out);
+    return out;
+  }
+
+  /** A failure after the stream opened: an `error` event, then response.failed. */
+  fail(err: { code: string; message: string; param: string | null }): ResponsesEvent[] {
+    const out: ResponsesEvent[] = [];
+    this.ev({ type: 'error', code: err.code, message: err.message, param: err.param }, out);
+    const response = this.response('failed', this.upstreamUsage);
+    response.error = { code: err.code, message: err.message };
+    this.ev({ type: 'response.failed', response }, out);
+    return out;
+  }
+
+  /** The response object as it stands (items in output order, closed ones complete). */
+  response(status: ResponseObject['status'], usage?: Usage): ResponseObject {
+    const r = this.ctx.request;
+    const output = status === 'in_progress' ? [] : this.slots.map((s) => structuredClone(s.item));
+    const outputText = output
+      .filter((i): i is OutputMessage => i.type === 'message')
+      .flatMap((m) => m.content.map((c) => c.text))
+      .join('');
+    return {
+      id: this.id,
+      object: 'response',
+      created_at: this.ctx.createdAt,
+      status,
+      error: null,
+      incomplete_details:
+        status === 'incomplete'
+          ? { reason: this.finish === 'content_filter' ? 'content_filter' : 'max_output_tokens' }
+          : null,
+      instructions: typeof r.instructions === 'string' ? r.instructions : null,
+      max_output_tokens: typeof r.max_output_tokens === 'number' ? r.max_output_tokens : null,
+      metadata: r.metadata ?? {},
+      model: r.model,
+      output,
+      output_text: outputText,
+      parallel_tool_calls: r.parallel_tool_calls !== false,
+      previous_response_id: null,
+      reasoning: { effort: r.reasoning?.effort ?? null, summary: r.reasoning?.summary ?? null },
+      store: false,
+      temperature: typeof r.temperature === 'number' ? r.temperature : null,
+      text: { format: r.text?.format ?? { type: 'text' } },
+      tool_choice: r.tool_choice ?? 'auto',
+      tools: r.tools ?? [],
+      top_p: typeof r.top_p === 'number' ? r.top_p : null,
+      truncation: 'disabled',
+      usage: usage ? toResponsesUsage(usage) : null,
+      ...(typeof r.user === 'string' ? { user: r.user } : {}),
+    };
+  }
+}
+
+export function toResponsesUsage(u: Usage): ResponsesUsage {
+  const cached = (u.prompt_tokens_details as { cached_tokens?: unknown } | undefined)?.cached_tokens;
+  const reasoning = (u.completion_tokens_details as { reasoning_tokens?: unknown } | undefined)
+    ?.reasoning_tokens;
+  return {
+    input_tokens: u.prompt_tokens,
+    input_tokens_details: { cached_tokens: typeof cached === 'number' ? cached : 0 },
+    output_tokens: u.completion_tokens,
+    output_tokens_details: { reasoning_tokens: typeof reasoning === 'number' ? reasoning : 0 },
+    total_tokens: u.total_tokens,
+  };
+}
+
+/** A whole chat completion as the deltas a stream of it would carry (reasoning, text, calls, finish). */
+export function completionDeltas(c: ChatCompletion): ChatCompletionChunk[] {
+  const base = { id: c.id, object: 'chat.completion.chunk' as const, created: c.created, model: c.model };
+  const choice = c.choices[0];
+  if (!choice) return [];
+  const m = choice.message;
+  const reasoning =
+    typeof m.reasoning_content === 'string'
+      ? m.reasoning_content
+      : typeof m.reasoning === 'string'
+        ? m.reasoning
+        : '';
+  const delta = {
+    ...(reasoning ? { reasoning_content: reasoning } : {}),
+    ...(typeof m.content === 'string' ? { content: m.content } : {}),
+    tool_calls: (m.tool_calls ?? []).map((tc, index) => ({
+      index,
+      id: tc.id,
+      type: 'function' as const,
+      function: { name: tc.function.name, arguments: tc.function.arguments },
+    })),
+  };
+  return [{ ...base, choices: [{ index: 0, delta, finish_reason: choice.finish_reason }] }];
+}
+
+/** The non-streamed Responses answer: the translator fed the whole completion once. */
+export function completionToResponse(
+  c: ChatCompletion,
+  ctx: TranslatorContext,
+  usage?: Usage,
+): ResponseObject {
+  const t = new ResponsesTranslator(ctx);
+  for (const chunk of completionDeltas(c)) t.push(chunk);
+  const events = t.end(usage ?? c.usage ?? undefined);
+  return (events[events.length - 1] as unknown as { response: ResponseObject }).response;
+}

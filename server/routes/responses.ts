@@ -1,0 +1,152 @@
+/**
+ * POST /v1/responses (OpenAI Responses API, stateless). The request is translated into a chat
+ * completion at the edge (protocol/responses/), runs through the one chat pipeline (forced
+ * final_answer, fallback, history repair, leak recovery, validation, corrective retry), and
+ * the answer is translated back: a response object, or the Responses event stream.
+ */
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { ToolproofError } from '../../protocol/errors.js';
+import type { ChatCompletionChunk } from '../../protocol/openai.js';
+import { toChatRequest } from '../../protocol/responses/request.js';
+import {
+  completionToResponse,
+  ResponsesTranslator,
+  type TranslatorContext,
+} from '../../protocol/responses/stream.js';
+import type { ResponsesEvent, ResponsesRequest } from '../../protocol/responses/types.js';
+import type { AppState } from '../app-state.js';
+import type { StreamOutput, StreamSummary } from '../chat/output.js';
+import { completeChat, streamChat } from '../chat/pipeline.js';
+import { startChatCall } from '../chat/start.js';
+import { SSE_HEADERS, writeRaw } from './chat-completions.js';
+
+const nullable = (schema: Record<string, unknown>) => ({ anyOf: [schema, { type: 'null' }] });
+
+/** What the route reads; the translation checks the rest (and names the field it rejects). */
+export const responsesBody = {
+  $id: 'ResponsesRequest',
+  type: 'object',
+  required: ['model'],
+  properties: {
+    model: { type: 'string' },
+    input: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'object' } }] },
+    instructions: nullable({ type: 'string' }),
+    tools: nullable({
+      type: 'array',
+      items: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } },
+    }),
+    tool_choice: {
+      anyOf: [
+        { type: 'string', enum: ['auto', 'none', 'required'] },
+        { type: 'object', required: ['type'] },
+      ],
+    },
+    parallel_tool_calls: nullable({ type: 'boolean' }),
+    text: nullable({ type: 'object', properties: { format: { type: 'object', required: ['type'] } } }),
+    max_output_tokens: nullable({ type: 'integer', minimum: 1 }),
+    temperature: nullable({ type: 'number' }),
+    top_p: nullable({ type: 'number' }),
+    reasoning: nullable({ type: 'object' }),
+    metadata: nullable({ type: 'object', additionalProperties: { type: 'string' } }),
+    store: nullable({ type: 'boolean' }),
+    include: nullable({ type: 'array', items: { type: 'string' } }),
+    previous_response_id: nullable({ type: 'string' }),
+    stream: nullable({ type: 'boolean' }),
+  },
+  additionalProperties: true,
+} as const;
+
+function newId(prefix: string): string {
+  return `${prefix}_${randomBytes(12).toString('hex')}`;
+}
+
+function sseEvent(e: ResponsesEvent): string {
+  return `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
+}
+
+/** Responses framing: `event: <type>` + `data: <event>` per event; no [DONE]. */
+class ResponsesSseOutput implements StreamOutput {
+  opened = false;
+
+  constructor(
+    private readonly reply: FastifyReply,
+    private readonly headers: Record<string, string>,
+    private readonly translator: ResponsesTranslator,
+  ) {}
+
+  private write(events: readonly ResponsesEvent[]): Promise<void> {
+    if (events.length === 0) return Promise.resolve();
+    let text = '';
+    for (const e of events) text += sseEvent(e);
+    return writeRaw(this.reply, text);
+  }
+
+  open(): void {
+    if (this.opened) return;
+    this.opened = true;
+    this.reply.hijack();
+    this.reply.raw.writeHead(200, { ...SSE_HEADERS, ...this.headers });
+    // The first write after the headers: response.created/in_progress go out at once.
+    void this.write(this.translator.start());
+  }
+
+  chunks(chunks: readonly ChatCompletionChunk[]): Promise<void> {
+    const events: ResponsesEvent[] = [];
+    for (const c of chunks) events.push(...this.translator.push(c));
+    return this.write(events);
+  }
+
+  async end(summary: StreamSummary): Promise<void> {
+    this.open(); // an empty answer still gets its created / completed events
+    await this.write(this.translator.end(summary.usage));
+    this.close();
+  }
+
+  async fail(err: ToolproofError): Promise<void> {
+    await this.write(this.translator.fail({ code: err.code, message: err.message, param: err.param }));
+    this.close();
+  }
+
+  close(): void {
+    if (this.opened && !this.reply.raw.writableEnded) this.reply.raw.end();
+  }
+}
+
+export function registerResponsesRoute(app: FastifyInstance, state: AppState): void {
+  const deps = state.chatDeps;
+  app.post(
+    '/v1/responses',
+    {
+      schema: {
+        summary:
+          'Create a model response (OpenAI Responses API, stateless), with forced tool use, leak recovery and history repair.',
+        tags: ['openai'],
+        body: responsesBody,
+      },
+    },
+    async (request, reply) => {
+      const body = request.body as ResponsesRequest;
+      const chatBody = toChatRequest(body);
+      const call = startChatCall(request, state, chatBody, 'responses');
+      const ctx: TranslatorContext = { request: body, newId, createdAt: Math.floor(Date.now() / 1000) };
+
+      if (chatBody.stream !== true) {
+        const result = await completeChat(call, deps);
+        reply.header('x-toolproof-attempts', String(call.trace.attempts));
+        // Only chat requests are relayed raw; a translated request always gets a completion.
+        if (result.kind !== 'completion')
+          throw new ToolproofError('TP_ERR_INTERNAL', { message: 'responses: unexpected raw chat result' });
+        return reply.send(completionToResponse(result.completion, ctx, result.usage));
+      }
+
+      const out = new ResponsesSseOutput(reply, { 'x-request-id': request.id }, new ResponsesTranslator(ctx));
+      try {
+        await streamChat(call, deps, out);
+      } finally {
+        out.close();
+      }
+      return reply;
+    },
+  );
+}
