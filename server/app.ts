@@ -21,6 +21,7 @@ import { registerErrorHandling } from './error-handler.js';
 import { FallbackMemory } from './fallback-memory.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { registerChatRoute } from './routes/chat-completions.js';
+import { messagesRoutes } from './routes/messages.js';
 import { registerModelRoutes } from './routes/models.js';
 import { OpenStreams, sseResponseStream } from './open-streams.js';
 import { registerOpsRoutes } from './routes/ops.js';
@@ -232,6 +233,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
 
   registerChatRoute(app, state);
+  await app.register(messagesRoutes(state));
   registerRelayRoutes(app, state);
   registerResponsesRoute(app, state);
   registerModelRoutes(app, state);

@@ -6,8 +6,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { ToolproofError } from '../protocol/errors.js';
-import { toErrorBody } from './error-handler.js';
-import { SSE_DONE, sseData } from './sse.js';
+import { sseErrorEvent } from './error-handler.js';
 
 export interface OpenStream {
   /** Ends the stream with an error event and [DONE]; resolves once the bytes are handed to the socket. */
@@ -58,7 +57,7 @@ export function sseResponseStream(res: ServerResponse, cancel: (err: ToolproofEr
       // The blank line first ends any event a writer left half-written.
       return new Promise<void>((resolve) => {
         res.once('close', resolve);
-        res.end(`\n\n${sseData(JSON.stringify(toErrorBody(err)))}${SSE_DONE}`, () => resolve());
+        res.end(`\n\n${sseErrorEvent(res.req?.url ?? '', err)}`, () => resolve());
       });
     },
   };

@@ -1,0 +1,24 @@
+/**
+ * ToolproofError -> Anthropic's error body. Pure. The status stays toolproof's (the catalogue's,
+ * or the upstream's own when relayed); the type is the one Anthropic uses for that status, so
+ * SDKs raise their usual exception classes (BadRequestError, AuthenticationError, ...).
+ */
+import type { ToolproofError } from '../errors.js';
+import type { ErrorBody } from './types.js';
+
+export function anthropicErrorType(status: number): string {
+  if (status === 401) return 'authentication_error';
+  if (status === 402) return 'billing_error';
+  if (status === 403) return 'permission_error';
+  if (status === 404) return 'not_found_error';
+  if (status === 413) return 'request_too_large';
+  if (status === 429) return 'rate_limit_error';
+  if (status === 503 || status === 529) return 'overloaded_error';
+  if (status === 504) return 'timeout_error';
+  if (status >= 500) return 'api_error';
+  return 'invalid_request_error';
+}
+
+export function toAnthropicErrorBody(err: Pick<ToolproofError, 'status' | 'message'>): ErrorBody {
+  return { type: 'error', error: { type: anthropicErrorType(err.status), message: err.message } };
+}

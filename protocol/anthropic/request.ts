@@ -1,0 +1,270 @@
+/**
+ * Anthropic Messages request -> chat-completions request, so a Messages call runs through the
+ * one chat pipeline (forced final answer, history repair, leak recovery, retries). Pure.
+ * What chat cannot express is refused with a 400 naming the field, never silently dropped:
+ * server tools, documents, search results, MCP servers.
+ */
+import { ToolproofError } from '../errors.js';
+import type {
+  ChatCompletionRequest,
+  ChatMessage,
+  ContentPart,
+  ToolCall,
+  ToolChoice,
+  ToolDef,
+} from '../openai.js';
+import type {
+  ImageBlock,
+  MessageParam,
+  MessagesRequest,
+  TextBlock,
+  ToolChoiceParam,
+  ToolParam,
+  ToolResultBlock,
+} from './types.js';
+
+/** Tells the model a tool failed (chat tool messages have no error flag). */
+export const TOOL_ERROR_PREFIX = '[tool error] ';
+
+function invalid(param: string, message: string): ToolproofError {
+  return new ToolproofError('TP_ERR_INVALID_FIELD', { param, message });
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function text(block: unknown, path: string): string {
+  if (!isObject(block) || typeof block.text !== 'string')
+    throw invalid(path, `"${path}.text" must be a string.`);
+  return block.text;
+}
+
+/** An image block as a chat image part: base64 sources become data URLs. */
+function imagePart(block: ImageBlock, path: string): ContentPart {
+  const src = block.source as unknown;
+  if (isObject(src) && src.type === 'base64' && typeof src.data === 'string') {
+    const media = typeof src.media_type === 'string' ? src.media_type : 'image/png';
+    return { type: 'image_url', image_url: { url: `data:${media};base64,${src.data}` } };
+  }
+  if (isObject(src) && src.type === 'url' && typeof src.url === 'string') {
+    return { type: 'image_url', image_url: { url: src.url } };
+  }
+  throw invalid(`${path}.source`, `"${path}.source" must be a base64 or url image source.`);
+}
+
+/** Text and images as chat content: a plain string when there is no image. */
+function userContent(parts: ContentPart[]): string | ContentPart[] {
+  if (parts.every((p) => p.type === 'text')) return parts.map((p) => p.text ?? '').join('\n\n');
+  return parts;
+}
+
+function toolResultMessage(block: ToolResultBlock, path: string): ChatMessage {
+  if (typeof block.tool_use_id !== 'string' || block.tool_use_id === '')
+    throw invalid(`${path}.tool_use_id`, `"${path}.tool_use_id" must be a non-empty string.`);
+  const parts: ContentPart[] = [];
+  const content = block.content;
+  if (typeof content === 'string') parts.push({ type: 'text', text: content });
+  else if (Array.isArray(content)) {
+    content.forEach((b, i) => {
+      const p = `${path}.content.${i}`;
+      if (b?.type === 'text') parts.push({ type: 'text', text: text(b, p) });
+      else if (b?.type === 'image') parts.push(imagePart(b, p));
+      else {
+        const type = String((b as { type?: unknown } | null)?.type);
+        throw invalid(`${p}.type`, `A tool_result may hold text and image blocks only, not "${type}".`);
+      }
+    });
+  } else if (content !== undefined && content !== null) {
+    throw invalid(`${path}.content`, `"${path}.content" must be a string or an array of blocks.`);
+  }
+  if (block.is_error === true) {
+    const first = parts.find((p) => p.type === 'text');
+    if (first) first.text = TOOL_ERROR_PREFIX + (first.text ?? '');
+    else parts.unshift({ type: 'text', text: TOOL_ERROR_PREFIX.trimEnd() });
+  }
+  return { role: 'tool', tool_call_id: block.tool_use_id, content: userContent(parts) };
+}
+
+/**
+ * A user turn: its tool_result blocks become tool messages first (chat wants them right after
+ * the assistant's calls), then the rest of the turn as one user message.
+ */
+function userMessages(msg: MessageParam, path: string): ChatMessage[] {
+  if (typeof msg.content === 'string') return [{ role: 'user', content: msg.content }];
+  const tools: ChatMessage[] = [];
+  const parts: ContentPart[] = [];
+  msg.content.forEach((block, i) => {
+    const p = `${path}.content.${i}`;
+    switch (block?.type) {
+      case 'text':
+        parts.push({ type: 'text', text: text(block, p) });
+        break;
+      case 'image':
+        parts.push(imagePart(block, p));
+        break;
+      case 'tool_result':
+        tools.push(toolResultMessage(block, p));
+        break;
+      default:
+        throw invalid(
+          `${p}.type`,
+          `Unsupported content block type "${String(block?.type)}" in a user message.`,
+        );
+    }
+  });
+  const out = tools;
+  if (parts.length > 0) out.push({ role: 'user', content: userContent(parts) });
+  return out;
+}
+
+function assistantMessage(msg: MessageParam, path: string): ChatMessage {
+  if (typeof msg.content === 'string') return { role: 'assistant', content: msg.content };
+  let content = '';
+  let reasoning = '';
+  const calls: ToolCall[] = [];
+  msg.content.forEach((block, i) => {
+    const p = `${path}.content.${i}`;
+    switch (block?.type) {
+      case 'text':
+        content += text(block, p);
+        break;
+      case 'thinking':
+        if (typeof block.thinking !== 'string')
+          throw invalid(`${p}.thinking`, `"${p}.thinking" must be a string.`);
+        reasoning += block.thinking;
+        break;
+      case 'redacted_thinking':
+        break; // encrypted for Anthropic's own models: nothing a self-hosted model can read
+      case 'tool_use': {
+        if (typeof block.id !== 'string' || typeof block.name !== 'string')
+          throw invalid(p, `"${p}" needs a string "id" and "name".`);
+        // The tool_use id is the chat call id: the next tool_result refers to it unchanged.
+        calls.push({
+          id: block.id,
+          type: 'function',
+          function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) },
+        });
+        break;
+      }
+      default:
+        throw invalid(
+          `${p}.type`,
+          `Unsupported content block type "${String(block?.type)}" in an assistant message.`,
+        );
+    }
+  });
+  const out: ChatMessage = {
+    role: 'assistant',
+    content: content === '' && calls.length > 0 ? null : content,
+  };
+  if (calls.length > 0) out.tool_calls = calls;
+  if (reasoning !== '') out.reasoning_content = reasoning;
+  return out;
+}
+
+function systemText(system: MessagesRequest['system']): string | undefined {
+  if (system === undefined || system === null) return undefined;
+  if (typeof system === 'string') return system;
+  if (!Array.isArray(system))
+    throw invalid('system', '"system" must be a string or an array of text blocks.');
+  return system
+    .map((b: TextBlock, i) => {
+      if (b?.type !== 'text') throw invalid(`system.${i}.type`, 'System blocks must be text blocks.');
+      return text(b, `system.${i}`);
+    })
+    .join('\n\n');
+}
+
+function toolDef(tool: ToolParam, i: number): ToolDef {
+  const path = `tools.${i}`;
+  if (tool.type !== undefined && tool.type !== 'custom')
+    throw invalid(
+      `${path}.type`,
+      `Anthropic server tool "${tool.type}" is not supported: declare client tools with an input_schema.`,
+    );
+  if (typeof tool.name !== 'string' || tool.name === '')
+    throw invalid(`${path}.name`, `"${path}.name" is required.`);
+  if (!isObject(tool.input_schema))
+    throw invalid(`${path}.input_schema`, `"${path}.input_schema" must be an object.`);
+  return {
+    type: 'function',
+    function: {
+      name: tool.name,
+      ...(typeof tool.description === 'string' ? { description: tool.description } : {}),
+      parameters: tool.input_schema,
+    },
+  };
+}
+
+function toolChoice(choice: ToolChoiceParam): { tool_choice: ToolChoice; parallel?: false } {
+  const parallel = 'disable_parallel_tool_use' in choice && choice.disable_parallel_tool_use === true;
+  const extra = parallel ? { parallel: false as const } : {};
+  switch (choice.type) {
+    case 'auto':
+      return { tool_choice: 'auto', ...extra };
+    case 'any':
+      return { tool_choice: 'required', ...extra };
+    case 'none':
+      return { tool_choice: 'none' };
+    case 'tool':
+      if (typeof choice.name !== 'string' || choice.name === '')
+        throw invalid('tool_choice.name', '"tool_choice.name" is required for type "tool".');
+      return { tool_choice: { type: 'function', function: { name: choice.name } }, ...extra };
+    default:
+      throw invalid(
+        'tool_choice.type',
+        `Unknown tool_choice type "${String((choice as { type?: unknown }).type)}".`,
+      );
+  }
+}
+
+/** The conversation as chat messages: system first, then each turn. */
+export function toChatMessages(req: Pick<MessagesRequest, 'system' | 'messages'>): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  const system = systemText(req.system);
+  if (system !== undefined && system !== '') out.push({ role: 'system', content: system });
+  req.messages.forEach((msg, i) => {
+    const path = `messages.${i}`;
+    if (msg?.role === 'user') out.push(...userMessages(msg, path));
+    else if (msg?.role === 'assistant') out.push(assistantMessage(msg, path));
+    else throw invalid(`${path}.role`, `"${path}.role" must be "user" or "assistant".`);
+  });
+  return out;
+}
+
+/** Fields with no chat equivalent: a 400 rather than a silently different answer. */
+const REFUSED_FIELDS = ['mcp_servers', 'container'] as const;
+
+/**
+ * The whole request. `thinking` maps to `chat_template_kwargs.enable_thinking` (the switch
+ * Qwen3, GLM and similar templates read; others ignore it); budget_tokens has no chat
+ * equivalent and is dropped. `metadata` is accepted and not forwarded.
+ */
+export function toChatRequest(req: MessagesRequest): ChatCompletionRequest {
+  for (const f of REFUSED_FIELDS) {
+    const v = req[f];
+    if (v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0))
+      throw invalid(f, `"${f}" is not supported by toolproof's /v1/messages.`);
+  }
+  const out: ChatCompletionRequest = { model: req.model, messages: toChatMessages(req) };
+  if (typeof req.max_tokens === 'number') out.max_tokens = req.max_tokens;
+  if (Array.isArray(req.tools) && req.tools.length > 0) out.tools = req.tools.map(toolDef);
+  if (req.tool_choice) {
+    const c = toolChoice(req.tool_choice);
+    out.tool_choice = c.tool_choice;
+    if (c.parallel === false) out.parallel_tool_calls = false;
+  }
+  if (Array.isArray(req.stop_sequences) && req.stop_sequences.length > 0) out.stop = req.stop_sequences;
+  for (const k of ['temperature', 'top_p', 'top_k'] as const) {
+    if (typeof req[k] === 'number') out[k] = req[k];
+  }
+  if (req.thinking && typeof req.thinking === 'object') {
+    out.chat_template_kwargs = { enable_thinking: req.thinking.type !== 'disabled' };
+  }
+  if (req.stream === true) {
+    out.stream = true;
+    out.stream_options = { include_usage: true };
+  }
+  return out;
+}

@@ -1,0 +1,104 @@
+/**
+ * Chat completion -> Anthropic message (non-streamed), and the mappings the stream shares:
+ * ids, stop reasons, usage. Pure. Ids round-trip: a chat tool-call id is the tool_use id as it
+ * is, so the client's next tool_result.tool_use_id maps straight back to the chat call id.
+ */
+import type { ChatCompletion, FinishReason, ToolCall, Usage } from '../openai.js';
+import type { Message, MessageUsage, ResponseBlock, StopReason, ToolUseBlock } from './types.js';
+
+/** What the response side needs from the route and the client's request. */
+export interface MessageContext {
+  /** The message id (messageId of toolproof's request id, known before the upstream answers). */
+  id: string;
+  /** The model name the client asked for (echoed back, as Anthropic does). */
+  model: string;
+  stopSequences?: readonly string[];
+}
+
+/** `msg_` + toolproof's request id: the id a client reports is the one in toolproof's log line. */
+export function messageId(requestId: string): string {
+  return `msg_${requestId.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+}
+
+/** The chat call id when the upstream gave one; else a stable id derived from the message. */
+export function toolUseId(callId: string | undefined, msgId: string, index: number): string {
+  if (callId) return callId;
+  return `toolu_${msgId.replace(/^msg_/, '')}_${index}`;
+}
+
+/**
+ * Tool arguments as the `input` object. Validation already ran in the pipeline; a value that
+ * still is not a JSON object is kept under "_raw" rather than dropped.
+ */
+export function toolInput(args: string | undefined): Record<string, unknown> {
+  if (!args || args.trim() === '') return {};
+  try {
+    const v: unknown = JSON.parse(args);
+    if (v && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
+  } catch {
+    // fall through
+  }
+  return { _raw: args };
+}
+
+/**
+ * The stop reason. `matched` is vLLM's choice.stop_reason: the stop string that ended the
+ * text, when one did.
+ */
+export function stopReason(
+  finish: FinishReason | null | undefined,
+  hasToolUse: boolean,
+  matched: unknown,
+  ctx: MessageContext,
+): { stop_reason: StopReason; stop_sequence: string | null } {
+  if (finish === 'length') return { stop_reason: 'max_tokens', stop_sequence: null };
+  if (hasToolUse || finish === 'tool_calls') return { stop_reason: 'tool_use', stop_sequence: null };
+  if (finish === 'content_filter') return { stop_reason: 'refusal', stop_sequence: null };
+  if (typeof matched === 'string' && ctx.stopSequences?.includes(matched))
+    return { stop_reason: 'stop_sequence', stop_sequence: matched };
+  return { stop_reason: 'end_turn', stop_sequence: null };
+}
+
+export function toMessageUsage(usage: Usage | null | undefined): MessageUsage {
+  const out: MessageUsage = {
+    input_tokens: usage?.prompt_tokens ?? 0,
+    output_tokens: usage?.completion_tokens ?? 0,
+  };
+  const cached = (usage?.prompt_tokens_details as { cached_tokens?: unknown } | undefined)?.cached_tokens;
+  if (typeof cached === 'number') out.cache_read_input_tokens = cached;
+  return out;
+}
+
+export function toolUseBlock(call: ToolCall, msgId: string, index: number): ToolUseBlock {
+  return {
+    type: 'tool_use',
+    id: toolUseId(call.id, msgId, index),
+    name: call.function.name,
+    input: toolInput(call.function.arguments),
+  };
+}
+
+/** A whole completion as a message: thinking, then text, then one tool_use per call. */
+export function toMessage(completion: ChatCompletion, ctx: MessageContext): Message {
+  const id = ctx.id;
+  const choice = completion.choices[0];
+  const msg = choice?.message;
+  const content: ResponseBlock[] = [];
+  if (msg?.reasoning_content)
+    content.push({ type: 'thinking', thinking: msg.reasoning_content, signature: '' });
+  if (typeof msg?.content === 'string' && msg.content !== '')
+    content.push({ type: 'text', text: msg.content });
+  (msg?.tool_calls ?? []).forEach((call, i) => {
+    content.push(toolUseBlock(call, id, i));
+  });
+  const hasToolUse = content.some((b) => b.type === 'tool_use');
+  return {
+    id,
+    type: 'message',
+    role: 'assistant',
+    model: ctx.model,
+    content,
+    ...stopReason(choice?.finish_reason, hasToolUse, choice?.stop_reason, ctx),
+    usage: toMessageUsage(completion.usage),
+  };
+}

@@ -1,0 +1,288 @@
+/**
+ * POST /v1/messages (Anthropic Messages API) and /v1/messages/count_tokens. The request is
+ * translated to chat completions at the edge (protocol/anthropic/), runs through the one chat
+ * pipeline unchanged, and the answer is translated back, as a message or as Anthropic stream
+ * events. An encapsulated plugin: its error handler answers in Anthropic's error shape (the
+ * auth hook's 401s included: Fastify hands a hook's error to the route's own handler).
+ */
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { toAnthropicErrorBody } from '../../protocol/anthropic/errors.js';
+import { conversationText, estimateTokens, tokenizeCount } from '../../protocol/anthropic/count.js';
+import { toChatRequest } from '../../protocol/anthropic/request.js';
+import { type MessageContext, messageId, toMessage } from '../../protocol/anthropic/response.js';
+import { MessageStreamTranslator } from '../../protocol/anthropic/stream.js';
+import type { CountTokensRequest, MessagesRequest, StreamEvent } from '../../protocol/anthropic/types.js';
+import type { ToolproofError } from '../../protocol/errors.js';
+import type { ChatCompletionChunk, ChatCompletionRequest } from '../../protocol/openai.js';
+import { RequestAbort } from '../abort.js';
+import type { AppState } from '../app-state.js';
+import { readText } from '../chat/attempt.js';
+import type { StreamOutput, StreamSummary } from '../chat/output.js';
+import { completeChat, streamChat } from '../chat/pipeline.js';
+import { startChatCall } from '../chat/start.js';
+import { normalizeError, parseUpstreamBody, sseErrorEvent } from '../error-handler.js';
+import { resolveRoute } from '../routing.js';
+import { SSE_HEADERS, writeRaw } from './chat-completions.js';
+
+const nullable = (schema: Record<string, unknown>) => ({ anyOf: [schema, { type: 'null' }] });
+
+const messageParam = {
+  type: 'object',
+  required: ['role', 'content'],
+  properties: {
+    role: { type: 'string', enum: ['user', 'assistant'] },
+    content: {
+      anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'object', required: ['type'] } }],
+    },
+  },
+};
+
+const commonProperties = {
+  model: { type: 'string', minLength: 1 },
+  messages: { type: 'array', items: messageParam },
+  system: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'object' } }] },
+  tools: nullable({
+    type: 'array',
+    items: { type: 'object', required: ['name'], properties: { name: { type: 'string', minLength: 1 } } },
+  }),
+  tool_choice: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } },
+  thinking: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } },
+} as const;
+
+const messagesBody = {
+  $id: 'AnthropicMessagesRequest',
+  type: 'object',
+  required: ['model', 'messages', 'max_tokens'],
+  properties: {
+    ...commonProperties,
+    max_tokens: { type: 'integer', minimum: 1 },
+    stop_sequences: { type: 'array', items: { type: 'string' } },
+    temperature: { type: 'number' },
+    top_p: { type: 'number' },
+    top_k: { type: 'integer' },
+    stream: { type: 'boolean' },
+    metadata: { type: 'object' },
+  },
+  additionalProperties: true,
+} as const;
+
+const countTokensBody = {
+  $id: 'AnthropicCountTokensRequest',
+  type: 'object',
+  required: ['model', 'messages'],
+  properties: commonProperties,
+  additionalProperties: true,
+} as const;
+
+/** One SSE event per Anthropic event: `event: <type>` then its JSON. */
+function frame(events: readonly StreamEvent[]): string {
+  let text = '';
+  for (const e of events) text += `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
+  return text;
+}
+
+/**
+ * A ping after this much silence. Chunks may be held back for a whole attempt (while a
+ * corrective retry is still possible) and retries take time: without pings a proxy's idle
+ * timeout (nginx: 60 s) would cut a stream that is still working.
+ */
+export const PING_INTERVAL_MS = 15_000;
+const PING_FRAME = frame([{ type: 'ping' }]);
+
+/** Anthropic Messages framing over the chat chunks the attempt loop decided on. */
+export class MessagesSseOutput implements StreamOutput {
+  opened = false;
+  private readonly translator: MessageStreamTranslator;
+  private timer: NodeJS.Timeout | undefined;
+  /** Something was written since the last tick. */
+  private wrote = false;
+
+  constructor(
+    private readonly reply: FastifyReply,
+    private readonly headers: Record<string, string>,
+    ctx: MessageContext,
+    private readonly pingMs = PING_INTERVAL_MS,
+  ) {
+    this.translator = new MessageStreamTranslator(ctx);
+  }
+
+  private write(text: string): Promise<void> {
+    this.wrote = true;
+    return writeRaw(this.reply, text);
+  }
+
+  open(): void {
+    if (this.opened) return;
+    this.opened = true;
+    this.reply.hijack();
+    this.reply.raw.writeHead(200, { ...SSE_HEADERS, ...this.headers });
+    // Not awaited: open() is synchronous, and the next write waits for the socket anyway.
+    void this.write(frame(this.translator.start()));
+    this.timer = setInterval(() => this.tick(), this.pingMs);
+    this.timer.unref();
+  }
+
+  /** One ping interval passed: a ping if nothing else went out, unless the socket is full. */
+  tick(): void {
+    const raw = this.reply.raw;
+    if (raw.destroyed || raw.writableEnded || raw.writableNeedDrain) return;
+    if (!this.wrote) void this.write(PING_FRAME);
+    this.wrote = false;
+  }
+
+  chunks(chunks: readonly ChatCompletionChunk[]): Promise<void> {
+    const events = this.translator.push(chunks);
+    return events.length === 0 ? Promise.resolve() : this.write(frame(events));
+  }
+
+  async end(summary: StreamSummary): Promise<void> {
+    await this.write(frame(this.translator.end(summary.usage)));
+    this.close();
+  }
+
+  async fail(err: ToolproofError): Promise<void> {
+    await this.write(sseErrorEvent('/v1/messages', err));
+    this.close();
+  }
+
+  close(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    if (this.opened && !this.reply.raw.writableEnded) this.reply.raw.end();
+  }
+}
+
+interface TokenizeTry {
+  form: 'chat' | 'text';
+  body: string;
+  /** Tokens the body leaves out, estimated (tool definitions an older vLLM will not take). */
+  extra: number;
+}
+
+/**
+ * Bodies of a /tokenize call, in order: vLLM's chat form with the tools (recent vLLM renders
+ * them into the template), the chat form without them (older vLLM refuses unknown fields; the
+ * tools are then estimated), then llama-server's plain-text form.
+ */
+function tokenizeTries(model: string, chat: ChatCompletionRequest): TokenizeTry[] {
+  const base = { model, messages: chat.messages, add_generation_prompt: true };
+  const tries: TokenizeTry[] = [];
+  if (chat.tools) {
+    tries.push({ form: 'chat', body: JSON.stringify({ ...base, tools: chat.tools }), extra: 0 });
+  }
+  const toolTokens = chat.tools ? estimateTokens({ model, messages: [], tools: chat.tools }) : 0;
+  tries.push({ form: 'chat', body: JSON.stringify(base), extra: toolTokens });
+  tries.push({ form: 'text', body: JSON.stringify({ content: conversationText(chat).text }), extra: 0 });
+  return tries;
+}
+
+/**
+ * The upstream's own count, or undefined when it has no /tokenize (or it failed): counting is
+ * advisory, so no upstream trouble becomes an error here.
+ */
+async function upstreamCount(
+  request: FastifyRequest,
+  route: ReturnType<typeof resolveRoute>,
+  chat: ChatCompletionRequest,
+): Promise<number | undefined> {
+  const controller = new RequestAbort();
+  request.tpAbort = controller;
+  for (const { form, body, extra } of tokenizeTries(route.upstreamModel ?? chat.model, chat)) {
+    try {
+      const res = await route.client.request({
+        method: 'POST',
+        path: '/tokenize',
+        fromOrigin: true,
+        body,
+        headers: { 'x-request-id': request.id },
+        signal: controller,
+      });
+      const text = await readText(res, 32 * 1024 * 1024);
+      if (res.status === 404 || res.status === 405) return undefined; // no tokenizer endpoint at all
+      if (res.status !== 200) continue;
+      const n = tokenizeCount(parseUpstreamBody(text), form);
+      if (n !== undefined) return n + extra;
+    } catch {
+      if (controller.aborted) return undefined;
+    }
+  }
+  return undefined;
+}
+
+export function messagesRoutes(state: AppState): FastifyPluginAsync {
+  return async (scope: FastifyInstance) => {
+    scope.setErrorHandler((err, request, reply) => {
+      const tpErr = normalizeError(err);
+      if (tpErr.status >= 500 && tpErr.code === 'TP_ERR_INTERNAL')
+        request.log.error({ err }, 'internal error');
+      request.tpError = tpErr;
+      reply.code(tpErr.status).type('application/json; charset=utf-8').send(toAnthropicErrorBody(tpErr));
+    });
+
+    scope.post(
+      '/v1/messages',
+      {
+        schema: {
+          summary:
+            'Create a message (Anthropic Messages API), run through the same forced tool use, leak recovery and history repair as chat.',
+          tags: ['anthropic'],
+          body: messagesBody,
+        },
+      },
+      async (request, reply) => {
+        const body = request.body as MessagesRequest;
+        const chat = toChatRequest(body);
+        const call = startChatCall(request, state, chat, 'messages');
+        if (request.tp) request.tp.api = 'messages'; // metrics and log line: this front door
+        const ctx: MessageContext = {
+          id: messageId(request.id),
+          model: body.model,
+          ...(Array.isArray(body.stop_sequences) ? { stopSequences: body.stop_sequences } : {}),
+        };
+        // Anthropic SDKs expose this header as the response's request id.
+        reply.header('request-id', request.id);
+        if (body.stream !== true) {
+          const result = await completeChat(call, state.chatDeps);
+          reply.header('x-toolproof-attempts', String(call.trace.attempts));
+          if (result.kind === 'raw') {
+            // Unreachable: only chat requests are relayed untouched. Kept as a guard.
+            throw normalizeError(new Error('raw result on /v1/messages'));
+          }
+          return reply.send(toMessage(result.completion, ctx));
+        }
+        const out = new MessagesSseOutput(
+          reply,
+          { 'x-request-id': request.id, 'request-id': request.id },
+          ctx,
+        );
+        try {
+          await streamChat(call, state.chatDeps, out);
+        } finally {
+          out.close();
+        }
+        return reply;
+      },
+    );
+
+    scope.post(
+      '/v1/messages/count_tokens',
+      {
+        schema: {
+          summary:
+            "Count a Messages request's input tokens: the upstream's /tokenize when it has one, else an estimate (4 characters per token).",
+          tags: ['anthropic'],
+          body: countTokensBody,
+        },
+      },
+      async (request, reply) => {
+        const body = request.body as CountTokensRequest;
+        const chat = toChatRequest({ ...body, max_tokens: 1, stream: false });
+        const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
+        request.tp = { model: route.name, upstream: route.client.label, stream: false, api: 'messages' };
+        const counted = await upstreamCount(request, route, chat);
+        reply.header('x-toolproof-token-count', counted === undefined ? 'estimate' : 'tokenize');
+        return { input_tokens: counted ?? estimateTokens(chat) };
+      },
+    );
+  };
+}
