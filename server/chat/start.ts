@@ -59,6 +59,6 @@ export function startChatCall(
     state.memory.isActive(route.client.label, route.name),
     api,
   );
-  request.tp = { model: route.name, upstream: route.client.label, stream: body.stream === true, call };
+  request.tp = { model: route.name, upstream: route.client.label, stream: body.stream === true, call, api };
   return call;
 }

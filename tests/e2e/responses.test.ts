@@ -66,6 +66,12 @@ describe('Responses API with forced tool use (default settings)', () => {
   });
   afterAll(() => stack.close());
 
+  it('requests are counted under api="responses" (metrics)', async () => {
+    await stack.client.responses.create({ model: 'sim', input: 'hi', tools: [weather] }, scenario('prose'));
+    const metrics = await (await fetch(`${stack.origin}/metrics`)).text();
+    expect(metrics).toMatch(/toolproof_requests_total\{[^}]*route="responses"[^}]*api="responses"[^}]*\} \d/);
+  });
+
   it('responses.create: the forced final answer comes back as output_text, not a call', async () => {
     stack.sim.reset();
     const res = await stack.client.responses.create(
