@@ -4,13 +4,16 @@
  * gracefully: stop accepting, let open streams finish up to a deadline, then cut them.
  */
 import { buildApp } from './app.js';
+import { joinWorkerGroup, runPrimary, workerCount } from './cluster.js';
 import { ConfigError, type Config, loadConfig } from './config.js';
 import { createSimulator } from './simulator/index.js';
 
 async function main(): Promise<void> {
   let config: Config;
+  let workers: number;
   try {
     config = loadConfig(process.env);
+    workers = workerCount(process.env);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`toolproof: ${err.message}\n`);
@@ -18,6 +21,8 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  // TOOLPROOF_WORKERS > 1: this process only supervises the workers (server/cluster.ts).
+  if (runPrimary({ workers, shutdownGraceMs: config.shutdownGraceMs, logLevel: config.logLevel })) return;
 
   let simulator: Awaited<ReturnType<typeof createSimulator>> | undefined;
   if (config.simulator) {
@@ -35,6 +40,7 @@ async function main(): Promise<void> {
       '*** NO UPSTREAM CONFIGURED: toolproof is running on its BUILT-IN SIMULATED BACKEND (a scripted small model that leaks tool calls and answers in prose). Set TOOLPROOF_UPSTREAM_URL=http://your-vllm:8000/v1 or TOOLPROOF_CONFIG to use a real model. ***',
     );
   }
+  joinWorkerGroup(app.toolproof.metrics);
   await app.listen({ host: config.host, port: config.port });
 
   let closing = false;
