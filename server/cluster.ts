@@ -23,6 +23,12 @@ const GATHER_TIMEOUT_MS = 5_000;
 /** Past the workers' own shutdown grace, the primary kills what is left. */
 const KILL_MARGIN_MS = 5_000;
 
+/**
+ * Set in the environment of the workers this module forks: a process that is a cluster worker of
+ * some other primary (PM2's cluster mode) must not wait for metrics answers nobody sends.
+ */
+const WORKER_MARK = 'TOOLPROOF_CLUSTER_WORKER';
+
 /** TOOLPROOF_WORKERS: unset or empty = 1, `auto` = one per core, else a positive integer. */
 export function workerCount(env: NodeJS.ProcessEnv): number {
   const raw = (env.TOOLPROOF_WORKERS ?? '').trim();
@@ -81,7 +87,7 @@ export function runPrimary(options: PrimaryOptions): boolean {
   let exitCode = 0;
 
   const { forgetWorker } = serveGroupMetrics(() => listening);
-  const fork = () => cluster.fork();
+  const fork = () => cluster.fork({ [WORKER_MARK]: '1' });
   cluster.on('listening', (worker, address) => {
     listening.add(worker.id);
     log(30, `worker ${worker.id} (pid ${worker.process.pid}) listening`);
@@ -233,7 +239,7 @@ function send(worker: Worker, message: Message): void {
  * /metrics (render()) return the group's aggregate. Does nothing outside a cluster.
  */
 export function joinWorkerGroup(metrics: Metrics): void {
-  if (!cluster.isWorker || !process.send) return;
+  if (!cluster.isWorker || !process.send || process.env[WORKER_MARK] !== '1') return;
   let nextId = 0;
   const waiting = new Map<number, { resolve: (text: string) => void; reject: (err: Error) => void }>();
   process.on('message', (message: unknown) => {
