@@ -124,6 +124,8 @@ async function once(
   }
 }
 
+const SLOW_ANSWER = 'one two three four five six seven eight nine ten';
+
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -163,7 +165,11 @@ describe('two workers on one port', () => {
   let workerPids: number[];
 
   beforeAll(async () => {
-    sim = await createSimulator({ personality: 'vllm', scenario: 'prose' });
+    // Streams are slow (10 pieces, 120 ms apart) so one is still open when SIGTERM arrives.
+    sim = await createSimulator({
+      personality: 'vllm',
+      scenario: JSON.stringify({ say: SLOW_ANSWER, chunkDelayMs: 120 }),
+    });
     const port = await freePort();
     origin = `http://127.0.0.1:${port}`;
     proc = start({
@@ -239,7 +245,35 @@ describe('two workers on one port', () => {
     expect(pids.has(newPid)).toBe(true);
     expect(pids.has(victim)).toBe(false);
 
+    // A stream open when SIGTERM arrives still finishes (the workers' shutdown grace), then
+    // the primary exits 0 once every worker has closed.
+    const client = new Client(origin);
+    const res = await client.request({
+      method: 'POST',
+      path: '/v1/chat/completions',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm1', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    const chunks: string[] = [];
+    const body = (async () => {
+      for await (const chunk of res.body) chunks.push(chunk.toString());
+    })();
+    while (chunks.length === 0) await new Promise((r) => setTimeout(r, 20));
     proc.child.kill('SIGTERM');
+    await body;
+    await client.close();
+    const text = chunks.join('');
+    expect(text).toContain('data: [DONE]');
+    const content = text
+      .split('\n\n')
+      .filter((b) => b.startsWith('data: {'))
+      .map(
+        (b) =>
+          (JSON.parse(b.slice(6)) as { choices: { delta: { content?: string } }[] }).choices[0]?.delta
+            .content ?? '',
+      )
+      .join('');
+    expect(content).toBe(SLOW_ANSWER);
     expect(await proc.exited).toBe(0);
     for (const pid of workerPids) expect(alive(pid)).toBe(false);
   }, 60_000);
