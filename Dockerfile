@@ -3,7 +3,7 @@
 # Build:  docker build -t toolproof .
 # Run:    docker run -p 8787:8787 -e TOOLPROOF_UPSTREAM_URL=http://gpu-box:8000/v1 toolproof
 # Configuration is by environment (TOOLPROOF_UPSTREAM_URL, TOOLPROOF_PORT, TOOLPROOF_API_KEYS,
-# TOOLPROOF_UPSTREAM_API_KEY, TOOLPROOF_CONFIG, TOOLPROOF_LOG_LEVEL) and the YAML file that
+# TOOLPROOF_UPSTREAM_API_KEY, TOOLPROOF_CONFIG, TOOLPROOF_LOG_LEVEL, TOOLPROOF_WORKERS) and the YAML file that
 # TOOLPROOF_CONFIG names (mount it, e.g. at /etc/toolproof). Without an upstream the server
 # starts its built-in simulator and says so in the log.
 
@@ -46,5 +46,7 @@ EXPOSE 8787
 # node itself is the probe: the slim image has no curl or wget.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.TOOLPROOF_PORT||8787)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-# node is PID 1 and handles SIGTERM itself (graceful close of open streams, see server/main.ts).
+# node is PID 1 and handles SIGTERM itself (graceful close of open streams, see server/main.ts;
+# with TOOLPROOF_WORKERS > 1 it forwards it to every worker and waits, see server/cluster.ts).
+# It starts from the compiled dist/ directly: no build at start, first request within a second.
 CMD ["node", "--enable-source-maps", "dist/server/main.js"]

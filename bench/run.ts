@@ -22,6 +22,8 @@
  *                        + undici, nothing else): the floor any Node proxy pays on this machine
  *   --direct-only        do not start toolproof: measure the fake upstream alone (checks the
  *                        bench itself, and the machine's baseline)
+ *   --workers=N          run toolproof with TOOLPROOF_WORKERS=N (CPU and RSS summed over workers)
+ *   --no-open-streams    skip the open-stream probes (RSS per open stream, event-loop delay)
  */
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -32,33 +34,39 @@ import { Pool } from 'undici';
 import { prepareServer, type ServerMode } from './lib/build.js';
 import {
   FINAL_ANSWER_TEXT,
+  finalAnswerPieces,
   historyBody,
   PLAIN_ANSWER_TEXT,
   STREAM_CHUNKS,
   smallBody,
   streamBody,
   toolsBody,
+  toolsStreamBody,
 } from './lib/fixtures.js';
 import { type LatencySummary, probe, runLoad, summarize } from './lib/load.js';
 import {
   CLK_TCK,
   type Child,
-  cpuSplit,
   cpuTicks,
   freePort,
+  groupCpuSplit,
+  groupMemoryMb,
   killAllNow,
   machineTicks,
-  memoryMb,
   startNode,
   stopAll,
   stopChild,
   waitForHttp,
   waitForLine,
+  withChildren,
 } from './lib/procs.js';
+import { type OpenStreamsReport, type ProbeTarget, probeOpenStreams } from './lib/open-streams.js';
 import { formatProfile, type ProfileSummary, summarizeProfile } from './lib/profile.js';
 import { fmtDeltaMs, fmtMb, fmtMs, fmtRatio, fmtRps, fmtUs, renderTable } from './lib/report.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+/** Events per response of the long-stream cases. */
+const LONG_CHUNKS = 500;
 const LOG_LEVEL = 'warn';
 
 /** The targets, from the performance issue. */
@@ -83,6 +91,10 @@ interface Options {
   cpuProf: boolean;
   directOnly: boolean;
   baseline: boolean;
+  /** TOOLPROOF_WORKERS for the toolproof process (its CPU and RSS are summed over the workers). */
+  workers: number;
+  /** The open-stream probes: RSS per open stream, event-loop delay under many streams. */
+  openStreams: boolean;
   out: string;
 }
 
@@ -95,6 +107,8 @@ function parseArgs(argv: string[]): Options {
     cpuProf: false,
     directOnly: false,
     baseline: false,
+    workers: 1,
+    openStreams: true,
     out: join(ROOT, 'bench/results/proxy.json'),
   };
   let roundsGiven = false;
@@ -104,6 +118,9 @@ function parseArgs(argv: string[]): Options {
     else if (key === '--cpu-prof') opts.cpuProf = true;
     else if (key === '--direct-only') opts.directOnly = true;
     else if (key === '--baseline') opts.baseline = true;
+    else if (key === '--no-open-streams') opts.openStreams = false;
+    else if (key === '--workers' && value && /^\d+$/.test(value) && Number(value) > 0)
+      opts.workers = Number(value);
     else if (key === '--rounds' && value && /^\d+$/.test(value) && Number(value) > 0) {
       opts.rounds = Number(value);
       roundsGiven = true;
@@ -121,16 +138,24 @@ function parseArgs(argv: string[]): Options {
 }
 
 function readUsage(): string {
-  return 'usage: npm run bench -- [--quick] [--rounds=N] [--cases=id,...] [--server=build|dist|tsx] [--cpu-prof] [--baseline] [--direct-only] [--out=PATH]';
+  return 'usage: npm run bench -- [--quick] [--rounds=N] [--cases=id,...] [--server=build|dist|tsx] [--cpu-prof] [--baseline] [--workers=N] [--no-open-streams] [--direct-only] [--out=PATH]';
 }
 
 // ---------------------------------------------------------------------------------------------
 // Cases
 
-/** direct: the fake upstream itself; proxied: through toolproof; bare: through the bare proxy (--baseline). */
-type Side = 'direct' | 'proxied' | 'bare';
-const SIDES: readonly Side[] = ['direct', 'proxied', 'bare'];
-const SIDE_NAMES: Record<Side, string> = { direct: 'direct', proxied: 'toolproof', bare: 'bare proxy' };
+/**
+ * direct: the fake upstream itself; proxied: through toolproof; hop: through the bare Node hop
+ * (node:http piped, always measured); bare: through the bare undici proxy (--baseline).
+ */
+type Side = 'direct' | 'proxied' | 'hop' | 'bare';
+const SIDES: readonly Side[] = ['direct', 'proxied', 'hop', 'bare'];
+const SIDE_NAMES: Record<Side, string> = {
+  direct: 'direct',
+  proxied: 'toolproof',
+  hop: 'node hop',
+  bare: 'bare proxy',
+};
 
 interface Case {
   id: string;
@@ -143,6 +168,10 @@ interface Case {
   durationMs?: number;
   warmupRequests?: number;
   warmupMs?: number;
+  /** SSE events per response (streams): CPU per chunk = CPU per request / chunks. */
+  chunks?: number;
+  /** A streamed final_answer (tools declared): toolproof must turn it into this content. */
+  answer?: string;
 }
 
 function defineCases(quick: boolean): Case[] {
@@ -197,6 +226,28 @@ function defineCases(quick: boolean): Case[] {
       concurrency: 1,
       requests: n(300),
       warmupRequests: n(300),
+      chunks: STREAM_CHUNKS,
+    },
+    {
+      id: 'stream500-c32',
+      title: `long stream (${LONG_CHUNKS} chunks, no tools), c=32`,
+      body: streamBody({ chunks: LONG_CHUNKS }),
+      stream: true,
+      concurrency: 32,
+      durationMs: ms(2500),
+      warmupMs: ms(1500),
+      chunks: LONG_CHUNKS,
+    },
+    {
+      id: 'tools-stream500-c32',
+      title: `long stream with 1 tool (${LONG_CHUNKS} chunks, forced final_answer), c=32`,
+      body: toolsStreamBody({ chunks: LONG_CHUNKS }),
+      stream: true,
+      concurrency: 32,
+      durationMs: ms(2500),
+      warmupMs: ms(1500),
+      chunks: LONG_CHUNKS,
+      answer: finalAnswerPieces(LONG_CHUNKS).answer,
     },
     {
       id: 'tools-c1',
@@ -258,8 +309,20 @@ function checkResponse(c: Case, side: Side, status: number, text: string): Probe
     const sse = parseSse(text);
     const joined = sse.contents.join('');
     if (!sse.done) return { ok: false, detail: `stream did not end with data: [DONE]: ${cut(text)}` };
-    if (sse.contents.length !== STREAM_CHUNKS) {
-      return { ok: false, detail: `expected ${STREAM_CHUNKS} content deltas, got ${sse.contents.length}` };
+    if (c.answer !== undefined && side === 'proxied') {
+      // The harness: the final_answer call's arguments became live content deltas.
+      if (joined.trim() !== c.answer.trim() || sse.contents.length < 10)
+        return { ok: false, detail: `final_answer was not streamed as content: ${cut(text)}` };
+      return { ok: true, detail: `${sse.contents.length} content deltas from the final_answer call` };
+    }
+    if (c.answer !== undefined) {
+      return sse.events === (c.chunks ?? 0) + 1 && text.includes('"final_answer"')
+        ? { ok: true, detail: `${sse.events} SSE events of a final_answer call (raw upstream answer)` }
+        : { ok: false, detail: `expected a streamed final_answer call: ${cut(text)}` };
+    }
+    const chunks = c.chunks ?? STREAM_CHUNKS;
+    if (sse.contents.length !== chunks) {
+      return { ok: false, detail: `expected ${chunks} content deltas, got ${sse.contents.length}` };
     }
     return { ok: true, detail: `${sse.events} SSE events, ${joined.length} chars of content` };
   }
@@ -334,9 +397,12 @@ interface CaseResult {
   stream: boolean;
   bodyBytes: number;
   rounds: number;
+  /** SSE events per response (streams). */
+  chunks?: number;
   probe: Partial<Record<Side, ProbeResult>>;
   direct?: SideResult;
   proxied?: SideResult;
+  hop?: SideResult;
   bare?: SideResult;
   /** toolproof's RSS before and after the case's measured rounds. */
   memoryMb?: { before: number; after: number; peak: number };
@@ -404,6 +470,8 @@ interface Env {
   pools: Partial<Record<Side, Pool>>;
   /** The proxy process of each proxied side (toolproof; the bare proxy with --baseline). */
   proxies: Partial<Record<Side, Child>>;
+  /** The pids whose CPU counts for each proxy (toolproof's workers with --workers > 1). */
+  groups: Partial<Record<Side, number[]>>;
   upstream: Child;
   /** process.hrtime µs windows of the measured toolproof rounds (to cut the CPU profile to them). */
   windows: [number, number][];
@@ -417,6 +485,7 @@ async function measureCase(c: Case, env: Env, rounds: number, log: (s: string) =
     stream: c.stream,
     bodyBytes: c.body.length,
     rounds,
+    ...(c.chunks ? { chunks: c.chunks } : {}),
     probe: {},
   };
   const sides = SIDES.filter((s) => env.pools[s]);
@@ -447,19 +516,21 @@ async function measureCase(c: Case, env: Env, rounds: number, log: (s: string) =
 
   const acc: Partial<Record<Side, Accumulator>> = {};
   for (const side of runnable) acc[side] = newAccumulator();
-  const tpPid = env.proxies.proxied?.pid;
-  const memBefore = tpPid ? memoryMb(tpPid).rss : Number.NaN;
+  const tpGroup = env.groups.proxied;
+  const memBefore = tpGroup ? groupMemoryMb(tpGroup).rss : Number.NaN;
   for (let r = 0; r < rounds; r++) {
     // Rotate the order every round (D,P / P,D / ...): no side always runs right after another.
     const order = runnable.map((_, i) => runnable[(i + r) % runnable.length]!);
     for (const side of order) {
       const a = acc[side]!;
-      const proxyPid = env.proxies[side]?.pid;
-      const proxyBefore = proxyPid ? cpuSplit(proxyPid) : { user: 0, sys: 0 };
-      const otherPids = SIDES.map((s) => env.proxies[s]?.pid).filter(
-        (p): p is number => !!p && p !== proxyPid,
-      );
-      const othersBefore = otherPids.reduce((sum, pid) => sum + cpuTicks(pid), 0);
+      const proxyPids = env.groups[side];
+      const proxyBefore = groupCpuSplit(proxyPids ?? []);
+      const otherPids = SIDES.filter((s) => s !== side).flatMap((s) => env.groups[s] ?? []);
+      const othersCpu = () => {
+        const o = groupCpuSplit(otherPids);
+        return o.user + o.sys;
+      };
+      const othersBefore = othersCpu();
       const upstreamBefore = cpuTicks(env.upstream.pid);
       const machineBefore = machineTicks();
       const loadgenBefore = process.cpuUsage();
@@ -472,10 +543,10 @@ async function measureCase(c: Case, env: Env, rounds: number, log: (s: string) =
       const loadgen = process.cpuUsage(loadgenBefore);
       const loadgenUs = loadgen.user + loadgen.system;
       const upstreamTicks = cpuTicks(env.upstream.pid) - upstreamBefore;
-      const proxyAfter = proxyPid ? cpuSplit(proxyPid) : { user: 0, sys: 0 };
+      const proxyAfter = groupCpuSplit(proxyPids ?? []);
       const proxySysTicks = proxyAfter.sys - proxyBefore.sys;
       const proxyTicks = proxyAfter.user - proxyBefore.user + proxySysTicks;
-      const othersTicks = otherPids.reduce((sum, pid) => sum + cpuTicks(pid), 0) - othersBefore;
+      const othersTicks = othersCpu() - othersBefore;
       const ownTicks = upstreamTicks + proxyTicks + othersTicks;
       const foreignUs = Math.max(0, ticksToUs(machineTicks() - machineBefore - ownTicks) - loadgenUs);
       a.loadgenUs += loadgenUs;
@@ -489,7 +560,7 @@ async function measureCase(c: Case, env: Env, rounds: number, log: (s: string) =
         wallMs: res.wallMs,
         throughput: (res.count - res.errors) / (res.wallMs / 1000),
         p50: summarize(res.latencies).p50,
-        ...(proxyPid ? { proxyCpuUsPerRequest: ticksToUs(proxyTicks) / (res.count || Number.NaN) } : {}),
+        ...(proxyPids ? { proxyCpuUsPerRequest: ticksToUs(proxyTicks) / (res.count || Number.NaN) } : {}),
         foreignShare: foreignUs / (res.wallMs * 1000 * cpus().length),
       });
       a.requests += res.count;
@@ -500,8 +571,8 @@ async function measureCase(c: Case, env: Env, rounds: number, log: (s: string) =
       for (const v of res.firstByte) a.firstByte.push(v);
     }
   }
-  if (tpPid) {
-    const memAfter = memoryMb(tpPid);
+  if (tpGroup) {
+    const memAfter = groupMemoryMb(tpGroup);
     result.memoryMb = { before: memBefore, after: memAfter.rss, peak: memAfter.peak };
   }
   for (const side of runnable) result[side] = finish(acc[side]!, side !== 'direct', c.stream);
@@ -518,6 +589,9 @@ interface Row {
   toolproof: string;
   /** The bare proxy's value (--baseline), else ''. */
   bare: string;
+  /** The Node hop's value, and toolproof against it (delta or ratio). */
+  hop: string;
+  vsHop: string;
   change: string;
   target: string;
   result: string;
@@ -529,6 +603,7 @@ function verdict(ok: boolean | null): string {
 }
 
 type Measured = CaseResult & { direct: SideResult; proxied: SideResult };
+const fmtUs2 = (us: number) => (Number.isFinite(us) ? `${us.toFixed(1)} µs` : 'n/a');
 
 function buildRows(results: Map<string, CaseResult>): {
   rows: Row[];
@@ -552,6 +627,8 @@ function buildRows(results: Map<string, CaseResult>): {
       direct: '',
       toolproof: '',
       bare: '',
+      hop: '',
+      vsHop: '',
       change: '',
       target: '',
       result: 'ERROR',
@@ -578,6 +655,8 @@ function buildRows(results: Map<string, CaseResult>): {
       direct: fmt(d),
       toolproof: fmt(p),
       bare: r.bare ? fmt(pick(r.bare)) : '',
+      hop: r.hop ? fmt(pick(r.hop)) : '',
+      vsHop: r.hop ? (kind === 'ms' ? fmtDeltaMs(p - pick(r.hop)) : fmtRatio(p / pick(r.hop))) : '',
       change: kind === 'ms' ? fmtDeltaMs(p - d) : fmtRatio(p / d),
       target: target?.text ?? '',
       result: verdict(ok),
@@ -648,6 +727,8 @@ function buildRows(results: Map<string, CaseResult>): {
       direct: '',
       toolproof: `${fmtUs(us)}${range ? ` (rounds ${range.map((x) => x.toFixed(0)).join('-')})` : ''}`,
       bare: s64.bare?.proxyCpuUsPerRequest !== undefined ? fmtUs(s64.bare.proxyCpuUsPerRequest) : '',
+      hop: s64.hop?.proxyCpuUsPerRequest !== undefined ? fmtUs(s64.hop.proxyCpuUsPerRequest) : '',
+      vsHop: s64.hop?.proxyCpuUsPerRequest !== undefined ? fmtRatio(us / s64.hop.proxyCpuUsPerRequest) : '',
       change: '',
       target: `<= ${TARGETS.cpuPerRequestUs} µs`,
       result: verdict(checks.cpuPerRequest),
@@ -660,12 +741,44 @@ function buildRows(results: Map<string, CaseResult>): {
         direct: '',
         toolproof: `${fmtMb(s64.memoryMb.before)} -> ${fmtMb(s64.memoryMb.after)}`,
         bare: '',
+        hop: '',
+        vsHop: '',
         change: `${grew >= 0 ? '+' : ''}${fmtMb(grew)}`,
         target: '',
         result: '',
       });
     }
   } else if (s64) checks.cpuPerRequest = false;
+
+  // 7. long streams (500 events), c=32: throughput, first byte, CPU per event
+  for (const [num, id] of [
+    ['7', 'stream500-c32'],
+    ['8', 'tools-stream500-c32'],
+  ] as const) {
+    const ls = get(id);
+    if (!valid(ls)) {
+      failedRow(num, ls, id);
+      continue;
+    }
+    row(num, ls, 'throughput (streams/s)', rps, 'rps');
+    row(num, ls, 'first byte p50', (x) => x.firstByte?.p50 ?? Number.NaN, 'ms');
+    row(num, ls, 'total time p50', p50, 'ms');
+    const chunks = ls.chunks ?? 1;
+    const perChunk = (x?: SideResult) =>
+      x?.proxyCpuUsPerRequest !== undefined ? x.proxyCpuUsPerRequest / chunks : Number.NaN;
+    rows.push({
+      case: `${num} ${ls.title}`,
+      metric: 'proxy CPU per chunk',
+      direct: '',
+      toolproof: fmtUs2(perChunk(ls.proxied)),
+      bare: ls.bare ? fmtUs2(perChunk(ls.bare)) : '',
+      hop: ls.hop ? fmtUs2(perChunk(ls.hop)) : '',
+      vsHop: ls.hop ? fmtRatio(perChunk(ls.proxied) / perChunk(ls.hop)) : '',
+      change: '',
+      target: '',
+      result: '',
+    });
+  }
 
   // 6. with tools
   const t1 = get('tools-c1');
@@ -689,6 +802,8 @@ function cpuRows(results: Map<string, CaseResult>, baseline: boolean): string[][
     [
       'case',
       'toolproof CPU/req (rounds min-max, kernel share)',
+      'node hop CPU/req',
+      'CPU/chunk toolproof / hop',
       ...(baseline ? ['bare proxy CPU/req'] : []),
       'upstream CPU/req (direct / toolproof)',
       'load generator CPU/req (direct / toolproof)',
@@ -702,6 +817,10 @@ function cpuRows(results: Map<string, CaseResult>, baseline: boolean): string[][
       `${fmtUs(r.proxied.proxyCpuUsPerRequest ?? Number.NaN)} (${(r.proxied.proxyCpuUsRange ?? [])
         .map((x) => x.toFixed(0))
         .join('-')}, ${share(r.proxied.proxySysShare)} sys)`,
+      `${fmtUs(r.hop?.proxyCpuUsPerRequest ?? Number.NaN)} (${share(r.hop?.proxySysShare)} sys)`,
+      r.chunks
+        ? `${fmtUs2((r.proxied.proxyCpuUsPerRequest ?? Number.NaN) / r.chunks)} / ${fmtUs2((r.hop?.proxyCpuUsPerRequest ?? Number.NaN) / r.chunks)}`
+        : '',
       ...(baseline
         ? [`${fmtUs(r.bare?.proxyCpuUsPerRequest ?? Number.NaN)} (${share(r.bare?.proxySysShare)} sys)`]
         : []),
@@ -734,6 +853,45 @@ function directRows(results: Map<string, CaseResult>): string[][] {
     ]);
   }
   return out;
+}
+
+/** A proxy process started for the bench. */
+interface Launched extends ProbeTarget {
+  child: Child;
+}
+
+function openStreamRows(o: OpenStreamsReport): string[][] {
+  const out: string[][] = [['open streams', 'target', 'figure']];
+  for (const m of o.memory) {
+    out.push([
+      `${m.streams} held open, ${m.tools ? 'one tool (forced final_answer)' : 'no tools'}`,
+      m.target,
+      `${m.perStreamKb.toFixed(1)} KB RSS per open stream (${fmtMb(m.rssBeforeMb)} -> ${fmtMb(m.rssOpenMb)})`,
+    ]);
+  }
+  const e = o.eventLoop;
+  if (e) {
+    out.push([
+      `${e.streams} streams with a tool, ${e.chunksPerStream} events each, one per ${e.trickleMs} ms`,
+      e.target,
+      `event-loop delay p99 ${e.loaded.p99Ms.toFixed(1)} ms, max ${e.loaded.maxMs.toFixed(1)} ms (idle p99 ` +
+        `${e.idle.p99Ms.toFixed(1)} ms); ${Math.round(e.chunksPerSecond)} events/s on ${e.cpuCores.toFixed(2)} cores; ` +
+        `first byte p50 ${e.firstByteP50Ms.toFixed(1)} / p99 ${e.firstByteP99Ms.toFixed(1)} ms; ${e.errors} errors`,
+    ]);
+  }
+  return out;
+}
+
+/** toolproof's pids: the process itself, and its workers once all have started (--workers > 1). */
+async function toolproofGroup(pid: number, workers: number): Promise<number[]> {
+  if (workers <= 1) return [pid];
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const group = withChildren(pid);
+    if (group.length >= workers + 1) return group;
+    if (Date.now() > deadline) throw new Error(`toolproof started ${group.length - 1} of ${workers} workers`);
+    await sleep(100);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -782,6 +940,8 @@ async function main(): Promise<number> {
   let memory: { start: number; end?: number; peak?: number } | undefined;
   let profile: ProfileSummary | undefined;
   let idleCpuShare: number | undefined;
+  let upstreamOrigin = '';
+  let openStreams: OpenStreamsReport | undefined;
   try {
     const upstream = startNode({
       name: 'fake upstream',
@@ -793,8 +953,11 @@ async function main(): Promise<number> {
     pools.direct = new Pool(`http://127.0.0.1:${upstreamPort}`, POOL_OPTIONS);
     log(`fake upstream pid ${upstream.pid} on 127.0.0.1:${upstreamPort}`);
     const proxies: Partial<Record<Side, Child>> = {};
+    const groups: Partial<Record<Side, number[]>> = {};
+    upstreamOrigin = `http://127.0.0.1:${upstreamPort}`;
 
-    if (!opts.directOnly) {
+    /** Starts toolproof (as `npm start` would, with the bench's environment) and waits for /health. */
+    const launchToolproof = async (withProfile: boolean): Promise<Launched> => {
       const port = await freePort();
       const tpEnv: NodeJS.ProcessEnv = {};
       for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('TOOLPROOF_')) tpEnv[k] = v;
@@ -804,25 +967,55 @@ async function main(): Promise<number> {
         TOOLPROOF_PORT: String(port),
         TOOLPROOF_LOG_LEVEL: LOG_LEVEL,
         TOOLPROOF_SHUTDOWN_GRACE_MS: '2000',
+        TOOLPROOF_WORKERS: String(opts.workers),
       });
-      const toolproof = startNode({
+      const child = startNode({
         name: 'toolproof',
         args: [
-          ...(opts.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`, `--cpu-prof-name=${profName}`] : []),
+          ...(withProfile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`, `--cpu-prof-name=${profName}`] : []),
           ...serverArgs,
         ],
         env: tpEnv,
         cwd: ROOT,
       });
-      proxies.proxied = toolproof;
-      await waitForHttp(toolproof, `http://127.0.0.1:${port}/health`, 60_000);
-      memory = { start: memoryMb(toolproof.pid).rss };
+      await waitForHttp(child, `http://127.0.0.1:${port}/health`, 60_000);
+      return {
+        name: 'toolproof',
+        child,
+        origin: `http://127.0.0.1:${port}`,
+        pids: await toolproofGroup(child.pid, opts.workers),
+        metrics: true,
+      };
+    };
+    /** Starts the bare Node hop in front of the fake upstream. */
+    const launchHop = async (): Promise<Launched> => {
+      const child = startNode({
+        name: 'node hop',
+        args: ['--import', 'tsx', join(ROOT, 'bench/lib/node-hop.ts'), `http://127.0.0.1:${upstreamPort}`],
+        cwd: ROOT,
+        stdinPipe: true,
+      });
+      const port = Number(await waitForLine(child, /PORT (\d+)/, 20_000));
+      return { name: 'node hop', child, origin: `http://127.0.0.1:${port}`, pids: [child.pid] };
+    };
+
+    if (!opts.directOnly) {
+      const tp = await launchToolproof(opts.cpuProf);
+      proxies.proxied = tp.child;
+      groups.proxied = tp.pids;
+      memory = { start: groupMemoryMb(tp.pids).rss };
       log(
-        `toolproof pid ${toolproof.pid} on 127.0.0.1:${port}: node ${serverArgs.join(' ')} ` +
-          `(TOOLPROOF_LOG_LEVEL=${LOG_LEVEL}: per-request info logs would dominate), RSS ${fmtMb(memory.start)}`,
+        `toolproof pid ${tp.child.pid} on ${tp.origin}: node ${serverArgs.join(' ')} ` +
+          `(TOOLPROOF_LOG_LEVEL=${LOG_LEVEL}: per-request info logs would dominate; TOOLPROOF_WORKERS=${opts.workers}), ` +
+          `RSS ${fmtMb(memory.start)}`,
       );
       if (opts.cpuProf) log('warning: --cpu-prof slows toolproof down; use the timings of a run without it.');
-      pools.proxied = new Pool(`http://127.0.0.1:${port}`, POOL_OPTIONS);
+      pools.proxied = new Pool(tp.origin, POOL_OPTIONS);
+      const hop = await launchHop();
+      proxies.hop = hop.child;
+      groups.hop = hop.pids;
+      pools.hop = new Pool(hop.origin, POOL_OPTIONS);
+      log(`node hop pid ${hop.child.pid} on ${hop.origin}`);
     } else {
       log('--direct-only: toolproof not started');
     }
@@ -834,11 +1027,12 @@ async function main(): Promise<number> {
         stdinPipe: true,
       });
       proxies.bare = bare;
+      groups.bare = [bare.pid];
       const barePort = Number(await waitForLine(bare, /PORT (\d+)/, 20_000));
       pools.bare = new Pool(`http://127.0.0.1:${barePort}`, POOL_OPTIONS);
       log(`bare proxy (--baseline) pid ${bare.pid} on 127.0.0.1:${barePort}`);
     }
-    const env: Env = { pools, proxies, upstream, windows };
+    const env: Env = { pools, proxies, groups, upstream, windows };
 
     const cases = defineCases(opts.quick).filter((c) => !opts.cases || opts.cases.has(c.id));
     if (cases.length === 0) throw new Error('no case selected (see --cases in bench/run.ts)');
@@ -866,9 +1060,13 @@ async function main(): Promise<number> {
     log(`global warm-up: ${((Date.now() - warmStarted) / 1000).toFixed(1)} s`);
     if (proxies.proxied) {
       // toolproof's CPU while nobody sends it anything (timers, metrics, GC): should be ~0.
-      const before = cpuTicks(proxies.proxied.pid);
+      const cpu = () => {
+        const c = groupCpuSplit(env.groups.proxied ?? []);
+        return c.user + c.sys;
+      };
+      const before = cpu();
       await sleep(IDLE_PROBE_MS);
-      idleCpuShare = ticksToUs(cpuTicks(proxies.proxied.pid) - before) / (IDLE_PROBE_MS * 1000);
+      idleCpuShare = ticksToUs(cpu() - before) / (IDLE_PROBE_MS * 1000);
       log(
         `toolproof idle CPU: ${(idleCpuShare * 100).toFixed(1)}% of one core over ${IDLE_PROBE_MS / 1000} s`,
       );
@@ -884,16 +1082,28 @@ async function main(): Promise<number> {
           : 'not measured';
       log(
         `  ${c.id.padEnd(11)} direct ${brief(r.direct)} | toolproof ${brief(r.proxied)}` +
-          `${opts.baseline ? ` | bare ${brief(r.bare)}` : ''}  (${((Date.now() - t0) / 1000).toFixed(1)} s)`,
+          ` | hop ${brief(r.hop)}${opts.baseline ? ` | bare ${brief(r.bare)}` : ''}  (${((Date.now() - t0) / 1000).toFixed(1)} s)`,
       );
     }
     await Promise.all(Object.values(pools).map((p) => p.close()));
     const toolproof = proxies.proxied;
-    if (toolproof && memory) {
-      const mem = memoryMb(toolproof.pid);
+    if (toolproof && memory && env.groups.proxied) {
+      const mem = groupMemoryMb(env.groups.proxied);
       memory.end = mem.rss;
       memory.peak = mem.peak;
       await stopChild(toolproof, opts.cpuProf ? 20_000 : 5_000);
+    }
+    if (opts.openStreams && !opts.directOnly) {
+      // Fresh processes: the timed cases left toolproof's heap at its high-water mark, under
+      // which 1,000 more streams would not show in RSS at all.
+      if (proxies.hop) await stopChild(proxies.hop);
+      log('');
+      openStreams = await probeOpenStreams({
+        quick: opts.quick,
+        upstreamOrigin,
+        launchers: [() => launchToolproof(false), launchHop],
+        log,
+      });
     }
     if (toolproof && opts.cpuProf) {
       const file = readdirSync(profDir).find((f) => f === profName);
@@ -917,8 +1127,10 @@ async function main(): Promise<number> {
           'metric',
           'direct',
           'toolproof',
+          'node hop',
           ...(opts.baseline ? ['bare proxy'] : []),
-          'delta / ratio',
+          'vs direct',
+          'vs hop',
           'target',
           'result',
         ],
@@ -927,8 +1139,10 @@ async function main(): Promise<number> {
           r.metric,
           r.direct,
           r.toolproof,
+          r.hop,
           ...(opts.baseline ? [r.bare] : []),
           r.change,
+          r.vsHop,
           r.target,
           r.result,
         ]),
@@ -943,6 +1157,10 @@ async function main(): Promise<number> {
       `toolproof RSS: ${fmtMb(memory.start)} after start, ${fmtMb(memory.end ?? Number.NaN)} at the end, ` +
         `peak ${fmtMb(memory.peak ?? Number.NaN)}`,
     );
+  }
+  if (openStreams) {
+    log('');
+    log(renderTable(openStreamRows(openStreams)));
   }
   log(TARGET_SOURCE);
   log(
@@ -1006,6 +1224,7 @@ async function main(): Promise<number> {
           rounds: opts.rounds,
           quick: opts.quick,
           baseline: opts.baseline,
+          workers: opts.workers,
           cpuProfile: opts.cpuProf,
           clkTck: CLK_TCK,
           note: 'load generator, fake upstream and toolproof share the cores; everything on 127.0.0.1',
@@ -1016,6 +1235,8 @@ async function main(): Promise<number> {
         cases: Object.fromEntries(results),
         toolproofMemoryMb: memory,
         toolproofIdleCpuShare: idleCpuShare,
+        workers: opts.workers,
+        ...(openStreams ? { openStreams } : {}),
         ...(profile ? { profile } : {}),
       },
       null,

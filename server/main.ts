@@ -3,14 +3,16 @@
  * simulator when no upstream is configured (and say so loudly), listen, and shut down
  * gracefully: stop accepting, let open streams finish up to a deadline, then cut them.
  */
-import { buildApp } from './app.js';
+import { joinWorkerGroup, runPrimary, workerCount } from './cluster.js';
 import { ConfigError, type Config, loadConfig } from './config.js';
 import { describeListenError, shutdownGracefully } from './shutdown.js';
 
 async function main(): Promise<void> {
   let config: Config;
+  let workers: number;
   try {
     config = loadConfig(process.env);
+    workers = workerCount(process.env);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`toolproof: ${err.message}\n`);
@@ -18,6 +20,8 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  // TOOLPROOF_WORKERS > 1: this process only supervises the workers (server/cluster.ts).
+  if (runPrimary({ workers, shutdownGraceMs: config.shutdownGraceMs, logLevel: config.logLevel })) return;
 
   let simulator: { url: string; close(): Promise<void> } | undefined;
   if (config.simulator) {
@@ -30,6 +34,8 @@ async function main(): Promise<void> {
     });
   }
 
+  // Loaded after the primary returned: a supervising primary never loads the server's code.
+  const { buildApp } = await import('./app.js');
   const app = await buildApp(config);
   if (simulator) {
     app.log.warn(
@@ -37,6 +43,7 @@ async function main(): Promise<void> {
       '*** NO UPSTREAM CONFIGURED: toolproof is running on its BUILT-IN SIMULATED BACKEND (a scripted small model that leaks tool calls and answers in prose). Set TOOLPROOF_UPSTREAM_URL=http://your-vllm:8000/v1 or TOOLPROOF_CONFIG to use a real model. ***',
     );
   }
+  joinWorkerGroup(app.toolproof.metrics);
   try {
     await app.listen({ host: config.host, port: config.port });
   } catch (err) {

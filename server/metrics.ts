@@ -12,6 +12,11 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
   if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
   const registers = [registry];
+  /** What /metrics shows: this process's registry, or the whole worker group's (server/cluster.ts). */
+  let exposition: () => Promise<string> = () => registry.metrics();
+  let fallbackSource: (() => Array<[string, string]>) | undefined;
+  /** Pairs ever reported active: they drop back to 0 (not vanish) so the alert resolves. */
+  const fallbackSeen = new Set<string>();
 
   const m = {
     registry,
@@ -106,6 +111,26 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       help: '1 while toolproof remembers that this upstream rejects tool_choice "required" and sends "auto".',
       labelNames: ['upstream', 'model'] as const,
       registers,
+      // With several workers each has its own memory: the group shows 1 when any worker remembers.
+      aggregator: 'max',
+      // Recomputed from the memory at every collection (also when the cluster primary gathers
+      // the workers' values), so an expired memory reads 0 without waiting for a request.
+      collect() {
+        if (!fallbackSource) return;
+        const active = new Set<string>();
+        this.reset();
+        for (const [upstream, model] of fallbackSource()) {
+          const key = `${upstream}\u0000${model}`;
+          active.add(key);
+          fallbackSeen.add(key);
+          this.labels(upstream, model).set(1);
+        }
+        for (const key of fallbackSeen) {
+          if (active.has(key)) continue;
+          const [upstream, model] = key.split('\u0000') as [string, string];
+          this.labels(upstream, model).set(0);
+        }
+      },
     }),
     historyRepairs: new Counter({
       name: 'toolproof_history_repairs_total',
@@ -128,6 +153,17 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   };
   return {
     ...m,
+    contentType: registry.contentType,
+    /** The Prometheus text for /metrics. */
+    render: (): Promise<string> => exposition(),
+    /** Replaces what render() returns (a cluster worker asks the primary for the group's metrics). */
+    setExposition(source: () => Promise<string>): void {
+      exposition = source;
+    },
+    /** Where toolproof_tool_choice_fallback_active reads the remembered [upstream, model] pairs. */
+    followFallbackMemory(source: () => Array<[string, string]>): void {
+      fallbackSource = source;
+    },
     /** Cached children of the series touched by every request. */
     hot: {
       requests: childCache((model, route, status, api) => m.requests.labels(model!, route!, status!, api!)),

@@ -10,12 +10,21 @@
  * JSON.parse, so a 200 KB body costs the upstream almost nothing and the same on both sides):
  * - `"tools":[` in the body: a chat.completion with one tool call to `final_answer`
  *   (`{"answer":"..."}`), as a tool-forced model answers; toolproof unwraps it into content;
- * - `"stream":true`: 50 SSE chunks written back-to-back, then `data: [DONE]`;
+ * - `"stream":true`: 50 SSE chunks written back-to-back, then `data: [DONE]`; with tools, a
+ *   streamed final_answer call (its arguments one token per event); the markers of
+ *   fixtures.ts (`BENCH-CHUNKS-<n>`, `BENCH-TRICKLE`, `BENCH-HOLD`) change the count and pace;
  * - otherwise: a small fixed chat.completion.
- * GET /v1/models and /health answer too (readiness checks); anything else is a 404.
+ * GET /v1/models and /health answer too (readiness checks), GET /bench/release ends the held
+ * streams; anything else is a 404.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { FINAL_ANSWER_TEXT, PLAIN_ANSWER_TEXT, STREAM_CHUNKS } from './fixtures.js';
+import {
+  FINAL_ANSWER_TEXT,
+  finalAnswerPieces,
+  PLAIN_ANSWER_TEXT,
+  STREAM_CHUNKS,
+  TRICKLE_MS,
+} from './fixtures.js';
 
 const CREATED = 1_760_000_000;
 
@@ -75,17 +84,104 @@ function chunk(delta: Record<string, unknown>, finish: string | null): string {
   })}\n\n`;
 }
 
-/** The 50 SSE events plus the terminator, pre-rendered once. */
-const STREAM_EVENTS: readonly string[] = (() => {
-  const events: string[] = [];
-  for (let i = 0; i < STREAM_CHUNKS; i++) {
-    const delta: Record<string, unknown> =
-      i === 0 ? { role: 'assistant', content: 'tok0 ' } : { content: `tok${i} ` };
-    events.push(chunk(delta, i === STREAM_CHUNKS - 1 ? 'stop' : null));
+/** The SSE events of one stream plus the terminator, rendered once per shape. */
+const rendered = new Map<string, readonly string[]>();
+function streamEvents(chunks: number, tools: boolean): readonly string[] {
+  const key = `${chunks}:${tools}`;
+  let events = rendered.get(key);
+  if (events) return events;
+  const out: string[] = [];
+  if (tools) {
+    const { pieces } = finalAnswerPieces(chunks);
+    pieces.forEach((args, i) => {
+      const call =
+        i === 0
+          ? {
+              index: 0,
+              id: 'call_bench0001',
+              type: 'function',
+              function: { name: 'final_answer', arguments: '' },
+            }
+          : { index: 0, function: { arguments: args } };
+      const delta =
+        i === 0 ? { role: 'assistant', content: null, tool_calls: [call] } : { tool_calls: [call] };
+      out.push(chunk(delta, i === pieces.length - 1 ? 'tool_calls' : null));
+    });
+  } else {
+    for (let i = 0; i < chunks; i++) {
+      const delta: Record<string, unknown> =
+        i === 0 ? { role: 'assistant', content: 'tok0 ' } : { content: `tok${i} ` };
+      out.push(chunk(delta, i === chunks - 1 ? 'stop' : null));
+    }
   }
-  events.push('data: [DONE]\n\n');
+  out.push('data: [DONE]\n\n');
+  events = out;
+  rendered.set(key, events);
   return events;
-})();
+}
+
+/** Streams being written one event per TRICKLE_MS tick, and streams held until /bench/release. */
+interface Open {
+  res: ServerResponse;
+  events: readonly string[];
+  next: number;
+}
+const trickling = new Set<Open>();
+const held = new Set<Open>();
+let ticker: NodeJS.Timeout | undefined;
+const HELD_FIRST_EVENTS = 5;
+
+function tick(): void {
+  for (const s of trickling) {
+    s.res.write(s.events[s.next++]!);
+    if (s.next === s.events.length) {
+      s.res.end();
+      trickling.delete(s);
+    }
+  }
+  if (trickling.size === 0 && ticker) {
+    clearInterval(ticker);
+    ticker = undefined;
+  }
+}
+
+function startStream(res: ServerResponse, body: Buffer): void {
+  let chunks = STREAM_CHUNKS;
+  let mode: 'burst' | 'trickle' | 'hold' = 'burst';
+  if (body.indexOf('BENCH-') !== -1) {
+    const text = body.toString('utf8');
+    const n = /BENCH-CHUNKS-(\d+)/.exec(text);
+    if (n) chunks = Math.max(3, Number(n[1]));
+    if (text.includes('BENCH-TRICKLE')) mode = 'trickle';
+    if (text.includes('BENCH-HOLD')) mode = 'hold';
+  }
+  const events = streamEvents(chunks, body.indexOf('"tools":[') !== -1);
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  if (mode === 'burst') {
+    for (const event of events) res.write(event);
+    res.end();
+    return;
+  }
+  // A held stream gets a few events first, so that even the forced final_answer stream has
+  // produced content (the client's first byte) before it waits.
+  const first = mode === 'hold' ? Math.min(HELD_FIRST_EVENTS, events.length - 1) : 1;
+  const open: Open = { res, events, next: first };
+  for (let i = 0; i < first; i++) res.write(events[i]!);
+  const set = mode === 'hold' ? held : trickling;
+  set.add(open);
+  res.once('close', () => set.delete(open));
+  if (mode === 'trickle' && !ticker) ticker = setInterval(tick, TRICKLE_MS);
+}
+
+function release(): number {
+  const n = held.size;
+  for (const s of held) {
+    for (let i = s.next; i < s.events.length; i++) s.res.write(s.events[i]!);
+    s.res.end();
+  }
+  held.clear();
+  return n;
+}
 
 function sendJson(res: ServerResponse, status: number, body: Buffer): void {
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': body.length });
@@ -96,9 +192,7 @@ function handle(req: IncomingMessage, res: ServerResponse, body: Buffer): void {
   const url = req.url ?? '/';
   if (req.method === 'POST' && url === '/v1/chat/completions') {
     if (body.indexOf('"stream":true') !== -1) {
-      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-      for (const event of STREAM_EVENTS) res.write(event);
-      res.end();
+      startStream(res, body);
       return;
     }
     sendJson(res, 200, body.indexOf('"tools":[') !== -1 ? TOOL_BODY : PLAIN_BODY);
@@ -110,6 +204,14 @@ function handle(req: IncomingMessage, res: ServerResponse, body: Buffer): void {
       200,
       Buffer.from('{"object":"list","data":[{"id":"bench-model","object":"model","owned_by":"bench"}]}'),
     );
+    return;
+  }
+  if (req.method === 'GET' && url === '/bench/held') {
+    sendJson(res, 200, Buffer.from(JSON.stringify({ held: held.size })));
+    return;
+  }
+  if (req.method === 'GET' && url === '/bench/release') {
+    sendJson(res, 200, Buffer.from(JSON.stringify({ released: release() })));
     return;
   }
   if (req.method === 'GET' && url === '/health') {

@@ -28,10 +28,67 @@ export function smallBody(): Buffer {
   );
 }
 
-/** The same request, streamed. */
-export function streamBody(): Buffer {
-  const body = JSON.parse(smallBody().toString()) as Record<string, unknown>;
-  return Buffer.from(JSON.stringify({ ...body, stream: true }));
+/**
+ * How the fake upstream streams, told by markers in the last user message (it looks for
+ * `BENCH-` in a streamed request's body): `BENCH-CHUNKS-<n>` events instead of STREAM_CHUNKS;
+ * `BENCH-TRICKLE` one event every TRICKLE_MS (a model generating) instead of all at once;
+ * `BENCH-HOLD` the first event, then nothing until GET /bench/release (streams held open).
+ */
+export interface StreamShape {
+  chunks?: number;
+  mode?: 'burst' | 'trickle' | 'hold';
+}
+export const TRICKLE_MS = 50;
+
+function marker(shape: StreamShape): string {
+  const parts: string[] = [];
+  if (shape.chunks !== undefined) parts.push(`BENCH-CHUNKS-${shape.chunks}`);
+  if (shape.mode === 'trickle') parts.push('BENCH-TRICKLE');
+  if (shape.mode === 'hold') parts.push('BENCH-HOLD');
+  return parts.length ? ` [${parts.join(' ')}]` : '';
+}
+
+/** The small request, streamed (50 chunks unless `shape` says otherwise). */
+export function streamBody(shape: StreamShape = {}): Buffer {
+  const body = JSON.parse(smallBody().toString()) as { messages: { role: string; content: string }[] };
+  const messages = body.messages.map((m, i) =>
+    i === body.messages.length - 1 ? { ...m, content: m.content + marker(shape) } : m,
+  );
+  return Buffer.from(JSON.stringify({ ...body, messages, stream: true }));
+}
+
+/**
+ * A streamed request with ONE tool declared and no tool_choice: toolproof forces final_answer;
+ * the fake upstream streams a final_answer call whose arguments arrive one token per event, and
+ * toolproof validates them and turns them into live content deltas.
+ */
+export function toolsStreamBody(shape: StreamShape = {}): Buffer {
+  const body = JSON.parse(toolsBody().toString()) as {
+    messages: { role: string; content: string }[];
+    tools: unknown[];
+  };
+  const messages = body.messages.map((m, i) =>
+    i === body.messages.length - 1 ? { ...m, content: m.content + marker(shape) } : m,
+  );
+  return Buffer.from(JSON.stringify({ ...body, messages, tools: body.tools.slice(0, 1), stream: true }));
+}
+
+/**
+ * The events of a streamed final_answer call of `chunks` events: the call's header, `{"answer":"`,
+ * one token per event, `"}` with finish_reason tool_calls. Returns the argument pieces (one per
+ * event) and the answer text toolproof should stream as content.
+ */
+export function finalAnswerPieces(chunks: number): { pieces: string[]; answer: string } {
+  const tokens: string[] = [];
+  for (let i = 2; i < chunks - 1; i++) tokens.push(`tok${i} `);
+  return { pieces: ['', '{"answer":"', ...tokens, '"}'], answer: tokens.join('') };
+}
+
+/** The content of a plain stream of `chunks` events. */
+export function plainStreamText(chunks: number): string {
+  let text = '';
+  for (let i = 0; i < chunks; i++) text += `tok${i} `;
+  return text;
 }
 
 /**

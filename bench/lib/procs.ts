@@ -3,7 +3,7 @@
  * their CPU time and memory from /proc, and stop them all, also when the bench fails.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
@@ -24,6 +24,54 @@ export function cpuSplit(pid: number): { user: number; sys: number } {
   // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return { user: Number(fields[11]), sys: Number(fields[12]) };
+}
+
+/** The pid and its direct children (the workers of a TOOLPROOF_WORKERS primary), from /proc. */
+export function withChildren(pid: number): number[] {
+  const pids = [pid];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === pid) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+/** cpuSplit summed over a process group (see withChildren); a pid that is gone counts 0. */
+export function groupCpuSplit(pids: readonly number[]): { user: number; sys: number } {
+  let user = 0;
+  let sys = 0;
+  for (const pid of pids) {
+    try {
+      const s = cpuSplit(pid);
+      user += s.user;
+      sys += s.sys;
+    } catch {
+      // exited
+    }
+  }
+  return { user, sys };
+}
+
+/** VmRSS summed over a process group, MB (VmHWM summed too: an upper bound of the group's peak). */
+export function groupMemoryMb(pids: readonly number[]): { rss: number; peak: number } {
+  let rss = 0;
+  let peak = 0;
+  for (const pid of pids) {
+    try {
+      const m = memoryMb(pid);
+      rss += m.rss;
+      peak += m.peak;
+    } catch {
+      // exited
+    }
+  }
+  return { rss, peak };
 }
 
 /** utime + stime of a process, in clock ticks. */

@@ -3,6 +3,7 @@ import type { AppState } from '../app-state.js';
 import { readText } from '../chat/attempt.js';
 
 export function registerOpsRoutes(app: FastifyInstance, state: AppState): void {
+  state.metrics.followFallbackMemory(() => state.memory.active());
   app.get('/health', { schema: { tags: ['ops'], summary: 'The process is up.' } }, async () => ({
     status: 'ok',
   }));
@@ -39,20 +40,6 @@ export function registerOpsRoutes(app: FastifyInstance, state: AppState): void {
   app.get(
     '/metrics',
     { schema: { tags: ['ops'], summary: 'Prometheus metrics.' } },
-    async (_request, reply) => {
-      for (const [upstream, model] of state.memory.active())
-        state.metrics.toolChoiceFallbackActive.labels(upstream, model).set(1);
-      // Expired memories drop back to 0 so the "fallback in effect" alert resolves.
-      const active = new Set(state.memory.active().map(([u, m]) => `${u}\u0000${m}`));
-      const gauge = await state.metrics.toolChoiceFallbackActive.get();
-      for (const v of gauge.values) {
-        const key = `${v.labels.upstream}\u0000${v.labels.model}`;
-        if (!active.has(key))
-          state.metrics.toolChoiceFallbackActive
-            .labels(String(v.labels.upstream), String(v.labels.model))
-            .set(0);
-      }
-      return reply.type(state.metrics.registry.contentType).send(await state.metrics.registry.metrics());
-    },
+    async (_request, reply) => reply.type(state.metrics.contentType).send(await state.metrics.render()),
   );
 }

@@ -1,0 +1,294 @@
+/**
+ * TOOLPROOF_WORKERS: N worker processes serve one port (node:cluster). The primary only
+ * supervises: it forks the workers, restarts one that dies (a bounded number of times), forwards
+ * SIGTERM / SIGINT and waits for every worker's graceful close, and gathers the workers' metrics
+ * so that /metrics, whichever worker answers it, shows the whole group.
+ *
+ * What stays per worker: the fallback memory ("this upstream rejects tool_choice required") and
+ * the upstream connection pools. A worker that has not learnt the fallback yet pays one rejected
+ * round trip itself; the group's toolproof_tool_choice_fallback_active is the max over workers.
+ * Without an upstream (simulator mode) every worker starts its own simulator.
+ */
+import cluster, { type Worker } from 'node:cluster';
+import { availableParallelism } from 'node:os';
+import { AggregatorRegistry, type Registry } from 'prom-client';
+import { ConfigError } from './config.js';
+import type { Metrics } from './metrics.js';
+
+/** A worker that dies is restarted at most this many times within RESTART_WINDOW_MS... */
+export const MAX_RESTARTS = 5;
+export const RESTART_WINDOW_MS = 60_000;
+/** ...and the primary gives up on a metrics gathering after this long. */
+const GATHER_TIMEOUT_MS = 5_000;
+/** Past the workers' own shutdown grace, the primary kills what is left. */
+const KILL_MARGIN_MS = 5_000;
+
+/**
+ * Set in the environment of the workers this module forks: a process that is a cluster worker of
+ * some other primary (PM2's cluster mode) must not wait for metrics answers nobody sends.
+ */
+const WORKER_MARK = 'TOOLPROOF_CLUSTER_WORKER';
+
+/** TOOLPROOF_WORKERS: unset or empty = 1, `auto` = one per core, else a positive integer. */
+export function workerCount(env: NodeJS.ProcessEnv): number {
+  const raw = (env.TOOLPROOF_WORKERS ?? '').trim();
+  if (raw === '') return 1;
+  if (raw === 'auto') return availableParallelism();
+  if (/^\d+$/.test(raw) && Number(raw) >= 1 && Number(raw) <= 1024) return Number(raw);
+  throw new ConfigError(`TOOLPROOF_WORKERS must be "auto" or an integer from 1 to 1024, got "${raw}"`);
+}
+
+// IPC messages (worker <-> primary). Prefixed so they never collide with other cluster users.
+interface AskGroup {
+  tp: 'metrics:ask';
+  id: number;
+}
+interface GroupAnswer {
+  tp: 'metrics:answer';
+  id: number;
+  text?: string;
+  error?: string;
+}
+interface Collect {
+  tp: 'metrics:collect';
+  id: number;
+}
+interface Collected {
+  tp: 'metrics:collected';
+  id: number;
+  metrics?: RegistryJson;
+  error?: string;
+}
+/** One worker's registry as getMetricsAsJSON() returns it (the input of AggregatorRegistry.aggregate). */
+type RegistryJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
+type Message = AskGroup | GroupAnswer | Collect | Collected;
+const isMessage = (m: unknown): m is Message =>
+  typeof m === 'object' && m !== null && typeof (m as { tp?: unknown }).tp === 'string';
+
+export interface PrimaryOptions {
+  workers: number;
+  /** The workers' own grace for open streams (TOOLPROOF_SHUTDOWN_GRACE_MS). */
+  shutdownGraceMs: number;
+  logLevel: string;
+}
+
+/**
+ * Forks and supervises the workers when this process is a cluster primary and more than one
+ * worker is asked for; returns true then (the caller must not serve). Returns false in a worker
+ * or with one worker: the caller serves as usual.
+ */
+export function runPrimary(options: PrimaryOptions): boolean {
+  if (options.workers <= 1 || !cluster.isPrimary) return false;
+  const log = primaryLogger(options.logLevel);
+  const listening = new Set<number>();
+  const restarts: number[] = [];
+  let announced = false;
+  let stopping = false;
+  let exitCode = 0;
+
+  const { forgetWorker } = serveGroupMetrics(() => listening);
+  const fork = () => cluster.fork({ [WORKER_MARK]: '1' });
+  cluster.on('listening', (worker, address) => {
+    listening.add(worker.id);
+    log(30, `worker ${worker.id} (pid ${worker.process.pid}) listening`);
+    if (!announced && listening.size === options.workers) {
+      announced = true;
+      log(30, `${options.workers} workers listening on ${address.address ?? ''}:${address.port}`, {
+        workers: options.workers,
+      });
+    }
+  });
+  cluster.on('exit', (worker, code, signal) => {
+    const served = listening.delete(worker.id);
+    forgetWorker(worker.id);
+    if (stopping) {
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(exitCode);
+      return;
+    }
+    const how = signal ? `signal ${signal}` : `code ${code}`;
+    if (!served) {
+      // It never listened: a start-up failure (port taken, bad config file) that a restart repeats.
+      log(
+        50,
+        `worker ${worker.id} (pid ${worker.process.pid}) exited with ${how} before listening; stopping`,
+      );
+      stop(1);
+      return;
+    }
+    const now = Date.now();
+    while (restarts.length > 0 && restarts[0]! <= now - RESTART_WINDOW_MS) restarts.shift();
+    if (restarts.length >= MAX_RESTARTS) {
+      log(
+        50,
+        `worker ${worker.id} exited with ${how}; ${MAX_RESTARTS} restarts within ${RESTART_WINDOW_MS / 1000} s already, giving up`,
+      );
+      stop(1);
+      return;
+    }
+    restarts.push(now);
+    log(40, `worker ${worker.id} (pid ${worker.process.pid}) exited with ${how}; starting a new one`);
+    fork();
+  });
+
+  const stop = (code: number, signal?: string) => {
+    if (stopping) return;
+    stopping = true;
+    exitCode = code;
+    log(30, `${signal ?? 'stopping'}: closing ${Object.keys(cluster.workers ?? {}).length} workers`);
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
+    const force = setTimeout(() => {
+      const left = Object.values(cluster.workers ?? {});
+      log(40, `${left.length} workers still running after the grace period: killing them`);
+      exitCode = 1;
+      for (const worker of left) worker?.process.kill('SIGKILL');
+    }, options.shutdownGraceMs + KILL_MARGIN_MS);
+    force.unref();
+    if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(exitCode);
+  };
+  process.on('SIGTERM', () => stop(0, 'SIGTERM'));
+  process.on('SIGINT', () => stop(0, 'SIGINT'));
+
+  log(30, `starting ${options.workers} workers (TOOLPROOF_WORKERS)`, { workers: options.workers });
+  for (let i = 0; i < options.workers; i++) fork();
+  return true;
+}
+
+/**
+ * The primary's side of /metrics: a worker asks, the primary collects every listening worker's
+ * registry as JSON and answers with prom-client's aggregate (counters and histograms summed,
+ * gauges by their `aggregator`). A scrape fails rather than show a part of the group: counters
+ * that dip would read as resets.
+ */
+function serveGroupMetrics(listening: () => Set<number>) {
+  let nextId = 0;
+  const gathers = new Map<
+    number,
+    { waiting: Set<number>; parts: RegistryJson[]; done: (err: Error | null, text?: string) => void }
+  >();
+  const settle = (id: number) => {
+    const g = gathers.get(id);
+    if (!g || g.waiting.size > 0) return;
+    gathers.delete(id);
+    AggregatorRegistry.aggregate(g.parts)
+      .metrics()
+      .then(
+        (text) => g.done(null, text),
+        (err: Error) => g.done(err),
+      );
+  };
+  const gather = (): Promise<string> =>
+    new Promise((resolve, reject) => {
+      const id = nextId++;
+      const workers = Object.values(cluster.workers ?? {}).filter(
+        (w): w is Worker => !!w && listening().has(w.id) && w.isConnected(),
+      );
+      const timer = setTimeout(() => {
+        gathers.delete(id);
+        reject(new Error(`metrics: no answer from every worker within ${GATHER_TIMEOUT_MS} ms`));
+      }, GATHER_TIMEOUT_MS);
+      gathers.set(id, {
+        waiting: new Set(workers.map((w) => w.id)),
+        parts: [],
+        done: (err, text) => {
+          clearTimeout(timer);
+          if (err) reject(err);
+          else resolve(text ?? '');
+        },
+      });
+      for (const w of workers) w.send({ tp: 'metrics:collect', id } satisfies Collect);
+      settle(id);
+    });
+
+  cluster.on('message', (worker, message: unknown) => {
+    if (!isMessage(message)) return;
+    if (message.tp === 'metrics:collected') {
+      const g = gathers.get(message.id);
+      if (!g) return;
+      if (message.error || !message.metrics) {
+        gathers.delete(message.id);
+        g.done(new Error(`metrics: worker ${worker.id}: ${message.error ?? 'no metrics'}`));
+        return;
+      }
+      g.parts.push(message.metrics);
+      g.waiting.delete(worker.id);
+      settle(message.id);
+    } else if (message.tp === 'metrics:ask') {
+      gather().then(
+        (text) => send(worker, { tp: 'metrics:answer', id: message.id, text }),
+        (err: Error) => send(worker, { tp: 'metrics:answer', id: message.id, error: err.message }),
+      );
+    }
+  });
+  return {
+    /** A worker that exits is no longer waited for (its counts leave the group's totals). */
+    forgetWorker(workerId: number) {
+      for (const id of [...gathers.keys()]) {
+        gathers.get(id)?.waiting.delete(workerId);
+        settle(id);
+      }
+    },
+  };
+}
+
+function send(worker: Worker, message: Message): void {
+  if (worker.isConnected()) worker.send(message);
+}
+
+/**
+ * In a cluster worker: answer the primary's collections from this worker's registry, and make
+ * /metrics (render()) return the group's aggregate. Does nothing outside a cluster.
+ */
+export function joinWorkerGroup(metrics: Metrics): void {
+  if (!cluster.isWorker || !process.send || process.env[WORKER_MARK] !== '1') return;
+  let nextId = 0;
+  const waiting = new Map<number, { resolve: (text: string) => void; reject: (err: Error) => void }>();
+  process.on('message', (message: unknown) => {
+    if (!isMessage(message)) return;
+    if (message.tp === 'metrics:collect') {
+      metrics.registry.getMetricsAsJSON().then(
+        (json) =>
+          process.send?.({ tp: 'metrics:collected', id: message.id, metrics: json } satisfies Collected),
+        (err: Error) =>
+          process.send?.({ tp: 'metrics:collected', id: message.id, error: err.message } satisfies Collected),
+      );
+    } else if (message.tp === 'metrics:answer') {
+      const w = waiting.get(message.id);
+      if (!w) return;
+      waiting.delete(message.id);
+      if (message.text !== undefined) w.resolve(message.text);
+      else w.reject(new Error(message.error ?? 'metrics: no answer from the primary'));
+    }
+  });
+  metrics.setExposition(
+    () =>
+      new Promise((resolve, reject) => {
+        const id = nextId++;
+        const timer = setTimeout(() => {
+          waiting.delete(id);
+          reject(new Error('metrics: the cluster primary did not answer'));
+        }, GATHER_TIMEOUT_MS + 1_000);
+        waiting.set(id, {
+          resolve: (text) => {
+            clearTimeout(timer);
+            resolve(text);
+          },
+          reject: (err) => {
+            clearTimeout(timer);
+            reject(err);
+          },
+        });
+        process.send?.({ tp: 'metrics:ask', id } satisfies AskGroup);
+      }),
+  );
+}
+
+/** pino-shaped JSON lines (level, time, pid, msg) for the primary, which has no Fastify logger. */
+function primaryLogger(level: string) {
+  const levels: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 };
+  const min = levels[level] ?? 100;
+  return (at: number, msg: string, extra: Record<string, unknown> = {}) => {
+    if (at < min) return;
+    const line = { level: at, time: Date.now(), pid: process.pid, role: 'primary', ...extra, msg };
+    process.stdout.write(`${JSON.stringify(line)}\n`);
+  };
+}

@@ -1,0 +1,280 @@
+/**
+ * TOOLPROOF_WORKERS: the real process (node --import tsx server/main.ts) with two workers on one
+ * fixed port in front of the simulator; fresh connections are spread over the workers by the
+ * primary, /metrics shows the group whichever worker answers, a killed worker is replaced, and
+ * SIGTERM closes everything.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { workerCount } from '../../server/cluster.js';
+import { ConfigError } from '../../server/config.js';
+import { createSimulator, type Simulator } from '../../simulator/index.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+interface Proc {
+  child: ChildProcess;
+  /** Every JSON log line so far (primary and workers share stdout). */
+  lines: Array<Record<string, unknown>>;
+  text(): string;
+  waitFor(
+    match: (line: Record<string, unknown>) => boolean,
+    timeoutMs?: number,
+  ): Promise<Record<string, unknown>>;
+  exited: Promise<number | null>;
+}
+
+function start(env: Record<string, string>): Proc {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'server/main.ts')], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: Array<Record<string, unknown>> = [];
+  let raw = '';
+  let pending = '';
+  const waiters = new Set<() => void>();
+  child.stdout!.on('data', (chunk: Buffer) => {
+    raw += chunk.toString();
+    pending += chunk.toString();
+    const parts = pending.split('\n');
+    pending = parts.pop() ?? '';
+    for (const part of parts) {
+      try {
+        lines.push(JSON.parse(part) as Record<string, unknown>);
+      } catch {
+        // not a log line
+      }
+    }
+    for (const w of [...waiters]) w();
+  });
+  child.stderr!.on('data', (chunk: Buffer) => {
+    raw += chunk.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    lines,
+    text: () => raw,
+    exited,
+    waitFor(match, timeoutMs = 30_000) {
+      return new Promise((resolve, reject) => {
+        let seen = 0;
+        const check = () => {
+          for (; seen < lines.length; seen++) {
+            if (match(lines[seen]!)) {
+              cleanup();
+              resolve(lines[seen]!);
+              return;
+            }
+          }
+        };
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error(`no matching log line within ${timeoutMs} ms:\n${raw.slice(-3000)}`));
+        }, timeoutMs);
+        const cleanup = () => {
+          clearTimeout(timer);
+          waiters.delete(check);
+        };
+        waiters.add(check);
+        check();
+      });
+    },
+  };
+}
+
+/** One request on its own connection (the primary hands out connections, not requests). */
+async function once(
+  origin: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; text: string; reqId: string }> {
+  const client = new Client(origin);
+  try {
+    const res = await client.request({
+      method: body === undefined ? 'GET' : 'POST',
+      path,
+      headers: { 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    return {
+      status: res.statusCode,
+      text: await res.body.text(),
+      reqId: String(res.headers['x-request-id']),
+    };
+  } finally {
+    await client.close();
+  }
+}
+
+const SLOW_ANSWER = 'one two three four five six seven eight nine ten';
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+const chatCount = (metrics: string) =>
+  Number(
+    /toolproof_requests_total\{model="m1",route="chat\/completions",status="200",api="chat"\} (\d+)/.exec(metrics)?.[1],
+  );
+
+describe('TOOLPROOF_WORKERS', () => {
+  it('is 1 when unset, one per core for auto, a number, and a precise error otherwise', () => {
+    expect(workerCount({})).toBe(1);
+    expect(workerCount({ TOOLPROOF_WORKERS: '' })).toBe(1);
+    expect(workerCount({ TOOLPROOF_WORKERS: '3' })).toBe(3);
+    expect(workerCount({ TOOLPROOF_WORKERS: 'auto' })).toBeGreaterThanOrEqual(1);
+    for (const bad of ['0', '-1', 'two', '1.5', '99999'])
+      expect(() => workerCount({ TOOLPROOF_WORKERS: bad })).toThrow(ConfigError);
+    expect(() => workerCount({ TOOLPROOF_WORKERS: 'two' })).toThrow(/TOOLPROOF_WORKERS must be "auto"/);
+  });
+
+  it('a bad value stops the process at start with exit code 2', async () => {
+    const p = start({ TOOLPROOF_WORKERS: 'many', TOOLPROOF_UPSTREAM_URL: 'http://127.0.0.1:9/v1' });
+    expect(await p.exited).toBe(2);
+    expect(p.text()).toContain('TOOLPROOF_WORKERS must be');
+  });
+});
+
+describe('two workers on one port', () => {
+  let sim: Simulator;
+  let proc: Proc;
+  let origin: string;
+  let workerPids: number[];
+
+  beforeAll(async () => {
+    // Streams are slow (10 pieces, 120 ms apart) so one is still open when SIGTERM arrives.
+    sim = await createSimulator({
+      personality: 'vllm',
+      scenario: JSON.stringify({ say: SLOW_ANSWER, chunkDelayMs: 120 }),
+    });
+    const port = await freePort();
+    origin = `http://127.0.0.1:${port}`;
+    proc = start({
+      TOOLPROOF_WORKERS: '2',
+      TOOLPROOF_HOST: '127.0.0.1',
+      TOOLPROOF_PORT: String(port),
+      TOOLPROOF_UPSTREAM_URL: sim.url,
+      TOOLPROOF_LOG_LEVEL: 'debug',
+      TOOLPROOF_SHUTDOWN_GRACE_MS: '2000',
+    });
+    await proc.waitFor((l) => l.msg === '2 workers listening on 127.0.0.1:' + port, 60_000);
+    workerPids = proc.lines
+      .filter((l) => typeof l.msg === 'string' && /^worker \d+ \(pid \d+\) listening$/.test(l.msg))
+      .map((l) => Number(/pid (\d+)/.exec(String(l.msg))![1]));
+  }, 90_000);
+
+  afterAll(async () => {
+    if (proc && proc.child.exitCode === null) proc.child.kill('SIGKILL');
+    for (const pid of workerPids ?? []) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    await sim?.close();
+  });
+
+  /** pid of the process that logged the request with this id. */
+  const servedBy = async (reqId: string) =>
+    Number((await proc.waitFor((l) => l.reqId === reqId && l.msg === 'request', 10_000)).pid);
+
+  it('both workers serve, and /metrics from either shows the whole group', async () => {
+    expect(workerPids).toHaveLength(2);
+    expect(workerPids).not.toContain(proc.child.pid);
+    const pids = new Set<number>();
+    for (let i = 0; i < 6; i++) {
+      const r = await once(origin, '/v1/chat/completions', {
+        model: 'm1',
+        messages: [{ role: 'user', content: 'hi' }],
+      });
+      expect(r.status).toBe(200);
+      pids.add(await servedBy(r.reqId));
+    }
+    expect([...pids].sort()).toEqual([...workerPids].sort());
+
+    const answeredBy = new Set<number>();
+    for (let i = 0; i < 4; i++) {
+      const m = await once(origin, '/metrics');
+      expect(m.status).toBe(200);
+      expect(chatCount(m.text)).toBe(6);
+      answeredBy.add(await servedBy(m.reqId));
+    }
+    expect(answeredBy.size).toBe(2);
+  }, 60_000);
+
+  it('a worker that dies is replaced; SIGTERM stops the primary and every worker', async () => {
+    const victim = workerPids[0]!;
+    process.kill(victim, 'SIGKILL');
+    await proc.waitFor((l) =>
+      String(l.msg).includes(`(pid ${victim}) exited with signal SIGKILL; starting a new one`),
+    );
+    const replacement = await proc.waitFor(
+      (l) =>
+        /^worker \d+ \(pid \d+\) listening$/.test(String(l.msg)) &&
+        !workerPids.includes(Number(/pid (\d+)/.exec(String(l.msg))![1])),
+    );
+    const newPid = Number(/pid (\d+)/.exec(String(replacement.msg))![1]);
+    workerPids.push(newPid);
+    const pids = new Set<number>();
+    for (let i = 0; i < 4; i++) {
+      const r = await once(origin, '/v1/chat/completions', {
+        model: 'm1',
+        messages: [{ role: 'user', content: 'hi' }],
+      });
+      expect(r.status).toBe(200);
+      pids.add(await servedBy(r.reqId));
+    }
+    expect(pids.has(newPid)).toBe(true);
+    expect(pids.has(victim)).toBe(false);
+
+    // A stream open when SIGTERM arrives still finishes (the workers' shutdown grace), then
+    // the primary exits 0 once every worker has closed.
+    const client = new Client(origin);
+    const res = await client.request({
+      method: 'POST',
+      path: '/v1/chat/completions',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm1', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    const chunks: string[] = [];
+    const body = (async () => {
+      for await (const chunk of res.body) chunks.push(chunk.toString());
+    })();
+    while (chunks.length === 0) await new Promise((r) => setTimeout(r, 20));
+    proc.child.kill('SIGTERM');
+    await body;
+    await client.close();
+    const text = chunks.join('');
+    expect(text).toContain('data: [DONE]');
+    const content = text
+      .split('\n\n')
+      .filter((b) => b.startsWith('data: {'))
+      .map(
+        (b) =>
+          (JSON.parse(b.slice(6)) as { choices: { delta: { content?: string } }[] }).choices[0]?.delta
+            .content ?? '',
+      )
+      .join('');
+    expect(content).toBe(SLOW_ANSWER);
+    expect(await proc.exited).toBe(0);
+    for (const pid of workerPids) expect(alive(pid)).toBe(false);
+  }, 60_000);
+});
