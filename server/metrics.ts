@@ -66,14 +66,14 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     }),
     leaks: new Counter({
       name: 'toolproof_leaks_total',
-      help: 'Tool calls found written as text, by format, where (content, reasoning, error) and outcome (recovered, unrecovered, rejected).',
-      labelNames: ['model', 'format', 'source', 'outcome'] as const,
+      help: 'Tool calls found written as text, by format, where (content, reasoning, error), outcome (recovered, unrecovered, rejected, suppressed) and front door (api: chat, responses, messages).',
+      labelNames: ['model', 'format', 'source', 'outcome', 'api'] as const,
       registers,
     }),
     responses: new Counter({
       name: 'toolproof_responses_total',
-      help: 'Chat completion responses with tools declared, by what reached the client: tool_calls, content or both.',
-      labelNames: ['model', 'kind'] as const,
+      help: 'Responses to requests with tools declared, by what reached the client (tool_calls, content or both) and front door (api: chat, responses, messages).',
+      labelNames: ['model', 'kind', 'api'] as const,
       registers,
     }),
     argumentValidationFailures: new Counter({

@@ -48,7 +48,7 @@ export function recordPolicyEffects(call: ChatCall, deps: ChatDeps, effects: rea
             ...(leak.backendHint ? { backendHint: leak.backendHint } : {}),
             ...(leak.reason ? { reason: leak.reason } : {}),
           });
-          m.leaks.labels(model, leak.format, leak.source, leak.outcome).inc();
+          m.leaks.labels(model, leak.format, leak.source, leak.outcome, call.api).inc();
         }
         break;
       case 'client-constraints':

@@ -137,7 +137,9 @@ const alive = (pid: number) => {
 
 const chatCount = (metrics: string) =>
   Number(
-    /toolproof_requests_total\{model="m1",route="chat\/completions",status="200",api="chat"\} (\d+)/.exec(metrics)?.[1],
+    /toolproof_requests_total\{model="m1",route="chat\/completions",status="200",api="chat"\} (\d+)/.exec(
+      metrics,
+    )?.[1],
   );
 
 describe('TOOLPROOF_WORKERS', () => {

@@ -192,7 +192,7 @@ describe('streamed responses are counted like non-streamed ones', () => {
     expect(events.at(-1)).toBe('[DONE]');
     await new Promise((r) => setTimeout(r, 20));
     const metrics = await (await fetch(`${stack.origin}/metrics`)).text();
-    expect(metrics).toMatch(/toolproof_responses_total\{model="m",kind="tool_calls"\} 1/);
+    expect(metrics).toMatch(/toolproof_responses_total\{model="m",kind="tool_calls",api="chat"\} 1/);
     expect(metrics).toMatch(
       /toolproof_leaks_total\{model="m",format="hermes",source="content",outcome="recovered"\} 1/,
     );
