@@ -194,7 +194,7 @@ describe('streamed responses are counted like non-streamed ones', () => {
     const metrics = await (await fetch(`${stack.origin}/metrics`)).text();
     expect(metrics).toMatch(/toolproof_responses_total\{model="m",kind="tool_calls",api="chat"\} 1/);
     expect(metrics).toMatch(
-      /toolproof_leaks_total\{model="m",format="hermes",source="content",outcome="recovered"\} 1/,
+      /toolproof_leaks_total\{model="m",format="hermes",source="content",outcome="recovered",api="chat"\} 1/,
     );
     const dump = readFileSync(join(dir, 'stream-1.1.txt'), 'utf8');
     expect(dump).toMatch(/^data: /);
