@@ -19,6 +19,7 @@ import type {
 } from '../protocol/openai.js';
 import { declaredTools } from '../protocol/tools.js';
 import { upstreamErrorMessage } from '../protocol/error-body.js';
+import { fnv1a } from '../protocol/hash.js';
 import {
   createRecoveryStream,
   type RecoveryEvent,
@@ -42,15 +43,8 @@ function applies(ctx: PolicyContext, sent: ChatCompletionRequest): boolean {
   return ctx.settings.recovery === 'always' || (Array.isArray(sent.tools) && sent.tools.length > 0);
 }
 
-/** Short, stable token of a string (FNV-1a), so derived ids look like `call_tp3f9a…_0`. */
-function token(s: string): string {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h.toString(36);
-}
+/** Short, stable token of a string, so derived ids look like `call_tp3f9a…_0`. */
+const token = (s: string): string => fnv1a(s).toString(36);
 
 function idFactory(responseId: string, choice: number): () => string {
   let n = 0;

@@ -19,19 +19,7 @@ import { leakRecovery } from './leak-recovery.js';
 import { normalizeToolCallsPolicy } from './normalize-tool-calls.js';
 import type { Policy } from './types.js';
 
-/** Request side runs in this order. */
-export const REQUEST_POLICIES: readonly Policy[] = Object.freeze([historyRepairPolicy, forceToolUsePolicy]);
-
-/** Response side (onResponse / stream hooks) runs in this order, leak recovery after the first. */
-export const RESPONSE_POLICIES: readonly Policy[] = Object.freeze([
-  normalizeToolCallsPolicy,
-  leakRecovery,
-  forceToolUsePolicy,
-  clientConstraintsPolicy,
-  correctiveRetryPolicy,
-]);
-
-/** Every policy once, in an order valid for both sides (each side skips policies without its hook). */
+/** Every policy once, in the order of both sides (each side skips policies without its hook). */
 export const POLICIES: readonly Policy[] = Object.freeze([
   historyRepairPolicy,
   normalizeToolCallsPolicy,
@@ -40,9 +28,3 @@ export const POLICIES: readonly Policy[] = Object.freeze([
   clientConstraintsPolicy,
   correctiveRetryPolicy,
 ]);
-
-export const POLICY_NAMES: readonly string[] = Object.freeze(POLICIES.map((p) => p.name));
-
-export function getPolicy(name: string): Policy | undefined {
-  return POLICIES.find((p) => p.name === name);
-}

@@ -1,4 +1,5 @@
 /** Deterministic token-like splitting, ids and counts. Pure except for the id generators. */
+import { fnv1a } from '../protocol/hash.js';
 import { randomBytes } from 'node:crypto';
 
 const MAX_PIECE = 5;
@@ -47,11 +48,4 @@ export function randomHex(length: number): string {
 }
 
 /** FNV-1a, for deterministic choices keyed on text. */
-export function hashString(text: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
-}
+export const hashString = (text: string): number => fnv1a(text);

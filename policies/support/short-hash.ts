@@ -4,19 +4,12 @@
  * stability matter; collisions are checked by the callers.
  */
 
+import { fnv1a } from '../../protocol/hash.js';
+
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';
 
-/** Two independent 32-bit FNV-1a lanes, so `length` up to ~10 base62 chars stays well spread. */
-function fnv1a(text: string, seed: number): number {
-  let h = seed >>> 0;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h >>> 0;
-}
 
-/** `length` base62 characters derived from `text`. */
+/** `length` base62 characters derived from `text` (two independent FNV-1a lanes per round). */
 export function base62Hash(text: string, length: number): string {
   let out = '';
   for (let round = 0; out.length < length; round++) {

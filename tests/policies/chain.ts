@@ -4,7 +4,11 @@
  */
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '../../protocol/openai.js';
 import { leaksFromEffects } from '../../policies/corrective-retry.js';
-import { REQUEST_POLICIES, RESPONSE_POLICIES } from '../../policies/registry.js';
+import { POLICIES } from '../../policies/registry.js';
+
+// Each side runs the one table in order, skipping policies without a hook for it.
+const REQUEST_POLICIES = POLICIES.filter((p) => p.onRequest);
+const RESPONSE_POLICIES = POLICIES.filter((p) => p.onResponse);
 import type { PolicyContext, PolicyEffect, StreamHook } from '../../policies/types.js';
 
 export function prepare(original: ChatCompletionRequest, ctx: PolicyContext) {

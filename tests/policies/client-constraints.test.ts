@@ -13,7 +13,9 @@ import type {
   ToolCall,
 } from '../../protocol/openai.js';
 import { clientConstraintsPolicy } from '../../policies/client-constraints.js';
-import { RESPONSE_POLICIES } from '../../policies/registry.js';
+import { POLICIES } from '../../policies/registry.js';
+
+const RESPONSE_POLICIES = POLICIES.filter((p) => p.onResponse);
 import { assemble, runNonStream, runStream } from './chain.js';
 import { call, chunk, ctxWith, request, splitAt, timeTool, weatherTool } from './helpers.js';
 
