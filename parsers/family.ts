@@ -36,6 +36,11 @@ export interface EnvelopeMatch {
 export type MatchResult = EnvelopeMatch | 'need-more' | null;
 
 export interface MatchInput {
+  /**
+   * The buffered output from some point before the marker: `text[start - 1]` is the output's
+   * own character before the marker (the scanner keeps one across trims), and `start === 0`
+   * only at the start of the output. Nothing further back is guaranteed.
+   */
   text: string;
   /** Index of the marker. */
   start: number;

@@ -112,6 +112,9 @@ const RETRY_EVERY_PUSH = 2048;
 /** Default cap on text held for a possible envelope or whole output (code units). */
 export const DEFAULT_MAX_HELD = DEFAULT_MAX_HELD_BYTES;
 
+/** Code units kept before the scan position when the buffer is trimmed (see MatchInput.text). */
+const LOOKBEHIND = 1;
+
 /** The error a too-long envelope is refused with (also the leak record's reason). */
 export const TOO_LONG = 'too-long';
 
@@ -197,11 +200,15 @@ export class EnvelopeScanner {
       this.mode = 'scan';
     }
     if (this.mode === 'scan') this.scan(final, out);
-    if (this.pos > 0) {
-      this.base += this.pos;
-      this.buf = this.buf.slice(this.pos);
-      this.retryAt = Math.max(0, this.retryAt - this.pos);
-      this.pos = 0;
+    if (this.pos > LOOKBEHIND) {
+      // keep the code unit before pos: a family may read text[start - 1] (pythonic's list
+      // after prose), which must be the output's own character for every split, and
+      // start === 0 must mean the start of the output, not of the buffer
+      const drop = this.pos - LOOKBEHIND;
+      this.base += drop;
+      this.buf = this.buf.slice(drop);
+      this.retryAt = Math.max(0, this.retryAt - drop);
+      this.pos = LOOKBEHIND;
     }
     return out;
   }
