@@ -4,12 +4,12 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { defineFamily } from '../../parsers/define.js';
-import { buildScanPlan } from '../../parsers/scanner.js';
-import { createEngineStream } from '../../parsers/engine.js';
-import { hermes } from '../../parsers/hermes.js';
+import { defineFamily } from '../../parsers/engine/define.js';
+import { buildScanPlan } from '../../parsers/engine/scanner.js';
+import { createEngineStream } from '../../parsers/engine/engine.js';
+import { hermes } from '../../parsers/formats/hermes.js';
 import type { StreamEvent } from '../../parsers/types.js';
-import { callsFromJsonBody, delimitedEnvelope } from '../../parsers/util/envelope.js';
+import { callsFromJsonBody, delimitedEnvelope } from '../../parsers/kit/envelope.js';
 
 const toy = defineFamily({
   name: 'toy',
