@@ -9,7 +9,6 @@ import { defineFamily } from '../engine/define.js';
 import type { MatchResult } from '../engine/family.js';
 import type { ParsedCall } from '../types.js';
 import { decodeBody, sectionOrLoneCall } from '../kit/envelope.js';
-import { skipWs } from '../kit/json-scan.js';
 
 const SECTION_OPEN = '<｜tool▁calls▁begin｜>';
 const SECTION_CLOSE = '<｜tool▁calls▁end｜>';
@@ -35,25 +34,6 @@ function parseOne(head: string, rest: string, truncated: boolean): ParsedCall | 
   return { name: h, arguments: d.value, ...(d.repairs.length ? { repairs: d.repairs } : {}) };
 }
 
-function parseCalls(body: string, truncated: boolean): { calls: ParsedCall[] } | { error: string } {
-  const calls: ParsedCall[] = [];
-  let i = skipWs(body, 0);
-  while (i < body.length) {
-    if (!body.startsWith(CALL_OPEN, i)) return { error: 'unexpected text in tool calls section' };
-    const sep = body.indexOf(SEP, i + CALL_OPEN.length);
-    if (sep < 0) return { error: 'no tool separator' };
-    let e = body.indexOf(CALL_CLOSE, sep + SEP.length);
-    const open = e < 0;
-    if (open && !truncated) return { error: 'unclosed tool call' };
-    if (open) e = body.length;
-    const c = parseOne(body.slice(i + CALL_OPEN.length, sep), body.slice(sep + SEP.length, e), truncated);
-    if ('error' in c) return c;
-    calls.push(c);
-    i = skipWs(body, open ? body.length : e + CALL_CLOSE.length);
-  }
-  return calls.length ? { calls } : { error: 'empty tool calls section' };
-}
-
 const V31_HINT = 'vllm --tool-call-parser deepseek_v31';
 
 const envelope = sectionOrLoneCall({
@@ -61,7 +41,9 @@ const envelope = sectionOrLoneCall({
   sectionClose: SECTION_CLOSE,
   callOpen: CALL_OPEN,
   callClose: CALL_CLOSE,
-  parseCalls,
+  sep: SEP,
+  noSep: 'no tool separator',
+  readCall: parseOne,
 });
 
 export const deepseek = defineFamily({

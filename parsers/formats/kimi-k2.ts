@@ -7,7 +7,6 @@ import { defineFamily } from '../engine/define.js';
 import type { MatchResult } from '../engine/family.js';
 import type { ParseContext, ParsedCall } from '../types.js';
 import { decodeBody, sectionOrLoneCall } from '../kit/envelope.js';
-import { skipWs } from '../kit/json-scan.js';
 import { isPlainObject } from '../kit/lenient-json.js';
 
 const SECTION_OPEN = '<|tool_calls_section_begin|>';
@@ -38,30 +37,19 @@ function nameFromId(id: string, ctx: ParseContext, args: unknown): string {
   return fits.length === 1 ? (fits[0]?.name ?? '') : '';
 }
 
-function parseCalls(
-  body: string,
+/** One block: `functions.NAME:0<|tool_call_argument_begin|>{…}`; the id is kept. */
+function readCall(
+  head: string,
+  args: string,
   truncated: boolean,
   ctx: ParseContext,
-): { calls: ParsedCall[] } | { error: string } {
-  const calls: ParsedCall[] = [];
-  let i = skipWs(body, 0);
-  while (i < body.length) {
-    if (!body.startsWith(CALL_OPEN, i)) return { error: 'unexpected text in tool calls section' };
-    const a = body.indexOf(ARGS, i + CALL_OPEN.length);
-    if (a < 0) return { error: 'no argument marker' };
-    const id = body.slice(i + CALL_OPEN.length, a).trim();
-    let e = body.indexOf(CALL_CLOSE, a + ARGS.length);
-    const open = e < 0;
-    if (open && !truncated) return { error: 'unclosed tool call' };
-    if (open) e = body.length;
-    const d = decodeBody(body.slice(a + ARGS.length, e), truncated);
-    if (!d) return { error: 'arguments are not JSON' };
-    const name = nameFromId(id, ctx, d.value);
-    if (name === '') return { error: 'no function name' };
-    calls.push({ name, arguments: d.value, id, ...(d.repairs.length ? { repairs: d.repairs } : {}) });
-    i = skipWs(body, open ? body.length : e + CALL_CLOSE.length);
-  }
-  return calls.length ? { calls } : { error: 'empty tool calls section' };
+): ParsedCall | { error: string } {
+  const id = head.trim();
+  const d = decodeBody(args, truncated);
+  if (!d) return { error: 'arguments are not JSON' };
+  const name = nameFromId(id, ctx, d.value);
+  if (name === '') return { error: 'no function name' };
+  return { name, arguments: d.value, id, ...(d.repairs.length ? { repairs: d.repairs } : {}) };
 }
 
 const envelope = sectionOrLoneCall({
@@ -69,7 +57,9 @@ const envelope = sectionOrLoneCall({
   sectionClose: SECTION_CLOSE,
   callOpen: CALL_OPEN,
   callClose: CALL_CLOSE,
-  parseCalls,
+  sep: ARGS,
+  noSep: 'no argument marker',
+  readCall,
 });
 
 export const kimiK2 = defineFamily({

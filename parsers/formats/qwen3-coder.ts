@@ -7,11 +7,11 @@
  * as JSON arguments.
  */
 import { defineFamily } from '../engine/define.js';
-import type { EnvelopeMatch, MatchInput, MatchResult } from '../engine/family.js';
+import type { MatchInput, MatchResult } from '../engine/family.js';
 
 type Find = MatchInput['find'];
 import type { ParseContext, ParsedCall } from '../types.js';
-import { decodeBody, peekNonWs } from '../kit/envelope.js';
+import { decodeBody, finishMatch, peekNonWs } from '../kit/envelope.js';
 import { expectLiteral, skipWs } from '../kit/json-scan.js';
 import { coerceParamValue, createArgs, paramSchema } from '../kit/schema-values.js';
 
@@ -115,9 +115,9 @@ function matchWrapped(
   const close = find(WRAP_CLOSE, j);
   if (close < 0) {
     if (!final) return 'need-more';
-    return result(readFunctions(text.slice(j), ctx, true), text.length, true);
+    return finishMatch(readFunctions(text.slice(j), ctx, true), text.length, true);
   }
-  return result(readFunctions(text.slice(j, close), ctx, false), close + WRAP_CLOSE.length, false);
+  return finishMatch(readFunctions(text.slice(j, close), ctx, false), close + WRAP_CLOSE.length, false);
 }
 
 function matchBare(text: string, start: number, final: boolean, ctx: ParseContext, find: Find): MatchResult {
@@ -127,7 +127,7 @@ function matchBare(text: string, start: number, final: boolean, ctx: ParseContex
     // unclosed: only the last function of the output may be (truncated output)
     if (find(FN_OPEN, start + FN_OPEN.length) >= 0)
       return { end: text.length, calls: [], error: 'unclosed function' };
-    return result(readFunctions(text.slice(start), ctx, true), text.length, true);
+    return finishMatch(readFunctions(text.slice(start), ctx, true), text.length, true);
   }
   let end = close + FN_CLOSE.length;
   // a stray </tool_call> after a bare function belongs to the envelope
@@ -135,16 +135,7 @@ function matchBare(text: string, start: number, final: boolean, ctx: ParseContex
   const lit = expectLiteral(text, k, WRAP_CLOSE, final);
   if (lit === 'need-more' || (k >= text.length && !final)) return 'need-more';
   if (lit === 'yes') end = k + WRAP_CLOSE.length;
-  return result(readFunctions(text.slice(start, close + FN_CLOSE.length), ctx, false), end, false);
-}
-
-function result(
-  r: { calls: ParsedCall[] } | { error: string },
-  end: number,
-  truncated: boolean,
-): EnvelopeMatch {
-  if ('error' in r) return { end, calls: [], error: r.error, ...(truncated ? { truncated } : {}) };
-  return { end, calls: r.calls, ...(truncated ? { truncated } : {}) };
+  return finishMatch(readFunctions(text.slice(start, close + FN_CLOSE.length), ctx, false), end, false);
 }
 
 export const qwen3Coder = defineFamily({

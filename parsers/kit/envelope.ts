@@ -184,30 +184,57 @@ export function finishMatch(
   return { end, calls: r.calls, ...(truncated ? { truncated } : {}) };
 }
 
+/** One call block of a section: its head (before the separator) and its arguments text. */
+export type CallBlockReader = (
+  head: string,
+  args: string,
+  truncated: boolean,
+  ctx: ParseContext,
+) => ParsedCall | { error: string };
+
 /**
- * DeepSeek and Kimi K2 wrap calls in a section (one all-or-nothing envelope) but also emit a
- * lone call block without it. Both shapes parse with the same section reader: a lone block is
- * read as a one-call section.
+ * DeepSeek and Kimi K2 wrap calls in a section (one all-or-nothing envelope) of blocks
+ * `CALL_OPEN head SEP args CALL_CLOSE`, but also emit a lone block without the section. Both
+ * shapes go through the same block loop: a lone block is read as a one-call section.
  */
 export function sectionOrLoneCall(o: {
   sectionOpen: string;
   sectionClose: string;
   callOpen: string;
   callClose: string;
-  parseCalls(
-    body: string,
-    truncated: boolean,
-    ctx: ParseContext,
-  ): { calls: ParsedCall[] } | { error: string };
+  /** Between a block's head and its arguments. */
+  sep: string;
+  /** The error when a block has no `sep`. */
+  noSep: string;
+  readCall: CallBlockReader;
 }): (input: MatchInput) => MatchResult {
+  const readBlocks = (body: string, truncated: boolean, ctx: ParseContext) => {
+    const calls: ParsedCall[] = [];
+    let i = skipWs(body, 0);
+    while (i < body.length) {
+      if (!body.startsWith(o.callOpen, i)) return { error: 'unexpected text in tool calls section' };
+      const sep = body.indexOf(o.sep, i + o.callOpen.length);
+      if (sep < 0) return { error: o.noSep };
+      let e = body.indexOf(o.callClose, sep + o.sep.length);
+      const open = e < 0;
+      if (open && !truncated) return { error: 'unclosed tool call' };
+      if (open) e = body.length;
+      const head = body.slice(i + o.callOpen.length, sep);
+      const c = o.readCall(head, body.slice(sep + o.sep.length, e), truncated, ctx);
+      if ('error' in c) return c;
+      calls.push(c);
+      i = skipWs(body, open ? body.length : e + o.callClose.length);
+    }
+    return calls.length ? { calls } : { error: 'empty tool calls section' };
+  };
   const section = delimitedEnvelope({
     end: o.sectionClose,
-    parseBody: (b, ctx, info) => o.parseCalls(b, info.truncated, ctx),
+    parseBody: (b, ctx, info) => readBlocks(b, info.truncated, ctx),
   });
   const single = delimitedEnvelope({
     end: o.callClose,
     parseBody: (b, ctx, info) =>
-      o.parseCalls(o.callOpen + b + (info.truncated ? '' : o.callClose), info.truncated, ctx),
+      readBlocks(o.callOpen + b + (info.truncated ? '' : o.callClose), info.truncated, ctx),
   });
   return (input) => (input.marker === o.sectionOpen ? section(input) : single(input));
 }
