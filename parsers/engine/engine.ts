@@ -17,10 +17,6 @@ export interface EngineOptions {
   tools: ReadonlyMap<string, DeclaredTool>;
   newId: () => string;
   startsInReasoning?: boolean;
-  /** false: accept any name (family.parse / detectFormat, no declared tools). */
-  requireDeclared?: boolean;
-  /** Promote a complete call found in reasoning when nothing came after it. */
-  promote?: boolean;
   /** Cap on text held for a possible envelope (code units); default DEFAULT_MAX_HELD (1 MiB). */
   maxHeld?: number;
 }
@@ -47,7 +43,6 @@ export function backendHint(f: FamilyParser): string | undefined {
 export function judgeEnvelope(
   m: EnvelopeMatch,
   tools: ReadonlyMap<string, DeclaredTool>,
-  requireDeclared: boolean,
 ): { ok: true; calls: AcceptedCall[] } | { ok: false; outcome: 'unrecovered' | 'rejected'; reason: string } {
   if (m.error !== undefined) return { ok: false, outcome: 'unrecovered', reason: m.error };
   if (m.calls.length === 0) return { ok: false, outcome: 'unrecovered', reason: 'empty envelope' };
@@ -55,7 +50,7 @@ export function judgeEnvelope(
   for (const c of m.calls) {
     if (typeof c.name !== 'string' || c.name === '')
       return { ok: false, outcome: 'unrecovered', reason: 'no name' };
-    if (requireDeclared && !tools.has(c.name)) {
+    if (!tools.has(c.name)) {
       return {
         ok: false,
         outcome: 'rejected',
@@ -95,7 +90,6 @@ class SurrogateCarry {
 
 export function createEngineStream(opts: EngineOptions): RecoveryStream {
   const ctx: ParseContext = { tools: opts.tools };
-  const requireDeclared = opts.requireDeclared !== false;
   const maxHeld = opts.maxHeld ?? DEFAULT_MAX_HELD;
   const think = new ThinkSplitter(opts.startsInReasoning === true, maxHeld);
   const scanner = new EnvelopeScanner(opts.plan, ctx, { maxHeld });
@@ -113,7 +107,7 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
   const judge = (e: Extract<ScanEvent, { type: 'envelope' }>) => {
     let v = verdicts.get(e);
     if (!v) {
-      v = judgeEnvelope(e.match, opts.tools, requireDeclared);
+      v = judgeEnvelope(e.match, opts.tools);
       verdicts.set(e, v);
     }
     return v;
@@ -219,12 +213,12 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
   }
 
   function promote(out: RecoveryEvent[]): void {
-    if (opts.promote === false || callCount > 0 || sink.hasContent || reasoningAll === '') return;
+    if (callCount > 0 || sink.hasContent || reasoningAll === '') return;
     const s = new EnvelopeScanner(opts.plan, ctx, { whole: false, maxHeld });
     const events = [...s.push(reasoningAll), ...s.finish()];
     for (const e of events) {
       if (e.type !== 'envelope' || e.match.truncated || e.match.control) continue;
-      const v = judgeEnvelope(e.match, opts.tools, requireDeclared);
+      const v = judgeEnvelope(e.match, opts.tools);
       if (v.ok) emitCalls(v.calls, e.family, e.match.backendHint ?? backendHint(e.family), 'reasoning', out);
     }
   }

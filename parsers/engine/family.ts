@@ -12,7 +12,7 @@
  * - null = "not mine" (the marker is then ordinary text, or another family's).
  * - Pure and linear in the envelope length.
  */
-import type { ParseContext, ParsedCall, ToolTextParser } from '../types.js';
+import type { BackendNames, ParseContext, ParsedCall } from '../types.js';
 
 export interface EnvelopeMatch {
   /** Index just after the envelope (its end marker, or text.length when it ran to the end). */
@@ -63,7 +63,8 @@ export interface FamilySpec {
   markers: readonly string[];
   /** Lower runs first when several families own the marker at a position. */
   priority: number;
-  backend: ToolTextParser['backend'];
+  /** The backend parser that would have handled this format, for the operator's log line. */
+  backend: BackendNames;
   match?(input: MatchInput): MatchResult;
   /**
    * Strict whole-output formats (bare JSON, pythonic lists): the text must START with one of
@@ -79,7 +80,12 @@ export interface FamilySpec {
   matchWhole?(text: string, ctx: ParseContext): EnvelopeMatch | null;
 }
 
-/** A registered parser: the ToolTextParser contract plus the family hooks the engine uses. */
-export interface FamilyParser extends ToolTextParser {
+/** A registered family: what the registry, the scan plan and the leak records read. */
+export interface FamilyParser {
+  /** Stable, kebab-case, user-facing (config pins parsers by this name). */
+  readonly name: string;
+  readonly markers: readonly string[];
+  readonly priority: number;
+  readonly backend: BackendNames;
   readonly spec: FamilySpec;
 }

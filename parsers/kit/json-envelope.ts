@@ -7,7 +7,7 @@
 import type { FamilyParser } from '../engine/family.js';
 import { defineFamily } from '../engine/define.js';
 import { callsFromJson, defaultToCall } from './long-tail.js';
-import type { ToolTextParser } from '../types.js';
+import type { BackendNames } from '../types.js';
 import { closedEnvelope, startsWith } from './envelope.js';
 
 export interface JsonEnvelopeSpec {
@@ -17,7 +17,7 @@ export interface JsonEnvelopeSpec {
   /** JSON openers claimed right after `open` ('{', '[' or both). */
   claims: '{' | '[' | '{[';
   priority: number;
-  backend: ToolTextParser['backend'];
+  backend: BackendNames;
 }
 
 export function jsonEnvelopeFamily(spec: JsonEnvelopeSpec): FamilyParser {
