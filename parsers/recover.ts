@@ -1,7 +1,7 @@
 /**
  * The recovery engine's public API (what server/pipeline calls). See README.md for the rules.
  */
-import { backendHint, createEngineStream } from './engine.js';
+import { backendHint, createEngineStream } from './engine/engine.js';
 import type {
   RecoveryEvent,
   RecoveryOptions,
@@ -10,7 +10,7 @@ import type {
   RecoveredCall,
 } from './recover-types.js';
 import { PARSERS, selectParsers } from './registry.js';
-import { buildScanPlan, EnvelopeScanner, type ScanPlan } from './scanner.js';
+import { buildScanPlan, EnvelopeScanner, type ScanPlan } from './engine/scanner.js';
 import type { LeakSource } from './types.js';
 
 export type {

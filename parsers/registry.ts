@@ -3,46 +3,46 @@
  * file (tests/fixtures/parsers/<name>.json). Names are user-facing config: kebab-case, stable.
  * Order here does not matter: the engine sorts by `priority` (lower first) at use.
  */
-import { deepseek } from './deepseek.js';
-import type { FamilyParser } from './family.js';
-import { glm } from './glm.js';
-import { gptOss } from './gpt-oss.js';
-import { hermes } from './hermes.js';
-import { improvised } from './improvised.js';
-import { json } from './json.js';
-import { kimiK2 } from './kimi-k2.js';
-import { llama3Json } from './llama3-json.js';
-import { mistral } from './mistral.js';
-import { pythonic } from './pythonic.js';
-import { qwen3Coder } from './qwen3-coder.js';
+import { deepseek } from './formats/deepseek.js';
+import type { FamilyParser } from './engine/family.js';
+import { glm } from './formats/glm.js';
+import { gptOss } from './formats/gpt-oss.js';
+import { hermes } from './formats/hermes.js';
+import { improvised } from './formats/improvised.js';
+import { json } from './formats/json.js';
+import { kimiK2 } from './formats/kimi-k2.js';
+import { llama3Json } from './formats/llama3-json.js';
+import { mistral } from './formats/mistral.js';
+import { pythonic } from './formats/pythonic.js';
+import { qwen3Coder } from './formats/qwen3-coder.js';
 // long-tail families (issue 3, part 2)
-import { apertus } from './apertus.js';
-import { commandR7b } from './command-r7b.js';
-import { gigachat3 } from './gigachat3.js';
-import { granite } from './granite.js';
-import { granite20bFc } from './granite-20b-fc.js';
-import { hunyuan } from './hunyuan.js';
-import { longcat } from './longcat.js';
-import { minimax } from './minimax.js';
-import { minimaxM2 } from './minimax-m2.js';
-import { minimaxM3 } from './minimax-m3.js';
-import { nemotron } from './nemotron.js';
-import { phi4Mini } from './phi4-mini.js';
-import { qwen25Coder } from './qwen25-coder.js';
-import { seedOss } from './seed-oss.js';
-import { deepseekV32 } from './deepseek-v32.js';
-import { functionGemma } from './function-gemma.js';
-import { functionaryV31 } from './functionary-v3-1.js';
-import { functionaryV32 } from './functionary-v3-2.js';
-import { gemma4 } from './gemma4.js';
-import { hunyuanV3 } from './hunyuan-v3.js';
-import { internlm2 } from './internlm2.js';
-import { kimiK3 } from './kimi-k3.js';
-import { lfm2 } from './lfm2.js';
-import { minicpm } from './minicpm.js';
-import { olmo3 } from './olmo3.js';
-import { step3 } from './step3.js';
-import { xlam } from './xlam.js';
+import { apertus } from './formats/apertus.js';
+import { commandR7b } from './formats/command-r7b.js';
+import { gigachat3 } from './formats/gigachat3.js';
+import { granite } from './formats/granite.js';
+import { granite20bFc } from './formats/granite-20b-fc.js';
+import { hunyuan } from './formats/hunyuan.js';
+import { longcat } from './formats/longcat.js';
+import { minimax } from './formats/minimax.js';
+import { minimaxM2 } from './formats/minimax-m2.js';
+import { minimaxM3 } from './formats/minimax-m3.js';
+import { nemotron } from './formats/nemotron.js';
+import { phi4Mini } from './formats/phi4-mini.js';
+import { qwen25Coder } from './formats/qwen25-coder.js';
+import { seedOss } from './formats/seed-oss.js';
+import { deepseekV32 } from './formats/deepseek-v32.js';
+import { functionGemma } from './formats/function-gemma.js';
+import { functionaryV31 } from './formats/functionary-v3-1.js';
+import { functionaryV32 } from './formats/functionary-v3-2.js';
+import { gemma4 } from './formats/gemma4.js';
+import { hunyuanV3 } from './formats/hunyuan-v3.js';
+import { internlm2 } from './formats/internlm2.js';
+import { kimiK3 } from './formats/kimi-k3.js';
+import { lfm2 } from './formats/lfm2.js';
+import { minicpm } from './formats/minicpm.js';
+import { olmo3 } from './formats/olmo3.js';
+import { step3 } from './formats/step3.js';
+import { xlam } from './formats/xlam.js';
 
 export const PARSERS: readonly FamilyParser[] = [
   hermes,

@@ -1,20 +1,13 @@
 /**
- * The parser contract. A parser recognises ONE family of tool-call text formats (Hermes,
- * Qwen3-Coder XML, Mistral, ...). Parsers are pure: no I/O, no clock, no globals; all stream
- * state lives in the object createStream returns.
- *
- * The registry (registry.ts) holds one explicit name -> parser table; the recovery engine
- * (recover.ts) runs reasoning splitting, the marker scan over the registry, the safety rules
- * (declared tool names, object arguments) and produces RecoveryResult / recovery stream events.
+ * Types shared by the engine, the kit and the formats. A format recognises ONE family of
+ * tool-call text (Hermes, Qwen3-Coder XML, Mistral, ...) and is pure: no I/O, no clock, no
+ * globals. The registry (registry.ts) holds the name -> family table; the recovery engine
+ * (engine/engine.ts, public API in recover.ts) runs reasoning splitting, the marker scan, the
+ * safety rules (declared tool names, object arguments) and produces results and stream events.
  */
-import type { JsonObject } from '../protocol/openai.js';
+import type { DeclaredTool } from '../protocol/tools.js';
 
-/** A declared tool, as the request declared it. */
-export interface DeclaredTool {
-  name: string;
-  /** The JSON schema of its parameters (may be absent). Used for XML-ish formats to type raw values. */
-  parameters?: JsonObject;
-}
+export type { DeclaredTool } from '../protocol/tools.js';
 
 export interface ParseContext {
   /** Declared tools by name. Empty map: no tools declared. */
@@ -32,44 +25,11 @@ export interface ParsedCall {
   repairs?: string[];
 }
 
-/** What parse() returns when the text is in its family. */
-export interface ParseResult {
-  calls: ParsedCall[];
-  /** Text that is not part of any call (before, between, after), markers and control tokens removed. */
-  content: string;
-  /** Reasoning text the format itself carries (gpt-oss analysis channel), if any. */
-  reasoning?: string;
-  /** True when the text looked like this family but a call envelope could not be parsed. */
-  broken?: boolean;
-}
-
-/** Events a stream parser emits. Concatenating content events must give ParseResult.content. */
-export type StreamEvent =
-  | { type: 'content'; text: string }
-  | { type: 'reasoning'; text: string }
-  | { type: 'call'; call: ParsedCall }
-  | { type: 'call-start'; index: number; name: string; id?: string }
-  | { type: 'call-args'; index: number; fragment: string }
-  | { type: 'call-end'; index: number; call: ParsedCall };
-
-export interface StreamParser {
-  push(delta: string): StreamEvent[];
-  /** End of output: flush anything held back (as content when it never became a call). */
-  finish(): StreamEvent[];
-}
-
-export interface ToolTextParser {
-  /** Stable, kebab-case, user-facing (config pins parsers by this name). */
-  readonly name: string;
-  /** Literal strings whose presence makes this family worth trying (cheap indexOf scan). */
-  readonly markers: readonly string[];
-  /** Lower runs first when several parsers' markers match. */
-  readonly priority: number;
-  /** The backend parser that would have handled this format, for the operator's log line. */
-  readonly backend: { vllm?: string; llamacpp?: string; sglang?: string };
-  /** Parse a complete text; null = not mine. */
-  parse(text: string, ctx: ParseContext): ParseResult | null;
-  createStream(ctx: ParseContext): StreamParser;
+/** The backend parsers that would have handled a format, for the operator's log line. */
+export interface BackendNames {
+  vllm?: string;
+  llamacpp?: string;
+  sglang?: string;
 }
 
 export type LeakSource = 'content' | 'reasoning' | 'error';

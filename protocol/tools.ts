@@ -7,14 +7,16 @@ import type { ChatCompletionRequest, JsonObject } from './openai.js';
  */
 export const MAX_DECLARED_TOOLS = 4096;
 
-export interface DeclaredToolInfo {
+/** A declared tool, as the request declared it (also what leak recovery reads: parsers/). */
+export interface DeclaredTool {
   name: string;
+  /** The JSON schema of its parameters (may be absent); XML-ish leak formats type raw values by it. */
   parameters?: JsonObject;
 }
 
 /** The request's declared function tools by name (the safety rules accept calls only to these). */
-export function declaredTools(request: ChatCompletionRequest): Map<string, DeclaredToolInfo> {
-  const map = new Map<string, DeclaredToolInfo>();
+export function declaredTools(request: ChatCompletionRequest): Map<string, DeclaredTool> {
+  const map = new Map<string, DeclaredTool>();
   if (!Array.isArray(request.tools)) return map;
   for (const tool of request.tools) {
     const fn = tool?.function;

@@ -14,7 +14,7 @@ import type {
   Usage,
 } from '../../protocol/openai.js';
 import type { PolicyEffect } from '../../policies/types.js';
-import { scanJsonValue } from '../../parsers/util/json-scan.js';
+import { scanJsonValue } from '../../parsers/kit/json-scan.js';
 import { type OpenResult, openUpstream, readUpstreamBody } from './attempt.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { finalAnswerIn, recordPolicyEffects, settleRetry } from './effects.js';

@@ -4,8 +4,8 @@
  * MAX_NESTING (512) is now "not a call": the text stays content, never an exception.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_NESTING, nestsDeeper } from '../../parsers/util/json-scan.js';
-import { decodeJsonLenient, unsafeArguments } from '../../parsers/util/lenient-json.js';
+import { MAX_NESTING, nestsDeeper } from '../../parsers/kit/json-scan.js';
+import { decodeJsonLenient, unsafeArguments } from '../../parsers/kit/lenient-json.js';
 import { collectStream, startStack, type Stack } from '../server/stack.js';
 import { chunks, options, streamed, toolsOf, view, whole } from './engine-helpers.js';
 

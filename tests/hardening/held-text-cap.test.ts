@@ -101,6 +101,24 @@ describe('streaming equals non-streaming around the cap, for any split', () => {
     '<',
     '"',
   );
+  it('the character before a marker is the same for every split (found by the property below)', () => {
+    // the scanner used to trim its buffer up to the scan position, so after a cut a pythonic
+    // list looked like it opened the output: streamed "x=y" + "[f(a=1)]" gave a call (and a
+    // capped "<tool_call>" + "[f(a=1)]" a 'too-long' record) that the whole text did not
+    for (const [text, cap] of [
+      ['x=y[f(a=1)]', undefined],
+      ['<tool_call>[f(a=1)]', 1],
+    ] as const) {
+      const o = () => options(tools, cap ? { maxHeldBytes: cap } : {});
+      const w = view(whole(text, o()));
+      expect(w.calls).toEqual([]);
+      expect(w.content).toBe(text);
+      for (let cut = 0; cut <= text.length; cut++)
+        expect(view(streamed([text.slice(0, cut), text.slice(cut)], o()))).toEqual(w);
+      expect(view(streamed(chunks(text, 1), o()))).toEqual(w);
+    }
+  });
+
   it('random outputs, random caps, random chunkings', () => {
     fc.assert(
       fc.property(

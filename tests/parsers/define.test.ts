@@ -1,15 +1,15 @@
 /**
- * The family kit: a toy START…END family built with delimitedEnvelope gets a correct
- * parse() and streaming parser from defineFamily, for any split.
+ * The family kit: a toy START…END family built with delimitedEnvelope, run by the engine on
+ * its own, reads calls, keeps a broken envelope as text and streams equal to one piece.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { defineFamily } from '../../parsers/define.js';
-import { buildScanPlan } from '../../parsers/scanner.js';
-import { createEngineStream } from '../../parsers/engine.js';
-import { hermes } from '../../parsers/hermes.js';
-import type { StreamEvent } from '../../parsers/types.js';
-import { callsFromJsonBody, delimitedEnvelope } from '../../parsers/util/envelope.js';
+import { defineFamily } from '../../parsers/engine/define.js';
+import { buildScanPlan } from '../../parsers/engine/scanner.js';
+import { createEngineStream } from '../../parsers/engine/engine.js';
+import { hermes } from '../../parsers/formats/hermes.js';
+import { collectEvents } from '../../parsers/recover.js';
+import { callsFromJsonBody, delimitedEnvelope } from '../../parsers/kit/envelope.js';
 
 const toy = defineFamily({
   name: 'toy',
@@ -23,46 +23,59 @@ const toy = defineFamily({
 });
 const ctx = { tools: new Map([['f', { name: 'f' }]]) };
 
+const toyPlan = buildScanPlan([toy]);
+
+/** The toy family alone through the engine, fed in `pieces`. */
+function run(pieces: readonly string[]) {
+  let n = 0;
+  const s = createEngineStream({ plan: toyPlan, tools: ctx.tools, newId: () => `call_${n++}` });
+  const events = [...pieces.flatMap((p) => s.push({ content: p })), ...s.finish()];
+  const r = collectEvents(events, s);
+  return {
+    content: r.content,
+    calls: r.calls.map((c) => ({ name: c.name, arguments: JSON.parse(c.arguments) as unknown })),
+    leaks: r.leaks.map((l) => `${l.outcome}:${l.reason ?? ''}`),
+  };
+}
+
 describe('defineFamily + delimitedEnvelope', () => {
-  it('parse() returns calls and leftover content, null when the text is not in the family', () => {
-    expect(toy.parse('pre <<CALL>>{"name": "f", "arguments": {"x": 1}}<<END>> post', ctx)).toEqual({
+  it('reads calls and joins the leftover content', () => {
+    expect(run(['pre <<CALL>>{"name": "f", "arguments": {"x": 1}}<<END>> post'])).toEqual({
       calls: [{ name: 'f', arguments: { x: 1 } }],
       content: 'pre\npost',
+      leaks: ['recovered:'],
     });
-    expect(toy.parse('nothing here', ctx)).toBeNull();
+    expect(run(['nothing here'])).toEqual({ calls: [], content: 'nothing here', leaks: [] });
   });
 
-  it('parse() reports a broken envelope and keeps its text', () => {
-    expect(toy.parse('<<CALL>>not json<<END>>', ctx)).toEqual({
+  it('a broken envelope keeps its text and is recorded', () => {
+    expect(run(['<<CALL>>not json<<END>>'])).toEqual({
       calls: [],
       content: '<<CALL>>not json<<END>>',
-      broken: true,
+      leaks: ['unrecovered:body is not JSON'],
     });
   });
 
   it('an unclosed envelope at the end of output is read, with a missing brace repaired', () => {
-    expect(toy.parse('<<CALL>>{"name": "f", "arguments": {"a": [1]}', ctx)?.calls).toEqual([
+    expect(run(['<<CALL>>{"name": "f", "arguments": {"a": [1]}']).calls).toEqual([
       { name: 'f', arguments: { a: [1] } },
     ]);
   });
 
-  it('createStream gives the same result for every split', () => {
+  it('gives the same result for every split', () => {
     const text =
       'a <<CALL>>{"name": "f", "arguments": {"s": "😀<<END"}}<<END>> b <<CALL>>{"name": "g"}<<END>>';
-    const whole = toy.parse(text, ctx);
+    const whole = run([text]);
     fc.assert(
       fc.property(fc.array(fc.nat({ max: text.length }), { maxLength: 10 }), (cuts) => {
-        const s = toy.createStream(ctx);
-        const ev: StreamEvent[] = [];
+        const pieces: string[] = [];
         let prev = 0;
         for (const c of [...cuts].sort((x, y) => x - y)) {
-          ev.push(...s.push(text.slice(prev, c)));
+          pieces.push(text.slice(prev, c));
           prev = c;
         }
-        ev.push(...s.push(text.slice(prev)), ...s.finish());
-        const content = ev.map((e) => (e.type === 'content' ? e.text : '')).join('');
-        const calls = ev.flatMap((e) => (e.type === 'call-end' ? [e.call] : []));
-        expect({ content, calls }).toEqual({ content: whole?.content, calls: whole?.calls });
+        pieces.push(text.slice(prev));
+        expect(run(pieces)).toEqual(whole);
       }),
       { numRuns: 200, seed: 3 },
     );

@@ -1,6 +1,6 @@
 /** Gemma 4 / FunctionGemma argument syntax: `{key:<|"|>text<|"|>,n:1,…}`. */
 import { describe, expect, it } from 'vitest';
-import { decodeDelimitedObject } from '../../parsers/gemma4.js';
+import { decodeDelimitedObject } from '../../parsers/formats/gemma4.js';
 
 const Q = '<|"|>';
 const decode = (s: string, quote = Q) => decodeDelimitedObject(s, 0, quote)?.value ?? null;

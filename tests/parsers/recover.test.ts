@@ -119,7 +119,7 @@ describe('createRecoveryStream', () => {
     const s = createRecoveryStream(opts());
     expect(s.push({ content: 'Hello wor' })).toEqual([{ type: 'content', text: 'Hello wor' }]);
     expect(s.push({ content: 'ld <tool' })).toEqual([{ type: 'content', text: 'ld' }]);
-    // a complete call is held until the end (or a bare </think> making it a draft: bare-think.ts)
+    // a complete call is held until the end (or a bare </think> making it a draft: engine/bare-think.ts)
     expect(
       s.push({ content: '_call>{"name": "get_weather", "arguments": {"days": 2}}</tool_call>' }),
     ).toEqual([]);

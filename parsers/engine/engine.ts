@@ -1,0 +1,251 @@
+/**
+ * The recovery stream: think splitting -> envelope scanner -> safety rules -> events.
+ * recoverMessage is this same machine fed in one piece, so the two paths cannot drift.
+ */
+import { BareThinkWatch } from './bare-think.js';
+import { ContentSink } from './content-sink.js';
+import type { EnvelopeMatch, FamilyParser } from './family.js';
+import type { RecoveryEvent, RecoveryStream } from '../recover-types.js';
+import { DEFAULT_MAX_HELD, EnvelopeScanner, type ScanEvent, type ScanPlan, TOO_LONG } from './scanner.js';
+import { ThinkSplitter } from './think-split.js';
+import type { DeclaredTool, LeakRecord, LeakSource, ParseContext } from '../types.js';
+import { normalizeArguments, unsafeArguments } from '../kit/lenient-json.js';
+import { decodeStructuredStrings } from '../kit/schema-values.js';
+
+export interface EngineOptions {
+  plan: ScanPlan;
+  tools: ReadonlyMap<string, DeclaredTool>;
+  newId: () => string;
+  startsInReasoning?: boolean;
+  /** Cap on text held for a possible envelope (code units); default DEFAULT_MAX_HELD (1 MiB). */
+  maxHeld?: number;
+}
+
+/** Leak reason for a complete call written before a bare </think> (see bare-think.ts). */
+export const DRAFT = 'draft before </think>';
+
+export interface AcceptedCall {
+  name: string;
+  arguments: Record<string, unknown>;
+  id?: string;
+  repairs: string[];
+}
+
+export function backendHint(f: FamilyParser): string | undefined {
+  const b = f.backend;
+  if (b.vllm) return `vllm --tool-call-parser ${b.vllm}`;
+  if (b.llamacpp) return `llama-server chat format ${b.llamacpp}`;
+  if (b.sglang) return `sglang --tool-call-parser ${b.sglang}`;
+  return undefined;
+}
+
+/** The safety rules: every call declared and with object arguments, or the envelope is refused. */
+export function judgeEnvelope(
+  m: EnvelopeMatch,
+  tools: ReadonlyMap<string, DeclaredTool>,
+): { ok: true; calls: AcceptedCall[] } | { ok: false; outcome: 'unrecovered' | 'rejected'; reason: string } {
+  if (m.error !== undefined) return { ok: false, outcome: 'unrecovered', reason: m.error };
+  if (m.calls.length === 0) return { ok: false, outcome: 'unrecovered', reason: 'empty envelope' };
+  const out: AcceptedCall[] = [];
+  for (const c of m.calls) {
+    if (typeof c.name !== 'string' || c.name === '')
+      return { ok: false, outcome: 'unrecovered', reason: 'no name' };
+    if (!tools.has(c.name)) {
+      return {
+        ok: false,
+        outcome: 'rejected',
+        reason: `undeclared tool ${JSON.stringify(c.name.slice(0, 64))}`,
+      };
+    }
+    const args = normalizeArguments(c.arguments, { allowMissingClose: m.truncated === true });
+    if (!args) return { ok: false, outcome: 'rejected', reason: 'arguments are not a JSON object' };
+    // canonicalisation (JSON.stringify) recurses and drops prototype-held keys: check first
+    const unsafe = unsafeArguments(args.value);
+    if (unsafe) return { ok: false, outcome: 'unrecovered', reason: unsafe };
+    const repairs = [...(c.repairs ?? []), ...args.repairs];
+    if (m.truncated) repairs.push('unclosed-envelope');
+    const typed = decodeStructuredStrings(args.value, tools.get(c.name));
+    if (typed) repairs.push('string-value');
+    out.push({ name: c.name, arguments: typed ?? args.value, repairs, ...(c.id ? { id: c.id } : {}) });
+  }
+  return { ok: true, calls: out };
+}
+
+/** Holds back a trailing high surrogate so no event ever ends in half a character. */
+class SurrogateCarry {
+  private carry = '';
+  take(text: string, final: boolean): string {
+    let t = this.carry + text;
+    this.carry = '';
+    if (!final && t.length > 0) {
+      const c = t.charCodeAt(t.length - 1);
+      if (c >= 0xd800 && c <= 0xdbff) {
+        this.carry = t.slice(-1);
+        t = t.slice(0, -1);
+      }
+    }
+    return t;
+  }
+}
+
+export function createEngineStream(opts: EngineOptions): RecoveryStream {
+  const ctx: ParseContext = { tools: opts.tools };
+  const maxHeld = opts.maxHeld ?? DEFAULT_MAX_HELD;
+  const think = new ThinkSplitter(opts.startsInReasoning === true, maxHeld);
+  const scanner = new EnvelopeScanner(opts.plan, ctx, { maxHeld });
+  const sink = new ContentSink(maxHeld);
+  const contentCarry = new SurrogateCarry();
+  const reasoningCarry = new SurrogateCarry();
+  const leaks: LeakRecord[] = [];
+  let reasoningAll = '';
+  let callCount = 0;
+  let finished = false;
+  const bareThink = new BareThinkWatch(maxHeld);
+  if (opts.startsInReasoning === true) bareThink.stop();
+  /** judgeEnvelope's verdict per envelope event, so a held envelope is judged once. */
+  const verdicts = new WeakMap<ScanEvent, ReturnType<typeof judgeEnvelope>>();
+  const judge = (e: Extract<ScanEvent, { type: 'envelope' }>) => {
+    let v = verdicts.get(e);
+    if (!v) {
+      v = judgeEnvelope(e.match, opts.tools);
+      verdicts.set(e, v);
+    }
+    return v;
+  };
+  const isPassThrough = (m: EnvelopeMatch) =>
+    m.control || (m.calls.length === 0 && m.error === undefined && (m.content || m.reasoning));
+
+  function emitCalls(
+    calls: AcceptedCall[],
+    family: FamilyParser,
+    hint: string | undefined,
+    source: LeakSource,
+    out: RecoveryEvent[],
+  ): void {
+    for (const c of calls) {
+      const index = callCount++;
+      const id = c.id ?? opts.newId();
+      out.push({ type: 'call-start', index, id, name: c.name });
+      out.push({ type: 'call-args', index, fragment: JSON.stringify(c.arguments) });
+      out.push({ type: 'call-end', index });
+      const rec: LeakRecord = { format: family.name, source, outcome: 'recovered' };
+      if (hint) rec.backendHint = hint;
+      if (c.repairs.length > 0) rec.repairs = c.repairs;
+      leaks.push(rec);
+    }
+  }
+
+  function reasoning(text: string, out: RecoveryEvent[]): void {
+    if (text === '') return;
+    reasoningAll += text;
+    out.push({ type: 'reasoning', text });
+  }
+
+  function content(text: string, out: RecoveryEvent[]): void {
+    const t = sink.write(text);
+    if (t !== '') out.push({ type: 'content', text: t });
+  }
+
+  function onScan(events: ScanEvent[], out: RecoveryEvent[]): void {
+    for (const e of events) {
+      const isCall = e.type === 'envelope' && !isPassThrough(e.match) && judge(e).ok;
+      for (const r of bareThink.feed(e, isCall)) handle(r.e, r.draft, out);
+    }
+  }
+
+  function handle(e: ScanEvent, draft: boolean, out: RecoveryEvent[]): void {
+    if (e.type === 'text') {
+      content(e.text, out);
+      return;
+    }
+    if (e.type === 'too-long') {
+      // an output held as a possible whole-output call passed the cap: it flows as text now
+      leaks.push({ format: e.family.name, source: 'content', outcome: 'unrecovered', reason: TOO_LONG });
+      return;
+    }
+    const m = e.match;
+    if (isPassThrough(m)) {
+      sink.cut();
+      if (m.reasoning) reasoning(m.reasoning, out);
+      if (m.content) {
+        content(m.content, out);
+        sink.cut();
+      }
+      return;
+    }
+    const verdict: ReturnType<typeof judgeEnvelope> = draft
+      ? { ok: false, outcome: 'rejected', reason: DRAFT }
+      : judge(e);
+    if (verdict.ok) {
+      sink.cut();
+      if (m.reasoning) reasoning(m.reasoning, out);
+      if (m.content) {
+        content(m.content, out);
+        sink.cut();
+      }
+      emitCalls(verdict.calls, e.family, m.backendHint ?? backendHint(e.family), 'content', out);
+    } else {
+      // unsure: the raw envelope stays in content, byte for byte
+      content(e.raw, out);
+      const rec: LeakRecord = {
+        format: e.family.name,
+        source: 'content',
+        outcome: verdict.outcome,
+        reason: verdict.reason,
+      };
+      const hint = m.backendHint ?? backendHint(e.family);
+      if (hint) rec.backendHint = hint;
+      leaks.push(rec);
+    }
+  }
+
+  function flushHeld(out: RecoveryEvent[]): void {
+    for (const r of bareThink.finish()) handle(r.e, r.draft, out);
+  }
+
+  function onThink(pieces: ReturnType<ThinkSplitter['push']>, out: RecoveryEvent[]): void {
+    if (think.opened) bareThink.stop();
+    for (const p of pieces) {
+      if (p.kind === 'cut') sink.cut();
+      else if (p.kind === 'reasoning') reasoning(p.text, out);
+      else onScan(scanner.push(p.text), out);
+    }
+  }
+
+  function promote(out: RecoveryEvent[]): void {
+    if (callCount > 0 || sink.hasContent || reasoningAll === '') return;
+    const s = new EnvelopeScanner(opts.plan, ctx, { whole: false, maxHeld });
+    const events = [...s.push(reasoningAll), ...s.finish()];
+    for (const e of events) {
+      if (e.type !== 'envelope' || e.match.truncated || e.match.control) continue;
+      const v = judgeEnvelope(e.match, opts.tools);
+      if (v.ok) emitCalls(v.calls, e.family, e.match.backendHint ?? backendHint(e.family), 'reasoning', out);
+    }
+  }
+
+  return {
+    push(d) {
+      if (finished) throw new Error('recovery stream already finished');
+      const out: RecoveryEvent[] = [];
+      if (d.reasoning) reasoning(reasoningCarry.take(d.reasoning, false), out);
+      if (d.content) onThink(think.push(contentCarry.take(d.content, false)), out);
+      return out;
+    },
+    finish() {
+      if (finished) return [];
+      finished = true;
+      const out: RecoveryEvent[] = [];
+      reasoning(reasoningCarry.take('', true), out);
+      const rest = contentCarry.take('', true);
+      if (rest) onThink(think.push(rest), out);
+      onThink(think.finish(), out);
+      onScan(scanner.finish(), out);
+      flushHeld(out);
+      const tail = sink.finish();
+      if (tail) out.push({ type: 'content', text: tail });
+      promote(out);
+      return out;
+    },
+    leaks: () => leaks.slice(),
+  };
+}

@@ -1,0 +1,91 @@
+/**
+ * How a format family plugs into the engine. A family only says how to read ONE envelope
+ * starting at a marker (`match`) or, for strict whole-output formats, how to read the whole
+ * text (`matchWhole`). The engine (scanner.ts) owns marker search, partial-marker hold-back,
+ * streaming, whitespace, safety rules and leak records, so every family gets a correct
+ * streaming parser for free.
+ *
+ * Contract for `match` (this is what makes streaming equal non-streaming for any split):
+ * - Prefix-stable: a non-'need-more' answer given on text T must be the same answer on every
+ *   extension of T. Return 'need-more' whenever more text could change the answer and
+ *   `final` is false. With `final` true, always decide.
+ * - null = "not mine" (the marker is then ordinary text, or another family's).
+ * - Pure and linear in the envelope length.
+ */
+import type { BackendNames, ParseContext, ParsedCall } from '../types.js';
+
+export interface EnvelopeMatch {
+  /** Index just after the envelope (its end marker, or text.length when it ran to the end). */
+  end: number;
+  /** Calls read from the envelope (any number; all-or-nothing under the safety rules). */
+  calls: ParsedCall[];
+  /** Set when the envelope was recognised but its body could not be read: raw text stays. */
+  error?: string;
+  /** The envelope was closed by the end of output, not by its end marker. */
+  truncated?: boolean;
+  /** Text the envelope contributes as content (e.g. harmony's final channel). */
+  content?: string;
+  /** Text the envelope contributes as reasoning (e.g. harmony's analysis channel). */
+  reasoning?: string;
+  /** Pure control tokens (no call): removed even when no call is recovered. */
+  control?: boolean;
+  /** Overrides the family's backend hint for this envelope (e.g. DeepSeek V3.1 vs V3). */
+  backendHint?: string;
+}
+
+export type MatchResult = EnvelopeMatch | 'need-more' | null;
+
+export interface MatchInput {
+  /**
+   * The buffered output from some point before the marker: `text[start - 1]` is the output's
+   * own character before the marker (the scanner keeps one across trims), and `start === 0`
+   * only at the start of the output. Nothing further back is guaranteed.
+   */
+  text: string;
+  /** Index of the marker. */
+  start: number;
+  /** Which of the family's markers is at `start`. */
+  marker: string;
+  /** No more text will come. */
+  final: boolean;
+  ctx: ParseContext;
+  /**
+   * text.indexOf(literal, from), memoised by the scanner across calls so that many markers
+   * without their end marker do not rescan the rest of the text each time (hostile inputs).
+   * Prefer it over indexOf for end-marker searches.
+   */
+  find(literal: string, from: number): number;
+}
+
+export interface FamilySpec {
+  name: string;
+  /** Start markers (literal strings) for envelope families. */
+  markers: readonly string[];
+  /** Lower runs first when several families own the marker at a position. */
+  priority: number;
+  /** The backend parser that would have handled this format, for the operator's log line. */
+  backend: BackendNames;
+  match?(input: MatchInput): MatchResult;
+  /**
+   * Strict whole-output formats (bare JSON, pythonic lists): the text must START with one of
+   * these (after whitespace) for the engine to hold it to the end and call matchWhole.
+   */
+  wholeStarts?: readonly string[];
+  /**
+   * Starts that depend on the request (e.g. a declared tool's name): read once per message.
+   * Keep them specific: every output starting with one is held to the end (up to maxHeld).
+   */
+  wholeStartsFor?(ctx: ParseContext): readonly string[];
+  /** Reads the complete content (untrimmed). null = not a call in this family. */
+  matchWhole?(text: string, ctx: ParseContext): EnvelopeMatch | null;
+}
+
+/** A registered family: what the registry, the scan plan and the leak records read. */
+export interface FamilyParser {
+  /** Stable, kebab-case, user-facing (config pins parsers by this name). */
+  readonly name: string;
+  readonly markers: readonly string[];
+  readonly priority: number;
+  readonly backend: BackendNames;
+  readonly spec: FamilySpec;
+}

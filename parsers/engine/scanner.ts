@@ -1,0 +1,375 @@
+/**
+ * The incremental envelope scanner: one pass with a carry buffer. Used for BOTH the
+ * non-streaming path (push everything, finish) and the streaming path, which is what makes
+ * them equal for any chunking.
+ *
+ * Hazards handled here:
+ * - a marker split across chunks: the shortest tail that could start a marker is held back;
+ * - an envelope still arriving: the family answers 'need-more'; a small one is re-asked on each
+ *   push, a large one only after the buffer grew geometrically, so a 1 MB envelope in 8-char
+ *   chunks stays linear overall;
+ * - whole-output formats: when the output starts like one ('{', '[', '```'), everything is held
+ *   to the end and offered to matchWhole before the marker scan;
+ * - held text is capped (maxHeld, code units): an output held for matchWhole that grows past
+ *   the cap, or an envelope still open that long after its marker, is released as text (a
+ *   'too-long' event; the envelope keeps only its marker, like any broken one). The decision
+ *   depends on the text only (a family sees at most maxHeld chars after its marker, and a
+ *   whole output longer than that is never whole), so every split decides the same.
+ */
+import { DEFAULT_MAX_HELD_BYTES } from '../../protocol/settings.js';
+import type { EnvelopeMatch, FamilyParser } from './family.js';
+import { skipWs } from '../kit/json-scan.js';
+import type { ParseContext } from '../types.js';
+
+export type ScanEvent =
+  | { type: 'text'; text: string }
+  | { type: 'envelope'; family: FamilyParser; match: EnvelopeMatch; raw: string }
+  /** A whole output held for `family` passed the cap: it is scanned as text from here. */
+  | { type: 'too-long'; family: FamilyParser };
+
+interface MarkerEntry {
+  marker: string;
+  /** Families owning this marker, by priority. */
+  families: FamilyParser[];
+}
+
+/** Pre-computed lookup over the enabled families; build once per parser set. */
+export interface ScanPlan {
+  families: readonly FamilyParser[];
+  /** Markers by their first code unit (partial markers at the buffer's tail). */
+  byFirst: Map<number, MarkerEntry[]>;
+  /** Markers by their first two code units (the hot path: one Map lookup per candidate char). */
+  byFirstTwo: Map<number, MarkerEntry[]>;
+  firstChars: RegExp;
+  wholeStarts: string[];
+  wholeFamilies: FamilyParser[];
+}
+
+function twoKey(s: string, i: number): number {
+  return s.charCodeAt(i) * 0x10000 + s.charCodeAt(i + 1);
+}
+
+function escapeClass(ch: string): string {
+  return /[\\\]^-]/.test(ch) ? `\\${ch}` : ch;
+}
+
+export function buildScanPlan(families: readonly FamilyParser[]): ScanPlan {
+  const sorted = [...families].sort((a, b) => a.priority - b.priority || a.name.localeCompare(b.name));
+  const byMarker = new Map<string, FamilyParser[]>();
+  for (const f of sorted) {
+    if (!f.spec.match) continue;
+    for (const m of f.spec.markers) {
+      if (m === '') continue;
+      const list = byMarker.get(m) ?? [];
+      list.push(f);
+      byMarker.set(m, list);
+    }
+  }
+  const byFirst = new Map<number, MarkerEntry[]>();
+  for (const [marker, fams] of byMarker) {
+    const c = marker.charCodeAt(0);
+    const list = byFirst.get(c) ?? [];
+    list.push({ marker, families: fams });
+    byFirst.set(c, list);
+  }
+  // longest first, so a marker that extends another is tried first at the same position
+  for (const list of byFirst.values()) list.sort((a, b) => b.marker.length - a.marker.length);
+  const byFirstTwo = new Map<number, MarkerEntry[]>();
+  for (const list of byFirst.values()) {
+    for (const e of list) {
+      const key = e.marker.length === 1 ? -1 - e.marker.charCodeAt(0) : twoKey(e.marker, 0);
+      const l = byFirstTwo.get(key) ?? [];
+      l.push(e);
+      byFirstTwo.set(key, l);
+    }
+  }
+  const chars = [...byFirst.keys()].map((c) => escapeClass(String.fromCharCode(c))).join('');
+  const wholeFamilies = sorted.filter(
+    (f) => f.spec.matchWhole && ((f.spec.wholeStarts?.length ?? 0) > 0 || f.spec.wholeStartsFor),
+  );
+  return {
+    families: sorted,
+    byFirst,
+    byFirstTwo,
+    firstChars: new RegExp(chars === '' ? '[^\\s\\S]' : `[${chars}]`, 'g'),
+    wholeStarts: [...new Set(wholeFamilies.flatMap((f) => f.spec.wholeStarts ?? []))],
+    wholeFamilies,
+  };
+}
+
+type Mode = 'start' | 'hold' | 'scan';
+
+/**
+ * After this many broken envelopes from one family in one message, its markers are plain text.
+ * A broken envelope consumes only its marker and the text after it is scanned again; without a
+ * cap, garbage made of repeated markers would cost (markers x text) work.
+ */
+export const MAX_BROKEN_PER_FAMILY = 32;
+
+/** Envelopes still arriving are re-parsed on every push while smaller than this (chars). */
+const RETRY_EVERY_PUSH = 2048;
+
+/** Default cap on text held for a possible envelope or whole output (code units). */
+export const DEFAULT_MAX_HELD = DEFAULT_MAX_HELD_BYTES;
+
+/** Code units kept before the scan position when the buffer is trimmed (see MatchInput.text). */
+const LOOKBEHIND = 1;
+
+/** The error a too-long envelope is refused with (also the leak record's reason). */
+export const TOO_LONG = 'too-long';
+
+export class EnvelopeScanner {
+  private buf = '';
+  private pos = 0;
+  private mode: Mode;
+  /** While an envelope answered 'need-more': do not ask again before the buffer reaches this length. */
+  private retryAt = 0;
+  private done = false;
+  /** Characters dropped from the front of buf (find() memo works in absolute offsets). */
+  private base = 0;
+  private readonly findMemo = new Map<string, { from: number; found: number; scannedTo: number }>();
+  private readonly broken = new Map<FamilyParser, number>();
+  /** In 'start' mode: buf[0..startWs) is known whitespace (a blank run is walked once, not per push). */
+  private startWs = 0;
+
+  private readonly maxHeld: number;
+  /** Whole-output starts for this message: the plan's plus the request-dependent ones. */
+  private readonly starts: Array<{ start: string; family: FamilyParser }>;
+  private readonly longestStart: number;
+
+  constructor(
+    private readonly plan: ScanPlan,
+    private readonly ctx: ParseContext,
+    opts: { whole?: boolean; maxHeld?: number } = {},
+  ) {
+    this.mode = plan.wholeFamilies.length > 0 && opts.whole !== false ? 'start' : 'scan';
+    this.maxHeld = Math.max(1, opts.maxHeld ?? DEFAULT_MAX_HELD);
+    this.starts = [];
+    if (this.mode === 'start') {
+      for (const f of plan.wholeFamilies) {
+        for (const start of [...(f.spec.wholeStarts ?? []), ...(f.spec.wholeStartsFor?.(ctx) ?? [])]) {
+          if (start !== '') this.starts.push({ start, family: f });
+        }
+      }
+    }
+    this.longestStart = Math.max(16, ...this.starts.map((s) => s.start.length));
+  }
+
+  push(text: string): ScanEvent[] {
+    if (this.done) throw new Error('scanner finished');
+    if (
+      this.mode === 'start' &&
+      this.startWs === this.buf.length &&
+      this.buf.length + text.length <= this.maxHeld &&
+      skipWs(text, 0) === text.length
+    ) {
+      // leading blank run: append without reading buf (see ThinkSplitter.push)
+      this.buf += text;
+      this.startWs = this.buf.length;
+      return [];
+    }
+    this.buf += text;
+    return this.run(false);
+  }
+
+  finish(): ScanEvent[] {
+    const out = this.run(true);
+    this.done = true;
+    return out;
+  }
+
+  private run(final: boolean): ScanEvent[] {
+    const out: ScanEvent[] = [];
+    if (this.mode === 'start') this.decideStart(final);
+    if (this.mode === 'hold' && this.buf.length > this.maxHeld) {
+      // held past the cap: never a whole output (the same for every split, since it only
+      // depends on the total length); release it to the marker scan
+      const family = this.wholeFamilyFor();
+      if (family) out.push({ type: 'too-long', family });
+      this.mode = 'scan';
+    }
+    if (this.mode === 'hold') {
+      if (!final) return out;
+      const whole = this.tryWhole();
+      if (whole) {
+        out.push(whole);
+        this.buf = '';
+        this.pos = 0;
+        return out;
+      }
+      this.mode = 'scan';
+    }
+    if (this.mode === 'scan') this.scan(final, out);
+    if (this.pos > LOOKBEHIND) {
+      // keep the code unit before pos: a family may read text[start - 1] (pythonic's list
+      // after prose), which must be the output's own character for every split, and
+      // start === 0 must mean the start of the output, not of the buffer
+      const drop = this.pos - LOOKBEHIND;
+      this.base += drop;
+      this.buf = this.buf.slice(drop);
+      this.retryAt = Math.max(0, this.retryAt - drop);
+      this.pos = LOOKBEHIND;
+    }
+    return out;
+  }
+
+  private decideStart(final: boolean): void {
+    const i = skipWs(this.buf, this.startWs);
+    this.startWs = i;
+    if (i > this.maxHeld) {
+      // a blank run longer than the cap before anything else: not a whole output
+      this.mode = 'scan';
+      return;
+    }
+    if (i === this.buf.length) {
+      if (final) this.mode = 'scan';
+      return;
+    }
+    const rest = this.buf.slice(i, i + this.longestStart);
+    let prefixOnly = false;
+    for (const { start: s } of this.starts) {
+      if (rest.startsWith(s)) {
+        this.mode = 'hold';
+        return;
+      }
+      if (s.startsWith(rest)) prefixOnly = true;
+    }
+    this.mode = prefixOnly && !final ? 'start' : 'scan';
+  }
+
+  /** The first whole family (by priority) whose start the held output has. */
+  private wholeFamilyFor(): FamilyParser | undefined {
+    const i = skipWs(this.buf, 0);
+    return this.starts.find((s) => this.buf.startsWith(s.start, i))?.family;
+  }
+
+  private tryWhole(): ScanEvent | null {
+    for (const f of this.plan.wholeFamilies) {
+      const m = f.spec.matchWhole?.(this.buf, this.ctx);
+      if (m) return { type: 'envelope', family: f, match: { ...m, end: this.buf.length }, raw: this.buf };
+    }
+    return null;
+  }
+
+  private scan(final: boolean, out: ScanEvent[]): void {
+    const buf = this.buf;
+    if (this.retryAt > buf.length && !final) return;
+    const re = this.plan.firstChars;
+    let textStart = this.pos;
+    let i = this.pos;
+    for (;;) {
+      re.lastIndex = i;
+      const hit = re.exec(buf);
+      if (!hit) break;
+      i = hit.index;
+      const r = this.tryAt(i, final);
+      if (r === 'hold') {
+        if (i > textStart) out.push({ type: 'text', text: buf.slice(textStart, i) });
+        this.pos = i;
+        return;
+      }
+      if (r === null) {
+        i++;
+        continue;
+      }
+      if (i > textStart) out.push({ type: 'text', text: buf.slice(textStart, i) });
+      out.push(r);
+      i = r.match.end;
+      textStart = i;
+      this.retryAt = 0;
+    }
+    if (buf.length > textStart) out.push({ type: 'text', text: buf.slice(textStart) });
+    this.pos = buf.length;
+  }
+
+  private readonly find = (lit: string, from: number): number => {
+    const buf = this.buf;
+    const absFrom = from + this.base;
+    const memo = this.findMemo.get(lit);
+    let searchFrom = from;
+    if (memo && memo.from <= absFrom) {
+      if (memo.found >= absFrom) return memo.found - this.base;
+      if (memo.found === -1) searchFrom = Math.max(from, memo.scannedTo - this.base - lit.length + 1);
+    }
+    const r = buf.indexOf(lit, searchFrom);
+    const keepFrom = memo && memo.from <= absFrom && memo.found === -1 ? memo.from : absFrom;
+    this.findMemo.set(lit, {
+      from: keepFrom,
+      found: r < 0 ? -1 : r + this.base,
+      scannedTo: buf.length + this.base,
+    });
+    return r;
+  };
+
+  /** An envelope at i, null (plain text here), or 'hold' (partial marker or need-more). */
+  private tryAt(i: number, final: boolean): Extract<ScanEvent, { type: 'envelope' }> | null | 'hold' {
+    const buf = this.buf;
+    const avail = buf.length - i;
+    if (avail === 1) {
+      // one char left: it can only be the start of a marker still arriving
+      if (!final && this.plan.byFirst.has(buf.charCodeAt(i))) return 'hold';
+      const single = this.plan.byFirstTwo.get(-1 - buf.charCodeAt(i));
+      if (!single) return null;
+    }
+    const entries =
+      avail === 1
+        ? this.plan.byFirstTwo.get(-1 - buf.charCodeAt(i))
+        : this.plan.byFirstTwo.get(twoKey(buf, i));
+    const singles = avail > 1 ? this.plan.byFirstTwo.get(-1 - buf.charCodeAt(i)) : undefined;
+    const all = singles ? [...(entries ?? []), ...singles] : entries;
+    if (!all) return null;
+    const tried = new Set<FamilyParser>();
+    // a family sees at most maxHeld chars after the marker: past that, 'need-more' is 'too long'
+    const limit = i + this.maxHeld;
+    const capped = buf.length > limit;
+    const text = capped ? buf.slice(0, limit) : buf;
+    const find = capped
+      ? (lit: string, from: number): number => {
+          const r = this.find(lit, from);
+          return r >= 0 && r + lit.length > limit ? -1 : r;
+        }
+      : this.find;
+    for (const e of all) {
+      if (avail < e.marker.length) {
+        // a longer marker may still complete here: decide nothing at i until it can
+        if (!final && e.marker.startsWith(buf.slice(i))) return 'hold';
+        continue;
+      }
+      if (!buf.startsWith(e.marker, i)) continue;
+      for (const f of e.families) {
+        if (tried.has(f) || (this.broken.get(f) ?? 0) >= MAX_BROKEN_PER_FAMILY) continue;
+        tried.add(f);
+        const m = f.spec.match?.({
+          text,
+          start: i,
+          marker: e.marker,
+          final: final && !capped,
+          ctx: this.ctx,
+          find,
+        });
+        if (m === 'need-more' && capped) {
+          this.broken.set(f, (this.broken.get(f) ?? 0) + 1);
+          const end = i + e.marker.length;
+          const match: EnvelopeMatch = { end, calls: [], error: TOO_LONG };
+          return { type: 'envelope', family: f, match, raw: buf.slice(i, end) };
+        }
+        if (m === 'need-more') {
+          // small envelopes are re-asked on every push (calls stream out promptly); past
+          // RETRY_EVERY_PUSH chars only after 1/8 growth, which keeps the total work linear;
+          // and always as soon as the cap is passed
+          const size = buf.length - i;
+          this.retryAt = Math.min(size < RETRY_EVERY_PUSH ? 0 : buf.length + (size >> 3), limit + 1);
+          return 'hold';
+        }
+        if (m) {
+          // a broken envelope keeps only its marker: the text after it is scanned again, so one
+          // bad tag cannot hide a good call behind it (the raw text stays content either way)
+          if (m.error !== undefined) this.broken.set(f, (this.broken.get(f) ?? 0) + 1);
+          const end = m.error !== undefined ? i + e.marker.length : Math.max(m.end, i + 1);
+          return { type: 'envelope', family: f, match: { ...m, end }, raw: buf.slice(i, end) };
+        }
+      }
+    }
+    return null;
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * gpt-oss (harmony): <|start|>assistant<|channel|>analysis<|message|>…<|end|> is reasoning,
+ * <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{…}<|call|> is a call
+ * (the recipient may also sit in the role header: <|start|>assistant to=functions.NAME<|channel|>…),
+ * <|channel|>final<|message|>…<|return|> is content. Each <|start|>/<|channel|> block is one
+ * envelope, ending at <|end|>, <|call|>, <|return|>, the next block, or the end of output.
+ * The flattened `<tool_call>assistant to=functions.NAME json {…}</tool_call>` form is read too.
+ */
+import { defineFamily } from '../engine/define.js';
+import type { EnvelopeMatch, MatchInput, MatchResult } from '../engine/family.js';
+import { decodeBody } from '../kit/envelope.js';
+import { expectLiteral, skipWs } from '../kit/json-scan.js';
+
+const START = '<|start|>';
+const CHANNEL = '<|channel|>';
+const MESSAGE = '<|message|>';
+const CONSTRAIN = '<|constrain|>';
+const TERMINATORS = ['<|end|>', '<|call|>', '<|return|>'];
+const NEXT_BLOCK = [START, CHANNEL];
+const TOOL_CALL = '<tool_call>';
+const TOOL_CALL_CLOSE = '</tool_call>';
+
+/** First terminator or next block at/after i: [index, length consumed]. */
+function bodyEnd(text: string, i: number): { at: number; len: number } | null {
+  let at = text.indexOf('<|', i);
+  while (at >= 0) {
+    for (const t of TERMINATORS) if (text.startsWith(t, at)) return { at, len: t.length };
+    for (const t of NEXT_BLOCK) if (text.startsWith(t, at)) return { at, len: 0 };
+    at = text.indexOf('<|', at + 2);
+  }
+  return null;
+}
+
+function recipientOf(header: string): string | undefined {
+  const k = header.indexOf('to=');
+  if (k < 0) return undefined;
+  let e = k + 3;
+  while (e < header.length && !/[\s<]/.test(header[e] ?? '')) e++;
+  return header.slice(k + 3, e);
+}
+
+/** A recipient (`functions.NAME`) and its JSON arguments as one call. */
+function recipientCall(recipient: string, body: string, end: number, truncated: boolean): EnvelopeMatch {
+  const d = decodeBody(body, truncated);
+  // a built-in recipient (browser.search, python) keeps its dotted name: the safety rules reject it whole
+  if (!recipient.startsWith('functions.'))
+    return { end, calls: [{ name: recipient, arguments: d?.value ?? body }] };
+  if (!d) return { end, calls: [], error: 'arguments are not JSON', ...(truncated ? { truncated } : {}) };
+  const m: EnvelopeMatch = {
+    end,
+    calls: [
+      {
+        name: recipient.slice('functions.'.length),
+        arguments: d.value,
+        ...(d.repairs.length ? { repairs: d.repairs } : {}),
+      },
+    ],
+  };
+  if (truncated) m.truncated = true;
+  return m;
+}
+
+/**
+ * Harmony flattened into a Hermes tag (vLLM's and SGLang's gpt-oss dialect of the
+ * multi-format reader): `<tool_call>assistant to=functions.NAME json\n{…}\n</tool_call>`, the
+ * `assistant` optional. Claimed only when the tag opens with the recipient.
+ */
+function flattened({ text, start, marker, final, find }: MatchInput): MatchResult {
+  let i = skipWs(text, start + marker.length);
+  for (const lit of ['assistant', 'to=']) {
+    const e = expectLiteral(text, i, lit, final);
+    if (e === 'need-more' || (i >= text.length && !final)) return 'need-more';
+    if (e === 'yes') i = skipWs(text, i + lit.length);
+    else if (lit === 'to=') return null;
+    if (lit === 'assistant' && e === 'yes' && i >= text.length) return final ? null : 'need-more';
+  }
+  const close = find(TOOL_CALL_CLOSE, start);
+  if (close < 0 && !final) return 'need-more';
+  const stop = close < 0 ? text.length : close;
+  const head = text.indexOf('{', start);
+  if (head < 0 || head > stop) return { end: stop, calls: [], error: 'no JSON arguments' };
+  const recipient = recipientOf(text.slice(start, head)) ?? '';
+  if (recipient === '') return { end: stop, calls: [], error: 'no recipient' };
+  const end = close < 0 ? text.length : close + TOOL_CALL_CLOSE.length;
+  return recipientCall(recipient, text.slice(head, stop), end, close < 0);
+}
+
+export const gptOss = defineFamily({
+  name: 'gpt-oss',
+  markers: [START, CHANNEL, TOOL_CALL],
+  priority: 10,
+  backend: { vllm: 'openai', llamacpp: 'GPT-OSS', sglang: 'gpt-oss' },
+  match(input): MatchResult {
+    if (input.marker === TOOL_CALL) return flattened(input);
+    const { text, start, final, find } = input;
+    const msg = find(MESSAGE, start);
+    if (msg < 0) {
+      // decided as soon as the header could no longer be short, so prose holding a stray token streams on
+      if (final || text.length - start > 512 + MESSAGE.length) {
+        return { end: text.length, calls: [], error: 'harmony header without message', truncated: true };
+      }
+      return 'need-more';
+    }
+    const header = text.slice(start, msg);
+    // a header is short; a very long one means this is not a harmony block
+    if (header.length > 512) return { end: start + 1, calls: [], error: 'harmony header too long' };
+    const bodyStart = msg + MESSAGE.length;
+    const be = bodyEnd(text, bodyStart);
+    if (!be && !final) return 'need-more';
+    const bodyStop = be ? be.at : text.length;
+    const end = be ? be.at + be.len : text.length;
+    const body = text.slice(bodyStart, bodyStop);
+    const ch = header.indexOf(CHANNEL);
+    const channelText = ch < 0 ? '' : header.slice(ch + CHANNEL.length).replace(CONSTRAIN, ' ');
+    const channel = channelText.trim().split(/\s+/)[0] ?? '';
+    const recipient = recipientOf(header);
+    const truncated = !be;
+    if (recipient !== undefined) return recipientCall(recipient, body, end, truncated);
+    if (channel === 'analysis') return { end, calls: [], reasoning: body, control: true };
+    return { end, calls: [], content: body, control: true };
+  },
+});

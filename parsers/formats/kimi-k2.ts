@@ -1,0 +1,73 @@
+/**
+ * Kimi K2: <|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}<|tool_call_end|>…<|tool_calls_section_end|>.
+ * The whole section is one envelope (all or nothing). The call id (functions.NAME:0) is kept,
+ * as the Kimi template expects it back in history.
+ */
+import { defineFamily } from '../engine/define.js';
+import type { MatchResult } from '../engine/family.js';
+import type { ParseContext, ParsedCall } from '../types.js';
+import { decodeBody, sectionOrLoneCall } from '../kit/envelope.js';
+import { isPlainObject } from '../kit/lenient-json.js';
+
+const SECTION_OPEN = '<|tool_calls_section_begin|>';
+const SECTION_CLOSE = '<|tool_calls_section_end|>';
+const CALL_OPEN = '<|tool_call_begin|>';
+const CALL_CLOSE = '<|tool_call_end|>';
+const ARGS = '<|tool_call_argument_begin|>';
+
+/**
+ * The function name inside a call id: `functions.get_weather:0` and `get_weather:0` name it.
+ * `functions.:0`, `functions:0` or a bare counter `0` do not (Kimi drops the name); then the
+ * call is the only declared tool, or the one declared tool whose parameters hold every
+ * argument key (vLLM infers it the same way). Ambiguous: '' (the section stays text).
+ */
+function nameFromId(id: string, ctx: ParseContext, args: unknown): string {
+  const dot = id.startsWith('functions.') ? 'functions.'.length : 0;
+  const colon = id.lastIndexOf(':');
+  const name = id.slice(dot, colon >= dot ? colon : id.length);
+  if (name !== '' && name !== 'functions' && !/^\d+$/.test(name)) return name;
+  if (ctx.tools.size === 1) return [...ctx.tools.keys()][0] ?? '';
+  if (!isPlainObject(args)) return '';
+  const keys = Object.keys(args);
+  if (keys.length === 0) return '';
+  const fits = [...ctx.tools.values()].filter((t) => {
+    const props = t.parameters?.['properties'];
+    return isPlainObject(props) && keys.every((k) => Object.hasOwn(props, k));
+  });
+  return fits.length === 1 ? (fits[0]?.name ?? '') : '';
+}
+
+/** One block: `functions.NAME:0<|tool_call_argument_begin|>{…}`; the id is kept. */
+function readCall(
+  head: string,
+  args: string,
+  truncated: boolean,
+  ctx: ParseContext,
+): ParsedCall | { error: string } {
+  const id = head.trim();
+  const d = decodeBody(args, truncated);
+  if (!d) return { error: 'arguments are not JSON' };
+  const name = nameFromId(id, ctx, d.value);
+  if (name === '') return { error: 'no function name' };
+  return { name, arguments: d.value, id, ...(d.repairs.length ? { repairs: d.repairs } : {}) };
+}
+
+const envelope = sectionOrLoneCall({
+  sectionOpen: SECTION_OPEN,
+  sectionClose: SECTION_CLOSE,
+  callOpen: CALL_OPEN,
+  callClose: CALL_CLOSE,
+  sep: ARGS,
+  noSep: 'no argument marker',
+  readCall,
+});
+
+export const kimiK2 = defineFamily({
+  name: 'kimi-k2',
+  markers: [SECTION_OPEN, CALL_OPEN],
+  priority: 10,
+  backend: { vllm: 'kimi_k2', llamacpp: 'Kimi K2', sglang: 'kimi_k2' },
+  match(input): MatchResult {
+    return envelope(input);
+  },
+});

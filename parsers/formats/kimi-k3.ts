@@ -1,0 +1,54 @@
+/**
+ * Kimi K3 "XTML" (vLLM `kimi_k3`, llama.cpp "Kimi K3"): sections opened by `<|open|>NAME attrs<|sep|>`
+ * and closed by `<|close|>NAME<|sep|>`:
+ *   <|open|>think<|sep|>…<|close|>think<|sep|>          → reasoning
+ *   <|open|>response<|sep|>…<|close|>response<|sep|>    → content (markers removed)
+ *   <|open|>tools<|sep|><|open|>call tool="NAME" index="0"<|sep|>
+ *     <|open|>argument key="K" type="string"<|sep|>value<|close|>argument<|sep|>
+ *   <|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|><|end_of_msg|>
+ * type="string" values are text (typed by the schema when it declares a non-string); other
+ * types are JSON.
+ */
+import { defineFamily } from '../engine/define.js';
+import { controlToken, matchReasoningSection, readXmlCalls, type XmlCallSpec } from '../kit/long-tail.js';
+import { closedEnvelope } from '../kit/envelope.js';
+
+const THINK = '<|open|>think<|sep|>';
+const TOOLS = '<|open|>tools<|sep|>';
+const CONTROL = [
+  '<|open|>message role="assistant"<|sep|>',
+  '<|open|>response<|sep|>',
+  '<|close|>response<|sep|>',
+  '<|close|>message<|sep|>',
+  '<|end_of_msg|>',
+];
+
+const CALLS: XmlCallSpec = {
+  callOpen: '<|open|>call tool="',
+  callNameEnd: '"',
+  callHeadEnd: '<|sep|>',
+  callClose: '<|close|>call<|sep|>',
+  argOpen: '<|open|>argument key="',
+  argNameEnd: '"',
+  argHeadEnd: '<|sep|>',
+  argClose: '<|close|>argument<|sep|>',
+  valueMode: (attrs) => (attrs.includes('type="') && !attrs.includes('type="string"') ? 'json' : 'schema'),
+};
+
+const tools = closedEnvelope({
+  open: TOOLS,
+  end: '<|close|>tools<|sep|>',
+  read: (body, ctx) => readXmlCalls(body, CALLS, ctx),
+});
+
+export const kimiK3 = defineFamily({
+  name: 'kimi-k3',
+  markers: [THINK, TOOLS, ...CONTROL],
+  priority: 40,
+  backend: { vllm: 'kimi_k3', llamacpp: 'Kimi K3' },
+  match(input) {
+    if (input.marker === THINK) return matchReasoningSection(input, '<|close|>think<|sep|>');
+    if (input.marker === TOOLS) return tools(input);
+    return controlToken(input.start, input.marker);
+  },
+});

@@ -1,0 +1,147 @@
+/**
+ * Llama 3.x / 4 JSON tool calls: {"name": …, "parameters": …} after <|python_tag|>, inside
+ * <|python_start|>…<|python_end|>, or bare. Several calls are separated by ';'.
+ * Bare JSON (no tag) is strict: the WHOLE output must be the call object(s), with the Llama
+ * key "parameters"; other bare JSON is left to the `json` family (or stays prose).
+ */
+import { defineFamily } from '../engine/define.js';
+import type { EnvelopeMatch, MatchResult } from '../engine/family.js';
+import type { ParsedCall } from '../types.js';
+import { callFromObject, peekNonWs } from '../kit/envelope.js';
+import { expectLiteral, scanJsonValue, skipWs } from '../kit/json-scan.js';
+import { decodeJsonLenient, isPlainObject } from '../kit/lenient-json.js';
+
+const TAG = '<|python_tag|>';
+const START = '<|python_start|>';
+const END = '<|python_end|>';
+const EOM = ['<|eom_id|>', '<|eot_id|>'];
+
+/** Reads `{…}; {…}` from i; returns the calls and where the list ended, or why it failed. */
+function readObjects(
+  text: string,
+  i: number,
+  limit: number,
+  allowMissingClose: boolean,
+  requireParametersKey = false,
+  newlineSeparates = false,
+): { calls: ParsedCall[]; end: number } | { error: string; end: number } | 'incomplete' {
+  const calls: ParsedCall[] = [];
+  let at = skipWs(text, i);
+  for (;;) {
+    if (at >= limit || text[at] !== '{') return { error: 'not a JSON call', end: at };
+    const scan = scanJsonValue(text, at, { stopAt: [TAG, START] });
+    if (scan?.stoppedAt !== undefined) return { error: 'unterminated JSON', end: scan.stoppedAt };
+    let end = scan?.end ?? -1;
+    let repairs: string[] = [];
+    if (end < 0 || end > limit) {
+      if (!allowMissingClose) return 'incomplete';
+      end = limit;
+    }
+    const d = decodeJsonLenient(text.slice(at, end), {
+      allowMissingClose: allowMissingClose && end === limit,
+    });
+    const call = d ? callFromObject(d.value) : null;
+    if (!d || !call) return { error: 'not a JSON call', end };
+    if (requireParametersKey && !(isPlainObject(d.value) && 'parameters' in d.value))
+      return { error: 'no parameters key', end };
+    repairs = d.repairs;
+    calls.push(repairs.length ? { ...call, repairs } : call);
+    const k = skipWs(text, end);
+    if (k < limit && text[k] === ';') {
+      const n = skipWs(text, k + 1);
+      if (n >= limit) return { calls, end: n };
+      at = n;
+      continue;
+    }
+    // Llama 3.2 also puts parallel calls on their own lines, with no ';'
+    if (newlineSeparates && text[k] === '{' && text.slice(end, k).includes('\n')) {
+      at = k;
+      continue;
+    }
+    return { calls, end };
+  }
+}
+
+function matchTag(
+  text: string,
+  start: number,
+  final: boolean,
+  find: (l: string, f: number) => number,
+): MatchResult {
+  const bodyStart = start + TAG.length;
+  const j = peekNonWs(text, bodyStart, final);
+  if (j === 'need-more') return 'need-more';
+  if (j === 'end') return { end: text.length, calls: [], error: 'empty python_tag', truncated: true };
+  if (text[j] !== '{') return { end: j, calls: [], error: 'python_tag without a JSON call' };
+  // the list ends at end of output or at an end-of-message token
+  let limit = text.length;
+  for (const t of EOM) {
+    const e = find(t, j);
+    if (e >= 0 && e < limit) limit = e;
+  }
+  const r = readObjects(text, j, limit, final && limit === text.length);
+  if (r === 'incomplete') return 'need-more';
+  if ('error' in r) return { end: r.end, calls: [], error: r.error };
+  // a ';', whitespace or a partial end token at the end may still be followed by more
+  let end = r.end;
+  const k = skipWs(text, end);
+  if (!final && limit === text.length) {
+    if (k >= text.length || text[k] === ';') return 'need-more';
+    for (const t of EOM) if (expectLiteral(text, k, t, false) === 'need-more') return 'need-more';
+  }
+  for (const t of EOM) if (text.startsWith(t, k)) end = k + t.length;
+  return { end, calls: r.calls };
+}
+
+function matchStart(
+  text: string,
+  start: number,
+  final: boolean,
+  find: (l: string, f: number) => number,
+): MatchResult {
+  const bodyStart = start + START.length;
+  const j = peekNonWs(text, bodyStart, final);
+  if (j === 'need-more') return 'need-more';
+  if (j === 'end' || text[j] !== '{') return null;
+  const close = find(END, j);
+  if (close < 0 && !final) return 'need-more';
+  const limit = close < 0 ? text.length : close;
+  const r = readObjects(text, j, limit, close < 0);
+  if (r === 'incomplete') return { end: limit, calls: [], error: 'unterminated JSON' };
+  const end = close < 0 ? text.length : close + END.length;
+  if ('error' in r) return { end, calls: [], error: r.error };
+  if (skipWs(text, r.end) < limit) return { end, calls: [], error: 'text after the calls' };
+  return { end, calls: r.calls, ...(close < 0 ? { truncated: true } : {}) };
+}
+
+/**
+ * Bare output: the text STARTS with {…}(;{…})* with the "parameters" key (calls also one per
+ * line). Prose may follow when it is a new sentence (after a line break, or starting with a
+ * capital): the model commenting after its call. A lowercase continuation ("{…} is what I
+ * would send") makes the JSON the subject of a sentence: prose.
+ */
+function matchWhole(text: string): EnvelopeMatch | null {
+  const i = skipWs(text, 0);
+  if (text[i] !== '{') return null;
+  // strict: Llama's own "parameters" key; {"name","arguments"} is the json family's
+  const r = readObjects(text, i, text.length, true, true, true);
+  if (r === 'incomplete' || 'error' in r) return null;
+  const k = skipWs(text, r.end);
+  if (k >= text.length) return { end: text.length, calls: r.calls };
+  if (!text.slice(r.end, k).includes('\n') && !NEW_SENTENCE.test(text[k] ?? '')) return null;
+  return { end: text.length, calls: r.calls, content: text.slice(k) };
+}
+
+const NEW_SENTENCE = /^\p{Lu}$/u;
+
+export const llama3Json = defineFamily({
+  name: 'llama3-json',
+  markers: [TAG, START],
+  priority: 30,
+  backend: { vllm: 'llama3_json', llamacpp: 'Llama 3.x', sglang: 'llama3' },
+  match({ text, start, marker, final, find }): MatchResult {
+    return marker === TAG ? matchTag(text, start, final, find) : matchStart(text, start, final, find);
+  },
+  wholeStarts: ['{'],
+  matchWhole: (text) => matchWhole(text),
+});

@@ -1,0 +1,137 @@
+/**
+ * MiniMax-M3 (vLLM `minimax_m3`, llama.cpp "MiniMax-M3"): every tool tag carries the namespace
+ * token `]<]minimax[>[`, and each argument is an element named after the parameter:
+ *   ]<]minimax[>[<tool_call>
+ *   ]<]minimax[>[<invoke name="NAME">
+ *   ]<]minimax[>[<city>Paris]<]minimax[>[</city>
+ *   ]<]minimax[>[<filter>]<]minimax[>[<unit>c]<]minimax[>[</unit>]<]minimax[>[</filter>
+ *   ]<]minimax[>[<tags>]<]minimax[>[<item>a]<]minimax[>[</item>]<]minimax[>[</tags>
+ *   ]<]minimax[>[</invoke>
+ *   ]<]minimax[>[</tool_call>
+ * Objects nest as child elements and lists as `<item>` children; leaf text is typed by the
+ * declared schema (a declared string stays verbatim). Thinking is `<mm:think>…</mm:think>`.
+ */
+import { defineFamily } from '../engine/define.js';
+import { type BodyResult, matchReasoningSection } from '../kit/long-tail.js';
+import type { ParseContext, ParsedCall } from '../types.js';
+import { closedEnvelope } from '../kit/envelope.js';
+import { readName, skipWs } from '../kit/json-scan.js';
+import { isPlainObject } from '../kit/lenient-json.js';
+import { coerceParamValue, createArgs } from '../kit/schema-values.js';
+
+const NS = ']<]minimax[>[';
+const OPEN = `${NS}<tool_call>`;
+const CLOSE = `${NS}</tool_call>`;
+const INVOKE = `${NS}<invoke name="`;
+const INVOKE_END = `${NS}</invoke>`;
+const THINK = '<mm:think>';
+const MAX_DEPTH = 32;
+
+type Schema = Record<string, unknown> | undefined;
+
+function childSchema(schema: Schema, key: string): Schema {
+  const props = schema?.['properties'];
+  const s = isPlainObject(props) ? props[key] : undefined;
+  return isPlainObject(s) ? s : undefined;
+}
+
+function itemSchema(schema: Schema): Schema {
+  const s = schema?.['items'];
+  return isPlainObject(s) ? s : undefined;
+}
+
+function mayBeString(schema: Schema): boolean {
+  const t = schema?.['type'];
+  return t === 'string' || (Array.isArray(t) && t.includes('string'));
+}
+
+/** Reads the value of an element whose opening tag ended at i; returns it and the index after `close`. */
+function readValue(
+  body: string,
+  i: number,
+  close: string,
+  schema: Schema,
+  depth: number,
+): { value: unknown; end: number } | null {
+  const j = skipWs(body, i);
+  const nested = !mayBeString(schema) && body.startsWith(`${NS}<`, j) && !body.startsWith(`${NS}</`, j);
+  if (!nested) {
+    const at = body.indexOf(close, i);
+    if (at < 0) return null;
+    return { value: coerceParamValue(body.slice(i, at), schema), end: at + close.length };
+  }
+  if (depth > MAX_DEPTH) return null;
+  // children: all `<item>` = a list, otherwise an object
+  const isList = body.startsWith(`${NS}<item>`, j);
+  const list: unknown[] = [];
+  const obj = createArgs();
+  let k = j;
+  for (;;) {
+    k = skipWs(body, k);
+    if (body.startsWith(close, k)) return { value: isList ? list : obj, end: k + close.length };
+    const el = readElement(body, k, isList ? itemSchema(schema) : undefined, schema, depth + 1);
+    if (!el) return null;
+    if (isList !== (el.tag === 'item')) return null;
+    if (isList) list.push(el.value);
+    else {
+      if (Object.hasOwn(obj, el.tag)) return null;
+      obj[el.tag] = el.value;
+    }
+    k = el.end;
+  }
+}
+
+/** `NS<TAG>value NS</TAG>` at i. */
+function readElement(
+  body: string,
+  i: number,
+  itemSchemaOrNone: Schema,
+  parent: Schema,
+  depth: number,
+): { tag: string; value: unknown; end: number } | null {
+  if (!body.startsWith(`${NS}<`, i)) return null;
+  const from = i + NS.length + 1;
+  const tag = readName(body, from);
+  if (tag === '' || body[from + tag.length] !== '>') return null;
+  const schema = tag === 'item' ? itemSchemaOrNone : childSchema(parent, tag);
+  const v = readValue(body, from + tag.length + 1, `${NS}</${tag}>`, schema, depth);
+  return v ? { tag, value: v.value, end: v.end } : null;
+}
+
+function readInvokes(body: string, ctx: ParseContext): BodyResult {
+  const calls: ParsedCall[] = [];
+  let i = skipWs(body, 0);
+  while (i < body.length) {
+    if (!body.startsWith(INVOKE, i)) return { error: 'unexpected text in tool call block' };
+    const nameFrom = i + INVOKE.length;
+    const q = body.indexOf('">', nameFrom);
+    if (q < 0) return { error: 'unterminated invoke tag' };
+    const name = body.slice(nameFrom, q);
+    if (name === '' || /[\s<>"]/.test(name)) return { error: 'bad tool name' };
+    const tool = ctx.tools.get(name);
+    const args = createArgs();
+    let k = q + 2;
+    for (;;) {
+      k = skipWs(body, k);
+      if (body.startsWith(INVOKE_END, k)) break;
+      const el = readElement(body, k, undefined, tool?.parameters, 0);
+      if (!el) return { error: 'unreadable argument' };
+      if (Object.hasOwn(args, el.tag)) return { error: `duplicate argument ${JSON.stringify(el.tag)}` };
+      args[el.tag] = el.value;
+      k = el.end;
+    }
+    calls.push({ name, arguments: args });
+    i = skipWs(body, k + INVOKE_END.length);
+  }
+  return calls.length > 0 ? { calls } : { error: 'no call in block' };
+}
+
+const call = closedEnvelope({ open: OPEN, end: CLOSE, read: (body, ctx) => readInvokes(body, ctx) });
+
+export const minimaxM3 = defineFamily({
+  name: 'minimax-m3',
+  markers: [THINK, OPEN],
+  priority: 40,
+  backend: { vllm: 'minimax_m3', llamacpp: 'MiniMax-M3' },
+  match: (input) => (input.marker === THINK ? matchReasoningSection(input, '</mm:think>') : call(input)),
+});

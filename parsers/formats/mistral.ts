@@ -1,0 +1,111 @@
+/**
+ * Mistral, three generations of the same marker:
+ *   [TOOL_CALLS][{"name": …, "arguments": …}, …]        (v3 tokenizers; JSON list or object)
+ *   [TOOL_CALLS]NAME{…}                                  (v11, before [ARGS] existed)
+ *   [TOOL_CALLS]NAME[ARGS]{…}, [TOOL_CALLS]NAME[CALL_ID]id[ARGS]{…}   (v13+)
+ * One [TOOL_CALLS] segment is one envelope; several segments follow each other. Text between
+ * the marker and a JSON call list ("[TOOL_CALLS] junk [{…}]") is part of the envelope when the
+ * list really holds calls (vLLM's pre-v11 fallback reads it too).
+ */
+import { defineFamily } from '../engine/define.js';
+import type { MatchResult } from '../engine/family.js';
+import { callsFromJsonBody, decodeBody, finishMatch, peekNonWs } from '../kit/envelope.js';
+import { expectLiteral, readName, scanJsonValue, skipWs } from '../kit/json-scan.js';
+
+const MARK = '[TOOL_CALLS]';
+const ARGS = '[ARGS]';
+const CALL_ID = '[CALL_ID]';
+/** How far junk before the JSON list may reach: a short model hiccup, not a paragraph. */
+const MAX_JUNK = 64;
+
+/** `[{…}]` / `{…}` read as call objects from j; the envelope ends with the JSON. */
+function jsonList(text: string, j: number, final: boolean): MatchResult {
+  const scan = scanJsonValue(text, j, { stopAt: [MARK] });
+  if (scan && scan.end > 0)
+    return finishMatch(callsFromJsonBody(text.slice(j, scan.end), false), scan.end, false);
+  if (scan?.stoppedAt !== undefined) return { end: scan.stoppedAt, calls: [], error: 'unterminated JSON' };
+  if (!final) return 'need-more';
+  return finishMatch(callsFromJsonBody(text.slice(j), true), text.length, true);
+}
+
+/** Junk then a JSON call list: accepted only when the list decodes to calls. */
+function junkThenList(text: string, from: number, final: boolean): MatchResult {
+  const limit = Math.min(text.length, from + MAX_JUNK);
+  let j = from;
+  while (j < limit && text[j] !== '[' && text[j] !== '{' && text[j] !== '\n') j++;
+  if (j >= limit || text[j] === '\n') {
+    if (j >= text.length && !final) return 'need-more';
+    return { end: from, calls: [], error: 'no call after [TOOL_CALLS]' };
+  }
+  if (text.startsWith(MARK, j)) return { end: from, calls: [], error: 'no call after [TOOL_CALLS]' };
+  const m = jsonList(text, j, final);
+  if (m === 'need-more' || m === null) return m;
+  if (m.error || m.calls.length === 0) return { end: from, calls: [], error: 'no call after [TOOL_CALLS]' };
+  return m;
+}
+
+/** NAME[CALL_ID]id[ARGS]{…}, NAME[ARGS]{…} or NAME{…} from j. */
+function namedCall(text: string, j: number, final: boolean): MatchResult {
+  const name = readName(text, j);
+  let k = j + name.length;
+  if (k >= text.length) return final ? junkThenList(text, j, final) : 'need-more';
+  let id: string | undefined;
+  const cid = expectLiteral(text, k, CALL_ID, final);
+  if (cid === 'need-more') return 'need-more';
+  if (cid === 'yes') {
+    const idStart = k + CALL_ID.length;
+    id = readName(text, idStart);
+    k = idStart + id.length;
+    if (k >= text.length && !final) return 'need-more';
+  }
+  const a = expectLiteral(text, k, ARGS, final);
+  if (a === 'need-more') return 'need-more';
+  let b: number;
+  if (a === 'yes') b = skipWs(text, k + ARGS.length);
+  else if (id === undefined && text[k] === '{') b = k;
+  else return id === undefined ? junkThenList(text, j, final) : { end: k, calls: [], error: 'no [ARGS]' };
+  if (b >= text.length)
+    return final ? { end: b, calls: [], error: 'truncated', truncated: true } : 'need-more';
+  const scan = scanJsonValue(text, b, { stopAt: [MARK] });
+  if (!scan) return { end: b, calls: [], error: 'arguments are not JSON' };
+  let end: number;
+  let truncated = false;
+  if (scan.end > 0) end = scan.end;
+  else if (scan.stoppedAt !== undefined)
+    return { end: scan.stoppedAt, calls: [], error: 'unterminated JSON' };
+  else if (!final) return 'need-more';
+  else {
+    end = text.length;
+    truncated = true;
+  }
+  const d = decodeBody(text.slice(b, end), truncated);
+  if (!d) return { end, calls: [], error: 'arguments are not JSON', ...(truncated ? { truncated } : {}) };
+  return {
+    end,
+    calls: [
+      {
+        name,
+        arguments: d.value,
+        ...(id ? { id } : {}),
+        ...(d.repairs.length ? { repairs: d.repairs } : {}),
+      },
+    ],
+    ...(truncated ? { truncated } : {}),
+  };
+}
+
+export const mistral = defineFamily({
+  name: 'mistral',
+  markers: [MARK],
+  priority: 10,
+  backend: { vllm: 'mistral', llamacpp: 'Mistral Nemo', sglang: 'mistral' },
+  match({ text, start, marker, final }): MatchResult {
+    const j = peekNonWs(text, start + marker.length, final);
+    if (j === 'need-more') return 'need-more';
+    if (j === 'end') return { end: text.length, calls: [], error: 'empty tool call', truncated: true };
+    const c = text[j];
+    if (c === '[' || c === '{') return jsonList(text, j, final);
+    if (readName(text, j) === '') return junkThenList(text, j, final);
+    return namedCall(text, j, final);
+  },
+});

@@ -1,0 +1,86 @@
+/**
+ * Pythonic (Llama 3.2 / 4, some others): [get_weather(city="Paris", days=3), now()] with
+ * Python literals. Read when the WHOLE output (modulo whitespace) is the list, when the list
+ * is wrapped in <|python_start|>…<|python_end|>, when the list ENDS the output after prose
+ * ("Let me check: [get_weather(…)]", SGLang's pythonic detector reads it too), or when it
+ * starts the output and a new sentence follows it ("[get_weather(…)] Here is the forecast:").
+ * A list inside a sentence ("Try [get_weather(…)] next time.") stays prose.
+ */
+import { defineFamily } from '../engine/define.js';
+import type { EnvelopeMatch, MatchResult } from '../engine/family.js';
+import { peekNonWs } from '../kit/envelope.js';
+import { readName, scanJsonValue, skipWs } from '../kit/json-scan.js';
+import { parsePythonCallList } from '../kit/python-literal.js';
+
+const START = '<|python_start|>';
+const END = '<|python_end|>';
+/** A list after prose. */
+const LIST = '[';
+/** A list candidate only follows the start, whitespace or a colon (never `x[f(1)]` code). */
+const BEFORE_LIST = /[\s:]/;
+/** List scans stop at the next list candidate, so many unclosed `[f(` cost one pass in all. */
+const NEXT_LIST = [' [', '\n[', '\t['];
+const NEW_SENTENCE = /^\p{Lu}$/u;
+
+function read(body: string): EnvelopeMatch | null {
+  const calls = parsePythonCallList(body);
+  if (!calls) return null;
+  return { end: 0, calls: calls.map((c) => ({ name: c.name, arguments: c.arguments })) };
+}
+
+/**
+ * `[name(` after prose: a call list only if it closes and nothing but whitespace follows it to
+ * the end of output, so this waits for the end (only such lists are held; `[link](…)` or `[1]`
+ * is decided at its second word). Not a call list: plain text, no leak.
+ */
+function listEndingOutput(text: string, j: number, final: boolean): MatchResult {
+  if (j > 0 && !BEFORE_LIST.test(text[j - 1] ?? '')) return null;
+  const name = readName(text, j + 1);
+  const k = j + 1 + name.length;
+  if (k >= text.length) return final ? null : 'need-more';
+  if (name === '' || text[k] !== '(') return null;
+  const scan = scanJsonValue(text, j, { singleQuotes: true, stopAt: NEXT_LIST });
+  if (scan?.stoppedAt !== undefined) return null;
+  if (!scan || scan.end < 0) return final ? null : 'need-more';
+  if (skipWs(text, scan.end) < text.length) return null;
+  if (!final) return 'need-more';
+  const m = read(text.slice(j, scan.end));
+  return m ? { ...m, end: text.length } : null;
+}
+
+/** The whole output, or a list opening it followed by a new sentence (kept as content). */
+function matchWhole(text: string): EnvelopeMatch | null {
+  const all = read(text);
+  if (all) return { ...all, end: text.length };
+  const j = skipWs(text, 0);
+  const scan = scanJsonValue(text, j, { singleQuotes: true });
+  if (!scan || scan.end < 0) return null;
+  const k = skipWs(text, scan.end);
+  if (k >= text.length) return null;
+  if (!text.slice(scan.end, k).includes('\n') && !NEW_SENTENCE.test(text[k] ?? '')) return null;
+  const m = read(text.slice(j, scan.end));
+  return m ? { ...m, end: text.length, content: text.slice(k) } : null;
+}
+
+export const pythonic = defineFamily({
+  name: 'pythonic',
+  markers: [START, LIST],
+  priority: 31,
+  backend: { vllm: 'pythonic', llamacpp: 'Llama 3.x (builtin tools)', sglang: 'pythonic' },
+  match({ text, start, marker, final, find }): MatchResult {
+    if (marker === LIST) return listEndingOutput(text, start, final);
+    const j = peekNonWs(text, start + marker.length, final);
+    if (j === 'need-more') return 'need-more';
+    if (j === 'end' || text[j] !== '[') return null;
+    const close = find(END, j);
+    if (close < 0)
+      return final
+        ? { end: text.length, calls: [], error: 'unclosed python_start', truncated: true }
+        : 'need-more';
+    const end = close + END.length;
+    const m = read(text.slice(j, close));
+    return m ? { ...m, end } : { end, calls: [], error: 'not a pythonic call list' };
+  },
+  wholeStarts: ['['],
+  matchWhole,
+});

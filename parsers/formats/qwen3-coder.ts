@@ -1,0 +1,151 @@
+/**
+ * Qwen3-Coder / Qwen3 XML: <tool_call><function=NAME><parameter=P>value</parameter>…</function></tool_call>.
+ * The <tool_call> wrapper is optional in practice. Values are raw text typed by the declared
+ * schema (a declared string stays verbatim). Like the peers' parsers, exactly one leading and
+ * one trailing newline of a value are stripped: the template puts the value on its own lines.
+ * A body that is JSON (<function=NAME>{…}</function>, the Llama 3.1 custom-tool style) is read
+ * as JSON arguments.
+ */
+import { defineFamily } from '../engine/define.js';
+import type { MatchInput, MatchResult } from '../engine/family.js';
+
+type Find = MatchInput['find'];
+import type { ParseContext, ParsedCall } from '../types.js';
+import { decodeBody, finishMatch, peekNonWs } from '../kit/envelope.js';
+import { expectLiteral, skipWs } from '../kit/json-scan.js';
+import { coerceParamValue, createArgs, paramSchema } from '../kit/schema-values.js';
+
+const WRAP_OPEN = '<tool_call>';
+const WRAP_CLOSE = '</tool_call>';
+const FN_OPEN = '<function=';
+const FN_CLOSE = '</function>';
+const P_OPEN = '<parameter=';
+const P_CLOSE = '</parameter>';
+
+function stripOneNewline(v: string): string {
+  let s = v;
+  if (s.startsWith('\r\n')) s = s.slice(2);
+  else if (s.startsWith('\n')) s = s.slice(1);
+  if (s.endsWith('\r\n')) s = s.slice(0, -2);
+  else if (s.endsWith('\n')) s = s.slice(0, -1);
+  return s;
+}
+
+/** Reads `<function=…>…</function>` blocks from body; error when anything else is in it. */
+export function readFunctions(
+  body: string,
+  ctx: ParseContext,
+  truncated: boolean,
+): { calls: ParsedCall[] } | { error: string } {
+  const calls: ParsedCall[] = [];
+  let i = skipWs(body, 0);
+  while (i < body.length) {
+    if (!body.startsWith(FN_OPEN, i)) return { error: 'unexpected text in tool call' };
+    const gt = body.indexOf('>', i + FN_OPEN.length);
+    if (gt < 0) return { error: 'unterminated function tag' };
+    const name = body.slice(i + FN_OPEN.length, gt).trim();
+    if (name === '' || /[\s<]/.test(name)) return { error: 'bad function name' };
+    const close = body.indexOf(FN_CLOSE, gt + 1);
+    const inner = body.slice(gt + 1, close < 0 ? body.length : close);
+    if (close < 0 && !truncated) return { error: 'unclosed function' };
+    const call = readParameters(name, inner, ctx, close < 0);
+    if ('error' in call) return call;
+    calls.push(call);
+    i = close < 0 ? body.length : skipWs(body, close + FN_CLOSE.length);
+  }
+  return calls.length > 0 ? { calls } : { error: 'no function in tool call' };
+}
+
+function readParameters(
+  name: string,
+  inner: string,
+  ctx: ParseContext,
+  truncated: boolean,
+): ParsedCall | { error: string } {
+  const tool = ctx.tools.get(name);
+  let i = skipWs(inner, 0);
+  if (inner[i] === '{' || inner.startsWith('```', i)) {
+    const d = decodeBody(inner, truncated);
+    if (!d) return { error: 'function body is not JSON' };
+    return { name, arguments: d.value, ...(d.repairs.length ? { repairs: d.repairs } : {}) };
+  }
+  const args = createArgs();
+  // next </parameter> and <parameter= positions, searched again only once passed: linear overall
+  let pc = -2;
+  let np = -2;
+  while (i < inner.length) {
+    if (!inner.startsWith(P_OPEN, i)) return { error: 'unexpected text in function' };
+    const gt = inner.indexOf('>', i + P_OPEN.length);
+    if (gt < 0) return { error: 'unterminated parameter tag' };
+    const key = inner.slice(i + P_OPEN.length, gt).trim();
+    if (key === '') return { error: 'empty parameter name' };
+    if (pc !== -1 && pc <= gt) pc = inner.indexOf(P_CLOSE, gt + 1);
+    if (np !== -1 && np <= gt) np = inner.indexOf(P_OPEN, gt + 1);
+    let end: number;
+    let next: number;
+    if (pc >= 0 && (np < 0 || pc < np)) {
+      end = pc;
+      next = pc + P_CLOSE.length;
+    } else {
+      // a missing </parameter>: the value runs to the next parameter, or to the end if truncated
+      if (np < 0 && !truncated) return { error: 'unclosed parameter' };
+      end = np < 0 ? inner.length : np;
+      next = end;
+    }
+    const raw = stripOneNewline(inner.slice(gt + 1, end));
+    args[key] = coerceParamValue(raw, paramSchema(tool, key), { untyped: 'string' });
+    i = skipWs(inner, next);
+  }
+  return { name, arguments: args };
+}
+
+function matchWrapped(
+  text: string,
+  start: number,
+  final: boolean,
+  ctx: ParseContext,
+  find: Find,
+): MatchResult {
+  const bodyStart = start + WRAP_OPEN.length;
+  const j = peekNonWs(text, bodyStart, final);
+  if (j === 'need-more') return 'need-more';
+  if (j === 'end') return null;
+  const fn = expectLiteral(text, j, FN_OPEN, final);
+  if (fn !== 'yes') return fn === 'need-more' ? 'need-more' : null;
+  const close = find(WRAP_CLOSE, j);
+  if (close < 0) {
+    if (!final) return 'need-more';
+    return finishMatch(readFunctions(text.slice(j), ctx, true), text.length, true);
+  }
+  return finishMatch(readFunctions(text.slice(j, close), ctx, false), close + WRAP_CLOSE.length, false);
+}
+
+function matchBare(text: string, start: number, final: boolean, ctx: ParseContext, find: Find): MatchResult {
+  const close = find(FN_CLOSE, start);
+  if (close < 0) {
+    if (!final) return 'need-more';
+    // unclosed: only the last function of the output may be (truncated output)
+    if (find(FN_OPEN, start + FN_OPEN.length) >= 0)
+      return { end: text.length, calls: [], error: 'unclosed function' };
+    return finishMatch(readFunctions(text.slice(start), ctx, true), text.length, true);
+  }
+  let end = close + FN_CLOSE.length;
+  // a stray </tool_call> after a bare function belongs to the envelope
+  const k = skipWs(text, end);
+  const lit = expectLiteral(text, k, WRAP_CLOSE, final);
+  if (lit === 'need-more' || (k >= text.length && !final)) return 'need-more';
+  if (lit === 'yes') end = k + WRAP_CLOSE.length;
+  return finishMatch(readFunctions(text.slice(start, close + FN_CLOSE.length), ctx, false), end, false);
+}
+
+export const qwen3Coder = defineFamily({
+  name: 'qwen3-coder',
+  markers: [WRAP_OPEN, FN_OPEN],
+  priority: 21,
+  backend: { vllm: 'qwen3_coder', llamacpp: 'Qwen3-Coder XML', sglang: 'qwen3_coder' },
+  match({ text, start, marker, final, ctx, find }) {
+    return marker === WRAP_OPEN
+      ? matchWrapped(text, start, final, ctx, find)
+      : matchBare(text, start, final, ctx, find);
+  },
+});

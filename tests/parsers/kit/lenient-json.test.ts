@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { decodeJsonLenient, normalizeArguments } from '../../../parsers/kit/lenient-json.js';
+
+describe('decodeJsonLenient', () => {
+  it('parses valid JSON with no repairs', () => {
+    expect(decodeJsonLenient(' {"a": [1, true, null]} ')).toEqual({
+      value: { a: [1, true, null] },
+      repairs: [],
+    });
+  });
+  it('names each repair it makes', () => {
+    expect(decodeJsonLenient('{"a": 1,}')?.repairs).toEqual(['trailing-comma']);
+    expect(decodeJsonLenient("{'a': True, 'b': None}")).toEqual({
+      value: { a: true, b: null },
+      repairs: ['single-quotes', 'python-literals'],
+    });
+  });
+  it('closes a missing final brace only when allowed', () => {
+    expect(decodeJsonLenient('{"a": {"b": 1}')).toBeNull();
+    expect(decodeJsonLenient('{"a": {"b": 1}', { allowMissingClose: true })).toEqual({
+      value: { a: { b: 1 } },
+      repairs: ['missing-brace'],
+    });
+  });
+  it('refuses slips it does not understand', () => {
+    expect(decodeJsonLenient('{a: 1}')).toBeNull();
+    expect(decodeJsonLenient('{"a": "unterminated', { allowMissingClose: true })).toBeNull();
+    expect(decodeJsonLenient('hello world')).toBeNull();
+    expect(decodeJsonLenient('{"a": {"b": {"c": 1', { allowMissingClose: true })).toBeNull();
+  });
+  it('keeps exponents as numbers', () => {
+    expect(decodeJsonLenient('{"a": 1e3,}')?.value).toEqual({ a: 1000 });
+  });
+});
+
+describe('normalizeArguments', () => {
+  it('accepts objects, decodes JSON strings, refuses the rest', () => {
+    expect(normalizeArguments({ a: 1 })).toEqual({ value: { a: 1 }, repairs: [] });
+    expect(normalizeArguments('{"a": 1}')).toEqual({ value: { a: 1 }, repairs: ['string-arguments'] });
+    expect(normalizeArguments(undefined)).toEqual({ value: {}, repairs: ['missing-arguments'] });
+    expect(normalizeArguments([1])).toBeNull();
+    expect(normalizeArguments('[1]')).toBeNull();
+    expect(normalizeArguments(3)).toBeNull();
+    expect(normalizeArguments(null)).toBeNull();
+  });
+});
