@@ -213,8 +213,10 @@ export function messagesRoutes(state: AppState): FastifyPluginAsync {
   return async (scope: FastifyInstance) => {
     scope.setErrorHandler((err, request, reply) => {
       const tpErr = normalizeError(err);
-      if (tpErr.status >= 500 && tpErr.code === 'TP_ERR_INTERNAL')
+      if (tpErr.status >= 500 && tpErr.code === 'TP_ERR_INTERNAL') {
         request.log.error({ err }, 'internal error');
+        state.metrics.internalErrors.labels(request.tp?.model ?? '').inc();
+      }
       request.tpError = tpErr;
       reply.code(tpErr.status).type('application/json; charset=utf-8').send(toAnthropicErrorBody(tpErr));
     });
@@ -233,7 +235,6 @@ export function messagesRoutes(state: AppState): FastifyPluginAsync {
         const body = request.body as MessagesRequest;
         const chat = toChatRequest(body);
         const call = startChatCall(request, state, chat, 'messages');
-        if (request.tp) request.tp.api = 'messages'; // metrics and log line: this front door
         const ctx: MessageContext = {
           id: messageId(request.id),
           model: body.model,
