@@ -120,6 +120,16 @@ export function correctTurn(
     });
   }
   for (const c of checks) {
+    // A schema part toolproof could not enforce (a pattern RE2 cannot run, a schema too large or
+    // deep to compile) is reported, so the log says the call was not fully checked.
+    if (c.unenforced && c.unenforced.length > 0) {
+      effects.push({
+        policy: CORRECTIVE_RETRY_POLICY,
+        kind: 'schema-unenforced',
+        count: 1,
+        detail: { tool: c.name, reasons: c.unenforced.slice(0, 8) },
+      });
+    }
     if (!c.problem) continue;
     reasons.push(c.problem);
     effects.push({

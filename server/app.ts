@@ -327,6 +327,7 @@ function logRequest(
       constraints: t.constraints,
       finalAnswerProblems: t.finalAnswerProblems,
       validationFailures: t.validationFailures.map((v) => v.tool),
+      ...(t.unenforced.length > 0 ? { unenforced: t.unenforced } : {}),
       final: t.finalKind ?? null,
     };
   }

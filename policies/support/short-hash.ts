@@ -8,7 +8,6 @@ import { fnv1a } from '../../protocol/hash.js';
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';
 
-
 /** `length` base62 characters derived from `text` (two independent FNV-1a lanes per round). */
 export function base62Hash(text: string, length: number): string {
   let out = '';

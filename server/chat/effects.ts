@@ -69,6 +69,12 @@ export function recordPolicyEffects(call: ChatCall, deps: ChatDeps, effects: rea
           const label =
             detail?.reason === 'undeclared-tool' ? 'undeclared' : deps.toolLabels.label(tool.slice(0, 64));
           m.argumentValidationFailures.labels(model, label).inc();
+        } else if (e.kind === 'schema-unenforced') {
+          const d = e.detail as { tool?: unknown; reasons?: unknown } | undefined;
+          t.unenforced.push({
+            tool: String(d?.tool ?? ''),
+            reasons: Array.isArray(d?.reasons) ? d.reasons.map(String) : [],
+          });
         } else if (e.kind === 'retry') {
           const reason = String((e.detail as { reason?: unknown } | undefined)?.reason ?? 'invalid');
           t.retries.push({ reason });

@@ -21,6 +21,8 @@ export interface HarnessTrace {
   /** final_answer calls without an answer string (invalid: re-asked; raw: returned as JSON text). */
   finalAnswerProblems: Record<string, number>;
   validationFailures: Array<{ tool: string; detail?: unknown }>;
+  /** Calls whose schema toolproof could not fully enforce (and why). */
+  unenforced: Array<{ tool: string; reasons: string[] }>;
   finalKind?: FinalKind;
   /** The last judged attempt's answer came from the synthetic final-answer tool. */
   finalAnswer: boolean;
@@ -40,6 +42,7 @@ export function newTrace(): HarnessTrace {
     constraints: {},
     finalAnswerProblems: {},
     validationFailures: [],
+    unenforced: [],
     effects: [],
   };
 }

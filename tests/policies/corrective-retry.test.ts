@@ -72,6 +72,26 @@ describe('corrective-retry', () => {
     expect(d).toEqual({ action: 'continue', response: res, effects: [] });
   });
 
+  it('a schema part that cannot be enforced (a backreference RE2 cannot run) is reported, not silently passed', () => {
+    const tool = {
+      type: 'function' as const,
+      function: {
+        name: 'tag',
+        parameters: { type: 'object', properties: { t: { type: 'string', pattern: '^(a)\\1$' } } },
+      },
+    };
+    const req = request({ tools: [tool] });
+    const res = completion({ tool_calls: [call('a', 'tag', '{"t":"ab"}')] }, 'tool_calls');
+    const d = p.onResponse!(res, ctxWith(), undefined, req, req);
+    expect(d.action).toBe('continue');
+    expect(d.effects).toEqual([
+      expect.objectContaining({
+        kind: 'schema-unenforced',
+        detail: expect.objectContaining({ tool: 'tag' }),
+      }),
+    ]);
+  });
+
   it('schema failure: retry with the failed turn and feedback saying what was wrong and what to do', () => {
     const d = retryOf(
       judge({
