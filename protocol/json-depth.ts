@@ -23,6 +23,9 @@ interface Frame {
  */
 export function tooDeepPath(value: unknown, max: number, keep = 4): string | null {
   if (value === null || typeof value !== 'object') return null;
+  // Every request pays for this walk: the common answer ("not too deep") is found without
+  // allocating a frame per value; only a body that is too deep is walked again for its path.
+  if (!deeperThanFast(value, max)) return null;
   const stack: Frame[] = [{ value, depth: 0, key: '', parent: null }];
   while (stack.length > 0) {
     const frame = stack.pop() as Frame;
@@ -43,7 +46,34 @@ export function tooDeepPath(value: unknown, max: number, keep = 4): string | nul
 
 /** True when `value` nests objects/arrays deeper than `max` levels. */
 export function deeperThan(value: unknown, max: number): boolean {
-  return tooDeepPath(value, max) !== null;
+  return value !== null && typeof value === 'object' && deeperThanFast(value, max);
+}
+
+function deeperThanFast(root: object, max: number): boolean {
+  const values: object[] = [root];
+  const depths: number[] = [0];
+  while (values.length > 0) {
+    const v = values.pop() as object;
+    const depth = depths.pop() as number;
+    if (depth >= max) return true;
+    if (Array.isArray(v)) {
+      for (const child of v) {
+        if (child !== null && typeof child === 'object') {
+          values.push(child);
+          depths.push(depth + 1);
+        }
+      }
+    } else {
+      for (const key in v) {
+        const child = (v as Record<string, unknown>)[key];
+        if (child !== null && typeof child === 'object') {
+          values.push(child);
+          depths.push(depth + 1);
+        }
+      }
+    }
+  }
+  return false;
 }
 
 /** The 400 for a body nested too deep, naming the field (`tools.0.function.parameters`). */

@@ -58,6 +58,15 @@ export async function readUpstreamBody(res: UpstreamResponse, label: string): Pr
     discardBody(res);
     throw tooLarge(label);
   }
+  if (declared >= 0) {
+    // The usual case: a declared length under the cap (HTTP framing bounds the body), read by
+    // undici's own consumer, with no async iterator per body.
+    try {
+      return await res.body.text();
+    } catch (err) {
+      throw toUpstreamError(err, label);
+    }
+  }
   const chunks: Buffer[] = [];
   let size = 0;
   try {
