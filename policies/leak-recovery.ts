@@ -162,6 +162,25 @@ function onResponse(
 }
 
 /** Stream state of one choice: its own engine, its own index space for tool calls. */
+/** A copy of a delta without the keys leak recovery rewrites, the others in their order. */
+function copyExcept(delta: Delta): Delta {
+  const src = delta as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const k in src) {
+    if (k === 'content' || k === 'tool_calls' || k === 'reasoning_content' || k === 'reasoning') continue;
+    if (!Object.hasOwn(src, k)) continue;
+    if (k === '__proto__')
+      Object.defineProperty(out, k, { value: src[k], enumerable: true, writable: true, configurable: true });
+    else out[k] = src[k];
+  }
+  return out as Delta;
+}
+
+function hasKey(o: object): boolean {
+  for (const k in o) if (Object.hasOwn(o, k)) return true;
+  return false;
+}
+
 interface ChoiceRecovery {
   stream: ReturnType<typeof createRecoveryStream>;
   finished: boolean;
@@ -242,27 +261,31 @@ function createStreamHook(
     const inDelta = choice.delta ?? {};
     if (typeof inDelta.reasoning === 'string' && inDelta.reasoning_content == null)
       st.reasoningKey = 'reasoning';
-    const { content, tool_calls, reasoning_content, reasoning, ...rest } = inDelta;
-    const reasoningText = (st.reasoningKey === 'reasoning' ? reasoning : reasoning_content) as
+    const { content, tool_calls } = inDelta;
+    const reasoningText = (st.reasoningKey === 'reasoning' ? inDelta.reasoning : inDelta.reasoning_content) as
       | string
       | null
       | undefined;
-    const out: Delta = { ...rest };
+    // The other keys, in order (a rest-destructuring with excluded keys is a slow runtime call
+    // on this per-delta path).
+    const out = copyExcept(inDelta);
     // Structured calls from the backend pass through, renumbered into the choice's index space.
     if (Array.isArray(tool_calls)) {
-      out.tool_calls = tool_calls.map((tc) => {
+      const calls: ToolCallDelta[] = [];
+      for (const tc of tool_calls) {
         let idx = st.upstreamIndex.get(tc.index);
         if (idx === undefined) {
           idx = st.nextIndex++;
           st.upstreamIndex.set(tc.index, idx);
         }
-        return { ...tc, index: idx };
-      });
+        calls.push(idx === tc.index ? tc : { ...tc, index: idx });
+      }
+      out.tool_calls = calls;
     }
-    const events = st.stream.push({
-      ...(typeof content === 'string' && content ? { content } : {}),
-      ...(typeof reasoningText === 'string' && reasoningText ? { reasoning: reasoningText } : {}),
-    });
+    const piece: { content?: string; reasoning?: string } = {};
+    if (typeof content === 'string' && content) piece.content = content;
+    if (typeof reasoningText === 'string' && reasoningText) piece.reasoning = reasoningText;
+    const events = st.stream.push(piece);
     let finish = choice.finish_reason;
     if (finish != null) {
       events.push(...st.stream.finish());
@@ -273,7 +296,7 @@ function createStreamHook(
     if (out.content === undefined && inDelta.role && content !== undefined) out.content = content;
     if (finish === 'stop' && st.recoveredCount > 0) finish = 'tool_calls';
     // Everything held back: nothing to send for this choice yet.
-    if (finish == null && Object.keys(out).length === 0) return null;
+    if (finish == null && !hasKey(out)) return null;
     return { ...choice, delta: out, finish_reason: finish };
   };
 

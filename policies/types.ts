@@ -116,6 +116,29 @@ export function markLiveAnswer<T extends object>(chunk: T): T {
   return chunk;
 }
 
+/**
+ * A marked copy of `chunk` with `choices` replaced, for the hot path. Adding a key to an object
+ * made by a spread costs about a microsecond in V8 (the clone's map has no cached transition),
+ * against ~0.15 µs for a key-by-key copy that ends with the mark. Own enumerable string keys
+ * are copied in order, as a spread would (a chunk carries no other symbol keys at this point).
+ */
+export function liveAnswerCopy(
+  chunk: ChatCompletionChunk,
+  choices: ChatCompletionChunk['choices'],
+): ChatCompletionChunk {
+  const src = chunk as unknown as Record<string, unknown>;
+  const out: Record<PropertyKey, unknown> = {};
+  for (const k in src) {
+    if (!Object.hasOwn(src, k)) continue;
+    if (k === '__proto__')
+      Object.defineProperty(out, k, { value: src[k], enumerable: true, writable: true, configurable: true });
+    else out[k] = src[k];
+  }
+  out.choices = choices;
+  out[LIVE_ANSWER] = true;
+  return out as unknown as ChatCompletionChunk;
+}
+
 export function isLiveAnswer(chunk: object): boolean {
   return (chunk as Record<symbol, unknown>)[LIVE_ANSWER] === true;
 }

@@ -5,7 +5,13 @@
  * Same rules as the non-streamed unwrap (support/final-answer.ts), applied incrementally.
  */
 import type { ChatCompletionChunk, ChunkChoice, Delta, ToolCallDelta } from '../../protocol/openai.js';
-import { markLiveAnswer, type PolicyEffect, type StreamEnd, type StreamHook } from '../types.js';
+import {
+  liveAnswerCopy,
+  markLiveAnswer,
+  type PolicyEffect,
+  type StreamEnd,
+  type StreamHook,
+} from '../types.js';
 import { answerOutcome, answerSeparator, createAnswerDecoder } from './final-answer.js';
 import type { JsonStringFieldDecoder } from './json-string-stream.js';
 
@@ -44,13 +50,58 @@ export interface FinalAnswerStreamOptions {
   retriesLeft?: boolean;
 }
 
-function emptyDelta(delta: Delta): boolean {
-  return Object.entries(delta).every(
-    ([k, v]) =>
-      v === undefined ||
-      (k === 'content' && v === null) ||
-      (k === 'tool_calls' && Array.isArray(v) && v.length === 0),
-  );
+/**
+ * The delta the client gets for one upstream delta: `content` set to the decoded text (or
+ * dropped when the upstream's string was absorbed), `tool_calls` to the calls passed on (or
+ * dropped), every other key as it was and in its place, so the bytes match a spread copy.
+ * Built in one pass over the keys (this runs once per streamed delta): `empty` says nothing
+ * is left to send (only undefined values or a null content).
+ */
+function rebuildDelta(
+  delta: Delta,
+  content: string,
+  tools: ToolCallDelta[],
+): { next: Delta; empty: boolean } {
+  const next: Record<string, unknown> = {};
+  let empty = true;
+  let sawContent = false;
+  let sawTools = false;
+  const src = delta as Record<string, unknown>;
+  for (const k in src) {
+    if (k === 'content') {
+      sawContent = true;
+      const v = src[k];
+      if (content !== '') {
+        next[k] = content;
+        empty = false;
+      } else if (typeof v !== 'string') {
+        next[k] = v;
+        if (v !== undefined && v !== null) empty = false;
+      }
+    } else if (k === 'tool_calls') {
+      sawTools = true;
+      if (tools.length > 0) {
+        next[k] = tools;
+        empty = false;
+      }
+    } else {
+      const v = src[k];
+      // A "__proto__" key from JSON.parse is data: define it, as a spread copy would.
+      if (k === '__proto__')
+        Object.defineProperty(next, k, { value: v, enumerable: true, writable: true, configurable: true });
+      else next[k] = v;
+      if (v !== undefined) empty = false;
+    }
+  }
+  if (!sawContent && content !== '') {
+    next.content = content;
+    empty = false;
+  }
+  if (!sawTools && tools.length > 0) {
+    next.tool_calls = tools;
+    empty = false;
+  }
+  return { next: next as Delta, empty };
 }
 
 export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): StreamHook {
@@ -256,12 +307,8 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
     }
     if (answer !== '') liveAnswer = true;
     content += answer;
-    const next: Delta = { ...delta };
-    if (content !== '') next.content = content;
-    else if (typeof delta.content === 'string') delete next.content;
-    if (tools.length > 0) next.tool_calls = tools;
-    else delete next.tool_calls;
-    if (emptyDelta(next) && (finish === null || finish === undefined)) return null;
+    const { next, empty } = rebuildDelta(delta, content, tools);
+    if (empty && (finish === null || finish === undefined)) return null;
     return { ...choice, delta: next, finish_reason: finish ?? null };
   };
 
@@ -276,8 +323,7 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
         if (t) out.push(t);
       }
       if (out.length === 0 && chunk.usage == null) return [];
-      const next = { ...chunk, choices: out };
-      return [liveAnswer ? markLiveAnswer(next) : next];
+      return [liveAnswer ? liveAnswerCopy(chunk, out) : { ...chunk, choices: out }];
     },
     onEnd(): StreamEnd {
       const chunks: ChatCompletionChunk[] = [];

@@ -12,7 +12,13 @@
  * When no retry is possible (`hold` false) deltas pass through live and the turn is only judged
  * for effects: holding would delay tool calls for nothing.
  */
-import type { ChatCompletionChunk, ChunkChoice, ToolCall, ToolCallDelta } from '../../protocol/openai.js';
+import type {
+  ChatCompletionChunk,
+  ChunkChoice,
+  Delta,
+  ToolCall,
+  ToolCallDelta,
+} from '../../protocol/openai.js';
 import { isLiveAnswer, type StreamEnd, type StreamHook } from '../types.js';
 import type { Correction } from '../corrective-retry.js';
 
@@ -42,6 +48,14 @@ export type TurnJudge = (turn: {
   toolCalls: ToolCall[];
   finishReason: string | null;
 }) => Correction;
+
+/** Whether a delta has anything to send (a value that is neither undefined nor null). */
+function hasValue(delta: Delta | undefined): boolean {
+  if (!delta) return false;
+  const d = delta as Record<string, unknown>;
+  for (const k in d) if (d[k] !== undefined && d[k] !== null) return true;
+  return false;
+}
 
 export function createHeldCallsStreamHook(judge: TurnJudge, opts: HoldOptions = { hold: true }): StreamHook {
   const hold = opts.hold;
@@ -124,39 +138,58 @@ export function createHeldCallsStreamHook(judge: TurnJudge, opts: HoldOptions = 
         return [];
       }
       // Per choice (n > 1): one choice's finish must not hold back another choice's deltas.
-      const live: ChunkChoice[] = [];
-      const ended: ChunkChoice[] = [];
-      for (const c of chunk.choices) {
+      // Hot path (one call per streamed delta): a choice that needs no rewrite (no tool-call
+      // array, finish_reason already null) is passed on as the very object, and a chunk whose
+      // choices all pass that way is held as itself; copies are made only where a field changes.
+      let live: ChunkChoice[] | undefined;
+      let ended: ChunkChoice[] | undefined;
+      let same = true;
+      const choices = chunk.choices;
+      for (let i = 0; i < choices.length; i++) {
+        const c = choices[i]!;
         const a = accOf(c.index);
         if (a.finished) {
-          ended.push(c);
+          (ended ??= []).push(c);
+          same = false;
           continue;
         }
-        const delta = { ...(c.delta ?? {}) };
-        if (typeof delta.content === 'string') a.content += delta.content;
-        if (Array.isArray(delta.tool_calls)) {
-          for (const td of delta.tool_calls) absorb(a, td);
-          delete delta.tool_calls;
+        const d = c.delta;
+        if (typeof d?.content === 'string') a.content += d.content;
+        let delta: Delta | undefined = d;
+        if (d && Array.isArray(d.tool_calls)) {
+          for (const td of d.tool_calls) absorb(a, td);
+          const { tool_calls: _calls, ...rest } = d;
+          delta = rest;
         }
         if (typeof c.finish_reason === 'string') {
           // The finish waits: on a retry this attempt must not look finished to the client. Text
           // in the same chunk still goes out now (the client would otherwise never see it on a retry).
           a.finishReason = c.finish_reason;
           a.finished = true;
-          ended.push({ ...c, delta: {} });
+          (ended ??= []).push({ ...c, delta: {} });
         }
-        live.push({ ...c, delta, finish_reason: null });
+        const passAsIs = delta === d && d !== undefined && c.finish_reason === null;
+        if (!hasValue(delta)) {
+          same = false;
+          continue;
+        }
+        const v = passAsIs ? c : { ...c, delta: delta === d ? { ...(d ?? {}) } : delta, finish_reason: null };
+        if (v !== c) same = false;
+        (live ??= []).push(v);
       }
-      const visible = live.filter((c) => Object.values(c.delta).some((v) => v !== undefined && v !== null));
-      if (ended.length > 0) held.push({ ...chunk, choices: ended });
-      if (visible.length === 0) return [];
-      const text = { ...chunk, choices: visible, ...(ended.length > 0 ? { usage: null } : {}) };
+      if (ended) held.push({ ...chunk, choices: ended });
+      if (!live) return [];
+      const text: ChatCompletionChunk = same
+        ? chunk
+        : { ...chunk, choices: live, ...(ended ? { usage: null } : {}) };
       if (!isLiveAnswer(chunk)) {
         pending.push(text);
         return [];
       }
       // A live answer commits everything before it.
-      const out = [...pending, text];
+      if (pending.length === 0) return [text];
+      const out = pending;
+      out.push(text);
       pending = [];
       return out;
     },

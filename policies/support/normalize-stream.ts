@@ -131,18 +131,33 @@ export function createNormalizeStreamHook(policy: string): StreamHook {
     onChunk(chunk: ChatCompletionChunk) {
       if (responseId === '' && typeof chunk.id === 'string') responseId = chunk.id;
       if (!Array.isArray(chunk.choices) || chunk.choices.length === 0) return [chunk];
-      const choices: ChunkChoice[] = chunk.choices.map((c) => {
+      // Per delta: a choice without tool calls or a finish is left as it is (same bytes as a
+      // copy), so a chunk of plain text is passed on as the very object.
+      let choices: ChunkChoice[] | undefined;
+      const src = chunk.choices;
+      for (let i = 0; i < src.length; i++) {
+        const c = src[i]!;
         const st = stateOf(c.index);
-        const delta = { ...(c.delta ?? {}) };
-        if (Array.isArray(delta.tool_calls)) {
-          delta.tool_calls = delta.tool_calls
-            .map((td) => route(c.index, st, td))
-            .filter((td): td is ToolCallDelta => td !== null);
+        let next = c;
+        const calls = c.delta?.tool_calls;
+        if (Array.isArray(calls) || typeof c.finish_reason === 'string' || c.delta == null) {
+          const delta = { ...(c.delta ?? {}) };
+          if (Array.isArray(calls)) {
+            const routed: ToolCallDelta[] = [];
+            for (const td of calls) {
+              const r = route(c.index, st, td);
+              if (r !== null) routed.push(r);
+            }
+            delta.tool_calls = routed;
+          }
+          const finish =
+            typeof c.finish_reason === 'string' ? fixFinish(st, c.finish_reason) : c.finish_reason;
+          next = { ...c, delta, finish_reason: finish };
         }
-        const finish = typeof c.finish_reason === 'string' ? fixFinish(st, c.finish_reason) : c.finish_reason;
-        return { ...c, delta, finish_reason: finish };
-      });
-      return [{ ...chunk, choices }];
+        if (next !== c && !choices) choices = src.slice(0, i);
+        choices?.push(next);
+      }
+      return [choices ? { ...chunk, choices } : chunk];
     },
     onEnd(): StreamEnd {
       return { chunks: [], effects: tally.toEffects() };

@@ -100,8 +100,14 @@ export function createStreamChain(
   const from = (start: number, chunks: ChatCompletionChunk[]): ChatCompletionChunk[] => {
     let cur = chunks;
     for (let i = start; i < hooks.length && cur.length > 0; i++) {
+      const hook = hooks[i]!;
+      // One chunk in (the usual case per delta): the hook's own array is the next input.
+      if (cur.length === 1) {
+        cur = hook.onChunk(cur[0]!);
+        continue;
+      }
       const next: ChatCompletionChunk[] = [];
-      for (const c of cur) for (const o of hooks[i]!.onChunk(c)) next.push(o);
+      for (const c of cur) for (const o of hook.onChunk(c)) next.push(o);
       cur = next;
     }
     return cur;

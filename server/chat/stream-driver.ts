@@ -157,11 +157,12 @@ export async function streamAttempt(
       return;
     }
     if (typeof chunk.id === 'string') {
-      call.streamIdentity = {
-        id: chunk.id,
-        model: chunk.model ?? call.streamIdentity.model,
-        created: chunk.created ?? call.streamIdentity.created,
-      };
+      const prev = call.streamIdentity;
+      const model = chunk.model ?? prev.model;
+      const created = chunk.created ?? prev.created;
+      // Every chunk repeats the same identity: a new object only when it changes.
+      if (prev.id !== chunk.id || prev.model !== model || prev.created !== created)
+        call.streamIdentity = { id: chunk.id, model, created };
     }
     if (chunk.usage && (!Array.isArray(chunk.choices) || chunk.choices.length === 0)) {
       usage = addUsage(usage, chunk.usage);
