@@ -141,19 +141,18 @@ async function wholeAttempt(
   return { ...end, ...(completion.usage ? { usage: completion.usage } : {}) };
 }
 
-/** The driver the loop runs attempts with. */
-interface Driver {
-  out?: StreamOutput;
-}
-
 /**
  * The loop. Returns the non-streamed result, or undefined when a stream was written to `out`.
  * Throws a ToolproofError when nothing reached the client yet.
  */
-async function runAttempts(call: ChatCall, deps: ChatDeps, driver: Driver): Promise<ChatResult | undefined> {
+async function runAttempts(
+  call: ChatCall,
+  deps: ChatDeps,
+  /** Streamed: the front door's output; absent: the JSON driver. */
+  out?: StreamOutput,
+): Promise<ChatResult | undefined> {
   let request = prepareRequest(call, deps);
   const passthrough = isPassthrough(call, request);
-  const out = driver.out;
   let usage: Usage | undefined;
   // Non-streamed: final answers of attempts that were retried anyway. A streaming client has
   // already seen them (they stream live), so the non-streamed message keeps them too.
@@ -284,7 +283,7 @@ function replayAsStream(end: AttemptEnd, out: StreamOutput): AttemptEnd {
 
 /** Non-streamed chat completion (every front door's non-streamed path). */
 export async function completeChat(call: ChatCall, deps: ChatDeps): Promise<ChatResult> {
-  return (await runAttempts(call, deps, {})) as ChatResult;
+  return (await runAttempts(call, deps)) as ChatResult;
 }
 
 /**
@@ -294,7 +293,7 @@ export async function completeChat(call: ChatCall, deps: ChatDeps): Promise<Chat
  */
 export async function streamChat(call: ChatCall, deps: ChatDeps, out: StreamOutput): Promise<void> {
   try {
-    await runAttempts(call, deps, { out });
+    await runAttempts(call, deps, out);
   } catch (err) {
     const error = asToolproofError(err);
     if (!out.opened) throw error; // the error handler answers (and logs toolproof's own bugs)
