@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { loadFixtures } from './fixtures.js';
 
 const FLOOR: Record<string, number> = {
-  'vllm-project/vllm': 204,
+  'vllm-project/vllm': 245,
   'sgl-project/sglang': 70,
   'ggml-org/llama.cpp': 14,
 };
