@@ -11,8 +11,8 @@ import { describe, expect, it } from 'vitest';
 import { loadFixtures } from './fixtures.js';
 
 const FLOOR: Record<string, number> = {
-  'vllm-project/vllm': 245,
-  'sgl-project/sglang': 70,
+  'vllm-project/vllm': 256,
+  'sgl-project/sglang': 77,
   'ggml-org/llama.cpp': 14,
 };
 
