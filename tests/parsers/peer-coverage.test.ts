@@ -13,7 +13,7 @@ import { loadFixtures } from './fixtures.js';
 const FLOOR: Record<string, number> = {
   'vllm-project/vllm': 256,
   'sgl-project/sglang': 116,
-  'ggml-org/llama.cpp': 14,
+  'ggml-org/llama.cpp': 20,
 };
 
 const README = readFileSync(
