@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { loadFixtures } from './fixtures.js';
 
 const FLOOR: Record<string, number> = {
-  'vllm-project/vllm': 324,
+  'vllm-project/vllm': 353,
   'sgl-project/sglang': 116,
   'ggml-org/llama.cpp': 20,
 };
