@@ -12,7 +12,7 @@ import { loadFixtures } from './fixtures.js';
 
 const FLOOR: Record<string, number> = {
   'vllm-project/vllm': 353,
-  'sgl-project/sglang': 131,
+  'sgl-project/sglang': 139,
   'ggml-org/llama.cpp': 20,
 };
 
