@@ -1,7 +1,7 @@
 /**
  * Pythonic (Llama 3.2 / 4, some others): [get_weather(city="Paris", days=3), now()] with
  * Python literals. Read when the WHOLE output (modulo whitespace) is the list, when the list
- * is wrapped in <|python_start|>…<|python_end|>, when the list ENDS the output after prose
+ * is wrapped in <|python_start|>…<|python_end|> (or ends the output after <|python_start|>), when the list ENDS the output after prose
  * ("Let me check: [get_weather(…)]", SGLang's pythonic detector reads it too), or when it
  * starts the output and a new sentence follows it ("[get_weather(…)] Here is the forecast:").
  * A list inside a sentence ("Try [get_weather(…)] next time.") stays prose.
@@ -48,6 +48,16 @@ function listEndingOutput(text: string, j: number, final: boolean): MatchResult 
   return m ? { ...m, end: text.length } : null;
 }
 
+/** A closed call list at j with nothing but whitespace after it (repair missing-close-tag). */
+function wholeListEndingOutput(text: string, j: number): EnvelopeMatch | null {
+  const scan = scanJsonValue(text, j, { singleQuotes: true });
+  if (!scan || scan.end < 0 || skipWs(text, scan.end) < text.length) return null;
+  const m = read(text.slice(j, scan.end));
+  if (!m) return null;
+  for (const call of m.calls) call.repairs = [...(call.repairs ?? []), 'missing-close-tag'];
+  return { ...m, end: text.length };
+}
+
 /** The whole output, or a list opening it followed by a new sentence (kept as content). */
 function matchWhole(text: string): EnvelopeMatch | null {
   const all = read(text);
@@ -73,10 +83,13 @@ export const pythonic = defineFamily({
     if (j === 'need-more') return 'need-more';
     if (j === 'end' || text[j] !== '[') return null;
     const close = find(END, j);
-    if (close < 0)
-      return final
-        ? { end: text.length, calls: [], error: 'unclosed python_start', truncated: true }
-        : 'need-more';
+    if (close < 0) {
+      if (!final) return 'need-more';
+      // Llama 4 often stops at <|eom|> without <|python_end|>: a whole call list that ends the
+      // output is the call (vLLM's llama4_pythonic reads it); anything else after it is not
+      const m = wholeListEndingOutput(text, j);
+      return m ?? { end: text.length, calls: [], error: 'unclosed python_start', truncated: true };
+    }
     const end = close + END.length;
     const m = read(text.slice(j, close));
     return m ? { ...m, end } : { end, calls: [], error: 'not a pythonic call list' };

@@ -24,10 +24,20 @@ export function paramSchema(
   return isPlainObject(s) ? s : undefined;
 }
 
+// Tools written from Python or C signatures declare `float`, `int`, `bool` where JSON Schema says
+// number, integer, boolean (vLLM's qwen3_coder reads them so): typed the same, text stays text.
+const TYPE_ALIASES: Readonly<Record<string, string>> = {
+  float: 'number',
+  double: 'number',
+  int: 'integer',
+  bool: 'boolean',
+};
+const canonicalType = (t: string): string => (Object.hasOwn(TYPE_ALIASES, t) ? TYPE_ALIASES[t]! : t);
+
 function schemaTypes(schema: Record<string, unknown>): string[] {
   const t = schema['type'];
-  if (typeof t === 'string') return [t];
-  if (Array.isArray(t)) return t.filter((x): x is string => typeof x === 'string');
+  if (typeof t === 'string') return [canonicalType(t)];
+  if (Array.isArray(t)) return t.filter((x): x is string => typeof x === 'string').map(canonicalType);
   for (const key of ['anyOf', 'oneOf']) {
     const alts = schema[key];
     if (Array.isArray(alts)) return alts.flatMap((a) => (isPlainObject(a) ? schemaTypes(a) : []));

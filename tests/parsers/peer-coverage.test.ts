@@ -11,9 +11,9 @@ import { describe, expect, it } from 'vitest';
 import { loadFixtures } from './fixtures.js';
 
 const FLOOR: Record<string, number> = {
-  'vllm-project/vllm': 158,
-  'sgl-project/sglang': 70,
-  'ggml-org/llama.cpp': 14,
+  'vllm-project/vllm': 353,
+  'sgl-project/sglang': 139,
+  'ggml-org/llama.cpp': 20,
 };
 
 const README = readFileSync(
