@@ -9,6 +9,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify';
 import { ToolproofError } from '../protocol/errors.js';
+import { MAX_REQUEST_DEPTH, tooDeepError, tooDeepPath } from '../protocol/json-depth.js';
 import { POLICIES } from '../policies/registry.js';
 import type { Policy } from '../policies/types.js';
 import type { RequestAbort } from './abort.js';
@@ -154,8 +155,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   ) => {
     // Kept as bytes: an untouched request is forwarded without being encoded again.
     request.rawBody = body;
+    let value: unknown;
     try {
-      done(null, JSON.parse(body.toString('utf8')));
+      value = JSON.parse(body.toString('utf8'));
     } catch (err) {
       done(
         new ToolproofError('TP_ERR_INVALID_JSON', {
@@ -163,7 +165,13 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
           cause: err,
         }),
       );
+      return;
     }
+    // Every front door, on the client's own field names: a body nested past the bound would
+    // overflow the stack later (JSON.stringify on the way upstream, recursive translation).
+    const tooDeep = tooDeepPath(value, MAX_REQUEST_DEPTH);
+    if (tooDeep !== null) return done(tooDeepError(tooDeep));
+    done(null, value);
   };
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) =>

@@ -4,7 +4,6 @@
  * into a chat-completions request first, then share everything from here on.
  */
 import type { FastifyRequest } from 'fastify';
-import { MAX_REQUEST_DEPTH, tooDeepError, tooDeepPath } from '../../protocol/json-depth.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { RequestAbort } from '../abort.js';
 import type { AppState } from '../app-state.js';
@@ -38,11 +37,6 @@ export function startChatCall(
   /** The client's own bytes, when `body` is exactly what it sent (forwarded untouched). */
   rawBody?: Buffer,
 ): ChatCall {
-  // A body nested past the bound would overflow the stack later (JSON.stringify upstream):
-  // a 400 naming the field. Front doors pass their translated body; the client's own body was
-  // checked the same way by its route when its field names differ.
-  const tooDeep = tooDeepPath(body, MAX_REQUEST_DEPTH);
-  if (tooDeep !== null) throw tooDeepError(tooDeep);
   const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
   // app.ts's close listener aborts it when the client goes away: no GPU time for nobody.
   const controller = new RequestAbort();
