@@ -3,6 +3,7 @@
  * normalize URLs, which would hide spelling bugs), a fake upstream that records what reached
  * it, and the real toolproof app on loopback.
  */
+import { closeApp } from '../server/stack.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -123,21 +124,4 @@ export function httpRequest(
   }
   for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`);
   return `${lines.join('\r\n')}\r\n\r\n${body}`;
-}
-
-/**
- * app.close() waits for every client connection to end; a keep-alive socket a test client left
- * behind can hold it past the hook timeout. After a grace, the rest are cut.
- */
-export async function closeApp(app: {
-  close(): Promise<unknown>;
-  server: { closeAllConnections(): void };
-}): Promise<void> {
-  const closing = app.close();
-  const cut = setTimeout(() => app.server.closeAllConnections(), 2_000);
-  try {
-    await closing;
-  } finally {
-    clearTimeout(cut);
-  }
 }

@@ -6,6 +6,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
+import { closeApp } from './stack.js';
 import { buildApp, type BuildOptions, type ToolproofApp } from '../../server/app.js';
 import { type Config, loadConfig } from '../../server/config.js';
 import type { ChatCompletionChunk } from '../../protocol/openai.js';
@@ -122,7 +123,7 @@ export async function startScriptedStack(
     url,
     client: new OpenAI({ baseURL: url, apiKey: 'unused', maxRetries: 0, timeout: 15_000 }),
     async close() {
-      await app.close();
+      await closeApp(app);
       await upstream.close();
     },
   };

@@ -48,7 +48,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     origin,
     client,
     async close() {
-      await app.close();
+      await closeApp(app);
       await sim.close();
     },
   };
@@ -123,5 +123,22 @@ export async function waitFor(cond: () => boolean, timeoutMs = 5_000): Promise<v
   while (!cond()) {
     if (Date.now() - start > timeoutMs) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/**
+ * app.close() waits for every client connection to end; a keep-alive socket a test client left
+ * behind can hold it past the hook timeout. After a grace, the rest are cut.
+ */
+export async function closeApp(app: {
+  close(): Promise<unknown>;
+  server: { closeAllConnections(): void };
+}): Promise<void> {
+  const closing = app.close();
+  const cut = setTimeout(() => app.server.closeAllConnections(), 2_000);
+  try {
+    await closing;
+  } finally {
+    clearTimeout(cut);
   }
 }
