@@ -24,6 +24,9 @@ export function isAnthropicPath(url: string): boolean {
 /** The SSE event that ends a stream on `url` with `err`, in that API's shape. */
 export function sseErrorEvent(url: string, err: ToolproofError): string {
   if (isAnthropicPath(url)) return `event: error\ndata: ${JSON.stringify(toAnthropicErrorBody(err))}\n\n`;
+  // The Responses API's own error event (its clients raise it; they do not read [DONE]).
+  if (/^\/v1\/responses(?:[/?]|$)/.test(url))
+    return `event: error\ndata: ${JSON.stringify({ type: 'error', code: err.code, message: err.message, param: err.param ?? null })}\n\n`;
   return sseData(JSON.stringify(toErrorBody(err))) + SSE_DONE;
 }
 

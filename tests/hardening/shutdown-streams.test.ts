@@ -59,6 +59,36 @@ describe('streams at the shutdown deadline', () => {
     }
   });
 
+  it("a Responses stream ends with the Responses API's own error event", async () => {
+    const sim = await createSimulator({
+      personality: 'vllm',
+      scenario: [{ say: 'one two three four five six seven eight', stallAfterChunks: 2 }],
+    });
+    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: sim.url }), { logger: false });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const port = (app.server.address() as AddressInfo).port;
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/v1/responses`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', stream: true, input: 'hi' }),
+      });
+      expect(res.status).toBe(200);
+      let closed: Promise<void> | undefined;
+      const text = await readUntilEnd(res, () => {
+        closed = shutdownGracefully(app, { graceMs: 300 });
+      });
+      await closed;
+      const last = text.trim().split('\n\n').at(-1)!;
+      expect(last.startsWith('event: error\ndata: ')).toBe(true);
+      const data = JSON.parse(last.split('\ndata: ')[1]!) as { type: string; code: string };
+      expect(data).toMatchObject({ type: 'error', code: 'TP_ERR_SHUTTING_DOWN' });
+      expect(text).not.toContain('[DONE]');
+    } finally {
+      await sim.close();
+    }
+  });
+
   it('a passed-through stream gets the same ending', async () => {
     const up = await fakeUpstream((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
