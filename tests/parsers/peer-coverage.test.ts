@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { loadFixtures } from './fixtures.js';
 
 const FLOOR: Record<string, number> = {
-  'vllm-project/vllm': 404,
+  'vllm-project/vllm': 405,
   'sgl-project/sglang': 139,
   'ggml-org/llama.cpp': 20,
 };
