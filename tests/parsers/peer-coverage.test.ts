@@ -12,7 +12,7 @@ import { loadFixtures } from './fixtures.js';
 
 const FLOOR: Record<string, number> = {
   'vllm-project/vllm': 405,
-  'sgl-project/sglang': 207,
+  'sgl-project/sglang': 218,
   'ggml-org/llama.cpp': 20,
 };
 
