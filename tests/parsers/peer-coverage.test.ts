@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { loadFixtures } from './fixtures.js';
 
 const FLOOR: Record<string, number> = {
-  'vllm-project/vllm': 421,
+  'vllm-project/vllm': 425,
   'sgl-project/sglang': 218,
   'ggml-org/llama.cpp': 20,
 };
