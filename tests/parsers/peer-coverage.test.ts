@@ -12,7 +12,7 @@ import { loadFixtures } from './fixtures.js';
 
 const FLOOR: Record<string, number> = {
   'vllm-project/vllm': 425,
-  'sgl-project/sglang': 218,
+  'sgl-project/sglang': 219,
   'ggml-org/llama.cpp': 20,
 };
 
