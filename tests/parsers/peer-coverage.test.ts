@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { loadFixtures } from './fixtures.js';
 
 const FLOOR: Record<string, number> = {
-  'vllm-project/vllm': 440,
+  'vllm-project/vllm': 442,
   'sgl-project/sglang': 219,
   'ggml-org/llama.cpp': 20,
 };
