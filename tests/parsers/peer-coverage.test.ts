@@ -11,8 +11,8 @@ import { describe, expect, it } from 'vitest';
 import { loadFixtures } from './fixtures.js';
 
 const FLOOR: Record<string, number> = {
-  'vllm-project/vllm': 353,
-  'sgl-project/sglang': 139,
+  'vllm-project/vllm': 442,
+  'sgl-project/sglang': 219,
   'ggml-org/llama.cpp': 20,
 };
 
