@@ -5,6 +5,9 @@
  * <|channel|>final<|message|>…<|return|> is content. Each <|start|>/<|channel|> block is one
  * envelope, ending at <|end|>, <|call|>, <|return|>, the next block, or the end of output.
  * The flattened `<tool_call>assistant to=functions.NAME json {…}</tool_call>` form is read too.
+ * When the prompt ends with `<|start|>assistant`, the output itself begins with the rest of the
+ * role header: ` to=functions.NAME<|channel|>…<|message|>{…}` (llama.cpp test-chat.cpp). That
+ * marker is read only at the very start of the output; anywhere else it is text.
  */
 import { defineFamily } from '../engine/define.js';
 import type { EnvelopeMatch, MatchInput, MatchResult } from '../engine/family.js';
@@ -19,6 +22,8 @@ const TERMINATORS = ['<|end|>', '<|call|>', '<|return|>'];
 const NEXT_BLOCK = [START, CHANNEL];
 const TOOL_CALL = '<tool_call>';
 const TOOL_CALL_CLOSE = '</tool_call>';
+/** The tail of a role header whose `<|start|>assistant` was in the prompt. */
+const ROLE_TAIL = ' to=functions.';
 
 /** First terminator or next block at/after i: [index, length consumed]. */
 function bodyEnd(text: string, i: number): { at: number; len: number } | null {
@@ -87,11 +92,12 @@ function flattened({ text, start, marker, final, find }: MatchInput): MatchResul
 
 export const gptOss = defineFamily({
   name: 'gpt-oss',
-  markers: [START, CHANNEL, TOOL_CALL],
+  markers: [START, CHANNEL, TOOL_CALL, ROLE_TAIL],
   priority: 10,
   backend: { vllm: 'openai', llamacpp: 'GPT-OSS', sglang: 'gpt-oss' },
   match(input): MatchResult {
     if (input.marker === TOOL_CALL) return flattened(input);
+    if (input.marker === ROLE_TAIL && input.start !== 0) return null;
     const { text, start, final, find } = input;
     const msg = find(MESSAGE, start);
     if (msg < 0) {

@@ -10,9 +10,12 @@
  *   ]<]minimax[>[</tool_call>
  * Objects nest as child elements and lists as `<item>` children; leaf text is typed by the
  * declared schema (a declared string stays verbatim). Thinking is `<mm:think>…</mm:think>`.
+ * A turn without thinking starts with a bare `</mm:think>` (the template's marker for "no
+ * reasoning"; llama.cpp test-chat.cpp): at the very start of the output it is a control token.
+ * Anywhere else it stays text.
  */
 import { defineFamily } from '../engine/define.js';
-import { type BodyResult, matchReasoningSection } from '../kit/long-tail.js';
+import { type BodyResult, controlToken, matchReasoningSection } from '../kit/long-tail.js';
 import type { ParseContext, ParsedCall } from '../types.js';
 import { closedEnvelope } from '../kit/envelope.js';
 import { readName, skipWs } from '../kit/json-scan.js';
@@ -25,6 +28,7 @@ const CLOSE = `${NS}</tool_call>`;
 const INVOKE = `${NS}<invoke name="`;
 const INVOKE_END = `${NS}</invoke>`;
 const THINK = '<mm:think>';
+const NO_THINK = '</mm:think>';
 const MAX_DEPTH = 32;
 
 type Schema = Record<string, unknown> | undefined;
@@ -130,8 +134,12 @@ const call = closedEnvelope({ open: OPEN, end: CLOSE, read: (body, ctx) => readI
 
 export const minimaxM3 = defineFamily({
   name: 'minimax-m3',
-  markers: [THINK, OPEN],
+  markers: [THINK, OPEN, NO_THINK],
   priority: 40,
   backend: { vllm: 'minimax_m3', llamacpp: 'MiniMax-M3' },
-  match: (input) => (input.marker === THINK ? matchReasoningSection(input, '</mm:think>') : call(input)),
+  match(input) {
+    if (input.marker === THINK) return matchReasoningSection(input, NO_THINK);
+    if (input.marker === NO_THINK) return input.start === 0 ? controlToken(0, NO_THINK) : null;
+    return call(input);
+  },
 });

@@ -6,15 +6,19 @@
  * One [TOOL_CALLS] segment is one envelope; several segments follow each other. Text between
  * the marker and a JSON call list ("[TOOL_CALLS] junk [{…}]") is part of the envelope when the
  * list really holds calls (vLLM's pre-v11 fallback reads it too).
+ * Magistral / Ministral reasoning models think in [THINK]…[/THINK]: that section is reasoning,
+ * so a [TOOL_CALLS] drafted inside it is not a call (llama.cpp test-chat.cpp, Ministral-3).
  */
 import { defineFamily } from '../engine/define.js';
 import type { MatchResult } from '../engine/family.js';
 import { callsFromJsonBody, decodeBody, finishMatch, peekNonWs } from '../kit/envelope.js';
 import { expectLiteral, readName, scanJsonValue, skipWs } from '../kit/json-scan.js';
+import { matchReasoningSection } from '../kit/long-tail.js';
 
 const MARK = '[TOOL_CALLS]';
 const ARGS = '[ARGS]';
 const CALL_ID = '[CALL_ID]';
+const THINK = '[THINK]';
 /** How far junk before the JSON list may reach: a short model hiccup, not a paragraph. */
 const MAX_JUNK = 64;
 
@@ -96,10 +100,12 @@ function namedCall(text: string, j: number, final: boolean): MatchResult {
 
 export const mistral = defineFamily({
   name: 'mistral',
-  markers: [MARK],
+  markers: [MARK, THINK],
   priority: 10,
   backend: { vllm: 'mistral', llamacpp: 'Mistral Nemo', sglang: 'mistral' },
-  match({ text, start, marker, final }): MatchResult {
+  match(input): MatchResult {
+    if (input.marker === THINK) return matchReasoningSection(input, '[/THINK]');
+    const { text, start, marker, final } = input;
     const j = peekNonWs(text, start + marker.length, final);
     if (j === 'need-more') return 'need-more';
     if (j === 'end') return { end: text.length, calls: [], error: 'empty tool call', truncated: true };
