@@ -39,7 +39,11 @@ describe('parser fixtures through the proxy', () => {
   const failures: string[] = [];
   const streamedContentDiffers: string[] = [];
   beforeAll(async () => {
-    stack = await startStack({ sim: { personality: 'vllm' }, file: { defaults: { forceToolUse: false } } });
+    // recovery 'always': fixtures without tools (a think split, prose) are read as the engine reads them.
+    stack = await startStack({
+      sim: { personality: 'vllm' },
+      file: { defaults: { forceToolUse: false, recovery: 'always' } },
+    });
     for (const { file, c } of cases) {
       const headers = { 'x-sim-scenario': scenarioHeader(c.text) };
       const want = c.expect.calls.map((x) => ({ name: x.name, arguments: x.arguments }));
