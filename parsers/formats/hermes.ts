@@ -3,45 +3,91 @@
  * last one possibly unclosed at end of output. <tool_call> is shared with GLM and Qwen3-Coder:
  * this family only claims it when a JSON object (or a ```json fence) follows. Several objects
  * separated by commas inside one block are several calls.
+ * Small models bend it (wild captures, tests/fixtures/parsers/wild.json): Gemma 3 writes a
+ * Python-style call in the tag (`<tool_call>get_weather(city: "Paris")</tool_call>`), BitNet
+ * puts the arguments flat beside the name, SmolLM3 opens a call with `</tool_call>`. Those
+ * variants are read only for a declared tool whose schema the arguments fit.
  */
 import { defineFamily } from '../engine/define.js';
-import type { MatchResult } from '../engine/family.js';
+import type { MatchInput, MatchResult } from '../engine/family.js';
+import type { ParseContext, ParsedCall } from '../types.js';
 import { callsFromJson, defaultToCall } from '../kit/long-tail.js';
 import { callsFromJsonBody, finishMatch, peekNonWs } from '../kit/envelope.js';
-import { scanJsonValue, skipWs } from '../kit/json-scan.js';
+import { readName, scanJsonValue, skipWs } from '../kit/json-scan.js';
+import { callFromLooseObject, callFromNamed, decodeObject, gated } from '../kit/improvised-call.js';
 
 const OPEN = '<tool_call>';
 const CLOSE = '</tool_call>';
 
+type Body = { calls: ParsedCall[] } | { error: string };
+
+/** A JSON body; when it is no call object, the declared tool with its arguments flat beside the name. */
+function readJson(body: string, allowMissingClose: boolean, ctx: ParseContext): Body {
+  const r = callsFromJsonBody(body, allowMissingClose);
+  if (!('error' in r)) return r;
+  const o = decodeObject(body);
+  const call = o ? gated(callFromLooseObject(o, ctx.tools), ctx.tools) : null;
+  return call ? { calls: [{ name: call.name, arguments: call.args, repairs: ['flat-arguments'] }] } : r;
+}
+
+/**
+ * `name(…)` in the tag, `name` a declared tool, up to the closing tag (or the end of output,
+ * where a cut-off `</tool_` is dropped).
+ */
+function matchNamed({ text, final, find, ctx }: MatchInput, j: number): MatchResult {
+  const name = readName(text, j);
+  const k = skipWs(text, j + name.length);
+  if (k >= text.length && !final) return 'need-more';
+  if (!ctx.tools.has(name) || text[k] !== '(') return null;
+  const close = find(CLOSE, k);
+  if (close < 0 && !final) return 'need-more';
+  let body = (close < 0 ? text.slice(j) : text.slice(j, close)).trim();
+  const cut = body.lastIndexOf('</');
+  if (close < 0 && cut > 0 && CLOSE.startsWith(body.slice(cut))) body = body.slice(0, cut).trim();
+  const call = gated(callFromNamed(body, ctx.tools), ctx.tools);
+  const end = close < 0 ? text.length : close + CLOSE.length;
+  const truncated = close < 0 ? { truncated: true } : {};
+  if (!call) return { end, calls: [], error: 'call in the tag is not readable', ...truncated };
+  return { end, calls: [{ name: call.name, arguments: call.args, repairs: ['python-call'] }], ...truncated };
+}
+
 export const hermes = defineFamily({
   name: 'hermes',
-  markers: [OPEN],
+  // a stray closing tag right before a JSON object opens a call (SmolLM3's typo); the
+  // closing tag followed by anything else stays text
+  markers: [OPEN, CLOSE],
   priority: 20,
   backend: { vllm: 'hermes', llamacpp: 'Hermes 2 Pro', sglang: 'qwen25' },
-  match({ text, start, marker, final, find }): MatchResult {
+  match(input): MatchResult {
+    const { text, start, marker, final, find, ctx } = input;
     const bodyStart = start + marker.length;
     const j = peekNonWs(text, bodyStart, final);
     if (j === 'need-more') return 'need-more';
-    if (j === 'end') return { end: text.length, calls: [], error: 'empty envelope', truncated: true };
+    if (j === 'end') {
+      if (marker === CLOSE) return null;
+      return { end: text.length, calls: [], error: 'empty envelope', truncated: true };
+    }
     const c = text[j];
+    if (marker === CLOSE && c !== '{') return null;
+    if (c !== '{' && c !== '`') return matchNamed(input, j);
     if (c === '`') {
       const close = find(CLOSE, j);
       if (close < 0) {
         if (!final) return 'need-more';
-        return finishMatch(callsFromJsonBody(text.slice(j), true), text.length, true);
+        return finishMatch(readJson(text.slice(j), true, ctx), text.length, true);
       }
-      return finishMatch(callsFromJsonBody(text.slice(j, close), false), close + CLOSE.length, false);
+      return finishMatch(readJson(text.slice(j, close), false, ctx), close + CLOSE.length, false);
     }
     if (c !== '{') return null;
     const scan = scanJsonValue(text, j, { stopAt: [CLOSE, OPEN] });
     if (scan && scan.end > 0) {
       const k = skipWs(text, scan.end);
       if (text.startsWith(CLOSE, k)) {
-        return finishMatch(callsFromJsonBody(text.slice(j, scan.end), false), k + CLOSE.length, false);
+        return finishMatch(readJson(text.slice(j, scan.end), false, ctx), k + CLOSE.length, false);
       }
       if (k >= text.length || CLOSE.startsWith(text.slice(k))) {
         if (!final) return 'need-more';
-        return finishMatch(callsFromJsonBody(text.slice(j, scan.end), false), text.length, true);
+        return finishMatch(readJson(text.slice(j, scan.end), false, ctx), text.length, true);
       }
       // `{…}, {…}` inside one block: several calls, read up to the closing tag (all or nothing)
       if (text[k] === ',') {
@@ -57,7 +103,7 @@ export const hermes = defineFamily({
         );
       }
       // JSON complete but no closing tag (another call or prose follows): the call ends here
-      const r = callsFromJsonBody(text.slice(j, scan.end), false);
+      const r = readJson(text.slice(j, scan.end), false, ctx);
       if ('calls' in r)
         for (const call of r.calls) call.repairs = [...(call.repairs ?? []), 'missing-close-tag'];
       return finishMatch(r, scan.end, false);
@@ -66,10 +112,10 @@ export const hermes = defineFamily({
       const at = scan.stoppedAt;
       // the closing tag came before the JSON closed: a missing brace, repaired only right before the tag
       if (text.startsWith(CLOSE, at))
-        return finishMatch(callsFromJsonBody(text.slice(j, at), true), at + CLOSE.length, false);
+        return finishMatch(readJson(text.slice(j, at), true, ctx), at + CLOSE.length, false);
       return { end: at, calls: [], error: 'unterminated JSON before the next tool call' };
     }
     if (!final) return 'need-more';
-    return finishMatch(callsFromJsonBody(text.slice(j), true), text.length, true);
+    return finishMatch(readJson(text.slice(j), true, ctx), text.length, true);
   },
 });

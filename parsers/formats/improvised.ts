@@ -15,97 +15,22 @@
  */
 import { defineFamily } from '../engine/define.js';
 import type { EnvelopeMatch } from '../engine/family.js';
-import type { DeclaredTool, ParseContext } from '../types.js';
-import { stripCodeFence } from '../kit/envelope.js';
-import { readName, skipWs } from '../kit/json-scan.js';
-import { decodeJsonLenient, isPlainObject } from '../kit/lenient-json.js';
-import { parsePythonCallList, parsePythonLiteral } from '../kit/python-literal.js';
-import { coerceParamValue, createArgs, fitsSchema, paramSchema } from '../kit/schema-values.js';
-
-/** Keys models use for the tool's name and for its arguments (seen in agent prompts and issues). */
-const NAME_KEYS = new Set([
-  'name',
-  'tool',
-  'tool_name',
-  'toolName',
-  'function',
-  'function_name',
-  'action',
-  'command',
-]);
-const ARG_KEYS = new Set([
-  'arguments',
-  'args',
-  'parameters',
-  'params',
-  'input',
-  'inputs',
-  'tool_input',
-  'toolInput',
-  'action_input',
-  'kwargs',
-]);
+import type { DeclaredTool, ParseContext, ParsedCall } from '../types.js';
+import {
+  callFromLooseObject,
+  callFromNamed,
+  decodeObject,
+  gated,
+  type ImprovisedCall,
+} from '../kit/improvised-call.js';
+import { readName, scanJsonValue, skipWs } from '../kit/json-scan.js';
+import { createArgs } from '../kit/lenient-json.js';
+import { coerceParamValue, paramSchema } from '../kit/schema-values.js';
 
 /** What may follow a declared name at the start of an output for it to be held as a possible call. */
 const NAME_FOLLOWERS = ['(', ' (', '{', ' {', '\n{', ':', ' :'];
 
-type Found = { name: string; args: Record<string, unknown> } | null;
-
-/** A JSON (or Python literal) object filling the whole text. */
-function decodeObject(text: string): Record<string, unknown> | null {
-  const d = decodeJsonLenient(text, { allowMissingClose: false });
-  if (d) return isPlainObject(d.value) ? d.value : null;
-  const p = parsePythonLiteral(text);
-  return p.ok && isPlainObject(p.value) ? p.value : null;
-}
-
-/** Arguments given as an object, or as a JSON string of one. */
-function argsOf(v: unknown): Record<string, unknown> | null {
-  if (isPlainObject(v)) return v;
-  if (typeof v === 'string') {
-    const d = decodeJsonLenient(v);
-    return d && isPlainObject(d.value) ? d.value : null;
-  }
-  return null;
-}
-
-function fromObject(o: Record<string, unknown>, tools: ReadonlyMap<string, DeclaredTool>): Found {
-  const keys = Object.keys(o);
-  // {"get_weather": {...}}: the only key is a declared tool
-  if (keys.length === 1) {
-    const only = keys[0] as string;
-    const args = tools.has(only) ? argsOf(o[only]) : null;
-    return args ? { name: only, args } : null;
-  }
-  if (keys.length !== 2) return null;
-  const nameKey = keys.find((k) => NAME_KEYS.has(k));
-  const argKey = keys.find((k) => ARG_KEYS.has(k));
-  if (!nameKey || !argKey) return null;
-  const name = o[nameKey];
-  if (typeof name !== 'string' || !tools.has(name)) return null;
-  const args = argsOf(o[argKey]);
-  return args ? { name, args } : null;
-}
-
-/** name(k=v, ...), name({...}), name {...} / name: {...}; `name` is a declared tool. */
-function fromNamed(t: string, tools: ReadonlyMap<string, DeclaredTool>): Found {
-  const name = readName(t, 0);
-  if (name === '' || !tools.has(name)) return null;
-  let i = skipWs(t, name.length);
-  if (t[i] === '(' && t.endsWith(')')) {
-    const inner = t.slice(i + 1, -1).trim();
-    if (inner.startsWith('{')) {
-      const o = decodeObject(inner);
-      return o ? { name, args: o } : null;
-    }
-    const calls = parsePythonCallList(`[${t}]`);
-    return calls?.length === 1 && calls[0]?.name === name ? { name, args: calls[0].arguments } : null;
-  }
-  if (t[i] === ':') i = skipWs(t, i + 1);
-  if (t[i] !== '{') return null;
-  const o = decodeObject(t.slice(i));
-  return o ? { name, args: o } : null;
-}
+type Found = ImprovisedCall | null;
 
 /** <name>{...}</name> or <name><key>value</key>...</name>; `name` is a declared tool. */
 function fromTag(t: string, tools: ReadonlyMap<string, DeclaredTool>): Found {
@@ -138,23 +63,91 @@ function fromTag(t: string, tools: ReadonlyMap<string, DeclaredTool>): Found {
   return { name, args };
 }
 
+/** Fence languages small models put on a call: ```json, ```tool_call (Gemma), ```tool_code. */
+const FENCE_LANGS = new Set(['', 'json', 'javascript', 'python', 'tool_call', 'tool_code']);
+
+/** The body of ONE code fence filling the text; null when the text is not exactly one fence. */
+function fenceBody(t: string): string | null {
+  const nl = t.indexOf('\n');
+  if (nl < 0 || !t.endsWith('```') || t.length < nl + 4) return null;
+  if (!FENCE_LANGS.has(t.slice(3, nl).trim().toLowerCase())) return null;
+  const body = t.slice(nl + 1, -3);
+  return body.includes('```') ? null : body;
+}
+
+/** Tags a small model leaves around or between its calls (Jan writes `{…}</tool_call>` without the opener). */
+const STRAY_TAGS = ['<tool_call>', '</tool_call>'];
+
+function skipStray(t: string, i: number): number {
+  for (;;) {
+    i = skipWs(t, i);
+    const tag = STRAY_TAGS.find((s) => t.startsWith(s, i));
+    if (!tag) return i;
+    i += tag.length;
+  }
+}
+
+/**
+ * One or more call objects back to back (`{…} {…}`, `{…}\n</tool_call>\n<tool_call>\n{…}`):
+ * every object a gated call, nothing else between them than whitespace and stray tool-call tags.
+ */
+function objectCalls(t: string, tools: ReadonlyMap<string, DeclaredTool>): ImprovisedCall[] | null {
+  const calls: ImprovisedCall[] = [];
+  let i = skipStray(t, 0);
+  while (i < t.length) {
+    if (t[i] !== '{') return null;
+    const scan = scanJsonValue(t, i);
+    if (!scan || scan.end < 0) return null;
+    const o = decodeObject(t.slice(i, scan.end));
+    const call = o ? gated(callFromLooseObject(o, tools), tools) : null;
+    if (!call) return null;
+    calls.push(call);
+    i = skipStray(t, scan.end);
+  }
+  return calls.length > 0 ? calls : null;
+}
+
+/** LM Studio's plain-text request: `[name]\n{…}\n[END_TOOL_REQUEST]`. */
+function fromBracketed(t: string, tools: ReadonlyMap<string, DeclaredTool>): Found {
+  const END = '[END_TOOL_REQUEST]';
+  const name = readName(t, 1);
+  if (name === '' || t[name.length + 1] !== ']' || !t.endsWith(END)) return null;
+  const o = decodeObject(t.slice(name.length + 2, -END.length));
+  return o && tools.has(name) ? { name, args: o } : null;
+}
+
+/** Ad-hoc wrappers around one improvised call: MiniMax's `[TOOL_CALL] … [/TOOL_CALL]`. */
+const WRAPPERS: readonly [string, string][] = [['[TOOL_CALL]', '[/TOOL_CALL]']];
+
+function unwrap(t: string): string {
+  for (const [open, close] of WRAPPERS) {
+    if (t.startsWith(open) && t.endsWith(close)) return t.slice(open.length, -close.length).trim();
+  }
+  return t;
+}
+
+function readCalls(t: string, tools: ReadonlyMap<string, DeclaredTool>): ImprovisedCall[] | null {
+  if (t.startsWith('{')) return objectCalls(t, tools);
+  let found: Found;
+  if (t.startsWith('<')) found = fromTag(t, tools);
+  else if (t.startsWith('[')) found = fromBracketed(t, tools);
+  else found = callFromNamed(t, tools);
+  const call = gated(found, tools);
+  return call ? [call] : null;
+}
+
 function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
   if (ctx.tools.size === 0) return null;
   const trimmed = text.trim();
-  const fenced = trimmed.startsWith('```') ? stripCodeFence(trimmed) : null;
+  const fenced = trimmed.startsWith('```') ? fenceBody(trimmed) : null;
   if (trimmed.startsWith('```') && fenced === null) return null;
-  const t = (fenced ?? trimmed).trim();
-  let found: Found = null;
-  if (t.startsWith('{')) {
-    const o = decodeObject(t);
-    found = o ? fromObject(o, ctx.tools) : null;
-  } else if (t.startsWith('<')) found = fromTag(t, ctx.tools);
-  else found = fromNamed(t, ctx.tools);
-  if (!found) return null;
-  const tool = ctx.tools.get(found.name);
-  if (!tool || !fitsSchema(found.args, tool)) return null;
+  const calls = readCalls(unwrap((fenced ?? trimmed).trim()), ctx.tools);
+  if (!calls) return null;
   const repairs = fenced !== null ? ['code-fence'] : [];
-  return { end: text.length, calls: [{ name: found.name, arguments: found.args, repairs }] };
+  return {
+    end: text.length,
+    calls: calls.map((c): ParsedCall => ({ name: c.name, arguments: c.args, repairs })),
+  };
 }
 
 export const improvised = defineFamily({
@@ -163,10 +156,12 @@ export const improvised = defineFamily({
   // after the strict formats (json is 90): a standard shape is always read by its own family
   priority: 95,
   backend: {},
-  wholeStarts: ['{', '```'],
+  wholeStarts: ['{', '```', '[TOOL_CALL]'],
   // a declared name right before `(`, `{` or `:` (prose that merely starts with the name is
-  // not held), or `<name>`
+  // not held), `<name>`, or `[name]`
   wholeStartsFor: (ctx) =>
-    [...ctx.tools.keys()].flatMap((n) => (n === '' ? [] : [...NAME_FOLLOWERS.map((f) => n + f), `<${n}>`])),
+    [...ctx.tools.keys()].flatMap((n) =>
+      n === '' ? [] : [...NAME_FOLLOWERS.map((f) => n + f), `<${n}>`, `[${n}]`],
+    ),
   matchWhole,
 });

@@ -45,6 +45,11 @@ function objectSequence(body: string, start: number, toCall: ToCall, allowMissin
   const calls: ParsedCall[] = [];
   let i = start;
   while (i < body.length) {
+    // one surplus closing brace after the last object (Qwen2.5-Coder-14B closes its call twice)
+    if (calls.length > 0 && body[i] === '}' && skipWs(body, i + 1) === body.length) {
+      for (const c of calls) c.repairs = [...(c.repairs ?? []), 'extra-close-brace'];
+      return { calls };
+    }
     if (body[i] !== '{') return { error: 'unexpected text between call objects' };
     const scan = scanJsonValue(body, i);
     const end = scan && scan.end > 0 ? scan.end : body.length;

@@ -10,6 +10,8 @@ export interface FixtureCase {
   name: string;
   /** Imported cases: `owner/repo path::test[id]` of the peer test the case was taken from (data only). */
   source?: string;
+  /** Captures from the field: how the declared tools were reconstructed, or another remark. */
+  note?: string;
   /** Set when toolproof deliberately expects something other than the peer does: why. */
   disagreement?: string;
   tools: { name: string; parameters?: JsonObject }[];
