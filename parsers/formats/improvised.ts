@@ -24,7 +24,7 @@ import {
   type ImprovisedCall,
 } from '../kit/improvised-call.js';
 import { readName, scanJsonValue, skipWs } from '../kit/json-scan.js';
-import { createArgs } from '../kit/lenient-json.js';
+import { createArgs, isPlainObject } from '../kit/lenient-json.js';
 import { coerceParamValue, paramSchema } from '../kit/schema-values.js';
 
 /** What may follow a declared name at the start of an output for it to be held as a possible call. */
@@ -88,6 +88,37 @@ function skipStray(t: string, i: number): number {
 }
 
 /**
+ * An object that wraps calls the way the OpenAI API does, copied into content by a model
+ * imitating it: {"tool_calls": [{"type": "function", "function": {…}}]} (with `role` and an
+ * empty `content` beside it, or not) or the legacy {"function_call": {…}}. The items, or null.
+ */
+function apiShapedItems(o: Record<string, unknown>): Record<string, unknown>[] | null {
+  const keys = Object.keys(o);
+  if (o['role'] !== undefined && o['role'] !== 'assistant') return null;
+  if (o['content'] !== undefined && o['content'] !== null && o['content'] !== '') return null;
+  const inner = keys.filter((k) => k !== 'role' && k !== 'content');
+  if (inner.length !== 1) return null;
+  const v = o[inner[0] as string];
+  if (inner[0] === 'function_call') return isPlainObject(v) ? [v] : null;
+  if (inner[0] !== 'tool_calls' || !Array.isArray(v) || v.length === 0) return null;
+  return v.every(isPlainObject) ? v : null;
+}
+
+function objectToCalls(
+  o: Record<string, unknown>,
+  tools: ReadonlyMap<string, DeclaredTool>,
+): ImprovisedCall[] | null {
+  const items = apiShapedItems(o) ?? [o];
+  const calls: ImprovisedCall[] = [];
+  for (const it of items) {
+    const call = gated(callFromLooseObject(it, tools), tools);
+    if (!call) return null;
+    calls.push(call);
+  }
+  return calls;
+}
+
+/**
  * One or more call objects back to back (`{…} {…}`, `{…}\n</tool_call>\n<tool_call>\n{…}`):
  * every object a gated call, nothing else between them than whitespace and stray tool-call tags.
  */
@@ -99,9 +130,9 @@ function objectCalls(t: string, tools: ReadonlyMap<string, DeclaredTool>): Impro
     const scan = scanJsonValue(t, i);
     if (!scan || scan.end < 0) return null;
     const o = decodeObject(t.slice(i, scan.end));
-    const call = o ? gated(callFromLooseObject(o, tools), tools) : null;
-    if (!call) return null;
-    calls.push(call);
+    const found = o ? objectToCalls(o, tools) : null;
+    if (!found) return null;
+    calls.push(...found);
     i = skipStray(t, scan.end);
   }
   return calls.length > 0 ? calls : null;
@@ -116,12 +147,30 @@ function fromBracketed(t: string, tools: ReadonlyMap<string, DeclaredTool>): Fou
   return o && tools.has(name) ? { name, args: o } : null;
 }
 
-/** Ad-hoc wrappers around one improvised call: MiniMax's `[TOOL_CALL] … [/TOOL_CALL]`. */
-const WRAPPERS: readonly [string, string][] = [['[TOOL_CALL]', '[/TOOL_CALL]']];
+/**
+ * Ad-hoc wrappers around improvised calls: MiniMax's `[TOOL_CALL] … [/TOOL_CALL]`, the
+ * Glaive fine-tunes' `<functioncall> …` (no closer), Llama 3.3's `<|python_tag|>name(…)`.
+ */
+const WRAPPERS: readonly [string, string][] = [
+  ['[TOOL_CALL]', '[/TOOL_CALL]'],
+  ['<functioncall>', ''],
+  ['<|python_tag|>', ''],
+];
+/**
+ * End-of-turn tokens a backend left in the text after the call (its template and the model
+ * disagree on the stop token): ChatML, Llama 3, GPT-2 style, Phi, Mistral.
+ */
+const EOS_TOKENS = ['<|im_end|>', '<|eot_id|>', '<|eom_id|>', '<|endoftext|>', '<|end|>', '</s>'];
 
-function unwrap(t: string): string {
+function unwrap(text: string): string {
+  let t = text;
+  for (let cut = true; cut; ) {
+    const eos = EOS_TOKENS.find((e) => t.endsWith(e));
+    cut = eos !== undefined;
+    if (eos) t = t.slice(0, -eos.length).trimEnd();
+  }
   for (const [open, close] of WRAPPERS) {
-    if (t.startsWith(open) && t.endsWith(close)) return t.slice(open.length, -close.length).trim();
+    if (t.startsWith(open) && t.endsWith(close)) return t.slice(open.length, t.length - close.length).trim();
   }
   return t;
 }
@@ -139,9 +188,10 @@ function readCalls(t: string, tools: ReadonlyMap<string, DeclaredTool>): Improvi
 function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
   if (ctx.tools.size === 0) return null;
   const trimmed = text.trim();
-  const fenced = trimmed.startsWith('```') ? fenceBody(trimmed) : null;
-  if (trimmed.startsWith('```') && fenced === null) return null;
-  const calls = readCalls(unwrap((fenced ?? trimmed).trim()), ctx.tools);
+  const bare = unwrap(trimmed);
+  const fenced = bare.startsWith('```') ? fenceBody(bare) : null;
+  if (bare.startsWith('```') && fenced === null) return null;
+  const calls = readCalls(fenced !== null ? unwrap(fenced.trim()) : bare, ctx.tools);
   if (!calls) return null;
   const repairs = fenced !== null ? ['code-fence'] : [];
   return {
@@ -156,12 +206,12 @@ export const improvised = defineFamily({
   // after the strict formats (json is 90): a standard shape is always read by its own family
   priority: 95,
   backend: {},
-  wholeStarts: ['{', '```', '[TOOL_CALL]'],
+  wholeStarts: ['{', '```', '[TOOL_CALL]', '<functioncall>'],
   // a declared name right before `(`, `{` or `:` (prose that merely starts with the name is
-  // not held), `<name>`, or `[name]`
+  // not held), `<name>`, `[name]`, or `<|python_tag|>name`
   wholeStartsFor: (ctx) =>
     [...ctx.tools.keys()].flatMap((n) =>
-      n === '' ? [] : [...NAME_FOLLOWERS.map((f) => n + f), `<${n}>`, `[${n}]`],
+      n === '' ? [] : [...NAME_FOLLOWERS.map((f) => n + f), `<${n}>`, `[${n}]`, `<|python_tag|>${n}`],
     ),
   matchWhole,
 });
