@@ -1,17 +1,25 @@
 /**
  * Improvised shapes: small models that no grammar steers (prompted tools, `auto` mode, a
- * backend without a parser) write a call in a shape no format defines:
+ * backend without a parser) write a call in a shape no format defines (captures with their
+ * sources: tests/fixtures/parsers/wild.json):
  * - a JSON object naming the tool under another key than `name` and the arguments under
- *   another key than `arguments`: {"tool": "get_weather", "tool_input": {...}};
+ *   another key than `arguments`: {"tool": "get_weather", "tool_input": {...}}; or with the
+ *   arguments flat beside the name: {"name": "get_weather", "city": "Paris"};
  * - an object whose only key is the tool's name: {"get_weather": {"city": "Paris"}};
+ * - the OpenAI wire shape copied into content: {"tool_calls": [...]}, {"function_call": {...}};
+ * - several call objects back to back, stray `<tool_call>` / `</tool_call>` tags between;
  * - a Python-style call or dict after the name: get_weather(city="Paris"),
+ *   get_weather(city: "Paris"), get_weather('Paris') for a one-parameter tool,
  *   get_weather({"city": "Paris"}), get_weather {"city": "Paris"};
- * - a call inside an ad-hoc tag: <get_weather>{"city": "Paris"}</get_weather> or
- *   <get_weather><city>Paris</city></get_weather>.
+ * - a call inside an ad-hoc tag or wrapper: <get_weather>{"city": "Paris"}</get_weather>,
+ *   <get_weather><city>Paris</city></get_weather>, [get_weather]\n{...}\n[END_TOOL_REQUEST]
+ *   (LM Studio), [TOOL_CALL] ... [/TOOL_CALL], <functioncall> ... (Glaive), <|python_tag|>;
+ *   an end-of-turn token the backend left after it (<|im_end|>, <|eot_id|>, ...) is dropped.
  * Strict gates keep precision: the call is the WHOLE output (after reasoning and one code
  * fence), the name is exactly a declared tool, and the arguments fit that tool's schema
- * (fitsSchema). A whole-output check like `json`: no per-character cost; outputs starting
- * with `{`, a fence, a declared name or `<name>` are held to the end (up to maxHeldBytes).
+ * (fitsSchema); several calls are all or nothing. A whole-output check like `json`: no
+ * per-character cost; outputs starting with `{`, a fence, a declared name, `<name>` or
+ * `[name]` are held to the end (up to maxHeldBytes).
  */
 import { defineFamily } from '../engine/define.js';
 import type { EnvelopeMatch } from '../engine/family.js';
