@@ -13,7 +13,8 @@
  *   get_weather({"city": "Paris"}), get_weather {"city": "Paris"};
  * - a call inside an ad-hoc tag or wrapper: <get_weather>{"city": "Paris"}</get_weather>,
  *   <get_weather><city>Paris</city></get_weather>, [get_weather]\n{...}\n[END_TOOL_REQUEST]
- *   (LM Studio), [TOOL_CALL] ... [/TOOL_CALL], <functioncall> ... (Glaive), <|python_tag|>;
+ *   (LM Studio), [TOOL_CALL] ... [/TOOL_CALL], <functioncall> ... (Glaive), <|python_tag|>,
+ *   Claude's <function_calls><invoke name="…"><parameter name="…">…;
  *   an end-of-turn token the backend left after it (<|im_end|>, <|eot_id|>, ...) is dropped.
  * Strict gates keep precision: the call is the WHOLE output (after reasoning and one code
  * fence), the name is exactly a declared tool, and the arguments fit that tool's schema
@@ -33,7 +34,9 @@ import {
 } from '../kit/improvised-call.js';
 import { readName, scanJsonValue, skipWs } from '../kit/json-scan.js';
 import { createArgs, isPlainObject } from '../kit/lenient-json.js';
+import { readXmlCalls } from '../kit/long-tail.js';
 import { coerceParamValue, paramSchema } from '../kit/schema-values.js';
+import { MINIMAX_INVOKE } from './minimax-m2.js';
 
 /** What may follow a declared name at the start of an output for it to be held as a possible call. */
 const NAME_FOLLOWERS = ['(', ' (', '{', ' {', '\n{', ':', ' :'];
@@ -183,8 +186,34 @@ function unwrap(text: string): string {
   return t;
 }
 
+const ANTHROPIC_OPEN = '<function_calls>';
+const ANTHROPIC_CLOSE = '</function_calls>';
+
+/**
+ * Claude's prompted-tools block, which models distilled from Claude write (Qwen3-Coder, see
+ * NousResearch/hermes-agent#83023): `<function_calls><invoke name="…"><parameter name="…">`,
+ * the same XML MiniMax-M2 puts in its own tag. Every call gated, all or nothing.
+ */
+function anthropicCalls(t: string, tools: ReadonlyMap<string, DeclaredTool>): ImprovisedCall[] | null {
+  const body = t.startsWith(ANTHROPIC_OPEN)
+    ? t.endsWith(ANTHROPIC_CLOSE)
+      ? t.slice(ANTHROPIC_OPEN.length, -ANTHROPIC_CLOSE.length)
+      : null
+    : t;
+  const r = body === null ? null : readXmlCalls(body, MINIMAX_INVOKE, { tools });
+  if (!r || 'error' in r) return null;
+  const calls: ImprovisedCall[] = [];
+  for (const c of r.calls) {
+    const call = isPlainObject(c.arguments) ? gated({ name: c.name, args: c.arguments }, tools) : null;
+    if (!call) return null;
+    calls.push(call);
+  }
+  return calls;
+}
+
 function readCalls(t: string, tools: ReadonlyMap<string, DeclaredTool>): ImprovisedCall[] | null {
   if (t.startsWith('{')) return objectCalls(t, tools);
+  if (t.startsWith(ANTHROPIC_OPEN) || t.startsWith(MINIMAX_INVOKE.callOpen)) return anthropicCalls(t, tools);
   let found: Found;
   if (t.startsWith('<')) found = fromTag(t, tools);
   else if (t.startsWith('[')) found = fromBracketed(t, tools);
@@ -214,7 +243,7 @@ export const improvised = defineFamily({
   // after the strict formats (json is 90): a standard shape is always read by its own family
   priority: 95,
   backend: {},
-  wholeStarts: ['{', '```', '[TOOL_CALL]', '<functioncall>'],
+  wholeStarts: ['{', '```', '[TOOL_CALL]', '<functioncall>', ANTHROPIC_OPEN, MINIMAX_INVOKE.callOpen],
   // a declared name right before `(`, `{` or `:` (prose that merely starts with the name is
   // not held), `<name>`, `[name]`, or `<|python_tag|>name`
   wholeStartsFor: (ctx) =>
