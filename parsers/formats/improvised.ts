@@ -14,7 +14,8 @@
  * - a call inside an ad-hoc tag or wrapper: <get_weather>{"city": "Paris"}</get_weather>,
  *   <get_weather><city>Paris</city></get_weather>, [get_weather]\n{...}\n[END_TOOL_REQUEST]
  *   (LM Studio), [TOOL_CALL] ... [/TOOL_CALL], <functioncall> ... (Glaive), <|python_tag|>,
- *   Claude's <function_calls><invoke name="…"><parameter name="…">…;
+ *   Claude's <function_calls><invoke name="…"><parameter name="…">…, Gemini's
+ *   print(default_api.name(…)) (in a ```tool_code fence or not);
  *   an end-of-turn token the backend left after it (<|im_end|>, <|eot_id|>, ...) is dropped.
  * Strict gates keep precision: the call is the WHOLE output (after reasoning and one code
  * fence), the name is exactly a declared tool, and the arguments fit that tool's schema
@@ -211,13 +212,23 @@ function anthropicCalls(t: string, tools: ReadonlyMap<string, DeclaredTool>): Im
   return calls;
 }
 
+/**
+ * Gemini's `tool_code` habit, which Gemma shares: `print(default_api.get_weather(city="Paris"))`
+ * (see google/adk-go#492, camel-ai/camel#2064); the bare call inside is what is read.
+ */
+function stripToolCode(t: string): string {
+  let s = t;
+  if (s.startsWith('print(') && s.endsWith(')')) s = s.slice('print('.length, -1).trim();
+  return s.startsWith('default_api.') ? s.slice('default_api.'.length) : s;
+}
+
 function readCalls(t: string, tools: ReadonlyMap<string, DeclaredTool>): ImprovisedCall[] | null {
   if (t.startsWith('{')) return objectCalls(t, tools);
   if (t.startsWith(ANTHROPIC_OPEN) || t.startsWith(MINIMAX_INVOKE.callOpen)) return anthropicCalls(t, tools);
   let found: Found;
   if (t.startsWith('<')) found = fromTag(t, tools);
   else if (t.startsWith('[')) found = fromBracketed(t, tools);
-  else found = callFromNamed(t, tools);
+  else found = callFromNamed(stripToolCode(t), tools);
   const call = gated(found, tools);
   return call ? [call] : null;
 }
@@ -243,7 +254,16 @@ export const improvised = defineFamily({
   // after the strict formats (json is 90): a standard shape is always read by its own family
   priority: 95,
   backend: {},
-  wholeStarts: ['{', '```', '[TOOL_CALL]', '<functioncall>', ANTHROPIC_OPEN, MINIMAX_INVOKE.callOpen],
+  wholeStarts: [
+    '{',
+    '```',
+    '[TOOL_CALL]',
+    '<functioncall>',
+    ANTHROPIC_OPEN,
+    MINIMAX_INVOKE.callOpen,
+    'print(default_api.',
+    'default_api.',
+  ],
   // a declared name right before `(`, `{` or `:` (prose that merely starts with the name is
   // not held), `<name>`, `[name]`, or `<|python_tag|>name`
   wholeStartsFor: (ctx) =>
