@@ -33,7 +33,7 @@ import {
   gated,
   type ImprovisedCall,
 } from '../kit/improvised-call.js';
-import { readName, scanJsonValue, skipWs } from '../kit/json-scan.js';
+import { readName, scanJsonValue, skipWs, trimEndIndex } from '../kit/json-scan.js';
 import { createArgs, isPlainObject } from '../kit/lenient-json.js';
 import { readXmlCalls } from '../kit/long-tail.js';
 import { coerceParamValue, paramSchema } from '../kit/schema-values.js';
@@ -175,12 +175,14 @@ const WRAPPERS: readonly [string, string][] = [
 const EOS_TOKENS = ['<|im_end|>', '<|eot_id|>', '<|eom_id|>', '<|endoftext|>', '<|end|>', '</s>'];
 
 function unwrap(text: string): string {
-  let t = text;
-  for (let cut = true; cut; ) {
-    const eos = EOS_TOKENS.find((e) => t.endsWith(e));
-    cut = eos !== undefined;
-    if (eos) t = t.slice(0, -eos.length).trimEnd();
+  // by index, one slice at the end (a run of repeated tokens is hostile output's favourite)
+  let end = text.length;
+  for (;;) {
+    const eos = EOS_TOKENS.find((e) => end >= e.length && text.startsWith(e, end - e.length));
+    if (eos === undefined) break;
+    end = trimEndIndex(text, end - eos.length);
   }
+  const t = end === text.length ? text : text.slice(0, end);
   for (const [open, close] of WRAPPERS) {
     if (t.startsWith(open) && t.endsWith(close)) return t.slice(open.length, t.length - close.length).trim();
   }
