@@ -45,6 +45,11 @@ export default defineConfig({
     // its own metrics registry. A test that must change process-wide state belongs in a child
     // process (see tests/hardening/heap-probe.ts).
     isolate: false,
+    // ...and a file that changes process.env or the working directory fails, naming it.
+    setupFiles: ['tests/setup/shared-worker.ts'],
+    // vi.stubEnv / vi.stubGlobal are undone before the next test (and after a file's last one).
+    unstubEnvs: true,
+    unstubGlobals: true,
     sequence: { sequencer: SlowFirstSequencer },
     reporters: process.env.CI ? ['default'] : ['default'],
   },
