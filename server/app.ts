@@ -218,6 +218,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     let finished = false;
     reply.raw.once('finish', () => {
       finished = true;
+      // A response that ends while closing leaves its keep-alive connection idle: close it now,
+      // or the shutdown waits for the client's keep-alive timeout (or the deadline).
+      if (closing) setImmediate(() => app.server.closeIdleConnections());
     });
     // Any response that turns out to be a stream is ended with an error event at the shutdown deadline.
     const untrack = state.openStreams.add(sseResponseStream(reply.raw, (err) => request.tpAbort?.abort(err)));

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { AddressInfo } from 'node:net';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
@@ -147,6 +148,36 @@ describe('graceful shutdown', () => {
     expect(events.length).toBeGreaterThan(20);
     await closing;
     await expect(fetch(url, { method: 'POST', body: '{}' })).rejects.toThrow();
+    await sim.close();
+  });
+});
+
+describe('graceful shutdown with keep-alive clients', () => {
+  it("a stream that ends while closing does not hold the close for the client's keep-alive", async () => {
+    const sim = await createSimulator({
+      personality: 'vllm',
+      scenario: [{ say: 'word '.repeat(10), chunkDelayMs: 10 }],
+    });
+    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: sim.url }), { logger: false });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1/chat/completions`;
+    // A client that would keep an idle connection for a minute.
+    const agent = new Agent({ keepAliveTimeout: 60_000, keepAliveMaxTimeout: 60_000 });
+    const res = await undiciFetch(url, {
+      method: 'POST',
+      dispatcher: agent,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    let closed = false;
+    const closing = app.close().then(() => {
+      closed = true;
+    });
+    expect(await res.text()).toContain('[DONE]');
+    // Without closing the connection that went idle, the close waits for the client (60 s).
+    await Promise.race([closing, new Promise((r) => setTimeout(r, 5_000))]);
+    expect(closed).toBe(true);
+    await agent.close();
     await sim.close();
   });
 });
