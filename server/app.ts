@@ -220,7 +220,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       finished = true;
     });
     // Any response that turns out to be a stream is ended with an error event at the shutdown deadline.
-    const untrack = state.openStreams.add(sseResponseStream(reply.raw, (err) => request.tpAbort?.abort(err)));
+    const untrack = state.openStreams.add(
+      reply.raw,
+      sseResponseStream(reply.raw, (err) => request.tpAbort?.abort(err)),
+    );
     // One listener per request: a client that goes away cancels the upstream request at once
     // (also while waiting for the first token, or during a fallback or corrective retry).
     reply.raw.once('close', () => {

@@ -5,8 +5,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { ERROR_CATALOGUE, type ErrorCode, isToolproofError, ToolproofError } from '../protocol/errors.js';
 import type { OpenAIErrorBody } from '../protocol/openai.js';
-import { toAnthropicErrorBody } from '../protocol/anthropic/errors.js';
-import { SSE_DONE, sseData } from './sse.js';
 
 export function toErrorBody(err: ToolproofError): OpenAIErrorBody {
   const body: OpenAIErrorBody = {
@@ -14,20 +12,6 @@ export function toErrorBody(err: ToolproofError): OpenAIErrorBody {
   };
   if (err.upstream !== undefined) body.error.upstream = err.upstream;
   return body;
-}
-
-/** The shape selector: Anthropic's error shape under /v1/messages, OpenAI's everywhere else. */
-export function isAnthropicPath(url: string): boolean {
-  return /^\/v1\/messages(?:[/?]|$)/.test(url);
-}
-
-/** The SSE event that ends a stream on `url` with `err`, in that API's shape. */
-export function sseErrorEvent(url: string, err: ToolproofError): string {
-  if (isAnthropicPath(url)) return `event: error\ndata: ${JSON.stringify(toAnthropicErrorBody(err))}\n\n`;
-  // The Responses API's own error event (its clients raise it; they do not read [DONE]).
-  if (/^\/v1\/responses(?:[/?]|$)/.test(url))
-    return `event: error\ndata: ${JSON.stringify({ type: 'error', code: err.code, message: err.message, param: err.param ?? null })}\n\n`;
-  return sseData(JSON.stringify(toErrorBody(err))) + SSE_DONE;
 }
 
 function typeForStatus(status: number): string {
