@@ -131,7 +131,7 @@ export async function bothResponses(
   events: OpenAI.Responses.ResponseStreamEvent[];
 }> {
   const plain = await fd.openai.responses.create(params);
-  const stream = fd.openai.responses.stream(params as OpenAI.Responses.ResponseStreamParams);
+  const stream = fd.openai.responses.stream({ ...params, stream: true });
   const events: OpenAI.Responses.ResponseStreamEvent[] = [];
   for await (const e of stream) events.push(e);
   const streamed = await stream.finalResponse();
