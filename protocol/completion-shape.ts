@@ -29,3 +29,24 @@ export function completionShapeProblem(completion: unknown): string | undefined 
   }
   return undefined;
 }
+
+/**
+ * The same for one streamed chunk: its choices, deltas and tool-call deltas are indexed
+ * into by every stream hook and translator. A chunk without choices (usage, an error) passes.
+ */
+export function chunkShapeProblem(chunk: Record<string, unknown>): string | undefined {
+  if (!Array.isArray(chunk.choices)) return undefined;
+  for (const [i, choice] of chunk.choices.entries()) {
+    if (!isObject(choice)) return `choices[${i}] that is not an object`;
+    const delta = choice.delta;
+    if (delta === undefined || delta === null) continue;
+    if (!isObject(delta)) return `choices[${i}].delta that is not an object`;
+    const calls = delta.tool_calls;
+    if (calls === undefined || calls === null) continue;
+    if (!Array.isArray(calls)) return `choices[${i}].delta.tool_calls that is not an array`;
+    for (const [j, call] of calls.entries()) {
+      if (!isObject(call)) return `choices[${i}].delta.tool_calls[${j}] that is not an object`;
+    }
+  }
+  return undefined;
+}

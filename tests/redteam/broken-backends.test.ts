@@ -214,6 +214,43 @@ describe.each(['messages', 'responses', 'chat'] as const)('/v1/%s, a completion 
   });
 });
 
+/** Streamed chunks shaped so that reading them throws: the API's error event naming the field. */
+const malformedChunks: Record<string, unknown> = {
+  'a null choice': { id: 'x', choices: [null] },
+  'a null tool-call delta': {
+    id: 'x',
+    choices: [{ index: 0, delta: { tool_calls: [null] }, finish_reason: null }],
+  },
+  'tool_calls as a string': {
+    id: 'x',
+    choices: [{ index: 0, delta: { tool_calls: 'xy' }, finish_reason: null }],
+  },
+};
+
+describe.each(['messages', 'responses', 'chat'] as const)(
+  '/v1/%s, a streamed chunk shaped to throw',
+  (door) => {
+    it.each(Object.entries(malformedChunks))(
+      '%s: an upstream error event, not toolproof failing',
+      async (_n, bad) => {
+        handler = (b, res) => {
+          head(res, b);
+          res.end(sse([good[0], good[1], bad, ...good.slice(2), '[DONE]']));
+        };
+        const before = Number(/toolproof_internal_errors_total\S* (\d+)/.exec(await metricsText())?.[1] ?? 0);
+        const { status, text } = await post(door, true);
+        expect(status).toBe(200);
+        expect(text).toMatch(/sent an event with choices\[0\]/);
+        expect(text).not.toContain('toolproof failed to handle');
+        const after = Number(/toolproof_internal_errors_total\S* (\d+)/.exec(await metricsText())?.[1] ?? 0);
+        expect(after).toBe(before);
+      },
+    );
+  },
+);
+
+const metricsText = async () => (await fetch(`${origin}/metrics`)).text();
+
 describe('the SDKs see these as their own errors', () => {
   it('@anthropic-ai/sdk: create rejects with a 502 APIError; stream().finalMessage() rejects on the error event', async () => {
     const client = new Anthropic({ baseURL: origin, apiKey: 'x', maxRetries: 0, timeout: 10_000 });
