@@ -8,6 +8,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_MODEL_SETTINGS } from '../../protocol/settings.js';
 import {
   bothMessages,
   bothResponses,
@@ -198,46 +199,57 @@ function expectValidResponseEvents(events: OpenAI.Responses.ResponseStreamEvent[
   expect(['response.completed', 'response.incomplete']).toContain(events.at(-1)!.type);
 }
 
-let fd: FrontDoors;
-beforeAll(async () => {
-  fd = await startFrontDoors();
-});
-afterAll(() => fd.close());
-
-describe.each(cases)('$name', (c) => {
-  it('/v1/messages: create equals stream().finalMessage(), blocks and stop_reason mapped', async () => {
-    fd.plan(c.plan);
-    const { plain, streamed, events } = await bothMessages(fd, {
-      model: 'm',
-      max_tokens: 100,
-      messages: [{ role: 'user', content: 'hi' }],
-      tools: [weatherA],
-      ...c.anthropic,
+/**
+ * With a retry possible, a turn is held and judged before it goes out; without one (maxRetries
+ * 0) deltas pass live and are only constrained on the way: both paths must give the same answer.
+ */
+describe.each([
+  { mode: 'a retry possible (held turns)', maxRetries: 1 },
+  { mode: 'no retries (live deltas)', maxRetries: 0 },
+])('$mode', ({ maxRetries }) => {
+  let fd: FrontDoors;
+  beforeAll(async () => {
+    fd = await startFrontDoors({
+      config: { defaults: { ...DEFAULT_MODEL_SETTINGS, maxRetries } },
     });
-    expect(normalizeMessage(streamed)).toEqual(normalizeMessage(plain));
-    expect(plain.stop_reason).toBe(c.stop);
-    expect(plain.content.map((b) => b.type)).toEqual(c.blocks);
-    for (const b of plain.content) {
-      // A tool_use input is always a JSON object (Anthropic's type; SDKs index into it).
-      if (b.type === 'tool_use') expect(Object.prototype.toString.call(b.input)).toBe('[object Object]');
-    }
-    expect(plain.usage.output_tokens).toBeGreaterThan(0);
-    expect(streamed.usage).toEqual(plain.usage);
-    expectValidMessageEvents(events);
   });
+  afterAll(() => fd.close());
 
-  it('/v1/responses: create equals stream().finalResponse(), items and status mapped', async () => {
-    fd.plan(c.plan);
-    const { plain, streamed, events } = await bothResponses(fd, {
-      model: 'm',
-      input: 'hi',
-      tools: [weatherR],
-      ...c.responses,
+  describe.each(cases)('$name', (c) => {
+    it('/v1/messages: create equals stream().finalMessage(), blocks and stop_reason mapped', async () => {
+      fd.plan(c.plan);
+      const { plain, streamed, events } = await bothMessages(fd, {
+        model: 'm',
+        max_tokens: 100,
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [weatherA],
+        ...c.anthropic,
+      });
+      expect(normalizeMessage(streamed)).toEqual(normalizeMessage(plain));
+      expect(plain.stop_reason).toBe(c.stop);
+      expect(plain.content.map((b) => b.type)).toEqual(c.blocks);
+      for (const b of plain.content) {
+        // A tool_use input is always a JSON object (Anthropic's type; SDKs index into it).
+        if (b.type === 'tool_use') expect(Object.prototype.toString.call(b.input)).toBe('[object Object]');
+      }
+      expect(plain.usage.output_tokens).toBeGreaterThan(0);
+      expect(streamed.usage).toEqual(plain.usage);
+      expectValidMessageEvents(events);
     });
-    expect(normalizeResponse(streamed)).toEqual(normalizeResponse(plain));
-    expect(plain.status).toBe(c.status);
-    expect(plain.output.map((i) => i.type)).toEqual(c.items);
-    expect(plain.usage?.output_tokens).toBeGreaterThan(0);
-    expectValidResponseEvents(events);
+
+    it('/v1/responses: create equals stream().finalResponse(), items and status mapped', async () => {
+      fd.plan(c.plan);
+      const { plain, streamed, events } = await bothResponses(fd, {
+        model: 'm',
+        input: 'hi',
+        tools: [weatherR],
+        ...c.responses,
+      });
+      expect(normalizeResponse(streamed)).toEqual(normalizeResponse(plain));
+      expect(plain.status).toBe(c.status);
+      expect(plain.output.map((i) => i.type)).toEqual(c.items);
+      expect(plain.usage?.output_tokens).toBeGreaterThan(0);
+      expectValidResponseEvents(events);
+    });
   });
 });

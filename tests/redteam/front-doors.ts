@@ -57,17 +57,16 @@ export function replyFor(t: PlannedTurn, body: Record<string, unknown>): Scripte
   return { sse: chunksFor(t, usage) };
 }
 
-export async function startFrontDoors(env: Record<string, string> = {}): Promise<FrontDoors> {
+export async function startFrontDoors(
+  options: Parameters<typeof startScriptedStack>[1] = {},
+): Promise<FrontDoors> {
   let turns: PlannedTurn[] = [{ content: 'hi' }];
   const count = [0, 0];
-  const stack = await startScriptedStack(
-    (body) => {
-      const k = body.stream === true ? 1 : 0;
-      const i = count[k]!++;
-      return replyFor(turns[Math.min(i, turns.length - 1)]!, body);
-    },
-    { env },
-  );
+  const stack = await startScriptedStack((body) => {
+    const k = body.stream === true ? 1 : 0;
+    const i = count[k]!++;
+    return replyFor(turns[Math.min(i, turns.length - 1)]!, body);
+  }, options);
   const origin = stack.url.slice(0, -'/v1'.length);
   return {
     stack,
