@@ -28,6 +28,15 @@ export class OpenStreams {
     };
   }
 
+  /**
+   * A front door's own stream takes over the entry app.ts registered for the response `key`.
+   * Only an entry still there: once the response closed its entry is gone, and a late claim
+   * (a client gone before the route ran) would stay in the set forever.
+   */
+  claim(key: object, stream: OpenStream): void {
+    if (this.streams.has(key)) this.streams.set(key, stream);
+  }
+
   get size(): number {
     return this.streams.size;
   }

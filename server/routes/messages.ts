@@ -270,7 +270,7 @@ export function messagesRoutes(state: AppState): FastifyPluginAsync {
           { 'x-request-id': request.id, 'request-id': request.id },
           ctx,
         );
-        state.openStreams.add(reply.raw, out); // app.ts drops it when the response closes
+        state.openStreams.claim(reply.raw, out); // app.ts drops it when the response closes
         try {
           await streamChat(call, state.chatDeps, out);
         } finally {

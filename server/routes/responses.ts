@@ -162,7 +162,7 @@ export function registerResponsesRoute(app: FastifyInstance, state: AppState): v
       }
 
       const out = new ResponsesSseOutput(reply, { 'x-request-id': request.id }, new ResponsesTranslator(ctx));
-      state.openStreams.add(reply.raw, out); // app.ts drops it when the response closes
+      state.openStreams.claim(reply.raw, out); // app.ts drops it when the response closes
       try {
         await streamChat(call, deps, out);
       } finally {

@@ -7,18 +7,27 @@ import { ToolproofError } from '../../protocol/errors.js';
 import { OpenStreams } from '../../server/open-streams.js';
 
 describe('OpenStreams', () => {
-  it('a later registration under the same response replaces the earlier one', async () => {
+  it("a front door's claim replaces the default registered for the same response", async () => {
     const streams = new OpenStreams();
     const ended: string[] = [];
     const res = {};
     const untrack = streams.add(res, { abortWithError: async () => void ended.push('default') });
-    streams.add(res, { abortWithError: async () => void ended.push('front door') });
+    streams.claim(res, { abortWithError: async () => void ended.push('front door') });
     streams.add({}, { abortWithError: async () => void ended.push('other') });
     expect(streams.size).toBe(2);
     await streams.abortAll(new ToolproofError('TP_ERR_SHUTTING_DOWN'));
     expect(ended.sort()).toEqual(['front door', 'other']);
     untrack();
     expect(streams.size).toBe(1);
+  });
+
+  it('a claim after the response closed (its entry dropped) registers nothing', () => {
+    const streams = new OpenStreams();
+    const res = {};
+    const untrack = streams.add(res, { abortWithError: async () => undefined });
+    untrack();
+    streams.claim(res, { abortWithError: async () => undefined });
+    expect(streams.size).toBe(0);
   });
 
   it('one stream that never flushes does not hold the others past the wait', async () => {
