@@ -37,8 +37,16 @@ export class OpenStreams {
     if (this.streams.has(key)) this.streams.set(key, stream);
   }
 
+  /** Open requests (every request registers its response). */
   get size(): number {
     return this.streams.size;
+  }
+
+  /** Of those, the ones that are SSE streams under way (toolproof_open_streams). */
+  streaming(): number {
+    let n = 0;
+    for (const key of this.streams.keys()) if (isSseUnderWay(key as ServerResponse)) n++;
+    return n;
   }
 
   /** Ends every open stream with `err`; resolves when all are flushed or after `waitMs`. */
@@ -56,6 +64,13 @@ export class OpenStreams {
   }
 }
 
+/** An SSE response whose headers went out and which has not ended. */
+function isSseUnderWay(res: ServerResponse): boolean {
+  if (typeof res.getHeader !== 'function') return false; // not a response (unit tests key by plain objects)
+  if (!res.headersSent || res.writableEnded || res.destroyed) return false;
+  return String(res.getHeader('content-type') ?? '').startsWith('text/event-stream');
+}
+
 /**
  * Ends `res` with `frame` (the API's error event), but only when it is an SSE stream already
  * under way (headers sent, not ended); `cancel` first stops whatever feeds it (the upstream
@@ -67,9 +82,7 @@ export function endStreamWith(
   err: ToolproofError,
   frame: (err: ToolproofError) => string,
 ): Promise<void> {
-  if (!res.headersSent || res.writableEnded || res.destroyed) return Promise.resolve();
-  const type = String(res.getHeader('content-type') ?? '');
-  if (!type.startsWith('text/event-stream')) return Promise.resolve();
+  if (!isSseUnderWay(res)) return Promise.resolve();
   cancel(err);
   // The blank line first ends any event a writer (a relay of upstream bytes) left half-written.
   return new Promise<void>((resolve) => {

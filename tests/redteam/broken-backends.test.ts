@@ -251,6 +251,38 @@ describe.each(['messages', 'responses', 'chat'] as const)(
 
 const metricsText = async () => (await fetch(`${origin}/metrics`)).text();
 
+describe.each(['messages', 'responses'] as const)('/v1/%s: toolproof_open_streams', (door) => {
+  it('reads 1 while a stream is open and 0 once the client went away (the upstream request is cancelled)', async () => {
+    let upstreamClosed = false;
+    handler = (b, res) => {
+      head(res, b);
+      res.write(sse(good.slice(0, 2)));
+      // Keeps the stream alive without finishing it (comments reset the idle timer).
+      const timer = setInterval(() => res.write(': still here\n\n'), 100);
+      res.on('close', () => {
+        clearInterval(timer);
+        upstreamClosed = true;
+      });
+    };
+    const gauge = async () => Number(/^toolproof_open_streams (\d+)/m.exec(await metricsText())?.[1]);
+    const controller = new AbortController();
+    const { path, body } = doors[door](true);
+    const res = await fetch(origin + path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: controller.signal,
+    });
+    const reader = res.body!.getReader();
+    await reader.read();
+    expect(await gauge()).toBe(1);
+    controller.abort();
+    await waitFor(() => upstreamClosed);
+    await waitFor(() => app.toolproof.openStreams.size === 0);
+    expect(await gauge()).toBe(0);
+  });
+});
+
 describe('the SDKs see these as their own errors', () => {
   it('@anthropic-ai/sdk: create rejects with a 502 APIError; stream().finalMessage() rejects on the error event', async () => {
     const client = new Anthropic({ baseURL: origin, apiKey: 'x', maxRetries: 0, timeout: 10_000 });
