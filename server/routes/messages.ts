@@ -40,7 +40,8 @@ const messageParam = {
 
 const commonProperties = {
   model: { type: 'string', minLength: 1 },
-  messages: { type: 'array', items: messageParam },
+  // Anthropic refuses an empty conversation; a chat backend would be sent nothing to answer.
+  messages: { type: 'array', minItems: 1, items: messageParam },
   system: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'object' } }] },
   tools: nullable({
     type: 'array',

@@ -45,6 +45,8 @@ const messages: Probe[] = [
   ['a form body', 'a=b', '4xx', { 'content-type': 'application/x-www-form-urlencoded' }],
   ['model as a number', A({ model: 5 }), '4xx'],
   ['messages as an object', A({ messages: {} }), '4xx'],
+  // Was answered: the backend was sent an empty conversation.
+  ['no messages', A({ messages: [] }), '4xx'],
   ['an unknown block type', A({ messages: [{ role: 'user', content: [{ type: 'weird' }] }] }), '4xx'],
   [
     'a text block whose text is a number',
