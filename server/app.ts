@@ -18,7 +18,7 @@ import { createKeyChecker, isOpenRoute } from './auth.js';
 import type { ChatCall } from './chat/context.js';
 import type { Config } from './config.js';
 import { createCors } from './cors.js';
-import { registerErrorHandling } from './error-handler.js';
+import { handleClientError, registerErrorHandling } from './error-handler.js';
 import { FallbackMemory } from './fallback-memory.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { registerChatRoute } from './routes/chat-completions.js';
@@ -79,6 +79,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Receiving a request is bounded (a client that withholds the last byte of a large body holds
     // its buffer); node's timers cover receiving only, so long streamed responses are not cut.
     requestTimeout: config.clientTimeouts.requestMs,
+    // Requests node's parser refuses are answered in the API's error shape too.
+    clientErrorHandler: handleClientError,
     http: {
       headersTimeout: config.clientTimeouts.headersMs,
       // node checks these timers on an interval (30 s by default): short limits need a finer one.
@@ -223,7 +225,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       if (closing) setImmediate(() => app.server.closeIdleConnections());
     });
     // Any response that turns out to be a stream is ended with an error event at the shutdown deadline.
-    const untrack = state.openStreams.add(sseResponseStream(reply.raw, (err) => request.tpAbort?.abort(err)));
+    const untrack = state.openStreams.add(
+      reply.raw,
+      sseResponseStream(reply.raw, (err) => request.tpAbort?.abort(err)),
+    );
     // One listener per request: a client that goes away cancels the upstream request at once
     // (also while waiting for the first token, or during a fallback or corrective retry).
     reply.raw.once('close', () => {

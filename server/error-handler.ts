@@ -2,11 +2,12 @@
  * The only place that knows the error wire shape. Everything toolproof rejects or fails at,
  * and every upstream error it relays, leaves as {"error":{"message","type","param","code"}}.
  */
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance } from 'fastify';
+import { toAnthropicErrorBody } from '../protocol/anthropic/errors.js';
 import { ERROR_CATALOGUE, type ErrorCode, isToolproofError, ToolproofError } from '../protocol/errors.js';
 import type { OpenAIErrorBody } from '../protocol/openai.js';
-import { toAnthropicErrorBody } from '../protocol/anthropic/errors.js';
-import { SSE_DONE, sseData } from './sse.js';
 
 export function toErrorBody(err: ToolproofError): OpenAIErrorBody {
   const body: OpenAIErrorBody = {
@@ -16,18 +17,36 @@ export function toErrorBody(err: ToolproofError): OpenAIErrorBody {
   return body;
 }
 
-/** The shape selector: Anthropic's error shape under /v1/messages, OpenAI's everywhere else. */
-export function isAnthropicPath(url: string): boolean {
-  return /^\/v1\/messages(?:[/?]|$)/.test(url);
+/**
+ * A request node's HTTP parser refused before any route saw it (headers too large, a bad
+ * Content-Length or chunk, a request not received in time) as the bytes of a whole response:
+ * in the API's own shape rather than Fastify's `{"error":"Bad Request","message":"Client Error"}`.
+ * No route exists yet, so the request line (when it was read) picks the shape.
+ */
+export function clientErrorResponse(err: { code?: string; rawPacket?: unknown }): string {
+  const [status, message] =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'The request was not received in time.']
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'The request headers are too large.']
+        : [400, 'The HTTP request is malformed.'];
+  const tpErr = new ToolproofError('TP_ERR_INVALID_FIELD', { status, message, cause: err });
+  // node hands the bytes it had read as a Buffer (typed otherwise in Fastify's declarations).
+  const line = Buffer.isBuffer(err.rawPacket) ? err.rawPacket.subarray(0, 256).toString('latin1') : '';
+  const anthropic = /^[A-Z]+ \/v1\/messages(?:[/?\s])/.test(line);
+  const body = JSON.stringify(anthropic ? toAnthropicErrorBody(tpErr) : toErrorBody(tpErr));
+  return (
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+    `Content-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`
+  );
 }
 
-/** The SSE event that ends a stream on `url` with `err`, in that API's shape. */
-export function sseErrorEvent(url: string, err: ToolproofError): string {
-  if (isAnthropicPath(url)) return `event: error\ndata: ${JSON.stringify(toAnthropicErrorBody(err))}\n\n`;
-  // The Responses API's own error event (its clients raise it; they do not read [DONE]).
-  if (/^\/v1\/responses(?:[/?]|$)/.test(url))
-    return `event: error\ndata: ${JSON.stringify({ type: 'error', code: err.code, message: err.message, param: err.param ?? null })}\n\n`;
-  return sseData(JSON.stringify(toErrorBody(err))) + SSE_DONE;
+/** Fastify's clientErrorHandler: the answer above, then the connection is closed (as node does). */
+export function handleClientError(err: Error & { code?: string; rawPacket?: unknown }, socket: Duplex): void {
+  // A reset connection has nobody left to answer.
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  if (socket.writable) socket.write(clientErrorResponse(err));
+  socket.destroy(err);
 }
 
 function typeForStatus(status: number): string {

@@ -15,6 +15,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   /** What /metrics shows: this process's registry, or the whole worker group's (server/cluster.ts). */
   let exposition: () => Promise<string> = () => registry.metrics();
   let fallbackSource: (() => Array<[string, string]>) | undefined;
+  let openStreamsSource: (() => number) | undefined;
   /** Pairs ever reported active: they drop back to 0 (not vanish) so the alert resolves. */
   const fallbackSeen = new Set<string>();
 
@@ -132,6 +133,15 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
         }
       },
     }),
+    openStreams: new Gauge({
+      name: 'toolproof_open_streams',
+      help: 'Client SSE streams open right now, on every front door and the pass-through; a count that does not come back to 0 when traffic stops is a leak.',
+      registers,
+      aggregator: 'sum',
+      collect() {
+        if (openStreamsSource) this.set(openStreamsSource());
+      },
+    }),
     historyRepairs: new Counter({
       name: 'toolproof_history_repairs_total',
       help: 'Repairs made to conversation history before it went upstream, by kind.',
@@ -163,6 +173,10 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     /** Where toolproof_tool_choice_fallback_active reads the remembered [upstream, model] pairs. */
     followFallbackMemory(source: () => Array<[string, string]>): void {
       fallbackSource = source;
+    },
+    /** Where toolproof_open_streams reads the number of client streams open. */
+    followOpenStreams(source: () => number): void {
+      openStreamsSource = source;
     },
     /** Cached children of the series touched by every request. */
     hot: {

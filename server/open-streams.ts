@@ -1,36 +1,57 @@
 /**
- * Streams open right now, so that the shutdown deadline can end each one honestly (an SSE error
- * event and `data: [DONE]`) instead of resetting the connection mid-event. app.ts registers every
- * request's response (only those that turned out to be SSE are ended); stream code may register
- * its own OpenStream too: ending twice is a no-op.
+ * Streams open right now, so that the shutdown deadline can end each one honestly (the API's own
+ * error event) instead of resetting the connection mid-event. app.ts registers every request's
+ * response with the OpenAI chat framing (`data: {error}` + `data: [DONE]`, what pass-through
+ * clients read); a front door whose stream speaks another API registers its own StreamOutput
+ * under the same response, replacing that default, so each stream is framed by the code that
+ * wrote it, never guessed from the URL. Ending twice is a no-op.
  */
 import type { ServerResponse } from 'node:http';
 import type { ToolproofError } from '../protocol/errors.js';
-import { sseErrorEvent } from './error-handler.js';
+import { toErrorBody } from './error-handler.js';
+import { SSE_DONE, sseData } from './sse.js';
 
 export interface OpenStream {
-  /** Ends the stream with an error event and [DONE]; resolves once the bytes are handed to the socket. */
+  /** Ends the stream with its API's error event; resolves once the bytes are handed to the socket. */
   abortWithError(err: ToolproofError): Promise<void>;
 }
 
 export class OpenStreams {
-  private readonly streams = new Set<OpenStream>();
+  /** One stream per response: a later registration under the same response replaces the earlier. */
+  private readonly streams = new Map<object, OpenStream>();
 
-  /** Registers a stream; call the returned function when it ends. */
-  add(stream: OpenStream): () => void {
-    this.streams.add(stream);
+  /** Registers `stream` for the response `key`; call the returned function when it ends. */
+  add(key: object, stream: OpenStream): () => void {
+    this.streams.set(key, stream);
     return () => {
-      this.streams.delete(stream);
+      this.streams.delete(key);
     };
   }
 
+  /**
+   * A front door's own stream takes over the entry app.ts registered for the response `key`.
+   * Only an entry still there: once the response closed its entry is gone, and a late claim
+   * (a client gone before the route ran) would stay in the set forever.
+   */
+  claim(key: object, stream: OpenStream): void {
+    if (this.streams.has(key)) this.streams.set(key, stream);
+  }
+
+  /** Open requests (every request registers its response). */
   get size(): number {
     return this.streams.size;
   }
 
+  /** Of those, the ones that are SSE streams under way (toolproof_open_streams). */
+  streaming(): number {
+    let n = 0;
+    for (const key of this.streams.keys()) if (isSseUnderWay(key as ServerResponse)) n++;
+    return n;
+  }
+
   /** Ends every open stream with `err`; resolves when all are flushed or after `waitMs`. */
   async abortAll(err: ToolproofError, waitMs = 1_000): Promise<void> {
-    const ending = [...this.streams].map((s) => s.abortWithError(err).catch(() => undefined));
+    const ending = [...this.streams.values()].map((s) => s.abortWithError(err).catch(() => undefined));
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       Promise.allSettled(ending),
@@ -43,22 +64,39 @@ export class OpenStreams {
   }
 }
 
+/** An SSE response whose headers went out and which has not ended. */
+function isSseUnderWay(res: ServerResponse): boolean {
+  if (typeof res.getHeader !== 'function') return false; // not a response (unit tests key by plain objects)
+  if (!res.headersSent || res.writableEnded || res.destroyed) return false;
+  return String(res.getHeader('content-type') ?? '').startsWith('text/event-stream');
+}
+
 /**
- * An OpenStream over a raw response. It acts only on a response that is an SSE stream already
- * under way (headers sent, not ended); `cancel` stops whatever feeds it (the upstream request).
+ * Ends `res` with `frame` (the API's error event), but only when it is an SSE stream already
+ * under way (headers sent, not ended); `cancel` first stops whatever feeds it (the upstream
+ * request), so that no writer races the ending.
  */
+export function endStreamWith(
+  res: ServerResponse,
+  cancel: (err: ToolproofError) => void,
+  err: ToolproofError,
+  frame: (err: ToolproofError) => string,
+): Promise<void> {
+  if (!isSseUnderWay(res)) return Promise.resolve();
+  cancel(err);
+  // The blank line first ends any event a writer (a relay of upstream bytes) left half-written.
+  return new Promise<void>((resolve) => {
+    res.once('close', resolve);
+    res.end(`\n\n${frame(err)}`, () => resolve());
+  });
+}
+
+/** The chat-completions error framing: the error object as an event, then `data: [DONE]`. */
+export function chatErrorFrame(err: ToolproofError): string {
+  return sseData(JSON.stringify(toErrorBody(err))) + SSE_DONE;
+}
+
+/** The default OpenStream of every response: chat framing (pass-through and chat streams). */
 export function sseResponseStream(res: ServerResponse, cancel: (err: ToolproofError) => void): OpenStream {
-  return {
-    abortWithError(err) {
-      if (!res.headersSent || res.writableEnded || res.destroyed) return Promise.resolve();
-      const type = String(res.getHeader('content-type') ?? '');
-      if (!type.startsWith('text/event-stream')) return Promise.resolve();
-      cancel(err);
-      // The blank line first ends any event a writer left half-written.
-      return new Promise<void>((resolve) => {
-        res.once('close', resolve);
-        res.end(`\n\n${sseErrorEvent(res.req?.url ?? '', err)}`, () => resolve());
-      });
-    },
-  };
+  return { abortWithError: (err) => endStreamWith(res, cancel, err, chatErrorFrame) };
 }

@@ -4,9 +4,16 @@
  * block boundaries fall where the kind of delta changes. A tool_use block opens once its name
  * is known (some backends stream the name in pieces); ids come from the chunks, as in the
  * non-streamed translation, so both give the same message.
+ *
+ * A tool_use block's arguments are held until the block closes and then sent as one
+ * input_json_delta holding exactly the non-streamed `input` (toolInput). Forwarded piece by
+ * piece they are only right when the whole is a JSON object: SDKs accumulate the pieces with a
+ * partial-JSON parser, so arguments the model cut (max_tokens) or left invalid after the retries
+ * ran out came out as a different object ({} for `{"city":"Par`), a non-object (`[1,2]`), or an
+ * exception from the Anthropic SDK's finalMessage() (`hello`, `{...}x`).
  */
 import type { ChatCompletionChunk, FinishReason, Usage } from '../openai.js';
-import { type MessageContext, stopReason, toMessageUsage, toolUseId } from './response.js';
+import { type MessageContext, stopReason, toMessageUsage, toolInput, toolUseId } from './response.js';
 import type { StreamEvent } from './types.js';
 
 type Open =
@@ -18,7 +25,16 @@ type Open =
       callId: string | undefined;
       started: boolean;
       name: string;
+      /** The arguments so far, sent when the block closes. */
+      args: string;
     };
+
+/** The arguments as sent: as the model wrote them when they are a JSON object, else the non-streamed `input`. */
+function inputJson(args: string): string {
+  if (args.trim() === '') return '';
+  const input = toolInput(args);
+  return Object.hasOwn(input, '_raw') && Object.keys(input).length === 1 ? JSON.stringify(input) : args;
+}
 
 export class MessageStreamTranslator {
   private started = false;
@@ -61,7 +77,16 @@ export class MessageStreamTranslator {
   private close(out: StreamEvent[]): void {
     const o = this.open;
     if (!o) return;
-    if (o.kind === 'tool' && !o.started) this.startTool(o, out);
+    if (o.kind === 'tool') {
+      if (!o.started) this.startTool(o, out);
+      const json = inputJson(o.args);
+      if (json !== '')
+        out.push({
+          type: 'content_block_delta',
+          index: o.index,
+          delta: { type: 'input_json_delta', partial_json: json },
+        });
+    }
     out.push({ type: 'content_block_stop', index: o.index });
     this.open = null;
   }
@@ -140,6 +165,7 @@ export class MessageStreamTranslator {
         callId: tc.id || undefined,
         started: false,
         name: '',
+        args: '',
       };
       this.open = o;
     }
@@ -148,11 +174,7 @@ export class MessageStreamTranslator {
     const args = tc.function?.arguments;
     if (typeof args === 'string' && args !== '') {
       if (!tool.started) this.startTool(tool, out);
-      out.push({
-        type: 'content_block_delta',
-        index: tool.index,
-        delta: { type: 'input_json_delta', partial_json: args },
-      });
+      tool.args += args;
     }
   }
 

@@ -28,7 +28,12 @@ function toTools(tools: ResponsesRequest['tools']): ToolDef[] | undefined {
       throw invalid(`tools[${i}].name`, `tools[${i}].name must be a non-empty string.`);
     const def: ToolDef = { type: 'function', function: { name: f.name } };
     if (typeof f.description === 'string') def.function.description = f.description;
-    if (f.parameters && typeof f.parameters === 'object') def.function.parameters = f.parameters;
+    if (f.parameters !== undefined && f.parameters !== null) {
+      // Dropped, a non-object would declare a tool without arguments the client never asked for.
+      if (typeof f.parameters !== 'object' || Array.isArray(f.parameters))
+        throw invalid(`tools[${i}].parameters`, `tools[${i}].parameters must be a JSON schema object.`);
+      def.function.parameters = f.parameters;
+    }
     if (typeof f.strict === 'boolean') def.function.strict = f.strict;
     return def;
   });

@@ -6,6 +6,7 @@
  * chunk into a StreamOutput. Everything else (what counts as a retry, how outcomes are settled,
  * usage, the final kind) is decided here once, so streamed and non-streamed answers cannot drift.
  */
+import { completionShapeProblem } from '../../protocol/completion-shape.js';
 import { ToolproofError } from '../../protocol/errors.js';
 import type {
   ChatCompletion,
@@ -134,9 +135,8 @@ async function wholeAttempt(
   } catch (err) {
     throw badResponse(call, 'sent a body that is not JSON.', err);
   }
-  if (!completion || typeof completion !== 'object' || !Array.isArray(completion.choices)) {
-    throw badResponse(call, 'sent a response without choices.');
-  }
+  const problem = completionShapeProblem(completion);
+  if (problem) throw badResponse(call, `sent ${problem}.`);
   const end = judgeCompletion(call, completion, opened.request);
   return { ...end, ...(completion.usage ? { usage: completion.usage } : {}) };
 }

@@ -8,6 +8,7 @@
  * A response body that is abandoned is destroyed with an error listener attached, so a late
  * socket error cannot become an uncaught exception.
  */
+import { chunkShapeProblem } from '../../protocol/completion-shape.js';
 import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionChunk, Usage } from '../../protocol/openai.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
@@ -139,6 +140,13 @@ export async function streamAttempt(
     if (chunk === null || typeof chunk !== 'object') {
       midError = new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
         message: `The upstream ${label} sent an event that is not a JSON object.`,
+      });
+      return;
+    }
+    const problem = chunkShapeProblem(chunk);
+    if (problem) {
+      midError = new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
+        message: `The upstream ${label} sent an event with ${problem}.`,
       });
       return;
     }

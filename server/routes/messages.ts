@@ -20,7 +20,8 @@ import { readText } from '../chat/attempt.js';
 import type { StreamOutput, StreamSummary } from '../chat/output.js';
 import { completeChat, streamChat } from '../chat/pipeline.js';
 import { startChatCall } from '../chat/start.js';
-import { normalizeError, parseUpstreamBody, sseErrorEvent } from '../error-handler.js';
+import { normalizeError, parseUpstreamBody } from '../error-handler.js';
+import { endStreamWith, type OpenStream } from '../open-streams.js';
 import { resolveRoute } from '../routing.js';
 import { SSE_HEADERS, writeRaw } from './chat-completions.js';
 
@@ -39,7 +40,8 @@ const messageParam = {
 
 const commonProperties = {
   model: { type: 'string', minLength: 1 },
-  messages: { type: 'array', items: messageParam },
+  // Anthropic refuses an empty conversation; a chat backend would be sent nothing to answer.
+  messages: { type: 'array', minItems: 1, items: messageParam },
   system: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'object' } }] },
   tools: nullable({
     type: 'array',
@@ -89,8 +91,16 @@ function frame(events: readonly StreamEvent[]): string {
 export const PING_INTERVAL_MS = 15_000;
 const PING_FRAME = frame([{ type: 'ping' }]);
 
-/** Anthropic Messages framing over the chat chunks the attempt loop decided on. */
-export class MessagesSseOutput implements StreamOutput {
+/** Anthropic's stream error: `event: error` with the same body as an error response. */
+function errorFrame(err: ToolproofError): string {
+  return frame([toAnthropicErrorBody(err)]);
+}
+
+/**
+ * Anthropic Messages framing over the chat chunks the attempt loop decided on. Also the stream's
+ * OpenStream: at the shutdown deadline it ends with Anthropic's own `error` event.
+ */
+export class MessagesSseOutput implements StreamOutput, OpenStream {
   opened = false;
   private readonly translator: MessageStreamTranslator;
   private timer: NodeJS.Timeout | undefined;
@@ -141,8 +151,13 @@ export class MessagesSseOutput implements StreamOutput {
   }
 
   async fail(err: ToolproofError): Promise<void> {
-    await this.write(sseErrorEvent('/v1/messages', err));
+    await this.write(errorFrame(err));
     this.close();
+  }
+
+  abortWithError(err: ToolproofError): Promise<void> {
+    clearInterval(this.timer);
+    return endStreamWith(this.reply.raw, (e) => this.reply.request.tpAbort?.abort(e), err, errorFrame);
   }
 
   close(): void {
@@ -256,6 +271,7 @@ export function messagesRoutes(state: AppState): FastifyPluginAsync {
           { 'x-request-id': request.id, 'request-id': request.id },
           ctx,
         );
+        state.openStreams.claim(reply.raw, out); // app.ts drops it when the response closes
         try {
           await streamChat(call, state.chatDeps, out);
         } finally {

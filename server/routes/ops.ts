@@ -4,6 +4,7 @@ import { readText } from '../chat/attempt.js';
 
 export function registerOpsRoutes(app: FastifyInstance, state: AppState): void {
   state.metrics.followFallbackMemory(() => state.memory.active());
+  state.metrics.followOpenStreams(() => state.openStreams.streaming());
   app.get('/health', { schema: { tags: ['ops'], summary: 'The process is up.' } }, async () => ({
     status: 'ok',
   }));

@@ -19,6 +19,7 @@ import type { AppState } from '../app-state.js';
 import type { StreamOutput, StreamSummary } from '../chat/output.js';
 import { completeChat, streamChat } from '../chat/pipeline.js';
 import { startChatCall } from '../chat/start.js';
+import { endStreamWith, type OpenStream } from '../open-streams.js';
 import { SSE_HEADERS, writeRaw } from './chat-completions.js';
 
 const nullable = (schema: Record<string, unknown>) => ({ anyOf: [schema, { type: 'null' }] });
@@ -65,8 +66,11 @@ function sseEvent(e: ResponsesEvent): string {
   return `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
 }
 
-/** Responses framing: `event: <type>` + `data: <event>` per event; no [DONE]. */
-class ResponsesSseOutput implements StreamOutput {
+/**
+ * Responses framing: `event: <type>` + `data: <event>` per event; no [DONE]. Also the stream's
+ * OpenStream: at the shutdown deadline it ends with the same events as any failure.
+ */
+class ResponsesSseOutput implements StreamOutput, OpenStream {
   opened = false;
 
   constructor(
@@ -103,9 +107,26 @@ class ResponsesSseOutput implements StreamOutput {
     this.close();
   }
 
+  private failFrame(err: ToolproofError): string {
+    let text = '';
+    for (const e of this.translator.fail({ code: err.code, message: err.message, param: err.param }))
+      text += sseEvent(e);
+    return text;
+  }
+
   async fail(err: ToolproofError): Promise<void> {
-    await this.write(this.translator.fail({ code: err.code, message: err.message, param: err.param }));
+    await writeRaw(this.reply, this.failFrame(err));
     this.close();
+  }
+
+  abortWithError(err: ToolproofError): Promise<void> {
+    const raw = this.reply.raw;
+    return endStreamWith(
+      raw,
+      (e) => this.reply.request.tpAbort?.abort(e),
+      err,
+      (e) => this.failFrame(e),
+    );
   }
 
   close(): void {
@@ -141,6 +162,7 @@ export function registerResponsesRoute(app: FastifyInstance, state: AppState): v
       }
 
       const out = new ResponsesSseOutput(reply, { 'x-request-id': request.id }, new ResponsesTranslator(ctx));
+      state.openStreams.claim(reply.raw, out); // app.ts drops it when the response closes
       try {
         await streamChat(call, deps, out);
       } finally {

@@ -74,13 +74,37 @@ describe('streams at the shutdown deadline', () => {
     expect(sim.aborts.length).toBeGreaterThanOrEqual(1);
   });
 
-  it("a Responses stream ends with the Responses API's own error event", async () => {
+  it("a Responses stream ends with the Responses API's own failure events", async () => {
     const { text } = await stalledStreamAtDeadline('/v1/responses', { input: 'hi' });
+    const events = text
+      .trim()
+      .split('\n\n')
+      .filter((e) => e !== '')
+      .map(
+        (e) =>
+          JSON.parse(e.split('\ndata: ')[1]!) as { type: string; code?: string; sequence_number: number },
+      );
+    // The same ending as any failure after the headers: `error`, then `response.failed`,
+    // numbered in sequence after what was already sent.
+    expect(events.at(-2)).toMatchObject({ type: 'error', code: 'TP_ERR_SHUTTING_DOWN' });
+    expect(events.at(-1)!.type).toBe('response.failed');
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+    expect(text).not.toContain('[DONE]');
+  });
+
+  it("a Messages stream ends with Anthropic's own error event, not chat's", async () => {
+    const { text } = await stalledStreamAtDeadline('/v1/messages', {
+      max_tokens: 50,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     const last = text.trim().split('\n\n').at(-1)!;
     expect(last.startsWith('event: error\ndata: ')).toBe(true);
-    const data = JSON.parse(last.split('\ndata: ')[1]!) as { type: string; code: string };
-    expect(data).toMatchObject({ type: 'error', code: 'TP_ERR_SHUTTING_DOWN' });
+    expect(JSON.parse(last.split('\ndata: ')[1]!)).toEqual({
+      type: 'error',
+      error: { type: 'overloaded_error', message: expect.stringContaining('shutting down') },
+    });
     expect(text).not.toContain('[DONE]');
+    expect(text).toContain('event: message_start');
   });
 
   it('a passed-through stream gets the same ending', async () => {

@@ -1,0 +1,308 @@
+/**
+ * Broken backends behind /v1/messages and /v1/responses, streamed and not: garbage, HTML, a 200
+ * carrying an error, a truncated or reset stream, a huge SSE line, silence, upstream 4xx/5xx,
+ * and completions shaped so that reading them would throw. Each ends in the API's own error
+ * shape (an HTTP error before the stream opened, the API's error event after), never a 500 or
+ * a hang, and no stream stays registered as open.
+ */
+import type { ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp, type ToolproofApp } from '../../server/app.js';
+import { loadConfig } from '../../server/config.js';
+import { type FakeUpstream, startFakeUpstream } from '../hardening/fake-upstream.js';
+import { turnChunks } from '../server/scripted-upstream.js';
+import { closeApp, waitFor } from '../server/stack.js';
+
+type Handler = (body: Record<string, unknown>, res: ServerResponse) => void;
+let handler: Handler = () => undefined;
+let up: FakeUpstream;
+let app: ToolproofApp;
+let origin: string;
+
+beforeAll(async () => {
+  up = await startFakeUpstream((b, r) => handler(b, r));
+  const config = loadConfig({
+    TOOLPROOF_UPSTREAM_URL: up.url,
+    TOOLPROOF_IDLE_TIMEOUT_MS: '1000',
+    TOOLPROOF_FIRST_BYTE_TIMEOUT_MS: '1000',
+  });
+  app = await buildApp(config, { logger: false });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  await closeApp(app);
+  await up.close();
+});
+
+const sse = (events: unknown[]) =>
+  events.map((e) => `data: ${typeof e === 'string' ? e : JSON.stringify(e)}\n\n`).join('');
+const good = turnChunks({ content: 'hello there friend' });
+const head = (res: ServerResponse, b: Record<string, unknown>, status = 200) =>
+  res.writeHead(status, { 'content-type': b.stream === true ? 'text/event-stream' : 'application/json' });
+
+/** Upstream behaviours that fail before anything reached the client. */
+const before: Record<string, Handler> = {
+  'a body that is not JSON': (_b, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('}{ not json');
+  },
+  'an HTML error page': (_b, res) => {
+    res.writeHead(502, { 'content-type': 'text/html' });
+    res.end('<html><body>Bad gateway</body></html>');
+  },
+  'a 200 HTML page': (_b, res) => {
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end('<html><body>hi</body></html>');
+  },
+  'a 200 carrying an error object': (_b, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"error":{"message":"model crashed","type":"server_error"}}');
+  },
+  'an empty body': (_b, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('');
+  },
+  'an upstream 500': (_b, res) => {
+    res.writeHead(500, { 'content-type': 'application/json' });
+    res.end('{"error":{"message":"boom"}}');
+  },
+  silence: () => undefined,
+};
+
+/** Upstream behaviours that fail after the stream opened (streamed requests). */
+const midStream: Record<string, Handler> = {
+  'an error event': (b, res) => {
+    head(res, b);
+    res.end(sse([good[0], good[1], { error: { message: 'model crashed', code: 500 } }]));
+  },
+  'a cut event': (b, res) => {
+    head(res, b);
+    res.end(sse(good.slice(0, 3)).slice(0, -20));
+  },
+  'a reset connection': (b, res) => {
+    head(res, b);
+    res.write(sse(good.slice(0, 3)));
+    setTimeout(() => res.socket?.destroy(), 30);
+  },
+  'a 20 MiB line': (b, res) => {
+    head(res, b);
+    const piece = 'x'.repeat(1 << 20);
+    let n = 0;
+    const pump = () => {
+      while (n < 20) {
+        n++;
+        if (!res.write((n === 1 ? 'data: {"a":"' : '') + piece)) return void res.once('drain', pump);
+      }
+      res.end();
+    };
+    pump();
+  },
+};
+
+/** Completions whose shape would make a reader throw: a 502 naming the field, not a 500. */
+const malformed: Record<string, string> = {
+  'a null choice': '{"id":"a","choices":[null]}',
+  'a null message': '{"id":"a","choices":[{"message":null,"finish_reason":"stop"}]}',
+  'tool_calls as a string':
+    '{"id":"a","choices":[{"message":{"content":"hi","tool_calls":"x"},"finish_reason":"stop"}]}',
+  'a tool call without a function':
+    '{"id":"a","choices":[{"message":{"tool_calls":[{"id":"c","type":"function"}]},"finish_reason":"tool_calls"}]}',
+};
+
+const doors = {
+  messages: (stream: boolean) => ({
+    path: '/v1/messages',
+    body: { model: 'm', max_tokens: 50, stream, messages: [{ role: 'user', content: 'hi' }] },
+  }),
+  responses: (stream: boolean) => ({ path: '/v1/responses', body: { model: 'm', stream, input: 'hi' } }),
+  // With a tool, so that the chat request runs through the pipeline instead of being relayed.
+  chat: (stream: boolean) => ({
+    path: '/v1/chat/completions',
+    body: {
+      model: 'm',
+      stream,
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
+    },
+  }),
+};
+
+async function post(door: keyof typeof doors, stream: boolean): Promise<{ status: number; text: string }> {
+  const { path, body } = doors[door](stream);
+  const res = await fetch(origin + path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(10_000),
+  });
+  return { status: res.status, text: await res.text() };
+}
+
+function expectErrorShape(door: keyof typeof doors, text: string): void {
+  const body = JSON.parse(text) as Record<string, unknown>;
+  if (door === 'messages') {
+    expect(body).toEqual({ type: 'error', error: { type: expect.any(String), message: expect.any(String) } });
+  } else {
+    expect(body.error).toMatchObject({ message: expect.any(String), type: expect.any(String) });
+    expect(Object.keys(body.error as object)).toEqual(expect.arrayContaining(['param', 'code']));
+  }
+}
+
+/** The SSE events of a body, as [event name, data]. */
+function events(text: string): Array<[string, Record<string, unknown>]> {
+  return text
+    .split('\n\n')
+    .filter((e) => e.trim() !== '')
+    .map((e) => {
+      const name = /^event: (.*)$/m.exec(e)?.[1] ?? '';
+      return [name, JSON.parse(/^data: (.*)$/m.exec(e)![1]!) as Record<string, unknown>];
+    });
+}
+
+describe.each(['messages', 'responses'] as const)('/v1/%s', (door) => {
+  for (const [name, h] of Object.entries(before)) {
+    it.each([false, true])(`${name} (stream: %s): an HTTP error in the API's shape`, async (stream) => {
+      handler = h;
+      const { status, text } = await post(door, stream);
+      expect(status).toBeGreaterThanOrEqual(400);
+      // A 500 only relays the upstream's own 500, never toolproof failing.
+      if (name !== 'an upstream 500') expect(status).not.toBe(500);
+      expectErrorShape(door, text);
+      await waitFor(() => app.toolproof.openStreams.size === 0);
+    });
+  }
+
+  for (const [name, h] of Object.entries(midStream)) {
+    it(`${name} mid-stream: the API's own error event ends the stream`, async () => {
+      handler = h;
+      const { status, text } = await post(door, true);
+      expect(status).toBe(200);
+      const evs = events(text);
+      if (door === 'messages') {
+        expect(evs[0]![0]).toBe('message_start');
+        expect(evs.at(-1)![0]).toBe('error');
+        expect(evs.at(-1)![1]).toEqual({
+          type: 'error',
+          error: { type: 'api_error', message: expect.any(String) },
+        });
+      } else {
+        expect(evs[0]![0]).toBe('response.created');
+        expect(evs.at(-2)![1]).toMatchObject({ type: 'error', code: expect.stringMatching(/^TP_ERR_/) });
+        expect(evs.at(-1)![1]).toMatchObject({ type: 'response.failed', response: { status: 'failed' } });
+        expect(evs.map(([, d]) => d.sequence_number)).toEqual(evs.map((_, i) => i));
+      }
+      expect(text).not.toContain('[DONE]');
+      await waitFor(() => app.toolproof.openStreams.size === 0);
+    });
+  }
+});
+
+describe.each(['messages', 'responses', 'chat'] as const)('/v1/%s, a completion shaped to throw', (door) => {
+  it.each(Object.entries(malformed))('%s: 502 naming the field, not toolproof 500', async (_name, body) => {
+    handler = (_b, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(body);
+    };
+    const { status, text } = await post(door, false);
+    expect(status).toBe(502);
+    expectErrorShape(door, text);
+    expect(text).toMatch(/choices\[0\]/);
+  });
+});
+
+/** Streamed chunks shaped so that reading them throws: the API's error event naming the field. */
+const malformedChunks: Record<string, unknown> = {
+  'a null choice': { id: 'x', choices: [null] },
+  'a null tool-call delta': {
+    id: 'x',
+    choices: [{ index: 0, delta: { tool_calls: [null] }, finish_reason: null }],
+  },
+  'tool_calls as a string': {
+    id: 'x',
+    choices: [{ index: 0, delta: { tool_calls: 'xy' }, finish_reason: null }],
+  },
+};
+
+describe.each(['messages', 'responses', 'chat'] as const)(
+  '/v1/%s, a streamed chunk shaped to throw',
+  (door) => {
+    it.each(Object.entries(malformedChunks))(
+      '%s: an upstream error event, not toolproof failing',
+      async (_n, bad) => {
+        handler = (b, res) => {
+          head(res, b);
+          res.end(sse([good[0], good[1], bad, ...good.slice(2), '[DONE]']));
+        };
+        const before = Number(/toolproof_internal_errors_total\S* (\d+)/.exec(await metricsText())?.[1] ?? 0);
+        const { status, text } = await post(door, true);
+        expect(status).toBe(200);
+        expect(text).toMatch(/sent an event with choices\[0\]/);
+        expect(text).not.toContain('toolproof failed to handle');
+        const after = Number(/toolproof_internal_errors_total\S* (\d+)/.exec(await metricsText())?.[1] ?? 0);
+        expect(after).toBe(before);
+      },
+    );
+  },
+);
+
+const metricsText = async () => (await fetch(`${origin}/metrics`)).text();
+
+describe.each(['messages', 'responses'] as const)('/v1/%s: toolproof_open_streams', (door) => {
+  it('reads 1 while a stream is open and 0 once the client went away (the upstream request is cancelled)', async () => {
+    let upstreamClosed = false;
+    handler = (b, res) => {
+      head(res, b);
+      res.write(sse(good.slice(0, 2)));
+      // Keeps the stream alive without finishing it (comments reset the idle timer).
+      const timer = setInterval(() => res.write(': still here\n\n'), 100);
+      res.on('close', () => {
+        clearInterval(timer);
+        upstreamClosed = true;
+      });
+    };
+    const gauge = async () => Number(/^toolproof_open_streams (\d+)/m.exec(await metricsText())?.[1]);
+    const controller = new AbortController();
+    const { path, body } = doors[door](true);
+    const res = await fetch(origin + path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: controller.signal,
+    });
+    const reader = res.body!.getReader();
+    await reader.read();
+    expect(await gauge()).toBe(1);
+    controller.abort();
+    await waitFor(() => upstreamClosed);
+    await waitFor(() => app.toolproof.openStreams.size === 0);
+    expect(await gauge()).toBe(0);
+  });
+});
+
+describe('the SDKs see these as their own errors', () => {
+  it('@anthropic-ai/sdk: create rejects with a 502 APIError; stream().finalMessage() rejects on the error event', async () => {
+    const client = new Anthropic({ baseURL: origin, apiKey: 'x', maxRetries: 0, timeout: 10_000 });
+    const params = { model: 'm', max_tokens: 50, messages: [{ role: 'user' as const, content: 'hi' }] };
+    handler = before['an HTML error page']!;
+    const err = await client.messages.create(params).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Anthropic.APIError);
+    expect((err as InstanceType<typeof Anthropic.APIError>).status).toBe(502);
+    handler = midStream['a reset connection']!;
+    await expect(client.messages.stream(params).finalMessage()).rejects.toThrow(/closed the stream/);
+  });
+
+  it('openai: responses.create rejects with a 502 APIError; responses.stream() rejects on the error event', async () => {
+    const client = new OpenAI({ baseURL: `${origin}/v1`, apiKey: 'x', maxRetries: 0, timeout: 10_000 });
+    handler = before['a body that is not JSON']!;
+    const err = await client.responses.create({ model: 'm', input: 'hi' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.APIError);
+    expect((err as InstanceType<typeof OpenAI.APIError>).status).toBe(502);
+    handler = midStream['a reset connection']!;
+    const stream = client.responses.stream({ model: 'm', input: 'hi' });
+    await expect(stream.finalResponse()).rejects.toThrow(/closed the stream/);
+  });
+});

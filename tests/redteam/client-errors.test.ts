@@ -1,0 +1,78 @@
+/**
+ * Requests node's HTTP parser refuses before any route runs (headers too large, a bad
+ * Content-Length, a broken chunked body) are answered in the API's own error shape, Anthropic's
+ * under /v1/messages and OpenAI's elsewhere, not Fastify's `{"error":"Bad Request",...}`.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clientErrorResponse } from '../../server/error-handler.js';
+import { rawRequest } from '../hardening/helpers.js';
+import { type Stack, startStack } from '../server/stack.js';
+
+let stack: Stack;
+let port: number;
+beforeAll(async () => {
+  stack = await startStack({ sim: { scenario: 'prose' } });
+  port = Number(new URL(stack.origin).port);
+});
+afterAll(() => stack.close());
+
+const body = '{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}';
+const requests = (path: string): Array<[string, string, number]> => [
+  [
+    'a 40 kB header',
+    `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Big: ${'a'.repeat(40_000)}\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    431,
+  ],
+  [
+    '3000 headers',
+    `POST ${path} HTTP/1.1\r\nHost: x\r\n${Array.from({ length: 3000 }, (_, i) => `X-H${i}: v`).join('\r\n')}\r\nContent-Length: 2\r\n\r\n{}`,
+    431,
+  ],
+  [
+    'a Content-Length that is not a number',
+    `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}`,
+    400,
+  ],
+  [
+    'a broken chunked body',
+    `POST ${path} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n`,
+    400,
+  ],
+];
+
+describe.each(['/v1/messages', '/v1/responses', '/v1/chat/completions'])('%s', (path) => {
+  it.each(requests(path))("%s: the API's error shape", async (_name, request, status) => {
+    const res = await rawRequest(port, request, 5_000);
+    expect(res.status).toBe(status);
+    const json = JSON.parse(res.body) as Record<string, unknown>;
+    if (path === '/v1/messages') {
+      expect(json).toEqual({
+        type: 'error',
+        error: { type: expect.any(String), message: expect.any(String) },
+      });
+    } else {
+      expect(json.error).toMatchObject({ type: 'invalid_request_error', code: 'TP_ERR_INVALID_FIELD' });
+    }
+  });
+});
+
+describe('clientErrorResponse', () => {
+  it('a request not received in time is a 408; no request line read is the OpenAI shape', () => {
+    const text = clientErrorResponse({ code: 'ERR_HTTP_REQUEST_TIMEOUT' });
+    expect(text).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\n/);
+    const [head, json] = text.split('\r\n\r\n');
+    expect(head).toContain(`Content-Length: ${Buffer.byteLength(json!)}`);
+    expect(JSON.parse(json!).error.message).toMatch(/not received in time/);
+  });
+
+  it('/v1/messages with a query string is still Anthropic', () => {
+    const text = clientErrorResponse({
+      code: 'HPE_INVALID_CHUNK_SIZE',
+      rawPacket: Buffer.from('POST /v1/messages?beta=true HTTP/1.1\r\n'),
+    });
+    expect(JSON.parse(text.split('\r\n\r\n')[1]!)).toMatchObject({
+      type: 'error',
+      error: { type: 'invalid_request_error' },
+    });
+  });
+});
