@@ -43,6 +43,8 @@ import { minicpm } from './formats/minicpm.js';
 import { olmo3 } from './formats/olmo3.js';
 import { step3 } from './formats/step3.js';
 import { xlam } from './formats/xlam.js';
+// issue 11: prompt-opened reasoning
+import { apriel } from './formats/apriel.js';
 
 export const PARSERS: readonly FamilyParser[] = [
   hermes,
@@ -83,6 +85,7 @@ export const PARSERS: readonly FamilyParser[] = [
   olmo3,
   step3,
   xlam,
+  apriel,
 ];
 
 export const PARSER_NAMES: readonly string[] = PARSERS.map((p) => p.name);

@@ -91,7 +91,7 @@ class SurrogateCarry {
 export function createEngineStream(opts: EngineOptions): RecoveryStream {
   const ctx: ParseContext = { tools: opts.tools };
   const maxHeld = opts.maxHeld ?? DEFAULT_MAX_HELD;
-  const think = new ThinkSplitter(opts.startsInReasoning === true, maxHeld);
+  const think = new ThinkSplitter(opts.plan.think, opts.startsInReasoning === true, maxHeld);
   const scanner = new EnvelopeScanner(opts.plan, ctx, { maxHeld });
   const sink = new ContentSink(maxHeld);
   const contentCarry = new SurrogateCarry();
@@ -100,7 +100,7 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
   let reasoningAll = '';
   let callCount = 0;
   let finished = false;
-  const bareThink = new BareThinkWatch(maxHeld);
+  const bareThink = new BareThinkWatch(maxHeld, opts.plan.think.closes);
   if (opts.startsInReasoning === true) bareThink.stop();
   /** judgeEnvelope's verdict per envelope event, so a held envelope is judged once. */
   const verdicts = new WeakMap<ScanEvent, ReturnType<typeof judgeEnvelope>>();

@@ -7,17 +7,21 @@
  *     <|open|>argument key="K" type="string"<|sep|>value<|close|>argument<|sep|>
  *   <|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|><|end_of_msg|>
  * type="string" values are text (typed by the schema when it declares a non-string); other
- * types are JSON.
+ * types are JSON. The template leaves the think section open in the prompt (startsInReasoning):
+ * the output then begins inside it, and starting with the response or tools section means the
+ * model skipped it.
  */
 import { defineFamily } from '../engine/define.js';
 import { controlToken, matchReasoningSection, readXmlCalls, type XmlCallSpec } from '../kit/long-tail.js';
 import { closedEnvelope } from '../kit/envelope.js';
 
 const THINK = '<|open|>think<|sep|>';
+const THINK_END = '<|close|>think<|sep|>';
 const TOOLS = '<|open|>tools<|sep|>';
+const RESPONSE = '<|open|>response<|sep|>';
 const CONTROL = [
   '<|open|>message role="assistant"<|sep|>',
-  '<|open|>response<|sep|>',
+  RESPONSE,
   '<|close|>response<|sep|>',
   '<|close|>message<|sep|>',
   '<|end_of_msg|>',
@@ -46,8 +50,10 @@ export const kimiK3 = defineFamily({
   markers: [THINK, TOOLS, ...CONTROL],
   priority: 40,
   backend: { vllm: 'kimi_k3', llamacpp: 'Kimi K3' },
+  reasoning: [{ open: THINK, close: THINK_END, skippedBy: [RESPONSE, TOOLS] }],
   match(input) {
-    if (input.marker === THINK) return matchReasoningSection(input, '<|close|>think<|sep|>');
+    // a section opened after other text (a leading one is the think splitter's)
+    if (input.marker === THINK) return matchReasoningSection(input, THINK_END);
     if (input.marker === TOOLS) return tools(input);
     return controlToken(input.start, input.marker);
   },
