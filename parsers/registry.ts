@@ -45,6 +45,7 @@ import { step3 } from './formats/step3.js';
 import { xlam } from './formats/xlam.js';
 // issue 11: prompt-opened reasoning
 import { apriel } from './formats/apriel.js';
+import { commandRPlus } from './formats/command-r-plus.js';
 
 export const PARSERS: readonly FamilyParser[] = [
   hermes,
@@ -86,6 +87,7 @@ export const PARSERS: readonly FamilyParser[] = [
   step3,
   xlam,
   apriel,
+  commandRPlus,
 ];
 
 export const PARSER_NAMES: readonly string[] = PARSERS.map((p) => p.name);

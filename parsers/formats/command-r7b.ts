@@ -20,7 +20,8 @@ const END_THINKING = '<|END_THINKING|>';
 const ANSWERS = ['<|START_RESPONSE|>', '<|START_TEXT|>'];
 const CONTROL = [...ANSWERS, '<|END_RESPONSE|>', '<|END_TEXT|>', '<|END_OF_TURN_TOKEN|>'];
 
-const toCall: ToCall = (v) => {
+/** One Cohere call object: `tool_name` and `parameters` (R7B adds `tool_call_id`), nothing else. */
+export const cohereToCall: ToCall = (v) => {
   if (!isPlainObject(v) || typeof v.tool_name !== 'string' || v.tool_name === '') return null;
   for (const k of Object.keys(v))
     if (k !== 'tool_call_id' && k !== 'tool_name' && k !== 'parameters') return null;
@@ -31,7 +32,7 @@ const action = closedEnvelope({
   open: ACTION,
   end: '<|END_ACTION|>',
   accept: startsWith('[', '{'),
-  read: (body, _ctx, { truncated }) => callsFromJson(body, toCall, truncated),
+  read: (body, _ctx, { truncated }) => callsFromJson(body, cohereToCall, truncated),
 });
 
 export const commandR7b = defineFamily({

@@ -101,3 +101,15 @@ describe('reasoning opened in the output', () => {
     });
   });
 });
+
+describe('hostile input stays linear', () => {
+  // generous bound: a quadratic regression on 200k chars in 1-char chunks takes minutes
+  it('prompt-opened reasoning full of partial closes and skip-marker starts, 1-char chunks', () => {
+    const unit = '<|END_THINK <|close|>thi [BEGIN FINAL <|open|> <|START_ ';
+    const text = unit.repeat(Math.ceil(200_000 / unit.length));
+    const t0 = performance.now();
+    const steps = run(all, true, [...text]);
+    expect(performance.now() - t0).toBeLessThan(5000);
+    expect(fold(steps)).toEqual({ reasoning: text, content: '' });
+  });
+});
