@@ -46,6 +46,7 @@ import { xlam } from './formats/xlam.js';
 // issue 11: prompt-opened reasoning
 import { apriel } from './formats/apriel.js';
 import { commandRPlus } from './formats/command-r-plus.js';
+import { ling } from './formats/ling.js';
 
 export const PARSERS: readonly FamilyParser[] = [
   hermes,
@@ -88,6 +89,7 @@ export const PARSERS: readonly FamilyParser[] = [
   xlam,
   apriel,
   commandRPlus,
+  ling,
 ];
 
 export const PARSER_NAMES: readonly string[] = PARSERS.map((p) => p.name);

@@ -12,22 +12,13 @@
  * the middle of text it is quoted prose and stays.
  */
 import { defineFamily } from '../engine/define.js';
-import { skipWs } from '../kit/json-scan.js';
-
-const BEGIN_FINAL = '[BEGIN FINAL RESPONSE]';
-const END_FINAL = '[END FINAL RESPONSE]';
+import { trailingControlToken } from '../kit/long-tail.js';
 
 export const apriel = defineFamily({
   name: 'apriel',
-  markers: [END_FINAL],
+  markers: ['[END FINAL RESPONSE]'],
   priority: 60,
   backend: { llamacpp: 'Apriel 1.5' },
-  reasoning: [{ close: BEGIN_FINAL }],
-  match({ text, start, marker, final }) {
-    const end = start + marker.length;
-    const after = skipWs(text, end);
-    if (after < text.length) return null;
-    if (!final) return 'need-more';
-    return { end: text.length, calls: [], control: true };
-  },
+  reasoning: [{ close: '[BEGIN FINAL RESPONSE]' }],
+  match: trailingControlToken,
 });
