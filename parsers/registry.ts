@@ -47,6 +47,7 @@ import { xlam } from './formats/xlam.js';
 import { apriel } from './formats/apriel.js';
 import { commandRPlus } from './formats/command-r-plus.js';
 import { ling } from './formats/ling.js';
+import { museGlimmer } from './formats/muse-glimmer.js';
 
 export const PARSERS: readonly FamilyParser[] = [
   hermes,
@@ -90,6 +91,7 @@ export const PARSERS: readonly FamilyParser[] = [
   apriel,
   commandRPlus,
   ling,
+  museGlimmer,
 ];
 
 export const PARSER_NAMES: readonly string[] = PARSERS.map((p) => p.name);
