@@ -4,10 +4,9 @@
  * `startsInReasoning`. Streaming: prose before the first call streams live; from the first
  * complete call on, output is held until a `</think>`, the end, or maxHeldBytes.
  */
-import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createRecoveryStream } from '../../parsers/recover.js';
-import { chunks, options, streamed, toolsOf, view, whole } from './engine-helpers.js';
+import { assertRandomSplits, chunks, options, streamed, toolsOf, view, whole } from './engine-helpers.js';
 
 const tools = toolsOf({ name: 'get_weather' }, { name: 'write' });
 const call = (city: string) =>
@@ -108,25 +107,7 @@ describe('a bare </think> makes the calls before it drafts', () => {
   }
 
   it('random chunkings equal non-streaming', () => {
-    fc.assert(
-      fc.property(
-        fc.integer({ min: 0, max: cases.length - 1 }),
-        fc.array(fc.nat(), { maxLength: 8 }),
-        (k, cuts) => {
-          const text = cases[k]!.text;
-          const pts = [...new Set(cuts.map((x) => x % (text.length + 1)))].sort((a, b) => a - b);
-          const pieces: string[] = [];
-          let prev = 0;
-          for (const p of pts) {
-            pieces.push(text.slice(prev, p));
-            prev = p;
-          }
-          pieces.push(text.slice(prev));
-          expect(view(streamed(pieces, options(tools)))).toEqual(view(whole(text, options(tools))));
-        },
-      ),
-      { numRuns: 300, seed: 11 },
-    );
+    assertRandomSplits(cases.length, (k) => ({ text: cases[k]!.text, opts: () => options(tools) }), 11);
   });
 
   it('with startsInReasoning the splitter already handles it (reasoning, not content)', () => {
