@@ -43,6 +43,11 @@ import { minicpm } from './formats/minicpm.js';
 import { olmo3 } from './formats/olmo3.js';
 import { step3 } from './formats/step3.js';
 import { xlam } from './formats/xlam.js';
+// issue 11: prompt-opened reasoning
+import { apriel } from './formats/apriel.js';
+import { commandRPlus } from './formats/command-r-plus.js';
+import { ling } from './formats/ling.js';
+import { museGlimmer } from './formats/muse-glimmer.js';
 
 export const PARSERS: readonly FamilyParser[] = [
   hermes,
@@ -83,6 +88,10 @@ export const PARSERS: readonly FamilyParser[] = [
   olmo3,
   step3,
   xlam,
+  apriel,
+  commandRPlus,
+  ling,
+  museGlimmer,
 ];
 
 export const PARSER_NAMES: readonly string[] = PARSERS.map((p) => p.name);

@@ -2,6 +2,9 @@
  * A bare `</think>` (no `<think>` before it in the output) means the chat template opened the
  * reasoning block in the prompt: everything before it was reasoning, so a complete call written
  * there is a draft, not a call, even when the model is not configured `startsInReasoning`.
+ * The same holds for every family's own close from the one marker table (think-split.ts:
+ * Command R7B's `<|END_THINKING|>`, Kimi K3's `<|close|>think<|sep|>`, Apriel's
+ * `[BEGIN FINAL RESPONSE]`); "`</think>`" below stands for any of them.
  *
  * What streams live (the choice that keeps streaming equal to non-streaming): text before the
  * first complete call streams as content, as it always did (holding every response until a
@@ -17,8 +20,7 @@
  * with `startsInReasoning`, nothing is held here.
  */
 import type { ScanEvent } from './scanner.js';
-
-const CLOSE = '</think>';
+import { firstOf } from './think-split.js';
 
 export interface Released {
   e: ScanEvent;
@@ -28,12 +30,20 @@ export interface Released {
 
 export class BareThinkWatch {
   private active = true;
-  /** The last CLOSE.length - 1 chars of text outside envelopes (a split </think>). */
+  /** The last `keep` chars of text outside envelopes (a close split across events). */
   private tail = '';
   private held: ScanEvent[] | null = null;
   private heldLen = 0;
+  /** The longest close, less one: enough tail to complete any split close. */
+  private readonly keep: number;
 
-  constructor(private readonly maxHeld: number) {}
+  constructor(
+    private readonly maxHeld: number,
+    /** The closes to watch for (ThinkMarkers.closes). */
+    private readonly closes: readonly string[] = ['</think>'],
+  ) {
+    this.keep = Math.max(0, ...closes.map((c) => c.length - 1));
+  }
 
   /** The output opened reasoning itself (or the template does, by config): nothing to watch. */
   stop(): void {
@@ -75,15 +85,16 @@ export class BareThinkWatch {
   }
 
   /**
-   * Looks for </think> across the previous text and this one; returns how many chars of
-   * `text` it takes to complete it (-1: not there), and keeps the new tail.
+   * Looks for a close across the previous text and this one; returns how many chars of `text`
+   * it takes to complete the first (-1: none), and keeps the new tail. A close wholly inside
+   * the old tail cannot be there: it would have been seen (and ended the watch) last time.
    */
   private sees(text: string): number {
     const joined = this.tail + text;
-    const k = joined.indexOf(CLOSE);
-    const keep = CLOSE.length - 1;
-    this.tail = text.length >= keep ? text.slice(-keep) : joined.slice(-keep);
-    return k < 0 ? -1 : k + CLOSE.length - (joined.length - text.length);
+    const hit = firstOf(joined, this.closes);
+    const keep = this.keep;
+    this.tail = keep === 0 ? '' : text.length >= keep ? text.slice(-keep) : joined.slice(-keep);
+    return hit === null ? -1 : hit.at + hit.len - (joined.length - text.length);
   }
 
   private release(draft: boolean, last: ScanEvent): Released[] {

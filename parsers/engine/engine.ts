@@ -4,6 +4,7 @@
  */
 import { BareThinkWatch } from './bare-think.js';
 import { ContentSink } from './content-sink.js';
+import { ReasoningCalls } from './reasoning-calls.js';
 import type { EnvelopeMatch, FamilyParser } from './family.js';
 import type { RecoveryEvent, RecoveryStream } from '../recover-types.js';
 import { DEFAULT_MAX_HELD, EnvelopeScanner, type ScanEvent, type ScanPlan, TOO_LONG } from './scanner.js';
@@ -91,7 +92,7 @@ class SurrogateCarry {
 export function createEngineStream(opts: EngineOptions): RecoveryStream {
   const ctx: ParseContext = { tools: opts.tools };
   const maxHeld = opts.maxHeld ?? DEFAULT_MAX_HELD;
-  const think = new ThinkSplitter(opts.startsInReasoning === true, maxHeld);
+  const think = new ThinkSplitter(opts.plan.think, opts.startsInReasoning === true, maxHeld);
   const scanner = new EnvelopeScanner(opts.plan, ctx, { maxHeld });
   const sink = new ContentSink(maxHeld);
   const contentCarry = new SurrogateCarry();
@@ -100,7 +101,11 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
   let reasoningAll = '';
   let callCount = 0;
   let finished = false;
-  const bareThink = new BareThinkWatch(maxHeld);
+  const bareThink = new BareThinkWatch(maxHeld, opts.plan.think.closes);
+  // the reasoning the output (or prompt) opened is scanned too: a call ends it (reasoning-calls.ts)
+  const reasoningScanner = new EnvelopeScanner(opts.plan, ctx, { whole: false, maxHeld });
+  let reasoningScanned = false;
+  const reasoningCalls = new ReasoningCalls(maxHeld);
   if (opts.startsInReasoning === true) bareThink.stop();
   /** judgeEnvelope's verdict per envelope event, so a held envelope is judged once. */
   const verdicts = new WeakMap<ScanEvent, ReturnType<typeof judgeEnvelope>>();
@@ -199,6 +204,26 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
     }
   }
 
+  /** An event of the output's own reasoning that stays reasoning: its text, byte for byte. */
+  function asReasoning(e: ScanEvent, out: RecoveryEvent[]): void {
+    if (e.type === 'text') reasoning(e.text, out);
+    else if (e.type === 'envelope') reasoning(e.raw, out);
+  }
+
+  function onReasoningScan(events: ScanEvent[], out: RecoveryEvent[]): void {
+    for (const e of events) {
+      // an envelope the end of output cut off may be a draft still being written: not a call
+      const isCall = e.type === 'envelope' && !e.match.truncated && !isPassThrough(e.match) && judge(e).ok;
+      for (const r of reasoningCalls.feed(e, isCall)) asReasoning(r, out);
+    }
+  }
+
+  function finishReasoningScan(out: RecoveryEvent[]): void {
+    if (reasoningScanned) return;
+    reasoningScanned = true;
+    onReasoningScan(reasoningScanner.finish(), out);
+  }
+
   function flushHeld(out: RecoveryEvent[]): void {
     for (const r of bareThink.finish()) handle(r.e, r.draft, out);
   }
@@ -206,8 +231,12 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
   function onThink(pieces: ReturnType<ThinkSplitter['push']>, out: RecoveryEvent[]): void {
     if (think.opened) bareThink.stop();
     for (const p of pieces) {
-      if (p.kind === 'cut') sink.cut();
-      else if (p.kind === 'reasoning') reasoning(p.text, out);
+      if (p.kind === 'cut') {
+        // the reasoning closed: a call held in it was a draft
+        finishReasoningScan(out);
+        for (const e of reasoningCalls.close()) asReasoning(e, out);
+        sink.cut();
+      } else if (p.kind === 'reasoning') onReasoningScan(reasoningScanner.push(p.text), out);
       else onScan(scanner.push(p.text), out);
     }
   }
@@ -239,6 +268,9 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
       const rest = contentCarry.take('', true);
       if (rest) onThink(think.push(rest), out);
       onThink(think.finish(), out);
+      // reasoning still open at the end: a call held in it ends it (the rest is content)
+      finishReasoningScan(out);
+      for (const e of reasoningCalls.end()) handle(e, false, out);
       onScan(scanner.finish(), out);
       flushHeld(out);
       const tail = sink.finish();

@@ -57,10 +57,31 @@ export interface MatchInput {
   find(literal: string, from: number): number;
 }
 
+/**
+ * A reasoning section a family's chat template opens, in the output or already in the prompt
+ * (think-split.ts reads every enabled family's, plus the built-in `<think>` pair).
+ */
+export interface ReasoningMarkers {
+  /** Opens the section when it leads the output; absent when only the prompt opens it. */
+  open?: string;
+  /**
+   * Ends the section. With startsInReasoning it ends the reasoning the prompt opened; without,
+   * a bare one (no open before it) still says the output began in reasoning (bare-think.ts).
+   */
+  close: string;
+  /**
+   * With startsInReasoning: one of these first in the output (after whitespace) says the model
+   * skipped the reasoning the prompt opened (e.g. Kimi K3 answering with its response section).
+   */
+  skippedBy?: readonly string[];
+}
+
 export interface FamilySpec {
   name: string;
   /** Start markers (literal strings) for envelope families. */
   markers: readonly string[];
+  /** Reasoning sections this family's templates open (see ReasoningMarkers). */
+  reasoning?: readonly ReasoningMarkers[];
   /** Lower runs first when several families own the marker at a position. */
   priority: number;
   /** The backend parser that would have handled this format, for the operator's log line. */

@@ -20,6 +20,7 @@ import { DEFAULT_MAX_HELD_BYTES } from '../../protocol/settings.js';
 import type { EnvelopeMatch, FamilyParser } from './family.js';
 import { skipWs } from '../kit/json-scan.js';
 import type { ParseContext } from '../types.js';
+import { collectThinkMarkers, type ThinkMarkers } from './think-split.js';
 
 export type ScanEvent =
   | { type: 'text'; text: string }
@@ -43,6 +44,8 @@ export interface ScanPlan {
   firstChars: RegExp;
   wholeStarts: string[];
   wholeFamilies: FamilyParser[];
+  /** Reasoning markers of these families plus `<think>` (think-split.ts, bare-think.ts). */
+  think: ThinkMarkers;
 }
 
 function twoKey(s: string, i: number): number {
@@ -94,6 +97,7 @@ export function buildScanPlan(families: readonly FamilyParser[]): ScanPlan {
     firstChars: new RegExp(chars === '' ? '[^\\s\\S]' : `[${chars}]`, 'g'),
     wholeStarts: [...new Set(wholeFamilies.flatMap((f) => f.spec.wholeStarts ?? []))],
     wholeFamilies,
+    think: collectThinkMarkers(sorted),
   };
 }
 

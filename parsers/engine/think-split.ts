@@ -1,39 +1,97 @@
 /**
- * Splits <think>…</think> out of content, incrementally. A leading <think> (after whitespace)
- * opens reasoning; with `startsInReasoning` (templates that open <think> in the prompt, e.g.
- * Qwen3, DeepSeek-R1) the output is reasoning until </think>. A bare </think> without that
- * option stays content: deciding it later would mean holding every non-reasoning response to
- * the end, and streaming must equal non-streaming.
+ * Splits reasoning sections out of content, incrementally. The markers come from one table:
+ * the built-in `<think>…</think>` plus every enabled family's `reasoning` (family.ts), e.g.
+ * Command R7B's `<|START_THINKING|>…<|END_THINKING|>` or Kimi K3's think section.
+ *
+ * - A leading open (after whitespace) opens reasoning, which its own close ends.
+ * - With `startsInReasoning` (templates that open the section in the prompt: Qwen3, DeepSeek-R1,
+ *   Cohere2 MoE, Kimi K3, Apriel 1.6) the output is reasoning until ANY close of the table; a
+ *   family's `skippedBy` marker first in the output means the model skipped it (no reasoning).
+ * - A bare close without that option stays content: deciding it later would mean holding every
+ *   non-reasoning response to the end, and streaming must equal non-streaming (bare-think.ts
+ *   still reads it: calls before it were drafts).
  */
+import type { FamilyParser, ReasoningMarkers } from './family.js';
 import { skipWs } from '../kit/json-scan.js';
 
 export type ThinkPiece = { kind: 'content' | 'reasoning'; text: string } | { kind: 'cut' };
 
-const OPEN = '<think>';
-const CLOSE = '</think>';
+/** The reasoning markers of one parser set, gathered once per scan plan. */
+export interface ThinkMarkers {
+  /** Leading opens, each with the close that ends it; longest first. */
+  readonly opens: readonly { open: string; close: string }[];
+  /** Every close (ends prompt-opened reasoning; a bare one marks drafts). */
+  readonly closes: readonly string[];
+  /** Skip markers for prompt-opened reasoning; longest first. */
+  readonly skips: readonly string[];
+}
 
-function partialTail(buf: string, tag: string): number {
-  for (let k = Math.min(tag.length - 1, buf.length); k > 0; k--) {
-    if (buf.endsWith(tag.slice(0, k))) return k;
+/** The generic pair every model family that thinks in tags uses. */
+export const THINK: ReasoningMarkers = { open: '<think>', close: '</think>' };
+
+export function collectThinkMarkers(families: readonly FamilyParser[]): ThinkMarkers {
+  const all = [THINK, ...families.flatMap((f) => f.spec.reasoning ?? [])];
+  const opens = new Map<string, string>();
+  for (const m of all) if (m.open && !opens.has(m.open)) opens.set(m.open, m.close);
+  const byLength = (a: string, b: string) => b.length - a.length;
+  return {
+    opens: [...opens].sort(([a], [b]) => byLength(a, b)).map(([open, close]) => ({ open, close })),
+    closes: [...new Set(all.map((m) => m.close))],
+    skips: [...new Set(all.flatMap((m) => m.skippedBy ?? []))].sort(byLength),
+  };
+}
+
+/** The longest k such that buf ends with the first k chars of one of `tags` (k < its length). */
+export function partialTail(buf: string, tags: readonly string[]): number {
+  let best = 0;
+  for (const tag of tags) {
+    for (let k = Math.min(tag.length - 1, buf.length); k > best; k--) {
+      if (buf.endsWith(tag.slice(0, k))) {
+        best = k;
+        break;
+      }
+    }
   }
-  return 0;
+  return best;
+}
+
+/** The first of `tags` in `text` (at the same index the longer wins): its index and length. */
+export function firstOf(text: string, tags: readonly string[]): { at: number; len: number } | null {
+  let at = -1;
+  let len = 0;
+  for (const tag of tags) {
+    const k = text.indexOf(tag);
+    if (k >= 0 && (at < 0 || k < at || (k === at && tag.length > len))) {
+      at = k;
+      len = tag.length;
+    }
+  }
+  return at < 0 ? null : { at, len };
 }
 
 export class ThinkSplitter {
   private state: 'start' | 'in' | 'out';
   private buf = '';
-  /** The output opened reasoning (leading <think>, or startsInReasoning). */
+  /** The output opened reasoning (a leading open, or startsInReasoning). */
   opened = false;
   /** In 'start': buf[0..wsEnd) is known whitespace, so a long blank run is walked once, not per push. */
   private wsEnd = 0;
+  /** In 'in': what ends the reasoning. */
+  private closes: readonly string[];
+  /** In 'start': what is looked for first (opens, or skip markers with startsInReasoning). */
+  private readonly leads: readonly string[];
 
   constructor(
-    startsInReasoning: boolean,
-    /** A blank run longer than this before anything else: no leading <think> any more. */
+    private readonly markers: ThinkMarkers,
+    private readonly startsInReasoning: boolean,
+    /** A blank run longer than this before anything else: no leading marker any more. */
     private readonly maxHeld = Number.POSITIVE_INFINITY,
   ) {
-    this.state = startsInReasoning ? 'in' : 'start';
     this.opened = startsInReasoning;
+    this.closes = markers.closes;
+    this.leads = startsInReasoning ? markers.skips : markers.opens.map((o) => o.open);
+    // prompt-opened reasoning with nothing that could skip it streams from the first char
+    this.state = startsInReasoning && this.leads.length === 0 ? 'in' : 'start';
   }
 
   push(text: string, final = false): ThinkPiece[] {
@@ -52,31 +110,19 @@ export class ThinkSplitter {
       return out;
     }
     this.buf += text;
-    if (this.state === 'start') {
-      const i = skipWs(this.buf, this.wsEnd);
-      this.wsEnd = i;
-      const rest = this.buf.slice(i);
-      if (i > this.maxHeld) this.state = 'out';
-      else if (rest.startsWith(OPEN)) {
-        this.state = 'in';
-        this.opened = true;
-        this.buf = rest.slice(OPEN.length);
-      } else if (!final && (i === this.buf.length || OPEN.startsWith(rest))) {
-        return out;
-      } else this.state = 'out';
-    }
+    if (this.state === 'start' && this.lead(final)) return out;
     if (this.state === 'in') {
-      const j = this.buf.indexOf(CLOSE);
-      if (j < 0) {
-        const keep = final ? 0 : partialTail(this.buf, CLOSE);
+      const hit = firstOf(this.buf, this.closes);
+      if (hit === null) {
+        const keep = final ? 0 : partialTail(this.buf, this.closes);
         const emit = this.buf.slice(0, this.buf.length - keep);
         if (emit) out.push({ kind: 'reasoning', text: emit });
         this.buf = this.buf.slice(emit.length);
         return out;
       }
-      if (j > 0) out.push({ kind: 'reasoning', text: this.buf.slice(0, j) });
+      if (hit.at > 0) out.push({ kind: 'reasoning', text: this.buf.slice(0, hit.at) });
       out.push({ kind: 'cut' });
-      this.buf = this.buf.slice(j + CLOSE.length);
+      this.buf = this.buf.slice(hit.at + hit.len);
       this.state = 'out';
     }
     if (this.buf) out.push({ kind: 'content', text: this.buf });
@@ -86,5 +132,37 @@ export class ThinkSplitter {
 
   finish(): ThinkPiece[] {
     return this.push('', true);
+  }
+
+  /** 'start': decides what the output opens with; true = still undecided (hold). */
+  private lead(final: boolean): boolean {
+    const i = skipWs(this.buf, this.wsEnd);
+    this.wsEnd = i;
+    // nothing leads: prompt-opened reasoning goes on, otherwise the output is content
+    const otherwise = this.startsInReasoning ? 'in' : 'out';
+    if (i > this.maxHeld) {
+      this.state = otherwise;
+      return false;
+    }
+    const rest = this.buf.slice(i);
+    if (this.startsInReasoning) {
+      if (this.leads.some((l) => rest.startsWith(l))) {
+        // skipped: the marker and what follows are the answer (the scanner reads the marker)
+        this.state = 'out';
+        return false;
+      }
+    } else {
+      const pair = this.markers.opens.find((o) => rest.startsWith(o.open));
+      if (pair) {
+        this.state = 'in';
+        this.opened = true;
+        this.closes = [pair.close];
+        this.buf = rest.slice(pair.open.length);
+        return false;
+      }
+    }
+    if (!final && (i === this.buf.length || this.leads.some((l) => l.startsWith(rest)))) return true;
+    this.state = otherwise;
+    return false;
   }
 }

@@ -136,6 +136,16 @@ export function controlToken(start: number, marker: string): EnvelopeMatch {
 }
 
 /**
+ * An end-of-answer token written out as text (Apriel's `[END FINAL RESPONSE]`, Ling's
+ * `<|role_end|>`): removed only when nothing but whitespace follows it to the end of output;
+ * anywhere else it is quoted prose and stays. Holds at most the whitespace after it.
+ */
+export function trailingControlToken({ text, start, marker, final }: MatchInput): MatchResult {
+  if (skipWs(text, start + marker.length) < text.length) return null;
+  return final ? { end: text.length, calls: [], control: true } : 'need-more';
+}
+
+/**
  * `OPEN reasoning CLOSE` sections (`<|START_THINKING|>`, `<seed:think>`): the text goes to
  * reasoning. An unclosed section at the end of output is reasoning to the end.
  */

@@ -4,10 +4,9 @@
  * `startsInReasoning`. Streaming: prose before the first call streams live; from the first
  * complete call on, output is held until a `</think>`, the end, or maxHeldBytes.
  */
-import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createRecoveryStream } from '../../parsers/recover.js';
-import { chunks, options, streamed, toolsOf, view, whole } from './engine-helpers.js';
+import { assertRandomSplits, chunks, options, streamed, toolsOf, view, whole } from './engine-helpers.js';
 
 const tools = toolsOf({ name: 'get_weather' }, { name: 'write' });
 const call = (city: string) =>
@@ -57,6 +56,35 @@ const cases: Array<{ name: string; text: string; calls: string[]; content: strin
       content: 'and </think>',
       leaks: ['hermes:recovered:'],
     },
+    // a family's own close from the marker table counts the same (think-split.ts)
+    {
+      name: "a call before a bare <|END_THINKING|> (Command R7B's close) is a draft",
+      text: `Maybe ${call('Paris')} no.<|END_THINKING|><|START_RESPONSE|>Which city?<|END_RESPONSE|>`,
+      calls: [],
+      content: `Maybe ${call('Paris')} no.<|END_THINKING|>\nWhich city?`,
+      leaks: ['hermes:rejected:draft before </think>'],
+    },
+    {
+      name: "a draft before Kimi K3's think close, the real call after it",
+      text: `Plan ${call('Paris')}<|close|>think<|sep|>${call('Lyon')}`,
+      calls: ['Lyon'],
+      content: `Plan ${call('Paris')}<|close|>think<|sep|>`,
+      leaks: ['hermes:rejected:draft before </think>', 'hermes:recovered:'],
+    },
+    {
+      name: "a call before a bare [BEGIN FINAL RESPONSE] (Apriel's close) is a draft",
+      text: `${call('Paris')}\n[BEGIN FINAL RESPONSE]\nWhich city?`,
+      calls: [],
+      content: `${call('Paris')}\n[BEGIN FINAL RESPONSE]\nWhich city?`,
+      leaks: ['hermes:rejected:draft before </think>'],
+    },
+    {
+      name: 'a family close inside the call arguments does not count',
+      text: '<tool_call>{"name": "write", "arguments": {"text": "a <|END_THINKING|> b"}}</tool_call>',
+      calls: ['write'],
+      content: null,
+      leaks: ['hermes:recovered:'],
+    },
   ];
 
 function names(r: ReturnType<typeof whole>): string[] {
@@ -79,25 +107,7 @@ describe('a bare </think> makes the calls before it drafts', () => {
   }
 
   it('random chunkings equal non-streaming', () => {
-    fc.assert(
-      fc.property(
-        fc.integer({ min: 0, max: cases.length - 1 }),
-        fc.array(fc.nat(), { maxLength: 8 }),
-        (k, cuts) => {
-          const text = cases[k]!.text;
-          const pts = [...new Set(cuts.map((x) => x % (text.length + 1)))].sort((a, b) => a - b);
-          const pieces: string[] = [];
-          let prev = 0;
-          for (const p of pts) {
-            pieces.push(text.slice(prev, p));
-            prev = p;
-          }
-          pieces.push(text.slice(prev));
-          expect(view(streamed(pieces, options(tools)))).toEqual(view(whole(text, options(tools))));
-        },
-      ),
-      { numRuns: 300, seed: 11 },
-    );
+    assertRandomSplits(cases.length, (k) => ({ text: cases[k]!.text, opts: () => options(tools) }), 11);
   });
 
   it('with startsInReasoning the splitter already handles it (reasoning, not content)', () => {
@@ -106,6 +116,14 @@ describe('a bare </think> makes the calls before it drafts', () => {
     expect(r.calls).toEqual([]);
     expect(r.reasoning).toBe(`Maybe ${call('Paris')}`);
     expect(r.content).toBe('It is sunny.');
+  });
+
+  it("only the enabled families' closes count (the marker table follows the parser set)", () => {
+    const text = `${call('Paris')} then <|END_THINKING|>`;
+    expect(names(whole(text, options(tools)))).toEqual([]);
+    expect(names(whole(text, options(tools, { parsers: ['hermes'] })))).toEqual(['Paris']);
+    // </think> is built in: it counts whatever the parser set
+    expect(names(whole(`${call('Paris')}</think>`, options(tools, { parsers: ['hermes'] })))).toEqual([]);
   });
 
   it('what streams live: prose before the first call; the call waits for the end', () => {

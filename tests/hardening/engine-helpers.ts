@@ -6,6 +6,9 @@ import {
   recoverMessage,
 } from '../../parsers/recover.js';
 import type { DeclaredTool } from '../../parsers/types.js';
+import fc from 'fast-check';
+import { expect } from 'vitest';
+import { splitAt } from '../policies/helpers.js';
 
 export function toolsOf(...tools: DeclaredTool[]): Map<string, DeclaredTool> {
   return new Map(tools.map((t) => [t.name, t]));
@@ -44,4 +47,32 @@ export function view(r: ReturnType<typeof whole>) {
     calls: r.calls.map((c) => ({ name: c.name, arguments: JSON.parse(c.arguments) as unknown })),
     leaks: r.leaks.map((l) => `${l.format}:${l.outcome}:${l.reason ?? ''}`),
   };
+}
+
+/** Streaming `text` cut at `cuts` (taken modulo its length + 1) equals recovering it whole. */
+export function expectSplitEqualsWhole(
+  text: string,
+  cuts: readonly number[],
+  opts: () => RecoveryOptions,
+): void {
+  const pieces = splitAt(
+    text,
+    cuts.map((x) => x % (text.length + 1)),
+  );
+  expect(view(streamed(pieces, opts()))).toEqual(view(whole(text, opts())));
+}
+
+/** Property: for `count` cases picked by index, any random chunking equals recovering whole. */
+export function assertRandomSplits(
+  count: number,
+  pick: (k: number) => { text: string; opts: () => RecoveryOptions },
+  seed: number,
+): void {
+  fc.assert(
+    fc.property(fc.integer({ min: 0, max: count - 1 }), fc.array(fc.nat(), { maxLength: 8 }), (k, cuts) => {
+      const c = pick(k);
+      expectSplitEqualsWhole(c.text, cuts, c.opts);
+    }),
+    { numRuns: 300, seed },
+  );
 }

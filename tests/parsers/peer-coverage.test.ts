@@ -13,7 +13,7 @@ import { loadFixtures } from './fixtures.js';
 const FLOOR: Record<string, number> = {
   'vllm-project/vllm': 442,
   'sgl-project/sglang': 219,
-  'ggml-org/llama.cpp': 340,
+  'ggml-org/llama.cpp': 394,
 };
 
 const README = readFileSync(

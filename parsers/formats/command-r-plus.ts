@@ -1,0 +1,70 @@
+/**
+ * Cohere Command R+ / Command R (llama.cpp "Command R+" tool_use template): the model writes
+ * an `Action:` line and a fenced JSON list of `{"tool_name": …, "parameters": {…}}`:
+ *   Action:
+ *   ```json
+ *   [{"tool_name": "NAME", "parameters": {…}}]
+ *   ```
+ * and answers after `<|CHATBOT_TOKEN|>` (a control token, removed).
+ *
+ * "Action:" is an English word, so the gate is strict: it must begin the output or a line, be
+ * followed (after whitespace) by a ``` fence (language tag empty or json) holding one JSON list,
+ * and that list must close the fence (only whitespace between). Every object must have exactly
+ * the Cohere keys, and the safety rules still require declared tools. A fence never closed is
+ * read only when the list is complete and nothing but whitespace follows to the end of output
+ * (repair `unclosed-envelope`: servers often stop on the fence).
+ */
+import { defineFamily } from '../engine/define.js';
+import type { MatchInput, MatchResult } from '../engine/family.js';
+import { finishMatch } from '../kit/envelope.js';
+import { expectLiteral, scanJsonValue, skipWs } from '../kit/json-scan.js';
+import { callsFromJson, controlToken } from '../kit/long-tail.js';
+import { cohereToCall } from './command-r7b.js';
+
+const ACTION = 'Action:';
+const CHATBOT = '<|CHATBOT_TOKEN|>';
+const FENCE = '```';
+/** Longest language tag read after the opening fence. */
+const MAX_LANG = 16;
+
+function matchAction(input: MatchInput): MatchResult {
+  const { text, start, final } = input;
+  // a line of its own: "Plan: …\nAction:" or the start of the output, never mid-sentence
+  if (start > 0 && text[start - 1] !== '\n') return null;
+  let i = skipWs(text, start + ACTION.length);
+  const fence = expectLiteral(text, i, FENCE, final);
+  if (fence !== 'yes') return fence === 'need-more' ? 'need-more' : null;
+  i += FENCE.length;
+  let lang = i;
+  while (lang < text.length && lang - i <= MAX_LANG && /[A-Za-z]/.test(text[lang]!)) lang++;
+  if (lang >= text.length) return final ? null : 'need-more';
+  const tag = text.slice(i, lang).toLowerCase();
+  if (tag !== '' && tag !== 'json') return null;
+  const j = skipWs(text, lang);
+  if (j >= text.length) return final ? null : 'need-more';
+  if (text[j] !== '[') return null;
+  // stopping at a fence keeps a list that never closes from being scanned to the end again
+  const scan = scanJsonValue(text, j, { stopAt: [FENCE] });
+  if (!scan || scan.stoppedAt !== undefined) return null;
+  if (scan.end < 0) return final ? null : 'need-more';
+  const k = skipWs(text, scan.end);
+  if (k >= text.length) {
+    if (!final) return 'need-more';
+    return finishMatch(callsFromJson(text.slice(j, scan.end), cohereToCall, false), text.length, true);
+  }
+  const close = expectLiteral(text, k, FENCE, final);
+  if (close === 'need-more') return 'need-more';
+  if (close === 'no') return null;
+  return finishMatch(callsFromJson(text.slice(j, scan.end), cohereToCall, false), k + FENCE.length, false);
+}
+
+export const commandRPlus = defineFamily({
+  name: 'command-r-plus',
+  markers: [ACTION, CHATBOT],
+  priority: 43,
+  backend: { llamacpp: 'Command R+' },
+  match(input) {
+    if (input.marker === CHATBOT) return controlToken(input.start, CHATBOT);
+    return matchAction(input);
+  },
+});
