@@ -12,7 +12,7 @@ import { toChatRequest } from '../../protocol/anthropic/request.js';
 import { type MessageContext, messageId, toMessage } from '../../protocol/anthropic/response.js';
 import { MessageStreamTranslator } from '../../protocol/anthropic/stream.js';
 import type { CountTokensRequest, MessagesRequest, StreamEvent } from '../../protocol/anthropic/types.js';
-import type { ToolproofError } from '../../protocol/errors.js';
+import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionChunk, ChatCompletionRequest } from '../../protocol/openai.js';
 import { RequestAbort } from '../abort.js';
 import type { AppState } from '../app-state.js';
@@ -301,5 +301,16 @@ export function messagesRoutes(state: AppState): FastifyPluginAsync {
         return { input_tokens: counted ?? estimateTokens(chat) };
       },
     );
+
+    // The rest of the Messages API (batches, models under this path, another method on
+    // /v1/messages) is not served: a 404 in Anthropic's shape, instead of falling through to the
+    // upstream, which would answer in its own shape (vLLM: {"detail": "Not Found"}).
+    const notServed = async (request: FastifyRequest) => {
+      throw new ToolproofError('TP_ERR_NOT_FOUND', {
+        message: `Not served by toolproof's Messages API: ${request.method} ${request.url.split('?')[0]}.`,
+      });
+    };
+    scope.route({ method: ['GET', 'PUT', 'DELETE', 'PATCH'], url: '/v1/messages', handler: notServed });
+    scope.all('/v1/messages/*', notServed);
   };
 }

@@ -258,3 +258,26 @@ describe('/v1/responses', () => {
     expect(ms).toBeLessThan(5_000);
   });
 });
+
+describe('the rest of the Messages API answers in its own shape', () => {
+  for (const [method, path] of [
+    ['GET', '/v1/messages'],
+    ['DELETE', '/v1/messages'],
+    ['POST', '/v1/messages/batches'],
+    ['GET', '/v1/messages/batches/msgbatch_1'],
+  ] as const) {
+    it(`${method} ${path} is a 404 in Anthropic's error shape, not the upstream's`, async () => {
+      const res = await fetch(`${stack.origin}${path}`, {
+        method,
+        ...(method === 'POST'
+          ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(A({})) }
+          : {}),
+      });
+      expect(res.status).toBe(404);
+      const body = (await res.json()) as { type?: string; error?: { type?: string; message?: string } };
+      expect(body.type).toBe('error');
+      expect(body.error?.type).toBe('not_found_error');
+      expect(body.error?.message).toContain(path);
+    });
+  }
+});
