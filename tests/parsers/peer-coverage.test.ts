@@ -12,7 +12,7 @@ import { loadFixtures } from './fixtures.js';
 
 const FLOOR: Record<string, number> = {
   'vllm-project/vllm': 442,
-  'sgl-project/sglang': 232,
+  'sgl-project/sglang': 260,
   'ggml-org/llama.cpp': 340,
 };
 
