@@ -5,7 +5,7 @@
  * reports it, rather than us guessing).
  */
 import type { DeclaredTool } from '../types.js';
-import { createArgs, isPlainObject } from './lenient-json.js';
+import { createArgs, hasNonFinite, isPlainObject } from './lenient-json.js';
 
 // families that build arguments key by key import both from here
 export { createArgs } from './lenient-json.js';
@@ -79,6 +79,8 @@ function tryType(
     case 'array': {
       const v = decodeStructured(t);
       if (!v.ok) return v;
+      // `[1e999]` would become `[null]`: a value JSON cannot carry keeps the text as written
+      if (hasNonFinite(v.value)) return { ok: false };
       return (type === 'array') === Array.isArray(v.value) && (type === 'array' || isPlainObject(v.value))
         ? { ok: true, value: conformNested(v.value, schema) }
         : { ok: false };
