@@ -12,7 +12,7 @@ import { loadFixtures } from './fixtures.js';
 
 const FLOOR: Record<string, number> = {
   'vllm-project/vllm': 442,
-  'sgl-project/sglang': 296,
+  'sgl-project/sglang': 319,
   'ggml-org/llama.cpp': 340,
 };
 
