@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { loadFixtures } from './fixtures.js';
 
 const FLOOR: Record<string, number> = {
-  'vllm-project/vllm': 442,
+  'vllm-project/vllm': 447,
   'sgl-project/sglang': 319,
   'ggml-org/llama.cpp': 340,
 };
