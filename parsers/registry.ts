@@ -37,6 +37,7 @@ import { functionaryV32 } from './formats/functionary-v3-2.js';
 import { gemma4 } from './formats/gemma4.js';
 import { hunyuanV3 } from './formats/hunyuan-v3.js';
 import { internlm2 } from './formats/internlm2.js';
+import { k2Horizon } from './formats/k2-horizon.js';
 import { kimiK3 } from './formats/kimi-k3.js';
 import { lfm2 } from './formats/lfm2.js';
 import { minicpm } from './formats/minicpm.js';
@@ -77,6 +78,7 @@ export const PARSERS: readonly FamilyParser[] = [
   gemma4,
   hunyuanV3,
   internlm2,
+  k2Horizon,
   kimiK3,
   lfm2,
   minicpm,

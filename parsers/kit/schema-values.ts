@@ -5,7 +5,7 @@
  * reports it, rather than us guessing).
  */
 import type { DeclaredTool } from '../types.js';
-import { createArgs, hasNonFinite, isPlainObject } from './lenient-json.js';
+import { createArgs, decodeJsonLenient, hasNonFinite, isPlainObject } from './lenient-json.js';
 
 // families that build arguments key by key import both from here
 export { createArgs } from './lenient-json.js';
@@ -277,6 +277,27 @@ export function decodeStructuredStrings(
         break;
       }
     }
+  }
+  return out;
+}
+
+/**
+ * JSON-argument dialects that write every value as a string (`{"limit": "2"}`, K2-Horizon's):
+ * a value declared only as a number, integer or boolean is typed like an XML-ish raw value.
+ * Arguments sent as a JSON string are decoded first; anything else is returned as it came.
+ */
+export function typeStringScalars(args: unknown, tool: DeclaredTool | undefined): unknown {
+  let obj = args;
+  if (typeof obj === 'string') {
+    const d = decodeJsonLenient(obj);
+    if (!d || !isPlainObject(d.value)) return args;
+    obj = d.value;
+  }
+  if (!isPlainObject(obj)) return args;
+  const out = Object.assign(createArgs(), obj);
+  for (const [k, v] of Object.entries(obj)) {
+    const schema = paramSchema(tool, k);
+    if (typeof v === 'string' && schema) out[k] = conformValue(v, schema);
   }
   return out;
 }

@@ -11,8 +11,8 @@ import { describe, expect, it } from 'vitest';
 import { loadFixtures } from './fixtures.js';
 
 const FLOOR: Record<string, number> = {
-  'vllm-project/vllm': 447,
-  'sgl-project/sglang': 319,
+  'vllm-project/vllm': 464,
+  'sgl-project/sglang': 336,
   'ggml-org/llama.cpp': 340,
 };
 
