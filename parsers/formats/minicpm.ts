@@ -1,15 +1,19 @@
 /**
  * MiniCPM 5 XML (vLLM `minicpm5`): bare `<function name="NAME"><param name="P">value</param>…</function>`
  * blocks, no wrapper. Values may be CDATA-wrapped (`<![CDATA[…]]>`, multi-line text) and are
- * typed by the declared schema. A block left open at the end of output stays text.
+ * typed by the declared schema. A CDATA section is opaque: it may hold `</param>` or
+ * `</function>` (llama.cpp ends such a value at `]]>`), so neither ends the value or the block
+ * inside it. A block left open at the end of output stays text.
  */
 import { defineFamily } from '../engine/define.js';
 import type { MatchResult } from '../engine/family.js';
+import { skipWs } from '../kit/json-scan.js';
 import { readXmlCalls, type XmlCallSpec } from '../kit/long-tail.js';
 import { finishMatch } from '../kit/envelope.js';
 
 const OPEN = '<function name="';
 const CLOSE = '</function>';
+const PARAM_CLOSE = '</param>';
 const CDATA_OPEN = '<![CDATA[';
 const CDATA_CLOSE = ']]>';
 
@@ -21,7 +25,13 @@ const CALLS: XmlCallSpec = {
   argOpen: '<param name="',
   argNameEnd: '"',
   argHeadEnd: '>',
-  argClose: '</param>',
+  argClose: PARAM_CLOSE,
+  findValueEnd(body, from) {
+    const j = skipWs(body, from);
+    if (!body.startsWith(CDATA_OPEN, j)) return body.indexOf(PARAM_CLOSE, from);
+    const k = body.indexOf(CDATA_CLOSE, j + CDATA_OPEN.length);
+    return k < 0 ? -1 : body.indexOf(PARAM_CLOSE, k + CDATA_CLOSE.length);
+  },
   unwrapValue(raw) {
     const t = raw.trim();
     return t.startsWith(CDATA_OPEN) && t.endsWith(CDATA_CLOSE)
@@ -30,13 +40,29 @@ const CALLS: XmlCallSpec = {
   },
 };
 
+/**
+ * The block's `</function>`, skipping CDATA sections. Both searches go through the memoised
+ * `find`, and each step moves past what it found, so the scan stays one pass.
+ */
+function blockClose(find: (literal: string, from: number) => number, from: number): number {
+  let i = from;
+  for (;;) {
+    const close = find(CLOSE, i);
+    const cdata = find(CDATA_OPEN, i);
+    if (cdata < 0 || close < 0 || close < cdata) return close;
+    const end = find(CDATA_CLOSE, cdata + CDATA_OPEN.length);
+    if (end < 0) return -1;
+    i = end + CDATA_CLOSE.length;
+  }
+}
+
 export const minicpm = defineFamily({
   name: 'minicpm',
   markers: [OPEN],
   priority: 44,
   backend: { vllm: 'minicpm5' },
   match({ text, start, final, ctx, find }): MatchResult {
-    const close = find(CLOSE, start);
+    const close = blockClose(find, start);
     if (close < 0) {
       if (!final) return 'need-more';
       return finishMatch({ error: 'unclosed function block' }, text.length, true);
