@@ -220,12 +220,34 @@ export function unwrapArgumentsKey(
 }
 
 /**
- * Text inside a decoded object or array typed by the nested schema: `{"n": "3"}` for
- * `{n: number}` gives 3 (XML-ish formats write every leaf as text). Strings declared as strings,
- * and values the schema does not describe, stay as they are.
+ * The part of a schema that describes an object (or an array) value: the schema itself, or
+ * its first `anyOf` / `oneOf` alternative of that kind (`{oneOf: [{type: integer}, {type:
+ * object, properties: {max: …}}]}` types `{"max": "10"}` through the object alternative).
  */
-function conformNested(v: unknown, schema: Record<string, unknown>): unknown {
+export function alternativeFor(
+  schema: Record<string, unknown> | undefined,
+  kind: 'object' | 'array',
+): Record<string, unknown> | undefined {
+  if (!schema) return undefined;
+  const own = kind === 'object' ? 'properties' : 'items';
+  if (isPlainObject(schema[own])) return schema;
+  for (const key of ['anyOf', 'oneOf']) {
+    const alts = schema[key];
+    if (!Array.isArray(alts)) continue;
+    for (const a of alts) if (isPlainObject(a) && (a['type'] === kind || isPlainObject(a[own]))) return a;
+  }
+  return schema;
+}
+
+/**
+ * Text inside a decoded object or array typed by the nested schema: `{"n": "3"}` for
+ * `{n: number}` gives 3 (XML-ish formats write every leaf as text), also through an
+ * `anyOf` / `oneOf` alternative. Strings declared as strings, and values the schema does not
+ * describe, stay as they are.
+ */
+function conformNested(v: unknown, whole: Record<string, unknown>): unknown {
   if (isPlainObject(v)) {
+    const schema = alternativeFor(whole, 'object') ?? whole;
     const props = schema['properties'];
     if (!isPlainObject(props)) return v;
     const out = createArgs();
@@ -236,7 +258,7 @@ function conformNested(v: unknown, schema: Record<string, unknown>): unknown {
     return out;
   }
   if (Array.isArray(v)) {
-    const items = schema['items'];
+    const items = (alternativeFor(whole, 'array') ?? whole)['items'];
     return isPlainObject(items) ? v.map((x) => conformValue(x, items)) : v;
   }
   return v;
