@@ -191,9 +191,10 @@ export function fitsSchema(args: Record<string, unknown>, tool: DeclaredTool): b
 }
 
 /**
- * Models sometimes wrap all their arguments in one extra `arguments` / `input` parameter
- * (seen with DeepSeek V3.2 DSML). Unwrapped only when that key is not itself declared and
- * every key inside is a declared parameter, so a real parameter named `input` is never lost.
+ * Models sometimes wrap all their arguments in one extra `arguments` / `input` / `properties`
+ * parameter (seen with DeepSeek V3.2 DSML and MiniCPM 5, whose inner value may be a Python
+ * repr). Unwrapped only when that key is not itself declared and every key inside is a
+ * declared parameter, so a real parameter named `input` is never lost.
  */
 export function unwrapArgumentsKey(
   args: Record<string, unknown>,
@@ -202,16 +203,14 @@ export function unwrapArgumentsKey(
   const keys = Object.keys(args);
   if (keys.length !== 1) return args;
   const key = keys[0] ?? '';
-  if (key !== 'arguments' && key !== 'input') return args;
+  if (key !== 'arguments' && key !== 'input' && key !== 'properties') return args;
   const props = tool?.parameters?.['properties'];
   if (!isPlainObject(props) || Object.hasOwn(props, key)) return args;
   let inner = args[key];
   if (typeof inner === 'string') {
-    try {
-      inner = JSON.parse(inner);
-    } catch {
-      return args;
-    }
+    const d = decodeStructured(inner.trim());
+    if (!d.ok) return args;
+    inner = d.value;
   }
   if (!isPlainObject(inner)) return args;
   const innerKeys = Object.keys(inner);
