@@ -12,63 +12,40 @@
  */
 import { defineFamily } from '../engine/define.js';
 import type { MatchResult } from '../engine/family.js';
-import type { ParseContext, ParsedCall } from '../types.js';
+import type { ParseContext } from '../types.js';
 import { callFromObject, delimitedEnvelope } from '../kit/envelope.js';
-import { readName, skipWs } from '../kit/json-scan.js';
+import { skipWs } from '../kit/json-scan.js';
+import {
+  type KeyValueBody,
+  type KeyValueSpec,
+  readKeyValueBlock,
+  readKeyValueCall,
+} from '../kit/key-value-calls.js';
 import { callsFromJson, matchReasoningSection } from '../kit/long-tail.js';
-import { coerceParamValue, createArgs, paramSchema, typeStringScalars } from '../kit/schema-values.js';
+import { typeStringScalars } from '../kit/schema-values.js';
 
 const GROUP_OPEN = '<ifm|tool_calls>';
 const GROUP_CLOSE = '</ifm|tool_calls>';
 const CALL_OPEN = '<ifm|tool_call>';
 const CALL_CLOSE = '</ifm|tool_call>';
-const KEY = ['<ifm|arg_key>', '</ifm|arg_key>'] as const;
-const TYPE = ['<ifm|arg_type>', '</ifm|arg_type>'] as const;
-const VALUE = ['<ifm|arg_value>', '</ifm|arg_value>'] as const;
 const THINKS: Readonly<Record<string, string>> = {
   '<ifm|think>': '</ifm|think>',
   '<ifm|think_fast>': '</ifm|think_fast>',
   '<ifm|think_faster>': '</ifm|think_faster>',
 };
 
-type Body = { calls: ParsedCall[] } | { error: string };
+const SPEC: KeyValueSpec = {
+  call: [CALL_OPEN, CALL_CLOSE],
+  key: ['<ifm|arg_key>', '</ifm|arg_key>'],
+  type: ['<ifm|arg_type>', '</ifm|arg_type>'],
+  value: ['<ifm|arg_value>', '</ifm|arg_value>'],
+  untyped: 'json',
+};
 
-/** `OPEN text CLOSE` at i (after whitespace): the text and where it ends, or null. */
-function tagged(body: string, i: number, [open, close]: readonly [string, string]) {
-  const j = skipWs(body, i);
-  if (!body.startsWith(open, j)) return null;
-  const end = body.indexOf(close, j + open.length);
-  return end < 0 ? null : { text: body.slice(j + open.length, end), next: end + close.length };
-}
-
-/** `NAME` then key / optional type / value triples. */
-function readXmlCall(body: string, ctx: ParseContext): Body {
-  let i = skipWs(body, 0);
-  const name = readName(body, i);
-  if (name === '') return { error: 'no function name' };
-  const tool = ctx.tools.get(name);
-  i = skipWs(body, i + name.length);
-  const args = createArgs();
-  while (i < body.length) {
-    const key = tagged(body, i, KEY);
-    if (!key) return { error: 'unexpected text in tool call' };
-    const type = tagged(body, key.next, TYPE);
-    const value = tagged(body, type ? type.next : key.next, VALUE);
-    if (!value) return { error: 'arg_key without arg_value' };
-    const k = key.text.trim();
-    // Two values for one key: which one did the model mean? Leave it as text.
-    if (k === '' || Object.hasOwn(args, k)) return { error: 'bad or repeated argument name' };
-    const schema = paramSchema(tool, k) ?? (type ? { type: type.text.trim() } : undefined);
-    args[k] = coerceParamValue(value.text, schema, { untyped: 'json' });
-    i = skipWs(body, value.next);
-  }
-  return { calls: [{ name, arguments: args }] };
-}
-
-/** One call body: JSON (an object or a list) or the XML-ish layout. */
-function readCallBody(body: string, ctx: ParseContext): Body {
+/** One call body: JSON (an object or a list) or the key/value layout. */
+function readCallBody(body: string, ctx: ParseContext): KeyValueBody {
   const j = skipWs(body, 0);
-  if (body[j] !== '{' && body[j] !== '[') return readXmlCall(body, ctx);
+  if (body[j] !== '{' && body[j] !== '[') return readKeyValueCall(body, ctx, SPEC);
   const r = callsFromJson(body, callFromObject, false);
   if ('error' in r) return r;
   // the JSON dialect writes numbers and booleans as strings too ({"limit": "2"}): typed here
@@ -77,22 +54,10 @@ function readCallBody(body: string, ctx: ParseContext): Body {
   };
 }
 
-/** A group's body: closed calls separated by whitespace, nothing else. */
-function readGroup(body: string, ctx: ParseContext): Body {
-  const calls: ParsedCall[] = [];
-  let i = skipWs(body, 0);
-  while (i < body.length) {
-    const call = tagged(body, i, [CALL_OPEN, CALL_CLOSE]);
-    if (!call) return { error: 'unexpected text in tool_calls group' };
-    const r = readCallBody(call.text, ctx);
-    if ('error' in r) return r;
-    calls.push(...r.calls);
-    i = skipWs(body, call.next);
-  }
-  return calls.length > 0 ? { calls } : { error: 'empty tool_calls group' };
-}
-
-const group = delimitedEnvelope({ end: GROUP_CLOSE, parseBody: (b, ctx) => readGroup(b, ctx) });
+const group = delimitedEnvelope({
+  end: GROUP_CLOSE,
+  parseBody: (b, ctx) => readKeyValueBlock(b, ctx, SPEC, readCallBody),
+});
 const lone = delimitedEnvelope({
   end: CALL_CLOSE,
   allowUnclosed: false,

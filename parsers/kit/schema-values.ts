@@ -24,15 +24,28 @@ export function paramSchema(
   return isPlainObject(s) ? s : undefined;
 }
 
-// Tools written from Python or C signatures declare `float`, `int`, `bool` where JSON Schema says
-// number, integer, boolean (vLLM's qwen3_coder reads them so): typed the same, text stays text.
+// Tools written from Python or C signatures declare `float`, `int`, `bool`, `list`, `uint32` where
+// JSON Schema says number, integer, boolean, array (vLLM's qwen3_coder and hy_v4 read them so):
+// typed the same, text stays text. An exact alias first, then the integer / number prefixes.
 const TYPE_ALIASES: Readonly<Record<string, string>> = {
   float: 'number',
   double: 'number',
   int: 'integer',
   bool: 'boolean',
+  list: 'array',
+  arr: 'array',
+  dict: 'object',
+  str: 'string',
+  text: 'string',
 };
-const canonicalType = (t: string): string => (Object.hasOwn(TYPE_ALIASES, t) ? TYPE_ALIASES[t]! : t);
+const INTEGER_PREFIX = /^(?:u?int|long|short|unsigned)/;
+const NUMBER_PREFIX = /^(?:float|num)/;
+function canonicalType(t: string): string {
+  if (Object.hasOwn(TYPE_ALIASES, t)) return TYPE_ALIASES[t]!;
+  if (t === 'integer' || t === 'number') return t;
+  if (INTEGER_PREFIX.test(t)) return 'integer';
+  return NUMBER_PREFIX.test(t) ? 'number' : t;
+}
 
 function schemaTypes(schema: Record<string, unknown>): string[] {
   const t = schema['type'];
