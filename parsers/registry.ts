@@ -19,6 +19,7 @@ import { qwen3Coder } from './formats/qwen3-coder.js';
 import { apertus } from './formats/apertus.js';
 import { commandR7b } from './formats/command-r7b.js';
 import { gigachat3 } from './formats/gigachat3.js';
+import { gigachat35 } from './formats/gigachat35.js';
 import { granite } from './formats/granite.js';
 import { granite20bFc } from './formats/granite-20b-fc.js';
 import { hunyuan } from './formats/hunyuan.js';
@@ -60,6 +61,7 @@ export const PARSERS: readonly FamilyParser[] = [
   apertus,
   commandR7b,
   gigachat3,
+  gigachat35,
   granite,
   granite20bFc,
   hunyuan,
