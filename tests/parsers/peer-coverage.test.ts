@@ -12,7 +12,7 @@ import { loadFixtures } from './fixtures.js';
 
 const FLOOR: Record<string, number> = {
   'vllm-project/vllm': 666,
-  'sgl-project/sglang': 336,
+  'sgl-project/sglang': 339,
   'ggml-org/llama.cpp': 340,
 };
 
