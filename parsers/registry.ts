@@ -19,6 +19,7 @@ import { qwen3Coder } from './formats/qwen3-coder.js';
 import { apertus } from './formats/apertus.js';
 import { commandR7b } from './formats/command-r7b.js';
 import { gigachat3 } from './formats/gigachat3.js';
+import { gigachat35 } from './formats/gigachat35.js';
 import { granite } from './formats/granite.js';
 import { granite20bFc } from './formats/granite-20b-fc.js';
 import { hunyuan } from './formats/hunyuan.js';
@@ -37,6 +38,7 @@ import { functionaryV32 } from './formats/functionary-v3-2.js';
 import { gemma4 } from './formats/gemma4.js';
 import { hunyuanV3 } from './formats/hunyuan-v3.js';
 import { internlm2 } from './formats/internlm2.js';
+import { k2Horizon } from './formats/k2-horizon.js';
 import { kimiK3 } from './formats/kimi-k3.js';
 import { lfm2 } from './formats/lfm2.js';
 import { minicpm } from './formats/minicpm.js';
@@ -64,6 +66,7 @@ export const PARSERS: readonly FamilyParser[] = [
   apertus,
   commandR7b,
   gigachat3,
+  gigachat35,
   granite,
   granite20bFc,
   hunyuan,
@@ -82,6 +85,7 @@ export const PARSERS: readonly FamilyParser[] = [
   gemma4,
   hunyuanV3,
   internlm2,
+  k2Horizon,
   kimiK3,
   lfm2,
   minicpm,

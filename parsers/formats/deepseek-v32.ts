@@ -22,19 +22,27 @@ import { unwrapArgumentsKey } from '../kit/schema-values.js';
 const OPEN = '<｜DSML｜function_calls>';
 const OPEN_V4 = '<｜DSML｜tool_calls>';
 
-const CALLS: XmlCallSpec = {
-  callOpen: '<｜DSML｜invoke name="',
-  callNameEnd: '"',
-  callHeadEnd: '>',
-  callClose: '</｜DSML｜invoke>',
-  argOpen: '<｜DSML｜parameter name="',
-  argNameEnd: '"',
-  argHeadEnd: '>',
-  argClose: '</｜DSML｜parameter>',
-  valueMode: (attrs) => (attrs.includes('string="false"') ? 'schema-json' : 'schema'),
-  jsonArgs: true,
-  finishArgs: unwrapArgumentsKey,
-};
+/**
+ * The invoke / parameter reader for one tag namespace (`DSML`; GigaChat 3.5 writes the same
+ * body as `GCML`, see gigachat35.ts).
+ */
+export function dsmlCalls(ns: string): XmlCallSpec {
+  return {
+    callOpen: `<｜${ns}｜invoke name="`,
+    callNameEnd: '"',
+    callHeadEnd: '>',
+    callClose: `</｜${ns}｜invoke>`,
+    argOpen: `<｜${ns}｜parameter name="`,
+    argNameEnd: '"',
+    argHeadEnd: '>',
+    argClose: `</｜${ns}｜parameter>`,
+    valueMode: (attrs) => (attrs.includes('string="false"') ? 'schema-json' : 'schema'),
+    jsonArgs: true,
+    finishArgs: unwrapArgumentsKey,
+  };
+}
+
+const CALLS = dsmlCalls('DSML');
 
 const read: BodyReader = (b, ctx) => readXmlCalls(b, CALLS, ctx);
 const v32 = closedEnvelope({ open: [OPEN, OPEN_V4], end: '</｜DSML｜function_calls>', read });

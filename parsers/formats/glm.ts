@@ -45,6 +45,8 @@ function parseBody(body: string, ctx: ParseContext): { calls: ParsedCall[] } | {
     if (!body.startsWith(V_OPEN, i)) return { error: 'arg_key without arg_value' };
     const vEnd = body.indexOf(V_CLOSE, i + V_OPEN.length);
     if (vEnd < 0) return { error: 'unclosed arg_value' };
+    // Two values for one key: which one did the model mean? Leave it as text.
+    if (Object.hasOwn(args, key)) return { error: `duplicate argument ${JSON.stringify(key)}` };
     args[key] = coerceParamValue(body.slice(i + V_OPEN.length, vEnd), paramSchema(tool, key), {
       untyped: 'json',
     });

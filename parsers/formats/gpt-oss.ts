@@ -50,6 +50,10 @@ function recipientCall(recipient: string, body: string, end: number, truncated: 
   // a built-in recipient (browser.search, python) keeps its dotted name: the safety rules reject it whole
   if (!recipient.startsWith('functions.'))
     return { end, calls: [{ name: recipient, arguments: d?.value ?? body }] };
+  // `<|message|><|call|>`: a finished call with nothing to say (vLLM passes "" on); the engine
+  // reads empty arguments as `{}` (repair empty-arguments). Cut off there, it stays text.
+  if (!d && !truncated && body.trim() === '')
+    return { end, calls: [{ name: recipient.slice('functions.'.length), arguments: '' }] };
   if (!d) return { end, calls: [], error: 'arguments are not JSON', ...(truncated ? { truncated } : {}) };
   const m: EnvelopeMatch = {
     end,

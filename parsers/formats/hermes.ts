@@ -47,7 +47,9 @@ function matchNamed({ text, final, find, ctx }: MatchInput, j: number): MatchRes
   const call = gated(callFromNamed(body, ctx.tools), ctx.tools);
   const end = close < 0 ? text.length : close + CLOSE.length;
   const truncated = close < 0 ? { truncated: true } : {};
-  if (!call) return { end, calls: [], error: 'call in the tag is not readable', ...truncated };
+  // Not readable this way: the pythonic family reads Python call lists in this tag (SGLang's
+  // dialect, with its own checks), so the envelope is left to it rather than claimed here.
+  if (!call) return null;
   return { end, calls: [{ name: call.name, arguments: call.args, repairs: ['python-call'] }], ...truncated };
 }
 

@@ -20,7 +20,7 @@ import type { ParseContext, ParsedCall } from '../types.js';
 import { closedEnvelope } from '../kit/envelope.js';
 import { readName, skipWs } from '../kit/json-scan.js';
 import { isPlainObject } from '../kit/lenient-json.js';
-import { coerceParamValue, createArgs } from '../kit/schema-values.js';
+import { alternativeFor, coerceParamValue, createArgs } from '../kit/schema-values.js';
 
 const NS = ']<]minimax[>[';
 const OPEN = `${NS}<tool_call>`;
@@ -33,14 +33,15 @@ const MAX_DEPTH = 32;
 
 type Schema = Record<string, unknown> | undefined;
 
+// through an anyOf / oneOf alternative of the right kind (`limit: integer | {max: integer}`)
 function childSchema(schema: Schema, key: string): Schema {
-  const props = schema?.['properties'];
+  const props = alternativeFor(schema, 'object')?.['properties'];
   const s = isPlainObject(props) ? props[key] : undefined;
   return isPlainObject(s) ? s : undefined;
 }
 
 function itemSchema(schema: Schema): Schema {
-  const s = schema?.['items'];
+  const s = alternativeFor(schema, 'array')?.['items'];
   return isPlainObject(s) ? s : undefined;
 }
 

@@ -5,10 +5,13 @@
  * ("Let me check: [get_weather(…)]", SGLang's pythonic detector reads it too), or when it
  * starts the output and a new sentence follows it ("[get_weather(…)] Here is the forecast:").
  * A list inside a sentence ("Try [get_weather(…)] next time.") stays prose.
+ * Also calls written inside a `<tool_call>` tag without the list brackets
+ * (`<tool_call>get_weather(city="NYC")</tool_call>`, SGLang's multi-format `python` dialect);
+ * hermes, glm and qwen3-coder share that tag and refuse a name followed by `(`.
  */
 import { defineFamily } from '../engine/define.js';
 import type { EnvelopeMatch, MatchResult } from '../engine/family.js';
-import { peekNonWs } from '../kit/envelope.js';
+import { closedEnvelope, peekNonWs } from '../kit/envelope.js';
 import { readName, scanJsonValue, skipWs } from '../kit/json-scan.js';
 import { parsePythonCallList } from '../kit/python-literal.js';
 
@@ -48,6 +51,32 @@ function listEndingOutput(text: string, j: number, final: boolean): MatchResult 
   return m ? { ...m, end: text.length } : null;
 }
 
+const TAG_OPEN = '<tool_call>';
+const TAG_CLOSE = '</tool_call>';
+
+/** `<tool_call>NAME(`: undecided while the name is still arriving. */
+function acceptTagged(text: string, bodyStart: number, final: boolean): 'yes' | 'no' | 'need-more' {
+  const j = skipWs(text, bodyStart);
+  if (j >= text.length) return final ? 'no' : 'need-more';
+  const name = readName(text, j);
+  const k = j + name.length;
+  if (k >= text.length) return final || name === '' ? 'no' : 'need-more';
+  return name !== '' && text[k] === '(' ? 'yes' : 'no';
+}
+
+/** The tag holds `f(a=1)` or `f(a=1), g()`: read as the list `[…]` it would be. */
+const tagged = closedEnvelope({
+  open: TAG_OPEN,
+  end: TAG_CLOSE,
+  accept: acceptTagged,
+  read(body) {
+    const calls = parsePythonCallList(`[${body.trim()}]`);
+    return calls
+      ? { calls: calls.map((c) => ({ name: c.name, arguments: c.arguments })) }
+      : { error: 'not a pythonic call' };
+  },
+});
+
 /** A closed call list at j with nothing but whitespace after it (repair missing-close-tag). */
 function wholeListEndingOutput(text: string, j: number): EnvelopeMatch | null {
   const scan = scanJsonValue(text, j, { singleQuotes: true });
@@ -74,11 +103,13 @@ function matchWhole(text: string): EnvelopeMatch | null {
 
 export const pythonic = defineFamily({
   name: 'pythonic',
-  markers: [START, LIST],
+  markers: [START, LIST, TAG_OPEN],
   priority: 31,
   backend: { vllm: 'pythonic', llamacpp: 'Llama 3.x (builtin tools)', sglang: 'pythonic' },
-  match({ text, start, marker, final, find }): MatchResult {
+  match(input): MatchResult {
+    const { text, start, marker, final, find } = input;
     if (marker === LIST) return listEndingOutput(text, start, final);
+    if (marker === TAG_OPEN) return tagged(input);
     const j = peekNonWs(text, start + marker.length, final);
     if (j === 'need-more') return 'need-more';
     if (j === 'end' || text[j] !== '[') return null;

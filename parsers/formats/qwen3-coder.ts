@@ -22,13 +22,27 @@ const FN_CLOSE = '</function>';
 const P_OPEN = '<parameter=';
 const P_CLOSE = '</parameter>';
 
-function stripOneNewline(v: string): string {
-  let s = v;
-  if (s.startsWith('\r\n')) s = s.slice(2);
-  else if (s.startsWith('\n')) s = s.slice(1);
-  if (s.endsWith('\r\n')) s = s.slice(0, -2);
-  else if (s.endsWith('\n')) s = s.slice(0, -1);
-  return s;
+/**
+ * How the newlines around a raw value are read: 'each' strips one leading and one trailing
+ * newline (Qwen3-Coder's template puts the value on its own lines); 'pair' strips them only
+ * when both are there (Seed-OSS writes `<parameter=p>value</parameter>`, so a lone trailing
+ * newline belongs to the value: `pass\n` stays `pass\n`, as llama.cpp reads it).
+ */
+export type NewlineRule = 'each' | 'pair';
+
+function leadingNewline(s: string): number {
+  return s.startsWith('\r\n') ? 2 : s.startsWith('\n') ? 1 : 0;
+}
+
+function trailingNewline(s: string): number {
+  return s.endsWith('\r\n') ? 2 : s.endsWith('\n') ? 1 : 0;
+}
+
+function stripNewlines(v: string, rule: NewlineRule): string {
+  const lead = leadingNewline(v);
+  const trail = lead < v.length ? trailingNewline(v.slice(lead)) : 0;
+  if (rule === 'pair' && (lead === 0 || trail === 0)) return v;
+  return v.slice(lead, v.length - trail);
 }
 
 /** Reads `<function=…>…</function>` blocks from body; error when anything else is in it. */
@@ -36,6 +50,7 @@ export function readFunctions(
   body: string,
   ctx: ParseContext,
   truncated: boolean,
+  newlines: NewlineRule = 'each',
 ): { calls: ParsedCall[] } | { error: string } {
   const calls: ParsedCall[] = [];
   let i = skipWs(body, 0);
@@ -48,7 +63,7 @@ export function readFunctions(
     const close = body.indexOf(FN_CLOSE, gt + 1);
     const inner = body.slice(gt + 1, close < 0 ? body.length : close);
     if (close < 0 && !truncated) return { error: 'unclosed function' };
-    const call = readParameters(name, inner, ctx, close < 0);
+    const call = readParameters(name, inner, ctx, close < 0, newlines);
     if ('error' in call) return call;
     calls.push(call);
     i = close < 0 ? body.length : skipWs(body, close + FN_CLOSE.length);
@@ -61,6 +76,7 @@ function readParameters(
   inner: string,
   ctx: ParseContext,
   truncated: boolean,
+  newlines: NewlineRule,
 ): ParsedCall | { error: string } {
   const tool = ctx.tools.get(name);
   let i = skipWs(inner, 0);
@@ -92,7 +108,7 @@ function readParameters(
       end = np < 0 ? inner.length : np;
       next = end;
     }
-    const raw = stripOneNewline(inner.slice(gt + 1, end));
+    const raw = stripNewlines(inner.slice(gt + 1, end), newlines);
     args[key] = coerceParamValue(raw, paramSchema(tool, key), { untyped: 'string' });
     i = skipWs(inner, next);
   }

@@ -126,8 +126,11 @@ function splitTopLevel(s: string): string[] | null {
   return parts.map((p) => p.trim()).filter((p, i, all) => p !== '' || i < all.length - 1);
 }
 
-/** A bare word run (`Antwerp`, `New York`): small models drop the quotes of a string value. */
-const BARE = /^[^\s'"()[\]{}<>,:=][^'"()[\]{}<>,:=]*$/;
+/**
+ * A bare word run (`Antwerp`, `New York`): small models drop the quotes of a string value. Not
+ * an expression (`1+1`, `a*b`; a `/` stays allowed for paths): that is code, not a value, and stays text.
+ */
+const BARE = /^[^\s'"()[\]{}<>,:=+*%|&^~][^'"()[\]{}<>,:=+*%|&^~]*$/;
 
 /**
  * Arguments written between a call's parentheses: `k="v", n=2` (Python), `k: "v"` or `k: v`

@@ -81,7 +81,7 @@ export function decodeJsonLenient(raw: string, opts: DecodeOptions = {}): Decode
   // jsonrepair and JSON.stringify recurse: hostile nesting is "not JSON", never a RangeError
   if (nestsDeeper(text, MAX_NESTING)) return null;
   try {
-    return { value: JSON.parse(text), repairs: [] };
+    return { value: parseKeepingHugeNumbers(text), repairs: [] };
   } catch {
     // fall through to repairs
   }
@@ -89,10 +89,60 @@ export function decodeJsonLenient(raw: string, opts: DecodeOptions = {}): Decode
   if (c.other || c.inString || c.depth < 0 || c.repairs.length === 0) return null;
   if (c.repairs.includes('missing-brace') && (!opts.allowMissingClose || c.depth > 2)) return null;
   try {
-    return { value: JSON.parse(jsonrepair(text)), repairs: c.repairs };
+    return { value: parseKeepingHugeNumbers(jsonrepair(text)), repairs: c.repairs };
   } catch {
     return null;
   }
+}
+
+/**
+ * JSON.parse, except that a number too large for a double (`1e999`, `-1e999`) stays the text
+ * the model wrote: JSON.parse makes it Infinity, which JSON.stringify would silently turn into
+ * null. The second pass runs only when the first found such a number.
+ */
+function parseKeepingHugeNumbers(text: string): unknown {
+  const v: unknown = JSON.parse(text);
+  return hasNonFinite(v) ? JSON.parse(quoteHugeNumbers(text)) : v;
+}
+
+/** Quotes every number token outside strings that is not finite as a double (one pass). */
+function quoteHugeNumbers(text: string): string {
+  let out = '';
+  let last = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+      continue;
+    }
+    if (c === 0x22) inString = true;
+    else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+      let j = i + 1;
+      while (j < text.length && /[0-9eE+\-.]/.test(text[j]!)) j++;
+      const token = text.slice(i, j);
+      if (!Number.isFinite(Number(token))) {
+        out += `${text.slice(last, i)}"${token}"`;
+        last = j;
+      }
+      i = j - 1;
+    }
+  }
+  return out + text.slice(last);
+}
+
+/** Does a decoded value hold a number JSON cannot carry (Infinity, NaN)? Iterative walk. */
+export function hasNonFinite(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v)) return true;
+    } else if (Array.isArray(v)) stack.push(...v);
+    else if (typeof v === 'object' && v !== null) stack.push(...Object.values(v));
+  }
+  return false;
 }
 
 export function isPlainObject(v: unknown): v is Record<string, unknown> {

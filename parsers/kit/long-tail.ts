@@ -184,6 +184,8 @@ export interface XmlCallSpec {
   valueMode?: (attrs: string) => ValueMode;
   /** Skips format noise before a call (Step3's per-call tokens); returns the new index. */
   skipNoise?: (body: string, i: number) => number;
+  /** Where the value starting at `from` ends (its argClose); default: the first argClose. */
+  findValueEnd?: (body: string, from: number) => number;
   /** Unwraps a raw value (MiniCPM's CDATA) before typing. */
   unwrapValue?: (raw: string) => string;
   /** A call may hold one JSON object instead of argument tags (DSML, as SGLang reads it). */
@@ -266,7 +268,9 @@ function readXmlCall(
     const attrs = body.slice(keyTo + spec.argNameEnd.length, head);
     if (attrs.includes('<') || attrs.includes('>')) return { error: 'unexpected text in argument tag' };
     const valueFrom = head + spec.argHeadEnd.length;
-    const valueTo = body.indexOf(spec.argClose, valueFrom);
+    const valueTo = spec.findValueEnd
+      ? spec.findValueEnd(body, valueFrom)
+      : body.indexOf(spec.argClose, valueFrom);
     if (valueTo < 0) return { error: 'unclosed argument' };
     // Two values for one key: which one did the model mean? Leave it as text.
     if (Object.hasOwn(args, key)) return { error: `duplicate argument ${JSON.stringify(key)}` };

@@ -5,7 +5,7 @@
  * reports it, rather than us guessing).
  */
 import type { DeclaredTool } from '../types.js';
-import { createArgs, isPlainObject } from './lenient-json.js';
+import { createArgs, decodeJsonLenient, hasNonFinite, isPlainObject } from './lenient-json.js';
 
 // families that build arguments key by key import both from here
 export { createArgs } from './lenient-json.js';
@@ -24,15 +24,28 @@ export function paramSchema(
   return isPlainObject(s) ? s : undefined;
 }
 
-// Tools written from Python or C signatures declare `float`, `int`, `bool` where JSON Schema says
-// number, integer, boolean (vLLM's qwen3_coder reads them so): typed the same, text stays text.
+// Tools written from Python or C signatures declare `float`, `int`, `bool`, `list`, `uint32` where
+// JSON Schema says number, integer, boolean, array (vLLM's qwen3_coder and hy_v4 read them so):
+// typed the same, text stays text. An exact alias first, then the integer / number prefixes.
 const TYPE_ALIASES: Readonly<Record<string, string>> = {
   float: 'number',
   double: 'number',
   int: 'integer',
   bool: 'boolean',
+  list: 'array',
+  arr: 'array',
+  dict: 'object',
+  str: 'string',
+  text: 'string',
 };
-const canonicalType = (t: string): string => (Object.hasOwn(TYPE_ALIASES, t) ? TYPE_ALIASES[t]! : t);
+const INTEGER_PREFIX = /^(?:u?int|long|short|unsigned)/;
+const NUMBER_PREFIX = /^(?:float|num)/;
+function canonicalType(t: string): string {
+  if (Object.hasOwn(TYPE_ALIASES, t)) return TYPE_ALIASES[t]!;
+  if (t === 'integer' || t === 'number') return t;
+  if (INTEGER_PREFIX.test(t)) return 'integer';
+  return NUMBER_PREFIX.test(t) ? 'number' : t;
+}
 
 function schemaTypes(schema: Record<string, unknown>): string[] {
   const t = schema['type'];
@@ -79,6 +92,8 @@ function tryType(
     case 'array': {
       const v = decodeStructured(t);
       if (!v.ok) return v;
+      // `[1e999]` would become `[null]`: a value JSON cannot carry keeps the text as written
+      if (hasNonFinite(v.value)) return { ok: false };
       return (type === 'array') === Array.isArray(v.value) && (type === 'array' || isPlainObject(v.value))
         ? { ok: true, value: conformNested(v.value, schema) }
         : { ok: false };
@@ -189,9 +204,10 @@ export function fitsSchema(args: Record<string, unknown>, tool: DeclaredTool): b
 }
 
 /**
- * Models sometimes wrap all their arguments in one extra `arguments` / `input` parameter
- * (seen with DeepSeek V3.2 DSML). Unwrapped only when that key is not itself declared and
- * every key inside is a declared parameter, so a real parameter named `input` is never lost.
+ * Models sometimes wrap all their arguments in one extra `arguments` / `input` / `properties`
+ * parameter (seen with DeepSeek V3.2 DSML and MiniCPM 5, whose inner value may be a Python
+ * repr). Unwrapped only when that key is not itself declared and every key inside is a
+ * declared parameter, so a real parameter named `input` is never lost.
  */
 export function unwrapArgumentsKey(
   args: Record<string, unknown>,
@@ -200,16 +216,14 @@ export function unwrapArgumentsKey(
   const keys = Object.keys(args);
   if (keys.length !== 1) return args;
   const key = keys[0] ?? '';
-  if (key !== 'arguments' && key !== 'input') return args;
+  if (key !== 'arguments' && key !== 'input' && key !== 'properties') return args;
   const props = tool?.parameters?.['properties'];
   if (!isPlainObject(props) || Object.hasOwn(props, key)) return args;
   let inner = args[key];
   if (typeof inner === 'string') {
-    try {
-      inner = JSON.parse(inner);
-    } catch {
-      return args;
-    }
+    const d = decodeStructured(inner.trim());
+    if (!d.ok) return args;
+    inner = d.value;
   }
   if (!isPlainObject(inner)) return args;
   const innerKeys = Object.keys(inner);
@@ -218,12 +232,34 @@ export function unwrapArgumentsKey(
 }
 
 /**
- * Text inside a decoded object or array typed by the nested schema: `{"n": "3"}` for
- * `{n: number}` gives 3 (XML-ish formats write every leaf as text). Strings declared as strings,
- * and values the schema does not describe, stay as they are.
+ * The part of a schema that describes an object (or an array) value: the schema itself, or
+ * its first `anyOf` / `oneOf` alternative of that kind (`{oneOf: [{type: integer}, {type:
+ * object, properties: {max: …}}]}` types `{"max": "10"}` through the object alternative).
  */
-function conformNested(v: unknown, schema: Record<string, unknown>): unknown {
+export function alternativeFor(
+  schema: Record<string, unknown> | undefined,
+  kind: 'object' | 'array',
+): Record<string, unknown> | undefined {
+  if (!schema) return undefined;
+  const own = kind === 'object' ? 'properties' : 'items';
+  if (isPlainObject(schema[own])) return schema;
+  for (const key of ['anyOf', 'oneOf']) {
+    const alts = schema[key];
+    if (!Array.isArray(alts)) continue;
+    for (const a of alts) if (isPlainObject(a) && (a['type'] === kind || isPlainObject(a[own]))) return a;
+  }
+  return schema;
+}
+
+/**
+ * Text inside a decoded object or array typed by the nested schema: `{"n": "3"}` for
+ * `{n: number}` gives 3 (XML-ish formats write every leaf as text), also through an
+ * `anyOf` / `oneOf` alternative. Strings declared as strings, and values the schema does not
+ * describe, stay as they are.
+ */
+function conformNested(v: unknown, whole: Record<string, unknown>): unknown {
   if (isPlainObject(v)) {
+    const schema = alternativeFor(whole, 'object') ?? whole;
     const props = schema['properties'];
     if (!isPlainObject(props)) return v;
     const out = createArgs();
@@ -234,7 +270,7 @@ function conformNested(v: unknown, schema: Record<string, unknown>): unknown {
     return out;
   }
   if (Array.isArray(v)) {
-    const items = schema['items'];
+    const items = (alternativeFor(whole, 'array') ?? whole)['items'];
     return isPlainObject(items) ? v.map((x) => conformValue(x, items)) : v;
   }
   return v;
@@ -275,6 +311,27 @@ export function decodeStructuredStrings(
         break;
       }
     }
+  }
+  return out;
+}
+
+/**
+ * JSON-argument dialects that write every value as a string (`{"limit": "2"}`, K2-Horizon's):
+ * a value declared only as a number, integer or boolean is typed like an XML-ish raw value.
+ * Arguments sent as a JSON string are decoded first; anything else is returned as it came.
+ */
+export function typeStringScalars(args: unknown, tool: DeclaredTool | undefined): unknown {
+  let obj = args;
+  if (typeof obj === 'string') {
+    const d = decodeJsonLenient(obj);
+    if (!d || !isPlainObject(d.value)) return args;
+    obj = d.value;
+  }
+  if (!isPlainObject(obj)) return args;
+  const out = Object.assign(createArgs(), obj);
+  for (const [k, v] of Object.entries(obj)) {
+    const schema = paramSchema(tool, k);
+    if (typeof v === 'string' && schema) out[k] = conformValue(v, schema);
   }
   return out;
 }

@@ -11,8 +11,8 @@ import { describe, expect, it } from 'vitest';
 import { loadFixtures } from './fixtures.js';
 
 const FLOOR: Record<string, number> = {
-  'vllm-project/vllm': 442,
-  'sgl-project/sglang': 219,
+  'vllm-project/vllm': 670,
+  'sgl-project/sglang': 339,
   'ggml-org/llama.cpp': 394,
 };
 

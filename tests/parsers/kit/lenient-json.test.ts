@@ -8,6 +8,13 @@ describe('decodeJsonLenient', () => {
       repairs: [],
     });
   });
+  it('keeps a number too large for a double as the text written, never null', () => {
+    const d = decodeJsonLenient('{"p": 1e999, "q": [-1e999, 2.5], "s": "1e999", "t": {"u": 1E400}}');
+    expect(d?.value).toEqual({ p: '1e999', q: ['-1e999', 2.5], s: '1e999', t: { u: '1E400' } });
+    expect(JSON.stringify(d?.value)).not.toContain('null');
+    // after a repair too
+    expect(decodeJsonLenient('{"p": 1e999,}')?.value).toEqual({ p: '1e999' });
+  });
   it('names each repair it makes', () => {
     expect(decodeJsonLenient('{"a": 1,}')?.repairs).toEqual(['trailing-comma']);
     expect(decodeJsonLenient("{'a': True, 'b': None}")).toEqual({

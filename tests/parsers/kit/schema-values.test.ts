@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { coerceParamValue, paramSchema } from '../../../parsers/kit/schema-values.js';
+import {
+  alternativeFor,
+  coerceParamValue,
+  paramSchema,
+  typeStringScalars,
+} from '../../../parsers/kit/schema-values.js';
 
 describe('coerceParamValue', () => {
   it('keeps declared strings verbatim, even when they look like numbers or JSON', () => {
@@ -34,5 +39,51 @@ describe('coerceParamValue', () => {
     expect(paramSchema(tool, 'a')).toEqual({ type: 'integer' });
     expect(paramSchema(tool, 'b')).toBeUndefined();
     expect(paramSchema(undefined, 'a')).toBeUndefined();
+  });
+});
+
+describe('schema typing: non-finite values, unions and C-style type names', () => {
+  it('keeps an array or object holding a number JSON cannot carry as the text written', () => {
+    expect(coerceParamValue('[1, 1e999]', { type: 'array' })).toBe('[1, 1e999]');
+    expect(coerceParamValue('{"x": -1e999}', { type: 'object' })).toBe('{"x": -1e999}');
+    expect(coerceParamValue('(1e999,)', { type: 'array' })).toBe('(1e999,)');
+    expect(coerceParamValue('[1, 2]', { type: 'array' })).toEqual([1, 2]);
+  });
+  it('types nested values through the oneOf / anyOf alternative of the right kind', () => {
+    const limit = {
+      oneOf: [{ type: 'integer' }, { type: 'object', properties: { max: { type: 'integer' } } }],
+    };
+    expect(coerceParamValue('{"max": "10"}', limit)).toEqual({ max: 10 });
+    expect(coerceParamValue('5', limit)).toBe(5);
+    const steps = {
+      anyOf: [
+        { type: 'null' },
+        { type: 'array', items: { type: 'object', properties: { n: { type: 'number' } } } },
+      ],
+    };
+    expect(coerceParamValue('[{"n": "1.5"}]', steps)).toEqual([{ n: 1.5 }]);
+    expect(alternativeFor(limit, 'object')).toEqual(limit.oneOf[1]);
+    expect(alternativeFor({ type: 'string' }, 'array')).toEqual({ type: 'string' });
+  });
+  it('reads C and Python type names as JSON Schema types', () => {
+    expect(coerceParamValue('42', { type: 'uint32' })).toBe(42);
+    expect(coerceParamValue('42', { type: 'long' })).toBe(42);
+    expect(coerceParamValue('2.5', { type: 'float' })).toBe(2.5);
+    expect(coerceParamValue('[1]', { type: 'list' })).toEqual([1]);
+    expect(coerceParamValue('{"a": 1}', { type: 'dict' })).toEqual({ a: 1 });
+    expect(coerceParamValue('not_a_number', { type: 'unsigned' })).toBe('not_a_number');
+    expect(coerceParamValue('007', { type: 'str' })).toBe('007');
+  });
+  it('types string scalars of JSON arguments by the schema (K2-Horizon JSON dialect)', () => {
+    const tool = {
+      name: 'f',
+      parameters: {
+        type: 'object',
+        properties: { n: { type: 'integer' }, ok: { type: 'boolean' }, s: { type: 'string' } },
+      },
+    };
+    expect(typeStringScalars({ n: '2', ok: 'true', s: '3' }, tool)).toEqual({ n: 2, ok: true, s: '3' });
+    expect(typeStringScalars('{"n": "4"}', tool)).toEqual({ n: 4 });
+    expect(typeStringScalars('not json', tool)).toBe('not json');
   });
 });
