@@ -75,8 +75,8 @@ function fromTag(t: string, tools: ReadonlyMap<string, DeclaredTool>): Found {
   return { name, args };
 }
 
-/** Fence languages small models put on a call: ```json, ```tool_call (Gemma), ```tool_code. */
-const FENCE_LANGS = new Set(['', 'json', 'javascript', 'python', 'tool_call', 'tool_code']);
+/** Fence languages small models put on a call: ```json, ```tool_call (Gemma), ```tool_code, ```xml (Qwen2). */
+const FENCE_LANGS = new Set(['', 'json', 'javascript', 'python', 'tool_call', 'tool_code', 'xml']);
 
 /** The body of ONE code fence filling the text; null when the text is not exactly one fence. */
 function fenceBody(t: string): string | null {
@@ -186,7 +186,32 @@ function unwrap(text: string): string {
   for (const [open, close] of WRAPPERS) {
     if (t.startsWith(open) && t.endsWith(close)) return t.slice(open.length, t.length - close.length).trim();
   }
-  return t;
+  return peelTags(t);
+}
+
+/**
+ * Generic XML-ish tags Qwen2-era models invent around a call, alone or nested, with an XML
+ * prolog or not (mlx-omni-server#4, personal_agent's report): `<response>\n<tools>{…}</tools>\n
+ * </response>`, `<function_call>{…}</function_call>` in a ```xml fence, `<?xml …?><json>{…}</json>`.
+ * Only these names are peeled (a declared tool's own tag is `fromTag`'s), and what is left must
+ * still be a gated call filling the rest.
+ */
+const WRAPPER_TAGS = ['response', 'tools', 'tool', 'tool_calls', 'tool_call', 'function_call', 'json'];
+
+function peelTags(text: string): string {
+  let t = text;
+  if (t.startsWith('<?xml')) {
+    const e = t.indexOf('?>');
+    if (e < 0) return t;
+    t = t.slice(e + 2).trim();
+  }
+  for (;;) {
+    const name = t.startsWith('<')
+      ? WRAPPER_TAGS.find((n) => t.startsWith(`<${n}>`) && t.endsWith(`</${n}>`))
+      : undefined;
+    if (name === undefined) return t;
+    t = t.slice(name.length + 2, t.length - name.length - 3).trim();
+  }
 }
 
 const ANTHROPIC_OPEN = '<function_calls>';
@@ -265,6 +290,9 @@ export const improvised = defineFamily({
     MINIMAX_INVOKE.callOpen,
     'print(default_api.',
     'default_api.',
+    '<response>',
+    '<json>',
+    '<?xml',
   ],
   // a declared name right before `(`, `{` or `:` (prose that merely starts with the name is
   // not held), `<name>`, `[name]`, or `<|python_tag|>name`
