@@ -161,11 +161,14 @@ function fromBracketed(t: string, tools: ReadonlyMap<string, DeclaredTool>): Fou
 
 /**
  * Ad-hoc wrappers around improvised calls: MiniMax's `[TOOL_CALL] … [/TOOL_CALL]`, the
- * Glaive fine-tunes' `<functioncall> …` (no closer), Llama 3.3's `<|python_tag|>name(…)`.
+ * Glaive fine-tunes' `<functioncall> …` (no closer) or `<functioncall {…}>`, Llama 3.3's
+ * `<|python_tag|>name(…)`.
  */
 const WRAPPERS: readonly [string, string][] = [
   ['[TOOL_CALL]', '[/TOOL_CALL]'],
   ['<functioncall>', ''],
+  // the object written inside the tag itself (maxi1134/Home-Assistant-Config#66)
+  ['<functioncall ', '>'],
   ['<|python_tag|>', ''],
 ];
 /**
@@ -286,6 +289,7 @@ export const improvised = defineFamily({
     '```',
     '[TOOL_CALL]',
     '<functioncall>',
+    '<functioncall ',
     ANTHROPIC_OPEN,
     MINIMAX_INVOKE.callOpen,
     'print(default_api.',
