@@ -202,19 +202,26 @@ function unwrap(text: string): string {
 const WRAPPER_TAGS = ['response', 'tools', 'tool', 'tool_calls', 'tool_call', 'function_call', 'json'];
 
 function peelTags(text: string): string {
-  let t = text;
-  if (t.startsWith('<?xml')) {
-    const e = t.indexOf('?>');
-    if (e < 0) return t;
-    t = t.slice(e + 2).trim();
+  // by index, one slice at the end: hostile output nests thousands of these
+  let from = 0;
+  let to = text.length;
+  if (text.startsWith('<?xml')) {
+    const e = text.indexOf('?>');
+    if (e < 0) return text;
+    from = skipWs(text, e + 2);
   }
   for (;;) {
-    const name = t.startsWith('<')
-      ? WRAPPER_TAGS.find((n) => t.startsWith(`<${n}>`) && t.endsWith(`</${n}>`))
-      : undefined;
-    if (name === undefined) return t;
-    t = t.slice(name.length + 2, t.length - name.length - 3).trim();
+    const name =
+      text[from] === '<'
+        ? WRAPPER_TAGS.find(
+            (n) => text.startsWith(`<${n}>`, from) && text.startsWith(`</${n}>`, to - n.length - 3),
+          )
+        : undefined;
+    if (name === undefined || to - from < 2 * name.length + 5) break;
+    from = skipWs(text, from + name.length + 2);
+    to = trimEndIndex(text, to - name.length - 3, from);
   }
+  return from === 0 && to === text.length ? text : text.slice(from, to);
 }
 
 const ANTHROPIC_OPEN = '<function_calls>';
