@@ -5,7 +5,8 @@
  * nested objects are bare. FunctionGemma uses the same syntax with `<escape>` (function-gemma.ts).
  * A leaked thinking block, `<|channel>thought\n…<channel|>`, goes to reasoning. Variants read:
  * `<turn|>` closing a call, `<|tool_call>:call:`, and calls whose open tag was dropped
- * (`<channel|>call:…`, `call:…` at a line start or as the whole output, `<call>NAME{…}`).
+ * (`<channel|>call:…`, `call:…` at a line start or as the whole output, `<call>NAME{…}`), and
+ * plain JSON strings where the `<|"|>` token belongs (`command:"ls"`).
  */
 import { defineFamily } from '../engine/define.js';
 import type { EnvelopeMatch, MatchInput, MatchResult } from '../engine/family.js';

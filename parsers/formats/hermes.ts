@@ -3,9 +3,10 @@
  * last one possibly unclosed at end of output. <tool_call> is shared with GLM and Qwen3-Coder:
  * this family only claims it when a JSON object (or a ```json fence) follows. Several objects
  * separated by commas inside one block are several calls.
- * Small models bend it (wild captures, tests/fixtures/parsers/wild.json): Gemma 3 writes a
+ * Small models bend it (captures in tests/fixtures/parsers/wild.json, wild2.json): Gemma 3 writes a
  * Python-style call in the tag (`<tool_call>get_weather(city: "Paris")</tool_call>`), BitNet
- * puts the arguments flat beside the name, SmolLM3 opens a call with `</tool_call>`. Those
+ * puts the arguments flat beside the name, SmolLM3 opens a call with `</tool_call>`, Gemma 3
+ * names the tool in `<function>NAME</function>` before bare arguments (wild2.json). Those
  * variants are read only for a declared tool whose schema the arguments fit.
  */
 import { defineFamily } from '../engine/define.js';

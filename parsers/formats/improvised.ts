@@ -13,13 +13,16 @@
  *   get_weather({"city": "Paris"}), get_weather {"city": "Paris"};
  * - a call inside an ad-hoc tag or wrapper: <get_weather>{"city": "Paris"}</get_weather>,
  *   <get_weather><city>Paris</city></get_weather>, [get_weather]\n{...}\n[END_TOOL_REQUEST]
- *   (LM Studio), [TOOL_CALL] ... [/TOOL_CALL], <functioncall> ... (Glaive), <|python_tag|>,
+ *   (LM Studio), [TOOL_CALL] ... [/TOOL_CALL], <functioncall> ... or <functioncall {...}>
+ *   (Glaive), <|python_tag|>, generic wrappers alone or nested (<response>, <tools>,
+ *   <function_call>, <json>, after an <?xml?> prolog, in a ```xml fence),
  *   Claude's <function_calls><invoke name="…"><parameter name="…">…, Gemini's
  *   print(default_api.name(…)) (in a ```tool_code fence or not);
  *   an end-of-turn token the backend left after it (<|im_end|>, <|eot_id|>, ...) is dropped.
  * Strict gates keep precision: the call is the WHOLE output (after reasoning and one code
  * fence), the name is exactly a declared tool, and the arguments fit that tool's schema
- * (fitsSchema); several calls are all or nothing. A whole-output check like `json`: no
+ * (fitsSchema; a lone value where a list of that item type is declared becomes the list);
+ * several calls are all or nothing. A whole-output check like `json`: no
  * per-character cost; outputs starting with `{`, a fence, a declared name, `<name>` or
  * `[name]` are held to the end (up to maxHeldBytes).
  */
