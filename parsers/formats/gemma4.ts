@@ -5,14 +5,15 @@
  * nested objects are bare. FunctionGemma uses the same syntax with `<escape>` (function-gemma.ts).
  * A leaked thinking block, `<|channel>thought\n…<channel|>`, goes to reasoning. Variants read:
  * `<turn|>` closing a call, `<|tool_call>:call:`, and calls whose open tag was dropped
- * (`<channel|>call:…`, `call:…` at a line start or as the whole output, `<call>NAME{…}`).
+ * (`<channel|>call:…`, `call:…` at a line start or as the whole output, `<call>NAME{…}`), and
+ * plain JSON strings where the `<|"|>` token belongs (`command:"ls"`).
  */
 import { defineFamily } from '../engine/define.js';
 import type { EnvelopeMatch, MatchInput, MatchResult } from '../engine/family.js';
 import { type BodyResult, matchReasoningSection } from '../kit/long-tail.js';
 import type { ParseContext, ParsedCall } from '../types.js';
 import { type BodyReader, closedEnvelope } from '../kit/envelope.js';
-import { expectLiteral, readName, skipWs } from '../kit/json-scan.js';
+import { expectLiteral, readName, scanJsonValue, skipWs } from '../kit/json-scan.js';
 import { coerceParamValue, createArgs, paramSchema } from '../kit/schema-values.js';
 
 const OPEN = '<|tool_call>';
@@ -151,12 +152,27 @@ function readArray(cur: Cursor): unknown[] | null {
   }
 }
 
+function readJsonString(cur: Cursor): string | undefined {
+  const scan = scanJsonValue(cur.text, cur.pos);
+  if (!scan || scan.end < 0) return undefined;
+  try {
+    const v: unknown = JSON.parse(cur.text.slice(cur.pos, scan.end));
+    cur.pos = scan.end;
+    return typeof v === 'string' ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** undefined = syntax error (null is a value). */
 function readValue(cur: Cursor): unknown {
   if (cur.text.startsWith(cur.quote, cur.pos)) return readQuoted(cur) ?? undefined;
   const c = cur.text[cur.pos];
   if (c === '{') return readObject(cur) ?? undefined;
   if (c === '[') return readArray(cur) ?? undefined;
+  // a plain JSON string where the delimiter token belongs (`command:"ls"`, the token rendered
+  // as a quote by the runtime, jundot/omlx#581): its value, not the quotes
+  if (c === '"' && cur.quote !== '"') return readJsonString(cur);
   const from = cur.pos;
   while (cur.pos < cur.text.length && !',}]'.includes(cur.text[cur.pos] ?? '')) {
     if (cur.text.startsWith(cur.quote, cur.pos)) return undefined;

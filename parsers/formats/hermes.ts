@@ -3,9 +3,10 @@
  * last one possibly unclosed at end of output. <tool_call> is shared with GLM and Qwen3-Coder:
  * this family only claims it when a JSON object (or a ```json fence) follows. Several objects
  * separated by commas inside one block are several calls.
- * Small models bend it (wild captures, tests/fixtures/parsers/wild.json): Gemma 3 writes a
+ * Small models bend it (captures in tests/fixtures/parsers/wild.json, wild2.json): Gemma 3 writes a
  * Python-style call in the tag (`<tool_call>get_weather(city: "Paris")</tool_call>`), BitNet
- * puts the arguments flat beside the name, SmolLM3 opens a call with `</tool_call>`. Those
+ * puts the arguments flat beside the name, SmolLM3 opens a call with `</tool_call>`, Gemma 3
+ * names the tool in `<function>NAME</function>` before bare arguments (wild2.json). Those
  * variants are read only for a declared tool whose schema the arguments fit.
  */
 import { defineFamily } from '../engine/define.js';
@@ -53,6 +54,28 @@ function matchNamed({ text, final, find, ctx }: MatchInput, j: number): MatchRes
   return { end, calls: [{ name: call.name, arguments: call.args, repairs: ['python-call'] }], ...truncated };
 }
 
+const FN_OPEN = '<function>';
+const FN_CLOSE = '</function>';
+
+/**
+ * `<function>name</function>` then the bare arguments object, up to the closing tag (Gemma 3
+ * and Qwen3.6 under mlx-omni-server, madroidmaq/mlx-omni-server#126): read only for a declared
+ * name whose schema the arguments fit.
+ */
+function matchFunctionTag({ text, final, find, ctx }: MatchInput, j: number): MatchResult {
+  const close = find(CLOSE, j);
+  if (close < 0 && !final) return 'need-more';
+  const end = close < 0 ? text.length : close + CLOSE.length;
+  const body = text.slice(j + FN_OPEN.length, close < 0 ? text.length : close);
+  const nameEnd = body.indexOf(FN_CLOSE);
+  const name = nameEnd < 0 ? '' : body.slice(0, nameEnd).trim();
+  const o = nameEnd < 0 ? null : decodeObject(body.slice(nameEnd + FN_CLOSE.length).trim());
+  const call = o && name !== '' ? gated({ name, args: o }, ctx.tools) : null;
+  const truncated = close < 0 ? { truncated: true } : {};
+  if (!call) return { end, calls: [], error: 'call in the tag is not readable', ...truncated };
+  return { end, calls: [{ name: call.name, arguments: call.args, repairs: ['function-tag'] }], ...truncated };
+}
+
 export const hermes = defineFamily({
   name: 'hermes',
   // a stray closing tag right before a JSON object opens a call (SmolLM3's typo); the
@@ -71,6 +94,8 @@ export const hermes = defineFamily({
     }
     const c = text[j];
     if (marker === CLOSE && c !== '{') return null;
+    if (c === '<' && marker === OPEN && text.startsWith(FN_OPEN, j)) return matchFunctionTag(input, j);
+    if (c === '<' && marker === OPEN && FN_OPEN.startsWith(text.slice(j)) && !final) return 'need-more';
     if (c !== '{' && c !== '`') return matchNamed(input, j);
     if (c === '`') {
       const close = find(CLOSE, j);

@@ -13,13 +13,16 @@
  *   get_weather({"city": "Paris"}), get_weather {"city": "Paris"};
  * - a call inside an ad-hoc tag or wrapper: <get_weather>{"city": "Paris"}</get_weather>,
  *   <get_weather><city>Paris</city></get_weather>, [get_weather]\n{...}\n[END_TOOL_REQUEST]
- *   (LM Studio), [TOOL_CALL] ... [/TOOL_CALL], <functioncall> ... (Glaive), <|python_tag|>,
+ *   (LM Studio), [TOOL_CALL] ... [/TOOL_CALL], <functioncall> ... or <functioncall {...}>
+ *   (Glaive), <|python_tag|>, generic wrappers alone or nested (<response>, <tools>,
+ *   <function_call>, <json>, after an <?xml?> prolog, in a ```xml fence),
  *   Claude's <function_calls><invoke name="…"><parameter name="…">…, Gemini's
  *   print(default_api.name(…)) (in a ```tool_code fence or not);
  *   an end-of-turn token the backend left after it (<|im_end|>, <|eot_id|>, ...) is dropped.
  * Strict gates keep precision: the call is the WHOLE output (after reasoning and one code
  * fence), the name is exactly a declared tool, and the arguments fit that tool's schema
- * (fitsSchema); several calls are all or nothing. A whole-output check like `json`: no
+ * (fitsSchema; a lone value where a list of that item type is declared becomes the list);
+ * several calls are all or nothing. A whole-output check like `json`: no
  * per-character cost; outputs starting with `{`, a fence, a declared name, `<name>` or
  * `[name]` are held to the end (up to maxHeldBytes).
  */
@@ -75,8 +78,8 @@ function fromTag(t: string, tools: ReadonlyMap<string, DeclaredTool>): Found {
   return { name, args };
 }
 
-/** Fence languages small models put on a call: ```json, ```tool_call (Gemma), ```tool_code. */
-const FENCE_LANGS = new Set(['', 'json', 'javascript', 'python', 'tool_call', 'tool_code']);
+/** Fence languages small models put on a call: ```json, ```tool_call (Gemma), ```tool_code, ```xml (Qwen2). */
+const FENCE_LANGS = new Set(['', 'json', 'javascript', 'python', 'tool_call', 'tool_code', 'xml']);
 
 /** The body of ONE code fence filling the text; null when the text is not exactly one fence. */
 function fenceBody(t: string): string | null {
@@ -161,11 +164,14 @@ function fromBracketed(t: string, tools: ReadonlyMap<string, DeclaredTool>): Fou
 
 /**
  * Ad-hoc wrappers around improvised calls: MiniMax's `[TOOL_CALL] … [/TOOL_CALL]`, the
- * Glaive fine-tunes' `<functioncall> …` (no closer), Llama 3.3's `<|python_tag|>name(…)`.
+ * Glaive fine-tunes' `<functioncall> …` (no closer) or `<functioncall {…}>`, Llama 3.3's
+ * `<|python_tag|>name(…)`.
  */
 const WRAPPERS: readonly [string, string][] = [
   ['[TOOL_CALL]', '[/TOOL_CALL]'],
   ['<functioncall>', ''],
+  // the object written inside the tag itself (maxi1134/Home-Assistant-Config#66)
+  ['<functioncall ', '>'],
   ['<|python_tag|>', ''],
 ];
 /**
@@ -186,7 +192,39 @@ function unwrap(text: string): string {
   for (const [open, close] of WRAPPERS) {
     if (t.startsWith(open) && t.endsWith(close)) return t.slice(open.length, t.length - close.length).trim();
   }
-  return t;
+  return peelTags(t);
+}
+
+/**
+ * Generic XML-ish tags Qwen2-era models invent around a call, alone or nested, with an XML
+ * prolog or not (mlx-omni-server#4, personal_agent's report): `<response>\n<tools>{…}</tools>\n
+ * </response>`, `<function_call>{…}</function_call>` in a ```xml fence, `<?xml …?><json>{…}</json>`.
+ * Only these names are peeled (a declared tool's own tag is `fromTag`'s), and what is left must
+ * still be a gated call filling the rest.
+ */
+const WRAPPER_TAGS = ['response', 'tools', 'tool', 'tool_calls', 'tool_call', 'function_call', 'json'];
+
+function peelTags(text: string): string {
+  // by index, one slice at the end: hostile output nests thousands of these
+  let from = 0;
+  let to = text.length;
+  if (text.startsWith('<?xml')) {
+    const e = text.indexOf('?>');
+    if (e < 0) return text;
+    from = skipWs(text, e + 2);
+  }
+  for (;;) {
+    const name =
+      text[from] === '<'
+        ? WRAPPER_TAGS.find(
+            (n) => text.startsWith(`<${n}>`, from) && text.startsWith(`</${n}>`, to - n.length - 3),
+          )
+        : undefined;
+    if (name === undefined || to - from < 2 * name.length + 5) break;
+    from = skipWs(text, from + name.length + 2);
+    to = trimEndIndex(text, to - name.length - 3, from);
+  }
+  return from === 0 && to === text.length ? text : text.slice(from, to);
 }
 
 const ANTHROPIC_OPEN = '<function_calls>';
@@ -261,10 +299,14 @@ export const improvised = defineFamily({
     '```',
     '[TOOL_CALL]',
     '<functioncall>',
+    '<functioncall ',
     ANTHROPIC_OPEN,
     MINIMAX_INVOKE.callOpen,
     'print(default_api.',
     'default_api.',
+    '<response>',
+    '<json>',
+    '<?xml',
   ],
   // a declared name right before `(`, `{` or `:` (prose that merely starts with the name is
   // not held), `<name>`, `[name]`, or `<|python_tag|>name`

@@ -191,8 +191,40 @@ export function callFromNamed(t: string, tools: Tools): ImprovisedCall | null {
   return o ? { name, args: o } : null;
 }
 
-/** The call when it names a declared tool AND its arguments fit that tool's schema. */
+/**
+ * One value where the schema declares a list of such values (`"domain": "light"` for a
+ * `domain: string[]`, Home Assistant intents under small models): the one-element list.
+ * Only for a declared array whose `items` type the value already has; nothing else is touched.
+ */
+function liftScalarsToLists(
+  args: Record<string, unknown>,
+  tool: DeclaredTool,
+): Record<string, unknown> | null {
+  const props = tool.parameters?.['properties'];
+  if (!isPlainObject(props)) return null;
+  let out: Record<string, unknown> | null = null;
+  for (const [k, v] of Object.entries(args)) {
+    const p = Object.hasOwn(props, k) ? props[k] : undefined;
+    if (!isPlainObject(p) || p['type'] !== 'array' || !isPlainObject(p['items'])) continue;
+    const item = p['items']['type'];
+    const fits =
+      (item === 'string' && typeof v === 'string') ||
+      ((item === 'number' || item === 'integer') && typeof v === 'number');
+    if (!fits || (item === 'integer' && !Number.isInteger(v))) continue;
+    out ??= { ...args };
+    out[k] = [v];
+  }
+  return out;
+}
+
+/**
+ * The call when it names a declared tool AND its arguments fit that tool's schema (after
+ * lifting a lone value into the list the schema declares, if that is all that was wrong).
+ */
 export function gated(found: ImprovisedCall | null, tools: Tools): ImprovisedCall | null {
   const tool = found ? tools.get(found.name) : undefined;
-  return found && tool && fitsSchema(found.args, tool) ? found : null;
+  if (!found || !tool) return null;
+  if (fitsSchema(found.args, tool)) return found;
+  const lifted = liftScalarsToLists(found.args, tool);
+  return lifted && fitsSchema(lifted, tool) ? { name: found.name, args: lifted } : null;
 }

@@ -1,7 +1,8 @@
 /**
  * The improvised whole-output reader and the hermes variants it shares (issue 11) on hostile
  * model output: a call followed by a long run of end-of-turn tokens, many call objects with
- * stray tags between them, many Python-style calls in tags (closed and unclosed). Audited
+ * stray tags between them, many Python-style calls in tags (closed and unclosed), a call
+ * inside thousands of nested ad-hoc wrapper tags, `<function>` tags with no name. Audited
  * linear (each case well under a second on the 2-core box); this guards it. Generous bounds:
  * a quadratic regression on 400k chars takes minutes.
  */
@@ -47,5 +48,20 @@ describe('improvised shapes on hostile output stay linear', () => {
     const open = run('<tool_call>get_weather('.repeat(20_000));
     expect(open.calls).toBe(0);
     expect(open.ms).toBeLessThan(5000);
+  });
+
+  it('a call inside 6k nested <response> wrappers, and 6k unbalanced ones', () => {
+    const n = 6000;
+    const r = run(`${'<response>'.repeat(n)}${CALL}${'</response>'.repeat(n)}`);
+    expect(r.calls).toBe(1);
+    expect(r.ms).toBeLessThan(5000);
+    const unbalanced = run(`${'<response>'.repeat(n)}${CALL}${'</response>'.repeat(n - 1)}`);
+    expect(unbalanced.calls).toBe(0);
+    expect(unbalanced.ms).toBeLessThan(5000);
+  });
+
+  it('20k <tool_call><function> blocks with no closing tag', () => {
+    const r = run('<tool_call><function>get_weather</function>{"city": "x"}\n'.repeat(20_000));
+    expect(r.ms).toBeLessThan(10_000);
   });
 });
