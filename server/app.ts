@@ -216,14 +216,16 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Preflights are answered before the key check (browsers send no key on them).
     if (cors?.(request, reply)) return;
     let finished = false;
-    reply.raw.once('finish', () => {
+    // on(), not once(): a response emits each of these once, and once() costs a bound wrapper
+    // and its state object per listener on every request.
+    reply.raw.on('finish', () => {
       finished = true;
     });
     // Any response that turns out to be a stream is ended with an error event at the shutdown deadline.
     const untrack = state.openStreams.add(sseResponseStream(reply.raw, (err) => request.tpAbort?.abort(err)));
     // One listener per request: a client that goes away cancels the upstream request at once
     // (also while waiting for the first token, or during a fallback or corrective retry).
-    reply.raw.once('close', () => {
+    reply.raw.on('close', () => {
       untrack();
       const ended = finished || reply.raw.writableFinished;
       if (!ended) request.tpAbort?.abort(new Error('client disconnected'));
