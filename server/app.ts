@@ -2,12 +2,18 @@
  * buildApp(config) assembles the Fastify instance; it never listens (main.ts and tests do).
  */
 import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify';
+import Fastify, {
+  type FastifyInstance,
+  type FastifyRequest,
+  type FastifyServerOptions,
+  LogController,
+} from 'fastify';
 import { ToolproofError } from '../protocol/errors.js';
 import { MAX_REQUEST_DEPTH, tooDeepError, tooDeepPath } from '../protocol/json-depth.js';
 import { POLICIES } from '../policies/registry.js';
@@ -24,7 +30,7 @@ import { createMetrics, type Metrics } from './metrics.js';
 import { registerChatRoute } from './routes/chat-completions.js';
 import { messagesRoutes } from './routes/messages.js';
 import { registerModelRoutes } from './routes/models.js';
-import { OpenStreams, sseResponseStream } from './open-streams.js';
+import { type OpenStream, OpenStreams, sseResponseStream } from './open-streams.js';
 import { registerOpsRoutes } from './routes/ops.js';
 import { registerPassthroughRoutes } from './routes/passthrough.js';
 import { registerRelayRoutes } from './routes/relay.js';
@@ -199,6 +205,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   const checkKey = createKeyChecker(config.apiKeys);
   const cors = createCors(config.corsOrigins);
+  const owner: Owner = { app, state };
   let closing = false;
   app.addHook('preClose', (done) => {
     closing = true;
@@ -215,22 +222,19 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     reply.raw.setHeader('x-request-id', request.id);
     // Preflights are answered before the key check (browsers send no key on them).
     if (cors?.(request, reply)) return;
+    // Any response that turns out to be a stream is ended with an error event at the shutdown deadline.
+    const res = reply.raw;
+    const stream = sseResponseStream(res, (err) => request.tpAbort?.abort(err));
+    state.openStreams.add(stream);
+    // One listener per request (on(), not once(): 'close' fires once, and once() costs a bound
+    // wrapper and its state): a client that goes away cancels the upstream request at once (also
+    // while waiting for the first token, or during a fallback or corrective retry), and the
+    // request's log line and metrics are written.
     let finished = false;
-    // on(), not once(): a response emits each of these once, and once() costs a bound wrapper
-    // and its state object per listener on every request.
-    reply.raw.on('finish', () => {
+    res.on('finish', () => {
       finished = true;
     });
-    // Any response that turns out to be a stream is ended with an error event at the shutdown deadline.
-    const untrack = state.openStreams.add(sseResponseStream(reply.raw, (err) => request.tpAbort?.abort(err)));
-    // One listener per request: a client that goes away cancels the upstream request at once
-    // (also while waiting for the first token, or during a fallback or corrective retry).
-    reply.raw.on('close', () => {
-      untrack();
-      const ended = finished || reply.raw.writableFinished;
-      if (!ended) request.tpAbort?.abort(new Error('client disconnected'));
-      logRequest(app, state, request, reply.raw.statusCode, ended);
-    });
+    res.on('close', () => onResponseClose(owner, request, res, stream, finished));
     if (checkKey && !isOpenRoute(request.routeOptions.url, config.protectOps)) {
       try {
         checkKey(request);
@@ -259,6 +263,26 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   return app as unknown as ToolproofApp;
 }
 
+/** The app a response belongs to, one object per app. */
+interface Owner {
+  app: FastifyInstance;
+  state: AppState;
+}
+
+function onResponseClose(
+  owner: Owner,
+  request: FastifyRequest,
+  res: ServerResponse,
+  stream: OpenStream,
+  finished: boolean,
+): void {
+  owner.state.openStreams.delete(stream);
+  // Ended: the last byte was handed to the socket; not: the client or the socket went away first.
+  const ended = finished || res.writableFinished;
+  if (!ended) request.tpAbort?.abort(new Error('client disconnected'));
+  logRequest(owner.app, owner.state, request, res.statusCode, ended);
+}
+
 const OPS_ROUTES = new Set(['/health', '/ready', '/metrics']);
 
 /** The front door by matched route, for routes that do not say (request.tp.api wins). */
@@ -276,6 +300,17 @@ function routeLabel(matched: string | undefined): string {
   return matched.startsWith('/v1/') ? matched.slice(4) : matched.replace(/^\//, '');
 }
 
+/** Route patterns are a closed set: their labels are computed once per pattern, not per request. */
+const labelsByRoute = new Map<string | undefined, { route: string; api: Api }>();
+function routeLabels(matched: string | undefined): { route: string; api: Api } {
+  let labels = labelsByRoute.get(matched);
+  if (labels === undefined) {
+    labels = { route: routeLabel(matched), api: apiOf(matched) };
+    labelsByRoute.set(matched, labels);
+  }
+  return labels;
+}
+
 /** The one log line per request, with the harness trace for chat completions. */
 function logRequest(
   app: FastifyInstance,
@@ -290,9 +325,10 @@ function logRequest(
     matched === undefined || matched === '*' || matched === '/*'
       ? (request.url.split('?')[0] ?? '').slice(0, 256)
       : matched;
-  const route = routeLabel(matched);
+  const labels = routeLabels(matched);
+  const route = labels.route;
   const tp = request.tp;
-  const api = tp?.api ?? apiOf(matched);
+  const api = tp?.api ?? labels.api;
   const seconds = (performance.now() - request.tpStart) / 1000;
   const model = tp?.model ?? '';
   state.metrics.hot.requests(model, route, finished ? String(status) : 'aborted', api).inc();

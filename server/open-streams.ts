@@ -24,6 +24,11 @@ export class OpenStreams {
     };
   }
 
+  /** Unregisters a stream (as the function add() returns does). */
+  delete(stream: OpenStream): void {
+    this.streams.delete(stream);
+  }
+
   get size(): number {
     return this.streams.size;
   }
