@@ -24,6 +24,7 @@
  *                        bench itself, and the machine's baseline)
  *   --workers=N          run toolproof with TOOLPROOF_WORKERS=N (CPU and RSS summed over workers)
  *   --no-open-streams    skip the open-stream probes (RSS per open stream, event-loop delay)
+ *   --node-flags="..."   extra node options for the toolproof process (e.g. "--max-semi-space-size=32")
  */
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -95,6 +96,8 @@ interface Options {
   workers: number;
   /** The open-stream probes: RSS per open stream, event-loop delay under many streams. */
   openStreams: boolean;
+  /** Extra node options for the toolproof process only (e.g. --max-semi-space-size=32). */
+  nodeFlags: string[];
   out: string;
 }
 
@@ -109,6 +112,7 @@ function parseArgs(argv: string[]): Options {
     baseline: false,
     workers: 1,
     openStreams: true,
+    nodeFlags: [],
     out: join(ROOT, 'bench/results/proxy.json'),
   };
   let roundsGiven = false;
@@ -128,6 +132,12 @@ function parseArgs(argv: string[]): Options {
     else if (key === '--server' && (value === 'build' || value === 'dist' || value === 'tsx'))
       opts.server = value;
     else if (key === '--out' && value) opts.out = resolve(value);
+    // The whole text after the first '=' (the flags have their own '=').
+    else if (key === '--node-flags' && value)
+      opts.nodeFlags = arg
+        .slice(arg.indexOf('=') + 1)
+        .split(/\s+/)
+        .filter(Boolean);
     else if (key === '--help' || key === '-h') {
       process.stdout.write(`${readUsage()}\n`);
       process.exit(0);
@@ -138,7 +148,7 @@ function parseArgs(argv: string[]): Options {
 }
 
 function readUsage(): string {
-  return 'usage: npm run bench -- [--quick] [--rounds=N] [--cases=id,...] [--server=build|dist|tsx] [--cpu-prof] [--baseline] [--workers=N] [--no-open-streams] [--direct-only] [--out=PATH]';
+  return 'usage: npm run bench -- [--quick] [--rounds=N] [--cases=id,...] [--server=build|dist|tsx] [--cpu-prof] [--baseline] [--workers=N] [--no-open-streams] [--direct-only] [--node-flags="--flag ..."] [--out=PATH]';
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -973,6 +983,7 @@ async function main(): Promise<number> {
         name: 'toolproof',
         args: [
           ...(withProfile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`, `--cpu-prof-name=${profName}`] : []),
+          ...opts.nodeFlags,
           ...serverArgs,
         ],
         env: tpEnv,
@@ -1005,7 +1016,7 @@ async function main(): Promise<number> {
       groups.proxied = tp.pids;
       memory = { start: groupMemoryMb(tp.pids).rss };
       log(
-        `toolproof pid ${tp.child.pid} on ${tp.origin}: node ${serverArgs.join(' ')} ` +
+        `toolproof pid ${tp.child.pid} on ${tp.origin}: node ${[...opts.nodeFlags, ...serverArgs].join(' ')} ` +
           `(TOOLPROOF_LOG_LEVEL=${LOG_LEVEL}: per-request info logs would dominate; TOOLPROOF_WORKERS=${opts.workers}), ` +
           `RSS ${fmtMb(memory.start)}`,
       );

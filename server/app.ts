@@ -2,12 +2,18 @@
  * buildApp(config) assembles the Fastify instance; it never listens (main.ts and tests do).
  */
 import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify';
+import Fastify, {
+  type FastifyInstance,
+  type FastifyRequest,
+  type FastifyServerOptions,
+  LogController,
+} from 'fastify';
 import { ToolproofError } from '../protocol/errors.js';
 import { MAX_REQUEST_DEPTH, tooDeepError, tooDeepPath } from '../protocol/json-depth.js';
 import { POLICIES } from '../policies/registry.js';
@@ -201,6 +207,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   const checkKey = createKeyChecker(config.apiKeys);
   const cors = createCors(config.corsOrigins);
+  const owner: Owner = { app, state };
   let closing = false;
   app.addHook('preClose', (done) => {
     closing = true;
@@ -217,26 +224,24 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     reply.raw.setHeader('x-request-id', request.id);
     // Preflights are answered before the key check (browsers send no key on them).
     if (cors?.(request, reply)) return;
+    // Any response that turns out to be a stream is ended with an error event at the shutdown deadline.
+    const res = reply.raw;
+    state.openStreams.add(
+      res,
+      sseResponseStream(res, (err) => request.tpAbort?.abort(err)),
+    );
+    // One listener per request (on(), not once(): 'close' fires once, and once() costs a bound
+    // wrapper and its state): a client that goes away cancels the upstream request at once (also
+    // while waiting for the first token, or during a fallback or corrective retry), and the
+    // request's log line and metrics are written.
     let finished = false;
-    reply.raw.once('finish', () => {
+    res.on('finish', () => {
       finished = true;
       // A response that ends while closing leaves its keep-alive connection idle: close it now,
       // or the shutdown waits for the client's keep-alive timeout (or the deadline).
       if (closing) setImmediate(() => app.server.closeIdleConnections());
     });
-    // Any response that turns out to be a stream is ended with an error event at the shutdown deadline.
-    const untrack = state.openStreams.add(
-      reply.raw,
-      sseResponseStream(reply.raw, (err) => request.tpAbort?.abort(err)),
-    );
-    // One listener per request: a client that goes away cancels the upstream request at once
-    // (also while waiting for the first token, or during a fallback or corrective retry).
-    reply.raw.once('close', () => {
-      untrack();
-      const ended = finished || reply.raw.writableFinished;
-      if (!ended) request.tpAbort?.abort(new Error('client disconnected'));
-      logRequest(app, state, request, reply.raw.statusCode, ended);
-    });
+    res.on('close', () => onResponseClose(owner, request, res, finished));
     if (checkKey && !isOpenRoute(request.routeOptions.url, config.protectOps)) {
       try {
         checkKey(request);
@@ -265,6 +270,25 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   return app as unknown as ToolproofApp;
 }
 
+/** The app a response belongs to, one object per app. */
+interface Owner {
+  app: FastifyInstance;
+  state: AppState;
+}
+
+function onResponseClose(
+  owner: Owner,
+  request: FastifyRequest,
+  res: ServerResponse,
+  finished: boolean,
+): void {
+  owner.state.openStreams.delete(res);
+  // Ended: the last byte was handed to the socket; not: the client or the socket went away first.
+  const ended = finished || res.writableFinished;
+  if (!ended) request.tpAbort?.abort(new Error('client disconnected'));
+  logRequest(owner.app, owner.state, request, res.statusCode, ended);
+}
+
 const OPS_ROUTES = new Set(['/health', '/ready', '/metrics']);
 
 /** The front door by matched route, for routes that do not say (request.tp.api wins). */
@@ -282,6 +306,17 @@ function routeLabel(matched: string | undefined): string {
   return matched.startsWith('/v1/') ? matched.slice(4) : matched.replace(/^\//, '');
 }
 
+/** Route patterns are a closed set: their labels are computed once per pattern, not per request. */
+const labelsByRoute = new Map<string | undefined, { route: string; api: Api }>();
+function routeLabels(matched: string | undefined): { route: string; api: Api } {
+  let labels = labelsByRoute.get(matched);
+  if (labels === undefined) {
+    labels = { route: routeLabel(matched), api: apiOf(matched) };
+    labelsByRoute.set(matched, labels);
+  }
+  return labels;
+}
+
 /** The one log line per request, with the harness trace for chat completions. */
 function logRequest(
   app: FastifyInstance,
@@ -296,9 +331,10 @@ function logRequest(
     matched === undefined || matched === '*' || matched === '/*'
       ? (request.url.split('?')[0] ?? '').slice(0, 256)
       : matched;
-  const route = routeLabel(matched);
+  const labels = routeLabels(matched);
+  const route = labels.route;
   const tp = request.tp;
-  const api = tp?.api ?? apiOf(matched);
+  const api = tp?.api ?? labels.api;
   const seconds = (performance.now() - request.tpStart) / 1000;
   const model = tp?.model ?? '';
   state.metrics.hot.requests(model, route, finished ? String(status) : 'aborted', api).inc();

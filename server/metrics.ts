@@ -5,6 +5,7 @@
  * `tool` is bounded by the tools a request declares.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { hotCounter, hotHistogram } from './hot-series.js';
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
@@ -178,34 +179,17 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     followOpenStreams(source: () => number): void {
       openStreamsSource = source;
     },
-    /** Cached children of the series touched by every request. */
+    /**
+     * The series touched by every request, counted in plain objects and handed to prom-client
+     * when a scrape reads them (see hot-series.ts): prom-client validates and hashes the labels
+     * on every inc() and observe(), even on a child from labels().
+     */
     hot: {
-      requests: childCache((model, route, status, api) => m.requests.labels(model!, route!, status!, api!)),
-      requestDuration: childCache((model, route, stream, api) =>
-        m.requestDuration.labels(model!, route!, stream!, api!),
-      ),
-      upstreamDuration: childCache((model, route, upstream) =>
-        m.upstreamDuration.labels(model!, route!, upstream!),
-      ),
+      requests: hotCounter(m.requests),
+      requestDuration: hotHistogram(m.requestDuration),
+      upstreamDuration: hotHistogram(m.upstreamDuration),
     },
   };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
-
-/**
- * prom-client's labels() validates and hashes its arguments on every call; the per-request
- * series (a handful of label combinations) keep their child here instead.
- */
-export function childCache<T>(make: (...values: string[]) => T): (...values: string[]) => T {
-  const cache = new Map<string, T>();
-  return (...values) => {
-    const key = values.join('\u0000');
-    let child = cache.get(key);
-    if (child === undefined) {
-      child = make(...values);
-      if (cache.size < 10_000) cache.set(key, child);
-    }
-    return child;
-  };
-}

@@ -37,6 +37,11 @@ export class OpenStreams {
     if (this.streams.has(key)) this.streams.set(key, stream);
   }
 
+  /** Unregisters the response `key` (as the function add() returns does). */
+  delete(key: object): void {
+    this.streams.delete(key);
+  }
+
   /** Open requests (every request registers its response). */
   get size(): number {
     return this.streams.size;

@@ -134,10 +134,15 @@ export class UpstreamClient {
    * reached it, so retrying elsewhere is safe); any other failure is final here.
    */
   async request(req: UpstreamRequest): Promise<UpstreamResponse> {
-    const headers: Record<string, string> = { ...req.headers };
-    if (req.body !== undefined && headers['content-type'] === undefined)
-      headers['content-type'] = 'application/json';
-    if (this.authorization) headers.authorization = this.authorization;
+    // The caller's headers are used as they are when nothing needs adding (the chat path sends
+    // its content-type already): no copy per request.
+    let headers: Record<string, string> = req.headers ?? {};
+    const needsType = req.body !== undefined && headers['content-type'] === undefined;
+    if (needsType || this.authorization) {
+      headers = { ...headers };
+      if (needsType) headers['content-type'] = 'application/json';
+      if (this.authorization) headers.authorization = this.authorization;
+    }
     let lastError: unknown;
     for (let attempt = 0; attempt < this.replicas; attempt++) {
       if (req.signal.aborted) throw req.signal.reason ?? new Error('aborted');

@@ -52,7 +52,27 @@ export async function readText(res: UpstreamResponse, limit = MAX_ERROR_BODY): P
  * A successful non-streamed body, whole. A body cut or stalled mid-way is the upstream's fault
  * (502/504, never 500); one larger than MAX_UPSTREAM_BODY is refused with a 502.
  */
-export async function readUpstreamBody(res: UpstreamResponse, label: string): Promise<string> {
+export function readUpstreamBody(res: UpstreamResponse, label: string): Promise<string> {
+  return readWhole(res, label, 'text');
+}
+
+/**
+ * The same body as bytes, for a relay that does not look inside: no UTF-8 decoding and encoding
+ * again. The bytes are the ones readUpstreamBody's text stands for: undici's text() skips a
+ * UTF-8 byte-order mark on a body of declared length, so that one is skipped here too (see
+ * relayBytes in pipeline.ts for the rest of the equivalence).
+ */
+export function readUpstreamBytes(res: UpstreamResponse, label: string): Promise<Buffer> {
+  return readWhole(res, label, 'bytes');
+}
+
+async function readWhole(res: UpstreamResponse, label: string, as: 'text'): Promise<string>;
+async function readWhole(res: UpstreamResponse, label: string, as: 'bytes'): Promise<Buffer>;
+async function readWhole(
+  res: UpstreamResponse,
+  label: string,
+  as: 'text' | 'bytes',
+): Promise<string | Buffer> {
   const declared = Number(res.headers['content-length']);
   if (declared > MAX_UPSTREAM_BODY) {
     discardBody(res);
@@ -62,7 +82,10 @@ export async function readUpstreamBody(res: UpstreamResponse, label: string): Pr
     // The usual case: a declared length under the cap (HTTP framing bounds the body), read by
     // undici's own consumer, with no async iterator per body.
     try {
-      return await res.body.text();
+      if (as === 'text') return await res.body.text();
+      const u8 = await res.body.bytes();
+      const start = u8.length > 2 && u8[0] === 0xef && u8[1] === 0xbb && u8[2] === 0xbf ? 3 : 0;
+      return Buffer.from(u8.buffer, u8.byteOffset + start, u8.byteLength - start);
     } catch (err) {
       throw toUpstreamError(err, label);
     }
@@ -82,7 +105,8 @@ export async function readUpstreamBody(res: UpstreamResponse, label: string): Pr
     if (err instanceof ToolproofError) throw err;
     throw toUpstreamError(err, label); // an abort stays an abort: the client is gone anyway
   }
-  return Buffer.concat(chunks).toString('utf8');
+  const whole = Buffer.concat(chunks);
+  return as === 'text' ? whole.toString('utf8') : whole;
 }
 
 function tooLarge(label: string): ToolproofError {

@@ -44,6 +44,9 @@ export interface PhaseInfo {
   forcedRequired: boolean;
 }
 
+/** Never written to: runRequestPolicies gives every phase its own map. */
+const NO_MEMOS = new Map<string, unknown>();
+
 export class ChatCall {
   phase: PhaseInfo & RequestPhase;
   retriesUsed = 0;
@@ -69,7 +72,8 @@ export class ChatCall {
     private readonly requiredRejected: boolean,
     readonly api: Api = 'chat',
   ) {
-    this.phase = { request: original, memos: new Map(), effects: [], forcedRequired: false };
+    // Replaced by the request policies' phase before anything reads it (prepareRequest).
+    this.phase = { request: original, memos: NO_MEMOS, effects: [], forcedRequired: false };
     this.streamIdentity = {
       id: 'chatcmpl-toolproof',
       model: original.model,

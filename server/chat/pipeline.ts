@@ -16,7 +16,8 @@ import type {
 } from '../../protocol/openai.js';
 import type { PolicyEffect } from '../../policies/types.js';
 import { scanJsonValue } from '../../parsers/kit/json-scan.js';
-import { type OpenResult, openUpstream, readUpstreamBody } from './attempt.js';
+import { isUtf8 } from 'node:buffer';
+import { type OpenResult, openUpstream, readUpstreamBody, readUpstreamBytes } from './attempt.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { finalAnswerIn, recordPolicyEffects, settleRetry } from './effects.js';
 import type { StreamOutput } from './output.js';
@@ -26,8 +27,8 @@ import { addUsage, classifyFinal } from './trace.js';
 
 export type ChatResult =
   | { kind: 'completion'; completion: ChatCompletion; usage?: Usage }
-  /** Chat pass-through: the upstream's bytes, relayed untouched. */
-  | { kind: 'raw'; status: number; text: string; usage?: Usage };
+  /** Chat pass-through: the upstream's bytes (valid UTF-8), relayed untouched. */
+  | { kind: 'raw'; status: number; body: Buffer; usage?: Usage };
 
 /** What one judged attempt left for the loop to decide. */
 export interface AttemptEnd {
@@ -83,6 +84,22 @@ export function usageFromRaw(text: string): Usage | undefined {
   }
 }
 
+/** usageFromRaw on bytes: only the tail from the last `"usage"` on is decoded. */
+export function usageFromBytes(body: Buffer): Usage | undefined {
+  const key = body.lastIndexOf('"usage"');
+  return key < 0 ? undefined : usageFromRaw(body.toString('utf8', key));
+}
+
+/**
+ * A pass-through body as it goes to the client: the upstream's bytes, without decoding them and
+ * encoding them again. Only a body that is not valid UTF-8 is decoded (its bad sequences become
+ * U+FFFD) and encoded again, as every other response toolproof sends is text: the client gets
+ * the same bytes either way.
+ */
+export function relayBytes(body: Buffer): Buffer {
+  return isUtf8(body) ? body : Buffer.from(body.toString('utf8'), 'utf8');
+}
+
 function badResponse(call: ChatCall, message: string, cause?: unknown): ToolproofError {
   return new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
     message: `The upstream ${call.route.client.label} ${message}`,
@@ -123,12 +140,14 @@ async function wholeAttempt(
   opened: Extract<OpenResult, { kind: 'ok' }>,
   passthrough: boolean,
 ): Promise<AttemptEnd | ChatResult> {
+  if (passthrough) {
+    const body = relayBytes(await readUpstreamBytes(opened.res, call.route.client.label));
+    deps.dumpRaw?.(call.reqId, call.trace.attempts, body.toString('utf8'));
+    const usage = usageFromBytes(body);
+    return { kind: 'raw', status: opened.res.status, body, ...(usage ? { usage } : {}) };
+  }
   const text = await readUpstreamBody(opened.res, call.route.client.label);
   deps.dumpRaw?.(call.reqId, call.trace.attempts, text);
-  if (passthrough) {
-    const usage = usageFromRaw(text);
-    return { kind: 'raw', status: opened.res.status, text, ...(usage ? { usage } : {}) };
-  }
   let completion: ChatCompletion;
   try {
     completion = JSON.parse(text) as ChatCompletion;

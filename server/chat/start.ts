@@ -26,6 +26,8 @@ function forwardHeaders(
   // The built-in simulator's script selector means nothing to a real backend.
   const scenario = headers['x-sim-scenario'];
   if (simulator && typeof scenario === 'string') out['x-sim-scenario'] = scenario;
+  // Last, where upstream.ts would add it: every chat request has a JSON body.
+  out['content-type'] = 'application/json';
   return out;
 }
 

@@ -114,7 +114,8 @@ export function registerChatRoute(app: FastifyInstance, state: AppState): void {
         reply.header('x-toolproof-attempts', String(call.trace.attempts));
         if (result.kind === 'raw') {
           reply.code(result.status);
-          return reply.type('application/json').send(result.text);
+          // The charset is what Fastify adds to a JSON string body: the same header as before.
+          return reply.type('application/json; charset=utf-8').send(result.body);
         }
         return reply.send(result.completion);
       }
