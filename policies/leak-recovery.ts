@@ -27,7 +27,13 @@ import {
   recoverMessage,
 } from '../parsers/recover.js';
 import type { LeakRecord } from '../parsers/types.js';
-import type { Policy, PolicyContext, PolicyEffect, StreamHook } from './types.js';
+import {
+  passThroughHook,
+  type Policy,
+  type PolicyContext,
+  type PolicyEffect,
+  type StreamHook,
+} from './types.js';
 import { clientToolChoice } from './support/client-choice.js';
 
 const NAME = 'leak-recovery';
@@ -204,7 +210,7 @@ function createStreamHook(
   original: ChatCompletionRequest,
 ): StreamHook {
   if (!applies(ctx, sent)) {
-    return { onChunk: (c) => [c], onEnd: () => ({ chunks: [], effects: [] }) };
+    return passThroughHook();
   }
   if (clientToolChoice(original).kind === 'none') return createSuppressingHook(ctx, sent);
   const states = new Map<number, ChoiceRecovery>();
@@ -310,6 +316,20 @@ function createStreamHook(
         if (t) choices.push(t);
       }
       return choices.length === 0 && !chunk.usage ? [] : [{ ...chunk, choices }];
+    },
+    onLight(light, frame) {
+      const st = states.get(frame.choice);
+      // Text goes through the engine (it may hold or rewrite it): the full path.
+      if (!st || light.kind !== 'args') return undefined;
+      const f = frame.chunk;
+      if (last?.id !== f.id || last.created !== f.created || last.model !== f.model)
+        last = { id: f.id, created: f.created, model: f.model };
+      if (st.finished) return light;
+      // A structured call's fragment: no text for the engine (an empty push is a no-op), only
+      // the renumbering into the choice's index space.
+      const idx = st.upstreamIndex.get(light.call);
+      if (idx === undefined) return undefined;
+      return idx === light.call ? light : { kind: 'args', call: idx, fragment: light.fragment };
     },
     onEnd() {
       const chunks: ChatCompletionChunk[] = [];

@@ -325,6 +325,17 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
       if (out.length === 0 && chunk.usage == null) return [];
       return [liveAnswer ? liveAnswerCopy(chunk, out) : { ...chunk, choices: out }];
     },
+    onLight(light, frame) {
+      // The hot path: a fragment of a final_answer call already named, decoded into answer text.
+      if (light.kind !== 'args') return undefined;
+      const st = choices.get(frame.choice);
+      const call = st?.calls.get(light.call);
+      if (!st || st.finalized || call?.kind !== 'final') return undefined;
+      template = frame.chunk;
+      call.raw += light.fragment;
+      const text = answerPiece(st, call, call.decoder.push(light.fragment));
+      return text === '' ? null : { kind: 'answer', text };
+    },
     onEnd(): StreamEnd {
       const chunks: ChatCompletionChunk[] = [];
       for (const [index, st] of choices) {

@@ -194,6 +194,15 @@ export function createHeldCallsStreamHook(judge: TurnJudge, opts: HoldOptions = 
       return out;
     },
 
+    onLight(light, frame) {
+      // Live answer text with nothing held before it: judged text, passed on at once.
+      if (light.kind !== 'answer' || (hold && pending.length > 0)) return undefined;
+      const a = acc.get(frame.choice);
+      if (!a || a.finished) return undefined;
+      template ??= frame.chunk;
+      a.content += light.text;
+      return light;
+    },
     onEnd(): StreamEnd {
       const effects = [];
       const chunks: ChatCompletionChunk[] = [];

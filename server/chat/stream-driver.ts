@@ -21,6 +21,7 @@ import { judgeCompletion, completionToChunks } from './pipeline.js';
 import { createStreamChain, salvageUpstreamError } from './policy-runner.js';
 import { recordPolicyEffects } from './effects.js';
 import { addUsage } from './trace.js';
+import { createFastLane, type LaneSink } from './fast-lane.js';
 
 /** What reached the client over a stream, for the response-kind metric and the log line. */
 export interface SeenOutput {
@@ -43,6 +44,15 @@ function note(seen: SeenOutput, chunk: ChatCompletionChunk): void {
 function isPlainRelay(payloads: readonly string[]): boolean {
   for (const p of payloads) if (p.startsWith('{"error"') || p.startsWith('{ "error"')) return false;
   return true;
+}
+
+/** Every chunk repeats the same identity: a new object only when it changes. */
+function noteIdentity(call: ChatCall, chunk: ChatCompletionChunk): void {
+  const prev = call.streamIdentity;
+  const model = chunk.model ?? prev.model;
+  const created = chunk.created ?? prev.created;
+  if (prev.id !== chunk.id || prev.model !== model || prev.created !== created)
+    call.streamIdentity = { id: chunk.id, model, created };
 }
 
 function usageOfChunk(payload: string): Usage | undefined {
@@ -115,12 +125,38 @@ export async function streamAttempt(
   let lastPayload = '';
   let batch: ChatCompletionChunk[] = [];
   let rawBatch = '';
+  // The fast lane (fast-lane.ts): argument-fragment events matched against a learned template
+  // go through the chain as light deltas; answer text is framed by splicing when the output
+  // frames text (chat), so such an event is neither parsed nor its chunk serialized.
+  const frame = chain && out.frame && out.text ? out.frame.bind(out) : null;
+  const writeText = frame && out.text ? out.text.bind(out) : null;
+  let framedBatch = '';
+  const lane = chain ? createFastLane(chain, frame) : null;
   // Diagnosis (rawDumpDir): the attempt's upstream events as received.
   const raw: string[] | undefined = deps.dumpRaw ? [] : undefined;
+
+  const emit = (c: ChatCompletionChunk): void => {
+    note(seen, c);
+    if (frame) framedBatch += frame(c);
+    else batch.push(c);
+  };
+
+  const sink: LaneSink = {
+    chunk: emit,
+    framed(text) {
+      // Framed answer text: content, by construction.
+      seen.content = true;
+      framedBatch += text;
+    },
+  };
 
   const handle = (payload: string): void => {
     raw?.push(payload);
     if (midError || salvaged || payload === '[DONE]') return;
+    if (lane?.take(payload, sink)) {
+      noteIdentity(call, lane.frameChunk!);
+      return;
+    }
     if (relay && !payload.includes('"error"') && !payload.includes('"usage"')) {
       // Pass-through: an ordinary event is relayed as its own text, only re-framed.
       rawBatch += `data: ${payload}\n\n`;
@@ -156,14 +192,7 @@ export async function streamAttempt(
       midError = fromUpstreamError(500, body, label);
       return;
     }
-    if (typeof chunk.id === 'string') {
-      const prev = call.streamIdentity;
-      const model = chunk.model ?? prev.model;
-      const created = chunk.created ?? prev.created;
-      // Every chunk repeats the same identity: a new object only when it changes.
-      if (prev.id !== chunk.id || prev.model !== model || prev.created !== created)
-        call.streamIdentity = { id: chunk.id, model, created };
-    }
+    if (typeof chunk.id === 'string') noteIdentity(call, chunk);
     if (chunk.usage && (!Array.isArray(chunk.choices) || chunk.choices.length === 0)) {
       usage = addUsage(usage, chunk.usage);
       return; // one summed usage chunk goes out at the very end
@@ -182,10 +211,8 @@ export async function streamAttempt(
       else batch.push(chunk);
       return;
     }
-    for (const c of chain.push(chunk)) {
-      note(seen, c);
-      batch.push(c);
-    }
+    for (const c of chain.push(chunk)) emit(c);
+    lane?.learn(payload, chunk);
   };
 
   const flush = async (): Promise<void> => {
@@ -193,6 +220,11 @@ export async function streamAttempt(
       const text = rawBatch;
       rawBatch = '';
       await relay(Buffer.from(text), false);
+    }
+    if (framedBatch && writeText) {
+      const text = framedBatch;
+      framedBatch = '';
+      await writeText(text);
     }
     if (batch.length === 0) return;
     const chunks = batch;

@@ -57,8 +57,16 @@ class ChatSseOutput implements StreamOutput {
     if (chunks.length === 0) return Promise.resolve();
     // One write per batch: one syscall, one TCP segment.
     let text = '';
-    for (const c of chunks) text += sseData(JSON.stringify(c));
+    for (const c of chunks) text += this.frame(c);
     return writeRaw(this.reply, text);
+  }
+
+  frame(chunk: ChatCompletionChunk): string {
+    return sseData(JSON.stringify(chunk));
+  }
+
+  text(framed: string): Promise<void> {
+    return writeRaw(this.reply, framed);
   }
 
   relay(bytes: Uint8Array, done: boolean): Promise<void> {
