@@ -1,7 +1,7 @@
 /**
  * Bytes <-> server-sent events. One pass with a carry buffer: chunks may split anywhere,
- * inside a line, inside "\r\n", inside a multi-byte UTF-8 character (the streaming TextDecoder
- * keeps the partial bytes). Only `data:` fields matter for OpenAI streams; comment lines
+ * inside a line, inside "\r\n", inside a multi-byte UTF-8 character (its first bytes wait for
+ * the next read: see Utf8Carry). Only `data:` fields matter for OpenAI streams; comment lines
  * (llama-server's ": ping") and other fields are ignored.
  *
  * Linear by construction: every character is scanned once. A line still open at the end of a
@@ -37,8 +37,56 @@ export interface SseParserOptions {
 const LF = 10;
 const CR = 13;
 
+/**
+ * Streaming UTF-8 decoding without a TextDecoder: a streaming TextDecoder holds an ICU
+ * converter, about 1.3 KB of native memory per open stream, and decodes slower than
+ * Buffer#toString. A read is decoded up to its last complete character; an incomplete one (at
+ * most 3 bytes) waits for the next read. Cutting before a lead byte never changes the decoding:
+ * a lead byte always ends whatever sequence came before it, so invalid bytes get the same
+ * U+FFFD replacements as a TextDecoder over the whole stream (tests/server/sse.test.ts).
+ */
+class Utf8Carry {
+  private carry: Buffer | null = null;
+  private started = false;
+
+  decode(chunk: Uint8Array): string {
+    let bytes = Buffer.isBuffer(chunk)
+      ? chunk
+      : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    if (this.carry) {
+      bytes = Buffer.concat([this.carry, bytes]);
+      this.carry = null;
+    }
+    let end = bytes.length;
+    let i = end - 1;
+    // Back over at most 3 continuation bytes to the start of the last character.
+    while (i >= 0 && end - i <= 3 && (bytes[i]! & 0xc0) === 0x80) i--;
+    if (i >= 0) {
+      const lead = bytes[i]!;
+      const size = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+      if (size > end - i) end = i;
+    }
+    if (end < bytes.length) this.carry = Buffer.from(bytes.subarray(end));
+    return this.text(bytes.toString('utf8', 0, end));
+  }
+
+  /** End of stream: an incomplete last character becomes U+FFFD, as a TextDecoder's flush. */
+  finish(): string {
+    const rest = this.carry;
+    this.carry = null;
+    return rest ? this.text(rest.toString('utf8')) : '';
+  }
+
+  /** A byte order mark opening the stream is dropped (a TextDecoder's default). */
+  private text(s: string): string {
+    if (this.started || s === '') return s;
+    this.started = true;
+    return s.charCodeAt(0) === 0xfeff ? s.slice(1) : s;
+  }
+}
+
 export class SseParser {
-  private readonly decoder = new TextDecoder('utf-8');
+  private readonly decoder = new Utf8Carry();
   private readonly max: number;
   /** The open line so far, in pieces; none holds a line terminator. */
   private head: string[] = [];
@@ -54,7 +102,7 @@ export class SseParser {
 
   /** Feeds raw bytes; returns the data payloads of every event completed by them. */
   push(chunk: Uint8Array | string): string[] {
-    const text = typeof chunk === 'string' ? chunk : this.decoder.decode(chunk, { stream: true });
+    const text = typeof chunk === 'string' ? chunk : this.decoder.decode(chunk);
     const out: string[] = [];
     this.scan(text, out);
     return out;
@@ -68,7 +116,7 @@ export class SseParser {
   /** End of stream: an unterminated last line, and an event without its blank line, still count. */
   finish(): string[] {
     const out: string[] = [];
-    this.scan(this.decoder.decode(), out);
+    this.scan(this.decoder.finish(), out);
     if (this.head.length > 0) {
       this.line(this.takeHead(''), out);
     }
