@@ -93,7 +93,9 @@ export class SseParser {
   private headSize = 0;
   /** The previous read ended on "\r": a "\n" opening the next one belongs to it. */
   private skipLf = false;
-  private data: string[] = [];
+  /** The event's data lines so far: the first alone (nearly every event has one), the rest after it. */
+  private dataFirst: string | undefined;
+  private dataMore: string[] | undefined;
   private dataSize = 0;
 
   constructor(options: SseParserOptions = {}) {
@@ -110,22 +112,16 @@ export class SseParser {
 
   /** True while part of an event is held (the bytes fed so far do not end on an event boundary). */
   pending(): boolean {
-    return this.headSize > 0 || this.head.length > 0 || this.data.length > 0 || this.skipLf;
+    return this.headSize > 0 || this.head.length > 0 || this.dataFirst !== undefined || this.skipLf;
   }
 
   /** End of stream: an unterminated last line, and an event without its blank line, still count. */
   finish(): string[] {
     const out: string[] = [];
     this.scan(this.decoder.finish(), out);
-    if (this.head.length > 0) {
-      this.line(this.takeHead(''), out);
-    }
+    if (this.head.length > 0) this.lineAt(this.takeHead(''), -1, -1, out);
     this.skipLf = false;
-    if (this.data.length > 0) {
-      out.push(this.data.join('\n'));
-      this.data = [];
-      this.dataSize = 0;
-    }
+    this.dispatch(out);
     return out;
   }
 
@@ -140,7 +136,9 @@ export class SseParser {
     let cr = text.indexOf('\r', start);
     while (nl !== -1 || cr !== -1) {
       const end = nl === -1 ? cr : cr === -1 ? nl : Math.min(nl, cr);
-      this.line(this.takeHead(text.slice(start, end)), out);
+      // A line read whole is read in place (one slice, for its value); a continued one is joined first.
+      if (this.head.length === 0) this.lineAt(text, start, end, out);
+      else this.lineAt(this.takeHead(text.slice(start, end)), -1, -1, out);
       start = end + 1;
       if (text.charCodeAt(end) === CR) {
         if (start === text.length) this.skipLf = true;
@@ -168,22 +166,39 @@ export class SseParser {
     return line;
   }
 
-  private line(line: string, out: string[]): void {
-    if (line === '') {
-      if (this.data.length > 0) {
-        out.push(this.data.join('\n'));
-        this.data = [];
-        this.dataSize = 0;
-      }
+  /** The line text[from, to) (from -1: all of text). */
+  private lineAt(text: string, from: number, to: number, out: string[]): void {
+    const s = from === -1 ? 0 : from;
+    const e = from === -1 ? text.length : to;
+    if (s === e) {
+      this.dispatch(out);
       return;
     }
-    if (line.charCodeAt(0) === 58 /* ':' */) return;
-    if (line.startsWith('data:')) {
-      const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
+    const c = text.charCodeAt(s);
+    if (c === 58 /* ':' */) return;
+    if (
+      c === 100 /* d */ &&
+      e - s >= 5 &&
+      text.charCodeAt(s + 1) === 97 &&
+      text.charCodeAt(s + 2) === 116 &&
+      text.charCodeAt(s + 3) === 97 &&
+      text.charCodeAt(s + 4) === 58
+    ) {
+      const value = text.slice(text.charCodeAt(s + 5) === 32 && e - s > 5 ? s + 6 : s + 5, e);
       this.dataSize += value.length + 1;
       if (this.dataSize > this.max) throw new SseEventTooLargeError(this.max);
-      this.data.push(value);
+      if (this.dataFirst === undefined) this.dataFirst = value;
+      else (this.dataMore ??= []).push(value);
     }
+  }
+
+  /** A blank line (or the end): the event's data lines, joined, become one payload. */
+  private dispatch(out: string[]): void {
+    if (this.dataFirst === undefined) return;
+    out.push(this.dataMore ? [this.dataFirst, ...this.dataMore].join('\n') : this.dataFirst);
+    this.dataFirst = undefined;
+    this.dataMore = undefined;
+    this.dataSize = 0;
   }
 }
 

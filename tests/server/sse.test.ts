@@ -22,6 +22,14 @@ describe('SseParser', () => {
     expect(feed(encoder.encode(text), [])).toEqual(['{"a":1}', 'two\nlines', '[DONE]']);
   });
 
+  it('reads data lines without a space, empty data lines and fields named like data', () => {
+    const text = 'data:x\n\ndata:\ndata: \n\ndatum: no\n\ndata:  two spaces\n\n';
+    // Every split point: a line read in place and a line joined from pieces read the same.
+    for (let cut = 0; cut <= text.length; cut++) {
+      expect(feed(encoder.encode(text), [cut])).toEqual(['x', '\n', ' two spaces']);
+    }
+  });
+
   it('an unterminated last event still counts at end of stream', () => {
     expect(feed(encoder.encode('data: {"x":1}\n\ndata: tail'), [])).toEqual(['{"x":1}', 'tail']);
   });
