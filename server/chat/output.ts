@@ -30,10 +30,11 @@ export interface StreamOutput {
   relay?(bytes: Uint8Array, done: boolean): Promise<void>;
   /**
    * Chat framing only (the stream's fast lane, fast-lane.ts): the text chunks() writes for one
-   * chunk, and a write of text so framed. Both or neither; an output without them gets chunks.
+   * chunk, and a write of text so framed, which returns a promise only when the client cannot
+   * take more yet. Both or neither; an output without them gets chunks.
    */
   frame?(chunk: ChatCompletionChunk): string;
-  text?(framed: string): Promise<void>;
+  text?(framed: string): Promise<void> | undefined;
   /** A normal end. */
   end(summary: StreamSummary): Promise<void>;
   /** A failure after open(): the API's own error event, then the end of the stream. */

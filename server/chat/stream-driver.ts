@@ -73,20 +73,6 @@ function midStreamError(call: ChatCall, err: unknown): ToolproofError {
   });
 }
 
-/** The next read of an upstream body, with upstream failures told apart from toolproof's own. */
-async function nextRead(
-  it: AsyncIterator<unknown>,
-  call: ChatCall,
-): Promise<{ buf: Buffer } | { done: true } | { error: ToolproofError }> {
-  try {
-    const r = await it.next();
-    return r.done ? { done: true } : { buf: r.value as Buffer };
-  } catch (err) {
-    if (call.signal.aborted) throw err;
-    return { error: midStreamError(call, err) };
-  }
-}
-
 export async function streamAttempt(
   call: ChatCall,
   deps: ChatDeps,
@@ -215,7 +201,7 @@ export async function streamAttempt(
     lane?.learn(payload, chunk);
   };
 
-  const flush = async (): Promise<void> => {
+  const flushAll = async (): Promise<void> => {
     if (rawBatch && relay) {
       const text = rawBatch;
       rawBatch = '';
@@ -232,14 +218,30 @@ export async function streamAttempt(
     await out.chunks(chunks);
   };
 
+  /**
+   * Writes what a read produced. The hot path (chat framing: text only) returns a promise only
+   * when the client's socket is full: no promise and no microtask hop per read otherwise.
+   */
+  const flush = (): Promise<void> | undefined => {
+    if (rawBatch || batch.length > 0) return flushAll();
+    if (!framedBatch || !writeText) return undefined;
+    const text = framedBatch;
+    framedBatch = '';
+    return writeText(text);
+  };
+
   const it = res.body[Symbol.asyncIterator]();
   for (;;) {
-    const read = await nextRead(it, call);
-    if ('error' in read) {
-      midError = read.error;
+    // The next read, with upstream failures told apart from toolproof's own.
+    let read: IteratorResult<unknown>;
+    try {
+      read = await it.next();
+    } catch (err) {
+      if (call.signal.aborted) throw err;
+      midError = midStreamError(call, err);
       break;
     }
-    const buf = 'done' in read ? undefined : read.buf;
+    const buf = read.done ? undefined : (read.value as Buffer);
     const startsClean = !parser.pending();
     let payloads: string[];
     try {
@@ -266,7 +268,8 @@ export async function streamAttempt(
       continue;
     }
     for (const payload of payloads) handle(payload);
-    await flush();
+    const wait = flush();
+    if (wait) await wait;
     if (midError || salvaged) break;
   }
   if (raw) deps.dumpRaw?.(call.reqId, call.trace.attempts, raw.map((p) => `data: ${p}\n\n`).join(''));

@@ -21,9 +21,14 @@ export const SSE_HEADERS = {
  * (backpressure), and a client that goes away releases the wait ('close').
  */
 export function writeRaw(reply: FastifyReply, data: string | Uint8Array): Promise<void> {
+  return writeOrWait(reply, data) ?? Promise.resolve();
+}
+
+/** writeRaw without a promise when there is nothing to wait for (the stream's hot path). */
+function writeOrWait(reply: FastifyReply, data: string | Uint8Array): Promise<void> | undefined {
   const raw = reply.raw;
-  if (raw.destroyed || raw.writableEnded) return Promise.resolve();
-  if (raw.write(data)) return Promise.resolve();
+  if (raw.destroyed || raw.writableEnded) return undefined;
+  if (raw.write(data)) return undefined;
   return new Promise((resolve) => {
     const done = () => {
       raw.off('drain', done);
@@ -65,8 +70,8 @@ class ChatSseOutput implements StreamOutput {
     return sseData(JSON.stringify(chunk));
   }
 
-  text(framed: string): Promise<void> {
-    return writeRaw(this.reply, framed);
+  text(framed: string): Promise<void> | undefined {
+    return writeOrWait(this.reply, framed);
   }
 
   relay(bytes: Uint8Array, done: boolean): Promise<void> {
