@@ -180,9 +180,11 @@ const streamArb = fc
     odd: fc.array(fc.tuple(fc.nat(), fc.nat({ max: 10 })), { maxLength: 4 }),
     escapeAscii: fc.boolean(),
     twoChoices: fc.boolean(),
+    // A real call streams through the lane too (held for the judge, or passed on).
+    name: fc.constantFrom('final_answer', 'final_answer', 'get_weather'),
   })
   .map((r) => {
-    const args = JSON.stringify({ answer: r.answer });
+    const args = JSON.stringify(r.name === 'final_answer' ? { answer: r.answer } : { city: r.answer });
     const pieces = cut(args, r.sizes);
     const head = r.headArgs ? (pieces.shift() ?? '') : '';
     const last = r.finishWithArgs ? (pieces.pop() ?? '') : '';
@@ -198,7 +200,7 @@ const streamArb = fc
                 index: 0,
                 id: 'call_1',
                 type: 'function',
-                function: { name: 'final_answer', arguments: head },
+                function: { name: r.name, arguments: head },
               },
             ],
           },
@@ -245,6 +247,7 @@ const ctxArb = fc.record({
   maxRetries: fc.constantFrom(0, 1),
   retriesUsed: fc.constantFrom(0, 1),
   parallel: fc.constantFrom(undefined, false),
+  toolChoice: fc.constantFrom(undefined, 'required' as const),
 });
 
 describe('stream fast lane', () => {
@@ -256,6 +259,7 @@ describe('stream fast lane', () => {
         const original = request({
           tools: [weatherTool],
           ...(c.parallel === false ? { parallel_tool_calls: false } : {}),
+          ...(c.toolChoice ? { tool_choice: c.toolChoice } : {}),
         });
         const ctx = ctxWith({ retriesUsed: c.retriesUsed }, { maxRetries: c.maxRetries });
         const slow = run(payloads, original, ctx, false);
