@@ -23,6 +23,7 @@ import { fnv1a } from '../protocol/hash.js';
 import {
   createRecoveryStream,
   type RecoveryEvent,
+  type RecoveryStream,
   recoverFromErrorText,
   recoverMessage,
 } from '../parsers/recover.js';
@@ -187,8 +188,33 @@ function hasKey(o: object): boolean {
   return false;
 }
 
+/**
+ * A choice's engine, built on its first text. A forced answer streamed as a call never sends
+ * any, and an engine that was fed nothing pushes, finishes and reports nothing: so until text
+ * comes, an open stream holds no scanner state and pays no set-up.
+ */
+function lazyRecoveryStream(create: () => RecoveryStream): RecoveryStream {
+  let engine: RecoveryStream | undefined;
+  let finished = false;
+  return {
+    push(d) {
+      if (!engine) {
+        if (finished) throw new Error('recovery stream already finished');
+        if (!d.content && !d.reasoning) return [];
+        engine = create();
+      }
+      return engine.push(d);
+    },
+    finish() {
+      finished = true;
+      return engine ? engine.finish() : [];
+    },
+    leaks: () => (engine ? engine.leaks() : []),
+  };
+}
+
 interface ChoiceRecovery {
-  stream: ReturnType<typeof createRecoveryStream>;
+  stream: RecoveryStream;
   finished: boolean;
   reasoningKey: 'reasoning_content' | 'reasoning';
   upstreamIndex: Map<number, number>;
@@ -220,13 +246,15 @@ function createStreamHook(
     let st = states.get(index);
     if (!st) {
       st = {
-        stream: createRecoveryStream({
-          tools: declaredTools(sent),
-          parsers: ctx.settings.parsers,
-          newId: idFactory(String(chunk.id ?? ''), index),
-          startsInReasoning: ctx.settings.startsInReasoning,
-          maxHeldBytes: ctx.settings.maxHeldBytes,
-        }),
+        stream: lazyRecoveryStream(() =>
+          createRecoveryStream({
+            tools: declaredTools(sent),
+            parsers: ctx.settings.parsers,
+            newId: idFactory(String(chunk.id ?? ''), index),
+            startsInReasoning: ctx.settings.startsInReasoning,
+            maxHeldBytes: ctx.settings.maxHeldBytes,
+          }),
+        ),
         finished: false,
         reasoningKey: 'reasoning_content',
         upstreamIndex: new Map(),
