@@ -1,12 +1,14 @@
 /**
  * Per-chunk CPU of the policy stream chain alone (no sockets): a forced final answer streamed
- * as N argument deltas through every response hook, as the stream driver runs them.
+ * as N argument deltas through every response hook, as the stream driver runs them: every event
+ * parsed (the full path) against the fast lane (server/chat/fast-lane.ts), interleaved.
  * `npx tsx bench/chain-micro.ts [chunks]`
  */
 import { performance } from 'node:perf_hooks';
 import type { ChatCompletionChunk, ChatCompletionRequest } from '../protocol/openai.js';
 import { DEFAULT_MODEL_SETTINGS } from '../protocol/settings.js';
 import { POLICIES } from '../policies/registry.js';
+import { createFastLane } from '../server/chat/fast-lane.js';
 import { activePolicies, createStreamChain, runRequestPolicies } from '../server/chat/policy-runner.js';
 
 const n = Number(process.argv[2] ?? 500);
@@ -83,21 +85,45 @@ payloads.push(
 );
 payloads.push(JSON.stringify({ ...base, choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] }));
 
-function once(): number {
+const frame = (c: ChatCompletionChunk): string => `data: ${JSON.stringify(c)}\n\n`;
+
+/** One stream: every event parsed (the full path), or as the driver runs it (the fast lane). */
+function once(lane: boolean): number {
   const chain = createStreamChain(policies, ctx, phase.memos, phase.request, original, []);
-  let bytes = 0;
+  const fast = lane ? createFastLane(chain, frame) : null;
+  let text = '';
+  const sink = {
+    chunk: (c: ChatCompletionChunk) => {
+      text += frame(c);
+    },
+    framed: (t: string) => {
+      text += t;
+    },
+  };
   for (const p of payloads) {
+    if (fast?.take(p, sink)) continue;
     const chunk = JSON.parse(p) as ChatCompletionChunk;
-    for (const c of chain.push(chunk)) bytes += JSON.stringify(c).length;
+    for (const c of chain.push(chunk)) text += frame(c);
+    fast?.learn(p, chunk);
   }
-  for (const c of chain.end().chunks) bytes += JSON.stringify(c).length;
-  return bytes;
+  for (const c of chain.end().chunks) text += frame(c);
+  return text.length;
 }
-for (let i = 0; i < 50; i++) once();
+for (let i = 0; i < 50; i++) {
+  once(false);
+  once(true);
+}
 const rounds = 200;
-const t0 = performance.now();
-for (let i = 0; i < rounds; i++) once();
-const us = ((performance.now() - t0) * 1000) / (rounds * payloads.length);
+const total = { full: 0, lane: 0 };
+// Interleaved, so drift on the machine hits both.
+for (let r = 0; r < 10; r++) {
+  for (const lane of [false, true]) {
+    const t0 = performance.now();
+    for (let i = 0; i < rounds / 10; i++) once(lane);
+    total[lane ? 'lane' : 'full'] += performance.now() - t0;
+  }
+}
+const per = (ms: number) => ((ms * 1000) / (rounds * payloads.length)).toFixed(2);
 console.log(
-  `policy chain: ${us.toFixed(2)} µs per chunk (${payloads.length} chunks, parse + hooks + stringify)`,
+  `policy chain, ${payloads.length} chunks (parse + hooks + framing): full path ${per(total.full)} µs per chunk, fast lane ${per(total.lane)} µs per chunk`,
 );

@@ -18,7 +18,7 @@
  * Both read the client's own request (`original`), never the request as sent upstream.
  */
 import type { ChatCompletion, ChatCompletionRequest, Choice, ToolCall } from '../protocol/openai.js';
-import type { Policy, PolicyEffect } from './types.js';
+import { passThroughHook, type Policy, type PolicyEffect } from './types.js';
 import { clientToolChoice, parallelCallsAllowed } from './support/client-choice.js';
 import { createClientConstraintsStreamHook } from './support/client-constraints-stream.js';
 import { appendForbiddenCalls } from './support/forbidden-calls.js';
@@ -82,7 +82,7 @@ export const clientConstraintsPolicy: Policy = {
   createStreamHook(_ctx, _memo, _sent, original) {
     const c = constraintsOf(original);
     if (!c.noCalls && !c.singleCall) {
-      return { onChunk: (chunk) => [chunk], onEnd: () => ({ chunks: [], effects: [] }) };
+      return passThroughHook();
     }
     return createClientConstraintsStreamHook(CLIENT_CONSTRAINTS_POLICY, c);
   },

@@ -29,7 +29,7 @@ import type {
   ToolCall,
   ToolChoice,
 } from '../protocol/openai.js';
-import type { Policy, PolicyContext, PolicyEffect } from './types.js';
+import { passThroughHook, type Policy, type PolicyContext, type PolicyEffect } from './types.js';
 import { isPlainObject } from './support/canonical-arguments.js';
 import {
   appendAnswer,
@@ -212,7 +212,7 @@ export const forceToolUsePolicy: Policy = {
 
   createStreamHook(ctx, memo) {
     if (!isForceToolUseMemo(memo) || memo.finalAnswerName === null) {
-      return { onChunk: (chunk) => [chunk], onEnd: () => ({ chunks: [], effects: [] }) };
+      return passThroughHook();
     }
     return createFinalAnswerStreamHook({
       policy: FORCE_TOOL_USE_POLICY,

@@ -23,11 +23,18 @@ import { fnv1a } from '../protocol/hash.js';
 import {
   createRecoveryStream,
   type RecoveryEvent,
+  type RecoveryStream,
   recoverFromErrorText,
   recoverMessage,
 } from '../parsers/recover.js';
 import type { LeakRecord } from '../parsers/types.js';
-import type { Policy, PolicyContext, PolicyEffect, StreamHook } from './types.js';
+import {
+  passThroughHook,
+  type Policy,
+  type PolicyContext,
+  type PolicyEffect,
+  type StreamHook,
+} from './types.js';
 import { clientToolChoice } from './support/client-choice.js';
 
 const NAME = 'leak-recovery';
@@ -181,8 +188,33 @@ function hasKey(o: object): boolean {
   return false;
 }
 
+/**
+ * A choice's engine, built on its first text. A forced answer streamed as a call never sends
+ * any, and an engine that was fed nothing pushes, finishes and reports nothing: so until text
+ * comes, an open stream holds no scanner state and pays no set-up.
+ */
+function lazyRecoveryStream(create: () => RecoveryStream): RecoveryStream {
+  let engine: RecoveryStream | undefined;
+  let finished = false;
+  return {
+    push(d) {
+      if (!engine) {
+        if (finished) throw new Error('recovery stream already finished');
+        if (!d.content && !d.reasoning) return [];
+        engine = create();
+      }
+      return engine.push(d);
+    },
+    finish() {
+      finished = true;
+      return engine ? engine.finish() : [];
+    },
+    leaks: () => (engine ? engine.leaks() : []),
+  };
+}
+
 interface ChoiceRecovery {
-  stream: ReturnType<typeof createRecoveryStream>;
+  stream: RecoveryStream;
   finished: boolean;
   reasoningKey: 'reasoning_content' | 'reasoning';
   upstreamIndex: Map<number, number>;
@@ -204,7 +236,7 @@ function createStreamHook(
   original: ChatCompletionRequest,
 ): StreamHook {
   if (!applies(ctx, sent)) {
-    return { onChunk: (c) => [c], onEnd: () => ({ chunks: [], effects: [] }) };
+    return passThroughHook();
   }
   if (clientToolChoice(original).kind === 'none') return createSuppressingHook(ctx, sent);
   const states = new Map<number, ChoiceRecovery>();
@@ -214,13 +246,15 @@ function createStreamHook(
     let st = states.get(index);
     if (!st) {
       st = {
-        stream: createRecoveryStream({
-          tools: declaredTools(sent),
-          parsers: ctx.settings.parsers,
-          newId: idFactory(String(chunk.id ?? ''), index),
-          startsInReasoning: ctx.settings.startsInReasoning,
-          maxHeldBytes: ctx.settings.maxHeldBytes,
-        }),
+        stream: lazyRecoveryStream(() =>
+          createRecoveryStream({
+            tools: declaredTools(sent),
+            parsers: ctx.settings.parsers,
+            newId: idFactory(String(chunk.id ?? ''), index),
+            startsInReasoning: ctx.settings.startsInReasoning,
+            maxHeldBytes: ctx.settings.maxHeldBytes,
+          }),
+        ),
         finished: false,
         reasoningKey: 'reasoning_content',
         upstreamIndex: new Map(),
@@ -310,6 +344,20 @@ function createStreamHook(
         if (t) choices.push(t);
       }
       return choices.length === 0 && !chunk.usage ? [] : [{ ...chunk, choices }];
+    },
+    onLight(light, frame) {
+      const st = states.get(frame.choice);
+      // Text goes through the engine (it may hold or rewrite it): the full path.
+      if (!st || light.kind !== 'args') return undefined;
+      const f = frame.chunk;
+      if (last?.id !== f.id || last.created !== f.created || last.model !== f.model)
+        last = { id: f.id, created: f.created, model: f.model };
+      if (st.finished) return light;
+      // A structured call's fragment: no text for the engine (an empty push is a no-op), only
+      // the renumbering into the choice's index space.
+      const idx = st.upstreamIndex.get(light.call);
+      if (idx === undefined) return undefined;
+      return idx === light.call ? light : { kind: 'args', call: idx, fragment: light.fragment };
     },
     onEnd() {
       const chunks: ChatCompletionChunk[] = [];

@@ -62,7 +62,40 @@ export interface StreamEnd {
 export interface StreamHook {
   /** One upstream chunk (after leak recovery) in, zero or more chunks out. */
   onChunk(chunk: ChatCompletionChunk): ChatCompletionChunk[];
+  /**
+   * The stream's fast lane (optional): `onChunk(materializeLight(delta, frame))` for a chunk that
+   * is one light delta, without building it. Returns the light delta onChunk would pass on, null
+   * when onChunk would return nothing, or undefined, with no state touched, when the hook cannot
+   * tell cheaply: the chain then builds the chunk and calls onChunk. A hook without it always
+   * takes the full path. See support/light-delta.ts.
+   */
+  onLight?(delta: LightDelta, frame: LightFrame): LightDelta | null | undefined;
   onEnd(): StreamEnd;
+}
+
+/**
+ * A streamed chunk reduced to its one changing piece: what nearly every event of a forced,
+ * streamed final answer is. `args`: a delta that is only `tool_calls: [{index: call, function:
+ * {arguments: fragment}}]`; `answer`: a delta that is only `content: text` and carries decoded
+ * final-answer text (a LIVE_ANSWER chunk). The finish_reason is null in both.
+ */
+export type LightDelta = { kind: 'args'; call: number; fragment: string } | { kind: 'answer'; text: string };
+
+/** What every chunk of the fast lane shares: the rest of the chunk (id, model, created, choice keys). */
+export interface LightFrame {
+  /** A chunk with one choice; its delta is a stale placeholder, never read. */
+  readonly chunk: ChatCompletionChunk;
+  /** `chunk.choices[0].index`. */
+  readonly choice: number;
+}
+
+/** The pass-through hook of a policy that has nothing to do for this request. */
+export function passThroughHook(): StreamHook {
+  return {
+    onChunk: (chunk) => [chunk],
+    onLight: (delta) => delta,
+    onEnd: () => ({ chunks: [], effects: [] }),
+  };
 }
 
 export interface Policy {

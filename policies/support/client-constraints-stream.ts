@@ -98,6 +98,13 @@ export function createClientConstraintsStreamHook(policy: string, c: Constraints
       }
       return choices.length === 0 && chunk.usage == null ? [] : [{ ...chunk, choices }];
     },
+    onLight(light, frame) {
+      // Answer text passes as it is (only its last character is kept); call deltas take the full path.
+      if (light.kind !== 'answer') return undefined;
+      template ??= frame.chunk;
+      stateOf(frame.choice).lastChar = light.text.slice(-1);
+      return light;
+    },
     onEnd(): StreamEnd {
       const chunks: ChatCompletionChunk[] = [];
       for (const [index, st] of [...states].sort(([a], [b]) => a - b)) {

@@ -325,6 +325,22 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
       if (out.length === 0 && chunk.usage == null) return [];
       return [liveAnswer ? liveAnswerCopy(chunk, out) : { ...chunk, choices: out }];
     },
+    onLight(light, frame) {
+      // The hot path: a fragment of a call already named; a final_answer's is decoded into answer text.
+      if (light.kind !== 'args') return undefined;
+      const st = choices.get(frame.choice);
+      const call = st?.calls.get(light.call);
+      if (!st || st.finalized || call === undefined || call.kind === 'pending') return undefined;
+      template = frame.chunk;
+      // Another call's fragment passes on, renumbered without the final_answer slot.
+      if (call.kind === 'real')
+        return call.outIndex === light.call
+          ? light
+          : { kind: 'args', call: call.outIndex, fragment: light.fragment };
+      call.raw += light.fragment;
+      const text = answerPiece(st, call, call.decoder.push(light.fragment));
+      return text === '' ? null : { kind: 'answer', text };
+    },
     onEnd(): StreamEnd {
       const chunks: ChatCompletionChunk[] = [];
       for (const [index, st] of choices) {

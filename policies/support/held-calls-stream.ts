@@ -194,6 +194,23 @@ export function createHeldCallsStreamHook(judge: TurnJudge, opts: HoldOptions = 
       return out;
     },
 
+    onLight(light, frame) {
+      if (light.kind === 'args') {
+        // A call's fragment is assembled for the judge; held, nothing goes out until the end.
+        const a = accOf(frame.choice);
+        if (hold && a.finished) return undefined;
+        template ??= frame.chunk;
+        absorb(a, { index: light.call, function: { arguments: light.fragment } });
+        return hold ? null : light;
+      }
+      // Live answer text with nothing held before it: judged text, passed on at once.
+      if (hold && pending.length > 0) return undefined;
+      const a = acc.get(frame.choice);
+      if (!a || a.finished) return undefined;
+      template ??= frame.chunk;
+      a.content += light.text;
+      return light;
+    },
     onEnd(): StreamEnd {
       const effects = [];
       const chunks: ChatCompletionChunk[] = [];

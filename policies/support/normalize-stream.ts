@@ -159,6 +159,18 @@ export function createNormalizeStreamHook(policy: string): StreamHook {
       }
       return [choices ? { ...chunk, choices } : chunk];
     },
+    onLight(light, frame) {
+      if (responseId === '' && typeof frame.chunk.id === 'string') responseId = frame.chunk.id;
+      // Answer text: a plain content delta, passed on as it is.
+      if (light.kind === 'answer') return light;
+      // A continuation fragment of a known call, with no header pending: route() only appends it.
+      const cur = states.get(frame.choice)?.current.get(light.call);
+      if (!cur || cur.splitPending) return undefined;
+      cur.args += light.fragment;
+      return cur.outIndex === light.call
+        ? light
+        : { kind: 'args', call: cur.outIndex, fragment: light.fragment };
+    },
     onEnd(): StreamEnd {
       return { chunks: [], effects: tally.toEffects() };
     },

@@ -28,6 +28,13 @@ export interface StreamOutput {
    * `done` says the bytes held the upstream's own `[DONE]`.
    */
   relay?(bytes: Uint8Array, done: boolean): Promise<void>;
+  /**
+   * Chat framing only (the stream's fast lane, fast-lane.ts): the text chunks() writes for one
+   * chunk, and a write of text so framed, which returns a promise only when the client cannot
+   * take more yet. Both or neither; an output without them gets chunks.
+   */
+  frame?(chunk: ChatCompletionChunk): string;
+  text?(framed: string): Promise<void> | undefined;
   /** A normal end. */
   end(summary: StreamSummary): Promise<void>;
   /** A failure after open(): the API's own error event, then the end of the stream. */

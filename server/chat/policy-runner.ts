@@ -6,7 +6,10 @@
  */
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '../../protocol/openai.js';
 import type { ModelSettings } from '../../protocol/settings.js';
+import { materializeLight } from '../../policies/support/light-delta.js';
 import type {
+  LightDelta,
+  LightFrame,
   Policy,
   PolicyContext,
   PolicyEffect,
@@ -76,6 +79,12 @@ export function runResponsePolicies(
 
 export interface StreamChain {
   push(chunk: ChatCompletionChunk): ChatCompletionChunk[];
+  /**
+   * The fast lane (policies/support/light-delta.ts): push(materializeLight(light, frame)), with
+   * the answer kept light while every hook can. Returns the light delta that comes out, null
+   * when nothing does, or the chunks of the full path once a hook could not take it light.
+   */
+  pushLight(light: LightDelta, frame: LightFrame): LightDelta | null | ChatCompletionChunk[];
   end(): {
     chunks: ChatCompletionChunk[];
     effects: PolicyEffect[];
@@ -114,6 +123,18 @@ export function createStreamChain(
   };
   return {
     push: (chunk) => from(0, [chunk]),
+    pushLight(light, frame) {
+      let cur = light;
+      for (let i = 0; i < hooks.length; i++) {
+        const hook = hooks[i]!;
+        const next = hook.onLight?.(cur, frame);
+        // The hook left its state untouched: it gets the chunk the light delta stands for.
+        if (next === undefined) return from(i, [materializeLight(cur, frame)]);
+        if (next === null) return null;
+        cur = next;
+      }
+      return cur;
+    },
     end() {
       const out: ChatCompletionChunk[] = [];
       const effects: PolicyEffect[] = [];

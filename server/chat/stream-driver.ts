@@ -22,6 +22,7 @@ import { judgeCompletion, completionToChunks } from './pipeline.js';
 import { createStreamChain, salvageUpstreamError } from './policy-runner.js';
 import { recordPolicyEffects } from './effects.js';
 import { addUsage } from './trace.js';
+import { createFastLane, type LaneSink } from './fast-lane.js';
 
 /** What reached the client over a stream, for the response-kind metric and the log line. */
 export interface SeenOutput {
@@ -46,6 +47,15 @@ function isPlainRelay(payloads: readonly string[]): boolean {
   return true;
 }
 
+/** Every chunk repeats the same identity: a new object only when it changes. */
+function noteIdentity(call: ChatCall, chunk: ChatCompletionChunk): void {
+  const prev = call.streamIdentity;
+  const model = chunk.model ?? prev.model;
+  const created = chunk.created ?? prev.created;
+  if (prev.id !== chunk.id || prev.model !== model || prev.created !== created)
+    call.streamIdentity = { id: chunk.id, model, created };
+}
+
 function usageOfChunk(payload: string): Usage | undefined {
   try {
     const u = (JSON.parse(payload) as { usage?: Usage | null }).usage;
@@ -62,20 +72,6 @@ function midStreamError(call: ChatCall, err: unknown): ToolproofError {
     message: `The upstream ${call.route.client.label} closed the stream before it ended.`,
     cause: err,
   });
-}
-
-/** The next read of an upstream body, with upstream failures told apart from toolproof's own. */
-async function nextRead(
-  it: AsyncIterator<unknown>,
-  call: ChatCall,
-): Promise<{ buf: Buffer } | { done: true } | { error: ToolproofError }> {
-  try {
-    const r = await it.next();
-    return r.done ? { done: true } : { buf: r.value as Buffer };
-  } catch (err) {
-    if (call.signal.aborted) throw err;
-    return { error: midStreamError(call, err) };
-  }
 }
 
 export async function streamAttempt(
@@ -116,12 +112,38 @@ export async function streamAttempt(
   let lastPayload = '';
   let batch: ChatCompletionChunk[] = [];
   let rawBatch = '';
+  // The fast lane (fast-lane.ts): argument-fragment events matched against a learned template
+  // go through the chain as light deltas; answer text is framed by splicing when the output
+  // frames text (chat), so such an event is neither parsed nor its chunk serialized.
+  const frame = chain && out.frame && out.text ? out.frame.bind(out) : null;
+  const writeText = frame && out.text ? out.text.bind(out) : null;
+  let framedBatch = '';
+  const lane = chain ? createFastLane(chain, frame) : null;
   // Diagnosis (rawDumpDir): the attempt's upstream events as received.
   const raw: string[] | undefined = deps.dumpRaw ? [] : undefined;
+
+  const emit = (c: ChatCompletionChunk): void => {
+    note(seen, c);
+    if (frame) framedBatch += frame(c);
+    else batch.push(c);
+  };
+
+  const sink: LaneSink = {
+    chunk: emit,
+    framed(text) {
+      // Framed answer text: content, by construction.
+      seen.content = true;
+      framedBatch += text;
+    },
+  };
 
   const handle = (payload: string): void => {
     raw?.push(payload);
     if (midError || salvaged || payload === '[DONE]') return;
+    if (lane?.take(payload, sink)) {
+      noteIdentity(call, lane.frameChunk!);
+      return;
+    }
     if (relay && !payload.includes('"error"') && !payload.includes('"usage"')) {
       // Pass-through: an ordinary event is relayed as its own text, only re-framed.
       rawBatch += `data: ${payload}\n\n`;
@@ -164,14 +186,7 @@ export async function streamAttempt(
       midError = fromUpstreamError(500, body, label);
       return;
     }
-    if (typeof chunk.id === 'string') {
-      const prev = call.streamIdentity;
-      const model = chunk.model ?? prev.model;
-      const created = chunk.created ?? prev.created;
-      // Every chunk repeats the same identity: a new object only when it changes.
-      if (prev.id !== chunk.id || prev.model !== model || prev.created !== created)
-        call.streamIdentity = { id: chunk.id, model, created };
-    }
+    if (typeof chunk.id === 'string') noteIdentity(call, chunk);
     if (chunk.usage && (!Array.isArray(chunk.choices) || chunk.choices.length === 0)) {
       usage = addUsage(usage, chunk.usage);
       return; // one summed usage chunk goes out at the very end
@@ -190,17 +205,20 @@ export async function streamAttempt(
       else batch.push(chunk);
       return;
     }
-    for (const c of chain.push(chunk)) {
-      note(seen, c);
-      batch.push(c);
-    }
+    for (const c of chain.push(chunk)) emit(c);
+    lane?.learn(payload, chunk);
   };
 
-  const flush = async (): Promise<void> => {
+  const flushAll = async (): Promise<void> => {
     if (rawBatch && relay) {
       const text = rawBatch;
       rawBatch = '';
       await relay(Buffer.from(text), false);
+    }
+    if (framedBatch && writeText) {
+      const text = framedBatch;
+      framedBatch = '';
+      await writeText(text);
     }
     if (batch.length === 0) return;
     const chunks = batch;
@@ -208,14 +226,30 @@ export async function streamAttempt(
     await out.chunks(chunks);
   };
 
+  /**
+   * Writes what a read produced. The hot path (chat framing: text only) returns a promise only
+   * when the client's socket is full: no promise and no microtask hop per read otherwise.
+   */
+  const flush = (): Promise<void> | undefined => {
+    if (rawBatch || batch.length > 0) return flushAll();
+    if (!framedBatch || !writeText) return undefined;
+    const text = framedBatch;
+    framedBatch = '';
+    return writeText(text);
+  };
+
   const it = res.body[Symbol.asyncIterator]();
   for (;;) {
-    const read = await nextRead(it, call);
-    if ('error' in read) {
-      midError = read.error;
+    // The next read, with upstream failures told apart from toolproof's own.
+    let read: IteratorResult<unknown>;
+    try {
+      read = await it.next();
+    } catch (err) {
+      if (call.signal.aborted) throw err;
+      midError = midStreamError(call, err);
       break;
     }
-    const buf = 'done' in read ? undefined : read.buf;
+    const buf = read.done ? undefined : (read.value as Buffer);
     const startsClean = !parser.pending();
     let payloads: string[];
     try {
@@ -242,7 +276,8 @@ export async function streamAttempt(
       continue;
     }
     for (const payload of payloads) handle(payload);
-    await flush();
+    const wait = flush();
+    if (wait) await wait;
     if (midError || salvaged) break;
   }
   if (raw) deps.dumpRaw?.(call.reqId, call.trace.attempts, raw.map((p) => `data: ${p}\n\n`).join(''));

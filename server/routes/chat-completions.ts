@@ -21,9 +21,14 @@ export const SSE_HEADERS = {
  * (backpressure), and a client that goes away releases the wait ('close').
  */
 export function writeRaw(reply: FastifyReply, data: string | Uint8Array): Promise<void> {
+  return writeOrWait(reply, data) ?? Promise.resolve();
+}
+
+/** writeRaw without a promise when there is nothing to wait for (the stream's hot path). */
+function writeOrWait(reply: FastifyReply, data: string | Uint8Array): Promise<void> | undefined {
   const raw = reply.raw;
-  if (raw.destroyed || raw.writableEnded) return Promise.resolve();
-  if (raw.write(data)) return Promise.resolve();
+  if (raw.destroyed || raw.writableEnded) return undefined;
+  if (raw.write(data)) return undefined;
   return new Promise((resolve) => {
     const done = () => {
       raw.off('drain', done);
@@ -57,8 +62,16 @@ class ChatSseOutput implements StreamOutput {
     if (chunks.length === 0) return Promise.resolve();
     // One write per batch: one syscall, one TCP segment.
     let text = '';
-    for (const c of chunks) text += sseData(JSON.stringify(c));
+    for (const c of chunks) text += this.frame(c);
     return writeRaw(this.reply, text);
+  }
+
+  frame(chunk: ChatCompletionChunk): string {
+    return sseData(JSON.stringify(chunk));
+  }
+
+  text(framed: string): Promise<void> | undefined {
+    return writeOrWait(this.reply, framed);
   }
 
   relay(bytes: Uint8Array, done: boolean): Promise<void> {

@@ -22,6 +22,14 @@ describe('SseParser', () => {
     expect(feed(encoder.encode(text), [])).toEqual(['{"a":1}', 'two\nlines', '[DONE]']);
   });
 
+  it('reads data lines without a space, empty data lines and fields named like data', () => {
+    const text = 'data:x\n\ndata:\ndata: \n\ndatum: no\n\ndata:  two spaces\n\n';
+    // Every split point: a line read in place and a line joined from pieces read the same.
+    for (let cut = 0; cut <= text.length; cut++) {
+      expect(feed(encoder.encode(text), [cut])).toEqual(['x', '\n', ' two spaces']);
+    }
+  });
+
   it('an unterminated last event still counts at end of stream', () => {
     expect(feed(encoder.encode('data: {"x":1}\n\ndata: tail'), [])).toEqual(['{"x":1}', 'tail']);
   });
@@ -44,6 +52,36 @@ describe('SseParser', () => {
         expect(feed(bytes, cuts)).toEqual(clean);
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it('decodes any bytes split anywhere as a TextDecoder over the whole stream (invalid UTF-8, BOM)', () => {
+    const piece = fc.oneof(
+      fc.uint8Array({ maxLength: 12 }),
+      fc.constantFrom(
+        encoder.encode('data: é😀日\n\n'),
+        Uint8Array.of(0xef, 0xbb, 0xbf),
+        Uint8Array.of(0xf0, 0x9f, 0x98),
+        Uint8Array.of(0xe0, 0x80, 0x80),
+        Uint8Array.of(0xed, 0xa0, 0x80),
+        Uint8Array.of(0xc3),
+        Uint8Array.of(0x80, 0x80, 0x80, 0x80),
+        encoder.encode('\n\ndata: '),
+      ),
+    );
+    fc.assert(
+      fc.property(
+        fc.array(piece, { maxLength: 12 }),
+        fc.array(fc.nat(), { maxLength: 12 }),
+        (pieces, rawCuts) => {
+          const bytes = Buffer.concat([encoder.encode('data: '), ...pieces, encoder.encode('\n\n')]);
+          const cuts = [...new Set(rawCuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
+          const reference = new SseParser();
+          const expected = [...reference.push(new TextDecoder('utf-8').decode(bytes)), ...reference.finish()];
+          expect(feed(bytes, cuts)).toEqual(expected);
+        },
+      ),
+      { numRuns: 500 },
     );
   });
 });
