@@ -48,9 +48,14 @@ function matchNamed({ text, final, find, ctx }: MatchInput, j: number): MatchRes
   const call = gated(callFromNamed(body, ctx.tools), ctx.tools);
   const end = close < 0 ? text.length : close + CLOSE.length;
   const truncated = close < 0 ? { truncated: true } : {};
-  // Not readable this way: the pythonic family reads Python call lists in this tag (SGLang's
-  // dialect, with its own checks), so the envelope is left to it rather than claimed here.
-  if (!call) return null;
+  if (!call) {
+    // A closed tag not readable this way is left to the pythonic family, which reads Python
+    // call lists in this tag (SGLang's dialect, with its own checks). One cut off at the end of
+    // output is claimed to the end: left unclaimed, every later `<tool_call>name(` in the rest
+    // would be tried again to the end (quadratic on hostile output).
+    if (close >= 0) return null;
+    return { end, calls: [], error: 'call in the tag is not readable', ...truncated };
+  }
   return { end, calls: [{ name: call.name, arguments: call.args, repairs: ['python-call'] }], ...truncated };
 }
 
