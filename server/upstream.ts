@@ -110,8 +110,15 @@ export class UpstreamClient {
   private readonly basePath: string;
   private readonly authorization: string | undefined;
   private readonly replicas: number;
+  /**
+   * Longest silence between two events of a streamed response. undici's bodyTimeout only sees
+   * bytes, so an upstream that sends nothing but SSE comments or blank lines would hold a stream
+   * forever; the stream driver applies this to events.
+   */
+  readonly idleMs: number;
 
   constructor(target: UpstreamTarget, timeouts: Timeouts) {
+    this.idleMs = timeouts.idleMs;
     const first = new URL(target.urls[0]!);
     this.basePath = first.pathname.replace(/\/+$/, '');
     this.label = upstreamLabel(target.urls);

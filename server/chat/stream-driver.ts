@@ -239,6 +239,10 @@ export async function streamAttempt(
   };
 
   const it = res.body[Symbol.asyncIterator]();
+  // Bytes that hold no event (SSE comments, blank lines) do not count as progress: the clock
+  // starts at the first such read after an event (no clock read per ordinary read).
+  const idleMs = call.route.client.idleMs;
+  let quietSince = -1;
   for (;;) {
     // The next read, with upstream failures told apart from toolproof's own.
     let read: IteratorResult<unknown>;
@@ -261,6 +265,14 @@ export async function streamAttempt(
     }
     if (buf === undefined) {
       for (const payload of payloads) handle(payload);
+      break;
+    }
+    if (payloads.length > 0) quietSince = -1;
+    else if (quietSince < 0) quietSince = performance.now();
+    else if (performance.now() - quietSince > idleMs) {
+      midError = new ToolproofError('TP_ERR_UPSTREAM_TIMEOUT', {
+        message: `The upstream ${label} stalled: no event within the idle timeout (only comments or blank lines).`,
+      });
       break;
     }
     if (relay && startsClean && !parser.pending() && isPlainRelay(payloads)) {
