@@ -137,8 +137,12 @@ export async function streamAttempt(
     },
   };
 
+  // Whether the upstream said it finished ([DONE], or a finish_reason): a stream that closes
+  // without either was cut off, and is not judged as if it were whole.
+  let finished = false;
   const handle = (payload: string): void => {
     raw?.push(payload);
+    if (payload === '[DONE]') finished = true;
     if (midError || salvaged || payload === '[DONE]') return;
     if (lane?.take(payload, sink)) {
       noteIdentity(call, lane.frameChunk!);
@@ -187,6 +191,8 @@ export async function streamAttempt(
       return;
     }
     if (typeof chunk.id === 'string') noteIdentity(call, chunk);
+    if (!finished && Array.isArray(chunk.choices))
+      for (const c of chunk.choices) if (c?.finish_reason) finished = true;
     if (chunk.usage && (!Array.isArray(chunk.choices) || chunk.choices.length === 0)) {
       usage = addUsage(usage, chunk.usage);
       return; // one summed usage chunk goes out at the very end
@@ -265,6 +271,11 @@ export async function streamAttempt(
     }
     if (buf === undefined) {
       for (const payload of payloads) handle(payload);
+      if (chain && !finished && !midError && !salvaged) {
+        midError = new ToolproofError('TP_ERR_UPSTREAM_UNREACHABLE', {
+          message: `The upstream ${label} closed the stream before the answer finished (no finish_reason, no end-of-stream marker).`,
+        });
+      }
       break;
     }
     if (payloads.length > 0) quietSince = -1;

@@ -88,6 +88,11 @@ const midStream: Record<string, Handler> = {
     res.write(sse(good.slice(0, 3)));
     setTimeout(() => res.socket?.destroy(), 30);
   },
+  // A clean close in the middle of the answer: no finish_reason, no [DONE]. Not a whole answer.
+  'a clean close before the answer finished': (b, res) => {
+    head(res, b);
+    res.end(sse(good.slice(0, 2)));
+  },
   // A slow loris: bytes keep coming (so undici's byte idle timer never fires) but no event.
   'nothing but SSE comments after the first events': (b, res) => {
     head(res, b);
