@@ -2,8 +2,9 @@
  * Every parser fixture through the real proxy, streamed and not: the simulator plays the
  * fixture's raw text as the model's content (a backend whose tool parser missed the calls),
  * and the openai client must see exactly the fixture's calls and leftover content. Fixtures
- * that need upstream reasoning or a reasoning-opened prompt are covered by the conformance
- * suite only (the simulator has no raw reasoning channel).
+ * that need upstream reasoning are covered by the conformance suite only (the simulator has no
+ * raw reasoning channel); those whose prompt opened the reasoning run against a model configured
+ * with `startsInReasoning`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FixtureCase, loadFixtures } from '../parsers/fixtures.js';
@@ -28,13 +29,19 @@ function request(c: FixtureCase) {
   };
 }
 
-const cases = loadFixtures().flatMap(({ file, cases }) =>
-  cases
-    .filter((c) => c.reasoning === undefined && !c.startsInReasoning && c.text.trim() !== '')
-    .map((c) => ({ file, c })),
+const all = loadFixtures().flatMap(({ file, cases }) =>
+  cases.filter((c) => c.reasoning === undefined && c.text.trim() !== '').map((c) => ({ file, c })),
 );
 
-describe('parser fixtures through the proxy', () => {
+/**
+ * One proxy per setting: fixtures whose prompt opened the reasoning (`startsInReasoning`) run
+ * against a model configured so, the rest against the default.
+ */
+describe.each([
+  { group: 'output starting as content', startsInReasoning: false },
+  { group: 'output starting in reasoning (the prompt opened it)', startsInReasoning: true },
+])('parser fixtures through the proxy: $group', ({ startsInReasoning }) => {
+  const cases = all.filter(({ c }) => (c.startsInReasoning ?? false) === startsInReasoning);
   let stack: Stack;
   const failures: string[] = [];
   const streamedContentDiffers: string[] = [];
@@ -42,7 +49,7 @@ describe('parser fixtures through the proxy', () => {
     // recovery 'always': fixtures without tools (a think split, prose) are read as the engine reads them.
     stack = await startStack({
       sim: { personality: 'vllm' },
-      file: { defaults: { forceToolUse: false, recovery: 'always' } },
+      file: { defaults: { forceToolUse: false, recovery: 'always', startsInReasoning } },
     });
     for (const { file, c } of cases) {
       const headers = { 'x-sim-scenario': scenarioHeader(c.text) };
@@ -69,6 +76,7 @@ describe('parser fixtures through the proxy', () => {
   afterAll(() => stack.close());
 
   it('recovers every fixture, streamed and not, with the same calls and the expected content', () => {
+    expect(cases.length).toBeGreaterThan(100);
     expect(failures).toEqual([]);
   });
 
