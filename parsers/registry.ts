@@ -52,6 +52,7 @@ import { ling } from './formats/ling.js';
 import { museGlimmer } from './formats/muse-glimmer.js';
 // issue 11: families without a reader before (fam-a)
 import { dots } from './formats/dots.js';
+import { plamo3 } from './formats/plamo3.js';
 
 export const PARSERS: readonly FamilyParser[] = [
   hermes,
@@ -99,6 +100,7 @@ export const PARSERS: readonly FamilyParser[] = [
   ling,
   museGlimmer,
   dots,
+  plamo3,
 ];
 
 export const PARSER_NAMES: readonly string[] = PARSERS.map((p) => p.name);
