@@ -5,7 +5,8 @@
  *   <|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>{…}<|plamo:end_tool_arguments:plamo|>
  *   <|plamo:end_tool_request:plamo|>…
  *   <|plamo:end_tool_requests:plamo|><|plamo:tag|>
- * `<|plamo:tag|>` ends the turn; right after the group it belongs to the envelope. A group cut
+ * Reasoning is `<|plamo:begin_think:plamo|>…<|plamo:end_think:plamo|>` (the template may open it
+ * in the prompt). `<|plamo:tag|>` ends the turn; right after the group it belongs to the envelope. A group cut
  * off at the end of output is read as far as its requests go: a request cut off after its
  * name is a call with `{}`, one cut off in its arguments has them closed (the kit's lenient
  * end-of-output readings); one cut off inside its name leaves the group as text.
@@ -25,6 +26,7 @@ const ARGS = ['<|plamo:begin_tool_arguments:plamo|>', '<|plamo:end_tool_argument
 // the constrained-decoding header the model writes before the JSON
 const ARGS_HEADER = '<|plamo:constrain|>json<|plamo:msg|>';
 const END_OF_TURN = '<|plamo:tag|>';
+const THINK = { open: '<|plamo:begin_think:plamo|>', close: '<|plamo:end_think:plamo|>' };
 
 /** Index after `tag` at `i` (whitespace first), or -1. */
 function after(body: string, i: number, tag: string): number {
@@ -74,6 +76,7 @@ function readRequests(body: string, truncated: boolean): BodyResult {
 export const plamo3 = defineFamily({
   name: 'plamo3',
   markers: [GROUP_OPEN],
+  reasoning: [THINK],
   priority: 42,
   backend: { vllm: 'plamo3' },
   match: delimitedEnvelope({
