@@ -50,6 +50,9 @@ import { apriel } from './formats/apriel.js';
 import { commandRPlus } from './formats/command-r-plus.js';
 import { ling } from './formats/ling.js';
 import { museGlimmer } from './formats/muse-glimmer.js';
+// issue 11: families without a reader before (fam-a)
+import { dots } from './formats/dots.js';
+import { plamo3 } from './formats/plamo3.js';
 
 export const PARSERS: readonly FamilyParser[] = [
   hermes,
@@ -96,6 +99,8 @@ export const PARSERS: readonly FamilyParser[] = [
   commandRPlus,
   ling,
   museGlimmer,
+  dots,
+  plamo3,
 ];
 
 export const PARSER_NAMES: readonly string[] = PARSERS.map((p) => p.name);

@@ -21,7 +21,26 @@ export function paramSchema(
   // own keys only: a parameter named `constructor` or `__proto__` must not find Object's
   if (!Object.hasOwn(props, param)) return undefined;
   const s = props[param];
-  return isPlainObject(s) ? s : undefined;
+  return isPlainObject(s) ? resolveLocalRef(s, tool!.parameters!) : undefined;
+}
+
+// Pydantic declares nested models by reference (`{"$ref": "#/$defs/Location"}`): the value is
+// typed by what the pointer names. Local pointers only, a few hops (a cycle stays unresolved).
+function resolveLocalRef(schema: Record<string, unknown>, root: unknown): Record<string, unknown> {
+  let s = schema;
+  for (let hops = 0; hops < 8; hops++) {
+    const ref = s['$ref'];
+    if (typeof ref !== 'string' || !ref.startsWith('#/')) return s;
+    let node: unknown = root;
+    for (const part of ref.slice(2).split('/')) {
+      const key = part.replaceAll('~1', '/').replaceAll('~0', '~');
+      if (!isPlainObject(node) || !Object.hasOwn(node, key)) return s;
+      node = node[key];
+    }
+    if (!isPlainObject(node)) return s;
+    s = node;
+  }
+  return s;
 }
 
 // Tools written from Python or C signatures declare `float`, `int`, `bool`, `list`, `uint32` where

@@ -34,6 +34,18 @@ describe('coerceParamValue', () => {
     expect(coerceParamValue('[1]', undefined, { untyped: 'json' })).toEqual([1]);
     expect(coerceParamValue('hello', undefined, { untyped: 'json' })).toBe('hello');
   });
+  it('paramSchema follows a local $ref (Pydantic $defs) and leaves a cycle or a dangling one alone', () => {
+    const parameters = {
+      type: 'object',
+      properties: { loc: { $ref: '#/$defs/Loc' }, loop: { $ref: '#/$defs/A' }, gone: { $ref: '#/$defs/X' } },
+      $defs: { Loc: { type: 'object' }, A: { $ref: '#/$defs/B' }, B: { $ref: '#/$defs/A' } },
+    };
+    const tool = { name: 't', parameters };
+    expect(paramSchema(tool, 'loc')).toEqual({ type: 'object' });
+    expect(paramSchema(tool, 'gone')).toEqual({ $ref: '#/$defs/X' });
+    expect(paramSchema(tool, 'loop')?.['$ref']).toMatch(/^#\/\$defs\/[AB]$/);
+    expect(coerceParamValue('{"city": "Shanghai"}', paramSchema(tool, 'loc'))).toEqual({ city: 'Shanghai' });
+  });
   it('paramSchema reads properties of the declared tool', () => {
     const tool = { name: 't', parameters: { type: 'object', properties: { a: { type: 'integer' } } } };
     expect(paramSchema(tool, 'a')).toEqual({ type: 'integer' });
