@@ -50,6 +50,7 @@ import { apriel } from './formats/apriel.js';
 import { commandRPlus } from './formats/command-r-plus.js';
 import { ling } from './formats/ling.js';
 import { museGlimmer } from './formats/muse-glimmer.js';
+import { solarOpen2 } from './formats/solar-open2.js';
 
 export const PARSERS: readonly FamilyParser[] = [
   hermes,
@@ -96,6 +97,7 @@ export const PARSERS: readonly FamilyParser[] = [
   commandRPlus,
   ling,
   museGlimmer,
+  solarOpen2,
 ];
 
 export const PARSER_NAMES: readonly string[] = PARSERS.map((p) => p.name);
