@@ -51,6 +51,7 @@ import { commandRPlus } from './formats/command-r-plus.js';
 import { ling } from './formats/ling.js';
 import { museGlimmer } from './formats/muse-glimmer.js';
 import { solarOpen2 } from './formats/solar-open2.js';
+import { rwkv } from './formats/rwkv.js';
 
 export const PARSERS: readonly FamilyParser[] = [
   hermes,
@@ -98,6 +99,7 @@ export const PARSERS: readonly FamilyParser[] = [
   ling,
   museGlimmer,
   solarOpen2,
+  rwkv,
 ];
 
 export const PARSER_NAMES: readonly string[] = PARSERS.map((p) => p.name);
