@@ -52,6 +52,7 @@ import { ling } from './formats/ling.js';
 import { museGlimmer } from './formats/muse-glimmer.js';
 import { solarOpen2 } from './formats/solar-open2.js';
 import { rwkv } from './formats/rwkv.js';
+import { cwm } from './formats/cwm.js';
 
 export const PARSERS: readonly FamilyParser[] = [
   hermes,
@@ -100,6 +101,7 @@ export const PARSERS: readonly FamilyParser[] = [
   museGlimmer,
   solarOpen2,
   rwkv,
+  cwm,
 ];
 
 export const PARSER_NAMES: readonly string[] = PARSERS.map((p) => p.name);
