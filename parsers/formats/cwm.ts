@@ -8,7 +8,8 @@
  * otherwise a shell-style command line, `{"command": PAYLOAD}`, the way vLLM reads it. That
  * wrapping invents a key, so it is done only for a declared tool that has a `command`
  * parameter; any other plain payload stays text. A block left open, or holding another
- * block's open tag, stays text.
+ * block's open tag, stays text. Shorthand (vLLM reads it too): `<tool: NAME payload </tool>`,
+ * the `>` after the label missing, names the tool by the label; its `</tool>` must end a line.
  */
 import { defineFamily } from '../engine/define.js';
 import type { MatchInput, MatchResult } from '../engine/family.js';
@@ -23,8 +24,16 @@ const CLOSE = '</tool>';
 const MAX_LABEL = 32;
 const SPACE = /\s/;
 
-/** `<tool: LABEL>`: the index after `>`, null when this is no such tag, or 'need-more'. */
-function openTagEnd(text: string, start: number, final: boolean): number | null | 'need-more' {
+/**
+ * `<tool: LABEL>`: where the body starts; with the shorthand `<tool: NAME payload </tool>`
+ * (no `>` after the label) the label is the tool's name and the body starts after it.
+ * null when this is no such tag, or 'need-more'.
+ */
+function openTag(
+  text: string,
+  start: number,
+  final: boolean,
+): { bodyStart: number; name?: string } | null | 'need-more' {
   let i = start + OPEN.length;
   while (i < text.length && (text[i] === ' ' || text[i] === '\t')) i++;
   const label = i;
@@ -32,16 +41,18 @@ function openTagEnd(text: string, start: number, final: boolean): number | null 
   if (i - label > MAX_LABEL) return null;
   if (i >= text.length) return final ? null : 'need-more';
   if (i === label) return null;
+  const labelEnd = i;
   while (i < text.length && (text[i] === ' ' || text[i] === '\t')) i++;
   if (i >= text.length) return final ? null : 'need-more';
-  return text[i] === '>' ? i + 1 : null;
+  if (text[i] === '>') return { bodyStart: i + 1 };
+  return { bodyStart: labelEnd, name: text.slice(label, labelEnd) };
 }
 
-function readBody(body: string, ctx: ParseContext): ParsedCall | { error: string } {
+function readBody(body: string, ctx: ParseContext, shorthandName?: string): ParsedCall | { error: string } {
   const t = body.trim();
   let n = 0;
-  while (n < t.length && !SPACE.test(t[n]!)) n++;
-  const name = t.slice(0, n);
+  if (shorthandName === undefined) while (n < t.length && !SPACE.test(t[n]!)) n++;
+  const name = shorthandName ?? t.slice(0, n);
   if (name === '') return { error: 'empty tool block' };
   // vLLM drops blank lines inside the payload; keep the text as written otherwise
   const payload = t
@@ -69,18 +80,27 @@ function readBody(body: string, ctx: ParseContext): ParsedCall | { error: string
 }
 
 function matchBlock({ text, start, final, ctx, find }: MatchInput): MatchResult {
-  const bodyStart = openTagEnd(text, start, final);
-  if (bodyStart === null || bodyStart === 'need-more') return bodyStart;
+  const tag = openTag(text, start, final);
+  if (tag === null || tag === 'need-more') return tag;
+  const { bodyStart } = tag;
   const close = find(CLOSE, bodyStart);
   if (close < 0) {
     if (!final) return 'need-more';
     return { end: text.length, calls: [], error: 'tool block not closed', truncated: true };
   }
+  const end = close + CLOSE.length;
+  if (tag.name !== undefined) {
+    // the shorthand is also how prose could read ("use <tool: python to …, then </tool> …"):
+    // its close must end the line
+    let j = end;
+    while (j < text.length && (text[j] === ' ' || text[j] === '\t' || text[j] === '\r')) j++;
+    if (j >= text.length && !final) return 'need-more';
+    if (j < text.length && text[j] !== '\n') return null;
+  }
   const body = text.slice(bodyStart, close);
   // a block that never closed before the next one opened: which text is whose is unclear
-  if (body.includes(OPEN)) return { end: close + CLOSE.length, calls: [], error: 'tool block reopened' };
-  const r = readBody(body, ctx);
-  const end = close + CLOSE.length;
+  if (body.includes(OPEN)) return { end, calls: [], error: 'tool block reopened' };
+  const r = readBody(body, ctx, tag.name);
   return 'error' in r ? { end, calls: [], error: r.error } : { end, calls: [r] };
 }
 
