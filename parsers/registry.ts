@@ -50,9 +50,11 @@ import { apriel } from './formats/apriel.js';
 import { commandRPlus } from './formats/command-r-plus.js';
 import { ling } from './formats/ling.js';
 import { museGlimmer } from './formats/muse-glimmer.js';
-// issue 11: families without a reader before (fam-a)
 import { dots } from './formats/dots.js';
 import { plamo3 } from './formats/plamo3.js';
+import { solarOpen2 } from './formats/solar-open2.js';
+import { rwkv } from './formats/rwkv.js';
+import { cwm } from './formats/cwm.js';
 
 export const PARSERS: readonly FamilyParser[] = [
   hermes,
@@ -101,6 +103,9 @@ export const PARSERS: readonly FamilyParser[] = [
   museGlimmer,
   dots,
   plamo3,
+  solarOpen2,
+  rwkv,
+  cwm,
 ];
 
 export const PARSER_NAMES: readonly string[] = PARSERS.map((p) => p.name);

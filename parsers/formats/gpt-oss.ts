@@ -104,16 +104,18 @@ export const gptOss = defineFamily({
     if (input.marker === ROLE_TAIL && input.start !== 0) return null;
     const { text, start, final, find } = input;
     const msg = find(MESSAGE, start);
+    // a header is short; a very long one means this is not a harmony block. Decided as soon as
+    // the header could no longer be short (so prose holding a stray token streams on), and the
+    // same way whether or not the message marker has arrived yet (prefix-stable)
+    if ((msg < 0 && text.length - start > 512 + MESSAGE.length) || msg - start > 512) {
+      return { end: start + 1, calls: [], error: 'harmony header too long' };
+    }
     if (msg < 0) {
-      // decided as soon as the header could no longer be short, so prose holding a stray token streams on
-      if (final || text.length - start > 512 + MESSAGE.length) {
+      if (final)
         return { end: text.length, calls: [], error: 'harmony header without message', truncated: true };
-      }
       return 'need-more';
     }
     const header = text.slice(start, msg);
-    // a header is short; a very long one means this is not a harmony block
-    if (header.length > 512) return { end: start + 1, calls: [], error: 'harmony header too long' };
     const bodyStart = msg + MESSAGE.length;
     const be = bodyEnd(text, bodyStart);
     if (!be && !final) return 'need-more';
