@@ -45,6 +45,24 @@ describe('peer suites imported as fixtures', () => {
     }
   });
 
+  it("keeps parsers/README.md's per-source table equal to the fixtures (cases per test file)", () => {
+    const perFile = new Map<string, Map<string, number>>();
+    for (const { c } of imported) {
+      const [repo, rest] = [c.source!.split(' ')[0]!, c.source!.slice(c.source!.indexOf(' ') + 1)];
+      const path = rest.split('::')[0]!.split(' ')[0]!;
+      const files = perFile.get(repo) ?? new Map<string, number>();
+      files.set(path, (files.get(path) ?? 0) + 1);
+      perFile.set(repo, files);
+    }
+    for (const repo of Object.keys(FLOOR)) {
+      const files = perFile.get(repo) ?? new Map<string, number>();
+      const total = [...files.values()].reduce((a, b) => a + b, 0);
+      const row = README.split('\n').find((l) => l.startsWith(`| ${repo} | `)) ?? '';
+      expect(row, repo).toContain(`| ${repo} | ${total} | `);
+      for (const [path, n] of files) expect(row, `${repo} ${path}`).toContain(`\`${path}\` (${n})`);
+    }
+  });
+
   it('lists every deliberate disagreement in parsers/README.md', () => {
     const missing = cases
       .filter(({ c }) => c.disagreement !== undefined)
