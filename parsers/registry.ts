@@ -50,6 +50,8 @@ import { apriel } from './formats/apriel.js';
 import { commandRPlus } from './formats/command-r-plus.js';
 import { ling } from './formats/ling.js';
 import { museGlimmer } from './formats/muse-glimmer.js';
+// issue 11: families from vLLM suites without a reader (fam-c)
+import { internS1 } from './formats/intern-s1.js';
 
 export const PARSERS: readonly FamilyParser[] = [
   hermes,
@@ -96,6 +98,7 @@ export const PARSERS: readonly FamilyParser[] = [
   commandRPlus,
   ling,
   museGlimmer,
+  internS1,
 ];
 
 export const PARSER_NAMES: readonly string[] = PARSERS.map((p) => p.name);
