@@ -52,6 +52,7 @@ import { ling } from './formats/ling.js';
 import { museGlimmer } from './formats/muse-glimmer.js';
 // issue 11: families from vLLM suites without a reader (fam-c)
 import { internS1 } from './formats/intern-s1.js';
+import { hyperclovax } from './formats/hyperclovax.js';
 
 export const PARSERS: readonly FamilyParser[] = [
   hermes,
@@ -99,6 +100,7 @@ export const PARSERS: readonly FamilyParser[] = [
   ling,
   museGlimmer,
   internS1,
+  hyperclovax,
 ];
 
 export const PARSER_NAMES: readonly string[] = PARSERS.map((p) => p.name);
