@@ -71,8 +71,20 @@ function readJsonValuedCall(inner: string, ctx: ParseContext): ParsedCall | null
   return quoted ? { name, arguments: args } : null;
 }
 
+/** `<tool_call>` then a bare name and a newline or a tag (GLM's shape); undecided while short. */
+function glmShaped(text: string, bodyStart: number, final: boolean): boolean | 'need-more' {
+  const j = skipWs(text, bodyStart);
+  const name = j < text.length ? readName(text, j) : '';
+  if (j + name.length >= text.length) return final ? false : 'need-more';
+  const c = text[j + name.length];
+  return name !== '' && (c === '\n' || c === '\r' || c === '<');
+}
+
 function matchJsonValued({ text, start, marker, final, ctx, find }: MatchInput): MatchResult {
   const bodyStart = start + marker.length;
+  // decide prose (`<tool_call> tags are…`) at once instead of holding it until a close or the end
+  const shaped = glmShaped(text, bodyStart, final);
+  if (shaped !== true) return shaped === 'need-more' ? 'need-more' : null;
   const closeAt = find(CALL_CLOSE, bodyStart);
   if (closeAt < 0) return final ? null : 'need-more';
   const call = readJsonValuedCall(text.slice(bodyStart, closeAt), ctx);
