@@ -13,8 +13,10 @@
  * Anything else (a raw value, an unclosed block) is left to GLM. A bare JSON array of calls is
  * json.ts's.
  *
- * `<|im_end|>` written out at the very end of output is the end-of-turn token leaking as text:
- * removed there, kept anywhere else (quoted prose).
+ * `<|im_end|>` written out is the end-of-turn token leaking as text: removed at the very end of
+ * output and right before the tool-call turn's role header (prose, then
+ * `<|im_end|>\n<|im_start|>assistant -> tool/function_call\n[…]`: the prose is the content);
+ * kept anywhere else (quoted prose).
  */
 import { defineFamily } from '../engine/define.js';
 import type { MatchInput, MatchResult } from '../engine/family.js';
@@ -25,6 +27,8 @@ import { coerceParamValue, createArgs, paramSchema } from '../kit/schema-values.
 import type { ParseContext, ParsedCall } from '../types.js';
 
 const HEADER = '-> tool/function_call\n';
+/** The header with its role: the turn before it (prose) ended with END_OF_TURN. */
+const ROLE_HEADER = `<|im_start|>assistant ${HEADER}`;
 const END_OF_TURN = '<|im_end|>';
 const CALL_OPEN = '<tool_call>';
 const CALL_CLOSE = '</tool_call>';
@@ -91,14 +95,23 @@ function matchJsonValued({ text, start, marker, final, ctx, find }: MatchInput):
   return call ? { end: closeAt + CALL_CLOSE.length, calls: [call] } : null;
 }
 
+/** `<|im_end|>` ending the output, or the prose turn before a tool-call turn; else text. */
+function matchEndOfTurn(input: MatchInput): MatchResult {
+  const { text, start, marker, final } = input;
+  const j = skipWs(text, start + marker.length);
+  if (text.startsWith(ROLE_HEADER, j)) return { end: start + marker.length, calls: [], control: true };
+  if (!final && j < text.length && ROLE_HEADER.startsWith(text.slice(j))) return 'need-more';
+  return trailingControlToken(input);
+}
+
 export const hyperclovax = defineFamily({
   name: 'hyperclovax',
-  markers: [HEADER, END_OF_TURN, CALL_OPEN],
+  markers: [ROLE_HEADER, HEADER, END_OF_TURN, CALL_OPEN],
   // after qwen3-coder (21: `<tool_call><function=`), before GLM (22), which reads the same layout
   priority: 21.5,
   backend: { vllm: 'hyperclovax_seed_think' },
   match(input): MatchResult {
-    if (input.marker === END_OF_TURN) return trailingControlToken(input);
+    if (input.marker === END_OF_TURN) return matchEndOfTurn(input);
     if (input.marker === CALL_OPEN) return matchJsonValued(input);
     return matchJsonAfter(input, { opens: '[{', closer: END_OF_TURN });
   },
