@@ -55,6 +55,9 @@ import { plamo3 } from './formats/plamo3.js';
 import { solarOpen2 } from './formats/solar-open2.js';
 import { rwkv } from './formats/rwkv.js';
 import { cwm } from './formats/cwm.js';
+// issue 11: families from vLLM suites without a reader (fam-c)
+import { internS1 } from './formats/intern-s1.js';
+import { hyperclovax } from './formats/hyperclovax.js';
 
 export const PARSERS: readonly FamilyParser[] = [
   hermes,
@@ -106,6 +109,8 @@ export const PARSERS: readonly FamilyParser[] = [
   solarOpen2,
   rwkv,
   cwm,
+  internS1,
+  hyperclovax,
 ];
 
 export const PARSER_NAMES: readonly string[] = PARSERS.map((p) => p.name);
