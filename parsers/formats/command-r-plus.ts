@@ -17,31 +17,21 @@
 import { defineFamily } from '../engine/define.js';
 import type { MatchInput, MatchResult } from '../engine/family.js';
 import { finishMatch } from '../kit/envelope.js';
-import { expectLiteral, scanJsonValue, skipWs } from '../kit/json-scan.js';
+import { expectLiteral, jsonFenceBody, scanJsonValue, skipWs } from '../kit/json-scan.js';
 import { callsFromJson, controlToken } from '../kit/long-tail.js';
 import { cohereToCall } from './command-r7b.js';
 
 const ACTION = 'Action:';
 const CHATBOT = '<|CHATBOT_TOKEN|>';
 const FENCE = '```';
-/** Longest language tag read after the opening fence. */
-const MAX_LANG = 16;
 
 function matchAction(input: MatchInput): MatchResult {
   const { text, start, final } = input;
   // a line of its own: "Plan: …\nAction:" or the start of the output, never mid-sentence
   if (start > 0 && text[start - 1] !== '\n') return null;
-  let i = skipWs(text, start + ACTION.length);
-  const fence = expectLiteral(text, i, FENCE, final);
-  if (fence !== 'yes') return fence === 'need-more' ? 'need-more' : null;
-  i += FENCE.length;
-  let lang = i;
-  while (lang < text.length && lang - i <= MAX_LANG && /[A-Za-z]/.test(text[lang]!)) lang++;
-  if (lang >= text.length) return final ? null : 'need-more';
-  const tag = text.slice(i, lang).toLowerCase();
-  if (tag !== '' && tag !== 'json') return null;
-  const j = skipWs(text, lang);
-  if (j >= text.length) return final ? null : 'need-more';
+  const i = skipWs(text, start + ACTION.length);
+  const j = jsonFenceBody(text, i, final);
+  if (j === null || j === 'need-more') return j;
   if (text[j] !== '[') return null;
   // stopping at a fence keeps a list that never closes from being scanned to the end again
   const scan = scanJsonValue(text, j, { stopAt: [FENCE] });

@@ -13,26 +13,16 @@
 import { defineFamily } from '../engine/define.js';
 import type { MatchInput, MatchResult } from '../engine/family.js';
 import { finishMatch } from '../kit/envelope.js';
-import { expectLiteral, scanJsonValue, skipWs } from '../kit/json-scan.js';
+import { expectLiteral, jsonFenceBody, scanJsonValue, skipWs } from '../kit/json-scan.js';
 import { callsFromJson, defaultToCall } from '../kit/long-tail.js';
 
 const HEADING = '**Tool Call:**';
 const FENCE = '```';
-/** Longest language tag read after the opening fence. */
-const MAX_LANG = 16;
 
 function matchToolCall({ text, start, final }: MatchInput): MatchResult {
-  let i = skipWs(text, start + HEADING.length);
-  const fence = expectLiteral(text, i, FENCE, final);
-  if (fence !== 'yes') return fence === 'need-more' ? 'need-more' : null;
-  i += FENCE.length;
-  let lang = i;
-  while (lang < text.length && lang - i <= MAX_LANG && /[A-Za-z]/.test(text[lang]!)) lang++;
-  if (lang >= text.length) return final ? null : 'need-more';
-  const tag = text.slice(i, lang).toLowerCase();
-  if (tag !== '' && tag !== 'json') return null;
-  const j = skipWs(text, lang);
-  if (j >= text.length) return final ? null : 'need-more';
+  const i = skipWs(text, start + HEADING.length);
+  const j = jsonFenceBody(text, i, final);
+  if (j === null || j === 'need-more') return j;
   if (text[j] !== '{') return null;
   // stopping at a fence keeps an object that never closes from being scanned to the end again
   const scan = scanJsonValue(text, j, { stopAt: [FENCE] });

@@ -124,6 +124,28 @@ export function expectLiteral(
   return 'no';
 }
 
+/** Longest language tag read after an opening code fence. */
+const MAX_FENCE_LANG = 16;
+
+/**
+ * Where the body of a code fence opened at i begins (after "```", an optional `json` tag of any
+ * case and whitespace); null when no fence opens there or its tag is another language,
+ * 'need-more' while the text ends before that is known.
+ */
+export function jsonFenceBody(text: string, i: number, final: boolean): number | 'need-more' | null {
+  const fence = expectLiteral(text, i, '```', final);
+  if (fence !== 'yes') return fence === 'need-more' ? 'need-more' : null;
+  const tagAt = i + 3;
+  let lang = tagAt;
+  while (lang < text.length && lang - tagAt <= MAX_FENCE_LANG && /[A-Za-z]/.test(text[lang]!)) lang++;
+  if (lang >= text.length) return final ? null : 'need-more';
+  const tag = text.slice(tagAt, lang).toLowerCase();
+  if (tag !== '' && tag !== 'json') return null;
+  const j = skipWs(text, lang);
+  if (j >= text.length) return final ? null : 'need-more';
+  return j;
+}
+
 /** Reads an identifier-like tool name ([A-Za-z0-9_.-]+, plus ':' when allowColon) at i; '' if none. */
 export function readName(text: string, i: number, extra = ''): string {
   let j = i;
