@@ -6,10 +6,12 @@
  */
 import { defineFamily } from '../engine/define.js';
 import type { EnvelopeMatch, MatchResult } from '../engine/family.js';
-import type { ParsedCall } from '../types.js';
+import type { DeclaredTool, ParseContext, ParsedCall } from '../types.js';
 import { callFromObject, peekNonWs } from '../kit/envelope.js';
+import { gated } from '../kit/improvised-call.js';
 import { expectLiteral, scanJsonValue, skipWs } from '../kit/json-scan.js';
 import { decodeJsonLenient, isPlainObject } from '../kit/lenient-json.js';
+import { parsePythonLiteral } from '../kit/python-literal.js';
 
 const TAG = '<|python_tag|>';
 const START = '<|python_start|>';
@@ -120,16 +122,75 @@ function matchStart(
  * capital): the model commenting after its call. A lowercase continuation ("{…} is what I
  * would send") makes the JSON the subject of a sentence: prose.
  */
-function matchWhole(text: string): EnvelopeMatch | null {
+function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
   const i = skipWs(text, 0);
   if (text[i] !== '{') return null;
   // strict: Llama's own "parameters" key; {"name","arguments"} is the json family's
   const r = readObjects(text, i, text.length, true, true, true);
-  if (r === 'incomplete' || 'error' in r) return null;
+  if (r === 'incomplete' || 'error' in r) {
+    const m = mangledCall(text.trim(), ctx.tools);
+    return m ? { end: text.length, calls: [m] } : null;
+  }
+  const calls = r.calls.map((c) => unwrapListedArgs(c, ctx.tools));
   const k = skipWs(text, r.end);
-  if (k >= text.length) return { end: text.length, calls: r.calls };
+  if (k >= text.length) return { end: text.length, calls };
   if (!text.slice(r.end, k).includes('\n') && !NEW_SENTENCE.test(text[k] ?? '')) return null;
-  return { end: text.length, calls: r.calls, content: text.slice(k) };
+  return { end: text.length, calls, content: text.slice(k) };
+}
+
+/**
+ * Llama 3.2 3B (llama-stack's recordings) sometimes wraps its one arguments object in a list:
+ * {"name": "get_weather", "parameters": [{"city": "Tokyo"}]}. Unwrapped only for a declared
+ * tool whose schema the lone object fits; any other list stays as it was (and is refused later).
+ */
+function unwrapListedArgs(c: ParsedCall, tools: ReadonlyMap<string, DeclaredTool>): ParsedCall {
+  const a = c.arguments;
+  if (!Array.isArray(a) || a.length !== 1 || !isPlainObject(a[0])) return c;
+  const call = gated({ name: c.name, args: a[0] }, tools);
+  return call ? { ...c, arguments: call.args, repairs: [...(c.repairs ?? []), 'listed-arguments'] } : c;
+}
+
+/**
+ * Llama 3.2 3B also garbles the separator after the "parameters" key, the rest of the call
+ * intact: `"parameters={`, `"parameters {`, `"parameters "{`, `"parameters({`, `"parameters>{`,
+ * `"parameters':{'city': 'NYC'}` (a Python dict follows), `"parameters\":{\"tz\": …}`
+ * (the quotes escaped from there on), and once `{"name", "X", …` (a comma for the colon). Read only when the object is the WHOLE output, the
+ * separator is at most 4 of those characters, at most two of `}` `"` `)` close it, the name is
+ * a declared tool and the arguments fit its schema: anything else stays text.
+ */
+const MANGLED_HEAD = /^\{\s*"name"\s*([:,])\s*"([^"\\]{1,200})"\s*,\s*"parameters([\s"'\\=:>(]{0,4})\{/;
+
+function mangledCall(t: string, tools: ReadonlyMap<string, DeclaredTool>): ParsedCall | null {
+  const head = MANGLED_HEAD.exec(t);
+  if (!head) return null;
+  const [whole, nameSep, name = '', sep = ''] = head;
+  // both separators intact is plain JSON, which readObjects already refused for another reason
+  if (nameSep === ':' && sep.replace(/\s/g, '') === '":') return null;
+  const from = whole.length - 1;
+  for (let cut = 0; cut <= 2; cut++) {
+    const tail = t.slice(t.length - cut);
+    if (!/^[}")]*$/.test(tail)) break;
+    const args = decodeArgs(t.slice(from, t.length - cut), sep);
+    const call = args ? gated({ name, args }, tools) : null;
+    if (call) return { name, arguments: call.args, repairs: ['mangled-separator'] };
+  }
+  return null;
+}
+
+function decodeArgs(body: string, sep: string): Record<string, unknown> | null {
+  let value: unknown;
+  if (sep.includes("'")) {
+    const lit = parsePythonLiteral(body);
+    if (!lit.ok) return null;
+    value = lit.value;
+  } else {
+    try {
+      value = JSON.parse(sep.includes('\\') ? body.replaceAll('\\"', '"') : body);
+    } catch {
+      return null;
+    }
+  }
+  return isPlainObject(value) ? value : null;
 }
 
 const NEW_SENTENCE = /^\p{Lu}$/u;
@@ -143,5 +204,5 @@ export const llama3Json = defineFamily({
     return marker === TAG ? matchTag(text, start, final, find) : matchStart(text, start, final, find);
   },
   wholeStarts: ['{'],
-  matchWhole: (text) => matchWhole(text),
+  matchWhole,
 });

@@ -89,7 +89,10 @@ export function callFromLooseObject(o: Record<string, unknown>, tools: Tools): I
   // `type: "function"` beside the name is the Llama 3.2 shape, not an argument
   const rest = keys.filter((k) => k !== nameKey && !(k === 'type' && o[k] === 'function'));
   const argKeys = rest.filter((k) => ARG_KEYS.has(k));
-  if (argKeys.length === 1 && rest.length === 1) {
+  // a string `id` beside the name and the arguments is the call id the wire shape carries
+  // (Devstral copying {"tool_calls": [{"name", "arguments", "id"}]}, llama.cpp#14697)
+  const idBeside = rest.length === 2 && typeof o['id'] === 'string' && rest.includes('id');
+  if (argKeys.length === 1 && (rest.length === 1 || idBeside)) {
     const args = argsOf(o[argKeys[0] as string]);
     return args ? { name, args } : null;
   }

@@ -206,8 +206,10 @@ export function fitsSchema(args: Record<string, unknown>, tool: DeclaredTool): b
     : {};
   for (const key of Object.keys(args)) {
     if (!Object.hasOwn(props, key)) return false;
-    const p = props[key];
-    if (!isPlainObject(p)) continue;
+    const raw = props[key];
+    if (!isPlainObject(raw)) continue;
+    // a Pydantic `$ref` types the value as what it points to (an object model, usually)
+    const p = resolveLocalRef(raw, schema);
     const t = p['type'];
     const types =
       typeof t === 'string' ? [t] : Array.isArray(t) ? t.filter((x) => typeof x === 'string') : [];
