@@ -26,9 +26,24 @@ type Body = { calls: ParsedCall[] } | { error: string };
 function readJson(body: string, allowMissingClose: boolean, ctx: ParseContext): Body {
   const r = callsFromJsonBody(body, allowMissingClose);
   if (!('error' in r)) return r;
+  const doubled = fromDoubledBraces(body, ctx);
+  if (doubled) return doubled;
   const o = decodeObject(body);
   const call = o ? gated(callFromLooseObject(o, ctx.tools), ctx.tools) : null;
   return call ? { calls: [{ name: call.name, arguments: call.args, repairs: ['flat-arguments'] }] } : r;
+}
+
+/**
+ * `{{…}}`: the object inside one extra pair of braces, the escaped `{{` of a Python format string
+ * copied from the prompt's example (Qwen2.5-72B, wild4.json). Read only when the inner object is
+ * a call of a declared tool whose arguments fit its schema.
+ */
+function fromDoubledBraces(body: string, ctx: ParseContext): Body | null {
+  const t = body.trim();
+  if (!t.startsWith('{{') || !t.endsWith('}}')) return null;
+  const o = decodeObject(t.slice(1, -1));
+  const call = o ? gated(callFromLooseObject(o, ctx.tools), ctx.tools) : null;
+  return call ? { calls: [{ name: call.name, arguments: call.args, repairs: ['doubled-braces'] }] } : null;
 }
 
 /**

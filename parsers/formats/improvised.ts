@@ -12,7 +12,7 @@
  *   get_weather(city: "Paris"), get_weather('Paris') for a one-parameter tool,
  *   get_weather({"city": "Paris"}), get_weather {"city": "Paris"};
  * - a call inside an ad-hoc tag or wrapper: <get_weather>{"city": "Paris"}</get_weather>,
- *   <get_weather><city>Paris</city></get_weather>, [get_weather]\n{...}\n[END_TOOL_REQUEST]
+ *   <get_weather><city>Paris</city></get_weather>, <get_weather city="Paris" />, [get_weather]\n{...}\n[END_TOOL_REQUEST]
  *   (LM Studio), [TOOL_CALL] ... [/TOOL_CALL], <functioncall> ... or <functioncall {...}>
  *   (Glaive), <|python_tag|>, generic wrappers alone or nested (<response>, <tools>,
  *   <function_call>, <json>, after an <?xml?> prolog, in a ```xml fence),
@@ -47,10 +47,44 @@ const NAME_FOLLOWERS = ['(', ' (', '{', ' {', '\n{', ':', ' :'];
 
 type Found = ImprovisedCall | null;
 
-/** <name>{...}</name> or <name><key>value</key>...</name>; `name` is a declared tool. */
+/** One `key="value"` or `key='value'` attribute at i: [key, raw value, index after], or null. */
+function readAttribute(t: string, i: number): [string, string, number] | null {
+  const key = readName(t, i);
+  if (key === '' || t[i + key.length] !== '=') return null;
+  const q = t[i + key.length + 1];
+  if (q !== '"' && q !== "'") return null;
+  const from = i + key.length + 2;
+  const end = t.indexOf(q, from);
+  const raw = end < 0 ? '' : t.slice(from, end);
+  return end < 0 || raw.includes('<') ? null : [key, raw, end + 1];
+}
+
+/**
+ * <name key="value" … />: the arguments as the attributes of a self-closing element named after
+ * a declared tool (qwen2.5-coder 7B, wild4.json); values typed by the schema, each key once.
+ */
+function fromSelfClosing(t: string, name: string, tools: ReadonlyMap<string, DeclaredTool>): Found {
+  if (!t.endsWith('/>') || !/\s/.test(t[name.length + 1] ?? '')) return null;
+  const tool = tools.get(name);
+  const args = createArgs();
+  const stop = t.length - 2;
+  let i = skipWs(t, name.length + 1);
+  while (i < stop) {
+    const a = readAttribute(t, i);
+    if (!a || Object.hasOwn(args, a[0])) return null;
+    args[a[0]] = coerceParamValue(a[1], paramSchema(tool, a[0]));
+    const next = skipWs(t, a[2]);
+    if (next === a[2] && next < stop) return null;
+    i = next;
+  }
+  return { name, args };
+}
+
+/** <name>{...}</name>, <name><key>value</key>...</name> or <name key="value" />; `name` is a declared tool. */
 function fromTag(t: string, tools: ReadonlyMap<string, DeclaredTool>): Found {
   if (!t.startsWith('<')) return null;
   const name = readName(t, 1);
+  if (name !== '' && tools.has(name) && t[name.length + 1] !== '>') return fromSelfClosing(t, name, tools);
   const open = `<${name}>`;
   const close = `</${name}>`;
   if (name === '' || !tools.has(name) || !t.startsWith(open) || !t.endsWith(close)) return null;
@@ -309,10 +343,12 @@ export const improvised = defineFamily({
     '<?xml',
   ],
   // a declared name right before `(`, `{` or `:` (prose that merely starts with the name is
-  // not held), `<name>`, `[name]`, or `<|python_tag|>name`
+  // not held), `<name>`, `<name ` (attributes), `[name]`, or `<|python_tag|>name`
   wholeStartsFor: (ctx) =>
     [...ctx.tools.keys()].flatMap((n) =>
-      n === '' ? [] : [...NAME_FOLLOWERS.map((f) => n + f), `<${n}>`, `[${n}]`, `<|python_tag|>${n}`],
+      n === ''
+        ? []
+        : [...NAME_FOLLOWERS.map((f) => n + f), `<${n}>`, `<${n} `, `[${n}]`, `<|python_tag|>${n}`],
     ),
   matchWhole,
 });

@@ -133,7 +133,15 @@ function matchWrapped(
     if (!final) return 'need-more';
     return finishMatch(readFunctions(text.slice(j), ctx, true), text.length, true);
   }
-  return finishMatch(readFunctions(text.slice(j, close), ctx, false), close + WRAP_CLOSE.length, false);
+  // </tool_call> ends whatever it holds: a function or parameter left open inside runs to it
+  // (a Qwen3-Coder call without </parameter></function>, vllm#21571 in wild4.json), as the peers read it
+  const body = text.slice(j, close);
+  const strict = readFunctions(body, ctx, false);
+  if (!('error' in strict)) return finishMatch(strict, close + WRAP_CLOSE.length, false);
+  const open = readFunctions(body, ctx, true);
+  if ('error' in open) return finishMatch(strict, close + WRAP_CLOSE.length, false);
+  for (const call of open.calls) call.repairs = [...(call.repairs ?? []), 'closed-by-wrapper'];
+  return finishMatch(open, close + WRAP_CLOSE.length, false);
 }
 
 function matchBare(text: string, start: number, final: boolean, ctx: ParseContext, find: Find): MatchResult {
@@ -141,7 +149,8 @@ function matchBare(text: string, start: number, final: boolean, ctx: ParseContex
   if (close < 0) {
     if (!final) return 'need-more';
     // unclosed: only the last function of the output may be (truncated output)
-    if (find(FN_OPEN, start + FN_OPEN.length) >= 0)
+    // …and not one a </tool_call> follows: that output ended, so its value must not run over the tag
+    if (find(FN_OPEN, start + FN_OPEN.length) >= 0 || find(WRAP_CLOSE, start) >= 0)
       return { end: text.length, calls: [], error: 'unclosed function' };
     return finishMatch(readFunctions(text.slice(start), ctx, true), text.length, true);
   }
