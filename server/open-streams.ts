@@ -20,12 +20,9 @@ export class OpenStreams {
   /** One stream per response: a later registration under the same response replaces the earlier. */
   private readonly streams = new Map<object, OpenStream>();
 
-  /** Registers `stream` for the response `key`; call the returned function when it ends. */
-  add(key: object, stream: OpenStream): () => void {
+  /** Registers `stream` for the response `key`; delete(key) when it ends (no closure per request). */
+  add(key: object, stream: OpenStream): void {
     this.streams.set(key, stream);
-    return () => {
-      this.streams.delete(key);
-    };
   }
 
   /**
@@ -37,7 +34,7 @@ export class OpenStreams {
     if (this.streams.has(key)) this.streams.set(key, stream);
   }
 
-  /** Unregisters the response `key` (as the function add() returns does). */
+  /** Unregisters the response `key`. */
   delete(key: object): void {
     this.streams.delete(key);
   }

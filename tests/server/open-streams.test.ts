@@ -11,21 +11,21 @@ describe('OpenStreams', () => {
     const streams = new OpenStreams();
     const ended: string[] = [];
     const res = {};
-    const untrack = streams.add(res, { abortWithError: async () => void ended.push('default') });
+    streams.add(res, { abortWithError: async () => void ended.push('default') });
     streams.claim(res, { abortWithError: async () => void ended.push('front door') });
     streams.add({}, { abortWithError: async () => void ended.push('other') });
     expect(streams.size).toBe(2);
     await streams.abortAll(new ToolproofError('TP_ERR_SHUTTING_DOWN'));
     expect(ended.sort()).toEqual(['front door', 'other']);
-    untrack();
+    streams.delete(res);
     expect(streams.size).toBe(1);
   });
 
   it('a claim after the response closed (its entry dropped) registers nothing', () => {
     const streams = new OpenStreams();
     const res = {};
-    const untrack = streams.add(res, { abortWithError: async () => undefined });
-    untrack();
+    streams.add(res, { abortWithError: async () => undefined });
+    streams.delete(res);
     streams.claim(res, { abortWithError: async () => undefined });
     expect(streams.size).toBe(0);
   });
