@@ -5,16 +5,19 @@
  *   (RSS with them open - RSS before) / streams, for toolproof and for the Node hop.
  * - **event-loop delay under 500 streams with tools**: 500 concurrent forced-final_answer streams
  *   whose events trickle in (one per TRICKLE_MS per stream, a model generating), closed loop for
- *   a fixed time. toolproof's own event-loop delay comes from its /metrics: prom-client's
+ *   a fixed time, twice: in steady state (arrivals spread, ~167 new streams/s keep 500 open) and
+ *   in synchronized bursts (all 500 start, end and restart together). toolproof's own event-loop delay comes from its /metrics: prom-client's
  *   nodejs_eventloop_lag_* (perf_hooks.monitorEventLoopDelay, 10 ms resolution) are reset at
  *   every scrape, so a scrape before and one after the window give the window's p50 / p99 / max.
  *   The same read over an idle window is the floor (the sampling timer's own resolution).
  */
+import { cpus } from 'node:os';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool, request } from 'undici';
 import { streamBody, TRICKLE_MS, toolsStreamBody } from './fixtures.js';
 import { runLoad, summarize } from './load.js';
-import { CLK_TCK, type Child, groupCpuSplit, groupMemoryMb, stopChild } from './procs.js';
+import { CLK_TCK, type Child, groupCpuSplit, groupMemoryMb, machineTicks, stopChild } from './procs.js';
 
 export interface ProbeTarget {
   name: string;
@@ -37,6 +40,8 @@ export interface MemoryProbe {
 
 export interface EventLoopProbe {
   target: string;
+  /** steady: arrivals spread over a stream's duration; burst: all streams start together. */
+  mode: 'steady' | 'burst';
   streams: number;
   chunksPerStream: number;
   trickleMs: number;
@@ -47,6 +52,8 @@ export interface EventLoopProbe {
   chunksPerSecond: number;
   /** The target's CPU over the window, in cores (1 = one core busy). */
   cpuCores: number;
+  /** The whole machine's busy CPU over the window, in cores (bench, toolproof and anything else). */
+  machineCores: number;
   idle: LagRead;
   loaded: LagRead;
   firstByteP50Ms: number;
@@ -61,7 +68,7 @@ interface LagRead {
 
 export interface OpenStreamsReport {
   memory: MemoryProbe[];
-  eventLoop?: EventLoopProbe;
+  eventLoop: EventLoopProbe[];
 }
 
 const HEADERS = { 'content-type': 'application/json', accept: 'text/event-stream' };
@@ -132,6 +139,75 @@ async function readLag(origin: string): Promise<LagRead> {
   return { p50Ms: value('p50'), p99Ms: value('p99'), maxMs: value('max') };
 }
 
+/**
+ * One measured window of `streams` concurrent trickling tool streams (closed loop).
+ * - steady: the workers' first requests are spread evenly over one stream's duration, so about
+ *   streams / duration new streams per second keep `streams` open; the window starts once all are
+ *   open, and its first-byte figures are those of the streams started inside it.
+ * - burst: all workers start in the same turn and, every stream lasting the same, end and restart
+ *   together: `streams` requests at once every stream duration (the window drains at its end).
+ */
+async function eventLoopWindow(o: {
+  tp: ProbeTarget;
+  pool: Pool;
+  body: Buffer;
+  streams: number;
+  chunks: number;
+  windowMs: number;
+  mode: 'steady' | 'burst';
+  idle: LagRead;
+}): Promise<EventLoopProbe> {
+  const { tp, pool, body, streams, chunks, windowMs, mode } = o;
+  const streamMs = chunks * TRICKLE_MS;
+  const rampMs = mode === 'steady' ? streamMs + 500 : 0;
+  const cpu = () => {
+    const c = groupCpuSplit(tp.pids);
+    return (c.user + c.sys) / CLK_TCK;
+  };
+  const load = runLoad({
+    pool,
+    body,
+    stream: true,
+    concurrency: streams,
+    durationMs: rampMs + windowMs,
+    ...(mode === 'steady' ? { spreadStartMs: streamMs } : {}),
+  });
+  if (rampMs) await sleep(rampMs);
+  await readLag(tp.origin); // resets the histogram: the window starts here
+  const cpu0 = cpu();
+  const machine0 = machineTicks();
+  const t0 = performance.now();
+  if (mode === 'steady') await sleep(windowMs);
+  else await load; // the last round's streams drain inside the window
+  const loaded = await readLag(tp.origin);
+  const cpuSeconds = cpu() - cpu0;
+  const machineSeconds = (machineTicks() - machine0) / CLK_TCK;
+  const t1 = performance.now();
+  const res = await load;
+  // steady: the streams started inside the window (in steady state as many end in it).
+  const inWindow = res.starts.flatMap((s, i) => (s >= t0 && s < t1 ? [i] : []));
+  const counted = mode === 'steady' ? inWindow.length : res.count - res.errors;
+  const fb = summarize(mode === 'steady' ? inWindow.map((i) => res.firstByte[i]!) : res.firstByte);
+  const wallMs = t1 - t0;
+  return {
+    target: tp.name,
+    mode,
+    streams,
+    chunksPerStream: chunks,
+    trickleMs: TRICKLE_MS,
+    windowMs: wallMs,
+    completed: counted,
+    errors: res.errors,
+    chunksPerSecond: (counted * chunks) / (wallMs / 1000),
+    cpuCores: cpuSeconds / (wallMs / 1000),
+    machineCores: machineSeconds / (wallMs / 1000),
+    idle: o.idle,
+    loaded,
+    firstByteP50Ms: fb.p50,
+    firstByteP99Ms: fb.p99,
+  };
+}
+
 /** A probe target started fresh for each probe (and stopped after it). */
 type Launcher = () => Promise<ProbeTarget & { child: Child }>;
 
@@ -140,12 +216,15 @@ export async function probeOpenStreams(options: {
   upstreamOrigin: string;
   /** toolproof first (its event-loop delay is read too), then the Node hop. */
   launchers: Launcher[];
+  /** Which probes run: RSS per held stream, event-loop delay (steady and burst). */
+  memory: boolean;
+  eventLoop: boolean;
   log: (line: string) => void;
 }): Promise<OpenStreamsReport> {
   const { log } = options;
-  const report: OpenStreamsReport = { memory: [] };
+  const report: OpenStreamsReport = { memory: [], eventLoop: [] };
   const HELD = 1000;
-  for (const launch of options.launchers) {
+  for (const launch of options.memory ? options.launchers : []) {
     for (const tools of [false, true]) {
       const target = await launch();
       const body = tools ? toolsStreamBody({ mode: 'hold' }) : streamBody({ mode: 'hold' });
@@ -170,7 +249,7 @@ export async function probeOpenStreams(options: {
   }
 
   const launchToolproof = options.launchers[0];
-  if (launchToolproof) {
+  if (launchToolproof && options.eventLoop) {
     const tp = await launchToolproof();
     const streams = 500;
     const chunks = 60;
@@ -183,35 +262,19 @@ export async function probeOpenStreams(options: {
       await readLag(tp.origin);
       await sleep(2_000);
       const idle = await readLag(tp.origin);
-      const cpuBefore = groupCpuSplit(tp.pids);
-      const t0 = performance.now();
-      const res = await runLoad({ pool, body, stream: true, concurrency: streams, durationMs: windowMs });
-      const wallMs = performance.now() - t0;
-      const loaded = await readLag(tp.origin);
-      const cpuAfter = groupCpuSplit(tp.pids);
-      const cpuSeconds = (cpuAfter.user + cpuAfter.sys - cpuBefore.user - cpuBefore.sys) / CLK_TCK;
-      const fb = summarize(res.firstByte);
-      report.eventLoop = {
-        target: tp.name,
-        streams,
-        chunksPerStream: chunks,
-        trickleMs: TRICKLE_MS,
-        windowMs: wallMs,
-        completed: res.count - res.errors,
-        errors: res.errors,
-        chunksPerSecond: ((res.count - res.errors) * chunks) / (wallMs / 1000),
-        cpuCores: cpuSeconds / (wallMs / 1000),
-        idle,
-        loaded,
-        firstByteP50Ms: fb.p50,
-        firstByteP99Ms: fb.p99,
-      };
-      log(
-        `event-loop delay in ${tp.name}, ${streams} open streams with a tool (${chunks} events each, one per ` +
-          `${TRICKLE_MS} ms): p99 ${loaded.p99Ms.toFixed(1)} ms, max ${loaded.maxMs.toFixed(1)} ms ` +
-          `(idle: p99 ${idle.p99Ms.toFixed(1)} ms); ${Math.round(report.eventLoop.chunksPerSecond)} events/s, ` +
-          `${report.eventLoop.cpuCores.toFixed(2)} cores, first byte p99 ${fb.p99.toFixed(1)} ms, ${res.errors} errors`,
-      );
+      for (const mode of ['steady', 'burst'] as const) {
+        const probe = await eventLoopWindow({ tp, pool, body, streams, chunks, windowMs, mode, idle });
+        report.eventLoop.push(probe);
+        log(
+          `event-loop delay in ${tp.name}, ${streams} open streams with a tool, ${mode === 'steady' ? 'arrivals spread' : 'synchronized bursts'} ` +
+            `(${chunks} events each, one per ${TRICKLE_MS} ms): p99 ${probe.loaded.p99Ms.toFixed(1)} ms, ` +
+            `max ${probe.loaded.maxMs.toFixed(1)} ms (idle: p99 ${idle.p99Ms.toFixed(1)} ms); ` +
+            `${Math.round(probe.chunksPerSecond)} events/s, ${probe.cpuCores.toFixed(2)} cores (machine: ` +
+            `${probe.machineCores.toFixed(2)} of ${cpus().length} busy), first byte p50 ` +
+            `${probe.firstByteP50Ms.toFixed(1)} / p99 ${probe.firstByteP99Ms.toFixed(1)} ms, ${probe.errors} errors`,
+        );
+        await sleep(1_000);
+      }
     } finally {
       await pool.destroy();
       await stopChild(tp.child);
