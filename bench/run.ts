@@ -63,7 +63,7 @@ import {
   waitForLine,
   withChildren,
 } from './lib/procs.js';
-import { type OpenStreamsReport, type ProbeTarget, probeOpenStreams } from './lib/open-streams.js';
+import { fmtGc, type OpenStreamsReport, type ProbeTarget, probeOpenStreams } from './lib/open-streams.js';
 import { formatProfile, type ProfileSummary, summarizeProfile } from './lib/profile.js';
 import { fmtDeltaMs, fmtMb, fmtMs, fmtRatio, fmtRps, fmtUs, renderTable } from './lib/report.js';
 
@@ -927,8 +927,10 @@ function openStreamRows(o: OpenStreamsReport): { rows: string[][]; checks: Recor
       e.target,
       `event-loop delay p99 ${e.loaded.p99Ms.toFixed(1)} ms, max ${e.loaded.maxMs.toFixed(1)} ms (idle p99 ` +
         `${e.idle.p99Ms.toFixed(1)} ms); ${Math.round(e.chunksPerSecond)} events/s on ${e.cpuCores.toFixed(2)} cores ` +
-        `(machine ${e.machineCores.toFixed(2)} of ${cpus().length} busy); ` +
-        `first byte p50 ${e.firstByteP50Ms.toFixed(1)} / p99 ${e.firstByteP99Ms.toFixed(1)} ms; ${e.errors} errors`,
+        `(machine ${e.machineCores.toFixed(2)} of ${cpus().length} busy; load generator ` +
+        `${e.loadgenCores.toFixed(2)}, fake upstream ${e.upstreamCores.toFixed(2)}); ` +
+        `first byte p50 ${e.firstByteP50Ms.toFixed(1)} / p99 ${e.firstByteP99Ms.toFixed(1)} ms; GC ${fmtGc(e.gc)}; ` +
+        `${e.errors} errors`,
       judged ? `p99 < ${TARGETS.eventLoopP99Ms} ms` : '',
       judged ? verdict(ok) : '',
     ]);
@@ -1166,6 +1168,7 @@ async function main(): Promise<number> {
       openStreams = await probeOpenStreams({
         quick: opts.quick,
         upstreamOrigin,
+        upstreamPid: upstream.pid,
         launchers: [() => launchToolproof(false), launchHop],
         memory: probes.has('open-memory'),
         eventLoop: probes.has('event-loop'),

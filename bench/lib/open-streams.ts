@@ -17,7 +17,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool, request } from 'undici';
 import { streamBody, TRICKLE_MS, toolsStreamBody } from './fixtures.js';
 import { runLoad, summarize } from './load.js';
-import { CLK_TCK, type Child, groupCpuSplit, groupMemoryMb, machineTicks, stopChild } from './procs.js';
+import {
+  CLK_TCK,
+  type Child,
+  cpuTicks,
+  groupCpuSplit,
+  groupMemoryMb,
+  machineTicks,
+  stopChild,
+} from './procs.js';
 
 export interface ProbeTarget {
   name: string;
@@ -54,16 +62,30 @@ export interface EventLoopProbe {
   cpuCores: number;
   /** The whole machine's busy CPU over the window, in cores (bench, toolproof and anything else). */
   machineCores: number;
+  /** Of which the load generator (this process) and the fake upstream, in cores. */
+  loadgenCores: number;
+  upstreamCores: number;
   idle: LagRead;
   loaded: LagRead;
   firstByteP50Ms: number;
   firstByteP99Ms: number;
+  gc: GcWindow;
 }
 
 interface LagRead {
   p50Ms: number;
   p99Ms: number;
   maxMs: number;
+  /** Cumulative GC pauses since start (prom-client's nodejs_gc_duration_seconds): count, ms. */
+  gcCount: number;
+  gcMs: number;
+}
+
+/** GC in a window: pauses, their total and its share of the window (from two LagReads). */
+export interface GcWindow {
+  count: number;
+  totalMs: number;
+  share: number;
 }
 
 export interface OpenStreamsReport {
@@ -136,7 +158,19 @@ async function readLag(origin: string): Promise<LagRead> {
   const value = (name: string) =>
     Number(new RegExp(`^nodejs_eventloop_lag_${name}_seconds(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1]) *
     1000;
-  return { p50Ms: value('p50'), p99Ms: value('p99'), maxMs: value('max') };
+  // Summed over the kinds (minor, major, incremental, weakcb).
+  const gcSum = (suffix: string) =>
+    [...text.matchAll(new RegExp(`^nodejs_gc_duration_seconds_${suffix}\\{[^}]*\\} (\\S+)$`, 'gm'))].reduce(
+      (a, m) => a + Number(m[1]),
+      0,
+    );
+  return {
+    p50Ms: value('p50'),
+    p99Ms: value('p99'),
+    maxMs: value('max'),
+    gcCount: gcSum('count'),
+    gcMs: gcSum('sum') * 1000,
+  };
 }
 
 /**
@@ -156,6 +190,7 @@ async function eventLoopWindow(o: {
   windowMs: number;
   mode: 'steady' | 'burst';
   idle: LagRead;
+  upstreamPid: number;
 }): Promise<EventLoopProbe> {
   const { tp, pool, body, streams, chunks, windowMs, mode } = o;
   const streamMs = chunks * TRICKLE_MS;
@@ -173,15 +208,19 @@ async function eventLoopWindow(o: {
     ...(mode === 'steady' ? { spreadStartMs: streamMs } : {}),
   });
   if (rampMs) await sleep(rampMs);
-  await readLag(tp.origin); // resets the histogram: the window starts here
+  const before = await readLag(tp.origin); // resets the histogram: the window starts here
   const cpu0 = cpu();
   const machine0 = machineTicks();
+  const upstream0 = cpuTicks(o.upstreamPid);
+  const loadgen0 = process.cpuUsage();
   const t0 = performance.now();
   if (mode === 'steady') await sleep(windowMs);
   else await load; // the last round's streams drain inside the window
   const loaded = await readLag(tp.origin);
   const cpuSeconds = cpu() - cpu0;
   const machineSeconds = (machineTicks() - machine0) / CLK_TCK;
+  const upstreamSeconds = (cpuTicks(o.upstreamPid) - upstream0) / CLK_TCK;
+  const loadgen = process.cpuUsage(loadgen0);
   const t1 = performance.now();
   const res = await load;
   // steady: the streams started inside the window (in steady state as many end in it).
@@ -201,11 +240,26 @@ async function eventLoopWindow(o: {
     chunksPerSecond: (counted * chunks) / (wallMs / 1000),
     cpuCores: cpuSeconds / (wallMs / 1000),
     machineCores: machineSeconds / (wallMs / 1000),
+    loadgenCores: (loadgen.user + loadgen.system) / 1e3 / wallMs,
+    upstreamCores: upstreamSeconds / (wallMs / 1000),
     idle: o.idle,
     loaded,
     firstByteP50Ms: fb.p50,
     firstByteP99Ms: fb.p99,
+    gc: {
+      count: loaded.gcCount - before.gcCount,
+      totalMs: loaded.gcMs - before.gcMs,
+      share: (loaded.gcMs - before.gcMs) / wallMs,
+    },
   };
+}
+
+/** "12% of the window, 40 pauses, mean 3.1 ms" (wall-clock pauses, waiting for a core included). */
+export function fmtGc(gc: GcWindow): string {
+  return (
+    `${(gc.share * 100).toFixed(0)}% of the window (${gc.count} pauses, mean ` +
+    `${(gc.totalMs / Math.max(1, gc.count)).toFixed(1)} ms)`
+  );
 }
 
 /** A probe target started fresh for each probe (and stopped after it). */
@@ -214,6 +268,7 @@ type Launcher = () => Promise<ProbeTarget & { child: Child }>;
 export async function probeOpenStreams(options: {
   quick: boolean;
   upstreamOrigin: string;
+  upstreamPid: number;
   /** toolproof first (its event-loop delay is read too), then the Node hop. */
   launchers: Launcher[];
   /** Which probes run: RSS per held stream, event-loop delay (steady and burst). */
@@ -263,15 +318,27 @@ export async function probeOpenStreams(options: {
       await sleep(2_000);
       const idle = await readLag(tp.origin);
       for (const mode of ['steady', 'burst'] as const) {
-        const probe = await eventLoopWindow({ tp, pool, body, streams, chunks, windowMs, mode, idle });
+        const probe = await eventLoopWindow({
+          tp,
+          pool,
+          body,
+          streams,
+          chunks,
+          windowMs,
+          mode,
+          idle,
+          upstreamPid: options.upstreamPid,
+        });
         report.eventLoop.push(probe);
         log(
           `event-loop delay in ${tp.name}, ${streams} open streams with a tool, ${mode === 'steady' ? 'arrivals spread' : 'synchronized bursts'} ` +
             `(${chunks} events each, one per ${TRICKLE_MS} ms): p99 ${probe.loaded.p99Ms.toFixed(1)} ms, ` +
             `max ${probe.loaded.maxMs.toFixed(1)} ms (idle: p99 ${idle.p99Ms.toFixed(1)} ms); ` +
             `${Math.round(probe.chunksPerSecond)} events/s, ${probe.cpuCores.toFixed(2)} cores (machine: ` +
-            `${probe.machineCores.toFixed(2)} of ${cpus().length} busy), first byte p50 ` +
-            `${probe.firstByteP50Ms.toFixed(1)} / p99 ${probe.firstByteP99Ms.toFixed(1)} ms, ${probe.errors} errors`,
+            `${probe.machineCores.toFixed(2)} of ${cpus().length} busy, load generator ${probe.loadgenCores.toFixed(2)}, ` +
+            `fake upstream ${probe.upstreamCores.toFixed(2)}), first byte p50 ` +
+            `${probe.firstByteP50Ms.toFixed(1)} / p99 ${probe.firstByteP99Ms.toFixed(1)} ms, GC ${fmtGc(probe.gc)}, ` +
+            `${probe.errors} errors`,
         );
         await sleep(1_000);
       }
