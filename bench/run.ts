@@ -32,7 +32,7 @@ import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Pool } from 'undici';
 import { prepareServer, type ServerMode } from './lib/build.js';
 import {
@@ -63,7 +63,7 @@ import {
   waitForLine,
   withChildren,
 } from './lib/procs.js';
-import { fmtGc, type OpenStreamsReport, type ProbeTarget, probeOpenStreams } from './lib/open-streams.js';
+import { fmtProbe, type OpenStreamsReport, type ProbeTarget, probeOpenStreams } from './lib/open-streams.js';
 import { formatProfile, type ProfileSummary, summarizeProfile } from './lib/profile.js';
 import { fmtDeltaMs, fmtMb, fmtMs, fmtRatio, fmtRps, fmtUs, renderTable } from './lib/report.js';
 
@@ -918,19 +918,14 @@ function openStreamRows(o: OpenStreamsReport): { rows: string[][]; checks: Recor
   }
   for (const e of o.eventLoop) {
     // Steady state is what the issue's target is about; the synchronized burst is reported as is.
-    const judged = e.mode === 'steady';
+    const judged = e.mode === 'steady' && e.target === 'toolproof';
     const ok = e.errors === 0 && e.loaded.p99Ms < TARGETS.eventLoopP99Ms;
     if (judged) checks.eventLoopP99 = ok;
     out.push([
       `${e.streams} streams with a tool, ${e.chunksPerStream} events each, one per ${e.trickleMs} ms, ` +
         (e.mode === 'steady' ? 'arrivals spread (steady state)' : 'all start together (synchronized bursts)'),
       e.target,
-      `event-loop delay p99 ${e.loaded.p99Ms.toFixed(1)} ms, max ${e.loaded.maxMs.toFixed(1)} ms (idle p99 ` +
-        `${e.idle.p99Ms.toFixed(1)} ms); ${Math.round(e.chunksPerSecond)} events/s on ${e.cpuCores.toFixed(2)} cores ` +
-        `(machine ${e.machineCores.toFixed(2)} of ${cpus().length} busy; load generator ` +
-        `${e.loadgenCores.toFixed(2)}, fake upstream ${e.upstreamCores.toFixed(2)}); ` +
-        `first byte p50 ${e.firstByteP50Ms.toFixed(1)} / p99 ${e.firstByteP99Ms.toFixed(1)} ms; GC ${fmtGc(e.gc)}; ` +
-        `${e.errors} errors`,
+      fmtProbe(e),
       judged ? `p99 < ${TARGETS.eventLoopP99Ms} ms` : '',
       judged ? verdict(ok) : '',
     ]);
@@ -1025,7 +1020,8 @@ async function main(): Promise<number> {
     upstreamOrigin = `http://127.0.0.1:${upstreamPort}`;
 
     /** Starts toolproof (as `npm start` would, with the bench's environment) and waits for /health. */
-    const launchToolproof = async (withProfile: boolean): Promise<Launched> => {
+    /** loopSamples: preload bench/lib/loop-sampler.mjs, its samples written to that file at exit. */
+    const launchToolproof = async (withProfile: boolean, loopSamples?: string): Promise<Launched> => {
       const port = await freePort();
       const tpEnv: NodeJS.ProcessEnv = {};
       for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('TOOLPROOF_')) tpEnv[k] = v;
@@ -1036,11 +1032,13 @@ async function main(): Promise<number> {
         TOOLPROOF_LOG_LEVEL: LOG_LEVEL,
         TOOLPROOF_SHUTDOWN_GRACE_MS: '2000',
         TOOLPROOF_WORKERS: String(opts.workers),
+        ...(loopSamples ? { TOOLPROOF_BENCH_LOOP_SAMPLES: loopSamples } : {}),
       });
       const child = startNode({
         name: 'toolproof',
         args: [
           ...(withProfile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`, `--cpu-prof-name=${profName}`] : []),
+          ...(loopSamples ? ['--import', pathToFileURL(join(ROOT, 'bench/lib/loop-sampler.mjs')).href] : []),
           ...opts.nodeFlags,
           ...serverArgs,
         ],
@@ -1057,12 +1055,19 @@ async function main(): Promise<number> {
       };
     };
     /** Starts the bare Node hop in front of the fake upstream. */
-    const launchHop = async (): Promise<Launched> => {
+    const launchHop = async (loopSamples?: string): Promise<Launched> => {
       const child = startNode({
         name: 'node hop',
-        args: ['--import', 'tsx', join(ROOT, 'bench/lib/node-hop.ts'), `http://127.0.0.1:${upstreamPort}`],
+        args: [
+          ...(loopSamples ? ['--import', pathToFileURL(join(ROOT, 'bench/lib/loop-sampler.mjs')).href] : []),
+          '--import',
+          'tsx',
+          join(ROOT, 'bench/lib/node-hop.ts'),
+          `http://127.0.0.1:${upstreamPort}`,
+        ],
         cwd: ROOT,
         stdinPipe: true,
+        ...(loopSamples ? { env: { ...process.env, TOOLPROOF_BENCH_LOOP_SAMPLES: loopSamples } } : {}),
       });
       const port = Number(await waitForLine(child, /PORT (\d+)/, 20_000));
       return { name: 'node hop', child, origin: `http://127.0.0.1:${port}`, pids: [child.pid] };
@@ -1080,7 +1085,7 @@ async function main(): Promise<number> {
       );
       if (opts.cpuProf) log('warning: --cpu-prof slows toolproof down; use the timings of a run without it.');
       pools.proxied = new Pool(tp.origin, POOL_OPTIONS);
-      const hop = await launchHop();
+      const hop = await launchHop(undefined);
       proxies.hop = hop.child;
       groups.hop = hop.pids;
       pools.hop = new Pool(hop.origin, POOL_OPTIONS);
@@ -1169,7 +1174,11 @@ async function main(): Promise<number> {
         quick: opts.quick,
         upstreamOrigin,
         upstreamPid: upstream.pid,
-        launchers: [() => launchToolproof(false), launchHop],
+        // The sampler writes one file per process: with workers it is left out.
+        launchers: [
+          (o) => launchToolproof(false, opts.workers === 1 ? o?.loopSamples : undefined),
+          (o) => launchHop(o?.loopSamples),
+        ],
         memory: probes.has('open-memory'),
         eventLoop: probes.has('event-loop'),
         log,

@@ -11,7 +11,9 @@
  *   every scrape, so a scrape before and one after the window give the window's p50 / p99 / max.
  *   The same read over an idle window is the floor (the sampling timer's own resolution).
  */
-import { cpus } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool, request } from 'undici';
@@ -70,6 +72,61 @@ export interface EventLoopProbe {
   firstByteP50Ms: number;
   firstByteP99Ms: number;
   gc: GcWindow;
+  /** The window in epoch ms (to cut the sampler's series). */
+  epochFrom?: number;
+  epochTo?: number;
+  /** From bench/lib/loop-sampler.mjs inside toolproof, when its samples could be read. */
+  sampled?: SampledDelay;
+}
+
+/**
+ * The sampler's view of the window (10 ms timer): the delay as measured (wall clock) and the part
+ * of it toolproof's own CPU explains (for a turn: CPU used since the previous tick minus the
+ * timer's interval, at most the delay); the rest was spent waiting for a core.
+ */
+export interface SampledDelay {
+  samples: number;
+  p99Ms: number;
+  maxMs: number;
+  /** p99 / max of the own-CPU part: the delay on a machine with a free core (an upper bound). */
+  ownP99Ms: number;
+  ownMaxMs: number;
+}
+
+const SAMPLER_INTERVAL_MS = 10;
+
+function attachSamples(probes: EventLoopProbe[], file: string, log: (line: string) => void): void {
+  let flat: number[];
+  try {
+    flat = JSON.parse(readFileSync(file, 'utf8')) as number[];
+    rmSync(file, { force: true });
+  } catch (err) {
+    log(`event-loop sampler: no samples (${(err as Error).message})`);
+    return;
+  }
+  for (const p of probes) {
+    const delays: number[] = [];
+    const own: number[] = [];
+    for (let i = 0; i + 2 < flat.length; i += 3) {
+      const at = flat[i]!;
+      if (p.epochFrom === undefined || at < p.epochFrom || at > (p.epochTo ?? 0)) continue;
+      const delay = flat[i + 1]!;
+      delays.push(delay);
+      own.push(Math.min(delay, Math.max(0, flat[i + 2]! - SAMPLER_INTERVAL_MS)));
+    }
+    const d = summarize(delays);
+    const o = summarize(own);
+    p.sampled = { samples: d.n, p99Ms: d.p99, maxMs: d.max, ownP99Ms: o.p99, ownMaxMs: o.max };
+  }
+}
+
+/** "own CPU p99 12 ms, max 40 ms (sampler: p99 90 ms, max 210 ms)". */
+export function fmtSampled(s: SampledDelay | undefined): string {
+  if (!s || s.samples === 0) return 'sampler: n/a';
+  return (
+    `own CPU p99 ${s.ownP99Ms.toFixed(1)} ms, max ${s.ownMaxMs.toFixed(1)} ms (sampler, ` +
+    `${s.samples} turns: p99 ${s.p99Ms.toFixed(1)} ms, max ${s.maxMs.toFixed(1)} ms)`
+  );
 }
 
 interface LagRead {
@@ -152,8 +209,12 @@ async function heldStreams(
   }
 }
 
-async function readLag(origin: string): Promise<LagRead> {
-  const res = await request(`${origin}/metrics`, { headersTimeout: 10_000 });
+const NO_LAG: LagRead = { p50Ms: NaN, p99Ms: NaN, maxMs: NaN, gcCount: NaN, gcMs: NaN };
+
+/** toolproof's lag and GC from its /metrics (NaN for a target without them: the hop). */
+async function readLag(target: ProbeTarget): Promise<LagRead> {
+  if (!target.metrics) return NO_LAG;
+  const res = await request(`${target.origin}/metrics`, { headersTimeout: 10_000 });
   const text = await res.body.text();
   const value = (name: string) =>
     Number(new RegExp(`^nodejs_eventloop_lag_${name}_seconds(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1]) *
@@ -182,7 +243,7 @@ async function readLag(origin: string): Promise<LagRead> {
  *   together: `streams` requests at once every stream duration (the window drains at its end).
  */
 async function eventLoopWindow(o: {
-  tp: ProbeTarget;
+  target: ProbeTarget;
   pool: Pool;
   body: Buffer;
   streams: number;
@@ -192,7 +253,7 @@ async function eventLoopWindow(o: {
   idle: LagRead;
   upstreamPid: number;
 }): Promise<EventLoopProbe> {
-  const { tp, pool, body, streams, chunks, windowMs, mode } = o;
+  const { target: tp, pool, body, streams, chunks, windowMs, mode } = o;
   const streamMs = chunks * TRICKLE_MS;
   const rampMs = mode === 'steady' ? streamMs + 500 : 0;
   const cpu = () => {
@@ -208,7 +269,7 @@ async function eventLoopWindow(o: {
     ...(mode === 'steady' ? { spreadStartMs: streamMs } : {}),
   });
   if (rampMs) await sleep(rampMs);
-  const before = await readLag(tp.origin); // resets the histogram: the window starts here
+  const before = await readLag(tp); // resets the histogram: the window starts here
   const cpu0 = cpu();
   const machine0 = machineTicks();
   const upstream0 = cpuTicks(o.upstreamPid);
@@ -216,7 +277,7 @@ async function eventLoopWindow(o: {
   const t0 = performance.now();
   if (mode === 'steady') await sleep(windowMs);
   else await load; // the last round's streams drain inside the window
-  const loaded = await readLag(tp.origin);
+  const loaded = await readLag(tp);
   const cpuSeconds = cpu() - cpu0;
   const machineSeconds = (machineTicks() - machine0) / CLK_TCK;
   const upstreamSeconds = (cpuTicks(o.upstreamPid) - upstream0) / CLK_TCK;
@@ -262,8 +323,64 @@ export function fmtGc(gc: GcWindow): string {
   );
 }
 
+/** The steady and the burst window on one freshly started target (stopped by the caller). */
+async function eventLoopProbes(
+  target: ProbeTarget,
+  quick: boolean,
+  upstreamPid: number,
+): Promise<EventLoopProbe[]> {
+  const streams = 500;
+  const chunks = 60;
+  const windowMs = quick ? 4_000 : 8_000;
+  const body = toolsStreamBody({ chunks, mode: 'trickle' });
+  const pool = new Pool(target.origin, { connections: streams + 8, pipelining: 1, keepAliveTimeout: 60_000 });
+  const probes: EventLoopProbe[] = [];
+  try {
+    // Warm-up at full concurrency (connections, JIT), unmeasured.
+    await runLoad({ pool, body, stream: true, concurrency: streams, durationMs: 1_500 });
+    await readLag(target);
+    await sleep(2_000);
+    const idle = await readLag(target);
+    for (const mode of ['steady', 'burst'] as const) {
+      const from = Date.now();
+      const probe = await eventLoopWindow({
+        target,
+        pool,
+        body,
+        streams,
+        chunks,
+        windowMs,
+        mode,
+        idle,
+        upstreamPid,
+      });
+      probes.push({ ...probe, epochFrom: from, epochTo: Date.now() });
+      await sleep(1_000);
+    }
+  } finally {
+    await pool.destroy();
+  }
+  return probes;
+}
+
+/** One probe as a line: delay, throughput, CPU, first byte, GC, the sampler's split. */
+export function fmtProbe(e: EventLoopProbe): string {
+  const lag = Number.isFinite(e.loaded.p99Ms)
+    ? `event-loop delay p99 ${e.loaded.p99Ms.toFixed(1)} ms, max ${e.loaded.maxMs.toFixed(1)} ms (idle p99 ` +
+      `${e.idle.p99Ms.toFixed(1)} ms); `
+    : '';
+  return (
+    `${lag}${Math.round(e.chunksPerSecond)} events/s on ${e.cpuCores.toFixed(2)} cores ` +
+    `(${((e.cpuCores * 1e6) / e.chunksPerSecond).toFixed(1)} µs CPU per event; machine ${e.machineCores.toFixed(2)} ` +
+    `of ${cpus().length} busy, load generator ${e.loadgenCores.toFixed(2)}, fake upstream ` +
+    `${e.upstreamCores.toFixed(2)}); first byte p50 ${e.firstByteP50Ms.toFixed(1)} / p99 ` +
+    `${e.firstByteP99Ms.toFixed(1)} ms; ${Number.isFinite(e.gc.share) ? `GC ${fmtGc(e.gc)}; ` : ''}` +
+    `${fmtSampled(e.sampled)}; ${e.errors} errors`
+  );
+}
+
 /** A probe target started fresh for each probe (and stopped after it). */
-type Launcher = () => Promise<ProbeTarget & { child: Child }>;
+type Launcher = (options?: { loopSamples?: string }) => Promise<ProbeTarget & { child: Child }>;
 
 export async function probeOpenStreams(options: {
   quick: boolean;
@@ -303,48 +420,20 @@ export async function probeOpenStreams(options: {
     }
   }
 
-  const launchToolproof = options.launchers[0];
-  if (launchToolproof && options.eventLoop) {
-    const tp = await launchToolproof();
-    const streams = 500;
-    const chunks = 60;
-    const windowMs = options.quick ? 4_000 : 8_000;
-    const body = toolsStreamBody({ chunks, mode: 'trickle' });
-    const pool = new Pool(tp.origin, { connections: streams + 8, pipelining: 1, keepAliveTimeout: 60_000 });
-    try {
-      // Warm-up at full concurrency (connections, JIT), unmeasured.
-      await runLoad({ pool, body, stream: true, concurrency: streams, durationMs: 1_500 });
-      await readLag(tp.origin);
-      await sleep(2_000);
-      const idle = await readLag(tp.origin);
-      for (const mode of ['steady', 'burst'] as const) {
-        const probe = await eventLoopWindow({
-          tp,
-          pool,
-          body,
-          streams,
-          chunks,
-          windowMs,
-          mode,
-          idle,
-          upstreamPid: options.upstreamPid,
-        });
-        report.eventLoop.push(probe);
-        log(
-          `event-loop delay in ${tp.name}, ${streams} open streams with a tool, ${mode === 'steady' ? 'arrivals spread' : 'synchronized bursts'} ` +
-            `(${chunks} events each, one per ${TRICKLE_MS} ms): p99 ${probe.loaded.p99Ms.toFixed(1)} ms, ` +
-            `max ${probe.loaded.maxMs.toFixed(1)} ms (idle: p99 ${idle.p99Ms.toFixed(1)} ms); ` +
-            `${Math.round(probe.chunksPerSecond)} events/s, ${probe.cpuCores.toFixed(2)} cores (machine: ` +
-            `${probe.machineCores.toFixed(2)} of ${cpus().length} busy, load generator ${probe.loadgenCores.toFixed(2)}, ` +
-            `fake upstream ${probe.upstreamCores.toFixed(2)}), first byte p50 ` +
-            `${probe.firstByteP50Ms.toFixed(1)} / p99 ${probe.firstByteP99Ms.toFixed(1)} ms, GC ${fmtGc(probe.gc)}, ` +
-            `${probe.errors} errors`,
-        );
-        await sleep(1_000);
-      }
-    } finally {
-      await pool.destroy();
-      await stopChild(tp.child);
+  // Both targets (the hop as the floor of the per-event transport cost), each with
+  // bench/lib/loop-sampler.mjs preloaded: it splits each late turn into the process's own CPU and
+  // time spent waiting for a core (written at exit, read once the child stopped).
+  for (const launch of options.eventLoop ? options.launchers : []) {
+    const samplesFile = join(tmpdir(), `toolproof-bench-loop-${process.pid}-${Date.now()}.json`);
+    const target = await launch({ loopSamples: samplesFile });
+    const probes = await eventLoopProbes(target, options.quick, options.upstreamPid);
+    await stopChild(target.child);
+    attachSamples(probes, samplesFile, log);
+    for (const p of probes) {
+      report.eventLoop.push(p);
+      log(
+        `event-loop delay in ${p.target}, ${p.mode === 'steady' ? 'arrivals spread' : 'synchronized bursts'}: ${fmtProbe(p)}`,
+      );
     }
   }
   return report;
