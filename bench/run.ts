@@ -13,7 +13,8 @@
  *   --quick              half the rounds and shorter timed runs (a smoke test, ~1 minute)
  *   --rounds=N           measured rounds per side and case (default 6)
  *   --cases=a,b          only these cases (ids: small-c1, small-c64, history-c1, history-c8,
- *                        stream-c1, stream500-c32, tools-stream500-c32, tools-c1, tools-c64, and
+ *                        stream-c1, stream500-c32, tools-stream500-c32, tools-stream8-c32, tools-c1,
+ *                        tools-c64, and
  *                        the open-stream probes open-memory, event-loop; default all)
  *   --server=build|dist|tsx  how toolproof is started (default build; see bench/lib/build.ts)
  *   --cpu-prof           run toolproof under node --cpu-prof and print the top frames (the
@@ -70,6 +71,8 @@ import { fmtDeltaMs, fmtMb, fmtMs, fmtRatio, fmtRps, fmtUs, renderTable } from '
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 /** Events per response of the long-stream cases. */
 const LONG_CHUNKS = 500;
+/** Events per response of the short tool stream (its cost is per request, not per chunk). */
+const SHORT_CHUNKS = 8;
 const LOG_LEVEL = 'warn';
 
 /**
@@ -283,6 +286,19 @@ function defineCases(quick: boolean): Case[] {
       answer: finalAnswerPieces(LONG_CHUNKS).answer,
     },
     {
+      // Mostly the per-request work of a forced tool stream (parse, forced-body rewrite, policy
+      // and validator set-up, upstream dispatch, first write, teardown): CPU per request vs hop.
+      id: 'tools-stream8-c32',
+      title: `short stream with 1 tool (${SHORT_CHUNKS} chunks, forced final_answer), c=32`,
+      body: toolsStreamBody({ chunks: SHORT_CHUNKS }),
+      stream: true,
+      concurrency: 32,
+      durationMs: ms(2000),
+      warmupMs: ms(1500),
+      chunks: SHORT_CHUNKS,
+      answer: finalAnswerPieces(SHORT_CHUNKS).answer,
+    },
+    {
       id: 'tools-c1',
       title: `with tools (${tools.length} B, forced final_answer), c=1`,
       body: tools,
@@ -344,7 +360,7 @@ function checkResponse(c: Case, side: Side, status: number, text: string): Probe
     if (!sse.done) return { ok: false, detail: `stream did not end with data: [DONE]: ${cut(text)}` };
     if (c.answer !== undefined && side === 'proxied') {
       // The harness: the final_answer call's arguments became live content deltas.
-      if (joined.trim() !== c.answer.trim() || sse.contents.length < 10)
+      if (joined.trim() !== c.answer.trim() || sse.contents.length < Math.min(10, (c.chunks ?? 0) - 3))
         return { ok: false, detail: `final_answer was not streamed as content: ${cut(text)}` };
       return { ok: true, detail: `${sse.contents.length} content deltas from the final_answer call` };
     }
@@ -833,6 +849,27 @@ function buildRows(results: Map<string, CaseResult>): {
     row('6', t64, 'latency p99', p99, 'ms');
   } else failedRow('6', t64, 'tools-c64');
 
+  // 9. short tool stream: the per-request cost of a forced tool stream
+  const ts = get('tools-stream8-c32');
+  if (valid(ts)) {
+    row('9', ts, 'throughput (streams/s)', rps, 'rps');
+    row('9', ts, 'first byte p50', (x) => x.firstByte?.p50 ?? Number.NaN, 'ms');
+    const us = ts.proxied.proxyCpuUsPerRequest ?? Number.NaN;
+    const hopUs = ts.hop?.proxyCpuUsPerRequest ?? Number.NaN;
+    rows.push({
+      case: `9 ${ts.title}`,
+      metric: 'proxy CPU per request',
+      direct: '',
+      toolproof: fmtUs(us),
+      bare: ts.bare?.proxyCpuUsPerRequest !== undefined ? fmtUs(ts.bare.proxyCpuUsPerRequest) : '',
+      hop: fmtUs(hopUs),
+      vsHop: fmtRatio(us / hopUs),
+      change: '',
+      target: '',
+      result: '',
+    });
+  } else failedRow('9', ts, 'tools-stream8-c32');
+
   return { rows, checks };
 }
 
@@ -959,6 +996,18 @@ const POOL_OPTIONS = {
 
 async function main(): Promise<number> {
   const opts = parseArgs(process.argv.slice(2));
+  const cases = defineCases(opts.quick).filter((c) => !opts.cases || opts.cases.has(c.id));
+  // The open-stream probes run by default; with --cases only when named; never with --no-open-streams.
+  const probes = new Set<string>(
+    PROBE_IDS.filter((id) => opts.openStreams && (!opts.cases || opts.cases.has(id))),
+  );
+  const known = new Set<string>([...defineCases(false).map((c) => c.id), ...PROBE_IDS]);
+  const unknown = [...(opts.cases ?? [])].filter((id) => !known.has(id));
+  if (unknown.length > 0)
+    throw new Error(`unknown case id(s): ${unknown.join(', ')} (see --cases in bench/run.ts)`);
+  if (cases.length === 0 && probes.size === 0)
+    throw new Error('no case selected (see --cases in bench/run.ts)');
+
   const log = (line: string) => process.stdout.write(`${line}\n`);
   const startedAt = new Date();
   const cores = cpus().length;
@@ -976,18 +1025,6 @@ async function main(): Promise<number> {
   const profDir = join(ROOT, 'bench/results/prof');
   const profName = `toolproof-${startedAt.toISOString().replace(/[:.]/g, '-')}.cpuprofile`;
   if (opts.cpuProf) mkdirSync(profDir, { recursive: true });
-
-  const cases = defineCases(opts.quick).filter((c) => !opts.cases || opts.cases.has(c.id));
-  // The open-stream probes run by default; with --cases only when named; never with --no-open-streams.
-  const probes = new Set<string>(
-    PROBE_IDS.filter((id) => opts.openStreams && (!opts.cases || opts.cases.has(id))),
-  );
-  const known = new Set<string>([...defineCases(false).map((c) => c.id), ...PROBE_IDS]);
-  const unknown = [...(opts.cases ?? [])].filter((id) => !known.has(id));
-  if (unknown.length > 0)
-    throw new Error(`unknown case id(s): ${unknown.join(', ')} (see --cases in bench/run.ts)`);
-  if (cases.length === 0 && probes.size === 0)
-    throw new Error('no case selected (see --cases in bench/run.ts)');
 
   const pools: Partial<Record<Side, Pool>> = {};
   const onSignal = (signal: NodeJS.Signals) => {
