@@ -1069,7 +1069,7 @@ async function main(): Promise<number> {
         TOOLPROOF_LOG_LEVEL: LOG_LEVEL,
         TOOLPROOF_SHUTDOWN_GRACE_MS: '2000',
         TOOLPROOF_WORKERS: String(opts.workers),
-        ...(loopSamples ? { TOOLPROOF_BENCH_LOOP_SAMPLES: loopSamples } : {}),
+        ...(loopSamples ? { BENCH_LOOP_SAMPLES: loopSamples } : {}),
       });
       const child = startNode({
         name: 'toolproof',
@@ -1104,7 +1104,7 @@ async function main(): Promise<number> {
         ],
         cwd: ROOT,
         stdinPipe: true,
-        ...(loopSamples ? { env: { ...process.env, TOOLPROOF_BENCH_LOOP_SAMPLES: loopSamples } } : {}),
+        ...(loopSamples ? { env: { ...process.env, BENCH_LOOP_SAMPLES: loopSamples } } : {}),
       });
       const port = Number(await waitForLine(child, /PORT (\d+)/, 20_000));
       return { name: 'node hop', child, origin: `http://127.0.0.1:${port}`, pids: [child.pid] };

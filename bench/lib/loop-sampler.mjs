@@ -5,14 +5,14 @@
  * competes for the cores the two differ: a turn that was 150 ms late while the process used 30 ms
  * of CPU spent 120 ms waiting for a core. The CPU part is what toolproof itself blocks the loop
  * for, the figure a machine with a free core would show; the wall part is what clients feel here.
- * The samples are written at exit to the file named by TOOLPROOF_BENCH_LOOP_SAMPLES as
+ * The samples are written at exit to the file named by BENCH_LOOP_SAMPLES as
  * [epoch ms, delay ms, cpu ms] triples (epoch, so the bench can cut them to its windows).
  */
 import { writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 
 const INTERVAL_MS = 10;
-const out = process.env.TOOLPROOF_BENCH_LOOP_SAMPLES;
+const out = process.env.BENCH_LOOP_SAMPLES;
 if (out) {
   const samples = [];
   let last = performance.now();
