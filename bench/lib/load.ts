@@ -5,6 +5,7 @@
  * pool.request() to the last body byte; for streams also to the first body byte.
  */
 import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool } from 'undici';
 
 export interface LoadSpec {
@@ -16,6 +17,11 @@ export interface LoadSpec {
   requests?: number;
   /** ...or after this many milliseconds (requests in flight finish). */
   durationMs?: number;
+  /**
+   * Stagger the workers' first requests evenly over this many ms (worker i waits i/c of it), so
+   * that streams of a fixed length arrive and end spread out instead of all in the same turn.
+   */
+  spreadStartMs?: number;
 }
 
 export interface LoadResult {
@@ -29,6 +35,8 @@ export interface LoadResult {
   latencies: number[];
   /** Per request, ms: to the first body byte (streams only). */
   firstByte: number[];
+  /** Per successful request, performance.now() when it was sent (same order as latencies). */
+  starts: number[];
 }
 
 const HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
@@ -40,11 +48,13 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   const deadline = spec.durationMs === undefined ? Number.POSITIVE_INFINITY : start + spec.durationMs;
   const latencies: number[] = [];
   const firstByte: number[] = [];
+  const starts: number[] = [];
   let issued = 0;
   let errors = 0;
   let firstError: string | undefined;
 
-  const worker = async () => {
+  const worker = async (_: unknown, i: number) => {
+    if (spec.spreadStartMs) await sleep((spec.spreadStartMs * i) / concurrency);
     while (issued < maxRequests && performance.now() < deadline) {
       issued++;
       const t0 = performance.now();
@@ -70,6 +80,7 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
           continue;
         }
         latencies.push(t1 - t0);
+        starts.push(t0);
         if (stream) firstByte.push((first < 0 ? t1 : first) - t0);
       } catch (err) {
         errors++;
@@ -85,6 +96,7 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
     wallMs: performance.now() - start,
     latencies,
     firstByte,
+    starts,
   };
 }
 
