@@ -22,6 +22,7 @@ import type { RequestAbort } from './abort.js';
 import type { AppState } from './app-state.js';
 import { createKeyChecker, isOpenRoute } from './auth.js';
 import type { ChatCall } from './chat/context.js';
+import { callUsage } from './chat/pipeline.js';
 import type { Config } from './config.js';
 import { createCors } from './cors.js';
 import { handleClientError, registerErrorHandling } from './error-handler.js';
@@ -365,7 +366,8 @@ function logRequest(
     line.stream = tp.stream;
   }
   if (call) {
-    if (call.usage) line.usage = call.usage;
+    const usage = callUsage(call);
+    if (usage) line.usage = usage;
     const t = call.trace;
     line.harness = {
       forced: t.forced,

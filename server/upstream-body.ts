@@ -127,7 +127,8 @@ export class UpstreamBody implements AsyncIterable<Buffer> {
         // Whole chunks only, as the stream reader did: the one that crossed the limit is dropped.
         let size = 0;
         let n = 0;
-        while (n < this.chunks.length && size + this.chunks[n]!.length <= limit) size += this.chunks[n++]!.length;
+        while (n < this.chunks.length && size + this.chunks[n]!.length <= limit)
+          size += this.chunks[n++]!.length;
         this.chunks.length = n;
         this.queued = size;
         const got = this.take();
@@ -239,11 +240,7 @@ export class ExchangeHandler implements Dispatcher.DispatchHandler {
     if (this.signal.aborted) controller.abort(abortReason(this.signal));
   }
 
-  onResponseStart(
-    controller: Controller,
-    statusCode: number,
-    headers: IncomingHttpHeaders,
-  ): void {
+  onResponseStart(controller: Controller, statusCode: number, headers: IncomingHttpHeaders): void {
     if (statusCode < 200) return; // 1xx: informational, the real head follows
     const declared = headers['content-length'];
     const body = new UpstreamBody(controller, declared === undefined ? Number.NaN : Number(declared));

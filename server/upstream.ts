@@ -156,12 +156,15 @@ export class UpstreamClient {
     for (let attempt = 0; attempt < this.replicas; attempt++) {
       if (req.signal.aborted) throw req.signal.reason ?? new Error('aborted');
       try {
-        const res = await this.exchange({
-          method: req.method,
-          path: req.fromOrigin ? req.path : this.basePath + req.path,
-          headers,
-          body: req.body ?? null,
-        }, req.signal);
+        const res = await this.exchange(
+          {
+            method: req.method,
+            path: req.fromOrigin ? req.path : this.basePath + req.path,
+            headers,
+            body: req.body ?? null,
+          },
+          req.signal,
+        );
         return { status: res.status, headers: res.headers, body: res.body, upstream: this.label };
       } catch (err) {
         lastError = err;

@@ -189,7 +189,10 @@ async function relay(state: AppState, request: FastifyRequest, reply: FastifyRep
   // Fastify pipes the body with backpressure and destroys it if the client goes away (the
   // iterator's return() cancels the upstream request); its error listener keeps a failing
   // upstream body from crashing us.
-  return reply.code(res.status).headers(headers).send(Readable.from(res.body, { objectMode: false }));
+  return reply
+    .code(res.status)
+    .headers(headers)
+    .send(Readable.from(res.body, { objectMode: false }));
 }
 
 /** Registered in its own context: here bodies are bytes of any type, never parsed as JSON. */
