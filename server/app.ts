@@ -345,7 +345,7 @@ function logRequest(
     const k = call.trace.finalKind;
     const kind = k === 'both' ? 'both' : k === 'tool_calls' ? 'tool_calls' : 'content';
     if (Array.isArray(call.original.tools) && call.original.tools.length > 0)
-      state.metrics.responses.labels(model, kind, call.api).inc();
+      state.metrics.hot.responses(model, kind, call.api).inc();
   }
   const quiet = QUIET_ROUTES.has(path);
   if ((LOG_LEVELS[app.log.level] ?? 0) > (quiet ? 20 : 30)) return; // level off: skip building the line
