@@ -140,13 +140,13 @@ export class UpstreamBody implements AsyncIterable<Buffer> {
     }
   }
 
+  /** Empties the queue into one Buffer (no copy for a single chunk; the array is reused). */
   private take(): Buffer {
     const chunks = this.chunks;
-    this.chunks = [];
-    const size = this.queued;
+    const whole = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.queued);
+    chunks.length = 0;
     this.queued = 0;
-    if (chunks.length === 1) return chunks[0]!;
-    return Buffer.concat(chunks, size);
+    return whole;
   }
 
   /** Reads and drops the rest of the body (the connection stays reusable); never rejects. */
@@ -190,9 +190,11 @@ export class UpstreamBody implements AsyncIterable<Buffer> {
   private async next(): Promise<IteratorResult<Buffer, undefined>> {
     for (;;) {
       if (this.chunks.length > 0) {
-        const chunk = this.chunks.shift()!;
-        this.queued -= chunk.length;
-        if (this.controller.paused && this.queued <= HIGH_WATER) this.controller.resume();
+        // Everything queued, as one read (as Readable.read() gives it): an upstream sends one
+        // HTTP chunk per SSE event, and the stream driver writes to the client once per read,
+        // so a read per chunk would multiply the loop turns and the client's syscalls.
+        const chunk = this.take();
+        if (this.controller.paused) this.controller.resume();
         return { done: false, value: chunk };
       }
       if (this.failure) throw this.failure;

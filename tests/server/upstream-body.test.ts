@@ -112,6 +112,25 @@ describe('upstream exchange on dispatch()', () => {
     expect(total).toBe(64 * MiB);
   });
 
+  it('chunks that arrived while nobody read come out as one read (one client write per read in the stream driver)', async () => {
+    const events = Array.from({ length: 100 }, (_, i) => `data: {"n":${i}}\n\n`);
+    const client = await upstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      for (const e of events) res.write(e); // chunked encoding: one HTTP chunk per event
+      res.end();
+    });
+    const res = await client.request({ method: 'GET', path: '/s', signal: new RequestAbort() });
+    await new Promise((r) => setTimeout(r, 200)); // everything has arrived by now
+    let reads = 0;
+    let text = '';
+    for await (const chunk of res.body) {
+      reads++;
+      text += chunk.toString();
+    }
+    expect(text).toBe(events.join(''));
+    expect(reads).toBeLessThan(5);
+  });
+
   it('destroy() mid-body cancels the upstream request; a pending reader gets the error', async () => {
     const seen = deferred<IncomingMessage>();
     const client = await upstream((req, res) => {
