@@ -13,7 +13,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
-import type { AbortLike } from './abort.js';
+import { type AbortLike, RequestAbort } from './abort.js';
 
 /** Bytes queued unread before the socket is paused (the size of a Readable's default buffer). */
 const HIGH_WATER = 64 * 1024;
@@ -286,13 +286,11 @@ function abortReason(signal: AbortLike): Error {
 }
 
 function addAbortListener(signal: AbortLike, fn: () => void): void {
-  if ('addEventListener' in signal && typeof signal.addEventListener === 'function')
-    signal.addEventListener('abort', fn, { once: true });
-  else (signal as import('node:events').EventEmitter).on('abort', fn);
+  if (signal instanceof RequestAbort) signal.onAbort(fn);
+  else signal.addEventListener('abort', fn, { once: true });
 }
 
 function removeAbortListener(signal: AbortLike, fn: () => void): void {
-  if ('removeEventListener' in signal && typeof signal.removeEventListener === 'function')
-    signal.removeEventListener('abort', fn);
-  else (signal as import('node:events').EventEmitter).off('abort', fn);
+  if (signal instanceof RequestAbort) signal.offAbort(fn);
+  else signal.removeEventListener('abort', fn);
 }

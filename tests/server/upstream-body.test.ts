@@ -189,6 +189,14 @@ describe('upstream exchange on dispatch()', () => {
     await closed(Promise.resolve(seen[1]!));
   });
 
+  it('a standard AbortSignal cancels too (the /v1/models and /ready probes use AbortSignal.timeout)', async () => {
+    const seen = deferred<IncomingMessage>();
+    const client = await upstream((req) => seen.resolve(req)); // never answers
+    const pending = client.request({ method: 'GET', path: '/models', signal: AbortSignal.timeout(200) });
+    await expect(pending).rejects.toMatchObject({ name: 'TimeoutError' });
+    await closed(seen.promise);
+  });
+
   it('a whole read past its limit returns null and cancels the request', async () => {
     const seen = deferred<IncomingMessage>();
     const client = await upstream((req, res) => {
