@@ -1,20 +1,34 @@
 /**
  * A per-request abort handle that is cheaper than AbortController (whose EventTarget-based
- * signal costs several microseconds to create on every request). undici accepts any
- * EventEmitter with `aborted` as a request signal, so this one object is both the controller
- * the route holds and the signal the upstream request listens to.
+ * signal costs several microseconds to create on every request) and than an EventEmitter (an
+ * events object per request, another whenever its last listener goes). Its only listener is
+ * the upstream exchange in flight (server/upstream-body.ts): one at a time, rarely more.
  */
-import { EventEmitter } from 'node:events';
-
-export class RequestAbort extends EventEmitter {
+export class RequestAbort {
   aborted = false;
   reason: unknown = undefined;
+  private listeners: Array<() => void> | undefined;
 
   abort(reason?: unknown): void {
     if (this.aborted) return;
     this.aborted = true;
     this.reason = reason ?? new Error('aborted');
-    this.emit('abort');
+    const listeners = this.listeners;
+    this.listeners = undefined;
+    if (listeners) for (const fn of listeners) fn();
+  }
+
+  /** Calls `fn` once, when aborted (never if removed first, or if already aborted). */
+  onAbort(fn: () => void): void {
+    if (this.aborted) return;
+    (this.listeners ??= []).push(fn);
+  }
+
+  offAbort(fn: () => void): void {
+    const listeners = this.listeners;
+    if (!listeners) return;
+    const i = listeners.indexOf(fn);
+    if (i >= 0) listeners.splice(i, 1);
   }
 }
 

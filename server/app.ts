@@ -22,6 +22,7 @@ import type { RequestAbort } from './abort.js';
 import type { AppState } from './app-state.js';
 import { createKeyChecker, isOpenRoute } from './auth.js';
 import type { ChatCall } from './chat/context.js';
+import { callUsage } from './chat/pipeline.js';
 import type { Config } from './config.js';
 import { createCors } from './cors.js';
 import { handleClientError, registerErrorHandling } from './error-handler.js';
@@ -344,7 +345,7 @@ function logRequest(
     const k = call.trace.finalKind;
     const kind = k === 'both' ? 'both' : k === 'tool_calls' ? 'tool_calls' : 'content';
     if (Array.isArray(call.original.tools) && call.original.tools.length > 0)
-      state.metrics.responses.labels(model, kind, call.api).inc();
+      state.metrics.hot.responses(model, kind, call.api).inc();
   }
   const quiet = QUIET_ROUTES.has(path);
   if ((LOG_LEVELS[app.log.level] ?? 0) > (quiet ? 20 : 30)) return; // level off: skip building the line
@@ -365,7 +366,8 @@ function logRequest(
     line.stream = tp.stream;
   }
   if (call) {
-    if (call.usage) line.usage = call.usage;
+    const usage = callUsage(call);
+    if (usage) line.usage = usage;
     const t = call.trace;
     line.harness = {
       forced: t.forced,

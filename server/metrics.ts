@@ -188,6 +188,10 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       requests: hotCounter(m.requests),
       requestDuration: hotHistogram(m.requestDuration),
       upstreamDuration: hotHistogram(m.upstreamDuration),
+      // Every request with tools: the response kind, and (forced) the forcing and its final answer.
+      responses: hotCounter(m.responses),
+      forced: hotCounter(m.forced),
+      finalAnswers: hotCounter(m.finalAnswers),
     },
   };
 }

@@ -10,6 +10,7 @@ import { BalancedPool, type Dispatcher, Pool, errors as undiciErrors } from 'und
 import { ToolproofError } from '../protocol/errors.js';
 import type { AbortLike } from './abort.js';
 import type { Timeouts, UpstreamTarget } from './config.js';
+import { ExchangeHandler, type UpstreamBody, type UpstreamHead } from './upstream-body.js';
 
 export interface UpstreamRequest {
   method: Dispatcher.HttpMethod;
@@ -25,7 +26,8 @@ export interface UpstreamRequest {
 export interface UpstreamResponse {
   status: number;
   headers: IncomingHttpHeaders;
-  body: Dispatcher.ResponseData['body'];
+  /** Read it whole (bytes, partial), by iteration, or dump/destroy it: a body left unread holds the connection. */
+  body: UpstreamBody;
   /** Which target served it (label for logs, metrics and the fallback memory). */
   upstream: string;
 }
@@ -154,14 +156,16 @@ export class UpstreamClient {
     for (let attempt = 0; attempt < this.replicas; attempt++) {
       if (req.signal.aborted) throw req.signal.reason ?? new Error('aborted');
       try {
-        const res = await this.pool.request({
-          method: req.method,
-          path: req.fromOrigin ? req.path : this.basePath + req.path,
-          headers,
-          body: req.body ?? null,
-          signal: req.signal,
-        });
-        return { status: res.statusCode, headers: res.headers, body: res.body, upstream: this.label };
+        const res = await this.exchange(
+          {
+            method: req.method,
+            path: req.fromOrigin ? req.path : this.basePath + req.path,
+            headers,
+            body: req.body ?? null,
+          },
+          req.signal,
+        );
+        return { status: res.status, headers: res.headers, body: res.body, upstream: this.label };
       } catch (err) {
         lastError = err;
         const code = errorCode(err);
@@ -171,6 +175,18 @@ export class UpstreamClient {
     // Cancelled by the client: not an upstream failure, rethrown as it is.
     if (req.signal.aborted) throw lastError;
     throw toUpstreamError(lastError, this.label);
+  }
+
+  /** One dispatch, resolved at the response's headers (see upstream-body.ts for why not request()). */
+  private exchange(opts: Dispatcher.DispatchOptions, signal: AbortLike): Promise<UpstreamHead> {
+    return new Promise<UpstreamHead>((resolve, reject) => {
+      const handler = new ExchangeHandler(signal, resolve, reject);
+      try {
+        this.pool.dispatch(opts, handler);
+      } catch (err) {
+        handler.onResponseError(null, err as Error);
+      }
+    });
   }
 
   close(): Promise<void> {

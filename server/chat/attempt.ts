@@ -21,92 +21,48 @@ const MAX_ERROR_BODY = 1024 * 1024;
 export const MAX_UPSTREAM_BODY = 64 * 1024 * 1024;
 
 /**
- * Abandons an upstream body. The error listener matters: destroying an unread undici body
- * emits 'error', and without a listener that becomes an uncaught exception (the process dies).
+ * Abandons an upstream body: cancels the upstream request if it is still running. Never throws
+ * and never surfaces later (the body has no events to go unhandled).
  */
 export function discardBody(res: UpstreamResponse): void {
-  res.body.on('error', () => {});
   res.body.destroy();
 }
 
 /** An error body, at most `limit` bytes (the rest is dropped: it is only shown to people). */
 export async function readText(res: UpstreamResponse, limit = MAX_ERROR_BODY): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of res.body) {
-      size += (chunk as Buffer).length;
-      if (size > limit) {
-        discardBody(res);
-        break;
-      }
-      chunks.push(chunk as Buffer);
-    }
-  } catch {
-    // A torn error body still says what it managed to say.
-  }
-  return Buffer.concat(chunks).toString('utf8');
+  // A torn error body still says what it managed to say.
+  return (await res.body.partial(limit)).toString('utf8');
 }
 
 /**
  * A successful non-streamed body, whole. A body cut or stalled mid-way is the upstream's fault
  * (502/504, never 500); one larger than MAX_UPSTREAM_BODY is refused with a 502.
  */
-export function readUpstreamBody(res: UpstreamResponse, label: string): Promise<string> {
-  return readWhole(res, label, 'text');
+export async function readUpstreamBody(res: UpstreamResponse, label: string): Promise<string> {
+  return (await readUpstreamBytes(res, label)).toString('utf8');
 }
 
 /**
  * The same body as bytes, for a relay that does not look inside: no UTF-8 decoding and encoding
- * again. The bytes are the ones readUpstreamBody's text stands for: undici's text() skips a
- * UTF-8 byte-order mark on a body of declared length, so that one is skipped here too (see
- * relayBytes in pipeline.ts for the rest of the equivalence).
+ * again. A UTF-8 byte-order mark is skipped on a body of declared length (as undici's text()
+ * did, which this replaced; see relayBytes in pipeline.ts for the rest of the equivalence).
  */
-export function readUpstreamBytes(res: UpstreamResponse, label: string): Promise<Buffer> {
-  return readWhole(res, label, 'bytes');
-}
-
-async function readWhole(res: UpstreamResponse, label: string, as: 'text'): Promise<string>;
-async function readWhole(res: UpstreamResponse, label: string, as: 'bytes'): Promise<Buffer>;
-async function readWhole(
-  res: UpstreamResponse,
-  label: string,
-  as: 'text' | 'bytes',
-): Promise<string | Buffer> {
-  const declared = Number(res.headers['content-length']);
+export async function readUpstreamBytes(res: UpstreamResponse, label: string): Promise<Buffer> {
+  const declared = res.body.declaredLength;
   if (declared > MAX_UPSTREAM_BODY) {
     discardBody(res);
     throw tooLarge(label);
   }
-  if (declared >= 0) {
-    // The usual case: a declared length under the cap (HTTP framing bounds the body), read by
-    // undici's own consumer, with no async iterator per body.
-    try {
-      if (as === 'text') return await res.body.text();
-      const u8 = await res.body.bytes();
-      const start = u8.length > 2 && u8[0] === 0xef && u8[1] === 0xbb && u8[2] === 0xbf ? 3 : 0;
-      return Buffer.from(u8.buffer, u8.byteOffset + start, u8.byteLength - start);
-    } catch (err) {
-      throw toUpstreamError(err, label);
-    }
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
+  let whole: Buffer | null;
   try {
-    for await (const chunk of res.body) {
-      size += (chunk as Buffer).length;
-      if (size > MAX_UPSTREAM_BODY) {
-        discardBody(res);
-        throw tooLarge(label);
-      }
-      chunks.push(chunk as Buffer);
-    }
+    whole = await res.body.bytes(MAX_UPSTREAM_BODY);
   } catch (err) {
-    if (err instanceof ToolproofError) throw err;
     throw toUpstreamError(err, label); // an abort stays an abort: the client is gone anyway
   }
-  const whole = Buffer.concat(chunks);
-  return as === 'text' ? whole.toString('utf8') : whole;
+  if (whole === null) throw tooLarge(label);
+  if (declared >= 0 && whole.length > 2 && whole[0] === 0xef && whole[1] === 0xbb && whole[2] === 0xbf)
+    return whole.subarray(3);
+  return whole;
 }
 
 function tooLarge(label: string): ToolproofError {

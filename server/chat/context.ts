@@ -52,6 +52,8 @@ export class ChatCall {
   retriesUsed = 0;
   /** Token usage summed over attempts, when the upstream reported it. */
   usage: Usage | undefined;
+  /** A non-streamed pass-through body: its usage is read from it only when asked (callUsage). */
+  relayedBody: Buffer | undefined;
   /** The error a stream ended with after its headers were sent (for the log line). */
   streamError: ToolproofError | undefined;
   /** Effects of the response attempt in progress (policies later in the table read them). */

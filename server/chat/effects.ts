@@ -27,10 +27,10 @@ export function recordPolicyEffects(call: ChatCall, deps: ChatDeps, effects: rea
           t.forced = true;
           const choice = (e.detail as { toolChoice?: string } | undefined)?.toolChoice ?? 'required';
           t.toolChoiceSent = choice;
-          m.forced.labels(model, choice).inc();
+          m.hot.forced(model, choice).inc();
         } else if (e.kind === 'final-answer') {
           t.finalAnswer = true;
-          m.finalAnswers.labels(model).inc();
+          m.hot.finalAnswers(model).inc();
         } else if (e.kind === 'forced-but-prose') {
           m.forcedButProse.labels(model).inc();
         } else if (e.kind === 'final-answer-raw' || e.kind === 'final-answer-invalid') {

@@ -84,10 +84,19 @@ export function usageFromRaw(text: string): Usage | undefined {
   }
 }
 
+const USAGE_KEY = Buffer.from('"usage"');
+
 /** usageFromRaw on bytes: only the tail from the last `"usage"` on is decoded. */
 export function usageFromBytes(body: Buffer): Usage | undefined {
-  const key = body.lastIndexOf('"usage"');
+  const key = body.lastIndexOf(USAGE_KEY);
   return key < 0 ? undefined : usageFromRaw(body.toString('utf8', key));
+}
+
+/** The usage a call ended with: summed over attempts, or read from the relayed body. */
+export function callUsage(call: ChatCall): Usage | undefined {
+  if (call.usage === undefined && call.relayedBody !== undefined)
+    call.usage = usageFromBytes(call.relayedBody);
+  return call.usage;
 }
 
 /**
@@ -143,8 +152,10 @@ async function wholeAttempt(
   if (passthrough) {
     const body = relayBytes(await readUpstreamBytes(opened.res, call.route.client.label));
     deps.dumpRaw?.(call.reqId, call.trace.attempts, body.toString('utf8'));
-    const usage = usageFromBytes(body);
-    return { kind: 'raw', status: opened.res.status, body, ...(usage ? { usage } : {}) };
+    // Its usage is only for the log line: read from the bytes when that line is written
+    // (callUsage), not on every request (a scan and a JSON.parse each).
+    call.relayedBody = body;
+    return { kind: 'raw', status: opened.res.status, body };
   }
   const text = await readUpstreamBody(opened.res, call.route.client.label);
   deps.dumpRaw?.(call.reqId, call.trace.attempts, text);
@@ -203,7 +214,6 @@ async function runAttempts(
         const whole = await wholeAttempt(call, deps, opened, passthrough);
         if ('kind' in whole) {
           call.trace.finalKind = 'passthrough';
-          call.usage = whole.usage;
           return whole;
         }
         end = whole;

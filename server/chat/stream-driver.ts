@@ -5,8 +5,8 @@
  *
  * Hazards: an upstream read can fail at any time (undici error: an upstream fault), while a
  * throw from a policy hook is toolproof's own bug (TP_ERR_INTERNAL): the two are kept apart.
- * A response body that is abandoned is destroyed with an error listener attached, so a late
- * socket error cannot become an uncaught exception.
+ * A response body that is abandoned is destroyed (discardBody), which cancels the upstream
+ * request; the body has no events, so a late socket error cannot become an uncaught exception.
  */
 import { chunkShapeProblem } from '../../protocol/completion-shape.js';
 import { ToolproofError } from '../../protocol/errors.js';

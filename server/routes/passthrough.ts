@@ -5,6 +5,7 @@
  * streamed with backpressure out. A proxy must not take capabilities away from its backend.
  * Auth, timeouts, abort on disconnect and the log line come from app.ts like any route.
  */
+import { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Dispatcher } from 'undici';
@@ -185,9 +186,13 @@ async function relay(state: AppState, request: FastifyRequest, reply: FastifyRep
     return reply.code(res.status).headers(headers).send();
   }
   request.tp.stream = String(headers['content-type'] ?? '').startsWith('text/event-stream');
-  // Fastify pipes the body with backpressure and destroys it (cancelling the upstream request)
-  // if the client goes away; its error listener keeps a failing upstream body from crashing us.
-  return reply.code(res.status).headers(headers).send(res.body);
+  // Fastify pipes the body with backpressure and destroys it if the client goes away (the
+  // iterator's return() cancels the upstream request); its error listener keeps a failing
+  // upstream body from crashing us.
+  return reply
+    .code(res.status)
+    .headers(headers)
+    .send(Readable.from(res.body, { objectMode: false }));
 }
 
 /** Registered in its own context: here bodies are bytes of any type, never parsed as JSON. */

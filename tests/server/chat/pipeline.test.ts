@@ -3,7 +3,6 @@
  * sockets, every upstream reply scripted. What the loop decides once for both drivers: the
  * fallback once (and only on a rejection of tool_choice), retries, usage, outcomes.
  */
-import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import type { ToolproofError } from '../../../protocol/errors.js';
 import type { ChatCompletionChunk, ChatCompletionRequest } from '../../../protocol/openai.js';
@@ -20,6 +19,7 @@ import { FallbackMemory } from '../../../server/fallback-memory.js';
 import { createMetrics } from '../../../server/metrics.js';
 import { ModelLabels } from '../../../server/routing.js';
 import type { UpstreamClient, UpstreamRequest, UpstreamResponse } from '../../../server/upstream.js';
+import { UpstreamBody } from '../../../server/upstream-body.js';
 import { type Turn, turnChunks, turnCompletion } from '../scripted-upstream.js';
 
 type Reply = { status: number; json?: unknown; sse?: object[] };
@@ -38,7 +38,7 @@ function fakeClient(replies: Reply[]): { client: UpstreamClient; sent: ChatCompl
       return {
         status: r.status,
         headers: { 'content-type': sse ? 'text/event-stream' : 'application/json' },
-        body: Readable.from([Buffer.from(text)]) as unknown as UpstreamResponse['body'],
+        body: UpstreamBody.of(text),
         upstream: 'fake',
       };
     },
