@@ -245,12 +245,15 @@ function createStreamHook(
   const stateOf = (chunk: ChatCompletionChunk, index: number): ChoiceRecovery => {
     let st = states.get(index);
     if (!st) {
+      // Only the id is read from the chunk: the lazy engine's closure must not keep the whole
+      // parsed chunk alive for the life of the stream (a forced answer never creates the engine).
+      const chunkId = String(chunk.id ?? '');
       st = {
         stream: lazyRecoveryStream(() =>
           createRecoveryStream({
             tools: declaredTools(sent),
             parsers: ctx.settings.parsers,
-            newId: idFactory(String(chunk.id ?? ''), index),
+            newId: idFactory(chunkId, index),
             startsInReasoning: ctx.settings.startsInReasoning,
             maxHeldBytes: ctx.settings.maxHeldBytes,
           }),

@@ -122,8 +122,9 @@ export function createHeldCallsStreamHook(judge: TurnJudge, opts: HoldOptions = 
 
   return {
     onChunk(chunk) {
-      // The first chunk is the cleanest template (later ones may carry timings, usage).
-      template ??= chunk;
+      // The first chunk is the cleanest template (later ones may carry timings, usage). Only its
+      // top-level fields are used (emitCalls): its choices are not kept alive for the stream's life.
+      template ??= { ...chunk, choices: [] };
       if (!hold) {
         for (const c of chunk.choices ?? []) {
           const a = accOf(c.index);
