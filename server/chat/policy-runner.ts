@@ -7,14 +7,15 @@
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '../../protocol/openai.js';
 import type { ModelSettings } from '../../protocol/settings.js';
 import { materializeLight } from '../../policies/support/light-delta.js';
-import type {
-  LightDelta,
-  LightFrame,
-  Policy,
-  PolicyContext,
-  PolicyEffect,
-  ResponseDecision,
-  StreamHook,
+import {
+  isPassThroughHook,
+  type LightDelta,
+  type LightFrame,
+  type Policy,
+  type PolicyContext,
+  type PolicyEffect,
+  type ResponseDecision,
+  type StreamHook,
 } from '../../policies/types.js';
 import type { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCall } from './context.js';
@@ -103,8 +104,11 @@ export function createStreamChain(
 ): StreamChain {
   const hooks: StreamHook[] = [];
   for (const policy of policies) {
-    if (policy.createStreamHook)
-      hooks.push(policy.createStreamHook(ctx, memos.get(policy.name), sent, original));
+    if (!policy.createStreamHook) continue;
+    const hook = policy.createStreamHook(ctx, memos.get(policy.name), sent, original);
+    // A pass-through hook returns each chunk as it is and ends with nothing: leaving it out
+    // changes no output, and saves a call per chunk.
+    if (!isPassThroughHook(hook)) hooks.push(hook);
   }
   const from = (start: number, chunks: ChatCompletionChunk[]): ChatCompletionChunk[] => {
     let cur = chunks;
