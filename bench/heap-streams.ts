@@ -108,6 +108,18 @@ async function launch(serverArgs: string[], upstreamOrigin: string, dir: string,
 
 const kb = (bytes: number) => (bytes / 1024).toFixed(2);
 
+/** V8's heap from toolproof's /metrics (prom-client's default metrics read v8 at each scrape). */
+async function v8Heap(origin: string): Promise<{ total: number; used: number; external: number }> {
+  const res = await request(`${origin}/metrics`, { headersTimeout: 10_000, bodyTimeout: 10_000 });
+  const text = await res.body.text();
+  const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+  return {
+    total: value('nodejs_heap_size_total_bytes'),
+    used: value('nodejs_heap_size_used_bytes'),
+    external: value('nodejs_external_memory_bytes'),
+  };
+}
+
 async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
   const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -134,8 +146,13 @@ async function main(): Promise<void> {
       try {
         await heldStreams(target, upstreamOrigin, body, 100);
         await sleep(300);
-        const rss = await heldStreams(target, upstreamOrigin, body, n);
+        const v8Before = await v8Heap(target.origin);
+        let v8Open = v8Before;
+        const rss = await heldStreams(target, upstreamOrigin, body, n, async () => {
+          v8Open = await v8Heap(target.origin);
+        });
         const rssKb = ((rss.rssOpenMb - rss.rssBeforeMb) * 1024) / n;
+        const perStream = (before: number, open: number) => ((open - before) / 1024 / n).toFixed(1);
         await sleep(300);
         const first = await snapshot(child, dir, target.origin);
         let second = '';
@@ -151,6 +168,11 @@ async function main(): Promise<void> {
             `heap kept per stream ${heapKb.toFixed(1)} KB (new objects' self size), so about ` +
             `${(rssKb - heapKb).toFixed(1)} KB native; heap ${(diff.totalBytesBefore / 2 ** 20).toFixed(1)} -> ` +
             `${(diff.totalBytesAfter / 2 ** 20).toFixed(1)} MB`,
+        );
+        log(
+          `  of that RSS, V8's heap: committed ${perStream(v8Before.total, v8Open.total)} KB/stream ` +
+            `(used ${perStream(v8Before.used, v8Open.used)}, external ${perStream(v8Before.external, v8Open.external)}); ` +
+            `the rest (${(rssKb - (v8Open.total - v8Before.total) / 1024 / n).toFixed(1)} KB/stream) is outside it`,
         );
         log(`\nper stream, by constructor (KB, objects):`);
         for (const g of diff.byGroup.slice(0, opts.top))
