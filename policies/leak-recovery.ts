@@ -39,6 +39,7 @@ import {
   type StreamHook,
 } from './types.js';
 import { clientToolChoice } from './support/client-choice.js';
+import { IndexMap } from './support/index-map.js';
 
 const NAME = 'leak-recovery';
 
@@ -230,7 +231,7 @@ interface ChoiceRecovery {
   stream: RecoveryStream;
   finished: boolean;
   reasoningKey: 'reasoning_content' | 'reasoning';
-  upstreamIndex: Map<number, number>;
+  upstreamIndex: IndexMap<number>;
   /** Created on the first recovered call (most streams have none). */
   recoveredIndex: Map<number, number> | undefined;
   nextIndex: number;
@@ -280,7 +281,7 @@ function applyEvents(st: ChoiceRecovery, events: RecoveryEvent[], delta: Delta):
 
 /** A class rather than closures: an open stream holds one object, the methods are shared. */
 class LeakRecoveryStream implements StreamHook {
-  private readonly states = new Map<number, ChoiceRecovery>();
+  private readonly states = new IndexMap<ChoiceRecovery>();
   private last: Pick<ChatCompletionChunk, 'id' | 'created' | 'model'> | undefined;
 
   constructor(
@@ -307,7 +308,7 @@ class LeakRecoveryStream implements StreamHook {
         stream: new LazyRecoveryStream(this, String(chunk.id ?? ''), index),
         finished: false,
         reasoningKey: 'reasoning_content',
-        upstreamIndex: new Map(),
+        upstreamIndex: new IndexMap(),
         recoveredIndex: undefined,
         nextIndex: 0,
         recoveredCount: 0,

@@ -16,6 +16,7 @@ import {
 } from '../types.js';
 import { answerOutcome, answerSeparator, createAnswerDecoder } from './final-answer.js';
 import type { JsonStringFieldDecoder } from './json-string-stream.js';
+import { IndexMap } from './index-map.js';
 
 interface CallState {
   kind: 'pending' | 'final' | 'real';
@@ -30,7 +31,7 @@ interface CallState {
 }
 
 interface ChoiceState {
-  calls: Map<number, CallState>;
+  calls: IndexMap<CallState>;
   realCount: number;
   finalSeen: boolean;
   /** A final_answer without an answer was handed on as a call (corrective-retry re-asks). */
@@ -115,7 +116,7 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
  * the methods shared on the prototype (a dozen closures per stream added up over 1,000 streams).
  */
 class FinalAnswerStream implements StreamHook {
-  private readonly choices = new Map<number, ChoiceState>();
+  private readonly choices = new IndexMap<ChoiceState>();
   private readonly effects: PolicyEffect[] = [];
   private template: ChatCompletionChunk | undefined;
   /** Set while a chunk is transformed when it carries decoded answer text. */
@@ -127,7 +128,7 @@ class FinalAnswerStream implements StreamHook {
     let st = this.choices.get(index);
     if (!st) {
       st = {
-        calls: new Map(),
+        calls: new IndexMap(),
         realCount: 0,
         finalSeen: false,
         leftInvalid: false,

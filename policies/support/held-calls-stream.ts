@@ -21,6 +21,7 @@ import type {
 } from '../../protocol/openai.js';
 import { isLiveAnswer, type LightDelta, type LightFrame, type StreamEnd, type StreamHook } from '../types.js';
 import type { Correction } from '../corrective-retry.js';
+import { IndexMap } from './index-map.js';
 
 interface Assembled {
   id: string;
@@ -33,7 +34,7 @@ interface Assembled {
 interface ChoiceAcc {
   content: string;
   finishReason: string | null;
-  calls: Map<number, Assembled>;
+  calls: IndexMap<Assembled>;
   /** This choice's finish arrived: anything later for it waits until the end too. */
   finished: boolean;
 }
@@ -85,7 +86,7 @@ function toolCallsOf(a: ChoiceAcc): ToolCall[] {
  * the methods shared on the prototype.
  */
 class HeldCallsStream implements StreamHook {
-  private readonly acc = new Map<number, ChoiceAcc>();
+  private readonly acc = new IndexMap<ChoiceAcc>();
   private readonly held: ChatCompletionChunk[] = [];
   /** Text chunks of this attempt not yet released (dropped on a retry). */
   private pending: ChatCompletionChunk[] = [];
@@ -99,7 +100,7 @@ class HeldCallsStream implements StreamHook {
   private accOf(index: number): ChoiceAcc {
     let a = this.acc.get(index);
     if (!a) {
-      a = { content: '', finishReason: null, calls: new Map(), finished: false };
+      a = { content: '', finishReason: null, calls: new IndexMap(), finished: false };
       this.acc.set(index, a);
     }
     return a;

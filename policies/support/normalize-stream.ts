@@ -8,6 +8,7 @@ import type { LightDelta, LightFrame, StreamEnd, StreamHook } from '../types.js'
 import { isPlainObject, tryParseJson } from './canonical-arguments.js';
 import { derivedCallId, looksTruncated } from './call-ids.js';
 import { EffectTally } from './effects.js';
+import { IndexMap } from './index-map.js';
 
 interface CallState {
   outIndex: number;
@@ -22,7 +23,7 @@ interface CallState {
 
 interface ChoiceState {
   calls: CallState[];
-  current: Map<number, CallState>;
+  current: IndexMap<CallState>;
   taken: Set<string>;
 }
 
@@ -37,7 +38,7 @@ export function createNormalizeStreamHook(policy: string): StreamHook {
 /** A class rather than closures: an open stream holds one object, the methods are shared. */
 class NormalizeStream implements StreamHook {
   private readonly tally: EffectTally;
-  private readonly states = new Map<number, ChoiceState>();
+  private readonly states = new IndexMap<ChoiceState>();
   private responseId = '';
 
   constructor(policy: string) {
@@ -47,7 +48,7 @@ class NormalizeStream implements StreamHook {
   private stateOf(index: number): ChoiceState {
     let st = this.states.get(index);
     if (!st) {
-      st = { calls: [], current: new Map(), taken: new Set() };
+      st = { calls: [], current: new IndexMap(), taken: new Set() };
       this.states.set(index, st);
     }
     return st;
