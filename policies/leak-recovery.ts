@@ -32,10 +32,14 @@ import {
   passThroughHook,
   type Policy,
   type PolicyContext,
+  type LightDelta,
+  type LightFrame,
   type PolicyEffect,
+  type StreamEnd,
   type StreamHook,
 } from './types.js';
 import { clientToolChoice } from './support/client-choice.js';
+import { IndexMap } from './support/index-map.js';
 
 const NAME = 'leak-recovery';
 
@@ -191,34 +195,45 @@ function hasKey(o: object): boolean {
 /**
  * A choice's engine, built on its first text. A forced answer streamed as a call never sends
  * any, and an engine that was fed nothing pushes, finishes and reports nothing: so until text
- * comes, an open stream holds no scanner state and pays no set-up.
+ * comes, an open stream holds no scanner state and pays no set-up. It keeps what the engine
+ * needs (the hook, the response id, the choice), not a closure over the first chunk.
  */
-function lazyRecoveryStream(create: () => RecoveryStream): RecoveryStream {
-  let engine: RecoveryStream | undefined;
-  let finished = false;
-  return {
-    push(d) {
-      if (!engine) {
-        if (finished) throw new Error('recovery stream already finished');
-        if (!d.content && !d.reasoning) return [];
-        engine = create();
-      }
-      return engine.push(d);
-    },
-    finish() {
-      finished = true;
-      return engine ? engine.finish() : [];
-    },
-    leaks: () => (engine ? engine.leaks() : []),
-  };
+class LazyRecoveryStream implements RecoveryStream {
+  private engine: RecoveryStream | undefined;
+  private finished = false;
+
+  constructor(
+    private readonly hook: LeakRecoveryStream,
+    private readonly responseId: string,
+    private readonly index: number,
+  ) {}
+
+  push(d: Parameters<RecoveryStream['push']>[0]): RecoveryEvent[] {
+    if (!this.engine) {
+      if (this.finished) throw new Error('recovery stream already finished');
+      if (!d.content && !d.reasoning) return [];
+      this.engine = this.hook.createEngine(this.responseId, this.index);
+    }
+    return this.engine.push(d);
+  }
+
+  finish(): RecoveryEvent[] {
+    this.finished = true;
+    return this.engine ? this.engine.finish() : [];
+  }
+
+  leaks(): LeakRecord[] {
+    return this.engine ? this.engine.leaks() : [];
+  }
 }
 
 interface ChoiceRecovery {
   stream: RecoveryStream;
   finished: boolean;
   reasoningKey: 'reasoning_content' | 'reasoning';
-  upstreamIndex: Map<number, number>;
-  recoveredIndex: Map<number, number>;
+  upstreamIndex: IndexMap<number>;
+  /** Created on the first recovered call (most streams have none). */
+  recoveredIndex: Map<number, number> | undefined;
   nextIndex: number;
   recoveredCount: number;
 }
@@ -239,58 +254,72 @@ function createStreamHook(
     return passThroughHook();
   }
   if (clientToolChoice(original).kind === 'none') return createSuppressingHook(ctx, sent);
-  const states = new Map<number, ChoiceRecovery>();
-  let last: Pick<ChatCompletionChunk, 'id' | 'created' | 'model'> | undefined;
+  return new LeakRecoveryStream(ctx, sent);
+}
 
-  const stateOf = (chunk: ChatCompletionChunk, index: number): ChoiceRecovery => {
-    let st = states.get(index);
+function applyEvents(st: ChoiceRecovery, events: RecoveryEvent[], delta: Delta): void {
+  let content = '';
+  let reasoning = '';
+  const calls: ToolCallDelta[] = [];
+  for (const e of events) {
+    if (e.type === 'content') content += e.text;
+    else if (e.type === 'reasoning') reasoning += e.text;
+    else if (e.type === 'call-start') {
+      const idx = st.nextIndex++;
+      (st.recoveredIndex ??= new Map()).set(e.index, idx);
+      st.recoveredCount++;
+      calls.push({ index: idx, id: e.id, type: 'function', function: { name: e.name, arguments: '' } });
+    } else if (e.type === 'call-args') {
+      const idx = st.recoveredIndex?.get(e.index);
+      if (idx !== undefined) calls.push({ index: idx, function: { arguments: e.fragment } });
+    }
+  }
+  if (content) delta.content = content;
+  if (reasoning) delta[st.reasoningKey] = reasoning;
+  if (calls.length > 0) delta.tool_calls = [...(delta.tool_calls ?? []), ...calls];
+}
+
+/** A class rather than closures: an open stream holds one object, the methods are shared. */
+class LeakRecoveryStream implements StreamHook {
+  private readonly states = new IndexMap<ChoiceRecovery>();
+  private last: Pick<ChatCompletionChunk, 'id' | 'created' | 'model'> | undefined;
+
+  constructor(
+    private readonly ctx: PolicyContext,
+    private readonly sent: ChatCompletionRequest,
+  ) {}
+
+  /** A choice's engine, on its first text (LazyRecoveryStream). */
+  createEngine(responseId: string, index: number): RecoveryStream {
+    const settings = this.ctx.settings;
+    return createRecoveryStream({
+      tools: declaredTools(this.sent),
+      parsers: settings.parsers,
+      newId: idFactory(responseId, index),
+      startsInReasoning: settings.startsInReasoning,
+      maxHeldBytes: settings.maxHeldBytes,
+    });
+  }
+
+  private stateOf(chunk: ChatCompletionChunk, index: number): ChoiceRecovery {
+    let st = this.states.get(index);
     if (!st) {
       st = {
-        stream: lazyRecoveryStream(() =>
-          createRecoveryStream({
-            tools: declaredTools(sent),
-            parsers: ctx.settings.parsers,
-            newId: idFactory(String(chunk.id ?? ''), index),
-            startsInReasoning: ctx.settings.startsInReasoning,
-            maxHeldBytes: ctx.settings.maxHeldBytes,
-          }),
-        ),
+        stream: new LazyRecoveryStream(this, String(chunk.id ?? ''), index),
         finished: false,
         reasoningKey: 'reasoning_content',
-        upstreamIndex: new Map(),
-        recoveredIndex: new Map(),
+        upstreamIndex: new IndexMap(),
+        recoveredIndex: undefined,
         nextIndex: 0,
         recoveredCount: 0,
       };
-      states.set(index, st);
+      this.states.set(index, st);
     }
     return st;
-  };
+  }
 
-  const apply = (st: ChoiceRecovery, events: RecoveryEvent[], delta: Delta): void => {
-    let content = '';
-    let reasoning = '';
-    const calls: ToolCallDelta[] = [];
-    for (const e of events) {
-      if (e.type === 'content') content += e.text;
-      else if (e.type === 'reasoning') reasoning += e.text;
-      else if (e.type === 'call-start') {
-        const idx = st.nextIndex++;
-        st.recoveredIndex.set(e.index, idx);
-        st.recoveredCount++;
-        calls.push({ index: idx, id: e.id, type: 'function', function: { name: e.name, arguments: '' } });
-      } else if (e.type === 'call-args') {
-        const idx = st.recoveredIndex.get(e.index);
-        if (idx !== undefined) calls.push({ index: idx, function: { arguments: e.fragment } });
-      }
-    }
-    if (content) delta.content = content;
-    if (reasoning) delta[st.reasoningKey] = reasoning;
-    if (calls.length > 0) delta.tool_calls = [...(delta.tool_calls ?? []), ...calls];
-  };
-
-  const transform = (chunk: ChatCompletionChunk, choice: ChunkChoice): ChunkChoice | null => {
-    const st = stateOf(chunk, choice.index);
+  private transform(chunk: ChatCompletionChunk, choice: ChunkChoice): ChunkChoice | null {
+    const st = this.stateOf(chunk, choice.index);
     if (st.finished) return choice;
     const inDelta = choice.delta ?? {};
     if (typeof inDelta.reasoning === 'string' && inDelta.reasoning_content == null)
@@ -325,62 +354,62 @@ function createStreamHook(
       events.push(...st.stream.finish());
       st.finished = true;
     }
-    apply(st, events, out);
+    applyEvents(st, events, out);
     // Keep the role chunk's empty content as the backend sent it.
     if (out.content === undefined && inDelta.role && content !== undefined) out.content = content;
     if (finish === 'stop' && st.recoveredCount > 0) finish = 'tool_calls';
     // Everything held back: nothing to send for this choice yet.
     if (finish == null && !hasKey(out)) return null;
     return { ...choice, delta: out, finish_reason: finish };
-  };
+  }
 
-  return {
-    onChunk(chunk) {
-      last = { id: chunk.id, created: chunk.created, model: chunk.model };
-      if (!Array.isArray(chunk.choices) || chunk.choices.length === 0) return [chunk];
-      const choices: ChunkChoice[] = [];
-      for (const choice of chunk.choices) {
-        const t = transform(chunk, choice);
-        if (t) choices.push(t);
-      }
-      return choices.length === 0 && !chunk.usage ? [] : [{ ...chunk, choices }];
-    },
-    onLight(light, frame) {
-      const st = states.get(frame.choice);
-      // Text goes through the engine (it may hold or rewrite it): the full path.
-      if (!st || light.kind !== 'args') return undefined;
-      const f = frame.chunk;
-      if (last?.id !== f.id || last.created !== f.created || last.model !== f.model)
-        last = { id: f.id, created: f.created, model: f.model };
-      if (st.finished) return light;
-      // A structured call's fragment: no text for the engine (an empty push is a no-op), only
-      // the renumbering into the choice's index space.
-      const idx = st.upstreamIndex.get(light.call);
-      if (idx === undefined) return undefined;
-      return idx === light.call ? light : { kind: 'args', call: idx, fragment: light.fragment };
-    },
-    onEnd() {
-      const chunks: ChatCompletionChunk[] = [];
-      const effects: PolicyEffect[] = [];
-      for (const [index, st] of [...states].sort(([a], [b]) => a - b)) {
-        if (!st.finished && last) {
-          // The upstream ended without a finish_reason: flush what the engine still holds.
-          st.finished = true;
-          const delta: Delta = {};
-          apply(st, st.stream.finish(), delta);
-          if (Object.keys(delta).length > 0) {
-            chunks.push({
-              ...last,
-              object: 'chat.completion.chunk',
-              choices: [{ index, delta, finish_reason: null }],
-            });
-          }
+  onChunk(chunk: ChatCompletionChunk): ChatCompletionChunk[] {
+    this.last = { id: chunk.id, created: chunk.created, model: chunk.model };
+    if (!Array.isArray(chunk.choices) || chunk.choices.length === 0) return [chunk];
+    const choices: ChunkChoice[] = [];
+    for (const choice of chunk.choices) {
+      const t = this.transform(chunk, choice);
+      if (t) choices.push(t);
+    }
+    return choices.length === 0 && !chunk.usage ? [] : [{ ...chunk, choices }];
+  }
+
+  onLight(light: LightDelta, frame: LightFrame): LightDelta | null | undefined {
+    const st = this.states.get(frame.choice);
+    // Text goes through the engine (it may hold or rewrite it): the full path.
+    if (!st || light.kind !== 'args') return undefined;
+    const f = frame.chunk;
+    if (this.last?.id !== f.id || this.last.created !== f.created || this.last.model !== f.model)
+      this.last = { id: f.id, created: f.created, model: f.model };
+    if (st.finished) return light;
+    // A structured call's fragment: no text for the engine (an empty push is a no-op), only
+    // the renumbering into the choice's index space.
+    const idx = st.upstreamIndex.get(light.call);
+    if (idx === undefined) return undefined;
+    return idx === light.call ? light : { kind: 'args', call: idx, fragment: light.fragment };
+  }
+
+  onEnd(): StreamEnd {
+    const chunks: ChatCompletionChunk[] = [];
+    const effects: PolicyEffect[] = [];
+    for (const [index, st] of [...this.states].sort(([a], [b]) => a - b)) {
+      if (!st.finished && this.last) {
+        // The upstream ended without a finish_reason: flush what the engine still holds.
+        st.finished = true;
+        const delta: Delta = {};
+        applyEvents(st, st.stream.finish(), delta);
+        if (Object.keys(delta).length > 0) {
+          chunks.push({
+            ...this.last,
+            object: 'chat.completion.chunk',
+            choices: [{ index, delta, finish_reason: null }],
+          });
         }
-        effects.push(...leakEffects(st.stream.leaks()));
       }
-      return { chunks, effects };
-    },
-  };
+      effects.push(...leakEffects(st.stream.leaks()));
+    }
+    return { chunks, effects };
+  }
 }
 
 /**

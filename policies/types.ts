@@ -89,13 +89,21 @@ export interface LightFrame {
   readonly choice: number;
 }
 
+/** Stateless, so one object serves every stream (each open stream used to hold its own). */
+const PASS_THROUGH: StreamHook = Object.freeze({
+  onChunk: (chunk: ChatCompletionChunk) => [chunk],
+  onLight: (delta: LightDelta) => delta,
+  onEnd: () => ({ chunks: [], effects: [] }),
+});
+
 /** The pass-through hook of a policy that has nothing to do for this request. */
 export function passThroughHook(): StreamHook {
-  return {
-    onChunk: (chunk) => [chunk],
-    onLight: (delta) => delta,
-    onEnd: () => ({ chunks: [], effects: [] }),
-  };
+  return PASS_THROUGH;
+}
+
+/** Whether `hook` is passThroughHook()'s: a chain may leave it out (it changes nothing). */
+export function isPassThroughHook(hook: StreamHook): boolean {
+  return hook === PASS_THROUGH;
 }
 
 export interface Policy {

@@ -157,12 +157,17 @@ async function getJson(url: string): Promise<unknown> {
   return res.body.json();
 }
 
-/** Opens `n` held streams, waits for every first byte, reads RSS, releases them, drains. */
-async function heldStreams(
+/**
+ * Opens `n` held streams, waits for every first byte, reads RSS, releases them, drains.
+ * `whileOpen` runs once they are all open, after the RSS read (bench/heap-streams.ts takes a heap
+ * snapshot there).
+ */
+export async function heldStreams(
   target: ProbeTarget,
   upstreamOrigin: string,
   body: Buffer,
   n: number,
+  whileOpen?: () => Promise<void>,
 ): Promise<{ opened: number; rssBeforeMb: number; rssOpenMb: number }> {
   const pool = new Pool(target.origin, { connections: n + 8, pipelining: 1, keepAliveTimeout: 60_000 });
   try {
@@ -193,6 +198,7 @@ async function heldStreams(
     // Let buffers settle (the last sockets' first writes, lazily allocated parser state).
     await sleep(500);
     const rssOpenMb = groupMemoryMb(target.pids).rss;
+    if (!timedOut && whileOpen) await whileOpen();
     const held = ((await getJson(`${upstreamOrigin}/bench/held`)) as { held: number }).held;
     await getJson(`${upstreamOrigin}/bench/release`);
     const results = await settled;

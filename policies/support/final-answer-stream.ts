@@ -6,6 +6,8 @@
  */
 import type { ChatCompletionChunk, ChunkChoice, Delta, ToolCallDelta } from '../../protocol/openai.js';
 import {
+  type LightDelta,
+  type LightFrame,
   liveAnswerCopy,
   markLiveAnswer,
   type PolicyEffect,
@@ -14,6 +16,7 @@ import {
 } from '../types.js';
 import { answerOutcome, answerSeparator, createAnswerDecoder } from './final-answer.js';
 import type { JsonStringFieldDecoder } from './json-string-stream.js';
+import { IndexMap } from './index-map.js';
 
 interface CallState {
   kind: 'pending' | 'final' | 'real';
@@ -28,7 +31,7 @@ interface CallState {
 }
 
 interface ChoiceState {
-  calls: Map<number, CallState>;
+  calls: IndexMap<CallState>;
   realCount: number;
   finalSeen: boolean;
   /** A final_answer without an answer was handed on as a call (corrective-retry re-asks). */
@@ -105,15 +108,27 @@ function rebuildDelta(
 }
 
 export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): StreamHook {
-  const choices = new Map<number, ChoiceState>();
-  const effects: PolicyEffect[] = [];
-  let template: ChatCompletionChunk | undefined;
+  return new FinalAnswerStream(opts);
+}
 
-  const stateOf = (index: number): ChoiceState => {
-    let st = choices.get(index);
+/**
+ * A class rather than a closure per helper: an open stream holds one object and its state, with
+ * the methods shared on the prototype (a dozen closures per stream added up over 1,000 streams).
+ */
+class FinalAnswerStream implements StreamHook {
+  private readonly choices = new IndexMap<ChoiceState>();
+  private readonly effects: PolicyEffect[] = [];
+  private template: ChatCompletionChunk | undefined;
+  /** Set while a chunk is transformed when it carries decoded answer text. */
+  private liveAnswer = false;
+
+  constructor(private readonly opts: FinalAnswerStreamOptions) {}
+
+  private stateOf(index: number): ChoiceState {
+    let st = this.choices.get(index);
     if (!st) {
       st = {
-        calls: new Map(),
+        calls: new IndexMap(),
         realCount: 0,
         finalSeen: false,
         leftInvalid: false,
@@ -122,20 +137,12 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
         pendingWs: '',
         finalized: false,
       };
-      choices.set(index, st);
+      this.choices.set(index, st);
     }
     return st;
-  };
+  }
 
-  const emit = (st: ChoiceState, text: string): string => {
-    if (text !== '') {
-      st.emittedAny = true;
-      st.lastChar = text.slice(-1);
-    }
-    return text;
-  };
-
-  const contentPiece = (st: ChoiceState, text: string): string => {
+  private contentPiece(st: ChoiceState, text: string): string {
     if (!st.emittedAny) {
       // pendingWs is whitespace by construction: test only the new text (linear in the output).
       if (text.trim() === '') {
@@ -147,21 +154,10 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
       return emit(st, out);
     }
     return emit(st, text);
-  };
-
-  const answerPiece = (st: ChoiceState, call: CallState, text: string): string => {
-    if (text === '') return '';
-    let sep = '';
-    if (!call.started) {
-      call.started = true;
-      st.pendingWs = '';
-      sep = st.emittedAny ? answerSeparator(st.lastChar) : '';
-    }
-    return emit(st, sep + text);
-  };
+  }
 
   /** Routes one tool-call delta; returns the content it decoded and the tool deltas to pass on. */
-  const routeToolDelta = (st: ChoiceState, td: ToolCallDelta, out: ToolCallDelta[]): string => {
+  private routeToolDelta(st: ChoiceState, td: ToolCallDelta, out: ToolCallDelta[]): string {
     let call = st.calls.get(td.index);
     if (!call) {
       call = {
@@ -181,7 +177,7 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
         call.buffered.push(td);
         return '';
       }
-      if (name === opts.finalAnswerName) {
+      if (name === this.opts.finalAnswerName) {
         call.kind = 'final';
         st.finalSeen = true;
       } else {
@@ -195,25 +191,15 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
       return text;
     }
     return applyToCall(st, call, td, out);
-  };
-
-  const applyToCall = (st: ChoiceState, call: CallState, td: ToolCallDelta, out: ToolCallDelta[]): string => {
-    if (call.kind === 'real') {
-      out.push({ ...td, index: call.outIndex });
-      return '';
-    }
-    if (typeof td.id === 'string' && td.id !== '') call.id = td.id;
-    const fragment = typeof td.function?.arguments === 'string' ? td.function.arguments : '';
-    call.raw += fragment;
-    return answerPiece(st, call, call.decoder.push(fragment));
-  };
+  }
 
   /** End of a choice: flush decoders, deliver raw arguments when there was no answer string. */
-  const finalizeChoice = (
+  private finalizeChoice(
     st: ChoiceState,
     out: ToolCallDelta[],
     cutOff: boolean,
-  ): { text: string; truncated: boolean } => {
+  ): { text: string; truncated: boolean } {
+    const opts = this.opts;
     st.finalized = true;
     let text = '';
     // "length" from upstream always stays: the model was cut off, whatever the JSON looks like.
@@ -247,7 +233,7 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
           function: { name: opts.finalAnswerName, arguments: call.raw },
         });
       }
-      effects.push({ policy: opts.policy, kind: 'final-answer-invalid', count: 1 });
+      this.effects.push({ policy: opts.policy, kind: 'final-answer-invalid', count: 1 });
       return { text, truncated: false };
     }
     finals.forEach((call, i) => {
@@ -263,15 +249,15 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
       st.pendingWs = '';
     }
     if (st.finalSeen) {
-      effects.push({
+      this.effects.push({
         policy: opts.policy,
         kind: 'final-answer',
         count: 1,
         detail: { mixed: st.realCount > 0, truncated, raw, ...(field !== undefined ? { field } : {}) },
       });
-      if (raw) effects.push({ policy: opts.policy, kind: 'final-answer-raw', count: 1 });
+      if (raw) this.effects.push({ policy: opts.policy, kind: 'final-answer-raw', count: 1 });
     } else if (opts.forced && st.calls.size === 0) {
-      effects.push({
+      this.effects.push({
         policy: opts.policy,
         kind: 'forced-but-prose',
         count: 1,
@@ -279,84 +265,113 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
       });
     }
     return { text, truncated };
-  };
+  }
 
-  const mapFinish = (st: ChoiceState, upstream: string, truncated: boolean): string => {
-    if (!st.finalSeen || st.leftInvalid) return upstream;
-    if (truncated) return 'length';
-    if (st.realCount > 0) return upstream === 'stop' ? 'tool_calls' : upstream;
-    return 'stop';
-  };
-
-  /** Set while a chunk is transformed when it carries decoded answer text. */
-  let liveAnswer = false;
-
-  const transformChoice = (choice: ChunkChoice): ChunkChoice | null => {
-    const st = stateOf(choice.index);
+  private transformChoice(choice: ChunkChoice): ChunkChoice | null {
+    const st = this.stateOf(choice.index);
     const delta = choice.delta ?? {};
     let content = '';
-    if (typeof delta.content === 'string' && delta.content !== '') content += contentPiece(st, delta.content);
+    if (typeof delta.content === 'string' && delta.content !== '')
+      content += this.contentPiece(st, delta.content);
     const tools: ToolCallDelta[] = [];
     let answer = '';
-    for (const td of delta.tool_calls ?? []) answer += routeToolDelta(st, td, tools);
+    for (const td of delta.tool_calls ?? []) answer += this.routeToolDelta(st, td, tools);
     let finish = choice.finish_reason;
     if (finish !== null && finish !== undefined && !st.finalized) {
-      const end = finalizeChoice(st, tools, finish === 'length');
+      const end = this.finalizeChoice(st, tools, finish === 'length');
       answer += end.text;
       finish = mapFinish(st, finish, end.truncated);
     }
-    if (answer !== '') liveAnswer = true;
+    if (answer !== '') this.liveAnswer = true;
     content += answer;
     const { next, empty } = rebuildDelta(delta, content, tools);
     if (empty && (finish === null || finish === undefined)) return null;
     return { ...choice, delta: next, finish_reason: finish ?? null };
-  };
+  }
 
-  return {
-    onChunk(chunk) {
-      template = chunk;
-      if (!Array.isArray(chunk.choices) || chunk.choices.length === 0) return [chunk];
-      const out: ChunkChoice[] = [];
-      liveAnswer = false;
-      for (const c of chunk.choices) {
-        const t = transformChoice(c);
-        if (t) out.push(t);
+  onChunk(chunk: ChatCompletionChunk): ChatCompletionChunk[] {
+    this.template = chunk;
+    if (!Array.isArray(chunk.choices) || chunk.choices.length === 0) return [chunk];
+    const out: ChunkChoice[] = [];
+    this.liveAnswer = false;
+    for (const c of chunk.choices) {
+      const t = this.transformChoice(c);
+      if (t) out.push(t);
+    }
+    if (out.length === 0 && chunk.usage == null) return [];
+    return [this.liveAnswer ? liveAnswerCopy(chunk, out) : { ...chunk, choices: out }];
+  }
+
+  onLight(light: LightDelta, frame: LightFrame): LightDelta | null | undefined {
+    // The hot path: a fragment of a call already named; a final_answer's is decoded into answer text.
+    if (light.kind !== 'args') return undefined;
+    const st = this.choices.get(frame.choice);
+    const call = st?.calls.get(light.call);
+    if (!st || st.finalized || call === undefined || call.kind === 'pending') return undefined;
+    this.template = frame.chunk;
+    // Another call's fragment passes on, renumbered without the final_answer slot.
+    if (call.kind === 'real')
+      return call.outIndex === light.call
+        ? light
+        : { kind: 'args', call: call.outIndex, fragment: light.fragment };
+    call.raw += light.fragment;
+    const text = answerPiece(st, call, call.decoder.push(light.fragment));
+    return text === '' ? null : { kind: 'answer', text };
+  }
+
+  onEnd(): StreamEnd {
+    const chunks: ChatCompletionChunk[] = [];
+    for (const [index, st] of this.choices) {
+      if (st.finalized) continue;
+      // The upstream ended without a finish_reason (error mid-stream): still deliver what was decoded.
+      const tools: ToolCallDelta[] = [];
+      const end = this.finalizeChoice(st, tools, false);
+      const template = this.template;
+      if ((end.text !== '' || tools.length > 0) && template) {
+        const delta: Delta = {};
+        if (end.text !== '') delta.content = end.text;
+        if (tools.length > 0) delta.tool_calls = tools;
+        const chunk = { ...template, choices: [{ index, delta, finish_reason: null }], usage: null };
+        chunks.push(end.text !== '' ? markLiveAnswer(chunk) : chunk);
       }
-      if (out.length === 0 && chunk.usage == null) return [];
-      return [liveAnswer ? liveAnswerCopy(chunk, out) : { ...chunk, choices: out }];
-    },
-    onLight(light, frame) {
-      // The hot path: a fragment of a call already named; a final_answer's is decoded into answer text.
-      if (light.kind !== 'args') return undefined;
-      const st = choices.get(frame.choice);
-      const call = st?.calls.get(light.call);
-      if (!st || st.finalized || call === undefined || call.kind === 'pending') return undefined;
-      template = frame.chunk;
-      // Another call's fragment passes on, renumbered without the final_answer slot.
-      if (call.kind === 'real')
-        return call.outIndex === light.call
-          ? light
-          : { kind: 'args', call: call.outIndex, fragment: light.fragment };
-      call.raw += light.fragment;
-      const text = answerPiece(st, call, call.decoder.push(light.fragment));
-      return text === '' ? null : { kind: 'answer', text };
-    },
-    onEnd(): StreamEnd {
-      const chunks: ChatCompletionChunk[] = [];
-      for (const [index, st] of choices) {
-        if (st.finalized) continue;
-        // The upstream ended without a finish_reason (error mid-stream): still deliver what was decoded.
-        const tools: ToolCallDelta[] = [];
-        const end = finalizeChoice(st, tools, false);
-        if ((end.text !== '' || tools.length > 0) && template) {
-          const delta: Delta = {};
-          if (end.text !== '') delta.content = end.text;
-          if (tools.length > 0) delta.tool_calls = tools;
-          const chunk = { ...template, choices: [{ index, delta, finish_reason: null }], usage: null };
-          chunks.push(end.text !== '' ? markLiveAnswer(chunk) : chunk);
-        }
-      }
-      return { chunks, effects: [...effects] };
-    },
-  };
+    }
+    return { chunks, effects: [...this.effects] };
+  }
+}
+
+function emit(st: ChoiceState, text: string): string {
+  if (text !== '') {
+    st.emittedAny = true;
+    st.lastChar = text.slice(-1);
+  }
+  return text;
+}
+
+function answerPiece(st: ChoiceState, call: CallState, text: string): string {
+  if (text === '') return '';
+  let sep = '';
+  if (!call.started) {
+    call.started = true;
+    st.pendingWs = '';
+    sep = st.emittedAny ? answerSeparator(st.lastChar) : '';
+  }
+  return emit(st, sep + text);
+}
+
+function applyToCall(st: ChoiceState, call: CallState, td: ToolCallDelta, out: ToolCallDelta[]): string {
+  if (call.kind === 'real') {
+    out.push({ ...td, index: call.outIndex });
+    return '';
+  }
+  if (typeof td.id === 'string' && td.id !== '') call.id = td.id;
+  const fragment = typeof td.function?.arguments === 'string' ? td.function.arguments : '';
+  call.raw += fragment;
+  return answerPiece(st, call, call.decoder.push(fragment));
+}
+
+function mapFinish(st: ChoiceState, upstream: string, truncated: boolean): string {
+  if (!st.finalSeen || st.leftInvalid) return upstream;
+  if (truncated) return 'length';
+  if (st.realCount > 0) return upstream === 'stop' ? 'tool_calls' : upstream;
+  return 'stop';
 }

@@ -12,8 +12,18 @@ export const FINAL_ANSWER_DESCRIPTION =
   'Reply to the user. This is the ONLY way to send a reply to the user: text written outside a tool ' +
   'call is never shown. Call it once with your complete answer when no other tool call is needed.';
 
+/**
+ * The synthetic tool, one frozen object per name: every forced request used to carry its own
+ * copy (about 0.4 KB held by each open stream). Names are few (the configured one, or it with a
+ * `_2`, `_3` suffix), and the table is bounded all the same.
+ */
+const finalAnswerTools = new Map<string, ToolDef>();
+const MAX_CACHED_TOOLS = 64;
+
 export function finalAnswerTool(name: string): ToolDef {
-  return {
+  const cached = finalAnswerTools.get(name);
+  if (cached) return cached;
+  const def = deepFreeze<ToolDef>({
     type: 'function',
     function: {
       name,
@@ -30,7 +40,17 @@ export function finalAnswerTool(name: string): ToolDef {
         additionalProperties: false,
       },
     },
-  };
+  });
+  if (finalAnswerTools.size < MAX_CACHED_TOOLS) finalAnswerTools.set(name, def);
+  return def;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
 }
 
 /** `preferred`, or `preferred_2`, `preferred_3`, ... when the client already declares that name. */

@@ -19,8 +19,9 @@ import type {
   ToolCall,
   ToolCallDelta,
 } from '../../protocol/openai.js';
-import { isLiveAnswer, type StreamEnd, type StreamHook } from '../types.js';
+import { isLiveAnswer, type LightDelta, type LightFrame, type StreamEnd, type StreamHook } from '../types.js';
 import type { Correction } from '../corrective-retry.js';
+import { IndexMap } from './index-map.js';
 
 interface Assembled {
   id: string;
@@ -33,7 +34,7 @@ interface Assembled {
 interface ChoiceAcc {
   content: string;
   finishReason: string | null;
-  calls: Map<number, Assembled>;
+  calls: IndexMap<Assembled>;
   /** This choice's finish arrived: anything later for it waits until the end too. */
   finished: boolean;
 }
@@ -58,43 +59,56 @@ function hasValue(delta: Delta | undefined): boolean {
 }
 
 export function createHeldCallsStreamHook(judge: TurnJudge, opts: HoldOptions = { hold: true }): StreamHook {
-  const hold = opts.hold;
-  const acc = new Map<number, ChoiceAcc>();
-  const held: ChatCompletionChunk[] = [];
-  /** Text chunks of this attempt not yet released (dropped on a retry). */
-  let pending: ChatCompletionChunk[] = [];
-  let template: ChatCompletionChunk | undefined;
+  return new HeldCallsStream(judge, opts.hold);
+}
 
-  const accOf = (index: number): ChoiceAcc => {
-    let a = acc.get(index);
+function absorb(a: ChoiceAcc, td: ToolCallDelta): void {
+  let call = a.calls.get(td.index);
+  if (!call) {
+    call = { id: '', type: 'function', name: '', args: '', extra: {} };
+    a.calls.set(td.index, call);
+  }
+  if (typeof td.id === 'string' && td.id !== '') call.id = td.id;
+  if (typeof td.function?.name === 'string') call.name += td.function.name;
+  const args: unknown = td.function?.arguments;
+  if (typeof args === 'string') call.args += args;
+  else if (args !== undefined && args !== null) call.args += JSON.stringify(args);
+}
+
+function toolCallsOf(a: ChoiceAcc): ToolCall[] {
+  return [...a.calls.entries()]
+    .sort(([x], [y]) => x - y)
+    .map(([, c]) => ({ id: c.id, type: c.type, function: { name: c.name, arguments: c.args } }));
+}
+
+/**
+ * A class rather than a closure per helper: an open stream holds one object and its state, with
+ * the methods shared on the prototype.
+ */
+class HeldCallsStream implements StreamHook {
+  private readonly acc = new IndexMap<ChoiceAcc>();
+  private readonly held: ChatCompletionChunk[] = [];
+  /** Text chunks of this attempt not yet released (dropped on a retry). */
+  private pending: ChatCompletionChunk[] = [];
+  private template: ChatCompletionChunk | undefined;
+
+  constructor(
+    private readonly judge: TurnJudge,
+    private readonly hold: boolean,
+  ) {}
+
+  private accOf(index: number): ChoiceAcc {
+    let a = this.acc.get(index);
     if (!a) {
-      a = { content: '', finishReason: null, calls: new Map(), finished: false };
-      acc.set(index, a);
+      a = { content: '', finishReason: null, calls: new IndexMap(), finished: false };
+      this.acc.set(index, a);
     }
     return a;
-  };
+  }
 
-  const absorb = (a: ChoiceAcc, td: ToolCallDelta): void => {
-    let call = a.calls.get(td.index);
-    if (!call) {
-      call = { id: '', type: 'function', name: '', args: '', extra: {} };
-      a.calls.set(td.index, call);
-    }
-    if (typeof td.id === 'string' && td.id !== '') call.id = td.id;
-    if (typeof td.function?.name === 'string') call.name += td.function.name;
-    const args: unknown = td.function?.arguments;
-    if (typeof args === 'string') call.args += args;
-    else if (args !== undefined && args !== null) call.args += JSON.stringify(args);
-  };
-
-  const toolCallsOf = (a: ChoiceAcc): ToolCall[] =>
-    [...a.calls.entries()]
-      .sort(([x], [y]) => x - y)
-      .map(([, c]) => ({ id: c.id, type: c.type, function: { name: c.name, arguments: c.args } }));
-
-  const emitCalls = (index: number, a: ChoiceAcc): ChatCompletionChunk[] => {
-    if (!template) return [];
-    const base = template;
+  private emitCalls(index: number, a: ChoiceAcc): ChatCompletionChunk[] {
+    if (!this.template) return [];
+    const base = this.template;
     const out: ChatCompletionChunk[] = [];
     toolCallsOf(a).forEach((call, i) => {
       const head: ToolCallDelta = {
@@ -118,120 +132,121 @@ export function createHeldCallsStreamHook(judge: TurnJudge, opts: HoldOptions = 
       }
     });
     return out;
-  };
+  }
 
-  return {
-    onChunk(chunk) {
-      // The first chunk is the cleanest template (later ones may carry timings, usage).
-      template ??= chunk;
-      if (!hold) {
-        for (const c of chunk.choices ?? []) {
-          const a = accOf(c.index);
-          if (typeof c.delta?.content === 'string') a.content += c.delta.content;
-          for (const td of c.delta?.tool_calls ?? []) absorb(a, td);
-          if (typeof c.finish_reason === 'string') a.finishReason = c.finish_reason;
-        }
-        return [chunk];
+  onChunk(chunk: ChatCompletionChunk): ChatCompletionChunk[] {
+    // The first chunk is the cleanest template (later ones may carry timings, usage). Only its
+    // top-level fields are used (emitCalls): its choices are not kept alive for the stream's life.
+    this.template ??= { ...chunk, choices: [] };
+    if (!this.hold) {
+      for (const c of chunk.choices ?? []) {
+        const a = this.accOf(c.index);
+        if (typeof c.delta?.content === 'string') a.content += c.delta.content;
+        for (const td of c.delta?.tool_calls ?? []) absorb(a, td);
+        if (typeof c.finish_reason === 'string') a.finishReason = c.finish_reason;
       }
-      if (!Array.isArray(chunk.choices) || chunk.choices.length === 0) {
-        held.push(chunk);
-        return [];
+      return [chunk];
+    }
+    if (!Array.isArray(chunk.choices) || chunk.choices.length === 0) {
+      this.held.push(chunk);
+      return [];
+    }
+    // Per choice (n > 1): one choice's finish must not hold back another choice's deltas.
+    // Hot path (one call per streamed delta): a choice that needs no rewrite (no tool-call
+    // array, finish_reason already null) is passed on as the very object, and a chunk whose
+    // choices all pass that way is held as itself; copies are made only where a field changes.
+    let live: ChunkChoice[] | undefined;
+    let ended: ChunkChoice[] | undefined;
+    let same = true;
+    const choices = chunk.choices;
+    for (let i = 0; i < choices.length; i++) {
+      const c = choices[i]!;
+      const a = this.accOf(c.index);
+      if (a.finished) {
+        (ended ??= []).push(c);
+        same = false;
+        continue;
       }
-      // Per choice (n > 1): one choice's finish must not hold back another choice's deltas.
-      // Hot path (one call per streamed delta): a choice that needs no rewrite (no tool-call
-      // array, finish_reason already null) is passed on as the very object, and a chunk whose
-      // choices all pass that way is held as itself; copies are made only where a field changes.
-      let live: ChunkChoice[] | undefined;
-      let ended: ChunkChoice[] | undefined;
-      let same = true;
-      const choices = chunk.choices;
-      for (let i = 0; i < choices.length; i++) {
-        const c = choices[i]!;
-        const a = accOf(c.index);
-        if (a.finished) {
-          (ended ??= []).push(c);
-          same = false;
-          continue;
-        }
-        const d = c.delta;
-        if (typeof d?.content === 'string') a.content += d.content;
-        let delta: Delta | undefined = d;
-        if (d && Array.isArray(d.tool_calls)) {
-          for (const td of d.tool_calls) absorb(a, td);
-          const { tool_calls: _calls, ...rest } = d;
-          delta = rest;
-        }
-        if (typeof c.finish_reason === 'string') {
-          // The finish waits: on a retry this attempt must not look finished to the client. Text
-          // in the same chunk still goes out now (the client would otherwise never see it on a retry).
-          a.finishReason = c.finish_reason;
-          a.finished = true;
-          (ended ??= []).push({ ...c, delta: {} });
-        }
-        const passAsIs = delta === d && d !== undefined && c.finish_reason === null;
-        if (!hasValue(delta)) {
-          same = false;
-          continue;
-        }
-        const v = passAsIs ? c : { ...c, delta: delta === d ? { ...(d ?? {}) } : delta, finish_reason: null };
-        if (v !== c) same = false;
-        (live ??= []).push(v);
+      const d = c.delta;
+      if (typeof d?.content === 'string') a.content += d.content;
+      let delta: Delta | undefined = d;
+      if (d && Array.isArray(d.tool_calls)) {
+        for (const td of d.tool_calls) absorb(a, td);
+        const { tool_calls: _calls, ...rest } = d;
+        delta = rest;
       }
-      if (ended) held.push({ ...chunk, choices: ended });
-      if (!live) return [];
-      const text: ChatCompletionChunk = same
-        ? chunk
-        : { ...chunk, choices: live, ...(ended ? { usage: null } : {}) };
-      if (!isLiveAnswer(chunk)) {
-        pending.push(text);
-        return [];
+      if (typeof c.finish_reason === 'string') {
+        // The finish waits: on a retry this attempt must not look finished to the client. Text
+        // in the same chunk still goes out now (the client would otherwise never see it on a retry).
+        a.finishReason = c.finish_reason;
+        a.finished = true;
+        (ended ??= []).push({ ...c, delta: {} });
       }
-      // A live answer commits everything before it.
-      if (pending.length === 0) return [text];
-      const out = pending;
-      out.push(text);
-      pending = [];
-      return out;
-    },
+      const passAsIs = delta === d && d !== undefined && c.finish_reason === null;
+      if (!hasValue(delta)) {
+        same = false;
+        continue;
+      }
+      const v = passAsIs ? c : { ...c, delta: delta === d ? { ...(d ?? {}) } : delta, finish_reason: null };
+      if (v !== c) same = false;
+      (live ??= []).push(v);
+    }
+    if (ended) this.held.push({ ...chunk, choices: ended });
+    if (!live) return [];
+    const text: ChatCompletionChunk = same
+      ? chunk
+      : { ...chunk, choices: live, ...(ended ? { usage: null } : {}) };
+    if (!isLiveAnswer(chunk)) {
+      this.pending.push(text);
+      return [];
+    }
+    // A live answer commits everything before it.
+    if (this.pending.length === 0) return [text];
+    const out = this.pending;
+    out.push(text);
+    this.pending = [];
+    return out;
+  }
 
-    onLight(light, frame) {
-      if (light.kind === 'args') {
-        // A call's fragment is assembled for the judge; held, nothing goes out until the end.
-        const a = accOf(frame.choice);
-        if (hold && a.finished) return undefined;
-        template ??= frame.chunk;
-        absorb(a, { index: light.call, function: { arguments: light.fragment } });
-        return hold ? null : light;
-      }
-      // Live answer text with nothing held before it: judged text, passed on at once.
-      if (hold && pending.length > 0) return undefined;
-      const a = acc.get(frame.choice);
-      if (!a || a.finished) return undefined;
-      template ??= frame.chunk;
-      a.content += light.text;
-      return light;
-    },
-    onEnd(): StreamEnd {
-      const effects = [];
-      const chunks: ChatCompletionChunk[] = [];
-      for (const [index, a] of [...acc.entries()].sort(([x], [y]) => x - y)) {
-        const correction = judge({
-          content: a.content === '' ? null : a.content,
-          toolCalls: toolCallsOf(a),
-          finishReason: a.finishReason,
-        });
-        effects.push(...correction.effects);
-        if (correction.retry && hold) return { chunks: [], effects, retry: correction.retry };
-        if (hold) chunks.push(...emitCalls(index, a));
-      }
-      if (acc.size === 0) {
-        const correction = judge({ content: null, toolCalls: [], finishReason: null });
-        effects.push(...correction.effects);
-        if (correction.retry && hold) return { chunks: [], effects, retry: correction.retry };
-      }
-      const text = pending;
-      pending = [];
-      return { chunks: [...text, ...chunks, ...held], effects };
-    },
-  };
+  onLight(light: LightDelta, frame: LightFrame): LightDelta | null | undefined {
+    if (light.kind === 'args') {
+      // A call's fragment is assembled for the judge; held, nothing goes out until the end.
+      const a = this.accOf(frame.choice);
+      if (this.hold && a.finished) return undefined;
+      this.template ??= frame.chunk;
+      absorb(a, { index: light.call, function: { arguments: light.fragment } });
+      return this.hold ? null : light;
+    }
+    // Live answer text with nothing held before it: judged text, passed on at once.
+    if (this.hold && this.pending.length > 0) return undefined;
+    const a = this.acc.get(frame.choice);
+    if (!a || a.finished) return undefined;
+    this.template ??= frame.chunk;
+    a.content += light.text;
+    return light;
+  }
+
+  onEnd(): StreamEnd {
+    const hold = this.hold;
+    const effects = [];
+    const chunks: ChatCompletionChunk[] = [];
+    for (const [index, a] of [...this.acc.entries()].sort(([x], [y]) => x - y)) {
+      const correction = this.judge({
+        content: a.content === '' ? null : a.content,
+        toolCalls: toolCallsOf(a),
+        finishReason: a.finishReason,
+      });
+      effects.push(...correction.effects);
+      if (correction.retry && hold) return { chunks: [], effects, retry: correction.retry };
+      if (hold) chunks.push(...this.emitCalls(index, a));
+    }
+    if (this.acc.size === 0) {
+      const correction = this.judge({ content: null, toolCalls: [], finishReason: null });
+      effects.push(...correction.effects);
+      if (correction.retry && hold) return { chunks: [], effects, retry: correction.retry };
+    }
+    const text = this.pending;
+    this.pending = [];
+    return { chunks: [...text, ...chunks, ...this.held], effects };
+  }
 }

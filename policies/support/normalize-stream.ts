@@ -4,10 +4,11 @@
  * with type and name), continuation deltas carrying only index + arguments.
  */
 import type { ChatCompletionChunk, ChunkChoice, ToolCallDelta } from '../../protocol/openai.js';
-import type { StreamEnd, StreamHook } from '../types.js';
+import type { LightDelta, LightFrame, StreamEnd, StreamHook } from '../types.js';
 import { isPlainObject, tryParseJson } from './canonical-arguments.js';
 import { derivedCallId, looksTruncated } from './call-ids.js';
 import { EffectTally } from './effects.js';
+import { IndexMap } from './index-map.js';
 
 interface CallState {
   outIndex: number;
@@ -22,7 +23,7 @@ interface CallState {
 
 interface ChoiceState {
   calls: CallState[];
-  current: Map<number, CallState>;
+  current: IndexMap<CallState>;
   taken: Set<string>;
 }
 
@@ -31,20 +32,29 @@ function argsComplete(args: string): boolean {
 }
 
 export function createNormalizeStreamHook(policy: string): StreamHook {
-  const tally = new EffectTally(policy);
-  const states = new Map<number, ChoiceState>();
-  let responseId = '';
+  return new NormalizeStream(policy);
+}
 
-  const stateOf = (index: number): ChoiceState => {
-    let st = states.get(index);
+/** A class rather than closures: an open stream holds one object, the methods are shared. */
+class NormalizeStream implements StreamHook {
+  private readonly tally: EffectTally;
+  private readonly states = new IndexMap<ChoiceState>();
+  private responseId = '';
+
+  constructor(policy: string) {
+    this.tally = new EffectTally(policy);
+  }
+
+  private stateOf(index: number): ChoiceState {
+    let st = this.states.get(index);
     if (!st) {
-      st = { calls: [], current: new Map(), taken: new Set() };
-      states.set(index, st);
+      st = { calls: [], current: new IndexMap(), taken: new Set() };
+      this.states.set(index, st);
     }
     return st;
-  };
+  }
 
-  const route = (choice: number, st: ChoiceState, td: ToolCallDelta): ToolCallDelta | null => {
+  private route(choice: number, st: ChoiceState, td: ToolCallDelta): ToolCallDelta | null {
     const name =
       typeof td.function?.name === 'string' && td.function.name !== '' ? td.function.name : undefined;
     const id = typeof td.id === 'string' && td.id !== '' ? td.id : undefined;
@@ -53,7 +63,7 @@ export function createNormalizeStreamHook(policy: string): StreamHook {
     let fragment = '';
     if (typeof rawArgs === 'string') fragment = rawArgs;
     else if (isPlainObject(rawArgs) || Array.isArray(rawArgs)) {
-      tally.add('object-arguments');
+      this.tally.add('object-arguments');
       fragment = JSON.stringify(rawArgs);
     }
     // Parsing the arguments so far costs O(length): only a delta that names a call again (or
@@ -74,17 +84,17 @@ export function createNormalizeStreamHook(policy: string): StreamHook {
     const newName = name ?? (cur?.splitPending ? cur.name : undefined);
 
     if (startsNew) {
-      if (cur) tally.add('duplicate-index');
+      if (cur) this.tally.add('duplicate-index');
       let outId = id;
       if (outId === undefined) {
-        tally.add('missing-id');
-        outId = derivedCallId(responseId, choice, st.calls.length, st.taken);
+        this.tally.add('missing-id');
+        outId = derivedCallId(this.responseId, choice, st.calls.length, st.taken);
       } else if (st.taken.has(outId)) {
-        tally.add('duplicate-id');
-        outId = derivedCallId(responseId, choice, st.calls.length, st.taken);
+        this.tally.add('duplicate-id');
+        outId = derivedCallId(this.responseId, choice, st.calls.length, st.taken);
       }
       st.taken.add(outId);
-      if (td.type !== 'function') tally.add('missing-type');
+      if (td.type !== 'function') this.tally.add('missing-type');
       cur = {
         outIndex: st.calls.length,
         upstreamId: id,
@@ -110,69 +120,69 @@ export function createNormalizeStreamHook(policy: string): StreamHook {
       fn.name = name;
     }
     return { index: call.outIndex, function: fn };
-  };
+  }
 
-  const fixFinish = (st: ChoiceState, finish: string): string => {
+  private fixFinish(st: ChoiceState, finish: string): string {
     if (finish === 'tool_calls' && st.calls.length === 0) {
-      tally.add('finish-reason');
+      this.tally.add('finish-reason');
       return 'stop';
     }
     if (
       finish !== 'length' &&
       st.calls.some((c) => c.args.trim() !== '' && !argsComplete(c.args) && looksTruncated(c.args))
     ) {
-      tally.add('truncated-arguments');
+      this.tally.add('truncated-arguments');
       return 'length';
     }
     return finish;
-  };
+  }
 
-  return {
-    onChunk(chunk: ChatCompletionChunk) {
-      if (responseId === '' && typeof chunk.id === 'string') responseId = chunk.id;
-      if (!Array.isArray(chunk.choices) || chunk.choices.length === 0) return [chunk];
-      // Per delta: a choice without tool calls or a finish is left as it is (same bytes as a
-      // copy), so a chunk of plain text is passed on as the very object.
-      let choices: ChunkChoice[] | undefined;
-      const src = chunk.choices;
-      for (let i = 0; i < src.length; i++) {
-        const c = src[i]!;
-        const st = stateOf(c.index);
-        let next = c;
-        const calls = c.delta?.tool_calls;
-        if (Array.isArray(calls) || typeof c.finish_reason === 'string' || c.delta == null) {
-          const delta = { ...(c.delta ?? {}) };
-          if (Array.isArray(calls)) {
-            const routed: ToolCallDelta[] = [];
-            for (const td of calls) {
-              const r = route(c.index, st, td);
-              if (r !== null) routed.push(r);
-            }
-            delta.tool_calls = routed;
+  onChunk(chunk: ChatCompletionChunk): ChatCompletionChunk[] {
+    if (this.responseId === '' && typeof chunk.id === 'string') this.responseId = chunk.id;
+    if (!Array.isArray(chunk.choices) || chunk.choices.length === 0) return [chunk];
+    // Per delta: a choice without tool calls or a finish is left as it is (same bytes as a
+    // copy), so a chunk of plain text is passed on as the very object.
+    let choices: ChunkChoice[] | undefined;
+    const src = chunk.choices;
+    for (let i = 0; i < src.length; i++) {
+      const c = src[i]!;
+      const st = this.stateOf(c.index);
+      let next = c;
+      const calls = c.delta?.tool_calls;
+      if (Array.isArray(calls) || typeof c.finish_reason === 'string' || c.delta == null) {
+        const delta = { ...(c.delta ?? {}) };
+        if (Array.isArray(calls)) {
+          const routed: ToolCallDelta[] = [];
+          for (const td of calls) {
+            const r = this.route(c.index, st, td);
+            if (r !== null) routed.push(r);
           }
-          const finish =
-            typeof c.finish_reason === 'string' ? fixFinish(st, c.finish_reason) : c.finish_reason;
-          next = { ...c, delta, finish_reason: finish };
+          delta.tool_calls = routed;
         }
-        if (next !== c && !choices) choices = src.slice(0, i);
-        choices?.push(next);
+        const finish =
+          typeof c.finish_reason === 'string' ? this.fixFinish(st, c.finish_reason) : c.finish_reason;
+        next = { ...c, delta, finish_reason: finish };
       }
-      return [choices ? { ...chunk, choices } : chunk];
-    },
-    onLight(light, frame) {
-      if (responseId === '' && typeof frame.chunk.id === 'string') responseId = frame.chunk.id;
-      // Answer text: a plain content delta, passed on as it is.
-      if (light.kind === 'answer') return light;
-      // A continuation fragment of a known call, with no header pending: route() only appends it.
-      const cur = states.get(frame.choice)?.current.get(light.call);
-      if (!cur || cur.splitPending) return undefined;
-      cur.args += light.fragment;
-      return cur.outIndex === light.call
-        ? light
-        : { kind: 'args', call: cur.outIndex, fragment: light.fragment };
-    },
-    onEnd(): StreamEnd {
-      return { chunks: [], effects: tally.toEffects() };
-    },
-  };
+      if (next !== c && !choices) choices = src.slice(0, i);
+      choices?.push(next);
+    }
+    return [choices ? { ...chunk, choices } : chunk];
+  }
+
+  onLight(light: LightDelta, frame: LightFrame): LightDelta | null | undefined {
+    if (this.responseId === '' && typeof frame.chunk.id === 'string') this.responseId = frame.chunk.id;
+    // Answer text: a plain content delta, passed on as it is.
+    if (light.kind === 'answer') return light;
+    // A continuation fragment of a known call, with no header pending: route() only appends it.
+    const cur = this.states.get(frame.choice)?.current.get(light.call);
+    if (!cur || cur.splitPending) return undefined;
+    cur.args += light.fragment;
+    return cur.outIndex === light.call
+      ? light
+      : { kind: 'args', call: cur.outIndex, fragment: light.fragment };
+  }
+
+  onEnd(): StreamEnd {
+    return { chunks: [], effects: this.tally.toEffects() };
+  }
 }

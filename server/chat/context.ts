@@ -61,10 +61,17 @@ export class ChatCall {
   /** The streamed message's identity, from the upstream's chunks (closing frames reuse it). */
   streamIdentity: { id: string; model: string; created: number };
 
+  /**
+   * The client's bytes while they are what goes upstream (see rawBody). Dropped once the request
+   * policies rewrite the request: an open forced stream then holds no copy of the client's body.
+   */
+  private raw: Buffer | undefined;
+
   constructor(
     readonly reqId: string,
     readonly original: ChatCompletionRequest,
-    readonly rawBody: Buffer,
+    /** The client's own bytes when `original` is exactly what it sent; undefined otherwise. */
+    rawBody: Buffer | undefined,
     readonly route: ResolvedRoute,
     /** The policies enabled for this model, in table order. */
     readonly policies: readonly Policy[],
@@ -74,6 +81,7 @@ export class ChatCall {
     private readonly requiredRejected: boolean,
     readonly api: Api = 'chat',
   ) {
+    this.raw = rawBody;
     // Replaced by the request policies' phase before anything reads it (prepareRequest).
     this.phase = { request: original, memos: NO_MEMOS, effects: [], forcedRequired: false };
     this.streamIdentity = {
@@ -81,6 +89,16 @@ export class ChatCall {
       model: original.model,
       created: Math.floor(Date.now() / 1000),
     };
+  }
+
+  /**
+   * `original` as bytes, to forward untouched: the client's own when kept, otherwise serialized
+   * (a request from another front door, or one whose bytes were dropped by setPhase and that
+   * goes upstream unchanged after all: the same JSON value).
+   */
+  get rawBody(): Buffer {
+    this.raw ??= Buffer.from(JSON.stringify(this.original));
+    return this.raw;
   }
 
   /** Starts judging a response attempt: the effects list its policies append to. */
@@ -105,5 +123,6 @@ export class ChatCall {
     const forcedRequired =
       phase.request.tool_choice === 'required' && this.original.tool_choice !== 'required';
     this.phase = { ...phase, forcedRequired };
+    if (phase.request !== this.original) this.raw = undefined;
   }
 }

@@ -168,38 +168,50 @@ export function createFastLane(
   chain: Pick<StreamChain, 'pushLight'>,
   frame: ((c: ChatCompletionChunk) => string) | null,
 ): FastLane {
-  let template: ArgsTemplate | null = null;
-  let answer: FramedAnswer | null = null;
-  let learns = 0;
-  return {
-    get frameChunk() {
-      return template?.frame.chunk;
-    },
-    take(payload, sink) {
-      const t = template;
-      if (!t) return false;
-      const fragment = matchArgs(t, payload);
-      if (fragment === undefined) return false;
-      const r = chain.pushLight({ kind: 'args', call: t.call, fragment }, t.frame);
-      if (r === null) return true;
-      if (Array.isArray(r)) {
-        for (const c of r) sink.chunk(c);
-      } else if (r.kind === 'answer' && answer) {
-        sink.framed(answer.head + JSON.stringify(r.text) + answer.tail);
-      } else sink.chunk(materializeLight(r, t.frame));
-      return true;
-    },
-    learn(payload, chunk) {
-      if (learns >= MAX_LEARNS) return;
-      const args = argsOnly(chunk);
-      if (!args) return;
-      learns++;
-      const t = learnArgsTemplate(payload, args);
-      if (!t) return;
-      template = t;
-      answer = frame
-        ? framedAnswer((text) => frame(materializeLight({ kind: 'answer', text }, t.frame)))
-        : null;
-    },
-  };
+  return new AttemptLane(chain, frame);
+}
+
+/** A class rather than closures: each open stream holds one lane object, the methods are shared. */
+class AttemptLane implements FastLane {
+  private template: ArgsTemplate | null = null;
+  private answer: FramedAnswer | null = null;
+  private learns = 0;
+
+  constructor(
+    private readonly chain: Pick<StreamChain, 'pushLight'>,
+    private readonly frame: ((c: ChatCompletionChunk) => string) | null,
+  ) {}
+
+  get frameChunk(): ChatCompletionChunk | undefined {
+    return this.template?.frame.chunk;
+  }
+
+  take(payload: string, sink: LaneSink): boolean {
+    const t = this.template;
+    if (!t) return false;
+    const fragment = matchArgs(t, payload);
+    if (fragment === undefined) return false;
+    const r = this.chain.pushLight({ kind: 'args', call: t.call, fragment }, t.frame);
+    if (r === null) return true;
+    if (Array.isArray(r)) {
+      for (const c of r) sink.chunk(c);
+    } else if (r.kind === 'answer' && this.answer) {
+      sink.framed(this.answer.head + JSON.stringify(r.text) + this.answer.tail);
+    } else sink.chunk(materializeLight(r, t.frame));
+    return true;
+  }
+
+  learn(payload: string, chunk: unknown): void {
+    if (this.learns >= MAX_LEARNS) return;
+    const args = argsOnly(chunk);
+    if (!args) return;
+    this.learns++;
+    const t = learnArgsTemplate(payload, args);
+    if (!t) return;
+    this.template = t;
+    const frame = this.frame;
+    this.answer = frame
+      ? framedAnswer((text) => frame(materializeLight({ kind: 'answer', text }, t.frame)))
+      : null;
+  }
 }

@@ -7,14 +7,15 @@
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '../../protocol/openai.js';
 import type { ModelSettings } from '../../protocol/settings.js';
 import { materializeLight } from '../../policies/support/light-delta.js';
-import type {
-  LightDelta,
-  LightFrame,
-  Policy,
-  PolicyContext,
-  PolicyEffect,
-  ResponseDecision,
-  StreamHook,
+import {
+  isPassThroughHook,
+  type LightDelta,
+  type LightFrame,
+  type Policy,
+  type PolicyContext,
+  type PolicyEffect,
+  type ResponseDecision,
+  type StreamHook,
 } from '../../policies/types.js';
 import type { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCall } from './context.js';
@@ -103,10 +104,24 @@ export function createStreamChain(
 ): StreamChain {
   const hooks: StreamHook[] = [];
   for (const policy of policies) {
-    if (policy.createStreamHook)
-      hooks.push(policy.createStreamHook(ctx, memos.get(policy.name), sent, original));
+    if (!policy.createStreamHook) continue;
+    const hook = policy.createStreamHook(ctx, memos.get(policy.name), sent, original);
+    // A pass-through hook returns each chunk as it is and ends with nothing: leaving it out
+    // changes no output, and saves a call per chunk.
+    if (!isPassThroughHook(hook)) hooks.push(hook);
   }
-  const from = (start: number, chunks: ChatCompletionChunk[]): ChatCompletionChunk[] => {
+  return new HookChain(hooks, liveEffects);
+}
+
+/** A class rather than closures: each open stream holds one chain object, the methods are shared. */
+class HookChain implements StreamChain {
+  constructor(
+    private readonly hooks: StreamHook[],
+    private readonly liveEffects: PolicyEffect[],
+  ) {}
+
+  private from(start: number, chunks: ChatCompletionChunk[]): ChatCompletionChunk[] {
+    const hooks = this.hooks;
     let cur = chunks;
     for (let i = start; i < hooks.length && cur.length > 0; i++) {
       const hook = hooks[i]!;
@@ -120,35 +135,40 @@ export function createStreamChain(
       cur = next;
     }
     return cur;
-  };
-  return {
-    push: (chunk) => from(0, [chunk]),
-    pushLight(light, frame) {
-      let cur = light;
-      for (let i = 0; i < hooks.length; i++) {
-        const hook = hooks[i]!;
-        const next = hook.onLight?.(cur, frame);
-        // The hook left its state untouched: it gets the chunk the light delta stands for.
-        if (next === undefined) return from(i, [materializeLight(cur, frame)]);
-        if (next === null) return null;
-        cur = next;
-      }
-      return cur;
-    },
-    end() {
-      const out: ChatCompletionChunk[] = [];
-      const effects: PolicyEffect[] = [];
-      let retry: { request: ChatCompletionRequest; reason: string } | undefined;
-      for (let i = 0; i < hooks.length; i++) {
-        const end = hooks[i]!.onEnd();
-        effects.push(...end.effects);
-        liveEffects.push(...end.effects);
-        if (end.retry && !retry) retry = end.retry;
-        for (const c of from(i + 1, end.chunks)) out.push(c);
-      }
-      return retry ? { chunks: out, effects, retry } : { chunks: out, effects };
-    },
-  };
+  }
+
+  push(chunk: ChatCompletionChunk): ChatCompletionChunk[] {
+    return this.from(0, [chunk]);
+  }
+
+  pushLight(light: LightDelta, frame: LightFrame): LightDelta | null | ChatCompletionChunk[] {
+    const hooks = this.hooks;
+    let cur = light;
+    for (let i = 0; i < hooks.length; i++) {
+      const hook = hooks[i]!;
+      const next = hook.onLight?.(cur, frame);
+      // The hook left its state untouched: it gets the chunk the light delta stands for.
+      if (next === undefined) return this.from(i, [materializeLight(cur, frame)]);
+      if (next === null) return null;
+      cur = next;
+    }
+    return cur;
+  }
+
+  end(): ReturnType<StreamChain['end']> {
+    const hooks = this.hooks;
+    const out: ChatCompletionChunk[] = [];
+    const effects: PolicyEffect[] = [];
+    let retry: { request: ChatCompletionRequest; reason: string } | undefined;
+    for (let i = 0; i < hooks.length; i++) {
+      const end = hooks[i]!.onEnd();
+      effects.push(...end.effects);
+      this.liveEffects.push(...end.effects);
+      if (end.retry && !retry) retry = end.retry;
+      for (const c of this.from(i + 1, end.chunks)) out.push(c);
+    }
+    return retry ? { chunks: out, effects, retry } : { chunks: out, effects };
+  }
 }
 
 /**

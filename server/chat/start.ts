@@ -46,7 +46,7 @@ export function startChatCall(
   const call = new ChatCall(
     request.id,
     body,
-    rawBody ?? Buffer.from(JSON.stringify(body)),
+    rawBody,
     route,
     activePolicies(state.policies, route.settings),
     controller,
@@ -55,6 +55,9 @@ export function startChatCall(
     state.memory.isActive(route.client.label, route.name),
     api,
   );
+  // The call owns the client's bytes from here (and drops them once the request is rewritten):
+  // the Fastify request, alive as long as the response, must not keep a second reference.
+  request.rawBody = undefined;
   request.tp = { model: route.name, upstream: route.client.label, stream: body.stream === true, call, api };
   return call;
 }

@@ -1,0 +1,58 @@
+/**
+ * What an open stream keeps alive: each hook holds its own state, not the chunks it was shown.
+ * A held stream lives for minutes, so a parsed chunk pinned by a closure or a template is paid
+ * for by every open stream (bench/heap-streams.ts measures the whole; these pin the regressions).
+ * Uses a WeakRef and a forced full GC: the chunk must be collectable while the hook is alive.
+ */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { describe, expect, it } from 'vitest';
+import type { ChatCompletionChunk } from '../../protocol/openai.js';
+import { leakRecovery } from '../../policies/leak-recovery.js';
+import { createHeldCallsStreamHook } from '../../policies/support/held-calls-stream.js';
+import type { StreamHook } from '../../policies/types.js';
+import { chunk, ctxWith, request, weatherTool } from './helpers.js';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+/** Feeds a fresh first chunk to `hook`; true when that chunk is gone after a full GC. */
+async function firstChunkCollected(hook: StreamHook, make: () => ChatCompletionChunk): Promise<boolean> {
+  const ref = ((): WeakRef<ChatCompletionChunk> => {
+    const first = make();
+    hook.onChunk(first);
+    return new WeakRef(first);
+  })();
+  // A WeakRef keeps its target alive until the current job ends: collect after a macrotask.
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  gc();
+  gc();
+  return ref.deref() === undefined;
+}
+
+const callHeader = () =>
+  chunk({
+    tool_calls: [
+      { index: 0, id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '' } },
+    ],
+  });
+
+describe('an open stream does not keep the chunks it was shown', () => {
+  it('leak recovery: the lazy engine of a choice keeps the response id, not the first chunk', async () => {
+    const original = request({ tools: [weatherTool] });
+    const hook = leakRecovery.createStreamHook!(ctxWith(), undefined, original, original);
+    expect(await firstChunkCollected(hook, callHeader)).toBe(true);
+    // Still a working hook afterwards: the structured call's arguments pass, renumbered as before.
+    const out = hook.onChunk(chunk({ tool_calls: [{ index: 0, function: { arguments: '{}' } }] }));
+    expect(out[0]?.choices[0]?.delta.tool_calls?.[0]?.function?.arguments).toBe('{}');
+  });
+
+  it('held calls: the template for the calls sent at the end keeps no choices', async () => {
+    const hook = createHeldCallsStreamHook(() => ({ effects: [] }), { hold: true });
+    expect(await firstChunkCollected(hook, callHeader)).toBe(true);
+    // The calls still go out at the end with the first chunk's identity.
+    const end = hook.onEnd();
+    expect(end.chunks[0]).toMatchObject({ id: 'chatcmpl-s', model: 'm', created: 1 });
+    expect(end.chunks[0]?.choices[0]?.delta.tool_calls?.[0]?.function?.name).toBe('get_weather');
+  });
+});

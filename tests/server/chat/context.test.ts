@@ -1,0 +1,76 @@
+/**
+ * ChatCall's hold on the client's body bytes (server/chat/context.ts): forwarded byte for byte
+ * while the request goes upstream unchanged, dropped once the request policies rewrite it (an
+ * open forced stream then holds no copy of the client's body).
+ */
+import { describe, expect, it } from 'vitest';
+import type { ChatCompletionRequest } from '../../../protocol/openai.js';
+import { POLICIES } from '../../../policies/registry.js';
+import { RequestAbort } from '../../../server/abort.js';
+import { ChatCall, type ChatDeps } from '../../../server/chat/context.js';
+import { prepareRequest } from '../../../server/chat/pipeline.js';
+import { activePolicies } from '../../../server/chat/policy-runner.js';
+import { newTrace } from '../../../server/chat/trace.js';
+import { loadConfig } from '../../../server/config.js';
+import { FallbackMemory } from '../../../server/fallback-memory.js';
+import { createMetrics } from '../../../server/metrics.js';
+import { ModelLabels } from '../../../server/routing.js';
+import type { UpstreamClient } from '../../../server/upstream.js';
+
+const weather = {
+  type: 'function' as const,
+  function: { name: 'get_weather', parameters: { type: 'object', properties: {} } },
+};
+
+function setup(body: ChatCompletionRequest, raw: Buffer | undefined) {
+  const config = loadConfig({ TOOLPROOF_UPSTREAM_URL: 'http://127.0.0.1:9/v1' });
+  const deps: ChatDeps = {
+    config,
+    metrics: createMetrics({ defaultMetrics: false }),
+    memory: new FallbackMemory(),
+    policies: POLICIES,
+    toolLabels: new ModelLabels(),
+  };
+  const settings = config.defaults;
+  const client = { label: 'fake' } as unknown as UpstreamClient;
+  const call = new ChatCall(
+    'req-1',
+    body,
+    raw,
+    { name: 'm', settings, client },
+    activePolicies(POLICIES, settings),
+    new RequestAbort(),
+    newTrace(),
+    {},
+    false,
+  );
+  return { call, deps };
+}
+
+// Spaces and a key order JSON.stringify would not write: the client's own bytes are recognisable.
+const RAW_TEXT = '{ "messages": [{"content": "hi", "role": "user"}], "model": "m" }';
+
+describe("the client's body bytes", () => {
+  it('go upstream as they came while the policies leave the request alone', () => {
+    const raw = Buffer.from(RAW_TEXT);
+    const { call, deps } = setup(JSON.parse(RAW_TEXT) as ChatCompletionRequest, raw);
+    expect(prepareRequest(call, deps)).toBe(call.original);
+    expect(call.rawBody).toBe(raw);
+  });
+
+  it('are dropped once the request is rewritten (a forced request), and re-serialized if ever needed', () => {
+    const body = { ...(JSON.parse(RAW_TEXT) as ChatCompletionRequest), tools: [weather] };
+    const raw = Buffer.from(JSON.stringify(body, null, 1));
+    const { call, deps } = setup(body, raw);
+    expect(prepareRequest(call, deps)).not.toBe(call.original);
+    expect(call.rawBody).not.toBe(raw);
+    expect(JSON.parse(call.rawBody.toString())).toEqual(body);
+  });
+
+  it('are serialized on demand when a front door had none (a translated request)', () => {
+    const body = JSON.parse(RAW_TEXT) as ChatCompletionRequest;
+    const { call } = setup(body, undefined);
+    expect(call.rawBody.toString()).toBe(JSON.stringify(body));
+    expect(call.rawBody).toBe(call.rawBody);
+  });
+});
