@@ -24,6 +24,9 @@ import { recordPolicyEffects } from './effects.js';
 import { addUsage } from './trace.js';
 import { createFastLane, type LaneSink } from './fast-lane.js';
 
+/** onRead's answer when the read loop ends. */
+const STOP = Symbol('stop');
+
 /** What reached the client over a stream, for the response-kind metric and the log line. */
 export interface SeenOutput {
   calls: boolean;
@@ -249,17 +252,10 @@ export async function streamAttempt(
   // starts at the first such read after an event (no clock read per ordinary read).
   const idleMs = call.route.client.idleMs;
   let quietSince = -1;
-  for (;;) {
-    // The next read, with upstream failures told apart from toolproof's own.
-    let read: IteratorResult<unknown>;
-    try {
-      read = await it.next();
-    } catch (err) {
-      if (call.signal.aborted) throw err;
-      midError = midStreamError(call, err);
-      break;
-    }
-    const buf = read.done ? undefined : (read.value as Buffer);
+  // One read's work, synchronous: the async loop below keeps nothing of a read (its bytes, its
+  // decoded text, its payloads) across the wait for the next one, which an open stream would
+  // otherwise hold for as long as the upstream stays silent. STOP ends the loop.
+  const onRead = (buf: Buffer | undefined): Promise<void | typeof STOP> | typeof STOP | undefined => {
     const startsClean = !parser.pending();
     let payloads: string[];
     try {
@@ -267,7 +263,7 @@ export async function streamAttempt(
     } catch (err) {
       // SseEventTooLargeError (a ToolproofError, 502): an event past the framer's bound.
       midError = midStreamError(call, err);
-      break;
+      return STOP;
     }
     if (buf === undefined) {
       for (const payload of payloads) handle(payload);
@@ -276,7 +272,7 @@ export async function streamAttempt(
           message: `The upstream ${label} closed the stream before the answer finished (no finish_reason, no end-of-stream marker).`,
         });
       }
-      break;
+      return STOP;
     }
     if (payloads.length > 0) quietSince = -1;
     else if (quietSince < 0) quietSince = performance.now();
@@ -284,7 +280,7 @@ export async function streamAttempt(
       midError = new ToolproofError('TP_ERR_UPSTREAM_TIMEOUT', {
         message: `The upstream ${label} stalled: no event within the idle timeout (only comments or blank lines).`,
       });
-      break;
+      return STOP;
     }
     if (relay && startsClean && !parser.pending() && isPlainRelay(payloads)) {
       // Pass-through fast path: this read holds whole events only and none needs toolproof,
@@ -295,14 +291,37 @@ export async function streamAttempt(
         if (p === '[DONE]') done = true;
         else lastPayload = p;
       }
-      await relay(buf, done);
-      continue;
+      return relay(buf, done);
     }
     for (const payload of payloads) handle(payload);
+    if (midError || salvaged) return flushThenStop();
+    return flush();
+  };
+  const flushThenStop = async (): Promise<typeof STOP> => {
     const wait = flush();
     if (wait) await wait;
-    if (midError || salvaged) break;
-  }
+    return STOP;
+  };
+
+  // Each read is awaited and handled inside its own call, so the loop's suspended frame holds
+  // no register of an earlier read while it waits for the next one.
+  const step = async (): Promise<boolean> => {
+    let buf: Buffer | undefined;
+    try {
+      const read = await it.next();
+      buf = read.done ? undefined : (read.value as Buffer);
+    } catch (err) {
+      // The next read, with upstream failures told apart from toolproof's own.
+      if (call.signal.aborted) throw err;
+      midError = midStreamError(call, err);
+      return true;
+    }
+    const next = onRead(buf);
+    if (next === STOP) return true;
+    if (next && (await next) === STOP) return true;
+    return midError !== undefined || salvaged !== undefined;
+  };
+  while (!(await step()));
   if (raw) deps.dumpRaw?.(call.reqId, call.trace.attempts, raw.map((p) => `data: ${p}\n\n`).join(''));
   if (midError || salvaged) discardBody(res);
   if (salvaged) {

@@ -3,6 +3,8 @@
  * sockets, every upstream reply scripted. What the loop decides once for both drivers: the
  * fallback once (and only on a rejection of tool_choice), retries, usage, outcomes.
  */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import type { ToolproofError } from '../../../protocol/errors.js';
 import type { ChatCompletionChunk, ChatCompletionRequest } from '../../../protocol/openai.js';
@@ -22,7 +24,7 @@ import type { UpstreamClient, UpstreamRequest, UpstreamResponse } from '../../..
 import { UpstreamBody } from '../../../server/upstream-body.js';
 import { type Turn, turnChunks, turnCompletion } from '../scripted-upstream.js';
 
-type Reply = { status: number; json?: unknown; sse?: object[] };
+type Reply = { status: number; json?: unknown; sse?: object[]; body?: UpstreamBody };
 
 function fakeClient(replies: Reply[]): { client: UpstreamClient; sent: ChatCompletionRequest[] } {
   const sent: ChatCompletionRequest[] = [];
@@ -38,7 +40,7 @@ function fakeClient(replies: Reply[]): { client: UpstreamClient; sent: ChatCompl
       return {
         status: r.status,
         headers: { 'content-type': sse ? 'text/event-stream' : 'application/json' },
-        body: UpstreamBody.of(text),
+        body: r.body ?? UpstreamBody.of(text),
         upstream: 'fake',
       };
     },
@@ -211,6 +213,56 @@ describe('the streamed driver', () => {
     await streamChat(call, deps, out);
     expect(out.failed?.message).toContain('boom');
     expect(call.streamError).toBe(out.failed);
+  });
+});
+
+describe('what a waiting stream keeps', () => {
+  it('the read loop keeps nothing of the last read while it waits for the next one', async () => {
+    // An open stream waits on its upstream most of its life: a read (bytes, decoded text,
+    // payloads) held across that wait is paid by every open stream (bench/heap-streams.ts).
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const events = turnChunks({
+      calls: [{ name: 'final_answer', arguments: '{"answer":"Sunny in Paris."}' }],
+    });
+    const frame = (cs: object[]) => Buffer.from(cs.map((c) => `data: ${JSON.stringify(c)}\n\n`).join(''));
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let firstRead: WeakRef<Buffer> | undefined;
+    let reads = 0;
+    const body = {
+      [Symbol.asyncIterator]: () => ({
+        async next(): Promise<IteratorResult<Buffer>> {
+          reads++;
+          if (reads === 1) {
+            const buf = frame(events.slice(0, 4));
+            firstRead = new WeakRef(buf);
+            return { done: false, value: buf };
+          }
+          if (reads === 2) {
+            await gate;
+            return { done: false, value: Buffer.from(`${frame(events.slice(4))}data: [DONE]\n\n`) };
+          }
+          return { done: true, value: undefined };
+        },
+      }),
+      destroy() {},
+    } as unknown as UpstreamBody;
+    const { call, deps } = setup([{ status: 200, sse: [], body }], { stream: true });
+    const out = new CollectingOutput();
+    const done = streamChat(call, deps, out);
+    while (reads < 2) await new Promise((resolve) => setTimeout(resolve, 1));
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    gc();
+    gc();
+    expect(firstRead?.deref()).toBeUndefined();
+    release();
+    await done;
+    expect(out.failed).toBeUndefined();
+    const text = out.chunks_.map((c) => c.choices[0]?.delta.content ?? '').join('');
+    expect(text).toBe('Sunny in Paris.');
   });
 });
 
