@@ -41,7 +41,15 @@ export interface ScanPlan {
   byFirst: Map<number, MarkerEntry[]>;
   /** Markers by their first two code units (the hot path: one Map lookup per candidate char). */
   byFirstTwo: Map<number, MarkerEntry[]>;
-  firstChars: RegExp;
+  /**
+   * Where a marker may start: one character class for the first chars in `hubs`, plus every
+   * other marker as a literal alternative (see buildScanPlan).
+   */
+  starts: RegExp;
+  /** 1 at the first code unit of each literal alternative (indexed by code unit). */
+  literalFirst: Uint8Array;
+  /** Length of the longest literal alternative (0: none): how far back a cut one can start. */
+  longestLiteral: number;
   wholeStarts: string[];
   wholeFamilies: FamilyParser[];
   /** Reasoning markers of these families plus `<think>` (think-split.ts, bare-think.ts). */
@@ -55,6 +63,18 @@ function twoKey(s: string, i: number): number {
 function escapeClass(ch: string): string {
   return /[\\\]^-]/.test(ch) ? `\\${ch}` : ch;
 }
+
+function escapeLiteral(s: string): string {
+  return s.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&');
+}
+
+/**
+ * A first char shared by more markers than this is a hub: it goes in the class and tryAt sorts
+ * its markers out by their first two chars. Any other marker is a literal alternative, which
+ * irregexp checks natively, so a common first char (' ' of " to=", '\n' of "\ncall:", 'A' of
+ * "Action:") costs no call into JS per occurrence in prose.
+ */
+const HUB_MIN_MARKERS = 8;
 
 export function buildScanPlan(families: readonly FamilyParser[]): ScanPlan {
   const sorted = [...families].sort((a, b) => a.priority - b.priority || a.name.localeCompare(b.name));
@@ -86,7 +106,15 @@ export function buildScanPlan(families: readonly FamilyParser[]): ScanPlan {
       byFirstTwo.set(key, l);
     }
   }
-  const chars = [...byFirst.keys()].map((c) => escapeClass(String.fromCharCode(c))).join('');
+  // single-char markers are hubs too (the class is their literal)
+  const firsts = [...byFirst];
+  const hubs = firsts.filter(([, l]) => l.length > HUB_MIN_MARKERS || l.some((e) => e.marker.length === 1));
+  const literalLists = firsts.filter((entry) => !hubs.includes(entry));
+  const literals = literalLists.flatMap(([, l]) => l.map((e) => e.marker));
+  const literalFirst = new Uint8Array(Math.max(0, ...literalLists.map(([c]) => c + 1)));
+  for (const [c] of literalLists) literalFirst[c] = 1;
+  const chars = hubs.map(([c]) => escapeClass(String.fromCharCode(c))).join('');
+  const alternatives = [...(chars === '' ? [] : [`[${chars}]`]), ...literals.map(escapeLiteral)];
   const wholeFamilies = sorted.filter(
     (f) => f.spec.matchWhole && ((f.spec.wholeStarts?.length ?? 0) > 0 || f.spec.wholeStartsFor),
   );
@@ -94,7 +122,9 @@ export function buildScanPlan(families: readonly FamilyParser[]): ScanPlan {
     families: sorted,
     byFirst,
     byFirstTwo,
-    firstChars: new RegExp(chars === '' ? '[^\\s\\S]' : `[${chars}]`, 'g'),
+    starts: new RegExp(alternatives.length === 0 ? '[^\\s\\S]' : alternatives.join('|'), 'g'),
+    literalFirst,
+    longestLiteral: Math.max(0, ...literals.map((m) => m.length)),
     wholeStarts: [...new Set(wholeFamilies.flatMap((f) => f.spec.wholeStarts ?? []))],
     wholeFamilies,
     think: collectThinkMarkers(sorted),
@@ -258,14 +288,26 @@ export class EnvelopeScanner {
   private scan(final: boolean, out: ScanEvent[]): void {
     const buf = this.buf;
     if (this.retryAt > buf.length && !final) return;
-    const re = this.plan.firstChars;
+    const re = this.plan.starts;
+    // a literal marker cut by the end of the buffer is not a regex hit: look for one in the
+    // last (longestLiteral - 1) chars before going past them
+    const tail = final ? buf.length : buf.length - this.plan.longestLiteral + 1;
     let textStart = this.pos;
     let i = this.pos;
     for (;;) {
       re.lastIndex = i;
       const hit = re.exec(buf);
+      const at = hit ? hit.index : buf.length;
+      if (at > tail && at > i) {
+        const cut = this.cutLiteral(Math.max(i, tail), at);
+        if (cut >= 0) {
+          if (cut > textStart) out.push({ type: 'text', text: buf.slice(textStart, cut) });
+          this.pos = cut;
+          return;
+        }
+      }
       if (!hit) break;
-      i = hit.index;
+      i = at;
       const r = this.tryAt(i, final);
       if (r === 'hold') {
         if (i > textStart) out.push({ type: 'text', text: buf.slice(textStart, i) });
@@ -284,6 +326,27 @@ export class EnvelopeScanner {
     }
     if (buf.length > textStart) out.push({ type: 'text', text: buf.slice(textStart) });
     this.pos = buf.length;
+  }
+
+  /**
+   * The first i in [from, to) where the rest of the buffer is a proper prefix of a literal
+   * marker (one that may still complete in the next push), or -1: what tryAt answers 'hold'
+   * for at a hub char, since a literal is no regex hit until all of it is there.
+   */
+  private cutLiteral(from: number, to: number): number {
+    const buf = this.buf;
+    const first = this.plan.literalFirst;
+    for (let i = from; i < to; i++) {
+      const c = buf.charCodeAt(i);
+      if (first[c] !== 1) continue;
+      const entries = this.plan.byFirst.get(c);
+      if (!entries) continue;
+      const rest = buf.length - i;
+      for (const e of entries) {
+        if (e.marker.length > rest && e.marker.startsWith(buf.slice(i))) return i;
+      }
+    }
+    return -1;
   }
 
   private readonly find = (lit: string, from: number): number => {
