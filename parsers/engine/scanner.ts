@@ -42,8 +42,8 @@ export interface ScanPlan {
   /** Markers by their first two code units (the hot path: one Map lookup per candidate char). */
   byFirstTwo: Map<number, MarkerEntry[]>;
   /**
-   * Where a marker may start: one character class for the first chars in `hubs`, plus every
-   * other marker as a literal alternative (see buildScanPlan).
+   * Where a marker may start: each marker as a literal alternative, except that a char which is
+   * itself a marker stands in a class for all markers starting with it (see buildScanPlan).
    */
   starts: RegExp;
   /** 1 at the first code unit of each literal alternative (indexed by code unit). */
@@ -67,14 +67,6 @@ function escapeClass(ch: string): string {
 function escapeLiteral(s: string): string {
   return s.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&');
 }
-
-/**
- * A first char shared by more markers than this is a hub: it goes in the class and tryAt sorts
- * its markers out by their first two chars. Any other marker is a literal alternative, which
- * irregexp checks natively, so a common first char (' ' of " to=", '\n' of "\ncall:", 'A' of
- * "Action:") costs no call into JS per occurrence in prose.
- */
-const HUB_MIN_MARKERS = 8;
 
 export function buildScanPlan(families: readonly FamilyParser[]): ScanPlan {
   const sorted = [...families].sort((a, b) => a.priority - b.priority || a.name.localeCompare(b.name));
@@ -106,14 +98,18 @@ export function buildScanPlan(families: readonly FamilyParser[]): ScanPlan {
       byFirstTwo.set(key, l);
     }
   }
-  // single-char markers are hubs too (the class is their literal)
+  // Every marker is a literal alternative of one regex, which irregexp checks natively: a
+  // first char common in prose (' ' of " to=", '\n' of "\ncall:", 'A' of "Action:", '<' in
+  // HTML or code) costs no call into tryAt per occurrence, only a real marker does. A char
+  // that is itself a marker ('[' of pythonic) goes in a class with its longer markers, which
+  // tryAt sorts out by their first two chars.
   const firsts = [...byFirst];
-  const hubs = firsts.filter(([, l]) => l.length > HUB_MIN_MARKERS || l.some((e) => e.marker.length === 1));
-  const literalLists = firsts.filter((entry) => !hubs.includes(entry));
+  const inClass = firsts.filter(([, l]) => l.some((e) => e.marker.length === 1));
+  const literalLists = firsts.filter((entry) => !inClass.includes(entry));
   const literals = literalLists.flatMap(([, l]) => l.map((e) => e.marker));
   const literalFirst = new Uint8Array(Math.max(0, ...literalLists.map(([c]) => c + 1)));
   for (const [c] of literalLists) literalFirst[c] = 1;
-  const chars = hubs.map(([c]) => escapeClass(String.fromCharCode(c))).join('');
+  const chars = inClass.map(([c]) => escapeClass(String.fromCharCode(c))).join('');
   const alternatives = [...(chars === '' ? [] : [`[${chars}]`]), ...literals.map(escapeLiteral)];
   const wholeFamilies = sorted.filter(
     (f) => f.spec.matchWhole && ((f.spec.wholeStarts?.length ?? 0) > 0 || f.spec.wholeStartsFor),
@@ -331,20 +327,19 @@ export class EnvelopeScanner {
   /**
    * The first i in [from, to) where the rest of the buffer is a proper prefix of a literal
    * marker (one that may still complete in the next push), or -1: what tryAt answers 'hold'
-   * for at a hub char, since a literal is no regex hit until all of it is there.
+   * for at a class char, since a literal is no regex hit until all of it is there.
    */
   private cutLiteral(from: number, to: number): number {
     const buf = this.buf;
     const first = this.plan.literalFirst;
     for (let i = from; i < to; i++) {
-      const c = buf.charCodeAt(i);
-      if (first[c] !== 1) continue;
-      const entries = this.plan.byFirst.get(c);
-      if (!entries) continue;
+      if (first[buf.charCodeAt(i)] !== 1) continue;
       const rest = buf.length - i;
-      for (const e of entries) {
-        if (e.marker.length > rest && e.marker.startsWith(buf.slice(i))) return i;
-      }
+      const entries =
+        rest === 1 ? this.plan.byFirst.get(buf.charCodeAt(i)) : this.plan.byFirstTwo.get(twoKey(buf, i));
+      if (!entries) continue;
+      const tail = buf.slice(i);
+      for (const e of entries) if (e.marker.length > rest && e.marker.startsWith(tail)) return i;
     }
     return -1;
   }

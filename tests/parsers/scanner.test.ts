@@ -18,7 +18,7 @@ import { PARSERS } from '../../parsers/registry.js';
 /** A family that takes exactly its marker as a (broken) envelope: only the scan is under test. */
 const probe = defineFamily({
   name: 'probe',
-  markers: [' to=', ' to=functions.', '\ncall:', 'Action:', 'functools[', '<probe>'],
+  markers: [' to=', ' to=functions.', '\ncall:', 'Action:', 'functools[', '<probe>', '[', '[[call]]'],
   priority: 0,
   backend: {},
   match: ({ start, marker }) => ({ end: start + marker.length, calls: [], error: 'probe' }),
@@ -63,12 +63,12 @@ describe('scan plan', () => {
   it('common first chars are literal alternatives, not class chars', () => {
     const plan = buildScanPlan(PARSERS);
     const literals = literalMarkers(plan);
-    for (const m of [' to=', ' to=functions.', '\ncall:', 'Action:', 'functools[']) {
+    for (const m of [' to=', ' to=functions.', '\ncall:', 'Action:', 'functools[', '<tool_call>']) {
       expect(literals).toContain(m);
     }
     // one regex hit per candidate: prose with none of the markers has no hit at all
     plan.starts.lastIndex = 0;
-    expect(plan.starts.exec('A fox, a tool to fix it.\nfunctools is fine; call: me')).toBeNull();
+    expect(plan.starts.exec('A fox, a <b>tool</b> to fix it.\nfunctools is fine; call: Map<T>')).toBeNull();
   });
 });
 
@@ -77,7 +77,7 @@ describe('a literal marker split across two pushes', () => {
   const before = 'a b\nc A f ';
   const after = 'x y';
 
-  for (const marker of probe.markers.filter((m) => !m.startsWith('<'))) {
+  for (const marker of probe.markers.filter((m) => !/^[<[]/.test(m))) {
     it(`${JSON.stringify(marker)} is found at every split, its start held until it completes`, () => {
       const text = before + marker + after;
       // ' to=' alone may still become ' to=functions.': the longer marker wins when both fit
@@ -107,8 +107,8 @@ describe('a literal marker split across two pushes', () => {
     }
   });
 
-  it('a cut literal after a hub char, and a hub char inside a cut literal', () => {
-    const text = '<probe> to=\ncall:functools[<probe>Action:';
+  it('literals and a class char (a one-char marker) next to and inside each other', () => {
+    const text = '<probe> to=\ncall:functools[<probe>Action:[[call]][x[[call';
     const whole = seen(scanPieces(plan, [text]).events);
     expect(whole.filter((e) => 'envelope' in e).map((e) => ('envelope' in e ? e.envelope : ''))).toEqual([
       '<probe>',
@@ -117,6 +117,10 @@ describe('a literal marker split across two pushes', () => {
       'functools[',
       '<probe>',
       'Action:',
+      '[[call]]',
+      '[',
+      '[',
+      '[',
     ]);
     fc.assert(
       fc.property(fc.array(fc.nat({ max: text.length }), { maxLength: 8 }), (cuts) => {
