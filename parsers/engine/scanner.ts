@@ -20,6 +20,7 @@ import { DEFAULT_MAX_HELD_BYTES } from '../../protocol/settings.js';
 import type { EnvelopeMatch, FamilyParser } from './family.js';
 import { skipWs } from '../kit/json-scan.js';
 import type { ParseContext } from '../types.js';
+import { escapeLiteral } from './tag-set.js';
 import { collectThinkMarkers, type ThinkMarkers } from './think-split.js';
 
 export type ScanEvent =
@@ -62,10 +63,6 @@ function twoKey(s: string, i: number): number {
 
 function escapeClass(ch: string): string {
   return /[\\\]^-]/.test(ch) ? `\\${ch}` : ch;
-}
-
-function escapeLiteral(s: string): string {
-  return s.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&');
 }
 
 export function buildScanPlan(families: readonly FamilyParser[]): ScanPlan {
