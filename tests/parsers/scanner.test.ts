@@ -12,7 +12,7 @@ import {
   type ScanEvent,
   type ScanPlan,
 } from '../../parsers/engine/scanner.js';
-import { createRecoveryStream, recoverMessage } from '../../parsers/recover.js';
+import { createRecoveryStream, planFor, recoverMessage } from '../../parsers/recover.js';
 import { PARSERS } from '../../parsers/registry.js';
 
 /** A family that takes exactly its marker as a (broken) envelope: only the scan is under test. */
@@ -69,6 +69,16 @@ describe('scan plan', () => {
     // one regex hit per candidate: prose with none of the markers has no hit at all
     plan.starts.lastIndex = 0;
     expect(plan.starts.exec('A fox, a <b>tool</b> to fix it.\nfunctools is fine; call: Map<T>')).toBeNull();
+  });
+});
+
+describe('scan plans for pinned parser lists', () => {
+  it('are built once per list, not per request', () => {
+    const plan = planFor(['hermes', 'gpt-oss']);
+    expect(planFor(['hermes', 'gpt-oss'])).toBe(plan);
+    expect(planFor(['gpt-oss'])).not.toBe(plan);
+    expect(plan.families.map((f) => f.name).sort()).toEqual(['gpt-oss', 'hermes']);
+    expect(planFor('all')).toBe(planFor(undefined));
   });
 });
 
