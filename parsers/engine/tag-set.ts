@@ -16,15 +16,14 @@ export class TagSet {
   readonly longest: number;
   /** All tags as alternatives, longest first: at one index the longer wins. null: one tag. */
   private readonly re: RegExp | null;
-  /** 1 at each tag's first code unit. */
-  private readonly firsts: Uint8Array;
+  /** The tags' distinct first chars. */
+  private readonly firsts: readonly string[];
 
   constructor(tags: readonly string[]) {
     this.tags = [...new Set(tags)].filter((t) => t !== '').sort((a, b) => b.length - a.length);
     this.longest = Math.max(0, ...this.tags.map((t) => t.length));
     this.re = this.tags.length > 1 ? new RegExp(this.tags.map(escapeLiteral).join('|'), 'g') : null;
-    this.firsts = new Uint8Array(Math.max(0, ...this.tags.map((t) => t.charCodeAt(0) + 1)));
-    for (const t of this.tags) this.firsts[t.charCodeAt(0)] = 1;
+    this.firsts = [...new Set(this.tags.map((t) => t[0] ?? ''))];
   }
 
   /** The first tag in `text` (at the same index the longer wins): its index and length. */
@@ -41,10 +40,19 @@ export class TagSet {
 
   /** The longest k such that `buf` ends with the first k chars of a tag (k < its length). */
   partialTail(buf: string): number {
-    for (let p = Math.max(0, buf.length - this.longest + 1); p < buf.length; p++) {
-      if (this.firsts[buf.charCodeAt(p)] !== 1) continue;
+    let from = Math.max(0, buf.length - this.longest + 1);
+    while (from < buf.length) {
+      // the next place a tag could start (the reasoning closes start with '<' or '[', which
+      // most prose chunks do not hold: a couple of native searches, no per-char loop)
+      let p = -1;
+      for (const c of this.firsts) {
+        const k = buf.indexOf(c, from);
+        if (k >= 0 && (p < 0 || k < p)) p = k;
+      }
+      if (p < 0) return 0;
       const rest = buf.slice(p);
       for (const t of this.tags) if (t.length > rest.length && t.startsWith(rest)) return rest.length;
+      from = p + 1;
     }
     return 0;
   }
