@@ -158,6 +158,8 @@ export class EnvelopeScanner {
   private readonly broken = new Map<FamilyParser, number>();
   /** In 'start' mode: buf[0..startWs) is known whitespace (a blank run is walked once, not per push). */
   private startWs = 0;
+  /** pos is where the last scan stopped on a 'hold' (a marker there, cut or still arriving). */
+  private heldAtPos = false;
 
   private readonly maxHeld: number;
   /** Whole-output starts for this message: the plan's plus the request-dependent ones. */
@@ -287,15 +289,27 @@ export class EnvelopeScanner {
     const tail = final ? buf.length : buf.length - this.plan.longestLiteral + 1;
     let textStart = this.pos;
     let i = this.pos;
+    // after a hold, tryAt is asked at pos again first, without the regex: an envelope still
+    // arriving is re-tried on every push, and the regex would walk its alternatives to find the
+    // same position (tryAt answers there as a hit or a cut literal would: hold, null, or a match)
+    let again = this.heldAtPos;
+    this.heldAtPos = false;
     for (;;) {
-      re.lastIndex = i;
-      const hit = re.exec(buf);
-      const at = hit ? hit.index : buf.length;
+      let at = i;
+      let hit = again;
+      if (!again) {
+        re.lastIndex = i;
+        const m = re.exec(buf);
+        hit = m !== null;
+        at = m === null ? buf.length : m.index;
+      }
+      again = false;
       if (at > tail && at > i) {
         const cut = this.cutLiteral(Math.max(i, tail), at);
         if (cut >= 0) {
           if (cut > textStart) out.push({ type: 'text', text: buf.slice(textStart, cut) });
           this.pos = cut;
+          this.heldAtPos = true;
           return;
         }
       }
@@ -305,6 +319,7 @@ export class EnvelopeScanner {
       if (r === 'hold') {
         if (i > textStart) out.push({ type: 'text', text: buf.slice(textStart, i) });
         this.pos = i;
+        this.heldAtPos = true;
         return;
       }
       if (r === null) {
