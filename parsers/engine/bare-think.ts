@@ -90,10 +90,14 @@ export class BareThinkWatch {
    * the old tail cannot be there: it would have been seen (and ended the watch) last time.
    */
   private sees(text: string): number {
+    // most chunks hold no char a close starts with: with no tail either, nothing to join or keep
+    if (this.tail === '' && !this.closes.anyStart(text)) return -1;
     const joined = this.tail + text;
     const hit = this.closes.first(joined);
     const keep = this.keep;
     this.tail = keep === 0 ? '' : text.length >= keep ? text.slice(-keep) : joined.slice(-keep);
+    // a tail with no such char cannot begin a close either
+    if (!this.closes.anyStart(this.tail)) this.tail = '';
     return hit === null ? -1 : hit.at + hit.len - (joined.length - text.length);
   }
 

@@ -38,6 +38,12 @@ export class TagSet {
     return m === null ? null : { at: m.index, len: m[0].length };
   }
 
+  /** Whether `text` holds a char some tag starts with (no tag can start in it otherwise). */
+  anyStart(text: string): boolean {
+    for (const c of this.firsts) if (text.includes(c)) return true;
+    return false;
+  }
+
   /** The longest k such that `buf` ends with the first k chars of a tag (k < its length). */
   partialTail(buf: string): number {
     let from = Math.max(0, buf.length - this.longest + 1);

@@ -38,7 +38,7 @@ const cases: Record<string, readonly string[]> = {
 
 describe('TagSet', () => {
   for (const [name, tags] of Object.entries(cases)) {
-    it(`${name}: first and partialTail agree with indexOf / endsWith on random text`, () => {
+    it(`${name}: first, partialTail and anyStart agree with indexOf / endsWith / includes on random text`, () => {
       const set = new TagSet(tags);
       // text made of pieces of the tags, so hits and cut tags are frequent
       const piece = fc.oneof(
@@ -56,6 +56,7 @@ describe('TagSet', () => {
           const text = pieces.join('');
           expect(set.first(text)).toEqual(firstByIndexOf(text, tags));
           expect(set.partialTail(text)).toBe(tailByEndsWith(text, tags));
+          expect(set.anyStart(text)).toBe(tags.some((t) => text.includes(t.slice(0, 1))));
         }),
         { numRuns: 400 },
       );
