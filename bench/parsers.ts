@@ -2,9 +2,11 @@
  * npx tsx bench/parsers.ts: throughput of the leak-recovery engine (parsers/recover.ts).
  *
  * - 1 MB of prose with no markers, against a plain indexOf scan of the same text (the floor any
- *   marker scan pays) and the ratio between the two;
+ *   marker scan pays) and the ratio between the two; and 1 MB of HTML-like code, full of '<'
+ *   (the first char of most markers) but with none of them;
  * - 1 MB made of many calls (hermes, qwen3-coder): MB/s and calls/s;
- * - the streaming path with 1 MB in ~8-char chunks: cost per chunk.
+ * - the streaming path with 1 MB in ~8-char chunks: cost per chunk; also as reasoning that the
+ *   prompt opened (startsInReasoning: every chunk is checked for a reasoning close).
  * Each case is warmed up, then the median of several runs is reported. Prints a table and
  * writes bench/results/parsers.json. Options: --runs=N (default 7), --out=PATH.
  */
@@ -32,9 +34,9 @@ const tools = new Map<string, DeclaredTool>([
     },
   ],
 ]);
-function options() {
+function options(startsInReasoning = false) {
   let n = 0;
-  return { tools, newId: () => `call_${n++}` };
+  return { tools, newId: () => `call_${n++}`, startsInReasoning };
 }
 
 function median(xs: number[]): number {
@@ -54,6 +56,10 @@ function time(fn: () => unknown): number {
 }
 
 const prose = fill('The quick brown fox jumps over the lazy dog; café ☕ 42. ').slice(0, MB);
+const html = fill('<div class="x"><p>Hello <b>world</b>, Map<string, T> f(a) -> b</p><br/></div>\n').slice(
+  0,
+  MB,
+);
 const hermes = fill(
   'Checking.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}\n</tool_call>\n',
 );
@@ -101,6 +107,13 @@ rows.push({
   mb_per_s: mbps(prose.length, proseMs),
   note: `${(proseMs / oneIndexOfMs).toFixed(1)}x one indexOf, ${(proseMs / indexOfMs).toFixed(2)}x ${markers.length} indexOf`,
 });
+const htmlMs = time(() => recoverMessage({ content: html, reasoning: null }, options()));
+rows.push({
+  case: "recoverMessage, no markers, '<' HTML",
+  bytes: html.length,
+  ms: htmlMs,
+  mb_per_s: mbps(html.length, htmlMs),
+});
 
 for (const [name, text] of [
   ['hermes', hermes],
@@ -120,14 +133,15 @@ for (const [name, text] of [
   });
 }
 
-for (const [name, text] of [
-  ['prose', prose],
-  ['hermes', hermes],
+for (const [name, text, inReasoning] of [
+  ['prose', prose, false],
+  ['hermes', hermes, false],
+  ['prose as reasoning', prose, true],
 ] as const) {
   const CHUNK = 8;
   const chunks = Math.ceil(text.length / CHUNK);
   const ms = time(() => {
-    const s = createRecoveryStream(options());
+    const s = createRecoveryStream(options(inReasoning));
     for (let i = 0; i < text.length; i += CHUNK) s.push({ content: text.slice(i, i + CHUNK) });
     s.finish();
   });

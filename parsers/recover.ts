@@ -23,8 +23,24 @@ export type {
 
 const ALL_PLAN: ScanPlan = buildScanPlan(PARSERS);
 
-function planFor(parsers: RecoveryOptions['parsers']): ScanPlan {
-  return parsers === undefined || parsers === 'all' ? ALL_PLAN : buildScanPlan(selectParsers(parsers));
+/**
+ * Plans for pinned parser lists, by list. The lists come from config (few, fixed), and a plan
+ * costs tens of µs to build (its marker regex compiles on first use): once per list, not per
+ * request. Capped in case a caller passes lists of its own.
+ */
+const PINNED_PLANS = new Map<string, ScanPlan>();
+const MAX_PINNED_PLANS = 64;
+
+/** The scan plan for a parser selection (the same object for the same list). */
+export function planFor(parsers: RecoveryOptions['parsers']): ScanPlan {
+  if (parsers === undefined || parsers === 'all') return ALL_PLAN;
+  const key = parsers.join('\n');
+  let plan = PINNED_PLANS.get(key);
+  if (plan === undefined) {
+    plan = buildScanPlan(selectParsers(parsers));
+    if (PINNED_PLANS.size < MAX_PINNED_PLANS) PINNED_PLANS.set(key, plan);
+  }
+  return plan;
 }
 
 /** Streaming recovery. Feed upstream deltas; concatenated content equals recoverMessage's content for any split. */

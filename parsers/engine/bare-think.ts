@@ -20,7 +20,7 @@
  * with `startsInReasoning`, nothing is held here.
  */
 import type { ScanEvent } from './scanner.js';
-import { firstOf } from './think-split.js';
+import { TagSet } from './tag-set.js';
 
 export interface Released {
   e: ScanEvent;
@@ -39,10 +39,10 @@ export class BareThinkWatch {
 
   constructor(
     private readonly maxHeld: number,
-    /** The closes to watch for (ThinkMarkers.closes). */
-    private readonly closes: readonly string[] = ['</think>'],
+    /** The closes to watch for (ThinkMarkers.closeSet). */
+    private readonly closes: TagSet = new TagSet(['</think>']),
   ) {
-    this.keep = Math.max(0, ...closes.map((c) => c.length - 1));
+    this.keep = Math.max(0, closes.longest - 1);
   }
 
   /** The output opened reasoning itself (or the template does, by config): nothing to watch. */
@@ -90,10 +90,14 @@ export class BareThinkWatch {
    * the old tail cannot be there: it would have been seen (and ended the watch) last time.
    */
   private sees(text: string): number {
+    // most chunks hold no char a close starts with: with no tail either, nothing to join or keep
+    if (this.tail === '' && !this.closes.anyStart(text)) return -1;
     const joined = this.tail + text;
-    const hit = firstOf(joined, this.closes);
+    const hit = this.closes.first(joined);
     const keep = this.keep;
     this.tail = keep === 0 ? '' : text.length >= keep ? text.slice(-keep) : joined.slice(-keep);
+    // a tail with no such char cannot begin a close either
+    if (!this.closes.anyStart(this.tail)) this.tail = '';
     return hit === null ? -1 : hit.at + hit.len - (joined.length - text.length);
   }
 

@@ -101,7 +101,7 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
   let reasoningAll = '';
   let callCount = 0;
   let finished = false;
-  const bareThink = new BareThinkWatch(maxHeld, opts.plan.think.closes);
+  const bareThink = new BareThinkWatch(maxHeld, opts.plan.think.closeSet);
   // the reasoning the output (or prompt) opened is scanned too: a call ends it (reasoning-calls.ts)
   const reasoningScanner = new EnvelopeScanner(opts.plan, ctx, { whole: false, maxHeld });
   let reasoningScanned = false;

@@ -20,6 +20,7 @@ import { DEFAULT_MAX_HELD_BYTES } from '../../protocol/settings.js';
 import type { EnvelopeMatch, FamilyParser } from './family.js';
 import { skipWs } from '../kit/json-scan.js';
 import type { ParseContext } from '../types.js';
+import { escapeLiteral } from './tag-set.js';
 import { collectThinkMarkers, type ThinkMarkers } from './think-split.js';
 
 export type ScanEvent =
@@ -41,7 +42,15 @@ export interface ScanPlan {
   byFirst: Map<number, MarkerEntry[]>;
   /** Markers by their first two code units (the hot path: one Map lookup per candidate char). */
   byFirstTwo: Map<number, MarkerEntry[]>;
-  firstChars: RegExp;
+  /**
+   * Where a marker may start: each marker as a literal alternative, except that a char which is
+   * itself a marker stands in a class for all markers starting with it (see buildScanPlan).
+   */
+  starts: RegExp;
+  /** 1 at the first code unit of each literal alternative (indexed by code unit). */
+  literalFirst: Uint8Array;
+  /** Length of the longest literal alternative (0: none): how far back a cut one can start. */
+  longestLiteral: number;
   wholeStarts: string[];
   wholeFamilies: FamilyParser[];
   /** Reasoning markers of these families plus `<think>` (think-split.ts, bare-think.ts). */
@@ -86,7 +95,19 @@ export function buildScanPlan(families: readonly FamilyParser[]): ScanPlan {
       byFirstTwo.set(key, l);
     }
   }
-  const chars = [...byFirst.keys()].map((c) => escapeClass(String.fromCharCode(c))).join('');
+  // Every marker is a literal alternative of one regex, which irregexp checks natively: a
+  // first char common in prose (' ' of " to=", '\n' of "\ncall:", 'A' of "Action:", '<' in
+  // HTML or code) costs no call into tryAt per occurrence, only a real marker does. A char
+  // that is itself a marker ('[' of pythonic) goes in a class with its longer markers, which
+  // tryAt sorts out by their first two chars.
+  const firsts = [...byFirst];
+  const inClass = firsts.filter(([, l]) => l.some((e) => e.marker.length === 1));
+  const literalLists = firsts.filter((entry) => !inClass.includes(entry));
+  const literals = literalLists.flatMap(([, l]) => l.map((e) => e.marker));
+  const literalFirst = new Uint8Array(Math.max(0, ...literalLists.map(([c]) => c + 1)));
+  for (const [c] of literalLists) literalFirst[c] = 1;
+  const chars = inClass.map(([c]) => escapeClass(String.fromCharCode(c))).join('');
+  const alternatives = [...(chars === '' ? [] : [`[${chars}]`]), ...literals.map(escapeLiteral)];
   const wholeFamilies = sorted.filter(
     (f) => f.spec.matchWhole && ((f.spec.wholeStarts?.length ?? 0) > 0 || f.spec.wholeStartsFor),
   );
@@ -94,7 +115,9 @@ export function buildScanPlan(families: readonly FamilyParser[]): ScanPlan {
     families: sorted,
     byFirst,
     byFirstTwo,
-    firstChars: new RegExp(chars === '' ? '[^\\s\\S]' : `[${chars}]`, 'g'),
+    starts: new RegExp(alternatives.length === 0 ? '[^\\s\\S]' : alternatives.join('|'), 'g'),
+    literalFirst,
+    longestLiteral: Math.max(0, ...literals.map((m) => m.length)),
     wholeStarts: [...new Set(wholeFamilies.flatMap((f) => f.spec.wholeStarts ?? []))],
     wholeFamilies,
     think: collectThinkMarkers(sorted),
@@ -135,6 +158,8 @@ export class EnvelopeScanner {
   private readonly broken = new Map<FamilyParser, number>();
   /** In 'start' mode: buf[0..startWs) is known whitespace (a blank run is walked once, not per push). */
   private startWs = 0;
+  /** pos is where the last scan stopped on a 'hold' (a marker there, cut or still arriving). */
+  private heldAtPos = false;
 
   private readonly maxHeld: number;
   /** Whole-output starts for this message: the plan's plus the request-dependent ones. */
@@ -258,18 +283,43 @@ export class EnvelopeScanner {
   private scan(final: boolean, out: ScanEvent[]): void {
     const buf = this.buf;
     if (this.retryAt > buf.length && !final) return;
-    const re = this.plan.firstChars;
+    const re = this.plan.starts;
+    // a literal marker cut by the end of the buffer is not a regex hit: look for one in the
+    // last (longestLiteral - 1) chars before going past them
+    const tail = final ? buf.length : buf.length - this.plan.longestLiteral + 1;
     let textStart = this.pos;
     let i = this.pos;
+    // after a hold, tryAt is asked at pos again first, without the regex: an envelope still
+    // arriving is re-tried on every push, and the regex would walk its alternatives to find the
+    // same position (tryAt answers there as a hit or a cut literal would: hold, null, or a match)
+    let again = this.heldAtPos;
+    this.heldAtPos = false;
     for (;;) {
-      re.lastIndex = i;
-      const hit = re.exec(buf);
+      let at = i;
+      let hit = again;
+      if (!again) {
+        re.lastIndex = i;
+        const m = re.exec(buf);
+        hit = m !== null;
+        at = m === null ? buf.length : m.index;
+      }
+      again = false;
+      if (at > tail && at > i) {
+        const cut = this.cutLiteral(Math.max(i, tail), at);
+        if (cut >= 0) {
+          if (cut > textStart) out.push({ type: 'text', text: buf.slice(textStart, cut) });
+          this.pos = cut;
+          this.heldAtPos = true;
+          return;
+        }
+      }
       if (!hit) break;
-      i = hit.index;
+      i = at;
       const r = this.tryAt(i, final);
       if (r === 'hold') {
         if (i > textStart) out.push({ type: 'text', text: buf.slice(textStart, i) });
         this.pos = i;
+        this.heldAtPos = true;
         return;
       }
       if (r === null) {
@@ -284,6 +334,26 @@ export class EnvelopeScanner {
     }
     if (buf.length > textStart) out.push({ type: 'text', text: buf.slice(textStart) });
     this.pos = buf.length;
+  }
+
+  /**
+   * The first i in [from, to) where the rest of the buffer is a proper prefix of a literal
+   * marker (one that may still complete in the next push), or -1: what tryAt answers 'hold'
+   * for at a class char, since a literal is no regex hit until all of it is there.
+   */
+  private cutLiteral(from: number, to: number): number {
+    const buf = this.buf;
+    const first = this.plan.literalFirst;
+    for (let i = from; i < to; i++) {
+      if (first[buf.charCodeAt(i)] !== 1) continue;
+      const rest = buf.length - i;
+      const entries =
+        rest === 1 ? this.plan.byFirst.get(buf.charCodeAt(i)) : this.plan.byFirstTwo.get(twoKey(buf, i));
+      if (!entries) continue;
+      const tail = buf.slice(i);
+      for (const e of entries) if (e.marker.length > rest && e.marker.startsWith(tail)) return i;
+    }
+    return -1;
   }
 
   private readonly find = (lit: string, from: number): number => {

@@ -13,6 +13,7 @@
  */
 import type { FamilyParser, ReasoningMarkers } from './family.js';
 import { skipWs } from '../kit/json-scan.js';
+import { TagSet } from './tag-set.js';
 
 export type ThinkPiece = { kind: 'content' | 'reasoning'; text: string } | { kind: 'cut' };
 
@@ -22,6 +23,8 @@ export interface ThinkMarkers {
   readonly opens: readonly { open: string; close: string }[];
   /** Every close (ends prompt-opened reasoning; a bare one marks drafts). */
   readonly closes: readonly string[];
+  /** The same closes, searched as one (checked in every streamed chunk). */
+  readonly closeSet: TagSet;
   /** Skip markers for prompt-opened reasoning; longest first. */
   readonly skips: readonly string[];
 }
@@ -34,39 +37,13 @@ export function collectThinkMarkers(families: readonly FamilyParser[]): ThinkMar
   const opens = new Map<string, string>();
   for (const m of all) if (m.open && !opens.has(m.open)) opens.set(m.open, m.close);
   const byLength = (a: string, b: string) => b.length - a.length;
+  const closes = [...new Set(all.map((m) => m.close))];
   return {
     opens: [...opens].sort(([a], [b]) => byLength(a, b)).map(([open, close]) => ({ open, close })),
-    closes: [...new Set(all.map((m) => m.close))],
+    closes,
+    closeSet: new TagSet(closes),
     skips: [...new Set(all.flatMap((m) => m.skippedBy ?? []))].sort(byLength),
   };
-}
-
-/** The longest k such that buf ends with the first k chars of one of `tags` (k < its length). */
-export function partialTail(buf: string, tags: readonly string[]): number {
-  let best = 0;
-  for (const tag of tags) {
-    for (let k = Math.min(tag.length - 1, buf.length); k > best; k--) {
-      if (buf.endsWith(tag.slice(0, k))) {
-        best = k;
-        break;
-      }
-    }
-  }
-  return best;
-}
-
-/** The first of `tags` in `text` (at the same index the longer wins): its index and length. */
-export function firstOf(text: string, tags: readonly string[]): { at: number; len: number } | null {
-  let at = -1;
-  let len = 0;
-  for (const tag of tags) {
-    const k = text.indexOf(tag);
-    if (k >= 0 && (at < 0 || k < at || (k === at && tag.length > len))) {
-      at = k;
-      len = tag.length;
-    }
-  }
-  return at < 0 ? null : { at, len };
 }
 
 export class ThinkSplitter {
@@ -77,7 +54,7 @@ export class ThinkSplitter {
   /** In 'start': buf[0..wsEnd) is known whitespace, so a long blank run is walked once, not per push. */
   private wsEnd = 0;
   /** In 'in': what ends the reasoning. */
-  private closes: readonly string[];
+  private closes: TagSet;
   /** In 'start': what is looked for first (opens, or skip markers with startsInReasoning). */
   private readonly leads: readonly string[];
 
@@ -88,7 +65,7 @@ export class ThinkSplitter {
     private readonly maxHeld = Number.POSITIVE_INFINITY,
   ) {
     this.opened = startsInReasoning;
-    this.closes = markers.closes;
+    this.closes = markers.closeSet;
     this.leads = startsInReasoning ? markers.skips : markers.opens.map((o) => o.open);
     // prompt-opened reasoning with nothing that could skip it streams from the first char
     this.state = startsInReasoning && this.leads.length === 0 ? 'in' : 'start';
@@ -112,9 +89,9 @@ export class ThinkSplitter {
     this.buf += text;
     if (this.state === 'start' && this.lead(final)) return out;
     if (this.state === 'in') {
-      const hit = firstOf(this.buf, this.closes);
+      const hit = this.closes.first(this.buf);
       if (hit === null) {
-        const keep = final ? 0 : partialTail(this.buf, this.closes);
+        const keep = final ? 0 : this.closes.partialTail(this.buf);
         const emit = this.buf.slice(0, this.buf.length - keep);
         if (emit) out.push({ kind: 'reasoning', text: emit });
         this.buf = this.buf.slice(emit.length);
@@ -156,7 +133,7 @@ export class ThinkSplitter {
       if (pair) {
         this.state = 'in';
         this.opened = true;
-        this.closes = [pair.close];
+        this.closes = new TagSet([pair.close]);
         this.buf = rest.slice(pair.open.length);
         return false;
       }
