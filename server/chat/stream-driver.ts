@@ -255,7 +255,7 @@ export async function streamAttempt(
   // One read's work, synchronous: the async loop below keeps nothing of a read (its bytes, its
   // decoded text, its payloads) across the wait for the next one, which an open stream would
   // otherwise hold for as long as the upstream stays silent. STOP ends the loop.
-  const onRead = (buf: Buffer | undefined): Promise<void | typeof STOP> | typeof STOP | undefined => {
+  const onRead = (buf: Buffer | undefined): Promise<unknown> | typeof STOP | undefined => {
     const startsClean = !parser.pending();
     let payloads: string[];
     try {
