@@ -168,6 +168,16 @@ describe('parseJsonBody', () => {
     );
   });
 
+  it('leaves the body bytes as they were (they are forwarded upstream)', () => {
+    const good = compact(history(200 * 1024));
+    const bad = Buffer.from(good.toString().replace('(300)', '(300)\u0001'));
+    for (const body of [good, bad]) {
+      const before = Buffer.from(body);
+      outcome(() => parseJsonBody(body));
+      expect(body.equals(before)).toBe(true);
+    }
+  });
+
   it('small bodies are parsed whole', () => {
     expect(parseInPieces(compact(history(10 * 1024)))).toBeUndefined();
     expectSameAsJsonParse(Buffer.from('{"a":1}'));
