@@ -390,7 +390,9 @@ describe('history repair of conversations without tools (the shortcut)', () => {
       bridgeToolToUser: fc.boolean(),
       mergeSameRole: fc.boolean(),
       // Not 'empty': it would fill in the appended call's null content.
-      toolCallContent: fc.constantFrom('keep', 'null') as fc.Arbitrary<HistoryRepairSettings['toolCallContent']>,
+      toolCallContent: fc.constantFrom('keep', 'null') as fc.Arbitrary<
+        HistoryRepairSettings['toolCallContent']
+      >,
     });
     const pair: ChatMessage[] = [
       {
