@@ -15,6 +15,7 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import { ToolproofError } from '../protocol/errors.js';
+import { parseJsonBody } from '../protocol/json-body.js';
 import { MAX_REQUEST_DEPTH, tooDeepError, tooDeepPath } from '../protocol/json-depth.js';
 import { POLICIES } from '../policies/registry.js';
 import type { Policy } from '../policies/types.js';
@@ -166,7 +167,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     request.rawBody = body;
     let value: unknown;
     try {
-      value = JSON.parse(body.toString('utf8'));
+      value = parseJsonBody(body);
     } catch (err) {
       done(
         new ToolproofError('TP_ERR_INVALID_JSON', {

@@ -271,10 +271,31 @@ function applyNineCharIds(messages: ChatMessage[], tally: EffectTally): ChatMess
   return out;
 }
 
+/**
+ * True when repairHistory would give the messages back as they are, with no effect: no tool
+ * message, no `tool_calls` field, and (when merging) no two neighbours of one role. Most
+ * conversations without tools are like this; every request pays for this check, so it is one
+ * pass that allocates nothing (the full repair copies the list several times).
+ */
+function untouched(messages: readonly ChatMessage[], settings: HistoryRepairSettings): boolean {
+  let previous: unknown;
+  for (const m of messages) {
+    // tool_calls read first, as collectClientIds does: a null entry throws the same TypeError.
+    if (m.tool_calls !== undefined && m.tool_calls !== null) return false;
+    const role = m.role;
+    if (role === 'tool') return false;
+    if (settings.mergeSameRole && role === previous && (role === 'user' || role === 'assistant'))
+      return false;
+    previous = role;
+  }
+  return true;
+}
+
 export function repairHistory(
   messages: readonly ChatMessage[],
   settings: HistoryRepairSettings,
 ): HistoryRepairResult {
+  if (untouched(messages, settings)) return { messages: messages.slice(), effects: [] };
   const tally = new EffectTally(HISTORY_REPAIR_POLICY);
   const taken = collectClientIds(messages);
   let out: ChatMessage[] = [];

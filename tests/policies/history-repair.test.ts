@@ -374,3 +374,44 @@ describe('history-repair', () => {
     );
   });
 });
+
+describe('history repair of conversations without tools (the shortcut)', () => {
+  // A history with no tool message and no tool_calls is given back as it is without the full
+  // repair. Guard: the full repair of the same history with one well-formed call and its result
+  // appended (which sends it down the full path and changes nothing itself) agrees on every
+  // message before the pair and on the effects.
+  it('gives what the full repair gives (property)', () => {
+    const message: fc.Arbitrary<ChatMessage> = fc.record({
+      role: fc.constantFrom('user', 'assistant', 'system', 'developer'),
+      content: fc.oneof(fc.string({ maxLength: 5 }), fc.constant(null), fc.constant('')),
+    }) as fc.Arbitrary<ChatMessage>;
+    const opts = fc.record({
+      nineCharIds: fc.boolean(),
+      bridgeToolToUser: fc.boolean(),
+      mergeSameRole: fc.boolean(),
+      // Not 'empty': it would fill in the appended call's null content.
+      toolCallContent: fc.constantFrom('keep', 'null') as fc.Arbitrary<
+        HistoryRepairSettings['toolCallContent']
+      >,
+    });
+    const pair: ChatMessage[] = [
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'abcdefghi', type: 'function', function: { name: 'f', arguments: '{}' } }],
+      },
+      { role: 'tool', tool_call_id: 'abcdefghi', content: 'ok' },
+    ];
+    fc.assert(
+      fc.property(fc.array(message, { maxLength: 8 }), opts, (messages, o) => {
+        const s = settings(o);
+        const short = repairHistory(messages, s);
+        const full = repairHistory([...messages, ...pair], s);
+        expect(short.messages).toEqual(full.messages.slice(0, full.messages.length - 2));
+        expect(short.effects).toEqual(full.effects);
+        expect(short.messages).not.toBe(messages);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
