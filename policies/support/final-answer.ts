@@ -119,6 +119,8 @@ export function decodeFinalAnswer(rawArgs: unknown): DecodedAnswer {
     if (rawArgs && typeof rawArgs === 'object') return decodeFinalAnswer(JSON.stringify(rawArgs));
     return { text: '', truncated: false, raw: false, invalid: true };
   }
+  const plain = plainAnswer(rawArgs);
+  if (plain !== undefined) return { text: plain, truncated: false, raw: false, invalid: false };
   const decoder = createAnswerDecoder();
   const text = decoder.push(rawArgs) + decoder.finish();
   const outcome = answerOutcome(decoder, rawArgs);
@@ -130,6 +132,30 @@ export function decodeFinalAnswer(rawArgs: unknown): DecodedAnswer {
     invalid: outcome.invalid,
     ...(field !== undefined ? { field } : {}),
   };
+}
+
+const PLAIN_HEAD = '{"answer":';
+
+/**
+ * The common case, decoded by one JSON.parse of the string literal instead of the character
+ * decoder: arguments that are exactly `{"answer":` (spaces allowed) + one JSON string literal
+ * + `}`, so `answer` is the only key and its value is complete. The decoder gives the same text
+ * for such input, escapes and lone surrogates included (tests/policies/final-answer-plain.test.ts);
+ * anything else (a second key, a cut-off value, text after it) takes the decoder. undefined: not
+ * this case.
+ */
+function plainAnswer(rawArgs: string): string | undefined {
+  const last = rawArgs.length - 1;
+  if (!rawArgs.startsWith(PLAIN_HEAD) || rawArgs.charCodeAt(last) !== 125 /* } */) return undefined;
+  let i = PLAIN_HEAD.length;
+  while (rawArgs.charCodeAt(i) === 32) i++;
+  if (rawArgs.charCodeAt(i) !== 34 || rawArgs.charCodeAt(last - 1) !== 34 || last - 1 <= i) return undefined;
+  try {
+    const v: unknown = JSON.parse(rawArgs.slice(i, last));
+    return typeof v === 'string' ? v : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Content written before a final_answer call: whitespace-only content is dropped. */
