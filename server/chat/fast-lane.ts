@@ -10,7 +10,8 @@
  * substituting one JSON value for another cannot change the structure around it. Anything else
  * (another shape, another id, a finish_reason, usage, an error) misses and takes the full path.
  * A template is only learned when the upstream's text is exactly what JSON.stringify writes for
- * the parsed event, so the split points are known, not searched for in the upstream's text.
+ * the parsed event, so the delta's text is known exactly, and is found only where it is
+ * structure (learnArgsTemplate), never inside a string value.
  *
  * Pure: no I/O, no clock. Equivalence with the full path: tests/server/fast-lane.test.ts.
  */
@@ -86,7 +87,15 @@ function splitAtMark(text: string): { head: string; tail: string } | null {
   return { head: text.slice(0, at), tail: text.slice(at + MARK_JSON.length) };
 }
 
-/** A template from an args-only event (argsOnly(JSON.parse(payload))), or null when its text is not JSON.stringify's. */
+/**
+ * A template from an args-only event (argsOnly(JSON.parse(payload))), or null when its text is
+ * not JSON.stringify's. The split point is where JSON.stringify writes the event's delta,
+ * `"delta":{"tool_calls":[{"index":N,"function":{"arguments":F}}]}` (argsOnly fixed its keys and
+ * their order): when the payload is exactly JSON.stringify's text, that text occurs in it, only
+ * as structure (a quote inside a string value is escaped), and when it occurs only once it is
+ * the delta itself (a twin elsewhere makes the event slow).
+ * Searching for it costs less than serializing a probe chunk around a marker and splicing.
+ */
 export function learnArgsTemplate(
   payload: string,
   args: { call: number; fragment: string },
@@ -94,19 +103,23 @@ export function learnArgsTemplate(
   // A "__proto__" key parses as data but spreads as data only with care: keep such events slow.
   if (payload.includes('__proto__')) return null;
   const chunk = JSON.parse(payload) as Obj & { choices: Obj[] };
+  if (JSON.stringify(chunk) !== payload) return null;
+  const lead = `"delta":{"tool_calls":[{"index":${args.call},"function":{"arguments":`;
+  const literal = JSON.stringify(args.fragment);
+  const at = payload.indexOf(lead);
+  const from = at + lead.length;
+  if (at === -1 || payload.indexOf(lead, from) !== -1) return null;
+  if (payload.slice(from, from + literal.length + DELTA_END.length) !== literal + DELTA_END) return null;
   const c0 = chunk.choices[0]!;
-  const probe = {
-    ...chunk,
-    choices: [{ ...c0, delta: { tool_calls: [{ index: args.call, function: { arguments: MARK } }] } }],
-  };
-  const parts = splitAtMark(JSON.stringify(probe));
-  if (!parts || parts.head + JSON.stringify(args.fragment) + parts.tail !== payload) return null;
   return {
-    ...parts,
+    head: payload.slice(0, from),
+    tail: payload.slice(from + literal.length),
     call: args.call,
     frame: { chunk: chunk as unknown as LightFrame['chunk'], choice: c0.index as number },
   };
 }
+
+const DELTA_END = '}}]}';
 
 /** The fragment of an event that matches the template, or undefined (the full path then). */
 export function matchArgs(t: ArgsTemplate, payload: string): string | undefined {

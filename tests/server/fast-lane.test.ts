@@ -326,6 +326,27 @@ describe('stream fast lane', () => {
     expect(matchArgs(t, p.replace('chatcmpl-1', 'chatcmpl-9'))).toBeUndefined();
   });
 
+  it('learns no template when the delta has a twin elsewhere in the event', () => {
+    // The split point is found by searching for the delta's text: a second copy of it (an
+    // extension field, before or after the choices) leaves the event on the full path.
+    const p = event(
+      'openai',
+      choiceOf({ tool_calls: [{ index: 0, function: { arguments: 'ab' } }] }, null, false),
+    );
+    const chunk = JSON.parse(p) as Record<string, unknown> & { choices: { delta: unknown }[] };
+    const twin = { delta: { tool_calls: [{ index: 0, function: { arguments: 'ab' } }] } };
+    const before = JSON.stringify({ x_echo: twin, ...chunk });
+    const after = JSON.stringify({ ...chunk, x_echo: twin });
+    expect(learnArgsTemplate(before, argsOnly(JSON.parse(before))!)).toBeNull();
+    expect(learnArgsTemplate(after, argsOnly(JSON.parse(after))!)).toBeNull();
+    // The twin with another fragment still shares the delta's opening: not learned either.
+    const other = JSON.stringify({
+      x_echo: { delta: { tool_calls: [{ index: 0, function: { arguments: 'zz' } }] } },
+      ...chunk,
+    });
+    expect(learnArgsTemplate(other, argsOnly(JSON.parse(other))!)).toBeNull();
+  });
+
   it('learns no template from text JSON.stringify would not write', () => {
     const p = event(
       'openai',
