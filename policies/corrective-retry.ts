@@ -20,6 +20,7 @@ import {
   buildCatalogue,
   type CallCheck,
   checkCalls,
+  type ToolCatalogue,
   proseFeedback,
   unparsedLeakFeedback,
 } from './support/call-checks.js';
@@ -102,14 +103,24 @@ export function correctTurn(
   // No declared tools: nothing a call could be checked against (and no forced tool either).
   if (!Array.isArray(original.tools) || original.tools.length === 0) return { effects: [] };
   const m = memoOf(memo);
-  const cat = buildCatalogue(sent, original, m.finalAnswerName ?? undefined);
+  // The catalogue is only read by a check, a prose rule or leak feedback: a turn without calls
+  // (a forced answer unwrapped into content, the usual end) does not build it.
+  let catalogue: ToolCatalogue | undefined;
+  const cat = (): ToolCatalogue =>
+    (catalogue ??= buildCatalogue(sent, original, m.finalAnswerName ?? undefined));
   const choice = clientToolChoice(original);
-  const checks: CallCheck[] = checkCalls(turn.toolCalls, cat, ctx.settings.validateArguments, choice);
+  const checks: CallCheck[] =
+    turn.toolCalls.length > 0
+      ? checkCalls(turn.toolCalls, cat(), ctx.settings.validateArguments, choice)
+      : [];
   const leaks = leaksOf(m, ctx);
   const effects: PolicyEffect[] = [];
   const reasons: RetryReason[] = [];
   // "required" or a named tool answered in prose: the client's choice is part of the judgement.
-  const prose = turn.toolCalls.length === 0 ? proseFeedback(choice, cat) : null;
+  const prose =
+    turn.toolCalls.length === 0 && choice.kind !== 'auto' && choice.kind !== 'none'
+      ? proseFeedback(choice, cat())
+      : null;
   if (prose !== null) {
     reasons.push('prose-when-required');
     effects.push({
@@ -170,7 +181,7 @@ export function correctTurn(
     });
     return { effects };
   }
-  const turnFeedback = [prose, leaks.length > 0 ? unparsedLeakFeedback(leaks, cat) : null]
+  const turnFeedback = [prose, leaks.length > 0 ? unparsedLeakFeedback(leaks, cat()) : null]
     .filter((f): f is string => f !== null)
     .join('\n');
   const request = buildRetryRequest(
