@@ -11,7 +11,8 @@ import type { ChatCompletionChunk } from '../../protocol/openai.js';
 import { leakRecovery } from '../../policies/leak-recovery.js';
 import { normalizeToolCallsPolicy } from '../../policies/normalize-tool-calls.js';
 import { createHeldCallsStreamHook } from '../../policies/support/held-calls-stream.js';
-import type { StreamHook } from '../../policies/types.js';
+import type { Policy, StreamHook } from '../../policies/types.js';
+import { createStreamChain, runRequestPolicies } from '../../server/chat/policy-runner.js';
 import { chunk, ctxWith, request, weatherTool } from './helpers.js';
 
 setFlagsFromString('--expose-gc');
@@ -95,5 +96,33 @@ describe('what an open stream keeps per hook', () => {
     });
     // 475 bytes with a choice state made for every chunk; 188 without.
     expect(per).toBeLessThan(330);
+  });
+});
+
+describe('what an open stream keeps per request', () => {
+  // Four policies that each rewrite nothing, note one effect and hook the stream.
+  const hook: StreamHook = { onChunk: (c) => [c], onEnd: () => ({ chunks: [], effects: [] }) };
+  const table: Policy[] = ['a', 'b', 'c', 'd'].map((name) => ({
+    name,
+    enabled: () => true,
+    onRequest: (req) => ({ action: 'continue', request: req, effects: [{ policy: name, kind: 'seen' }] }),
+    createStreamHook: () => hook,
+  }));
+
+  it('the request phase keeps its effects in an array sized to them', () => {
+    const ctx = ctxWith();
+    const original = request();
+    const per = heapPerItem(() => runRequestPolicies(table, original, ctx).effects);
+    // 388 bytes (the array and four effect objects) grown by push (17 slots); 253 sized to them.
+    expect(per).toBeLessThan(320);
+  });
+
+  it('the hook chain keeps its hooks in an array sized to them', () => {
+    const ctx = ctxWith();
+    const original = request();
+    const memos = new Map<string, unknown>();
+    const per = heapPerItem(() => createStreamChain(table, ctx, memos, original, original));
+    // 268 bytes with the hooks in an array grown by push (17 slots); 194 sized to them.
+    expect(per).toBeLessThan(230);
   });
 });
