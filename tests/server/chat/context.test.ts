@@ -106,3 +106,35 @@ describe("the trace's effects", () => {
     expect(per).toBeLessThan(170);
   });
 });
+
+describe("the request phase's hidden class", () => {
+  it('stays one for every request once the request path runs hot (optimized)', () => {
+    // An object spread in optimized code gave each copy a hidden class of its own (its map and
+    // descriptors, ~200 bytes kept per open stream, and megamorphic access everywhere after).
+    setFlagsFromString('--allow-natives-syntax');
+    const sameMap = new Function('a', 'b', 'return %HaveSameMap(a, b)') as (
+      a: unknown,
+      b: unknown,
+    ) => boolean;
+    const text = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'q' }], tools: [weather] });
+    const { call: first, deps } = setup(JSON.parse(text) as ChatCompletionRequest, undefined);
+    const seen: ChatCall[] = [];
+    for (let i = 0; i < 30_000; i++) {
+      const call = new ChatCall(
+        'req',
+        JSON.parse(text) as ChatCompletionRequest,
+        undefined,
+        first.route,
+        first.policies,
+        first.signal,
+        newTrace(),
+        {},
+        false,
+      );
+      prepareRequest(call, deps);
+      if (i >= 29_998) seen.push(call);
+    }
+    expect(seen[1]?.phase.forcedRequired).toBe(true);
+    expect(sameMap(seen[0]?.phase, seen[1]?.phase)).toBe(true);
+  });
+});
