@@ -136,5 +136,8 @@ describe("the request phase's hidden class", () => {
     }
     expect(seen[1]?.phase.forcedRequired).toBe(true);
     expect(sameMap(seen[0]?.phase, seen[1]?.phase)).toBe(true);
+    // The forced request (force-tool-use's copy of the client's) too: each open stream keeps it.
+    expect(seen[1]?.phase.request.tool_choice).toBe('required');
+    expect(sameMap(seen[0]?.phase.request, seen[1]?.phase.request)).toBe(true);
   });
 });
