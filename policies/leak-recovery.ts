@@ -363,8 +363,15 @@ class LeakRecoveryStream implements StreamHook {
     return { ...choice, delta: out, finish_reason: finish };
   }
 
+  private noteIdentity(f: ChatCompletionChunk): void {
+    // Replaced only when it changes: the first chunk's strings stay the ones kept (other hooks
+    // keep them too), not a fresh copy parsed from every chunk.
+    if (this.last?.id !== f.id || this.last.created !== f.created || this.last.model !== f.model)
+      this.last = { id: f.id, created: f.created, model: f.model };
+  }
+
   onChunk(chunk: ChatCompletionChunk): ChatCompletionChunk[] {
-    this.last = { id: chunk.id, created: chunk.created, model: chunk.model };
+    this.noteIdentity(chunk);
     if (!Array.isArray(chunk.choices) || chunk.choices.length === 0) return [chunk];
     const choices: ChunkChoice[] = [];
     for (const choice of chunk.choices) {
@@ -378,9 +385,7 @@ class LeakRecoveryStream implements StreamHook {
     const st = this.states.get(frame.choice);
     // Text goes through the engine (it may hold or rewrite it): the full path.
     if (!st || light.kind !== 'args') return undefined;
-    const f = frame.chunk;
-    if (this.last?.id !== f.id || this.last.created !== f.created || this.last.model !== f.model)
-      this.last = { id: f.id, created: f.created, model: f.model };
+    this.noteIdentity(frame.chunk);
     if (st.finished) return light;
     // A structured call's fragment: no text for the engine (an empty push is a no-op), only
     // the renumbering into the choice's index space.

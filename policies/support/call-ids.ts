@@ -8,7 +8,7 @@ export function derivedCallId(
   responseId: string,
   choice: number,
   position: number,
-  taken: ReadonlySet<string>,
+  taken: { has(id: string): boolean },
 ): string {
   let id = `call_${base62Hash(`${responseId}:${choice}:${position}`, 24)}`;
   for (let salt = 1; taken.has(id); salt++)

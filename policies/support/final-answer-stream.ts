@@ -26,8 +26,8 @@ interface CallState {
   decoder: JsonStringFieldDecoder;
   raw: string;
   started: boolean;
-  /** Deltas seen before the call's name (rare): replayed once it is known. */
-  buffered: ToolCallDelta[];
+  /** Deltas seen before the call's name (rare): replayed once it is known. Made on the first. */
+  buffered: ToolCallDelta[] | undefined;
 }
 
 interface ChoiceState {
@@ -167,14 +167,14 @@ class FinalAnswerStream implements StreamHook {
         decoder: createAnswerDecoder(),
         raw: '',
         started: false,
-        buffered: [],
+        buffered: undefined,
       };
       st.calls.set(td.index, call);
     }
     if (call.kind === 'pending') {
       const name = td.function?.name;
       if (typeof name !== 'string' || name === '') {
-        call.buffered.push(td);
+        (call.buffered ??= []).push(td);
         return '';
       }
       if (name === this.opts.finalAnswerName) {
@@ -184,8 +184,8 @@ class FinalAnswerStream implements StreamHook {
         call.kind = 'real';
         call.outIndex = st.realCount++;
       }
-      const replay = [...call.buffered, td];
-      call.buffered = [];
+      const replay = call.buffered ? [...call.buffered, td] : [td];
+      call.buffered = undefined;
       let text = '';
       for (const d of replay) text += applyToCall(st, call, d, out);
       return text;
@@ -212,7 +212,7 @@ class FinalAnswerStream implements StreamHook {
         // Never named: pass it on as an ordinary call rather than lose it.
         call.kind = 'real';
         call.outIndex = st.realCount++;
-        for (const d of call.buffered) out.push({ ...d, index: call.outIndex });
+        for (const d of call.buffered ?? []) out.push({ ...d, index: call.outIndex });
         continue;
       }
       if (call.kind === 'final') finals.push(call);

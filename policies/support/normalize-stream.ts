@@ -17,6 +17,8 @@ interface CallState {
   name: string;
   nameSent: boolean;
   args: string;
+  /** The id sent to the client for this call (upstream's, or derived when missing or taken). */
+  outId: string;
   /** Its name was repeated with empty arguments after its arguments were complete: a new call may start. */
   splitPending: boolean;
 }
@@ -24,7 +26,18 @@ interface CallState {
 interface ChoiceState {
   calls: CallState[];
   current: IndexMap<CallState>;
-  taken: Set<string>;
+}
+
+/**
+ * The ids already sent in a choice: a scan over its calls (a handful) rather than a Set kept for
+ * the stream's life (an empty Set and its table cost ~150 bytes per open stream).
+ */
+class TakenIds {
+  constructor(private readonly calls: readonly CallState[]) {}
+  has(id: string): boolean {
+    for (const c of this.calls) if (c.outId === id) return true;
+    return false;
+  }
 }
 
 function argsComplete(args: string): boolean {
@@ -48,7 +61,7 @@ class NormalizeStream implements StreamHook {
   private stateOf(index: number): ChoiceState {
     let st = this.states.get(index);
     if (!st) {
-      st = { calls: [], current: new IndexMap(), taken: new Set() };
+      st = { calls: [], current: new IndexMap() };
       this.states.set(index, st);
     }
     return st;
@@ -86,14 +99,14 @@ class NormalizeStream implements StreamHook {
     if (startsNew) {
       if (cur) this.tally.add('duplicate-index');
       let outId = id;
+      const taken = new TakenIds(st.calls);
       if (outId === undefined) {
         this.tally.add('missing-id');
-        outId = derivedCallId(this.responseId, choice, st.calls.length, st.taken);
-      } else if (st.taken.has(outId)) {
+        outId = derivedCallId(this.responseId, choice, st.calls.length, taken);
+      } else if (taken.has(outId)) {
         this.tally.add('duplicate-id');
-        outId = derivedCallId(this.responseId, choice, st.calls.length, st.taken);
+        outId = derivedCallId(this.responseId, choice, st.calls.length, taken);
       }
-      st.taken.add(outId);
       if (td.type !== 'function') this.tally.add('missing-type');
       cur = {
         outIndex: st.calls.length,
@@ -101,9 +114,12 @@ class NormalizeStream implements StreamHook {
         name: newName ?? '',
         nameSent: newName !== undefined,
         args: fragment,
+        outId,
         splitPending: false,
       };
-      st.calls.push(cur);
+      // The first call in an array literal sized to it: push() onto [] reserves 17 slots.
+      if (st.calls.length === 0) st.calls = [cur];
+      else st.calls.push(cur);
       st.current.set(td.index, cur);
       const fn: { name?: string; arguments: string } = { arguments: fragment };
       if (newName !== undefined) fn.name = newName;
@@ -146,10 +162,11 @@ class NormalizeStream implements StreamHook {
     const src = chunk.choices;
     for (let i = 0; i < src.length; i++) {
       const c = src[i]!;
-      const st = this.stateOf(c.index);
       let next = c;
       const calls = c.delta?.tool_calls;
       if (Array.isArray(calls) || typeof c.finish_reason === 'string' || c.delta == null) {
+        // A choice's state is made by its first call or finish: a text-only stream keeps none.
+        const st = this.stateOf(c.index);
         const delta = { ...(c.delta ?? {}) };
         if (Array.isArray(calls)) {
           const routed: ToolCallDelta[] = [];

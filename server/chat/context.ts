@@ -83,7 +83,7 @@ export class ChatCall {
   ) {
     this.raw = rawBody;
     // Replaced by the request policies' phase before anything reads it (prepareRequest).
-    this.phase = { request: original, memos: NO_MEMOS, effects: [], forcedRequired: false };
+    this.phase = { request: original, memos: NO_MEMOS, effects: [], error: undefined, forcedRequired: false };
     this.streamIdentity = {
       id: 'chatcmpl-toolproof',
       model: original.model,
@@ -122,7 +122,15 @@ export class ChatCall {
     // Forced = toolproof itself turned the client's choice into "required" (a fallback may undo it).
     const forcedRequired =
       phase.request.tool_choice === 'required' && this.original.tool_choice !== 'required';
-    this.phase = { ...phase, forcedRequired };
+    // A literal, not a spread: in the server a spread copy got a hidden class (map and
+    // descriptors, ~200 bytes) of its own per request, kept for as long as the stream is open.
+    this.phase = {
+      request: phase.request,
+      memos: phase.memos,
+      effects: phase.effects,
+      error: phase.error,
+      forcedRequired,
+    };
     if (phase.request !== this.original) this.raw = undefined;
   }
 }

@@ -14,9 +14,11 @@ export function recordPolicyEffects(call: ChatCall, deps: ChatDeps, effects: rea
   const model = call.route.name;
   const m = deps.metrics;
   const t = call.trace;
+  // concat sizes the array to its elements (push() onto [] reserves 17 slots): the trace lives
+  // as long as the request, an open stream included.
+  if (effects.length > 0) t.effects = t.effects.concat(effects);
   for (const e of effects) {
     const n = e.count ?? 1;
-    t.effects.push(e);
     switch (e.policy) {
       case 'history-repair':
         t.repairs[e.kind] = (t.repairs[e.kind] ?? 0) + n;

@@ -45,11 +45,13 @@ export function runRequestPolicies(
 ): RequestPhase {
   let request = original;
   const memos = new Map<string, unknown>();
-  const effects: PolicyEffect[] = [];
+  // Grown by concat, which sizes the array to its elements: the phase (and its effects) lives as
+  // long as the request, and an array grown by push() reserves 17 slots (~150 bytes) for 1-2.
+  let effects: PolicyEffect[] = [];
   for (const policy of policies) {
     if (!policy.onRequest) continue;
     const decision = policy.onRequest(request, ctx, original);
-    effects.push(...decision.effects);
+    if (decision.effects.length > 0) effects = effects.concat(decision.effects);
     if (decision.action === 'reject') return { request, memos, effects, error: decision.error };
     request = decision.request;
     if (decision.memo !== undefined) memos.set(policy.name, decision.memo);
@@ -110,7 +112,8 @@ export function createStreamChain(
     // changes no output, and saves a call per chunk.
     if (!isPassThroughHook(hook)) hooks.push(hook);
   }
-  return new HookChain(hooks, liveEffects);
+  // slice() sizes the array to the hooks: the chain is held for the stream's life.
+  return new HookChain(hooks.slice(), liveEffects);
 }
 
 /** A class rather than closures: each open stream holds one chain object, the methods are shared. */

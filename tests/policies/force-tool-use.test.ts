@@ -65,6 +65,20 @@ describe('force-tool-use: request', () => {
     }
   });
 
+  it('copies the request keys in order, a "__proto__" key as data (never as the prototype)', () => {
+    const text =
+      '{"model":"m","__proto__":{"polluted":1},"messages":[{"role":"user","content":"hi"}],"tools":[]}';
+    const req = JSON.parse(text) as ChatCompletionRequest;
+    req.tools = [weatherTool];
+    const sent = onRequest(req).request;
+    expect(Object.getPrototypeOf(sent)).toBe(Object.prototype);
+    expect((sent as unknown as { polluted?: number }).polluted).toBeUndefined();
+    expect(Object.keys(sent)).toEqual(['model', '__proto__', 'messages', 'tools', 'tool_choice']);
+    expect(JSON.stringify(sent)).toContain('"__proto__":{"polluted":1}');
+    const plain = onRequest(request({ tools: [weatherTool], tool_choice: 'auto', temperature: 0 })).request;
+    expect(Object.keys(plain)).toEqual(['model', 'messages', 'tools', 'tool_choice', 'temperature']);
+  });
+
   it('sends "auto" (still with final_answer) when the upstream is known to reject required', () => {
     const d = onRequest(request({ tools: [weatherTool] }), true);
     expect(d.request.tool_choice).toBe('auto');

@@ -9,8 +9,10 @@ import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import type { ChatCompletionChunk } from '../../protocol/openai.js';
 import { leakRecovery } from '../../policies/leak-recovery.js';
+import { normalizeToolCallsPolicy } from '../../policies/normalize-tool-calls.js';
 import { createHeldCallsStreamHook } from '../../policies/support/held-calls-stream.js';
-import type { StreamHook } from '../../policies/types.js';
+import type { Policy, StreamHook } from '../../policies/types.js';
+import { createStreamChain, runRequestPolicies } from '../../server/chat/policy-runner.js';
 import { chunk, ctxWith, request, weatherTool } from './helpers.js';
 
 setFlagsFromString('--expose-gc');
@@ -54,5 +56,73 @@ describe('an open stream does not keep the chunks it was shown', () => {
     const end = hook.onEnd();
     expect(end.chunks[0]).toMatchObject({ id: 'chatcmpl-s', model: 'm', created: 1 });
     expect(end.chunks[0]?.choices[0]?.delta.tool_calls?.[0]?.function?.name).toBe('get_weather');
+  });
+});
+
+/**
+ * Heap kept per open hook, averaged over many: a forced full GC before and after, so only what
+ * the hooks hold counts. The bounds sit between the sizes before and after each cut, with room
+ * for V8's own variation; they fail when a per-stream Set, Map or 17-slot array comes back.
+ */
+function heapPerItem(make: () => unknown, n = 4000): number {
+  gc();
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  const items: unknown[] = new Array(n);
+  for (let i = 0; i < n; i++) items[i] = make();
+  gc();
+  gc();
+  const after = process.memoryUsage().heapUsed;
+  expect(items.length).toBe(n);
+  return (after - before) / n;
+}
+
+describe('what an open stream keeps per hook', () => {
+  it('normalize: one named call keeps no Set of ids and no 17-slot call array', () => {
+    const per = heapPerItem(() => {
+      const hook = normalizeToolCallsPolicy.createStreamHook!(ctxWith(), undefined, request(), request());
+      hook.onChunk(callHeader());
+      return hook;
+    });
+    // 725 bytes with a Set of ids and a call array grown by push(); 386 without.
+    expect(per).toBeLessThan(550);
+  });
+
+  it('normalize: a text-only stream keeps no per-choice state', () => {
+    const per = heapPerItem(() => {
+      const hook = normalizeToolCallsPolicy.createStreamHook!(ctxWith(), undefined, request(), request());
+      hook.onChunk(chunk({ content: 'hello' }));
+      return hook;
+    });
+    // 475 bytes with a choice state made for every chunk; 188 without.
+    expect(per).toBeLessThan(330);
+  });
+});
+
+describe('what an open stream keeps per request', () => {
+  // Four policies that each rewrite nothing, note one effect and hook the stream.
+  const hook: StreamHook = { onChunk: (c) => [c], onEnd: () => ({ chunks: [], effects: [] }) };
+  const table: Policy[] = ['a', 'b', 'c', 'd'].map((name) => ({
+    name,
+    enabled: () => true,
+    onRequest: (req) => ({ action: 'continue', request: req, effects: [{ policy: name, kind: 'seen' }] }),
+    createStreamHook: () => hook,
+  }));
+
+  it('the request phase keeps its effects in an array sized to them', () => {
+    const ctx = ctxWith();
+    const original = request();
+    const per = heapPerItem(() => runRequestPolicies(table, original, ctx).effects);
+    // 388 bytes (the array and four effect objects) grown by push (17 slots); 253 sized to them.
+    expect(per).toBeLessThan(320);
+  });
+
+  it('the hook chain keeps its hooks in an array sized to them', () => {
+    const ctx = ctxWith();
+    const original = request();
+    const memos = new Map<string, unknown>();
+    const per = heapPerItem(() => createStreamChain(table, ctx, memos, original, original));
+    // 268 bytes with the hooks in an array grown by push (17 slots); 194 sized to them.
+    expect(per).toBeLessThan(230);
   });
 });

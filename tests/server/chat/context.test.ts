@@ -3,11 +3,15 @@
  * while the request goes upstream unchanged, dropped once the request policies rewrite it (an
  * open forced stream then holds no copy of the client's body).
  */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import type { ChatCompletionRequest } from '../../../protocol/openai.js';
 import { POLICIES } from '../../../policies/registry.js';
 import { RequestAbort } from '../../../server/abort.js';
+import type { PolicyEffect } from '../../../policies/types.js';
 import { ChatCall, type ChatDeps } from '../../../server/chat/context.js';
+import { recordPolicyEffects } from '../../../server/chat/effects.js';
 import { prepareRequest } from '../../../server/chat/pipeline.js';
 import { activePolicies } from '../../../server/chat/policy-runner.js';
 import { newTrace } from '../../../server/chat/trace.js';
@@ -72,5 +76,68 @@ describe("the client's body bytes", () => {
     const { call } = setup(body, undefined);
     expect(call.rawBody.toString()).toBe(JSON.stringify(body));
     expect(call.rawBody).toBe(call.rawBody);
+  });
+});
+
+describe("the trace's effects", () => {
+  it('are kept in an array sized to them (the trace lives as long as an open stream)', () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const { call, deps } = setup(JSON.parse(RAW_TEXT) as ChatCompletionRequest, undefined);
+    const effects: PolicyEffect[] = [
+      { policy: 'normalize-tool-calls', kind: 'missing-id' },
+      { policy: 'normalize-tool-calls', kind: 'missing-type' },
+    ];
+    const n = 4000;
+    const kept: PolicyEffect[][] = new Array(n);
+    gc();
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    for (let i = 0; i < n; i++) {
+      const trace = newTrace();
+      recordPolicyEffects(Object.assign(Object.create(call) as ChatCall, { trace }), deps, effects);
+      kept[i] = trace.effects;
+    }
+    gc();
+    gc();
+    const per = (process.memoryUsage().heapUsed - before) / n;
+    expect(kept[n - 1]).toEqual(effects);
+    // 204 bytes per request with the array grown by push (17 slots); 131 sized to its two effects.
+    expect(per).toBeLessThan(170);
+  });
+});
+
+describe("the request phase's hidden class", () => {
+  it('stays one for every request once the request path runs hot (optimized)', () => {
+    // An object spread in optimized code gave each copy a hidden class of its own (its map and
+    // descriptors, ~200 bytes kept per open stream, and megamorphic access everywhere after).
+    setFlagsFromString('--allow-natives-syntax');
+    const sameMap = new Function('a', 'b', 'return %HaveSameMap(a, b)') as (
+      a: unknown,
+      b: unknown,
+    ) => boolean;
+    const text = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'q' }], tools: [weather] });
+    const { call: first, deps } = setup(JSON.parse(text) as ChatCompletionRequest, undefined);
+    const seen: ChatCall[] = [];
+    for (let i = 0; i < 30_000; i++) {
+      const call = new ChatCall(
+        'req',
+        JSON.parse(text) as ChatCompletionRequest,
+        undefined,
+        first.route,
+        first.policies,
+        first.signal,
+        newTrace(),
+        {},
+        false,
+      );
+      prepareRequest(call, deps);
+      if (i >= 29_998) seen.push(call);
+    }
+    expect(seen[1]?.phase.forcedRequired).toBe(true);
+    expect(sameMap(seen[0]?.phase, seen[1]?.phase)).toBe(true);
+    // The forced request (force-tool-use's copy of the client's) too: each open stream keeps it.
+    expect(seen[1]?.phase.request.tool_choice).toBe('required');
+    expect(sameMap(seen[0]?.phase.request, seen[1]?.phase.request)).toBe(true);
   });
 });
