@@ -289,7 +289,9 @@ export async function streamAttempt(
       for (const p of payloads) {
         raw?.push(p);
         if (p === '[DONE]') done = true;
-        else lastPayload = p;
+        // Only a usage event is kept: any other payload is a slice that would pin its whole read
+        // for as long as the stream stays open.
+        else lastPayload = p.includes('"usage"') ? p : '';
       }
       return relay(buf, done);
     }
@@ -348,7 +350,7 @@ export async function streamAttempt(
   await flush();
   if (!chain) {
     // Relayed raw, the usage chunk went to the client as it was: read it once for the log line.
-    const relayedUsage = usage ?? (lastPayload.includes('"usage"') ? usageOfChunk(lastPayload) : undefined);
+    const relayedUsage = usage ?? (lastPayload !== '' ? usageOfChunk(lastPayload) : undefined);
     return {
       kind: 'relayed',
       summary: { ...call.streamIdentity },
