@@ -38,6 +38,7 @@ import { registerOpsRoutes } from './routes/ops.js';
 import { registerPassthroughRoutes } from './routes/passthrough.js';
 import { registerRelayRoutes } from './routes/relay.js';
 import { registerResponsesRoute } from './routes/responses.js';
+import { createRequestLogger } from './request-logger.js';
 import { ModelLabels } from './routing.js';
 import { Upstreams } from './upstream.js';
 
@@ -103,6 +104,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
         Math.min(5_000, Math.floor(config.clientTimeouts.headersMs / 4)),
       ),
     },
+    // request.log: its pino child is made when a request first logs (rarely), not per request.
+    childLoggerFactory: createRequestLogger,
     // One line per request, written by logRequest below (with the harness trace).
     logController: new LogController({ disableRequestLogging: true }),
     // Requests that arrive while closing get TP_ERR_SHUTTING_DOWN from the onRequest hook below.
