@@ -10,6 +10,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, {
   type FastifyInstance,
+  type FastifyReply,
   type FastifyRequest,
   type FastifyServerOptions,
   LogController,
@@ -32,11 +33,12 @@ import { createMetrics, type Metrics } from './metrics.js';
 import { registerChatRoute } from './routes/chat-completions.js';
 import { messagesRoutes } from './routes/messages.js';
 import { registerModelRoutes } from './routes/models.js';
-import { OpenStreams, sseResponseStream } from './open-streams.js';
+import { chatErrorFrame, endStreamWith, type OpenStream, OpenStreams } from './open-streams.js';
 import { registerOpsRoutes } from './routes/ops.js';
 import { registerPassthroughRoutes } from './routes/passthrough.js';
 import { registerRelayRoutes } from './routes/relay.js';
 import { registerResponsesRoute } from './routes/responses.js';
+import { createRequestLogger } from './request-logger.js';
 import { ModelLabels } from './routing.js';
 import { Upstreams } from './upstream.js';
 
@@ -50,6 +52,11 @@ declare module 'fastify' {
     tp?: { model: string; upstream: string; stream: boolean; call?: ChatCall; api?: Api };
     tpStart: number;
   }
+  /**
+   * Every reply is its response's default OpenStream (chat framing): a method on the prototype,
+   * so registering a response costs no object or closure per request.
+   */
+  interface FastifyReply extends OpenStream {}
 }
 
 /** Which front door a request came through (a label on the request metrics and the log line). */
@@ -97,6 +104,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
         Math.min(5_000, Math.floor(config.clientTimeouts.headersMs / 4)),
       ),
     },
+    // request.log: its pino child is made when a request first logs (rarely), not per request.
+    childLoggerFactory: createRequestLogger,
     // One line per request, written by logRequest below (with the harness trace).
     logController: new LogController({ disableRequestLogging: true }),
     // Requests that arrive while closing get TP_ERR_SHUTTING_DOWN from the onRequest hook below.
@@ -155,6 +164,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.decorateRequest('tpError', undefined);
   app.decorateRequest('tp', undefined);
   app.decorateRequest('tpStart', 0);
+  app.decorateReply('abortWithError', function (this: FastifyReply, err: ToolproofError) {
+    return endStreamWith(this.raw, (e) => this.request.tpAbort?.abort(e), err, chatErrorFrame);
+  });
 
   // Bodies are parsed once, kept raw so an untouched request is forwarded byte for byte.
   // Any content type is read as JSON: llama-server does the same, and curl users forget it.
@@ -226,16 +238,15 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     reply.raw.setHeader('x-request-id', request.id);
     // Preflights are answered before the key check (browsers send no key on them).
     if (cors?.(request, reply)) return;
-    // Any response that turns out to be a stream is ended with an error event at the shutdown deadline.
+    // Any response that turns out to be a stream is ended with an error event at the shutdown
+    // deadline: the reply itself frames it (see the FastifyReply declaration above).
     const res = reply.raw;
-    state.openStreams.add(
-      res,
-      sseResponseStream(res, (err) => request.tpAbort?.abort(err)),
-    );
-    // One listener per request (on(), not once(): 'close' fires once, and once() costs a bound
-    // wrapper and its state): a client that goes away cancels the upstream request at once (also
-    // while waiting for the first token, or during a fallback or corrective retry), and the
-    // request's log line and metrics are written.
+    state.openStreams.add(res, reply);
+    // One listener per event (on(), not once(): each fires once, and once() costs a bound wrapper
+    // and its state): a client that goes away cancels the upstream request at once (also while
+    // waiting for the first token, or during a fallback or corrective retry), and the request's
+    // log line and metrics are written. 'finish' is not redundant with res.writableFinished:
+    // inject()'s fake socket is never detached, so only the event says the response ended there.
     let finished = false;
     res.on('finish', () => {
       finished = true;

@@ -1,8 +1,8 @@
 /**
  * Streams open right now, so that the shutdown deadline can end each one honestly (the API's own
  * error event) instead of resetting the connection mid-event. app.ts registers every request's
- * response with the OpenAI chat framing (`data: {error}` + `data: [DONE]`, what pass-through
- * clients read); a front door whose stream speaks another API registers its own StreamOutput
+ * response with its Fastify reply, whose abortWithError is the OpenAI chat framing
+ * (`data: {error}` + `data: [DONE]`, what pass-through clients read); a front door whose stream speaks another API registers its own StreamOutput
  * under the same response, replacing that default, so each stream is framed by the code that
  * wrote it, never guessed from the URL. Ending twice is a no-op.
  */
@@ -96,9 +96,4 @@ export function endStreamWith(
 /** The chat-completions error framing: the error object as an event, then `data: [DONE]`. */
 export function chatErrorFrame(err: ToolproofError): string {
   return sseData(JSON.stringify(toErrorBody(err))) + SSE_DONE;
-}
-
-/** The default OpenStream of every response: chat framing (pass-through and chat streams). */
-export function sseResponseStream(res: ServerResponse, cancel: (err: ToolproofError) => void): OpenStream {
-  return { abortWithError: (err) => endStreamWith(res, cancel, err, chatErrorFrame) };
 }

@@ -25,6 +25,13 @@ export class ModelLabels {
   }
 }
 
+/**
+ * Routes resolved before, per app (its Upstreams): a route is a pure function of the config and
+ * the name, and every request resolved it again (a fresh object, a slice, two lookups). Bounded:
+ * only mapped names (the config's) and names that kept their own label (ModelLabels' cap).
+ */
+const resolved = new WeakMap<Upstreams, Map<string, ResolvedRoute>>();
+
 export function resolveRoute(
   config: Config,
   upstreams: Upstreams,
@@ -32,6 +39,21 @@ export function resolveRoute(
   labels: ModelLabels,
 ): ResolvedRoute {
   const name = typeof model === 'string' ? model : '';
+  let cache = resolved.get(upstreams);
+  if (cache === undefined) resolved.set(upstreams, (cache = new Map()));
+  const known = cache.get(name);
+  if (known !== undefined) return known;
+  const route = resolveUncached(config, upstreams, name, labels);
+  if (route.name === name) cache.set(name, route);
+  return route;
+}
+
+function resolveUncached(
+  config: Config,
+  upstreams: Upstreams,
+  name: string,
+  labels: ModelLabels,
+): ResolvedRoute {
   // Own keys only: "constructor" or "__proto__" must not find Object.prototype's members.
   const mapped = name && Object.hasOwn(config.models, name) ? config.models[name] : undefined;
   if (mapped) {
