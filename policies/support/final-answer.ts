@@ -121,6 +121,11 @@ export function decodeFinalAnswer(rawArgs: unknown): DecodedAnswer {
   }
   const plain = plainAnswer(rawArgs);
   if (plain !== undefined) return { text: plain, truncated: false, raw: false, invalid: false };
+  return decodeByCharacters(rawArgs);
+}
+
+/** decodeFinalAnswer without the plain shortcut: the character decoder every other input takes. */
+export function decodeByCharacters(rawArgs: string): DecodedAnswer {
   const decoder = createAnswerDecoder();
   const text = decoder.push(rawArgs) + decoder.finish();
   const outcome = answerOutcome(decoder, rawArgs);

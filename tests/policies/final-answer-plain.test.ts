@@ -5,25 +5,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  answerOutcome,
-  createAnswerDecoder,
-  decodeFinalAnswer,
-} from '../../policies/support/final-answer.js';
+import { decodeByCharacters, decodeFinalAnswer } from '../../policies/support/final-answer.js';
 
-function byDecoder(rawArgs: string) {
-  const decoder = createAnswerDecoder();
-  const text = decoder.push(rawArgs) + decoder.finish();
-  const outcome = answerOutcome(decoder, rawArgs);
-  const field = decoder.state.alias;
-  return {
-    text: text + outcome.extra,
-    truncated: outcome.truncated,
-    raw: outcome.raw,
-    invalid: outcome.invalid,
-    ...(field !== undefined ? { field } : {}),
-  };
-}
+const byDecoder = decodeByCharacters;
 
 /** Inputs near the shortcut's edges: cut, doubled keys, escapes, spaces, trailing text. */
 const edges = [
