@@ -2,19 +2,9 @@ import { Counter, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { hotCounter, hotHistogram } from '../../server/hot-series.js';
 import { createMetrics } from '../../server/metrics.js';
+import { seededRng } from './test-utils.js';
 
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
-
-/** A seeded generator (mulberry32): failures replay. */
-function rng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * Sums differ in the last bits with the order of additions: compared to 9 significant digits.
@@ -55,7 +45,7 @@ describe('hot series: counted locally, handed to prom-client when read', () => {
       const { plain, hot } = pair();
       const observe = hotHistogram(hot.histogram);
       const inc = hotCounter(hot.counter);
-      const next = rng(seed);
+      const next = seededRng(seed);
       const models = ['a', 'b', 'c"quoted'];
       for (let i = 0; i < 2_000; i++) {
         const model = models[Math.floor(next() * models.length)]!;

@@ -1,7 +1,6 @@
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { describe, expect, it } from 'vitest';
@@ -9,6 +8,7 @@ import { buildApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
 import { createSimulator } from '../../simulator/index.js';
 import { readSse, startStack, weatherTool } from './stack.js';
+import { logCapture } from './test-utils.js';
 
 describe('ops endpoints', () => {
   it('/health, /ready, /metrics, /docs and /docs/json', async () => {
@@ -63,14 +63,7 @@ describe('ops endpoints', () => {
 describe('the per-request log line', () => {
   it('one JSON line per request with id, model, upstream, status, latency, usage and the harness trace; no keys', async () => {
     const sim = await createSimulator({ personality: 'vllm', scenario: 'prose' });
-    const lines: Array<Record<string, unknown>> = [];
-    const stream = new Writable({
-      write(chunk, _enc, cb) {
-        for (const l of String(chunk).split('\n').filter(Boolean))
-          lines.push(JSON.parse(l) as Record<string, unknown>);
-        cb();
-      },
-    });
+    const { stream, lines } = logCapture();
     const app = await buildApp(
       loadConfig({ TOOLPROOF_UPSTREAM_URL: sim.url, TOOLPROOF_API_KEYS: 'secret-key-123' }),
       {

@@ -4,24 +4,17 @@
  * relayed bytes only when the line is written), and the per-request counters of a forced request
  * (hot series, handed to prom-client on a scrape) still reach /metrics.
  */
-import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
 import { createSimulator } from '../../simulator/index.js';
 import { startStack, weatherTool } from './stack.js';
+import { logCapture } from './test-utils.js';
 
 describe('usage on the log line of a relayed body', () => {
   it('a pass-through chat completion logs the upstream usage, and the body is relayed unchanged', async () => {
     const sim = await createSimulator({ personality: 'vllm', scenario: 'prose' });
-    const lines: Array<Record<string, unknown>> = [];
-    const stream = new Writable({
-      write(chunk, _enc, cb) {
-        for (const l of String(chunk).split('\n').filter(Boolean))
-          lines.push(JSON.parse(l) as Record<string, unknown>);
-        cb();
-      },
-    });
+    const { stream, lines } = logCapture();
     const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: sim.url }), {
       logger: { level: 'info', stream },
     });

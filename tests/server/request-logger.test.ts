@@ -2,19 +2,13 @@
  * request.log makes its pino child on the first line it writes, not per request, and writes
  * exactly what the eager child would have (the request id binding, levels, serializers).
  */
-import { Writable } from 'node:stream';
 import pino from 'pino';
 import { describe, expect, it, vi } from 'vitest';
 import { createRequestLogger, LazyChildLogger } from '../../server/request-logger.js';
+import { logCapture } from './test-utils.js';
 
 function capture(level = 'info') {
-  const lines: Array<Record<string, unknown>> = [];
-  const stream = new Writable({
-    write(chunk, _enc, cb) {
-      for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l));
-      cb();
-    },
-  });
+  const { stream, lines } = logCapture();
   return { lines, logger: pino({ level }, stream) };
 }
 

@@ -13,17 +13,7 @@ import { relayBytes, usageFromBytes, usageFromRaw } from '../../../server/chat/p
 import { buildApp, type ToolproofApp } from '../../../server/app.js';
 import { loadConfig } from '../../../server/config.js';
 import { closeApp } from '../stack.js';
-
-/** A seeded generator (mulberry32): failures replay. */
-function rng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRng } from '../test-utils.js';
 
 const PIECES = ['a', 'é', '€', '😀', '"', '\\n', ' ', '"usage":', '{"total_tokens":3}', 'z'];
 
@@ -88,7 +78,7 @@ describe('non-streamed pass-through: the relayed bytes equal the text path', () 
   });
 
   it('for 200 seeded bodies, declared length and chunked', async () => {
-    const gen = rng(12);
+    const gen = seededRng(12);
     for (let i = 0; i < 200; i++) {
       const body = randomBody(gen);
       const chunked = i % 2 === 1;
@@ -117,7 +107,7 @@ describe('relayBytes and usageFromBytes on their own', () => {
   });
 
   it('usageFromBytes reads what usageFromRaw reads from the decoded text', () => {
-    const gen = rng(7);
+    const gen = seededRng(7);
     for (let i = 0; i < 300; i++) {
       const body = relayBytes(randomBody(gen));
       expect(usageFromBytes(body)).toEqual(usageFromRaw(body.toString('utf8')));
