@@ -17,8 +17,10 @@
  *                        tools-c64, and
  *                        the open-stream probes open-memory, event-loop; default all)
  *   --server=build|dist|tsx  how toolproof is started (default build; see bench/lib/build.ts)
- *   --cpu-prof           run toolproof under node --cpu-prof and print the top frames (the
- *                        profiler slows it down: use the timings of a run without it)
+ *   --cpu-prof           run toolproof under node --cpu-prof and print the top frames, and the
+ *                        node hop too (its profiles in bench/results/prof/node-hop-*: set side
+ *                        by side, they show what toolproof pays that the hop does not; the
+ *                        profiler slows both down: use the timings of a run without it)
  *   --out=PATH           where the JSON goes (default bench/results/proxy.json)
  *   --baseline           also measure a bare pass-through proxy (bench/lib/bare-proxy.ts: node:http
  *                        + undici, nothing else): the floor any Node proxy pays on this machine
@@ -1092,11 +1094,17 @@ async function main(): Promise<number> {
       };
     };
     /** Starts the bare Node hop in front of the fake upstream. */
-    const launchHop = async (loopSamples?: string): Promise<Launched> => {
+    const launchHop = async (loopSamples?: string, withProfile = false): Promise<Launched> => {
       const child = startNode({
         name: 'node hop',
         args: [
           ...(loopSamples ? ['--import', pathToFileURL(join(ROOT, 'bench/lib/loop-sampler.mjs')).href] : []),
+          ...(withProfile
+            ? [
+                '--cpu-prof',
+                `--cpu-prof-dir=${join(profDir, `node-hop-${profName.replace(/\.cpuprofile$/, '')}`)}`,
+              ]
+            : []),
           '--import',
           'tsx',
           join(ROOT, 'bench/lib/node-hop.ts'),
@@ -1122,7 +1130,7 @@ async function main(): Promise<number> {
       );
       if (opts.cpuProf) log('warning: --cpu-prof slows toolproof down; use the timings of a run without it.');
       pools.proxied = new Pool(tp.origin, POOL_OPTIONS);
-      const hop = await launchHop(undefined);
+      const hop = await launchHop(undefined, opts.cpuProf);
       proxies.hop = hop.child;
       groups.hop = hop.pids;
       pools.hop = new Pool(hop.origin, POOL_OPTIONS);
@@ -1205,7 +1213,7 @@ async function main(): Promise<number> {
     if (probes.size > 0 && !opts.directOnly) {
       // Fresh processes: the timed cases left toolproof's heap at its high-water mark, under
       // which 1,000 more streams would not show in RSS at all.
-      if (proxies.hop) await stopChild(proxies.hop);
+      if (proxies.hop) await stopChild(proxies.hop, opts.cpuProf ? 20_000 : 5_000);
       log('');
       openStreams = await probeOpenStreams({
         quick: opts.quick,

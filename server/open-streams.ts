@@ -16,44 +16,87 @@ export interface OpenStream {
   abortWithError(err: ToolproofError): Promise<void>;
 }
 
+/** One registered response: a node of OpenStreams' list, found from the response itself. */
+interface Entry {
+  key: object | null;
+  stream: OpenStream | null;
+  prev: Entry | null;
+  next: Entry | null;
+}
+
+/** Where a registered response keeps its entry (no lookup table: see OpenStreams). */
+const kEntry = Symbol('toolproof.openStream');
+
+type Keyed = { [kEntry]?: Entry | undefined };
+
+/**
+ * The registered responses, as a doubly linked list whose nodes hang off the responses, not as a
+ * Map. Every request registers and unregisters once, so a long-lived Map would churn its hash
+ * table, and V8 leaves a rehashed-away table in the old generation still pointing at the
+ * responses it held until the next full collection: each rehash dragged tens of finished requests
+ * (their whole object graphs) through every young-generation collection into the old one. Here
+ * the only long-lived slot written per request is the list head, and a node that leaves the list
+ * forgets its neighbours, so nothing dead keeps anything young alive.
+ */
 export class OpenStreams {
-  /** One stream per response: a later registration under the same response replaces the earlier. */
-  private readonly streams = new Map<object, OpenStream>();
+  private head: Entry | null = null;
+  private count = 0;
 
   /** Registers `stream` for the response `key`; delete(key) when it ends (no closure per request). */
   add(key: object, stream: OpenStream): void {
-    this.streams.set(key, stream);
+    const keyed = key as Keyed;
+    const existing = keyed[kEntry];
+    if (existing !== undefined) {
+      existing.stream = stream;
+      return;
+    }
+    const entry: Entry = { key, stream, prev: null, next: this.head };
+    if (this.head !== null) this.head.prev = entry;
+    this.head = entry;
+    keyed[kEntry] = entry;
+    this.count++;
   }
 
   /**
    * A front door's own stream takes over the entry app.ts registered for the response `key`.
    * Only an entry still there: once the response closed its entry is gone, and a late claim
-   * (a client gone before the route ran) would stay in the set forever.
+   * (a client gone before the route ran) would stay in the list forever.
    */
   claim(key: object, stream: OpenStream): void {
-    if (this.streams.has(key)) this.streams.set(key, stream);
+    const entry = (key as Keyed)[kEntry];
+    if (entry !== undefined) entry.stream = stream;
   }
 
   /** Unregisters the response `key`. */
   delete(key: object): void {
-    this.streams.delete(key);
+    const keyed = key as Keyed;
+    const entry = keyed[kEntry];
+    if (entry === undefined) return;
+    keyed[kEntry] = undefined;
+    if (entry.prev !== null) entry.prev.next = entry.next;
+    else this.head = entry.next;
+    if (entry.next !== null) entry.next.prev = entry.prev;
+    entry.key = entry.stream = entry.prev = entry.next = null;
+    this.count--;
   }
 
   /** Open requests (every request registers its response). */
   get size(): number {
-    return this.streams.size;
+    return this.count;
   }
 
   /** Of those, the ones that are SSE streams under way (toolproof_open_streams). */
   streaming(): number {
     let n = 0;
-    for (const key of this.streams.keys()) if (isSseUnderWay(key as ServerResponse)) n++;
+    for (let e = this.head; e !== null; e = e.next) if (isSseUnderWay(e.key as ServerResponse)) n++;
     return n;
   }
 
   /** Ends every open stream with `err`; resolves when all are flushed or after `waitMs`. */
   async abortAll(err: ToolproofError, waitMs = 1_000): Promise<void> {
-    const ending = [...this.streams.values()].map((s) => s.abortWithError(err).catch(() => undefined));
+    const ending: Promise<void>[] = [];
+    for (let e = this.head; e !== null; e = e.next)
+      if (e.stream !== null) ending.push(e.stream.abortWithError(err).catch(() => undefined));
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       Promise.allSettled(ending),
