@@ -3,6 +3,8 @@
  * simulator when no upstream is configured (and say so loudly), listen, and shut down
  * gracefully: stop accepting, let open streams finish up to a deadline, then cut them.
  */
+// First: V8 settings that must hold before any of the server's code runs.
+import './v8-tuning.js';
 import { joinWorkerGroup, runPrimary, workerCount } from './cluster.js';
 import { ConfigError, type Config, loadConfig } from './config.js';
 import { describeListenError, shutdownGracefully } from './shutdown.js';
