@@ -243,6 +243,10 @@ export class ExchangeHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseStart(controller: Controller, statusCode: number, headers: IncomingHttpHeaders): void {
+    // undici keeps the raw header lines on the controller for handlers that want them: views
+    // into the socket's first read, which would hold that whole read (and the events that came
+    // with the headers) for as long as a stream stays open. The parsed headers are all we use.
+    controller.rawHeaders = null;
     if (statusCode < 200) return; // 1xx: informational, the real head follows
     const declared = headers['content-length'];
     const body = new UpstreamBody(controller, declared === undefined ? Number.NaN : Number(declared));

@@ -17,6 +17,7 @@
  */
 import { materializeLight } from '../../policies/support/light-delta.js';
 import type { ChatCompletionChunk } from '../../protocol/openai.js';
+import { ownString } from '../../protocol/own-string.js';
 import type { LightFrame } from '../../policies/types.js';
 import type { StreamChain } from './policy-runner.js';
 
@@ -84,7 +85,7 @@ export function argsOnly(chunk: unknown): { call: number; fragment: string } | n
 function splitAtMark(text: string): { head: string; tail: string } | null {
   const at = text.indexOf(MARK_JSON);
   if (at === -1 || text.indexOf(MARK_JSON, at + 1) !== -1) return null;
-  return { head: text.slice(0, at), tail: text.slice(at + MARK_JSON.length) };
+  return { head: ownString(text.slice(0, at)), tail: ownString(text.slice(at + MARK_JSON.length)) };
 }
 
 /**
@@ -112,8 +113,9 @@ export function learnArgsTemplate(
   if (payload.slice(from, from + literal.length + DELTA_END.length) !== literal + DELTA_END) return null;
   const c0 = chunk.choices[0]!;
   return {
-    head: payload.slice(0, from),
-    tail: payload.slice(from + literal.length),
+    // Kept for the stream's life: not as views into the event (and the read) they came from.
+    head: ownString(payload.slice(0, from)),
+    tail: ownString(payload.slice(from + literal.length)),
     call: args.call,
     frame: { chunk: chunk as unknown as LightFrame['chunk'], choice: c0.index as number },
   };
