@@ -21,6 +21,13 @@ export interface UpstreamRequest {
   body?: string | Buffer;
   headers?: Record<string, string>;
   signal: AbortLike;
+  /**
+   * The response may last long (a stream): send the body from a one-shot source, so that the
+   * transport keeps no copy of it for as long as the response lasts. undici holds a Buffer body
+   * on its request until the exchange ends, and a held stream would keep its whole request (an
+   * agent's history: tens or hundreds of KB) for minutes. Costs a few µs per request.
+   */
+  long?: boolean;
 }
 
 export interface UpstreamResponse {
@@ -105,6 +112,39 @@ export function isTimeoutError(err: unknown): boolean {
   return err instanceof ToolproofError && err.code === 'TP_ERR_UPSTREAM_TIMEOUT';
 }
 
+/** A body undici reads once and forgets (see UpstreamRequest.long), with its length declared. */
+function oneShot(
+  body: string | Buffer,
+  headers: Record<string, string>,
+): { headers: Record<string, string>; body: Dispatcher.DispatchOptions['body'] } {
+  const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+  return {
+    headers: { ...headers, 'content-length': String(bytes.length) },
+    // dispatch() takes any (async) iterable (undici's Dispatcher docs); its types list fewer.
+    body: new OneShotBody(bytes) as unknown as Dispatcher.DispatchOptions['body'],
+  };
+}
+
+/** Yields its bytes once, then holds nothing (its own iterator: no generator frame to keep). */
+class OneShotBody implements AsyncIterable<Buffer>, AsyncIterator<Buffer, undefined> {
+  constructor(private bytes: Buffer | null) {}
+
+  [Symbol.asyncIterator](): AsyncIterator<Buffer, undefined> {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<Buffer, undefined>> {
+    const bytes = this.bytes;
+    this.bytes = null;
+    return Promise.resolve(bytes === null ? { done: true, value: undefined } : { done: false, value: bytes });
+  }
+
+  return(): Promise<IteratorResult<Buffer, undefined>> {
+    this.bytes = null;
+    return Promise.resolve({ done: true, value: undefined });
+  }
+}
+
 export class UpstreamClient {
   readonly label: string;
   /** A BalancedPool over the replicas; a plain Pool when there is only one (no balancing to pay for). */
@@ -160,8 +200,9 @@ export class UpstreamClient {
           {
             method: req.method,
             path: req.fromOrigin ? req.path : this.basePath + req.path,
-            headers,
-            body: req.body ?? null,
+            ...(req.long && req.body !== undefined && req.body.length > 0
+              ? oneShot(req.body, headers)
+              : { headers, body: req.body ?? null }),
           },
           req.signal,
         );

@@ -90,6 +90,8 @@ export async function sendOnce(
       body: serializeRequest(call, request),
       headers: call.forwardHeaders,
       signal: call.signal,
+      // A stream may stay open for minutes: undici must not hold the request body meanwhile.
+      long: request.stream === true,
     });
     deps.metrics.hot
       .upstreamDuration(call.route.name, 'chat', call.route.client.label)

@@ -4,6 +4,8 @@
  * way a body is abandoned (destroy, an iterator stopped early, the client's abort, a limit)
  * cancelling the upstream request.
  */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -72,6 +74,51 @@ describe('upstream exchange on dispatch()', () => {
     expect(await readUpstreamBody(declared, 'u')).toBe('{"a":"é"}');
     const chunked = await client.request({ method: 'GET', path: '/chunked', signal: new RequestAbort() });
     expect(await readUpstreamBody(chunked, 'u')).toBe('\ufeff{"a":"é"}');
+  });
+
+  it('a long request (a stream) sends its body whole with its length, and the transport keeps no copy while the response lasts', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    let received: { headers: IncomingMessage['headers']; body: string } | undefined;
+    let hold: ServerResponse | undefined;
+    const client = await upstream((req, res) => {
+      const parts: Buffer[] = [];
+      req.on('data', (c: Buffer) => parts.push(c));
+      req.on('end', () => {
+        received = { headers: req.headers, body: Buffer.concat(parts).toString() };
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: {}\n\n');
+        hold = res; // the response stays open, as a generating model's does
+      });
+    });
+    const text = JSON.stringify({
+      model: 'm',
+      stream: true,
+      messages: [{ role: 'user', content: 'x'.repeat(50_000) }],
+    });
+    let sent: WeakRef<Buffer> | undefined;
+    const res = await (async () => {
+      const body = Buffer.from(text);
+      sent = new WeakRef(body);
+      return client.request({
+        method: 'POST',
+        path: '/chat/completions',
+        body,
+        headers: {},
+        signal: new RequestAbort(),
+        long: true,
+      });
+    })();
+    expect(res.status).toBe(200);
+    expect(received?.body).toBe(text);
+    expect(received?.headers['content-length']).toBe(String(Buffer.byteLength(text)));
+    expect(received?.headers['transfer-encoding']).toBeUndefined();
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    gc();
+    gc();
+    expect(sent?.deref()).toBeUndefined();
+    res.body.destroy();
+    hold?.end();
   });
 
   it('iterating a large body keeps the socket paused while the reader is slow (backpressure)', async () => {
