@@ -49,4 +49,6 @@ HEALTHCHECK --interval=15s --timeout=5s --start-period=10s --retries=3 \
 # node is PID 1 and handles SIGTERM itself (graceful close of open streams, see server/main.ts;
 # with TOOLPROOF_WORKERS > 1 it forwards it to every worker and waits, see server/cluster.ts).
 # It starts from the compiled dist/ directly: no build at start, first request within a second.
-CMD ["node", "--enable-source-maps", "dist/server/main.js"]
+# The node flags are npm start's (package.json; a test keeps them equal): a young generation of
+# 8 MB per semi-space instead of V8's 16 (README, Benchmarks: it bounds RSS under many streams).
+CMD ["node", "--enable-source-maps", "--max-semi-space-size=8", "dist/server/main.js"]

@@ -7,10 +7,31 @@
  * - 'tsx': the TypeScript sources through tsx (no build; slower start, same steady state).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 
 export type ServerMode = 'build' | 'dist' | 'tsx';
+
+/**
+ * The node flags `npm start` gives the server (package.json's start script, the one place they
+ * are written; the image's command repeats them and a test keeps the two equal), so the bench
+ * measures the process users run.
+ */
+export function startFlags(root: string): string[] {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    scripts?: { start?: string };
+  };
+  const words = (pkg.scripts?.start ?? '').split(/\s+/).filter(Boolean);
+  return words.slice(1).filter((w) => w.startsWith('--'));
+}
 
 export const BUILD_DIR = 'bench/results/.build';
 const SOURCE_DIRS = ['protocol', 'server', 'parsers', 'policies', 'cli'];
@@ -38,12 +59,19 @@ function newestMtime(root: string): number {
  * reported as a warning. Returns the node arguments that start the server.
  */
 export function prepareServer(root: string, mode: ServerMode, log: (line: string) => void): string[] {
-  if (mode === 'tsx') return ['--import', 'tsx', join(root, 'server/main.ts')];
+  const flags = startFlags(root);
+  if (mode === 'tsx')
+    return [
+      ...flags.filter((f) => f !== '--enable-source-maps'),
+      '--import',
+      'tsx',
+      join(root, 'server/main.ts'),
+    ];
   if (mode === 'dist') {
     const main = join(root, 'dist/server/main.js');
     if (!existsSync(main))
       throw new Error(`${main} does not exist: run npm run build first (or use --server=build)`);
-    return ['--enable-source-maps', main];
+    return [...flags, main];
   }
   const outDir = join(root, BUILD_DIR);
   const main = join(outDir, 'server/main.js');
@@ -51,7 +79,7 @@ export function prepareServer(root: string, mode: ServerMode, log: (line: string
   const sourcesAt = newestMtime(root);
   if (existsSync(main) && existsSync(stamp) && statSync(stamp).mtimeMs >= sourcesAt) {
     log(`toolproof build is up to date (${BUILD_DIR})`);
-    return ['--enable-source-maps', main];
+    return [...flags, main];
   }
   log(`building toolproof into ${BUILD_DIR} (tsc -p tsconfig.build.json) ...`);
   mkdirSync(outDir, { recursive: true });
@@ -73,5 +101,5 @@ export function prepareServer(root: string, mode: ServerMode, log: (line: string
   writeFileSync(stamp, new Date(started).toISOString());
   utimesSync(stamp, new Date(started), new Date(started));
   log(`built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  return ['--enable-source-maps', main];
+  return [...flags, main];
 }
