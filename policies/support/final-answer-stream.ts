@@ -14,6 +14,7 @@ import {
   type StreamEnd,
   type StreamHook,
 } from '../types.js';
+import { appendText } from './append-text.js';
 import { answerOutcome, answerSeparator, createAnswerDecoder } from './final-answer.js';
 import type { JsonStringFieldDecoder } from './json-string-stream.js';
 import { IndexMap } from './index-map.js';
@@ -314,7 +315,7 @@ class FinalAnswerStream implements StreamHook {
       return call.outIndex === light.call
         ? light
         : { kind: 'args', call: call.outIndex, fragment: light.fragment };
-    call.raw += light.fragment;
+    call.raw = appendText(call.raw, light.fragment);
     const text = answerPiece(st, call, call.decoder.push(light.fragment));
     return text === '' ? null : { kind: 'answer', text };
   }
@@ -365,7 +366,7 @@ function applyToCall(st: ChoiceState, call: CallState, td: ToolCallDelta, out: T
   }
   if (typeof td.id === 'string' && td.id !== '') call.id = td.id;
   const fragment = typeof td.function?.arguments === 'string' ? td.function.arguments : '';
-  call.raw += fragment;
+  call.raw = appendText(call.raw, fragment);
   return answerPiece(st, call, call.decoder.push(fragment));
 }
 

@@ -21,6 +21,7 @@ import type {
 } from '../../protocol/openai.js';
 import { isLiveAnswer, type LightDelta, type LightFrame, type StreamEnd, type StreamHook } from '../types.js';
 import type { Correction } from '../corrective-retry.js';
+import { appendText } from './append-text.js';
 import { IndexMap } from './index-map.js';
 
 interface Assembled {
@@ -71,8 +72,8 @@ function absorb(a: ChoiceAcc, td: ToolCallDelta): void {
   if (typeof td.id === 'string' && td.id !== '') call.id = td.id;
   if (typeof td.function?.name === 'string') call.name += td.function.name;
   const args: unknown = td.function?.arguments;
-  if (typeof args === 'string') call.args += args;
-  else if (args !== undefined && args !== null) call.args += JSON.stringify(args);
+  if (typeof args === 'string') call.args = appendText(call.args, args);
+  else if (args !== undefined && args !== null) call.args = appendText(call.args, JSON.stringify(args));
 }
 
 function toolCallsOf(a: ChoiceAcc): ToolCall[] {
@@ -141,7 +142,7 @@ class HeldCallsStream implements StreamHook {
     if (!this.hold) {
       for (const c of chunk.choices ?? []) {
         const a = this.accOf(c.index);
-        if (typeof c.delta?.content === 'string') a.content += c.delta.content;
+        if (typeof c.delta?.content === 'string') a.content = appendText(a.content, c.delta.content);
         for (const td of c.delta?.tool_calls ?? []) absorb(a, td);
         if (typeof c.finish_reason === 'string') a.finishReason = c.finish_reason;
       }
@@ -168,7 +169,7 @@ class HeldCallsStream implements StreamHook {
         continue;
       }
       const d = c.delta;
-      if (typeof d?.content === 'string') a.content += d.content;
+      if (typeof d?.content === 'string') a.content = appendText(a.content, d.content);
       let delta: Delta | undefined = d;
       if (d && Array.isArray(d.tool_calls)) {
         for (const td of d.tool_calls) absorb(a, td);
@@ -222,7 +223,7 @@ class HeldCallsStream implements StreamHook {
     const a = this.acc.get(frame.choice);
     if (!a || a.finished) return undefined;
     this.template ??= frame.chunk;
-    a.content += light.text;
+    a.content = appendText(a.content, light.text);
     return light;
   }
 

@@ -8,6 +8,7 @@ import type { LightDelta, LightFrame, StreamEnd, StreamHook } from '../types.js'
 import { isPlainObject, tryParseJson } from './canonical-arguments.js';
 import { derivedCallId, looksTruncated } from './call-ids.js';
 import { EffectTally } from './effects.js';
+import { appendText } from './append-text.js';
 import { IndexMap } from './index-map.js';
 
 interface CallState {
@@ -128,7 +129,7 @@ class NormalizeStream implements StreamHook {
 
     const call = cur!;
     if (call.upstreamId === undefined && id !== undefined) call.upstreamId = id;
-    call.args += fragment;
+    call.args = appendText(call.args, fragment);
     const fn: { name?: string; arguments: string } = { arguments: fragment };
     if (name !== undefined && !call.nameSent) {
       call.name = name;
@@ -193,7 +194,7 @@ class NormalizeStream implements StreamHook {
     // A continuation fragment of a known call, with no header pending: route() only appends it.
     const cur = this.states.get(frame.choice)?.current.get(light.call);
     if (!cur || cur.splitPending) return undefined;
-    cur.args += light.fragment;
+    cur.args = appendText(cur.args, light.fragment);
     return cur.outIndex === light.call
       ? light
       : { kind: 'args', call: cur.outIndex, fragment: light.fragment };
