@@ -1,7 +1,7 @@
 /**
  * What each open stream keeps on toolproof's heap, by constructor, with and without a tool:
  *
- *   npm run bench:heap [-- --streams=1000 --server=build|tsx --top=25 --keep --node-flags="..."]
+ *   npm run bench:heap [-- --streams=1000 --after=N --server=build|tsx --top=25 --keep --node-flags="..."]
  *
  * For each of "no tools" and "one tool" (the bodies of the open-stream probe, bench/lib/open-streams.ts)
  * on a freshly started toolproof in front of the bench's fake upstream:
@@ -42,10 +42,12 @@ interface Options {
   top: number;
   keep: boolean;
   nodeFlags: string[];
+  /** Events each stream gets before it is held (default: the fake upstream's first few). */
+  after: number | undefined;
 }
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { streams: 1000, server: 'build', top: 25, keep: false, nodeFlags: [] };
+  const o: Options = { streams: 1000, server: 'build', top: 25, keep: false, nodeFlags: [], after: undefined };
   for (const arg of argv) {
     const eq = arg.indexOf('=');
     const key = eq === -1 ? arg : arg.slice(0, eq);
@@ -55,10 +57,11 @@ function parseArgs(argv: string[]): Options {
     else if (key === '--server' && (value === 'build' || value === 'tsx' || value === 'dist'))
       o.server = value;
     else if (key === '--keep') o.keep = true;
+    else if (key === '--after' && Number(value) >= 1) o.after = Number(value);
     else if (key === '--node-flags') o.nodeFlags = value.split(/\s+/).filter(Boolean);
     else
       throw new Error(
-        `unknown argument ${arg}: --streams=N --server=build|dist|tsx --top=N --keep --node-flags="..."`,
+        `unknown argument ${arg}: --streams=N --after=N --server=build|dist|tsx --top=N --keep --node-flags="..."`,
       );
   }
   return o;
@@ -141,7 +144,11 @@ async function main(): Promise<void> {
   try {
     for (const tools of [false, true]) {
       const label = tools ? 'one tool (forced final_answer)' : 'no tools';
-      const body = tools ? toolsStreamBody({ mode: 'hold' }) : streamBody({ mode: 'hold' });
+      // --after=N: each stream has produced N events (a long output) when it is held.
+      const shape = opts.after === undefined ? {} : { chunks: opts.after + 20, holdAfter: opts.after };
+      const body = tools
+        ? toolsStreamBody({ mode: 'hold', ...shape })
+        : streamBody({ mode: 'hold', ...shape });
       const { child, target } = await launch(serverArgs, upstreamOrigin, dir, opts.nodeFlags);
       try {
         await heldStreams(target, upstreamOrigin, body, 100);

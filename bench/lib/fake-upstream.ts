@@ -148,12 +148,15 @@ function tick(): void {
 function startStream(res: ServerResponse, body: Buffer): void {
   let chunks = STREAM_CHUNKS;
   let mode: 'burst' | 'trickle' | 'hold' = 'burst';
+  let holdAfter = HELD_FIRST_EVENTS;
   if (body.indexOf('BENCH-') !== -1) {
     const text = body.toString('utf8');
     const n = /BENCH-CHUNKS-(\d+)/.exec(text);
     if (n) chunks = Math.max(3, Number(n[1]));
     if (text.includes('BENCH-TRICKLE')) mode = 'trickle';
     if (text.includes('BENCH-HOLD')) mode = 'hold';
+    const after = /BENCH-HOLD-AFTER-(\d+)/.exec(text);
+    if (after) holdAfter = Number(after[1]);
   }
   const events = streamEvents(chunks, body.indexOf('"tools":[') !== -1);
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
@@ -164,7 +167,7 @@ function startStream(res: ServerResponse, body: Buffer): void {
   }
   // A held stream gets a few events first, so that even the forced final_answer stream has
   // produced content (the client's first byte) before it waits.
-  const first = mode === 'hold' ? Math.min(HELD_FIRST_EVENTS, events.length - 1) : 1;
+  const first = mode === 'hold' ? Math.min(holdAfter, events.length - 1) : 1;
   const open: Open = { res, events, next: first };
   for (let i = 0; i < first; i++) res.write(events[i]!);
   const set = mode === 'hold' ? held : trickling;

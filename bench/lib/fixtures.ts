@@ -32,11 +32,15 @@ export function smallBody(): Buffer {
  * How the fake upstream streams, told by markers in the last user message (it looks for
  * `BENCH-` in a streamed request's body): `BENCH-CHUNKS-<n>` events instead of STREAM_CHUNKS;
  * `BENCH-TRICKLE` one event every TRICKLE_MS (a model generating) instead of all at once;
- * `BENCH-HOLD` the first event, then nothing until GET /bench/release (streams held open).
+ * `BENCH-HOLD` the first events, then nothing until GET /bench/release (streams held open);
+ * `BENCH-HOLD-AFTER-<n>` holds after n events instead of the first few (a stream that has
+ * already produced a long output when it waits).
  */
 export interface StreamShape {
   chunks?: number;
   mode?: 'burst' | 'trickle' | 'hold';
+  /** With mode 'hold': the events sent before holding (default a few). */
+  holdAfter?: number;
 }
 export const TRICKLE_MS = 50;
 
@@ -45,6 +49,7 @@ function marker(shape: StreamShape): string {
   if (shape.chunks !== undefined) parts.push(`BENCH-CHUNKS-${shape.chunks}`);
   if (shape.mode === 'trickle') parts.push('BENCH-TRICKLE');
   if (shape.mode === 'hold') parts.push('BENCH-HOLD');
+  if (shape.holdAfter !== undefined) parts.push(`BENCH-HOLD-AFTER-${shape.holdAfter}`);
   return parts.length ? ` [${parts.join(' ')}]` : '';
 }
 
