@@ -47,7 +47,14 @@ interface Options {
 }
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { streams: 1000, server: 'build', top: 25, keep: false, nodeFlags: [], after: undefined };
+  const o: Options = {
+    streams: 1000,
+    server: 'build',
+    top: 25,
+    keep: false,
+    nodeFlags: [],
+    after: undefined,
+  };
   for (const arg of argv) {
     const eq = arg.indexOf('=');
     const key = eq === -1 ? arg : arg.slice(0, eq);
