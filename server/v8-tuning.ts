@@ -7,7 +7,7 @@
  * of them are request-scoped, and survival is an accident of timing (a collection that ran while
  * a few requests were in flight); once a site is pretenured, everything its objects point to
  * survives every young collection until the next full one. On small requests at 64 concurrent
- * that turned 1-2 MB of finished requests per young collection into old-generation garbage: 8-9
+ * that turned 1-2 MB of finished requests per young collection into old-generation garbage: 8-10
  * µs of GC per request against 3-4 µs without (bench/README.md, "Garbage collection of small
  * requests").
  */
