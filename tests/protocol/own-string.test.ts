@@ -1,8 +1,31 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { ownString } from '../../protocol/own-string.js';
 import { seededRng } from '../server/test-utils.js';
 
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
 describe('ownString', () => {
+  it('keeps nothing of the text it was cut from', () => {
+    const heldAfter = (cut: (s: string) => string): number => {
+      gc();
+      gc();
+      const before = process.memoryUsage().heapUsed;
+      // Ten 1 MB texts (fresh each time: built, not literals), a 100-character head kept of each.
+      const heads = Array.from({ length: 10 }, (_, i) =>
+        cut(`${String(i)}${'x'.repeat(1_000_000)}`.slice(0, 100)),
+      );
+      gc();
+      gc();
+      expect(heads.every((h) => h.length === 100)).toBe(true);
+      return process.memoryUsage().heapUsed - before;
+    };
+    expect(heldAfter((s) => s)).toBeGreaterThan(5_000_000); // a slice keeps its 1 MB parent
+    expect(heldAfter(ownString)).toBeLessThan(500_000);
+  });
+
   it('gives back exactly the characters it was given, lone surrogates and controls included', () => {
     const samples = [
       '',
