@@ -238,6 +238,18 @@ describe('upstream failures', () => {
       });
       expect(res.statusCode).toBe(200);
     }
+    // Streamed: the body goes upstream as a one-shot source (undici keeps no copy of it); the
+    // replica that refuses the connection is skipped the same way.
+    for (let i = 0; i < 4; i++) {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/v1/chat/completions',
+        payload: { model: 'x', stream: true, messages: [{ role: 'user', content: 'hi' }] },
+      });
+      expect(res.statusCode).toBe(200);
+      expect(res.body).toContain('data: [DONE]');
+      expect(res.body).not.toContain('"error"');
+    }
     await app.close();
     await stack.close();
   });
