@@ -27,11 +27,11 @@ import { heldStreams, type ProbeTarget } from './lib/open-streams.js';
 import {
   type Child,
   freePort,
+  startFakeUpstream,
   startNode,
   stopAll,
   stopChild,
   waitForHttp,
-  waitForLine,
 } from './lib/procs.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -136,13 +136,7 @@ async function main(): Promise<void> {
   const serverArgs = prepareServer(ROOT, opts.server, log).map((a) =>
     a.endsWith('.js') ? resolve(ROOT, a) : a,
   );
-  const upstream = startNode({
-    name: 'fake upstream',
-    args: ['--import', 'tsx', join(ROOT, 'bench/lib/fake-upstream.ts')],
-    cwd: ROOT,
-    stdinPipe: true,
-  });
-  const upstreamOrigin = `http://127.0.0.1:${await waitForLine(upstream, /PORT (\d+)/, 20_000)}`;
+  const { origin: upstreamOrigin } = await startFakeUpstream(ROOT);
   const base = join(ROOT, 'bench/results');
   mkdirSync(base, { recursive: true });
   const dir = mkdtempSync(join(opts.keep ? base : tmpdir(), 'heap-'));

@@ -59,6 +59,7 @@ import {
   groupMemoryMb,
   killAllNow,
   machineTicks,
+  startFakeUpstream,
   startNode,
   stopAll,
   stopChild,
@@ -1045,13 +1046,7 @@ async function main(): Promise<number> {
   let upstreamOrigin = '';
   let openStreams: OpenStreamsReport | undefined;
   try {
-    const upstream = startNode({
-      name: 'fake upstream',
-      args: ['--import', 'tsx', join(ROOT, 'bench/lib/fake-upstream.ts')],
-      cwd: ROOT,
-      stdinPipe: true,
-    });
-    const upstreamPort = Number(await waitForLine(upstream, /PORT (\d+)/, 20_000));
+    const { child: upstream, port: upstreamPort } = await startFakeUpstream(ROOT);
     pools.direct = new Pool(`http://127.0.0.1:${upstreamPort}`, POOL_OPTIONS);
     log(`fake upstream pid ${upstream.pid} on 127.0.0.1:${upstreamPort}`);
     const proxies: Partial<Record<Side, Child>> = {};

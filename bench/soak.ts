@@ -15,7 +15,7 @@ import { Pool, request } from 'undici';
 import { prepareServer } from './lib/build.js';
 import { smallBody, streamBody, toolsBody, toolsStreamBody } from './lib/fixtures.js';
 import { runLoad } from './lib/load.js';
-import { freePort, memoryMb, startNode, stopAll, waitForHttp, waitForLine } from './lib/procs.js';
+import { freePort, memoryMb, startFakeUpstream, startNode, stopAll, waitForHttp } from './lib/procs.js';
 
 const ROOT = join(import.meta.dirname, '..');
 const arg = (name: string, fallback: number): number => {
@@ -59,13 +59,7 @@ async function heldStreams(origin: string, upstream: string, n: number) {
 }
 
 async function main(): Promise<number> {
-  const upstream = startNode({
-    name: 'fake upstream',
-    args: ['--import', 'tsx', join(ROOT, 'bench/lib/fake-upstream.ts')],
-    cwd: ROOT,
-    stdinPipe: true,
-  });
-  const upstreamOrigin = `http://127.0.0.1:${await waitForLine(upstream, /PORT (\d+)/, 20_000)}`;
+  const { origin: upstreamOrigin } = await startFakeUpstream(ROOT);
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('TOOLPROOF_')) env[k] = v;

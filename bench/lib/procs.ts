@@ -5,6 +5,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 
@@ -151,6 +152,23 @@ export function startNode(options: StartOptions): Child {
   children.add(child);
   void exited.then(() => children.delete(child));
   return child;
+}
+
+/**
+ * Starts the bench's fake upstream (bench/lib/fake-upstream.ts) under `root`; resolves once it
+ * listens, with its origin (http://127.0.0.1:<port>). It exits when its stdin closes.
+ */
+export async function startFakeUpstream(
+  root: string,
+): Promise<{ child: Child; port: number; origin: string }> {
+  const child = startNode({
+    name: 'fake upstream',
+    args: ['--import', 'tsx', join(root, 'bench/lib/fake-upstream.ts')],
+    cwd: root,
+    stdinPipe: true,
+  });
+  const port = Number(await waitForLine(child, /PORT (\d+)/, 20_000));
+  return { child, port, origin: `http://127.0.0.1:${port}` };
 }
 
 /** Waits for a line matching `pattern` on the child's stdout; returns the first capture group. */
