@@ -92,10 +92,18 @@ export class UpstreamBody implements AsyncIterable<Buffer> {
     }
   }
 
+  /**
+   * Waits for the next chunk, the end or a failure, resuming a paused socket. The wake-up is
+   * registered before the resume: undici's resume() runs the parser on the bytes it already holds
+   * synchronously, so the rest of a body and its end can arrive inside that call. Registered
+   * after, that wake-up was lost and the parser, paused again by the next chunk, stayed paused for
+   * ever (a paused parser never reaches its body timeout either): every chunked body over
+   * HIGH_WATER hung.
+   */
   private waitForMore(): Promise<void> {
-    if (this.controller.paused) this.controller.resume();
     return new Promise((resolve) => {
       this.wake = resolve;
+      if (this.controller.paused) this.controller.resume();
     });
   }
 

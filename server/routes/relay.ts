@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
 import type { FastifyInstance } from 'fastify';
 import { ToolproofError } from '../../protocol/errors.js';
 import { RequestAbort } from '../abort.js';
-import { readText } from '../chat/attempt.js';
+import { readText, readUpstreamBytes } from '../chat/attempt.js';
 import type { AppState } from '../app-state.js';
 import { fromUpstreamError, parseUpstreamBody, toErrorBody } from '../error-handler.js';
 import { resolveRoute } from '../routing.js';
@@ -51,8 +51,9 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
       }
       const type = String(res.headers['content-type'] ?? 'application/json');
       if (!type.includes('text/event-stream')) {
-        const text = await readText(res, Number.POSITIVE_INFINITY);
-        return reply.code(res.status).type(type).send(text);
+        // Whole, or a 504 when it stalls and a 502 when it is cut: never a torn body sent as a 200.
+        const bytes = await readUpstreamBytes(res, route.client.label);
+        return reply.code(res.status).type(type).send(bytes);
       }
       reply.hijack();
       reply.raw.writeHead(200, {
