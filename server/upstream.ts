@@ -28,6 +28,13 @@ export interface UpstreamRequest {
    * agent's history: tens or hundreds of KB) for minutes. Costs a few µs per request.
    */
   long?: boolean;
+  /**
+   * The request may be sent once more when it failed on a reused keep-alive connection that the
+   * upstream had already closed (see isStaleConnection). Default true: toolproof's own requests
+   * (completions, embeddings, counts, model lists) have no effect beyond their answer. The
+   * pass-through sets it for idempotent methods only: another route's POST is the client's to retry.
+   */
+  replayable?: boolean;
 }
 
 export interface UpstreamResponse {
@@ -39,6 +46,9 @@ export interface UpstreamResponse {
   upstream: string;
 }
 
+/** How long an idle pooled connection is kept (see the pool options). */
+export const POOL_KEEP_ALIVE_MS = 3_000;
+
 const RETRYABLE_CONNECT_CODES = new Set([
   'ECONNREFUSED',
   'ENOTFOUND',
@@ -47,6 +57,19 @@ const RETRYABLE_CONNECT_CODES = new Set([
   'EAI_AGAIN',
   'UND_ERR_CONNECT_TIMEOUT',
 ]);
+
+/**
+ * A request that failed on a pooled connection the upstream had closed: the connection had
+ * carried an earlier response (bytes were read on it) and it closed before this response's
+ * head. The server's keep-alive timer (uvicorn's 5 s) fired as the request left, or while this
+ * process was stalled past it; the request never reached the server's application, so sending
+ * it once more on a fresh connection is what browsers and HTTP clients do. undici reports these
+ * closes as a SocketError with the socket's byte counts.
+ */
+function isStaleConnection(err: unknown): boolean {
+  const e = err as { code?: unknown; socket?: { bytesRead?: unknown } } | undefined;
+  return e?.code === 'UND_ERR_SOCKET' && typeof e.socket?.bytesRead === 'number' && e.socket.bytesRead > 0;
+}
 
 function errorCode(err: unknown): string | undefined {
   const seen = new Set<unknown>();
@@ -170,7 +193,11 @@ export class UpstreamClient {
       connect: { timeout: timeouts.connectMs },
       headersTimeout: timeouts.firstByteMs,
       bodyTimeout: timeouts.idleMs,
-      keepAliveTimeout: 4_000, // below llama-server's Keep-Alive: timeout=5 so we never reuse a socket it is closing
+      // An idle connection is closed well before the common server defaults close it (uvicorn,
+      // hence vLLM, 5 s without a Keep-Alive header; llama-server and node 5 s), with room for
+      // undici's coarse timers; a server whose Keep-Alive header says less is believed (less 2 s).
+      // A request that still meets a connection the server closed is sent again (isStaleConnection).
+      keepAliveTimeout: POOL_KEEP_ALIVE_MS,
       keepAliveMaxTimeout: 60_000,
       pipelining: 1,
     };
@@ -193,6 +220,7 @@ export class UpstreamClient {
       if (this.authorization) headers.authorization = this.authorization;
     }
     let lastError: unknown;
+    let replayed = false;
     for (let attempt = 0; attempt < this.replicas; attempt++) {
       if (req.signal.aborted) throw req.signal.reason ?? new Error('aborted');
       try {
@@ -209,8 +237,14 @@ export class UpstreamClient {
         return { status: res.status, headers: res.headers, body: res.body, upstream: this.label };
       } catch (err) {
         lastError = err;
+        if (req.signal.aborted) break;
+        if (!replayed && req.replayable !== false && isStaleConnection(err)) {
+          replayed = true; // once: a second stale connection in a row is no race any more
+          attempt--;
+          continue;
+        }
         const code = errorCode(err);
-        if (!code || !RETRYABLE_CONNECT_CODES.has(code) || req.signal.aborted) break;
+        if (!code || !RETRYABLE_CONNECT_CODES.has(code)) break;
       }
     }
     // Cancelled by the client: not an upstream failure, rethrown as it is.

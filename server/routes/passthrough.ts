@@ -17,6 +17,8 @@ import { resolveRoute } from '../routing.js';
 import type { UpstreamClient } from '../upstream.js';
 
 const METHODS: Dispatcher.HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+/** RFC 9110 §9.2.2: the methods a request can be repeated with. */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
 
 /** Never forwarded upstream: hop-by-hop, recomputed, or the client's own credentials. */
 const DROP_REQUEST_HEADERS = new Set([
@@ -176,6 +178,8 @@ async function relay(state: AppState, request: FastifyRequest, reply: FastifyRep
     ...(target.body ? { body: target.body } : {}),
     headers: forwardHeaders(request, state.config.simulator),
     signal: controller,
+    // Sent again after a stale keep-alive connection only when the method says it may be.
+    replayable: IDEMPOTENT.has(request.method),
   });
   state.metrics.hot
     .upstreamDuration(target.model, 'passthrough', target.client.label)

@@ -1,0 +1,188 @@
+/**
+ * Pooled keep-alive connections the upstream has already closed. A server closes an idle
+ * connection on its own timer (uvicorn, hence vLLM: 5 s, and it sends no Keep-Alive header to
+ * say so); a request that leaves on that connection as it closes, or after this process stalled
+ * past that timer, met a 502. Such a request never reached the server's application: it is sent
+ * once more on a fresh connection, for toolproof's own requests and the pass-through's idempotent
+ * methods (another route's POST is the client's to retry). The pool's own keep-alive stays below
+ * the 5 s servers use, so the race is rare to begin with.
+ */
+import { createServer, type Server, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type RunningProxy, startProxy } from './helpers.js';
+
+interface RawUpstream {
+  url: string;
+  /** Requests that reached the server, with the ordinal of each on its connection (1, 2, ...). */
+  seen: Array<{ line: string; nth: number }>;
+  connections: number;
+  /** Idle connections the server closed itself, and the ones the client closed first. */
+  closedByServer: number;
+  closedByClient: number;
+  close(): Promise<void>;
+}
+
+/**
+ * A minimal HTTP/1.1 upstream over net (node's http server would announce its keep-alive in a
+ * header, which undici believes). `answer(nth)` says whether the nth request on a connection is
+ * answered (true) or met by a close, as a server closing an idle connection does; `idleMs`
+ * closes connections idle that long.
+ */
+async function rawUpstream(answer: (nth: number) => boolean, idleMs?: number): Promise<RawUpstream> {
+  const sockets = new Set<Socket>();
+  const up: RawUpstream = {
+    url: '',
+    seen: [],
+    connections: 0,
+    closedByServer: 0,
+    closedByClient: 0,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+  const server: Server = createServer((socket) => {
+    up.connections++;
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+    socket.on('end', () => {
+      up.closedByClient++;
+      socket.end();
+    });
+    socket.on('close', () => sockets.delete(socket));
+    let buf = Buffer.alloc(0);
+    let nth = 0;
+    let idle: NodeJS.Timeout | undefined;
+    const arm = () => {
+      clearTimeout(idle);
+      if (idleMs !== undefined)
+        idle = setTimeout(() => {
+          up.closedByServer++;
+          socket.end();
+        }, idleMs);
+    };
+    arm();
+    socket.on('close', () => clearTimeout(idle));
+    socket.on('data', (d: Buffer) => {
+      clearTimeout(idle);
+      buf = Buffer.concat([buf, d]);
+      for (;;) {
+        const end = buf.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const head = buf.subarray(0, end).toString('latin1');
+        const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+        if (buf.length < end + 4 + length) return;
+        buf = buf.subarray(end + 4 + length);
+        nth++;
+        up.seen.push({ line: head.split('\r\n')[0]!, nth });
+        if (!answer(nth)) {
+          socket.end(); // FIN without a response: the close raced this request
+          return;
+        }
+        const body = JSON.stringify({
+          id: 'chatcmpl-ka',
+          object: 'chat.completion',
+          created: 1,
+          model: 'm1',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+          data: [],
+        });
+        socket.write(
+          `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+        );
+        arm();
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  up.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  return up;
+}
+
+let upstream: RawUpstream | undefined;
+let proxy: RunningProxy | undefined;
+afterEach(async () => {
+  await proxy?.close();
+  await upstream?.close();
+  proxy = undefined;
+  upstream = undefined;
+});
+
+const chat = { model: 'm1', messages: [{ role: 'user', content: 'hi' }] };
+
+async function post(path: string, body: unknown): Promise<number> {
+  const res = await fetch(`${proxy!.origin}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+async function get(path: string): Promise<number> {
+  const res = await fetch(`${proxy!.origin}${path}`);
+  await res.arrayBuffer();
+  return res.status;
+}
+
+describe('a pooled connection the upstream had closed', () => {
+  it('is replaced: the request is sent once more on a fresh connection (chat, relay, pass-through GET)', async () => {
+    // Every connection answers its first request and closes on the next one.
+    upstream = await rawUpstream((nth) => nth === 1);
+    proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
+    expect(await post('/v1/chat/completions', chat)).toBe(200);
+    expect(await post('/v1/chat/completions', chat)).toBe(200);
+    expect(await post('/v1/embeddings', { model: 'm1', input: 'x' })).toBe(200);
+    expect(await post('/v1/responses', { model: 'm1', input: 'hi' })).toBe(200);
+    expect(await post('/v1/messages', { ...chat, max_tokens: 16 })).toBe(200);
+    expect(await get('/v1/models/m1')).toBe(200);
+    // One request per fresh connection answered, each reuse met by a close and sent again.
+    expect(upstream.seen.filter((s) => s.nth === 1)).toHaveLength(6);
+    expect(upstream.seen.filter((s) => s.nth === 2)).toHaveLength(5);
+    expect(upstream.connections).toBe(6);
+  });
+
+  it("is not replayed for the pass-through's POST (not idempotent), nor twice in a row, nor on a fresh connection", async () => {
+    upstream = await rawUpstream((nth) => nth === 1);
+    proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
+    expect(await post('/v1/chat/completions', chat)).toBe(200);
+    const before = upstream.seen.length;
+    expect(await post('/v1/rerank', { model: 'm1', query: 'q', documents: ['d'] })).toBe(502);
+    expect(upstream.seen.length - before).toBe(1);
+    await proxy.close();
+    await upstream.close();
+
+    // A server that closes on every request: the fresh connection's failure is final.
+    upstream = await rawUpstream(() => false);
+    proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
+    expect(await post('/v1/chat/completions', chat)).toBe(502);
+    expect(upstream.seen).toHaveLength(1);
+  });
+
+  it('a server closing idle connections on a short timer (no Keep-Alive header) costs no request', async () => {
+    const IDLE = 40;
+    upstream = await rawUpstream(() => true, IDLE);
+    proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
+    const statuses: number[] = [];
+    for (let i = 0; i < 40; i++) {
+      statuses.push(await post('/v1/chat/completions', chat));
+      // Around the server's timer, so that some requests leave as it closes the connection.
+      await new Promise((r) => setTimeout(r, IDLE - 3 + (i % 6)));
+    }
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
+    expect(upstream.closedByServer).toBeGreaterThan(0);
+  });
+
+  it('the pool closes an idle connection itself before a 5 s server keep-alive (uvicorn) does', async () => {
+    upstream = await rawUpstream(() => true, 5_000);
+    proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
+    expect(await post('/v1/chat/completions', chat)).toBe(200);
+    const started = Date.now();
+    while (upstream.closedByClient === 0 && upstream.closedByServer === 0 && Date.now() - started < 6_000)
+      await new Promise((r) => setTimeout(r, 50));
+    expect(upstream.closedByClient).toBe(1);
+    expect(upstream.closedByServer).toBe(0);
+  }, 10_000);
+});
