@@ -42,6 +42,12 @@ export const ERROR_CATALOGUE = {
     type: 'invalid_request_error',
     message: 'Send the request body as application/json.',
   },
+  // Never sent (nobody is left to read it): the reason a request was cancelled, on its log line.
+  TP_ERR_CLIENT_CLOSED: {
+    status: 499,
+    type: 'client_closed_error',
+    message: 'The client closed the connection before the response was complete.',
+  },
   TP_ERR_INTERNAL: { status: 500, type: 'server_error', message: 'toolproof failed to handle the request.' },
   TP_ERR_UPSTREAM_UNREACHABLE: {
     status: 502,

@@ -4,6 +4,8 @@
  * events object per request, another whenever its last listener goes). Its only listener is
  * the upstream exchange in flight (server/upstream-body.ts): one at a time, rarely more.
  */
+import { ToolproofError } from '../protocol/errors.js';
+
 export class RequestAbort {
   aborted = false;
   reason: unknown = undefined;
@@ -30,6 +32,16 @@ export class RequestAbort {
     const i = listeners.indexOf(fn);
     if (i >= 0) listeners.splice(i, 1);
   }
+}
+
+/**
+ * The reason a request is cancelled when its client goes away: a ToolproofError of its own code,
+ * so that every path that classifies failures (the error handlers, the stream drivers, the
+ * upstream adapter) passes it on as it is: an abort, never toolproof's own failure (not counted
+ * in toolproof_internal_errors_total, not logged at error level).
+ */
+export function clientClosed(): ToolproofError {
+  return new ToolproofError('TP_ERR_CLIENT_CLOSED');
 }
 
 /** What an upstream request can be cancelled by: a RequestAbort or a standard AbortSignal. */

@@ -20,7 +20,7 @@ import { parseJsonBody } from '../protocol/json-body.js';
 import { MAX_REQUEST_DEPTH, tooDeepError, tooDeepPath } from '../protocol/json-depth.js';
 import { POLICIES } from '../policies/registry.js';
 import type { Policy } from '../policies/types.js';
-import type { RequestAbort } from './abort.js';
+import { clientClosed, type RequestAbort } from './abort.js';
 import type { AppState } from './app-state.js';
 import { createKeyChecker, isOpenRoute } from './auth.js';
 import type { ChatCall } from './chat/context.js';
@@ -298,8 +298,8 @@ function onResponseClose(
   owner.state.openStreams.delete(res);
   // Ended: the last byte was handed to the socket; not: the client or the socket went away first.
   const ended = finished || res.writableFinished;
-  if (!ended) request.tpAbort?.abort(new Error('client disconnected'));
-  logRequest(owner.app, owner.state, request, res.statusCode, ended);
+  if (!ended) request.tpAbort?.abort(clientClosed());
+  logRequest(owner.app, owner.state, request, res.statusCode, ended, res.headersSent);
 }
 
 const OPS_ROUTES = new Set(['/health', '/ready', '/metrics']);
@@ -337,6 +337,7 @@ function logRequest(
   request: import('fastify').FastifyRequest,
   status: number,
   finished: boolean,
+  headersSent: boolean,
 ): void {
   const matched = request.routeOptions.url;
   // The log line names the path asked for when the catch-all served it (metrics use the closed label).
@@ -351,6 +352,8 @@ function logRequest(
   const seconds = (performance.now() - request.tpStart) / 1000;
   const model = tp?.model ?? '';
   state.metrics.hot.requests(model, route, finished ? String(status) : 'aborted', api).inc();
+  if (!finished)
+    state.metrics.clientAborts.labels(api, headersSent ? 'mid_response' : 'before_response').inc();
   state.metrics.hot.requestDuration(model, route, tp?.stream ? 'true' : 'false', api).observe(seconds);
   const call = tp?.call;
   if (call?.trace.finalKind && call.trace.finalKind !== 'passthrough' && call.trace.finalKind !== 'error') {

@@ -66,6 +66,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       labelNames: ['model'] as const,
       registers,
     }),
+    clientAborts: new Counter({
+      name: 'toolproof_client_aborts_total',
+      help: 'Requests whose client left before the response was complete, by front door (api) and stage (before_response: no headers sent yet; mid_response: during the body or stream). The upstream request is cancelled; not an error.',
+      labelNames: ['api', 'stage'] as const,
+      registers,
+    }),
     leaks: new Counter({
       name: 'toolproof_leaks_total',
       help: 'Tool calls found written as text, by format, where (content, reasoning, error), outcome (recovered, unrecovered, rejected, suppressed) and front door (api: chat, responses, messages).',
