@@ -83,6 +83,8 @@ export interface ToolproofErrorOptions {
   type?: string;
   /** The upstream's own error body, kept for clients that need it. */
   upstream?: unknown;
+  /** The upstream's Retry-After (on a 429 or 503), relayed as the response's own header. */
+  retryAfter?: string;
   cause?: unknown;
 }
 
@@ -92,6 +94,7 @@ export class ToolproofError extends Error {
   readonly type: string;
   readonly param: string | null;
   readonly upstream: unknown;
+  readonly retryAfter: string | undefined;
 
   constructor(code: ErrorCode, options: ToolproofErrorOptions = {}) {
     const spec = ERROR_CATALOGUE[code];
@@ -105,6 +108,7 @@ export class ToolproofError extends Error {
     this.type = options.type ?? spec.type;
     this.param = options.param ?? null;
     this.upstream = options.upstream;
+    this.retryAfter = options.retryAfter;
   }
 }
 

@@ -4,7 +4,8 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { toAnthropicErrorBody } from '../protocol/anthropic/errors.js';
 import { ERROR_CATALOGUE, type ErrorCode, isToolproofError, ToolproofError } from '../protocol/errors.js';
 import type { OpenAIErrorBody } from '../protocol/openai.js';
@@ -75,10 +76,36 @@ export function parseUpstreamBody(text: string): unknown {
 }
 
 /**
- * An upstream's error, relayed with its status and message in the OpenAI shape; its own
- * body is kept under error.upstream for clients that need backend-specific details.
+ * An upstream's Retry-After worth relaying: on a 429 or a 503 (RFC 9110 §10.2.3), as delay
+ * seconds or an HTTP date, nothing else (a header value is never copied blindly).
  */
-export function fromUpstreamError(status: number, body: unknown, label: string): ToolproofError {
+export function retryAfterOf(status: number, headers: IncomingHttpHeaders | undefined): string | undefined {
+  if (status !== 429 && status !== 503) return undefined;
+  const value = headers?.['retry-after'];
+  if (typeof value !== 'string') return undefined;
+  const v = value.trim();
+  if (/^\d{1,10}$/.test(v)) return v;
+  if (v.length <= 64 && /^[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(v)) return v;
+  return undefined;
+}
+
+/** Sets the relayed Retry-After of `err` on a response not yet sent. */
+export function setRetryAfter(reply: FastifyReply, err: ToolproofError): void {
+  if (err.retryAfter !== undefined) reply.header('retry-after', err.retryAfter);
+}
+
+/**
+ * An upstream's error, relayed with its status and message in the OpenAI shape; its own
+ * body is kept under error.upstream for clients that need backend-specific details, and its
+ * Retry-After (429, 503) becomes the response's: clients' back-off depends on it.
+ */
+export function fromUpstreamError(
+  status: number,
+  body: unknown,
+  label: string,
+  headers?: IncomingHttpHeaders,
+): ToolproofError {
+  const retryAfter = retryAfterOf(status, headers);
   const inner =
     body && typeof body === 'object' && typeof (body as Record<string, unknown>).error === 'object'
       ? ((body as Record<string, unknown>).error as Record<string, unknown>)
@@ -93,6 +120,7 @@ export function fromUpstreamError(status: number, body: unknown, label: string):
     param,
     message: upstreamErrorMessage(body, `The upstream ${label} returned HTTP ${status}.`),
     upstream: body,
+    ...(retryAfter === undefined ? {} : { retryAfter }),
   });
 }
 
@@ -147,6 +175,7 @@ export function registerErrorHandling(
       onInternalError?.(request.tp?.model ?? '');
     }
     request.tpError = tpErr;
+    setRetryAfter(reply, tpErr);
     reply.code(tpErr.status).type('application/json; charset=utf-8').send(toErrorBody(tpErr));
   });
   app.setNotFoundHandler((request, reply) => {

@@ -149,7 +149,7 @@ export async function openUpstream(
       kind: 'error',
       status: res.status,
       body,
-      error: fromUpstreamError(res.status, body, call.route.client.label),
+      error: fromUpstreamError(res.status, body, call.route.client.label, res.headers),
       request: current,
     };
   }

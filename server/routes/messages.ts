@@ -20,7 +20,7 @@ import { readText } from '../chat/attempt.js';
 import type { StreamOutput, StreamSummary } from '../chat/output.js';
 import { completeChat, streamChat } from '../chat/pipeline.js';
 import { startChatCall } from '../chat/start.js';
-import { normalizeError, parseUpstreamBody } from '../error-handler.js';
+import { normalizeError, parseUpstreamBody, setRetryAfter } from '../error-handler.js';
 import { endStreamWith, type OpenStream } from '../open-streams.js';
 import { resolveRoute } from '../routing.js';
 import { SSE_HEADERS, writeRaw } from './chat-completions.js';
@@ -233,6 +233,7 @@ export function messagesRoutes(state: AppState): FastifyPluginAsync {
         state.metrics.internalErrors.labels(request.tp?.model ?? '').inc();
       }
       request.tpError = tpErr;
+      setRetryAfter(reply, tpErr);
       reply.code(tpErr.status).type('application/json; charset=utf-8').send(toAnthropicErrorBody(tpErr));
     });
 

@@ -47,7 +47,7 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
         .observe((performance.now() - started) / 1000);
       if (res.status >= 400) {
         const text = await readText(res);
-        throw fromUpstreamError(res.status, parseUpstreamBody(text), route.client.label);
+        throw fromUpstreamError(res.status, parseUpstreamBody(text), route.client.label, res.headers);
       }
       const type = String(res.headers['content-type'] ?? 'application/json');
       if (!type.includes('text/event-stream')) {
