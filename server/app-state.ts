@@ -4,7 +4,7 @@ import type { Config } from './config.js';
 import type { FallbackMemory } from './fallback-memory.js';
 import type { Metrics } from './metrics.js';
 import type { OpenStreams } from './open-streams.js';
-import type { ModelLabels } from './routing.js';
+import type { ServedModelLabels } from './routing.js';
 import type { Upstreams } from './upstream.js';
 
 /** What the routes share: built once by buildApp. */
@@ -15,7 +15,7 @@ export interface AppState {
   memory: FallbackMemory;
   policies: readonly Policy[];
   chatDeps: ChatDeps;
-  modelLabels: ModelLabels;
+  modelLabels: ServedModelLabels;
   /** Streams open now (ended with an error event at the shutdown deadline). */
   openStreams: OpenStreams;
 }

@@ -39,7 +39,7 @@ import { registerPassthroughRoutes } from './routes/passthrough.js';
 import { registerRelayRoutes } from './routes/relay.js';
 import { registerResponsesRoute } from './routes/responses.js';
 import { createRequestLogger } from './request-logger.js';
-import { ModelLabels } from './routing.js';
+import { ModelLabels, modelLabel, ServedModelLabels } from './routing.js';
 import { Upstreams } from './upstream.js';
 
 declare module 'fastify' {
@@ -155,7 +155,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       },
       ...(dumpRaw ? { dumpRaw } : {}),
     },
-    modelLabels: new ModelLabels(),
+    modelLabels: new ServedModelLabels(),
     openStreams: new OpenStreams(),
   };
   app.decorate('toolproof', state);
@@ -303,10 +303,21 @@ function onResponseClose(
 }
 
 const OPS_ROUTES = new Set(['/health', '/ready', '/metrics']);
+/** Routes whose success means the upstream served the model (count_tokens may only estimate). */
+const ANSWERING_ROUTES = new Set<string | undefined>([
+  '/v1/chat/completions',
+  '/v1/responses',
+  '/v1/messages',
+  '/v1/embeddings',
+  '/v1/completions',
+]);
 
 /** The front door by matched route, for routes that do not say (request.tp.api wins). */
 function apiOf(matched: string | undefined): Api {
   if (matched === '/v1/chat/completions') return 'chat';
+  // Their own label also when a request is rejected before its handler ran (a validation 400).
+  if (matched === '/v1/responses') return 'responses';
+  if (matched === '/v1/messages' || matched === '/v1/messages/count_tokens') return 'messages';
   if (matched && (OPS_ROUTES.has(matched) || matched === '/docs' || matched.startsWith('/docs/')))
     return 'ops';
   return 'passthrough';
@@ -350,7 +361,20 @@ function logRequest(
   const tp = request.tp;
   const api = tp?.api ?? labels.api;
   const seconds = (performance.now() - request.tpStart) / 1000;
-  const model = tp?.model ?? '';
+  // The model the client asked for (JSON front doors); a request rejected before its handler
+  // ran has no tp, and is labelled by that name like any other (a junk name is "other").
+  const askedFor = (request.body as { model?: unknown } | null | undefined)?.model;
+  const asked = typeof askedFor === 'string' ? askedFor : undefined;
+  const model = tp?.model ?? (asked === undefined ? '' : modelLabel(state.config, asked, state.modelLabels));
+  // A name the upstream answered with success is a real model: its own label from now on.
+  if (
+    finished &&
+    status < 300 &&
+    tp?.model === 'other' &&
+    asked !== undefined &&
+    ANSWERING_ROUTES.has(matched)
+  )
+    state.modelLabels.answeredWith(asked.slice(0, 128));
   state.metrics.hot.requests(model, route, finished ? String(status) : 'aborted', api).inc();
   if (!finished)
     state.metrics.clientAborts.labels(api, headersSent ? 'mid_response' : 'before_response').inc();
@@ -375,11 +399,10 @@ function logRequest(
   const err = request.tpError ?? tp?.call?.streamError;
   if (err) line.error = { code: err.code, status: err.status, message: err.message.slice(0, 500) };
   if (tp) {
-    const asked = (request.body as { model?: unknown } | undefined)?.model;
-    line.model = typeof asked === 'string' ? asked.slice(0, 256) : tp.model;
+    line.model = asked !== undefined ? asked.slice(0, 256) : tp.model;
     line.upstream = tp.upstream;
     line.stream = tp.stream;
-  }
+  } else if (asked !== undefined) line.model = asked.slice(0, 256);
   if (call) {
     const usage = callUsage(call);
     if (usage) line.usage = usage;

@@ -25,10 +25,49 @@ export class ModelLabels {
   }
 }
 
+/** What resolveRoute asks for a label: a first-seen ModelLabels or the ServedModelLabels below. */
+export interface LabelSource {
+  label(name: string): string;
+}
+
+/**
+ * Model names on metric labels, for names the YAML does not map (those go to the default
+ * upstream, and clients write them). A name keeps its own label only once it is known to be a
+ * real model, so junk (even names that 404) takes no slot and cannot push real models into
+ * "other": names the default upstream lists as its models (its /v1/models, read when /ready or
+ * /v1/models asks it), up to `cap`; and names it answered with success, in a bucket of cap/2 of
+ * their own (an upstream that answers any name, as llama-server does, fills only that bucket,
+ * never the listed names' slots). Until then a name counts as "other" (its log line still says
+ * which name it was). Bounded: at most cap + cap/2 names.
+ */
+export class ServedModelLabels implements LabelSource {
+  private readonly served = new Set<string>();
+  private readonly answered = new Set<string>();
+  constructor(private readonly cap = 100) {}
+
+  label(name: string): string {
+    return this.served.has(name) || this.answered.has(name) ? name : 'other';
+  }
+
+  /** Names the default upstream lists as its models. */
+  serve(names: Iterable<unknown>): void {
+    for (const name of names) {
+      if (this.served.size >= this.cap) return;
+      if (typeof name === 'string' && name.length > 0 && name.length <= 128) this.served.add(name);
+    }
+  }
+
+  /** A name the upstream answered with success (a completion, an embedding: not an estimate). */
+  answeredWith(name: string): void {
+    if (name.length === 0 || name.length > 128 || this.served.has(name) || this.answered.has(name)) return;
+    if (this.answered.size < Math.floor(this.cap / 2)) this.answered.add(name);
+  }
+}
+
 /**
  * Routes resolved before, per app (its Upstreams): a route is a pure function of the config and
  * the name, and every request resolved it again (a fresh object, a slice, two lookups). Bounded:
- * only mapped names (the config's) and names that kept their own label (ModelLabels' cap).
+ * only mapped names (the config's) and names that have their own label (the labels' cap).
  */
 const resolved = new WeakMap<Upstreams, Map<string, ResolvedRoute>>();
 
@@ -36,7 +75,7 @@ export function resolveRoute(
   config: Config,
   upstreams: Upstreams,
   model: unknown,
-  labels: ModelLabels,
+  labels: LabelSource,
 ): ResolvedRoute {
   const name = typeof model === 'string' ? model : '';
   let cache = resolved.get(upstreams);
@@ -48,11 +87,20 @@ export function resolveRoute(
   return route;
 }
 
+/**
+ * The metric label of a requested model name: a name the YAML maps is its own label; any other
+ * name is the labels' to judge; no name at all is "unknown".
+ */
+export function modelLabel(config: Config, name: string, labels: LabelSource): string {
+  if (name && Object.hasOwn(config.models, name)) return name;
+  return name ? labels.label(name.slice(0, 128)) : 'unknown';
+}
+
 function resolveUncached(
   config: Config,
   upstreams: Upstreams,
   name: string,
-  labels: ModelLabels,
+  labels: LabelSource,
 ): ResolvedRoute {
   // Own keys only: "constructor" or "__proto__" must not find Object.prototype's members.
   const mapped = name && Object.hasOwn(config.models, name) ? config.models[name] : undefined;
@@ -66,7 +114,7 @@ function resolveUncached(
   }
   if (config.defaultUpstream) {
     return {
-      name: labels.label(name.slice(0, 128) || 'unknown'),
+      name: modelLabel(config, name, labels),
       settings: config.defaults,
       client: upstreams.for(config.defaultUpstream),
     };

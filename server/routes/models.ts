@@ -49,8 +49,13 @@ export function registerModelRoutes(app: FastifyInstance, state: AppState): void
       ];
       const unique = [...new Set(targets)];
       const results = await Promise.allSettled(unique.map((c) => listUpstream(c, signal)));
+      const served = state.config.defaultUpstream
+        ? state.upstreams.for(state.config.defaultUpstream)
+        : undefined;
       results.forEach((r, i) => {
         if (r.status === 'fulfilled') {
+          // What the default upstream serves keeps its own metric label (see ServedModelLabels).
+          if (unique[i] === served) state.modelLabels.serve(r.value.map((m) => m.id));
           for (const m of r.value) if (!data.has(m.id)) data.set(m.id, m);
         } else {
           request.log.warn(

@@ -18,6 +18,9 @@ export function registerOpsRoutes(app: FastifyInstance, state: AppState): void {
         ...Object.values(state.config.models).map((m) => state.upstreams.for(m.upstream)),
       ];
       const unique = [...new Set(targets)];
+      const served = state.config.defaultUpstream
+        ? state.upstreams.for(state.config.defaultUpstream)
+        : undefined;
       const checks = await Promise.all(
         unique.map(async (client) => {
           try {
@@ -26,7 +29,10 @@ export function registerOpsRoutes(app: FastifyInstance, state: AppState): void {
               path: '/models',
               signal: AbortSignal.timeout(3_000),
             });
-            await readText(res);
+            const text = await readText(res);
+            // Readiness probes poll this: what the default upstream serves keeps its own metric
+            // label (see ServedModelLabels).
+            if (client === served && res.status === 200) state.modelLabels.serve(listedIds(text));
             return { upstream: client.label, ok: res.status < 500, status: res.status };
           } catch (err) {
             return { upstream: client.label, ok: false, error: (err as Error).message };
@@ -43,4 +49,16 @@ export function registerOpsRoutes(app: FastifyInstance, state: AppState): void {
     { schema: { tags: ['ops'], summary: 'Prometheus metrics.' } },
     async (_request, reply) => reply.type(state.metrics.contentType).send(await state.metrics.render()),
   );
+}
+
+/** The model ids of a /v1/models answer ({"data":[{"id":...}]}), none when it is anything else. */
+function listedIds(text: string): string[] {
+  try {
+    const data = (JSON.parse(text) as { data?: unknown } | null)?.data;
+    return Array.isArray(data)
+      ? data.map((m) => (m as { id?: unknown } | null)?.id).filter((id) => typeof id === 'string')
+      : [];
+  } catch {
+    return [];
+  }
 }

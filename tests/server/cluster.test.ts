@@ -135,12 +135,13 @@ const alive = (pid: number) => {
   }
 };
 
+/** Chat requests answered 200, under the model's label or "other" (a worker's first request of a name it has not seen served). */
 const chatCount = (metrics: string) =>
-  Number(
-    /toolproof_requests_total\{model="m1",route="chat\/completions",status="200",api="chat"\} (\d+)/.exec(
-      metrics,
-    )?.[1],
-  );
+  [
+    ...metrics.matchAll(
+      /toolproof_requests_total\{model="(?:m1|other)",route="chat\/completions",status="200",api="chat"\} (\d+)/g,
+    ),
+  ].reduce((sum, m) => sum + Number(m[1]), 0);
 
 describe('TOOLPROOF_WORKERS', () => {
   it('is 1 when unset, one per core for auto, a number, and a precise error otherwise', () => {

@@ -119,19 +119,26 @@ describe('model labels for metrics', () => {
 });
 
 describe('model labels through the server', () => {
-  it('after the cap, unmapped model names share the "other" label in metrics', async () => {
+  it('unmapped names keep their own label once the upstream lists them or answers them; junk takes no slot', async () => {
     const { startStack } = await import('./stack.js');
-    const stack = await startStack({ sim: { scenario: 'prose' } });
-    stack.app.toolproof.modelLabels = new (await import('../../server/routing.js')).ModelLabels(2);
-    for (const model of ['m-a', 'm-b', 'm-c', 'm-d']) {
-      await stack.client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] });
-    }
+    const stack = await startStack({ sim: { scenario: 'prose' }, served: [] });
+    stack.app.toolproof.modelLabels = new (await import('../../server/routing.js')).ServedModelLabels(4);
+    const ask = (model: string) =>
+      stack.client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] });
+    // A first request of a name nobody vouched for counts as "other"; its success vouches for it.
+    await ask('m-a');
+    await ask('m-a');
+    // The answered bucket is half the cap: m-b fills it, m-c stays "other".
+    for (const model of ['m-b', 'm-c', 'm-b', 'm-c']) await ask(model);
     const metrics = await (await fetch(`${stack.origin}/metrics`)).text();
     expect(metrics).toMatch(
       /toolproof_requests_total\{model="m-a",route="chat\/completions",status="200",api="chat"\} 1/,
     );
     expect(metrics).toMatch(
-      /toolproof_requests_total\{model="other",route="chat\/completions",status="200",api="chat"\} 2/,
+      /toolproof_requests_total\{model="m-b",route="chat\/completions",status="200",api="chat"\} 1/,
+    );
+    expect(metrics).toMatch(
+      /toolproof_requests_total\{model="other",route="chat\/completions",status="200",api="chat"\} 4/,
     );
     expect(metrics).not.toContain('model="m-c"');
     await stack.close();

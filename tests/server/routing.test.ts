@@ -27,7 +27,8 @@ describe('resolveRoute', () => {
     const b = resolveRoute(config, upstreams, 'b', labels);
     expect(b.name).toBe('other');
     expect(resolveRoute(config, upstreams, 'b', labels)).not.toBe(b);
-    expect(resolveRoute(config, upstreams, undefined, labels).name).toBe('other');
+    // No name at all: a fixed label of its own, no slot taken.
+    expect(resolveRoute(config, upstreams, undefined, labels).name).toBe('unknown');
   });
 
   it('an unknown model without a default upstream is still a 404 every time', () => {

@@ -6,7 +6,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
-import { closeApp } from './stack.js';
+import { closeApp, TEST_MODELS } from './stack.js';
 import { buildApp, type BuildOptions, type ToolproofApp } from '../../server/app.js';
 import { type Config, loadConfig } from '../../server/config.js';
 import type { ChatCompletionChunk } from '../../protocol/openai.js';
@@ -114,6 +114,7 @@ export async function startScriptedStack(
     ...options.config,
   });
   const app = await buildApp(config, { logger: false, ...options.build });
+  app.toolproof.modelLabels.serve(TEST_MODELS); // as /ready would learn them (see stack.ts)
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}/v1`;

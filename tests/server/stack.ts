@@ -23,7 +23,16 @@ export interface StackOptions {
   file?: Parameters<typeof loadConfig>[1];
   config?: Partial<Config>;
   apiKey?: string;
+  /**
+   * Model names the upstream is taken to serve, as toolproof learns them from its /v1/models
+   * when /ready or /v1/models asks: their metrics carry their own label from the first request
+   * (see ServedModelLabels). Default: the names the tests use.
+   */
+  served?: string[];
 }
+
+/** The model names the tests send. */
+export const TEST_MODELS = ['m', 'm1', 'sim'];
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const sim = await createSimulator({ personality: 'vllm', ...options.sim });
@@ -31,6 +40,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   // The upstream is the built-in simulator: its `x-sim-scenario` header is forwarded.
   const config: Config = Object.freeze({ ...base, simulator: true, ...options.config });
   const app = await buildApp(config, { logger: false });
+  app.toolproof.modelLabels.serve(options.served ?? TEST_MODELS);
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : 0;
