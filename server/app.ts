@@ -38,6 +38,7 @@ import { registerOpsRoutes } from './routes/ops.js';
 import { registerPassthroughRoutes } from './routes/passthrough.js';
 import { registerRelayRoutes } from './routes/relay.js';
 import { registerResponsesRoute } from './routes/responses.js';
+import { redactForLog } from './log-redact.js';
 import { createRequestLogger } from './request-logger.js';
 import { ModelLabels, modelLabel, ServedModelLabels } from './routing.js';
 import { Upstreams } from './upstream.js';
@@ -397,7 +398,8 @@ function logRequest(
     latencyMs: Math.round(seconds * 10_000) / 10,
   };
   const err = request.tpError ?? tp?.call?.streamError;
-  if (err) line.error = { code: err.code, status: err.status, message: err.message.slice(0, 500) };
+  // Cut, and without the input values upstream validation errors echo (prompts stay out of logs).
+  if (err) line.error = { code: err.code, status: err.status, message: redactForLog(err.message) };
   if (tp) {
     line.model = asked !== undefined ? asked.slice(0, 256) : tp.model;
     line.upstream = tp.upstream;

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppState } from '../app-state.js';
 import { readText } from '../chat/attempt.js';
+import { redactForLog } from '../log-redact.js';
 import type { UpstreamClient } from '../upstream.js';
 
 interface ModelEntry {
@@ -59,7 +60,7 @@ export function registerModelRoutes(app: FastifyInstance, state: AppState): void
           for (const m of r.value) if (!data.has(m.id)) data.set(m.id, m);
         } else {
           request.log.warn(
-            { upstream: unique[i]!.label, err: String(r.reason) },
+            { upstream: unique[i]!.label, err: redactForLog(String(r.reason)) },
             'listing upstream models failed',
           );
         }

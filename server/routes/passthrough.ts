@@ -39,6 +39,10 @@ const DROP_REQUEST_HEADERS = new Set([
   'x-api-key',
   'cookie',
   'x-request-id',
+  // Set below as a reverse proxy sets them (see forwardedHeaders), never the client's alone.
+  'x-forwarded-for',
+  'x-real-ip',
+  'forwarded',
 ]);
 
 const DROP_RESPONSE_HEADERS = new Set([
@@ -50,6 +54,15 @@ const DROP_RESPONSE_HEADERS = new Set([
   'trailer',
   'transfer-encoding',
   'upgrade',
+  // The upstream's own, not the client's (docs/security.md): cookies it sets would land on
+  // toolproof's origin (and the client's cookies never reach it); its challenge asks for the
+  // upstream's credential, which toolproof holds, not the client; its software and version
+  // help only who fingerprints it; its alternative services are its own, not toolproof's.
+  'set-cookie',
+  'www-authenticate',
+  'server',
+  'x-powered-by',
+  'alt-svc',
 ]);
 
 /** Only the built-in simulator understands it; a real upstream must not see test plumbing. */
@@ -135,8 +148,42 @@ function pickTarget(state: AppState, request: FastifyRequest): Target {
   return { client: state.upstreams.for(target), model: '', body: raw };
 }
 
+/** The peer's address as a proxy names it (IPv4-mapped IPv6 addresses as plain IPv4). */
+function peerAddress(request: FastifyRequest): string | undefined {
+  const address = request.socket.remoteAddress;
+  return address?.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
+}
+
+/**
+ * X-Forwarded-For, Forwarded and X-Real-IP as a reverse proxy sets them: the peer that connected
+ * to toolproof is appended to the client's X-Forwarded-For and Forwarded chains (the last entry
+ * is the one toolproof vouches for; earlier ones are whatever the client or proxies before it
+ * said), and X-Real-IP is the peer, whatever the client wrote.
+ */
+export function forwardedHeaders(
+  headers: FastifyRequest['headers'],
+  peer: string | undefined,
+  proto: 'http' | 'https',
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!peer) return out;
+  const joined = (v: string | string[] | undefined) => (Array.isArray(v) ? v.join(', ') : v);
+  const xff = joined(headers['x-forwarded-for'])?.trim();
+  out['x-forwarded-for'] = xff ? `${xff}, ${peer}` : peer;
+  // RFC 7239: an IPv6 node is quoted and bracketed.
+  const node = peer.includes(':') ? `"[${peer}]"` : peer;
+  const forwarded = joined(headers.forwarded)?.trim();
+  const element = `for=${node};proto=${proto}`;
+  out.forwarded = forwarded ? `${forwarded}, ${element}` : element;
+  out['x-real-ip'] = peer;
+  return out;
+}
+
 function forwardHeaders(request: FastifyRequest, simulator: boolean): Record<string, string> {
-  const out: Record<string, string> = { 'x-request-id': request.id };
+  const out: Record<string, string> = {
+    'x-request-id': request.id,
+    ...forwardedHeaders(request.headers, peerAddress(request), request.protocol),
+  };
   const connection = String(request.headers.connection ?? '').toLowerCase();
   const named = new Set(connection.split(',').map((h) => h.trim()));
   for (const [name, value] of Object.entries(request.headers)) {
