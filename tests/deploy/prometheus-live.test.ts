@@ -129,11 +129,19 @@ describe.skipIf(!PROMETHEUS)('Prometheus scraping toolproof (live)', () => {
   beforeAll(async () => {
     // A backend whose parser does not match the model: every answer is Qwen3-Coder XML in
     // content, and "required" is not enforced, so forced tool use cannot prevent the leak.
-    sim = await createSimulator({ personality: 'vllm', scenario: 'leak-qwen3-coder', ignoreRequired: true });
+    sim = await createSimulator({
+      personality: 'vllm',
+      scenario: 'leak-qwen3-coder',
+      ignoreRequired: true,
+      modelName: 'qwen3-coder',
+    });
     app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: sim.url }), { logger: false });
     await app.listen({ host: '127.0.0.1', port: 0 });
     const addr = app.server.address();
     toolproofUrl = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+    // As a deployment's readiness probe does: toolproof learns the models the upstream serves
+    // (their metrics carry their own label from the first request).
+    expect((await fetch(`${toolproofUrl}/ready`)).status).toBe(200);
     const simTarget = new URL(sim.url).host;
 
     dir = mkdtempSync(join(tmpdir(), 'toolproof-prom-'));
