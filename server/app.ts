@@ -366,7 +366,10 @@ function logRequest(
   // ran has no tp, and is labelled by that name like any other (a junk name is "other").
   const askedFor = (request.body as { model?: unknown } | null | undefined)?.model;
   const asked = typeof askedFor === 'string' ? askedFor : undefined;
-  const model = tp?.model ?? (asked === undefined ? '' : modelLabel(state.config, asked, state.modelLabels));
+  const frontDoor = api === 'chat' || api === 'responses' || api === 'messages';
+  const model =
+    tp?.model ??
+    (asked !== undefined || frontDoor ? modelLabel(state.config, asked ?? '', state.modelLabels) : '');
   // A name the upstream answered with success is a real model: its own label from now on.
   if (
     finished &&

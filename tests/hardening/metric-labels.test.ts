@@ -137,15 +137,16 @@ describe('front-door rejections carry their own front door and the model', () =>
       ['/v1/responses', { model: LISTED, input: 42 }, 'responses', 'responses'],
       ['/v1/chat/completions', { model: LISTED, messages: 'hi' }, 'chat', 'chat/completions'],
       ['/v1/messages', { model: 'junk-x', messages: 'hi', max_tokens: 1 }, 'messages', 'messages'],
+      ['/v1/responses', { input: 'no model' }, 'responses', 'responses'],
     ];
     for (const [i, [path, body, api, route]] of cases.entries()) {
       const reqId = `reject-${i}`;
       expect(await post(origin, path, body, reqId), path).toBe(400);
       await new Promise((r) => setTimeout(r, 10));
       const line = lines.find((l) => l.reqId === reqId && l.msg === 'request');
-      const model = (body as { model: string }).model;
-      expect(line, path).toMatchObject({ api, status: 400, model });
-      const label = model === LISTED ? LISTED : 'other';
+      const model = (body as { model?: string }).model;
+      expect(line, path).toMatchObject({ api, status: 400, ...(model === undefined ? {} : { model }) });
+      const label = model === LISTED ? LISTED : model === undefined ? 'unknown' : 'other';
       const metrics = await (await fetch(`${origin}/metrics`)).text();
       expect(metrics, path).toMatch(
         new RegExp(
