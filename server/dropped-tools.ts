@@ -1,0 +1,29 @@
+/**
+ * Hosted tools a front door left out of the upstream request (hostedTools: drop): the client is
+ * told by a response header, the log line's `harness.droppedTools`, and
+ * toolproof_dropped_tools_total. The types come from closed lists in protocol/ (a client cannot
+ * mint label values): the metric's `tool` label is the type without its version date.
+ */
+import type { FastifyReply } from 'fastify';
+import type { AppState } from './app-state.js';
+import type { ChatCall } from './chat/context.js';
+
+export const DROPPED_TOOLS_HEADER = 'x-toolproof-dropped-tools';
+
+export function toolFamily(type: string): string {
+  return type.replace(/_\d{8}$/, '');
+}
+
+export function reportDroppedTools(
+  reply: FastifyReply,
+  state: AppState,
+  call: ChatCall,
+  dropped: readonly string[],
+): void {
+  if (dropped.length === 0) return;
+  const types = [...new Set(dropped)];
+  call.trace.droppedTools = types;
+  reply.header(DROPPED_TOOLS_HEADER, types.join(', '));
+  for (const type of dropped)
+    state.metrics.droppedTools.labels(call.route.name, call.api, toolFamily(type)).inc();
+}
