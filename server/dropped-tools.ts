@@ -14,16 +14,22 @@ export function toolFamily(type: string): string {
   return type.replace(/_\d{8}$/, '');
 }
 
+/**
+ * Records the dropped tools; returns the header for a stream to write itself (a hijacked reply
+ * sends none of Fastify's headers).
+ */
 export function reportDroppedTools(
   reply: FastifyReply,
   state: AppState,
   call: ChatCall,
   dropped: readonly string[],
-): void {
-  if (dropped.length === 0) return;
+): Record<string, string> {
+  if (dropped.length === 0) return {};
   const types = [...new Set(dropped)];
   call.trace.droppedTools = types;
-  reply.header(DROPPED_TOOLS_HEADER, types.join(', '));
+  const value = types.join(', ');
+  reply.header(DROPPED_TOOLS_HEADER, value);
   for (const type of dropped)
     state.metrics.droppedTools.labels(call.route.name, call.api, toolFamily(type)).inc();
+  return { [DROPPED_TOOLS_HEADER]: value };
 }

@@ -253,7 +253,7 @@ export function messagesRoutes(state: AppState): FastifyPluginAsync {
         const { settings } = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
         const { chat, dropped } = translateRequest(body, { hostedTools: settings.hostedTools });
         const call = startChatCall(request, state, chat, 'messages');
-        reportDroppedTools(reply, state, call, dropped);
+        const droppedHeader = reportDroppedTools(reply, state, call, dropped);
         const ctx: MessageContext = {
           id: messageId(request.id),
           model: body.model,
@@ -272,7 +272,7 @@ export function messagesRoutes(state: AppState): FastifyPluginAsync {
         }
         const out = new MessagesSseOutput(
           reply,
-          { 'x-request-id': request.id, 'request-id': request.id },
+          { 'x-request-id': request.id, 'request-id': request.id, ...droppedHeader },
           ctx,
         );
         state.openStreams.claim(reply.raw, out); // app.ts drops it when the response closes
