@@ -143,10 +143,22 @@ describe("Claude Code's tools", () => {
     expect(chat).not.toHaveProperty('output_config');
   });
 
-  it('output_config.format is a response_format', () => {
+  it('output_config.format, and the older output_format of its side queries, are a response_format', () => {
     const schema = { type: 'object', properties: { a: { type: 'string' } } };
     const chat = toChatRequest(req({ output_config: { format: { type: 'json_schema', schema } } }));
     expect(chat.response_format).toEqual({ type: 'json_schema', json_schema: { name: 'output', schema } });
+    // Claude Code's memory selection asks so (schema as in its binary's side query).
+    const memory = {
+      type: 'object',
+      properties: { selected_memories: { type: 'array', items: { type: 'string' } } },
+      required: ['selected_memories'],
+      additionalProperties: false,
+    };
+    const side = toChatRequest(req({ output_format: { type: 'json_schema', schema: memory } }));
+    expect(side.response_format).toEqual({
+      type: 'json_schema',
+      json_schema: { name: 'output', schema: memory },
+    });
   });
 });
 
