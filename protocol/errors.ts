@@ -48,6 +48,11 @@ export const ERROR_CATALOGUE = {
     type: 'client_closed_error',
     message: 'The client closed the connection before the response was complete.',
   },
+  TP_ERR_CONTEXT_LENGTH_EXCEEDED: {
+    status: 400,
+    type: 'invalid_request_error',
+    message: "The conversation does not fit in the model's context window.",
+  },
   TP_ERR_INTERNAL: { status: 500, type: 'server_error', message: 'toolproof failed to handle the request.' },
   TP_ERR_UPSTREAM_UNREACHABLE: {
     status: 502,
@@ -74,6 +79,8 @@ export const ERROR_CATALOGUE = {
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;
 
+import type { ContextOverflow } from './context-overflow.js';
+
 export interface ToolproofErrorOptions {
   message?: string;
   param?: string | null;
@@ -85,6 +92,10 @@ export interface ToolproofErrorOptions {
   upstream?: unknown;
   /** The upstream's Retry-After (on a 429 or 503), relayed as the response's own header. */
   retryAfter?: string;
+  /** The `code` clients see instead of the TP_ERR_ name, where an API defines one. */
+  wireCode?: string;
+  /** TP_ERR_CONTEXT_LENGTH_EXCEEDED: the numbers, so each front door words it its own way. */
+  overflow?: ContextOverflow;
   cause?: unknown;
 }
 
@@ -95,6 +106,8 @@ export class ToolproofError extends Error {
   readonly param: string | null;
   readonly upstream: unknown;
   readonly retryAfter: string | undefined;
+  readonly wireCode: string | undefined;
+  readonly overflow: ContextOverflow | undefined;
 
   constructor(code: ErrorCode, options: ToolproofErrorOptions = {}) {
     const spec = ERROR_CATALOGUE[code];
@@ -109,6 +122,8 @@ export class ToolproofError extends Error {
     this.param = options.param ?? null;
     this.upstream = options.upstream;
     this.retryAfter = options.retryAfter;
+    this.wireCode = options.wireCode;
+    this.overflow = options.overflow;
   }
 }
 

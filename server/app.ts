@@ -74,7 +74,7 @@ export interface BuildOptions {
 export type ToolproofApp = FastifyInstance & { toolproof: AppState };
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const QUIET_ROUTES = new Set(['/health', '/metrics', '/ready']);
+const QUIET_ROUTES = new Set(['/health', '/metrics', '/ready', '/api/hello']);
 const LOG_LEVELS: Record<string, number> = {
   trace: 10,
   debug: 20,
@@ -303,7 +303,7 @@ function onResponseClose(
   logRequest(owner.app, owner.state, request, res.statusCode, ended, res.headersSent);
 }
 
-const OPS_ROUTES = new Set(['/health', '/ready', '/metrics']);
+const OPS_ROUTES = new Set(['/health', '/ready', '/metrics', '/api/hello']);
 /** Routes whose success means the upstream served the model (count_tokens may only estimate). */
 const ANSWERING_ROUTES = new Set<string | undefined>([
   '/v1/chat/completions',
@@ -425,6 +425,7 @@ function logRequest(
       finalAnswerProblems: t.finalAnswerProblems,
       validationFailures: t.validationFailures.map((v) => v.tool),
       ...(t.unenforced.length > 0 ? { unenforced: t.unenforced } : {}),
+      ...(t.droppedTools ? { droppedTools: t.droppedTools } : {}),
       final: t.finalKind ?? null,
     };
   }
