@@ -121,7 +121,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
 
   const metrics = options.metrics ?? createMetrics();
-  const upstreams = new Upstreams(config.timeouts);
+  const upstreams = new Upstreams(config.timeouts, config.affinity);
   const memory = options.memory ?? new FallbackMemory();
   const policies = options.policies ?? POLICIES;
   const dumpRaw = config.rawDumpDir

@@ -4,6 +4,7 @@
  * What chat cannot express is refused with a 400 naming the field, never silently dropped:
  * server tools, documents, search results, MCP servers.
  */
+import { stripBillingNonce } from '../billing-header.js';
 import { ToolproofError } from '../errors.js';
 import type {
   ChatCompletionRequest,
@@ -163,15 +164,16 @@ function assistantMessage(msg: MessageParam, path: string): ChatMessage {
   return out;
 }
 
+/** The system prompt as one text; Claude Code's per-request billing nonce made constant (docs/prefix.md). */
 function systemText(system: MessagesRequest['system']): string | undefined {
   if (system === undefined || system === null) return undefined;
-  if (typeof system === 'string') return system;
+  if (typeof system === 'string') return stripBillingNonce(system);
   if (!Array.isArray(system))
     throw invalid('system', '"system" must be a string or an array of text blocks.');
   return system
     .map((b: TextBlock, i) => {
       if (b?.type !== 'text') throw invalid(`system.${i}.type`, 'System blocks must be text blocks.');
-      return text(b, `system.${i}`);
+      return stripBillingNonce(text(b, `system.${i}`));
     })
     .join('\n\n');
 }

@@ -58,6 +58,8 @@ export class ChatCall {
   streamError: ToolproofError | undefined;
   /** Effects of the response attempt in progress (policies later in the table read them). */
   attemptEffects: PolicyEffect[] = [];
+  /** Which replica the conversation belongs to (affinity.ts); set when the upstream has several. */
+  affinityKey: string | undefined;
   /** The streamed message's identity, from the upstream's chunks (closing frames reuse it). */
   streamIdentity: { id: string; model: string; created: number };
 

@@ -6,6 +6,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { RequestAbort } from '../abort.js';
+import { affinityKey } from '../affinity.js';
 import type { AppState } from '../app-state.js';
 import { resolveRoute } from '../routing.js';
 import { type Api, ChatCall } from './context.js';
@@ -55,6 +56,9 @@ export function startChatCall(
     state.memory.isActive(route.client.label, route.name),
     api,
   );
+  // Several replicas: the conversation's key picks the one that holds its prefix in cache.
+  if (route.client.replicas > 1 && state.config.affinity?.enabled !== false)
+    call.affinityKey = affinityKey(request.headers, request.body, body);
   // The call owns the client's bytes from here (and drops them once the request is rewritten):
   // the Fastify request, alive as long as the response, must not keep a second reference.
   request.rawBody = undefined;
