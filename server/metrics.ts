@@ -155,6 +155,30 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       labelNames: ['model', 'reason', 'outcome'] as const,
       registers,
     }),
+    promptTokens: new Counter({
+      name: 'toolproof_prompt_tokens_total',
+      help: 'Prompt tokens the upstream reported for chat requests (all attempts), by model.',
+      labelNames: ['model'] as const,
+      registers,
+    }),
+    promptCachedTokens: new Counter({
+      name: 'toolproof_prompt_cached_tokens_total',
+      help: "Of those, prompt tokens the upstream served from its prefix cache (cached_tokens or llama-server's cache_n).",
+      labelNames: ['model'] as const,
+      registers,
+    }),
+    discardedCompletionTokens: new Counter({
+      name: 'toolproof_discarded_completion_tokens_total',
+      help: 'Completion tokens the upstream generated in attempts toolproof discarded (a corrective retry followed).',
+      labelNames: ['model'] as const,
+      registers,
+    }),
+    multiTurnRequests: new Counter({
+      name: 'toolproof_multi_turn_requests_total',
+      help: 'Chat requests whose history already holds an assistant turn (a conversation past its first turn).',
+      labelNames: ['model'] as const,
+      registers,
+    }),
     normalizations: new Counter({
       name: 'toolproof_tool_call_normalizations_total',
       help: 'Structured tool calls from the backend that needed fixing: duplicate index, duplicate id, truncated arguments.',

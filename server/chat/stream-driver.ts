@@ -21,6 +21,7 @@ import type { AttemptEnd } from './pipeline.js';
 import { judgeCompletion, completionToChunks } from './pipeline.js';
 import { createStreamChain, salvageUpstreamError } from './policy-runner.js';
 import { recordPolicyEffects } from './effects.js';
+import { noteTimings } from './prompt-cache.js';
 import { addUsage } from './trace.js';
 import { createFastLane, type LaneSink } from './fast-lane.js';
 
@@ -196,6 +197,8 @@ export async function streamAttempt(
     if (typeof chunk.id === 'string') noteIdentity(call, chunk);
     if (!finished && Array.isArray(chunk.choices))
       for (const c of chunk.choices) if (c?.finish_reason) finished = true;
+    if ((chunk as { timings?: unknown }).timings !== undefined)
+      noteTimings(call, (chunk as { timings?: unknown }).timings);
     if (chunk.usage && (!Array.isArray(chunk.choices) || chunk.choices.length === 0)) {
       usage = addUsage(usage, chunk.usage);
       return; // one summed usage chunk goes out at the very end
