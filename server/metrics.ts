@@ -173,6 +173,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       labelNames: ['model'] as const,
       registers,
     }),
+    earlyStops: new Counter({
+      name: 'toolproof_upstream_early_stops_total',
+      help: 'Streamed upstream attempts toolproof cut off because it had decided to discard their output (retry-certain: call text past the held-text cap).',
+      labelNames: ['model', 'reason'] as const,
+      registers,
+    }),
     multiTurnRequests: new Counter({
       name: 'toolproof_multi_turn_requests_total',
       help: 'Chat requests whose history already holds an assistant turn (a conversation past its first turn).',

@@ -21,6 +21,7 @@ import type { AttemptEnd } from './pipeline.js';
 import { judgeCompletion, completionToChunks } from './pipeline.js';
 import { createStreamChain, salvageUpstreamError } from './policy-runner.js';
 import { recordPolicyEffects } from './effects.js';
+import { discardDecided } from './early-stop.js';
 import { noteTimings } from './prompt-cache.js';
 import { addUsage } from './trace.js';
 import { createFastLane, type LaneSink } from './fast-lane.js';
@@ -144,6 +145,8 @@ export async function streamAttempt(
   // Whether the upstream said it finished ([DONE], or a finish_reason): a stream that closes
   // without either was cut off, and is not judged as if it were whole.
   let finished = false;
+  /** Cut off by toolproof (early-stop.ts): judged as what it is so far, the upstream cancelled. */
+  let stoppedEarly = false;
   const handle = (payload: string): void => {
     raw?.push(payload);
     if (payload === '[DONE]') finished = true;
@@ -300,6 +303,11 @@ export async function streamAttempt(
     }
     for (const payload of payloads) handle(payload);
     if (midError || salvaged) return flushThenStop();
+    if (chain && discardDecided(call, chain)) {
+      // A retry is certain: the rest of this output would only be read to be thrown away.
+      stoppedEarly = finished = true;
+      return flushThenStop();
+    }
     return flush();
   };
   const flushThenStop = async (): Promise<typeof STOP> => {
@@ -328,7 +336,8 @@ export async function streamAttempt(
   };
   while (!(await step()));
   if (raw) deps.dumpRaw?.(call.reqId, call.trace.attempts, raw.map((p) => `data: ${p}\n\n`).join(''));
-  if (midError || salvaged) discardBody(res);
+  if (midError || salvaged || stoppedEarly) discardBody(res);
+  if (stoppedEarly) deps.metrics.earlyStops.labels(call.route.name, 'retry-certain').inc();
   if (salvaged) {
     const completion = salvaged.completion;
     const chunks = !salvaged.retry && completion ? completionToChunks(completion) : [];
