@@ -51,6 +51,14 @@ export interface ModelSettings {
    * (outcome 'unrecovered', reason 'too-long'). Bounds memory and time to first byte.
    */
   maxHeldBytes: number;
+  /**
+   * Ask the chat template to keep past reasoning (chat_template_kwargs `preserve_thinking: true`
+   * for Qwen3.6-style templates, `clear_thinking: false` for GLM-4.7 and later; templates that
+   * know neither ignore both). Without it such templates drop the reasoning of earlier turns, so
+   * the prompt's history changes after every tool turn and the backend prefills it again
+   * (docs/prefix.md). A key the client sets itself wins. Off by default.
+   */
+  preserveThinking: boolean;
 }
 
 /** 1 MiB: far above any real tool call, far below what a runaway stream can reach. */
@@ -78,4 +86,5 @@ export const DEFAULT_MODEL_SETTINGS: ModelSettings = Object.freeze({
   maxRetries: 1,
   validateArguments: true,
   maxHeldBytes: DEFAULT_MAX_HELD_BYTES,
+  preserveThinking: false,
 }) as ModelSettings;

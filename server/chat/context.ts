@@ -60,6 +60,8 @@ export class ChatCall {
   attemptEffects: PolicyEffect[] = [];
   /** llama-server's timings summed over attempts (prompt-cache.ts), when it sent them. */
   timings: { prompt: number; cached: number } | undefined;
+  /** The client's stream got its opening role chunk (a retry then leaves its own out). */
+  roleSent = false;
   /** Completion tokens of attempts toolproof discarded for a retry. */
   discardedTokens = 0;
   /** Which replica the conversation belongs to (affinity.ts); set when the upstream has several. */

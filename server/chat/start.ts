@@ -5,6 +5,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
+import { withPreserveThinking } from '../../protocol/template-kwargs.js';
 import { RequestAbort } from '../abort.js';
 import { affinityKey } from '../affinity.js';
 import type { AppState } from '../app-state.js';
@@ -41,6 +42,14 @@ export function startChatCall(
   rawBody?: Buffer,
 ): ChatCall {
   const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
+  // Keep past reasoning in the template (docs/prefix.md): the same on every turn of the model.
+  if (route.settings.preserveThinking) {
+    const kept = withPreserveThinking(body);
+    if (kept !== body) {
+      body = kept;
+      rawBody = undefined; // no longer the client's bytes as they are
+    }
+  }
   // app.ts's close listener aborts it when the client goes away: no GPU time for nobody.
   const controller = new RequestAbort();
   request.tpAbort = controller;

@@ -129,6 +129,7 @@ export async function streamAttempt(
 
   const emit = (c: ChatCompletionChunk): void => {
     note(seen, c);
+    if (!call.roleSent && c.choices?.[0]?.delta?.role !== undefined) call.roleSent = true;
     if (frame) framedBatch += frame(c);
     else batch.push(c);
   };
@@ -206,8 +207,9 @@ export async function streamAttempt(
       usage = addUsage(usage, chunk.usage);
       return; // one summed usage chunk goes out at the very end
     }
-    if (retrying && Array.isArray(chunk.choices)) {
-      // A retry continues the same client message: its opening role chunk is not repeated.
+    if (retrying && call.roleSent && Array.isArray(chunk.choices)) {
+      // A retry continues the same client message: its opening role chunk is not repeated (when
+      // the failed attempt's was held back with the rest of it, the retry's opens the message).
       const c0 = chunk.choices[0];
       if (c0?.delta?.role) {
         const { role: _role, ...rest } = c0.delta;
