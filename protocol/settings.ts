@@ -56,9 +56,10 @@ export interface ModelSettings {
    * for Qwen3.6-style templates, `clear_thinking: false` for GLM-4.7 and later; templates that
    * know neither ignore both). Without it such templates drop the reasoning of earlier turns, so
    * the prompt's history changes after every tool turn and the backend prefills it again
-   * (docs/prefix.md). A key the client sets itself wins. Off by default.
+   * (docs/prefix.md). A key the client sets itself wins. Off by default; 'auto' asks
+   * llama-server's /props at start-up whether the template has either switch (server/template-probe.ts).
    */
-  preserveThinking: boolean;
+  preserveThinking: boolean | 'auto';
 }
 
 /** 1 MiB: far above any real tool call, far below what a runaway stream can reach. */

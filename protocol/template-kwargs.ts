@@ -25,3 +25,12 @@ export function withPreserveThinking(request: ChatCompletionRequest): ChatComple
   for (const k of missing) merged[k] = PRESERVE_THINKING_KWARGS[k];
   return { ...request, chat_template_kwargs: merged };
 }
+
+/**
+ * Whether a llama-server /props answer shows a chat template with a switch for keeping past
+ * reasoning (its `chat_template` text reads `preserve_thinking` or `clear_thinking`).
+ */
+export function templateHasThinkingSwitch(props: unknown): boolean {
+  const template = (props as { chat_template?: unknown } | null)?.chat_template;
+  return typeof template === 'string' && /\b(preserve_thinking|clear_thinking)\b/.test(template);
+}

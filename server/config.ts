@@ -114,7 +114,7 @@ const settingsSchema = {
     maxRetries: { type: 'integer', minimum: 0, maximum: 3 },
     validateArguments: { type: 'boolean' },
     maxHeldBytes: { type: 'integer', minimum: 1024 },
-    preserveThinking: { type: 'boolean' },
+    preserveThinking: { enum: [true, false, 'auto'] },
   },
 } as const;
 

@@ -43,7 +43,7 @@ export function startChatCall(
 ): ChatCall {
   const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
   // Keep past reasoning in the template (docs/prefix.md): the same on every turn of the model.
-  if (route.settings.preserveThinking) {
+  if (route.settings.preserveThinking === true) {
     const kept = withPreserveThinking(body);
     if (kept !== body) {
       body = kept;
