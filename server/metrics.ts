@@ -157,7 +157,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     }),
     promptTokens: new Counter({
       name: 'toolproof_prompt_tokens_total',
-      help: 'Prompt tokens the upstream reported for chat requests (all attempts), by model.',
+      help: 'Prompt tokens of chat requests whose upstream reported how many it served from cache (all attempts), by model: the denominator of the cached ratio.',
       labelNames: ['model'] as const,
       registers,
     }),
