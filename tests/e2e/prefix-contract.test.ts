@@ -298,7 +298,8 @@ for (const [setup, file] of Object.entries(SETUPS)) {
           ),
           { numRuns: 12, seed: 22 },
         );
-      });
+        // ~60 conversation turns over real sockets: a few seconds, more on a loaded machine.
+      }, 90_000);
     }
   });
 }
