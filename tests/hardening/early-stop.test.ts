@@ -38,13 +38,15 @@ describe('the upstream is stopped once its output is decided to be discarded', (
     // Without the stop: no abort, and the first attempt streams all ~40k events first.
     expect(sim.aborts).toHaveLength(1);
     expect(sim.aborts[0]).toMatchObject({ requestIndex: 0, midStream: true });
-    expect(sim.aborts[0]!.chunksSent).toBeLessThan(5_000);
-    expect(Date.now() - started).toBeLessThan(15_000);
+    // ~400 events reach the cap; the rest of the ~40k never had to be generated (a margin for a
+    // loaded machine, where the abort takes longer to land).
+    expect(sim.aborts[0]!.chunksSent).toBeLessThan(20_000);
+    expect(Date.now() - started).toBeLessThan(30_000);
     // The retry may use what the client allowed, no more.
     expect(sim.requests.map((r) => (r.body as { max_tokens?: number }).max_tokens)).toEqual([3000, 3000]);
     const metrics = await (await fetch(`${stack.origin}/metrics`)).text();
     expect(metrics).toMatch(/toolproof_upstream_early_stops_total\{model="sim",reason="retry-certain"\} 1/);
-  });
+  }, 60_000);
 
   it('not streamed: the same decision (a retry, even when the runaway turn ended by max_tokens)', async () => {
     stack = await startStack({
