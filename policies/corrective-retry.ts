@@ -170,8 +170,10 @@ export function correctTurn(
       });
     return { effects };
   }
-  // Cut off by max_tokens: the same budget would cut the retry too, so the turn goes back as it is.
-  const cutOff = turn.finishReason === 'length';
+  // Cut off by max_tokens: the same budget would cut the retry too, so the turn goes back as it
+  // is. Not call text past the held-text cap: that is invalid however it ends, and a stream stops
+  // generating it at the cap (server/chat/early-stop.ts), before any finish_reason.
+  const cutOff = turn.finishReason === 'length' && !leaks.some((l) => l.reason === 'too-long');
   if (cutOff || ctx.retriesUsed >= ctx.settings.maxRetries) {
     effects.push({
       policy: CORRECTIVE_RETRY_POLICY,

@@ -289,6 +289,14 @@ class LeakRecoveryStream implements StreamHook {
     private readonly sent: ChatCompletionRequest,
   ) {}
 
+  /** Call text past the held-text cap in any choice: it stays text, and an invalid turn. */
+  unrecoverable(): boolean {
+    for (const [, st] of this.states)
+      for (const l of st.stream.leaks())
+        if (l.outcome === 'unrecovered' && l.reason === 'too-long') return true;
+    return false;
+  }
+
   /** A choice's engine, on its first text (LazyRecoveryStream). */
   createEngine(responseId: string, index: number): RecoveryStream {
     const settings = this.ctx.settings;

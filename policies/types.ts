@@ -71,6 +71,13 @@ export interface StreamHook {
    */
   onLight?(delta: LightDelta, frame: LightFrame): LightDelta | null | undefined;
   onEnd(): StreamEnd;
+  /**
+   * Optional: true once the output so far can no longer become what the client asked for,
+   * whatever follows (leak-recovery: call text past the held-text cap, an 'unrecovered'
+   * 'too-long' leak). The server then stops the upstream at once when a corrective retry will
+   * follow anyway, instead of letting the model generate what is thrown away.
+   */
+  unrecoverable?(): boolean;
 }
 
 /**

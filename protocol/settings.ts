@@ -66,6 +66,15 @@ export interface ModelSettings {
    * answers 400 naming the tool.
    */
   hostedTools: 'drop' | 'reject';
+  /**
+   * Ask the chat template to keep past reasoning (chat_template_kwargs `preserve_thinking: true`
+   * for Qwen3.6-style templates, `clear_thinking: false` for GLM-4.7 and later; templates that
+   * know neither ignore both). Without it such templates drop the reasoning of earlier turns, so
+   * the prompt's history changes after every tool turn and the backend prefills it again
+   * (docs/prefix.md). A key the client sets itself wins. Off by default; 'auto' asks
+   * llama-server's /props at start-up whether the template has either switch (server/template-probe.ts).
+   */
+  preserveThinking: boolean | 'auto';
 }
 
 /** 1 MiB: far above any real tool call, far below what a runaway stream can reach. */
@@ -95,4 +104,5 @@ export const DEFAULT_MODEL_SETTINGS: ModelSettings = Object.freeze({
   validateArguments: true,
   maxHeldBytes: DEFAULT_MAX_HELD_BYTES,
   hostedTools: 'drop',
+  preserveThinking: false,
 }) as ModelSettings;

@@ -25,6 +25,7 @@ import type { AppState } from './app-state.js';
 import { createKeyChecker, isOpenRoute } from './auth.js';
 import type { ChatCall } from './chat/context.js';
 import { callUsage } from './chat/pipeline.js';
+import { recordPromptCache } from './chat/prompt-cache.js';
 import type { Config } from './config.js';
 import { createCors } from './cors.js';
 import { handleClientError, registerErrorHandling } from './error-handler.js';
@@ -122,7 +123,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
 
   const metrics = options.metrics ?? createMetrics();
-  const upstreams = new Upstreams(config.timeouts);
+  const upstreams = new Upstreams(config.timeouts, config.affinity);
   const memory = options.memory ?? new FallbackMemory();
   const policies = options.policies ?? POLICIES;
   const dumpRaw = config.rawDumpDir
@@ -390,6 +391,7 @@ function logRequest(
     if (Array.isArray(call.original.tools) && call.original.tools.length > 0)
       state.metrics.hot.responses(model, kind, call.api).inc();
   }
+  const cache = call ? recordPromptCache(call, callUsage(call), state.metrics) : undefined;
   const quiet = QUIET_ROUTES.has(path);
   if ((LOG_LEVELS[app.log.level] ?? 0) > (quiet ? 20 : 30)) return; // level off: skip building the line
   const line: Record<string, unknown> = {
@@ -426,6 +428,8 @@ function logRequest(
       validationFailures: t.validationFailures.map((v) => v.tool),
       ...(t.unenforced.length > 0 ? { unenforced: t.unenforced } : {}),
       ...(t.droppedTools ? { droppedTools: t.droppedTools } : {}),
+      ...(cache ? { cachedTokens: cache.cached, promptTokens: cache.prompt } : {}),
+      ...(call.discardedTokens > 0 ? { discardedTokens: call.discardedTokens } : {}),
       final: t.finalKind ?? null,
     };
   }

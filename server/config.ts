@@ -28,6 +28,16 @@ export interface Timeouts {
   idleMs: number;
 }
 
+/** Session affinity over the replicas of one upstream (docs/affinity.md). */
+export interface AffinityConfig {
+  /** false: plain balancing (undici BalancedPool), every turn to any replica. */
+  enabled: boolean;
+  /** A replica with this many requests in flight is saturated: new conversations go to the least loaded. */
+  maxInflight: number;
+}
+
+export const DEFAULT_AFFINITY: AffinityConfig = Object.freeze({ enabled: true, maxInflight: 64 });
+
 export interface UpstreamTarget {
   /** OpenAI base URLs including the path prefix, e.g. http://gpu:8000/v1; replicas of one deployment. */
   urls: readonly string[];
@@ -67,6 +77,8 @@ export interface Config {
   simulator: boolean;
   /** Save each attempt's raw upstream response here (diagnosis; off by default). */
   rawDumpDir?: string;
+  /** Session affinity over replicas; DEFAULT_AFFINITY when absent. */
+  affinity?: AffinityConfig;
 }
 
 export class ConfigError extends Error {
@@ -104,6 +116,7 @@ const settingsSchema = {
     validateArguments: { type: 'boolean' },
     maxHeldBytes: { type: 'integer', minimum: 1024 },
     hostedTools: { enum: ['drop', 'reject'] },
+    preserveThinking: { enum: [true, false, 'auto'] },
   },
 } as const;
 
@@ -135,6 +148,14 @@ const fileSchema = {
         headersTimeoutMs: { type: 'integer', minimum: 1 },
         shutdownGraceMs: { type: 'integer', minimum: 0 },
         rawDumpDir: { type: 'string' },
+      },
+    },
+    affinity: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        enabled: { type: 'boolean' },
+        maxInflight: { type: 'integer', minimum: 1 },
       },
     },
     timeouts: {
@@ -288,6 +309,7 @@ type FileConfig = {
     rawDumpDir?: string;
   };
   timeouts?: Partial<Timeouts>;
+  affinity?: Partial<AffinityConfig>;
   upstream?: { url: string | string[]; apiKey?: string };
   defaults?: Record<string, unknown>;
   models?: Record<
@@ -384,6 +406,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
     requestMs,
   );
   const rawDumpDir = env.TOOLPROOF_RAW_DUMP_DIR || file.server?.rawDumpDir;
+  const affinityRaw = env.TOOLPROOF_AFFINITY?.trim().toLowerCase();
+  if (affinityRaw && affinityRaw !== 'on' && affinityRaw !== 'off')
+    throw new ConfigError(`TOOLPROOF_AFFINITY must be on or off, got "${env.TOOLPROOF_AFFINITY}"`);
+  const maxInflight =
+    envInt(env, 'TOOLPROOF_AFFINITY_MAX_INFLIGHT') ??
+    file.affinity?.maxInflight ??
+    DEFAULT_AFFINITY.maxInflight;
+  if (maxInflight < 1) throw new ConfigError('TOOLPROOF_AFFINITY_MAX_INFLIGHT must be at least 1');
 
   const config: Config = {
     host: env.TOOLPROOF_HOST || file.server?.host || '127.0.0.1',
@@ -414,6 +444,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
         }
       : {}),
     ...(rawDumpDir ? { rawDumpDir } : {}),
+    affinity: Object.freeze({
+      enabled: affinityRaw ? affinityRaw === 'on' : (file.affinity?.enabled ?? DEFAULT_AFFINITY.enabled),
+      maxInflight,
+    }),
   };
   return Object.freeze(config);
 }

@@ -36,6 +36,10 @@ async function main(): Promise<void> {
     });
   }
 
+  // preserveThinking 'auto': asked of the upstream once, before the first request.
+  const { resolvePreserveThinking } = await import('./template-probe.js');
+  config = await resolvePreserveThinking(config);
+
   // Loaded after the primary returned: a supervising primary never loads the server's code.
   const { buildApp } = await import('./app.js');
   const app = await buildApp(config);

@@ -167,6 +167,36 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       labelNames: ['model', 'api', 'tool'] as const,
       registers,
     }),
+    promptTokens: new Counter({
+      name: 'toolproof_prompt_tokens_total',
+      help: 'Prompt tokens of chat requests whose upstream reported how many it served from cache (all attempts), by model: the denominator of the cached ratio.',
+      labelNames: ['model'] as const,
+      registers,
+    }),
+    promptCachedTokens: new Counter({
+      name: 'toolproof_prompt_cached_tokens_total',
+      help: "Of those, prompt tokens the upstream served from its prefix cache (cached_tokens or llama-server's cache_n).",
+      labelNames: ['model'] as const,
+      registers,
+    }),
+    discardedCompletionTokens: new Counter({
+      name: 'toolproof_discarded_completion_tokens_total',
+      help: 'Completion tokens the upstream generated in attempts toolproof discarded (a corrective retry followed).',
+      labelNames: ['model'] as const,
+      registers,
+    }),
+    earlyStops: new Counter({
+      name: 'toolproof_upstream_early_stops_total',
+      help: 'Streamed upstream attempts toolproof cut off because it had decided to discard their output (retry-certain: call text past the held-text cap).',
+      labelNames: ['model', 'reason'] as const,
+      registers,
+    }),
+    multiTurnRequests: new Counter({
+      name: 'toolproof_multi_turn_requests_total',
+      help: 'Chat requests whose history already holds an assistant turn (a conversation past its first turn).',
+      labelNames: ['model'] as const,
+      registers,
+    }),
     normalizations: new Counter({
       name: 'toolproof_tool_call_normalizations_total',
       help: 'Structured tool calls from the backend that needed fixing: duplicate index, duplicate id, truncated arguments.',

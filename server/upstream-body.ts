@@ -236,6 +236,8 @@ export class ExchangeHandler implements Dispatcher.DispatchHandler {
     private readonly signal: AbortLike,
     private readonly resolve: (head: UpstreamHead) => void,
     private readonly reject: (err: Error) => void,
+    /** Called once when the exchange is over (body ended, failed or cancelled). */
+    private onSettle?: () => void,
   ) {
     this.onAbort = () => {
       const reason = abortReason(this.signal);
@@ -288,6 +290,9 @@ export class ExchangeHandler implements Dispatcher.DispatchHandler {
 
   private done(): void {
     removeAbortListener(this.signal, this.onAbort);
+    const settle = this.onSettle;
+    this.onSettle = undefined;
+    settle?.();
   }
 }
 

@@ -9,7 +9,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { BalancedPool, type Dispatcher, Pool, errors as undiciErrors } from 'undici';
 import { ToolproofError } from '../protocol/errors.js';
 import type { AbortLike } from './abort.js';
-import type { Timeouts, UpstreamTarget } from './config.js';
+import { type AffinityConfig, DEFAULT_AFFINITY, type Timeouts, type UpstreamTarget } from './config.js';
+import { ReplicaSet } from './replica-set.js';
 import { ExchangeHandler, type UpstreamBody, type UpstreamHead } from './upstream-body.js';
 
 export interface UpstreamRequest {
@@ -21,6 +22,11 @@ export interface UpstreamRequest {
   body?: string | Buffer;
   headers?: Record<string, string>;
   signal: AbortLike;
+  /**
+   * The conversation's affinity key (affinity.ts): with several replicas, the same key goes to
+   * the same replica while it is up and not saturated. Without one, the least loaded replica.
+   */
+  affinity?: string;
   /**
    * The response may last long (a stream): send the body from a one-shot source, so that the
    * transport keeps no copy of it for as long as the response lasts. undici holds a Buffer body
@@ -44,6 +50,8 @@ export interface UpstreamResponse {
   body: UpstreamBody;
   /** Which target served it (label for logs, metrics and the fallback memory). */
   upstream: string;
+  /** Which replica of the target (its origin), for the log line. */
+  replica?: string;
 }
 
 /** How long an idle pooled connection is kept (see the pool options). */
@@ -170,11 +178,15 @@ class OneShotBody implements AsyncIterable<Buffer>, AsyncIterator<Buffer, undefi
 
 export class UpstreamClient {
   readonly label: string;
-  /** A BalancedPool over the replicas; a plain Pool when there is only one (no balancing to pay for). */
-  private readonly pool: BalancedPool | Pool;
+  /**
+   * A plain Pool when there is only one replica; with several, a ReplicaSet (session affinity)
+   * or, with affinity off, a BalancedPool (every request to any replica).
+   */
+  private readonly pool: BalancedPool | Pool | undefined;
+  private readonly set: ReplicaSet | undefined;
   private readonly basePath: string;
   private readonly authorization: string | undefined;
-  private readonly replicas: number;
+  readonly replicas: number;
   /**
    * Longest silence between two events of a streamed response. undici's bodyTimeout only sees
    * bytes, so an upstream that sends nothing but SSE comments or blank lines would hold a stream
@@ -182,7 +194,7 @@ export class UpstreamClient {
    */
   readonly idleMs: number;
 
-  constructor(target: UpstreamTarget, timeouts: Timeouts) {
+  constructor(target: UpstreamTarget, timeouts: Timeouts, affinity: AffinityConfig = DEFAULT_AFFINITY) {
     this.idleMs = timeouts.idleMs;
     const first = new URL(target.urls[0]!);
     this.basePath = first.pathname.replace(/\/+$/, '');
@@ -202,7 +214,9 @@ export class UpstreamClient {
       pipelining: 1,
     };
     const origins = target.urls.map((u) => new URL(u).origin);
-    this.pool = origins.length === 1 ? new Pool(origins[0]!, options) : new BalancedPool(origins, options);
+    if (origins.length > 1 && affinity.enabled) this.set = new ReplicaSet(origins, options, affinity);
+    else
+      this.pool = origins.length === 1 ? new Pool(origins[0]!, options) : new BalancedPool(origins, options);
   }
 
   /**
@@ -221,10 +235,13 @@ export class UpstreamClient {
     }
     let lastError: unknown;
     let replayed = false;
+    const tried: number[] = [];
     for (let attempt = 0; attempt < this.replicas; attempt++) {
       if (req.signal.aborted) throw req.signal.reason ?? new Error('aborted');
+      const replica = this.set?.pick(req.affinity, tried);
       try {
         const res = await this.exchange(
+          replica,
           {
             method: req.method,
             path: req.fromOrigin ? req.path : this.basePath + req.path,
@@ -234,7 +251,13 @@ export class UpstreamClient {
           },
           req.signal,
         );
-        return { status: res.status, headers: res.headers, body: res.body, upstream: this.label };
+        return {
+          status: res.status,
+          headers: res.headers,
+          body: res.body,
+          upstream: this.label,
+          ...(replica !== undefined && this.set ? { replica: this.set.origins[replica] } : {}),
+        };
       } catch (err) {
         lastError = err;
         if (req.signal.aborted) break;
@@ -244,7 +267,11 @@ export class UpstreamClient {
           continue;
         }
         const code = errorCode(err);
-        if (!code || !RETRYABLE_CONNECT_CODES.has(code)) break;
+        if (!code || !RETRYABLE_CONNECT_CODES.has(code) || req.signal.aborted) break;
+        if (replica !== undefined) {
+          this.set?.markDown(replica);
+          tried.push(replica);
+        }
       }
     }
     // Cancelled by the client: not an upstream failure, rethrown as it is.
@@ -253,11 +280,18 @@ export class UpstreamClient {
   }
 
   /** One dispatch, resolved at the response's headers (see upstream-body.ts for why not request()). */
-  private exchange(opts: Dispatcher.DispatchOptions, signal: AbortLike): Promise<UpstreamHead> {
+  private exchange(
+    replica: number | undefined,
+    opts: Dispatcher.DispatchOptions,
+    signal: AbortLike,
+  ): Promise<UpstreamHead> {
+    const set = this.set;
     return new Promise<UpstreamHead>((resolve, reject) => {
-      const handler = new ExchangeHandler(signal, resolve, reject);
+      // In flight from dispatch to the end of the body (or its failure): the replica's load.
+      const settle = set && replica !== undefined ? set.acquire(replica) : undefined;
+      const handler = new ExchangeHandler(signal, resolve, reject, settle);
       try {
-        this.pool.dispatch(opts, handler);
+        (set && replica !== undefined ? set.pools[replica]! : this.pool!).dispatch(opts, handler);
       } catch (err) {
         handler.onResponseError(null, err as Error);
       }
@@ -265,18 +299,21 @@ export class UpstreamClient {
   }
 
   close(): Promise<void> {
-    return this.pool.close();
+    return this.set ? this.set.close() : this.pool!.close();
   }
 
   destroy(): Promise<void> {
-    return this.pool.destroy();
+    return this.set ? this.set.destroy() : this.pool!.destroy();
   }
 }
 
 /** One client per distinct target (models that share an upstream share its pool). */
 export class Upstreams {
   private readonly clients = new Map<string, UpstreamClient>();
-  constructor(private readonly timeouts: Timeouts) {}
+  constructor(
+    private readonly timeouts: Timeouts,
+    private readonly affinity: AffinityConfig = DEFAULT_AFFINITY,
+  ) {}
 
   /** Targets are frozen config objects: the per-request lookup is by identity, the key only on first use. */
   private readonly byTarget = new WeakMap<UpstreamTarget, UpstreamClient>();
@@ -287,7 +324,7 @@ export class Upstreams {
     const key = `${target.urls.join(',')}|${target.apiKey ?? ''}`;
     let client = this.clients.get(key);
     if (!client) {
-      client = new UpstreamClient(target, this.timeouts);
+      client = new UpstreamClient(target, this.timeouts, this.affinity);
       this.clients.set(key, client);
     }
     this.byTarget.set(target, client);

@@ -13,6 +13,7 @@ import {
 } from './extra-endpoints.js';
 import { type Generation, generate } from './generate.js';
 import type { PersonalityImpl, ResponseMeta, SimError, SimStats } from './personality.js';
+import { cachedTokens, type PrefixCache, renderPrompt } from './prefix-cache.js';
 import { resolveScenario, turnContext } from './scenarios.js';
 import { type StreamState, sleep, sseEvent, writeSse } from './sse-writer.js';
 import { countTokens, splitTokens } from './tokens.js';
@@ -30,6 +31,8 @@ export interface Ctx {
   stats: SimStats;
   requests: RecordedRequest[];
   aborts: RecordedAbort[];
+  /** This replica's prefix cache, unless turned off. */
+  prefixCache: PrefixCache | undefined;
 }
 
 export function origin(req: IncomingMessage): string | undefined {
@@ -50,10 +53,6 @@ export function sendJson(
 
 export function sendError(ctx: Ctx, req: IncomingMessage, res: ServerResponse, err: SimError): void {
   sendJson(res, err.status, ctx.p.errorHeaders(origin(req)), ctx.p.errorBody(err, ctx.options));
-}
-
-function promptTokens(body: Obj): number {
-  return Math.max(1, countTokens(JSON.stringify(body.messages ?? body.prompt ?? '')));
 }
 
 function maxTokens(body: Obj): number | null {
@@ -94,6 +93,7 @@ export async function handleChat(
   res: ServerResponse,
   body: Obj,
   state: StreamState,
+  record: RecordedRequest,
 ) {
   const { p, options } = ctx;
   const invalid = p.validateChat(body, options);
@@ -116,8 +116,13 @@ export async function handleChat(
   if (state.closed) return;
   if (outcome.kind === 'error') return sendError(ctx, req, res, outcome.error);
   const gen = outcome.generation;
-  const meta = buildMeta(ctx, body, gen);
+  // The cache is consulted once the request is admitted (a rejected one never reached the model).
+  const prompt = cachedTokens(ctx.prefixCache, renderPrompt(body.tools, body.messages));
+  const meta = buildMeta(ctx, body, gen, prompt);
+  record.promptTokens = prompt.prompt;
+  record.cachedTokens = prompt.cached;
   ctx.stats.promptTokens += meta.promptTokens;
+  ctx.stats.cachedTokens += meta.cachedTokens;
   ctx.stats.generationTokens += meta.completionTokens;
   ctx.stats.ttftSeconds.push((action.delayMs ?? 0) / 1000);
   if (body.stream === true) {
@@ -136,7 +141,12 @@ export async function handleChat(
   sendJson(res, 200, p.okHeaders('json', origin(req)), p.completion(gen, meta));
 }
 
-function buildMeta(ctx: Ctx, body: Obj, gen: Generation): ResponseMeta {
+function buildMeta(
+  ctx: Ctx,
+  body: Obj,
+  gen: Generation,
+  prompt: { prompt: number; cached: number },
+): ResponseMeta {
   const pieces =
     splitTokens(gen.content).length +
     (gen.reasoning ? splitTokens(gen.reasoning).length : 0) +
@@ -145,7 +155,9 @@ function buildMeta(ctx: Ctx, body: Obj, gen: Generation): ResponseMeta {
     id: ctx.p.completionId(),
     created: Math.floor(Date.now() / 1000),
     model: ctx.p.modelName(ctx.options),
-    promptTokens: promptTokens(body),
+    promptTokens: prompt.prompt,
+    cachedTokens: prompt.cached,
+    promptTokensDetails: ctx.p.name === 'llama-server' || ctx.options.promptTokensDetails === true,
     completionTokens: Math.max(1, pieces),
     includeUsage: includeUsage(body),
     toolCallIds: gen.calls.map(() => ctx.p.toolCallId()),

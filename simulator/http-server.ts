@@ -14,6 +14,7 @@ import {
   sendJson,
 } from './handlers.js';
 import { llamaServer } from './llama-server.js';
+import { PrefixCache } from './prefix-cache.js';
 import { resolveScenario } from './scenarios.js';
 import type { StreamState } from './sse-writer.js';
 import type { RecordedRequest, Simulator, SimulatorOptions } from './types.js';
@@ -117,7 +118,7 @@ async function route(
   if (!parsed.ok) return sendError(ctx, req, res, parsed.error);
   record.body = parsed.value;
   const body = isObj(parsed.value) ? parsed.value : {};
-  if (kind === 'chat') return handleChat(ctx, req, res, body, state);
+  if (kind === 'chat') return handleChat(ctx, req, res, body, state, record);
   if (kind === 'completions') return handleCompletions(ctx, req, res, body, state);
   return handleEmbeddings(ctx, req, res, body);
 }
@@ -127,7 +128,16 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
     options,
     p: options.personality === 'vllm' ? vllm : llamaServer,
     scenario: resolveScenario(options.scenario ?? 'demo'),
-    stats: { running: 0, promptTokens: 0, generationTokens: 0, requests: 0, ttftSeconds: [], e2eSeconds: [] },
+    stats: {
+      running: 0,
+      promptTokens: 0,
+      cachedTokens: 0,
+      generationTokens: 0,
+      requests: 0,
+      ttftSeconds: [],
+      e2eSeconds: [],
+    },
+    prefixCache: options.prefixCache === false ? undefined : new PrefixCache(options.prefixCache),
     requests: [],
     aborts: [],
   };
@@ -199,6 +209,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
     reset() {
       ctx.requests.length = 0;
       ctx.aborts.length = 0;
+      ctx.prefixCache?.clear();
     },
     setScenario(spec) {
       ctx.scenario = resolveScenario(spec);

@@ -23,14 +23,17 @@ const TYPE_BY_STATUS: Record<number, string> = {
 };
 
 function timings(meta: ResponseMeta) {
-  const promptMs = Math.max(0.5, meta.promptTokens * 0.02);
+  // prompt_n counts only what was evaluated: the prompt less what the cache served (recordings:
+  // cache_n 177 + prompt_n 1 = prompt_tokens 178).
+  const evaluated = Math.max(1, meta.promptTokens - meta.cachedTokens);
+  const promptMs = Math.max(0.5, evaluated * 0.02);
   const predictedMs = Math.max(0.5, meta.completionTokens * 0.4);
   return {
-    cache_n: 0,
-    prompt_n: meta.promptTokens,
+    cache_n: meta.cachedTokens,
+    prompt_n: evaluated,
     prompt_ms: promptMs,
-    prompt_per_token_ms: promptMs / Math.max(1, meta.promptTokens),
-    prompt_per_second: (meta.promptTokens * 1000) / promptMs,
+    prompt_per_token_ms: promptMs / evaluated,
+    prompt_per_second: (evaluated * 1000) / promptMs,
     predicted_n: meta.completionTokens,
     predicted_ms: predictedMs,
     predicted_per_token_ms: predictedMs / Math.max(1, meta.completionTokens),
@@ -43,7 +46,7 @@ function usage(meta: ResponseMeta) {
     completion_tokens: meta.completionTokens,
     prompt_tokens: meta.promptTokens,
     total_tokens: meta.promptTokens + meta.completionTokens,
-    prompt_tokens_details: { cached_tokens: 0 },
+    prompt_tokens_details: { cached_tokens: meta.cachedTokens },
   };
 }
 

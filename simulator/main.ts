@@ -22,7 +22,9 @@ const USAGE = `Usage: tsx simulator/main.ts [options]
   --no-metrics                      llama-server without --metrics (/metrics is 501)
   --legacy-errors                   vLLM's old flat error body {"object":"error",...}
   --check-model                     vLLM: 404 for a model name it does not serve
-  --reasoning-field NAME            vLLM: reasoning_content (default) or reasoning (current vLLM)`;
+  --reasoning-field NAME            vLLM: reasoning_content (default) or reasoning (current vLLM)
+  --no-prefix-cache                 prefill every prompt from zero (no prefix reuse)
+  --prompt-tokens-details           vLLM --enable-prompt-tokens-details (usage reports cached_tokens)`;
 
 export function optionsFromArgv(argv: string[]): SimulatorOptions {
   const { values } = parseArgs({
@@ -43,6 +45,8 @@ export function optionsFromArgv(argv: string[]): SimulatorOptions {
       'legacy-errors': { type: 'boolean', default: false },
       'check-model': { type: 'boolean', default: false },
       'reasoning-field': { type: 'string', default: 'reasoning_content' },
+      'no-prefix-cache': { type: 'boolean', default: false },
+      'prompt-tokens-details': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
   });
@@ -80,6 +84,8 @@ export function optionsFromArgv(argv: string[]): SimulatorOptions {
     errorShape: values['legacy-errors'] ? 'legacy' : 'nested',
     checkModel: values['check-model'],
     reasoningField,
+    ...(values['no-prefix-cache'] ? { prefixCache: false as const } : {}),
+    ...(values['prompt-tokens-details'] ? { promptTokensDetails: true } : {}),
   };
 }
 

@@ -16,6 +16,10 @@ export interface ResponseMeta {
   created: number;
   model: string;
   promptTokens: number;
+  /** Prompt tokens the replica's prefix cache served (0 without a cache). */
+  cachedTokens: number;
+  /** vLLM: report `prompt_tokens_details` (`--enable-prompt-tokens-details`). */
+  promptTokensDetails: boolean;
   completionTokens: number;
   includeUsage: boolean;
   toolCallIds: string[];
@@ -28,6 +32,8 @@ export interface ResponseMeta {
 export interface SimStats {
   running: number;
   promptTokens: number;
+  /** Prompt tokens served from the prefix cache. */
+  cachedTokens: number;
   generationTokens: number;
   requests: number;
   ttftSeconds: number[];

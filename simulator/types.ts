@@ -3,6 +3,7 @@
  * `npm start` without an upstream) and a test double; it never imports toolproof's server code.
  */
 import type { ToolDef } from '../protocol/openai.js';
+import type { PrefixCacheOptions } from './prefix-cache.js';
 
 export type Personality = 'vllm' | 'llama-server';
 
@@ -132,6 +133,16 @@ export interface SimulatorOptions {
   maxModelLen?: number;
   /** Embedding vector length. */
   embeddingDims?: number;
+  /**
+   * The replica's prefix cache (prefix-cache.ts): on by default, as both backends reuse the
+   * longest unchanged prompt prefix; `false` prefills every prompt from zero.
+   */
+  prefixCache?: PrefixCacheOptions | false;
+  /**
+   * vLLM only: `--enable-prompt-tokens-details` (usage.prompt_tokens_details.cached_tokens;
+   * otherwise vLLM sends `prompt_tokens_details: null`). Default false.
+   */
+  promptTokensDetails?: boolean;
 }
 
 export interface RecordedRequest {
@@ -143,6 +154,9 @@ export interface RecordedRequest {
   /** Parsed JSON body, or undefined when the body was empty or not JSON. */
   body: unknown;
   receivedAt: number;
+  /** Chat requests: prompt tokens (the simulator's approximation) and how many the prefix cache served. */
+  promptTokens?: number;
+  cachedTokens?: number;
 }
 
 export interface RecordedAbort {

@@ -105,7 +105,7 @@ function usage(meta: ResponseMeta) {
     prompt_tokens: meta.promptTokens,
     total_tokens: meta.promptTokens + meta.completionTokens,
     completion_tokens: meta.completionTokens,
-    prompt_tokens_details: null,
+    prompt_tokens_details: meta.promptTokensDetails ? { cached_tokens: meta.cachedTokens } : null,
   };
 }
 
@@ -344,6 +344,12 @@ export const vllm: PersonalityImpl = {
       '# HELP vllm:prompt_tokens_total Number of prefill tokens processed.',
       '# TYPE vllm:prompt_tokens_total counter',
       `vllm:prompt_tokens_total${label} ${stats.promptTokens}`,
+      '# HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number of queried tokens.',
+      '# TYPE vllm:prefix_cache_queries_total counter',
+      `vllm:prefix_cache_queries_total${label} ${stats.promptTokens}`,
+      '# HELP vllm:prefix_cache_hits_total Prefix cache hits, in terms of number of cached tokens.',
+      '# TYPE vllm:prefix_cache_hits_total counter',
+      `vllm:prefix_cache_hits_total${label} ${stats.cachedTokens}`,
       '# HELP vllm:generation_tokens_total Number of generation tokens processed.',
       '# TYPE vllm:generation_tokens_total counter',
       `vllm:generation_tokens_total${label} ${stats.generationTokens}`,

@@ -4,7 +4,10 @@
  * parser, chunked encoding), measured in every run next to direct and toolproof, so "toolproof vs
  * the hop" is what toolproof's own work costs. Run as a child process by bench/run.ts:
  *
- *   node --import tsx bench/lib/node-hop.ts <upstream origin>
+ *   node --import tsx bench/lib/node-hop.ts <upstream origin> [<more origins>...]
+ *
+ * With several origins it is a plain round-robin balancer (bench/prefix-cache.ts: what replicas
+ * see without affinity).
  *
  * Prints `PORT <n>` on stdout once it listens on 127.0.0.1.
  */
@@ -15,10 +18,12 @@ if (!upstream) {
   process.stderr.write('usage: node-hop.ts <upstream origin, e.g. http://127.0.0.1:9000>\n');
   process.exit(2);
 }
-const target = new URL(upstream);
+const targets = process.argv.slice(2).map((u) => new URL(u));
+let next = 0;
 const agent = new Agent({ keepAlive: true, keepAliveMsecs: 60_000, maxSockets: Number.POSITIVE_INFINITY });
 
 const server = createServer((req, res) => {
+  const target = targets[next++ % targets.length]!;
   const up = request(
     {
       host: target.hostname,

@@ -13,21 +13,17 @@ export function isNineCharId(id: string): boolean {
 }
 
 /**
- * Builds the mapping for `ids` (in order of appearance). Ids that already fit are kept and
- * reserved first, so a hash never takes them; a colliding hash is re-salted until free.
+ * Builds the mapping for `ids`, in order of appearance, in one pass: an id that already fits is
+ * kept unless an earlier id took it; any other id gets its hash, re-salted while taken. Each
+ * id's mapping depends only on the ids before it, so the ids of turn N stay the same when turn
+ * N+1 appends more (the prompt prefix does not change: docs/prefix.md).
  */
 export function buildNineCharIdMap(ids: readonly string[]): Map<string, string> {
   const map = new Map<string, string>();
   const taken = new Set<string>();
   for (const id of ids) {
-    if (isNineCharId(id)) {
-      map.set(id, id);
-      taken.add(id);
-    }
-  }
-  for (const id of ids) {
     if (map.has(id)) continue;
-    let candidate = base62Hash(id, 9);
+    let candidate = isNineCharId(id) ? id : base62Hash(id, 9);
     for (let salt = 1; taken.has(candidate); salt++) candidate = base62Hash(`${id}#${salt}`, 9);
     map.set(id, candidate);
     taken.add(candidate);

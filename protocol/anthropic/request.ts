@@ -5,6 +5,7 @@
  * documents, search results, MCP servers. Server tools are left out and reported (or refused,
  * by the hostedTools setting); see tools.ts.
  */
+import { stripBillingNonce } from '../billing-header.js';
 import { ToolproofError } from '../errors.js';
 import type { ChatCompletionRequest, ChatMessage, ContentPart, ToolCall, ToolChoice } from '../openai.js';
 import { type HostedToolsMode, toolDefs } from './tools.js';
@@ -163,14 +164,15 @@ function assistantMessage(msg: MessageParam, path: string): ChatMessage {
   return out;
 }
 
+/** The system prompt as one text; Claude Code's per-request billing nonce made constant (docs/prefix.md). */
 function systemText(system: MessagesRequest['system'], path = 'system'): string | undefined {
   if (system === undefined || system === null) return undefined;
-  if (typeof system === 'string') return system;
+  if (typeof system === 'string') return stripBillingNonce(system);
   if (!Array.isArray(system)) throw invalid(path, `"${path}" must be a string or an array of text blocks.`);
   return system
     .map((b: TextBlock, i) => {
       if (b?.type !== 'text') throw invalid(`${path}.${i}.type`, 'System blocks must be text blocks.');
-      return text(b, `${path}.${i}`);
+      return stripBillingNonce(text(b, `${path}.${i}`));
     })
     .join('\n\n');
 }

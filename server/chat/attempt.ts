@@ -90,6 +90,7 @@ export async function sendOnce(
       body: serializeRequest(call, request),
       headers: call.forwardHeaders,
       signal: call.signal,
+      ...(call.affinityKey !== undefined ? { affinity: call.affinityKey } : {}),
       // A stream may stay open for minutes: undici must not hold the request body meanwhile.
       long: request.stream === true,
     });

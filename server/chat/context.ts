@@ -58,6 +58,14 @@ export class ChatCall {
   streamError: ToolproofError | undefined;
   /** Effects of the response attempt in progress (policies later in the table read them). */
   attemptEffects: PolicyEffect[] = [];
+  /** llama-server's timings summed over attempts (prompt-cache.ts), when it sent them. */
+  timings: { prompt: number; cached: number } | undefined;
+  /** The client's stream got its opening role chunk (a retry then leaves its own out). */
+  roleSent = false;
+  /** Completion tokens of attempts toolproof discarded for a retry. */
+  discardedTokens = 0;
+  /** Which replica the conversation belongs to (affinity.ts); set when the upstream has several. */
+  affinityKey: string | undefined;
   /** The streamed message's identity, from the upstream's chunks (closing frames reuse it). */
   streamIdentity: { id: string; model: string; created: number };
 

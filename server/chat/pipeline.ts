@@ -6,6 +6,7 @@
  * chunk into a StreamOutput. Everything else (what counts as a retry, how outcomes are settled,
  * usage, the final kind) is decided here once, so streamed and non-streamed answers cannot drift.
  */
+import { noteDiscarded, noteTimings } from './prompt-cache.js';
 import { completionShapeProblem } from '../../protocol/completion-shape.js';
 import { ToolproofError } from '../../protocol/errors.js';
 import type {
@@ -167,6 +168,7 @@ async function wholeAttempt(
   }
   const problem = completionShapeProblem(completion);
   if (problem) throw badResponse(call, `sent ${problem}.`);
+  noteTimings(call, (completion as { timings?: unknown }).timings);
   const end = judgeCompletion(call, completion, opened.request);
   return { ...end, ...(completion.usage ? { usage: completion.usage } : {}) };
 }
@@ -232,6 +234,7 @@ async function runAttempts(
         end.retry && !retrying ? end.effects.filter((e) => e.kind !== 'retry') : end.effects,
       );
       if (end.retry && retrying) {
+        noteDiscarded(call, end.usage);
         if (!out && end.completion && finalAnswerIn(end.effects)) committed.push(end.completion);
         call.retriesUsed++;
         request = end.retry.request;

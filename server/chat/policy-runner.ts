@@ -93,6 +93,8 @@ export interface StreamChain {
     effects: PolicyEffect[];
     retry?: { request: ChatCompletionRequest; reason: string };
   };
+  /** A hook knows the output so far cannot become a valid answer (StreamHook.unrecoverable). */
+  unrecoverable(): boolean;
 }
 
 export function createStreamChain(
@@ -142,6 +144,11 @@ class HookChain implements StreamChain {
 
   push(chunk: ChatCompletionChunk): ChatCompletionChunk[] {
     return this.from(0, [chunk]);
+  }
+
+  unrecoverable(): boolean {
+    for (const h of this.hooks) if (h.unrecoverable?.()) return true;
+    return false;
   }
 
   pushLight(light: LightDelta, frame: LightFrame): LightDelta | null | ChatCompletionChunk[] {

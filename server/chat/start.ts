@@ -5,7 +5,9 @@
  */
 import type { FastifyRequest } from 'fastify';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
+import { withPreserveThinking } from '../../protocol/template-kwargs.js';
 import { RequestAbort } from '../abort.js';
+import { affinityKey } from '../affinity.js';
 import type { AppState } from '../app-state.js';
 import { resolveRoute } from '../routing.js';
 import { type Api, ChatCall } from './context.js';
@@ -40,6 +42,14 @@ export function startChatCall(
   rawBody?: Buffer,
 ): ChatCall {
   const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
+  // Keep past reasoning in the template (docs/prefix.md): the same on every turn of the model.
+  if (route.settings.preserveThinking === true) {
+    const kept = withPreserveThinking(body);
+    if (kept !== body) {
+      body = kept;
+      rawBody = undefined; // no longer the client's bytes as they are
+    }
+  }
   // app.ts's close listener aborts it when the client goes away: no GPU time for nobody.
   const controller = new RequestAbort();
   request.tpAbort = controller;
@@ -55,6 +65,9 @@ export function startChatCall(
     state.memory.isActive(route.client.label, route.name),
     api,
   );
+  // Several replicas: the conversation's key picks the one that holds its prefix in cache.
+  if (route.client.replicas > 1 && state.config.affinity?.enabled !== false)
+    call.affinityKey = affinityKey(request.headers, request.body, body);
   // The call owns the client's bytes from here (and drops them once the request is rewritten):
   // the Fastify request, alive as long as the response, must not keep a second reference.
   request.rawBody = undefined;

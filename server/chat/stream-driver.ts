@@ -21,6 +21,8 @@ import type { AttemptEnd } from './pipeline.js';
 import { judgeCompletion, completionToChunks } from './pipeline.js';
 import { createStreamChain, salvageUpstreamError } from './policy-runner.js';
 import { recordPolicyEffects } from './effects.js';
+import { discardDecided } from './early-stop.js';
+import { noteTimings } from './prompt-cache.js';
 import { addUsage } from './trace.js';
 import { createFastLane, type LaneSink } from './fast-lane.js';
 
@@ -127,6 +129,7 @@ export async function streamAttempt(
 
   const emit = (c: ChatCompletionChunk): void => {
     note(seen, c);
+    if (!call.roleSent && c.choices?.[0]?.delta?.role !== undefined) call.roleSent = true;
     if (frame) framedBatch += frame(c);
     else batch.push(c);
   };
@@ -143,6 +146,8 @@ export async function streamAttempt(
   // Whether the upstream said it finished ([DONE], or a finish_reason): a stream that closes
   // without either was cut off, and is not judged as if it were whole.
   let finished = false;
+  /** Cut off by toolproof (early-stop.ts): judged as what it is so far, the upstream cancelled. */
+  let stoppedEarly = false;
   const handle = (payload: string): void => {
     raw?.push(payload);
     if (payload === '[DONE]') finished = true;
@@ -196,12 +201,15 @@ export async function streamAttempt(
     if (typeof chunk.id === 'string') noteIdentity(call, chunk);
     if (!finished && Array.isArray(chunk.choices))
       for (const c of chunk.choices) if (c?.finish_reason) finished = true;
+    if ((chunk as { timings?: unknown }).timings !== undefined)
+      noteTimings(call, (chunk as { timings?: unknown }).timings);
     if (chunk.usage && (!Array.isArray(chunk.choices) || chunk.choices.length === 0)) {
       usage = addUsage(usage, chunk.usage);
       return; // one summed usage chunk goes out at the very end
     }
-    if (retrying && Array.isArray(chunk.choices)) {
-      // A retry continues the same client message: its opening role chunk is not repeated.
+    if (retrying && call.roleSent && Array.isArray(chunk.choices)) {
+      // A retry continues the same client message: its opening role chunk is not repeated (when
+      // the failed attempt's was held back with the rest of it, the retry's opens the message).
       const c0 = chunk.choices[0];
       if (c0?.delta?.role) {
         const { role: _role, ...rest } = c0.delta;
@@ -297,6 +305,11 @@ export async function streamAttempt(
     }
     for (const payload of payloads) handle(payload);
     if (midError || salvaged) return flushThenStop();
+    if (chain && discardDecided(call, chain)) {
+      // A retry is certain: the rest of this output would only be read to be thrown away.
+      stoppedEarly = finished = true;
+      return flushThenStop();
+    }
     return flush();
   };
   const flushThenStop = async (): Promise<typeof STOP> => {
@@ -325,7 +338,8 @@ export async function streamAttempt(
   };
   while (!(await step()));
   if (raw) deps.dumpRaw?.(call.reqId, call.trace.attempts, raw.map((p) => `data: ${p}\n\n`).join(''));
-  if (midError || salvaged) discardBody(res);
+  if (midError || salvaged || stoppedEarly) discardBody(res);
+  if (stoppedEarly) deps.metrics.earlyStops.labels(call.route.name, 'retry-certain').inc();
   if (salvaged) {
     const completion = salvaged.completion;
     const chunks = !salvaged.retry && completion ? completionToChunks(completion) : [];

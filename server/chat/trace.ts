@@ -52,12 +52,18 @@ export function newTrace(): HarnessTrace {
 export function addUsage(total: Usage | undefined, more: Usage | null | undefined): Usage | undefined {
   if (!more || typeof more !== 'object') return total;
   if (!total) return { ...more };
-  return {
+  const sum: Usage = {
     ...total,
     prompt_tokens: (total.prompt_tokens ?? 0) + (more.prompt_tokens ?? 0),
     completion_tokens: (total.completion_tokens ?? 0) + (more.completion_tokens ?? 0),
     total_tokens: (total.total_tokens ?? 0) + (more.total_tokens ?? 0),
   };
+  // Cached prompt tokens add up too, or a retried request would report the first attempt's only.
+  const a = (total.prompt_tokens_details as { cached_tokens?: unknown } | null | undefined)?.cached_tokens;
+  const b = (more.prompt_tokens_details as { cached_tokens?: unknown } | null | undefined)?.cached_tokens;
+  if (typeof a === 'number' && typeof b === 'number')
+    sum.prompt_tokens_details = { ...(total.prompt_tokens_details as object), cached_tokens: a + b };
+  return sum;
 }
 
 /** What a client received, as one response kind (metrics and the log line). */

@@ -53,8 +53,9 @@ function normalized(r: Res): unknown {
     return ids.get(v);
   };
   return JSON.parse(
+    // cached_tokens: the simulated backend's prefix cache serves the second of two equal requests.
     JSON.stringify({ ...r, created_at: 0 }, (k, v) =>
-      (k === 'id' || k === 'call_id') && typeof v === 'string' ? id(v) : v,
+      (k === 'id' || k === 'call_id') && typeof v === 'string' ? id(v) : k === 'cached_tokens' ? 0 : v,
     ),
   );
 }

@@ -223,6 +223,17 @@ describe('history-repair', () => {
     expect(repairHistory(messages, settings({ nineCharIds: true }))).toEqual(r);
   });
 
+  it('nine-char ids of earlier turns do not depend on later ones (the prompt prefix holds)', () => {
+    // A later client id that happens to equal an earlier id's hash: before, fitting ids were
+    // reserved first, so appending it re-salted the earlier id and rewrote an earlier turn.
+    const hashed = buildNineCharIdMap(['call_a']).get('call_a')!;
+    const before = buildNineCharIdMap(['call_a']);
+    const after = buildNineCharIdMap(['call_a', hashed]);
+    expect(after.get('call_a')).toBe(before.get('call_a'));
+    expect(after.get(hashed)).not.toBe(hashed);
+    expect(after.get(hashed)).toMatch(/^[A-Za-z0-9]{9}$/);
+  });
+
   it('nine-char mapping is collision-checked', () => {
     const ids = Array.from({ length: 2000 }, (_, i) => `call_${i}`);
     const map = buildNineCharIdMap(ids);

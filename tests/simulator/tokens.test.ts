@@ -39,6 +39,8 @@ const meta = (calls: GeneratedCall[]): ResponseMeta => ({
   created: 0,
   model: 'm',
   promptTokens: 1,
+  cachedTokens: 0,
+  promptTokensDetails: false,
   completionTokens: 1,
   includeUsage: true,
   toolCallIds: calls.map((_, i) => `id${i}`),

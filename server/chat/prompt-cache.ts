@@ -1,0 +1,61 @@
+/**
+ * What the upstream's prefix cache did for a request, and generation thrown away: read from
+ * what the backend reports (usage.prompt_tokens_details.cached_tokens: vLLM with
+ * --enable-prompt-tokens-details, llama-server; llama-server's timings.cache_n when usage is
+ * absent, e.g. a stream without include_usage). Counted once per request when its log line is
+ * written (metrics and the harness trace).
+ */
+import type { Usage } from '../../protocol/openai.js';
+import type { Metrics } from '../metrics.js';
+import type { ChatCall } from './context.js';
+
+/** usage.prompt_tokens_details.cached_tokens, when the backend reported it. */
+export function cachedTokensOf(usage: Usage | undefined): number | undefined {
+  const details = usage?.prompt_tokens_details as { cached_tokens?: unknown } | null | undefined;
+  const n = details?.cached_tokens;
+  return typeof n === 'number' && Number.isFinite(n) && n >= 0 ? n : undefined;
+}
+
+/** llama-server's `timings` object of a response or a stream's last chunk: its cache_n and prompt_n. */
+export function noteTimings(call: ChatCall, timings: unknown): void {
+  if (!timings || typeof timings !== 'object') return;
+  const { cache_n, prompt_n } = timings as { cache_n?: unknown; prompt_n?: unknown };
+  if (typeof cache_n !== 'number' || typeof prompt_n !== 'number') return;
+  const prev = call.timings ?? { cached: 0, prompt: 0 };
+  call.timings = { cached: prev.cached + cache_n, prompt: prev.prompt + cache_n + prompt_n };
+}
+
+/** An attempt toolproof discarded (a corrective retry follows): what it generated was wasted. */
+export function noteDiscarded(call: ChatCall, usage: Usage | undefined): void {
+  const n = usage?.completion_tokens;
+  if (typeof n === 'number' && n > 0) call.discardedTokens += n;
+}
+
+export interface PromptCacheFacts {
+  prompt: number;
+  cached: number;
+}
+
+/**
+ * The request's prompt and cached tokens (summed over its attempts), from usage or else from
+ * timings; undefined when the backend reported neither. Counts them, once, on `metrics`.
+ */
+export function recordPromptCache(
+  call: ChatCall,
+  usage: Usage | undefined,
+  metrics: Metrics,
+): PromptCacheFacts | undefined {
+  const model = call.route.name;
+  if (call.discardedTokens > 0) metrics.discardedCompletionTokens.labels(model).inc(call.discardedTokens);
+  if (call.original.messages?.some?.((m) => m?.role === 'assistant'))
+    metrics.multiTurnRequests.labels(model).inc();
+  const cached = cachedTokensOf(usage);
+  const facts =
+    cached !== undefined && typeof usage?.prompt_tokens === 'number'
+      ? { prompt: usage.prompt_tokens, cached }
+      : call.timings;
+  if (!facts) return undefined;
+  metrics.promptTokens.labels(model).inc(facts.prompt);
+  metrics.promptCachedTokens.labels(model).inc(facts.cached);
+  return facts;
+}
