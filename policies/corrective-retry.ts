@@ -27,6 +27,7 @@ import {
 import { clientToolChoice } from './support/client-choice.js';
 import { createHeldCallsStreamHook } from './support/held-calls-stream.js';
 import { buildRetryRequest } from './support/retry-request.js';
+import { pushAll } from '../protocol/append-all.js';
 
 export const CORRECTIVE_RETRY_POLICY = 'corrective-retry';
 
@@ -222,7 +223,7 @@ export const correctiveRetryPolicy: Policy = {
         original,
       );
       first = false;
-      effects.push(...correction.effects);
+      pushAll(effects, correction.effects);
       if (correction.retry) {
         return {
           action: 'retry',

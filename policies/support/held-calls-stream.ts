@@ -19,10 +19,18 @@ import type {
   ToolCall,
   ToolCallDelta,
 } from '../../protocol/openai.js';
-import { isLiveAnswer, type LightDelta, type LightFrame, type StreamEnd, type StreamHook } from '../types.js';
+import {
+  isLiveAnswer,
+  type LightDelta,
+  type LightFrame,
+  type PolicyEffect,
+  type StreamEnd,
+  type StreamHook,
+} from '../types.js';
 import type { Correction } from '../corrective-retry.js';
 import { appendText } from './append-text.js';
 import { IndexMap } from './index-map.js';
+import { pushAll } from '../../protocol/append-all.js';
 
 interface Assembled {
   id: string;
@@ -229,7 +237,7 @@ class HeldCallsStream implements StreamHook {
 
   onEnd(): StreamEnd {
     const hold = this.hold;
-    const effects = [];
+    const effects: PolicyEffect[] = [];
     const chunks: ChatCompletionChunk[] = [];
     for (const [index, a] of [...this.acc.entries()].sort(([x], [y]) => x - y)) {
       const correction = this.judge({
@@ -237,13 +245,13 @@ class HeldCallsStream implements StreamHook {
         toolCalls: toolCallsOf(a),
         finishReason: a.finishReason,
       });
-      effects.push(...correction.effects);
+      pushAll(effects, correction.effects);
       if (correction.retry && hold) return { chunks: [], effects, retry: correction.retry };
-      if (hold) chunks.push(...this.emitCalls(index, a));
+      if (hold) pushAll(chunks, this.emitCalls(index, a));
     }
     if (this.acc.size === 0) {
       const correction = this.judge({ content: null, toolCalls: [], finishReason: null });
-      effects.push(...correction.effects);
+      pushAll(effects, correction.effects);
       if (correction.retry && hold) return { chunks: [], effects, retry: correction.retry };
     }
     const text = this.pending;

@@ -22,6 +22,7 @@ import type {
   ToolParam,
   ToolResultBlock,
 } from './types.js';
+import { pushAll } from '../append-all.js';
 
 /** Tells the model a tool failed (chat tool messages have no error flag). */
 export const TOOL_ERROR_PREFIX = '[tool error] ';
@@ -226,7 +227,7 @@ export function toChatMessages(req: Pick<MessagesRequest, 'system' | 'messages'>
   if (system !== undefined && system !== '') out.push({ role: 'system', content: system });
   req.messages.forEach((msg, i) => {
     const path = `messages.${i}`;
-    if (msg?.role === 'user') out.push(...userMessages(msg, path));
+    if (msg?.role === 'user') pushAll(out, userMessages(msg, path));
     else if (msg?.role === 'assistant') out.push(assistantMessage(msg, path));
     else throw invalid(`${path}.role`, `"${path}.role" must be "user" or "assistant".`);
   });

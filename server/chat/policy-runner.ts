@@ -19,6 +19,7 @@ import {
 } from '../../policies/types.js';
 import type { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCall } from './context.js';
+import { pushAll } from '../../protocol/append-all.js';
 
 export interface RequestPhase {
   request: ChatCompletionRequest;
@@ -73,7 +74,7 @@ export function runResponsePolicies(
   for (const policy of policies) {
     if (!policy.onResponse) continue;
     const decision = policy.onResponse(current, ctx, memos.get(policy.name), sent, original);
-    effects.push(...decision.effects);
+    pushAll(effects, decision.effects);
     if (decision.action === 'retry') return { ...decision, effects };
     current = decision.response;
   }
@@ -165,8 +166,8 @@ class HookChain implements StreamChain {
     let retry: { request: ChatCompletionRequest; reason: string } | undefined;
     for (let i = 0; i < hooks.length; i++) {
       const end = hooks[i]!.onEnd();
-      effects.push(...end.effects);
-      this.liveEffects.push(...end.effects);
+      pushAll(effects, end.effects);
+      pushAll(this.liveEffects, end.effects);
       if (end.retry && !retry) retry = end.retry;
       for (const c of this.from(i + 1, end.chunks)) out.push(c);
     }

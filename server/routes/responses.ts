@@ -21,6 +21,7 @@ import { completeChat, streamChat } from '../chat/pipeline.js';
 import { startChatCall } from '../chat/start.js';
 import { endStreamWith, type OpenStream } from '../open-streams.js';
 import { SSE_HEADERS, writeRaw } from './chat-completions.js';
+import { pushAll } from '../../protocol/append-all.js';
 
 const nullable = (schema: Record<string, unknown>) => ({ anyOf: [schema, { type: 'null' }] });
 
@@ -97,7 +98,7 @@ class ResponsesSseOutput implements StreamOutput, OpenStream {
 
   chunks(chunks: readonly ChatCompletionChunk[]): Promise<void> {
     const events: ResponsesEvent[] = [];
-    for (const c of chunks) events.push(...this.translator.push(c));
+    for (const c of chunks) pushAll(events, this.translator.push(c));
     return this.write(events);
   }
 
