@@ -84,6 +84,35 @@ function leaksOf(memo: CorrectiveRetryMemo, ctx: PolicyContext): readonly LeakIn
   return (leaks ?? []).filter((l) => l.outcome === 'unrecovered');
 }
 
+interface CachedCatalogue {
+  original: ChatCompletionRequest;
+  finalAnswerName: string | undefined;
+  catalogue: ToolCatalogue;
+}
+
+/**
+ * One catalogue per request sent, shared by every choice judged against it: built per choice,
+ * an answer with many choices cost choices x tools.
+ */
+const catalogues = new WeakMap<ChatCompletionRequest, CachedCatalogue>();
+
+function catalogueOf(
+  sent: ChatCompletionRequest,
+  original: ChatCompletionRequest,
+  finalAnswerName: string | undefined,
+): ToolCatalogue {
+  const hit = catalogues.get(sent);
+  if (hit && hit.original === original && hit.finalAnswerName === finalAnswerName) return hit.catalogue;
+  const catalogue = buildCatalogue(sent, original, finalAnswerName);
+  catalogues.set(sent, { original, finalAnswerName, catalogue });
+  return catalogue;
+}
+
+/** The memo for every choice after the first: leaks belong to the response as a whole. */
+function withoutLeaks(memo: unknown): CorrectiveRetryMemo {
+  return { ...memoOf(memo), leaks: [] };
+}
+
 export interface Correction {
   effects: PolicyEffect[];
   /** Set when a retry should be made. */
@@ -108,7 +137,7 @@ export function correctTurn(
   // (a forced answer unwrapped into content, the usual end) does not build it.
   let catalogue: ToolCatalogue | undefined;
   const cat = (): ToolCatalogue =>
-    (catalogue ??= buildCatalogue(sent, original, m.finalAnswerName ?? undefined));
+    (catalogue ??= catalogueOf(sent, original, m.finalAnswerName ?? undefined));
   const choice = clientToolChoice(original);
   const checks: CallCheck[] =
     turn.toolCalls.length > 0
@@ -218,7 +247,7 @@ export const correctiveRetryPolicy: Policy = {
       const correction = correctTurn(
         { content, toolCalls, finishReason: choice.finish_reason },
         ctx,
-        first ? memo : { ...memoOf(memo), leaks: [] },
+        first ? memo : withoutLeaks(memo),
         sent,
         original,
       );
@@ -241,8 +270,12 @@ export const correctiveRetryPolicy: Policy = {
     // Holding the turn back only pays when a retry can follow.
     const declaresTools = Array.isArray(original.tools) && original.tools.length > 0;
     const canRetry = declaresTools && ctx.retriesUsed < ctx.settings.maxRetries;
-    return createHeldCallsStreamHook((turn) => correctTurn(turn, ctx, memo, sent, original), {
-      hold: canRetry,
-    });
+    // Leaks are judged with the first choice only, as onResponse does: judged with every choice,
+    // each one walked every effect of the attempt (40k choices: 3 s of event loop).
+    let judged = 0;
+    return createHeldCallsStreamHook(
+      (turn) => correctTurn(turn, ctx, judged++ === 0 ? memo : withoutLeaks(memo), sent, original),
+      { hold: canRetry },
+    );
   },
 };
