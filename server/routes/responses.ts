@@ -22,6 +22,7 @@ import { startChatCall } from '../chat/start.js';
 import { endStreamWith, type OpenStream } from '../open-streams.js';
 import { SSE_HEADERS, writeRaw } from './chat-completions.js';
 import { pushAll } from '../../protocol/append-all.js';
+import { DEFAULT_STREAM_KEEPALIVE_MS, KeepAlive } from '../keep-alive.js';
 
 const nullable = (schema: Record<string, unknown>) => ({ anyOf: [schema, { type: 'null' }] });
 
@@ -71,19 +72,25 @@ function sseEvent(e: ResponsesEvent): string {
  * Responses framing: `event: <type>` + `data: <event>` per event; no [DONE]. Also the stream's
  * OpenStream: at the shutdown deadline it ends with the same events as any failure.
  */
-class ResponsesSseOutput implements StreamOutput, OpenStream {
+export class ResponsesSseOutput implements StreamOutput, OpenStream {
   opened = false;
+  private readonly keepAlives: KeepAlive;
 
   constructor(
     private readonly reply: FastifyReply,
     private readonly headers: Record<string, string>,
     private readonly translator: ResponsesTranslator,
-  ) {}
+    keepAliveMs = DEFAULT_STREAM_KEEPALIVE_MS,
+  ) {
+    this.keepAlives = new KeepAlive(reply.raw, this, keepAliveMs);
+    this.keepAlives.start();
+  }
 
   private write(events: readonly ResponsesEvent[]): Promise<void> {
     if (events.length === 0) return Promise.resolve();
     let text = '';
     for (const e of events) text += sseEvent(e);
+    this.keepAlives.noteWrite();
     return writeRaw(this.reply, text);
   }
 
@@ -94,6 +101,16 @@ class ResponsesSseOutput implements StreamOutput, OpenStream {
     this.reply.raw.writeHead(200, { ...SSE_HEADERS, ...this.headers });
     // The first write after the headers: response.created/in_progress go out at once.
     void this.write(this.translator.start());
+  }
+
+  /** A `keepalive` event: nothing between response.created and the held answer's release. */
+  keepAlive(): void {
+    void this.write([this.translator.keepAlive()]);
+  }
+
+  /** One keep-alive interval passed (the timer's; tests call it by hand). */
+  tick(): void {
+    this.keepAlives.tick();
   }
 
   chunks(chunks: readonly ChatCompletionChunk[]): Promise<void> {
@@ -121,6 +138,7 @@ class ResponsesSseOutput implements StreamOutput, OpenStream {
   }
 
   abortWithError(err: ToolproofError): Promise<void> {
+    this.keepAlives.stop();
     const raw = this.reply.raw;
     return endStreamWith(
       raw,
@@ -131,6 +149,7 @@ class ResponsesSseOutput implements StreamOutput, OpenStream {
   }
 
   close(): void {
+    this.keepAlives.stop();
     if (this.opened && !this.reply.raw.writableEnded) this.reply.raw.end();
   }
 }
@@ -162,7 +181,12 @@ export function registerResponsesRoute(app: FastifyInstance, state: AppState): v
         return reply.send(completionToResponse(result.completion, ctx, result.usage));
       }
 
-      const out = new ResponsesSseOutput(reply, { 'x-request-id': request.id }, new ResponsesTranslator(ctx));
+      const out = new ResponsesSseOutput(
+        reply,
+        { 'x-request-id': request.id },
+        new ResponsesTranslator(ctx),
+        state.config.streamKeepAliveMs,
+      );
       state.openStreams.claim(reply.raw, out); // app.ts drops it when the response closes
       try {
         await streamChat(call, deps, out);
