@@ -124,7 +124,13 @@ export interface Correction {
  * Exported so the pipeline can judge an assembled turn itself.
  */
 export function correctTurn(
-  turn: { content: string | null; toolCalls: readonly ToolCall[]; finishReason?: string | null },
+  turn: {
+    content: string | null;
+    toolCalls: readonly ToolCall[];
+    finishReason?: string | null;
+    /** The answer is longer than maxHeldBytes (answerChars): it is not judged, nor retried. */
+    tooLong?: boolean;
+  },
   ctx: PolicyContext,
   memo: unknown,
   sent: ChatCompletionRequest,
@@ -132,6 +138,18 @@ export function correctTurn(
 ): Correction {
   // No declared tools: nothing a call could be checked against (and no forced tool either).
   if (!Array.isArray(original.tools) || original.tools.length === 0) return { effects: [] };
+  if (turn.tooLong) {
+    return {
+      effects: [
+        {
+          policy: CORRECTIVE_RETRY_POLICY,
+          kind: 'not-judged',
+          count: 1,
+          detail: { reason: 'too-long', limit: ctx.settings.maxHeldBytes },
+        },
+      ],
+    };
+  }
   const m = memoOf(memo);
   // The catalogue is only read by a check, a prose rule or leak feedback: a turn without calls
   // (a forced answer unwrapped into content, the usual end) does not build it.
@@ -229,6 +247,29 @@ export function correctTurn(
   return { effects, retry: { request, reason } };
 }
 
+/**
+ * The characters an answer holds for judging: content, reasoning, call names and arguments, over
+ * every choice. The stream hook counts the same characters as they pass (held-calls-stream.ts):
+ * past maxHeldBytes neither side judges the answer, so both give the same answer.
+ */
+export function answerChars(response: ChatCompletion): number {
+  let n = 0;
+  for (const choice of Array.isArray(response.choices) ? response.choices : []) {
+    const m = choice?.message;
+    if (!m) continue;
+    if (typeof m.content === 'string') n += m.content.length;
+    if (typeof m.reasoning_content === 'string') n += m.reasoning_content.length;
+    for (const call of Array.isArray(m.tool_calls) ? m.tool_calls : []) {
+      const name = call?.function?.name;
+      if (typeof name === 'string') n += name.length;
+      const args: unknown = call?.function?.arguments;
+      if (typeof args === 'string') n += args.length;
+      else if (args !== undefined && args !== null) n += JSON.stringify(args).length;
+    }
+  }
+  return n;
+}
+
 export const correctiveRetryPolicy: Policy = {
   name: CORRECTIVE_RETRY_POLICY,
   // With maxRetries 0 the policy still judges calls (effects for the log and metrics) but its
@@ -240,12 +281,13 @@ export const correctiveRetryPolicy: Policy = {
     const choices = Array.isArray(response.choices) ? response.choices : [];
     // Leaks belong to the response as a whole: judged with the first choice only.
     let first = true;
+    const tooLong = answerChars(response) > ctx.settings.maxHeldBytes;
     for (const choice of choices) {
       const message = choice.message ?? { role: 'assistant', content: null };
       const toolCalls = Array.isArray(message.tool_calls) ? message.tool_calls : [];
       const content = typeof message.content === 'string' ? message.content : null;
       const correction = correctTurn(
-        { content, toolCalls, finishReason: choice.finish_reason },
+        { content, toolCalls, finishReason: choice.finish_reason, ...(tooLong ? { tooLong } : {}) },
         ctx,
         first ? memo : withoutLeaks(memo),
         sent,
@@ -275,7 +317,7 @@ export const correctiveRetryPolicy: Policy = {
     let judged = 0;
     return createHeldCallsStreamHook(
       (turn) => correctTurn(turn, ctx, judged++ === 0 ? memo : withoutLeaks(memo), sent, original),
-      { hold: canRetry },
+      { hold: canRetry, maxHeldChars: ctx.settings.maxHeldBytes },
     );
   },
 };
