@@ -159,7 +159,7 @@ export function correctTurn(
   const choice = clientToolChoice(original);
   const checks: CallCheck[] =
     turn.toolCalls.length > 0
-      ? checkCalls(turn.toolCalls, cat(), ctx.settings.validateArguments, choice)
+      ? checkCalls(turn.toolCalls, cat(), ctx.settings.validateArguments, choice, ctx.compileBudget)
       : [];
   const leaks = leaksOf(m, ctx);
   const effects: PolicyEffect[] = [];
@@ -186,7 +186,7 @@ export function correctTurn(
         policy: CORRECTIVE_RETRY_POLICY,
         kind: 'schema-unenforced',
         count: 1,
-        detail: { tool: c.name, reasons: c.unenforced.slice(0, 8) },
+        detail: { tool: c.name, reasons: c.unenforced.slice(0, 8), cause: c.unenforcedBy ?? 'schema' },
       });
     }
     if (!c.problem) continue;

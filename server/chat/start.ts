@@ -55,6 +55,7 @@ export function startChatCall(
     state.memory.isActive(route.client.label, route.name),
     api,
   );
+  call.compileBudget = state.chatDeps.compileBudgets?.forRequest();
   // The call owns the client's bytes from here (and drops them once the request is rewritten):
   // the Fastify request, alive as long as the response, must not keep a second reference.
   request.rawBody = undefined;
