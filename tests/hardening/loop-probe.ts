@@ -54,3 +54,29 @@ export async function leastOf<T extends { maxMs: number }>(
   }
   return best!;
 }
+
+/** What loadFactor's reference work takes on an unloaded small 2-core box, in ms. */
+const REFERENCE_MS = 20;
+let reference: string | undefined;
+
+/**
+ * How much slower than an unloaded small box this machine runs right now (at least 1): the
+ * fastest of three timings of a fixed piece of work (parsing and writing 260 KB of JSON five
+ * times). A shared CI box at a load of 20 stretches every wait 2-5x; a budget of 100 ms there is
+ * checked as 100 ms times this factor. A stall (seconds) stays far above it either way.
+ */
+export function loadFactor(): number {
+  if (reference === undefined) {
+    const props: Record<string, unknown> = {};
+    for (let j = 0; j < 2000; j++)
+      props[`p${j}`] = { type: 'string', pattern: `^[a-z]{1,8}-${j}(foo|bar)$`, description: 'x'.repeat(50) };
+    reference = JSON.stringify({ type: 'object', properties: props });
+  }
+  let best = Number.POSITIVE_INFINITY;
+  for (let k = 0; k < 3; k++) {
+    const start = performance.now();
+    for (let i = 0; i < 5; i++) JSON.stringify(JSON.parse(reference));
+    best = Math.min(best, performance.now() - start);
+  }
+  return Math.max(1, best / REFERENCE_MS);
+}
