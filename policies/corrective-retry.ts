@@ -27,6 +27,7 @@ import {
 import { clientToolChoice } from './support/client-choice.js';
 import { createHeldCallsStreamHook } from './support/held-calls-stream.js';
 import { buildRetryRequest } from './support/retry-request.js';
+import { pushAll } from '../protocol/append-all.js';
 
 export const CORRECTIVE_RETRY_POLICY = 'corrective-retry';
 
@@ -83,6 +84,40 @@ function leaksOf(memo: CorrectiveRetryMemo, ctx: PolicyContext): readonly LeakIn
   return (leaks ?? []).filter((l) => l.outcome === 'unrecovered');
 }
 
+/** Leak-recovery released call text past the held-text cap: a retry is certain when one is left. */
+function hasTooLongLeak(memo: CorrectiveRetryMemo, ctx: PolicyContext): boolean {
+  return leaksOf(memo, ctx).some((l) => l.reason === 'too-long');
+}
+
+interface CachedCatalogue {
+  original: ChatCompletionRequest;
+  finalAnswerName: string | undefined;
+  catalogue: ToolCatalogue;
+}
+
+/**
+ * One catalogue per request sent, shared by every choice judged against it: built per choice,
+ * an answer with many choices cost choices x tools.
+ */
+const catalogues = new WeakMap<ChatCompletionRequest, CachedCatalogue>();
+
+function catalogueOf(
+  sent: ChatCompletionRequest,
+  original: ChatCompletionRequest,
+  finalAnswerName: string | undefined,
+): ToolCatalogue {
+  const hit = catalogues.get(sent);
+  if (hit && hit.original === original && hit.finalAnswerName === finalAnswerName) return hit.catalogue;
+  const catalogue = buildCatalogue(sent, original, finalAnswerName);
+  catalogues.set(sent, { original, finalAnswerName, catalogue });
+  return catalogue;
+}
+
+/** The memo for every choice after the first: leaks belong to the response as a whole. */
+function withoutLeaks(memo: unknown): CorrectiveRetryMemo {
+  return { ...memoOf(memo), leaks: [] };
+}
+
 export interface Correction {
   effects: PolicyEffect[];
   /** Set when a retry should be made. */
@@ -94,7 +129,13 @@ export interface Correction {
  * Exported so the pipeline can judge an assembled turn itself.
  */
 export function correctTurn(
-  turn: { content: string | null; toolCalls: readonly ToolCall[]; finishReason?: string | null },
+  turn: {
+    content: string | null;
+    toolCalls: readonly ToolCall[];
+    finishReason?: string | null;
+    /** The answer is longer than maxHeldBytes (answerChars): it is not judged, nor retried. */
+    tooLong?: boolean;
+  },
   ctx: PolicyContext,
   memo: unknown,
   sent: ChatCompletionRequest,
@@ -103,15 +144,29 @@ export function correctTurn(
   // No declared tools: nothing a call could be checked against (and no forced tool either).
   if (!Array.isArray(original.tools) || original.tools.length === 0) return { effects: [] };
   const m = memoOf(memo);
+  // Past the cap an answer is not judged, except call text that ran past the held-text cap while
+  // a retry is left: that output is discarded however it ends (server/chat/early-stop.ts).
+  if (turn.tooLong && !(ctx.retriesUsed < ctx.settings.maxRetries && hasTooLongLeak(m, ctx))) {
+    return {
+      effects: [
+        {
+          policy: CORRECTIVE_RETRY_POLICY,
+          kind: 'not-judged',
+          count: 1,
+          detail: { reason: 'too-long', limit: ctx.settings.maxHeldBytes },
+        },
+      ],
+    };
+  }
   // The catalogue is only read by a check, a prose rule or leak feedback: a turn without calls
   // (a forced answer unwrapped into content, the usual end) does not build it.
   let catalogue: ToolCatalogue | undefined;
   const cat = (): ToolCatalogue =>
-    (catalogue ??= buildCatalogue(sent, original, m.finalAnswerName ?? undefined));
+    (catalogue ??= catalogueOf(sent, original, m.finalAnswerName ?? undefined));
   const choice = clientToolChoice(original);
   const checks: CallCheck[] =
     turn.toolCalls.length > 0
-      ? checkCalls(turn.toolCalls, cat(), ctx.settings.validateArguments, choice)
+      ? checkCalls(turn.toolCalls, cat(), ctx.settings.validateArguments, choice, ctx.compileBudget)
       : [];
   const leaks = leaksOf(m, ctx);
   const effects: PolicyEffect[] = [];
@@ -138,7 +193,7 @@ export function correctTurn(
         policy: CORRECTIVE_RETRY_POLICY,
         kind: 'schema-unenforced',
         count: 1,
-        detail: { tool: c.name, reasons: c.unenforced.slice(0, 8) },
+        detail: { tool: c.name, reasons: c.unenforced.slice(0, 8), cause: c.unenforcedBy ?? 'schema' },
       });
     }
     if (!c.problem) continue;
@@ -201,6 +256,29 @@ export function correctTurn(
   return { effects, retry: { request, reason } };
 }
 
+/**
+ * The characters an answer holds for judging: content, reasoning, call names and arguments, over
+ * every choice. The stream hook counts the same characters as they pass (held-calls-stream.ts):
+ * past maxHeldBytes neither side judges the answer, so both give the same answer.
+ */
+export function answerChars(response: ChatCompletion): number {
+  let n = 0;
+  for (const choice of Array.isArray(response.choices) ? response.choices : []) {
+    const m = choice?.message;
+    if (!m) continue;
+    if (typeof m.content === 'string') n += m.content.length;
+    if (typeof m.reasoning_content === 'string') n += m.reasoning_content.length;
+    for (const call of Array.isArray(m.tool_calls) ? m.tool_calls : []) {
+      const name = call?.function?.name;
+      if (typeof name === 'string') n += name.length;
+      const args: unknown = call?.function?.arguments;
+      if (typeof args === 'string') n += args.length;
+      else if (args !== undefined && args !== null) n += JSON.stringify(args).length;
+    }
+  }
+  return n;
+}
+
 export const correctiveRetryPolicy: Policy = {
   name: CORRECTIVE_RETRY_POLICY,
   // With maxRetries 0 the policy still judges calls (effects for the log and metrics) but its
@@ -212,19 +290,20 @@ export const correctiveRetryPolicy: Policy = {
     const choices = Array.isArray(response.choices) ? response.choices : [];
     // Leaks belong to the response as a whole: judged with the first choice only.
     let first = true;
+    const tooLong = answerChars(response) > ctx.settings.maxHeldBytes;
     for (const choice of choices) {
       const message = choice.message ?? { role: 'assistant', content: null };
       const toolCalls = Array.isArray(message.tool_calls) ? message.tool_calls : [];
       const content = typeof message.content === 'string' ? message.content : null;
       const correction = correctTurn(
-        { content, toolCalls, finishReason: choice.finish_reason },
+        { content, toolCalls, finishReason: choice.finish_reason, ...(tooLong ? { tooLong } : {}) },
         ctx,
-        first ? memo : { ...memoOf(memo), leaks: [] },
+        first ? memo : withoutLeaks(memo),
         sent,
         original,
       );
       first = false;
-      effects.push(...correction.effects);
+      pushAll(effects, correction.effects);
       if (correction.retry) {
         return {
           action: 'retry',
@@ -242,8 +321,16 @@ export const correctiveRetryPolicy: Policy = {
     // Holding the turn back only pays when a retry can follow.
     const declaresTools = Array.isArray(original.tools) && original.tools.length > 0;
     const canRetry = declaresTools && ctx.retriesUsed < ctx.settings.maxRetries;
-    return createHeldCallsStreamHook((turn) => correctTurn(turn, ctx, memo, sent, original), {
-      hold: canRetry,
-    });
+    // Leaks are judged with the first choice only, as onResponse does: judged with every choice,
+    // each one walked every effect of the attempt (40k choices: 3 s of event loop).
+    let judged = 0;
+    return createHeldCallsStreamHook(
+      (turn) => correctTurn(turn, ctx, judged++ === 0 ? memo : withoutLeaks(memo), sent, original),
+      {
+        hold: canRetry,
+        maxHeldChars: ctx.settings.maxHeldBytes,
+        ...(ctx.discardDecided ? { discardDecided: ctx.discardDecided } : {}),
+      },
+    );
   },
 };

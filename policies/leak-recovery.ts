@@ -40,6 +40,7 @@ import {
 } from './types.js';
 import { clientToolChoice } from './support/client-choice.js';
 import { IndexMap } from './support/index-map.js';
+import { pushAll } from '../protocol/append-all.js';
 
 const NAME = 'leak-recovery';
 
@@ -141,7 +142,7 @@ function suppressLeaks(
         maxHeldBytes: ctx.settings.maxHeldBytes,
       },
     );
-    effects.push(...suppressedEffects(r.leaks));
+    pushAll(effects, suppressedEffects(r.leaks));
   }
   return { action: 'continue', response, effects };
 }
@@ -160,7 +161,7 @@ function onResponse(
   const choices = response.choices.map((choice) => {
     if (!choice?.message) return choice;
     const r = recoverChoiceMessage(choice.message, String(response.id ?? ''), choice.index ?? 0, ctx, sent);
-    effects.push(...leakEffects(r.leaks));
+    pushAll(effects, leakEffects(r.leaks));
     if (r.message === choice.message) return choice;
     changed = true;
     const finish =
@@ -359,7 +360,7 @@ class LeakRecoveryStream implements StreamHook {
     const events = st.stream.push(piece);
     let finish = choice.finish_reason;
     if (finish != null) {
-      events.push(...st.stream.finish());
+      pushAll(events, st.stream.finish());
       st.finished = true;
     }
     applyEvents(st, events, out);
@@ -419,7 +420,7 @@ class LeakRecoveryStream implements StreamHook {
           });
         }
       }
-      effects.push(...leakEffects(st.stream.leaks()));
+      pushAll(effects, leakEffects(st.stream.leaks()));
     }
     return { chunks, effects };
   }
@@ -463,7 +464,7 @@ function createSuppressingHook(ctx: PolicyContext, sent: ChatCompletionRequest):
       const effects: PolicyEffect[] = [];
       for (const [, s] of [...engines].sort(([a], [b]) => a - b)) {
         s.finish();
-        effects.push(...suppressedEffects(s.leaks()));
+        pushAll(effects, suppressedEffects(s.leaks()));
       }
       return { chunks: [], effects };
     },

@@ -27,6 +27,23 @@ export interface PolicyContext {
    * instead of the server wiring policies to each other by name.
    */
   readonly attemptEffects?: readonly PolicyEffect[];
+  /**
+   * What compiling client schemas may still cost this request (validator-cache.ts): a schema
+   * or pattern it cannot pay for is not compiled, and its call is reported as not checked.
+   * Absent: no limit besides the per-schema cap.
+   */
+  readonly compileBudget?: CompileBudget;
+  /**
+   * Streams only: whether the attempt's output is already decided to be discarded (a hook of the
+   * chain found it unrecoverable, StreamHook.unrecoverable). Set by the stream chain.
+   */
+  readonly discardDecided?: () => boolean;
+}
+
+/** Compile work, in units of about a microsecond of event loop (validator-cache.ts). */
+export interface CompileBudget {
+  /** Takes `cost` units and says true, or says false and takes nothing when they are not left. */
+  take(cost: number): boolean;
 }
 
 /** Something a policy did, for metrics and the log line: e.g. {policy:'history-repair', kind:'synthesized-result', count:2}. */

@@ -43,6 +43,7 @@ import { redactForLog } from './log-redact.js';
 import { createRequestLogger } from './request-logger.js';
 import { ModelLabels, modelLabel, ServedModelLabels } from './routing.js';
 import { Upstreams } from './upstream.js';
+import { CompileBudgets } from './compile-budget.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -151,6 +152,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       memory,
       policies,
       toolLabels: new ModelLabels(200),
+      compileBudgets: new CompileBudgets(),
       onInternalError: (call, err) => {
         metrics.internalErrors.labels(call.route.name).inc();
         app.log.error({ reqId: call.reqId, err }, 'internal error while handling a request');

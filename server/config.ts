@@ -8,6 +8,7 @@ import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { PARSER_NAMES } from '../parsers/registry.js';
 import { DEFAULT_MODEL_SETTINGS, type ModelSettings } from '../protocol/settings.js';
+import { DEFAULT_STREAM_KEEPALIVE_MS } from './keep-alive.js';
 
 export const DEFAULT_PORT = 8787; // clashes with neither vLLM's 8000 nor llama-server's 8080
 export const DEFAULT_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -67,6 +68,8 @@ export interface Config {
   clientTimeouts: Readonly<{ requestMs: number; headersMs: number }>;
   timeouts: Timeouts;
   shutdownGraceMs: number;
+  /** A keep-alive on a stream after this much silence (server/keep-alive.ts); 0: none. */
+  streamKeepAliveMs: number;
   /** Used for models the YAML does not map (TOOLPROOF_UPSTREAM_URL). */
   defaultUpstream?: UpstreamTarget;
   /** Settings for models the YAML does not map. */
@@ -147,6 +150,7 @@ const fileSchema = {
         requestTimeoutMs: { type: 'integer', minimum: 1 },
         headersTimeoutMs: { type: 'integer', minimum: 1 },
         shutdownGraceMs: { type: 'integer', minimum: 0 },
+        streamKeepAliveMs: { type: 'integer', minimum: 0 },
         rawDumpDir: { type: 'string' },
       },
     },
@@ -306,6 +310,7 @@ type FileConfig = {
     requestTimeoutMs?: number;
     headersTimeoutMs?: number;
     shutdownGraceMs?: number;
+    streamKeepAliveMs?: number;
     rawDumpDir?: string;
   };
   timeouts?: Partial<Timeouts>;
@@ -432,6 +437,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
       idleMs: envTimeout(env, 'TOOLPROOF_IDLE_TIMEOUT_MS') ?? file.timeouts?.idleMs ?? 120_000,
     }),
     shutdownGraceMs: envInt(env, 'TOOLPROOF_SHUTDOWN_GRACE_MS') ?? file.server?.shutdownGraceMs ?? 30_000,
+    streamKeepAliveMs:
+      envInt(env, 'TOOLPROOF_STREAM_KEEPALIVE_MS') ??
+      file.server?.streamKeepAliveMs ??
+      DEFAULT_STREAM_KEEPALIVE_MS,
     defaults,
     models: Object.freeze(models),
     simulator,

@@ -90,6 +90,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       labelNames: ['model', 'tool'] as const,
       registers,
     }),
+    schemasUnenforced: new Counter({
+      name: 'toolproof_schemas_unenforced_total',
+      help: 'Tool calls whose declared schema was not fully checked, by cause: budget (compile budget spent), cost (schema too costly to compile), schema (could not be compiled or applied), pattern (a pattern RE2 cannot run).',
+      labelNames: ['model', 'cause'] as const,
+      registers,
+    }),
     forced: new Counter({
       name: 'toolproof_forced_total',
       help: 'Requests sent upstream with the synthetic final_answer tool (forced tool use).',

@@ -41,6 +41,7 @@ import { createArgs, isPlainObject } from '../kit/lenient-json.js';
 import { readXmlCalls } from '../kit/long-tail.js';
 import { coerceParamValue, paramSchema } from '../kit/schema-values.js';
 import { MINIMAX_INVOKE } from './minimax-m2.js';
+import { pushAll } from '../../protocol/append-all.js';
 
 /** What may follow a declared name at the start of an output for it to be held as a possible call. */
 const NAME_FOLLOWERS = ['(', ' (', '{', ' {', '\n{', ':', ' :'];
@@ -181,7 +182,7 @@ function objectCalls(t: string, tools: ReadonlyMap<string, DeclaredTool>): Impro
     const o = decodeObject(t.slice(i, scan.end));
     const found = o ? objectToCalls(o, tools) : null;
     if (!found) return null;
-    calls.push(...found);
+    pushAll(calls, found);
     i = skipStray(t, scan.end);
   }
   return calls.length > 0 ? calls : null;

@@ -11,6 +11,7 @@ import { type BodyResult, callsFromJson, defaultToCall, readXmlCalls } from '../
 import { MINIMAX_INVOKE } from './minimax-m2.js';
 import type { ParseContext, ParsedCall } from '../types.js';
 import { closedEnvelope, peekNonWs, startsWith } from '../kit/envelope.js';
+import { pushAll } from '../../protocol/append-all.js';
 
 const OPEN = '<tool_calls>';
 const INVOKE = '<invoke';
@@ -27,7 +28,7 @@ function lineByLine(body: string): BodyResult {
         ? callsFromJson(t, defaultToCall, false)
         : { error: 'not a complete call line' };
     if ('error' in r) skipped = true;
-    else calls.push(...r.calls);
+    else pushAll(calls, r.calls);
   }
   if (calls.length === 0) return { error: 'no call object in block' };
   if (!skipped) return { calls };

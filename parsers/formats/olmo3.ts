@@ -10,6 +10,7 @@ import type { ParsedCall } from '../types.js';
 import { closedEnvelope, peekNonWs } from '../kit/envelope.js';
 import { readName, skipWs } from '../kit/json-scan.js';
 import { parsePythonCallList } from '../kit/python-literal.js';
+import { pushAll } from '../../protocol/append-all.js';
 
 const OPEN = '<function_calls>';
 
@@ -44,7 +45,7 @@ function readCalls(body: string): BodyResult {
     if (end < 0) return { error: 'unclosed call' };
     const one = parsePythonCallList(`[${body.slice(i, end)}]`);
     if (!one) return { error: 'call is not readable' };
-    calls.push(...one);
+    pushAll(calls, one);
     i = skipWs(body, end);
   }
   return calls.length > 0 ? { calls } : { error: 'no call in envelope' };

@@ -6,6 +6,7 @@
 import type { ParseContext, ParsedCall } from '../types.js';
 import { readName, skipWs } from './json-scan.js';
 import { coerceParamValue, createArgs, paramSchema } from './schema-values.js';
+import { pushAll } from '../../protocol/append-all.js';
 
 export type TagPair = readonly [open: string, close: string];
 
@@ -74,7 +75,7 @@ export function readKeyValueBlock(
     if (!call) return { error: 'unexpected text in tool calls block' };
     const r = readCall(call.text, ctx);
     if ('error' in r) return r;
-    calls.push(...r.calls);
+    pushAll(calls, r.calls);
     i = skipWs(body, call.next);
   }
   return calls.length > 0 ? { calls } : { error: 'empty tool calls block' };

@@ -4,6 +4,7 @@
  */
 import { jsonrepair } from 'jsonrepair';
 import { MAX_NESTING, nestsDeeper } from './json-scan.js';
+import { pushAll } from '../../protocol/append-all.js';
 
 export type JsonRepair = 'trailing-comma' | 'python-literals' | 'single-quotes' | 'missing-brace';
 
@@ -139,8 +140,8 @@ export function hasNonFinite(value: unknown): boolean {
     const v = stack.pop();
     if (typeof v === 'number') {
       if (!Number.isFinite(v)) return true;
-    } else if (Array.isArray(v)) stack.push(...v);
-    else if (typeof v === 'object' && v !== null) stack.push(...Object.values(v));
+    } else if (Array.isArray(v)) pushAll(stack, v);
+    else if (typeof v === 'object' && v !== null) pushAll(stack, Object.values(v));
   }
   return false;
 }

@@ -10,6 +10,7 @@ import { callFromObject, decodeBody, finishMatch, peekNonWs } from './envelope.j
 import { expectLiteral, scanJsonValue, skipWs } from './json-scan.js';
 import { decodeJsonLenient, isPlainObject } from './lenient-json.js';
 import { coerceParamValue, createArgs, paramSchema } from './schema-values.js';
+import { pushAll } from '../../protocol/append-all.js';
 
 export type BodyResult = { calls: ParsedCall[] } | { error: string };
 
@@ -59,7 +60,7 @@ function objectSequence(body: string, start: number, toCall: ToCall, allowMissin
     if (!d) return { error: 'call object is not JSON' };
     const r = mapCalls([d.value], toCall, d.repairs);
     if ('error' in r) return r;
-    calls.push(...r.calls);
+    pushAll(calls, r.calls);
     i = skipWs(body, end);
     // tolerate a separating comma between objects
     if (body[i] === ',') i = skipWs(body, i + 1);

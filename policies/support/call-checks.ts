@@ -5,6 +5,7 @@
  */
 import type { ChatCompletionRequest, JsonObject, ToolCall } from '../../protocol/openai.js';
 import { isPlainObject, tryParseJson } from './canonical-arguments.js';
+import type { CompileBudget } from '../types.js';
 import type { ClientToolChoice } from './client-choice.js';
 import { type ArgumentIssue, validateArguments } from './validate-arguments.js';
 
@@ -22,6 +23,8 @@ export interface CallCheck {
    * large to compile, a pattern RE2 cannot run...), each with its reason: for effects and logs.
    */
   unenforced?: string[];
+  /** The main cause of `unenforced` (ArgumentValidation.unenforcedBy): a metric label. */
+  unenforcedBy?: string;
 }
 
 export interface ToolCatalogue {
@@ -99,6 +102,8 @@ export function checkCalls(
   cat: ToolCatalogue,
   validateSchemas: boolean,
   choice: ClientToolChoice = { kind: 'auto' },
+  /** Pays for compiling the schemas of the tools called (validator-cache.ts). */
+  budget?: CompileBudget,
 ): CallCheck[] {
   let listed: string | undefined;
   const checks: CallCheck[] = calls.map((call) => {
@@ -168,9 +173,10 @@ export function checkCalls(
       };
     }
     if (validateSchemas) {
-      const result = validateArguments(cat.declared.get(name), args);
+      const result = validateArguments(cat.declared.get(name), args, budget);
       const unenforced = [...(result.schemaError ? [result.schemaError] : []), ...(result.skipped ?? [])];
-      const extra = unenforced.length > 0 ? { unenforced } : {};
+      const extra =
+        unenforced.length > 0 ? { unenforced, unenforcedBy: result.unenforcedBy ?? 'schema' } : {};
       if (!result.valid) {
         return {
           call,

@@ -5,8 +5,8 @@
  * `re2js` port: no native build), whose matching time is linear in the input.
  *
  * A pattern RE2 cannot compile (backreferences, lookaround, a repeat count over 1000) or whose
- * program is too large is NOT enforced: it matches everything, and the compile reports it. It is
- * never handed to the backtracking engine.
+ * program is too large is NOT enforced: it matches everything, and the validation reports it. It
+ * is never handed to the backtracking engine.
  */
 import { RE2JS } from 're2js';
 
@@ -43,21 +43,110 @@ export function compileLinear(pattern: string, flags = 0): PatternOutcome {
   return { ok: true, re };
 }
 
+/** Patterns the shared table keeps compiled (least recently used first out). */
+export const PATTERN_TABLE_ENTRIES = 1024;
+/** RE2 instructions the shared table may hold in all (~1 KB of heap each, measured). */
+export const PATTERN_TABLE_PROGRAM = 64 * 1024;
+/** Compile cost charged for one pattern's RE2 compile (COST units, as validator-cache.ts). */
+export const PATTERN_COMPILE_COST = 600;
+
+/** A pattern left unenforced during a validation, and why. */
+export interface PatternSkip {
+  pattern: string;
+  reason: string;
+  /** Skipped because the budget was spent (not the pattern's own fault). */
+  budget: boolean;
+}
+
+interface TableEntry {
+  outcome: PatternOutcome;
+  size: number;
+}
+
 /**
- * An ajv `code.regExp` engine. `onSkip` hears every pattern left unenforced (ajv calls the
- * engine while it compiles a schema, so the caller collects them per compile).
+ * Compiled patterns shared by every schema and generation: a pattern repeated across tools and
+ * requests is compiled once. Insertion order is recency order (a hit moves to the end).
  */
-export function createLinearEngine(onSkip: (pattern: string, reason: string) => void) {
-  const engine = (pattern: string, _flags: string): LinearRegExp => {
-    const compiled = compileLinear(pattern);
-    if (!compiled.ok) {
-      onSkip(pattern, compiled.reason);
-      return { test: () => true, toString: () => `skipped:${pattern}` };
-    }
-    const re = compiled.re;
-    return { test: (text) => re.test(text), toString: () => `re2:${pattern}` };
-  };
+const table = new Map<string, TableEntry>();
+let tableSize = 0;
+
+/** What the validation in progress may still spend, and what it skipped (one at a time: sync). */
+let activeBudget: { take(cost: number): boolean } | undefined;
+let skips: PatternSkip[] | undefined;
+
+function lookup(pattern: string): PatternOutcome | undefined {
+  const hit = table.get(pattern);
+  if (hit !== undefined) {
+    table.delete(pattern);
+    table.set(pattern, hit);
+    return hit.outcome;
+  }
+  if (activeBudget && !activeBudget.take(PATTERN_COMPILE_COST)) return undefined;
+  const outcome = compileLinear(pattern);
+  const size = outcome.ok ? Math.max(1, programSize(outcome.re)) : 1;
+  table.set(pattern, { outcome, size });
+  tableSize += size;
+  for (const [key, entry] of table) {
+    if (table.size <= PATTERN_TABLE_ENTRIES && tableSize <= PATTERN_TABLE_PROGRAM) break;
+    table.delete(key);
+    tableSize -= entry.size;
+  }
+  return outcome;
+}
+
+function skip(pattern: string, reason: string, budget: boolean): void {
+  if (!skips) return;
+  if (skips.length < 64 && !skips.some((s) => s.pattern === pattern)) skips.push({ pattern, reason, budget });
+}
+
+/**
+ * Runs `fn` (a validation) with `budget` paying for the patterns it compiles; returns what `fn`
+ * returned and the patterns it left unenforced.
+ */
+export function withPatternBudget<T>(
+  budget: { take(cost: number): boolean } | undefined,
+  fn: () => T,
+): { value: T; skipped: PatternSkip[] } {
+  const outerBudget = activeBudget;
+  const outerSkips = skips;
+  activeBudget = budget;
+  skips = [];
+  try {
+    const value = fn();
+    return { value, skipped: skips };
+  } finally {
+    activeBudget = outerBudget;
+    skips = outerSkips;
+  }
+}
+
+/**
+ * An ajv `code.regExp` engine. ajv calls it for every pattern while it compiles a schema; the
+ * RE2 compile waits for the pattern's first test (shared table, paid from the active budget).
+ * A pattern that cannot be compiled, or not now, matches everything and is reported as skipped.
+ */
+export function createLinearEngine() {
+  const engine = (pattern: string, _flags: string): LinearRegExp => ({
+    test(text: string): boolean {
+      const outcome = lookup(pattern);
+      if (outcome === undefined) {
+        skip(pattern, 'the compile budget is spent', true);
+        return true;
+      }
+      if (!outcome.ok) {
+        skip(pattern, outcome.reason, false);
+        return true;
+      }
+      return outcome.re.test(text);
+    },
+    toString: () => `re2:${pattern}`,
+  });
   // Only read by ajv's standalone code generation, which toolproof does not use.
   engine.code = 'linear-regexp';
   return engine;
+}
+
+/** Entries and RE2 instructions the shared pattern table holds (tests, diagnostics). */
+export function patternTableStats(): { entries: number; program: number } {
+  return { entries: table.size, program: tableSize };
 }

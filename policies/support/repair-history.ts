@@ -17,6 +17,7 @@ import { canonicalizeArguments, isPlainObject } from './canonical-arguments.js';
 import { EffectTally } from './effects.js';
 import { contentText, joinContent, prefixContent } from './message-content.js';
 import { buildNineCharIdMap } from './nine-char-ids.js';
+import { pushAll } from '../../protocol/append-all.js';
 
 export const HISTORY_REPAIR_POLICY = 'history-repair';
 
@@ -379,7 +380,7 @@ export function repairHistory(
     let k = i + 1;
     while (k < messages.length && messages[k]!.role === 'tool') k++;
     out.push({ ...msg, tool_calls: calls.map((c) => c.call) });
-    out.push(...pairResults(calls, messages.slice(i + 1, k), settings, tally));
+    pushAll(out, pairResults(calls, messages.slice(i + 1, k), settings, tally));
     i = k;
   }
 

@@ -14,8 +14,10 @@
 import type { ErrorObject } from 'ajv';
 import type { JsonObject } from '../../protocol/openai.js';
 import { deeperThan } from '../../protocol/json-depth.js';
+import type { CompileBudget } from '../types.js';
 import { preview } from './json-shape.js';
-import { compileSchema, validatorCacheStats } from './validator-cache.js';
+import type { PatternSkip } from './linear-regexp.js';
+import { type CompileRefusal, compileSchema, runValidator, validatorCacheStats } from './validator-cache.js';
 
 export interface ArgumentIssue {
   /** JSON pointer of the offending value ('' = the whole arguments object). */
@@ -32,6 +34,12 @@ export interface ArgumentValidation {
   schemaError?: string;
   /** Parts of the schema left unenforced (patterns RE2 cannot run), each with its reason. */
   skipped?: string[];
+  /**
+   * Why checking fell short, when it did: 'budget' (the compile budget was spent: the schema or
+   * a pattern was not compiled), 'cost' (the schema is too costly to compile), 'schema' (it could
+   * not be compiled or applied), 'pattern' (a pattern RE2 cannot run).
+   */
+  unenforcedBy?: CompileRefusal | 'pattern';
 }
 
 /** Nesting levels accepted in arguments; deeper ones are invalid (ajv would recurse per level). */
@@ -148,16 +156,37 @@ function describe(err: ErrorObject, args: unknown): string {
   }
 }
 
-function withSkipped(result: ArgumentValidation, skipped: string[]): ArgumentValidation {
-  return skipped.length > 0 ? { ...result, skipped } : result;
+function describeSkip(s: PatternSkip): string {
+  const p = s.pattern;
+  return `pattern ${JSON.stringify(p.length > 60 ? `${p.slice(0, 57)}...` : p)} is not enforced (${s.reason})`;
 }
 
-/** Validates `args` (already parsed) against `schema`; no schema means anything goes. */
-export function validateArguments(schema: JsonObject | undefined, args: unknown): ArgumentValidation {
+function withSkipped(
+  result: ArgumentValidation,
+  skipped: string[],
+  patterns: PatternSkip[] = [],
+): ArgumentValidation {
+  if (skipped.length === 0 && patterns.length === 0) return result;
+  const all = patterns.length > 0 ? skipped.concat(patterns.map(describeSkip)) : skipped;
+  const by = patterns.some((p) => p.budget) ? 'budget' : 'pattern';
+  return { ...result, skipped: all, unenforcedBy: result.unenforcedBy ?? by };
+}
+
+/**
+ * Validates `args` (already parsed) against `schema`; no schema means anything goes. `budget`
+ * pays for what has to be compiled first (validator-cache.ts); what it cannot pay for is not
+ * enforced, and said so.
+ */
+export function validateArguments(
+  schema: JsonObject | undefined,
+  args: unknown,
+  budget?: CompileBudget,
+): ArgumentValidation {
   if (!schema || typeof schema !== 'object' || Object.keys(schema).length === 0)
     return { valid: true, issues: [] };
-  const compiled = compileSchema(schema);
-  if ('error' in compiled) return { valid: true, issues: [], schemaError: compiled.error };
+  const compiled = compileSchema(schema, budget);
+  if ('error' in compiled)
+    return { valid: true, issues: [], schemaError: compiled.error, unenforcedBy: compiled.refusal };
   if (deeperThan(args, MAX_ARGUMENT_DEPTH)) {
     return withSkipped(
       {
@@ -175,18 +204,26 @@ export function validateArguments(schema: JsonObject | undefined, args: unknown)
   }
   const { validate } = compiled;
   let ok: boolean;
+  let patterns: PatternSkip[];
   try {
-    ok = validate(args) === true;
+    const run = runValidator(budget, () => validate(args) === true);
+    ok = run.value;
+    patterns = run.skipped;
   } catch (err) {
     // A schema that recurses into itself without consuming data (`{"$ref": "#"}`) overflows the
     // stack on any input: the schema is at fault, not the model, so nothing is enforced.
     const reason = err instanceof Error ? err.message : String(err);
     return withSkipped(
-      { valid: true, issues: [], schemaError: `the schema could not be applied (${reason})` },
+      {
+        valid: true,
+        issues: [],
+        schemaError: `the schema could not be applied (${reason})`,
+        unenforcedBy: 'schema',
+      },
       compiled.skipped,
     );
   }
-  if (ok) return withSkipped({ valid: true, issues: [] }, compiled.skipped);
+  if (ok) return withSkipped({ valid: true, issues: [] }, compiled.skipped, patterns);
   const errors = validate.errors ?? [];
   const issues: ArgumentIssue[] = errors.slice(0, MAX_ISSUES).map((err) => ({
     path: err.instancePath,
@@ -200,7 +237,7 @@ export function validateArguments(schema: JsonObject | undefined, args: unknown)
       message: `...and ${errors.length - MAX_ISSUES} more problems of the same kinds.`,
     });
   }
-  return withSkipped({ valid: false, issues }, compiled.skipped);
+  return withSkipped({ valid: false, issues }, compiled.skipped, patterns);
 }
 
 /** Number of compiled schemas currently cached (for tests and diagnostics). */

@@ -1,13 +1,29 @@
 /**
- * Compiled argument validators, bounded by the memory they hold. ajv keeps its own reference
+ * Compiled argument validators, bounded by what compiling them costs. ajv keeps its own reference
  * to every schema it compiles (and every pattern, in one scope shared by the instance): evicting
  * from a map in front of it freed nothing (+1.3 MB per distinct 23 KB schema, 566 MB after 150).
  * So validators live in generations, each with its own ajv instance: when the current generation
- * has taken half the budget (schema JSON characters, or entries), it becomes the previous one and
+ * has taken half the budget (estimated compile cost, or entries), it becomes the previous one and
  * the generation before it is dropped whole, ajv instance and all. At most two generations live.
  *
  * Keys are a hash of the schema's JSON, so a repeated schema (the same tools on every request)
- * is compiled once (compiling is the expensive part: tens of ms for a 23 KB schema).
+ * is compiled once. Only a tool that is actually called is compiled (call-checks.ts validates
+ * calls, not declarations).
+ *
+ * What compiling costs is estimated before compiling, from the schema's shape (estimateCompileCost:
+ * ajv's code generation grows with subschemas, values and patterns, not with JSON size: 33 KB of
+ * schema with 500 patterns took 430-960 ms and 11 MB of heap). The estimate is in COST units,
+ * about a microsecond of event loop each on a small shared 2-core box. It decides three things:
+ * - a schema estimated above MAX_COMPILE_COST is never compiled (one compile must not stall the
+ *   loop);
+ * - the caller's CompileBudget (per request, and per process: server/compile-budget.ts) pays for
+ *   each compile; a schema it cannot pay for is not compiled now (not cached either: a later
+ *   request may), and the call goes unchecked, reported as such;
+ * - the cache holds at most CACHE_BUDGET_COST of estimated compile cost (a proxy for heap).
+ *
+ * Patterns are compiled lazily, on their first test (most properties of a big schema are never
+ * present in a call), and shared by every schema through one bounded table (pattern-table in
+ * linear-regexp.ts); their RE2 compile is paid from the same budget.
  *
  * What is never compiled: a schema nesting deeper than MAX_SCHEMA_DEPTH (a 100k-level schema
  * would overflow the stack inside ajv, then again inside every validation), a schema whose JSON
@@ -18,7 +34,8 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { JsonObject } from '../../protocol/openai.js';
 import { deeperThan } from '../../protocol/json-depth.js';
-import { compileLinear, createLinearEngine } from './linear-regexp.js';
+import type { CompileBudget } from '../types.js';
+import { compileLinear, createLinearEngine, type PatternSkip, withPatternBudget } from './linear-regexp.js';
 import { firstDuplicate } from './unique-items.js';
 
 /** JSON nesting levels a tool schema may have (about half as many schema levels). */
@@ -29,11 +46,16 @@ export const MAX_SCHEMA_DEPTH = 64;
  */
 export const MAX_SCHEMA_CHARS = 128 * 1024;
 /**
- * Schema JSON characters the cache may hold in all (two generations of half each). A compiled
- * validator weighs up to ~20x its schema's JSON (a 22 KB schema: ~0.45 MB of heap), so 4 MiB of
- * schemas is on the order of 100 MB of validators at most.
+ * Estimated compile cost (COST units, ~1 µs of loop each) above which a schema is not compiled:
+ * ~60 ms on a small shared box, a third of that on an ordinary server. Real tools cost far less
+ * (a typical one: 1-3k; a 22 KB schema of a real agent: ~45k).
  */
-export const CACHE_BUDGET_CHARS = 4 * 1024 * 1024;
+export const MAX_COMPILE_COST = 60_000;
+/**
+ * Estimated compile cost the cache may hold in all (two generations of half each). Measured: a
+ * validator weighs ~10-15 bytes of heap per unit, so this is on the order of 50 MB of validators.
+ */
+export const CACHE_BUDGET_COST = 4_000_000;
 /** Compiled schemas the cache may hold in all. */
 export const CACHE_MAX_ENTRIES = 256;
 /**
@@ -48,20 +70,61 @@ export interface CompiledSchema {
   skipped: string[];
 }
 
-export type CompileResult = CompiledSchema | { error: string };
+/** Why a schema was not compiled: its own fault, its estimated cost, or the budget left. */
+export type CompileRefusal = 'schema' | 'cost' | 'budget';
+
+export type CompileResult = CompiledSchema | { error: string; refusal: CompileRefusal };
+
+/** Units per schema object (ajv generates a code block per subschema). */
+const COST_OBJECT = 150;
+/** Units per other value: a keyword's scalar, an enum item, an array. */
+const COST_VALUE = 80;
+/** Units per item of a long enum or required list (looped over, never written out as code). */
+const COST_LISTED = 2;
+/** Units added per pattern (`pattern`, or a `patternProperties` key): its code and scope entry. */
+const COST_PATTERN = 250;
+
+/**
+ * The estimated compile cost of `schema` (one pass over it; stops counting once past `limit`).
+ * Calibrated against ajv with this module's options: 500 string properties ~100 ms (est. 115k),
+ * with a pattern each ~230 ms (est. 280k), one enum of 5000 values ~320 ms (est. 400k).
+ */
+export function estimateCompileCost(schema: unknown, limit = Number.POSITIVE_INFINITY): number {
+  let cost = 0;
+  const stack: unknown[] = [schema];
+  while (stack.length > 0 && cost <= limit) {
+    const v = stack.pop();
+    if (Array.isArray(v)) {
+      cost += COST_VALUE;
+      for (let i = 0; i < v.length; i++) stack.push(v[i]);
+    } else if (v !== null && typeof v === 'object') {
+      cost += COST_OBJECT;
+      const o = v as Record<string, unknown>;
+      for (const k of Object.keys(o)) {
+        const child = o[k];
+        if ((k === 'enum' || k === 'required') && Array.isArray(child) && child.length > 16) {
+          // Checked by a loop (loopEnum, loopRequired): the list is data, not code.
+          cost += COST_VALUE + child.length * COST_LISTED;
+          continue;
+        }
+        if (k === 'pattern' && typeof child === 'string') cost += COST_PATTERN;
+        if (k === 'patternProperties' && child !== null && typeof child === 'object')
+          cost += COST_PATTERN * Object.keys(child).length;
+        stack.push(child);
+      }
+    } else {
+      cost += COST_VALUE;
+    }
+  }
+  return cost;
+}
 
 // ajv-formats is CommonJS: its default export arrives wrapped under NodeNext.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
   ajv: Ajv,
 ) => Ajv;
 
-/** Patterns skipped by the compile in progress (ajv compiles synchronously: one at a time). */
-let skipping: string[] = [];
-const engine = createLinearEngine((pattern, reason) => {
-  skipping.push(
-    `pattern ${JSON.stringify(pattern.length > 60 ? `${pattern.slice(0, 57)}...` : pattern)} is not enforced (${reason})`,
-  );
-});
+const engine = createLinearEngine();
 
 /** Format checks built so far, by format name (built on first use, shared by every generation). */
 const formatTests = new Map<string, (text: string) => boolean>();
@@ -106,6 +169,10 @@ function createAjv(): Ajv {
     // error messages (validate-arguments writes its own) and without the optimizing pass.
     messages: false,
     code: { regExp: engine, optimize: false },
+    // A long `enum` or `required` list is checked by a loop over the list, not by code written
+    // per value: 5000 enum values cost ~320 ms of code generation inline, next to nothing looped.
+    loopEnum: 16,
+    loopRequired: 16,
   });
   addFormats(ajv);
   linearFormats(ajv);
@@ -136,10 +203,11 @@ function createAjv(): Ajv {
 interface Generation {
   ajv: Ajv;
   entries: Map<string, CompileResult>;
-  chars: number;
+  /** Estimated compile cost of the entries. */
+  cost: number;
 }
 
-const newGeneration = (): Generation => ({ ajv: createAjv(), entries: new Map(), chars: 0 });
+const newGeneration = (): Generation => ({ ajv: createAjv(), entries: new Map(), cost: 0 });
 let current = newGeneration();
 let previous: Generation | undefined;
 
@@ -149,42 +217,65 @@ function rotate(): void {
 }
 
 function compileIn(gen: Generation, schema: JsonObject): CompileResult {
-  skipping = [];
   try {
     // $id would register in the instance and clash on the next compile; $schema naming a draft
     // ajv was not set up for (2020-12 from pydantic) would make the whole schema unusable.
     const { $id: _id, $schema: _draft, ...rest } = schema;
     const validate = gen.ajv.compile(rest);
-    return { validate, skipped: skipping };
+    return { validate, skipped: [] };
   } catch (err) {
-    return { error: err instanceof Error ? err.message : String(err) };
-  } finally {
-    skipping = [];
+    return { error: err instanceof Error ? err.message : String(err), refusal: 'schema' };
   }
 }
 
-/** The validator for `schema`, compiled at most once while it stays cached. */
-export function compileSchema(schema: JsonObject): CompileResult {
+const refuse = (error: string, refusal: CompileRefusal): CompileResult => ({ error, refusal });
+
+/**
+ * The validator for `schema`, compiled at most once while it stays cached, and only when its
+ * estimated cost is under MAX_COMPILE_COST and `budget` (when given) can pay for it.
+ */
+export function compileSchema(schema: JsonObject, budget?: CompileBudget): CompileResult {
   if (deeperThan(schema, MAX_SCHEMA_DEPTH))
-    return { error: `the schema nests deeper than ${MAX_SCHEMA_DEPTH} levels` };
+    return refuse(`the schema nests deeper than ${MAX_SCHEMA_DEPTH} levels`, 'schema');
   const json = JSON.stringify(schema);
   if (json.length > MAX_SCHEMA_CHARS)
-    return { error: `the schema is ${json.length} characters of JSON (limit ${MAX_SCHEMA_CHARS})` };
+    return refuse(`the schema is ${json.length} characters of JSON (limit ${MAX_SCHEMA_CHARS})`, 'schema');
   const key = createHash('sha256').update(json).digest('base64');
   const hit = current.entries.get(key) ?? previous?.entries.get(key);
   if (hit !== undefined) return hit;
-  if (current.entries.size >= CACHE_MAX_ENTRIES / 2 || current.chars + json.length > CACHE_BUDGET_CHARS / 2) {
-    rotate();
+  const cost = estimateCompileCost(schema, MAX_COMPILE_COST);
+  let result: CompileResult | undefined;
+  if (cost > MAX_COMPILE_COST) {
+    // Cached: the same schema is refused at once next time (its cost: one small entry).
+    result = refuse(`the schema is too costly to compile (estimated over ${MAX_COMPILE_COST} units)`, 'cost');
+  } else if (budget && !budget.take(cost)) {
+    // Not cached: a request with budget left may compile it.
+    return refuse(`the compile budget is spent (this schema: ~${cost} units)`, 'budget');
   }
-  const result = compileIn(current, schema);
+  const charged = cost > MAX_COMPILE_COST ? COST_OBJECT : cost;
+  if (current.entries.size >= CACHE_MAX_ENTRIES / 2 || current.cost + charged > CACHE_BUDGET_COST / 2)
+    rotate();
+  result ??= compileIn(current, schema);
   current.entries.set(key, result);
-  current.chars += json.length;
+  current.cost += charged;
   return result;
+}
+
+/**
+ * Runs `validate` with `budget` paying for the patterns it compiles (lazily, on first test);
+ * returns its result and the patterns it left unenforced, each with its reason.
+ */
+export function runValidator<T>(
+  budget: CompileBudget | undefined,
+  validate: () => T,
+): { value: T; skipped: PatternSkip[] } {
+  return withPatternBudget(budget, validate);
 }
 
 export interface ValidatorCacheStats {
   entries: number;
-  chars: number;
+  /** Estimated compile cost held. */
+  cost: number;
   /** Schemas held by the live ajv instances themselves (what used to leak). */
   ajvSchemas: number;
 }
@@ -195,7 +286,7 @@ export function validatorCacheStats(): ValidatorCacheStats {
   for (const g of gens) ajvSchemas += (g.ajv as unknown as { _cache: Map<unknown, unknown> })._cache.size;
   return {
     entries: gens.reduce((n, g) => n + g.entries.size, 0),
-    chars: gens.reduce((n, g) => n + g.chars, 0),
+    cost: gens.reduce((n, g) => n + g.cost, 0),
     ajvSchemas,
   };
 }

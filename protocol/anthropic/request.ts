@@ -17,6 +17,7 @@ import type {
   ToolChoiceParam,
   ToolResultBlock,
 } from './types.js';
+import { pushAll } from '../append-all.js';
 
 /** Tells the model a tool failed (chat tool messages have no error flag). */
 export const TOOL_ERROR_PREFIX = '[tool error] ';
@@ -206,7 +207,7 @@ export function toChatMessages(req: Pick<MessagesRequest, 'system' | 'messages'>
   if (system !== undefined && system !== '') out.push({ role: 'system', content: system });
   req.messages.forEach((msg, i) => {
     const path = `messages.${i}`;
-    if (msg?.role === 'user') out.push(...userMessages(msg, path));
+    if (msg?.role === 'user') pushAll(out, userMessages(msg, path));
     else if (msg?.role === 'assistant') out.push(assistantMessage(msg, path));
     else if (msg?.role === 'system') {
       // Claude Code's mid-conversation system turns (its environment section, reminders). Kept

@@ -139,6 +139,14 @@ export class ResponsesTranslator {
     return out;
   }
 
+  /**
+   * A keep-alive while nothing else can go out (an answer held for a possible retry): the
+   * `keepalive` event OpenAI's own long Responses streams send, numbered like every event.
+   */
+  keepAlive(): ResponsesEvent {
+    return { type: 'keepalive', sequence_number: this.seq++ };
+  }
+
   push(chunk: ChatCompletionChunk): ResponsesEvent[] {
     const out: ResponsesEvent[] = [];
     if (chunk.usage) this.upstreamUsage = chunk.usage;

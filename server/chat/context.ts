@@ -5,8 +5,9 @@
 import type { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
 import type { ModelSettings } from '../../protocol/settings.js';
-import type { Policy, PolicyContext, PolicyEffect } from '../../policies/types.js';
+import type { CompileBudget, Policy, PolicyContext, PolicyEffect } from '../../policies/types.js';
 import type { AbortLike } from '../abort.js';
+import type { CompileBudgets } from '../compile-budget.js';
 import type { Config } from '../config.js';
 import type { FallbackMemory } from '../fallback-memory.js';
 import type { Metrics } from '../metrics.js';
@@ -26,6 +27,8 @@ export interface ChatDeps {
   toolLabels: ModelLabels;
   /** toolproof's own bug surfaced in a request: logged with its stack and counted. */
   onInternalError?: (call: ChatCall, err: unknown) => void;
+  /** What compiling client schemas may cost (per request and per process); unlimited when absent. */
+  compileBudgets?: CompileBudgets;
 }
 
 /** The front door a request came in by (log line and metrics label). */
@@ -66,6 +69,8 @@ export class ChatCall {
   discardedTokens = 0;
   /** Which replica the conversation belongs to (affinity.ts); set when the upstream has several. */
   affinityKey: string | undefined;
+  /** What compiling this request's schemas may still cost (every attempt draws on it). */
+  compileBudget: CompileBudget | undefined;
   /** The streamed message's identity, from the upstream's chunks (closing frames reuse it). */
   streamIdentity: { id: string; model: string; created: number };
 
@@ -123,6 +128,7 @@ export class ChatCall {
       attempt: this.trace.attempts,
       retriesUsed: this.retriesUsed,
       attemptEffects: this.attemptEffects,
+      compileBudget: this.compileBudget,
     };
   }
 

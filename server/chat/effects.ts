@@ -6,6 +6,9 @@ import type { PolicyEffect } from '../../policies/types.js';
 import type { LeakRecord } from '../../parsers/types.js';
 import type { ChatCall, ChatDeps } from './context.js';
 
+/** toolproof_schemas_unenforced_total's causes: a closed set. */
+const UNENFORCED_CAUSES = new Set(['budget', 'cost', 'schema', 'pattern']);
+
 function isLeak(detail: unknown): detail is LeakRecord {
   return !!detail && typeof detail === 'object' && typeof (detail as LeakRecord).format === 'string';
 }
@@ -72,11 +75,13 @@ export function recordPolicyEffects(call: ChatCall, deps: ChatDeps, effects: rea
             detail?.reason === 'undeclared-tool' ? 'undeclared' : deps.toolLabels.label(tool.slice(0, 64));
           m.argumentValidationFailures.labels(model, label).inc();
         } else if (e.kind === 'schema-unenforced') {
-          const d = e.detail as { tool?: unknown; reasons?: unknown } | undefined;
+          const d = e.detail as { tool?: unknown; reasons?: unknown; cause?: unknown } | undefined;
           t.unenforced.push({
             tool: String(d?.tool ?? ''),
             reasons: Array.isArray(d?.reasons) ? d.reasons.map(String) : [],
           });
+          const cause = UNENFORCED_CAUSES.has(String(d?.cause)) ? String(d?.cause) : 'schema';
+          m.schemasUnenforced.labels(model, cause).inc();
         } else if (e.kind === 'retry') {
           const reason = String((e.detail as { reason?: unknown } | undefined)?.reason ?? 'invalid');
           t.retries.push({ reason });

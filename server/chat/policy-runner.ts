@@ -19,6 +19,7 @@ import {
 } from '../../policies/types.js';
 import type { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCall } from './context.js';
+import { pushAll } from '../../protocol/append-all.js';
 
 export interface RequestPhase {
   request: ChatCompletionRequest;
@@ -73,7 +74,7 @@ export function runResponsePolicies(
   for (const policy of policies) {
     if (!policy.onResponse) continue;
     const decision = policy.onResponse(current, ctx, memos.get(policy.name), sent, original);
-    effects.push(...decision.effects);
+    pushAll(effects, decision.effects);
     if (decision.action === 'retry') return { ...decision, effects };
     current = decision.response;
   }
@@ -107,15 +108,19 @@ export function createStreamChain(
   liveEffects: PolicyEffect[] = [],
 ): StreamChain {
   const hooks: StreamHook[] = [];
+  // Hooks may ask whether the chain already knows the output is discarded (held-calls-stream.ts).
+  let chain: HookChain | undefined;
+  const hookCtx: PolicyContext = { ...ctx, discardDecided: () => chain?.unrecoverable() ?? false };
   for (const policy of policies) {
     if (!policy.createStreamHook) continue;
-    const hook = policy.createStreamHook(ctx, memos.get(policy.name), sent, original);
+    const hook = policy.createStreamHook(hookCtx, memos.get(policy.name), sent, original);
     // A pass-through hook returns each chunk as it is and ends with nothing: leaving it out
     // changes no output, and saves a call per chunk.
     if (!isPassThroughHook(hook)) hooks.push(hook);
   }
   // slice() sizes the array to the hooks: the chain is held for the stream's life.
-  return new HookChain(hooks.slice(), liveEffects);
+  chain = new HookChain(hooks.slice(), liveEffects);
+  return chain;
 }
 
 /** A class rather than closures: each open stream holds one chain object, the methods are shared. */
@@ -172,8 +177,8 @@ class HookChain implements StreamChain {
     let retry: { request: ChatCompletionRequest; reason: string } | undefined;
     for (let i = 0; i < hooks.length; i++) {
       const end = hooks[i]!.onEnd();
-      effects.push(...end.effects);
-      this.liveEffects.push(...end.effects);
+      pushAll(effects, end.effects);
+      pushAll(this.liveEffects, end.effects);
       if (end.retry && !retry) retry = end.retry;
       for (const c of this.from(i + 1, end.chunks)) out.push(c);
     }

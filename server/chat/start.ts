@@ -68,6 +68,7 @@ export function startChatCall(
   // Several replicas: the conversation's key picks the one that holds its prefix in cache.
   if (route.client.replicas > 1 && state.config.affinity?.enabled !== false)
     call.affinityKey = affinityKey(request.headers, request.body, body);
+  call.compileBudget = state.chatDeps.compileBudgets?.forRequest();
   // The call owns the client's bytes from here (and drops them once the request is rewritten):
   // the Fastify request, alive as long as the response, must not keep a second reference.
   request.rawBody = undefined;

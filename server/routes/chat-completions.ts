@@ -6,6 +6,7 @@ import type { StreamOutput, StreamSummary } from '../chat/output.js';
 import { completeChat, streamChat } from '../chat/pipeline.js';
 import { startChatCall } from '../chat/start.js';
 import { toErrorBody } from '../error-handler.js';
+import { DEFAULT_STREAM_KEEPALIVE_MS, KeepAlive, SSE_KEEPALIVE_COMMENT } from '../keep-alive.js';
 import { SSE_DONE, sseData } from '../sse.js';
 import { chatCompletionBody } from './schemas.js';
 
@@ -41,21 +42,43 @@ function writeOrWait(reply: FastifyReply, data: string | Uint8Array): Promise<vo
 }
 
 /** Chat completions framing: `data: <chunk>` events, a summed usage chunk, `data: [DONE]`. */
-class ChatSseOutput implements StreamOutput {
+export class ChatSseOutput implements StreamOutput {
   opened = false;
   private doneSent = false;
+  private readonly keepAlives: KeepAlive;
 
   constructor(
     private readonly reply: FastifyReply,
     private readonly headers: Record<string, string>,
     private readonly includeUsage: boolean,
-  ) {}
+    keepAliveMs = DEFAULT_STREAM_KEEPALIVE_MS,
+  ) {
+    this.keepAlives = new KeepAlive(reply.raw, this, keepAliveMs);
+    this.keepAlives.start();
+  }
 
   open(): void {
     if (this.opened) return;
     this.opened = true;
     this.reply.hijack();
     this.reply.raw.writeHead(200, { ...SSE_HEADERS, ...this.headers });
+    // writeHead only queues the head until the first write: a held answer sent nothing at all.
+    this.reply.raw.flushHeaders();
+    this.keepAlives.noteWrite();
+  }
+
+  keepAlive(): void {
+    void this.write(SSE_KEEPALIVE_COMMENT);
+  }
+
+  /** One keep-alive interval passed (the timer's; tests call it by hand). */
+  tick(): void {
+    this.keepAlives.tick();
+  }
+
+  private write(text: string | Uint8Array): Promise<void> {
+    this.keepAlives.noteWrite();
+    return writeRaw(this.reply, text);
   }
 
   chunks(chunks: readonly ChatCompletionChunk[]): Promise<void> {
@@ -63,7 +86,7 @@ class ChatSseOutput implements StreamOutput {
     // One write per batch: one syscall, one TCP segment.
     let text = '';
     for (const c of chunks) text += this.frame(c);
-    return writeRaw(this.reply, text);
+    return this.write(text);
   }
 
   frame(chunk: ChatCompletionChunk): string {
@@ -71,12 +94,13 @@ class ChatSseOutput implements StreamOutput {
   }
 
   text(framed: string): Promise<void> | undefined {
+    this.keepAlives.noteWrite();
     return writeOrWait(this.reply, framed);
   }
 
   relay(bytes: Uint8Array, done: boolean): Promise<void> {
     if (done) this.doneSent = true;
-    return writeRaw(this.reply, bytes);
+    return this.write(bytes);
   }
 
   async end(summary: StreamSummary): Promise<void> {
@@ -102,6 +126,7 @@ class ChatSseOutput implements StreamOutput {
   }
 
   close(): void {
+    this.keepAlives.stop();
     if (this.opened && !this.reply.raw.writableEnded) this.reply.raw.end();
   }
 }
@@ -137,6 +162,7 @@ export function registerChatRoute(app: FastifyInstance, state: AppState): void {
         reply,
         { 'x-request-id': request.id },
         body.stream_options?.include_usage === true,
+        state.config.streamKeepAliveMs,
       );
       try {
         await streamChat(call, deps, out);

@@ -24,6 +24,7 @@ import { startChatCall } from '../chat/start.js';
 import { reportDroppedTools } from '../dropped-tools.js';
 import { normalizeError, parseUpstreamBody, setRetryAfter } from '../error-handler.js';
 import { endStreamWith, type OpenStream } from '../open-streams.js';
+import { DEFAULT_STREAM_KEEPALIVE_MS, KeepAlive } from '../keep-alive.js';
 import { resolveRoute } from '../routing.js';
 import { SSE_HEADERS, writeRaw } from './chat-completions.js';
 
@@ -85,12 +86,6 @@ function frame(events: readonly StreamEvent[]): string {
   return text;
 }
 
-/**
- * A ping after this much silence. Chunks may be held back for a whole attempt (while a
- * corrective retry is still possible) and retries take time: without pings a proxy's idle
- * timeout (nginx: 60 s) would cut a stream that is still working.
- */
-export const PING_INTERVAL_MS = 15_000;
 const PING_FRAME = frame([{ type: 'ping' }]);
 
 /** Anthropic's stream error: `event: error` with the same body as an error response. */
@@ -100,26 +95,27 @@ function errorFrame(err: ToolproofError): string {
 
 /**
  * Anthropic Messages framing over the chat chunks the attempt loop decided on. Also the stream's
- * OpenStream: at the shutdown deadline it ends with Anthropic's own `error` event.
+ * OpenStream: at the shutdown deadline it ends with Anthropic's own `error` event. A `ping`
+ * goes out for each keep-alive interval with nothing else written (server/keep-alive.ts).
  */
 export class MessagesSseOutput implements StreamOutput, OpenStream {
   opened = false;
   private readonly translator: MessageStreamTranslator;
-  private timer: NodeJS.Timeout | undefined;
-  /** Something was written since the last tick. */
-  private wrote = false;
+  private readonly keepAlives: KeepAlive;
 
   constructor(
     private readonly reply: FastifyReply,
     private readonly headers: Record<string, string>,
     ctx: MessageContext,
-    private readonly pingMs = PING_INTERVAL_MS,
+    pingMs = DEFAULT_STREAM_KEEPALIVE_MS,
   ) {
     this.translator = new MessageStreamTranslator(ctx);
+    this.keepAlives = new KeepAlive(reply.raw, this, pingMs);
+    this.keepAlives.start();
   }
 
   private write(text: string): Promise<void> {
-    this.wrote = true;
+    this.keepAlives.noteWrite();
     return writeRaw(this.reply, text);
   }
 
@@ -130,16 +126,15 @@ export class MessagesSseOutput implements StreamOutput, OpenStream {
     this.reply.raw.writeHead(200, { ...SSE_HEADERS, ...this.headers });
     // Not awaited: open() is synchronous, and the next write waits for the socket anyway.
     void this.write(frame(this.translator.start()));
-    this.timer = setInterval(() => this.tick(), this.pingMs);
-    this.timer.unref();
+  }
+
+  keepAlive(): void {
+    void this.write(PING_FRAME);
   }
 
   /** One ping interval passed: a ping if nothing else went out, unless the socket is full. */
   tick(): void {
-    const raw = this.reply.raw;
-    if (raw.destroyed || raw.writableEnded || raw.writableNeedDrain) return;
-    if (!this.wrote) void this.write(PING_FRAME);
-    this.wrote = false;
+    this.keepAlives.tick();
   }
 
   chunks(chunks: readonly ChatCompletionChunk[]): Promise<void> {
@@ -158,13 +153,12 @@ export class MessagesSseOutput implements StreamOutput, OpenStream {
   }
 
   abortWithError(err: ToolproofError): Promise<void> {
-    clearInterval(this.timer);
+    this.keepAlives.stop();
     return endStreamWith(this.reply.raw, (e) => this.reply.request.tpAbort?.abort(e), err, errorFrame);
   }
 
   close(): void {
-    clearInterval(this.timer);
-    this.timer = undefined;
+    this.keepAlives.stop();
     if (this.opened && !this.reply.raw.writableEnded) this.reply.raw.end();
   }
 }
@@ -275,6 +269,7 @@ export function messagesRoutes(state: AppState): FastifyPluginAsync {
           reply,
           { 'x-request-id': request.id, 'request-id': request.id, ...droppedHeader },
           ctx,
+          state.config.streamKeepAliveMs,
         );
         state.openStreams.claim(reply.raw, out); // app.ts drops it when the response closes
         try {

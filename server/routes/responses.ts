@@ -23,6 +23,8 @@ import { reportDroppedTools } from '../dropped-tools.js';
 import { endStreamWith, type OpenStream } from '../open-streams.js';
 import { resolveRoute } from '../routing.js';
 import { SSE_HEADERS, writeRaw } from './chat-completions.js';
+import { pushAll } from '../../protocol/append-all.js';
+import { DEFAULT_STREAM_KEEPALIVE_MS, KeepAlive } from '../keep-alive.js';
 
 const nullable = (schema: Record<string, unknown>) => ({ anyOf: [schema, { type: 'null' }] });
 
@@ -72,19 +74,25 @@ function sseEvent(e: ResponsesEvent): string {
  * Responses framing: `event: <type>` + `data: <event>` per event; no [DONE]. Also the stream's
  * OpenStream: at the shutdown deadline it ends with the same events as any failure.
  */
-class ResponsesSseOutput implements StreamOutput, OpenStream {
+export class ResponsesSseOutput implements StreamOutput, OpenStream {
   opened = false;
+  private readonly keepAlives: KeepAlive;
 
   constructor(
     private readonly reply: FastifyReply,
     private readonly headers: Record<string, string>,
     private readonly translator: ResponsesTranslator,
-  ) {}
+    keepAliveMs = DEFAULT_STREAM_KEEPALIVE_MS,
+  ) {
+    this.keepAlives = new KeepAlive(reply.raw, this, keepAliveMs);
+    this.keepAlives.start();
+  }
 
   private write(events: readonly ResponsesEvent[]): Promise<void> {
     if (events.length === 0) return Promise.resolve();
     let text = '';
     for (const e of events) text += sseEvent(e);
+    this.keepAlives.noteWrite();
     return writeRaw(this.reply, text);
   }
 
@@ -97,9 +105,19 @@ class ResponsesSseOutput implements StreamOutput, OpenStream {
     void this.write(this.translator.start());
   }
 
+  /** A `keepalive` event: nothing between response.created and the held answer's release. */
+  keepAlive(): void {
+    void this.write([this.translator.keepAlive()]);
+  }
+
+  /** One keep-alive interval passed (the timer's; tests call it by hand). */
+  tick(): void {
+    this.keepAlives.tick();
+  }
+
   chunks(chunks: readonly ChatCompletionChunk[]): Promise<void> {
     const events: ResponsesEvent[] = [];
-    for (const c of chunks) events.push(...this.translator.push(c));
+    for (const c of chunks) pushAll(events, this.translator.push(c));
     return this.write(events);
   }
 
@@ -123,6 +141,7 @@ class ResponsesSseOutput implements StreamOutput, OpenStream {
   }
 
   abortWithError(err: ToolproofError): Promise<void> {
+    this.keepAlives.stop();
     const raw = this.reply.raw;
     return endStreamWith(
       raw,
@@ -133,6 +152,7 @@ class ResponsesSseOutput implements StreamOutput, OpenStream {
   }
 
   close(): void {
+    this.keepAlives.stop();
     if (this.opened && !this.reply.raw.writableEnded) this.reply.raw.end();
   }
 }
@@ -179,6 +199,7 @@ export function registerResponsesRoute(app: FastifyInstance, state: AppState): v
         reply,
         { 'x-request-id': request.id, ...droppedHeader },
         new ResponsesTranslator(ctx),
+        state.config.streamKeepAliveMs,
       );
       state.openStreams.claim(reply.raw, out); // app.ts drops it when the response closes
       try {

@@ -1,18 +1,33 @@
 /**
- * Child-process probe for validate-arguments.test.ts (run with --expose-gc): compiles COUNT
- * distinct schemas of ~SIZE characters each and prints the heap growth after a full GC, in MB.
- * Not a test file itself: vitest only collects *.test.ts.
+ * Child-process probe for validate-arguments.test.ts and schema-budget.test.ts (run with
+ * --expose-gc): compiles COUNT distinct schemas and prints the heap growth after a full GC, in
+ * MB. Mode `size` (default): schemas of ~SIZE characters of description. Mode `patterns`:
+ * schemas of SIZE string properties with a distinct pattern each, validated with every property
+ * present (so every pattern is compiled). Not a test file itself: vitest only collects *.test.ts.
  */
 import { validateArguments } from '../../policies/support/validate-arguments.js';
 
 const count = Number(process.argv[2] ?? 200);
 const size = Number(process.argv[3] ?? 400_000);
+const mode = process.argv[4] ?? 'size';
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('run with --expose-gc');
 
 gc();
 const before = process.memoryUsage().heapUsed;
-for (let i = 0; i < count; i++) {
+for (let i = 0; i < count && mode === 'patterns'; i++) {
+  const properties: Record<string, unknown> = {};
+  const args: Record<string, string> = {};
+  for (let j = 0; j < size; j++) {
+    properties[`p${j}`] = {
+      type: 'string',
+      pattern: `^[a-z]{1,${8 + (j % 9)}}-${i}-${j}(foo|bar|baz)[0-9]+$`,
+    };
+    args[`p${j}`] = `abc-${i}-${j}foo1`;
+  }
+  validateArguments({ type: 'object', properties }, args);
+}
+for (let i = 0; i < count && mode === 'size'; i++) {
   const schema = {
     type: 'object',
     description: `${i} ${'d'.repeat(size)}`,

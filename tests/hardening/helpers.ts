@@ -3,7 +3,7 @@
  * normalize URLs, which would hide spelling bugs), a fake upstream that records what reached
  * it, and the real toolproof app on loopback.
  */
-import { closeApp } from '../server/stack.js';
+import { closeApp, TEST_MODELS } from '../server/stack.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -104,6 +104,7 @@ export async function startProxy(
   file?: Parameters<typeof loadConfig>[1],
 ): Promise<RunningProxy> {
   const app = await buildApp(loadConfig(env, file), { logger: false });
+  app.toolproof.modelLabels.serve(TEST_MODELS); // as /ready would learn them (see stack.ts)
   await app.listen({ host: '127.0.0.1', port: 0 });
   const port = (app.server.address() as AddressInfo).port;
   return { app, port, origin: `http://127.0.0.1:${port}`, close: () => closeApp(app) };

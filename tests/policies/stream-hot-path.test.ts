@@ -67,14 +67,15 @@ describe('stream hot path', () => {
     expect(isLiveAnswer(out[2]!)).toBe(true);
   });
 
-  it('held calls pass an unchanged text chunk on as itself and copy a finished one', () => {
+  it('held calls pass a live answer on as itself, release held text as text, and copy a finished one', () => {
     const hook = createHeldCallsStreamHook(() => ({ effects: [] }), { hold: true });
     const text = chunkOf({ content: 'a' });
     const live = liveAnswerCopy(chunkOf({ content: 'b' }), chunkOf({ content: 'b' }).choices);
     const last = chunkOf({ content: 'c' }, 'stop');
     expect(hook.onChunk(text)).toEqual([]);
     const released = hook.onChunk(live);
-    expect(released[0]).toBe(text);
+    // Held text is kept as text (issue 18 item 6), released as an equal chunk.
+    expect(released[0]).toEqual(text);
     expect(released[1]).toBe(live);
     expect(hook.onChunk(last)).toEqual([]);
     const end = hook.onEnd().chunks.map((c) => JSON.stringify(c.choices));

@@ -1,0 +1,91 @@
+/**
+ * Issue 18 item 4: `out.push(...list)` passes every element as an argument and throws a
+ * RangeError past ~120k. A chat history turn with 130k tool calls, and a Messages turn with
+ * 170k tool_result blocks, got a 500 (TP_ERR_INTERNAL). Now both are answered.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pushAll } from '../../protocol/append-all.js';
+import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy } from './helpers.js';
+
+let upstream: FakeUpstream;
+let proxy: RunningProxy;
+
+const COMPLETION = JSON.stringify({
+  id: 'c1',
+  object: 'chat.completion',
+  created: 1,
+  model: 'm1',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'done' }, finish_reason: 'stop' }],
+});
+
+beforeAll(async () => {
+  upstream = await fakeUpstream((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(COMPLETION);
+  });
+  proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
+});
+
+afterAll(async () => {
+  await proxy.close();
+  await upstream.close();
+});
+
+const post = (path: string, body: unknown) =>
+  fetch(`${proxy.origin}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+    body: JSON.stringify(body),
+  });
+
+describe('lists past the argument limit of push(...spread)', () => {
+  it('pushAll appends 500k items', () => {
+    const items = Array.from({ length: 500_000 }, (_, i) => i);
+    expect(pushAll([-1], items)).toHaveLength(500_001);
+  });
+
+  it('a chat history turn with 130k tool calls is answered, not a 500', async () => {
+    const n = 130_000;
+    const calls = Array.from({ length: n }, (_, i) => ({
+      id: `c${i}`,
+      type: 'function',
+      function: { name: 'f', arguments: '{}' },
+    }));
+    const results = calls.map((c) => ({ role: 'tool', tool_call_id: c.id, content: 'ok' }));
+    const res = await post('/v1/chat/completions', {
+      model: 'm1',
+      messages: [
+        { role: 'user', content: 'go' },
+        { role: 'assistant', content: null, tool_calls: calls },
+        ...results,
+      ],
+      tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
+    });
+    expect(res.status).toBe(200);
+    const sent = JSON.parse(upstream.requests.at(-1)!.body.toString()) as { messages: unknown[] };
+    expect(sent.messages.length).toBeGreaterThanOrEqual(n + 2);
+  }, 60_000);
+
+  it('a Messages turn with 170k tool_result blocks is answered, not a 500', async () => {
+    const n = 170_000;
+    const uses = Array.from({ length: n }, (_, i) => ({
+      type: 'tool_use',
+      id: `t${i}`,
+      name: 'f',
+      input: {},
+    }));
+    const results = uses.map((u) => ({ type: 'tool_result', tool_use_id: u.id, content: 'ok' }));
+    const res = await post('/v1/messages', {
+      model: 'm1',
+      max_tokens: 16,
+      messages: [
+        { role: 'user', content: 'go' },
+        { role: 'assistant', content: uses },
+        { role: 'user', content: results },
+      ],
+      tools: [{ name: 'f', input_schema: { type: 'object' } }],
+    });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { content: Array<{ text?: string }> }).content[0]?.text).toBe('done');
+  }, 60_000);
+});

@@ -1,0 +1,121 @@
+/**
+ * Issue 18 item 3: inputs whose cost grew with the square of their size.
+ * - `/v1/responses` with many consecutive `function_call` items: each call copied the turn's
+ *   call list (30k items: 6 s of event loop).
+ * - One upstream chunk with many `choices`: the held stream judged every choice against every
+ *   effect of the attempt (40k choices: 3 s).
+ * Both are linear now: the work for 4n is about 4 times the work for n, not 16 times.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy } from './helpers.js';
+
+let upstream: FakeUpstream;
+let proxy: RunningProxy;
+let choices = 1;
+
+const COMPLETION = JSON.stringify({
+  id: 'c1',
+  object: 'chat.completion',
+  created: 1,
+  model: 'm1',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'done' }, finish_reason: 'stop' }],
+});
+
+function manyChoicesStream(n: number): string {
+  const list = Array.from({ length: n }, (_, i) => ({
+    index: i,
+    delta: {
+      role: 'assistant',
+      content: `answer ${i} <tool_call>{"name": "nope", "arguments": {}}</tool_call>`,
+    },
+    finish_reason: 'stop',
+  }));
+  const chunk = { id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'm1', choices: list };
+  return `data: ${JSON.stringify(chunk)}\n\ndata: [DONE]\n\n`;
+}
+
+beforeAll(async () => {
+  upstream = await fakeUpstream((req, res) => {
+    const body = JSON.parse(req.body.toString()) as { stream?: boolean };
+    if (body.stream) {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(manyChoicesStream(choices));
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(COMPLETION);
+  });
+  proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
+});
+
+afterAll(async () => {
+  await proxy.close();
+  await upstream.close();
+});
+
+const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }];
+
+async function timed(path: string, body: unknown): Promise<{ ms: number; status: number; text: string }> {
+  const start = performance.now();
+  const res = await fetch(`${proxy.origin}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { ms: performance.now() - start, status: res.status, text };
+}
+
+/** The best of three runs: the least disturbed by whatever else the machine is doing. */
+async function best(run: () => Promise<{ ms: number; status: number }>): Promise<number> {
+  let min = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < 3; i++) {
+    const r = await run();
+    expect(r.status).toBe(200);
+    min = Math.min(min, r.ms);
+  }
+  return min;
+}
+
+describe('linear in the size of the input', () => {
+  it('/v1/responses: 4x as many consecutive function_call items cost about 4x, not 16x', async () => {
+    const input = (n: number) => [
+      { type: 'message', role: 'user', content: 'go' },
+      ...Array.from({ length: n }, (_, i) => ({
+        type: 'function_call',
+        call_id: `c${i}`,
+        name: 'f',
+        arguments: '{}',
+      })),
+    ];
+    const run = (n: number) => () =>
+      timed('/v1/responses', {
+        model: 'm1',
+        input: input(n),
+        tools: [{ type: 'function', name: 'f', parameters: { type: 'object' } }],
+      });
+    await run(1000)();
+    const small = await best(run(5000));
+    const large = await best(run(20_000));
+    // Quadratic: 16x (6 s at 30k); linear: ~4x. Measured after the fix: ~3-5x.
+    expect(large / small).toBeLessThan(9);
+  }, 120_000);
+
+  it('one upstream chunk with 4x as many choices costs about 4x, not 16x', async () => {
+    const run = (n: number) => () => {
+      choices = n;
+      return timed('/v1/chat/completions', {
+        model: 'm1',
+        stream: true,
+        n,
+        messages: [{ role: 'user', content: 'go' }],
+        tools,
+      });
+    };
+    const check = await run(3)();
+    expect(check.text).toContain('answer 2');
+    const small = await best(run(2500));
+    const large = await best(run(10_000));
+    expect(large / small).toBeLessThan(9);
+  }, 120_000);
+});
