@@ -30,8 +30,11 @@ export function toolUseId(callId: string | undefined, msgId: string, index: numb
  * Tool arguments as the `input` object. Validation already ran in the pipeline; a value that
  * still is not a JSON object is kept under "_raw" rather than dropped.
  */
-export function toolInput(args: string | undefined): Record<string, unknown> {
-  if (!args || args.trim() === '') return {};
+export function toolInput(args: unknown): Record<string, unknown> {
+  // The pipeline hands over strings (normalize-tool-calls); anything else is kept, never thrown on.
+  if (args === undefined || args === null) return {};
+  if (typeof args !== 'string') return { _raw: JSON.stringify(args) ?? String(args) };
+  if (args.trim() === '') return {};
   try {
     const v: unknown = JSON.parse(args);
     if (v && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
