@@ -3,6 +3,7 @@
  * ids, stop reasons, usage. Pure. Ids round-trip: a chat tool-call id is the tool_use id as it
  * is, so the client's next tool_result.tool_use_id maps straight back to the chat call id.
  */
+import { keepSourceText } from '../lossless-json.js';
 import type { ChatCompletion, FinishReason, ToolCall, Usage } from '../openai.js';
 import type { Message, MessageUsage, ResponseBlock, StopReason, ToolUseBlock } from './types.js';
 
@@ -37,7 +38,12 @@ export function toolInput(args: unknown): Record<string, unknown> {
   if (args.trim() === '') return {};
   try {
     const v: unknown = JSON.parse(args);
-    if (v && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
+    if (v && typeof v === 'object' && !Array.isArray(v)) {
+      // Written back with stringifyJson: the numbers and key order the model wrote, as the
+      // stream's partial_json (the arguments themselves) has them.
+      keepSourceText(v, Buffer.from(args), true);
+      return v as Record<string, unknown>;
+    }
   } catch {
     // fall through
   }

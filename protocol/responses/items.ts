@@ -14,6 +14,7 @@ import type {
   MessageItem,
   ReasoningItem,
 } from './types.js';
+import { stringifyJson } from '../lossless-json.js';
 
 function invalid(param: string, message: string): ToolproofError {
   return new ToolproofError('TP_ERR_INVALID_FIELD', { param, message });
@@ -139,7 +140,7 @@ export function inputToMessages(
         if (typeof item.name !== 'string' || !item.name)
           throw invalid(`${param}.name`, `${param}.name must be a non-empty string.`);
         const args =
-          typeof item.arguments === 'string' ? item.arguments : JSON.stringify(item.arguments ?? {});
+          typeof item.arguments === 'string' ? item.arguments : stringifyJson(item.arguments ?? {});
         const t = openTurn();
         const call: ToolCall = {
           id: item.call_id,

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionChunk } from '../../protocol/openai.js';
+import { keepSourceText } from '../../protocol/lossless-json.js';
 import { toChatRequest } from '../../protocol/responses/request.js';
 import {
   completionToResponse,
@@ -148,6 +149,8 @@ export function registerResponsesRoute(app: FastifyInstance, state: AppState): v
     },
     async (request, reply) => {
       const body = request.body as ResponsesRequest;
+      // Translated, so serialized: the client's numbers and key order are kept from its bytes.
+      if (request.rawBody) keepSourceText(body, request.rawBody);
       const chatBody = toChatRequest(body);
       const call = startChatCall(request, state, chatBody, 'responses');
       const ctx: TranslatorContext = { request: body, newId, createdAt: Math.floor(Date.now() / 1000) };
