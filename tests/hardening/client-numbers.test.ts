@@ -129,9 +129,11 @@ describe.each([false, true])('stream %s', (stream) => {
       `{"type":"function_call","call_id":"a","name":"get","arguments":${JSON.stringify(ARGS)}},` +
       `{"type":"function_call_output","call_id":"a","output":"ok"}],` +
       `"tools":[{"type":"function","name":"get","parameters":${SCHEMA}}]}`;
-    const { status, sent } = await send('/v1/responses', text);
+    const { status, sent, body } = await send('/v1/responses', text);
     expect(status).toBe(200);
     expect(sent[0]).toContain(`"parameters":${SCHEMA}`);
+    // The response echoes the client's tools: as it sent them.
+    expect(body).toContain(`"parameters":${SCHEMA}`);
     const got = JSON.parse(sent[0]!) as {
       messages: Array<{ tool_calls?: Array<{ function: { arguments: string } }> }>;
     };
@@ -173,6 +175,13 @@ describe.each([false, true])('stream %s', (stream) => {
 });
 
 describe('relays', () => {
+  it('a renamed model on the pass-through: only the model changes', async () => {
+    const text = '{"model":"renamed","query":"x","top_n":12345678901234567890,"w":{"2":1e400,"1":-0}}';
+    const { status, sent } = await send('/v1/rerank', text);
+    expect(status).toBe(200);
+    expect(sent[0]).toBe(text.replace('"renamed"', '"real-name"'));
+  });
+
   it('a renamed model on the embeddings relay: only the model changes', async () => {
     const text =
       '{"model":"renamed","input":"x","dimensions":12345678901234567890,"extra":{"2":1e400,"1":-0}}';
