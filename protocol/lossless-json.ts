@@ -28,8 +28,17 @@
  * duplicate survived; the key cannot be shadowed).
  */
 
-/** The source text of each annotated container. */
-const SOURCE = new WeakMap<object, string>();
+/**
+ * The source of each annotated container: its bytes in a copy of the outermost annotated range
+ * around it (containers nest: one copy per outermost range keeps memory within the body's size,
+ * where a string per container would hold nested text once per level).
+ */
+interface Span {
+  bytes: Buffer;
+  start: number;
+  end: number;
+}
+const SOURCE = new WeakMap<object, Span | string>();
 /** Top-level number members spelled otherwise than JSON.stringify spells them, by key. */
 const ROOT_NUMBERS = new WeakMap<object, ReadonlyMap<string, string>>();
 
@@ -41,9 +50,11 @@ const MARK_RE = /"\\u0000toolproof-source\\u0000(\d+)"/g;
 
 /** Inert outside stringifyJson: JSON.stringify then writes the object as usual. */
 function sourceToJSON(this: object): unknown {
-  const text = SOURCE.get(this);
-  if (collecting === undefined || text === undefined) return this;
-  collecting.push(text);
+  const source = SOURCE.get(this);
+  if (collecting === undefined || source === undefined) return this;
+  collecting.push(
+    typeof source === 'string' ? source : source.bytes.toString('utf8', source.start, source.end),
+  );
   return `${MARK}${collecting.length - 1}`;
 }
 
@@ -96,11 +107,6 @@ export function stringifyJson(value: unknown, base?: unknown): string {
   });
   // A string of the value itself spelled the marker: keep JSON.stringify's text, never a guess.
   return seen === texts.length ? joined : JSON.stringify(value);
-}
-
-/** True when the value parsed from `bytes` was annotated to keep some of its source text. */
-export function hasSourceText(value: unknown): boolean {
-  return typeof value === 'object' && value !== null && (SOURCE.has(value) || ROOT_NUMBERS.has(value));
 }
 
 // Bytes.
@@ -195,20 +201,33 @@ export function mayNotRoundTrip(bytes: Buffer): boolean {
   return false;
 }
 
-interface Frame {
-  node: Record<string, unknown> | unknown[];
-  array: boolean;
+/**
+ * At most this many containers keep their source (a tool schema has a handful; each costs a
+ * property and a map entry). A body with more keeps none: JSON.stringify's behaviour.
+ */
+export const MAX_KEPT = 10_000;
+
+/** One open container of the walk (reused by depth: a hostile body has millions). */
+class Frame {
+  node: Record<string, unknown> | unknown[] = [];
+  array = false;
   /** Offset of the opening bracket. */
-  start: number;
-  /** Object keys in source order. */
-  keys: string[];
-  /** Elements of an array so far. */
-  index: number;
-  /** The key whose value comes next (objects). */
-  key: string;
-  /** A number member that JSON.stringify would spell otherwise. */
-  dirty: boolean;
-  numbers: Map<string, string> | undefined;
+  start = 0;
+  /**
+   * JavaScript's keys of the object. JSON.parse defines members in source order, and only
+   * index-like keys ("0", "17") are enumerated first: without those, the n-th key in the source
+   * is own[n], and no key needs decoding.
+   */
+  own: string[] = [];
+  /** The source's keys, decoded, when some key is index-like (their order may differ). */
+  keys: string[] | undefined = undefined;
+  /** Members or elements begun so far. */
+  index = 0;
+  /** The key of the member whose value comes next. */
+  key: string | undefined = '';
+  /** Some member would be spelled otherwise by JSON.stringify (a number, or the key order). */
+  dirty = false;
+  numbers: Map<string, string> | undefined = undefined;
 }
 
 /** The key whose quotes are at `from` and `to`, decoded. */
@@ -219,21 +238,19 @@ function decodeKey(bytes: Buffer, from: number, to: number): string {
   return bytes.toString('utf8', from + 1, to);
 }
 
-/** The value the next element or member of `f` holds in the parsed value. */
-function childOf(f: Frame): unknown {
-  if (f.array) return (f.node as unknown[])[f.index];
-  const node = f.node as Record<string, unknown>;
-  if (!Object.hasOwn(node, f.key)) return undefined;
-  // A "__proto__" member is an own data property (JSON.parse defines it): read it as one.
-  return f.key === '__proto__' ? Object.getOwnPropertyDescriptor(node, f.key)?.value : node[f.key];
+/** An array-index-like key, which JavaScript enumerates before the others, in numeric order. */
+function indexLike(key: string | undefined): boolean {
+  return key !== undefined && /^(?:0|[1-9]\d{0,9})$/.test(key) && Number(key) < 2 ** 32 - 1;
 }
 
-/** True when the keys JavaScript enumerates are the source's keys in the source's order. */
-function sameOrder(node: Record<string, unknown>, keys: readonly string[]): boolean | 'duplicate' {
-  const own = Object.keys(node);
-  if (own.length !== keys.length) return 'duplicate';
-  for (let k = 0; k < own.length; k++) if (own[k] !== keys[k]) return false;
-  return true;
+/** The value the next element or member of `f` holds in the parsed value. */
+function childOf(f: Frame): unknown {
+  if (f.array) return (f.node as unknown[])[f.index - 1];
+  const node = f.node as Record<string, unknown>;
+  const key = f.key;
+  if (key === undefined || !Object.hasOwn(node, key)) return undefined;
+  // A "__proto__" member is an own data property (JSON.parse defines it): read it as one.
+  return key === '__proto__' ? Object.getOwnPropertyDescriptor(node, key)?.value : node[key];
 }
 
 /**
@@ -247,7 +264,7 @@ export function keepSourceText(value: unknown, bytes: Buffer, whole = false): vo
   if (typeof value !== 'object' || value === null || !mayNotRoundTrip(bytes)) return;
   const found = walk(value, bytes, whole);
   if (found === undefined) return;
-  for (const [node, text] of found.sources) {
+  for (const [node, span] of found.sources) {
     if (Object.hasOwn(node, 'toJSON')) continue;
     Object.defineProperty(node, 'toJSON', {
       value: sourceToJSON,
@@ -255,88 +272,109 @@ export function keepSourceText(value: unknown, bytes: Buffer, whole = false): vo
       writable: true,
       configurable: true,
     });
-    SOURCE.set(node, text);
+    SOURCE.set(node, span);
   }
   if (found.rootNumbers !== undefined && found.rootNumbers.size > 0)
     ROOT_NUMBERS.set(value, found.rootNumbers);
 }
 
 interface Found {
-  sources: Array<[object, string]>;
+  sources: Array<[object, Span]>;
   rootNumbers: Map<string, string> | undefined;
 }
 
 /** The walk in step with the parsed value; undefined when it cannot be trusted (duplicate keys). */
 function walk(root: object, bytes: Buffer, whole: boolean): Found | undefined {
-  const sources: Array<[object, string]> = [];
+  const ranges: Array<[object, number, number]> = [];
   let rootNumbers: Map<string, string> | undefined;
-  const stack: Frame[] = [];
+  const frames: Frame[] = [];
+  let depth = 0;
   let expectKey = false;
   const n = bytes.length;
-  const done = (f: Frame | undefined) => {
-    if (f?.array) f.index++;
-  };
   for (let i = 0; i < n; ) {
     const c = bytes[i]!;
-    const top = stack[stack.length - 1];
+    const top = depth > 0 ? frames[depth - 1]! : undefined;
+    // An array element begins (objects count members at their key).
+    if (top?.array && c !== 0x5d && c !== COMMA && !isSpace(c)) top.index++;
     if (c === 0x7b || c === 0x5b) {
       const node = top === undefined ? root : childOf(top);
       const array = c === 0x5b;
       if (typeof node !== 'object' || node === null || Array.isArray(node) !== array) return undefined;
-      stack.push({
-        node: node as Frame['node'],
-        array,
-        start: i,
-        keys: [],
-        index: 0,
-        key: '',
-        dirty: false,
-        numbers: undefined,
-      });
+      const f = (frames[depth] ??= new Frame());
+      depth++;
+      f.node = node as Frame['node'];
+      f.array = array;
+      f.start = i;
+      f.own = array ? [] : Object.keys(node);
+      f.keys = !array && indexLike(f.own[0]) ? [] : undefined;
+      f.index = 0;
+      f.key = '';
+      f.dirty = false;
+      f.numbers = undefined;
       expectKey = !array;
       i++;
     } else if (c === 0x7d || c === 0x5d) {
-      const f = stack.pop();
-      if (f === undefined) return undefined;
-      let dirty = f.dirty;
-      if (!f.array) {
-        const order = sameOrder(f.node as Record<string, unknown>, f.keys);
-        if (order === 'duplicate') return undefined;
-        if (!order) dirty = true;
+      if (top === undefined) return undefined;
+      depth--;
+      let dirty = top.dirty;
+      if (!top.array) {
+        if (top.index !== top.own.length) return undefined; // a duplicate key
+        if (top.keys?.some((k, j) => k !== top.own[j])) dirty = true;
       }
-      if (stack.length === 0) rootNumbers = f.numbers;
-      if (dirty && (stack.length > 0 || whole))
-        sources.push([f.node, bytes.toString('utf8', f.start, i + 1)]);
-      done(stack[stack.length - 1]);
+      if (depth === 0) rootNumbers = top.numbers;
+      if (dirty && (depth > 0 || whole)) {
+        // Bounded work and memory for a hostile body: past the cap, JSON.stringify's behaviour.
+        if (ranges.length === MAX_KEPT) return undefined;
+        ranges.push([top.node, top.start, i + 1]);
+      }
       expectKey = false;
       i++;
     } else if (c === QUOTE) {
       const end = stringEnd(bytes, i);
       if (expectKey && top !== undefined && !top.array) {
-        top.key = decodeKey(bytes, i, end);
-        top.keys.push(top.key);
+        if (top.keys !== undefined) {
+          top.key = decodeKey(bytes, i, end);
+          top.keys.push(top.key);
+        } else top.key = top.own[top.index];
+        top.index++;
         expectKey = false;
-      } else done(top);
+      }
       i = end + 1;
     } else if (c === MINUS || isDigit(c)) {
       const end = numberEnd(bytes, i);
-      if (top !== undefined && numberChanges(bytes, i, end)) {
+      const atRoot = depth === 1 && top !== undefined && !top.array;
+      // Once a container is written from its source, its other numbers need no look.
+      if (top !== undefined && (!top.dirty || atRoot) && numberChanges(bytes, i, end)) {
         top.dirty = true;
-        if (stack.length === 1 && !top.array)
+        if (atRoot && top.key !== undefined)
           (top.numbers ??= new Map()).set(top.key, bytes.toString('latin1', i, end));
       }
-      done(top);
       i = end;
     } else if (c === 0x74 || c === 0x6e) {
-      done(top); // true, null
-      i += 4;
+      i += 4; // true, null
     } else if (c === 0x66) {
-      done(top); // false
-      i += 5;
+      i += 5; // false
     } else {
       if (c === COMMA && top !== undefined && !top.array) expectKey = true;
       i++;
     }
   }
-  return { sources, rootNumbers };
+  return { sources: spans(ranges, bytes), rootNumbers };
+}
+
+/** Ranges (nested or apart, inner ones first) as spans over one copy per outermost range. */
+function spans(ranges: Array<[object, number, number]>, bytes: Buffer): Array<[object, Span]> {
+  const out: Array<[object, Span]> = [];
+  // Closed inner-first, so an outer range comes after all it holds: walk back to meet it first.
+  let outer: Span | undefined;
+  let outerStart = 0;
+  for (let k = ranges.length - 1; k >= 0; k--) {
+    const [node, start, end] = ranges[k]!;
+    if (outer === undefined || start < outerStart || end > outerStart + outer.bytes.length) {
+      outer = { bytes: Buffer.from(bytes.subarray(start, end)), start: 0, end: end - start };
+      outerStart = start;
+      out.push([node, outer]);
+    } else out.push([node, { bytes: outer.bytes, start: start - outerStart, end: end - outerStart }]);
+  }
+  return out;
 }
