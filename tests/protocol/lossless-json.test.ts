@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseJsonBody } from '../../protocol/json-body.js';
-import { keepSourceText, mayNotRoundTrip, stringifyJson } from '../../protocol/lossless-json.js';
+import { keepSourceText, MAX_KEPT, mayNotRoundTrip, stringifyJson } from '../../protocol/lossless-json.js';
 import { container, numberText, print, src, tokens } from './lossless-json.js';
 
 function annotated(text: string): unknown {
@@ -121,5 +121,22 @@ describe('keepSourceText + stringifyJson', () => {
     expect(stringifyJson(value.messages[1500]!.tool_calls![0]!.function.arguments)).toBe(
       '{"n":12345678901234567890}',
     );
+  });
+
+  it(`past ${MAX_KEPT} kept containers a body keeps none (bounded work and memory), and nothing breaks`, () => {
+    const at = (n: number) => `{"t":[${Array.from({ length: n }, () => '{"n":1.0}').join(',')}]}`;
+    const kept = annotated(at(MAX_KEPT)) as { t: unknown[] };
+    expect(stringifyJson(kept.t[0])).toBe('{"n":1.0}');
+    const over = annotated(at(MAX_KEPT + 1)) as { t: unknown[] };
+    expect(stringifyJson(over.t[0])).toBe('{"n":1}');
+    expect(JSON.parse(stringifyJson(over))).toEqual(JSON.parse(at(MAX_KEPT + 1)));
+  });
+
+  it('nested kept containers share one copy of their bytes and each writes its own part', () => {
+    const text = '{"t":[1.0,[2.50,{"2":-0,"1":1e400}],"x"]}';
+    const value = annotated(text) as { t: [number, [number, object], string] };
+    expect(stringifyJson({ a: value.t })).toBe('{"a":[1.0,[2.50,{"2":-0,"1":1e400}],"x"]}');
+    expect(stringifyJson({ b: value.t[1] })).toBe('{"b":[2.50,{"2":-0,"1":1e400}]}');
+    expect(stringifyJson({ c: value.t[1][1] })).toBe('{"c":{"2":-0,"1":1e400}}');
   });
 });
