@@ -29,9 +29,11 @@ export function toolUseId(callId: string | undefined, msgId: string, index: numb
 
 /**
  * Tool arguments as the `input` object. Validation already ran in the pipeline; a value that
- * still is not a JSON object is kept under "_raw" rather than dropped.
+ * still is not a JSON object is kept under "_raw" rather than dropped. `keepText`: the object
+ * will be written (stringifyJson) with the model's own numbers and key order; the stream, which
+ * only asks what the input is, skips that.
  */
-export function toolInput(args: unknown): Record<string, unknown> {
+export function toolInput(args: unknown, keepText = true): Record<string, unknown> {
   // The pipeline hands over strings (normalize-tool-calls); anything else is kept, never thrown on.
   if (args === undefined || args === null) return {};
   if (typeof args !== 'string') return { _raw: JSON.stringify(args) ?? String(args) };
@@ -41,7 +43,7 @@ export function toolInput(args: unknown): Record<string, unknown> {
     if (v && typeof v === 'object' && !Array.isArray(v)) {
       // Written back with stringifyJson: the numbers and key order the model wrote, as the
       // stream's partial_json (the arguments themselves) has them.
-      keepSourceText(v, Buffer.from(args), true);
+      if (keepText) keepSourceText(v, Buffer.from(args), true);
       return v as Record<string, unknown>;
     }
   } catch {
