@@ -15,13 +15,21 @@
 import type { ChatCompletion, Choice, ToolCall } from '../protocol/openai.js';
 import type { Policy } from './types.js';
 import { isPlainObject, tryParseJson } from './support/canonical-arguments.js';
+import { argumentsText } from './support/arguments-text.js';
 import { derivedCallId, looksTruncated } from './support/call-ids.js';
 import { EffectTally } from './support/effects.js';
 import { createNormalizeStreamHook } from './support/normalize-stream.js';
 
 export const NORMALIZE_TOOL_CALLS_POLICY = 'normalize-tool-calls';
 
-function normalizeChoice(choice: Choice, responseId: string, tally: EffectTally, taken: Set<string>): Choice {
+/** What normalizing changed: effects to report, and whether any `arguments` was not a string. */
+interface Changes {
+  tally: EffectTally;
+  rewritten: boolean;
+}
+
+function normalizeChoice(choice: Choice, responseId: string, changes: Changes, taken: Set<string>): Choice {
+  const tally = changes.tally;
   const raw: unknown = choice.message?.tool_calls;
   if (!Array.isArray(raw)) {
     if (choice.finish_reason === 'tool_calls') {
@@ -44,12 +52,8 @@ function normalizeChoice(choice: Choice, responseId: string, tally: EffectTally,
     }
     taken.add(id);
     if (obj.type !== 'function') tally.add('missing-type');
-    let args: unknown = fn.arguments;
-    if (isPlainObject(args) || Array.isArray(args)) {
-      tally.add('object-arguments');
-      args = JSON.stringify(args);
-    } else if (typeof args !== 'string') args = '';
-    const text = args as string;
+    if (typeof fn.arguments !== 'string') changes.rewritten = true;
+    const text = argumentsText(fn.arguments, tally);
     if (text.trim() !== '' && !tryParseJson(text).ok && looksTruncated(text)) truncated = true;
     return {
       ...obj,
@@ -76,22 +80,25 @@ function normalizeChoice(choice: Choice, responseId: string, tally: EffectTally,
 export function normalizeToolCalls(response: ChatCompletion): {
   response: ChatCompletion;
   tally: EffectTally;
+  /** The normalized response differs from the given one (effects, or null arguments made ""). */
+  changed: boolean;
 } {
-  const tally = new EffectTally(NORMALIZE_TOOL_CALLS_POLICY);
-  if (!Array.isArray(response.choices)) return { response, tally };
+  const changes: Changes = { tally: new EffectTally(NORMALIZE_TOOL_CALLS_POLICY), rewritten: false };
+  if (!Array.isArray(response.choices)) return { response, tally: changes.tally, changed: false };
   const responseId = typeof response.id === 'string' ? response.id : '';
-  const choices = response.choices.map((c) => normalizeChoice(c, responseId, tally, new Set<string>()));
-  return { response: { ...response, choices }, tally };
+  const choices = response.choices.map((c) => normalizeChoice(c, responseId, changes, new Set<string>()));
+  const changed = changes.rewritten || changes.tally.size > 0;
+  return { response: { ...response, choices }, tally: changes.tally, changed };
 }
 
 export const normalizeToolCallsPolicy: Policy = {
   name: NORMALIZE_TOOL_CALLS_POLICY,
   enabled: () => true,
   onResponse(response) {
-    const { response: normalized, tally } = normalizeToolCalls(response);
+    const { response: normalized, tally, changed } = normalizeToolCalls(response);
     return {
       action: 'continue',
-      response: tally.size > 0 ? normalized : response,
+      response: changed ? normalized : response,
       effects: tally.toEffects(),
     };
   },

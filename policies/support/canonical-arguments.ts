@@ -1,15 +1,22 @@
 /**
  * Canonical tool-call `arguments`: always a JSON string of an object. One malformed replayed
  * call makes vLLM answer 400 and llama-server 500 ("Failed to parse tool call arguments as
- * JSON") on every later turn, so history arguments are parsed and re-serialized, repaired when
- * possible, and otherwise replaced by `{}` with the raw text handed back to the caller to keep.
+ * JSON") on every later turn, so history arguments are checked, repaired when possible, and
+ * otherwise replaced by `{}` with the raw text handed back to the caller to keep.
+ *
+ * Arguments that already are a JSON object pass through verbatim: re-serializing them would
+ * show the model other bytes than it wrote (big integers rounded, `1e400` as null, `-0` as 0,
+ * digit keys reordered, whitespace changed) and change the prompt's earlier bytes. Only text
+ * that must change is written anew, and then the client's numbers and key order are kept
+ * (stringifyJson; a repair's own text as jsonrepair wrote it).
  */
 import { jsonrepair } from 'jsonrepair';
+import { stringifyJson } from '../../protocol/lossless-json.js';
 
 export type ArgumentsOutcome =
-  /** Already canonical. */
+  /** Already a JSON object's text: kept as it is. */
   | 'unchanged'
-  /** Valid JSON object, re-serialized (whitespace, empty string). */
+  /** Missing, null or blank: `{}`. */
   | 'canonicalized'
   /** Given as an object instead of a string. */
   | 'object'
@@ -40,7 +47,7 @@ export function tryParseJson(text: string): { ok: true; value: unknown } | { ok:
 
 export function canonicalizeArguments(value: unknown): CanonicalArguments {
   if (value === undefined || value === null) return { text: '{}', outcome: 'canonicalized' };
-  if (isPlainObject(value)) return { text: JSON.stringify(value), outcome: 'object' };
+  if (isPlainObject(value)) return { text: stringifyJson(value), outcome: 'object' };
   if (typeof value !== 'string') {
     return { text: '{}', outcome: 'invalid', raw: JSON.stringify(value) ?? String(value) };
   }
@@ -48,23 +55,20 @@ export function canonicalizeArguments(value: unknown): CanonicalArguments {
 
   const parsed = tryParseJson(value);
   if (parsed.ok) {
-    if (isPlainObject(parsed.value)) {
-      const text = JSON.stringify(parsed.value);
-      return { text, outcome: text === value ? 'unchanged' : 'canonicalized' };
-    }
-    // A double-encoded object ("{\"a\":1}") is a common client bug.
+    if (isPlainObject(parsed.value)) return { text: value, outcome: 'unchanged' };
+    // A double-encoded object ("{\"a\":1}") is a common client bug: the inner text is the object.
     if (typeof parsed.value === 'string') {
       const inner = tryParseJson(parsed.value);
       if (inner.ok && isPlainObject(inner.value)) {
-        return { text: JSON.stringify(inner.value), outcome: 'repaired', raw: value };
+        return { text: parsed.value, outcome: 'repaired', raw: value };
       }
     }
     return { text: '{}', outcome: 'invalid', raw: value };
   }
 
   try {
-    const repaired = JSON.parse(jsonrepair(value)) as unknown;
-    if (isPlainObject(repaired)) return { text: JSON.stringify(repaired), outcome: 'repaired', raw: value };
+    const text = jsonrepair(value);
+    if (isPlainObject(JSON.parse(text))) return { text, outcome: 'repaired', raw: value };
   } catch {
     // fall through: nothing usable
   }

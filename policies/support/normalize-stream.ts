@@ -5,7 +5,8 @@
  */
 import type { ChatCompletionChunk, ChunkChoice, ToolCallDelta } from '../../protocol/openai.js';
 import type { LightDelta, LightFrame, StreamEnd, StreamHook } from '../types.js';
-import { isPlainObject, tryParseJson } from './canonical-arguments.js';
+import { tryParseJson } from './canonical-arguments.js';
+import { argumentsText } from './arguments-text.js';
 import { derivedCallId, looksTruncated } from './call-ids.js';
 import { EffectTally } from './effects.js';
 import { appendText } from './append-text.js';
@@ -74,12 +75,8 @@ class NormalizeStream implements StreamHook {
     const id = typeof td.id === 'string' && td.id !== '' ? td.id : undefined;
     let cur = st.current.get(td.index);
     const rawArgs: unknown = td.function?.arguments;
-    let fragment = '';
-    if (typeof rawArgs === 'string') fragment = rawArgs;
-    else if (isPlainObject(rawArgs) || Array.isArray(rawArgs)) {
-      this.tally.add('object-arguments');
-      fragment = JSON.stringify(rawArgs);
-    }
+    // As the non-streamed side (argumentsText): a non-string value is spelled out, never dropped.
+    const fragment = argumentsText(rawArgs, this.tally);
     // Parsing the arguments so far costs O(length): only a delta that names a call again (or
     // follows such a header) needs it, never the plain argument deltas of the hot path.
     const complete = cur !== undefined && (name !== undefined || cur.splitPending) && argsComplete(cur.args);

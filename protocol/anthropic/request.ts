@@ -18,6 +18,7 @@ import type {
   ToolResultBlock,
 } from './types.js';
 import { pushAll } from '../append-all.js';
+import { stringifyJson } from '../lossless-json.js';
 
 /** Tells the model a tool failed (chat tool messages have no error flag). */
 export const TOOL_ERROR_PREFIX = '[tool error] ';
@@ -145,7 +146,8 @@ function assistantMessage(msg: MessageParam, path: string): ChatMessage {
         calls.push({
           id: block.id,
           type: 'function',
-          function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) },
+          // The input's numbers and key order as the client wrote them (lossless-json.ts).
+          function: { name: block.name, arguments: stringifyJson(block.input ?? {}) },
         });
         break;
       }

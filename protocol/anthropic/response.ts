@@ -3,6 +3,7 @@
  * ids, stop reasons, usage. Pure. Ids round-trip: a chat tool-call id is the tool_use id as it
  * is, so the client's next tool_result.tool_use_id maps straight back to the chat call id.
  */
+import { keepSourceText } from '../lossless-json.js';
 import type { ChatCompletion, FinishReason, ToolCall, Usage } from '../openai.js';
 import type { Message, MessageUsage, ResponseBlock, StopReason, ToolUseBlock } from './types.js';
 
@@ -28,13 +29,23 @@ export function toolUseId(callId: string | undefined, msgId: string, index: numb
 
 /**
  * Tool arguments as the `input` object. Validation already ran in the pipeline; a value that
- * still is not a JSON object is kept under "_raw" rather than dropped.
+ * still is not a JSON object is kept under "_raw" rather than dropped. `keepText`: the object
+ * will be written (stringifyJson) with the model's own numbers and key order; the stream, which
+ * only asks what the input is, skips that.
  */
-export function toolInput(args: string | undefined): Record<string, unknown> {
-  if (!args || args.trim() === '') return {};
+export function toolInput(args: unknown, keepText = true): Record<string, unknown> {
+  // The pipeline hands over strings (normalize-tool-calls); anything else is kept, never thrown on.
+  if (args === undefined || args === null) return {};
+  if (typeof args !== 'string') return { _raw: JSON.stringify(args) ?? String(args) };
+  if (args.trim() === '') return {};
   try {
     const v: unknown = JSON.parse(args);
-    if (v && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
+    if (v && typeof v === 'object' && !Array.isArray(v)) {
+      // Written back with stringifyJson: the numbers and key order the model wrote, as the
+      // stream's partial_json (the arguments themselves) has them.
+      if (keepText) keepSourceText(v, Buffer.from(args), true);
+      return v as Record<string, unknown>;
+    }
   } catch {
     // fall through
   }

@@ -32,7 +32,7 @@ type Open =
 /** The arguments as sent: as the model wrote them when they are a JSON object, else the non-streamed `input`. */
 function inputJson(args: string): string {
   if (args.trim() === '') return '';
-  const input = toolInput(args);
+  const input = toolInput(args, false);
   return Object.hasOwn(input, '_raw') && Object.keys(input).length === 1 ? JSON.stringify(input) : args;
 }
 

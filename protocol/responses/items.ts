@@ -18,6 +18,7 @@ import type {
   ReasoningItem,
   TypedCallItem,
 } from './types.js';
+import { stringifyJson } from '../lossless-json.js';
 
 function invalid(param: string, message: string): ToolproofError {
   return new ToolproofError('TP_ERR_INVALID_FIELD', { param, message });
@@ -187,7 +188,7 @@ export function inputToMessages(
         if (typeof item.name !== 'string' || !item.name)
           throw invalid(`${param}.name`, `${param}.name must be a non-empty string.`);
         const args =
-          typeof item.arguments === 'string' ? item.arguments : JSON.stringify(item.arguments ?? {});
+          typeof item.arguments === 'string' ? item.arguments : stringifyJson(item.arguments ?? {});
         const ns = typeof item.namespace === 'string' ? item.namespace : undefined;
         addCall(item.call_id, chatNameOf(catalog, item.name, ns), args);
         return;

@@ -7,6 +7,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { ToolproofError } from '../../protocol/errors.js';
+import { stringifyJson } from '../../protocol/lossless-json.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { shouldFallback } from '../../policies/tool-choice-fallback.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
@@ -73,7 +74,11 @@ function tooLarge(label: string): ToolproofError {
 
 export function serializeRequest(call: ChatCall, request: ChatCompletionRequest): string | Buffer {
   if (request === call.original && !call.route.upstreamModel) return call.rawBody;
-  return JSON.stringify(call.route.upstreamModel ? { ...request, model: call.route.upstreamModel } : request);
+  // The client's numbers and key order as it wrote them (see ChatCall.setPhase).
+  return stringifyJson(
+    call.route.upstreamModel ? { ...request, model: call.route.upstreamModel } : request,
+    call.original,
+  );
 }
 
 export async function sendOnce(

@@ -3,6 +3,7 @@
  * request, where it goes, the abort signal tied to the client's connection, and the trace.
  */
 import type { ToolproofError } from '../../protocol/errors.js';
+import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
 import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
 import type { ModelSettings } from '../../protocol/settings.js';
 import type { CompileBudget, Policy, PolicyContext, PolicyEffect } from '../../policies/types.js';
@@ -50,6 +51,16 @@ export interface PhaseInfo {
 /** Never written to: runRequestPolicies gives every phase its own map. */
 const NO_MEMOS = new Map<string, unknown>();
 
+/** Does some message carry tool calls? (A property read per message.) */
+function hasToolCalls(request: ChatCompletionRequest): boolean {
+  const messages: unknown = request.messages;
+  if (!Array.isArray(messages)) return false;
+  for (const m of messages as unknown[])
+    if (typeof m === 'object' && m !== null && (m as { tool_calls?: unknown }).tool_calls != null)
+      return true;
+  return false;
+}
+
 export class ChatCall {
   phase: PhaseInfo & RequestPhase;
   retriesUsed = 0;
@@ -79,6 +90,7 @@ export class ChatCall {
    * policies rewrite the request: an open forced stream then holds no copy of the client's body.
    */
   private raw: Buffer | undefined;
+  private sourceKept = false;
 
   constructor(
     readonly reqId: string,
@@ -95,6 +107,9 @@ export class ChatCall {
     readonly api: Api = 'chat',
   ) {
     this.raw = rawBody;
+    // History repair writes a call's object-form arguments as text before setPhase: such a
+    // history has its client text kept first (only histories with tool calls pay the scan).
+    if (rawBody !== undefined && hasToolCalls(original)) this.keepSource();
     // Replaced by the request policies' phase before anything reads it (prepareRequest).
     this.phase = { request: original, memos: NO_MEMOS, effects: [], error: undefined, forcedRequired: false };
     this.streamIdentity = {
@@ -110,7 +125,7 @@ export class ChatCall {
    * goes upstream unchanged after all: the same JSON value).
    */
   get rawBody(): Buffer {
-    this.raw ??= Buffer.from(JSON.stringify(this.original));
+    this.raw ??= Buffer.from(stringifyJson(this.original, this.original));
     return this.raw;
   }
 
@@ -145,6 +160,20 @@ export class ChatCall {
       error: phase.error,
       forcedRequired,
     };
-    if (phase.request !== this.original) this.raw = undefined;
+    if (phase.request !== this.original) {
+      this.keepSource();
+      this.raw = undefined;
+    }
+  }
+
+  /**
+   * A rewritten request is serialized, not forwarded: what of the client's numbers and key order
+   * JSON.stringify would change is kept from its bytes (protocol/lossless-json.ts), once, while
+   * they are at hand.
+   */
+  private keepSource(): void {
+    if (this.sourceKept || this.raw === undefined) return;
+    this.sourceKept = true;
+    keepSourceText(this.original, this.raw);
   }
 }

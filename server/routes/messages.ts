@@ -10,6 +10,7 @@ import { repairHistory } from '../../policies/support/repair-history.js';
 import { toAnthropicErrorBody } from '../../protocol/anthropic/errors.js';
 import { conversationText, estimateTokens, tokenizeCount } from '../../protocol/anthropic/count.js';
 import { toChatRequest, translateRequest } from '../../protocol/anthropic/request.js';
+import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
 import { type MessageContext, messageId, toMessage } from '../../protocol/anthropic/response.js';
 import { MessageStreamTranslator } from '../../protocol/anthropic/stream.js';
 import type { CountTokensRequest, MessagesRequest, StreamEvent } from '../../protocol/anthropic/types.js';
@@ -179,10 +180,10 @@ function tokenizeTries(model: string, chat: ChatCompletionRequest): TokenizeTry[
   const base = { model, messages: chat.messages, add_generation_prompt: true };
   const tries: TokenizeTry[] = [];
   if (chat.tools) {
-    tries.push({ form: 'chat', body: JSON.stringify({ ...base, tools: chat.tools }), extra: 0 });
+    tries.push({ form: 'chat', body: stringifyJson({ ...base, tools: chat.tools }), extra: 0 });
   }
   const toolTokens = chat.tools ? estimateTokens({ model, messages: [], tools: chat.tools }) : 0;
-  tries.push({ form: 'chat', body: JSON.stringify(base), extra: toolTokens });
+  tries.push({ form: 'chat', body: stringifyJson(base), extra: toolTokens });
   tries.push({ form: 'text', body: JSON.stringify({ content: conversationText(chat).text }), extra: 0 });
   return tries;
 }
@@ -245,6 +246,8 @@ export function messagesRoutes(state: AppState): FastifyPluginAsync {
       },
       async (request, reply) => {
         const body = request.body as MessagesRequest;
+        // Translated, so serialized: the client's numbers and key order are kept from its bytes.
+        if (request.rawBody) keepSourceText(body, request.rawBody);
         const { settings } = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
         const { chat, dropped } = translateRequest(body, { hostedTools: settings.hostedTools });
         const call = startChatCall(request, state, chat, 'messages');
@@ -263,7 +266,10 @@ export function messagesRoutes(state: AppState): FastifyPluginAsync {
             // Unreachable: only chat requests are relayed untouched. Kept as a guard.
             throw normalizeError(new Error('raw result on /v1/messages'));
           }
-          return reply.send(toMessage(result.completion, ctx));
+          // stringifyJson: a tool_use input keeps the numbers and key order the model wrote.
+          return reply
+            .type('application/json; charset=utf-8')
+            .send(stringifyJson(toMessage(result.completion, ctx)));
         }
         const out = new MessagesSseOutput(
           reply,
@@ -293,6 +299,7 @@ export function messagesRoutes(state: AppState): FastifyPluginAsync {
       },
       async (request, reply) => {
         const body = request.body as CountTokensRequest;
+        if (request.rawBody) keepSourceText(body, request.rawBody);
         const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
         const translated = toChatRequest(
           { ...body, max_tokens: 1, stream: false },

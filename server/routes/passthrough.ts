@@ -10,6 +10,7 @@ import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Dispatcher } from 'undici';
 import { ToolproofError } from '../../protocol/errors.js';
+import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
 import { RequestAbort } from '../abort.js';
 import type { AppState } from '../app-state.js';
 import type { UpstreamTarget } from '../config.js';
@@ -105,6 +106,13 @@ function modelOf(request: FastifyRequest): unknown {
   }
 }
 
+/** The body with its model renamed; everything else (numbers, key order) as the client wrote it. */
+function renamed(raw: Buffer, model: string): string {
+  const parsed = JSON.parse(raw.toString('utf8')) as object;
+  keepSourceText(parsed, raw);
+  return stringifyJson({ ...parsed, model }, parsed);
+}
+
 /** The upstream when the body names no model: the default one, or the only one configured. */
 function fallbackTarget(state: AppState): UpstreamTarget | undefined {
   if (state.config.defaultUpstream) return state.config.defaultUpstream;
@@ -127,15 +135,7 @@ function pickTarget(state: AppState, request: FastifyRequest): Target {
   if (typeof model === 'string' && model) {
     const route = resolveRoute(state.config, state.upstreams, model, state.modelLabels);
     // A renamed model is renamed here too, as on the chat route.
-    const body =
-      route.upstreamModel && raw
-        ? Buffer.from(
-            JSON.stringify({
-              ...(JSON.parse(raw.toString('utf8')) as object),
-              model: route.upstreamModel,
-            }),
-          )
-        : raw;
+    const body = route.upstreamModel && raw ? Buffer.from(renamed(raw, route.upstreamModel)) : raw;
     return { client: route.client, model: route.name, body };
   }
   const target = fallbackTarget(state);

@@ -5,6 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import type { FastifyInstance } from 'fastify';
 import { ToolproofError } from '../../protocol/errors.js';
+import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
 import { RequestAbort } from '../abort.js';
 import { readText, readUpstreamBytes } from '../chat/attempt.js';
 import type { AppState } from '../app-state.js';
@@ -31,8 +32,10 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
         stream: body.stream === true,
         api: 'passthrough',
       };
+      // A renamed model is the one change: the client's numbers and key order stay as written.
+      if (route.upstreamModel && request.rawBody) keepSourceText(body, request.rawBody);
       const payload = route.upstreamModel
-        ? JSON.stringify({ ...body, model: route.upstreamModel })
+        ? stringifyJson({ ...body, model: route.upstreamModel }, body)
         : request.rawBody;
       const started = performance.now();
       const res = await route.client.request({

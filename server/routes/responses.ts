@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionChunk } from '../../protocol/openai.js';
+import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
 import { translateRequest } from '../../protocol/responses/request.js';
 import {
   completionToResponse,
@@ -66,8 +67,9 @@ function newId(prefix: string): string {
   return `${prefix}_${randomBytes(12).toString('hex')}`;
 }
 
+/** stringifyJson: the client's tools, echoed in the response, as it sent them. */
 function sseEvent(e: ResponsesEvent): string {
-  return `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
+  return `event: ${e.type}\ndata: ${stringifyJson(e)}\n\n`;
 }
 
 /**
@@ -171,6 +173,8 @@ export function registerResponsesRoute(app: FastifyInstance, state: AppState): v
     },
     async (request, reply) => {
       const body = request.body as ResponsesRequest;
+      // Translated, so serialized: the client's numbers and key order are kept from its bytes.
+      if (request.rawBody) keepSourceText(body, request.rawBody);
       const { settings } = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
       const {
         chat: chatBody,
@@ -192,7 +196,9 @@ export function registerResponsesRoute(app: FastifyInstance, state: AppState): v
         // Only chat requests are relayed raw; a translated request always gets a completion.
         if (result.kind !== 'completion')
           throw new ToolproofError('TP_ERR_INTERNAL', { message: 'responses: unexpected raw chat result' });
-        return reply.send(completionToResponse(result.completion, ctx, result.usage));
+        return reply
+          .type('application/json; charset=utf-8')
+          .send(stringifyJson(completionToResponse(result.completion, ctx, result.usage)));
       }
 
       const out = new ResponsesSseOutput(

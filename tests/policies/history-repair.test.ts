@@ -166,20 +166,28 @@ describe('history-repair', () => {
     expect(repairHistory(messages, settings())).toEqual(r);
   });
 
-  it('serializes object arguments and canonicalizes strings; repairs or quotes invalid ones', () => {
+  it('serializes object arguments, keeps object text verbatim; repairs or quotes invalid ones', () => {
     const messages: ChatMessage[] = [
       assistantWith([
         { id: 'a', type: 'function', function: { name: 'x', arguments: { city: 'Paris' } } },
-        { id: 'b', type: 'function', function: { name: 'y', arguments: '{ "n" : 1 }' } },
+        // Issue 18: the model's own text, spacing and big integer included, is what it sees again.
+        { id: 'b', type: 'function', function: { name: 'y', arguments: '{ "n" : 12345678901234567890 }' } },
         { id: 'c', type: 'function', function: { name: 'z', arguments: "{city: 'Rome',}" } },
         { id: 'd', type: 'function', function: { name: 'w', arguments: 'not json at all' } },
+        { id: 'e', type: 'function', function: { name: 'v', arguments: ' ' } },
       ]),
       { role: 'tool', tool_call_id: 'a', content: 'A' },
       { role: 'tool', tool_call_id: 'd', content: 'D' },
     ];
     const r = repairHistory(messages, settings());
     const args = r.messages[0]?.tool_calls?.map((c) => c.function.arguments);
-    expect(args).toEqual(['{"city":"Paris"}', '{"n":1}', '{"city":"Rome"}', '{}']);
+    expect(args).toEqual([
+      '{"city":"Paris"}',
+      '{ "n" : 12345678901234567890 }',
+      '{"city": "Rome"}', // jsonrepair's text, numbers as written
+      '{}',
+      '{}',
+    ]);
     const d = r.messages.find((m) => m.tool_call_id === 'd');
     expect(String(d?.content)).toContain('not json at all');
     expect(String(d?.content).endsWith('\nD')).toBe(true);
@@ -188,7 +196,7 @@ describe('history-repair', () => {
       'canonicalized-arguments': 1,
       'repaired-arguments': 1,
       'invalid-arguments': 1,
-      'synthesized-result': 2,
+      'synthesized-result': 3,
     });
     assertInvariants(r.messages);
   });

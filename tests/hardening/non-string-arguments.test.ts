@@ -1,0 +1,180 @@
+/**
+ * Hardening (issue 18, item 10): an upstream whose tool call carries `arguments` that is not a
+ * string (`42`, `false`), on every front door, streamed and not, still bad after the corrective
+ * retry. Before: the non-streamed Messages answer was a 500 (`args.trim is not a function`), chat
+ * relayed the bare number non-streamed but dropped it (`""`) streamed, and only the non-streamed
+ * doors retried. Now the value is spelled out as its JSON text on both sides of
+ * normalize-tool-calls, judged and retried like any other bad arguments, and answered the same way
+ * streamed and not: the documented recovery for arguments still invalid after the retries.
+ */
+import type { ServerResponse } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeUpstream, fakeUpstream, type Recorded, type RunningProxy, startProxy } from './helpers.js';
+
+let value: unknown = 42;
+let upstream: FakeUpstream;
+let proxy: RunningProxy;
+
+function answer(req: Recorded, res: ServerResponse): void {
+  const body = JSON.parse(req.body.toString()) as { stream?: boolean };
+  const call = { id: 'call_1', type: 'function', function: { name: 'get', arguments: value } };
+  if (body.stream === true) {
+    const chunk = (delta: unknown, finish: string | null) =>
+      `data: ${JSON.stringify({
+        id: 'chatcmpl-x',
+        object: 'chat.completion.chunk',
+        created: 1,
+        model: 'm1',
+        choices: [{ index: 0, delta, finish_reason: finish }],
+      })}\n\n`;
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.end(
+      chunk({ role: 'assistant', content: null }, null) +
+        chunk({ tool_calls: [{ index: 0, ...call }] }, null) +
+        chunk({}, 'tool_calls') +
+        'data: [DONE]\n\n',
+    );
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(
+    JSON.stringify({
+      id: 'chatcmpl-x',
+      object: 'chat.completion',
+      created: 1,
+      model: 'm1',
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: null, tool_calls: [call] },
+          finish_reason: 'tool_calls',
+        },
+      ],
+    }),
+  );
+}
+
+beforeAll(async () => {
+  upstream = await fakeUpstream(answer);
+  proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
+});
+afterAll(async () => {
+  await proxy.close();
+  await upstream.close();
+});
+
+const schema = { type: 'object', properties: { a: { type: 'number' } } };
+const doors = {
+  chat: {
+    path: '/v1/chat/completions',
+    body: {
+      model: 'm1',
+      messages: [{ role: 'user', content: 'x' }],
+      tools: [{ type: 'function', function: { name: 'get', parameters: schema } }],
+    },
+  },
+  responses: {
+    path: '/v1/responses',
+    body: { model: 'm1', input: 'x', tools: [{ type: 'function', name: 'get', parameters: schema }] },
+  },
+  messages: {
+    path: '/v1/messages',
+    body: {
+      model: 'm1',
+      max_tokens: 10,
+      messages: [{ role: 'user', content: 'x' }],
+      tools: [{ name: 'get', input_schema: schema }],
+    },
+  },
+} as const;
+type Door = keyof typeof doors;
+
+function events(text: string): Array<Record<string, unknown>> {
+  return text
+    .split('\n\n')
+    .map((e) => /^data: (.*)$/m.exec(e)?.[1])
+    .filter((d): d is string => d !== undefined && d !== '[DONE]')
+    .map((d) => JSON.parse(d) as Record<string, unknown>);
+}
+
+/** The one tool call the client got, as that API spells its arguments. */
+function callOf(door: Door, stream: boolean, text: string): unknown {
+  if (!stream) {
+    const body = JSON.parse(text) as {
+      choices: Array<{ message: { tool_calls: Array<{ function: { arguments: unknown } }> } }>;
+      output: Array<{ arguments: unknown }>;
+      content: Array<{ input: unknown }>;
+    };
+    if (door === 'chat') return body.choices[0]!.message.tool_calls[0]!.function.arguments;
+    if (door === 'responses') return body.output[0]!.arguments;
+    return body.content[0]!.input;
+  }
+  const evs = events(text);
+  if (door === 'chat') {
+    let args = '';
+    for (const e of evs)
+      for (const c of (e.choices as Array<{
+        delta?: { tool_calls?: Array<{ function?: { arguments?: unknown } }> };
+      }>) ?? [])
+        for (const tc of c.delta?.tool_calls ?? []) {
+          expect(typeof tc.function?.arguments === 'string' || tc.function?.arguments === undefined).toBe(
+            true,
+          );
+          args += (tc.function?.arguments as string | undefined) ?? '';
+        }
+    return args;
+  }
+  if (door === 'responses') {
+    const done = evs.find((e) => e.type === 'response.completed') as {
+      response: { output: Array<{ arguments: string }> };
+    };
+    return done.response.output[0]!.arguments;
+  }
+  let json = '';
+  for (const e of evs)
+    if (e.type === 'content_block_delta') json += (e.delta as { partial_json: string }).partial_json;
+  // No delta: the input is content_block_start's `{}` (as the SDKs read it).
+  return json === '' ? {} : JSON.parse(json);
+}
+
+describe.each([42, false])('upstream arguments %s (not a string), still bad after the retry', (v) => {
+  it.each(Object.keys(doors).flatMap((d) => [[d, false] as const, [d, true] as const]))(
+    '%s, stream %s: the JSON text is judged, retried once and answered as invalid arguments',
+    async (door, stream) => {
+      value = v;
+      const before = upstream.requests.length;
+      const { path, body } = doors[door as Door];
+      const res = await fetch(`${proxy.origin}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ ...body, stream }),
+      });
+      const text = await res.text();
+      expect(res.status, text).toBe(200);
+      // The corrective retry ran, streamed as well as not.
+      expect(upstream.requests.length - before).toBe(2);
+      const got = callOf(door as Door, stream, text);
+      expect(got).toEqual(door === 'messages' ? { _raw: JSON.stringify(v) } : JSON.stringify(v));
+    },
+  );
+});
+
+describe.each([null, { a: 1 }])('upstream arguments %j', (v) => {
+  it.each(Object.keys(doors))('%s: answered the same streamed and not', async (door) => {
+    value = v;
+    const { path, body } = doors[door as Door];
+    const got: unknown[] = [];
+    for (const stream of [false, true]) {
+      const res = await fetch(`${proxy.origin}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ ...body, stream }),
+      });
+      const text = await res.text();
+      expect(res.status, text).toBe(200);
+      got.push(callOf(door as Door, stream, text));
+    }
+    expect(got[1]).toEqual(got[0]);
+    if (v !== null) expect(got[0]).toEqual(door === 'messages' ? v : JSON.stringify(v));
+  });
+});
