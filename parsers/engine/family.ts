@@ -97,6 +97,11 @@ export interface FamilySpec {
    * Keep them specific: every output starting with one is held to the end (up to maxHeld).
    */
   wholeStartsFor?(ctx: ParseContext): readonly string[];
+  /**
+   * A whole-output reader of last resort (improvised): offered a held output only after the
+   * other whole families and the marker scan found no call in it.
+   */
+  lastResort?: boolean;
   /** Reads the complete content (untrimmed). null = not a call in this family. */
   matchWhole?(text: string, ctx: ParseContext): EnvelopeMatch | null;
 }

@@ -217,9 +217,10 @@ export class EnvelopeScanner {
       if (family) out.push({ type: 'too-long', family });
       this.mode = 'scan';
     }
+    let scanned = false;
     if (this.mode === 'hold') {
       if (!final) return out;
-      const whole = this.tryWhole();
+      const whole = this.tryWhole(false);
       if (whole) {
         out.push(whole);
         this.buf = '';
@@ -227,8 +228,27 @@ export class EnvelopeScanner {
         return out;
       }
       this.mode = 'scan';
+      if (this.plan.wholeFamilies.some((f) => f.spec.lastResort)) {
+        // a last-resort reader (improvised) gets the whole output only when the families'
+        // envelopes do not read all of it as calls: a standard shape is always read by its own
+        // family, and a whole output that is calls is never read as half calls, half text
+        const events: ScanEvent[] = [];
+        this.scan(true, events);
+        scanned = true;
+        const allCalls =
+          events.some((e) => e.type === 'envelope' && e.match.calls.length > 0) &&
+          events.every((e) => e.type !== 'text' || skipWs(e.text, 0) === e.text.length);
+        const last = allCalls ? null : this.tryWhole(true);
+        if (last) {
+          out.push(last);
+          this.buf = '';
+          this.pos = 0;
+          return out;
+        }
+        out.push(...events);
+      }
     }
-    if (this.mode === 'scan') this.scan(final, out);
+    if (this.mode === 'scan' && !scanned) this.scan(final, out);
     if (this.pos > LOOKBEHIND) {
       // keep the code unit before pos: a family may read text[start - 1] (pythonic's list
       // after prose), which must be the output's own character for every split, and
@@ -272,8 +292,9 @@ export class EnvelopeScanner {
     return this.starts.find((s) => this.buf.startsWith(s.start, i))?.family;
   }
 
-  private tryWhole(): ScanEvent | null {
+  private tryWhole(lastResort: boolean): ScanEvent | null {
     for (const f of this.plan.wholeFamilies) {
+      if ((f.spec.lastResort === true) !== lastResort) continue;
       const m = f.spec.matchWhole?.(this.buf, this.ctx);
       if (m) return { type: 'envelope', family: f, match: { ...m, end: this.buf.length }, raw: this.buf };
     }
