@@ -296,6 +296,9 @@ export class EnvelopeScanner {
     for (const f of this.plan.wholeFamilies) {
       if ((f.spec.lastResort === true) !== lastResort) continue;
       const m = f.spec.matchWhole?.(this.buf, this.ctx);
+      // text a whole match keeps as content after its calls must not hide a reasoning close:
+      // the calls before a bare </think> are drafts (bare-think.ts), so the marker scan decides
+      if (m?.content !== undefined && this.plan.think.closeSet.first(m.content) !== null) continue;
       if (m) return { type: 'envelope', family: f, match: { ...m, end: this.buf.length }, raw: this.buf };
     }
     return null;
