@@ -53,6 +53,10 @@ export interface ScanPlan {
   longestLiteral: number;
   wholeStarts: string[];
   wholeFamilies: FamilyParser[];
+  /** Some whole family reads outputs that open with an XML-ish tag no family has as a marker. */
+  wholeTags: boolean;
+  /** Every family's markers (what a generic opening tag must not be). */
+  markers: readonly string[];
   /** Reasoning markers of these families plus `<think>` (think-split.ts, bare-think.ts). */
   think: ThinkMarkers;
 }
@@ -120,11 +124,31 @@ export function buildScanPlan(families: readonly FamilyParser[]): ScanPlan {
     longestLiteral: Math.max(0, ...literals.map((m) => m.length)),
     wholeStarts: [...new Set(wholeFamilies.flatMap((f) => f.spec.wholeStarts ?? []))],
     wholeFamilies,
+    wholeTags: wholeFamilies.some((f) => f.spec.wholeStartsTag === true),
+    markers: [...new Set(sorted.flatMap((f) => f.markers))],
     think: collectThinkMarkers(sorted),
   };
 }
 
 type Mode = 'start' | 'hold' | 'scan';
+
+/**
+ * Does the output open with an XML-ish tag (`<name>`, `<name attr=…`, `<name/>`) that is no
+ * family's marker (those are scanned, and stream, as they always did)? 'maybe' while the text
+ * so far cannot tell; `full`: the window is all there is to see (a longer name is no tag).
+ */
+function openingTag(rest: string, markers: readonly string[], full: boolean): 'yes' | 'no' | 'maybe' {
+  if (rest[0] !== '<') return 'no';
+  let j = 1;
+  // a namespaced tag (`<atem:…>`) belongs to a format with its own header rules: not generic
+  while (j < rest.length && /[A-Za-z0-9_.-]/.test(rest[j] as string)) j++;
+  if (j === 1) return rest.length === 1 ? 'maybe' : 'no';
+  if (!/[A-Za-z_]/.test(rest[1] as string)) return 'no';
+  if (j === rest.length) return full ? 'no' : 'maybe';
+  if (!/[\s>/]/.test(rest[j] as string)) return 'no';
+  const head = rest.slice(0, j + 1);
+  return markers.some((m) => m.startsWith(head) || head.startsWith(m)) ? 'no' : 'yes';
+}
 
 /**
  * After this many broken envelopes from one family in one message, its markers are plain text.
@@ -282,6 +306,14 @@ export class EnvelopeScanner {
         return;
       }
       if (s.startsWith(rest)) prefixOnly = true;
+    }
+    if (this.plan.wholeTags) {
+      const tag = openingTag(rest, this.plan.markers, rest.length >= this.longestStart);
+      if (tag === 'yes') {
+        this.mode = 'hold';
+        return;
+      }
+      if (tag === 'maybe') prefixOnly = true;
     }
     this.mode = prefixOnly && !final ? 'start' : 'scan';
   }

@@ -95,6 +95,7 @@ export const improvised = defineFamily({
   // after the strict formats (json is 90): a standard shape is always read by its own family
   priority: 95,
   lastResort: true,
+  wholeStartsTag: true,
   backend: {},
   wholeStarts: [
     '{',

@@ -547,7 +547,12 @@ class Reader {
     if (out.length > 0 || depth >= MAX_DEPTH || e.inner === null) return distinct(out);
     // no call itself: a wrapper around the calls
     const items = parseItems(e.inner.trim());
-    return items ? this.sequence(items, depth + 1) : [];
+    const inside = items ? this.sequence(items, depth + 1) : [];
+    if (inside.length > 0) return inside;
+    // or a record written in tags, read as the object it spells:
+    // <function_call><invoke_name>read</invoke_name><parameters><path>…</path></parameters></function_call>
+    const o = elementObject(e.inner, 0);
+    return o ? this.object(o, depth) : [];
   }
 
   /** Attributes and children of an element naming `name` as its arguments, typed by the schema. */
@@ -587,6 +592,32 @@ class Reader {
     }
     return args;
   }
+}
+
+/**
+ * Child elements as an object: each child's tag (or `name` attribute) a key, its value the
+ * object its own children spell or its text. null when the text is not only elements, a key
+ * repeats, or the nesting runs past MAX_DEPTH.
+ */
+function elementObject(inner: string, depth: number): Record<string, unknown> | null {
+  const t = inner.trim();
+  if (!t.startsWith('<') || depth >= MAX_DEPTH) return null;
+  const o = createArgs();
+  let i = 0;
+  while (i < t.length) {
+    const r = parseElement(t, i);
+    if (r?.item.k !== 'el') return null;
+    const child = r.item;
+    const named = child.attrs.find(([k]) => k === 'name' || k === 'key');
+    const key = named ? named[1] : child.tag;
+    if (Object.hasOwn(o, key)) return null;
+    const text = child.inner ?? '';
+    o[key] = text.trim().startsWith('<')
+      ? (elementObject(text, depth + 1) ?? text)
+      : elementText(text).trim();
+    i = skipWs(t, r.end);
+  }
+  return o;
 }
 
 const NOT_A_VALUE = Symbol('not a value');

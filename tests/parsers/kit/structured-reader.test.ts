@@ -125,3 +125,17 @@ describe('structured reader: bounded', () => {
     expect(performance.now() - t0).toBeLessThan(5000);
   });
 });
+
+describe('structured reader: records written in tags', () => {
+  const read2 = (text: string) => readImprovisedCalls(text, tools)?.map((c) => [c.name, c.args]) ?? null;
+  it('child elements spell an object, read like any other (name under a key, arguments beside it)', () => {
+    expect(
+      read2('<call>\n<tool_name>search</tool_name>\n<input>\n<query>cats</query>\n</input>\n</call>'),
+    ).toEqual([['search', { query: 'cats' }]]);
+    expect(read2('<step><do>search</do><query>dogs</query></step>')).toEqual([['search', { query: 'dogs' }]]);
+  });
+  it('a record naming no tool, or with arguments that do not fit, is not a call', () => {
+    expect(read2('<note><title>search</title><body>later</body></note>')).toBeNull();
+    expect(read2('<a><b>x</b><b>y</b></a>')).toBeNull();
+  });
+});
