@@ -51,6 +51,8 @@ type Item =
 const MAX_DEPTH = 4;
 /** Values in one sequence or list. */
 const MAX_ITEMS = 10_000;
+/** Up to this many declared tools, an output naming none of them is refused before parsing. */
+const MAX_NAMES_SCANNED = 64;
 /** Keys of one object that name a declared tool (as key or value). */
 const MAX_NAMES_PER_OBJECT = 8;
 /** Same-named elements nested in one element. */
@@ -302,15 +304,18 @@ function parseElement(t: string, i: number): { item: Item; end: number } | null 
   const close = `</${tag}>`;
   let depth = 1;
   let k = j;
+  // the next same-named open, searched again only once passed (no copy of the text per step)
+  let o = -2;
   for (let guard = 0; guard < MAX_SAME_NESTED; guard++) {
     const c = t.indexOf(close, k);
     if (c < 0) return null;
-    const region = t.slice(k, c);
-    let o = region.indexOf(open);
-    while (o >= 0 && !/[\s>/]/.test(region[o + open.length] ?? '')) o = region.indexOf(open, o + 1);
-    if (o >= 0) {
+    if (o !== -1 && o < k) {
+      o = t.indexOf(open, k);
+      while (o >= 0 && !/[\s>/]/.test(t[o + open.length] ?? '')) o = t.indexOf(open, o + 1);
+    }
+    if (o >= 0 && o < c) {
       depth++;
-      k += o + open.length;
+      k = o + open.length;
       continue;
     }
     if (--depth === 0) {
@@ -633,6 +638,10 @@ function argValue(a: Arg): unknown {
  */
 export function readImprovisedCalls(text: string, tools: Tools): ImprovisedCall[] | null {
   if (tools.size === 0) return null;
+  // every reading names a declared tool literally (a key, a value, a tag, an attribute, a
+  // function name): an output in which none occurs is no call, whatever its shape (1 MB of HTML)
+  if (tools.size <= MAX_NAMES_SCANNED && ![...tools.keys()].some((n) => n !== '' && text.includes(n)))
+    return null;
   const items = parseItems(text);
   if (!items) return null;
   const readings = new Reader(tools, text.length).sequence(items, 0);
