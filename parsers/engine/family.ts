@@ -97,6 +97,16 @@ export interface FamilySpec {
    * Keep them specific: every output starting with one is held to the end (up to maxHeld).
    */
   wholeStartsFor?(ctx: ParseContext): readonly string[];
+  /**
+   * A whole-output reader of last resort (improvised): offered a held output only after the
+   * other whole families and the marker scan found no call in it.
+   */
+  lastResort?: boolean;
+  /**
+   * Also hold (for matchWhole) an output that opens with an XML-ish tag that is no family's
+   * marker: `<toolcall>`, `<response>`, `<get_weather …>`, any name (the structured reader's).
+   */
+  wholeStartsTag?: boolean;
   /** Reads the complete content (untrimmed). null = not a call in this family. */
   matchWhole?(text: string, ctx: ParseContext): EnvelopeMatch | null;
 }

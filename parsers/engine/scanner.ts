@@ -53,6 +53,10 @@ export interface ScanPlan {
   longestLiteral: number;
   wholeStarts: string[];
   wholeFamilies: FamilyParser[];
+  /** Some whole family reads outputs that open with an XML-ish tag no family has as a marker. */
+  wholeTags: boolean;
+  /** Every family's markers (what a generic opening tag must not be). */
+  markers: readonly string[];
   /** Reasoning markers of these families plus `<think>` (think-split.ts, bare-think.ts). */
   think: ThinkMarkers;
 }
@@ -120,11 +124,31 @@ export function buildScanPlan(families: readonly FamilyParser[]): ScanPlan {
     longestLiteral: Math.max(0, ...literals.map((m) => m.length)),
     wholeStarts: [...new Set(wholeFamilies.flatMap((f) => f.spec.wholeStarts ?? []))],
     wholeFamilies,
+    wholeTags: wholeFamilies.some((f) => f.spec.wholeStartsTag === true),
+    markers: [...new Set(sorted.flatMap((f) => f.markers))],
     think: collectThinkMarkers(sorted),
   };
 }
 
 type Mode = 'start' | 'hold' | 'scan';
+
+/**
+ * Does the output open with an XML-ish tag (`<name>`, `<name attr=…`, `<name/>`) that is no
+ * family's marker (those are scanned, and stream, as they always did)? 'maybe' while the text
+ * so far cannot tell; `full`: the window is all there is to see (a longer name is no tag).
+ */
+function openingTag(rest: string, markers: readonly string[], full: boolean): 'yes' | 'no' | 'maybe' {
+  if (rest[0] !== '<') return 'no';
+  let j = 1;
+  // a namespaced tag (`<atem:…>`) belongs to a format with its own header rules: not generic
+  while (j < rest.length && /[A-Za-z0-9_.-]/.test(rest[j] as string)) j++;
+  if (j === 1) return rest.length === 1 ? 'maybe' : 'no';
+  if (!/[A-Za-z_]/.test(rest[1] as string)) return 'no';
+  if (j === rest.length) return full ? 'no' : 'maybe';
+  if (!/[\s>/]/.test(rest[j] as string)) return 'no';
+  const head = rest.slice(0, j + 1);
+  return markers.some((m) => m.startsWith(head) || head.startsWith(m)) ? 'no' : 'yes';
+}
 
 /**
  * After this many broken envelopes from one family in one message, its markers are plain text.
@@ -217,9 +241,10 @@ export class EnvelopeScanner {
       if (family) out.push({ type: 'too-long', family });
       this.mode = 'scan';
     }
+    let scanned = false;
     if (this.mode === 'hold') {
       if (!final) return out;
-      const whole = this.tryWhole();
+      const whole = this.tryWhole(false);
       if (whole) {
         out.push(whole);
         this.buf = '';
@@ -227,8 +252,27 @@ export class EnvelopeScanner {
         return out;
       }
       this.mode = 'scan';
+      if (this.plan.wholeFamilies.some((f) => f.spec.lastResort)) {
+        // a last-resort reader (improvised) gets the whole output only when the families'
+        // envelopes do not read all of it as calls: a standard shape is always read by its own
+        // family, and a whole output that is calls is never read as half calls, half text
+        const events: ScanEvent[] = [];
+        this.scan(true, events);
+        scanned = true;
+        const allCalls =
+          events.some((e) => e.type === 'envelope' && e.match.calls.length > 0) &&
+          events.every((e) => e.type !== 'text' || skipWs(e.text, 0) === e.text.length);
+        const last = allCalls ? null : this.tryWhole(true);
+        if (last) {
+          out.push(last);
+          this.buf = '';
+          this.pos = 0;
+          return out;
+        }
+        out.push(...events);
+      }
     }
-    if (this.mode === 'scan') this.scan(final, out);
+    if (this.mode === 'scan' && !scanned) this.scan(final, out);
     if (this.pos > LOOKBEHIND) {
       // keep the code unit before pos: a family may read text[start - 1] (pythonic's list
       // after prose), which must be the output's own character for every split, and
@@ -263,6 +307,14 @@ export class EnvelopeScanner {
       }
       if (s.startsWith(rest)) prefixOnly = true;
     }
+    if (this.plan.wholeTags) {
+      const tag = openingTag(rest, this.plan.markers, rest.length >= this.longestStart);
+      if (tag === 'yes') {
+        this.mode = 'hold';
+        return;
+      }
+      if (tag === 'maybe') prefixOnly = true;
+    }
     this.mode = prefixOnly && !final ? 'start' : 'scan';
   }
 
@@ -272,9 +324,13 @@ export class EnvelopeScanner {
     return this.starts.find((s) => this.buf.startsWith(s.start, i))?.family;
   }
 
-  private tryWhole(): ScanEvent | null {
+  private tryWhole(lastResort: boolean): ScanEvent | null {
     for (const f of this.plan.wholeFamilies) {
+      if ((f.spec.lastResort === true) !== lastResort) continue;
       const m = f.spec.matchWhole?.(this.buf, this.ctx);
+      // text a whole match keeps as content after its calls must not hide a reasoning close:
+      // the calls before a bare </think> are drafts (bare-think.ts), so the marker scan decides
+      if (m?.content !== undefined && this.plan.think.closeSet.first(m.content) !== null) continue;
       if (m) return { type: 'envelope', family: f, match: { ...m, end: this.buf.length }, raw: this.buf };
     }
     return null;

@@ -15,7 +15,8 @@ import type { ParseContext, ParsedCall } from '../types.js';
 import { callsFromJson, defaultToCall } from '../kit/long-tail.js';
 import { callsFromJsonBody, finishMatch, peekNonWs } from '../kit/envelope.js';
 import { readName, scanJsonValue, skipWs } from '../kit/json-scan.js';
-import { callFromLooseObject, callFromNamed, decodeObject, gated } from '../kit/improvised-call.js';
+import { decodeObject, gated } from '../kit/improvised-call.js';
+import { readImprovisedCalls } from '../kit/structured-reader.js';
 
 const OPEN = '<tool_call>';
 const CLOSE = '</tool_call>';
@@ -28,9 +29,11 @@ function readJson(body: string, allowMissingClose: boolean, ctx: ParseContext): 
   if (!('error' in r)) return r;
   const doubled = fromDoubledBraces(body, ctx);
   if (doubled) return doubled;
-  const o = decodeObject(body);
-  const call = o ? gated(callFromLooseObject(o, ctx.tools), ctx.tools) : null;
-  return call ? { calls: [{ name: call.name, arguments: call.args, repairs: ['flat-arguments'] }] } : r;
+  // no {name, arguments} object: the schema-guided reader (flat arguments, other keys, …)
+  const calls = readImprovisedCalls(body.trim(), ctx.tools);
+  return calls
+    ? { calls: calls.map((c) => ({ name: c.name, arguments: c.args, repairs: ['flat-arguments'] })) }
+    : r;
 }
 
 /**
@@ -41,9 +44,10 @@ function readJson(body: string, allowMissingClose: boolean, ctx: ParseContext): 
 function fromDoubledBraces(body: string, ctx: ParseContext): Body | null {
   const t = body.trim();
   if (!t.startsWith('{{') || !t.endsWith('}}')) return null;
-  const o = decodeObject(t.slice(1, -1));
-  const call = o ? gated(callFromLooseObject(o, ctx.tools), ctx.tools) : null;
-  return call ? { calls: [{ name: call.name, arguments: call.args, repairs: ['doubled-braces'] }] } : null;
+  const calls = readImprovisedCalls(t.slice(1, -1), ctx.tools);
+  return calls
+    ? { calls: calls.map((c) => ({ name: c.name, arguments: c.args, repairs: ['doubled-braces'] })) }
+    : null;
 }
 
 /**
@@ -60,7 +64,8 @@ function matchNamed({ text, final, find, ctx }: MatchInput, j: number): MatchRes
   let body = (close < 0 ? text.slice(j) : text.slice(j, close)).trim();
   const cut = body.lastIndexOf('</');
   if (close < 0 && cut > 0 && CLOSE.startsWith(body.slice(cut))) body = body.slice(0, cut).trim();
-  const call = gated(callFromNamed(body, ctx.tools), ctx.tools);
+  const read = readImprovisedCalls(body, ctx.tools);
+  const call = read?.length === 1 ? read[0] : undefined;
   const end = close < 0 ? text.length : close + CLOSE.length;
   const truncated = close < 0 ? { truncated: true } : {};
   if (!call) {

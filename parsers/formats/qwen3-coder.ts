@@ -115,6 +115,131 @@ function readParameters(
   return { name, arguments: args };
 }
 
+/**
+ * A value may itself hold tool-call markup (a file whose content is a parser fixture, a chat
+ * template, a nested example call: vLLM's test_qwen3_xml_coder_shared.py): such markup stays
+ * literal. Read structurally: inside a value every `<parameter=` opens a literal that its next
+ * `</parameter>` closes, and only a `</parameter>` at depth 0 followed (after blanks) by
+ * `</function>`, `</tool_call>` or `<parameter=NAME>` for a declared parameter NAME ends the
+ * value. null: no such end (a `</parameter>` left out: the plain reading decides); 'need-more':
+ * the text so far cannot tell yet.
+ */
+function structuralValueEnd(
+  text: string,
+  from: number,
+  params: ReadonlySet<string> | null,
+  final: boolean,
+): { end: number; next: number } | 'need-more' | null {
+  let depth = 0;
+  let i = from;
+  // next </parameter> and <parameter= positions, searched again only once passed: linear
+  let c = -2;
+  let o = -2;
+  for (;;) {
+    if (c !== -1 && c < i) c = text.indexOf(P_CLOSE, i);
+    if (c < 0) return final ? null : 'need-more';
+    if (o !== -1 && o < i) o = text.indexOf(P_OPEN, i);
+    if (o >= 0 && o < c) {
+      depth++;
+      i = o + P_OPEN.length;
+      continue;
+    }
+    i = c + P_CLOSE.length;
+    if (depth > 0) {
+      depth--;
+      continue;
+    }
+    const k = skipWs(text, i);
+    const after = structuralAfter(text, k, params, final);
+    if (after === 'need-more') return after;
+    if (after) return { end: c, next: i };
+  }
+}
+
+/** Does the text at k continue the call's structure (a parameter's end is real before it)? */
+function structuralAfter(
+  text: string,
+  k: number,
+  params: ReadonlySet<string> | null,
+  final: boolean,
+): boolean | 'need-more' {
+  if (k >= text.length) return final ? false : 'need-more';
+  for (const lit of [FN_CLOSE, WRAP_CLOSE]) {
+    const e = expectLiteral(text, k, lit, final);
+    if (e !== 'no') return e === 'yes' ? true : 'need-more';
+  }
+  const p = expectLiteral(text, k, P_OPEN, final);
+  if (p !== 'yes') return p === 'need-more' ? 'need-more' : false;
+  const gt = text.indexOf('>', k + P_OPEN.length);
+  if (gt < 0) return final ? false : 'need-more';
+  const name = text.slice(k + P_OPEN.length, gt).trim();
+  return params === null ? name !== '' && !/[\s<]/.test(name) : params.has(name);
+}
+
+/** One `<function=NAME>` … `</function>` read structurally from i: the call and the index after it. */
+function structuralFunction(
+  text: string,
+  i: number,
+  ctx: ParseContext,
+  final: boolean,
+): { call: ParsedCall; end: number } | 'need-more' | null {
+  const gt = text.indexOf('>', i + FN_OPEN.length);
+  if (gt < 0) return final ? null : 'need-more';
+  const name = text.slice(i + FN_OPEN.length, gt).trim();
+  if (name === '' || /[\s<]/.test(name)) return null;
+  const tool = ctx.tools.get(name);
+  const props = tool?.parameters?.['properties'];
+  const params =
+    props !== null && typeof props === 'object' && Object.keys(props).length > 0
+      ? new Set(Object.keys(props))
+      : null;
+  const args = createArgs();
+  let p = skipWs(text, gt + 1);
+  for (;;) {
+    const fn = expectLiteral(text, p, FN_CLOSE, final);
+    if (fn === 'yes') return { call: { name, arguments: args }, end: p + FN_CLOSE.length };
+    const po = expectLiteral(text, p, P_OPEN, final);
+    if (fn === 'need-more' || po === 'need-more') return 'need-more';
+    if (po !== 'yes') return null;
+    const kgt = text.indexOf('>', p + P_OPEN.length);
+    if (kgt < 0) return final ? null : 'need-more';
+    const key = text.slice(p + P_OPEN.length, kgt).trim();
+    if (key === '' || key.includes('<')) return null;
+    const v = structuralValueEnd(text, kgt + 1, params, final);
+    if (v === null || v === 'need-more') return v;
+    const raw = stripNewlines(text.slice(kgt + 1, v.end), 'each');
+    args[key] = coerceParamValue(raw, paramSchema(tool, key), { untyped: 'string' });
+    p = skipWs(text, v.next);
+  }
+}
+
+/**
+ * `<function=…>` blocks from j up to the `</tool_call>` after the last one, read structurally
+ * (tool-call markup inside a value stays in the value); null when the envelope does not read
+ * that way, and the plain reading decides.
+ */
+function structuralWrapped(
+  text: string,
+  j: number,
+  ctx: ParseContext,
+  final: boolean,
+): { calls: ParsedCall[]; end: number } | 'need-more' | null {
+  const calls: ParsedCall[] = [];
+  let i = j;
+  for (;;) {
+    const f = structuralFunction(text, i, ctx, final);
+    if (f === null || f === 'need-more') return f;
+    calls.push(f.call);
+    const k = skipWs(text, f.end);
+    const close = expectLiteral(text, k, WRAP_CLOSE, final);
+    if (close === 'yes') return { calls, end: k + WRAP_CLOSE.length };
+    const next = expectLiteral(text, k, FN_OPEN, final);
+    if (close === 'need-more' || next === 'need-more' || (k >= text.length && !final)) return 'need-more';
+    if (next !== 'yes') return null;
+    i = k;
+  }
+}
+
 function matchWrapped(
   text: string,
   start: number,
@@ -128,6 +253,9 @@ function matchWrapped(
   if (j === 'end') return null;
   const fn = expectLiteral(text, j, FN_OPEN, final);
   if (fn !== 'yes') return fn === 'need-more' ? 'need-more' : null;
+  const walked = structuralWrapped(text, j, ctx, final);
+  if (walked === 'need-more') return walked;
+  if (walked) return finishMatch(walked, walked.end, false);
   const close = find(WRAP_CLOSE, j);
   if (close < 0) {
     if (!final) return 'need-more';

@@ -149,6 +149,25 @@ class PyReader {
     throw new Error('unexpected token');
   }
 
+  /**
+   * The only argument of the last call of the list, a string broken by unescaped quotes of its
+   * own kind (LFM2 writing a shell command: `bash(command='sed -n '360,450p' f.py')`, vLLM
+   * test_lfm2_tool_parser.py nested_quote): read to the last such quote before `)]` ends the
+   * list, when nothing in it looks like a second argument (`', key=`). Else null.
+   */
+  private soleBrokenString(at: number): string | null {
+    this.i = at;
+    this.ws();
+    const q = this.s[this.i];
+    if (q !== '"' && q !== "'") return null;
+    const end = this.s.lastIndexOf(`${q})`);
+    if (end <= this.i || !/^\s*\]\s*$/.test(this.s.slice(end + 2))) return null;
+    const value = this.s.slice(this.i + 1, end);
+    if (new RegExp(`${q}\\s*,\\s*[A-Za-z_]\\w*\\s*=`).test(value) || value.includes('\\')) return null;
+    this.i = end + 2;
+    return value;
+  }
+
   call(): PyCall {
     const name = this.ident();
     if (!name) throw new Error('name expected');
@@ -158,7 +177,17 @@ class PyReader {
     for (;;) {
       const key = this.ident();
       if (!key || !this.eat('=')) throw new Error('keyword argument expected');
-      args[key] = this.value(1);
+      const at = this.i;
+      const first = Object.keys(args).length === 0;
+      try {
+        args[key] = this.value(1);
+        if (this.peek() !== ')' && this.peek() !== ',') throw new Error(', expected');
+      } catch (e) {
+        const sole = first ? this.soleBrokenString(at) : null;
+        if (sole === null) throw e;
+        args[key] = sole;
+        return { name, arguments: args };
+      }
       if (this.eat(')')) return { name, arguments: args };
       if (!this.eat(',')) throw new Error(', expected');
       if (this.eat(')')) return { name, arguments: args };

@@ -124,7 +124,18 @@ function tryType(
 
 function decodeStructured(t: string): { ok: true; value: unknown } | { ok: false } {
   try {
-    return { ok: true, value: JSON.parse(t) };
+    const v: unknown = JSON.parse(t);
+    if (typeof v !== 'string') return { ok: true, value: v };
+    // an object written as a JSON string holding its JSON or Python repr (a template that
+    // serialized str(dict): vLLM test_qwen3_xml_coder_shared.py double_encoded_object_param)
+    const inner = v.trim();
+    if (!inner.startsWith('{') && !inner.startsWith('[')) return { ok: true, value: v };
+    try {
+      return { ok: true, value: JSON.parse(inner) };
+    } catch {
+      const p = parsePythonLiteral(inner);
+      return p.ok ? p : { ok: true, value: v };
+    }
   } catch {
     // JSON escaped once more (`[{\"id\": 1}]`, seen with GLM 4.6): unescape one level, retry
     if (t.includes('\\"')) {

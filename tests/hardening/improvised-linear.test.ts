@@ -52,8 +52,10 @@ describe('improvised shapes on hostile output stay linear', () => {
 
   it('a call inside 6k nested <response> wrappers, and 6k unbalanced ones', () => {
     const n = 6000;
+    // the schema-guided reader reads a few wrapper levels deep (issue 21); past that it is text
+    expect(run(`${'<response>'.repeat(3)}${CALL}${'</response>'.repeat(3)}`).calls).toBe(1);
     const r = run(`${'<response>'.repeat(n)}${CALL}${'</response>'.repeat(n)}`);
-    expect(r.calls).toBe(1);
+    expect(r.calls).toBe(0);
     expect(r.ms).toBeLessThan(5000);
     const unbalanced = run(`${'<response>'.repeat(n)}${CALL}${'</response>'.repeat(n - 1)}`);
     expect(unbalanced.calls).toBe(0);

@@ -97,3 +97,29 @@ describe('improvised through the server', () => {
     expect(out.finish).toBe('tool_calls');
   });
 });
+
+describe('improvised: an output opening with any XML-ish tag is held for the reader (issue 21)', () => {
+  const shell = toolsOf({
+    name: 'shell',
+    parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] },
+  });
+  it('a wrapper tag of any name around a call is read, streamed as not', () => {
+    const text = '<toolcall><shell>{"command":"pwd && ls -la"}</shell></toolcall>';
+    const r = whole(text, options(shell));
+    expect(r.calls.map((c) => [c.name, JSON.parse(c.arguments)])).toEqual([
+      ['shell', { command: 'pwd && ls -la' }],
+    ]);
+    expect(view(streamed(chunks(text, 1), options(shell)))).toEqual(view(r));
+  });
+  it('an HTML answer is held, then released as the same content', () => {
+    const text = '<div class="x">Hello <b>there</b></div>';
+    const r = whole(text, options(shell));
+    expect(r.calls).toEqual([]);
+    expect(r.content).toBe(text);
+    expect(view(streamed(chunks(text, 3), options(shell)))).toEqual(view(r));
+  });
+  it("a family's own marker is not held this way: its family reads it", () => {
+    const text = '<tool_call>\n{"name": "shell", "arguments": {"command": "ls"}}\n</tool_call>';
+    expect(whole(text, options(shell)).calls.map((c) => c.format)).toEqual(['hermes']);
+  });
+});

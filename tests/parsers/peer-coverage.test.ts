@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { loadFixtures } from './fixtures.js';
 
 const FLOOR: Record<string, number> = {
-  'vllm-project/vllm': 1022,
+  'vllm-project/vllm': 1058,
   'sgl-project/sglang': 339,
   'ggml-org/llama.cpp': 394,
 };

@@ -33,3 +33,19 @@ describe('parsePythonLiteral', () => {
     expect(parsePythonLiteral('1 2')).toEqual({ ok: false });
   });
 });
+
+describe('parsePythonCallList: a sole string argument broken by its own quotes (issue 21)', () => {
+  it('reads it to the last quote before the list ends (LFM2 shell commands)', () => {
+    expect(parsePythonCallList("[bash(command='sed -n '360,450p' /testbed/a.py')]")).toEqual([
+      { name: 'bash', arguments: { command: "sed -n '360,450p' /testbed/a.py" } },
+    ]);
+    expect(parsePythonCallList('[run(cmd="echo "hi" && ls")]')).toEqual([
+      { name: 'run', arguments: { cmd: 'echo "hi" && ls' } },
+    ]);
+  });
+  it('not when it could be two arguments, is not the last call, or holds an escape', () => {
+    expect(parsePythonCallList("[f(a='x', b='y 'z'')]")).toBeNull();
+    expect(parsePythonCallList("[f(a='x' 'y' z'), g()]")).toBeNull();
+    expect(parsePythonCallList("[f(a='it's \\' here')]")).toBeNull();
+  });
+});
