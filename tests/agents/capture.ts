@@ -11,27 +11,41 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type AgentId, makeRunDirs, type PiApi, runAgent } from './lib/agents.js';
+import {
+  type AgentId,
+  type AgentTarget,
+  CODEX_FREEFORM,
+  makeRunDirs,
+  type PiApi,
+  runAgent,
+} from './lib/agents.js';
 import { startAgentStack } from './lib/stack.js';
 import { CORE_TASK, taskPrompt } from './lib/tasks.js';
+
+/** Codex 0.171's catalog knows only the freeform apply_patch (`function` is an unknown variant). */
+const CODEX_VARIANTS: Record<string, Partial<AgentTarget>> = {
+  freeform: CODEX_FREEFORM,
+};
 
 const OUT = join(import.meta.dirname, '..', 'fixtures', 'agents');
 
 async function capture(spec: string, bins: Record<AgentId, string>): Promise<void> {
-  const [agent, piApi] = spec.split(':') as [AgentId, PiApi | undefined];
+  const [agent, variant] = spec.split(':') as [AgentId, string | undefined];
+  const piApi = agent === 'pi' ? (variant as PiApi | undefined) : undefined;
+  const codex = agent === 'codex' && variant ? CODEX_VARIANTS[variant] : undefined;
   const dirs = makeRunDirs(agent);
   const stack = await startAgentStack({ mode: 'clean', task: CORE_TASK, cwd: dirs.cwd, record: true });
   try {
     const run = await runAgent({
       bin: bins[agent],
       agent,
-      target: { origin: stack.origin, model: stack.model, piApi },
+      target: { origin: stack.origin, model: stack.model, ...(piApi ? { piApi } : {}), ...codex },
       task: taskPrompt(CORE_TASK),
       dirs,
       files: CORE_TASK.files,
       timeoutMs: 90_000,
     });
-    const dir = join(OUT, piApi ? `${agent}-${piApi}` : agent);
+    const dir = join(OUT, variant ? `${agent}-${variant}` : agent);
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
     stack.recorded.forEach((r, i) => {

@@ -19,6 +19,43 @@ export interface AgentTarget {
   piApi?: PiApi;
   /** Claude Code only: the names it sends for its main and its small/fast model. */
   claudeModels?: { main: string; small: string };
+  /**
+   * Codex only: a model catalog entry for `model` (model_catalog_json), so its tools follow the
+   * catalog (e.g. `apply_patch_tool_type: "freeform"`) instead of the defaults for unknown models.
+   */
+  codexCatalog?: Record<string, unknown>;
+  /** Codex only: `[features]` lines. */
+  codexFeatures?: Record<string, boolean>;
+}
+
+/** Codex with apply_patch as a freeform (custom) tool with its Lark grammar, as its own catalog declares it. */
+export const CODEX_FREEFORM: Pick<AgentTarget, 'codexCatalog'> = {
+  codexCatalog: { apply_patch_tool_type: 'freeform' },
+};
+
+/** The fields Codex 0.171 needs in a catalog entry; the rest keep its defaults. */
+function codexCatalogEntry(model: string, extra: Record<string, unknown>): Record<string, unknown> {
+  return {
+    slug: model,
+    display_name: model,
+    description: 'self-hosted model behind toolproof',
+    default_reasoning_level: null,
+    supported_reasoning_levels: [],
+    shell_type: 'shell_command',
+    visibility: 'list',
+    supported_in_api: true,
+    priority: 1,
+    apply_patch_tool_type: null,
+    truncation_policy: { mode: 'bytes', limit: 10000 },
+    supports_parallel_tool_calls: false,
+    context_window: 32768,
+    experimental_supported_tools: [],
+    input_modalities: ['text'],
+    support_verbosity: false,
+    base_instructions:
+      "You are a coding agent in the user's workspace. Use the tools to do what the user asks, then answer briefly.",
+    ...extra,
+  };
 }
 
 export interface AgentRun {
@@ -99,13 +136,22 @@ function prepare(agent: AgentId, target: AgentTarget, task: string, home: string
     case 'codex': {
       const codexHome = join(home, '.codex');
       mkdirSync(codexHome, { recursive: true });
+      const catalog: string[] = [];
+      if (target.codexCatalog) {
+        const path = join(codexHome, 'catalog.json');
+        writeJson(path, { models: [codexCatalogEntry(model, target.codexCatalog)] });
+        catalog.push(`model_catalog_json = "${path}"`);
+      }
+      const features = Object.entries(target.codexFeatures ?? {}).map(([k, v]) => `${k} = ${v}`);
       writeFileSync(
         join(codexHome, 'config.toml'),
         [
           `model = "${model}"`,
           'model_provider = "selfhosted"',
           'check_for_update_on_startup = false',
+          ...catalog,
           '',
+          ...(features.length ? ['[features]', ...features, ''] : []),
           '[analytics]',
           'enabled = false',
           '',

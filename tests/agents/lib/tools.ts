@@ -135,8 +135,12 @@ export function callForStep(step: Step, tools: ToolDef[], cwd: string): Scripted
       if (patch) return patchCall(patch, patchText(step.path, step.old, step.new));
       return undefined;
     }
-    case 'patch':
-      return patch && patchCall(patch, patchText(step.path, step.old, step.new));
+    case 'patch': {
+      const text = patchText(step.path, step.old, step.new);
+      if (patch) return patchCall(patch, text);
+      // Codex without the tool: `apply_patch` through its shell tool, which Codex intercepts.
+      return shell && commandCall(shell, `apply_patch <<'EOF'\n${text}\nEOF`, cwd);
+    }
     case 'run':
       return shell && commandCall(shell, step.command, cwd);
   }
