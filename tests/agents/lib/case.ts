@@ -6,7 +6,14 @@
 import { inject } from 'vitest';
 import type { loadConfig } from '../../../server/config.js';
 import type { RecordedRequest } from '../../../simulator/index.js';
-import { type AgentId, type AgentRun, makeRunDirs, type PiApi, runAgent } from './agents.js';
+import {
+  type AgentId,
+  type AgentRun,
+  type AgentTarget,
+  makeRunDirs,
+  type PiApi,
+  runAgent,
+} from './agents.js';
 import type { Mode } from './model.js';
 import { type LogLine, startAgentStack, startBackend, UPSTREAM_MODEL } from './stack.js';
 import { diskProblems, type Task, taskPrompt } from './tasks.js';
@@ -37,6 +44,8 @@ export interface CaseOptions {
   piApi?: PiApi;
   /** Claude Code: the model names it sends, mapped onto the upstream's model by `file`. */
   claudeModels?: { main: string; small: string };
+  /** More of the agent's settings (Codex's catalog). */
+  target?: Partial<AgentTarget>;
   /** toolproof's YAML config, given the simulator's URL. */
   file?: (upstreamUrl: string) => Parameters<typeof loadConfig>[1];
   timeoutMs?: number;
@@ -77,6 +86,7 @@ export async function runCase(options: CaseOptions): Promise<CaseResult> {
         model: UPSTREAM_MODEL,
         ...(options.piApi ? { piApi: options.piApi } : {}),
         ...(options.claudeModels ? { claudeModels: options.claudeModels } : {}),
+        ...options.target,
       },
       task: taskPrompt(options.task),
       dirs,
