@@ -75,6 +75,24 @@ export function agentCases(suite: AgentSuite): void {
       });
     }
   }
+  // Forcing off: the leaked calls reach the client only through leak recovery.
+  it('proof, leak, forceToolUse off: leak recovery alone does the task', async () => {
+    const r = await runCase({
+      ...base,
+      mode: 'leak',
+      task: CORE_TASK,
+      via: 'toolproof',
+      file: () => ({ defaults: { forceToolUse: false } }),
+    });
+    const why = describeRun(r);
+    expect(r.run.exitCode, why).toBe(0);
+    expect(r.disk, why).toEqual([]);
+    expect(r.text, why).not.toMatch(MARKUP);
+    const lines = r.logs.filter((l) => l.api === suite.api && l.harness);
+    expect(lines.every((l) => l.harness?.forced === false), why).toBe(true);
+    const leaks = lines.flatMap((l) => (l.harness?.leaks ?? []) as Array<{ format: string; outcome: string }>);
+    expect(leaks, why).toContainEqual(expect.objectContaining({ format: 'hermes', outcome: 'recovered' }));
+  });
   if (!suite.direct) return;
   for (const mode of MODES) {
     it(`proof, ${mode}: straight to the backend ${mode === 'clean' ? 'it works too' : 'it fails'}`, async () => {
