@@ -19,7 +19,7 @@ import {
   type PiApi,
   runAgent,
 } from './lib/agents.js';
-import { startAgentStack } from './lib/stack.js';
+import { CLAUDE_NAMES, claudeNamesConfig, startAgentStack } from './lib/stack.js';
 import { CORE_TASK, taskPrompt } from './lib/tasks.js';
 
 /** Codex 0.171's catalog knows only the freeform apply_patch (`function` is an unknown variant). */
@@ -33,13 +33,26 @@ async function capture(spec: string, bins: Record<AgentId, string>): Promise<voi
   const [agent, variant] = spec.split(':') as [AgentId, string | undefined];
   const piApi = agent === 'pi' ? (variant as PiApi | undefined) : undefined;
   const codex = agent === 'codex' && variant ? CODEX_VARIANTS[variant] : undefined;
+  const names = agent === 'claude' && variant === 'names' ? CLAUDE_NAMES : undefined;
   const dirs = makeRunDirs(agent);
-  const stack = await startAgentStack({ mode: 'clean', task: CORE_TASK, cwd: dirs.cwd, record: true });
+  const stack = await startAgentStack({
+    mode: 'clean',
+    task: CORE_TASK,
+    cwd: dirs.cwd,
+    record: true,
+    ...(names ? { fileFor: (url: string) => claudeNamesConfig(url) } : {}),
+  });
   try {
     const run = await runAgent({
       bin: bins[agent],
       agent,
-      target: { origin: stack.origin, model: stack.model, ...(piApi ? { piApi } : {}), ...codex },
+      target: {
+        origin: stack.origin,
+        model: stack.model,
+        ...(piApi ? { piApi } : {}),
+        ...codex,
+        ...(names ? { claudeModels: names } : {}),
+      },
       task: taskPrompt(CORE_TASK),
       dirs,
       files: CORE_TASK.files,

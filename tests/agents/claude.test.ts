@@ -1,11 +1,11 @@
 /** Claude Code (Messages), with the upstream's model name and with its own model names mapped in the YAML. */
 import { expect, it } from 'vitest';
 import { runCase } from './lib/case.js';
-import { UPSTREAM_MODEL } from './lib/stack.js';
+import { CLAUDE_NAMES, claudeNamesConfig, UPSTREAM_MODEL } from './lib/stack.js';
 import { agentCases, describeAgents, expectPass } from './lib/suite.js';
 import { CORE_TASK } from './lib/tasks.js';
 
-const NAMES = { main: 'claude-sonnet-4-5', small: 'claude-haiku-4-5' };
+const NAMES = CLAUDE_NAMES;
 
 describeAgents('Claude Code 2.1.332', () => {
   agentCases({ agent: 'claude', api: 'messages' });
@@ -17,12 +17,7 @@ describeAgents('Claude Code 2.1.332', () => {
       task: CORE_TASK,
       via: 'toolproof',
       claudeModels: NAMES,
-      file: (url) => ({
-        models: {
-          [NAMES.main]: { upstream: url, upstreamModel: UPSTREAM_MODEL },
-          [NAMES.small]: { upstream: url, upstreamModel: UPSTREAM_MODEL },
-        },
-      }),
+      file: claudeNamesConfig,
     });
     expectPass(r, CORE_TASK, { api: 'messages', model: NAMES.main });
     // The backend only ever saw the name it serves (it answers 404 for any other).

@@ -15,6 +15,18 @@ import type { Task } from './tasks.js';
 /** The model name the upstream serves (and agents send, unless a YAML maps other names onto it). */
 export const UPSTREAM_MODEL = 'small-coder';
 
+/** Claude Code's own model names, as a user keeps them, and the YAML that maps them onto the upstream's model. */
+export const CLAUDE_NAMES = { main: 'claude-sonnet-4-5', small: 'claude-haiku-4-5' };
+
+export function claudeNamesConfig(upstreamUrl: string): Parameters<typeof loadConfig>[1] {
+  return {
+    models: {
+      [CLAUDE_NAMES.main]: { upstream: upstreamUrl, upstreamModel: UPSTREAM_MODEL },
+      [CLAUDE_NAMES.small]: { upstream: upstreamUrl, upstreamModel: UPSTREAM_MODEL },
+    },
+  };
+}
+
 export interface LogLine {
   msg?: string;
   route?: string;
