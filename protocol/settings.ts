@@ -6,6 +6,12 @@
 
 export type OrphanToolResultMode = 'as-user' | 'as-assistant' | 'drop';
 export type ToolCallContentMode = 'keep' | 'null' | 'empty';
+/**
+ * System messages after the first message: 'merge' folds those before the first assistant turn
+ * into the leading system message and sends later ones as user turns in place (what templates
+ * that accept a system message only first can render); 'keep' sends them as they are.
+ */
+export type SystemMessagesMode = 'merge' | 'keep';
 
 export interface HistoryRepairSettings {
   enabled: boolean;
@@ -21,6 +27,8 @@ export interface HistoryRepairSettings {
   toolCallContent: ToolCallContentMode;
   /** Merge consecutive user (or assistant without tool calls) messages for alternating-role templates. */
   mergeSameRole: boolean;
+  /** Where system messages that are not first go (see SystemMessagesMode). */
+  systemMessages: SystemMessagesMode;
 }
 
 export interface ModelSettings {
@@ -51,6 +59,13 @@ export interface ModelSettings {
    * (outcome 'unrecovered', reason 'too-long'). Bounds memory and time to first byte.
    */
   maxHeldBytes: number;
+  /**
+   * Hosted tools the backend cannot run (Responses web_search, file_search, code_interpreter...;
+   * Anthropic's server tools): 'drop' leaves them out of the upstream request and says so (the
+   * x-toolproof-dropped-tools header, the log line, toolproof_dropped_tools_total); 'reject'
+   * answers 400 naming the tool.
+   */
+  hostedTools: 'drop' | 'reject';
 }
 
 /** 1 MiB: far above any real tool call, far below what a runaway stream can reach. */
@@ -74,8 +89,10 @@ export const DEFAULT_MODEL_SETTINGS: ModelSettings = Object.freeze({
     bridgeToolToUser: false,
     toolCallContent: 'keep',
     mergeSameRole: false,
+    systemMessages: 'merge',
   }),
   maxRetries: 1,
   validateArguments: true,
   maxHeldBytes: DEFAULT_MAX_HELD_BYTES,
+  hostedTools: 'drop',
 }) as ModelSettings;

@@ -394,6 +394,7 @@ function logRequest(
       finalAnswerProblems: t.finalAnswerProblems,
       validationFailures: t.validationFailures.map((v) => v.tool),
       ...(t.unenforced.length > 0 ? { unenforced: t.unenforced } : {}),
+      ...(t.droppedTools ? { droppedTools: t.droppedTools } : {}),
       final: t.finalKind ?? null,
     };
   }

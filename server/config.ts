@@ -97,11 +97,13 @@ const settingsSchema = {
         bridgeToolToUser: { type: 'boolean' },
         toolCallContent: { enum: ['keep', 'null', 'empty'] },
         mergeSameRole: { type: 'boolean' },
+        systemMessages: { enum: ['merge', 'keep'] },
       },
     },
     maxRetries: { type: 'integer', minimum: 0, maximum: 3 },
     validateArguments: { type: 'boolean' },
     maxHeldBytes: { type: 'integer', minimum: 1024 },
+    hostedTools: { enum: ['drop', 'reject'] },
   },
 } as const;
 

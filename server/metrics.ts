@@ -155,6 +155,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       labelNames: ['model', 'reason', 'outcome'] as const,
       registers,
     }),
+    droppedTools: new Counter({
+      name: 'toolproof_dropped_tools_total',
+      help: 'Hosted tools (web_search, file_search, Anthropic server tools...) left out of the upstream request, by front door and tool type family.',
+      labelNames: ['model', 'api', 'tool'] as const,
+      registers,
+    }),
     normalizations: new Counter({
       name: 'toolproof_tool_call_normalizations_total',
       help: 'Structured tool calls from the backend that needed fixing: duplicate index, duplicate id, truncated arguments.',

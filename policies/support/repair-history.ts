@@ -229,6 +229,54 @@ function bridgeToolToUser(messages: ChatMessage[], tally: EffectTally): ChatMess
   return out;
 }
 
+/** Wraps a system turn sent as a user turn, so the model can still tell who wrote it. */
+export const SYSTEM_TURN_OPEN = '<system-reminder>\n';
+export const SYSTEM_TURN_CLOSE = '\n</system-reminder>';
+
+function wrapSystemContent(content: ChatMessage['content']): ChatMessage['content'] {
+  if (typeof content === 'string' || content === undefined || content === null)
+    return SYSTEM_TURN_OPEN + (content ?? '') + SYSTEM_TURN_CLOSE;
+  return [
+    { type: 'text', text: SYSTEM_TURN_OPEN.trimEnd() },
+    ...content,
+    { type: 'text', text: SYSTEM_TURN_CLOSE.trimStart() },
+  ];
+}
+
+/**
+ * System messages that are not first, for templates that render a system message only first
+ * (Qwen3.5, Gemma, Mistral raise on any other). Prefix-stable for a conversation that grows by
+ * appending: the messages before the first assistant turn never change once it exists, so the
+ * system turns among them (Claude Code's environment turn right after the first user message,
+ * Codex's second developer message) are folded into the leading system message, the same bytes
+ * every turn; a system turn after that becomes a user turn where it stands, wrapped in
+ * <system-reminder> tags, so folding it never rewrites an earlier byte.
+ */
+function placeSystemMessages(messages: readonly ChatMessage[], tally: EffectTally): ChatMessage[] {
+  const firstAssistant = messages.findIndex((m) => m.role === 'assistant');
+  const opening = firstAssistant < 0 ? messages.length : firstAssistant;
+  let lead: ChatMessage | undefined;
+  const rest: ChatMessage[] = [];
+  messages.forEach((m, i) => {
+    if (m.role !== 'system') {
+      rest.push(m);
+      return;
+    }
+    if (i === 0) {
+      lead = m;
+      return;
+    }
+    if (i < opening) {
+      lead = lead ? { ...lead, content: joinContent(lead.content, m.content) } : m;
+      tally.add('merged-system');
+      return;
+    }
+    rest.push({ ...m, role: 'user', content: wrapSystemContent(m.content) });
+    tally.add('system-as-user');
+  });
+  return lead ? [lead, ...rest] : rest;
+}
+
 function mergeable(m: ChatMessage): boolean {
   if (m.role === 'user') return true;
   return m.role === 'assistant' && !Array.isArray(m.tool_calls);
@@ -286,17 +334,19 @@ function untouched(messages: readonly ChatMessage[], settings: HistoryRepairSett
     if (role === 'tool') return false;
     if (settings.mergeSameRole && role === previous && (role === 'user' || role === 'assistant'))
       return false;
+    if (role === 'system' && previous !== undefined && settings.systemMessages === 'merge') return false;
     previous = role;
   }
   return true;
 }
 
 export function repairHistory(
-  messages: readonly ChatMessage[],
+  given: readonly ChatMessage[],
   settings: HistoryRepairSettings,
 ): HistoryRepairResult {
-  if (untouched(messages, settings)) return { messages: messages.slice(), effects: [] };
+  if (untouched(given, settings)) return { messages: given.slice(), effects: [] };
   const tally = new EffectTally(HISTORY_REPAIR_POLICY);
+  const messages = settings.systemMessages === 'merge' ? placeSystemMessages(given, tally) : given;
   const taken = collectClientIds(messages);
   let out: ChatMessage[] = [];
 

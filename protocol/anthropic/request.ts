@@ -2,24 +2,18 @@
  * Anthropic Messages request -> chat-completions request, so a Messages call runs through the
  * one chat pipeline (forced final answer, history repair, leak recovery, retries). Pure.
  * What chat cannot express is refused with a 400 naming the field, never silently dropped:
- * server tools, documents, search results, MCP servers.
+ * documents, search results, MCP servers. Server tools are left out and reported (or refused,
+ * by the hostedTools setting); see tools.ts.
  */
 import { ToolproofError } from '../errors.js';
-import type {
-  ChatCompletionRequest,
-  ChatMessage,
-  ContentPart,
-  ToolCall,
-  ToolChoice,
-  ToolDef,
-} from '../openai.js';
+import type { ChatCompletionRequest, ChatMessage, ContentPart, ToolCall, ToolChoice } from '../openai.js';
+import { type HostedToolsMode, toolDefs } from './tools.js';
 import type {
   ImageBlock,
   MessageParam,
   MessagesRequest,
   TextBlock,
   ToolChoiceParam,
-  ToolParam,
   ToolResultBlock,
 } from './types.js';
 
@@ -70,7 +64,13 @@ function toolResultMessage(block: ToolResultBlock, path: string): ChatMessage {
       const p = `${path}.content.${i}`;
       if (b?.type === 'text') parts.push({ type: 'text', text: text(b, p) });
       else if (b?.type === 'image') parts.push(imagePart(b, p));
-      else {
+      else if ((b as { type?: unknown } | null)?.type === 'tool_reference') {
+        // ToolSearch's answer: the named deferred tool is declared from this turn on (tools.ts).
+        const name = (b as { tool_name?: unknown }).tool_name;
+        if (typeof name !== 'string' || name === '')
+          throw invalid(`${p}.tool_name`, `"${p}.tool_name" must be a non-empty string.`);
+        parts.push({ type: 'text', text: `Tool ${name} loaded: it can be called now.` });
+      } else {
         const type = String((b as { type?: unknown } | null)?.type);
         throw invalid(`${p}.type`, `A tool_result may hold text and image blocks only, not "${type}".`);
       }
@@ -163,38 +163,16 @@ function assistantMessage(msg: MessageParam, path: string): ChatMessage {
   return out;
 }
 
-function systemText(system: MessagesRequest['system']): string | undefined {
+function systemText(system: MessagesRequest['system'], path = 'system'): string | undefined {
   if (system === undefined || system === null) return undefined;
   if (typeof system === 'string') return system;
-  if (!Array.isArray(system))
-    throw invalid('system', '"system" must be a string or an array of text blocks.');
+  if (!Array.isArray(system)) throw invalid(path, `"${path}" must be a string or an array of text blocks.`);
   return system
     .map((b: TextBlock, i) => {
-      if (b?.type !== 'text') throw invalid(`system.${i}.type`, 'System blocks must be text blocks.');
-      return text(b, `system.${i}`);
+      if (b?.type !== 'text') throw invalid(`${path}.${i}.type`, 'System blocks must be text blocks.');
+      return text(b, `${path}.${i}`);
     })
     .join('\n\n');
-}
-
-function toolDef(tool: ToolParam, i: number): ToolDef {
-  const path = `tools.${i}`;
-  if (tool.type !== undefined && tool.type !== 'custom')
-    throw invalid(
-      `${path}.type`,
-      `Anthropic server tool "${tool.type}" is not supported: declare client tools with an input_schema.`,
-    );
-  if (typeof tool.name !== 'string' || tool.name === '')
-    throw invalid(`${path}.name`, `"${path}.name" is required.`);
-  if (!isObject(tool.input_schema))
-    throw invalid(`${path}.input_schema`, `"${path}.input_schema" must be an object.`);
-  return {
-    type: 'function',
-    function: {
-      name: tool.name,
-      ...(typeof tool.description === 'string' ? { description: tool.description } : {}),
-      parameters: tool.input_schema,
-    },
-  };
 }
 
 function toolChoice(choice: ToolChoiceParam): { tool_choice: ToolChoice; parallel?: false } {
@@ -228,7 +206,12 @@ export function toChatMessages(req: Pick<MessagesRequest, 'system' | 'messages'>
     const path = `messages.${i}`;
     if (msg?.role === 'user') out.push(...userMessages(msg, path));
     else if (msg?.role === 'assistant') out.push(assistantMessage(msg, path));
-    else throw invalid(`${path}.role`, `"${path}.role" must be "user" or "assistant".`);
+    else if (msg?.role === 'system') {
+      // Claude Code's mid-conversation system turns (its environment section, reminders). Kept
+      // as system messages in place; history repair decides where the template can take them.
+      const content = systemText(msg.content as MessagesRequest['system'], `${path}.content`);
+      out.push({ role: 'system', content: content ?? '' });
+    } else throw invalid(`${path}.role`, `"${path}.role" must be "user", "assistant" or "system".`);
   });
   return out;
 }
@@ -236,12 +219,32 @@ export function toChatMessages(req: Pick<MessagesRequest, 'system' | 'messages'>
 /** Fields with no chat equivalent: a 400 rather than a silently different answer. */
 const REFUSED_FIELDS = ['mcp_servers', 'container'] as const;
 
+/** Anthropic's effort levels as chat's reasoning_effort (vLLM reads it for gpt-oss and others). */
+const EFFORT: Record<string, string> = { low: 'low', medium: 'medium', high: 'high', max: 'high' };
+
+/** What the front door needs from the model's settings. */
+export interface TranslateOptions {
+  hostedTools: HostedToolsMode;
+}
+
+export interface ChatTranslation {
+  chat: ChatCompletionRequest;
+  /** Server tools left out of the upstream request, by type. */
+  dropped: string[];
+}
+
 /**
  * The whole request. `thinking` maps to `chat_template_kwargs.enable_thinking` (the switch
- * Qwen3, GLM and similar templates read; others ignore it); budget_tokens has no chat
- * equivalent and is dropped. `metadata` is accepted and not forwarded.
+ * Qwen3, GLM and similar templates read; others ignore it): enabled and adaptive turn it on,
+ * disabled off; budget_tokens and display have no chat equivalent and are not forwarded.
+ * `output_config.effort` becomes `reasoning_effort`, `output_config.format` (a JSON schema)
+ * `response_format`. `metadata`, `context_management` (server-side context editing: toolproof
+ * forwards the whole history it is given) and `service_tier` are accepted and not forwarded.
  */
-export function toChatRequest(req: MessagesRequest): ChatCompletionRequest {
+export function translateRequest(
+  req: MessagesRequest,
+  options: TranslateOptions = { hostedTools: 'drop' },
+): ChatTranslation {
   for (const f of REFUSED_FIELDS) {
     const v = req[f];
     if (v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0))
@@ -249,7 +252,12 @@ export function toChatRequest(req: MessagesRequest): ChatCompletionRequest {
   }
   const out: ChatCompletionRequest = { model: req.model, messages: toChatMessages(req) };
   if (typeof req.max_tokens === 'number') out.max_tokens = req.max_tokens;
-  if (Array.isArray(req.tools) && req.tools.length > 0) out.tools = req.tools.map(toolDef);
+  let dropped: string[] = [];
+  if (Array.isArray(req.tools) && req.tools.length > 0) {
+    const t = toolDefs(req.tools, req.messages, options.hostedTools);
+    if (t.tools.length > 0) out.tools = t.tools;
+    dropped = t.dropped;
+  }
   if (req.tool_choice) {
     const c = toolChoice(req.tool_choice);
     out.tool_choice = c.tool_choice;
@@ -262,9 +270,28 @@ export function toChatRequest(req: MessagesRequest): ChatCompletionRequest {
   if (req.thinking && typeof req.thinking === 'object') {
     out.chat_template_kwargs = { enable_thinking: req.thinking.type !== 'disabled' };
   }
+  const config = req.output_config;
+  if (isObject(config)) {
+    if (typeof config.effort === 'string' && EFFORT[config.effort])
+      out.reasoning_effort = EFFORT[config.effort];
+    const format = config.format;
+    if (isObject(format) && format.type === 'json_schema') {
+      if (!isObject(format.schema))
+        throw invalid(
+          'output_config.format.schema',
+          '"output_config.format.schema" must be a JSON schema object.',
+        );
+      out.response_format = { type: 'json_schema', json_schema: { name: 'output', schema: format.schema } };
+    }
+  }
   if (req.stream === true) {
     out.stream = true;
     out.stream_options = { include_usage: true };
   }
-  return out;
+  return { chat: out, dropped };
+}
+
+/** The chat request alone (count_tokens, tests). */
+export function toChatRequest(req: MessagesRequest, options?: TranslateOptions): ChatCompletionRequest {
+  return translateRequest(req, options).chat;
 }

@@ -62,7 +62,8 @@ export type RequestBlock =
   | RedactedThinkingBlock;
 
 export interface MessageParam {
-  role: 'user' | 'assistant';
+  /** "system": Claude Code's mid-conversation system turns (text only). */
+  role: 'user' | 'assistant' | 'system';
   content: string | RequestBlock[];
 }
 
@@ -83,8 +84,10 @@ export type ToolChoiceParam =
   | { type: 'none' };
 
 export interface ThinkingParam {
-  type: 'enabled' | 'disabled' | string;
+  type: 'enabled' | 'disabled' | 'adaptive' | string;
   budget_tokens?: number;
+  /** "summarized" or "omitted": how Anthropic shows thinking; toolproof returns it as it is. */
+  display?: string;
 }
 
 /** count_tokens takes this; a Messages request adds max_tokens. */
@@ -100,6 +103,9 @@ export interface CountTokensRequest {
   top_k?: number;
   thinking?: ThinkingParam;
   metadata?: { user_id?: string | null; [extra: string]: unknown };
+  /** effort (low | medium | high | max) and format (a JSON schema for the answer). */
+  output_config?: { effort?: string; format?: Record<string, unknown>; [extra: string]: unknown };
+  context_management?: Record<string, unknown>;
   stream?: boolean;
   [extra: string]: unknown;
 }

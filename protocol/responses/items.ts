@@ -6,13 +6,17 @@
  */
 import { ToolproofError } from '../errors.js';
 import type { ChatMessage, ContentPart, ToolCall } from '../openai.js';
+import { decodeReasoning } from './reasoning-token.js';
+import { chatNameOf, type ToolCatalog } from './tools.js';
 import type {
+  CustomToolCallItem,
   FunctionCallItem,
   FunctionCallOutputItem,
   InputContent,
   InputItem,
   MessageItem,
   ReasoningItem,
+  TypedCallItem,
 } from './types.js';
 
 function invalid(param: string, message: string): ToolproofError {
@@ -73,8 +77,42 @@ function assistantText(content: unknown, param: string): string {
 }
 
 function reasoningText(item: ReasoningItem): string {
+  // toolproof's own encrypted_content (the client asked for it with include and sent it back).
+  const own = decodeReasoning(item.encrypted_content);
+  if (own !== undefined) return own;
   const parts = Array.isArray(item.content) && item.content.length > 0 ? item.content : item.summary;
   return Array.isArray(parts) ? parts.map((p) => (typeof p?.text === 'string' ? p.text : '')).join('') : '';
+}
+
+/** A typed call's arguments as the chat function declared for it has them (tools.ts). */
+function typedArguments(item: TypedCallItem, param: string): { name: string; args: Record<string, unknown> } {
+  const fields = (o: unknown, skip: string): Record<string, unknown> => {
+    const out: Record<string, unknown> = {};
+    if (!isObject(o)) return out;
+    for (const [k, v] of Object.entries(o)) if (k !== skip && v !== null && v !== undefined) out[k] = v;
+    return out;
+  };
+  if (item.type === 'local_shell_call') {
+    if (!isObject(item.action)) throw invalid(`${param}.action`, `${param}.action must be an object.`);
+    return { name: 'local_shell', args: fields(item.action, 'type') };
+  }
+  if (item.type === 'shell_call') {
+    if (!isObject(item.action)) throw invalid(`${param}.action`, `${param}.action must be an object.`);
+    return { name: 'shell', args: fields(item.action, '') };
+  }
+  if (!isObject(item.operation)) throw invalid(`${param}.operation`, `${param}.operation must be an object.`);
+  return { name: 'apply_patch', args: { operation: item.operation } };
+}
+
+/** A tool output item's content: strings as they are, anything else as its JSON. */
+function outputContent(output: unknown, param: string): string | ContentPart[] {
+  if (typeof output === 'string') return output;
+  if (
+    Array.isArray(output) &&
+    output.every((p) => isObject(p) && typeof p.type === 'string' && p.type.startsWith('input_'))
+  )
+    return toChatContent(output, param);
+  return JSON.stringify(output ?? '');
 }
 
 /** Items the Responses API runs on OpenAI's servers: a chat backend cannot replay them. */
@@ -87,6 +125,8 @@ const HOSTED_ITEMS = /_call(_output)?$/;
 export function inputToMessages(
   input: string | InputItem[] | undefined,
   instructions?: string | null,
+  /** Maps namespaced and custom tools' names to the chat names they were declared under. */
+  catalog?: ToolCatalog,
 ): ChatMessage[] {
   const messages: ChatMessage[] = [];
   if (typeof instructions === 'string' && instructions.length > 0)
@@ -107,6 +147,12 @@ export function inputToMessages(
       messages.push(turn);
     }
     return turn;
+  };
+
+  const addCall = (id: string, name: string, args: string): void => {
+    const t = openTurn();
+    const call: ToolCall = { id, type: 'function', function: { name, arguments: args } };
+    t.tool_calls = [...(t.tool_calls ?? []), call];
   };
 
   input.forEach((raw, i) => {
@@ -140,13 +186,46 @@ export function inputToMessages(
           throw invalid(`${param}.name`, `${param}.name must be a non-empty string.`);
         const args =
           typeof item.arguments === 'string' ? item.arguments : JSON.stringify(item.arguments ?? {});
-        const t = openTurn();
-        const call: ToolCall = {
-          id: item.call_id,
-          type: 'function',
-          function: { name: item.name, arguments: args },
-        };
-        t.tool_calls = [...(t.tool_calls ?? []), call];
+        const ns = typeof item.namespace === 'string' ? item.namespace : undefined;
+        addCall(item.call_id, chatNameOf(catalog, item.name, ns), args);
+        return;
+      }
+      case 'custom_tool_call': {
+        const item = raw as unknown as CustomToolCallItem;
+        if (typeof item.call_id !== 'string' || !item.call_id)
+          throw invalid(`${param}.call_id`, `${param}.call_id must be a non-empty string.`);
+        if (typeof item.name !== 'string' || !item.name)
+          throw invalid(`${param}.name`, `${param}.name must be a non-empty string.`);
+        if (typeof item.input !== 'string')
+          throw invalid(`${param}.input`, `${param}.input must be a string.`);
+        const ns = typeof item.namespace === 'string' ? item.namespace : undefined;
+        // The one argument the custom tool was declared with (tools.ts).
+        addCall(item.call_id, chatNameOf(catalog, item.name, ns), JSON.stringify({ input: item.input }));
+        return;
+      }
+      case 'local_shell_call':
+      case 'shell_call':
+      case 'apply_patch_call': {
+        const item = raw as unknown as TypedCallItem;
+        const id = typeof item.call_id === 'string' && item.call_id ? item.call_id : item.id;
+        if (typeof id !== 'string' || !id)
+          throw invalid(`${param}.call_id`, `${param}.call_id must be a non-empty string.`);
+        const { name, args } = typedArguments(item, param);
+        addCall(id, name, JSON.stringify(args));
+        return;
+      }
+      case 'custom_tool_call_output':
+      case 'local_shell_call_output':
+      case 'shell_call_output':
+      case 'apply_patch_call_output': {
+        const item = raw as { call_id?: unknown; id?: unknown; output?: unknown; status?: unknown };
+        // local_shell_call_output names its call by `id` in the API reference; Codex by call_id.
+        const id = typeof item.call_id === 'string' && item.call_id ? item.call_id : item.id;
+        if (typeof id !== 'string' || !id)
+          throw invalid(`${param}.call_id`, `${param}.call_id must be a non-empty string.`);
+        turn = undefined;
+        const output = item.output ?? (typeof item.status === 'string' ? item.status : '');
+        messages.push({ role: 'tool', tool_call_id: id, content: outputContent(output, `${param}.output`) });
         return;
       }
       case 'function_call_output': {

@@ -4,9 +4,10 @@
  * naming it, never silently dropped.
  */
 import { ToolproofError } from '../errors.js';
-import type { ChatCompletionRequest, JsonObject, ToolChoice, ToolDef } from '../openai.js';
+import type { ChatCompletionRequest, JsonObject, ToolChoice } from '../openai.js';
 import { inputToMessages } from './items.js';
-import type { FunctionTool, ResponsesRequest, ResponsesToolChoice, TextFormat } from './types.js';
+import { chatNameOf, type ToolCatalog, translateTools } from './tools.js';
+import type { ResponsesRequest, ResponsesToolChoice, TextFormat } from './types.js';
 
 function invalid(param: string, message: string): ToolproofError {
   return new ToolproofError('TP_ERR_INVALID_FIELD', { param, message });
@@ -15,39 +16,26 @@ function invalid(param: string, message: string): ToolproofError {
 const STATELESS =
   'toolproof is stateless: it keeps no responses or conversations. Send the whole conversation in `input` (the Agents SDK and most clients do when previous_response_id is not set).';
 
-function toTools(tools: ResponsesRequest['tools']): ToolDef[] | undefined {
-  if (!tools || tools.length === 0) return undefined;
-  return tools.map((t, i) => {
-    if (t.type !== 'function')
-      throw invalid(
-        `tools[${i}].type`,
-        `Tool type "${String(t.type)}" is not supported: toolproof forwards to a self-hosted chat backend, which runs function tools only (hosted tools such as web_search or file_search run on OpenAI's servers).`,
-      );
-    const f = t as FunctionTool;
-    if (typeof f.name !== 'string' || !f.name)
-      throw invalid(`tools[${i}].name`, `tools[${i}].name must be a non-empty string.`);
-    const def: ToolDef = { type: 'function', function: { name: f.name } };
-    if (typeof f.description === 'string') def.function.description = f.description;
-    if (f.parameters !== undefined && f.parameters !== null) {
-      // Dropped, a non-object would declare a tool without arguments the client never asked for.
-      if (typeof f.parameters !== 'object' || Array.isArray(f.parameters))
-        throw invalid(`tools[${i}].parameters`, `tools[${i}].parameters must be a JSON schema object.`);
-      def.function.parameters = f.parameters;
-    }
-    if (typeof f.strict === 'boolean') def.function.strict = f.strict;
-    return def;
-  });
-}
-
-function toToolChoice(choice: ResponsesToolChoice | undefined): ToolChoice | undefined {
+function toToolChoice(choice: ResponsesToolChoice | undefined, catalog: ToolCatalog): ToolChoice | undefined {
   if (choice === undefined || choice === null) return undefined;
   if (choice === 'auto' || choice === 'none' || choice === 'required') return choice;
-  if (typeof choice === 'object' && choice.type === 'function' && typeof choice.name === 'string')
-    return { type: 'function', function: { name: choice.name } };
+  if (
+    typeof choice === 'object' &&
+    (choice.type === 'function' || choice.type === 'custom') &&
+    typeof choice.name === 'string'
+  ) {
+    const ns = typeof choice.namespace === 'string' ? choice.namespace : undefined;
+    return { type: 'function', function: { name: chatNameOf(catalog, choice.name, ns) } };
+  }
+  if (
+    typeof choice === 'object' &&
+    (choice.type === 'local_shell' || choice.type === 'shell' || choice.type === 'apply_patch')
+  )
+    return { type: 'function', function: { name: choice.type } };
   const kind = typeof choice === 'object' ? String(choice.type) : String(choice);
   throw invalid(
     'tool_choice',
-    `tool_choice "${kind}" is not supported: use auto, none, required or {"type":"function","name":...}.`,
+    `tool_choice "${kind}" is not supported: use auto, none, required, {"type":"function","name":...} or {"type":"custom","name":...}.`,
   );
 }
 
@@ -65,8 +53,28 @@ function toResponseFormat(format: TextFormat | undefined): JsonObject | undefine
   throw invalid('text.format.type', `text.format.type "${String(format.type)}" is not supported.`);
 }
 
+export interface ResponsesTranslation {
+  chat: ChatCompletionRequest;
+  /** How chat calls map back to the client's tools (namespaces, custom and typed tools). */
+  catalog: ToolCatalog;
+  /** Hosted tool types left out of the upstream request. */
+  dropped: string[];
+}
+
+export interface TranslateOptions {
+  hostedTools: 'drop' | 'reject';
+}
+
 /** The chat request for a Responses request. Throws TP_ERR_INVALID_FIELD naming the field. */
-export function toChatRequest(body: ResponsesRequest): ChatCompletionRequest {
+export function toChatRequest(body: ResponsesRequest, options?: TranslateOptions): ChatCompletionRequest {
+  return translateRequest(body, options).chat;
+}
+
+/** The chat request and the tool catalog. Throws TP_ERR_INVALID_FIELD naming the field. */
+export function translateRequest(
+  body: ResponsesRequest,
+  options: TranslateOptions = { hostedTools: 'drop' },
+): ResponsesTranslation {
   if (body.previous_response_id != null) throw invalid('previous_response_id', STATELESS);
   if (body.conversation != null) throw invalid('conversation', STATELESS);
   if (body.background === true)
@@ -77,15 +85,15 @@ export function toChatRequest(body: ResponsesRequest): ChatCompletionRequest {
       'Stored prompt templates live on OpenAI servers; send instructions and input instead.',
     );
 
+  const { tools, catalog, dropped } = translateTools(body.tools, options.hostedTools);
   const chat: ChatCompletionRequest = {
     model: body.model,
-    messages: inputToMessages(body.input, body.instructions),
+    messages: inputToMessages(body.input, body.instructions, catalog),
   };
   if (chat.messages.length === 0)
     throw invalid('input', 'input is empty: send a string or at least one item.');
-  const tools = toTools(body.tools);
-  if (tools) chat.tools = tools;
-  const toolChoice = toToolChoice(body.tool_choice);
+  if (tools.length > 0) chat.tools = tools;
+  const toolChoice = toToolChoice(body.tool_choice, catalog);
   if (toolChoice) chat.tool_choice = toolChoice;
   if (typeof body.parallel_tool_calls === 'boolean') chat.parallel_tool_calls = body.parallel_tool_calls;
   const format = toResponseFormat(body.text?.format);
@@ -101,5 +109,5 @@ export function toChatRequest(body: ResponsesRequest): ChatCompletionRequest {
     // Usage arrives only when asked for; response.completed must carry it.
     chat.stream_options = { include_usage: true };
   }
-  return chat;
+  return { chat, catalog, dropped };
 }

@@ -12,7 +12,10 @@
  * response.completed carry it whole), so a stream holds about one copy of its answer.
  */
 import type { ChatCompletion, ChatCompletionChunk, Usage } from '../openai.js';
+import { encodeReasoning } from './reasoning-token.js';
+import type { CatalogEntry, ToolCatalog } from './tools.js';
 import type {
+  CustomToolCallItem,
   FunctionCallItem,
   OutputItem,
   OutputMessage,
@@ -22,6 +25,7 @@ import type {
   ResponsesEventBody,
   ResponsesRequest,
   ResponsesUsage,
+  TypedCallItem,
 } from './types.js';
 
 export interface TranslatorContext {
@@ -31,6 +35,8 @@ export interface TranslatorContext {
   newId: (prefix: string) => string;
   /** Unix seconds. */
   createdAt: number;
+  /** How chat calls map back to the client's tools (request.ts); plain functions without it. */
+  catalog?: ToolCatalog;
 }
 
 type OpenKind = 'reasoning' | 'message' | 'call';
@@ -42,7 +48,69 @@ interface Slot {
   /** Text (message / reasoning) or arguments (call) accumulated so far. */
   text: string;
   done: boolean;
+  /** A call's tool as the client declared it: a custom or typed call is sent whole at its end. */
+  entry?: CatalogEntry;
 }
+
+/** A call's arguments as an object ({} when they are not one). */
+function argsObject(args: string): Record<string, unknown> {
+  try {
+    const v: unknown = JSON.parse(args);
+    if (v && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
+  } catch {
+    // not JSON: the caller keeps the raw text where it can
+  }
+  return {};
+}
+
+/** The call item for a tool the client declared as custom or typed (tools.ts). */
+function typedItem(entry: CatalogEntry, id: string, callId: string, args: string): OutputItem {
+  const a = argsObject(args);
+  const ns = entry.namespace ? { namespace: entry.namespace } : {};
+  if (entry.kind === 'custom') {
+    // The function's one argument; arguments that are not {"input": "..."} are kept as text.
+    const input = typeof a.input === 'string' ? a.input : args;
+    return {
+      type: 'custom_tool_call',
+      id,
+      call_id: callId,
+      name: entry.name,
+      ...ns,
+      input,
+      status: 'in_progress',
+    };
+  }
+  const opt = (k: string) => (a[k] === undefined ? null : a[k]);
+  if (entry.kind === 'local_shell') {
+    const action = {
+      type: 'exec',
+      command: Array.isArray(a.command) ? a.command : [],
+      timeout_ms: opt('timeout_ms'),
+      working_directory: opt('working_directory'),
+      env: opt('env'),
+      user: opt('user'),
+    };
+    return { type: 'local_shell_call', id, call_id: callId, status: 'in_progress', action };
+  }
+  if (entry.kind === 'shell') {
+    const action = {
+      commands: Array.isArray(a.commands) ? a.commands : [],
+      timeout_ms: opt('timeout_ms'),
+      max_output_length: opt('max_output_length'),
+    };
+    return { type: 'shell_call', id, call_id: callId, status: 'in_progress', action, environment: null };
+  }
+  const operation =
+    a.operation && typeof a.operation === 'object' ? (a.operation as Record<string, unknown>) : {};
+  return { type: 'apply_patch_call', id, call_id: callId, status: 'in_progress', operation };
+}
+
+const ID_PREFIX: Record<string, string> = {
+  custom: 'ctc',
+  local_shell: 'lsh',
+  shell: 'sh',
+  apply_patch: 'apc',
+};
 
 export class ResponsesTranslator {
   readonly id: string;
@@ -111,12 +179,14 @@ export class ResponsesTranslator {
       this.closeCurrent(out);
       slot = this.open('call', out, tc.id || this.ctx.newId('call'), tc.function?.name ?? '');
       this.calls.set(tc.index, slot);
-    } else if (tc.function?.name) {
+    } else if (tc.function?.name && !slot.entry) {
       (slot.item as FunctionCallItem).name += tc.function.name;
     }
     const args = tc.function?.arguments;
     if (args) {
       slot.text += args;
+      // A custom or typed call goes out whole when it closes: its item is not a function's.
+      if (slot.entry && slot.entry.kind !== 'function') return;
       this.ev(
         {
           type: 'response.function_call_arguments.delta',
@@ -131,7 +201,7 @@ export class ResponsesTranslator {
 
   private open(kind: OpenKind, out: ResponsesEvent[], callId = '', name = ''): Slot {
     const outputIndex = this.slots.length;
-    let item: OutputItem;
+    let item: OutputItem | undefined;
     if (kind === 'message') {
       item = {
         type: 'message',
@@ -142,21 +212,28 @@ export class ResponsesTranslator {
       };
     } else if (kind === 'reasoning') {
       item = { type: 'reasoning', id: this.ctx.newId('rs'), summary: [], content: [], status: 'in_progress' };
-    } else {
-      item = {
-        type: 'function_call',
-        id: this.ctx.newId('fc'),
-        call_id: callId,
-        name,
-        arguments: '',
-        status: 'in_progress',
-      };
     }
-    const slot: Slot = { kind, outputIndex, item, text: '', done: false };
+    const entry = kind === 'call' ? this.ctx.catalog?.byChatName.get(name) : undefined;
+    if (kind === 'call') {
+      if (entry && entry.kind !== 'function') {
+        item = typedItem(entry, this.ctx.newId(ID_PREFIX[entry.kind] ?? 'fc'), callId, '');
+      } else {
+        item = {
+          type: 'function_call',
+          id: this.ctx.newId('fc'),
+          call_id: callId,
+          name: entry?.name ?? name,
+          ...(entry?.namespace ? { namespace: entry.namespace } : {}),
+          arguments: '',
+          status: 'in_progress',
+        };
+      }
+    }
+    const slot: Slot = { kind, outputIndex, item: item!, text: '', done: false, ...(entry ? { entry } : {}) };
     this.slots.push(slot);
     this.current = slot;
     this.ev(
-      { type: 'response.output_item.added', output_index: outputIndex, item: structuredClone(item) },
+      { type: 'response.output_item.added', output_index: outputIndex, item: structuredClone(slot.item) },
       out,
     );
     if (kind !== 'call') {
@@ -167,7 +244,7 @@ export class ResponsesTranslator {
       this.ev(
         {
           type: 'response.content_part.added',
-          item_id: item.id,
+          item_id: slot.item.id,
           output_index: outputIndex,
           content_index: 0,
           part,
@@ -201,6 +278,17 @@ export class ResponsesTranslator {
       this.ev({ type: 'response.content_part.done', ...at, content_index: 0, part }, out);
       item.content = [part];
       item.status = status;
+      if (this.ctx.request.include?.includes('reasoning.encrypted_content'))
+        item.encrypted_content = encodeReasoning(slot.text);
+    } else if (slot.entry && slot.entry.kind !== 'function') {
+      const prev = slot.item as CustomToolCallItem | TypedCallItem;
+      const item = typedItem(slot.entry, prev.id ?? '', prev.call_id, slot.text);
+      item.status = status;
+      slot.item = item;
+      if (item.type === 'custom_tool_call') {
+        this.ev({ type: 'response.custom_tool_call_input.delta', ...at, delta: item.input }, out);
+        this.ev({ type: 'response.custom_tool_call_input.done', ...at, input: item.input }, out);
+      }
     } else {
       const item = slot.item as FunctionCallItem;
       item.arguments = slot.text;

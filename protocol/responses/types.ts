@@ -38,8 +38,33 @@ export interface FunctionCallItem {
   id?: string;
   call_id: string;
   name: string;
+  /** The namespace tool the function belongs to, when it was declared inside one. */
+  namespace?: string;
   arguments: string;
   status?: 'in_progress' | 'completed' | 'incomplete';
+  [extra: string]: unknown;
+}
+
+/** A call of a custom (freeform) tool: its input is raw text. */
+export interface CustomToolCallItem {
+  type: 'custom_tool_call';
+  id?: string;
+  call_id: string;
+  name: string;
+  namespace?: string;
+  input: string;
+  status?: 'in_progress' | 'completed' | 'incomplete';
+  [extra: string]: unknown;
+}
+
+/** local_shell_call, shell_call, apply_patch_call: client-executed typed calls. */
+export interface TypedCallItem {
+  type: 'local_shell_call' | 'shell_call' | 'apply_patch_call';
+  id?: string;
+  call_id: string;
+  status?: 'in_progress' | 'completed' | 'incomplete';
+  action?: Record<string, unknown>;
+  operation?: Record<string, unknown>;
   [extra: string]: unknown;
 }
 
@@ -85,7 +110,7 @@ export type ResponsesToolChoice =
   | 'auto'
   | 'none'
   | 'required'
-  | { type: 'function'; name: string }
+  | { type: 'function'; name: string; namespace?: string }
   | { type: string; [extra: string]: unknown };
 
 export interface TextFormat {
@@ -125,7 +150,12 @@ export interface OutputMessage {
   content: OutputText[];
 }
 
-export type OutputItem = OutputMessage | FunctionCallItem | ReasoningItem;
+export type OutputItem =
+  | OutputMessage
+  | FunctionCallItem
+  | CustomToolCallItem
+  | TypedCallItem
+  | ReasoningItem;
 
 export interface ResponsesUsage {
   input_tokens: number;

@@ -27,6 +27,8 @@ export interface HarnessTrace {
   /** The last judged attempt's answer came from the synthetic final-answer tool. */
   finalAnswer: boolean;
   effects: PolicyEffect[];
+  /** Hosted tools the front door left out of the upstream request (their types). */
+  droppedTools?: string[];
 }
 
 export function newTrace(): HarnessTrace {

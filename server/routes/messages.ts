@@ -6,9 +6,10 @@
  * auth hook's 401s included: Fastify hands a hook's error to the route's own handler).
  */
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { repairHistory } from '../../policies/support/repair-history.js';
 import { toAnthropicErrorBody } from '../../protocol/anthropic/errors.js';
 import { conversationText, estimateTokens, tokenizeCount } from '../../protocol/anthropic/count.js';
-import { toChatRequest } from '../../protocol/anthropic/request.js';
+import { toChatRequest, translateRequest } from '../../protocol/anthropic/request.js';
 import { type MessageContext, messageId, toMessage } from '../../protocol/anthropic/response.js';
 import { MessageStreamTranslator } from '../../protocol/anthropic/stream.js';
 import type { CountTokensRequest, MessagesRequest, StreamEvent } from '../../protocol/anthropic/types.js';
@@ -20,6 +21,7 @@ import { readText } from '../chat/attempt.js';
 import type { StreamOutput, StreamSummary } from '../chat/output.js';
 import { completeChat, streamChat } from '../chat/pipeline.js';
 import { startChatCall } from '../chat/start.js';
+import { reportDroppedTools } from '../dropped-tools.js';
 import { normalizeError, parseUpstreamBody } from '../error-handler.js';
 import { endStreamWith, type OpenStream } from '../open-streams.js';
 import { resolveRoute } from '../routing.js';
@@ -31,7 +33,7 @@ const messageParam = {
   type: 'object',
   required: ['role', 'content'],
   properties: {
-    role: { type: 'string', enum: ['user', 'assistant'] },
+    role: { type: 'string', enum: ['user', 'assistant', 'system'] },
     content: {
       anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'object', required: ['type'] } }],
     },
@@ -248,8 +250,10 @@ export function messagesRoutes(state: AppState): FastifyPluginAsync {
       },
       async (request, reply) => {
         const body = request.body as MessagesRequest;
-        const chat = toChatRequest(body);
+        const { settings } = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
+        const { chat, dropped } = translateRequest(body, { hostedTools: settings.hostedTools });
         const call = startChatCall(request, state, chat, 'messages');
+        const droppedHeader = reportDroppedTools(reply, state, call, dropped);
         const ctx: MessageContext = {
           id: messageId(request.id),
           model: body.model,
@@ -268,7 +272,7 @@ export function messagesRoutes(state: AppState): FastifyPluginAsync {
         }
         const out = new MessagesSseOutput(
           reply,
-          { 'x-request-id': request.id, 'request-id': request.id },
+          { 'x-request-id': request.id, 'request-id': request.id, ...droppedHeader },
           ctx,
         );
         state.openStreams.claim(reply.raw, out); // app.ts drops it when the response closes
@@ -293,8 +297,16 @@ export function messagesRoutes(state: AppState): FastifyPluginAsync {
       },
       async (request, reply) => {
         const body = request.body as CountTokensRequest;
-        const chat = toChatRequest({ ...body, max_tokens: 1, stream: false });
         const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
+        const translated = toChatRequest(
+          { ...body, max_tokens: 1, stream: false },
+          { hostedTools: route.settings.hostedTools },
+        );
+        // Counted as it would go upstream: system turns placed, history repaired.
+        const repair = route.settings.historyRepair;
+        const chat = repair.enabled
+          ? { ...translated, messages: repairHistory(translated.messages, repair).messages }
+          : translated;
         request.tp = { model: route.name, upstream: route.client.label, stream: false, api: 'messages' };
         const counted = await upstreamCount(request, route, chat);
         reply.header('x-toolproof-token-count', counted === undefined ? 'estimate' : 'tokenize');

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionChunk } from '../../protocol/openai.js';
-import { toChatRequest } from '../../protocol/responses/request.js';
+import { translateRequest } from '../../protocol/responses/request.js';
 import {
   completionToResponse,
   ResponsesTranslator,
@@ -19,7 +19,9 @@ import type { AppState } from '../app-state.js';
 import type { StreamOutput, StreamSummary } from '../chat/output.js';
 import { completeChat, streamChat } from '../chat/pipeline.js';
 import { startChatCall } from '../chat/start.js';
+import { reportDroppedTools } from '../dropped-tools.js';
 import { endStreamWith, type OpenStream } from '../open-streams.js';
+import { resolveRoute } from '../routing.js';
 import { SSE_HEADERS, writeRaw } from './chat-completions.js';
 
 const nullable = (schema: Record<string, unknown>) => ({ anyOf: [schema, { type: 'null' }] });
@@ -148,9 +150,20 @@ export function registerResponsesRoute(app: FastifyInstance, state: AppState): v
     },
     async (request, reply) => {
       const body = request.body as ResponsesRequest;
-      const chatBody = toChatRequest(body);
+      const { settings } = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
+      const {
+        chat: chatBody,
+        catalog,
+        dropped,
+      } = translateRequest(body, { hostedTools: settings.hostedTools });
       const call = startChatCall(request, state, chatBody, 'responses');
-      const ctx: TranslatorContext = { request: body, newId, createdAt: Math.floor(Date.now() / 1000) };
+      const droppedHeader = reportDroppedTools(reply, state, call, dropped);
+      const ctx: TranslatorContext = {
+        request: body,
+        newId,
+        createdAt: Math.floor(Date.now() / 1000),
+        catalog,
+      };
 
       if (chatBody.stream !== true) {
         const result = await completeChat(call, deps);
@@ -161,7 +174,11 @@ export function registerResponsesRoute(app: FastifyInstance, state: AppState): v
         return reply.send(completionToResponse(result.completion, ctx, result.usage));
       }
 
-      const out = new ResponsesSseOutput(reply, { 'x-request-id': request.id }, new ResponsesTranslator(ctx));
+      const out = new ResponsesSseOutput(
+        reply,
+        { 'x-request-id': request.id, ...droppedHeader },
+        new ResponsesTranslator(ctx),
+      );
       state.openStreams.claim(reply.raw, out); // app.ts drops it when the response closes
       try {
         await streamChat(call, deps, out);

@@ -363,8 +363,7 @@ describe('errors in Anthropic shape', () => {
     const server = client.messages.create({
       model: 'sim',
       max_tokens: 10,
-      messages: [{ role: 'user', content: 'hi' }],
-      tools: [{ type: 'web_search_20250305', name: 'web_search' } as unknown as Anthropic.Tool],
+      messages: [{ role: 'user', content: [{ type: 'document', source: {} } as never] }],
     });
     await expect(server).rejects.toBeInstanceOf(Anthropic.BadRequestError);
     await expect(server).rejects.toMatchObject({

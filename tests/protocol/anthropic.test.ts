@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { estimateTokens, tokenizeCount } from '../../protocol/anthropic/count.js';
 import { anthropicErrorType, toAnthropicErrorBody } from '../../protocol/anthropic/errors.js';
-import { toChatRequest } from '../../protocol/anthropic/request.js';
+import { type TranslateOptions, toChatRequest } from '../../protocol/anthropic/request.js';
 import { stopReason, toMessage, toolInput } from '../../protocol/anthropic/response.js';
 import type { MessagesRequest } from '../../protocol/anthropic/types.js';
 import { ToolproofError } from '../../protocol/errors.js';
@@ -18,9 +18,9 @@ const req = (extra: Partial<MessagesRequest> = {}): MessagesRequest => ({
   ...extra,
 });
 
-function refused(r: MessagesRequest): ToolproofError {
+function refused(r: MessagesRequest, options?: TranslateOptions): ToolproofError {
   try {
-    toChatRequest(r);
+    toChatRequest(r, options);
   } catch (err) {
     expect(err).toBeInstanceOf(ToolproofError);
     expect((err as ToolproofError).status).toBe(400);
@@ -151,9 +151,14 @@ describe('toChatRequest', () => {
   });
 
   it('what chat cannot express is a 400 naming the field', () => {
-    expect(refused(req({ tools: [{ type: 'bash_20250124', name: 'bash' } as never] })).param).toBe(
+    expect(refused(req({ tools: [{ type: 'bash_20990101x', name: 'bash' } as never] })).param).toBe(
       'tools.0.type',
     );
+    expect(
+      refused(req({ tools: [{ type: 'web_search_20250305', name: 'web_search' } as never] }), {
+        hostedTools: 'reject',
+      }).param,
+    ).toBe('tools.0.type');
     expect(refused(req({ tools: [{ name: 'x' } as never] })).param).toBe('tools.0.input_schema');
     expect(
       refused(req({ messages: [{ role: 'user', content: [{ type: 'document', source: {} } as never] }] }))
@@ -161,7 +166,7 @@ describe('toChatRequest', () => {
     ).toBe('messages.0.content.0.type');
     expect(refused(req({ mcp_servers: [{ url: 'x' }] })).param).toBe('mcp_servers');
     expect(refused(req({ tool_choice: { type: 'tool' } as never })).param).toBe('tool_choice.name');
-    expect(refused(req({ messages: [{ role: 'system', content: 'x' } as never] })).param).toBe(
+    expect(refused(req({ messages: [{ role: 'developer', content: 'x' } as never] })).param).toBe(
       'messages.0.role',
     );
     expect(

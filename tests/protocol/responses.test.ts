@@ -182,7 +182,7 @@ describe('request translation', () => {
 
   it('rejects what a stateless chat backend cannot do, naming the field', () => {
     const bad: Array<[Partial<ResponsesRequest>, string]> = [
-      [{ tools: [{ type: 'code_interpreter' }] }, 'tools[0].type'],
+      [{ tools: [{ type: 'teleport' }] }, 'tools[0].type'],
       [{ previous_response_id: 'resp_1' }, 'previous_response_id'],
       [{ conversation: 'conv_1' }, 'conversation'],
       [{ tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [] } }, 'tool_choice'],
@@ -195,6 +195,10 @@ describe('request translation', () => {
       ],
       [{ input: [{ type: 'function_call', name: 'f', arguments: '{}' }] as InputItem[] }, 'input[0].call_id'],
     ];
+    // Hosted tools are refused only with hostedTools: reject (dropped by default).
+    expect(() =>
+      toChatRequest({ ...base, tools: [{ type: 'code_interpreter' }] }, { hostedTools: 'reject' }),
+    ).toThrow(expect.objectContaining({ param: 'tools[0].type', status: 400 }));
     for (const [patch, param] of bad) {
       expect(() => toChatRequest({ ...base, ...patch }), param).toThrow(
         expect.objectContaining({ param, status: 400 }),
@@ -320,7 +324,10 @@ describe('streamed translation equals the whole one, whatever the split', () => 
             .map((e) => e.delta as string)
             .join('');
           const item = whole.output[index]!;
-          const full = item.type === 'function_call' ? item.arguments : item.content![0]!.text;
+          const full =
+            item.type === 'function_call'
+              ? item.arguments
+              : (item as { content: Array<{ text: string }> }).content[0]!.text;
           expect(deltas).toBe(full);
         }
       }),
