@@ -4,6 +4,8 @@
  * apply_patch (`function` is an unknown variant); without the freeform tool it runs apply_patch
  * through its shell tool (exec_command), which is the function-call path.
  */
+import { expect } from 'vitest';
+import type { ToolDef } from '../../protocol/openai.js';
 import { CODEX_FREEFORM } from './lib/agents.js';
 import { agentCases, describeAgents } from './lib/suite.js';
 import { CORE_TASK, PATCH_TASK } from './lib/tasks.js';
@@ -19,5 +21,23 @@ describeAgents('Codex 0.171.0', () => {
     api: 'responses',
     tasks: [{ ...PATCH_TASK, id: 'patch-freeform' }],
     extra: { target: CODEX_FREEFORM },
+    check: (r) => {
+      // The backend saw apply_patch as a function of one string; Codex got it back as its custom call.
+      const tools = r.upstream.flatMap((u) => ((u.body as { tools?: ToolDef[] }).tools ?? []) as ToolDef[]);
+      const patch = tools.find((t) => t.function?.name === 'apply_patch');
+      expect(patch?.type).toBe('function');
+      const props = Object.values(
+        (patch?.function.parameters as { properties?: Record<string, { type?: string }> }).properties ?? {},
+      );
+      expect(props.map((p) => p.type)).toEqual(['string']);
+      // ...and sent it back in its history as a custom_tool_call with its output.
+      const items = r.sent.flatMap(
+        (s) => ((s.body as { input?: unknown[] }).input ?? []) as Array<{ type?: string; name?: string }>,
+      );
+      expect(items).toContainEqual(
+        expect.objectContaining({ type: 'custom_tool_call', name: 'apply_patch' }),
+      );
+      expect(items).toContainEqual(expect.objectContaining({ type: 'custom_tool_call_output' }));
+    },
   });
 });

@@ -15,7 +15,13 @@ import {
   runAgent,
 } from './agents.js';
 import type { Mode } from './model.js';
-import { type LogLine, startAgentStack, startBackend, UPSTREAM_MODEL } from './stack.js';
+import {
+  type LogLine,
+  type RecordedRequest as AgentRequest,
+  startAgentStack,
+  startBackend,
+  UPSTREAM_MODEL,
+} from './stack.js';
 import { diskProblems, type Task, taskPrompt } from './tasks.js';
 
 export interface AgentsInfo {
@@ -55,6 +61,8 @@ export interface CaseResult {
   run: AgentRun;
   /** toolproof's request log lines (empty for a direct run). */
   logs: LogLine[];
+  /** What the agent sent toolproof (empty for a direct run). */
+  sent: AgentRequest[];
   /** What reached the backend. */
   upstream: RecordedRequest[];
   /** Files that are not what the task expects ([] when the effect on disk is right). */
@@ -70,11 +78,12 @@ export async function runCase(options: CaseOptions): Promise<CaseResult> {
   const model = { mode: options.mode, task: options.task, cwd: dirs.cwd };
   const servers =
     options.via === 'toolproof'
-      ? await startAgentStack({ ...model, ...(options.file ? { fileFor: options.file } : {}) })
+      ? await startAgentStack({ ...model, record: true, ...(options.file ? { fileFor: options.file } : {}) })
       : await startBackend(model).then((sim) => ({
           sim,
           origin: sim.origin,
-          requests: () => [],
+          requests: (): LogLine[] => [],
+          recorded: [] as AgentRequest[],
           close: () => sim.close(),
         }));
   try {
@@ -96,6 +105,7 @@ export async function runCase(options: CaseOptions): Promise<CaseResult> {
     return {
       run,
       logs: servers.requests(),
+      sent: [...servers.recorded],
       upstream: [...servers.sim.requests],
       disk: diskProblems(options.task, dirs.cwd),
       text: run.stdout.trim(),

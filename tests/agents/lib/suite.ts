@@ -62,6 +62,8 @@ export interface AgentSuite {
   direct?: boolean;
   tasks?: Task[];
   extra?: Partial<CaseOptions>;
+  /** More to assert on every run through toolproof. */
+  check?: (r: CaseResult) => void;
 }
 
 /** Every mode, every task, through toolproof; and the harness effect where the agent can go direct. */
@@ -72,32 +74,35 @@ export function agentCases(suite: AgentSuite): void {
       it(`${task.id}, ${mode}: through toolproof it does the task`, async () => {
         const r = await runCase({ ...base, mode, task, via: 'toolproof' });
         expectPass(r, task, { api: suite.api });
+        suite.check?.(r);
       });
     }
   }
+  const tasks = suite.tasks ?? [CORE_TASK, EDIT_TASK];
   // Forcing off: the leaked calls reach the client only through leak recovery.
-  it('proof, leak, forceToolUse off: leak recovery alone does the task', async () => {
-    const r = await runCase({
-      ...base,
-      mode: 'leak',
-      task: CORE_TASK,
-      via: 'toolproof',
-      file: () => ({ defaults: { forceToolUse: false } }),
+  if (tasks.includes(CORE_TASK))
+    it('proof, leak, forceToolUse off: leak recovery alone does the task', async () => {
+      const r = await runCase({
+        ...base,
+        mode: 'leak',
+        task: CORE_TASK,
+        via: 'toolproof',
+        file: () => ({ defaults: { forceToolUse: false } }),
+      });
+      const why = describeRun(r);
+      expect(r.run.exitCode, why).toBe(0);
+      expect(r.disk, why).toEqual([]);
+      expect(r.text, why).not.toMatch(MARKUP);
+      const lines = r.logs.filter((l) => l.api === suite.api && l.harness);
+      expect(
+        lines.every((l) => l.harness?.forced === false),
+        why,
+      ).toBe(true);
+      const leaks = lines.flatMap(
+        (l) => (l.harness?.leaks ?? []) as Array<{ format: string; outcome: string }>,
+      );
+      expect(leaks, why).toContainEqual(expect.objectContaining({ outcome: 'recovered' }));
     });
-    const why = describeRun(r);
-    expect(r.run.exitCode, why).toBe(0);
-    expect(r.disk, why).toEqual([]);
-    expect(r.text, why).not.toMatch(MARKUP);
-    const lines = r.logs.filter((l) => l.api === suite.api && l.harness);
-    expect(
-      lines.every((l) => l.harness?.forced === false),
-      why,
-    ).toBe(true);
-    const leaks = lines.flatMap(
-      (l) => (l.harness?.leaks ?? []) as Array<{ format: string; outcome: string }>,
-    );
-    expect(leaks, why).toContainEqual(expect.objectContaining({ outcome: 'recovered' }));
-  });
   if (!suite.direct) return;
   for (const mode of MODES) {
     it(`proof, ${mode}: straight to the backend ${mode === 'clean' ? 'it works too' : 'it fails'}`, async () => {
