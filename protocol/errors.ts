@@ -42,6 +42,11 @@ export const ERROR_CATALOGUE = {
     type: 'invalid_request_error',
     message: 'Send the request body as application/json.',
   },
+  TP_ERR_CONTEXT_LENGTH_EXCEEDED: {
+    status: 400,
+    type: 'invalid_request_error',
+    message: "The conversation does not fit in the model's context window.",
+  },
   TP_ERR_INTERNAL: { status: 500, type: 'server_error', message: 'toolproof failed to handle the request.' },
   TP_ERR_UPSTREAM_UNREACHABLE: {
     status: 502,
@@ -68,6 +73,8 @@ export const ERROR_CATALOGUE = {
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;
 
+import type { ContextOverflow } from './context-overflow.js';
+
 export interface ToolproofErrorOptions {
   message?: string;
   param?: string | null;
@@ -77,6 +84,10 @@ export interface ToolproofErrorOptions {
   type?: string;
   /** The upstream's own error body, kept for clients that need it. */
   upstream?: unknown;
+  /** The `code` clients see instead of the TP_ERR_ name, where an API defines one. */
+  wireCode?: string;
+  /** TP_ERR_CONTEXT_LENGTH_EXCEEDED: the numbers, so each front door words it its own way. */
+  overflow?: ContextOverflow;
   cause?: unknown;
 }
 
@@ -86,6 +97,8 @@ export class ToolproofError extends Error {
   readonly type: string;
   readonly param: string | null;
   readonly upstream: unknown;
+  readonly wireCode: string | undefined;
+  readonly overflow: ContextOverflow | undefined;
 
   constructor(code: ErrorCode, options: ToolproofErrorOptions = {}) {
     const spec = ERROR_CATALOGUE[code];
@@ -99,6 +112,8 @@ export class ToolproofError extends Error {
     this.type = options.type ?? spec.type;
     this.param = options.param ?? null;
     this.upstream = options.upstream;
+    this.wireCode = options.wireCode;
+    this.overflow = options.overflow;
   }
 }
 

@@ -6,12 +6,17 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { toAnthropicErrorBody } from '../protocol/anthropic/errors.js';
+import {
+  CONTEXT_LENGTH_EXCEEDED,
+  openAIOverflowMessage,
+  parseContextOverflow,
+} from '../protocol/context-overflow.js';
 import { ERROR_CATALOGUE, type ErrorCode, isToolproofError, ToolproofError } from '../protocol/errors.js';
 import type { OpenAIErrorBody } from '../protocol/openai.js';
 
 export function toErrorBody(err: ToolproofError): OpenAIErrorBody {
   const body: OpenAIErrorBody = {
-    error: { message: err.message, type: err.type, param: err.param, code: err.code },
+    error: { message: err.message, type: err.type, param: err.param, code: err.wireCode ?? err.code },
   };
   if (err.upstream !== undefined) body.error.upstream = err.upstream;
   return body;
@@ -79,6 +84,17 @@ export function parseUpstreamBody(text: string): unknown {
  * body is kept under error.upstream for clients that need backend-specific details.
  */
 export function fromUpstreamError(status: number, body: unknown, label: string): ToolproofError {
+  // The conversation does not fit: every front door answers with what its clients compact on.
+  const overflow = status === 400 || status === 413 || status >= 500 ? parseContextOverflow(body) : undefined;
+  if (overflow)
+    return new ToolproofError('TP_ERR_CONTEXT_LENGTH_EXCEEDED', {
+      status: 400,
+      param: 'messages',
+      message: openAIOverflowMessage(overflow),
+      wireCode: CONTEXT_LENGTH_EXCEEDED,
+      upstream: body,
+      overflow,
+    });
   const inner =
     body && typeof body === 'object' && typeof (body as Record<string, unknown>).error === 'object'
       ? ((body as Record<string, unknown>).error as Record<string, unknown>)

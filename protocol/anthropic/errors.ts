@@ -3,6 +3,7 @@
  * or the upstream's own when relayed); the type is the one Anthropic uses for that status, so
  * SDKs raise their usual exception classes (BadRequestError, AuthenticationError, ...).
  */
+import { anthropicOverflowMessage } from '../context-overflow.js';
 import type { ToolproofError } from '../errors.js';
 import type { ErrorBody } from './types.js';
 
@@ -19,6 +20,10 @@ export function anthropicErrorType(status: number): string {
   return 'invalid_request_error';
 }
 
-export function toAnthropicErrorBody(err: Pick<ToolproofError, 'status' | 'message'>): ErrorBody {
-  return { type: 'error', error: { type: anthropicErrorType(err.status), message: err.message } };
+export function toAnthropicErrorBody(
+  err: Pick<ToolproofError, 'status' | 'message'> & { overflow?: ToolproofError['overflow'] },
+): ErrorBody {
+  // A context overflow in Anthropic's words, which Claude Code compacts on (context-overflow.ts).
+  const message = err.overflow ? anthropicOverflowMessage(err.overflow) : err.message;
+  return { type: 'error', error: { type: anthropicErrorType(err.status), message } };
 }

@@ -111,7 +111,8 @@ class ResponsesSseOutput implements StreamOutput, OpenStream {
 
   private failFrame(err: ToolproofError): string {
     let text = '';
-    for (const e of this.translator.fail({ code: err.code, message: err.message, param: err.param }))
+    const code = err.wireCode ?? err.code;
+    for (const e of this.translator.fail({ code, message: err.message, param: err.param }))
       text += sseEvent(e);
     return text;
   }

@@ -98,11 +98,15 @@ const messages: Probe[] = [
     A({ messages: [{ role: 'user', content: [{ type: 'tool_use', id: 't', name: 'f', input: {} }] }] }),
     '4xx',
   ],
-  ['a system role in messages', A({ messages: [{ role: 'system', content: 'q' }] }), '4xx'],
+  // Claude Code's mid-conversation system turns: accepted (history repair places them).
+  ['a system role in messages', A({ messages: [{ role: 'system', content: 'q' }] }), 'ok'],
+  ['a developer role in messages', A({ messages: [{ role: 'developer', content: 'q' }] }), '4xx'],
   ['system blocks that are not text', A({ system: [{ type: 'image' }] }), '4xx'],
   ['a tool without input_schema', A({ tools: [{ name: 'f' }] }), '4xx'],
   ['a tool named final_answer', A({ tools: [aTool('final_answer')] }), 'ok'],
-  ['a server tool', A({ tools: [{ type: 'web_search_20250305', name: 'web_search' }] }), '4xx'],
+  // Left out of the upstream request and reported (hostedTools: drop, the default).
+  ['a server tool', A({ tools: [{ type: 'web_search_20250305', name: 'web_search' }] }), 'ok'],
+  ['an unknown typed tool', A({ tools: [{ type: 'teleport_20250101', name: 't' }] }), '4xx'],
   ['a catastrophic pattern', A({ tools: [aTool('f', redos)] }), 'ok'],
   ['an invalid pattern', A({ tools: [aTool('f', withX({ type: 'string', pattern: '(' }))] }), 'ok'],
   ['a 200k-value enum', A({ tools: [aTool('f', hugeEnum)] }), 'ok'],
@@ -167,7 +171,26 @@ const responses: Probe[] = [
   ],
   ['an item_reference', R({ input: [{ type: 'item_reference', id: 'x' }] }), '4xx'],
   ['previous_response_id', R({ previous_response_id: 'resp_1' }), '4xx'],
-  ['a hosted tool', R({ tools: [{ type: 'web_search' }] }), '4xx'],
+  // Left out of the upstream request and reported (hostedTools: drop, the default).
+  ['a hosted tool', R({ tools: [{ type: 'web_search' }] }), 'ok'],
+  ['an unknown tool type', R({ tools: [{ type: 'teleport' }] }), '4xx'],
+  ['a namespace without tools', R({ tools: [{ type: 'namespace', name: 'n' }] }), '4xx'],
+  [
+    'a custom tool with a bad format',
+    R({
+      tools: [{ type: 'custom', name: 'c', format: { type: 'grammar', syntax: 'ebnf', definition: 'x' } }],
+    }),
+    '4xx',
+  ],
+  [
+    'a custom tool with a catastrophic regex',
+    R({
+      tools: [
+        { type: 'custom', name: 'c', format: { type: 'grammar', syntax: 'regex', definition: '(a+)+$' } },
+      ],
+    }),
+    'ok',
+  ],
   ['a tool without a name', R({ tools: [{ type: 'function' }] }), '4xx'],
   // Was silently dropped: the tool reached the model with no parameters at all.
   ['a tool whose parameters are a string', R({ tools: [rTool('f', 'x')] }), '4xx'],
