@@ -26,9 +26,10 @@ describeAgents('Codex 0.171.0', () => {
       const tools = r.upstream.flatMap((u) => ((u.body as { tools?: ToolDef[] }).tools ?? []) as ToolDef[]);
       const patch = tools.find((t) => t.function?.name === 'apply_patch');
       expect(patch?.type).toBe('function');
-      const props = Object.values(
-        (patch?.function.parameters as { properties?: Record<string, { type?: string }> }).properties ?? {},
-      );
+      const schema = patch?.function.parameters as
+        | { properties?: Record<string, { type?: string }> }
+        | undefined;
+      const props = Object.values(schema?.properties ?? {});
       expect(props.map((p) => p.type)).toEqual(['string']);
       // ...and sent it back in its history as a custom_tool_call with its output.
       const items = r.sent.flatMap(
