@@ -3,6 +3,7 @@
  * agent's requests go (through toolproof, or straight to the backend). Starts the servers, runs
  * the agent in a fresh HOME and working directory, and returns everything a test asserts on.
  */
+import { rmSync } from 'node:fs';
 import { inject } from 'vitest';
 import type { loadConfig } from '../../../server/config.js';
 import type { RecordedRequest } from '../../../simulator/index.js';
@@ -112,6 +113,10 @@ export async function runCase(options: CaseOptions): Promise<CaseResult> {
     };
   } finally {
     await servers.close();
+    // The run's HOME and working directory go (opencode leaves ~13 MB); TOOLPROOF_AGENTS_KEEP=1 keeps them.
+    if (!process.env.TOOLPROOF_AGENTS_KEEP) {
+      for (const dir of [dirs.home, dirs.cwd]) rmSync(dir, { recursive: true, force: true });
+    }
   }
 }
 
@@ -119,7 +124,7 @@ export async function runCase(options: CaseOptions): Promise<CaseResult> {
 export function describeRun(result: CaseResult): string {
   const { run } = result;
   return [
-    `exit ${run.exitCode ?? run.signal} after ${run.ms} ms in ${run.cwd}`,
+    `exit ${run.exitCode ?? run.signal} after ${run.ms} ms in ${run.cwd} (removed unless TOOLPROOF_AGENTS_KEEP=1)`,
     `disk: ${result.disk.join('; ') || 'ok'}`,
     `stdout: ${run.stdout.slice(-800)}`,
     `stderr: ${run.stderr.slice(-1500)}`,
