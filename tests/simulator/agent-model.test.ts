@@ -107,7 +107,7 @@ describe('agent suite model: steps onto the tools each agent declares', () => {
       arguments: { file_path: '/w/proof.txt', content: '7391\n' },
     });
     const freeform = toolsOf('codex-freeform/01-POST-v1-responses.json');
-    const text = (callForStep(STEPS.patch, freeform, '/w')?.arguments as { input: string }).input;
+    const text = (callForStep(STEPS.patch, freeform, '/w')!.arguments as { input: string }).input;
     expect(text).toBe(
       '*** Begin Patch\n*** Update File: notes.txt\n@@\n-status: draft\n+status: final\n*** End Patch',
     );
