@@ -73,7 +73,7 @@ export interface BuildOptions {
 export type ToolproofApp = FastifyInstance & { toolproof: AppState };
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const QUIET_ROUTES = new Set(['/health', '/metrics', '/ready']);
+const QUIET_ROUTES = new Set(['/health', '/metrics', '/ready', '/api/hello']);
 const LOG_LEVELS: Record<string, number> = {
   trace: 10,
   debug: 20,
@@ -302,7 +302,7 @@ function onResponseClose(
   logRequest(owner.app, owner.state, request, res.statusCode, ended);
 }
 
-const OPS_ROUTES = new Set(['/health', '/ready', '/metrics']);
+const OPS_ROUTES = new Set(['/health', '/ready', '/metrics', '/api/hello']);
 
 /** The front door by matched route, for routes that do not say (request.tp.api wins). */
 function apiOf(matched: string | undefined): Api {

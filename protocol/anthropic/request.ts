@@ -271,18 +271,17 @@ export function translateRequest(
     out.chat_template_kwargs = { enable_thinking: req.thinking.type !== 'disabled' };
   }
   const config = req.output_config;
-  if (isObject(config)) {
-    if (typeof config.effort === 'string' && EFFORT[config.effort])
-      out.reasoning_effort = EFFORT[config.effort];
-    const format = config.format;
-    if (isObject(format) && format.type === 'json_schema') {
-      if (!isObject(format.schema))
-        throw invalid(
-          'output_config.format.schema',
-          '"output_config.format.schema" must be a JSON schema object.',
-        );
-      out.response_format = { type: 'json_schema', json_schema: { name: 'output', schema: format.schema } };
-    }
+  if (isObject(config) && typeof config.effort === 'string' && EFFORT[config.effort])
+    out.reasoning_effort = EFFORT[config.effort];
+  // Structured output: output_config.format, or the older top-level output_format (Claude Code's
+  // side queries, memory selection and classifiers, ask for JSON this way).
+  const [format, formatPath] = isObject(config?.format)
+    ? [config.format, 'output_config.format']
+    : [req.output_format, 'output_format'];
+  if (isObject(format) && format.type === 'json_schema') {
+    if (!isObject(format.schema))
+      throw invalid(`${formatPath}.schema`, `"${formatPath}.schema" must be a JSON schema object.`);
+    out.response_format = { type: 'json_schema', json_schema: { name: 'output', schema: format.schema } };
   }
   if (req.stream === true) {
     out.stream = true;

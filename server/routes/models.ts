@@ -59,7 +59,26 @@ export function registerModelRoutes(app: FastifyInstance, state: AppState): void
           );
         }
       });
-      return { object: 'list', data: [...data.values()] };
+      const list = [...data.values()];
+      // An Anthropic client (its SDKs always send anthropic-version) reads Anthropic's page shape:
+      // type, display_name and created_at per model, has_more / first_id / last_id. Added beside
+      // the OpenAI fields, so either client reads the same answer.
+      if (request.headers['anthropic-version'] !== undefined) {
+        const models = list.map((m) => ({
+          ...m,
+          type: 'model',
+          display_name: m.id,
+          created_at: new Date((typeof m.created === 'number' ? m.created : created) * 1000).toISOString(),
+        }));
+        return {
+          object: 'list',
+          data: models,
+          has_more: false,
+          first_id: models[0]?.id ?? null,
+          last_id: models.at(-1)?.id ?? null,
+        };
+      }
+      return { object: 'list', data: list };
     },
   );
 }

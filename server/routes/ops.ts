@@ -9,6 +9,16 @@ export function registerOpsRoutes(app: FastifyInstance, state: AppState): void {
     status: 'ok',
   }));
 
+  // Claude Code warms its connection with HEAD <base>/api/hello (and its doctor GETs it): answered
+  // here rather than sent to the model server, which has no such route.
+  app.get(
+    '/api/hello',
+    { schema: { tags: ['ops'], summary: "Claude Code's connection probe." } },
+    async () => ({
+      status: 'ok',
+    }),
+  );
+
   app.get(
     '/ready',
     { schema: { tags: ['ops'], summary: 'Every configured upstream answers.' } },

@@ -228,3 +228,28 @@ describe('Codex 0.171.0 on /v1/responses', () => {
     expect(up.messages.at(-2)!.tool_calls![0]!.function.name).toBe('apply_patch');
   });
 });
+
+describe('side requests', () => {
+  it("Claude Code's HEAD /api/hello probe is answered by toolproof, not sent to the model server", async () => {
+    stack = await startStack();
+    const head = await fetch(`${stack.origin}/api/hello`, { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    expect(stack.sim.requests.some((r) => r.path.includes('hello'))).toBe(false);
+  });
+
+  it('model listing: an Anthropic client gets its page shape, an OpenAI client its own', async () => {
+    stack = await startStack();
+    const anthropic = new Anthropic({ baseURL: stack.origin, apiKey: 'k', maxRetries: 0 });
+    const page = await anthropic.models.list();
+    expect(page.data.length).toBeGreaterThan(0);
+    expect(page.data[0]).toMatchObject({
+      type: 'model',
+      id: expect.any(String),
+      display_name: expect.any(String),
+    });
+    expect(Number.isNaN(Date.parse(page.data[0]!.created_at))).toBe(false);
+    const openai = await stack.client.models.list();
+    expect(openai.data[0]).toMatchObject({ object: 'model', id: page.data[0]!.id });
+    expect(openai.data[0]).not.toHaveProperty('display_name');
+  });
+});

@@ -5,6 +5,7 @@
  * 2.1.332's own (tests/fixtures/agents/, see their _source).
  */
 import { readFileSync } from 'node:fs';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { repairHistory, SYSTEM_TURN_CLOSE, SYSTEM_TURN_OPEN } from '../../policies/support/repair-history.js';
 import { toChatRequest, translateRequest } from '../../protocol/anthropic/request.js';
@@ -143,10 +144,22 @@ describe("Claude Code's tools", () => {
     expect(chat).not.toHaveProperty('output_config');
   });
 
-  it('output_config.format is a response_format', () => {
+  it('output_config.format, and the older output_format of its side queries, are a response_format', () => {
     const schema = { type: 'object', properties: { a: { type: 'string' } } };
     const chat = toChatRequest(req({ output_config: { format: { type: 'json_schema', schema } } }));
     expect(chat.response_format).toEqual({ type: 'json_schema', json_schema: { name: 'output', schema } });
+    // Claude Code's memory selection asks so (schema as in its binary's side query).
+    const memory = {
+      type: 'object',
+      properties: { selected_memories: { type: 'array', items: { type: 'string' } } },
+      required: ['selected_memories'],
+      additionalProperties: false,
+    };
+    const side = toChatRequest(req({ output_format: { type: 'json_schema', schema: memory } }));
+    expect(side.response_format).toEqual({
+      type: 'json_schema',
+      json_schema: { name: 'output', schema: memory },
+    });
   });
 });
 
@@ -205,5 +218,37 @@ describe('Anthropic-defined and server tools', () => {
     );
     expect(only.chat.tools).toBeUndefined();
     expect(only.dropped).toEqual(['web_search_20250305']);
+  });
+});
+
+describe('system placement keeps the prefix (issue 22)', () => {
+  it('random appending conversations: each turn repaired begins with the previous turn repaired, byte for byte', () => {
+    const roles = fc.constantFrom('system', 'user', 'user', 'tool-turn', 'assistant');
+    fc.assert(
+      fc.property(fc.array(roles, { minLength: 1, maxLength: 14 }), fc.boolean(), (plan, lead) => {
+        // The whole conversation; the requests are its prefixes that end before an assistant turn.
+        const all: ChatMessage[] = lead ? [{ role: 'system', content: 'S' }] : [];
+        let n = 0;
+        for (const r of plan) {
+          n++;
+          if (r === 'tool-turn') {
+            all.push({
+              role: 'assistant',
+              content: null,
+              tool_calls: [{ id: `c${n}`, type: 'function', function: { name: 'f', arguments: '{}' } }],
+            });
+            all.push({ role: 'tool', tool_call_id: `c${n}`, content: `r${n}` });
+          } else all.push({ role: r, content: `${r}${n}` });
+        }
+        const cuts = all.flatMap((m, i) => (m.role === 'assistant' ? [i] : [])).concat(all.length);
+        let previous = '';
+        for (const cut of cuts) {
+          const turn = JSON.stringify(repair(all.slice(0, cut)).messages);
+          expect(turn.startsWith(previous.slice(0, -1))).toBe(true);
+          previous = turn;
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });

@@ -12,7 +12,11 @@ import type { ChatCompletion, ToolDef } from '../../protocol/openai.js';
 import { larkMarkers, markerPattern } from '../../protocol/responses/lark-markers.js';
 import { decodeReasoning, encodeReasoning } from '../../protocol/responses/reasoning-token.js';
 import { translateRequest } from '../../protocol/responses/request.js';
-import { completionToResponse, type TranslatorContext } from '../../protocol/responses/stream.js';
+import {
+  completionToResponse,
+  ResponsesTranslator,
+  type TranslatorContext,
+} from '../../protocol/responses/stream.js';
 import type { ResponsesRequest } from '../../protocol/responses/types.js';
 import { DEFAULT_MODEL_SETTINGS } from '../../protocol/settings.js';
 
@@ -328,5 +332,83 @@ describe('reasoning with store: false', () => {
       { role: 'assistant', content: 'hi', reasoning_content: 'r' },
     );
     expect(without.output[0]).not.toHaveProperty('encrypted_content');
+  });
+});
+
+describe('streamed and non-streamed custom and namespaced calls agree', () => {
+  it('whatever the split of the arguments, the streamed items equal the non-streamed ones', () => {
+    const request: ResponsesRequest = {
+      model: 'm',
+      input: 'x',
+      tools: [
+        applyPatchTool as never,
+        {
+          type: 'namespace',
+          name: 'ns',
+          description: '',
+          tools: [{ type: 'function', name: 'go', parameters: {} }],
+        },
+        { type: 'local_shell' },
+      ] as never,
+    };
+    const calls = [
+      { id: 'c1', name: 'apply_patch', args: JSON.stringify({ input: '*** Begin Patch\n*** End Patch\n' }) },
+      { id: 'c2', name: 'go', args: '{"a":1}' },
+      { id: 'c3', name: 'local_shell', args: '{"command":["ls"]}' },
+    ];
+    const whole = respond(request, {
+      role: 'assistant',
+      content: null,
+      tool_calls: calls.map((c) => ({
+        id: c.id,
+        type: 'function' as const,
+        function: { name: c.name, arguments: c.args },
+      })),
+    });
+    for (const size of [1, 3, 7]) {
+      const { catalog } = translateRequest(request);
+      let n = 0;
+      const t = new ResponsesTranslator({ request, newId: (p) => `${p}_${n++}`, createdAt: 0, catalog });
+      const events = [...t.start()];
+      calls.forEach((c, index) => {
+        for (let i = 0; i < c.args.length; i += size) {
+          const first = i === 0;
+          events.push(
+            ...t.push({
+              id: 'c',
+              object: 'chat.completion.chunk',
+              created: 0,
+              model: 'm',
+              choices: [
+                {
+                  index: 0,
+                  delta: {
+                    tool_calls: [
+                      {
+                        index,
+                        ...(first ? { id: c.id, type: 'function' as const } : {}),
+                        function: {
+                          ...(first ? { name: c.name } : {}),
+                          arguments: c.args.slice(i, i + size),
+                        },
+                      },
+                    ],
+                  },
+                  finish_reason: null,
+                },
+              ],
+            }),
+          );
+        }
+      });
+      events.push(...t.end());
+      const done = events.at(-1) as unknown as { response: { output: unknown[] } };
+      const strip = (items: unknown[]) => items.map((i) => ({ ...(i as object), id: undefined }));
+      expect(strip(done.response.output), `split ${size}`).toEqual(strip(whole.output));
+      // A custom call's input goes out once, whole; a function's arguments stream.
+      expect(events.filter((e) => e.type === 'response.custom_tool_call_input.delta')).toHaveLength(1);
+      const argDeltas = events.filter((e) => e.type === 'response.function_call_arguments.delta');
+      expect(argDeltas.map((e) => e.delta).join('')).toBe('{"a":1}');
+    }
   });
 });
