@@ -11,10 +11,12 @@
  * pins and the platform>. A folder that holds a complete install is reused as it is.
  *
  * Install scripts: Claude Code and opencode copy their native binary into place in a postinstall
- * script. npm 11 reviews install scripts through the project's `allowScripts` field, so the folder's
- * package.json names exactly those two packages (by name: this npm writes lockfiles without
- * resolved URLs, which version-pinned entries need). Codex ships its binary in a platform package
- * (an optional dependency), which needs no script.
+ * script. npm 11 reviews install scripts through the project's `allowScripts` field (11.19 still
+ * runs an unreviewed one, with a warning; the policy is announced to become blocking, and
+ * `strict-allow-scripts` or `ignore-scripts` in a user's npmrc block it today). The folder's
+ * package.json allows exactly those two packages, by name (this npm writes lockfiles without
+ * resolved URLs, which version-pinned entries need). Codex ships its binary in a platform
+ * package (an optional dependency), which needs no script.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
