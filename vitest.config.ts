@@ -1,6 +1,6 @@
 import { relative } from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
  * Files that cost far more than their size says, slowest first. Without a duration cache (a
@@ -31,6 +31,8 @@ class SlowFirstSequencer extends BaseSequencer {
 export default defineConfig({
   test: {
     include: ['tests/**/*.test.ts'],
+    // The real agent CLIs: their own run, `npm run test:agents` (vitest.agents.config.ts).
+    exclude: [...configDefaults.exclude, 'tests/agents/**'],
     testTimeout: 20_000,
     hookTimeout: 20_000,
     pool: 'forks',

@@ -35,7 +35,7 @@ export function turnContext(messages: ChatMessage[], tools: TurnContext['tools']
     if (m?.role === 'tool') lastToolResult = messageText(m.content);
   }
   const last = messages[messages.length - 1];
-  return { turn, tools, lastUserText, lastToolResult, afterToolResult: last?.role === 'tool' };
+  return { turn, tools, lastUserText, lastToolResult, afterToolResult: last?.role === 'tool', messages };
 }
 
 function clip(text: string, max: number): string {

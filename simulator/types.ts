@@ -2,7 +2,7 @@
  * Public types of the built-in backend simulator. The simulator is product code (used by
  * `npm start` without an upstream) and a test double; it never imports toolproof's server code.
  */
-import type { ToolDef } from '../protocol/openai.js';
+import type { ChatMessage, ToolDef } from '../protocol/openai.js';
 import type { PrefixCacheOptions } from './prefix-cache.js';
 
 export type Personality = 'vllm' | 'llama-server';
@@ -82,6 +82,8 @@ export interface TurnContext {
   afterToolResult: boolean;
   /** The most recent tool result text, if any. */
   lastToolResult: string;
+  /** The request's messages (a script that follows a multi-step task reads its progress here). */
+  messages: readonly ChatMessage[];
 }
 
 export type ScenarioFn = (ctx: TurnContext) => TurnAction;

@@ -86,7 +86,7 @@ describe('inline scenarios', () => {
   it('accepts an array of turns (the last repeats), {turns}, or one action, as JSON or objects', () => {
     const fn = resolveScenario('[{"say":"a"},{"say":"b"}]');
     const at = (turn: number) =>
-      fn({ turn, tools, lastUserText: '', lastToolResult: '', afterToolResult: false });
+      fn({ turn, tools, lastUserText: '', lastToolResult: '', afterToolResult: false, messages: [] });
     expect([at(0), at(1), at(5)]).toEqual([{ say: 'a' }, { say: 'b' }, { say: 'b' }]);
     expect(
       resolveScenario('{"turns":[{"raw":"x"}]}')({
@@ -95,6 +95,7 @@ describe('inline scenarios', () => {
         lastUserText: '',
         lastToolResult: '',
         afterToolResult: false,
+        messages: [],
       }),
     ).toEqual({ raw: 'x' });
     expect(
@@ -104,6 +105,7 @@ describe('inline scenarios', () => {
         lastUserText: '',
         lastToolResult: '',
         afterToolResult: false,
+        messages: [],
       }),
     ).toEqual({ say: 'one' });
   });

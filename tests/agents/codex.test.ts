@@ -1,0 +1,44 @@
+/**
+ * Codex (Responses only) in its default configuration (namespace tools, hosted web_search on), and
+ * with its catalog's freeform apply_patch. Codex 0.171's catalog has no function form of
+ * apply_patch (`function` is an unknown variant); without the freeform tool it runs apply_patch
+ * through its shell tool (exec_command), which is the function-call path.
+ */
+import { expect } from 'vitest';
+import type { ToolDef } from '../../protocol/openai.js';
+import { CODEX_FREEFORM } from './lib/agents.js';
+import { agentCases, describeAgents } from './lib/suite.js';
+import { CORE_TASK, PATCH_TASK } from './lib/tasks.js';
+
+describeAgents('Codex 0.171.0', () => {
+  agentCases({
+    agent: 'codex',
+    api: 'responses',
+    tasks: [CORE_TASK, { ...PATCH_TASK, id: 'patch-function' }],
+  });
+  agentCases({
+    agent: 'codex',
+    api: 'responses',
+    tasks: [{ ...PATCH_TASK, id: 'patch-freeform' }],
+    extra: { target: CODEX_FREEFORM },
+    check: (r) => {
+      // The backend saw apply_patch as a function of one string; Codex got it back as its custom call.
+      const tools = r.upstream.flatMap((u) => ((u.body as { tools?: ToolDef[] }).tools ?? []) as ToolDef[]);
+      const patch = tools.find((t) => t.function?.name === 'apply_patch');
+      expect(patch?.type).toBe('function');
+      const schema = patch?.function.parameters as
+        | { properties?: Record<string, { type?: string }> }
+        | undefined;
+      const props = Object.values(schema?.properties ?? {});
+      expect(props.map((p) => p.type)).toEqual(['string']);
+      // ...and sent it back in its history as a custom_tool_call with its output.
+      const items = r.sent.flatMap(
+        (s) => ((s.body as { input?: unknown[] }).input ?? []) as Array<{ type?: string; name?: string }>,
+      );
+      expect(items).toContainEqual(
+        expect.objectContaining({ type: 'custom_tool_call', name: 'apply_patch' }),
+      );
+      expect(items).toContainEqual(expect.objectContaining({ type: 'custom_tool_call_output' }));
+    },
+  });
+});

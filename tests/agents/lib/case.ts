@@ -1,0 +1,138 @@
+/**
+ * One case of the agent suite: an agent CLI, a task, a habit of the scripted model, and where the
+ * agent's requests go (through toolproof, or straight to the backend). Starts the servers, runs
+ * the agent in a fresh HOME and working directory, and returns everything a test asserts on.
+ */
+import { rmSync } from 'node:fs';
+import { inject } from 'vitest';
+import type { loadConfig } from '../../../server/config.js';
+import type { RecordedRequest } from '../../../simulator/index.js';
+import {
+  type AgentId,
+  type AgentRun,
+  type AgentTarget,
+  makeRunDirs,
+  type PiApi,
+  runAgent,
+} from './agents.js';
+import type { Mode } from './model.js';
+import {
+  type LogLine,
+  type RecordedRequest as AgentRequest,
+  startAgentStack,
+  startBackend,
+  UPSTREAM_MODEL,
+} from './stack.js';
+import { diskProblems, type Task, taskPrompt } from './tasks.js';
+
+export interface AgentsInfo {
+  dir?: string;
+  bins?: Record<AgentId, string>;
+  versions?: Record<AgentId, string>;
+  /** Why the CLIs cannot run (only ever set outside CI). */
+  missing?: string;
+}
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    agents: AgentsInfo;
+  }
+}
+
+export function agentsInfo(): AgentsInfo {
+  return inject('agents');
+}
+
+export interface CaseOptions {
+  agent: AgentId;
+  mode: Mode;
+  task: Task;
+  via: 'toolproof' | 'direct';
+  piApi?: PiApi;
+  /** Claude Code: the model names it sends, mapped onto the upstream's model by `file`. */
+  claudeModels?: { main: string; small: string };
+  /** More of the agent's settings (Codex's catalog). */
+  target?: Partial<AgentTarget>;
+  /** toolproof's YAML config, given the simulator's URL. */
+  file?: (upstreamUrl: string) => Parameters<typeof loadConfig>[1];
+  timeoutMs?: number;
+}
+
+export interface CaseResult {
+  run: AgentRun;
+  /** toolproof's request log lines (empty for a direct run). */
+  logs: LogLine[];
+  /** What the agent sent toolproof (empty for a direct run). */
+  sent: AgentRequest[];
+  /** What reached the backend. */
+  upstream: RecordedRequest[];
+  /** Files that are not what the task expects ([] when the effect on disk is right). */
+  disk: string[];
+  /** The agent's final text (stdout, trimmed). */
+  text: string;
+}
+
+export async function runCase(options: CaseOptions): Promise<CaseResult> {
+  const bin = agentsInfo().bins?.[options.agent];
+  if (!bin) throw new Error(`${options.agent}: not installed`);
+  const dirs = makeRunDirs(options.agent);
+  const model = { mode: options.mode, task: options.task, cwd: dirs.cwd };
+  const servers =
+    options.via === 'toolproof'
+      ? await startAgentStack({ ...model, record: true, ...(options.file ? { fileFor: options.file } : {}) })
+      : await startBackend(model).then((sim) => ({
+          sim,
+          origin: sim.origin,
+          requests: (): LogLine[] => [],
+          recorded: [] as AgentRequest[],
+          close: () => sim.close(),
+        }));
+  try {
+    const run = await runAgent({
+      bin,
+      agent: options.agent,
+      target: {
+        origin: servers.origin,
+        model: UPSTREAM_MODEL,
+        ...(options.piApi ? { piApi: options.piApi } : {}),
+        ...(options.claudeModels ? { claudeModels: options.claudeModels } : {}),
+        ...options.target,
+      },
+      task: taskPrompt(options.task),
+      dirs,
+      files: options.task.files,
+      timeoutMs: options.timeoutMs ?? 150_000,
+    });
+    return {
+      run,
+      logs: servers.requests(),
+      sent: [...servers.recorded],
+      upstream: [...servers.sim.requests],
+      disk: diskProblems(options.task, dirs.cwd),
+      text: run.stdout.trim(),
+    };
+  } finally {
+    await servers.close();
+    // The run's HOME and working directory go (opencode leaves ~13 MB); TOOLPROOF_AGENTS_KEEP=1 keeps them.
+    if (!process.env.TOOLPROOF_AGENTS_KEEP) {
+      for (const dir of [dirs.home, dirs.cwd]) rmSync(dir, { recursive: true, force: true });
+    }
+  }
+}
+
+/** A readable account of a run, for assertion messages. */
+export function describeRun(result: CaseResult): string {
+  const { run } = result;
+  return [
+    `exit ${run.exitCode ?? run.signal} after ${run.ms} ms in ${run.cwd} (removed unless TOOLPROOF_AGENTS_KEEP=1)`,
+    `disk: ${result.disk.join('; ') || 'ok'}`,
+    `stdout: ${run.stdout.slice(-800)}`,
+    `stderr: ${run.stderr.slice(-1500)}`,
+    `toolproof: ${result.logs
+      .map((l) => `${l.api} ${l.model} ${l.status}${l.error ? ` ${JSON.stringify(l.error)}` : ''}`)
+      .join(' | ')}`,
+  ].join('\n');
+}
+
+/** Markup a final answer must not show: tool-call tags, the synthetic tool, raw call JSON. */
+export const MARKUP = /<\/?tool_call>|<function=|\[TOOL_CALLS\]|final_answer|"arguments"\s*:/;

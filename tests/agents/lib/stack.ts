@@ -1,0 +1,155 @@
+/**
+ * One run's servers: the built-in simulator (vLLM personality) playing the scripted small model,
+ * and the real toolproof app on loopback in front of it, its JSON log lines captured. With
+ * `record`, a recording hop in front of toolproof keeps every request body the agent sent.
+ */
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { buildApp, type ToolproofApp } from '../../../server/app.js';
+import { loadConfig } from '../../../server/config.js';
+import { createSimulator, type Simulator } from '../../../simulator/index.js';
+import { closeApp } from '../../server/stack.js';
+import { agentModel, type Mode } from './model.js';
+import type { Task } from './tasks.js';
+
+/** The model name the upstream serves (and agents send, unless a YAML maps other names onto it). */
+export const UPSTREAM_MODEL = 'small-coder';
+
+/** Claude Code's own model names, as a user keeps them, and the YAML that maps them onto the upstream's model. */
+export const CLAUDE_NAMES = { main: 'claude-sonnet-4-5', small: 'claude-haiku-4-5' };
+
+export function claudeNamesConfig(upstreamUrl: string): Parameters<typeof loadConfig>[1] {
+  return {
+    models: {
+      [CLAUDE_NAMES.main]: { upstream: upstreamUrl, upstreamModel: UPSTREAM_MODEL },
+      [CLAUDE_NAMES.small]: { upstream: upstreamUrl, upstreamModel: UPSTREAM_MODEL },
+    },
+  };
+}
+
+export interface LogLine {
+  msg?: string;
+  route?: string;
+  api?: string;
+  model?: string;
+  status?: number | string;
+  stream?: boolean;
+  harness?: { forced?: boolean; leaks?: unknown; final?: string | null; retries?: unknown };
+  [key: string]: unknown;
+}
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: unknown;
+}
+
+export interface AgentStack {
+  sim: Simulator;
+  app: ToolproofApp;
+  /** Where the agent points: toolproof (or the recorder in front of it), without /v1. */
+  origin: string;
+  model: string;
+  /** toolproof's per-request log lines ("request"). */
+  requests(): LogLine[];
+  recorded: RecordedRequest[];
+  close(): Promise<void>;
+}
+
+export interface StackOptions {
+  mode: Mode;
+  task: Task;
+  cwd: string;
+  record?: boolean;
+  /** toolproof's YAML config (as an object), given the simulator's URL; the default upstream is the simulator. */
+  fileFor?: (upstreamUrl: string) => Parameters<typeof loadConfig>[1];
+}
+
+/** The simulator alone, for runs straight to the backend. */
+export function startBackend(options: Omit<StackOptions, 'record' | 'fileFor'>): Promise<Simulator> {
+  return createSimulator({
+    personality: 'vllm',
+    scenario: agentModel(options),
+    modelName: UPSTREAM_MODEL,
+    // vLLM answers 404 for a model it does not serve: a name nobody mapped shows.
+    checkModel: true,
+    host: '127.0.0.1',
+  });
+}
+
+async function recorder(target: string, recorded: RecordedRequest[]): Promise<Server> {
+  const server = createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on('data', (c: Buffer) => parts.push(c));
+    req.on('end', () => {
+      const raw = Buffer.concat(parts);
+      let body: unknown = raw.toString('utf8');
+      try {
+        body = raw.length ? JSON.parse(raw.toString('utf8')) : undefined;
+      } catch {
+        // kept as text
+      }
+      const headers = { ...req.headers };
+      for (const secret of ['authorization', 'x-api-key'])
+        if (headers[secret]) headers[secret] = '[redacted]';
+      recorded.push({ method: req.method ?? '', path: req.url ?? '', headers, body });
+      const out = httpRequest(
+        `${target}${req.url ?? ''}`,
+        { method: req.method, headers: req.headers },
+        (up) => {
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          up.pipe(res);
+        },
+      );
+      out.on('error', () => res.destroy());
+      out.end(raw);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return server;
+}
+
+export async function startAgentStack(options: StackOptions): Promise<AgentStack> {
+  const sim = await startBackend(options);
+  const lines: LogLine[] = [];
+  const config = loadConfig(
+    { TOOLPROOF_UPSTREAM_URL: sim.url, TOOLPROOF_LOG_LEVEL: 'info' },
+    options.fileFor?.(sim.url),
+  );
+  const app = await buildApp(config, {
+    logger: {
+      level: 'info',
+      stream: {
+        write(text: string) {
+          for (const line of text.split('\n')) if (line) lines.push(JSON.parse(line) as LogLine);
+        },
+      },
+    },
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const port = (app.server.address() as AddressInfo).port;
+  let origin = `http://127.0.0.1:${port}`;
+  const recorded: RecordedRequest[] = [];
+  let rec: Server | undefined;
+  if (options.record) {
+    rec = await recorder(origin, recorded);
+    origin = `http://127.0.0.1:${(rec.address() as AddressInfo).port}`;
+  }
+  return {
+    sim,
+    app,
+    origin,
+    model: UPSTREAM_MODEL,
+    requests: () => lines.filter((l) => l.msg === 'request'),
+    recorded,
+    async close() {
+      if (rec) {
+        rec.closeAllConnections();
+        await new Promise((r) => rec.close(r));
+      }
+      await closeApp(app);
+      await sim.close();
+    },
+  };
+}

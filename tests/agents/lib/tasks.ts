@@ -1,0 +1,82 @@
+/**
+ * The tasks the scripted model drives: what the user asks, the files the working directory
+ * starts with, the steps the model takes one turn each (mapped onto whatever tools the agent
+ * declares, see tools.ts) and what must be on disk at the end.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export type Step =
+  | { op: 'write'; path: string; content: string }
+  | { op: 'read'; path: string }
+  | { op: 'edit'; path: string; old: string; new: string }
+  | { op: 'run'; command: string }
+  /** Codex: an apply_patch that updates `path` (whatever form, function or freeform, it declares). */
+  | { op: 'patch'; path: string; old: string; new: string };
+
+export interface Task {
+  id: string;
+  prompt: string;
+  files: Record<string, string>;
+  steps: Step[];
+  /** The final answer the model gives once every step's result came back. */
+  final: string;
+  /** Files that must exist at the end, with their exact content. */
+  expect: Record<string, string>;
+}
+
+export const CORE_TASK: Task = {
+  id: 'proof',
+  prompt: 'Create a file named proof.txt containing 7391, then say done.',
+  files: {},
+  steps: [{ op: 'write', path: 'proof.txt', content: '7391\n' }],
+  final: 'done',
+  expect: { 'proof.txt': '7391\n' },
+};
+
+/** Several turns: read a file, edit it, run a command on it, then answer. */
+export const EDIT_TASK: Task = {
+  id: 'edit',
+  prompt:
+    'Read notes.txt, change its status from draft to final, copy it to notes.bak with cp, then say done.',
+  files: { 'notes.txt': 'title: agents\nstatus: draft\n' },
+  steps: [
+    { op: 'read', path: 'notes.txt' },
+    { op: 'edit', path: 'notes.txt', old: 'status: draft', new: 'status: final' },
+    { op: 'run', command: 'cp notes.txt notes.bak' },
+  ],
+  final: 'done',
+  expect: { 'notes.txt': 'title: agents\nstatus: final\n', 'notes.bak': 'title: agents\nstatus: final\n' },
+};
+
+/** Codex's way of editing: apply_patch (as a function or a freeform tool), then a command. */
+export const PATCH_TASK: Task = {
+  id: 'patch',
+  prompt:
+    'In notes.txt change the status from draft to final with apply_patch, show the file with cat, then say done.',
+  files: { 'notes.txt': 'title: agents\nstatus: draft\n' },
+  steps: [
+    { op: 'patch', path: 'notes.txt', old: 'status: draft', new: 'status: final' },
+    { op: 'run', command: 'cat notes.txt' },
+  ],
+  final: 'done',
+  expect: { 'notes.txt': 'title: agents\nstatus: final\n' },
+};
+
+export function taskPrompt(task: Task): string {
+  return task.prompt;
+}
+
+/** The files that differ from what the task expects: [] when the effect on disk is right. */
+export function diskProblems(task: Task, cwd: string): string[] {
+  const problems: string[] = [];
+  for (const [name, want] of Object.entries(task.expect)) {
+    const path = join(cwd, name);
+    if (!existsSync(path)) problems.push(`${name}: missing`);
+    else {
+      const got = readFileSync(path, 'utf8');
+      if (got.trim() !== want.trim()) problems.push(`${name}: ${JSON.stringify(got.slice(0, 200))}`);
+    }
+  }
+  return problems;
+}

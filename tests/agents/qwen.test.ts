@@ -1,0 +1,6 @@
+/** Qwen Code (chat completions). */
+import { agentCases, describeAgents } from './lib/suite.js';
+
+describeAgents('Qwen Code 0.24.4', () => {
+  agentCases({ agent: 'qwen', api: 'chat', direct: true });
+});

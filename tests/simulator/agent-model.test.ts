@@ -1,0 +1,164 @@
+/**
+ * The agent suite's scripted model (tests/agents/lib/model.ts, tools.ts) against the tool lists the
+ * pinned agents really declare (tests/fixtures/agents/, recorded by tests/agents/capture.ts): every
+ * step maps onto a declared tool with its required arguments, and each habit answers as it says.
+ * The agent suite itself (the real CLIs) is `npm run test:agents`.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { ChatMessage, ToolDef } from '../../protocol/openai.js';
+import { generate } from '../../simulator/generate.js';
+import { turnContext } from '../../simulator/scenarios.js';
+import { agentModel } from '../agents/lib/model.js';
+import { CORE_TASK, EDIT_TASK, PATCH_TASK, type Step } from '../agents/lib/tasks.js';
+import { callForStep } from '../agents/lib/tools.js';
+
+const DIR = join(import.meta.dirname, '..', 'fixtures', 'agents');
+
+type Raw = {
+  type?: string;
+  name?: string;
+  parameters?: ToolDef['function']['parameters'];
+  input_schema?: ToolDef['function']['parameters'];
+  function?: ToolDef['function'];
+};
+
+/** The agent's first request's tools, as the chat-completions upstream sees function tools. */
+function toolsOf(file: string): ToolDef[] {
+  const body = (JSON.parse(readFileSync(join(DIR, file), 'utf8')) as { body: { tools?: Raw[] } }).body;
+  return (body.tools ?? []).flatMap((t): ToolDef[] => {
+    if (t.function) return [{ type: 'function', function: t.function }];
+    if (t.type === 'custom' && t.name) {
+      const parameters = { type: 'object', properties: { input: { type: 'string' } }, required: ['input'] };
+      return [{ type: 'function', function: { name: t.name, parameters } }];
+    }
+    const parameters = t.input_schema ?? t.parameters;
+    return t.name && parameters ? [{ type: 'function', function: { name: t.name, parameters } }] : [];
+  });
+}
+
+const AGENTS: Array<[string, string, Step['op'][], string[]]> = [
+  [
+    'Claude Code',
+    'claude/01-POST-v1-messages-beta-true.json',
+    ['write', 'read', 'edit', 'run'],
+    ['Write', 'Read', 'Edit', 'Bash'],
+  ],
+  [
+    'opencode',
+    'opencode/02-POST-v1-chat-completions.json',
+    ['write', 'read', 'edit', 'run'],
+    ['write', 'read', 'edit', 'bash'],
+  ],
+  [
+    'Qwen Code',
+    'qwen/01-POST-v1-chat-completions.json',
+    ['write', 'read', 'edit', 'run'],
+    ['write_file', 'read_file', 'edit', 'run_shell_command'],
+  ],
+  [
+    'pi',
+    'pi/01-POST-v1-chat-completions.json',
+    ['write', 'read', 'edit', 'run'],
+    ['write', 'read', 'edit', 'bash'],
+  ],
+  [
+    'Codex',
+    'codex/01-POST-v1-responses.json',
+    ['write', 'read', 'patch', 'run'],
+    ['exec_command', 'exec_command', 'exec_command', 'exec_command'],
+  ],
+  [
+    'Codex (freeform apply_patch)',
+    'codex-freeform/01-POST-v1-responses.json',
+    ['patch', 'edit'],
+    ['apply_patch', 'apply_patch'],
+  ],
+];
+
+const STEPS: Record<Step['op'], Step> = {
+  write: CORE_TASK.steps[0]!,
+  read: EDIT_TASK.steps[0]!,
+  edit: EDIT_TASK.steps[1]!,
+  run: EDIT_TASK.steps[2]!,
+  patch: PATCH_TASK.steps[0]!,
+};
+
+describe('agent suite model: steps onto the tools each agent declares', () => {
+  for (const [agent, file, ops, names] of AGENTS) {
+    it(agent, () => {
+      const tools = toolsOf(file);
+      ops.forEach((op, i) => {
+        const call = callForStep(STEPS[op], tools, '/work');
+        expect(call?.name, op).toBe(names[i]);
+        const tool = tools.find((t) => t.function.name === call?.name)!;
+        const required = (tool.function.parameters as { required?: string[] }).required ?? [];
+        const args = call?.arguments as Record<string, unknown>;
+        for (const key of required) expect(args, `${op}: ${key}`).toHaveProperty(key);
+      });
+    });
+  }
+
+  it('paths are absolute under the working directory; a patch is the apply_patch text', () => {
+    const claude = toolsOf('claude/01-POST-v1-messages-beta-true.json');
+    expect(callForStep(STEPS.write, claude, '/w')).toEqual({
+      name: 'Write',
+      arguments: { file_path: '/w/proof.txt', content: '7391\n' },
+    });
+    const freeform = toolsOf('codex-freeform/01-POST-v1-responses.json');
+    const text = (callForStep(STEPS.patch, freeform, '/w')!.arguments as { input: string }).input;
+    expect(text).toBe(
+      '*** Begin Patch\n*** Update File: notes.txt\n@@\n-status: draft\n+status: final\n*** End Patch',
+    );
+  });
+});
+
+describe('agent suite model: the three habits', () => {
+  const tools = toolsOf('pi/01-POST-v1-chat-completions.json');
+  const user = { role: 'user' as const, content: CORE_TASK.prompt };
+  const answer = (
+    mode: 'leak' | 'prose' | 'clean',
+    toolChoice: unknown,
+    messages: ChatMessage[] = [user],
+  ) => {
+    const action = agentModel({ mode, task: CORE_TASK, cwd: '/w' })(turnContext(messages, tools));
+    const out = generate(action, {
+      personality: 'vllm',
+      tools,
+      toolChoice,
+      ignoreRequired: false,
+      maxTokens: null,
+    });
+    if (out.kind !== 'ok') throw new Error('error');
+    return out.generation;
+  };
+
+  it('leak: the call as <tool_call> text under auto, a real call under required', () => {
+    expect(answer('leak', 'auto').content).toMatch(/^<tool_call>\n\{"name": "write"/);
+    expect(answer('leak', 'auto').calls).toEqual([]);
+    expect(answer('leak', 'required').calls.map((c) => c.name)).toEqual(['write']);
+  });
+
+  it('prose: a claim under auto, the real call under required', () => {
+    expect(answer('prose', 'auto')).toMatchObject({
+      content: expect.stringMatching(/I have created proof\.txt/),
+      calls: [],
+    });
+    expect(answer('prose', 'required').calls.map((c) => c.name)).toEqual(['write']);
+  });
+
+  it('clean: a call; after the tool result, the final answer', () => {
+    expect(answer('clean', 'auto').calls.map((c) => c.name)).toEqual(['write']);
+    const history = [
+      user,
+      {
+        role: 'assistant' as const,
+        content: null,
+        tool_calls: [{ id: 'c1', type: 'function' as const, function: { name: 'write', arguments: '{}' } }],
+      },
+      { role: 'tool' as const, tool_call_id: 'c1', content: 'ok' },
+    ];
+    expect(answer('clean', 'auto', history)).toMatchObject({ content: 'done', calls: [] });
+  });
+});
