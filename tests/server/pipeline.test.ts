@@ -18,6 +18,7 @@ import {
   turnChunks,
   turnCompletion,
 } from './scripted-upstream.js';
+import { logCapture } from './test-utils.js';
 
 const weather = {
   type: 'function' as const,
@@ -54,18 +55,39 @@ function reply(body: Record<string, unknown>): ScriptedReply {
 }
 
 let stack: ScriptedStack;
+// Each request's log line: its `harness` trace is compared between the two modes too.
+const log = logCapture();
 beforeAll(async () => {
-  stack = await startScriptedStack((body) => reply(body));
+  stack = await startScriptedStack((body) => reply(body), {
+    build: { logger: { level: 'info', stream: log.stream } },
+  });
 });
+
+let requestSeq = 0;
+
+/** The `harness` trace of the request's log line (written when the response ended). */
+async function harnessOf(reqId: string): Promise<unknown> {
+  for (let i = 0; i < 200; i++) {
+    const line = log.lines.find((l) => l.reqId === reqId && l.msg === 'request');
+    if (line) return line.harness;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error(`no log line for ${reqId}`);
+}
 afterAll(() => stack.close());
 
 async function both(script: Turn[]): Promise<{
   streamed: ReturnType<typeof assemble>;
   whole: ReturnType<typeof assemble>;
+  traces: { streamed: unknown; whole: unknown };
 }> {
   turns = script;
   attempt = 0;
-  const completion = await stack.client.chat.completions.create(ask);
+  const wholeId = `parity-${++requestSeq}`;
+  const streamedId = `parity-${++requestSeq}`;
+  const completion = await stack.client.chat.completions.create(ask, {
+    headers: { 'x-request-id': wholeId },
+  });
   const msg = completion.choices[0]!.message;
   const whole = {
     content: msg.content && msg.content.length > 0 ? msg.content : null,
@@ -78,9 +100,13 @@ async function both(script: Turn[]): Promise<{
   };
   attempt = 0;
   const chunks: ChatCompletionChunk[] = [];
-  const stream = await stack.client.chat.completions.create({ ...ask, stream: true });
+  const stream = await stack.client.chat.completions.create(
+    { ...ask, stream: true },
+    { headers: { 'x-request-id': streamedId } },
+  );
   for await (const c of stream) chunks.push(c as unknown as ChatCompletionChunk);
-  return { streamed: assemble(chunks), whole };
+  const traces = { streamed: await harnessOf(streamedId), whole: await harnessOf(wholeId) };
+  return { streamed: assemble(chunks), whole, traces };
 }
 
 const answer = (text: string) => ({ name: 'final_answer', arguments: JSON.stringify({ answer: text }) });
@@ -112,8 +138,9 @@ describe('streamed equals non-streamed, retries included', () => {
         fc.integer({ min: 1, max: 9 }),
         async (script, s) => {
           step = s;
-          const { streamed, whole } = await both(script);
+          const { streamed, whole, traces } = await both(script);
           expect(streamed).toEqual(whole);
+          expect(traces.streamed).toEqual(traces.whole);
         },
       ),
       { numRuns: 40, seed: 7 },
