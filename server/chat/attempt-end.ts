@@ -79,13 +79,15 @@ export function noteSeen(seen: SeenOutput, chunk: ChatCompletionChunk): void {
   }
 }
 
-/** What a whole completion shows the client (its first choice). */
+/** What a whole completion shows the client (every choice, as a stream of it would). */
 export function seenInCompletion(c: ChatCompletion): SeenOutput {
-  const msg = c.choices?.[0]?.message;
-  return {
-    calls: (msg?.tool_calls?.length ?? 0) > 0,
-    content: typeof msg?.content === 'string' && msg.content.length > 0,
-  };
+  const seen: SeenOutput = { calls: false, content: false };
+  for (const choice of c.choices ?? []) {
+    const msg = choice?.message;
+    if ((msg?.tool_calls?.length ?? 0) > 0) seen.calls = true;
+    if (typeof msg?.content === 'string' && msg.content.length > 0) seen.content = true;
+  }
+  return seen;
 }
 
 /** Runs the response policies over one whole completion. */

@@ -20,10 +20,13 @@ import {
   type SeenOutput,
 } from './attempt-end.js';
 import type { ChatCall, ChatDeps } from './context.js';
+import { LogprobsCarrier } from './logprobs-carrier.js';
 import { createFastLane, type FastLane, type LaneSink } from './fast-lane.js';
 import type { StreamOutput } from './output.js';
 import { createStreamChain, type StreamChain } from './policy-runner.js';
+import { NO_CHOICES } from '../../protocol/completion-shape.js';
 import {
+  badStream,
   cutOff,
   isErrorEvent,
   isUsageEvent,
@@ -129,6 +132,12 @@ class StreamReader implements LaneSink {
   private finished = false;
   /** The fault that ended the stream early. */
   private failure: Failed | undefined;
+  /** The calls opened so far (their first delta must name the function: chunkShapeProblem). */
+  private readonly openedCalls = new Set<string>();
+  /** Whether any event carried a choice: a stream without one is no answer. */
+  private sawChoice = false;
+  /** Logprobs around the hooks, so that held text keeps them (logprobs-carrier.ts). */
+  private readonly logprobs = new LogprobsCarrier();
 
   constructor(
     private readonly call: ChatCall,
@@ -172,7 +181,11 @@ class StreamReader implements LaneSink {
     const end = this.chain.end();
     return {
       kind: 'streamed',
-      end: { effects: end.effects, ...(end.retry ? { retry: end.retry } : {}), held: end.chunks },
+      end: {
+        effects: end.effects,
+        ...(end.retry ? { retry: end.retry } : {}),
+        held: this.logprobs.end(end.chunks, this.call.streamIdentity),
+      },
       ...usage,
     };
   }
@@ -209,7 +222,8 @@ class StreamReader implements LaneSink {
     }
     for (const payload of payloads) this.handle(payload);
     if (buf === undefined) {
-      if (!this.finished && !this.failure) this.fail(cutOff(this.label));
+      if (!this.failure && !this.finished) this.fail(cutOff(this.label));
+      if (!this.failure && !this.sawChoice) this.fail(badStream(this.label, NO_CHOICES));
       return this.flushThenStop();
     }
     return this.failure ? this.flushThenStop() : this.flush();
@@ -223,7 +237,7 @@ class StreamReader implements LaneSink {
       noteIdentity(this.call, this.lane.frameChunk!);
       return;
     }
-    let chunk = parseEvent(payload, this.label);
+    let chunk = parseEvent(payload, this.label, this.openedCalls);
     if (chunk instanceof ToolproofError) {
       this.fail(chunk);
       return;
@@ -237,6 +251,7 @@ class StreamReader implements LaneSink {
       return;
     }
     if (typeof chunk.id === 'string') noteIdentity(this.call, chunk);
+    if (Array.isArray(chunk.choices) && chunk.choices.length > 0) this.sawChoice = true;
     if (!this.finished && Array.isArray(chunk.choices))
       for (const c of chunk.choices) if (c?.finish_reason) this.finished = true;
     if (isUsageEvent(chunk)) {
@@ -250,7 +265,7 @@ class StreamReader implements LaneSink {
         chunk = { ...chunk, choices: [{ ...c0, delta: rest }, ...chunk.choices.slice(1)] };
       }
     }
-    for (const c of this.chain.push(chunk)) this.chunk(c);
+    for (const c of this.logprobs.give(this.chain.push(this.logprobs.take(chunk)))) this.chunk(c);
     this.lane.learn(payload, chunk);
   }
 

@@ -90,8 +90,12 @@ export function notEventStream(call: ChatCall, res: UpstreamResponse): Toolproof
   });
 }
 
-/** One event's payload as JSON, or the fault it is. */
-export function parseEvent(payload: string, label: string): UpstreamEvent | ToolproofError {
+/** One event's payload as JSON, or the fault it is. `opened`: see chunkShapeProblem. */
+export function parseEvent(
+  payload: string,
+  label: string,
+  opened?: Set<string>,
+): UpstreamEvent | ToolproofError {
   let chunk: UpstreamEvent;
   try {
     chunk = JSON.parse(payload) as UpstreamEvent;
@@ -106,13 +110,15 @@ export function parseEvent(payload: string, label: string): UpstreamEvent | Tool
       message: `The upstream ${label} sent an event that is not a JSON object.`,
     });
   }
-  const problem = chunkShapeProblem(chunk);
-  if (problem) {
-    return new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
-      message: `The upstream ${label} sent an event with ${problem}.`,
-    });
-  }
+  const problem = chunkShapeProblem(chunk, opened);
+  if (problem) return badStream(label, `an event with ${problem}`);
   return chunk;
+}
+
+export function badStream(label: string, what: string): ToolproofError {
+  return new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
+    message: `The upstream ${label} sent ${what}.`,
+  });
 }
 
 /** An error event: an `error` and no choices (llama-server and vLLM send them mid-stream). */
