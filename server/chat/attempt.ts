@@ -18,7 +18,7 @@ import type { PolicyEffect } from '../../policies/types.js';
 
 const MAX_ERROR_BODY = 1024 * 1024;
 /** The largest non-streamed upstream body toolproof reads (a completion is rarely over 1 MiB). */
-export const MAX_UPSTREAM_BODY = 64 * 1024 * 1024;
+const MAX_UPSTREAM_BODY = 64 * 1024 * 1024;
 
 /**
  * Abandons an upstream body: cancels the upstream request if it is still running. Never throws
@@ -71,12 +71,12 @@ function tooLarge(label: string): ToolproofError {
   });
 }
 
-export function serializeRequest(call: ChatCall, request: ChatCompletionRequest): string | Buffer {
+function serializeRequest(call: ChatCall, request: ChatCompletionRequest): string | Buffer {
   if (request === call.original && !call.route.upstreamModel) return call.rawBody;
   return JSON.stringify(call.route.upstreamModel ? { ...request, model: call.route.upstreamModel } : request);
 }
 
-export async function sendOnce(
+async function sendOnce(
   call: ChatCall,
   deps: ChatDeps,
   request: ChatCompletionRequest,

@@ -35,7 +35,7 @@ export function hasTools(request: ChatCompletionRequest): boolean {
  * Chat requests without tools (and no forced recovery) are relayed byte for byte: nothing to
  * fix. Other front doors always get parsed chunks: they translate every one.
  */
-export function isPassthrough(call: ChatCall, request: ChatCompletionRequest): boolean {
+function isPassthrough(call: ChatCall, request: ChatCompletionRequest): boolean {
   if (call.api !== 'chat') return false;
   const s = call.route.settings;
   return s.recovery === 'off' || (s.recovery === 'auto' && !hasTools(request));
@@ -167,7 +167,7 @@ export async function streamChat(call: ChatCall, deps: ChatDeps, out: StreamOutp
 }
 
 /** Internal bugs keep their own code (and their cause): never reported as an upstream fault. */
-export function asToolproofError(err: unknown): ToolproofError {
+function asToolproofError(err: unknown): ToolproofError {
   if (err instanceof ToolproofError) return err;
   return new ToolproofError('TP_ERR_INTERNAL', { cause: err });
 }

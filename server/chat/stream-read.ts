@@ -26,7 +26,7 @@ export const STOP = Symbol('stop');
 export type OnRead = (buf: Buffer | undefined) => Promise<unknown> | typeof STOP | undefined;
 
 /** An event as the upstream sent it: a chunk, or an error event. */
-export type UpstreamEvent = ChatCompletionChunk & { error?: unknown };
+type UpstreamEvent = ChatCompletionChunk & { error?: unknown };
 
 /**
  * Pulls the body read by read until `onRead` stops (`undefined` is the end of the body).
