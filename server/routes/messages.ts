@@ -20,7 +20,7 @@ import { readText } from '../chat/attempt.js';
 import type { StreamOutput, StreamSummary } from '../chat/output.js';
 import { completeChat, streamChat } from '../chat/pipeline.js';
 import { startChatCall } from '../chat/start.js';
-import { normalizeError, parseUpstreamBody } from '../error-handler.js';
+import { errorHandler, normalizeError, parseUpstreamBody } from '../error-handler.js';
 import { endStreamWith, type OpenStream } from '../open-streams.js';
 import { resolveRoute } from '../routing.js';
 import { SSE_HEADERS, writeRaw } from './chat-completions.js';
@@ -226,15 +226,9 @@ async function upstreamCount(
 
 export function messagesRoutes(state: AppState): FastifyPluginAsync {
   return async (scope: FastifyInstance) => {
-    scope.setErrorHandler((err, request, reply) => {
-      const tpErr = normalizeError(err);
-      if (tpErr.status >= 500 && tpErr.code === 'TP_ERR_INTERNAL') {
-        request.log.error({ err }, 'internal error');
-        state.metrics.internalErrors.labels(request.tp?.model ?? '').inc();
-      }
-      request.tpError = tpErr;
-      reply.code(tpErr.status).type('application/json; charset=utf-8').send(toAnthropicErrorBody(tpErr));
-    });
+    scope.setErrorHandler(
+      errorHandler(toAnthropicErrorBody, (model) => state.metrics.internalErrors.labels(model).inc()),
+    );
 
     scope.post(
       '/v1/messages',
