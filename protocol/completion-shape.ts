@@ -34,31 +34,36 @@ export function completionShapeProblem(completion: unknown): string | undefined 
 /**
  * The same for one streamed chunk: its choices, deltas and tool-call deltas are indexed
  * into by every stream hook and translator. A chunk without choices (usage, an error) passes.
- * `opened` (per stream, kept by the caller) holds the calls already opened, as
- * `choice:call` keys: the delta that opens a call must name its function, as a whole message's
- * call must (a stream's later deltas of that call carry only arguments).
+ * `calls` (per stream, kept by the caller) holds the calls already opened, as `choice:call`
+ * keys, created at the first call: the delta that opens a call must name its function, as a
+ * whole message's call must (a stream's later deltas of that call carry only arguments).
  */
-export function chunkShapeProblem(chunk: Record<string, unknown>, opened?: Set<string>): string | undefined {
+export function chunkShapeProblem(chunk: Record<string, unknown>, calls?: OpenedCalls): string | undefined {
   if (!Array.isArray(chunk.choices)) return undefined;
   for (const [i, choice] of chunk.choices.entries()) {
     if (!isObject(choice)) return `choices[${i}] that is not an object`;
     const delta = choice.delta;
     if (delta === undefined || delta === null) continue;
     if (!isObject(delta)) return `choices[${i}].delta that is not an object`;
-    const calls = delta.tool_calls;
-    if (calls === undefined || calls === null) continue;
-    if (!Array.isArray(calls)) return `choices[${i}].delta.tool_calls that is not an array`;
-    for (const [j, call] of calls.entries()) {
+    const deltas = delta.tool_calls;
+    if (deltas === undefined || deltas === null) continue;
+    if (!Array.isArray(deltas)) return `choices[${i}].delta.tool_calls that is not an array`;
+    for (const [j, call] of deltas.entries()) {
       if (!isObject(call)) return `choices[${i}].delta.tool_calls[${j}] that is not an object`;
-      if (!opened) continue;
+      if (!calls) continue;
       const key = `${String(choice.index)}:${String(call.index)}`;
-      if (opened.has(key)) continue;
+      if (calls.opened?.has(key)) continue;
       if (!isObject(call.function) || typeof call.function.name !== 'string')
         return `choices[${i}].delta.tool_calls[${j}] without a function name`;
-      opened.add(key);
+      (calls.opened ??= new Set()).add(key);
     }
   }
   return undefined;
+}
+
+/** Where a stream keeps the calls it opened (a Set only once there is a call). */
+export interface OpenedCalls {
+  opened?: Set<string>;
 }
 
 /** A whole stream that ended without a single choice (what a whole response without choices is). */

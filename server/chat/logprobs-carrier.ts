@@ -11,18 +11,22 @@ import type { ChatCompletionChunk } from '../../protocol/openai.js';
 
 type Logprobs = Record<string, unknown>;
 
+/** Whether any of the chunk's choices carries logprobs (a carrier is made at the first). */
+export function carriesLogprobs(chunk: ChatCompletionChunk): boolean {
+  const choices = chunk.choices;
+  if (!Array.isArray(choices)) return false;
+  for (const c of choices) if (c?.logprobs != null) return true;
+  return false;
+}
+
 export class LogprobsCarrier {
   private pending: Map<number, Logprobs[]> | undefined;
 
   /** `chunk` without its logprobs (a copy when it had any), which wait for the way out. */
   take(chunk: ChatCompletionChunk): ChatCompletionChunk {
-    const choices = chunk.choices;
-    if (!Array.isArray(choices)) return chunk;
-    let carries = false;
-    for (const c of choices) if (c?.logprobs != null) carries = true;
-    if (!carries) return chunk;
+    if (!carriesLogprobs(chunk)) return chunk;
     this.pending ??= new Map();
-    const stripped = choices.map((c) => {
+    const stripped = chunk.choices.map((c) => {
       if (c.logprobs == null) return c;
       const queue = this.pending!.get(c.index);
       if (queue) queue.push(c.logprobs as Logprobs);

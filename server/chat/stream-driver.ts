@@ -20,11 +20,11 @@ import {
   type SeenOutput,
 } from './attempt-end.js';
 import type { ChatCall, ChatDeps } from './context.js';
-import { LogprobsCarrier } from './logprobs-carrier.js';
+import { carriesLogprobs, LogprobsCarrier } from './logprobs-carrier.js';
 import { createFastLane, type FastLane, type LaneSink } from './fast-lane.js';
 import type { StreamOutput } from './output.js';
 import { createStreamChain, type StreamChain } from './policy-runner.js';
-import { NO_CHOICES } from '../../protocol/completion-shape.js';
+import { NO_CHOICES, type OpenedCalls } from '../../protocol/completion-shape.js';
 import {
   badStream,
   cutOff,
@@ -56,24 +56,23 @@ export class SseDriver implements AttemptDriver {
     private readonly out: StreamOutput,
   ) {}
 
-  async read(opened: OpenedResponse, passthrough: boolean): Promise<AttemptReport> {
+  // Not async, nor is the reader's read: an open stream's suspended frames are the loop's and
+  // the read loop's only (each async frame an open stream waits in costs it ~0.3 KB of heap).
+  read(opened: OpenedResponse, passthrough: boolean): Promise<AttemptReport> {
     const notSse = notEventStream(this.call, opened.res);
-    if (notSse) return { kind: 'failed', error: notSse, midStream: false };
+    if (notSse) return Promise.resolve({ kind: 'failed', error: notSse, midStream: false });
     this.out.open();
     if (passthrough) {
       this.chain = null;
       return relayStream(this.call, this.deps, opened, this.out);
     }
-    const reader = new StreamReader(this.call, this.deps, opened, this.out);
+    const reader = new StreamReader(this.call, this.deps, opened, this.out, this.seen);
     this.chain = reader.chain;
-    const report = await reader.read();
-    if (reader.live.calls) this.seen.calls = true;
-    if (reader.live.content) this.seen.content = true;
-    return report;
+    return reader.read();
   }
 
   retried(): void {
-    // What the chain held at the end of a retried attempt never goes out.
+    this.chain = null; // what it held at the end of a retried attempt never goes out
   }
 
   async failed(report: Failed): Promise<void> {
@@ -87,6 +86,7 @@ export class SseDriver implements AttemptDriver {
 
   async deliver(end: AttemptEnd): Promise<SeenOutput> {
     // The stream hooks' held end, or a whole completion (salvaged from an error) replayed.
+    this.chain = null;
     const chunks = end.held ?? (end.completion && !end.retry ? completionToChunks(end.completion) : []);
     for (const c of chunks) noteSeen(this.seen, c);
     this.out.open();
@@ -133,17 +133,19 @@ class StreamReader implements LaneSink {
   /** The fault that ended the stream early. */
   private failure: Failed | undefined;
   /** The calls opened so far (their first delta must name the function: chunkShapeProblem). */
-  private readonly openedCalls = new Set<string>();
+  private readonly calls: OpenedCalls = {};
   /** Whether any event carried a choice: a stream without one is no answer. */
   private sawChoice = false;
-  /** Logprobs around the hooks, so that held text keeps them (logprobs-carrier.ts). */
-  private readonly logprobs = new LogprobsCarrier();
+  /** Logprobs around the hooks, so that held text keeps them (logprobs-carrier.ts); from the first. */
+  private logprobs: LogprobsCarrier | undefined;
 
   constructor(
     private readonly call: ChatCall,
     deps: ChatDeps,
     private readonly opened: OpenedResponse,
     private readonly out: StreamOutput,
+    /** The driver's record of what reached the client over every attempt. */
+    private readonly seen: SeenOutput,
   ) {
     this.label = call.route.client.label;
     this.quiet = new QuietClock(call.route.client.idleMs);
@@ -166,9 +168,16 @@ class StreamReader implements LaneSink {
     this.lane = createFastLane(this.chain, this.frame);
   }
 
-  async read(): Promise<AttemptReport> {
-    const readFailure = await pumpBody(this.call, this.opened.res, this.onRead);
+  read(): Promise<AttemptReport> {
+    return pumpBody(this.call, this.opened.res, this.onRead).then((failure) => this.settle(failure));
+  }
+
+  /** The stream ended (or failed): what the driver reports. */
+  private async settle(readFailure: ToolproofError | undefined): Promise<AttemptReport> {
     if (readFailure && !this.failure) this.fail(readFailure);
+    // What went out live counts for the call's response kind, whatever the loop decides next.
+    if (this.live.calls) this.seen.calls = true;
+    if (this.live.content) this.seen.content = true;
     const raw = this.raw;
     if (raw)
       this.dumpRaw?.(this.call.reqId, this.call.trace.attempts, raw.map((p) => `data: ${p}\n\n`).join(''));
@@ -184,7 +193,7 @@ class StreamReader implements LaneSink {
       end: {
         effects: end.effects,
         ...(end.retry ? { retry: end.retry } : {}),
-        held: this.logprobs.end(end.chunks, this.call.streamIdentity),
+        held: this.logprobs ? this.logprobs.end(end.chunks, this.call.streamIdentity) : end.chunks,
       },
       ...usage,
     };
@@ -237,7 +246,7 @@ class StreamReader implements LaneSink {
       noteIdentity(this.call, this.lane.frameChunk!);
       return;
     }
-    let chunk = parseEvent(payload, this.label, this.openedCalls);
+    let chunk = parseEvent(payload, this.label, this.calls);
     if (chunk instanceof ToolproofError) {
       this.fail(chunk);
       return;
@@ -265,7 +274,10 @@ class StreamReader implements LaneSink {
         chunk = { ...chunk, choices: [{ ...c0, delta: rest }, ...chunk.choices.slice(1)] };
       }
     }
-    for (const c of this.logprobs.give(this.chain.push(this.logprobs.take(chunk)))) this.chunk(c);
+    const carrier =
+      this.logprobs ?? (carriesLogprobs(chunk) ? (this.logprobs = new LogprobsCarrier()) : undefined);
+    if (carrier) for (const c of carrier.give(this.chain.push(carrier.take(chunk)))) this.chunk(c);
+    else for (const c of this.chain.push(chunk)) this.chunk(c);
     this.lane.learn(payload, chunk);
   }
 

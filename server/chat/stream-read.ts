@@ -9,7 +9,7 @@
  * request; the body has no events, so a late socket error cannot become an uncaught exception.
  */
 import { performance } from 'node:perf_hooks';
-import { chunkShapeProblem } from '../../protocol/completion-shape.js';
+import { chunkShapeProblem, type OpenedCalls } from '../../protocol/completion-shape.js';
 import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionChunk } from '../../protocol/openai.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstream.js';
@@ -90,11 +90,11 @@ export function notEventStream(call: ChatCall, res: UpstreamResponse): Toolproof
   });
 }
 
-/** One event's payload as JSON, or the fault it is. `opened`: see chunkShapeProblem. */
+/** One event's payload as JSON, or the fault it is. `calls`: see chunkShapeProblem. */
 export function parseEvent(
   payload: string,
   label: string,
-  opened?: Set<string>,
+  calls?: OpenedCalls,
 ): UpstreamEvent | ToolproofError {
   let chunk: UpstreamEvent;
   try {
@@ -110,7 +110,7 @@ export function parseEvent(
       message: `The upstream ${label} sent an event that is not a JSON object.`,
     });
   }
-  const problem = chunkShapeProblem(chunk, opened);
+  const problem = chunkShapeProblem(chunk, calls);
   if (problem) return badStream(label, `an event with ${problem}`);
   return chunk;
 }

@@ -41,7 +41,7 @@ function usageOfChunk(payload: string): Usage | undefined {
 }
 
 /** Relays one upstream stream to `out` (already open). */
-export async function relayStream(
+export function relayStream(
   call: ChatCall,
   deps: ChatDeps,
   opened: OpenedResponse,
@@ -105,7 +105,8 @@ export async function relayStream(
     return STOP;
   };
 
-  const readFailure = await pumpBody(call, res, (buf) => {
+  // Not async: an open stream waits in the read loop's frame only (see SseDriver.read).
+  const onRead = (buf: Buffer | undefined): Promise<unknown> | typeof STOP | undefined => {
     const startsClean = !parser.pending();
     let payloads: string[];
     try {
@@ -136,14 +137,16 @@ export async function relayStream(
     }
     for (const payload of payloads) handle(payload);
     return failure ? flushThenStop() : text || chunks.length > 0 ? flush() : undefined;
+  };
+  return pumpBody(call, res, onRead).then((readFailure): AttemptReport => {
+    failure ??= readFailure;
+    if (raw) deps.dumpRaw?.(call.reqId, call.trace.attempts, raw.map((p) => `data: ${p}\n\n`).join(''));
+    if (failure) {
+      discardBody(res);
+      return { kind: 'failed', error: failure, midStream: true };
+    }
+    // Relayed raw, the usage chunk went to the client as it was: read it once for the log line.
+    const relayedUsage = usage ?? (lastUsagePayload !== '' ? usageOfChunk(lastUsagePayload) : undefined);
+    return { kind: 'relayed', ...(relayedUsage ? { usage: relayedUsage } : {}) };
   });
-  failure ??= readFailure;
-  if (raw) deps.dumpRaw?.(call.reqId, call.trace.attempts, raw.map((p) => `data: ${p}\n\n`).join(''));
-  if (failure) {
-    discardBody(res);
-    return { kind: 'failed', error: failure, midStream: true };
-  }
-  // Relayed raw, the usage chunk went to the client as it was: read it once for the log line.
-  const relayedUsage = usage ?? (lastUsagePayload !== '' ? usageOfChunk(lastUsagePayload) : undefined);
-  return { kind: 'relayed', ...(relayedUsage ? { usage: relayedUsage } : {}) };
 }
