@@ -229,10 +229,10 @@ afterAll(() => stack.close());
 
 let seq = 0;
 async function harnessOf(reqId: string): Promise<unknown> {
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 1000; i++) {
     const line = log.lines.find((l) => l.reqId === reqId && l.msg === 'request');
     if (line) return line.harness;
-    await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 1));
   }
   throw new Error(`no log line for ${reqId}`);
 }

@@ -67,10 +67,10 @@ let requestSeq = 0;
 
 /** The `harness` trace of the request's log line (written when the response ended). */
 async function harnessOf(reqId: string): Promise<unknown> {
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 1000; i++) {
     const line = log.lines.find((l) => l.reqId === reqId && l.msg === 'request');
     if (line) return line.harness;
-    await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 1));
   }
   throw new Error(`no log line for ${reqId}`);
 }
