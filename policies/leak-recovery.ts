@@ -364,8 +364,10 @@ class LeakRecoveryStream implements StreamHook {
       st.finished = true;
     }
     applyEvents(st, events, out);
-    // Keep the role chunk's empty content as the backend sent it.
-    if (out.content === undefined && inDelta.role && content !== undefined) out.content = content;
+    // Keep the role chunk's empty content as the backend sent it (text the engine holds comes
+    // out later: put back here, it would reach the client twice).
+    if (out.content === undefined && inDelta.role && (content === '' || content === null))
+      out.content = content;
     if (finish === 'stop' && st.recoveredCount > 0) finish = 'tool_calls';
     // Everything held back: nothing to send for this choice yet.
     if (finish == null && !hasKey(out)) return null;

@@ -5,7 +5,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { toAnthropicErrorBody } from '../protocol/anthropic/errors.js';
 import {
   CONTEXT_LENGTH_EXCEEDED,
@@ -179,12 +179,16 @@ export function normalizeError(err: unknown): ToolproofError {
   return new ToolproofError('TP_ERR_INTERNAL', { cause: err });
 }
 
-export function registerErrorHandling(
-  app: FastifyInstance,
+/**
+ * The error handler, for the whole app (OpenAI's error shape) or a front door's scope (its own
+ * shape, `toBody`): every thrown value answered once, toolproof's own bugs logged and counted.
+ */
+export function errorHandler(
+  toBody: (err: ToolproofError) => unknown,
   /** toolproof's own bug answered as a 500 (counted by the caller's metrics). */
   onInternalError?: (model: string) => void,
-): void {
-  app.setErrorHandler((err, request, reply) => {
+): (err: unknown, request: FastifyRequest, reply: FastifyReply) => void {
+  return (err, request, reply) => {
     const tpErr = normalizeError(err);
     if (tpErr.status >= 500 && tpErr.code === 'TP_ERR_INTERNAL') {
       request.log.error({ err }, 'internal error');
@@ -192,8 +196,16 @@ export function registerErrorHandling(
     }
     request.tpError = tpErr;
     setRetryAfter(reply, tpErr);
-    reply.code(tpErr.status).type('application/json; charset=utf-8').send(toErrorBody(tpErr));
-  });
+    void reply.code(tpErr.status).type('application/json; charset=utf-8').send(toBody(tpErr));
+  };
+}
+
+export function registerErrorHandling(
+  app: FastifyInstance,
+  /** toolproof's own bug answered as a 500 (counted by the caller's metrics). */
+  onInternalError?: (model: string) => void,
+): void {
+  app.setErrorHandler(errorHandler(toErrorBody, onInternalError));
   app.setNotFoundHandler((request, reply) => {
     const err = new ToolproofError('TP_ERR_NOT_FOUND', {
       message: `Unknown route: ${request.method} ${request.url.split('?')[0]}.`,

@@ -139,10 +139,6 @@ export function upstreamLabel(urls: readonly string[]): string {
     .join(',');
 }
 
-export function isTimeoutError(err: unknown): boolean {
-  return err instanceof ToolproofError && err.code === 'TP_ERR_UPSTREAM_TIMEOUT';
-}
-
 /** A body undici reads once and forgets (see UpstreamRequest.long), with its length declared. */
 function oneShot(
   body: string | Buffer,

@@ -1,4 +1,5 @@
 /** Writes a response as SSE with the scripted timing and failure behaviours. */
+import { untilDrainOrClose } from '../server/drain.js';
 import type { ServerResponse } from 'node:http';
 import type { Behaviour } from './types.js';
 
@@ -46,17 +47,7 @@ export async function writeSse(
     state.chunksSent += joined ? 2 : 1;
     if (joined) i++;
     // Respect backpressure: a slow client must not make the simulator buffer the whole stream.
-    if (!ok) {
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          res.off('drain', done);
-          res.off('close', done);
-          resolve();
-        };
-        res.on('drain', done);
-        res.on('close', done);
-      });
-    }
+    if (!ok) await untilDrainOrClose(res);
   }
   if (!state.closed) res.end();
 }

@@ -260,7 +260,3 @@ export class JsonStringFieldDecoder {
     this.st.invalid = true;
   }
 }
-
-export function createJsonStringFieldDecoder(field: string): JsonStringFieldDecoder {
-  return new JsonStringFieldDecoder(field);
-}

@@ -19,7 +19,7 @@ import type { PolicyEffect } from '../../policies/types.js';
 
 const MAX_ERROR_BODY = 1024 * 1024;
 /** The largest non-streamed upstream body toolproof reads (a completion is rarely over 1 MiB). */
-export const MAX_UPSTREAM_BODY = 64 * 1024 * 1024;
+const MAX_UPSTREAM_BODY = 64 * 1024 * 1024;
 
 /**
  * Abandons an upstream body: cancels the upstream request if it is still running. Never throws
@@ -72,16 +72,19 @@ function tooLarge(label: string): ToolproofError {
   });
 }
 
-export function serializeRequest(call: ChatCall, request: ChatCompletionRequest): string | Buffer {
+function serializeRequest(call: ChatCall, request: ChatCompletionRequest): string | Buffer {
   if (request === call.original && !call.route.upstreamModel) return call.rawBody;
+  let out = call.route.upstreamModel ? { ...request, model: call.route.upstreamModel } : request;
+  // A rewritten stream asks for usage, as the JSON body always carries it: the cache and
+  // discarded-token figures then hold for streams too (the client gets usage only if it asked,
+  // chat-completions.ts). After the messages and tools, so no byte of the prompt moves.
+  if (out.stream === true && out.stream_options?.include_usage !== true)
+    out = { ...out, stream_options: { ...(out.stream_options ?? {}), include_usage: true } };
   // The client's numbers and key order as it wrote them (see ChatCall.setPhase).
-  return stringifyJson(
-    call.route.upstreamModel ? { ...request, model: call.route.upstreamModel } : request,
-    call.original,
-  );
+  return stringifyJson(out, call.original);
 }
 
-export async function sendOnce(
+async function sendOnce(
   call: ChatCall,
   deps: ChatDeps,
   request: ChatCompletionRequest,

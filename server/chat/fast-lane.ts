@@ -29,7 +29,7 @@ const MARK = '\u0001toolproof-fast-lane\u0001';
 const MARK_JSON = JSON.stringify(MARK);
 
 /** Events like one learned: `head` + a JSON string literal (the fragment) + `tail`. */
-export interface ArgsTemplate {
+interface ArgsTemplate {
   readonly head: string;
   readonly tail: string;
   /** The upstream's call index (the tool call's `index`). */
@@ -39,7 +39,7 @@ export interface ArgsTemplate {
 }
 
 /** A framed answer chunk: `head` + JSON.stringify(text) + `tail`. */
-export interface FramedAnswer {
+interface FramedAnswer {
   readonly head: string;
   readonly tail: string;
 }
@@ -153,7 +153,7 @@ export function matchArgs(t: ArgsTemplate, payload: string): string | undefined 
  * How an output frames answer text: `frame` applied to the answer chunk with a marker for its
  * text, split around it. null when the frame holds the marker elsewhere (never in practice).
  */
-export function framedAnswer(frame: (text: string) => string): FramedAnswer | null {
+function framedAnswer(frame: (text: string) => string): FramedAnswer | null {
   return splitAtMark(frame(MARK));
 }
 

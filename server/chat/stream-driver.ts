@@ -1,384 +1,324 @@
 /**
- * The streamed driver of one attempt: upstream SSE bytes -> events -> the policies' stream
- * chain -> StreamOutput, one client write per upstream read, with backpressure. It frames and
- * relays; what to do at the end (retry, settle, classify) is the attempt loop's (pipeline.ts).
- *
- * Hazards: an upstream read can fail at any time (undici error: an upstream fault), while a
- * throw from a policy hook is toolproof's own bug (TP_ERR_INTERNAL): the two are kept apart.
- * A response body that is abandoned is destroyed (discardBody), which cancels the upstream
- * request; the body has no events, so a late socket error cannot become an uncaught exception.
+ * The streamed driver: upstream SSE bytes -> events -> the policies' stream chain ->
+ * StreamOutput, one client write per upstream read, with backpressure. It frames and reports
+ * what it saw (the chain's verdict at the end, or the fault, an upstream error event included);
+ * what to do next (salvage, retry, settle, classify) is the attempt loop's (pipeline.ts).
+ * The pass-through relay is stream-relay.ts; the read loop and event faults, stream-read.ts.
  */
-import { chunkShapeProblem } from '../../protocol/completion-shape.js';
 import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionChunk, Usage } from '../../protocol/openai.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
 import { SseParser } from '../sse.js';
-import { toUpstreamError, type UpstreamResponse } from '../upstream.js';
-import { discardBody, type OpenResult } from './attempt.js';
+import { discardBody } from './attempt.js';
+import {
+  type AttemptDriver,
+  type AttemptEnd,
+  type AttemptReport,
+  completionToChunks,
+  noteSeen,
+  type OpenedResponse,
+  type SeenOutput,
+} from './attempt-end.js';
 import type { ChatCall, ChatDeps } from './context.js';
-import type { StreamOutput, StreamSummary } from './output.js';
-import type { AttemptEnd } from './pipeline.js';
-import { judgeCompletion, completionToChunks } from './pipeline.js';
-import { createStreamChain, salvageUpstreamError } from './policy-runner.js';
-import { recordPolicyEffects } from './effects.js';
+import { carriesLogprobs, LogprobsCarrier } from './logprobs-carrier.js';
+import { createFastLane, type FastLane, type LaneSink } from './fast-lane.js';
+import type { StreamOutput } from './output.js';
+import { createStreamChain, type StreamChain } from './policy-runner.js';
+import { NO_CHOICES, type OpenedCalls } from '../../protocol/completion-shape.js';
+import {
+  badStream,
+  cutOff,
+  isErrorEvent,
+  isUsageEvent,
+  midStreamError,
+  noteIdentity,
+  notEventStream,
+  parseEvent,
+  pumpBody,
+  QuietClock,
+  STOP,
+  stalled,
+} from './stream-read.js';
+import { relayStream } from './stream-relay.js';
 import { discardDecided } from './early-stop.js';
 import { noteTimings } from './prompt-cache.js';
 import { addUsage } from './trace.js';
-import { createFastLane, type LaneSink } from './fast-lane.js';
 
-/** onRead's answer when the read loop ends. */
-const STOP = Symbol('stop');
+type Failed = Extract<AttemptReport, { kind: 'failed' }>;
 
-/** What reached the client over a stream, for the response-kind metric and the log line. */
-export interface SeenOutput {
-  calls: boolean;
-  content: boolean;
-}
+export class SseDriver implements AttemptDriver {
+  /** What reached the client over every attempt so far (live output, then the delivered end). */
+  private readonly seen: SeenOutput = { calls: false, content: false };
+  /** The chain of the attempt read last: on a failure, what it held is still the user's. */
+  private chain: StreamChain | null = null;
 
-export type StreamAttempt =
-  | { kind: 'relayed'; summary: StreamSummary; usage?: Usage }
-  | ({ kind: 'judged' } & AttemptEnd);
+  constructor(
+    private readonly call: ChatCall,
+    private readonly deps: ChatDeps,
+    private readonly out: StreamOutput,
+  ) {}
 
-function note(seen: SeenOutput, chunk: ChatCompletionChunk): void {
-  for (const c of chunk.choices ?? []) {
-    if (c.delta?.tool_calls?.length) seen.calls = true;
-    if (typeof c.delta?.content === 'string' && c.delta.content.length > 0) seen.content = true;
+  // Not async, nor is the reader's read: an open stream's suspended frames are the loop's and
+  // the read loop's only (each async frame an open stream waits in costs it ~0.3 KB of heap).
+  read(opened: OpenedResponse, passthrough: boolean): Promise<AttemptReport> {
+    const notSse = notEventStream(this.call, opened.res);
+    if (notSse) return Promise.resolve({ kind: 'failed', error: notSse, midStream: false });
+    this.out.open();
+    if (passthrough) {
+      this.chain = null;
+      return relayStream(this.call, this.deps, opened, this.out);
+    }
+    const reader = new StreamReader(this.call, this.deps, opened, this.out, this.seen);
+    this.chain = reader.chain;
+    return reader.read();
   }
-}
 
-/** A read whose events need no rewriting: no error event (those are normalized). */
-function isPlainRelay(payloads: readonly string[]): boolean {
-  for (const p of payloads) if (p.startsWith('{"error"') || p.startsWith('{ "error"')) return false;
-  return true;
-}
+  retried(): void {
+    this.chain = null; // what it held at the end of a retried attempt never goes out
+  }
 
-/** Every chunk repeats the same identity: a new object only when it changes. */
-function noteIdentity(call: ChatCall, chunk: ChatCompletionChunk): void {
-  const prev = call.streamIdentity;
-  const model = chunk.model ?? prev.model;
-  const created = chunk.created ?? prev.created;
-  if (prev.id !== chunk.id || prev.model !== model || prev.created !== created)
-    call.streamIdentity = { id: chunk.id, model, created };
-}
+  async failed(report: Failed): Promise<void> {
+    if (!report.midStream) return;
+    this.deps.metrics.upstreamErrors
+      .labels(this.call.route.name, this.call.route.client.label, 'mid_stream')
+      .inc();
+    // What the chain held back (e.g. text that might have begun a marker) is still the user's.
+    if (this.chain) await this.out.chunks(this.chain.end().chunks);
+  }
 
-function usageOfChunk(payload: string): Usage | undefined {
-  try {
-    const u = (JSON.parse(payload) as { usage?: Usage | null }).usage;
-    return u && typeof u === 'object' ? u : undefined;
-  } catch {
+  async deliver(end: AttemptEnd): Promise<SeenOutput> {
+    // The stream hooks' held end, or a whole completion (salvaged from an error) replayed.
+    this.chain = null;
+    const chunks = end.held ?? (end.completion && !end.retry ? completionToChunks(end.completion) : []);
+    for (const c of chunks) noteSeen(this.seen, c);
+    this.out.open();
+    await this.out.chunks(chunks);
+    return this.seen;
+  }
+
+  async finish(usage: Usage | undefined): Promise<undefined> {
+    await this.out.end({ ...this.call.streamIdentity, ...(usage ? { usage } : {}) });
     return undefined;
   }
 }
 
-function midStreamError(call: ChatCall, err: unknown): ToolproofError {
-  const mapped = toUpstreamError(err, call.route.client.label);
-  if (mapped instanceof ToolproofError && mapped.code !== 'TP_ERR_UPSTREAM_UNREACHABLE') return mapped;
-  return new ToolproofError('TP_ERR_UPSTREAM_UNREACHABLE', {
-    message: `The upstream ${call.route.client.label} closed the stream before it ended.`,
-    cause: err,
-  });
-}
+/**
+ * One attempt's stream through the policies' stream chain. A class rather than closures: the
+ * state of an open stream is these fields, and the methods are shared.
+ */
+class StreamReader implements LaneSink {
+  readonly chain: StreamChain;
+  /** What this attempt sent the client live. */
+  readonly live: SeenOutput = { calls: false, content: false };
+  private readonly label: string;
+  private readonly parser = new SseParser();
+  private readonly quiet: QuietClock;
+  /** The fast lane (fast-lane.ts), and the output's framing of one chunk when it has one (chat). */
+  private readonly lane: FastLane;
+  private readonly frame: ((c: ChatCompletionChunk) => string) | null;
+  private readonly writeText: ((framed: string) => Promise<void> | undefined) | null;
+  /** A retry continues the same client message: its opening role chunk is not repeated. */
+  private readonly continues: boolean;
+  /** Diagnosis (rawDumpDir): the attempt's upstream events as received. */
+  private readonly raw: string[] | undefined;
+  private readonly dumpRaw: ChatDeps['dumpRaw'];
 
-export async function streamAttempt(
-  call: ChatCall,
-  deps: ChatDeps,
-  opened: Extract<OpenResult, { kind: 'ok' }>,
-  out: StreamOutput,
-  passthrough: boolean,
-): Promise<StreamAttempt> {
-  const res: UpstreamResponse = opened.res;
-  const label = call.route.client.label;
-  const contentType = String(res.headers['content-type'] ?? '');
-  if (!contentType.includes('text/event-stream')) {
-    discardBody(res);
-    throw new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
-      message: `The upstream ${label} answered a streaming request with ${contentType || 'no content type'}, not an event stream.`,
-    });
-  }
-  out.open();
-  const effects = call.beginAttempt();
-  const chain = passthrough
-    ? null
-    : createStreamChain(
-        call.policies,
-        call.policyContext(),
-        call.phase.memos,
-        opened.request,
-        call.original,
-        effects,
-      );
-  const retrying = call.retriesUsed > 0;
-  const relay = passthrough && out.relay ? out.relay.bind(out) : null;
-  const parser = new SseParser();
-  const seen: SeenOutput = { calls: false, content: false };
-  let usage: Usage | undefined;
-  let midError: ToolproofError | undefined;
-  let salvaged: AttemptEnd | undefined;
-  let lastPayload = '';
-  let batch: ChatCompletionChunk[] = [];
-  let rawBatch = '';
-  // The fast lane (fast-lane.ts): argument-fragment events matched against a learned template
-  // go through the chain as light deltas; answer text is framed by splicing when the output
-  // frames text (chat), so such an event is neither parsed nor its chunk serialized.
-  const frame = chain && out.frame && out.text ? out.frame.bind(out) : null;
-  const writeText = frame && out.text ? out.text.bind(out) : null;
-  let framedBatch = '';
-  const lane = chain ? createFastLane(chain, frame) : null;
-  // Diagnosis (rawDumpDir): the attempt's upstream events as received.
-  const raw: string[] | undefined = deps.dumpRaw ? [] : undefined;
-
-  const emit = (c: ChatCompletionChunk): void => {
-    note(seen, c);
-    if (!call.roleSent && c.choices?.[0]?.delta?.role !== undefined) call.roleSent = true;
-    if (frame) framedBatch += frame(c);
-    else batch.push(c);
-  };
-
-  const sink: LaneSink = {
-    chunk: emit,
-    framed(text) {
-      // Framed answer text: content, by construction.
-      seen.content = true;
-      framedBatch += text;
-    },
-  };
-
-  // Whether the upstream said it finished ([DONE], or a finish_reason): a stream that closes
-  // without either was cut off, and is not judged as if it were whole.
-  let finished = false;
+  /** What the current read produced: framed text with a framing output, chunks otherwise. */
+  private text = '';
+  private chunks: ChatCompletionChunk[] = [];
+  private usage: Usage | undefined;
+  /**
+   * Whether the upstream said it finished ([DONE], or a finish_reason): a stream that closes
+   * without either was cut off, and is not judged as if it were whole.
+   */
+  private finished = false;
   /** Cut off by toolproof (early-stop.ts): judged as what it is so far, the upstream cancelled. */
-  let stoppedEarly = false;
-  const handle = (payload: string): void => {
-    raw?.push(payload);
-    if (payload === '[DONE]') finished = true;
-    if (midError || salvaged || payload === '[DONE]') return;
-    if (lane?.take(payload, sink)) {
-      noteIdentity(call, lane.frameChunk!);
-      return;
+  private stoppedEarly = false;
+  /** The fault that ended the stream early. */
+  private failure: Failed | undefined;
+  /** The calls opened so far (their first delta must name the function: chunkShapeProblem). */
+  private readonly calls: OpenedCalls = {};
+  /** Whether any event carried a choice: a stream without one is no answer. */
+  private sawChoice = false;
+  /** Logprobs around the hooks, so that held text keeps them (logprobs-carrier.ts); from the first. */
+  private logprobs: LogprobsCarrier | undefined;
+
+  constructor(
+    private readonly call: ChatCall,
+    private readonly deps: ChatDeps,
+    private readonly opened: OpenedResponse,
+    private readonly out: StreamOutput,
+    /** The driver's record of what reached the client over every attempt. */
+    private readonly seen: SeenOutput,
+  ) {
+    this.label = call.route.client.label;
+    this.quiet = new QuietClock(call.route.client.idleMs);
+    this.continues = call.retriesUsed > 0;
+    this.dumpRaw = deps.dumpRaw;
+    this.raw = deps.dumpRaw ? [] : undefined;
+    const effects = call.beginAttempt();
+    this.chain = createStreamChain(
+      call.policies,
+      call.policyContext(),
+      call.phase.memos,
+      opened.request,
+      call.original,
+      effects,
+    );
+    // Answer text is framed by splicing when the output frames text (chat), so an event taken by
+    // the fast lane is neither parsed nor its chunk serialized.
+    this.frame = out.frame && out.text ? out.frame.bind(out) : null;
+    this.writeText = this.frame && out.text ? out.text.bind(out) : null;
+    this.lane = createFastLane(this.chain, this.frame);
+  }
+
+  read(): Promise<AttemptReport> {
+    return pumpBody(this.call, this.opened.res, this.onRead).then((failure) => this.settle(failure));
+  }
+
+  /** The stream ended (or failed): what the driver reports. */
+  private async settle(readFailure: ToolproofError | undefined): Promise<AttemptReport> {
+    if (readFailure && !this.failure) this.fail(readFailure);
+    // What went out live counts for the call's response kind, whatever the loop decides next.
+    if (this.live.calls) this.seen.calls = true;
+    if (this.live.content) this.seen.content = true;
+    const raw = this.raw;
+    if (raw)
+      this.dumpRaw?.(this.call.reqId, this.call.trace.attempts, raw.map((p) => `data: ${p}\n\n`).join(''));
+    const usage = this.usage ? { usage: this.usage } : {};
+    if (this.failure) {
+      discardBody(this.opened.res);
+      return { ...this.failure, ...usage };
     }
-    if (relay && !payload.includes('"error"') && !payload.includes('"usage"')) {
-      // Pass-through: an ordinary event is relayed as its own text, only re-framed.
-      rawBatch += `data: ${payload}\n\n`;
-      return;
+    await this.flush();
+    if (this.stoppedEarly) {
+      discardBody(this.opened.res);
+      this.deps.metrics.earlyStops.labels(this.call.route.name, 'retry-certain').inc();
     }
-    let chunk: ChatCompletionChunk & { error?: unknown };
+    const end = this.chain.end();
+    return {
+      kind: 'streamed',
+      end: {
+        effects: end.effects,
+        ...(end.retry ? { retry: end.retry } : {}),
+        held: this.logprobs ? this.logprobs.end(end.chunks, this.call.streamIdentity) : end.chunks,
+      },
+      ...usage,
+    };
+  }
+
+  // LaneSink: where the chain's output goes.
+  chunk(c: ChatCompletionChunk): void {
+    noteSeen(this.live, c);
+    if (!this.call.roleSent && c.choices?.[0]?.delta?.role !== undefined) this.call.roleSent = true;
+    if (this.frame) this.text += this.frame(c);
+    else this.chunks.push(c);
+  }
+
+  framed(text: string): void {
+    this.live.content = true; // framed answer text: content, by construction
+    this.text += text;
+  }
+
+  private fail(error: ToolproofError, body?: unknown): void {
+    this.failure = { kind: 'failed', error, midStream: true, ...(body !== undefined ? { body } : {}) };
+  }
+
+  /** One read's work, synchronous (see OnRead). */
+  private readonly onRead = (buf: Buffer | undefined): Promise<unknown> | typeof STOP | undefined => {
+    let payloads: string[];
     try {
-      chunk = JSON.parse(payload) as ChatCompletionChunk & { error?: unknown };
+      payloads = buf === undefined ? this.parser.finish() : this.parser.push(buf);
     } catch (err) {
-      midError = new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
-        message: `The upstream ${label} sent an event that is not JSON.`,
-        cause: err,
-      });
+      // SseEventTooLargeError (a ToolproofError, 502): an event past the framer's bound.
+      this.fail(midStreamError(this.call, err));
+      return STOP;
+    }
+    if (buf !== undefined && !this.quiet.tick(payloads.length)) {
+      this.fail(stalled(this.label));
+      return STOP;
+    }
+    for (const payload of payloads) this.handle(payload);
+    if (buf === undefined) {
+      if (!this.failure && !this.finished) this.fail(cutOff(this.label));
+      if (!this.failure && !this.sawChoice) this.fail(badStream(this.label, NO_CHOICES));
+      return this.flushThenStop();
+    }
+    if (this.failure) return this.flushThenStop();
+    if (discardDecided(this.call, this.chain)) {
+      // A retry is certain: the rest of this output would only be read to be thrown away.
+      this.stoppedEarly = this.finished = true;
+      return this.flushThenStop();
+    }
+    return this.flush();
+  };
+
+  private handle(payload: string): void {
+    this.raw?.push(payload);
+    if (payload === '[DONE]') this.finished = true;
+    if (this.failure || payload === '[DONE]') return;
+    if (this.lane.take(payload, this)) {
+      noteIdentity(this.call, this.lane.frameChunk!);
       return;
     }
-    if (chunk === null || typeof chunk !== 'object') {
-      midError = new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
-        message: `The upstream ${label} sent an event that is not a JSON object.`,
-      });
+    let chunk = parseEvent(payload, this.label, this.calls);
+    if (chunk instanceof ToolproofError) {
+      this.fail(chunk);
       return;
     }
-    const problem = chunkShapeProblem(chunk);
-    if (problem) {
-      midError = new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
-        message: `The upstream ${label} sent an event with ${problem}.`,
-      });
-      return;
-    }
-    if (chunk.error !== undefined && !Array.isArray(chunk.choices)) {
+    if (isErrorEvent(chunk)) {
       const body = parseUpstreamBody(payload);
-      // llama-server's parser failure carries the model's text: when nothing of this attempt
-      // reached the client yet, it is salvaged exactly as the non-streamed 500 would be.
-      const rescue =
-        chain && !seen.calls && !seen.content ? salvageUpstreamError(call, opened.request, body) : null;
-      if (rescue) {
-        recordPolicyEffects(call, deps, rescue.effects);
-        salvaged = judgeCompletion(call, rescue.completion, opened.request);
-        return;
-      }
-      midError = fromUpstreamError(500, body, label);
+      // llama-server's parser failure carries the model's text: while nothing of this attempt
+      // reached the client, the loop may salvage it exactly as the non-streamed 500.
+      const untouched = !this.live.calls && !this.live.content;
+      this.fail(fromUpstreamError(500, body, this.label), untouched ? body : undefined);
       return;
     }
-    if (typeof chunk.id === 'string') noteIdentity(call, chunk);
-    if (!finished && Array.isArray(chunk.choices))
-      for (const c of chunk.choices) if (c?.finish_reason) finished = true;
+    if (typeof chunk.id === 'string') noteIdentity(this.call, chunk);
+    if (Array.isArray(chunk.choices) && chunk.choices.length > 0) this.sawChoice = true;
+    if (!this.finished && Array.isArray(chunk.choices))
+      for (const c of chunk.choices) if (c?.finish_reason) this.finished = true;
     if ((chunk as { timings?: unknown }).timings !== undefined)
-      noteTimings(call, (chunk as { timings?: unknown }).timings);
-    if (chunk.usage && (!Array.isArray(chunk.choices) || chunk.choices.length === 0)) {
-      usage = addUsage(usage, chunk.usage);
+      noteTimings(this.call, (chunk as { timings?: unknown }).timings);
+    if (isUsageEvent(chunk)) {
+      this.usage = addUsage(this.usage, chunk.usage);
       return; // one summed usage chunk goes out at the very end
     }
-    if (retrying && call.roleSent && Array.isArray(chunk.choices)) {
-      // A retry continues the same client message: its opening role chunk is not repeated (when
-      // the failed attempt's was held back with the rest of it, the retry's opens the message).
+    if (this.continues && this.call.roleSent && Array.isArray(chunk.choices)) {
+      // When the failed attempt's role chunk was held back with the rest of it, the retry's
+      // opens the message.
       const c0 = chunk.choices[0];
       if (c0?.delta?.role) {
         const { role: _role, ...rest } = c0.delta;
         chunk = { ...chunk, choices: [{ ...c0, delta: rest }, ...chunk.choices.slice(1)] };
       }
     }
-    if (!chain) {
-      // Pass-through keeps one ordered text batch when the output relays bytes.
-      if (relay) rawBatch += `data: ${JSON.stringify(chunk)}\n\n`;
-      else batch.push(chunk);
-      return;
-    }
-    for (const c of chain.push(chunk)) emit(c);
-    lane?.learn(payload, chunk);
-  };
-
-  const flushAll = async (): Promise<void> => {
-    if (rawBatch && relay) {
-      const text = rawBatch;
-      rawBatch = '';
-      await relay(Buffer.from(text), false);
-    }
-    if (framedBatch && writeText) {
-      const text = framedBatch;
-      framedBatch = '';
-      await writeText(text);
-    }
-    if (batch.length === 0) return;
-    const chunks = batch;
-    batch = [];
-    await out.chunks(chunks);
-  };
+    const carrier =
+      this.logprobs ?? (carriesLogprobs(chunk) ? (this.logprobs = new LogprobsCarrier()) : undefined);
+    if (carrier) for (const c of carrier.give(this.chain.push(carrier.take(chunk)))) this.chunk(c);
+    else for (const c of this.chain.push(chunk)) this.chunk(c);
+    this.lane.learn(payload, chunk);
+  }
 
   /**
    * Writes what a read produced. The hot path (chat framing: text only) returns a promise only
    * when the client's socket is full: no promise and no microtask hop per read otherwise.
    */
-  const flush = (): Promise<void> | undefined => {
-    if (rawBatch || batch.length > 0) return flushAll();
-    if (!framedBatch || !writeText) return undefined;
-    const text = framedBatch;
-    framedBatch = '';
-    return writeText(text);
-  };
+  private flush(): Promise<void> | undefined {
+    if (this.text !== '' && this.writeText) {
+      const text = this.text;
+      this.text = '';
+      return this.writeText(text);
+    }
+    if (this.chunks.length === 0) return undefined;
+    const chunks = this.chunks;
+    this.chunks = [];
+    return this.out.chunks(chunks);
+  }
 
-  const it = res.body[Symbol.asyncIterator]();
-  // Bytes that hold no event (SSE comments, blank lines) do not count as progress: the clock
-  // starts at the first such read after an event (no clock read per ordinary read).
-  const idleMs = call.route.client.idleMs;
-  let quietSince = -1;
-  // One read's work, synchronous: the async loop below keeps nothing of a read (its bytes, its
-  // decoded text, its payloads) across the wait for the next one, which an open stream would
-  // otherwise hold for as long as the upstream stays silent. STOP ends the loop.
-  const onRead = (buf: Buffer | undefined): Promise<unknown> | typeof STOP | undefined => {
-    const startsClean = !parser.pending();
-    let payloads: string[];
-    try {
-      payloads = buf === undefined ? parser.finish() : parser.push(buf);
-    } catch (err) {
-      // SseEventTooLargeError (a ToolproofError, 502): an event past the framer's bound.
-      midError = midStreamError(call, err);
-      return STOP;
-    }
-    if (buf === undefined) {
-      for (const payload of payloads) handle(payload);
-      if (chain && !finished && !midError && !salvaged) {
-        midError = new ToolproofError('TP_ERR_UPSTREAM_UNREACHABLE', {
-          message: `The upstream ${label} closed the stream before the answer finished (no finish_reason, no end-of-stream marker).`,
-        });
-      }
-      return STOP;
-    }
-    if (payloads.length > 0) quietSince = -1;
-    else if (quietSince < 0) quietSince = performance.now();
-    else if (performance.now() - quietSince > idleMs) {
-      midError = new ToolproofError('TP_ERR_UPSTREAM_TIMEOUT', {
-        message: `The upstream ${label} stalled: no event within the idle timeout (only comments or blank lines).`,
-      });
-      return STOP;
-    }
-    if (relay && startsClean && !parser.pending() && isPlainRelay(payloads)) {
-      // Pass-through fast path: this read holds whole events only and none needs toolproof,
-      // so the upstream's own bytes go to the client as they are (its [DONE] included).
-      let done = false;
-      for (const p of payloads) {
-        raw?.push(p);
-        if (p === '[DONE]') done = true;
-        // Only a usage event is kept: any other payload is a slice that would pin its whole read
-        // for as long as the stream stays open.
-        else lastPayload = p.includes('"usage"') ? p : '';
-      }
-      return relay(buf, done);
-    }
-    for (const payload of payloads) handle(payload);
-    if (midError || salvaged) return flushThenStop();
-    if (chain && discardDecided(call, chain)) {
-      // A retry is certain: the rest of this output would only be read to be thrown away.
-      stoppedEarly = finished = true;
-      return flushThenStop();
-    }
-    return flush();
-  };
-  const flushThenStop = async (): Promise<typeof STOP> => {
-    const wait = flush();
+  private async flushThenStop(): Promise<typeof STOP> {
+    const wait = this.flush();
     if (wait) await wait;
     return STOP;
-  };
-
-  // Each read is awaited and handled inside its own call, so the loop's suspended frame holds
-  // no register of an earlier read while it waits for the next one.
-  const step = async (): Promise<boolean> => {
-    let buf: Buffer | undefined;
-    try {
-      const read = await it.next();
-      buf = read.done ? undefined : (read.value as Buffer);
-    } catch (err) {
-      // The next read, with upstream failures told apart from toolproof's own.
-      if (call.signal.aborted) throw err;
-      midError = midStreamError(call, err);
-      return true;
-    }
-    const next = onRead(buf);
-    if (next === STOP) return true;
-    if (next && (await next) === STOP) return true;
-    return midError !== undefined || salvaged !== undefined;
-  };
-  while (!(await step()));
-  if (raw) deps.dumpRaw?.(call.reqId, call.trace.attempts, raw.map((p) => `data: ${p}\n\n`).join(''));
-  if (midError || salvaged || stoppedEarly) discardBody(res);
-  if (stoppedEarly) deps.metrics.earlyStops.labels(call.route.name, 'retry-certain').inc();
-  if (salvaged) {
-    const completion = salvaged.completion;
-    const chunks = !salvaged.retry && completion ? completionToChunks(completion) : [];
-    const msg = completion?.choices?.[0]?.message;
-    return {
-      kind: 'judged',
-      ...salvaged,
-      seen: {
-        calls: (msg?.tool_calls?.length ?? 0) > 0,
-        content: typeof msg?.content === 'string' && msg.content.length > 0,
-      },
-      release: () => out.chunks(chunks),
-      ...(usage ? { usage } : {}),
-    };
   }
-  if (midError) {
-    deps.metrics.upstreamErrors.labels(call.route.name, label, 'mid_stream').inc();
-    // What the chain held back (e.g. text that might have begun a marker) is still the user's.
-    if (chain) await out.chunks(chain.end().chunks);
-    throw midError;
-  }
-  await flush();
-  if (!chain) {
-    // Relayed raw, the usage chunk went to the client as it was: read it once for the log line.
-    const relayedUsage = usage ?? (lastPayload !== '' ? usageOfChunk(lastPayload) : undefined);
-    return {
-      kind: 'relayed',
-      summary: { ...call.streamIdentity },
-      ...(relayedUsage ? { usage: relayedUsage } : {}),
-    };
-  }
-  const end = chain.end();
-  for (const c of end.chunks) note(seen, c);
-  return {
-    kind: 'judged',
-    effects: end.effects,
-    ...(end.retry ? { retry: end.retry } : {}),
-    seen,
-    release: () => out.chunks(end.chunks),
-    ...(usage ? { usage } : {}),
-  };
 }

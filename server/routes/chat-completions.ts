@@ -5,6 +5,7 @@ import type { AppState } from '../app-state.js';
 import type { StreamOutput, StreamSummary } from '../chat/output.js';
 import { completeChat, streamChat } from '../chat/pipeline.js';
 import { startChatCall } from '../chat/start.js';
+import { untilDrainOrClose } from '../drain.js';
 import { toErrorBody } from '../error-handler.js';
 import { DEFAULT_STREAM_KEEPALIVE_MS, KeepAlive, SSE_KEEPALIVE_COMMENT } from '../keep-alive.js';
 import { SSE_DONE, sseData } from '../sse.js';
@@ -30,15 +31,7 @@ function writeOrWait(reply: FastifyReply, data: string | Uint8Array): Promise<vo
   const raw = reply.raw;
   if (raw.destroyed || raw.writableEnded) return undefined;
   if (raw.write(data)) return undefined;
-  return new Promise((resolve) => {
-    const done = () => {
-      raw.off('drain', done);
-      raw.off('close', done);
-      resolve();
-    };
-    raw.on('drain', done);
-    raw.on('close', done);
-  });
+  return untilDrainOrClose(raw);
 }
 
 /** Chat completions framing: `data: <chunk>` events, a summed usage chunk, `data: [DONE]`. */

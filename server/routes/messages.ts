@@ -23,7 +23,7 @@ import type { StreamOutput, StreamSummary } from '../chat/output.js';
 import { completeChat, streamChat } from '../chat/pipeline.js';
 import { startChatCall } from '../chat/start.js';
 import { reportDroppedTools } from '../dropped-tools.js';
-import { normalizeError, parseUpstreamBody, setRetryAfter } from '../error-handler.js';
+import { errorHandler, normalizeError, parseUpstreamBody } from '../error-handler.js';
 import { endStreamWith, type OpenStream } from '../open-streams.js';
 import { DEFAULT_STREAM_KEEPALIVE_MS, KeepAlive } from '../keep-alive.js';
 import { resolveRoute } from '../routing.js';
@@ -223,16 +223,9 @@ async function upstreamCount(
 
 export function messagesRoutes(state: AppState): FastifyPluginAsync {
   return async (scope: FastifyInstance) => {
-    scope.setErrorHandler((err, request, reply) => {
-      const tpErr = normalizeError(err);
-      if (tpErr.status >= 500 && tpErr.code === 'TP_ERR_INTERNAL') {
-        request.log.error({ err }, 'internal error');
-        state.metrics.internalErrors.labels(request.tp?.model ?? '').inc();
-      }
-      request.tpError = tpErr;
-      setRetryAfter(reply, tpErr);
-      reply.code(tpErr.status).type('application/json; charset=utf-8').send(toAnthropicErrorBody(tpErr));
-    });
+    scope.setErrorHandler(
+      errorHandler(toAnthropicErrorBody, (model) => state.metrics.internalErrors.labels(model).inc()),
+    );
 
     scope.post(
       '/v1/messages',

@@ -98,18 +98,3 @@ export const embeddingBody = {
   properties: { model: { type: 'string' }, input: {} },
   additionalProperties: true,
 } as const;
-
-export const errorResponse = {
-  type: 'object',
-  properties: {
-    error: {
-      type: 'object',
-      properties: {
-        message: { type: 'string' },
-        type: { type: 'string' },
-        param: { type: ['string', 'null'] },
-        code: { type: ['string', 'integer', 'null'] },
-      },
-    },
-  },
-} as const;

@@ -52,7 +52,7 @@ describe('OpenAI Agents SDK through /v1/responses (forced tool use on)', () => {
   let stack: Stack;
   beforeAll(async () => {
     stack = await startStack();
-    // The README's setup: the SDK's default client (and so its default Responses model) is
+    // docs/api.md's setup: the SDK's default client (and so its default Responses model) is
     // toolproof. The default provider keeps the first client it sees, so this is set once.
     setTracingDisabled(true);
     setDefaultOpenAIClient(clientFor(stack, 'tools'));

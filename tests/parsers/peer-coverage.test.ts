@@ -2,7 +2,8 @@
  * Coverage ratchet for the cases imported from the peers' parser test suites (vLLM, SGLang,
  * llama.cpp). The number of imported cases per source only grows: raise the floor below when
  * you import more, never lower it. Every case where toolproof deliberately disagrees with the
- * peer carries its reason and is listed in parsers/README.md.
+ * peer carries its reason and is listed in parsers/disagreements.json (data, read here; the
+ * README keeps a short index).
  */
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -20,6 +21,13 @@ const README = readFileSync(
   join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'parsers', 'README.md'),
   'utf8',
 );
+/** The deliberate disagreements, one entry per case: its source (or name), family and reason. */
+const DISAGREEMENTS = JSON.parse(
+  readFileSync(
+    join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'parsers', 'disagreements.json'),
+    'utf8',
+  ),
+) as Array<{ source: string; family: string; reason: string }>;
 const cases = loadFixtures().flatMap(({ file, cases }) => cases.map((c) => ({ file, c })));
 // Cases taken from a peer's test suite name it as "owner/repo path"; cases built from public
 // issue threads (the improvised family) name a URL and are not peer-suite imports.
@@ -63,11 +71,22 @@ describe('peer suites imported as fixtures', () => {
     }
   });
 
-  it('lists every deliberate disagreement in parsers/README.md', () => {
+  it('lists every deliberate disagreement in parsers/disagreements.json', () => {
+    const listed = new Set(DISAGREEMENTS.map((d) => d.source));
     const missing = cases
       .filter(({ c }) => c.disagreement !== undefined)
-      .filter(({ c }) => !README.includes(c.source ?? c.name))
+      .filter(({ c }) => !listed.has(c.source ?? c.name))
       .map(({ file, c }) => `${file}: ${c.source ?? c.name}`);
     expect(missing).toEqual([]);
+  });
+
+  it('lists nothing stale in parsers/disagreements.json, each with its family and a reason', () => {
+    const families = new Map<string, string>();
+    for (const { file, c } of cases) if (c.disagreement !== undefined) families.set(c.source ?? c.name, file);
+    for (const d of DISAGREEMENTS) {
+      expect(families.has(d.source), d.source).toBe(true);
+      expect(d.reason.length, d.source).toBeGreaterThan(0);
+    }
+    expect(new Set(DISAGREEMENTS.map((d) => d.source)).size).toBe(DISAGREEMENTS.length);
   });
 });

@@ -18,6 +18,7 @@ import {
   turnChunks,
   turnCompletion,
 } from './scripted-upstream.js';
+import { logCapture } from './test-utils.js';
 
 const weather = {
   type: 'function' as const,
@@ -48,24 +49,57 @@ function reply(body: Record<string, unknown>): ScriptedReply {
   if (failWith) return failWith;
   const turn = turns[Math.min(attempt++, turns.length - 1)] ?? {};
   if (turn.fail) return { json: { error: { message: 'CUDA out of memory' } }, status: 500 };
-  return body.stream === true
-    ? { sse: turnChunks(turn, step), pieces: [7, 13, 5, 31] }
-    : { json: turnCompletion(turn) };
+  if (body.stream !== true) return { json: turnCompletion(turn) };
+  // As vLLM does: a usage chunk (no choices) when the request asks for it.
+  const usage = (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage
+    ? [
+        {
+          id: 'chatcmpl-scripted',
+          object: 'chat.completion.chunk',
+          created: 1,
+          model: 'm',
+          choices: [],
+          usage: (turnCompletion(turn) as { usage: unknown }).usage,
+        },
+      ]
+    : [];
+  return { sse: [...turnChunks(turn, step), ...usage], pieces: [7, 13, 5, 31] };
 }
 
 let stack: ScriptedStack;
+// Each request's log line: its `harness` trace is compared between the two modes too.
+const log = logCapture();
 beforeAll(async () => {
-  stack = await startScriptedStack((body) => reply(body));
+  stack = await startScriptedStack((body) => reply(body), {
+    build: { logger: { level: 'info', stream: log.stream } },
+  });
 });
+
+let requestSeq = 0;
+
+/** The `harness` trace of the request's log line (written when the response ended). */
+async function harnessOf(reqId: string): Promise<unknown> {
+  for (let i = 0; i < 1000; i++) {
+    const line = log.lines.find((l) => l.reqId === reqId && l.msg === 'request');
+    if (line) return line.harness;
+    await new Promise((r) => setTimeout(r, 1));
+  }
+  throw new Error(`no log line for ${reqId}`);
+}
 afterAll(() => stack.close());
 
 async function both(script: Turn[]): Promise<{
   streamed: ReturnType<typeof assemble>;
   whole: ReturnType<typeof assemble>;
+  traces: { streamed: unknown; whole: unknown };
 }> {
   turns = script;
   attempt = 0;
-  const completion = await stack.client.chat.completions.create(ask);
+  const wholeId = `parity-${++requestSeq}`;
+  const streamedId = `parity-${++requestSeq}`;
+  const completion = await stack.client.chat.completions.create(ask, {
+    headers: { 'x-request-id': wholeId },
+  });
   const msg = completion.choices[0]!.message;
   const whole = {
     content: msg.content && msg.content.length > 0 ? msg.content : null,
@@ -78,9 +112,13 @@ async function both(script: Turn[]): Promise<{
   };
   attempt = 0;
   const chunks: ChatCompletionChunk[] = [];
-  const stream = await stack.client.chat.completions.create({ ...ask, stream: true });
+  const stream = await stack.client.chat.completions.create(
+    { ...ask, stream: true },
+    { headers: { 'x-request-id': streamedId } },
+  );
   for await (const c of stream) chunks.push(c as unknown as ChatCompletionChunk);
-  return { streamed: assemble(chunks), whole };
+  const traces = { streamed: await harnessOf(streamedId), whole: await harnessOf(wholeId) };
+  return { streamed: assemble(chunks), whole, traces };
 }
 
 const answer = (text: string) => ({ name: 'final_answer', arguments: JSON.stringify({ answer: text }) });
@@ -112,8 +150,9 @@ describe('streamed equals non-streamed, retries included', () => {
         fc.integer({ min: 1, max: 9 }),
         async (script, s) => {
           step = s;
-          const { streamed, whole } = await both(script);
+          const { streamed, whole, traces } = await both(script);
           expect(streamed).toEqual(whole);
+          expect(traces.streamed).toEqual(traces.whole);
         },
       ),
       { numRuns: 40, seed: 7 },

@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { relayBytes, usageFromBytes, usageFromRaw } from '../../../server/chat/pipeline.js';
+import { relayBytes, usageFromBytes, usageFromRaw } from '../../../server/chat/json-driver.js';
 import { buildApp, type ToolproofApp } from '../../../server/app.js';
 import { loadConfig } from '../../../server/config.js';
 import { closeApp } from '../stack.js';

@@ -1,0 +1,162 @@
+/**
+ * Reading an upstream event stream, for both stream readers (stream-driver.ts, stream-relay.ts):
+ * the read loop with backpressure, the idle clock, one event's JSON, and the faults a stream can
+ * show. What a reader does with the events is its own.
+ *
+ * Hazards: an upstream read can fail at any time (undici error: an upstream fault), while a
+ * throw from a policy hook is toolproof's own bug (TP_ERR_INTERNAL): the two are kept apart.
+ * A response body that is abandoned is destroyed (discardBody), which cancels the upstream
+ * request; the body has no events, so a late socket error cannot become an uncaught exception.
+ */
+import { performance } from 'node:perf_hooks';
+import { chunkShapeProblem, type OpenedCalls } from '../../protocol/completion-shape.js';
+import { ToolproofError } from '../../protocol/errors.js';
+import type { ChatCompletionChunk } from '../../protocol/openai.js';
+import { toUpstreamError, type UpstreamResponse } from '../upstream.js';
+import { discardBody } from './attempt.js';
+import type { ChatCall } from './context.js';
+
+/** onRead's answer when the read loop ends. */
+export const STOP = Symbol('stop');
+
+/**
+ * One read's work, synchronous: STOP ends the loop; a promise is a write the client's socket
+ * must drain first (backpressure); undefined reads on at once (no microtask hop per read).
+ */
+export type OnRead = (buf: Buffer | undefined) => Promise<unknown> | typeof STOP | undefined;
+
+/** An event as the upstream sent it: a chunk, or an error event. */
+type UpstreamEvent = ChatCompletionChunk & { error?: unknown };
+
+/**
+ * Pulls the body read by read until `onRead` stops (`undefined` is the end of the body).
+ * Returns the read failure that ended it, if one did; a read failing after the client left
+ * is thrown (it is an abort, not a fault).
+ */
+export async function pumpBody(
+  call: ChatCall,
+  res: UpstreamResponse,
+  onRead: OnRead,
+): Promise<ToolproofError | undefined> {
+  const it = res.body[Symbol.asyncIterator]();
+  let failure: ToolproofError | undefined;
+  // Each read is awaited and handled inside its own call, so the loop's suspended frame holds
+  // no register of an earlier read while it waits for the next one: the async loop keeps nothing
+  // of a read (its bytes, its decoded text, its payloads) across the wait for the next one,
+  // which an open stream would otherwise hold for as long as the upstream stays silent.
+  const step = async (): Promise<boolean> => {
+    let buf: Buffer | undefined;
+    try {
+      const read = await it.next();
+      buf = read.done ? undefined : (read.value as Buffer);
+    } catch (err) {
+      if (call.signal.aborted) throw err;
+      failure = midStreamError(call, err);
+      return true;
+    }
+    const next = onRead(buf);
+    if (next === STOP) return true;
+    return next !== undefined && (await next) === STOP;
+  };
+  while (!(await step()));
+  return failure;
+}
+
+/**
+ * Bytes that hold no event (SSE comments, blank lines) do not count as progress: the clock
+ * starts at the first such read after an event (no clock read per ordinary read).
+ */
+export class QuietClock {
+  private since = -1;
+
+  constructor(private readonly idleMs: number) {}
+
+  /** A read with `events` events: false once only non-events came for longer than idleMs. */
+  tick(events: number): boolean {
+    if (events > 0) this.since = -1;
+    else if (this.since < 0) this.since = performance.now();
+    else if (performance.now() - this.since > this.idleMs) return false;
+    return true;
+  }
+}
+
+/** The response is an event stream; if not, it is abandoned and the fault returned. */
+export function notEventStream(call: ChatCall, res: UpstreamResponse): ToolproofError | undefined {
+  const contentType = String(res.headers['content-type'] ?? '');
+  if (contentType.includes('text/event-stream')) return undefined;
+  discardBody(res);
+  return new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
+    message: `The upstream ${call.route.client.label} answered a streaming request with ${contentType || 'no content type'}, not an event stream.`,
+  });
+}
+
+/** One event's payload as JSON, or the fault it is. `calls`: see chunkShapeProblem. */
+export function parseEvent(
+  payload: string,
+  label: string,
+  calls?: OpenedCalls,
+): UpstreamEvent | ToolproofError {
+  let chunk: UpstreamEvent;
+  try {
+    chunk = JSON.parse(payload) as UpstreamEvent;
+  } catch (err) {
+    return new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
+      message: `The upstream ${label} sent an event that is not JSON.`,
+      cause: err,
+    });
+  }
+  if (chunk === null || typeof chunk !== 'object') {
+    return new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
+      message: `The upstream ${label} sent an event that is not a JSON object.`,
+    });
+  }
+  const problem = chunkShapeProblem(chunk, calls);
+  if (problem) return badStream(label, `an event with ${problem}`);
+  return chunk;
+}
+
+export function badStream(label: string, what: string): ToolproofError {
+  return new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
+    message: `The upstream ${label} sent ${what}.`,
+  });
+}
+
+/** An error event: an `error` and no choices (llama-server and vLLM send them mid-stream). */
+export function isErrorEvent(chunk: UpstreamEvent): boolean {
+  return chunk.error !== undefined && !Array.isArray(chunk.choices);
+}
+
+/** A usage-only event: summed over attempts, one goes out at the very end. */
+export function isUsageEvent(chunk: UpstreamEvent): boolean {
+  return !!chunk.usage && (!Array.isArray(chunk.choices) || chunk.choices.length === 0);
+}
+
+/** Every chunk repeats the same identity: a new object only when it changes. */
+export function noteIdentity(call: ChatCall, chunk: ChatCompletionChunk): void {
+  const prev = call.streamIdentity;
+  const model = chunk.model ?? prev.model;
+  const created = chunk.created ?? prev.created;
+  if (prev.id !== chunk.id || prev.model !== model || prev.created !== created)
+    call.streamIdentity = { id: chunk.id, model, created };
+}
+
+export function midStreamError(call: ChatCall, err: unknown): ToolproofError {
+  const mapped = toUpstreamError(err, call.route.client.label);
+  if (mapped instanceof ToolproofError && mapped.code !== 'TP_ERR_UPSTREAM_UNREACHABLE') return mapped;
+  return new ToolproofError('TP_ERR_UPSTREAM_UNREACHABLE', {
+    message: `The upstream ${call.route.client.label} closed the stream before it ended.`,
+    cause: err,
+  });
+}
+
+export function stalled(label: string): ToolproofError {
+  return new ToolproofError('TP_ERR_UPSTREAM_TIMEOUT', {
+    message: `The upstream ${label} stalled: no event within the idle timeout (only comments or blank lines).`,
+  });
+}
+
+export function cutOff(label: string): ToolproofError {
+  return new ToolproofError('TP_ERR_UPSTREAM_UNREACHABLE', {
+    message: `The upstream ${label} closed the stream before the answer finished (no finish_reason, no end-of-stream marker).`,
+  });
+}
