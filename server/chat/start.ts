@@ -3,12 +3,15 @@
  * connection, the trace, and the headers worth forwarding. Front doors translate their request
  * into a chat-completions request first, then share everything from here on.
  */
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { keepSourceText } from '../../protocol/lossless-json.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
+import type { ModelSettings } from '../../protocol/settings.js';
 import { withPreserveThinking } from '../../protocol/template-kwargs.js';
 import { RequestAbort } from '../abort.js';
 import { affinityKey } from '../affinity.js';
 import type { AppState } from '../app-state.js';
+import { reportDroppedTools } from '../dropped-tools.js';
 import { resolveRoute } from '../routing.js';
 import { type Api, ChatCall } from './context.js';
 import { activePolicies } from './policy-runner.js';
@@ -74,4 +77,29 @@ export function startChatCall(
   request.rawBody = undefined;
   request.tp = { model: route.name, upstream: route.client.label, stream: body.stream === true, call, api };
   return call;
+}
+
+/**
+ * A translated front door's start (Responses, Messages): the client's numbers and key order kept
+ * from its bytes (the request is serialized again), the body translated with its model's
+ * settings, the call opened, and the hosted tools the translation left out reported. Returns the
+ * translation and the header a stream writes itself.
+ */
+export function startTranslatedCall<
+  B extends { model: string },
+  T extends { chat: ChatCompletionRequest; dropped: readonly string[] },
+>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  state: AppState,
+  api: Api,
+  translate: (body: B, settings: ModelSettings) => T,
+): { call: ChatCall; translated: T; droppedHeader: Record<string, string> } {
+  const body = request.body as B;
+  if (request.rawBody) keepSourceText(body, request.rawBody);
+  const { settings } = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
+  const translated = translate(body, settings);
+  const call = startChatCall(request, state, translated.chat, api);
+  const droppedHeader = reportDroppedTools(reply, state, call, translated.dropped);
+  return { call, translated, droppedHeader };
 }

@@ -21,8 +21,7 @@ import type { AppState } from '../app-state.js';
 import { readText } from '../chat/attempt.js';
 import type { StreamOutput, StreamSummary } from '../chat/output.js';
 import { completeChat, streamChat } from '../chat/pipeline.js';
-import { startChatCall } from '../chat/start.js';
-import { reportDroppedTools } from '../dropped-tools.js';
+import { startTranslatedCall } from '../chat/start.js';
 import { errorHandler, normalizeError, parseUpstreamBody } from '../error-handler.js';
 import { endStreamWith, type OpenStream } from '../open-streams.js';
 import { DEFAULT_STREAM_KEEPALIVE_MS, KeepAlive } from '../keep-alive.js';
@@ -239,12 +238,13 @@ export function messagesRoutes(state: AppState): FastifyPluginAsync {
       },
       async (request, reply) => {
         const body = request.body as MessagesRequest;
-        // Translated, so serialized: the client's numbers and key order are kept from its bytes.
-        if (request.rawBody) keepSourceText(body, request.rawBody);
-        const { settings } = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
-        const { chat, dropped } = translateRequest(body, { hostedTools: settings.hostedTools });
-        const call = startChatCall(request, state, chat, 'messages');
-        const droppedHeader = reportDroppedTools(reply, state, call, dropped);
+        const { call, droppedHeader } = startTranslatedCall(
+          request,
+          reply,
+          state,
+          'messages',
+          (b: MessagesRequest, settings) => translateRequest(b, { hostedTools: settings.hostedTools }),
+        );
         const ctx: MessageContext = {
           id: messageId(request.id),
           model: body.model,

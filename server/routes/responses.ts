@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionChunk } from '../../protocol/openai.js';
-import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
+import { stringifyJson } from '../../protocol/lossless-json.js';
 import { translateRequest } from '../../protocol/responses/request.js';
 import {
   completionToResponse,
@@ -19,10 +19,8 @@ import type { ResponsesEvent, ResponsesRequest } from '../../protocol/responses/
 import type { AppState } from '../app-state.js';
 import type { StreamOutput, StreamSummary } from '../chat/output.js';
 import { completeChat, streamChat } from '../chat/pipeline.js';
-import { startChatCall } from '../chat/start.js';
-import { reportDroppedTools } from '../dropped-tools.js';
+import { startTranslatedCall } from '../chat/start.js';
 import { endStreamWith, type OpenStream } from '../open-streams.js';
-import { resolveRoute } from '../routing.js';
 import { SSE_HEADERS, writeRaw } from './chat-completions.js';
 import { pushAll } from '../../protocol/append-all.js';
 import { DEFAULT_STREAM_KEEPALIVE_MS, KeepAlive } from '../keep-alive.js';
@@ -173,16 +171,14 @@ export function registerResponsesRoute(app: FastifyInstance, state: AppState): v
     },
     async (request, reply) => {
       const body = request.body as ResponsesRequest;
-      // Translated, so serialized: the client's numbers and key order are kept from its bytes.
-      if (request.rawBody) keepSourceText(body, request.rawBody);
-      const { settings } = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
-      const {
-        chat: chatBody,
-        catalog,
-        dropped,
-      } = translateRequest(body, { hostedTools: settings.hostedTools });
-      const call = startChatCall(request, state, chatBody, 'responses');
-      const droppedHeader = reportDroppedTools(reply, state, call, dropped);
+      const { call, translated, droppedHeader } = startTranslatedCall(
+        request,
+        reply,
+        state,
+        'responses',
+        (b: ResponsesRequest, settings) => translateRequest(b, { hostedTools: settings.hostedTools }),
+      );
+      const { chat: chatBody, catalog } = translated;
       const ctx: TranslatorContext = {
         request: body,
         newId,
