@@ -170,6 +170,7 @@ export function agentCases(suite: AgentSuite): void {
         (l) => (l.harness?.leaks ?? []) as Array<{ format: string; outcome: string }>,
       );
       expect(leaks, why).toContainEqual(expect.objectContaining({ outcome: 'recovered' }));
+      expectPrefix(r, CORE_TASK, { api: suite.api });
     });
   if (!suite.direct) return;
   for (const mode of MODES) {
