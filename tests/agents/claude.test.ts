@@ -2,7 +2,7 @@
 import { expect, it } from 'vitest';
 import { runCase } from './lib/case.js';
 import { CLAUDE_NAMES, claudeNamesConfig, UPSTREAM_MODEL } from './lib/stack.js';
-import { agentCases, describeAgents, expectPass } from './lib/suite.js';
+import { agentCases, describeAgents, expectPass, expectPrefix } from './lib/suite.js';
 import { CORE_TASK } from './lib/tasks.js';
 
 const NAMES = CLAUDE_NAMES;
@@ -20,6 +20,7 @@ describeAgents('Claude Code 2.1.332', () => {
       file: claudeNamesConfig,
     });
     expectPass(r, CORE_TASK, { api: 'messages', model: NAMES.main });
+    expectPrefix(r, CORE_TASK, { api: 'messages' });
     // The backend only ever saw the name it serves (it answers 404 for any other).
     const models = new Set(r.upstream.map((u) => (u.body as { model?: string } | undefined)?.model));
     expect([...models]).toEqual([UPSTREAM_MODEL]);

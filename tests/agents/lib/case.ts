@@ -79,7 +79,12 @@ export async function runCase(options: CaseOptions): Promise<CaseResult> {
   const model = { mode: options.mode, task: options.task, cwd: dirs.cwd };
   const servers =
     options.via === 'toolproof'
-      ? await startAgentStack({ ...model, record: true, ...(options.file ? { fileFor: options.file } : {}) })
+      ? await startAgentStack({
+          ...model,
+          record: true,
+          billingNonce: options.agent === 'claude',
+          ...(options.file ? { fileFor: options.file } : {}),
+        })
       : await startBackend(model).then((sim) => ({
           sim,
           origin: sim.origin,

@@ -3,6 +3,7 @@
  * and the real toolproof app on loopback in front of it, its JSON log lines captured. With
  * `record`, a recording hop in front of toolproof keeps every request body the agent sent.
  */
+import { randomBytes } from 'node:crypto';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { buildApp, type ToolproofApp } from '../../../server/app.js';
@@ -62,12 +63,16 @@ export interface StackOptions {
   task: Task;
   cwd: string;
   record?: boolean;
+  /** With `record`: stamp a fresh billing nonce on every request, as Claude Code's native builds do. */
+  billingNonce?: boolean;
   /** toolproof's YAML config (as an object), given the simulator's URL; the default upstream is the simulator. */
   fileFor?: (upstreamUrl: string) => Parameters<typeof loadConfig>[1];
 }
 
 /** The simulator alone, for runs straight to the backend. */
-export function startBackend(options: Omit<StackOptions, 'record' | 'fileFor'>): Promise<Simulator> {
+export function startBackend(
+  options: Omit<StackOptions, 'record' | 'fileFor' | 'billingNonce'>,
+): Promise<Simulator> {
   return createSimulator({
     personality: 'vllm',
     scenario: agentModel(options),
@@ -78,12 +83,27 @@ export function startBackend(options: Omit<StackOptions, 'record' | 'fileFor'>):
   });
 }
 
-async function recorder(target: string, recorded: RecordedRequest[]): Promise<Server> {
+/**
+ * Claude Code's native builds stamp a fresh `cch=<nonce>;` onto the billing header of every
+ * request (anthropics/claude-code#68900); the npm build the suite runs leaves it out. The recorder
+ * adds one, 5 hex digits as those builds send, so the runs carry a nonce that changes per request.
+ */
+const BILLING_HEADER = /(x-anthropic-billing-header: [^"\\]*?cc_entrypoint=[^;"\\]*;)(?! cch=)/;
+
+export function stampBillingNonce(raw: string): string {
+  return raw.replace(BILLING_HEADER, `$1 cch=${randomBytes(3).toString('hex').slice(0, 5)};`);
+}
+
+async function recorder(target: string, recorded: RecordedRequest[], billingNonce: boolean): Promise<Server> {
   const server = createServer((req, res) => {
     const parts: Buffer[] = [];
     req.on('data', (c: Buffer) => parts.push(c));
     req.on('end', () => {
-      const raw = Buffer.concat(parts);
+      let raw = Buffer.concat(parts);
+      if (billingNonce) {
+        raw = Buffer.from(stampBillingNonce(raw.toString('utf8')), 'utf8');
+        if (req.headers['content-length']) req.headers['content-length'] = String(raw.length);
+      }
       let body: unknown = raw.toString('utf8');
       try {
         body = raw.length ? JSON.parse(raw.toString('utf8')) : undefined;
@@ -133,7 +153,7 @@ export async function startAgentStack(options: StackOptions): Promise<AgentStack
   const recorded: RecordedRequest[] = [];
   let rec: Server | undefined;
   if (options.record) {
-    rec = await recorder(origin, recorded);
+    rec = await recorder(origin, recorded, options.billingNonce === true);
     origin = `http://127.0.0.1:${(rec.address() as AddressInfo).port}`;
   }
   return {

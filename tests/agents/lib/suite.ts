@@ -1,10 +1,12 @@
 /**
  * The assertions every agent case makes, and the per-agent suites built from them.
  */
+import { appendFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { AgentId, PiApi } from './agents.js';
 import { agentsInfo, type CaseOptions, type CaseResult, describeRun, MARKUP, runCase } from './case.js';
 import { MODES, type Mode } from './model.js';
+import { checkPrefix, systemMessage } from './prefix.js';
 import { UPSTREAM_MODEL } from './stack.js';
 import { CORE_TASK, EDIT_TASK, type Task } from './tasks.js';
 
@@ -46,6 +48,71 @@ export function expectPass(r: CaseResult, task: Task, e: Expect): void {
   expect(forced.length, why).toBeGreaterThanOrEqual(task.steps.length + 1);
 }
 
+const BILLING = 'x-anthropic-billing-header:';
+
+/** The text blocks of a Messages request's `system` (a string or blocks). */
+function systemTexts(body: unknown): string[] {
+  const system = (body as { system?: unknown } | undefined)?.system;
+  if (typeof system === 'string') return [system];
+  if (!Array.isArray(system)) return [];
+  return system.flatMap((b: { type?: string; text?: unknown }) =>
+    b?.type === 'text' && typeof b.text === 'string' ? [b.text] : [],
+  );
+}
+
+/**
+ * The prefix contract over the run's main loop (docs/prefix.md): every turn's upstream request
+ * extends the previous one byte for byte, corrective retries aside (each one matched by a retry
+ * in toolproof's log). On Messages, the system text (Claude Code's billing header and its nonce
+ * included) is the same on every turn upstream.
+ */
+export function expectPrefix(r: CaseResult, task: Task, e: Expect): void {
+  const why = describeRun(r);
+  const check = checkPrefix(r.upstream);
+  const main = [...check.conversations].sort((a, b) => b.requests.length - a.requests.length)[0];
+  const turns = main?.requests.length ?? 0;
+  const logged = r.logs.reduce(
+    (n, l) => n + (Array.isArray(l.harness?.retries) ? (l.harness.retries as unknown[]).length : 0),
+    0,
+  );
+  const billing = r.sent.flatMap((s) => systemTexts(s.body)).filter((t) => t.startsWith(BILLING));
+  const nonces = new Set(billing.map((t) => /cch=([0-9A-Za-z]+)/.exec(t)?.[1]).filter(Boolean));
+  const systems = new Set(
+    (main?.requests ?? []).map((u) => systemMessage(u.rawBody)).filter((s) => s !== undefined),
+  );
+  const log = process.env.TOOLPROOF_AGENTS_PREFIX_LOG;
+  if (log)
+    appendFileSync(
+      log,
+      `${JSON.stringify({
+        api: e.api,
+        task: task.id,
+        conversations: check.conversations.map((c) => c.requests.length),
+        checked: check.checked,
+        retries: check.retries,
+        logged,
+        breaks: check.breaks.length,
+        billing: billing.length,
+        nonces: nonces.size,
+        systems: systems.size,
+        cached: (main?.requests ?? []).map((u) => `${u.cachedTokens ?? '-'}/${u.promptTokens ?? '-'}`),
+      })}\n`,
+    );
+  // Every step is one turn of the main loop, and the answer one more.
+  expect(turns, why).toBeGreaterThanOrEqual(task.steps.length + 1);
+  expect(check.breaks, why).toEqual([]);
+  expect(check.retries, why).toBeLessThanOrEqual(logged);
+  if (e.api === 'messages') expect(systems.size, why).toBe(1);
+  if (billing.length > 0) {
+    // The agent's header reached upstream with its nonce normalized, the same on every turn.
+    const [system] = [...systems];
+    expect(system, why).toContain(BILLING.slice(0, -1));
+    if (nonces.size > 0) expect(system, why).toMatch(/cch=0+;/);
+    // ...though the agent sent a fresh one on every request.
+    if (billing.length > 1 && nonces.size > 0) expect(nonces.size, why).toBeGreaterThan(1);
+  }
+}
+
 /** Straight to the backend: a leak or a prose claim reaches the user, and nothing is on disk. */
 export function expectDirectFailure(r: CaseResult, mode: Mode): void {
   const why = describeRun(r);
@@ -74,6 +141,7 @@ export function agentCases(suite: AgentSuite): void {
       it(`${task.id}, ${mode}: through toolproof it does the task`, async () => {
         const r = await runCase({ ...base, mode, task, via: 'toolproof' });
         expectPass(r, task, { api: suite.api });
+        expectPrefix(r, task, { api: suite.api });
         suite.check?.(r);
       });
     }
@@ -102,6 +170,7 @@ export function agentCases(suite: AgentSuite): void {
         (l) => (l.harness?.leaks ?? []) as Array<{ format: string; outcome: string }>,
       );
       expect(leaks, why).toContainEqual(expect.objectContaining({ outcome: 'recovered' }));
+      expectPrefix(r, CORE_TASK, { api: suite.api });
     });
   if (!suite.direct) return;
   for (const mode of MODES) {
