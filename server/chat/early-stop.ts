@@ -9,7 +9,7 @@
  */
 import type { Policy } from '../../policies/types.js';
 import type { ChatCall } from './context.js';
-import type { StreamChain } from './policy-runner.js';
+import type { StreamChain } from '../../policies/composition.js';
 
 /** The attempt's output is thrown away whatever the upstream sends next: stop it now. */
 export function discardDecided(call: ChatCall, chain: StreamChain): boolean {

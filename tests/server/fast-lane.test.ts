@@ -11,7 +11,7 @@ import type { ChatCompletionChunk, ChatCompletionRequest } from '../../protocol/
 import { POLICIES } from '../../policies/registry.js';
 import type { PolicyContext } from '../../policies/types.js';
 import { argsOnly, createFastLane, learnArgsTemplate, matchArgs } from '../../server/chat/fast-lane.js';
-import { createStreamChain } from '../../server/chat/policy-runner.js';
+import { createStreamChain } from '../../policies/composition.js';
 import { prepare } from '../policies/chain.js';
 import { ctxWith, request, weatherTool } from '../policies/helpers.js';
 
