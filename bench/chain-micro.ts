@@ -9,7 +9,7 @@ import type { ChatCompletionChunk, ChatCompletionRequest } from '../protocol/ope
 import { DEFAULT_MODEL_SETTINGS } from '../protocol/settings.js';
 import { POLICIES } from '../policies/registry.js';
 import { createFastLane } from '../server/chat/fast-lane.js';
-import { activePolicies, createStreamChain, runRequestPolicies } from '../server/chat/policy-runner.js';
+import { activePolicies, createStreamChain, runRequestPolicies } from '../policies/composition.js';
 
 const n = Number(process.argv[2] ?? 500);
 const original: ChatCompletionRequest = {

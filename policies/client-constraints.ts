@@ -22,6 +22,7 @@ import { passThroughHook, type Policy, type PolicyEffect } from './types.js';
 import { clientToolChoice, parallelCallsAllowed } from './support/client-choice.js';
 import { createClientConstraintsStreamHook } from './support/client-constraints-stream.js';
 import { appendForbiddenCalls } from './support/forbidden-calls.js';
+import { tallied } from './support/effects.js';
 
 export const CLIENT_CONSTRAINTS_POLICY = 'client-constraints';
 
@@ -67,6 +68,7 @@ export const clientConstraintsPolicy: Policy = {
   name: CLIENT_CONSTRAINTS_POLICY,
   // Always on: these are the client's own instructions, not a harness feature to opt out of.
   enabled: () => true,
+  describeEffect: (effect) => tallied('constraints', effect),
 
   onResponse(response: ChatCompletion, _ctx, _memo, _sent, original) {
     const c = constraintsOf(original);

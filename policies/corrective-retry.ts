@@ -281,6 +281,33 @@ export function answerChars(response: ChatCompletion): number {
 
 export const correctiveRetryPolicy: Policy = {
   name: CORRECTIVE_RETRY_POLICY,
+  retriesUnrecoverable: true,
+  describeEffect(effect) {
+    if (effect.kind === 'validation-failed') {
+      const detail = effect.detail as { tool?: unknown; reason?: unknown } | undefined;
+      return {
+        type: 'validation-failed',
+        tool: String(detail?.tool ?? 'unknown'),
+        undeclared: detail?.reason === 'undeclared-tool',
+        detail: effect.detail,
+      };
+    }
+    if (effect.kind === 'schema-unenforced') {
+      const d = effect.detail as { tool?: unknown; reasons?: unknown; cause?: unknown } | undefined;
+      return {
+        type: 'schema-unenforced',
+        tool: String(d?.tool ?? ''),
+        reasons: Array.isArray(d?.reasons) ? d.reasons.map(String) : [],
+        cause: String(d?.cause),
+      };
+    }
+    if (effect.kind === 'retry')
+      return {
+        type: 'retry',
+        reason: String((effect.detail as { reason?: unknown } | undefined)?.reason ?? 'invalid'),
+      };
+    return undefined;
+  },
   // With maxRetries 0 the policy still judges calls (effects for the log and metrics) but its
   // stream hook no longer holds tool calls back.
   enabled: (settings) => settings.maxRetries > 0 || settings.validateArguments,

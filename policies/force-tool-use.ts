@@ -39,6 +39,7 @@ import {
   leadingContent,
 } from './support/final-answer.js';
 import { createFinalAnswerStreamHook } from './support/final-answer-stream.js';
+import { tallied } from './support/effects.js';
 
 export const FORCE_TOOL_USE_POLICY = 'force-tool-use';
 
@@ -183,6 +184,25 @@ function forcedCopy(request: ChatCompletionRequest): ChatCompletionRequest {
 export const forceToolUsePolicy: Policy = {
   name: FORCE_TOOL_USE_POLICY,
   enabled: (settings) => settings.forceToolUse,
+  describeEffect(effect) {
+    switch (effect.kind) {
+      case 'forced':
+        return {
+          type: 'forced',
+          toolChoice: (effect.detail as { toolChoice?: string } | undefined)?.toolChoice ?? 'required',
+        };
+      case 'final-answer':
+        return { type: 'final-answer' };
+      case 'forced-but-prose':
+        return { type: 'forced-but-prose' };
+      case 'final-answer-raw':
+        return tallied('finalAnswerProblems', effect, 'raw');
+      case 'final-answer-invalid':
+        return tallied('finalAnswerProblems', effect, 'invalid');
+      default:
+        return undefined;
+    }
+  },
 
   onRequest(request, ctx) {
     const skip = notForcedReason(request);

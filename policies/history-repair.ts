@@ -3,11 +3,13 @@
  * backends before anything goes upstream. See support/repair-history.ts for the invariants.
  */
 import type { Policy } from './types.js';
+import { tallied } from './support/effects.js';
 import { HISTORY_REPAIR_POLICY, repairHistory } from './support/repair-history.js';
 
 export const historyRepairPolicy: Policy = {
   name: HISTORY_REPAIR_POLICY,
   enabled: (settings) => settings.historyRepair.enabled,
+  describeEffect: (effect) => tallied('repairs', effect),
   onRequest(request, ctx) {
     if (!Array.isArray(request.messages)) return { action: 'continue', request, effects: [] };
     const { messages, effects } = repairHistory(request.messages, ctx.settings.historyRepair);

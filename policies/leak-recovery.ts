@@ -30,6 +30,7 @@ import {
 import type { LeakRecord } from '../parsers/types.js';
 import {
   passThroughHook,
+  type EffectLeak,
   type Policy,
   type PolicyContext,
   type LightDelta,
@@ -57,6 +58,10 @@ function applies(ctx: PolicyContext, sent: ChatCompletionRequest): boolean {
 
 /** Short, stable token of a string, so derived ids look like `call_tp3f9a…_0`. */
 const token = (s: string): string => fnv1a(s).toString(36);
+
+function isLeak(detail: unknown): detail is EffectLeak {
+  return !!detail && typeof detail === 'object' && typeof (detail as EffectLeak).format === 'string';
+}
 
 function idFactory(responseId: string, choice: number): () => string {
   let n = 0;
@@ -525,6 +530,7 @@ function onUpstreamError(
 export const leakRecovery: Policy = {
   name: NAME,
   enabled: (settings) => settings.recovery !== 'off',
+  describeEffect: (effect) => (isLeak(effect.detail) ? { type: 'leak', leak: effect.detail } : undefined),
   onResponse,
   createStreamHook,
   onUpstreamError,

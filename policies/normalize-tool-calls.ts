@@ -17,7 +17,7 @@ import type { Policy } from './types.js';
 import { isPlainObject, tryParseJson } from './support/canonical-arguments.js';
 import { argumentsText } from './support/arguments-text.js';
 import { derivedCallId, looksTruncated } from './support/call-ids.js';
-import { EffectTally } from './support/effects.js';
+import { EffectTally, tallied } from './support/effects.js';
 import { createNormalizeStreamHook } from './support/normalize-stream.js';
 
 export const NORMALIZE_TOOL_CALLS_POLICY = 'normalize-tool-calls';
@@ -94,6 +94,7 @@ export function normalizeToolCalls(response: ChatCompletion): {
 export const normalizeToolCallsPolicy: Policy = {
   name: NORMALIZE_TOOL_CALLS_POLICY,
   enabled: () => true,
+  describeEffect: (effect) => tallied('normalizations', effect),
   onResponse(response) {
     const { response: normalized, tally, changed } = normalizeToolCalls(response);
     return {

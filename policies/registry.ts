@@ -17,7 +17,7 @@ import { forceToolUsePolicy } from './force-tool-use.js';
 import { historyRepairPolicy } from './history-repair.js';
 import { leakRecovery } from './leak-recovery.js';
 import { normalizeToolCallsPolicy } from './normalize-tool-calls.js';
-import type { Policy } from './types.js';
+import type { EffectRecord, Policy, PolicyEffect } from './types.js';
 
 /** Every policy once, in the order of both sides (each side skips policies without its hook). */
 export const POLICIES: readonly Policy[] = Object.freeze([
@@ -28,3 +28,10 @@ export const POLICIES: readonly Policy[] = Object.freeze([
   clientConstraintsPolicy,
   correctiveRetryPolicy,
 ]);
+
+const BY_NAME: ReadonlyMap<string, Policy> = new Map(POLICIES.map((p) => [p.name, p]));
+
+/** What `effect` means for the trace and metrics, as the policy that produced it declares. */
+export function describeEffect(effect: PolicyEffect): EffectRecord | undefined {
+  return BY_NAME.get(effect.policy)?.describeEffect?.(effect);
+}

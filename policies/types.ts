@@ -54,6 +54,41 @@ export interface PolicyEffect {
   detail?: unknown;
 }
 
+/** The request trace's per-kind tallies an effect can add to (each has its counter, labelled by key). */
+export type EffectTallyName = 'repairs' | 'normalizations' | 'constraints' | 'finalAnswerProblems';
+
+/**
+ * What one effect means for the request's trace and metrics, as the policy that produced it
+ * declares (Policy.describeEffect). A closed set: server/ applies each member generically and
+ * never looks at which policy an effect came from.
+ */
+export type EffectRecord =
+  /** `count` more of `key` in the trace's `tally`, and on its counter with label `label`. */
+  | { type: 'tally'; tally: EffectTallyName; key: string; label: string; count: number }
+  /** The request went upstream with a forced tool_choice. */
+  | { type: 'forced'; toolChoice: string }
+  /** The attempt's answer came from the synthetic final-answer tool. */
+  | { type: 'final-answer' }
+  /** A forced request answered in prose all the same. */
+  | { type: 'forced-but-prose' }
+  /** Tool-call text found in the model's output, and what became of it. */
+  | { type: 'leak'; leak: EffectLeak }
+  /** A call whose arguments failed validation (`undeclared`: its tool was never declared). */
+  | { type: 'validation-failed'; tool: string; undeclared: boolean; detail: unknown }
+  /** A call whose schema could not be fully enforced, and why. */
+  | { type: 'schema-unenforced'; tool: string; reasons: string[]; cause: string }
+  /** A corrective retry was asked for. */
+  | { type: 'retry'; reason: string };
+
+/** A leak as the trace and the leak counter see it. */
+export interface EffectLeak {
+  format: string;
+  source: string;
+  outcome: string;
+  backendHint?: string;
+  reason?: string;
+}
+
 export type RequestDecision =
   | { action: 'continue'; request: ChatCompletionRequest; effects: PolicyEffect[]; memo?: unknown }
   | { action: 'reject'; error: ToolproofError; effects: PolicyEffect[] };
@@ -134,6 +169,16 @@ export interface Policy {
   /** Stable, kebab-case. */
   readonly name: string;
   enabled(settings: ModelSettings): boolean;
+  /**
+   * What an effect of this policy means for the trace and metrics, or undefined when it only
+   * goes to the log line's `effects`. Pure; absent: every effect only goes there.
+   */
+  describeEffect?(effect: PolicyEffect): EffectRecord | undefined;
+  /**
+   * This policy retries an attempt that a stream hook found unrecoverable (StreamHook.unrecoverable)
+   * while retries are left, so the server may stop such an attempt's upstream at once.
+   */
+  readonly retriesUnrecoverable?: boolean;
   /**
    * `original` is the client's request as received; `request` the one being rewritten.
    */

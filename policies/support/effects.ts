@@ -1,5 +1,14 @@
 /** Counts effects by kind so each kind is reported once with a count (metric label sets stay small). */
-import type { PolicyEffect } from '../types.js';
+import type { EffectRecord, EffectTallyName, PolicyEffect } from '../types.js';
+
+/** An effect that only adds its count to one of the trace's tallies (and that tally's counter). */
+export function tallied(
+  tally: EffectTallyName,
+  effect: PolicyEffect,
+  label: string = effect.kind,
+): EffectRecord {
+  return { type: 'tally', tally, key: effect.kind, label, count: effect.count ?? 1 };
+}
 
 export class EffectTally {
   /** Created on the first effect: most streams have none, and each open stream holds its tallies. */

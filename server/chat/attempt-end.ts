@@ -15,7 +15,7 @@ import type {
 import type { PolicyEffect } from '../../policies/types.js';
 import type { OpenResult } from './attempt.js';
 import type { ChatCall } from './context.js';
-import { runResponsePolicies } from './policy-runner.js';
+import { runResponsePolicies } from '../../policies/composition.js';
 
 export type ChatResult =
   | { kind: 'completion'; completion: ChatCompletion; usage?: Usage }

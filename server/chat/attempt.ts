@@ -14,7 +14,7 @@ import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstream.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects } from './effects.js';
-import { runRequestPolicies } from './policy-runner.js';
+import { runRequestPolicies } from '../../policies/composition.js';
 import type { PolicyEffect } from '../../policies/types.js';
 
 const MAX_ERROR_BODY = 1024 * 1024;

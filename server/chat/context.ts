@@ -14,7 +14,7 @@ import type { FallbackMemory } from '../fallback-memory.js';
 import type { Metrics } from '../metrics.js';
 import type { ModelLabels } from '../routing.js';
 import type { UpstreamClient } from '../upstream.js';
-import type { RequestPhase } from './policy-runner.js';
+import type { RequestPhase } from '../../policies/composition.js';
 import type { HarnessTrace } from './trace.js';
 
 export interface ChatDeps {

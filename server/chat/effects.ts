@@ -1,17 +1,23 @@
 /**
- * Policy effects -> the request's trace and metrics. The only place that knows which effect
- * kinds feed which counters; policies stay ignorant of metrics.
+ * Policy effects -> the request's trace and metrics. Each policy declares what its effects mean
+ * (Policy.describeEffect, an EffectRecord); this applies those records, knowing counters and
+ * trace fields but no policy.
  */
-import type { PolicyEffect } from '../../policies/types.js';
-import type { LeakRecord } from '../../parsers/types.js';
+import { describeEffect } from '../../policies/registry.js';
+import type { EffectTallyName, PolicyEffect } from '../../policies/types.js';
+import type { Metrics } from '../metrics.js';
 import type { ChatCall, ChatDeps } from './context.js';
 
 /** toolproof_schemas_unenforced_total's causes: a closed set. */
 const UNENFORCED_CAUSES = new Set(['budget', 'cost', 'schema', 'pattern']);
 
-function isLeak(detail: unknown): detail is LeakRecord {
-  return !!detail && typeof detail === 'object' && typeof (detail as LeakRecord).format === 'string';
-}
+/** The counter of each of the trace's tallies (labelled model, key). */
+const TALLY_COUNTERS: Readonly<Record<EffectTallyName, (m: Metrics) => Metrics['historyRepairs']>> = {
+  repairs: (m) => m.historyRepairs,
+  normalizations: (m) => m.normalizations,
+  constraints: (m) => m.clientConstraints,
+  finalAnswerProblems: (m) => m.finalAnswerProblems,
+};
 
 export function recordPolicyEffects(call: ChatCall, deps: ChatDeps, effects: readonly PolicyEffect[]): void {
   const model = call.route.name;
@@ -21,73 +27,53 @@ export function recordPolicyEffects(call: ChatCall, deps: ChatDeps, effects: rea
   // as long as the request, an open stream included.
   if (effects.length > 0) t.effects = t.effects.concat(effects);
   for (const e of effects) {
-    const n = e.count ?? 1;
-    switch (e.policy) {
-      case 'history-repair':
-        t.repairs[e.kind] = (t.repairs[e.kind] ?? 0) + n;
-        m.historyRepairs.labels(model, e.kind).inc(n);
+    const r = describeEffect(e);
+    if (!r) continue;
+    switch (r.type) {
+      case 'tally': {
+        const tally = t[r.tally];
+        tally[r.key] = (tally[r.key] ?? 0) + r.count;
+        TALLY_COUNTERS[r.tally](m).labels(model, r.label).inc(r.count);
         break;
-      case 'force-tool-use':
-        if (e.kind === 'forced') {
-          t.forced = true;
-          const choice = (e.detail as { toolChoice?: string } | undefined)?.toolChoice ?? 'required';
-          t.toolChoiceSent = choice;
-          m.hot.forced(model, choice).inc();
-        } else if (e.kind === 'final-answer') {
-          t.finalAnswer = true;
-          m.hot.finalAnswers(model).inc();
-        } else if (e.kind === 'forced-but-prose') {
-          m.forcedButProse.labels(model).inc();
-        } else if (e.kind === 'final-answer-raw' || e.kind === 'final-answer-invalid') {
-          t.finalAnswerProblems[e.kind] = (t.finalAnswerProblems[e.kind] ?? 0) + n;
-          m.finalAnswerProblems.labels(model, e.kind === 'final-answer-raw' ? 'raw' : 'invalid').inc(n);
-        }
+      }
+      case 'forced':
+        t.forced = true;
+        t.toolChoiceSent = r.toolChoice;
+        m.hot.forced(model, r.toolChoice).inc();
         break;
-      case 'leak-recovery':
-        if (isLeak(e.detail)) {
-          const leak = e.detail;
-          t.leaks.push({
-            format: leak.format,
-            source: leak.source,
-            outcome: leak.outcome,
-            ...(leak.backendHint ? { backendHint: leak.backendHint } : {}),
-            ...(leak.reason ? { reason: leak.reason } : {}),
-          });
-          m.leaks.labels(model, leak.format, leak.source, leak.outcome, call.api).inc();
-        }
+      case 'final-answer':
+        t.finalAnswer = true;
+        m.hot.finalAnswers(model).inc();
         break;
-      case 'client-constraints':
-        t.constraints[e.kind] = (t.constraints[e.kind] ?? 0) + n;
-        m.clientConstraints.labels(model, e.kind).inc(n);
+      case 'forced-but-prose':
+        m.forcedButProse.labels(model).inc();
         break;
-      case 'normalize-tool-calls':
-        t.normalizations[e.kind] = (t.normalizations[e.kind] ?? 0) + n;
-        m.normalizations.labels(model, e.kind).inc(n);
+      case 'leak': {
+        const leak = r.leak;
+        t.leaks.push({
+          format: leak.format,
+          source: leak.source,
+          outcome: leak.outcome,
+          ...(leak.backendHint ? { backendHint: leak.backendHint } : {}),
+          ...(leak.reason ? { reason: leak.reason } : {}),
+        });
+        m.leaks.labels(model, leak.format, leak.source, leak.outcome, call.api).inc();
         break;
-      case 'corrective-retry':
-        if (e.kind === 'validation-failed') {
-          const detail = e.detail as { tool?: unknown; reason?: unknown } | undefined;
-          const tool = String(detail?.tool ?? 'unknown');
-          t.validationFailures.push({ tool, detail: e.detail });
-          // Label values stay a small set: a name the model invented is "undeclared", and
-          // declared names past the first few hundred share "other".
-          const label =
-            detail?.reason === 'undeclared-tool' ? 'undeclared' : deps.toolLabels.label(tool.slice(0, 64));
-          m.argumentValidationFailures.labels(model, label).inc();
-        } else if (e.kind === 'schema-unenforced') {
-          const d = e.detail as { tool?: unknown; reasons?: unknown; cause?: unknown } | undefined;
-          t.unenforced.push({
-            tool: String(d?.tool ?? ''),
-            reasons: Array.isArray(d?.reasons) ? d.reasons.map(String) : [],
-          });
-          const cause = UNENFORCED_CAUSES.has(String(d?.cause)) ? String(d?.cause) : 'schema';
-          m.schemasUnenforced.labels(model, cause).inc();
-        } else if (e.kind === 'retry') {
-          const reason = String((e.detail as { reason?: unknown } | undefined)?.reason ?? 'invalid');
-          t.retries.push({ reason });
-        }
+      }
+      case 'validation-failed':
+        t.validationFailures.push({ tool: r.tool, detail: r.detail });
+        // Label values stay a small set: a name the model invented is "undeclared", and
+        // declared names past the first few hundred share "other".
+        m.argumentValidationFailures
+          .labels(model, r.undeclared ? 'undeclared' : deps.toolLabels.label(r.tool.slice(0, 64)))
+          .inc();
         break;
-      default:
+      case 'schema-unenforced':
+        t.unenforced.push({ tool: r.tool, reasons: r.reasons });
+        m.schemasUnenforced.labels(model, UNENFORCED_CAUSES.has(r.cause) ? r.cause : 'schema').inc();
+        break;
+      case 'retry':
+        t.retries.push({ reason: r.reason });
         break;
     }
   }
@@ -103,5 +89,5 @@ export function settleRetry(call: ChatCall, deps: ChatDeps, outcome: 'fixed' | '
 
 /** The attempt's answer came from the synthetic final-answer tool (streamed live, if streaming). */
 export function finalAnswerIn(effects: readonly PolicyEffect[]): boolean {
-  return effects.some((e) => e.policy === 'force-tool-use' && e.kind === 'final-answer');
+  return effects.some((e) => describeEffect(e)?.type === 'final-answer');
 }

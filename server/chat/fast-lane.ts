@@ -19,7 +19,7 @@ import { materializeLight } from '../../policies/support/light-delta.js';
 import type { ChatCompletionChunk } from '../../protocol/openai.js';
 import { ownString } from '../../protocol/own-string.js';
 import type { LightFrame } from '../../policies/types.js';
-import type { StreamChain } from './policy-runner.js';
+import type { StreamChain } from '../../policies/composition.js';
 
 /** Templates learned per attempt at most (each costs a parse and a stringify of one event). */
 const MAX_LEARNS = 8;

@@ -22,7 +22,8 @@ import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects, settleRetry } from './effects.js';
 import { JsonDriver, usageFromBytes } from './json-driver.js';
 import type { StreamOutput } from './output.js';
-import { runRequestPolicies, salvageUpstreamError } from './policy-runner.js';
+import { runRequestPolicies } from '../../policies/composition.js';
+import { salvageUpstreamError } from './policy-runner.js';
 import { SseDriver } from './stream-driver.js';
 import { addUsage, classifyFinal } from './trace.js';
 

@@ -14,7 +14,7 @@ import type { AppState } from '../app-state.js';
 import { reportDroppedTools } from '../dropped-tools.js';
 import { resolveRoute } from '../routing.js';
 import { type Api, ChatCall } from './context.js';
-import { activePolicies } from './policy-runner.js';
+import { activePolicies } from '../../policies/composition.js';
 import { newTrace } from './trace.js';
 
 /** Headers worth forwarding upstream (conversation ids, tracing); never the client's API key. */

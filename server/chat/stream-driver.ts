@@ -23,7 +23,7 @@ import type { ChatCall, ChatDeps } from './context.js';
 import { carriesLogprobs, LogprobsCarrier } from './logprobs-carrier.js';
 import { createFastLane, type FastLane, type LaneSink } from './fast-lane.js';
 import type { StreamOutput } from './output.js';
-import { createStreamChain, type StreamChain } from './policy-runner.js';
+import { createStreamChain, type StreamChain } from '../../policies/composition.js';
 import { NO_CHOICES, type OpenedCalls } from '../../protocol/completion-shape.js';
 import {
   badStream,

@@ -2,7 +2,7 @@
  * What the client asked for holds on what it receives (issue 9), streamed and not:
  * tool_choice "none" (no call reaches the client), parallel_tool_calls false (one call), a named
  * tool_choice and "required" (judged by corrective-retry: 'wrong-tool', 'prose-when-required').
- * Runs the whole response chain in registry order (tests/policies/chain.ts).
+ * Runs the whole response chain as the pipeline composes it (policies/composition.ts, via helpers.ts).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -16,8 +16,18 @@ import { clientConstraintsPolicy } from '../../policies/client-constraints.js';
 import { POLICIES } from '../../policies/registry.js';
 
 const RESPONSE_POLICIES = POLICIES.filter((p) => p.onResponse);
-import { assemble, runNonStream, runStream } from './chain.js';
-import { call, chunk, ctxWith, request, splitAt, timeTool, weatherTool } from './helpers.js';
+import {
+  assemble,
+  call,
+  chunk,
+  ctxWith,
+  request,
+  runNonStream,
+  runStream,
+  splitAt,
+  timeTool,
+  weatherTool,
+} from './helpers.js';
 
 interface TurnSpec {
   content: string;

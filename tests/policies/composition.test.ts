@@ -1,29 +1,20 @@
 /**
- * The response-side policies composed as the pipeline composes them (normalize-tool-calls ->
+ * The response-side policies composed by the pipeline's composition (normalize-tool-calls ->
  * leak-recovery -> force-tool-use -> client-constraints -> corrective-retry): streamed and
  * non-streamed results must agree, whatever the chunking and however broken the deltas, for
  * every choice when n > 1.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type {
-  ChatCompletion,
-  ChatCompletionChunk,
-  ChatCompletionRequest,
-  ToolCall,
-} from '../../protocol/openai.js';
-import { clientConstraintsPolicy } from '../../policies/client-constraints.js';
-import { correctiveRetryPolicy } from '../../policies/corrective-retry.js';
-import { type ForceToolUseMemo, forceToolUsePolicy } from '../../policies/force-tool-use.js';
-import { leakRecovery } from '../../policies/leak-recovery.js';
-import { normalizeToolCallsPolicy } from '../../policies/normalize-tool-calls.js';
-import type { Policy, PolicyEffect, StreamHook } from '../../policies/types.js';
+import type { ChatCompletion, ChatCompletionChunk, ToolCall } from '../../protocol/openai.js';
 import {
   chunk,
   completion,
   ctxWith,
   finishOf,
   request,
+  runNonStream,
+  runStream,
   splitAt,
   streamedCalls,
   streamedContent,
@@ -31,52 +22,18 @@ import {
   weatherTool,
 } from './helpers.js';
 
-const chain: Policy[] = [
-  normalizeToolCallsPolicy,
-  leakRecovery,
-  forceToolUsePolicy,
-  clientConstraintsPolicy,
-  correctiveRetryPolicy,
-];
 let original = request({ tools: [weatherTool, timeTool] });
 const ctx = ctxWith();
 
-function sentAndMemos(): { sent: ChatCompletionRequest; memos: Map<string, unknown> } {
-  const d = forceToolUsePolicy.onRequest!(original, ctx, original);
-  if (d.action !== 'continue') throw new Error('rejected');
-  return { sent: d.request, memos: new Map([['force-tool-use', d.memo as ForceToolUseMemo]]) };
-}
-
+// The production composition (policies/composition.ts, via helpers.ts), in the results' shapes.
 function nonStream(res: ChatCompletion) {
-  const { sent, memos } = sentAndMemos();
-  let cur = res;
-  const effects: PolicyEffect[] = [];
-  for (const p of chain) {
-    const d = p.onResponse!(cur, ctx, memos.get(p.name), sent, original);
-    effects.push(...d.effects);
-    if (d.action === 'retry') return { retry: d.reason, effects };
-    cur = d.response;
-  }
-  return { response: cur, effects };
+  const r = runNonStream(res, original, ctx);
+  return r.retry ? { retry: r.reason, effects: r.effects } : { response: r.response, effects: r.effects };
 }
 
 function stream(chunks: ChatCompletionChunk[]) {
-  const { sent, memos } = sentAndMemos();
-  const hooks: StreamHook[] = chain.map((p) => p.createStreamHook!(ctx, memos.get(p.name), sent, original));
-  const from = (start: number, input: ChatCompletionChunk[]) => {
-    let cur = input;
-    for (let i = start; i < hooks.length; i++) cur = cur.flatMap((c) => hooks[i]!.onChunk(c));
-    return cur;
-  };
-  const out: ChatCompletionChunk[] = [];
-  for (const c of chunks) out.push(...from(0, [c]));
-  let retry: string | undefined;
-  for (let i = 0; i < hooks.length; i++) {
-    const end = hooks[i]!.onEnd();
-    if (end.retry && !retry) retry = end.retry.reason;
-    out.push(...from(i + 1, end.chunks));
-  }
-  return { out, retry };
+  const r = runStream(chunks, original, ctx);
+  return { out: r.out, retry: r.retry?.reason };
 }
 
 interface Layout {

@@ -8,7 +8,14 @@ import type {
   ToolDef,
 } from '../../protocol/openai.js';
 import { DEFAULT_MODEL_SETTINGS, type ModelSettings } from '../../protocol/settings.js';
-import type { PolicyContext, StreamHook } from '../../policies/types.js';
+import {
+  activePolicies,
+  createStreamChain,
+  runRequestPolicies,
+  runResponsePolicies,
+} from '../../policies/composition.js';
+import { POLICIES } from '../../policies/registry.js';
+import type { PolicyContext, PolicyEffect, StreamHook } from '../../policies/types.js';
 
 export function ctxWith(
   overrides: Partial<PolicyContext> = {},
@@ -118,4 +125,64 @@ export function splitAt(text: string, cuts: number[]): string[] {
   }
   parts.push(text.slice(prev));
   return parts;
+}
+
+/**
+ * The registry's policies composed as the pipeline composes them (policies/composition.ts): the
+ * request side for the memos, then a response attempt whose effects are its context's
+ * attemptEffects (what a later policy reads of an earlier one's work).
+ */
+export function prepare(original: ChatCompletionRequest, ctx: PolicyContext) {
+  const policies = activePolicies(POLICIES, ctx.settings);
+  const phase = runRequestPolicies(policies, original, ctx);
+  if (phase.error) throw new Error('rejected');
+  const effects: PolicyEffect[] = [];
+  const attemptCtx: PolicyContext = { ...ctx, attemptEffects: effects };
+  return { policies, sent: phase.request, memos: phase.memos, effects, ctx: attemptCtx };
+}
+
+/** One non-streamed response through the whole response side. */
+export function runNonStream(res: ChatCompletion, original: ChatCompletionRequest, ctx: PolicyContext) {
+  const { policies, sent, memos, effects, ctx: c } = prepare(original, ctx);
+  const d = runResponsePolicies(policies, res, c, memos, sent, original, effects);
+  if (d.action === 'retry') return { retry: d.request, reason: d.reason, effects, sent };
+  return { response: d.response, effects, sent };
+}
+
+/** One streamed response through the production stream chain. */
+export function runStream(
+  chunks: ChatCompletionChunk[],
+  original: ChatCompletionRequest,
+  ctx: PolicyContext,
+) {
+  const { policies, sent, memos, effects, ctx: c } = prepare(original, ctx);
+  const chain = createStreamChain(policies, c, memos, sent, original, effects);
+  const out: ChatCompletionChunk[] = [];
+  for (const chunk of chunks) out.push(...chain.push(chunk));
+  const end = chain.end();
+  out.push(...end.chunks);
+  return { out, retry: end.retry, effects };
+}
+
+/** One choice of a stream as an OpenAI client assembles it. */
+export function assemble(out: ChatCompletionChunk[], index = 0) {
+  let content = '';
+  let finish: string | null = null;
+  const calls = new Map<number, { id: string; name: string; args: string }>();
+  for (const c of out) {
+    for (const ch of c.choices) {
+      if (ch.index !== index) continue;
+      content += ch.delta.content ?? '';
+      if (ch.finish_reason) finish = ch.finish_reason;
+      for (const td of ch.delta.tool_calls ?? []) {
+        const cur = calls.get(td.index) ?? { id: '', name: '', args: '' };
+        if (td.id) cur.id = td.id;
+        cur.name += td.function?.name ?? '';
+        cur.args += td.function?.arguments ?? '';
+        calls.set(td.index, cur);
+      }
+    }
+  }
+  const sorted = [...calls.entries()].sort(([a], [b]) => a - b).map(([, v]) => v);
+  return { content, finish, calls: sorted };
 }

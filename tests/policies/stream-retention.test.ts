@@ -12,7 +12,7 @@ import { leakRecovery } from '../../policies/leak-recovery.js';
 import { normalizeToolCallsPolicy } from '../../policies/normalize-tool-calls.js';
 import { createHeldCallsStreamHook } from '../../policies/support/held-calls-stream.js';
 import type { Policy, StreamHook } from '../../policies/types.js';
-import { createStreamChain, runRequestPolicies } from '../../server/chat/policy-runner.js';
+import { createStreamChain, runRequestPolicies } from '../../policies/composition.js';
 import { chunk, ctxWith, request, weatherTool } from './helpers.js';
 
 setFlagsFromString('--expose-gc');

@@ -8,12 +8,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ChatCompletionChunk, ChatCompletionRequest } from '../../protocol/openai.js';
-import { POLICIES } from '../../policies/registry.js';
 import type { PolicyContext } from '../../policies/types.js';
 import { argsOnly, createFastLane, learnArgsTemplate, matchArgs } from '../../server/chat/fast-lane.js';
-import { createStreamChain } from '../../server/chat/policy-runner.js';
-import { prepare } from '../policies/chain.js';
-import { ctxWith, request, weatherTool } from '../policies/helpers.js';
+import { createStreamChain } from '../../policies/composition.js';
+import { ctxWith, prepare, request, weatherTool } from '../policies/helpers.js';
 
 const frame = (c: ChatCompletionChunk): string => `data: ${JSON.stringify(c)}\n\n`;
 
@@ -23,9 +21,8 @@ function run(
   ctx: PolicyContext,
   lane: boolean,
 ) {
-  const { sent, memos, effects } = prepare(original, ctx);
-  const policies = POLICIES.filter((p) => p.enabled(ctx.settings));
-  const chain = createStreamChain(policies, ctx, memos, sent, original, effects);
+  const { policies, sent, memos, effects, ctx: attemptCtx } = prepare(original, ctx);
+  const chain = createStreamChain(policies, attemptCtx, memos, sent, original, effects);
   const fast = lane ? createFastLane(chain, frame) : null;
   let text = '';
   let taken = 0;

@@ -13,7 +13,7 @@ import type { PolicyEffect } from '../../../policies/types.js';
 import { ChatCall, type ChatDeps } from '../../../server/chat/context.js';
 import { recordPolicyEffects } from '../../../server/chat/effects.js';
 import { prepareRequest } from '../../../server/chat/pipeline.js';
-import { activePolicies } from '../../../server/chat/policy-runner.js';
+import { activePolicies } from '../../../policies/composition.js';
 import { newTrace } from '../../../server/chat/trace.js';
 import { loadConfig } from '../../../server/config.js';
 import { FallbackMemory } from '../../../server/fallback-memory.js';

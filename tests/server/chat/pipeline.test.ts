@@ -14,7 +14,7 @@ import { newEffects } from '../../../server/chat/attempt.js';
 import { ChatCall, type ChatDeps } from '../../../server/chat/context.js';
 import type { StreamOutput, StreamSummary } from '../../../server/chat/output.js';
 import { completeChat, streamChat } from '../../../server/chat/pipeline.js';
-import { activePolicies } from '../../../server/chat/policy-runner.js';
+import { activePolicies } from '../../../policies/composition.js';
 import { classifyFinal, newTrace } from '../../../server/chat/trace.js';
 import { loadConfig } from '../../../server/config.js';
 import { FallbackMemory } from '../../../server/fallback-memory.js';
