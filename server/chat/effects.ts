@@ -93,6 +93,16 @@ export function recordPolicyEffects(call: ChatCall, deps: ChatDeps, effects: rea
   }
 }
 
+/**
+ * Choices the upstream sent beyond the request's `n` (askedChoicesOf), dropped: counted as a
+ * normalization, once per attempt, streamed or not.
+ */
+export function recordUnaskedChoices(call: ChatCall, deps: ChatDeps, dropped: number): void {
+  recordPolicyEffects(call, deps, [
+    { policy: 'normalize-tool-calls', kind: 'unasked-choice', count: dropped },
+  ]);
+}
+
 /** After a retried attempt finished: did the retry fix it? */
 export function settleRetry(call: ChatCall, deps: ChatDeps, outcome: 'fixed' | 'failed' | 'aborted'): void {
   const pending = call.trace.retries.at(-1);
