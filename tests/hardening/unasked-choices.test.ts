@@ -120,9 +120,19 @@ describe('choices beyond the request n', () => {
     }
   });
 
+  it("an n past 128 (OpenAI's limit) is refused as the client's mistake, not cut silently", async () => {
+    choices = 1;
+    for (const streamed of [false, true]) {
+      const r = await ask(streamed, 129);
+      expect(r.status).toBe(400);
+      expect(JSON.parse(r.text).error.message).toMatch(/\bn\b/);
+    }
+    expect((await ask(false, 128)).status).toBe(200);
+  });
+
   it('/health stays fast while one upstream chunk carries 40k choices', async () => {
     choices = 40_000;
-    const m = await leastOf(3, async () => {
+    const m = await leastOf(5, async () => {
       const factor = loadFactor();
       const r = await healthLatencyDuring(proxy.origin, ask(true, undefined));
       return { ...r, maxMs: r.maxMs / factor };
