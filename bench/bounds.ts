@@ -189,7 +189,7 @@ if (want('choices')) {
   const body = JSON.stringify({
     model: 'm1',
     stream: true,
-    n,
+    n: 128, // the most a request may ask for: the other 39,872 choices are dropped
     messages: [{ role: 'user', content: 'go' }],
     tools,
   });

@@ -13,7 +13,7 @@
  *   tool_choice that way.
  */
 import type { ChatCompletion, Choice, ToolCall } from '../protocol/openai.js';
-import type { Policy } from './types.js';
+import type { Policy, PolicyEffect } from './types.js';
 import { isPlainObject, tryParseJson } from './support/canonical-arguments.js';
 import { argumentsText } from './support/arguments-text.js';
 import { derivedCallId, looksTruncated } from './support/call-ids.js';
@@ -21,6 +21,14 @@ import { EffectTally, tallied } from './support/effects.js';
 import { createNormalizeStreamHook } from './support/normalize-stream.js';
 
 export const NORMALIZE_TOOL_CALLS_POLICY = 'normalize-tool-calls';
+
+/**
+ * Choices the upstream sent beyond the request's `n`, dropped before the policies run (the
+ * request is a contract): counted as this policy's normalization, streamed or not.
+ */
+export function unaskedChoicesEffect(dropped: number): PolicyEffect {
+  return { policy: NORMALIZE_TOOL_CALLS_POLICY, kind: 'unasked-choice', count: dropped };
+}
 
 /** What normalizing changed: effects to report, and whether any `arguments` was not a string. */
 interface Changes {

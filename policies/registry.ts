@@ -17,6 +17,9 @@ import { forceToolUsePolicy } from './force-tool-use.js';
 import { historyRepairPolicy } from './history-repair.js';
 import { leakRecovery } from './leak-recovery.js';
 import { normalizeToolCallsPolicy } from './normalize-tool-calls.js';
+
+/** The effect the drivers record for choices beyond the request's `n` (server/chat/effects.ts). */
+export { unaskedChoicesEffect } from './normalize-tool-calls.js';
 import type { EffectRecord, Policy, PolicyEffect } from './types.js';
 
 /** Every policy once, in the order of both sides (each side skips policies without its hook). */

@@ -68,3 +68,36 @@ export interface OpenedCalls {
 
 /** A whole stream that ended without a single choice (what a whole response without choices is). */
 export const NO_CHOICES = 'a stream without choices';
+
+/** The most choices a request may ask for (`n`): OpenAI's own limit. */
+export const MAX_CHOICES = 128;
+
+/** How many choices the client asked for: its `n` when a positive integer, 1 by default, at most MAX_CHOICES. */
+export function askedChoices(n: unknown): number {
+  return typeof n === 'number' && Number.isInteger(n) && n >= 1 ? Math.min(n, MAX_CHOICES) : 1;
+}
+
+/**
+ * The choices the client asked for: those whose `index` is in 0..limit-1 (a choice without an
+ * integer index counts by its position). An upstream that answers with more (40k choices in
+ * one chunk cost seconds of event loop, a recovery engine each) has them dropped, the same way
+ * whole and streamed. Returns the list itself when nothing is dropped. Pure; shapes are checked
+ * before (completionShapeProblem, chunkShapeProblem).
+ */
+export function askedChoicesOf<T>(
+  choices: readonly T[],
+  limit: number,
+): { choices: readonly T[]; dropped: number } {
+  let dropped = 0;
+  for (let i = 0; i < choices.length; i++) if (!isAsked(choices[i], i, limit)) dropped++;
+  if (dropped === 0) return { choices, dropped };
+  const kept: T[] = [];
+  for (let i = 0; i < choices.length; i++) if (isAsked(choices[i], i, limit)) kept.push(choices[i] as T);
+  return { choices: kept, dropped };
+}
+
+function isAsked(choice: unknown, position: number, limit: number): boolean {
+  const index = isObject(choice) ? choice.index : undefined;
+  const at = typeof index === 'number' && Number.isInteger(index) ? index : position;
+  return at >= 0 && at < limit;
+}

@@ -63,11 +63,22 @@ function collectClientIds(messages: readonly ChatMessage[]): Set<string> {
   return ids;
 }
 
-function freshId(base: string, taken: Set<string>): string {
-  let id = base;
-  for (let n = 1; taken.has(id); n++) id = `${base}_${n}`;
-  taken.add(id);
-  return id;
+/**
+ * The ids in use (the client's, and those handed out): collected from the whole history only
+ * when a first call needs a fresh id. A history whose calls all carry their own ids, most of
+ * them, pays no Set of every id.
+ */
+class TakenIds {
+  private ids: Set<string> | undefined;
+  constructor(private readonly messages: readonly ChatMessage[]) {}
+
+  fresh(base: string): string {
+    const taken = (this.ids ??= collectClientIds(this.messages));
+    let id = base;
+    for (let n = 1; taken.has(id); n++) id = `${base}_${n}`;
+    taken.add(id);
+    return id;
+  }
 }
 
 function repairCall(
@@ -75,7 +86,7 @@ function repairCall(
   msgIndex: number,
   callIndex: number,
   seenInMessage: Set<string>,
-  taken: Set<string>,
+  taken: TakenIds,
   tally: EffectTally,
 ): RepairedCall {
   const obj = isPlainObject(raw) ? raw : {};
@@ -83,10 +94,10 @@ function repairCall(
   const originalId = idOf(obj.id);
   let id = originalId;
   if (id === undefined) {
-    id = freshId(`call_h${msgIndex}_${callIndex}`, taken);
+    id = taken.fresh(`call_h${msgIndex}_${callIndex}`);
     tally.add('missing-id');
   } else if (seenInMessage.has(id)) {
-    id = freshId(`call_h${msgIndex}_${callIndex}`, taken);
+    id = taken.fresh(`call_h${msgIndex}_${callIndex}`);
     tally.add('duplicate-id');
   }
   seenInMessage.add(id);
@@ -100,7 +111,12 @@ function repairCall(
     args.outcome === 'invalid'
       ? `[toolproof: the arguments of this ${name || 'tool'} call were not valid JSON and were replaced by {}. Original arguments: ${args.raw ?? ''}]`
       : undefined;
-  const call: ToolCall = { ...obj, id, type: 'function', function: { ...fn, name, arguments: args.text } };
+  // A call that needs no change is kept as the client's own object (no two copies per call).
+  const same = id === originalId && obj.type === 'function' && fn.name === name && fn.arguments === args.text;
+  const call: ToolCall =
+    same && obj === raw && fn === obj.function
+      ? (raw as unknown as ToolCall)
+      : { ...obj, id, type: 'function', function: { ...fn, name, arguments: args.text } };
   return { call, originalId, note };
 }
 
@@ -136,19 +152,18 @@ function pairResults(
     cursors.set(list, at);
     return at < list.length ? list[at]! : -1;
   };
+  // Ids are indexed only when there are results to pair (a turn of calls with no results at
+  // all, 30k of them from /v1/responses, needs no index).
   const byId = new Map<string, number[]>();
   const all: number[] = [];
   const idless: number[] = [];
-  calls.forEach((c, k) => {
-    all.push(k);
-    if (c.originalId === undefined) idless.push(k);
-    for (const id of new Set([c.originalId, c.call.id])) {
-      if (id === undefined) continue;
-      const list = byId.get(id);
-      if (list) list.push(k);
-      else byId.set(id, [k]);
-    }
-  });
+  if (block.length > 0)
+    calls.forEach((c, k) => {
+      all.push(k);
+      if (c.originalId === undefined) idless.push(k);
+      else indexCall(byId, c.originalId, k);
+      if (c.call.id !== c.originalId) indexCall(byId, c.call.id, k);
+    });
 
   block.forEach((tool, b) => {
     const tid = idOf(tool.tool_call_id);
@@ -197,7 +212,13 @@ function pairResults(
     });
   });
   if (reordered) tally.add('reordered-results');
-  return [...out, ...orphans];
+  return pushAll(out, orphans);
+}
+
+function indexCall(byId: Map<string, number[]>, id: string, k: number): void {
+  const list = byId.get(id);
+  if (list) list.push(k);
+  else byId.set(id, [k]);
 }
 
 function normalizeToolCallContent(
@@ -348,7 +369,7 @@ export function repairHistory(
   if (untouched(given, settings)) return { messages: given.slice(), effects: [] };
   const tally = new EffectTally(HISTORY_REPAIR_POLICY);
   const messages = settings.systemMessages === 'merge' ? placeSystemMessages(given, tally) : given;
-  const taken = collectClientIds(messages);
+  const taken = new TakenIds(messages);
   let out: ChatMessage[] = [];
 
   let i = 0;

@@ -3,7 +3,7 @@
  * (Policy.describeEffect, an EffectRecord); this applies those records, knowing counters and
  * trace fields but no policy.
  */
-import { describeEffect } from '../../policies/registry.js';
+import { describeEffect, unaskedChoicesEffect } from '../../policies/registry.js';
 import type { EffectTallyName, PolicyEffect } from '../../policies/types.js';
 import type { Metrics } from '../metrics.js';
 import type { ChatCall, ChatDeps } from './context.js';
@@ -77,6 +77,14 @@ export function recordPolicyEffects(call: ChatCall, deps: ChatDeps, effects: rea
         break;
     }
   }
+}
+
+/**
+ * Choices the upstream sent beyond the request's `n` (askedChoicesOf), dropped: counted as a
+ * normalization, once per attempt, streamed or not.
+ */
+export function recordUnaskedChoices(call: ChatCall, deps: ChatDeps, dropped: number): void {
+  recordPolicyEffects(call, deps, [unaskedChoicesEffect(dropped)]);
 }
 
 /** After a retried attempt finished: did the retry fix it? */

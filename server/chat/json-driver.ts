@@ -6,7 +6,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { noteTimings } from './prompt-cache.js';
-import { completionShapeProblem } from '../../protocol/completion-shape.js';
+import { askedChoices, askedChoicesOf, completionShapeProblem } from '../../protocol/completion-shape.js';
 import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletion, Usage } from '../../protocol/openai.js';
 import { scanJsonValue } from '../../parsers/kit/json-scan.js';
@@ -21,7 +21,7 @@ import {
   seenInCompletion,
 } from './attempt-end.js';
 import type { ChatCall, ChatDeps } from './context.js';
-import { finalAnswerIn } from './effects.js';
+import { finalAnswerIn, recordUnaskedChoices } from './effects.js';
 
 export class JsonDriver implements AttemptDriver {
   /** Final answers of attempts that were retried anyway (see the file's comment). */
@@ -65,6 +65,12 @@ export class JsonDriver implements AttemptDriver {
     }
     const problem = completionShapeProblem(completion);
     if (problem) return this.bad(`sent ${problem}.`);
+    const asked = askedChoicesOf(completion.choices, askedChoices(call.original.n));
+    if (asked.dropped > 0) {
+      recordUnaskedChoices(call, this.deps, asked.dropped);
+      if (asked.choices.length === 0) return this.bad('sent a response without choices.');
+      completion.choices = asked.choices as ChatCompletion['choices'];
+    }
     noteTimings(call, (completion as { timings?: unknown }).timings);
     return { kind: 'completion', completion, ...(completion.usage ? { usage: completion.usage } : {}) };
   }

@@ -24,7 +24,12 @@ import { carriesLogprobs, LogprobsCarrier } from './logprobs-carrier.js';
 import { createFastLane, type FastLane, type LaneSink } from './fast-lane.js';
 import type { StreamOutput } from './output.js';
 import { createStreamChain, type StreamChain } from '../../policies/composition.js';
-import { NO_CHOICES, type OpenedCalls } from '../../protocol/completion-shape.js';
+import {
+  askedChoices,
+  askedChoicesOf,
+  NO_CHOICES,
+  type OpenedCalls,
+} from '../../protocol/completion-shape.js';
 import {
   badStream,
   cutOff,
@@ -39,6 +44,7 @@ import {
   STOP,
   stalled,
 } from './stream-read.js';
+import { recordUnaskedChoices } from './effects.js';
 import { relayStream } from './stream-relay.js';
 import { discardDecided } from './early-stop.js';
 import { noteTimings } from './prompt-cache.js';
@@ -140,6 +146,10 @@ class StreamReader implements LaneSink {
   private readonly calls: OpenedCalls = {};
   /** Whether any event carried a choice: a stream without one is no answer. */
   private sawChoice = false;
+  /** How many choices the client asked for (`n`); those beyond are dropped (askedChoicesOf). */
+  private readonly asked: number;
+  /** Choices dropped so far (counted once, when the attempt ends). */
+  private unasked = 0;
   /** Logprobs around the hooks, so that held text keeps them (logprobs-carrier.ts); from the first. */
   private logprobs: LogprobsCarrier | undefined;
 
@@ -154,6 +164,7 @@ class StreamReader implements LaneSink {
     this.label = call.route.client.label;
     this.quiet = new QuietClock(call.route.client.idleMs);
     this.continues = call.retriesUsed > 0;
+    this.asked = askedChoices(call.original.n);
     this.dumpRaw = deps.dumpRaw;
     this.raw = deps.dumpRaw ? [] : undefined;
     const effects = call.beginAttempt();
@@ -179,6 +190,7 @@ class StreamReader implements LaneSink {
   /** The stream ended (or failed): what the driver reports. */
   private async settle(readFailure: ToolproofError | undefined): Promise<AttemptReport> {
     if (readFailure && !this.failure) this.fail(readFailure);
+    if (this.unasked > 0) recordUnaskedChoices(this.call, this.deps, this.unasked);
     // What went out live counts for the call's response kind, whatever the loop decides next.
     if (this.live.calls) this.seen.calls = true;
     if (this.live.content) this.seen.content = true;
@@ -275,6 +287,13 @@ class StreamReader implements LaneSink {
       return;
     }
     if (typeof chunk.id === 'string') noteIdentity(this.call, chunk);
+    if (Array.isArray(chunk.choices)) {
+      const asked = askedChoicesOf(chunk.choices, this.asked);
+      if (asked.dropped > 0) {
+        this.unasked += asked.dropped;
+        chunk = { ...chunk, choices: asked.choices as ChatCompletionChunk['choices'] };
+      }
+    }
     if (Array.isArray(chunk.choices) && chunk.choices.length > 0) this.sawChoice = true;
     if (!this.finished && Array.isArray(chunk.choices))
       for (const c of chunk.choices) if (c?.finish_reason) this.finished = true;

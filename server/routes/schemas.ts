@@ -3,6 +3,7 @@
  * generate the OpenAPI document at /docs/json. Every object allows additional properties:
  * fields toolproof does not own (vendor extras) pass through untouched.
  */
+import { MAX_CHOICES } from '../../protocol/completion-shape.js';
 import { MAX_DECLARED_TOOLS } from '../../protocol/tools.js';
 
 const nullable = (schema: Record<string, unknown>) => ({ anyOf: [schema, { type: 'null' }] });
@@ -73,7 +74,8 @@ export const chatCompletionBody = {
     max_completion_tokens: nullable({ type: 'integer' }),
     temperature: nullable({ type: 'number' }),
     top_p: nullable({ type: 'number' }),
-    n: nullable({ type: 'integer', minimum: 1 }),
+    // Past MAX_CHOICES (OpenAI's limit) a 400: choices beyond it would be dropped (askedChoicesOf).
+    n: nullable({ type: 'integer', minimum: 1, maximum: MAX_CHOICES }),
     parallel_tool_calls: nullable({ type: 'boolean' }),
     response_format: nullable({ type: 'object' }),
   },

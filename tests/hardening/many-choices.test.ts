@@ -97,8 +97,9 @@ describe('linear in the size of the input', () => {
     await run(1000)();
     const small = await best(run(5000));
     const large = await best(run(20_000));
-    // Quadratic: 16x (6 s at 30k); linear: ~4x. Measured after the fix: ~3-5x.
-    expect(large / small).toBeLessThan(9);
+    // Quadratic: 16x (measured 23.6x before the fix); linear: ~4x, 3-5x alone and up to 11x in a
+    // full run on a loaded 2-core box (the larger body's GC grows faster than linearly).
+    expect(large / small).toBeLessThan(13);
   }, 120_000);
 
   it('one upstream chunk with 4x as many choices costs about 4x, not 16x', async () => {
@@ -107,7 +108,9 @@ describe('linear in the size of the input', () => {
       return timed('/v1/chat/completions', {
         model: 'm1',
         stream: true,
-        n,
+        // Choices past n are dropped (unasked-choices.test.ts) and n stops at 128: the request
+        // asks for as many as it may, the upstream sends n.
+        n: Math.min(n, 128),
         messages: [{ role: 'user', content: 'go' }],
         tools,
       });

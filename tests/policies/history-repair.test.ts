@@ -434,3 +434,42 @@ describe('history repair of conversations without tools (the shortcut)', () => {
     );
   });
 });
+
+describe('history repair of a long turn of calls (issue 18: 30k calls from /v1/responses)', () => {
+  const turn = (n: number): ChatMessage[] => [
+    { role: 'user', content: 'go' },
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: Array.from({ length: n }, (_, i) => ({
+        id: `c${i}`,
+        type: 'function' as const,
+        function: { name: 'f', arguments: '{"a":1}' },
+      })),
+    },
+  ];
+
+  it("keeps each call that needs no change as the client's own object, not a copy", () => {
+    const given = turn(3);
+    const { messages } = repairHistory(given, settings());
+    const calls = messages[1]!.tool_calls!;
+    expect(calls).toEqual(given[1]!.tool_calls);
+    calls.forEach((c, i) => expect(c).toBe(given[1]!.tool_calls![i]));
+    // A call that changes is a copy, and the client's object is left as it was.
+    const odd = turn(1);
+    const oddCall = odd[1]!.tool_calls![0]! as { type?: string };
+    delete oddCall.type;
+    const repaired = repairHistory(odd, settings()).messages[1]!.tool_calls![0]!;
+    expect(repaired).not.toBe(oddCall);
+    expect(repaired.type).toBe('function');
+    expect(oddCall.type).toBeUndefined();
+  });
+
+  it('synthesizes a result for each of 30k unanswered calls, in order', () => {
+    const { messages, effects } = repairHistory(turn(30_000), settings());
+    expect(messages).toHaveLength(2 + 30_000);
+    expect(messages[2]!.tool_call_id).toBe('c0');
+    expect(messages.at(-1)!.tool_call_id).toBe('c29999');
+    expect(kinds(effects)).toEqual({ 'synthesized-result': 30_000 });
+  });
+});
