@@ -11,7 +11,14 @@ import type { ServerResponse } from 'node:http';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { numberText, print, src } from '../protocol/lossless-json.js';
-import { type FakeUpstream, fakeUpstream, type Recorded, type RunningProxy, startProxy } from './helpers.js';
+import {
+  answerWithCall,
+  type FakeUpstream,
+  fakeUpstream,
+  type Recorded,
+  type RunningProxy,
+  startProxy,
+} from './helpers.js';
 
 /** Numbers JSON.stringify would spell otherwise, and keys JavaScript would reorder. */
 const SCHEMA =
@@ -30,36 +37,8 @@ function answer(req: Recorded, res: ServerResponse): void {
     res.end('{"object":"list","data":[{"embedding":[0.5],"index":0}]}');
     return;
   }
-  const stream = (JSON.parse(req.body.toString()) as { stream?: boolean }).stream === true;
   const call = { id: 'call_1', type: 'function', function: { name: 'get', arguments: upstreamArgs } };
-  if (stream) {
-    const chunk = (delta: unknown, finish: string | null) =>
-      `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm1', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    res.end(
-      chunk({ role: 'assistant', content: null }, null) +
-        chunk({ tool_calls: [{ index: 0, ...call }] }, null) +
-        chunk({}, 'tool_calls') +
-        'data: [DONE]\n\n',
-    );
-    return;
-  }
-  res.writeHead(200, { 'content-type': 'application/json' });
-  res.end(
-    JSON.stringify({
-      id: 'c',
-      object: 'chat.completion',
-      created: 1,
-      model: 'm1',
-      choices: [
-        {
-          index: 0,
-          message: { role: 'assistant', content: null, tool_calls: [call] },
-          finish_reason: 'tool_calls',
-        },
-      ],
-    }),
-  );
+  answerWithCall(req, res, call);
 }
 
 beforeAll(async () => {

@@ -126,3 +126,39 @@ export function httpRequest(
   for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`);
   return `${lines.join('\r\n')}\r\n\r\n${body}`;
 }
+
+/**
+ * Answers a chat completion with one tool call, as a stream of chunks or a JSON body after the
+ * request's `stream` (fake upstreams whose model always calls one tool).
+ */
+export function answerWithCall(req: Recorded, res: ServerResponse, call: object): void {
+  const stream = (JSON.parse(req.body.toString()) as { stream?: boolean }).stream === true;
+  if (stream) {
+    const chunk = (delta: unknown, finish: string | null) =>
+      `data: ${JSON.stringify({ id: 'chatcmpl-x', object: 'chat.completion.chunk', created: 1, model: 'm1', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.end(
+      chunk({ role: 'assistant', content: null }, null) +
+        chunk({ tool_calls: [{ index: 0, ...call }] }, null) +
+        chunk({}, 'tool_calls') +
+        'data: [DONE]\n\n',
+    );
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(
+    JSON.stringify({
+      id: 'chatcmpl-x',
+      object: 'chat.completion',
+      created: 1,
+      model: 'm1',
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: null, tool_calls: [call] },
+          finish_reason: 'tool_calls',
+        },
+      ],
+    }),
+  );
+}

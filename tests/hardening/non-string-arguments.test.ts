@@ -9,49 +9,22 @@
  */
 import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeUpstream, fakeUpstream, type Recorded, type RunningProxy, startProxy } from './helpers.js';
+import {
+  answerWithCall,
+  type FakeUpstream,
+  fakeUpstream,
+  type Recorded,
+  type RunningProxy,
+  startProxy,
+} from './helpers.js';
 
 let value: unknown = 42;
 let upstream: FakeUpstream;
 let proxy: RunningProxy;
 
 function answer(req: Recorded, res: ServerResponse): void {
-  const body = JSON.parse(req.body.toString()) as { stream?: boolean };
   const call = { id: 'call_1', type: 'function', function: { name: 'get', arguments: value } };
-  if (body.stream === true) {
-    const chunk = (delta: unknown, finish: string | null) =>
-      `data: ${JSON.stringify({
-        id: 'chatcmpl-x',
-        object: 'chat.completion.chunk',
-        created: 1,
-        model: 'm1',
-        choices: [{ index: 0, delta, finish_reason: finish }],
-      })}\n\n`;
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    res.end(
-      chunk({ role: 'assistant', content: null }, null) +
-        chunk({ tool_calls: [{ index: 0, ...call }] }, null) +
-        chunk({}, 'tool_calls') +
-        'data: [DONE]\n\n',
-    );
-    return;
-  }
-  res.writeHead(200, { 'content-type': 'application/json' });
-  res.end(
-    JSON.stringify({
-      id: 'chatcmpl-x',
-      object: 'chat.completion',
-      created: 1,
-      model: 'm1',
-      choices: [
-        {
-          index: 0,
-          message: { role: 'assistant', content: null, tool_calls: [call] },
-          finish_reason: 'tool_calls',
-        },
-      ],
-    }),
-  );
+  answerWithCall(req, res, call);
 }
 
 beforeAll(async () => {
