@@ -454,7 +454,7 @@ describe('history repair of a long turn of calls (issue 18: 30k calls from /v1/r
     const { messages } = repairHistory(given, settings());
     const calls = messages[1]!.tool_calls!;
     expect(calls).toEqual(given[1]!.tool_calls);
-    calls.forEach((c, i) => expect(c).toBe(given[1]!.tool_calls![i]));
+    for (const [i, c] of calls.entries()) expect(c).toBe(given[1]!.tool_calls![i]);
     // A call that changes is a copy, and the client's object is left as it was.
     const odd = turn(1);
     const oddCall = odd[1]!.tool_calls![0]! as { type?: string };
