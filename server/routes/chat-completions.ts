@@ -5,73 +5,32 @@ import type { AppState } from '../app-state.js';
 import type { StreamOutput, StreamSummary } from '../chat/output.js';
 import { completeChat, streamChat } from '../chat/pipeline.js';
 import { startChatCall } from '../chat/start.js';
-import { untilDrainOrClose } from '../drain.js';
 import { toErrorBody } from '../error-handler.js';
-import { DEFAULT_STREAM_KEEPALIVE_MS, KeepAlive, SSE_KEEPALIVE_COMMENT } from '../keep-alive.js';
+import { DEFAULT_STREAM_KEEPALIVE_MS, SSE_KEEPALIVE_COMMENT } from '../keep-alive.js';
 import { SSE_DONE, sseData } from '../sse.js';
+import { SseWriter, writeRaw } from '../sse-writer.js';
 import { chatCompletionBody } from './schemas.js';
 
-export const SSE_HEADERS = {
-  'content-type': 'text/event-stream; charset=utf-8',
-  'cache-control': 'no-cache',
-  'x-accel-buffering': 'no',
-  connection: 'keep-alive',
-} as const;
-
-/**
- * Writes SSE straight to the socket; a full socket buffer pauses the upstream read
- * (backpressure), and a client that goes away releases the wait ('close').
- */
-export function writeRaw(reply: FastifyReply, data: string | Uint8Array): Promise<void> {
-  return writeOrWait(reply, data) ?? Promise.resolve();
-}
-
-/** writeRaw without a promise when there is nothing to wait for (the stream's hot path). */
-function writeOrWait(reply: FastifyReply, data: string | Uint8Array): Promise<void> | undefined {
-  const raw = reply.raw;
-  if (raw.destroyed || raw.writableEnded) return undefined;
-  if (raw.write(data)) return undefined;
-  return untilDrainOrClose(raw);
-}
-
 /** Chat completions framing: `data: <chunk>` events, a summed usage chunk, `data: [DONE]`. */
-export class ChatSseOutput implements StreamOutput {
-  opened = false;
+export class ChatSseOutput extends SseWriter implements StreamOutput {
   private doneSent = false;
-  private readonly keepAlives: KeepAlive;
 
   constructor(
-    private readonly reply: FastifyReply,
-    private readonly headers: Record<string, string>,
+    reply: FastifyReply,
+    headers: Record<string, string>,
     private readonly includeUsage: boolean,
     keepAliveMs = DEFAULT_STREAM_KEEPALIVE_MS,
   ) {
-    this.keepAlives = new KeepAlive(reply.raw, this, keepAliveMs);
-    this.keepAlives.start();
+    super(reply, headers, keepAliveMs);
   }
 
-  open(): void {
-    if (this.opened) return;
-    this.opened = true;
-    this.reply.hijack();
-    this.reply.raw.writeHead(200, { ...SSE_HEADERS, ...this.headers });
-    // writeHead only queues the head until the first write: a held answer sent nothing at all.
-    this.reply.raw.flushHeaders();
-    this.keepAlives.noteWrite();
+  /** Nothing but the headers: chat has no opening event. */
+  protected openingFrame(): string {
+    return '';
   }
 
   keepAlive(): void {
     void this.write(SSE_KEEPALIVE_COMMENT);
-  }
-
-  /** One keep-alive interval passed (the timer's; tests call it by hand). */
-  tick(): void {
-    this.keepAlives.tick();
-  }
-
-  private write(text: string | Uint8Array): Promise<void> {
-    this.keepAlives.noteWrite();
-    return writeRaw(this.reply, text);
   }
 
   chunks(chunks: readonly ChatCompletionChunk[]): Promise<void> {
@@ -87,8 +46,7 @@ export class ChatSseOutput implements StreamOutput {
   }
 
   text(framed: string): Promise<void> | undefined {
-    this.keepAlives.noteWrite();
-    return writeOrWait(this.reply, framed);
+    return this.writeNow(framed);
   }
 
   relay(bytes: Uint8Array, done: boolean): Promise<void> {
@@ -116,11 +74,6 @@ export class ChatSseOutput implements StreamOutput {
   async fail(err: ToolproofError): Promise<void> {
     await writeRaw(this.reply, sseData(JSON.stringify(toErrorBody(err))) + SSE_DONE);
     this.close();
-  }
-
-  close(): void {
-    this.keepAlives.stop();
-    if (this.opened && !this.reply.raw.writableEnded) this.reply.raw.end();
   }
 }
 

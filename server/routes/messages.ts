@@ -23,10 +23,10 @@ import type { StreamOutput, StreamSummary } from '../chat/output.js';
 import { completeChat, streamChat } from '../chat/pipeline.js';
 import { startTranslatedCall } from '../chat/start.js';
 import { errorHandler, normalizeError, parseUpstreamBody } from '../error-handler.js';
-import { endStreamWith, type OpenStream } from '../open-streams.js';
-import { DEFAULT_STREAM_KEEPALIVE_MS, KeepAlive } from '../keep-alive.js';
+import type { OpenStream } from '../open-streams.js';
+import { DEFAULT_STREAM_KEEPALIVE_MS } from '../keep-alive.js';
 import { resolveRoute } from '../routing.js';
-import { SSE_HEADERS, writeRaw } from './chat-completions.js';
+import { SseWriter } from '../sse-writer.js';
 
 const nullable = (schema: Record<string, unknown>) => ({ anyOf: [schema, { type: 'null' }] });
 
@@ -98,43 +98,27 @@ function errorFrame(err: ToolproofError): string {
  * OpenStream: at the shutdown deadline it ends with Anthropic's own `error` event. A `ping`
  * goes out for each keep-alive interval with nothing else written (server/keep-alive.ts).
  */
-export class MessagesSseOutput implements StreamOutput, OpenStream {
-  opened = false;
+export class MessagesSseOutput extends SseWriter implements StreamOutput, OpenStream {
   private readonly translator: MessageStreamTranslator;
-  private readonly keepAlives: KeepAlive;
 
   constructor(
-    private readonly reply: FastifyReply,
-    private readonly headers: Record<string, string>,
+    reply: FastifyReply,
+    headers: Record<string, string>,
     ctx: MessageContext,
     pingMs = DEFAULT_STREAM_KEEPALIVE_MS,
   ) {
-    this.translator = new MessageStreamTranslator(ctx);
-    this.keepAlives = new KeepAlive(reply.raw, this, pingMs);
-    this.keepAlives.start();
+    // The translator first: the keep-alive timer may open the stream at its first interval.
+    const translator = new MessageStreamTranslator(ctx);
+    super(reply, headers, pingMs);
+    this.translator = translator;
   }
 
-  private write(text: string): Promise<void> {
-    this.keepAlives.noteWrite();
-    return writeRaw(this.reply, text);
-  }
-
-  open(): void {
-    if (this.opened) return;
-    this.opened = true;
-    this.reply.hijack();
-    this.reply.raw.writeHead(200, { ...SSE_HEADERS, ...this.headers });
-    // Not awaited: open() is synchronous, and the next write waits for the socket anyway.
-    void this.write(frame(this.translator.start()));
+  protected openingFrame(): string {
+    return frame(this.translator.start());
   }
 
   keepAlive(): void {
     void this.write(PING_FRAME);
-  }
-
-  /** One ping interval passed: a ping if nothing else went out, unless the socket is full. */
-  tick(): void {
-    this.keepAlives.tick();
   }
 
   chunks(chunks: readonly ChatCompletionChunk[]): Promise<void> {
@@ -153,13 +137,7 @@ export class MessagesSseOutput implements StreamOutput, OpenStream {
   }
 
   abortWithError(err: ToolproofError): Promise<void> {
-    this.keepAlives.stop();
-    return endStreamWith(this.reply.raw, (e) => this.reply.request.tpAbort?.abort(e), err, errorFrame);
-  }
-
-  close(): void {
-    this.keepAlives.stop();
-    if (this.opened && !this.reply.raw.writableEnded) this.reply.raw.end();
+    return this.endWith(err, errorFrame);
   }
 }
 

@@ -20,10 +20,10 @@ import type { AppState } from '../app-state.js';
 import type { StreamOutput, StreamSummary } from '../chat/output.js';
 import { completeChat, streamChat } from '../chat/pipeline.js';
 import { startTranslatedCall } from '../chat/start.js';
-import { endStreamWith, type OpenStream } from '../open-streams.js';
-import { SSE_HEADERS, writeRaw } from './chat-completions.js';
+import type { OpenStream } from '../open-streams.js';
+import { SseWriter, writeRaw } from '../sse-writer.js';
 import { pushAll } from '../../protocol/append-all.js';
-import { DEFAULT_STREAM_KEEPALIVE_MS, KeepAlive } from '../keep-alive.js';
+import { DEFAULT_STREAM_KEEPALIVE_MS } from '../keep-alive.js';
 
 const nullable = (schema: Record<string, unknown>) => ({ anyOf: [schema, { type: 'null' }] });
 
@@ -74,56 +74,44 @@ function sseEvent(e: ResponsesEvent): string {
  * Responses framing: `event: <type>` + `data: <event>` per event; no [DONE]. Also the stream's
  * OpenStream: at the shutdown deadline it ends with the same events as any failure.
  */
-export class ResponsesSseOutput implements StreamOutput, OpenStream {
-  opened = false;
-  private readonly keepAlives: KeepAlive;
-
+export class ResponsesSseOutput extends SseWriter implements StreamOutput, OpenStream {
   constructor(
-    private readonly reply: FastifyReply,
-    private readonly headers: Record<string, string>,
+    reply: FastifyReply,
+    headers: Record<string, string>,
     private readonly translator: ResponsesTranslator,
     keepAliveMs = DEFAULT_STREAM_KEEPALIVE_MS,
   ) {
-    this.keepAlives = new KeepAlive(reply.raw, this, keepAliveMs);
-    this.keepAlives.start();
+    super(reply, headers, keepAliveMs);
   }
 
-  private write(events: readonly ResponsesEvent[]): Promise<void> {
+  private events(events: readonly ResponsesEvent[]): Promise<void> {
     if (events.length === 0) return Promise.resolve();
     let text = '';
     for (const e of events) text += sseEvent(e);
-    this.keepAlives.noteWrite();
-    return writeRaw(this.reply, text);
+    return this.write(text);
   }
 
-  open(): void {
-    if (this.opened) return;
-    this.opened = true;
-    this.reply.hijack();
-    this.reply.raw.writeHead(200, { ...SSE_HEADERS, ...this.headers });
-    // The first write after the headers: response.created/in_progress go out at once.
-    void this.write(this.translator.start());
+  /** response.created and response.in_progress go out with the headers. */
+  protected openingFrame(): string {
+    let text = '';
+    for (const e of this.translator.start()) text += sseEvent(e);
+    return text;
   }
 
   /** A `keepalive` event: nothing between response.created and the held answer's release. */
   keepAlive(): void {
-    void this.write([this.translator.keepAlive()]);
-  }
-
-  /** One keep-alive interval passed (the timer's; tests call it by hand). */
-  tick(): void {
-    this.keepAlives.tick();
+    void this.events([this.translator.keepAlive()]);
   }
 
   chunks(chunks: readonly ChatCompletionChunk[]): Promise<void> {
     const events: ResponsesEvent[] = [];
     for (const c of chunks) pushAll(events, this.translator.push(c));
-    return this.write(events);
+    return this.events(events);
   }
 
   async end(summary: StreamSummary): Promise<void> {
     this.open(); // an empty answer still gets its created / completed events
-    await this.write(this.translator.end(summary.usage));
+    await this.events(this.translator.end(summary.usage));
     this.close();
   }
 
@@ -141,19 +129,7 @@ export class ResponsesSseOutput implements StreamOutput, OpenStream {
   }
 
   abortWithError(err: ToolproofError): Promise<void> {
-    this.keepAlives.stop();
-    const raw = this.reply.raw;
-    return endStreamWith(
-      raw,
-      (e) => this.reply.request.tpAbort?.abort(e),
-      err,
-      (e) => this.failFrame(e),
-    );
-  }
-
-  close(): void {
-    this.keepAlives.stop();
-    if (this.opened && !this.reply.raw.writableEnded) this.reply.raw.end();
+    return this.endWith(err, (e) => this.failFrame(e));
   }
 }
 
