@@ -8,8 +8,10 @@
  *
  * Histograms are added to through prom-client's per-series record (`hashMap`: non-cumulative
  * bucket counts, sum, count), which its public API cannot add to in bulk. The version is pinned
- * in package.json; tests/server/hot-series.test.ts checks the exposition equals prom-client's
- * own observe() for the same values, so an upgrade that changes the record fails there.
+ * exactly in package.json; tests/server/library-internals.test.ts asserts each private field used
+ * here (hashMap's record shape, upperBounds, labelNames, a collect assigned after construction)
+ * and tests/server/hot-series.test.ts that the exposition equals prom-client's own observe() for
+ * the same values, so an upgrade that changes them fails there.
  */
 import type { Counter, Histogram } from 'prom-client';
 

@@ -283,6 +283,8 @@ export interface ValidatorCacheStats {
 export function validatorCacheStats(): ValidatorCacheStats {
   const gens = previous ? [current, previous] : [current];
   let ajvSchemas = 0;
+  // ajv's private _cache (no public count): ajv is pinned exactly in package.json and
+  // tests/server/library-internals.test.ts asserts it is a Map with one entry per compiled schema.
   for (const g of gens) ajvSchemas += (g.ajv as unknown as { _cache: Map<unknown, unknown> })._cache.size;
   return {
     entries: gens.reduce((n, g) => n + g.entries.size, 0),
