@@ -297,6 +297,8 @@ class LeakRecoveryStream implements StreamHook {
 
   /** Call text past the held-text cap in any choice: it stays text, and an invalid turn. */
   unrecoverable(): boolean {
+    // Asked after every read of a stream: a choice that never had text has nothing to report.
+    if (this.states.size === 0) return false;
     for (const [, st] of this.states)
       for (const l of st.stream.leaks())
         if (l.outcome === 'unrecovered' && l.reason === 'too-long') return true;
