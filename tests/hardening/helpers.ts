@@ -162,3 +162,12 @@ export function answerWithCall(req: Recorded, res: ServerResponse, call: object)
     }),
   );
 }
+
+/** A fake upstream's handler that answers `stream()` as SSE to a streamed request, `json()` otherwise. */
+export function streamOrJson(stream: () => string, json: () => string): FakeHandler {
+  return (req, res) => {
+    const streamed = (JSON.parse(req.body.toString()) as { stream?: boolean }).stream === true;
+    res.writeHead(200, { 'content-type': streamed ? 'text/event-stream' : 'application/json' });
+    res.end(streamed ? stream() : json());
+  };
+}

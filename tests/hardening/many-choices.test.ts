@@ -7,7 +7,7 @@
  * Both are linear now: the work for 4n is about 4 times the work for n, not 16 times.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy } from './helpers.js';
+import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy, streamOrJson } from './helpers.js';
 
 let upstream: FakeUpstream;
 let proxy: RunningProxy;
@@ -35,16 +35,12 @@ function manyChoicesStream(n: number): string {
 }
 
 beforeAll(async () => {
-  upstream = await fakeUpstream((req, res) => {
-    const body = JSON.parse(req.body.toString()) as { stream?: boolean };
-    if (body.stream) {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.end(manyChoicesStream(choices));
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(COMPLETION);
-  });
+  upstream = await fakeUpstream(
+    streamOrJson(
+      () => manyChoicesStream(choices),
+      () => COMPLETION,
+    ),
+  );
   proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
 });
 

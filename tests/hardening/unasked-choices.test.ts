@@ -6,7 +6,7 @@
  * kind `unasked-choice`).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy } from './helpers.js';
+import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy, streamOrJson } from './helpers.js';
 import { healthLatencyDuring, leastOf, loadFactor } from './loop-probe.js';
 
 let upstream: FakeUpstream;
@@ -35,16 +35,12 @@ function stream(n: number): string {
 }
 
 beforeAll(async () => {
-  upstream = await fakeUpstream((req, res) => {
-    const body = JSON.parse(req.body.toString()) as { stream?: boolean };
-    if (body.stream) {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.end(stream(choices));
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(completion(choices));
-  });
+  upstream = await fakeUpstream(
+    streamOrJson(
+      () => stream(choices),
+      () => completion(choices),
+    ),
+  );
   proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
 });
 
