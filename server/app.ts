@@ -360,7 +360,7 @@ function logRequest(
   const labels = routeLabels(matched);
   const route = labels.route;
   const tp = request.tp;
-  const api = tp?.api ?? routeOptions.config.api ?? labels.api;
+  const api = tp?.api ?? routeOptions.config?.api ?? labels.api;
   const seconds = (performance.now() - request.tpStart) / 1000;
   // The model the client asked for (JSON front doors); a request rejected before its handler
   // ran has no tp, and is labelled by that name like any other (a junk name is "other").
