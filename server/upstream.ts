@@ -55,7 +55,7 @@ export interface UpstreamResponse {
 }
 
 /** How long an idle pooled connection is kept (see the pool options). */
-export const POOL_KEEP_ALIVE_MS = 3_000;
+const POOL_KEEP_ALIVE_MS = 3_000;
 
 const RETRYABLE_CONNECT_CODES = new Set([
   'ECONNREFUSED',

@@ -90,7 +90,7 @@ const MAX_PARSE_DEPTH = 12;
 let parseDepth = 0;
 
 /** The text as a sequence of structured values, or null when any part of it is not one. */
-export function parseItems(text: string): Item[] | null {
+function parseItems(text: string): Item[] | null {
   if (parseDepth >= MAX_PARSE_DEPTH) return null;
   parseDepth++;
   try {

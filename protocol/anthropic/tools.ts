@@ -171,7 +171,7 @@ export interface ToolTranslation {
 }
 
 /** Names the conversation's tool_reference blocks load (deferred tools the model may now see). */
-export function referencedTools(messages: readonly MessageParam[]): Set<string> {
+function referencedTools(messages: readonly MessageParam[]): Set<string> {
   const names = new Set<string>();
   for (const m of messages) {
     if (!Array.isArray(m?.content)) continue;

@@ -387,7 +387,7 @@ export class ResponsesTranslator {
   }
 }
 
-export function toResponsesUsage(u: Usage): ResponsesUsage {
+function toResponsesUsage(u: Usage): ResponsesUsage {
   const cached = (u.prompt_tokens_details as { cached_tokens?: unknown } | undefined)?.cached_tokens;
   const reasoning = (u.completion_tokens_details as { reasoning_tokens?: unknown } | undefined)
     ?.reasoning_tokens;
@@ -401,7 +401,7 @@ export function toResponsesUsage(u: Usage): ResponsesUsage {
 }
 
 /** A whole chat completion as the deltas a stream of it would carry (reasoning, text, calls, finish). */
-export function completionDeltas(c: ChatCompletion): ChatCompletionChunk[] {
+function completionDeltas(c: ChatCompletion): ChatCompletionChunk[] {
   const base = { id: c.id, object: 'chat.completion.chunk' as const, created: c.created, model: c.model };
   const choice = c.choices[0];
   if (!choice) return [];
