@@ -203,7 +203,7 @@ function toolChoice(choice: ToolChoiceParam): { tool_choice: ToolChoice; paralle
 }
 
 /** The conversation as chat messages: system first, then each turn. */
-export function toChatMessages(req: Pick<MessagesRequest, 'system' | 'messages'>): ChatMessage[] {
+function toChatMessages(req: Pick<MessagesRequest, 'system' | 'messages'>): ChatMessage[] {
   const out: ChatMessage[] = [];
   const system = systemText(req.system);
   if (system !== undefined && system !== '') out.push({ role: 'system', content: system });
