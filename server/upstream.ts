@@ -124,7 +124,7 @@ export function toUpstreamError(err: unknown, label: string): ToolproofError | E
  * How an upstream is named in errors, /ready, metrics and logs: its URLs without any userinfo
  * (config refuses credentials in URLs; this is the second line of defence).
  */
-export function upstreamLabel(urls: readonly string[]): string {
+function upstreamLabel(urls: readonly string[]): string {
   return urls
     .map((u) => {
       try {
