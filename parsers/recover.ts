@@ -32,7 +32,7 @@ const PINNED_PLANS = new Map<string, ScanPlan>();
 const MAX_PINNED_PLANS = 64;
 
 /** The scan plan for a parser selection (the same object for the same list). */
-function planFor(parsers: RecoveryOptions['parsers']): ScanPlan {
+export function planFor(parsers: RecoveryOptions['parsers']): ScanPlan {
   if (parsers === undefined || parsers === 'all') return ALL_PLAN;
   const key = parsers.join('\n');
   let plan = PINNED_PLANS.get(key);

@@ -4,7 +4,7 @@
  * literal cut by the end of a push is no regex hit, and the scanner must hold it back itself.
  */
 import fc from 'fast-check';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { defineFamily } from '../../parsers/engine/define.js';
 import {
   buildScanPlan,
@@ -12,28 +12,8 @@ import {
   type ScanEvent,
   type ScanPlan,
 } from '../../parsers/engine/scanner.js';
-import type { RecoveryOptions } from '../../parsers/recover.js';
-import { createRecoveryStream, recoverMessage } from '../../parsers/recover.js';
+import { createRecoveryStream, planFor, recoverMessage } from '../../parsers/recover.js';
 import { PARSERS } from '../../parsers/registry.js';
-
-/** The scan plan each createRecoveryStream hands the engine (the engine itself runs unchanged). */
-const handed = vi.hoisted(() => [] as ScanPlan[]);
-vi.mock('../../parsers/engine/engine.js', async (importOriginal) => {
-  const engine = await importOriginal<typeof import('../../parsers/engine/engine.js')>();
-  return {
-    ...engine,
-    createEngineStream: (opts: Parameters<typeof engine.createEngineStream>[0]) => {
-      handed.push(opts.plan);
-      return engine.createEngineStream(opts);
-    },
-  };
-});
-
-/** The plan a recovery stream for this parser selection scans with. */
-function planFor(parsers: RecoveryOptions['parsers']): ScanPlan {
-  createRecoveryStream({ tools: new Map(), newId: () => 'id', ...(parsers ? { parsers } : {}) });
-  return handed.at(-1)!;
-}
 
 /** A family that takes exactly its marker as a (broken) envelope: only the scan is under test. */
 const probe = defineFamily({
