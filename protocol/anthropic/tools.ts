@@ -16,13 +16,10 @@
 import { ToolproofError } from '../errors.js';
 import type { JsonObject, ToolDef } from '../openai.js';
 import type { MessageParam, ToolParam } from './types.js';
+import { isObject } from '../is-object.js';
 
 function invalid(param: string, message: string): ToolproofError {
   return new ToolproofError('TP_ERR_INVALID_FIELD', { param, message });
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 const str = (description: string): JsonObject => ({ type: 'string', description });

@@ -19,13 +19,11 @@ import type {
   TypedCallItem,
 } from './types.js';
 import { stringifyJson } from '../lossless-json.js';
+import { isObject } from '../is-object.js';
 
 function invalid(param: string, message: string): ToolproofError {
   return new ToolproofError('TP_ERR_INVALID_FIELD', { param, message });
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** User / system content parts -> chat content parts. */
 function toChatPart(part: InputContent, param: string): ContentPart {

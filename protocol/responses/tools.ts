@@ -21,13 +21,11 @@ import { ToolproofError } from '../errors.js';
 import type { JsonObject, ToolDef } from '../openai.js';
 import { larkMarkers, markerPattern } from './lark-markers.js';
 import type { FunctionTool, ResponsesRequest } from './types.js';
+import { isObject } from '../is-object.js';
 
 function invalid(param: string, message: string): ToolproofError {
   return new ToolproofError('TP_ERR_INVALID_FIELD', { param, message });
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Tool types that run on OpenAI's servers. */
 const HOSTED_TOOL_TYPES = new Set([
