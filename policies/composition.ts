@@ -7,7 +7,7 @@
  */
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '../protocol/openai.js';
 import type { ModelSettings } from '../protocol/settings.js';
-import { materializeLight } from './support/light-delta.js';
+import { materializeLight } from './light-delta.js';
 import {
   isPassThroughHook,
   type LightDelta,
@@ -84,7 +84,7 @@ export function runResponsePolicies(
 export interface StreamChain {
   push(chunk: ChatCompletionChunk): ChatCompletionChunk[];
   /**
-   * The fast lane (policies/support/light-delta.ts): push(materializeLight(light, frame)), with
+   * The fast lane (policies/light-delta.ts): push(materializeLight(light, frame)), with
    * the answer kept light while every hook can. Returns the light delta that comes out, null
    * when nothing does, or the chunks of the full path once a hook could not take it light.
    */

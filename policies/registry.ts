@@ -11,15 +11,17 @@
  * only has the hooks for its side, so one order serves both.
  * Names are user-facing config: stable, kebab-case; a rename is breaking.
  */
-import { clientConstraintsPolicy } from './client-constraints.js';
-import { correctiveRetryPolicy } from './corrective-retry.js';
-import { forceToolUsePolicy } from './force-tool-use.js';
-import { historyRepairPolicy } from './history-repair.js';
-import { leakRecovery } from './leak-recovery.js';
-import { normalizeToolCallsPolicy } from './normalize-tool-calls.js';
+import { clientConstraintsPolicy } from './client-constraints/index.js';
+import { correctiveRetryPolicy } from './corrective-retry/index.js';
+import { forceToolUsePolicy } from './force-tool-use/index.js';
+import { historyRepairPolicy } from './history-repair/index.js';
+import { leakRecovery } from './leak-recovery/index.js';
+import { normalizeToolCallsPolicy } from './normalize-tool-calls/index.js';
 
 /** The effect the drivers record for choices beyond the request's `n` (server/chat/effects.ts). */
-export { unaskedChoicesEffect } from './normalize-tool-calls.js';
+export { unaskedChoicesEffect } from './normalize-tool-calls/index.js';
+/** The history as it would go upstream, for the Messages API's token count (server/routes/messages.ts). */
+export { repairHistory } from './history-repair/repair.js';
 import type { EffectRecord, Policy, PolicyEffect } from './types.js';
 
 /** Every policy once, in the order of both sides (each side skips policies without its hook). */

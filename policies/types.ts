@@ -119,7 +119,7 @@ export interface StreamHook {
    * is one light delta, without building it. Returns the light delta onChunk would pass on, null
    * when onChunk would return nothing, or undefined, with no state touched, when the hook cannot
    * tell cheaply: the chain then builds the chunk and calls onChunk. A hook without it always
-   * takes the full path. See support/light-delta.ts.
+   * takes the full path. See light-delta.ts.
    */
   onLight?(delta: LightDelta, frame: LightFrame): LightDelta | null | undefined;
   onEnd(): StreamEnd;

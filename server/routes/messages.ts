@@ -6,7 +6,7 @@
  * auth hook's 401s included: Fastify hands a hook's error to the route's own handler).
  */
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { repairHistory } from '../../policies/support/repair-history.js';
+import { repairHistory } from '../../policies/registry.js';
 import { toAnthropicErrorBody } from '../../protocol/anthropic/errors.js';
 import { conversationText, estimateTokens, tokenizeCount } from '../../protocol/anthropic/count.js';
 import { toChatRequest, translateRequest } from '../../protocol/anthropic/request.js';

@@ -6,7 +6,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { appendText } from '../../policies/support/append-text.js';
+import { appendText } from '../../policies/kit/append-text.js';
 import { seededRng } from '../server/test-utils.js';
 
 setFlagsFromString('--expose-gc');

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ChatCompletionChunk, ChatCompletionRequest } from '../../protocol/openai.js';
-import { type ForceToolUseMemo, forceToolUsePolicy } from '../../policies/force-tool-use.js';
+import { type ForceToolUseMemo, forceToolUsePolicy } from '../../policies/force-tool-use/index.js';
 import type { RequestDecision } from '../../policies/types.js';
 import {
   call,

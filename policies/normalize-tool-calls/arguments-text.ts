@@ -1,5 +1,5 @@
 /** The `arguments` of an upstream tool call, as the string the API promises (both sides of normalize-tool-calls). */
-import type { EffectTally } from './effects.js';
+import type { EffectTally } from '../kit/effects.js';
 
 /**
  * `arguments` as the string the API promises. Any other JSON value (an object, an array, or a

@@ -14,7 +14,7 @@
  * - `logprobs: true` or `top_logprobs`: the logprobs would describe the final_answer call's JSON
  *   (`{"answer": "...`), not the text the client receives; they cannot be mapped back.
  *
- * A final_answer whose arguments hold no answer (support/final-answer.ts has the rule: `answer`,
+ * A final_answer whose arguments hold no answer (force-tool-use/final-answer.ts has the rule: `answer`,
  * or the only key when it holds a string) stays a call while a corrective retry can follow, so
  * corrective-retry re-asks with 'final-answer-args' feedback; after that its raw arguments are
  * the content (never lost), counted `final-answer-raw`.
@@ -28,18 +28,18 @@ import type {
   Choice,
   ToolCall,
   ToolChoice,
-} from '../protocol/openai.js';
-import { passThroughHook, type Policy, type PolicyContext, type PolicyEffect } from './types.js';
-import { isPlainObject } from './support/canonical-arguments.js';
+} from '../../protocol/openai.js';
+import { passThroughHook, type Policy, type PolicyContext, type PolicyEffect } from '../types.js';
+import { isPlainObject } from '../kit/canonical-arguments.js';
 import {
   appendAnswer,
   chooseFinalAnswerName,
   decodeFinalAnswer,
   finalAnswerTool,
   leadingContent,
-} from './support/final-answer.js';
-import { createFinalAnswerStreamHook } from './support/final-answer-stream.js';
-import { tallied } from './support/effects.js';
+} from './final-answer.js';
+import { createFinalAnswerStreamHook } from './stream.js';
+import { tallied } from '../kit/effects.js';
 
 export const FORCE_TOOL_USE_POLICY = 'force-tool-use';
 
@@ -94,7 +94,7 @@ export function finalAnswerRetryable(ctx: PolicyContext, upstreamFinish: string 
   return ctx.retriesUsed < ctx.settings.maxRetries && upstreamFinish !== 'length';
 }
 
-/** Unwraps final_answer calls of one choice (see the module comment and support/final-answer.ts). */
+/** Unwraps final_answer calls of one choice (see the module comment and force-tool-use/final-answer.ts). */
 export function unwrapFinalAnswer(
   choice: Choice,
   memo: ForceToolUseMemo,

@@ -13,8 +13,8 @@
 import type { ChatMessage, ToolCall } from '../../protocol/openai.js';
 import type { HistoryRepairSettings } from '../../protocol/settings.js';
 import type { PolicyEffect } from '../types.js';
-import { canonicalizeArguments, isPlainObject } from './canonical-arguments.js';
-import { EffectTally } from './effects.js';
+import { canonicalizeArguments, isPlainObject } from '../kit/canonical-arguments.js';
+import { EffectTally } from '../kit/effects.js';
 import { contentText, joinContent, prefixContent } from './message-content.js';
 import { buildNineCharIdMap } from './nine-char-ids.js';
 import { pushAll } from '../../protocol/append-all.js';

@@ -34,10 +34,10 @@ import {
   type StreamEnd,
   type StreamHook,
 } from '../types.js';
-import type { Correction } from '../corrective-retry.js';
-import { appendText } from './append-text.js';
+import type { Correction } from './index.js';
+import { appendText } from '../kit/append-text.js';
 import { HELD_CHUNK_COST, HeldText } from './held-text.js';
-import { IndexMap } from './index-map.js';
+import { IndexMap } from '../kit/index-map.js';
 import { pushAll } from '../../protocol/append-all.js';
 
 interface Assembled {

@@ -16,18 +16,18 @@ import type {
   Delta,
   ToolCall,
   ToolCallDelta,
-} from '../protocol/openai.js';
-import { declaredTools } from '../protocol/tools.js';
-import { upstreamErrorMessage } from '../protocol/error-body.js';
-import { fnv1a } from '../protocol/hash.js';
+} from '../../protocol/openai.js';
+import { declaredTools } from '../../protocol/tools.js';
+import { upstreamErrorMessage } from '../../protocol/error-body.js';
+import { fnv1a } from '../../protocol/hash.js';
 import {
   createRecoveryStream,
   type RecoveryEvent,
   type RecoveryStream,
   recoverFromErrorText,
   recoverMessage,
-} from '../parsers/recover.js';
-import type { LeakRecord } from '../parsers/types.js';
+} from '../../parsers/recover.js';
+import type { LeakRecord } from '../../parsers/types.js';
 import {
   passThroughHook,
   type EffectLeak,
@@ -38,10 +38,10 @@ import {
   type PolicyEffect,
   type StreamEnd,
   type StreamHook,
-} from './types.js';
-import { clientToolChoice } from './support/client-choice.js';
-import { IndexMap } from './support/index-map.js';
-import { pushAll } from '../protocol/append-all.js';
+} from '../types.js';
+import { clientToolChoice } from '../kit/client-choice.js';
+import { IndexMap } from '../kit/index-map.js';
+import { pushAll } from '../../protocol/append-all.js';
 
 const NAME = 'leak-recovery';
 

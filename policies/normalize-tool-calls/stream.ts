@@ -5,12 +5,12 @@
  */
 import type { ChatCompletionChunk, ChunkChoice, ToolCallDelta } from '../../protocol/openai.js';
 import type { LightDelta, LightFrame, StreamEnd, StreamHook } from '../types.js';
-import { tryParseJson } from './canonical-arguments.js';
+import { tryParseJson } from '../kit/canonical-arguments.js';
 import { argumentsText } from './arguments-text.js';
 import { derivedCallId, looksTruncated } from './call-ids.js';
-import { EffectTally } from './effects.js';
-import { appendText } from './append-text.js';
-import { IndexMap } from './index-map.js';
+import { EffectTally } from '../kit/effects.js';
+import { appendText } from '../kit/append-text.js';
+import { IndexMap } from '../kit/index-map.js';
 
 interface CallState {
   outIndex: number;

@@ -2,7 +2,7 @@
  * Stream side of force-tool-use: the final_answer call's argument fragments become plain
  * `content` deltas as they are decoded, so the user sees the answer appear live; the other
  * calls keep streaming as tool calls, re-indexed from 0 without the final_answer slot.
- * Same rules as the non-streamed unwrap (support/final-answer.ts), applied incrementally.
+ * Same rules as the non-streamed unwrap (force-tool-use/final-answer.ts), applied incrementally.
  */
 import type { ChatCompletionChunk, ChunkChoice, Delta, ToolCallDelta } from '../../protocol/openai.js';
 import {
@@ -14,10 +14,10 @@ import {
   type StreamEnd,
   type StreamHook,
 } from '../types.js';
-import { appendText } from './append-text.js';
+import { appendText } from '../kit/append-text.js';
 import { answerOutcome, answerSeparator, createAnswerDecoder } from './final-answer.js';
 import type { JsonStringFieldDecoder } from './json-string-stream.js';
-import { IndexMap } from './index-map.js';
+import { IndexMap } from '../kit/index-map.js';
 
 interface CallState {
   kind: 'pending' | 'final' | 'real';

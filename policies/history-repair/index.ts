@@ -1,10 +1,10 @@
 /**
  * history-repair (request side, runs first): makes the conversation acceptable to strict
- * backends before anything goes upstream. See support/repair-history.ts for the invariants.
+ * backends before anything goes upstream. See history-repair/repair.ts for the invariants.
  */
-import type { Policy } from './types.js';
-import { tallied } from './support/effects.js';
-import { HISTORY_REPAIR_POLICY, repairHistory } from './support/repair-history.js';
+import type { Policy } from '../types.js';
+import { tallied } from '../kit/effects.js';
+import { HISTORY_REPAIR_POLICY, repairHistory } from './repair.js';
 
 export const historyRepairPolicy: Policy = {
   name: HISTORY_REPAIR_POLICY,

@@ -12,13 +12,13 @@
  *   parser, issue #53363). "stop" beside calls is left alone: OpenAI itself answers a named
  *   tool_choice that way.
  */
-import type { ChatCompletion, Choice, ToolCall } from '../protocol/openai.js';
-import type { Policy, PolicyEffect } from './types.js';
-import { isPlainObject, tryParseJson } from './support/canonical-arguments.js';
-import { argumentsText } from './support/arguments-text.js';
-import { derivedCallId, looksTruncated } from './support/call-ids.js';
-import { EffectTally, tallied } from './support/effects.js';
-import { createNormalizeStreamHook } from './support/normalize-stream.js';
+import type { ChatCompletion, Choice, ToolCall } from '../../protocol/openai.js';
+import type { Policy, PolicyEffect } from '../types.js';
+import { isPlainObject, tryParseJson } from '../kit/canonical-arguments.js';
+import { argumentsText } from './arguments-text.js';
+import { derivedCallId, looksTruncated } from './call-ids.js';
+import { EffectTally, tallied } from '../kit/effects.js';
+import { createNormalizeStreamHook } from './stream.js';
 
 export const NORMALIZE_TOOL_CALLS_POLICY = 'normalize-tool-calls';
 

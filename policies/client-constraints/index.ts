@@ -17,12 +17,12 @@
  *
  * Both read the client's own request (`original`), never the request as sent upstream.
  */
-import type { ChatCompletion, ChatCompletionRequest, Choice, ToolCall } from '../protocol/openai.js';
-import { passThroughHook, type Policy, type PolicyEffect } from './types.js';
-import { clientToolChoice, parallelCallsAllowed } from './support/client-choice.js';
-import { createClientConstraintsStreamHook } from './support/client-constraints-stream.js';
-import { appendForbiddenCalls } from './support/forbidden-calls.js';
-import { tallied } from './support/effects.js';
+import type { ChatCompletion, ChatCompletionRequest, Choice, ToolCall } from '../../protocol/openai.js';
+import { passThroughHook, type Policy, type PolicyEffect } from '../types.js';
+import { clientToolChoice, parallelCallsAllowed } from '../kit/client-choice.js';
+import { createClientConstraintsStreamHook } from './stream.js';
+import { appendForbiddenCalls } from './forbidden-calls.js';
+import { tallied } from '../kit/effects.js';
 
 export const CLIENT_CONSTRAINTS_POLICY = 'client-constraints';
 

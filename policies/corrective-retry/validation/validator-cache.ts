@@ -32,9 +32,9 @@
 import { createHash } from 'node:crypto';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import type { JsonObject } from '../../protocol/openai.js';
-import { deeperThan } from '../../protocol/json-depth.js';
-import type { CompileBudget } from '../types.js';
+import type { JsonObject } from '../../../protocol/openai.js';
+import { deeperThan } from '../../../protocol/json-depth.js';
+import type { CompileBudget } from '../../types.js';
 import { compileLinear, createLinearEngine, type PatternSkip, withPatternBudget } from './linear-regexp.js';
 import { firstDuplicate } from './unique-items.js';
 

@@ -12,10 +12,10 @@
  * Leaks: the pipeline passes its leak records in this policy's memo (see CorrectiveRetryMemo);
  * for streams, `leaks` may be a function read at the end of the stream.
  */
-import type { LeakRecord } from '../parsers/types.js';
-import type { ChatCompletion, ChatCompletionRequest, ToolCall } from '../protocol/openai.js';
-import type { Policy, PolicyContext, PolicyEffect } from './types.js';
-import { isPlainObject } from './support/canonical-arguments.js';
+import type { LeakRecord } from '../../parsers/types.js';
+import type { ChatCompletion, ChatCompletionRequest, ToolCall } from '../../protocol/openai.js';
+import type { Policy, PolicyContext, PolicyEffect } from '../types.js';
+import { isPlainObject } from '../kit/canonical-arguments.js';
 import {
   buildCatalogue,
   type CallCheck,
@@ -23,11 +23,11 @@ import {
   type ToolCatalogue,
   proseFeedback,
   unparsedLeakFeedback,
-} from './support/call-checks.js';
-import { clientToolChoice } from './support/client-choice.js';
-import { createHeldCallsStreamHook } from './support/held-calls-stream.js';
-import { buildRetryRequest } from './support/retry-request.js';
-import { pushAll } from '../protocol/append-all.js';
+} from './call-checks.js';
+import { clientToolChoice } from '../kit/client-choice.js';
+import { createHeldCallsStreamHook } from './stream.js';
+import { buildRetryRequest } from './retry-request.js';
+import { pushAll } from '../../protocol/append-all.js';
 
 export const CORRECTIVE_RETRY_POLICY = 'corrective-retry';
 
