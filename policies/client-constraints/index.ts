@@ -11,34 +11,20 @@
  *   dropped and counted: `dropped-parallel-call`.
  *
  * A named tool_choice and "required" are judged, not rewritten: corrective-retry's call checks
- * (support/call-checks.ts) read the same client choice and re-ask the model ("You must call the
+ * (corrective-retry/call-checks.ts) read the same client choice and re-ask the model ("You must call the
  * tool `X`", "do not answer in prose"). Running before corrective-retry means it judges exactly
  * what the client would get: a bad second call that is dropped here triggers no retry.
  *
  * Both read the client's own request (`original`), never the request as sent upstream.
  */
-import type { ChatCompletion, ChatCompletionRequest, Choice, ToolCall } from '../../protocol/openai.js';
+import type { ChatCompletion, Choice, ToolCall } from '../../protocol/openai.js';
 import { passThroughHook, type Policy, type PolicyEffect } from '../types.js';
-import { clientToolChoice, parallelCallsAllowed } from '../kit/client-choice.js';
+import { type Constraints, constraintsOf } from './constraints.js';
 import { createClientConstraintsStreamHook } from './stream.js';
 import { appendForbiddenCalls } from './forbidden-calls.js';
 import { tallied } from '../kit/effects.js';
 
 export const CLIENT_CONSTRAINTS_POLICY = 'client-constraints';
-
-export interface Constraints {
-  /** tool_choice "none": calls become text. */
-  noCalls: boolean;
-  /** parallel_tool_calls false: one call per choice. */
-  singleCall: boolean;
-}
-
-export function constraintsOf(original: ChatCompletionRequest): Constraints {
-  return {
-    noCalls: clientToolChoice(original).kind === 'none',
-    singleCall: !parallelCallsAllowed(original),
-  };
-}
 
 function constrainChoice(choice: Choice, c: Constraints, effects: PolicyEffect[]): Choice {
   const calls: ToolCall[] = Array.isArray(choice.message?.tool_calls) ? choice.message.tool_calls : [];

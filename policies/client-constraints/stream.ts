@@ -5,7 +5,7 @@
  * - parallel_tool_calls false: the first call index seen passes live, the others are dropped.
  */
 import type { ChatCompletionChunk, ChunkChoice, Delta, ToolCallDelta } from '../../protocol/openai.js';
-import type { Constraints } from './index.js';
+import type { Constraints } from './constraints.js';
 import type { StreamEnd, StreamHook } from '../types.js';
 import { EffectTally } from '../kit/effects.js';
 import { callTextSeparator, renderCalls } from './forbidden-calls.js';

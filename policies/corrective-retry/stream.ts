@@ -34,7 +34,7 @@ import {
   type StreamEnd,
   type StreamHook,
 } from '../types.js';
-import type { Correction } from './index.js';
+import type { Correction } from './judge.js';
 import { appendText } from '../kit/append-text.js';
 import { HELD_CHUNK_COST, HeldText } from './held-text.js';
 import { IndexMap } from '../kit/index-map.js';
