@@ -13,49 +13,29 @@
  * for streams, `leaks` may be a function read at the end of the stream.
  */
 import type { ChatCompletion } from '../../protocol/openai.js';
-import type { Policy, PolicyEffect } from '../types.js';
+import type { Policy } from '../types.js';
 import { createHeldCallsStreamHook } from './stream.js';
 import { pushAll } from '../../protocol/append-all.js';
-import { answerChars, CORRECTIVE_RETRY_POLICY, correctTurn, withoutLeaks } from './judge.js';
+import { answerChars, correctTurn, withoutLeaks } from './judge.js';
+import {
+  CORRECTIVE_RETRY_POLICY,
+  type CorrectiveRetryEffect,
+  describeCorrectiveRetryEffect,
+} from './effects.js';
 
 /** What the pipeline may hand this policy as its memo, and how to read leaks out of effects. */
 export { type CorrectiveRetryMemo, leaksFromEffects } from './judge.js';
 
-export const correctiveRetryPolicy: Policy = {
+export const correctiveRetryPolicy: Policy<CorrectiveRetryEffect> = {
   name: CORRECTIVE_RETRY_POLICY,
   retriesUnrecoverable: true,
-  describeEffect(effect) {
-    if (effect.kind === 'validation-failed') {
-      const detail = effect.detail as { tool?: unknown; reason?: unknown } | undefined;
-      return {
-        type: 'validation-failed',
-        tool: String(detail?.tool ?? 'unknown'),
-        undeclared: detail?.reason === 'undeclared-tool',
-        detail: effect.detail,
-      };
-    }
-    if (effect.kind === 'schema-unenforced') {
-      const d = effect.detail as { tool?: unknown; reasons?: unknown; cause?: unknown } | undefined;
-      return {
-        type: 'schema-unenforced',
-        tool: String(d?.tool ?? ''),
-        reasons: Array.isArray(d?.reasons) ? d.reasons.map(String) : [],
-        cause: String(d?.cause),
-      };
-    }
-    if (effect.kind === 'retry')
-      return {
-        type: 'retry',
-        reason: String((effect.detail as { reason?: unknown } | undefined)?.reason ?? 'invalid'),
-      };
-    return undefined;
-  },
+  describeEffect: describeCorrectiveRetryEffect,
   // With maxRetries 0 the policy still judges calls (effects for the log and metrics) but its
   // stream hook no longer holds tool calls back.
   enabled: (settings) => settings.maxRetries > 0 || settings.validateArguments,
 
   onResponse(response: ChatCompletion, ctx, memo, sent, original) {
-    const effects: PolicyEffect[] = [];
+    const effects: CorrectiveRetryEffect[] = [];
     const choices = Array.isArray(response.choices) ? response.choices : [];
     // Leaks belong to the response as a whole: judged with the first choice only.
     let first = true;

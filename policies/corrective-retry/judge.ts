@@ -5,7 +5,7 @@
  */
 import type { LeakRecord } from '../../parsers/types.js';
 import type { ChatCompletion, ChatCompletionRequest, ToolCall } from '../../protocol/openai.js';
-import type { PolicyContext, PolicyEffect } from '../types.js';
+import type { EffectShape, PolicyContext } from '../types.js';
 import { isPlainObject } from '../kit/canonical-arguments.js';
 import {
   buildCatalogue,
@@ -18,16 +18,7 @@ import {
 import { clientToolChoice } from '../kit/client-choice.js';
 import { buildRetryRequest } from './retry-request.js';
 
-export const CORRECTIVE_RETRY_POLICY = 'corrective-retry';
-
-export type RetryReason =
-  | 'undeclared-tool'
-  | 'schema'
-  | 'invalid-json'
-  | 'unparsed-leak'
-  | 'wrong-tool'
-  | 'final-answer-args'
-  | 'prose-when-required';
+import { CORRECTIVE_RETRY_POLICY, type CorrectiveRetryEffect, type RetryReason } from './effects.js';
 
 export type LeakInput = Pick<LeakRecord, 'format' | 'outcome'> & Partial<LeakRecord>;
 
@@ -44,7 +35,7 @@ export interface CorrectiveRetryMemo {
  * each leak as {policy:'leak-recovery', kind:'leak', detail: LeakRecord}). For a stream, pass
  * `{ leaks: () => leaksFromEffects(collected) }`: it is read at the end, after leak-recovery's end.
  */
-export function leaksFromEffects(effects: readonly PolicyEffect[]): LeakInput[] {
+export function leaksFromEffects(effects: readonly EffectShape[]): LeakInput[] {
   const out: LeakInput[] = [];
   for (const e of effects) {
     const d = e.detail;
@@ -108,7 +99,7 @@ export function withoutLeaks(memo: unknown): CorrectiveRetryMemo {
 }
 
 export interface Correction {
-  effects: PolicyEffect[];
+  effects: CorrectiveRetryEffect[];
   /** Set when a retry should be made. */
   retry?: { request: ChatCompletionRequest; reason: RetryReason };
 }
@@ -158,7 +149,7 @@ export function correctTurn(
       ? checkCalls(turn.toolCalls, cat(), ctx.settings.validateArguments, choice, ctx.compileBudget)
       : [];
   const leaks = leaksOf(m, ctx);
-  const effects: PolicyEffect[] = [];
+  const effects: CorrectiveRetryEffect[] = [];
   const reasons: RetryReason[] = [];
   // "required" or a named tool answered in prose: the client's choice is part of the judgement.
   const prose =

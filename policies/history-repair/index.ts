@@ -3,13 +3,13 @@
  * backends before anything goes upstream. See history-repair/repair.ts for the invariants.
  */
 import type { Policy } from '../types.js';
-import { tallied } from '../kit/effects.js';
-import { HISTORY_REPAIR_POLICY, repairHistory } from './repair.js';
+import { describeHistoryRepairEffect, HISTORY_REPAIR_POLICY, type HistoryRepairEffect } from './effects.js';
+import { repairHistory } from './repair.js';
 
-export const historyRepairPolicy: Policy = {
+export const historyRepairPolicy: Policy<HistoryRepairEffect> = {
   name: HISTORY_REPAIR_POLICY,
   enabled: (settings) => settings.historyRepair.enabled,
-  describeEffect: (effect) => tallied('repairs', effect),
+  describeEffect: describeHistoryRepairEffect,
   onRequest(request, ctx) {
     if (!Array.isArray(request.messages)) return { action: 'continue', request, effects: [] };
     const { messages, effects } = repairHistory(request.messages, ctx.settings.historyRepair);

@@ -1,6 +1,6 @@
-/** leak-recovery's effects: one `leak` per leak found, with its record. */
+/** leak-recovery's effects: one `leak` per leak found, with its record, and what that means. */
 import type { LeakRecord } from '../../parsers/types.js';
-import type { EffectLeak, EffectRecord, PolicyEffect } from '../types.js';
+import type { EffectRecord } from '../types.js';
 
 export const LEAK_RECOVERY_POLICY = 'leak-recovery';
 
@@ -11,9 +11,13 @@ export const LEAK_RECOVERY_POLICY = 'leak-recovery';
 export const SUPPRESSED = 'suppressed' as const;
 
 /** A leak record as reported: the engine's outcomes plus this policy's 'suppressed'. */
-type ReportedLeak = Omit<LeakRecord, 'outcome'> & { outcome: LeakRecord['outcome'] | typeof SUPPRESSED };
+export type ReportedLeak = Omit<LeakRecord, 'outcome'> & {
+  outcome: LeakRecord['outcome'] | typeof SUPPRESSED;
+};
 
-export const leakEffects = (leaks: readonly ReportedLeak[]): PolicyEffect[] =>
+export type LeakRecoveryEffect = { policy: typeof LEAK_RECOVERY_POLICY; kind: 'leak'; detail: ReportedLeak };
+
+export const leakEffects = (leaks: readonly ReportedLeak[]): LeakRecoveryEffect[] =>
   leaks.map((leak) => ({ policy: LEAK_RECOVERY_POLICY, kind: 'leak', detail: leak }));
 
 /**
@@ -21,13 +25,13 @@ export const leakEffects = (leaks: readonly ReportedLeak[]): PolicyEffect[] =>
  * (corrective-retry only acts on 'unrecovered'). A 'rejected' leak stays text anyway and keeps
  * its outcome.
  */
-export const suppressedEffects = (leaks: readonly LeakRecord[]): PolicyEffect[] =>
+export const suppressedEffects = (leaks: readonly LeakRecord[]): LeakRecoveryEffect[] =>
   leakEffects(leaks.map((l) => (l.outcome === 'rejected' ? l : { ...l, outcome: SUPPRESSED })));
 
-function isLeak(detail: unknown): detail is EffectLeak {
-  return !!detail && typeof detail === 'object' && typeof (detail as EffectLeak).format === 'string';
-}
-
-export function describeLeakEffect(effect: PolicyEffect): EffectRecord | undefined {
-  return isLeak(effect.detail) ? { type: 'leak', leak: effect.detail } : undefined;
+/** A leak: the trace's `leaks` and toolproof_leaks_total (a hand-built one without its record: nothing). */
+export function describeLeakEffect(effect: LeakRecoveryEffect): EffectRecord | undefined {
+  const d: unknown = effect.detail;
+  return typeof d === 'object' && d !== null && typeof effect.detail.format === 'string'
+    ? { type: 'leak', leak: effect.detail }
+    : undefined;
 }

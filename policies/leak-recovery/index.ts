@@ -18,11 +18,17 @@ import { declaredTools } from '../../protocol/tools.js';
 import { upstreamErrorMessage } from '../../protocol/error-body.js';
 import { recoverFromErrorText, recoverMessage } from '../../parsers/recover.js';
 import type { LeakRecord } from '../../parsers/types.js';
-import type { Policy, PolicyContext, PolicyEffect } from '../types.js';
+import type { Policy, PolicyContext } from '../types.js';
 import { clientToolChoice } from '../kit/client-choice.js';
 import { pushAll } from '../../protocol/append-all.js';
 import { applies, idFactory, token } from './engine.js';
-import { LEAK_RECOVERY_POLICY, describeLeakEffect, leakEffects, suppressedEffects } from './effects.js';
+import {
+  describeLeakEffect,
+  LEAK_RECOVERY_POLICY,
+  type LeakRecoveryEffect,
+  leakEffects,
+  suppressedEffects,
+} from './effects.js';
 import { createStreamHook } from './stream.js';
 
 function recoverChoiceMessage(
@@ -72,8 +78,8 @@ function suppressLeaks(
   response: ChatCompletion,
   ctx: PolicyContext,
   sent: ChatCompletionRequest,
-): ReturnType<NonNullable<Policy['onResponse']>> {
-  const effects: PolicyEffect[] = [];
+): ReturnType<NonNullable<Policy<LeakRecoveryEffect>['onResponse']>> {
+  const effects: LeakRecoveryEffect[] = [];
   for (const choice of response.choices) {
     const m = choice?.message;
     if (!m) continue;
@@ -100,10 +106,10 @@ function onResponse(
   _memo: unknown,
   sent: ChatCompletionRequest,
   original: ChatCompletionRequest,
-): ReturnType<NonNullable<Policy['onResponse']>> {
+): ReturnType<NonNullable<Policy<LeakRecoveryEffect>['onResponse']>> {
   if (!applies(ctx, sent)) return { action: 'continue', response, effects: [] };
   if (clientToolChoice(original).kind === 'none') return suppressLeaks(response, ctx, sent);
-  const effects: PolicyEffect[] = [];
+  const effects: LeakRecoveryEffect[] = [];
   let changed = false;
   const choices = response.choices.map((choice) => {
     if (!choice?.message) return choice;
@@ -131,7 +137,7 @@ function onUpstreamError(
   ctx: PolicyContext,
   sent: ChatCompletionRequest,
   original: ChatCompletionRequest,
-): { completion: ChatCompletion; effects: PolicyEffect[] } | null {
+): { completion: ChatCompletion; effects: LeakRecoveryEffect[] } | null {
   if (!applies(ctx, sent)) return null;
   const tools = declaredTools(sent);
   if (tools.size === 0) return null;
@@ -169,7 +175,7 @@ function onUpstreamError(
   return { completion, effects: leakEffects(result.leaks) };
 }
 
-export const leakRecovery: Policy = {
+export const leakRecovery: Policy<LeakRecoveryEffect> = {
   name: LEAK_RECOVERY_POLICY,
   enabled: (settings) => settings.recovery !== 'off',
   describeEffect: describeLeakEffect,

@@ -17,7 +17,6 @@ import {
   type PolicyContext,
   type LightDelta,
   type LightFrame,
-  type PolicyEffect,
   type StreamEnd,
   type StreamHook,
 } from '../types.js';
@@ -25,7 +24,7 @@ import { clientToolChoice } from '../kit/client-choice.js';
 import { IndexMap } from '../kit/index-map.js';
 import { pushAll } from '../../protocol/append-all.js';
 import { applies, idFactory } from './engine.js';
-import { leakEffects, suppressedEffects } from './effects.js';
+import { type LeakRecoveryEffect, leakEffects, suppressedEffects } from './effects.js';
 
 /** Stream state of one choice: its own engine, its own index space for tool calls. */
 /** A copy of a delta without the keys leak recovery rewrites, the others in their order. */
@@ -104,7 +103,7 @@ export function createStreamHook(
   _memo: unknown,
   sent: ChatCompletionRequest,
   original: ChatCompletionRequest,
-): StreamHook {
+): StreamHook<LeakRecoveryEffect> {
   if (!applies(ctx, sent)) {
     return passThroughHook();
   }
@@ -135,7 +134,7 @@ function applyEvents(st: ChoiceRecovery, events: RecoveryEvent[], delta: Delta):
 }
 
 /** A class rather than closures: an open stream holds one object, the methods are shared. */
-class LeakRecoveryStream implements StreamHook {
+class LeakRecoveryStream implements StreamHook<LeakRecoveryEffect> {
   private readonly states = new IndexMap<ChoiceRecovery>();
   private last: Pick<ChatCompletionChunk, 'id' | 'created' | 'model'> | undefined;
 
@@ -261,9 +260,9 @@ class LeakRecoveryStream implements StreamHook {
     return idx === light.call ? light : { kind: 'args', call: idx, fragment: light.fragment };
   }
 
-  onEnd(): StreamEnd {
+  onEnd(): StreamEnd<LeakRecoveryEffect> {
     const chunks: ChatCompletionChunk[] = [];
-    const effects: PolicyEffect[] = [];
+    const effects: LeakRecoveryEffect[] = [];
     for (const [index, st] of [...this.states].sort(([a], [b]) => a - b)) {
       if (!st.finished && this.last) {
         // The upstream ended without a finish_reason: flush what the engine still holds.
@@ -290,7 +289,10 @@ class LeakRecoveryStream implements StreamHook {
  * byte; each choice's text still goes through an engine, only to count the leaks (outcome
  * 'suppressed'). Like a request without tools, nothing is rewritten (no reasoning split either).
  */
-function createSuppressingHook(ctx: PolicyContext, sent: ChatCompletionRequest): StreamHook {
+function createSuppressingHook(
+  ctx: PolicyContext,
+  sent: ChatCompletionRequest,
+): StreamHook<LeakRecoveryEffect> {
   const engines = new Map<number, ReturnType<typeof createRecoveryStream>>();
   const engineOf = (index: number) => {
     let s = engines.get(index);
@@ -319,7 +321,7 @@ function createSuppressingHook(ctx: PolicyContext, sent: ChatCompletionRequest):
       return [chunk];
     },
     onEnd() {
-      const effects: PolicyEffect[] = [];
+      const effects: LeakRecoveryEffect[] = [];
       for (const [, s] of [...engines].sort(([a], [b]) => a - b)) {
         s.finish();
         pushAll(effects, suppressedEffects(s.leaks()));
