@@ -1,7 +1,7 @@
 /**
  * appendText: the same string as `+`, and text grown a token at a time costs about a byte per
  * character of heap instead of a rope node and a small string per token (an open stream's
- * accumulated arguments and content, policies/support/*-stream.ts).
+ * accumulated arguments and content, policies/<name>/stream.ts).
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
