@@ -2,7 +2,11 @@
  * Per-chunk CPU of the policy stream chain alone (no sockets): a forced final answer streamed
  * as N argument deltas through every response hook, as the stream driver runs them: every event
  * parsed (the full path) against the fast lane (server/chat/fast-lane.ts), interleaved.
- * `npx tsx bench/chain-micro.ts [chunks]`
+ * `npx tsx bench/chain-micro.ts [chunks] [--no-light=policy,...] [--single-call]`
+ *   --no-light   those policies' stream hooks run without their onLight half (as if they had
+ *                none: the chain takes the full path from that hook on), to measure what a
+ *                hook's fast-lane half earns. `all`: every policy.
+ *   --single-call  the client sends parallel_tool_calls: false (client-constraints' hook runs).
  */
 import { performance } from 'node:perf_hooks';
 import type { ChatCompletionChunk, ChatCompletionRequest } from '../protocol/openai.js';
@@ -10,8 +14,16 @@ import { DEFAULT_MODEL_SETTINGS } from '../protocol/settings.js';
 import { POLICIES } from '../policies/registry.js';
 import { createFastLane } from '../server/chat/fast-lane.js';
 import { activePolicies, createStreamChain, runRequestPolicies } from '../policies/composition.js';
+import { isPassThroughHook, type Policy, type StreamHook } from '../policies/types.js';
 
-const n = Number(process.argv[2] ?? 500);
+const args = process.argv.slice(2);
+const n = Number(args.find((a) => !a.startsWith('--')) ?? 500);
+const noLight = new Set(
+  (args.find((a) => a.startsWith('--no-light='))?.slice('--no-light='.length) ?? '')
+    .split(',')
+    .filter(Boolean),
+);
+const singleCall = args.includes('--single-call');
 const original: ChatCompletionRequest = {
   model: 'm',
   messages: [{ role: 'user', content: 'hi' }],
@@ -25,8 +37,22 @@ const original: ChatCompletionRequest = {
     },
   ],
   stream: true,
+  ...(singleCall ? { parallel_tool_calls: false } : {}),
 };
-const policies = activePolicies(POLICIES, DEFAULT_MODEL_SETTINGS);
+
+/** The hook without its onLight half (a pass-through hook stays itself: the chain leaves it out). */
+function withoutLight(hook: StreamHook): StreamHook {
+  if (isPassThroughHook(hook) || !hook.onLight) return hook;
+  const plain: StreamHook = { onChunk: (c) => hook.onChunk(c), onEnd: () => hook.onEnd() };
+  if (hook.unrecoverable) plain.unrecoverable = () => hook.unrecoverable!();
+  return plain;
+}
+
+const policies = activePolicies(POLICIES, DEFAULT_MODEL_SETTINGS).map((p): Policy => {
+  const create = p.createStreamHook?.bind(p);
+  if (!create || !(noLight.has('all') || noLight.has(p.name))) return p;
+  return { ...p, createStreamHook: (...a) => withoutLight(create(...a)) } as Policy;
+});
 const ctx = {
   model: 'm',
   settings: DEFAULT_MODEL_SETTINGS,
@@ -125,5 +151,5 @@ for (let r = 0; r < 10; r++) {
 }
 const per = (ms: number) => ((ms * 1000) / (rounds * payloads.length)).toFixed(2);
 console.log(
-  `policy chain, ${payloads.length} chunks (parse + hooks + framing): full path ${per(total.full)} µs per chunk, fast lane ${per(total.lane)} µs per chunk`,
+  `policy chain${noLight.size ? ` (no onLight: ${[...noLight].join(',')})` : ''}${singleCall ? ' (parallel_tool_calls false)' : ''}, ${payloads.length} chunks (parse + hooks + framing): full path ${per(total.full)} µs per chunk, fast lane ${per(total.lane)} µs per chunk`,
 );

@@ -7,48 +7,52 @@
  */
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '../protocol/openai.js';
 import type { ModelSettings } from '../protocol/settings.js';
-import { materializeLight } from './support/light-delta.js';
+import { materializeLight } from './light-delta.js';
 import {
+  type EffectShape,
   isPassThroughHook,
   type LightDelta,
   type LightFrame,
   type Policy,
   type PolicyContext,
-  type PolicyEffect,
   type ResponseDecision,
   type StreamHook,
 } from './types.js';
 import type { ToolproofError } from '../protocol/errors.js';
 import { pushAll } from '../protocol/append-all.js';
 
-export interface RequestPhase {
+/** Generic over the table's effects (registry.ts: PolicyEffect for the production table). */
+export interface RequestPhase<E extends EffectShape = EffectShape> {
   request: ChatCompletionRequest;
   memos: Map<string, unknown>;
-  effects: PolicyEffect[];
+  effects: E[];
   error?: ToolproofError;
 }
 
-const activeCache = new WeakMap<readonly Policy[], WeakMap<ModelSettings, Policy[]>>();
+const activeCache = new WeakMap<readonly object[], WeakMap<ModelSettings, object[]>>();
 
 /** The policies a model's (frozen) settings enable, in table order; computed once per settings object. */
-export function activePolicies(table: readonly Policy[], settings: ModelSettings): Policy[] {
+export function activePolicies<P extends Policy<EffectShape>>(
+  table: readonly P[],
+  settings: ModelSettings,
+): P[] {
   let bySettings = activeCache.get(table);
   if (!bySettings) activeCache.set(table, (bySettings = new WeakMap()));
-  let list = bySettings.get(settings);
+  let list = bySettings.get(settings) as P[] | undefined;
   if (!list) bySettings.set(settings, (list = table.filter((p) => p.enabled(settings))));
   return list;
 }
 
-export function runRequestPolicies(
-  policies: readonly Policy[],
+export function runRequestPolicies<E extends EffectShape>(
+  policies: readonly Policy<E>[],
   original: ChatCompletionRequest,
   ctx: PolicyContext,
-): RequestPhase {
+): RequestPhase<E> {
   let request = original;
   const memos = new Map<string, unknown>();
   // Grown by concat, which sizes the array to its elements: the phase (and its effects) lives as
   // long as the request, and an array grown by push() reserves 17 slots (~150 bytes) for 1-2.
-  let effects: PolicyEffect[] = [];
+  let effects: E[] = [];
   for (const policy of policies) {
     if (!policy.onRequest) continue;
     const decision = policy.onRequest(request, ctx, original);
@@ -60,16 +64,16 @@ export function runRequestPolicies(
   return { request, memos, effects };
 }
 
-export function runResponsePolicies(
-  policies: readonly Policy[],
+export function runResponsePolicies<E extends EffectShape>(
+  policies: readonly Policy<E>[],
   response: ChatCompletion,
   ctx: PolicyContext,
   memos: Map<string, unknown>,
   sent: ChatCompletionRequest,
   original: ChatCompletionRequest,
   /** Effects are appended here as each policy runs (later policies' memos may read them). */
-  effects: PolicyEffect[] = [],
-): ResponseDecision {
+  effects: E[] = [],
+): ResponseDecision<E> {
   let current = response;
   for (const policy of policies) {
     if (!policy.onResponse) continue;
@@ -81,35 +85,35 @@ export function runResponsePolicies(
   return { action: 'continue', response: current, effects };
 }
 
-export interface StreamChain {
+export interface StreamChain<E extends EffectShape = EffectShape> {
   push(chunk: ChatCompletionChunk): ChatCompletionChunk[];
   /**
-   * The fast lane (policies/support/light-delta.ts): push(materializeLight(light, frame)), with
+   * The fast lane (policies/light-delta.ts): push(materializeLight(light, frame)), with
    * the answer kept light while every hook can. Returns the light delta that comes out, null
    * when nothing does, or the chunks of the full path once a hook could not take it light.
    */
   pushLight(light: LightDelta, frame: LightFrame): LightDelta | null | ChatCompletionChunk[];
   end(): {
     chunks: ChatCompletionChunk[];
-    effects: PolicyEffect[];
+    effects: E[];
     retry?: { request: ChatCompletionRequest; reason: string };
   };
   /** A hook knows the output so far cannot become a valid answer (StreamHook.unrecoverable). */
   unrecoverable(): boolean;
 }
 
-export function createStreamChain(
-  policies: readonly Policy[],
+export function createStreamChain<E extends EffectShape>(
+  policies: readonly Policy<E>[],
   ctx: PolicyContext,
   memos: Map<string, unknown>,
   sent: ChatCompletionRequest,
   original: ChatCompletionRequest,
   /** End-of-stream effects are appended here as each hook ends (see runResponsePolicies). */
-  liveEffects: PolicyEffect[] = [],
-): StreamChain {
-  const hooks: StreamHook[] = [];
-  // Hooks may ask whether the chain already knows the output is discarded (held-calls-stream.ts).
-  let chain: HookChain | undefined;
+  liveEffects: E[] = [],
+): StreamChain<E> {
+  const hooks: StreamHook<E>[] = [];
+  // Hooks may ask whether the chain already knows the output is discarded (corrective-retry/stream.ts).
+  let chain: HookChain<E> | undefined;
   const hookCtx: PolicyContext = { ...ctx, discardDecided: () => chain?.unrecoverable() ?? false };
   for (const policy of policies) {
     if (!policy.createStreamHook) continue;
@@ -124,10 +128,10 @@ export function createStreamChain(
 }
 
 /** A class rather than closures: each open stream holds one chain object, the methods are shared. */
-class HookChain implements StreamChain {
+class HookChain<E extends EffectShape> implements StreamChain<E> {
   constructor(
-    private readonly hooks: StreamHook[],
-    private readonly liveEffects: PolicyEffect[],
+    private readonly hooks: StreamHook<E>[],
+    private readonly liveEffects: E[],
   ) {}
 
   private from(start: number, chunks: ChatCompletionChunk[]): ChatCompletionChunk[] {
@@ -170,10 +174,10 @@ class HookChain implements StreamChain {
     return cur;
   }
 
-  end(): ReturnType<StreamChain['end']> {
+  end(): ReturnType<StreamChain<E>['end']> {
     const hooks = this.hooks;
     const out: ChatCompletionChunk[] = [];
-    const effects: PolicyEffect[] = [];
+    const effects: E[] = [];
     let retry: { request: ChatCompletionRequest; reason: string } | undefined;
     for (let i = 0; i < hooks.length; i++) {
       const end = hooks[i]!.onEnd();

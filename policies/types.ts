@@ -26,7 +26,7 @@ export interface PolicyContext {
    * as each hook ends). A later policy reads what earlier ones did here (e.g. unrecovered leaks)
    * instead of the server wiring policies to each other by name.
    */
-  readonly attemptEffects?: readonly PolicyEffect[];
+  readonly attemptEffects?: readonly EffectShape[];
   /**
    * What compiling client schemas may still cost this request (validator-cache.ts): a schema
    * or pattern it cannot pay for is not compiled, and its call is reported as not checked.
@@ -46,12 +46,18 @@ export interface CompileBudget {
   take(cost: number): boolean;
 }
 
-/** Something a policy did, for metrics and the log line: e.g. {policy:'history-repair', kind:'synthesized-result', count:2}. */
-export interface PolicyEffect {
+/**
+ * Something a policy did, for metrics and the log line: e.g. {policy:'history-repair',
+ * kind:'synthesized-result', count:2}. What every effect has: each policy declares its own
+ * effects as a union of members keyed by `policy` and `kind`, with typed `detail` (its folder's
+ * effects.ts), and the registry's `PolicyEffect` is the union of all of them. The contract is
+ * generic over a policy's effects (Policy<E>), so nothing here names a policy.
+ */
+export interface EffectShape {
   policy: string;
   kind: string;
   count?: number;
-  detail?: unknown;
+  detail?: object;
 }
 
 /** The request trace's per-kind tallies an effect can add to (each has its counter, labelled by key). */
@@ -74,7 +80,7 @@ export type EffectRecord =
   /** Tool-call text found in the model's output, and what became of it. */
   | { type: 'leak'; leak: EffectLeak }
   /** A call whose arguments failed validation (`undeclared`: its tool was never declared). */
-  | { type: 'validation-failed'; tool: string; undeclared: boolean; detail: unknown }
+  | { type: 'validation-failed'; tool: string; undeclared: boolean; detail: object }
   /** A call whose schema could not be fully enforced, and why. */
   | { type: 'schema-unenforced'; tool: string; reasons: string[]; cause: string }
   /** A corrective retry was asked for. */
@@ -89,29 +95,29 @@ export interface EffectLeak {
   reason?: string;
 }
 
-export type RequestDecision =
-  | { action: 'continue'; request: ChatCompletionRequest; effects: PolicyEffect[]; memo?: unknown }
-  | { action: 'reject'; error: ToolproofError; effects: PolicyEffect[] };
+export type RequestDecision<E extends EffectShape = EffectShape> =
+  | { action: 'continue'; request: ChatCompletionRequest; effects: E[]; memo?: unknown }
+  | { action: 'reject'; error: ToolproofError; effects: E[] };
 
-export type ResponseDecision =
-  | { action: 'continue'; response: ChatCompletion; effects: PolicyEffect[] }
+export type ResponseDecision<E extends EffectShape = EffectShape> =
+  | { action: 'continue'; response: ChatCompletion; effects: E[] }
   /** Ask the pipeline to send `request` upstream instead (corrective retry). Never loops: ctx.retriesUsed bounds it. */
   | {
       action: 'retry';
       request: ChatCompletionRequest;
       reason: string;
-      effects: PolicyEffect[];
+      effects: E[];
       failed: ChatCompletion;
     };
 
-export interface StreamEnd {
+export interface StreamEnd<E extends EffectShape = EffectShape> {
   chunks: ChatCompletionChunk[];
-  effects: PolicyEffect[];
+  effects: E[];
   /** Corrective retry from a stream: the pipeline streams the new attempt into the same client stream. */
   retry?: { request: ChatCompletionRequest; reason: string };
 }
 
-export interface StreamHook {
+export interface StreamHook<E extends EffectShape = EffectShape> {
   /** One upstream chunk (after leak recovery) in, zero or more chunks out. */
   onChunk(chunk: ChatCompletionChunk): ChatCompletionChunk[];
   /**
@@ -119,10 +125,10 @@ export interface StreamHook {
    * is one light delta, without building it. Returns the light delta onChunk would pass on, null
    * when onChunk would return nothing, or undefined, with no state touched, when the hook cannot
    * tell cheaply: the chain then builds the chunk and calls onChunk. A hook without it always
-   * takes the full path. See support/light-delta.ts.
+   * takes the full path. See light-delta.ts.
    */
   onLight?(delta: LightDelta, frame: LightFrame): LightDelta | null | undefined;
-  onEnd(): StreamEnd;
+  onEnd(): StreamEnd<E>;
   /**
    * Optional: true once the output so far can no longer become what the client asked for,
    * whatever follows (leak-recovery: call text past the held-text cap, an 'unrecovered'
@@ -149,14 +155,14 @@ export interface LightFrame {
 }
 
 /** Stateless, so one object serves every stream (each open stream used to hold its own). */
-const PASS_THROUGH: StreamHook = Object.freeze({
+const PASS_THROUGH: StreamHook<never> = Object.freeze({
   onChunk: (chunk: ChatCompletionChunk) => [chunk],
   onLight: (delta: LightDelta) => delta,
   onEnd: () => ({ chunks: [], effects: [] }),
 });
 
 /** The pass-through hook of a policy that has nothing to do for this request. */
-export function passThroughHook(): StreamHook {
+export function passThroughHook(): StreamHook<never> {
   return PASS_THROUGH;
 }
 
@@ -165,7 +171,8 @@ export function isPassThroughHook(hook: StreamHook): boolean {
   return hook === PASS_THROUGH;
 }
 
-export interface Policy {
+/** A policy whose effects are `E` (its own union, from its folder's effects.ts). */
+export interface Policy<E extends EffectShape = EffectShape> {
   /** Stable, kebab-case. */
   readonly name: string;
   enabled(settings: ModelSettings): boolean;
@@ -173,7 +180,7 @@ export interface Policy {
    * What an effect of this policy means for the trace and metrics, or undefined when it only
    * goes to the log line's `effects`. Pure; absent: every effect only goes there.
    */
-  describeEffect?(effect: PolicyEffect): EffectRecord | undefined;
+  describeEffect?(effect: E): EffectRecord | undefined;
   /**
    * This policy retries an attempt that a stream hook found unrecoverable (StreamHook.unrecoverable)
    * while retries are left, so the server may stop such an attempt's upstream at once.
@@ -186,14 +193,14 @@ export interface Policy {
     request: ChatCompletionRequest,
     ctx: PolicyContext,
     original: ChatCompletionRequest,
-  ): RequestDecision;
+  ): RequestDecision<E>;
   onResponse?(
     response: ChatCompletion,
     ctx: PolicyContext,
     memo: unknown,
     sent: ChatCompletionRequest,
     original: ChatCompletionRequest,
-  ): ResponseDecision;
+  ): ResponseDecision<E>;
   /**
    * An upstream error response (status >= 400, or an error event in a stream) whose body may
    * still hold the answer (llama-server's "Failed to parse input at pos N: <model output>").
@@ -204,13 +211,13 @@ export interface Policy {
     ctx: PolicyContext,
     sent: ChatCompletionRequest,
     original: ChatCompletionRequest,
-  ): { completion: ChatCompletion; effects: PolicyEffect[] } | null;
+  ): { completion: ChatCompletion; effects: E[] } | null;
   createStreamHook?(
     ctx: PolicyContext,
     memo: unknown,
     sent: ChatCompletionRequest,
     original: ChatCompletionRequest,
-  ): StreamHook;
+  ): StreamHook<E>;
 }
 
 /**

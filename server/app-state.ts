@@ -1,4 +1,5 @@
 import type { Policy } from '../policies/types.js';
+import type { PolicyEffect } from '../policies/registry.js';
 import type { ChatDeps } from './chat/context.js';
 import type { Config } from './config.js';
 import type { FallbackMemory } from './fallback-memory.js';
@@ -13,7 +14,7 @@ export interface AppState {
   metrics: Metrics;
   upstreams: Upstreams;
   memory: FallbackMemory;
-  policies: readonly Policy[];
+  policies: readonly Policy<PolicyEffect>[];
   chatDeps: ChatDeps;
   modelLabels: ServedModelLabels;
   /** Streams open now (ended with an error event at the shutdown deadline). */

@@ -20,6 +20,7 @@ import { parseJsonBody } from '../protocol/json-body.js';
 import { MAX_REQUEST_DEPTH, tooDeepError, tooDeepPath } from '../protocol/json-depth.js';
 import { POLICIES } from '../policies/registry.js';
 import type { Policy } from '../policies/types.js';
+import type { PolicyEffect } from '../policies/registry.js';
 import { clientClosed, type RequestAbort } from './abort.js';
 import type { AppState } from './app-state.js';
 import { createKeyChecker, isOpenRoute } from './auth.js';
@@ -66,7 +67,7 @@ export type Api = FrontDoorApi | 'passthrough' | 'ops';
 
 export interface BuildOptions {
   metrics?: Metrics;
-  policies?: readonly Policy[];
+  policies?: readonly Policy<PolicyEffect>[];
   /** Fastify logger option; default: pino at config.logLevel. */
   logger?: FastifyServerOptions['logger'];
   memory?: FallbackMemory;

@@ -1,6 +1,7 @@
 /**
- * What compiling client tool schemas may cost (policies/support/validator-cache.ts estimates it,
- * in units of about a microsecond of event loop). Two budgets, both paid by every compile:
+ * What compiling client tool schemas may cost (the policies' validator cache estimates it, in
+ * units of about a microsecond of event loop: PolicyContext.compileBudget). Two budgets, both
+ * paid by every compile:
  * - per request: REQUEST_COMPILE_BUDGET, so one request never stalls the loop for long
  *   (20 called tools with 100-350 ms schemas blocked every stream for 5 s);
  * - per process: a bucket refilled at PROCESS_COMPILE_RATE per second up to PROCESS_COMPILE_BURST,

@@ -12,7 +12,7 @@ import type {
   ChatCompletionRequest,
   Usage,
 } from '../../protocol/openai.js';
-import type { PolicyEffect } from '../../policies/types.js';
+import type { PolicyEffect } from '../../policies/registry.js';
 import type { OpenResult } from './attempt.js';
 import type { ChatCall } from './context.js';
 import { runResponsePolicies } from '../../policies/composition.js';

@@ -15,7 +15,7 @@ import { toUpstreamError, type UpstreamResponse } from '../upstream.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects } from './effects.js';
 import { runRequestPolicies } from '../../policies/composition.js';
-import type { PolicyEffect } from '../../policies/types.js';
+import type { PolicyEffect } from '../../policies/registry.js';
 
 const MAX_ERROR_BODY = 1024 * 1024;
 /** The largest non-streamed upstream body toolproof reads (a completion is rarely over 1 MiB). */
@@ -165,11 +165,14 @@ export async function openUpstream(
 }
 
 /** Effects in `after` that `before` does not already hold (compared as a multiset). */
-export function newEffects(before: readonly PolicyEffect[], after: readonly PolicyEffect[]): PolicyEffect[] {
+export function newEffects<E extends { policy: string; kind: string; count?: number }>(
+  before: readonly E[],
+  after: readonly E[],
+): E[] {
   const seen = new Map<string, number>();
-  const key = (e: PolicyEffect) => `${e.policy}\u0000${e.kind}\u0000${e.count ?? 1}`;
+  const key = (e: E) => `${e.policy}\u0000${e.kind}\u0000${e.count ?? 1}`;
   for (const e of before) seen.set(key(e), (seen.get(key(e)) ?? 0) + 1);
-  const out: PolicyEffect[] = [];
+  const out: E[] = [];
   for (const e of after) {
     const n = seen.get(key(e)) ?? 0;
     if (n > 0) seen.set(key(e), n - 1);

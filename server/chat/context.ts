@@ -6,7 +6,8 @@ import type { ToolproofError } from '../../protocol/errors.js';
 import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
 import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
 import type { ModelSettings } from '../../protocol/settings.js';
-import type { CompileBudget, Policy, PolicyContext, PolicyEffect } from '../../policies/types.js';
+import type { CompileBudget, Policy, PolicyContext } from '../../policies/types.js';
+import type { PolicyEffect } from '../../policies/registry.js';
 import type { AbortLike } from '../abort.js';
 import type { CompileBudgets } from '../compile-budget.js';
 import type { Config } from '../config.js';
@@ -22,7 +23,7 @@ export interface ChatDeps {
   config: Config;
   metrics: Metrics;
   memory: FallbackMemory;
-  policies: readonly Policy[];
+  policies: readonly Policy<PolicyEffect>[];
   /** Saves a raw upstream response for diagnosis when configured (rawDumpDir). */
   dumpRaw?: (reqId: string, attempt: number, text: string) => void;
   /** Bounded label values for tool names in metrics. */
@@ -63,7 +64,7 @@ function hasToolCalls(request: ChatCompletionRequest): boolean {
 }
 
 export class ChatCall {
-  phase: PhaseInfo & RequestPhase;
+  phase: PhaseInfo & RequestPhase<PolicyEffect>;
   retriesUsed = 0;
   /** Token usage summed over attempts, when the upstream reported it. */
   usage: Usage | undefined;
@@ -100,7 +101,7 @@ export class ChatCall {
     rawBody: Buffer | undefined,
     readonly route: ResolvedRoute,
     /** The policies enabled for this model, in table order. */
-    readonly policies: readonly Policy[],
+    readonly policies: readonly Policy<PolicyEffect>[],
     readonly signal: AbortLike,
     readonly trace: HarnessTrace,
     readonly forwardHeaders: Record<string, string>,
@@ -148,7 +149,7 @@ export class ChatCall {
     };
   }
 
-  setPhase(phase: RequestPhase): void {
+  setPhase(phase: RequestPhase<PolicyEffect>): void {
     // Forced = toolproof itself turned the client's choice into "required" (a fallback may undo it).
     const forcedRequired =
       phase.request.tool_choice === 'required' && this.original.tool_choice !== 'required';

@@ -3,8 +3,8 @@
  * (Policy.describeEffect, an EffectRecord); this applies those records, knowing counters and
  * trace fields but no policy.
  */
-import { describeEffect, unaskedChoicesEffect } from '../../policies/registry.js';
-import type { EffectTallyName, PolicyEffect } from '../../policies/types.js';
+import { describeEffect, type PolicyEffect, unaskedChoicesEffect } from '../../policies/registry.js';
+import type { EffectTallyName } from '../../policies/types.js';
 import type { Metrics } from '../metrics.js';
 import type { ChatCall, ChatDeps } from './context.js';
 

@@ -15,7 +15,7 @@
  *
  * Pure: no I/O, no clock. Equivalence with the full path: tests/server/fast-lane.test.ts.
  */
-import { materializeLight } from '../../policies/support/light-delta.js';
+import { materializeLight } from '../../policies/light-delta.js';
 import type { ChatCompletionChunk } from '../../protocol/openai.js';
 import { ownString } from '../../protocol/own-string.js';
 import type { LightFrame } from '../../policies/types.js';

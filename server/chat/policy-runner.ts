@@ -3,7 +3,7 @@
  * out of an upstream error body, with the server's clock.
  */
 import type { ChatCompletion, ChatCompletionRequest } from '../../protocol/openai.js';
-import type { PolicyEffect } from '../../policies/types.js';
+import type { PolicyEffect } from '../../policies/registry.js';
 import type { ChatCall } from './context.js';
 
 /**

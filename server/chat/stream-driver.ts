@@ -24,6 +24,7 @@ import { carriesLogprobs, LogprobsCarrier } from './logprobs-carrier.js';
 import { createFastLane, type FastLane, type LaneSink } from './fast-lane.js';
 import type { StreamOutput } from './output.js';
 import { createStreamChain, type StreamChain } from '../../policies/composition.js';
+import type { PolicyEffect } from '../../policies/registry.js';
 import {
   askedChoices,
   askedChoicesOf,
@@ -56,7 +57,7 @@ export class SseDriver implements AttemptDriver {
   /** What reached the client over every attempt so far (live output, then the delivered end). */
   private readonly seen: SeenOutput = { calls: false, content: false };
   /** The chain of the attempt read last: on a failure, what it held is still the user's. */
-  private chain: StreamChain | null = null;
+  private chain: StreamChain<PolicyEffect> | null = null;
 
   constructor(
     private readonly call: ChatCall,
@@ -113,7 +114,7 @@ export class SseDriver implements AttemptDriver {
  * state of an open stream is these fields, and the methods are shared.
  */
 class StreamReader implements LaneSink {
-  readonly chain: StreamChain;
+  readonly chain: StreamChain<PolicyEffect>;
   /** What this attempt sent the client live. */
   readonly live: SeenOutput = { calls: false, content: false };
   private readonly label: string;

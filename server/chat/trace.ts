@@ -3,7 +3,7 @@
  * `harness` object of the request's single log line and is turned into metrics once, at the end.
  */
 import type { Usage } from '../../protocol/openai.js';
-import type { PolicyEffect } from '../../policies/types.js';
+import type { PolicyEffect } from '../../policies/registry.js';
 
 export type FinalKind = 'tool_calls' | 'final_answer' | 'content' | 'both' | 'error' | 'passthrough';
 

@@ -8,7 +8,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHeldCallsStreamHook, type TurnJudge } from '../../policies/support/held-calls-stream.js';
+import { createHeldCallsStreamHook, type TurnJudge } from '../../policies/corrective-retry/stream.js';
 import type { ChatCompletionChunk } from '../../protocol/openai.js';
 import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy } from './helpers.js';
 

@@ -4,7 +4,7 @@
  * box). Pairing now walks per-id lists with forward-only cursors.
  */
 import { describe, expect, it } from 'vitest';
-import { repairHistory } from '../../policies/support/repair-history.js';
+import { repairHistory } from '../../policies/history-repair/repair.js';
 import type { ChatMessage } from '../../protocol/openai.js';
 import { DEFAULT_MODEL_SETTINGS } from '../../protocol/settings.js';
 

@@ -11,13 +11,13 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validateArguments } from '../../policies/support/validate-arguments.js';
-import { patternTableStats } from '../../policies/support/linear-regexp.js';
+import { validateArguments } from '../../policies/corrective-retry/validation/validate-arguments.js';
+import { patternTableStats } from '../../policies/corrective-retry/validation/linear-regexp.js';
 import {
   estimateCompileCost,
   MAX_COMPILE_COST,
   validatorCacheStats,
-} from '../../policies/support/validator-cache.js';
+} from '../../policies/corrective-retry/validation/validator-cache.js';
 import { CompileBudgets } from '../../server/compile-budget.js';
 import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy } from './helpers.js';
 import { healthLatencyDuring, leastOf, loadFactor } from './loop-probe.js';

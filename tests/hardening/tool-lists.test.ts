@@ -6,7 +6,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildCatalogue, checkCalls, MAX_LISTED_TOOLS } from '../../policies/support/call-checks.js';
+import { buildCatalogue, checkCalls, MAX_LISTED_TOOLS } from '../../policies/corrective-retry/call-checks.js';
 import type { ChatCompletionRequest, ToolCall } from '../../protocol/openai.js';
 import { MAX_DECLARED_TOOLS } from '../../protocol/tools.js';
 import { buildApp, type ToolproofApp } from '../../server/app.js';

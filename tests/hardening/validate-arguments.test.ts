@@ -9,18 +9,18 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { preview } from '../../policies/support/json-shape.js';
-import { canonicalKey } from '../../policies/support/unique-items.js';
+import { preview } from '../../policies/corrective-retry/validation/json-shape.js';
+import { canonicalKey } from '../../policies/corrective-retry/validation/unique-items.js';
 import {
   MAX_ARGUMENT_DEPTH,
   MAX_ISSUES,
   validateArguments,
-} from '../../policies/support/validate-arguments.js';
+} from '../../policies/corrective-retry/validation/validate-arguments.js';
 import {
   CACHE_MAX_ENTRIES,
   MAX_SCHEMA_CHARS,
   validatorCacheStats,
-} from '../../policies/support/validator-cache.js';
+} from '../../policies/corrective-retry/validation/validator-cache.js';
 
 const run = promisify(execFile);
 

@@ -1,12 +1,12 @@
 /**
  * appendText: the same string as `+`, and text grown a token at a time costs about a byte per
  * character of heap instead of a rope node and a small string per token (an open stream's
- * accumulated arguments and content, policies/support/*-stream.ts).
+ * accumulated arguments and content, policies/<name>/stream.ts).
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { appendText } from '../../policies/support/append-text.js';
+import { appendText } from '../../policies/kit/append-text.js';
 import { seededRng } from '../server/test-utils.js';
 
 setFlagsFromString('--expose-gc');

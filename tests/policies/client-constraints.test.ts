@@ -12,7 +12,7 @@ import type {
   ChatCompletionRequest,
   ToolCall,
 } from '../../protocol/openai.js';
-import { clientConstraintsPolicy } from '../../policies/client-constraints.js';
+import { clientConstraintsPolicy } from '../../policies/client-constraints/index.js';
 import { POLICIES } from '../../policies/registry.js';
 
 const RESPONSE_POLICIES = POLICIES.filter((p) => p.onResponse);

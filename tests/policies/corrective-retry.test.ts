@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
-import { type CorrectiveRetryMemo, correctiveRetryPolicy } from '../../policies/corrective-retry.js';
+import { type CorrectiveRetryMemo, correctiveRetryPolicy } from '../../policies/corrective-retry/index.js';
 import { markLiveAnswer, type ResponseDecision } from '../../policies/types.js';
-import { validateArguments, validatorCacheSize } from '../../policies/support/validate-arguments.js';
+import {
+  validateArguments,
+  validatorCacheSize,
+} from '../../policies/corrective-retry/validation/validate-arguments.js';
 import {
   call,
   chunk,
@@ -16,7 +19,7 @@ import {
   timeTool,
   weatherTool,
 } from './helpers.js';
-import { finalAnswerTool } from '../../policies/support/final-answer.js';
+import { finalAnswerTool } from '../../policies/force-tool-use/final-answer.js';
 
 const p = correctiveRetryPolicy;
 const original = request({ tools: [weatherTool, timeTool] });

@@ -3,7 +3,11 @@
  * registry's describeEffect): the table server/chat/effects.ts applies without naming policies.
  */
 import { describe, expect, it } from 'vitest';
-import { describeEffect } from '../../policies/registry.js';
+import { describeEffect as describeTyped, type PolicyEffect } from '../../policies/registry.js';
+import type { EffectShape } from '../../policies/types.js';
+
+/** Hand-built effects, some short of fields on purpose, which the union's types would refuse. */
+const describeEffect = (effect: EffectShape) => describeTyped(effect as PolicyEffect);
 
 describe('describeEffect', () => {
   it('tallies history repairs, normalizations and client constraints by kind', () => {
@@ -52,7 +56,9 @@ describe('describeEffect', () => {
       type: 'leak',
       leak,
     });
-    expect(describeEffect({ policy: 'leak-recovery', kind: 'leak', detail: 'x' })).toBeUndefined();
+    expect(
+      describeEffect({ policy: 'leak-recovery', kind: 'leak', detail: 'x' as unknown as object }),
+    ).toBeUndefined();
   });
 
   it("reads corrective-retry's details with the same defaults as before", () => {

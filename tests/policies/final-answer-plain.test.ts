@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decodeByCharacters, decodeFinalAnswer } from '../../policies/support/final-answer.js';
+import { decodeByCharacters, decodeFinalAnswer } from '../../policies/force-tool-use/final-answer.js';
 
 const byDecoder = decodeByCharacters;
 

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ChatCompletionChunk, ChatCompletionRequest } from '../../protocol/openai.js';
-import { type ForceToolUseMemo, forceToolUsePolicy } from '../../policies/force-tool-use.js';
-import type { RequestDecision } from '../../policies/types.js';
+import { type ForceToolUseMemo, forceToolUsePolicy } from '../../policies/force-tool-use/index.js';
+import type { EffectShape, RequestDecision } from '../../policies/types.js';
 import {
   call,
   chunk,
@@ -173,7 +173,7 @@ describe('force-tool-use: response', () => {
     );
     expect(choice.message.content).toBe('The weather in Par');
     expect(choice.finish_reason).toBe('length');
-    expect(effects[0]?.detail).toMatchObject({ truncated: true });
+    expect((effects[0] as EffectShape | undefined)?.detail).toMatchObject({ truncated: true });
     // Even when the upstream claimed "tool_calls".
     expect(respond({ tool_calls: [call('c', 'final_answer', '{"answer":"ab\\u00')] }).choice).toMatchObject({
       message: { content: 'ab' },

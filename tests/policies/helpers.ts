@@ -15,7 +15,8 @@ import {
   runResponsePolicies,
 } from '../../policies/composition.js';
 import { POLICIES } from '../../policies/registry.js';
-import type { PolicyContext, PolicyEffect, StreamHook } from '../../policies/types.js';
+import type { PolicyContext, StreamHook } from '../../policies/types.js';
+import type { PolicyEffect } from '../../policies/registry.js';
 
 export function ctxWith(
   overrides: Partial<PolicyContext> = {},

@@ -2,9 +2,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../protocol/openai.js';
 import { DEFAULT_MODEL_SETTINGS, type HistoryRepairSettings } from '../../protocol/settings.js';
-import { historyRepairPolicy } from '../../policies/history-repair.js';
-import { BRIDGE_MESSAGE_CONTENT, repairHistory } from '../../policies/support/repair-history.js';
-import { buildNineCharIdMap } from '../../policies/support/nine-char-ids.js';
+import { historyRepairPolicy } from '../../policies/history-repair/index.js';
+import { BRIDGE_MESSAGE_CONTENT, repairHistory } from '../../policies/history-repair/repair.js';
+import { buildNineCharIdMap } from '../../policies/history-repair/nine-char-ids.js';
 import { ctxWith, request } from './helpers.js';
 
 const base = DEFAULT_MODEL_SETTINGS.historyRepair;

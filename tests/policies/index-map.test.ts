@@ -1,7 +1,7 @@
-/** IndexMap (policies/support/index-map.ts) behaves as the Map it replaces in the stream hooks. */
+/** IndexMap (policies/kit/index-map.ts) behaves as the Map it replaces in the stream hooks. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { IndexMap } from '../../policies/support/index-map.js';
+import { IndexMap } from '../../policies/kit/index-map.js';
 
 describe('IndexMap', () => {
   it('property: any sequence of sets reads back as a Map would (get, size, insertion order)', () => {

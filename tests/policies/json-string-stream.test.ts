@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decodeFinalAnswer } from '../../policies/support/final-answer.js';
-import { JsonStringFieldDecoder } from '../../policies/support/json-string-stream.js';
+import { decodeFinalAnswer } from '../../policies/force-tool-use/final-answer.js';
+import { JsonStringFieldDecoder } from '../../policies/force-tool-use/json-string-stream.js';
 import { splitAt } from './helpers.js';
 
 function decodeChunks(parts: string[]): string {

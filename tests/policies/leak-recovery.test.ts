@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '../../protocol/openai.js';
-import { leakRecovery } from '../../policies/leak-recovery.js';
+import { leakRecovery } from '../../policies/leak-recovery/index.js';
 import { chunk, ctxWith, request, runHook, splitAt, weatherTool } from './helpers.js';
 
 const LEAK = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>';

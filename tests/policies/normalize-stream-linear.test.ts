@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ChatCompletionChunk } from '../../protocol/openai.js';
-import { createNormalizeStreamHook } from '../../policies/support/normalize-stream.js';
+import { createNormalizeStreamHook } from '../../policies/normalize-tool-calls/stream.js';
 
 const base = { id: 'chatcmpl-1', object: 'chat.completion.chunk' as const, created: 1, model: 'm' };
 const delta = (d: object, finish: string | null = null): ChatCompletionChunk =>

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ChatCompletion } from '../../protocol/openai.js';
-import { normalizeToolCallsPolicy } from '../../policies/normalize-tool-calls.js';
+import { normalizeToolCallsPolicy } from '../../policies/normalize-tool-calls/index.js';
 import { call, chunk, completion, ctxWith, finishOf, request, runHook, streamedCalls } from './helpers.js';
 
 const p = normalizeToolCallsPolicy;

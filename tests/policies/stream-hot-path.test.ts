@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ChatCompletionChunk } from '../../protocol/openai.js';
-import { createFinalAnswerStreamHook } from '../../policies/support/final-answer-stream.js';
-import { createHeldCallsStreamHook } from '../../policies/support/held-calls-stream.js';
+import { createFinalAnswerStreamHook } from '../../policies/force-tool-use/stream.js';
+import { createHeldCallsStreamHook } from '../../policies/corrective-retry/stream.js';
 import { isLiveAnswer, liveAnswerCopy } from '../../policies/types.js';
 
 const chunkOf = (delta: Record<string, unknown>, finish: string | null = null): ChatCompletionChunk =>

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { repairHistory, SYSTEM_TURN_CLOSE, SYSTEM_TURN_OPEN } from '../../policies/support/repair-history.js';
+import { repairHistory, SYSTEM_TURN_CLOSE, SYSTEM_TURN_OPEN } from '../../policies/history-repair/repair.js';
 import { toChatRequest, translateRequest } from '../../protocol/anthropic/request.js';
 import type { MessagesRequest } from '../../protocol/anthropic/types.js';
 import type { ChatMessage, ToolDef } from '../../protocol/openai.js';

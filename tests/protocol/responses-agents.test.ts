@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { repairHistory } from '../../policies/support/repair-history.js';
+import { repairHistory } from '../../policies/history-repair/repair.js';
 import type { ChatCompletion, ToolDef } from '../../protocol/openai.js';
 import { larkMarkers, markerPattern } from '../../protocol/responses/lark-markers.js';
 import { decodeReasoning, encodeReasoning } from '../../protocol/responses/reasoning-token.js';

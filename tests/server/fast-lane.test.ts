@@ -1,5 +1,5 @@
 /**
- * The stream's fast lane (server/chat/fast-lane.ts, policies/support/light-delta.ts) must be
+ * The stream's fast lane (server/chat/fast-lane.ts, policies/light-delta.ts) must be
  * exactly the full path: the same bytes to the client, the same end chunks, effects and retry,
  * for any stream. Each stream runs through the real policy chain twice, once parsing every
  * event (the full path) and once as the stream driver runs it (template, light deltas, spliced

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatCompletionChunk } from '../../protocol/openai.js';
 import { POLICIES } from '../../policies/registry.js';
 import type { Policy } from '../../policies/types.js';
+import type { PolicyEffect } from '../../policies/registry.js';
 import {
   assemble,
   type ScriptedReply,
@@ -258,7 +259,7 @@ describe('failures after the headers, odd upstream responses', () => {
 
 describe("toolproof's own bugs", () => {
   it('an exception in a stream hook after the headers ends the stream with an internal error event and [DONE]', async () => {
-    const broken: Policy = {
+    const broken: Policy<PolicyEffect> = {
       name: 'broken',
       enabled: () => true,
       createStreamHook: () => ({

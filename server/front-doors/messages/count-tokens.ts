@@ -4,7 +4,7 @@
  * /tokenize when it has one, else an estimate (4 characters per token).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { repairHistory } from '../../../policies/support/repair-history.js';
+import { repairHistory } from '../../../policies/registry.js';
 import { conversationText, estimateTokens, tokenizeCount } from '../../../protocol/anthropic/count.js';
 import { toChatRequest } from '../../../protocol/anthropic/request.js';
 import type { CountTokensRequest } from '../../../protocol/anthropic/types.js';

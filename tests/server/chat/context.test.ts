@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { ChatCompletionRequest } from '../../../protocol/openai.js';
 import { POLICIES } from '../../../policies/registry.js';
 import { RequestAbort } from '../../../server/abort.js';
-import type { PolicyEffect } from '../../../policies/types.js';
+import type { PolicyEffect } from '../../../policies/registry.js';
 import { ChatCall, type ChatDeps } from '../../../server/chat/context.js';
 import { recordPolicyEffects } from '../../../server/chat/effects.js';
 import { prepareRequest } from '../../../server/chat/pipeline.js';
@@ -85,8 +85,8 @@ describe("the trace's effects", () => {
     const gc = runInNewContext('gc') as () => void;
     const { call, deps } = setup(JSON.parse(RAW_TEXT) as ChatCompletionRequest, undefined);
     const effects: PolicyEffect[] = [
-      { policy: 'normalize-tool-calls', kind: 'missing-id' },
-      { policy: 'normalize-tool-calls', kind: 'missing-type' },
+      { policy: 'normalize-tool-calls', kind: 'missing-id', count: 1 },
+      { policy: 'normalize-tool-calls', kind: 'missing-type', count: 1 },
     ];
     const n = 4000;
     const kept: PolicyEffect[][] = new Array(n);

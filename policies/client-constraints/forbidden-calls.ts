@@ -4,7 +4,7 @@
  * streamed path renders the same calls with the same functions, so both paths agree.
  */
 import type { ToolCall } from '../../protocol/openai.js';
-import { isPlainObject, tryParseJson } from './canonical-arguments.js';
+import { isPlainObject, tryParseJson } from '../kit/canonical-arguments.js';
 
 /** One call as text; arguments that are not a JSON object are kept as the string they were. */
 export function renderCall(name: string, rawArgs: unknown): string {

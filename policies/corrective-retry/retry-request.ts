@@ -6,7 +6,7 @@
  * templates refuse a user message right after a tool message).
  */
 import type { ChatCompletionRequest, ChatMessage, ToolCall } from '../../protocol/openai.js';
-import { canonicalizeArguments } from './canonical-arguments.js';
+import { canonicalizeArguments } from '../kit/canonical-arguments.js';
 import type { CallCheck } from './call-checks.js';
 
 export function buildRetryRequest(

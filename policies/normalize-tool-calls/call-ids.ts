@@ -2,7 +2,7 @@
  * Tool-call ids derived without randomness: `call_` + a hash of the response id, the choice and
  * the position, re-salted until unique within the response.
  */
-import { base62Hash } from './short-hash.js';
+import { base62Hash } from '../kit/short-hash.js';
 
 export function derivedCallId(
   responseId: string,

@@ -5,9 +5,10 @@
  * - parallel_tool_calls false: the first call index seen passes live, the others are dropped.
  */
 import type { ChatCompletionChunk, ChunkChoice, Delta, ToolCallDelta } from '../../protocol/openai.js';
-import type { Constraints } from '../client-constraints.js';
+import type { Constraints } from './constraints.js';
 import type { StreamEnd, StreamHook } from '../types.js';
-import { EffectTally } from './effects.js';
+import { EffectTally } from '../kit/effects.js';
+import type { CLIENT_CONSTRAINTS_POLICY, ClientConstraintsEffect, ClientConstraintsKind } from './effects.js';
 import { callTextSeparator, renderCalls } from './forbidden-calls.js';
 
 interface ChoiceState {
@@ -21,9 +22,12 @@ interface ChoiceState {
   finished: boolean;
 }
 
-export function createClientConstraintsStreamHook(policy: string, c: Constraints): StreamHook {
+export function createClientConstraintsStreamHook(
+  policy: typeof CLIENT_CONSTRAINTS_POLICY,
+  c: Constraints,
+): StreamHook<ClientConstraintsEffect> {
   const states = new Map<number, ChoiceState>();
-  const tally = new EffectTally(policy);
+  const tally = new EffectTally<typeof CLIENT_CONSTRAINTS_POLICY, ClientConstraintsKind>(policy);
   let template: ChatCompletionChunk | undefined;
 
   const stateOf = (index: number): ChoiceState => {
@@ -105,7 +109,7 @@ export function createClientConstraintsStreamHook(policy: string, c: Constraints
       stateOf(frame.choice).lastChar = light.text.slice(-1);
       return light;
     },
-    onEnd(): StreamEnd {
+    onEnd(): StreamEnd<ClientConstraintsEffect> {
       const chunks: ChatCompletionChunk[] = [];
       for (const [index, st] of [...states].sort(([a], [b]) => a - b)) {
         tally.add('dropped-parallel-call', st.dropped.size);

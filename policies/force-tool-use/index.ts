@@ -14,7 +14,7 @@
  * - `logprobs: true` or `top_logprobs`: the logprobs would describe the final_answer call's JSON
  *   (`{"answer": "...`), not the text the client receives; they cannot be mapped back.
  *
- * A final_answer whose arguments hold no answer (support/final-answer.ts has the rule: `answer`,
+ * A final_answer whose arguments hold no answer (force-tool-use/final-answer.ts has the rule: `answer`,
  * or the only key when it holds a string) stays a call while a corrective retry can follow, so
  * corrective-retry re-asks with 'final-answer-args' feedback; after that its raw arguments are
  * the content (never lost), counted `final-answer-raw`.
@@ -28,20 +28,18 @@ import type {
   Choice,
   ToolCall,
   ToolChoice,
-} from '../protocol/openai.js';
-import { passThroughHook, type Policy, type PolicyContext, type PolicyEffect } from './types.js';
-import { isPlainObject } from './support/canonical-arguments.js';
+} from '../../protocol/openai.js';
+import { passThroughHook, type Policy, type PolicyContext } from '../types.js';
+import { isPlainObject } from '../kit/canonical-arguments.js';
 import {
   appendAnswer,
   chooseFinalAnswerName,
   decodeFinalAnswer,
   finalAnswerTool,
   leadingContent,
-} from './support/final-answer.js';
-import { createFinalAnswerStreamHook } from './support/final-answer-stream.js';
-import { tallied } from './support/effects.js';
-
-export const FORCE_TOOL_USE_POLICY = 'force-tool-use';
+} from './final-answer.js';
+import { createFinalAnswerStreamHook } from './stream.js';
+import { describeForceToolUseEffect, FORCE_TOOL_USE_POLICY, type ForceToolUseEffect } from './effects.js';
 
 export interface ForceToolUseMemo {
   /** The synthetic tool's name as sent upstream; null when none was added. */
@@ -94,11 +92,11 @@ export function finalAnswerRetryable(ctx: PolicyContext, upstreamFinish: string 
   return ctx.retriesUsed < ctx.settings.maxRetries && upstreamFinish !== 'length';
 }
 
-/** Unwraps final_answer calls of one choice (see the module comment and support/final-answer.ts). */
+/** Unwraps final_answer calls of one choice (see the module comment and force-tool-use/final-answer.ts). */
 export function unwrapFinalAnswer(
   choice: Choice,
   memo: ForceToolUseMemo,
-  effects: PolicyEffect[],
+  effects: ForceToolUseEffect[],
   retryable = false,
 ): Choice {
   const name = memo.finalAnswerName;
@@ -161,7 +159,7 @@ export function finalAnswerEffect(
   truncated: boolean,
   raw: boolean,
   field: string | undefined,
-): PolicyEffect {
+): ForceToolUseEffect {
   return {
     policy: FORCE_TOOL_USE_POLICY,
     kind: 'final-answer',
@@ -181,28 +179,10 @@ function forcedCopy(request: ChatCompletionRequest): ChatCompletionRequest {
   return Object.assign({}, request);
 }
 
-export const forceToolUsePolicy: Policy = {
+export const forceToolUsePolicy: Policy<ForceToolUseEffect> = {
   name: FORCE_TOOL_USE_POLICY,
   enabled: (settings) => settings.forceToolUse,
-  describeEffect(effect) {
-    switch (effect.kind) {
-      case 'forced':
-        return {
-          type: 'forced',
-          toolChoice: (effect.detail as { toolChoice?: string } | undefined)?.toolChoice ?? 'required',
-        };
-      case 'final-answer':
-        return { type: 'final-answer' };
-      case 'forced-but-prose':
-        return { type: 'forced-but-prose' };
-      case 'final-answer-raw':
-        return tallied('finalAnswerProblems', effect, 'raw');
-      case 'final-answer-invalid':
-        return tallied('finalAnswerProblems', effect, 'invalid');
-      default:
-        return undefined;
-    }
-  },
+  describeEffect: describeForceToolUseEffect,
 
   onRequest(request, ctx) {
     const skip = notForcedReason(request);
@@ -215,7 +195,7 @@ export const forceToolUsePolicy: Policy = {
       return { action: 'continue', request, effects: [], memo };
     }
     const finalAnswerName = chooseFinalAnswerName(ctx.settings.finalAnswerTool, declaredNames(request));
-    const toolChoice: ToolChoice = ctx.requiredRejected ? 'auto' : 'required';
+    const toolChoice = ctx.requiredRejected ? 'auto' : 'required';
     const rewritten = forcedCopy(request);
     rewritten.tools = [...(request.tools ?? []), finalAnswerTool(finalAnswerName)];
     rewritten.tool_choice = toolChoice;
@@ -232,7 +212,7 @@ export const forceToolUsePolicy: Policy = {
     if (!isForceToolUseMemo(memo) || memo.finalAnswerName === null || !Array.isArray(response.choices)) {
       return { action: 'continue', response, effects: [] };
     }
-    const effects: PolicyEffect[] = [];
+    const effects: ForceToolUseEffect[] = [];
     const choices = response.choices.map((c) =>
       unwrapFinalAnswer(c, memo, effects, finalAnswerRetryable(ctx, c.finish_reason)),
     );

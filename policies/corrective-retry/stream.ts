@@ -26,18 +26,12 @@ import type {
   ToolCall,
   ToolCallDelta,
 } from '../../protocol/openai.js';
-import {
-  isLiveAnswer,
-  type LightDelta,
-  type LightFrame,
-  type PolicyEffect,
-  type StreamEnd,
-  type StreamHook,
-} from '../types.js';
-import type { Correction } from '../corrective-retry.js';
-import { appendText } from './append-text.js';
+import { isLiveAnswer, type LightDelta, type LightFrame, type StreamEnd, type StreamHook } from '../types.js';
+import type { Correction } from './judge.js';
+import type { CorrectiveRetryEffect } from './effects.js';
+import { appendText } from '../kit/append-text.js';
 import { HELD_CHUNK_COST, HeldText } from './held-text.js';
-import { IndexMap } from './index-map.js';
+import { IndexMap } from '../kit/index-map.js';
 import { pushAll } from '../../protocol/append-all.js';
 
 interface Assembled {
@@ -85,7 +79,10 @@ function hasValue(delta: Delta | undefined): boolean {
   return false;
 }
 
-export function createHeldCallsStreamHook(judge: TurnJudge, opts: HoldOptions = { hold: true }): StreamHook {
+export function createHeldCallsStreamHook(
+  judge: TurnJudge,
+  opts: HoldOptions = { hold: true },
+): StreamHook<CorrectiveRetryEffect> {
   return new HeldCallsStream(
     judge,
     opts.hold,
@@ -124,7 +121,7 @@ function toolCallsOf(a: ChoiceAcc): ToolCall[] {
  * A class rather than a closure per helper: an open stream holds one object and its state, with
  * the methods shared on the prototype.
  */
-class HeldCallsStream implements StreamHook {
+class HeldCallsStream implements StreamHook<CorrectiveRetryEffect> {
   private readonly acc = new IndexMap<ChoiceAcc>();
   private held: ChatCompletionChunk[] = [];
   /** Text of this attempt not yet released (dropped on a retry). */
@@ -333,9 +330,9 @@ class HeldCallsStream implements StreamHook {
     return light;
   }
 
-  onEnd(): StreamEnd {
+  onEnd(): StreamEnd<CorrectiveRetryEffect> {
     const hold = this.hold;
-    const effects: PolicyEffect[] = [];
+    const effects: CorrectiveRetryEffect[] = [];
     const chunks: ChatCompletionChunk[] = [];
     for (const [index, a] of [...this.acc.entries()].sort(([x], [y]) => x - y)) {
       const correction = this.judge({

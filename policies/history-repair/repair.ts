@@ -12,21 +12,19 @@
  */
 import type { ChatMessage, ToolCall } from '../../protocol/openai.js';
 import type { HistoryRepairSettings } from '../../protocol/settings.js';
-import type { PolicyEffect } from '../types.js';
-import { canonicalizeArguments, isPlainObject } from './canonical-arguments.js';
-import { EffectTally } from './effects.js';
+import { canonicalizeArguments, isPlainObject } from '../kit/canonical-arguments.js';
+import { EffectTally } from '../kit/effects.js';
+import { HISTORY_REPAIR_POLICY, type HistoryRepairEffect, type HistoryRepairKind } from './effects.js';
 import { contentText, joinContent, prefixContent } from './message-content.js';
 import { buildNineCharIdMap } from './nine-char-ids.js';
 import { pushAll } from '../../protocol/append-all.js';
-
-export const HISTORY_REPAIR_POLICY = 'history-repair';
 
 /** The assistant text inserted between a tool message and a following user message. */
 export const BRIDGE_MESSAGE_CONTENT = 'I have received the tool results.';
 
 export interface HistoryRepairResult {
   messages: ChatMessage[];
-  effects: PolicyEffect[];
+  effects: HistoryRepairEffect[];
 }
 
 interface RepairedCall {
@@ -37,7 +35,9 @@ interface RepairedCall {
   note: string | undefined;
 }
 
-const ARGUMENT_EFFECT: Record<string, string | undefined> = {
+type RepairTally = EffectTally<typeof HISTORY_REPAIR_POLICY, HistoryRepairKind>;
+
+const ARGUMENT_EFFECT: Record<string, HistoryRepairKind | undefined> = {
   object: 'object-arguments',
   canonicalized: 'canonicalized-arguments',
   repaired: 'repaired-arguments',
@@ -87,7 +87,7 @@ function repairCall(
   callIndex: number,
   seenInMessage: Set<string>,
   taken: TakenIds,
-  tally: EffectTally,
+  tally: RepairTally,
 ): RepairedCall {
   const obj = isPlainObject(raw) ? raw : {};
   const fn = isPlainObject(obj.function) ? obj.function : {};
@@ -136,7 +136,7 @@ function pairResults(
   calls: RepairedCall[],
   block: readonly ChatMessage[],
   settings: HistoryRepairSettings,
-  tally: EffectTally,
+  tally: RepairTally,
 ): ChatMessage[] {
   const resultOf: (number | undefined)[] = calls.map(() => undefined);
   const pending: number[] = [];
@@ -224,7 +224,7 @@ function indexCall(byId: Map<string, number[]>, id: string, k: number): void {
 function normalizeToolCallContent(
   messages: ChatMessage[],
   settings: HistoryRepairSettings,
-  tally: EffectTally,
+  tally: RepairTally,
 ): void {
   if (settings.toolCallContent === 'keep') return;
   messages.forEach((m, i) => {
@@ -239,7 +239,7 @@ function normalizeToolCallContent(
   });
 }
 
-function bridgeToolToUser(messages: ChatMessage[], tally: EffectTally): ChatMessage[] {
+function bridgeToolToUser(messages: ChatMessage[], tally: RepairTally): ChatMessage[] {
   const out: ChatMessage[] = [];
   messages.forEach((m, i) => {
     out.push(m);
@@ -274,7 +274,7 @@ function wrapSystemContent(content: ChatMessage['content']): ChatMessage['conten
  * every turn; a system turn after that becomes a user turn where it stands, wrapped in
  * <system-reminder> tags, so folding it never rewrites an earlier byte.
  */
-function placeSystemMessages(messages: readonly ChatMessage[], tally: EffectTally): ChatMessage[] {
+function placeSystemMessages(messages: readonly ChatMessage[], tally: RepairTally): ChatMessage[] {
   const firstAssistant = messages.findIndex((m) => m.role === 'assistant');
   const opening = firstAssistant < 0 ? messages.length : firstAssistant;
   let lead: ChatMessage | undefined;
@@ -304,7 +304,7 @@ function mergeable(m: ChatMessage): boolean {
   return m.role === 'assistant' && !Array.isArray(m.tool_calls);
 }
 
-function mergeSameRole(messages: ChatMessage[], tally: EffectTally): ChatMessage[] {
+function mergeSameRole(messages: ChatMessage[], tally: RepairTally): ChatMessage[] {
   const out: ChatMessage[] = [];
   for (const m of messages) {
     const prev = out[out.length - 1];
@@ -316,7 +316,7 @@ function mergeSameRole(messages: ChatMessage[], tally: EffectTally): ChatMessage
   return out;
 }
 
-function applyNineCharIds(messages: ChatMessage[], tally: EffectTally): ChatMessage[] {
+function applyNineCharIds(messages: ChatMessage[], tally: RepairTally): ChatMessage[] {
   const ids: string[] = [];
   for (const m of messages) {
     for (const c of m.tool_calls ?? []) ids.push(c.id);
@@ -367,7 +367,7 @@ export function repairHistory(
   settings: HistoryRepairSettings,
 ): HistoryRepairResult {
   if (untouched(given, settings)) return { messages: given.slice(), effects: [] };
-  const tally = new EffectTally(HISTORY_REPAIR_POLICY);
+  const tally: RepairTally = new EffectTally(HISTORY_REPAIR_POLICY);
   const messages = settings.systemMessages === 'merge' ? placeSystemMessages(given, tally) : given;
   const taken = new TakenIds(messages);
   let out: ChatMessage[] = [];

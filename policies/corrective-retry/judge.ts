@@ -1,21 +1,12 @@
 /**
- * corrective-retry (response side, runs LAST: it judges what the client would receive, after
- * normalization, leak recovery and final_answer unwrapping). A call naming an undeclared tool,
- * with arguments that are not a JSON object or fail the declared schema, or a tool call written
- * as text no parser could read, makes toolproof re-ask the model once (settings.maxRetries)
- * with feedback saying what was wrong and what to do next. The client's tool_choice is part of
- * the judgement: with a named tool a call to another tool is invalid ('wrong-tool'), with
- * "required" or a named tool a turn without any call is ('prose-when-required'); a final-answer
- * call left unwrapped by force-tool-use ('final-answer-args') is too. Bounded by ctx.retriesUsed: a second
- * failure is returned as it is, with the validation errors as effects, never turned into `{}`.
- *
- * Leaks: the pipeline passes its leak records in this policy's memo (see CorrectiveRetryMemo);
- * for streams, `leaks` may be a function read at the end of the stream.
+ * corrective-retry's judgement of one assistant turn, shared by its two halves (index.ts for a
+ * whole response, stream.ts for a stream's assembled turn): the call checks, the client's
+ * tool_choice, unparsed leaks, and the retry request when one is due.
  */
-import type { LeakRecord } from '../parsers/types.js';
-import type { ChatCompletion, ChatCompletionRequest, ToolCall } from '../protocol/openai.js';
-import type { Policy, PolicyContext, PolicyEffect } from './types.js';
-import { isPlainObject } from './support/canonical-arguments.js';
+import type { LeakRecord } from '../../parsers/types.js';
+import type { ChatCompletion, ChatCompletionRequest, ToolCall } from '../../protocol/openai.js';
+import type { EffectShape, PolicyContext } from '../types.js';
+import { isPlainObject } from '../kit/canonical-arguments.js';
 import {
   buildCatalogue,
   type CallCheck,
@@ -23,22 +14,11 @@ import {
   type ToolCatalogue,
   proseFeedback,
   unparsedLeakFeedback,
-} from './support/call-checks.js';
-import { clientToolChoice } from './support/client-choice.js';
-import { createHeldCallsStreamHook } from './support/held-calls-stream.js';
-import { buildRetryRequest } from './support/retry-request.js';
-import { pushAll } from '../protocol/append-all.js';
+} from './call-checks.js';
+import { clientToolChoice } from '../kit/client-choice.js';
+import { buildRetryRequest } from './retry-request.js';
 
-export const CORRECTIVE_RETRY_POLICY = 'corrective-retry';
-
-export type RetryReason =
-  | 'undeclared-tool'
-  | 'schema'
-  | 'invalid-json'
-  | 'unparsed-leak'
-  | 'wrong-tool'
-  | 'final-answer-args'
-  | 'prose-when-required';
+import { CORRECTIVE_RETRY_POLICY, type CorrectiveRetryEffect, type RetryReason } from './effects.js';
 
 export type LeakInput = Pick<LeakRecord, 'format' | 'outcome'> & Partial<LeakRecord>;
 
@@ -55,7 +35,7 @@ export interface CorrectiveRetryMemo {
  * each leak as {policy:'leak-recovery', kind:'leak', detail: LeakRecord}). For a stream, pass
  * `{ leaks: () => leaksFromEffects(collected) }`: it is read at the end, after leak-recovery's end.
  */
-export function leaksFromEffects(effects: readonly PolicyEffect[]): LeakInput[] {
+export function leaksFromEffects(effects: readonly EffectShape[]): LeakInput[] {
   const out: LeakInput[] = [];
   for (const e of effects) {
     const d = e.detail;
@@ -114,12 +94,12 @@ function catalogueOf(
 }
 
 /** The memo for every choice after the first: leaks belong to the response as a whole. */
-function withoutLeaks(memo: unknown): CorrectiveRetryMemo {
+export function withoutLeaks(memo: unknown): CorrectiveRetryMemo {
   return { ...memoOf(memo), leaks: [] };
 }
 
 export interface Correction {
-  effects: PolicyEffect[];
+  effects: CorrectiveRetryEffect[];
   /** Set when a retry should be made. */
   retry?: { request: ChatCompletionRequest; reason: RetryReason };
 }
@@ -169,7 +149,7 @@ export function correctTurn(
       ? checkCalls(turn.toolCalls, cat(), ctx.settings.validateArguments, choice, ctx.compileBudget)
       : [];
   const leaks = leaksOf(m, ctx);
-  const effects: PolicyEffect[] = [];
+  const effects: CorrectiveRetryEffect[] = [];
   const reasons: RetryReason[] = [];
   // "required" or a named tool answered in prose: the client's choice is part of the judgement.
   const prose =
@@ -278,86 +258,3 @@ export function answerChars(response: ChatCompletion): number {
   }
   return n;
 }
-
-export const correctiveRetryPolicy: Policy = {
-  name: CORRECTIVE_RETRY_POLICY,
-  retriesUnrecoverable: true,
-  describeEffect(effect) {
-    if (effect.kind === 'validation-failed') {
-      const detail = effect.detail as { tool?: unknown; reason?: unknown } | undefined;
-      return {
-        type: 'validation-failed',
-        tool: String(detail?.tool ?? 'unknown'),
-        undeclared: detail?.reason === 'undeclared-tool',
-        detail: effect.detail,
-      };
-    }
-    if (effect.kind === 'schema-unenforced') {
-      const d = effect.detail as { tool?: unknown; reasons?: unknown; cause?: unknown } | undefined;
-      return {
-        type: 'schema-unenforced',
-        tool: String(d?.tool ?? ''),
-        reasons: Array.isArray(d?.reasons) ? d.reasons.map(String) : [],
-        cause: String(d?.cause),
-      };
-    }
-    if (effect.kind === 'retry')
-      return {
-        type: 'retry',
-        reason: String((effect.detail as { reason?: unknown } | undefined)?.reason ?? 'invalid'),
-      };
-    return undefined;
-  },
-  // With maxRetries 0 the policy still judges calls (effects for the log and metrics) but its
-  // stream hook no longer holds tool calls back.
-  enabled: (settings) => settings.maxRetries > 0 || settings.validateArguments,
-
-  onResponse(response: ChatCompletion, ctx, memo, sent, original) {
-    const effects: PolicyEffect[] = [];
-    const choices = Array.isArray(response.choices) ? response.choices : [];
-    // Leaks belong to the response as a whole: judged with the first choice only.
-    let first = true;
-    const tooLong = answerChars(response) > ctx.settings.maxHeldBytes;
-    for (const choice of choices) {
-      const message = choice.message ?? { role: 'assistant', content: null };
-      const toolCalls = Array.isArray(message.tool_calls) ? message.tool_calls : [];
-      const content = typeof message.content === 'string' ? message.content : null;
-      const correction = correctTurn(
-        { content, toolCalls, finishReason: choice.finish_reason, ...(tooLong ? { tooLong } : {}) },
-        ctx,
-        first ? memo : withoutLeaks(memo),
-        sent,
-        original,
-      );
-      first = false;
-      pushAll(effects, correction.effects);
-      if (correction.retry) {
-        return {
-          action: 'retry',
-          request: correction.retry.request,
-          reason: correction.retry.reason,
-          effects,
-          failed: response,
-        };
-      }
-    }
-    return { action: 'continue', response, effects };
-  },
-
-  createStreamHook(ctx, memo, sent, original) {
-    // Holding the turn back only pays when a retry can follow.
-    const declaresTools = Array.isArray(original.tools) && original.tools.length > 0;
-    const canRetry = declaresTools && ctx.retriesUsed < ctx.settings.maxRetries;
-    // Leaks are judged with the first choice only, as onResponse does: judged with every choice,
-    // each one walked every effect of the attempt (40k choices: 3 s of event loop).
-    let judged = 0;
-    return createHeldCallsStreamHook(
-      (turn) => correctTurn(turn, ctx, judged++ === 0 ? memo : withoutLeaks(memo), sent, original),
-      {
-        hold: canRetry,
-        maxHeldChars: ctx.settings.maxHeldBytes,
-        ...(ctx.discardDecided ? { discardDecided: ctx.discardDecided } : {}),
-      },
-    );
-  },
-};

@@ -1,15 +1,15 @@
 /**
  * history-repair (request side, runs first): makes the conversation acceptable to strict
- * backends before anything goes upstream. See support/repair-history.ts for the invariants.
+ * backends before anything goes upstream. See history-repair/repair.ts for the invariants.
  */
-import type { Policy } from './types.js';
-import { tallied } from './support/effects.js';
-import { HISTORY_REPAIR_POLICY, repairHistory } from './support/repair-history.js';
+import type { Policy } from '../types.js';
+import { describeHistoryRepairEffect, HISTORY_REPAIR_POLICY, type HistoryRepairEffect } from './effects.js';
+import { repairHistory } from './repair.js';
 
-export const historyRepairPolicy: Policy = {
+export const historyRepairPolicy: Policy<HistoryRepairEffect> = {
   name: HISTORY_REPAIR_POLICY,
   enabled: (settings) => settings.historyRepair.enabled,
-  describeEffect: (effect) => tallied('repairs', effect),
+  describeEffect: describeHistoryRepairEffect,
   onRequest(request, ctx) {
     if (!Array.isArray(request.messages)) return { action: 'continue', request, effects: [] };
     const { messages, effects } = repairHistory(request.messages, ctx.settings.historyRepair);

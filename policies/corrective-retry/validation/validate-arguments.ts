@@ -12,9 +12,9 @@
  * becomes a reported, skipped check, never an exception.
  */
 import type { ErrorObject } from 'ajv';
-import type { JsonObject } from '../../protocol/openai.js';
-import { deeperThan } from '../../protocol/json-depth.js';
-import type { CompileBudget } from '../types.js';
+import type { JsonObject } from '../../../protocol/openai.js';
+import { deeperThan } from '../../../protocol/json-depth.js';
+import type { CompileBudget } from '../../types.js';
 import { preview } from './json-shape.js';
 import type { PatternSkip } from './linear-regexp.js';
 import { type CompileRefusal, compileSchema, runValidator, validatorCacheStats } from './validator-cache.js';

@@ -1,182 +1,30 @@
 /**
- * leak-recovery: tool calls the model wrote as text (the backend's --tool-call-parser did not
- * match) are parsed back into real tool_calls by the parser engine (parsers/recover.ts).
- * Runs only when the request declared tools, unless the model's `recovery` is 'always'.
- * With the client's tool_choice "none" nothing is recovered: leaked text stays content, byte for
- * byte, and is only counted (outcome 'suppressed').
- * Structured calls the backend already returned stay first; recovered ones follow them.
- * Ids are derived from the response id (policies are pure: no randomness).
+ * leak-recovery's stream half: each choice's text goes through its own engine stream, as the
+ * non-streamed half (index.ts) recovers a whole message.
  */
 import type {
-  AssistantMessage,
-  ChatCompletion,
   ChatCompletionChunk,
   ChatCompletionRequest,
   ChunkChoice,
   Delta,
-  ToolCall,
   ToolCallDelta,
-} from '../protocol/openai.js';
-import { declaredTools } from '../protocol/tools.js';
-import { upstreamErrorMessage } from '../protocol/error-body.js';
-import { fnv1a } from '../protocol/hash.js';
-import {
-  createRecoveryStream,
-  type RecoveryEvent,
-  type RecoveryStream,
-  recoverFromErrorText,
-  recoverMessage,
-} from '../parsers/recover.js';
-import type { LeakRecord } from '../parsers/types.js';
+} from '../../protocol/openai.js';
+import { declaredTools } from '../../protocol/tools.js';
+import { createRecoveryStream, type RecoveryEvent, type RecoveryStream } from '../../parsers/recover.js';
+import type { LeakRecord } from '../../parsers/types.js';
 import {
   passThroughHook,
-  type EffectLeak,
-  type Policy,
   type PolicyContext,
   type LightDelta,
   type LightFrame,
-  type PolicyEffect,
   type StreamEnd,
   type StreamHook,
-} from './types.js';
-import { clientToolChoice } from './support/client-choice.js';
-import { IndexMap } from './support/index-map.js';
-import { pushAll } from '../protocol/append-all.js';
-
-const NAME = 'leak-recovery';
-
-/**
- * Leak outcome for tool_choice "none" (the metric label `outcome` gains this value). Kept here,
- * not in parsers/types.ts: the engine never suppresses, only this policy does.
- */
-export const SUPPRESSED = 'suppressed' as const;
-
-function applies(ctx: PolicyContext, sent: ChatCompletionRequest): boolean {
-  if (ctx.settings.recovery === 'off') return false;
-  return ctx.settings.recovery === 'always' || (Array.isArray(sent.tools) && sent.tools.length > 0);
-}
-
-/** Short, stable token of a string, so derived ids look like `call_tp3f9a…_0`. */
-const token = (s: string): string => fnv1a(s).toString(36);
-
-function isLeak(detail: unknown): detail is EffectLeak {
-  return !!detail && typeof detail === 'object' && typeof (detail as EffectLeak).format === 'string';
-}
-
-function idFactory(responseId: string, choice: number): () => string {
-  let n = 0;
-  const base = `call_tp${token(`${responseId}:${choice}`)}`;
-  return () => `${base}_${n++}`;
-}
-
-/** A leak record as reported: the engine's outcomes plus this policy's 'suppressed'. */
-type ReportedLeak = Omit<LeakRecord, 'outcome'> & { outcome: LeakRecord['outcome'] | typeof SUPPRESSED };
-
-const leakEffects = (leaks: readonly ReportedLeak[]): PolicyEffect[] =>
-  leaks.map((leak) => ({ policy: NAME, kind: 'leak', detail: leak }));
-
-function recoverChoiceMessage(
-  message: AssistantMessage,
-  responseId: string,
-  choiceIndex: number,
-  ctx: PolicyContext,
-  sent: ChatCompletionRequest,
-): { message: AssistantMessage; added: number; leaks: LeakRecord[] } {
-  const content = typeof message.content === 'string' ? message.content : null;
-  const reasoningKey =
-    typeof message.reasoning === 'string' && message.reasoning_content == null
-      ? 'reasoning'
-      : 'reasoning_content';
-  const reasoningIn = (message[reasoningKey] as string | null | undefined) ?? null;
-  if (!content && !reasoningIn) return { message, added: 0, leaks: [] };
-  const result = recoverMessage(
-    { content, reasoning: reasoningIn },
-    {
-      tools: declaredTools(sent),
-      parsers: ctx.settings.parsers,
-      newId: idFactory(responseId, choiceIndex),
-      startsInReasoning: ctx.settings.startsInReasoning,
-      maxHeldBytes: ctx.settings.maxHeldBytes,
-    },
-  );
-  const unchanged =
-    result.calls.length === 0 &&
-    result.leaks.length === 0 &&
-    (result.content ?? '') === (content ?? '') &&
-    (result.reasoning ?? '') === (reasoningIn ?? '');
-  if (unchanged) return { message, added: 0, leaks: [] };
-  const recovered: ToolCall[] = result.calls.map((c) => ({
-    id: c.id,
-    type: 'function',
-    function: { name: c.name, arguments: c.arguments },
-  }));
-  const existing = Array.isArray(message.tool_calls) ? message.tool_calls : [];
-  const next: AssistantMessage = { ...message, content: result.content };
-  if (result.reasoning !== null || reasoningIn !== null) next[reasoningKey] = result.reasoning;
-  if (existing.length + recovered.length > 0) next.tool_calls = [...existing, ...recovered];
-  return { message: next, added: recovered.length, leaks: result.leaks };
-}
-
-/**
- * A leak the client's tool_choice "none" keeps as text: counted, never a call, never a retry
- * (corrective-retry only acts on 'unrecovered'). A 'rejected' leak stays text anyway and keeps
- * its outcome.
- */
-const suppressedEffects = (leaks: readonly LeakRecord[]): PolicyEffect[] =>
-  leakEffects(leaks.map((l) => (l.outcome === 'rejected' ? l : { ...l, outcome: SUPPRESSED })));
-
-/** tool_choice "none", non-streamed: the response is returned untouched; leaks are only counted. */
-function suppressLeaks(
-  response: ChatCompletion,
-  ctx: PolicyContext,
-  sent: ChatCompletionRequest,
-): ReturnType<NonNullable<Policy['onResponse']>> {
-  const effects: PolicyEffect[] = [];
-  for (const choice of response.choices) {
-    const m = choice?.message;
-    if (!m) continue;
-    const content = typeof m.content === 'string' ? m.content : null;
-    const reasoning = typeof m.reasoning_content === 'string' ? m.reasoning_content : m.reasoning;
-    const r = recoverMessage(
-      { content, reasoning: typeof reasoning === 'string' ? reasoning : null },
-      {
-        tools: declaredTools(sent),
-        parsers: ctx.settings.parsers,
-        newId: idFactory('', choice.index ?? 0),
-        startsInReasoning: ctx.settings.startsInReasoning,
-        maxHeldBytes: ctx.settings.maxHeldBytes,
-      },
-    );
-    pushAll(effects, suppressedEffects(r.leaks));
-  }
-  return { action: 'continue', response, effects };
-}
-
-function onResponse(
-  response: ChatCompletion,
-  ctx: PolicyContext,
-  _memo: unknown,
-  sent: ChatCompletionRequest,
-  original: ChatCompletionRequest,
-): ReturnType<NonNullable<Policy['onResponse']>> {
-  if (!applies(ctx, sent)) return { action: 'continue', response, effects: [] };
-  if (clientToolChoice(original).kind === 'none') return suppressLeaks(response, ctx, sent);
-  const effects: PolicyEffect[] = [];
-  let changed = false;
-  const choices = response.choices.map((choice) => {
-    if (!choice?.message) return choice;
-    const r = recoverChoiceMessage(choice.message, String(response.id ?? ''), choice.index ?? 0, ctx, sent);
-    pushAll(effects, leakEffects(r.leaks));
-    if (r.message === choice.message) return choice;
-    changed = true;
-    const finish =
-      r.added > 0 && (choice.finish_reason === 'stop' || choice.finish_reason == null)
-        ? 'tool_calls'
-        : choice.finish_reason;
-    return { ...choice, message: r.message, finish_reason: finish };
-  });
-  return { action: 'continue', response: changed ? { ...response, choices } : response, effects };
-}
+} from '../types.js';
+import { clientToolChoice } from '../kit/client-choice.js';
+import { IndexMap } from '../kit/index-map.js';
+import { pushAll } from '../../protocol/append-all.js';
+import { applies, idFactory } from './engine.js';
+import { type LeakRecoveryEffect, leakEffects, suppressedEffects } from './effects.js';
 
 /** Stream state of one choice: its own engine, its own index space for tool calls. */
 /** A copy of a delta without the keys leak recovery rewrites, the others in their order. */
@@ -250,12 +98,12 @@ interface ChoiceRecovery {
  * with n > 1 every choice is recovered exactly as the non-streamed path recovers it. Recovered
  * calls become OpenAI tool-call deltas numbered after that choice's structured calls.
  */
-function createStreamHook(
+export function createStreamHook(
   ctx: PolicyContext,
   _memo: unknown,
   sent: ChatCompletionRequest,
   original: ChatCompletionRequest,
-): StreamHook {
+): StreamHook<LeakRecoveryEffect> {
   if (!applies(ctx, sent)) {
     return passThroughHook();
   }
@@ -286,7 +134,7 @@ function applyEvents(st: ChoiceRecovery, events: RecoveryEvent[], delta: Delta):
 }
 
 /** A class rather than closures: an open stream holds one object, the methods are shared. */
-class LeakRecoveryStream implements StreamHook {
+class LeakRecoveryStream implements StreamHook<LeakRecoveryEffect> {
   private readonly states = new IndexMap<ChoiceRecovery>();
   private last: Pick<ChatCompletionChunk, 'id' | 'created' | 'model'> | undefined;
 
@@ -412,9 +260,9 @@ class LeakRecoveryStream implements StreamHook {
     return idx === light.call ? light : { kind: 'args', call: idx, fragment: light.fragment };
   }
 
-  onEnd(): StreamEnd {
+  onEnd(): StreamEnd<LeakRecoveryEffect> {
     const chunks: ChatCompletionChunk[] = [];
-    const effects: PolicyEffect[] = [];
+    const effects: LeakRecoveryEffect[] = [];
     for (const [index, st] of [...this.states].sort(([a], [b]) => a - b)) {
       if (!st.finished && this.last) {
         // The upstream ended without a finish_reason: flush what the engine still holds.
@@ -441,7 +289,10 @@ class LeakRecoveryStream implements StreamHook {
  * byte; each choice's text still goes through an engine, only to count the leaks (outcome
  * 'suppressed'). Like a request without tools, nothing is rewritten (no reasoning split either).
  */
-function createSuppressingHook(ctx: PolicyContext, sent: ChatCompletionRequest): StreamHook {
+function createSuppressingHook(
+  ctx: PolicyContext,
+  sent: ChatCompletionRequest,
+): StreamHook<LeakRecoveryEffect> {
   const engines = new Map<number, ReturnType<typeof createRecoveryStream>>();
   const engineOf = (index: number) => {
     let s = engines.get(index);
@@ -470,7 +321,7 @@ function createSuppressingHook(ctx: PolicyContext, sent: ChatCompletionRequest):
       return [chunk];
     },
     onEnd() {
-      const effects: PolicyEffect[] = [];
+      const effects: LeakRecoveryEffect[] = [];
       for (const [, s] of [...engines].sort(([a], [b]) => a - b)) {
         s.finish();
         pushAll(effects, suppressedEffects(s.leaks()));
@@ -479,61 +330,3 @@ function createSuppressingHook(ctx: PolicyContext, sent: ChatCompletionRequest):
     },
   };
 }
-
-/**
- * llama-server answers some chat-parser failures with "Failed to parse input at pos N: <raw
- * model output>" (HTTP 500, or an error event in a stream): the model's call is right there in
- * the error text. When the request declared tools, it becomes a normal completion. Ids derive
- * from the message text (policies are pure: no randomness).
- */
-function onUpstreamError(
-  body: unknown,
-  ctx: PolicyContext,
-  sent: ChatCompletionRequest,
-  original: ChatCompletionRequest,
-): { completion: ChatCompletion; effects: PolicyEffect[] } | null {
-  if (!applies(ctx, sent)) return null;
-  const tools = declaredTools(sent);
-  if (tools.size === 0) return null;
-  const message = upstreamErrorMessage(body, '');
-  if (!message) return null;
-  const responseId = `chatcmpl-tp${token(message)}`;
-  const result = recoverFromErrorText(message, {
-    tools,
-    parsers: ctx.settings.parsers,
-    newId: idFactory(responseId, 0),
-  });
-  if (!result || result.calls.length === 0) return null;
-  const completion: ChatCompletion = {
-    id: responseId,
-    object: 'chat.completion',
-    created: 0,
-    model: original.model,
-    choices: [
-      {
-        index: 0,
-        message: {
-          role: 'assistant',
-          content: result.content,
-          tool_calls: result.calls.map((c) => ({
-            id: c.id,
-            type: 'function' as const,
-            function: { name: c.name, arguments: c.arguments },
-          })),
-          ...(result.reasoning ? { reasoning_content: result.reasoning } : {}),
-        },
-        finish_reason: 'tool_calls',
-      },
-    ],
-  };
-  return { completion, effects: leakEffects(result.leaks) };
-}
-
-export const leakRecovery: Policy = {
-  name: NAME,
-  enabled: (settings) => settings.recovery !== 'off',
-  describeEffect: (effect) => (isLeak(effect.detail) ? { type: 'leak', leak: effect.detail } : undefined),
-  onResponse,
-  createStreamHook,
-  onUpstreamError,
-};

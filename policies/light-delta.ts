@@ -12,8 +12,8 @@
  * would. Where that cannot be told cheaply it answers undefined without touching its state and
  * the chain takes the full path from that hook on (tests/server/fast-lane.test.ts compares both).
  */
-import type { ChatCompletionChunk, Delta } from '../../protocol/openai.js';
-import { type LightDelta, type LightFrame, markLiveAnswer } from '../types.js';
+import type { ChatCompletionChunk, Delta } from '../protocol/openai.js';
+import { type LightDelta, type LightFrame, markLiveAnswer } from './types.js';
 
 function deltaOf(light: LightDelta): Delta {
   return light.kind === 'answer'

@@ -2,22 +2,28 @@
  * Stream side of force-tool-use: the final_answer call's argument fragments become plain
  * `content` deltas as they are decoded, so the user sees the answer appear live; the other
  * calls keep streaming as tool calls, re-indexed from 0 without the final_answer slot.
- * Same rules as the non-streamed unwrap (support/final-answer.ts), applied incrementally.
+ * Same rules as the non-streamed unwrap (force-tool-use/final-answer.ts), applied incrementally.
  */
-import type { ChatCompletionChunk, ChunkChoice, Delta, ToolCallDelta } from '../../protocol/openai.js';
+import type {
+  ChatCompletionChunk,
+  ChunkChoice,
+  Delta,
+  ToolCallDelta,
+  ToolChoice,
+} from '../../protocol/openai.js';
 import {
   type LightDelta,
   type LightFrame,
   liveAnswerCopy,
   markLiveAnswer,
-  type PolicyEffect,
   type StreamEnd,
   type StreamHook,
 } from '../types.js';
-import { appendText } from './append-text.js';
+import { appendText } from '../kit/append-text.js';
 import { answerOutcome, answerSeparator, createAnswerDecoder } from './final-answer.js';
 import type { JsonStringFieldDecoder } from './json-string-stream.js';
-import { IndexMap } from './index-map.js';
+import { IndexMap } from '../kit/index-map.js';
+import type { FORCE_TOOL_USE_POLICY, ForceToolUseEffect } from './effects.js';
 
 interface CallState {
   kind: 'pending' | 'final' | 'real';
@@ -46,10 +52,10 @@ interface ChoiceState {
 }
 
 export interface FinalAnswerStreamOptions {
-  policy: string;
+  policy: typeof FORCE_TOOL_USE_POLICY;
   finalAnswerName: string;
   forced: boolean;
-  toolChoiceSent: unknown;
+  toolChoiceSent: ToolChoice | null;
   /** A corrective retry can still follow (a cut-off turn never retries: checked at the finish). */
   retriesLeft?: boolean;
 }
@@ -108,7 +114,7 @@ function rebuildDelta(
   return { next: next as Delta, empty };
 }
 
-export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): StreamHook {
+export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): StreamHook<ForceToolUseEffect> {
   return new FinalAnswerStream(opts);
 }
 
@@ -116,9 +122,9 @@ export function createFinalAnswerStreamHook(opts: FinalAnswerStreamOptions): Str
  * A class rather than a closure per helper: an open stream holds one object and its state, with
  * the methods shared on the prototype (a dozen closures per stream added up over 1,000 streams).
  */
-class FinalAnswerStream implements StreamHook {
+class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
   private readonly choices = new IndexMap<ChoiceState>();
-  private readonly effects: PolicyEffect[] = [];
+  private readonly effects: ForceToolUseEffect[] = [];
   private template: ChatCompletionChunk | undefined;
   /** Set while a chunk is transformed when it carries decoded answer text. */
   private liveAnswer = false;
@@ -320,7 +326,7 @@ class FinalAnswerStream implements StreamHook {
     return text === '' ? null : { kind: 'answer', text };
   }
 
-  onEnd(): StreamEnd {
+  onEnd(): StreamEnd<ForceToolUseEffect> {
     const chunks: ChatCompletionChunk[] = [];
     for (const [index, st] of this.choices) {
       if (st.finalized) continue;

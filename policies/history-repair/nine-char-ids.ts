@@ -4,7 +4,7 @@
  * alphanumerics by hashing it: stateless, so the same history maps the same way on every turn,
  * and the calls and their results get the same new id because the mapping is by original id.
  */
-import { base62Hash } from './short-hash.js';
+import { base62Hash } from '../kit/short-hash.js';
 
 const NINE_ALNUM = /^[A-Za-z0-9]{9}$/;
 

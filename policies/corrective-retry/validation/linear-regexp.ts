@@ -65,7 +65,8 @@ interface TableEntry {
 
 /**
  * Compiled patterns shared by every schema and generation: a pattern repeated across tools and
- * requests is compiled once. Insertion order is recency order (a hit moves to the end).
+ * requests is compiled once. Insertion order is recency order (a hit moves to the end). Part of
+ * policies/' one global, the validator memo (validator-cache.ts).
  */
 const table = new Map<string, TableEntry>();
 let tableSize = 0;

@@ -11,7 +11,7 @@
  * its cap is passed).
  */
 import type { ChatCompletionChunk, ChunkChoice, Delta } from '../../protocol/openai.js';
-import { appendText } from './append-text.js';
+import { appendText } from '../kit/append-text.js';
 
 /** Characters a held chunk object counts for beyond its text (its keys, its choice, its delta). */
 export const HELD_CHUNK_COST = 512;

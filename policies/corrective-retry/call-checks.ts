@@ -4,10 +4,10 @@
  * of that shape lifted retry success from 21% to 73%). Never "repairs" a bad call into `{}`.
  */
 import type { ChatCompletionRequest, JsonObject, ToolCall } from '../../protocol/openai.js';
-import { isPlainObject, tryParseJson } from './canonical-arguments.js';
+import { isPlainObject, tryParseJson } from '../kit/canonical-arguments.js';
 import type { CompileBudget } from '../types.js';
-import type { ClientToolChoice } from './client-choice.js';
-import { type ArgumentIssue, validateArguments } from './validate-arguments.js';
+import type { ClientToolChoice } from '../kit/client-choice.js';
+import { type ArgumentIssue, validateArguments } from './validation/validate-arguments.js';
 
 export type CallProblem = 'undeclared-tool' | 'invalid-json' | 'schema' | 'wrong-tool' | 'final-answer-args';
 

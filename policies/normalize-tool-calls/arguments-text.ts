@@ -1,5 +1,5 @@
 /** The `arguments` of an upstream tool call, as the string the API promises (both sides of normalize-tool-calls). */
-import type { EffectTally } from './effects.js';
+import type { NormalizeTally } from './effects.js';
 
 /**
  * `arguments` as the string the API promises. Any other JSON value (an object, an array, or a
@@ -7,7 +7,7 @@ import type { EffectTally } from './effects.js';
  * (and retried) as arguments like any other, and never reaches a client as a non-string;
  * null or absent means none.
  */
-export function argumentsText(args: unknown, tally: EffectTally): string {
+export function argumentsText(args: unknown, tally: NormalizeTally): string {
   if (typeof args === 'string') return args;
   if (args === undefined || args === null) return '';
   tally.add('object-arguments');

@@ -5,12 +5,13 @@
  */
 import type { ChatCompletionChunk, ChunkChoice, ToolCallDelta } from '../../protocol/openai.js';
 import type { LightDelta, LightFrame, StreamEnd, StreamHook } from '../types.js';
-import { tryParseJson } from './canonical-arguments.js';
+import { tryParseJson } from '../kit/canonical-arguments.js';
 import { argumentsText } from './arguments-text.js';
 import { derivedCallId, looksTruncated } from './call-ids.js';
-import { EffectTally } from './effects.js';
-import { appendText } from './append-text.js';
-import { IndexMap } from './index-map.js';
+import { EffectTally } from '../kit/effects.js';
+import type { NORMALIZE_TOOL_CALLS_POLICY, NormalizeEffect, NormalizeTally } from './effects.js';
+import { appendText } from '../kit/append-text.js';
+import { IndexMap } from '../kit/index-map.js';
 
 interface CallState {
   outIndex: number;
@@ -46,17 +47,19 @@ function argsComplete(args: string): boolean {
   return args.trim() !== '' && tryParseJson(args).ok;
 }
 
-export function createNormalizeStreamHook(policy: string): StreamHook {
+export function createNormalizeStreamHook(
+  policy: typeof NORMALIZE_TOOL_CALLS_POLICY,
+): StreamHook<NormalizeEffect> {
   return new NormalizeStream(policy);
 }
 
 /** A class rather than closures: an open stream holds one object, the methods are shared. */
-class NormalizeStream implements StreamHook {
-  private readonly tally: EffectTally;
+class NormalizeStream implements StreamHook<NormalizeEffect> {
+  private readonly tally: NormalizeTally;
   private readonly states = new IndexMap<ChoiceState>();
   private responseId = '';
 
-  constructor(policy: string) {
+  constructor(policy: typeof NORMALIZE_TOOL_CALLS_POLICY) {
     this.tally = new EffectTally(policy);
   }
 
@@ -197,7 +200,7 @@ class NormalizeStream implements StreamHook {
       : { kind: 'args', call: cur.outIndex, fragment: light.fragment };
   }
 
-  onEnd(): StreamEnd {
+  onEnd(): StreamEnd<NormalizeEffect> {
     return { chunks: [], effects: this.tally.toEffects() };
   }
 }

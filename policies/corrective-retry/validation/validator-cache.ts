@@ -28,13 +28,21 @@
  * What is never compiled: a schema nesting deeper than MAX_SCHEMA_DEPTH (a 100k-level schema
  * would overflow the stack inside ajv, then again inside every validation), a schema whose JSON
  * exceeds MAX_SCHEMA_CHARS; the caller skips validation and reports why.
+ *
+ * THE ONE GLOBAL of policies/: `VALIDATORS` below (with the pattern table of linear-regexp.ts
+ * that it compiles through) is process-wide state, on purpose. Every policy is otherwise a pure
+ * function of its arguments; this memo is what makes validation affordable (the same tools come
+ * with every request of an agent, and a compile costs up to 60 ms), it is bounded (two
+ * generations, CACHE_BUDGET_COST), and it is invisible in results: a validator compiled now or
+ * taken from the memo gives the same answer. What compiling may cost a request is not global:
+ * the caller's CompileBudget (PolicyContext.compileBudget) pays for it.
  */
 import { createHash } from 'node:crypto';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import type { JsonObject } from '../../protocol/openai.js';
-import { deeperThan } from '../../protocol/json-depth.js';
-import type { CompileBudget } from '../types.js';
+import type { JsonObject } from '../../../protocol/openai.js';
+import { deeperThan } from '../../../protocol/json-depth.js';
+import type { CompileBudget } from '../../types.js';
 import { compileLinear, createLinearEngine, type PatternSkip, withPatternBudget } from './linear-regexp.js';
 import { firstDuplicate } from './unique-items.js';
 
@@ -208,12 +216,16 @@ interface Generation {
 }
 
 const newGeneration = (): Generation => ({ ajv: createAjv(), entries: new Map(), cost: 0 });
-let current = newGeneration();
-let previous: Generation | undefined;
+
+/** The process-wide memo of compiled validators: policies/' one global (see the module comment). */
+const VALIDATORS: { current: Generation; previous: Generation | undefined } = {
+  current: newGeneration(),
+  previous: undefined,
+};
 
 function rotate(): void {
-  previous = current;
-  current = newGeneration();
+  VALIDATORS.previous = VALIDATORS.current;
+  VALIDATORS.current = newGeneration();
 }
 
 function compileIn(gen: Generation, schema: JsonObject): CompileResult {
@@ -241,6 +253,7 @@ export function compileSchema(schema: JsonObject, budget?: CompileBudget): Compi
   if (json.length > MAX_SCHEMA_CHARS)
     return refuse(`the schema is ${json.length} characters of JSON (limit ${MAX_SCHEMA_CHARS})`, 'schema');
   const key = createHash('sha256').update(json).digest('base64');
+  const { current, previous } = VALIDATORS;
   const hit = current.entries.get(key) ?? previous?.entries.get(key);
   if (hit !== undefined) return hit;
   const cost = estimateCompileCost(schema, MAX_COMPILE_COST);
@@ -255,9 +268,10 @@ export function compileSchema(schema: JsonObject, budget?: CompileBudget): Compi
   const charged = cost > MAX_COMPILE_COST ? COST_OBJECT : cost;
   if (current.entries.size >= CACHE_MAX_ENTRIES / 2 || current.cost + charged > CACHE_BUDGET_COST / 2)
     rotate();
-  result ??= compileIn(current, schema);
-  current.entries.set(key, result);
-  current.cost += charged;
+  const gen = VALIDATORS.current;
+  result ??= compileIn(gen, schema);
+  gen.entries.set(key, result);
+  gen.cost += charged;
   return result;
 }
 
@@ -281,6 +295,7 @@ export interface ValidatorCacheStats {
 }
 
 export function validatorCacheStats(): ValidatorCacheStats {
+  const { current, previous } = VALIDATORS;
   const gens = previous ? [current, previous] : [current];
   let ajvSchemas = 0;
   // ajv's private _cache (no public count): ajv is pinned exactly in package.json and

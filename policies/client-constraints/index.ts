@@ -11,36 +11,24 @@
  *   dropped and counted: `dropped-parallel-call`.
  *
  * A named tool_choice and "required" are judged, not rewritten: corrective-retry's call checks
- * (support/call-checks.ts) read the same client choice and re-ask the model ("You must call the
+ * (corrective-retry/call-checks.ts) read the same client choice and re-ask the model ("You must call the
  * tool `X`", "do not answer in prose"). Running before corrective-retry means it judges exactly
  * what the client would get: a bad second call that is dropped here triggers no retry.
  *
  * Both read the client's own request (`original`), never the request as sent upstream.
  */
-import type { ChatCompletion, ChatCompletionRequest, Choice, ToolCall } from '../protocol/openai.js';
-import { passThroughHook, type Policy, type PolicyEffect } from './types.js';
-import { clientToolChoice, parallelCallsAllowed } from './support/client-choice.js';
-import { createClientConstraintsStreamHook } from './support/client-constraints-stream.js';
-import { appendForbiddenCalls } from './support/forbidden-calls.js';
-import { tallied } from './support/effects.js';
+import type { ChatCompletion, Choice, ToolCall } from '../../protocol/openai.js';
+import { passThroughHook, type Policy } from '../types.js';
+import { type Constraints, constraintsOf } from './constraints.js';
+import { createClientConstraintsStreamHook } from './stream.js';
+import { appendForbiddenCalls } from './forbidden-calls.js';
+import {
+  CLIENT_CONSTRAINTS_POLICY,
+  type ClientConstraintsEffect,
+  describeClientConstraintsEffect,
+} from './effects.js';
 
-export const CLIENT_CONSTRAINTS_POLICY = 'client-constraints';
-
-export interface Constraints {
-  /** tool_choice "none": calls become text. */
-  noCalls: boolean;
-  /** parallel_tool_calls false: one call per choice. */
-  singleCall: boolean;
-}
-
-export function constraintsOf(original: ChatCompletionRequest): Constraints {
-  return {
-    noCalls: clientToolChoice(original).kind === 'none',
-    singleCall: !parallelCallsAllowed(original),
-  };
-}
-
-function constrainChoice(choice: Choice, c: Constraints, effects: PolicyEffect[]): Choice {
+function constrainChoice(choice: Choice, c: Constraints, effects: ClientConstraintsEffect[]): Choice {
   const calls: ToolCall[] = Array.isArray(choice.message?.tool_calls) ? choice.message.tool_calls : [];
   if (calls.length === 0) return choice;
   const message = { ...choice.message };
@@ -64,18 +52,18 @@ function constrainChoice(choice: Choice, c: Constraints, effects: PolicyEffect[]
   return choice;
 }
 
-export const clientConstraintsPolicy: Policy = {
+export const clientConstraintsPolicy: Policy<ClientConstraintsEffect> = {
   name: CLIENT_CONSTRAINTS_POLICY,
   // Always on: these are the client's own instructions, not a harness feature to opt out of.
   enabled: () => true,
-  describeEffect: (effect) => tallied('constraints', effect),
+  describeEffect: describeClientConstraintsEffect,
 
   onResponse(response: ChatCompletion, _ctx, _memo, _sent, original) {
     const c = constraintsOf(original);
     if ((!c.noCalls && !c.singleCall) || !Array.isArray(response.choices)) {
       return { action: 'continue', response, effects: [] };
     }
-    const effects: PolicyEffect[] = [];
+    const effects: ClientConstraintsEffect[] = [];
     const choices = response.choices.map((ch) => constrainChoice(ch, c, effects));
     const changed = choices.some((ch, i) => ch !== response.choices[i]);
     return { action: 'continue', response: changed ? { ...response, choices } : response, effects };

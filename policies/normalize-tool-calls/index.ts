@@ -12,27 +12,31 @@
  *   parser, issue #53363). "stop" beside calls is left alone: OpenAI itself answers a named
  *   tool_choice that way.
  */
-import type { ChatCompletion, Choice, ToolCall } from '../protocol/openai.js';
-import type { Policy, PolicyEffect } from './types.js';
-import { isPlainObject, tryParseJson } from './support/canonical-arguments.js';
-import { argumentsText } from './support/arguments-text.js';
-import { derivedCallId, looksTruncated } from './support/call-ids.js';
-import { EffectTally, tallied } from './support/effects.js';
-import { createNormalizeStreamHook } from './support/normalize-stream.js';
-
-export const NORMALIZE_TOOL_CALLS_POLICY = 'normalize-tool-calls';
+import type { ChatCompletion, Choice, ToolCall } from '../../protocol/openai.js';
+import type { Policy } from '../types.js';
+import { isPlainObject, tryParseJson } from '../kit/canonical-arguments.js';
+import { argumentsText } from './arguments-text.js';
+import { derivedCallId, looksTruncated } from './call-ids.js';
+import { EffectTally } from '../kit/effects.js';
+import { createNormalizeStreamHook } from './stream.js';
+import {
+  describeNormalizeEffect,
+  NORMALIZE_TOOL_CALLS_POLICY,
+  type NormalizeEffect,
+  type NormalizeTally,
+} from './effects.js';
 
 /**
  * Choices the upstream sent beyond the request's `n`, dropped before the policies run (the
  * request is a contract): counted as this policy's normalization, streamed or not.
  */
-export function unaskedChoicesEffect(dropped: number): PolicyEffect {
+export function unaskedChoicesEffect(dropped: number): NormalizeEffect {
   return { policy: NORMALIZE_TOOL_CALLS_POLICY, kind: 'unasked-choice', count: dropped };
 }
 
 /** What normalizing changed: effects to report, and whether any `arguments` was not a string. */
 interface Changes {
-  tally: EffectTally;
+  tally: NormalizeTally;
   rewritten: boolean;
 }
 
@@ -87,11 +91,12 @@ function normalizeChoice(choice: Choice, responseId: string, changes: Changes, t
 
 export function normalizeToolCalls(response: ChatCompletion): {
   response: ChatCompletion;
-  tally: EffectTally;
+  tally: NormalizeTally;
   /** The normalized response differs from the given one (effects, or null arguments made ""). */
   changed: boolean;
 } {
-  const changes: Changes = { tally: new EffectTally(NORMALIZE_TOOL_CALLS_POLICY), rewritten: false };
+  const tally: NormalizeTally = new EffectTally(NORMALIZE_TOOL_CALLS_POLICY);
+  const changes: Changes = { tally, rewritten: false };
   if (!Array.isArray(response.choices)) return { response, tally: changes.tally, changed: false };
   const responseId = typeof response.id === 'string' ? response.id : '';
   const choices = response.choices.map((c) => normalizeChoice(c, responseId, changes, new Set<string>()));
@@ -99,10 +104,10 @@ export function normalizeToolCalls(response: ChatCompletion): {
   return { response: { ...response, choices }, tally: changes.tally, changed };
 }
 
-export const normalizeToolCallsPolicy: Policy = {
+export const normalizeToolCallsPolicy: Policy<NormalizeEffect> = {
   name: NORMALIZE_TOOL_CALLS_POLICY,
   enabled: () => true,
-  describeEffect: (effect) => tallied('normalizations', effect),
+  describeEffect: describeNormalizeEffect,
   onResponse(response) {
     const { response: normalized, tally, changed } = normalizeToolCalls(response);
     return {

@@ -1,22 +1,29 @@
 /** Counts effects by kind so each kind is reported once with a count (metric label sets stay small). */
-import type { EffectRecord, EffectTallyName, PolicyEffect } from '../types.js';
+import type { EffectRecord, EffectTallyName } from '../types.js';
+
+/** An effect that is only a count of one kind, e.g. {policy:'history-repair', kind:'missing-id', count:2}. */
+export interface TallyEffect<P extends string, K extends string> {
+  policy: P;
+  kind: K;
+  count: number;
+}
 
 /** An effect that only adds its count to one of the trace's tallies (and that tally's counter). */
 export function tallied(
   tally: EffectTallyName,
-  effect: PolicyEffect,
+  effect: { kind: string; count?: number },
   label: string = effect.kind,
 ): EffectRecord {
   return { type: 'tally', tally, key: effect.kind, label, count: effect.count ?? 1 };
 }
 
-export class EffectTally {
+export class EffectTally<P extends string, K extends string> {
   /** Created on the first effect: most streams have none, and each open stream holds its tallies. */
-  private counts: Map<string, number> | undefined;
+  private counts: Map<K, number> | undefined;
 
-  constructor(private readonly policy: string) {}
+  constructor(private readonly policy: P) {}
 
-  add(kind: string, count = 1): void {
+  add(kind: K, count = 1): void {
     if (count <= 0) return;
     this.counts ??= new Map();
     this.counts.set(kind, (this.counts.get(kind) ?? 0) + count);
@@ -26,7 +33,7 @@ export class EffectTally {
     return this.counts?.size ?? 0;
   }
 
-  toEffects(): PolicyEffect[] {
+  toEffects(): TallyEffect<P, K>[] {
     if (!this.counts) return [];
     return [...this.counts].map(([kind, count]) => ({ policy: this.policy, kind, count }));
   }
