@@ -6,7 +6,7 @@
  */
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy } from './helpers.js';
+import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy } from '../support/harness.js';
 
 let upstream: FakeUpstream;
 let proxy: RunningProxy;

@@ -18,7 +18,7 @@ import {
   type Recorded,
   type RunningProxy,
   startProxy,
-} from './helpers.js';
+} from '../support/harness.js';
 
 /** Numbers JSON.stringify would spell otherwise, and keys JavaScript would reorder. */
 const SCHEMA =

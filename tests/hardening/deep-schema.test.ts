@@ -9,7 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_REQUEST_DEPTH, tooDeepPath } from '../../protocol/json-depth.js';
 import { buildApp, type ToolproofApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
-import { type FakeUpstream, startFakeUpstream, toolCallCompletion, toolCallStream } from './fake-upstream.js';
+import {
+  type FakeUpstream,
+  startFakeUpstream,
+  toolCallCompletion,
+  toolCallStream,
+} from '../support/fake-upstream.js';
 
 function deepSchema(levels: number): string {
   let deep = '{"type":"string"}';

@@ -7,7 +7,13 @@
  * Both are linear now: the work for 4n is about 4 times the work for n, not 16 times.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy, streamOrJson } from './helpers.js';
+import {
+  type FakeUpstream,
+  fakeUpstream,
+  type RunningProxy,
+  startProxy,
+  streamOrJson,
+} from '../support/harness.js';
 
 let upstream: FakeUpstream;
 let proxy: RunningProxy;

@@ -16,7 +16,7 @@ import {
   type Recorded,
   type RunningProxy,
   startProxy,
-} from './helpers.js';
+} from '../support/harness.js';
 
 let value: unknown = 42;
 let upstream: FakeUpstream;

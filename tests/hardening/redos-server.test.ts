@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type ToolproofApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
-import { type FakeUpstream, startFakeUpstream, toolCallCompletion } from './fake-upstream.js';
+import { type FakeUpstream, startFakeUpstream, toolCallCompletion } from '../support/fake-upstream.js';
 
 describe('a ReDoS pattern in a tool schema', () => {
   let upstream: FakeUpstream;

@@ -6,7 +6,13 @@
  */
 import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeUpstream, fakeUpstream, type Recorded, type RunningProxy, startProxy } from './helpers.js';
+import {
+  type FakeUpstream,
+  fakeUpstream,
+  type Recorded,
+  type RunningProxy,
+  startProxy,
+} from '../support/harness.js';
 
 let upstream: FakeUpstream;
 let proxy: RunningProxy;

@@ -6,7 +6,13 @@
  * kind `unasked-choice`).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy, streamOrJson } from './helpers.js';
+import {
+  type FakeUpstream,
+  fakeUpstream,
+  type RunningProxy,
+  startProxy,
+  streamOrJson,
+} from '../support/harness.js';
 import { healthLatencyDuring, leastOf, loadFactor } from './loop-probe.js';
 
 let upstream: FakeUpstream;

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../server/config.js';
 import { upstreamLabel } from '../../server/upstream.js';
-import { type FakeUpstream, fakeUpstream, startProxy } from './helpers.js';
+import { type FakeUpstream, fakeUpstream, startProxy } from '../support/harness.js';
 
 describe('credentials in upstream URLs', () => {
   for (const env of [

@@ -15,7 +15,7 @@ import { loadConfig } from '../../server/config.js';
 import { LOG_MESSAGE_MAX, redactForLog } from '../../server/log-redact.js';
 import { closeApp } from '../server/stack.js';
 import { logCapture } from '../server/test-utils.js';
-import { type FakeUpstream, fakeUpstream, type Recorded } from './helpers.js';
+import { type FakeUpstream, fakeUpstream, type Recorded } from '../support/harness.js';
 
 const SECRET = 'my bank password is hunter2';
 

@@ -12,7 +12,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type ToolproofApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
-import { type FakeUpstream, startFakeUpstream } from '../hardening/fake-upstream.js';
+import { type FakeUpstream, startFakeUpstream } from '../support/fake-upstream.js';
 import { turnChunks } from '../server/scripted-upstream.js';
 import { closeApp, waitFor } from '../server/stack.js';
 

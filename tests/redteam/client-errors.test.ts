@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientErrorResponse } from '../../server/error-handler.js';
-import { rawRequest } from '../hardening/helpers.js';
+import { rawRequest } from '../support/harness.js';
 import { type Stack, startStack } from '../server/stack.js';
 
 let stack: Stack;

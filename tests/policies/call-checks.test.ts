@@ -11,7 +11,7 @@ import type { ChatCompletionRequest, ToolCall } from '../../protocol/openai.js';
 import { MAX_DECLARED_TOOLS } from '../../protocol/tools.js';
 import { buildApp, type ToolproofApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
-import { type FakeUpstream, startFakeUpstream, toolCallCompletion } from './fake-upstream.js';
+import { type FakeUpstream, startFakeUpstream, toolCallCompletion } from '../support/fake-upstream.js';
 
 const toolList = (n: number) =>
   Array.from({ length: n }, (_, i) => ({

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type ToolproofApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
 import { MAX_SSE_EVENT_SIZE, SseEventTooLargeError, SseParser } from '../../server/sse.js';
-import { type FakeUpstream, startFakeUpstream } from './fake-upstream.js';
+import { type FakeUpstream, startFakeUpstream } from '../support/fake-upstream.js';
 
 const encoder = new TextEncoder();
 

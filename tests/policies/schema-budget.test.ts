@@ -19,8 +19,8 @@ import {
   validatorCacheStats,
 } from '../../policies/support/validator-cache.js';
 import { CompileBudgets } from '../../server/compile-budget.js';
-import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy } from './helpers.js';
-import { healthLatencyDuring, leastOf, loadFactor } from './loop-probe.js';
+import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy } from '../support/harness.js';
+import { healthLatencyDuring, leastOf, loadFactor } from '../hardening/loop-probe.js';
 
 const run = promisify(execFile);
 
