@@ -6,7 +6,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_REQUEST_DEPTH, tooDeepPath } from '../../protocol/json-depth.js';
+import { MAX_REQUEST_DEPTH } from '../../protocol/json-depth.js';
 import { buildApp, type ToolproofApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
 import {
@@ -21,15 +21,6 @@ function deepSchema(levels: number): string {
   for (let i = 0; i < levels; i++) deep = `{"type":"object","properties":{"x":${deep}}}`;
   return deep;
 }
-
-describe('tooDeepPath', () => {
-  it('names the first too-deep field, cut to its first segments', () => {
-    const body = { model: 'm', tools: [{ function: { parameters: JSON.parse(deepSchema(200)) } }] };
-    expect(tooDeepPath(body, MAX_REQUEST_DEPTH)).toBe('tools.0.function.parameters');
-    expect(tooDeepPath({ a: [[[1]]] }, 3)).toBe('a.0.0');
-    expect(tooDeepPath({ a: [[[1]]] }, 4)).toBeNull();
-  });
-});
 
 describe('through the server', () => {
   let upstream: FakeUpstream;
