@@ -3,47 +3,32 @@
  * framer's bound and the client's stream ends with an error event, instead of buffering without
  * bound (the framer's side: tests/server/sse-parser.test.ts).
  */
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type ToolproofApp } from '../../server/app.js';
-import { loadConfig } from '../../server/config.js';
-import { type FakeUpstream, startFakeUpstream } from '../support/fake-upstream.js';
+import { describe, expect, it } from 'vitest';
+import { proxyInFrontOfChat } from '../support/fake-upstream.js';
 
 describe('through the server: an upstream line that never ends', () => {
-  let upstream: FakeUpstream;
-  let app: ToolproofApp;
-  let url: string;
-  beforeAll(async () => {
-    upstream = await startFakeUpstream((_body, res) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write(
-        'data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant"}}]}\n\n',
-      );
-      // 17 MiB of one data line, no newline, in 64 KiB writes; then hold the socket open.
-      const piece = 'z'.repeat(64 * 1024);
-      let sent = 0;
-      const pump = (): void => {
-        while (sent < 17 * 16) {
-          sent++;
-          if (!res.write(sent === 1 ? `data: ${piece}` : piece)) {
-            res.once('drain', pump);
-            return;
-          }
+  const pair = proxyInFrontOfChat((_body, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write(
+      'data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant"}}]}\n\n',
+    );
+    // 17 MiB of one data line, no newline, in 64 KiB writes; then hold the socket open.
+    const piece = 'z'.repeat(64 * 1024);
+    let sent = 0;
+    const pump = (): void => {
+      while (sent < 17 * 16) {
+        sent++;
+        if (!res.write(sent === 1 ? `data: ${piece}` : piece)) {
+          res.once('drain', pump);
+          return;
         }
-      };
-      pump();
-    });
-    app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: upstream.url }), { logger: false });
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1/chat/completions`;
-  });
-  afterAll(async () => {
-    await app.close();
-    await upstream.close();
+      }
+    };
+    pump();
   });
 
   it('ends the client stream with a 502-class TP_ERR_UPSTREAM_BAD_RESPONSE error event', async () => {
-    const res = await fetch(url, {
+    const res = await fetch(`${pair.proxy.origin}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }),

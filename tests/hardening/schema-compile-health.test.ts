@@ -4,31 +4,22 @@
  * leaves what it cannot pay for unchecked, and the metric counts it (the budget's side:
  * tests/policies/schema-budget.test.ts).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { estimateCompileCost, MAX_COMPILE_COST } from '../../policies/support/validator-cache.js';
 import { patternSchema } from '../policies/pattern-schema.js';
-import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy } from '../support/harness.js';
+import { answerJson, proxyInFrontOf } from '../support/harness.js';
 import { healthLatencyDuring, leastOf, loadFactor } from './loop-probe.js';
 
 describe('through the server: /health while a request compiles many schemas', () => {
-  let upstream: FakeUpstream;
-  let proxy: RunningProxy;
   const TOOLS = 20;
   const PROPS = 90; // each schema just under MAX_COMPILE_COST: every one would be compiled
   let seed = 0;
   let answer = '';
 
-  beforeAll(async () => {
-    upstream = await fakeUpstream((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(answer);
-    });
-    proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url }, { defaults: { forceToolUse: false } });
-  });
-  afterAll(async () => {
-    await proxy.close();
-    await upstream.close();
-  });
+  const pair = proxyInFrontOf(
+    answerJson(() => answer),
+    { file: { defaults: { forceToolUse: false } } },
+  );
 
   /** A request whose 20 tools (distinct schemas: nothing cached) are all called, validly. */
   function hostile() {
@@ -58,7 +49,7 @@ describe('through the server: /health while a request compiles many schemas', ()
         },
       ],
     });
-    return fetch(`${proxy.origin}/v1/chat/completions`, {
+    return fetch(`${pair.proxy.origin}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'go' }], tools }),
@@ -71,7 +62,7 @@ describe('through the server: /health while a request compiles many schemas', ()
   it('/health waits under 100 ms, the calls still arrive, the skipped checks are counted', async () => {
     const m = await leastOf(5, async () => {
       const factor = loadFactor();
-      const r = await healthLatencyDuring(proxy.origin, hostile());
+      const r = await healthLatencyDuring(pair.proxy.origin, hostile());
       // Compared at an unloaded box's speed (see loadFactor): 100 ms there.
       return { ...r, maxMs: r.maxMs / factor };
     });
@@ -79,7 +70,7 @@ describe('through the server: /health while a request compiles many schemas', ()
     expect(m.maxMs).toBeLessThan(100);
     expect(m.value.status).toBe(200);
     expect(m.value.body.choices[0]?.message.tool_calls).toHaveLength(TOOLS);
-    const metrics = await (await fetch(`${proxy.origin}/metrics`)).text();
+    const metrics = await (await fetch(`${pair.proxy.origin}/metrics`)).text();
     expect(metrics).toMatch(/toolproof_schemas_unenforced_total\{model="m1",cause="budget"\} [1-9]/);
   }, 120_000);
 });

@@ -3,13 +3,10 @@
  * to block the event loop for 11.5 s), and at the cap a corrective retry's feedback stays short
  * (the checks' side: tests/policies/call-checks.test.ts).
  */
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ToolCall } from '../../protocol/openai.js';
 import { MAX_DECLARED_TOOLS } from '../../protocol/tools.js';
-import { buildApp, type ToolproofApp } from '../../server/app.js';
-import { loadConfig } from '../../server/config.js';
-import { type FakeUpstream, startFakeUpstream, toolCallCompletion } from '../support/fake-upstream.js';
+import { proxyInFrontOfChat, toolCallCompletion } from '../support/fake-upstream.js';
 
 const toolList = (n: number) =>
   Array.from({ length: n }, (_, i) => ({
@@ -18,27 +15,15 @@ const toolList = (n: number) =>
   }));
 
 describe('through the server', () => {
-  let upstream: FakeUpstream;
-  let app: ToolproofApp;
-  let url: string;
-  beforeAll(async () => {
-    upstream = await startFakeUpstream((body, res) => {
-      // First attempt names a tool nobody declared; the corrective retry then calls a real one.
-      const retry = (body.messages as unknown[]).length > 1;
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(toolCallCompletion(String(body.model), retry ? 'tool_7' : 'no_such_tool', '{"q":"x"}'));
-    });
-    app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: upstream.url }), { logger: false });
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1/chat/completions`;
-  });
-  afterAll(async () => {
-    await app.close();
-    await upstream.close();
+  const pair = proxyInFrontOfChat((body, res) => {
+    // First attempt names a tool nobody declared; the corrective retry then calls a real one.
+    const retry = (body.messages as unknown[]).length > 1;
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(toolCallCompletion(String(body.model), retry ? 'tool_7' : 'no_such_tool', '{"q":"x"}'));
   });
 
   const post = (tools: unknown[]) =>
-    fetch(url, {
+    fetch(`${pair.proxy.origin}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }], tools }),
@@ -50,7 +35,7 @@ describe('through the server', () => {
     const json = (await res.json()) as { error: { code: string; param: string; message: string } };
     expect(json.error).toMatchObject({ code: 'TP_ERR_INVALID_FIELD', param: 'tools' });
     expect(json.error.message).toContain(String(MAX_DECLARED_TOOLS));
-    expect(upstream.requests).toHaveLength(0);
+    expect(pair.upstream.requests).toHaveLength(0);
   }, 30_000);
 
   it(`${MAX_DECLARED_TOOLS} tools are served, and the retry feedback stays short`, async () => {
@@ -58,7 +43,7 @@ describe('through the server', () => {
     expect(res.status).toBe(200);
     const json = (await res.json()) as { choices: Array<{ message: { tool_calls: ToolCall[] } }> };
     expect(json.choices[0]?.message.tool_calls[0]?.function.name).toBe('tool_7');
-    const retry = upstream.requests.at(-1) as { messages: Array<{ role: string; content: string }> };
+    const retry = pair.upstream.requests.at(-1) as { messages: Array<{ role: string; content: string }> };
     const feedback = retry.messages.find((m) => m.role === 'tool')?.content ?? '';
     expect(feedback).toContain('does not exist');
     expect(feedback.length).toBeLessThan(4096);
