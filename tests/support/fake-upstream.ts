@@ -1,5 +1,5 @@
 /**
- * A scripted upstream for the hardening tests: a real HTTP server on loopback whose
+ * A scripted upstream for the tests through real HTTP: a real HTTP server on loopback whose
  * /v1/chat/completions answer is whatever the test's handler writes (a tool call with hostile
  * arguments, an endless SSE line...), given the request's parsed body. Other routes answer an
  * empty model list.
