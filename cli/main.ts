@@ -1,7 +1,7 @@
 /** The toolproof CLI's dispatcher: one entry per subcommand. */
 import { type CliIO, probeCommand } from './probe/command.js';
 
-export const MAIN_HELP = `Usage: toolproof <command> [options]
+const MAIN_HELP = `Usage: toolproof <command> [options]
 
 Commands:
   probe    diagnose an OpenAI-compatible backend's tool calling (toolproof probe --help)

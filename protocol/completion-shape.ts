@@ -6,9 +6,7 @@
  * where the rest of toolproof already copes (null entries in tool_calls, arguments as an
  * object, odd content types): only what would throw is refused.
  */
-
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
+import { isObject } from './is-object.js';
 
 /** The first field toolproof cannot read, as a sentence fragment, or undefined when all is readable. */
 export function completionShapeProblem(completion: unknown): string | undefined {

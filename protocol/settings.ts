@@ -80,7 +80,7 @@ export interface ModelSettings {
 /** 1 MiB: far above any real tool call, far below what a runaway stream can reach. */
 export const DEFAULT_MAX_HELD_BYTES = 1024 * 1024;
 
-export const DEFAULT_MISSING_RESULT_CONTENT =
+const DEFAULT_MISSING_RESULT_CONTENT =
   '{"error":"not_executed","message":"This tool call was not executed: the client sent no result for it."}';
 
 export const DEFAULT_MODEL_SETTINGS: ModelSettings = Object.freeze({

@@ -6,7 +6,7 @@
  */
 import type { ChatCompletionRequest } from './openai.js';
 
-export const PRESERVE_THINKING_KWARGS: Readonly<Record<string, unknown>> = Object.freeze({
+const PRESERVE_THINKING_KWARGS: Readonly<Record<string, unknown>> = Object.freeze({
   preserve_thinking: true,
   clear_thinking: false,
 });

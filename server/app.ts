@@ -31,14 +31,13 @@ import { createCors } from './cors.js';
 import { handleClientError, registerErrorHandling } from './error-handler.js';
 import { FallbackMemory } from './fallback-memory.js';
 import { createMetrics, type Metrics } from './metrics.js';
-import { registerChatRoute } from './routes/chat-completions.js';
-import { messagesRoutes } from './routes/messages.js';
+import { FRONT_DOORS, type FrontDoorApi } from './front-doors/index.js';
+import { registerFrontDoor } from './front-doors/register.js';
 import { registerModelRoutes } from './routes/models.js';
 import { chatErrorFrame, endStreamWith, type OpenStream, OpenStreams } from './open-streams.js';
 import { registerOpsRoutes } from './routes/ops.js';
 import { registerPassthroughRoutes } from './routes/passthrough.js';
 import { registerRelayRoutes } from './routes/relay.js';
-import { registerResponsesRoute } from './routes/responses.js';
 import { redactForLog } from './log-redact.js';
 import { createRequestLogger } from './request-logger.js';
 import { ModelLabels, modelLabel, ServedModelLabels } from './routing.js';
@@ -63,7 +62,7 @@ declare module 'fastify' {
 }
 
 /** Which front door a request came through (a label on the request metrics and the log line). */
-export type Api = 'chat' | 'responses' | 'messages' | 'passthrough' | 'ops';
+export type Api = FrontDoorApi | 'passthrough' | 'ops';
 
 export interface BuildOptions {
   metrics?: Metrics;
@@ -270,11 +269,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     done();
   });
 
-  registerChatRoute(app, state);
-  await app.register(messagesRoutes(state));
+  for (const door of FRONT_DOORS) await registerFrontDoor(app, state, door);
   registerRelayRoutes(app, state);
-  registerResponsesRoute(app, state);
-  registerModelRoutes(app, state);
+  registerModelRoutes(app, state, FRONT_DOORS);
   registerOpsRoutes(app, state);
   // Last: the catch-all for every route toolproof does not own.
   await app.register(registerPassthroughRoutes, { state });
@@ -309,19 +306,18 @@ function onResponseClose(
 const OPS_ROUTES = new Set(['/health', '/ready', '/metrics', '/api/hello']);
 /** Routes whose success means the upstream served the model (count_tokens may only estimate). */
 const ANSWERING_ROUTES = new Set<string | undefined>([
-  '/v1/chat/completions',
-  '/v1/responses',
-  '/v1/messages',
+  ...FRONT_DOORS.map((door) => door.path),
   '/v1/embeddings',
   '/v1/completions',
 ]);
+const FRONT_DOOR_APIS = new Set<Api>(FRONT_DOORS.map((door) => door.api));
 
-/** The front door by matched route, for routes that do not say (request.tp.api wins). */
+/**
+ * The label by matched route, for routes that do not say: a front door's routes say in their
+ * config (their own label also when a request is rejected before its handler ran: a validation
+ * 400), and request.tp.api wins over both.
+ */
 function apiOf(matched: string | undefined): Api {
-  if (matched === '/v1/chat/completions') return 'chat';
-  // Their own label also when a request is rejected before its handler ran (a validation 400).
-  if (matched === '/v1/responses') return 'responses';
-  if (matched === '/v1/messages' || matched === '/v1/messages/count_tokens') return 'messages';
   if (matched && (OPS_ROUTES.has(matched) || matched === '/docs' || matched.startsWith('/docs/')))
     return 'ops';
   return 'passthrough';
@@ -354,7 +350,8 @@ function logRequest(
   finished: boolean,
   headersSent: boolean,
 ): void {
-  const matched = request.routeOptions.url;
+  const routeOptions = request.routeOptions;
+  const matched = routeOptions.url;
   // The log line names the path asked for when the catch-all served it (metrics use the closed label).
   const path =
     matched === undefined || matched === '*' || matched === '/*'
@@ -363,13 +360,13 @@ function logRequest(
   const labels = routeLabels(matched);
   const route = labels.route;
   const tp = request.tp;
-  const api = tp?.api ?? labels.api;
+  const api = tp?.api ?? routeOptions.config?.api ?? labels.api;
   const seconds = (performance.now() - request.tpStart) / 1000;
   // The model the client asked for (JSON front doors); a request rejected before its handler
   // ran has no tp, and is labelled by that name like any other (a junk name is "other").
   const askedFor = (request.body as { model?: unknown } | null | undefined)?.model;
   const asked = typeof askedFor === 'string' ? askedFor : undefined;
-  const frontDoor = api === 'chat' || api === 'responses' || api === 'messages';
+  const frontDoor = FRONT_DOOR_APIS.has(api);
   const model =
     tp?.model ??
     (asked !== undefined || frontDoor ? modelLabel(state.config, asked ?? '', state.modelLabels) : '');

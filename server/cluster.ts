@@ -16,8 +16,8 @@ import { ConfigError } from './config.js';
 import type { Metrics } from './metrics.js';
 
 /** A worker that dies is restarted at most this many times within RESTART_WINDOW_MS... */
-export const MAX_RESTARTS = 5;
-export const RESTART_WINDOW_MS = 60_000;
+const MAX_RESTARTS = 5;
+const RESTART_WINDOW_MS = 60_000;
 /** ...and the primary gives up on a metrics gathering after this long. */
 const GATHER_TIMEOUT_MS = 5_000;
 /** Past the workers' own shutdown grace, the primary kills what is left. */

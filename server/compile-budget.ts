@@ -12,11 +12,11 @@
 import type { CompileBudget } from '../policies/types.js';
 
 /** Units one request may spend on compiles (~60 ms on a small shared box). */
-export const REQUEST_COMPILE_BUDGET = 60_000;
+const REQUEST_COMPILE_BUDGET = 60_000;
 /** Units the process gains back per second (a quarter of one core at most, on that box). */
-export const PROCESS_COMPILE_RATE = 250_000;
+const PROCESS_COMPILE_RATE = 250_000;
 /** Units the process may spend in a burst. */
-export const PROCESS_COMPILE_BURST = 500_000;
+const PROCESS_COMPILE_BURST = 500_000;
 
 export class CompileBudgets {
   private tokens = PROCESS_COMPILE_BURST;

@@ -8,9 +8,9 @@ import type { FastifyReply } from 'fastify';
 import type { AppState } from './app-state.js';
 import type { ChatCall } from './chat/context.js';
 
-export const DROPPED_TOOLS_HEADER = 'x-toolproof-dropped-tools';
+const DROPPED_TOOLS_HEADER = 'x-toolproof-dropped-tools';
 
-export function toolFamily(type: string): string {
+function toolFamily(type: string): string {
   return type.replace(/_\d{8}$/, '');
 }
 

@@ -84,7 +84,7 @@ export function parseUpstreamBody(text: string): unknown {
  * An upstream's Retry-After worth relaying: on a 429 or a 503 (RFC 9110 §10.2.3), as delay
  * seconds or an HTTP date, nothing else (a header value is never copied blindly).
  */
-export function retryAfterOf(status: number, headers: IncomingHttpHeaders | undefined): string | undefined {
+function retryAfterOf(status: number, headers: IncomingHttpHeaders | undefined): string | undefined {
   if (status !== 429 && status !== 503) return undefined;
   const value = headers?.['retry-after'];
   if (typeof value !== 'string') return undefined;
@@ -95,7 +95,7 @@ export function retryAfterOf(status: number, headers: IncomingHttpHeaders | unde
 }
 
 /** Sets the relayed Retry-After of `err` on a response not yet sent. */
-export function setRetryAfter(reply: FastifyReply, err: ToolproofError): void {
+function setRetryAfter(reply: FastifyReply, err: ToolproofError): void {
   if (err.retryAfter !== undefined) reply.header('retry-after', err.retryAfter);
 }
 

@@ -4,15 +4,243 @@
  * Labels come from small closed sets or from configuration (model, upstream), never raw user text;
  * `tool` is bounded by the tools a request declares.
  */
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { type Aggregator, Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { hotCounter, hotHistogram } from './hot-series.js';
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
+/** One metric as declared: its prom-client type, name, help text and label names. */
+interface MetricSpec {
+  readonly type: 'counter' | 'gauge' | 'histogram';
+  readonly name: string;
+  readonly help: string;
+  /** The label names in order, separated by one space ('' for none). */
+  readonly labels: string;
+  /** Histograms only. */
+  readonly buckets?: readonly number[];
+  /** How the cluster primary merges the workers' values (prom-client's default: sum). */
+  readonly aggregator?: Aggregator;
+}
+
+/**
+ * Every metric toolproof exposes, in the order /metrics lists them. docs/metrics.md, the deploy/
+ * dashboards and recording rules name these; tests/deploy/dashboard-metrics.test.ts checks them.
+ */
+const METRICS = {
+  requests: {
+    type: 'counter',
+    name: 'toolproof_requests_total',
+    help: 'Client requests handled, by model, route, HTTP status and front door (api: chat, responses, messages, passthrough, ops).',
+    labels: 'model route status api',
+  },
+  requestDuration: {
+    type: 'histogram',
+    name: 'toolproof_request_duration_seconds',
+    help: 'Client request latency from arrival to the last byte sent, by model, route and front door (api).',
+    labels: 'model route stream api',
+    buckets: LATENCY_BUCKETS,
+  },
+  upstreamDuration: {
+    type: 'histogram',
+    name: 'toolproof_upstream_duration_seconds',
+    help: 'Upstream latency to response headers, by model, route and upstream.',
+    labels: 'model route upstream',
+    buckets: LATENCY_BUCKETS,
+  },
+  upstreamErrors: {
+    type: 'counter',
+    name: 'toolproof_upstream_errors_total',
+    help: 'Upstream failures by kind: unreachable, timeout, status_4xx, status_5xx, mid_stream, bad_response.',
+    labels: 'model upstream kind',
+  },
+  clientConstraints: {
+    type: 'counter',
+    name: 'toolproof_client_constraints_total',
+    help: 'What the client asked for, enforced on what it received: forbidden-call (tool_choice none), dropped-parallel-call (parallel_tool_calls false).',
+    labels: 'model kind',
+  },
+  finalAnswerProblems: {
+    type: 'counter',
+    name: 'toolproof_final_answer_problems_total',
+    help: 'final_answer calls without an answer string: invalid (re-asked), raw (retries spent: returned as JSON text).',
+    labels: 'model kind',
+  },
+  internalErrors: {
+    type: 'counter',
+    name: 'toolproof_internal_errors_total',
+    help: "toolproof's own failures while handling a request (bugs, not upstream faults); each is logged with its stack.",
+    labels: 'model',
+  },
+  clientAborts: {
+    type: 'counter',
+    name: 'toolproof_client_aborts_total',
+    help: 'Requests whose client left before the response was complete, by front door (api) and stage (before_response: no headers sent yet; mid_response: during the body or stream). The upstream request is cancelled; not an error.',
+    labels: 'api stage',
+  },
+  leaks: {
+    type: 'counter',
+    name: 'toolproof_leaks_total',
+    help: 'Tool calls found written as text, by format, where (content, reasoning, error), outcome (recovered, unrecovered, rejected, suppressed) and front door (api: chat, responses, messages).',
+    labels: 'model format source outcome api',
+  },
+  responses: {
+    type: 'counter',
+    name: 'toolproof_responses_total',
+    help: 'Responses to requests with tools declared, by what reached the client (tool_calls, content or both) and front door (api: chat, responses, messages).',
+    labels: 'model kind api',
+  },
+  argumentValidationFailures: {
+    type: 'counter',
+    name: 'toolproof_argument_validation_failures_total',
+    help: 'Tool calls whose arguments failed the declared JSON schema (or named an undeclared tool).',
+    labels: 'model tool',
+  },
+  schemasUnenforced: {
+    type: 'counter',
+    name: 'toolproof_schemas_unenforced_total',
+    help: 'Tool calls whose declared schema was not fully checked, by cause: budget (compile budget spent), cost (schema too costly to compile), schema (could not be compiled or applied), pattern (a pattern RE2 cannot run).',
+    labels: 'model cause',
+  },
+  forced: {
+    type: 'counter',
+    name: 'toolproof_forced_total',
+    help: 'Requests sent upstream with the synthetic final_answer tool (forced tool use).',
+    labels: 'model tool_choice',
+  },
+  finalAnswers: {
+    type: 'counter',
+    name: 'toolproof_final_answers_total',
+    help: 'final_answer calls turned back into an ordinary assistant message.',
+    labels: 'model',
+  },
+  forcedButProse: {
+    type: 'counter',
+    name: 'toolproof_forced_but_prose_total',
+    help: 'Forced requests that still came back as plain prose (the backend ignored tool_choice "required").',
+    labels: 'model',
+  },
+  toolChoiceFallbacks: {
+    type: 'counter',
+    name: 'toolproof_tool_choice_fallbacks_total',
+    help: 'Requests retried with tool_choice "auto" after the upstream rejected "required".',
+    labels: 'upstream model',
+  },
+  toolChoiceFallbackActive: {
+    type: 'gauge',
+    name: 'toolproof_tool_choice_fallback_active',
+    help: '1 while toolproof remembers that this upstream rejects tool_choice "required" and sends "auto".',
+    labels: 'upstream model',
+    // With several workers each has its own memory: the group shows 1 when any worker remembers.
+    aggregator: 'max',
+  },
+  openStreams: {
+    type: 'gauge',
+    name: 'toolproof_open_streams',
+    help: 'Client SSE streams open right now, on every front door and the pass-through; a count that does not come back to 0 when traffic stops is a leak.',
+    labels: '',
+    aggregator: 'sum',
+  },
+  historyRepairs: {
+    type: 'counter',
+    name: 'toolproof_history_repairs_total',
+    help: 'Repairs made to conversation history before it went upstream, by kind.',
+    labels: 'model kind',
+  },
+  retries: {
+    type: 'counter',
+    name: 'toolproof_retries_total',
+    help: 'Corrective retries after an invalid tool call, by reason and outcome.',
+    labels: 'model reason outcome',
+  },
+  droppedTools: {
+    type: 'counter',
+    name: 'toolproof_dropped_tools_total',
+    help: 'Hosted tools (web_search, file_search, Anthropic server tools...) left out of the upstream request, by front door and tool type family.',
+    labels: 'model api tool',
+  },
+  promptTokens: {
+    type: 'counter',
+    name: 'toolproof_prompt_tokens_total',
+    help: 'Prompt tokens of chat requests whose upstream reported how many it served from cache (all attempts), by model: the denominator of the cached ratio.',
+    labels: 'model',
+  },
+  promptCachedTokens: {
+    type: 'counter',
+    name: 'toolproof_prompt_cached_tokens_total',
+    help: "Of those, prompt tokens the upstream served from its prefix cache (cached_tokens or llama-server's cache_n).",
+    labels: 'model',
+  },
+  discardedCompletionTokens: {
+    type: 'counter',
+    name: 'toolproof_discarded_completion_tokens_total',
+    help: 'Completion tokens the upstream generated in attempts toolproof discarded (a corrective retry followed).',
+    labels: 'model',
+  },
+  earlyStops: {
+    type: 'counter',
+    name: 'toolproof_upstream_early_stops_total',
+    help: 'Streamed upstream attempts toolproof cut off because it had decided to discard their output (retry-certain: call text past the held-text cap).',
+    labels: 'model reason',
+  },
+  multiTurnRequests: {
+    type: 'counter',
+    name: 'toolproof_multi_turn_requests_total',
+    help: 'Chat requests whose history already holds an assistant turn (a conversation past its first turn).',
+    labels: 'model',
+  },
+  normalizations: {
+    type: 'counter',
+    name: 'toolproof_tool_call_normalizations_total',
+    help: 'Structured tool calls from the backend that needed fixing: duplicate index, duplicate id, truncated arguments.',
+    labels: 'model kind',
+  },
+} as const satisfies Record<string, MetricSpec>;
+
+type Table = typeof METRICS;
+/** 'model kind' -> 'model' | 'kind'. */
+type Words<S extends string> = S extends `${infer Head} ${infer Rest}`
+  ? Head | Words<Rest>
+  : S extends ''
+    ? never
+    : S;
+type LabelOf<S extends MetricSpec> = Words<S['labels']>;
+/** The prom-client metric a spec declares, typed with its label names. */
+type MetricOf<S extends MetricSpec> = S['type'] extends 'counter'
+  ? Counter<LabelOf<S>>
+  : S['type'] extends 'gauge'
+    ? Gauge<LabelOf<S>>
+    : Histogram<LabelOf<S>>;
+type Collects<T extends Record<string, MetricSpec>> = {
+  [K in keyof T]?: (this: MetricOf<T[K]>) => void;
+};
+
+/**
+ * The table turned into prom-client metrics registered in `registers`, in the table's order;
+ * `collects` gives a metric the collect() prom-client calls before each read.
+ */
+function buildMetrics<T extends Record<string, MetricSpec>>(
+  table: T,
+  registers: Registry[],
+  collects: Collects<T>,
+): { [K in keyof T]: MetricOf<T[K]> } {
+  const built: Record<string, Counter | Gauge | Histogram> = {};
+  for (const [key, spec] of Object.entries(table)) {
+    // prom-client assigns its whole configuration onto the metric: only its own keys, and none undefined.
+    const labelNames = spec.labels === '' ? [] : spec.labels.split(' ');
+    const config = { name: spec.name, help: spec.help, labelNames, registers };
+    const collect = collects[key] as (() => void) | undefined;
+    if (spec.aggregator !== undefined) Object.assign(config, { aggregator: spec.aggregator });
+    if (collect !== undefined) Object.assign(config, { collect });
+    if (spec.type === 'counter') built[key] = new Counter(config);
+    else if (spec.type === 'gauge') built[key] = new Gauge(config);
+    else built[key] = new Histogram({ ...config, buckets: [...(spec.buckets ?? LATENCY_BUCKETS)] });
+  }
+  return built as { [K in keyof T]: MetricOf<T[K]> };
+}
+
 export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
   if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
-  const registers = [registry];
   /** What /metrics shows: this process's registry, or the whole worker group's (server/cluster.ts). */
   let exposition: () => Promise<string> = () => registry.metrics();
   let fallbackSource: (() => Array<[string, string]>) | undefined;
@@ -20,197 +248,31 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   /** Pairs ever reported active: they drop back to 0 (not vanish) so the alert resolves. */
   const fallbackSeen = new Set<string>();
 
-  const m = {
-    registry,
-    requests: new Counter({
-      name: 'toolproof_requests_total',
-      help: 'Client requests handled, by model, route, HTTP status and front door (api: chat, responses, messages, passthrough, ops).',
-      labelNames: ['model', 'route', 'status', 'api'] as const,
-      registers,
-    }),
-    requestDuration: new Histogram({
-      name: 'toolproof_request_duration_seconds',
-      help: 'Client request latency from arrival to the last byte sent, by model, route and front door (api).',
-      labelNames: ['model', 'route', 'stream', 'api'] as const,
-      buckets: LATENCY_BUCKETS,
-      registers,
-    }),
-    upstreamDuration: new Histogram({
-      name: 'toolproof_upstream_duration_seconds',
-      help: 'Upstream latency to response headers, by model, route and upstream.',
-      labelNames: ['model', 'route', 'upstream'] as const,
-      buckets: LATENCY_BUCKETS,
-      registers,
-    }),
-    upstreamErrors: new Counter({
-      name: 'toolproof_upstream_errors_total',
-      help: 'Upstream failures by kind: unreachable, timeout, status_4xx, status_5xx, mid_stream, bad_response.',
-      labelNames: ['model', 'upstream', 'kind'] as const,
-      registers,
-    }),
-    clientConstraints: new Counter({
-      name: 'toolproof_client_constraints_total',
-      help: 'What the client asked for, enforced on what it received: forbidden-call (tool_choice none), dropped-parallel-call (parallel_tool_calls false).',
-      labelNames: ['model', 'kind'] as const,
-      registers,
-    }),
-    finalAnswerProblems: new Counter({
-      name: 'toolproof_final_answer_problems_total',
-      help: 'final_answer calls without an answer string: invalid (re-asked), raw (retries spent: returned as JSON text).',
-      labelNames: ['model', 'kind'] as const,
-      registers,
-    }),
-    internalErrors: new Counter({
-      name: 'toolproof_internal_errors_total',
-      help: "toolproof's own failures while handling a request (bugs, not upstream faults); each is logged with its stack.",
-      labelNames: ['model'] as const,
-      registers,
-    }),
-    clientAborts: new Counter({
-      name: 'toolproof_client_aborts_total',
-      help: 'Requests whose client left before the response was complete, by front door (api) and stage (before_response: no headers sent yet; mid_response: during the body or stream). The upstream request is cancelled; not an error.',
-      labelNames: ['api', 'stage'] as const,
-      registers,
-    }),
-    leaks: new Counter({
-      name: 'toolproof_leaks_total',
-      help: 'Tool calls found written as text, by format, where (content, reasoning, error), outcome (recovered, unrecovered, rejected, suppressed) and front door (api: chat, responses, messages).',
-      labelNames: ['model', 'format', 'source', 'outcome', 'api'] as const,
-      registers,
-    }),
-    responses: new Counter({
-      name: 'toolproof_responses_total',
-      help: 'Responses to requests with tools declared, by what reached the client (tool_calls, content or both) and front door (api: chat, responses, messages).',
-      labelNames: ['model', 'kind', 'api'] as const,
-      registers,
-    }),
-    argumentValidationFailures: new Counter({
-      name: 'toolproof_argument_validation_failures_total',
-      help: 'Tool calls whose arguments failed the declared JSON schema (or named an undeclared tool).',
-      labelNames: ['model', 'tool'] as const,
-      registers,
-    }),
-    schemasUnenforced: new Counter({
-      name: 'toolproof_schemas_unenforced_total',
-      help: 'Tool calls whose declared schema was not fully checked, by cause: budget (compile budget spent), cost (schema too costly to compile), schema (could not be compiled or applied), pattern (a pattern RE2 cannot run).',
-      labelNames: ['model', 'cause'] as const,
-      registers,
-    }),
-    forced: new Counter({
-      name: 'toolproof_forced_total',
-      help: 'Requests sent upstream with the synthetic final_answer tool (forced tool use).',
-      labelNames: ['model', 'tool_choice'] as const,
-      registers,
-    }),
-    finalAnswers: new Counter({
-      name: 'toolproof_final_answers_total',
-      help: 'final_answer calls turned back into an ordinary assistant message.',
-      labelNames: ['model'] as const,
-      registers,
-    }),
-    forcedButProse: new Counter({
-      name: 'toolproof_forced_but_prose_total',
-      help: 'Forced requests that still came back as plain prose (the backend ignored tool_choice "required").',
-      labelNames: ['model'] as const,
-      registers,
-    }),
-    toolChoiceFallbacks: new Counter({
-      name: 'toolproof_tool_choice_fallbacks_total',
-      help: 'Requests retried with tool_choice "auto" after the upstream rejected "required".',
-      labelNames: ['upstream', 'model'] as const,
-      registers,
-    }),
-    toolChoiceFallbackActive: new Gauge({
-      name: 'toolproof_tool_choice_fallback_active',
-      help: '1 while toolproof remembers that this upstream rejects tool_choice "required" and sends "auto".',
-      labelNames: ['upstream', 'model'] as const,
-      registers,
-      // With several workers each has its own memory: the group shows 1 when any worker remembers.
-      aggregator: 'max',
-      // Recomputed from the memory at every collection (also when the cluster primary gathers
-      // the workers' values), so an expired memory reads 0 without waiting for a request.
-      collect() {
-        if (!fallbackSource) return;
-        const active = new Set<string>();
-        this.reset();
-        for (const [upstream, model] of fallbackSource()) {
-          const key = `${upstream}\u0000${model}`;
-          active.add(key);
-          fallbackSeen.add(key);
-          this.labels(upstream, model).set(1);
-        }
-        for (const key of fallbackSeen) {
-          if (active.has(key)) continue;
-          const [upstream, model] = key.split('\u0000') as [string, string];
-          this.labels(upstream, model).set(0);
-        }
-      },
-    }),
-    openStreams: new Gauge({
-      name: 'toolproof_open_streams',
-      help: 'Client SSE streams open right now, on every front door and the pass-through; a count that does not come back to 0 when traffic stops is a leak.',
-      registers,
-      aggregator: 'sum',
-      collect() {
-        if (openStreamsSource) this.set(openStreamsSource());
-      },
-    }),
-    historyRepairs: new Counter({
-      name: 'toolproof_history_repairs_total',
-      help: 'Repairs made to conversation history before it went upstream, by kind.',
-      labelNames: ['model', 'kind'] as const,
-      registers,
-    }),
-    retries: new Counter({
-      name: 'toolproof_retries_total',
-      help: 'Corrective retries after an invalid tool call, by reason and outcome.',
-      labelNames: ['model', 'reason', 'outcome'] as const,
-      registers,
-    }),
-    droppedTools: new Counter({
-      name: 'toolproof_dropped_tools_total',
-      help: 'Hosted tools (web_search, file_search, Anthropic server tools...) left out of the upstream request, by front door and tool type family.',
-      labelNames: ['model', 'api', 'tool'] as const,
-      registers,
-    }),
-    promptTokens: new Counter({
-      name: 'toolproof_prompt_tokens_total',
-      help: 'Prompt tokens of chat requests whose upstream reported how many it served from cache (all attempts), by model: the denominator of the cached ratio.',
-      labelNames: ['model'] as const,
-      registers,
-    }),
-    promptCachedTokens: new Counter({
-      name: 'toolproof_prompt_cached_tokens_total',
-      help: "Of those, prompt tokens the upstream served from its prefix cache (cached_tokens or llama-server's cache_n).",
-      labelNames: ['model'] as const,
-      registers,
-    }),
-    discardedCompletionTokens: new Counter({
-      name: 'toolproof_discarded_completion_tokens_total',
-      help: 'Completion tokens the upstream generated in attempts toolproof discarded (a corrective retry followed).',
-      labelNames: ['model'] as const,
-      registers,
-    }),
-    earlyStops: new Counter({
-      name: 'toolproof_upstream_early_stops_total',
-      help: 'Streamed upstream attempts toolproof cut off because it had decided to discard their output (retry-certain: call text past the held-text cap).',
-      labelNames: ['model', 'reason'] as const,
-      registers,
-    }),
-    multiTurnRequests: new Counter({
-      name: 'toolproof_multi_turn_requests_total',
-      help: 'Chat requests whose history already holds an assistant turn (a conversation past its first turn).',
-      labelNames: ['model'] as const,
-      registers,
-    }),
-    normalizations: new Counter({
-      name: 'toolproof_tool_call_normalizations_total',
-      help: 'Structured tool calls from the backend that needed fixing: duplicate index, duplicate id, truncated arguments.',
-      labelNames: ['model', 'kind'] as const,
-      registers,
-    }),
-  };
+  const m = buildMetrics<Table>(METRICS, [registry], {
+    // Recomputed from the memory at every collection (also when the cluster primary gathers
+    // the workers' values), so an expired memory reads 0 without waiting for a request.
+    toolChoiceFallbackActive() {
+      if (!fallbackSource) return;
+      const active = new Set<string>();
+      this.reset();
+      for (const [upstream, model] of fallbackSource()) {
+        const key = `${upstream}\u0000${model}`;
+        active.add(key);
+        fallbackSeen.add(key);
+        this.labels(upstream, model).set(1);
+      }
+      for (const key of fallbackSeen) {
+        if (active.has(key)) continue;
+        const [upstream, model] = key.split('\u0000') as [string, string];
+        this.labels(upstream, model).set(0);
+      }
+    },
+    openStreams() {
+      if (openStreamsSource) this.set(openStreamsSource());
+    },
+  });
   return {
+    registry,
     ...m,
     contentType: registry.contentType,
     /** The Prometheus text for /metrics. */

@@ -15,7 +15,7 @@ import { rendezvousOrder } from './affinity.js';
 import type { AffinityConfig } from './config.js';
 
 /** How long a replica that refused a connection is passed over. */
-export const DOWN_MS = 2_000;
+const DOWN_MS = 2_000;
 
 export class ReplicaSet {
   readonly pools: Pool[];

@@ -213,7 +213,7 @@ export class UpstreamBody implements AsyncIterable<Buffer> {
 }
 
 /** The error a reader gets from a body destroyed before its end without a reason. */
-export class BodyDestroyedError extends Error {
+class BodyDestroyedError extends Error {
   override name = 'AbortError';
   readonly code = 'UND_ERR_ABORTED';
   constructor() {

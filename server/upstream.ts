@@ -55,7 +55,7 @@ export interface UpstreamResponse {
 }
 
 /** How long an idle pooled connection is kept (see the pool options). */
-export const POOL_KEEP_ALIVE_MS = 3_000;
+const POOL_KEEP_ALIVE_MS = 3_000;
 
 const RETRYABLE_CONNECT_CODES = new Set([
   'ECONNREFUSED',
@@ -124,7 +124,7 @@ export function toUpstreamError(err: unknown, label: string): ToolproofError | E
  * How an upstream is named in errors, /ready, metrics and logs: its URLs without any userinfo
  * (config refuses credentials in URLs; this is the second line of defence).
  */
-export function upstreamLabel(urls: readonly string[]): string {
+function upstreamLabel(urls: readonly string[]): string {
   return urls
     .map((u) => {
       try {

@@ -51,7 +51,7 @@ export function textCompletionChunks(text: string, finish: string, meta: TextMet
 }
 
 /** A unit vector seeded by the text: equal inputs give equal vectors, across runs. */
-export function embed(text: string, dims: number): number[] {
+function embed(text: string, dims: number): number[] {
   let seed = hashString(text) || 1;
   const v: number[] = [];
   for (let i = 0; i < dims; i++) {

@@ -18,9 +18,9 @@ import { resolveScenario, turnContext } from './scenarios.js';
 import { type StreamState, sleep, sseEvent, writeSse } from './sse-writer.js';
 import { countTokens, splitTokens } from './tokens.js';
 import type { RecordedAbort, RecordedRequest, ScenarioFn, SimulatorOptions, TurnAction } from './types.js';
+import { isObject as isObj } from '../protocol/is-object.js';
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export const SCENARIO_HEADER = 'x-sim-scenario';
 

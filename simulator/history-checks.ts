@@ -3,10 +3,9 @@
  * way (llama-server accepts all of these, see the recordings' README item 14); the option exists to
  * stand in for stricter templates and backends, so the messages are the simulator's own.
  */
+import { isObject as isObj } from '../protocol/is-object.js';
 
 type Obj = Record<string, unknown>;
-
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The first problem: a call not followed by its result, or a result whose id matches no call; null when fine. */
 export function strictHistoryProblem(messages: Obj[]): string | null {

@@ -19,11 +19,9 @@ import { resolveScenario } from './scenarios.js';
 import type { StreamState } from './sse-writer.js';
 import type { RecordedRequest, Simulator, SimulatorOptions } from './types.js';
 import { vllm } from './vllm.js';
+import { isObject as isObj } from '../protocol/is-object.js';
 
 export { SCENARIO_HEADER } from './handlers.js';
-
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {

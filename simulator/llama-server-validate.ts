@@ -7,6 +7,7 @@ import { parseLikeNlohmann } from './nlohmann-json.js';
 import { jsonTypeName, type SimError } from './personality.js';
 import { strictHistoryProblem } from './history-checks.js';
 import type { LlamaTemplate, SimulatorOptions } from './types.js';
+import { isObject as isObj } from '../protocol/is-object.js';
 
 type Obj = Record<string, unknown>;
 
@@ -23,10 +24,6 @@ const NUMBER_FIELDS = [
   'repeat_penalty',
   'seed',
 ];
-
-function isObj(v: unknown): v is Obj {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 function typeError(field: string, want: string, value: unknown): SimError {
   return bad(

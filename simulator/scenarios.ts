@@ -14,7 +14,7 @@ import {
   type TurnContext,
 } from './types.js';
 
-export function messageText(content: ChatMessage['content']): string {
+function messageText(content: ChatMessage['content']): string {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) {
     return content

@@ -43,7 +43,7 @@ export function declaredTools(tools: readonly ToolDef[]): DeclaredTool[] {
   });
 }
 
-export const SYSTEM_PROMPT =
+const SYSTEM_PROMPT =
   'You are a helpful assistant. When a question needs computation or code execution, call the run_python tool ' +
   'instead of guessing; you will get its output in the next turn.';
 
@@ -54,7 +54,7 @@ const MEMORIZABLE = [
   'What is 2 to the power of 20? I need the exact value.',
 ];
 
-export function questionText(question: Question, run: number, randomString: string): string {
+function questionText(question: Question, run: number, randomString: string): string {
   if (question === 'unmemorizable') {
     return `What is the SHA-256 hex digest of the string '${randomString}'? I need the exact value.`;
   }
@@ -88,9 +88,9 @@ export function experimentRequest(
 }
 
 /** 9 alphanumerics: the id shape Mistral-family templates insist on, so only the tested variable differs. */
-export const NINE_CHAR_ID = 'a1B2c3D4e';
+const NINE_CHAR_ID = 'a1B2c3D4e';
 /** The id shape vLLM and OpenAI generate; Mistral templates reject it. */
-export const LONG_ID = 'call_9f8e7d6c5b4a39281706';
+const LONG_ID = 'call_9f8e7d6c5b4a39281706';
 
 export type HistoryVariant =
   | 'control'
@@ -103,7 +103,7 @@ export type HistoryVariant =
  * A short, valid conversation (user, assistant tool call, tool result, assistant, user) and
  * variants that each break exactly one rule, so a rejection points at that rule.
  */
-export function historyMessages(variant: HistoryVariant): ChatMessage[] {
+function historyMessages(variant: HistoryVariant): ChatMessage[] {
   const id = variant === 'non-nine-char-id' ? LONG_ID : NINE_CHAR_ID;
   const args = variant === 'malformed-arguments' ? '{"code": "print(17 * 23)' : '{"code": "print(17 * 23)"}';
   const call: ChatMessage = {

@@ -13,7 +13,7 @@ import {
 } from './types.js';
 import { findCell } from './verdict.js';
 
-export function formatCounts(c: CellCounts): string {
+function formatCounts(c: CellCounts): string {
   return `tool ${c.tool} · leak ${c.leak} · prose ${c.prose} · err ${c.error}`;
 }
 
@@ -30,7 +30,7 @@ function pad(text: string, width: number): string {
   return text + ' '.repeat(Math.max(0, width - [...text].length));
 }
 
-export function renderTable(report: ProbeReport): string {
+function renderTable(report: ProbeReport): string {
   const header = ['', ...CHOICE_MODES.map((mode) => `tool_choice=${mode}`)];
   const rows = QUESTIONS.map((question) => [
     question,

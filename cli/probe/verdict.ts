@@ -77,7 +77,7 @@ export function backendFix(
 }
 
 /** 'vllm --tool-call-parser qwen3_coder' → 'start vLLM with `--tool-call-parser qwen3_coder`'. */
-export function hintFix(hint: string | undefined): string {
+function hintFix(hint: string | undefined): string {
   if (!hint) return "the backend's tool parser does not recognise it";
   const llama = /^\s*llama-server chat format\s+(\S+)/i.exec(hint);
   if (llama?.[1]) return LLAMA_FIX(llama[1]);

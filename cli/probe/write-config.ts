@@ -8,7 +8,7 @@
 import { Document, isMap, parseDocument } from 'yaml';
 import type { ProbeReport, SettingChange } from './types.js';
 
-export function modelSection(baseUrl: string, settings: readonly SettingChange[]): Record<string, unknown> {
+function modelSection(baseUrl: string, settings: readonly SettingChange[]): Record<string, unknown> {
   const section: Record<string, unknown> = { upstream: baseUrl };
   for (const setting of settings) {
     const keys = setting.path.split('.');

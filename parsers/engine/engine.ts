@@ -23,7 +23,7 @@ export interface EngineOptions {
 }
 
 /** Leak reason for a complete call written before a bare </think> (see bare-think.ts). */
-export const DRAFT = 'draft before </think>';
+const DRAFT = 'draft before </think>';
 
 export interface AcceptedCall {
   name: string;
@@ -41,7 +41,7 @@ export function backendHint(f: FamilyParser): string | undefined {
 }
 
 /** The safety rules: every call declared and with object arguments, or the envelope is refused. */
-export function judgeEnvelope(
+function judgeEnvelope(
   m: EnvelopeMatch,
   tools: ReadonlyMap<string, DeclaredTool>,
 ): { ok: true; calls: AcceptedCall[] } | { ok: false; outcome: 'unrecovered' | 'rejected'; reason: string } {

@@ -155,7 +155,7 @@ function openingTag(rest: string, markers: readonly string[], full: boolean): 'y
  * A broken envelope consumes only its marker and the text after it is scanned again; without a
  * cap, garbage made of repeated markers would cost (markers x text) work.
  */
-export const MAX_BROKEN_PER_FAMILY = 32;
+const MAX_BROKEN_PER_FAMILY = 32;
 
 /** Envelopes still arriving are re-parsed on every push while smaller than this (chars). */
 const RETRY_EVERY_PUSH = 2048;

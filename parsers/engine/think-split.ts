@@ -30,7 +30,7 @@ export interface ThinkMarkers {
 }
 
 /** The generic pair every model family that thinks in tags uses. */
-export const THINK: ReasoningMarkers = { open: '<think>', close: '</think>' };
+const THINK: ReasoningMarkers = { open: '<think>', close: '</think>' };
 
 export function collectThinkMarkers(families: readonly FamilyParser[]): ThinkMarkers {
   const all = [THINK, ...families.flatMap((f) => f.spec.reasoning ?? [])];

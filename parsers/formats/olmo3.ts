@@ -8,32 +8,11 @@ import { defineFamily } from '../engine/define.js';
 import type { BodyResult } from '../kit/long-tail.js';
 import type { ParsedCall } from '../types.js';
 import { closedEnvelope, peekNonWs } from '../kit/envelope.js';
-import { readName, skipWs } from '../kit/json-scan.js';
+import { groupEnd, readName, skipWs } from '../kit/json-scan.js';
 import { parsePythonCallList } from '../kit/python-literal.js';
 import { pushAll } from '../../protocol/append-all.js';
 
 const OPEN = '<function_calls>';
-
-/** Index after the `)` closing the call whose `(` is at i (quote-aware), or -1. */
-function closeParen(s: string, i: number): number {
-  let depth = 0;
-  let quote = '';
-  for (let k = i; k < s.length; k++) {
-    const c = s[k];
-    if (quote !== '') {
-      if (c === '\\') k++;
-      else if (c === quote) quote = '';
-      continue;
-    }
-    if (c === '"' || c === "'") quote = c;
-    else if (c === '(' || c === '[' || c === '{') depth++;
-    else if (c === ')' || c === ']' || c === '}') {
-      depth--;
-      if (depth === 0) return k + 1;
-    }
-  }
-  return -1;
-}
 
 function readCalls(body: string): BodyResult {
   const calls: ParsedCall[] = [];
@@ -41,7 +20,7 @@ function readCalls(body: string): BodyResult {
   while (i < body.length) {
     const name = readName(body, i);
     if (name === '' || body[i + name.length] !== '(') return { error: 'expected NAME(…)' };
-    const end = closeParen(body, i + name.length);
+    const end = groupEnd(body, i + name.length);
     if (end < 0) return { error: 'unclosed call' };
     const one = parsePythonCallList(`[${body.slice(i, end)}]`);
     if (!one) return { error: 'call is not readable' };

@@ -30,10 +30,32 @@ export function scanJsonValue(text: string, start: number, opts: ScanOptions = {
   const first = text.charCodeAt(start);
   if (first !== 0x7b && first !== 0x5b && first !== 0x22 && !(opts.singleQuotes && first === 0x27))
     return null;
+  return scanFrom(text, start, opts.singleQuotes === true, opts.stopAt);
+}
+
+/**
+ * Index after the Python-style value at `start`: a `(…)`, `[…]` or `{…}` group or a `'…'` /
+ * `"…"` string, the strings inside skipped (backslash escapes) and, as in scanJsonValue, only
+ * the depth counted (bracket kinds are not matched). -1 when the text ends first, or when
+ * text[start] opens none of these.
+ */
+export function groupEnd(text: string, start: number): number {
+  const first = text.charCodeAt(start);
+  if (first !== 0x28 && first !== 0x7b && first !== 0x5b && first !== 0x22 && first !== 0x27) return -1;
+  return scanFrom(text, start, true, undefined).end;
+}
+
+/** The one walk behind scanJsonValue and groupEnd; text[start] opens a value. */
+function scanFrom(
+  text: string,
+  start: number,
+  singleQuotes: boolean,
+  stops: readonly string[] | undefined,
+): ScanResult {
   let depth = 0;
   let quote = 0;
-  const stops = opts.stopAt ?? [];
-  const stopCodes = new Set(stops.map((x) => x.charCodeAt(0)));
+  const stopCodes =
+    stops !== undefined && stops.length > 0 ? new Set(stops.map((x) => x.charCodeAt(0))) : undefined;
   for (let i = start; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (quote !== 0) {
@@ -44,13 +66,13 @@ export function scanJsonValue(text: string, start: number, opts: ScanOptions = {
       }
       continue;
     }
-    if (stopCodes.has(c)) {
-      for (const stop of stops)
+    if (stopCodes?.has(c)) {
+      for (const stop of stops!)
         if (text.startsWith(stop, i)) return { end: -1, depth, inString: false, stoppedAt: i };
     }
-    if (c === 0x22 || (opts.singleQuotes && c === 0x27)) quote = c;
-    else if (c === 0x7b || c === 0x5b || (opts.singleQuotes && c === 0x28)) depth++;
-    else if (c === 0x7d || c === 0x5d || (opts.singleQuotes && c === 0x29)) {
+    if (c === 0x22 || (singleQuotes && c === 0x27)) quote = c;
+    else if (c === 0x7b || c === 0x5b || (singleQuotes && c === 0x28)) depth++;
+    else if (c === 0x7d || c === 0x5d || (singleQuotes && c === 0x29)) {
       depth--;
       if (depth <= 0) return { end: i + 1, depth: 0, inString: false };
     }

@@ -33,7 +33,7 @@
 import { pushAll } from '../../protocol/append-all.js';
 import type { DeclaredTool } from '../types.js';
 import { gated, type ImprovisedCall } from './improvised-call.js';
-import { readName, scanJsonValue, skipWs } from './json-scan.js';
+import { groupEnd, readName, scanJsonValue, skipWs } from './json-scan.js';
 import { createArgs, decodeJsonLenient, isPlainObject } from './lenient-json.js';
 import { parsePythonLiteral } from './python-literal.js';
 import { coerceParamValue, paramSchema } from './schema-values.js';
@@ -90,7 +90,7 @@ const MAX_PARSE_DEPTH = 12;
 let parseDepth = 0;
 
 /** The text as a sequence of structured values, or null when any part of it is not one. */
-export function parseItems(text: string): Item[] | null {
+function parseItems(text: string): Item[] | null {
   if (parseDepth >= MAX_PARSE_DEPTH) return null;
   parseDepth++;
   try {
@@ -179,48 +179,26 @@ function valueAfterName(t: string, name: string, j: number): { item: Item; end: 
 
 /** Index of the `)` closing the `(` at i (quote and bracket aware), or -1. */
 function matchParen(t: string, i: number): number {
-  let depth = 0;
-  let quote = '';
-  for (let j = i; j < t.length; j++) {
-    const c = t[j] as string;
-    if (quote !== '') {
-      if (c === '\\') j++;
-      else if (c === quote) quote = '';
-      continue;
-    }
-    if (c === '"' || c === "'") quote = c;
-    else if (c === '(' || c === '[' || c === '{') depth++;
-    else if (c === ')' || c === ']' || c === '}') {
-      if (--depth === 0) return c === ')' ? j : -1;
-      if (depth < 0) return -1;
-    }
-  }
-  return -1;
+  const end = groupEnd(t, i);
+  return end > 0 && t[end - 1] === ')' ? end - 1 : -1;
 }
 
 /** Splits `a, b=[1, 2], c="x, y"` at its top-level commas; null on unbalanced brackets or quotes. */
 function splitTopLevel(s: string): string[] | null {
   const parts: string[] = [];
-  let depth = 0;
-  let quote = '';
   let from = 0;
   for (let i = 0; i < s.length; i++) {
     const c = s[i] as string;
-    if (quote !== '') {
-      if (c === '\\') i++;
-      else if (c === quote) quote = '';
-      continue;
-    }
-    if (c === '"' || c === "'") quote = c;
-    else if (c === '(' || c === '[' || c === '{') depth++;
-    else if (c === ')' || c === ']' || c === '}') {
-      if (--depth < 0) return null;
-    } else if (c === ',' && depth === 0) {
+    if (c === '"' || c === "'" || c === '(' || c === '[' || c === '{') {
+      const end = groupEnd(s, i);
+      if (end < 0) return null;
+      i = end - 1;
+    } else if (c === ')' || c === ']' || c === '}') return null;
+    else if (c === ',') {
       parts.push(s.slice(from, i));
       from = i + 1;
     }
   }
-  if (depth !== 0 || quote !== '') return null;
   parts.push(s.slice(from));
   return parts.map((p) => p.trim()).filter((p, i, all) => p !== '' || i < all.length - 1);
 }
@@ -585,19 +563,31 @@ class Reader {
       args[params[0] as string] = typedText(inner as string, tool, params[0] as string);
       return args;
     }
-    let i = 0;
-    while (i < t.length) {
-      const r = parseElement(t, i);
-      if (r?.item.k !== 'el') return null;
-      const child = r.item;
-      const named = child.attrs.find(([k]) => k === 'name' || k === 'key');
-      const key = named ? named[1] : child.tag;
+    const children = childElements(t);
+    if (children === null) return null;
+    for (const { key, inner: text } of children) {
       if (Object.hasOwn(args, key)) return null;
-      args[key] = typedText(child.inner ?? '', tool, key);
-      i = skipWs(t, r.end);
+      args[key] = typedText(text, tool, key);
     }
     return args;
   }
+}
+
+/**
+ * The elements `t` is made of (blanks between), each keyed by its `name` or `key` attribute,
+ * else its tag; null when `t` holds anything but elements.
+ */
+function childElements(t: string): { key: string; inner: string }[] | null {
+  const out: { key: string; inner: string }[] = [];
+  let i = 0;
+  while (i < t.length) {
+    const r = parseElement(t, i);
+    if (r?.item.k !== 'el') return null;
+    const named = r.item.attrs.find(([k]) => k === 'name' || k === 'key');
+    out.push({ key: named ? named[1] : r.item.tag, inner: r.item.inner ?? '' });
+    i = skipWs(t, r.end);
+  }
+  return out;
 }
 
 /**
@@ -608,20 +598,14 @@ class Reader {
 function elementObject(inner: string, depth: number): Record<string, unknown> | null {
   const t = inner.trim();
   if (!t.startsWith('<') || depth >= MAX_DEPTH) return null;
+  const children = childElements(t);
+  if (children === null) return null;
   const o = createArgs();
-  let i = 0;
-  while (i < t.length) {
-    const r = parseElement(t, i);
-    if (r?.item.k !== 'el') return null;
-    const child = r.item;
-    const named = child.attrs.find(([k]) => k === 'name' || k === 'key');
-    const key = named ? named[1] : child.tag;
+  for (const { key, inner: text } of children) {
     if (Object.hasOwn(o, key)) return null;
-    const text = child.inner ?? '';
     o[key] = text.trim().startsWith('<')
       ? (elementObject(text, depth + 1) ?? text)
       : elementText(text).trim();
-    i = skipWs(t, r.end);
   }
   return o;
 }

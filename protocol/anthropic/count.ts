@@ -7,8 +7,8 @@
  */
 import type { ChatCompletionRequest, ContentPart } from '../openai.js';
 
-export const CHARS_PER_TOKEN = 4;
-export const TOKENS_PER_IMAGE = 1000;
+const CHARS_PER_TOKEN = 4;
+const TOKENS_PER_IMAGE = 1000;
 
 function partsText(content: string | ContentPart[] | null | undefined): { text: string; images: number } {
   if (typeof content === 'string') return { text: content, images: 0 };

@@ -7,7 +7,7 @@ import { anthropicOverflowMessage } from '../context-overflow.js';
 import type { ToolproofError } from '../errors.js';
 import type { ErrorBody } from './types.js';
 
-export function anthropicErrorType(status: number): string {
+function anthropicErrorType(status: number): string {
   if (status === 401) return 'authentication_error';
   if (status === 402) return 'billing_error';
   if (status === 403) return 'permission_error';

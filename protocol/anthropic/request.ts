@@ -19,16 +19,13 @@ import type {
 } from './types.js';
 import { pushAll } from '../append-all.js';
 import { stringifyJson } from '../lossless-json.js';
+import { isObject } from '../is-object.js';
 
 /** Tells the model a tool failed (chat tool messages have no error flag). */
 export const TOOL_ERROR_PREFIX = '[tool error] ';
 
 function invalid(param: string, message: string): ToolproofError {
   return new ToolproofError('TP_ERR_INVALID_FIELD', { param, message });
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 function text(block: unknown, path: string): string {
@@ -203,7 +200,7 @@ function toolChoice(choice: ToolChoiceParam): { tool_choice: ToolChoice; paralle
 }
 
 /** The conversation as chat messages: system first, then each turn. */
-export function toChatMessages(req: Pick<MessagesRequest, 'system' | 'messages'>): ChatMessage[] {
+function toChatMessages(req: Pick<MessagesRequest, 'system' | 'messages'>): ChatMessage[] {
   const out: ChatMessage[] = [];
   const system = systemText(req.system);
   if (system !== undefined && system !== '') out.push({ role: 'system', content: system });

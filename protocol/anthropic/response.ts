@@ -80,7 +80,7 @@ export function toMessageUsage(usage: Usage | null | undefined): MessageUsage {
   return out;
 }
 
-export function toolUseBlock(call: ToolCall, msgId: string, index: number): ToolUseBlock {
+function toolUseBlock(call: ToolCall, msgId: string, index: number): ToolUseBlock {
   return {
     type: 'tool_use',
     id: toolUseId(call.id, msgId, index),

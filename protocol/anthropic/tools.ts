@@ -16,13 +16,10 @@
 import { ToolproofError } from '../errors.js';
 import type { JsonObject, ToolDef } from '../openai.js';
 import type { MessageParam, ToolParam } from './types.js';
+import { isObject } from '../is-object.js';
 
 function invalid(param: string, message: string): ToolproofError {
   return new ToolproofError('TP_ERR_INVALID_FIELD', { param, message });
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 const str = (description: string): JsonObject => ({ type: 'string', description });
@@ -171,7 +168,7 @@ export interface ToolTranslation {
 }
 
 /** Names the conversation's tool_reference blocks load (deferred tools the model may now see). */
-export function referencedTools(messages: readonly MessageParam[]): Set<string> {
+function referencedTools(messages: readonly MessageParam[]): Set<string> {
   const names = new Set<string>();
   for (const m of messages) {
     if (!Array.isArray(m?.content)) continue;

@@ -19,13 +19,17 @@ import type {
   TypedCallItem,
 } from './types.js';
 import { stringifyJson } from '../lossless-json.js';
+import { isObject } from '../is-object.js';
 
 function invalid(param: string, message: string): ToolproofError {
   return new ToolproofError('TP_ERR_INVALID_FIELD', { param, message });
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
+/** The value at `field` when it is a non-empty string; else TP_ERR_INVALID_FIELD naming the field. */
+function nonEmpty(value: unknown, field: string): string {
+  if (typeof value !== 'string' || !value) throw invalid(field, `${field} must be a non-empty string.`);
+  return value;
+}
 
 /** User / system content parts -> chat content parts. */
 function toChatPart(part: InputContent, param: string): ContentPart {
@@ -183,36 +187,33 @@ export function inputToMessages(
       }
       case 'function_call': {
         const item = raw as unknown as FunctionCallItem;
-        if (typeof item.call_id !== 'string' || !item.call_id)
-          throw invalid(`${param}.call_id`, `${param}.call_id must be a non-empty string.`);
-        if (typeof item.name !== 'string' || !item.name)
-          throw invalid(`${param}.name`, `${param}.name must be a non-empty string.`);
+        const callId = nonEmpty(item.call_id, `${param}.call_id`);
+        const name = nonEmpty(item.name, `${param}.name`);
         const args =
           typeof item.arguments === 'string' ? item.arguments : stringifyJson(item.arguments ?? {});
         const ns = typeof item.namespace === 'string' ? item.namespace : undefined;
-        addCall(item.call_id, chatNameOf(catalog, item.name, ns), args);
+        addCall(callId, chatNameOf(catalog, name, ns), args);
         return;
       }
       case 'custom_tool_call': {
         const item = raw as unknown as CustomToolCallItem;
-        if (typeof item.call_id !== 'string' || !item.call_id)
-          throw invalid(`${param}.call_id`, `${param}.call_id must be a non-empty string.`);
-        if (typeof item.name !== 'string' || !item.name)
-          throw invalid(`${param}.name`, `${param}.name must be a non-empty string.`);
+        const callId = nonEmpty(item.call_id, `${param}.call_id`);
+        const name = nonEmpty(item.name, `${param}.name`);
         if (typeof item.input !== 'string')
           throw invalid(`${param}.input`, `${param}.input must be a string.`);
         const ns = typeof item.namespace === 'string' ? item.namespace : undefined;
         // The one argument the custom tool was declared with (tools.ts).
-        addCall(item.call_id, chatNameOf(catalog, item.name, ns), JSON.stringify({ input: item.input }));
+        addCall(callId, chatNameOf(catalog, name, ns), JSON.stringify({ input: item.input }));
         return;
       }
       case 'local_shell_call':
       case 'shell_call':
       case 'apply_patch_call': {
         const item = raw as unknown as TypedCallItem;
-        const id = typeof item.call_id === 'string' && item.call_id ? item.call_id : item.id;
-        if (typeof id !== 'string' || !id)
-          throw invalid(`${param}.call_id`, `${param}.call_id must be a non-empty string.`);
+        const id = nonEmpty(
+          typeof item.call_id === 'string' && item.call_id ? item.call_id : item.id,
+          `${param}.call_id`,
+        );
         const { name, args } = typedArguments(item, param);
         addCall(id, name, JSON.stringify(args));
         return;
@@ -223,9 +224,10 @@ export function inputToMessages(
       case 'apply_patch_call_output': {
         const item = raw as { call_id?: unknown; id?: unknown; output?: unknown; status?: unknown };
         // local_shell_call_output names its call by `id` in the API reference; Codex by call_id.
-        const id = typeof item.call_id === 'string' && item.call_id ? item.call_id : item.id;
-        if (typeof id !== 'string' || !id)
-          throw invalid(`${param}.call_id`, `${param}.call_id must be a non-empty string.`);
+        const id = nonEmpty(
+          typeof item.call_id === 'string' && item.call_id ? item.call_id : item.id,
+          `${param}.call_id`,
+        );
         turn = undefined;
         const output = item.output ?? (typeof item.status === 'string' ? item.status : '');
         messages.push({ role: 'tool', tool_call_id: id, content: outputContent(output, `${param}.output`) });
@@ -233,12 +235,11 @@ export function inputToMessages(
       }
       case 'function_call_output': {
         const item = raw as unknown as FunctionCallOutputItem;
-        if (typeof item.call_id !== 'string' || !item.call_id)
-          throw invalid(`${param}.call_id`, `${param}.call_id must be a non-empty string.`);
+        const callId = nonEmpty(item.call_id, `${param}.call_id`);
         turn = undefined;
         const output = item.output;
         const content = typeof output === 'string' ? output : toChatContent(output ?? '', `${param}.output`);
-        messages.push({ role: 'tool', tool_call_id: item.call_id, content });
+        messages.push({ role: 'tool', tool_call_id: callId, content });
         return;
       }
       case 'reasoning': {
@@ -262,56 +263,4 @@ export function inputToMessages(
     }
   });
   return messages;
-}
-
-/** Chat content back to Responses parts (the inverse of toChatContent). */
-function fromChatContent(content: ChatMessage['content']): string | InputContent[] {
-  if (typeof content === 'string' || content == null) return content ?? '';
-  return content.map((p): InputContent => {
-    if (p.type === 'image_url') {
-      const img = p.image_url as { url: string; detail?: string };
-      return { type: 'input_image', image_url: img.url, ...(img.detail ? { detail: img.detail } : {}) };
-    }
-    return { type: 'input_text', text: p.text ?? '' };
-  });
-}
-
-/**
- * Chat messages -> Responses input items: the inverse of inputToMessages (system messages
- * become system messages, not `instructions`). Item ids are not kept: chat has none.
- */
-export function messagesToInput(messages: readonly ChatMessage[]): InputItem[] {
-  const items: InputItem[] = [];
-  for (const m of messages) {
-    if (m.role === 'assistant') {
-      if (typeof m.reasoning_content === 'string' && m.reasoning_content)
-        items.push({
-          type: 'reasoning',
-          id: '',
-          summary: [],
-          content: [{ type: 'reasoning_text', text: m.reasoning_content }],
-        });
-      const text =
-        typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => p.text ?? '').join('');
-      if (text || !m.tool_calls?.length)
-        items.push({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text }] });
-      for (const tc of m.tool_calls ?? [])
-        items.push({
-          type: 'function_call',
-          call_id: tc.id,
-          name: tc.function.name,
-          arguments: tc.function.arguments,
-        });
-    } else if (m.role === 'tool') {
-      const out = fromChatContent(m.content ?? '');
-      items.push({ type: 'function_call_output', call_id: m.tool_call_id ?? '', output: out });
-    } else {
-      items.push({
-        type: 'message',
-        role: m.role as MessageItem['role'],
-        content: fromChatContent(m.content ?? ''),
-      });
-    }
-  }
-  return items;
 }

@@ -8,7 +8,7 @@
  */
 
 /** Longer grammars are not read (no markers are checked). */
-export const MAX_GRAMMAR_CHARS = 64 * 1024;
+const MAX_GRAMMAR_CHARS = 64 * 1024;
 const MAX_DEPTH = 16;
 
 type Token =
@@ -163,7 +163,7 @@ export function larkMarkers(grammar: string): LarkMarkers {
 }
 
 /** RE2 syntax for literal text. */
-export function escapeRegex(text: string): string {
+function escapeRegex(text: string): string {
   return text.replace(/[\\^$.|?*+()[\]{}]/g, '\\$&');
 }
 

@@ -65,11 +65,6 @@ export interface TranslateOptions {
   hostedTools: 'drop' | 'reject';
 }
 
-/** The chat request for a Responses request. Throws TP_ERR_INVALID_FIELD naming the field. */
-export function toChatRequest(body: ResponsesRequest, options?: TranslateOptions): ChatCompletionRequest {
-  return translateRequest(body, options).chat;
-}
-
 /** The chat request and the tool catalog. Throws TP_ERR_INVALID_FIELD naming the field. */
 export function translateRequest(
   body: ResponsesRequest,

@@ -153,12 +153,7 @@ export class ResponsesTranslator {
     const choice = chunk.choices?.[0];
     if (!choice) return out;
     const d = choice.delta ?? {};
-    const reasoning =
-      typeof d.reasoning_content === 'string'
-        ? d.reasoning_content
-        : typeof d.reasoning === 'string'
-          ? d.reasoning
-          : '';
+    const reasoning = reasoningOf(d);
     if (reasoning) this.text('reasoning', reasoning, out);
     if (typeof d.content === 'string' && d.content) this.text('message', d.content, out);
     for (const tc of d.tool_calls ?? []) this.callDelta(tc, out);
@@ -387,7 +382,7 @@ export class ResponsesTranslator {
   }
 }
 
-export function toResponsesUsage(u: Usage): ResponsesUsage {
+function toResponsesUsage(u: Usage): ResponsesUsage {
   const cached = (u.prompt_tokens_details as { cached_tokens?: unknown } | undefined)?.cached_tokens;
   const reasoning = (u.completion_tokens_details as { reasoning_tokens?: unknown } | undefined)
     ?.reasoning_tokens;
@@ -400,18 +395,19 @@ export function toResponsesUsage(u: Usage): ResponsesUsage {
   };
 }
 
+/** The reasoning text of a message or delta: `reasoning_content`, else `reasoning`, else ''. */
+function reasoningOf(m: { reasoning_content?: unknown; reasoning?: unknown }): string {
+  if (typeof m.reasoning_content === 'string') return m.reasoning_content;
+  return typeof m.reasoning === 'string' ? m.reasoning : '';
+}
+
 /** A whole chat completion as the deltas a stream of it would carry (reasoning, text, calls, finish). */
-export function completionDeltas(c: ChatCompletion): ChatCompletionChunk[] {
+function completionDeltas(c: ChatCompletion): ChatCompletionChunk[] {
   const base = { id: c.id, object: 'chat.completion.chunk' as const, created: c.created, model: c.model };
   const choice = c.choices[0];
   if (!choice) return [];
   const m = choice.message;
-  const reasoning =
-    typeof m.reasoning_content === 'string'
-      ? m.reasoning_content
-      : typeof m.reasoning === 'string'
-        ? m.reasoning
-        : '';
+  const reasoning = reasoningOf(m);
   const delta = {
     ...(reasoning ? { reasoning_content: reasoning } : {}),
     ...(typeof m.content === 'string' ? { content: m.content } : {}),

@@ -21,16 +21,14 @@ import { ToolproofError } from '../errors.js';
 import type { JsonObject, ToolDef } from '../openai.js';
 import { larkMarkers, markerPattern } from './lark-markers.js';
 import type { FunctionTool, ResponsesRequest } from './types.js';
+import { isObject } from '../is-object.js';
 
 function invalid(param: string, message: string): ToolproofError {
   return new ToolproofError('TP_ERR_INVALID_FIELD', { param, message });
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /** Tool types that run on OpenAI's servers. */
-export const HOSTED_TOOL_TYPES = new Set([
+const HOSTED_TOOL_TYPES = new Set([
   'web_search',
   'web_search_preview',
   'web_search_2025_08_26',
@@ -61,7 +59,7 @@ export interface ToolCatalog {
   chatName: Map<string, string>;
 }
 
-export const emptyCatalog = (): ToolCatalog => ({ byChatName: new Map(), chatName: new Map() });
+const emptyCatalog = (): ToolCatalog => ({ byChatName: new Map(), chatName: new Map() });
 
 const key = (name: string, namespace?: string) => `${namespace ?? ''}\u0000${name}`;
 

@@ -77,7 +77,7 @@ function serializeRequest(call: ChatCall, request: ChatCompletionRequest): strin
   let out = call.route.upstreamModel ? { ...request, model: call.route.upstreamModel } : request;
   // A rewritten stream asks for usage, as the JSON body always carries it: the cache and
   // discarded-token figures then hold for streams too (the client gets usage only if it asked,
-  // chat-completions.ts). After the messages and tools, so no byte of the prompt moves.
+  // front-doors/chat/output.ts). After the messages and tools, so no byte of the prompt moves.
   if (out.stream === true && out.stream_options?.include_usage !== true)
     out = { ...out, stream_options: { ...(out.stream_options ?? {}), include_usage: true } };
   // The client's numbers and key order as it wrote them (see ChatCall.setPhase).

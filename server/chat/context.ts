@@ -11,6 +11,7 @@ import type { AbortLike } from '../abort.js';
 import type { CompileBudgets } from '../compile-budget.js';
 import type { Config } from '../config.js';
 import type { FallbackMemory } from '../fallback-memory.js';
+import type { FrontDoorApi } from '../front-doors/index.js';
 import type { Metrics } from '../metrics.js';
 import type { ModelLabels } from '../routing.js';
 import type { UpstreamClient } from '../upstream.js';
@@ -32,8 +33,8 @@ export interface ChatDeps {
   compileBudgets?: CompileBudgets;
 }
 
-/** The front door a request came in by (log line and metrics label). */
-export type Api = 'chat' | 'responses' | 'messages';
+/** The front door a request came in by (log line and metrics label): a name in FRONT_DOORS. */
+export type Api = FrontDoorApi;
 
 export interface ResolvedRoute {
   /** The model name as the client sent it (metrics label). */

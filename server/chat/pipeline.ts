@@ -29,7 +29,7 @@ import { addUsage, classifyFinal } from './trace.js';
 
 export type { ChatResult } from './attempt-end.js';
 
-export function hasTools(request: ChatCompletionRequest): boolean {
+function hasTools(request: ChatCompletionRequest): boolean {
   return Array.isArray(request.tools) && request.tools.length > 0;
 }
 

@@ -10,7 +10,7 @@ import type { Metrics } from '../metrics.js';
 import type { ChatCall } from './context.js';
 
 /** usage.prompt_tokens_details.cached_tokens, when the backend reported it. */
-export function cachedTokensOf(usage: Usage | undefined): number | undefined {
+function cachedTokensOf(usage: Usage | undefined): number | undefined {
   const details = usage?.prompt_tokens_details as { cached_tokens?: unknown } | null | undefined;
   const n = details?.cached_tokens;
   return typeof n === 'number' && Number.isFinite(n) && n >= 0 ? n : undefined;

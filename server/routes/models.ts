@@ -2,15 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import type { AppState } from '../app-state.js';
 import { readText } from '../chat/attempt.js';
 import { redactForLog } from '../log-redact.js';
+import type { FrontDoor, ModelEntry } from '../front-doors/types.js';
 import type { UpstreamClient } from '../upstream.js';
-
-interface ModelEntry {
-  id: string;
-  object: 'model';
-  created?: number;
-  owned_by?: string;
-  [extra: string]: unknown;
-}
 
 async function listUpstream(client: UpstreamClient, signal: AbortSignal): Promise<ModelEntry[]> {
   const res = await client.request({ method: 'GET', path: '/models', signal });
@@ -22,7 +15,12 @@ async function listUpstream(client: UpstreamClient, signal: AbortSignal): Promis
     : [];
 }
 
-export function registerModelRoutes(app: FastifyInstance, state: AppState): void {
+export function registerModelRoutes(
+  app: FastifyInstance,
+  state: AppState,
+  /** A door with its own page answers the requests it claims (Anthropic's clients). */
+  doors: readonly Pick<FrontDoor, 'models'>[],
+): void {
   app.get(
     '/v1/models',
     {
@@ -66,24 +64,7 @@ export function registerModelRoutes(app: FastifyInstance, state: AppState): void
         }
       });
       const list = [...data.values()];
-      // An Anthropic client (its SDKs always send anthropic-version) reads Anthropic's page shape:
-      // type, display_name and created_at per model, has_more / first_id / last_id. Added beside
-      // the OpenAI fields, so either client reads the same answer.
-      if (request.headers['anthropic-version'] !== undefined) {
-        const models = list.map((m) => ({
-          ...m,
-          type: 'model',
-          display_name: m.id,
-          created_at: new Date((typeof m.created === 'number' ? m.created : created) * 1000).toISOString(),
-        }));
-        return {
-          object: 'list',
-          data: models,
-          has_more: false,
-          first_id: models[0]?.id ?? null,
-          last_id: models.at(-1)?.id ?? null,
-        };
-      }
+      for (const door of doors) if (door.models?.claims(request)) return door.models.page(list, created);
       return { object: 'list', data: list };
     },
   );

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatCounts, renderReport, renderTable } from '../../cli/probe/render.js';
+import { renderReport } from '../../cli/probe/render.js';
 import type { ProbeReport } from '../../cli/probe/types.js';
 import { decideVerdicts, recommendSettings, summarizeLeaks } from '../../cli/probe/verdict.js';
 import { grid, PROSE, QWEN_LEAK, TOOL, times } from './report-builders.js';
@@ -33,7 +33,12 @@ function report(): ProbeReport {
   };
 }
 
-describe('renderTable', () => {
+/** The 2x2 table: the report's second block (after the title line). */
+function renderTable(r: ProbeReport): string {
+  return renderReport(r).split('\n\n')[1]!;
+}
+
+describe('the table', () => {
   it('prints the 2x2 with counts per cell', () => {
     expect(renderTable(report())).toBe(
       [
@@ -46,7 +51,12 @@ describe('renderTable', () => {
   });
 
   it('formats a cell', () => {
-    expect(formatCounts({ tool: 3, leak: 2, prose: 0, error: 0 })).toBe('tool 3 · leak 2 · prose 0 · err 0');
+    const cells = grid([...times(3, TOOL), ...times(2, QWEN_LEAK)], [], [], []);
+    const memorizableAuto = renderTable({ ...report(), cells })
+      .split('\n')[2]!
+      .split(' │ ')[1]!
+      .trim();
+    expect(memorizableAuto).toBe('tool 3 · leak 2 · prose 0 · err 0');
   });
 });
 

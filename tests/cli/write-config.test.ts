@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { readConfigFile } from '../../server/config.js';
 import type { ProbeReport } from '../../cli/probe/types.js';
-import { modelSection, renderConfig } from '../../cli/probe/write-config.js';
+import { renderConfig } from '../../cli/probe/write-config.js';
 
 const report: ProbeReport = {
   version: 1,
@@ -33,9 +33,10 @@ const report: ProbeReport = {
   ],
 };
 
-describe('modelSection', () => {
+describe("a new model's section", () => {
   it('nests dotted setting paths under the upstream', () => {
-    expect(modelSection(report.baseUrl, report.settings)).toEqual({
+    const written = parse(renderConfig(null, report)) as { models: Record<string, unknown> };
+    expect(written.models[report.model]).toEqual({
       upstream: 'http://gpu-box:8000/v1',
       forceToolUse: true,
       historyRepair: { nineCharIds: true, bridgeToolToUser: true },

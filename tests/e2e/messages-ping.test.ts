@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyReply } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ChatCompletionChunk } from '../../protocol/openai.js';
-import { MessagesSseOutput } from '../../server/routes/messages.js';
+import { MessagesSseOutput } from '../../server/front-doors/messages/output.js';
 import { waitFor } from '../server/stack.js';
 
 let close: (() => Promise<void>) | undefined;

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { TOOL_ERROR_PREFIX, toChatMessages } from '../../protocol/anthropic/request.js';
+import { TOOL_ERROR_PREFIX, toChatRequest } from '../../protocol/anthropic/request.js';
 import { messageId, toMessage } from '../../protocol/anthropic/response.js';
 import { MessageStreamTranslator } from '../../protocol/anthropic/stream.js';
 import type {
@@ -114,7 +114,12 @@ describe('Messages -> chat -> Messages keeps ids, results and text', () => {
         fc.option(text, { nil: undefined }),
         (first, exchanges, system) => {
           const messages = build(first, exchanges);
-          const chat = toChatMessages({ messages, ...(system ? { system } : {}) });
+          const chat = toChatRequest({
+            model: 'm',
+            max_tokens: 64,
+            messages,
+            ...(system ? { system } : {}),
+          }).messages;
           let i = 0;
           if (system) expect(chat[i++]).toEqual({ role: 'system', content: system });
           expect(chat[i++]).toEqual({ role: 'user', content: first });

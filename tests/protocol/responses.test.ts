@@ -6,14 +6,15 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ChatCompletion, ChatCompletionChunk } from '../../protocol/openai.js';
-import { inputToMessages, messagesToInput } from '../../protocol/responses/items.js';
-import { toChatRequest } from '../../protocol/responses/request.js';
+import { inputToMessages } from '../../protocol/responses/items.js';
+import { type TranslateOptions, translateRequest } from '../../protocol/responses/request.js';
 import {
   completionToResponse,
   ResponsesTranslator,
   type TranslatorContext,
 } from '../../protocol/responses/stream.js';
 import type { InputItem, ResponsesEvent, ResponsesRequest } from '../../protocol/responses/types.js';
+import { messagesToInput } from './responses-inverse.js';
 
 const text = fc.string({ minLength: 1, maxLength: 40 });
 const callId = fc.stringMatching(/^call_[A-Za-z0-9]{1,12}$/);
@@ -120,6 +121,8 @@ describe('conversation round trip (items -> chat -> items)', () => {
 });
 
 describe('request translation', () => {
+  const toChatRequest = (body: ResponsesRequest, options?: TranslateOptions) =>
+    translateRequest(body, options).chat;
   const base: ResponsesRequest = { model: 'm', input: 'hi' };
 
   it('maps tools, tool_choice, text.format, limits and sampling onto chat fields', () => {

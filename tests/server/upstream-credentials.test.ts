@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../server/config.js';
-import { upstreamLabel } from '../../server/upstream.js';
+import { UpstreamClient } from '../../server/upstream.js';
 
 describe('credentials in upstream URLs', () => {
   for (const env of [
@@ -45,8 +45,13 @@ describe('credentials in upstream URLs', () => {
     expect(message).not.toContain('s3cret-pw');
   });
 
-  it('the upstream label never carries userinfo', () => {
-    expect(upstreamLabel(['http://u:p@h:1/v1', 'http://h2:2/v1/'])).toBe('http://h:1/v1,http://h2:2/v1');
+  it('the upstream label never carries userinfo', async () => {
+    const client = new UpstreamClient(
+      { urls: ['http://u:p@h:1/v1', 'http://h2:2/v1/'] },
+      { connectMs: 1_000, firstByteMs: 1_000, idleMs: 1_000 },
+    );
+    expect(client.label).toBe('http://h:1/v1,http://h2:2/v1');
+    await client.close();
   });
 });
 

@@ -1,0 +1,68 @@
+/** The chat completions stream: OpenAI's chunk events, as the loop decided them. */
+import type { ToolproofError } from '../../../protocol/errors.js';
+import type { ChatCompletionChunk, ChatCompletionRequest } from '../../../protocol/openai.js';
+import type { StreamOutput, StreamSummary } from '../../chat/output.js';
+import { toErrorBody } from '../../error-handler.js';
+import { SSE_KEEPALIVE_COMMENT } from '../../keep-alive.js';
+import { SSE_DONE, sseData } from '../../sse.js';
+import { SseWriter, writeRaw } from '../../sse-writer.js';
+
+/** Chat completions framing: `data: <chunk>` events, a summed usage chunk, `data: [DONE]`. */
+export class ChatSseOutput extends SseWriter implements StreamOutput {
+  private doneSent = false;
+  /** The client asked for the usage chunk before [DONE] (its own request's stream_options). */
+  private readonly includeUsage =
+    (this.reply.request.body as ChatCompletionRequest | undefined)?.stream_options?.include_usage === true;
+
+  /** Nothing but the headers: chat has no opening event. */
+  protected openingFrame(): string {
+    return '';
+  }
+
+  keepAlive(): void {
+    void this.write(SSE_KEEPALIVE_COMMENT);
+  }
+
+  chunks(chunks: readonly ChatCompletionChunk[]): Promise<void> {
+    if (chunks.length === 0) return Promise.resolve();
+    // One write per batch: one syscall, one TCP segment.
+    let text = '';
+    for (const c of chunks) text += this.frame(c);
+    return this.write(text);
+  }
+
+  frame(chunk: ChatCompletionChunk): string {
+    return sseData(JSON.stringify(chunk));
+  }
+
+  text(framed: string): Promise<void> | undefined {
+    return this.writeNow(framed);
+  }
+
+  relay(bytes: Uint8Array, done: boolean): Promise<void> {
+    if (done) this.doneSent = true;
+    return this.write(bytes);
+  }
+
+  async end(summary: StreamSummary): Promise<void> {
+    if (this.includeUsage && summary.usage) {
+      const chunk: ChatCompletionChunk = {
+        id: summary.id,
+        object: 'chat.completion.chunk',
+        created: summary.created,
+        model: summary.model,
+        choices: [],
+        usage: summary.usage,
+      };
+      await writeRaw(this.reply, sseData(JSON.stringify(chunk)));
+    }
+    if (!this.doneSent) await writeRaw(this.reply, SSE_DONE);
+    this.doneSent = true;
+    this.close();
+  }
+
+  async fail(err: ToolproofError): Promise<void> {
+    await writeRaw(this.reply, sseData(JSON.stringify(toErrorBody(err))) + SSE_DONE);
+    this.close();
+  }
+}

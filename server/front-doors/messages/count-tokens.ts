@@ -1,0 +1,108 @@
+/**
+ * POST /v1/messages/count_tokens: a Messages request's input tokens, counted as it would go
+ * upstream (translated to chat, system turns placed, history repaired): the upstream's own
+ * /tokenize when it has one, else an estimate (4 characters per token).
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { repairHistory } from '../../../policies/support/repair-history.js';
+import { conversationText, estimateTokens, tokenizeCount } from '../../../protocol/anthropic/count.js';
+import { toChatRequest } from '../../../protocol/anthropic/request.js';
+import type { CountTokensRequest } from '../../../protocol/anthropic/types.js';
+import { keepSourceText, stringifyJson } from '../../../protocol/lossless-json.js';
+import type { ChatCompletionRequest } from '../../../protocol/openai.js';
+import { RequestAbort } from '../../abort.js';
+import type { AppState } from '../../app-state.js';
+import { readText } from '../../chat/attempt.js';
+import { parseUpstreamBody } from '../../error-handler.js';
+import { resolveRoute } from '../../routing.js';
+import { countTokensBody } from './schema.js';
+
+interface TokenizeTry {
+  form: 'chat' | 'text';
+  body: string;
+  /** Tokens the body leaves out, estimated (tool definitions an older vLLM will not take). */
+  extra: number;
+}
+
+/**
+ * Bodies of a /tokenize call, in order: vLLM's chat form with the tools (recent vLLM renders
+ * them into the template), the chat form without them (older vLLM refuses unknown fields; the
+ * tools are then estimated), then llama-server's plain-text form.
+ */
+function tokenizeTries(model: string, chat: ChatCompletionRequest): TokenizeTry[] {
+  const base = { model, messages: chat.messages, add_generation_prompt: true };
+  const tries: TokenizeTry[] = [];
+  if (chat.tools) {
+    tries.push({ form: 'chat', body: stringifyJson({ ...base, tools: chat.tools }), extra: 0 });
+  }
+  const toolTokens = chat.tools ? estimateTokens({ model, messages: [], tools: chat.tools }) : 0;
+  tries.push({ form: 'chat', body: stringifyJson(base), extra: toolTokens });
+  tries.push({ form: 'text', body: JSON.stringify({ content: conversationText(chat).text }), extra: 0 });
+  return tries;
+}
+
+/**
+ * The upstream's own count, or undefined when it has no /tokenize (or it failed): counting is
+ * advisory, so no upstream trouble becomes an error here.
+ */
+async function upstreamCount(
+  request: FastifyRequest,
+  route: ReturnType<typeof resolveRoute>,
+  chat: ChatCompletionRequest,
+): Promise<number | undefined> {
+  const controller = new RequestAbort();
+  request.tpAbort = controller;
+  for (const { form, body, extra } of tokenizeTries(route.upstreamModel ?? chat.model, chat)) {
+    try {
+      const res = await route.client.request({
+        method: 'POST',
+        path: '/tokenize',
+        fromOrigin: true,
+        body,
+        headers: { 'x-request-id': request.id },
+        signal: controller,
+      });
+      const text = await readText(res, 32 * 1024 * 1024);
+      if (res.status === 404 || res.status === 405) return undefined; // no tokenizer endpoint at all
+      if (res.status !== 200) continue;
+      const n = tokenizeCount(parseUpstreamBody(text), form);
+      if (n !== undefined) return n + extra;
+    } catch {
+      if (controller.aborted) return undefined;
+    }
+  }
+  return undefined;
+}
+
+export function registerCountTokens(scope: FastifyInstance, state: AppState): void {
+  scope.post(
+    '/v1/messages/count_tokens',
+    {
+      schema: {
+        summary:
+          "Count a Messages request's input tokens: the upstream's /tokenize when it has one, else an estimate (4 characters per token).",
+        tags: ['anthropic'],
+        body: countTokensBody,
+      },
+      config: { api: 'messages' },
+    },
+    async (request, reply) => {
+      const body = request.body as CountTokensRequest;
+      if (request.rawBody) keepSourceText(body, request.rawBody);
+      const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
+      const translated = toChatRequest(
+        { ...body, max_tokens: 1, stream: false },
+        { hostedTools: route.settings.hostedTools },
+      );
+      // Counted as it would go upstream: system turns placed, history repaired.
+      const repair = route.settings.historyRepair;
+      const chat = repair.enabled
+        ? { ...translated, messages: repairHistory(translated.messages, repair).messages }
+        : translated;
+      request.tp = { model: route.name, upstream: route.client.label, stream: false, api: 'messages' };
+      const counted = await upstreamCount(request, route, chat);
+      reply.header('x-toolproof-token-count', counted === undefined ? 'estimate' : 'tokenize');
+      return { input_tokens: counted ?? estimateTokens(chat) };
+    },
+  );
+}

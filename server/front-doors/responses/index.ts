@@ -1,0 +1,80 @@
+/**
+ * POST /v1/responses (OpenAI Responses API, stateless). The request is translated into a chat
+ * completion at the edge (protocol/responses/), runs through the one chat pipeline (forced
+ * final_answer, fallback, history repair, leak recovery, validation, corrective retry), and
+ * the answer is translated back: a response object, or the Responses event stream (output.ts).
+ */
+import { randomBytes } from 'node:crypto';
+import { ToolproofError } from '../../../protocol/errors.js';
+import { stringifyJson } from '../../../protocol/lossless-json.js';
+import { translateRequest } from '../../../protocol/responses/request.js';
+import {
+  completionToResponse,
+  ResponsesTranslator,
+  type TranslatorContext,
+} from '../../../protocol/responses/stream.js';
+import type { ResponsesRequest } from '../../../protocol/responses/types.js';
+import type { ChatCall } from '../../chat/context.js';
+import { startTranslatedCall } from '../../chat/start.js';
+import { toErrorBody } from '../../error-handler.js';
+import type { FrontDoor } from '../types.js';
+import { ResponsesSseOutput } from './output.js';
+import { responsesBody } from './schema.js';
+
+function newId(prefix: string): string {
+  return `${prefix}_${randomBytes(12).toString('hex')}`;
+}
+
+/** What a Responses request keeps to its answer: the translator's context, and its chat call. */
+interface ResponsesTurn extends TranslatorContext {
+  call: ChatCall;
+  /** The dropped-tools header, which a stream writes itself. */
+  droppedHeader: Record<string, string>;
+}
+
+/** OpenAI Responses (stateless): errors in OpenAI's shape, like chat's. */
+export const responses: FrontDoor<'responses', ResponsesTurn> = {
+  api: 'responses',
+  path: '/v1/responses',
+  schema: {
+    summary:
+      'Create a model response (OpenAI Responses API, stateless), with forced tool use, leak recovery and history repair.',
+    tags: ['openai'],
+    body: responsesBody,
+  },
+  errorBody: toErrorBody,
+  open(request, reply, state) {
+    const { call, translated, droppedHeader } = startTranslatedCall(
+      request,
+      reply,
+      state,
+      'responses',
+      (b: ResponsesRequest, settings) => translateRequest(b, { hostedTools: settings.hostedTools }),
+    );
+    return {
+      request: request.body as ResponsesRequest,
+      newId,
+      createdAt: Math.floor(Date.now() / 1000),
+      catalog: translated.catalog,
+      call,
+      droppedHeader,
+    };
+  },
+  callOf: (turn) => turn.call,
+  answer(reply, result, turn) {
+    // Only chat requests are relayed raw; a translated request always gets a completion.
+    if (result.kind !== 'completion')
+      throw new ToolproofError('TP_ERR_INTERNAL', { message: 'responses: unexpected raw chat result' });
+    return reply
+      .type('application/json; charset=utf-8')
+      .send(stringifyJson(completionToResponse(result.completion, turn, result.usage)));
+  },
+  output(reply, turn, state) {
+    return new ResponsesSseOutput(
+      reply,
+      { 'x-request-id': reply.request.id, ...turn.droppedHeader },
+      new ResponsesTranslator(turn),
+      state.config.streamKeepAliveMs,
+    );
+  },
+};

@@ -1,0 +1,80 @@
+/** The Responses event stream: `event: <type>` + `data: <event>`, translated from the loop's chat chunks. */
+import type { FastifyReply } from 'fastify';
+import { pushAll } from '../../../protocol/append-all.js';
+import type { ToolproofError } from '../../../protocol/errors.js';
+import { stringifyJson } from '../../../protocol/lossless-json.js';
+import type { ChatCompletionChunk } from '../../../protocol/openai.js';
+import type { ResponsesTranslator } from '../../../protocol/responses/stream.js';
+import type { ResponsesEvent } from '../../../protocol/responses/types.js';
+import type { StreamOutput, StreamSummary } from '../../chat/output.js';
+import { DEFAULT_STREAM_KEEPALIVE_MS } from '../../keep-alive.js';
+import type { OpenStream } from '../../open-streams.js';
+import { SseWriter, writeRaw } from '../../sse-writer.js';
+
+/** stringifyJson: the client's tools, echoed in the response, as it sent them. */
+function sseEvent(e: ResponsesEvent): string {
+  return `event: ${e.type}\ndata: ${stringifyJson(e)}\n\n`;
+}
+
+/**
+ * Responses framing: `event: <type>` + `data: <event>` per event; no [DONE]. Also the stream's
+ * OpenStream: at the shutdown deadline it ends with the same events as any failure.
+ */
+export class ResponsesSseOutput extends SseWriter implements StreamOutput, OpenStream {
+  constructor(
+    reply: FastifyReply,
+    headers: Record<string, string>,
+    private readonly translator: ResponsesTranslator,
+    keepAliveMs = DEFAULT_STREAM_KEEPALIVE_MS,
+  ) {
+    super(reply, headers, keepAliveMs);
+  }
+
+  private events(events: readonly ResponsesEvent[]): Promise<void> {
+    if (events.length === 0) return Promise.resolve();
+    let text = '';
+    for (const e of events) text += sseEvent(e);
+    return this.write(text);
+  }
+
+  /** response.created and response.in_progress go out with the headers. */
+  protected openingFrame(): string {
+    let text = '';
+    for (const e of this.translator.start()) text += sseEvent(e);
+    return text;
+  }
+
+  /** A `keepalive` event: nothing between response.created and the held answer's release. */
+  keepAlive(): void {
+    void this.events([this.translator.keepAlive()]);
+  }
+
+  chunks(chunks: readonly ChatCompletionChunk[]): Promise<void> {
+    const events: ResponsesEvent[] = [];
+    for (const c of chunks) pushAll(events, this.translator.push(c));
+    return this.events(events);
+  }
+
+  async end(summary: StreamSummary): Promise<void> {
+    this.open(); // an empty answer still gets its created / completed events
+    await this.events(this.translator.end(summary.usage));
+    this.close();
+  }
+
+  private failFrame(err: ToolproofError): string {
+    let text = '';
+    const code = err.wireCode ?? err.code;
+    for (const e of this.translator.fail({ code, message: err.message, param: err.param }))
+      text += sseEvent(e);
+    return text;
+  }
+
+  async fail(err: ToolproofError): Promise<void> {
+    await writeRaw(this.reply, this.failFrame(err));
+    this.close();
+  }
+
+  abortWithError(err: ToolproofError): Promise<void> {
+    return this.endWith(err, (e) => this.failFrame(e));
+  }
+}
