@@ -45,7 +45,7 @@ export default defineConfig({
     // (that start-up was about half the suite's CPU). Safe because no test mocks modules,
     // stubs globals or edits process.env; every server a test starts is its own instance with
     // its own metrics registry. A test that must change process-wide state belongs in a child
-    // process (see tests/hardening/heap-probe.ts).
+    // process (see tests/policies/heap-probe.ts).
     isolate: false,
     // ...and a file that changes process.env or the working directory fails, naming it.
     setupFiles: ['tests/setup/shared-worker.ts'],

@@ -9,8 +9,8 @@ import { readFileSync } from 'node:fs';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeUpstream, startFakeUpstream } from '../hardening/fake-upstream.js';
-import { type RunningProxy, startProxy } from '../hardening/helpers.js';
+import { type FakeUpstream, startFakeUpstream } from '../support/fake-upstream.js';
+import { type RunningProxy, startProxy } from '../support/harness.js';
 
 const bodies = JSON.parse(
   readFileSync(new URL('../fixtures/agents/context-overflow-bodies.json', import.meta.url), 'utf8'),

@@ -9,7 +9,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy } from '../hardening/helpers.js';
+import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy } from '../support/harness.js';
 
 const INTERVAL_MS = 40;
 const WORDS = ['Hello', ' there,', ' slow', ' world.'];

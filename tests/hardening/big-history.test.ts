@@ -5,33 +5,14 @@
  * gets JSON.parse's own message.
  */
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy } from './helpers.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { answerJson, proxyInFrontOf, textCompletion } from '../support/harness.js';
 
-let upstream: FakeUpstream;
-let proxy: RunningProxy;
 let client: OpenAI;
 
-const COMPLETION = JSON.stringify({
-  id: 'c1',
-  object: 'chat.completion',
-  created: 1,
-  model: 'm1',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'summary' }, finish_reason: 'stop' }],
-});
-
-beforeAll(async () => {
-  upstream = await fakeUpstream((_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(COMPLETION);
-  });
-  proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
-  client = new OpenAI({ baseURL: `${proxy.origin}/v1`, apiKey: 'k', maxRetries: 0 });
-});
-
-afterAll(async () => {
-  await proxy.close();
-  await upstream.close();
+const pair = proxyInFrontOf(answerJson(textCompletion('summary')));
+beforeAll(() => {
+  client = new OpenAI({ baseURL: `${pair.proxy.origin}/v1`, apiKey: 'k', maxRetries: 0 });
 });
 
 type Message = OpenAI.Chat.Completions.ChatCompletionMessageParam;
@@ -53,7 +34,7 @@ describe('a 300 KB history', () => {
     const messages = history(300 * 1024);
     const answer = await client.chat.completions.create({ model: 'm1', messages });
     expect(answer.choices[0]?.message.content).toBe('summary');
-    const sent = upstream.requests.at(-1)!;
+    const sent = pair.upstream.requests.at(-1)!;
     expect(sent.body.length).toBeGreaterThan(250 * 1024);
     expect(JSON.parse(sent.body.toString())).toEqual({ model: 'm1', messages });
   });
@@ -62,7 +43,7 @@ describe('a 300 KB history', () => {
     const messages = history(300 * 1024);
     messages.splice(400, 0, { role: 'tool', tool_call_id: 'call_lost', content: 'result text' });
     await client.chat.completions.create({ model: 'm1', messages });
-    const sent = JSON.parse(upstream.requests.at(-1)!.body.toString()) as { messages: Message[] };
+    const sent = JSON.parse(pair.upstream.requests.at(-1)!.body.toString()) as { messages: Message[] };
     expect(sent.messages).toHaveLength(messages.length);
     expect(sent.messages.slice(0, 400)).toEqual(messages.slice(0, 400));
     expect(sent.messages[400]).toEqual({
@@ -83,7 +64,7 @@ describe('a 300 KB history', () => {
       expected = (err as Error).message;
     }
     expect(expected).not.toBe('');
-    const res = await fetch(`${proxy.origin}/v1/chat/completions`, {
+    const res = await fetch(`${pair.proxy.origin}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: broken,

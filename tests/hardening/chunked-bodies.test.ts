@@ -8,13 +8,11 @@
  * past 64 KiB ends with the idle timeout (a paused parser never reached it).
  */
 import type { ServerResponse } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeUpstream, fakeUpstream, type Recorded, type RunningProxy, startProxy } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { proxyInFrontOf, type Recorded } from '../support/harness.js';
 
 const BIG = 200 * 1024;
 const IDLE_MS = 800;
-let upstream: FakeUpstream;
-let proxy: RunningProxy;
 
 /** Writes `text` as many small HTTP chunks in one go (they reach the proxy in a few socket reads). */
 function sendChunked(res: ServerResponse, status: number, text: string, stallAfter?: number): void {
@@ -71,25 +69,14 @@ function handler(req: Recorded, res: ServerResponse): void {
   sendChunked(res, status, text, stallAfter);
 }
 
-beforeAll(async () => {
-  upstream = await fakeUpstream(handler);
-  proxy = await startProxy({
-    TOOLPROOF_UPSTREAM_URL: upstream.url,
-    TOOLPROOF_IDLE_TIMEOUT_MS: String(IDLE_MS),
-  });
-});
-
-afterAll(async () => {
-  await proxy.close();
-  await upstream.close();
-});
+const pair = proxyInFrontOf(handler, { env: { TOOLPROOF_IDLE_TIMEOUT_MS: String(IDLE_MS) } });
 
 async function call(
   path: string,
   body?: unknown,
 ): Promise<{ status: number; json: Record<string, unknown>; ms: number }> {
   const started = performance.now();
-  const res = await fetch(`${proxy.origin}${path}`, {
+  const res = await fetch(`${pair.proxy.origin}${path}`, {
     method: body === undefined ? 'GET' : 'POST',
     headers: { 'content-type': 'application/json' },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),

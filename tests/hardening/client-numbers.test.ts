@@ -9,16 +9,9 @@
  */
 import type { ServerResponse } from 'node:http';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { numberText, print, src } from '../protocol/lossless-json.js';
-import {
-  answerWithCall,
-  type FakeUpstream,
-  fakeUpstream,
-  type Recorded,
-  type RunningProxy,
-  startProxy,
-} from './helpers.js';
+import { answerWithCall, proxyInFrontOf, type Recorded } from '../support/harness.js';
 
 /** Numbers JSON.stringify would spell otherwise, and keys JavaScript would reorder. */
 const SCHEMA =
@@ -28,8 +21,6 @@ const SCHEMA =
 const ARGS = '{"id": 12345678901234567890, "big": 1e400, "z": -0, "2": "b", "1": "a"}';
 
 let upstreamArgs = '{}';
-let upstream: FakeUpstream;
-let proxy: RunningProxy;
 
 function answer(req: Recorded, res: ServerResponse): void {
   if (!req.url.endsWith('/chat/completions')) {
@@ -41,28 +32,24 @@ function answer(req: Recorded, res: ServerResponse): void {
   answerWithCall(req, res, call);
 }
 
-beforeAll(async () => {
-  upstream = await fakeUpstream(answer);
-  proxy = await startProxy(
-    { TOOLPROOF_UPSTREAM_URL: upstream.url },
-    { models: { renamed: { upstream: upstream.url, upstreamModel: 'real-name' } } },
-  );
-});
-afterAll(async () => {
-  await proxy.close();
-  await upstream.close();
+const pair = proxyInFrontOf(answer, {
+  file: (url) => ({ models: { renamed: { upstream: url, upstreamModel: 'real-name' } } }),
 });
 
 /** POSTs `text` as it is; the bytes the upstream got for it (the first request it caused). */
 async function send(path: string, text: string): Promise<{ status: number; body: string; sent: string[] }> {
-  const before = upstream.requests.length;
-  const res = await fetch(`${proxy.origin}${path}`, {
+  const before = pair.upstream.requests.length;
+  const res = await fetch(`${pair.proxy.origin}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: text,
   });
   const body = await res.text();
-  return { status: res.status, body, sent: upstream.requests.slice(before).map((r) => r.body.toString()) };
+  return {
+    status: res.status,
+    body,
+    sent: pair.upstream.requests.slice(before).map((r) => r.body.toString()),
+  };
 }
 
 describe.each([false, true])('stream %s', (stream) => {

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack } from '../server/stack.js';
-import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy } from './helpers.js';
+import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy } from '../support/harness.js';
 
 const KEY = 'client-key-123456';
 let up: FakeUpstream;

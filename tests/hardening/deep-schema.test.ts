@@ -4,12 +4,9 @@
  * the validator, inside the stream when streaming. Now: a 400 naming the field for a body nested
  * past MAX_REQUEST_DEPTH, and a schema that cannot be applied is skipped, never thrown.
  */
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_REQUEST_DEPTH, tooDeepPath } from '../../protocol/json-depth.js';
-import { buildApp, type ToolproofApp } from '../../server/app.js';
-import { loadConfig } from '../../server/config.js';
-import { type FakeUpstream, startFakeUpstream, toolCallCompletion, toolCallStream } from './fake-upstream.js';
+import { describe, expect, it } from 'vitest';
+import { MAX_REQUEST_DEPTH } from '../../protocol/json-depth.js';
+import { proxyInFrontOfChat, toolCallCompletion, toolCallStream } from '../support/fake-upstream.js';
 
 function deepSchema(levels: number): string {
   let deep = '{"type":"string"}';
@@ -17,40 +14,19 @@ function deepSchema(levels: number): string {
   return deep;
 }
 
-describe('tooDeepPath', () => {
-  it('names the first too-deep field, cut to its first segments', () => {
-    const body = { model: 'm', tools: [{ function: { parameters: JSON.parse(deepSchema(200)) } }] };
-    expect(tooDeepPath(body, MAX_REQUEST_DEPTH)).toBe('tools.0.function.parameters');
-    expect(tooDeepPath({ a: [[[1]]] }, 3)).toBe('a.0.0');
-    expect(tooDeepPath({ a: [[[1]]] }, 4)).toBeNull();
-  });
-});
-
 describe('through the server', () => {
-  let upstream: FakeUpstream;
-  let app: ToolproofApp;
-  let url: string;
-  beforeAll(async () => {
-    upstream = await startFakeUpstream((body, res) => {
-      if (body.stream === true) {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        res.end(toolCallStream(String(body.model), 'lookup', '{"a":{"b":1}}'));
-        return;
-      }
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(toolCallCompletion(String(body.model), 'lookup', '{"a":{"b":1}}'));
-    });
-    app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: upstream.url }), { logger: false });
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1/chat/completions`;
-  });
-  afterAll(async () => {
-    await app.close();
-    await upstream.close();
+  const pair = proxyInFrontOfChat((body, res) => {
+    if (body.stream === true) {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(toolCallStream(String(body.model), 'lookup', '{"a":{"b":1}}'));
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(toolCallCompletion(String(body.model), 'lookup', '{"a":{"b":1}}'));
   });
 
   const post = (parameters: string, stream: boolean) =>
-    fetch(url, {
+    fetch(`${pair.proxy.origin}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: `{"model":"m","stream":${stream},"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"lookup","parameters":${parameters}}}]}`,
@@ -58,7 +34,7 @@ describe('through the server', () => {
 
   for (const stream of [false, true]) {
     it(`100k-level tool schema (stream: ${stream}): 400 naming the field, not 500`, async () => {
-      const before = upstream.requests.length;
+      const before = pair.upstream.requests.length;
       const res = await post(deepSchema(100_000), stream);
       expect(res.status).toBe(400);
       const json = (await res.json()) as { error: { code: string; param: string; message: string } };
@@ -67,7 +43,7 @@ describe('through the server', () => {
         param: 'tools.0.function.parameters',
       });
       expect(json.error.message).toContain(`deeper than ${MAX_REQUEST_DEPTH} levels`);
-      expect(upstream.requests.length).toBe(before);
+      expect(pair.upstream.requests.length).toBe(before);
     }, 30_000);
 
     it(`\`{"$ref": "#"}\` tool schema (stream: ${stream}): the call goes through, nothing thrown`, async () => {

@@ -6,54 +6,32 @@
  *   effect of the attempt (40k choices: 3 s).
  * Both are linear now: the work for 4n is about 4 times the work for n, not 16 times.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy, streamOrJson } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { proxyInFrontOf, streamOrJson, textCompletion, textCompletionStream } from '../support/harness.js';
 
-let upstream: FakeUpstream;
-let proxy: RunningProxy;
 let choices = 1;
 
-const COMPLETION = JSON.stringify({
-  id: 'c1',
-  object: 'chat.completion',
-  created: 1,
-  model: 'm1',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'done' }, finish_reason: 'stop' }],
-});
-
-function manyChoicesStream(n: number): string {
-  const list = Array.from({ length: n }, (_, i) => ({
-    index: i,
-    delta: {
-      role: 'assistant',
-      content: `answer ${i} <tool_call>{"name": "nope", "arguments": {}}</tool_call>`,
-    },
-    finish_reason: 'stop',
-  }));
-  const chunk = { id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'm1', choices: list };
-  return `data: ${JSON.stringify(chunk)}\n\ndata: [DONE]\n\n`;
-}
-
-beforeAll(async () => {
-  upstream = await fakeUpstream(
-    streamOrJson(
-      () => manyChoicesStream(choices),
-      () => COMPLETION,
+/** `n` choices in one chunk, each a text with a call to an undeclared tool in it. */
+const manyChoicesStream = (n: number) =>
+  textCompletionStream(
+    Array.from(
+      { length: n },
+      (_, i) => `answer ${i} <tool_call>{"name": "nope", "arguments": {}}</tool_call>`,
     ),
   );
-  proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
-});
 
-afterAll(async () => {
-  await proxy.close();
-  await upstream.close();
-});
+const pair = proxyInFrontOf(
+  streamOrJson(
+    () => manyChoicesStream(choices),
+    () => textCompletion('done'),
+  ),
+);
 
 const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }];
 
 async function timed(path: string, body: unknown): Promise<{ ms: number; status: number; text: string }> {
   const start = performance.now();
-  const res = await fetch(`${proxy.origin}${path}`, {
+  const res = await fetch(`${pair.proxy.origin}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),

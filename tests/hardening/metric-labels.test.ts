@@ -13,7 +13,7 @@ import { buildApp, type ToolproofApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
 import { closeApp } from '../server/stack.js';
 import { logCapture } from '../server/test-utils.js';
-import { type FakeUpstream, fakeUpstream, type Recorded } from './helpers.js';
+import { type FakeUpstream, fakeUpstream, type Recorded } from '../support/harness.js';
 
 const LISTED = 'org/listed-7b';
 const UNLISTED = 'alias-answered';

@@ -8,33 +8,17 @@
  * streamed and not: the documented recovery for arguments still invalid after the retries.
  */
 import type { ServerResponse } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  answerWithCall,
-  type FakeUpstream,
-  fakeUpstream,
-  type Recorded,
-  type RunningProxy,
-  startProxy,
-} from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { answerWithCall, proxyInFrontOf, type Recorded } from '../support/harness.js';
 
 let value: unknown = 42;
-let upstream: FakeUpstream;
-let proxy: RunningProxy;
 
 function answer(req: Recorded, res: ServerResponse): void {
   const call = { id: 'call_1', type: 'function', function: { name: 'get', arguments: value } };
   answerWithCall(req, res, call);
 }
 
-beforeAll(async () => {
-  upstream = await fakeUpstream(answer);
-  proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
-});
-afterAll(async () => {
-  await proxy.close();
-  await upstream.close();
-});
+const pair = proxyInFrontOf(answer);
 
 const schema = { type: 'object', properties: { a: { type: 'number' } } };
 const doors = {
@@ -115,9 +99,9 @@ describe.each([42, false])('upstream arguments %s (not a string), still bad afte
     '%s, stream %s: the JSON text is judged, retried once and answered as invalid arguments',
     async (door, stream) => {
       value = v;
-      const before = upstream.requests.length;
+      const before = pair.upstream.requests.length;
       const { path, body } = doors[door as Door];
-      const res = await fetch(`${proxy.origin}${path}`, {
+      const res = await fetch(`${pair.proxy.origin}${path}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ ...body, stream }),
@@ -125,7 +109,7 @@ describe.each([42, false])('upstream arguments %s (not a string), still bad afte
       const text = await res.text();
       expect(res.status, text).toBe(200);
       // The corrective retry ran, streamed as well as not.
-      expect(upstream.requests.length - before).toBe(2);
+      expect(pair.upstream.requests.length - before).toBe(2);
       const got = callOf(door as Door, stream, text);
       expect(got).toEqual(door === 'messages' ? { _raw: JSON.stringify(v) } : JSON.stringify(v));
     },
@@ -138,7 +122,7 @@ describe.each([null, { a: 1 }])('upstream arguments %j', (v) => {
     const { path, body } = doors[door as Door];
     const got: unknown[] = [];
     for (const stream of [false, true]) {
-      const res = await fetch(`${proxy.origin}${path}`, {
+      const res = await fetch(`${pair.proxy.origin}${path}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ ...body, stream }),

@@ -13,7 +13,7 @@ import {
   type RunningProxy,
   rawRequest,
   startProxy,
-} from './helpers.js';
+} from '../support/harness.js';
 
 const KEY = 'client-key-123456';
 const auth = { authorization: `Bearer ${KEY}` };

@@ -3,7 +3,7 @@
  * must be looked up as plain names: a 404 naming the model (or the default upstream), never a 500.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy } from './helpers.js';
+import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy } from '../support/harness.js';
 
 const NAMES = ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf'];
 

@@ -5,11 +5,9 @@
  * those statuses is relayed.
  */
 import type { ServerResponse } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeUpstream, fakeUpstream, type Recorded, type RunningProxy, startProxy } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { proxyInFrontOf, type Recorded } from '../support/harness.js';
 
-let upstream: FakeUpstream;
-let proxy: RunningProxy;
 const DATE = 'Wed, 21 Oct 2026 07:28:00 GMT';
 
 /** The model name picks the answer: "busy" 429 + 7 s, "down" 503 + a date, "junk" 429 + a bad value, "bad" 400 + 7. */
@@ -27,15 +25,7 @@ function handler(req: Recorded, res: ServerResponse): void {
   res.end(JSON.stringify({ error: { message: 'try later', type: 'rate_limit_error' } }));
 }
 
-beforeAll(async () => {
-  upstream = await fakeUpstream(handler);
-  proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
-});
-
-afterAll(async () => {
-  await proxy.close();
-  await upstream.close();
-});
+const pair = proxyInFrontOf(handler);
 
 const messages = [{ role: 'user', content: 'hi' }];
 const tools = [{ type: 'function', function: { name: 'get', parameters: { type: 'object' } } }];
@@ -56,7 +46,7 @@ function bodies(model: string): Array<[string, string, Record<string, unknown>]>
 }
 
 async function post(path: string, body: unknown): Promise<{ status: number; retryAfter: string | null }> {
-  const res = await fetch(`${proxy.origin}${path}`, {
+  const res = await fetch(`${pair.proxy.origin}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),

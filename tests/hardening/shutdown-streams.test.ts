@@ -9,7 +9,7 @@ import { loadConfig } from '../../server/config.js';
 import { shutdownGracefully } from '../../server/shutdown.js';
 import { createSimulator } from '../../simulator/index.js';
 import { waitFor } from '../server/stack.js';
-import { fakeUpstream } from './helpers.js';
+import { fakeUpstream } from '../support/harness.js';
 
 async function readUntilEnd(res: Response, onFirst: () => void): Promise<string> {
   const reader = res.body!.getReader();

@@ -10,7 +10,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type RunningProxy, startProxy } from './helpers.js';
+import { type RunningProxy, startProxy } from '../support/harness.js';
 
 interface RawUpstream {
   url: string;

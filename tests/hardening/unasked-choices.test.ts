@@ -5,54 +5,27 @@
  * same way streamed and not, and counted (`toolproof_tool_call_normalizations_total`,
  * kind `unasked-choice`).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy, streamOrJson } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { proxyInFrontOf, streamOrJson, textCompletion, textCompletionStream } from '../support/harness.js';
 import { healthLatencyDuring, leastOf, loadFactor } from './loop-probe.js';
 
-let upstream: FakeUpstream;
-let proxy: RunningProxy;
 let choices = 3;
 
 const content = (i: number) => `answer ${i} <tool_call>{"name": "nope", "arguments": {}}</tool_call>`;
 
-function completion(n: number): string {
-  const list = Array.from({ length: n }, (_, i) => ({
-    index: i,
-    message: { role: 'assistant', content: content(i) },
-    finish_reason: 'stop',
-  }));
-  return JSON.stringify({ id: 'c1', object: 'chat.completion', created: 1, model: 'm1', choices: list });
-}
+const contents = (n: number) => Array.from({ length: n }, (_, i) => content(i));
 
-function stream(n: number): string {
-  const list = Array.from({ length: n }, (_, i) => ({
-    index: i,
-    delta: { role: 'assistant', content: content(i) },
-    finish_reason: 'stop',
-  }));
-  const chunk = { id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'm1', choices: list };
-  return `data: ${JSON.stringify(chunk)}\n\ndata: [DONE]\n\n`;
-}
-
-beforeAll(async () => {
-  upstream = await fakeUpstream(
-    streamOrJson(
-      () => stream(choices),
-      () => completion(choices),
-    ),
-  );
-  proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
-});
-
-afterAll(async () => {
-  await proxy.close();
-  await upstream.close();
-});
+const pair = proxyInFrontOf(
+  streamOrJson(
+    () => textCompletionStream(contents(choices)),
+    () => textCompletion(contents(choices)),
+  ),
+);
 
 const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }];
 
 async function ask(streamed: boolean, n: number | undefined): Promise<{ status: number; text: string }> {
-  const res = await fetch(`${proxy.origin}/v1/chat/completions`, {
+  const res = await fetch(`${pair.proxy.origin}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({
@@ -90,7 +63,7 @@ function byIndex(streamed: boolean, text: string): Record<number, { content: str
 }
 
 async function unaskedCount(): Promise<number> {
-  const text = await (await fetch(`${proxy.origin}/metrics`)).text();
+  const text = await (await fetch(`${pair.proxy.origin}/metrics`)).text();
   const line = text
     .split('\n')
     .find(
@@ -130,7 +103,7 @@ describe('choices beyond the request n', () => {
     choices = 40_000;
     const m = await leastOf(5, async () => {
       const factor = loadFactor();
-      const r = await healthLatencyDuring(proxy.origin, ask(true, undefined));
+      const r = await healthLatencyDuring(pair.proxy.origin, ask(true, undefined));
       return { ...r, maxMs: r.maxMs / factor };
     });
     // measured: 2.8-12 s before (every choice judged), tens of ms after (JSON.parse of 4 MB)

@@ -5,15 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createRecoveryStream } from '../../parsers/recover.js';
-import {
-  assertRandomSplits,
-  chunks,
-  options,
-  streamed,
-  toolsOf,
-  view,
-  whole,
-} from '../hardening/engine-helpers.js';
+import { assertRandomSplits, chunks, options, streamed, toolsOf, view, whole } from './engine-helpers.js';
 
 const tools = toolsOf({ name: 'get_weather' });
 const call = (city: string) =>

@@ -6,36 +6,17 @@
  * a hang, and no stream stays registered as open.
  */
 import type { ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type ToolproofApp } from '../../server/app.js';
-import { loadConfig } from '../../server/config.js';
-import { type FakeUpstream, startFakeUpstream } from '../hardening/fake-upstream.js';
+import { describe, expect, it } from 'vitest';
+import { proxyInFrontOfChat } from '../support/fake-upstream.js';
 import { turnChunks } from '../server/scripted-upstream.js';
-import { closeApp, waitFor } from '../server/stack.js';
+import { waitFor } from '../server/stack.js';
 
 type Handler = (body: Record<string, unknown>, res: ServerResponse) => void;
 let handler: Handler = () => undefined;
-let up: FakeUpstream;
-let app: ToolproofApp;
-let origin: string;
-
-beforeAll(async () => {
-  up = await startFakeUpstream((b, r) => handler(b, r));
-  const config = loadConfig({
-    TOOLPROOF_UPSTREAM_URL: up.url,
-    TOOLPROOF_IDLE_TIMEOUT_MS: '1000',
-    TOOLPROOF_FIRST_BYTE_TIMEOUT_MS: '1000',
-  });
-  app = await buildApp(config, { logger: false });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-});
-afterAll(async () => {
-  await closeApp(app);
-  await up.close();
+const pair = proxyInFrontOfChat((b, r) => handler(b, r), {
+  env: { TOOLPROOF_IDLE_TIMEOUT_MS: '1000', TOOLPROOF_FIRST_BYTE_TIMEOUT_MS: '1000' },
 });
 
 const sse = (events: unknown[]) =>
@@ -145,7 +126,7 @@ const doors = {
 
 async function post(door: keyof typeof doors, stream: boolean): Promise<{ status: number; text: string }> {
   const { path, body } = doors[door](stream);
-  const res = await fetch(origin + path, {
+  const res = await fetch(pair.proxy.origin + path, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),
@@ -184,7 +165,7 @@ describe.each(['messages', 'responses'] as const)('/v1/%s', (door) => {
       // A 500 only relays the upstream's own 500, never toolproof failing.
       if (name !== 'an upstream 500') expect(status).not.toBe(500);
       expectErrorShape(door, text);
-      await waitFor(() => app.toolproof.openStreams.size === 0);
+      await waitFor(() => pair.proxy.app.toolproof.openStreams.size === 0);
     });
   }
 
@@ -209,7 +190,7 @@ describe.each(['messages', 'responses'] as const)('/v1/%s', (door) => {
         expect(evs.map(([, d]) => d.sequence_number)).toEqual(evs.map((_, i) => i));
       }
       expect(text).not.toContain('[DONE]');
-      await waitFor(() => app.toolproof.openStreams.size === 0);
+      await waitFor(() => pair.proxy.app.toolproof.openStreams.size === 0);
     });
   }
 });
@@ -262,7 +243,7 @@ describe.each(['messages', 'responses', 'chat'] as const)(
   },
 );
 
-const metricsText = async () => (await fetch(`${origin}/metrics`)).text();
+const metricsText = async () => (await fetch(`${pair.proxy.origin}/metrics`)).text();
 
 describe.each(['messages', 'responses'] as const)('/v1/%s: toolproof_open_streams', (door) => {
   it('reads 1 while a stream is open and 0 once the client went away (the upstream request is cancelled)', async () => {
@@ -280,7 +261,7 @@ describe.each(['messages', 'responses'] as const)('/v1/%s: toolproof_open_stream
     const gauge = async () => Number(/^toolproof_open_streams (\d+)/m.exec(await metricsText())?.[1]);
     const controller = new AbortController();
     const { path, body } = doors[door](true);
-    const res = await fetch(origin + path, {
+    const res = await fetch(pair.proxy.origin + path, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
@@ -291,14 +272,14 @@ describe.each(['messages', 'responses'] as const)('/v1/%s: toolproof_open_stream
     expect(await gauge()).toBe(1);
     controller.abort();
     await waitFor(() => upstreamClosed);
-    await waitFor(() => app.toolproof.openStreams.size === 0);
+    await waitFor(() => pair.proxy.app.toolproof.openStreams.size === 0);
     expect(await gauge()).toBe(0);
   });
 });
 
 describe('the SDKs see these as their own errors', () => {
   it('@anthropic-ai/sdk: create rejects with a 502 APIError; stream().finalMessage() rejects on the error event', async () => {
-    const client = new Anthropic({ baseURL: origin, apiKey: 'x', maxRetries: 0, timeout: 10_000 });
+    const client = new Anthropic({ baseURL: pair.proxy.origin, apiKey: 'x', maxRetries: 0, timeout: 10_000 });
     const params = { model: 'm', max_tokens: 50, messages: [{ role: 'user' as const, content: 'hi' }] };
     handler = before['an HTML error page']!;
     const err = await client.messages.create(params).catch((e: unknown) => e);
@@ -309,7 +290,12 @@ describe('the SDKs see these as their own errors', () => {
   });
 
   it('openai: responses.create rejects with a 502 APIError; responses.stream() rejects on the error event', async () => {
-    const client = new OpenAI({ baseURL: `${origin}/v1`, apiKey: 'x', maxRetries: 0, timeout: 10_000 });
+    const client = new OpenAI({
+      baseURL: `${pair.proxy.origin}/v1`,
+      apiKey: 'x',
+      maxRetries: 0,
+      timeout: 10_000,
+    });
     handler = before['a body that is not JSON']!;
     const err = await client.responses.create({ model: 'm', input: 'hi' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.APIError);

@@ -4,8 +4,7 @@
  * under /v1/messages and OpenAI's elsewhere, not Fastify's `{"error":"Bad Request",...}`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clientErrorResponse } from '../../server/error-handler.js';
-import { rawRequest } from '../hardening/helpers.js';
+import { rawRequest } from '../support/harness.js';
 import { type Stack, startStack } from '../server/stack.js';
 
 let stack: Stack;
@@ -53,26 +52,5 @@ describe.each(['/v1/messages', '/v1/responses', '/v1/chat/completions'])('%s', (
     } else {
       expect(json.error).toMatchObject({ type: 'invalid_request_error', code: 'TP_ERR_INVALID_FIELD' });
     }
-  });
-});
-
-describe('clientErrorResponse', () => {
-  it('a request not received in time is a 408; no request line read is the OpenAI shape', () => {
-    const text = clientErrorResponse({ code: 'ERR_HTTP_REQUEST_TIMEOUT' });
-    expect(text).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\n/);
-    const [head, json] = text.split('\r\n\r\n');
-    expect(head).toContain(`Content-Length: ${Buffer.byteLength(json!)}`);
-    expect(JSON.parse(json!).error.message).toMatch(/not received in time/);
-  });
-
-  it('/v1/messages with a query string is still Anthropic', () => {
-    const text = clientErrorResponse({
-      code: 'HPE_INVALID_CHUNK_SIZE',
-      rawPacket: Buffer.from('POST /v1/messages?beta=true HTTP/1.1\r\n'),
-    });
-    expect(JSON.parse(text.split('\r\n\r\n')[1]!)).toMatchObject({
-      type: 'error',
-      error: { type: 'invalid_request_error' },
-    });
   });
 });

@@ -4,7 +4,7 @@ import { ReplicaSet } from '../../server/replica-set.js';
 import { stripBillingNonce } from '../../protocol/billing-header.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
-import { startProxy, type RunningProxy } from '../hardening/helpers.js';
+import { startProxy, type RunningProxy } from '../support/harness.js';
 
 const REPLICAS = [
   'http://10.0.0.1:8000',

@@ -38,36 +38,25 @@ function toolsOf(file: string): ToolDef[] {
   });
 }
 
-const AGENTS: Array<[string, string, Step['op'][], string[]]> = [
-  [
-    'Claude Code',
-    'claude/01-POST-v1-messages-beta-true.json',
-    ['write', 'read', 'edit', 'run'],
-    ['Write', 'Read', 'Edit', 'Bash'],
-  ],
-  [
-    'opencode',
-    'opencode/02-POST-v1-chat-completions.json',
-    ['write', 'read', 'edit', 'run'],
-    ['write', 'read', 'edit', 'bash'],
-  ],
+/** The steps most agents' tasks take, in order. */
+const EDIT_OPS: Step['op'][] = ['write', 'read', 'edit', 'run'];
+
+/** Each agent's recorded first request, the steps it is given, and the tool each step must call. */
+const AGENTS: Array<[agent: string, file: string, ops: Step['op'][], tools: string[]]> = [
+  ['Claude Code', 'claude/01-POST-v1-messages-beta-true.json', EDIT_OPS, ['Write', 'Read', 'Edit', 'Bash']],
+  ['opencode', 'opencode/02-POST-v1-chat-completions.json', EDIT_OPS, ['write', 'read', 'edit', 'bash']],
   [
     'Qwen Code',
     'qwen/01-POST-v1-chat-completions.json',
-    ['write', 'read', 'edit', 'run'],
+    EDIT_OPS,
     ['write_file', 'read_file', 'edit', 'run_shell_command'],
   ],
-  [
-    'pi',
-    'pi/01-POST-v1-chat-completions.json',
-    ['write', 'read', 'edit', 'run'],
-    ['write', 'read', 'edit', 'bash'],
-  ],
+  ['pi', 'pi/01-POST-v1-chat-completions.json', EDIT_OPS, ['write', 'read', 'edit', 'bash']],
   [
     'Codex',
     'codex/01-POST-v1-responses.json',
     ['write', 'read', 'patch', 'run'],
-    ['exec_command', 'exec_command', 'exec_command', 'exec_command'],
+    Array(4).fill('exec_command'),
   ],
   [
     'Codex (freeform apply_patch)',
@@ -86,19 +75,17 @@ const STEPS: Record<Step['op'], Step> = {
 };
 
 describe('agent suite model: steps onto the tools each agent declares', () => {
-  for (const [agent, file, ops, names] of AGENTS) {
-    it(agent, () => {
-      const tools = toolsOf(file);
-      ops.forEach((op, i) => {
-        const call = callForStep(STEPS[op], tools, '/work');
-        expect(call?.name, op).toBe(names[i]);
-        const tool = tools.find((t) => t.function.name === call?.name)!;
-        const required = (tool.function.parameters as { required?: string[] }).required ?? [];
-        const args = call?.arguments as Record<string, unknown>;
-        for (const key of required) expect(args, `${op}: ${key}`).toHaveProperty(key);
-      });
+  it.each(AGENTS)('%s', (_agent, file, ops, names) => {
+    const tools = toolsOf(file);
+    ops.forEach((op, i) => {
+      const call = callForStep(STEPS[op], tools, '/work');
+      expect(call?.name, op).toBe(names[i]);
+      const tool = tools.find((t) => t.function.name === call?.name)!;
+      const required = (tool.function.parameters as { required?: string[] }).required ?? [];
+      const args = call?.arguments as Record<string, unknown>;
+      for (const key of required) expect(args, `${op}: ${key}`).toHaveProperty(key);
     });
-  }
+  });
 
   it('paths are absolute under the working directory; a patch is the apply_patch text', () => {
     const claude = toolsOf('claude/01-POST-v1-messages-beta-true.json');
@@ -134,18 +121,16 @@ describe('agent suite model: the three habits', () => {
     return out.generation;
   };
 
-  it('leak: the call as <tool_call> text under auto, a real call under required', () => {
-    expect(answer('leak', 'auto').content).toMatch(/^<tool_call>\n\{"name": "write"/);
-    expect(answer('leak', 'auto').calls).toEqual([]);
-    expect(answer('leak', 'required').calls.map((c) => c.name)).toEqual(['write']);
-  });
-
-  it('prose: a claim under auto, the real call under required', () => {
-    expect(answer('prose', 'auto')).toMatchObject({
-      content: expect.stringMatching(/I have created proof\.txt/),
-      calls: [],
-    });
-    expect(answer('prose', 'required').calls.map((c) => c.name)).toEqual(['write']);
+  it.each([
+    [
+      'leak: the call as <tool_call> text under auto, a real call under required',
+      'leak',
+      /^<tool_call>\n\{"name": "write"/,
+    ],
+    ['prose: a claim under auto, the real call under required', 'prose', /I have created proof\.txt/],
+  ] as const)('%s', (_name, mode, auto) => {
+    expect(answer(mode, 'auto')).toMatchObject({ content: expect.stringMatching(auto), calls: [] });
+    expect(answer(mode, 'required').calls.map((c) => c.name)).toEqual(['write']);
   });
 
   it('clean: a call; after the tool result, the final answer', () => {

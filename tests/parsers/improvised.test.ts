@@ -1,11 +1,10 @@
 /**
  * Issue 11 (B2): the improvised family is a whole-output check: it adds no per-character cost
  * and holds only outputs that start like one of its shapes for a DECLARED tool; everything
- * else streams as before. Through the server, an improvised call becomes a real tool call.
+ * else streams as before (through the server: tests/e2e/improvised-calls.test.ts).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRecoveryStream } from '../../parsers/recover.js';
-import { collectStream, type Stack, startStack } from '../server/stack.js';
 import { chunks, options, streamed, toolsOf, view, whole } from './engine-helpers.js';
 
 const search = {
@@ -59,42 +58,6 @@ describe('improvised: what is held, what streams', () => {
     const r = whole('<f><__proto__>x</__proto__></f>', options(t));
     expect(r.calls.map((c) => c.arguments)).toEqual(['{"__proto__":"x"}']);
     expect(whole('<f><constructor>x</constructor></f>', options(t)).calls).toEqual([]);
-  });
-});
-
-describe('improvised through the server', () => {
-  let stack: Stack;
-  beforeAll(async () => {
-    stack = await startStack({ file: { defaults: { forceToolUse: false, maxRetries: 0 } } });
-  });
-  afterAll(() => stack.close());
-  const text = '```json\n{"action": "search", "action_input": {"query": "weather in SF"}}\n```';
-  const request = {
-    model: 'sim',
-    messages: [{ role: 'user' as const, content: 'weather?' }],
-    tools: [{ type: 'function' as const, function: search }],
-  };
-  const headers = { 'x-sim-scenario': JSON.stringify([{ raw: text }]) };
-
-  it('non-streaming: a real tool call', async () => {
-    const res = await stack.client.chat.completions.create(request, { headers });
-    const calls = res.choices[0]!.message.tool_calls ?? [];
-    expect(
-      calls.map((c) => (c.type === 'function' ? [c.function.name, JSON.parse(c.function.arguments)] : null)),
-    ).toEqual([['search', { query: 'weather in SF' }]]);
-    expect(res.choices[0]!.message.content).toBeNull();
-    expect(res.choices[0]!.finish_reason).toBe('tool_calls');
-  });
-
-  it('streaming: the same call', async () => {
-    const out = await collectStream(
-      await stack.client.chat.completions.create({ ...request, stream: true }, { headers }),
-    );
-    expect(out.calls.map((c) => [c.name, JSON.parse(c.args)])).toEqual([
-      ['search', { query: 'weather in SF' }],
-    ]);
-    expect(out.content).toBe('');
-    expect(out.finish).toBe('tool_calls');
   });
 });
 

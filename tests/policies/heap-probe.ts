@@ -6,6 +6,7 @@
  * present (so every pattern is compiled). Not a test file itself: vitest only collects *.test.ts.
  */
 import { validateArguments } from '../../policies/corrective-retry/validation/validate-arguments.js';
+import { patternSchema } from './pattern-schema.js';
 
 const count = Number(process.argv[2] ?? 200);
 const size = Number(process.argv[3] ?? 400_000);
@@ -16,16 +17,8 @@ if (!gc) throw new Error('run with --expose-gc');
 gc();
 const before = process.memoryUsage().heapUsed;
 for (let i = 0; i < count && mode === 'patterns'; i++) {
-  const properties: Record<string, unknown> = {};
-  const args: Record<string, string> = {};
-  for (let j = 0; j < size; j++) {
-    properties[`p${j}`] = {
-      type: 'string',
-      pattern: `^[a-z]{1,${8 + (j % 9)}}-${i}-${j}(foo|bar|baz)[0-9]+$`,
-    };
-    args[`p${j}`] = `abc-${i}-${j}foo1`;
-  }
-  validateArguments({ type: 'object', properties }, args);
+  const { schema, args } = patternSchema(String(i), size);
+  validateArguments(schema, args);
 }
 for (let i = 0; i < count && mode === 'size'; i++) {
   const schema = {

@@ -1,8 +1,10 @@
 /**
- * Test plumbing for the hardening suite: raw HTTP over a `net` socket (client libraries
- * normalize URLs, which would hide spelling bugs), a fake upstream that records what reached
- * it, and the real toolproof app on loopback.
+ * Test plumbing for the tests that talk real HTTP (tests/hardening, tests/redteam, some of e2e
+ * and server): raw HTTP over a `net` socket (client libraries normalize URLs, which would hide
+ * spelling bugs), a fake upstream that records what reached it, the real toolproof app on
+ * loopback (proxyInFrontOf starts both for a suite), and the chat answers fake upstreams give.
  */
+import { afterAll, beforeAll } from 'vitest';
 import { closeApp, TEST_MODELS } from '../server/stack.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect } from 'node:net';
@@ -98,16 +100,56 @@ export interface RunningProxy {
   close(): Promise<void>;
 }
 
+type FileConfig = Parameters<typeof loadConfig>[1];
+
 /** The real toolproof app on loopback, configured from env (and an optional inline YAML object). */
-export async function startProxy(
-  env: Record<string, string>,
-  file?: Parameters<typeof loadConfig>[1],
-): Promise<RunningProxy> {
+export async function startProxy(env: Record<string, string>, file?: FileConfig): Promise<RunningProxy> {
   const app = await buildApp(loadConfig(env, file), { logger: false });
   app.toolproof.modelLabels.serve(TEST_MODELS); // as /ready would learn them (see stack.ts)
   await app.listen({ host: '127.0.0.1', port: 0 });
   const port = (app.server.address() as AddressInfo).port;
   return { app, port, origin: `http://127.0.0.1:${port}`, close: () => closeApp(app) };
+}
+
+export interface ProxyInFront<U = FakeUpstream> {
+  upstream: U;
+  proxy: RunningProxy;
+}
+
+export interface ProxyOptions {
+  env?: Record<string, string>;
+  /** The YAML file, or one built from the upstream's URL. */
+  file?: FileConfig | ((upstreamUrl: string) => FileConfig);
+}
+
+/**
+ * An upstream from `start` and the real app in front of it (its TOOLPROOF_UPSTREAM_URL, plus
+ * `env` and the YAML `file`), started before the enclosing suite's tests and closed after them.
+ * Read the fields in tests and hooks: they are set once the suite starts.
+ */
+export function proxyInFrontOfUpstream<U extends { url: string; close(): Promise<void> }>(
+  start: () => Promise<U>,
+  options: ProxyOptions = {},
+): ProxyInFront<U> {
+  const pair = {} as ProxyInFront<U>;
+  beforeAll(async () => {
+    pair.upstream = await start();
+    const { file } = options;
+    pair.proxy = await startProxy(
+      { TOOLPROOF_UPSTREAM_URL: pair.upstream.url, ...options.env },
+      typeof file === 'function' ? file(pair.upstream.url) : file,
+    );
+  });
+  afterAll(async () => {
+    await pair.proxy?.close();
+    await pair.upstream?.close();
+  });
+  return pair;
+}
+
+/** The same in front of a fakeUpstream answering with `handler`. */
+export function proxyInFrontOf(handler: FakeHandler, options: ProxyOptions = {}): ProxyInFront {
+  return proxyInFrontOfUpstream(() => fakeUpstream(handler), options);
 }
 
 export const CHAT_BODY = JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] });
@@ -127,6 +169,18 @@ export function httpRequest(
   return `${lines.join('\r\n')}\r\n\r\n${body}`;
 }
 
+/** One SSE event: a chat.completion.chunk whose only choice (index 0) carries `delta`. */
+export function chunkEvent(delta: unknown, finish: string | null = null, id = 'c1', model = 'm1'): string {
+  const chunk = {
+    id,
+    object: 'chat.completion.chunk',
+    created: 1,
+    model,
+    choices: [{ index: 0, delta, finish_reason: finish }],
+  };
+  return `data: ${JSON.stringify(chunk)}\n\n`;
+}
+
 /**
  * Answers a chat completion with one tool call, as a stream of chunks or a JSON body after the
  * request's `stream` (fake upstreams whose model always calls one tool).
@@ -134,8 +188,7 @@ export function httpRequest(
 export function answerWithCall(req: Recorded, res: ServerResponse, call: object): void {
   const stream = (JSON.parse(req.body.toString()) as { stream?: boolean }).stream === true;
   if (stream) {
-    const chunk = (delta: unknown, finish: string | null) =>
-      `data: ${JSON.stringify({ id: 'chatcmpl-x', object: 'chat.completion.chunk', created: 1, model: 'm1', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    const chunk = (delta: unknown, finish: string | null) => chunkEvent(delta, finish, 'chatcmpl-x');
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     res.end(
       chunk({ role: 'assistant', content: null }, null) +
@@ -169,5 +222,41 @@ export function streamOrJson(stream: () => string, json: () => string): FakeHand
     const streamed = (JSON.parse(req.body.toString()) as { stream?: boolean }).stream === true;
     res.writeHead(200, { 'content-type': streamed ? 'text/event-stream' : 'application/json' });
     res.end(streamed ? stream() : json());
+  };
+}
+
+/** One choice per text in `contents`, each whole in its `message` or `delta` and finished "stop". */
+function textChoices(contents: string | readonly string[], field: 'message' | 'delta') {
+  const list = typeof contents === 'string' ? [contents] : contents;
+  return list.map((content, index) => ({
+    index,
+    [field]: { role: 'assistant', content },
+    finish_reason: 'stop',
+  }));
+}
+
+/** A chat completion (id c1, model m1) with one choice per text in `contents`. */
+export function textCompletion(contents: string | readonly string[]): string {
+  const choices = textChoices(contents, 'message');
+  return JSON.stringify({ id: 'c1', object: 'chat.completion', created: 1, model: 'm1', choices });
+}
+
+/** The same choices streamed: one chunk holding all of them, then [DONE]. */
+export function textCompletionStream(contents: string | readonly string[]): string {
+  const chunk = {
+    id: 'c1',
+    object: 'chat.completion.chunk',
+    created: 1,
+    model: 'm1',
+    choices: textChoices(contents, 'delta'),
+  };
+  return `data: ${JSON.stringify(chunk)}\n\ndata: [DONE]\n\n`;
+}
+
+/** A fake upstream's handler that answers every request with the JSON text `body()` (or `body`). */
+export function answerJson(body: string | (() => string)): FakeHandler {
+  return (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(typeof body === 'string' ? body : body());
   };
 }

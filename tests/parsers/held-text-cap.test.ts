@@ -5,10 +5,8 @@
  * for byte, with an 'unrecovered' / 'too-long' leak record, the same for every chunking.
  */
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRecoveryStream } from '../../parsers/recover.js';
-import { loadConfig } from '../../server/config.js';
-import { collectStream, startStack, type Stack } from '../server/stack.js';
 import { chunks, options, streamed, toolsOf, view, whole } from './engine-helpers.js';
 
 const tools = toolsOf({ name: 'f' }, { name: 'get_weather' });
@@ -142,37 +140,5 @@ describe('streaming equals non-streaming around the cap, for any split', () => {
       ),
       { numRuns: 400, seed: 8 },
     );
-  });
-});
-
-describe('maxHeldBytes through the server', () => {
-  let stack: Stack;
-  const text = `{"draft": "${'word '.repeat(2400)}`;
-  beforeAll(async () => {
-    stack = await startStack({
-      sim: { scenario: [{ raw: text }] },
-      file: { defaults: { forceToolUse: false, maxRetries: 0, maxHeldBytes: 2048 } },
-    });
-  });
-  afterAll(() => stack.close());
-
-  it('content starting with { arrives live past the cap, byte for byte', async () => {
-    const out = await collectStream(
-      await stack.client.chat.completions.create({
-        model: 'sim',
-        messages: [{ role: 'user', content: 'x' }],
-        tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
-        stream: true,
-      }),
-    );
-    expect(out.content).toBe(text);
-    // held to the end, it came in one chunk; released at the cap, it streams
-    expect(out.contentChunks).toBeGreaterThan(100);
-  });
-
-  it('the setting is validated', () => {
-    expect(() => loadConfig({}, { defaults: { maxHeldBytes: 10 } })).toThrow(/maxHeldBytes/);
-    expect(loadConfig({}, { defaults: { maxHeldBytes: 4096 } }).defaults.maxHeldBytes).toBe(4096);
-    expect(loadConfig({}, {}).defaults.maxHeldBytes).toBe(MB);
   });
 });

@@ -1,4 +1,4 @@
-/** Shared helpers for the hardening tests: the engine fed in pieces vs in one piece. */
+/** Shared helpers for the recovery engine's tests: the engine fed in pieces vs in one piece. */
 import {
   collectEvents,
   createRecoveryStream,

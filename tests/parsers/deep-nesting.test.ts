@@ -3,10 +3,9 @@
  * jsonrepair's recursion) out of the engine: a 500 for the client. Nesting deeper than
  * MAX_NESTING (512) is now "not a call": the text stays content, never an exception.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MAX_NESTING, nestsDeeper } from '../../parsers/kit/json-scan.js';
 import { decodeJsonLenient, unsafeArguments } from '../../parsers/kit/lenient-json.js';
-import { collectStream, startStack, type Stack } from '../server/stack.js';
 import { chunks, options, streamed, toolsOf, view, whole } from './engine-helpers.js';
 
 const N = 100_000;
@@ -47,48 +46,5 @@ describe('deep nesting never throws and is not a call', () => {
     let v: unknown = 1;
     for (let i = 0; i < N; i++) v = [v];
     expect(unsafeArguments({ a: v })).toBe('arguments nest too deep');
-  });
-});
-
-describe('deep nesting through the server: no 500', () => {
-  let stack: Stack;
-  beforeAll(async () => {
-    // the scenario is too large for a header: it is the simulator's default for this stack
-    stack = await startStack({
-      sim: { scenario: [{ raw: hostile['hermes JSON arguments']! }] },
-      // no corrective retry: this checks what one attempt gives
-      file: { defaults: { forceToolUse: false, maxRetries: 0 } },
-    });
-  });
-  afterAll(() => stack.close());
-
-  it('non-streaming: 200 with the text as content', async () => {
-    const text = hostile['hermes JSON arguments']!;
-    const res = await stack.client.chat.completions.create({
-      model: 'sim',
-      messages: [{ role: 'user', content: 'x' }],
-      tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
-    });
-    expect(res.choices[0]!.message.tool_calls ?? []).toEqual([]);
-    expect(res.choices[0]!.message.content).toBe(text);
-  });
-
-  it('streaming: past the cap the text arrives as content, the stream ends normally', async () => {
-    // 2,000 levels (4k SSE chunks; 100k levels would be 200k chunks, too slow for this box)
-    const text = `<tool_call>{"name":"f","arguments":{"a":${'['.repeat(2000)}${']'.repeat(2000)}}}</tool_call>`;
-    const out = await collectStream(
-      await stack.client.chat.completions.create(
-        {
-          model: 'sim',
-          messages: [{ role: 'user', content: 'x' }],
-          tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
-          stream: true,
-        },
-        { headers: { 'x-sim-scenario': JSON.stringify([{ raw: text }]) } },
-      ),
-    );
-    expect(out.calls).toEqual([]);
-    expect(out.content).toBe(text);
-    expect(out.finish).toBe('stop');
   });
 });

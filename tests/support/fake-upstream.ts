@@ -1,10 +1,17 @@
 /**
- * A scripted upstream for the hardening tests: a real HTTP server on loopback whose
+ * A scripted upstream for the tests through real HTTP: a real HTTP server on loopback whose
  * /v1/chat/completions answer is whatever the test's handler writes (a tool call with hostile
- * arguments, an endless SSE line...). Other routes answer an empty model list.
+ * arguments, an endless SSE line...), given the request's parsed body. Other routes answer an
+ * empty model list.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
+import {
+  chunkEvent,
+  fakeUpstream,
+  type ProxyInFront,
+  type ProxyOptions,
+  proxyInFrontOfUpstream,
+} from './harness.js';
 
 export type ChatHandler = (body: Record<string, unknown>, res: ServerResponse) => void;
 
@@ -14,35 +21,28 @@ export interface FakeUpstream {
   close(): Promise<void>;
 }
 
-async function readBody(req: IncomingMessage): Promise<string> {
-  const parts: Buffer[] = [];
-  for await (const part of req) parts.push(part as Buffer);
-  return Buffer.concat(parts).toString('utf8');
-}
-
+/** harness.ts's recording upstream, seen through the parsed chat bodies it received. */
 export async function startFakeUpstream(handler: ChatHandler): Promise<FakeUpstream> {
   const requests: Array<Record<string, unknown>> = [];
-  const server: Server = createServer((req, res) => {
-    void readBody(req).then((text) => {
-      if (req.url?.endsWith('/chat/completions')) {
-        const body = JSON.parse(text) as Record<string, unknown>;
-        requests.push(body);
-        handler(body, res);
-        return;
-      }
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ object: 'list', data: [] }));
-    });
+  const upstream = await fakeUpstream((req, res) => {
+    if (req.url.endsWith('/chat/completions')) {
+      const body = JSON.parse(req.body.toString('utf8')) as Record<string, unknown>;
+      requests.push(body);
+      handler(body, res);
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ object: 'list', data: [] }));
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
-    requests,
-    async close() {
-      server.closeAllConnections();
-      await new Promise((r) => server.close(r));
-    },
-  };
+  return { url: upstream.url, requests, close: () => upstream.close() };
+}
+
+/** harness.ts's proxyInFrontOf, in front of a startFakeUpstream answering with `handler`. */
+export function proxyInFrontOfChat(
+  handler: ChatHandler,
+  options: ProxyOptions = {},
+): ProxyInFront<FakeUpstream> {
+  return proxyInFrontOfUpstream(() => startFakeUpstream(handler), options);
 }
 
 /** A non-streamed completion whose only choice calls `name` with `args` (already a JSON string). */
@@ -69,14 +69,7 @@ export function toolCallCompletion(model: string, name: string, args: string): s
 
 /** The same call as a vLLM-style event stream (role, one tool-call delta, finish, [DONE]). */
 export function toolCallStream(model: string, name: string, args: string): string {
-  const chunk = (delta: unknown, finish: string | null) =>
-    `data: ${JSON.stringify({
-      id: 'chatcmpl-fake',
-      object: 'chat.completion.chunk',
-      created: 1,
-      model,
-      choices: [{ index: 0, delta, finish_reason: finish }],
-    })}\n\n`;
+  const chunk = (delta: unknown, finish: string | null) => chunkEvent(delta, finish, 'chatcmpl-fake', model);
   return (
     chunk({ role: 'assistant', content: null }, null) +
     chunk(
