@@ -36,6 +36,8 @@ export function writeOrWait(reply: FastifyReply, data: string | Uint8Array): Pro
 export abstract class SseWriter implements KeepAliveTarget {
   opened = false;
   protected readonly keepAlives: KeepAlive;
+  /** Opened, and nothing written since: the head waits in the response (see open). */
+  private headPending = false;
 
   constructor(
     protected readonly reply: FastifyReply,
@@ -62,9 +64,21 @@ export abstract class SseWriter implements KeepAliveTarget {
     if (first !== '') void this.write(first);
     else {
       // writeHead only queues the head until the first write: a held answer sent nothing at all.
-      this.reply.raw.flushHeaders();
+      // The head is flushed on the next tick unless a write took it along before: the upstream's
+      // first events usually come in with its headers, and are read and written in the same
+      // turn, so head and first events go out in one write (one syscall, one segment).
+      this.headPending = true;
       this.keepAlives.noteWrite();
+      process.nextTick(flushPendingHead, this);
     }
+  }
+
+  /** The head alone, when nothing was written since open() (see open). */
+  flushHead(): void {
+    if (!this.headPending) return;
+    this.headPending = false;
+    const raw = this.reply.raw;
+    if (!raw.destroyed && !raw.writableEnded) raw.flushHeaders();
   }
 
   /** One keep-alive interval passed (the timer's; tests call it by hand). */
@@ -74,18 +88,21 @@ export abstract class SseWriter implements KeepAliveTarget {
 
   protected write(data: string | Uint8Array): Promise<void> {
     this.keepAlives.noteWrite();
+    this.headPending = false;
     return writeRaw(this.reply, data);
   }
 
   /** write() without a promise when the socket takes the data (the hot path). */
   protected writeNow(data: string): Promise<void> | undefined {
     this.keepAlives.noteWrite();
+    this.headPending = false;
     return writeOrWait(this.reply, data);
   }
 
   /** The shutdown deadline (OpenStream): the front door's failure frame, then the end. */
   protected endWith(err: ToolproofError, failFrame: (e: ToolproofError) => string): Promise<void> {
     this.keepAlives.stop();
+    this.headPending = false; // the failure frame takes the head along
     return endStreamWith(this.reply.raw, (e) => this.reply.request.tpAbort?.abort(e), err, failFrame);
   }
 
@@ -93,4 +110,8 @@ export abstract class SseWriter implements KeepAliveTarget {
     this.keepAlives.stop();
     if (this.opened && !this.reply.raw.writableEnded) this.reply.raw.end();
   }
+}
+
+function flushPendingHead(writer: SseWriter): void {
+  writer.flushHead();
 }

@@ -25,6 +25,72 @@ import {
 } from './stream-read.js';
 import { addUsage } from './trace.js';
 
+/**
+ * One read, fed to the parser in up to three parts, so that whole events are relayed as the
+ * upstream's bytes even when a read does not begin or end on an event boundary (a burst of
+ * events arrives in reads cut anywhere): `before`, the payloads that complete an event begun in
+ * an earlier read (up to the read's first blank line: they are framed again, as that event's
+ * first bytes went to no client); `whole`, the bytes from there on, up to the read's last blank
+ * line or to its end, with their payloads, when the parser agrees that both ends are event
+ * boundaries; `after`, the payloads of the bytes past `whole`, which begin an event the next read
+ * completes (none, but for streams that end events with other line endings than "\n\n").
+ * Every byte is fed to the parser once and in order (cutting a read changes none of its
+ * payloads: tests/server/sse.test.ts), and every byte the client is not sent as it came is
+ * framed again from its payloads, as a read that is not whole always was.
+ */
+interface RelayRead {
+  before: string[];
+  whole: { bytes: Buffer; payloads: string[] } | null;
+  after: string[];
+}
+
+const BLANK_LINE = Buffer.from('\n\n');
+const NO_PAYLOADS: readonly string[] = Object.freeze([]);
+
+const framedAgain = (payloads: string[]): RelayRead => ({
+  before: payloads,
+  whole: null,
+  after: NO_PAYLOADS as string[],
+});
+
+/** `into` with `more` appended (either may be returned; NO_PAYLOADS is never written to). */
+function joined(into: string[], more: string[]): string[] {
+  if (more.length === 0) return into;
+  if (into.length === 0) return more;
+  for (const m of more) into.push(m);
+  return into;
+}
+
+function splitRead(parser: SseParser, buf: Buffer): RelayRead {
+  let from = 0;
+  let before = NO_PAYLOADS as string[];
+  if (parser.pending()) {
+    const first = buf.indexOf(BLANK_LINE);
+    if (first === -1) return framedAgain(parser.push(buf));
+    from = first + 2;
+    before = parser.push(buf.subarray(0, from));
+    if (parser.pending()) return framedAgain(joined(before, parser.push(buf.subarray(from))));
+    if (from === buf.length) return framedAgain(before);
+  }
+  // The parser is at an event boundary at `from`.
+  const last = buf.lastIndexOf(BLANK_LINE);
+  const to = Math.max(last + 2, from);
+  const head = to > from ? parser.push(buf.subarray(from, to)) : (NO_PAYLOADS as string[]);
+  if (parser.pending()) return framedAgain(joined(joined(before, head), parser.push(buf.subarray(to))));
+  const view = (end: number) => (from === 0 && end === buf.length ? buf : buf.subarray(from, end));
+  if (to === buf.length)
+    return { before, whole: { bytes: view(to), payloads: head }, after: NO_PAYLOADS as string[] };
+  const tail = parser.push(buf.subarray(to));
+  if (!parser.pending())
+    return {
+      before,
+      whole: { bytes: view(buf.length), payloads: joined(head, tail) },
+      after: NO_PAYLOADS as string[],
+    };
+  if (to === from) return framedAgain(joined(before, tail));
+  return { before, whole: { bytes: view(to), payloads: head }, after: tail };
+}
+
 /** A read whose events need no rewriting: no error event (those are normalized). */
 function isPlainRelay(payloads: readonly string[]): boolean {
   for (const p of payloads) if (p.startsWith('{"error"') || p.startsWith('{ "error"')) return false;
@@ -107,35 +173,50 @@ export function relayStream(
 
   // Not async: an open stream waits in the read loop's frame only (see SseDriver.read).
   const onRead = (buf: Buffer | undefined): Promise<unknown> | typeof STOP | undefined => {
-    const startsClean = !parser.pending();
-    let payloads: string[];
+    if (buf === undefined) {
+      let payloads: string[];
+      try {
+        payloads = parser.finish();
+      } catch (err) {
+        failure = midStreamError(call, err);
+        return STOP;
+      }
+      for (const payload of payloads) handle(payload);
+      return flushThenStop();
+    }
+    let read: RelayRead;
     try {
-      payloads = buf === undefined ? parser.finish() : parser.push(buf);
+      read = relay ? splitRead(parser, buf) : { before: parser.push(buf), whole: null, after: [] };
     } catch (err) {
       // SseEventTooLargeError (a ToolproofError, 502): an event past the framer's bound.
       failure = midStreamError(call, err);
       return STOP;
     }
-    if (buf === undefined) {
-      for (const payload of payloads) handle(payload);
-      return flushThenStop();
-    }
-    if (!quiet.tick(payloads.length)) {
+    const whole = read.whole;
+    if (!quiet.tick(read.before.length + (whole?.payloads.length ?? 0) + read.after.length)) {
       failure = stalled(label);
       return STOP;
     }
-    if (relay && startsClean && !parser.pending() && isPlainRelay(payloads)) {
-      // The fast path: this read holds whole events only and none needs toolproof, so the
-      // upstream's own bytes go to the client as they are (its [DONE] included).
+    for (const payload of read.before) handle(payload);
+    if (whole && relay && !failure && isPlainRelay(whole.payloads)) {
+      // The fast path: whole events only, none needing toolproof, so the upstream's own bytes go
+      // to the client as they are (its [DONE] included), after what came before them.
       let done = false;
-      for (const p of payloads) {
+      for (const p of whole.payloads) {
         raw?.push(p);
         if (p === '[DONE]') done = true;
         else lastUsagePayload = p.includes('"usage"') ? p : '';
       }
-      return relay(buf, done);
+      if (text === '' && read.after.length === 0) return relay(whole.bytes, done);
+      const bytes = text === '' ? whole.bytes : Buffer.concat([Buffer.from(text), whole.bytes]);
+      text = '';
+      const wait = relay(bytes, done);
+      for (const payload of read.after) handle(payload);
+      if (failure) return wait.then(flushThenStop);
+      return text || chunks.length > 0 ? wait.then(flush) : wait;
     }
-    for (const payload of payloads) handle(payload);
+    if (whole) for (const payload of whole.payloads) handle(payload);
+    for (const payload of read.after) handle(payload);
     return failure ? flushThenStop() : text || chunks.length > 0 ? flush() : undefined;
   };
   return pumpBody(call, res, onRead).then((readFailure): AttemptReport => {

@@ -1,0 +1,223 @@
+/**
+ * CPU per streamed request, everything in one process: an in-process upstream that writes a
+ * whole stream in one write, toolproof (buildApp) or a bare node:http hop in front of it, and a
+ * client reading every body to the end, `c` at a time. The process's CPU time (user + system,
+ * process.cpuUsage) per request is load generator + upstream + proxy; the first two are the same
+ * on both sides, so "toolproof - hop" is what toolproof costs beyond a bare Node hop. In one
+ * process the upstream's write is done before the proxy reads, so each stream arrives in reads
+ * of the same size run after run: a steadier figure than `npm run bench` on a shared machine,
+ * for A/B runs of a change (run it from each tree, alternating).
+ *
+ * `npx tsx bench/stream-cpu.ts [--events=500] [--c=8] [--requests=400] [--rounds=6] [--cases=tools,plain,json]`
+ */
+import { Agent, createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Pool } from 'undici';
+import { buildApp } from '../server/app.js';
+import { loadConfig } from '../server/config.js';
+
+const args = new Map(
+  process.argv.slice(2).map((a) => {
+    const [k, v] = a.replace(/^--/, '').split('=');
+    return [k!, v ?? ''];
+  }),
+);
+const EVENTS = Number(args.get('events') ?? 500);
+const C = Number(args.get('c') ?? 8);
+const REQUESTS = Number(args.get('requests') ?? 400);
+const ROUNDS = Number(args.get('rounds') ?? 6);
+const CASES = (args.get('cases') ?? 'tools,plain').split(',');
+
+const base = { id: 'chatcmpl-cpu', object: 'chat.completion.chunk', created: 1, model: 'm1' };
+const sse = (o: unknown) => `data: ${JSON.stringify(o)}\n\n`;
+
+function toolStream(n: number): string {
+  const words = Array.from({ length: n - 3 }, (_, i) => `w${i} `);
+  let out = sse({
+    ...base,
+    choices: [
+      {
+        index: 0,
+        delta: {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { index: 0, id: 'call_1', type: 'function', function: { name: 'final_answer', arguments: '' } },
+          ],
+        },
+        finish_reason: null,
+      },
+    ],
+  });
+  const pieces = ['{"answer": "', ...words, '"}'];
+  for (const p of pieces)
+    out += sse({
+      ...base,
+      choices: [
+        { index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: p } }] }, finish_reason: null },
+      ],
+    });
+  out += sse({ ...base, choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] });
+  return `${out}data: [DONE]\n\n`;
+}
+
+function plainStream(n: number): string {
+  let out = '';
+  for (let i = 0; i < n; i++)
+    out += sse({
+      ...base,
+      choices: [
+        {
+          index: 0,
+          delta: i === 0 ? { role: 'assistant', content: 'tok0 ' } : { content: `tok${i} ` },
+          finish_reason: i === n - 1 ? 'stop' : null,
+        },
+      ],
+    });
+  return `${out}data: [DONE]\n\n`;
+}
+
+const TOOL_JSON = JSON.stringify({
+  id: 'chatcmpl-cpu',
+  object: 'chat.completion',
+  created: 1,
+  model: 'm1',
+  choices: [
+    {
+      index: 0,
+      message: {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          {
+            id: 'call_1',
+            type: 'function',
+            function: { name: 'final_answer', arguments: '{"answer":"The weather is fine."}' },
+          },
+        ],
+      },
+      finish_reason: 'tool_calls',
+    },
+  ],
+  usage: { prompt_tokens: 20, completion_tokens: 9, total_tokens: 29 },
+});
+
+const TOOL_SSE = toolStream(EVENTS);
+const PLAIN_SSE = plainStream(EVENTS);
+
+const tool = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'Weather of a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  },
+};
+const messages = [
+  { role: 'system', content: 'You are a concise assistant.' },
+  { role: 'user', content: 'What is the weather in Paris? Keep it short.' },
+];
+const BODIES: Record<string, string> = {
+  tools: JSON.stringify({ model: 'm1', messages, tools: [tool], stream: true }),
+  plain: JSON.stringify({ model: 'm1', messages, stream: true }),
+  json: JSON.stringify({ model: 'm1', messages, tools: [tool] }),
+};
+
+function listen(server: Server): Promise<number> {
+  return new Promise((r) => server.listen(0, '127.0.0.1', () => r((server.address() as AddressInfo).port)));
+}
+
+async function main(): Promise<void> {
+  const upstream = createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on('data', (d: Buffer) => parts.push(d));
+    req.on('end', () => {
+      const body = Buffer.concat(parts).toString();
+      if (!body.includes('"stream":true')) {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': TOOL_JSON.length });
+        res.end(TOOL_JSON);
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(body.includes('"tools":[') ? TOOL_SSE : PLAIN_SSE);
+    });
+  });
+  const upPort = await listen(upstream);
+
+  const agent = new Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY });
+  const hop = createServer((req, res) => {
+    const up = httpRequest(
+      { host: '127.0.0.1', port: upPort, method: req.method, path: req.url, headers: req.headers, agent },
+      (upRes) => {
+        res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+        upRes.pipe(res);
+      },
+    );
+    req.pipe(up);
+  });
+  const hopPort = await listen(hop);
+
+  const app = await buildApp(
+    loadConfig({ TOOLPROOF_UPSTREAM_URL: `http://127.0.0.1:${upPort}/v1`, TOOLPROOF_LOG_LEVEL: 'warn' }),
+    { logger: false },
+  );
+  app.toolproof.modelLabels.serve?.(['m1']);
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const tpPort = (app.server.address() as AddressInfo).port;
+
+  const pools = {
+    toolproof: new Pool(`http://127.0.0.1:${tpPort}`, { connections: C, pipelining: 1 }),
+    hop: new Pool(`http://127.0.0.1:${hopPort}`, { connections: C, pipelining: 1 }),
+  };
+
+  async function burst(side: 'toolproof' | 'hop', body: string, n: number): Promise<void> {
+    let left = n;
+    const worker = async () => {
+      while (left-- > 0) {
+        const r = await pools[side].request({
+          method: 'POST',
+          path: '/v1/chat/completions',
+          headers: { 'content-type': 'application/json' },
+          body,
+        });
+        if (r.statusCode !== 200) throw new Error(`${side}: status ${r.statusCode}: ${await r.body.text()}`);
+        for await (const _ of r.body);
+      }
+    };
+    await Promise.all(Array.from({ length: C }, worker));
+  }
+
+  for (const name of CASES) {
+    const body = BODIES[name];
+    if (!body) throw new Error(`unknown case ${name}`);
+    // Warm-up: V8 optimizes for seconds.
+    for (let i = 0; i < 4; i++) {
+      await burst('toolproof', body, REQUESTS);
+      await burst('hop', body, REQUESTS);
+    }
+    const cpu: Record<string, number[]> = { toolproof: [], hop: [] };
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const side of r % 2 === 0 ? (['toolproof', 'hop'] as const) : (['hop', 'toolproof'] as const)) {
+        const t0 = process.cpuUsage();
+        await burst(side, body, REQUESTS);
+        const d = process.cpuUsage(t0);
+        cpu[side]!.push((d.user + d.system) / REQUESTS);
+      }
+    }
+    const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    const tp = med(cpu.toolproof!);
+    const hp = med(cpu.hop!);
+    const per = name === 'json' ? 1 : EVENTS;
+    console.log(
+      `${name}: µs per request (median of ${ROUNDS}; load generator + upstream + proxy) toolproof ${tp.toFixed(0)} [${cpu.toolproof!.map((x) => x.toFixed(0)).join(' ')}], hop ${hp.toFixed(0)} [${cpu.hop!.map((x) => x.toFixed(0)).join(' ')}]; toolproof - hop ${(tp - hp).toFixed(0)} µs per request, ${((tp - hp) / per).toFixed(3)} µs per ${per === 1 ? 'request' : 'event'}`,
+    );
+  }
+  await pools.toolproof.close();
+  await pools.hop.close();
+  await app.close();
+  hop.close();
+  upstream.close();
+  agent.destroy();
+}
+
+await main();
