@@ -8,7 +8,7 @@
 import type { ServerResponse } from 'node:http';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy } from '../../hardening/helpers.js';
+import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy } from '../../support/harness.js';
 import { seededRng } from '../test-utils.js';
 
 const WORDS = ['Hello', ' wörld', ' €', ' 😀', ' "quoted"', ' back\\slash', '\n', ' done'];
