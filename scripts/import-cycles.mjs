@@ -75,3 +75,4 @@ for (const f of files) if (!state.get(f)) dfs(f);
 const what = withTypes ? 'import cycle (type imports included)' : 'runtime import cycle';
 console.log(cycles.length ? cycles.join('\n') : `no ${what}`);
 console.log(`${files.length} files`);
+if (cycles.length) process.exitCode = 1;

@@ -52,7 +52,7 @@ declare module 'fastify' {
     tpError?: ToolproofError;
     /** Aborts the upstream request when the client goes away before the response ended. */
     tpAbort?: RequestAbort;
-    tp?: { model: string; upstream: string; stream: boolean; call?: ChatCall; api?: Api };
+    tp?: { model: string; upstream: string; stream: boolean; call?: ChatCall; api?: ChatCall['api'] };
     tpStart: number;
   }
   /**
@@ -311,7 +311,7 @@ const ANSWERING_ROUTES = new Set<string | undefined>([
   '/v1/embeddings',
   '/v1/completions',
 ]);
-const FRONT_DOOR_APIS = new Set<Api>(FRONT_DOORS.map((door) => door.api));
+const FRONT_DOOR_APIS = new Set<string>(FRONT_DOORS.map((door) => door.api));
 
 /**
  * The label by matched route, for routes that do not say: a front door's routes say in their

@@ -5,8 +5,17 @@
  */
 import { ToolproofError } from '../protocol/errors.js';
 import type { Config } from './config.js';
-import type { ResolvedRoute } from './chat/context.js';
-import type { Upstreams } from './upstream.js';
+import type { ModelSettings } from '../protocol/settings.js';
+import type { UpstreamClient, Upstreams } from './upstream.js';
+
+/** Where a request goes and which settings apply (resolveRoute). */
+export interface ResolvedRoute {
+  /** The model name as the client sent it (metrics label). */
+  name: string;
+  settings: ModelSettings;
+  client: UpstreamClient;
+  upstreamModel?: string;
+}
 
 /**
  * Metric labels must come from small sets: models the YAML maps are bounded by the config, but

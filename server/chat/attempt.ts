@@ -15,7 +15,6 @@ import { toUpstreamError, type UpstreamResponse } from '../upstream.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects } from './effects.js';
 import { runRequestPolicies } from '../../policies/composition.js';
-import type { PolicyEffect } from '../../policies/registry.js';
 
 const MAX_ERROR_BODY = 1024 * 1024;
 /** The largest non-streamed upstream body toolproof reads (a completion is rarely over 1 MiB). */

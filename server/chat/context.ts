@@ -5,17 +5,14 @@
 import type { ToolproofError } from '../../protocol/errors.js';
 import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
 import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
-import type { ModelSettings } from '../../protocol/settings.js';
 import type { CompileBudget, Policy, PolicyContext } from '../../policies/types.js';
 import type { PolicyEffect } from '../../policies/registry.js';
 import type { AbortLike } from '../abort.js';
 import type { CompileBudgets } from '../compile-budget.js';
 import type { Config } from '../config.js';
 import type { FallbackMemory } from '../fallback-memory.js';
-import type { FrontDoorApi } from '../front-doors/index.js';
 import type { Metrics } from '../metrics.js';
-import type { ModelLabels } from '../routing.js';
-import type { UpstreamClient } from '../upstream.js';
+import type { ModelLabels, ResolvedRoute } from '../routing.js';
 import type { RequestPhase } from '../../policies/composition.js';
 import type { HarnessTrace } from './trace.js';
 
@@ -34,16 +31,14 @@ export interface ChatDeps {
   compileBudgets?: CompileBudgets;
 }
 
-/** The front door a request came in by (log line and metrics label): a name in FRONT_DOORS. */
-export type Api = FrontDoorApi;
+/**
+ * The front door a request came in by (log line and metrics label): a door's `api` in
+ * FRONT_DOORS (server/front-doors/index.ts, whose FrontDoorApi is the union). A plain string
+ * here: the doors import this module, so naming their table would make a cycle of types.
+ */
+export type Api = string;
 
-export interface ResolvedRoute {
-  /** The model name as the client sent it (metrics label). */
-  name: string;
-  settings: ModelSettings;
-  client: UpstreamClient;
-  upstreamModel?: string;
-}
+export type { ResolvedRoute } from '../routing.js';
 
 export interface PhaseInfo {
   /** The request went upstream with the synthetic tool and tool_choice "required". */
