@@ -20,7 +20,7 @@ import { normalizeToolCallsPolicy } from './normalize-tool-calls/index.js';
 
 /** The effect the drivers record for choices beyond the request's `n` (server/chat/effects.ts). */
 export { unaskedChoicesEffect } from './normalize-tool-calls/index.js';
-/** The history as it would go upstream, for the Messages API's token count (server/routes/messages.ts). */
+/** The history as it would go upstream, for the Messages API's token count (server/front-doors/messages/count-tokens.ts). */
 export { repairHistory } from './history-repair/repair.js';
 import type { EffectRecord, Policy } from './types.js';
 
