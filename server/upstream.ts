@@ -55,6 +55,14 @@ export interface UpstreamResponse {
   replica?: string;
 }
 
+/**
+ * How many times one request is sent again after stale connections. The replay may leave on
+ * another idle connection of the pool (or of another replica) that the same server timer, or
+ * the same stall of this process, closed too; each stale one is destroyed as it fails, so a
+ * few tries reach a fresh connection, and a failure on a fresh connection is final at once.
+ */
+const MAX_STALE_REPLAYS = 3;
+
 /** How long an idle pooled connection is kept (see the pool options). */
 const POOL_KEEP_ALIVE_MS = 3_000;
 
@@ -257,7 +265,7 @@ export class UpstreamClient {
       if (this.authorization) headers.authorization = this.authorization;
     }
     let lastError: unknown;
-    let replayed = false;
+    let replays = 0;
     const tried: number[] = [];
     for (let attempt = 0; attempt < this.replicas; attempt++) {
       if (req.signal.aborted) throw req.signal.reason ?? new Error('aborted');
@@ -284,8 +292,8 @@ export class UpstreamClient {
       } catch (caught) {
         let err = caught;
         if (err instanceof StaleConnection) {
-          if (!replayed && req.replayable !== false && !req.signal.aborted) {
-            replayed = true; // once: a second stale connection in a row is no race any more
+          if (replays < MAX_STALE_REPLAYS && req.replayable !== false && !req.signal.aborted) {
+            replays++;
             attempt--;
             continue;
           }

@@ -26,10 +26,11 @@ interface RawUpstream {
 /**
  * A minimal HTTP/1.1 upstream over net (node's http server would announce its keep-alive in a
  * header, which undici believes). `answer(nth)` says whether the nth request on a connection is
- * answered (true) or met by a close, as a server closing an idle connection does; `idleMs`
+ * answered (true) or met by a close, as a server closing an idle connection does (false), or by
+ * these first bytes of a response and a close (a string: the server had read it); `idleMs`
  * closes connections idle that long.
  */
-async function rawUpstream(answer: (nth: number) => boolean, idleMs?: number): Promise<RawUpstream> {
+async function rawUpstream(answer: (nth: number) => boolean | string, idleMs?: number): Promise<RawUpstream> {
   const sockets = new Set<Socket>();
   const up: RawUpstream = {
     url: '',
@@ -76,8 +77,11 @@ async function rawUpstream(answer: (nth: number) => boolean, idleMs?: number): P
         buf = buf.subarray(end + 4 + length);
         nth++;
         up.seen.push({ line: head.split('\r\n')[0]!, nth });
-        if (!answer(nth)) {
-          socket.end(); // FIN without a response: the close raced this request
+        const answered = answer(nth);
+        if (answered !== true) {
+          // FIN without a response (the close raced this request), or after a torn head.
+          if (answered === false) socket.end();
+          else socket.end(answered);
           return;
         }
         const body = JSON.stringify({
@@ -159,6 +163,17 @@ describe('a pooled connection the upstream had closed', () => {
     proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
     expect(await post('/v1/chat/completions', chat)).toBe(502);
     expect(upstream.seen).toHaveLength(1);
+  });
+
+  it('is not replayed when the server had begun to answer (a torn head, then a close)', async () => {
+    upstream = await rawUpstream((nth) => nth === 1 || 'HTTP/1.1 200 OK\r\ncontent-');
+    proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
+    expect(await post('/v1/chat/completions', chat)).toBe(200);
+    expect(await post('/v1/chat/completions', chat)).toBe(502);
+    expect(upstream.seen).toEqual([
+      { line: 'POST /v1/chat/completions HTTP/1.1', nth: 1 },
+      { line: 'POST /v1/chat/completions HTTP/1.1', nth: 2 },
+    ]);
   });
 
   it('a server closing idle connections on a short timer (no Keep-Alive header) costs no request', async () => {
@@ -330,4 +345,27 @@ describe('a reused connection reset under a large request', () => {
     ]);
     expect(upstream.connections).toBe(2);
   }, 30_000);
+});
+
+describe('a reused connection reset under a large request, with several replicas', () => {
+  const replicas: RawUpstream[] = [];
+  afterEach(async () => {
+    await Promise.all(replicas.splice(0).map((r) => r.close()));
+  });
+
+  for (const affinity of ['on', 'off']) {
+    it(`is sent once more on a fresh connection (affinity ${affinity})`, async () => {
+      replicas.push(await resettingUpstream(2), await resettingUpstream(2));
+      proxy = await startProxy({
+        TOOLPROOF_UPSTREAM_URL: replicas.map((r) => r.url).join(','),
+        TOOLPROOF_AFFINITY: affinity,
+      });
+      const big = { model: 'm1', messages: [{ role: 'user', content: bigText }] };
+      const statuses: number[] = [];
+      for (let i = 0; i < 5; i++) statuses.push((await postFull('/v1/chat/completions', big)).status);
+      expect(statuses).toEqual([200, 200, 200, 200, 200]);
+      // Each replica that met a second request on a connection reset it once.
+      expect(replicas.reduce((n, r) => n + r.closedByServer, 0)).toBeGreaterThan(0);
+    }, 30_000);
+  }
 });
