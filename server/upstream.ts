@@ -12,6 +12,7 @@ import type { AbortLike } from './abort.js';
 import { type AffinityConfig, DEFAULT_AFFINITY, type Timeouts, type UpstreamTarget } from './config.js';
 import { ReplicaSet } from './replica-set.js';
 import { ExchangeHandler, type UpstreamBody, type UpstreamHead } from './upstream-body.js';
+import { ConnectionProbe, isClosedConnection, probedClient, probedPool } from './upstream-connection.js';
 
 export interface UpstreamRequest {
   method: Dispatcher.HttpMethod;
@@ -36,9 +37,9 @@ export interface UpstreamRequest {
   long?: boolean;
   /**
    * The request may be sent once more when it failed on a reused keep-alive connection that the
-   * upstream had already closed (see isStaleConnection). Default true: toolproof's own requests
-   * (completions, embeddings, counts, model lists) have no effect beyond their answer. The
-   * pass-through sets it for idempotent methods only: another route's POST is the client's to retry.
+   * upstream had already closed (see ConnectionProbe.unanswered). Default true: toolproof's own
+   * requests (completions, embeddings, counts, model lists) have no effect beyond their answer.
+   * The pass-through sets it for idempotent methods only: another route's POST is the client's to retry.
    */
   replayable?: boolean;
 }
@@ -54,6 +55,14 @@ export interface UpstreamResponse {
   replica?: string;
 }
 
+/**
+ * How many times one request is sent again after stale connections. The replay may leave on
+ * another idle connection of the pool (or of another replica) that the same server timer, or
+ * the same stall of this process, closed too; each stale one is destroyed as it fails, so a
+ * few tries reach a fresh connection, and a failure on a fresh connection is final at once.
+ */
+const MAX_STALE_REPLAYS = 3;
+
 /** How long an idle pooled connection is kept (see the pool options). */
 const POOL_KEEP_ALIVE_MS = 3_000;
 
@@ -67,16 +76,13 @@ const RETRYABLE_CONNECT_CODES = new Set([
 ]);
 
 /**
- * A request that failed on a pooled connection the upstream had closed: the connection had
- * carried an earlier response (bytes were read on it) and it closed before this response's
- * head. The server's keep-alive timer (uvicorn's 5 s) fired as the request left, or while this
- * process was stalled past it; the request never reached the server's application, so sending
- * it once more on a fresh connection is what browsers and HTTP clients do. undici reports these
- * closes as a SocketError with the socket's byte counts.
+ * A request that failed on a pooled connection the upstream had closed (the connection had
+ * carried an earlier response, and closed or reset before any byte of this one: see
+ * ConnectionProbe.unanswered). The server's keep-alive timer (uvicorn's 5 s) fired as the
+ * request left, or while this process was stalled past it. Sent once more on a fresh connection.
  */
-function isStaleConnection(err: unknown): boolean {
-  const e = err as { code?: unknown; socket?: { bytesRead?: unknown } } | undefined;
-  return e?.code === 'UND_ERR_SOCKET' && typeof e.socket?.bytesRead === 'number' && e.socket.bytesRead > 0;
+class StaleConnection {
+  constructor(readonly cause: unknown) {}
 }
 
 function errorCode(err: unknown): string | undefined {
@@ -172,6 +178,30 @@ class OneShotBody implements AsyncIterable<Buffer>, AsyncIterator<Buffer, undefi
   }
 }
 
+/** An exchange that tells its ConnectionProbe when its request is written and answered. */
+class ProbedExchange extends ExchangeHandler {
+  constructor(
+    private readonly probe: ConnectionProbe,
+    ...args: ConstructorParameters<typeof ExchangeHandler>
+  ) {
+    super(...args);
+  }
+
+  override onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.probe.started();
+    super.onRequestStart(controller);
+  }
+
+  override onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    this.probe.answered();
+    super.onResponseStart(controller, statusCode, headers);
+  }
+}
+
 export class UpstreamClient {
   readonly label: string;
   /**
@@ -204,15 +234,20 @@ export class UpstreamClient {
       // An idle connection is closed well before the common server defaults close it (uvicorn,
       // hence vLLM, 5 s without a Keep-Alive header; llama-server and node 5 s), with room for
       // undici's coarse timers; a server whose Keep-Alive header says less is believed (less 2 s).
-      // A request that still meets a connection the server closed is sent again (isStaleConnection).
+      // A request that still meets a connection the server closed is sent again (StaleConnection).
       keepAliveTimeout: POOL_KEEP_ALIVE_MS,
       keepAliveMaxTimeout: 60_000,
       pipelining: 1,
+      // Clients that tell a request which connection it went out on (upstream-connection.ts).
+      factory: probedClient,
     };
     const origins = target.urls.map((u) => new URL(u).origin);
     if (origins.length > 1 && affinity.enabled) this.set = new ReplicaSet(origins, options, affinity);
     else
-      this.pool = origins.length === 1 ? new Pool(origins[0]!, options) : new BalancedPool(origins, options);
+      this.pool =
+        origins.length === 1
+          ? new Pool(origins[0]!, options)
+          : new BalancedPool(origins, { ...options, factory: probedPool });
   }
 
   /**
@@ -230,7 +265,7 @@ export class UpstreamClient {
       if (this.authorization) headers.authorization = this.authorization;
     }
     let lastError: unknown;
-    let replayed = false;
+    let replays = 0;
     const tried: number[] = [];
     for (let attempt = 0; attempt < this.replicas; attempt++) {
       if (req.signal.aborted) throw req.signal.reason ?? new Error('aborted');
@@ -254,14 +289,18 @@ export class UpstreamClient {
           upstream: this.label,
           ...(replica !== undefined && this.set ? { replica: this.set.origins[replica] } : {}),
         };
-      } catch (err) {
+      } catch (caught) {
+        let err = caught;
+        if (err instanceof StaleConnection) {
+          if (replays < MAX_STALE_REPLAYS && req.replayable !== false && !req.signal.aborted) {
+            replays++;
+            attempt--;
+            continue;
+          }
+          err = err.cause;
+        }
         lastError = err;
         if (req.signal.aborted) break;
-        if (!replayed && req.replayable !== false && isStaleConnection(err)) {
-          replayed = true; // once: a second stale connection in a row is no race any more
-          attempt--;
-          continue;
-        }
         const code = errorCode(err);
         if (!code || !RETRYABLE_CONNECT_CODES.has(code) || req.signal.aborted) break;
         if (replica !== undefined) {
@@ -285,7 +324,14 @@ export class UpstreamClient {
     return new Promise<UpstreamHead>((resolve, reject) => {
       // In flight from dispatch to the end of the body (or its failure): the replica's load.
       const settle = set && replica !== undefined ? set.acquire(replica) : undefined;
-      const handler = new ExchangeHandler(signal, resolve, reject, settle);
+      const probe = new ConnectionProbe(opts);
+      const handler = new ProbedExchange(
+        probe,
+        signal,
+        resolve,
+        (err) => reject(isClosedConnection(err) && probe.unanswered() ? new StaleConnection(err) : err),
+        settle,
+      );
       try {
         (set && replica !== undefined ? set.pools[replica]! : this.pool!).dispatch(opts, handler);
       } catch (err) {

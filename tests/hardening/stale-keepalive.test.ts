@@ -26,10 +26,11 @@ interface RawUpstream {
 /**
  * A minimal HTTP/1.1 upstream over net (node's http server would announce its keep-alive in a
  * header, which undici believes). `answer(nth)` says whether the nth request on a connection is
- * answered (true) or met by a close, as a server closing an idle connection does; `idleMs`
+ * answered (true) or met by a close, as a server closing an idle connection does (false), or by
+ * these first bytes of a response and a close (a string: the server had read it); `idleMs`
  * closes connections idle that long.
  */
-async function rawUpstream(answer: (nth: number) => boolean, idleMs?: number): Promise<RawUpstream> {
+async function rawUpstream(answer: (nth: number) => boolean | string, idleMs?: number): Promise<RawUpstream> {
   const sockets = new Set<Socket>();
   const up: RawUpstream = {
     url: '',
@@ -76,8 +77,11 @@ async function rawUpstream(answer: (nth: number) => boolean, idleMs?: number): P
         buf = buf.subarray(end + 4 + length);
         nth++;
         up.seen.push({ line: head.split('\r\n')[0]!, nth });
-        if (!answer(nth)) {
-          socket.end(); // FIN without a response: the close raced this request
+        const answered = answer(nth);
+        if (answered !== true) {
+          // FIN without a response (the close raced this request), or after a torn head.
+          if (answered === false) socket.end();
+          else socket.end(answered);
           return;
         }
         const body = JSON.stringify({
@@ -161,6 +165,17 @@ describe('a pooled connection the upstream had closed', () => {
     expect(upstream.seen).toHaveLength(1);
   });
 
+  it('is not replayed when the server had begun to answer (a torn head, then a close)', async () => {
+    upstream = await rawUpstream((nth) => nth === 1 || 'HTTP/1.1 200 OK\r\ncontent-');
+    proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
+    expect(await post('/v1/chat/completions', chat)).toBe(200);
+    expect(await post('/v1/chat/completions', chat)).toBe(502);
+    expect(upstream.seen).toEqual([
+      { line: 'POST /v1/chat/completions HTTP/1.1', nth: 1 },
+      { line: 'POST /v1/chat/completions HTTP/1.1', nth: 2 },
+    ]);
+  });
+
   it('a server closing idle connections on a short timer (no Keep-Alive header) costs no request', async () => {
     const IDLE = 40;
     upstream = await rawUpstream(() => true, IDLE);
@@ -185,4 +200,172 @@ describe('a pooled connection the upstream had closed', () => {
     expect(upstream.closedByClient).toBe(1);
     expect(upstream.closedByServer).toBe(0);
   }, 10_000);
+});
+
+/**
+ * A server that resets a connection as soon as the first bytes of a request arrive on it: the
+ * `nth` request of a connection (2: a reused one, as a keep-alive timer firing under a request
+ * of a few MB; 1: a fresh one, the server refusing the request), on the first `times` connections.
+ * The reset meets the request's body still being written: undici reports the socket's raw
+ * ECONNRESET or EPIPE, not its SocketError 'other side closed'.
+ */
+async function resettingUpstream(nth: number, times = 1): Promise<RawUpstream> {
+  let resets = 0;
+  const sockets = new Set<Socket>();
+  const up: RawUpstream = {
+    url: '',
+    seen: [],
+    connections: 0,
+    closedByServer: 0,
+    closedByClient: 0,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+  const server: Server = createServer((socket) => {
+    up.connections++;
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+    socket.on('close', () => sockets.delete(socket));
+    let buf = Buffer.alloc(0);
+    let count = 0;
+    let reading = false;
+    socket.on('data', (d: Buffer) => {
+      if (!reading) {
+        reading = true;
+        count++;
+        if (count === nth && resets < times) {
+          resets++;
+          up.closedByServer++;
+          up.seen.push({ line: '(reset)', nth: count });
+          socket.resetAndDestroy();
+          return;
+        }
+      }
+      buf = Buffer.concat([buf, d]);
+      const end = buf.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const head = buf.subarray(0, end).toString('latin1');
+      const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+      if (buf.length < end + 4 + length) return;
+      buf = buf.subarray(end + 4 + length);
+      reading = false;
+      up.seen.push({ line: head.split('\r\n')[0]!, nth: count });
+      const body = JSON.stringify({
+        id: 'chatcmpl-rst',
+        object: 'chat.completion',
+        created: 1,
+        model: 'm1',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+        data: [],
+      });
+      socket.write(
+        `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  up.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  return up;
+}
+
+/** A few MB of prompt: the upstream's reset meets its body still being written. */
+const bigText = 'lorem ipsum '.repeat(300_000);
+
+async function postFull(path: string, body: unknown): Promise<{ status: number; json: unknown }> {
+  const res = await fetch(`${proxy!.origin}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, json: await res.json() };
+}
+
+describe('a reused connection reset under a large request', () => {
+  const fronts: Array<[string, string, unknown]> = [
+    ['chat', '/v1/chat/completions', { model: 'm1', messages: [{ role: 'user', content: bigText }] }],
+    ['Responses', '/v1/responses', { model: 'm1', input: bigText }],
+    [
+      'Messages',
+      '/v1/messages',
+      { model: 'm1', max_tokens: 16, messages: [{ role: 'user', content: bigText }] },
+    ],
+    ['the relay', '/v1/embeddings', { model: 'm1', input: bigText }],
+  ];
+  for (const [name, path, body] of fronts) {
+    it(`is sent once more on a fresh connection (${name})`, async () => {
+      upstream = await resettingUpstream(2);
+      proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
+      // The first request leaves the connection in the pool; the second meets the reset.
+      expect((await postFull('/v1/chat/completions', chat)).status).toBe(200);
+      const second = await postFull(path, body);
+      expect(second.status).toBe(200);
+      expect(upstream.closedByServer).toBe(1);
+      expect(upstream.seen.map((s) => `${s.line.split(' ')[0]}${s.nth}`)).toEqual([
+        'POST1',
+        '(reset)2',
+        'POST1',
+      ]);
+      expect(upstream.connections).toBe(2);
+    }, 30_000);
+  }
+
+  it('the pass-through replays an idempotent method (PUT), not a POST', async () => {
+    upstream = await resettingUpstream(2, 2);
+    proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
+    expect((await postFull('/v1/chat/completions', chat)).status).toBe(200);
+    const put = await fetch(`${proxy.origin}/v1/files/f1`, { method: 'PUT', body: bigText });
+    await put.arrayBuffer();
+    expect(put.status).toBe(200);
+    expect(upstream.connections).toBe(2);
+    // The second connection is reused now: its reset under a POST is the client's to retry.
+    const before = upstream.seen.length;
+    expect((await postFull('/v1/rerank', { model: 'm1', query: bigText, documents: ['d'] })).status).toBe(
+      502,
+    );
+    expect(upstream.seen.slice(before)).toEqual([{ line: '(reset)', nth: 2 }]);
+  }, 30_000);
+
+  it('on a fresh connection is the server refusing this request: a 502 in the API shape, not replayed', async () => {
+    upstream = await resettingUpstream(1, 5);
+    proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
+    const chatRes = await postFull('/v1/chat/completions', fronts[0]![2]);
+    expect(chatRes.status).toBe(502);
+    expect(chatRes.json).toMatchObject({
+      error: { type: expect.any(String), message: expect.stringContaining('unreachable') },
+    });
+    expect(upstream.seen).toEqual([{ line: '(reset)', nth: 1 }]);
+    const messages = await postFull('/v1/messages', fronts[2]![2]);
+    expect(messages.status).toBe(502);
+    expect(messages.json).toMatchObject({ type: 'error', error: { type: expect.any(String) } });
+    expect(upstream.seen).toEqual([
+      { line: '(reset)', nth: 1 },
+      { line: '(reset)', nth: 1 },
+    ]);
+    expect(upstream.connections).toBe(2);
+  }, 30_000);
+});
+
+describe('a reused connection reset under a large request, with several replicas', () => {
+  const replicas: RawUpstream[] = [];
+  afterEach(async () => {
+    await Promise.all(replicas.splice(0).map((r) => r.close()));
+  });
+
+  for (const affinity of ['on', 'off']) {
+    it(`is sent once more on a fresh connection (affinity ${affinity})`, async () => {
+      replicas.push(await resettingUpstream(2), await resettingUpstream(2));
+      proxy = await startProxy({
+        TOOLPROOF_UPSTREAM_URL: replicas.map((r) => r.url).join(','),
+        TOOLPROOF_AFFINITY: affinity,
+      });
+      const big = { model: 'm1', messages: [{ role: 'user', content: bigText }] };
+      const statuses: number[] = [];
+      for (let i = 0; i < 5; i++) statuses.push((await postFull('/v1/chat/completions', big)).status);
+      expect(statuses).toEqual([200, 200, 200, 200, 200]);
+      // Each replica that met a second request on a connection reset it once.
+      expect(replicas.reduce((n, r) => n + r.closedByServer, 0)).toBeGreaterThan(0);
+    }, 30_000);
+  }
 });
