@@ -124,7 +124,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
 
   const metrics = options.metrics ?? createMetrics();
-  const upstreams = new Upstreams(config.timeouts, config.affinity);
+  const upstreams = new Upstreams(config.timeouts, config.affinity, (upstream) =>
+    metrics.upstreamReplays.labels(upstream).inc(),
+  );
   const memory = options.memory ?? new FallbackMemory();
   const policies = options.policies ?? POLICIES;
   const dumpRaw = config.rawDumpDir

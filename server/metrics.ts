@@ -182,6 +182,12 @@ const METRICS = {
     help: 'Streamed upstream attempts toolproof cut off because it had decided to discard their output (retry-certain: call text past the held-text cap).',
     labels: 'model reason',
   },
+  upstreamReplays: {
+    type: 'counter',
+    name: 'toolproof_upstream_replays_total',
+    help: 'Upstream requests sent again on a fresh connection because the pooled connection they met had been closed by the upstream before answering (keep-alive race; the request never reached its application).',
+    labels: 'upstream',
+  },
   multiTurnRequests: {
     type: 'counter',
     name: 'toolproof_multi_turn_requests_total',

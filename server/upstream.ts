@@ -220,7 +220,12 @@ export class UpstreamClient {
    */
   readonly idleMs: number;
 
-  constructor(target: UpstreamTarget, timeouts: Timeouts, affinity: AffinityConfig = DEFAULT_AFFINITY) {
+  constructor(
+    target: UpstreamTarget,
+    timeouts: Timeouts,
+    affinity: AffinityConfig = DEFAULT_AFFINITY,
+    private readonly onReplay?: (upstream: string) => void,
+  ) {
     this.idleMs = timeouts.idleMs;
     const first = new URL(target.urls[0]!);
     this.basePath = first.pathname.replace(/\/+$/, '');
@@ -294,6 +299,7 @@ export class UpstreamClient {
         if (err instanceof StaleConnection) {
           if (replays < MAX_STALE_REPLAYS && req.replayable !== false && !req.signal.aborted) {
             replays++;
+            this.onReplay?.(this.label);
             attempt--;
             continue;
           }
@@ -355,6 +361,8 @@ export class Upstreams {
   constructor(
     private readonly timeouts: Timeouts,
     private readonly affinity: AffinityConfig = DEFAULT_AFFINITY,
+    /** Told of each stale-connection replay, with the client's upstream label (a metric). */
+    private readonly onReplay?: (upstream: string) => void,
   ) {}
 
   /** Targets are frozen config objects: the per-request lookup is by identity, the key only on first use. */
@@ -366,7 +374,7 @@ export class Upstreams {
     const key = `${target.urls.join(',')}|${target.apiKey ?? ''}`;
     let client = this.clients.get(key);
     if (!client) {
-      client = new UpstreamClient(target, this.timeouts, this.affinity);
+      client = new UpstreamClient(target, this.timeouts, this.affinity, this.onReplay);
       this.clients.set(key, client);
     }
     this.byTarget.set(target, client);

@@ -125,6 +125,14 @@ async function post(path: string, body: unknown): Promise<number> {
   return res.status;
 }
 
+/** toolproof_upstream_replays_total, summed over its upstream labels. */
+async function replays(): Promise<number> {
+  const text = await (await fetch(`${proxy!.origin}/metrics`)).text();
+  let n = 0;
+  for (const m of text.matchAll(/^toolproof_upstream_replays_total\{[^}]*\} (\d+)$/gm)) n += Number(m[1]);
+  return n;
+}
+
 async function get(path: string): Promise<number> {
   const res = await fetch(`${proxy!.origin}${path}`);
   await res.arrayBuffer();
@@ -146,6 +154,7 @@ describe('a pooled connection the upstream had closed', () => {
     expect(upstream.seen.filter((s) => s.nth === 1)).toHaveLength(6);
     expect(upstream.seen.filter((s) => s.nth === 2)).toHaveLength(5);
     expect(upstream.connections).toBe(6);
+    expect(await replays()).toBe(5);
   });
 
   it("is not replayed for the pass-through's POST (not idempotent), nor twice in a row, nor on a fresh connection", async () => {
@@ -308,6 +317,7 @@ describe('a reused connection reset under a large request', () => {
         'POST1',
       ]);
       expect(upstream.connections).toBe(2);
+      expect(await replays()).toBe(1);
     }, 30_000);
   }
 
@@ -344,6 +354,7 @@ describe('a reused connection reset under a large request', () => {
       { line: '(reset)', nth: 1 },
     ]);
     expect(upstream.connections).toBe(2);
+    expect(await replays()).toBe(0);
   }, 30_000);
 });
 
