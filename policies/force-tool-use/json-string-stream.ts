@@ -105,9 +105,27 @@ export class JsonStringFieldDecoder {
   push(fragment: string): string {
     let out = this.held;
     this.held = '';
-    for (let i = 0; i < fragment.length; i++) {
-      const ch = fragment[i]!;
-      out += this.step(ch);
+    const n = fragment.length;
+    let i = 0;
+    while (i < n) {
+      if (this.mode === 'target' && this.escape === '') {
+        // Inside the field's string, every character up to the next quote or backslash is
+        // itself (stringChar): the run is taken as one slice, not a string per character. A
+        // fragment that is all plain text (most of them) comes out as the very string.
+        let j = i;
+        while (j < n) {
+          const c = fragment.charCodeAt(j);
+          if (c === 34 || c === 92) break;
+          j++;
+        }
+        if (j > i) {
+          out += i === 0 && j === n ? fragment : fragment.slice(i, j);
+          i = j;
+          continue;
+        }
+      }
+      out += this.step(fragment[i]!);
+      i++;
     }
     if (this.mode === 'target' && out.length > 0) {
       const last = out.charCodeAt(out.length - 1);

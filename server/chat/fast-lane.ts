@@ -130,16 +130,7 @@ export function matchArgs(t: ArgsTemplate, payload: string): string | undefined 
   if (end - t.head.length < 2 || payload.slice(0, t.head.length) !== t.head || payload.slice(end) !== t.tail)
     return undefined;
   if (payload.charCodeAt(t.head.length) !== 34 || payload.charCodeAt(end - 1) !== 34) return undefined;
-  // Most fragments are plain text: no escape, no quote, no control character.
-  let plain = true;
-  for (let i = t.head.length + 1; i < end - 1; i++) {
-    const c = payload.charCodeAt(i);
-    if (c === 92 || c === 34 || c < 32) {
-      plain = false;
-      break;
-    }
-  }
-  if (plain) return payload.slice(t.head.length + 1, end - 1);
+  if (plainText(payload, t.head.length + 1, end - 1)) return payload.slice(t.head.length + 1, end - 1);
   try {
     // One JSON string literal and nothing else, or it throws.
     const v: unknown = JSON.parse(payload.slice(t.head.length, end));
@@ -147,6 +138,19 @@ export function matchArgs(t: ArgsTemplate, payload: string): string | undefined 
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Whether text[from, to) is plain: no backslash, quote, control character or surrogate. Most
+ * fragments are. In quotes, plain text is a JSON string literal of itself, and exactly what
+ * JSON.stringify writes for it (it escapes nothing else).
+ */
+function plainText(text: string, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 92 || c === 34 || c < 32 || (c >= 0xd800 && c <= 0xdfff)) return false;
+  }
+  return true;
 }
 
 /**
@@ -211,7 +215,16 @@ class AttemptLane implements FastLane {
     if (Array.isArray(r)) {
       for (const c of r) sink.chunk(c);
     } else if (r.kind === 'answer' && this.answer) {
-      sink.framed(this.answer.head + JSON.stringify(r.text) + this.answer.tail);
+      // Answer text that is the event's plain fragment (most of them): its literal is in the
+      // payload already, quotes included (plainText), so it need not be written again.
+      const end = payload.length - t.tail.length;
+      const literal =
+        r.text === fragment &&
+        end - t.head.length === fragment.length + 2 &&
+        plainText(payload, t.head.length + 1, end - 1)
+          ? payload.slice(t.head.length, end)
+          : JSON.stringify(r.text);
+      sink.framed(this.answer.head + literal + this.answer.tail);
     } else sink.chunk(materializeLight(r, t.frame));
     return true;
   }

@@ -152,6 +152,26 @@ describe('JsonStringFieldDecoder', () => {
     );
   });
 
+  it('property: each fragment yields what its characters fed one by one yield (the per-event text)', () => {
+    fc.assert(
+      fc.property(hostile, fc.array(fc.nat(400), { maxLength: 12 }), fc.boolean(), (answer, cuts, esc) => {
+        let json = JSON.stringify({ note: 1, answer });
+        if (esc) json = escapeAll(json);
+        const whole = new JsonStringFieldDecoder('answer');
+        const byChar = new JsonStringFieldDecoder('answer');
+        for (const part of splitAt(json, cuts)) {
+          let expected = '';
+          for (const ch of part.split('')) expected += byChar.push(ch);
+          // A high surrogate ending the fragment is held by both until its pair arrives.
+          expect(whole.push(part)).toBe(expected);
+          expect(whole.state).toEqual(byChar.state);
+        }
+        expect(whole.finish()).toBe(byChar.finish());
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
   it('property: any prefix decodes to a prefix of the answer (cut-off arguments)', () => {
     fc.assert(
       fc.property(hostile, fc.nat(), (answer, cut) => {

@@ -303,6 +303,47 @@ describe('stream fast lane', () => {
     expect(fast.taken).toBe(pieces.length - 1);
   });
 
+  it('answer text spliced from the payload is the text JSON.stringify writes (raw surrogates, escapes)', () => {
+    const head = event(
+      'openai',
+      choiceOf(
+        {
+          role: 'assistant',
+          tool_calls: [
+            { index: 0, id: 'c', type: 'function', function: { name: 'final_answer', arguments: '' } },
+          ],
+        },
+        null,
+        false,
+      ),
+    );
+    const args = (lit: string) =>
+      event(
+        'openai',
+        choiceOf({ tool_calls: [{ index: 0, function: { arguments: 'ab' } }] }, null, false),
+      ).replace('"ab"', lit);
+    // Raw (unescaped) surrogates in the upstream's text, alone and paired, beside plain and escaped fragments.
+    const lits = [
+      '"{\\"answer\\": \\""',
+      '"plain "',
+      '"\ud83d"',
+      '"\ude00 x"',
+      '"x\ude00 y"',
+      '"a\ud83d b"',
+      '"😀"',
+      '"a\\\\tb"',
+      '"é "',
+      '"\\"}"',
+    ];
+    const payloads = [head, ...lits.map(args), event('openai', choiceOf({}, 'tool_calls', false))];
+    const original = request({ tools: [weatherTool] });
+    const slow = run(payloads, original, ctxWith(), false);
+    const fast = run(payloads, original, ctxWith(), true);
+    expect(fast.text).toBe(slow.text);
+    expect(fast.end).toBe(slow.end);
+    expect(fast.taken).toBe(lits.length - 1);
+  });
+
   it('a template matches only one JSON string literal in the fragment slot', () => {
     const p = event(
       'openai',
