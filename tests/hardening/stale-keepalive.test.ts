@@ -30,7 +30,21 @@ interface RawUpstream {
  * these first bytes of a response and a close (a string: the server had read it); `idleMs`
  * closes connections idle that long.
  */
-async function rawUpstream(answer: (nth: number) => boolean | string, idleMs?: number): Promise<RawUpstream> {
+/** A chat answer as raw bytes, with its Content-Length. */
+function okResponse(id: string): string {
+  const body = JSON.stringify({
+    id,
+    object: 'chat.completion',
+    created: 1,
+    model: 'm1',
+    choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+    data: [],
+  });
+  return `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+/** A net server on loopback that counts and tracks its connections; `onSocket` speaks HTTP. */
+async function listenRaw(onSocket: (socket: Socket, up: RawUpstream) => void): Promise<RawUpstream> {
   const sockets = new Set<Socket>();
   const up: RawUpstream = {
     url: '',
@@ -47,11 +61,20 @@ async function rawUpstream(answer: (nth: number) => boolean | string, idleMs?: n
     up.connections++;
     sockets.add(socket);
     socket.on('error', () => undefined);
+    socket.on('close', () => sockets.delete(socket));
+    onSocket(socket, up);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  up.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  return up;
+}
+
+async function rawUpstream(answer: (nth: number) => boolean | string, idleMs?: number): Promise<RawUpstream> {
+  return listenRaw((socket, up) => {
     socket.on('end', () => {
       up.closedByClient++;
       socket.end();
     });
-    socket.on('close', () => sockets.delete(socket));
     let buf = Buffer.alloc(0);
     let nth = 0;
     let idle: NodeJS.Timeout | undefined;
@@ -84,24 +107,11 @@ async function rawUpstream(answer: (nth: number) => boolean | string, idleMs?: n
           else socket.end(answered);
           return;
         }
-        const body = JSON.stringify({
-          id: 'chatcmpl-ka',
-          object: 'chat.completion',
-          created: 1,
-          model: 'm1',
-          choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-          data: [],
-        });
-        socket.write(
-          `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-        );
+        socket.write(okResponse('chatcmpl-ka'));
         arm();
       }
     });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  up.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
-  return up;
 }
 
 let upstream: RawUpstream | undefined;
@@ -220,23 +230,7 @@ describe('a pooled connection the upstream had closed', () => {
  */
 async function resettingUpstream(nth: number, times = 1): Promise<RawUpstream> {
   let resets = 0;
-  const sockets = new Set<Socket>();
-  const up: RawUpstream = {
-    url: '',
-    seen: [],
-    connections: 0,
-    closedByServer: 0,
-    closedByClient: 0,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((r) => server.close(() => r()));
-    },
-  };
-  const server: Server = createServer((socket) => {
-    up.connections++;
-    sockets.add(socket);
-    socket.on('error', () => undefined);
-    socket.on('close', () => sockets.delete(socket));
+  return listenRaw((socket, up) => {
     let buf = Buffer.alloc(0);
     let count = 0;
     let reading = false;
@@ -261,22 +255,9 @@ async function resettingUpstream(nth: number, times = 1): Promise<RawUpstream> {
       buf = buf.subarray(end + 4 + length);
       reading = false;
       up.seen.push({ line: head.split('\r\n')[0]!, nth: count });
-      const body = JSON.stringify({
-        id: 'chatcmpl-rst',
-        object: 'chat.completion',
-        created: 1,
-        model: 'm1',
-        choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-        data: [],
-      });
-      socket.write(
-        `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-      );
+      socket.write(okResponse('chatcmpl-rst'));
     });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  up.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
-  return up;
 }
 
 /** A few MB of prompt: the upstream's reset meets its body still being written. */
