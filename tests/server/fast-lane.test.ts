@@ -274,22 +274,26 @@ describe('stream fast lane', () => {
     expect(taken / events).toBeGreaterThan(0.25);
   });
 
+  /** The first event of a final_answer call: its id and name, no arguments yet. */
+  const finalAnswerHead = (flag: boolean) =>
+    event(
+      'openai',
+      choiceOf(
+        {
+          role: 'assistant',
+          tool_calls: [
+            { index: 0, id: 'c', type: 'function', function: { name: 'final_answer', arguments: '' } },
+          ],
+        },
+        null,
+        flag,
+      ),
+    );
+
   it('takes nearly every event of a long forced answer', () => {
     const pieces = cut(JSON.stringify({ answer: 'word '.repeat(200) }), Array(400).fill(3));
     const payloads = [
-      event(
-        'openai',
-        choiceOf(
-          {
-            role: 'assistant',
-            tool_calls: [
-              { index: 0, id: 'c', type: 'function', function: { name: 'final_answer', arguments: '' } },
-            ],
-          },
-          null,
-          true,
-        ),
-      ),
+      finalAnswerHead(true),
       ...pieces.map((p) =>
         event('openai', choiceOf({ tool_calls: [{ index: 0, function: { arguments: p } }] }, null, true)),
       ),
@@ -304,19 +308,7 @@ describe('stream fast lane', () => {
   });
 
   it('answer text spliced from the payload is the text JSON.stringify writes (raw surrogates, escapes)', () => {
-    const head = event(
-      'openai',
-      choiceOf(
-        {
-          role: 'assistant',
-          tool_calls: [
-            { index: 0, id: 'c', type: 'function', function: { name: 'final_answer', arguments: '' } },
-          ],
-        },
-        null,
-        false,
-      ),
-    );
+    const head = finalAnswerHead(false);
     const args = (lit: string) =>
       event(
         'openai',
