@@ -43,6 +43,16 @@ function okResponse(id: string): string {
   return `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 }
 
+/** A whole request (head and Content-Length body) off the front of `buf`, or undefined for more bytes. */
+function takeRequest(buf: Buffer): { line: string; rest: Buffer } | undefined {
+  const end = buf.indexOf('\r\n\r\n');
+  if (end < 0) return undefined;
+  const head = buf.subarray(0, end).toString('latin1');
+  const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+  if (buf.length < end + 4 + length) return undefined;
+  return { line: head.split('\r\n')[0]!, rest: buf.subarray(end + 4 + length) };
+}
+
 /** A net server on loopback that counts and tracks its connections; `onSocket` speaks HTTP. */
 async function listenRaw(onSocket: (socket: Socket, up: RawUpstream) => void): Promise<RawUpstream> {
   const sockets = new Set<Socket>();
@@ -75,7 +85,7 @@ async function rawUpstream(answer: (nth: number) => boolean | string, idleMs?: n
       up.closedByClient++;
       socket.end();
     });
-    let buf = Buffer.alloc(0);
+    let buf: Buffer = Buffer.alloc(0);
     let nth = 0;
     let idle: NodeJS.Timeout | undefined;
     const arm = () => {
@@ -92,14 +102,11 @@ async function rawUpstream(answer: (nth: number) => boolean | string, idleMs?: n
       clearTimeout(idle);
       buf = Buffer.concat([buf, d]);
       for (;;) {
-        const end = buf.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        const head = buf.subarray(0, end).toString('latin1');
-        const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
-        if (buf.length < end + 4 + length) return;
-        buf = buf.subarray(end + 4 + length);
+        const req = takeRequest(buf);
+        if (!req) return;
+        buf = req.rest;
         nth++;
-        up.seen.push({ line: head.split('\r\n')[0]!, nth });
+        up.seen.push({ line: req.line, nth });
         const answered = answer(nth);
         if (answered !== true) {
           // FIN without a response (the close raced this request), or after a torn head.
@@ -231,7 +238,7 @@ describe('a pooled connection the upstream had closed', () => {
 async function resettingUpstream(nth: number, times = 1): Promise<RawUpstream> {
   let resets = 0;
   return listenRaw((socket, up) => {
-    let buf = Buffer.alloc(0);
+    let buf: Buffer = Buffer.alloc(0);
     let count = 0;
     let reading = false;
     socket.on('data', (d: Buffer) => {
@@ -247,14 +254,11 @@ async function resettingUpstream(nth: number, times = 1): Promise<RawUpstream> {
         }
       }
       buf = Buffer.concat([buf, d]);
-      const end = buf.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      const head = buf.subarray(0, end).toString('latin1');
-      const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
-      if (buf.length < end + 4 + length) return;
-      buf = buf.subarray(end + 4 + length);
+      const req = takeRequest(buf);
+      if (!req) return;
+      buf = req.rest;
       reading = false;
-      up.seen.push({ line: head.split('\r\n')[0]!, nth: count });
+      up.seen.push({ line: req.line, nth: count });
       socket.write(okResponse('chatcmpl-rst'));
     });
   });
