@@ -93,6 +93,19 @@ function orFinal(cat: ToolCatalogue): string {
   return cat.finalAnswerName ? `, or call ${cat.finalAnswerName} to reply to the user` : '';
 }
 
+/** A call whose arguments are no JSON object: `what` says what they are instead. */
+function notAnObject(call: ToolCall, name: string, what: string, cat: ToolCatalogue): CallCheck {
+  return {
+    call,
+    name,
+    problem: 'invalid-json',
+    issues: [],
+    feedback:
+      `Error: the arguments of this ${name} call ${what}. ` +
+      `Call ${name} again with the arguments as one JSON object${orFinal(cat)}.`,
+  };
+}
+
 /**
  * `choice` is the client's tool_choice: with a named one, a call to any other tool is
  * 'wrong-tool' (llama-server ignores a named tool_choice; the client must still get that tool).
@@ -148,30 +161,16 @@ export function checkCalls(
     let args: unknown = rawArgs;
     if (typeof rawArgs === 'string') {
       const parsed = tryParseJson(rawArgs.trim() === '' ? '{}' : rawArgs);
-      if (!parsed.ok) {
-        return {
-          call,
-          name,
-          problem: 'invalid-json',
-          issues: [],
-          feedback:
-            `Error: the arguments of this ${name} call are not valid JSON: ${clip(rawArgs)}. ` +
-            `Call ${name} again with the arguments as one JSON object${orFinal(cat)}.`,
-        };
-      }
+      if (!parsed.ok) return notAnObject(call, name, `are not valid JSON: ${clip(rawArgs)}`, cat);
       args = parsed.value;
     }
-    if (!isPlainObject(args)) {
-      return {
+    if (!isPlainObject(args))
+      return notAnObject(
         call,
         name,
-        problem: 'invalid-json',
-        issues: [],
-        feedback:
-          `Error: the arguments of this ${name} call must be a JSON object, got ${clip(JSON.stringify(args) ?? String(args))}. ` +
-          `Call ${name} again with the arguments as one JSON object${orFinal(cat)}.`,
-      };
-    }
+        `must be a JSON object, got ${clip(JSON.stringify(args) ?? String(args))}`,
+        cat,
+      );
     if (validateSchemas) {
       const result = validateArguments(cat.declared.get(name), args, budget);
       const unenforced = [...(result.schemaError ? [result.schemaError] : []), ...(result.skipped ?? [])];
