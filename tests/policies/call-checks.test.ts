@@ -60,3 +60,25 @@ describe('catalogue and call checks are linear in the tool count', () => {
     expect(check?.unenforced?.[0]).toContain('could not be applied');
   });
 });
+
+describe('arguments that are no JSON object', () => {
+  const tools = toolList(1);
+  const original = { model: 'm', messages: [], tools } as unknown as ChatCompletionRequest;
+  const sent = {
+    ...original,
+    tools: [...tools, { type: 'function', function: { name: 'final_answer' } }],
+  } as unknown as ChatCompletionRequest;
+  const cat = buildCatalogue(sent, original);
+
+  it.each([
+    ['not JSON', '{"q": ', 'are not valid JSON: {"q": '],
+    ['JSON but an array', '[1,2]', 'must be a JSON object, got [1,2]'],
+  ])('%s: invalid-json, with what they are and what to do next', (_kind, args, what) => {
+    const [check] = checkCalls([call('tool_0', args)], cat, true);
+    expect(check?.problem).toBe('invalid-json');
+    expect(check?.feedback).toBe(
+      `Error: the arguments of this tool_0 call ${what}. ` +
+        'Call tool_0 again with the arguments as one JSON object, or call final_answer to reply to the user.',
+    );
+  });
+});
