@@ -1,12 +1,13 @@
 import type { Policy } from '../policies/types.js';
 import type { PolicyEffect } from '../policies/registry.js';
-import type { ChatDeps } from './chat/context.js';
+import type { ChatCall, ChatDeps } from './chat/context.js';
 import type { Config } from './config.js';
 import type { FallbackMemory } from './fallback-memory.js';
 import type { Metrics } from './metrics.js';
 import type { OpenStreams } from './open-streams.js';
 import type { ServedModelLabels } from './routing.js';
 import type { Upstreams } from './upstream.js';
+import type { Tracing } from './tracing/types.js';
 
 /** What the routes share: built once by buildApp. */
 export interface AppState {
@@ -19,4 +20,6 @@ export interface AppState {
   modelLabels: ServedModelLabels;
   /** Streams open now (ended with an error event at the shutdown deadline). */
   openStreams: OpenStreams;
+  /** OpenTelemetry tracing (server/tracing/); undefined when off, and then nothing of it is loaded. */
+  tracing?: Tracing<ChatCall>;
 }

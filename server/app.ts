@@ -44,6 +44,7 @@ import { createRequestLogger } from './request-logger.js';
 import { ModelLabels, modelLabel, ServedModelLabels } from './routing.js';
 import { Upstreams } from './upstream.js';
 import { CompileBudgets } from './compile-budget.js';
+import { type RequestSpan, startTracing } from './tracing/index.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -54,6 +55,8 @@ declare module 'fastify' {
     tpAbort?: RequestAbort;
     tp?: { model: string; upstream: string; stream: boolean; call?: ChatCall; api?: ChatCall['api'] };
     tpStart: number;
+    /** The request's server span (tracing on, server/tracing/). */
+    tpSpan?: RequestSpan<ChatCall>;
   }
   /**
    * Every reply is its response's default OpenStream (chat framing): a method on the prototype,
@@ -164,12 +167,16 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     modelLabels: new ServedModelLabels(),
     openStreams: new OpenStreams(),
   };
+  // Loaded only when the OTEL_* variables ask for traces (config.tracing).
+  const tracing = await startTracing(config.tracing);
+  if (tracing) state.tracing = tracing;
   app.decorate('toolproof', state);
   app.decorateRequest('rawBody', undefined);
   app.decorateRequest('tpAbort', undefined);
   app.decorateRequest('tpError', undefined);
   app.decorateRequest('tp', undefined);
   app.decorateRequest('tpStart', 0);
+  app.decorateRequest('tpSpan', undefined);
   app.decorateReply('abortWithError', function (this: FastifyReply, err: ToolproofError) {
     return endStreamWith(this.raw, (e) => this.request.tpAbort?.abort(e), err, chatErrorFrame);
   });
@@ -242,6 +249,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     }
     // On the raw response: hijacked (streamed) responses carry it too.
     reply.raw.setHeader('x-request-id', request.id);
+    // Before the key check: a refused request is in the trace too.
+    if (tracing) request.tpSpan = tracing.startRequest(request, request.routeOptions.url);
     // Preflights are answered before the key check (browsers send no key on them).
     if (cors?.(request, reply)) return;
     // Any response that turns out to be a stream is ended with an error event at the shutdown
@@ -283,6 +292,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Every client connection has ended by now: an upstream request still open belongs to no
     // one (an abandoned body), and a graceful pool close would wait for it forever.
     await upstreams.destroy();
+    // Every span has ended: export what is left before the process goes.
+    await tracing?.shutdown();
   });
   return app as unknown as ToolproofApp;
 }
@@ -304,6 +315,7 @@ function onResponseClose(
   const ended = finished || res.writableFinished;
   if (!ended) request.tpAbort?.abort(clientClosed());
   logRequest(owner.app, owner.state, request, res.statusCode, ended, res.headersSent);
+  request.tpSpan?.end(request, res.statusCode, ended, res.headersSent);
 }
 
 const OPS_ROUTES = new Set(['/health', '/ready', '/metrics', '/api/hello']);
@@ -404,6 +416,7 @@ function logRequest(
     status: finished ? status : 'aborted',
     latencyMs: Math.round(seconds * 10_000) / 10,
   };
+  if (request.tpSpan) line.traceId = request.tpSpan.traceId;
   const err = request.tpError ?? tp?.call?.streamError;
   // Cut, and without the input values upstream validation errors echo (prompts stay out of logs).
   if (err) line.error = { code: err.code, status: err.status, message: redactForLog(err.message) };

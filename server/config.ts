@@ -9,6 +9,7 @@ import { parse as parseYaml } from 'yaml';
 import { PARSER_NAMES } from '../parsers/registry.js';
 import { DEFAULT_MODEL_SETTINGS, type ModelSettings } from '../protocol/settings.js';
 import { DEFAULT_STREAM_KEEPALIVE_MS } from './keep-alive.js';
+import { type TracingSettings, TracingSettingsError, tracingSettings } from './tracing/settings.js';
 
 export const DEFAULT_PORT = 8787; // clashes with neither vLLM's 8000 nor llama-server's 8080
 export const DEFAULT_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -82,6 +83,8 @@ export interface Config {
   rawDumpDir?: string;
   /** Session affinity over replicas; DEFAULT_AFFINITY when absent. */
   affinity?: AffinityConfig;
+  /** OpenTelemetry tracing, when the standard OTEL_* variables ask for it (docs/tracing.md). */
+  tracing?: TracingSettings;
 }
 
 export class ConfigError extends Error {
@@ -420,6 +423,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
     DEFAULT_AFFINITY.maxInflight;
   if (maxInflight < 1) throw new ConfigError('TOOLPROOF_AFFINITY_MAX_INFLIGHT must be at least 1');
 
+  let tracing: TracingSettings | undefined;
+  try {
+    tracing = tracingSettings(env);
+  } catch (err) {
+    if (err instanceof TracingSettingsError) throw new ConfigError(err.message);
+    throw err;
+  }
+
   const config: Config = {
     host: env.TOOLPROOF_HOST || file.server?.host || '127.0.0.1',
     port,
@@ -453,6 +464,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
         }
       : {}),
     ...(rawDumpDir ? { rawDumpDir } : {}),
+    ...(tracing ? { tracing: Object.freeze(tracing) } : {}),
     affinity: Object.freeze({
       enabled: affinityRaw ? affinityRaw === 'on' : (file.affinity?.enabled ?? DEFAULT_AFFINITY.enabled),
       maxInflight,

@@ -204,6 +204,8 @@ class ProbedExchange extends ExchangeHandler {
 
 export class UpstreamClient {
   readonly label: string;
+  /** The first replica's origin (a trace's server.address when the response names none). */
+  readonly origin: string;
   /**
    * A plain Pool when there is only one replica; with several, a ReplicaSet (session affinity)
    * or, with affinity off, a BalancedPool (every request to any replica).
@@ -228,6 +230,7 @@ export class UpstreamClient {
   ) {
     this.idleMs = timeouts.idleMs;
     const first = new URL(target.urls[0]!);
+    this.origin = first.origin;
     this.basePath = first.pathname.replace(/\/+$/, '');
     this.label = upstreamLabel(target.urls);
     this.replicas = target.urls.length;

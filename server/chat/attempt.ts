@@ -90,12 +90,14 @@ async function sendOnce(
 ): Promise<UpstreamResponse> {
   call.trace.attempts++;
   const started = performance.now();
+  // Tracing on: the attempt's span opens, and its traceparent replaces the client's.
+  const headers = call.span ? call.span.attempt(call, request, call.forwardHeaders) : call.forwardHeaders;
   try {
     const res = await call.route.client.request({
       method: 'POST',
       path: '/chat/completions',
       body: serializeRequest(call, request),
-      headers: call.forwardHeaders,
+      headers,
       signal: call.signal,
       ...(call.affinityKey !== undefined ? { affinity: call.affinityKey } : {}),
       // A stream may stay open for minutes: undici must not hold the request body meanwhile.
@@ -104,8 +106,10 @@ async function sendOnce(
     deps.metrics.hot
       .upstreamDuration(call.route.name, 'chat', call.route.client.label)
       .observe((performance.now() - started) / 1000);
+    call.span?.attemptOpened(res);
     return res;
   } catch (err) {
+    call.span?.attemptThrew(err, call.signal.aborted);
     if (!call.signal.aborted) {
       const kind = (err as ToolproofError).code === 'TP_ERR_UPSTREAM_TIMEOUT' ? 'timeout' : 'unreachable';
       deps.metrics.upstreamErrors.labels(call.route.name, call.route.client.label, kind).inc();
@@ -133,12 +137,18 @@ export async function openUpstream(
     if (res.status < 400) return { kind: 'ok', res, request: current };
     const text = await readText(res);
     const body = parseUpstreamBody(text);
+    call.span?.attemptRejected(res.status, body);
     deps.metrics.upstreamErrors
       .labels(call.route.name, call.route.client.label, res.status >= 500 ? 'status_5xx' : 'status_4xx')
       .inc();
     const canFallback = call.phase.forcedRequired && !call.trace.fallback;
     if (canFallback && shouldFallback({ status: res.status, body, bytesSentToClient: 0 })) {
       call.trace.fallback = true;
+      call.span?.event('toolproof.fallback', {
+        'toolproof.upstream': call.route.client.label,
+        'http.response.status_code': res.status,
+        'toolproof.tool_choice': 'auto',
+      });
       const upstream = call.route.client.label;
       deps.memory.remember(upstream, call.route.name, call.route.settings.fallbackTtlSeconds);
       deps.metrics.toolChoiceFallbacks.labels(upstream, call.route.name).inc();

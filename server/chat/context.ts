@@ -15,6 +15,7 @@ import type { Metrics } from '../metrics.js';
 import type { ModelLabels, ResolvedRoute } from '../routing.js';
 import type { RequestPhase } from '../../policies/composition.js';
 import type { HarnessTrace } from './trace.js';
+import type { RequestSpan } from '../tracing/types.js';
 
 export interface ChatDeps {
   config: Config;
@@ -81,6 +82,8 @@ export class ChatCall {
   compileBudget: CompileBudget | undefined;
   /** The streamed message's identity, from the upstream's chunks (closing frames reuse it). */
   streamIdentity: { id: string; model: string; created: number };
+  /** The request's server span (tracing on): attempts open theirs under it, decisions are its events. */
+  span: RequestSpan<ChatCall> | undefined = undefined;
 
   /**
    * The client's bytes while they are what goes upstream (see rawBody). Dropped once the request

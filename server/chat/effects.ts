@@ -25,7 +25,10 @@ export function recordPolicyEffects(call: ChatCall, deps: ChatDeps, effects: rea
   const t = call.trace;
   // concat sizes the array to its elements (push() onto [] reserves 17 slots): the trace lives
   // as long as the request, an open stream included.
-  if (effects.length > 0) t.effects = t.effects.concat(effects);
+  if (effects.length > 0) {
+    t.effects = t.effects.concat(effects);
+    call.span?.effects(effects, t.attempts);
+  }
   for (const e of effects) {
     const r = describeEffect(e);
     if (!r) continue;
@@ -92,6 +95,10 @@ export function settleRetry(call: ChatCall, deps: ChatDeps, outcome: 'fixed' | '
   const pending = call.trace.retries.at(-1);
   if (!pending || pending.outcome) return;
   pending.outcome = outcome;
+  call.span?.event('toolproof.retry_settled', {
+    'toolproof.retry.reason': pending.reason,
+    'toolproof.retry.outcome': outcome,
+  });
   deps.metrics.retries.labels(call.route.name, pending.reason, outcome).inc();
 }
 

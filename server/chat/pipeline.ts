@@ -78,6 +78,7 @@ async function runAttempts(
         opened.kind === 'error'
           ? { kind: 'failed', error: opened.error, body: opened.body, midStream: false }
           : await driver.read(opened, passthrough);
+      if (opened.kind === 'ok') call.span?.attemptRead(report);
       if (report.kind === 'relayed') {
         usage = addUsage(usage, report.usage);
         call.usage = usage;

@@ -72,6 +72,10 @@ export function startChatCall(
   if (route.client.replicas > 1 && state.config.affinity?.enabled !== false)
     call.affinityKey = affinityKey(request.headers, request.body, body);
   call.compileBudget = state.chatDeps.compileBudgets?.forRequest();
+  if (request.tpSpan) {
+    call.span = request.tpSpan;
+    call.span.chat(call);
+  }
   // The call owns the client's bytes from here (and drops them once the request is rewritten):
   // the Fastify request, alive as long as the response, must not keep a second reference.
   request.rawBody = undefined;

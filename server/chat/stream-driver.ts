@@ -167,7 +167,8 @@ class StreamReader implements LaneSink {
     this.continues = call.retriesUsed > 0;
     this.asked = askedChoices(call.original.n);
     this.dumpRaw = deps.dumpRaw;
-    this.raw = deps.dumpRaw ? [] : undefined;
+    // Also under tracing's content opt-in: the attempt span shows what the model wrote.
+    this.raw = deps.dumpRaw || call.span?.captureContent ? [] : undefined;
     const effects = call.beginAttempt();
     this.chain = createStreamChain(
       call.policies,
@@ -196,8 +197,10 @@ class StreamReader implements LaneSink {
     if (this.live.calls) this.seen.calls = true;
     if (this.live.content) this.seen.content = true;
     const raw = this.raw;
-    if (raw)
+    if (raw) {
       this.dumpRaw?.(this.call.reqId, this.call.trace.attempts, raw.map((p) => `data: ${p}\n\n`).join(''));
+      this.call.span?.attemptOutput(raw);
+    }
     const usage = this.usage ? { usage: this.usage } : {};
     if (this.failure) {
       discardBody(this.opened.res);
@@ -207,6 +210,7 @@ class StreamReader implements LaneSink {
     if (this.stoppedEarly) {
       discardBody(this.opened.res);
       this.deps.metrics.earlyStops.labels(this.call.route.name, 'retry-certain').inc();
+      this.call.span?.event('toolproof.early_stop', { 'toolproof.cause': 'retry-certain' });
     }
     const end = this.chain.end();
     return {
@@ -296,8 +300,12 @@ class StreamReader implements LaneSink {
       }
     }
     if (Array.isArray(chunk.choices) && chunk.choices.length > 0) this.sawChoice = true;
-    if (!this.finished && Array.isArray(chunk.choices))
-      for (const c of chunk.choices) if (c?.finish_reason) this.finished = true;
+    if (Array.isArray(chunk.choices))
+      for (const c of chunk.choices)
+        if (c?.finish_reason) {
+          this.finished = true;
+          this.call.span?.finishReason(c.finish_reason);
+        }
     if ((chunk as { timings?: unknown }).timings !== undefined)
       noteTimings(this.call, (chunk as { timings?: unknown }).timings);
     if (isUsageEvent(chunk)) {

@@ -191,6 +191,8 @@ function forwardHeaders(request: FastifyRequest, simulator: boolean): Record<str
     if (name === SIMULATOR_HEADER && !simulator) continue;
     out[name] = Array.isArray(value) ? value.join(', ') : value;
   }
+  // Tracing on: the upstream's span nests under toolproof's server span, not beside it.
+  request.tpSpan?.inject(out);
   return out;
 }
 

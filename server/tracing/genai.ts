@@ -1,0 +1,200 @@
+/**
+ * The OpenTelemetry GenAI semantic conventions toolproof writes: attribute names (as strings:
+ * the conventions' own constants live in the package's "incubating" entry, which loads every
+ * experimental name there is), and the chat messages in the conventions' JSON shape for
+ * `gen_ai.input.messages` / `gen_ai.output.messages` (only written under the content opt-in).
+ * Loaded with the SDK only (sdk.ts): nothing here runs with tracing off.
+ */
+import type { ChatCompletion, ChatCompletionRequest } from '../../protocol/openai.js';
+
+export const GEN_AI = {
+  operation: 'gen_ai.operation.name',
+  /** The current name of the provider attribute, and the one it replaced (read by older backends). */
+  provider: 'gen_ai.provider.name',
+  system: 'gen_ai.system',
+  requestModel: 'gen_ai.request.model',
+  maxTokens: 'gen_ai.request.max_tokens',
+  temperature: 'gen_ai.request.temperature',
+  topP: 'gen_ai.request.top_p',
+  choiceCount: 'gen_ai.request.choice.count',
+  seed: 'gen_ai.request.seed',
+  responseModel: 'gen_ai.response.model',
+  responseId: 'gen_ai.response.id',
+  finishReasons: 'gen_ai.response.finish_reasons',
+  inputTokens: 'gen_ai.usage.input_tokens',
+  outputTokens: 'gen_ai.usage.output_tokens',
+  cacheReadTokens: 'gen_ai.usage.cache_read.input_tokens',
+  conversationId: 'gen_ai.conversation.id',
+  inputMessages: 'gen_ai.input.messages',
+  outputMessages: 'gen_ai.output.messages',
+} as const;
+
+/** vLLM and llama-server speak OpenAI's chat completions: the wire's provider (server.address names the host). */
+export const PROVIDER = 'openai';
+
+type Part = Record<string, unknown>;
+interface OutMessage {
+  role: string;
+  parts: Part[];
+  finish_reason?: string;
+}
+
+/** The request's sampling settings, as the conventions name them. */
+export function requestAttributes(request: ChatCompletionRequest): Record<string, number> {
+  const out: Record<string, number> = {};
+  const r = request as unknown as Record<string, unknown>;
+  const maxTokens = r.max_completion_tokens ?? r.max_tokens;
+  if (typeof maxTokens === 'number') out[GEN_AI.maxTokens] = maxTokens;
+  if (typeof r.temperature === 'number') out[GEN_AI.temperature] = r.temperature;
+  if (typeof r.top_p === 'number') out[GEN_AI.topP] = r.top_p;
+  if (typeof r.n === 'number' && r.n !== 1) out[GEN_AI.choiceCount] = r.n;
+  if (typeof r.seed === 'number') out[GEN_AI.seed] = r.seed;
+  return out;
+}
+
+function textOf(content: unknown): Part[] {
+  if (typeof content === 'string') return content === '' ? [] : [{ type: 'text', content }];
+  if (!Array.isArray(content)) return [];
+  const parts: Part[] = [];
+  for (const p of content as unknown[]) {
+    if (typeof p !== 'object' || p === null) continue;
+    const part = p as { type?: unknown; text?: unknown };
+    if (typeof part.text === 'string') parts.push({ type: 'text', content: part.text });
+    // Images and files: their kind only (a data URL is no trace attribute).
+    else if (typeof part.type === 'string') parts.push({ type: part.type });
+  }
+  return parts;
+}
+
+function toolCallParts(calls: unknown): Part[] {
+  if (!Array.isArray(calls)) return [];
+  const parts: Part[] = [];
+  for (const c of calls as unknown[]) {
+    const call = c as { id?: unknown; function?: { name?: unknown; arguments?: unknown } } | null;
+    if (!call || typeof call !== 'object') continue;
+    parts.push({
+      type: 'tool_call',
+      ...(typeof call.id === 'string' ? { id: call.id } : {}),
+      name: call.function?.name,
+      arguments: call.function?.arguments,
+    });
+  }
+  return parts;
+}
+
+/** A chat request's messages as `gen_ai.input.messages` (a JSON string). */
+export function inputMessages(request: ChatCompletionRequest): string {
+  const out: OutMessage[] = [];
+  const messages: unknown = request.messages;
+  if (!Array.isArray(messages)) return '[]';
+  for (const m of messages as unknown[]) {
+    if (typeof m !== 'object' || m === null) continue;
+    const msg = m as Record<string, unknown>;
+    const role = typeof msg.role === 'string' ? msg.role : 'user';
+    if (role === 'tool') {
+      out.push({
+        role,
+        parts: [{ type: 'tool_call_response', id: msg.tool_call_id, response: msg.content }],
+      });
+      continue;
+    }
+    const parts: Part[] = [];
+    const reasoning = msg.reasoning_content ?? msg.reasoning;
+    if (typeof reasoning === 'string' && reasoning !== '')
+      parts.push({ type: 'reasoning', content: reasoning });
+    parts.push(...textOf(msg.content), ...toolCallParts(msg.tool_calls));
+    out.push({ role, parts });
+  }
+  return JSON.stringify(out);
+}
+
+/** A whole completion's choices as `gen_ai.output.messages`. */
+export function completionMessages(completion: ChatCompletion): string {
+  const out: OutMessage[] = [];
+  for (const choice of completion.choices ?? []) {
+    const msg = (choice?.message ?? {}) as unknown as Record<string, unknown>;
+    const parts: Part[] = [];
+    const reasoning = msg.reasoning_content ?? msg.reasoning;
+    if (typeof reasoning === 'string' && reasoning !== '')
+      parts.push({ type: 'reasoning', content: reasoning });
+    parts.push(...textOf(msg.content), ...toolCallParts(msg.tool_calls));
+    out.push({
+      role: 'assistant',
+      parts,
+      ...(typeof choice?.finish_reason === 'string' ? { finish_reason: choice.finish_reason } : {}),
+    });
+  }
+  return JSON.stringify(out);
+}
+
+interface Reassembled {
+  reasoning: string;
+  content: string;
+  calls: Array<{ id?: string; name: string; arguments: string }>;
+  finish?: string;
+}
+
+/**
+ * A stream's events (the payloads of its `data:` lines, as the upstream sent them) reassembled
+ * into `gen_ai.output.messages`: what the model wrote, before toolproof touched it.
+ */
+export function streamedMessages(payloads: readonly string[]): string {
+  const choices = new Map<number, Reassembled>();
+  for (const payload of payloads) {
+    if (payload === '[DONE]') continue;
+    let chunk: unknown;
+    try {
+      chunk = JSON.parse(payload);
+    } catch {
+      continue; // a broken event is in the stream's error, not in its text
+    }
+    const list = (chunk as { choices?: unknown } | null)?.choices;
+    if (!Array.isArray(list)) continue;
+    for (const c of list as unknown[]) {
+      const choice = c as {
+        index?: unknown;
+        delta?: Record<string, unknown>;
+        finish_reason?: unknown;
+      } | null;
+      if (!choice || typeof choice !== 'object') continue;
+      const index = typeof choice.index === 'number' ? choice.index : 0;
+      let r = choices.get(index);
+      if (!r) choices.set(index, (r = { reasoning: '', content: '', calls: [] }));
+      const delta = choice.delta ?? {};
+      const reasoning = delta.reasoning_content ?? delta.reasoning;
+      if (typeof reasoning === 'string') r.reasoning += reasoning;
+      if (typeof delta.content === 'string') r.content += delta.content;
+      if (Array.isArray(delta.tool_calls))
+        for (const d of delta.tool_calls as unknown[]) {
+          const tc = d as {
+            index?: unknown;
+            id?: unknown;
+            function?: { name?: unknown; arguments?: unknown };
+          };
+          const at = typeof tc.index === 'number' ? tc.index : r.calls.length;
+          const call = (r.calls[at] ??= { name: '', arguments: '' });
+          if (typeof tc.id === 'string') call.id = tc.id;
+          if (typeof tc.function?.name === 'string') call.name += tc.function.name;
+          if (typeof tc.function?.arguments === 'string') call.arguments += tc.function.arguments;
+        }
+      if (typeof choice.finish_reason === 'string') r.finish = choice.finish_reason;
+    }
+  }
+  const out: OutMessage[] = [];
+  for (const index of [...choices.keys()].sort((a, b) => a - b)) {
+    const r = choices.get(index)!;
+    const parts: Part[] = [];
+    if (r.reasoning) parts.push({ type: 'reasoning', content: r.reasoning });
+    if (r.content) parts.push({ type: 'text', content: r.content });
+    for (const c of r.calls)
+      if (c)
+        parts.push({
+          type: 'tool_call',
+          ...(c.id ? { id: c.id } : {}),
+          name: c.name,
+          arguments: c.arguments,
+        });
+    out.push({ role: 'assistant', parts, ...(r.finish ? { finish_reason: r.finish } : {}) });
+  }
+  return JSON.stringify(out);
+}

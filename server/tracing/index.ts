@@ -1,0 +1,17 @@
+/**
+ * Tracing's entry: the SDK module is imported only when the environment asked for traces
+ * (settings.ts), so a process with tracing off loads nothing of OpenTelemetry.
+ */
+import type { ChatCall } from '../chat/context.js';
+import type { TracingSettings } from './settings.js';
+import type { Tracing } from './types.js';
+
+export type { RequestSpan, Tracing } from './types.js';
+
+export async function startTracing(
+  settings: TracingSettings | undefined,
+): Promise<Tracing<ChatCall> | undefined> {
+  if (!settings) return undefined;
+  const { createTracing } = await import('./sdk.js');
+  return createTracing(settings);
+}

@@ -1,0 +1,462 @@
+/**
+ * Tracing with the OpenTelemetry JS SDK, loaded only when the environment asks for it
+ * (index.ts imports this module dynamically). Spans are made explicitly, never by
+ * auto-instrumentation (an http/undici instrumentation would add spans of its own and cost every
+ * request): a SERVER span per request that continues the client's `traceparent`, and a CLIENT
+ * span per upstream attempt whose own `traceparent` goes upstream, so that vLLM's engine span
+ * nests under it. Nothing global is registered (no global provider, propagator or context
+ * manager): the spans' parents are passed explicitly, and several apps in one process (tests)
+ * each keep their own provider.
+ */
+import {
+  type Attributes,
+  type Context,
+  defaultTextMapGetter,
+  defaultTextMapSetter,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+} from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import {
+  defaultResource,
+  detectResources,
+  envDetector,
+  resourceFromAttributes,
+} from '@opentelemetry/resources';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  type Sampler,
+  type SpanExporter,
+  TraceIdRatioBasedSampler,
+} from '@opentelemetry/sdk-trace-base';
+import {
+  ATTR_ERROR_TYPE,
+  ATTR_HTTP_REQUEST_METHOD,
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_HTTP_ROUTE,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVER_PORT,
+  ATTR_SERVICE_NAME,
+  ATTR_URL_PATH,
+  ATTR_USER_AGENT_ORIGINAL,
+} from '@opentelemetry/semantic-conventions';
+import type { FastifyRequest } from 'fastify';
+import type { ToolproofError } from '../../protocol/errors.js';
+import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
+import { describeEffect, type PolicyEffect } from '../../policies/registry.js';
+import type { ChatCall } from '../chat/context.js';
+import { callUsage } from '../chat/pipeline.js';
+import { redactForLog } from '../log-redact.js';
+import type { UpstreamResponse } from '../upstream.js';
+import {
+  completionMessages,
+  GEN_AI,
+  inputMessages,
+  PROVIDER,
+  requestAttributes,
+  streamedMessages,
+} from './genai.js';
+import type { TracingSettings } from './settings.js';
+import type { EventValue, RequestSpan, TracedReport, Tracing } from './types.js';
+
+/** Routes that get no span: probes and scrapes would drown the requests in traces. */
+const UNTRACED = new Set(['/health', '/ready', '/metrics', '/api/hello']);
+const propagator = new W3CTraceContextPropagator();
+
+function samplerOf(s: TracingSettings['sampler']): Sampler {
+  const ratio = () => new TraceIdRatioBasedSampler(s.arg ?? 1);
+  switch (s.name) {
+    case 'always_on':
+      return new AlwaysOnSampler();
+    case 'always_off':
+      return new AlwaysOffSampler();
+    case 'traceidratio':
+      return ratio();
+    case 'parentbased_always_off':
+      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
+    case 'parentbased_traceidratio':
+      return new ParentBasedSampler({ root: ratio() });
+    default:
+      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
+  }
+}
+
+async function exporterOf(settings: TracingSettings): Promise<SpanExporter> {
+  // Only the protocol's exporter is loaded. Headers, timeout, compression and certificates come
+  // from their OTEL_EXPORTER_OTLP_* variables, read by the exporter itself.
+  if (settings.protocol === 'http/json') {
+    const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
+    return new OTLPTraceExporter({ url: settings.endpoint });
+  }
+  const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-proto');
+  return new OTLPTraceExporter({ url: settings.endpoint });
+}
+
+export async function createTracing(settings: TracingSettings): Promise<Tracing<ChatCall>> {
+  const resource = defaultResource()
+    .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: 'toolproof', 'process.pid': process.pid }))
+    // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over toolproof's own.
+    .merge(detectResources({ detectors: [envDetector] }));
+  const provider = new BasicTracerProvider({
+    resource,
+    sampler: samplerOf(settings.sampler),
+    spanLimits: { attributeValueLengthLimit: settings.attributeValueLengthLimit },
+    // Bounded: a full queue drops spans (the SDK's defaults: 2048 queued, 512 a batch, every 5 s).
+    spanProcessors: [new BatchSpanProcessor(await exporterOf(settings))],
+  });
+  const tracer = provider.getTracer('toolproof');
+  let closed: Promise<void> | undefined;
+  return {
+    startRequest(request, route) {
+      if (route !== undefined && (UNTRACED.has(route) || route === '/docs' || route.startsWith('/docs/')))
+        return undefined;
+      const parent = propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter);
+      const name =
+        `${request.method} ${route === undefined || route === '*' || route === '/*' ? '' : route}`.trim();
+      const attributes: Attributes = {
+        [ATTR_HTTP_REQUEST_METHOD]: request.method,
+        [ATTR_URL_PATH]: (request.url.split('?')[0] ?? '').slice(0, 256),
+      };
+      if (route !== undefined && route !== '*' && route !== '/*') attributes[ATTR_HTTP_ROUTE] = route;
+      const agent = request.headers['user-agent'];
+      if (typeof agent === 'string') attributes[ATTR_USER_AGENT_ORIGINAL] = agent.slice(0, 256);
+      const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
+      return new ServerSpan(tracer, span, settings.captureContent);
+    },
+    flush: () => provider.forceFlush(),
+    shutdown: () => {
+      closed ??= provider.shutdown();
+      return closed;
+    },
+  };
+}
+
+type Tracer = ReturnType<BasicTracerProvider['getTracer']>;
+
+/** The tallies' event names (policies/types.ts EffectTallyName). */
+const TALLY_EVENTS: Record<string, string> = {
+  repairs: 'toolproof.history_repair',
+  normalizations: 'toolproof.normalization',
+  constraints: 'toolproof.client_constraint',
+  finalAnswerProblems: 'toolproof.final_answer_problem',
+};
+
+function usageAttributes(usage: Usage | undefined): Attributes {
+  if (!usage) return {};
+  const out: Attributes = {};
+  if (typeof usage.prompt_tokens === 'number') out[GEN_AI.inputTokens] = usage.prompt_tokens;
+  if (typeof usage.completion_tokens === 'number') out[GEN_AI.outputTokens] = usage.completion_tokens;
+  const cached = (usage.prompt_tokens_details as { cached_tokens?: unknown } | null | undefined)
+    ?.cached_tokens;
+  if (typeof cached === 'number') out[GEN_AI.cacheReadTokens] = cached;
+  return out;
+}
+
+function errorType(err: unknown): string {
+  const code = (err as { code?: unknown } | null | undefined)?.code;
+  return typeof code === 'string' ? code : (err as Error | undefined)?.name || 'Error';
+}
+
+function errorMessage(err: unknown): string {
+  const message = (err as { message?: unknown } | null | undefined)?.message;
+  return typeof message === 'string' ? redactForLog(message) : '';
+}
+
+class ServerSpan implements RequestSpan<ChatCall> {
+  private readonly context: Context;
+  private call: ChatCall | undefined;
+  /** The attempt span open now (at most one: attempts are sequential). */
+  private attemptSpan: Span | undefined;
+  private reasons: string[] | undefined;
+  private payloads: readonly string[] | undefined;
+  private attempts = 0;
+  private responseModel: string | undefined;
+  private ended = false;
+
+  constructor(
+    private readonly tracer: Tracer,
+    private readonly span: Span,
+    readonly captureContent: boolean,
+  ) {
+    this.context = trace.setSpan(ROOT_CONTEXT, span);
+  }
+
+  get traceId(): string {
+    return this.span.spanContext().traceId;
+  }
+
+  chat(call: ChatCall): void {
+    this.call = call;
+    const r = call.original;
+    const attributes: Attributes = {
+      [GEN_AI.operation]: 'chat',
+      [GEN_AI.provider]: PROVIDER,
+      [GEN_AI.system]: PROVIDER,
+      [GEN_AI.requestModel]: typeof r.model === 'string' ? r.model.slice(0, 256) : '',
+      ...requestAttributes(r),
+      'toolproof.api': call.api,
+      'toolproof.model': call.route.name,
+      'toolproof.upstream': call.route.client.label,
+      'toolproof.stream': r.stream === true,
+    };
+    const conversation = call.forwardHeaders['x-conversation-id'];
+    if (conversation) attributes[GEN_AI.conversationId] = conversation.slice(0, 256);
+    if (this.captureContent) attributes[GEN_AI.inputMessages] = inputMessages(r);
+    this.span.setAttributes(attributes);
+  }
+
+  attempt(
+    call: ChatCall,
+    request: ChatCompletionRequest,
+    headers: Record<string, string>,
+  ): Record<string, string> {
+    this.closeAttempt('superseded'); // never: each attempt ends before the next (defensive)
+    this.attempts++;
+    const model = call.route.upstreamModel ?? request.model;
+    const origin = call.route.client.origin;
+    const attributes: Attributes = {
+      [GEN_AI.operation]: 'chat',
+      [GEN_AI.provider]: PROVIDER,
+      [GEN_AI.system]: PROVIDER,
+      [GEN_AI.requestModel]: typeof model === 'string' ? model.slice(0, 256) : '',
+      ...requestAttributes(request),
+      [ATTR_HTTP_REQUEST_METHOD]: 'POST',
+      'toolproof.attempt': this.attempts,
+      ...serverOf(origin),
+    };
+    if (typeof request.tool_choice === 'string') attributes['toolproof.tool_choice'] = request.tool_choice;
+    if (this.captureContent) attributes[GEN_AI.inputMessages] = inputMessages(request);
+    const span = this.tracer.startSpan(
+      `chat ${attributes[GEN_AI.requestModel]}`,
+      {
+        kind: SpanKind.CLIENT,
+        attributes,
+      },
+      this.context,
+    );
+    this.attemptSpan = span;
+    this.reasons = undefined;
+    this.payloads = undefined;
+    // The client's traceparent and tracestate give way to the attempt's, where they stood
+    // (before content-type, which upstream.ts expects last).
+    const out: Record<string, string> = {};
+    let injected = false;
+    const inject = () => {
+      injected = true;
+      propagator.inject(trace.setSpan(ROOT_CONTEXT, span), out, defaultTextMapSetter);
+    };
+    for (const name in headers) {
+      if (name === 'traceparent' || name === 'tracestate') continue;
+      if (name === 'content-type' && !injected) inject();
+      out[name] = headers[name]!;
+    }
+    if (!injected) inject();
+    return out;
+  }
+
+  attemptOpened(res: UpstreamResponse): void {
+    const span = this.attemptSpan;
+    if (!span) return;
+    span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, res.status);
+    if (res.replica) span.setAttributes(serverOf(res.replica));
+    span.addEvent('toolproof.upstream_headers');
+  }
+
+  attemptThrew(err: unknown, aborted: boolean): void {
+    if (aborted) this.closeAttempt('client_aborted');
+    else this.failAttempt(errorType(err), errorMessage(err));
+  }
+
+  attemptRejected(status: number, body: unknown): void {
+    const message = (body as { error?: { message?: unknown } } | null | undefined)?.error?.message;
+    this.failAttempt(
+      String(status),
+      typeof message === 'string' ? redactForLog(message) : `status ${status}`,
+    );
+  }
+
+  finishReason(reason: string): void {
+    if (!this.attemptSpan) return;
+    (this.reasons ??= []).push(reason);
+  }
+
+  attemptOutput(payloads: readonly string[]): void {
+    this.payloads = payloads;
+  }
+
+  attemptRead(report: TracedReport): void {
+    const span = this.attemptSpan;
+    if (!span) return;
+    const attributes: Attributes = usageAttributes(report.usage);
+    const identity = this.call?.streamIdentity;
+    let output: string | undefined;
+    if (report.kind === 'completion' && report.completion) {
+      const c = report.completion;
+      if (typeof c.model === 'string') attributes[GEN_AI.responseModel] = c.model;
+      if (typeof c.id === 'string') attributes[GEN_AI.responseId] = c.id;
+      const reasons = (c.choices ?? []).map((ch) => ch?.finish_reason).filter((f) => typeof f === 'string');
+      if (reasons.length > 0) attributes[GEN_AI.finishReasons] = reasons as string[];
+      if (this.captureContent) output = completionMessages(c);
+    } else {
+      // A stream: its identity is the last one its chunks named (noteIdentity).
+      if (identity && this.call?.original.stream === true && identity.id !== 'chatcmpl-toolproof') {
+        attributes[GEN_AI.responseModel] = identity.model;
+        attributes[GEN_AI.responseId] = identity.id;
+      }
+      if (this.reasons) attributes[GEN_AI.finishReasons] = this.reasons;
+      if (this.captureContent && this.payloads) output = streamedMessages(this.payloads);
+    }
+    if (output !== undefined) attributes[GEN_AI.outputMessages] = output;
+    const model = attributes[GEN_AI.responseModel];
+    if (typeof model === 'string') this.responseModel = model;
+    span.setAttributes(attributes);
+    if (report.kind === 'failed') this.failAttempt(errorType(report.error), errorMessage(report.error));
+    else this.closeAttempt();
+  }
+
+  effects(effects: readonly PolicyEffect[], attempt: number): void {
+    for (const e of effects) {
+      const r = describeEffect(e);
+      const attributes: Attributes = { 'toolproof.policy': e.policy, 'toolproof.attempt': attempt };
+      if (!r) {
+        attributes['toolproof.effect'] = e.kind;
+        this.span.addEvent('toolproof.effect', attributes);
+        continue;
+      }
+      switch (r.type) {
+        case 'tally':
+          attributes['toolproof.kind'] = r.key;
+          attributes['toolproof.count'] = r.count;
+          this.span.addEvent(TALLY_EVENTS[r.tally] ?? `toolproof.${r.tally}`, attributes);
+          break;
+        case 'forced':
+          attributes['toolproof.tool_choice'] = r.toolChoice;
+          this.span.addEvent('toolproof.forced', attributes);
+          break;
+        case 'final-answer':
+          this.span.addEvent('toolproof.final_answer', attributes);
+          break;
+        case 'forced-but-prose':
+          this.span.addEvent('toolproof.forced_but_prose', attributes);
+          break;
+        case 'leak':
+          attributes['toolproof.leak.format'] = r.leak.format;
+          attributes['toolproof.leak.source'] = r.leak.source;
+          attributes['toolproof.leak.outcome'] = r.leak.outcome;
+          if (r.leak.backendHint) attributes['toolproof.leak.backend_hint'] = r.leak.backendHint;
+          if (r.leak.reason) attributes['toolproof.leak.reason'] = r.leak.reason;
+          this.span.addEvent('toolproof.leak', attributes);
+          break;
+        case 'validation-failed':
+          attributes['toolproof.tool'] = r.tool.slice(0, 256);
+          attributes['toolproof.undeclared'] = r.undeclared;
+          this.span.addEvent('toolproof.validation_failed', attributes);
+          break;
+        case 'schema-unenforced':
+          attributes['toolproof.tool'] = r.tool.slice(0, 256);
+          attributes['toolproof.cause'] = r.cause;
+          attributes['toolproof.reasons'] = r.reasons;
+          this.span.addEvent('toolproof.schema_unenforced', attributes);
+          break;
+        case 'retry':
+          attributes['toolproof.retry.reason'] = r.reason;
+          this.span.addEvent('toolproof.retry', attributes);
+          break;
+      }
+    }
+  }
+
+  event(name: string, attributes?: Record<string, EventValue>): void {
+    this.span.addEvent(name, attributes);
+  }
+
+  inject(headers: Record<string, string>): void {
+    delete headers.traceparent;
+    delete headers.tracestate;
+    propagator.inject(this.context, headers, defaultTextMapSetter);
+  }
+
+  end(request: FastifyRequest, status: number, ended: boolean, headersSent = true): void {
+    if (this.ended) return;
+    this.ended = true;
+    const span = this.span;
+    const call = this.call;
+    this.closeAttempt(ended ? 'unfinished' : 'client_aborted');
+    const attributes: Attributes = { 'toolproof.request_id': request.id };
+    if (ended || headersSent) attributes[ATTR_HTTP_RESPONSE_STATUS_CODE] = status;
+    if (call) {
+      const t = call.trace;
+      Object.assign(attributes, usageAttributes(callUsage(call)));
+      if (this.responseModel) attributes[GEN_AI.responseModel] = this.responseModel;
+      attributes['toolproof.attempts'] = t.attempts;
+      attributes['toolproof.forced'] = t.forced;
+      if (t.toolChoiceSent) attributes['toolproof.tool_choice'] = t.toolChoiceSent;
+      attributes['toolproof.fallback'] = t.fallback;
+      attributes['toolproof.retries'] = t.retries.length;
+      attributes['toolproof.leaks'] = t.leaks.length;
+      attributes['toolproof.final_answer'] = t.finalAnswer;
+      if (t.finalKind) attributes['toolproof.final_kind'] = t.finalKind;
+      if (t.droppedTools) attributes['toolproof.dropped_tools'] = t.droppedTools;
+      if (call.discardedTokens > 0) attributes['toolproof.discarded_tokens'] = call.discardedTokens;
+    }
+    const err: ToolproofError | undefined = request.tpError ?? call?.streamError;
+    if (!ended) {
+      // The client left first (nginx's 499): no status went out, or not all of the response.
+      attributes[ATTR_ERROR_TYPE] = 'client_aborted';
+      span.addEvent('toolproof.client_aborted', { 'toolproof.headers_sent': headersSent });
+      span.setStatus({ code: SpanStatusCode.ERROR, message: 'the client closed the connection first' });
+    } else if (err) {
+      attributes[ATTR_ERROR_TYPE] = err.code;
+      // A server span's 4xx is the client's fault, not an error of the span (HTTP conventions);
+      // an error written into a stream after its 200 is one.
+      if (status >= 500 || call?.streamError)
+        span.setStatus({ code: SpanStatusCode.ERROR, message: redactForLog(err.message) });
+    } else if (status >= 500) {
+      attributes[ATTR_ERROR_TYPE] = String(status);
+      span.setStatus({ code: SpanStatusCode.ERROR });
+    }
+    span.setAttributes(attributes);
+    span.end();
+  }
+
+  /** Ends the open attempt span; `why`, when it did not end by itself (client gone, ...). */
+  private closeAttempt(why?: string): void {
+    const span = this.attemptSpan;
+    if (!span) return;
+    this.attemptSpan = undefined;
+    this.payloads = undefined;
+    if (why) {
+      span.setAttribute(ATTR_ERROR_TYPE, why);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: why.replace('_', ' ') });
+    }
+    span.end();
+  }
+
+  private failAttempt(type: string, message: string): void {
+    const span = this.attemptSpan;
+    if (!span) return;
+    span.setAttribute(ATTR_ERROR_TYPE, type);
+    span.setStatus({ code: SpanStatusCode.ERROR, message });
+    this.attemptSpan = undefined;
+    this.payloads = undefined;
+    span.end();
+  }
+}
+
+/** server.address and server.port of an upstream origin. */
+function serverOf(origin: string): Attributes {
+  try {
+    const url = new URL(origin);
+    const port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
+    return { [ATTR_SERVER_ADDRESS]: url.hostname, [ATTR_SERVER_PORT]: port };
+  } catch {
+    return {};
+  }
+}

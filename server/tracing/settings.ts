@@ -1,0 +1,116 @@
+/**
+ * Whether the standard OpenTelemetry environment variables ask for traces, read once at start-up
+ * (config.ts). No SDK here: with tracing off, nothing of OpenTelemetry is ever loaded.
+ *
+ * On when an OTLP endpoint is named (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
+ * OTEL_EXPORTER_OTLP_ENDPOINT) or OTEL_TRACES_EXPORTER says `otlp`; off when OTEL_SDK_DISABLED is
+ * true or OTEL_TRACES_EXPORTER is `none`. Headers, timeout, compression and certificates of the
+ * exporter are read by the exporter itself from their OTEL_EXPORTER_OTLP_* variables.
+ */
+
+export type OtlpProtocol = 'http/protobuf' | 'http/json';
+
+export interface TracingSettings {
+  /** Where spans are posted: the full URL, /v1/traces included. */
+  endpoint: string;
+  protocol: OtlpProtocol;
+  /** OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true: prompts and completions on the spans. */
+  captureContent: boolean;
+  /** The longest attribute value kept (content included); longer ones are cut by the SDK. */
+  attributeValueLengthLimit: number;
+  /** OTEL_TRACES_SAMPLER and its argument, as given (checked here, built by the SDK module). */
+  sampler: { name: string; arg?: number };
+}
+
+/** The OTLP/HTTP default (the spec's, and the collector's port for it). */
+const DEFAULT_ENDPOINT = 'http://localhost:4318/v1/traces';
+/** Attribute values past this are cut (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT overrides it). */
+export const DEFAULT_ATTRIBUTE_VALUE_LENGTH_LIMIT = 64 * 1024;
+const SAMPLERS = new Set([
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+]);
+
+/** A bad OTEL_* value: main.ts turns it into a ConfigError (fail fast, naming the variable). */
+export class TracingSettingsError extends Error {}
+
+function flag(raw: string | undefined): boolean {
+  return raw?.trim().toLowerCase() === 'true';
+}
+
+function nonEmpty(raw: string | undefined): string | undefined {
+  const v = raw?.trim();
+  return v ? v : undefined;
+}
+
+function checkUrl(name: string, raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new TracingSettingsError(`${name}: "${raw}" is not a URL (expected e.g. http://collector:4318)`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new TracingSettingsError(`${name}: "${raw}" must be an http:// or https:// URL (OTLP/HTTP)`);
+  return raw;
+}
+
+/** The tracing the environment asks for, or undefined (off). Throws TracingSettingsError. */
+export function tracingSettings(env: NodeJS.ProcessEnv): TracingSettings | undefined {
+  if (flag(env.OTEL_SDK_DISABLED)) return undefined;
+  const exporters = nonEmpty(env.OTEL_TRACES_EXPORTER)
+    ?.split(',')
+    .map((e) => e.trim().toLowerCase())
+    .filter((e) => e !== '');
+  if (exporters?.includes('none')) return undefined;
+  const unsupported = exporters?.filter((e) => e !== 'otlp') ?? [];
+  if (unsupported.length > 0)
+    throw new TracingSettingsError(
+      `OTEL_TRACES_EXPORTER: toolproof exports traces by OTLP only ("otlp" or "none"), got "${env.OTEL_TRACES_EXPORTER}"`,
+    );
+  const specific = nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+  const general = nonEmpty(env.OTEL_EXPORTER_OTLP_ENDPOINT);
+  // Asked for: an endpoint named, or the exporter named (then the default endpoint).
+  if (!specific && !general && !exporters?.includes('otlp')) return undefined;
+  // The signal's own endpoint is used as it is; the general one gets the signal's path (spec).
+  const endpoint = specific
+    ? checkUrl('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', specific)
+    : general
+      ? `${checkUrl('OTEL_EXPORTER_OTLP_ENDPOINT', general).replace(/\/+$/, '')}/v1/traces`
+      : DEFAULT_ENDPOINT;
+  const protocolName = nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)
+    ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
+    : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  const protocol = (nonEmpty(env[protocolName]) ?? 'http/protobuf').toLowerCase();
+  if (protocol !== 'http/protobuf' && protocol !== 'http/json')
+    throw new TracingSettingsError(
+      `${protocolName}: toolproof sends OTLP over HTTP ("http/protobuf" or "http/json"), got "${env[protocolName]}"`,
+    );
+  const samplerName = (nonEmpty(env.OTEL_TRACES_SAMPLER) ?? 'parentbased_always_on').toLowerCase();
+  if (!SAMPLERS.has(samplerName))
+    throw new TracingSettingsError(
+      `OTEL_TRACES_SAMPLER: one of ${[...SAMPLERS].join(', ')}, got "${env.OTEL_TRACES_SAMPLER}"`,
+    );
+  const argRaw = nonEmpty(env.OTEL_TRACES_SAMPLER_ARG);
+  const arg = argRaw === undefined ? undefined : Number(argRaw);
+  if (arg !== undefined && !(arg >= 0 && arg <= 1))
+    throw new TracingSettingsError(`OTEL_TRACES_SAMPLER_ARG: a ratio from 0 to 1, got "${argRaw}"`);
+  const limitName = nonEmpty(env.OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT)
+    ? 'OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT'
+    : 'OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT';
+  const limitRaw = nonEmpty(env[limitName]);
+  const limit = limitRaw === undefined ? DEFAULT_ATTRIBUTE_VALUE_LENGTH_LIMIT : Number(limitRaw);
+  if (!Number.isInteger(limit) || limit < 1)
+    throw new TracingSettingsError(`${limitName}: a positive integer, got "${limitRaw}"`);
+  return {
+    endpoint,
+    protocol: protocol as OtlpProtocol,
+    captureContent: flag(env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT),
+    attributeValueLengthLimit: limit,
+    sampler: { name: samplerName, ...(arg !== undefined ? { arg } : {}) },
+  };
+}

@@ -1,0 +1,261 @@
+/**
+ * OpenTelemetry tracing (server/tracing/, docs/tracing.md) through the real server on loopback,
+ * exporting to a loopback OTLP/HTTP receiver: one trace from the client's traceparent through
+ * toolproof's server span and each upstream attempt's client span, the traceparent sent
+ * upstream naming the attempt, GenAI attributes, the harness's decisions as events, and the
+ * server span ending with the stream. Configured through loadConfig's env (process.env untouched).
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { otlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.js';
+import { chunkEvent, fakeUpstream, type FakeUpstream } from '../support/harness.js';
+import { type Stack, startStack, waitFor, weatherTool } from './stack.js';
+
+const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+const CLIENT_SPAN = '00f067aa0ba902b7';
+const TRACEPARENT = `00-${TRACE_ID}-${CLIENT_SPAN}-01`;
+
+let stack: Stack | undefined;
+let receiver: OtlpReceiver | undefined;
+let upstream: FakeUpstream | undefined;
+afterEach(async () => {
+  await stack?.close();
+  await receiver?.close();
+  await upstream?.close();
+  stack = receiver = upstream = undefined;
+});
+
+function otelEnv(r: OtlpReceiver, more: Record<string, string> = {}): Record<string, string> {
+  return { OTEL_EXPORTER_OTLP_ENDPOINT: r.origin, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', ...more };
+}
+
+/** Flushes the app's spans until the request's server span has arrived. */
+async function serverSpan(s: Stack, r: OtlpReceiver, traceId = TRACE_ID): Promise<ReceivedSpan> {
+  const find = () => r.spans.find((x) => x.traceId === traceId && x.kind === 2);
+  for (let i = 0; i < 100 && !find(); i++) {
+    await s.app.toolproof.tracing!.flush();
+    if (!find()) await new Promise((ok) => setTimeout(ok, 20));
+  }
+  const span = find();
+  if (!span) throw new Error('no server span exported');
+  return span;
+}
+
+const attempts = (r: OtlpReceiver, server: ReceivedSpan) =>
+  r.spans
+    .filter((x) => x.parentSpanId === server.spanId && x.kind === 3)
+    .sort(
+      (a, b) => (a.attributes['toolproof.attempt'] as number) - (b.attributes['toolproof.attempt'] as number),
+    );
+const chatRequests = (s: Stack) => s.sim.requests.filter((q) => q.path.endsWith('/chat/completions'));
+const eventNames = (span: ReceivedSpan) => span.events.map((e) => e.name);
+
+async function post(s: Stack, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(`${s.url}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', traceparent: TRACEPARENT, ...headers },
+    body: JSON.stringify(body),
+  });
+}
+
+describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
+  it('a streamed leak: one trace id from the client through the server span and its attempt span', async () => {
+    receiver = await otlpReceiver();
+    stack = await startStack({
+      sim: { scenario: 'leak-hermes', ignoreRequired: true },
+      env: otelEnv(receiver),
+    });
+    const res = await post(stack, {
+      model: 'sim',
+      messages: [{ role: 'user', content: 'weather in Paris?' }],
+      tools: [weatherTool],
+      stream: true,
+    });
+    expect(res.status).toBe(200);
+    const reqId = res.headers.get('x-request-id');
+    await res.text();
+    const server = await serverSpan(stack, receiver);
+    expect(server.parentSpanId).toBe(CLIENT_SPAN);
+    expect(server.name).toBe('POST /v1/chat/completions');
+    expect(server.attributes).toMatchObject({
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.request.model': 'sim',
+      'http.response.status_code': 200,
+      'toolproof.request_id': reqId,
+      'toolproof.attempts': 1,
+    });
+    expect(server.attributes['gen_ai.usage.input_tokens']).toBeGreaterThan(0);
+    expect(server.attributes['gen_ai.usage.output_tokens']).toBeGreaterThan(0);
+    const leak = server.events.find((e) => e.name === 'toolproof.leak');
+    expect(leak?.attributes).toMatchObject({ 'toolproof.leak.format': 'hermes', 'toolproof.attempt': 1 });
+    const [attempt, ...more] = attempts(receiver, server);
+    expect(more).toHaveLength(0);
+    expect(attempt!.traceId).toBe(TRACE_ID);
+    expect(attempt!.name).toBe('chat sim');
+    expect(attempt!.attributes).toMatchObject({
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.request.model': 'sim',
+      'gen_ai.provider.name': 'openai',
+      'server.address': '127.0.0.1',
+      'http.response.status_code': 200,
+    });
+    expect(attempt!.attributes['gen_ai.response.finish_reasons']).toEqual(['stop']);
+    expect(attempt!.attributes['gen_ai.usage.input_tokens']).toBeGreaterThan(0);
+    expect(attempt!.attributes['gen_ai.input.messages']).toBeUndefined(); // no content without the opt-in
+    // The upstream got the attempt's traceparent, not the client's.
+    expect(chatRequests(stack)[0]!.headers.traceparent).toBe(`00-${TRACE_ID}-${attempt!.spanId}-01`);
+    // Every span of the trace ended within the server span.
+    expect(attempt!.endNs).toBeLessThanOrEqual(server.endNs);
+  });
+
+  it('a backend rejecting "required": the failed attempt, the fallback event, the second attempt', async () => {
+    receiver = await otlpReceiver();
+    stack = await startStack({ sim: { scenario: 'prose', rejectRequired: true }, env: otelEnv(receiver) });
+    const res = await post(stack, {
+      model: 'sim',
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [weatherTool],
+    });
+    expect(res.status).toBe(200);
+    await res.text();
+    const server = await serverSpan(stack, receiver);
+    expect(eventNames(server)).toContain('toolproof.fallback');
+    expect(server.attributes).toMatchObject({ 'toolproof.fallback': true, 'toolproof.attempts': 2 });
+    const [first, second] = attempts(receiver, server);
+    expect(first!.attributes).toMatchObject({ 'toolproof.tool_choice': 'required', 'error.type': '400' });
+    expect(first!.status.code).toBe(2); // ERROR
+    expect(second!.attributes).toMatchObject({
+      'toolproof.tool_choice': 'auto',
+      'http.response.status_code': 200,
+    });
+    expect(second!.status.code ?? 0).not.toBe(2);
+    const sent = chatRequests(stack).map((q) => q.headers.traceparent);
+    expect(sent).toEqual([`00-${TRACE_ID}-${first!.spanId}-01`, `00-${TRACE_ID}-${second!.spanId}-01`]);
+  });
+
+  it('a corrective retry: its cause as an event, then whether it fixed the call', async () => {
+    receiver = await otlpReceiver();
+    stack = await startStack({ env: otelEnv(receiver) });
+    const badThenGood = JSON.stringify([
+      { call: [{ name: 'get_weather', arguments: { city: 'Paris', days: 'three' } }] },
+      { call: [{ name: 'get_weather', arguments: { city: 'Paris', days: 3 } }] },
+    ]);
+    const res = await post(
+      stack,
+      {
+        model: 'sim',
+        messages: [{ role: 'user', content: 'Paris, 3 days' }],
+        tools: [weatherTool],
+        stream: true,
+      },
+      { 'x-sim-scenario': badThenGood },
+    );
+    await res.text();
+    const server = await serverSpan(stack, receiver);
+    const retry = server.events.find((e) => e.name === 'toolproof.retry');
+    expect(retry?.attributes['toolproof.retry.reason']).toEqual(expect.any(String));
+    expect(eventNames(server)).toContain('toolproof.validation_failed');
+    const settled = server.events.find((e) => e.name === 'toolproof.retry_settled');
+    expect(settled?.attributes['toolproof.retry.outcome']).toBe('fixed');
+    expect(attempts(receiver, server)).toHaveLength(2);
+    expect(server.attributes['toolproof.retries']).toBe(1);
+  });
+
+  it('content only under OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true', async () => {
+    receiver = await otlpReceiver();
+    stack = await startStack({
+      sim: { scenario: 'leak-hermes', ignoreRequired: true },
+      env: otelEnv(receiver, { OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' }),
+    });
+    const res = await post(stack, {
+      model: 'sim',
+      messages: [{ role: 'user', content: 'weather in Paris?' }],
+      tools: [weatherTool],
+      stream: true,
+    });
+    await res.text();
+    const server = await serverSpan(stack, receiver);
+    const input = JSON.parse(server.attributes['gen_ai.input.messages'] as string);
+    expect(input).toEqual([{ role: 'user', parts: [{ type: 'text', content: 'weather in Paris?' }] }]);
+    const [attempt] = attempts(receiver, server);
+    const output = JSON.parse(attempt!.attributes['gen_ai.output.messages'] as string) as Array<{
+      parts: Array<{ type: string; content?: string }>;
+    }>;
+    // What the model wrote, the leaked call's text included (the client got a tool call).
+    expect(output[0]!.parts.map((p) => p.content ?? '').join('')).toContain('<tool_call>');
+  });
+
+  it('the server span ends when the stream ends, not before', async () => {
+    receiver = await otlpReceiver();
+    let release: () => void = () => undefined;
+    upstream = await fakeUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(chunkEvent({ role: 'assistant', content: 'Hel' }));
+      release = () => res.end(`${chunkEvent({ content: 'lo' }, 'stop')}data: [DONE]\n\n`);
+    });
+    stack = await startStack({ env: { TOOLPROOF_UPSTREAM_URL: upstream.url, ...otelEnv(receiver) } });
+    const res = await post(stack, { model: 'm1', messages: [{ role: 'user', content: 'hi' }], stream: true });
+    const reader = res.body!.getReader();
+    await reader.read(); // the first chunk went out: the stream is open
+    await stack.app.toolproof.tracing!.flush();
+    expect(receiver.spans.filter((s) => s.traceId === TRACE_ID)).toHaveLength(0);
+    const releasedAt = BigInt(Date.now()) * 1_000_000n;
+    release();
+    while (!(await reader.read()).done);
+    const server = await serverSpan(stack, receiver);
+    expect(server.endNs).toBeGreaterThanOrEqual(releasedAt - 5_000_000n);
+    const [attempt] = attempts(receiver, server);
+    expect(attempt!.endNs).toBeGreaterThanOrEqual(releasedAt - 5_000_000n);
+    expect(upstream.requests[0]!.headers.traceparent).toBe(`00-${TRACE_ID}-${attempt!.spanId}-01`);
+  });
+
+  it('a client that leaves mid-stream: the spans end, marked as aborted', async () => {
+    receiver = await otlpReceiver();
+    upstream = await fakeUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(chunkEvent({ role: 'assistant', content: 'Hel' }));
+      // never ends: the client leaves first
+    });
+    stack = await startStack({ env: { TOOLPROOF_UPSTREAM_URL: upstream.url, ...otelEnv(receiver) } });
+    const res = await post(stack, { model: 'm1', messages: [{ role: 'user', content: 'hi' }], stream: true });
+    const reader = res.body!.getReader();
+    await reader.read();
+    await reader.cancel();
+    const server = await serverSpan(stack, receiver);
+    expect(server.attributes['error.type']).toBe('client_aborted');
+    expect(server.status.code).toBe(2);
+    const [attempt] = attempts(receiver, server);
+    expect(attempt!.attributes['error.type']).toBe('client_aborted');
+  });
+
+  it('a request without traceparent starts its own trace; health probes get no span', async () => {
+    receiver = await otlpReceiver();
+    stack = await startStack({ env: otelEnv(receiver) });
+    await (await fetch(`${stack.origin}/health`)).text();
+    const res = await fetch(`${stack.url}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sim', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    await res.text();
+    await waitFor(() => chatRequests(stack!).length === 1);
+    const sent = String(chatRequests(stack)[0]!.headers.traceparent);
+    const traceId = sent.split('-')[1]!;
+    const server = await serverSpan(stack, receiver, traceId);
+    expect(server.parentSpanId).toBe('');
+    expect(receiver.spans.some((s) => s.attributes['http.route'] === '/health')).toBe(false);
+  });
+});
+
+describe('tracing off (no OTEL_* variables)', () => {
+  it('no tracer, and the client traceparent goes upstream as it came', async () => {
+    stack = await startStack();
+    expect(stack.app.toolproof.tracing).toBeUndefined();
+    const res = await post(stack, {
+      model: 'sim',
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [weatherTool],
+    });
+    await res.text();
+    expect(chatRequests(stack)[0]!.headers.traceparent).toBe(TRACEPARENT);
+  });
+});
