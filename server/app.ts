@@ -1,7 +1,6 @@
 /**
  * buildApp(config) assembles the Fastify instance; it never listens (main.ts and tests do).
  */
-import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -41,6 +40,7 @@ import { registerPassthroughRoutes } from './routes/passthrough.js';
 import { registerRelayRoutes } from './routes/relay.js';
 import { redactForLog } from './log-redact.js';
 import { createRequestLogger } from './request-logger.js';
+import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 import { ModelLabels, modelLabel, ServedModelLabels } from './routing.js';
 import { Upstreams } from './upstream.js';
 import { CompileBudgets } from './compile-budget.js';
@@ -78,7 +78,6 @@ export interface BuildOptions {
 
 export type ToolproofApp = FastifyInstance & { toolproof: AppState };
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const QUIET_ROUTES = new Set(['/health', '/metrics', '/ready', '/api/hello']);
 const LOG_LEVELS: Record<string, number> = {
   trace: 10,
@@ -117,10 +116,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Requests that arrive while closing get TP_ERR_SHUTTING_DOWN from the onRequest hook below.
     return503OnClosing: false,
     requestIdHeader: false,
-    genReqId: (req) => {
-      const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-    },
+    genReqId: requestIdOf,
     ajv: {
       customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false },
     },
@@ -248,7 +244,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       return;
     }
     // On the raw response: hijacked (streamed) responses carry it too.
-    reply.raw.setHeader('x-request-id', request.id);
+    reply.raw.setHeader(REQUEST_ID_HEADER, request.id);
     // Before the key check: a refused request is in the trace too.
     if (tracing) request.tpSpan = tracing.startRequest(request, request.routeOptions.url);
     // Preflights are answered before the key check (browsers send no key on them).
