@@ -1,0 +1,184 @@
+/**
+ * Tracing in the real process (node --import tsx server/main.ts): with no OTEL_* variable,
+ * nothing of OpenTelemetry is loaded and nothing is sent; with them and TOOLPROOF_WORKERS=2, each
+ * worker exports its own spans, and SIGTERM's graceful shutdown flushes what was still batched.
+ * Which modules load is seen through a module resolve hook that logs every @opentelemetry
+ * package resolved (the run with tracing on is its positive control).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSimulator, type Simulator } from '../../simulator/index.js';
+import { otlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** Registers a resolve hook that appends every resolved @opentelemetry URL to $TP_MODULE_LOG. */
+const HOOKS = `import { appendFileSync } from 'node:fs';
+export async function resolve(specifier, context, next) {
+  const r = await next(specifier, context);
+  if (r.url.includes('/@opentelemetry/')) appendFileSync(process.env.TP_MODULE_LOG, r.url + '\\n');
+  return r;
+}`;
+const REGISTER = `import { register } from 'node:module'; register(${JSON.stringify(
+  `data:text/javascript,${encodeURIComponent(HOOKS)}`,
+)});`;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+interface Proc {
+  child: ChildProcess;
+  output(): string;
+  ready: Promise<void>;
+  exited: Promise<number | null>;
+}
+
+function start(env: Record<string, string>, readyLine: string): Proc {
+  const child = spawn(
+    process.execPath,
+    ['--import', `data:text/javascript,${encodeURIComponent(REGISTER)}`, '--import', 'tsx', 'server/main.ts'],
+    {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let out = '';
+  const ready = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`not ready in time:\n${out.slice(-2000)}`)), 60_000);
+    const check = () => {
+      if (out.includes(readyLine)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      check();
+    });
+    child.stderr!.on('data', (c: Buffer) => {
+      out += c.toString();
+    });
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, output: () => out, ready, exited };
+}
+
+/** One streamed chat request on its own connection (the primary hands out connections). */
+async function chat(origin: string): Promise<number> {
+  const client = new Client(origin);
+  try {
+    const res = await client.request({
+      method: 'POST',
+      path: '/v1/chat/completions',
+      headers: {
+        'content-type': 'application/json',
+        traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+      },
+      body: JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'hi' }], stream: true }),
+    });
+    await res.body.text();
+    return res.statusCode;
+  } finally {
+    await client.close();
+  }
+}
+
+describe('tracing in the real process', () => {
+  let sim: Simulator;
+  let receiver: OtlpReceiver;
+  let dir: string;
+
+  beforeAll(async () => {
+    sim = await createSimulator({ personality: 'vllm', scenario: 'echo' });
+    receiver = await otlpReceiver();
+    dir = mkdtempSync(join(tmpdir(), 'tp-otel-'));
+  });
+  afterAll(async () => {
+    await sim?.close();
+    await receiver?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const modules = (log: string) => {
+    try {
+      return readFileSync(log, 'utf8').split('\n').filter(Boolean);
+    } catch {
+      return [];
+    }
+  };
+
+  it('off: no OpenTelemetry module loaded, nothing sent, the traceparent relayed as it came', async () => {
+    const port = await freePort();
+    const log = join(dir, 'off.log');
+    const p = start(
+      {
+        TOOLPROOF_HOST: '127.0.0.1',
+        TOOLPROOF_PORT: String(port),
+        TOOLPROOF_UPSTREAM_URL: sim.url,
+        TP_MODULE_LOG: log,
+      },
+      'Server listening',
+    );
+    try {
+      await p.ready;
+      expect(await chat(`http://127.0.0.1:${port}`)).toBe(200);
+      expect(sim.requests.at(-1)!.headers.traceparent).toBe(
+        '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+      );
+    } finally {
+      p.child.kill('SIGTERM');
+      await p.exited;
+    }
+    expect(modules(log)).toEqual([]);
+    expect(receiver.raw).toHaveLength(0);
+  }, 90_000);
+
+  it('on with two workers: each worker exports, and SIGTERM flushes what was batched', async () => {
+    const port = await freePort();
+    const log = join(dir, 'on.log');
+    const p = start(
+      {
+        TOOLPROOF_WORKERS: '2',
+        TOOLPROOF_HOST: '127.0.0.1',
+        TOOLPROOF_PORT: String(port),
+        TOOLPROOF_UPSTREAM_URL: sim.url,
+        TP_MODULE_LOG: log,
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.origin}/v1/traces`,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_SERVICE_NAME: 'toolproof-test',
+      },
+      `2 workers listening on 127.0.0.1:${port}`,
+    );
+    const requests = 8;
+    try {
+      await p.ready;
+      for (let i = 0; i < requests; i++) expect(await chat(`http://127.0.0.1:${port}`)).toBe(200);
+    } finally {
+      p.child.kill('SIGTERM');
+    }
+    expect(await p.exited).toBe(0);
+    const servers = receiver.spans.filter((s) => s.kind === 2);
+    expect(servers).toHaveLength(requests);
+    expect(servers.every((s) => s.resource['service.name'] === 'toolproof-test')).toBe(true);
+    expect(new Set(servers.map((s) => s.resource['process.pid'])).size).toBe(2);
+    expect(receiver.spans.filter((s) => s.kind === 3)).toHaveLength(requests);
+    expect(receiver.raw.every((r) => r.path === '/v1/traces')).toBe(true);
+    expect(modules(log).some((u) => u.includes('/@opentelemetry/sdk-trace-base/'))).toBe(true);
+  }, 90_000);
+});
