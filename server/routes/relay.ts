@@ -37,12 +37,15 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
       const payload = route.upstreamModel
         ? stringifyJson({ ...body, model: route.upstreamModel }, body)
         : request.rawBody;
+      const headers: Record<string, string> = { 'x-request-id': request.id };
+      // Tracing on: the upstream's span nests under toolproof's server span.
+      request.tpSpan?.inject(headers);
       const started = performance.now();
       const res = await route.client.request({
         method: 'POST',
         path,
         body: payload ?? JSON.stringify(body),
-        headers: { 'x-request-id': request.id },
+        headers,
         signal: controller,
       });
       state.metrics.hot

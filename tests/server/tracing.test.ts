@@ -244,6 +244,31 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     expect(server.parentSpanId).toBe('');
     expect(receiver.spans.some((s) => s.attributes['http.route'] === '/health')).toBe(false);
   });
+  it('relayed and pass-through requests: the upstream gets the server span as its parent', async () => {
+    receiver = await otlpReceiver();
+    upstream = await fakeUpstream();
+    stack = await startStack({ env: { TOOLPROOF_UPSTREAM_URL: upstream.url, ...otelEnv(receiver) } });
+    for (const path of ['/embeddings', '/rerank']) {
+      const res = await fetch(`${stack.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', traceparent: TRACEPARENT, tracestate: 'vendor=1' },
+        body: JSON.stringify({ model: 'm1', input: 'hi' }),
+      });
+      expect(res.status).toBe(200);
+      await res.text();
+      const sent = upstream.requests.find((q) => q.url.endsWith(path))!;
+      const find = () =>
+        receiver!.spans.find((x) => x.kind === 2 && x.attributes['url.path'] === `/v1${path}`);
+      await waitFor(() => {
+        void stack!.app.toolproof.tracing!.flush();
+        return find() !== undefined;
+      });
+      const server = find()!;
+      expect(server.traceId).toBe(TRACE_ID);
+      expect(sent.headers.traceparent).toBe(`00-${TRACE_ID}-${server.spanId}-01`);
+      expect(sent.headers.tracestate).toBe('vendor=1');
+    }
+  });
 });
 
 describe('tracing off (no OTEL_* variables)', () => {
