@@ -9,6 +9,11 @@
  * for A/B runs of a change (run it from each tree, alternating).
  *
  * `npx tsx bench/stream-cpu.ts [--events=500] [--c=8] [--requests=400] [--rounds=6] [--cases=tools,plain,json]`
+ *
+ * `--tracing[=http/json]`: a third side, toolproof with OpenTelemetry tracing on (docs/tracing.md),
+ * every request sampled (the client sends a sampled traceparent), exporting OTLP (http/protobuf by
+ * default) to an in-process sink that drains each POST unread; printed: what tracing adds per
+ * request, over the whole process and over toolproof's own share (toolproof - hop).
  */
 import { Agent, createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -27,6 +32,8 @@ const C = Number(args.get('c') ?? 8);
 const REQUESTS = Number(args.get('requests') ?? 400);
 const ROUNDS = Number(args.get('rounds') ?? 6);
 const CASES = (args.get('cases') ?? 'tools,plain').split(',');
+const TRACING = args.has('tracing');
+const TRACING_PROTOCOL = args.get('tracing') || 'http/protobuf';
 
 const base = { id: 'chatcmpl-cpu', object: 'chat.completion.chunk', created: 1, model: 'm1' };
 const sse = (o: unknown) => `data: ${JSON.stringify(o)}\n\n`;
@@ -165,19 +172,54 @@ async function main(): Promise<void> {
   await app.listen({ host: '127.0.0.1', port: 0 });
   const tpPort = (app.server.address() as AddressInfo).port;
 
-  const pools = {
+  // --tracing: the same app with the OTEL_* variables set, exporting to a sink that only drains.
+  let spans = 0;
+  const sink = createServer((req, res) => {
+    spans++;
+    req.resume();
+    req.on('end', () => res.end('{}'));
+  });
+  const sinkPort = TRACING ? await listen(sink) : 0;
+  const traced = TRACING
+    ? await buildApp(
+        loadConfig({
+          TOOLPROOF_UPSTREAM_URL: `http://127.0.0.1:${upPort}/v1`,
+          TOOLPROOF_LOG_LEVEL: 'warn',
+          OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sinkPort}`,
+          OTEL_EXPORTER_OTLP_PROTOCOL: TRACING_PROTOCOL,
+        }),
+        { logger: false },
+      )
+    : undefined;
+  let tracedPort = 0;
+  if (traced) {
+    traced.toolproof.modelLabels.serve?.(['m1']);
+    await traced.listen({ host: '127.0.0.1', port: 0 });
+    tracedPort = (traced.server.address() as AddressInfo).port;
+  }
+
+  type SideName = 'toolproof' | 'hop' | 'traced';
+  const pools: Record<string, Pool> = {
     toolproof: new Pool(`http://127.0.0.1:${tpPort}`, { connections: C, pipelining: 1 }),
     hop: new Pool(`http://127.0.0.1:${hopPort}`, { connections: C, pipelining: 1 }),
+    ...(traced
+      ? { traced: new Pool(`http://127.0.0.1:${tracedPort}`, { connections: C, pipelining: 1 }) }
+      : {}),
   };
+  const sides: SideName[] = traced ? ['toolproof', 'hop', 'traced'] : ['toolproof', 'hop'];
 
-  async function burst(side: 'toolproof' | 'hop', body: string, n: number): Promise<void> {
+  async function burst(side: SideName, body: string, n: number): Promise<void> {
     let left = n;
     const worker = async () => {
       while (left-- > 0) {
-        const r = await pools[side].request({
+        const r = await pools[side]!.request({
           method: 'POST',
           path: '/v1/chat/completions',
-          headers: { 'content-type': 'application/json' },
+          // Every side gets the same headers; a sampled traceparent makes the traced side record all.
+          headers: {
+            'content-type': 'application/json',
+            traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+          },
           body,
         });
         if (r.statusCode !== 200) throw new Error(`${side}: status ${r.statusCode}: ${await r.body.text()}`);
@@ -191,13 +233,12 @@ async function main(): Promise<void> {
     const body = BODIES[name];
     if (!body) throw new Error(`unknown case ${name}`);
     // Warm-up: V8 optimizes for seconds.
-    for (let i = 0; i < 4; i++) {
-      await burst('toolproof', body, REQUESTS);
-      await burst('hop', body, REQUESTS);
-    }
-    const cpu: Record<string, number[]> = { toolproof: [], hop: [] };
+    for (let i = 0; i < 4; i++) for (const side of sides) await burst(side, body, REQUESTS);
+    const cpu: Record<string, number[]> = { toolproof: [], hop: [], traced: [] };
     for (let r = 0; r < ROUNDS; r++) {
-      for (const side of r % 2 === 0 ? (['toolproof', 'hop'] as const) : (['hop', 'toolproof'] as const)) {
+      // Each round starts with another side: drift hits every side alike.
+      const order = sides.map((_, i) => sides[(i + r) % sides.length]!);
+      for (const side of order) {
         const t0 = process.cpuUsage();
         await burst(side, body, REQUESTS);
         const d = process.cpuUsage(t0);
@@ -211,9 +252,22 @@ async function main(): Promise<void> {
     console.log(
       `${name}: µs per request (median of ${ROUNDS}; load generator + upstream + proxy) toolproof ${tp.toFixed(0)} [${cpu.toolproof!.map((x) => x.toFixed(0)).join(' ')}], hop ${hp.toFixed(0)} [${cpu.hop!.map((x) => x.toFixed(0)).join(' ')}]; toolproof - hop ${(tp - hp).toFixed(0)} µs per request, ${((tp - hp) / per).toFixed(3)} µs per ${per === 1 ? 'request' : 'event'}`,
     );
+    if (traced) {
+      const tr = med(cpu.traced!);
+      console.log(
+        `${name}: tracing on (${TRACING_PROTOCOL}) ${tr.toFixed(0)} µs per request [${cpu.traced!.map((x) => x.toFixed(0)).join(' ')}]: +${(tr - tp).toFixed(0)} µs over tracing off; x${(tr / tp).toFixed(3)} of the whole process, x${((tr - hp) / (tp - hp)).toFixed(3)} of toolproof's own share (toolproof - hop)`,
+      );
+    }
   }
-  await pools.toolproof.close();
-  await pools.hop.close();
+  if (traced) {
+    await traced.toolproof.tracing?.flush();
+    console.log(`tracing sink: ${spans} OTLP export requests received`);
+    await pools.traced!.close();
+    await traced.close();
+    sink.close();
+  }
+  await pools.toolproof!.close();
+  await pools.hop!.close();
   await app.close();
   hop.close();
   upstream.close();
