@@ -8,7 +8,8 @@
  * of the same size run after run: a steadier figure than `npm run bench` on a shared machine,
  * for A/B runs of a change (run it from each tree, alternating).
  *
- * `npx tsx bench/stream-cpu.ts [--events=500] [--c=8] [--requests=400] [--rounds=6] [--cases=tools,plain,json]`
+ * `npx tsx bench/stream-cpu.ts [--events=500] [--c=8] [--requests=400] [--rounds=6] [--cases=tools,plain,json,agent]`
+ * (agent: a streamed tool turn with a 32 KB history)
  *
  * `--tracing[=http/json]`: a third side, toolproof with OpenTelemetry tracing on (docs/tracing.md),
  * every request sampled (the client sends a sampled traceparent), exporting OTLP (http/protobuf by
@@ -20,6 +21,7 @@ import type { AddressInfo } from 'node:net';
 import { Pool } from 'undici';
 import { buildApp } from '../server/app.js';
 import { loadConfig } from '../server/config.js';
+import { historyBody } from './lib/fixtures.js';
 
 const args = new Map(
   process.argv.slice(2).map((a) => {
@@ -128,6 +130,13 @@ const BODIES: Record<string, string> = {
   tools: JSON.stringify({ model: 'm1', messages, tools: [tool], stream: true }),
   plain: JSON.stringify({ model: 'm1', messages, stream: true }),
   json: JSON.stringify({ model: 'm1', messages, tools: [tool] }),
+  // An agent's turn: a 32 KB history, a tool, streamed (the tool stream's answer).
+  agent: JSON.stringify({
+    ...(JSON.parse(historyBody(32 * 1024).toString()) as object),
+    model: 'm1',
+    tools: [tool],
+    stream: true,
+  }),
 };
 
 function listen(server: Server): Promise<number> {
