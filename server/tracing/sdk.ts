@@ -390,6 +390,16 @@ class ServerSpan implements RequestSpan<ChatCall> {
   end(request: FastifyRequest, status: number, ended: boolean, headersSent = true): void {
     if (this.ended) return;
     this.ended = true;
+    // Called from the response's 'close' listener: a throw here would take the process down.
+    try {
+      this.describeEnd(request, status, ended, headersSent);
+    } catch {
+      // the span still ends, with what it had
+    }
+    this.span.end();
+  }
+
+  private describeEnd(request: FastifyRequest, status: number, ended: boolean, headersSent: boolean): void {
     const span = this.span;
     const call = this.call;
     this.closeAttempt(ended ? 'unfinished' : 'client_aborted');
@@ -428,7 +438,6 @@ class ServerSpan implements RequestSpan<ChatCall> {
       span.setStatus({ code: SpanStatusCode.ERROR });
     }
     span.setAttributes(attributes);
-    span.end();
   }
 
   /** Ends the open attempt span; `why`, when it did not end by itself (client gone, ...). */
