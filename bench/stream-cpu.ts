@@ -169,6 +169,8 @@ async function main(): Promise<void> {
         upRes.pipe(res);
       },
     );
+    // A reset upstream connection fails this request (the burst reports its status), not the run.
+    up.on('error', () => res.destroy());
     req.pipe(up);
   });
   const hopPort = await listen(hop);
