@@ -160,6 +160,30 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     expect(server.attributes['toolproof.retries']).toBe(1);
   });
 
+  it('a history repair is an event, with what was repaired', async () => {
+    receiver = await otlpReceiver();
+    stack = await startStack({ env: otelEnv(receiver) });
+    const res = await post(stack, {
+      model: 'sim',
+      tools: [weatherTool],
+      messages: [
+        { role: 'user', content: 'weather in Paris?' },
+        // A call without "type": history repair adds it.
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'call_1', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }],
+        },
+        { role: 'tool', tool_call_id: 'call_1', content: '{"temp_c": 18}' },
+      ],
+    });
+    expect(res.status).toBe(200);
+    await res.text();
+    const server = await serverSpan(stack, receiver);
+    const repair = server.events.find((e) => e.name === 'toolproof.history_repair');
+    expect(repair?.attributes).toMatchObject({ 'toolproof.kind': 'missing-type', 'toolproof.count': 1 });
+  });
+
   it('content only under OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true', async () => {
     receiver = await otlpReceiver();
     stack = await startStack({
