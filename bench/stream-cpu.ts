@@ -15,6 +15,7 @@
  * every request sampled (the client sends a sampled traceparent), exporting OTLP (http/protobuf by
  * default) to an in-process sink that drains each POST unread; printed: what tracing adds per
  * request, over the whole process and over toolproof's own share (toolproof - hop).
+ * `--sampler=always_off` (any OTEL_TRACES_SAMPLER): what a request the sampler leaves out costs.
  */
 import { Agent, createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -198,6 +199,7 @@ async function main(): Promise<void> {
           TOOLPROOF_LOG_LEVEL: 'warn',
           OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sinkPort}`,
           OTEL_EXPORTER_OTLP_PROTOCOL: TRACING_PROTOCOL,
+          ...(args.get('sampler') ? { OTEL_TRACES_SAMPLER: args.get('sampler')! } : {}),
         }),
         { logger: false },
       )

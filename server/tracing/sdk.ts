@@ -182,12 +182,18 @@ class ServerSpan implements RequestSpan<ChatCall> {
   private responseModel: string | undefined;
   private ended = false;
 
+  /** Sampled: a request the sampler left out costs no attribute, event or attempt span. */
+  private readonly recording: boolean;
+  readonly captureContent: boolean;
+
   constructor(
     private readonly tracer: Tracer,
     private readonly span: Span,
-    readonly captureContent: boolean,
+    captureContent: boolean,
   ) {
     this.context = trace.setSpan(ROOT_CONTEXT, span);
+    this.recording = span.isRecording();
+    this.captureContent = captureContent && this.recording;
   }
 
   get traceId(): string {
@@ -196,6 +202,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
 
   chat(call: ChatCall): void {
     this.call = call;
+    if (!this.recording) return;
     const r = call.original;
     const attributes: Attributes = {
       [GEN_AI.operation]: 'chat',
@@ -220,6 +227,8 @@ class ServerSpan implements RequestSpan<ChatCall> {
   ): Record<string, string> {
     this.closeAttempt('superseded'); // never: each attempt ends before the next (defensive)
     this.attempts++;
+    // Not sampled: the upstream is told so (the server span's context, flags 00), nothing is built.
+    if (!this.recording) return this.propagate(this.context, headers);
     const model = call.route.upstreamModel ?? request.model;
     const origin = call.route.client.origin;
     const attributes: Attributes = {
@@ -244,20 +253,25 @@ class ServerSpan implements RequestSpan<ChatCall> {
     this.attemptStart = performance.now();
     this.reasons = undefined;
     this.payloads = undefined;
-    // The client's traceparent and tracestate give way to the attempt's, where they stood
-    // (before content-type, which upstream.ts expects last).
+    return this.propagate(trace.setSpan(ROOT_CONTEXT, span), headers);
+  }
+
+  /**
+   * `headers` with the client's traceparent and tracestate replaced by `context`'s, where they
+   * stood (before content-type, which upstream.ts expects last).
+   */
+  private propagate(context: Context, headers: Record<string, string>): Record<string, string> {
     const out: Record<string, string> = {};
     let injected = false;
-    const inject = () => {
-      injected = true;
-      propagator.inject(trace.setSpan(ROOT_CONTEXT, span), out, defaultTextMapSetter);
-    };
     for (const name in headers) {
       if (name === 'traceparent' || name === 'tracestate') continue;
-      if (name === 'content-type' && !injected) inject();
+      if (name === 'content-type' && !injected) {
+        injected = true;
+        propagator.inject(context, out, defaultTextMapSetter);
+      }
       out[name] = headers[name]!;
     }
-    if (!injected) inject();
+    if (!injected) propagator.inject(context, out, defaultTextMapSetter);
     return out;
   }
 
@@ -326,6 +340,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
   }
 
   effects(effects: readonly PolicyEffect[], attempt: number): void {
+    if (!this.recording) return;
     for (const e of effects) {
       const r = describeEffect(e);
       const attributes: Attributes = { 'toolproof.policy': e.policy, 'toolproof.attempt': attempt };
@@ -378,6 +393,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
   }
 
   event(name: string, attributes?: Record<string, EventValue>): void {
+    if (!this.recording) return;
     this.span.addEvent(name, attributes);
   }
 
@@ -392,7 +408,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
     this.ended = true;
     // Called from the response's 'close' listener: a throw here would take the process down.
     try {
-      this.describeEnd(request, status, ended, headersSent);
+      if (this.recording) this.describeEnd(request, status, ended, headersSent);
     } catch {
       // the span still ends, with what it had
     }

@@ -160,6 +160,23 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     expect(server.attributes['toolproof.retries']).toBe(1);
   });
 
+  it('a request the sampler leaves out: no span, and the upstream is told it is not sampled', async () => {
+    receiver = await otlpReceiver();
+    stack = await startStack({ env: otelEnv(receiver, { OTEL_TRACES_SAMPLER: 'always_off' }) });
+    const res = await post(stack, {
+      model: 'sim',
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [weatherTool],
+    });
+    expect(res.status).toBe(200);
+    await res.text();
+    await stack.app.toolproof.tracing!.flush();
+    expect(receiver.spans).toHaveLength(0);
+    expect(String(chatRequests(stack)[0]!.headers.traceparent)).toMatch(
+      new RegExp(`^00-${TRACE_ID}-[0-9a-f]{16}-00$`),
+    );
+  });
+
   it('a history repair is an event, with what was repaired', async () => {
     receiver = await otlpReceiver();
     stack = await startStack({ env: otelEnv(receiver) });
