@@ -1,0 +1,119 @@
+/**
+ * What tracing costs per request, alone: the tracing layer (server/tracing/) driven through one
+ * request's calls (server span, chat attributes, one attempt with its traceparent, its response,
+ * two harness events, the end), with a real OTLP exporter posting to a loopback sink that drains
+ * each POST; CPU per request from process.cpuUsage over many requests (export included: a flush
+ * every 256 requests, so no span is dropped). Without sockets, parsing or policies around it, the
+ * figure is steadier than an A/B of the whole server on a shared machine.
+ *
+ * `npx tsx bench/tracing-cost.ts [--requests=20000] [--rounds=5] [--protocol=http/protobuf] [--sampler=always_on]`
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { FastifyRequest } from 'fastify';
+import type { PolicyEffect } from '../policies/registry.js';
+import type { ChatCall } from '../server/chat/context.js';
+import { newTrace } from '../server/chat/trace.js';
+import { startTracing } from '../server/tracing/index.js';
+import { tracingSettings } from '../server/tracing/settings.js';
+import type { UpstreamResponse } from '../server/upstream.js';
+
+const args = new Map(
+  process.argv.slice(2).map((a) => {
+    const [k, v] = a.replace(/^--/, '').split('=');
+    return [k!, v ?? ''];
+  }),
+);
+const REQUESTS = Number(args.get('requests') || 20_000);
+const ROUNDS = Number(args.get('rounds') || 5);
+
+const sink = createServer((req, res) => {
+  req.resume();
+  req.on('end', () => res.end('{}'));
+});
+await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
+const settings = tracingSettings({
+  OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(sink.address() as AddressInfo).port}`,
+  OTEL_EXPORTER_OTLP_PROTOCOL: args.get('protocol') || 'http/protobuf',
+  OTEL_TRACES_SAMPLER: args.get('sampler') || 'parentbased_always_on',
+});
+const tracing = (await startTracing(settings))!;
+
+const request = {
+  id: 'b0d2c5a8-6f1e-4d5b-9c1a-2e3f4a5b6c7d',
+  method: 'POST',
+  url: '/v1/chat/completions',
+  headers: {
+    'content-type': 'application/json',
+    'user-agent': 'claude-cli/2.0.0 (external, cli)',
+    traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+  },
+} as unknown as FastifyRequest;
+const original = {
+  model: 'qwen3-coder',
+  messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
+  tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object' } } }],
+  stream: true,
+  temperature: 0.2,
+};
+const effects = [
+  { policy: 'force-tool-use', kind: 'forced', toolChoice: 'required' },
+  { policy: 'final-answer', kind: 'final-answer' },
+] as unknown as PolicyEffect[];
+const response = { status: 200, headers: {}, upstream: 'gpu:8000' } as unknown as UpstreamResponse;
+const usage = { prompt_tokens: 1200, completion_tokens: 480, total_tokens: 1680 };
+
+function oneRequest(): void {
+  const span = tracing.startRequest(request, '/v1/chat/completions')!;
+  const call = {
+    original,
+    api: 'chat',
+    route: {
+      name: 'qwen3-coder',
+      upstreamModel: undefined,
+      client: { label: 'gpu:8000', origin: 'http://gpu:8000' },
+    },
+    forwardHeaders: {
+      'x-request-id': request.id,
+      traceparent: request.headers.traceparent,
+      'content-type': 'application/json',
+    },
+    trace: newTrace(),
+    streamIdentity: { id: 'chatcmpl-1', model: 'qwen3-coder', created: 1 },
+    discardedTokens: 0,
+    usage,
+  } as unknown as ChatCall;
+  span.chat(call);
+  call.trace.attempts = 1;
+  span.attempt(call, original as never, call.forwardHeaders);
+  span.attemptOpened(response);
+  span.finishReason('tool_calls');
+  span.effects(effects, 1);
+  span.attemptRead({ kind: 'streamed', usage });
+  call.trace.forced = true;
+  call.trace.finalKind = 'final_answer';
+  span.end(request, 200, true, true);
+}
+
+for (let i = 0; i < 5_000; i++) {
+  oneRequest();
+  if (i % 256 === 255) await tracing.flush();
+}
+const perRequest: number[] = [];
+for (let r = 0; r < ROUNDS; r++) {
+  await tracing.flush();
+  const t0 = process.cpuUsage();
+  for (let i = 0; i < REQUESTS; i++) {
+    oneRequest();
+    if (i % 256 === 255) await tracing.flush();
+  }
+  await tracing.flush();
+  const d = process.cpuUsage(t0);
+  perRequest.push((d.user + d.system) / REQUESTS);
+}
+const sorted = [...perRequest].sort((a, b) => a - b);
+console.log(
+  `tracing, ${settings!.protocol}, sampler ${settings!.sampler.name}: ${sorted[Math.floor(sorted.length / 2)]!.toFixed(1)} µs of CPU per request (median of ${ROUNDS} x ${REQUESTS}; rounds ${perRequest.map((x) => x.toFixed(1)).join(' ')})`,
+);
+await tracing.shutdown();
+sink.close();
