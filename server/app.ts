@@ -35,7 +35,8 @@ import { createMetrics, type Metrics } from './metrics.js';
 import { FRONT_DOORS, type FrontDoorApi } from './front-doors/index.js';
 import { registerFrontDoor } from './front-doors/register.js';
 import { registerModelRoutes } from './routes/models.js';
-import { chatErrorFrame, endStreamWith, type OpenStream, OpenStreams } from './open-streams.js';
+import { chatErrorEvent } from './front-doors/chat/errors.js';
+import { endStreamWith, type OpenStream, OpenStreams } from './open-streams.js';
 import { registerOpsRoutes } from './routes/ops.js';
 import { registerPassthroughRoutes } from './routes/passthrough.js';
 import { registerRelayRoutes } from './routes/relay.js';
@@ -171,7 +172,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.decorateRequest('tp', undefined);
   app.decorateRequest('tpStart', 0);
   app.decorateReply('abortWithError', function (this: FastifyReply, err: ToolproofError) {
-    return endStreamWith(this.raw, (e) => this.request.tpAbort?.abort(e), err, chatErrorFrame);
+    return endStreamWith(this.raw, (e) => this.request.tpAbort?.abort(e), err, chatErrorEvent);
   });
 
   // Bodies are parsed once, kept raw so an untouched request is forwarded byte for byte.

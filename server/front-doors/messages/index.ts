@@ -7,7 +7,6 @@
  * their page shape.
  */
 import type { FastifyRequest } from 'fastify';
-import { toAnthropicErrorBody } from '../../../protocol/anthropic/errors.js';
 import { type MessageContext, messageId, toMessage } from '../../../protocol/anthropic/response.js';
 import { translateRequest } from '../../../protocol/anthropic/request.js';
 import type { MessagesRequest } from '../../../protocol/anthropic/types.js';
@@ -17,6 +16,7 @@ import type { ChatCall } from '../../chat/context.js';
 import { startTranslatedCall } from '../../chat/start.js';
 import { normalizeError } from '../../error-handler.js';
 import type { FrontDoor } from '../types.js';
+import { anthropicErrorBody, messagesErrorEvent } from './errors.js';
 import { registerCountTokens } from './count-tokens.js';
 import { MessagesSseOutput } from './output.js';
 import { messagesBody } from './schema.js';
@@ -49,7 +49,8 @@ export const messages: FrontDoor<'messages', MessagesTurn> = {
     tags: ['anthropic'],
     body: messagesBody,
   },
-  errorBody: toAnthropicErrorBody,
+  errorBody: anthropicErrorBody,
+  errorEvent: messagesErrorEvent,
   open(request, reply, state) {
     const body = request.body as MessagesRequest;
     const { call, droppedHeader } = startTranslatedCall(
