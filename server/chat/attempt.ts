@@ -140,7 +140,13 @@ export async function openUpstream(
     if (canFallback && shouldFallback({ status: res.status, body, bytesSentToClient: 0 })) {
       call.trace.fallback = true;
       const upstream = call.route.client.label;
-      deps.memory.remember(upstream, call.route.name, call.route.settings.fallbackTtlSeconds);
+      // Keyed by the model as the upstream knows it; the label only names the gauge's series.
+      deps.memory.remember(
+        upstream,
+        call.route.upstreamModel ?? String(call.original.model),
+        call.route.settings.fallbackTtlSeconds,
+        call.route.name,
+      );
       deps.metrics.toolChoiceFallbacks.labels(upstream, call.route.name).inc();
       deps.metrics.toolChoiceFallbackActive.labels(upstream, call.route.name).set(1);
       const phase = runRequestPolicies(call.policies, call.original, {
