@@ -39,6 +39,16 @@ async function notServed(request: FastifyRequest): Promise<never> {
   });
 }
 
+/**
+ * Unix seconds as Anthropic's RFC 3339 date, or undefined for what is no date: an upstream's
+ * `created` may be anything (a string, 1e20 or 1e400, past what a Date holds).
+ */
+function isoDate(seconds: unknown): string | undefined {
+  if (typeof seconds !== 'number' || !Number.isFinite(seconds)) return undefined;
+  const date = new Date(Math.floor(seconds) * 1000);
+  return Number.isNaN(date.getTime()) ? undefined : date.toISOString();
+}
+
 /** Anthropic Messages: Anthropic's error shape on every route of the door, its own models page. */
 export const messages: FrontDoor<'messages', MessagesTurn> = {
   api: 'messages',
@@ -110,7 +120,7 @@ export const messages: FrontDoor<'messages', MessagesTurn> = {
         ...m,
         type: 'model',
         display_name: m.id,
-        created_at: new Date((typeof m.created === 'number' ? m.created : created) * 1000).toISOString(),
+        created_at: isoDate(m.created) ?? isoDate(created),
       }));
       return {
         object: 'list',
