@@ -42,7 +42,8 @@ import { registerPassthroughRoutes } from './routes/passthrough.js';
 import { registerRelayRoutes } from './routes/relay.js';
 import { redactForLog } from './log-redact.js';
 import { createRequestLogger } from './request-logger.js';
-import { ModelLabels, modelLabel, ServedModelLabels } from './routing.js';
+import { modelLabel, ServedModelLabels } from './routing.js';
+import { ToolLabels } from './tool-labels.js';
 import { Upstreams } from './upstream.js';
 import { CompileBudgets } from './compile-budget.js';
 
@@ -154,7 +155,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       metrics,
       memory,
       policies,
-      toolLabels: new ModelLabels(200),
+      toolLabels: new ToolLabels(200),
       compileBudgets: new CompileBudgets(),
       onInternalError: (call, err) => {
         metrics.internalErrors.labels(call.route.name).inc();
