@@ -5,6 +5,7 @@
  * and returned as the other. Each chat name now stands for one declaration.
  */
 import { describe, expect, it } from 'vitest';
+import { translateTools } from '../../protocol/responses/tools.js';
 import { answerWithCall, proxyInFrontOf } from '../support/harness.js';
 
 interface SentTool {
@@ -82,4 +83,34 @@ describe('Responses namespace names beside a top-level tool already named ns__f'
       expect(plain).not.toHaveProperty('namespace');
     });
   }
+});
+
+describe('namespace naming cost', () => {
+  /** A namespace `ns` with `f` declared `dups` times, beside top-level f and ns__f, ns__f_2, ... */
+  function hostile(n: number): unknown[] {
+    const taken = Array.from({ length: n }, (_, i) => fn(i === 0 ? 'ns__f' : `ns__f_${i + 1}`, 't', 'a'));
+    const dups = Array.from({ length: n }, () => fn('f', 'ns f', 'b'));
+    return [...taken, { type: 'namespace', name: 'ns', tools: dups }, fn('f', 'top-level f', 'a')];
+  }
+  /** The best of 5 runs (GC pauses aside). */
+  const time = (tools: unknown[]) => {
+    let best = Number.POSITIVE_INFINITY;
+    for (let k = 0; k < 5; k++) {
+      const t = performance.now();
+      translateTools(tools as never, 'drop');
+      best = Math.min(best, performance.now() - t);
+    }
+    return best;
+  };
+
+  it('is linear: x4 the tools costs about x4, and the names stay unique', () => {
+    const names = translateTools(hostile(50) as never, 'drop').tools.map((t) => t.function.name);
+    expect(names.filter((n) => n === 'ns__f_51').length).toBe(50); // each duplicate: one name
+    expect(names.at(-1)).toBe('f');
+    time(hostile(1000)); // warm-up
+    const one = time(hostile(1000));
+    const four = time(hostile(4000));
+    // Quadratic (each duplicate searching past every taken name) would be x16: 16M lookups.
+    expect(four).toBeLessThan(one * 4 * 3 + 20);
+  });
 });
