@@ -23,12 +23,14 @@ import { type buildConnector, Client, type Dispatcher, Pool } from 'undici';
 /**
  * How long after its request's last byte left a close or reset still counts as the keep-alive
  * race: the server's close was on its way as the request left, and arrives within a round trip
- * (well under a millisecond on a LAN, a few within a region). A close later than this, with no
- * byte of a response, is the upstream (or a balancer in front of it) dropping a request it had
- * read and may have worked on: never sent again. The cost of the bound: an event-loop stall
- * longer than this right after the request left turns a replay into a 502.
+ * (well under a millisecond on a LAN, a few within a region, ~100 ms across the world), plus
+ * however late this process's loop reads it (up to ~80 ms measured on a 2-core box running eight
+ * test suites). A close later than this, with no byte of a response, is the upstream (or a
+ * balancer in front of it) dropping a request it had read and worked on: never sent again. The
+ * price of the bound: a loop stalled longer than this right after the request left turns a
+ * replay into a 502; the work a wrongly replayed request could repeat is at most this long.
  */
-export const REPLAY_WINDOW_MS = 50;
+export const REPLAY_WINDOW_MS = 250;
 
 /** One client's current connection: undici's Client holds one socket at a time. */
 export interface Connection {

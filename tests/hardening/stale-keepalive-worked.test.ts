@@ -67,6 +67,8 @@ async function warm(n: number): Promise<void> {
 }
 
 const WARM = 4;
+/** How long the upstream works before its reset: well past the replay window (250 ms). */
+const WORK_MS = 1_000;
 
 /** Requests the upstream read after the warm-ups: copies of the one under test. */
 function copies(): number {
@@ -93,7 +95,7 @@ describe('a reused connection reset after the upstream worked on the request', (
   ];
   for (const [name, path, body, shape] of fronts) {
     it(`is not sent again, with idle connections to spare (${name})`, async () => {
-      upstream = await generatingThenResetting(50, 300);
+      upstream = await generatingThenResetting(50, WORK_MS);
       proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
       await warm(WARM);
       const res = await fetch(`${proxy.origin}${path}`, {
