@@ -31,10 +31,15 @@ export interface ContextOverflow {
   completion?: number;
 }
 
+/**
+ * A count as the backend spelled it. One past 2^53 (or past any number: Infinity) is held at
+ * the largest safe integer, so the message each door writes still carries two numbers
+ * (Claude Code's pattern needs both), never NaN or undefined.
+ */
 const num = (s: string | undefined): number | undefined => {
   if (s === undefined || !/^\d[\d,]*$/.test(s)) return undefined;
   const n = Number(s.replace(/,/g, ''));
-  return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+  return Number.isNaN(n) ? undefined : Math.min(n, Number.MAX_SAFE_INTEGER);
 };
 
 function errorObject(body: unknown): Record<string, unknown> {

@@ -1,13 +1,20 @@
 /**
  * The one error catalogue. Every error toolproof itself produces has a code here, with its
- * HTTP status, OpenAI `type` and a default message. Only server/error-handler.ts knows how an
- * error becomes bytes on the wire; everything else throws or returns a ToolproofError.
+ * HTTP status, OpenAI `type` and a default message. How an error becomes bytes is each front
+ * door's own (server/front-doors/<api>/errors.ts: its error body and its stream's error event);
+ * everything else throws or returns a ToolproofError.
+ *
+ * Adding an error: one entry here. One that carries more than a message (an upstream's body, a
+ * Retry-After, numbers a door words its own way) adds one member to ErrorDetail, and each door
+ * that shows it reads it there.
  */
 
 export interface ErrorSpec {
   status: number;
   type: string;
   message: string;
+  /** The `code` OpenAI-shaped bodies carry instead of the TP_ERR_ name, where the API defines one. */
+  wireCode?: string;
 }
 
 export const ERROR_CATALOGUE = {
@@ -52,6 +59,8 @@ export const ERROR_CATALOGUE = {
     status: 400,
     type: 'invalid_request_error',
     message: "The conversation does not fit in the model's context window.",
+    // What Codex and OpenAI clients compact on (protocol/context-overflow.ts).
+    wireCode: 'context_length_exceeded',
   },
   TP_ERR_INTERNAL: { status: 500, type: 'server_error', message: 'toolproof failed to handle the request.' },
   TP_ERR_UPSTREAM_UNREACHABLE: {
@@ -81,6 +90,20 @@ export type ErrorCode = keyof typeof ERROR_CATALOGUE;
 
 import type { ContextOverflow } from './context-overflow.js';
 
+/**
+ * What an error carries beyond its code, status, type, message and param: one member per kind,
+ * read by the front doors (their bodies and events) and the error handler (its headers).
+ * `retryAfter`, on any member, becomes the response's Retry-After header.
+ */
+export type ErrorDetail =
+  /** An upstream's own error, relayed: its body (error.upstream in OpenAI's shape) and its Retry-After (429, 503). */
+  | { readonly kind: 'upstream'; readonly upstream: unknown; readonly retryAfter?: string }
+  /**
+   * TP_ERR_CONTEXT_LENGTH_EXCEEDED: the numbers, so each front door words it the way its
+   * clients compact on, and the upstream's body.
+   */
+  | { readonly kind: 'context-overflow'; readonly overflow: ContextOverflow; readonly upstream: unknown };
+
 export interface ToolproofErrorOptions {
   message?: string;
   param?: string | null;
@@ -88,14 +111,7 @@ export interface ToolproofErrorOptions {
   status?: number;
   /** Overrides the catalogue type (used when relaying an upstream's own error type). */
   type?: string;
-  /** The upstream's own error body, kept for clients that need it. */
-  upstream?: unknown;
-  /** The upstream's Retry-After (on a 429 or 503), relayed as the response's own header. */
-  retryAfter?: string;
-  /** The `code` clients see instead of the TP_ERR_ name, where an API defines one. */
-  wireCode?: string;
-  /** TP_ERR_CONTEXT_LENGTH_EXCEEDED: the numbers, so each front door words it its own way. */
-  overflow?: ContextOverflow;
+  detail?: ErrorDetail;
   cause?: unknown;
 }
 
@@ -104,13 +120,12 @@ export class ToolproofError extends Error {
   readonly status: number;
   readonly type: string;
   readonly param: string | null;
-  readonly upstream: unknown;
-  readonly retryAfter: string | undefined;
-  readonly wireCode: string | undefined;
-  readonly overflow: ContextOverflow | undefined;
+  /** The `code` on the wire: the catalogue's wireCode, or the TP_ERR_ name. */
+  readonly wireCode: string;
+  readonly detail: ErrorDetail | undefined;
 
   constructor(code: ErrorCode, options: ToolproofErrorOptions = {}) {
-    const spec = ERROR_CATALOGUE[code];
+    const spec: ErrorSpec = ERROR_CATALOGUE[code];
     super(
       options.message ?? spec.message,
       options.cause === undefined ? undefined : { cause: options.cause },
@@ -120,13 +135,23 @@ export class ToolproofError extends Error {
     this.status = options.status ?? spec.status;
     this.type = options.type ?? spec.type;
     this.param = options.param ?? null;
-    this.upstream = options.upstream;
-    this.retryAfter = options.retryAfter;
-    this.wireCode = options.wireCode;
-    this.overflow = options.overflow;
+    this.wireCode = spec.wireCode ?? code;
+    this.detail = options.detail;
   }
 }
 
 export function isToolproofError(value: unknown): value is ToolproofError {
   return value instanceof ToolproofError;
+}
+
+/** The Retry-After an error's response carries, whatever its kind. */
+export function retryAfterOf(err: ToolproofError): string | undefined {
+  const d = err.detail;
+  return d && 'retryAfter' in d ? d.retryAfter : undefined;
+}
+
+/** The upstream's own error body an error relays, when it relays one. */
+export function upstreamBodyOf(err: ToolproofError): unknown {
+  const d = err.detail;
+  return d && 'upstream' in d ? d.upstream : undefined;
 }

@@ -34,14 +34,16 @@ import { createMetrics, type Metrics } from './metrics.js';
 import { FRONT_DOORS, type FrontDoorApi } from './front-doors/index.js';
 import { registerFrontDoor } from './front-doors/register.js';
 import { registerModelRoutes } from './routes/models.js';
-import { chatErrorFrame, endStreamWith, type OpenStream, OpenStreams } from './open-streams.js';
+import { chatErrorEvent } from './front-doors/chat/errors.js';
+import { endStreamWith, type OpenStream, OpenStreams } from './open-streams.js';
 import { registerOpsRoutes } from './routes/ops.js';
 import { registerPassthroughRoutes } from './routes/passthrough.js';
 import { registerRelayRoutes } from './routes/relay.js';
 import { redactForLog } from './log-redact.js';
 import { createRequestLogger } from './request-logger.js';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
-import { ModelLabels, modelLabel, ServedModelLabels } from './routing.js';
+import { modelLabel, ServedModelLabels } from './routing.js';
+import { ToolLabels } from './tool-labels.js';
 import { Upstreams } from './upstream.js';
 import { CompileBudgets } from './compile-budget.js';
 import { type RequestSpan, startTracing } from './tracing/index.js';
@@ -152,7 +154,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       metrics,
       memory,
       policies,
-      toolLabels: new ModelLabels(200),
+      toolLabels: new ToolLabels(200),
       compileBudgets: new CompileBudgets(),
       onInternalError: (call, err) => {
         metrics.internalErrors.labels(call.route.name).inc();
@@ -174,7 +176,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.decorateRequest('tpStart', 0);
   app.decorateRequest('tpSpan', undefined);
   app.decorateReply('abortWithError', function (this: FastifyReply, err: ToolproofError) {
-    return endStreamWith(this.raw, (e) => this.request.tpAbort?.abort(e), err, chatErrorFrame);
+    return endStreamWith(this.raw, (e) => this.request.tpAbort?.abort(e), err, chatErrorEvent);
   });
 
   // Bodies are parsed once, kept raw so an untouched request is forwarded byte for byte.

@@ -10,6 +10,20 @@ import type { ChatCall } from './chat/context.js';
 
 const DROPPED_TOOLS_HEADER = 'x-toolproof-dropped-tools';
 
+/**
+ * Types named in the header and the log line; more are counted (`, +N more`). A type is at most
+ * ~40 characters, so the header stays under 1 KB, far below what clients and proxies accept
+ * (undici's fetch: 16 KiB for all headers; nginx's proxy buffer: 4-8 KiB). 4,000 dated server
+ * tools made an 84 KB header that a default fetch refused (UND_ERR_HEADERS_OVERFLOW).
+ */
+export const DROPPED_TOOLS_LISTED = 16;
+
+/** The distinct types, the first DROPPED_TOOLS_LISTED of them named. */
+function listed(types: readonly string[]): string[] {
+  if (types.length <= DROPPED_TOOLS_LISTED) return [...types];
+  return [...types.slice(0, DROPPED_TOOLS_LISTED), `+${types.length - DROPPED_TOOLS_LISTED} more`];
+}
+
 function toolFamily(type: string): string {
   return type.replace(/_\d{8}$/, '');
 }
@@ -25,7 +39,7 @@ export function reportDroppedTools(
   dropped: readonly string[],
 ): Record<string, string> {
   if (dropped.length === 0) return {};
-  const types = [...new Set(dropped)];
+  const types = listed([...new Set(dropped)]);
   call.trace.droppedTools = types;
   const value = types.join(', ');
   reply.header(DROPPED_TOOLS_HEADER, value);

@@ -1,27 +1,22 @@
 /**
- * The only place that knows the error wire shape. Everything toolproof rejects or fails at,
- * and every upstream error it relays, leaves as {"error":{"message","type","param","code"}}.
+ * Errors to answers: any thrown value to a ToolproofError (normalizeError), an upstream's error
+ * to one (fromUpstreamError), and the handlers that answer them in a shape a front door owns
+ * (server/front-doors/<api>/errors.ts; OpenAI's, chat's, outside every door).
  */
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { toAnthropicErrorBody } from '../protocol/anthropic/errors.js';
+import { openAIOverflowMessage, parseContextOverflow } from '../protocol/context-overflow.js';
 import {
-  CONTEXT_LENGTH_EXCEEDED,
-  openAIOverflowMessage,
-  parseContextOverflow,
-} from '../protocol/context-overflow.js';
-import { ERROR_CATALOGUE, type ErrorCode, isToolproofError, ToolproofError } from '../protocol/errors.js';
-import type { OpenAIErrorBody } from '../protocol/openai.js';
-
-export function toErrorBody(err: ToolproofError): OpenAIErrorBody {
-  const body: OpenAIErrorBody = {
-    error: { message: err.message, type: err.type, param: err.param, code: err.wireCode ?? err.code },
-  };
-  if (err.upstream !== undefined) body.error.upstream = err.upstream;
-  return body;
-}
+  ERROR_CATALOGUE,
+  type ErrorCode,
+  isToolproofError,
+  retryAfterOf,
+  ToolproofError,
+} from '../protocol/errors.js';
+import { openAIErrorBody } from './front-doors/chat/errors.js';
+import { anthropicErrorBody } from './front-doors/messages/errors.js';
 
 /**
  * A request node's HTTP parser refused before any route saw it (headers too large, a bad
@@ -40,7 +35,7 @@ export function clientErrorResponse(err: { code?: string; rawPacket?: unknown })
   // node hands the bytes it had read as a Buffer (typed otherwise in Fastify's declarations).
   const line = Buffer.isBuffer(err.rawPacket) ? err.rawPacket.subarray(0, 256).toString('latin1') : '';
   const anthropic = /^[A-Z]+ \/v1\/messages(?:[/?\s])/.test(line);
-  const body = JSON.stringify(anthropic ? toAnthropicErrorBody(tpErr) : toErrorBody(tpErr));
+  const body = JSON.stringify(anthropic ? anthropicErrorBody(tpErr) : openAIErrorBody(tpErr));
   return (
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
     `Content-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`
@@ -84,7 +79,7 @@ export function parseUpstreamBody(text: string): unknown {
  * An upstream's Retry-After worth relaying: on a 429 or a 503 (RFC 9110 §10.2.3), as delay
  * seconds or an HTTP date, nothing else (a header value is never copied blindly).
  */
-function retryAfterOf(status: number, headers: IncomingHttpHeaders | undefined): string | undefined {
+function relayedRetryAfter(status: number, headers: IncomingHttpHeaders | undefined): string | undefined {
   if (status !== 429 && status !== 503) return undefined;
   const value = headers?.['retry-after'];
   if (typeof value !== 'string') return undefined;
@@ -96,7 +91,8 @@ function retryAfterOf(status: number, headers: IncomingHttpHeaders | undefined):
 
 /** Sets the relayed Retry-After of `err` on a response not yet sent. */
 function setRetryAfter(reply: FastifyReply, err: ToolproofError): void {
-  if (err.retryAfter !== undefined) reply.header('retry-after', err.retryAfter);
+  const retryAfter = retryAfterOf(err);
+  if (retryAfter !== undefined) reply.header('retry-after', retryAfter);
 }
 
 /**
@@ -110,7 +106,7 @@ export function fromUpstreamError(
   label: string,
   headers?: IncomingHttpHeaders,
 ): ToolproofError {
-  const retryAfter = retryAfterOf(status, headers);
+  const retryAfter = relayedRetryAfter(status, headers);
   // The conversation does not fit: every front door answers with what its clients compact on.
   const overflow = status === 400 || status === 413 || status >= 500 ? parseContextOverflow(body) : undefined;
   if (overflow)
@@ -118,9 +114,7 @@ export function fromUpstreamError(
       status: 400,
       param: 'messages',
       message: openAIOverflowMessage(overflow),
-      wireCode: CONTEXT_LENGTH_EXCEEDED,
-      upstream: body,
-      overflow,
+      detail: { kind: 'context-overflow', overflow, upstream: body },
     });
   const inner =
     body && typeof body === 'object' && typeof (body as Record<string, unknown>).error === 'object'
@@ -135,8 +129,7 @@ export function fromUpstreamError(
     type,
     param,
     message: upstreamErrorMessage(body, `The upstream ${label} returned HTTP ${status}.`),
-    upstream: body,
-    ...(retryAfter === undefined ? {} : { retryAfter }),
+    detail: { kind: 'upstream', upstream: body, ...(retryAfter === undefined ? {} : { retryAfter }) },
   });
 }
 
@@ -205,12 +198,12 @@ export function registerErrorHandling(
   /** toolproof's own bug answered as a 500 (counted by the caller's metrics). */
   onInternalError?: (model: string) => void,
 ): void {
-  app.setErrorHandler(errorHandler(toErrorBody, onInternalError));
+  app.setErrorHandler(errorHandler(openAIErrorBody, onInternalError));
   app.setNotFoundHandler((request, reply) => {
     const err = new ToolproofError('TP_ERR_NOT_FOUND', {
       message: `Unknown route: ${request.method} ${request.url.split('?')[0]}.`,
     });
-    reply.code(err.status).send(toErrorBody(err));
+    reply.code(err.status).send(openAIErrorBody(err));
   });
 }
 

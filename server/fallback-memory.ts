@@ -1,38 +1,67 @@
 /**
- * Remembers, per upstream and model, that tool_choice "required" was rejected, so later
- * requests go straight to "auto" without paying a failed round trip. Entries expire after a
- * TTL (the backend may be upgraded or restarted with other flags).
+ * Remembers, per upstream and model name as sent upstream, that tool_choice "required" was
+ * rejected, so later requests of that model go straight to "auto" without paying a failed round
+ * trip. Keyed by the upstream's own name for the model, never by its metrics label: an unlisted
+ * model's label is "other" until it is listed or answered, so a label would forget a model whose
+ * label changed, and would share one memory among all the unlisted models of an upstream.
+ * Entries expire after a TTL (the backend may be upgraded or restarted with other flags); the
+ * client picks the names, so the memory holds at most MAX_ENTRIES (the oldest go first).
  */
+const MAX_ENTRIES = 4096;
+
+interface Entry {
+  until: number;
+  /** The model's metrics label, for the toolproof_tool_choice_fallback_active gauge. */
+  label: string;
+}
+
 export class FallbackMemory {
-  private readonly until = new Map<string, number>();
-  constructor(private readonly now: () => number = Date.now) {}
+  private readonly entries = new Map<string, Entry>();
+  constructor(
+    private readonly now: () => number = Date.now,
+    private readonly maxEntries = MAX_ENTRIES,
+  ) {}
 
   private key(upstream: string, model: string): string {
     return `${upstream}\u0000${model}`;
   }
 
-  remember(upstream: string, model: string, ttlSeconds: number): void {
-    this.until.set(this.key(upstream, model), this.now() + ttlSeconds * 1000);
+  /** `model` as sent upstream; `label` its metrics label (the model itself by default). */
+  remember(upstream: string, model: string, ttlSeconds: number, label = model): void {
+    const k = this.key(upstream, model);
+    this.entries.delete(k); // re-inserted last: the newest
+    if (this.entries.size >= this.maxEntries) this.evict();
+    this.entries.set(k, { until: this.now() + ttlSeconds * 1000, label });
   }
 
   isActive(upstream: string, model: string): boolean {
     const k = this.key(upstream, model);
-    const t = this.until.get(k);
-    if (t === undefined) return false;
-    if (t <= this.now()) {
-      this.until.delete(k);
+    const e = this.entries.get(k);
+    if (e === undefined) return false;
+    if (e.until <= this.now()) {
+      this.entries.delete(k);
       return false;
     }
     return true;
   }
 
-  /** [upstream, model] pairs currently remembered (for the metrics gauge). */
+  /** [upstream, model label] pairs currently remembered (for the metrics gauge). */
   active(): Array<[string, string]> {
     const out: Array<[string, string]> = [];
-    for (const k of [...this.until.keys()]) {
-      const [u, m] = k.split('\u0000') as [string, string];
-      if (this.isActive(u, m)) out.push([u, m]);
+    const now = this.now();
+    for (const [k, e] of [...this.entries]) {
+      if (e.until <= now) this.entries.delete(k);
+      else out.push([k.slice(0, k.indexOf('\u0000')), e.label]);
     }
     return out;
+  }
+
+  /** Expired entries, then the oldest when none had expired. */
+  private evict(): void {
+    const now = this.now();
+    for (const [k, e] of this.entries) if (e.until <= now) this.entries.delete(k);
+    if (this.entries.size < this.maxEntries) return;
+    const oldest = this.entries.keys().next();
+    if (!oldest.done) this.entries.delete(oldest.value);
   }
 }

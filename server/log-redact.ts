@@ -50,8 +50,21 @@ function quotedEnd(s: string, i: number): number {
   return s.length;
 }
 
+/**
+ * llama-server's "Failed to parse input at pos N: <the model's output from pos N>": the output
+ * (a leaked call's arguments: an address, a mail body) is the user's, not the log's. Kept: the
+ * prefix and the output's length.
+ */
+const PARSE_FAILURE = /Failed to parse input at pos \d{1,12}: /;
+
 /** `message` fit for a log line: echoed input values replaced, then cut to LOG_MESSAGE_MAX. */
 export function redactForLog(message: string): string {
+  const failure = PARSE_FAILURE.exec(message.length > 64 * 1024 ? message.slice(0, 64 * 1024) : message);
+  if (failure) {
+    const head = message.slice(0, failure.index + failure[0].length);
+    const rest = message.length - head.length;
+    return `${redactForLog(head.slice(0, -2))}: [model output redacted: ${rest} characters]`;
+  }
   // Only the head can reach the line: redact a bounded prefix (plus room for the values cut).
   const s = message.length > 64 * 1024 ? message.slice(0, 64 * 1024) : message;
   let out = '';

@@ -1,15 +1,13 @@
 /**
  * Streams open right now, so that the shutdown deadline can end each one honestly (the API's own
  * error event) instead of resetting the connection mid-event. app.ts registers every request's
- * response with its Fastify reply, whose abortWithError is the OpenAI chat framing
- * (`data: {error}` + `data: [DONE]`, what pass-through clients read); a front door whose stream speaks another API registers its own StreamOutput
+ * response with its Fastify reply, whose abortWithError is the chat door's error event
+ * (`data: {error}` + `data: [DONE]`, what pass-through clients read: front-doors/chat/errors.ts); a front door whose stream speaks another API registers its own StreamOutput
  * under the same response, replacing that default, so each stream is framed by the code that
  * wrote it, never guessed from the URL. Ending twice is a no-op.
  */
 import type { ServerResponse } from 'node:http';
 import type { ToolproofError } from '../protocol/errors.js';
-import { toErrorBody } from './error-handler.js';
-import { SSE_DONE, sseData } from './sse.js';
 
 export interface OpenStream {
   /** Ends the stream with its API's error event; resolves once the bytes are handed to the socket. */
@@ -134,9 +132,4 @@ export function endStreamWith(
     res.once('close', resolve);
     res.end(`\n\n${frame(err)}`, () => resolve());
   });
-}
-
-/** The chat-completions error framing: the error object as an event, then `data: [DONE]`. */
-export function chatErrorFrame(err: ToolproofError): string {
-  return sseData(JSON.stringify(toErrorBody(err))) + SSE_DONE;
 }

@@ -17,7 +17,20 @@
  * its client as they are).
  */
 import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { type buildConnector, Client, type Dispatcher, Pool } from 'undici';
+
+/**
+ * How long after its request's last byte left a close or reset still counts as the keep-alive
+ * race: the server's close was on its way as the request left, and arrives within a round trip
+ * (well under a millisecond on a LAN, a few within a region, ~100 ms across the world), plus
+ * however late this process's loop reads it (up to ~80 ms measured on a 2-core box running eight
+ * test suites). A close later than this, with no byte of a response, is the upstream (or a
+ * balancer in front of it) dropping a request it had read and worked on: never sent again. The
+ * price of the bound: a loop stalled longer than this right after the request left turns a
+ * replay into a 502; the work a wrongly replayed request could repeat is at most this long.
+ */
+export const REPLAY_WINDOW_MS = 250;
 
 /** One client's current connection: undici's Client holds one socket at a time. */
 export interface Connection {
@@ -38,12 +51,73 @@ class ProbedClient extends Client {
 
   override dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
     const probe = probes.get(opts);
-    if (probe) probe.connection = this.connection;
+    if (probe) {
+      probe.connection = this.connection;
+      // A pool hands its clients the handler in undici's older (callback) form, which is told when
+      // the request's last byte was written; the newer form is not.
+      if (isLegacyHandler(handler)) handler = new SentProbe(handler, probe) as never;
+    }
     return super.dispatch(opts, handler);
   }
 }
 
 const probes = new WeakMap<Dispatcher.DispatchOptions, ConnectionProbe>();
+
+/** undici's callback handler, as a pool hands it to its clients. */
+interface LegacyHandler {
+  onConnect(abort: (err?: Error) => void, context?: object): void;
+  onError(err: Error): void;
+  onUpgrade?(statusCode: number, headers: unknown, socket: unknown): void;
+  onResponseStarted?(): void;
+  onHeaders?(statusCode: number, headers: unknown, resume: () => void, statusText: string): boolean;
+  onData?(chunk: Buffer): boolean;
+  onComplete?(trailers: unknown): void;
+  onBodySent?(chunk: unknown): void;
+  onRequestSent?(): void;
+}
+
+function isLegacyHandler(h: object): h is LegacyHandler {
+  const o = h as Partial<LegacyHandler> & { onRequestStart?: unknown };
+  return (
+    typeof o.onConnect === 'function' && typeof o.onError === 'function' && o.onRequestStart === undefined
+  );
+}
+
+/** The handler as it was, plus the moment its request's last byte was written (ConnectionProbe.sent). */
+class SentProbe implements LegacyHandler {
+  constructor(
+    private readonly inner: LegacyHandler,
+    private readonly probe: ConnectionProbe,
+  ) {}
+  onConnect(abort: (err?: Error) => void, context?: object): void {
+    this.inner.onConnect(abort, context);
+  }
+  onError(err: Error): void {
+    this.inner.onError(err);
+  }
+  onUpgrade(statusCode: number, headers: unknown, socket: unknown): void {
+    this.inner.onUpgrade?.(statusCode, headers, socket);
+  }
+  onResponseStarted(): void {
+    this.inner.onResponseStarted?.();
+  }
+  onHeaders(statusCode: number, headers: unknown, resume: () => void, statusText: string): boolean {
+    return this.inner.onHeaders?.(statusCode, headers, resume, statusText) ?? true;
+  }
+  onData(chunk: Buffer): boolean {
+    return this.inner.onData?.(chunk) ?? true;
+  }
+  onComplete(trailers: unknown): void {
+    this.inner.onComplete?.(trailers);
+  }
+  onBodySent(chunk: unknown): void {
+    this.inner.onBodySent?.(chunk);
+  }
+  onRequestSent(): void {
+    this.probe.sent();
+    this.inner.onRequestSent?.();
+  }
+}
 
 /** Pool's `factory`: a ProbedClient whose connector records the socket it opens. */
 export function probedClient(origin: URL, opts: object): Dispatcher {
@@ -81,6 +155,10 @@ export class ConnectionProbe {
   private socket: Socket | null = null;
   private headsBefore = 0;
   private readBefore = 0;
+  /** The peer had closed its side before this request was written. */
+  private peerClosedBefore = false;
+  /** When the request's last byte left this process (performance.now()); unset before. */
+  private sentAt: number | undefined;
 
   constructor(opts: Dispatcher.DispatchOptions) {
     probes.set(opts, this);
@@ -92,6 +170,20 @@ export class ConnectionProbe {
     this.socket = c?.socket ?? null;
     this.headsBefore = c?.heads ?? 0;
     this.readBefore = this.socket?.bytesRead ?? 0;
+    this.peerClosedBefore = this.socket?.readableEnded === true;
+  }
+
+  /**
+   * undici wrote the request's last byte: handed to the socket, which may still buffer it (a body
+   * of a few MB). It has left once the socket drained.
+   */
+  sent(): void {
+    const socket = this.socket;
+    if (socket?.writableNeedDrain) {
+      socket.once('drain', () => {
+        this.sentAt ??= performance.now();
+      });
+    } else this.sentAt = performance.now();
   }
 
   /** Its response head arrived. */
@@ -106,13 +198,19 @@ export class ConnectionProbe {
    * (its keep-alive timer; RFC 9112 §9.3): a server that reads a request answers it, an error
    * status included. Its close was on its way when the request left (or had already arrived
    * while this process was stalled): the request, or the rest of its body, met a closed socket.
-   * This is what browsers and HTTP clients retry. (A server that dies while it generates loses
-   * that work whatever is done here: the replay discards nothing.) On a fresh connection the same failure is the
+   * This is what browsers and HTTP clients retry, bounded here to closes that prove it (below). On a fresh connection the same failure is the
    * server refusing this very request, and it stays an error; a failure after any byte of the
    * response is the server's answer failing, and stays an error too.
    */
   unanswered(): boolean {
-    return this.socket !== null && this.headsBefore > 0 && this.socket.bytesRead === this.readBefore;
+    if (this.socket === null || this.headsBefore === 0 || this.socket.bytesRead !== this.readBefore)
+      return false;
+    // And the close proves the request was not read: the peer had closed before it was written,
+    // it came while the request was still being written, or within a round trip of its last byte.
+    // Later, the upstream (or a balancer in front) dropped a request it had read: sending it
+    // again would run the same generation twice.
+    if (this.peerClosedBefore || this.sentAt === undefined) return true;
+    return performance.now() - this.sentAt <= REPLAY_WINDOW_MS;
   }
 }
 

@@ -188,6 +188,39 @@ export interface ToolsTranslation {
   dropped: string[];
 }
 
+/**
+ * Chat names: the client's, qualified as `namespace__name` only where two would be the same.
+ * A qualified name may itself be declared (a top-level `ns__f` beside namespace `ns` holding `f`):
+ * then `_2`, `_3`, ... is added until it names no other tool, so each chat name stands for one
+ * declaration and a call comes back as the tool it was. Deterministic: the same tools give the
+ * same names on every turn (the prompt's prefix stays the same).
+ */
+function chatNames(declared: readonly Declared[]): string[] {
+  const count = new Map<string, number>();
+  for (const d of declared) count.set(d.entry.name, (count.get(d.entry.name) ?? 0) + 1);
+  const qualifies = (d: Declared) => (count.get(d.entry.name) ?? 0) > 1 && d.entry.namespace !== undefined;
+  // Which declaration each name stands for: first the names kept as the client wrote them.
+  const owner = new Map<string, string>();
+  for (const d of declared) {
+    if (!qualifies(d) && !owner.has(d.entry.name))
+      owner.set(d.entry.name, key(d.entry.name, d.entry.namespace));
+  }
+  // One search per declaration (a duplicate reuses it): the cost stays linear in the tools.
+  const named = new Map<string, string>();
+  return declared.map((d) => {
+    if (!qualifies(d)) return d.entry.name;
+    const id = key(d.entry.name, d.entry.namespace);
+    const known = named.get(id);
+    if (known !== undefined) return known;
+    const base = `${d.entry.namespace}__${d.entry.name}`;
+    let name = base;
+    for (let n = 2; owner.has(name); n++) name = `${base}_${n}`;
+    owner.set(name, id);
+    named.set(id, name);
+    return name;
+  });
+}
+
 export function translateTools(
   tools: ResponsesRequest['tools'],
   hosted: 'drop' | 'reject',
@@ -236,20 +269,17 @@ export function translateTools(
     }
   });
 
-  // Chat names: the client's, qualified by namespace only where two would be the same.
-  const count = new Map<string, number>();
-  for (const d of declared) count.set(d.entry.name, (count.get(d.entry.name) ?? 0) + 1);
+  const names = chatNames(declared);
   const catalog = emptyCatalog();
   const out: ToolDef[] = [];
-  for (const d of declared) {
-    let name = d.entry.name;
-    if ((count.get(name) ?? 0) > 1 && d.entry.namespace) name = `${d.entry.namespace}__${name}`;
+  declared.forEach((d, i) => {
+    const name = names[i]!;
     // A name declared twice goes upstream twice, as before; the first declaration maps calls.
     if (!catalog.byChatName.has(name)) {
       catalog.byChatName.set(name, d.entry);
       catalog.chatName.set(key(d.entry.name, d.entry.namespace), name);
     }
     out.push(name === d.def.function.name ? d.def : { ...d.def, function: { ...d.def.function, name } });
-  }
+  });
   return { tools: out, catalog, dropped };
 }

@@ -28,6 +28,16 @@ export type OpenedResponse = Extract<OpenResult, { kind: 'ok' }>;
 export interface SeenOutput {
   calls: boolean;
   content: boolean;
+  /** Names of the calls shown (the first MAX_SEEN_NAMES): the tools' metric labels. */
+  names?: string[];
+}
+
+const MAX_SEEN_NAMES = 16;
+
+function noteName(seen: SeenOutput, name: unknown): void {
+  if (typeof name !== 'string' || name.length === 0) return;
+  const names = (seen.names ??= []);
+  if (names.length < MAX_SEEN_NAMES && !names.includes(name)) names.push(name);
 }
 
 /** What one upstream response amounted to, as a driver read it. Drivers report; the loop decides. */
@@ -74,7 +84,11 @@ export interface AttemptDriver {
 /** Notes what one chunk shows the client. */
 export function noteSeen(seen: SeenOutput, chunk: ChatCompletionChunk): void {
   for (const c of chunk.choices ?? []) {
-    if (c.delta?.tool_calls?.length) seen.calls = true;
+    const calls = c.delta?.tool_calls;
+    if (calls?.length) {
+      seen.calls = true;
+      for (const t of calls) noteName(seen, t.function?.name);
+    }
     if (typeof c.delta?.content === 'string' && c.delta.content.length > 0) seen.content = true;
   }
 }
@@ -84,7 +98,10 @@ export function seenInCompletion(c: ChatCompletion): SeenOutput {
   const seen: SeenOutput = { calls: false, content: false };
   for (const choice of c.choices ?? []) {
     const msg = choice?.message;
-    if ((msg?.tool_calls?.length ?? 0) > 0) seen.calls = true;
+    if ((msg?.tool_calls?.length ?? 0) > 0) {
+      seen.calls = true;
+      for (const t of msg!.tool_calls!) noteName(seen, t.function?.name);
+    }
     if (typeof msg?.content === 'string' && msg.content.length > 0) seen.content = true;
   }
   return seen;

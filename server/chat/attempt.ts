@@ -150,7 +150,13 @@ export async function openUpstream(
         'toolproof.tool_choice': 'auto',
       });
       const upstream = call.route.client.label;
-      deps.memory.remember(upstream, call.route.name, call.route.settings.fallbackTtlSeconds);
+      // Keyed by the model as the upstream knows it; the label only names the gauge's series.
+      deps.memory.remember(
+        upstream,
+        call.route.upstreamModel ?? String(call.original.model),
+        call.route.settings.fallbackTtlSeconds,
+        call.route.name,
+      );
       deps.metrics.toolChoiceFallbacks.labels(upstream, call.route.name).inc();
       deps.metrics.toolChoiceFallbackActive.labels(upstream, call.route.name).set(1);
       const phase = runRequestPolicies(call.policies, call.original, {

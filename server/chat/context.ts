@@ -12,7 +12,8 @@ import type { CompileBudgets } from '../compile-budget.js';
 import type { Config } from '../config.js';
 import type { FallbackMemory } from '../fallback-memory.js';
 import type { Metrics } from '../metrics.js';
-import type { ModelLabels, ResolvedRoute } from '../routing.js';
+import type { ResolvedRoute } from '../routing.js';
+import type { ToolLabels } from '../tool-labels.js';
 import type { RequestPhase } from '../../policies/composition.js';
 import type { HarnessTrace } from './trace.js';
 import type { RequestSpan } from '../tracing/types.js';
@@ -25,7 +26,7 @@ export interface ChatDeps {
   /** Saves a raw upstream response for diagnosis when configured (rawDumpDir). */
   dumpRaw?: (reqId: string, attempt: number, text: string) => void;
   /** Bounded label values for tool names in metrics. */
-  toolLabels: ModelLabels;
+  toolLabels: ToolLabels;
   /** toolproof's own bug surfaced in a request: logged with its stack and counted. */
   onInternalError?: (call: ChatCall, err: unknown) => void;
   /** What compiling client schemas may cost (per request and per process); unlimited when absent. */

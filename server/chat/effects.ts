@@ -65,8 +65,8 @@ export function recordPolicyEffects(call: ChatCall, deps: ChatDeps, effects: rea
       }
       case 'validation-failed':
         t.validationFailures.push({ tool: r.tool, detail: r.detail });
-        // Label values stay a small set: a name the model invented is "undeclared", and
-        // declared names past the first few hundred share "other".
+        // Label values stay a small set: a name the model invented is "undeclared", and a
+        // declared one is "other" until a call of it passed the checks (tool-labels.ts).
         m.argumentValidationFailures
           .labels(model, r.undeclared ? 'undeclared' : deps.toolLabels.label(r.tool.slice(0, 64)))
           .inc();

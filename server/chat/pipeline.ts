@@ -117,6 +117,8 @@ async function runAttempts(
         continue;
       }
       const seen = await driver.deliver(end);
+      // Calls that went out checked make their tools' names labels (tool-labels.ts).
+      if (!invalid && seen.names) deps.toolLabels.passed(seen.names);
       call.usage = usage;
       call.trace.finalKind = classifyFinal(seen, call.trace.finalAnswer);
       return await driver.finish(usage);

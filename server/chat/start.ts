@@ -65,7 +65,7 @@ export function startChatCall(
     controller,
     newTrace(),
     forwardHeaders(request.headers, request.id, state.config.simulator),
-    state.memory.isActive(route.client.label, route.name),
+    state.memory.isActive(route.client.label, route.upstreamModel ?? String(body.model)),
     api,
   );
   // Several replicas: the conversation's key picks the one that holds its prefix in cache.

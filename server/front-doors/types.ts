@@ -41,9 +41,15 @@ export interface FrontDoor<Name extends string = string, Turn = unknown> {
   readonly schema: { readonly summary: string; readonly tags: readonly string[]; readonly body: object };
   /**
    * The API's error body. Every error on the door's routes (a schema 400, the auth hook's 401, an
-   * upstream error, an internal one) is answered in it; a stream's failure frames its own.
+   * upstream error, an internal one) is answered in it. Its special kinds are in err.detail.
    */
   errorBody(err: ToolproofError): unknown;
+  /**
+   * The API's stream error: the SSE bytes that end a stream which failed after its headers went
+   * out (a failed attempt, the shutdown deadline). `turn` is the request's (Responses frames the
+   * response as it stands).
+   */
+  errorEvent(err: ToolproofError, turn: Turn): string;
   /**
    * The translation to chat: the request opened as a chat call (startChatCall, or
    * startTranslatedCall for a body that is translated first). Sets what the door sends on every

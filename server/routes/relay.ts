@@ -9,9 +9,10 @@ import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
 import { RequestAbort } from '../abort.js';
 import { readText, readUpstreamBytes } from '../chat/attempt.js';
 import type { AppState } from '../app-state.js';
-import { fromUpstreamError, parseUpstreamBody, toErrorBody } from '../error-handler.js';
+import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
+import { chatErrorEvent } from '../front-doors/chat/errors.js';
 import { resolveRoute } from '../routing.js';
-import { SSE_DONE, sseData } from '../sse.js';
+import { SSE_DONE } from '../sse.js';
 import { untilDrainOrClose } from '../drain.js';
 import { toUpstreamError } from '../upstream.js';
 import { completionBody, embeddingBody } from './schemas.js';
@@ -84,7 +85,7 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
             mapped instanceof ToolproofError
               ? mapped
               : new ToolproofError('TP_ERR_UPSTREAM_UNREACHABLE', { cause: err });
-          reply.raw.write(`\n\n${sseData(JSON.stringify(toErrorBody(e)))}${SSE_DONE}`);
+          reply.raw.write(`\n\n${chatErrorEvent(e)}`);
         }
       } finally {
         if (!reply.raw.writableEnded) reply.raw.end();

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { estimateTokens, tokenizeCount } from '../../protocol/anthropic/count.js';
-import { toAnthropicErrorBody } from '../../protocol/anthropic/errors.js';
+import { anthropicErrorBody as toAnthropicErrorBody } from '../../server/front-doors/messages/errors.js';
 import { type TranslateOptions, toChatRequest } from '../../protocol/anthropic/request.js';
 import { stopReason, toMessage, toolInput } from '../../protocol/anthropic/response.js';
 import type { MessagesRequest } from '../../protocol/anthropic/types.js';
@@ -228,7 +228,8 @@ describe('response mapping', () => {
 
 describe('errors', () => {
   it('Anthropic types by status', () => {
-    const anthropicErrorType = (status: number) => toAnthropicErrorBody({ status, message: 'm' }).error.type;
+    const anthropicErrorType = (status: number) =>
+      toAnthropicErrorBody({ status, message: 'm', detail: undefined }).error.type;
     expect([400, 401, 403, 404, 413, 415, 429, 500, 502, 503, 504].map(anthropicErrorType)).toEqual([
       'invalid_request_error',
       'authentication_error',

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ERROR_CATALOGUE, ToolproofError } from '../../protocol/errors.js';
-import { toErrorBody } from '../../server/error-handler.js';
+import { openAIErrorBody as toErrorBody } from '../../server/front-doors/chat/errors.js';
 
 function sources(dir: string): string {
   return readdirSync(dir)

@@ -22,6 +22,7 @@ const probe: FrontDoor<'chat', ChatCall> = {
   path: '/v1/probe',
   schema: { summary: 'A probe door.', tags: ['probe'], body: { ...chatCompletionBody, $id: 'ProbeRequest' } },
   errorBody: (err) => ({ probe_error: { code: err.code, message: err.message } }),
+  errorEvent: (err) => `data: ${JSON.stringify({ probe_error: { code: err.code } })}\n\n`,
   open: (request, _reply, state) =>
     startChatCall(request, state, request.body as ChatCompletionRequest, 'chat', request.rawBody),
   callOf: (call) => call,

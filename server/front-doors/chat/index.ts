@@ -5,8 +5,8 @@
 import type { ChatCompletionRequest } from '../../../protocol/openai.js';
 import type { ChatCall } from '../../chat/context.js';
 import { startChatCall } from '../../chat/start.js';
-import { toErrorBody } from '../../error-handler.js';
 import type { FrontDoor } from '../types.js';
+import { chatErrorEvent, openAIErrorBody } from './errors.js';
 import { ChatSseOutput } from './output.js';
 import { chatCompletionBody } from './schema.js';
 
@@ -23,7 +23,8 @@ export const chat: FrontDoor<'chat', ChatCall> = {
     tags: ['openai'],
     body: chatCompletionBody,
   },
-  errorBody: toErrorBody,
+  errorBody: openAIErrorBody,
+  errorEvent: chatErrorEvent,
   open(request, _reply, state) {
     return startChatCall(request, state, request.body as ChatCompletionRequest, 'chat', request.rawBody);
   },

@@ -2,10 +2,10 @@
 import type { ToolproofError } from '../../../protocol/errors.js';
 import type { ChatCompletionChunk, ChatCompletionRequest } from '../../../protocol/openai.js';
 import type { StreamOutput, StreamSummary } from '../../chat/output.js';
-import { toErrorBody } from '../../error-handler.js';
 import { SSE_KEEPALIVE_COMMENT } from '../../keep-alive.js';
 import { SSE_DONE, sseData } from '../../sse.js';
 import { SseWriter, writeRaw } from '../../sse-writer.js';
+import { chatErrorEvent } from './errors.js';
 
 /** Chat completions framing: `data: <chunk>` events, a summed usage chunk, `data: [DONE]`. */
 export class ChatSseOutput extends SseWriter implements StreamOutput {
@@ -62,7 +62,7 @@ export class ChatSseOutput extends SseWriter implements StreamOutput {
   }
 
   async fail(err: ToolproofError): Promise<void> {
-    await writeRaw(this.reply, sseData(JSON.stringify(toErrorBody(err))) + SSE_DONE);
+    await writeRaw(this.reply, chatErrorEvent(err));
     this.close();
   }
 }

@@ -7,7 +7,6 @@
  * their page shape.
  */
 import type { FastifyRequest } from 'fastify';
-import { toAnthropicErrorBody } from '../../../protocol/anthropic/errors.js';
 import { type MessageContext, messageId, toMessage } from '../../../protocol/anthropic/response.js';
 import { translateRequest } from '../../../protocol/anthropic/request.js';
 import type { MessagesRequest } from '../../../protocol/anthropic/types.js';
@@ -17,6 +16,7 @@ import type { ChatCall } from '../../chat/context.js';
 import { startTranslatedCall } from '../../chat/start.js';
 import { normalizeError } from '../../error-handler.js';
 import type { FrontDoor } from '../types.js';
+import { anthropicErrorBody, messagesErrorEvent } from './errors.js';
 import { registerCountTokens } from './count-tokens.js';
 import { MessagesSseOutput } from './output.js';
 import { messagesBody } from './schema.js';
@@ -39,6 +39,16 @@ async function notServed(request: FastifyRequest): Promise<never> {
   });
 }
 
+/**
+ * Unix seconds as Anthropic's RFC 3339 date, or undefined for what is no date: an upstream's
+ * `created` may be anything (a string, 1e20 or 1e400, past what a Date holds).
+ */
+function isoDate(seconds: unknown): string | undefined {
+  if (typeof seconds !== 'number' || !Number.isFinite(seconds)) return undefined;
+  const date = new Date(Math.floor(seconds) * 1000);
+  return Number.isNaN(date.getTime()) ? undefined : date.toISOString();
+}
+
 /** Anthropic Messages: Anthropic's error shape on every route of the door, its own models page. */
 export const messages: FrontDoor<'messages', MessagesTurn> = {
   api: 'messages',
@@ -49,7 +59,8 @@ export const messages: FrontDoor<'messages', MessagesTurn> = {
     tags: ['anthropic'],
     body: messagesBody,
   },
-  errorBody: toAnthropicErrorBody,
+  errorBody: anthropicErrorBody,
+  errorEvent: messagesErrorEvent,
   open(request, reply, state) {
     const body = request.body as MessagesRequest;
     const { call, droppedHeader } = startTranslatedCall(
@@ -109,7 +120,7 @@ export const messages: FrontDoor<'messages', MessagesTurn> = {
         ...m,
         type: 'model',
         display_name: m.id,
-        created_at: new Date((typeof m.created === 'number' ? m.created : created) * 1000).toISOString(),
+        created_at: isoDate(m.created) ?? isoDate(created),
       }));
       return {
         object: 'list',

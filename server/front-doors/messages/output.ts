@@ -1,6 +1,5 @@
 /** The Anthropic Messages event stream, translated from the loop's chat chunks. */
 import type { FastifyReply } from 'fastify';
-import { toAnthropicErrorBody } from '../../../protocol/anthropic/errors.js';
 import type { MessageContext } from '../../../protocol/anthropic/response.js';
 import { MessageStreamTranslator } from '../../../protocol/anthropic/stream.js';
 import type { StreamEvent } from '../../../protocol/anthropic/types.js';
@@ -10,6 +9,7 @@ import type { StreamOutput, StreamSummary } from '../../chat/output.js';
 import { DEFAULT_STREAM_KEEPALIVE_MS } from '../../keep-alive.js';
 import type { OpenStream } from '../../open-streams.js';
 import { SseWriter } from '../../sse-writer.js';
+import { messagesErrorEvent } from './errors.js';
 
 /** One SSE event per Anthropic event: `event: <type>` then its JSON. */
 function frame(events: readonly StreamEvent[]): string {
@@ -19,11 +19,6 @@ function frame(events: readonly StreamEvent[]): string {
 }
 
 const PING_FRAME = frame([{ type: 'ping' }]);
-
-/** Anthropic's stream error: `event: error` with the same body as an error response. */
-function errorFrame(err: ToolproofError): string {
-  return frame([toAnthropicErrorBody(err)]);
-}
 
 /**
  * Anthropic Messages framing over the chat chunks the attempt loop decided on. Also the stream's
@@ -64,11 +59,11 @@ export class MessagesSseOutput extends SseWriter implements StreamOutput, OpenSt
   }
 
   async fail(err: ToolproofError): Promise<void> {
-    await this.write(errorFrame(err));
+    await this.write(messagesErrorEvent(err));
     this.close();
   }
 
   abortWithError(err: ToolproofError): Promise<void> {
-    return this.endWith(err, errorFrame);
+    return this.endWith(err, messagesErrorEvent);
   }
 }

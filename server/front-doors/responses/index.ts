@@ -16,8 +16,9 @@ import {
 import type { ResponsesRequest } from '../../../protocol/responses/types.js';
 import type { ChatCall } from '../../chat/context.js';
 import { startTranslatedCall } from '../../chat/start.js';
-import { toErrorBody } from '../../error-handler.js';
+import { openAIErrorBody } from '../chat/errors.js';
 import type { FrontDoor } from '../types.js';
+import { responsesErrorEvent } from './errors.js';
 import { ResponsesSseOutput } from './output.js';
 import { responsesBody } from './schema.js';
 
@@ -30,6 +31,8 @@ interface ResponsesTurn extends TranslatorContext {
   call: ChatCall;
   /** The dropped-tools header, which a stream writes itself. */
   droppedHeader: Record<string, string>;
+  /** The stream's translator, once output() opened one (its failure continues its sequence). */
+  translator?: ResponsesTranslator;
 }
 
 /** OpenAI Responses (stateless): errors in OpenAI's shape, like chat's. */
@@ -42,7 +45,8 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
     tags: ['openai'],
     body: responsesBody,
   },
-  errorBody: toErrorBody,
+  errorBody: openAIErrorBody,
+  errorEvent: (err, turn) => responsesErrorEvent(err, (turn.translator ??= new ResponsesTranslator(turn))),
   open(request, reply, state) {
     const { call, translated, droppedHeader } = startTranslatedCall(
       request,
@@ -73,7 +77,7 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
     return new ResponsesSseOutput(
       reply,
       { 'x-request-id': reply.request.id, ...turn.droppedHeader },
-      new ResponsesTranslator(turn),
+      (turn.translator = new ResponsesTranslator(turn)),
       state.config.streamKeepAliveMs,
     );
   },

@@ -2,7 +2,6 @@
 import type { FastifyReply } from 'fastify';
 import { pushAll } from '../../../protocol/append-all.js';
 import type { ToolproofError } from '../../../protocol/errors.js';
-import { stringifyJson } from '../../../protocol/lossless-json.js';
 import type { ChatCompletionChunk } from '../../../protocol/openai.js';
 import type { ResponsesTranslator } from '../../../protocol/responses/stream.js';
 import type { ResponsesEvent } from '../../../protocol/responses/types.js';
@@ -10,11 +9,7 @@ import type { StreamOutput, StreamSummary } from '../../chat/output.js';
 import { DEFAULT_STREAM_KEEPALIVE_MS } from '../../keep-alive.js';
 import type { OpenStream } from '../../open-streams.js';
 import { SseWriter, writeRaw } from '../../sse-writer.js';
-
-/** stringifyJson: the client's tools, echoed in the response, as it sent them. */
-function sseEvent(e: ResponsesEvent): string {
-  return `event: ${e.type}\ndata: ${stringifyJson(e)}\n\n`;
-}
+import { responsesErrorEvent, responsesSseEvent as sseEvent } from './errors.js';
 
 /**
  * Responses framing: `event: <type>` + `data: <event>` per event; no [DONE]. Also the stream's
@@ -62,11 +57,7 @@ export class ResponsesSseOutput extends SseWriter implements StreamOutput, OpenS
   }
 
   private failFrame(err: ToolproofError): string {
-    let text = '';
-    const code = err.wireCode ?? err.code;
-    for (const e of this.translator.fail({ code, message: err.message, param: err.param }))
-      text += sseEvent(e);
-    return text;
+    return responsesErrorEvent(err, this.translator);
   }
 
   async fail(err: ToolproofError): Promise<void> {

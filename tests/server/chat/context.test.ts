@@ -18,7 +18,7 @@ import { newTrace } from '../../../server/chat/trace.js';
 import { loadConfig } from '../../../server/config.js';
 import { FallbackMemory } from '../../../server/fallback-memory.js';
 import { createMetrics } from '../../../server/metrics.js';
-import { ModelLabels } from '../../../server/routing.js';
+import { ToolLabels } from '../../../server/tool-labels.js';
 import type { UpstreamClient } from '../../../server/upstream.js';
 
 const weather = {
@@ -33,7 +33,7 @@ function setup(body: ChatCompletionRequest, raw: Buffer | undefined) {
     metrics: createMetrics({ defaultMetrics: false }),
     memory: new FallbackMemory(),
     policies: POLICIES,
-    toolLabels: new ModelLabels(),
+    toolLabels: new ToolLabels(),
   };
   const settings = config.defaults;
   const client = { label: 'fake' } as unknown as UpstreamClient;

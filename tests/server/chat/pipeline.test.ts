@@ -19,7 +19,7 @@ import { classifyFinal, newTrace } from '../../../server/chat/trace.js';
 import { loadConfig } from '../../../server/config.js';
 import { FallbackMemory } from '../../../server/fallback-memory.js';
 import { createMetrics } from '../../../server/metrics.js';
-import { ModelLabels } from '../../../server/routing.js';
+import { ToolLabels } from '../../../server/tool-labels.js';
 import type { UpstreamClient, UpstreamRequest, UpstreamResponse } from '../../../server/upstream.js';
 import { UpstreamBody } from '../../../server/upstream-body.js';
 import { type Turn, turnChunks, turnCompletion } from '../scripted-upstream.js';
@@ -60,7 +60,7 @@ function setup(replies: Reply[], request: Partial<ChatCompletionRequest> = {}) {
   const config = loadConfig({ TOOLPROOF_UPSTREAM_URL: 'http://127.0.0.1:9/v1' });
   const metrics = createMetrics({ defaultMetrics: false });
   const memory = new FallbackMemory();
-  const deps: ChatDeps = { config, metrics, memory, policies: POLICIES, toolLabels: new ModelLabels() };
+  const deps: ChatDeps = { config, metrics, memory, policies: POLICIES, toolLabels: new ToolLabels() };
   const { client, sent } = fakeClient(replies);
   const body: ChatCompletionRequest = {
     model: 'm',

@@ -1,0 +1,82 @@
+/**
+ * llama-server's "Failed to parse input at pos N: <model output>" carries the model's own output
+ * (a leaked send_email call: the address and the body). When nothing is recovered from it, it is
+ * relayed to the client (its own conversation) but its log line keeps only the prefix and the
+ * output's length, not the text (up to 300 characters of it before).
+ */
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp, type ToolproofApp } from '../../server/app.js';
+import { loadConfig } from '../../server/config.js';
+import { redactForLog } from '../../server/log-redact.js';
+import { closeApp } from '../server/stack.js';
+import { logCapture } from '../server/test-utils.js';
+import { type FakeUpstream, fakeUpstream } from '../support/harness.js';
+
+const OUTPUT = 'I will email alice@example.com: "the vault code is hunter2", signed Bob';
+const MESSAGE = `Failed to parse input at pos 12: ${OUTPUT}`;
+
+let upstream: FakeUpstream;
+let app: ToolproofApp;
+let origin: string;
+const { stream, lines } = logCapture();
+
+beforeAll(async () => {
+  upstream = await fakeUpstream((_req, res) => {
+    res.writeHead(500, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ error: { code: 500, message: MESSAGE, type: 'server_error' } }));
+  });
+  app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: upstream.url }), {
+    logger: { level: 'info', stream },
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  await closeApp(app);
+  await upstream.close();
+});
+
+const tool = {
+  type: 'function',
+  function: { name: 'send_email', parameters: { type: 'object', properties: { to: { type: 'string' } } } },
+};
+
+describe("llama-server's parse failure in the log", () => {
+  it('the request line keeps the prefix and the length, not the model output', async () => {
+    const res = await fetch(`${origin}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-request-id': 'parse-1' },
+      body: JSON.stringify({
+        model: 'm',
+        messages: [{ role: 'user', content: 'mail alice' }],
+        tools: [tool],
+      }),
+    });
+    expect(res.status).toBe(500);
+    expect(await res.text()).toContain('hunter2'); // the client's own conversation
+    await new Promise((r) => setTimeout(r, 20));
+    const line = lines.find((l) => l.reqId === 'parse-1' && l.msg === 'request')!;
+    expect((line.error as { message: string }).message).toBe(
+      `Failed to parse input at pos 12: [model output redacted: ${OUTPUT.length} characters]`,
+    );
+    const all = JSON.stringify(lines);
+    expect(all).not.toContain('hunter2');
+    expect(all).not.toContain('alice@example.com');
+  });
+
+  it('anywhere in a message, and linear in a hostile one', () => {
+    expect(redactForLog(`upstream said: ${MESSAGE}`)).toBe(
+      `upstream said: Failed to parse input at pos 12: [model output redacted: ${OUTPUT.length} characters]`,
+    );
+    const time = (n: number) => {
+      const m = `${'Failed to parse input at pos 1'.repeat(n)}: x`;
+      const t = performance.now();
+      redactForLog(m);
+      return performance.now() - t;
+    };
+    time(1000);
+    expect(time(8000)).toBeLessThan(time(2000) * 4 + 20);
+  });
+});
