@@ -20,6 +20,7 @@ import { DEFAULT_MAX_HELD_BYTES } from '../../protocol/settings.js';
 import type { EnvelopeMatch, FamilyParser } from './family.js';
 import { skipWs } from '../kit/json-scan.js';
 import type { ParseContext } from '../types.js';
+import { NameStartMatcher, startsWithFramedName } from './name-starts.js';
 import { escapeLiteral } from './tag-set.js';
 import { collectThinkMarkers, type ThinkMarkers } from './think-split.js';
 
@@ -113,7 +114,7 @@ export function buildScanPlan(families: readonly FamilyParser[]): ScanPlan {
   const chars = inClass.map(([c]) => escapeClass(String.fromCharCode(c))).join('');
   const alternatives = [...(chars === '' ? [] : [`[${chars}]`]), ...literals.map(escapeLiteral)];
   const wholeFamilies = sorted.filter(
-    (f) => f.spec.matchWhole && ((f.spec.wholeStarts?.length ?? 0) > 0 || f.spec.wholeStartsFor),
+    (f) => f.spec.matchWhole && ((f.spec.wholeStarts?.length ?? 0) > 0 || f.spec.wholeNameStarts),
   );
   return {
     families: sorted,
@@ -186,8 +187,10 @@ export class EnvelopeScanner {
   private heldAtPos = false;
 
   private readonly maxHeld: number;
-  /** Whole-output starts for this message: the plan's plus the request-dependent ones. */
+  /** Whole-output starts for this message: the plan's fixed ones. */
   private readonly starts: Array<{ start: string; family: FamilyParser }>;
+  /** The request-dependent ones: a declared name in a frame (name-starts.ts), never spelled out. */
+  private readonly nameStarts: Array<{ matcher: NameStartMatcher; family: FamilyParser }>;
   private readonly longestStart: number;
 
   constructor(
@@ -198,14 +201,22 @@ export class EnvelopeScanner {
     this.mode = plan.wholeFamilies.length > 0 && opts.whole !== false ? 'start' : 'scan';
     this.maxHeld = Math.max(1, opts.maxHeld ?? DEFAULT_MAX_HELD);
     this.starts = [];
+    this.nameStarts = [];
+    let longest = 16;
     if (this.mode === 'start') {
       for (const f of plan.wholeFamilies) {
-        for (const start of [...(f.spec.wholeStarts ?? []), ...(f.spec.wholeStartsFor?.(ctx) ?? [])]) {
+        for (const start of f.spec.wholeStarts ?? []) {
           if (start !== '') this.starts.push({ start, family: f });
+          longest = Math.max(longest, start.length);
+        }
+        if (f.spec.wholeNameStarts && f.spec.wholeNameStarts.length > 0 && ctx.tools.size > 0) {
+          const matcher = new NameStartMatcher(ctx.tools, f.spec.wholeNameStarts);
+          this.nameStarts.push({ matcher, family: f });
+          longest = Math.max(longest, matcher.longest);
         }
       }
     }
-    this.longestStart = Math.max(16, ...this.starts.map((s) => s.start.length));
+    this.longestStart = longest;
   }
 
   push(text: string): ScanEvent[] {
@@ -307,6 +318,14 @@ export class EnvelopeScanner {
       }
       if (s.startsWith(rest)) prefixOnly = true;
     }
+    for (const { matcher } of this.nameStarts) {
+      const v = matcher.verdict(rest);
+      if (v === 'yes') {
+        this.mode = 'hold';
+        return;
+      }
+      if (v === 'prefix') prefixOnly = true;
+    }
     if (this.plan.wholeTags) {
       const tag = openingTag(rest, this.plan.markers, rest.length >= this.longestStart);
       if (tag === 'yes') {
@@ -321,7 +340,13 @@ export class EnvelopeScanner {
   /** The first whole family (by priority) whose start the held output has. */
   private wholeFamilyFor(): FamilyParser | undefined {
     const i = skipWs(this.buf, 0);
-    return this.starts.find((s) => this.buf.startsWith(s.start, i))?.family;
+    for (const f of this.plan.wholeFamilies) {
+      if (this.starts.some((s) => s.family === f && this.buf.startsWith(s.start, i))) return f;
+      const names = this.nameStarts.find((n) => n.family === f);
+      if (names && startsWithFramedName(this.ctx.tools, f.spec.wholeNameStarts ?? [], this.buf.slice(i)))
+        return f;
+    }
+    return undefined;
   }
 
   private tryWhole(lastResort: boolean): ScanEvent | null {

@@ -520,7 +520,8 @@ class Reader {
     // any real call carries is ambiguous by construction, as for an object's keys; and the
     // check budget is consulted before the arguments are built, not after.
     let named = 0;
-    for (const [, v] of e.attrs) if (v !== e.tag && this.tools.has(v) && ++named > MAX_NAMES_PER_OBJECT) return [];
+    for (const [, v] of e.attrs)
+      if (v !== e.tag && this.tools.has(v) && ++named > MAX_NAMES_PER_OBJECT) return [];
     if (this.tools.has(e.tag) && this.checks > 0)
       this.accept(out, e.tag, this.elementArgs(e.tag, e.attrs, e.inner));
     if (named > 0) {
