@@ -138,11 +138,19 @@ type Mode = 'start' | 'hold' | 'scan';
  * family's marker (those are scanned, and stream, as they always did)? 'maybe' while the text
  * so far cannot tell; `full`: the window is all there is to see (a longer name is no tag).
  */
-function openingTag(rest: string, markers: readonly string[], full: boolean): 'yes' | 'no' | 'maybe' {
+function openingTag(
+  rest: string,
+  markers: readonly string[],
+  full: boolean,
+  scanned: { j: number },
+): 'yes' | 'no' | 'maybe' {
   if (rest[0] !== '<') return 'no';
-  let j = 1;
+  // the name is walked once: `scanned.j` is where the last call (on a shorter rest) stopped, so
+  // a long name arriving in small pieces is not walked again per piece (quadratic, issue 27)
+  let j = Math.max(1, scanned.j);
   // a namespaced tag (`<atem:…>`) belongs to a format with its own header rules: not generic
   while (j < rest.length && /[A-Za-z0-9_.-]/.test(rest[j] as string)) j++;
+  scanned.j = j;
   if (j === 1) return rest.length === 1 ? 'maybe' : 'no';
   if (!/[A-Za-z_]/.test(rest[1] as string)) return 'no';
   if (j === rest.length) return full ? 'no' : 'maybe';
@@ -183,6 +191,8 @@ export class EnvelopeScanner {
   private readonly broken = new Map<FamilyParser, number>();
   /** In 'start' mode: buf[0..startWs) is known whitespace (a blank run is walked once, not per push). */
   private startWs = 0;
+  /** In 'start' mode: how far openingTag has read the output's opening tag name. */
+  private readonly tagScan = { j: 1 };
   /** pos is where the last scan stopped on a 'hold' (a marker there, cut or still arriving). */
   private heldAtPos = false;
 
@@ -327,7 +337,7 @@ export class EnvelopeScanner {
       if (v === 'prefix') prefixOnly = true;
     }
     if (this.plan.wholeTags) {
-      const tag = openingTag(rest, this.plan.markers, rest.length >= this.longestStart);
+      const tag = openingTag(rest, this.plan.markers, rest.length >= this.longestStart, this.tagScan);
       if (tag === 'yes') {
         this.mode = 'hold';
         return;
