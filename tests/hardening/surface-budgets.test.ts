@@ -168,7 +168,7 @@ describe('products of sizes in the parsers', () => {
     );
   }, 120_000);
 
-  it('schema size x calls: calls x1 vs x4, and enum size x1 vs x4 (one request each)', () => {
+  it('schema size x calls: calls, enum size, and both x1 vs x4 (one request each)', () => {
     const schemaOf = (values: number) => ({
       type: 'object',
       properties: { v: { type: 'string', enum: Array.from({ length: values }, (_, i) => `v${i}`) } },
@@ -199,6 +199,14 @@ describe('products of sizes in the parsers', () => {
       request,
       { from: 1000, max: 400_000 },
       2005,
+    );
+    // both sizes x4 together: a product of them is x16, their sum x4
+    budget(
+      'schema x calls: both',
+      (size) => ({ schema: schemaOf(size * 250), calls: size }),
+      request,
+      { from: 8, max: 2048 },
+      2006,
     );
   }, 240_000);
 });
