@@ -7,7 +7,7 @@
  *
  *   node --import tsx bench/products.ts <item>     (one item per process: its peak RSS is its own)
  *   items: lark, starts-prefix, starts-memory, starts-oom, system, system-merge, attributes, schema,
- *   root-numbers, held
+ *   root-numbers, root-integers, held
  */
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -214,6 +214,16 @@ const requests: Record<string, () => Promise<number>> = {
     handler = text('done');
     const members: string[] = [];
     for (let i = 0; i < 1_000_000; i++) members.push(`"k${i}":1.0`);
+    return post(
+      '/v1/chat/completions',
+      `{"model":"m1","messages":[{"role":"user","content":"x"}],"tools":[${JSON.stringify(weather)}],${members.join(',')}}`,
+    );
+  },
+  // item 6's baseline: the same members spelled as integers (nothing to keep)
+  'root-integers': () => {
+    handler = text('done');
+    const members: string[] = [];
+    for (let i = 0; i < 1_000_000; i++) members.push(`"k${i}":1`);
     return post(
       '/v1/chat/completions',
       `{"model":"m1","messages":[{"role":"user","content":"x"}],"tools":[${JSON.stringify(weather)}],${members.join(',')}}`,
