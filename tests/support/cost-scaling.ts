@@ -65,7 +65,14 @@ export function measureScaling<I>(
   let one = make(base);
   run(one); // warm up
   // the fastest of three: one slow run (a GC, a compile) must not stop the growth early
-  while (base * 2 <= opts.max && Math.min(timed(() => run(one)), timed(() => run(one)), timed(() => run(one))) < target) {
+  while (
+    base * 2 <= opts.max &&
+    Math.min(
+      timed(() => run(one)),
+      timed(() => run(one)),
+      timed(() => run(one)),
+    ) < target
+  ) {
     base *= 2;
     one = make(base);
   }
