@@ -202,8 +202,10 @@ export function mayNotRoundTrip(bytes: Buffer): boolean {
 }
 
 /**
- * At most this many containers keep their source (a tool schema has a handful; each costs a
- * property and a map entry). A body with more keeps none: JSON.stringify's behaviour.
+ * At most this many containers and top-level numbers, together, keep their source (a tool schema
+ * has a handful; each costs a property and a map entry, a top-level number an object and a
+ * marker in every stringifyJson). A body with more keeps none: JSON.stringify's behaviour.
+ * Top-level numbers count too: 1M root members spelled `1.0` stalled the loop 13 s (issue 27).
  */
 export const MAX_KEPT = 10_000;
 
@@ -324,7 +326,7 @@ function walk(root: object, bytes: Buffer, whole: boolean): Found | undefined {
       if (depth === 0) rootNumbers = top.numbers;
       if (dirty && (depth > 0 || whole)) {
         // Bounded work and memory for a hostile body: past the cap, JSON.stringify's behaviour.
-        if (ranges.length === MAX_KEPT) return undefined;
+        if (ranges.length + (frames[0]?.numbers?.size ?? 0) >= MAX_KEPT) return undefined;
         ranges.push([top.node, top.start, i + 1]);
       }
       expectKey = false;
@@ -346,8 +348,11 @@ function walk(root: object, bytes: Buffer, whole: boolean): Found | undefined {
       // Once a container is written from its source, its other numbers need no look.
       if (top !== undefined && (!top.dirty || atRoot) && numberChanges(bytes, i, end)) {
         top.dirty = true;
-        if (atRoot && top.key !== undefined)
-          (top.numbers ??= new Map()).set(top.key, bytes.toString('latin1', i, end));
+        if (atRoot && top.key !== undefined) {
+          top.numbers ??= new Map();
+          if (ranges.length + top.numbers.size >= MAX_KEPT) return undefined;
+          top.numbers.set(top.key, bytes.toString('latin1', i, end));
+        }
       }
       i = end;
     } else if (c === 0x74 || c === 0x6e) {

@@ -14,15 +14,25 @@ export interface DeclaredTool {
   parameters?: JsonObject;
 }
 
+/** declaredTools by tool list (a request's list is never changed in place: policies copy it). */
+const DECLARED = new WeakMap<readonly unknown[], ReadonlyMap<string, DeclaredTool>>();
+
 /** The request's declared function tools by name (the safety rules accept calls only to these). */
-export function declaredTools(request: ChatCompletionRequest): Map<string, DeclaredTool> {
+export function declaredTools(request: ChatCompletionRequest): ReadonlyMap<string, DeclaredTool> {
+  const list = request.tools;
+  if (!Array.isArray(list)) return new Map();
+  // One map per tool list, shared by every choice and attempt of a request (a retry's request
+  // is a copy with the same list): what the engine derives from it (the sorted names of
+  // parsers/engine/name-starts.ts) is then derived once per request, not per stream.
+  const known = DECLARED.get(list);
+  if (known !== undefined) return known;
   const map = new Map<string, DeclaredTool>();
-  if (!Array.isArray(request.tools)) return map;
-  for (const tool of request.tools) {
+  for (const tool of list) {
     const fn = tool?.function;
     if (!fn || typeof fn.name !== 'string') continue;
     const parameters = fn.parameters && typeof fn.parameters === 'object' ? fn.parameters : undefined;
     map.set(fn.name, parameters ? { name: fn.name, parameters } : { name: fn.name });
   }
+  DECLARED.set(list, map);
   return map;
 }

@@ -13,6 +13,7 @@
  * - Pure and linear in the envelope length.
  */
 import type { BackendNames, ParseContext, ParsedCall } from '../types.js';
+import type { NameFrame } from './name-starts.js';
 
 export interface EnvelopeMatch {
   /** Index just after the envelope (its end marker, or text.length when it ran to the end). */
@@ -93,10 +94,13 @@ export interface FamilySpec {
    */
   wholeStarts?: readonly string[];
   /**
-   * Starts that depend on the request (e.g. a declared tool's name): read once per message.
-   * Keep them specific: every output starting with one is held to the end (up to maxHeld).
+   * Starts that depend on the request: a declared tool's name between fixed texts
+   * (`before + name + after`, for every non-empty declared name). Never spelled out per name: the
+   * engine matches them against the request's sorted names (name-starts.ts), so their cost does
+   * not grow with tools x name length x choices. Keep them specific: every output starting with
+   * one is held to the end (up to maxHeld).
    */
-  wholeStartsFor?(ctx: ParseContext): readonly string[];
+  wholeNameStarts?: readonly NameFrame[];
   /**
    * A whole-output reader of last resort (improvised): offered a held output only after the
    * other whole families and the marker scan found no call in it.

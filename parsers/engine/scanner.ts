@@ -20,6 +20,7 @@ import { DEFAULT_MAX_HELD_BYTES } from '../../protocol/settings.js';
 import type { EnvelopeMatch, FamilyParser } from './family.js';
 import { skipWs } from '../kit/json-scan.js';
 import type { ParseContext } from '../types.js';
+import { NameStartMatcher, startsWithFramedName } from './name-starts.js';
 import { escapeLiteral } from './tag-set.js';
 import { collectThinkMarkers, type ThinkMarkers } from './think-split.js';
 
@@ -113,7 +114,7 @@ export function buildScanPlan(families: readonly FamilyParser[]): ScanPlan {
   const chars = inClass.map(([c]) => escapeClass(String.fromCharCode(c))).join('');
   const alternatives = [...(chars === '' ? [] : [`[${chars}]`]), ...literals.map(escapeLiteral)];
   const wholeFamilies = sorted.filter(
-    (f) => f.spec.matchWhole && ((f.spec.wholeStarts?.length ?? 0) > 0 || f.spec.wholeStartsFor),
+    (f) => f.spec.matchWhole && ((f.spec.wholeStarts?.length ?? 0) > 0 || f.spec.wholeNameStarts),
   );
   return {
     families: sorted,
@@ -137,11 +138,19 @@ type Mode = 'start' | 'hold' | 'scan';
  * family's marker (those are scanned, and stream, as they always did)? 'maybe' while the text
  * so far cannot tell; `full`: the window is all there is to see (a longer name is no tag).
  */
-function openingTag(rest: string, markers: readonly string[], full: boolean): 'yes' | 'no' | 'maybe' {
+function openingTag(
+  rest: string,
+  markers: readonly string[],
+  full: boolean,
+  scanned: { j: number },
+): 'yes' | 'no' | 'maybe' {
   if (rest[0] !== '<') return 'no';
-  let j = 1;
+  // the name is walked once: `scanned.j` is where the last call (on a shorter rest) stopped, so
+  // a long name arriving in small pieces is not walked again per piece (quadratic, issue 27)
+  let j = Math.max(1, scanned.j);
   // a namespaced tag (`<atem:…>`) belongs to a format with its own header rules: not generic
   while (j < rest.length && /[A-Za-z0-9_.-]/.test(rest[j] as string)) j++;
+  scanned.j = j;
   if (j === 1) return rest.length === 1 ? 'maybe' : 'no';
   if (!/[A-Za-z_]/.test(rest[1] as string)) return 'no';
   if (j === rest.length) return full ? 'no' : 'maybe';
@@ -182,12 +191,16 @@ export class EnvelopeScanner {
   private readonly broken = new Map<FamilyParser, number>();
   /** In 'start' mode: buf[0..startWs) is known whitespace (a blank run is walked once, not per push). */
   private startWs = 0;
+  /** In 'start' mode: how far openingTag has read the output's opening tag name. */
+  private readonly tagScan = { j: 1 };
   /** pos is where the last scan stopped on a 'hold' (a marker there, cut or still arriving). */
   private heldAtPos = false;
 
   private readonly maxHeld: number;
-  /** Whole-output starts for this message: the plan's plus the request-dependent ones. */
+  /** Whole-output starts for this message: the plan's fixed ones. */
   private readonly starts: Array<{ start: string; family: FamilyParser }>;
+  /** The request-dependent ones: a declared name in a frame (name-starts.ts), never spelled out. */
+  private readonly nameStarts: Array<{ matcher: NameStartMatcher; family: FamilyParser }>;
   private readonly longestStart: number;
 
   constructor(
@@ -198,14 +211,22 @@ export class EnvelopeScanner {
     this.mode = plan.wholeFamilies.length > 0 && opts.whole !== false ? 'start' : 'scan';
     this.maxHeld = Math.max(1, opts.maxHeld ?? DEFAULT_MAX_HELD);
     this.starts = [];
+    this.nameStarts = [];
+    let longest = 16;
     if (this.mode === 'start') {
       for (const f of plan.wholeFamilies) {
-        for (const start of [...(f.spec.wholeStarts ?? []), ...(f.spec.wholeStartsFor?.(ctx) ?? [])]) {
+        for (const start of f.spec.wholeStarts ?? []) {
           if (start !== '') this.starts.push({ start, family: f });
+          longest = Math.max(longest, start.length);
+        }
+        if (f.spec.wholeNameStarts && f.spec.wholeNameStarts.length > 0 && ctx.tools.size > 0) {
+          const matcher = new NameStartMatcher(ctx.tools, f.spec.wholeNameStarts);
+          this.nameStarts.push({ matcher, family: f });
+          longest = Math.max(longest, matcher.longest);
         }
       }
     }
-    this.longestStart = Math.max(16, ...this.starts.map((s) => s.start.length));
+    this.longestStart = longest;
   }
 
   push(text: string): ScanEvent[] {
@@ -307,8 +328,16 @@ export class EnvelopeScanner {
       }
       if (s.startsWith(rest)) prefixOnly = true;
     }
+    for (const { matcher } of this.nameStarts) {
+      const v = matcher.verdict(rest);
+      if (v === 'yes') {
+        this.mode = 'hold';
+        return;
+      }
+      if (v === 'prefix') prefixOnly = true;
+    }
     if (this.plan.wholeTags) {
-      const tag = openingTag(rest, this.plan.markers, rest.length >= this.longestStart);
+      const tag = openingTag(rest, this.plan.markers, rest.length >= this.longestStart, this.tagScan);
       if (tag === 'yes') {
         this.mode = 'hold';
         return;
@@ -321,7 +350,13 @@ export class EnvelopeScanner {
   /** The first whole family (by priority) whose start the held output has. */
   private wholeFamilyFor(): FamilyParser | undefined {
     const i = skipWs(this.buf, 0);
-    return this.starts.find((s) => this.buf.startsWith(s.start, i))?.family;
+    for (const f of this.plan.wholeFamilies) {
+      if (this.starts.some((s) => s.family === f && this.buf.startsWith(s.start, i))) return f;
+      const names = this.nameStarts.find((n) => n.family === f);
+      if (names && startsWithFramedName(this.ctx.tools, f.spec.wholeNameStarts ?? [], this.buf.slice(i)))
+        return f;
+    }
+    return undefined;
   }
 
   private tryWhole(lastResort: boolean): ScanEvent | null {

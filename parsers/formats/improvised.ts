@@ -120,11 +120,11 @@ export const improvised = defineFamily({
   ],
   // a declared name right before `(`, `{` or `:` (prose that merely starts with the name is
   // not held), `<name>`, `<name ` (attributes), `[name]`, or `<|python_tag|>name`
-  wholeStartsFor: (ctx) =>
-    [...ctx.tools.keys()].flatMap((n) =>
-      n === ''
-        ? []
-        : [...NAME_FOLLOWERS.map((f) => n + f), `<${n}>`, `<${n} `, `[${n}]`, `<|python_tag|>${n}`],
-    ),
+  wholeNameStarts: [
+    { before: '', after: NAME_FOLLOWERS },
+    { before: '<', after: ['>', ' '] },
+    { before: '[', after: [']'] },
+    { before: '<|python_tag|>', after: [''] },
+  ],
   matchWhole,
 });

@@ -205,6 +205,22 @@ function typeMatches(v: unknown, type: string): boolean {
 }
 
 /**
+ * An enum's values as a Set, built once per enum array (a client's enum may hold a million
+ * values, and every reading of every call is checked against it: a scan per check cost
+ * calls x values). Set membership is SameValueZero: the same as `===` here, but for NaN, which
+ * JSON cannot spell.
+ */
+const ENUM_SETS = new WeakMap<readonly unknown[], ReadonlySet<unknown>>();
+function enumSet(values: readonly unknown[]): ReadonlySet<unknown> {
+  let set = ENUM_SETS.get(values);
+  if (set === undefined) {
+    set = new Set(values);
+    ENUM_SETS.set(values, set);
+  }
+  return set;
+}
+
+/**
  * A light structural check of arguments against a tool's parameter schema, for shapes no
  * format defines (parsers stay pure: no ajv here). Stricter than JSON Schema on purpose:
  * every key must be a declared property (a tool without properties takes `{}` only), every
@@ -226,7 +242,7 @@ export function fitsSchema(args: Record<string, unknown>, tool: DeclaredTool): b
       typeof t === 'string' ? [t] : Array.isArray(t) ? t.filter((x) => typeof x === 'string') : [];
     const v = args[key];
     if (types.length > 0 && !types.some((x) => typeMatches(v, x))) return false;
-    if (Array.isArray(p['enum']) && !p['enum'].some((e) => e === v)) return false;
+    if (Array.isArray(p['enum']) && !enumSet(p['enum']).has(v)) return false;
   }
   const required = schema?.['required'];
   if (Array.isArray(required)) {

@@ -515,19 +515,29 @@ class Reader {
 
   private element(e: Extract<Item, { k: 'el' }>, depth: number): Reading[] {
     const out: Reading[] = [];
-    if (this.tools.has(e.tag)) this.accept(out, e.tag, this.elementArgs(e.tag, e.attrs, e.inner));
-    e.attrs.forEach(([, v], i) => {
-      if (v !== e.tag && this.tools.has(v))
-        this.accept(
-          out,
-          v,
-          this.elementArgs(
+    // Each reading builds its arguments from all the other attributes: an element naming tools
+    // in many attributes cost attributes x attributes (64 KB of them: 6.7 s). More names than
+    // any real call carries is ambiguous by construction, as for an object's keys; and the
+    // check budget is consulted before the arguments are built, not after.
+    let named = 0;
+    for (const [, v] of e.attrs)
+      if (v !== e.tag && this.tools.has(v) && ++named > MAX_NAMES_PER_OBJECT) return [];
+    if (this.tools.has(e.tag) && this.checks > 0)
+      this.accept(out, e.tag, this.elementArgs(e.tag, e.attrs, e.inner));
+    if (named > 0) {
+      e.attrs.forEach(([, v], i) => {
+        if (v !== e.tag && this.tools.has(v) && this.checks > 0)
+          this.accept(
+            out,
             v,
-            e.attrs.filter((_, j) => j !== i),
-            e.inner,
-          ),
-        );
-    });
+            this.elementArgs(
+              v,
+              e.attrs.filter((_, j) => j !== i),
+              e.inner,
+            ),
+          );
+      });
+    }
     if (out.length > 0 || depth >= MAX_DEPTH || e.inner === null) return distinct(out);
     // no call itself: a wrapper around the calls
     const items = parseItems(e.inner.trim());

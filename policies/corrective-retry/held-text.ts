@@ -4,8 +4,10 @@
  * stream); a run of plain deltas (role, content or reasoning only, nothing else on the chunk or
  * the choice) is kept as one string per choice and field instead, and released as one delta.
  * Anything else (logprobs, extra fields, a chunk-level field that differs from the first chunk)
- * is kept as its chunk, and counted at HELD_CHUNK_COST (its text is counted by the caller, who
- * counts every character it keeps for the judge anyway).
+ * is kept as its chunk, and counted at what it weighs (heldWeight: HELD_CHUNK_COST plus the
+ * characters of its keys and values; its delta text is counted by the caller, who counts every
+ * character it keeps for the judge anyway). A flat cost per chunk let 600 chunks each carrying a
+ * 1 MB extra field hold 750 MB in one stream (issue 27).
  *
  * Pure bookkeeping: the caller decides when to release (at the end, at a live answer, or when
  * its cap is passed).
@@ -13,8 +15,39 @@
 import type { ChatCompletionChunk, ChunkChoice, Delta } from '../../protocol/openai.js';
 import { appendText } from '../kit/append-text.js';
 
-/** Characters a held chunk object counts for beyond its text (its keys, its choice, its delta). */
+/** Characters a held chunk object counts for beyond its keys and values (the objects themselves). */
 export const HELD_CHUNK_COST = 512;
+
+/**
+ * What holding `chunk` weighs, in characters: HELD_CHUNK_COST plus about its JSON length (keys,
+ * strings, 8 per number or literal), less its deltas' content and reasoning text (the caller
+ * counts those). One walk with an explicit stack: linear in the chunk, and a chunk arrives as
+ * one SSE event already bounded in size and depth.
+ */
+export function heldWeight(chunk: ChatCompletionChunk): number {
+  let n = HELD_CHUNK_COST;
+  const stack: unknown[] = [chunk];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v === 'string') n += v.length + 2;
+    else if (v === null || typeof v !== 'object') n += 8;
+    else if (Array.isArray(v)) {
+      n += 2 + v.length;
+      for (const x of v) stack.push(x);
+    } else {
+      for (const k in v) {
+        n += k.length + 4;
+        stack.push((v as Record<string, unknown>)[k]);
+      }
+    }
+  }
+  for (const c of chunk.choices ?? []) {
+    const d = c?.delta;
+    if (typeof d?.content === 'string') n -= d.content.length + 2;
+    if (typeof d?.reasoning_content === 'string') n -= d.reasoning_content.length + 2;
+  }
+  return n;
+}
 
 type TextField = 'content' | 'reasoning_content';
 
@@ -53,7 +86,7 @@ export class HeldText {
   private pieces: Piece[] = [];
   /** Per choice, its last piece when that is text (a following delta of the same field joins it). */
   private last = new Map<number, TextPiece>();
-  /** What the chunk objects held weigh beyond their text: HELD_CHUNK_COST each. */
+  /** What the chunk objects held weigh beyond their text (heldWeight). */
   overhead = 0;
 
   get empty(): boolean {
@@ -68,7 +101,7 @@ export class HeldText {
     }
     for (const c of chunk.choices ?? []) if (c) this.last.delete(c.index);
     this.pieces.push(chunk);
-    this.overhead += HELD_CHUNK_COST;
+    this.overhead += heldWeight(chunk);
   }
 
   private plain(chunk: ChatCompletionChunk, template: ChatCompletionChunk): boolean {

@@ -30,7 +30,7 @@ import { isLiveAnswer, type LightDelta, type LightFrame, type StreamEnd, type St
 import type { Correction } from './judge.js';
 import type { CorrectiveRetryEffect } from './effects.js';
 import { appendText } from '../kit/append-text.js';
-import { HELD_CHUNK_COST, HeldText } from './held-text.js';
+import { HeldText, heldWeight } from './held-text.js';
 import { IndexMap } from '../kit/index-map.js';
 import { pushAll } from '../../protocol/append-all.js';
 
@@ -124,6 +124,8 @@ function toolCallsOf(a: ChoiceAcc): ToolCall[] {
 class HeldCallsStream implements StreamHook<CorrectiveRetryEffect> {
   private readonly acc = new IndexMap<ChoiceAcc>();
   private held: ChatCompletionChunk[] = [];
+  /** What `held` weighs (heldWeight of each). */
+  private heldWeight = 0;
   /** Text of this attempt not yet released (dropped on a retry). */
   private readonly pending = new HeldText();
   private template: ChatCompletionChunk | undefined;
@@ -148,7 +150,7 @@ class HeldCallsStream implements StreamHook<CorrectiveRetryEffect> {
     this.kept += n;
     // The characters decide (the non-streamed side counts the same ones); the chunk objects held
     // besides them are bounded by the same cap.
-    const objects = this.pending.overhead + this.held.length * HELD_CHUNK_COST;
+    const objects = this.pending.overhead + this.heldWeight;
     if (this.kept <= this.maxHeldChars && objects <= this.maxHeldChars) return [];
     // Thrown away whatever comes next: nothing of it may reach the client, and the stop bounds it.
     if (this.hold && this.discardDecided?.()) return [];
@@ -170,6 +172,7 @@ class HeldCallsStream implements StreamHook<CorrectiveRetryEffect> {
       pushAll(out, this.emitCalls(index, a, true));
     pushAll(out, this.held);
     this.held = [];
+    this.heldWeight = 0;
     return out;
   }
 
@@ -243,6 +246,7 @@ class HeldCallsStream implements StreamHook<CorrectiveRetryEffect> {
     }
     if (!Array.isArray(chunk.choices) || chunk.choices.length === 0) {
       this.held.push(chunk);
+      this.heldWeight += heldWeight(chunk);
       return this.keep(0);
     }
     // Per choice (n > 1): one choice's finish must not hold back another choice's deltas.
@@ -290,7 +294,11 @@ class HeldCallsStream implements StreamHook<CorrectiveRetryEffect> {
       if (v !== c) same = false;
       (live ??= []).push(v);
     }
-    if (ended) this.held.push({ ...chunk, choices: ended });
+    if (ended) {
+      const finish: ChatCompletionChunk = { ...chunk, choices: ended };
+      this.held.push(finish);
+      this.heldWeight += heldWeight(finish);
+    }
     if (!live) return this.keep(added);
     const text: ChatCompletionChunk = same
       ? chunk
@@ -354,6 +362,7 @@ class HeldCallsStream implements StreamHook<CorrectiveRetryEffect> {
     pushAll(text, chunks);
     pushAll(text, this.held);
     this.held = [];
+    this.heldWeight = 0;
     return { chunks: text, effects };
   }
 }

@@ -15,7 +15,7 @@ import type { HistoryRepairSettings } from '../../protocol/settings.js';
 import { canonicalizeArguments, isPlainObject } from '../kit/canonical-arguments.js';
 import { EffectTally } from '../kit/effects.js';
 import { HISTORY_REPAIR_POLICY, type HistoryRepairEffect, type HistoryRepairKind } from './effects.js';
-import { contentText, joinContent, prefixContent } from './message-content.js';
+import { contentText, joinContents, prefixContent } from './message-content.js';
 import { buildNineCharIdMap } from './nine-char-ids.js';
 import { pushAll } from '../../protocol/append-all.js';
 
@@ -278,6 +278,8 @@ function placeSystemMessages(messages: readonly ChatMessage[], tally: RepairTall
   const firstAssistant = messages.findIndex((m) => m.role === 'assistant');
   const opening = firstAssistant < 0 ? messages.length : firstAssistant;
   let lead: ChatMessage | undefined;
+  // the contents folded into the lead, joined once at the end (one pass, not a copy per merge)
+  const folded: ChatMessage['content'][] = [];
   const rest: ChatMessage[] = [];
   messages.forEach((m, i) => {
     if (m.role !== 'system') {
@@ -286,16 +288,22 @@ function placeSystemMessages(messages: readonly ChatMessage[], tally: RepairTall
     }
     if (i === 0) {
       lead = m;
+      folded.push(m.content);
       return;
     }
     if (i < opening) {
-      lead = lead ? { ...lead, content: joinContent(lead.content, m.content) } : m;
+      if (lead) folded.push(m.content);
+      else {
+        lead = m;
+        folded.push(m.content);
+      }
       tally.add('merged-system');
       return;
     }
     rest.push({ ...m, role: 'user', content: wrapSystemContent(m.content) });
     tally.add('system-as-user');
   });
+  if (lead && folded.length > 1) lead = { ...lead, content: joinContents(folded) };
   return lead ? [lead, ...rest] : rest;
 }
 
@@ -306,13 +314,26 @@ function mergeable(m: ChatMessage): boolean {
 
 function mergeSameRole(messages: ChatMessage[], tally: RepairTally): ChatMessage[] {
   const out: ChatMessage[] = [];
+  // the run being merged into out's last message: its contents, joined once when it ends
+  let run: ChatMessage['content'][] = [];
+  const close = () => {
+    if (run.length > 1) {
+      const last = out[out.length - 1] as ChatMessage;
+      out[out.length - 1] = { ...last, content: joinContents(run) };
+    }
+  };
   for (const m of messages) {
     const prev = out[out.length - 1];
     if (prev && prev.role === m.role && mergeable(prev) && mergeable(m)) {
-      out[out.length - 1] = { ...prev, content: joinContent(prev.content, m.content) };
+      run.push(m.content);
       tally.add('merged-messages');
-    } else out.push(m);
+    } else {
+      close();
+      out.push(m);
+      run = [m.content];
+    }
   }
+  close();
   return out;
 }
 

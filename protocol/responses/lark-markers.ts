@@ -4,12 +4,23 @@
  * JavaScript (Lark's own JS target generates a standalone parser from Python), so the full
  * grammar is not enforced: the input must begin with the start rule's leading literals and end
  * with its trailing ones (trailing whitespace allowed). For Codex's apply_patch grammar that is
- * "*** Begin Patch\n" ... "*** End Patch". Pure; bounded by MAX_GRAMMAR_CHARS and MAX_DEPTH.
+ * "*** Begin Patch\n" ... "*** End Patch". Pure.
+ *
+ * Bounded whatever the grammar: a rule that refers to the next one k times spells k^depth
+ * characters (a 175-byte grammar: a 1 MB regex; 8 KB: a 524 MB request upstream, issue 27).
+ * So each rule's edge is read once (memoized, unless a cycle or the depth cut it, which makes it
+ * depend on the path), a marker keeps at most MAX_MARKER_CHARS (the start its first ones, the end
+ * its last ones: a weaker check, still one every valid input passes), and reading a grammar
+ * takes at most MAX_STEPS tokens: past that it checks no markers at all.
  */
 
 /** Longer grammars are not read (no markers are checked). */
 const MAX_GRAMMAR_CHARS = 64 * 1024;
 const MAX_DEPTH = 16;
+/** Characters a marker keeps (the pattern sent upstream holds two): real ones are a line. */
+export const MAX_MARKER_CHARS = 1024;
+/** Tokens read for one grammar's markers, over all rules: past it, no markers are checked. */
+export const MAX_STEPS = 50_000;
 
 type Token =
   | { kind: 'lit'; text: string }
@@ -85,16 +96,63 @@ function definitions(grammar: string): Map<string, string> {
   return defs;
 }
 
+type Edge = { text: string; whole: boolean };
+
+/** What one larkMarkers call shares across its rules: tokens and edges read once, the step count. */
+interface Shared {
+  defs: Map<string, string>;
+  tokens: Map<string, Token[] | undefined>;
+  /** Edges by side and rule name, read without a cut (see `cuts`). */
+  edges: Map<string, Edge>;
+  steps: number;
+  /** Times a cycle or the depth limit cut a reading: an edge read meanwhile depends on its path. */
+  cuts: number;
+}
+
 interface Reader {
+  shared: Shared;
   defs: Map<string, string>;
   depth: number;
   /** Rules being read: a rule that refers back to one of them has no fixed text there. */
   path: ReadonlySet<string>;
 }
 
+/** Reading stops: too many steps. */
+class OverBudget extends Error {}
+
 function enter(r: Reader, name: string): Reader | undefined {
-  if (r.path.has(name) || r.depth >= MAX_DEPTH) return undefined;
-  return { defs: r.defs, depth: r.depth + 1, path: new Set([...r.path, name]) };
+  if (r.path.has(name) || r.depth >= MAX_DEPTH) {
+    r.shared.cuts++;
+    return undefined;
+  }
+  return { shared: r.shared, defs: r.defs, depth: r.depth + 1, path: new Set([...r.path, name]) };
+}
+
+function tokensOf(r: Reader, name: string, expr: string): Token[] | undefined {
+  const known = r.shared.tokens;
+  if (known.has(name)) return known.get(name);
+  const t = tokenize(expr);
+  known.set(name, t);
+  return t;
+}
+
+/** The edge of rule `name` (definition `def`) read inside `inner`, memoized when no cut shaped it. */
+function ruleEdge(name: string, def: string, side: 'start' | 'end', inner: Reader): Edge {
+  const key = `${side}\u0000${name}`;
+  const shared = inner.shared;
+  const memo = shared.edges.get(key);
+  if (memo !== undefined) return memo;
+  const cuts = shared.cuts;
+  const e = edge(def, side, inner, name);
+  if (shared.cuts === cuts) shared.edges.set(key, e);
+  return e;
+}
+
+/** `text` with `part` added on `side`, cut to MAX_MARKER_CHARS (then no longer whole). */
+function grow(text: string, part: string, side: 'start' | 'end'): { text: string; cut: boolean } {
+  const t = side === 'start' ? text + part : part + text;
+  if (t.length <= MAX_MARKER_CHARS) return { text: t, cut: false };
+  return { text: side === 'start' ? t.slice(0, MAX_MARKER_CHARS) : t.slice(-MAX_MARKER_CHARS), cut: true };
 }
 
 /** The whole fixed text of a literal or a name defined as one, else undefined. */
@@ -104,18 +162,19 @@ function literalOf(t: Token, r: Reader): string | undefined {
   const def = r.defs.get(t.name);
   const inner = enter(r, t.name);
   if (def === undefined || inner === undefined) return undefined;
-  const e = edge(def, 'start', inner);
+  const e = ruleEdge(t.name, def, 'start', inner);
   return e.whole ? e.text : undefined;
 }
 
 /** The fixed text at one end of an expression, and whether the whole expression is that text. */
-function edge(expr: string, side: 'start' | 'end', r: Reader): { text: string; whole: boolean } {
+function edge(expr: string, side: 'start' | 'end', r: Reader, name: string): Edge {
   const none = { text: '', whole: false };
-  const tokens = tokenize(expr);
+  const tokens = tokensOf(r, name, expr);
   if (!tokens || tokens.some((t) => t.kind === 'op' && t.op === '|')) return none;
   const seq = side === 'start' ? tokens : [...tokens].reverse();
   let text = '';
   for (let k = 0; k < seq.length; k++) {
+    if (++r.shared.steps > MAX_STEPS) throw new OverBudget();
     const t = seq[k]!;
     // The quantifier that applies to t: after it in the grammar.
     const q = side === 'start' ? seq[k + 1] : seq[k - 1];
@@ -131,16 +190,17 @@ function edge(expr: string, side: 'start' | 'end', r: Reader): { text: string; w
       continue;
     }
     if (quant === '?' || quant === '*') return { text, whole: false };
-    let part: { text: string; whole: boolean };
+    let part: Edge;
     if (t.kind === 'lit') part = { text: t.text, whole: true };
     else if (t.kind === 'name') {
       const def = r.defs.get(t.name);
       const inner = enter(r, t.name);
       if (def === undefined || inner === undefined) return { text, whole: false };
-      part = edge(def, side, inner);
+      part = ruleEdge(t.name, def, side, inner);
     } else return { text, whole: false };
-    text = side === 'start' ? text + part.text : part.text + text;
-    if (!part.whole || quant === '+') return { text, whole: false };
+    const grown = grow(text, part.text, side);
+    text = grown.text;
+    if (grown.cut || !part.whole || quant === '+') return { text, whole: false };
   }
   return { text, whole: true };
 }
@@ -156,10 +216,16 @@ export function larkMarkers(grammar: string): LarkMarkers {
   const defs = definitions(grammar);
   const start = defs.get('start');
   if (start === undefined) return { start: '', end: '' };
-  const root: Reader = { defs, depth: 0, path: new Set(['start']) };
-  const head = edge(start, 'start', root);
-  if (head.whole) return { start: head.text, end: '' };
-  return { start: head.text, end: edge(start, 'end', root).text };
+  const shared: Shared = { defs, tokens: new Map(), edges: new Map(), steps: 0, cuts: 0 };
+  const root: Reader = { shared, defs, depth: 0, path: new Set(['start']) };
+  try {
+    const head = edge(start, 'start', root, 'start');
+    if (head.whole) return { start: head.text, end: '' };
+    return { start: head.text, end: edge(start, 'end', root, 'start').text };
+  } catch (err) {
+    if (err instanceof OverBudget) return { start: '', end: '' };
+    throw err;
+  }
 }
 
 /** RE2 syntax for literal text. */

@@ -90,6 +90,27 @@ describe('the held answer is capped (unit: the corrective-retry stream hook)', (
     expect(seen.judged[0]?.tooLong).toBe(true);
   });
 
+  it('chunks with a 1 MB extra field count what they weigh: 100 of them are not held (issue 27)', () => {
+    const extra = 'x'.repeat(MB);
+    const hook = createHeldCallsStreamHook(() => ({ effects: [] }), { hold: true, maxHeldChars: MB });
+    let live = 0;
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    for (let i = 0; i < 100; i++) {
+      // freshly parsed: each chunk its own 1 MB string, as the SSE parser hands them over
+      const c = JSON.parse(
+        JSON.stringify({ ...parsed({ content: `part ${i} ` }), extra: `${i}${extra}` }),
+      ) as ChatCompletionChunk;
+      live += hook.onChunk(c).length;
+    }
+    gc();
+    const grown = (process.memoryUsage().heapUsed - before) / MB;
+    // before: counted at 512 characters each, all 100 held to the end (+100 MB)
+    expect(grown).toBeLessThan(16);
+    expect(live).toBeGreaterThan(90);
+    expect(hook.onEnd().chunks.length).toBeLessThan(5);
+  });
+
   it('3 MB of call arguments: the call goes out at the cap (head, then arguments), the rest live', () => {
     const pieces = Array.from({ length: 3 * 1024 }, (_, i) => `"k${i}": "${'v'.repeat(1000)}", `);
     const chunks = [

@@ -132,6 +132,15 @@ describe('keepSourceText + stringifyJson', () => {
     expect(JSON.parse(stringifyJson(over))).toEqual(JSON.parse(at(MAX_KEPT + 1)));
   });
 
+  it(`top-level numbers count toward ${MAX_KEPT} with the containers (issue 27: 1M root members)`, () => {
+    const at = (n: number) =>
+      `{"t":[{"n":1.0}],${Array.from({ length: n }, (_, i) => `"k${i}":1.0`).join(',')}}`;
+    const kept = annotated(at(MAX_KEPT - 1)) as Record<string, unknown> & { t: unknown[] };
+    expect(stringifyJson({ ...kept, x: 1 }, kept).startsWith('{"t":[{"n":1.0}],"k0":1.0,')).toBe(true);
+    const over = annotated(at(MAX_KEPT)) as Record<string, unknown> & { t: unknown[] };
+    expect(stringifyJson({ ...over, x: 1 }, over).startsWith('{"t":[{"n":1}],"k0":1,')).toBe(true);
+  });
+
   it('nested kept containers share one copy of their bytes and each writes its own part', () => {
     const text = '{"t":[1.0,[2.50,{"2":-0,"1":1e400}],"x"]}';
     const value = annotated(text) as { t: [number, [number, object], string] };

@@ -1,0 +1,413 @@
+/**
+ * Issue 27, "fuzz the surfaces": every parser of the registry and every request rewrite, fed
+ * random inputs scaled 1x and 4x along each size a client (or a model) controls, must cost at
+ * most about 4x, in time and in retained memory (tests/support/cost-scaling.ts: medians,
+ * interleaved runs, x10 plus a constant, so a quadratic (x16) is flagged and load is not).
+ * The sizes are the ones whose products broke before: output length per parser; declared
+ * tools x name length (whole-output starts); attributes (the improvised reader); schema size x
+ * calls; messages x parts (history repair, system folding, same-role merging); root members
+ * and containers (lossless numbers); rules x references (Lark markers); items x blocks (the
+ * Responses and Messages translations); held chunks x their weight.
+ *
+ * A new parser or rewrite gets its row here. More random draws per row:
+ * TOOLPROOF_FUZZ_RUNS=5 npx vitest run tests/hardening/surface-budgets.test.ts
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { HeldText } from '../../policies/corrective-retry/held-text.js';
+import { validateArguments } from '../../policies/corrective-retry/validation/validate-arguments.js';
+import { repairHistory } from '../../policies/history-repair/repair.js';
+import { joinContent, joinContents } from '../../policies/history-repair/message-content.js';
+import { translateRequest as fromMessages } from '../../protocol/anthropic/request.js';
+import { parseJsonBody } from '../../protocol/json-body.js';
+import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
+import type { ChatCompletionChunk, ChatMessage, JsonObject } from '../../protocol/openai.js';
+import { larkMarkers, markerPattern } from '../../protocol/responses/lark-markers.js';
+import { translateRequest as fromResponses } from '../../protocol/responses/request.js';
+import { DEFAULT_MODEL_SETTINGS } from '../../protocol/settings.js';
+import { readImprovisedCalls } from '../../parsers/kit/structured-reader.js';
+import { createRecoveryStream } from '../../parsers/recover.js';
+import { PARSERS } from '../../parsers/registry.js';
+import type { DeclaredTool } from '../../parsers/types.js';
+import { loadFixtures } from '../parsers/fixtures.js';
+import { measureScaling, prng, type Scaling, withinBudget } from '../support/cost-scaling.js';
+import { loadFactor } from './loop-probe.js';
+
+const RUNS = Number(process.env.TOOLPROOF_FUZZ_RUNS ?? 1);
+
+/** Asserts the budget for a surface, over RUNS random seeds (fast-check draws them). */
+function budget<I>(
+  name: string,
+  make: (size: number, rnd: () => number) => I,
+  run: (input: I) => unknown,
+  opts: { from: number; max: number },
+  seed: number,
+): void {
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: 2 ** 31 - 1 }), (s) => {
+      const scaling: Scaling = measureScaling((size) => make(size, prng(s)), run, opts);
+      const ok = withinBudget(scaling, 5 * loadFactor());
+      const what = `${name} (seed ${s}, base ${scaling.base}): ${scaling.t1.toFixed(1)} -> ${scaling.t4.toFixed(1)} ms, ${(scaling.m1 / 1e6).toFixed(1)} -> ${(scaling.m4 / 1e6).toFixed(1)} MB`;
+      expect(ok.time, what).toBe(true);
+      expect(ok.memory, what).toBe(true);
+    }),
+    { numRuns: RUNS, seed, endOnFailure: true },
+  );
+}
+
+const pick = <T>(rnd: () => number, xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
+
+// ---------------------------------------------------------------- parsers
+
+const FIXTURES = new Map(loadFixtures().map((f) => [f.file, f.cases]));
+const PROSE = ['Sure, ', 'the answer is ', '42', '\n', ' ', '{', '"', ':', '<', '[', '(', 'done.'];
+
+describe('every registered parser: output length x1 vs x4', () => {
+  PARSERS.forEach((p, k) => {
+    it(p.name, () => {
+      const cases = FIXTURES.get(p.name) ?? [];
+      const tools = new Map<string, DeclaredTool>();
+      for (const c of cases) for (const t of c.tools) tools.set(t.name, t);
+      if (tools.size === 0) tools.set('get_weather', { name: 'get_weather' });
+      const texts = cases.map((c) => c.text);
+      const markers = p.spec.markers;
+      const units = [...texts, ...markers, ...PROSE, ...tools.keys()];
+      budget(
+        `parser ${p.name}`,
+        (size, rnd) => {
+          let text = '';
+          while (text.length < size) {
+            const u = pick(rnd, units);
+            // whole units, and cut ones (a marker or a call that never completes)
+            text += rnd() < 0.3 ? u.slice(0, Math.floor(rnd() * u.length)) : u;
+          }
+          return text;
+        },
+        (text) => {
+          let n = 0;
+          const s = createRecoveryStream({ tools, parsers: [p.name], newId: () => `c${n++}` });
+          const events = [];
+          for (let i = 0; i < text.length; i += 64)
+            events.push(...s.push({ content: text.slice(i, i + 64) }));
+          events.push(...s.finish());
+          return events;
+        },
+        { from: 2000, max: 256_000 },
+        1000 + k,
+      );
+    }, 120_000);
+  });
+});
+
+// ---------------------------------------------------------------- parser products
+
+const weather: DeclaredTool = {
+  name: 'get_weather',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+};
+
+describe('products of sizes in the parsers', () => {
+  it('whole-output starts: declared tools x1 vs x4 (8 streams, a shared name prefix)', () => {
+    budget(
+      'name starts, tools',
+      (size, rnd) => {
+        const prefix = 'a'.repeat(64 + Math.floor(rnd() * 64));
+        const tools = new Map<string, DeclaredTool>();
+        for (let i = 0; i < size; i++) tools.set(`${prefix}${i}`, { name: `${prefix}${i}` });
+        return { tools, text: `${prefix}${size >> 1}(` };
+      },
+      ({ tools, text }) => {
+        const streams = [];
+        for (let c = 0; c < 8; c++) {
+          const s = createRecoveryStream({ tools, newId: () => 'x' });
+          for (let i = 0; i < text.length; i += 4) s.push({ content: text.slice(i, i + 4) });
+          streams.push(s);
+        }
+        return streams;
+      },
+      { from: 256, max: 4096 },
+      2001,
+    );
+  }, 120_000);
+
+  it('whole-output starts: name length x1 vs x4 (8 streams)', () => {
+    budget(
+      'name starts, name length',
+      (size, rnd) => {
+        const tools = new Map<string, DeclaredTool>();
+        const stem = 'b'.repeat(size);
+        for (let i = 0; i < 64; i++) tools.set(`${stem}${i}`, { name: `${stem}${i}` });
+        return { tools, text: `<${stem}${Math.floor(rnd() * 64)}>` };
+      },
+      ({ tools, text }) => {
+        const streams = [];
+        for (let c = 0; c < 8; c++) {
+          const s = createRecoveryStream({ tools, newId: () => 'x' });
+          for (let i = 0; i < text.length; i += 4) s.push({ content: text.slice(i, i + 4) });
+          streams.push(s);
+        }
+        return streams;
+      },
+      { from: 256, max: 16_384 },
+      2002,
+    );
+  }, 120_000);
+
+  it('the improvised reader: attributes x1 vs x4', () => {
+    const tools = new Map([['get_weather', weather]]);
+    budget(
+      'reader attributes',
+      (size, rnd) => {
+        let attrs = '';
+        for (let i = 0; i < size; i++) attrs += ` a${i}="${rnd() < 0.5 ? 'get_weather' : `v${i}`}"`;
+        return `<x${attrs}/>`;
+      },
+      (text) => readImprovisedCalls(text, tools),
+      { from: 256, max: 64_000 },
+      2003,
+    );
+  }, 120_000);
+
+  it('schema size x calls: calls, enum size, and both x1 vs x4 (one request each)', () => {
+    const schemaOf = (values: number) => ({
+      type: 'object',
+      properties: { v: { type: 'string', enum: Array.from({ length: values }, (_, i) => `v${i}`) } },
+      required: ['v'],
+    });
+    const request = ({ schema, calls }: { schema: JsonObject; calls: number }) => {
+      // one request: its schema parsed once (a fresh object), every call validated and read
+      const own = structuredClone(schema);
+      const tools = new Map([['pick', { name: 'pick', parameters: own }]]);
+      const out = [];
+      for (let i = 0; i < calls; i++) out.push(validateArguments(own, { v: `v${i}` }).valid);
+      const text = JSON.stringify(
+        Array.from({ length: calls }, (_, i) => ({ name: 'pick', arguments: { v: `v${i}` } })),
+      );
+      out.push(readImprovisedCalls(text, tools)?.length);
+      return out;
+    };
+    budget(
+      'schema x calls: calls',
+      (size) => ({ schema: schemaOf(20_000), calls: size }),
+      request,
+      { from: 16, max: 4096 },
+      2004,
+    );
+    budget(
+      'schema x calls: enum',
+      (size) => ({ schema: schemaOf(size), calls: 64 }),
+      request,
+      { from: 1000, max: 400_000 },
+      2005,
+    );
+    // both sizes x4 together: a product of them is x16, their sum x4
+    budget(
+      'schema x calls: both',
+      (size) => ({ schema: schemaOf(size * 250), calls: size }),
+      request,
+      { from: 8, max: 2048 },
+      2006,
+    );
+  }, 240_000);
+});
+
+// ---------------------------------------------------------------- request rewrites
+
+function randomHistory(size: number, rnd: () => number): ChatMessage[] {
+  const out: ChatMessage[] = [{ role: 'user', content: 'go' }];
+  const content = (i: number): ChatMessage['content'] =>
+    rnd() < 0.5 ? `text ${i}` : [{ type: 'text', text: `part ${i}` }];
+  for (let i = 0; i < size; i++) {
+    const r = rnd();
+    if (r < 0.25) out.push({ role: 'system', content: content(i) });
+    else if (r < 0.5) out.push({ role: 'user', content: content(i) });
+    else if (r < 0.65) out.push({ role: 'assistant', content: content(i) });
+    else if (r < 0.8)
+      out.push({
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'f', arguments: '{}' } }],
+      } as ChatMessage);
+    else
+      out.push({
+        role: 'tool',
+        tool_call_id: `c${Math.floor(rnd() * size)}`,
+        content: `r${i}`,
+      } as ChatMessage);
+  }
+  return out;
+}
+
+describe('request rewrites: size x1 vs x4', () => {
+  const merging = { ...DEFAULT_MODEL_SETTINGS.historyRepair, mergeSameRole: true, bridgeToolToUser: true };
+
+  it('history repair (random roles, parts, calls and results; merging on)', () => {
+    budget(
+      'history repair',
+      randomHistory,
+      (m) => repairHistory(m, merging),
+      { from: 500, max: 200_000 },
+      3001,
+    );
+  }, 120_000);
+
+  it('system folding: system messages with parts before the first assistant turn', () => {
+    budget(
+      'system folding',
+      (size, rnd) => {
+        const m: ChatMessage[] = [{ role: 'user', content: 'hi' }];
+        for (let i = 0; i < size; i++)
+          m.push({ role: rnd() < 0.8 ? 'system' : 'user', content: [{ type: 'text', text: `s${i}` }] });
+        return m;
+      },
+      (m) => repairHistory(m, merging),
+      { from: 500, max: 200_000 },
+      3002,
+    );
+  }, 120_000);
+
+  it('joinContents is joinContent folded pair by pair (property)', () => {
+    const content = fc.oneof(
+      fc.constantFrom<ChatMessage['content']>(null, undefined, ''),
+      fc.string({ maxLength: 3 }),
+      fc.array(fc.record({ type: fc.constant('text' as const), text: fc.string({ maxLength: 3 }) }), {
+        maxLength: 3,
+      }),
+    );
+    fc.assert(
+      fc.property(fc.array(content, { minLength: 1, maxLength: 8 }), (list) => {
+        const folded = list.slice(1).reduce((a, b) => joinContent(a, b), list[0]);
+        expect(joinContents(list)).toEqual(folded);
+      }),
+      { numRuns: 2000, seed: 3003 },
+    );
+  });
+
+  it('lossless numbers: root members and containers', () => {
+    const spellings = ['1.0', '1', '-0', '12345678901234567890', '1e400', '2.50', '"s"'];
+    budget(
+      'lossless numbers',
+      (size, rnd) => {
+        const members: string[] = [];
+        for (let i = 0; i < size; i++)
+          members.push(
+            rnd() < 0.5
+              ? `"k${i}":${pick(rnd, spellings)}`
+              : `"o${i}":{"2":${pick(rnd, spellings)},"1":[1.0]}`,
+          );
+        return Buffer.from(`{"model":"m",${members.join(',')}}`);
+      },
+      (bytes) => {
+        const value = parseJsonBody(bytes) as Record<string, unknown>;
+        keepSourceText(value, bytes);
+        return stringifyJson({ ...value, tools: [] }, value);
+      },
+      { from: 500, max: 200_000 },
+      3004,
+    );
+  }, 120_000);
+
+  it('Lark markers: rules x1 vs x4, and references per rule x1 vs x4', () => {
+    const grammar = (rules: number, refs: number, rnd: () => number) => {
+      const lines = ['start: r0 "end"'];
+      for (let i = 0; i < rules; i++) {
+        const parts: string[] = [];
+        for (let j = 0; j < refs; j++)
+          parts.push(
+            i + 1 < rules && rnd() < 0.8
+              ? `r${i + 1 + Math.floor(rnd() * Math.min(3, rules - i - 1))}`
+              : `"x${j}"`,
+          );
+        lines.push(`r${i}: ${parts.join(' ')}`);
+      }
+      return lines.join('\n');
+    };
+    const read = (g: string) => markerPattern(larkMarkers(g));
+    budget('lark rules', (size, rnd) => grammar(size, 3, rnd), read, { from: 64, max: 4000 }, 3005);
+    budget('lark references', (size, rnd) => grammar(12, size, rnd), read, { from: 4, max: 4000 }, 3006);
+  }, 240_000);
+
+  it('the Responses translation: input items x1 vs x4', () => {
+    budget(
+      'responses translation',
+      (size, rnd) => {
+        const input: unknown[] = [];
+        for (let i = 0; i < size; i++) {
+          const r = rnd();
+          if (r < 0.3) input.push({ role: 'user', content: [{ type: 'input_text', text: `u${i}` }] });
+          else if (r < 0.45) input.push({ role: 'developer', content: `d${i}` });
+          else if (r < 0.65)
+            input.push({ type: 'function_call', call_id: `c${i}`, name: 'f', arguments: '{}' });
+          else if (r < 0.85) input.push({ type: 'function_call_output', call_id: `c${i}`, output: 'ok' });
+          else input.push({ role: 'assistant', content: [{ type: 'output_text', text: `a${i}` }] });
+        }
+        return {
+          model: 'm',
+          input,
+          tools: [{ type: 'function', name: 'f', parameters: { type: 'object' } }],
+        };
+      },
+      (body) => fromResponses(body as never),
+      { from: 500, max: 200_000 },
+      3007,
+    );
+  }, 120_000);
+
+  it('the Messages translation: messages x blocks', () => {
+    budget(
+      'messages translation',
+      (size, rnd) => {
+        const messages: unknown[] = [];
+        for (let i = 0; i < size; i++) {
+          const uses = Array.from({ length: 1 + Math.floor(rnd() * 3) }, (_, j) => ({
+            type: 'tool_use',
+            id: `t${i}_${j}`,
+            name: 'f',
+            input: {},
+          }));
+          messages.push({ role: 'assistant', content: [{ type: 'text', text: `a${i}` }, ...uses] });
+          messages.push({
+            role: 'user',
+            content: uses.map((u) => ({ type: 'tool_result', tool_use_id: u.id, content: 'ok' })),
+          });
+        }
+        return {
+          model: 'm',
+          max_tokens: 10,
+          system: 's',
+          messages,
+          tools: [{ name: 'f', input_schema: { type: 'object' } }],
+        };
+      },
+      (body) => fromMessages(body as never),
+      { from: 250, max: 100_000 },
+      3008,
+    );
+  }, 120_000);
+
+  it('held chunks: chunks x1 vs x4, each with an extra field', () => {
+    budget(
+      'held chunks',
+      (size, rnd) =>
+        Array.from(
+          { length: size },
+          (_, i): ChatCompletionChunk =>
+            ({
+              id: 'c',
+              object: 'chat.completion.chunk',
+              created: 1,
+              model: 'm',
+              choices: [{ index: 0, delta: { content: `t${i}` }, finish_reason: null }],
+              ...(rnd() < 0.5 ? { extra: 'x'.repeat(32) } : {}),
+            }) as ChatCompletionChunk,
+        ),
+      (chunks) => {
+        const held = new HeldText();
+        for (const c of chunks) held.add(c, chunks[0]!);
+        return held.overhead;
+      },
+      { from: 500, max: 200_000 },
+      3009,
+    );
+  }, 120_000);
+});

@@ -1,0 +1,114 @@
+/**
+ * Budget checks for the surface tables (tests/hardening/surface-budgets.test.ts): an input scaled
+ * 4x along one size must cost at most about 4x, in time and in retained memory. Robust on a
+ * loaded 2-core box: the base size is grown until one run takes a measurable time, 1x and 4x
+ * runs are interleaved (load drifts hit both), medians are compared, and the bound is x10 plus
+ * a small constant: linear work gives x4 (x6-8 with noise), a quadratic x16, so it is flagged
+ * without flaking. Retained memory: the heap after a full GC with the result held, minus before.
+ */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+setFlagsFromString('--expose_gc');
+const gc = runInNewContext('gc') as () => void;
+
+export interface Scaling {
+  /** Median CPU ms of one run at 1x and 4x. */
+  t1: number;
+  t4: number;
+  /** Median bytes retained by one result at 1x and 4x. */
+  m1: number;
+  m4: number;
+  /** The 1x size the calibration settled on. */
+  base: number;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[s.length >> 1]!;
+}
+
+/**
+ * CPU ms of one run (user + system of this process): other processes on a loaded box stretch
+ * the wall clock, not this process's CPU time.
+ */
+function timed(run: () => unknown): number {
+  const c0 = process.cpuUsage();
+  run();
+  const c = process.cpuUsage(c0);
+  return (c.user + c.system) / 1000;
+}
+
+function retained(run: () => unknown): number {
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  const kept = run();
+  gc();
+  const after = process.memoryUsage().heapUsed;
+  // read after the GC: the result is alive across it
+  if (kept === Symbol.for('never')) throw new Error('unreachable');
+  return Math.max(0, after - before);
+}
+
+/**
+ * `make(size)` builds an input of `size` units (deterministic for a size); `run(input)` is the
+ * surface, returning what it keeps. The base size starts at `from` and doubles (up to `max`)
+ * until a 1x run takes `targetMs`.
+ */
+export function measureScaling<I>(
+  make: (size: number) => I,
+  run: (input: I) => unknown,
+  opts: { from: number; max: number; targetMs?: number; runs?: number },
+): Scaling {
+  const target = opts.targetMs ?? 15;
+  let base = opts.from;
+  let one = make(base);
+  run(one); // warm up
+  // the fastest of three: one slow run (a GC, a compile) must not stop the growth early
+  while (
+    base * 2 <= opts.max &&
+    Math.min(
+      timed(() => run(one)),
+      timed(() => run(one)),
+      timed(() => run(one)),
+    ) < target
+  ) {
+    base *= 2;
+    one = make(base);
+  }
+  const four = make(base * 4);
+  run(four);
+  const t1: number[] = [];
+  const t4: number[] = [];
+  for (let k = 0; k < (opts.runs ?? 5); k++) {
+    t1.push(timed(() => run(one)));
+    t4.push(timed(() => run(four)));
+  }
+  const m1: number[] = [];
+  const m4: number[] = [];
+  for (let k = 0; k < 3; k++) {
+    m1.push(retained(() => run(one)));
+    m4.push(retained(() => run(four)));
+  }
+  return { t1: median(t1), t4: median(t4), m1: median(m1), m4: median(m4), base };
+}
+
+/** 4x the input costs at most about 4x: x10 plus a constant (ms; bytes). */
+export function withinBudget(s: Scaling, slackMs: number): { time: boolean; memory: boolean } {
+  return {
+    time: s.t4 <= 10 * s.t1 + slackMs,
+    memory: s.m4 <= 10 * s.m1 + 4 * 1024 * 1024,
+  };
+}
+
+/** A deterministic PRNG (mulberry32) for building inputs from a fast-check drawn seed. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
