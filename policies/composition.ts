@@ -9,6 +9,7 @@ import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from 
 import type { ModelSettings } from '../protocol/settings.js';
 import { materializeLight } from './light-delta.js';
 import {
+  type EffectRecord,
   type EffectShape,
   isPassThroughHook,
   type LightDelta,
@@ -64,6 +65,24 @@ export function runRequestPolicies<E extends EffectShape>(
   return { request, memos, effects };
 }
 
+type Describer = (effect: EffectShape) => EffectRecord | undefined;
+const describers = new WeakMap<readonly object[], Describer>();
+
+/**
+ * What an effect means, as the policy of `policies` that produced it declares (found by the
+ * effect's own `policy` field): PolicyContext.describeEffect for a context that has none. One
+ * function per policy list, so a stream's context costs no closure of its own.
+ */
+export function describerOf<E extends EffectShape>(policies: readonly Policy<E>[]): Describer {
+  let d = describers.get(policies);
+  if (!d) {
+    const byName = new Map(policies.map((p) => [p.name, p]));
+    d = (effect) => byName.get(effect.policy)?.describeEffect?.(effect as E);
+    describers.set(policies, d);
+  }
+  return d;
+}
+
 export function runResponsePolicies<E extends EffectShape>(
   policies: readonly Policy<E>[],
   response: ChatCompletion,
@@ -75,6 +94,7 @@ export function runResponsePolicies<E extends EffectShape>(
   effects: E[] = [],
 ): ResponseDecision<E> {
   let current = response;
+  if (!ctx.describeEffect) ctx = { ...ctx, describeEffect: describerOf(policies) };
   for (const policy of policies) {
     if (!policy.onResponse) continue;
     const decision = policy.onResponse(current, ctx, memos.get(policy.name), sent, original);
@@ -114,7 +134,11 @@ export function createStreamChain<E extends EffectShape>(
   const hooks: StreamHook<E>[] = [];
   // Hooks may ask whether the chain already knows the output is discarded (corrective-retry/stream.ts).
   let chain: HookChain<E> | undefined;
-  const hookCtx: PolicyContext = { ...ctx, discardDecided: () => chain?.unrecoverable() ?? false };
+  const hookCtx: PolicyContext = {
+    ...ctx,
+    discardDecided: () => chain?.unrecoverable() ?? false,
+    describeEffect: ctx.describeEffect ?? describerOf(policies),
+  };
   for (const policy of policies) {
     if (!policy.createStreamHook) continue;
     const hook = policy.createStreamHook(hookCtx, memos.get(policy.name), sent, original);

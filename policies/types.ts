@@ -38,6 +38,29 @@ export interface PolicyContext {
    * chain found it unrecoverable, StreamHook.unrecoverable). Set by the stream chain.
    */
   readonly discardDecided?: () => boolean;
+  /**
+   * The client's tools as facts, built once per request (kit/tool-set.ts: buildToolSet). Absent:
+   * a policy derives them with toolSetOf(ctx, original), memoized.
+   */
+  readonly tools?: ToolSet;
+  /** The model's name on the upstream when the config renames it (models.<name>.upstreamModel). */
+  readonly upstreamModel?: string;
+  /**
+   * What an effect means, as the policy that produced it declares (Policy.describeEffect): a
+   * later policy reads typed facts of `attemptEffects` through it (kit/attempt-facts.ts: the
+   * attempt's leaks) instead of another policy's effects by name. The composition sets it.
+   */
+  readonly describeEffect?: (effect: EffectShape) => EffectRecord | undefined;
+}
+
+/** What the client's request declares about tools (PolicyContext.tools). */
+export interface ToolSet {
+  /** Names of the client's function tools. */
+  readonly declared: ReadonlySet<string>;
+  /** The client sent at least one tool (a non-empty `tools` array). */
+  readonly any: boolean;
+  /** The synthetic answer tool's name for this request: settings.finalAnswerTool or a variant not declared. */
+  readonly finalAnswerName: string;
 }
 
 /** Compile work, in units of about a microsecond of event loop (validator-cache.ts). */
@@ -94,6 +117,12 @@ export interface EffectLeak {
   backendHint?: string;
   reason?: string;
 }
+
+/**
+ * A policy's settings: the keys of ModelSettings it reads, with their JSON schema (validated by
+ * server/config.ts, which composes every policy's slice into the per-model settings schema).
+ */
+export type SettingsSchema = Readonly<Record<string, object>>;
 
 export type RequestDecision<E extends EffectShape = EffectShape> =
   | { action: 'continue'; request: ChatCompletionRequest; effects: E[]; memo?: unknown }
@@ -176,6 +205,11 @@ export interface Policy<E extends EffectShape = EffectShape> {
   /** Stable, kebab-case. */
   readonly name: string;
   enabled(settings: ModelSettings): boolean;
+  /**
+   * The settings this policy owns, by key, with their JSON schema (its folder's settings.ts).
+   * server/config.ts composes them; a key two policies read is declared by one of them.
+   */
+  readonly settingsSchema?: SettingsSchema;
   /**
    * What an effect of this policy means for the trace and metrics, or undefined when it only
    * goes to the log line's `effects`. Pure; absent: every effect only goes there.

@@ -31,15 +31,11 @@ import type {
 } from '../../protocol/openai.js';
 import { passThroughHook, type Policy, type PolicyContext } from '../types.js';
 import { isPlainObject } from '../kit/canonical-arguments.js';
-import {
-  appendAnswer,
-  chooseFinalAnswerName,
-  decodeFinalAnswer,
-  finalAnswerTool,
-  leadingContent,
-} from './final-answer.js';
+import { toolSetOf } from '../kit/tool-set.js';
+import { appendAnswer, decodeFinalAnswer, finalAnswerTool, leadingContent } from './final-answer.js';
 import { createFinalAnswerStreamHook } from './stream.js';
 import { describeForceToolUseEffect, FORCE_TOOL_USE_POLICY, type ForceToolUseEffect } from './effects.js';
+import { forceToolUseSettings } from './settings.js';
 
 export interface ForceToolUseMemo {
   /** The synthetic tool's name as sent upstream; null when none was added. */
@@ -66,15 +62,6 @@ export function notForcedReason(request: ChatCompletionRequest): string | null {
     return 'response-format';
   }
   return null;
-}
-
-function declaredNames(request: ChatCompletionRequest): Set<string> {
-  const names = new Set<string>();
-  for (const t of request.tools ?? []) {
-    const name = (t as { function?: { name?: unknown } })?.function?.name;
-    if (typeof name === 'string') names.add(name);
-  }
-  return names;
 }
 
 function callName(call: unknown): string | undefined {
@@ -181,10 +168,11 @@ function forcedCopy(request: ChatCompletionRequest): ChatCompletionRequest {
 
 export const forceToolUsePolicy: Policy<ForceToolUseEffect> = {
   name: FORCE_TOOL_USE_POLICY,
+  settingsSchema: forceToolUseSettings,
   enabled: (settings) => settings.forceToolUse,
   describeEffect: describeForceToolUseEffect,
 
-  onRequest(request, ctx) {
+  onRequest(request, ctx, original) {
     const skip = notForcedReason(request);
     if (skip !== null) {
       const memo: ForceToolUseMemo = {
@@ -194,7 +182,8 @@ export const forceToolUsePolicy: Policy<ForceToolUseEffect> = {
       };
       return { action: 'continue', request, effects: [], memo };
     }
-    const finalAnswerName = chooseFinalAnswerName(ctx.settings.finalAnswerTool, declaredNames(request));
+    // The request's tool facts: declared names and the synthetic tool's name, built once.
+    const { finalAnswerName } = toolSetOf(ctx, original);
     const toolChoice = ctx.requiredRejected ? 'auto' : 'required';
     const rewritten = forcedCopy(request);
     rewritten.tools = [...(request.tools ?? []), finalAnswerTool(finalAnswerName)];

@@ -13,8 +13,9 @@ import type { Config } from '../config.js';
 import type { FallbackMemory } from '../fallback-memory.js';
 import type { Metrics } from '../metrics.js';
 import type { ModelLabels, ResolvedRoute } from '../routing.js';
-import type { RequestPhase } from '../../policies/composition.js';
+import { describerOf, type RequestPhase } from '../../policies/composition.js';
 import type { HarnessTrace } from './trace.js';
+import { requestFacts } from './prepare.js';
 
 export interface ChatDeps {
   config: Config;
@@ -88,6 +89,8 @@ export class ChatCall {
    */
   private raw: Buffer | undefined;
   private sourceKept = false;
+  /** The request's facts (tool set, upstream name), built once on first use (prepare.ts). */
+  private facts: Pick<PolicyContext, 'tools' | 'upstreamModel'> | undefined;
 
   constructor(
     readonly reqId: string,
@@ -141,6 +144,8 @@ export class ChatCall {
       retriesUsed: this.retriesUsed,
       attemptEffects: this.attemptEffects,
       compileBudget: this.compileBudget,
+      describeEffect: describerOf(this.policies),
+      ...(this.facts ??= requestFacts(this.route, this.original)),
     };
   }
 

@@ -22,7 +22,7 @@ import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects, settleRetry } from './effects.js';
 import { JsonDriver, usageFromBytes } from './json-driver.js';
 import type { StreamOutput } from './output.js';
-import { runRequestPolicies } from '../../policies/composition.js';
+import { prepareRequest } from './prepare.js';
 import { salvageUpstreamError } from './policy-runner.js';
 import { SseDriver } from './stream-driver.js';
 import { addUsage, classifyFinal } from './trace.js';
@@ -43,8 +43,9 @@ function isPassthrough(call: ChatCall, request: ChatCompletionRequest): boolean 
   return s.recovery === 'off' || (s.recovery === 'auto' && !hasTools(request));
 }
 
-export function prepareRequest(call: ChatCall, deps: ChatDeps): ChatCompletionRequest {
-  const phase = runRequestPolicies(call.policies, call.original, call.policyContext());
+/** The first attempt's request: the one prepareRequest (prepare.ts), its effects recorded. */
+export function prepareCallRequest(call: ChatCall, deps: ChatDeps): ChatCompletionRequest {
+  const phase = prepareRequest(call.policies, call.original, call.policyContext());
   recordPolicyEffects(call, deps, phase.effects);
   if (phase.error) throw phase.error;
   call.setPhase(phase);
@@ -68,7 +69,7 @@ async function runAttempts(
   deps: ChatDeps,
   driver: AttemptDriver,
 ): Promise<ChatResult | undefined> {
-  let request = prepareRequest(call, deps);
+  let request = prepareCallRequest(call, deps);
   const passthrough = isPassthrough(call, request);
   let usage: Usage | undefined;
   try {

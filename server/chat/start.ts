@@ -7,7 +7,6 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { keepSourceText } from '../../protocol/lossless-json.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import type { ModelSettings } from '../../protocol/settings.js';
-import { withPreserveThinking } from '../../protocol/template-kwargs.js';
 import { RequestAbort } from '../abort.js';
 import { affinityKey } from '../affinity.js';
 import type { AppState } from '../app-state.js';
@@ -45,14 +44,6 @@ export function startChatCall(
   rawBody?: Buffer,
 ): ChatCall {
   const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
-  // Keep past reasoning in the template (docs/prefix.md): the same on every turn of the model.
-  if (route.settings.preserveThinking === true) {
-    const kept = withPreserveThinking(body);
-    if (kept !== body) {
-      body = kept;
-      rawBody = undefined; // no longer the client's bytes as they are
-    }
-  }
   // app.ts's close listener aborts it when the client goes away: no GPU time for nobody.
   const controller = new RequestAbort();
   request.tpAbort = controller;
