@@ -28,6 +28,8 @@ export interface RequestPhase<E extends EffectShape = EffectShape> {
   memos: Map<string, unknown>;
   effects: E[];
   error?: ToolproofError;
+  /** A policy must see the response even where the server would relay it untouched (RequestDecision). */
+  needsResponse?: boolean;
 }
 
 const activeCache = new WeakMap<readonly object[], WeakMap<ModelSettings, object[]>>();
@@ -54,6 +56,7 @@ export function runRequestPolicies<E extends EffectShape>(
   // Grown by concat, which sizes the array to its elements: the phase (and its effects) lives as
   // long as the request, and an array grown by push() reserves 17 slots (~150 bytes) for 1-2.
   let effects: E[] = [];
+  let needsResponse = false;
   for (const policy of policies) {
     if (!policy.onRequest) continue;
     const decision = policy.onRequest(request, ctx, original);
@@ -61,8 +64,9 @@ export function runRequestPolicies<E extends EffectShape>(
     if (decision.action === 'reject') return { request, memos, effects, error: decision.error };
     request = decision.request;
     if (decision.memo !== undefined) memos.set(policy.name, decision.memo);
+    if (decision.needsResponse === true) needsResponse = true;
   }
-  return { request, memos, effects };
+  return needsResponse ? { request, memos, effects, needsResponse } : { request, memos, effects };
 }
 
 type Describer = (effect: EffectShape) => EffectRecord | undefined;

@@ -11,6 +11,7 @@
 import type { ToolproofError } from '../protocol/errors.js';
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '../protocol/openai.js';
 import type { ModelSettings } from '../protocol/settings.js';
+import type { AnswerFormat } from './kit/answer-format.js';
 
 export interface PolicyContext {
   readonly model: string;
@@ -61,6 +62,8 @@ export interface ToolSet {
   readonly any: boolean;
   /** The synthetic answer tool's name for this request: settings.finalAnswerTool or a variant not declared. */
   readonly finalAnswerName: string;
+  /** The answer format the client asked for (a JSON schema or any JSON object), when it asked for one. */
+  readonly answer?: AnswerFormat;
 }
 
 /** Compile work, in units of about a microsecond of event loop (validator-cache.ts). */
@@ -107,7 +110,9 @@ export type EffectRecord =
   /** A call whose schema could not be fully enforced, and why. */
   | { type: 'schema-unenforced'; tool: string; reasons: string[]; cause: string }
   /** A corrective retry was asked for. */
-  | { type: 'retry'; reason: string };
+  | { type: 'retry'; reason: string }
+  /** An answer the client asked in a JSON schema (or as a JSON object), and whether it matched. */
+  | { type: 'schema-answer'; outcome: string };
 
 /** A leak as the trace and the leak counter see it. */
 export interface EffectLeak {
@@ -125,7 +130,17 @@ export interface EffectLeak {
 export type SettingsSchema = Readonly<Record<string, object>>;
 
 export type RequestDecision<E extends EffectShape = EffectShape> =
-  | { action: 'continue'; request: ChatCompletionRequest; effects: E[]; memo?: unknown }
+  | {
+      action: 'continue';
+      request: ChatCompletionRequest;
+      effects: E[];
+      memo?: unknown;
+      /**
+       * The response must go through the response side even where the server would relay it
+       * untouched (a chat request without tools): the policy checks it (a JSON answer format).
+       */
+      needsResponse?: boolean;
+    }
   | { action: 'reject'; error: ToolproofError; effects: E[] };
 
 export type ResponseDecision<E extends EffectShape = EffectShape> =

@@ -7,6 +7,7 @@ import type { ChatCompletion, ChatCompletionRequest, ToolCall } from '../../prot
 import type { EffectLeak, PolicyContext } from '../types.js';
 import { toolSetOf } from '../kit/tool-set.js';
 import { attemptLeaks } from '../kit/attempt-facts.js';
+import type { AnswerFormat } from '../kit/answer-format.js';
 import { isPlainObject } from '../kit/canonical-arguments.js';
 import {
   buildCatalogue,
@@ -62,10 +63,11 @@ function catalogueOf(
   sent: ChatCompletionRequest,
   original: ChatCompletionRequest,
   finalAnswerName: string | undefined,
+  answer?: AnswerFormat,
 ): ToolCatalogue {
   const hit = catalogues.get(sent);
   if (hit && hit.original === original && hit.finalAnswerName === finalAnswerName) return hit.catalogue;
-  const catalogue = buildCatalogue(sent, original, finalAnswerName);
+  const catalogue = buildCatalogue(sent, original, finalAnswerName, answer);
   catalogues.set(sent, { original, finalAnswerName, catalogue });
   return catalogue;
 }
@@ -120,7 +122,7 @@ export function correctTurn(
   // (a forced answer unwrapped into content, the usual end) does not build it.
   let catalogue: ToolCatalogue | undefined;
   const cat = (): ToolCatalogue =>
-    (catalogue ??= catalogueOf(sent, original, m.finalAnswerName ?? tools.finalAnswerName));
+    (catalogue ??= catalogueOf(sent, original, m.finalAnswerName ?? tools.finalAnswerName, tools.answer));
   const choice = clientToolChoice(original);
   const checks: CallCheck[] =
     turn.toolCalls.length > 0

@@ -105,6 +105,8 @@ export interface DecodedAnswer {
   invalid: boolean;
   /** The key the answer came from when it was not `answer`. */
   field?: string;
+  /** A schema answer (schema-answer.ts): what the check found. */
+  outcome?: 'valid' | 'invalid' | 'not-json' | 'unchecked';
 }
 
 export function decodeFinalAnswer(rawArgs: unknown): DecodedAnswer {

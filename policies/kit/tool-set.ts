@@ -7,6 +7,7 @@
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import type { ModelSettings } from '../../protocol/settings.js';
 import type { PolicyContext, ToolSet } from '../types.js';
+import { answerFormatOf } from './answer-format.js';
 
 /** `preferred`, or `preferred_2`, `_3`... when the client declared a tool of that name. */
 export function chooseFinalAnswerName(preferred: string, declared: ReadonlySet<string>): string {
@@ -31,10 +32,12 @@ export function buildToolSet(request: ChatCompletionRequest, settings: ModelSett
       if (typeof name === 'string') declared.add(name);
     }
   }
+  const answer = answerFormatOf(request);
   return Object.freeze({
     declared,
     any: hasTools(request),
     finalAnswerName: chooseFinalAnswerName(settings.finalAnswerTool, declared),
+    ...(answer ? { answer } : {}),
   });
 }
 

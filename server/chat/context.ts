@@ -111,7 +111,14 @@ export class ChatCall {
     // history has its client text kept first (only histories with tool calls pay the scan).
     if (rawBody !== undefined && hasToolCalls(original)) this.keepSource();
     // Replaced by the request policies' phase before anything reads it (prepareRequest).
-    this.phase = { request: original, memos: NO_MEMOS, effects: [], error: undefined, forcedRequired: false };
+    this.phase = {
+      request: original,
+      memos: NO_MEMOS,
+      effects: [],
+      error: undefined,
+      forcedRequired: false,
+      needsResponse: false,
+    };
     this.streamIdentity = {
       id: 'chatcmpl-toolproof',
       model: original.model,
@@ -161,6 +168,7 @@ export class ChatCall {
       effects: phase.effects,
       error: phase.error,
       forcedRequired,
+      needsResponse: phase.needsResponse === true,
     };
     if (phase.request !== this.original) {
       this.keepSource();

@@ -38,7 +38,7 @@ function hasTools(request: ChatCompletionRequest): boolean {
  * fix. Other front doors always get parsed chunks: they translate every one.
  */
 function isPassthrough(call: ChatCall, request: ChatCompletionRequest): boolean {
-  if (call.api !== 'chat') return false;
+  if (call.api !== 'chat' || call.phase.needsResponse === true) return false;
   const s = call.route.settings;
   return s.recovery === 'off' || (s.recovery === 'auto' && !hasTools(request));
 }
