@@ -1,7 +1,8 @@
 /**
  * The one explicit policy table. Order matters and is the pipeline order on both sides:
  *
- *   request:  preserve-thinking -> history-repair -> tool-fields -> force-tool-use -> upstream-request
+ *   request:  preserve-thinking -> hosted-tools -> history-repair -> tool-fields -> force-tool-use
+ *             -> upstream-request
  *   response: normalize-tool-calls -> leak-recovery (parsers/ engine)
  *             -> force-tool-use (unwrap final_answer)
  *             -> client-constraints (tool_choice "none", parallel_tool_calls false)
@@ -20,6 +21,7 @@ import { normalizeToolCallsPolicy } from './normalize-tool-calls/index.js';
 import { preserveThinkingPolicy } from './preserve-thinking/index.js';
 import { upstreamRequestPolicy } from './upstream-request/index.js';
 import { toolFieldsPolicy } from './tool-fields/index.js';
+import { hostedToolsPolicy } from './hosted-tools/index.js';
 
 /** The effect the drivers record for choices beyond the request's `n` (server/chat/effects.ts). */
 export { unaskedChoicesEffect } from './normalize-tool-calls/index.js';
@@ -32,6 +34,8 @@ import type { EffectRecord, Policy, SettingsSchema } from './types.js';
 const TABLE = [
   // First: it was applied to the client's request before anything else (kwargs after the prompt).
   preserveThinkingPolicy,
+  // Before any rewrite: a request the model refuses (hostedTools: reject) is refused as it came.
+  hostedToolsPolicy,
   historyRepairPolicy,
   // Before force-tool-use: a request left without tools is not forced, and sends no tool_choice.
   toolFieldsPolicy,

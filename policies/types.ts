@@ -47,6 +47,11 @@ export interface PolicyContext {
   /** The model's name on the upstream when the config renames it (models.<name>.upstreamModel). */
   readonly upstreamModel?: string;
   /**
+   * Hosted tools the front door's translation left out (they have no chat shape), with the 400
+   * in that API's own shape naming the first (policies/hosted-tools).
+   */
+  readonly hostedTools?: { readonly dropped: readonly string[]; readonly refusal?: ToolproofError };
+  /**
    * What an effect means, as the policy that produced it declares (Policy.describeEffect): a
    * later policy reads typed facts of `attemptEffects` through it (kit/attempt-facts.ts: the
    * attempt's leaks) instead of another policy's effects by name. The composition sets it.

@@ -101,7 +101,6 @@ const settingsSchema = {
   additionalProperties: false,
   properties: {
     fallbackTtlSeconds: { type: 'number', minimum: 0 },
-    hostedTools: { enum: ['drop', 'reject'] },
     ...policySettingsSchema(),
   },
 } as const;

@@ -15,7 +15,7 @@ import type { Metrics } from '../metrics.js';
 import type { ModelLabels, ResolvedRoute } from '../routing.js';
 import { describerOf, type RequestPhase } from '../../policies/composition.js';
 import type { HarnessTrace } from './trace.js';
-import { requestFacts } from './prepare.js';
+import { type DoorFacts, requestFacts } from './prepare.js';
 
 export interface ChatDeps {
   config: Config;
@@ -89,8 +89,12 @@ export class ChatCall {
    */
   private raw: Buffer | undefined;
   private sourceKept = false;
-  /** The request's facts (tool set, upstream name), built once on first use (prepare.ts). */
-  private facts: Pick<PolicyContext, 'tools' | 'upstreamModel'> | undefined;
+  /** The request's facts (tool set, upstream name, the door's), built once on first use (prepare.ts). */
+  private facts: Pick<PolicyContext, 'tools' | 'upstreamModel' | 'hostedTools'> | undefined;
+  /** What the front door's translation said of the request (hosted tools left out); set before prepare. */
+  doorFacts: DoorFacts = {};
+  /** The request policies ran (prepareCallRequest): the phase is the prepared request. */
+  prepared = false;
 
   constructor(
     readonly reqId: string,
@@ -152,7 +156,7 @@ export class ChatCall {
       attemptEffects: this.attemptEffects,
       compileBudget: this.compileBudget,
       describeEffect: describerOf(this.policies),
-      ...(this.facts ??= requestFacts(this.route, this.original)),
+      ...(this.facts ??= requestFacts(this.route, this.original, this.doorFacts)),
     };
   }
 

@@ -45,6 +45,9 @@ function isPassthrough(call: ChatCall, request: ChatCompletionRequest): boolean 
 
 /** The first attempt's request: the one prepareRequest (prepare.ts), its effects recorded. */
 export function prepareCallRequest(call: ChatCall, deps: ChatDeps): ChatCompletionRequest {
+  // Once per call: a front door may prepare before it reports what its translation left out.
+  if (call.prepared) return call.phase.request;
+  call.prepared = true;
   const phase = prepareRequest(call.policies, call.original, call.policyContext());
   recordPolicyEffects(call, deps, phase.effects);
   if (phase.error) throw phase.error;

@@ -12,13 +12,21 @@ import type { Policy, PolicyContext } from '../../policies/types.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import type { ResolvedRoute } from '../routing.js';
 
-/** The facts of a request every policy reads: its tool set and the route's upstream name. */
+/** What a front door's translation says of the client's request (hosted tools it left out). */
+export type DoorFacts = Pick<PolicyContext, 'hostedTools'>;
+
+/** The facts of a request every policy reads: its tool set, the route's upstream name, the door's. */
 export function requestFacts(
   route: Pick<ResolvedRoute, 'settings' | 'upstreamModel'>,
   original: ChatCompletionRequest,
-): Pick<PolicyContext, 'tools' | 'upstreamModel'> {
+  door: DoorFacts = {},
+): Pick<PolicyContext, 'tools' | 'upstreamModel' | 'hostedTools'> {
   const tools = buildToolSet(original, route.settings);
-  return route.upstreamModel !== undefined ? { tools, upstreamModel: route.upstreamModel } : { tools };
+  return {
+    tools,
+    ...(route.upstreamModel !== undefined ? { upstreamModel: route.upstreamModel } : {}),
+    ...(door.hostedTools && door.hostedTools.dropped.length > 0 ? { hostedTools: door.hostedTools } : {}),
+  };
 }
 
 /** A first attempt's context, for a caller without a ChatCall (count_tokens). */
@@ -26,6 +34,7 @@ export function firstAttemptContext(
   route: Pick<ResolvedRoute, 'name' | 'settings' | 'upstreamModel'>,
   original: ChatCompletionRequest,
   requiredRejected = false,
+  door: DoorFacts = {},
 ): PolicyContext {
   return {
     model: route.name,
@@ -33,7 +42,7 @@ export function firstAttemptContext(
     requiredRejected,
     attempt: 0,
     retriesUsed: 0,
-    ...requestFacts(route, original),
+    ...requestFacts(route, original, door),
   };
 }
 

@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { activePolicies } from '../../../policies/composition.js';
 import { conversationText, estimateTokens, tokenizeCount } from '../../../protocol/anthropic/count.js';
-import { toChatRequest } from '../../../protocol/anthropic/request.js';
+import { translateRequest } from '../../../protocol/anthropic/request.js';
 import type { CountTokensRequest } from '../../../protocol/anthropic/types.js';
 import { keepSourceText, stringifyJson } from '../../../protocol/lossless-json.js';
 import type { ChatCompletionRequest } from '../../../protocol/openai.js';
@@ -91,16 +91,19 @@ export function registerCountTokens(scope: FastifyInstance, state: AppState): vo
       const body = request.body as CountTokensRequest;
       if (request.rawBody) keepSourceText(body, request.rawBody);
       const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
-      const translated = toChatRequest(
-        { ...body, max_tokens: 1, stream: false },
-        { hostedTools: route.settings.hostedTools },
-      );
+      const {
+        chat: translated,
+        dropped,
+        refusal,
+      } = translateRequest({ ...body, max_tokens: 1, stream: false });
       // Counted as it would go upstream: the one prepareRequest of the attempt loop (system turns
       // placed, history repaired, the synthetic answer tool added when the turn would be forced).
       const phase = prepareRequest(
         activePolicies(state.policies, route.settings),
         translated,
-        firstAttemptContext(route, translated, state.memory.isActive(route.client.label, route.name)),
+        firstAttemptContext(route, translated, state.memory.isActive(route.client.label, route.name), {
+          hostedTools: { dropped, ...(refusal ? { refusal } : {}) },
+        }),
       );
       if (phase.error) throw phase.error;
       const chat = phase.request;
