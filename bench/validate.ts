@@ -5,7 +5,7 @@
  * heap ajv keeps per distinct schema (run with --expose-gc for the heap rows).
  */
 import { Ajv } from 'ajv';
-import { validateArguments } from '../policies/corrective-retry/validation/validate-arguments.js';
+import { validateArguments } from '../policies/kit/validation/validate-arguments.js';
 
 function schema(seed: number): Record<string, unknown> {
   const props: Record<string, unknown> = {};

@@ -9,6 +9,7 @@ import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from 
 import type { ModelSettings } from '../protocol/settings.js';
 import { materializeLight } from './light-delta.js';
 import {
+  type EffectRecord,
   type EffectShape,
   isPassThroughHook,
   type LightDelta,
@@ -27,6 +28,8 @@ export interface RequestPhase<E extends EffectShape = EffectShape> {
   memos: Map<string, unknown>;
   effects: E[];
   error?: ToolproofError;
+  /** A policy must see the response even where the server would relay it untouched (RequestDecision). */
+  needsResponse?: boolean;
 }
 
 const activeCache = new WeakMap<readonly object[], WeakMap<ModelSettings, object[]>>();
@@ -53,6 +56,7 @@ export function runRequestPolicies<E extends EffectShape>(
   // Grown by concat, which sizes the array to its elements: the phase (and its effects) lives as
   // long as the request, and an array grown by push() reserves 17 slots (~150 bytes) for 1-2.
   let effects: E[] = [];
+  let needsResponse = false;
   for (const policy of policies) {
     if (!policy.onRequest) continue;
     const decision = policy.onRequest(request, ctx, original);
@@ -60,8 +64,27 @@ export function runRequestPolicies<E extends EffectShape>(
     if (decision.action === 'reject') return { request, memos, effects, error: decision.error };
     request = decision.request;
     if (decision.memo !== undefined) memos.set(policy.name, decision.memo);
+    if (decision.needsResponse === true) needsResponse = true;
   }
-  return { request, memos, effects };
+  return needsResponse ? { request, memos, effects, needsResponse } : { request, memos, effects };
+}
+
+type Describer = (effect: EffectShape) => EffectRecord | undefined;
+const describers = new WeakMap<readonly object[], Describer>();
+
+/**
+ * What an effect means, as the policy of `policies` that produced it declares (found by the
+ * effect's own `policy` field): PolicyContext.describeEffect for a context that has none. One
+ * function per policy list, so a stream's context costs no closure of its own.
+ */
+export function describerOf<E extends EffectShape>(policies: readonly Policy<E>[]): Describer {
+  let d = describers.get(policies);
+  if (!d) {
+    const byName = new Map(policies.map((p) => [p.name, p]));
+    d = (effect) => byName.get(effect.policy)?.describeEffect?.(effect as E);
+    describers.set(policies, d);
+  }
+  return d;
 }
 
 export function runResponsePolicies<E extends EffectShape>(
@@ -75,6 +98,7 @@ export function runResponsePolicies<E extends EffectShape>(
   effects: E[] = [],
 ): ResponseDecision<E> {
   let current = response;
+  if (!ctx.describeEffect) ctx = { ...ctx, describeEffect: describerOf(policies) };
   for (const policy of policies) {
     if (!policy.onResponse) continue;
     const decision = policy.onResponse(current, ctx, memos.get(policy.name), sent, original);
@@ -114,7 +138,11 @@ export function createStreamChain<E extends EffectShape>(
   const hooks: StreamHook<E>[] = [];
   // Hooks may ask whether the chain already knows the output is discarded (corrective-retry/stream.ts).
   let chain: HookChain<E> | undefined;
-  const hookCtx: PolicyContext = { ...ctx, discardDecided: () => chain?.unrecoverable() ?? false };
+  const hookCtx: PolicyContext = {
+    ...ctx,
+    discardDecided: () => chain?.unrecoverable() ?? false,
+    describeEffect: ctx.describeEffect ?? describerOf(policies),
+  };
   for (const policy of policies) {
     if (!policy.createStreamHook) continue;
     const hook = policy.createStreamHook(hookCtx, memos.get(policy.name), sent, original);

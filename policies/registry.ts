@@ -1,7 +1,8 @@
 /**
  * The one explicit policy table. Order matters and is the pipeline order on both sides:
  *
- *   request:  history-repair -> force-tool-use
+ *   request:  preserve-thinking -> hosted-tools -> history-repair -> tool-fields -> force-tool-use
+ *             -> upstream-request
  *   response: normalize-tool-calls -> leak-recovery (parsers/ engine)
  *             -> force-tool-use (unwrap final_answer)
  *             -> client-constraints (tool_choice "none", parallel_tool_calls false)
@@ -17,24 +18,34 @@ import { forceToolUsePolicy } from './force-tool-use/index.js';
 import { historyRepairPolicy } from './history-repair/index.js';
 import { leakRecovery } from './leak-recovery/index.js';
 import { normalizeToolCallsPolicy } from './normalize-tool-calls/index.js';
+import { preserveThinkingPolicy } from './preserve-thinking/index.js';
+import { upstreamRequestPolicy } from './upstream-request/index.js';
+import { toolFieldsPolicy } from './tool-fields/index.js';
+import { hostedToolsPolicy } from './hosted-tools/index.js';
 
 /** The effect the drivers record for choices beyond the request's `n` (server/chat/effects.ts). */
 export { unaskedChoicesEffect } from './normalize-tool-calls/index.js';
-/** The history as it would go upstream, for the Messages API's token count (server/front-doors/messages/count-tokens.ts). */
-export { repairHistory } from './history-repair/repair.js';
-import type { EffectRecord, Policy } from './types.js';
+import type { EffectRecord, Policy, SettingsSchema } from './types.js';
 
 /**
  * The table: every policy once, in the order of both sides (each side skips policies without
  * its hook). Adding a policy is its folder plus one line here.
  */
 const TABLE = [
+  // First: it was applied to the client's request before anything else (kwargs after the prompt).
+  preserveThinkingPolicy,
+  // Before any rewrite: a request the model refuses (hostedTools: reject) is refused as it came.
+  hostedToolsPolicy,
   historyRepairPolicy,
+  // Before force-tool-use: a request left without tools is not forced, and sends no tool_choice.
+  toolFieldsPolicy,
   normalizeToolCallsPolicy,
   leakRecovery,
   forceToolUsePolicy,
   clientConstraintsPolicy,
   correctiveRetryPolicy,
+  // Last on the request side: the upstream's model name and usage on whatever the others rewrote.
+  upstreamRequestPolicy,
 ] as const;
 
 /** The effects a policy declares (its Policy<E>). */
@@ -54,4 +65,19 @@ const BY_NAME: ReadonlyMap<string, Policy<PolicyEffect>> = new Map(POLICIES.map(
 /** What `effect` means for the trace and metrics, as the policy that produced it declares. */
 export function describeEffect(effect: PolicyEffect): EffectRecord | undefined {
   return BY_NAME.get(effect.policy)?.describeEffect?.(effect);
+}
+
+/**
+ * The per-model settings every policy declares (Policy.settingsSchema), by key, for
+ * server/config.ts to compose into the settings schema. A key declared twice is a bug.
+ */
+export function policySettingsSchema(policies: readonly Policy<PolicyEffect>[] = POLICIES): SettingsSchema {
+  const out: Record<string, object> = {};
+  for (const p of policies) {
+    for (const [key, schema] of Object.entries(p.settingsSchema ?? {})) {
+      if (Object.hasOwn(out, key)) throw new Error(`setting "${key}" declared by two policies`);
+      out[key] = schema;
+    }
+  }
+  return Object.freeze(out);
 }

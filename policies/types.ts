@@ -11,6 +11,7 @@
 import type { ToolproofError } from '../protocol/errors.js';
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '../protocol/openai.js';
 import type { ModelSettings } from '../protocol/settings.js';
+import type { AnswerFormat } from './kit/answer-format.js';
 
 export interface PolicyContext {
   readonly model: string;
@@ -38,6 +39,36 @@ export interface PolicyContext {
    * chain found it unrecoverable, StreamHook.unrecoverable). Set by the stream chain.
    */
   readonly discardDecided?: () => boolean;
+  /**
+   * The client's tools as facts, built once per request (kit/tool-set.ts: buildToolSet). Absent:
+   * a policy derives them with toolSetOf(ctx, original), memoized.
+   */
+  readonly tools?: ToolSet;
+  /** The model's name on the upstream when the config renames it (models.<name>.upstreamModel). */
+  readonly upstreamModel?: string;
+  /**
+   * Hosted tools the front door's translation left out (they have no chat shape), with the 400
+   * in that API's own shape naming the first (policies/hosted-tools).
+   */
+  readonly hostedTools?: { readonly dropped: readonly string[]; readonly refusal?: ToolproofError };
+  /**
+   * What an effect means, as the policy that produced it declares (Policy.describeEffect): a
+   * later policy reads typed facts of `attemptEffects` through it (kit/attempt-facts.ts: the
+   * attempt's leaks) instead of another policy's effects by name. The composition sets it.
+   */
+  readonly describeEffect?: (effect: EffectShape) => EffectRecord | undefined;
+}
+
+/** What the client's request declares about tools (PolicyContext.tools). */
+export interface ToolSet {
+  /** Names of the client's function tools. */
+  readonly declared: ReadonlySet<string>;
+  /** The client sent at least one tool (a non-empty `tools` array). */
+  readonly any: boolean;
+  /** The synthetic answer tool's name for this request: settings.finalAnswerTool or a variant not declared. */
+  readonly finalAnswerName: string;
+  /** The answer format the client asked for (a JSON schema or any JSON object), when it asked for one. */
+  readonly answer?: AnswerFormat;
 }
 
 /** Compile work, in units of about a microsecond of event loop (validator-cache.ts). */
@@ -84,7 +115,9 @@ export type EffectRecord =
   /** A call whose schema could not be fully enforced, and why. */
   | { type: 'schema-unenforced'; tool: string; reasons: string[]; cause: string }
   /** A corrective retry was asked for. */
-  | { type: 'retry'; reason: string };
+  | { type: 'retry'; reason: string }
+  /** An answer the client asked in a JSON schema (or as a JSON object), and whether it matched. */
+  | { type: 'schema-answer'; outcome: string };
 
 /** A leak as the trace and the leak counter see it. */
 export interface EffectLeak {
@@ -95,8 +128,24 @@ export interface EffectLeak {
   reason?: string;
 }
 
+/**
+ * A policy's settings: the keys of ModelSettings it reads, with their JSON schema (validated by
+ * server/config.ts, which composes every policy's slice into the per-model settings schema).
+ */
+export type SettingsSchema = Readonly<Record<string, object>>;
+
 export type RequestDecision<E extends EffectShape = EffectShape> =
-  | { action: 'continue'; request: ChatCompletionRequest; effects: E[]; memo?: unknown }
+  | {
+      action: 'continue';
+      request: ChatCompletionRequest;
+      effects: E[];
+      memo?: unknown;
+      /**
+       * The response must go through the response side even where the server would relay it
+       * untouched (a chat request without tools): the policy checks it (a JSON answer format).
+       */
+      needsResponse?: boolean;
+    }
   | { action: 'reject'; error: ToolproofError; effects: E[] };
 
 export type ResponseDecision<E extends EffectShape = EffectShape> =
@@ -176,6 +225,11 @@ export interface Policy<E extends EffectShape = EffectShape> {
   /** Stable, kebab-case. */
   readonly name: string;
   enabled(settings: ModelSettings): boolean;
+  /**
+   * The settings this policy owns, by key, with their JSON schema (its folder's settings.ts).
+   * server/config.ts composes them; a key two policies read is declared by one of them.
+   */
+  readonly settingsSchema?: SettingsSchema;
   /**
    * What an effect of this policy means for the trace and metrics, or undefined when it only
    * goes to the log line's `effects`. Pure; absent: every effect only goes there.

@@ -441,6 +441,7 @@ function logRequest(
       validationFailures: t.validationFailures.map((v) => v.tool),
       ...(t.unenforced.length > 0 ? { unenforced: t.unenforced } : {}),
       ...(t.droppedTools ? { droppedTools: t.droppedTools } : {}),
+      ...(t.schemaAnswer ? { schemaAnswer: t.schemaAnswer } : {}),
       ...(cache ? { cachedTokens: cache.cached, promptTokens: cache.prompt } : {}),
       ...(call.discardedTokens > 0 ? { discardedTokens: call.discardedTokens } : {}),
       final: t.finalKind ?? null,

@@ -10,6 +10,7 @@ import { PARSER_NAMES } from '../parsers/registry.js';
 import { DEFAULT_MODEL_SETTINGS, type ModelSettings } from '../protocol/settings.js';
 import { DEFAULT_STREAM_KEEPALIVE_MS } from './keep-alive.js';
 import { type TracingSettings, TracingSettingsError, tracingSettings } from './tracing/settings.js';
+import { policySettingsSchema } from '../policies/registry.js';
 
 export const DEFAULT_PORT = 8787; // clashes with neither vLLM's 8000 nor llama-server's 8080
 export const DEFAULT_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -94,35 +95,16 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * The per-model settings: what the server itself reads, and each policy's own slice, declared
+ * beside it (Policy.settingsSchema) and composed here.
+ */
 const settingsSchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    parsers: { anyOf: [{ const: 'all' }, { type: 'array', items: { type: 'string', minLength: 1 } }] },
-    recovery: { enum: ['auto', 'always', 'off'] },
-    startsInReasoning: { type: 'boolean' },
-    forceToolUse: { type: 'boolean' },
-    finalAnswerTool: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$' },
     fallbackTtlSeconds: { type: 'number', minimum: 0 },
-    historyRepair: {
-      type: 'object',
-      additionalProperties: false,
-      properties: {
-        enabled: { type: 'boolean' },
-        missingResultContent: { type: 'string' },
-        orphanResults: { enum: ['as-user', 'as-assistant', 'drop'] },
-        nineCharIds: { type: 'boolean' },
-        bridgeToolToUser: { type: 'boolean' },
-        toolCallContent: { enum: ['keep', 'null', 'empty'] },
-        mergeSameRole: { type: 'boolean' },
-        systemMessages: { enum: ['merge', 'keep'] },
-      },
-    },
-    maxRetries: { type: 'integer', minimum: 0, maximum: 3 },
-    validateArguments: { type: 'boolean' },
-    maxHeldBytes: { type: 'integer', minimum: 1024 },
-    hostedTools: { enum: ['drop', 'reject'] },
-    preserveThinking: { enum: [true, false, 'auto'] },
+    ...policySettingsSchema(),
   },
 } as const;
 
@@ -261,16 +243,18 @@ function mergeSettings(
       }
     }
   }
-  const { historyRepair, ...rest } = over as Partial<ModelSettings> & Record<string, unknown>;
-  const picked: Record<string, unknown> = {};
+  // A section (an object default, e.g. historyRepair) is merged key by key; a value replaces.
+  const merged: Record<string, unknown> = { ...base };
   for (const key of Object.keys(DEFAULT_MODEL_SETTINGS)) {
-    if (key !== 'historyRepair' && rest[key] !== undefined) picked[key] = rest[key];
+    const value = over[key];
+    if (value === undefined) continue;
+    const current = (base as unknown as Record<string, unknown>)[key];
+    merged[key] =
+      typeof current === 'object' && current !== null && !Array.isArray(current)
+        ? Object.freeze({ ...current, ...(value as object) })
+        : value;
   }
-  return Object.freeze({
-    ...base,
-    ...picked,
-    historyRepair: Object.freeze({ ...base.historyRepair, ...(historyRepair ?? {}) }),
-  }) as ModelSettings;
+  return Object.freeze(merged) as unknown as ModelSettings;
 }
 
 function envInt(env: NodeJS.ProcessEnv, key: string): number | undefined {

@@ -152,6 +152,12 @@ const METRICS = {
     help: 'Corrective retries after an invalid tool call, by reason and outcome.',
     labels: 'model reason outcome',
   },
+  schemaAnswers: {
+    type: 'counter',
+    name: 'toolproof_schema_answers_total',
+    help: 'Answers the client asked in a JSON schema (or as a JSON object), by model and outcome: valid, invalid (delivered once retries were spent), not-json, unchecked (a schema toolproof could not compile).',
+    labels: 'model outcome',
+  },
   droppedTools: {
     type: 'counter',
     name: 'toolproof_dropped_tools_total',

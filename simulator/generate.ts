@@ -37,6 +37,11 @@ export interface GenerateContext {
   parallelToolCalls?: boolean;
   /** The request's response_format. */
   responseFormat?: unknown;
+  /**
+   * vLLM's bug (vllm-project/vllm#39929, #16313): a response_format beside tools constrains the
+   * output to the format, and no tool call comes back whatever the model meant to call.
+   */
+  formatSuppressesTools?: boolean;
 }
 
 /**
@@ -76,11 +81,35 @@ function namedChoice(choice: unknown): string | null {
   return typeof fn?.name === 'string' ? fn.name : null;
 }
 
+/**
+ * A final-answer tool's arguments for the scripted prose: `{"answer": prose}` for the plain answer
+ * tool; for an answer tool whose parameters are the client's JSON schema, the prose when it is a
+ * JSON answer (wrapped under `answer` when the schema is, e.g. an array), else a sample instance.
+ */
+function finalArguments(tool: ToolDef, prose: string): string {
+  const params = tool.function?.parameters as
+    | { properties?: Record<string, { type?: unknown }>; required?: unknown }
+    | undefined;
+  const keys = Object.keys(params?.properties ?? {});
+  if (params?.properties?.answer?.type === 'string' && keys.length === 1)
+    return JSON.stringify({ answer: prose });
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(prose);
+  } catch {
+    return JSON.stringify(sampleArguments(params));
+  }
+  const wrapped = keys.length === 1 && keys[0] === 'answer';
+  if (wrapped && !(parsed && typeof parsed === 'object' && !Array.isArray(parsed) && 'answer' in parsed))
+    return JSON.stringify({ answer: parsed });
+  return prose;
+}
+
 /** The calls a grammar-forced model would make when the script says prose. */
 function forcedCalls(tools: ToolDef[], prose: string, only?: string): GeneratedCall[] {
   const candidates = only ? tools.filter((t) => t.function?.name === only) : tools;
   const finalTool = candidates.find((t) => t.function?.name?.startsWith('final_answer'));
-  if (finalTool) return [{ name: finalTool.function.name, arguments: JSON.stringify({ answer: prose }) }];
+  if (finalTool) return [{ name: finalTool.function.name, arguments: finalArguments(finalTool, prose) }];
   const first = candidates[0];
   if (!first) return [];
   return [
@@ -121,6 +150,12 @@ export function generate(scripted: TurnAction, ctx: GenerateContext): Outcome {
       : scripted;
   const behaviour: Behaviour = action;
   if ('error' in action && !action.error.midStream) return { kind: 'error', error: action.error };
+
+  if (ctx.formatSuppressesTools && ctx.tools.length > 0) {
+    const structured = structuredContent('say' in action ? action.say : 'ok', ctx);
+    if (structured !== null)
+      return applyChoiceAndLimits(action, { ...ctx, tools: [] }, structured, [], behaviour);
+  }
 
   let content = '';
   let calls: GeneratedCall[] = [];

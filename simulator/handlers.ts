@@ -111,6 +111,7 @@ export async function handleChat(
     maxTokens: maxTokens(body),
     parallelToolCalls: typeof body.parallel_tool_calls === 'boolean' ? body.parallel_tool_calls : undefined,
     responseFormat: body.response_format,
+    formatSuppressesTools: options.formatSuppressesTools === true,
   });
   if (action.delayMs) await sleep(action.delayMs);
   if (state.closed) return;

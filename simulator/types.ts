@@ -131,6 +131,12 @@ export interface SimulatorOptions {
   checkModel?: boolean;
   /** vLLM only: the reasoning field, `reasoning_content` (≤0.10, default) or `reasoning` (current vLLM). */
   reasoningField?: 'reasoning_content' | 'reasoning';
+  /**
+   * Reproduce vLLM's response_format bug (vllm-project/vllm#39929, #16313, open since April 2025):
+   * with tools and a json_schema / json_object response_format, the output is the format's JSON
+   * and no tool call is returned, whatever the script says. Default false.
+   */
+  formatSuppressesTools?: boolean;
   /** vLLM only: reported max_model_len. */
   maxModelLen?: number;
   /** Embedding vector length. */

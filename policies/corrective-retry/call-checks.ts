@@ -7,7 +7,8 @@ import type { ChatCompletionRequest, JsonObject, ToolCall } from '../../protocol
 import { isPlainObject, tryParseJson } from '../kit/canonical-arguments.js';
 import type { CompileBudget } from '../types.js';
 import type { ClientToolChoice } from '../kit/client-choice.js';
-import { type ArgumentIssue, validateArguments } from './validation/validate-arguments.js';
+import type { AnswerFormat } from '../kit/answer-format.js';
+import { type ArgumentIssue, validateArguments } from '../kit/validation/validate-arguments.js';
 
 export type CallProblem = 'undeclared-tool' | 'invalid-json' | 'schema' | 'wrong-tool' | 'final-answer-args';
 
@@ -34,6 +35,8 @@ export interface ToolCatalogue {
   offered: readonly string[];
   /** The synthetic final-answer tool, when it was offered. */
   finalAnswerName?: string;
+  /** The client's JSON answer format, when the answer tool's arguments are the answer. */
+  answer?: AnswerFormat;
 }
 
 function toolsOf(request: ChatCompletionRequest): Array<{ name: string; parameters?: JsonObject }> {
@@ -57,6 +60,7 @@ export function buildCatalogue(
   sent: ChatCompletionRequest,
   original: ChatCompletionRequest,
   finalAnswerName?: string,
+  answer?: AnswerFormat,
 ): ToolCatalogue {
   const declared = new Map<string, JsonObject | undefined>();
   for (const t of toolsOf(original)) declared.set(t.name, t.parameters);
@@ -70,9 +74,10 @@ export function buildCatalogue(
     }
   }
   const synthetic = finalAnswerName ?? offered.find((n) => !declared.has(n));
-  return synthetic !== undefined && offeredSet.has(synthetic)
-    ? { declared, offered, finalAnswerName: synthetic }
-    : { declared, offered };
+  if (synthetic === undefined || !offeredSet.has(synthetic)) return { declared, offered };
+  return answer
+    ? { declared, offered, finalAnswerName: synthetic, answer }
+    : { declared, offered, finalAnswerName: synthetic };
 }
 
 function clip(text: string, max = 300): string {
@@ -91,6 +96,36 @@ function availableList(cat: ToolCatalogue): string {
 
 function orFinal(cat: ToolCatalogue): string {
   return cat.finalAnswerName ? `, or call ${cat.finalAnswerName} to reply to the user` : '';
+}
+
+/**
+ * A schema answer (the client's JSON schema as the answer tool's parameters) that did not match
+ * it: the next step is the same call with arguments that do.
+ */
+function schemaAnswerCheck(
+  call: ToolCall,
+  name: string,
+  got: string,
+  answer: AnswerFormat,
+  budget: CompileBudget | undefined,
+): CallCheck {
+  const parsed = tryParseJson(got);
+  const result =
+    parsed.ok && isPlainObject(parsed.value)
+      ? validateArguments(answer.parameters, parsed.value, budget)
+      : undefined;
+  const what = result
+    ? `does not match the answer's JSON schema: ${result.issues.map((i) => i.message).join(' ')}`
+    : `is not one JSON object: ${clip(got)}`;
+  return {
+    call,
+    name,
+    problem: 'final-answer-args',
+    issues: result?.issues ?? [],
+    feedback:
+      `Error: your answer was not delivered: the arguments of ${name} are the answer, and this one ${what} ` +
+      `Call ${name} again with the corrected answer as its arguments.`,
+  };
 }
 
 /** A call whose arguments are no JSON object: `what` says what they are instead. */
@@ -126,6 +161,7 @@ export function checkCalls(
       // force-tool-use leaves a final-answer call as a call only when its arguments held no
       // answer it could deliver, and only while a retry can follow.
       const got = typeof rawArgs === 'string' ? rawArgs : (JSON.stringify(rawArgs) ?? '');
+      if (cat.answer) return schemaAnswerCheck(call, name, got, cat.answer, budget);
       return {
         call,
         name,

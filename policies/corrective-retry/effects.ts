@@ -1,7 +1,7 @@
 /** corrective-retry's effects, and what each means for the trace and metrics. */
 import type { EffectRecord } from '../types.js';
 import type { CallProblem } from './call-checks.js';
-import type { ArgumentIssue } from './validation/validate-arguments.js';
+import type { ArgumentIssue } from '../kit/validation/validate-arguments.js';
 
 export const CORRECTIVE_RETRY_POLICY = 'corrective-retry';
 

@@ -9,8 +9,9 @@
  * call left unwrapped by force-tool-use ('final-answer-args') is too. Bounded by ctx.retriesUsed: a second
  * failure is returned as it is, with the validation errors as effects, never turned into `{}`.
  *
- * Leaks: the pipeline passes its leak records in this policy's memo (see CorrectiveRetryMemo);
- * for streams, `leaks` may be a function read at the end of the stream.
+ * Leaks: the attempt's leaks are a typed fact of the context (kit/attempt-facts.ts: the `leak` records of
+ * the attempt's effects before this policy's, PolicyContext.describeEffect); a caller may
+ * also pass them in this policy's memo (CorrectiveRetryMemo, `leaks` may be a function).
  */
 import type { ChatCompletion } from '../../protocol/openai.js';
 import type { Policy } from '../types.js';
@@ -22,9 +23,10 @@ import {
   type CorrectiveRetryEffect,
   describeCorrectiveRetryEffect,
 } from './effects.js';
+import { correctiveRetrySettings } from './settings.js';
 
-/** What the pipeline may hand this policy as its memo, and how to read leaks out of effects. */
-export { type CorrectiveRetryMemo, leaksFromEffects } from './judge.js';
+/** What a caller may hand this policy as its memo. */
+export type { CorrectiveRetryMemo } from './judge.js';
 
 export const correctiveRetryPolicy: Policy<CorrectiveRetryEffect> = {
   name: CORRECTIVE_RETRY_POLICY,
@@ -32,6 +34,7 @@ export const correctiveRetryPolicy: Policy<CorrectiveRetryEffect> = {
   describeEffect: describeCorrectiveRetryEffect,
   // With maxRetries 0 the policy still judges calls (effects for the log and metrics) but its
   // stream hook no longer holds tool calls back.
+  settingsSchema: correctiveRetrySettings,
   enabled: (settings) => settings.maxRetries > 0 || settings.validateArguments,
 
   onResponse(response: ChatCompletion, ctx, memo, sent, original) {

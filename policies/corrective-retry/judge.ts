@@ -3,9 +3,11 @@
  * whole response, stream.ts for a stream's assembled turn): the call checks, the client's
  * tool_choice, unparsed leaks, and the retry request when one is due.
  */
-import type { LeakRecord } from '../../parsers/types.js';
 import type { ChatCompletion, ChatCompletionRequest, ToolCall } from '../../protocol/openai.js';
-import type { EffectShape, PolicyContext } from '../types.js';
+import type { EffectLeak, PolicyContext } from '../types.js';
+import { toolSetOf } from '../kit/tool-set.js';
+import { attemptLeaks } from '../kit/attempt-facts.js';
+import type { AnswerFormat } from '../kit/answer-format.js';
 import { isPlainObject } from '../kit/canonical-arguments.js';
 import {
   buildCatalogue,
@@ -20,7 +22,7 @@ import { buildRetryRequest } from './retry-request.js';
 
 import { CORRECTIVE_RETRY_POLICY, type CorrectiveRetryEffect, type RetryReason } from './effects.js';
 
-export type LeakInput = Pick<LeakRecord, 'format' | 'outcome'> & Partial<LeakRecord>;
+export type LeakInput = Pick<EffectLeak, 'format' | 'outcome'> & Partial<EffectLeak>;
 
 /** What the pipeline hands this policy as its memo (it has no onRequest of its own). */
 export interface CorrectiveRetryMemo {
@@ -30,37 +32,13 @@ export interface CorrectiveRetryMemo {
   finalAnswerName?: string | null;
 }
 
-/**
- * Pipeline glue: the unrecovered leaks among the effects collected so far (leak-recovery reports
- * each leak as {policy:'leak-recovery', kind:'leak', detail: LeakRecord}). For a stream, pass
- * `{ leaks: () => leaksFromEffects(collected) }`: it is read at the end, after leak-recovery's end.
- */
-export function leaksFromEffects(effects: readonly EffectShape[]): LeakInput[] {
-  const out: LeakInput[] = [];
-  for (const e of effects) {
-    const d = e.detail;
-    if (
-      e.policy === 'leak-recovery' &&
-      isPlainObject(d) &&
-      typeof d.format === 'string' &&
-      typeof d.outcome === 'string'
-    ) {
-      out.push(d as unknown as LeakInput);
-    }
-  }
-  return out;
-}
-
 function memoOf(memo: unknown): CorrectiveRetryMemo {
   return isPlainObject(memo) ? (memo as CorrectiveRetryMemo) : {};
 }
 
 function leaksOf(memo: CorrectiveRetryMemo, ctx: PolicyContext): readonly LeakInput[] {
-  // Without leaks in the memo, the attempt's effects so far say what leak-recovery found.
-  const leaks =
-    typeof memo.leaks === 'function'
-      ? memo.leaks()
-      : (memo.leaks ?? leaksFromEffects(ctx.attemptEffects ?? []));
+  // Without leaks in the memo, the leaks the composition collected from this attempt's effects.
+  const leaks = typeof memo.leaks === 'function' ? memo.leaks() : (memo.leaks ?? attemptLeaks(ctx));
   return (leaks ?? []).filter((l) => l.outcome === 'unrecovered');
 }
 
@@ -85,10 +63,11 @@ function catalogueOf(
   sent: ChatCompletionRequest,
   original: ChatCompletionRequest,
   finalAnswerName: string | undefined,
+  answer?: AnswerFormat,
 ): ToolCatalogue {
   const hit = catalogues.get(sent);
   if (hit && hit.original === original && hit.finalAnswerName === finalAnswerName) return hit.catalogue;
-  const catalogue = buildCatalogue(sent, original, finalAnswerName);
+  const catalogue = buildCatalogue(sent, original, finalAnswerName, answer);
   catalogues.set(sent, { original, finalAnswerName, catalogue });
   return catalogue;
 }
@@ -122,7 +101,8 @@ export function correctTurn(
   original: ChatCompletionRequest,
 ): Correction {
   // No declared tools: nothing a call could be checked against (and no forced tool either).
-  if (!Array.isArray(original.tools) || original.tools.length === 0) return { effects: [] };
+  const tools = toolSetOf(ctx, original);
+  if (!tools.any) return { effects: [] };
   const m = memoOf(memo);
   // Past the cap an answer is not judged, except call text that ran past the held-text cap while
   // a retry is left: that output is discarded however it ends (server/chat/early-stop.ts).
@@ -142,7 +122,7 @@ export function correctTurn(
   // (a forced answer unwrapped into content, the usual end) does not build it.
   let catalogue: ToolCatalogue | undefined;
   const cat = (): ToolCatalogue =>
-    (catalogue ??= catalogueOf(sent, original, m.finalAnswerName ?? undefined));
+    (catalogue ??= catalogueOf(sent, original, m.finalAnswerName ?? tools.finalAnswerName, tools.answer));
   const choice = clientToolChoice(original);
   const checks: CallCheck[] =
     turn.toolCalls.length > 0

@@ -25,7 +25,14 @@ export type ForceToolUseEffect =
   /** A final_answer without an answer string, left as a call for corrective-retry. */
   | { policy: P; kind: 'final-answer-invalid'; count: number }
   /** A forced request answered in prose all the same. */
-  | { policy: P; kind: 'forced-but-prose'; count: number; detail: { toolChoice: ToolChoice | null } };
+  | { policy: P; kind: 'forced-but-prose'; count: number; detail: { toolChoice: ToolChoice | null } }
+  /** An answer in the client's JSON schema (or a JSON object) was delivered: how it checked. */
+  | {
+      policy: P;
+      kind: 'schema-answer';
+      count: number;
+      detail: { outcome: 'valid' | 'invalid' | 'not-json' | 'unchecked' };
+    };
 
 /** What an effect means; read tolerantly (a hand-built effect without its detail still reads). */
 export function describeForceToolUseEffect(effect: ForceToolUseEffect): EffectRecord | undefined {
@@ -40,6 +47,8 @@ export function describeForceToolUseEffect(effect: ForceToolUseEffect): EffectRe
       return tallied('finalAnswerProblems', effect, 'raw');
     case 'final-answer-invalid':
       return tallied('finalAnswerProblems', effect, 'invalid');
+    case 'schema-answer':
+      return { type: 'schema-answer', outcome: effect.detail?.outcome ?? 'valid' };
     default:
       return undefined;
   }

@@ -54,13 +54,7 @@ function deepFreeze<T>(value: T): T {
 }
 
 /** `preferred`, or `preferred_2`, `preferred_3`, ... when the client already declares that name. */
-export function chooseFinalAnswerName(preferred: string, declared: ReadonlySet<string>): string {
-  if (!declared.has(preferred)) return preferred;
-  for (let n = 2; ; n++) {
-    const candidate = `${preferred}_${n}`;
-    if (!declared.has(candidate)) return candidate;
-  }
-}
+export { chooseFinalAnswerName } from '../kit/tool-set.js';
 
 export interface AnswerOutcome {
   /** Text still to deliver after what the decoder already produced (raw arguments when no answer string was found). */
@@ -111,6 +105,8 @@ export interface DecodedAnswer {
   invalid: boolean;
   /** The key the answer came from when it was not `answer`. */
   field?: string;
+  /** A schema answer (schema-answer.ts): what the check found. */
+  outcome?: 'valid' | 'invalid' | 'not-json' | 'unchecked';
 }
 
 export function decodeFinalAnswer(rawArgs: unknown): DecodedAnswer {

@@ -29,17 +29,27 @@ import type {
   ToolCall,
   ToolChoice,
 } from '../../protocol/openai.js';
-import { passThroughHook, type Policy, type PolicyContext } from '../types.js';
+import { type CompileBudget, passThroughHook, type Policy, type PolicyContext } from '../types.js';
 import { isPlainObject } from '../kit/canonical-arguments.js';
+import { toolSetOf } from '../kit/tool-set.js';
 import {
   appendAnswer,
-  chooseFinalAnswerName,
+  type DecodedAnswer,
   decodeFinalAnswer,
   finalAnswerTool,
   leadingContent,
 } from './final-answer.js';
-import { createFinalAnswerStreamHook } from './stream.js';
+import { createFinalAnswerStreamHook, createSchemaCheckHook } from './stream.js';
+import {
+  checkSchemaContent,
+  decodeSchemaAnswer,
+  type SchemaOutcome,
+  schemaAnswerTool,
+} from './schema-answer.js';
+import type { AnswerFormat } from '../kit/answer-format.js';
+import { ToolproofError } from '../../protocol/errors.js';
 import { describeForceToolUseEffect, FORCE_TOOL_USE_POLICY, type ForceToolUseEffect } from './effects.js';
+import { forceToolUseSettings } from './settings.js';
 
 export interface ForceToolUseMemo {
   /** The synthetic tool's name as sent upstream; null when none was added. */
@@ -47,14 +57,22 @@ export interface ForceToolUseMemo {
   forced: boolean;
   /** tool_choice as sent upstream (null when absent). */
   toolChoiceSent: ToolChoice | null;
+  /**
+   * The client asked for its answer in a JSON schema (or as a JSON object): forced, the answer
+   * tool's arguments are the answer (schema-answer.ts); not forced, the content is checked.
+   */
+  answer?: AnswerFormat;
 }
 
 export function isForceToolUseMemo(value: unknown): value is ForceToolUseMemo {
   return isPlainObject(value) && typeof value.forced === 'boolean' && 'finalAnswerName' in value;
 }
 
-/** Why a request is not forced, or null when it is. */
-export function notForcedReason(request: ChatCompletionRequest): string | null {
+/**
+ * Why a request is not forced, or null when it is. A JSON answer format (`answer`: json_schema or
+ * json_object) is forced like any tool request: the answer tool's parameters are the schema.
+ */
+export function notForcedReason(request: ChatCompletionRequest, answer?: AnswerFormat): string | null {
   if (!Array.isArray(request.tools) || request.tools.length === 0) return 'no-tools';
   const choice = request.tool_choice;
   if (choice !== undefined && choice !== null && choice !== 'auto') return 'explicit-tool-choice';
@@ -62,19 +80,15 @@ export function notForcedReason(request: ChatCompletionRequest): string | null {
     return 'logprobs';
   }
   const format = request.response_format;
-  if (format !== undefined && format !== null && !(isPlainObject(format) && format.type === 'text')) {
+  if (
+    answer === undefined &&
+    format !== undefined &&
+    format !== null &&
+    !(isPlainObject(format) && format.type === 'text')
+  ) {
     return 'response-format';
   }
   return null;
-}
-
-function declaredNames(request: ChatCompletionRequest): Set<string> {
-  const names = new Set<string>();
-  for (const t of request.tools ?? []) {
-    const name = (t as { function?: { name?: unknown } })?.function?.name;
-    if (typeof name === 'string') names.add(name);
-  }
-  return names;
 }
 
 function callName(call: unknown): string | undefined {
@@ -98,6 +112,7 @@ export function unwrapFinalAnswer(
   memo: ForceToolUseMemo,
   effects: ForceToolUseEffect[],
   retryable = false,
+  budget?: CompileBudget,
 ): Choice {
   const name = memo.finalAnswerName;
   const calls: ToolCall[] = Array.isArray(choice.message?.tool_calls) ? choice.message.tool_calls : [];
@@ -114,7 +129,12 @@ export function unwrapFinalAnswer(
     return choice;
   }
   const real = calls.filter((c) => callName(c) !== name);
-  const decodedAll = finals.map((f) => decodeFinalAnswer(f.function?.arguments));
+  const answer = memo.answer;
+  const decodedAll: DecodedAnswer[] = finals.map((f) => {
+    if (!answer) return decodeFinalAnswer(f.function?.arguments);
+    const d = decodeSchemaAnswer(f.function?.arguments, answer, budget);
+    return { text: d.text, truncated: false, raw: d.raw, invalid: d.invalid, outcome: d.outcome };
+  });
   if (retryable && decodedAll.some((d) => d.invalid)) {
     // Left as a call for corrective-retry to judge ('final-answer-args'); moved after the real
     // calls, where the stream hook emits it too.
@@ -150,7 +170,13 @@ export function unwrapFinalAnswer(
       : 'stop';
   effects.push(finalAnswerEffect(real.length > 0, truncated, raw, field));
   if (raw) effects.push({ policy: FORCE_TOOL_USE_POLICY, kind: 'final-answer-raw', count: 1 });
+  if (answer) for (const d of decodedAll) effects.push(schemaAnswerEffect(d.outcome ?? 'valid'));
   return { ...choice, message, finish_reason: finish };
+}
+
+/** The `schema-answer` effect (toolproof_schema_answers_total), built the same way by both paths. */
+export function schemaAnswerEffect(outcome: SchemaOutcome): ForceToolUseEffect {
+  return { policy: FORCE_TOOL_USE_POLICY, kind: 'schema-answer', count: 1, detail: { outcome } };
 }
 
 /** The `final-answer` effect, built the same way by both paths. */
@@ -181,25 +207,57 @@ function forcedCopy(request: ChatCompletionRequest): ChatCompletionRequest {
 
 export const forceToolUsePolicy: Policy<ForceToolUseEffect> = {
   name: FORCE_TOOL_USE_POLICY,
+  settingsSchema: forceToolUseSettings,
   enabled: (settings) => settings.forceToolUse,
   describeEffect: describeForceToolUseEffect,
 
-  onRequest(request, ctx) {
-    const skip = notForcedReason(request);
+  onRequest(request, ctx, original) {
+    // The request's tool facts: declared names, the synthetic tool's name, the answer format.
+    const { finalAnswerName, answer } = toolSetOf(ctx, original);
+    const skip = notForcedReason(request, answer);
     if (skip !== null) {
       const memo: ForceToolUseMemo = {
         finalAnswerName: null,
         forced: false,
         toolChoiceSent: request.tool_choice ?? null,
+        // Left to the backend (no tools): its answer is still checked and counted.
+        ...(answer && !answer.bad && skip === 'no-tools' ? { answer } : {}),
       };
-      return { action: 'continue', request, effects: [], memo };
+      return {
+        action: 'continue',
+        request,
+        effects: [],
+        memo,
+        ...(memo.answer ? { needsResponse: true } : {}),
+      };
     }
-    const finalAnswerName = chooseFinalAnswerName(ctx.settings.finalAnswerTool, declaredNames(request));
+    // Forced with the client's schema as the answer tool's parameters: a schema that is no JSON
+    // schema object cannot be, and is the client's own error.
+    if (answer?.bad)
+      return {
+        action: 'reject',
+        error: new ToolproofError('TP_ERR_INVALID_FIELD', {
+          param: 'response_format.json_schema.schema',
+          message: answer.bad,
+        }),
+        effects: [],
+      };
     const toolChoice = ctx.requiredRejected ? 'auto' : 'required';
     const rewritten = forcedCopy(request);
-    rewritten.tools = [...(request.tools ?? []), finalAnswerTool(finalAnswerName)];
+    rewritten.tools = [
+      ...(request.tools ?? []),
+      answer ? schemaAnswerTool(finalAnswerName, answer.parameters) : finalAnswerTool(finalAnswerName),
+    ];
     rewritten.tool_choice = toolChoice;
-    const memo: ForceToolUseMemo = { finalAnswerName, forced: true, toolChoiceSent: toolChoice };
+    // vLLM: a response_format suppresses tool calls (vllm-project/vllm#39929, #16313); the answer
+    // tool carries the schema instead.
+    if (answer) delete rewritten.response_format;
+    const memo: ForceToolUseMemo = {
+      finalAnswerName,
+      forced: true,
+      toolChoiceSent: toolChoice,
+      ...(answer ? { answer } : {}),
+    };
     return {
       action: 'continue',
       request: rewritten,
@@ -209,25 +267,34 @@ export const forceToolUsePolicy: Policy<ForceToolUseEffect> = {
   },
 
   onResponse(response: ChatCompletion, ctx, memo) {
-    if (!isForceToolUseMemo(memo) || memo.finalAnswerName === null || !Array.isArray(response.choices)) {
+    if (!isForceToolUseMemo(memo) || !Array.isArray(response.choices))
       return { action: 'continue', response, effects: [] };
+    if (memo.finalAnswerName === null) {
+      // Not forced, a JSON answer format: the backend's answer is checked and counted, unchanged.
+      const answer = memo.answer;
+      if (!answer) return { action: 'continue', response, effects: [] };
+      const effects = response.choices.map((c) =>
+        schemaAnswerEffect(checkSchemaContent(c?.message?.content, answer, ctx.compileBudget)),
+      );
+      return { action: 'continue', response, effects };
     }
     const effects: ForceToolUseEffect[] = [];
     const choices = response.choices.map((c) =>
-      unwrapFinalAnswer(c, memo, effects, finalAnswerRetryable(ctx, c.finish_reason)),
+      unwrapFinalAnswer(c, memo, effects, finalAnswerRetryable(ctx, c.finish_reason), ctx.compileBudget),
     );
     return { action: 'continue', response: { ...response, choices }, effects };
   },
 
   createStreamHook(ctx, memo) {
-    if (!isForceToolUseMemo(memo) || memo.finalAnswerName === null) {
-      return passThroughHook();
-    }
+    if (!isForceToolUseMemo(memo)) return passThroughHook();
+    if (memo.finalAnswerName === null)
+      return memo.answer ? createSchemaCheckHook(memo.answer, ctx.compileBudget) : passThroughHook();
     return createFinalAnswerStreamHook({
       policy: FORCE_TOOL_USE_POLICY,
       finalAnswerName: memo.finalAnswerName,
       forced: memo.forced,
       toolChoiceSent: memo.toolChoiceSent,
+      ...(memo.answer ? { answer: memo.answer, budget: ctx.compileBudget } : {}),
       // Whether the finish will be "length" is only known at the end: the hook checks that itself.
       retriesLeft: ctx.retriesUsed < ctx.settings.maxRetries,
     });

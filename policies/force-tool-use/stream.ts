@@ -24,13 +24,17 @@ import { answerOutcome, answerSeparator, createAnswerDecoder } from './final-ans
 import type { JsonStringFieldDecoder } from './json-string-stream.js';
 import { IndexMap } from '../kit/index-map.js';
 import type { FORCE_TOOL_USE_POLICY, ForceToolUseEffect } from './effects.js';
+import type { AnswerFormat } from '../kit/answer-format.js';
+import { checkSchemaContent, SchemaAnswerDecoder } from './schema-answer.js';
+import type { CompileBudget } from '../types.js';
 
 interface CallState {
   kind: 'pending' | 'final' | 'real';
   outIndex: number;
   /** The upstream id (final calls only need it when handed on for a retry). */
   id: string;
-  decoder: JsonStringFieldDecoder;
+  /** The answer string's decoder, or a schema answer's (held whole, decided at the end). */
+  decoder: JsonStringFieldDecoder | SchemaAnswerDecoder;
   raw: string;
   started: boolean;
   /** Deltas seen before the call's name (rare): replayed once it is known. Made on the first. */
@@ -58,6 +62,19 @@ export interface FinalAnswerStreamOptions {
   toolChoiceSent: ToolChoice | null;
   /** A corrective retry can still follow (a cut-off turn never retries: checked at the finish). */
   retriesLeft?: boolean;
+  /** The client's JSON answer format: the answer is the call's arguments (schema-answer.ts). */
+  answer?: AnswerFormat;
+  budget?: CompileBudget;
+}
+
+/** The outcome of one final call: the string decoder's rule, or the schema answer's decision. */
+function outcomeOf(call: CallState) {
+  const d = call.decoder;
+  if (d instanceof SchemaAnswerDecoder) {
+    const a = d.decide(call.raw);
+    return { extra: a.text, truncated: false, raw: a.raw, invalid: a.invalid, schema: a.outcome };
+  }
+  return answerOutcome(d, call.raw);
 }
 
 /**
@@ -171,7 +188,9 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
         kind: 'pending',
         outIndex: -1,
         id: '',
-        decoder: createAnswerDecoder(),
+        decoder: this.opts.answer
+          ? new SchemaAnswerDecoder(this.opts.answer, this.opts.budget)
+          : createAnswerDecoder(),
         raw: '',
         started: false,
         buffered: undefined,
@@ -226,7 +245,7 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
     }
     // The outcome does not depend on the decoder's end-of-input flush (that only releases a
     // held character), so the choice can be made before any text of these calls is flushed.
-    const outcomes = finals.map((call) => answerOutcome(call.decoder, call.raw));
+    const outcomes = finals.map(outcomeOf);
     if (opts.retriesLeft === true && !cutOff && outcomes.some((o) => o.invalid)) {
       // As the non-streamed unwrap: every final_answer of the choice goes on as a call, after
       // the real calls, for corrective-retry to judge. What was decoded live stays sent.
@@ -263,6 +282,14 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
         detail: { mixed: st.realCount > 0, truncated, raw, ...(field !== undefined ? { field } : {}) },
       });
       if (raw) this.effects.push({ policy: opts.policy, kind: 'final-answer-raw', count: 1 });
+      if (opts.answer)
+        for (const o of outcomes)
+          this.effects.push({
+            policy: opts.policy,
+            kind: 'schema-answer',
+            count: 1,
+            detail: { outcome: 'schema' in o ? o.schema : 'valid' },
+          });
     } else if (opts.forced && st.calls.size === 0) {
       this.effects.push({
         policy: opts.policy,
@@ -381,4 +408,37 @@ function mapFinish(st: ChoiceState, upstream: string, truncated: boolean): strin
   if (truncated) return 'length';
   if (st.realCount > 0) return upstream === 'stop' ? 'tool_calls' : upstream;
   return 'stop';
+}
+
+/**
+ * Not forced, a JSON answer format (a request without tools): the chunks pass unchanged, and each
+ * choice's content is checked against the format at the end and counted, as onResponse does.
+ */
+export function createSchemaCheckHook(
+  answer: AnswerFormat,
+  budget: CompileBudget | undefined,
+): StreamHook<ForceToolUseEffect> {
+  const content = new Map<number, string>();
+  return {
+    onChunk(chunk) {
+      for (const c of Array.isArray(chunk.choices) ? chunk.choices : []) {
+        const piece = c?.delta?.content;
+        const before = content.get(c.index) ?? '';
+        if (typeof piece === 'string') content.set(c.index, appendText(before, piece));
+        else if (!content.has(c.index)) content.set(c.index, before);
+      }
+      return [chunk];
+    },
+    onEnd() {
+      const effects: ForceToolUseEffect[] = [...content.keys()]
+        .sort((a, b) => a - b)
+        .map((i) => ({
+          policy: 'force-tool-use' as const,
+          kind: 'schema-answer' as const,
+          count: 1,
+          detail: { outcome: checkSchemaContent(content.get(i), answer, budget) },
+        }));
+      return { chunks: [], effects };
+    },
+  };
 }

@@ -5,9 +5,11 @@
 import type { Policy } from '../types.js';
 import { describeHistoryRepairEffect, HISTORY_REPAIR_POLICY, type HistoryRepairEffect } from './effects.js';
 import { repairHistory } from './repair.js';
+import { historyRepairSettings } from './settings.js';
 
 export const historyRepairPolicy: Policy<HistoryRepairEffect> = {
   name: HISTORY_REPAIR_POLICY,
+  settingsSchema: historyRepairSettings,
   enabled: (settings) => settings.historyRepair.enabled,
   describeEffect: describeHistoryRepairEffect,
   onRequest(request, ctx) {

@@ -30,6 +30,7 @@ import {
   suppressedEffects,
 } from './effects.js';
 import { createStreamHook } from './stream.js';
+import { leakRecoverySettings } from './settings.js';
 
 function recoverChoiceMessage(
   message: AssistantMessage,
@@ -177,6 +178,7 @@ function onUpstreamError(
 
 export const leakRecovery: Policy<LeakRecoveryEffect> = {
   name: LEAK_RECOVERY_POLICY,
+  settingsSchema: leakRecoverySettings,
   enabled: (settings) => settings.recovery !== 'off',
   describeEffect: describeLeakEffect,
   onResponse,

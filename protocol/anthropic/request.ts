@@ -3,12 +3,12 @@
  * one chat pipeline (forced final answer, history repair, leak recovery, retries). Pure.
  * What chat cannot express is refused with a 400 naming the field, never silently dropped:
  * documents, search results, MCP servers. Server tools are left out and reported (or refused,
- * by the hostedTools setting); see tools.ts.
+ * by the hosted-tools policy); see tools.ts.
  */
 import { stripBillingNonce } from '../billing-header.js';
 import { ToolproofError } from '../errors.js';
 import type { ChatCompletionRequest, ChatMessage, ContentPart, ToolCall, ToolChoice } from '../openai.js';
-import { type HostedToolsMode, toolDefs } from './tools.js';
+import { toolDefs } from './tools.js';
 import type {
   ImageBlock,
   MessageParam,
@@ -224,15 +224,12 @@ const REFUSED_FIELDS = ['mcp_servers', 'container'] as const;
 /** Anthropic's effort levels as chat's reasoning_effort (vLLM reads it for gpt-oss and others). */
 const EFFORT: Record<string, string> = { low: 'low', medium: 'medium', high: 'high', max: 'high' };
 
-/** What the front door needs from the model's settings. */
-export interface TranslateOptions {
-  hostedTools: HostedToolsMode;
-}
-
 export interface ChatTranslation {
   chat: ChatCompletionRequest;
   /** Server tools left out of the upstream request, by type. */
   dropped: string[];
+  /** The 400 the hosted-tools policy answers for them when the model refuses them. */
+  refusal?: ToolproofError;
 }
 
 /**
@@ -243,10 +240,7 @@ export interface ChatTranslation {
  * `response_format`. `metadata`, `context_management` (server-side context editing: toolproof
  * forwards the whole history it is given) and `service_tier` are accepted and not forwarded.
  */
-export function translateRequest(
-  req: MessagesRequest,
-  options: TranslateOptions = { hostedTools: 'drop' },
-): ChatTranslation {
+export function translateRequest(req: MessagesRequest): ChatTranslation {
   for (const f of REFUSED_FIELDS) {
     const v = req[f];
     if (v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0))
@@ -255,10 +249,12 @@ export function translateRequest(
   const out: ChatCompletionRequest = { model: req.model, messages: toChatMessages(req) };
   if (typeof req.max_tokens === 'number') out.max_tokens = req.max_tokens;
   let dropped: string[] = [];
+  let refusal: ToolproofError | undefined;
   if (Array.isArray(req.tools) && req.tools.length > 0) {
-    const t = toolDefs(req.tools, req.messages, options.hostedTools);
+    const t = toolDefs(req.tools, req.messages);
     if (t.tools.length > 0) out.tools = t.tools;
     dropped = t.dropped;
+    refusal = t.refusal;
   }
   if (req.tool_choice) {
     const c = toolChoice(req.tool_choice);
@@ -289,10 +285,10 @@ export function translateRequest(
     out.stream = true;
     out.stream_options = { include_usage: true };
   }
-  return { chat: out, dropped };
+  return refusal ? { chat: out, dropped, refusal } : { chat: out, dropped };
 }
 
 /** The chat request alone (count_tokens, tests). */
-export function toChatRequest(req: MessagesRequest, options?: TranslateOptions): ChatCompletionRequest {
-  return translateRequest(req, options).chat;
+export function toChatRequest(req: MessagesRequest): ChatCompletionRequest {
+  return translateRequest(req).chat;
 }

@@ -6,8 +6,9 @@
  *   functions under the name the client gave, with the input schema Anthropic's tool reference
  *   documents, so the model's tool_use comes back in the shape the client's handler expects;
  * - server tools (web_search_*, web_fetch_*, code_execution_*, tool_search_tool_*): run on
- *   Anthropic's servers, which a self-hosted backend has no equivalent of. Left out (reported
- *   by the caller) or refused, by the hostedTools setting.
+ *   Anthropic's servers, which a self-hosted backend has no equivalent of. Left out, and reported
+ *   by the caller, with the refusal the hosted-tools policy answers when the model's
+ *   hostedTools setting is `reject` (policies/hosted-tools).
  *
  * Deferred tools (`defer_loading: true`) are hidden from the model until a tool_reference block
  * in a tool_result names them (Claude Code's ToolSearch answers with such blocks): only the
@@ -159,12 +160,12 @@ function typedTool(type: string): Typed | undefined {
 const SERVER_TOOL =
   /^(web_search|web_fetch|code_execution|tool_search_tool_regex|tool_search_tool_bm25)_\d{8}$/;
 
-export type HostedToolsMode = 'drop' | 'reject';
-
 export interface ToolTranslation {
   tools: ToolDef[];
   /** Server tools left out, by type (the response header, log line and metric report them). */
   dropped: string[];
+  /** The 400 for the first one, in this API's shape, for a model that refuses them (hostedTools: reject). */
+  refusal?: ToolproofError;
 }
 
 /** Names the conversation's tool_reference blocks load (deferred tools the model may now see). */
@@ -189,24 +190,20 @@ function describe(tool: ToolParam, fallback: Typed['description']): { descriptio
   return text ? { description: text } : {};
 }
 
-export function toolDefs(
-  tools: readonly ToolParam[],
-  messages: readonly MessageParam[],
-  hosted: HostedToolsMode,
-): ToolTranslation {
+export function toolDefs(tools: readonly ToolParam[], messages: readonly MessageParam[]): ToolTranslation {
   const out: ToolDef[] = [];
   const dropped: string[] = [];
+  let refusal: ToolproofError | undefined;
   let loaded: Set<string> | undefined;
   tools.forEach((tool, i) => {
     const path = `tools.${i}`;
     if (!isObject(tool)) throw invalid(path, `"${path}" must be an object.`);
     const type = tool.type;
     if (typeof type === 'string' && SERVER_TOOL.test(type)) {
-      if (hosted === 'reject')
-        throw invalid(
-          `${path}.type`,
-          `Anthropic server tool "${type}" is not supported: it runs on Anthropic's servers, which a self-hosted backend has no equivalent of (set hostedTools: drop to leave it out).`,
-        );
+      refusal ??= invalid(
+        `${path}.type`,
+        `Anthropic server tool "${type}" is not supported: it runs on Anthropic's servers, which a self-hosted backend has no equivalent of (set hostedTools: drop to leave it out).`,
+      );
       dropped.push(type);
       return;
     }
@@ -236,5 +233,5 @@ export function toolDefs(
       function: { name: tool.name, ...describe(tool, ''), parameters: tool.input_schema as JsonObject },
     });
   });
-  return { tools: out, dropped };
+  return refusal ? { tools: out, dropped, refusal } : { tools: out, dropped };
 }

@@ -59,17 +59,12 @@ export interface ResponsesTranslation {
   catalog: ToolCatalog;
   /** Hosted tool types left out of the upstream request. */
   dropped: string[];
-}
-
-export interface TranslateOptions {
-  hostedTools: 'drop' | 'reject';
+  /** The 400 the hosted-tools policy answers for them when the model refuses them. */
+  refusal?: ToolproofError;
 }
 
 /** The chat request and the tool catalog. Throws TP_ERR_INVALID_FIELD naming the field. */
-export function translateRequest(
-  body: ResponsesRequest,
-  options: TranslateOptions = { hostedTools: 'drop' },
-): ResponsesTranslation {
+export function translateRequest(body: ResponsesRequest): ResponsesTranslation {
   if (body.previous_response_id != null) throw invalid('previous_response_id', STATELESS);
   if (body.conversation != null) throw invalid('conversation', STATELESS);
   if (body.background === true)
@@ -80,7 +75,7 @@ export function translateRequest(
       'Stored prompt templates live on OpenAI servers; send instructions and input instead.',
     );
 
-  const { tools, catalog, dropped } = translateTools(body.tools, options.hostedTools);
+  const { tools, catalog, dropped, refusal } = translateTools(body.tools);
   const chat: ChatCompletionRequest = {
     model: body.model,
     messages: inputToMessages(body.input, body.instructions, catalog),
@@ -104,5 +99,5 @@ export function translateRequest(
     // Usage arrives only when asked for; response.completed must carry it.
     chat.stream_options = { include_usage: true };
   }
-  return { chat, catalog, dropped };
+  return refusal ? { chat, catalog, dropped, refusal } : { chat, catalog, dropped };
 }

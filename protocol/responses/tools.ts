@@ -15,7 +15,8 @@
  *   action's documented fields, returned as the typed call item (local_shell_call, shell_call,
  *   apply_patch_call).
  * - hosted tools (web_search, file_search, code_interpreter, ...), which run on OpenAI's servers:
- *   left out and reported by the caller (hostedTools: drop) or refused (reject).
+ *   left out and reported by the caller, with the refusal the hosted-tools policy answers for a
+ *   model whose hostedTools setting is `reject`.
  */
 import { ToolproofError } from '../errors.js';
 import type { JsonObject, ToolDef } from '../openai.js';
@@ -186,6 +187,8 @@ export interface ToolsTranslation {
   catalog: ToolCatalog;
   /** Hosted tool types left out. */
   dropped: string[];
+  /** The 400 for the first one, in this API's shape (hostedTools: reject, policies/hosted-tools). */
+  refusal?: ToolproofError;
 }
 
 /**
@@ -221,12 +224,10 @@ function chatNames(declared: readonly Declared[]): string[] {
   });
 }
 
-export function translateTools(
-  tools: ResponsesRequest['tools'],
-  hosted: 'drop' | 'reject',
-): ToolsTranslation {
+export function translateTools(tools: ResponsesRequest['tools']): ToolsTranslation {
   const declared: Declared[] = [];
   const dropped: string[] = [];
+  let refusal: ToolproofError | undefined;
   (tools ?? []).forEach((raw, i) => {
     const param = `tools[${i}]`;
     if (!isObject(raw)) throw invalid(param, `${param} must be an object.`);
@@ -255,11 +256,10 @@ export function translateTools(
         entry: { kind: type, name: type },
       });
     } else if (typeof type === 'string' && HOSTED_TOOL_TYPES.has(type)) {
-      if (hosted === 'reject')
-        throw invalid(
-          `${param}.type`,
-          `Tool type "${type}" is not supported: it is a hosted tool that runs on OpenAI's servers, which a self-hosted chat backend has no equivalent of (set hostedTools: drop to leave it out).`,
-        );
+      refusal ??= invalid(
+        `${param}.type`,
+        `Tool type "${type}" is not supported: it is a hosted tool that runs on OpenAI's servers, which a self-hosted chat backend has no equivalent of (set hostedTools: drop to leave it out).`,
+      );
       dropped.push(type);
     } else {
       throw invalid(
@@ -281,5 +281,5 @@ export function translateTools(
     }
     out.push(name === d.def.function.name ? d.def : { ...d.def, function: { ...d.def.function, name } });
   });
-  return { tools: out, catalog, dropped };
+  return refusal ? { tools: out, catalog, dropped, refusal } : { tools: out, catalog, dropped };
 }

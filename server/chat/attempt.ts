@@ -14,7 +14,7 @@ import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstream.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects } from './effects.js';
-import { runRequestPolicies } from '../../policies/composition.js';
+import { prepareRequest } from './prepare.js';
 
 const MAX_ERROR_BODY = 1024 * 1024;
 /** The largest non-streamed upstream body toolproof reads (a completion is rarely over 1 MiB). */
@@ -71,16 +71,14 @@ function tooLarge(label: string): ToolproofError {
   });
 }
 
+/**
+ * The request's bytes: the client's own when no policy rewrote it, else serialized. Every rewrite
+ * (the upstream's model name, usage for a stream included) is a request policy's (prepare.ts).
+ */
 function serializeRequest(call: ChatCall, request: ChatCompletionRequest): string | Buffer {
-  if (request === call.original && !call.route.upstreamModel) return call.rawBody;
-  let out = call.route.upstreamModel ? { ...request, model: call.route.upstreamModel } : request;
-  // A rewritten stream asks for usage, as the JSON body always carries it: the cache and
-  // discarded-token figures then hold for streams too (the client gets usage only if it asked,
-  // front-doors/chat/output.ts). After the messages and tools, so no byte of the prompt moves.
-  if (out.stream === true && out.stream_options?.include_usage !== true)
-    out = { ...out, stream_options: { ...(out.stream_options ?? {}), include_usage: true } };
+  if (request === call.original) return call.rawBody;
   // The client's numbers and key order as it wrote them (see ChatCall.setPhase).
-  return stringifyJson(out, call.original);
+  return stringifyJson(request, call.original);
 }
 
 async function sendOnce(
@@ -159,7 +157,7 @@ export async function openUpstream(
       );
       deps.metrics.toolChoiceFallbacks.labels(upstream, call.route.name).inc();
       deps.metrics.toolChoiceFallbackActive.labels(upstream, call.route.name).set(1);
-      const phase = runRequestPolicies(call.policies, call.original, {
+      const phase = prepareRequest(call.policies, call.original, {
         ...call.policyContext(),
         requiredRejected: true,
       });

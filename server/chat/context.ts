@@ -14,9 +14,10 @@ import type { FallbackMemory } from '../fallback-memory.js';
 import type { Metrics } from '../metrics.js';
 import type { ResolvedRoute } from '../routing.js';
 import type { ToolLabels } from '../tool-labels.js';
-import type { RequestPhase } from '../../policies/composition.js';
+import { describerOf, type RequestPhase } from '../../policies/composition.js';
 import type { HarnessTrace } from './trace.js';
 import type { RequestSpan } from '../tracing/types.js';
+import { type DoorFacts, requestFacts } from './prepare.js';
 
 export interface ChatDeps {
   config: Config;
@@ -92,6 +93,12 @@ export class ChatCall {
    */
   private raw: Buffer | undefined;
   private sourceKept = false;
+  /** The request's facts (tool set, upstream name, the door's), built once on first use (prepare.ts). */
+  private facts: Pick<PolicyContext, 'tools' | 'upstreamModel' | 'hostedTools'> | undefined;
+  /** What the front door's translation said of the request (hosted tools left out); set before prepare. */
+  doorFacts: DoorFacts = {};
+  /** The request policies ran (prepareCallRequest): the phase is the prepared request. */
+  prepared = false;
 
   constructor(
     readonly reqId: string,
@@ -112,7 +119,14 @@ export class ChatCall {
     // history has its client text kept first (only histories with tool calls pay the scan).
     if (rawBody !== undefined && hasToolCalls(original)) this.keepSource();
     // Replaced by the request policies' phase before anything reads it (prepareRequest).
-    this.phase = { request: original, memos: NO_MEMOS, effects: [], error: undefined, forcedRequired: false };
+    this.phase = {
+      request: original,
+      memos: NO_MEMOS,
+      effects: [],
+      error: undefined,
+      forcedRequired: false,
+      needsResponse: false,
+    };
     this.streamIdentity = {
       id: 'chatcmpl-toolproof',
       model: original.model,
@@ -145,6 +159,8 @@ export class ChatCall {
       retriesUsed: this.retriesUsed,
       attemptEffects: this.attemptEffects,
       compileBudget: this.compileBudget,
+      describeEffect: describerOf(this.policies),
+      ...(this.facts ??= requestFacts(this.route, this.original, this.doorFacts)),
     };
   }
 
@@ -160,6 +176,7 @@ export class ChatCall {
       effects: phase.effects,
       error: phase.error,
       forcedRequired,
+      needsResponse: phase.needsResponse === true,
     };
     if (phase.request !== this.original) {
       this.keepSource();

@@ -78,9 +78,16 @@ export function recordPolicyEffects(call: ChatCall, deps: ChatDeps, effects: rea
       case 'retry':
         t.retries.push({ reason: r.reason });
         break;
+      case 'schema-answer':
+        t.schemaAnswer = r.outcome;
+        m.schemaAnswers.labels(model, SCHEMA_OUTCOMES.has(r.outcome) ? r.outcome : 'invalid').inc();
+        break;
     }
   }
 }
+
+/** The outcomes toolproof_schema_answers_total may carry (a closed set of label values). */
+const SCHEMA_OUTCOMES = new Set(['valid', 'invalid', 'not-json', 'unchecked']);
 
 /**
  * Choices the upstream sent beyond the request's `n` (askedChoicesOf), dropped: counted as a

@@ -22,7 +22,7 @@ import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects, settleRetry } from './effects.js';
 import { JsonDriver, usageFromBytes } from './json-driver.js';
 import type { StreamOutput } from './output.js';
-import { runRequestPolicies } from '../../policies/composition.js';
+import { prepareRequest } from './prepare.js';
 import { salvageUpstreamError } from './policy-runner.js';
 import { SseDriver } from './stream-driver.js';
 import { addUsage, classifyFinal } from './trace.js';
@@ -38,13 +38,17 @@ function hasTools(request: ChatCompletionRequest): boolean {
  * fix. Other front doors always get parsed chunks: they translate every one.
  */
 function isPassthrough(call: ChatCall, request: ChatCompletionRequest): boolean {
-  if (call.api !== 'chat') return false;
+  if (call.api !== 'chat' || call.phase.needsResponse === true) return false;
   const s = call.route.settings;
   return s.recovery === 'off' || (s.recovery === 'auto' && !hasTools(request));
 }
 
-export function prepareRequest(call: ChatCall, deps: ChatDeps): ChatCompletionRequest {
-  const phase = runRequestPolicies(call.policies, call.original, call.policyContext());
+/** The first attempt's request: the one prepareRequest (prepare.ts), its effects recorded. */
+export function prepareCallRequest(call: ChatCall, deps: ChatDeps): ChatCompletionRequest {
+  // Once per call: a front door may prepare before it reports what its translation left out.
+  if (call.prepared) return call.phase.request;
+  call.prepared = true;
+  const phase = prepareRequest(call.policies, call.original, call.policyContext());
   recordPolicyEffects(call, deps, phase.effects);
   if (phase.error) throw phase.error;
   call.setPhase(phase);
@@ -68,7 +72,7 @@ async function runAttempts(
   deps: ChatDeps,
   driver: AttemptDriver,
 ): Promise<ChatResult | undefined> {
-  let request = prepareRequest(call, deps);
+  let request = prepareCallRequest(call, deps);
   const passthrough = isPassthrough(call, request);
   let usage: Usage | undefined;
   try {

@@ -6,8 +6,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { keepSourceText } from '../../protocol/lossless-json.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
-import type { ModelSettings } from '../../protocol/settings.js';
-import { withPreserveThinking } from '../../protocol/template-kwargs.js';
+import type { ToolproofError } from '../../protocol/errors.js';
 import { RequestAbort } from '../abort.js';
 import { affinityKey } from '../affinity.js';
 import type { AppState } from '../app-state.js';
@@ -16,6 +15,7 @@ import { resolveRoute } from '../routing.js';
 import { type Api, ChatCall } from './context.js';
 import { activePolicies } from '../../policies/composition.js';
 import { newTrace } from './trace.js';
+import { prepareCallRequest } from './pipeline.js';
 
 /** Headers worth forwarding upstream (conversation ids, tracing); never the client's API key. */
 function forwardHeaders(
@@ -45,14 +45,6 @@ export function startChatCall(
   rawBody?: Buffer,
 ): ChatCall {
   const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
-  // Keep past reasoning in the template (docs/prefix.md): the same on every turn of the model.
-  if (route.settings.preserveThinking === true) {
-    const kept = withPreserveThinking(body);
-    if (kept !== body) {
-      body = kept;
-      rawBody = undefined; // no longer the client's bytes as they are
-    }
-  }
   // app.ts's close listener aborts it when the client goes away: no GPU time for nobody.
   const controller = new RequestAbort();
   request.tpAbort = controller;
@@ -91,19 +83,29 @@ export function startChatCall(
  */
 export function startTranslatedCall<
   B extends { model: string },
-  T extends { chat: ChatCompletionRequest; dropped: readonly string[] },
+  T extends { chat: ChatCompletionRequest; dropped: readonly string[]; refusal?: ToolproofError },
 >(
   request: FastifyRequest,
   reply: FastifyReply,
   state: AppState,
   api: Api,
-  translate: (body: B, settings: ModelSettings) => T,
+  translate: (body: B) => T,
 ): { call: ChatCall; translated: T; droppedHeader: Record<string, string> } {
   const body = request.body as B;
   if (request.rawBody) keepSourceText(body, request.rawBody);
-  const { settings } = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
-  const translated = translate(body, settings);
+  const translated = translate(body);
   const call = startChatCall(request, state, translated.chat, api);
+  if (translated.dropped.length > 0) {
+    call.doorFacts = {
+      hostedTools: {
+        dropped: translated.dropped,
+        ...(translated.refusal ? { refusal: translated.refusal } : {}),
+      },
+    };
+    // The request policies decide whether the request goes on without them (hosted-tools):
+    // a refused request is refused before anything says they were left out.
+    prepareCallRequest(call, state.chatDeps);
+  }
   const droppedHeader = reportDroppedTools(reply, state, call, translated.dropped);
   return { call, translated, droppedHeader };
 }

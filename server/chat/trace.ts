@@ -29,6 +29,8 @@ export interface HarnessTrace {
   effects: PolicyEffect[];
   /** Hosted tools the front door left out of the upstream request (their types). */
   droppedTools?: string[];
+  /** The answer the client asked in a JSON schema: how it checked (the last one delivered). */
+  schemaAnswer?: string;
 }
 
 export function newTrace(): HarnessTrace {

@@ -6,7 +6,9 @@
  */
 import { expect } from 'vitest';
 import type { ToolDef } from '../../protocol/openai.js';
+import { it } from 'vitest';
 import { CODEX_FREEFORM } from './lib/agents.js';
+import { describeRun, runCase } from './lib/case.js';
 import { agentCases, describeAgents } from './lib/suite.js';
 import { CORE_TASK, PATCH_TASK } from './lib/tasks.js';
 
@@ -40,5 +42,34 @@ describeAgents('Codex 0.171.0', () => {
       );
       expect(items).toContainEqual(expect.objectContaining({ type: 'custom_tool_call_output' }));
     },
+  });
+});
+
+describeAgents('Codex 0.171.0: auto-compaction through toolproof', () => {
+  // Codex compacts once its session passes model_auto_compact_token_limit: a summary request with
+  // tool_choice and no tools. Forwarded as it was, vLLM refused it ("When using `tool_choice`,
+  // `tools` must be set."), Codex exited and the session was over (policies/tool-fields).
+  it('proof: with model_auto_compact_token_limit below the session size it compacts and finishes', async () => {
+    const r = await runCase({
+      agent: 'codex',
+      mode: 'clean',
+      task: CORE_TASK,
+      via: 'toolproof',
+      target: { codexConfig: ['model_auto_compact_token_limit = 1000'] },
+    });
+    const why = describeRun(r);
+    expect(r.run.exitCode, why).toBe(0);
+    expect(r.disk, why).toEqual([]);
+    expect(r.text, why).toMatch(/\bdone\b/i);
+    for (const line of r.logs) expect(line.status, `${why}\n${JSON.stringify(line)}`).toBe(200);
+    // The compaction turn: the agent sent a tool_choice without tools; upstream got neither.
+    const compactions = r.sent.filter((s) => {
+      const body = s.body as { tools?: unknown[]; tool_choice?: unknown };
+      return (body.tools ?? []).length === 0 && body.tool_choice !== undefined;
+    });
+    expect(compactions.length, why).toBeGreaterThan(0);
+    const toolless = r.upstream.filter((u) => !(u.body as { tools?: unknown[] }).tools?.length);
+    expect(toolless.length, why).toBeGreaterThanOrEqual(compactions.length);
+    for (const u of toolless) expect(Object.keys(u.body as object), why).not.toContain('tool_choice');
   });
 });

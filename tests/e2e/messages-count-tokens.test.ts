@@ -10,6 +10,28 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { estimateTokens } from '../../protocol/anthropic/count.js';
 import { toChatRequest } from '../../protocol/anthropic/request.js';
 import { type Stack, startStack } from '../server/stack.js';
+import { activePolicies, runRequestPolicies } from '../../policies/composition.js';
+import { POLICIES } from '../../policies/registry.js';
+import { DEFAULT_MODEL_SETTINGS } from '../../protocol/settings.js';
+
+/**
+ * The request as it goes upstream, which is what is counted: the same request policies as a
+ * message (server/chat/prepare.ts), so a turn toolproof forces counts the synthetic answer tool.
+ */
+function asSent(p: typeof params) {
+  const ctx = {
+    model: 'sim',
+    settings: DEFAULT_MODEL_SETTINGS,
+    requiredRejected: false,
+    attempt: 0,
+    retriesUsed: 0,
+  };
+  return runRequestPolicies(
+    activePolicies(POLICIES, DEFAULT_MODEL_SETTINGS),
+    toChatRequest({ ...p, max_tokens: 1 }),
+    ctx,
+  ).request;
+}
 
 let stack: Stack | undefined;
 let fake: Server | undefined;
@@ -101,14 +123,19 @@ describe('count_tokens', () => {
       { role: 'system', content: 'You are a coding agent.' },
       { role: 'user', content: 'Count me, please.' },
     ]);
-    expect(body.tools).toHaveLength(1);
+    // The client's tool and the synthetic answer tool the turn is forced with, as sent upstream.
+    expect(body.tools).toEqual(asSent(params).tools);
+    expect((body.tools as { function: { name: string } }[]).map((t) => t.function.name)).toEqual([
+      'read_file',
+      'final_answer',
+    ]);
     expect(body.add_generation_prompt).toBe(true);
   });
 
   it('older vLLM refuses "tools" in /tokenize: counted without them, the tools estimated', async () => {
     const up = await fakeTokenizer('vllm-old');
     stack = await startStack({ env: { TOOLPROOF_UPSTREAM_URL: up.url } });
-    const tools = toChatRequest({ ...params, max_tokens: 1 }).tools!;
+    const tools = asSent(params).tools!;
     const toolTokens = estimateTokens({ model: 'sim', messages: [], tools });
     expect(toolTokens).toBeGreaterThan(5);
     expect(await count(stack)).toEqual({ input_tokens: 42 + toolTokens, source: 'tokenize' });
@@ -131,7 +158,9 @@ describe('count_tokens', () => {
     stack = await startStack();
     const r = await count(stack);
     expect(r.source).toBe('estimate');
-    expect(r.input_tokens).toBe(estimateTokens(toChatRequest({ ...params, max_tokens: 1 })));
+    expect(r.input_tokens).toBe(estimateTokens(asSent(params)));
+    // More than the client's request alone: the forced turn's answer tool is part of the prompt.
+    expect(r.input_tokens).toBeGreaterThan(estimateTokens(toChatRequest({ ...params, max_tokens: 1 })));
     expect(r.input_tokens).toBeGreaterThan(10);
   });
 

@@ -266,7 +266,7 @@ describe('Responses API with forced tool use (default settings)', () => {
     expect(stack.sim.aborts).toHaveLength(1);
   });
 
-  it('text.format json_schema, temperature, top_p, reasoning effort and parallel_tool_calls reach the chat request', async () => {
+  it('text.format json_schema, temperature, top_p and reasoning effort reach the chat request (parallel_tool_calls without tools does not)', async () => {
     stack.sim.reset();
     const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] };
     const res = await stack.client.responses.create(
@@ -293,13 +293,14 @@ describe('Responses API with forced tool use (default settings)', () => {
       temperature: 0.2,
       top_p: 0.9,
       reasoning_effort: 'low',
-      parallel_tool_calls: false,
       messages: [
         { role: 'system', content: [{ type: 'text', text: 'JSON only.' }] },
         { role: 'user', content: 'n?' },
       ],
     });
     expect(sent).not.toHaveProperty('metadata');
+    // A tool-only field in a request without tools (policies/tool-fields).
+    expect(sent).not.toHaveProperty('parallel_tool_calls');
     expect(JSON.parse(res.output_text)).toMatchObject({ n: expect.any(Number) });
     expect(res.metadata).toEqual({ trace: 'abc' });
   });

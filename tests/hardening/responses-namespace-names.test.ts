@@ -97,14 +97,14 @@ describe('namespace naming cost', () => {
     let best = Number.POSITIVE_INFINITY;
     for (let k = 0; k < 5; k++) {
       const t = performance.now();
-      translateTools(tools as never, 'drop');
+      translateTools(tools as never);
       best = Math.min(best, performance.now() - t);
     }
     return best;
   };
 
   it('is linear: x4 the tools costs about x4, and the names stay unique', () => {
-    const names = translateTools(hostile(50) as never, 'drop').tools.map((t) => t.function.name);
+    const names = translateTools(hostile(50) as never).tools.map((t) => t.function.name);
     expect(names.filter((n) => n === 'ns__f_51').length).toBe(50); // each duplicate: one name
     expect(names.at(-1)).toBe('f');
     time(hostile(1000)); // warm-up

@@ -5,10 +5,7 @@
  * tests/policies/schema-budget.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import {
-  estimateCompileCost,
-  MAX_COMPILE_COST,
-} from '../../policies/corrective-retry/validation/validator-cache.js';
+import { estimateCompileCost, MAX_COMPILE_COST } from '../../policies/kit/validation/validator-cache.js';
 import { patternSchema } from '../policies/pattern-schema.js';
 import { answerJson, proxyInFrontOf } from '../support/harness.js';
 import { healthLatencyDuring, leastOf, loadFactor } from './loop-probe.js';

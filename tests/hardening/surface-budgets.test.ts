@@ -15,7 +15,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { HeldText } from '../../policies/corrective-retry/held-text.js';
-import { validateArguments } from '../../policies/corrective-retry/validation/validate-arguments.js';
+import { validateArguments } from '../../policies/kit/validation/validate-arguments.js';
 import { repairHistory } from '../../policies/history-repair/repair.js';
 import { joinContent, joinContents } from '../../policies/history-repair/message-content.js';
 import { translateRequest as fromMessages } from '../../protocol/anthropic/request.js';

@@ -5,7 +5,7 @@
  * now built without a prototype, so the canonical JSON carries the key as data.
  */
 import { describe, expect, it } from 'vitest';
-import { validateArguments } from '../../policies/corrective-retry/validation/validate-arguments.js';
+import { validateArguments } from '../../policies/kit/validation/validate-arguments.js';
 import { chunks, options, streamed, toolsOf, view, whole } from './engine-helpers.js';
 
 const tools = toolsOf(

@@ -2,10 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { type CorrectiveRetryMemo, correctiveRetryPolicy } from '../../policies/corrective-retry/index.js';
 import { markLiveAnswer, type ResponseDecision } from '../../policies/types.js';
-import {
-  validateArguments,
-  validatorCacheSize,
-} from '../../policies/corrective-retry/validation/validate-arguments.js';
+import { validateArguments, validatorCacheSize } from '../../policies/kit/validation/validate-arguments.js';
 import {
   call,
   chunk,

@@ -11,6 +11,9 @@ import {
   finishOf,
   request,
   runHook,
+  runNonStream,
+  runStream,
+  assemble,
   splitAt,
   streamedCalls,
   streamedContent,
@@ -96,14 +99,13 @@ describe('force-tool-use: request', () => {
     expect((d.memo as ForceToolUseMemo).finalAnswerName).toBe('final_answer_3');
   });
 
-  it('leaves explicit choices, tool-less requests and response_format requests untouched', () => {
+  it('leaves explicit choices, tool-less requests and logprobs requests untouched', () => {
     const cases: ChatCompletionRequest[] = [
       request({ tools: [weatherTool], tool_choice: 'none' }),
       request({ tools: [weatherTool], tool_choice: 'required' }),
       request({ tools: [weatherTool], tool_choice: { type: 'function', function: { name: 'get_weather' } } }),
       request(),
       request({ tools: [] }),
-      request({ tools: [weatherTool], response_format: { type: 'json_object' } }),
       // logprobs would describe the final_answer JSON, not the text the client gets (issue 9).
       request({ tools: [weatherTool], logprobs: true }),
       request({ tools: [weatherTool], logprobs: true, top_logprobs: 3 }),
@@ -122,6 +124,127 @@ describe('force-tool-use: request', () => {
     expect(
       onRequest(request({ tools: [weatherTool], response_format: { type: 'text' } })).request.tool_choice,
     ).toBe('required');
+  });
+});
+
+/** A streamed call: its head, one chunk per argument fragment, then the finish. */
+function toolCallChunks(fragments: string[], name: string): ChatCompletionChunk[] {
+  return [
+    chunk({
+      role: 'assistant',
+      tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name, arguments: '' } }],
+    }),
+    ...fragments.map((f) => chunk({ tool_calls: [{ index: 0, function: { arguments: f } }] })),
+    chunk({}, 'tool_calls'),
+  ];
+}
+
+describe('force-tool-use: an answer format beside tools (structured output)', () => {
+  const schema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
+  const paramsOf = (r: ChatCompletionRequest) =>
+    (r.tools ?? []).find((t) => t.function.name === 'final_answer')?.function.parameters;
+
+  it('is forced: the answer tool takes the client schema, and response_format is not sent', () => {
+    const req = request({
+      tools: [weatherTool],
+      response_format: { type: 'json_schema', json_schema: { name: 'w', schema } },
+    });
+    const d = onRequest(req);
+    expect(d.request.tool_choice).toBe('required');
+    expect(d.request.response_format).toBeUndefined();
+    expect(paramsOf(d.request)).toEqual(schema);
+    expect((d.memo as ForceToolUseMemo).answer?.kind).toBe('json_schema');
+    expect(req.response_format).toBeDefined(); // never mutated
+  });
+
+  it('json_object: any JSON object; a non-object schema is wrapped under one key', () => {
+    expect(
+      paramsOf(
+        onRequest(request({ tools: [weatherTool], response_format: { type: 'json_object' } })).request,
+      ),
+    ).toEqual({
+      type: 'object',
+    });
+    const list = { type: 'array', items: { type: 'string' } };
+    const d = onRequest(
+      request({
+        tools: [weatherTool],
+        response_format: { type: 'json_schema', json_schema: { name: 'l', schema: list } },
+      }),
+    );
+    expect(paramsOf(d.request)).toEqual({
+      type: 'object',
+      properties: { answer: list },
+      required: ['answer'],
+      additionalProperties: false,
+    });
+  });
+
+  it('a schema that is no JSON schema object is rejected, naming the field', () => {
+    const d = forceToolUsePolicy.onRequest!(
+      request({
+        tools: [weatherTool],
+        response_format: { type: 'json_schema', json_schema: { name: 'x', schema: 7 } },
+      }),
+      ctxWith(),
+      request({
+        tools: [weatherTool],
+        response_format: { type: 'json_schema', json_schema: { name: 'x', schema: 7 } },
+      }),
+    );
+    expect(d.action).toBe('reject');
+  });
+
+  it('unwraps the answer into its JSON text; invalid answers stay calls while a retry can follow', () => {
+    const original = request({
+      tools: [weatherTool],
+      response_format: { type: 'json_schema', json_schema: { name: 'w', schema } },
+    });
+    const ok = runNonStream(
+      completion({ tool_calls: [call('c1', 'final_answer', '{"city":"Oslo"}')] }, 'tool_calls'),
+      original,
+      ctxWith(),
+    );
+    expect(ok.response?.choices[0]?.message.content).toBe('{"city":"Oslo"}');
+    expect(ok.effects).toContainEqual(
+      expect.objectContaining({ kind: 'schema-answer', detail: { outcome: 'valid' } }),
+    );
+    const bad = runNonStream(
+      completion({ tool_calls: [call('c1', 'final_answer', '{"town":"Oslo"}')] }, 'tool_calls'),
+      original,
+      ctxWith(),
+    );
+    expect(bad.retry).toBeDefined();
+    // Retries spent: delivered as it is, counted invalid.
+    const spent = runNonStream(
+      completion({ tool_calls: [call('c1', 'final_answer', '{"town":"Oslo"}')] }, 'tool_calls'),
+      original,
+      ctxWith({ retriesUsed: 1 }),
+    );
+    expect(spent.response?.choices[0]?.message.content).toBe('{"town":"Oslo"}');
+    expect(spent.effects).toContainEqual(
+      expect.objectContaining({ kind: 'schema-answer', detail: { outcome: 'invalid' } }),
+    );
+  });
+
+  it('streamed equals non-streamed for any split of the answer', () => {
+    const original = request({
+      tools: [weatherTool],
+      response_format: { type: 'json_schema', json_schema: { name: 'w', schema } },
+    });
+    const args = '{"city": "Zürich \\"centre\\""}';
+    const whole = runNonStream(
+      completion({ tool_calls: [call('c1', 'final_answer', args)] }, 'tool_calls'),
+      original,
+      ctxWith(),
+    );
+    for (let cut = 1; cut < args.length; cut += 3) {
+      const chunks = toolCallChunks([args.slice(0, cut), args.slice(cut)], 'final_answer');
+      const { out } = runStream(chunks, original, ctxWith());
+      const got = assemble(out);
+      expect(got.content).toBe(whole.response?.choices[0]?.message.content);
+      expect(got.finish).toBe('stop');
+    }
   });
 });
 

@@ -5,7 +5,7 @@
  * schemas of SIZE string properties with a distinct pattern each, validated with every property
  * present (so every pattern is compiled). Not a test file itself: vitest only collects *.test.ts.
  */
-import { validateArguments } from '../../policies/corrective-retry/validation/validate-arguments.js';
+import { validateArguments } from '../../policies/kit/validation/validate-arguments.js';
 import { patternSchema } from './pattern-schema.js';
 
 const count = Number(process.argv[2] ?? 200);

@@ -11,13 +11,13 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { validateArguments } from '../../policies/corrective-retry/validation/validate-arguments.js';
-import { patternTableStats } from '../../policies/corrective-retry/validation/linear-regexp.js';
+import { validateArguments } from '../../policies/kit/validation/validate-arguments.js';
+import { patternTableStats } from '../../policies/kit/validation/linear-regexp.js';
 import {
   estimateCompileCost,
   MAX_COMPILE_COST,
   validatorCacheStats,
-} from '../../policies/corrective-retry/validation/validator-cache.js';
+} from '../../policies/kit/validation/validator-cache.js';
 import { CompileBudgets } from '../../server/compile-budget.js';
 import { patternSchema } from './pattern-schema.js';
 

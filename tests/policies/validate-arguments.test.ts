@@ -9,18 +9,18 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { preview } from '../../policies/corrective-retry/validation/json-shape.js';
-import { canonicalKey } from '../../policies/corrective-retry/validation/unique-items.js';
+import { preview } from '../../policies/kit/validation/json-shape.js';
+import { canonicalKey } from '../../policies/kit/validation/unique-items.js';
 import {
   MAX_ARGUMENT_DEPTH,
   MAX_ISSUES,
   validateArguments,
-} from '../../policies/corrective-retry/validation/validate-arguments.js';
+} from '../../policies/kit/validation/validate-arguments.js';
 import {
   CACHE_MAX_ENTRIES,
   MAX_SCHEMA_CHARS,
   validatorCacheStats,
-} from '../../policies/corrective-retry/validation/validator-cache.js';
+} from '../../policies/kit/validation/validator-cache.js';
 
 const run = promisify(execFile);
 

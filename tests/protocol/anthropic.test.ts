@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { estimateTokens, tokenizeCount } from '../../protocol/anthropic/count.js';
 import { anthropicErrorBody as toAnthropicErrorBody } from '../../server/front-doors/messages/errors.js';
-import { type TranslateOptions, toChatRequest } from '../../protocol/anthropic/request.js';
+import { toChatRequest, translateRequest } from '../../protocol/anthropic/request.js';
 import { stopReason, toMessage, toolInput } from '../../protocol/anthropic/response.js';
 import type { MessagesRequest } from '../../protocol/anthropic/types.js';
 import { ToolproofError } from '../../protocol/errors.js';
@@ -18,9 +18,9 @@ const req = (extra: Partial<MessagesRequest> = {}): MessagesRequest => ({
   ...extra,
 });
 
-function refused(r: MessagesRequest, options?: TranslateOptions): ToolproofError {
+function refused(r: MessagesRequest): ToolproofError {
   try {
-    toChatRequest(r, options);
+    toChatRequest(r);
   } catch (err) {
     expect(err).toBeInstanceOf(ToolproofError);
     expect((err as ToolproofError).status).toBe(400);
@@ -154,11 +154,13 @@ describe('toChatRequest', () => {
     expect(refused(req({ tools: [{ type: 'bash_20990101x', name: 'bash' } as never] })).param).toBe(
       'tools.0.type',
     );
-    expect(
-      refused(req({ tools: [{ type: 'web_search_20250305', name: 'web_search' } as never] }), {
-        hostedTools: 'reject',
-      }).param,
-    ).toBe('tools.0.type');
+    // A server tool is left out, with the 400 the hosted-tools policy answers under hostedTools: reject.
+    const hosted = translateRequest(
+      req({ tools: [{ type: 'web_search_20250305', name: 'web_search' } as never] }),
+    );
+    expect(hosted.dropped).toEqual(['web_search_20250305']);
+    expect(hosted.refusal?.param).toBe('tools.0.type');
+    expect(hosted.refusal?.status).toBe(400);
     expect(refused(req({ tools: [{ name: 'x' } as never] })).param).toBe('tools.0.input_schema');
     expect(
       refused(req({ messages: [{ role: 'user', content: [{ type: 'document', source: {} } as never] }] }))

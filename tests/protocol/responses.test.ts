@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ChatCompletion, ChatCompletionChunk } from '../../protocol/openai.js';
 import { inputToMessages } from '../../protocol/responses/items.js';
-import { type TranslateOptions, translateRequest } from '../../protocol/responses/request.js';
+import { translateRequest } from '../../protocol/responses/request.js';
 import {
   completionToResponse,
   ResponsesTranslator,
@@ -121,8 +121,7 @@ describe('conversation round trip (items -> chat -> items)', () => {
 });
 
 describe('request translation', () => {
-  const toChatRequest = (body: ResponsesRequest, options?: TranslateOptions) =>
-    translateRequest(body, options).chat;
+  const toChatRequest = (body: ResponsesRequest) => translateRequest(body).chat;
   const base: ResponsesRequest = { model: 'm', input: 'hi' };
 
   it('maps tools, tool_choice, text.format, limits and sampling onto chat fields', () => {
@@ -198,10 +197,10 @@ describe('request translation', () => {
       ],
       [{ input: [{ type: 'function_call', name: 'f', arguments: '{}' }] as InputItem[] }, 'input[0].call_id'],
     ];
-    // Hosted tools are refused only with hostedTools: reject (dropped by default).
-    expect(() =>
-      toChatRequest({ ...base, tools: [{ type: 'code_interpreter' }] }, { hostedTools: 'reject' }),
-    ).toThrow(expect.objectContaining({ param: 'tools[0].type', status: 400 }));
+    // Hosted tools are left out, with the 400 the hosted-tools policy answers under hostedTools: reject.
+    const hosted = translateRequest({ ...base, tools: [{ type: 'code_interpreter' }] });
+    expect(hosted.dropped).toEqual(['code_interpreter']);
+    expect(hosted.refusal).toEqual(expect.objectContaining({ param: 'tools[0].type', status: 400 }));
     for (const [patch, param] of bad) {
       expect(() => toChatRequest({ ...base, ...patch }), param).toThrow(
         expect.objectContaining({ param, status: 400 }),

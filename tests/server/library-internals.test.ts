@@ -1,6 +1,6 @@
 /**
  * The private fields of prom-client and ajv that server/hot-series.ts and
- * policies/corrective-retry/validation/validator-cache.ts rely on, asserted directly. Both packages are pinned to an
+ * policies/kit/validation/validator-cache.ts rely on, asserted directly. Both packages are pinned to an
  * exact version in package.json; an upgrade that moves any of these fails here, by name, rather
  * than as a wrong number on a scrape.
  */
@@ -154,7 +154,7 @@ describe('prom-client Counter internals (server/hot-series.ts)', () => {
   });
 });
 
-describe('ajv internals (policies/corrective-retry/validation/validator-cache.ts)', () => {
+describe('ajv internals (policies/kit/validation/validator-cache.ts)', () => {
   it('_cache is a Map holding one entry per distinct compiled schema', () => {
     const ajv = new Ajv({ strict: false });
     const cache = (ajv as unknown as { _cache: unknown })._cache;

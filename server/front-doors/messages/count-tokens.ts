@@ -1,18 +1,19 @@
 /**
  * POST /v1/messages/count_tokens: a Messages request's input tokens, counted as it would go
- * upstream (translated to chat, system turns placed, history repaired): the upstream's own
+ * upstream (translated to chat, then the request policies: server/chat/prepare.ts): the upstream's own
  * /tokenize when it has one, else an estimate (4 characters per token).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { repairHistory } from '../../../policies/registry.js';
+import { activePolicies } from '../../../policies/composition.js';
 import { conversationText, estimateTokens, tokenizeCount } from '../../../protocol/anthropic/count.js';
-import { toChatRequest } from '../../../protocol/anthropic/request.js';
+import { translateRequest } from '../../../protocol/anthropic/request.js';
 import type { CountTokensRequest } from '../../../protocol/anthropic/types.js';
 import { keepSourceText, stringifyJson } from '../../../protocol/lossless-json.js';
 import type { ChatCompletionRequest } from '../../../protocol/openai.js';
 import { RequestAbort } from '../../abort.js';
 import type { AppState } from '../../app-state.js';
 import { readText } from '../../chat/attempt.js';
+import { firstAttemptContext, prepareRequest } from '../../chat/prepare.js';
 import { parseUpstreamBody } from '../../error-handler.js';
 import { resolveRoute } from '../../routing.js';
 import { countTokensBody } from './schema.js';
@@ -52,7 +53,7 @@ async function upstreamCount(
 ): Promise<number | undefined> {
   const controller = new RequestAbort();
   request.tpAbort = controller;
-  for (const { form, body, extra } of tokenizeTries(route.upstreamModel ?? chat.model, chat)) {
+  for (const { form, body, extra } of tokenizeTries(chat.model, chat)) {
     try {
       const res = await route.client.request({
         method: 'POST',
@@ -90,15 +91,22 @@ export function registerCountTokens(scope: FastifyInstance, state: AppState): vo
       const body = request.body as CountTokensRequest;
       if (request.rawBody) keepSourceText(body, request.rawBody);
       const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
-      const translated = toChatRequest(
-        { ...body, max_tokens: 1, stream: false },
-        { hostedTools: route.settings.hostedTools },
+      const {
+        chat: translated,
+        dropped,
+        refusal,
+      } = translateRequest({ ...body, max_tokens: 1, stream: false });
+      // Counted as it would go upstream: the one prepareRequest of the attempt loop (system turns
+      // placed, history repaired, the synthetic answer tool added when the turn would be forced).
+      const phase = prepareRequest(
+        activePolicies(state.policies, route.settings),
+        translated,
+        firstAttemptContext(route, translated, state.memory.isActive(route.client.label, route.name), {
+          hostedTools: { dropped, ...(refusal ? { refusal } : {}) },
+        }),
       );
-      // Counted as it would go upstream: system turns placed, history repaired.
-      const repair = route.settings.historyRepair;
-      const chat = repair.enabled
-        ? { ...translated, messages: repairHistory(translated.messages, repair).messages }
-        : translated;
+      if (phase.error) throw phase.error;
+      const chat = phase.request;
       request.tp = { model: route.name, upstream: route.client.label, stream: false, api: 'messages' };
       const counted = await upstreamCount(request, route, chat);
       reply.header('x-toolproof-token-count', counted === undefined ? 'estimate' : 'tokenize');

@@ -68,7 +68,7 @@ export const messages: FrontDoor<'messages', MessagesTurn> = {
       reply,
       state,
       'messages',
-      (b: MessagesRequest, settings) => translateRequest(b, { hostedTools: settings.hostedTools }),
+      (b: MessagesRequest) => translateRequest(b),
     );
     // Anthropic SDKs expose this header as the response's request id.
     reply.header('request-id', request.id);

@@ -53,7 +53,7 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
       reply,
       state,
       'responses',
-      (b: ResponsesRequest, settings) => translateRequest(b, { hostedTools: settings.hostedTools }),
+      (b: ResponsesRequest) => translateRequest(b),
     );
     return {
       request: request.body as ResponsesRequest,

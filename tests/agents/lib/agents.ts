@@ -26,6 +26,8 @@ export interface AgentTarget {
   codexCatalog?: Record<string, unknown>;
   /** Codex only: `[features]` lines. */
   codexFeatures?: Record<string, boolean>;
+  /** Codex only: more top-level config.toml lines (e.g. `model_auto_compact_token_limit = 2000`). */
+  codexConfig?: string[];
 }
 
 /** Codex with apply_patch as a freeform (custom) tool with its Lark grammar, as its own catalog declares it. */
@@ -150,6 +152,7 @@ function prepare(agent: AgentId, target: AgentTarget, task: string, home: string
           'model_provider = "selfhosted"',
           'check_for_update_on_startup = false',
           ...catalog,
+          ...(target.codexConfig ?? []),
           '',
           ...(features.length ? ['[features]', ...features, ''] : []),
           '[analytics]',

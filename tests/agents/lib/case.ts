@@ -53,6 +53,8 @@ export interface CaseOptions {
   claudeModels?: { main: string; small: string };
   /** More of the agent's settings (Codex's catalog). */
   target?: Partial<AgentTarget>;
+  /** More of the scripted model's habits (a small window: overflowAfterSteps). */
+  model?: { overflowAfterSteps?: number };
   /** toolproof's YAML config, given the simulator's URL. */
   file?: (upstreamUrl: string) => Parameters<typeof loadConfig>[1];
   timeoutMs?: number;
@@ -76,7 +78,7 @@ export async function runCase(options: CaseOptions): Promise<CaseResult> {
   const bin = agentsInfo().bins?.[options.agent];
   if (!bin) throw new Error(`${options.agent}: not installed`);
   const dirs = makeRunDirs(options.agent);
-  const model = { mode: options.mode, task: options.task, cwd: dirs.cwd };
+  const model = { mode: options.mode, task: options.task, cwd: dirs.cwd, ...options.model };
   const servers =
     options.via === 'toolproof'
       ? await startAgentStack({

@@ -8,9 +8,11 @@
  *          tool (guided decoding, as vLLM does) it has to call, and calls the step's tool;
  * - clean: proper tool_calls.
  *
- * Progress is read from the request: one step per tool result already in the history. Once every
- * step's result came back it answers the task's final text. A request without tools (a title or
- * summary side request) gets a short plain answer.
+ * Progress is read from the request: one step per tool result already in the history, plus the
+ * steps a compaction summary in the history says were done. Once every step's result came back it
+ * answers the task's final text. A request without tools (a title, or the agent's compaction turn)
+ * gets a short plain answer; once steps were done it is a summary that says how many
+ * (`[steps done: N]`), as a real model's summary carries the session's progress.
  */
 import type { ScenarioFn, TurnAction } from '../../../simulator/index.js';
 import type { Task } from './tasks.js';
@@ -41,13 +43,52 @@ export interface ModelOptions {
   task: Task;
   /** The agent's working directory: tools that want absolute paths get them under it. */
   cwd: string;
+  /**
+   * A small window: once this many tool results are in an uncompacted history, a request with
+   * tools is answered with vLLM's context-overflow 400 (the agent must compact to go on).
+   */
+  overflowAfterSteps?: number;
+}
+
+/** vLLM's context-overflow 400 (tests/fixtures/agents/context-overflow-bodies.json, vllm_input). */
+const OVERFLOW =
+  "This model's maximum context length is 32768 tokens. However, your request has 40001 input tokens. Please reduce the length of the input messages.";
+
+/** A request that asks for a summary of the conversation (an agent's compaction turn). */
+const SUMMARY_ASK = /summary of the conversation|summarize the conversation|detailed summary/i;
+
+function lastUserText(messages: ReadonlyArray<{ role?: string; content?: unknown } | undefined>): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i];
+    if (m?.role === 'user')
+      return typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? '');
+  }
+  return '';
+}
+
+const PROGRESS = /\[steps done: (\d+)\]/g;
+
+/** The steps the latest compaction summary in the history says were done (0 without one). */
+function summarizedSteps(messages: ReadonlyArray<{ role?: string; content?: unknown } | undefined>): number {
+  let n = 0;
+  for (const m of messages) {
+    if (m?.role === 'tool') continue;
+    const text = typeof m?.content === 'string' ? m.content : JSON.stringify(m?.content ?? '');
+    for (const hit of text.matchAll(PROGRESS)) n = Math.max(n, Number(hit[1]));
+  }
+  return n;
 }
 
 export function agentModel(options: ModelOptions): ScenarioFn {
   const { mode, task, cwd } = options;
   return (ctx) => {
-    if (ctx.tools.length === 0) return { say: 'Create proof file' };
-    const done = ctx.messages.filter((m) => m?.role === 'tool').length;
+    const results = ctx.messages.filter((m) => m?.role === 'tool').length;
+    const summarized = summarizedSteps(ctx.messages);
+    const done = results + summarized;
+    if (ctx.tools.length === 0 || SUMMARY_ASK.test(lastUserText(ctx.messages)))
+      return { say: done > 0 ? `Summary of the work so far. [steps done: ${done}]` : 'Create proof file' };
+    if (options.overflowAfterSteps !== undefined && summarized === 0 && results >= options.overflowAfterSteps)
+      return { error: { status: 400, message: OVERFLOW, type: 'BadRequestError' } };
     if (done >= task.steps.length) return { say: task.final };
     const step = task.steps[done]!;
     const call = callForStep(step, ctx.tools, cwd);

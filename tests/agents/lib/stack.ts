@@ -62,6 +62,8 @@ export interface StackOptions {
   mode: Mode;
   task: Task;
   cwd: string;
+  /** The scripted model's small window (model.ts). */
+  overflowAfterSteps?: number;
   record?: boolean;
   /** With `record`: stamp a fresh billing nonce on every request, as Claude Code's native builds do. */
   billingNonce?: boolean;

@@ -12,7 +12,7 @@ import { RequestAbort } from '../../../server/abort.js';
 import type { PolicyEffect } from '../../../policies/registry.js';
 import { ChatCall, type ChatDeps } from '../../../server/chat/context.js';
 import { recordPolicyEffects } from '../../../server/chat/effects.js';
-import { prepareRequest } from '../../../server/chat/pipeline.js';
+import { prepareCallRequest as prepareRequest } from '../../../server/chat/pipeline.js';
 import { activePolicies } from '../../../policies/composition.js';
 import { newTrace } from '../../../server/chat/trace.js';
 import { loadConfig } from '../../../server/config.js';

@@ -1,0 +1,18 @@
+/**
+ * Typed facts of the response attempt being judged, read from the effects collected so far
+ * (PolicyContext.attemptEffects) through what each effect means (PolicyContext.describeEffect):
+ * no policy reads another's effects by its name or kinds.
+ */
+import type { EffectLeak, PolicyContext } from '../types.js';
+
+/** The leaks found so far in this attempt (each `leak` record), in order. */
+export function attemptLeaks(ctx: PolicyContext): EffectLeak[] {
+  const out: EffectLeak[] = [];
+  const describe = ctx.describeEffect;
+  if (!describe) return out;
+  for (const e of ctx.attemptEffects ?? []) {
+    const record = describe(e);
+    if (record?.type === 'leak') out.push(record.leak);
+  }
+  return out;
+}

@@ -1,0 +1,9 @@
+/** leak-recovery's settings slice (protocol/settings.ts has the defaults; server/config.ts checks parser names). */
+import type { SettingsSchema } from '../types.js';
+
+export const leakRecoverySettings: SettingsSchema = Object.freeze({
+  parsers: { anyOf: [{ const: 'all' }, { type: 'array', items: { type: 'string', minLength: 1 } }] },
+  recovery: { enum: ['auto', 'always', 'off'] },
+  startsInReasoning: { type: 'boolean' },
+  maxHeldBytes: { type: 'integer', minimum: 1024 },
+});

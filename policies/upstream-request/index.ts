@@ -1,0 +1,41 @@
+/**
+ * upstream-request (request side, LAST): what every rewritten request needs on its way to the
+ * upstream, whatever rewrote it.
+ * - The model's name on the upstream (models.<name>.upstreamModel, PolicyContext.upstreamModel).
+ * - A rewritten stream asks for usage (`stream_options.include_usage`), as the JSON body always
+ *   carries it: the cache and discarded-token figures then hold for streams too (the client gets
+ *   usage only when it asked: server/front-doors/chat/output.ts). Added after the messages and
+ *   tools, so no byte of the prompt moves.
+ * A request no policy rewrote and no rename applies to is left as it is: the client's bytes go
+ * upstream untouched. Last in the table so that it sees every other policy's rewrite.
+ */
+import type { ChatCompletionRequest } from '../../protocol/openai.js';
+import type { Policy } from '../types.js';
+
+export const UPSTREAM_REQUEST_POLICY = 'upstream-request';
+
+/** `request` as it goes upstream (the same object when nothing applies). */
+export function upstreamRequest(
+  request: ChatCompletionRequest,
+  original: ChatCompletionRequest,
+  upstreamModel: string | undefined,
+): ChatCompletionRequest {
+  if (request === original && upstreamModel === undefined) return request;
+  let out = upstreamModel !== undefined ? { ...request, model: upstreamModel } : request;
+  if (out.stream === true && out.stream_options?.include_usage !== true)
+    out = { ...out, stream_options: { ...(out.stream_options ?? {}), include_usage: true } };
+  return out;
+}
+
+export const upstreamRequestPolicy: Policy<never> = {
+  name: UPSTREAM_REQUEST_POLICY,
+  // Always on: it only applies what the route and the other policies already decided.
+  enabled: () => true,
+  onRequest(request, ctx, original) {
+    return {
+      action: 'continue',
+      request: upstreamRequest(request, original, ctx.upstreamModel),
+      effects: [],
+    };
+  },
+};
