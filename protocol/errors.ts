@@ -42,6 +42,12 @@ export const ERROR_CATALOGUE = {
     type: 'invalid_request_error',
     message: 'Send the request body as application/json.',
   },
+  TP_ERR_QUEUE_FULL: {
+    status: 429,
+    type: 'rate_limit_error',
+    message:
+      "The model server is busy and toolproof's queue for it is full; retry after the time in the Retry-After header.",
+  },
   // Never sent (nobody is left to read it): the reason a request was cancelled, on its log line.
   TP_ERR_CLIENT_CLOSED: {
     status: 499,
@@ -70,6 +76,12 @@ export const ERROR_CATALOGUE = {
     message: 'The upstream model server returned an error.',
   },
   TP_ERR_SHUTTING_DOWN: { status: 503, type: 'server_error', message: 'toolproof is shutting down.' },
+  TP_ERR_QUEUE_TIMEOUT: {
+    status: 503,
+    type: 'server_error',
+    message:
+      'The model server stayed busy for longer than the queue timeout; retry after the time in the Retry-After header.',
+  },
   TP_ERR_UPSTREAM_TIMEOUT: {
     status: 504,
     type: 'timeout_error',

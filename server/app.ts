@@ -22,6 +22,7 @@ import { POLICIES } from '../policies/registry.js';
 import type { Policy } from '../policies/types.js';
 import type { PolicyEffect } from '../policies/registry.js';
 import { clientClosed, type RequestAbort } from './abort.js';
+import type { AdmissionHooks } from './admission.js';
 import type { AppState } from './app-state.js';
 import { createKeyChecker, isOpenRoute } from './auth.js';
 import type { ChatCall } from './chat/context.js';
@@ -124,8 +125,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
 
   const metrics = options.metrics ?? createMetrics();
-  const upstreams = new Upstreams(config.timeouts, config.affinity, (upstream) =>
-    metrics.upstreamReplays.labels(upstream).inc(),
+  const upstreams = new Upstreams(
+    config.timeouts,
+    config.affinity,
+    (upstream) => metrics.upstreamReplays.labels(upstream).inc(),
+    (upstream) => admissionMetrics(metrics, upstream),
+    config.workers ?? 1,
   );
   const memory = options.memory ?? new FallbackMemory();
   const policies = options.policies ?? POLICIES;
@@ -287,6 +292,18 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   return app as unknown as ToolproofApp;
 }
 
+/** An upstream's admission gates report here (server/admission.ts). */
+function admissionMetrics(metrics: Metrics, upstream: string): AdmissionHooks {
+  return {
+    queued: (cls, delta) => metrics.admissionQueueDepth.labels(upstream, cls).inc(delta),
+    admitted: (cls, ms) => {
+      metrics.admissionAdmitted.labels(upstream, cls).inc();
+      metrics.admissionQueued.labels(upstream, cls).observe(ms / 1000);
+    },
+    shed: (cls, reason) => metrics.admissionShed.labels(upstream, cls, reason).inc(),
+  };
+}
+
 /** The app a response belongs to, one object per app. */
 interface Owner {
   app: FastifyInstance;
@@ -432,6 +449,8 @@ function logRequest(
       ...(t.droppedTools ? { droppedTools: t.droppedTools } : {}),
       ...(cache ? { cachedTokens: cache.cached, promptTokens: cache.prompt } : {}),
       ...(call.discardedTokens > 0 ? { discardedTokens: call.discardedTokens } : {}),
+      ...(t.priority ? { priority: t.priority } : {}),
+      queuedMs: Math.round(t.queuedMs * 10) / 10,
       final: t.finalKind ?? null,
     };
   }

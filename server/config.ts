@@ -4,10 +4,17 @@
  * silently: an unknown key or a wrong type stops the process with the key's path in the message.
  */
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { PARSER_NAMES } from '../parsers/registry.js';
 import { DEFAULT_MODEL_SETTINGS, type ModelSettings } from '../protocol/settings.js';
+import {
+  type AdmissionSettings,
+  DEFAULT_ADMISSION,
+  PRIORITY_CLASSES,
+  type PriorityClass,
+} from './admission.js';
 import { DEFAULT_STREAM_KEEPALIVE_MS } from './keep-alive.js';
 
 export const DEFAULT_PORT = 8787; // clashes with neither vLLM's 8000 nor llama-server's 8080
@@ -39,10 +46,18 @@ export interface AffinityConfig {
 
 export const DEFAULT_AFFINITY: AffinityConfig = Object.freeze({ enabled: true, maxInflight: 64 });
 
+/** Admission for one upstream (server/admission.ts), as configured and divided per worker. */
+export interface UpstreamAdmission extends AdmissionSettings {
+  /** vLLM started with `--scheduling-policy priority`: each request's `priority` field is set from its class. */
+  schedulingPriority: boolean;
+}
+
 export interface UpstreamTarget {
   /** OpenAI base URLs including the path prefix, e.g. http://gpu:8000/v1; replicas of one deployment. */
   urls: readonly string[];
   apiKey?: string;
+  /** Admission per replica of this upstream; absent: every request goes upstream at once. */
+  admission?: UpstreamAdmission;
 }
 
 export interface ModelRoute {
@@ -52,6 +67,8 @@ export interface ModelRoute {
   /** Rename the model on the way upstream (e.g. clients say "qwen", vLLM serves "Qwen/Qwen3-8B"). */
   upstreamModel?: string;
   settings: ModelSettings;
+  /** The priority class of this model's requests (a side model: low or background). */
+  priority?: PriorityClass;
 }
 
 export interface Config {
@@ -82,6 +99,8 @@ export interface Config {
   rawDumpDir?: string;
   /** Session affinity over replicas; DEFAULT_AFFINITY when absent. */
   affinity?: AffinityConfig;
+  /** Worker processes (TOOLPROOF_WORKERS): per-process limits are the configured ones divided by it. */
+  workers?: number;
 }
 
 export class ConfigError extends Error {
@@ -89,6 +108,15 @@ export class ConfigError extends Error {
     super(message);
     this.name = 'ConfigError';
   }
+}
+
+/** TOOLPROOF_WORKERS: unset or empty = 1, `auto` = one per core, else a positive integer. */
+export function workerCount(env: NodeJS.ProcessEnv): number {
+  const raw = (env.TOOLPROOF_WORKERS ?? '').trim();
+  if (raw === '') return 1;
+  if (raw === 'auto') return availableParallelism();
+  if (/^\d+$/.test(raw) && Number(raw) >= 1 && Number(raw) <= 1024) return Number(raw);
+  throw new ConfigError(`TOOLPROOF_WORKERS must be "auto" or an integer from 1 to 1024, got "${raw}"`);
 }
 
 const settingsSchema = {
@@ -123,6 +151,20 @@ const settingsSchema = {
   },
 } as const;
 
+const admissionSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    concurrency: { anyOf: [{ const: 'auto' }, { type: 'integer', minimum: 1 }] },
+    reserved: { type: 'integer', minimum: 0 },
+    queueSize: { type: 'integer', minimum: 0 },
+    queueTimeoutMs: { type: 'integer', minimum: 0 },
+    schedulingPriority: { type: 'boolean' },
+  },
+} as const;
+
+const priorityClass = { enum: [...PRIORITY_CLASSES] } as const;
+
 const urlList = {
   anyOf: [
     { type: 'string', minLength: 1 },
@@ -154,6 +196,7 @@ const fileSchema = {
         rawDumpDir: { type: 'string' },
       },
     },
+    admission: admissionSchema,
     affinity: {
       type: 'object',
       additionalProperties: false,
@@ -188,6 +231,8 @@ const fileSchema = {
           upstream: urlList,
           apiKey: { type: 'string' },
           upstreamModel: { type: 'string', minLength: 1 },
+          admission: admissionSchema,
+          priority: priorityClass,
           ...settingsSchema.properties,
         },
       },
@@ -315,13 +360,47 @@ type FileConfig = {
   };
   timeouts?: Partial<Timeouts>;
   affinity?: Partial<AffinityConfig>;
+  admission?: AdmissionFile;
   upstream?: { url: string | string[]; apiKey?: string };
   defaults?: Record<string, unknown>;
   models?: Record<
     string,
-    Record<string, unknown> & { upstream: string | string[]; apiKey?: string; upstreamModel?: string }
+    Record<string, unknown> & {
+      upstream: string | string[];
+      apiKey?: string;
+      upstreamModel?: string;
+      admission?: AdmissionFile;
+      priority?: PriorityClass;
+    }
   >;
 };
+
+type AdmissionFile = Partial<Omit<UpstreamAdmission, 'concurrency'>> & { concurrency?: number | 'auto' };
+
+/**
+ * One upstream's admission: the YAML's top-level section, then the model's own; the concurrency
+ * limit is per toolproof process, so with N workers each admits its share (at least 1).
+ */
+function toAdmission(
+  base: AdmissionFile | undefined,
+  over: AdmissionFile | undefined,
+  workers: number,
+): UpstreamAdmission | undefined {
+  if (base === undefined && over === undefined) return undefined;
+  const merged = { ...base, ...over };
+  const concurrency =
+    typeof merged.concurrency === 'number'
+      ? Math.max(1, Math.floor(merged.concurrency / workers))
+      : merged.concurrency;
+  return Object.freeze({
+    ...DEFAULT_ADMISSION,
+    ...(concurrency === undefined ? {} : { concurrency }),
+    reserved: merged.reserved ?? DEFAULT_ADMISSION.reserved,
+    queueSize: merged.queueSize ?? DEFAULT_ADMISSION.queueSize,
+    queueTimeoutMs: merged.queueTimeoutMs ?? DEFAULT_ADMISSION.queueTimeoutMs,
+    schedulingPriority: merged.schedulingPriority ?? false,
+  });
+}
 
 export function readConfigFile(path: string): FileConfig {
   let text: string;
@@ -355,19 +434,36 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
       ? toUrls(file.upstream.url, 'upstream.url')
       : undefined;
 
+  const workers = workerCount(env);
+  const envConcurrency = env.TOOLPROOF_ADMISSION_CONCURRENCY?.trim();
+  if (envConcurrency && envConcurrency !== 'auto' && !/^[1-9]\d*$/.test(envConcurrency))
+    throw new ConfigError(
+      `TOOLPROOF_ADMISSION_CONCURRENCY must be "auto" or a positive integer, got "${envConcurrency}"`,
+    );
+  const baseAdmission: AdmissionFile | undefined = envConcurrency
+    ? { ...file.admission, concurrency: envConcurrency === 'auto' ? 'auto' : Number(envConcurrency) }
+    : file.admission;
+  const defaultAdmission = toAdmission(baseAdmission, undefined, workers);
+
   const models: Record<string, ModelRoute> = Object.create(null);
   for (const [name, section] of Object.entries(file.models ?? {})) {
-    const { upstream, apiKey, upstreamModel, ...settings } = section;
+    const { upstream, apiKey, upstreamModel, admission, priority, ...settings } = section;
     const urls = toUrls(upstream, `models.${name}.upstream`);
     // A key belongs to the upstream it was configured for: the default upstream's key goes only
     // to a model served by that same upstream, never to another host.
     const sameAsDefault = defaultUrls !== undefined && urls.join(',') === defaultUrls.join(',');
     const key = apiKey ?? (sameAsDefault ? upstreamApiKey : undefined);
+    const modelAdmission = toAdmission(baseAdmission, admission, workers);
     const route: ModelRoute = {
       name,
-      upstream: Object.freeze({ urls: Object.freeze(urls), ...(key ? { apiKey: key } : {}) }),
+      upstream: Object.freeze({
+        urls: Object.freeze(urls),
+        ...(key ? { apiKey: key } : {}),
+        ...(modelAdmission ? { admission: modelAdmission } : {}),
+      }),
       settings: mergeSettings(defaults, settings, `models.${name}`),
       ...(upstreamModel ? { upstreamModel } : {}),
+      ...(priority ? { priority } : {}),
     };
     models[name] = Object.freeze(route);
   }
@@ -449,10 +545,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
           defaultUpstream: Object.freeze({
             urls: Object.freeze(defaultUrls),
             ...(upstreamApiKey ? { apiKey: upstreamApiKey } : {}),
+            ...(defaultAdmission ? { admission: defaultAdmission } : {}),
           }),
         }
       : {}),
     ...(rawDumpDir ? { rawDumpDir } : {}),
+    workers,
     affinity: Object.freeze({
       enabled: affinityRaw ? affinityRaw === 'on' : (file.affinity?.enabled ?? DEFAULT_AFFINITY.enabled),
       maxInflight,

@@ -188,6 +188,32 @@ const METRICS = {
     help: 'Upstream requests sent again on a fresh connection because the pooled connection they met had been closed by the upstream before answering (keep-alive race; the request never reached its application).',
     labels: 'upstream',
   },
+  admissionQueueDepth: {
+    type: 'gauge',
+    name: 'toolproof_admission_queue_depth',
+    help: "Requests waiting in toolproof's admission queue for a slot of the upstream's replicas, by priority class.",
+    labels: 'upstream class',
+    aggregator: 'sum',
+  },
+  admissionQueued: {
+    type: 'histogram',
+    name: 'toolproof_admission_queued_seconds',
+    help: 'Time a request waited for an upstream slot before it was sent (0 when one was free), by priority class.',
+    labels: 'upstream class',
+    buckets: [0, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+  },
+  admissionAdmitted: {
+    type: 'counter',
+    name: 'toolproof_admission_admitted_total',
+    help: 'Requests admitted to an upstream replica by admission control, by priority class.',
+    labels: 'upstream class',
+  },
+  admissionShed: {
+    type: 'counter',
+    name: 'toolproof_admission_shed_total',
+    help: 'Requests refused by admission control, by priority class and reason: full (queue bound: 429), timeout (queue timeout: 503).',
+    labels: 'upstream class reason',
+  },
   multiTurnRequests: {
     type: 'counter',
     name: 'toolproof_multi_turn_requests_total',

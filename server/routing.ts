@@ -4,6 +4,7 @@
  * there is no default upstream an unmapped model is a 404.
  */
 import { ToolproofError } from '../protocol/errors.js';
+import type { PriorityClass } from './admission.js';
 import type { Config } from './config.js';
 import type { ModelSettings } from '../protocol/settings.js';
 import type { UpstreamClient, Upstreams } from './upstream.js';
@@ -15,6 +16,8 @@ export interface ResolvedRoute {
   settings: ModelSettings;
   client: UpstreamClient;
   upstreamModel?: string;
+  /** The model route's priority class (YAML `priority`). */
+  priority?: PriorityClass;
 }
 
 /**
@@ -119,6 +122,7 @@ function resolveUncached(
       settings: mapped.settings,
       client: upstreams.for(mapped.upstream),
       ...(mapped.upstreamModel ? { upstreamModel: mapped.upstreamModel } : {}),
+      ...(mapped.priority ? { priority: mapped.priority } : {}),
     };
   }
   if (config.defaultUpstream) {

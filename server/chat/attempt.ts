@@ -10,6 +10,7 @@ import { ToolproofError } from '../../protocol/errors.js';
 import { stringifyJson } from '../../protocol/lossless-json.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { shouldFallback } from '../../policies/tool-choice-fallback.js';
+import { PRIORITY_RANK } from '../admission.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstream.js';
 import type { ChatCall, ChatDeps } from './context.js';
@@ -72,8 +73,12 @@ function tooLarge(label: string): ToolproofError {
 }
 
 function serializeRequest(call: ChatCall, request: ChatCompletionRequest): string | Buffer {
-  if (request === call.original && !call.route.upstreamModel) return call.rawBody;
+  const scheduling = call.route.client.schedulingPriority;
+  if (request === call.original && !call.route.upstreamModel && !scheduling) return call.rawBody;
   let out = call.route.upstreamModel ? { ...request, model: call.route.upstreamModel } : request;
+  // vLLM's priority scheduling (--scheduling-policy priority): lower is served first, as the
+  // classes rank. Last key of the body: no byte of the prompt moves.
+  if (scheduling) out = { ...out, priority: PRIORITY_RANK[call.priority] } as ChatCompletionRequest;
   // A rewritten stream asks for usage, as the JSON body always carries it: the cache and
   // discarded-token figures then hold for streams too (the client gets usage only if it asked,
   // front-doors/chat/output.ts). After the messages and tools, so no byte of the prompt moves.
@@ -90,6 +95,7 @@ async function sendOnce(
 ): Promise<UpstreamResponse> {
   call.trace.attempts++;
   const started = performance.now();
+  const queuedBefore = call.trace.queuedMs;
   try {
     const res = await call.route.client.request({
       method: 'POST',
@@ -100,10 +106,11 @@ async function sendOnce(
       ...(call.affinityKey !== undefined ? { affinity: call.affinityKey } : {}),
       // A stream may stay open for minutes: undici must not hold the request body meanwhile.
       long: request.stream === true,
+      admission: call.admission(),
     });
     deps.metrics.hot
       .upstreamDuration(call.route.name, 'chat', call.route.client.label)
-      .observe((performance.now() - started) / 1000);
+      .observe((performance.now() - started - (call.trace.queuedMs - queuedBefore)) / 1000);
     return res;
   } catch (err) {
     if (!call.signal.aborted) {

@@ -8,6 +8,7 @@ import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
 import type { CompileBudget, Policy, PolicyContext } from '../../policies/types.js';
 import type { PolicyEffect } from '../../policies/registry.js';
 import type { AbortLike } from '../abort.js';
+import type { PriorityClass } from '../admission.js';
 import type { CompileBudgets } from '../compile-budget.js';
 import type { Config } from '../config.js';
 import type { FallbackMemory } from '../fallback-memory.js';
@@ -75,6 +76,8 @@ export class ChatCall {
   roleSent = false;
   /** Completion tokens of attempts toolproof discarded for a retry. */
   discardedTokens = 0;
+  /** The request's priority class (server/priority.ts): its place in the admission queue. */
+  priority: PriorityClass = 'normal';
   /** Which replica the conversation belongs to (affinity.ts); set when the upstream has several. */
   affinityKey: string | undefined;
   /** What compiling this request's schemas may still cost (every attempt draws on it). */
@@ -114,6 +117,19 @@ export class ChatCall {
       model: original.model,
       created: Math.floor(Date.now() / 1000),
     };
+  }
+
+  private admissionRequest: { cls: PriorityClass; queued(ms: number): void } | undefined;
+
+  /** What the upstream's admission gate is told of this call (one object for every attempt). */
+  admission(): { cls: PriorityClass; queued(ms: number): void } {
+    this.admissionRequest ??= {
+      cls: this.priority,
+      queued: (ms) => {
+        this.trace.queuedMs += ms;
+      },
+    };
+    return this.admissionRequest;
   }
 
   /**

@@ -12,6 +12,7 @@ import { RequestAbort } from '../abort.js';
 import { affinityKey } from '../affinity.js';
 import type { AppState } from '../app-state.js';
 import { reportDroppedTools } from '../dropped-tools.js';
+import { priorityOf } from '../priority.js';
 import { resolveRoute } from '../routing.js';
 import { type Api, ChatCall } from './context.js';
 import { activePolicies } from '../../policies/composition.js';
@@ -68,6 +69,12 @@ export function startChatCall(
     state.memory.isActive(route.client.label, route.name),
     api,
   );
+  call.priority = priorityOf({
+    headers: request.headers,
+    model: typeof body.model === 'string' ? body.model : '',
+    ...(route.priority ? { route: route.priority } : {}),
+  });
+  call.trace.priority = call.priority;
   // Several replicas: the conversation's key picks the one that holds its prefix in cache.
   if (route.client.replicas > 1 && state.config.affinity?.enabled !== false)
     call.affinityKey = affinityKey(request.headers, request.body, body);

@@ -29,6 +29,10 @@ export interface HarnessTrace {
   effects: PolicyEffect[];
   /** Hosted tools the front door left out of the upstream request (their types). */
   droppedTools?: string[];
+  /** The request's priority class (server/priority.ts). */
+  priority?: string;
+  /** Time spent waiting in the upstream replica's admission queue, over every attempt (ms). */
+  queuedMs: number;
 }
 
 export function newTrace(): HarnessTrace {
@@ -46,6 +50,7 @@ export function newTrace(): HarnessTrace {
     validationFailures: [],
     unenforced: [],
     effects: [],
+    queuedMs: 0,
   };
 }
 
