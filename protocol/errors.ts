@@ -26,6 +26,11 @@ export const ERROR_CATALOGUE = {
     type: 'authentication_error',
     message: 'Missing or invalid API key. Send it as "Authorization: Bearer <key>".',
   },
+  TP_ERR_MODEL_FORBIDDEN: {
+    status: 403,
+    type: 'permission_error',
+    message: 'This API key may not use this model.',
+  },
   TP_ERR_NOT_FOUND: { status: 404, type: 'invalid_request_error', message: 'Unknown route.' },
   TP_ERR_MODEL_NOT_FOUND: {
     status: 404,
@@ -41,6 +46,11 @@ export const ERROR_CATALOGUE = {
     status: 415,
     type: 'invalid_request_error',
     message: 'Send the request body as application/json.',
+  },
+  TP_ERR_RATE_LIMITED: {
+    status: 429,
+    type: 'rate_limit_error',
+    message: 'This API key is over its rate limit; retry after the time in the Retry-After header.',
   },
   TP_ERR_QUEUE_FULL: {
     status: 429,

@@ -3,6 +3,7 @@ import type { PolicyEffect } from '../policies/registry.js';
 import type { ChatDeps } from './chat/context.js';
 import type { Config } from './config.js';
 import type { FallbackMemory } from './fallback-memory.js';
+import type { KeyLimits } from './keys.js';
 import type { Metrics } from './metrics.js';
 import type { OpenStreams } from './open-streams.js';
 import type { ServedModelLabels } from './routing.js';
@@ -19,4 +20,6 @@ export interface AppState {
   modelLabels: ServedModelLabels;
   /** Streams open now (ended with an error event at the shutdown deadline). */
   openStreams: OpenStreams;
+  /** Each client key's counters (requests, tokens, in flight), kept across reloads. */
+  keyLimits: KeyLimits;
 }

@@ -16,6 +16,7 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import { ToolproofError } from '../protocol/errors.js';
+import type { Usage } from '../protocol/openai.js';
 import { parseJsonBody } from '../protocol/json-body.js';
 import { MAX_REQUEST_DEPTH, tooDeepError, tooDeepPath } from '../protocol/json-depth.js';
 import { POLICIES } from '../policies/registry.js';
@@ -24,7 +25,9 @@ import type { PolicyEffect } from '../policies/registry.js';
 import { clientClosed, type RequestAbort } from './abort.js';
 import type { AdmissionHooks } from './admission.js';
 import type { AppState } from './app-state.js';
-import { createKeyChecker, isOpenRoute } from './auth.js';
+import { isOpenRoute } from './auth.js';
+import type { ApiKeyEntry } from './config-keys.js';
+import { KeyLimits, keyRing, OPEN_KEY } from './keys.js';
 import type { ChatCall } from './chat/context.js';
 import { callUsage } from './chat/pipeline.js';
 import { recordPromptCache } from './chat/prompt-cache.js';
@@ -55,6 +58,10 @@ declare module 'fastify' {
     tpAbort?: RequestAbort;
     tp?: { model: string; upstream: string; stream: boolean; call?: ChatCall; api?: ChatCall['api'] };
     tpStart: number;
+    /** The client key the request presented (server/keys.ts); undefined when none is needed. */
+    tpKey?: ApiKeyEntry;
+    /** Ends the request's count against its key's concurrency cap. */
+    tpKeyRelease?: () => void;
   }
   /**
    * Every reply is its response's default OpenStream (chat framing): a method on the prototype,
@@ -168,6 +175,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     },
     modelLabels: new ServedModelLabels(),
     openStreams: new OpenStreams(),
+    keyLimits: new KeyLimits(),
   };
   app.decorate('toolproof', state);
   app.decorateRequest('rawBody', undefined);
@@ -175,6 +183,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.decorateRequest('tpError', undefined);
   app.decorateRequest('tp', undefined);
   app.decorateRequest('tpStart', 0);
+  app.decorateRequest('tpKey', undefined);
+  app.decorateRequest('tpKeyRelease', undefined);
   app.decorateReply('abortWithError', function (this: FastifyReply, err: ToolproofError) {
     return endStreamWith(this.raw, (e) => this.request.tpAbort?.abort(e), err, chatErrorFrame);
   });
@@ -230,7 +240,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
-  const checkKey = createKeyChecker(config.apiKeys);
   const cors = createCors(config.corsOrigins);
   const owner: Owner = { app, state };
   let closing = false;
@@ -266,9 +275,19 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       if (closing) setImmediate(() => app.server.closeIdleConnections());
     });
     res.on('close', () => onResponseClose(owner, request, res, finished));
-    if (checkKey && !isOpenRoute(request.routeOptions.url, config.protectOps)) {
+    // The configuration in force now (a reload swaps it): a revoked key is refused at once.
+    const ring = keyRing(state.config);
+    if (ring && !isOpenRoute(request.routeOptions.url, config.protectOps)) {
+      const entry = ring.match(request);
+      if (entry === undefined) {
+        done(new ToolproofError('TP_ERR_UNAUTHORIZED'));
+        return;
+      }
+      request.tpKey = entry;
       try {
-        checkKey(request);
+        request.tpKeyRelease = state.keyLimits.admit(entry, (reason) =>
+          metrics.keyRefusals.labels(entry.name, reason).inc(),
+        );
       } catch (err) {
         done(err as Error);
         return;
@@ -290,6 +309,28 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await upstreams.destroy();
   });
   return app as unknown as ToolproofApp;
+}
+
+/**
+ * What a request's key used, as the upstream reported it: the per-key usage counters, and its
+ * tokens against the key's per-minute limit.
+ */
+function recordKeyUsage(
+  state: AppState,
+  key: string,
+  model: string,
+  usage: Usage | undefined,
+  /** Of the prompt, served from the prefix cache (recordPromptCache's reading), when reported. */
+  cached = 0,
+): void {
+  if (!usage) return;
+  const prompt = usage.prompt_tokens ?? 0;
+  const completion = usage.completion_tokens ?? 0;
+  const m = state.metrics.keyTokens;
+  if (prompt > 0) m.labels(key, model, 'prompt').inc(prompt);
+  if (cached > 0) m.labels(key, model, 'cached').inc(cached);
+  if (completion > 0) m.labels(key, model, 'completion').inc(completion);
+  state.keyLimits.addTokens(key, prompt + completion);
 }
 
 /** An upstream's admission gates report here (server/admission.ts). */
@@ -317,6 +358,7 @@ function onResponseClose(
   finished: boolean,
 ): void {
   owner.state.openStreams.delete(res);
+  request.tpKeyRelease?.();
   // Ended: the last byte was handed to the socket; not: the client or the socket went away first.
   const ended = finished || res.writableFinished;
   if (!ended) request.tpAbort?.abort(clientClosed());
@@ -400,6 +442,8 @@ function logRequest(
   )
     state.modelLabels.answeredWith(asked.slice(0, 128));
   state.metrics.hot.requests(model, route, finished ? String(status) : 'aborted', api).inc();
+  if (request.tpKey)
+    state.metrics.keyRequests.labels(request.tpKey.name, finished ? String(status) : 'aborted').inc();
   if (!finished)
     state.metrics.clientAborts.labels(api, headersSent ? 'mid_response' : 'before_response').inc();
   state.metrics.hot.requestDuration(model, route, tp?.stream ? 'true' : 'false', api).observe(seconds);
@@ -411,6 +455,8 @@ function logRequest(
       state.metrics.hot.responses(model, kind, call.api).inc();
   }
   const cache = call ? recordPromptCache(call, callUsage(call), state.metrics) : undefined;
+  const keyName = request.tpKey?.name ?? (keyRing(state.config) ? undefined : OPEN_KEY);
+  if (keyName !== undefined && call) recordKeyUsage(state, keyName, model, callUsage(call), cache?.cached);
   const quiet = QUIET_ROUTES.has(path);
   if ((LOG_LEVELS[app.log.level] ?? 0) > (quiet ? 20 : 30)) return; // level off: skip building the line
   const line: Record<string, unknown> = {
@@ -424,6 +470,7 @@ function logRequest(
   const err = request.tpError ?? tp?.call?.streamError;
   // Cut, and without the input values upstream validation errors echo (prompts stay out of logs).
   if (err) line.error = { code: err.code, status: err.status, message: redactForLog(err.message) };
+  if (request.tpKey) line.key = request.tpKey.name;
   if (tp) {
     line.model = asked !== undefined ? asked.slice(0, 256) : tp.model;
     line.upstream = tp.upstream;
@@ -449,6 +496,7 @@ function logRequest(
       ...(t.droppedTools ? { droppedTools: t.droppedTools } : {}),
       ...(cache ? { cachedTokens: cache.cached, promptTokens: cache.prompt } : {}),
       ...(call.discardedTokens > 0 ? { discardedTokens: call.discardedTokens } : {}),
+      ...(t.key ? { key: t.key } : {}),
       ...(t.priority ? { priority: t.priority } : {}),
       queuedMs: Math.round(t.queuedMs * 10) / 10,
       final: t.finalKind ?? null,

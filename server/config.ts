@@ -15,6 +15,7 @@ import {
   PRIORITY_CLASSES,
   type PriorityClass,
 } from './admission.js';
+import { type ApiKeyEntry, keysSchema, perWorker, UNNAMED_KEY } from './config-keys.js';
 import { DEFAULT_STREAM_KEEPALIVE_MS } from './keep-alive.js';
 
 export const DEFAULT_PORT = 8787; // clashes with neither vLLM's 8000 nor llama-server's 8080
@@ -77,6 +78,11 @@ export interface Config {
   logLevel: string;
   bodyLimitBytes: number;
   apiKeys: readonly string[];
+  /**
+   * Every client key with its name and limits: the YAML's `keys`, then the flat keys
+   * (TOOLPROOF_API_KEYS or server.apiKeys) named "default". Empty: no key needed.
+   */
+  keys: readonly ApiKeyEntry[];
   /** Ops endpoints that need a key too (when apiKeys is set); by default they are open. */
   protectOps: readonly ProtectableOp[];
   /** Allowed browser origins for CORS: ['*'] (any), a list, or [] (CORS off). */
@@ -197,6 +203,7 @@ const fileSchema = {
       },
     },
     admission: admissionSchema,
+    keys: keysSchema,
     affinity: {
       type: 'object',
       additionalProperties: false,
@@ -361,6 +368,7 @@ type FileConfig = {
   timeouts?: Partial<Timeouts>;
   affinity?: Partial<AffinityConfig>;
   admission?: AdmissionFile;
+  keys?: ApiKeyEntry[];
   upstream?: { url: string | string[]; apiKey?: string };
   defaults?: Record<string, unknown>;
   models?: Record<
@@ -516,13 +524,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
     DEFAULT_AFFINITY.maxInflight;
   if (maxInflight < 1) throw new ConfigError('TOOLPROOF_AFFINITY_MAX_INFLIGHT must be at least 1');
 
+  const flatKeys = envKeys.length > 0 ? envKeys : (file.server?.apiKeys ?? []);
+  const keys: ApiKeyEntry[] = [];
+  const names = new Set<string>();
+  const secrets = new Set<string>();
+  for (const entry of file.keys ?? []) {
+    if (names.has(entry.name)) throw new ConfigError(`keys: the name "${entry.name}" is given twice`);
+    if (secrets.has(entry.key)) throw new ConfigError(`keys.${entry.name}: the same key is given twice`);
+    names.add(entry.name);
+    secrets.add(entry.key);
+    keys.push(perWorker(entry, workers));
+  }
+  for (const key of flatKeys) if (!secrets.has(key)) keys.push(Object.freeze({ name: UNNAMED_KEY, key }));
+
   const config: Config = {
     host: env.TOOLPROOF_HOST || file.server?.host || '127.0.0.1',
     port,
     logLevel,
     bodyLimitBytes:
       envInt(env, 'TOOLPROOF_BODY_LIMIT_BYTES') ?? file.server?.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
-    apiKeys: Object.freeze(envKeys.length > 0 ? envKeys : (file.server?.apiKeys ?? [])),
+    apiKeys: Object.freeze(flatKeys),
+    keys: Object.freeze(keys),
     protectOps: Object.freeze([...new Set(protectOps)] as ProtectableOp[]),
     corsOrigins: Object.freeze(corsOrigins),
     clientTimeouts: Object.freeze({ requestMs, headersMs }),

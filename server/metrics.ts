@@ -214,6 +214,24 @@ const METRICS = {
     help: 'Requests refused by admission control, by priority class and reason: full (queue bound: 429), timeout (queue timeout: 503).',
     labels: 'upstream class reason',
   },
+  keyRequests: {
+    type: 'counter',
+    name: 'toolproof_key_requests_total',
+    help: 'Client requests by the name of the API key they presented (none: no keys configured; default: a key of the flat list), by HTTP status.',
+    labels: 'key status',
+  },
+  keyTokens: {
+    type: 'counter',
+    name: 'toolproof_key_tokens_total',
+    help: 'Tokens the upstream reported per API key name and model, by kind: prompt, cached (of the prompt, served from the prefix cache), completion.',
+    labels: 'key model kind',
+  },
+  keyRefusals: {
+    type: 'counter',
+    name: 'toolproof_key_refusals_total',
+    help: 'Requests refused for their API key, by reason: requests, tokens (per-minute limits: 429), concurrency (cap: 429), model (allow-list: 403).',
+    labels: 'key reason',
+  },
   multiTurnRequests: {
     type: 'counter',
     name: 'toolproof_multi_turn_requests_total',

@@ -12,6 +12,7 @@ import { RequestAbort } from '../abort.js';
 import { affinityKey } from '../affinity.js';
 import type { AppState } from '../app-state.js';
 import { reportDroppedTools } from '../dropped-tools.js';
+import { allowsModel, forbiddenModel } from '../keys.js';
 import { priorityOf } from '../priority.js';
 import { resolveRoute } from '../routing.js';
 import { type Api, ChatCall } from './context.js';
@@ -45,6 +46,11 @@ export function startChatCall(
   /** The client's own bytes, when `body` is exactly what it sent (forwarded untouched). */
   rawBody?: Buffer,
 ): ChatCall {
+  const key = request.tpKey;
+  if (key && !allowsModel(key, typeof body.model === 'string' ? body.model : '')) {
+    state.metrics.keyRefusals.labels(key.name, 'model').inc();
+    throw forbiddenModel(key, String(body.model ?? ''));
+  }
   const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
   // Keep past reasoning in the template (docs/prefix.md): the same on every turn of the model.
   if (route.settings.preserveThinking === true) {
@@ -73,8 +79,10 @@ export function startChatCall(
     headers: request.headers,
     model: typeof body.model === 'string' ? body.model : '',
     ...(route.priority ? { route: route.priority } : {}),
+    ...(key?.priority ? { key: key.priority } : {}),
   });
   call.trace.priority = call.priority;
+  if (key) call.trace.key = key.name;
   // Several replicas: the conversation's key picks the one that holds its prefix in cache.
   if (route.client.replicas > 1 && state.config.affinity?.enabled !== false)
     call.affinityKey = affinityKey(request.headers, request.body, body);
@@ -103,6 +111,11 @@ export function startTranslatedCall<
   translate: (body: B, settings: ModelSettings) => T,
 ): { call: ChatCall; translated: T; droppedHeader: Record<string, string> } {
   const body = request.body as B;
+  const key = request.tpKey;
+  if (key && !allowsModel(key, body.model)) {
+    state.metrics.keyRefusals.labels(key.name, 'model').inc();
+    throw forbiddenModel(key, body.model);
+  }
   if (request.rawBody) keepSourceText(body, request.rawBody);
   const { settings } = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
   const translated = translate(body, settings);

@@ -31,6 +31,8 @@ export interface HarnessTrace {
   droppedTools?: string[];
   /** The request's priority class (server/priority.ts). */
   priority?: string;
+  /** The name of the client key the request presented (server/keys.ts). */
+  key?: string;
   /** Time spent waiting in the upstream replica's admission queue, over every attempt (ms). */
   queuedMs: number;
 }

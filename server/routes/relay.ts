@@ -10,6 +10,7 @@ import { RequestAbort } from '../abort.js';
 import { readText, readUpstreamBytes } from '../chat/attempt.js';
 import type { AppState } from '../app-state.js';
 import { fromUpstreamError, parseUpstreamBody, toErrorBody } from '../error-handler.js';
+import { allowsModel, forbiddenModel } from '../keys.js';
 import { resolveRoute } from '../routing.js';
 import { SSE_DONE, sseData } from '../sse.js';
 import { untilDrainOrClose } from '../drain.js';
@@ -23,6 +24,11 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
       reply: import('fastify').FastifyReply,
     ): Promise<unknown> {
       const body = request.body as { model?: unknown; stream?: unknown };
+      const key = request.tpKey;
+      if (key && !allowsModel(key, typeof body.model === 'string' ? body.model : '')) {
+        state.metrics.keyRefusals.labels(key.name, 'model').inc();
+        throw forbiddenModel(key, String(body.model ?? ''));
+      }
       const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
       const controller = new RequestAbort();
       request.tpAbort = controller;
