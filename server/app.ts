@@ -162,6 +162,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     policies,
     chatDeps: {
       config,
+      upstreams,
       metrics,
       memory,
       policies,
@@ -497,6 +498,7 @@ function logRequest(
       ...(cache ? { cachedTokens: cache.cached, promptTokens: cache.prompt } : {}),
       ...(call.discardedTokens > 0 ? { discardedTokens: call.discardedTokens } : {}),
       ...(t.key ? { key: t.key } : {}),
+      ...(t.routeFallbacks ? { routeFallbacks: t.routeFallbacks } : {}),
       ...(t.priority ? { priority: t.priority } : {}),
       queuedMs: Math.round(t.queuedMs * 10) / 10,
       final: t.finalKind ?? null,

@@ -70,6 +70,18 @@ export interface ModelRoute {
   settings: ModelSettings;
   /** The priority class of this model's requests (a side model: low or background). */
   priority?: PriorityClass;
+  /** Models tried in order when this one fails before the first byte reached the client. */
+  fallback?: readonly string[];
+  /** The model for prompts beyond this one's context window. */
+  longContext?: string;
+  /** This model's context window in tokens (YAML); the long-context route compares with it. */
+  contextWindow?: number;
+}
+
+/** A model-name pattern (glob or exact alias) and the configured model it goes to. */
+export interface RouteRule {
+  match: readonly string[];
+  model: string;
 }
 
 export interface Config {
@@ -99,6 +111,8 @@ export interface Config {
   defaults: ModelSettings;
   /** Null-prototype: client-supplied model names ("constructor", "__proto__") never hit Object's members. */
   models: Readonly<Record<string, ModelRoute>>;
+  /** Names the YAML does not map, matched in order (aliases and globs) to a mapped model. */
+  routes: readonly RouteRule[];
   /** true when no upstream is configured: main.ts starts the built-in simulator. */
   simulator: boolean;
   /** Save each attempt's raw upstream response here (diagnosis; off by default). */
@@ -204,6 +218,23 @@ const fileSchema = {
     },
     admission: admissionSchema,
     keys: keysSchema,
+    routes: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['match', 'model'],
+        properties: {
+          match: {
+            anyOf: [
+              { type: 'string', minLength: 1 },
+              { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
+            ],
+          },
+          model: { type: 'string', minLength: 1 },
+        },
+      },
+    },
     affinity: {
       type: 'object',
       additionalProperties: false,
@@ -240,6 +271,9 @@ const fileSchema = {
           upstreamModel: { type: 'string', minLength: 1 },
           admission: admissionSchema,
           priority: priorityClass,
+          fallback: { type: 'array', items: { type: 'string', minLength: 1 } },
+          longContext: { type: 'string', minLength: 1 },
+          contextWindow: { type: 'integer', minimum: 1 },
           ...settingsSchema.properties,
         },
       },
@@ -369,6 +403,7 @@ type FileConfig = {
   affinity?: Partial<AffinityConfig>;
   admission?: AdmissionFile;
   keys?: ApiKeyEntry[];
+  routes?: Array<{ match: string | string[]; model: string }>;
   upstream?: { url: string | string[]; apiKey?: string };
   defaults?: Record<string, unknown>;
   models?: Record<
@@ -379,6 +414,9 @@ type FileConfig = {
       upstreamModel?: string;
       admission?: AdmissionFile;
       priority?: PriorityClass;
+      fallback?: string[];
+      longContext?: string;
+      contextWindow?: number;
     }
   >;
 };
@@ -455,7 +493,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
 
   const models: Record<string, ModelRoute> = Object.create(null);
   for (const [name, section] of Object.entries(file.models ?? {})) {
-    const { upstream, apiKey, upstreamModel, admission, priority, ...settings } = section;
+    const {
+      upstream,
+      apiKey,
+      upstreamModel,
+      admission,
+      priority,
+      fallback,
+      longContext,
+      contextWindow,
+      ...settings
+    } = section;
     const urls = toUrls(upstream, `models.${name}.upstream`);
     // A key belongs to the upstream it was configured for: the default upstream's key goes only
     // to a model served by that same upstream, never to another host.
@@ -472,9 +520,29 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
       settings: mergeSettings(defaults, settings, `models.${name}`),
       ...(upstreamModel ? { upstreamModel } : {}),
       ...(priority ? { priority } : {}),
+      ...(fallback && fallback.length > 0 ? { fallback: Object.freeze([...fallback]) } : {}),
+      ...(longContext ? { longContext } : {}),
+      ...(contextWindow ? { contextWindow } : {}),
     };
     models[name] = Object.freeze(route);
   }
+  // Every name a route or a fallback points to is a mapped model: a typo fails at start-up
+  // (and a reload with one is kept out).
+  const mapped = (name: string, where: string) => {
+    if (!Object.hasOwn(models, name))
+      throw new ConfigError(`${where}: "${name}" is not a model of the models section`);
+  };
+  for (const route of Object.values(models)) {
+    for (const f of route.fallback ?? []) mapped(f, `models.${route.name}.fallback`);
+    if (route.longContext) mapped(route.longContext, `models.${route.name}.longContext`);
+  }
+  const routes: RouteRule[] = (file.routes ?? []).map((r, i) => {
+    mapped(r.model, `routes.${i}.model`);
+    return Object.freeze({
+      match: Object.freeze(typeof r.match === 'string' ? [r.match] : [...r.match]),
+      model: r.model,
+    });
+  });
 
   const port = envInt(env, 'TOOLPROOF_PORT') ?? file.server?.port ?? DEFAULT_PORT;
   if (port > 65535) throw new ConfigError(`TOOLPROOF_PORT must be at most 65535, got ${port}`);
@@ -561,6 +629,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
       DEFAULT_STREAM_KEEPALIVE_MS,
     defaults,
     models: Object.freeze(models),
+    routes: Object.freeze(routes),
     simulator,
     ...(defaultUrls
       ? {

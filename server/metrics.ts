@@ -214,6 +214,12 @@ const METRICS = {
     help: 'Requests refused by admission control, by priority class and reason: full (queue bound: 429), timeout (queue timeout: 503).',
     labels: 'upstream class reason',
   },
+  routeFallbacks: {
+    type: 'counter',
+    name: 'toolproof_route_fallbacks_total',
+    help: "Requests sent to another configured model than the one asked for, by reason: connection (the upstream refused), status_502/503/529, queue_full (admission), long_context (the prompt is beyond the model's window). Always before the first byte reached the client.",
+    labels: 'from to reason',
+  },
   keyRequests: {
     type: 'counter',
     name: 'toolproof_key_requests_total',

@@ -12,6 +12,7 @@ import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { shouldFallback } from '../../policies/tool-choice-fallback.js';
 import { PRIORITY_RANK } from '../admission.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
+import { mappedRoute } from '../routing.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstream.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects } from './effects.js';
@@ -136,8 +137,21 @@ export async function openUpstream(
 ): Promise<OpenResult> {
   let current = request;
   for (;;) {
-    const res = await sendOnce(call, deps, current);
+    let res: UpstreamResponse;
+    try {
+      res = await sendOnce(call, deps, current);
+    } catch (err) {
+      const reason = fallOverReason(err);
+      if (reason !== undefined && !call.signal.aborted && fallOver(call, deps, reason)) continue;
+      throw err;
+    }
     if (res.status < 400) return { kind: 'ok', res, request: current };
+    if ((res.status === 502 || res.status === 503 || res.status === 529) && canFallOver(call)) {
+      discardBody(res);
+      deps.metrics.upstreamErrors.labels(call.route.name, call.route.client.label, 'status_5xx').inc();
+      fallOver(call, deps, `status_${res.status}`);
+      continue;
+    }
     const text = await readText(res);
     const body = parseUpstreamBody(text);
     deps.metrics.upstreamErrors
@@ -168,6 +182,34 @@ export async function openUpstream(
       request: current,
     };
   }
+}
+
+/** Why a failed send may go to the next model of the route's fallback list (undefined: it may not). */
+function fallOverReason(err: unknown): string | undefined {
+  if (!(err instanceof ToolproofError)) return undefined;
+  if (err.code === 'TP_ERR_UPSTREAM_UNREACHABLE') return 'connection';
+  if (err.code === 'TP_ERR_QUEUE_FULL') return 'queue_full';
+  return undefined;
+}
+
+/**
+ * A fallback is taken only before any byte of the answer reached the client (a stream's
+ * keep-alives carry none), so no output is ever sent twice.
+ */
+function canFallOver(call: ChatCall): boolean {
+  return !call.roleSent && (call.fallbacksLeft?.length ?? 0) > 0 && !call.signal.aborted;
+}
+
+/** Moves the call to its next fallback model; false when there is none (or a byte went out). */
+function fallOver(call: ChatCall, deps: ChatDeps, reason: string): boolean {
+  if (!canFallOver(call) || deps.upstreams === undefined) return false;
+  const next = mappedRoute(deps.config, deps.upstreams, call.fallbacksLeft!.shift()!);
+  if (next === undefined) return false;
+  const from = call.route.name;
+  (call.trace.routeFallbacks ??= []).push({ from, to: next.name, reason });
+  deps.metrics.routeFallbacks.labels(from, next.name, reason).inc();
+  call.route = next;
+  return true;
 }
 
 /** Effects in `after` that `before` does not already hold (compared as a multiset). */

@@ -19,6 +19,8 @@ import type { HarnessTrace } from './trace.js';
 
 export interface ChatDeps {
   config: Config;
+  /** The upstream clients (a fallback route resolves its client here). */
+  upstreams?: import('../upstream.js').Upstreams;
   metrics: Metrics;
   memory: FallbackMemory;
   policies: readonly Policy<PolicyEffect>[];
@@ -76,6 +78,8 @@ export class ChatCall {
   roleSent = false;
   /** Completion tokens of attempts toolproof discarded for a retry. */
   discardedTokens = 0;
+  /** The first route's fallback models (names) not tried yet, in order. */
+  fallbacksLeft: string[] | undefined;
   /** The request's priority class (server/priority.ts): its place in the admission queue. */
   priority: PriorityClass = 'normal';
   /** Which replica the conversation belongs to (affinity.ts); set when the upstream has several. */
@@ -97,7 +101,8 @@ export class ChatCall {
     readonly original: ChatCompletionRequest,
     /** The client's own bytes when `original` is exactly what it sent; undefined otherwise. */
     rawBody: Buffer | undefined,
-    readonly route: ResolvedRoute,
+    /** Where it goes; a fallback before the first byte (attempt.ts) replaces it. */
+    public route: ResolvedRoute,
     /** The policies enabled for this model, in table order. */
     readonly policies: readonly Policy<PolicyEffect>[],
     readonly signal: AbortLike,

@@ -14,7 +14,8 @@ import type { AppState } from '../app-state.js';
 import { reportDroppedTools } from '../dropped-tools.js';
 import { allowsModel, forbiddenModel } from '../keys.js';
 import { priorityOf } from '../priority.js';
-import { resolveRoute } from '../routing.js';
+import { windowOf, promptTokenEstimate } from '../context-window.js';
+import { mappedRoute, resolveRoute } from '../routing.js';
 import { type Api, ChatCall } from './context.js';
 import { activePolicies } from '../../policies/composition.js';
 import { newTrace } from './trace.js';
@@ -51,7 +52,22 @@ export function startChatCall(
     state.metrics.keyRefusals.labels(key.name, 'model').inc();
     throw forbiddenModel(key, String(body.model ?? ''));
   }
-  const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
+  let route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
+  // A prompt beyond the model's window goes to its long-context model (before any byte is sent).
+  let longContext: { from: string; to: string; reason: string } | undefined;
+  const window = windowOf(route);
+  if (route.longContext && window !== undefined) {
+    const size = rawBody?.length ?? JSON.stringify(body.messages ?? []).length;
+    const long =
+      promptTokenEstimate(size) > window
+        ? mappedRoute(state.config, state.upstreams, route.longContext)
+        : undefined;
+    if (long) {
+      longContext = { from: route.name, to: long.name, reason: 'long_context' };
+      state.metrics.routeFallbacks.labels(route.name, long.name, 'long_context').inc();
+      route = long;
+    }
+  }
   // Keep past reasoning in the template (docs/prefix.md): the same on every turn of the model.
   if (route.settings.preserveThinking === true) {
     const kept = withPreserveThinking(body);
@@ -82,6 +98,8 @@ export function startChatCall(
     ...(key?.priority ? { key: key.priority } : {}),
   });
   call.trace.priority = call.priority;
+  if (longContext) call.trace.routeFallbacks = [longContext];
+  if (route.fallback) call.fallbacksLeft = [...route.fallback];
   if (key) call.trace.key = key.name;
   // Several replicas: the conversation's key picks the one that holds its prefix in cache.
   if (route.client.replicas > 1 && state.config.affinity?.enabled !== false)

@@ -33,6 +33,8 @@ export interface HarnessTrace {
   priority?: string;
   /** The name of the client key the request presented (server/keys.ts). */
   key?: string;
+  /** Routes taken instead of the one asked for: fallbacks before the first byte, the long-context route. */
+  routeFallbacks?: Array<{ from: string; to: string; reason: string }>;
   /** Time spent waiting in the upstream replica's admission queue, over every attempt (ms). */
   queuedMs: number;
 }
