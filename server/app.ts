@@ -132,6 +132,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
 
   const metrics = options.metrics ?? createMetrics();
+  metrics.configReloadOk.set(1);
   const upstreams = new Upstreams(
     config.timeouts,
     config.affinity,

@@ -138,6 +138,11 @@ export function runPrimary(options: PrimaryOptions): boolean {
   };
   process.on('SIGTERM', () => stop(0, 'SIGTERM'));
   process.on('SIGINT', () => stop(0, 'SIGINT'));
+  // A configuration reload: each worker reads the files again and swaps on its own (reload.ts).
+  process.on('SIGHUP', () => {
+    log(30, `SIGHUP: reloading the configuration in ${Object.keys(cluster.workers ?? {}).length} workers`);
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGHUP');
+  });
 
   log(30, `starting ${options.workers} workers (TOOLPROOF_WORKERS)`, { workers: options.workers });
   for (let i = 0; i < options.workers; i++) fork();

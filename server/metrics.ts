@@ -220,6 +220,20 @@ const METRICS = {
     help: "Requests sent to another configured model than the one asked for, by reason: connection (the upstream refused), status_502/503/529, queue_full (admission), long_context (the prompt is beyond the model's window). Always before the first byte reached the client.",
     labels: 'from to reason',
   },
+  configReloads: {
+    type: 'counter',
+    name: 'toolproof_config_reloads_total',
+    help: 'Configuration reloads (SIGHUP or a change of the YAML file), by result: ok (swapped in), error (invalid: the running configuration kept, an error line names the bad key).',
+    labels: 'result',
+  },
+  configReloadOk: {
+    type: 'gauge',
+    name: 'toolproof_config_reload_ok',
+    help: '1 when the last configuration reload succeeded (or none was asked for), 0 while the file on disk is invalid and the running configuration is an older one.',
+    labels: '',
+    // With several workers: 0 when any worker kept an older configuration.
+    aggregator: 'min',
+  },
   keyRequests: {
     type: 'counter',
     name: 'toolproof_key_requests_total',
