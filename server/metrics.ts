@@ -237,7 +237,7 @@ const METRICS = {
   keyRequests: {
     type: 'counter',
     name: 'toolproof_key_requests_total',
-    help: 'Client requests by the name of the API key they presented (none: no keys configured; default: a key of the flat list), by HTTP status.',
+    help: 'Client requests by the name of the API key they presented (default: a key of the flat TOOLPROOF_API_KEYS list), by HTTP status; only when keys are configured.',
     labels: 'key status',
   },
   keyTokens: {

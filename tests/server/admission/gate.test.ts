@@ -139,3 +139,32 @@ describe('AdmissionGate', () => {
     b.release();
   });
 });
+
+describe("vLLM's priority field", () => {
+  it('schedulingPriority sends each request its class as `priority` (lower first), the prompt untouched', async () => {
+    const { startStack } = await import('../stack.js');
+    const stack = await startStack({
+      file: { admission: { concurrency: 4, schedulingPriority: true }, defaults: { forceToolUse: false } },
+    });
+    try {
+      for (const [header, rank] of [
+        ['high', 0],
+        ['background', 3],
+      ] as const) {
+        const res = await fetch(`${stack.url}/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-toolproof-priority': header },
+          body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
+        });
+        expect(res.status).toBe(200);
+        const sent = stack.sim.requests.at(-1)!.body as { priority?: number; messages: unknown };
+        expect(sent.priority).toBe(rank);
+        expect(sent.messages).toEqual([{ role: 'user', content: 'hi' }]);
+      }
+      // The header itself never goes upstream.
+      expect(stack.sim.requests.at(-1)!.headers['x-toolproof-priority']).toBeUndefined();
+    } finally {
+      await stack.close();
+    }
+  });
+});
