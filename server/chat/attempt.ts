@@ -114,8 +114,10 @@ async function sendOnce(
       .observe((performance.now() - started - (call.trace.queuedMs - queuedBefore)) / 1000);
     return res;
   } catch (err) {
-    if (!call.signal.aborted) {
-      const kind = (err as ToolproofError).code === 'TP_ERR_UPSTREAM_TIMEOUT' ? 'timeout' : 'unreachable';
+    // A refusal of toolproof's own admission queue is no upstream failure (admission_shed counts it).
+    const code = (err as ToolproofError).code;
+    if (!call.signal.aborted && code !== 'TP_ERR_QUEUE_FULL' && code !== 'TP_ERR_QUEUE_TIMEOUT') {
+      const kind = code === 'TP_ERR_UPSTREAM_TIMEOUT' ? 'timeout' : 'unreachable';
       deps.metrics.upstreamErrors.labels(call.route.name, call.route.client.label, kind).inc();
     }
     throw err;

@@ -11,6 +11,7 @@ import { readText, readUpstreamBytes } from '../chat/attempt.js';
 import type { AppState } from '../app-state.js';
 import { fromUpstreamError, parseUpstreamBody, toErrorBody } from '../error-handler.js';
 import { allowsModel, forbiddenModel } from '../keys.js';
+import { priorityOf } from '../priority.js';
 import { resolveRoute } from '../routing.js';
 import { SSE_DONE, sseData } from '../sse.js';
 import { untilDrainOrClose } from '../drain.js';
@@ -50,6 +51,16 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
         body: payload ?? JSON.stringify(body),
         headers: { 'x-request-id': request.id },
         signal: controller,
+        // The upstream's slots are shared with chat: the same admission queue and classes.
+        admission: {
+          cls: priorityOf({
+            headers: request.headers,
+            model: typeof body.model === 'string' ? body.model : '',
+            ...(route.priority ? { route: route.priority } : {}),
+            ...(key?.priority ? { key: key.priority } : {}),
+          }),
+          queued: () => {},
+        },
       });
       state.metrics.hot
         .upstreamDuration(route.name, routeLabel, route.client.label)

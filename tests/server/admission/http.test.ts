@@ -196,6 +196,12 @@ describe.each(DOORS)('admission on the %s door', (door) => {
         expect(body).toMatchObject({ type: 'error', error: { type: 'overloaded_error' } });
       else expect(body.error).toMatchObject({ code: 'TP_ERR_QUEUE_TIMEOUT' });
     }
+    // toolproof's own refusals are admission sheds, never upstream failures.
+    const metrics = await (await fetch(`${proxy.origin}/metrics`)).text();
+    expect(metrics).toMatch(
+      /toolproof_admission_shed_total\{upstream="[^"]+",class="normal",reason="timeout"\} [1-9]/,
+    );
+    expect(metrics).not.toMatch(/toolproof_upstream_errors_total\{[^}]*kind="unreachable"\}/);
     releaseAll();
     await held;
   });
