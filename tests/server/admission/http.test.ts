@@ -56,7 +56,7 @@ beforeAll(async () => {
   });
   proxy = await startProxy(
     { TOOLPROOF_UPSTREAM_URL: upstream.url, TOOLPROOF_STREAM_KEEPALIVE_MS: String(INTERVAL_MS) },
-    { admission: { concurrency: 1, queueSize: 2, queueTimeoutMs: 400 }, defaults: { forceToolUse: false } },
+    { admission: { concurrency: 1, queueSize: 2, queueTimeoutMs: 1_000 }, defaults: { forceToolUse: false } },
   );
 });
 
@@ -187,7 +187,7 @@ describe.each(DOORS)('admission on the %s door', (door) => {
     if (door === 'messages')
       expect(fullBody).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
     else expect(fullBody.error).toMatchObject({ type: 'rate_limit_error', code: 'TP_ERR_QUEUE_FULL' });
-    // The two queued ones time out (400 ms) while the slot stays held.
+    // The two queued ones time out (1 s) while the slot stays held.
     for (const w of await Promise.all(waiting)) {
       expect(w.status).toBe(503);
       expect(w.headers.get('retry-after')).toMatch(/^\d+$/);
@@ -235,10 +235,21 @@ describe('admission order and priority', () => {
   });
 });
 
+/** Queue timeouts so far (toolproof_admission_shed_total, class normal). */
+async function timeouts(): Promise<number> {
+  const text = await (await fetch(`${proxy.origin}/metrics`)).text();
+  return Number(
+    /toolproof_admission_shed_total\{upstream="[^"]+",class="normal",reason="timeout"\} (\d+)/.exec(
+      text,
+    )?.[1] ?? 0,
+  );
+}
+
 describe('the real SDKs retry on the queue timeout after the Retry-After it gives', () => {
   it('openai: a 503 from the queue, retried, then answered', async () => {
     const { held } = await occupy();
-    setTimeout(releaseAll, 700).unref();
+    const shedBefore = await timeouts();
+    setTimeout(releaseAll, 2_500).unref();
     const client = new OpenAI({ baseURL: `${proxy.origin}/v1`, apiKey: 'k', maxRetries: 2, timeout: 10_000 });
     const started = Date.now();
     const answer = await client.chat.completions.create({
@@ -246,14 +257,16 @@ describe('the real SDKs retry on the queue timeout after the Retry-After it give
       messages: [{ role: 'user', content: 'retry me' }],
     });
     expect(answer.choices[0]!.message.content).toBe('ok retry me');
-    // One 503 after 400 ms in the queue, then the SDK waited the Retry-After (at least 1 s).
-    expect(Date.now() - started).toBeGreaterThanOrEqual(1_300);
+    // A 503 after 1 s in the queue, then the SDK waited the Retry-After (at least 1 s).
+    expect(await timeouts()).toBeGreaterThan(shedBefore);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_900);
     await held;
   });
 
   it('anthropic: a 503 (overloaded_error) from the queue, retried, then answered', async () => {
     const { held } = await occupy();
-    setTimeout(releaseAll, 700).unref();
+    const shedBefore = await timeouts();
+    setTimeout(releaseAll, 2_500).unref();
     const client = new Anthropic({ baseURL: proxy.origin, apiKey: 'k', maxRetries: 2, timeout: 10_000 });
     const started = Date.now();
     const answer = await client.messages.create({
@@ -262,7 +275,8 @@ describe('the real SDKs retry on the queue timeout after the Retry-After it give
       messages: [{ role: 'user', content: 'retry me' }],
     });
     expect(answer.content[0]).toMatchObject({ type: 'text', text: 'ok retry me' });
-    expect(Date.now() - started).toBeGreaterThanOrEqual(1_300);
+    expect(await timeouts()).toBeGreaterThan(shedBefore);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_900);
     await held;
   });
 });
