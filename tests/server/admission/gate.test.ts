@@ -130,6 +130,23 @@ describe('AdmissionGate', () => {
     tb!.release();
   });
 
+  it('a reload that raises the limit admits the queued at once; one that lowers it lets the running finish', async () => {
+    const gate = new AdmissionGate(settings());
+    const a = await enter(gate, 'normal');
+    const b = enter(gate, 'normal');
+    expect(gate.load.queued).toBe(1);
+    gate.configure(settings({ concurrency: 2 }));
+    const tb = await b;
+    expect(gate.load).toEqual({ active: 2, queued: 0, limit: 2 });
+    gate.configure(settings({ concurrency: 1 }));
+    const c = enter(gate, 'normal');
+    a.release();
+    expect(gate.load.queued).toBe(1); // still one running: at the new limit
+    tb.release();
+    (await c).release();
+    expect(gate.load.active).toBe(0);
+  });
+
   it("an 'auto' backend that does not say runs unlimited", async () => {
     const gate = new AdmissionGate(settings({ concurrency: 'auto' }), { probeLimit: async () => undefined });
     const a = await enter(gate, 'normal');
