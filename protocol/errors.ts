@@ -33,6 +33,11 @@ export const ERROR_CATALOGUE = {
     type: 'authentication_error',
     message: 'Missing or invalid API key. Send it as "Authorization: Bearer <key>".',
   },
+  TP_ERR_MODEL_FORBIDDEN: {
+    status: 403,
+    type: 'permission_error',
+    message: 'This API key may not use this model.',
+  },
   TP_ERR_NOT_FOUND: { status: 404, type: 'invalid_request_error', message: 'Unknown route.' },
   TP_ERR_MODEL_NOT_FOUND: {
     status: 404,
@@ -48,6 +53,17 @@ export const ERROR_CATALOGUE = {
     status: 415,
     type: 'invalid_request_error',
     message: 'Send the request body as application/json.',
+  },
+  TP_ERR_RATE_LIMITED: {
+    status: 429,
+    type: 'rate_limit_error',
+    message: 'This API key is over its rate limit; retry after the time in the Retry-After header.',
+  },
+  TP_ERR_QUEUE_FULL: {
+    status: 429,
+    type: 'rate_limit_error',
+    message:
+      "The model server is busy and toolproof's queue for it is full; retry after the time in the Retry-After header.",
   },
   // Never sent (nobody is left to read it): the reason a request was cancelled, on its log line.
   TP_ERR_CLIENT_CLOSED: {
@@ -79,6 +95,12 @@ export const ERROR_CATALOGUE = {
     message: 'The upstream model server returned an error.',
   },
   TP_ERR_SHUTTING_DOWN: { status: 503, type: 'server_error', message: 'toolproof is shutting down.' },
+  TP_ERR_QUEUE_TIMEOUT: {
+    status: 503,
+    type: 'server_error',
+    message:
+      'The model server stayed busy for longer than the queue timeout; retry after the time in the Retry-After header.',
+  },
   TP_ERR_UPSTREAM_TIMEOUT: {
     status: 504,
     type: 'timeout_error',
@@ -102,7 +124,9 @@ export type ErrorDetail =
    * TP_ERR_CONTEXT_LENGTH_EXCEEDED: the numbers, so each front door words it the way its
    * clients compact on, and the upstream's body.
    */
-  | { readonly kind: 'context-overflow'; readonly overflow: ContextOverflow; readonly upstream: unknown };
+  | { readonly kind: 'context-overflow'; readonly overflow: ContextOverflow; readonly upstream: unknown }
+  /** toolproof's own refusal that a client should retry later (admission queue, key limits). */
+  | { readonly kind: 'retry-later'; readonly retryAfter: string };
 
 export interface ToolproofErrorOptions {
   message?: string;

@@ -3,6 +3,7 @@ import type { PolicyEffect } from '../policies/registry.js';
 import type { ChatCall, ChatDeps } from './chat/context.js';
 import type { Config } from './config.js';
 import type { FallbackMemory } from './fallback-memory.js';
+import type { KeyLimits } from './keys.js';
 import type { Metrics } from './metrics.js';
 import type { OpenStreams } from './open-streams.js';
 import type { ServedModelLabels } from './routing.js';
@@ -22,4 +23,6 @@ export interface AppState {
   openStreams: OpenStreams;
   /** OpenTelemetry tracing (server/tracing/); undefined when off, and then nothing of it is loaded. */
   tracing?: Tracing<ChatCall>;
+  /** Each client key's counters (requests, tokens, in flight), kept across reloads. */
+  keyLimits: KeyLimits;
 }

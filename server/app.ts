@@ -15,14 +15,18 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import { ToolproofError } from '../protocol/errors.js';
+import type { Usage } from '../protocol/openai.js';
 import { parseJsonBody } from '../protocol/json-body.js';
 import { MAX_REQUEST_DEPTH, tooDeepError, tooDeepPath } from '../protocol/json-depth.js';
 import { POLICIES } from '../policies/registry.js';
 import type { Policy } from '../policies/types.js';
 import type { PolicyEffect } from '../policies/registry.js';
 import { clientClosed, type RequestAbort } from './abort.js';
+import type { AdmissionHooks } from './admission.js';
 import type { AppState } from './app-state.js';
-import { createKeyChecker, isOpenRoute } from './auth.js';
+import { isOpenRoute } from './auth.js';
+import type { ApiKeyEntry } from './config-keys.js';
+import { KeyLimits, keyRing, OPEN_KEY } from './keys.js';
 import type { ChatCall } from './chat/context.js';
 import { callUsage } from './chat/pipeline.js';
 import { recordPromptCache } from './chat/prompt-cache.js';
@@ -59,6 +63,10 @@ declare module 'fastify' {
     tpStart: number;
     /** The request's server span (tracing on, server/tracing/). */
     tpSpan?: RequestSpan<ChatCall>;
+    /** The client key the request presented (server/keys.ts); undefined when none is needed. */
+    tpKey?: ApiKeyEntry;
+    /** Ends the request's count against its key's concurrency cap. */
+    tpKeyRelease?: () => void;
   }
   /**
    * Every reply is its response's default OpenStream (chat framing): a method on the prototype,
@@ -125,8 +133,13 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
 
   const metrics = options.metrics ?? createMetrics();
-  const upstreams = new Upstreams(config.timeouts, config.affinity, (upstream) =>
-    metrics.upstreamReplays.labels(upstream).inc(),
+  metrics.configReloadOk.set(1);
+  const upstreams = new Upstreams(
+    config.timeouts,
+    config.affinity,
+    (upstream) => metrics.upstreamReplays.labels(upstream).inc(),
+    (upstream) => admissionMetrics(metrics, upstream),
+    config.workers ?? 1,
   );
   const memory = options.memory ?? new FallbackMemory();
   const policies = options.policies ?? POLICIES;
@@ -151,6 +164,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     policies,
     chatDeps: {
       config,
+      upstreams,
       metrics,
       memory,
       policies,
@@ -164,6 +178,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     },
     modelLabels: new ServedModelLabels(),
     openStreams: new OpenStreams(),
+    keyLimits: new KeyLimits(),
   };
   // Loaded only when the OTEL_* variables ask for traces (config.tracing).
   const tracing = await startTracing(config.tracing);
@@ -175,6 +190,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.decorateRequest('tp', undefined);
   app.decorateRequest('tpStart', 0);
   app.decorateRequest('tpSpan', undefined);
+  app.decorateRequest('tpKey', undefined);
+  app.decorateRequest('tpKeyRelease', undefined);
   app.decorateReply('abortWithError', function (this: FastifyReply, err: ToolproofError) {
     return endStreamWith(this.raw, (e) => this.request.tpAbort?.abort(e), err, chatErrorEvent);
   });
@@ -230,7 +247,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
-  const checkKey = createKeyChecker(config.apiKeys);
   const cors = createCors(config.corsOrigins);
   const owner: Owner = { app, state };
   let closing = false;
@@ -268,9 +284,19 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       if (closing) setImmediate(() => app.server.closeIdleConnections());
     });
     res.on('close', () => onResponseClose(owner, request, res, finished));
-    if (checkKey && !isOpenRoute(request.routeOptions.url, config.protectOps)) {
+    // The configuration in force now (a reload swaps it): a revoked key is refused at once.
+    const ring = keyRing(state.config);
+    if (ring && !isOpenRoute(request.routeOptions.url, config.protectOps)) {
+      const entry = ring.match(request);
+      if (entry === undefined) {
+        done(new ToolproofError('TP_ERR_UNAUTHORIZED'));
+        return;
+      }
+      request.tpKey = entry;
       try {
-        checkKey(request);
+        request.tpKeyRelease = state.keyLimits.admit(entry, (reason) =>
+          metrics.keyRefusals.labels(entry.name, reason).inc(),
+        );
       } catch (err) {
         done(err as Error);
         return;
@@ -296,6 +322,40 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   return app as unknown as ToolproofApp;
 }
 
+/**
+ * What a request's key used, as the upstream reported it: the per-key usage counters, and its
+ * tokens against the key's per-minute limit.
+ */
+function recordKeyUsage(
+  state: AppState,
+  key: string,
+  model: string,
+  usage: Usage | undefined,
+  /** Of the prompt, served from the prefix cache (recordPromptCache's reading), when reported. */
+  cached = 0,
+): void {
+  if (!usage) return;
+  const prompt = usage.prompt_tokens ?? 0;
+  const completion = usage.completion_tokens ?? 0;
+  const m = state.metrics.keyTokens;
+  if (prompt > 0) m.labels(key, model, 'prompt').inc(prompt);
+  if (cached > 0) m.labels(key, model, 'cached').inc(cached);
+  if (completion > 0) m.labels(key, model, 'completion').inc(completion);
+  state.keyLimits.addTokens(key, prompt + completion);
+}
+
+/** An upstream's admission gates report here (server/admission.ts). */
+function admissionMetrics(metrics: Metrics, upstream: string): AdmissionHooks {
+  return {
+    queued: (cls, delta) => metrics.admissionQueueDepth.labels(upstream, cls).inc(delta),
+    admitted: (cls, ms) => {
+      metrics.admissionAdmitted.labels(upstream, cls).inc();
+      metrics.admissionQueued.labels(upstream, cls).observe(ms / 1000);
+    },
+    shed: (cls, reason) => metrics.admissionShed.labels(upstream, cls, reason).inc(),
+  };
+}
+
 /** The app a response belongs to, one object per app. */
 interface Owner {
   app: FastifyInstance;
@@ -309,6 +369,7 @@ function onResponseClose(
   finished: boolean,
 ): void {
   owner.state.openStreams.delete(res);
+  request.tpKeyRelease?.();
   // Ended: the last byte was handed to the socket; not: the client or the socket went away first.
   const ended = finished || res.writableFinished;
   if (!ended) request.tpAbort?.abort(clientClosed());
@@ -393,6 +454,8 @@ function logRequest(
   )
     state.modelLabels.answeredWith(asked.slice(0, 128));
   state.metrics.hot.requests(model, route, finished ? String(status) : 'aborted', api).inc();
+  if (request.tpKey)
+    state.metrics.keyRequests.labels(request.tpKey.name, finished ? String(status) : 'aborted').inc();
   if (!finished)
     state.metrics.clientAborts.labels(api, headersSent ? 'mid_response' : 'before_response').inc();
   state.metrics.hot.requestDuration(model, route, tp?.stream ? 'true' : 'false', api).observe(seconds);
@@ -404,6 +467,8 @@ function logRequest(
       state.metrics.hot.responses(model, kind, call.api).inc();
   }
   const cache = call ? recordPromptCache(call, callUsage(call), state.metrics) : undefined;
+  const keyName = request.tpKey?.name ?? (keyRing(state.config) ? undefined : OPEN_KEY);
+  if (keyName !== undefined && call) recordKeyUsage(state, keyName, model, callUsage(call), cache?.cached);
   const quiet = QUIET_ROUTES.has(path);
   if ((LOG_LEVELS[app.log.level] ?? 0) > (quiet ? 20 : 30)) return; // level off: skip building the line
   const line: Record<string, unknown> = {
@@ -418,6 +483,7 @@ function logRequest(
   const err = request.tpError ?? tp?.call?.streamError;
   // Cut, and without the input values upstream validation errors echo (prompts stay out of logs).
   if (err) line.error = { code: err.code, status: err.status, message: redactForLog(err.message) };
+  if (request.tpKey) line.key = request.tpKey.name;
   if (tp) {
     line.model = asked !== undefined ? asked.slice(0, 256) : tp.model;
     line.upstream = tp.upstream;
@@ -444,6 +510,10 @@ function logRequest(
       ...(t.schemaAnswer ? { schemaAnswer: t.schemaAnswer } : {}),
       ...(cache ? { cachedTokens: cache.cached, promptTokens: cache.prompt } : {}),
       ...(call.discardedTokens > 0 ? { discardedTokens: call.discardedTokens } : {}),
+      ...(t.key ? { key: t.key } : {}),
+      ...(t.routeFallbacks ? { routeFallbacks: t.routeFallbacks } : {}),
+      ...(t.priority ? { priority: t.priority } : {}),
+      queuedMs: Math.round(t.queuedMs * 10) / 10,
       final: t.finalKind ?? null,
     };
   }

@@ -10,9 +10,7 @@
  * Without an upstream (simulator mode) every worker starts its own simulator.
  */
 import cluster, { type Worker } from 'node:cluster';
-import { availableParallelism } from 'node:os';
 import { AggregatorRegistry, type Registry } from 'prom-client';
-import { ConfigError } from './config.js';
 import type { Metrics } from './metrics.js';
 
 /** A worker that dies is restarted at most this many times within RESTART_WINDOW_MS... */
@@ -29,14 +27,7 @@ const KILL_MARGIN_MS = 5_000;
  */
 const WORKER_MARK = 'TOOLPROOF_CLUSTER_WORKER';
 
-/** TOOLPROOF_WORKERS: unset or empty = 1, `auto` = one per core, else a positive integer. */
-export function workerCount(env: NodeJS.ProcessEnv): number {
-  const raw = (env.TOOLPROOF_WORKERS ?? '').trim();
-  if (raw === '') return 1;
-  if (raw === 'auto') return availableParallelism();
-  if (/^\d+$/.test(raw) && Number(raw) >= 1 && Number(raw) <= 1024) return Number(raw);
-  throw new ConfigError(`TOOLPROOF_WORKERS must be "auto" or an integer from 1 to 1024, got "${raw}"`);
-}
+export { workerCount } from './config.js';
 
 // IPC messages (worker <-> primary). Prefixed so they never collide with other cluster users.
 interface AskGroup {
@@ -147,6 +138,11 @@ export function runPrimary(options: PrimaryOptions): boolean {
   };
   process.on('SIGTERM', () => stop(0, 'SIGTERM'));
   process.on('SIGINT', () => stop(0, 'SIGINT'));
+  // A configuration reload: each worker reads the files again and swaps on its own (reload.ts).
+  process.on('SIGHUP', () => {
+    log(30, `SIGHUP: reloading the configuration in ${Object.keys(cluster.workers ?? {}).length} workers`);
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGHUP');
+  });
 
   log(30, `starting ${options.workers} workers (TOOLPROOF_WORKERS)`, { workers: options.workers });
   for (let i = 0; i < options.workers; i++) fork();

@@ -4,10 +4,18 @@
  * silently: an unknown key or a wrong type stops the process with the key's path in the message.
  */
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { PARSER_NAMES } from '../parsers/registry.js';
 import { DEFAULT_MODEL_SETTINGS, type ModelSettings } from '../protocol/settings.js';
+import {
+  type AdmissionSettings,
+  DEFAULT_ADMISSION,
+  PRIORITY_CLASSES,
+  type PriorityClass,
+} from './admission.js';
+import { type ApiKeyEntry, keysSchema, perWorker, UNNAMED_KEY } from './config-keys.js';
 import { DEFAULT_STREAM_KEEPALIVE_MS } from './keep-alive.js';
 import { type TracingSettings, TracingSettingsError, tracingSettings } from './tracing/settings.js';
 import { policySettingsSchema } from '../policies/registry.js';
@@ -41,10 +49,18 @@ export interface AffinityConfig {
 
 export const DEFAULT_AFFINITY: AffinityConfig = Object.freeze({ enabled: true, maxInflight: 64 });
 
+/** Admission for one upstream (server/admission.ts), as configured and divided per worker. */
+export interface UpstreamAdmission extends AdmissionSettings {
+  /** vLLM started with `--scheduling-policy priority`: each request's `priority` field is set from its class. */
+  schedulingPriority: boolean;
+}
+
 export interface UpstreamTarget {
   /** OpenAI base URLs including the path prefix, e.g. http://gpu:8000/v1; replicas of one deployment. */
   urls: readonly string[];
   apiKey?: string;
+  /** Admission per replica of this upstream; absent: every request goes upstream at once. */
+  admission?: UpstreamAdmission;
 }
 
 export interface ModelRoute {
@@ -54,6 +70,20 @@ export interface ModelRoute {
   /** Rename the model on the way upstream (e.g. clients say "qwen", vLLM serves "Qwen/Qwen3-8B"). */
   upstreamModel?: string;
   settings: ModelSettings;
+  /** The priority class of this model's requests (a side model: low or background). */
+  priority?: PriorityClass;
+  /** Models tried in order when this one fails before the first byte reached the client. */
+  fallback?: readonly string[];
+  /** The model for prompts beyond this one's context window. */
+  longContext?: string;
+  /** This model's context window in tokens (YAML); the long-context route compares with it. */
+  contextWindow?: number;
+}
+
+/** A model-name pattern (glob or exact alias) and the configured model it goes to. */
+export interface RouteRule {
+  match: readonly string[];
+  model: string;
 }
 
 export interface Config {
@@ -62,6 +92,11 @@ export interface Config {
   logLevel: string;
   bodyLimitBytes: number;
   apiKeys: readonly string[];
+  /**
+   * Every client key with its name and limits: the YAML's `keys`, then the flat keys
+   * (TOOLPROOF_API_KEYS or server.apiKeys) named "default". Empty: no key needed.
+   */
+  keys: readonly ApiKeyEntry[];
   /** Ops endpoints that need a key too (when apiKeys is set); by default they are open. */
   protectOps: readonly ProtectableOp[];
   /** Allowed browser origins for CORS: ['*'] (any), a list, or [] (CORS off). */
@@ -78,6 +113,8 @@ export interface Config {
   defaults: ModelSettings;
   /** Null-prototype: client-supplied model names ("constructor", "__proto__") never hit Object's members. */
   models: Readonly<Record<string, ModelRoute>>;
+  /** Names the YAML does not map, matched in order (aliases and globs) to a mapped model. */
+  routes: readonly RouteRule[];
   /** true when no upstream is configured: main.ts starts the built-in simulator. */
   simulator: boolean;
   /** Save each attempt's raw upstream response here (diagnosis; off by default). */
@@ -86,6 +123,8 @@ export interface Config {
   affinity?: AffinityConfig;
   /** OpenTelemetry tracing, when the standard OTEL_* variables ask for it (docs/tracing.md). */
   tracing?: TracingSettings;
+  /** Worker processes (TOOLPROOF_WORKERS): per-process limits are the configured ones divided by it. */
+  workers?: number;
 }
 
 export class ConfigError extends Error {
@@ -93,6 +132,15 @@ export class ConfigError extends Error {
     super(message);
     this.name = 'ConfigError';
   }
+}
+
+/** TOOLPROOF_WORKERS: unset or empty = 1, `auto` = one per core, else a positive integer. */
+export function workerCount(env: NodeJS.ProcessEnv): number {
+  const raw = (env.TOOLPROOF_WORKERS ?? '').trim();
+  if (raw === '') return 1;
+  if (raw === 'auto') return availableParallelism();
+  if (/^\d+$/.test(raw) && Number(raw) >= 1 && Number(raw) <= 1024) return Number(raw);
+  throw new ConfigError(`TOOLPROOF_WORKERS must be "auto" or an integer from 1 to 1024, got "${raw}"`);
 }
 
 /**
@@ -107,6 +155,20 @@ const settingsSchema = {
     ...policySettingsSchema(),
   },
 } as const;
+
+const admissionSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    concurrency: { anyOf: [{ const: 'auto' }, { type: 'integer', minimum: 1 }] },
+    reserved: { type: 'integer', minimum: 0 },
+    queueSize: { type: 'integer', minimum: 0 },
+    queueTimeoutMs: { type: 'integer', minimum: 0 },
+    schedulingPriority: { type: 'boolean' },
+  },
+} as const;
+
+const priorityClass = { enum: [...PRIORITY_CLASSES] } as const;
 
 const urlList = {
   anyOf: [
@@ -137,6 +199,25 @@ const fileSchema = {
         shutdownGraceMs: { type: 'integer', minimum: 0 },
         streamKeepAliveMs: { type: 'integer', minimum: 0 },
         rawDumpDir: { type: 'string' },
+      },
+    },
+    admission: admissionSchema,
+    keys: keysSchema,
+    routes: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['match', 'model'],
+        properties: {
+          match: {
+            anyOf: [
+              { type: 'string', minLength: 1 },
+              { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
+            ],
+          },
+          model: { type: 'string', minLength: 1 },
+        },
       },
     },
     affinity: {
@@ -173,6 +254,11 @@ const fileSchema = {
           upstream: urlList,
           apiKey: { type: 'string' },
           upstreamModel: { type: 'string', minLength: 1 },
+          admission: admissionSchema,
+          priority: priorityClass,
+          fallback: { type: 'array', items: { type: 'string', minLength: 1 } },
+          longContext: { type: 'string', minLength: 1 },
+          contextWindow: { type: 'integer', minimum: 1 },
           ...settingsSchema.properties,
         },
       },
@@ -302,13 +388,52 @@ type FileConfig = {
   };
   timeouts?: Partial<Timeouts>;
   affinity?: Partial<AffinityConfig>;
+  admission?: AdmissionFile;
+  keys?: ApiKeyEntry[];
+  routes?: Array<{ match: string | string[]; model: string }>;
   upstream?: { url: string | string[]; apiKey?: string };
   defaults?: Record<string, unknown>;
   models?: Record<
     string,
-    Record<string, unknown> & { upstream: string | string[]; apiKey?: string; upstreamModel?: string }
+    Record<string, unknown> & {
+      upstream: string | string[];
+      apiKey?: string;
+      upstreamModel?: string;
+      admission?: AdmissionFile;
+      priority?: PriorityClass;
+      fallback?: string[];
+      longContext?: string;
+      contextWindow?: number;
+    }
   >;
 };
+
+type AdmissionFile = Partial<Omit<UpstreamAdmission, 'concurrency'>> & { concurrency?: number | 'auto' };
+
+/**
+ * One upstream's admission: the YAML's top-level section, then the model's own; the concurrency
+ * limit is per toolproof process, so with N workers each admits its share (at least 1).
+ */
+function toAdmission(
+  base: AdmissionFile | undefined,
+  over: AdmissionFile | undefined,
+  workers: number,
+): UpstreamAdmission | undefined {
+  if (base === undefined && over === undefined) return undefined;
+  const merged = { ...base, ...over };
+  const concurrency =
+    typeof merged.concurrency === 'number'
+      ? Math.max(1, Math.floor(merged.concurrency / workers))
+      : merged.concurrency;
+  return Object.freeze({
+    ...DEFAULT_ADMISSION,
+    ...(concurrency === undefined ? {} : { concurrency }),
+    reserved: merged.reserved ?? DEFAULT_ADMISSION.reserved,
+    queueSize: merged.queueSize ?? DEFAULT_ADMISSION.queueSize,
+    queueTimeoutMs: merged.queueTimeoutMs ?? DEFAULT_ADMISSION.queueTimeoutMs,
+    schedulingPriority: merged.schedulingPriority ?? false,
+  });
+}
 
 export function readConfigFile(path: string): FileConfig {
   let text: string;
@@ -342,22 +467,69 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
       ? toUrls(file.upstream.url, 'upstream.url')
       : undefined;
 
+  const workers = workerCount(env);
+  const envConcurrency = env.TOOLPROOF_ADMISSION_CONCURRENCY?.trim();
+  if (envConcurrency && envConcurrency !== 'auto' && !/^[1-9]\d*$/.test(envConcurrency))
+    throw new ConfigError(
+      `TOOLPROOF_ADMISSION_CONCURRENCY must be "auto" or a positive integer, got "${envConcurrency}"`,
+    );
+  const baseAdmission: AdmissionFile | undefined = envConcurrency
+    ? { ...file.admission, concurrency: envConcurrency === 'auto' ? 'auto' : Number(envConcurrency) }
+    : file.admission;
+  const defaultAdmission = toAdmission(baseAdmission, undefined, workers);
+
   const models: Record<string, ModelRoute> = Object.create(null);
   for (const [name, section] of Object.entries(file.models ?? {})) {
-    const { upstream, apiKey, upstreamModel, ...settings } = section;
+    const {
+      upstream,
+      apiKey,
+      upstreamModel,
+      admission,
+      priority,
+      fallback,
+      longContext,
+      contextWindow,
+      ...settings
+    } = section;
     const urls = toUrls(upstream, `models.${name}.upstream`);
     // A key belongs to the upstream it was configured for: the default upstream's key goes only
     // to a model served by that same upstream, never to another host.
     const sameAsDefault = defaultUrls !== undefined && urls.join(',') === defaultUrls.join(',');
     const key = apiKey ?? (sameAsDefault ? upstreamApiKey : undefined);
+    const modelAdmission = toAdmission(baseAdmission, admission, workers);
     const route: ModelRoute = {
       name,
-      upstream: Object.freeze({ urls: Object.freeze(urls), ...(key ? { apiKey: key } : {}) }),
+      upstream: Object.freeze({
+        urls: Object.freeze(urls),
+        ...(key ? { apiKey: key } : {}),
+        ...(modelAdmission ? { admission: modelAdmission } : {}),
+      }),
       settings: mergeSettings(defaults, settings, `models.${name}`),
       ...(upstreamModel ? { upstreamModel } : {}),
+      ...(priority ? { priority } : {}),
+      ...(fallback && fallback.length > 0 ? { fallback: Object.freeze([...fallback]) } : {}),
+      ...(longContext ? { longContext } : {}),
+      ...(contextWindow ? { contextWindow } : {}),
     };
     models[name] = Object.freeze(route);
   }
+  // Every name a route or a fallback points to is a mapped model: a typo fails at start-up
+  // (and a reload with one is kept out).
+  const mapped = (name: string, where: string) => {
+    if (!Object.hasOwn(models, name))
+      throw new ConfigError(`${where}: "${name}" is not a model of the models section`);
+  };
+  for (const route of Object.values(models)) {
+    for (const f of route.fallback ?? []) mapped(f, `models.${route.name}.fallback`);
+    if (route.longContext) mapped(route.longContext, `models.${route.name}.longContext`);
+  }
+  const routes: RouteRule[] = (file.routes ?? []).map((r, i) => {
+    mapped(r.model, `routes.${i}.model`);
+    return Object.freeze({
+      match: Object.freeze(typeof r.match === 'string' ? [r.match] : [...r.match]),
+      model: r.model,
+    });
+  });
 
   const port = envInt(env, 'TOOLPROOF_PORT') ?? file.server?.port ?? DEFAULT_PORT;
   if (port > 65535) throw new ConfigError(`TOOLPROOF_PORT must be at most 65535, got ${port}`);
@@ -414,6 +586,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
     if (err instanceof TracingSettingsError) throw new ConfigError(err.message);
     throw err;
   }
+  const flatKeys = envKeys.length > 0 ? envKeys : (file.server?.apiKeys ?? []);
+  const keys: ApiKeyEntry[] = [];
+  const names = new Set<string>();
+  const secrets = new Set<string>();
+  for (const entry of file.keys ?? []) {
+    if (names.has(entry.name)) throw new ConfigError(`keys: the name "${entry.name}" is given twice`);
+    if (secrets.has(entry.key)) throw new ConfigError(`keys.${entry.name}: the same key is given twice`);
+    names.add(entry.name);
+    secrets.add(entry.key);
+    keys.push(perWorker(entry, workers));
+  }
+  for (const key of flatKeys) if (!secrets.has(key)) keys.push(Object.freeze({ name: UNNAMED_KEY, key }));
 
   const config: Config = {
     host: env.TOOLPROOF_HOST || file.server?.host || '127.0.0.1',
@@ -421,7 +605,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
     logLevel,
     bodyLimitBytes:
       envInt(env, 'TOOLPROOF_BODY_LIMIT_BYTES') ?? file.server?.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
-    apiKeys: Object.freeze(envKeys.length > 0 ? envKeys : (file.server?.apiKeys ?? [])),
+    apiKeys: Object.freeze(flatKeys),
+    keys: Object.freeze(keys),
     protectOps: Object.freeze([...new Set(protectOps)] as ProtectableOp[]),
     corsOrigins: Object.freeze(corsOrigins),
     clientTimeouts: Object.freeze({ requestMs, headersMs }),
@@ -438,17 +623,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
       DEFAULT_STREAM_KEEPALIVE_MS,
     defaults,
     models: Object.freeze(models),
+    routes: Object.freeze(routes),
     simulator,
     ...(defaultUrls
       ? {
           defaultUpstream: Object.freeze({
             urls: Object.freeze(defaultUrls),
             ...(upstreamApiKey ? { apiKey: upstreamApiKey } : {}),
+            ...(defaultAdmission ? { admission: defaultAdmission } : {}),
           }),
         }
       : {}),
     ...(rawDumpDir ? { rawDumpDir } : {}),
     ...(tracing ? { tracing: Object.freeze(tracing) } : {}),
+    workers,
     affinity: Object.freeze({
       enabled: affinityRaw ? affinityRaw === 'on' : (file.affinity?.enabled ?? DEFAULT_AFFINITY.enabled),
       maxInflight,

@@ -50,6 +50,10 @@ async function main(): Promise<void> {
     );
   }
   joinWorkerGroup(app.toolproof.metrics);
+  // SIGHUP (passed on by the cluster primary) and, when asked, a change of the YAML file.
+  const { createReloader } = await import('./reload.js');
+  const reloader = createReloader(app, process.env, resolvePreserveThinking);
+  process.on('SIGHUP', () => void reloader.reload('SIGHUP'));
   try {
     await app.listen({ host: config.host, port: config.port });
   } catch (err) {
@@ -62,6 +66,7 @@ async function main(): Promise<void> {
   const shutdown = (signal: string) => {
     if (closing) return;
     closing = true;
+    reloader.close();
     app.log.info(
       { signal, graceMs: config.shutdownGraceMs },
       'shutting down: no new requests, open streams may finish',

@@ -4,6 +4,8 @@
  * there is no default upstream an unmapped model is a 404.
  */
 import { ToolproofError } from '../protocol/errors.js';
+import { globMatch } from '../protocol/glob.js';
+import type { PriorityClass } from './admission.js';
 import type { Config } from './config.js';
 import type { ModelSettings } from '../protocol/settings.js';
 import type { UpstreamClient, Upstreams } from './upstream.js';
@@ -15,6 +17,32 @@ export interface ResolvedRoute {
   settings: ModelSettings;
   client: UpstreamClient;
   upstreamModel?: string;
+  /** The model route's priority class (YAML `priority`). */
+  priority?: PriorityClass;
+  /** The client's name was an alias or matched a glob of `routes` (the name above is the model's). */
+  alias?: boolean;
+  /** Models tried in order when this one fails before the first byte (their names). */
+  fallback?: readonly string[];
+  /** The model for prompts beyond `contextWindow`. */
+  longContext?: string;
+  contextWindow?: number;
+}
+
+/** The configured model `name` as a route (fallbacks and long-context routes point at these). */
+export function mappedRoute(config: Config, upstreams: Upstreams, name: string): ResolvedRoute | undefined {
+  const mapped = Object.hasOwn(config.models, name) ? config.models[name] : undefined;
+  if (!mapped) return undefined;
+  return {
+    name,
+    settings: mapped.settings,
+    client: upstreams.for(mapped.upstream),
+    // The upstream is told the model's own name when the client said another (an alias).
+    upstreamModel: mapped.upstreamModel ?? name,
+    ...(mapped.priority ? { priority: mapped.priority } : {}),
+    ...(mapped.fallback ? { fallback: mapped.fallback } : {}),
+    ...(mapped.longContext ? { longContext: mapped.longContext } : {}),
+    ...(mapped.contextWindow ? { contextWindow: mapped.contextWindow } : {}),
+  };
 }
 
 /**
@@ -78,7 +106,7 @@ export class ServedModelLabels implements LabelSource {
  * the name, and every request resolved it again (a fresh object, a slice, two lookups). Bounded:
  * only mapped names (the config's) and names that have their own label (the labels' cap).
  */
-const resolved = new WeakMap<Upstreams, Map<string, ResolvedRoute>>();
+const resolved = new WeakMap<Upstreams, { config: Config; routes: Map<string, ResolvedRoute> }>();
 
 export function resolveRoute(
   config: Config,
@@ -87,12 +115,15 @@ export function resolveRoute(
   labels: LabelSource,
 ): ResolvedRoute {
   const name = typeof model === 'string' ? model : '';
-  let cache = resolved.get(upstreams);
-  if (cache === undefined) resolved.set(upstreams, (cache = new Map()));
+  // Per configuration: a reload's routes replace the cached ones.
+  let held = resolved.get(upstreams);
+  if (held === undefined || held.config !== config)
+    resolved.set(upstreams, (held = { config, routes: new Map() }));
+  const cache = held.routes;
   const known = cache.get(name);
   if (known !== undefined) return known;
   const route = resolveUncached(config, upstreams, name, labels);
-  if (route.name === name) cache.set(name, route);
+  if (route.name === name || route.alias) cache.set(name, route);
   return route;
 }
 
@@ -119,7 +150,18 @@ function resolveUncached(
       settings: mapped.settings,
       client: upstreams.for(mapped.upstream),
       ...(mapped.upstreamModel ? { upstreamModel: mapped.upstreamModel } : {}),
+      ...(mapped.priority ? { priority: mapped.priority } : {}),
+      ...(mapped.fallback ? { fallback: mapped.fallback } : {}),
+      ...(mapped.longContext ? { longContext: mapped.longContext } : {}),
+      ...(mapped.contextWindow ? { contextWindow: mapped.contextWindow } : {}),
     };
+  }
+  // Aliases and globs, in the order the YAML lists them (the name is cut: bounded work).
+  const short = name.slice(0, 256);
+  for (const rule of config.routes) {
+    if (!rule.match.some((pattern) => globMatch(pattern, short))) continue;
+    const target = mappedRoute(config, upstreams, rule.model);
+    if (target) return { ...target, alias: true };
   }
   if (config.defaultUpstream) {
     return {

@@ -6,10 +6,23 @@
  * upstream request at once, so the GPU stops generating for nobody.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { BalancedPool, type Dispatcher, Pool, errors as undiciErrors } from 'undici';
+import {
+  BalancedPool,
+  type Dispatcher,
+  Pool,
+  request as undiciRequest,
+  errors as undiciErrors,
+} from 'undici';
 import { ToolproofError } from '../protocol/errors.js';
 import type { AbortLike } from './abort.js';
-import { type AffinityConfig, DEFAULT_AFFINITY, type Timeouts, type UpstreamTarget } from './config.js';
+import { AdmissionGate, type AdmissionHooks, type PriorityClass, type Ticket } from './admission.js';
+import {
+  type AffinityConfig,
+  DEFAULT_AFFINITY,
+  type Timeouts,
+  type UpstreamAdmission,
+  type UpstreamTarget,
+} from './config.js';
 import { ReplicaSet } from './replica-set.js';
 import { ExchangeHandler, type UpstreamBody, type UpstreamHead } from './upstream-body.js';
 import { ConnectionProbe, isClosedConnection, probedClient, probedPool } from './upstream-connection.js';
@@ -42,6 +55,11 @@ export interface UpstreamRequest {
    * The pass-through sets it for idempotent methods only: another route's POST is the client's to retry.
    */
   replayable?: boolean;
+  /**
+   * Wait for a slot of the replica's admission (admission.ts) with this priority class; told how
+   * long it waited. Absent: sent at once (ops probes, the pass-through).
+   */
+  admission?: { cls: PriorityClass; queued(ms: number): void };
 }
 
 export interface UpstreamResponse {
@@ -221,12 +239,18 @@ export class UpstreamClient {
    * forever; the stream driver applies this to events.
    */
   readonly idleMs: number;
+  /** Admission per replica (one for a BalancedPool, which picks the replica itself). */
+  private readonly gates: AdmissionGate[] = [];
+  private readonly origins: string[];
+  /** The upstream runs vLLM's priority scheduling: requests carry their class's `priority`. */
+  schedulingPriority = false;
 
   constructor(
     target: UpstreamTarget,
     timeouts: Timeouts,
     affinity: AffinityConfig = DEFAULT_AFFINITY,
     private readonly onReplay?: (upstream: string) => void,
+    private readonly admissionHooks?: (upstream: string) => AdmissionHooks,
   ) {
     this.idleMs = timeouts.idleMs;
     const first = new URL(target.urls[0]!);
@@ -250,13 +274,65 @@ export class UpstreamClient {
       factory: probedClient,
     };
     const origins = target.urls.map((u) => new URL(u).origin);
+    this.origins = origins;
     if (origins.length > 1 && affinity.enabled) this.set = new ReplicaSet(origins, options, affinity);
     else
       this.pool =
         origins.length === 1
           ? new Pool(origins[0]!, options)
           : new BalancedPool(origins, { ...options, factory: probedPool });
+    this.configure(target.admission);
   }
+
+  /** Admission as configured now (at start and on each reload); queued requests stay queued. */
+  configure(admission: UpstreamAdmission | undefined): void {
+    this.schedulingPriority = admission?.schedulingPriority === true;
+    const settings = admission ?? { reserved: 0, queueSize: 0, queueTimeoutMs: 0 };
+    if (this.gates.length > 0) {
+      for (const gate of this.gates) gate.configure(settings);
+      return;
+    }
+    const n = this.set ? this.origins.length : 1;
+    const hooks = this.admissionHooks?.(this.label) ?? {};
+    for (let i = 0; i < n; i++) {
+      // A BalancedPool's replicas share one gate: its 'auto' limit is the first replica's slots
+      // times the replicas.
+      const origin = this.origins[i]!;
+      const scale = this.set ? 1 : this.origins.length;
+      this.gates.push(
+        new AdmissionGate(settings, { ...hooks, probeLimit: () => this.probeSlots(origin, scale) }),
+      );
+    }
+  }
+
+  /** Admission load per gate (tests, operations). */
+  admissionLoad(): Array<AdmissionGate['load']> {
+    return this.gates.map((g) => g.load);
+  }
+
+  /**
+   * llama-server's slot count (`/props` total_slots, its `-np`), divided among the workers the
+   * caller runs (see server/config.ts toAdmission); undefined when the backend does not say.
+   */
+  private async probeSlots(origin: string, scale: number): Promise<number | undefined> {
+    const res = await undiciRequest(`${origin}/props`, {
+      method: 'GET',
+      headersTimeout: 5_000,
+      bodyTimeout: 5_000,
+      ...(this.authorization ? { headers: { authorization: this.authorization } } : {}),
+    });
+    if (res.statusCode !== 200) {
+      await res.body.dump();
+      return undefined;
+    }
+    const body = (await res.body.json()) as { total_slots?: unknown };
+    const slots = body?.total_slots;
+    if (typeof slots !== 'number' || !Number.isInteger(slots) || slots < 1) return undefined;
+    return Math.max(1, Math.floor((slots * scale) / this.workers));
+  }
+
+  /** Worker processes sharing the upstream's slots (set by Upstreams). */
+  workers = 1;
 
   /**
    * Sends one request. A replica that refuses the connection is skipped (the request never
@@ -278,8 +354,16 @@ export class UpstreamClient {
     for (let attempt = 0; attempt < this.replicas; attempt++) {
       if (req.signal.aborted) throw req.signal.reason ?? new Error('aborted');
       const replica = this.set?.pick(req.affinity, tried);
+      let ticket: Ticket | undefined;
+      if (req.admission !== undefined) {
+        const gate = this.gates[replica ?? 0]!;
+        const entered = gate.enter(req.admission.cls, req.signal);
+        ticket = entered instanceof Promise ? await entered : entered;
+        if (ticket.queuedMs > 0) req.admission.queued(ticket.queuedMs);
+      }
       try {
         const res = await this.exchange(
+          ticket,
           replica,
           {
             method: req.method,
@@ -298,6 +382,7 @@ export class UpstreamClient {
           ...(replica !== undefined && this.set ? { replica: this.set.origins[replica] } : {}),
         };
       } catch (caught) {
+        ticket?.release();
         let err = caught;
         if (err instanceof StaleConnection) {
           if (replays < MAX_STALE_REPLAYS && req.replayable !== false && !req.signal.aborted) {
@@ -325,14 +410,25 @@ export class UpstreamClient {
 
   /** One dispatch, resolved at the response's headers (see upstream-body.ts for why not request()). */
   private exchange(
+    ticket: Ticket | undefined,
     replica: number | undefined,
     opts: Dispatcher.DispatchOptions,
     signal: AbortLike,
   ): Promise<UpstreamHead> {
     const set = this.set;
     return new Promise<UpstreamHead>((resolve, reject) => {
-      // In flight from dispatch to the end of the body (or its failure): the replica's load.
-      const settle = set && replica !== undefined ? set.acquire(replica) : undefined;
+      // In flight from dispatch to the end of the body (or its failure): the replica's load,
+      // and the admission slot (released twice is harmless: the ticket counts once).
+      const inflight = set && replica !== undefined ? set.acquire(replica) : undefined;
+      const settle =
+        ticket === undefined
+          ? inflight
+          : inflight === undefined
+            ? ticket.release
+            : () => {
+                inflight();
+                ticket.release();
+              };
       const probe = new ConnectionProbe(opts);
       const handler = new ProbedExchange(
         probe,
@@ -366,6 +462,10 @@ export class Upstreams {
     private readonly affinity: AffinityConfig = DEFAULT_AFFINITY,
     /** Told of each stale-connection replay, with the client's upstream label (a metric). */
     private readonly onReplay?: (upstream: string) => void,
+    /** The admission gates' metrics, per upstream label. */
+    private readonly admissionHooks?: (upstream: string) => AdmissionHooks,
+    /** Worker processes sharing each upstream (an 'auto' limit is divided among them). */
+    private readonly workers = 1,
   ) {}
 
   /** Targets are frozen config objects: the per-request lookup is by identity, the key only on first use. */
@@ -377,8 +477,12 @@ export class Upstreams {
     const key = `${target.urls.join(',')}|${target.apiKey ?? ''}`;
     let client = this.clients.get(key);
     if (!client) {
-      client = new UpstreamClient(target, this.timeouts, this.affinity, this.onReplay);
+      client = new UpstreamClient(target, this.timeouts, this.affinity, this.onReplay, this.admissionHooks);
+      client.workers = this.workers;
       this.clients.set(key, client);
+    } else {
+      // A target first seen (a reload's): its admission settings replace the running ones.
+      client.configure(target.admission);
     }
     this.byTarget.set(target, client);
     return client;

@@ -15,6 +15,7 @@ import { type Generation, generate } from './generate.js';
 import type { PersonalityImpl, ResponseMeta, SimError, SimStats } from './personality.js';
 import { cachedTokens, type PrefixCache, renderPrompt } from './prefix-cache.js';
 import { resolveScenario, turnContext } from './scenarios.js';
+import type { Slots } from './slots.js';
 import { type StreamState, sleep, sseEvent, writeSse } from './sse-writer.js';
 import { countTokens, splitTokens } from './tokens.js';
 import type { RecordedAbort, RecordedRequest, ScenarioFn, SimulatorOptions, TurnAction } from './types.js';
@@ -33,6 +34,8 @@ export interface Ctx {
   aborts: RecordedAbort[];
   /** This replica's prefix cache, unless turned off. */
   prefixCache: PrefixCache | undefined;
+  /** The slot model, when configured. */
+  slots: Slots | undefined;
 }
 
 export function origin(req: IncomingMessage): string | undefined {
@@ -117,8 +120,22 @@ export async function handleChat(
   if (state.closed) return;
   if (outcome.kind === 'error') return sendError(ctx, req, res, outcome.error);
   const gen = outcome.generation;
+  // The slot model: wait for a slot (FIFO), hold it until the response ends or the client leaves.
+  let behaviour: TurnAction = action;
+  if (ctx.slots) {
+    const release = await ctx.slots.acquire();
+    res.once('close', release);
+    if (state.closed) return release();
+    const ms = ctx.slots.options.msPerToken;
+    if (ms) behaviour = { ...action, chunkDelayMs: ms };
+  }
   // The cache is consulted once the request is admitted (a rejected one never reached the model).
   const prompt = cachedTokens(ctx.prefixCache, renderPrompt(body.tools, body.messages));
+  const prefill = ctx.slots?.options.prefillMsPerToken;
+  if (prefill) {
+    await sleep((prompt.prompt - prompt.cached) * prefill);
+    if (state.closed) return;
+  }
   const meta = buildMeta(ctx, body, gen, prompt);
   record.promptTokens = prompt.prompt;
   record.cachedTokens = prompt.cached;
@@ -135,7 +152,14 @@ export async function handleChat(
     } else {
       events.push(sseEvent('[DONE]'));
     }
-    return writeSse(res, p.okHeaders('sse', origin(req)), events, action, state, p.name === 'llama-server');
+    return writeSse(
+      res,
+      p.okHeaders('sse', origin(req)),
+      events,
+      behaviour,
+      state,
+      p.name === 'llama-server',
+    );
   }
   if (hangOrDie(res, action)) return;
   if (gen.midStreamError) return sendError(ctx, req, res, gen.midStreamError);

@@ -14,6 +14,7 @@ import {
   sendJson,
 } from './handlers.js';
 import { llamaServer } from './llama-server.js';
+import { Slots } from './slots.js';
 import { PrefixCache } from './prefix-cache.js';
 import { resolveScenario } from './scenarios.js';
 import type { StreamState } from './sse-writer.js';
@@ -44,7 +45,7 @@ const LLAMA_ALIASES: Record<string, string> = {
   '/models': '/v1/models',
   '/v1/health': '/health',
 };
-const GET_ROUTES = new Set(['/v1/models', '/health', '/metrics']);
+const GET_ROUTES = new Set(['/v1/models', '/health', '/metrics', '/props']);
 
 function authorized(ctx: Ctx, req: IncomingMessage): boolean {
   const key = ctx.options.apiKey;
@@ -105,6 +106,15 @@ async function route(
         p.models(options, Math.floor(Date.now() / 1000)),
       );
     }
+    if (path === '/props') {
+      // llama-server's server properties; total_slots is its -np (the slot model's count).
+      if (p.name !== 'llama-server')
+        return sendJson(res, 404, p.errorHeaders(origin(req)), { detail: 'Not Found' });
+      return sendJson(res, 200, p.okHeaders('json', origin(req)), {
+        total_slots: options.slots?.count ?? 1,
+        model_path: p.modelName(options),
+      });
+    }
     const m = p.metrics(options, ctx.stats);
     if (!m.ok) return sendError(ctx, req, res, m.error);
     const headers = p.okHeaders('text', origin(req));
@@ -136,6 +146,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
       e2eSeconds: [],
     },
     prefixCache: options.prefixCache === false ? undefined : new PrefixCache(options.prefixCache),
+    slots: options.slots ? new Slots(options.slots) : undefined,
     requests: [],
     aborts: [],
   };

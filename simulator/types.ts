@@ -151,6 +151,11 @@ export interface SimulatorOptions {
    * otherwise vLLM sends `prompt_tokens_details: null`). Default false.
    */
   promptTokensDetails?: boolean;
+  /**
+   * A slot model (slots.ts): N requests decode at once, the rest wait in a FIFO; prefill and
+   * per-token times. llama-server reports `count` as `/props` total_slots. Absent: no limit.
+   */
+  slots?: import('./slots.js').SlotOptions;
 }
 
 export interface RecordedRequest {

@@ -10,7 +10,9 @@ import { ToolproofError } from '../../protocol/errors.js';
 import { stringifyJson } from '../../protocol/lossless-json.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { shouldFallback } from '../../policies/tool-choice-fallback.js';
+import { PRIORITY_RANK } from '../admission.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
+import { mappedRoute } from '../routing.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstream.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects } from './effects.js';
@@ -76,9 +78,15 @@ function tooLarge(label: string): ToolproofError {
  * (the upstream's model name, usage for a stream included) is a request policy's (prepare.ts).
  */
 function serializeRequest(call: ChatCall, request: ChatCompletionRequest): string | Buffer {
-  if (request === call.original) return call.rawBody;
+  const scheduling = call.route.client.schedulingPriority;
+  if (request === call.original && !scheduling) return call.rawBody;
+  // vLLM's priority scheduling (--scheduling-policy priority): lower is served first, as the
+  // classes rank. Last key of the body: no byte of the prompt moves.
+  const out = scheduling
+    ? ({ ...request, priority: PRIORITY_RANK[call.priority] } as ChatCompletionRequest)
+    : request;
   // The client's numbers and key order as it wrote them (see ChatCall.setPhase).
-  return stringifyJson(request, call.original);
+  return stringifyJson(out, call.original);
 }
 
 async function sendOnce(
@@ -90,6 +98,7 @@ async function sendOnce(
   const started = performance.now();
   // Tracing on: the attempt's span opens, and its traceparent replaces the client's.
   const headers = call.span ? call.span.attempt(call, request, call.forwardHeaders) : call.forwardHeaders;
+  const queuedBefore = call.trace.queuedMs;
   try {
     const res = await call.route.client.request({
       method: 'POST',
@@ -100,16 +109,19 @@ async function sendOnce(
       ...(call.affinityKey !== undefined ? { affinity: call.affinityKey } : {}),
       // A stream may stay open for minutes: undici must not hold the request body meanwhile.
       long: request.stream === true,
+      admission: call.admission(),
     });
     deps.metrics.hot
       .upstreamDuration(call.route.name, 'chat', call.route.client.label)
-      .observe((performance.now() - started) / 1000);
+      .observe((performance.now() - started - (call.trace.queuedMs - queuedBefore)) / 1000);
     call.span?.attemptOpened(res);
     return res;
   } catch (err) {
     call.span?.attemptThrew(err, call.signal.aborted);
-    if (!call.signal.aborted) {
-      const kind = (err as ToolproofError).code === 'TP_ERR_UPSTREAM_TIMEOUT' ? 'timeout' : 'unreachable';
+    // A refusal of toolproof's own admission queue is no upstream failure (admission_shed counts it).
+    const code = (err as ToolproofError).code;
+    if (!call.signal.aborted && code !== 'TP_ERR_QUEUE_FULL' && code !== 'TP_ERR_QUEUE_TIMEOUT') {
+      const kind = code === 'TP_ERR_UPSTREAM_TIMEOUT' ? 'timeout' : 'unreachable';
       deps.metrics.upstreamErrors.labels(call.route.name, call.route.client.label, kind).inc();
     }
     throw err;
@@ -131,8 +143,21 @@ export async function openUpstream(
 ): Promise<OpenResult> {
   let current = request;
   for (;;) {
-    const res = await sendOnce(call, deps, current);
+    let res: UpstreamResponse;
+    try {
+      res = await sendOnce(call, deps, current);
+    } catch (err) {
+      const reason = fallOverReason(err);
+      if (reason !== undefined && !call.signal.aborted && fallOver(call, deps, reason)) continue;
+      throw err;
+    }
     if (res.status < 400) return { kind: 'ok', res, request: current };
+    if ((res.status === 502 || res.status === 503 || res.status === 529) && canFallOver(call)) {
+      discardBody(res);
+      deps.metrics.upstreamErrors.labels(call.route.name, call.route.client.label, 'status_5xx').inc();
+      fallOver(call, deps, `status_${res.status}`);
+      continue;
+    }
     const text = await readText(res);
     const body = parseUpstreamBody(text);
     call.span?.attemptRejected(res.status, body);
@@ -175,6 +200,34 @@ export async function openUpstream(
       request: current,
     };
   }
+}
+
+/** Why a failed send may go to the next model of the route's fallback list (undefined: it may not). */
+function fallOverReason(err: unknown): string | undefined {
+  if (!(err instanceof ToolproofError)) return undefined;
+  if (err.code === 'TP_ERR_UPSTREAM_UNREACHABLE') return 'connection';
+  if (err.code === 'TP_ERR_QUEUE_FULL') return 'queue_full';
+  return undefined;
+}
+
+/**
+ * A fallback is taken only before any byte of the answer reached the client (a stream's
+ * keep-alives carry none), so no output is ever sent twice.
+ */
+function canFallOver(call: ChatCall): boolean {
+  return !call.roleSent && (call.fallbacksLeft?.length ?? 0) > 0 && !call.signal.aborted;
+}
+
+/** Moves the call to its next fallback model; false when there is none (or a byte went out). */
+function fallOver(call: ChatCall, deps: ChatDeps, reason: string): boolean {
+  if (!canFallOver(call) || deps.upstreams === undefined) return false;
+  const next = mappedRoute(deps.config, deps.upstreams, call.fallbacksLeft!.shift()!);
+  if (next === undefined) return false;
+  const from = call.route.name;
+  (call.trace.routeFallbacks ??= []).push({ from, to: next.name, reason });
+  deps.metrics.routeFallbacks.labels(from, next.name, reason).inc();
+  call.route = next;
+  return true;
 }
 
 /** Effects in `after` that `before` does not already hold (compared as a multiset). */

@@ -8,6 +8,7 @@ import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
 import type { CompileBudget, Policy, PolicyContext } from '../../policies/types.js';
 import type { PolicyEffect } from '../../policies/registry.js';
 import type { AbortLike } from '../abort.js';
+import type { PriorityClass } from '../admission.js';
 import type { CompileBudgets } from '../compile-budget.js';
 import type { Config } from '../config.js';
 import type { FallbackMemory } from '../fallback-memory.js';
@@ -21,6 +22,8 @@ import { type DoorFacts, requestFacts } from './prepare.js';
 
 export interface ChatDeps {
   config: Config;
+  /** The upstream clients (a fallback route resolves its client here). */
+  upstreams?: import('../upstream.js').Upstreams;
   metrics: Metrics;
   memory: FallbackMemory;
   policies: readonly Policy<PolicyEffect>[];
@@ -78,6 +81,10 @@ export class ChatCall {
   roleSent = false;
   /** Completion tokens of attempts toolproof discarded for a retry. */
   discardedTokens = 0;
+  /** The first route's fallback models (names) not tried yet, in order. */
+  fallbacksLeft: string[] | undefined;
+  /** The request's priority class (server/priority.ts): its place in the admission queue. */
+  priority: PriorityClass = 'normal';
   /** Which replica the conversation belongs to (affinity.ts); set when the upstream has several. */
   affinityKey: string | undefined;
   /** What compiling this request's schemas may still cost (every attempt draws on it). */
@@ -105,7 +112,8 @@ export class ChatCall {
     readonly original: ChatCompletionRequest,
     /** The client's own bytes when `original` is exactly what it sent; undefined otherwise. */
     rawBody: Buffer | undefined,
-    readonly route: ResolvedRoute,
+    /** Where it goes; a fallback before the first byte (attempt.ts) replaces it. */
+    public route: ResolvedRoute,
     /** The policies enabled for this model, in table order. */
     readonly policies: readonly Policy<PolicyEffect>[],
     readonly signal: AbortLike,
@@ -132,6 +140,19 @@ export class ChatCall {
       model: original.model,
       created: Math.floor(Date.now() / 1000),
     };
+  }
+
+  private admissionRequest: { cls: PriorityClass; queued(ms: number): void } | undefined;
+
+  /** What the upstream's admission gate is told of this call (one object for every attempt). */
+  admission(): { cls: PriorityClass; queued(ms: number): void } {
+    this.admissionRequest ??= {
+      cls: this.priority,
+      queued: (ms) => {
+        this.trace.queuedMs += ms;
+      },
+    };
+    return this.admissionRequest;
   }
 
   /**

@@ -11,7 +11,10 @@ import { RequestAbort } from '../abort.js';
 import { affinityKey } from '../affinity.js';
 import type { AppState } from '../app-state.js';
 import { reportDroppedTools } from '../dropped-tools.js';
-import { resolveRoute } from '../routing.js';
+import { allowsModel, forbiddenModel } from '../keys.js';
+import { priorityOf } from '../priority.js';
+import { windowOf, promptTokenEstimate } from '../context-window.js';
+import { mappedRoute, resolveRoute } from '../routing.js';
 import { type Api, ChatCall } from './context.js';
 import { activePolicies } from '../../policies/composition.js';
 import { newTrace } from './trace.js';
@@ -44,7 +47,27 @@ export function startChatCall(
   /** The client's own bytes, when `body` is exactly what it sent (forwarded untouched). */
   rawBody?: Buffer,
 ): ChatCall {
-  const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
+  const key = request.tpKey;
+  if (key && !allowsModel(key, typeof body.model === 'string' ? body.model : '')) {
+    state.metrics.keyRefusals.labels(key.name, 'model').inc();
+    throw forbiddenModel(key, String(body.model ?? ''));
+  }
+  let route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
+  // A prompt beyond the model's window goes to its long-context model (before any byte is sent).
+  let longContext: { from: string; to: string; reason: string } | undefined;
+  const window = windowOf(route);
+  if (route.longContext && window !== undefined) {
+    const size = rawBody?.length ?? JSON.stringify(body.messages ?? []).length;
+    const long =
+      promptTokenEstimate(size) > window
+        ? mappedRoute(state.config, state.upstreams, route.longContext)
+        : undefined;
+    if (long) {
+      longContext = { from: route.name, to: long.name, reason: 'long_context' };
+      state.metrics.routeFallbacks.labels(route.name, long.name, 'long_context').inc();
+      route = long;
+    }
+  }
   // app.ts's close listener aborts it when the client goes away: no GPU time for nobody.
   const controller = new RequestAbort();
   request.tpAbort = controller;
@@ -60,6 +83,16 @@ export function startChatCall(
     state.memory.isActive(route.client.label, route.upstreamModel ?? String(body.model)),
     api,
   );
+  call.priority = priorityOf({
+    headers: request.headers,
+    model: typeof body.model === 'string' ? body.model : '',
+    ...(route.priority ? { route: route.priority } : {}),
+    ...(key?.priority ? { key: key.priority } : {}),
+  });
+  call.trace.priority = call.priority;
+  if (longContext) call.trace.routeFallbacks = [longContext];
+  if (route.fallback) call.fallbacksLeft = [...route.fallback];
+  if (key) call.trace.key = key.name;
   // Several replicas: the conversation's key picks the one that holds its prefix in cache.
   if (route.client.replicas > 1 && state.config.affinity?.enabled !== false)
     call.affinityKey = affinityKey(request.headers, request.body, body);
@@ -92,6 +125,11 @@ export function startTranslatedCall<
   translate: (body: B) => T,
 ): { call: ChatCall; translated: T; droppedHeader: Record<string, string> } {
   const body = request.body as B;
+  const key = request.tpKey;
+  if (key && !allowsModel(key, body.model)) {
+    state.metrics.keyRefusals.labels(key.name, 'model').inc();
+    throw forbiddenModel(key, body.model);
+  }
   if (request.rawBody) keepSourceText(body, request.rawBody);
   const translated = translate(body);
   const call = startChatCall(request, state, translated.chat, api);

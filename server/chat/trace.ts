@@ -31,6 +31,14 @@ export interface HarnessTrace {
   droppedTools?: string[];
   /** The answer the client asked in a JSON schema: how it checked (the last one delivered). */
   schemaAnswer?: string;
+  /** The request's priority class (server/priority.ts). */
+  priority?: string;
+  /** The name of the client key the request presented (server/keys.ts). */
+  key?: string;
+  /** Routes taken instead of the one asked for: fallbacks before the first byte, the long-context route. */
+  routeFallbacks?: Array<{ from: string; to: string; reason: string }>;
+  /** Time spent waiting in the upstream replica's admission queue, over every attempt (ms). */
+  queuedMs: number;
 }
 
 export function newTrace(): HarnessTrace {
@@ -48,6 +56,7 @@ export function newTrace(): HarnessTrace {
     validationFailures: [],
     unenforced: [],
     effects: [],
+    queuedMs: 0,
   };
 }
 

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppState } from '../app-state.js';
 import { readText } from '../chat/attempt.js';
+import { allowsModel } from '../keys.js';
 import { redactForLog } from '../log-redact.js';
 import type { FrontDoor, ModelEntry } from '../front-doors/types.js';
 import type { UpstreamClient } from '../upstream.js';
@@ -63,7 +64,9 @@ export function registerModelRoutes(
           );
         }
       });
-      const list = [...data.values()];
+      // A key with an allow-list sees only the models it may use.
+      const key = request.tpKey;
+      const list = [...data.values()].filter((m) => allowsModel(key, m.id));
       for (const door of doors) if (door.models?.claims(request)) return door.models.page(list, created);
       return { object: 'list', data: list };
     },

@@ -14,6 +14,7 @@ import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
 import { RequestAbort } from '../abort.js';
 import type { AppState } from '../app-state.js';
 import type { UpstreamTarget } from '../config.js';
+import { allowsModel, forbiddenModel } from '../keys.js';
 import { resolveRoute } from '../routing.js';
 import type { UpstreamClient } from '../upstream.js';
 
@@ -132,6 +133,12 @@ interface Target {
 function pickTarget(state: AppState, request: FastifyRequest): Target {
   const raw = Buffer.isBuffer(request.body) && request.body.length > 0 ? request.body : undefined;
   const model = modelOf(request);
+  const key = request.tpKey;
+  // A key with an allow-list reaches other paths only for its models (or without a model).
+  if (key && typeof model === 'string' && model && !allowsModel(key, model)) {
+    state.metrics.keyRefusals.labels(key.name, 'model').inc();
+    throw forbiddenModel(key, model);
+  }
   if (typeof model === 'string' && model) {
     const route = resolveRoute(state.config, state.upstreams, model, state.modelLabels);
     // A renamed model is renamed here too, as on the chat route.

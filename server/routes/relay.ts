@@ -11,6 +11,8 @@ import { readText, readUpstreamBytes } from '../chat/attempt.js';
 import type { AppState } from '../app-state.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
 import { chatErrorEvent } from '../front-doors/chat/errors.js';
+import { allowsModel, forbiddenModel } from '../keys.js';
+import { priorityOf } from '../priority.js';
 import { resolveRoute } from '../routing.js';
 import { SSE_DONE } from '../sse.js';
 import { untilDrainOrClose } from '../drain.js';
@@ -24,6 +26,11 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
       reply: import('fastify').FastifyReply,
     ): Promise<unknown> {
       const body = request.body as { model?: unknown; stream?: unknown };
+      const key = request.tpKey;
+      if (key && !allowsModel(key, typeof body.model === 'string' ? body.model : '')) {
+        state.metrics.keyRefusals.labels(key.name, 'model').inc();
+        throw forbiddenModel(key, String(body.model ?? ''));
+      }
       const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
       const controller = new RequestAbort();
       request.tpAbort = controller;
@@ -48,6 +55,16 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
         body: payload ?? JSON.stringify(body),
         headers,
         signal: controller,
+        // The upstream's slots are shared with chat: the same admission queue and classes.
+        admission: {
+          cls: priorityOf({
+            headers: request.headers,
+            model: typeof body.model === 'string' ? body.model : '',
+            ...(route.priority ? { route: route.priority } : {}),
+            ...(key?.priority ? { key: key.priority } : {}),
+          }),
+          queued: () => {},
+        },
       });
       state.metrics.hot
         .upstreamDuration(route.name, routeLabel, route.client.label)

@@ -1,0 +1,255 @@
+/**
+ * Admission per upstream replica (docs/operations.md): at most `limit` requests in flight on the
+ * replica, and a queue in toolproof beyond it, ordered by priority class, then arrival. Without
+ * it every request goes upstream at once: llama-server's slots fill and the rest wait in its
+ * FIFO, vLLM preempts and evicts cached prefixes, and the main agent's turn waits behind every
+ * background request that came first.
+ *
+ * - `reserved` slots are kept for requests above `low`: background work never fills the last
+ *   ones, so an interactive turn starts at once instead of waiting for a background stream to end.
+ * - The queue is bounded: a full queue sheds its newest request of the lowest class (or the
+ *   arriving one, when nothing queued ranks below it) with TP_ERR_QUEUE_FULL (429).
+ * - A request queued longer than `queueTimeoutMs` leaves with TP_ERR_QUEUE_TIMEOUT (503).
+ * - A request whose client goes away (its abort signal) leaves the queue at once.
+ * Both refusals carry a Retry-After estimated from how long requests held a slot lately.
+ */
+import { ToolproofError } from '../protocol/errors.js';
+import { type AbortLike, RequestAbort } from './abort.js';
+
+export const PRIORITY_CLASSES = ['high', 'normal', 'low', 'background'] as const;
+export type PriorityClass = (typeof PRIORITY_CLASSES)[number];
+/** Lower is served first (vLLM's `priority` field reads the same way). */
+export const PRIORITY_RANK: Readonly<Record<PriorityClass, number>> = Object.freeze({
+  high: 0,
+  normal: 1,
+  low: 2,
+  background: 3,
+});
+const LOW_RANK = PRIORITY_RANK.low;
+
+export interface AdmissionSettings {
+  /** Requests in flight per replica: a number, 'auto' (asked of the backend), or none (no limit). */
+  concurrency?: number | 'auto';
+  /** Slots that `low` and `background` requests may not take (kept for the interactive ones). */
+  reserved: number;
+  /** Requests that may wait per replica; beyond it, 429. */
+  queueSize: number;
+  /** Longest wait in the queue; beyond it, 503. */
+  queueTimeoutMs: number;
+}
+
+export const DEFAULT_ADMISSION: AdmissionSettings = Object.freeze({
+  reserved: 0,
+  queueSize: 256,
+  queueTimeoutMs: 120_000,
+});
+
+/** What a gate tells the metrics (the client's upstream label is bound by the caller). */
+export interface AdmissionHooks {
+  queued?(cls: PriorityClass, delta: 1 | -1): void;
+  admitted?(cls: PriorityClass, queuedMs: number): void;
+  shed?(cls: PriorityClass, reason: 'full' | 'timeout'): void;
+  /** 'auto': reads the replica's slot count (llama-server /props total_slots); undefined: unknown. */
+  probeLimit?(): Promise<number | undefined>;
+}
+
+/** A request holding a slot: release() once, when its exchange is over. */
+export interface Ticket {
+  readonly queuedMs: number;
+  release(): void;
+}
+
+const FREE: Ticket = Object.freeze({ queuedMs: 0, release() {} });
+
+interface Waiter {
+  rank: number;
+  seq: number;
+  cls: PriorityClass;
+  at: number;
+  resolve(ticket: Ticket): void;
+  reject(err: unknown): void;
+  timer: NodeJS.Timeout | undefined;
+  signal: AbortLike;
+  onAbort: () => void;
+}
+
+/** After a failed 'auto' probe the replica runs unlimited, and is asked again after this long. */
+const PROBE_RETRY_MS = 30_000;
+
+export class AdmissionGate {
+  private settings: AdmissionSettings;
+  private active = 0;
+  private seq = 0;
+  private readonly queue: Waiter[] = [];
+  /** The limit in force: the configured one, or the probed one; undefined = no limit. */
+  private limit: number | undefined;
+  private probing = false;
+  private probedAt = -Infinity;
+  /** Mean time a request held a slot (ms, exponentially weighted): the Retry-After estimate. */
+  private holdMs = 1_000;
+
+  constructor(
+    settings: AdmissionSettings,
+    private readonly hooks: AdmissionHooks = {},
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.settings = settings;
+    this.limit = typeof settings.concurrency === 'number' ? settings.concurrency : undefined;
+  }
+
+  /** A reload: the new limits apply to the next admissions; queued requests stay queued. */
+  configure(settings: AdmissionSettings): void {
+    const was = this.settings.concurrency;
+    this.settings = settings;
+    if (typeof settings.concurrency === 'number') this.limit = settings.concurrency;
+    else if (settings.concurrency === undefined) this.limit = undefined;
+    else if (was !== 'auto') {
+      this.limit = undefined;
+      this.probedAt = -Infinity;
+    }
+    this.drain();
+  }
+
+  /** In flight and waiting now (tests, /ready). */
+  get load(): { active: number; queued: number; limit: number | undefined } {
+    return { active: this.active, queued: this.queue.length, limit: this.limit };
+  }
+
+  /**
+   * A slot for a request of class `cls`: at once when one is free (no promise), else queued.
+   * Rejects with TP_ERR_QUEUE_FULL / TP_ERR_QUEUE_TIMEOUT, or the signal's reason on abort.
+   */
+  enter(cls: PriorityClass, signal: AbortLike): Ticket | Promise<Ticket> {
+    this.maybeProbe();
+    const rank = PRIORITY_RANK[cls];
+    if (this.settings.concurrency === undefined && this.limit === undefined) return FREE;
+    // A free slot, and nobody queued who ranks with or above it (a queued low request may be
+    // waiting for a slot only interactive ones may take).
+    const head = this.queue[0];
+    if ((head === undefined || head.rank > rank) && this.canTake(rank)) return this.take(cls, 0);
+    if (signal.aborted) return Promise.reject(signal.reason);
+    if (this.queue.length >= this.settings.queueSize) {
+      const tail = this.queue[this.queue.length - 1];
+      if (tail === undefined || tail.rank <= rank) {
+        this.hooks.shed?.(cls, 'full');
+        return Promise.reject(this.refusal('TP_ERR_QUEUE_FULL'));
+      }
+      // The arriving request outranks the newest of the lowest class: that one leaves instead.
+      this.remove(tail);
+      this.hooks.shed?.(tail.cls, 'full');
+      tail.reject(this.refusal('TP_ERR_QUEUE_FULL'));
+    }
+    return new Promise<Ticket>((resolve, reject) => {
+      const waiter: Waiter = {
+        rank,
+        seq: this.seq++,
+        cls,
+        at: this.now(),
+        resolve,
+        reject,
+        timer: undefined,
+        signal,
+        onAbort: () => {
+          if (!this.remove(waiter)) return;
+          reject(signal.reason ?? new Error('aborted'));
+        },
+      };
+      if (this.settings.queueTimeoutMs > 0) {
+        waiter.timer = setTimeout(() => {
+          if (!this.remove(waiter)) return;
+          this.hooks.shed?.(cls, 'timeout');
+          reject(this.refusal('TP_ERR_QUEUE_TIMEOUT'));
+        }, this.settings.queueTimeoutMs);
+        waiter.timer.unref();
+      }
+      if (signal instanceof RequestAbort) signal.onAbort(waiter.onAbort);
+      else signal.addEventListener('abort', waiter.onAbort, { once: true });
+      this.insert(waiter);
+      this.hooks.queued?.(cls, 1);
+    });
+  }
+
+  private canTake(rank: number): boolean {
+    const limit = this.limit;
+    if (limit === undefined) return this.settings.concurrency !== 'auto' || !this.probing;
+    // At least one slot stays open to every class: a reservation never starves background work.
+    const reserved = rank >= LOW_RANK ? Math.min(this.settings.reserved, limit - 1) : 0;
+    return this.active < limit - reserved;
+  }
+
+  private take(cls: PriorityClass, queuedMs: number): Ticket {
+    this.active++;
+    const started = this.now();
+    let released = false;
+    this.hooks.admitted?.(cls, queuedMs);
+    return {
+      queuedMs,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.active--;
+        this.holdMs = this.holdMs * 0.8 + (this.now() - started) * 0.2;
+        this.drain();
+      },
+    };
+  }
+
+  /** Admits queued requests, best first, while slots are free for them. */
+  private drain(): void {
+    for (;;) {
+      const first = this.queue[0];
+      if (first === undefined || !this.canTake(first.rank)) return;
+      this.remove(first);
+      first.resolve(this.take(first.cls, this.now() - first.at));
+    }
+  }
+
+  /** Sorted by rank, then arrival: a binary search for the place after its equals. */
+  private insert(w: Waiter): void {
+    let lo = 0;
+    let hi = this.queue.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.queue[mid]!.rank <= w.rank) lo = mid + 1;
+      else hi = mid;
+    }
+    this.queue.splice(lo, 0, w);
+  }
+
+  private remove(w: Waiter): boolean {
+    const i = this.queue.indexOf(w);
+    if (i < 0) return false;
+    this.queue.splice(i, 1);
+    clearTimeout(w.timer);
+    if (w.signal instanceof RequestAbort) w.signal.offAbort(w.onAbort);
+    else w.signal.removeEventListener('abort', w.onAbort);
+    this.hooks.queued?.(w.cls, -1);
+    return true;
+  }
+
+  private refusal(code: 'TP_ERR_QUEUE_FULL' | 'TP_ERR_QUEUE_TIMEOUT'): ToolproofError {
+    const slots = Math.max(1, this.limit ?? 1);
+    const seconds = Math.ceil(((this.queue.length + 1) / slots) * (this.holdMs / 1000));
+    return new ToolproofError(code, {
+      detail: { kind: 'retry-later', retryAfter: String(Math.min(60, Math.max(1, seconds))) },
+    });
+  }
+
+  private maybeProbe(): void {
+    if (this.settings.concurrency !== 'auto' || this.limit !== undefined || this.probing) return;
+    if (this.now() - this.probedAt < PROBE_RETRY_MS || !this.hooks.probeLimit) return;
+    this.probing = true;
+    this.probedAt = this.now();
+    this.hooks.probeLimit().then(
+      (n) => this.probed(n),
+      () => this.probed(undefined),
+    );
+  }
+
+  private probed(n: number | undefined): void {
+    this.probing = false;
+    if (this.settings.concurrency === 'auto' && n !== undefined && Number.isInteger(n) && n > 0)
+      this.limit = n;
+    this.drain();
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * The `keys` section of the YAML: client API keys with a name and limits (docs/operations.md).
+ * Schema and types only; server/config.ts validates and freezes them, server/keys.ts enforces.
+ */
+import { PRIORITY_CLASSES, type PriorityClass } from './admission.js';
+
+export interface ApiKeyEntry {
+  /** The key's name: the log line, the trace, the `key` label of the per-client metrics. */
+  readonly name: string;
+  readonly key: string;
+  /** Model names (globs) the key may use; absent: every model. */
+  readonly models?: readonly string[];
+  /** Per minute, per toolproof process (configured / workers). */
+  readonly requestsPerMinute?: number;
+  /** Prompt + completion tokens per minute, per process (configured / workers). */
+  readonly tokensPerMinute?: number;
+  /** Requests in flight at once, per process (configured / workers, at least 1). */
+  readonly concurrency?: number;
+  /** Its requests' class, and the most it may ask for with x-toolproof-priority. */
+  readonly priority?: PriorityClass;
+}
+
+/** The name flat keys (TOOLPROOF_API_KEYS, server.apiKeys) carry. */
+export const UNNAMED_KEY = 'default';
+
+export const keysSchema = {
+  type: 'array',
+  items: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['name', 'key'],
+    properties: {
+      name: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,64}$' },
+      key: { type: 'string', minLength: 8 },
+      models: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
+      requestsPerMinute: { type: 'integer', minimum: 1 },
+      tokensPerMinute: { type: 'integer', minimum: 1 },
+      concurrency: { type: 'integer', minimum: 1 },
+      priority: { enum: [...PRIORITY_CLASSES] },
+    },
+  },
+} as const;
+
+/** Limits divided among the worker processes (each holds its own counters). */
+export function perWorker(entry: ApiKeyEntry, workers: number): ApiKeyEntry {
+  if (workers <= 1)
+    return Object.freeze({ ...entry, ...(entry.models ? { models: Object.freeze([...entry.models]) } : {}) });
+  const share = (n: number | undefined) =>
+    n === undefined ? undefined : Math.max(1, Math.floor(n / workers));
+  const out: Record<string, unknown> = { ...entry };
+  for (const k of ['requestsPerMinute', 'tokensPerMinute', 'concurrency'] as const)
+    if (entry[k] !== undefined) out[k] = share(entry[k]);
+  if (entry.models) out.models = Object.freeze([...entry.models]);
+  return Object.freeze(out) as unknown as ApiKeyEntry;
+}

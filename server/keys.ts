@@ -1,0 +1,172 @@
+/**
+ * Client keys with names and limits (docs/operations.md). The key ring is built once per
+ * configuration (a reload's new one takes over at the next request: a revoked key is refused at
+ * once); the limits' counters live per app and outlive reloads, by key name.
+ *
+ * Keys are compared in constant time: both sides hashed to a fixed length first, and every
+ * configured key is checked, so timing reveals neither length nor which key matched. Keys are
+ * never logged (the logger redacts authorization headers); only their names are.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import { globMatch } from '../protocol/glob.js';
+import { ToolproofError } from '../protocol/errors.js';
+import type { ApiKeyEntry } from './config-keys.js';
+import type { Config } from './config.js';
+
+const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
+
+/** The metric label of requests when no key is configured. */
+export const OPEN_KEY = 'none';
+
+export class KeyRing {
+  private readonly digests: Buffer[];
+  constructor(readonly entries: readonly ApiKeyEntry[]) {
+    this.digests = entries.map((e) => digest(e.key));
+  }
+
+  /** The entry whose key the request presents (Bearer or x-api-key); undefined: none matches. */
+  match(request: FastifyRequest): ApiKeyEntry | undefined {
+    const auth = request.headers.authorization;
+    let presented: string | undefined;
+    if (typeof auth === 'string' && auth.toLowerCase().startsWith('bearer '))
+      presented = auth.slice(7).trim();
+    else if (typeof request.headers['x-api-key'] === 'string') presented = request.headers['x-api-key'];
+    const candidate = digest(presented ?? '');
+    let found = -1;
+    for (let i = 0; i < this.digests.length; i++) if (timingSafeEqual(this.digests[i]!, candidate)) found = i;
+    return presented && found >= 0 ? this.entries[found] : undefined;
+  }
+}
+
+const rings = new WeakMap<Config, KeyRing>();
+
+/** The configuration's key ring (null: no key needed). */
+export function keyRing(config: Config): KeyRing | null {
+  if (config.keys.length === 0) return null;
+  let ring = rings.get(config);
+  if (ring === undefined) rings.set(config, (ring = new KeyRing(config.keys)));
+  return ring;
+}
+
+/** May this key use this model? (Its allow-list's globs; no list: every model.) */
+export function allowsModel(entry: ApiKeyEntry | undefined, model: string): boolean {
+  const list = entry?.models;
+  if (list === undefined) return true;
+  const name = model.slice(0, 256);
+  return list.some((pattern) => globMatch(pattern, name));
+}
+
+/** 403 in the API's shape (the door's error handler frames it). */
+export function forbiddenModel(entry: ApiKeyEntry, model: string): ToolproofError {
+  return new ToolproofError('TP_ERR_MODEL_FORBIDDEN', {
+    param: 'model',
+    message: `The API key "${entry.name}" may not use the model "${model.slice(0, 256)}".`,
+  });
+}
+
+/**
+ * A sliding minute in one-second buckets: what was counted in the last 60 s, and how long until
+ * that falls below a limit. Fixed memory (120 numbers) whatever the traffic.
+ */
+class MinuteWindow {
+  private readonly counts = new Float64Array(60);
+  private readonly seconds = new Float64Array(60).fill(-1);
+
+  add(n: number, nowSec: number): void {
+    const i = nowSec % 60;
+    if (this.seconds[i] !== nowSec) {
+      this.seconds[i] = nowSec;
+      this.counts[i] = 0;
+    }
+    this.counts[i]! += n;
+  }
+
+  sum(nowSec: number): number {
+    let total = 0;
+    for (let i = 0; i < 60; i++) if (this.seconds[i]! > nowSec - 60) total += this.counts[i]!;
+    return total;
+  }
+
+  /** Seconds until the window's sum is below `limit` (at least 1). */
+  secondsUntilBelow(limit: number, nowSec: number): number {
+    let total = this.sum(nowSec);
+    for (let ahead = 1; ahead <= 60; ahead++) {
+      // The bucket of second (now - 60 + ahead) leaves the window `ahead` seconds from now.
+      const leaving = nowSec - 60 + ahead;
+      const i = ((leaving % 60) + 60) % 60;
+      if (this.seconds[i] === leaving) total -= this.counts[i]!;
+      if (total < limit) return ahead;
+    }
+    return 60;
+  }
+}
+
+interface KeyState {
+  inflight: number;
+  requests: MinuteWindow;
+  tokens: MinuteWindow;
+}
+
+export type KeyRefusal = 'requests' | 'tokens' | 'concurrency';
+
+/**
+ * Each key's counters in this process: requests and tokens in the last minute, requests in
+ * flight. Keyed by name, so a reload that changes a key's limits keeps what it already used.
+ */
+export class KeyLimits {
+  private readonly state = new Map<string, KeyState>();
+  constructor(private readonly now: () => number = Date.now) {}
+
+  private of(name: string): KeyState {
+    let s = this.state.get(name);
+    if (s === undefined) {
+      s = { inflight: 0, requests: new MinuteWindow(), tokens: new MinuteWindow() };
+      this.state.set(name, s);
+    }
+    return s;
+  }
+
+  /**
+   * Admits one request of `entry` or throws TP_ERR_RATE_LIMITED (429, Retry-After); `refused`
+   * is told why first. Returns the function that ends it (call once, when its response closes).
+   */
+  admit(entry: ApiKeyEntry, refused?: (reason: KeyRefusal) => void): () => void {
+    const s = this.of(entry.name);
+    const nowSec = Math.floor(this.now() / 1000);
+    const refuse = (reason: KeyRefusal, seconds: number, what: string): never => {
+      refused?.(reason);
+      throw new ToolproofError('TP_ERR_RATE_LIMITED', {
+        detail: { kind: 'retry-later', retryAfter: String(seconds) },
+        message: `The API key "${entry.name}" is over its limit of ${what}; retry in ${seconds} s.`,
+      });
+    };
+    if (entry.concurrency !== undefined && s.inflight >= entry.concurrency)
+      refuse('concurrency', 1, `${entry.concurrency} requests at once`);
+    if (entry.requestsPerMinute !== undefined && s.requests.sum(nowSec) >= entry.requestsPerMinute)
+      refuse(
+        'requests',
+        s.requests.secondsUntilBelow(entry.requestsPerMinute, nowSec),
+        `${entry.requestsPerMinute} requests per minute`,
+      );
+    if (entry.tokensPerMinute !== undefined && s.tokens.sum(nowSec) >= entry.tokensPerMinute)
+      refuse(
+        'tokens',
+        s.tokens.secondsUntilBelow(entry.tokensPerMinute, nowSec),
+        `${entry.tokensPerMinute} tokens per minute`,
+      );
+    s.requests.add(1, nowSec);
+    s.inflight++;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      s.inflight--;
+    };
+  }
+
+  /** Tokens a request of `name` used (prompt + completion, as the upstream reported them). */
+  addTokens(name: string, tokens: number): void {
+    if (tokens > 0) this.of(name).tokens.add(tokens, Math.floor(this.now() / 1000));
+  }
+}

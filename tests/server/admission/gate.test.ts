@@ -1,0 +1,187 @@
+/**
+ * The admission gate alone (server/admission.ts): order by class then arrival, the slots kept for
+ * interactive requests, the queue bound that sheds the least urgent, the queue timeout, a client
+ * that leaves, and an 'auto' limit read from the backend.
+ */
+import { describe, expect, it } from 'vitest';
+import { RequestAbort } from '../../../server/abort.js';
+import { AdmissionGate, type PriorityClass, type Ticket } from '../../../server/admission.js';
+import { retryAfterOf, ToolproofError } from '../../../protocol/errors.js';
+
+const settings = (over: Partial<ConstructorParameters<typeof AdmissionGate>[0]> = {}) => ({
+  concurrency: 1,
+  reserved: 0,
+  queueSize: 10,
+  queueTimeoutMs: 0,
+  ...over,
+});
+
+async function enter(gate: AdmissionGate, cls: PriorityClass, signal = new RequestAbort()): Promise<Ticket> {
+  return await gate.enter(cls, signal);
+}
+
+describe('AdmissionGate', () => {
+  it('admits at once below the limit, then by class and arrival', async () => {
+    const gate = new AdmissionGate(settings());
+    const first = gate.enter('low', new RequestAbort());
+    expect(first).not.toBeInstanceOf(Promise); // a free slot costs no promise
+    const order: string[] = [];
+    const waits = (
+      [
+        ['bg1', 'background'],
+        ['low1', 'low'],
+        ['high1', 'high'],
+        ['low2', 'low'],
+        ['normal1', 'normal'],
+      ] as const
+    ).map(([name, cls]) =>
+      enter(gate, cls).then((t) => {
+        order.push(name);
+        t.release();
+      }),
+    );
+    expect(gate.load).toEqual({ active: 1, queued: 5, limit: 1 });
+    (first as Ticket).release();
+    await Promise.all(waits);
+    expect(order).toEqual(['high1', 'normal1', 'low1', 'low2', 'bg1']);
+    expect(gate.load.active).toBe(0);
+  });
+
+  it('keeps reserved slots for normal and high: background work waits while an interactive turn starts', async () => {
+    const gate = new AdmissionGate(settings({ concurrency: 2, reserved: 1 }));
+    const bg = await enter(gate, 'background');
+    let second = false;
+    const bg2 = enter(gate, 'background').then((t) => {
+      second = true;
+      return t;
+    });
+    await new Promise((r) => setTimeout(r, 5));
+    expect(second).toBe(false); // the last slot is kept
+    const main = gate.enter('normal', new RequestAbort());
+    expect(main).not.toBeInstanceOf(Promise);
+    (main as Ticket).release();
+    bg.release();
+    (await bg2).release();
+    expect(second).toBe(true);
+  });
+
+  it('a full queue sheds its least urgent request for a more urgent one, else refuses the newcomer (429, Retry-After)', async () => {
+    const gate = new AdmissionGate(settings({ queueSize: 1 }));
+    const held = await enter(gate, 'normal');
+    const low = enter(gate, 'low');
+    const high = enter(gate, 'high');
+    await expect(low).rejects.toMatchObject({ code: 'TP_ERR_QUEUE_FULL', status: 429 });
+    const refused = enter(gate, 'high').catch((e: unknown) => e);
+    const err = (await refused) as ToolproofError;
+    expect(err.code).toBe('TP_ERR_QUEUE_FULL');
+    expect(Number(retryAfterOf(err))).toBeGreaterThanOrEqual(1);
+    held.release();
+    (await high).release();
+  });
+
+  it('a request queued past the timeout leaves with 503 and Retry-After', async () => {
+    const shed: string[] = [];
+    const gate = new AdmissionGate(settings({ queueTimeoutMs: 30 }), {
+      shed: (c, r) => shed.push(`${c}:${r}`),
+    });
+    const held = await enter(gate, 'normal');
+    const err = (await enter(gate, 'low').catch((e: unknown) => e)) as ToolproofError;
+    expect(err).toBeInstanceOf(ToolproofError);
+    expect(err.code).toBe('TP_ERR_QUEUE_TIMEOUT');
+    expect(err.status).toBe(503);
+    expect(retryAfterOf(err)).toMatch(/^\d+$/);
+    expect(shed).toEqual(['low:timeout']);
+    expect(gate.load.queued).toBe(0);
+    held.release();
+  });
+
+  it('a client that leaves while queued leaves the queue and never takes a slot', async () => {
+    const depth: number[] = [];
+    let n = 0;
+    const gate = new AdmissionGate(settings(), { queued: (_c, d) => depth.push((n += d)) });
+    const held = await enter(gate, 'normal');
+    const abort = new RequestAbort();
+    const waiting = enter(gate, 'normal', abort);
+    abort.abort(new Error('client gone'));
+    await expect(waiting).rejects.toThrow('client gone');
+    expect(depth).toEqual([1, 0]);
+    held.release();
+    expect(gate.load).toEqual({ active: 0, queued: 0, limit: 1 });
+  });
+
+  it("'auto' asks the backend for its slots once, holding requests until it answers", async () => {
+    let answer: (n: number | undefined) => void = () => {};
+    let asked = 0;
+    const gate = new AdmissionGate(settings({ concurrency: 'auto' }), {
+      probeLimit: () => {
+        asked++;
+        return new Promise((r) => (answer = r));
+      },
+    });
+    const a = enter(gate, 'normal');
+    const b = enter(gate, 'normal');
+    const c = enter(gate, 'normal');
+    expect(asked).toBe(1);
+    answer(2);
+    const [ta, tb] = await Promise.all([a, b]);
+    expect(gate.load).toEqual({ active: 2, queued: 1, limit: 2 });
+    ta!.release();
+    (await c).release();
+    tb!.release();
+  });
+
+  it('a reload that raises the limit admits the queued at once; one that lowers it lets the running finish', async () => {
+    const gate = new AdmissionGate(settings());
+    const a = await enter(gate, 'normal');
+    const b = enter(gate, 'normal');
+    expect(gate.load.queued).toBe(1);
+    gate.configure(settings({ concurrency: 2 }));
+    const tb = await b;
+    expect(gate.load).toEqual({ active: 2, queued: 0, limit: 2 });
+    gate.configure(settings({ concurrency: 1 }));
+    const c = enter(gate, 'normal');
+    a.release();
+    expect(gate.load.queued).toBe(1); // still one running: at the new limit
+    tb.release();
+    (await c).release();
+    expect(gate.load.active).toBe(0);
+  });
+
+  it("an 'auto' backend that does not say runs unlimited", async () => {
+    const gate = new AdmissionGate(settings({ concurrency: 'auto' }), { probeLimit: async () => undefined });
+    const a = await enter(gate, 'normal');
+    const b = await enter(gate, 'normal');
+    expect(gate.load.limit).toBeUndefined();
+    a.release();
+    b.release();
+  });
+});
+
+describe("vLLM's priority field", () => {
+  it('schedulingPriority sends each request its class as `priority` (lower first), the prompt untouched', async () => {
+    const { startStack } = await import('../stack.js');
+    const stack = await startStack({
+      file: { admission: { concurrency: 4, schedulingPriority: true }, defaults: { forceToolUse: false } },
+    });
+    try {
+      for (const [header, rank] of [
+        ['high', 0],
+        ['background', 3],
+      ] as const) {
+        const res = await fetch(`${stack.url}/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-toolproof-priority': header },
+          body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
+        });
+        expect(res.status).toBe(200);
+        const sent = stack.sim.requests.at(-1)!.body as { priority?: number; messages: unknown };
+        expect(sent.priority).toBe(rank);
+        expect(sent.messages).toEqual([{ role: 'user', content: 'hi' }]);
+      }
+      // The header itself never goes upstream.
+      expect(stack.sim.requests.at(-1)!.headers['x-toolproof-priority']).toBeUndefined();
+    } finally {
+      await stack.close();
+    }
+  });
+});

@@ -1,0 +1,213 @@
+/**
+ * Keys with names and limits over real HTTP: the name on the log line, the trace and the
+ * per-key metrics; per-key token counters that equal what the upstream reported over a run of
+ * mixed keys; a model allow-list (403 in each API's shape, and absent from /v1/models); request
+ * and token limits per minute and a concurrency cap (429 with Retry-After). The flat key list
+ * still works, under the name "default".
+ */
+import type { AddressInfo } from 'node:net';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp, type ToolproofApp } from '../../../server/app.js';
+import { type Config, loadConfig } from '../../../server/config.js';
+import { createSimulator, type Simulator } from '../../../simulator/index.js';
+import { closeApp, waitFor } from '../stack.js';
+import { logCapture } from '../test-utils.js';
+
+let sim: Simulator;
+let app: ToolproofApp;
+let origin: string;
+const log = logCapture();
+
+const KEYS = {
+  alice: 'sk-alice-0000000001',
+  bob: 'sk-bob-00000000002',
+  carol: 'sk-carol-0000000003',
+  dave: 'sk-dave-00000000004',
+  erin: 'sk-erin-00000000005',
+  flat: 'sk-flat-00000000006',
+};
+
+beforeAll(async () => {
+  sim = await createSimulator({ personality: 'vllm', promptTokensDetails: true, scenario: 'echo' });
+  const base = loadConfig(
+    { TOOLPROOF_UPSTREAM_URL: sim.url, TOOLPROOF_API_KEYS: KEYS.flat },
+    {
+      defaults: { forceToolUse: false },
+      models: { 'qwen-coder': { upstream: sim.url }, 'side-small': { upstream: sim.url } },
+      keys: [
+        { name: 'alice', key: KEYS.alice },
+        { name: 'bob', key: KEYS.bob, models: ['qwen*'] },
+        { name: 'carol', key: KEYS.carol, tokensPerMinute: 30 },
+        { name: 'dave', key: KEYS.dave, requestsPerMinute: 2 },
+        { name: 'erin', key: KEYS.erin, concurrency: 1 },
+      ],
+    },
+  );
+  const config: Config = Object.freeze({ ...base, simulator: true });
+  app = await buildApp(config, { logger: { level: 'info', stream: log.stream } });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  await closeApp(app);
+  await sim.close();
+});
+
+type Door = 'chat' | 'responses' | 'messages';
+function send(door: Door, key: string, model: string, text: string, extra: Record<string, string> = {}) {
+  const path =
+    door === 'chat' ? '/v1/chat/completions' : door === 'responses' ? '/v1/responses' : '/v1/messages';
+  const body =
+    door === 'chat'
+      ? { model, messages: [{ role: 'user', content: text }] }
+      : door === 'responses'
+        ? { model, input: text }
+        : { model, max_tokens: 50, messages: [{ role: 'user', content: text }] };
+  return fetch(`${origin}${path}`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(door === 'messages'
+        ? { 'x-api-key': key, 'anthropic-version': '2023-06-01' }
+        : { authorization: `Bearer ${key}` }),
+      ...extra,
+    },
+    body: JSON.stringify(body),
+  });
+}
+
+async function metrics(): Promise<string> {
+  return (await fetch(`${origin}/metrics`)).text();
+}
+
+function value(text: string, series: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line ? Number(line.split(' ').at(-1)) : 0;
+}
+
+describe('keys with names', () => {
+  it('per-key token counters equal the usage the upstream reported, over a run of mixed keys', async () => {
+    const seen: Record<string, { prompt: number; completion: number; cached: number }> = {};
+    const clients = {
+      alice: new OpenAI({ baseURL: `${origin}/v1`, apiKey: KEYS.alice, maxRetries: 0 }),
+      bob: new OpenAI({ baseURL: `${origin}/v1`, apiKey: KEYS.bob, maxRetries: 0 }),
+      default: new OpenAI({ baseURL: `${origin}/v1`, apiKey: KEYS.flat, maxRetries: 0 }),
+    };
+    const system = { role: 'system' as const, content: `Shared prefix. ${'Be brief. '.repeat(60)}` };
+    for (let i = 0; i < 12; i++) {
+      const name = (['alice', 'bob', 'default'] as const)[i % 3]!;
+      const model = i % 2 === 0 ? 'qwen-coder' : 'qwen-coder';
+      const messages = [system, { role: 'user' as const, content: `question ${i} ${'x '.repeat(i * 5)}` }];
+      let usage: OpenAI.CompletionUsage | undefined;
+      if (i % 4 < 2) {
+        usage = (await clients[name].chat.completions.create({ model, messages })).usage;
+      } else {
+        const stream = await clients[name].chat.completions.create({
+          model,
+          messages,
+          stream: true,
+          stream_options: { include_usage: true },
+        });
+        for await (const chunk of stream) if (chunk.usage) usage = chunk.usage;
+      }
+      expect(usage).toBeDefined();
+      const s = (seen[name] ??= { prompt: 0, completion: 0, cached: 0 });
+      s.prompt += usage!.prompt_tokens;
+      s.completion += usage!.completion_tokens;
+      s.cached += usage!.prompt_tokens_details?.cached_tokens ?? 0;
+    }
+    // The counters are written when each response closes.
+    await new Promise((r) => setTimeout(r, 50));
+    const text = await metrics();
+    for (const [name, s] of Object.entries(seen)) {
+      expect(value(text, `toolproof_key_tokens_total{key="${name}",model="qwen-coder",kind="prompt"}`)).toBe(
+        s.prompt,
+      );
+      expect(
+        value(text, `toolproof_key_tokens_total{key="${name}",model="qwen-coder",kind="completion"}`),
+      ).toBe(s.completion);
+      expect(value(text, `toolproof_key_tokens_total{key="${name}",model="qwen-coder",kind="cached"}`)).toBe(
+        s.cached,
+      );
+    }
+    expect(seen.alice!.cached).toBeGreaterThan(0); // the shared prefix was served from cache
+  });
+
+  it('the name is on the log line and in the trace', async () => {
+    const res = await send('chat', KEYS.alice, 'qwen-coder', 'hello', { 'x-request-id': 'key-log-1' });
+    expect(res.status).toBe(200);
+    await waitFor(() => log.lines.some((l) => l.reqId === 'key-log-1'));
+    const line = log.lines.find((l) => l.reqId === 'key-log-1')!;
+    expect(line.key).toBe('alice');
+    expect(line.harness).toMatchObject({ key: 'alice', queuedMs: 0 });
+    expect(JSON.stringify(line)).not.toContain(KEYS.alice);
+  });
+
+  it('an unknown key is refused (401)', async () => {
+    expect((await send('chat', 'sk-nobody-000000000', 'qwen-coder', 'hi')).status).toBe(401);
+  });
+});
+
+describe.each(['chat', 'responses', 'messages'] as const)('limits on the %s door', (door) => {
+  it("a model outside the key's allow-list is 403 in the API's shape, and absent from /v1/models", async () => {
+    const res = await send(door, KEYS.bob, 'side-small', 'hi');
+    expect(res.status).toBe(403);
+    const body = (await res.json()) as Record<string, { type: string; message: string }>;
+    if (door === 'messages')
+      expect(body).toMatchObject({ type: 'error', error: { type: 'permission_error' } });
+    else expect(body.error).toMatchObject({ type: 'permission_error', code: 'TP_ERR_MODEL_FORBIDDEN' });
+    expect((await send(door, KEYS.bob, 'qwen-coder', 'hi')).status).toBe(200);
+    const models = (await (
+      await fetch(`${origin}/v1/models`, { headers: { authorization: `Bearer ${KEYS.bob}` } })
+    ).json()) as {
+      data: Array<{ id: string }>;
+    };
+    const ids = models.data.map((m) => m.id);
+    expect(ids).toContain('qwen-coder');
+    expect(ids).not.toContain('side-small');
+  });
+});
+
+describe('rate limits', () => {
+  it('a key over its token limit gets 429 with Retry-After on every door', async () => {
+    // One answer of the echo model costs more than the 30 tokens carol may use per minute.
+    expect(
+      (await send('chat', KEYS.carol, 'qwen-coder', `a long question: ${'word '.repeat(100)}`)).status,
+    ).toBe(200);
+    await new Promise((r) => setTimeout(r, 20));
+    for (const door of ['chat', 'responses', 'messages'] as const) {
+      const res = await send(door, KEYS.carol, 'qwen-coder', 'again');
+      expect(res.status).toBe(429);
+      const wait = Number(res.headers.get('retry-after'));
+      expect(wait).toBeGreaterThanOrEqual(1);
+      expect(wait).toBeLessThanOrEqual(60);
+      const body = (await res.json()) as Record<string, { type: string }>;
+      if (door === 'messages')
+        expect(body).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
+      else expect(body.error).toMatchObject({ type: 'rate_limit_error', code: 'TP_ERR_RATE_LIMITED' });
+    }
+    expect(await metrics()).toMatch(/toolproof_key_refusals_total\{key="carol",reason="tokens"\} 3/);
+  });
+
+  it('a key over its requests per minute gets 429', async () => {
+    expect((await send('chat', KEYS.dave, 'qwen-coder', 'one')).status).toBe(200);
+    expect((await send('chat', KEYS.dave, 'qwen-coder', 'two')).status).toBe(200);
+    const third = await send('chat', KEYS.dave, 'qwen-coder', 'three');
+    expect(third.status).toBe(429);
+    expect(Number(third.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  });
+
+  it('a key at its concurrency cap gets 429 until its request ends', async () => {
+    const slow = send('chat', KEYS.erin, 'qwen-coder', 'slow', {
+      'x-sim-scenario': JSON.stringify({ say: 'slowly', delayMs: 400 }),
+    });
+    await waitFor(() => sim.requests.some((r) => r.rawBody.includes('slow')));
+    const second = await send('chat', KEYS.erin, 'qwen-coder', 'second');
+    expect(second.status).toBe(429);
+    expect((await slow).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 20));
+    expect((await send('chat', KEYS.erin, 'qwen-coder', 'third')).status).toBe(200);
+  });
+});

@@ -1,0 +1,206 @@
+/**
+ * Routes over real HTTP: an alias glob (Claude Code's changing model names) to a configured
+ * model; an ordered fallback list tried before the first byte reaches the client (connection
+ * refused, 503, a full admission queue), on every door, in the trace and a counter; no fallback
+ * once a byte of the answer went out; the long-context route for a prompt beyond the window.
+ */
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type FakeUpstream,
+  fakeUpstream,
+  type Recorded,
+  type RunningProxy,
+  startProxy,
+} from '../../support/harness.js';
+import { buildApp } from '../../../server/app.js';
+import { loadConfig } from '../../../server/config.js';
+import { waitFor } from '../stack.js';
+import { logCapture } from '../test-utils.js';
+
+const chunk = (delta: unknown, finish: string | null) =>
+  `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'x', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+
+function answer(tag: string) {
+  return (req: Recorded, res: ServerResponse) => {
+    const body = JSON.parse(req.body.toString()) as { stream?: boolean; model: string };
+    const said = `${tag} as ${body.model}`;
+    if (body.stream) {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(`${chunk({ role: 'assistant', content: said }, null)}${chunk({}, 'stop')}data: [DONE]\n\n`);
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(
+      JSON.stringify({
+        id: 'c1',
+        object: 'chat.completion',
+        created: 1,
+        model: body.model,
+        choices: [{ index: 0, message: { role: 'assistant', content: said }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+      }),
+    );
+  };
+}
+
+let backup: FakeUpstream;
+let busy: FakeUpstream;
+let torn: FakeUpstream;
+let long: FakeUpstream;
+let main: FakeUpstream;
+let proxy: RunningProxy;
+let deadUrl: string;
+
+beforeAll(async () => {
+  backup = await fakeUpstream(answer('backup'));
+  main = await fakeUpstream(answer('main'));
+  long = await fakeUpstream(answer('long'));
+  busy = await fakeUpstream((_req, res) => {
+    res.writeHead(503, { 'content-type': 'application/json' });
+    res.end('{"error":{"message":"busy","type":"server_error"}}');
+  });
+  // A stream that sends its first words, then the connection dies.
+  torn = await fakeUpstream((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write(chunk({ role: 'assistant', content: 'first words' }, null));
+    setTimeout(() => res.socket?.destroy(), 30);
+  });
+  // A port nobody listens on: connection refused.
+  const probe = createServer();
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+  deadUrl = `http://127.0.0.1:${(probe.address() as AddressInfo).port}/v1`;
+  await new Promise<void>((r) => probe.close(() => r()));
+  proxy = await startProxy(
+    {},
+    {
+      defaults: { forceToolUse: false, maxRetries: 0 },
+      models: {
+        main: { upstream: main.url, contextWindow: 200, longContext: 'long-model' },
+        'long-model': { upstream: long.url },
+        down: { upstream: deadUrl, fallback: ['backup'] },
+        busy: { upstream: busy.url, fallback: ['down-too', 'backup'] },
+        'down-too': { upstream: deadUrl },
+        torn: { upstream: torn.url, fallback: ['backup'] },
+        backup: { upstream: backup.url },
+      },
+      routes: [{ match: ['claude-*', 'sonnet'], model: 'main' }],
+    },
+  );
+});
+
+afterAll(async () => {
+  await proxy.close();
+  for (const u of [backup, busy, torn, long, main]) await u.close();
+});
+
+type Door = 'chat' | 'responses' | 'messages';
+function send(door: Door, model: string, text: string, stream = false) {
+  const path =
+    door === 'chat' ? '/v1/chat/completions' : door === 'responses' ? '/v1/responses' : '/v1/messages';
+  const body =
+    door === 'chat'
+      ? { model, stream, messages: [{ role: 'user', content: text }] }
+      : door === 'responses'
+        ? { model, stream, input: text }
+        : { model, stream, max_tokens: 50, messages: [{ role: 'user', content: text }] };
+  return fetch(`${proxy.origin}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+    body: JSON.stringify(body),
+  });
+}
+
+async function counter(from: string, to: string, reason: string): Promise<number> {
+  const text = await (await fetch(`${proxy.origin}/metrics`)).text();
+  const line = text
+    .split('\n')
+    .find((l) =>
+      l.startsWith(`toolproof_route_fallbacks_total{from="${from}",to="${to}",reason="${reason}"}`),
+    );
+  return line ? Number(line.split(' ').at(-1)) : 0;
+}
+
+describe('aliases and globs', () => {
+  it("Claude Code's changing model names reach the configured model, named as it", async () => {
+    const res = await send('messages', 'claude-sonnet-4-5-20990101', 'hi');
+    expect(res.status).toBe(200);
+    expect(JSON.stringify(await res.json())).toContain('main as main');
+    expect((await send('chat', 'sonnet', 'hi')).status).toBe(200);
+    expect((await send('chat', 'gpt-unknown', 'hi')).status).toBe(404);
+  });
+});
+
+describe.each(['chat', 'responses', 'messages'] as const)('fallback on the %s door', (door) => {
+  for (const stream of [false, true]) {
+    it(`${stream ? 'streamed' : 'not streamed'}: connection refused, then the next model answers`, async () => {
+      const before = await counter('down', 'backup', 'connection');
+      const res = await send(door, 'down', 'hi', stream);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toContain('backup as backup');
+      expect(await counter('down', 'backup', 'connection')).toBe(before + 1);
+    });
+  }
+
+  it('a 503, then a refused connection, then the third model in order answers', async () => {
+    const res = await send(door, 'busy', 'hi');
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain('backup as backup');
+    expect(await counter('busy', 'down-too', 'status_503')).toBeGreaterThanOrEqual(1);
+    expect(await counter('down-too', 'backup', 'connection')).toBeGreaterThanOrEqual(1);
+  });
+
+  it('no fallback once a byte of the answer reached the client', async () => {
+    const before = backup.requests.length;
+    const res = await send(door, 'torn', 'hi', true);
+    const text = await res.text();
+    expect(text).toContain('first words');
+    expect(text).not.toContain('backup');
+    expect(backup.requests.length).toBe(before);
+  });
+});
+
+describe('the trace', () => {
+  it('names each fallback on the log line', async () => {
+    const { stream, lines } = logCapture();
+    const app = await buildApp(
+      loadConfig(
+        {},
+        {
+          defaults: { forceToolUse: false },
+          models: { down: { upstream: deadUrl, fallback: ['backup'] }, backup: { upstream: backup.url } },
+        },
+      ),
+      { logger: { level: 'info', stream } },
+    );
+    try {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/v1/chat/completions',
+        headers: { 'x-request-id': 'fallback-trace' },
+        payload: { model: 'down', messages: [{ role: 'user', content: 'hi' }] },
+      });
+      expect(res.statusCode).toBe(200);
+      await waitFor(() => lines.some((l) => l.reqId === 'fallback-trace'));
+      const line = lines.find((l) => l.reqId === 'fallback-trace')!;
+      expect(line.harness).toMatchObject({
+        routeFallbacks: [{ from: 'down', to: 'backup', reason: 'connection' }],
+      });
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('long context', () => {
+  it('a prompt beyond the window goes to the long-context model; a short one stays', async () => {
+    const short = await send('chat', 'main', 'short');
+    expect(await short.text()).toContain('main as main');
+    const res = await send('chat', 'main', 'word '.repeat(400));
+    expect(await res.text()).toContain('long as long-model');
+    await waitFor(() => long.requests.length === 1);
+    expect(await counter('main', 'long-model', 'long_context')).toBe(1);
+  });
+});
