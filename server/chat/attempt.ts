@@ -148,7 +148,10 @@ export async function openUpstream(
       res = await sendOnce(call, deps, current);
     } catch (err) {
       const reason = fallOverReason(err);
-      if (reason !== undefined && !call.signal.aborted && fallOver(call, deps, reason)) continue;
+      if (reason !== undefined && !call.signal.aborted && fallOver(call, deps, reason)) {
+        current = forRoute(call);
+        continue;
+      }
       throw err;
     }
     if (res.status < 400) return { kind: 'ok', res, request: current };
@@ -156,6 +159,7 @@ export async function openUpstream(
       discardBody(res);
       deps.metrics.upstreamErrors.labels(call.route.name, call.route.client.label, 'status_5xx').inc();
       fallOver(call, deps, `status_${res.status}`);
+      current = forRoute(call);
       continue;
     }
     const text = await readText(res);
@@ -228,6 +232,17 @@ function fallOver(call: ChatCall, deps: ChatDeps, reason: string): boolean {
   deps.metrics.routeFallbacks.labels(from, next.name, reason).inc();
   call.route = next;
   return true;
+}
+
+/**
+ * The request for the route the call moved to, prepared again: the fallback model's own name
+ * and settings go upstream (the policies' effects were recorded for the first preparation).
+ */
+function forRoute(call: ChatCall): ChatCompletionRequest {
+  call.routeChanged();
+  const phase = prepareRequest(call.policies, call.original, call.policyContext());
+  call.setPhase(phase);
+  return phase.request;
 }
 
 /** Effects in `after` that `before` does not already hold (compared as a multiset). */

@@ -171,6 +171,11 @@ export class ChatCall {
     return this.attemptEffects;
   }
 
+  /** The route changed (a fallback model): the request's facts are read again for it. */
+  routeChanged(): void {
+    this.facts = undefined;
+  }
+
   policyContext(): PolicyContext {
     return {
       model: this.route.name,
