@@ -7,6 +7,7 @@ import type { Metrics } from './metrics.js';
 import type { OpenStreams } from './open-streams.js';
 import type { ServedModelLabels } from './routing.js';
 import type { Upstreams } from './upstream.js';
+import type { CaptureRing } from './capture/ring.js';
 
 /** What the routes share: built once by buildApp. */
 export interface AppState {
@@ -19,4 +20,6 @@ export interface AppState {
   modelLabels: ServedModelLabels;
   /** Streams open now (ended with an error event at the shutdown deadline). */
   openStreams: OpenStreams;
+  /** The capture ring behind /inspect; absent when capture is off (TOOLPROOF_CAPTURE_MB=0). */
+  capture?: CaptureRing;
 }

@@ -44,6 +44,9 @@ import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 import { ModelLabels, modelLabel, ServedModelLabels } from './routing.js';
 import { Upstreams } from './upstream.js';
 import { CompileBudgets } from './compile-budget.js';
+import { finishCapture, tapClientResponse } from './capture/recorder.js';
+import { CaptureRing, type RecordWriter } from './capture/ring.js';
+import { registerInspectRoutes } from './routes/inspect.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -54,6 +57,8 @@ declare module 'fastify' {
     tpAbort?: RequestAbort;
     tp?: { model: string; upstream: string; stream: boolean; call?: ChatCall; api?: ChatCall['api'] };
     tpStart: number;
+    /** The request's capture record (capture on, front doors only; docs/inspect.md). */
+    tpCapture?: RecordWriter;
   }
   /**
    * Every reply is its response's default OpenStream (chat framing): a method on the prototype,
@@ -159,6 +164,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     },
     modelLabels: new ServedModelLabels(),
     openStreams: new OpenStreams(),
+    ...(config.capture && config.capture.maxBytes > 0 ? { capture: new CaptureRing(config.capture) } : {}),
   };
   app.decorate('toolproof', state);
   app.decorateRequest('rawBody', undefined);
@@ -166,6 +172,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.decorateRequest('tpError', undefined);
   app.decorateRequest('tp', undefined);
   app.decorateRequest('tpStart', 0);
+  app.decorateRequest('tpCapture', undefined);
   app.decorateReply('abortWithError', function (this: FastifyReply, err: ToolproofError) {
     return endStreamWith(this.raw, (e) => this.request.tpAbort?.abort(e), err, chatErrorFrame);
   });
@@ -244,6 +251,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // deadline: the reply itself frames it (see the FastifyReply declaration above).
     const res = reply.raw;
     state.openStreams.add(res, reply);
+    // Capture: what a front door's client receives, as written (server/capture/recorder.ts).
+    if (state.capture && request.routeOptions.config?.api !== undefined) tapClientResponse(res, request);
     // One listener per event (on(), not once(): each fires once, and once() costs a bound wrapper
     // and its state): a client that goes away cancels the upstream request at once (also while
     // waiting for the first token, or during a fallback or corrective retry), and the request's
@@ -272,6 +281,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   registerRelayRoutes(app, state);
   registerModelRoutes(app, state, FRONT_DOORS);
   registerOpsRoutes(app, state);
+  registerInspectRoutes(app, state);
   // Last: the catch-all for every route toolproof does not own.
   await app.register(registerPassthroughRoutes, { state });
 
@@ -390,6 +400,11 @@ function logRequest(
       state.metrics.hot.responses(model, kind, call.api).inc();
   }
   const cache = call ? recordPromptCache(call, callUsage(call), state.metrics) : undefined;
+  const err = request.tpError ?? tp?.call?.streamError;
+  if (call?.capture) {
+    finishCapture(call, status, finished, callUsage(call), cache, harnessOf(call, cache), err);
+    request.tpCapture = undefined;
+  }
   const quiet = QUIET_ROUTES.has(path);
   if ((LOG_LEVELS[app.log.level] ?? 0) > (quiet ? 20 : 30)) return; // level off: skip building the line
   const line: Record<string, unknown> = {
@@ -400,7 +415,6 @@ function logRequest(
     status: finished ? status : 'aborted',
     latencyMs: Math.round(seconds * 10_000) / 10,
   };
-  const err = request.tpError ?? tp?.call?.streamError;
   // Cut, and without the input values upstream validation errors echo (prompts stay out of logs).
   if (err) line.error = { code: err.code, status: err.status, message: redactForLog(err.message) };
   if (tp) {
@@ -411,26 +425,31 @@ function logRequest(
   if (call) {
     const usage = callUsage(call);
     if (usage) line.usage = usage;
-    const t = call.trace;
-    line.harness = {
-      forced: t.forced,
-      ...(t.toolChoiceSent ? { toolChoice: t.toolChoiceSent } : {}),
-      fallback: t.fallback,
-      attempts: t.attempts,
-      repairs: t.repairs,
-      leaks: t.leaks,
-      retries: t.retries,
-      normalizations: t.normalizations,
-      constraints: t.constraints,
-      finalAnswerProblems: t.finalAnswerProblems,
-      validationFailures: t.validationFailures.map((v) => v.tool),
-      ...(t.unenforced.length > 0 ? { unenforced: t.unenforced } : {}),
-      ...(t.droppedTools ? { droppedTools: t.droppedTools } : {}),
-      ...(cache ? { cachedTokens: cache.cached, promptTokens: cache.prompt } : {}),
-      ...(call.discardedTokens > 0 ? { discardedTokens: call.discardedTokens } : {}),
-      final: t.finalKind ?? null,
-    };
+    line.harness = harnessOf(call, cache);
   }
   if (quiet) app.log.debug(line, 'request');
   else app.log.info(line, 'request');
+}
+
+/** The log line's `harness` object (also the capture's summary of the request). */
+function harnessOf(call: ChatCall, cache: { cached: number; prompt: number } | undefined): Record<string, unknown> {
+  const t = call.trace;
+  return {
+    forced: t.forced,
+    ...(t.toolChoiceSent ? { toolChoice: t.toolChoiceSent } : {}),
+    fallback: t.fallback,
+    attempts: t.attempts,
+    repairs: t.repairs,
+    leaks: t.leaks,
+    retries: t.retries,
+    normalizations: t.normalizations,
+    constraints: t.constraints,
+    finalAnswerProblems: t.finalAnswerProblems,
+    validationFailures: t.validationFailures.map((v) => v.tool),
+    ...(t.unenforced.length > 0 ? { unenforced: t.unenforced } : {}),
+    ...(t.droppedTools ? { droppedTools: t.droppedTools } : {}),
+    ...(cache ? { cachedTokens: cache.cached, promptTokens: cache.prompt } : {}),
+    ...(call.discardedTokens > 0 ? { discardedTokens: call.discardedTokens } : {}),
+    final: t.finalKind ?? null,
+  };
 }

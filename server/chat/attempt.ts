@@ -14,6 +14,13 @@ import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstream.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects } from './effects.js';
+import {
+  captureAttemptBody,
+  captureAttemptEnd,
+  captureAttemptOpened,
+  captureAttemptSent,
+  captureDecision,
+} from '../capture/recorder.js';
 import { runRequestPolicies } from '../../policies/composition.js';
 
 const MAX_ERROR_BODY = 1024 * 1024;
@@ -90,11 +97,13 @@ async function sendOnce(
 ): Promise<UpstreamResponse> {
   call.trace.attempts++;
   const started = performance.now();
+  const body = serializeRequest(call, request);
+  captureAttemptSent(call, body, started);
   try {
     const res = await call.route.client.request({
       method: 'POST',
       path: '/chat/completions',
-      body: serializeRequest(call, request),
+      body,
       headers: call.forwardHeaders,
       signal: call.signal,
       ...(call.affinityKey !== undefined ? { affinity: call.affinityKey } : {}),
@@ -104,8 +113,10 @@ async function sendOnce(
     deps.metrics.hot
       .upstreamDuration(call.route.name, 'chat', call.route.client.label)
       .observe((performance.now() - started) / 1000);
+    captureAttemptOpened(call, started, res);
     return res;
   } catch (err) {
+    captureAttemptOpened(call, started, undefined, err as ToolproofError);
     if (!call.signal.aborted) {
       const kind = (err as ToolproofError).code === 'TP_ERR_UPSTREAM_TIMEOUT' ? 'timeout' : 'unreachable';
       deps.metrics.upstreamErrors.labels(call.route.name, call.route.client.label, kind).inc();
@@ -132,6 +143,7 @@ export async function openUpstream(
     const res = await sendOnce(call, deps, current);
     if (res.status < 400) return { kind: 'ok', res, request: current };
     const text = await readText(res);
+    captureAttemptBody(call, text);
     const body = parseUpstreamBody(text);
     deps.metrics.upstreamErrors
       .labels(call.route.name, call.route.client.label, res.status >= 500 ? 'status_5xx' : 'status_4xx')
@@ -139,6 +151,12 @@ export async function openUpstream(
     const canFallback = call.phase.forcedRequired && !call.trace.fallback;
     if (canFallback && shouldFallback({ status: res.status, body, bytesSentToClient: 0 })) {
       call.trace.fallback = true;
+      captureAttemptEnd(call);
+      captureDecision(
+        call,
+        'fallback',
+        `the upstream rejected tool_choice "required" (status ${res.status}): sent again with "auto"`,
+      );
       const upstream = call.route.client.label;
       deps.memory.remember(upstream, call.route.name, call.route.settings.fallbackTtlSeconds);
       deps.metrics.toolChoiceFallbacks.labels(upstream, call.route.name).inc();
@@ -153,13 +171,9 @@ export async function openUpstream(
       current = phase.request;
       continue;
     }
-    return {
-      kind: 'error',
-      status: res.status,
-      body,
-      error: fromUpstreamError(res.status, body, call.route.client.label, res.headers),
-      request: current,
-    };
+    const error = fromUpstreamError(res.status, body, call.route.client.label, res.headers);
+    captureAttemptEnd(call, error);
+    return { kind: 'error', status: res.status, body, error, request: current };
   }
 }
 

@@ -15,6 +15,7 @@ import type { Metrics } from '../metrics.js';
 import type { ModelLabels, ResolvedRoute } from '../routing.js';
 import type { RequestPhase } from '../../policies/composition.js';
 import type { HarnessTrace } from './trace.js';
+import type { RecordWriter } from '../capture/ring.js';
 
 export interface ChatDeps {
   config: Config;
@@ -79,6 +80,8 @@ export class ChatCall {
   affinityKey: string | undefined;
   /** What compiling this request's schemas may still cost (every attempt draws on it). */
   compileBudget: CompileBudget | undefined;
+  /** This request's capture record while it is written (capture on only; docs/inspect.md). */
+  capture: RecordWriter | undefined;
   /** The streamed message's identity, from the upstream's chunks (closing frames reuse it). */
   streamIdentity: { id: string; model: string; created: number };
 

@@ -7,6 +7,7 @@ import { describeEffect, type PolicyEffect, unaskedChoicesEffect } from '../../p
 import type { EffectTallyName } from '../../policies/types.js';
 import type { Metrics } from '../metrics.js';
 import type { ChatCall, ChatDeps } from './context.js';
+import { captureEffects } from '../capture/recorder.js';
 
 /** toolproof_schemas_unenforced_total's causes: a closed set. */
 const UNENFORCED_CAUSES = new Set(['budget', 'cost', 'schema', 'pattern']);
@@ -26,6 +27,7 @@ export function recordPolicyEffects(call: ChatCall, deps: ChatDeps, effects: rea
   // concat sizes the array to its elements (push() onto [] reserves 17 slots): the trace lives
   // as long as the request, an open stream included.
   if (effects.length > 0) t.effects = t.effects.concat(effects);
+  if (call.capture && effects.length > 0) captureEffects(call, effects);
   for (const e of effects) {
     const r = describeEffect(e);
     if (!r) continue;

@@ -10,6 +10,7 @@ import type { ModelSettings } from '../../protocol/settings.js';
 import { withPreserveThinking } from '../../protocol/template-kwargs.js';
 import { RequestAbort } from '../abort.js';
 import { affinityKey } from '../affinity.js';
+import { beginCapture } from '../capture/recorder.js';
 import type { AppState } from '../app-state.js';
 import { reportDroppedTools } from '../dropped-tools.js';
 import { resolveRoute } from '../routing.js';
@@ -71,6 +72,15 @@ export function startChatCall(
   // Several replicas: the conversation's key picks the one that holds its prefix in cache.
   if (route.client.replicas > 1 && state.config.affinity?.enabled !== false)
     call.affinityKey = affinityKey(request.headers, request.body, body);
+  // The inspector groups requests into sessions by the same key (docs/inspect.md).
+  if (state.capture)
+    beginCapture(
+      state.capture,
+      request,
+      call,
+      call.affinityKey ?? affinityKey(request.headers, request.body, body),
+      request.rawBody ?? rawBody,
+    );
   call.compileBudget = state.chatDeps.compileBudgets?.forRequest();
   // The call owns the client's bytes from here (and drops them once the request is rewritten):
   // the Fastify request, alive as long as the response, must not keep a second reference.

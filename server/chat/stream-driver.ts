@@ -46,6 +46,7 @@ import {
   stalled,
 } from './stream-read.js';
 import { recordUnaskedChoices } from './effects.js';
+import { captureAttemptEnd, captureDecision, captureEvent } from '../capture/recorder.js';
 import { relayStream } from './stream-relay.js';
 import { discardDecided } from './early-stop.js';
 import { noteTimings } from './prompt-cache.js';
@@ -69,6 +70,7 @@ export class SseDriver implements AttemptDriver {
   // the read loop's only (each async frame an open stream waits in costs it ~0.3 KB of heap).
   read(opened: OpenedResponse, passthrough: boolean): Promise<AttemptReport> {
     const notSse = notEventStream(this.call, opened.res);
+    if (notSse && this.call.capture) captureAttemptEnd(this.call, notSse);
     if (notSse) return Promise.resolve({ kind: 'failed', error: notSse, midStream: false });
     this.out.open();
     if (passthrough) {
@@ -199,6 +201,7 @@ class StreamReader implements LaneSink {
     if (raw)
       this.dumpRaw?.(this.call.reqId, this.call.trace.attempts, raw.map((p) => `data: ${p}\n\n`).join(''));
     const usage = this.usage ? { usage: this.usage } : {};
+    if (this.call.capture) captureAttemptEnd(this.call, this.failure?.error);
     if (this.failure) {
       discardBody(this.opened.res);
       return { ...this.failure, ...usage };
@@ -207,6 +210,8 @@ class StreamReader implements LaneSink {
     if (this.stoppedEarly) {
       discardBody(this.opened.res);
       this.deps.metrics.earlyStops.labels(this.call.route.name, 'retry-certain').inc();
+      if (this.call.capture)
+        captureDecision(this.call, 'early-stop', 'a retry is certain: the upstream stream was cut off at once');
     }
     const end = this.chain.end();
     return {
@@ -268,6 +273,7 @@ class StreamReader implements LaneSink {
 
   private handle(payload: string): void {
     this.raw?.push(payload);
+    if (this.call.capture) captureEvent(this.call, payload);
     if (payload === '[DONE]') this.finished = true;
     if (this.failure || payload === '[DONE]') return;
     if (this.lane.take(payload, this)) {

@@ -24,6 +24,7 @@ import {
   parseEvent,
 } from './stream-read.js';
 import { addUsage } from './trace.js';
+import { captureAttemptEnd, captureEvent } from '../capture/recorder.js';
 
 /**
  * One read, fed to the parser in up to three parts, so that whole events are relayed as the
@@ -130,8 +131,10 @@ export function relayStream(
   let text = '';
   let chunks: ChatCompletionChunk[] = [];
 
+  const capture = call.capture !== undefined;
   const handle = (payload: string): void => {
     raw?.push(payload);
+    if (capture) captureEvent(call, payload);
     if (failure || payload === '[DONE]') return;
     if (relay && !payload.includes('"error"') && !payload.includes('"usage"')) {
       text += `data: ${payload}\n\n`; // an ordinary event as its own text, only re-framed
@@ -204,6 +207,7 @@ export function relayStream(
       let done = false;
       for (const p of whole.payloads) {
         raw?.push(p);
+        if (capture) captureEvent(call, p);
         if (p === '[DONE]') done = true;
         else lastUsagePayload = p.includes('"usage"') ? p : '';
       }
@@ -221,6 +225,7 @@ export function relayStream(
   };
   return pumpBody(call, res, onRead).then((readFailure): AttemptReport => {
     failure ??= readFailure;
+    if (capture) captureAttemptEnd(call, failure);
     if (raw) deps.dumpRaw?.(call.reqId, call.trace.attempts, raw.map((p) => `data: ${p}\n\n`).join(''));
     if (failure) {
       discardBody(res);
