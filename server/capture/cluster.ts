@@ -55,8 +55,7 @@ export type AskGroup = (op: CaptureOp) => Promise<GroupAnswer>;
  */
 export function joinCaptureGroup(ring: CaptureRing | undefined): AskGroup {
   const local = (op: CaptureOp): GroupAnswer => ({ parts: [answer(ring, op, WORKER_ID)], partial: false });
-  if (!cluster.isWorker || !process.send || process.env[WORKER_MARK] !== '1')
-    return async (op) => local(op);
+  if (!cluster.isWorker || !process.send || process.env[WORKER_MARK] !== '1') return async (op) => local(op);
   let nextId = 0;
   const waiting = new Map<number, (parts: unknown[]) => void>();
   process.on('message', (message: unknown) => {
@@ -105,7 +104,12 @@ export function serveGroupCapture(listening: () => Set<number>): void {
       const workers = Object.values(cluster.workers ?? {}).filter(
         (w): w is Worker => !!w && listening().has(w.id) && w.isConnected(),
       );
-      gathers.set(id, { waiting: new Set(workers.map((w) => w.id)), parts: [], asker: worker, askId: message.id });
+      gathers.set(id, {
+        waiting: new Set(workers.map((w) => w.id)),
+        parts: [],
+        asker: worker,
+        askId: message.id,
+      });
       // A worker that never answers leaves the others' answers standing.
       setTimeout(() => settle(id, true), ASK_TIMEOUT_MS - 500).unref();
       for (const w of workers) w.send({ tp: 'capture:collect', id, op: message.op } satisfies Collect);

@@ -5,7 +5,13 @@
  * data in, plain data out: the same answers travel between cluster workers (cluster.ts).
  */
 import { type Reassembled, reassemble } from './reassemble.js';
-import { type CaptureQuery, type CaptureRecord, type CaptureRing, type CaptureSummary, summaryOf } from './ring.js';
+import {
+  type CaptureQuery,
+  type CaptureRecord,
+  type CaptureRing,
+  type CaptureSummary,
+  summaryOf,
+} from './ring.js';
 
 export type CaptureOp =
   | { op: 'list'; query: CaptureQuery }
@@ -41,7 +47,10 @@ export interface SessionTurn {
    * Whether the prompt kept the previous turn's bytes: null for the first turn or when a body
    * was cut; otherwise where the first difference is (docs/prefix.md).
    */
-  prefix: { kept: true } | { kept: false; where: string; offset: number; before: string; after: string } | null;
+  prefix:
+    | { kept: true }
+    | { kept: false; where: string; offset: number; before: string; after: string }
+    | null;
 }
 
 export interface Stats {
@@ -81,19 +90,29 @@ function viewOf(record: CaptureRecord): RequestView {
     record,
     modelWrote: record.upstreamAttempts.map((a) => reassemble(a.response.text)),
     clientReceived: reassemble(record.clientResponse.body.text),
-    curl: record.upstreamAttempts.map((a) => curlOf(record, a.upstream, a.replica, a.request.text, a.request.cut)),
+    curl: record.upstreamAttempts.map((a) =>
+      curlOf(record, a.upstream, a.replica, a.request.text, a.request.cut),
+    ),
   };
 }
 
 const shellQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
-function curlOf(record: CaptureRecord, upstream: string, replica: string | undefined, body: string, cut: number): string {
+function curlOf(
+  record: CaptureRecord,
+  upstream: string,
+  replica: string | undefined,
+  body: string,
+  cut: number,
+): string {
   const base = replica ?? upstream;
   const url = /^https?:\/\//.test(base) ? base : `http://${base}`;
   const lines = [
     '# Replays this attempt against the backend. toolproof never keeps credentials: add',
     '# -H "authorization: Bearer $KEY" if the backend needs one.',
-    ...(cut > 0 ? [`# The captured body was cut (${cut} characters left out): this replay is incomplete.`] : []),
+    ...(cut > 0
+      ? [`# The captured body was cut (${cut} characters left out): this replay is incomplete.`]
+      : []),
     `curl -sS ${shellQuote(`${url.replace(/\/+$/, '')}/chat/completions`)} \\`,
     `  -H 'content-type: application/json' -H ${shellQuote(`x-request-id: ${record.id}`)} \\`,
     "  --data-binary @- <<'TOOLPROOF_BODY'",
@@ -127,10 +146,14 @@ export function turnsOf(records: readonly CaptureRecord[]): SessionTurn[] {
   return sorted.map((r) => {
     const summary = summaryOf(r);
     const t = r.tokens;
-    const cachedRatio = t.cached !== null && t.prompt ? Math.round((t.cached / t.prompt) * 1000) / 1000 : null;
+    const cachedRatio =
+      t.cached !== null && t.prompt ? Math.round((t.cached / t.prompt) * 1000) / 1000 : null;
     const first = r.upstreamAttempts[0];
     const current = first && first.request.cut === 0 ? parsePrompt(first.request.text) : null;
-    const prefix = previous === undefined || previous === null || current === null ? null : comparePrefix(previous, current);
+    const prefix =
+      previous === undefined || previous === null || current === null
+        ? null
+        : comparePrefix(previous, current);
     previous = current;
     return { summary, cachedRatio, prefix };
   });

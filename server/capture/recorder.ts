@@ -61,11 +61,14 @@ export function beginCapture(
   w.note(JSON.stringify(headers).length);
   record.clientRequest.headers = headers;
   // The client's own bytes when at hand; a body they were not kept for, as JSON (cut after).
-  record.clientRequest.body = w.text(
+  // Only the head of a large body is decoded: `cut` then counts the bytes left out.
+  record.clientRequest.body =
     clientBytes !== undefined
-      ? clientBytes.toString('utf8', 0, Math.min(clientBytes.length, ring.limits.textChars * 4))
-      : JSON.stringify(request.body ?? null),
-  );
+      ? w.text(
+          clientBytes.toString('utf8', 0, Math.min(clientBytes.length, ring.limits.textChars * 4)),
+          clientBytes.length,
+        )
+      : w.text(JSON.stringify(request.body ?? null));
   w.start = request.tpStart;
   call.capture = w;
   request.tpCapture = w;
@@ -255,7 +258,11 @@ export function finishCapture(
   r.attempts = call.trace.attempts;
   const t = call.trace;
   if (t.droppedTools?.length)
-    captureDecision(call, 'dropped-tools', `hosted tools left out of the upstream request: ${t.droppedTools.join(', ')}`);
+    captureDecision(
+      call,
+      'dropped-tools',
+      `hosted tools left out of the upstream request: ${t.droppedTools.join(', ')}`,
+    );
   const kinds: Outcome[] = [];
   if (!finished || status >= 400 || error || t.finalKind === 'error') kinds.push('failed');
   if (t.retries.length > 0) kinds.push('retried');

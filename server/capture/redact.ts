@@ -7,7 +7,9 @@ const MAX_HEADERS = 64;
 const MAX_VALUE_CHARS = 512;
 export const REDACTED = '[redacted]';
 
-export function redactHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+export function redactHeaders(
+  headers: Record<string, string | string[] | undefined>,
+): Record<string, string> {
   const out: Record<string, string> = {};
   let n = 0;
   for (const [name, value] of Object.entries(headers)) {

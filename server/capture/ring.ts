@@ -143,13 +143,16 @@ export class RecordWriter {
     this.ring.charge(this, n);
   }
 
-  /** `s` cut to the per-text cap and the record's room, owned, and counted. */
-  text(s: string): CapturedText {
-    if (this.evicted) return { text: '', cut: s.length };
+  /**
+   * `s` cut to the per-text cap and the record's room, owned, and counted. `whole`: the length
+   * of what `s` was already cut from (a body decoded only in part), for the `cut` it reports.
+   */
+  text(s: string, whole = s.length): CapturedText {
+    if (this.evicted) return { text: '', cut: whole };
     const keep = Math.min(s.length, this.ring.limits.textChars, this.room());
     const text = own(keep < s.length ? s.slice(0, keep) : s);
     this.charge(text.length);
-    return { text, cut: s.length - keep };
+    return { text, cut: Math.max(0, whole - keep) };
   }
 
   /** Small structured values (a decision, header maps): counted by their JSON length. */

@@ -133,7 +133,12 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
           .flat()
           .sort((a, b) => b.at - a.at)
           .slice(0, limit);
-        return { capture: state.capture !== undefined, workers: got.parts.length, partial: got.partial, requests };
+        return {
+          capture: state.capture !== undefined,
+          workers: got.parts.length,
+          partial: got.partial,
+          requests,
+        };
       },
     );
 
@@ -145,7 +150,11 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
           summary:
             'One request whole: the client request (no credentials), every upstream attempt, the decisions, what the client received, and read-back views.',
           security: [{ bearer: [] }],
-          params: { type: 'object', properties: { id: { type: 'string', maxLength: 200 } }, required: ['id'] },
+          params: {
+            type: 'object',
+            properties: { id: { type: 'string', maxLength: 200 } },
+            required: ['id'],
+          },
         },
       },
       async (request) => {
@@ -209,7 +218,12 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
       async (request) => {
         const { key } = request.query as { key: string };
         const got = await ask({ op: 'session', key });
-        return { session: key, workers: got.parts.length, partial: got.partial, turns: turnsOf((got.parts as CaptureRecord[][]).flat()) };
+        return {
+          session: key,
+          workers: got.parts.length,
+          partial: got.partial,
+          turns: turnsOf((got.parts as CaptureRecord[][]).flat()),
+        };
       },
     );
   });
