@@ -521,7 +521,7 @@ async function showRequest(id) {
     ),
     el('details', {}, el('summary', {}, 'response as sent'), el('pre', {}, r.clientResponse.body.text)),
   ];
-  main.replaceChildren(...parts.flat());
+  main.replaceChildren(...parts.flat().filter((p) => p !== null && p !== undefined));
   setState(r.inFlight ? 'in flight' : '');
   if (r.inFlight) timer = setTimeout(() => current === 'request' && showRequest(id), 1000);
 }
