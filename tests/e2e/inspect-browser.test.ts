@@ -112,7 +112,7 @@ describe.skipIf(!available)('the inspector page in headless Chromium', () => {
     await page.screenshot({ path: join(ARTIFACTS, 'list.png') });
     // Filters: the outcome select narrows the list.
     await page.selectOption('select[name=outcome]', 'failed');
-    await page.waitForFunction(() => document.querySelectorAll('tr[data-id]').length === 1);
+    await expect.poll(() => page.locator('tr[data-id]').count()).toBe(1);
     expect(await page.locator('tr[data-id]').getAttribute('data-id')).toBe(ids.failed);
   });
 
@@ -127,6 +127,13 @@ describe.skipIf(!available)('the inspector page in headless Chromium', () => {
     expect(await page.locator('#client-received pre.text').textContent()).not.toContain('<tool_call>');
     expect(await page.locator('#decisions li[data-kind="leak"]').textContent()).toMatch(/hermes.*recovered/);
     await page.screenshot({ path: join(ARTIFACTS, 'leak.png'), fullPage: true });
+    // The README's picture (docs/inspect.png is a copy of this one).
+    await page.setViewportSize({ width: 1100, height: 860 });
+    await page.screenshot({
+      path: join(ARTIFACTS, 'leak-top.png'),
+      clip: { x: 0, y: 0, width: 1100, height: 520 },
+    });
+    await page.setViewportSize({ width: 1280, height: 860 });
   });
 
   it('a prose answer forced to a final answer', async () => {
@@ -172,7 +179,7 @@ describe.skipIf(!available)('the inspector page in headless Chromium', () => {
         .count(),
     ).toBe(0);
     await page.waitForTimeout(200);
-    expect(await page.evaluate(() => (window as { __pwned?: number }).__pwned)).toBeUndefined();
+    expect(await page.evaluate('typeof window.__pwned')).toBe('undefined');
     await page.screenshot({ path: join(ARTIFACTS, 'escaped.png') });
   });
 
