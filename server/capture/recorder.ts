@@ -63,12 +63,7 @@ export function beginCapture(
   // The client's own bytes when at hand; a body they were not kept for, as JSON (cut after).
   // Only the head of a large body is decoded: `cut` then counts the bytes left out.
   record.clientRequest.body =
-    clientBytes !== undefined
-      ? w.text(
-          clientBytes.toString('utf8', 0, Math.min(clientBytes.length, ring.limits.textChars * 4)),
-          clientBytes.length,
-        )
-      : w.text(JSON.stringify(request.body ?? null));
+    clientBytes !== undefined ? w.fromBytes(clientBytes) : w.text(JSON.stringify(request.body ?? null));
   w.start = request.tpStart;
   call.capture = w;
   request.tpCapture = w;
@@ -111,7 +106,7 @@ export function captureAttemptSent(call: ChatCall, body: string | Buffer, sentAt
     at: Date.now(),
     queueMs: round(sentAt - startOf(call)),
     stream: call.phase.request.stream === true,
-    request: w.text(typeof body === 'string' ? body : body.toString('utf8')),
+    request: typeof body === 'string' ? w.text(body) : w.fromBytes(body),
     response: { text: '', cut: 0 },
     events: 0,
   });
@@ -139,11 +134,11 @@ export function captureAttemptOpened(
 }
 
 /** A whole (non-streamed or error) response body of the running attempt. */
-export function captureAttemptBody(call: ChatCall, text: string): void {
+export function captureAttemptBody(call: ChatCall, body: string | Buffer): void {
   const w = call.capture;
   const a = w?.record.upstreamAttempts.at(-1);
   if (!w || !a) return;
-  a.response = w.text(text);
+  a.response = typeof body === 'string' ? w.text(body) : w.fromBytes(body);
 }
 
 /** One event of the running attempt's stream, as received. */

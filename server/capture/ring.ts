@@ -155,6 +155,12 @@ export class RecordWriter {
     return { text, cut: Math.max(0, whole - keep) };
   }
 
+  /** Bytes as text: only the head that can be kept is decoded (a 32 MB body costs its cut). */
+  fromBytes(b: Buffer): CapturedText {
+    const head = Math.min(b.length, this.ring.limits.textChars * 4);
+    return this.text(b.toString('utf8', 0, head), b.length);
+  }
+
   /** Small structured values (a decision, header maps): counted by their JSON length. */
   note(chars: number): void {
     if (!this.evicted) this.charge(chars);

@@ -50,7 +50,7 @@ export class JsonDriver implements AttemptDriver {
       throw err;
     }
     if (call.capture) {
-      captureAttemptBody(call, bytes.toString('utf8'));
+      captureAttemptBody(call, bytes);
       captureAttemptEnd(call);
     }
     if (passthrough) {
