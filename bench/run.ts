@@ -371,7 +371,8 @@ function checkResponse(c: Case, side: Side, status: number, text: string): Probe
     const sse = parseSse(text);
     const joined = sse.contents.join('');
     if (!sse.done) return { ok: false, detail: `stream did not end with data: [DONE]: ${cut(text)}` };
-    if (c.answer !== undefined && side === 'proxied') {
+    // toolproof's sides: with --capture-ab the fourth one is toolproof too (capture off).
+    if (c.answer !== undefined && (side === 'proxied' || (side === 'bare' && captureAb))) {
       // The harness: the final_answer call's arguments became live content deltas.
       if (joined.trim() !== c.answer.trim() || sse.contents.length < Math.min(10, (c.chunks ?? 0) - 3))
         return { ok: false, detail: `final_answer was not streamed as content: ${cut(text)}` };

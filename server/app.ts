@@ -432,7 +432,10 @@ function logRequest(
 }
 
 /** The log line's `harness` object (also the capture's summary of the request). */
-function harnessOf(call: ChatCall, cache: { cached: number; prompt: number } | undefined): Record<string, unknown> {
+function harnessOf(
+  call: ChatCall,
+  cache: { cached: number; prompt: number } | undefined,
+): Record<string, unknown> {
   const t = call.trace;
   return {
     forced: t.forced,

@@ -296,7 +296,8 @@ function envInt(env: NodeJS.ProcessEnv, key: string): number | undefined {
 function envNumber(env: NodeJS.ProcessEnv, key: string): number | undefined {
   const raw = env[key];
   if (raw === undefined || raw === '') return undefined;
-  if (!/^\d+(\.\d+)?$/.test(raw.trim())) throw new ConfigError(`${key} must be a non-negative number, got "${raw}"`);
+  if (!/^\d+(\.\d+)?$/.test(raw.trim()))
+    throw new ConfigError(`${key} must be a non-negative number, got "${raw}"`);
   return Number(raw.trim());
 }
 

@@ -174,8 +174,8 @@ export function captureDecision(
     reason: reason.slice(0, MAX_DETAIL_CHARS),
     ...(detail !== undefined ? { detail: w.text(stringify(detail)).text } : {}),
   };
-  w.note(d.reason.length + 64);
-  w.record.decisions.push(d);
+  // A record out of room keeps no more decisions (its cut texts already say it was cut).
+  if (w.note(d.reason.length + 64)) w.record.decisions.push(d);
 }
 
 /** The policies' effects, as decisions: what each means (describeEffect) is its reason. */

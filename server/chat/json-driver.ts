@@ -108,7 +108,8 @@ export class JsonDriver implements AttemptDriver {
       ...(cause !== undefined ? { cause } : {}),
     });
     const attempt = this.call.capture?.record.upstreamAttempts.at(-1);
-    if (attempt && !attempt.error) attempt.error = { code: error.code, status: error.status, message: error.message };
+    if (attempt && !attempt.error)
+      attempt.error = { code: error.code, status: error.status, message: error.message };
     return { kind: 'failed', error, midStream: false };
   }
 }

@@ -211,7 +211,11 @@ class StreamReader implements LaneSink {
       discardBody(this.opened.res);
       this.deps.metrics.earlyStops.labels(this.call.route.name, 'retry-certain').inc();
       if (this.call.capture)
-        captureDecision(this.call, 'early-stop', 'a retry is certain: the upstream stream was cut off at once');
+        captureDecision(
+          this.call,
+          'early-stop',
+          'a retry is certain: the upstream stream was cut off at once',
+        );
     }
     const end = this.chain.end();
     return {
