@@ -44,7 +44,7 @@ import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 import { ModelLabels, modelLabel, ServedModelLabels } from './routing.js';
 import { Upstreams } from './upstream.js';
 import { CompileBudgets } from './compile-budget.js';
-import { finishCapture, tapClientResponse } from './capture/recorder.js';
+import { CapturingResponse, finishCapture } from './capture/recorder.js';
 import { CaptureRing, type RecordWriter } from './capture/ring.js';
 import { registerInspectRoutes } from './routes/inspect.js';
 
@@ -104,6 +104,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Requests node's parser refuses are answered in the API's error shape too.
     clientErrorHandler: handleClientError,
     http: {
+      // Capture: node makes every response a CapturingResponse (server/capture/recorder.ts).
+      ...(config.capture && config.capture.maxBytes > 0 ? { ServerResponse: CapturingResponse } : {}),
       headersTimeout: config.clientTimeouts.headersMs,
       // node checks these timers on an interval (30 s by default): short limits need a finer one.
       connectionsCheckingInterval: Math.max(
@@ -252,7 +254,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     const res = reply.raw;
     state.openStreams.add(res, reply);
     // Capture: what a front door's client receives, as written (server/capture/recorder.ts).
-    if (state.capture && request.routeOptions.config?.api !== undefined) tapClientResponse(res, request);
+    if (state.capture && request.routeOptions.config?.api !== undefined)
+      (res as CapturingResponse).tpRequest = request;
     // One listener per event (on(), not once(): each fires once, and once() costs a bound wrapper
     // and its state): a client that goes away cancels the upstream request at once (also while
     // waiting for the first token, or during a fallback or corrective retry), and the request's

@@ -6,7 +6,7 @@
  * function is a no-op for a call without a record: with capture off nothing here keeps anything.
  */
 import cluster from 'node:cluster';
-import type { ServerResponse } from 'node:http';
+import { type IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { FastifyRequest } from 'fastify';
 import type { ToolproofError } from '../../protocol/errors.js';
@@ -70,29 +70,51 @@ export function beginCapture(
 }
 
 /**
- * Everything written to the client's response, as it is written: one wrapper on this response's
- * write and end (installed only while capturing, on front-door routes), so every front door,
- * streamed or not, is seen the same. The record is the request's once its call began.
+ * The server's response class while capturing (app.ts gives it to node's http server): every
+ * front door's bytes, streamed or not, are seen as they are written, by one subclass with one
+ * write and one end for every response, rather than a wrapper installed per response (two
+ * closures each, and a response object of another shape on node's hot write path). A response
+ * takes part once app.ts links its request (front-door routes); the record is the request's
+ * once its call began (beginCapture).
  */
-export function tapClientResponse(res: ServerResponse, request: FastifyRequest): void {
-  const write = res.write;
-  const end = res.end;
-  const take = (chunk: unknown) => {
-    const w = request.tpCapture;
-    if (w === undefined || chunk === undefined || chunk === null || typeof chunk === 'function') return;
-    if (typeof chunk === 'string') w.client(chunk);
-    else if (chunk instanceof Uint8Array)
-      w.client(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString('utf8'));
-  };
-  res.write = function (this: ServerResponse, chunk: unknown, ...rest: unknown[]) {
-    take(chunk);
-    return (write as (...a: unknown[]) => boolean).call(this, chunk, ...rest);
-  } as ServerResponse['write'];
-  res.end = function (this: ServerResponse, chunk?: unknown, ...rest: unknown[]) {
-    take(chunk);
-    return (end as (...a: unknown[]) => ServerResponse).call(this, chunk, ...rest);
-  } as ServerResponse['end'];
+export class CapturingResponse<Req extends IncomingMessage = IncomingMessage> extends ServerResponse<Req> {
+  /** The request whose record this response's bytes go to; undefined: not captured. */
+  tpRequest: FastifyRequest | undefined;
+
+  constructor(req: Req) {
+    super(req);
+    this.tpRequest = undefined;
+  }
 }
+
+function take(res: CapturingResponse, chunk: unknown): void {
+  const w = res.tpRequest?.tpCapture;
+  if (w === undefined || chunk === undefined || chunk === null || typeof chunk === 'function') return;
+  if (typeof chunk === 'string') w.client(chunk);
+  else if (chunk instanceof Uint8Array)
+    w.client(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString('utf8'));
+}
+
+type Fn = (this: ServerResponse, ...args: unknown[]) => unknown;
+const baseWrite = ServerResponse.prototype.write as unknown as Fn;
+const baseEnd = ServerResponse.prototype.end as unknown as Fn;
+// Fixed arity: no rest array per call; node's write and end read missing arguments as undefined.
+Object.defineProperty(CapturingResponse.prototype, 'write', {
+  value: function write(this: CapturingResponse, chunk: unknown, a: unknown, b: unknown) {
+    if (this.tpRequest !== undefined) take(this, chunk);
+    return baseWrite.call(this, chunk, a, b);
+  },
+  writable: true,
+  configurable: true,
+});
+Object.defineProperty(CapturingResponse.prototype, 'end', {
+  value: function end(this: CapturingResponse, chunk: unknown, a: unknown, b: unknown) {
+    if (this.tpRequest !== undefined) take(this, chunk);
+    return baseEnd.call(this, chunk, a, b);
+  },
+  writable: true,
+  configurable: true,
+});
 
 /** An attempt goes upstream: the body exactly as sent. */
 export function captureAttemptSent(call: ChatCall, body: string | Buffer, sentAt: number): void {
