@@ -168,6 +168,11 @@ export function captureEvent(call: ChatCall, payload: string): void {
   call.capture?.event(payload);
 }
 
+/** One read of the running attempt's stream (the upstream's bytes), and the events it completed. */
+export function captureRead(call: ChatCall, buf: Buffer, events: number): void {
+  call.capture?.read(buf, events);
+}
+
 /** The running attempt's response ended (or failed). */
 export function captureAttemptEnd(call: ChatCall, error?: ToolproofError): void {
   const w = call.capture;

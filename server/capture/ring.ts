@@ -122,8 +122,8 @@ export class RecordWriter {
   private clientParts: string[] = [];
   private clientChars = 0;
   private clientCut = 0;
-  /** The running attempt's stream events, joined when it ends. */
-  private eventParts: string[] = [];
+  /** The running attempt's stream as read (the upstream's own bytes), joined when it ends. */
+  private eventParts: Array<string | Buffer> = [];
   private eventChars = 0;
   private eventCut = 0;
 
@@ -187,12 +187,35 @@ export class RecordWriter {
     this.charge(part.length + 1);
   }
 
+  /**
+   * One read of the running attempt's stream, as bytes: kept as the Buffer the read already is
+   * (no decoding per read; counted at two bytes a byte, what its text will cost), decoded once
+   * when the attempt ends. `events`: how many events the read completed.
+   */
+  read(buf: Buffer, events: number): void {
+    if (this.evicted) return;
+    const attempt = this.record.upstreamAttempts.at(-1);
+    if (attempt) attempt.events += events;
+    const keep = Math.min(buf.length, this.ring.limits.textChars - this.eventChars, this.room());
+    if (keep <= 0) {
+      this.eventCut += buf.length;
+      return;
+    }
+    this.eventParts.push(keep < buf.length ? buf.subarray(0, keep) : buf);
+    this.eventChars += keep;
+    this.eventCut += buf.length - keep;
+    this.charge(keep);
+  }
+
   /** The running attempt's events, joined into its response. */
   endEvents(): void {
     const attempt = this.record.upstreamAttempts.at(-1);
     if (!attempt || this.eventParts.length === 0) return;
-    // join() writes a new flat string: it holds none of the parts (nor the reads they came from).
-    attempt.response = { text: this.eventParts.join('\n'), cut: this.eventCut };
+    const parts = this.eventParts;
+    // One new string: it holds none of the parts (nor the reads they came from).
+    const text =
+      typeof parts[0] === 'string' ? parts.join('\n') : Buffer.concat(parts as Buffer[]).toString('utf8');
+    attempt.response = { text, cut: this.eventCut };
     this.eventParts = [];
     this.eventChars = 0;
     this.eventCut = 0;

@@ -46,7 +46,7 @@ import {
   stalled,
 } from './stream-read.js';
 import { recordUnaskedChoices } from './effects.js';
-import { captureAttemptEnd, captureDecision, captureEvent } from '../capture/recorder.js';
+import { captureAttemptEnd, captureDecision, captureRead } from '../capture/recorder.js';
 import { relayStream } from './stream-relay.js';
 import { discardDecided } from './early-stop.js';
 import { noteTimings } from './prompt-cache.js';
@@ -256,6 +256,7 @@ class StreamReader implements LaneSink {
       this.fail(midStreamError(this.call, err));
       return STOP;
     }
+    if (buf !== undefined && this.call.capture) captureRead(this.call, buf, payloads.length);
     if (buf !== undefined && !this.quiet.tick(payloads.length)) {
       this.fail(stalled(this.label));
       return STOP;
@@ -277,7 +278,6 @@ class StreamReader implements LaneSink {
 
   private handle(payload: string): void {
     this.raw?.push(payload);
-    if (this.call.capture) captureEvent(this.call, payload);
     if (payload === '[DONE]') this.finished = true;
     if (this.failure || payload === '[DONE]') return;
     if (this.lane.take(payload, this)) {

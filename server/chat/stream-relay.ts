@@ -24,7 +24,7 @@ import {
   parseEvent,
 } from './stream-read.js';
 import { addUsage } from './trace.js';
-import { captureAttemptEnd, captureEvent } from '../capture/recorder.js';
+import { captureAttemptEnd, captureRead } from '../capture/recorder.js';
 
 /**
  * One read, fed to the parser in up to three parts, so that whole events are relayed as the
@@ -134,7 +134,6 @@ export function relayStream(
   const capture = call.capture !== undefined;
   const handle = (payload: string): void => {
     raw?.push(payload);
-    if (capture) captureEvent(call, payload);
     if (failure || payload === '[DONE]') return;
     if (relay && !payload.includes('"error"') && !payload.includes('"usage"')) {
       text += `data: ${payload}\n\n`; // an ordinary event as its own text, only re-framed
@@ -196,6 +195,8 @@ export function relayStream(
       return STOP;
     }
     const whole = read.whole;
+    if (capture)
+      captureRead(call, buf, read.before.length + (whole?.payloads.length ?? 0) + read.after.length);
     if (!quiet.tick(read.before.length + (whole?.payloads.length ?? 0) + read.after.length)) {
       failure = stalled(label);
       return STOP;
@@ -207,7 +208,6 @@ export function relayStream(
       let done = false;
       for (const p of whole.payloads) {
         raw?.push(p);
-        if (capture) captureEvent(call, p);
         if (p === '[DONE]') done = true;
         else lastUsagePayload = p.includes('"usage"') ? p : '';
       }
