@@ -7,10 +7,12 @@
  * prompt costs at most its cut, and a stream of a million events at most the record's share.
  *
  * Hazards: a string kept here must not hold a larger one alive. V8 may represent a substring as
- * a slice of its parent (a whole request body, a whole read), so what is kept is copied into a
- * string of its own (own()). Records are plain data: the ring never holds a request, a reply or
- * a socket, so an evicted record is garbage at once.
+ * a slice of its parent (a whole request body, a whole read), so a cut is copied into a string of
+ * its own (protocol/own-string.ts). A stream is kept as its reads' Buffers until its attempt
+ * ends, then decoded once. Records are plain data: the ring never holds a request, a reply or a
+ * socket, so an evicted record is garbage at once.
  */
+import { ownString } from '../../protocol/own-string.js';
 
 /** Bytes a kept string is counted at, per character (see the file's comment). */
 const BYTES_PER_CHAR = 2;
@@ -103,12 +105,6 @@ export interface CaptureLimits {
   textChars: number;
 }
 
-/** A copy that shares no storage with its source (see the file's comment). */
-export function own(s: string): string {
-  // Round-tripping through a buffer is the one copy V8 cannot turn into a slice or a rope.
-  return s.length === 0 ? '' : Buffer.from(s, 'utf8').toString('utf8');
-}
-
 /**
  * One record being written. Every text goes through it so that the record's and the ring's
  * byte counts stay exact, and nothing is kept once the record was evicted.
@@ -152,7 +148,7 @@ export class RecordWriter {
     const keep = Math.min(s.length, this.ring.limits.textChars, this.room());
     if (keep === 0) return { text: '', cut: whole };
     // Every caller hands over a string of its own (decoded, serialized); only a cut needs a copy.
-    const text = keep < s.length ? own(s.slice(0, keep)) : s;
+    const text = keep < s.length ? ownString(s.slice(0, keep)) : s;
     this.charge(text.length);
     return { text, cut: Math.max(0, whole - keep) };
   }
