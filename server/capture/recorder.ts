@@ -91,8 +91,9 @@ function take(res: CapturingResponse, chunk: unknown): void {
   const w = res.tpRequest?.tpCapture;
   if (w === undefined || chunk === undefined || chunk === null || typeof chunk === 'function') return;
   if (typeof chunk === 'string') w.client(chunk);
+  else if (Buffer.isBuffer(chunk)) w.client(chunk);
   else if (chunk instanceof Uint8Array)
-    w.client(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString('utf8'));
+    w.client(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
 }
 
 type Fn = (this: ServerResponse, ...args: unknown[]) => unknown;

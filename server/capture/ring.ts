@@ -114,8 +114,9 @@ export class RecordWriter {
   evicted = false;
   /** When the request arrived (performance clock). */
   start = 0;
-  /** Pieces of the response the client is receiving, joined when it ends. */
-  private clientParts: string[] = [];
+  /** Pieces of the response the client is receiving (as written), joined when it ends. */
+  private clientParts: Array<string | Buffer> = [];
+  private clientBuffers = false;
   private clientChars = 0;
   private clientCut = 0;
   /** The running attempt's stream as read (the upstream's own bytes), joined when it ends. */
@@ -217,15 +218,25 @@ export class RecordWriter {
     this.eventCut = 0;
   }
 
-  /** A piece of the response the client receives. */
-  client(piece: string): void {
+  /**
+   * A piece of the response the client receives, as written: a string, or bytes kept as they
+   * are (a relayed read; nobody writes into a buffer once it was handed to the socket) and
+   * decoded once at the end.
+   */
+  client(piece: string | Buffer): void {
     if (this.evicted) return;
     const keep = Math.min(piece.length, this.ring.limits.textChars - this.clientChars, this.room());
     if (keep <= 0) {
       this.clientCut += piece.length;
       return;
     }
-    const part = keep < piece.length ? piece.slice(0, keep) : piece;
+    if (typeof piece !== 'string') this.clientBuffers = true;
+    const part =
+      keep >= piece.length
+        ? piece
+        : typeof piece === 'string'
+          ? piece.slice(0, keep)
+          : piece.subarray(0, keep);
     this.clientParts.push(part);
     this.clientChars += part.length;
     this.clientCut += piece.length - keep;
@@ -234,7 +245,11 @@ export class RecordWriter {
 
   /** The client's response, joined. */
   endClient(): void {
-    this.record.clientResponse.body = { text: this.clientParts.join(''), cut: this.clientCut };
+    const parts = this.clientParts;
+    const text = this.clientBuffers
+      ? Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p))).toString('utf8')
+      : parts.join('');
+    this.record.clientResponse.body = { text, cut: this.clientCut };
     this.clientParts = [];
   }
 }
