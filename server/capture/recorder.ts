@@ -81,8 +81,9 @@ export class CapturingResponse<Req extends IncomingMessage = IncomingMessage> ex
   /** The request whose record this response's bytes go to; undefined: not captured. */
   tpRequest: FastifyRequest | undefined;
 
-  constructor(req: Req) {
-    super(req);
+  constructor(req: Req, options?: object) {
+    // @ts-expect-error node passes the server's options (highWaterMark, rejectNonStandardBodyWrites); @types/node 20 declares only req
+    super(req, options);
     this.tpRequest = undefined;
   }
 }
