@@ -39,6 +39,8 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# The inspector page (docs/inspect.md): static files, served from /app/inspect.
+COPY inspect ./inspect
 COPY package.json ./
 # The image's unprivileged user (uid 1000); the app only reads /app.
 USER node

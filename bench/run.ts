@@ -29,6 +29,10 @@
  *   --workers=N          run toolproof with TOOLPROOF_WORKERS=N (CPU and RSS summed over workers)
  *   --no-open-streams    skip the open-stream probes (RSS per open stream, event-loop delay)
  *                        (with --cases they run only when named: open-memory, event-loop)
+ *   --capture-ab         the capture's cost (docs/inspect.md): a second toolproof with
+ *                        TOOLPROOF_CAPTURE_MB=0 takes the bare proxy's place (its column reads
+ *                        "capture off"); the toolproof side keeps the default 10 MB ring, and a
+ *                        line per case prints CPU per request on / off (e.g. --cases=stream-c1,tools-stream8-c32)
  *   --node-flags="..."   extra node options for the toolproof process (e.g. "--max-semi-space-size=32")
  */
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
@@ -121,6 +125,8 @@ interface Options {
   cpuProf: boolean;
   directOnly: boolean;
   baseline: boolean;
+  /** --capture-ab: the baseline side is toolproof with capture off. */
+  captureAb: boolean;
   /** TOOLPROOF_WORKERS for the toolproof process (its CPU and RSS are summed over the workers). */
   workers: number;
   /** The open-stream probes: RSS per open stream, event-loop delay under many streams. */
@@ -139,6 +145,7 @@ function parseArgs(argv: string[]): Options {
     cpuProf: false,
     directOnly: false,
     baseline: false,
+    captureAb: false,
     workers: 1,
     openStreams: true,
     nodeFlags: [],
@@ -151,7 +158,10 @@ function parseArgs(argv: string[]): Options {
     else if (key === '--cpu-prof') opts.cpuProf = true;
     else if (key === '--direct-only') opts.directOnly = true;
     else if (key === '--baseline') opts.baseline = true;
-    else if (key === '--no-open-streams') opts.openStreams = false;
+    else if (key === '--capture-ab') {
+      opts.baseline = true;
+      opts.captureAb = true;
+    } else if (key === '--no-open-streams') opts.openStreams = false;
     else if (key === '--workers' && value && /^\d+$/.test(value) && Number(value) > 0)
       opts.workers = Number(value);
     else if (key === '--rounds' && value && /^\d+$/.test(value) && Number(value) > 0) {
@@ -361,7 +371,8 @@ function checkResponse(c: Case, side: Side, status: number, text: string): Probe
     const sse = parseSse(text);
     const joined = sse.contents.join('');
     if (!sse.done) return { ok: false, detail: `stream did not end with data: [DONE]: ${cut(text)}` };
-    if (c.answer !== undefined && side === 'proxied') {
+    // toolproof's sides: with --capture-ab the fourth one is toolproof too (capture off).
+    if (c.answer !== undefined && (side === 'proxied' || (side === 'bare' && captureAb))) {
       // The harness: the final_answer call's arguments became live content deltas.
       if (joined.trim() !== c.answer.trim() || sse.contents.length < Math.min(10, (c.chunks ?? 0) - 3))
         return { ok: false, detail: `final_answer was not streamed as content: ${cut(text)}` };
@@ -876,6 +887,12 @@ function buildRows(results: Map<string, CaseResult>): {
   return { rows, checks };
 }
 
+/** The fourth side's name: the bare proxy, or toolproof with capture off (--capture-ab). */
+let captureAb = false;
+function baselineLabel(): string {
+  return captureAb ? 'capture off' : 'bare proxy';
+}
+
 function cpuRows(results: Map<string, CaseResult>, baseline: boolean): string[][] {
   const share = (x: number | undefined) => (x === undefined ? 'n/a' : `${(x * 100).toFixed(0)}%`);
   const out: string[][] = [
@@ -884,7 +901,7 @@ function cpuRows(results: Map<string, CaseResult>, baseline: boolean): string[][
       'toolproof CPU/req (rounds min-max, kernel share)',
       'node hop CPU/req',
       'CPU/chunk toolproof / hop',
-      ...(baseline ? ['bare proxy CPU/req'] : []),
+      ...(baseline ? [`${baselineLabel()} CPU/req`] : []),
       'upstream CPU/req (direct / toolproof)',
       'load generator CPU/req (direct / toolproof)',
       'other processes (direct / toolproof)',
@@ -999,6 +1016,7 @@ const POOL_OPTIONS = {
 
 async function main(): Promise<number> {
   const opts = parseArgs(process.argv.slice(2));
+  captureAb = opts.captureAb;
   const cases = defineCases(opts.quick).filter((c) => !opts.cases || opts.cases.has(c.id));
   // The open-stream probes run by default; with --cases only when named; never with --no-open-streams.
   const probes = new Set<string>(
@@ -1055,7 +1073,11 @@ async function main(): Promise<number> {
 
     /** Starts toolproof (as `npm start` would, with the bench's environment) and waits for /health. */
     /** loopSamples: preload bench/lib/loop-sampler.mjs, its samples written to that file at exit. */
-    const launchToolproof = async (withProfile: boolean, loopSamples?: string): Promise<Launched> => {
+    const launchToolproof = async (
+      withProfile: boolean,
+      loopSamples?: string,
+      extraEnv: NodeJS.ProcessEnv = {},
+    ): Promise<Launched> => {
       const port = await freePort();
       const tpEnv: NodeJS.ProcessEnv = {};
       for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('TOOLPROOF_')) tpEnv[k] = v;
@@ -1067,6 +1089,7 @@ async function main(): Promise<number> {
         TOOLPROOF_SHUTDOWN_GRACE_MS: '2000',
         TOOLPROOF_WORKERS: String(opts.workers),
         ...(loopSamples ? { BENCH_LOOP_SAMPLES: loopSamples } : {}),
+        ...extraEnv,
       });
       const child = startNode({
         name: 'toolproof',
@@ -1133,7 +1156,14 @@ async function main(): Promise<number> {
     } else if (opts.directOnly) {
       log('--direct-only: toolproof not started');
     }
-    if (opts.baseline) {
+    if (opts.captureAb) {
+      // The capture's A/B: the same toolproof with the ring off, in the bare proxy's place.
+      const off = await launchToolproof(false, undefined, { TOOLPROOF_CAPTURE_MB: '0' });
+      proxies.bare = off.child;
+      groups.bare = off.pids;
+      pools.bare = new Pool(off.origin, POOL_OPTIONS);
+      log(`toolproof with capture off (--capture-ab) pid ${off.child.pid} on ${off.origin}`);
+    } else if (opts.baseline) {
       const bare = startNode({
         name: 'bare proxy',
         args: ['--import', 'tsx', join(ROOT, 'bench/lib/bare-proxy.ts'), `http://127.0.0.1:${upstreamPort}`],
@@ -1247,7 +1277,7 @@ async function main(): Promise<number> {
           'direct',
           'toolproof',
           'node hop',
-          ...(opts.baseline ? ['bare proxy'] : []),
+          ...(opts.baseline ? [baselineLabel()] : []),
           'vs direct',
           'vs hop',
           'target',
@@ -1269,6 +1299,16 @@ async function main(): Promise<number> {
     );
     log('');
     log(renderTable(cpuRows(results, opts.baseline)));
+    if (opts.captureAb)
+      for (const r of results.values()) {
+        const on = r.proxied?.proxyCpuUsPerRequest;
+        const off = r.bare?.proxyCpuUsPerRequest;
+        if (on === undefined || off === undefined) continue;
+        log(
+          `capture cost, ${r.title}: toolproof CPU/req ${fmtUs(on)} with the ring on, ${fmtUs(off)} off: ` +
+            `${(((on - off) / off) * 100).toFixed(1)}% (target: at most 5% on streamed requests)`,
+        );
+      }
   }
   log('');
   if (memory) {

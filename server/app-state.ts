@@ -9,6 +9,7 @@ import type { OpenStreams } from './open-streams.js';
 import type { ServedModelLabels } from './routing.js';
 import type { Upstreams } from './upstream.js';
 import type { Tracing } from './tracing/types.js';
+import type { CaptureRing } from './capture/ring.js';
 
 /** What the routes share: built once by buildApp. */
 export interface AppState {
@@ -25,4 +26,6 @@ export interface AppState {
   tracing?: Tracing<ChatCall>;
   /** Each client key's counters (requests, tokens, in flight), kept across reloads. */
   keyLimits: KeyLimits;
+  /** The capture ring behind /inspect; absent when capture is off (TOOLPROOF_CAPTURE_MB=0). */
+  capture?: CaptureRing;
 }

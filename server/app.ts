@@ -51,6 +51,9 @@ import { ToolLabels } from './tool-labels.js';
 import { Upstreams } from './upstream.js';
 import { CompileBudgets } from './compile-budget.js';
 import { type RequestSpan, startTracing } from './tracing/index.js';
+import { CapturingResponse, finishCapture } from './capture/recorder.js';
+import { CaptureRing, type RecordWriter } from './capture/ring.js';
+import { registerInspectRoutes } from './routes/inspect.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -67,6 +70,8 @@ declare module 'fastify' {
     tpKey?: ApiKeyEntry;
     /** Ends the request's count against its key's concurrency cap. */
     tpKeyRelease?: () => void;
+    /** The request's capture record (capture on, front doors only; docs/inspect.md). */
+    tpCapture?: RecordWriter;
   }
   /**
    * Every reply is its response's default OpenStream (chat framing): a method on the prototype,
@@ -112,6 +117,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Requests node's parser refuses are answered in the API's error shape too.
     clientErrorHandler: handleClientError,
     http: {
+      // Capture: node makes every response a CapturingResponse (server/capture/recorder.ts).
+      ...(config.capture && config.capture.maxBytes > 0 ? { ServerResponse: CapturingResponse } : {}),
       headersTimeout: config.clientTimeouts.headersMs,
       // node checks these timers on an interval (30 s by default): short limits need a finer one.
       connectionsCheckingInterval: Math.max(
@@ -179,6 +186,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     modelLabels: new ServedModelLabels(),
     openStreams: new OpenStreams(),
     keyLimits: new KeyLimits(),
+    ...(config.capture && config.capture.maxBytes > 0 ? { capture: new CaptureRing(config.capture) } : {}),
   };
   // Loaded only when the OTEL_* variables ask for traces (config.tracing).
   const tracing = await startTracing(config.tracing);
@@ -192,6 +200,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.decorateRequest('tpSpan', undefined);
   app.decorateRequest('tpKey', undefined);
   app.decorateRequest('tpKeyRelease', undefined);
+  app.decorateRequest('tpCapture', undefined);
   app.decorateReply('abortWithError', function (this: FastifyReply, err: ToolproofError) {
     return endStreamWith(this.raw, (e) => this.request.tpAbort?.abort(e), err, chatErrorEvent);
   });
@@ -271,6 +280,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // deadline: the reply itself frames it (see the FastifyReply declaration above).
     const res = reply.raw;
     state.openStreams.add(res, reply);
+    // Capture: what a front door's client receives, as written (server/capture/recorder.ts).
+    if (state.capture && request.routeOptions.config?.api !== undefined)
+      (res as CapturingResponse).tpRequest = request;
     // One listener per event (on(), not once(): each fires once, and once() costs a bound wrapper
     // and its state): a client that goes away cancels the upstream request at once (also while
     // waiting for the first token, or during a fallback or corrective retry), and the request's
@@ -309,6 +321,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   registerRelayRoutes(app, state);
   registerModelRoutes(app, state, FRONT_DOORS);
   registerOpsRoutes(app, state);
+  registerInspectRoutes(app, state);
   // Last: the catch-all for every route toolproof does not own.
   await app.register(registerPassthroughRoutes, { state });
 
@@ -469,6 +482,11 @@ function logRequest(
   const cache = call ? recordPromptCache(call, callUsage(call), state.metrics) : undefined;
   const keyName = request.tpKey?.name ?? (keyRing(state.config) ? undefined : OPEN_KEY);
   if (keyName !== undefined && call) recordKeyUsage(state, keyName, model, callUsage(call), cache?.cached);
+  const err = request.tpError ?? tp?.call?.streamError;
+  if (call?.capture) {
+    finishCapture(call, status, finished, callUsage(call), cache, harnessOf(call, cache), err);
+    request.tpCapture = undefined;
+  }
   const quiet = QUIET_ROUTES.has(path);
   if ((LOG_LEVELS[app.log.level] ?? 0) > (quiet ? 20 : 30)) return; // level off: skip building the line
   const line: Record<string, unknown> = {
@@ -480,7 +498,6 @@ function logRequest(
     latencyMs: Math.round(seconds * 10_000) / 10,
   };
   if (request.tpSpan) line.traceId = request.tpSpan.traceId;
-  const err = request.tpError ?? tp?.call?.streamError;
   // Cut, and without the input values upstream validation errors echo (prompts stay out of logs).
   if (err) line.error = { code: err.code, status: err.status, message: redactForLog(err.message) };
   if (request.tpKey) line.key = request.tpKey.name;
@@ -492,31 +509,39 @@ function logRequest(
   if (call) {
     const usage = callUsage(call);
     if (usage) line.usage = usage;
-    const t = call.trace;
-    line.harness = {
-      forced: t.forced,
-      ...(t.toolChoiceSent ? { toolChoice: t.toolChoiceSent } : {}),
-      fallback: t.fallback,
-      attempts: t.attempts,
-      repairs: t.repairs,
-      leaks: t.leaks,
-      retries: t.retries,
-      normalizations: t.normalizations,
-      constraints: t.constraints,
-      finalAnswerProblems: t.finalAnswerProblems,
-      validationFailures: t.validationFailures.map((v) => v.tool),
-      ...(t.unenforced.length > 0 ? { unenforced: t.unenforced } : {}),
-      ...(t.droppedTools ? { droppedTools: t.droppedTools } : {}),
-      ...(t.schemaAnswer ? { schemaAnswer: t.schemaAnswer } : {}),
-      ...(cache ? { cachedTokens: cache.cached, promptTokens: cache.prompt } : {}),
-      ...(call.discardedTokens > 0 ? { discardedTokens: call.discardedTokens } : {}),
-      ...(t.key ? { key: t.key } : {}),
-      ...(t.routeFallbacks ? { routeFallbacks: t.routeFallbacks } : {}),
-      ...(t.priority ? { priority: t.priority } : {}),
-      queuedMs: Math.round(t.queuedMs * 10) / 10,
-      final: t.finalKind ?? null,
-    };
+    line.harness = harnessOf(call, cache);
   }
   if (quiet) app.log.debug(line, 'request');
   else app.log.info(line, 'request');
+}
+
+/** The log line's `harness` object (also the capture's summary of the request). */
+function harnessOf(
+  call: ChatCall,
+  cache: { cached: number; prompt: number } | undefined,
+): Record<string, unknown> {
+  const t = call.trace;
+  return {
+    forced: t.forced,
+    ...(t.toolChoiceSent ? { toolChoice: t.toolChoiceSent } : {}),
+    fallback: t.fallback,
+    attempts: t.attempts,
+    repairs: t.repairs,
+    leaks: t.leaks,
+    retries: t.retries,
+    normalizations: t.normalizations,
+    constraints: t.constraints,
+    finalAnswerProblems: t.finalAnswerProblems,
+    validationFailures: t.validationFailures.map((v) => v.tool),
+    ...(t.unenforced.length > 0 ? { unenforced: t.unenforced } : {}),
+    ...(t.droppedTools ? { droppedTools: t.droppedTools } : {}),
+    ...(t.schemaAnswer ? { schemaAnswer: t.schemaAnswer } : {}),
+    ...(cache ? { cachedTokens: cache.cached, promptTokens: cache.prompt } : {}),
+    ...(call.discardedTokens > 0 ? { discardedTokens: call.discardedTokens } : {}),
+    ...(t.key ? { key: t.key } : {}),
+    ...(t.routeFallbacks ? { routeFallbacks: t.routeFallbacks } : {}),
+    ...(t.priority ? { priority: t.priority } : {}),
+    queuedMs: Math.round(t.queuedMs * 10) / 10,
+    final: t.finalKind ?? null,
+  };
 }

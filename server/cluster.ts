@@ -12,6 +12,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import { AggregatorRegistry, type Registry } from 'prom-client';
 import type { Metrics } from './metrics.js';
+import { serveGroupCapture } from './capture/cluster.js';
 
 /** A worker that dies is restarted at most this many times within RESTART_WINDOW_MS... */
 const MAX_RESTARTS = 5;
@@ -78,6 +79,8 @@ export function runPrimary(options: PrimaryOptions): boolean {
   let exitCode = 0;
 
   const { forgetWorker } = serveGroupMetrics(() => listening);
+  // The inspector's queries, asked of every worker's capture ring (capture/cluster.ts).
+  serveGroupCapture(() => listening);
   const fork = () => cluster.fork({ [WORKER_MARK]: '1' });
   cluster.on('listening', (worker, address) => {
     listening.add(worker.id);

@@ -125,7 +125,20 @@ export interface Config {
   tracing?: TracingSettings;
   /** Worker processes (TOOLPROOF_WORKERS): per-process limits are the configured ones divided by it. */
   workers?: number;
+  /** The capture ring behind /inspect (docs/inspect.md); off when absent or maxBytes is 0. */
+  capture?: CaptureConfig;
 }
+
+/** TOOLPROOF_CAPTURE_MB and TOOLPROOF_CAPTURE_BODY_KB (docs/inspect.md). */
+export interface CaptureConfig {
+  /** The ring's budget per process, in bytes; 0: nothing of a request is kept. */
+  maxBytes: number;
+  /** The most characters one text of a record keeps (a body, a response). */
+  textChars: number;
+}
+
+export const DEFAULT_CAPTURE_MB = 10;
+export const DEFAULT_CAPTURE_BODY_KB = 256;
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -199,6 +212,8 @@ const fileSchema = {
         shutdownGraceMs: { type: 'integer', minimum: 0 },
         streamKeepAliveMs: { type: 'integer', minimum: 0 },
         rawDumpDir: { type: 'string' },
+        captureMb: { type: 'number', minimum: 0, maximum: 65536 },
+        captureBodyKb: { type: 'integer', minimum: 1, maximum: 65536 },
       },
     },
     admission: admissionSchema,
@@ -350,6 +365,15 @@ function envInt(env: NodeJS.ProcessEnv, key: string): number | undefined {
   return Number(raw.trim());
 }
 
+/** A non-negative number (fractions allowed: TOOLPROOF_CAPTURE_MB=0.5). */
+function envNumber(env: NodeJS.ProcessEnv, key: string): number | undefined {
+  const raw = env[key];
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^\d+(\.\d+)?$/.test(raw.trim()))
+    throw new ConfigError(`${key} must be a non-negative number, got "${raw}"`);
+  return Number(raw.trim());
+}
+
 /** A timeout: 0 would silently mean "no limit" to node and undici, so it is refused. */
 function envTimeout(env: NodeJS.ProcessEnv, key: string): number | undefined {
   const n = envInt(env, key);
@@ -385,6 +409,8 @@ type FileConfig = {
     shutdownGraceMs?: number;
     streamKeepAliveMs?: number;
     rawDumpDir?: string;
+    captureMb?: number;
+    captureBodyKb?: number;
   };
   timeouts?: Partial<Timeouts>;
   affinity?: Partial<AffinityConfig>;
@@ -598,6 +624,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
     keys.push(perWorker(entry, workers));
   }
   for (const key of flatKeys) if (!secrets.has(key)) keys.push(Object.freeze({ name: UNNAMED_KEY, key }));
+  const captureMb = envNumber(env, 'TOOLPROOF_CAPTURE_MB') ?? file.server?.captureMb ?? DEFAULT_CAPTURE_MB;
+  if (captureMb < 0 || captureMb > 65536)
+    throw new ConfigError(`TOOLPROOF_CAPTURE_MB must be from 0 to 65536, got ${captureMb}`);
+  const captureBodyKb =
+    envInt(env, 'TOOLPROOF_CAPTURE_BODY_KB') ?? file.server?.captureBodyKb ?? DEFAULT_CAPTURE_BODY_KB;
+  if (captureBodyKb < 1 || captureBodyKb > 65536)
+    throw new ConfigError(`TOOLPROOF_CAPTURE_BODY_KB must be from 1 to 65536, got ${captureBodyKb}`);
 
   const config: Config = {
     host: env.TOOLPROOF_HOST || file.server?.host || '127.0.0.1',
@@ -637,6 +670,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
     ...(rawDumpDir ? { rawDumpDir } : {}),
     ...(tracing ? { tracing: Object.freeze(tracing) } : {}),
     workers,
+    capture: Object.freeze({
+      maxBytes: Math.floor(captureMb * 1024 * 1024),
+      textChars: captureBodyKb * 1024,
+    }),
     affinity: Object.freeze({
       enabled: affinityRaw ? affinityRaw === 'on' : (file.affinity?.enabled ?? DEFAULT_AFFINITY.enabled),
       maxInflight,

@@ -19,6 +19,22 @@ const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
 /** The metric label of requests when no key is configured. */
 export const OPEN_KEY = 'none';
 
+/**
+ * The inspector's pages (docs/inspect.md) also take the key as the password of HTTP Basic
+ * authentication (any user name): the one way a browser sends a credential on a plain page load
+ * without a script. Only there: the API routes keep their documented headers.
+ */
+function acceptsBasic(request: FastifyRequest): boolean {
+  const url = request.routeOptions.url;
+  return url === '/inspect' || url?.startsWith('/inspect/') === true;
+}
+
+function basicPassword(encoded: string): string | undefined {
+  const decoded = Buffer.from(encoded.slice(0, 4096), 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon < 0 ? undefined : decoded.slice(colon + 1);
+}
+
 export class KeyRing {
   private readonly digests: Buffer[];
   constructor(readonly entries: readonly ApiKeyEntry[]) {
@@ -31,6 +47,8 @@ export class KeyRing {
     let presented: string | undefined;
     if (typeof auth === 'string' && auth.toLowerCase().startsWith('bearer '))
       presented = auth.slice(7).trim();
+    else if (typeof auth === 'string' && auth.toLowerCase().startsWith('basic ') && acceptsBasic(request))
+      presented = basicPassword(auth.slice(6).trim());
     else if (typeof request.headers['x-api-key'] === 'string') presented = request.headers['x-api-key'];
     const candidate = digest(presented ?? '');
     let found = -1;

@@ -231,6 +231,8 @@ export class UpstreamClient {
   private readonly pool: BalancedPool | Pool | undefined;
   private readonly set: ReplicaSet | undefined;
   private readonly basePath: string;
+  /** The first replica's base URL with its path prefix (the inspector's copy-as-curl). */
+  readonly baseUrl: string;
   private readonly authorization: string | undefined;
   readonly replicas: number;
   /**
@@ -256,6 +258,7 @@ export class UpstreamClient {
     const first = new URL(target.urls[0]!);
     this.origin = first.origin;
     this.basePath = first.pathname.replace(/\/+$/, '');
+    this.baseUrl = `${first.origin}${this.basePath}`;
     this.label = upstreamLabel(target.urls);
     this.replicas = target.urls.length;
     this.authorization = target.apiKey ? `Bearer ${target.apiKey}` : undefined;

@@ -17,6 +17,13 @@ import { toUpstreamError, type UpstreamResponse } from '../upstream.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects } from './effects.js';
 import { prepareRequest } from './prepare.js';
+import {
+  captureAttemptBody,
+  captureAttemptEnd,
+  captureAttemptOpened,
+  captureAttemptSent,
+  captureDecision,
+} from '../capture/recorder.js';
 
 const MAX_ERROR_BODY = 1024 * 1024;
 /** The largest non-streamed upstream body toolproof reads (a completion is rarely over 1 MiB). */
@@ -99,11 +106,13 @@ async function sendOnce(
   // Tracing on: the attempt's span opens, and its traceparent replaces the client's.
   const headers = call.span ? call.span.attempt(call, request, call.forwardHeaders) : call.forwardHeaders;
   const queuedBefore = call.trace.queuedMs;
+  const body = serializeRequest(call, request);
+  captureAttemptSent(call, body, started);
   try {
     const res = await call.route.client.request({
       method: 'POST',
       path: '/chat/completions',
-      body: serializeRequest(call, request),
+      body,
       headers,
       signal: call.signal,
       ...(call.affinityKey !== undefined ? { affinity: call.affinityKey } : {}),
@@ -115,9 +124,11 @@ async function sendOnce(
       .upstreamDuration(call.route.name, 'chat', call.route.client.label)
       .observe((performance.now() - started - (call.trace.queuedMs - queuedBefore)) / 1000);
     call.span?.attemptOpened(res);
+    captureAttemptOpened(call, started, res);
     return res;
   } catch (err) {
     call.span?.attemptThrew(err, call.signal.aborted);
+    captureAttemptOpened(call, started, undefined, err as ToolproofError);
     // A refusal of toolproof's own admission queue is no upstream failure (admission_shed counts it).
     const code = (err as ToolproofError).code;
     if (!call.signal.aborted && code !== 'TP_ERR_QUEUE_FULL' && code !== 'TP_ERR_QUEUE_TIMEOUT') {
@@ -163,6 +174,7 @@ export async function openUpstream(
       continue;
     }
     const text = await readText(res);
+    captureAttemptBody(call, text);
     const body = parseUpstreamBody(text);
     call.span?.attemptRejected(res.status, body);
     deps.metrics.upstreamErrors
@@ -176,6 +188,12 @@ export async function openUpstream(
         'http.response.status_code': res.status,
         'toolproof.tool_choice': 'auto',
       });
+      captureAttemptEnd(call);
+      captureDecision(
+        call,
+        'fallback',
+        `the upstream rejected tool_choice "required" (status ${res.status}): sent again with "auto"`,
+      );
       const upstream = call.route.client.label;
       // Keyed by the model as the upstream knows it; the label only names the gauge's series.
       deps.memory.remember(
@@ -196,13 +214,9 @@ export async function openUpstream(
       current = phase.request;
       continue;
     }
-    return {
-      kind: 'error',
-      status: res.status,
-      body,
-      error: fromUpstreamError(res.status, body, call.route.client.label, res.headers),
-      request: current,
-    };
+    const error = fromUpstreamError(res.status, body, call.route.client.label, res.headers);
+    captureAttemptEnd(call, error);
+    return { kind: 'error', status: res.status, body, error, request: current };
   }
 }
 

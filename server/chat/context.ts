@@ -19,6 +19,7 @@ import { describerOf, type RequestPhase } from '../../policies/composition.js';
 import type { HarnessTrace } from './trace.js';
 import type { RequestSpan } from '../tracing/types.js';
 import { type DoorFacts, requestFacts } from './prepare.js';
+import type { RecordWriter } from '../capture/ring.js';
 
 export interface ChatDeps {
   config: Config;
@@ -89,6 +90,8 @@ export class ChatCall {
   affinityKey: string | undefined;
   /** What compiling this request's schemas may still cost (every attempt draws on it). */
   compileBudget: CompileBudget | undefined;
+  /** This request's capture record while it is written (capture on only; docs/inspect.md). */
+  capture: RecordWriter | undefined;
   /** The streamed message's identity, from the upstream's chunks (closing frames reuse it). */
   streamIdentity: { id: string; model: string; created: number };
   /** The request's server span (tracing on): attempts open theirs under it, decisions are its events. */

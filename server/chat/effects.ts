@@ -7,6 +7,7 @@ import { describeEffect, type PolicyEffect, unaskedChoicesEffect } from '../../p
 import type { EffectTallyName } from '../../policies/types.js';
 import type { Metrics } from '../metrics.js';
 import type { ChatCall, ChatDeps } from './context.js';
+import { captureEffects } from '../capture/recorder.js';
 
 /** toolproof_schemas_unenforced_total's causes: a closed set. */
 const UNENFORCED_CAUSES = new Set(['budget', 'cost', 'schema', 'pattern']);
@@ -28,6 +29,7 @@ export function recordPolicyEffects(call: ChatCall, deps: ChatDeps, effects: rea
   if (effects.length > 0) {
     t.effects = t.effects.concat(effects);
     call.span?.effects(effects, t.attempts);
+    if (call.capture) captureEffects(call, effects);
   }
   for (const e of effects) {
     const r = describeEffect(e);

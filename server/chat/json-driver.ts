@@ -22,6 +22,7 @@ import {
 } from './attempt-end.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { finalAnswerIn, recordUnaskedChoices } from './effects.js';
+import { captureAttemptBody, captureAttemptEnd } from '../capture/recorder.js';
 
 export class JsonDriver implements AttemptDriver {
   /** Final answers of attempts that were retried anyway (see the file's comment). */
@@ -42,9 +43,15 @@ export class JsonDriver implements AttemptDriver {
       bytes = await readUpstreamBytes(opened.res, call.route.client.label);
     } catch (err) {
       // A body cut, stalled or too large is the upstream's fault; an abort stays an abort.
-      if (err instanceof ToolproofError && !call.signal.aborted)
+      if (err instanceof ToolproofError && !call.signal.aborted) {
+        captureAttemptEnd(call, err);
         return { kind: 'failed', error: err, midStream: false };
+      }
       throw err;
+    }
+    if (call.capture) {
+      captureAttemptBody(call, bytes);
+      captureAttemptEnd(call);
     }
     if (passthrough) {
       const body = relayBytes(bytes);
@@ -100,6 +107,9 @@ export class JsonDriver implements AttemptDriver {
       message: `The upstream ${this.call.route.client.label} ${message}`,
       ...(cause !== undefined ? { cause } : {}),
     });
+    const attempt = this.call.capture?.record.upstreamAttempts.at(-1);
+    if (attempt && !attempt.error)
+      attempt.error = { code: error.code, status: error.status, message: error.message };
     return { kind: 'failed', error, midStream: false };
   }
 }

@@ -8,6 +8,7 @@
  * cannot drift.
  */
 import { noteDiscarded } from './prompt-cache.js';
+import { captureRetry } from '../capture/recorder.js';
 import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
 import { openUpstream } from './attempt.js';
@@ -114,6 +115,7 @@ async function runAttempts(
         end.retry && !retrying ? end.effects.filter((e) => e.kind !== 'retry') : end.effects,
       );
       if (end.retry && retrying) {
+        if (call.capture) captureRetry(call, end.retry.reason, opened.request, end.retry.request);
         noteDiscarded(call, report.usage);
         driver.retried(end);
         call.retriesUsed++;

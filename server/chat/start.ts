@@ -9,6 +9,7 @@ import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import type { ToolproofError } from '../../protocol/errors.js';
 import { RequestAbort } from '../abort.js';
 import { affinityKey } from '../affinity.js';
+import { beginCapture } from '../capture/recorder.js';
 import type { AppState } from '../app-state.js';
 import { reportDroppedTools } from '../dropped-tools.js';
 import { allowsModel, forbiddenModel } from '../keys.js';
@@ -96,6 +97,15 @@ export function startChatCall(
   // Several replicas: the conversation's key picks the one that holds its prefix in cache.
   if (route.client.replicas > 1 && state.config.affinity?.enabled !== false)
     call.affinityKey = affinityKey(request.headers, request.body, body);
+  // The inspector groups requests into sessions by the same key (docs/inspect.md).
+  if (state.capture)
+    beginCapture(
+      state.capture,
+      request,
+      call,
+      call.affinityKey ?? affinityKey(request.headers, request.body, body),
+      request.rawBody ?? rawBody,
+    );
   call.compileBudget = state.chatDeps.compileBudgets?.forRequest();
   if (request.tpSpan) {
     call.span = request.tpSpan;

@@ -46,6 +46,7 @@ import {
   stalled,
 } from './stream-read.js';
 import { recordUnaskedChoices } from './effects.js';
+import { captureAttemptEnd, captureDecision, captureRead } from '../capture/recorder.js';
 import { relayStream } from './stream-relay.js';
 import { discardDecided } from './early-stop.js';
 import { noteTimings } from './prompt-cache.js';
@@ -69,6 +70,7 @@ export class SseDriver implements AttemptDriver {
   // the read loop's only (each async frame an open stream waits in costs it ~0.3 KB of heap).
   read(opened: OpenedResponse, passthrough: boolean): Promise<AttemptReport> {
     const notSse = notEventStream(this.call, opened.res);
+    if (notSse && this.call.capture) captureAttemptEnd(this.call, notSse);
     if (notSse) return Promise.resolve({ kind: 'failed', error: notSse, midStream: false });
     this.out.open();
     if (passthrough) {
@@ -202,6 +204,7 @@ class StreamReader implements LaneSink {
       this.call.span?.attemptOutput(raw);
     }
     const usage = this.usage ? { usage: this.usage } : {};
+    if (this.call.capture) captureAttemptEnd(this.call, this.failure?.error);
     if (this.failure) {
       discardBody(this.opened.res);
       return { ...this.failure, ...usage };
@@ -211,6 +214,12 @@ class StreamReader implements LaneSink {
       discardBody(this.opened.res);
       this.deps.metrics.earlyStops.labels(this.call.route.name, 'retry-certain').inc();
       this.call.span?.event('toolproof.early_stop', { 'toolproof.cause': 'retry-certain' });
+      if (this.call.capture)
+        captureDecision(
+          this.call,
+          'early-stop',
+          'a retry is certain: the upstream stream was cut off at once',
+        );
     }
     const end = this.chain.end();
     return {
@@ -251,6 +260,7 @@ class StreamReader implements LaneSink {
       this.fail(midStreamError(this.call, err));
       return STOP;
     }
+    if (buf !== undefined && this.call.capture) captureRead(this.call, buf, payloads.length);
     if (buf !== undefined && !this.quiet.tick(payloads.length)) {
       this.fail(stalled(this.label));
       return STOP;

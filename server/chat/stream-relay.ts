@@ -24,6 +24,7 @@ import {
   parseEvent,
 } from './stream-read.js';
 import { addUsage } from './trace.js';
+import { captureAttemptEnd, captureRead } from '../capture/recorder.js';
 
 /**
  * One read, fed to the parser in up to three parts, so that whole events are relayed as the
@@ -130,6 +131,7 @@ export function relayStream(
   let text = '';
   let chunks: ChatCompletionChunk[] = [];
 
+  const capture = call.capture !== undefined;
   const handle = (payload: string): void => {
     raw?.push(payload);
     if (failure || payload === '[DONE]') return;
@@ -193,6 +195,8 @@ export function relayStream(
       return STOP;
     }
     const whole = read.whole;
+    if (capture)
+      captureRead(call, buf, read.before.length + (whole?.payloads.length ?? 0) + read.after.length);
     if (!quiet.tick(read.before.length + (whole?.payloads.length ?? 0) + read.after.length)) {
       failure = stalled(label);
       return STOP;
@@ -221,6 +225,7 @@ export function relayStream(
   };
   return pumpBody(call, res, onRead).then((readFailure): AttemptReport => {
     failure ??= readFailure;
+    if (capture) captureAttemptEnd(call, failure);
     if (raw) deps.dumpRaw?.(call.reqId, call.trace.attempts, raw.map((p) => `data: ${p}\n\n`).join(''));
     if (failure) {
       discardBody(res);

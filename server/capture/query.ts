@@ -1,0 +1,204 @@
+/**
+ * What the inspector API answers, from one process's ring (ring.ts): the list, one request with
+ * its views (what the model wrote beside what the client received, copy-as-curl per attempt),
+ * the sessions, and one session's turns with their prompt-prefix check (docs/prefix.md). Plain
+ * data in, plain data out: the same answers travel between cluster workers (cluster.ts).
+ */
+import { type Reassembled, reassemble } from './reassemble.js';
+import {
+  type CaptureQuery,
+  type CaptureRecord,
+  type CaptureRing,
+  type CaptureSummary,
+  summaryOf,
+} from './ring.js';
+
+export type CaptureOp =
+  | { op: 'list'; query: CaptureQuery }
+  | { op: 'get'; id: string }
+  | { op: 'sessions' }
+  | { op: 'session'; key: string }
+  | { op: 'stats' };
+
+export interface RequestView {
+  record: CaptureRecord;
+  /** Per attempt, what the model wrote (its response read back). */
+  modelWrote: Reassembled[];
+  /** What the client received, read back. */
+  clientReceived: Reassembled;
+  /** Per attempt, a curl command that replays it against the backend (no credentials). */
+  curl: string[];
+}
+
+export interface SessionSummary {
+  session: string;
+  requests: number;
+  first: number;
+  last: number;
+  models: string[];
+  failed: number;
+}
+
+export interface SessionTurn {
+  summary: CaptureSummary;
+  /** Cached prompt tokens over prompt tokens, when the upstream reported both. */
+  cachedRatio: number | null;
+  /**
+   * Whether the prompt kept the previous turn's bytes: null for the first turn or when a body
+   * was cut; otherwise where the first difference is (docs/prefix.md).
+   */
+  prefix:
+    | { kept: true }
+    | { kept: false; where: string; offset: number; before: string; after: string }
+    | null;
+}
+
+export interface Stats {
+  worker: number;
+  enabled: boolean;
+  bytes: number;
+  maxBytes: number;
+  records: number;
+}
+
+export function answer(ring: CaptureRing | undefined, op: CaptureOp, worker: number): unknown {
+  if (op.op === 'stats')
+    return {
+      worker,
+      enabled: ring !== undefined,
+      bytes: ring?.bytes ?? 0,
+      maxBytes: ring?.limits.maxBytes ?? 0,
+      records: ring?.size ?? 0,
+    } satisfies Stats;
+  if (!ring) return op.op === 'get' ? null : [];
+  switch (op.op) {
+    case 'list':
+      return ring.list(op.query);
+    case 'get': {
+      const r = ring.get(op.id);
+      return r ? viewOf(r) : null;
+    }
+    case 'sessions':
+      return sessionsOf(ring);
+    case 'session':
+      return ring.session(op.key);
+  }
+}
+
+function viewOf(record: CaptureRecord): RequestView {
+  return {
+    record,
+    modelWrote: record.upstreamAttempts.map((a) => reassemble(a.response.text)),
+    clientReceived: reassemble(record.clientResponse.body.text),
+    curl: record.upstreamAttempts.map((a) =>
+      curlOf(record, a.upstream, a.replica, a.request.text, a.request.cut),
+    ),
+  };
+}
+
+const shellQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
+
+function curlOf(
+  record: CaptureRecord,
+  upstream: string,
+  replica: string | undefined,
+  body: string,
+  cut: number,
+): string {
+  const base = replica ?? upstream;
+  const url = /^https?:\/\//.test(base) ? base : `http://${base}`;
+  const lines = [
+    '# Replays this attempt against the backend. toolproof never keeps credentials: add',
+    '# -H "authorization: Bearer $KEY" if the backend needs one.',
+    ...(cut > 0
+      ? [`# The captured body was cut (${cut} characters left out): this replay is incomplete.`]
+      : []),
+    `curl -sS ${shellQuote(`${url.replace(/\/+$/, '')}/chat/completions`)} \\`,
+    `  -H 'content-type: application/json' -H ${shellQuote(`x-request-id: ${record.id}`)} \\`,
+    "  --data-binary @- <<'TOOLPROOF_BODY'",
+    body,
+    'TOOLPROOF_BODY',
+  ];
+  return lines.join('\n');
+}
+
+function sessionsOf(ring: CaptureRing): SessionSummary[] {
+  const by = new Map<string, SessionSummary>();
+  for (const s of ring.list({ limit: 1000 }).reverse()) {
+    let e = by.get(s.session);
+    if (!e) {
+      e = { session: s.session, requests: 0, first: s.at, last: s.at, models: [], failed: 0 };
+      by.set(s.session, e);
+    }
+    e.requests++;
+    e.last = Math.max(e.last, s.at);
+    e.first = Math.min(e.first, s.at);
+    if (!e.models.includes(s.model)) e.models.push(s.model);
+    if (s.outcome === 'failed') e.failed++;
+  }
+  return [...by.values()];
+}
+
+/** One session's turns in order, from every worker's records (already merged). */
+export function turnsOf(records: readonly CaptureRecord[]): SessionTurn[] {
+  const sorted = [...records].sort((a, b) => a.at - b.at);
+  let previous: ParsedPrompt | null | undefined;
+  return sorted.map((r) => {
+    const summary = summaryOf(r);
+    const t = r.tokens;
+    const cachedRatio =
+      t.cached !== null && t.prompt ? Math.round((t.cached / t.prompt) * 1000) / 1000 : null;
+    const first = r.upstreamAttempts[0];
+    const current = first && first.request.cut === 0 ? parsePrompt(first.request.text) : null;
+    const prefix =
+      previous === undefined || previous === null || current === null
+        ? null
+        : comparePrefix(previous, current);
+    previous = current;
+    return { summary, cachedRatio, prefix };
+  });
+}
+
+interface ParsedPrompt {
+  /** The parts of the prompt a later turn must keep byte for byte: tools, then each message. */
+  parts: Array<{ where: string; text: string }>;
+}
+
+function parsePrompt(body: string): ParsedPrompt | null {
+  let v: { tools?: unknown; messages?: unknown };
+  try {
+    v = JSON.parse(body) as typeof v;
+  } catch {
+    return null;
+  }
+  const parts: ParsedPrompt['parts'] = [{ where: 'tools', text: JSON.stringify(v.tools ?? null) }];
+  if (Array.isArray(v.messages))
+    v.messages.forEach((m, i) => {
+      parts.push({ where: `messages[${i}]`, text: JSON.stringify(m) });
+    });
+  return { parts };
+}
+
+/** The first difference between the previous turn's prompt and this one's (appending is no change). */
+function comparePrefix(prev: ParsedPrompt, cur: ParsedPrompt): SessionTurn['prefix'] {
+  let offset = 0;
+  for (let i = 0; i < prev.parts.length; i++) {
+    const a = prev.parts[i]!;
+    const b = cur.parts[i];
+    if (b === undefined)
+      return { kept: false, where: a.where, offset, before: a.text.slice(0, 80), after: '(missing)' };
+    if (a.text !== b.text) {
+      let k = 0;
+      while (k < a.text.length && k < b.text.length && a.text[k] === b.text[k]) k++;
+      return {
+        kept: false,
+        where: a.where,
+        offset: offset + k,
+        before: a.text.slice(Math.max(0, k - 30), k + 50),
+        after: b.text.slice(Math.max(0, k - 30), k + 50),
+      };
+    }
+    offset += a.text.length;
+  }
+  return { kept: true };
+}

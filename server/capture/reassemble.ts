@@ -1,0 +1,143 @@
+/**
+ * A captured body read back as what it says: the text, the reasoning and the calls of a chat
+ * completion or its stream (what the model wrote, upstream), or of any front door's answer (what
+ * the client received: chat, Responses or Messages, whole or streamed). Best effort by design:
+ * an unknown event is skipped, a body cut by the capture reads as far as it goes.
+ */
+
+export interface Reassembled {
+  content: string;
+  reasoning: string;
+  calls: Array<{ name: string; arguments: string }>;
+  /** An error the body carried (an error body or event). */
+  error?: string;
+  /** Whether the body was a stream of events. */
+  stream: boolean;
+}
+
+/** The JSON payloads of a body: one per `data:` line of a stream (or of captured events), or the body itself. */
+function payloadsOf(text: string): { payloads: unknown[]; stream: boolean } {
+  const trimmed = text.trimStart();
+  if (trimmed.startsWith('{')) {
+    // One JSON body, or captured events (one payload a line).
+    try {
+      return { payloads: [JSON.parse(trimmed)], stream: false };
+    } catch {
+      // events, one a line
+    }
+  }
+  const payloads: unknown[] = [];
+  let stream = false;
+  for (const raw of text.split('\n')) {
+    const line = raw.startsWith('data:') ? raw.slice(5).trim() : raw.trim();
+    if (raw.startsWith('data:')) stream = true;
+    if (!line.startsWith('{')) continue;
+    stream = true;
+    try {
+      payloads.push(JSON.parse(line));
+    } catch {
+      // a cut or foreign line
+    }
+  }
+  return { payloads, stream };
+}
+
+type Obj = Record<string, unknown>;
+const obj = (v: unknown): Obj | undefined =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : undefined;
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+
+export function reassemble(text: string): Reassembled {
+  const { payloads, stream } = payloadsOf(text);
+  const out: Reassembled = { content: '', reasoning: '', calls: [], stream };
+  /** Calls by their index in the stream (chat: tool_calls[].index; others: output or block index). */
+  const byIndex = new Map<string, { name: string; arguments: string }>();
+  const callAt = (key: string, name?: string) => {
+    let c = byIndex.get(key);
+    if (!c) {
+      c = { name: name ?? '', arguments: '' };
+      byIndex.set(key, c);
+      out.calls.push(c);
+    } else if (name) c.name = name;
+    return c;
+  };
+  for (const p of payloads) {
+    const e = obj(p);
+    if (!e) continue;
+    if (e.error !== undefined && !Array.isArray(e.choices)) {
+      const err = obj(e.error);
+      out.error = err ? str(err.message) || JSON.stringify(err) : String(e.error);
+      continue;
+    }
+    if (Array.isArray(e.choices)) {
+      for (const ch of e.choices) {
+        const c = obj(ch);
+        const m = obj(c?.delta) ?? obj(c?.message);
+        if (!m) continue;
+        out.content += str(m.content);
+        out.reasoning += str(m.reasoning_content) || str(m.reasoning);
+        if (Array.isArray(m.tool_calls))
+          m.tool_calls.forEach((t, i) => {
+            const tc = obj(t);
+            const f = obj(tc?.function);
+            const idx = typeof tc?.index === 'number' ? tc.index : i;
+            const call = callAt(`c${c?.index ?? 0}.${idx}`, str(f?.name) || undefined);
+            call.arguments += str(f?.arguments);
+          });
+      }
+      continue;
+    }
+    const type = str(e.type);
+    // OpenAI Responses
+    if (type === 'response.output_text.delta') out.content += str(e.delta);
+    else if (type === 'response.reasoning_text.delta' || type === 'response.reasoning_summary_text.delta')
+      out.reasoning += str(e.delta);
+    else if (type === 'response.output_item.added') {
+      const item = obj(e.item);
+      if (item?.type === 'function_call') callAt(`r${e.output_index}`, str(item.name));
+    } else if (type === 'response.function_call_arguments.delta')
+      callAt(`r${e.output_index}`).arguments += str(e.delta);
+    else if (type === 'response' || Array.isArray(e.output)) readResponsesOutput(e, out);
+    // Anthropic Messages
+    else if (type === 'content_block_start') {
+      const b = obj(e.content_block);
+      if (b?.type === 'tool_use') callAt(`m${e.index}`, str(b.name));
+    } else if (type === 'content_block_delta') {
+      const d = obj(e.delta);
+      if (d?.type === 'text_delta') out.content += str(d.text);
+      else if (d?.type === 'thinking_delta') out.reasoning += str(d.thinking);
+      else if (d?.type === 'input_json_delta') callAt(`m${e.index}`).arguments += str(d.partial_json);
+    } else if (type === 'message' && Array.isArray(e.content)) {
+      for (const b of e.content) {
+        const block = obj(b);
+        if (block?.type === 'text') out.content += str(block.text);
+        else if (block?.type === 'thinking') out.reasoning += str(block.thinking);
+        else if (block?.type === 'tool_use')
+          out.calls.push({ name: str(block.name), arguments: JSON.stringify(block.input ?? {}) });
+      }
+    } else if (type === 'error') {
+      const err = obj(e.error);
+      out.error = err ? str(err.message) : 'error';
+    } else if (type === 'response.failed' || type === 'response.completed') {
+      const r = obj(e.response);
+      const err = obj(r?.error);
+      if (err) out.error = str(err.message);
+      if (r && out.content === '' && out.calls.length === 0 && type === 'response.completed')
+        readResponsesOutput(r, out);
+    }
+  }
+  return out;
+}
+
+function readResponsesOutput(r: Obj, out: Reassembled): void {
+  if (!Array.isArray(r.output)) return;
+  for (const it of r.output) {
+    const item = obj(it);
+    if (item?.type === 'message' && Array.isArray(item.content)) {
+      for (const part of item.content) out.content += str(obj(part)?.text);
+    } else if (item?.type === 'function_call')
+      out.calls.push({ name: str(item.name), arguments: str(item.arguments) });
+    else if (item?.type === 'reasoning' && Array.isArray(item.content))
+      for (const part of item.content) out.reasoning += str(obj(part)?.text);
+  }
+}

@@ -1,0 +1,335 @@
+/**
+ * What the server tells the capture ring (ring.ts) about one request, at the points where it
+ * happens: the client's request (startChatCall), each upstream attempt (attempt.ts and the two
+ * drivers), each harness decision (effects.ts, the fallback, the attempt loop), the bytes the
+ * client receives (a tap on the response), and the end (app.ts, with the log line). Every
+ * function is a no-op for a call without a record: with capture off nothing here keeps anything.
+ */
+import cluster from 'node:cluster';
+import { type IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { FastifyRequest } from 'fastify';
+import type { ToolproofError } from '../../protocol/errors.js';
+import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
+import { describeEffect, type PolicyEffect } from '../../policies/registry.js';
+import type { ChatCall } from '../chat/context.js';
+import { redactHeaders } from './redact.js';
+import type { CaptureRecord, CaptureRing, Outcome } from './ring.js';
+
+const WORKER = cluster.isWorker ? (cluster.worker?.id ?? 0) : 0;
+/** A decision's detail is JSON cut to this many characters. */
+const MAX_DETAIL_CHARS = 2000;
+
+/** The session a request belongs to: the affinity key (docs/affinity.md), readable. */
+export function sessionLabel(key: string): string {
+  // Opening-message keys hold NUL separators (model, user, hashes): shown with slashes.
+  return key.replace(/\u0000/g, '/').slice(0, 300);
+}
+
+/** Opens the record of a chat call (any front door), in flight from now on. */
+export function beginCapture(
+  ring: CaptureRing,
+  request: FastifyRequest,
+  call: ChatCall,
+  sessionKey: string,
+  clientBytes: Buffer | undefined,
+): void {
+  const record: CaptureRecord = {
+    id: request.id,
+    worker: WORKER,
+    at: Date.now(),
+    api: call.api,
+    model: call.original.model,
+    stream: call.original.stream === true,
+    session: sessionLabel(sessionKey),
+    inFlight: true,
+    status: null,
+    outcome: 'in_flight',
+    kinds: ['in_flight'],
+    attempts: 0,
+    tokens: { cached: null, prompt: null, completion: null },
+    durationMs: null,
+    method: request.method,
+    path: (request.url.split('?')[0] ?? '').slice(0, 256),
+    clientRequest: { headers: {}, body: { text: '', cut: 0 } },
+    upstreamAttempts: [],
+    decisions: [],
+    clientResponse: { status: null, body: { text: '', cut: 0 } },
+  };
+  const w = ring.open(record);
+  const headers = redactHeaders(request.headers);
+  w.note(JSON.stringify(headers).length);
+  record.clientRequest.headers = headers;
+  // The client's own bytes when at hand; a body they were not kept for, as JSON (cut after).
+  // Only the head of a large body is decoded: `cut` then counts the bytes left out.
+  record.clientRequest.body =
+    clientBytes !== undefined ? w.fromBytes(clientBytes) : w.text(JSON.stringify(request.body ?? null));
+  w.start = request.tpStart;
+  call.capture = w;
+  request.tpCapture = w;
+}
+
+/**
+ * The server's response class while capturing (app.ts gives it to node's http server): every
+ * front door's bytes, streamed or not, are seen as they are written, by one subclass with one
+ * write and one end for every response, rather than a wrapper installed per response (two
+ * closures each, and a response object of another shape on node's hot write path). A response
+ * takes part once app.ts links its request (front-door routes); the record is the request's
+ * once its call began (beginCapture).
+ */
+export class CapturingResponse<Req extends IncomingMessage = IncomingMessage> extends ServerResponse<Req> {
+  /** The request whose record this response's bytes go to; undefined: not captured. */
+  tpRequest: FastifyRequest | undefined;
+
+  constructor(req: Req, options?: object) {
+    // @ts-expect-error node passes the server's options (highWaterMark, rejectNonStandardBodyWrites); @types/node 20 declares only req
+    super(req, options);
+    this.tpRequest = undefined;
+  }
+}
+
+function take(res: CapturingResponse, chunk: unknown): void {
+  const w = res.tpRequest?.tpCapture;
+  if (w === undefined || chunk === undefined || chunk === null || typeof chunk === 'function') return;
+  if (typeof chunk === 'string') w.client(chunk);
+  else if (Buffer.isBuffer(chunk)) w.client(chunk);
+  else if (chunk instanceof Uint8Array)
+    w.client(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+}
+
+type Fn = (this: ServerResponse, ...args: unknown[]) => unknown;
+const baseWrite = ServerResponse.prototype.write as unknown as Fn;
+const baseEnd = ServerResponse.prototype.end as unknown as Fn;
+// Fixed arity: no rest array per call; node's write and end read missing arguments as undefined.
+Object.defineProperty(CapturingResponse.prototype, 'write', {
+  value: function write(this: CapturingResponse, chunk: unknown, a: unknown, b: unknown) {
+    if (this.tpRequest !== undefined) take(this, chunk);
+    return baseWrite.call(this, chunk, a, b);
+  },
+  writable: true,
+  configurable: true,
+});
+Object.defineProperty(CapturingResponse.prototype, 'end', {
+  value: function end(this: CapturingResponse, chunk: unknown, a: unknown, b: unknown) {
+    if (this.tpRequest !== undefined) take(this, chunk);
+    return baseEnd.call(this, chunk, a, b);
+  },
+  writable: true,
+  configurable: true,
+});
+
+/** An attempt goes upstream: the body exactly as sent. */
+export function captureAttemptSent(call: ChatCall, body: string | Buffer, sentAt: number): void {
+  const w = call.capture;
+  if (!w) return;
+  const r = w.record;
+  r.attempts = call.trace.attempts;
+  r.upstreamAttempts.push({
+    n: call.trace.attempts,
+    upstream: call.route.client.label,
+    at: Date.now(),
+    queueMs: round(sentAt - startOf(call)),
+    stream: call.phase.request.stream === true,
+    request: typeof body === 'string' ? w.text(body) : w.fromBytes(body),
+    response: { text: '', cut: 0 },
+    events: 0,
+  });
+  w.note(200);
+}
+
+/** The upstream answered with headers (or failed before). */
+export function captureAttemptOpened(
+  call: ChatCall,
+  sentAt: number,
+  res: { status: number; replica?: string } | undefined,
+  error?: ToolproofError,
+): void {
+  const a = call.capture?.record.upstreamAttempts.at(-1);
+  if (!a) return;
+  a.ttfbMs = round(performance.now() - sentAt);
+  if (res) {
+    a.status = res.status;
+    if (res.replica) a.replica = res.replica;
+  }
+  if (error) {
+    a.totalMs = a.ttfbMs;
+    a.error = errorOf(error);
+  }
+}
+
+/** A whole (non-streamed or error) response body of the running attempt. */
+export function captureAttemptBody(call: ChatCall, body: string | Buffer): void {
+  const w = call.capture;
+  const a = w?.record.upstreamAttempts.at(-1);
+  if (!w || !a) return;
+  a.response = typeof body === 'string' ? w.text(body) : w.fromBytes(body);
+}
+
+/** One event of the running attempt's stream, as received. */
+export function captureEvent(call: ChatCall, payload: string): void {
+  call.capture?.event(payload);
+}
+
+/** One read of the running attempt's stream (the upstream's bytes), and the events it completed. */
+export function captureRead(call: ChatCall, buf: Buffer, events: number): void {
+  call.capture?.read(buf, events);
+}
+
+/** The running attempt's response ended (or failed). */
+export function captureAttemptEnd(call: ChatCall, error?: ToolproofError): void {
+  const w = call.capture;
+  const a = w?.record.upstreamAttempts.at(-1);
+  if (!w || !a) return;
+  w.endEvents();
+  a.totalMs = round(Date.now() - a.at);
+  if (error && !a.error) a.error = errorOf(error);
+}
+
+/** A harness decision with its reason. */
+export function captureDecision(
+  call: ChatCall,
+  kind: string,
+  reason: string,
+  detail?: unknown,
+  policy?: string,
+): void {
+  const w = call.capture;
+  if (!w) return;
+  const d = {
+    atMs: round(performance.now() - startOf(call)),
+    attempt: call.trace.attempts,
+    kind,
+    ...(policy ? { policy } : {}),
+    reason: reason.slice(0, MAX_DETAIL_CHARS),
+    ...(detail !== undefined ? { detail: w.text(stringify(detail)).text } : {}),
+  };
+  // A record out of room keeps no more decisions (its cut texts already say it was cut).
+  if (w.note(d.reason.length + 64)) w.record.decisions.push(d);
+}
+
+/** The policies' effects, as decisions: what each means (describeEffect) is its reason. */
+export function captureEffects(call: ChatCall, effects: readonly PolicyEffect[]): void {
+  if (!call.capture) return;
+  for (const e of effects) {
+    const r = describeEffect(e);
+    captureDecision(call, e.kind, reasonOf(e, r), (e as { detail?: unknown }).detail, e.policy);
+  }
+}
+
+function reasonOf(e: PolicyEffect, r: ReturnType<typeof describeEffect>): string {
+  if (!r) return `${e.policy}: ${e.kind}`;
+  switch (r.type) {
+    case 'forced':
+      return `forced tool use: tool_choice "${r.toolChoice}" sent upstream (a prose answer then comes through final_answer)`;
+    case 'final-answer':
+      return 'the answer came through the synthetic final_answer tool';
+    case 'forced-but-prose':
+      return 'a forced request was answered in prose all the same';
+    case 'leak':
+      return `tool-call text in ${r.leak.source} (${r.leak.format}): ${r.leak.outcome}${r.leak.reason ? `, ${r.leak.reason}` : ''}`;
+    case 'validation-failed':
+      return `call to ${r.tool} failed validation${r.undeclared ? ' (undeclared tool)' : ''}`;
+    case 'schema-unenforced':
+      return `schema of ${r.tool} not fully enforced: ${r.reasons.join(', ')}`;
+    case 'retry':
+      return `corrective retry asked for: ${r.reason}`;
+    case 'tally':
+      return `${r.tally}: ${r.key}${r.count > 1 ? ` x${r.count}` : ''}`;
+  }
+  return `${e.policy}: ${e.kind}`;
+}
+
+/** The feedback a corrective retry sends: the messages it adds to the attempt it retries. */
+export function captureRetry(
+  call: ChatCall,
+  reason: string,
+  sent: ChatCompletionRequest,
+  next: ChatCompletionRequest,
+): void {
+  if (!call.capture) return;
+  const before = Array.isArray(sent.messages) ? sent.messages.length : 0;
+  const added = Array.isArray(next.messages) ? next.messages.slice(before) : [];
+  const feedback = added
+    .filter((m) => m.role !== 'assistant')
+    .map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)))
+    .join('\n');
+  captureDecision(call, 'retry-feedback', `corrective retry (${reason}): feedback sent`, {
+    feedback,
+    added,
+  });
+}
+
+/** The request ended: status, outcome, usage, the harness summary. */
+export function finishCapture(
+  call: ChatCall,
+  status: number,
+  finished: boolean,
+  usage: Usage | undefined,
+  cache: { cached: number; prompt: number } | undefined,
+  harness: Record<string, unknown> | undefined,
+  error: ToolproofError | undefined,
+): void {
+  const w = call.capture;
+  if (!w) return;
+  const startedAt = w.start;
+  const r = w.record;
+  w.endEvents();
+  w.endClient();
+  r.inFlight = false;
+  r.status = finished ? status : 'aborted';
+  r.clientResponse.status = status;
+  r.durationMs = round(performance.now() - startedAt);
+  r.attempts = call.trace.attempts;
+  const t = call.trace;
+  if (t.droppedTools?.length)
+    captureDecision(
+      call,
+      'dropped-tools',
+      `hosted tools left out of the upstream request: ${t.droppedTools.join(', ')}`,
+    );
+  const kinds: Outcome[] = [];
+  if (!finished || status >= 400 || error || t.finalKind === 'error') kinds.push('failed');
+  if (t.retries.length > 0) kinds.push('retried');
+  if (t.leaks.some((l) => l.outcome === 'recovered')) kinds.push('leak_recovered');
+  if (t.finalKind === 'final_answer' || t.finalAnswer) kinds.push('final_answer');
+  if (kinds.length === 0) kinds.push('clean');
+  r.kinds = kinds;
+  r.outcome = kinds[0]!;
+  r.tokens = {
+    cached: cache?.cached ?? cachedOf(usage),
+    prompt: usage?.prompt_tokens ?? cache?.prompt ?? null,
+    completion: usage?.completion_tokens ?? null,
+  };
+  if (error) r.error = errorOf(error);
+  if (harness) {
+    r.harness = harness;
+    w.note(JSON.stringify(harness).length);
+  }
+  call.capture = undefined;
+}
+
+function cachedOf(usage: Usage | undefined): number | null {
+  const c = (usage?.prompt_tokens_details as { cached_tokens?: unknown } | null | undefined)?.cached_tokens;
+  return typeof c === 'number' ? c : null;
+}
+
+function errorOf(e: ToolproofError): { code: string; status: number; message: string } {
+  return { code: e.code, status: e.status, message: String(e.message).slice(0, MAX_DETAIL_CHARS) };
+}
+
+function stringify(v: unknown): string {
+  try {
+    return JSON.stringify(v) ?? String(v);
+  } catch {
+    return String(v);
+  }
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 10) / 10;
+}
+
+/** When the call's request arrived (performance clock). */
+function startOf(call: ChatCall): number {
+  return call.capture?.start ?? 0;
+}

@@ -1,0 +1,231 @@
+/**
+ * The inspector (docs/inspect.md): a page at /inspect and the JSON API behind it, over the
+ * capture ring of every worker (server/capture/). Behind the API keys like every route that is
+ * not open (server/auth.ts); the page's routes also take the key as a Basic password, so a
+ * browser can open it. The page is three static files served from inspect/ in the repository:
+ * no build step, no external network, and it writes every captured text with textContent only.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ToolproofError } from '../../protocol/errors.js';
+import type { AppState } from '../app-state.js';
+import { type AskGroup, joinCaptureGroup } from '../capture/cluster.js';
+import { type RequestView, type SessionSummary, turnsOf } from '../capture/query.js';
+import type { CaptureRecord, CaptureSummary, Outcome } from '../capture/ring.js';
+import { errorHandler } from '../error-handler.js';
+import { openAIErrorBody } from '../front-doors/chat/errors.js';
+
+const OUTCOMES: Outcome[] = ['clean', 'leak_recovered', 'final_answer', 'retried', 'failed', 'in_flight'];
+
+/** The page's files: next to the sources (tsx), or next to dist/ (the built package, the image). */
+function pageDir(): string | undefined {
+  for (const rel of ['../../inspect/', '../../../inspect/']) {
+    const dir = fileURLToPath(new URL(rel, import.meta.url));
+    if (existsSync(`${dir}index.html`)) return dir;
+  }
+  return undefined;
+}
+
+const PAGE_FILES: Record<string, string> = {
+  '/inspect': 'index.html',
+  '/inspect/inspect.js': 'inspect.js',
+  '/inspect/inspect.css': 'inspect.css',
+};
+const TYPES: Record<string, string> = {
+  html: 'text/html; charset=utf-8',
+  js: 'text/javascript; charset=utf-8',
+  css: 'text/css; charset=utf-8',
+};
+/** Nothing but the page's own files: a script that slipped through escaping could not run or call out. */
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+const summarySchema = {
+  type: 'object',
+  description: 'One captured request (see docs/inspect.md for every field).',
+  additionalProperties: true,
+  properties: {
+    id: { type: 'string' },
+    worker: { type: 'integer' },
+    at: { type: 'number', description: 'Epoch milliseconds when the request arrived.' },
+    api: { type: 'string' },
+    model: { type: 'string' },
+    stream: { type: 'boolean' },
+    session: { type: 'string' },
+    inFlight: { type: 'boolean' },
+    outcome: { type: 'string', enum: OUTCOMES },
+    kinds: { type: 'array', items: { type: 'string' } },
+    attempts: { type: 'integer' },
+    durationMs: { type: ['number', 'null'] },
+  },
+};
+
+export function registerInspectRoutes(app: FastifyInstance, state: AppState): void {
+  const ask: AskGroup = joinCaptureGroup(state.capture);
+  const dir = pageDir();
+  const files = new Map<string, { body: string; type: string }>();
+  if (dir)
+    for (const [route, file] of Object.entries(PAGE_FILES))
+      files.set(route, {
+        body: readFileSync(`${dir}${file}`, 'utf8'),
+        type: TYPES[file.split('.').pop() ?? ''] ?? 'text/plain',
+      });
+
+  void app.register(async (scope) => {
+    const base = errorHandler(openAIErrorBody, (model) => state.metrics.internalErrors.labels(model).inc());
+    scope.setErrorHandler((err, request, reply) => {
+      // A browser asks for the key (as a Basic password) when the page is refused.
+      if ((err as { code?: string }).code === 'TP_ERR_UNAUTHORIZED')
+        reply.header('www-authenticate', 'Basic realm="toolproof inspector", charset="UTF-8"');
+      base(err, request, reply);
+    });
+
+    const page = (request: FastifyRequest, reply: FastifyReply) => {
+      const f = files.get(request.routeOptions.url ?? '');
+      if (!f)
+        throw new ToolproofError('TP_ERR_NOT_FOUND', {
+          message: 'The inspector page is not installed (the inspect/ folder is missing).',
+        });
+      return reply
+        .header('content-security-policy', CSP)
+        .header('x-content-type-options', 'nosniff')
+        .header('cache-control', 'no-cache')
+        .type(f.type)
+        .send(f.body);
+    };
+    for (const route of Object.keys(PAGE_FILES))
+      scope.get(route, { schema: { hide: true } }, async (request, reply) => page(request, reply));
+
+    scope.get(
+      '/inspect/api/requests',
+      {
+        schema: {
+          tags: ['inspect'],
+          summary: 'Recent and in-flight requests, newest first, from every worker (docs/inspect.md).',
+          security: [{ bearer: [] }],
+          querystring: {
+            type: 'object',
+            properties: {
+              session: { type: 'string', maxLength: 400 },
+              model: { type: 'string', maxLength: 256 },
+              outcome: { type: 'string', enum: OUTCOMES },
+              limit: { type: 'integer', minimum: 1, maximum: 1000 },
+            },
+          },
+          response: {
+            200: {
+              type: 'object',
+              properties: {
+                capture: { type: 'boolean', description: 'false: capture is off (TOOLPROOF_CAPTURE_MB=0).' },
+                workers: { type: 'integer', description: 'How many workers answered.' },
+                partial: { type: 'boolean', description: 'Only the answering worker could be read.' },
+                requests: { type: 'array', items: summarySchema },
+              },
+            },
+          },
+        },
+      },
+      async (request) => {
+        const q = request.query as { session?: string; model?: string; outcome?: string; limit?: number };
+        const limit = q.limit ?? 200;
+        const got = await ask({ op: 'list', query: { ...q, limit } });
+        const requests = (got.parts as CaptureSummary[][])
+          .flat()
+          .sort((a, b) => b.at - a.at)
+          .slice(0, limit);
+        return {
+          capture: state.capture !== undefined,
+          workers: got.parts.length,
+          partial: got.partial,
+          requests,
+        };
+      },
+    );
+
+    scope.get(
+      '/inspect/api/requests/:id',
+      {
+        schema: {
+          tags: ['inspect'],
+          summary:
+            'One request whole: the client request (no credentials), every upstream attempt, the decisions, what the client received, and read-back views.',
+          security: [{ bearer: [] }],
+          params: {
+            type: 'object',
+            properties: { id: { type: 'string', maxLength: 200 } },
+            required: ['id'],
+          },
+        },
+      },
+      async (request) => {
+        const { id } = request.params as { id: string };
+        const got = await ask({ op: 'get', id });
+        const view = (got.parts as Array<RequestView | null>).find((p) => p !== null);
+        if (!view)
+          throw new ToolproofError('TP_ERR_NOT_FOUND', {
+            message: `No captured request ${JSON.stringify(id.slice(0, 200))} (never seen, or dropped from the ring).`,
+          });
+        return view;
+      },
+    );
+
+    scope.get(
+      '/inspect/api/sessions',
+      {
+        schema: {
+          tags: ['inspect'],
+          summary: 'Sessions (by affinity key: the client session id or the hash of the opening messages).',
+          security: [{ bearer: [] }],
+        },
+      },
+      async () => {
+        const got = await ask({ op: 'sessions' });
+        const by = new Map<string, SessionSummary>();
+        for (const s of (got.parts as SessionSummary[][]).flat()) {
+          const e = by.get(s.session);
+          if (!e) by.set(s.session, { ...s, models: [...s.models] });
+          else {
+            e.requests += s.requests;
+            e.failed += s.failed;
+            e.first = Math.min(e.first, s.first);
+            e.last = Math.max(e.last, s.last);
+            for (const m of s.models) if (!e.models.includes(m)) e.models.push(m);
+          }
+        }
+        return {
+          workers: got.parts.length,
+          partial: got.partial,
+          sessions: [...by.values()].sort((a, b) => b.last - a.last),
+        };
+      },
+    );
+
+    scope.get(
+      '/inspect/api/session',
+      {
+        schema: {
+          tags: ['inspect'],
+          summary:
+            "One session's turns in order, with each turn's cached-prompt ratio and where its prompt first differs from the turn before (docs/prefix.md).",
+          security: [{ bearer: [] }],
+          querystring: {
+            type: 'object',
+            properties: { key: { type: 'string', maxLength: 400 } },
+            required: ['key'],
+          },
+        },
+      },
+      async (request) => {
+        const { key } = request.query as { key: string };
+        const got = await ask({ op: 'session', key });
+        return {
+          session: key,
+          workers: got.parts.length,
+          partial: got.partial,
+          turns: turnsOf((got.parts as CaptureRecord[][]).flat()),
+        };
+      },
+    );
+  });
+}

@@ -1,0 +1,209 @@
+/**
+ * The inspector page end to end in headless Chromium (Debian's /usr/bin/chromium driven by
+ * playwright-core; never a downloaded browser): after a leak, a prose answer forced to a final
+ * answer, a corrective retry and an upstream failure, the page lists each and shows each whole;
+ * a session shows its three turns; model output with HTML and script stays text. Screenshots go
+ * to tests/artifacts/inspect/ (gitignored). Skipped only where Chromium is absent outside CI.
+ */
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { collectStream, type Stack, startStack, weatherTool } from '../server/stack.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const available = existsSync(CHROMIUM);
+if (!available && process.env.CI)
+  throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install chromium)`);
+const ARTIFACTS = join(import.meta.dirname, '..', 'artifacts', 'inspect');
+
+const tools = [weatherTool];
+const user = [{ role: 'user' as const, content: 'Weather in Paris?' }];
+const LEAKED =
+  'Let me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>';
+const HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script><b>bold?</b>';
+const scenario = (v: unknown, extra: Record<string, string> = {}) => ({
+  headers: { 'x-sim-scenario': typeof v === 'string' ? v : JSON.stringify(v), ...extra },
+});
+
+let stack: Stack;
+let browser: Browser;
+let page: Page;
+const ids: Record<string, string> = {};
+
+describe.skipIf(!available)('the inspector page in headless Chromium', () => {
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    stack = await startStack({ sim: { personality: 'llama-server' } });
+    const c = stack.client.chat.completions;
+    ids.leak = (
+      await c.create({ model: 'sim', messages: user, tools }, scenario({ raw: LEAKED })).withResponse()
+    ).response.headers.get('x-request-id')!;
+    const forced = await c
+      .create(
+        { model: 'sim', messages: user, tools, stream: true },
+        scenario({ say: 'It is sunny in Paris.' }),
+      )
+      .withResponse();
+    ids.final = forced.response.headers.get('x-request-id')!;
+    await collectStream(forced.data);
+    const named = { type: 'function' as const, function: { name: 'get_weather' } };
+    ids.retry = (
+      await c
+        .create(
+          { model: 'sim', messages: user, tools, tool_choice: named },
+          scenario([
+            { say: 'It is sunny.' },
+            { call: [{ name: 'get_weather', arguments: { city: 'Paris' } }] },
+          ]),
+        )
+        .withResponse()
+    ).response.headers.get('x-request-id')!;
+    const failed = await fetch(`${stack.url}/chat/completions`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-request-id': 'failed-1',
+        'x-sim-scenario': JSON.stringify({ error: { status: 500, message: 'CUDA out of memory' } }),
+      },
+      body: JSON.stringify({ model: 'sim', messages: user, tools }),
+    });
+    expect(failed.status).toBe(500);
+    ids.failed = 'failed-1';
+    ids.hostile = (
+      await c.create({ model: 'sim', messages: user }, scenario({ say: HOSTILE })).withResponse()
+    ).response.headers.get('x-request-id')!;
+    // Three turns of one agent conversation (Claude Code's session header).
+    const session = { 'x-claude-code-session-id': 'agent-conversation-7' };
+    const messages: Array<Record<string, unknown>> = [
+      { role: 'user', content: 'Weather in Paris, then Rome?' },
+    ];
+    for (let turn = 0; turn < 3; turn++) {
+      const res = await c.create(
+        { model: 'sim', messages: messages as never, tools },
+        scenario('tools', session),
+      );
+      const msg = res.choices[0]!.message;
+      messages.push(msg as never);
+      if (msg.tool_calls?.length)
+        messages.push({ role: 'tool', tool_call_id: msg.tool_calls[0]!.id, content: 'sunny, 21 C' });
+      else messages.push({ role: 'user', content: 'And tomorrow?' });
+    }
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
+    page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+    page.on('dialog', (d) => void d.dismiss());
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.close();
+  });
+
+  it('lists each request with its outcome', async () => {
+    await page.goto(`${stack.origin}/inspect`);
+    const row = (id: string) => page.locator(`tr[data-id="${id}"]`);
+    await row(ids.failed!).waitFor();
+    expect(await row(ids.leak!).locator('[data-outcome]').getAttribute('data-outcome')).toBe(
+      'leak_recovered',
+    );
+    expect(await row(ids.final!).locator('[data-outcome]').getAttribute('data-outcome')).toBe('final_answer');
+    expect(await row(ids.retry!).locator('[data-outcome]').getAttribute('data-outcome')).toBe('retried');
+    expect(await row(ids.failed!).locator('[data-outcome]').getAttribute('data-outcome')).toBe('failed');
+    await page.screenshot({ path: join(ARTIFACTS, 'list.png') });
+    // Filters: the outcome select narrows the list.
+    await page.selectOption('select[name=outcome]', 'failed');
+    await expect.poll(() => page.locator('tr[data-id]').count()).toBe(1);
+    expect(await page.locator('tr[data-id]').getAttribute('data-id')).toBe(ids.failed);
+  });
+
+  it('a leak: the raw model text beside what the client received, the recovered call marked', async () => {
+    await page.goto(`${stack.origin}/inspect#/r/${ids.leak}`);
+    const marked = page.locator('#model-wrote mark.recovered');
+    await marked.waitFor();
+    expect(await marked.textContent()).toContain('<tool_call>');
+    expect(await page.locator('#model-wrote pre.text').textContent()).toContain('Let me check.');
+    expect(await page.locator('main').textContent()).not.toContain('null');
+    expect(await page.locator('#client-received .call b').textContent()).toBe('get_weather');
+    expect(await page.locator('#client-received pre.text').textContent()).not.toContain('<tool_call>');
+    expect(await page.locator('#decisions li[data-kind="leak"]').textContent()).toMatch(/hermes.*recovered/);
+    await page.screenshot({ path: join(ARTIFACTS, 'leak.png'), fullPage: true });
+    // The README's picture (docs/inspect.png is a copy of this one).
+    await page.setViewportSize({ width: 1100, height: 860 });
+    await page.screenshot({
+      path: join(ARTIFACTS, 'leak-top.png'),
+      clip: { x: 0, y: 0, width: 1100, height: 520 },
+    });
+    await page.setViewportSize({ width: 1280, height: 860 });
+  });
+
+  it('a prose answer forced to a final answer', async () => {
+    await page.goto(`${stack.origin}/inspect#/r/${ids.final}`);
+    await page.locator('#model-wrote .call b').waitFor();
+    expect(await page.locator('#model-wrote .call b').textContent()).toBe('final_answer');
+    expect(await page.locator('#client-received pre.text').textContent()).toBe('It is sunny in Paris.');
+    expect(await page.locator('#decisions li[data-kind="forced"]').count()).toBe(1);
+    await page.screenshot({ path: join(ARTIFACTS, 'final-answer.png'), fullPage: true });
+  });
+
+  it('a retry: the feedback text sent, both attempts', async () => {
+    await page.goto(`${stack.origin}/inspect#/r/${ids.retry}`);
+    const feedback = page.locator('#decisions .feedback-text');
+    await feedback.waitFor();
+    expect(await feedback.textContent()).toContain('do not answer in prose');
+    expect(await page.locator('section.attempt').count()).toBe(2);
+    // The second attempt's request shows the rewrite: the feedback message added.
+    expect(await page.locator('section.attempt[data-attempt="2"] .diff .add').allTextContents()).toEqual(
+      expect.arrayContaining([expect.stringContaining('do not answer in prose')]),
+    );
+    await page.screenshot({ path: join(ARTIFACTS, 'retry.png'), fullPage: true });
+  });
+
+  it("an upstream failure: the failed attempt's error", async () => {
+    await page.goto(`${stack.origin}/inspect#/r/${ids.failed}`);
+    const err = page.locator('section.attempt .attempt-error');
+    await err.waitFor();
+    expect(await err.textContent()).toContain('CUDA out of memory');
+    expect(await page.locator('#request-id').textContent()).toBe('failed-1');
+    expect(await page.locator('#request-error').textContent()).toContain('CUDA out of memory');
+    await page.screenshot({ path: join(ARTIFACTS, 'failed.png'), fullPage: true });
+  });
+
+  it('HTML and script in model output stay text', async () => {
+    await page.goto(`${stack.origin}/inspect#/r/${ids.hostile}`);
+    const text = page.locator('#client-received pre.text');
+    await text.waitFor();
+    expect(await text.textContent()).toBe(HOSTILE);
+    expect(
+      await page
+        .locator('#client-received img, #client-received script, #client-received b:text("bold?")')
+        .count(),
+    ).toBe(0);
+    await page.waitForTimeout(200);
+    expect(await page.evaluate('typeof window.__pwned')).toBe('undefined');
+    await page.screenshot({ path: join(ARTIFACTS, 'escaped.png') });
+  });
+
+  it('a session: three turns of one conversation in order, with the cached ratio', async () => {
+    await page.goto(`${stack.origin}/inspect#/sessions`);
+    await page.locator('tr[data-key="h:agent-conversation-7"]').click();
+    await page.locator('#turns tbody tr').first().waitFor();
+    expect(await page.locator('#turns tbody tr').count()).toBe(3);
+    const prefixes = await page.locator('#turns td.prefix').allTextContents();
+    expect(prefixes).toEqual(['first turn', 'kept', 'kept']);
+    await page.screenshot({ path: join(ARTIFACTS, 'session.png') });
+  });
+
+  it('is keyboard-friendly: j/k select, Enter opens, Escape goes back', async () => {
+    await page.goto(`${stack.origin}/inspect`);
+    await page.locator('tr[data-id]').first().waitFor();
+    await page.locator('body').click({ position: { x: 5, y: 5 } });
+    await page.keyboard.press('j');
+    const second = await page.locator('tr[data-id]').nth(1).getAttribute('data-id');
+    expect(await page.locator('tr[aria-selected="true"]').getAttribute('data-id')).toBe(second);
+    await page.keyboard.press('Enter');
+    await page.locator('#request-id').waitFor();
+    expect(await page.locator('#request-id').textContent()).toBe(second);
+    await page.keyboard.press('Escape');
+    await page.locator('tr[data-id]').first().waitFor();
+  });
+});

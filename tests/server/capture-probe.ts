@@ -1,0 +1,145 @@
+/**
+ * Child-process probes for capture-bounds.test.ts (run with --expose-gc; not a test file itself).
+ *
+ * `ring COUNT MB`: COUNT requests of a 1 MB body each written into a ring of MB megabytes the way
+ * the recorder writes them (client body, the attempt as sent, stream events, the client's
+ * response); prints the ring's own count and the heap growth after a full GC.
+ *
+ * `snapshot UPSTREAM CAPTURE_MB OUT`: starts toolproof in front of UPSTREAM, sends chat requests
+ * (with and without tools, streamed and not) whose prompt holds a random marker, waits for them
+ * to end, and writes a heap snapshot to OUT and the marker to OUT.marker. The marker only ever
+ * exists here as bytes (a Buffer), never as a JS string of this process's own making, so a
+ * snapshot that holds it holds what toolproof kept of a prompt.
+ */
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { writeHeapSnapshot } from 'node:v8';
+import { Agent, request } from 'undici';
+import { buildApp } from '../../server/app.js';
+import { CaptureRing } from '../../server/capture/ring.js';
+import { loadConfig } from '../../server/config.js';
+
+const gc = (globalThis as { gc?: () => void }).gc;
+if (!gc) throw new Error('run with --expose-gc');
+const fullGc = async () => {
+  for (let i = 0; i < 4; i++) {
+    gc();
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+
+async function ringProbe(count: number, mb: number): Promise<void> {
+  const ring = new CaptureRing({ maxBytes: mb * 1024 * 1024, textChars: 256 * 1024 });
+  const body = 'x'.repeat(1024 * 1024);
+  await fullGc();
+  const before = process.memoryUsage().heapUsed;
+  let maxBytes = 0;
+  for (let i = 0; i < count; i++) {
+    // A 1 MB body per request (the same text: what the ring keeps of it is its own copy).
+    const unique = body;
+    const w = ring.open({
+      id: `r${i}`,
+      worker: 0,
+      at: Date.now(),
+      api: 'chat',
+      model: 'm',
+      stream: true,
+      session: `s${i % 7}`,
+      inFlight: true,
+      status: null,
+      outcome: 'in_flight',
+      kinds: ['in_flight'],
+      attempts: 1,
+      tokens: { cached: null, prompt: null, completion: null },
+      durationMs: null,
+      method: 'POST',
+      path: '/v1/chat/completions',
+      clientRequest: { headers: { 'content-type': 'application/json' }, body: { text: '', cut: 0 } },
+      upstreamAttempts: [],
+      decisions: [],
+      clientResponse: { status: null, body: { text: '', cut: 0 } },
+    });
+    w.record.clientRequest.body = w.text(unique);
+    w.record.upstreamAttempts.push({
+      n: 1,
+      upstream: 'u',
+      at: Date.now(),
+      queueMs: 0,
+      stream: true,
+      request: w.text(unique),
+      response: { text: '', cut: 0 },
+      events: 0,
+    });
+    for (let e = 0; e < 50; e++) w.event(`{"choices":[{"delta":{"content":"token ${i}.${e}"}}]}`);
+    w.endEvents();
+    for (let e = 0; e < 50; e++) w.client(`data: {"choices":[{"delta":{"content":"token ${i}.${e}"}}]}\n\n`);
+    w.endClient();
+    w.record.inFlight = false;
+    maxBytes = Math.max(maxBytes, ring.bytes);
+  }
+  await fullGc();
+  const growth = process.memoryUsage().heapUsed - before;
+  process.stdout.write(
+    `${JSON.stringify({ growthMb: growth / 1024 / 1024, ringMaxMb: maxBytes / 1024 / 1024, records: ring.size })}\n`,
+  );
+}
+
+/** ASCII hex of random bytes, written straight into a Buffer (no JS string holds it). */
+function markerBytes(): Buffer {
+  const raw = randomBytes(12);
+  const out = Buffer.alloc(raw.length * 2 + 7);
+  out.write('MARKER-', 0, 'latin1');
+  for (let i = 0; i < raw.length; i++) {
+    const hex = (n: number) => (n < 10 ? 48 + n : 87 + n);
+    out[7 + i * 2] = hex(raw[i]! >> 4);
+    out[8 + i * 2] = hex(raw[i]! & 15);
+  }
+  return out;
+}
+
+async function snapshotProbe(upstream: string, captureMb: string, out: string): Promise<void> {
+  const config = Object.freeze({
+    ...loadConfig({ TOOLPROOF_UPSTREAM_URL: upstream, TOOLPROOF_CAPTURE_MB: captureMb }),
+    simulator: true,
+  });
+  const app = await buildApp(config, { logger: false });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : 0;
+  const marker = markerBytes();
+  writeFileSync(`${out}.marker`, marker);
+  const tools = Buffer.from(
+    ',"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]',
+  );
+  const agent = new Agent({ keepAliveTimeout: 10 });
+  for (const withTools of [false, true])
+    for (const stream of [false, true]) {
+      const body = Buffer.concat([
+        Buffer.from('{"model":"sim","stream":'),
+        Buffer.from(String(stream)),
+        Buffer.from(',"messages":[{"role":"user","content":"Tell me about '),
+        marker,
+        Buffer.from(' please"}]'),
+        withTools ? tools : Buffer.alloc(0),
+        Buffer.from('}'),
+      ]);
+      const res = await request(`http://127.0.0.1:${port}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-sim-scenario': 'echo' },
+        body,
+        dispatcher: agent,
+      });
+      await res.body.arrayBuffer();
+      if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
+    }
+  await agent.close();
+  await new Promise((r) => setTimeout(r, 100));
+  await fullGc();
+  writeHeapSnapshot(out);
+  await app.close();
+}
+
+const [mode, a, b, c] = process.argv.slice(2);
+if (mode === 'ring') await ringProbe(Number(a), Number(b));
+else if (mode === 'snapshot') await snapshotProbe(a!, b!, c!);
+else throw new Error(`unknown mode ${mode}`);

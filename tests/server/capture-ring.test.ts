@@ -1,0 +1,156 @@
+/**
+ * The capture ring's accounting (server/capture/ring.ts) and the read-back of captured bodies
+ * (reassemble.ts) for every front door's shapes.
+ */
+import { describe, expect, it } from 'vitest';
+import { reassemble } from '../../server/capture/reassemble.js';
+import { type CaptureRecord, CaptureRing } from '../../server/capture/ring.js';
+
+const record = (id: string, session = 's', model = 'm'): CaptureRecord => ({
+  id,
+  worker: 0,
+  at: Date.now(),
+  api: 'chat',
+  model,
+  stream: false,
+  session,
+  inFlight: true,
+  status: null,
+  outcome: 'in_flight',
+  kinds: ['in_flight'],
+  attempts: 0,
+  tokens: { cached: null, prompt: null, completion: null },
+  durationMs: null,
+  method: 'POST',
+  path: '/v1/chat/completions',
+  clientRequest: { headers: {}, body: { text: '', cut: 0 } },
+  upstreamAttempts: [],
+  decisions: [],
+  clientResponse: { status: null, body: { text: '', cut: 0 } },
+});
+
+describe('CaptureRing', () => {
+  it('drops the oldest records while over its budget, and never exceeds it', () => {
+    const ring = new CaptureRing({ maxBytes: 64 * 1024, textChars: 4096 });
+    for (let i = 0; i < 500; i++) {
+      const w = ring.open(record(`r${i}`));
+      w.record.clientRequest.body = w.text('x'.repeat(3000));
+      expect(ring.bytes).toBeLessThanOrEqual(64 * 1024);
+    }
+    const ids = ring.list({ limit: 1000 }).map((r) => r.id);
+    expect(ids[0]).toBe('r499'); // newest first
+    expect(ids.length).toBeGreaterThan(5);
+    expect(ids.length).toBeLessThan(20);
+    expect(ring.get('r0')).toBeUndefined();
+    expect(ring.get('r499')).toBeDefined();
+  });
+
+  it('cuts a text at the per-text cap and at the record share, and says how much', () => {
+    const ring = new CaptureRing({ maxBytes: 40 * 1024, textChars: 1000 });
+    const w = ring.open(record('a'));
+    expect(w.text('y'.repeat(5000))).toMatchObject({ cut: 4000 });
+    // The record's share is a quarter of the ring (10 KB = 5,000 characters at 2 bytes each).
+    const more = [
+      w.text('z'.repeat(1000)),
+      w.text('z'.repeat(1000)),
+      w.text('z'.repeat(1000)),
+      w.text('z'.repeat(1000)),
+    ];
+    expect(more.map((t) => t.text.length).reduce((a, b) => a + b, 0)).toBeLessThan(4000);
+    expect(w.bytes).toBeLessThanOrEqual(ring.recordBytes);
+    expect(w.fromBytes(Buffer.from('b'.repeat(3000)))).toMatchObject({ text: '', cut: 3000 });
+  });
+
+  it('a record evicted in flight keeps nothing more', () => {
+    const ring = new CaptureRing({ maxBytes: 16 * 1024, textChars: 2000 });
+    const first = ring.open(record('first'));
+    for (let i = 0; i < 20; i++) ring.open(record(`n${i}`)).text('q'.repeat(2000));
+    expect(first.evicted).toBe(true);
+    const before = ring.bytes;
+    first.event('payload');
+    first.client('bytes');
+    expect(first.text('more')).toEqual({ text: '', cut: 4 });
+    expect(ring.bytes).toBe(before);
+  });
+
+  it('gives a reused request id a suffix instead of replacing the earlier record', () => {
+    const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 1000 });
+    ring.open(record('same'));
+    const second = ring.open(record('same'));
+    expect(second.record.id).toMatch(/^same~\d+$/);
+    expect(ring.size).toBe(2);
+  });
+
+  it('filters by session, model and outcome kind', () => {
+    const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 1000 });
+    ring.open(record('a', 's1', 'm1')).record.kinds = ['retried', 'leak_recovered'];
+    ring.open(record('b', 's2', 'm1'));
+    ring.open(record('c', 's1', 'm2'));
+    expect(ring.list({ session: 's1' }).map((r) => r.id)).toEqual(['c', 'a']);
+    expect(ring.list({ model: 'm1' }).map((r) => r.id)).toEqual(['b', 'a']);
+    expect(ring.list({ outcome: 'leak_recovered' }).map((r) => r.id)).toEqual(['a']);
+    expect(ring.session('s1').map((r) => r.id)).toEqual(['a', 'c']);
+  });
+});
+
+describe('reassemble', () => {
+  it('chat: a stream of events, or a whole completion', () => {
+    const events = [
+      '{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"}}]}',
+      '{"choices":[{"index":0,"delta":{"content":"lo","reasoning_content":"hmm"}}]}',
+      '{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"get_weather","arguments":"{\\"ci"}}]}}]}',
+      '{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"ty\\":1}"}}]}}]}',
+      '[DONE]',
+    ].join('\n');
+    expect(reassemble(events)).toMatchObject({
+      content: 'Hello',
+      reasoning: 'hmm',
+      calls: [{ name: 'get_weather', arguments: '{"city":1}' }],
+      stream: true,
+    });
+    const sse = events
+      .split('\n')
+      .map((e) => `data: ${e}\n\n`)
+      .join('');
+    expect(reassemble(sse).content).toBe('Hello');
+    expect(reassemble('{"choices":[{"message":{"content":"whole"}}]}')).toMatchObject({
+      content: 'whole',
+      stream: false,
+    });
+    expect(reassemble('{"error":{"message":"CUDA out of memory"}}').error).toBe('CUDA out of memory');
+  });
+
+  it('Anthropic Messages: text and tool_use blocks, streamed or whole', () => {
+    const sse = [
+      'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}',
+      'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"On it."}}',
+      'event: content_block_start\ndata: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"Read","input":{}}}',
+      'event: content_block_delta\ndata: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\\"path\\":\\"a\\"}"}}',
+    ].join('\n\n');
+    expect(reassemble(sse)).toMatchObject({
+      content: 'On it.',
+      calls: [{ name: 'Read', arguments: '{"path":"a"}' }],
+    });
+    const whole =
+      '{"type":"message","content":[{"type":"text","text":"Hi"},{"type":"tool_use","name":"Read","input":{"p":1}}]}';
+    expect(reassemble(whole)).toMatchObject({
+      content: 'Hi',
+      calls: [{ name: 'Read', arguments: '{"p":1}' }],
+    });
+  });
+
+  it('OpenAI Responses: output text and function calls, streamed or whole', () => {
+    const sse = [
+      'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","output_index":0,"delta":"Sure"}',
+      'event: response.output_item.added\ndata: {"type":"response.output_item.added","output_index":1,"item":{"type":"function_call","name":"shell"}}',
+      'event: response.function_call_arguments.delta\ndata: {"type":"response.function_call_arguments.delta","output_index":1,"delta":"{\\"cmd\\":\\"ls\\"}"}',
+    ].join('\n\n');
+    expect(reassemble(sse)).toMatchObject({
+      content: 'Sure',
+      calls: [{ name: 'shell', arguments: '{"cmd":"ls"}' }],
+    });
+    const whole =
+      '{"object":"response","output":[{"type":"message","content":[{"type":"output_text","text":"Done"}]},{"type":"function_call","name":"shell","arguments":"{}"}]}';
+    expect(reassemble(whole)).toMatchObject({ content: 'Done', calls: [{ name: 'shell', arguments: '{}' }] });
+  });
+});

@@ -1,0 +1,122 @@
+/**
+ * The inspector with TOOLPROOF_WORKERS=2 (the real process, node --import tsx server/main.ts):
+ * each worker has its own capture ring, and whichever worker answers /inspect/api, it shows every
+ * worker's requests (the query goes to every worker through the primary, capture/cluster.ts).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSimulator, type Simulator } from '../../simulator/index.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
+
+const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+
+/** One request on its own connection (the primary hands out connections, not requests). */
+async function once(
+  origin: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; json: unknown; id: string }> {
+  const client = new Client(origin);
+  try {
+    const res = await client.request({
+      method: body === undefined ? 'GET' : 'POST',
+      path,
+      headers: { 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    return { status: res.statusCode, json: await res.body.json(), id: String(res.headers['x-request-id']) };
+  } finally {
+    await client.close();
+  }
+}
+
+describe('the inspector over two workers', () => {
+  let sim: Simulator;
+  let child: ChildProcess;
+  let origin: string;
+
+  beforeAll(async () => {
+    sim = await createSimulator({ personality: 'vllm' });
+    const port = await freePort();
+    origin = `http://127.0.0.1:${port}`;
+    child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'server/main.ts')], {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        TOOLPROOF_WORKERS: '2',
+        TOOLPROOF_HOST: '127.0.0.1',
+        TOOLPROOF_PORT: String(port),
+        TOOLPROOF_UPSTREAM_URL: sim.url,
+        TOOLPROOF_SHUTDOWN_GRACE_MS: '1000',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`not listening within 60 s:\n${out.slice(-2000)}`)),
+        60_000,
+      );
+      child.stdout!.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+        if (out.includes('2 workers listening')) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      child.stderr!.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+      });
+    });
+  }, 90_000);
+
+  afterAll(async () => {
+    if (child && child.exitCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    await sim?.close();
+  });
+
+  it("every worker's requests, whichever worker answers", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await once(origin, '/v1/chat/completions', {
+        model: 'm',
+        messages: [{ role: 'user', content: `question ${i}` }],
+      });
+      expect(res.status).toBe(200);
+      ids.push(res.id);
+    }
+    for (let i = 0; i < 4; i++) {
+      const res = await once(origin, '/inspect/api/requests');
+      const body = res.json as {
+        workers: number;
+        partial: boolean;
+        requests: Array<{ id: string; worker: number }>;
+      };
+      expect(body.workers).toBe(2);
+      expect(body.partial).toBe(false);
+      expect(body.requests.map((r) => r.id).sort()).toEqual([...ids].sort());
+      // Served by both workers (the primary hands connections out in turn).
+      expect(new Set(body.requests.map((r) => r.worker)).size).toBe(2);
+    }
+    for (const id of ids) expect((await once(origin, `/inspect/api/requests/${id}`)).status).toBe(200);
+  }, 60_000);
+});

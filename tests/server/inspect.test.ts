@@ -1,0 +1,288 @@
+/**
+ * The inspector's API (docs/inspect.md) over real HTTP: what a request leaves in the capture
+ * ring, its filters and sessions, the keys, and what a capture never keeps (credentials).
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { collectStream, type Stack, startStack, weatherTool } from './stack.js';
+
+let stack: Stack | undefined;
+afterEach(async () => {
+  await stack?.close();
+  stack = undefined;
+});
+
+const tools = [weatherTool];
+const user = [{ role: 'user' as const, content: 'Weather in Paris?' }];
+const scenario = (v: unknown, extra: Record<string, string> = {}) => ({
+  headers: { 'x-sim-scenario': typeof v === 'string' ? v : JSON.stringify(v), ...extra },
+});
+const getJson = async (s: Stack, path: string, headers: Record<string, string> = {}) => {
+  const res = await fetch(`${s.origin}${path}`, { headers });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown>, headers: res.headers };
+};
+/** A Hermes call written as text (a `raw` action is sent as it is, even under "required"). */
+const LEAKED =
+  'Let me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>';
+type Summary = {
+  id: string;
+  outcome: string;
+  kinds: string[];
+  session: string;
+  status: number;
+  attempts: number;
+};
+
+describe('the capture behind /inspect/api', () => {
+  it('keeps each request whole: attempts, decisions, what the model wrote and what the client received', async () => {
+    stack = await startStack({ sim: { personality: 'llama-server' } });
+    const leakRes = await stack.client.chat.completions
+      .create({ model: 'sim', messages: user, tools }, scenario({ raw: LEAKED }))
+      .withResponse();
+    const leakId = leakRes.response.headers.get('x-request-id')!;
+    const named = { type: 'function' as const, function: { name: 'get_weather' } };
+    await collectStream(
+      await stack.client.chat.completions.create(
+        { model: 'sim', messages: user, tools, tool_choice: named, stream: true },
+        scenario([{ say: 'no' }, { call: [{ name: 'get_weather', arguments: { city: 'Paris' } }] }]),
+      ),
+    );
+    await expect(
+      stack.client.chat.completions.create(
+        { model: 'sim', messages: user, tools },
+        scenario({ error: { status: 500, message: 'CUDA out of memory' } }),
+      ),
+    ).rejects.toMatchObject({ status: 500 });
+
+    const list = await getJson(stack, '/inspect/api/requests');
+    expect(list.status).toBe(200);
+    const requests = list.body.requests as Summary[];
+    expect(requests.map((r) => r.outcome)).toEqual(['failed', 'retried', 'leak_recovered']);
+    expect(requests[2]!.id).toBe(leakId);
+
+    const leakView = (await getJson(stack, `/inspect/api/requests/${leakId}`)).body as {
+      record: {
+        decisions: Array<{ kind: string; reason: string }>;
+        upstreamAttempts: Array<{
+          request: { text: string };
+          status: number;
+          ttfbMs: number;
+          totalMs: number;
+        }>;
+      };
+      modelWrote: Array<{ content: string }>;
+      clientReceived: { content: string; calls: Array<{ name: string }> };
+      curl: string[];
+    };
+    expect(leakView.modelWrote[0]!.content).toContain('<tool_call>');
+    expect(leakView.clientReceived.calls.map((c) => c.name)).toEqual(['get_weather']);
+    expect(leakView.clientReceived.content).not.toContain('<tool_call>');
+    expect(leakView.record.decisions.find((d) => d.kind === 'leak')?.reason).toMatch(/hermes.*recovered/);
+    const attempt = leakView.record.upstreamAttempts[0]!;
+    expect(JSON.parse(attempt.request.text).tool_choice).toBe('required');
+    expect(attempt.status).toBe(200);
+    expect(attempt.totalMs).toBeGreaterThanOrEqual(0);
+    expect(leakView.curl[0]).toContain('/chat/completions');
+
+    const retry = (await getJson(stack, `/inspect/api/requests/${requests[1]!.id}`)).body as {
+      record: { decisions: Array<{ kind: string; detail?: string }>; upstreamAttempts: unknown[] };
+      clientReceived: { calls: Array<{ name: string }> };
+    };
+    expect(retry.record.upstreamAttempts).toHaveLength(2);
+    const feedback = retry.record.decisions.find((d) => d.kind === 'retry-feedback');
+    expect(JSON.parse(feedback!.detail!).feedback).toContain('do not answer in prose');
+    expect(retry.clientReceived.calls.map((c) => c.name)).toEqual(['get_weather']);
+
+    const failed = (await getJson(stack, `/inspect/api/requests/${requests[0]!.id}`)).body as {
+      record: { status: number; upstreamAttempts: Array<{ error?: { message: string } }> };
+    };
+    expect(failed.record.status).toBe(500);
+    expect(failed.record.upstreamAttempts[0]!.error?.message).toContain('CUDA out of memory');
+
+    // Filters.
+    const onlyFailed = (await getJson(stack, '/inspect/api/requests?outcome=failed')).body
+      .requests as Summary[];
+    expect(onlyFailed.map((r) => r.id)).toEqual([requests[0]!.id]);
+    expect(
+      ((await getJson(stack, '/inspect/api/requests?model=nope')).body.requests as Summary[]).length,
+    ).toBe(0);
+    expect((await getJson(stack, '/inspect/api/requests/unknown-id')).status).toBe(404);
+    expect((await getJson(stack, '/inspect/api/requests?outcome=bogus')).status).toBe(400);
+  });
+
+  it('groups the turns of one conversation into a session, with the cached ratio and the prefix kept', async () => {
+    stack = await startStack({ sim: { personality: 'llama-server' } });
+    const session = { 'x-claude-code-session-id': 'agent-session-1' };
+    const messages: Array<Record<string, unknown>> = [{ role: 'user', content: 'Weather in Paris?' }];
+    for (let turn = 0; turn < 3; turn++) {
+      const res = await stack.client.chat.completions.create(
+        { model: 'sim', messages: messages as never, tools },
+        scenario('tools', session),
+      );
+      const msg = res.choices[0]!.message;
+      messages.push(msg as never);
+      if (msg.tool_calls?.length)
+        messages.push({ role: 'tool', tool_call_id: msg.tool_calls[0]!.id, content: 'sunny, 21 C' });
+      else messages.push({ role: 'user', content: `And turn ${turn + 2}?` });
+    }
+    await stack.client.chat.completions.create({ model: 'sim', messages: user, tools });
+    const sessions = (await getJson(stack, '/inspect/api/sessions')).body.sessions as Array<{
+      session: string;
+      requests: number;
+    }>;
+    expect(sessions.find((s) => s.session === 'h:agent-session-1')?.requests).toBe(3);
+    const detail = (
+      await getJson(stack, `/inspect/api/session?key=${encodeURIComponent('h:agent-session-1')}`)
+    ).body as {
+      turns: Array<{ cachedRatio: number | null; prefix: { kept: boolean } | null }>;
+    };
+    expect(detail.turns).toHaveLength(3);
+    expect(detail.turns[0]!.prefix).toBeNull();
+    expect(detail.turns.slice(1).map((t) => t.prefix?.kept)).toEqual([true, true]);
+    expect(detail.turns[2]!.cachedRatio).toBeGreaterThan(0.5);
+  });
+
+  it('names the first byte that changed when a turn rewrites an earlier message', async () => {
+    stack = await startStack({ sim: { personality: 'llama-server' } });
+    const session = { 'x-claude-code-session-id': 'broken-prefix' };
+    const base = [{ role: 'system' as const, content: 'You are terse. Date: Monday.' }, ...user];
+    await stack.client.chat.completions.create({ model: 'sim', messages: base }, scenario('prose', session));
+    const changed = [{ role: 'system' as const, content: 'You are terse. Date: Tuesday.' }, ...user];
+    await stack.client.chat.completions.create(
+      { model: 'sim', messages: changed },
+      scenario('prose', session),
+    );
+    const detail = (await getJson(stack, `/inspect/api/session?key=${encodeURIComponent('h:broken-prefix')}`))
+      .body as {
+      turns: Array<{ prefix: { kept: boolean; where: string; before: string; after: string } | null }>;
+    };
+    const p = detail.turns[1]!.prefix!;
+    expect(p.kept).toBe(false);
+    expect(p.where).toBe('messages[0]');
+    expect(p.before).toContain('Monday');
+    expect(p.after).toContain('Tuesday');
+  });
+
+  it('never keeps a credential: auth headers, API keys and cookies are redacted', async () => {
+    const key = 'sk-inspect-secret-0123456789';
+    stack = await startStack({ env: { TOOLPROOF_API_KEYS: key }, apiKey: key });
+    const res = await fetch(`${stack.url}/chat/completions`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        authorization: `Bearer ${key}`,
+        'x-api-key': key,
+        cookie: `session=${key}`,
+        'x-goog-api-key': key,
+        'proxy-authorization': `Basic ${key}`,
+      },
+      body: JSON.stringify({ model: 'sim', messages: user, tools }),
+    });
+    expect(res.status).toBe(200);
+    const id = res.headers.get('x-request-id')!;
+    const detail = await fetch(`${stack.origin}/inspect/api/requests/${id}`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    const text = await detail.text();
+    expect(detail.status).toBe(200);
+    expect(text).not.toContain(key);
+    const headers = (JSON.parse(text) as { record: { clientRequest: { headers: Record<string, string> } } })
+      .record.clientRequest.headers;
+    expect(headers.authorization).toBe('[redacted]');
+    expect(headers['x-api-key']).toBe('[redacted]');
+    expect(headers.cookie).toBe('[redacted]');
+    expect(headers['content-type']).toBe('application/json');
+  });
+
+  it('the page and its API refuse a request without a key when keys are set; Basic works for browsers', async () => {
+    const key = 'sk-inspect-secret-0123456789';
+    stack = await startStack({ env: { TOOLPROOF_API_KEYS: key }, apiKey: key });
+    for (const path of [
+      '/inspect',
+      '/inspect/inspect.js',
+      '/inspect/api/requests',
+      '/inspect/api/sessions',
+      '/inspect/api/requests/x',
+      '/inspect/api/session?key=x',
+    ]) {
+      const res = await fetch(`${stack.origin}${path}`);
+      expect(res.status, path).toBe(401);
+      expect(res.headers.get('www-authenticate'), path).toMatch(/^Basic /);
+      expect(
+        (await fetch(`${stack.origin}${path}`, { headers: { authorization: 'Bearer wrong-key-123' } }))
+          .status,
+      ).toBe(401);
+    }
+    expect(
+      (await fetch(`${stack.origin}/inspect/api/requests`, { headers: { authorization: `Bearer ${key}` } }))
+        .status,
+    ).toBe(200);
+    expect(
+      (await fetch(`${stack.origin}/inspect/api/requests`, { headers: { 'x-api-key': key } })).status,
+    ).toBe(200);
+    const basic = `Basic ${Buffer.from(`me:${key}`).toString('base64')}`;
+    const page = await fetch(`${stack.origin}/inspect`, { headers: { authorization: basic } });
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(await page.text()).toContain('/inspect/inspect.js');
+    // Basic is the inspector's alone: the API routes keep their documented headers.
+    const chat = await fetch(`${stack.url}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: basic, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sim', messages: user }),
+    });
+    expect(chat.status).toBe(401);
+  });
+
+  it('is documented in the OpenAPI document', async () => {
+    stack = await startStack();
+    const doc = (await getJson(stack, '/docs/json')).body as { paths: Record<string, unknown> };
+    for (const p of [
+      '/inspect/api/requests',
+      '/inspect/api/requests/{id}',
+      '/inspect/api/sessions',
+      '/inspect/api/session',
+    ])
+      expect(doc.paths[p], p).toBeDefined();
+    expect(doc.paths['/inspect']).toBeUndefined();
+  });
+
+  it('cuts bodies at TOOLPROOF_CAPTURE_BODY_KB and keeps nothing with TOOLPROOF_CAPTURE_MB=0', async () => {
+    stack = await startStack({ env: { TOOLPROOF_CAPTURE_BODY_KB: '1' } });
+    const long = [{ role: 'user' as const, content: 'x'.repeat(5000) }];
+    await stack.client.chat.completions.create({ model: 'sim', messages: long });
+    const [r] = (await getJson(stack, '/inspect/api/requests')).body.requests as Summary[];
+    const view = (await getJson(stack, `/inspect/api/requests/${r!.id}`)).body as {
+      record: { clientRequest: { body: { text: string; cut: number } } };
+    };
+    expect(view.record.clientRequest.body.text.length).toBe(1024);
+    expect(view.record.clientRequest.body.cut).toBeGreaterThan(3900);
+    await stack.close();
+
+    stack = await startStack({ env: { TOOLPROOF_CAPTURE_MB: '0' } });
+    await stack.client.chat.completions.create({ model: 'sim', messages: user });
+    const off = (await getJson(stack, '/inspect/api/requests')).body;
+    expect(off.capture).toBe(false);
+    expect(off.requests).toEqual([]);
+    expect(stack.app.toolproof.capture).toBeUndefined();
+  });
+
+  it('shows a request in flight, then its end', async () => {
+    stack = await startStack();
+    const pending = stack.client.chat.completions.create(
+      { model: 'sim', messages: user, stream: true },
+      scenario({ say: 'slow answer', chunkDelayMs: 150 }),
+    );
+    const stream = await pending;
+    let inFlight: Summary[] = [];
+    for (let i = 0; i < 20 && inFlight.length === 0; i++) {
+      inFlight = (await getJson(stack, '/inspect/api/requests?outcome=in_flight')).body.requests as Summary[];
+      if (inFlight.length === 0) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(inFlight).toHaveLength(1);
+    await collectStream(stream);
+    await new Promise((r) => setTimeout(r, 50));
+    const [done] = (await getJson(stack, '/inspect/api/requests')).body.requests as Summary[];
+    expect(done!.outcome).toBe('clean');
+    expect(done!.status).toBe(200);
+  });
+});
