@@ -46,7 +46,9 @@ export function workingDirectory(messages: readonly ChatMessage[]): string | und
     const body = text(m.content).slice(0, 200_000);
     const found =
       /<cwd>\s{0,10}(\/[^<\s]{1,500})\s{0,10}<\/cwd>/.exec(body) ??
-      /(?:working directory|cwd)[ \w]{0,20}:\s{0,10}[`'"]?(\/[^\s`'"<]{0,500})/i.exec(body);
+      /(?:working directory|working in the directory|cwd)[ \w]{0,20}:\s{0,10}[`'"]?(\/[^\s`'"<]{0,500})/i.exec(
+        body,
+      );
     if (found) return found[1]!.replace(/[.,;)]+$/, '');
   }
   return undefined;
@@ -79,5 +81,22 @@ export function writeCall(
     const path = task.path.startsWith('/') || !cwd ? task.path : `${cwd.replace(/\/$/, '')}/${task.path}`;
     return { name: tool.function.name, arguments: { [pathKey]: path, [contentKey]: `${task.content}\n` } };
   }
-  return undefined;
+  // No write tool (Codex): the shell writes it.
+  const shell = SHELL_NAMES.map((n) => tools.find((t) => t.function?.name === n)).find(Boolean);
+  if (!shell) return undefined;
+  const props = (shell.function.parameters as Schema | undefined)?.properties ?? {};
+  const key = ['command', 'cmd'].find((k) => k in props) ?? 'command';
+  const line = `printf '%s\\n' ${quote(task.content)} > ${quote(task.path)}`;
+  const args: Record<string, unknown> = {
+    [key]: (props[key] as { type?: unknown } | undefined)?.type === 'array' ? ['bash', '-lc', line] : line,
+  };
+  if ('workdir' in props && cwd) args.workdir = cwd;
+  if ('description' in props) args.description = `Write ${task.path}`;
+  return { name: shell.function.name, arguments: args };
+}
+
+const SHELL_NAMES = ['exec_command', 'shell_command', 'shell', 'Bash', 'bash', 'run_shell_command'];
+
+function quote(word: string): string {
+  return `'${word.replace(/'/g, `'\\''`)}'`;
 }

@@ -413,10 +413,29 @@ export const RECIPES: readonly AgentRecipe[] = [
     bin: 'cline',
     pkg: 'cline',
     apis: ['chat'],
-    // Its OpenAI provider reads the key and base URL from these when nothing is saved with
-    // `cline auth`; it has no window setting outside its own settings file.
-    env: (t) => ({ OPENAI_API_KEY: t.key, OPENAI_BASE_URL: `${t.base}/v1` }),
-    args: (t) => ['-P', 'openai', '-m', t.model],
+    // Its provider settings file, moved to the run's folder: its sessions and settings stay where they are.
+    env: (t) => ({ CLINE_PROVIDER_SETTINGS_PATH: `${t.dir}/cline-providers.json` }),
+    files: (t) => ({
+      'cline-providers.json': JSON.stringify({
+        version: 1,
+        lastUsedProvider: 'openai-compatible',
+        modes: {},
+        providers: {
+          'openai-compatible': {
+            settings: {
+              provider: 'openai-compatible',
+              apiKey: t.key,
+              model: t.model,
+              baseUrl: `${t.base}/v1`,
+              ...(t.window ? { contextWindow: t.window } : {}),
+              maxTokens: t.maxOutput,
+            },
+            tokenSource: 'manual',
+          },
+        },
+      }),
+    }),
+    args: (t) => ['-P', 'openai-compatible', '-m', t.model],
     quiet: { CLINE_NO_AUTO_UPDATE: '1', DO_NOT_TRACK: '1' },
   },
   {
