@@ -37,7 +37,13 @@ export const AGENTS = [
   { id: 'grok', pkg: '@vibe-kit/grok-cli', version: '0.0.34', bin: 'grok', script: false, reports: '1.0.1' },
   // A library, not a CLI: checked by its package.json version; it drives the Claude Code binary
   // its platform package (an optional dependency) ships.
-  { id: 'claude-agent-sdk', pkg: '@anthropic-ai/claude-agent-sdk', version: '0.3.335', bin: null, script: false },
+  {
+    id: 'claude-agent-sdk',
+    pkg: '@anthropic-ai/claude-agent-sdk',
+    version: '0.3.335',
+    bin: null,
+    script: false,
+  },
 ];
 
 export function agentsDir(env = process.env) {
@@ -63,7 +69,8 @@ export function checkAgents(dir) {
     if (!existsSync(bin)) throw new Error(`${agent.pkg}: ${bin} is missing`);
     if (!agent.bin) {
       const { version } = JSON.parse(readFileSync(join(bin, 'package.json'), 'utf8'));
-      if (version !== agent.version) throw new Error(`${agent.pkg}: ${version} installed, ${agent.version} pinned`);
+      if (version !== agent.version)
+        throw new Error(`${agent.pkg}: ${version} installed, ${agent.version} pinned`);
       versions[agent.id] = agent.version;
       continue;
     }

@@ -57,7 +57,7 @@ export function workingDirectory(messages: readonly ChatMessage[]): string | und
 type Schema = { properties?: Record<string, unknown> };
 
 const WRITE_NAMES = ['Write', 'write', 'write_file', 'create_file', 'writeFile', 'write_to_file', 'create'];
-const PATH_KEYS = ['file_path', 'filePath', 'absolute_path', 'path', 'filename', 'file'];
+const PATH_KEYS = ['file_path', 'filePath', 'absolute_path', 'path', 'filename', 'filepath', 'file'];
 const CONTENT_KEYS = ['content', 'contents', 'file_text', 'text'];
 
 function keys(tool: ToolDef): string[] {
