@@ -10,17 +10,17 @@
  * Folder: $TOOLPROOF_AGENTS_DIR, else ${XDG_CACHE_HOME:-~/.cache}/toolproof/agents/<hash of the
  * pins and the platform>. A folder that holds a complete install is reused as it is.
  *
- * Install scripts: Claude Code and opencode copy their native binary into place in a postinstall
- * script. npm 11 reviews install scripts through the project's `allowScripts` field (11.19 still
+ * Install scripts: Claude Code, opencode, Kilo and Cline copy their native binary into place in a
+ * postinstall script. npm 11 reviews install scripts through the project's `allowScripts` field (11.19 still
  * runs an unreviewed one, with a warning; the policy is announced to become blocking, and
  * `strict-allow-scripts` or `ignore-scripts` in a user's npmrc block it today). The folder's
- * package.json allows exactly those two packages, by name (this npm writes lockfiles without
+ * package.json allows exactly those packages, by name (this npm writes lockfiles without
  * resolved URLs, which version-pinned entries need). Codex ships its binary in a platform
  * package (an optional dependency), which needs no script.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
@@ -30,6 +30,20 @@ export const AGENTS = [
   { id: 'opencode', pkg: 'opencode-ai', version: '1.18.33', bin: 'opencode', script: true },
   { id: 'qwen', pkg: '@qwen-code/qwen-code', version: '0.24.4', bin: 'qwen', script: false },
   { id: 'pi', pkg: '@mariozechner/pi-coding-agent', version: '0.73.1', bin: 'pi', script: false },
+  { id: 'cn', pkg: '@continuedev/cli', version: '1.5.47', bin: 'cn', script: false },
+  { id: 'kilo', pkg: '@kilocode/cli', version: '7.7.7', bin: 'kilo', script: true },
+  { id: 'cline', pkg: 'cline', version: '3.0.65', bin: 'cline', script: true },
+  // 0.0.34's `--version` prints a hard-coded 1.0.1.
+  { id: 'grok', pkg: '@vibe-kit/grok-cli', version: '0.0.34', bin: 'grok', script: false, reports: '1.0.1' },
+  // A library, not a CLI: checked by its package.json version; it drives the Claude Code binary
+  // its platform package (an optional dependency) ships.
+  {
+    id: 'claude-agent-sdk',
+    pkg: '@anthropic-ai/claude-agent-sdk',
+    version: '0.3.335',
+    bin: null,
+    script: false,
+  },
 ];
 
 export function agentsDir(env = process.env) {
@@ -44,7 +58,7 @@ export function agentsDir(env = process.env) {
 }
 
 function binPath(dir, agent) {
-  return join(dir, 'node_modules', '.bin', agent.bin);
+  return agent.bin ? join(dir, 'node_modules', '.bin', agent.bin) : join(dir, 'node_modules', agent.pkg);
 }
 
 /** Runs each CLI's `--version`; returns {id: version} or throws naming the broken one. */
@@ -53,15 +67,22 @@ export function checkAgents(dir) {
   for (const agent of AGENTS) {
     const bin = binPath(dir, agent);
     if (!existsSync(bin)) throw new Error(`${agent.pkg}: ${bin} is missing`);
+    if (!agent.bin) {
+      const { version } = JSON.parse(readFileSync(join(bin, 'package.json'), 'utf8'));
+      if (version !== agent.version)
+        throw new Error(`${agent.pkg}: ${version} installed, ${agent.version} pinned`);
+      versions[agent.id] = agent.version;
+      continue;
+    }
     const run = spawnSync(bin, ['--version'], {
       encoding: 'utf8',
       timeout: 60_000,
       env: { ...process.env, CI: 'true', NO_COLOR: '1' },
     });
     const out = `${run.stdout ?? ''}${run.stderr ?? ''}`;
-    if (run.status !== 0 || !out.includes(agent.version)) {
+    if (run.status !== 0 || !out.includes(agent.reports ?? agent.version)) {
       throw new Error(
-        `${agent.pkg}: \`${agent.bin} --version\` exited ${run.status ?? run.signal} without ${agent.version}: ${out.trim().slice(0, 300)}`,
+        `${agent.pkg}: \`${agent.bin} --version\` exited ${run.status ?? run.signal} without ${agent.reports ?? agent.version}: ${out.trim().slice(0, 300)}`,
       );
     }
     versions[agent.id] = agent.version;

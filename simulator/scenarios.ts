@@ -3,6 +3,7 @@
  * Built-ins are functions; inline scenarios (option or `x-sim-scenario` header) are JSON.
  */
 import type { ChatMessage, ContentPart } from '../protocol/openai.js';
+import { readFileTask, workingDirectory, writeCall } from './file-task.js';
 import { sampleArguments } from './schema-args.js';
 import { hashString } from './tokens.js';
 import {
@@ -10,6 +11,7 @@ import {
   type LeakFormat,
   type ScenarioFn,
   type ScenarioSpec,
+  type ScriptedCall,
   type TurnAction,
   type TurnContext,
 } from './types.js';
@@ -68,10 +70,19 @@ function leakScenario(format: LeakFormat): ScenarioFn {
   };
 }
 
+/** "create NAME containing TEXT": the agent's write tool with those arguments (file-task.ts). */
+function fileTaskCall(ctx: TurnContext): { call?: ScriptedCall; final?: string } {
+  const task = readFileTask(ctx.messages);
+  if (!task) return {};
+  const call = writeCall(task, ctx.tools, workingDirectory(ctx.messages));
+  return call ? { call, ...(task.final ? { final: task.final } : {}) } : {};
+}
+
 const demo: ScenarioFn = (ctx) => {
-  const call = firstToolCall(ctx);
+  const task = fileTaskCall(ctx);
+  const call = task.call ?? firstToolCall(ctx);
   if (!call) return { say: plainAnswer(ctx) };
-  if (ctx.turn > 0 || ctx.afterToolResult) return { say: finalAnswer(ctx) };
+  if (ctx.turn > 0 || ctx.afterToolResult) return { say: task.final ?? finalAnswer(ctx) };
   // A small model's three habits with tools, picked per question so a demo shows all of them.
   switch (hashString(ctx.lastUserText) % 3) {
     case 0:

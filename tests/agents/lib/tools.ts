@@ -39,7 +39,7 @@ function key(tool: ToolDef, candidates: string[]): string | undefined {
   return candidates.find((c) => c in p);
 }
 
-const PATH_KEYS = ['file_path', 'filePath', 'absolute_path', 'path', 'filename'];
+const PATH_KEYS = ['file_path', 'filePath', 'absolute_path', 'path', 'filename', 'filepath', 'file'];
 const OLD_KEYS = ['old_string', 'oldString', 'oldText', 'old_str'];
 const NEW_KEYS = ['new_string', 'newString', 'newText', 'new_str'];
 

@@ -1,0 +1,361 @@
+/**
+ * `toolproof launch <agent>`: finds toolproof (or starts it), picks the model, reads its window,
+ * and runs the agent pointed at it with a per-run environment and temporary files; `--print`
+ * shows that instead, `--write` writes it into the agent's own config file (with a backup).
+ */
+import { spawn } from 'node:child_process';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { constants, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline/promises';
+import { parseArgs } from 'node:util';
+import type { CliIO } from '../probe/command.js';
+import { agentCacheDirs, findBin } from './find-bin.js';
+import { defaultMaxOutput, type ModelInfo, readModels } from './models.js';
+import { buildPlan, childEnv, maskKey, renderPlan } from './plan.js';
+import { type AgentApi, type AgentRecipe, findRecipe, RECIPES, type Target } from './recipes.js';
+import {
+  defaultUrl,
+  fetchModels,
+  HttpError,
+  isUp,
+  normalizeUrl,
+  type StartedServer,
+  startServer,
+} from './server.js';
+
+export const LAUNCH_HELP = `Usage: toolproof launch <agent> [options] [-- agent arguments…]
+
+Runs a coding agent pointed at toolproof, configured for the model it serves: base URL, model
+names, the model's context window (auto-compaction) and output limit, telemetry and update
+checks off. Your own config files are not changed (unless --write).
+
+Agents: ${RECIPES.map((r) => r.id).join(', ')}
+
+Options:
+  --model NAME   the model (default: the only one toolproof serves; else it asks, or lists them)
+  --url URL      toolproof's address (default: http://127.0.0.1:$TOOLPROOF_PORT or :8787; when
+                 nothing answers on this machine, \`toolproof --serve\` is started there and
+                 stopped when the agent exits)
+  --key KEY      toolproof's API key (default: the first of TOOLPROOF_API_KEYS); never printed
+  --api API      for an agent that speaks several (pi): chat, responses or messages
+  --print        show what would be set (keys masked) and exit
+  --write        write the settings into the agent's own config file (a backup is kept) and exit
+  -h, --help
+
+Examples:
+  toolproof launch claude
+  toolproof launch claude -- -p "create proof.txt containing 7391, then say done"
+  toolproof launch codex --model qwen3-coder -- exec "fix the failing test"
+  npx toolproof launch opencode --print
+`;
+
+class UsageError extends Error {}
+
+export interface LaunchOptions {
+  agent: AgentRecipe;
+  model?: string;
+  url?: string;
+  key?: string;
+  api?: AgentApi;
+  print: boolean;
+  write: boolean;
+  agentArgs: string[];
+}
+
+export function parseLaunchArgs(argv: readonly string[]): LaunchOptions {
+  const split = argv.indexOf('--');
+  const own = split === -1 ? [...argv] : argv.slice(0, split);
+  const agentArgs = split === -1 ? [] : argv.slice(split + 1);
+  let parsed: ReturnType<typeof parse>;
+  function parse(args: string[]) {
+    return parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        model: { type: 'string' },
+        url: { type: 'string' },
+        key: { type: 'string' },
+        api: { type: 'string' },
+        print: { type: 'boolean', default: false },
+        write: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+  }
+  try {
+    parsed = parse(own);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) throw new UsageError('');
+  if (positionals.length === 0) throw new UsageError('name an agent');
+  if (positionals.length > 1)
+    throw new UsageError(`unexpected "${positionals[1]}": put the agent's own arguments after --`);
+  const agent = findRecipe(positionals[0]!);
+  if (!agent)
+    throw new UsageError(`unknown agent "${positionals[0]}"; known: ${RECIPES.map((r) => r.id).join(', ')}`);
+  if (values.api !== undefined && !agent.apis.includes(values.api as AgentApi))
+    throw new UsageError(`${agent.id} speaks ${agent.apis.join(', ')}, not "${values.api}"`);
+  if (values.print && values.write) throw new UsageError('--print and --write: pick one');
+  if (values.url !== undefined) {
+    try {
+      normalizeUrl(values.url);
+    } catch {
+      throw new UsageError(`--url: "${values.url}" is not a URL`);
+    }
+  }
+  return {
+    agent,
+    ...(values.model ? { model: values.model } : {}),
+    ...(values.url ? { url: values.url } : {}),
+    ...(values.key ? { key: values.key } : {}),
+    ...(values.api ? { api: values.api as AgentApi } : {}),
+    print: values.print === true,
+    write: values.write === true,
+    agentArgs,
+  };
+}
+
+/** The key: --key, else the first of TOOLPROOF_API_KEYS, else a placeholder (a toolproof without keys takes any). */
+export function resolveKey(given: string | undefined, env: NodeJS.ProcessEnv): string {
+  if (given) return given;
+  const first = (env.TOOLPROOF_API_KEYS ?? '')
+    .split(',')
+    .map((k) => k.trim())
+    .find(Boolean);
+  return first ?? PLACEHOLDER_KEY;
+}
+
+export const PLACEHOLDER_KEY = 'toolproof-no-key';
+
+export interface LaunchDeps {
+  /** Asks a question on the terminal; absent when stdin is not a TTY. */
+  ask?: (question: string) => Promise<string>;
+}
+
+function terminalAsk(): LaunchDeps['ask'] {
+  if (!process.stdin.isTTY || !process.stderr.isTTY) return undefined;
+  return async (question) => {
+    const rl = createInterface({ input: process.stdin, output: process.stderr });
+    try {
+      return await rl.question(question);
+    } finally {
+      rl.close();
+    }
+  };
+}
+
+function describeModel(m: ModelInfo): string {
+  return `${m.id}${m.window ? ` (window ${m.window})` : ''}`;
+}
+
+async function pickModel(
+  models: ModelInfo[],
+  given: string | undefined,
+  io: CliIO,
+  ask: LaunchDeps['ask'],
+): Promise<ModelInfo> {
+  if (given) {
+    const found = models.find((m) => m.id === given);
+    if (!found)
+      io.stderr.write(
+        `toolproof launch: toolproof does not list "${given}" (it lists ${models.map((m) => m.id).join(', ') || 'none'}); using it anyway\n`,
+      );
+    return found ?? { id: given };
+  }
+  if (models.length === 1) return models[0]!;
+  if (models.length === 0) throw new UsageError('toolproof lists no model; name one with --model');
+  const list = models.map((m, i) => `  ${i + 1}. ${describeModel(m)}`).join('\n');
+  if (!ask) throw new UsageError(`toolproof serves several models; pick one with --model:\n${list}`);
+  const answer = (
+    await ask(`toolproof serves several models:\n${list}\nWhich one (1-${models.length})? `)
+  ).trim();
+  const byNumber = models[Number(answer) - 1];
+  const chosen = byNumber ?? models.find((m) => m.id === answer);
+  if (!chosen) throw new UsageError(`"${answer}" is none of them`);
+  return chosen;
+}
+
+function timestamp(): string {
+  return new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
+}
+
+/** `--write`: the merged file, the old one kept beside it. Returns the backup's path (undefined: there was no file). */
+export function writeWithBackup(
+  path: string,
+  merge: (current: string | undefined) => string,
+): string | undefined {
+  const current = existsSync(path) ? readFileSync(path, 'utf8') : undefined;
+  const next = merge(current);
+  mkdirSync(dirname(path), { recursive: true });
+  let backup: string | undefined;
+  if (current !== undefined) {
+    backup = `${path}.toolproof-backup-${timestamp()}`;
+    copyFileSync(path, backup);
+  }
+  writeFileSync(path, next, { mode: 0o600 });
+  return backup;
+}
+
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/** Runs the agent; resolves to its exit status (128 + the signal's number when a signal ended it). */
+function runAgent(bin: string, args: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  return new Promise((resolve) => {
+    const child = spawn(bin, args, { stdio: 'inherit', env });
+    const forward = (signal: NodeJS.Signals) => {
+      // From a terminal, Ctrl-C already reached the agent (same process group): sending it a
+      // second one would read as a double Ctrl-C.
+      if (signal === 'SIGINT' && process.stdin.isTTY) return;
+      child.kill(signal);
+    };
+    for (const s of SIGNALS) process.on(s, forward);
+    const done = (code: number) => {
+      for (const s of SIGNALS) process.off(s, forward);
+      resolve(code);
+    };
+    child.on('error', (err) => {
+      process.stderr.write(`toolproof launch: cannot start ${bin}: ${err.message}\n`);
+      done(127);
+    });
+    child.on('exit', (code, signal) => {
+      done(code ?? 128 + (signal ? (constants.signals[signal] ?? 0) : 0));
+    });
+  });
+}
+
+export async function launchCommand(
+  argv: readonly string[],
+  io: CliIO,
+  env: NodeJS.ProcessEnv = {},
+  deps: LaunchDeps = { ask: terminalAsk() },
+): Promise<number> {
+  let options: LaunchOptions;
+  try {
+    options = parseLaunchArgs(argv);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    if (!err.message) {
+      io.stdout.write(LAUNCH_HELP);
+      return 0;
+    }
+    io.stderr.write(`toolproof launch: ${err.message}\n\n${LAUNCH_HELP}`);
+    return 2;
+  }
+  const { agent } = options;
+  const say = (text: string) => io.stderr.write(`toolproof launch: ${text}\n`);
+
+  // The binary first: nothing is started for an agent that is not there.
+  const bin = findBin(agent.bin, env);
+  if (!bin && !options.print && !options.write) {
+    const cache = agentCacheDirs(env)[0];
+    say(
+      `${agent.name} (\`${agent.bin}\`) is not installed: found neither in PATH nor in ${cache ?? 'the agents cache (~/.cache/toolproof/agents)'}.\n` +
+        `  Install it with: npm install -g ${agent.pkg}`,
+    );
+    return 127;
+  }
+
+  const key = resolveKey(options.key, env);
+  // The placeholder is no secret; a real key is masked in everything printed.
+  const secret = options.key !== undefined || key !== PLACEHOLDER_KEY ? key : '';
+  const base = normalizeUrl(options.url ?? defaultUrl(env));
+  let server: StartedServer | undefined;
+  let dir: string | undefined;
+  try {
+    if (!(await isUp(base))) {
+      try {
+        server = await startServer(base, env);
+      } catch (err) {
+        say((err as Error).message);
+        return 1;
+      }
+      const simulated = !env.TOOLPROOF_UPSTREAM_URL && !env.TOOLPROOF_CONFIG;
+      say(
+        `nothing answered at ${base}: started \`toolproof --serve\` there (pid ${server.pid}, log ${server.log})` +
+          `${simulated ? ' on its BUILT-IN SIMULATOR (set TOOLPROOF_UPSTREAM_URL or TOOLPROOF_CONFIG for a real model)' : ''}` +
+          `; it stops when ${options.print || options.write ? 'this command' : agent.bin} exits`,
+      );
+    }
+    let models: ModelInfo[];
+    try {
+      models = readModels(await fetchModels(base, key));
+    } catch (err) {
+      if (err instanceof HttpError && err.status === 401) {
+        say(`toolproof at ${base} refused the key: pass --key or set TOOLPROOF_API_KEYS`);
+        return 1;
+      }
+      say(`cannot list toolproof's models: ${maskKey((err as Error).message, secret)}`);
+      return 1;
+    }
+    let model: ModelInfo;
+    try {
+      model = await pickModel(models, options.model, io, deps.ask);
+    } catch (err) {
+      if (!(err instanceof UsageError)) throw err;
+      say(err.message);
+      return 2;
+    }
+    const maxOutput = model.maxOutput ?? defaultMaxOutput(model.window);
+    say(
+      `${agent.name} → ${base}, model ${model.id}, ` +
+        (model.window
+          ? `window ${model.window} tokens (${model.windowFrom}), output ${maxOutput}`
+          : `window unknown (toolproof reports none): ${agent.bin} keeps its own default; output ${maxOutput}`),
+    );
+
+    dir = mkdtempSync(join(tmpdir(), `toolproof-launch-${agent.id}-`));
+    const target: Target = {
+      base,
+      model: model.id,
+      ...(model.window ? { window: model.window } : {}),
+      maxOutput,
+      key,
+      api: options.api ?? agent.apis[0]!,
+      dir,
+    };
+    const plan = buildPlan(agent, target, options.agentArgs);
+
+    if (options.print) {
+      io.stdout.write(renderPlan(plan, bin ?? agent.bin, secret));
+      if (!bin) say(`${agent.bin} is not installed: npm install -g ${agent.pkg}`);
+      return 0;
+    }
+    if (options.write) {
+      if (!agent.write) {
+        say(
+          `${agent.name} takes its settings per run only: use \`toolproof launch ${agent.id}\` (or --print)`,
+        );
+        return 2;
+      }
+      const path = agent.write.path(env);
+      let backup: string | undefined;
+      try {
+        backup = writeWithBackup(path, (current) => agent.write!.merge(current, target));
+      } catch (err) {
+        say(`cannot write ${path}: ${(err as Error).message}`);
+        return 1;
+      }
+      say(
+        `wrote ${path}${backup ? ` (the previous file is kept as ${backup})` : ''}; now run: ${agent.write.run}`,
+      );
+      return 0;
+    }
+
+    for (const [path, text] of Object.entries(plan.files)) writeFileSync(path, text, { mode: 0o600 });
+    return await runAgent(bin!, plan.args, childEnv(plan, env));
+  } finally {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+    await server?.stop();
+  }
+}

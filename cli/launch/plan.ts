@@ -1,0 +1,63 @@
+/**
+ * A launch plan: what one recipe sets for one target, as plain data (pure), and its printout with
+ * the key masked. `command.ts` writes the files and starts the process.
+ */
+import { join } from 'node:path';
+import type { AgentRecipe, Target } from './recipes.js';
+
+export interface LaunchPlan {
+  recipe: AgentRecipe;
+  /** Variables set (over the user's environment). */
+  env: Record<string, string>;
+  /** Variables removed from the user's environment. */
+  unset: string[];
+  /** Temporary files: absolute path → content. */
+  files: Record<string, string>;
+  /** The full argument list: the recipe's, then the user's. */
+  args: string[];
+}
+
+export function buildPlan(recipe: AgentRecipe, target: Target, userArgs: readonly string[]): LaunchPlan {
+  const files: Record<string, string> = {};
+  for (const [name, text] of Object.entries(recipe.files?.(target) ?? {}))
+    files[join(target.dir, name)] = text;
+  return {
+    recipe,
+    env: { ...recipe.quiet, ...recipe.env?.(target) },
+    unset: [...(recipe.unset ?? [])],
+    files,
+    args: [...(recipe.quietArgs ?? []), ...(recipe.args?.(target) ?? []), ...userArgs],
+  };
+}
+
+/** The child's environment: the user's, minus `unset`, plus the plan's. */
+export function childEnv(plan: LaunchPlan, base: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...base };
+  for (const name of plan.unset) delete env[name];
+  return { ...env, ...plan.env };
+}
+
+/** Every occurrence of the key, shown as its first characters and a mask. */
+export function maskKey(text: string, key: string): string {
+  if (!key) return text;
+  const shown = key.length > 12 ? `${key.slice(0, 4)}…` : '';
+  return text.split(key).join(`${shown}****`);
+}
+
+/** A POSIX-shell word. */
+export function shellQuote(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+/** `--print`: the variables, files and command, the key masked everywhere. */
+export function renderPlan(plan: LaunchPlan, bin: string, key: string): string {
+  const lines: string[] = [];
+  for (const name of plan.unset) lines.push(`unset ${name}`);
+  for (const [name, value] of Object.entries(plan.env)) lines.push(`export ${name}=${shellQuote(value)}`);
+  for (const [path, text] of Object.entries(plan.files)) {
+    lines.push(`# temporary file ${path} (removed when the agent exits):`);
+    for (const line of text.replace(/\n$/, '').split('\n')) lines.push(`#   ${line}`);
+  }
+  lines.push([bin, ...plan.args].map(shellQuote).join(' '));
+  return `${maskKey(lines.join('\n'), key)}\n`;
+}

@@ -1,0 +1,459 @@
+/**
+ * How each agent CLI is pointed at toolproof: one declarative entry per agent. An entry names the
+ * binary and its npm package, the API it speaks, and builds, from the target (toolproof's origin,
+ * the model, its window and output limit, the key), the environment, the temporary files and the
+ * leading arguments it runs with, plus the switches that turn off its non-essential traffic.
+ * Nothing here touches the disk or the network: `plan.ts` turns an entry into a launch.
+ *
+ * Adding an agent: one entry in RECIPES, one case in tests/agents/ (and its pin in
+ * scripts/install-agents.mjs). The settings each one uses are documented in docs/agents-setup.md;
+ * the facts come from each agent's own docs and, where they are silent, its shipped source.
+ */
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { stringify as toYaml } from 'yaml';
+
+export type AgentApi = 'messages' | 'responses' | 'chat';
+
+export interface Target {
+  /** toolproof's origin, without /v1. */
+  base: string;
+  model: string;
+  /** The model's context window in tokens, when toolproof reports one. */
+  window?: number;
+  /** The output limit the agent asks for. */
+  maxOutput: number;
+  key: string;
+  /** The API, for an agent that speaks several (pi). */
+  api: AgentApi;
+  /** The run's temporary folder: `files` are written there. */
+  dir: string;
+}
+
+export interface AgentRecipe {
+  id: string;
+  name: string;
+  /** The executable's name (looked up in PATH, then in the agents cache). */
+  bin: string;
+  /** The npm package that ships it. */
+  pkg: string;
+  /** The APIs it can speak; the first is the default. */
+  apis: readonly AgentApi[];
+  /** Environment set for the agent (over the user's own). */
+  env?(t: Target): Record<string, string>;
+  /** The user's variables that would send it elsewhere, removed. */
+  unset?: readonly string[];
+  /** Temporary files, by name inside `t.dir`, removed when the agent exits. */
+  files?(t: Target): Record<string, string>;
+  /** Arguments placed before the user's own. */
+  args?(t: Target): string[];
+  /** Non-essential traffic (telemetry, update checks) off: environment. */
+  quiet?: Record<string, string>;
+  /** Non-essential traffic off: arguments. */
+  quietArgs?: readonly string[];
+  /** `--write`: the user's config file and the settings merged into it. */
+  write?: WriteSpec;
+}
+
+export interface WriteSpec {
+  /** The file, given the user's environment (HOME, XDG_CONFIG_HOME, CODEX_HOME). */
+  path(env: NodeJS.ProcessEnv): string;
+  /** The file's new text, given its current text (undefined when it does not exist). */
+  merge(current: string | undefined, t: Target): string;
+  /** What the user runs afterwards. */
+  run: string;
+}
+
+function home(env: NodeJS.ProcessEnv): string {
+  return env.HOME || homedir();
+}
+
+function configHome(env: NodeJS.ProcessEnv): string {
+  return env.XDG_CONFIG_HOME || join(home(env), '.config');
+}
+
+/** Agents that compact on their own are told to do so at this share of the window. */
+export const COMPACT_AT = 0.85;
+
+/** Claude Code 2.1 reads CLAUDE_CODE_AUTO_COMPACT_WINDOW with a floor of 100k tokens (its own minimum). */
+const CLAUDE_MIN_COMPACT_WINDOW = 100_000;
+
+/**
+ * Claude Code's auto-compaction: the window (at least its 100k floor), and below the floor the
+ * trigger as a percentage of that floor (CLAUDE_AUTOCOMPACT_PCT_OVERRIDE), so a 32k model
+ * compacts at 85% of 32k, not at 100k. CLAUDE_CODE_MAX_CONTEXT_TOKENS is its documented window of
+ * an unknown model id.
+ */
+export function claudeWindow(window: number | undefined): Record<string, string> {
+  if (!window) return {};
+  const env: Record<string, string> = {
+    CLAUDE_CODE_MAX_CONTEXT_TOKENS: String(window),
+    CLAUDE_CODE_AUTO_COMPACT_WINDOW: String(Math.max(window, CLAUDE_MIN_COMPACT_WINDOW)),
+  };
+  const pct = Math.floor((COMPACT_AT * 100 * window) / Math.max(window, CLAUDE_MIN_COMPACT_WINDOW));
+  if (window < CLAUDE_MIN_COMPACT_WINDOW) env.CLAUDE_AUTOCOMPACT_PCT_OVERRIDE = String(Math.max(1, pct));
+  return env;
+}
+
+function claudeEnv(t: Target): Record<string, string> {
+  return {
+    ANTHROPIC_BASE_URL: t.base,
+    ANTHROPIC_AUTH_TOKEN: t.key,
+    ANTHROPIC_MODEL: t.model,
+    ANTHROPIC_DEFAULT_OPUS_MODEL: t.model,
+    ANTHROPIC_DEFAULT_SONNET_MODEL: t.model,
+    ANTHROPIC_DEFAULT_HAIKU_MODEL: t.model,
+    ANTHROPIC_SMALL_FAST_MODEL: t.model,
+    CLAUDE_CODE_SUBAGENT_MODEL: t.model,
+    CLAUDE_CODE_MAX_OUTPUT_TOKENS: String(t.maxOutput),
+    ...claudeWindow(t.window),
+  };
+}
+
+const CLAUDE_QUIET = {
+  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+  DISABLE_TELEMETRY: '1',
+  DISABLE_AUTOUPDATER: '1',
+  DISABLE_ERROR_REPORTING: '1',
+};
+
+/** A TOML basic string (JSON's escapes are TOML's). */
+function tomlString(value: string): string {
+  return JSON.stringify(value);
+}
+
+/** Codex's settings as `-c key=value` overrides: the user's CODEX_HOME (login, sessions, AGENTS.md) stays as it is. */
+function codexSettings(t: Target): Array<[string, string]> {
+  const settings: Array<[string, string]> = [
+    ['model', tomlString(t.model)],
+    ['model_provider', '"toolproof"'],
+    ['model_providers.toolproof.name', '"toolproof"'],
+    ['model_providers.toolproof.base_url', tomlString(`${t.base}/v1`)],
+    ['model_providers.toolproof.wire_api', '"responses"'],
+    ['model_providers.toolproof.env_key', '"TOOLPROOF_API_KEY"'],
+  ];
+  if (t.window) {
+    settings.push(['model_context_window', String(t.window)]);
+    settings.push(['model_auto_compact_token_limit', String(Math.floor(t.window * COMPACT_AT))]);
+  }
+  return settings;
+}
+
+const CODEX_QUIET: Array<[string, string]> = [
+  ['check_for_update_on_startup', 'false'],
+  ['analytics.enabled', 'false'],
+];
+
+/** Replaces the `[table]` blocks named in `drop` (header to the next header) and appends `add`. */
+export function replaceTomlTables(current: string, drop: readonly string[], add: string): string {
+  const out: string[] = [];
+  let skipping = false;
+  for (const line of current.split('\n')) {
+    const header = /^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$/.exec(line);
+    if (header) skipping = drop.some((d) => header[1] === d || header[1]!.startsWith(`${d}.`));
+    if (!skipping) out.push(line);
+  }
+  const kept = out.join('\n').replace(/\n*$/, '');
+  return `${kept ? `${kept}\n\n` : ''}${add}`;
+}
+
+function codexProfile(t: Target): string {
+  const provider = codexSettings(t)
+    .filter(([k]) => k.startsWith('model_providers.toolproof.'))
+    .map(([k, v]) => `${k.slice('model_providers.toolproof.'.length)} = ${v}`);
+  const profile = codexSettings(t)
+    .filter(([k]) => !k.startsWith('model_providers.'))
+    .map(([k, v]) => `${k} = ${v}`);
+  return [
+    '# Written by `toolproof launch codex --write`: run `codex --profile toolproof`.',
+    '[profiles.toolproof]',
+    ...profile,
+    '',
+    '[model_providers.toolproof]',
+    ...provider,
+    '',
+  ].join('\n');
+}
+
+/** opencode's (and Kilo's) config: a provider for toolproof with the model's limits. */
+function opencodeConfig(t: Target): Record<string, unknown> {
+  return {
+    model: `toolproof/${t.model}`,
+    small_model: `toolproof/${t.model}`,
+    provider: {
+      toolproof: {
+        npm: '@ai-sdk/openai-compatible',
+        name: 'toolproof',
+        options: { baseURL: `${t.base}/v1`, apiKey: t.key },
+        models: {
+          [t.model]: {
+            name: t.model,
+            tool_call: true,
+            ...(t.window ? { limit: { context: t.window, output: t.maxOutput } } : {}),
+          },
+        },
+      },
+    },
+  };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Deep merge of plain objects; `add` wins, arrays are replaced. */
+export function mergeDeep(base: unknown, add: unknown): unknown {
+  if (!isRecord(base) || !isRecord(add)) return add;
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(add)) out[k] = mergeDeep(base[k], v);
+  return out;
+}
+
+/** Merges `add` into a JSON file's text; a file that is not plain JSON (comments) is refused. */
+export function mergeJsonText(current: string | undefined, add: Record<string, unknown>): string {
+  let base: unknown = {};
+  if (current !== undefined && current.trim() !== '') {
+    try {
+      base = JSON.parse(current);
+    } catch (err) {
+      throw new Error(
+        `it is not plain JSON (${(err as Error).message}); add the settings by hand (docs/agents-setup.md)`,
+      );
+    }
+  }
+  return `${JSON.stringify(mergeDeep(base, add), null, 2)}\n`;
+}
+
+function piExtension(t: Target): string {
+  const api =
+    t.api === 'messages'
+      ? 'anthropic-messages'
+      : t.api === 'responses'
+        ? 'openai-responses'
+        : 'openai-completions';
+  const provider = {
+    name: 'toolproof',
+    baseUrl: t.api === 'messages' ? t.base : `${t.base}/v1`,
+    api,
+    // The name of the variable that holds the key: the key itself is in no file.
+    apiKey: 'TOOLPROOF_API_KEY',
+    compat: { supportsDeveloperRole: false, supportsReasoningEffort: false },
+    models: [
+      {
+        id: t.model,
+        name: t.model,
+        reasoning: false,
+        input: ['text'],
+        cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+        ...(t.window ? { contextWindow: t.window } : {}),
+        maxTokens: t.maxOutput,
+      },
+    ],
+  };
+  return [
+    '// Written by `toolproof launch pi` for one run; removed when pi exits.',
+    `export default function (pi) {\n  pi.registerProvider('toolproof', ${JSON.stringify(provider)});\n}`,
+    '',
+  ].join('\n');
+}
+
+function continueConfig(t: Target): string {
+  return toYaml({
+    name: 'toolproof',
+    version: '1.0.0',
+    schema: 'v1',
+    models: [
+      {
+        name: t.model,
+        provider: 'openai',
+        model: t.model,
+        apiBase: `${t.base}/v1`,
+        apiKey: t.key,
+        roles: ['chat', 'edit', 'apply'],
+        capabilities: ['tool_use'],
+        defaultCompletionOptions: {
+          ...(t.window ? { contextLength: t.window } : {}),
+          maxTokens: t.maxOutput,
+        },
+      },
+    ],
+  });
+}
+
+export const RECIPES: readonly AgentRecipe[] = [
+  {
+    id: 'claude',
+    name: 'Claude Code',
+    bin: 'claude',
+    pkg: '@anthropic-ai/claude-code',
+    apis: ['messages'],
+    env: claudeEnv,
+    // A user's own Anthropic key or cloud switch would win over the gateway's token.
+    unset: [
+      'ANTHROPIC_API_KEY',
+      'CLAUDE_CODE_USE_BEDROCK',
+      'CLAUDE_CODE_USE_VERTEX',
+      'CLAUDE_CODE_USE_FOUNDRY',
+    ],
+    quiet: CLAUDE_QUIET,
+    write: {
+      path: (env) => join(home(env), '.claude', 'settings.json'),
+      merge: (current, t) => mergeJsonText(current, { env: { ...claudeEnv(t), ...CLAUDE_QUIET } }),
+      run: 'claude',
+    },
+  },
+  {
+    id: 'codex',
+    name: 'Codex',
+    bin: 'codex',
+    pkg: '@openai/codex',
+    apis: ['responses'],
+    env: (t) => ({ TOOLPROOF_API_KEY: t.key }),
+    args: (t) => codexSettings(t).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
+    quietArgs: CODEX_QUIET.flatMap(([k, v]) => ['-c', `${k}=${v}`]),
+    write: {
+      path: (env) => join(env.CODEX_HOME || join(home(env), '.codex'), 'config.toml'),
+      merge: (current, t) =>
+        replaceTomlTables(
+          current ?? '',
+          ['profiles.toolproof', 'model_providers.toolproof'],
+          codexProfile(t),
+        ),
+      run: 'TOOLPROOF_API_KEY=<your key> codex --profile toolproof',
+    },
+  },
+  {
+    id: 'opencode',
+    name: 'opencode',
+    bin: 'opencode',
+    pkg: 'opencode-ai',
+    apis: ['chat'],
+    env: (t) => ({ OPENCODE_CONFIG_CONTENT: JSON.stringify(opencodeConfig(t)) }),
+    quiet: {
+      OPENCODE_DISABLE_AUTOUPDATE: '1',
+      OPENCODE_DISABLE_MODELS_FETCH: '1',
+      OPENCODE_DISABLE_SHARE: '1',
+    },
+    write: {
+      path: (env) => join(configHome(env), 'opencode', 'opencode.json'),
+      merge: (current, t) => mergeJsonText(current, opencodeConfig(t)),
+      run: 'opencode',
+    },
+  },
+  {
+    id: 'qwen',
+    name: 'Qwen Code',
+    bin: 'qwen',
+    pkg: '@qwen-code/qwen-code',
+    apis: ['chat'],
+    env: (t) => ({
+      OPENAI_API_KEY: t.key,
+      OPENAI_BASE_URL: `${t.base}/v1`,
+      OPENAI_MODEL: t.model,
+      QWEN_CODE_MAX_OUTPUT_TOKENS: String(t.maxOutput),
+      // System settings override the user's and the project's, and live in the run's folder.
+      QWEN_CODE_SYSTEM_SETTINGS_PATH: `${t.dir}/qwen-settings.json`,
+    }),
+    files: (t) => ({
+      'qwen-settings.json': JSON.stringify({
+        ...(t.window ? { model: { generationConfig: { contextWindowSize: t.window } } } : {}),
+        general: { enableAutoUpdate: false },
+        telemetry: { enabled: false },
+        privacy: { usageStatisticsEnabled: false },
+      }),
+    }),
+    args: (t) => ['--auth-type', 'openai', '-m', t.model],
+    quiet: { QWEN_TELEMETRY_ENABLED: '0', QWEN_USAGE_STATISTICS_ENABLED: '0' },
+  },
+  {
+    id: 'pi',
+    name: 'pi',
+    bin: 'pi',
+    pkg: '@mariozechner/pi-coding-agent',
+    apis: ['chat', 'responses', 'messages'],
+    env: (t) => ({ TOOLPROOF_API_KEY: t.key }),
+    // A provider registered by a one-run extension: ~/.pi/agent (sessions, settings) stays as it is.
+    files: (t) => ({ 'toolproof-pi.mjs': piExtension(t) }),
+    args: (t) => ['-e', `${t.dir}/toolproof-pi.mjs`, '--provider', 'toolproof', '--model', t.model],
+    quiet: { PI_OFFLINE: '1', PI_SKIP_VERSION_CHECK: '1', PI_TELEMETRY: '0' },
+  },
+  {
+    id: 'cn',
+    name: 'Continue CLI',
+    bin: 'cn',
+    pkg: '@continuedev/cli',
+    apis: ['chat'],
+    files: (t) => ({ 'continue.yaml': continueConfig(t) }),
+    args: (t) => ['--config', `${t.dir}/continue.yaml`],
+    quiet: { CONTINUE_CLI_ENABLE_TELEMETRY: '0', CONTINUE_METRICS_ENABLED: '0' },
+  },
+  {
+    id: 'kilo',
+    name: 'Kilo CLI',
+    bin: 'kilo',
+    pkg: '@kilocode/cli',
+    apis: ['chat'],
+    env: (t) => ({ KILO_CONFIG_CONTENT: JSON.stringify(opencodeConfig(t)) }),
+    quiet: {
+      KILO_DISABLE_AUTOUPDATE: '1',
+      KILO_DISABLE_MODELS_FETCH: '1',
+      KILO_DISABLE_SHARE: '1',
+      KILO_TELEMETRY_LEVEL: 'off',
+      KILO_DISABLE_SESSION_INGEST: '1',
+    },
+    write: {
+      path: (env) => join(configHome(env), 'kilo', 'kilo.json'),
+      merge: (current, t) => mergeJsonText(current, opencodeConfig(t)),
+      run: 'kilo',
+    },
+  },
+  {
+    id: 'cline',
+    name: 'Cline CLI',
+    bin: 'cline',
+    pkg: 'cline',
+    apis: ['chat'],
+    // Its provider settings file, moved to the run's folder: its sessions and settings stay where they are.
+    env: (t) => ({ CLINE_PROVIDER_SETTINGS_PATH: `${t.dir}/cline-providers.json` }),
+    files: (t) => ({
+      'cline-providers.json': JSON.stringify({
+        version: 1,
+        lastUsedProvider: 'openai-compatible',
+        modes: {},
+        providers: {
+          'openai-compatible': {
+            settings: {
+              provider: 'openai-compatible',
+              apiKey: t.key,
+              model: t.model,
+              baseUrl: `${t.base}/v1`,
+              ...(t.window ? { contextWindow: t.window } : {}),
+              maxTokens: t.maxOutput,
+            },
+            tokenSource: 'manual',
+          },
+        },
+      }),
+    }),
+    args: (t) => ['-P', 'openai-compatible', '-m', t.model],
+    quiet: { CLINE_NO_AUTO_UPDATE: '1', DO_NOT_TRACK: '1' },
+  },
+  {
+    id: 'grok',
+    name: 'Grok CLI',
+    bin: 'grok',
+    pkg: '@vibe-kit/grok-cli',
+    apis: ['chat'],
+    // No window setting: it sends what it has and relies on the server's overflow error.
+    env: (t) => ({
+      GROK_API_KEY: t.key,
+      GROK_BASE_URL: `${t.base}/v1`,
+      GROK_MODEL: t.model,
+      GROK_MAX_TOKENS: String(t.maxOutput),
+    }),
+  },
+];
+
+export function findRecipe(id: string): AgentRecipe | undefined {
+  return RECIPES.find((r) => r.id === id);
+}

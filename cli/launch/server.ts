@@ -1,0 +1,118 @@
+/**
+ * Finding toolproof: the given URL (else the local default) answers /health, or, when it is a
+ * loopback address, `toolproof --serve` is started there in the background and waited for. The
+ * launcher stops the server it started when the agent exits. The one network boundary of
+ * `toolproof launch` (with `fetchModels`).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, openSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const DEFAULT_URL = 'http://127.0.0.1:8787';
+
+/** The origin without a trailing slash or /v1. */
+export function normalizeUrl(raw: string): string {
+  const url = new URL(raw);
+  let path = url.pathname.replace(/\/+$/, '');
+  if (path.endsWith('/v1')) path = path.slice(0, -3);
+  return `${url.origin}${path}`;
+}
+
+export function defaultUrl(env: NodeJS.ProcessEnv): string {
+  return env.TOOLPROOF_PORT ? `http://127.0.0.1:${env.TOOLPROOF_PORT}` : DEFAULT_URL;
+}
+
+export async function isUp(base: string, timeoutMs = 1500): Promise<boolean> {
+  try {
+    const res = await fetch(`${base}/health`, { signal: AbortSignal.timeout(timeoutMs) });
+    await res.body?.cancel();
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+export interface StartedServer {
+  pid: number;
+  log: string;
+  stop(): Promise<void>;
+}
+
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/** `node <this CLI> --serve`: the built bin, or the source under the same loader (tsx). */
+function serveCommand(): string[] {
+  const built = fileURLToPath(new URL('../toolproof.js', import.meta.url));
+  if (existsSync(built)) return [built, '--serve'];
+  const source = fileURLToPath(new URL('../toolproof.ts', import.meta.url));
+  return [...process.execArgv, source, '--serve'];
+}
+
+function waitExit(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve();
+    else child.once('exit', () => resolve());
+  });
+}
+
+/** Starts toolproof on `base`'s host and port and waits (up to `timeoutMs`) for /health. */
+export async function startServer(
+  base: string,
+  env: NodeJS.ProcessEnv,
+  timeoutMs = 30_000,
+): Promise<StartedServer> {
+  const url = new URL(base);
+  if (!LOOPBACK.has(url.hostname) || url.protocol !== 'http:')
+    throw new Error(
+      `nothing answers at ${base}, and toolproof is only started on this machine (http://127.0.0.1)`,
+    );
+  const port = url.port || '80';
+  const log = join(tmpdir(), `toolproof-${port}.log`);
+  const out = openSync(log, 'a');
+  const child = spawn(process.execPath, serveCommand(), {
+    env: { ...env, TOOLPROOF_PORT: port, TOOLPROOF_HOST: url.hostname.replace(/^\[|\]$/g, '') },
+    stdio: ['ignore', out, out],
+  });
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    const forced = setTimeout(() => child.kill('SIGKILL'), 5000);
+    await waitExit(child);
+    clearTimeout(forced);
+  };
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`toolproof --serve exited ${child.exitCode}; see ${log}`);
+    if (await isUp(base, 1000)) return { pid: child.pid ?? 0, log, stop };
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  await stop();
+  throw new Error(`toolproof --serve did not answer ${base}/health within ${timeoutMs / 1000} s; see ${log}`);
+}
+
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** GET /v1/models in both shapes (the Anthropic-shaped page may carry other fields). */
+export async function fetchModels(base: string, key: string): Promise<unknown[]> {
+  const get = async (headers: Record<string, string>) => {
+    const res = await fetch(`${base}/v1/models`, {
+      headers: { authorization: `Bearer ${key}`, ...headers },
+      signal: AbortSignal.timeout(15_000),
+    });
+    const text = await res.text();
+    if (!res.ok)
+      throw new HttpError(res.status, `GET ${base}/v1/models: HTTP ${res.status} ${text.slice(0, 200)}`);
+    return JSON.parse(text) as unknown;
+  };
+  const openai = await get({});
+  const anthropic = await get({ 'anthropic-version': '2023-06-01' }).catch(() => undefined);
+  return anthropic === undefined ? [openai] : [openai, anthropic];
+}

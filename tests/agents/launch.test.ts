@@ -1,0 +1,122 @@
+/**
+ * Every agent started by `toolproof launch` (the launcher's own env and temporary config, nothing
+ * else) against toolproof in front of the scripted leaky model: the file is written, the answer
+ * is clean, toolproof forced every turn. The other suite files still configure the agents by hand
+ * (tests/agents/lib/agents.ts); moving them onto the launcher is the next step.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { expect, it } from 'vitest';
+import { agentsInfo } from './lib/case.js';
+import { startAgentStack } from './lib/stack.js';
+import { describeAgents } from './lib/suite.js';
+import { CORE_TASK, diskProblems } from './lib/tasks.js';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+
+/** The agent's own non-interactive arguments (what a user types after --). */
+const HEADLESS: Record<string, (task: string) => string[]> = {
+  claude: (t) => ['-p', t, '--permission-mode', 'acceptEdits', '--no-session-persistence'],
+  codex: (t) => [
+    'exec',
+    '--skip-git-repo-check',
+    '--ephemeral',
+    '--color',
+    'never',
+    '--dangerously-bypass-approvals-and-sandbox',
+    t,
+  ],
+  opencode: (t) => ['run', t],
+  qwen: (t) => ['--yolo', t],
+  pi: (t) => ['-p', '--no-session', t],
+  cn: (t) => ['-p', '--auto', t],
+  kilo: (t) => ['run', t],
+  grok: (t) => ['-p', t, '--max-tool-rounds', '20'],
+};
+
+function launch(
+  agent: string,
+  origin: string,
+  cwd: string,
+  home: string,
+): Promise<{ code: number | null; out: string }> {
+  const bins = agentsInfo().bins as Record<string, string> | undefined;
+  const binDir = bins?.claude ? dirname(bins.claude) : '';
+  const env: NodeJS.ProcessEnv = {
+    PATH: `${binDir}:${process.env.PATH ?? '/usr/bin:/bin'}`,
+    HOME: home,
+    PWD: cwd,
+    TMPDIR: join(home, 'tmp'),
+    XDG_CONFIG_HOME: join(home, '.config'),
+    XDG_DATA_HOME: join(home, '.local', 'share'),
+    XDG_CACHE_HOME: join(home, '.cache'),
+    XDG_STATE_HOME: join(home, '.local', 'state'),
+    NO_COLOR: '1',
+    TERM: 'dumb',
+    CI: 'true',
+    KILO_NO_DAEMON: '1',
+    QWEN_CODE_SUPPRESS_YOLO_WARNING: '1',
+  };
+  const args = [
+    '--import',
+    pathToFileURL(join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href,
+    join(ROOT, 'cli', 'toolproof.ts'),
+    'launch',
+    agent,
+    '--url',
+    origin,
+    '--',
+    ...HEADLESS[agent]!(CORE_TASK.prompt),
+  ];
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, args, {
+      cwd,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const timer = setTimeout(() => child.pid && process.kill(-child.pid, 'SIGKILL'), 150_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, out });
+    });
+  });
+}
+
+describeAgents('toolproof launch <agent>', () => {
+  for (const agent of Object.keys(HEADLESS)) {
+    it(`${agent}: proof, leak, through the launcher`, async () => {
+      const home = mkdtempSync(join(tmpdir(), `tp-launch-${agent}-home-`));
+      const cwd = mkdtempSync(join(tmpdir(), `tp-launch-${agent}-work-`));
+      mkdirSync(join(home, 'tmp'));
+      // What a user allows in their own opencode / Kilo config.
+      for (const app of ['opencode', 'kilo']) {
+        mkdirSync(join(home, '.config', app), { recursive: true });
+        writeFileSync(
+          join(home, '.config', app, `${app}.json`),
+          JSON.stringify({ permission: { edit: 'allow', bash: 'allow' } }),
+        );
+      }
+      const stack = await startAgentStack({ mode: 'leak', task: CORE_TASK, cwd });
+      try {
+        const r = await launch(agent, stack.origin, cwd, home);
+        const why = r.out.slice(-2000);
+        expect(r.code, why).toBe(0);
+        expect(diskProblems(CORE_TASK, cwd), why).toEqual([]);
+        expect(r.out, why).toContain('window 32768 tokens (max_model_len)');
+        const forced = stack.requests().filter((l) => l.harness?.forced === true);
+        expect(forced.length, why).toBeGreaterThanOrEqual(2);
+      } finally {
+        await stack.close();
+        rmSync(home, { recursive: true, force: true });
+        rmSync(cwd, { recursive: true, force: true });
+      }
+    });
+  }
+});

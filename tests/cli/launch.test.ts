@@ -1,0 +1,278 @@
+/**
+ * `toolproof launch`: the window each backend kind reports reaches each agent's setting (through
+ * the real toolproof app in front of the simulator), --print masks the key, a missing agent names
+ * its package, --write keeps a backup, and a toolproof that is not running is started.
+ */
+import { spawnSync } from 'node:child_process';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { launchCommand } from '../../cli/launch/command.js';
+import { readModels } from '../../cli/launch/models.js';
+import { buildPlan } from '../../cli/launch/plan.js';
+import { claudeWindow, RECIPES, replaceTomlTables } from '../../cli/launch/recipes.js';
+import { buildApp, type ToolproofApp } from '../../server/app.js';
+import { loadConfig } from '../../server/config.js';
+import { createSimulator, type Simulator } from '../../simulator/index.js';
+import { closeApp } from '../server/stack.js';
+
+function io() {
+  const out: string[] = [];
+  const err: string[] = [];
+  return {
+    out,
+    err,
+    io: { stdout: { write: (t: string) => out.push(t) }, stderr: { write: (t: string) => err.push(t) } },
+  };
+}
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function toolproofOver(sim: Simulator, file?: Parameters<typeof loadConfig>[1]): Promise<string> {
+  const app: ToolproofApp = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: sim.url }, file), {
+    logger: false,
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  cleanups.push(() => closeApp(app));
+  return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+}
+
+async function sim(options: Parameters<typeof createSimulator>[0]): Promise<Simulator> {
+  const s = await createSimulator({ host: '127.0.0.1', ...options });
+  cleanups.push(() => s.close());
+  return s;
+}
+
+/** A fake agent binary on PATH, so the launcher finds every agent. */
+function fakeBins(): { env: NodeJS.ProcessEnv; home: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'tp-launch-test-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  const bin = join(dir, 'bin');
+  mkdirSync(bin);
+  for (const r of RECIPES) {
+    writeFileSync(join(bin, r.bin), '#!/bin/sh\nexit 0\n');
+    chmodSync(join(bin, r.bin), 0o755);
+  }
+  const home = join(dir, 'home');
+  mkdirSync(home);
+  return { env: { PATH: `${bin}:/usr/bin:/bin`, HOME: home, TOOLPROOF_AGENTS_DIR: join(dir, 'none') }, home };
+}
+
+async function printed(
+  agent: string,
+  url: string,
+  extra: string[] = [],
+  env: NodeJS.ProcessEnv = fakeBins().env,
+) {
+  const o = io();
+  const code = await launchCommand([agent, '--url', url, '--print', ...extra], o.io, env, {});
+  return { code, out: o.out.join(''), err: o.err.join('') };
+}
+
+/** The setting that carries the window, per agent, as --print shows it. */
+const WINDOW_SETTING: Record<string, (w: number) => string> = {
+  claude: (w) => `CLAUDE_CODE_MAX_CONTEXT_TOKENS=${w}`,
+  codex: (w) => `model_context_window=${w}`,
+  opencode: (w) => `"limit":{"context":${w}`,
+  kilo: (w) => `"limit":{"context":${w}`,
+  qwen: (w) => `"contextWindowSize":${w}`,
+  pi: (w) => `"contextWindow":${w}`,
+  cn: (w) => `contextLength: ${w}`,
+  cline: (w) => `"contextWindow":${w}`,
+};
+
+describe('the window from each backend kind reaches each agent', () => {
+  it('vLLM max_model_len, through toolproof, into every agent that has a window setting', async () => {
+    const url = await toolproofOver(
+      await sim({ personality: 'vllm', modelName: 'coder', maxModelLen: 24576 }),
+    );
+    for (const [agent, setting] of Object.entries(WINDOW_SETTING)) {
+      const r = await printed(agent, url);
+      expect(r.code, r.err).toBe(0);
+      expect(r.out, agent).toContain(setting(24576));
+      expect(r.err).toContain('window 24576 tokens (max_model_len)');
+    }
+  });
+
+  it('llama-server n_ctx, through toolproof', async () => {
+    const url = await toolproofOver(await sim({ personality: 'llama-server', modelName: 'gguf' }));
+    const r = await printed('opencode', url);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain('"limit":{"context":4096,"output":1024}');
+    expect(r.err).toContain('(meta.n_ctx)');
+  });
+
+  it('a model name from the YAML takes the window of the upstream model it maps onto', async () => {
+    const s = await sim({ personality: 'vllm', modelName: 'coder', maxModelLen: 65536, checkModel: true });
+    const url = await toolproofOver(s, { models: { mine: { upstream: s.url, upstreamModel: 'coder' } } });
+    const r = await printed('codex', url, ['--model', 'mine']);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain('model="mine"');
+    expect(r.out).toContain('model_context_window=65536');
+    expect(r.out).toContain(`model_auto_compact_token_limit=${Math.floor(65536 * 0.85)}`);
+  });
+
+  it('reads an explicit context_window (toolproof YAML) and Anthropic-shaped max_input_tokens first', () => {
+    expect(readModels([{ data: [{ id: 'a', context_window: 8000, max_model_len: 9000 }] }])[0]?.window).toBe(
+      8000,
+    );
+    expect(
+      readModels([{ data: [{ id: 'a' }] }, { data: [{ id: 'a', max_input_tokens: 7000 }] }])[0]?.window,
+    ).toBe(7000);
+    expect(readModels([{ data: [{ id: 'a', meta: { n_ctx_train: 9 } }] }])[0]?.window).toBeUndefined();
+  });
+
+  it('Claude Code: below its 100k floor, the trigger is a share of the floor', () => {
+    expect(claudeWindow(32768)).toEqual({
+      CLAUDE_CODE_MAX_CONTEXT_TOKENS: '32768',
+      CLAUDE_CODE_AUTO_COMPACT_WINDOW: '100000',
+      CLAUDE_AUTOCOMPACT_PCT_OVERRIDE: '27',
+    });
+    expect(claudeWindow(262144)).toEqual({
+      CLAUDE_CODE_MAX_CONTEXT_TOKENS: '262144',
+      CLAUDE_CODE_AUTO_COMPACT_WINDOW: '262144',
+    });
+  });
+});
+
+describe('--print, keys, models', () => {
+  it('masks the key everywhere and shows the base URL, model names and traffic switches', async () => {
+    const url = await toolproofOver(await sim({ personality: 'vllm', modelName: 'coder' }));
+    const key = 'sk-secret-launch-key-123456';
+    const { env } = fakeBins();
+    const r = await printed('claude', url, [], { ...env, TOOLPROOF_API_KEYS: `${key},other` });
+    expect(r.code, r.err).toBe(0);
+    expect(r.out + r.err).not.toContain(key);
+    expect(r.out).toContain('ANTHROPIC_AUTH_TOKEN=sk-s…****');
+    expect(r.out).toContain(`ANTHROPIC_BASE_URL=${url}`);
+    expect(r.out).toContain('ANTHROPIC_DEFAULT_HAIKU_MODEL=coder');
+    expect(r.out).toContain('CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1');
+    expect(r.out).toContain('unset ANTHROPIC_API_KEY');
+  });
+
+  it('several models and no TTY: exits 2 with the list', async () => {
+    const s = await sim({ personality: 'vllm', modelName: 'coder' });
+    const url = await toolproofOver(s, { models: { other: { upstream: s.url, upstreamModel: 'coder' } } });
+    const r = await printed('claude', url);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/several models.*\n.*1\. /);
+  });
+
+  it('several models on a TTY: asks', async () => {
+    const s = await sim({ personality: 'vllm', modelName: 'coder' });
+    const url = await toolproofOver(s, { models: { other: { upstream: s.url, upstreamModel: 'coder' } } });
+    const o = io();
+    const code = await launchCommand(['qwen', '--url', url, '--print'], o.io, fakeBins().env, {
+      ask: async () => 'other',
+    });
+    expect(code).toBe(0);
+    expect(o.out.join('')).toContain('OPENAI_MODEL=other');
+  });
+});
+
+describe('a missing agent', () => {
+  it('names the npm package and starts nothing', async () => {
+    const o = io();
+    const code = await launchCommand(
+      ['claude', '--url', 'http://127.0.0.1:9'],
+      o.io,
+      { PATH: '/nonexistent', HOME: '/nonexistent', TOOLPROOF_AGENTS_DIR: '/nonexistent' },
+      {},
+    );
+    expect(code).toBe(127);
+    expect(o.err.join('')).toContain('npm install -g @anthropic-ai/claude-code');
+  });
+});
+
+describe('--write', () => {
+  it('merges into the agent config and keeps the old file as a backup', async () => {
+    const url = await toolproofOver(await sim({ personality: 'vllm', modelName: 'coder' }));
+    const { env, home } = fakeBins();
+    const path = join(home, '.claude', 'settings.json');
+    mkdirSync(join(home, '.claude'));
+    writeFileSync(path, JSON.stringify({ theme: 'dark', env: { KEEP: '1' } }));
+    const o = io();
+    expect(await launchCommand(['claude', '--url', url, '--write'], o.io, env, {})).toBe(0);
+    const written = JSON.parse(readFileSync(path, 'utf8'));
+    expect(written.theme).toBe('dark');
+    expect(written.env.KEEP).toBe('1');
+    expect(written.env.ANTHROPIC_BASE_URL).toBe(url);
+    const backups = readdirSync(join(home, '.claude')).filter((f) => f.includes('toolproof-backup'));
+    expect(backups).toHaveLength(1);
+    expect(JSON.parse(readFileSync(join(home, '.claude', backups[0]!), 'utf8'))).toEqual({
+      theme: 'dark',
+      env: { KEEP: '1' },
+    });
+  });
+
+  it("Codex: replaces toolproof's own TOML tables and keeps the rest", () => {
+    const before = 'model = "x"\n\n[profiles.toolproof]\nmodel = "old"\n\n[mcp_servers.a]\ncommand = "a"\n';
+    const after = replaceTomlTables(before, ['profiles.toolproof'], '[profiles.toolproof]\nmodel = "new"\n');
+    expect(after).toBe(
+      'model = "x"\n\n[mcp_servers.a]\ncommand = "a"\n\n[profiles.toolproof]\nmodel = "new"\n',
+    );
+  });
+});
+
+describe('a toolproof that is not running', () => {
+  it('is started with --serve on the given port, answers, and is stopped afterwards', async () => {
+    const { env } = fakeBins();
+    const probe = await sim({ personality: 'vllm' });
+    const port = Number(new URL(probe.url).port) + 1; // near a free port; checked below
+    await probe.close();
+    const url = `http://127.0.0.1:${port}`;
+    const run = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        join(import.meta.dirname, '../../cli/toolproof.ts'),
+        'launch',
+        'pi',
+        '--url',
+        url,
+        '--print',
+      ],
+      { encoding: 'utf8', env: { ...process.env, ...env, PATH: `${env.PATH}` }, timeout: 90_000 },
+    );
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stderr).toContain(`nothing answered at ${url}: started \`toolproof --serve\``);
+    expect(run.stderr).toContain('BUILT-IN SIMULATOR');
+    expect(run.stdout).toContain('--provider toolproof --model');
+    // Stopped once the command ended.
+    const after = await fetch(`${url}/health`).then(
+      () => 'up',
+      () => 'down',
+    );
+    expect(after).toBe('down');
+  }, 120_000);
+});
+
+describe('recipes', () => {
+  it('every agent has a binary, a package and an API, and builds a plan without I/O', () => {
+    for (const r of RECIPES) {
+      const plan = buildPlan(
+        r,
+        { base: 'http://h', model: 'm', window: 1000, maxOutput: 100, key: 'k', api: r.apis[0]!, dir: '/d' },
+        ['x'],
+      );
+      expect(plan.args.at(-1)).toBe('x');
+      expect(r.pkg).toBeTruthy();
+      expect(existsSync('/d')).toBe(false);
+    }
+  });
+});
