@@ -13,6 +13,9 @@
  */
 import { clientConstraintsPolicy } from './client-constraints/index.js';
 import { correctiveRetryPolicy } from './corrective-retry/index.js';
+import { documentsPolicy } from './documents/index.js';
+import { imagesPolicy } from './images/index.js';
+import { toolResultCapPolicy } from './tool-result-cap/index.js';
 import { forceToolUsePolicy } from './force-tool-use/index.js';
 import { historyRepairPolicy } from './history-repair/index.js';
 import { leakRecovery } from './leak-recovery/index.js';
@@ -29,6 +32,9 @@ import type { EffectRecord, Policy } from './types.js';
  * its hook). Adding a policy is its folder plus one line here.
  */
 const TABLE = [
+  documentsPolicy,
+  imagesPolicy,
+  toolResultCapPolicy,
   historyRepairPolicy,
   normalizeToolCallsPolicy,
   leakRecovery,

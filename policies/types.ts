@@ -11,6 +11,7 @@
 import type { ToolproofError } from '../protocol/errors.js';
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '../protocol/openai.js';
 import type { ModelSettings } from '../protocol/settings.js';
+import type { DocumentLookup } from '../protocol/document-text.js';
 
 export interface PolicyContext {
   readonly model: string;
@@ -38,6 +39,11 @@ export interface PolicyContext {
    * chain found it unrecoverable, StreamHook.unrecoverable). Set by the stream chain.
    */
   readonly discardDecided?: () => boolean;
+  /**
+   * The PDFs of this request the server extracted before the request policies ran (off the event
+   * loop, cached by content: server/documents/), looked up by their `file_data`. Absent: none.
+   */
+  readonly documents?: DocumentLookup;
 }
 
 /** Compile work, in units of about a microsecond of event loop (validator-cache.ts). */
@@ -84,7 +90,12 @@ export type EffectRecord =
   /** A call whose schema could not be fully enforced, and why. */
   | { type: 'schema-unenforced'; tool: string; reasons: string[]; cause: string }
   /** A corrective retry was asked for. */
-  | { type: 'retry'; reason: string };
+  | { type: 'retry'; reason: string }
+  /**
+   * Content the model cannot take, degraded before it went upstream (a document as its text or
+   * a note, an image as a note, a tool result cut): `count` more of `kind`.
+   */
+  | { type: 'degraded'; kind: string; count: number };
 
 /** A leak as the trace and the leak counter see it. */
 export interface EffectLeak {

@@ -41,6 +41,7 @@ import { registerPassthroughRoutes } from './routes/passthrough.js';
 import { registerRelayRoutes } from './routes/relay.js';
 import { redactForLog } from './log-redact.js';
 import { createRequestLogger } from './request-logger.js';
+import { createDocumentReader } from './documents/document-reader.js';
 import { ModelLabels, modelLabel, ServedModelLabels } from './routing.js';
 import { Upstreams } from './upstream.js';
 import { CompileBudgets } from './compile-budget.js';
@@ -155,6 +156,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       policies,
       toolLabels: new ModelLabels(200),
       compileBudgets: new CompileBudgets(),
+      documents: createDocumentReader(),
       onInternalError: (call, err) => {
         metrics.internalErrors.labels(call.route.name).inc();
         app.log.error({ reqId: call.reqId, err }, 'internal error while handling a request');
@@ -430,6 +432,7 @@ function logRequest(
       validationFailures: t.validationFailures.map((v) => v.tool),
       ...(t.unenforced.length > 0 ? { unenforced: t.unenforced } : {}),
       ...(t.droppedTools ? { droppedTools: t.droppedTools } : {}),
+      ...(Object.keys(t.degraded).length > 0 ? { degraded: t.degraded } : {}),
       ...(cache ? { cachedTokens: cache.cached, promptTokens: cache.prompt } : {}),
       ...(call.discardedTokens > 0 ? { discardedTokens: call.discardedTokens } : {}),
       final: t.finalKind ?? null,

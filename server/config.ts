@@ -120,6 +120,10 @@ const settingsSchema = {
     maxHeldBytes: { type: 'integer', minimum: 1024 },
     hostedTools: { enum: ['drop', 'reject'] },
     preserveThinking: { enum: [true, false, 'auto'] },
+    documents: { type: 'boolean' },
+    vision: { enum: [true, false, 'auto'] },
+    maxToolResultTokens: { type: 'integer', minimum: 0 },
+    contextWindow: { type: 'integer', minimum: 0 },
   },
 } as const;
 

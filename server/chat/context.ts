@@ -15,6 +15,8 @@ import type { Metrics } from '../metrics.js';
 import type { ModelLabels, ResolvedRoute } from '../routing.js';
 import type { RequestPhase } from '../../policies/composition.js';
 import type { HarnessTrace } from './trace.js';
+import type { DocumentLookup } from '../../protocol/document-text.js';
+import type { DocumentReader } from '../documents/document-reader.js';
 
 export interface ChatDeps {
   config: Config;
@@ -29,6 +31,8 @@ export interface ChatDeps {
   onInternalError?: (call: ChatCall, err: unknown) => void;
   /** What compiling client schemas may cost (per request and per process); unlimited when absent. */
   compileBudgets?: CompileBudgets;
+  /** Reads a request's PDFs off the event loop before its request policies run (server/documents/). */
+  documents?: DocumentReader;
 }
 
 /**
@@ -79,6 +83,8 @@ export class ChatCall {
   affinityKey: string | undefined;
   /** What compiling this request's schemas may still cost (every attempt draws on it). */
   compileBudget: CompileBudget | undefined;
+  /** This request's PDFs as read before the request policies ran (the documents policy reads them). */
+  documents: DocumentLookup | undefined;
   /** The streamed message's identity, from the upstream's chunks (closing frames reuse it). */
   streamIdentity: { id: string; model: string; created: number };
 
@@ -141,6 +147,7 @@ export class ChatCall {
       retriesUsed: this.retriesUsed,
       attemptEffects: this.attemptEffects,
       compileBudget: this.compileBudget,
+      documents: this.documents,
     };
   }
 

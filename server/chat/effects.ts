@@ -75,6 +75,10 @@ export function recordPolicyEffects(call: ChatCall, deps: ChatDeps, effects: rea
       case 'retry':
         t.retries.push({ reason: r.reason });
         break;
+      case 'degraded':
+        t.degraded[r.kind] = (t.degraded[r.kind] ?? 0) + r.count;
+        m.degradedContent.labels(model, call.api, r.kind).inc(r.count);
+        break;
     }
   }
 }

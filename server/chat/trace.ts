@@ -27,6 +27,8 @@ export interface HarnessTrace {
   /** The last judged attempt's answer came from the synthetic final-answer tool. */
   finalAnswer: boolean;
   effects: PolicyEffect[];
+  /** Content degraded before it went upstream, by kind (document-text, document-note, image-note, tool-result-cut). */
+  degraded: Record<string, number>;
   /** Hosted tools the front door left out of the upstream request (their types). */
   droppedTools?: string[];
 }
@@ -45,6 +47,7 @@ export function newTrace(): HarnessTrace {
     finalAnswerProblems: {},
     validationFailures: [],
     unenforced: [],
+    degraded: {},
     effects: [],
   };
 }

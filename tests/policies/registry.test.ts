@@ -21,6 +21,9 @@ describe('policy registry', () => {
   it('orders the pipeline: request history-repair -> force-tool-use; response normalize -> force -> corrective', () => {
     // Each side runs the one table in order, skipping policies without a hook for it.
     expect(POLICIES.filter((p) => p.onRequest).map((p) => p.name)).toEqual([
+      'documents',
+      'images',
+      'tool-result-cap',
       'history-repair',
       'force-tool-use',
     ]);
@@ -35,13 +38,15 @@ describe('policy registry', () => {
     expect(POLICIES.filter((p) => p.createStreamHook).map((p) => p.name)).toEqual(response);
   });
 
-  it('every policy is enabled by default settings and has a test file', () => {
+  it('every policy has a test file, and all but the opt-in ones are enabled by default settings', () => {
+    // images acts for a model that cannot see (vision: false), tool-result-cap with maxToolResultTokens.
+    const optIn = new Set(['images', 'tool-result-cap']);
     const root = join(here, '..');
     const tests = (readdirSync(root, { recursive: true }) as string[]).map((f) =>
       relative(root, join(root, f)),
     );
     for (const p of POLICIES) {
-      expect(p.enabled(DEFAULT_MODEL_SETTINGS)).toBe(true);
+      expect(p.enabled(DEFAULT_MODEL_SETTINGS)).toBe(!optIn.has(p.name));
       expect(tests.some((f) => f.endsWith(`${p.name}.test.ts`))).toBe(true);
     }
     expect(readdirSync(join(here, '../../policies'))).toContain('README.md');

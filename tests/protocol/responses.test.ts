@@ -192,10 +192,6 @@ describe('request translation', () => {
       [{ text: { format: { type: 'json_schema', name: 'x' } } }, 'text.format.schema'],
       [{ input: [] }, 'input'],
       [{ input: [{ type: 'computer_call_output', call_id: 'c' }] }, 'input[0].type'],
-      [
-        { input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }] },
-        'input[0].content[0].type',
-      ],
       [{ input: [{ type: 'function_call', name: 'f', arguments: '{}' }] as InputItem[] }, 'input[0].call_id'],
     ];
     // Hosted tools are refused only with hostedTools: reject (dropped by default).
