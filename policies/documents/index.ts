@@ -10,7 +10,12 @@ import { fileFields } from '../../protocol/file-part.js';
 import { EffectTally } from '../kit/effects.js';
 import { rewriteParts } from '../kit/content-parts.js';
 import type { Policy } from '../types.js';
-import { DOCUMENTS_POLICY, type DocumentsEffect, type DocumentsKind, describeDocumentsEffect } from './effects.js';
+import {
+  DOCUMENTS_POLICY,
+  type DocumentsEffect,
+  type DocumentsKind,
+  describeDocumentsEffect,
+} from './effects.js';
 import { renderDocument } from './render.js';
 
 export const documentsPolicy: Policy<DocumentsEffect> = {

@@ -58,7 +58,12 @@ function nameOf(file: FileFields, mediaType: string | undefined): string {
 }
 
 function wrap(name: string, what: string, body: string, tail: string[]): Rendered {
-  const lines = [`[document: ${name} (${what}); text extracted by the proxy]`, body, ...tail, `[end of document: ${name}]`];
+  const lines = [
+    `[document: ${name} (${what}); text extracted by the proxy]`,
+    body,
+    ...tail,
+    `[end of document: ${name}]`,
+  ];
   return { text: lines.join('\n'), read: true };
 }
 

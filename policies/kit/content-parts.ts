@@ -13,7 +13,10 @@ export type PartRewrite = (part: ContentPart, message: ChatMessage) => ContentPa
  * out as text and changed gets its parts joined into one string (blank line between them), the
  * shape the front doors give a text-only content; unchanged messages are the same objects.
  */
-export function rewriteParts(messages: readonly ChatMessage[], rewrite: PartRewrite): ChatMessage[] | undefined {
+export function rewriteParts(
+  messages: readonly ChatMessage[],
+  rewrite: PartRewrite,
+): ChatMessage[] | undefined {
   let out: ChatMessage[] | undefined;
   for (let i = 0; i < messages.length; i++) {
     const m = messages[i]!;

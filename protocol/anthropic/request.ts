@@ -71,7 +71,10 @@ function documentParts(block: unknown, path: string): ContentPart[] {
   if (isObject(src) && src.type === 'content') {
     const blocks = typeof src.content === 'string' ? [{ type: 'text', text: src.content }] : src.content;
     if (!Array.isArray(blocks))
-      throw invalid(`${path}.source.content`, `"${path}.source.content" must be a string or an array of blocks.`);
+      throw invalid(
+        `${path}.source.content`,
+        `"${path}.source.content" must be a string or an array of blocks.`,
+      );
     return blocks.map((c: unknown, i) => {
       const p = `${path}.source.content.${i}`;
       if (isObject(c) && c.type === 'image') return imagePart(c as unknown as ImageBlock, p);

@@ -61,7 +61,12 @@ function toChatPart(part: InputContent, param: string): ContentPart {
         const name = str(f.filename) ?? '';
         data = `data:${/\.(txt|md|csv|json)$/i.test(name) ? 'text/plain' : 'application/pdf'};base64,${data}`;
       }
-      return filePart({ filename: str(f.filename), file_data: data, file_id: str(f.file_id), file_url: str(f.file_url) });
+      return filePart({
+        filename: str(f.filename),
+        file_data: data,
+        file_id: str(f.file_id),
+        file_url: str(f.file_url),
+      });
     }
     default:
       throw invalid(

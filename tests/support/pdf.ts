@@ -77,9 +77,7 @@ export function manyPagesPdf(count: number): Buffer {
  */
 export function encryptedPdf(): Buffer {
   const objects = pageObjects([textContent(['secret'])]);
-  objects.push(
-    `<< /Filter /Standard /V 1 /R 2 /O <${'ab'.repeat(32)}> /U <${'cd'.repeat(32)}> /P -44 >>`,
-  );
+  objects.push(`<< /Filter /Standard /V 1 /R 2 /O <${'ab'.repeat(32)}> /U <${'cd'.repeat(32)}> /P -44 >>`);
   const id = '0123456789abcdef0123456789abcdef';
   return build(objects, `/Encrypt ${objects.length} 0 R /ID [<${id}> <${id}>] `);
 }
@@ -87,9 +85,17 @@ export function encryptedPdf(): Buffer {
 /** A page that only paints an image (a scanned page): no text layer. */
 export function imageOnlyPdf(): Buffer {
   const pixels = Buffer.alloc(8 * 8 * 3, 0x80);
-  const objects = pageObjects([stream('', Buffer.from('q 200 0 0 200 72 500 cm /Im1 Do Q', 'latin1'))], '/XObject << /Im1 4 0 R >>');
+  const objects = pageObjects(
+    [stream('', Buffer.from('q 200 0 0 200 72 500 cm /Im1 Do Q', 'latin1'))],
+    '/XObject << /Im1 4 0 R >>',
+  );
   // The image goes after the page: renumber by appending and pointing /Im1 at it.
-  objects.push(stream('/Type /XObject /Subtype /Image /Width 8 /Height 8 /ColorSpace /DeviceRGB /BitsPerComponent 8', pixels));
+  objects.push(
+    stream(
+      '/Type /XObject /Subtype /Image /Width 8 /Height 8 /ColorSpace /DeviceRGB /BitsPerComponent 8',
+      pixels,
+    ),
+  );
   const imageId = objects.length;
   objects[4] = String(objects[4]).replace('/Im1 4 0 R', `/Im1 ${imageId} 0 R`);
   return build(objects);
@@ -100,9 +106,12 @@ export function imageOnlyPdf(): Buffer {
  * megabytes of text-showing operators (deflate compresses the repetition about 1000:1).
  */
 export function bombPdf(inflatedMb: number): Buffer {
-  const unit = Buffer.from('BT /F1 12 Tf 72 720 Td (AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA) Tj ET\n');
+  const unit = Buffer.from(
+    'BT /F1 12 Tf 72 720 Td (AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA) Tj ET\n',
+  );
   const raw = Buffer.alloc(inflatedMb * 1024 * 1024);
-  for (let o = 0; o < raw.length; o += unit.length) unit.copy(raw, o, 0, Math.min(unit.length, raw.length - o));
+  for (let o = 0; o < raw.length; o += unit.length)
+    unit.copy(raw, o, 0, Math.min(unit.length, raw.length - o));
   const packed = deflateSync(raw, { level: 9 });
   return build(pageObjects([stream('/Filter /FlateDecode', packed)]));
 }

@@ -109,6 +109,8 @@ export const messages: FrontDoor<'messages', MessagesTurn> = {
         ...m,
         type: 'model',
         display_name: m.id,
+        // Anthropic's Models API names the context window max_input_tokens.
+        ...(typeof m.context_window === 'number' ? { max_input_tokens: m.context_window } : {}),
         created_at: new Date((typeof m.created === 'number' ? m.created : created) * 1000).toISOString(),
       }));
       return {
