@@ -139,7 +139,9 @@ export function createDocumentReader(options: DocumentReaderOptions = {}): Docum
       if (urls.length === 0) return undefined;
       const results = await Promise.all(urls.map(resolveOne));
       const byUrl = new Map<string, DocumentText>();
-      urls.forEach((u, i) => byUrl.set(u, results[i]!));
+      urls.forEach((u, i) => {
+        byUrl.set(u, results[i]!);
+      });
       return (fileData) => byUrl.get(fileData);
     },
   };

@@ -26,7 +26,7 @@ function build(objects: Obj[], trailerExtra = ''): Buffer {
   return Buffer.concat(chunks);
 }
 
-function escape(text: string): string {
+function escapePdf(text: string): string {
   return text.replace(/[()\\]/g, (c) => `\\${c}`);
 }
 
@@ -56,7 +56,7 @@ function pageObjects(contents: Buffer[], resources = '/Font << /F1 3 0 R >>'): O
 }
 
 function textContent(lines: string[]): Buffer {
-  const ops = lines.map((l, i) => `BT /F1 12 Tf 72 ${720 - i * 16} Td (${escape(l)}) Tj ET`).join('\n');
+  const ops = lines.map((l, i) => `BT /F1 12 Tf 72 ${720 - i * 16} Td (${escapePdf(l)}) Tj ET`).join('\n');
   return stream('', Buffer.from(ops, 'latin1'));
 }
 
