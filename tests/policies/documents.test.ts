@@ -25,7 +25,9 @@ describe('documents', () => {
 
   it('passes plain text as text, and gives one-line notes for what it cannot read', () => {
     const plain = `data:text/plain;base64,${Buffer.from('hello').toString('base64')}`;
-    expect(text(run([{ type: 'file', file: { filename: 'a.txt', file_data: plain } }]))).toContain('\nhello\n');
+    expect(text(run([{ type: 'file', file: { filename: 'a.txt', file_data: plain } }]))).toContain(
+      '\nhello\n',
+    );
     const notes = run(
       [
         { type: 'file', file: { file_id: 'file_1', filename: 'x.pdf' } },

@@ -15,8 +15,18 @@ describe('images', () => {
     const req = {
       model: 'm',
       messages: [
-        { role: 'user', content: [{ type: 'text', text: 'look' }, { type: 'image_url', image_url: { url: img } }] },
-        { role: 'tool', tool_call_id: 'c', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,' } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'look' },
+            { type: 'image_url', image_url: { url: img } },
+          ],
+        },
+        {
+          role: 'tool',
+          tool_call_id: 'c',
+          content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,' } }],
+        },
         { role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x.test/shots/a.png' } }] },
       ],
     };

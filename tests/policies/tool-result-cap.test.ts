@@ -13,7 +13,9 @@ describe('tool-result-cap', () => {
     expect(cut.length).toBeLessThan(3000 + 400);
     expect(cut.startsWith('line 0 ')).toBe(true);
     expect(cut.endsWith(`line 49999 ${'x'.repeat(40)}`)).toBe(true);
-    expect(cut).toMatch(/\[\.\.\. toolproof left out \d+ of this tool result's \d+ characters \(\d+ lines\) to fit the model's context window; re-run with a narrower command/);
+    expect(cut).toMatch(
+      /\[\.\.\. toolproof left out \d+ of this tool result's \d+ characters \(\d+ lines\) to fit the model's context window; re-run with a narrower command/,
+    );
     // From the result's own characters: the same every time.
     expect(cutToolResult(text, 1000)).toBe(cut);
   });
