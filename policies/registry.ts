@@ -14,6 +14,9 @@
  */
 import { clientConstraintsPolicy } from './client-constraints/index.js';
 import { correctiveRetryPolicy } from './corrective-retry/index.js';
+import { documentsPolicy } from './documents/index.js';
+import { imagesPolicy } from './images/index.js';
+import { toolResultCapPolicy } from './tool-result-cap/index.js';
 import { forceToolUsePolicy } from './force-tool-use/index.js';
 import { historyRepairPolicy } from './history-repair/index.js';
 import { leakRecovery } from './leak-recovery/index.js';
@@ -36,6 +39,9 @@ const TABLE = [
   preserveThinkingPolicy,
   // Before any rewrite: a request the model refuses (hostedTools: reject) is refused as it came.
   hostedToolsPolicy,
+  documentsPolicy,
+  imagesPolicy,
+  toolResultCapPolicy,
   historyRepairPolicy,
   // Before force-tool-use: a request left without tools is not forced, and sends no tool_choice.
   toolFieldsPolicy,

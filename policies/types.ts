@@ -12,6 +12,7 @@ import type { ToolproofError } from '../protocol/errors.js';
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '../protocol/openai.js';
 import type { ModelSettings } from '../protocol/settings.js';
 import type { AnswerFormat } from './kit/answer-format.js';
+import type { DocumentLookup } from '../protocol/document-text.js';
 
 export interface PolicyContext {
   readonly model: string;
@@ -39,6 +40,11 @@ export interface PolicyContext {
    * chain found it unrecoverable, StreamHook.unrecoverable). Set by the stream chain.
    */
   readonly discardDecided?: () => boolean;
+  /**
+   * The PDFs of this request the server extracted before the request policies ran (off the event
+   * loop, cached by content: server/documents/), looked up by their `file_data`. Absent: none.
+   */
+  readonly documents?: DocumentLookup;
   /**
    * The client's tools as facts, built once per request (kit/tool-set.ts: buildToolSet). Absent:
    * a policy derives them with toolSetOf(ctx, original), memoized.
@@ -117,7 +123,12 @@ export type EffectRecord =
   /** A corrective retry was asked for. */
   | { type: 'retry'; reason: string }
   /** An answer the client asked in a JSON schema (or as a JSON object), and whether it matched. */
-  | { type: 'schema-answer'; outcome: string };
+  | { type: 'schema-answer'; outcome: string }
+  /**
+   * Content the model cannot take, degraded before it went upstream (a document as its text or
+   * a note, an image as a note, a tool result cut): `count` more of `kind`.
+   */
+  | { type: 'degraded'; kind: string; count: number };
 
 /** A leak as the trace and the leak counter see it. */
 export interface EffectLeak {

@@ -75,6 +75,28 @@ export interface ModelSettings {
    * llama-server's /props at start-up whether the template has either switch (server/template-probe.ts).
    */
   preserveThinking: boolean | 'auto';
+  /**
+   * Documents (Messages `document`, Responses `input_file`, chat `file` parts) become their text
+   * (PDFs extracted by the proxy, plain text as it is) or a one-line note when they cannot be read
+   * (policies/documents/). On by default: no backend toolproof fronts takes them as they are.
+   */
+  documents: boolean;
+  /**
+   * Whether the model can read images. false: every image becomes a one-line note (policies/images/).
+   * 'auto' (default): asked of the backend at start-up (llama-server's /props `modalities.vision`);
+   * a backend that does not say (vLLM) counts as able to see, and its images pass unchanged.
+   */
+  vision: boolean | 'auto';
+  /**
+   * Cut a tool result longer than this many tokens (3 characters each) to its head and tail, with
+   * a marker saying how much was left out (policies/tool-result-cap/). 0 (default): off.
+   */
+  maxToolResultTokens: number;
+  /**
+   * The model's context window in tokens, shown in the model lists (docs/api.md). 0 (default):
+   * asked of the backend at start-up (vLLM /v1/models `max_model_len`, llama-server /props `n_ctx`).
+   */
+  contextWindow: number;
 }
 
 /** 1 MiB: far above any real tool call, far below what a runaway stream can reach. */
@@ -105,4 +127,8 @@ export const DEFAULT_MODEL_SETTINGS: ModelSettings = Object.freeze({
   maxHeldBytes: DEFAULT_MAX_HELD_BYTES,
   hostedTools: 'drop',
   preserveThinking: false,
+  documents: true,
+  vision: 'auto',
+  maxToolResultTokens: 0,
+  contextWindow: 0,
 }) as ModelSettings;

@@ -48,6 +48,7 @@ import { createRequestLogger } from './request-logger.js';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 import { modelLabel, ServedModelLabels } from './routing.js';
 import { ToolLabels } from './tool-labels.js';
+import { createDocumentReader } from './documents/document-reader.js';
 import { Upstreams } from './upstream.js';
 import { CompileBudgets } from './compile-budget.js';
 import { type RequestSpan, startTracing } from './tracing/index.js';
@@ -177,6 +178,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       policies,
       toolLabels: new ToolLabels(200),
       compileBudgets: new CompileBudgets(),
+      documents: createDocumentReader(),
       onInternalError: (call, err) => {
         metrics.internalErrors.labels(call.route.name).inc();
         app.log.error({ reqId: call.reqId, err }, 'internal error while handling a request');
@@ -536,6 +538,7 @@ function harnessOf(
     ...(t.unenforced.length > 0 ? { unenforced: t.unenforced } : {}),
     ...(t.droppedTools ? { droppedTools: t.droppedTools } : {}),
     ...(t.schemaAnswer ? { schemaAnswer: t.schemaAnswer } : {}),
+    ...(Object.keys(t.degraded).length > 0 ? { degraded: t.degraded } : {}),
     ...(cache ? { cachedTokens: cache.cached, promptTokens: cache.prompt } : {}),
     ...(call.discardedTokens > 0 ? { discardedTokens: call.discardedTokens } : {}),
     ...(t.key ? { key: t.key } : {}),

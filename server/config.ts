@@ -166,6 +166,7 @@ const settingsSchema = {
   properties: {
     fallbackTtlSeconds: { type: 'number', minimum: 0 },
     ...policySettingsSchema(),
+    contextWindow: { type: 'integer', minimum: 0 },
   },
 } as const;
 
@@ -273,7 +274,7 @@ const fileSchema = {
           priority: priorityClass,
           fallback: { type: 'array', items: { type: 'string', minLength: 1 } },
           longContext: { type: 'string', minLength: 1 },
-          contextWindow: { type: 'integer', minimum: 1 },
+          // contextWindow (tokens) comes with the settings: also the long-context route's window
           ...settingsSchema.properties,
         },
       },
@@ -530,7 +531,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
         ...(key ? { apiKey: key } : {}),
         ...(modelAdmission ? { admission: modelAdmission } : {}),
       }),
-      settings: mergeSettings(defaults, settings, `models.${name}`),
+      // The window is also a setting (the backend's, read at start-up, fills an unset one).
+      settings: mergeSettings(
+        defaults,
+        contextWindow ? { ...settings, contextWindow } : settings,
+        `models.${name}`,
+      ),
       ...(upstreamModel ? { upstreamModel } : {}),
       ...(priority ? { priority } : {}),
       ...(fallback && fallback.length > 0 ? { fallback: Object.freeze([...fallback]) } : {}),

@@ -11,7 +11,8 @@ const BYTES_PER_TOKEN = 4;
 
 /** The model's window in tokens, when known. */
 export function windowOf(route: ResolvedRoute): number | undefined {
-  return route.contextWindow;
+  // The YAML's, else the backend's (read at start-up: server/capability-probe.ts); 0 = unknown.
+  return route.contextWindow ?? (route.settings.contextWindow > 0 ? route.settings.contextWindow : undefined);
 }
 
 /** An estimate of the prompt's tokens from the request's serialized size. */

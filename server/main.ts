@@ -39,6 +39,9 @@ async function main(): Promise<void> {
   // preserveThinking 'auto': asked of the upstream once, before the first request.
   const { resolvePreserveThinking } = await import('./template-probe.js');
   config = await resolvePreserveThinking(config);
+  // vision 'auto' and contextWindow 0: asked of the upstream once, before the first request.
+  const { resolveCapabilities } = await import('./capability-probe.js');
+  config = await resolveCapabilities(config);
 
   // Loaded after the primary returned: a supervising primary never loads the server's code.
   const { buildApp } = await import('./app.js');

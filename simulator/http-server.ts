@@ -86,9 +86,9 @@ async function route(
     const denied = p.unauthorized();
     return sendJson(res, denied.status, p.errorHeaders(origin(req)), denied.body);
   }
-  const known = path in POST_ROUTES || GET_ROUTES.has(path);
+  const known = path in POST_ROUTES || (GET_ROUTES.has(path) && (path !== '/props' || p.props !== undefined));
   const kind = method === 'POST' ? POST_ROUTES[path] : undefined;
-  const isGet = method === 'GET' && GET_ROUTES.has(path);
+  const isGet = method === 'GET' && known && GET_ROUTES.has(path);
   if (!kind && !isGet) {
     const nf = p.routeNotFound(known);
     return sendJson(res, nf.status, p.errorHeaders(origin(req)), nf.body);
@@ -98,6 +98,8 @@ async function route(
       const h = p.health();
       return sendJson(res, h.status, p.okHeaders('json', origin(req)), h.body);
     }
+    if (path === '/props' && p.props)
+      return sendJson(res, 200, p.okHeaders('json', origin(req)), p.props(options));
     if (path === '/v1/models') {
       return sendJson(
         res,

@@ -176,6 +176,24 @@ export const llamaServer: PersonalityImpl = {
     return { event: this.errorBody(err), done: false };
   },
   modelName: (options) => options.modelName ?? 'simulated-model.gguf',
+  props(options) {
+    // The fields toolproof reads, as a real llama-server b9928 sends them (/work/shared/wire:
+    // get_props): the context size, the modalities (--mmproj gives vision) and the template.
+    const name = this.modelName(options);
+    return {
+      default_generation_settings: { n_ctx: options.nCtx ?? 4096 },
+      total_slots: 1,
+      model_alias: name,
+      model_path: name,
+      modalities: { vision: options.vision === true, video: false, audio: false },
+      endpoint_slots: true,
+      endpoint_props: false,
+      endpoint_metrics: options.metrics !== false,
+      chat_template: '{% for message in messages %}{{ message.content }}{% endfor %}',
+      build_info: 'b9928-simulated',
+      is_sleeping: false,
+    };
+  },
   models(options, created) {
     const name = this.modelName(options);
     return {
@@ -213,8 +231,8 @@ export const llamaServer: PersonalityImpl = {
           meta: {
             vocab_type: 1,
             n_vocab: 32000,
-            n_ctx: 4096,
-            n_ctx_train: 4096,
+            n_ctx: options.nCtx ?? 4096,
+            n_ctx_train: options.nCtx ?? 4096,
             n_embd: 8,
             n_params: 513048,
             size: 1026144,

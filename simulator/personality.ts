@@ -64,6 +64,8 @@ export interface PersonalityImpl {
   /** The stream event for an error after the stream started, and whether `[DONE]` follows. */
   midStreamError(err: SimError): { event: unknown; done: boolean };
   models(options: SimulatorOptions, created: number): unknown;
+  /** llama-server's GET /props (vLLM has none: a 404). */
+  props?(options: SimulatorOptions): unknown;
   metrics(
     options: SimulatorOptions,
     stats: SimStats,

@@ -139,6 +139,15 @@ export interface SimulatorOptions {
   formatSuppressesTools?: boolean;
   /** vLLM only: reported max_model_len. */
   maxModelLen?: number;
+  /**
+   * Whether the model takes images. llama-server: started with --mmproj (its /props says
+   * `modalities.vision`); without it an image part is refused with llama-server's 500 "image
+   * input is not supported". vLLM: a text-only model refuses an image part with its 400
+   * "<model> is not a multimodal model". Default: llama-server false, vLLM true.
+   */
+  vision?: boolean;
+  /** llama-server only: the context size its /props reports (`n_ctx`). Default 4096. */
+  nCtx?: number;
   /** Embedding vector length. */
   embeddingDims?: number;
   /**

@@ -167,6 +167,14 @@ function validate(body: Obj, options: SimulatorOptions): SimError | null {
     return bad('tool_choice must either be a named tool, "auto", or "none".');
   }
   const messages = body.messages.filter(isObj);
+  // A text-only model refuses any image (vllm-project/vllm#19144, studio-dots-ai/dots.ocr#61).
+  if (
+    options.vision === false &&
+    messages.some(
+      (m) => Array.isArray(m.content) && m.content.some((p) => isObj(p) && p.type === 'image_url'),
+    )
+  )
+    return bad(`${served} is not a multimodal model None`);
   const argsError = historyArgumentsError(messages);
   if (argsError) return argsError;
   if (options.strictHistory) {

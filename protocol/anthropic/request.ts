@@ -2,12 +2,14 @@
  * Anthropic Messages request -> chat-completions request, so a Messages call runs through the
  * one chat pipeline (forced final answer, history repair, leak recovery, retries). Pure.
  * What chat cannot express is refused with a 400 naming the field, never silently dropped:
- * documents, search results, MCP servers. Server tools are left out and reported (or refused,
+ * search results, MCP servers. Documents become chat `file` parts (protocol/file-part.ts), which
+ * the documents policy turns into their text or a note. Server tools are left out and reported (or refused,
  * by the hosted-tools policy); see tools.ts.
  */
 import { stripBillingNonce } from '../billing-header.js';
 import { ToolproofError } from '../errors.js';
 import type { ChatCompletionRequest, ChatMessage, ContentPart, ToolCall, ToolChoice } from '../openai.js';
+import { filePart } from '../file-part.js';
 import { toolDefs } from './tools.js';
 import type {
   ImageBlock,
@@ -47,6 +49,48 @@ function imagePart(block: ImageBlock, path: string): ContentPart {
   throw invalid(`${path}.source`, `"${path}.source" must be a base64 or url image source.`);
 }
 
+/**
+ * A `document` block as chat content parts: a base64 or plain-text source becomes a chat `file`
+ * part with a data URL (the documents policy reads it), a `content` source its text and image
+ * blocks, a `url` or `file` source a `file` part naming it (never fetched: the policy writes a
+ * note). `title` names the file. A source of another shape is the client's error: 400.
+ */
+function documentParts(block: unknown, path: string): ContentPart[] {
+  const b = block as { source?: unknown; title?: unknown };
+  const src = b.source;
+  const filename = typeof b.title === 'string' ? b.title : undefined;
+  if (isObject(src) && src.type === 'base64' && typeof src.data === 'string') {
+    const media = typeof src.media_type === 'string' ? src.media_type : 'application/pdf';
+    return [filePart({ filename, file_data: `data:${media};base64,${src.data}` })];
+  }
+  if (isObject(src) && src.type === 'text' && typeof src.data === 'string') {
+    const media = typeof src.media_type === 'string' ? src.media_type : 'text/plain';
+    const data = Buffer.from(src.data, 'utf8').toString('base64');
+    return [filePart({ filename, file_data: `data:${media};base64,${data}` })];
+  }
+  if (isObject(src) && src.type === 'content') {
+    const blocks = typeof src.content === 'string' ? [{ type: 'text', text: src.content }] : src.content;
+    if (!Array.isArray(blocks))
+      throw invalid(
+        `${path}.source.content`,
+        `"${path}.source.content" must be a string or an array of blocks.`,
+      );
+    return blocks.map((c: unknown, i) => {
+      const p = `${path}.source.content.${i}`;
+      if (isObject(c) && c.type === 'image') return imagePart(c as unknown as ImageBlock, p);
+      return { type: 'text', text: text(c, p) };
+    });
+  }
+  if (isObject(src) && src.type === 'url' && typeof src.url === 'string')
+    return [filePart({ filename, file_url: src.url })];
+  if (isObject(src) && src.type === 'file' && typeof src.file_id === 'string')
+    return [filePart({ filename, file_id: src.file_id })];
+  throw invalid(
+    `${path}.source`,
+    `"${path}.source" must be a base64, text, content, url or file document source.`,
+  );
+}
+
 /** Text and images as chat content: a plain string when there is no image. */
 function userContent(parts: ContentPart[]): string | ContentPart[] {
   if (parts.every((p) => p.type === 'text')) return parts.map((p) => p.text ?? '').join('\n\n');
@@ -64,6 +108,7 @@ function toolResultMessage(block: ToolResultBlock, path: string): ChatMessage {
       const p = `${path}.content.${i}`;
       if (b?.type === 'text') parts.push({ type: 'text', text: text(b, p) });
       else if (b?.type === 'image') parts.push(imagePart(b, p));
+      else if ((b as { type?: unknown } | null)?.type === 'document') pushAll(parts, documentParts(b, p));
       else if ((b as { type?: unknown } | null)?.type === 'tool_reference') {
         // ToolSearch's answer: the named deferred tool is declared from this turn on (tools.ts).
         const name = (b as { tool_name?: unknown }).tool_name;
@@ -72,7 +117,10 @@ function toolResultMessage(block: ToolResultBlock, path: string): ChatMessage {
         parts.push({ type: 'text', text: `Tool ${name} loaded: it can be called now.` });
       } else {
         const type = String((b as { type?: unknown } | null)?.type);
-        throw invalid(`${p}.type`, `A tool_result may hold text and image blocks only, not "${type}".`);
+        throw invalid(
+          `${p}.type`,
+          `A tool_result may hold text, image, document and tool_reference blocks only, not "${type}".`,
+        );
       }
     });
   } else if (content !== undefined && content !== null) {
@@ -102,6 +150,9 @@ function userMessages(msg: MessageParam, path: string): ChatMessage[] {
         break;
       case 'image':
         parts.push(imagePart(block, p));
+        break;
+      case 'document':
+        pushAll(parts, documentParts(block, p));
         break;
       case 'tool_result':
         tools.push(toolResultMessage(block, p));

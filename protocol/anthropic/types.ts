@@ -35,7 +35,7 @@ export interface ToolUseBlock {
 export interface ToolResultBlock {
   type: 'tool_result';
   tool_use_id: string;
-  content?: string | Array<TextBlock | ImageBlock>;
+  content?: string | Array<TextBlock | ImageBlock | DocumentBlock>;
   is_error?: boolean;
   [extra: string]: unknown;
 }
@@ -53,9 +53,18 @@ export interface RedactedThinkingBlock {
   [extra: string]: unknown;
 }
 
+/** A document: a PDF or plain text (base64, text, content, url or file source). */
+export interface DocumentBlock {
+  type: 'document';
+  source: unknown;
+  title?: string;
+  [extra: string]: unknown;
+}
+
 export type RequestBlock =
   | TextBlock
   | ImageBlock
+  | DocumentBlock
   | ToolUseBlock
   | ToolResultBlock
   | ThinkingBlock

@@ -6,6 +6,7 @@
  */
 import { ToolproofError } from '../errors.js';
 import type { ChatMessage, ContentPart, ToolCall } from '../openai.js';
+import { filePart } from '../file-part.js';
 import { decodeReasoning } from './reasoning-token.js';
 import { chatNameOf, type ToolCatalog } from './tools.js';
 import type {
@@ -49,10 +50,28 @@ function toChatPart(part: InputContent, param: string): ContentPart {
       const detail = (part as { detail?: unknown }).detail;
       return { type: 'image_url', image_url: { url, ...(typeof detail === 'string' ? { detail } : {}) } };
     }
+    case 'input_file': {
+      // A chat `file` part: the documents policy turns it into its text, or a note when it is a
+      // file_id or URL toolproof never fetches.
+      const f = part as { file_data?: unknown; file_id?: unknown; file_url?: unknown; filename?: unknown };
+      const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+      let data = str(f.file_data);
+      // The API takes a data URL or bare base64; bare base64 is read as the filename says (PDF).
+      if (data !== undefined && data !== '' && !data.startsWith('data:')) {
+        const name = str(f.filename) ?? '';
+        data = `data:${/\.(txt|md|csv|json)$/i.test(name) ? 'text/plain' : 'application/pdf'};base64,${data}`;
+      }
+      return filePart({
+        filename: str(f.filename),
+        file_data: data,
+        file_id: str(f.file_id),
+        file_url: str(f.file_url),
+      });
+    }
     default:
       throw invalid(
         `${param}.type`,
-        `Content part type "${String(part.type)}" is not supported by toolproof (input_text and input_image are).`,
+        `Content part type "${String(part.type)}" is not supported by toolproof (input_text, input_image and input_file are).`,
       );
   }
 }

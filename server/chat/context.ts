@@ -20,6 +20,8 @@ import type { HarnessTrace } from './trace.js';
 import type { RequestSpan } from '../tracing/types.js';
 import { type DoorFacts, requestFacts } from './prepare.js';
 import type { RecordWriter } from '../capture/ring.js';
+import type { DocumentLookup } from '../../protocol/document-text.js';
+import type { DocumentReader } from '../documents/document-reader.js';
 
 export interface ChatDeps {
   config: Config;
@@ -36,6 +38,8 @@ export interface ChatDeps {
   onInternalError?: (call: ChatCall, err: unknown) => void;
   /** What compiling client schemas may cost (per request and per process); unlimited when absent. */
   compileBudgets?: CompileBudgets;
+  /** Reads a request's PDFs off the event loop before its request policies run (server/documents/). */
+  documents?: DocumentReader;
 }
 
 /**
@@ -92,6 +96,8 @@ export class ChatCall {
   compileBudget: CompileBudget | undefined;
   /** This request's capture record while it is written (capture on only; docs/inspect.md). */
   capture: RecordWriter | undefined;
+  /** This request's PDFs as read before the request policies ran (the documents policy reads them). */
+  documents: DocumentLookup | undefined;
   /** The streamed message's identity, from the upstream's chunks (closing frames reuse it). */
   streamIdentity: { id: string; model: string; created: number };
   /** The request's server span (tracing on): attempts open theirs under it, decisions are its events. */
@@ -190,6 +196,7 @@ export class ChatCall {
       compileBudget: this.compileBudget,
       describeEffect: describerOf(this.policies),
       ...(this.facts ??= requestFacts(this.route, this.original, this.doorFacts)),
+      documents: this.documents,
     };
   }
 

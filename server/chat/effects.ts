@@ -84,6 +84,10 @@ export function recordPolicyEffects(call: ChatCall, deps: ChatDeps, effects: rea
         t.schemaAnswer = r.outcome;
         m.schemaAnswers.labels(model, SCHEMA_OUTCOMES.has(r.outcome) ? r.outcome : 'invalid').inc();
         break;
+      case 'degraded':
+        t.degraded[r.kind] = (t.degraded[r.kind] ?? 0) + r.count;
+        m.degradedContent.labels(model, call.api, r.kind).inc(r.count);
+        break;
     }
   }
 }

@@ -73,6 +73,9 @@ async function runAttempts(
   deps: ChatDeps,
   driver: AttemptDriver,
 ): Promise<ChatResult | undefined> {
+  // Documents are read first, off the event loop (a PDF may take seconds): the policies are pure.
+  if (deps.documents && call.route.settings.documents)
+    call.documents = await deps.documents.prepare(call.original);
   let request = prepareCallRequest(call, deps);
   const passthrough = isPassthrough(call, request);
   let usage: Usage | undefined;

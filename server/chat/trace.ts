@@ -27,6 +27,8 @@ export interface HarnessTrace {
   /** The last judged attempt's answer came from the synthetic final-answer tool. */
   finalAnswer: boolean;
   effects: PolicyEffect[];
+  /** Content degraded before it went upstream, by kind (document-text, document-note, image-note, tool-result-cut). */
+  degraded: Record<string, number>;
   /** Hosted tools the front door left out of the upstream request (their types). */
   droppedTools?: string[];
   /** The answer the client asked in a JSON schema: how it checked (the last one delivered). */
@@ -55,6 +57,7 @@ export function newTrace(): HarnessTrace {
     finalAnswerProblems: {},
     validationFailures: [],
     unenforced: [],
+    degraded: {},
     effects: [],
     queuedMs: 0,
   };

@@ -16,6 +16,23 @@ async function listUpstream(client: UpstreamClient, signal: AbortSignal): Promis
     : [];
 }
 
+function positive(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : undefined;
+}
+
+/**
+ * `entry` with the model's context window where it is known (docs/api.md): `context_window` (the
+ * field agents such as Codex read from a model list) and `max_model_len` (vLLM's own). Known from
+ * the model's settings (YAML `contextWindow`, or resolved from the backend at start-up), else
+ * from what the backend listed (vLLM `max_model_len`, llama-server `meta.n_ctx`).
+ */
+function withWindow(entry: ModelEntry, configured: number | undefined): ModelEntry {
+  const meta = entry.meta as { n_ctx?: unknown } | undefined;
+  const window = configured ?? positive(entry.max_model_len) ?? positive(meta?.n_ctx);
+  if (window === undefined) return entry;
+  return { ...entry, context_window: window, max_model_len: window };
+}
+
 export function registerModelRoutes(
   app: FastifyInstance,
   state: AppState,
@@ -35,13 +52,19 @@ export function registerModelRoutes(
       const data = new Map<string, ModelEntry>();
       const created = Math.floor(Date.now() / 1000);
       for (const [name, route] of Object.entries(state.config.models)) {
-        data.set(name, {
-          id: name,
-          object: 'model',
-          created,
-          owned_by: 'toolproof',
-          upstream_model: route.upstreamModel ?? name,
-        });
+        data.set(
+          name,
+          withWindow(
+            {
+              id: name,
+              object: 'model',
+              created,
+              owned_by: 'toolproof',
+              upstream_model: route.upstreamModel ?? name,
+            },
+            positive(route.settings.contextWindow),
+          ),
+        );
       }
       const targets = [
         ...(state.config.defaultUpstream ? [state.upstreams.for(state.config.defaultUpstream)] : []),
@@ -56,7 +79,14 @@ export function registerModelRoutes(
         if (r.status === 'fulfilled') {
           // What the default upstream serves keeps its own metric label (see ServedModelLabels).
           if (unique[i] === served) state.modelLabels.serve(r.value.map((m) => m.id));
-          for (const m of r.value) if (!data.has(m.id)) data.set(m.id, m);
+          // The default upstream's models take the defaults' window when their entry has none.
+          const fallback = unique[i] === served ? positive(state.config.defaults.contextWindow) : undefined;
+          for (const m of r.value) {
+            if (data.has(m.id)) continue;
+            const own =
+              positive(m.max_model_len) ?? positive((m.meta as { n_ctx?: unknown } | undefined)?.n_ctx);
+            data.set(m.id, withWindow(m, own ?? fallback));
+          }
         } else {
           request.log.warn(
             { upstream: unique[i]!.label, err: redactForLog(String(r.reason)) },

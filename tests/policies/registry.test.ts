@@ -39,6 +39,10 @@ describe('policy registry: the contract', () => {
       expect(list.indexOf(a), `${a} before ${b}`).toBeLessThan(list.indexOf(b));
     const request = order('onRequest');
     precedes(request, 'history-repair', 'force-tool-use');
+    // Content is degraded before history repair reads it.
+    precedes(request, 'documents', 'history-repair');
+    precedes(request, 'images', 'history-repair');
+    precedes(request, 'tool-result-cap', 'history-repair');
     // Last on the request side: it sees every other rewrite (upstream name, stream usage).
     expect(request.at(-1)).toBe('upstream-request');
     const response = order('onResponse');

@@ -165,7 +165,7 @@ describe('toChatRequest', () => {
     expect(
       refused(req({ messages: [{ role: 'user', content: [{ type: 'document', source: {} } as never] }] }))
         .param,
-    ).toBe('messages.0.content.0.type');
+    ).toBe('messages.0.content.0.source');
     expect(refused(req({ mcp_servers: [{ url: 'x' }] })).param).toBe('mcp_servers');
     expect(refused(req({ tool_choice: { type: 'tool' } as never })).param).toBe('tool_choice.name');
     expect(refused(req({ messages: [{ role: 'developer', content: 'x' } as never] })).param).toBe(

@@ -191,10 +191,6 @@ describe('request translation', () => {
       [{ text: { format: { type: 'json_schema', name: 'x' } } }, 'text.format.schema'],
       [{ input: [] }, 'input'],
       [{ input: [{ type: 'computer_call_output', call_id: 'c' }] }, 'input[0].type'],
-      [
-        { input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }] },
-        'input[0].content[0].type',
-      ],
       [{ input: [{ type: 'function_call', name: 'f', arguments: '{}' }] as InputItem[] }, 'input[0].call_id'],
     ];
     // Hosted tools are left out, with the 400 the hosted-tools policy answers under hostedTools: reject.

@@ -152,7 +152,7 @@ const responses: Probe[] = [
   [
     'an input_file part',
     R({ input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }] }),
-    '4xx',
+    'ok',
   ],
   [
     'a function_call_output for an unknown call',

@@ -120,6 +120,8 @@ export const messages: FrontDoor<'messages', MessagesTurn> = {
         ...m,
         type: 'model',
         display_name: m.id,
+        // Anthropic's Models API names the context window max_input_tokens.
+        ...(typeof m.context_window === 'number' ? { max_input_tokens: m.context_window } : {}),
         created_at: isoDate(m.created) ?? isoDate(created),
       }));
       return {

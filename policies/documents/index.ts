@@ -1,0 +1,38 @@
+/**
+ * documents (request side, runs first): every chat `file` part (a Messages `document`, a
+ * Responses `input_file`, a chat client's own) becomes its text in a wrapper the model can read,
+ * or a one-line note when toolproof cannot read it (encrypted, image-only, a file_id or URL it
+ * must not fetch, malformed, over a cap). Never a 400: the agent keeps the turn in its history
+ * and would send it again on every later turn. PDFs are extracted by the server off the event
+ * loop before this runs (server/documents/) and handed over as PolicyContext.documents.
+ */
+import { fileFields } from '../../protocol/file-part.js';
+import { EffectTally } from '../kit/effects.js';
+import { rewriteParts } from '../kit/content-parts.js';
+import type { Policy } from '../types.js';
+import {
+  DOCUMENTS_POLICY,
+  type DocumentsEffect,
+  type DocumentsKind,
+  describeDocumentsEffect,
+} from './effects.js';
+import { renderDocument } from './render.js';
+
+export const documentsPolicy: Policy<DocumentsEffect> = {
+  name: DOCUMENTS_POLICY,
+  settingsSchema: Object.freeze({ documents: { type: 'boolean' } }),
+  enabled: (settings) => settings.documents,
+  describeEffect: describeDocumentsEffect,
+  onRequest(request, ctx) {
+    if (!Array.isArray(request.messages)) return { action: 'continue', request, effects: [] };
+    const tally = new EffectTally<typeof DOCUMENTS_POLICY, DocumentsKind>(DOCUMENTS_POLICY);
+    const messages = rewriteParts(request.messages, (part) => {
+      if (part.type !== 'file') return part;
+      const rendered = renderDocument(fileFields(part) ?? {}, ctx.documents);
+      tally.add(rendered.read ? 'document-text' : 'document-note');
+      return { type: 'text', text: rendered.text };
+    });
+    if (!messages) return { action: 'continue', request, effects: [] };
+    return { action: 'continue', request: { ...request, messages }, effects: tally.toEffects() };
+  },
+};

@@ -1,0 +1,115 @@
+/**
+ * A document as the text the model reads: its text in a wrapper that names it and says the proxy
+ * extracted it, or a one-line note saying why it was not read. A pure function of the document's
+ * bytes (and of its extraction, itself a function of those bytes): the same document gives the
+ * same text on every turn, so the prompt's prefix holds (docs/prefix.md).
+ */
+import type { DocumentLookup, DocumentText, UnreadableReason } from '../../protocol/document-text.js';
+import { base64Size, type FileFields, splitDataUrl } from '../../protocol/file-part.js';
+import { formatBytes } from '../kit/sizes.js';
+
+/** Characters of a document's text the prompt gets at most (about 50k tokens); the rest is cut. */
+export const DOCUMENT_MAX_CHARS = 200_000;
+
+/** Media types read as text, besides text/*. */
+const TEXT_TYPES = new Set([
+  'application/json',
+  'application/xml',
+  'application/x-yaml',
+  'application/yaml',
+  'application/javascript',
+  'application/x-sh',
+  'application/sql',
+]);
+
+export function isTextType(mediaType: string): boolean {
+  return mediaType.startsWith('text/') || TEXT_TYPES.has(mediaType);
+}
+
+export function isPdfType(mediaType: string): boolean {
+  return mediaType === 'application/pdf' || mediaType === 'application/x-pdf';
+}
+
+const REASONS: Readonly<Record<UnreadableReason, string>> = {
+  encrypted: 'it is encrypted',
+  'no-text': 'it holds no text layer (scanned pages or images only)',
+  malformed: 'it is not a readable PDF',
+  'too-large': 'it is larger than the proxy reads',
+  timeout: 'reading it took longer than the proxy allows',
+  memory: 'reading it needed more memory than the proxy allows',
+  'unsupported-type': 'the proxy reads the text of PDF and plain-text documents only',
+};
+
+export interface Rendered {
+  text: string;
+  /** false: a note saying why the document was not read. */
+  read: boolean;
+}
+
+/** One line: the document was not read, and why. Square brackets never nest, so it stays one line. */
+function note(label: string, why: string): Rendered {
+  return { text: `[document not read: ${label}: ${why}]`, read: false };
+}
+
+/** A name for the wrapper and notes: the file name, else the media type; one line, bounded. */
+function nameOf(file: FileFields, mediaType: string | undefined): string {
+  const raw = file.filename ?? mediaType ?? 'document';
+  return raw.replace(/[\r\n[\]]+/g, ' ').slice(0, 200);
+}
+
+function wrap(name: string, what: string, body: string, tail: string[]): Rendered {
+  const lines = [
+    `[document: ${name} (${what}); text extracted by the proxy]`,
+    body,
+    ...tail,
+    `[end of document: ${name}]`,
+  ];
+  return { text: lines.join('\n'), read: true };
+}
+
+/** Decodes at most what DOCUMENT_MAX_CHARS needs (a UTF-8 character is at most 4 bytes). */
+function decodeText(base64: string): { text: string; truncated: boolean } {
+  const need = Math.ceil((DOCUMENT_MAX_CHARS * 4) / 3) * 4;
+  const head = base64.length > need ? base64.slice(0, need) : base64;
+  const full = Buffer.from(head, 'base64').toString('utf8');
+  if (full.length <= DOCUMENT_MAX_CHARS && head === base64) return { text: full, truncated: false };
+  return { text: full.slice(0, DOCUMENT_MAX_CHARS), truncated: true };
+}
+
+function pdfText(name: string, size: string, doc: Extract<DocumentText, { kind: 'text' }>): Rendered {
+  const body = doc.text.map((t, i) => `--- page ${i + 1} ---\n${t}`).join('\n');
+  const tail: string[] = [];
+  if (doc.truncated) tail.push(`[text cut at ${DOCUMENT_MAX_CHARS} characters by the proxy]`);
+  if (doc.text.length < doc.pages)
+    tail.push(
+      `[pages ${doc.text.length + 1}-${doc.pages} not read: the proxy reads the first ${doc.text.length} pages]`,
+    );
+  const pages = `${doc.pages} page${doc.pages === 1 ? '' : 's'}`;
+  return wrap(name, `PDF, ${pages}, ${size}`, body, tail);
+}
+
+/** The text a chat `file` part becomes. `lookup` holds the PDFs the server extracted. */
+export function renderDocument(file: FileFields, lookup: DocumentLookup | undefined): Rendered {
+  if (file.file_data === undefined || file.file_data === '') {
+    const name = nameOf(file, undefined);
+    if (file.file_url !== undefined) return note(name, 'it is a URL, which the proxy does not fetch');
+    if (file.file_id !== undefined) return note(name, 'it is a file_id, and the proxy has no file store');
+    return note(name, 'it has no content');
+  }
+  const data = splitDataUrl(file.file_data);
+  if (!data) return note(nameOf(file, undefined), 'its file_data is not a base64 data URL');
+  const name = nameOf(file, data.mediaType);
+  const size = formatBytes(base64Size(data.base64));
+  const label = `${name} (${data.mediaType}, ${size})`;
+  if (isTextType(data.mediaType)) {
+    const { text, truncated } = decodeText(data.base64);
+    const tail = truncated ? [`[text cut at ${DOCUMENT_MAX_CHARS} characters by the proxy]`] : [];
+    return wrap(name, `${data.mediaType}, ${size}`, text, tail);
+  }
+  if (!isPdfType(data.mediaType)) return note(label, `${REASONS['unsupported-type']}, not ${data.mediaType}`);
+  const doc = lookup?.(file.file_data);
+  if (!doc) return note(label, 'it was not extracted');
+  if (doc.kind === 'unreadable') return note(label, REASONS[doc.reason]);
+  if (doc.text.every((t) => t.trim() === '')) return note(label, REASONS['no-text']);
+  return pdfText(name, size, doc);
+}

@@ -1,0 +1,31 @@
+/**
+ * What reading a document gave: its text page by page, or why it could not be read. The server
+ * extracts PDFs off the event loop (server/documents/) before the request policies run and hands
+ * the results to the documents policy by the document's bytes (PolicyContext.documents); the
+ * policy writes them into the prompt. A leaf type both sides share.
+ */
+
+/** Why a document was not read (a closed set: the note's wording and a metric's kind). */
+export type UnreadableReason =
+  | 'encrypted'
+  | 'no-text'
+  | 'malformed'
+  | 'too-large'
+  | 'timeout'
+  | 'memory'
+  | 'unsupported-type';
+
+export type DocumentText =
+  | {
+      kind: 'text';
+      /** The document's page count. */
+      pages: number;
+      /** Each page read, in order (at most the page cap). */
+      text: readonly string[];
+      /** Text past the character cap was left out (the last page kept is cut). */
+      truncated: boolean;
+    }
+  | { kind: 'unreadable'; reason: UnreadableReason };
+
+/** Looks a document up by its `file_data` (the data URL as sent); undefined: not extracted. */
+export type DocumentLookup = (fileData: string) => DocumentText | undefined;

@@ -1,0 +1,112 @@
+/**
+ * What each model can take, asked of its backend once at start-up, before the server listens
+ * (so no conversation sees it change between two turns): `vision: auto` and `contextWindow: 0`
+ * (protocol/settings.ts) are resolved here.
+ *
+ * - llama-server: GET /props says `modalities.vision` (true when started with --mmproj) and the
+ *   context size (`default_generation_settings.n_ctx`).
+ * - vLLM has no /props: GET /v1/models gives each served model's `max_model_len`. Whether it
+ *   takes images is not exposed, so `vision: auto` stays auto there (images pass unchanged):
+ *   set `vision: false` for a text-only model on vLLM (docs/configuration.md).
+ * A backend that does not answer leaves both unknown until the next start.
+ */
+import { request } from 'undici';
+import type { ModelSettings } from '../protocol/settings.js';
+import { isObject } from '../protocol/is-object.js';
+import type { Config, UpstreamTarget } from './config.js';
+
+export interface BackendFacts {
+  vision?: boolean;
+  contextWindow?: number;
+}
+
+/** GET `url` as JSON within 3 s (Bearer key when given); undefined on any failure. */
+export type JsonFetcher = (url: string, apiKey?: string) => Promise<unknown>;
+
+export const fetchJson: JsonFetcher = async (url, apiKey) => {
+  try {
+    const res = await request(url, {
+      headersTimeout: 3000,
+      bodyTimeout: 3000,
+      ...(apiKey ? { headers: { authorization: `Bearer ${apiKey}` } } : {}),
+    });
+    if (res.statusCode !== 200) {
+      await res.body.dump();
+      return undefined;
+    }
+    return await res.body.json();
+  } catch {
+    return undefined;
+  }
+};
+
+function positive(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : undefined;
+}
+
+/** llama-server's /props body -> facts; undefined when it is not one. */
+export function factsFromProps(props: unknown): BackendFacts | undefined {
+  if (!isObject(props)) return undefined;
+  const facts: BackendFacts = {};
+  if (isObject(props.modalities) && typeof props.modalities.vision === 'boolean')
+    facts.vision = props.modalities.vision;
+  const settings = props.default_generation_settings;
+  const ctx = positive(isObject(settings) ? settings.n_ctx : undefined) ?? positive(props.n_ctx);
+  if (ctx) facts.contextWindow = ctx;
+  return facts.vision === undefined && facts.contextWindow === undefined ? undefined : facts;
+}
+
+/** A /v1/models body -> the context window of `model` (or of the only model served). */
+export function windowFromModels(body: unknown, model: string | undefined): number | undefined {
+  const data = isObject(body) && Array.isArray(body.data) ? body.data.filter(isObject) : [];
+  const entry =
+    (model !== undefined ? data.find((m) => m.id === model) : undefined) ??
+    (data.length === 1 ? data[0] : undefined);
+  if (!entry) return undefined;
+  const meta = entry.meta;
+  return positive(entry.max_model_len) ?? positive(isObject(meta) ? meta.n_ctx : undefined);
+}
+
+/** `config` with every `vision: auto` and `contextWindow: 0` resolved from the backends that say. */
+export async function resolveCapabilities(config: Config, fetcher: JsonFetcher = fetchJson): Promise<Config> {
+  const props = new Map<string, Promise<unknown>>();
+  const models = new Map<string, Promise<unknown>>();
+  const once = (cache: Map<string, Promise<unknown>>, url: string, key?: string): Promise<unknown> => {
+    let p = cache.get(url);
+    if (!p) cache.set(url, (p = fetcher(url, key)));
+    return p;
+  };
+  const learn = async (
+    target: UpstreamTarget | undefined,
+    model: string | undefined,
+  ): Promise<BackendFacts> => {
+    const base = target?.urls[0];
+    if (!base) return {};
+    const fromProps = factsFromProps(await once(props, `${new URL(base).origin}/props`, target.apiKey));
+    if (fromProps) return fromProps;
+    const window = windowFromModels(await once(models, `${base}/models`, target.apiKey), model);
+    return window ? { contextWindow: window } : {};
+  };
+  const resolve = async (
+    settings: ModelSettings,
+    target: UpstreamTarget | undefined,
+    model: string | undefined,
+  ): Promise<ModelSettings> => {
+    if (settings.vision !== 'auto' && settings.contextWindow > 0) return settings;
+    const facts = await learn(target, model);
+    const vision = settings.vision === 'auto' ? (facts.vision ?? 'auto') : settings.vision;
+    const contextWindow = settings.contextWindow > 0 ? settings.contextWindow : (facts.contextWindow ?? 0);
+    if (vision === settings.vision && contextWindow === settings.contextWindow) return settings;
+    return Object.freeze({ ...settings, vision, contextWindow });
+  };
+  const defaults = await resolve(config.defaults, config.defaultUpstream, undefined);
+  const routes: Record<string, Config['models'][string]> = Object.create(null);
+  let changed = defaults !== config.defaults;
+  for (const [name, route] of Object.entries(config.models)) {
+    const settings = await resolve(route.settings, route.upstream, route.upstreamModel ?? name);
+    changed ||= settings !== route.settings;
+    routes[name] = settings === route.settings ? route : Object.freeze({ ...route, settings });
+  }
+  if (!changed) return config;
+  return Object.freeze({ ...config, defaults, models: Object.freeze(routes) });
+}

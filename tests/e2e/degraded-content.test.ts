@@ -1,0 +1,242 @@
+/**
+ * Issue 26: content a model cannot take is degraded, never refused, on every front door,
+ * streamed and not, through the real server against the simulator: a PDF (in a Messages
+ * tool_result, a Responses input_file, a chat file part) reaches the upstream as its text; an
+ * image reaches a text-only llama-server as a note and a vision one unchanged; a 2 MB tool
+ * result is cut under maxToolResultTokens; the same bytes go upstream turn over turn.
+ */
+import Anthropic from '@anthropic-ai/sdk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveCapabilities } from '../../server/capability-probe.js';
+import { encryptedPdf, textPdf } from '../support/pdf.js';
+import { startStack, type Stack } from '../server/stack.js';
+
+const PDF = textPdf(['The answer is 734921.', 'Second page.']).toString('base64');
+const IMG = `data:image/png;base64,${Buffer.alloc(300).toString('base64')}`;
+
+function upstreamText(stack: Stack): string {
+  return stack.sim.requests.at(-1)!.rawBody;
+}
+
+describe('degraded content: text-only llama-server, cap on', () => {
+  let stack: Stack;
+  let anthropic: Anthropic;
+  beforeAll(async () => {
+    stack = await startStack({
+      sim: { personality: 'llama-server', scenario: 'demo' },
+      file: { defaults: { maxToolResultTokens: 2000, vision: false } },
+    });
+    anthropic = new Anthropic({ baseURL: stack.origin, apiKey: 'x', maxRetries: 0, timeout: 30_000 });
+  });
+  afterAll(() => stack.close());
+
+  for (const stream of [false, true]) {
+    it(`messages${stream ? ' (streamed)' : ''}: a PDF in a tool_result becomes its text, an encrypted one a note`, async () => {
+      const params = {
+        model: 'sim',
+        max_tokens: 100,
+        messages: [
+          { role: 'user' as const, content: 'Read it.' },
+          {
+            role: 'assistant' as const,
+            content: [
+              { type: 'tool_use' as const, id: 'toolu_1', name: 'Read', input: { file_path: 'a.pdf' } },
+            ],
+          },
+          {
+            role: 'user' as const,
+            content: [
+              {
+                type: 'tool_result' as const,
+                tool_use_id: 'toolu_1',
+                content: [
+                  { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: PDF } },
+                  {
+                    type: 'document',
+                    title: 'locked.pdf',
+                    source: {
+                      type: 'base64',
+                      media_type: 'application/pdf',
+                      data: encryptedPdf().toString('base64'),
+                    },
+                  },
+                ] as never,
+              },
+            ],
+          },
+        ],
+        tools: [
+          {
+            name: 'Read',
+            input_schema: { type: 'object' as const, properties: { file_path: { type: 'string' } } },
+          },
+        ],
+      };
+      const msg = stream
+        ? await anthropic.messages.stream(params).finalMessage()
+        : await anthropic.messages.create(params);
+      expect(msg.type).toBe('message');
+      const sent = upstreamText(stack);
+      expect(sent).toContain('The answer is 734921.');
+      expect(sent).toContain('text extracted by the proxy');
+      expect(sent).toContain('[document not read: locked.pdf (application/pdf');
+      expect(sent).not.toContain('"type":"file"');
+    });
+
+    it(`responses${stream ? ' (streamed)' : ''}: input_file and input_image degrade; the image as a note`, async () => {
+      const params = {
+        model: 'sim',
+        input: [
+          {
+            role: 'user' as const,
+            content: [
+              { type: 'input_text' as const, text: 'What is in these?' },
+              {
+                type: 'input_file' as const,
+                filename: 'r.pdf',
+                file_data: `data:application/pdf;base64,${PDF}`,
+              },
+              { type: 'input_image' as const, image_url: IMG, detail: 'auto' as const },
+            ],
+          },
+        ],
+      };
+      const res = stream
+        ? await stack.client.responses.stream(params).finalResponse()
+        : await stack.client.responses.create(params);
+      expect(res.status).toBe('completed');
+      const sent = upstreamText(stack);
+      expect(sent).toContain('The answer is 734921.');
+      expect(sent).toContain('[image omitted: image/png, 300 B; this model cannot read images]');
+    });
+
+    it(`chat${stream ? ' (streamed)' : ''}: a file part and an image in a tool result; a 2 MB tool result is cut`, async () => {
+      const big = Array.from({ length: 40_000 }, (_, i) => `log line ${i} ${'y'.repeat(40)}`).join('\n');
+      const messages = [
+        {
+          role: 'user',
+          content: [
+            { type: 'file', file: { filename: 'r.pdf', file_data: `data:application/pdf;base64,${PDF}` } },
+          ],
+        },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'run', arguments: '{}' } }],
+        },
+        { role: 'tool', tool_call_id: 'c1', content: big },
+        { role: 'user', content: [{ type: 'image_url', image_url: { url: IMG } }] },
+      ];
+      const body = {
+        model: 'sim',
+        messages,
+        tools: [{ type: 'function', function: { name: 'run', parameters: { type: 'object' } } }],
+        stream,
+      };
+      const res = await fetch(`${stack.url}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      expect(res.status).toBe(200);
+      await res.text();
+      const sent = upstreamText(stack);
+      expect(sent.length).toBeLessThan(20_000);
+      expect(sent).toContain('re-run with a narrower command');
+      expect(sent).toContain('The answer is 734921.');
+      expect(sent).toContain('[image omitted');
+      // Turn over turn: the same request gives the same bytes upstream.
+      const again = await fetch(`${stack.url}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      await again.text();
+      expect(upstreamText(stack)).toBe(sent);
+    });
+  }
+
+  it('counts what it degraded by model, api and kind', async () => {
+    const text = await (await fetch(`${stack.origin}/metrics`)).text();
+    expect(text).toMatch(
+      /toolproof_degraded_content_total\{model="sim",api="messages",kind="document-text"\} [1-9]/,
+    );
+    expect(text).toMatch(
+      /toolproof_degraded_content_total\{model="sim",api="messages",kind="document-note"\} [1-9]/,
+    );
+    expect(text).toMatch(
+      /toolproof_degraded_content_total\{model="sim",api="responses",kind="image-note"\} [1-9]/,
+    );
+    expect(text).toMatch(
+      /toolproof_degraded_content_total\{model="sim",api="chat",kind="tool-result-cut"\} [1-9]/,
+    );
+  });
+});
+
+describe('capabilities asked of the backend', () => {
+  it('llama-server with --mmproj: vision resolved true, images pass unchanged; n_ctx shown in both model lists', async () => {
+    const stack = await startStack({ sim: { personality: 'llama-server', vision: true, nCtx: 32768 } });
+    try {
+      const config = await resolveCapabilities(stack.app.toolproof.config);
+      expect(config.defaults.vision).toBe(true);
+      expect(config.defaults.contextWindow).toBe(32768);
+      const text = await resolveCapabilities(
+        await startStack({ sim: { personality: 'llama-server' } }).then(async (s) => {
+          const c = s.app.toolproof.config;
+          await s.close();
+          return c;
+        }),
+      );
+      expect(text.defaults.vision).toBe('auto'); // that upstream is gone: unknown stays auto
+      const res = await stack.client.chat.completions.create({
+        model: 'sim',
+        messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: IMG } }] }],
+      });
+      expect(res.choices[0]).toBeDefined();
+      expect(stack.sim.requests.at(-1)!.rawBody).toContain(IMG);
+      const list = (await (await fetch(`${stack.url}/models`)).json()) as {
+        data: Array<Record<string, unknown>>;
+      };
+      expect(list.data[0]).toMatchObject({ context_window: 32768, max_model_len: 32768 });
+      const anth = (await (
+        await fetch(`${stack.url}/models`, { headers: { 'anthropic-version': '2023-06-01' } })
+      ).json()) as {
+        data: Array<Record<string, unknown>>;
+      };
+      expect(anth.data[0]).toMatchObject({ max_input_tokens: 32768 });
+    } finally {
+      await stack.close();
+    }
+  });
+
+  it('a text-only llama-server says so in /props; vLLM gives its max_model_len', async () => {
+    const llama = await startStack({ sim: { personality: 'llama-server' } });
+    const vllm = await startStack({ sim: { personality: 'vllm', maxModelLen: 8192 } });
+    try {
+      expect((await resolveCapabilities(llama.app.toolproof.config)).defaults.vision).toBe(false);
+      const v = await resolveCapabilities(vllm.app.toolproof.config);
+      expect(v.defaults).toMatchObject({ vision: 'auto', contextWindow: 8192 });
+    } finally {
+      await llama.close();
+      await vllm.close();
+    }
+  });
+
+  it('the simulator refuses an image like a text-only vLLM does', async () => {
+    const vllm = await startStack({ sim: { personality: 'vllm', vision: false } });
+    try {
+      const res = await fetch(`${vllm.sim.url}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model: 'x',
+          messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: IMG } }] }],
+        }),
+      });
+      expect(res.status).toBe(400);
+      expect(await res.text()).toContain('is not a multimodal model');
+    } finally {
+      await vllm.close();
+    }
+  });
+});

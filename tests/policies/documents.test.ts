@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import type { DocumentText } from '../../protocol/document-text.js';
+import { documentsPolicy } from '../../policies/documents/index.js';
+import { ctxWith } from './helpers.js';
+
+const pdfUrl = 'data:application/pdf;base64,JVBERi0xLjQK';
+const run = (content: unknown[], docs?: Record<string, DocumentText>) =>
+  documentsPolicy.onRequest!(
+    { model: 'm', messages: [{ role: 'user', content: content as never }] },
+    ctxWith(docs ? { documents: (d) => docs[d] } : {}),
+    { model: 'm', messages: [] },
+  );
+const text = (d: ReturnType<typeof run>) => (d.action === 'continue' ? d.request.messages[0]!.content : null);
+
+describe('documents', () => {
+  it('writes a PDF as its pages in a wrapper naming it and saying the proxy extracted it', () => {
+    const d = run([{ type: 'file', file: { filename: 'r.pdf', file_data: pdfUrl } }], {
+      [pdfUrl]: { kind: 'text', pages: 3, text: ['one 4711', 'two'], truncated: false },
+    });
+    expect(text(d)).toBe(
+      '[document: r.pdf (PDF, 3 pages, 9 B); text extracted by the proxy]\n--- page 1 ---\none 4711\n--- page 2 ---\ntwo\n[pages 3-3 not read: the proxy reads the first 2 pages]\n[end of document: r.pdf]',
+    );
+    expect(d.effects).toEqual([{ policy: 'documents', kind: 'document-text', count: 1 }]);
+  });
+
+  it('passes plain text as text, and gives one-line notes for what it cannot read', () => {
+    const plain = `data:text/plain;base64,${Buffer.from('hello').toString('base64')}`;
+    expect(text(run([{ type: 'file', file: { filename: 'a.txt', file_data: plain } }]))).toContain(
+      '\nhello\n',
+    );
+    const notes = run(
+      [
+        { type: 'file', file: { file_id: 'file_1', filename: 'x.pdf' } },
+        { type: 'file', file: { file_url: 'https://example.com/a.pdf' } },
+        { type: 'file', file: { file_data: pdfUrl } },
+        { type: 'file', file: { file_data: 'data:application/zip;base64,AAAA' } },
+      ],
+      { [pdfUrl]: { kind: 'unreadable', reason: 'encrypted' } },
+    );
+    const out = String(text(notes)).split('\n\n');
+    expect(out).toEqual([
+      '[document not read: x.pdf: it is a file_id, and the proxy has no file store]',
+      '[document not read: document: it is a URL, which the proxy does not fetch]',
+      '[document not read: application/pdf (application/pdf, 9 B): it is encrypted]',
+      '[document not read: application/zip (application/zip, 3 B): the proxy reads the text of PDF and plain-text documents only, not application/zip]',
+    ]);
+    expect(notes.effects).toEqual([{ policy: 'documents', kind: 'document-note', count: 4 }]);
+  });
+
+  it('leaves a request without documents untouched (same object)', () => {
+    const req = { model: 'm', messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }] };
+    const d = documentsPolicy.onRequest!(req, ctxWith(), req);
+    expect(d.action === 'continue' && d.request).toBe(req);
+  });
+});
