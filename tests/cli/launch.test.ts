@@ -104,7 +104,8 @@ describe('the window from each backend kind reaches each agent', () => {
       const r = await printed(agent, url);
       expect(r.code, r.err).toBe(0);
       expect(r.out, agent).toContain(setting(24576));
-      expect(r.err).toContain('window 24576 tokens (max_model_len)');
+      // toolproof states the window it read from the backend (context_window); max_model_len is the fallback
+      expect(r.err).toMatch(/window 24576 tokens \((context_window|max_model_len)\)/);
     }
   });
 
@@ -113,7 +114,7 @@ describe('the window from each backend kind reaches each agent', () => {
     const r = await printed('opencode', url);
     expect(r.code, r.err).toBe(0);
     expect(r.out).toContain('"limit":{"context":4096,"output":1024}');
-    expect(r.err).toContain('(meta.n_ctx)');
+    expect(r.err).toMatch(/window 4096 tokens \((context_window|meta\.n_ctx)\)/);
   });
 
   it('a model name from the YAML takes the window of the upstream model it maps onto', async () => {
