@@ -96,5 +96,12 @@ describe('keys file', () => {
     write(keys, '- name: dave\n  key: short\n');
     expect(await reloader.reload('SIGHUP')).toBe(false);
     expect((await chat(origin, 'carol')).status).toBe(200);
+    // The per-client request counter carries the names of the file's keys, and only those (an
+    // unknown key is refused before it has a name: no series of its own).
+    const metrics = await (await fetch(`${origin}/metrics`)).text();
+    const series = metrics.split('\n').filter((l) => l.startsWith('toolproof_key_requests_total{'));
+    expect(series).toContain('toolproof_key_requests_total{key="alice",status="200"} 1');
+    expect(series).toContain('toolproof_key_requests_total{key="carol",status="200"} 2');
+    expect(series.every((l) => /key="(alice|carol)"/.test(l))).toBe(true);
   });
 });
