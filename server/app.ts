@@ -505,7 +505,8 @@ function logRequest(
   if (request.tpKey) line.key = request.tpKey.name;
   if (tp) {
     line.model = asked !== undefined ? asked.slice(0, 256) : tp.model;
-    line.upstream = tp.upstream;
+    // The upstream that answered: a route fallback moved the call after tp was set.
+    line.upstream = call?.route.client.label ?? tp.upstream;
     line.stream = tp.stream;
   } else if (asked !== undefined) line.model = asked.slice(0, 256);
   if (call) {
@@ -543,6 +544,7 @@ function harnessOf(
     ...(call.discardedTokens > 0 ? { discardedTokens: call.discardedTokens } : {}),
     ...(t.key ? { key: t.key } : {}),
     ...(t.routeFallbacks ? { routeFallbacks: t.routeFallbacks } : {}),
+    ...(t.servedBy ? { servedBy: t.servedBy } : {}),
     ...(t.priority ? { priority: t.priority } : {}),
     queuedMs: Math.round(t.queuedMs * 10) / 10,
     final: t.finalKind ?? null,

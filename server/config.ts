@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { dirname, resolve } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { PARSER_NAMES } from '../parsers/registry.js';
@@ -97,6 +98,8 @@ export interface Config {
    * (TOOLPROOF_API_KEYS or server.apiKeys) named "default". Empty: no key needed.
    */
   keys: readonly ApiKeyEntry[];
+  /** The separate keys file read (TOOLPROOF_KEYS_FILE or the YAML's `keysFile`), watched with the YAML. */
+  keysFile?: string;
   /** Ops endpoints that need a key too (when apiKeys is set); by default they are open. */
   protectOps: readonly ProtectableOp[];
   /** Allowed browser origins for CORS: ['*'] (any), a list, or [] (CORS off). */
@@ -219,6 +222,7 @@ const fileSchema = {
     },
     admission: admissionSchema,
     keys: keysSchema,
+    keysFile: { type: 'string', minLength: 1 },
     routes: {
       type: 'array',
       items: {
@@ -284,6 +288,7 @@ const fileSchema = {
 
 const ajv = new Ajv({ allErrors: true, strict: false });
 const validateFile = ajv.compile(fileSchema);
+const validateKeys = ajv.compile(keysSchema);
 
 function describe(errors: ErrorObject[] | null | undefined, file: string): string {
   const lines = (errors ?? []).map((e) => {
@@ -417,6 +422,7 @@ type FileConfig = {
   affinity?: Partial<AffinityConfig>;
   admission?: AdmissionFile;
   keys?: ApiKeyEntry[];
+  keysFile?: string;
   routes?: Array<{ match: string | string[]; model: string }>;
   upstream?: { url: string | string[]; apiKey?: string };
   defaults?: Record<string, unknown>;
@@ -477,6 +483,40 @@ export function readConfigFile(path: string): FileConfig {
   }
   if (!validateFile(data)) throw new ConfigError(describe(validateFile.errors, path));
   return data as FileConfig;
+}
+
+/**
+ * The separate keys file: the `keys:` list on its own, or a mapping holding `keys:` (the same
+ * schema as the YAML's section), so keys can change (a secret store's mount) apart from the rest.
+ */
+export function readKeysFile(path: string): ApiKeyEntry[] {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`TOOLPROOF_KEYS_FILE: cannot read ${path}: ${(err as Error).message}`);
+  }
+  let data: unknown;
+  try {
+    data = parseYaml(text) ?? [];
+  } catch (err) {
+    throw new ConfigError(`TOOLPROOF_KEYS_FILE: ${path} is not valid YAML: ${(err as Error).message}`);
+  }
+  if (data !== null && typeof data === 'object' && !Array.isArray(data)) {
+    const extra = Object.keys(data).filter((k) => k !== 'keys');
+    if (extra.length > 0)
+      throw new ConfigError(`TOOLPROOF_KEYS_FILE: ${path}: unknown key "${extra[0]}" (expected keys:)`);
+    data = (data as { keys?: unknown }).keys ?? [];
+  }
+  if (!validateKeys(data)) throw new ConfigError(describe(validateKeys.errors, `${path} (keys)`));
+  return data as ApiKeyEntry[];
+}
+
+/** The keys file's path: the environment's, else the YAML's (relative to the YAML's folder). */
+function keysFilePath(env: NodeJS.ProcessEnv, file: FileConfig): string | undefined {
+  if (env.TOOLPROOF_KEYS_FILE) return env.TOOLPROOF_KEYS_FILE;
+  if (!file.keysFile) return undefined;
+  return env.TOOLPROOF_CONFIG ? resolve(dirname(env.TOOLPROOF_CONFIG), file.keysFile) : file.keysFile;
 }
 
 /** Builds the frozen Config from environment variables and the optional YAML file they name. */
@@ -622,7 +662,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
   const keys: ApiKeyEntry[] = [];
   const names = new Set<string>();
   const secrets = new Set<string>();
-  for (const entry of file.keys ?? []) {
+  const keysFile = keysFilePath(env, file);
+  for (const entry of [...(file.keys ?? []), ...(keysFile ? readKeysFile(keysFile) : [])]) {
     if (names.has(entry.name)) throw new ConfigError(`keys: the name "${entry.name}" is given twice`);
     if (secrets.has(entry.key)) throw new ConfigError(`keys.${entry.name}: the same key is given twice`);
     names.add(entry.name);
@@ -646,6 +687,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
       envInt(env, 'TOOLPROOF_BODY_LIMIT_BYTES') ?? file.server?.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
     apiKeys: Object.freeze(flatKeys),
     keys: Object.freeze(keys),
+    ...(keysFile ? { keysFile } : {}),
     protectOps: Object.freeze([...new Set(protectOps)] as ProtectableOp[]),
     corsOrigins: Object.freeze(corsOrigins),
     clientTimeouts: Object.freeze({ requestMs, headersMs }),

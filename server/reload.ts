@@ -1,5 +1,6 @@
 /**
- * Configuration reload (docs/operations.md): SIGHUP, or a change of the YAML file when
+ * Configuration reload (docs/operations.md): SIGHUP, or a change of the YAML file (or the keys
+ * file, TOOLPROOF_KEYS_FILE / `keysFile`) when
  * TOOLPROOF_CONFIG_WATCH is on, reads the environment and the YAML again, validates them whole,
  * and swaps the new configuration in at once (one assignment: a request reads either the old or
  * the new one, never a mix). Each worker of TOOLPROOF_WORKERS reloads itself (the primary passes
@@ -47,7 +48,7 @@ export function createReloader(
   prepare: (config: Config) => Promise<Config> = async (c) => c,
 ): Reloader {
   const state = app.toolproof;
-  let watcher: FSWatcher | undefined;
+  const watchers: FSWatcher[] = [];
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<boolean> = Promise.resolve(true);
 
@@ -100,23 +101,32 @@ export function createReloader(
       return running;
     },
     close() {
-      watcher?.close();
+      for (const w of watchers) w.close();
       clearTimeout(timer);
     },
   };
 
-  const path = env.TOOLPROOF_CONFIG;
-  if (path && /^(1|on|true)$/i.test(env.TOOLPROOF_CONFIG_WATCH ?? '')) {
+  // The YAML and the separate keys file (the one in force at start; a reload that names another
+  // reads it, and SIGHUP re-reads both).
+  const paths = [env.TOOLPROOF_CONFIG, state.config.keysFile].filter((p): p is string => !!p);
+  if (paths.length > 0 && /^(1|on|true)$/i.test(env.TOOLPROOF_CONFIG_WATCH ?? '')) {
     // The directory, not the file: editors and config managers replace the file by a rename,
     // which a watch on the file itself would lose. A burst of events is one reload.
-    const { dir, base } = splitPath(path);
-    watcher = watch(dir, { persistent: false }, (_event, name) => {
-      if (name !== null && name !== base) return;
-      clearTimeout(timer);
-      timer = setTimeout(() => void reloader.reload('file changed'), 100);
-      timer.unref();
-    });
-    watcher.on('error', (err) => app.log.warn({ err }, 'configuration file watch failed'));
+    const byDir = new Map<string, Set<string>>();
+    for (const path of paths) {
+      const { dir, base } = splitPath(path);
+      byDir.set(dir, (byDir.get(dir) ?? new Set()).add(base));
+    }
+    for (const [dir, bases] of byDir) {
+      const watcher = watch(dir, { persistent: false }, (_event, name) => {
+        if (name !== null && !bases.has(name)) return;
+        clearTimeout(timer);
+        timer = setTimeout(() => void reloader.reload('file changed'), 100);
+        timer.unref();
+      });
+      watcher.on('error', (err) => app.log.warn({ err }, 'configuration file watch failed'));
+      watchers.push(watcher);
+    }
   }
   return reloader;
 }

@@ -9,6 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { ToolproofError } from '../../protocol/errors.js';
 import { stringifyJson } from '../../protocol/lossless-json.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
+import { activePolicies } from '../../policies/composition.js';
 import { shouldFallback } from '../../policies/tool-choice-fallback.js';
 import { PRIORITY_RANK } from '../admission.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
@@ -160,7 +161,7 @@ export async function openUpstream(
     } catch (err) {
       const reason = fallOverReason(err);
       if (reason !== undefined && !call.signal.aborted && fallOver(call, deps, reason)) {
-        current = forRoute(call);
+        current = forRoute(call, deps);
         continue;
       }
       throw err;
@@ -170,7 +171,7 @@ export async function openUpstream(
       discardBody(res);
       deps.metrics.upstreamErrors.labels(call.route.name, call.route.client.label, 'status_5xx').inc();
       fallOver(call, deps, `status_${res.status}`);
-      current = forRoute(call);
+      current = forRoute(call, deps);
       continue;
     }
     const text = await readText(res);
@@ -245,15 +246,21 @@ function fallOver(call: ChatCall, deps: ChatDeps, reason: string): boolean {
   (call.trace.routeFallbacks ??= []).push({ from, to: next.name, reason });
   deps.metrics.routeFallbacks.labels(from, next.name, reason).inc();
   call.route = next;
+  call.trace.servedBy = next.name;
   return true;
 }
 
 /**
- * The request for the route the call moved to, prepared again: the fallback model's own name
- * and settings go upstream (the policies' effects were recorded for the first preparation).
+ * The request for the route the call moved to, prepared again with the fallback model's own
+ * name, settings and active policies (the policies' effects were recorded for the first
+ * preparation).
  */
-function forRoute(call: ChatCall): ChatCompletionRequest {
-  call.routeChanged();
+function forRoute(call: ChatCall, deps: ChatDeps): ChatCompletionRequest {
+  const route = call.route;
+  call.routeChanged(
+    activePolicies(deps.policies, route.settings),
+    deps.memory.isActive(route.client.label, route.upstreamModel ?? String(call.original.model)),
+  );
   const phase = prepareRequest(call.policies, call.original, call.policyContext());
   call.setPhase(phase);
   return phase.request;

@@ -123,12 +123,12 @@ export class ChatCall {
     rawBody: Buffer | undefined,
     /** Where it goes; a fallback before the first byte (attempt.ts) replaces it. */
     public route: ResolvedRoute,
-    /** The policies enabled for this model, in table order. */
-    readonly policies: readonly Policy<PolicyEffect>[],
+    /** The policies enabled for this model, in table order (a fallback model's replace them). */
+    public policies: readonly Policy<PolicyEffect>[],
     readonly signal: AbortLike,
     readonly trace: HarnessTrace,
     readonly forwardHeaders: Record<string, string>,
-    private readonly requiredRejected: boolean,
+    private requiredRejected: boolean,
     readonly api: Api = 'chat',
   ) {
     this.raw = rawBody;
@@ -180,9 +180,14 @@ export class ChatCall {
     return this.attemptEffects;
   }
 
-  /** The route changed (a fallback model): the request's facts are read again for it. */
-  routeChanged(): void {
+  /**
+   * The route changed (a fallback model): the request's facts are read again for it, and its own
+   * policies and remembered required-rejection replace the first model's.
+   */
+  routeChanged(policies: readonly Policy<PolicyEffect>[], requiredRejected: boolean): void {
     this.facts = undefined;
+    this.policies = policies;
+    this.requiredRejected = requiredRejected;
   }
 
   policyContext(): PolicyContext {

@@ -91,7 +91,10 @@ export function startChatCall(
     ...(key?.priority ? { key: key.priority } : {}),
   });
   call.trace.priority = call.priority;
-  if (longContext) call.trace.routeFallbacks = [longContext];
+  if (longContext) {
+    call.trace.routeFallbacks = [longContext];
+    call.trace.servedBy = route.name;
+  }
   if (route.fallback) call.fallbacksLeft = [...route.fallback];
   if (key) call.trace.key = key.name;
   // Several replicas: the conversation's key picks the one that holds its prefix in cache.

@@ -39,6 +39,8 @@ export interface HarnessTrace {
   key?: string;
   /** Routes taken instead of the one asked for: fallbacks before the first byte, the long-context route. */
   routeFallbacks?: Array<{ from: string; to: string; reason: string }>;
+  /** The model that answered when a route fallback or the long-context route moved the request. */
+  servedBy?: string;
   /** Time spent waiting in the upstream replica's admission queue, over every attempt (ms). */
   queuedMs: number;
 }

@@ -51,6 +51,9 @@ let busy: FakeUpstream;
 let torn: FakeUpstream;
 let long: FakeUpstream;
 let main: FakeUpstream;
+let forced: FakeUpstream;
+let held: FakeUpstream;
+const release: Array<() => void> = [];
 let proxy: RunningProxy;
 let deadUrl: string;
 
@@ -58,6 +61,11 @@ beforeAll(async () => {
   backup = await fakeUpstream(answer('backup'));
   main = await fakeUpstream(answer('main'));
   long = await fakeUpstream(answer('long'));
+  forced = await fakeUpstream(answer('forced'));
+  // Answers only when the test lets it: its one admission slot stays taken meanwhile.
+  held = await fakeUpstream((req, res) => {
+    release.push(() => answer('held')(req, res));
+  });
   busy = await fakeUpstream((_req, res) => {
     res.writeHead(503, { 'content-type': 'application/json' });
     res.end('{"error":{"message":"busy","type":"server_error"}}');
@@ -85,6 +93,15 @@ beforeAll(async () => {
         'down-too': { upstream: deadUrl },
         torn: { upstream: torn.url, fallback: ['backup'] },
         backup: { upstream: backup.url },
+        // The fallback runs with its own settings: forced tool use only on the second model.
+        'plain-down': { upstream: deadUrl, fallback: ['forced-backup'] },
+        'forced-backup': { upstream: forced.url, forceToolUse: true },
+        // One slot and no queue: a second request while the first runs finds the queue full.
+        full: {
+          upstream: held.url,
+          admission: { concurrency: 1, queueSize: 0 },
+          fallback: ['backup'],
+        },
       },
       routes: [{ match: ['claude-*', 'sonnet'], model: 'main' }],
     },
@@ -93,19 +110,28 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await proxy.close();
-  for (const u of [backup, busy, torn, long, main]) await u.close();
+  for (const u of [backup, busy, torn, long, main, forced, held]) await u.close();
 });
 
 type Door = 'chat' | 'responses' | 'messages';
-function send(door: Door, model: string, text: string, stream = false) {
+function send(door: Door, model: string, text: string, stream = false, tools = false) {
   const path =
     door === 'chat' ? '/v1/chat/completions' : door === 'responses' ? '/v1/responses' : '/v1/messages';
-  const body =
+  const params = { type: 'object', properties: { path: { type: 'string' } } };
+  const withTools =
     door === 'chat'
+      ? { tools: [{ type: 'function', function: { name: 'read', parameters: params } }] }
+      : door === 'responses'
+        ? { tools: [{ type: 'function', name: 'read', parameters: params }] }
+        : { tools: [{ name: 'read', input_schema: params }] };
+  const body = {
+    ...(door === 'chat'
       ? { model, stream, messages: [{ role: 'user', content: text }] }
       : door === 'responses'
         ? { model, stream, input: text }
-        : { model, stream, max_tokens: 50, messages: [{ role: 'user', content: text }] };
+        : { model, stream, max_tokens: 50, messages: [{ role: 'user', content: text }] }),
+    ...(tools ? withTools : {}),
+  };
   return fetch(`${proxy.origin}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
@@ -152,6 +178,37 @@ describe.each(['chat', 'responses', 'messages'] as const)('fallback on the %s do
     expect(await counter('down-too', 'backup', 'connection')).toBeGreaterThanOrEqual(1);
   });
 
+  it("the fallback model's own settings and policies shape what goes to it (forced tool use)", async () => {
+    const before = forced.requests.length;
+    const res = await send(door, 'plain-down', 'hi', false, true);
+    expect(res.status).toBe(200);
+    await res.text();
+    const sent = JSON.parse(forced.requests[before]!.body.toString()) as {
+      model: string;
+      tool_choice?: unknown;
+      tools?: Array<{ function: { name: string } }>;
+    };
+    expect(sent.model).toBe('forced-backup');
+    expect(sent.tool_choice).toBe('required');
+    expect(sent.tools?.map((t) => t.function.name)).toContain('final_answer');
+  });
+
+  for (const stream of [false, true]) {
+    it(`${stream ? 'streamed' : 'not streamed'}: a full admission queue falls over to the next model`, async () => {
+      const before = await counter('full', 'backup', 'queue_full');
+      const first = send(door, 'full', 'hold', stream);
+      await waitFor(() => release.length === 1);
+      const res = await send(door, 'full', 'hi', stream);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toContain('backup as backup');
+      expect(await counter('full', 'backup', 'queue_full')).toBe(before + 1);
+      release.shift()!();
+      const held = await first;
+      expect(held.status).toBe(200);
+      expect(await held.text()).toContain('held as full');
+    });
+  }
+
   it('no fallback once a byte of the answer reached the client', async () => {
     const before = backup.requests.length;
     const res = await send(door, 'torn', 'hi', true);
@@ -187,7 +244,10 @@ describe('the trace', () => {
       const line = lines.find((l) => l.reqId === 'fallback-trace')!;
       expect(line.harness).toMatchObject({
         routeFallbacks: [{ from: 'down', to: 'backup', reason: 'connection' }],
+        servedBy: 'backup',
       });
+      // The upstream that answered, not the one first tried.
+      expect(line.upstream).toBe(backup.url.replace(/\/+$/, ''));
     } finally {
       await app.close();
     }
