@@ -16,6 +16,10 @@
  * default) to an in-process sink that drains each POST unread; printed: what tracing adds per
  * request, over the whole process and over toolproof's own share (toolproof - hop).
  * `--sampler=always_off` (any OTEL_TRACES_SAMPLER): what a request the sampler leaves out costs.
+ *
+ * `--capture-ab`: a side with the capture ring off (TOOLPROOF_CAPTURE_MB=0; docs/inspect.md), the
+ * "toolproof" side keeping the default ring; printed: what capture adds per request, over the
+ * whole process and over toolproof's own share (toolproof - hop).
  */
 import { Agent, createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -37,6 +41,7 @@ const ROUNDS = Number(args.get('rounds') ?? 6);
 const CASES = (args.get('cases') ?? 'tools,plain').split(',');
 const TRACING = args.has('tracing');
 const TRACING_PROTOCOL = args.get('tracing') || 'http/protobuf';
+const CAPTURE_AB = args.has('capture-ab');
 
 const base = { id: 'chatcmpl-cpu', object: 'chat.completion.chunk', created: 1, model: 'm1' };
 const sse = (o: unknown) => `data: ${JSON.stringify(o)}\n\n`;
@@ -177,7 +182,11 @@ async function main(): Promise<void> {
   const hopPort = await listen(hop);
 
   const app = await buildApp(
-    loadConfig({ TOOLPROOF_UPSTREAM_URL: `http://127.0.0.1:${upPort}/v1`, TOOLPROOF_LOG_LEVEL: 'warn' }),
+    loadConfig({
+      TOOLPROOF_UPSTREAM_URL: `http://127.0.0.1:${upPort}/v1`,
+      TOOLPROOF_LOG_LEVEL: 'warn',
+      ...(args.get('capture-mb') ? { TOOLPROOF_CAPTURE_MB: args.get('capture-mb')! } : {}),
+    }),
     { logger: false },
   );
   app.toolproof.modelLabels.serve?.(['m1']);
@@ -211,15 +220,37 @@ async function main(): Promise<void> {
     tracedPort = (traced.server.address() as AddressInfo).port;
   }
 
-  type SideName = 'toolproof' | 'hop' | 'traced';
+  const capOff = CAPTURE_AB
+    ? await buildApp(
+        loadConfig({
+          TOOLPROOF_UPSTREAM_URL: `http://127.0.0.1:${upPort}/v1`,
+          TOOLPROOF_LOG_LEVEL: 'warn',
+          TOOLPROOF_CAPTURE_MB: '0',
+        }),
+        { logger: false },
+      )
+    : undefined;
+  let capOffPort = 0;
+  if (capOff) {
+    capOff.toolproof.modelLabels.serve?.(['m1']);
+    await capOff.listen({ host: '127.0.0.1', port: 0 });
+    capOffPort = (capOff.server.address() as AddressInfo).port;
+  }
+
+  type SideName = 'toolproof' | 'hop' | 'traced' | 'capoff';
   const pools: Record<string, Pool> = {
     toolproof: new Pool(`http://127.0.0.1:${tpPort}`, { connections: C, pipelining: 1 }),
     hop: new Pool(`http://127.0.0.1:${hopPort}`, { connections: C, pipelining: 1 }),
     ...(traced
       ? { traced: new Pool(`http://127.0.0.1:${tracedPort}`, { connections: C, pipelining: 1 }) }
       : {}),
+    ...(capOff
+      ? { capoff: new Pool(`http://127.0.0.1:${capOffPort}`, { connections: C, pipelining: 1 }) }
+      : {}),
   };
-  const sides: SideName[] = traced ? ['toolproof', 'hop', 'traced'] : ['toolproof', 'hop'];
+  const sides: SideName[] = ['toolproof', 'hop'];
+  if (traced) sides.push('traced');
+  if (capOff) sides.push('capoff');
 
   async function burst(side: SideName, body: string, n: number): Promise<void> {
     let left = n;
@@ -247,7 +278,7 @@ async function main(): Promise<void> {
     if (!body) throw new Error(`unknown case ${name}`);
     // Warm-up: V8 optimizes for seconds.
     for (let i = 0; i < 4; i++) for (const side of sides) await burst(side, body, REQUESTS);
-    const cpu: Record<string, number[]> = { toolproof: [], hop: [], traced: [] };
+    const cpu: Record<string, number[]> = { toolproof: [], hop: [], traced: [], capoff: [] };
     for (let r = 0; r < ROUNDS; r++) {
       // Each round starts with another side: drift hits every side alike.
       const order = sides.map((_, i) => sides[(i + r) % sides.length]!);
@@ -271,6 +302,16 @@ async function main(): Promise<void> {
         `${name}: tracing on (${TRACING_PROTOCOL}) ${tr.toFixed(0)} µs per request [${cpu.traced!.map((x) => x.toFixed(0)).join(' ')}]: +${(tr - tp).toFixed(0)} µs over tracing off; x${(tr / tp).toFixed(3)} of the whole process, x${((tr - hp) / (tp - hp)).toFixed(3)} of toolproof's own share (toolproof - hop)`,
       );
     }
+    if (capOff) {
+      const off = med(cpu.capoff!);
+      console.log(
+        `${name}: capture off ${off.toFixed(0)} µs per request [${cpu.capoff!.map((x) => x.toFixed(0)).join(' ')}]; capture on (toolproof) +${(tp - off).toFixed(0)} µs: x${(tp / off).toFixed(3)} of the whole process, x${((tp - hp) / (off - hp)).toFixed(3)} of toolproof's own share (toolproof - hop)`,
+      );
+    }
+  }
+  if (capOff) {
+    await pools.capoff!.close();
+    await capOff.close();
   }
   if (traced) {
     await traced.toolproof.tracing?.flush();

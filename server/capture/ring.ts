@@ -156,8 +156,11 @@ export class RecordWriter {
 
   /** Bytes as text: only the head that can be kept is decoded (a 32 MB body costs its cut). */
   fromBytes(b: Buffer): CapturedText {
-    const head = Math.min(b.length, this.ring.limits.textChars * 4);
-    return this.text(b.toString('utf8', 0, head), b.length);
+    if (this.evicted) return { text: '', cut: b.length };
+    const keep = Math.min(b.length, this.ring.limits.textChars, this.room());
+    if (keep === 0) return { text: '', cut: b.length };
+    this.charge(keep);
+    return lazyText(ownConcat([keep < b.length ? b.subarray(0, keep) : b]), b.length - keep);
   }
 
   /** Small structured values (a decision, header maps): counted by their JSON length. */
@@ -209,10 +212,12 @@ export class RecordWriter {
     const attempt = this.record.upstreamAttempts.at(-1);
     if (!attempt || this.eventParts.length === 0) return;
     const parts = this.eventParts;
-    // One new string: it holds none of the parts (nor the reads they came from).
-    const text =
-      typeof parts[0] === 'string' ? parts.join('\n') : Buffer.concat(parts as Buffer[]).toString('utf8');
-    attempt.response = { text, cut: this.eventCut };
+    // Strings: one new string, holding none of the parts. Reads: one Buffer of the record's own
+    // (none of the reads it came from), decoded when the inspector reads it.
+    attempt.response =
+      typeof parts[0] === 'string'
+        ? { text: parts.join('\n'), cut: this.eventCut }
+        : lazyText(ownConcat(parts as Buffer[]), this.eventCut);
     this.eventParts = [];
     this.eventChars = 0;
     this.eventCut = 0;
@@ -246,12 +251,38 @@ export class RecordWriter {
   /** The client's response, joined. */
   endClient(): void {
     const parts = this.clientParts;
-    const text = this.clientBuffers
-      ? Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p))).toString('utf8')
-      : parts.join('');
-    this.record.clientResponse.body = { text, cut: this.clientCut };
+    this.record.clientResponse.body = this.clientBuffers
+      ? lazyText(ownConcat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p))), this.clientCut)
+      : { text: parts.join(''), cut: this.clientCut };
     this.clientParts = [];
   }
+}
+
+/**
+ * Bytes a record keeps, decoded only when read (the inspector's API, a test): a Buffer's bytes
+ * live outside V8's heap, so a ring of them is neither copied by the young generation's
+ * collections nor marked byte by byte by the old one's. Kept as decoded strings, every record
+ * was promoted into the old generation and set off major collections: measured at +40% CPU per
+ * short tool stream (bench/stream-cpu.ts --capture-ab). `text` is an enumerable getter, so JSON
+ * (the API, the cluster's IPC) and deep equality read it like a plain field; nothing caches it.
+ */
+function lazyText(bytes: Buffer, cut: number): CapturedText {
+  return {
+    get text(): string {
+      return bytes.toString('utf8');
+    },
+    cut,
+  };
+}
+
+/** The parts copied into one Buffer of its own: never a slice of node's shared pool or of a read. */
+function ownConcat(parts: readonly Buffer[]): Buffer {
+  let n = 0;
+  for (const p of parts) n += p.length;
+  const out = Buffer.allocUnsafeSlow(n);
+  let at = 0;
+  for (const p of parts) at += p.copy(out, at);
+  return out;
 }
 
 export interface CaptureQuery {

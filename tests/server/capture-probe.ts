@@ -32,7 +32,9 @@ async function ringProbe(count: number, mb: number): Promise<void> {
   const ring = new CaptureRing({ maxBytes: mb * 1024 * 1024, textChars: 256 * 1024 });
   const body = 'x'.repeat(1024 * 1024);
   await fullGc();
-  const before = process.memoryUsage().heapUsed;
+  // Heap and Buffers both: the ring keeps bytes as Buffers (outside V8's heap) until read.
+  const used = () => process.memoryUsage().heapUsed + process.memoryUsage().arrayBuffers;
+  const before = used();
   let maxBytes = 0;
   for (let i = 0; i < count; i++) {
     // A 1 MB body per request (the same text: what the ring keeps of it is its own copy).
@@ -78,7 +80,7 @@ async function ringProbe(count: number, mb: number): Promise<void> {
     maxBytes = Math.max(maxBytes, ring.bytes);
   }
   await fullGc();
-  const growth = process.memoryUsage().heapUsed - before;
+  const growth = used() - before;
   process.stdout.write(
     `${JSON.stringify({ growthMb: growth / 1024 / 1024, ringMaxMb: maxBytes / 1024 / 1024, records: ring.size })}\n`,
   );
