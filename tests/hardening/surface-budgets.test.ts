@@ -1,5 +1,6 @@
 /**
- * Issue 27, "fuzz the surfaces": every parser of the registry and every request rewrite, fed
+ * Issue 27, "fuzz the surfaces": every parser of the registry (its table:
+ * surface-budgets-parsers-1/2.test.ts) and every request rewrite, fed
  * random inputs scaled 1x and 4x along each size a client (or a model) controls, must cost at
  * most about 4x, in time and in retained memory (tests/support/cost-scaling.ts: medians,
  * interleaved runs, x10 plus a constant, so a quadratic (x16) is flagged and load is not).
@@ -9,8 +10,8 @@
  * and containers (lossless numbers); rules x references (Lark markers); items x blocks (the
  * Responses and Messages translations); held chunks x their weight.
  *
- * A new parser or rewrite gets its row here. More random draws per row:
- * TOOLPROOF_FUZZ_RUNS=5 npx vitest run tests/hardening/surface-budgets.test.ts
+ * A new rewrite gets its row here (a parser gets its row from the registry). More random draws
+ * per row: TOOLPROOF_FUZZ_RUNS=5 npx vitest run tests/hardening/surface-budgets
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -27,76 +28,42 @@ import { translateRequest as fromResponses } from '../../protocol/responses/requ
 import { DEFAULT_MODEL_SETTINGS } from '../../protocol/settings.js';
 import { readImprovisedCalls } from '../../parsers/kit/structured-reader.js';
 import { createRecoveryStream } from '../../parsers/recover.js';
-import { PARSERS } from '../../parsers/registry.js';
 import type { DeclaredTool } from '../../parsers/types.js';
-import { loadFixtures } from '../parsers/fixtures.js';
-import { measureScaling, prng, type Scaling, withinBudget } from '../support/cost-scaling.js';
-import { loadFactor } from './loop-probe.js';
+import { measureScaling, withinBudget } from '../support/cost-scaling.js';
+import { budget, pick } from './surface-budget.js';
 
-const RUNS = Number(process.env.TOOLPROOF_FUZZ_RUNS ?? 1);
+// ---------------------------------------------------------------- the measure itself
 
-/** Asserts the budget for a surface, over RUNS random seeds (fast-check draws them). */
-function budget<I>(
-  name: string,
-  make: (size: number, rnd: () => number) => I,
-  run: (input: I) => unknown,
-  opts: { from: number; max: number },
-  seed: number,
-): void {
-  fc.assert(
-    fc.property(fc.integer({ min: 1, max: 2 ** 31 - 1 }), (s) => {
-      const scaling: Scaling = measureScaling((size) => make(size, prng(s)), run, opts);
-      const ok = withinBudget(scaling, 5 * loadFactor());
-      const what = `${name} (seed ${s}, base ${scaling.base}): ${scaling.t1.toFixed(1)} -> ${scaling.t4.toFixed(1)} ms, ${(scaling.m1 / 1e6).toFixed(1)} -> ${(scaling.m4 / 1e6).toFixed(1)} MB`;
-      expect(ok.time, what).toBe(true);
-      expect(ok.memory, what).toBe(true);
-    }),
-    { numRuns: RUNS, seed, endOnFailure: true },
-  );
-}
-
-const pick = <T>(rnd: () => number, xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
-
-// ---------------------------------------------------------------- parsers
-
-const FIXTURES = new Map(loadFixtures().map((f) => [f.file, f.cases]));
-const PROSE = ['Sure, ', 'the answer is ', '42', '\n', ' ', '{', '"', ':', '<', '[', '(', 'done.'];
-
-describe('every registered parser: output length x1 vs x4', () => {
-  PARSERS.forEach((p, k) => {
-    it(p.name, () => {
-      const cases = FIXTURES.get(p.name) ?? [];
-      const tools = new Map<string, DeclaredTool>();
-      for (const c of cases) for (const t of c.tools) tools.set(t.name, t);
-      if (tools.size === 0) tools.set('get_weather', { name: 'get_weather' });
-      const texts = cases.map((c) => c.text);
-      const markers = p.spec.markers;
-      const units = [...texts, ...markers, ...PROSE, ...tools.keys()];
-      budget(
-        `parser ${p.name}`,
-        (size, rnd) => {
-          let text = '';
-          while (text.length < size) {
-            const u = pick(rnd, units);
-            // whole units, and cut ones (a marker or a call that never completes)
-            text += rnd() < 0.3 ? u.slice(0, Math.floor(rnd() * u.length)) : u;
-          }
-          return text;
-        },
-        (text) => {
-          let n = 0;
-          const s = createRecoveryStream({ tools, parsers: [p.name], newId: () => `c${n++}` });
-          const events = [];
-          for (let i = 0; i < text.length; i += 64)
-            events.push(...s.push({ content: text.slice(i, i + 64) }));
-          events.push(...s.finish());
-          return events;
-        },
-        { from: 2000, max: 256_000 },
-        1000 + k,
-      );
-    }, 120_000);
-  });
+describe('the x1 vs x4 measure', () => {
+  // The rows below pass only if the measure can fail: a linear surface passes, a quadratic one
+  // (x16 at 4x the size) is flagged in time, one that keeps a quadratic amount in memory.
+  const linear = (n: number) => {
+    let h = 0;
+    for (let i = 0; i < n * 64; i++) h = (h * 31 + i) | 0;
+    return h;
+  };
+  const quadratic = (n: number) => {
+    let h = 0;
+    for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) h = (h * 31 + j) | 0;
+    return h;
+  };
+  it('passes linear work and flags quadratic work (CPU time)', () => {
+    const lin = measureScaling((n) => n, linear, { from: 1000, max: 1 << 24, slackMs: 5 });
+    expect(withinBudget(lin, 5).time, JSON.stringify(lin)).toBe(true);
+    const quad = measureScaling((n) => n, quadratic, { from: 64, max: 1 << 16, slackMs: 5 });
+    expect(withinBudget(quad, 5).time, JSON.stringify(quad)).toBe(false);
+  }, 120_000);
+  it('passes a linear result and flags a quadratic one (retained memory)', () => {
+    const keep = (n: number) => Array.from({ length: n }, (_, i) => i + 0.5);
+    const lin = measureScaling((n) => n, keep, { from: 100_000, max: 100_000 });
+    expect(withinBudget(lin, 5).memory, JSON.stringify(lin)).toBe(true);
+    const quad = measureScaling(
+      (n) => n,
+      (n) => keep(n * n),
+      { from: 512, max: 512 },
+    );
+    expect(withinBudget(quad, 5).memory, JSON.stringify(quad)).toBe(false);
+  }, 120_000);
 });
 
 // ---------------------------------------------------------------- parser products

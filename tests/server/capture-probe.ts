@@ -1,9 +1,10 @@
 /**
  * Child-process probes for capture-bounds.test.ts (run with --expose-gc; not a test file itself).
  *
- * `ring COUNT MB`: COUNT requests of a 1 MB body each written into a ring of MB megabytes the way
+ * `ring COUNT MB [SCALE]`: COUNT requests of a 1 MB body each written into a ring of MB megabytes the way
  * the recorder writes them (client body, the attempt as sent, stream events, the client's
- * response); prints the ring's own count and the heap growth after a full GC.
+ * response); prints the ring's own count and the heap growth after a full GC (both times SCALE:
+ * the figures of the full-size run).
  *
  * `snapshot UPSTREAM CAPTURE_MB OUT`: starts toolproof in front of UPSTREAM, sends chat requests
  * (with and without tools, streamed and not) whose prompt holds a random marker, waits for them
@@ -28,9 +29,14 @@ const fullGc = async () => {
   }
 };
 
-async function ringProbe(count: number, mb: number): Promise<void> {
-  const ring = new CaptureRing({ maxBytes: mb * 1024 * 1024, textChars: 256 * 1024 });
-  const body = 'x'.repeat(1024 * 1024);
+async function ringProbe(count: number, mb: number, scale: number): Promise<void> {
+  // `scale` shrinks the ring, the cut and the body together (1: a ring of MB, 256 KB cuts, 1 MB
+  // bodies; 10: a tenth of each), so the ring holds as many records and evicts as often.
+  const ring = new CaptureRing({
+    maxBytes: Math.floor((mb * 1024 * 1024) / scale),
+    textChars: Math.floor((256 * 1024) / scale),
+  });
+  const body = 'x'.repeat(Math.floor((1024 * 1024) / scale));
   await fullGc();
   // Heap and Buffers both: the ring keeps bytes as Buffers (outside V8's heap) until read.
   const used = () => process.memoryUsage().heapUsed + process.memoryUsage().arrayBuffers;
@@ -82,7 +88,7 @@ async function ringProbe(count: number, mb: number): Promise<void> {
   await fullGc();
   const growth = used() - before;
   process.stdout.write(
-    `${JSON.stringify({ growthMb: growth / 1024 / 1024, ringMaxMb: maxBytes / 1024 / 1024, records: ring.size })}\n`,
+    `${JSON.stringify({ growthMb: (growth * scale) / 1024 / 1024, ringMaxMb: (maxBytes * scale) / 1024 / 1024, records: ring.size })}\n`,
   );
 }
 
@@ -142,6 +148,6 @@ async function snapshotProbe(upstream: string, captureMb: string, out: string): 
 }
 
 const [mode, a, b, c] = process.argv.slice(2);
-if (mode === 'ring') await ringProbe(Number(a), Number(b));
+if (mode === 'ring') await ringProbe(Number(a), Number(b), Number(c ?? 1));
 else if (mode === 'snapshot') await snapshotProbe(a!, b!, c!);
 else throw new Error(`unknown mode ${mode}`);

@@ -2,7 +2,7 @@
  * Budget checks for the surface tables (tests/hardening/surface-budgets.test.ts): an input scaled
  * 4x along one size must cost at most about 4x, in time and in retained memory. Robust on a
  * loaded 2-core box: the base size is grown until one run takes a measurable time, 1x and 4x
- * runs are interleaved (load drifts hit both), medians are compared, and the bound is x10 plus
+ * runs are interleaved (load drifts hit both), medians of CPU time are compared, and the bound is x10 plus
  * a small constant: linear work gives x4 (x6-8 with noise), a quadratic x16, so it is flagged
  * without flaking. Retained memory: the heap after a full GC with the result held, minus before.
  */
@@ -39,28 +39,39 @@ function timed(run: () => unknown): number {
   return (c.user + c.system) / 1000;
 }
 
-function retained(run: () => unknown): number {
+/** Bytes retained by `one`'s and `four`'s results: three full GCs, the first result held across the second. */
+function retainedPair(one: () => unknown, four: () => unknown): [number, number] {
   gc();
-  const before = process.memoryUsage().heapUsed;
-  const kept = run();
+  const h0 = process.memoryUsage().heapUsed;
+  const a = one();
   gc();
-  const after = process.memoryUsage().heapUsed;
-  // read after the GC: the result is alive across it
-  if (kept === Symbol.for('never')) throw new Error('unreachable');
-  return Math.max(0, after - before);
+  const h1 = process.memoryUsage().heapUsed;
+  const b = four();
+  gc();
+  const h2 = process.memoryUsage().heapUsed;
+  // read after the GCs: the results are alive across them
+  if (a === Symbol.for('never') || b === Symbol.for('never')) throw new Error('unreachable');
+  return [Math.max(0, h1 - h0), Math.max(0, h2 - h1)];
 }
 
 /**
  * `make(size)` builds an input of `size` units (deterministic for a size); `run(input)` is the
  * surface, returning what it keeps. The base size starts at `from` and doubles (up to `max`)
- * until a 1x run takes `targetMs`.
+ * until a 1x run takes `targetMs` of CPU (default 8: the 4x run then takes ~32 ms, a quadratic
+ * ~128 ms, far apart from the budget's constant).
+ *
+ * Cheap first, thorough when it matters: `runs` interleaved time pairs (default 3) and one
+ * memory pair; only when that first look is over `withinBudget` are more pairs measured (7 for
+ * time, 3 for memory, medians of all), so a noisy first look cannot fail a linear surface and a
+ * real quadratic fails the thorough look too. A full GC costs in proportion to the worker's
+ * whole heap, so the memory pairs are the expensive part.
  */
 export function measureScaling<I>(
   make: (size: number) => I,
   run: (input: I) => unknown,
-  opts: { from: number; max: number; targetMs?: number; runs?: number },
+  opts: { from: number; max: number; targetMs?: number; runs?: number; slackMs?: number },
 ): Scaling {
-  const target = opts.targetMs ?? 15;
+  const target = opts.targetMs ?? 8;
   let base = opts.from;
   let one = make(base);
   run(one); // warm up
@@ -80,17 +91,31 @@ export function measureScaling<I>(
   run(four);
   const t1: number[] = [];
   const t4: number[] = [];
-  for (let k = 0; k < (opts.runs ?? 5); k++) {
-    t1.push(timed(() => run(one)));
-    t4.push(timed(() => run(four)));
-  }
   const m1: number[] = [];
   const m4: number[] = [];
-  for (let k = 0; k < 3; k++) {
-    m1.push(retained(() => run(one)));
-    m4.push(retained(() => run(four)));
-  }
-  return { t1: median(t1), t4: median(t4), m1: median(m1), m4: median(m4), base };
+  const timePairs = (n: number) => {
+    for (let k = 0; k < n; k++) {
+      t1.push(timed(() => run(one)));
+      t4.push(timed(() => run(four)));
+    }
+  };
+  const memoryPairs = (n: number) => {
+    for (let k = 0; k < n; k++) {
+      const [a, b] = retainedPair(
+        () => run(one),
+        () => run(four),
+      );
+      m1.push(a);
+      m4.push(b);
+    }
+  };
+  timePairs(opts.runs ?? 3);
+  memoryPairs(1);
+  const now = (): Scaling => ({ t1: median(t1), t4: median(t4), m1: median(m1), m4: median(m4), base });
+  const first = withinBudget(now(), opts.slackMs ?? 5);
+  if (!first.time) timePairs(4);
+  if (!first.memory) memoryPairs(2);
+  return now();
 }
 
 /** 4x the input costs at most about 4x: x10 plus a constant (ms; bytes). */
