@@ -89,7 +89,11 @@ export function agentModel(options: ModelOptions): ScenarioFn {
       return { say: done > 0 ? `Summary of the work so far. [steps done: ${done}]` : 'Create proof file' };
     if (options.overflowAfterSteps !== undefined && summarized === 0 && results >= options.overflowAfterSteps)
       return { error: { status: 400, message: OVERFLOW, type: 'BadRequestError' } };
-    if (done >= task.steps.length) return { say: task.final };
+    if (done >= task.steps.length) {
+      if (!task.finalFrom) return { say: task.final };
+      const found = task.finalFrom.exec(JSON.stringify(ctx.messages));
+      return { say: found ? found[1]! : 'The number is not in what I was given.' };
+    }
     const step = task.steps[done]!;
     const call = callForStep(step, ctx.tools, cwd);
     if (!call) return { say: `I cannot do that with these tools (${step.op}).` };
