@@ -35,3 +35,69 @@ describeAgents('real content (issue 26)', () => {
     expect(upstream, why).not.toContain('application/pdf;base64');
   });
 });
+
+/** A valid 1x1 PNG. */
+const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
+  'base64',
+);
+const IMAGE_TASK: Task = {
+  id: 'image',
+  prompt: 'Look at pixel.png, then say done.',
+  files: { 'pixel.png': PNG },
+  steps: [{ op: 'read', path: 'pixel.png' }],
+  final: 'done',
+  expect: {},
+};
+const PNG_B64 = PNG.toString('base64').slice(0, 40);
+
+describeAgents('real content (issue 26): images', () => {
+  for (const vision of [false, true]) {
+    it(`Claude Code reads an image on a model marked vision: ${vision}`, async () => {
+      const r = await runCase({
+        agent: 'claude',
+        mode: 'clean',
+        task: IMAGE_TASK,
+        via: 'toolproof',
+        file: () => ({ defaults: { vision } }) as never,
+      });
+      const why = describeRun(r);
+      expectPass(r, IMAGE_TASK, { api: 'messages' });
+      expectPrefix(r, IMAGE_TASK, { api: 'messages' });
+      expect(JSON.stringify(r.sent.map((s) => s.body)), why).toContain(PNG_B64);
+      const upstream = r.upstream.map((u) => u.rawBody).join('\n');
+      if (vision) expect(upstream, why).toContain(PNG_B64);
+      else {
+        expect(upstream, why).not.toContain(PNG_B64);
+        expect(upstream, why).toContain('this model cannot read images');
+      }
+    });
+  }
+});
+
+/** 2 MB on one command's output, into a 32k window. */
+const BIG_TASK: Task = {
+  id: 'big-output',
+  prompt: 'Run the log dump command, then say done.',
+  files: {},
+  steps: [{ op: 'run', command: "head -c 2000000 /dev/zero | tr '\\\\0' 'x' | fold -w 100" }],
+  final: 'done',
+  expect: {},
+};
+
+describeAgents('real content (issue 26): a 2 MB tool result into a 32k window', () => {
+  it('opencode: the shell prints 2 MB, maxToolResultTokens cuts it, the session finishes', async () => {
+    const r = await runCase({
+      agent: 'opencode',
+      mode: 'clean',
+      task: BIG_TASK,
+      via: 'toolproof',
+      model: { windowTokens: 32_768 },
+      file: () => ({ defaults: { maxToolResultTokens: 8000, contextWindow: 32_768 } }) as never,
+    });
+    const why = describeRun(r);
+    expectPass(r, BIG_TASK, { api: 'chat' });
+    expectPrefix(r, BIG_TASK, { api: 'chat' });
+    expect(r.upstream.map((u) => u.rawBody).join('\n'), why).toContain('re-run with a narrower command');
+  });
+});
