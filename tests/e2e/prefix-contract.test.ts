@@ -17,6 +17,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TurnAction } from '../../simulator/index.js';
+import { textPdf } from '../support/pdf.js';
 import { startStack, type Stack } from '../server/stack.js';
 import { rawElements } from './raw-json.js';
 
@@ -100,10 +101,25 @@ interface Client {
   turn(stream: boolean, i: number): Promise<void>;
 }
 
+/**
+ * Real content (issue 26), when the setup asks for it: turn i's tool results carry, by i mod 4,
+ * plain text, a PDF, an image (on a text-only model) or an oversized output (over
+ * maxToolResultTokens). The Messages door puts the PDF and the image inside the tool_result, as
+ * Claude Code's Read does; chat and Responses append them as a user message after the results.
+ */
+const PDF = textPdf(['The answer is 734921.', 'Second page.']).toString('base64');
+const IMG = `data:image/png;base64,${Buffer.alloc(300).toString('base64')}`;
+const BIG = Array.from({ length: 4000 }, (_, k) => `log line ${k} ${'y'.repeat(40)}`).join('\n');
+type Extra = 'pdf' | 'image' | null;
+const extraOf = (rich: boolean, i: number): Extra =>
+  !rich ? null : i % 4 === 1 ? 'pdf' : i % 4 === 2 ? 'image' : null;
+const resultText = (rich: boolean, i: number, id: string) =>
+  rich && i % 4 === 3 ? `result of ${id}\n${BIG}` : `result of ${id}`;
+
 const SYSTEM = `x-anthropic-billing-header: cc_version=2.1.37.abc; cc_entrypoint=cli; cch=NONCE;\n\nYou are an agent. ${'Work carefully. '.repeat(20)}`;
 const nonce = (i: number) => (10000 + i * 7919).toString(16).slice(-5);
 
-function chatClient(stack: Stack): Client {
+function chatClient(stack: Stack, rich: boolean): Client {
   const tools = TOOLS.map((t) => ({
     type: 'function' as const,
     function: { name: t.name, description: t.description, parameters: t.schema },
@@ -113,7 +129,7 @@ function chatClient(stack: Stack): Client {
     { role: 'user', content: 'Fix the failing test.' },
   ];
   return {
-    async turn(stream) {
+    async turn(stream, i) {
       const params = { model: 'sim', messages: messages as never, tools };
       const completion = stream
         ? await stack.client.chat.completions.stream(params).finalChatCompletion()
@@ -126,13 +142,23 @@ function chatClient(stack: Stack): Client {
         ...(calls.length > 0 ? { tool_calls: calls } : {}),
       });
       for (const c of calls)
-        messages.push({ role: 'tool', tool_call_id: c.id, content: `result of ${c.id}` });
-      if (calls.length === 0) messages.push({ role: 'user', content: 'Go on.' });
+        messages.push({ role: 'tool', tool_call_id: c.id, content: resultText(rich, i, c.id) });
+      const extra = extraOf(rich, i);
+      if (extra === 'pdf')
+        messages.push({
+          role: 'user',
+          content: [
+            { type: 'file', file: { filename: 'r.pdf', file_data: `data:application/pdf;base64,${PDF}` } },
+          ],
+        });
+      else if (extra === 'image')
+        messages.push({ role: 'user', content: [{ type: 'image_url', image_url: { url: IMG } }] });
+      else if (calls.length === 0) messages.push({ role: 'user', content: 'Go on.' });
     },
   };
 }
 
-function responsesClient(stack: Stack): Client {
+function responsesClient(stack: Stack, rich: boolean): Client {
   const tools = TOOLS.map((t) => ({
     type: 'function' as const,
     name: t.name,
@@ -142,7 +168,7 @@ function responsesClient(stack: Stack): Client {
   }));
   const input: Obj[] = [{ role: 'user', content: 'Fix the failing test.' }];
   return {
-    async turn(stream) {
+    async turn(stream, i) {
       const params = {
         model: 'sim',
         instructions: SYSTEM.replace('NONCE', '00000'),
@@ -162,16 +188,26 @@ function responsesClient(stack: Stack): Client {
           input.push({
             type: 'function_call_output',
             call_id: item.call_id,
-            output: `result of ${item.call_id}`,
+            output: resultText(rich, i, item.call_id),
           });
         }
       }
-      if (!called) input.push({ role: 'user', content: 'Go on.' });
+      const extra = extraOf(rich, i);
+      if (extra === 'pdf')
+        input.push({
+          role: 'user',
+          content: [
+            { type: 'input_file', filename: 'r.pdf', file_data: `data:application/pdf;base64,${PDF}` },
+          ],
+        });
+      else if (extra === 'image')
+        input.push({ role: 'user', content: [{ type: 'input_image', image_url: IMG, detail: 'auto' }] });
+      else if (!called) input.push({ role: 'user', content: 'Go on.' });
     },
   };
 }
 
-function messagesClient(stack: Stack): Client {
+function messagesClient(stack: Stack, rich: boolean): Client {
   const anthropic = new Anthropic({ baseURL: stack.origin, apiKey: 'x', maxRetries: 0, timeout: 15_000 });
   const tools = TOOLS.map((t) => ({
     name: t.name,
@@ -202,6 +238,19 @@ function messagesClient(stack: Stack): Client {
       }) as unknown as Anthropic.ContentBlockParam[];
       messages.push({ role: 'assistant', content });
       const uses = msg.content.filter((b) => b.type === 'tool_use');
+      const extra = extraOf(rich, i);
+      const extraBlocks = (
+        extra === 'pdf'
+          ? [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: PDF } }]
+          : extra === 'image'
+            ? [
+                {
+                  type: 'image',
+                  source: { type: 'base64', media_type: 'image/png', data: IMG.split(',')[1] },
+                },
+              ]
+            : []
+      ) as Anthropic.ContentBlockParam[];
       messages.push({
         role: 'user',
         content:
@@ -209,15 +258,20 @@ function messagesClient(stack: Stack): Client {
             ? uses.map((u) => ({
                 type: 'tool_result' as const,
                 tool_use_id: u.id,
-                content: `result of ${u.id}`,
+                content: [
+                  { type: 'text' as const, text: resultText(rich, i, u.id) },
+                  ...extraBlocks,
+                ] as never,
               }))
-            : 'Go on.',
+            : extraBlocks.length > 0
+              ? extraBlocks
+              : 'Go on.',
       });
     },
   };
 }
 
-const clients: Record<Door, (s: Stack) => Client> = {
+const clients: Record<Door, (s: Stack, rich: boolean) => Client> = {
   chat: chatClient,
   responses: responsesClient,
   messages: messagesClient,
@@ -250,6 +304,10 @@ const SETUPS = {
       },
     },
   },
+  // Issue 26: documents become their text, images a note (text-only model), big results cut.
+  'real content: a PDF, an image on a text-only model, results over maxToolResultTokens': {
+    defaults: { vision: false, maxToolResultTokens: 2000 },
+  },
 } as const;
 
 describe('rawElements', () => {
@@ -264,6 +322,7 @@ describe('rawElements', () => {
 });
 
 for (const [setup, file] of Object.entries(SETUPS)) {
+  const rich = setup.startsWith('real content');
   describe(`the prefix contract, ${setup}: every turn extends the previous one byte for byte`, () => {
     let stack: Stack;
     beforeAll(async () => {
@@ -275,13 +334,13 @@ for (const [setup, file] of Object.entries(SETUPS)) {
       it(`${door}: random appending conversations, streamed and not`, async () => {
         await fc.assert(
           fc.asyncProperty(
-            fc.array(fc.tuple(stepArb, fc.boolean()), { minLength: 2, maxLength: 6 }),
+            fc.array(fc.tuple(stepArb, fc.boolean()), { minLength: rich ? 5 : 2, maxLength: 6 }),
             async (turns) => {
               const plan = planOf(turns.map(([s]) => s));
               let next = 0;
               stack.sim.setScenario(() => plan[Math.min(next++, plan.length - 1)]!);
               stack.sim.reset();
-              const client = clients[door](stack);
+              const client = clients[door](stack, rich);
               const firsts: string[] = [];
               for (let i = 0; i < turns.length; i++) {
                 const before = stack.sim.requests.length;
@@ -293,6 +352,16 @@ for (const [setup, file] of Object.entries(SETUPS)) {
                 const problem = prefixBreak(firsts[i - 1]!, firsts[i]!);
                 if (problem)
                   throw new Error(`turn ${i + 1} (${turns.map((t) => t.join('/')).join(', ')}): ${problem}`);
+              }
+              if (rich) {
+                // The content reached the upstream degraded, not as sent (else the property is vacuous).
+                const last = stack.sim.requests.at(-1)!.rawBody;
+                expect(last).toContain('The answer is 734921.');
+                expect(last).toContain('this model cannot read images');
+                expect(last).not.toContain(PDF.slice(0, 40));
+                expect(last).not.toContain(IMG.slice(-40));
+                if (turns.length > 4 && turns[3]![0] !== 'prose')
+                  expect(last).toContain('re-run with a narrower command');
               }
             },
           ),

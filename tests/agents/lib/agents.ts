@@ -248,7 +248,7 @@ export interface RunOptions {
   task: string;
   dirs: RunDirs;
   /** Files the working directory starts with. */
-  files?: Record<string, string>;
+  files?: Record<string, string | Buffer>;
   timeoutMs?: number;
 }
 

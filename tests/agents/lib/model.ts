@@ -48,6 +48,11 @@ export interface ModelOptions {
    * tools is answered with vLLM's context-overflow 400 (the agent must compact to go on).
    */
   overflowAfterSteps?: number;
+  /**
+   * A window in tokens (about 4 characters each): a request with tools whose messages are longer
+   * is answered with vLLM's context-overflow 400, as a 32k-window server does.
+   */
+  windowTokens?: number;
 }
 
 /** vLLM's context-overflow 400 (tests/fixtures/agents/context-overflow-bodies.json, vllm_input). */
@@ -89,7 +94,13 @@ export function agentModel(options: ModelOptions): ScenarioFn {
       return { say: done > 0 ? `Summary of the work so far. [steps done: ${done}]` : 'Create proof file' };
     if (options.overflowAfterSteps !== undefined && summarized === 0 && results >= options.overflowAfterSteps)
       return { error: { status: 400, message: OVERFLOW, type: 'BadRequestError' } };
-    if (done >= task.steps.length) return { say: task.final };
+    if (options.windowTokens !== undefined && JSON.stringify(ctx.messages).length / 4 > options.windowTokens)
+      return { error: { status: 400, message: OVERFLOW, type: 'BadRequestError' } };
+    if (done >= task.steps.length) {
+      if (!task.finalFrom) return { say: task.final };
+      const found = task.finalFrom.exec(JSON.stringify(ctx.messages));
+      return { say: found ? found[1]! : 'The number is not in what I was given.' };
+    }
     const step = task.steps[done]!;
     const call = callForStep(step, ctx.tools, cwd);
     if (!call) return { say: `I cannot do that with these tools (${step.op}).` };

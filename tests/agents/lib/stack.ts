@@ -64,6 +64,8 @@ export interface StackOptions {
   cwd: string;
   /** The scripted model's small window (model.ts). */
   overflowAfterSteps?: number;
+  /** The scripted model's window in tokens (model.ts). */
+  windowTokens?: number;
   record?: boolean;
   /** With `record`: stamp a fresh billing nonce on every request, as Claude Code's native builds do. */
   billingNonce?: boolean;

@@ -17,10 +17,15 @@ export type Step =
 export interface Task {
   id: string;
   prompt: string;
-  files: Record<string, string>;
+  files: Record<string, string | Buffer>;
   steps: Step[];
   /** The final answer the model gives once every step's result came back. */
   final: string;
+  /**
+   * When set, the model's final answer is this pattern's first group as found in the request it
+   * receives (else a sentence without it): the answer proves that content reached the upstream.
+   */
+  finalFrom?: RegExp;
   /** Files that must exist at the end, with their exact content. */
   expect: Record<string, string>;
 }
