@@ -5,6 +5,13 @@
  * policy writes them into the prompt. A leaf type both sides share.
  */
 
+/** Characters of a document's text the prompt gets at most (about 50k tokens); the rest is cut. */
+export const DOCUMENT_MAX_CHARS = 200_000;
+
+export function isPdfType(mediaType: string): boolean {
+  return mediaType === 'application/pdf' || mediaType === 'application/x-pdf';
+}
+
 /** Why a document was not read (a closed set: the note's wording and a metric's kind). */
 export type UnreadableReason =
   | 'encrypted'

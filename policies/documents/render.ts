@@ -4,12 +4,15 @@
  * bytes (and of its extraction, itself a function of those bytes): the same document gives the
  * same text on every turn, so the prompt's prefix holds (docs/prefix.md).
  */
-import type { DocumentLookup, DocumentText, UnreadableReason } from '../../protocol/document-text.js';
+import {
+  DOCUMENT_MAX_CHARS,
+  type DocumentLookup,
+  type DocumentText,
+  isPdfType,
+  type UnreadableReason,
+} from '../../protocol/document-text.js';
 import { base64Size, type FileFields, splitDataUrl } from '../../protocol/file-part.js';
 import { formatBytes } from '../kit/sizes.js';
-
-/** Characters of a document's text the prompt gets at most (about 50k tokens); the rest is cut. */
-export const DOCUMENT_MAX_CHARS = 200_000;
 
 /** Media types read as text, besides text/*. */
 const TEXT_TYPES = new Set([
@@ -24,10 +27,6 @@ const TEXT_TYPES = new Set([
 
 export function isTextType(mediaType: string): boolean {
   return mediaType.startsWith('text/') || TEXT_TYPES.has(mediaType);
-}
-
-export function isPdfType(mediaType: string): boolean {
-  return mediaType === 'application/pdf' || mediaType === 'application/x-pdf';
 }
 
 const REASONS: Readonly<Record<UnreadableReason, string>> = {
