@@ -7,7 +7,12 @@
  * is read again when it comes back (same library, same result, except after a timeout).
  */
 import { createHash } from 'node:crypto';
-import { DOCUMENT_MAX_CHARS, type DocumentLookup, type DocumentText, isPdfType } from '../../protocol/document-text.js';
+import {
+  DOCUMENT_MAX_CHARS,
+  type DocumentLookup,
+  type DocumentText,
+  isPdfType,
+} from '../../protocol/document-text.js';
 import { base64Size, fileFields, splitDataUrl } from '../../protocol/file-part.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { extractPdf, type PdfLimits } from './pdf-worker.js';
