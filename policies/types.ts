@@ -120,8 +120,12 @@ export type EffectRecord =
   | { type: 'validation-failed'; tool: string; undeclared: boolean; detail: object }
   /** A call whose schema could not be fully enforced, and why. */
   | { type: 'schema-unenforced'; tool: string; reasons: string[]; cause: string }
-  /** A corrective retry was asked for. */
-  | { type: 'retry'; reason: string }
+  /**
+   * A corrective retry was asked for; `leak`: the attempt held tool-call text toolproof could not
+   * read (unrecovered or rejected), so the turn is re-asked instead of read (its family, and
+   * `cause`, a closed set: leakReaskCause).
+   */
+  | { type: 'retry'; reason: string; leak?: { format: string; cause: string } }
   /** An answer the client asked in a JSON schema (or as a JSON object), and whether it matched. */
   | { type: 'schema-answer'; outcome: string }
   /**

@@ -83,6 +83,12 @@ const METRICS = {
     help: 'Tool calls found written as text, by format, where (content, reasoning, error), outcome (recovered, unrecovered, rejected, suppressed) and front door (api: chat, responses, messages).',
     labels: 'model format source outcome api',
   },
+  leakReasks: {
+    type: 'counter',
+    name: 'toolproof_leak_reasks_total',
+    help: "Corrective retries of a turn whose tool-call text toolproof could not read (re-asked instead of read: a whole generation more), by the leak's format and cause (unreadable, undeclared-tool, not-an-object, draft, too-long, rejected).",
+    labels: 'model format cause',
+  },
   responses: {
     type: 'counter',
     name: 'toolproof_responses_total',

@@ -11,8 +11,10 @@
  */
 import { defineFamily } from '../engine/define.js';
 import type { EnvelopeMatch, MatchInput, MatchResult } from '../engine/family.js';
+import type { ParseContext } from '../types.js';
 import { decodeBody } from '../kit/envelope.js';
-import { expectLiteral, skipWs } from '../kit/json-scan.js';
+import { expectLiteral, scanJsonValue, skipWs } from '../kit/json-scan.js';
+import { fitsSchema } from '../kit/schema-values.js';
 
 const START = '<|start|>';
 const CHANNEL = '<|channel|>';
@@ -45,7 +47,14 @@ function recipientOf(header: string): string | undefined {
 }
 
 /** A recipient (`functions.NAME`) and its JSON arguments as one call. */
-function recipientCall(recipient: string, body: string, end: number, truncated: boolean): EnvelopeMatch {
+function recipientCall(
+  recipient: string,
+  body: string,
+  end: number,
+  truncated: boolean,
+  ctx?: ParseContext,
+  bodyAt?: number,
+): EnvelopeMatch {
   const d = decodeBody(body, truncated);
   // a built-in recipient (browser.search, python) keeps its dotted name: the safety rules reject it whole
   if (!recipient.startsWith('functions.'))
@@ -54,7 +63,10 @@ function recipientCall(recipient: string, body: string, end: number, truncated: 
   // reads empty arguments as `{}` (repair empty-arguments). Cut off there, it stays text.
   if (!d && !truncated && body.trim() === '')
     return { end, calls: [{ name: recipient.slice('functions.'.length), arguments: '' }] };
-  if (!d) return { end, calls: [], error: 'arguments are not JSON', ...(truncated ? { truncated } : {}) };
+  if (!d) {
+    const t = ctx && bodyAt !== undefined ? trailingText(recipient, body, bodyAt, ctx) : null;
+    return t ?? { end, calls: [], error: 'arguments are not JSON', ...(truncated ? { truncated } : {}) };
+  }
   const m: EnvelopeMatch = {
     end,
     calls: [
@@ -67,6 +79,41 @@ function recipientCall(recipient: string, body: string, end: number, truncated: 
   };
   if (truncated) m.truncated = true;
   return m;
+}
+
+/**
+ * Near miss (issue 30, repair `trailing-text`): a call message whose JSON object is followed by
+ * prose, as small models write when they skip `<|call|>` (often after a non-json constraint such
+ * as `<|constrain|>code`, which the header reading already ignores). Read only when the message
+ * starts with one complete JSON object, the tool is declared and the object fits its schema;
+ * the call ends after the object, so the text after it stays content, byte for byte. Source:
+ * harmony's message format (openai/harmony docs, `<|call|>` ends a tool call) and issue 30.
+ */
+function trailingText(
+  recipient: string,
+  body: string,
+  bodyAt: number,
+  ctx: ParseContext,
+): EnvelopeMatch | null {
+  const name = recipient.slice('functions.'.length);
+  const tool = ctx.tools.get(name);
+  if (!tool) return null;
+  const j = skipWs(body, 0);
+  if (body[j] !== '{') return null;
+  const scan = scanJsonValue(body, j);
+  if (!scan || scan.end < 0) return null;
+  // Nothing after it is not this repair; an object anywhere after it is a second candidate.
+  const rest = body.slice(scan.end).trim();
+  if (rest === '' || rest.includes('{')) return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(body.slice(j, scan.end));
+  } catch {
+    return null;
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return null;
+  if (!fitsSchema(value as Record<string, unknown>, tool)) return null;
+  return { end: bodyAt + scan.end, calls: [{ name, arguments: value, repairs: ['trailing-text'] }] };
 }
 
 /**
@@ -127,7 +174,7 @@ export const gptOss = defineFamily({
     const channel = channelText.trim().split(/\s+/)[0] ?? '';
     const recipient = recipientOf(header);
     const truncated = !be;
-    if (recipient !== undefined) return recipientCall(recipient, body, end, truncated);
+    if (recipient !== undefined) return recipientCall(recipient, body, end, truncated, input.ctx, bodyStart);
     if (channel === 'analysis') return { end, calls: [], reasoning: body, control: true };
     return { end, calls: [], content: body, control: true };
   },

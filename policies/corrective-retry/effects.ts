@@ -7,6 +7,29 @@ export const CORRECTIVE_RETRY_POLICY = 'corrective-retry';
 
 type P = typeof CORRECTIVE_RETRY_POLICY;
 
+/**
+ * Why leaked call text was not read, as a metric label (a closed set: a leak's own reason may
+ * name the tool the model invented): `too-long` (past the held-text cap), `undeclared-tool`,
+ * `not-an-object` (arguments), `draft` (a call before a bare `</think>`), `rejected` (another
+ * refusal), `unreadable` (the envelope did not parse).
+ */
+export type LeakReaskCause =
+  | 'too-long'
+  | 'undeclared-tool'
+  | 'not-an-object'
+  | 'draft'
+  | 'rejected'
+  | 'unreadable';
+
+export function leakReaskCause(outcome: string, reason: string | undefined): LeakReaskCause {
+  const r = reason ?? '';
+  if (r === 'too-long') return 'too-long';
+  if (r.startsWith('undeclared tool')) return 'undeclared-tool';
+  if (r === 'arguments are not a JSON object') return 'not-an-object';
+  if (r.startsWith('draft')) return 'draft';
+  return outcome === 'rejected' ? 'rejected' : 'unreadable';
+}
+
 export type RetryReason = CallProblem | 'unparsed-leak' | 'prose-when-required';
 
 /** One bad call, unparsed leak or prose turn (`tool`: `(prose)`, `(unparsed)` for those two). */
@@ -24,8 +47,20 @@ export type CorrectiveRetryEffect =
       count: number;
       detail: { tool: string; reasons: string[]; cause: string };
     }
-  /** A retry was asked for: the first reason, and all of them. */
-  | { policy: P; kind: 'retry'; count: number; detail: { reason: RetryReason; reasons: RetryReason[] } }
+  /**
+   * A retry was asked for: the first reason, and all of them; `leak`: the first leak of the turn
+   * toolproof could not read (unrecovered, else rejected), so it re-asks instead of reading.
+   */
+  | {
+      policy: P;
+      kind: 'retry';
+      count: number;
+      detail: {
+        reason: RetryReason;
+        reasons: RetryReason[];
+        leak?: { format: string; cause: LeakReaskCause };
+      };
+    }
   /** Invalid, but no retry: retries spent, or cut off by max_tokens. */
   | {
       policy: P;
@@ -62,8 +97,14 @@ export function describeCorrectiveRetryEffect(effect: CorrectiveRetryEffect): Ef
         cause: String(d?.cause),
       };
     }
-    case 'retry':
-      return { type: 'retry', reason: String(effect.detail?.reason ?? 'invalid') };
+    case 'retry': {
+      const leak = effect.detail?.leak;
+      return {
+        type: 'retry',
+        reason: String(effect.detail?.reason ?? 'invalid'),
+        ...(leak ? { leak: { format: String(leak.format), cause: String(leak.cause) } } : {}),
+      };
+    }
     default:
       return undefined;
   }

@@ -20,7 +20,13 @@ import {
 import { clientToolChoice } from '../kit/client-choice.js';
 import { buildRetryRequest } from './retry-request.js';
 
-import { CORRECTIVE_RETRY_POLICY, type CorrectiveRetryEffect, type RetryReason } from './effects.js';
+import {
+  CORRECTIVE_RETRY_POLICY,
+  type CorrectiveRetryEffect,
+  type LeakReaskCause,
+  leakReaskCause,
+  type RetryReason,
+} from './effects.js';
 
 export type LeakInput = Pick<EffectLeak, 'format' | 'outcome'> & Partial<EffectLeak>;
 
@@ -36,10 +42,27 @@ function memoOf(memo: unknown): CorrectiveRetryMemo {
   return isPlainObject(memo) ? (memo as CorrectiveRetryMemo) : {};
 }
 
-function leaksOf(memo: CorrectiveRetryMemo, ctx: PolicyContext): readonly LeakInput[] {
+function allLeaksOf(memo: CorrectiveRetryMemo, ctx: PolicyContext): readonly LeakInput[] {
   // Without leaks in the memo, the leaks the composition collected from this attempt's effects.
   const leaks = typeof memo.leaks === 'function' ? memo.leaks() : (memo.leaks ?? attemptLeaks(ctx));
-  return (leaks ?? []).filter((l) => l.outcome === 'unrecovered');
+  return leaks ?? [];
+}
+
+function leaksOf(memo: CorrectiveRetryMemo, ctx: PolicyContext): readonly LeakInput[] {
+  return allLeaksOf(memo, ctx).filter((l) => l.outcome === 'unrecovered');
+}
+
+/**
+ * The leak a re-ask stands in for (toolproof_leak_reasks_total): the turn's first unrecovered
+ * leak, else its first rejected one; none when every leak was read.
+ */
+function reaskedLeak(
+  memo: CorrectiveRetryMemo,
+  ctx: PolicyContext,
+): { format: string; cause: LeakReaskCause } | undefined {
+  const all = allLeaksOf(memo, ctx);
+  const l = all.find((x) => x.outcome === 'unrecovered') ?? all.find((x) => x.outcome === 'rejected');
+  return l ? { format: l.format, cause: leakReaskCause(l.outcome, l.reason) } : undefined;
 }
 
 /** Leak-recovery released call text past the held-text cap: a retry is certain when one is left. */
@@ -207,11 +230,12 @@ export function correctTurn(
     checks,
     turnFeedback === '' ? undefined : turnFeedback,
   );
+  const leak = reaskedLeak(m, ctx);
   effects.push({
     policy: CORRECTIVE_RETRY_POLICY,
     kind: 'retry',
     count: 1,
-    detail: { reason, reasons: [...new Set(reasons)] },
+    detail: { reason, reasons: [...new Set(reasons)], ...(leak ? { leak } : {}) },
   });
   return { effects, retry: { request, reason } };
 }

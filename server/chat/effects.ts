@@ -79,6 +79,7 @@ export function recordPolicyEffects(call: ChatCall, deps: ChatDeps, effects: rea
         break;
       case 'retry':
         t.retries.push({ reason: r.reason });
+        if (r.leak) m.leakReasks.labels(model, r.leak.format, r.leak.cause).inc();
         break;
       case 'schema-answer':
         t.schemaAnswer = r.outcome;

@@ -211,6 +211,47 @@ describe('retry outcomes are true', () => {
   });
 });
 
+describe('re-asks of leaked call text toolproof could not read are counted (issue 30)', () => {
+  async function reasks(): Promise<Record<string, number>> {
+    const text = await (await fetch(stack.url.replace('/v1', '/metrics'))).text();
+    const out: Record<string, number> = {};
+    for (const line of text.split('\n')) {
+      const m = /^toolproof_leak_reasks_total\{(.*)\} (\d+)/.exec(line);
+      if (!m) continue;
+      const format = /format="([^"]*)"/.exec(m[1]!)?.[1];
+      const cause = /cause="([^"]*)"/.exec(m[1]!)?.[1];
+      out[`${format}/${cause}`] = (out[`${format}/${cause}`] ?? 0) + Number(m[2]);
+    }
+    return out;
+  }
+
+  it('an unreadable hermes envelope re-asked counts once per request, streamed or not', async () => {
+    const before = await reasks();
+    step = 3;
+    const { streamed, whole } = await both([
+      { content: 'Checking. <tool_call>{"name": "get_weather" "arguments": {"city": "Paris"}}</tool_call>' },
+      { calls: [{ name: 'get_weather', arguments: '{"city":"Paris"}' }] },
+    ]);
+    expect(streamed).toEqual(whole);
+    expect(whole.calls.map((c) => c.name)).toEqual(['get_weather']);
+    const after = await reasks();
+    expect((after['hermes/unreadable'] ?? 0) - (before['hermes/unreadable'] ?? 0)).toBe(2);
+  });
+
+  it('a leak that was read, then re-asked for its arguments, is not a re-ask of a leak', async () => {
+    const before = await reasks();
+    turns = [
+      { content: '<tool_call>{"name": "get_weather", "arguments": {"town": "Paris"}}</tool_call>' },
+      { calls: [{ name: 'get_weather', arguments: '{"city":"Paris"}' }] },
+    ];
+    attempt = 0;
+    const res = await stack.client.chat.completions.create(ask);
+    expect(res.choices[0]!.message.tool_calls?.[0]).toMatchObject({ function: { name: 'get_weather' } });
+    expect(attempt).toBe(2);
+    expect(await reasks()).toEqual(before);
+  });
+});
+
 describe('failures after the headers, odd upstream responses', () => {
   it('a streaming request answered with a non-SSE 200 gets an error, and the process lives on', async () => {
     // Large enough that toolproof abandons the body before it was read.
