@@ -98,6 +98,7 @@ export async function runCase(options: CaseOptions): Promise<CaseResult> {
     const run = await runAgent({
       bin,
       agent: options.agent,
+      via: options.via,
       target: {
         origin: servers.origin,
         model: UPSTREAM_MODEL,
