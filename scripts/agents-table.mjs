@@ -12,7 +12,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const ROOT = join(import.meta.dirname, '..');
-const START = '<!-- agents-table:start (scripts/agents-table.mjs writes this from tests/agents/results.json) -->';
+const START =
+  '<!-- agents-table:start (scripts/agents-table.mjs writes this from tests/agents/results.json) -->';
 const END = '<!-- agents-table:end -->';
 const MODES = ['leak', 'prose', 'clean'];
 const API = { chat: 'chat', responses: 'Responses', messages: 'Messages' };
@@ -43,12 +44,22 @@ export function renderTable(results) {
     '|---|---|---|',
   ];
   for (const [key, cases] of [...rows].sort(([a], [b]) => a.localeCompare(b))) {
-    const d = MODES.map((m) => direct(cases.find((c) => c.via === 'direct' && c.mode === m), m));
+    const d = MODES.map((m) =>
+      direct(
+        cases.find((c) => c.via === 'direct' && c.mode === m),
+        m,
+      ),
+    );
     const t = MODES.map((m) => through(cases.filter((c) => c.via === 'toolproof' && c.mode === m)));
     const noDirect = d.every((x) => x === '–');
     lines.push(`| ${key} | ${noDirect ? '–' : d.join(' / ')} | ${t.join(' / ')} |`);
   }
-  const last = results.cases.map((c) => c.at).sort().at(-1)?.slice(0, 10) ?? '?';
+  const last =
+    results.cases
+      .map((c) => c.at)
+      .sort()
+      .at(-1)
+      ?.slice(0, 10) ?? '?';
   const tasks = [...new Set(results.cases.map((c) => c.task))].sort().join(', ');
   lines.push('', `Last run ${last}: ${results.cases.length} cases, tasks ${tasks}.`);
   return lines.join('\n');
@@ -75,6 +86,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     }
   } else {
     writeFileSync(path, next);
-    process.stdout.write(`README.md: agents table from ${results.cases.length} cases (${Buffer.byteLength(next)} bytes)\n`);
+    process.stdout.write(
+      `README.md: agents table from ${results.cases.length} cases (${Buffer.byteLength(next)} bytes)\n`,
+    );
   }
 }

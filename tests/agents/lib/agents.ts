@@ -306,7 +306,8 @@ export function prepareLaunch(
       writeJson(path, { models: [codexCatalogEntry(target.model, target.codexCatalog)] });
       overrides.push('-c', `model_catalog_json=${JSON.stringify(path)}`);
     }
-    for (const [k, v] of Object.entries(target.codexFeatures ?? {})) overrides.push('-c', `features.${k}=${v}`);
+    for (const [k, v] of Object.entries(target.codexFeatures ?? {}))
+      overrides.push('-c', `features.${k}=${v}`);
     for (const line of target.codexConfig ?? []) {
       const m = /^\s*([\w.]+)\s*=\s*(.+?)\s*$/.exec(line);
       if (m) overrides.push('-c', `${m[1]}=${m[2]}`);

@@ -37,7 +37,8 @@ const KEY = (c: AgentCaseMeta) => [c.agent, c.api, c.task, c.mode, c.via].join('
 
 export default class AgentResultsReporter implements Reporter {
   onTestRunEnd(modules: ReadonlyArray<TestModule>): void {
-    const target = process.env.TOOLPROOF_AGENTS_RESULTS ?? join(process.cwd(), 'tests', 'agents', 'results.json');
+    const target =
+      process.env.TOOLPROOF_AGENTS_RESULTS ?? join(process.cwd(), 'tests', 'agents', 'results.json');
     if (target === 'off') return;
     const at = new Date().toISOString();
     const fresh: AgentCaseResult[] = [];

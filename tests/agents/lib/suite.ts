@@ -143,13 +143,7 @@ const NAMES: Record<string, string> = {
 };
 
 /** Tags a case for the results reporter (tests/agents/lib/results-reporter.ts). */
-function tag(
-  meta: TaskMeta,
-  suite: AgentSuite,
-  task: Task,
-  mode: Mode,
-  via: 'toolproof' | 'direct',
-): void {
+function tag(meta: TaskMeta, suite: AgentSuite, task: Task, mode: Mode, via: 'toolproof' | 'direct'): void {
   const version = agentsInfo().versions?.[suite.agent];
   const label = `${NAMES[suite.agent] ?? suite.agent}${version ? ` ${version}` : ''}`;
   meta.agentCase = { agent: suite.agent, label, api: suite.api, task: task.id, mode, via };
