@@ -14,6 +14,6 @@ export default defineConfig({
     pool: 'forks',
     maxWorkers: 2,
     maxConcurrency: 3,
-    reporters: ['default'],
+    reporters: ['default', './tests/agents/lib/results-reporter.ts'],
   },
 });

@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { expect, it } from 'vitest';
 import { agentsInfo } from './lib/case.js';
-import { startAgentStack } from './lib/stack.js';
+import { SUITE_WINDOW, startAgentStack } from './lib/stack.js';
 import { describeAgents } from './lib/suite.js';
 import { CORE_TASK, diskProblems } from './lib/tasks.js';
 
@@ -109,7 +109,7 @@ describeAgents('toolproof launch <agent>', () => {
         const why = r.out.slice(-2000);
         expect(r.code, why).toBe(0);
         expect(diskProblems(CORE_TASK, cwd), why).toEqual([]);
-        expect(r.out, why).toMatch(/window 32768 tokens \((context_window|max_model_len)\)/);
+        expect(r.out, why).toMatch(new RegExp(`window ${SUITE_WINDOW} tokens \\((context_window|max_model_len)\\)`));
         const forced = stack.requests().filter((l) => l.harness?.forced === true);
         expect(forced.length, why).toBeGreaterThanOrEqual(2);
       } finally {

@@ -6,7 +6,8 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 export type AgentId = 'claude' | 'codex' | 'opencode' | 'qwen' | 'pi';
 export type PiApi = 'openai-completions' | 'openai-responses' | 'anthropic-messages';
@@ -241,10 +242,108 @@ function prepare(agent: AgentId, target: AgentTarget, task: string, home: string
   }
 }
 
+const ROOT = join(import.meta.dirname, '..', '..', '..');
+
+/** The agent's own non-interactive arguments (what a user types after `toolproof launch <agent> --`). */
+export const HEADLESS: Record<string, (task: string) => string[]> = {
+  claude: (t) => [
+    '-p',
+    t,
+    '--permission-mode',
+    'acceptEdits',
+    '--allowedTools',
+    'Write,Read,Edit,Bash',
+    '--no-session-persistence',
+  ],
+  codex: (t) => [
+    'exec',
+    '--skip-git-repo-check',
+    '--ephemeral',
+    '--color',
+    'never',
+    '--dangerously-bypass-approvals-and-sandbox',
+    t,
+  ],
+  opencode: (t) => ['run', '--pure', t],
+  qwen: (t) => ['--yolo', t],
+  pi: (t) => ['-p', '--no-session', '--offline', t],
+  cn: (t) => ['-p', '--auto', t],
+  kilo: (t) => ['run', t],
+  grok: (t) => ['-p', t, '--max-tool-rounds', '20'],
+  cline: (t) => ['-y', t],
+};
+
+const PI_LAUNCH_API: Record<PiApi, string> = {
+  'openai-completions': 'chat',
+  'openai-responses': 'responses',
+  'anthropic-messages': 'messages',
+};
+
+/**
+ * Through toolproof, every run is `toolproof launch <agent> --url <origin> --model <model> -- <the
+ * agent's own arguments>`: the launcher's environment and temporary config, so every suite run
+ * tests the launcher. What a case adds on top is what a user would add: Codex's `-c` overrides
+ * (catalog, features, config lines) after `--`, opencode's permissions in its own config file.
+ */
+export function prepareLaunch(
+  agent: string,
+  target: AgentTarget,
+  task: string,
+  home: string,
+  cwd: string,
+  bin: string,
+): Prepared {
+  const env = baseEnv(home, cwd);
+  env.PATH = `${dirname(bin)}:${env.PATH}`;
+  Object.assign(env, { KILO_NO_DAEMON: '1', QWEN_CODE_SUPPRESS_YOLO_WARNING: '1', PI_OFFLINE: '1' });
+  const own = HEADLESS[agent];
+  if (!own) throw new Error(`${agent}: no headless arguments`);
+  let userArgs = own(task);
+  if (agent === 'codex') {
+    const overrides: string[] = [];
+    if (target.codexCatalog) {
+      const path = join(home, '.codex-catalog.json');
+      writeJson(path, { models: [codexCatalogEntry(target.model, target.codexCatalog)] });
+      overrides.push('-c', `model_catalog_json=${JSON.stringify(path)}`);
+    }
+    for (const [k, v] of Object.entries(target.codexFeatures ?? {}))
+      overrides.push('-c', `features.${k}=${v}`);
+    for (const line of target.codexConfig ?? []) {
+      const m = /^\s*([\w.]+)\s*=\s*(.+?)\s*$/.exec(line);
+      if (m) overrides.push('-c', `${m[1]}=${m[2]}`);
+    }
+    userArgs = [...overrides, ...userArgs];
+  }
+  if (agent === 'opencode' || agent === 'kilo') {
+    // What a user allows in their own opencode / Kilo config.
+    writeJson(join(home, '.config', agent, `${agent}.json`), {
+      permission: { edit: 'allow', bash: 'allow', webfetch: 'deny' },
+    });
+  }
+  const model = target.claudeModels?.main ?? target.model;
+  const args = [
+    '--import',
+    pathToFileURL(join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href,
+    join(ROOT, 'cli', 'toolproof.ts'),
+    'launch',
+    agent,
+    '--url',
+    target.origin,
+    '--model',
+    model,
+    ...(target.piApi ? ['--api', PI_LAUNCH_API[target.piApi]] : []),
+    '--',
+    ...userArgs,
+  ];
+  return { args, env };
+}
+
 export interface RunOptions {
   bin: string;
   agent: AgentId;
   target: AgentTarget;
+  /** `toolproof` runs the agent through `toolproof launch`; `direct` configures it by hand for the backend. */
+  via?: 'toolproof' | 'direct';
   task: string;
   dirs: RunDirs;
   /** Files the working directory starts with. */
@@ -269,10 +368,13 @@ export function makeRunDirs(agent: AgentId): RunDirs {
 export function runAgent(options: RunOptions): Promise<AgentRun> {
   const { home, cwd } = options.dirs;
   for (const [name, text] of Object.entries(options.files ?? {})) writeFileSync(join(cwd, name), text);
-  const { args, env } = prepare(options.agent, options.target, options.task, home, cwd);
+  const launched = options.via === 'toolproof';
+  const { args, env } = launched
+    ? prepareLaunch(options.agent, options.target, options.task, home, cwd, options.bin)
+    : prepare(options.agent, options.target, options.task, home, cwd);
   const started = Date.now();
   return new Promise((resolve) => {
-    const child = spawn(options.bin, args, {
+    const child = spawn(launched ? process.execPath : options.bin, args, {
       cwd,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],

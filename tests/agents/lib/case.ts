@@ -98,6 +98,7 @@ export async function runCase(options: CaseOptions): Promise<CaseResult> {
     const run = await runAgent({
       bin,
       agent: options.agent,
+      via: options.via,
       target: {
         origin: servers.origin,
         model: UPSTREAM_MODEL,
@@ -113,8 +114,9 @@ export async function runCase(options: CaseOptions): Promise<CaseResult> {
     return {
       run,
       logs: servers.requests(),
-      sent: [...servers.recorded],
-      upstream: [...servers.sim.requests],
+      // The launcher's own look-ups (GET /v1/models, the backend's window) are not the agent's session.
+      sent: servers.recorded.filter((s) => s.method !== 'GET'),
+      upstream: servers.sim.requests.filter((u) => u.method !== 'GET'),
       disk: diskProblems(options.task, dirs.cwd),
       text: run.stdout.trim(),
     };

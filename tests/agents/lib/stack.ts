@@ -15,6 +15,8 @@ import type { Task } from './tasks.js';
 
 /** The model name the upstream serves (and agents send, unless a YAML maps other names onto it). */
 export const UPSTREAM_MODEL = 'small-coder';
+/** The backend's reported max_model_len in the suite. */
+export const SUITE_WINDOW = 131072;
 
 /** Claude Code's own model names, as a user keeps them, and the YAML that maps them onto the upstream's model. */
 export const CLAUDE_NAMES = { main: 'claude-sonnet-4-5', small: 'claude-haiku-4-5' };
@@ -83,6 +85,10 @@ export function startBackend(
     modelName: UPSTREAM_MODEL,
     // vLLM answers 404 for a model it does not serve: a name nobody mapped shows.
     checkModel: true,
+    // The window `toolproof launch` reads and hands the agent: large enough that the suite's short
+    // tasks never reach an agent's own auto-compaction (Claude Code's ~20k-token prompt passes 85%
+    // of a 32k window after one tool call). Compaction has its own cases (overflowAfterSteps).
+    maxModelLen: SUITE_WINDOW,
     host: '127.0.0.1',
   });
 }

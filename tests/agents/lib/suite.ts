@@ -2,7 +2,8 @@
  * The assertions every agent case makes, and the per-agent suites built from them.
  */
 import { appendFileSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, type TaskMeta } from 'vitest';
+import './results-reporter.js';
 import type { AgentId, PiApi } from './agents.js';
 import { agentsInfo, type CaseOptions, type CaseResult, describeRun, MARKUP, runCase } from './case.js';
 import { MODES, type Mode } from './model.js';
@@ -133,12 +134,28 @@ export interface AgentSuite {
   check?: (r: CaseResult) => void;
 }
 
+const NAMES: Record<string, string> = {
+  claude: 'Claude Code',
+  codex: 'Codex',
+  opencode: 'opencode',
+  qwen: 'Qwen Code',
+  pi: 'pi',
+};
+
+/** Tags a case for the results reporter (tests/agents/lib/results-reporter.ts). */
+function tag(meta: TaskMeta, suite: AgentSuite, task: Task, mode: Mode, via: 'toolproof' | 'direct'): void {
+  const version = agentsInfo().versions?.[suite.agent];
+  const label = `${NAMES[suite.agent] ?? suite.agent}${version ? ` ${version}` : ''}`;
+  meta.agentCase = { agent: suite.agent, label, api: suite.api, task: task.id, mode, via };
+}
+
 /** Every mode, every task, through toolproof; and the harness effect where the agent can go direct. */
 export function agentCases(suite: AgentSuite): void {
   const base = { agent: suite.agent, ...(suite.piApi ? { piApi: suite.piApi } : {}), ...suite.extra };
   for (const task of suite.tasks ?? [CORE_TASK, EDIT_TASK]) {
     for (const mode of MODES) {
-      it(`${task.id}, ${mode}: through toolproof it does the task`, async () => {
+      it(`${task.id}, ${mode}: through toolproof it does the task`, async ({ task: t }) => {
+        tag(t.meta, suite, task, mode, 'toolproof');
         const r = await runCase({ ...base, mode, task, via: 'toolproof' });
         expectPass(r, task, { api: suite.api });
         expectPrefix(r, task, { api: suite.api });
@@ -174,7 +191,10 @@ export function agentCases(suite: AgentSuite): void {
     });
   if (!suite.direct) return;
   for (const mode of MODES) {
-    it(`proof, ${mode}: straight to the backend ${mode === 'clean' ? 'it works too' : 'it fails'}`, async () => {
+    it(`proof, ${mode}: straight to the backend ${mode === 'clean' ? 'it works too' : 'it fails'}`, async ({
+      task: t,
+    }) => {
+      tag(t.meta, suite, CORE_TASK, mode, 'direct');
       const r = await runCase({ ...base, mode, task: CORE_TASK, via: 'direct' });
       if (mode === 'clean') {
         expect(r.run.exitCode, describeRun(r)).toBe(0);
