@@ -109,7 +109,9 @@ describeAgents('toolproof launch <agent>', () => {
         const why = r.out.slice(-2000);
         expect(r.code, why).toBe(0);
         expect(diskProblems(CORE_TASK, cwd), why).toEqual([]);
-        expect(r.out, why).toMatch(new RegExp(`window ${SUITE_WINDOW} tokens \\((context_window|max_model_len)\\)`));
+        expect(r.out, why).toMatch(
+          new RegExp(`window ${SUITE_WINDOW} tokens \\((context_window|max_model_len)\\)`),
+        );
         const forced = stack.requests().filter((l) => l.harness?.forced === true);
         expect(forced.length, why).toBeGreaterThanOrEqual(2);
       } finally {
