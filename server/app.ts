@@ -18,6 +18,7 @@ import { ToolproofError } from '../protocol/errors.js';
 import type { Usage } from '../protocol/openai.js';
 import { parseJsonBody } from '../protocol/json-body.js';
 import { MAX_REQUEST_DEPTH, tooDeepError, tooDeepPath } from '../protocol/json-depth.js';
+import { excessKeys, keyExcessError } from '../protocol/json-keys.js';
 import { POLICIES } from '../policies/registry.js';
 import type { Policy } from '../policies/types.js';
 import type { PolicyEffect } from '../policies/registry.js';
@@ -216,6 +217,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   ) => {
     // Kept as bytes: an untouched request is forwarded without being encoded again.
     request.rawBody = body;
+    // Counted before the parse: JSON.parse pays seconds for a million distinct keys.
+    const excess = excessKeys(body);
+    if (excess !== null) return done(keyExcessError(excess));
     let value: unknown;
     try {
       value = parseJsonBody(body);
