@@ -1,35 +1,21 @@
 /**
  * preserveThinking 'auto' (protocol/settings.ts), resolved once at start-up: llama-server's
  * GET /props returns its chat template, and a template with a switch for keeping past reasoning
- * gets it switched on (protocol/template-kwargs.ts). Resolved before the server listens, so a
- * model's requests never change kwargs between two turns of a conversation; an upstream that
- * does not answer (down, or vLLM, which has no /props) resolves to false until the next start.
+ * gets it switched on (protocol/template-kwargs.ts). Asked through the capability probe's
+ * fetcher, with the upstream's key (a backend behind a key may guard /props). Resolved before the
+ * server listens, so a model's requests never change kwargs between two turns of a conversation;
+ * an upstream that does not answer (down, or vLLM, which has no /props) resolves to false until
+ * the next start.
  */
-import { request } from 'undici';
 import { templateHasThinkingSwitch } from '../protocol/template-kwargs.js';
 import type { ModelSettings } from '../protocol/settings.js';
+import { fetchJson, type JsonFetcher } from './capability-probe.js';
 import type { Config, UpstreamTarget } from './config.js';
-
-export type PropsFetcher = (origin: string) => Promise<unknown>;
-
-/** GET <origin>/props, JSON, within 3 s; undefined on any failure. */
-export const fetchProps: PropsFetcher = async (origin) => {
-  try {
-    const res = await request(`${origin}/props`, { headersTimeout: 3000, bodyTimeout: 3000 });
-    if (res.statusCode !== 200) {
-      await res.body.dump();
-      return undefined;
-    }
-    return await res.body.json();
-  } catch {
-    return undefined;
-  }
-};
 
 /** `config` with every preserveThinking 'auto' replaced by what the upstream's template supports. */
 export async function resolvePreserveThinking(
   config: Config,
-  fetcher: PropsFetcher = fetchProps,
+  fetcher: JsonFetcher = fetchJson,
 ): Promise<Config> {
   const seen = new Map<string, Promise<boolean>>();
   const detect = (target: UpstreamTarget | undefined): Promise<boolean> => {
@@ -37,7 +23,8 @@ export async function resolvePreserveThinking(
     if (!first) return Promise.resolve(false);
     const origin = new URL(first).origin;
     let known = seen.get(origin);
-    if (!known) seen.set(origin, (known = fetcher(origin).then(templateHasThinkingSwitch)));
+    if (!known)
+      seen.set(origin, (known = fetcher(`${origin}/props`, target.apiKey).then(templateHasThinkingSwitch)));
     return known;
   };
   const resolve = async (

@@ -84,17 +84,21 @@ describe("preserveThinking 'auto': llama-server's /props, once at start-up", () 
       },
     );
     const asked: string[] = [];
-    const resolved = await resolvePreserveThinking(config, async (origin) => {
-      asked.push(origin);
-      if (origin === 'http://glm:8080') return withSwitch;
-      if (origin === 'http://plain:8080') return without;
+    const resolved = await resolvePreserveThinking(config, async (url) => {
+      asked.push(url);
+      if (url === 'http://glm:8080/props') return withSwitch;
+      if (url === 'http://plain:8080/props') return without;
       return undefined;
     });
     expect(resolved.defaults.preserveThinking).toBe(true);
     expect(resolved.models.plain!.settings.preserveThinking).toBe(false);
     expect(resolved.models.down!.settings.preserveThinking).toBe(false);
     expect(resolved.models.fixed!.settings.preserveThinking).toBe(false);
-    expect(asked.sort()).toEqual(['http://down:8080', 'http://glm:8080', 'http://plain:8080']);
+    expect(asked.sort()).toEqual([
+      'http://down:8080/props',
+      'http://glm:8080/props',
+      'http://plain:8080/props',
+    ]);
     expect(Object.isFrozen(resolved)).toBe(true);
     // Nothing set to auto: the same config object.
     const plainConfig = loadConfig({ TOOLPROOF_UPSTREAM_URL: 'http://x:1/v1' });
