@@ -7,6 +7,11 @@
  *   with the number it finds in what it received (a number only the PDF's text holds).
  * - Claude Code reads an image on a model marked `vision: false` (the upstream gets the note, not
  *   the image) and on one marked `vision: true` (the image reaches the upstream).
+ * - opencode's shell prints 2 MB (a binary dump: NUL bytes, a token each) into a 32k-window model
+ *   with `maxToolResultTokens: 8000`: the result is cut under the cap, and the session finishes
+ *   with no overflow. Without the cap every turn overflows; with the cut counting 3 characters a
+ *   token for every character (24,000 NULs under an 8,000-token cap), opencode compacted after
+ *   every run of the command and never finished.
  */
 import { expect, it } from 'vitest';
 import { textPdf } from '../support/pdf.js';
@@ -75,4 +80,50 @@ describeAgents('real content (issue 26): images', () => {
       }
     });
   }
+});
+
+/** 2 MB on one command's output (NUL bytes in lines of 100, as a binary file printed by a shell). */
+const BIG_TASK: Task = {
+  id: 'big-output',
+  prompt: 'Run the log dump command, then say done.',
+  files: {},
+  steps: [{ op: 'run', command: 'head -c 2000000 /dev/zero | fold -w 100' }],
+  final: 'done',
+  expect: {},
+};
+
+describeAgents('real content (issue 26): a 2 MB tool result into a 32k window', () => {
+  it('opencode: the shell prints 2 MB, maxToolResultTokens cuts it, the session finishes', async () => {
+    const r = await runCase({
+      agent: 'opencode',
+      mode: 'clean',
+      task: BIG_TASK,
+      via: 'toolproof',
+      // The backend serves a 32k window (it reports it, and refuses a longer prompt with vLLM's 400).
+      model: { windowTokens: 32_768 },
+      file: () => ({ defaults: { maxToolResultTokens: 8000 } }) as never,
+      timeoutMs: 90_000,
+    });
+    const why = describeRun(r);
+    expectPass(r, BIG_TASK, { api: 'chat' });
+    expectPrefix(r, BIG_TASK, { api: 'chat' });
+    // The agent sent more than the window holds; the upstream got the cut, under the cap.
+    const results = r.upstream.flatMap((u) =>
+      (JSON.parse(u.rawBody) as { messages: Array<{ role: string; content: unknown }> }).messages.filter(
+        (m) => m.role === 'tool',
+      ),
+    );
+    expect(results.length, why).toBeGreaterThan(0);
+    for (const m of results) {
+      const text = String(m.content);
+      expect(text, why).toContain('re-run with a narrower command');
+      expect(text.length, why).toBeLessThan(8000 + 500);
+    }
+    const sent = r.sent.flatMap((s) =>
+      ((s.body as { messages?: Array<{ role: string; content: unknown }> }).messages ?? []).filter(
+        (m) => m.role === 'tool',
+      ),
+    );
+    expect(Math.max(...sent.map((m) => String(m.content).length)), why).toBeGreaterThan(32_768);
+  });
 });
