@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { cutToolResult, estimateTokens } from '../../policies/tool-result-cap/cut.js';
 import { toolResultCapPolicy } from '../../policies/tool-result-cap/index.js';
+import { measureScaling, withinBudget } from '../support/cost-scaling.js';
 import { ctxWith } from './helpers.js';
 
 /** Tokens as a byte-level tokenizer gives them at least: printable ASCII 3 characters a token, anything else 1 a character. */
@@ -132,15 +133,19 @@ describe('tool-result-cap', () => {
     expect(s.action === 'continue' && s.request).toBe(small);
   });
 
-  it('costs linear time on dense content too (x4 input, at most ~x4 time)', () => {
-    const time = (t: string) => {
-      const s = performance.now();
-      for (let i = 0; i < 10; i++) cutToolResult(t, 20_000);
-      return performance.now() - s;
+  it('costs about linear time and memory on dense content and many parts (x4 input, at most ~x4)', () => {
+    // n characters: n / 2000 text parts of mixed NULs, CJK and ASCII lines, under a cap of 500.
+    const make = (n: number) => {
+      const line = `${'\0'.repeat(40)}日志行 ${'x'.repeat(50)}\n`;
+      const text = line.repeat(Math.ceil(2000 / line.length)).slice(0, 2000);
+      const content = Array.from({ length: Math.max(1, n / 2000) }, () => ({ type: 'text' as const, text }));
+      return { model: 'm', messages: [{ role: 'tool', tool_call_id: 'c', content }] };
     };
-    const one = '\0'.repeat(200_000);
-    const four = '\0'.repeat(800_000);
-    time(one);
-    expect(time(four)).toBeLessThan(time(one) * 8 + 20);
+    const ctx = ctxWith({}, { maxToolResultTokens: 500 });
+    const s = measureScaling(make, (req) => toolResultCapPolicy.onRequest!(req as never, ctx, req as never), {
+      from: 20_000,
+      max: 1 << 22,
+    });
+    expect(withinBudget(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
   });
 });
