@@ -7,6 +7,9 @@
  *   with the number it finds in what it received (a number only the PDF's text holds).
  * - Claude Code reads an image on a model marked `vision: false` (the upstream gets the note, not
  *   the image) and on one marked `vision: true` (the image reaches the upstream).
+ * - pi (chat) reads an image: on a model toolproof's list marks `vision: true` the launcher
+ *   declares image input and the PNG reaches the upstream; on `vision: false` pi is told the model
+ *   is text-only and sends its own note instead.
  * - opencode's shell prints 2 MB (a binary dump: NUL bytes, a token each) into a 32k-window model
  *   with `maxToolResultTokens: 8000`: the result is cut under the cap, and the session finishes
  *   with no overflow. Without the cap every turn overflows; with the cut counting 3 characters a
@@ -77,6 +80,35 @@ describeAgents('real content (issue 26): images', () => {
       else {
         expect(upstream, why).not.toContain(PNG_B64);
         expect(upstream, why).toContain('this model cannot read images');
+      }
+    });
+  }
+});
+
+describeAgents('real content (issue 26): images, a chat agent', () => {
+  for (const vision of [false, true]) {
+    it(`pi (chat) reads an image on a model marked vision: ${vision}`, async () => {
+      const r = await runCase({
+        agent: 'pi',
+        mode: 'clean',
+        task: IMAGE_TASK,
+        via: 'toolproof',
+        piApi: 'openai-completions',
+        file: () => ({ defaults: { vision } }) as never,
+      });
+      const why = describeRun(r);
+      expectPass(r, IMAGE_TASK, { api: 'chat' });
+      expectPrefix(r, IMAGE_TASK, { api: 'chat' });
+      const sent = JSON.stringify(r.sent.map((s) => s.body));
+      const upstream = r.upstream.map((u) => u.rawBody).join('\n');
+      if (vision) {
+        // toolproof's model list says the model sees (input_modalities): launch tells pi, pi sends the PNG, it reaches the upstream.
+        expect(sent, why).toContain(PNG_B64);
+        expect(upstream, why).toContain(PNG_B64);
+      } else {
+        // Said text-only, pi leaves the image out with its own note; nothing the backend would refuse goes up.
+        expect(upstream, why).not.toContain(PNG_B64);
+        expect(upstream, why).toMatch(/does not support images|cannot read images/);
       }
     });
   }
