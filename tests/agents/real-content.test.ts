@@ -19,7 +19,7 @@
 import { expect, it } from 'vitest';
 import { textPdf } from '../support/pdf.js';
 import { describeRun, runCase } from './lib/case.js';
-import { describeAgents, expectPass, expectPrefix } from './lib/suite.js';
+import { describeAgents, expectPass, expectPrefix, tagContent } from './lib/suite.js';
 import type { Task } from './lib/tasks.js';
 
 const PDF_TASK: Task = {
@@ -33,7 +33,10 @@ const PDF_TASK: Task = {
 };
 
 describeAgents('real content (issue 26)', () => {
-  it('Claude Code reads a PDF: its text reaches the upstream, the answer is the number it holds', async () => {
+  it('Claude Code reads a PDF: its text reaches the upstream, the answer is the number it holds', async ({
+    task: t,
+  }) => {
+    tagContent(t.meta, 'claude', 'messages', 'pdf', 'PDF');
     const r = await runCase({ agent: 'claude', mode: 'clean', task: PDF_TASK, via: 'toolproof' });
     const why = describeRun(r);
     expectPass(r, PDF_TASK, { api: 'messages' });
@@ -63,7 +66,14 @@ const PNG_B64 = PNG.toString('base64').slice(0, 40);
 
 describeAgents('real content (issue 26): images', () => {
   for (const vision of [false, true]) {
-    it(`Claude Code reads an image on a model marked vision: ${vision}`, async () => {
+    it(`Claude Code reads an image on a model marked vision: ${vision}`, async ({ task: t }) => {
+      tagContent(
+        t.meta,
+        'claude',
+        'messages',
+        `image-${vision}`,
+        vision ? 'image, vision' : 'image, text-only',
+      );
       const r = await runCase({
         agent: 'claude',
         mode: 'clean',
@@ -87,7 +97,8 @@ describeAgents('real content (issue 26): images', () => {
 
 describeAgents('real content (issue 26): images, a chat agent', () => {
   for (const vision of [false, true]) {
-    it(`pi (chat) reads an image on a model marked vision: ${vision}`, async () => {
+    it(`pi (chat) reads an image on a model marked vision: ${vision}`, async ({ task: t }) => {
+      tagContent(t.meta, 'pi', 'chat', `image-${vision}`, vision ? 'image, vision' : 'image, text-only');
       const r = await runCase({
         agent: 'pi',
         mode: 'clean',
@@ -125,7 +136,10 @@ const BIG_TASK: Task = {
 };
 
 describeAgents('real content (issue 26): a 2 MB tool result into a 32k window', () => {
-  it('opencode: the shell prints 2 MB, maxToolResultTokens cuts it, the session finishes', async () => {
+  it('opencode: the shell prints 2 MB, maxToolResultTokens cuts it, the session finishes', async ({
+    task: t,
+  }) => {
+    tagContent(t.meta, 'opencode', 'chat', 'big-output', '2 MB output, 32k');
     const r = await runCase({
       agent: 'opencode',
       mode: 'clean',
