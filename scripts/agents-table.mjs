@@ -2,7 +2,8 @@
 /**
  * Rewrites the harness-effect table in README.md (between the agents-table markers) from the agent
  * suite's last run, tests/agents/results.json (written by tests/agents/lib/results-reporter.ts):
- * one row per agent and API, each mode straight to the backend and through toolproof.
+ * one row per agent and API, each mode straight to the backend and through toolproof, and the
+ * real-content cases (a PDF, an image, 2 MB of tool output: tests/agents/real-content.test.ts).
  *
  *   node scripts/agents-table.mjs           rewrite README.md
  *   node scripts/agents-table.mjs --check   exit 1 when README.md is not what the JSON gives
@@ -40,10 +41,12 @@ export function renderTable(results) {
     rows.get(key).push(c);
   }
   const lines = [
-    '| agent (API) | straight to the backend: leak / prose / clean | through toolproof: leak / prose / clean |',
-    '|---|---|---|',
+    '| agent (API) | straight to the backend: leak / prose / clean | through toolproof: leak / prose / clean | real content, through toolproof |',
+    '|---|---|---|---|',
   ];
-  for (const [key, cases] of [...rows].sort(([a], [b]) => a.localeCompare(b))) {
+  for (const [key, all] of [...rows].sort(([a], [b]) => a.localeCompare(b))) {
+    // Real-content cases (issue 26) have their own column; the modes count the scripted tasks.
+    const cases = all.filter((c) => !c.content);
     const d = MODES.map((m) =>
       direct(
         cases.find((c) => c.via === 'direct' && c.mode === m),
@@ -52,7 +55,13 @@ export function renderTable(results) {
     );
     const t = MODES.map((m) => through(cases.filter((c) => c.via === 'toolproof' && c.mode === m)));
     const noDirect = d.every((x) => x === '–');
-    lines.push(`| ${key} | ${noDirect ? '–' : d.join(' / ')} | ${t.join(' / ')} |`);
+    const real = all
+      .filter((c) => c.content)
+      .sort((a, b) => a.content.localeCompare(b.content))
+      .map((c) => `${c.content} ${c.state === 'passed' ? '✓' : '✗'}`);
+    lines.push(
+      `| ${key} | ${noDirect ? '–' : d.join(' / ')} | ${t.join(' / ')} | ${real.join('; ') || '–'} |`,
+    );
   }
   const last =
     results.cases

@@ -319,6 +319,7 @@ export async function launchCommand(
       base,
       model: model.id,
       ...(model.window ? { window: model.window } : {}),
+      ...(model.vision !== undefined ? { vision: model.vision } : {}),
       maxOutput,
       key,
       api: options.api ?? agent.apis[0]!,

@@ -10,6 +10,8 @@ export interface ModelInfo {
   /** Where the window came from (a field name), for the launcher's message. */
   windowFrom?: string;
   maxOutput?: number;
+  /** Whether the model reads images, where toolproof says (`input_modalities`). */
+  vision?: boolean;
 }
 
 type Entry = Record<string, unknown>;
@@ -72,11 +74,13 @@ export function readModels(pages: readonly unknown[]): ModelInfo[] {
     const window = entries.map((e) => first(e, WINDOW_FIELDS)).find(Boolean);
     const output = entries.map((e) => first(e, OUTPUT_FIELDS)).find(Boolean);
     const upstream = entries.map((e) => e.upstream_model).find((u) => typeof u === 'string' && u !== id);
-    return { window, output, upstream: upstream as string | undefined };
+    const modalities = entries.map((e) => e.input_modalities).find(Array.isArray) as unknown[] | undefined;
+    const vision = modalities ? modalities.includes('image') : undefined;
+    return { window, output, upstream: upstream as string | undefined, vision };
   };
   return [...byId.keys()].map((id) => {
     let { window, output } = own(id);
-    const { upstream } = own(id);
+    const { upstream, vision } = own(id);
     if (upstream && byId.has(upstream)) {
       const mapped = own(upstream);
       window ??= mapped.window ? { ...mapped.window, from: `${upstream}: ${mapped.window.from}` } : undefined;
@@ -86,6 +90,7 @@ export function readModels(pages: readonly unknown[]): ModelInfo[] {
       id,
       ...(window ? { window: window.value, windowFrom: window.from } : {}),
       ...(output ? { maxOutput: output.value } : {}),
+      ...(vision !== undefined ? { vision } : {}),
     };
   });
 }

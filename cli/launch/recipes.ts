@@ -23,6 +23,8 @@ export interface Target {
   window?: number;
   /** The output limit the agent asks for. */
   maxOutput: number;
+  /** Whether the model reads images, when toolproof says (its model list's `input_modalities`). */
+  vision?: boolean;
   key: string;
   /** The API, for an agent that speaks several (pi). */
   api: AgentApi;
@@ -190,6 +192,10 @@ function opencodeConfig(t: Target): Record<string, unknown> {
             name: t.model,
             tool_call: true,
             ...(t.window ? { limit: { context: t.window, output: t.maxOutput } } : {}),
+            // A model toolproof says can see takes images (attachments); otherwise opencode's default.
+            ...(t.vision
+              ? { attachment: true, modalities: { input: ['text', 'image'], output: ['text'] } }
+              : {}),
           },
         },
       },
@@ -243,7 +249,8 @@ function piExtension(t: Target): string {
         id: t.model,
         name: t.model,
         reasoning: false,
-        input: ['text'],
+        // Images only when toolproof says the model sees: pi leaves them out (with a note) otherwise.
+        input: t.vision ? ['text', 'image'] : ['text'],
         cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
         ...(t.window ? { contextWindow: t.window } : {}),
         maxTokens: t.maxOutput,

@@ -3,9 +3,16 @@
  * result gives the same text on every turn (the prompt's prefix holds, docs/prefix.md), whatever
  * else the conversation holds. The marker in the middle says how much was left out and how to
  * see it. One pass over the text; no regular expression runs on client input.
+ *
+ * The cap is in tokens, estimated per character: printable ASCII and line breaks, which tokenize
+ * at several characters a token, cost a third of a token; every other UTF-16 unit (a control
+ * character or a NUL of a binary dump, CJK, an emoji's halves, a replacement character) costs a
+ * whole token, as byte-level tokenizers give it at least one. A flat 3 characters a token let a
+ * dense result through at up to 3x the cap (24,000 NULs under an 8,000-token cap overflowed a
+ * 32k window).
  */
 
-/** Characters per token the cap assumes: few enough for logs and code, which tokenize densely. */
+/** Characters per token the cap assumes for printable ASCII (logs and code tokenize densely). */
 export const CHARS_PER_TOKEN = 3;
 /** The share of the kept characters taken from the head (the rest from the tail). */
 const HEAD_SHARE = 0.6;
@@ -14,6 +21,24 @@ const LINE_SLACK = 0.2;
 
 function isLowSurrogate(code: number): boolean {
   return code >= 0xdc00 && code <= 0xdfff;
+}
+
+/** A character's cost in thirds of a token (CHARS_PER_TOKEN of them make one token). */
+function weightAt(text: string, i: number): number {
+  const c = text.charCodeAt(i);
+  return (c >= 0x20 && c < 0x7f) || c === 0x0a || c === 0x09 || c === 0x0d ? 1 : CHARS_PER_TOKEN;
+}
+
+/** `text`'s estimated cost in thirds of a token, counted no further than `stopAbove`. */
+function weightOf(text: string, stopAbove = Number.POSITIVE_INFINITY): number {
+  let w = 0;
+  for (let i = 0; i < text.length && w <= stopAbove; i++) w += weightAt(text, i);
+  return w;
+}
+
+/** The estimated tokens of `text` (what the cap compares against `maxToolResultTokens`). */
+export function estimateTokens(text: string): number {
+  return Math.ceil(weightOf(text) / CHARS_PER_TOKEN);
 }
 
 function countLines(text: string, from: number, to: number): number {
@@ -25,18 +50,34 @@ function countLines(text: string, from: number, to: number): number {
 /** `text` cut to about `maxTokens` tokens, or `text` itself when it fits. */
 export function cutToolResult(text: string, maxTokens: number): string {
   const limit = maxTokens * CHARS_PER_TOKEN;
-  if (text.length <= limit) return text;
+  // Every character costs at least 1 and at most CHARS_PER_TOKEN: most texts need no count.
+  if (text.length <= maxTokens) return text;
+  if (text.length <= limit && weightOf(text, limit) <= limit) return text;
   const headBudget = Math.floor(limit * HEAD_SHARE);
   const tailBudget = limit - headBudget;
-  // The head ends after a line break near its budget when there is one, else at the budget.
-  let headEnd = headBudget;
-  const nl = text.lastIndexOf('\n', headBudget - 1);
-  if (nl >= 0 && nl >= headBudget - headBudget * LINE_SLACK) headEnd = nl + 1;
-  if (isLowSurrogate(text.charCodeAt(headEnd))) headEnd--;
-  // The tail starts at a line start near its budget when there is one.
-  let tailStart = text.length - tailBudget;
+  // The head: as many characters as its budget pays for; `headSoft` is where a line break may end it.
+  let headEnd = 0;
+  let headSoft = 0;
+  for (let w = 0; headEnd < text.length; headEnd++) {
+    const next = w + weightAt(text, headEnd);
+    if (next > headBudget) break;
+    w = next;
+    if (w <= headBudget - headBudget * LINE_SLACK) headSoft = headEnd + 1;
+  }
+  const nl = text.lastIndexOf('\n', headEnd - 1);
+  if (nl >= 0 && nl + 1 >= headSoft) headEnd = nl + 1;
+  if (headEnd > 0 && isLowSurrogate(text.charCodeAt(headEnd))) headEnd--;
+  // The tail: as many characters from the end as its budget pays for; it may start at a line start up to `tailSoft`.
+  let tailStart = text.length;
+  let tailSoft = text.length;
+  for (let w = 0; tailStart > headEnd; tailStart--) {
+    const next = w + weightAt(text, tailStart - 1);
+    if (next > tailBudget) break;
+    w = next;
+    if (w <= tailBudget - tailBudget * LINE_SLACK) tailSoft = tailStart - 1;
+  }
   const next = text.indexOf('\n', tailStart);
-  if (next >= 0 && next < tailStart + tailBudget * LINE_SLACK) tailStart = next + 1;
+  if (next >= 0 && next < tailSoft) tailStart = next + 1;
   if (isLowSurrogate(text.charCodeAt(tailStart))) tailStart++;
   const left = tailStart - headEnd;
   const lines = countLines(text, headEnd, tailStart);

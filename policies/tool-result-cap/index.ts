@@ -8,7 +8,7 @@
 import type { ChatMessage, ContentPart } from '../../protocol/openai.js';
 import { EffectTally } from '../kit/effects.js';
 import type { Policy } from '../types.js';
-import { cutToolResult } from './cut.js';
+import { cutToolResult, estimateTokens } from './cut.js';
 import {
   describeToolResultCapEffect,
   TOOL_RESULT_CAP_POLICY,
@@ -16,13 +16,43 @@ import {
   type ToolResultCapKind,
 } from './effects.js';
 
+/**
+ * Each text part's share of `max` tokens, so the result as a whole fits: parts under an equal
+ * share keep all they have, the others split what is left equally (max-min fair). Several parts
+ * each under the cap no longer add up past it; the shares come from the result's own parts only.
+ */
+function shares(tokens: readonly number[], max: number): number[] {
+  const order = tokens.map((_, i) => i).sort((a, b) => tokens[a]! - tokens[b]!);
+  const out = tokens.slice();
+  let left = max;
+  for (let k = 0; k < order.length; k++) {
+    const i = order[k]!;
+    const fair = Math.floor(left / (order.length - k));
+    if (tokens[i]! <= fair) {
+      left -= tokens[i]!;
+      continue;
+    }
+    for (let j = k; j < order.length; j++) out[order[j]!] = Math.max(1, fair);
+    break;
+  }
+  return out;
+}
+
 function cutContent(content: ChatMessage['content'], max: number): ChatMessage['content'] {
   if (typeof content === 'string') return cutToolResult(content, max);
   if (!Array.isArray(content)) return content;
-  let out: ContentPart[] | undefined;
+  const texts: number[] = [];
   content.forEach((p, i) => {
-    if (p?.type !== 'text' || typeof p.text !== 'string') return;
-    const cut = cutToolResult(p.text, max);
+    if (p?.type === 'text' && typeof p.text === 'string') texts.push(i);
+  });
+  if (texts.length === 0) return content;
+  const tokens = texts.map((i) => estimateTokens((content[i] as { text: string }).text));
+  if (tokens.reduce((a, b) => a + b, 0) <= max) return content;
+  const budget = shares(tokens, max);
+  let out: ContentPart[] | undefined;
+  texts.forEach((i, k) => {
+    const p = content[i] as ContentPart & { text: string };
+    const cut = cutToolResult(p.text, budget[k]!);
     if (cut === p.text) return;
     out ??= content.slice();
     out[i] = { ...p, text: cut };

@@ -33,6 +33,17 @@ function withWindow(entry: ModelEntry, configured: number | undefined): ModelEnt
   return { ...entry, context_window: window, max_model_len: window };
 }
 
+/**
+ * `entry` with what the model reads, where toolproof knows it (`vision: true | false`, or `auto`
+ * resolved from llama-server's /props at start-up): `input_modalities` `["text", "image"]` or
+ * `["text"]`, which `toolproof launch` hands to agents that ask (pi, opencode). `auto` that no
+ * backend answered says nothing: an agent keeps its own default.
+ */
+function withModalities(entry: ModelEntry, vision: boolean | 'auto'): ModelEntry {
+  if (typeof vision !== 'boolean') return entry;
+  return { ...entry, input_modalities: vision ? ['text', 'image'] : ['text'] };
+}
+
 export function registerModelRoutes(
   app: FastifyInstance,
   state: AppState,
@@ -54,15 +65,18 @@ export function registerModelRoutes(
       for (const [name, route] of Object.entries(state.config.models)) {
         data.set(
           name,
-          withWindow(
-            {
-              id: name,
-              object: 'model',
-              created,
-              owned_by: 'toolproof',
-              upstream_model: route.upstreamModel ?? name,
-            },
-            positive(route.settings.contextWindow),
+          withModalities(
+            withWindow(
+              {
+                id: name,
+                object: 'model',
+                created,
+                owned_by: 'toolproof',
+                upstream_model: route.upstreamModel ?? name,
+              },
+              positive(route.settings.contextWindow),
+            ),
+            route.settings.vision,
           ),
         );
       }
@@ -85,7 +99,11 @@ export function registerModelRoutes(
             if (data.has(m.id)) continue;
             const own =
               positive(m.max_model_len) ?? positive((m.meta as { n_ctx?: unknown } | undefined)?.n_ctx);
-            data.set(m.id, withWindow(m, own ?? fallback));
+            const listed = withWindow(m, own ?? fallback);
+            data.set(
+              m.id,
+              unique[i] === served ? withModalities(listed, state.config.defaults.vision) : listed,
+            );
           }
         } else {
           request.log.warn(

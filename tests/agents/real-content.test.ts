@@ -7,11 +7,19 @@
  *   with the number it finds in what it received (a number only the PDF's text holds).
  * - Claude Code reads an image on a model marked `vision: false` (the upstream gets the note, not
  *   the image) and on one marked `vision: true` (the image reaches the upstream).
+ * - pi (chat) reads an image: on a model toolproof's list marks `vision: true` the launcher
+ *   declares image input and the PNG reaches the upstream; on `vision: false` pi is told the model
+ *   is text-only and sends its own note instead.
+ * - opencode's shell prints 2 MB (a binary dump: NUL bytes, a token each) into a 32k-window model
+ *   with `maxToolResultTokens: 8000`: the result is cut under the cap, and the session finishes
+ *   with no overflow. Without the cap every turn overflows; with the cut counting 3 characters a
+ *   token for every character (24,000 NULs under an 8,000-token cap), opencode compacted after
+ *   every run of the command and never finished.
  */
 import { expect, it } from 'vitest';
 import { textPdf } from '../support/pdf.js';
 import { describeRun, runCase } from './lib/case.js';
-import { describeAgents, expectPass, expectPrefix } from './lib/suite.js';
+import { describeAgents, expectPass, expectPrefix, tagContent } from './lib/suite.js';
 import type { Task } from './lib/tasks.js';
 
 const PDF_TASK: Task = {
@@ -25,7 +33,10 @@ const PDF_TASK: Task = {
 };
 
 describeAgents('real content (issue 26)', () => {
-  it('Claude Code reads a PDF: its text reaches the upstream, the answer is the number it holds', async () => {
+  it('Claude Code reads a PDF: its text reaches the upstream, the answer is the number it holds', async ({
+    task: t,
+  }) => {
+    tagContent(t.meta, 'claude', 'messages', 'pdf', 'PDF');
     const r = await runCase({ agent: 'claude', mode: 'clean', task: PDF_TASK, via: 'toolproof' });
     const why = describeRun(r);
     expectPass(r, PDF_TASK, { api: 'messages' });
@@ -55,7 +66,14 @@ const PNG_B64 = PNG.toString('base64').slice(0, 40);
 
 describeAgents('real content (issue 26): images', () => {
   for (const vision of [false, true]) {
-    it(`Claude Code reads an image on a model marked vision: ${vision}`, async () => {
+    it(`Claude Code reads an image on a model marked vision: ${vision}`, async ({ task: t }) => {
+      tagContent(
+        t.meta,
+        'claude',
+        'messages',
+        `image-${vision}`,
+        vision ? 'image, vision' : 'image, text-only',
+      );
       const r = await runCase({
         agent: 'claude',
         mode: 'clean',
@@ -75,4 +93,83 @@ describeAgents('real content (issue 26): images', () => {
       }
     });
   }
+});
+
+describeAgents('real content (issue 26): images, a chat agent', () => {
+  for (const vision of [false, true]) {
+    it(`pi (chat) reads an image on a model marked vision: ${vision}`, async ({ task: t }) => {
+      tagContent(t.meta, 'pi', 'chat', `image-${vision}`, vision ? 'image, vision' : 'image, text-only');
+      const r = await runCase({
+        agent: 'pi',
+        mode: 'clean',
+        task: IMAGE_TASK,
+        via: 'toolproof',
+        piApi: 'openai-completions',
+        file: () => ({ defaults: { vision } }) as never,
+      });
+      const why = describeRun(r);
+      expectPass(r, IMAGE_TASK, { api: 'chat' });
+      expectPrefix(r, IMAGE_TASK, { api: 'chat' });
+      const sent = JSON.stringify(r.sent.map((s) => s.body));
+      const upstream = r.upstream.map((u) => u.rawBody).join('\n');
+      if (vision) {
+        // toolproof's model list says the model sees (input_modalities): launch tells pi, pi sends the PNG, it reaches the upstream.
+        expect(sent, why).toContain(PNG_B64);
+        expect(upstream, why).toContain(PNG_B64);
+      } else {
+        // Said text-only, pi leaves the image out with its own note; nothing the backend would refuse goes up.
+        expect(upstream, why).not.toContain(PNG_B64);
+        expect(upstream, why).toMatch(/does not support images|cannot read images/);
+      }
+    });
+  }
+});
+
+/** 2 MB on one command's output (NUL bytes in lines of 100, as a binary file printed by a shell). */
+const BIG_TASK: Task = {
+  id: 'big-output',
+  prompt: 'Run the log dump command, then say done.',
+  files: {},
+  steps: [{ op: 'run', command: 'head -c 2000000 /dev/zero | fold -w 100' }],
+  final: 'done',
+  expect: {},
+};
+
+describeAgents('real content (issue 26): a 2 MB tool result into a 32k window', () => {
+  it('opencode: the shell prints 2 MB, maxToolResultTokens cuts it, the session finishes', async ({
+    task: t,
+  }) => {
+    tagContent(t.meta, 'opencode', 'chat', 'big-output', '2 MB output, 32k');
+    const r = await runCase({
+      agent: 'opencode',
+      mode: 'clean',
+      task: BIG_TASK,
+      via: 'toolproof',
+      // The backend serves a 32k window (it reports it, and refuses a longer prompt with vLLM's 400).
+      model: { windowTokens: 32_768 },
+      file: () => ({ defaults: { maxToolResultTokens: 8000 } }) as never,
+      timeoutMs: 90_000,
+    });
+    const why = describeRun(r);
+    expectPass(r, BIG_TASK, { api: 'chat' });
+    expectPrefix(r, BIG_TASK, { api: 'chat' });
+    // The agent sent more than the window holds; the upstream got the cut, under the cap.
+    const results = r.upstream.flatMap((u) =>
+      (JSON.parse(u.rawBody) as { messages: Array<{ role: string; content: unknown }> }).messages.filter(
+        (m) => m.role === 'tool',
+      ),
+    );
+    expect(results.length, why).toBeGreaterThan(0);
+    for (const m of results) {
+      const text = String(m.content);
+      expect(text, why).toContain('re-run with a narrower command');
+      expect(text.length, why).toBeLessThan(8000 + 500);
+    }
+    const sent = r.sent.flatMap((s) =>
+      ((s.body as { messages?: Array<{ role: string; content: unknown }> }).messages ?? []).filter(
+        (m) => m.role === 'tool',
+      ),
+    );
+    expect(Math.max(...sent.map((m) => String(m.content).length)), why).toBeGreaterThan(32_768);
+  });
 });

@@ -127,6 +127,33 @@ describe('the window from each backend kind reaches each agent', () => {
     expect(r.out).toContain(`model_auto_compact_token_limit=${Math.floor(65536 * 0.85)}`);
   });
 
+  it('what the model reads (vision) reaches pi and opencode: images only for a model toolproof says sees', async () => {
+    const s = await sim({ personality: 'vllm', modelName: 'coder', maxModelLen: 32768 });
+    for (const [vision, pi, opencode] of [
+      [true, '"input":["text","image"]', '"modalities":{"input":["text","image"]'],
+      [false, '"input":["text"]', null],
+      ['auto', '"input":["text"]', null],
+    ] as const) {
+      const url = await toolproofOver(s, { defaults: { vision } } as never);
+      const list = (await (await fetch(`${url}/v1/models`)).json()) as {
+        data: Array<Record<string, unknown>>;
+      };
+      expect(list.data[0]!.input_modalities).toEqual(
+        vision === 'auto' ? undefined : vision ? ['text', 'image'] : ['text'],
+      );
+      const p = await printed('pi', url);
+      expect(p.code, p.err).toBe(0);
+      expect(p.out).toContain(pi);
+      const o = await printed('opencode', url);
+      expect(o.code, o.err).toBe(0);
+      if (opencode) expect(o.out).toContain(opencode);
+      else expect(o.out).not.toContain('"modalities"');
+    }
+    expect(readModels([{ data: [{ id: 'a', input_modalities: ['text', 'image'] }] }])[0]?.vision).toBe(true);
+    expect(readModels([{ data: [{ id: 'a', input_modalities: ['text'] }] }])[0]?.vision).toBe(false);
+    expect(readModels([{ data: [{ id: 'a' }] }])[0]?.vision).toBeUndefined();
+  });
+
   it('reads an explicit context_window (toolproof YAML) and Anthropic-shaped max_input_tokens first', () => {
     expect(readModels([{ data: [{ id: 'a', context_window: 8000, max_model_len: 9000 }] }])[0]?.window).toBe(
       8000,

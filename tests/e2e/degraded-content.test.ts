@@ -154,6 +154,56 @@ describe('degraded content: text-only llama-server, cap on', () => {
       await again.text();
       expect(upstreamText(stack)).toBe(sent);
     });
+    it(`messages${stream ? ' (streamed)' : ''}: a binary dump and a result of many text blocks are cut to the cap as a whole`, async () => {
+      // 2 MB of NULs (a binary file printed by a shell) and five text blocks of ~1,700 tokens each.
+      const dump = `${'\0'.repeat(100)}\n`.repeat(20_000);
+      const block = Array.from({ length: 100 }, (_, i) => `line ${i} ${'z'.repeat(40)}`).join('\n');
+      const use = (id: string) => ({
+        type: 'tool_use' as const,
+        id,
+        name: 'Bash',
+        input: { command: 'cat' },
+      });
+      const params = {
+        model: 'sim',
+        max_tokens: 100,
+        messages: [
+          { role: 'user' as const, content: 'Dump them.' },
+          { role: 'assistant' as const, content: [use('toolu_a'), use('toolu_b')] },
+          {
+            role: 'user' as const,
+            content: [
+              { type: 'tool_result' as const, tool_use_id: 'toolu_a', content: dump },
+              {
+                type: 'tool_result' as const,
+                tool_use_id: 'toolu_b',
+                content: Array.from({ length: 5 }, () => ({ type: 'text' as const, text: block })),
+              },
+            ],
+          },
+        ],
+        tools: [{ name: 'Bash', input_schema: { type: 'object' as const, properties: {} } }],
+      };
+      const msg = stream
+        ? await anthropic.messages.stream(params).finalMessage()
+        : await anthropic.messages.create(params);
+      expect(msg.type).toBe('message');
+      const sent = JSON.parse(upstreamText(stack)) as { messages: Array<{ role: string; content: unknown }> };
+      const results = sent.messages.filter((m) => m.role === 'tool');
+      expect(results).toHaveLength(2);
+      for (const r of results) {
+        const text = typeof r.content === 'string' ? r.content : JSON.stringify(r.content);
+        expect(text).toContain('re-run with a narrower command');
+        // At least a token per NUL, a third per ASCII character: under the cap (2000) and its markers.
+        let tokens = 0;
+        for (const ch of typeof r.content === 'string'
+          ? r.content
+          : (r.content as Array<{ text?: string }>).map((p) => p.text ?? '').join(''))
+          tokens += /[\x20-\x7e\n\t]/.test(ch) ? 1 / 3 : 1;
+        expect(tokens).toBeLessThan(2000 + 5 * 100);
+        expect(tokens).toBeGreaterThan(1000);
+      }
+    });
   }
 
   it('counts what it degraded by model, api and kind', async () => {

@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { estimateTokens } from '../../protocol/anthropic/count.js';
 import { toChatRequest } from '../../protocol/anthropic/request.js';
 import { type Stack, startStack } from '../server/stack.js';
+import { textPdf } from '../support/pdf.js';
 import { activePolicies, runRequestPolicies } from '../../policies/composition.js';
 import { POLICIES } from '../../policies/registry.js';
 import { DEFAULT_MODEL_SETTINGS } from '../../protocol/settings.js';
@@ -162,6 +163,45 @@ describe('count_tokens', () => {
     // More than the client's request alone: the forced turn's answer tool is part of the prompt.
     expect(r.input_tokens).toBeGreaterThan(estimateTokens(toChatRequest({ ...params, max_tokens: 1 })));
     expect(r.input_tokens).toBeGreaterThan(10);
+  });
+
+  it('a PDF document counts as the text the model reads (extracted), on /tokenize and in the estimate', async () => {
+    const lines = Array.from({ length: 40 }, (_, i) => `Line ${i}: the audit number is 58213 and more text.`);
+    const pdf = (pageLines: string[]) => ({
+      ...params,
+      messages: [
+        {
+          role: 'user' as const,
+          content: [
+            {
+              type: 'document' as const,
+              title: 'report.pdf',
+              source: {
+                type: 'base64' as const,
+                media_type: 'application/pdf' as const,
+                data: textPdf([pageLines.join('\n')]).toString('base64'),
+              },
+            },
+            { type: 'text' as const, text: 'What is the audit number?' },
+          ],
+        },
+      ],
+    });
+    const up = await fakeTokenizer('vllm');
+    stack = await startStack({ env: { TOOLPROOF_UPSTREAM_URL: up.url } });
+    const client = new Anthropic({ baseURL: stack.origin, apiKey: 'x', maxRetries: 0 });
+    await client.messages.countTokens(pdf(lines));
+    const asked = JSON.stringify(up.seen.find((s) => s.path === '/tokenize')!.body.messages);
+    expect(asked).toContain('Line 39: the audit number is 58213');
+    expect(asked).toContain('text extracted by the proxy');
+    expect(asked).not.toContain('it was not extracted');
+    await stack.close();
+    // The estimate (no /tokenize) grows with the document's text, not with a one-line note.
+    stack = await startStack();
+    const estimate = new Anthropic({ baseURL: stack.origin, apiKey: 'x', maxRetries: 0 });
+    const long = (await estimate.messages.countTokens(pdf(lines))).input_tokens;
+    const short = (await estimate.messages.countTokens(pdf(lines.slice(0, 1)))).input_tokens;
+    expect(long - short).toBeGreaterThan((39 * 50) / 4 - 20);
   });
 
   it('an unreachable upstream still gets an estimate, not an error', async () => {

@@ -1,7 +1,23 @@
 import { describe, expect, it } from 'vitest';
-import { cutToolResult } from '../../policies/tool-result-cap/cut.js';
+import { cutToolResult, estimateTokens } from '../../policies/tool-result-cap/cut.js';
 import { toolResultCapPolicy } from '../../policies/tool-result-cap/index.js';
+import { measureScaling, withinBudget } from '../support/cost-scaling.js';
 import { ctxWith } from './helpers.js';
+
+/** Tokens as a byte-level tokenizer gives them at least: printable ASCII 3 characters a token, anything else 1 a character. */
+function tokensAtLeast(text: string): number {
+  let ascii = 0;
+  let other = 0;
+  for (const ch of text) {
+    const c = ch.codePointAt(0)!;
+    if ((c >= 0x20 && c < 0x7f) || c === 10 || c === 9 || c === 13) ascii++;
+    else other += ch.length;
+  }
+  return ascii / 3 + other;
+}
+
+/** A binary file printed by a shell: 2 MB of NUL bytes in lines of 100 (the opencode session's output). */
+const nulDump = () => `${'\0'.repeat(100)}\n`.repeat(20_000);
 
 const log = (n: number) => Array.from({ length: n }, (_, i) => `line ${i} ${'x'.repeat(40)}`).join('\n');
 
@@ -43,5 +59,93 @@ describe('tool-result-cap', () => {
     const four = log(400_000);
     time(one);
     expect(time(four)).toBeLessThan(time(one) * 8 + 20);
+  });
+
+  it('holds its unit on dense content: a NUL dump, CJK, emoji cost a token a character, not a third', () => {
+    // Before: 3 characters a token for everything, so 24,000 NULs passed an 8,000-token cap
+    // (an opencode session overflowed a 32k window with maxToolResultTokens 8000).
+    for (const text of [
+      nulDump(),
+      '日志行：连接超时，正在重试。\n'.repeat(50_000),
+      '🙂 done\n'.repeat(100_000),
+    ]) {
+      const cut = cutToolResult(text, 8000);
+      expect(cut).toContain('re-run with a narrower command');
+      expect(tokensAtLeast(cut)).toBeLessThan(8000 + 100);
+      expect(estimateTokens(cut)).toBeLessThan(8000 + 100);
+      expect(tokensAtLeast(cut)).toBeGreaterThan(8000 * 0.7);
+      expect(cutToolResult(text, 8000)).toBe(cut);
+      // No surrogate pair is split.
+      expect(Buffer.from(cut, 'utf8').toString('utf8')).toBe(cut);
+    }
+    // ASCII is measured as before: 3 characters a token.
+    const ascii = log(50_000);
+    expect(cutToolResult(ascii, 1000).length).toBeGreaterThan(2400);
+    expect(cutToolResult('x'.repeat(3000), 1000)).toBe('x'.repeat(3000));
+    expect(cutToolResult('\0'.repeat(1000), 1000)).toBe('\0'.repeat(1000));
+    expect(cutToolResult('\0'.repeat(1001), 1000)).toContain('toolproof left out');
+  });
+
+  it('caps the result as a whole: several text parts each under the cap do not add up past it', () => {
+    const part = (n: number) => ({ type: 'text' as const, text: log(n) });
+    // Five parts of ~7,000 tokens each (~35,000 in all) and a short one, under a cap of 8,000.
+    const content = [
+      part(450),
+      part(450),
+      { type: 'text' as const, text: 'exit code 0' },
+      part(450),
+      part(450),
+      part(450),
+    ];
+    const req = { model: 'm', messages: [{ role: 'tool', tool_call_id: 'c', content }] };
+    const d = toolResultCapPolicy.onRequest!(
+      req as never,
+      ctxWith({}, { maxToolResultTokens: 8000 }),
+      req as never,
+    );
+    if (d.action !== 'continue') throw new Error('rejected');
+    const parts = d.request.messages[0]!.content as Array<{ type: string; text: string }>;
+    expect(parts).toHaveLength(6);
+    const total = parts.reduce((n, p) => n + tokensAtLeast(p.text), 0);
+    expect(total).toBeLessThan(8000 + 5 * 100);
+    expect(total).toBeGreaterThan(8000 * 0.7);
+    // The short part is kept whole; the long ones share the rest equally, each with its marker.
+    expect(parts[2]!.text).toBe('exit code 0');
+    for (const i of [0, 1, 3, 4, 5]) expect(parts[i]!.text).toContain('re-run with a narrower command');
+    expect(d.effects).toEqual([{ policy: 'tool-result-cap', kind: 'tool-result-cut', count: 1 }]);
+    // The same parts give the same bytes on every turn.
+    const again = toolResultCapPolicy.onRequest!(
+      req as never,
+      ctxWith({}, { maxToolResultTokens: 8000 }),
+      req as never,
+    );
+    expect(JSON.stringify(again)).toBe(JSON.stringify(d));
+    // Parts that fit together are left alone.
+    const small = {
+      model: 'm',
+      messages: [{ role: 'tool', tool_call_id: 'c', content: [part(10), part(10)] }],
+    };
+    const s = toolResultCapPolicy.onRequest!(
+      small as never,
+      ctxWith({}, { maxToolResultTokens: 8000 }),
+      small as never,
+    );
+    expect(s.action === 'continue' && s.request).toBe(small);
+  });
+
+  it('costs about linear time and memory on dense content and many parts (x4 input, at most ~x4)', () => {
+    // n characters: n / 2000 text parts of mixed NULs, CJK and ASCII lines, under a cap of 500.
+    const make = (n: number) => {
+      const line = `${'\0'.repeat(40)}日志行 ${'x'.repeat(50)}\n`;
+      const text = line.repeat(Math.ceil(2000 / line.length)).slice(0, 2000);
+      const content = Array.from({ length: Math.max(1, n / 2000) }, () => ({ type: 'text' as const, text }));
+      return { model: 'm', messages: [{ role: 'tool', tool_call_id: 'c', content }] };
+    };
+    const ctx = ctxWith({}, { maxToolResultTokens: 500 });
+    const s = measureScaling(make, (req) => toolResultCapPolicy.onRequest!(req as never, ctx, req as never), {
+      from: 20_000,
+      max: 1 << 22,
+    });
+    expect(withinBudget(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
   });
 });

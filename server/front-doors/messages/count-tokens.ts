@@ -97,13 +97,21 @@ export function registerCountTokens(scope: FastifyInstance, state: AppState): vo
         refusal,
       } = translateRequest({ ...body, max_tokens: 1, stream: false });
       // Counted as it would go upstream: the one prepareRequest of the attempt loop (system turns
-      // placed, history repaired, the synthetic answer tool added when the turn would be forced).
+      // placed, history repaired, the synthetic answer tool added when the turn would be forced),
+      // its PDFs read first as the loop reads them, so a document counts as the text the model
+      // reads (the same cache: a message sent after its count reads none of them again).
+      const ctx = firstAttemptContext(
+        route,
+        translated,
+        state.memory.isActive(route.client.label, route.name),
+        { hostedTools: { dropped, ...(refusal ? { refusal } : {}) } },
+      );
+      const reader = state.chatDeps.documents;
+      const documents = reader && route.settings.documents ? await reader.prepare(translated) : undefined;
       const phase = prepareRequest(
         activePolicies(state.policies, route.settings),
         translated,
-        firstAttemptContext(route, translated, state.memory.isActive(route.client.label, route.name), {
-          hostedTools: { dropped, ...(refusal ? { refusal } : {}) },
-        }),
+        documents ? { ...ctx, documents } : ctx,
       );
       if (phase.error) throw phase.error;
       const chat = phase.request;

@@ -49,8 +49,8 @@ export interface ModelOptions {
    */
   overflowAfterSteps?: number;
   /**
-   * A window in tokens (about 4 characters each): a request with tools whose messages are longer
-   * is answered with vLLM's context-overflow 400, as a 32k-window server does.
+   * A window in tokens (promptTokens): a request with tools whose messages and tool declarations
+   * are longer is answered with vLLM's context-overflow 400, as a 32k-window server does.
    */
   windowTokens?: number;
 }
@@ -58,6 +58,27 @@ export interface ModelOptions {
 /** vLLM's context-overflow 400 (tests/fixtures/agents/context-overflow-bodies.json, vllm_input). */
 const OVERFLOW =
   "This model's maximum context length is 32768 tokens. However, your request has 40001 input tokens. Please reduce the length of the input messages.";
+
+/**
+ * A prompt's tokens as a byte-level tokenizer gives them, about: printable ASCII 4 characters a
+ * token, any other character (a NUL, CJK, an emoji's half) a token each. Counted over the messages
+ * and the tool declarations as JSON, a control character JSON writes as `\u00XX` counting one.
+ */
+export function promptTokens(messages: unknown, tools: unknown): number {
+  const json = JSON.stringify([messages, tools]);
+  let ascii = 0;
+  let other = 0;
+  let escapes = 0;
+  for (let i = 0; i < json.length; i++) {
+    const c = json.charCodeAt(i);
+    if (c === 0x5c && json.startsWith('u00', i + 1)) {
+      escapes++;
+      i += 5;
+    } else if (c >= 0x20 && c < 0x7f) ascii++;
+    else other++;
+  }
+  return Math.ceil(ascii / 4) + other + escapes;
+}
 
 /** A request that asks for a summary of the conversation (an agent's compaction turn). */
 const SUMMARY_ASK = /summary of the conversation|summarize the conversation|detailed summary/i;
@@ -94,7 +115,7 @@ export function agentModel(options: ModelOptions): ScenarioFn {
       return { say: done > 0 ? `Summary of the work so far. [steps done: ${done}]` : 'Create proof file' };
     if (options.overflowAfterSteps !== undefined && summarized === 0 && results >= options.overflowAfterSteps)
       return { error: { status: 400, message: OVERFLOW, type: 'BadRequestError' } };
-    if (options.windowTokens !== undefined && JSON.stringify(ctx.messages).length / 4 > options.windowTokens)
+    if (options.windowTokens !== undefined && promptTokens(ctx.messages, ctx.tools) > options.windowTokens)
       return { error: { status: 400, message: OVERFLOW, type: 'BadRequestError' } };
     if (done >= task.steps.length) {
       if (!task.finalFrom) return { say: task.final };

@@ -18,6 +18,8 @@ export interface AgentCaseMeta {
   task: string;
   mode: string;
   via: 'toolproof' | 'direct';
+  /** A real-content case (issue 26): what it carries ("PDF", "image, vision"); the table's own column. */
+  content?: string;
 }
 
 declare module 'vitest' {

@@ -88,7 +88,9 @@ export function startBackend(
     // The window `toolproof launch` reads and hands the agent: large enough that the suite's short
     // tasks never reach an agent's own auto-compaction (Claude Code's ~20k-token prompt passes 85%
     // of a 32k window after one tool call). Compaction has its own cases (overflowAfterSteps).
-    maxModelLen: SUITE_WINDOW,
+    // A case with a small window (windowTokens) has the backend report it, as vLLM's
+    // --max-model-len does: the launcher hands that window to the agent.
+    maxModelLen: options.windowTokens ?? SUITE_WINDOW,
     host: '127.0.0.1',
   });
 }

@@ -149,6 +149,13 @@ function tag(meta: TaskMeta, suite: AgentSuite, task: Task, mode: Mode, via: 'to
   meta.agentCase = { agent: suite.agent, label, api: suite.api, task: task.id, mode, via };
 }
 
+/** Tags a real-content case (tests/agents/real-content.test.ts): its own column in the table. */
+export function tagContent(meta: TaskMeta, agent: AgentId, api: Api, task: string, content: string): void {
+  const version = agentsInfo().versions?.[agent];
+  const label = `${NAMES[agent] ?? agent}${version ? ` ${version}` : ''}`;
+  meta.agentCase = { agent, label, api, task, mode: 'clean', via: 'toolproof', content };
+}
+
 /** Every mode, every task, through toolproof; and the harness effect where the agent can go direct. */
 export function agentCases(suite: AgentSuite): void {
   const base = { agent: suite.agent, ...(suite.piApi ? { piApi: suite.piApi } : {}), ...suite.extra };
