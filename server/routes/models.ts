@@ -93,13 +93,15 @@ export function registerModelRoutes(
         if (r.status === 'fulfilled') {
           // What the default upstream serves keeps its own metric label (see ServedModelLabels).
           if (unique[i] === served) state.modelLabels.serve(r.value.map((m) => m.id));
-          // The default upstream's models take the defaults' window when their entry has none.
-          const fallback = unique[i] === served ? positive(state.config.defaults.contextWindow) : undefined;
+          // The default upstream's models take the defaults' window: configured, it is what the
+          // proxy's cut and overflow mapping use, so it is what the list says; resolved from the
+          // backend at start-up (0 configured, one model served), it is that model's own.
+          const configured = unique[i] === served ? positive(state.config.defaults.contextWindow) : undefined;
           for (const m of r.value) {
             if (data.has(m.id)) continue;
             const own =
               positive(m.max_model_len) ?? positive((m.meta as { n_ctx?: unknown } | undefined)?.n_ctx);
-            const listed = withWindow(m, own ?? fallback);
+            const listed = withWindow(m, configured ?? own);
             data.set(
               m.id,
               unique[i] === served ? withModalities(listed, state.config.defaults.vision) : listed,

@@ -272,6 +272,22 @@ describe('capabilities asked of the backend', () => {
     }
   });
 
+  it('a configured contextWindow is what the model list says, over the backend max_model_len', async () => {
+    // the proxy's own cap and overflow mapping use the configured window: the list must agree
+    const vllm = await startStack({
+      sim: { personality: 'vllm', maxModelLen: 131072 },
+      file: { defaults: { contextWindow: 32768 } },
+    });
+    try {
+      const list = (await (await fetch(`${vllm.url}/models`)).json()) as {
+        data: Array<Record<string, unknown>>;
+      };
+      expect(list.data[0]).toMatchObject({ context_window: 32768, max_model_len: 32768 });
+    } finally {
+      await vllm.close();
+    }
+  });
+
   it('the simulator refuses an image like a text-only vLLM does', async () => {
     const vllm = await startStack({ sim: { personality: 'vllm', vision: false } });
     try {
