@@ -12,8 +12,8 @@ import type { MatchInput, MatchResult } from '../engine/family.js';
 type Find = MatchInput['find'];
 import type { ParseContext, ParsedCall } from '../types.js';
 import { decodeBody, finishMatch, peekNonWs } from '../kit/envelope.js';
-import { expectLiteral, skipWs } from '../kit/json-scan.js';
-import { coerceParamValue, createArgs, paramSchema } from '../kit/schema-values.js';
+import { expectLiteral, scanJsonValue, skipWs } from '../kit/json-scan.js';
+import { coerceParamValue, createArgs, fitsSchema, paramSchema } from '../kit/schema-values.js';
 
 const WRAP_OPEN = '<tool_call>';
 const WRAP_CLOSE = '</tool_call>';
@@ -272,6 +272,82 @@ function matchWrapped(
   return finishMatch(open, close + WRAP_CLOSE.length, false);
 }
 
+/** A name ends at the first of these: where a near miss puts its arguments instead of `>`. */
+const NEAR_MISS_STOP = /[\s{(=>[<,]/;
+
+/**
+ * Llama 3.x near misses of `<function=NAME>{json}</function>` (issue 30), read only when the
+ * strict reading failed or named no declared tool. Exactly one thing is wrong where the `>`
+ * belongs, and each shape names its repair:
+ * - `space-for-gt`: `<function=NAME {json}</function>`;
+ * - `equals-for-gt`: `<function=NAME={json}</function>`;
+ * - `missing-gt`: `<function=NAME{json}</function>`;
+ * - `gt-after-arguments`: `<function=NAME{json}></function>` (also with a blank before the `{`);
+ * - `parenthesized-arguments`: `<function=NAME({json})</function>`.
+ * The body (after `<function=`, up to the first `</function>`, or to the end of output, where
+ * the engine adds `unclosed-envelope`) must be exactly that: a declared tool's name, the one separator,
+ * one strict JSON object that fits the tool's schema (fitsSchema), its closer, blanks. Anything
+ * else (a second break, junk after the object, a second call, an undeclared name) is not read.
+ * Sources: Groq's `failed_generation` of Llama 3.x (kagent-dev/kagent#1532,
+ * tashfeenahmed/freellmapi#291, blogminhquy/javis-os#63, sipeed/picoclaw#748), where the
+ * well-formed envelope is Llama 3.1's custom-tool format (meta-llama/llama-models, llama3_1
+ * prompt_format.md).
+ */
+function llamaNearMiss(body: string, ctx: ParseContext): ParsedCall | null {
+  let i = 0;
+  while (i < body.length && !NEAR_MISS_STOP.test(body[i] ?? '')) i++;
+  const name = body.slice(0, i);
+  const tool = ctx.tools.get(name);
+  if (!tool) return null;
+  const sep = body[i] ?? '';
+  let repair: string;
+  let j = i;
+  if (sep === '(') {
+    repair = 'parenthesized-arguments';
+    j = skipWs(body, i + 1);
+  } else if (sep === '=') {
+    repair = 'equals-for-gt';
+    j = i + 1;
+  } else if (sep === '{') repair = 'missing-gt';
+  else if (/\s/.test(sep)) {
+    repair = 'space-for-gt';
+    j = skipWs(body, i);
+  } else return null;
+  if (body[j] !== '{') return null;
+  const scan = scanJsonValue(body, j);
+  if (!scan || scan.end < 0) return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(body.slice(j, scan.end));
+  } catch {
+    return null;
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return null;
+  let k = skipWs(body, scan.end);
+  if (repair === 'parenthesized-arguments') {
+    if (body[k] !== ')') return null;
+    k = skipWs(body, k + 1);
+  } else if (body[k] === '>' && (repair === 'missing-gt' || repair === 'space-for-gt')) {
+    // the `>` came after the arguments instead of before them: still the one break
+    repair = 'gt-after-arguments';
+    k = skipWs(body, k + 1);
+  }
+  if (k !== body.length) return null;
+  if (!fitsSchema(value as Record<string, unknown>, tool)) return null;
+  return { name, arguments: value, repairs: [repair] };
+}
+
+/** The strict reading, or the Llama near miss when the strict one fails or names no declared tool. */
+function readBare(
+  strict: { calls: ParsedCall[] } | { error: string },
+  body: string,
+  ctx: ParseContext,
+): { calls: ParsedCall[] } | { error: string } {
+  if (!('error' in strict) && strict.calls.every((c) => ctx.tools.has(c.name))) return strict;
+  const near = llamaNearMiss(body, ctx);
+  return near ? { calls: [near] } : strict;
+}
+
 function matchBare(text: string, start: number, final: boolean, ctx: ParseContext, find: Find): MatchResult {
   const close = find(FN_CLOSE, start);
   if (close < 0) {
@@ -280,7 +356,8 @@ function matchBare(text: string, start: number, final: boolean, ctx: ParseContex
     // …and not one a </tool_call> follows: that output ended, so its value must not run over the tag
     if (find(FN_OPEN, start + FN_OPEN.length) >= 0 || find(WRAP_CLOSE, start) >= 0)
       return { end: text.length, calls: [], error: 'unclosed function' };
-    return finishMatch(readFunctions(text.slice(start), ctx, true), text.length, true);
+    const strict = readFunctions(text.slice(start), ctx, true);
+    return finishMatch(readBare(strict, text.slice(start + FN_OPEN.length), ctx), text.length, true);
   }
   let end = close + FN_CLOSE.length;
   // a stray </tool_call> after a bare function belongs to the envelope
@@ -288,7 +365,8 @@ function matchBare(text: string, start: number, final: boolean, ctx: ParseContex
   const lit = expectLiteral(text, k, WRAP_CLOSE, final);
   if (lit === 'need-more' || (k >= text.length && !final)) return 'need-more';
   if (lit === 'yes') end = k + WRAP_CLOSE.length;
-  return finishMatch(readFunctions(text.slice(start, close + FN_CLOSE.length), ctx, false), end, false);
+  const strict = readFunctions(text.slice(start, close + FN_CLOSE.length), ctx, false);
+  return finishMatch(readBare(strict, text.slice(start + FN_OPEN.length, close), ctx), end, false);
 }
 
 export const qwen3Coder = defineFamily({

@@ -1,0 +1,112 @@
+/**
+ * Issue 30, near misses of known families: each read is named in the call's `repairs` (the
+ * conformance fixtures check calls and content, not repair names), streaming equals the whole
+ * text, and the scanning they add costs at most about 4x for 4x the input.
+ * Fixtures with sources: tests/fixtures/parsers/llama3-near-miss.json and the family files.
+ */
+import { describe, expect, it } from 'vitest';
+import { budget, pick } from '../hardening/surface-budget.js';
+import { chunks, options, streamed, toolsOf, whole } from './engine-helpers.js';
+
+const run = {
+  name: 'run_command',
+  parameters: {
+    type: 'object',
+    properties: { command: { type: 'string' } },
+    required: ['command'],
+  },
+};
+const tools = toolsOf(run);
+
+function read(text: string) {
+  const r = whole(text, options(tools));
+  const s = streamed(chunks(text, 1), options(tools));
+  expect(s.calls).toEqual(r.calls);
+  expect(s.content).toBe(r.content);
+  return r;
+}
+
+describe('Llama 3.x near misses of <function=NAME>{json}</function>', () => {
+  const shapes: [string, string, string[]][] = [
+    ['a blank where > belongs', '<function=run_command {"command": "ls"}</function>', ['space-for-gt']],
+    ['= where > belongs', '<function=run_command={"command": "ls"}</function>', ['equals-for-gt']],
+    ['no >', '<function=run_command{"command": "ls"}</function>', ['missing-gt']],
+    ['> after the arguments', '<function=run_command{"command": "ls"}></function>', ['gt-after-arguments']],
+    [
+      'a blank, > after the arguments',
+      '<function=run_command {"command": "ls"}></function>',
+      ['gt-after-arguments'],
+    ],
+    [
+      'parenthesized arguments',
+      '<function=run_command({"command": "ls"})</function>',
+      ['parenthesized-arguments'],
+    ],
+    [
+      'a blank and no </function> at the end of output',
+      '<function=run_command {"command": "ls"} ',
+      ['space-for-gt', 'unclosed-envelope'],
+    ],
+  ];
+  for (const [what, text, repairs] of shapes) {
+    it(`${what}: read, repair named`, () => {
+      const r = read(text);
+      expect(r.calls.map((c) => [c.name, c.arguments, c.repairs])).toEqual([
+        ['run_command', '{"command":"ls"}', repairs],
+      ]);
+      expect(r.leaks.map((l) => [l.outcome, l.repairs])).toEqual([['recovered', repairs]]);
+    });
+  }
+
+  it('the well-formed envelope needs no repair', () => {
+    const r = read('<function=run_command>{"command": "ls"}</function>');
+    expect(r.calls.map((c) => c.repairs)).toEqual([[]]);
+  });
+
+  for (const text of [
+    '<function=run_command {"cmd": "ls"}</function>',
+    '<function=get_time {"zone": "UTC"}</function>',
+    '<function=run_command=({"command": "ls"})</function>',
+    '<function=run_command({"command": "ls"}</function>',
+    '<function=run_command {"command": "ls"} {"command": "pwd"}</function>',
+    '<function=run_command {"command": "ls"} and more</function>',
+    '<function=run_command ({"command": "ls"})</function>',
+    "<function=run_command {'command': 'ls'}</function>",
+  ]) {
+    it(`not one schema-fitting repair, stays text: ${text}`, () => {
+      const r = read(text);
+      expect(r.calls).toEqual([]);
+      expect(r.content).toBe(text);
+    });
+  }
+
+  it('costs at most about 4x for 4x the output (near misses, cut ones, prose)', () => {
+    const units = [
+      '<function=run_command {"command": "ls"}</function>',
+      '<function=run_command({"command": "ls"})</function>',
+      '<function=run_command{"command": "a b"}',
+      '<function=run_command ',
+      '<function=',
+      '</function>',
+      '{"command": "x"}',
+      'Sure, ',
+      ' ',
+      '\n',
+      '(',
+    ];
+    budget(
+      'llama near miss',
+      (size, rnd) => {
+        let text = '';
+        while (text.length < size) {
+          const u = pick(rnd, units);
+          text += rnd() < 0.3 ? u.slice(0, Math.floor(rnd() * u.length)) : u;
+        }
+        return text;
+      },
+      (text) => streamed(chunks(text, 64), options(tools)),
+      { from: 2000, max: 256_000 },
+      3001,
+    );
+  }, 120_000);
+});
