@@ -110,3 +110,59 @@ describe('Llama 3.x near misses of <function=NAME>{json}</function>', () => {
     );
   }, 120_000);
 });
+
+describe('harmony with its control tokens stripped', () => {
+  const weather = {
+    name: 'get_weather',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  };
+  const wt = toolsOf(weather);
+  const both = (text: string) => {
+    const r = whole(text, options(wt));
+    const s = streamed(chunks(text, 1), options(wt));
+    expect(s.calls).toEqual(r.calls);
+    expect(s.content).toBe(r.content);
+    return r;
+  };
+
+  it('commentary to=functions.NAME json{…} ending the output: read, repair named', () => {
+    const r = both('commentary to=functions.get_weather json{"city":"Paris"}');
+    expect(r.calls.map((c) => [c.name, c.arguments, c.repairs])).toEqual([
+      ['get_weather', '{"city":"Paris"}', ['stripped-control-tokens']],
+    ]);
+  });
+
+  it('text after the object leaves everything as text', () => {
+    const text = 'commentary to=functions.get_weather json{"city":"Paris"} and then I answer.';
+    const r = both(text);
+    expect(r.calls).toEqual([]);
+    expect(r.content).toBe(text);
+  });
+
+  it('costs at most about 4x for 4x the output', () => {
+    const units = [
+      'commentary to=functions.',
+      'get_weather',
+      ' json',
+      '{"city":"P"}',
+      'Sure, ',
+      ' ',
+      '{',
+      '\n',
+    ];
+    budget(
+      'harmony stripped',
+      (size, rnd) => {
+        let text = '';
+        while (text.length < size) {
+          const u = pick(rnd, units);
+          text += rnd() < 0.3 ? u.slice(0, Math.floor(rnd() * u.length)) : u;
+        }
+        return text;
+      },
+      (text) => streamed(chunks(text, 64), options(wt)),
+      { from: 2000, max: 256_000 },
+      3002,
+    );
+  }, 120_000);
+});
