@@ -7,7 +7,7 @@
  * as JSON arguments.
  */
 import { defineFamily } from '../engine/define.js';
-import type { MatchInput, MatchResult } from '../engine/family.js';
+import type { EnvelopeMatch, MatchInput, MatchResult } from '../engine/family.js';
 
 type Find = MatchInput['find'];
 import type { ParseContext, ParsedCall } from '../types.js';
@@ -240,6 +240,41 @@ function structuralWrapped(
   }
 }
 
+/**
+ * Near miss (issue 30, repair `parameter-for-function`): a wrapped call opened with
+ * `<parameter=NAME>` where `<function=NAME>` belongs, the rest intact:
+ * `<tool_call><parameter=bash><parameter=command>ls</parameter></function></tool_call>`
+ * (antirez/ds4#1050, a Qwen3.6-class model). Read only when NAME is a declared tool, the body
+ * with that one tag swapped reads strictly as one or more functions to declared tools, and
+ * every call's arguments fit its schema; else `<tool_call>` is not this family's, as before.
+ */
+function parameterForFunction(
+  text: string,
+  j: number,
+  final: boolean,
+  ctx: ParseContext,
+  find: Find,
+): MatchResult {
+  const p = expectLiteral(text, j, P_OPEN, final);
+  if (p !== 'yes') return p === 'need-more' ? p : null;
+  const gt = find('>', j + P_OPEN.length);
+  if (gt < 0) return final ? null : 'need-more';
+  const tool = ctx.tools.get(text.slice(j + P_OPEN.length, gt).trim());
+  if (!tool) return null;
+  const close = find(WRAP_CLOSE, gt);
+  if (close < 0) return final ? null : 'need-more';
+  const read = readFunctions(FN_OPEN + text.slice(j + P_OPEN.length, close), ctx, false);
+  if ('error' in read) return null;
+  for (const c of read.calls) {
+    const t = ctx.tools.get(c.name);
+    const args = c.arguments;
+    if (!t || args === null || typeof args !== 'object' || Array.isArray(args)) return null;
+    if (!fitsSchema(args as Record<string, unknown>, t)) return null;
+  }
+  read.calls[0]!.repairs = [...(read.calls[0]!.repairs ?? []), 'parameter-for-function'];
+  return finishMatch(read, close + WRAP_CLOSE.length, false);
+}
+
 function matchWrapped(
   text: string,
   start: number,
@@ -252,7 +287,8 @@ function matchWrapped(
   if (j === 'need-more') return 'need-more';
   if (j === 'end') return null;
   const fn = expectLiteral(text, j, FN_OPEN, final);
-  if (fn !== 'yes') return fn === 'need-more' ? 'need-more' : null;
+  if (fn === 'no') return parameterForFunction(text, j, final, ctx, find);
+  if (fn !== 'yes') return 'need-more';
   const walked = structuralWrapped(text, j, ctx, final);
   if (walked === 'need-more') return walked;
   if (walked) return finishMatch(walked, walked.end, false);
@@ -369,11 +405,41 @@ function matchBare(text: string, start: number, final: boolean, ctx: ParseContex
   return finishMatch(readBare(strict, text.slice(start + FN_OPEN.length, close), ctx), end, false);
 }
 
+/**
+ * Near miss (issue 30, repair `missing-function-open`): the whole output is a bare function
+ * whose opening lost `<function`, `=NAME><parameter=P>v</parameter></function>` (xalgorix#243,
+ * a Qwen-style call logged by an agent), optionally followed by `</tool_call>`. Held only when
+ * the output starts with `=` and a declared tool's name and `>` (wholeNameStarts); read only
+ * when, with `<function` put back, it reads strictly as calls to declared tools whose arguments
+ * fit their schemas, and nothing but blanks is left around it.
+ */
+function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
+  const i = skipWs(text, 0);
+  if (text[i] !== '=') return null;
+  let stop = text.length;
+  while (stop > i && /\s/.test(text[stop - 1] ?? '')) stop--;
+  if (text.startsWith(WRAP_CLOSE, stop - WRAP_CLOSE.length)) stop -= WRAP_CLOSE.length;
+  const body = `<function${text.slice(i, stop)}`;
+  if (!body.trimEnd().endsWith(FN_CLOSE)) return null;
+  const read = readFunctions(body, ctx, false);
+  if ('error' in read) return null;
+  for (const c of read.calls) {
+    const t = ctx.tools.get(c.name);
+    const args = c.arguments;
+    if (!t || args === null || typeof args !== 'object' || Array.isArray(args)) return null;
+    if (!fitsSchema(args as Record<string, unknown>, t)) return null;
+  }
+  read.calls[0]!.repairs = [...(read.calls[0]!.repairs ?? []), 'missing-function-open'];
+  return { end: text.length, calls: read.calls };
+}
+
 export const qwen3Coder = defineFamily({
   name: 'qwen3-coder',
   markers: [WRAP_OPEN, FN_OPEN],
   priority: 21,
   backend: { vllm: 'qwen3_coder', llamacpp: 'Qwen3-Coder XML', sglang: 'qwen3_coder' },
+  wholeNameStarts: [{ before: '=', after: ['>'] }],
+  matchWhole,
   match({ text, start, marker, final, ctx, find }) {
     return marker === WRAP_OPEN
       ? matchWrapped(text, start, final, ctx, find)

@@ -166,3 +166,65 @@ describe('harmony with its control tokens stripped', () => {
     );
   }, 120_000);
 });
+
+describe('Qwen3-Coder calls one tag away from the template', () => {
+  const bash = {
+    name: 'bash',
+    parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] },
+  };
+  const bt = toolsOf(bash);
+  const both = (text: string) => {
+    const r = whole(text, options(bt));
+    const s = streamed(chunks(text, 1), options(bt));
+    expect(s.calls).toEqual(r.calls);
+    expect(s.content).toBe(r.content);
+    return r;
+  };
+
+  it('<parameter=NAME> where <function=NAME> belongs: read, repair named', () => {
+    const r = both(
+      '<tool_call>\n<parameter=bash>\n<parameter=command>\nls\n</parameter>\n</function>\n</tool_call>',
+    );
+    expect(r.calls.map((c) => [c.name, c.arguments, c.repairs])).toEqual([
+      ['bash', '{"command":"ls"}', ['parameter-for-function']],
+    ]);
+  });
+
+  it('a whole output that lost <function: read, repair named', () => {
+    const r = both('=bash><parameter=command>ls</parameter></function>');
+    expect(r.calls.map((c) => [c.name, c.arguments, c.repairs])).toEqual([
+      ['bash', '{"command":"ls"}', ['missing-function-open']],
+    ]);
+  });
+
+  it('costs at most about 4x for 4x the output', () => {
+    const units = [
+      '<tool_call>',
+      '<parameter=bash>',
+      '<parameter=command>',
+      'ls',
+      '</parameter>',
+      '</function>',
+      '</tool_call>',
+      '>',
+      'Sure, ',
+      '\n',
+    ];
+    for (const lead of ['', '=bash>']) {
+      budget(
+        `qwen near miss (lead ${JSON.stringify(lead)})`,
+        (size, rnd) => {
+          let text = lead;
+          while (text.length < size) {
+            const u = pick(rnd, units);
+            text += rnd() < 0.3 ? u.slice(0, Math.floor(rnd() * u.length)) : u;
+          }
+          return text;
+        },
+        (text) => streamed(chunks(text, 64), options(bt)),
+        { from: 2000, max: 256_000 },
+        3003,
+      );
+    }
+  }, 120_000);
+});
