@@ -4,6 +4,6 @@ import type { SettingsSchema } from '../types.js';
 export const leakRecoverySettings: SettingsSchema = Object.freeze({
   parsers: { anyOf: [{ const: 'all' }, { type: 'array', items: { type: 'string', minLength: 1 } }] },
   recovery: { enum: ['auto', 'always', 'off'] },
-  startsInReasoning: { type: 'boolean' },
+  startsInReasoning: { anyOf: [{ type: 'boolean' }, { const: 'maybe' }] },
   maxHeldBytes: { type: 'integer', minimum: 1024 },
 });
