@@ -83,7 +83,7 @@ describe("startsInReasoning 'maybe' through the server", () => {
 });
 
 describe('startsInReasoning config values', () => {
-  it("true, false or 'maybe'; anything else is a config error", async () => {
+  it("true, false, 'maybe' or 'auto'; anything else is a config error", async () => {
     const { loadConfig } = await import('../../server/config.js');
     const url = { TOOLPROOF_UPSTREAM_URL: 'http://127.0.0.1:9/v1' };
     const at = (v: unknown) =>
@@ -91,6 +91,85 @@ describe('startsInReasoning config values', () => {
         .startsInReasoning;
     expect(at('maybe')).toBe('maybe');
     expect(at(true)).toBe(true);
+    expect(at('auto')).toBe('auto');
     expect(() => at('perhaps')).toThrow(/startsInReasoning/);
+  });
+});
+
+describe("startsInReasoning 'auto': llama-server's /props template, once at start-up", () => {
+  // the generation-prompt branches of these models' chat templates, abridged to that branch
+  const QWQ = {
+    chat_template:
+      "{%- for message in messages %}{{ message.content }}{%- endfor %}\n{%- if add_generation_prompt %}\n    {{- '<|im_start|>assistant\\n<think>\\n' }}\n{%- endif %}\n",
+  };
+  const DEEPSEEK_V31 = {
+    chat_template:
+      "{% if add_generation_prompt and not ns.is_tool %}{{'<｜Assistant｜>'}}{%- if not thinking %}{{'</think>'}}{%- else %}{{'<think>'}}{%- endif %}{% endif %}",
+  };
+  const QWEN3 = {
+    chat_template:
+      "{%- if message.reasoning_content %}{{ '<think>\\n' + message.reasoning_content + '\\n</think>' }}{%- endif %}\n{%- if add_generation_prompt %}\n    {{- '<|im_start|>assistant\\n' }}\n    {%- if enable_thinking is defined and enable_thinking is false %}\n        {{- '<think>\\n\\n</think>\\n\\n' }}\n    {%- endif %}\n{%- endif %}",
+  };
+  const PLAIN = {
+    chat_template:
+      "{% for m in messages %}{{ m.content }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
+  };
+
+  it('templateOpensReasoning: unconditional open true, a switch of its own maybe, closed or none false', async () => {
+    const { templateOpensReasoning } = await import('../../protocol/template-kwargs.js');
+    expect(templateOpensReasoning(QWQ)).toBe(true);
+    expect(templateOpensReasoning(DEEPSEEK_V31)).toBe('maybe');
+    expect(templateOpensReasoning(QWEN3)).toBe(false);
+    expect(templateOpensReasoning(PLAIN)).toBe(false);
+    expect(templateOpensReasoning(undefined)).toBe(false);
+    expect(templateOpensReasoning({ chat_template: '<think>' })).toBe(false);
+  });
+
+  it('resolves auto per upstream; false when the upstream does not answer; reads it once per origin', async () => {
+    const { loadConfig } = await import('../../server/config.js');
+    const { resolvePreserveThinking } = await import('../../server/template-probe.js');
+    const config = loadConfig(
+      { TOOLPROOF_UPSTREAM_URL: 'http://qwq:8080/v1' },
+      {
+        defaults: { startsInReasoning: 'auto', preserveThinking: 'auto' },
+        models: {
+          v31: { upstream: 'http://v31:8080/v1' },
+          qwen3: { upstream: 'http://qwen3:8080/v1' },
+          down: { upstream: 'http://down:8080/v1' },
+          fixed: { upstream: 'http://qwq:8080/v1', startsInReasoning: false },
+        },
+      },
+    );
+    const asked: string[] = [];
+    const byOrigin: Record<string, unknown> = {
+      'http://qwq:8080': QWQ,
+      'http://v31:8080': DEEPSEEK_V31,
+      'http://qwen3:8080': QWEN3,
+    };
+    const resolved = await resolvePreserveThinking(config, async (origin) => {
+      asked.push(origin);
+      return byOrigin[origin];
+    });
+    expect(resolved.defaults.startsInReasoning).toBe(true);
+    expect(resolved.models.v31!.settings.startsInReasoning).toBe('maybe');
+    expect(resolved.models.qwen3!.settings.startsInReasoning).toBe(false);
+    expect(resolved.models.down!.settings.startsInReasoning).toBe(false);
+    expect(resolved.models.fixed!.settings.startsInReasoning).toBe(false);
+    expect(resolved.defaults.preserveThinking).toBe(false);
+    expect(asked.sort()).toEqual([
+      'http://down:8080',
+      'http://qwen3:8080',
+      'http://qwq:8080',
+      'http://v31:8080',
+    ]);
+  });
+
+  it("an 'auto' left unresolved reads as false: the bare close stays content", async () => {
+    stack = await startStack({
+      sim: { personality: 'llama-server' },
+      file: { defaults: { startsInReasoning: 'auto' } },
+    });
+    const r = await ask(stack, RAW);
+    expect(r.whole.content).toBe('The user wants the weather.\n</think>');
   });
 });
