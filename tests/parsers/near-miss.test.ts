@@ -228,3 +228,48 @@ describe('Qwen3-Coder calls one tag away from the template', () => {
     }
   }, 120_000);
 });
+
+describe('MiniMax-M2 block opened by a [Tool Use: NAME] line', () => {
+  const ask = {
+    name: 'ask',
+    parameters: { type: 'object', properties: { question: { type: 'string' } }, required: ['question'] },
+  };
+  const at = toolsOf(ask);
+  const text =
+    '[Tool Use: ask]\n<parameter name="question">Which one?</parameter>\n</invoke>\n</minimax:tool_call>';
+
+  it('read, repair named, streamed equal to whole', () => {
+    const r = whole(text, options(at));
+    expect(r.calls.map((c) => [c.name, c.arguments, c.repairs])).toEqual([
+      ['ask', '{"question":"Which one?"}', ['tool-use-header']],
+    ]);
+    const s = streamed(chunks(text, 1), options(at));
+    expect(s.calls).toEqual(r.calls);
+    expect(s.content).toBe(r.content);
+  });
+
+  it('costs at most about 4x for 4x the output (lines without ] or closers)', () => {
+    const units = [
+      '[Tool Use: ',
+      'ask',
+      ']',
+      '\n',
+      '<parameter name="question">',
+      'x',
+      '</parameter>',
+      '</invoke>',
+      ' ',
+    ];
+    budget(
+      'tool-use header',
+      (size, rnd) => {
+        let text = '';
+        while (text.length < size) text += pick(rnd, units);
+        return text;
+      },
+      (t) => streamed(chunks(t, 64), options(at)),
+      { from: 2000, max: 256_000 },
+      3004,
+    );
+  }, 120_000);
+});
