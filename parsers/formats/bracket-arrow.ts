@@ -18,9 +18,11 @@
  * end of output cut off after its closing braces is read (repair `unclosed-envelope`).
  * Source: NousResearch/hermes-agent#11994 (the block as the issue pastes it); the same dialect
  * appears in agent code handling "[TOOL_CALL] {tool => …, args => { --k "v" }}" blocks next to
- * MiniMax's `<minimax:tool_call>` XML.
+ * MiniMax's `<minimax:tool_call>` XML. The family also reads a second bracketed notation,
+ * `[Tool Call] name=NAME id=ID args={json}` (logLine below).
  */
 import { defineFamily } from '../engine/define.js';
+import type { MatchInput, MatchResult } from '../engine/family.js';
 import type { ParseContext, ParsedCall } from '../types.js';
 import { closedEnvelope, peekNonWs } from '../kit/envelope.js';
 import { expectLiteral, scanJsonValue, skipWs } from '../kit/json-scan.js';
@@ -145,11 +147,63 @@ const envelope = closedEnvelope({
   },
 });
 
+/** `[Tool Call] name=NAME id=ID args={json}` (an agent's own log line for a call, written back). */
+const LOG_LINE = '[Tool Call] ';
+
+/**
+ * The second bracketed notation (issue 30, class 3): `[Tool Call] name=NAME id=ID args={json}`
+ * (onyx-dot-app/onyx#14931, Ornith-1.5-9B), the `id=` optional. Read only as exactly that: a
+ * declared tool's name, one strict JSON object that fits its schema; the call ends after the
+ * object (text after it is content). Anything else leaves the line as text.
+ */
+function logLine({ text, start, marker, final, ctx }: MatchInput): MatchResult {
+  let i = start + marker.length;
+  const field = (key: string): number | 'need-more' | null => {
+    const e = expectLiteral(text, i, key, final);
+    if (e !== 'yes') return e === 'need-more' ? e : null;
+    let k = i + key.length;
+    while (k < text.length && !/\s/.test(text[k] ?? '')) k++;
+    if (k >= text.length && !final) return 'need-more';
+    return k;
+  };
+  const n = field('name=');
+  if (n === null || n === 'need-more') return n;
+  const name = text.slice(i + 'name='.length, n);
+  const tool = ctx.tools.get(name);
+  if (!tool) return null;
+  i = skipWs(text, n);
+  if (i >= text.length) return final ? null : 'need-more';
+  const id = expectLiteral(text, i, 'id=', final);
+  if (id === 'need-more') return id;
+  if (id === 'yes') {
+    const k = field('id=');
+    if (k === null || k === 'need-more') return k;
+    i = skipWs(text, k);
+  }
+  const a = expectLiteral(text, i, 'args=', final);
+  if (a !== 'yes') return a === 'need-more' ? a : null;
+  i += 'args='.length;
+  if (i >= text.length) return final ? null : 'need-more';
+  if (text[i] !== '{') return null;
+  const scan = scanJsonValue(text, i);
+  if (!scan) return null;
+  if (scan.end < 0) return final ? null : 'need-more';
+  let value: unknown;
+  try {
+    value = JSON.parse(text.slice(i, scan.end));
+  } catch {
+    return null;
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return null;
+  if (!fitsSchema(value as Record<string, unknown>, tool)) return null;
+  return { end: scan.end, calls: [{ name, arguments: value }] };
+}
+
 export const bracketArrow = defineFamily({
   name: 'bracket-arrow',
-  markers: [OPEN],
+  markers: [OPEN, LOG_LINE],
   priority: 44,
   backend: {},
   // a block it cannot read for a declared tool stays text, with an 'unrecovered' record
-  match: envelope,
+  match: (input) => (input.marker === LOG_LINE ? logLine(input) : envelope(input)),
 });
