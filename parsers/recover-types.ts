@@ -10,8 +10,10 @@ export interface RecoveryOptions {
   /**
    * The chat template opened <think> in the prompt (Qwen3, DeepSeek-R1 style): output is
    * reasoning until </think>. Default false: only a leading <think> opens reasoning.
+   * 'maybe': the prompt may have opened it; the output is held from its start until a close
+   * ends within maxHeldBytes (the text before it is reasoning) or the end / the cap (content).
    */
-  startsInReasoning?: boolean;
+  startsInReasoning?: boolean | 'maybe';
   /**
    * Cap on text held for a possible call (code units; default 1 MiB): past it the held text is
    * released as content with an 'unrecovered' / 'too-long' leak record.

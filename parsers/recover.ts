@@ -49,7 +49,7 @@ export function createRecoveryStream(opts: RecoveryOptions): RecoveryStream {
     plan: planFor(opts.parsers),
     tools: opts.tools,
     newId: opts.newId,
-    startsInReasoning: opts.startsInReasoning === true,
+    startsInReasoning: opts.startsInReasoning === 'maybe' ? 'maybe' : opts.startsInReasoning === true,
     ...(opts.maxHeldBytes !== undefined ? { maxHeld: opts.maxHeldBytes } : {}),
   });
 }

@@ -58,6 +58,7 @@ import { cwm } from './formats/cwm.js';
 // issue 11: families from vLLM suites without a reader (fam-c)
 import { internS1 } from './formats/intern-s1.js';
 import { hyperclovax } from './formats/hyperclovax.js';
+import { bracketArrow } from './formats/bracket-arrow.js';
 
 export const PARSERS: readonly FamilyParser[] = [
   hermes,
@@ -111,6 +112,7 @@ export const PARSERS: readonly FamilyParser[] = [
   cwm,
   internS1,
   hyperclovax,
+  bracketArrow,
 ];
 
 export const PARSER_NAMES: readonly string[] = PARSERS.map((p) => p.name);

@@ -39,8 +39,12 @@ export interface ModelSettings {
   /**
    * The chat template opens <think> in the prompt (Qwen3 thinking, DeepSeek-R1): output is
    * reasoning until a bare </think>. Off by default: only a leading <think> opens reasoning.
+   * 'maybe': it may (a template switch the request sets, a model seen closing reasoning it
+   * never opened): each output is held from its start until a close ends within maxHeldBytes
+   * (before it: reasoning) or the end / the cap (all content). 'auto': at start-up, from
+   * llama-server's /props template (templateOpensReasoning); false when it cannot tell.
    */
-  startsInReasoning: boolean;
+  startsInReasoning: boolean | 'maybe' | 'auto';
   /** Forced tool use: add final_answer and send tool_choice "required" when the client said auto/absent. */
   forceToolUse: boolean;
   /** The synthetic tool's name (a non-colliding variant is chosen if the client declares it). */

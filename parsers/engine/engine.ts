@@ -8,7 +8,7 @@ import { ReasoningCalls } from './reasoning-calls.js';
 import type { EnvelopeMatch, FamilyParser } from './family.js';
 import type { RecoveryEvent, RecoveryStream } from '../recover-types.js';
 import { DEFAULT_MAX_HELD, EnvelopeScanner, type ScanEvent, type ScanPlan, TOO_LONG } from './scanner.js';
-import { ThinkSplitter } from './think-split.js';
+import { type StartsInReasoning, ThinkSplitter } from './think-split.js';
 import type { DeclaredTool, LeakRecord, LeakSource, ParseContext } from '../types.js';
 import { normalizeArguments, unsafeArguments } from '../kit/lenient-json.js';
 import { decodeStructuredStrings } from '../kit/schema-values.js';
@@ -17,7 +17,7 @@ export interface EngineOptions {
   plan: ScanPlan;
   tools: ReadonlyMap<string, DeclaredTool>;
   newId: () => string;
-  startsInReasoning?: boolean;
+  startsInReasoning?: StartsInReasoning;
   /** Cap on text held for a possible envelope (code units); default DEFAULT_MAX_HELD (1 MiB). */
   maxHeld?: number;
 }
@@ -92,7 +92,7 @@ class SurrogateCarry {
 export function createEngineStream(opts: EngineOptions): RecoveryStream {
   const ctx: ParseContext = { tools: opts.tools };
   const maxHeld = opts.maxHeld ?? DEFAULT_MAX_HELD;
-  const think = new ThinkSplitter(opts.plan.think, opts.startsInReasoning === true, maxHeld);
+  const think = new ThinkSplitter(opts.plan.think, opts.startsInReasoning ?? false, maxHeld);
   const scanner = new EnvelopeScanner(opts.plan, ctx, { maxHeld });
   const sink = new ContentSink(maxHeld);
   const contentCarry = new SurrogateCarry();

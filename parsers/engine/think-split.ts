@@ -10,6 +10,14 @@
  * - A bare close without that option stays content: deciding it later would mean holding every
  *   non-reasoning response to the end, and streaming must equal non-streaming (bare-think.ts
  *   still reads it: calls before it were drafts).
+ * - With `startsInReasoning: 'maybe'` (the prompt may have opened the section: a template whose
+ *   switch the request sets, a model seen closing reasoning it never opened) that hold is paid,
+ *   bounded: unless a leading open or skip marker decides it, the output is held from its first
+ *   char until a close of the table ends within the first `maxHeld` chars (everything before it
+ *   was reasoning, as with `true`) or until the end of output or `maxHeld` chars without one
+ *   (it was content, byte for byte, as with `false`; a later bare close is then read by
+ *   bare-think.ts as before). The decision depends on the text only, so every split decides
+ *   the same; the cost is latency: such an answer streams once it is decided.
  */
 import type { FamilyParser, ReasoningMarkers } from './family.js';
 import { skipWs } from '../kit/json-scan.js';
@@ -46,8 +54,16 @@ export function collectThinkMarkers(families: readonly FamilyParser[]): ThinkMar
   };
 }
 
+/** Whether the prompt opened the reasoning: yes, no, or perhaps (decided by the output itself). */
+export type StartsInReasoning = boolean | 'maybe';
+
 export class ThinkSplitter {
-  private state: 'start' | 'in' | 'out';
+  private state: 'start' | 'in' | 'out' | 'maybe';
+  /** In 'maybe': the held text in pieces (joining a long concatenation per push is quadratic). */
+  private held: string[] = [];
+  private heldLen = 0;
+  /** In 'maybe': the held text's last (longest close - 1) chars, where a close may be cut. */
+  private heldTail = '';
   private buf = '';
   /** The output opened reasoning (a leading open, or startsInReasoning). */
   opened = false;
@@ -58,21 +74,35 @@ export class ThinkSplitter {
   /** In 'start': what is looked for first (opens, or skip markers with startsInReasoning). */
   private readonly leads: readonly string[];
 
+  private readonly startsInReasoning: boolean;
+  private readonly maybe: boolean;
+
   constructor(
     private readonly markers: ThinkMarkers,
-    private readonly startsInReasoning: boolean,
+    starts: StartsInReasoning,
     /** A blank run longer than this before anything else: no leading marker any more. */
     private readonly maxHeld = Number.POSITIVE_INFINITY,
   ) {
+    this.startsInReasoning = starts === true;
+    this.maybe = starts === 'maybe';
+    const startsInReasoning = this.startsInReasoning;
     this.opened = startsInReasoning;
     this.closes = markers.closeSet;
-    this.leads = startsInReasoning ? markers.skips : markers.opens.map((o) => o.open);
+    this.leads = startsInReasoning
+      ? markers.skips
+      : this.maybe
+        ? [...markers.opens.map((o) => o.open), ...markers.skips]
+        : markers.opens.map((o) => o.open);
     // prompt-opened reasoning with nothing that could skip it streams from the first char
     this.state = startsInReasoning && this.leads.length === 0 ? 'in' : 'start';
   }
 
   push(text: string, final = false): ThinkPiece[] {
     const out: ThinkPiece[] = [];
+    if (this.state === 'maybe') {
+      this.undecided(text, final, out);
+      return out;
+    }
     if (
       this.state === 'start' &&
       !final &&
@@ -88,6 +118,13 @@ export class ThinkSplitter {
     }
     this.buf += text;
     if (this.state === 'start' && this.lead(final)) return out;
+    // lead() may have moved the state to 'maybe' (read through a method: no narrowing)
+    if (this.holding()) {
+      const held = this.buf;
+      this.buf = '';
+      this.undecided(held, final, out);
+      return out;
+    }
     if (this.state === 'in') {
       const hit = this.closes.first(this.buf);
       if (hit === null) {
@@ -111,6 +148,45 @@ export class ThinkSplitter {
     return this.push('', true);
   }
 
+  private holding(): boolean {
+    return this.state === 'maybe';
+  }
+
+  /**
+   * 'maybe': a close ending within the first maxHeld chars makes the text before it reasoning;
+   * the end of output or maxHeld chars without one make it content. Until then, text is held.
+   */
+  private undecided(text: string, final: boolean, out: ThinkPiece[]): void {
+    const joined = this.heldTail + text;
+    const base = this.heldLen - this.heldTail.length;
+    // a close wholly inside the old tail would have been found by the previous push
+    const hit = this.closes.first(joined);
+    this.held.push(text);
+    this.heldLen += text.length;
+    const decided = hit !== null || final || this.heldLen >= this.maxHeld;
+    if (!decided) {
+      const keep = this.closes.longest - 1;
+      this.heldTail = keep <= 0 ? '' : joined.slice(-keep);
+      return;
+    }
+    const all = this.held.join('');
+    this.held = [];
+    this.heldLen = 0;
+    this.heldTail = '';
+    this.state = 'out';
+    if (hit !== null && base + hit.at + hit.len <= this.maxHeld) {
+      const at = base + hit.at;
+      if (at > 0) out.push({ kind: 'reasoning', text: all.slice(0, at) });
+      out.push({ kind: 'cut' });
+      this.opened = true;
+      const rest = all.slice(at + hit.len);
+      if (rest) out.push({ kind: 'content', text: rest });
+      return;
+    }
+    // no close ends within maxHeld chars: it was content, byte for byte
+    if (all) out.push({ kind: 'content', text: all });
+  }
+
   /** 'start': decides what the output opens with; true = still undecided (hold). */
   private lead(final: boolean): boolean {
     const i = skipWs(this.buf, this.wsEnd);
@@ -122,7 +198,7 @@ export class ThinkSplitter {
       return false;
     }
     const rest = this.buf.slice(i);
-    if (this.startsInReasoning) {
+    if (this.startsInReasoning || (this.maybe && this.markers.skips.some((l) => rest.startsWith(l)))) {
       if (this.leads.some((l) => rest.startsWith(l))) {
         // skipped: the marker and what follows are the answer (the scanner reads the marker)
         this.state = 'out';
@@ -139,7 +215,7 @@ export class ThinkSplitter {
       }
     }
     if (!final && (i === this.buf.length || this.leads.some((l) => l.startsWith(rest)))) return true;
-    this.state = otherwise;
+    this.state = this.maybe ? 'maybe' : otherwise;
     return false;
   }
 }

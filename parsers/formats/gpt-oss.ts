@@ -26,6 +26,8 @@ const TOOL_CALL = '<tool_call>';
 const TOOL_CALL_CLOSE = '</tool_call>';
 /** The tail of a role header whose `<|start|>assistant` was in the prompt. */
 const ROLE_TAIL = ' to=functions.';
+/** A call header whose control tokens were stripped (a backend decoding them as nothing). */
+const STRIPPED = 'commentary to=functions.';
 
 /** First terminator or next block at/after i: [index, length consumed]. */
 function bodyEnd(text: string, i: number): { at: number; len: number } | null {
@@ -117,6 +119,51 @@ function trailingText(
 }
 
 /**
+ * Near miss (issue 30, repair `stripped-control-tokens`): a harmony call whose control tokens a
+ * backend decoded as nothing, `commentary to=functions.NAME json{…}` (Rapid-MLX#480, gpt-oss-20b:
+ * `<|channel|>`, `<|constrain|>`, `<|message|>` and `<|call|>` gone). Read only when NAME is a
+ * declared tool, an optional `json` / `code` constraint word follows, then one strict JSON object
+ * that fits the tool's schema and nothing but blanks to the end of output (the stripped
+ * `<|call|>` ended the turn); anything after the object leaves the whole text as it is.
+ */
+function stripped({ text, start, marker, final, ctx }: MatchInput): MatchResult {
+  const from = start + marker.length;
+  let e = from;
+  while (e < text.length && !/[\s{<]/.test(text[e] ?? '')) e++;
+  if (e >= text.length) return final ? null : 'need-more';
+  const name = text.slice(from, e);
+  const tool = ctx.tools.get(name);
+  if (!tool) return null;
+  let j = skipWs(text, e);
+  if (j >= text.length) return final ? null : 'need-more';
+  for (const word of ['json', 'code']) {
+    const w = expectLiteral(text, j, word, final);
+    if (w === 'need-more') return w;
+    if (w === 'yes') {
+      j = skipWs(text, j + word.length);
+      break;
+    }
+  }
+  if (j >= text.length) return final ? null : 'need-more';
+  if (text[j] !== '{') return null;
+  const scan = scanJsonValue(text, j);
+  if (!scan) return null;
+  if (scan.end < 0) return final ? null : 'need-more';
+  // the call ends the output: anything but blanks after it and this is not the near miss
+  if (skipWs(text, scan.end) < text.length) return null;
+  if (!final) return 'need-more';
+  let value: unknown;
+  try {
+    value = JSON.parse(text.slice(j, scan.end));
+  } catch {
+    return null;
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return null;
+  if (!fitsSchema(value as Record<string, unknown>, tool)) return null;
+  return { end: text.length, calls: [{ name, arguments: value, repairs: ['stripped-control-tokens'] }] };
+}
+
+/**
  * Harmony flattened into a Hermes tag (vLLM's and SGLang's gpt-oss dialect of the
  * multi-format reader): `<tool_call>assistant to=functions.NAME json\n{…}\n</tool_call>`, the
  * `assistant` optional. Claimed only when the tag opens with the recipient.
@@ -143,11 +190,12 @@ function flattened({ text, start, marker, final, find }: MatchInput): MatchResul
 
 export const gptOss = defineFamily({
   name: 'gpt-oss',
-  markers: [START, CHANNEL, TOOL_CALL, ROLE_TAIL],
+  markers: [START, CHANNEL, TOOL_CALL, ROLE_TAIL, STRIPPED],
   priority: 10,
   backend: { vllm: 'openai', llamacpp: 'GPT-OSS', sglang: 'gpt-oss' },
   match(input): MatchResult {
     if (input.marker === TOOL_CALL) return flattened(input);
+    if (input.marker === STRIPPED) return stripped(input);
     if (input.marker === ROLE_TAIL && input.start !== 0) return null;
     const { text, start, final, find } = input;
     const msg = find(MESSAGE, start);

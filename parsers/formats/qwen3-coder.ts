@@ -7,13 +7,13 @@
  * as JSON arguments.
  */
 import { defineFamily } from '../engine/define.js';
-import type { MatchInput, MatchResult } from '../engine/family.js';
+import type { EnvelopeMatch, MatchInput, MatchResult } from '../engine/family.js';
 
 type Find = MatchInput['find'];
 import type { ParseContext, ParsedCall } from '../types.js';
 import { decodeBody, finishMatch, peekNonWs } from '../kit/envelope.js';
-import { expectLiteral, skipWs } from '../kit/json-scan.js';
-import { coerceParamValue, createArgs, paramSchema } from '../kit/schema-values.js';
+import { expectLiteral, scanJsonValue, skipWs } from '../kit/json-scan.js';
+import { coerceParamValue, createArgs, fitsSchema, paramSchema } from '../kit/schema-values.js';
 
 const WRAP_OPEN = '<tool_call>';
 const WRAP_CLOSE = '</tool_call>';
@@ -240,6 +240,41 @@ function structuralWrapped(
   }
 }
 
+/**
+ * Near miss (issue 30, repair `parameter-for-function`): a wrapped call opened with
+ * `<parameter=NAME>` where `<function=NAME>` belongs, the rest intact:
+ * `<tool_call><parameter=bash><parameter=command>ls</parameter></function></tool_call>`
+ * (antirez/ds4#1050, a Qwen3.6-class model). Read only when NAME is a declared tool, the body
+ * with that one tag swapped reads strictly as one or more functions to declared tools, and
+ * every call's arguments fit its schema; else `<tool_call>` is not this family's, as before.
+ */
+function parameterForFunction(
+  text: string,
+  j: number,
+  final: boolean,
+  ctx: ParseContext,
+  find: Find,
+): MatchResult {
+  const p = expectLiteral(text, j, P_OPEN, final);
+  if (p !== 'yes') return p === 'need-more' ? p : null;
+  const gt = find('>', j + P_OPEN.length);
+  if (gt < 0) return final ? null : 'need-more';
+  const tool = ctx.tools.get(text.slice(j + P_OPEN.length, gt).trim());
+  if (!tool) return null;
+  const close = find(WRAP_CLOSE, gt);
+  if (close < 0) return final ? null : 'need-more';
+  const read = readFunctions(FN_OPEN + text.slice(j + P_OPEN.length, close), ctx, false);
+  if ('error' in read) return null;
+  for (const c of read.calls) {
+    const t = ctx.tools.get(c.name);
+    const args = c.arguments;
+    if (!t || args === null || typeof args !== 'object' || Array.isArray(args)) return null;
+    if (!fitsSchema(args as Record<string, unknown>, t)) return null;
+  }
+  read.calls[0]!.repairs = [...(read.calls[0]!.repairs ?? []), 'parameter-for-function'];
+  return finishMatch(read, close + WRAP_CLOSE.length, false);
+}
+
 function matchWrapped(
   text: string,
   start: number,
@@ -252,7 +287,8 @@ function matchWrapped(
   if (j === 'need-more') return 'need-more';
   if (j === 'end') return null;
   const fn = expectLiteral(text, j, FN_OPEN, final);
-  if (fn !== 'yes') return fn === 'need-more' ? 'need-more' : null;
+  if (fn === 'no') return parameterForFunction(text, j, final, ctx, find);
+  if (fn !== 'yes') return 'need-more';
   const walked = structuralWrapped(text, j, ctx, final);
   if (walked === 'need-more') return walked;
   if (walked) return finishMatch(walked, walked.end, false);
@@ -272,6 +308,82 @@ function matchWrapped(
   return finishMatch(open, close + WRAP_CLOSE.length, false);
 }
 
+/** A name ends at the first of these: where a near miss puts its arguments instead of `>`. */
+const NEAR_MISS_STOP = /[\s{(=>[<,]/;
+
+/**
+ * Llama 3.x near misses of `<function=NAME>{json}</function>` (issue 30), read only when the
+ * strict reading failed or named no declared tool. Exactly one thing is wrong where the `>`
+ * belongs, and each shape names its repair:
+ * - `space-for-gt`: `<function=NAME {json}</function>`;
+ * - `equals-for-gt`: `<function=NAME={json}</function>`;
+ * - `missing-gt`: `<function=NAME{json}</function>`;
+ * - `gt-after-arguments`: `<function=NAME{json}></function>` (also with a blank before the `{`);
+ * - `parenthesized-arguments`: `<function=NAME({json})</function>`.
+ * The body (after `<function=`, up to the first `</function>`, or to the end of output, where
+ * the engine adds `unclosed-envelope`) must be exactly that: a declared tool's name, the one separator,
+ * one strict JSON object that fits the tool's schema (fitsSchema), its closer, blanks. Anything
+ * else (a second break, junk after the object, a second call, an undeclared name) is not read.
+ * Sources: Groq's `failed_generation` of Llama 3.x (kagent-dev/kagent#1532,
+ * tashfeenahmed/freellmapi#291, blogminhquy/javis-os#63, sipeed/picoclaw#748), where the
+ * well-formed envelope is Llama 3.1's custom-tool format (meta-llama/llama-models, llama3_1
+ * prompt_format.md).
+ */
+function llamaNearMiss(body: string, ctx: ParseContext): ParsedCall | null {
+  let i = 0;
+  while (i < body.length && !NEAR_MISS_STOP.test(body[i] ?? '')) i++;
+  const name = body.slice(0, i);
+  const tool = ctx.tools.get(name);
+  if (!tool) return null;
+  const sep = body[i] ?? '';
+  let repair: string;
+  let j = i;
+  if (sep === '(') {
+    repair = 'parenthesized-arguments';
+    j = skipWs(body, i + 1);
+  } else if (sep === '=') {
+    repair = 'equals-for-gt';
+    j = i + 1;
+  } else if (sep === '{') repair = 'missing-gt';
+  else if (/\s/.test(sep)) {
+    repair = 'space-for-gt';
+    j = skipWs(body, i);
+  } else return null;
+  if (body[j] !== '{') return null;
+  const scan = scanJsonValue(body, j);
+  if (!scan || scan.end < 0) return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(body.slice(j, scan.end));
+  } catch {
+    return null;
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return null;
+  let k = skipWs(body, scan.end);
+  if (repair === 'parenthesized-arguments') {
+    if (body[k] !== ')') return null;
+    k = skipWs(body, k + 1);
+  } else if (body[k] === '>' && (repair === 'missing-gt' || repair === 'space-for-gt')) {
+    // the `>` came after the arguments instead of before them: still the one break
+    repair = 'gt-after-arguments';
+    k = skipWs(body, k + 1);
+  }
+  if (k !== body.length) return null;
+  if (!fitsSchema(value as Record<string, unknown>, tool)) return null;
+  return { name, arguments: value, repairs: [repair] };
+}
+
+/** The strict reading, or the Llama near miss when the strict one fails or names no declared tool. */
+function readBare(
+  strict: { calls: ParsedCall[] } | { error: string },
+  body: string,
+  ctx: ParseContext,
+): { calls: ParsedCall[] } | { error: string } {
+  if (!('error' in strict) && strict.calls.every((c) => ctx.tools.has(c.name))) return strict;
+  const near = llamaNearMiss(body, ctx);
+  return near ? { calls: [near] } : strict;
+}
+
 function matchBare(text: string, start: number, final: boolean, ctx: ParseContext, find: Find): MatchResult {
   const close = find(FN_CLOSE, start);
   if (close < 0) {
@@ -280,7 +392,8 @@ function matchBare(text: string, start: number, final: boolean, ctx: ParseContex
     // …and not one a </tool_call> follows: that output ended, so its value must not run over the tag
     if (find(FN_OPEN, start + FN_OPEN.length) >= 0 || find(WRAP_CLOSE, start) >= 0)
       return { end: text.length, calls: [], error: 'unclosed function' };
-    return finishMatch(readFunctions(text.slice(start), ctx, true), text.length, true);
+    const strict = readFunctions(text.slice(start), ctx, true);
+    return finishMatch(readBare(strict, text.slice(start + FN_OPEN.length), ctx), text.length, true);
   }
   let end = close + FN_CLOSE.length;
   // a stray </tool_call> after a bare function belongs to the envelope
@@ -288,7 +401,36 @@ function matchBare(text: string, start: number, final: boolean, ctx: ParseContex
   const lit = expectLiteral(text, k, WRAP_CLOSE, final);
   if (lit === 'need-more' || (k >= text.length && !final)) return 'need-more';
   if (lit === 'yes') end = k + WRAP_CLOSE.length;
-  return finishMatch(readFunctions(text.slice(start, close + FN_CLOSE.length), ctx, false), end, false);
+  const strict = readFunctions(text.slice(start, close + FN_CLOSE.length), ctx, false);
+  return finishMatch(readBare(strict, text.slice(start + FN_OPEN.length, close), ctx), end, false);
+}
+
+/**
+ * Near miss (issue 30, repair `missing-function-open`): the whole output is a bare function
+ * whose opening lost `<function`, `=NAME><parameter=P>v</parameter></function>` (xalgorix#243,
+ * a Qwen-style call logged by an agent), optionally followed by `</tool_call>`. Held only when
+ * the output starts with `=` and a declared tool's name and `>` (wholeNameStarts); read only
+ * when, with `<function` put back, it reads strictly as calls to declared tools whose arguments
+ * fit their schemas, and nothing but blanks is left around it.
+ */
+function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
+  const i = skipWs(text, 0);
+  if (text[i] !== '=') return null;
+  let stop = text.length;
+  while (stop > i && /\s/.test(text[stop - 1] ?? '')) stop--;
+  if (text.startsWith(WRAP_CLOSE, stop - WRAP_CLOSE.length)) stop -= WRAP_CLOSE.length;
+  const body = `<function${text.slice(i, stop)}`;
+  if (!body.trimEnd().endsWith(FN_CLOSE)) return null;
+  const read = readFunctions(body, ctx, false);
+  if ('error' in read) return null;
+  for (const c of read.calls) {
+    const t = ctx.tools.get(c.name);
+    const args = c.arguments;
+    if (!t || args === null || typeof args !== 'object' || Array.isArray(args)) return null;
+    if (!fitsSchema(args as Record<string, unknown>, t)) return null;
+  }
+  read.calls[0]!.repairs = [...(read.calls[0]!.repairs ?? []), 'missing-function-open'];
+  return { end: text.length, calls: read.calls };
 }
 
 export const qwen3Coder = defineFamily({
@@ -296,6 +438,8 @@ export const qwen3Coder = defineFamily({
   markers: [WRAP_OPEN, FN_OPEN],
   priority: 21,
   backend: { vllm: 'qwen3_coder', llamacpp: 'Qwen3-Coder XML', sglang: 'qwen3_coder' },
+  wholeNameStarts: [{ before: '=', after: ['>'] }],
+  matchWhole,
   match({ text, start, marker, final, ctx, find }) {
     return marker === WRAP_OPEN
       ? matchWrapped(text, start, final, ctx, find)

@@ -30,7 +30,7 @@ import {
   suppressedEffects,
 } from './effects.js';
 import { createStreamHook } from './stream.js';
-import { leakRecoverySettings } from './settings.js';
+import { leakRecoverySettings, readerStartsInReasoning } from './settings.js';
 
 function recoverChoiceMessage(
   message: AssistantMessage,
@@ -52,7 +52,7 @@ function recoverChoiceMessage(
       tools: declaredTools(sent),
       parsers: ctx.settings.parsers,
       newId: idFactory(responseId, choiceIndex),
-      startsInReasoning: ctx.settings.startsInReasoning,
+      startsInReasoning: readerStartsInReasoning(ctx.settings.startsInReasoning),
       maxHeldBytes: ctx.settings.maxHeldBytes,
     },
   );
@@ -92,7 +92,7 @@ function suppressLeaks(
         tools: declaredTools(sent),
         parsers: ctx.settings.parsers,
         newId: idFactory('', choice.index ?? 0),
-        startsInReasoning: ctx.settings.startsInReasoning,
+        startsInReasoning: readerStartsInReasoning(ctx.settings.startsInReasoning),
         maxHeldBytes: ctx.settings.maxHeldBytes,
       },
     );

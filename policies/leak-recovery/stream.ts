@@ -24,6 +24,7 @@ import { clientToolChoice } from '../kit/client-choice.js';
 import { IndexMap } from '../kit/index-map.js';
 import { pushAll } from '../../protocol/append-all.js';
 import { applies, idFactory } from './engine.js';
+import { readerStartsInReasoning } from './settings.js';
 import { type LeakRecoveryEffect, leakEffects, suppressedEffects } from './effects.js';
 
 /** Stream state of one choice: its own engine, its own index space for tool calls. */
@@ -160,7 +161,7 @@ class LeakRecoveryStream implements StreamHook<LeakRecoveryEffect> {
       tools: declaredTools(this.sent),
       parsers: settings.parsers,
       newId: idFactory(responseId, index),
-      startsInReasoning: settings.startsInReasoning,
+      startsInReasoning: readerStartsInReasoning(settings.startsInReasoning),
       maxHeldBytes: settings.maxHeldBytes,
     });
   }
@@ -301,7 +302,7 @@ function createSuppressingHook(
         tools: declaredTools(sent),
         parsers: ctx.settings.parsers,
         newId: idFactory('', index),
-        startsInReasoning: ctx.settings.startsInReasoning,
+        startsInReasoning: readerStartsInReasoning(ctx.settings.startsInReasoning),
         maxHeldBytes: ctx.settings.maxHeldBytes,
       });
       engines.set(index, s);

@@ -17,7 +17,7 @@ export interface FixtureCase {
   tools: { name: string; parameters?: JsonObject }[];
   text: string;
   reasoning?: string;
-  startsInReasoning?: boolean;
+  startsInReasoning?: boolean | 'maybe';
   expect: {
     calls: { name: string; arguments: JsonObject }[];
     content: string | null;
@@ -42,7 +42,11 @@ export function loadFixtures(): { file: string; cases: FixtureCase[] }[] {
 export function optionsFor(c: FixtureCase): RecoveryOptions {
   const tools = new Map<string, DeclaredTool>(c.tools.map((t) => [t.name, t]));
   let n = 0;
-  return { tools, newId: () => `call_${n++}`, ...(c.startsInReasoning ? { startsInReasoning: true } : {}) };
+  return {
+    tools,
+    newId: () => `call_${n++}`,
+    ...(c.startsInReasoning ? { startsInReasoning: c.startsInReasoning } : {}),
+  };
 }
 
 /** Comparable view of a result (ids and repairs included: streaming must match them too). */
