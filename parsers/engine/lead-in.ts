@@ -207,8 +207,6 @@ export class LeadInWatch {
   private lead = '';
   /** Events not passed on yet, with their offsets in `lead`. */
   private pending: { e: ScanEvent; at: number }[] = [];
-  /** Offset in `lead` where the first pending event starts (all before it was passed on). */
-  private sent = 0;
   /** Next offset to test as a boundary. */
   private next = 0;
   /** Offset of a non-text event in the lead (a lead-in may not hold one), or -1. */
@@ -331,7 +329,6 @@ export class LeadInWatch {
       }
       break;
     }
-    this.sent = q;
     return out;
   }
 
