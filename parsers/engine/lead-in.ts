@@ -183,52 +183,79 @@ class Candidates {
   }
 }
 
-/** Is there a lead-in boundary right before `p` (text[p] is not blank, p > 0)? */
-function boundaryBefore(text: string, p: number, first: number): boolean {
-  if (p <= first) return false;
-  let k = p - 1;
-  let newline = false;
-  while (k >= first && /\s/.test(text[k] as string)) {
-    if (text[k] === '\n') newline = true;
-    k--;
+/** Sentence punctuation that ends a lead-in before a blank (code units). */
+const SENTENCE_END_CODES = new Set([...SENTENCE_END].map((c) => c.charCodeAt(0)));
+/** CJK sentence punctuation that ends a lead-in with no blank after it (code units). */
+const CJK_END_CODES = new Set([...CJK_END].map((c) => c.charCodeAt(0)));
+/** Characters every candidate may start with: `{`, `[`, a fence, a tag. */
+const STATIC_FIRSTS = new Set(['{', '[', '`', '<'].map((c) => c.charCodeAt(0)));
+
+/** First code units of the plan's fixed whole starts (once per plan). */
+const FIXED_FIRSTS = new WeakMap<ScanPlan, Set<number>>();
+/** First code units of the declared names (once per tools map). */
+const NAME_FIRSTS = new WeakMap<ReadonlyMap<string, unknown>, Set<number>>();
+
+function fixedFirsts(plan: ScanPlan): Set<number> {
+  let s = FIXED_FIRSTS.get(plan);
+  if (!s) {
+    s = new Set(plan.wholeStarts.filter((x) => x !== '').map((x) => x.charCodeAt(0)));
+    FIXED_FIRSTS.set(plan, s);
   }
-  if (k < first) return false;
-  const last = text[k] as string;
-  if (newline) return true;
-  if (k === p - 1) return CJK_END.has(last);
-  return SENTENCE_END.has(last);
+  return s;
+}
+
+function nameFirsts(tools: ReadonlyMap<string, unknown>): Set<number> {
+  let s = NAME_FIRSTS.get(tools);
+  if (!s) {
+    s = new Set();
+    for (const n of tools.keys()) if (n !== '') s.add(n.charCodeAt(0));
+    NAME_FIRSTS.set(tools, s);
+  }
+  return s;
 }
 
 type State = 'lead' | 'held' | 'off';
 
 export class LeadInWatch {
-  private state: State = 'lead';
+  private _state: State = 'lead';
+  /** Nothing is watched any more: events pass straight on (a field: read once per event). */
+  off = false;
+  private get state(): State {
+    return this._state;
+  }
+  private set state(s: State) {
+    this._state = s;
+    this.off = s === 'off';
+  }
   /** The output so far while in 'lead' (bounded: LEAD_MAX + look past its first non-blank). */
   private lead = '';
   /** Events not passed on yet, with their offsets in `lead`. */
   private pending: { e: ScanEvent; at: number }[] = [];
-  /** Next offset to test as a boundary. */
+  /** Next offset to look at, and what the walk knew there (see look). */
   private next = 0;
+  /** The last non-blank code unit before `next`, and whether a blank / a line break followed it. */
+  private last = 0;
+  private gap = false;
+  private newline = false;
   /** Offset of a non-text event in the lead (a lead-in may not hold one), or -1. */
   private firstEnvelope = -1;
-  /** Offset of the output's first non-blank character (or how far the blank run is known). */
-  private first = 0;
+  /** Offset of the output's first non-blank character (-1: not seen yet). */
+  private first = -1;
   private held: ScanEvent[] = [];
   private heldLen = 0;
-  private readonly cands: Candidates;
+  /** Built at the first boundary that may start a candidate (most outputs never get one). */
+  private cands: Candidates | null = null;
+  private readonly firsts: Set<number>;
+  private readonly names: Set<number>;
 
   constructor(
     private readonly plan: ScanPlan,
     private readonly ctx: ParseContext,
     private readonly maxHeld: number,
   ) {
-    this.cands = new Candidates(plan, ctx);
+    this.firsts = fixedFirsts(plan);
+    this.names = nameFirsts(ctx.tools);
     if (ctx.tools.size === 0) this.state = 'off';
-  }
-
-  /** Nothing is watched any more: events pass straight on. */
-  get off(): boolean {
-    return this.state === 'off';
   }
 
   /**
@@ -272,31 +299,58 @@ export class LeadInWatch {
     return [];
   }
 
+  /**
+   * Walks the lead once, left to right (a blank run is walked once, not per push): at each
+   * boundary whose character may start a candidate, asks for the candidate's verdict; 'maybe'
+   * stops the walk there until more text (or the end) comes, the first 'yes' decides.
+   */
   private look(final: boolean): ScanEvent[] {
     const text = this.lead;
-    // the first non-blank character, found once (a blank run is walked once, not per push)
-    this.first = skipWs(text, this.first);
-    const first = this.first;
-    if (first === text.length && first > this.maxHeld) return this.stop();
-    const limit = first + LEAD_MAX;
-    let p = Math.max(this.next, first + 1);
-    for (; p < text.length && p <= limit; p++) {
-      const ch = text[p] as string;
-      if (ch !== '{' && ch !== '[' && ch !== '`' && ch !== '<' && !/\w/.test(ch)) continue;
-      if (!boundaryBefore(text, p, first)) continue;
-      const rest = text.slice(p, p + this.cands.look);
-      const v = this.cands.verdict(rest, final || rest.length >= this.cands.look);
-      if (v === 'no') continue;
-      if (v === 'maybe') {
+    let p = this.next;
+    if (this.first < 0) {
+      p = skipWs(text, p);
+      if (p === text.length) {
         this.next = p;
+        // a blank run longer than the cap before anything else: nothing to watch
+        if (p > this.maxHeld) return this.stop();
         return this.pass(p);
       }
-      // the first candidate decides
-      if (!this.atEventStart(p) || (this.firstEnvelope >= 0 && this.firstEnvelope < p)) return this.stop();
-      if (!announces(text.slice(0, p), this.ctx)) return this.stop();
-      return this.hold(p);
+      this.first = p;
+      this.last = text.charCodeAt(p);
+      p++;
     }
-    this.next = p;
+    const limit = this.first + LEAD_MAX;
+    let { last, gap, newline } = this;
+    for (; p < text.length && p <= limit; p++) {
+      const c = text.charCodeAt(p);
+      // the blanks of skipWs (kit/json-scan.ts), inline: this loop runs on every output's start
+      if (c === 0x20 || c === 0x0a || c === 0x09 || c === 0x0d) {
+        gap = true;
+        if (c === 10) newline = true;
+        continue;
+      }
+      const boundary = newline || (gap ? SENTENCE_END_CODES.has(last) : CJK_END_CODES.has(last));
+      if (boundary && (STATIC_FIRSTS.has(c) || this.firsts.has(c) || this.names.has(c))) {
+        this.cands ??= new Candidates(this.plan, this.ctx);
+        const rest = text.slice(p, p + this.cands.look);
+        const v = this.cands.verdict(rest, final || rest.length >= this.cands.look);
+        if (v === 'maybe') {
+          Object.assign(this, { next: p, last, gap, newline });
+          return this.pass(p);
+        }
+        if (v === 'yes') {
+          // the first candidate decides
+          if (!this.atEventStart(p) || (this.firstEnvelope >= 0 && this.firstEnvelope < p))
+            return this.stop();
+          if (!announces(text.slice(0, p), this.ctx)) return this.stop();
+          return this.hold(p);
+        }
+      }
+      last = c;
+      gap = false;
+      newline = false;
+    }
+    Object.assign(this, { next: p, last, gap, newline });
     if (p > limit) return this.stop();
     return this.pass(text.length);
   }
