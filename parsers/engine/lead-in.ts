@@ -28,7 +28,7 @@
  * characters ahead, the hold cap counts code units), so every chunking decides the same.
  */
 import type { EnvelopeMatch, FamilyParser } from './family.js';
-import { NameStartMatcher } from './name-starts.js';
+import { NameStartMatcher, someNameStartsWith } from './name-starts.js';
 import type { ScanEvent, ScanPlan } from './scanner.js';
 import { skipWs } from '../kit/json-scan.js';
 import { normalizeArguments } from '../kit/lenient-json.js';
@@ -192,24 +192,11 @@ const STATIC_FIRSTS = new Set(['{', '[', '`', '<'].map((c) => c.charCodeAt(0)));
 
 /** First code units of the plan's fixed whole starts (once per plan). */
 const FIXED_FIRSTS = new WeakMap<ScanPlan, Set<number>>();
-/** First code units of the declared names (once per tools map). */
-const NAME_FIRSTS = new WeakMap<ReadonlyMap<string, unknown>, Set<number>>();
-
 function fixedFirsts(plan: ScanPlan): Set<number> {
   let s = FIXED_FIRSTS.get(plan);
   if (!s) {
     s = new Set(plan.wholeStarts.filter((x) => x !== '').map((x) => x.charCodeAt(0)));
     FIXED_FIRSTS.set(plan, s);
-  }
-  return s;
-}
-
-function nameFirsts(tools: ReadonlyMap<string, unknown>): Set<number> {
-  let s = NAME_FIRSTS.get(tools);
-  if (!s) {
-    s = new Set();
-    for (const n of tools.keys()) if (n !== '') s.add(n.charCodeAt(0));
-    NAME_FIRSTS.set(tools, s);
   }
   return s;
 }
@@ -246,7 +233,6 @@ export class LeadInWatch {
   /** Built at the first boundary that may start a candidate (most outputs never get one). */
   private cands: Candidates | null = null;
   private readonly firsts: Set<number>;
-  private readonly names: Set<number>;
 
   constructor(
     private readonly plan: ScanPlan,
@@ -254,7 +240,6 @@ export class LeadInWatch {
     private readonly maxHeld: number,
   ) {
     this.firsts = fixedFirsts(plan);
-    this.names = nameFirsts(ctx.tools);
     if (ctx.tools.size === 0) this.state = 'off';
   }
 
@@ -330,7 +315,7 @@ export class LeadInWatch {
         continue;
       }
       const boundary = newline || (gap ? SENTENCE_END_CODES.has(last) : CJK_END_CODES.has(last));
-      if (boundary && (STATIC_FIRSTS.has(c) || this.firsts.has(c) || this.names.has(c))) {
+      if (boundary && (STATIC_FIRSTS.has(c) || this.firsts.has(c) || someNameStartsWith(this.ctx.tools, c))) {
         this.cands ??= new Candidates(this.plan, this.ctx);
         const rest = text.slice(p, p + this.cands.look);
         const v = this.cands.verdict(rest, final || rest.length >= this.cands.look);
