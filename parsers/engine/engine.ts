@@ -156,16 +156,20 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
 
   function onScan(events: ScanEvent[], out: RecoveryEvent[]): void {
     for (const e of events) {
-      if (leadIn.off) {
-        // the common path, as before the watch: one field read more per event
-        const isCall = e.type === 'envelope' && !isPassThrough(e.match) && judge(e).ok;
-        for (const r of bareThink.feed(e, isCall)) handle(r.e, r.draft, out);
-      } else {
-        const pass = e.type === 'envelope' && Boolean(isPassThrough(e.match));
-        const isCall = e.type === 'envelope' && !pass && judge(e).ok;
-        for (const x of leadIn.feed(e, isCall, pass)) toBareThink(x, out);
+      if (!leadIn.off) {
+        watchLeadIn(e, out);
+        continue;
       }
+      // the common path, as before the watch: one field read more per event
+      const isCall = e.type === 'envelope' && !isPassThrough(e.match) && judge(e).ok;
+      for (const r of bareThink.feed(e, isCall)) handle(r.e, r.draft, out);
     }
+  }
+
+  function watchLeadIn(e: ScanEvent, out: RecoveryEvent[]): void {
+    const pass = e.type === 'envelope' && Boolean(isPassThrough(e.match));
+    const isCall = e.type === 'envelope' && !pass && judge(e).ok;
+    for (const x of leadIn.feed(e, isCall, pass)) toBareThink(x, out);
   }
 
   function toBareThink(e: ScanEvent, out: RecoveryEvent[]): void {

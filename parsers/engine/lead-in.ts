@@ -187,6 +187,8 @@ class Candidates {
 const SENTENCE_END_CODES = new Set([...SENTENCE_END].map((c) => c.charCodeAt(0)));
 /** CJK sentence punctuation that ends a lead-in with no blank after it (code units). */
 const CJK_END_CODES = new Set([...CJK_END].map((c) => c.charCodeAt(0)));
+/** The single characters of CALL_SHAPED (`{ } [ ] < >`), as code units. */
+const CALL_SHAPED_CODES = new Set(['{', '}', '[', ']', '<', '>'].map((c) => c.charCodeAt(0)));
 /** Characters every candidate may start with: `{`, `[`, a fence, a tag. */
 const STATIC_FIRSTS = new Set(['{', '[', '`', '<'].map((c) => c.charCodeAt(0)));
 
@@ -315,6 +317,9 @@ export class LeadInWatch {
         continue;
       }
       const boundary = newline || (gap ? SENTENCE_END_CODES.has(last) : CJK_END_CODES.has(last));
+      // call-shaped text that starts no candidate: every later lead-in would hold it (announces)
+      if (CALL_SHAPED_CODES.has(c) && !(boundary && (c === 0x7b || c === 0x5b || c === 0x3c)))
+        return this.stop();
       if (boundary && (STATIC_FIRSTS.has(c) || this.firsts.has(c) || someNameStartsWith(this.ctx.tools, c))) {
         this.cands ??= new Candidates(this.plan, this.ctx);
         const rest = text.slice(p, p + this.cands.look);
