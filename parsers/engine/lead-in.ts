@@ -21,8 +21,9 @@
  *   of it as calls). It is read only when every call names a declared tool, its arguments fit
  *   the schema (`fitsSchema`), and nothing but whitespace or a closing token the family strips
  *   follows. Else the held events go on as they came.
- * An envelope a family read as a call, a pass-through envelope, or an envelope ending the
- * output's lead region ends the watch: those outputs are read as before.
+ * An envelope a family read as a call, a pass-through envelope, a refused envelope before the
+ * candidate, call-shaped text that starts no candidate (`}`, `>`, a `<` mid-line), or passing
+ * LEAD_MAX ends the watch: those outputs are read exactly as before.
  *
  * Every decision depends on the text only (boundaries look back, candidates look at most LOOK
  * characters ahead, the hold cap counts code units), so every chunking decides the same.
