@@ -4,6 +4,7 @@
  */
 import { BareThinkWatch } from './bare-think.js';
 import { ContentSink } from './content-sink.js';
+import { LeadInWatch } from './lead-in.js';
 import { ReasoningCalls } from './reasoning-calls.js';
 import type { EnvelopeMatch, FamilyParser } from './family.js';
 import type { RecoveryEvent, RecoveryStream } from '../recover-types.js';
@@ -107,6 +108,8 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
   let reasoningScanned = false;
   const reasoningCalls = new ReasoningCalls(maxHeld);
   if (opts.startsInReasoning === true) bareThink.stop();
+  // a call that ends the output after a short announcing lead-in (lead-in.ts)
+  const leadIn = new LeadInWatch(opts.plan, ctx, maxHeld);
   /** judgeEnvelope's verdict per envelope event, so a held envelope is judged once. */
   const verdicts = new WeakMap<ScanEvent, ReturnType<typeof judgeEnvelope>>();
   const judge = (e: Extract<ScanEvent, { type: 'envelope' }>) => {
@@ -153,9 +156,25 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
 
   function onScan(events: ScanEvent[], out: RecoveryEvent[]): void {
     for (const e of events) {
+      if (!leadIn.off) {
+        watchLeadIn(e, out);
+        continue;
+      }
+      // the common path, as before the watch: one field read more per event
       const isCall = e.type === 'envelope' && !isPassThrough(e.match) && judge(e).ok;
       for (const r of bareThink.feed(e, isCall)) handle(r.e, r.draft, out);
     }
+  }
+
+  function watchLeadIn(e: ScanEvent, out: RecoveryEvent[]): void {
+    const pass = e.type === 'envelope' && Boolean(isPassThrough(e.match));
+    const isCall = e.type === 'envelope' && !pass && judge(e).ok;
+    for (const x of leadIn.feed(e, isCall, pass)) toBareThink(x, out);
+  }
+
+  function toBareThink(e: ScanEvent, out: RecoveryEvent[]): void {
+    const isCall = e.type === 'envelope' && !isPassThrough(e.match) && judge(e).ok;
+    for (const r of bareThink.feed(e, isCall)) handle(r.e, r.draft, out);
   }
 
   function handle(e: ScanEvent, draft: boolean, out: RecoveryEvent[]): void {
@@ -272,6 +291,7 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
       finishReasoningScan(out);
       for (const e of reasoningCalls.end()) handle(e, false, out);
       onScan(scanner.finish(), out);
+      for (const e of leadIn.finish()) toBareThink(e, out);
       flushHeld(out);
       const tail = sink.finish();
       if (tail) out.push({ type: 'content', text: tail });

@@ -47,6 +47,23 @@ function catalogueOf(tools: ReadonlyMap<string, unknown>): Catalogue {
   return c;
 }
 
+/**
+ * Does some declared name start with code unit `c`? A binary search in the sorted catalogue
+ * (sorted once per tools map, shared with every matcher of the request), not a walk of the names.
+ */
+export function someNameStartsWith(tools: ReadonlyMap<string, unknown>, c: number): boolean {
+  if (tools.size === 0) return false;
+  const { names } = catalogueOf(tools);
+  let lo = 0;
+  let hi = names.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if ((names[mid] as string).charCodeAt(0) < c) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < names.length && (names[lo] as string).charCodeAt(0) === c;
+}
+
 /** The longest declared name (0: none), without sorting anything. */
 export function longestName(tools: ReadonlyMap<string, unknown>): number {
   const known = CATALOGUES.get(tools);

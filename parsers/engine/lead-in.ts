@@ -1,0 +1,459 @@
+/**
+ * The lead-in gate (issue 30, docs/recall.md "A sentence, then the call"): a call in a
+ * whole-output shape (a fenced or bare JSON call, an XML-ish element named after a declared tool,
+ * an improvised wrapper) that ENDS the output after a short announcing lead-in ("I'll look that
+ * up.") is read; the lead-in stays content byte for byte. The whole-output gate keeps refusing
+ * the same call after an explanation ("For example:", "You can call it like this:"), inside or
+ * after a code sample, as one of two alternatives, or followed by more prose.
+ *
+ * It sits between the scanner and the bare-`</think>` watch and sees the scanner's events as one
+ * character stream (text, and the raw text of envelopes the families did not read):
+ * - while the output is no more than LEAD_MAX code units past its first non-blank character, each
+ *   boundary (a line break, or sentence punctuation then a blank, or CJK sentence punctuation)
+ *   followed by a candidate start (`{`, `[{`, a ```json / ```tool_call / ```tool_code / ```xml /
+ *   bare fence, a declared name in the improvised family's frames, one of the whole families'
+ *   fixed starts) is a candidate; text before the first one streams live;
+ * - the first candidate decides: when the text before it passes the lead-in rules (`announces`),
+ *   the candidate and everything after it are held to the end of output (at most maxHeld, as a
+ *   whole-output hold is); otherwise nothing is held from here on;
+ * - at the end, the held tail is offered to the whole-output families as if it were the whole
+ *   output (the improvised reader last, and only when the families' envelopes did not read all
+ *   of it as calls). It is read only when every call names a declared tool, its arguments fit
+ *   the schema (`fitsSchema`), and nothing but whitespace or a closing token the family strips
+ *   follows. Else the held events go on as they came.
+ * An envelope a family read as a call, a pass-through envelope, a refused envelope before the
+ * candidate, call-shaped text that starts no candidate (`}`, `>`, a `<` mid-line), or passing
+ * LEAD_MAX ends the watch: those outputs are read exactly as before.
+ *
+ * Every decision depends on the text only (boundaries look back, candidates look at most LOOK
+ * characters ahead, the hold cap counts code units), so every chunking decides the same.
+ */
+import type { EnvelopeMatch, FamilyParser } from './family.js';
+import { NameStartMatcher, someNameStartsWith } from './name-starts.js';
+import type { ScanEvent, ScanPlan } from './scanner.js';
+import { skipWs } from '../kit/json-scan.js';
+import { normalizeArguments } from '../kit/lenient-json.js';
+import { decodeStructuredStrings, fitsSchema } from '../kit/schema-values.js';
+import type { ParseContext } from '../types.js';
+
+/** The longest lead-in (code units from its first non-blank character to the candidate). */
+export const LEAD_MAX = 400;
+
+/** Fence languages a call may carry after a lead-in (not python, javascript, bash…: code samples). */
+const FENCE_LANGS = new Set(['', 'json', 'tool_call', 'tool_code', 'xml']);
+/** Longest fence language read (a longer first line is no call fence). */
+const MAX_LANG = 16;
+/** Blanks allowed between `[` and `{` of a call list. */
+const MAX_LIST_GAP = 16;
+
+/**
+ * Words that make a lead-in an explanation, an example, an offer or a refusal rather than an
+ * announced action (case-insensitive, whole words). Each was seen in front of a call-shaped
+ * example in the corpora (tests/fixtures/parsers/wild*.json) or is named by issue 30.
+ */
+const EXPLAINING = new RegExp(
+  [
+    'for example',
+    'for instance',
+    'examples?',
+    'e\\.g\\.?',
+    'eg\\.',
+    'i\\.e\\.?',
+    'such as',
+    'like (?:this|so|that)',
+    'as follows',
+    "here(?:'s| is) how",
+    'how (?:to|you|it)',
+    'format',
+    'syntax',
+    'template',
+    'samples?',
+    'usage',
+    'pseudo-?code',
+    'would',
+    'could',
+    'might',
+    "you(?:'d|'ll| can| could| should| would| might| may| need| must| will| want| have to)",
+    'if you',
+    'can you',
+    'do you',
+    'please (?:run|use|execute|call|try|paste|copy)',
+    'try (?:this|running|using)',
+    'run this',
+    'use this',
+    'instead',
+    'alternatively',
+    'either',
+    'options?',
+    'cannot',
+    "can't",
+    'can not',
+    'unable',
+    'not able',
+    'manually',
+  ]
+    .map((w) => `\\b${w}\\b`)
+    .join('|'),
+  'i',
+);
+/** The same, in the other languages seen in the corpora (no word boundaries in CJK). */
+const EXPLAINING_OTHER =
+  /例如|比如|示例|例子|举例|例えば|par exemple|zum beispiel|z\. ?b\.|por ejemplo|per esempio|например/i;
+/** Characters of call-shaped or marked-up text: a lead-in holds none. */
+const CALL_SHAPED = /[{}[\]<>]|```/;
+/** An identifier right before `(`: a call-shaped mention when it is a declared tool. */
+const CALLED = /([A-Za-z_][\w.-]*)\s?\(/g;
+/** What a lead-in may not end with: a question, or a sentence still going on. */
+const OPEN_END = new Set(['?', '？', ',', '，', ';', '；', '(', '-', '–', '—']);
+/** Sentence punctuation that ends a lead-in before a blank. */
+const SENTENCE_END = new Set(['.', ':', '!', '…', '。', '：', '！']);
+/** CJK sentence punctuation that ends a lead-in with no blank after it. */
+const CJK_END = new Set(['。', '：', '！']);
+
+/**
+ * Does `lead` (everything before the candidate) announce an action? Non-empty, at most LEAD_MAX
+ * code units once trimmed, no call-shaped text, no explaining words, no question or unfinished
+ * sentence at its end, and no declared tool written as a call.
+ */
+export function announces(lead: string, ctx: ParseContext): boolean {
+  const t = lead.trim();
+  if (t === '' || t.length > LEAD_MAX) return false;
+  if (CALL_SHAPED.test(t) || EXPLAINING.test(t) || EXPLAINING_OTHER.test(t)) return false;
+  if (OPEN_END.has(t[t.length - 1] as string)) return false;
+  // a purpose clause as a heading ("To query the weather for a city:") introduces an instruction
+  if (/^to\s/i.test(t)) return false;
+  for (const m of t.matchAll(CALLED)) if (ctx.tools.has(m[1] as string)) return false;
+  return true;
+}
+
+type Verdict = 'yes' | 'no' | 'maybe';
+
+/** The candidate rules, built once per stream from the plan and the request's tools. */
+class Candidates {
+  private readonly fixed: string[];
+  private readonly names: NameStartMatcher[];
+  readonly look: number;
+
+  constructor(plan: ScanPlan, ctx: ParseContext) {
+    // the whole families' fixed starts, less the ones handled here (fence, `{`, `[`) and
+    // functionary's `all\n` channel (a channel name, not a call)
+    this.fixed = plan.wholeStarts.filter((s) => !['```', '{', '[', 'all\n'].includes(s));
+    this.names = [];
+    for (const f of plan.wholeFamilies) {
+      const frames = f.spec.wholeNameStarts;
+      if (frames && frames.length > 0 && ctx.tools.size > 0)
+        this.names.push(new NameStartMatcher(ctx.tools, frames));
+    }
+    this.look = Math.max(
+      3 + MAX_LANG + 1,
+      1 + MAX_LIST_GAP + 1,
+      ...this.fixed.map((s) => s.length),
+      ...this.names.map((m) => m.longest),
+    );
+  }
+
+  /** Is `rest` (at most `look` chars from a boundary) the start of a call? `full`: nothing more comes. */
+  verdict(rest: string, full: boolean): Verdict {
+    const c = rest[0];
+    if (c === undefined) return full ? 'no' : 'maybe';
+    if (c === '{') return 'yes';
+    let maybe = false;
+    if (c === '`') {
+      if (!rest.startsWith('```')) return '```'.startsWith(rest) && !full ? 'maybe' : 'no';
+      const nl = rest.indexOf('\n');
+      const line = nl < 0 ? rest.slice(3) : rest.slice(3, nl);
+      if (!/^[A-Za-z_]*\s*$/.test(line) || line.length > MAX_LANG) return 'no';
+      if (nl < 0) return full ? 'no' : 'maybe';
+      return FENCE_LANGS.has(line.trim().toLowerCase()) ? 'yes' : 'no';
+    }
+    if (c === '[') {
+      const j = skipWs(rest, 1);
+      if (j - 1 <= MAX_LIST_GAP && rest[j] === '{') return 'yes';
+      if (j === rest.length && j - 1 <= MAX_LIST_GAP && !full) maybe = true;
+    }
+    for (const s of this.fixed) {
+      if (rest.startsWith(s)) return 'yes';
+      if (!full && s.startsWith(rest)) maybe = true;
+    }
+    for (const m of this.names) {
+      const v = m.verdict(rest);
+      if (v === 'yes') return 'yes';
+      if (v === 'prefix' && !full) maybe = true;
+    }
+    return maybe ? 'maybe' : 'no';
+  }
+}
+
+/** Sentence punctuation that ends a lead-in before a blank (code units). */
+const SENTENCE_END_CODES = new Set([...SENTENCE_END].map((c) => c.charCodeAt(0)));
+/** CJK sentence punctuation that ends a lead-in with no blank after it (code units). */
+const CJK_END_CODES = new Set([...CJK_END].map((c) => c.charCodeAt(0)));
+/** The single characters of CALL_SHAPED (`{ } [ ] < >`), as code units. */
+const CALL_SHAPED_CODES = new Set(['{', '}', '[', ']', '<', '>'].map((c) => c.charCodeAt(0)));
+/** Characters every candidate may start with: `{`, `[`, a fence, a tag. */
+const STATIC_FIRSTS = new Set(['{', '[', '`', '<'].map((c) => c.charCodeAt(0)));
+
+/** First code units of the plan's fixed whole starts (once per plan). */
+const FIXED_FIRSTS = new WeakMap<ScanPlan, Set<number>>();
+function fixedFirsts(plan: ScanPlan): Set<number> {
+  let s = FIXED_FIRSTS.get(plan);
+  if (!s) {
+    s = new Set(plan.wholeStarts.filter((x) => x !== '').map((x) => x.charCodeAt(0)));
+    FIXED_FIRSTS.set(plan, s);
+  }
+  return s;
+}
+
+type State = 'lead' | 'held' | 'off';
+
+export class LeadInWatch {
+  private _state: State = 'lead';
+  /** Nothing is watched any more: events pass straight on (a field: read once per event). */
+  off = false;
+  private get state(): State {
+    return this._state;
+  }
+  private set state(s: State) {
+    this._state = s;
+    this.off = s === 'off';
+  }
+  /** The output so far while in 'lead' (bounded: LEAD_MAX + look past its first non-blank). */
+  private lead = '';
+  /** Events not passed on yet, with their offsets in `lead`. */
+  private pending: { e: ScanEvent; at: number }[] = [];
+  /** Next offset to look at, and what the walk knew there (see look). */
+  private next = 0;
+  /** The last non-blank code unit before `next`, and whether a blank / a line break followed it. */
+  private last = 0;
+  private gap = false;
+  private newline = false;
+  /** Offset of a non-text event in the lead (a lead-in may not hold one), or -1. */
+  private firstEnvelope = -1;
+  /** Offset of the output's first non-blank character (-1: not seen yet). */
+  private first = -1;
+  private held: ScanEvent[] = [];
+  private heldLen = 0;
+  /** Built at the first boundary that may start a candidate (most outputs never get one). */
+  private cands: Candidates | null = null;
+  private readonly firsts: Set<number>;
+
+  constructor(
+    private readonly plan: ScanPlan,
+    private readonly ctx: ParseContext,
+    private readonly maxHeld: number,
+  ) {
+    this.firsts = fixedFirsts(plan);
+    if (ctx.tools.size === 0) this.state = 'off';
+  }
+
+  /**
+   * One scan event in; the events to pass on now, in order. `isCall`: an envelope the families
+   * read as accepted calls; `passThrough`: control tokens or channel text.
+   */
+  feed(e: ScanEvent, isCall: boolean, passThrough: boolean): ScanEvent[] {
+    if (this.state === 'off') return [e];
+    if (this.state === 'held') {
+      const size = e.type === 'text' ? e.text.length : e.type === 'envelope' ? e.raw.length : 0;
+      this.held.push(e);
+      this.heldLen += size;
+      if (this.heldLen > this.maxHeld) return this.release();
+      return [];
+    }
+    if (e.type === 'text') {
+      this.pending.push({ e, at: this.lead.length });
+      this.lead += e.text;
+      return this.look(false);
+    }
+    if (e.type === 'too-long' || isCall || passThrough) {
+      // the families read this output (or it is past the cap): the watch has nothing to add
+      return [...this.stop(), e];
+    }
+    // an envelope the families refused stays text: its raw is part of the stream
+    const at = this.lead.length;
+    if (this.firstEnvelope < 0) this.firstEnvelope = at;
+    this.pending.push({ e, at });
+    this.lead += e.raw;
+    return this.look(false);
+  }
+
+  /** End of output: decide the last candidate, then read the held tail or let it go. */
+  finish(): ScanEvent[] {
+    if (this.state === 'lead') {
+      const out = this.look(true);
+      if ((this.state as State) !== 'held') return [...out, ...this.stop()];
+      return [...out, ...this.decide()];
+    }
+    if (this.state === 'held') return this.decide();
+    return [];
+  }
+
+  /**
+   * Walks the lead once, left to right (a blank run is walked once, not per push): at each
+   * boundary whose character may start a candidate, asks for the candidate's verdict; 'maybe'
+   * stops the walk there until more text (or the end) comes, the first 'yes' decides.
+   */
+  private look(final: boolean): ScanEvent[] {
+    const text = this.lead;
+    let p = this.next;
+    if (this.first < 0) {
+      p = skipWs(text, p);
+      if (p === text.length) {
+        this.next = p;
+        // a blank run longer than the cap before anything else: nothing to watch
+        if (p > this.maxHeld) return this.stop();
+        return this.pass(p);
+      }
+      this.first = p;
+      this.last = text.charCodeAt(p);
+      p++;
+    }
+    const limit = this.first + LEAD_MAX;
+    let { last, gap, newline } = this;
+    for (; p < text.length && p <= limit; p++) {
+      const c = text.charCodeAt(p);
+      // the blanks of skipWs (kit/json-scan.ts), inline: this loop runs on every output's start
+      if (c === 0x20 || c === 0x0a || c === 0x09 || c === 0x0d) {
+        gap = true;
+        if (c === 10) newline = true;
+        continue;
+      }
+      const boundary = newline || (gap ? SENTENCE_END_CODES.has(last) : CJK_END_CODES.has(last));
+      // call-shaped text that starts no candidate: every later lead-in would hold it (announces)
+      if (CALL_SHAPED_CODES.has(c) && !(boundary && (c === 0x7b || c === 0x5b || c === 0x3c)))
+        return this.stop();
+      if (boundary && (STATIC_FIRSTS.has(c) || this.firsts.has(c) || someNameStartsWith(this.ctx.tools, c))) {
+        this.cands ??= new Candidates(this.plan, this.ctx);
+        const rest = text.slice(p, p + this.cands.look);
+        const v = this.cands.verdict(rest, final || rest.length >= this.cands.look);
+        if (v === 'maybe') {
+          Object.assign(this, { next: p, last, gap, newline });
+          return this.pass(p);
+        }
+        if (v === 'yes') {
+          // the first candidate decides
+          if (!this.atEventStart(p) || (this.firstEnvelope >= 0 && this.firstEnvelope < p))
+            return this.stop();
+          if (!announces(text.slice(0, p), this.ctx)) return this.stop();
+          return this.hold(p);
+        }
+      }
+      last = c;
+      gap = false;
+      newline = false;
+    }
+    Object.assign(this, { next: p, last, gap, newline });
+    if (p > limit) return this.stop();
+    return this.pass(text.length);
+  }
+
+  /** Is `p` inside a text event or at the start of an event (never inside an envelope's raw)? */
+  private atEventStart(p: number): boolean {
+    for (const { e, at } of this.pending) {
+      const len = e.type === 'text' ? e.text.length : e.type === 'envelope' ? e.raw.length : 0;
+      if (p >= at && p < at + len) return e.type === 'text' || p === at;
+    }
+    return true;
+  }
+
+  /** Passes on the pending events before offset `q` (splitting a text event at q). */
+  private pass(q: number): ScanEvent[] {
+    const out: ScanEvent[] = [];
+    while (this.pending.length > 0) {
+      const head = this.pending[0] as { e: ScanEvent; at: number };
+      const len =
+        head.e.type === 'text' ? head.e.text.length : head.e.type === 'envelope' ? head.e.raw.length : 0;
+      if (head.at + len <= q) {
+        out.push(head.e);
+        this.pending.shift();
+        continue;
+      }
+      if (head.e.type === 'text' && head.at < q) {
+        const cut = q - head.at;
+        out.push({ type: 'text', text: head.e.text.slice(0, cut) });
+        this.pending[0] = { e: { type: 'text', text: head.e.text.slice(cut) }, at: q };
+      }
+      break;
+    }
+    return out;
+  }
+
+  private hold(p: number): ScanEvent[] {
+    const out = this.pass(p);
+    this.state = 'held';
+    this.held = this.pending.map((x) => x.e);
+    this.heldLen = this.lead.length - p;
+    this.pending = [];
+    this.lead = this.lead.slice(0, p);
+    if (this.heldLen > this.maxHeld) return [...out, ...this.release()];
+    return out;
+  }
+
+  private stop(): ScanEvent[] {
+    const out = this.pending.map((x) => x.e);
+    this.pending = [];
+    this.lead = '';
+    this.state = 'off';
+    return out;
+  }
+
+  private release(): ScanEvent[] {
+    const out = this.held;
+    this.held = [];
+    this.state = 'off';
+    return out;
+  }
+
+  /** The held tail read as a whole output, under the gate; else the held events as they came. */
+  private decide(): ScanEvent[] {
+    const events = this.held;
+    const tail = events
+      .map((e) => (e.type === 'text' ? e.text : e.type === 'envelope' ? e.raw : ''))
+      .join('');
+    const read = this.readTail(tail, events);
+    this.state = 'off';
+    this.held = [];
+    if (!read) return events;
+    const match: EnvelopeMatch = {
+      ...read.match,
+      end: tail.length,
+      calls: read.match.calls.map((c) => ({ ...c, repairs: [...(c.repairs ?? []), 'lead-in'] })),
+    };
+    return [{ type: 'envelope', family: read.family, match, raw: tail }];
+  }
+
+  private readTail(tail: string, events: ScanEvent[]): { family: FamilyParser; match: EnvelopeMatch } | null {
+    if (this.plan.think.closeSet.first(tail) !== null) return null;
+    const t = tail.trim();
+    // a fence labelled json holds JSON
+    if (/^```json\s/i.test(t)) {
+      const b = skipWs(t, t.indexOf('\n') + 1);
+      if (t[b] !== '{' && t[b] !== '[') return null;
+    }
+    const allCalls =
+      events.some((e) => e.type === 'envelope' && e.match.calls.length > 0 && e.match.error === undefined) &&
+      events.every((e) => e.type !== 'text' || skipWs(e.text, 0) === e.text.length);
+    for (const lastResort of [false, true]) {
+      if (lastResort && allCalls) return null;
+      for (const f of this.plan.wholeFamilies) {
+        if ((f.spec.lastResort === true) !== lastResort) continue;
+        const m = f.spec.matchWhole?.(tail, this.ctx);
+        if (!m) continue;
+        if (m.error !== undefined || m.reasoning || (m.content !== undefined && m.content.trim() !== ''))
+          continue;
+        if (m.calls.length > 0 && m.calls.every((c) => this.fits(c.name, c.arguments)))
+          return { family: f, match: m };
+      }
+    }
+    return null;
+  }
+
+  /** The call names a declared tool and its arguments fit the schema (as the engine will type them). */
+  private fits(name: string, args: unknown): boolean {
+    const tool = this.ctx.tools.get(name);
+    if (!tool) return false;
+    const a = normalizeArguments(args);
+    if (!a) return false;
+    const typed = decodeStructuredStrings(a.value, tool);
+    return fitsSchema((typed ?? a.value) as Record<string, unknown>, tool);
+  }
+}
