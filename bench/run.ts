@@ -1060,14 +1060,29 @@ async function measureAbCases(
 
 function abRows(results: readonly AbResult[]): { rows: string[][]; checks: Record<string, boolean> } {
   const rows: string[][] = [
-    ['A/B case', 'toolproof', 'CPU/req (median)', 'vs base (median of rounds)', 'per-round range', 'target', 'result'],
+    [
+      'A/B case',
+      'toolproof',
+      'CPU/req (median)',
+      'vs base (median of rounds)',
+      'per-round range',
+      'target',
+      'result',
+    ],
   ];
   const checks: Record<string, boolean> = {};
   for (const r of results) {
     for (const [i, v] of r.variants.entries()) {
       const target = i === 0 ? '' : `<= ${TARGETS.captureCpuVsOff.toFixed(2)}x`;
-      const key = v.name.startsWith('capture on') ? 'captureCpu' : v.name.startsWith('tracing on') ? 'tracingCpu' : '';
-      const ok = i === 0 ? null : v.medianRatio <= (key === 'tracingCpu' ? TARGETS.tracingCpuVsOff : TARGETS.captureCpuVsOff);
+      const key = v.name.startsWith('capture on')
+        ? 'captureCpu'
+        : v.name.startsWith('tracing on')
+          ? 'tracingCpu'
+          : '';
+      const ok =
+        i === 0
+          ? null
+          : v.medianRatio <= (key === 'tracingCpu' ? TARGETS.tracingCpuVsOff : TARGETS.captureCpuVsOff);
       if (key && ok !== null) checks[key] = (checks[key] ?? true) && ok;
       rows.push([
         i === 0 ? `${r.workload} (${r.rounds} rounds)` : '',

@@ -74,7 +74,11 @@ export async function measureAb(
     runLoad({ pool: v.pool, body: w.body, stream: w.stream, concurrency: w.concurrency, durationMs });
   for (const v of variants) await load(v, w.warmupMs);
   const perRound = variants.map(() => [] as number[]);
-  const totals = variants.map(() => ({ requests: 0, errors: 0, firstError: undefined as string | undefined }));
+  const totals = variants.map(() => ({
+    requests: 0,
+    errors: 0,
+    firstError: undefined as string | undefined,
+  }));
   for (let r = 0; r < rounds; r++) {
     const order = variants.map((_, i) => (i + r) % variants.length);
     for (const i of order) {
