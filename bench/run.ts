@@ -34,8 +34,17 @@
  *                        "capture off"); the toolproof side keeps the default 10 MB ring, and a
  *                        line per case prints CPU per request on / off (e.g. --cases=stream-c1,tools-stream8-c32)
  *   --node-flags="..."   extra node options for the toolproof process (e.g. "--max-semi-space-size=32")
+ *
+ * The A/B cases ab-capture and ab-tracing (run by default; with --cases only when named) start
+ * their own toolproof processes that differ in one setting: capture off and tracing off (the
+ * base), the capture ring on (the default 10 MB), tracing on (OTLP/HTTP to a sink in this
+ * process, every request sampled). Short and long forced tool streams go to each in turn, the
+ * order rotating every round; printed: each one's CPU per request and its ratio to the base of
+ * the same round (median over the rounds), judged against issue 28's "at most 5% more".
  */
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -54,6 +63,7 @@ import {
   toolsStreamBody,
 } from './lib/fixtures.js';
 import { type LatencySummary, probe, runLoad, summarize } from './lib/load.js';
+import { type AbResult, type AbVariant, measureAb } from './lib/overhead-ab.js';
 import {
   CLK_TCK,
   type Child,
@@ -102,6 +112,10 @@ const TARGETS = {
   rssPerOpenStreamKb: 32,
   /** Event-loop delay p99 with 500 open tool streams, arrivals spread (steady state). */
   eventLoopP99Ms: 50,
+  /** Issue 28: toolproof CPU per streamed request with the capture ring on / off (same run). */
+  captureCpuVsOff: 1.05,
+  /** Issue 28: toolproof CPU per streamed request with tracing on (every request sampled) / off. */
+  tracingCpuVsOff: 1.05,
 } as const;
 const TARGET_SOURCE =
   `targets from issue 12, against the node hop of the same run: added p50 at c=1 < ${TARGETS.addedP50OverHopMs} ms ` +
@@ -109,10 +123,14 @@ const TARGET_SOURCE =
   `${TARGETS.throughputVsHop}x hop; stream first byte p50 within ${TARGETS.firstByteOverHopMs} ms of the hop; ` +
   `tool-stream CPU/chunk <= ${TARGETS.toolStreamCpuPerChunkVsHop}x hop; RSS per open stream <= ` +
   `${TARGETS.rssPerOpenStreamKb} KB (with and without a tool); event-loop delay p99 < ${TARGETS.eventLoopP99Ms} ms ` +
-  'with 500 open tool streams (steady state). A target whose case was not run is not judged.';
+  'with 500 open tool streams (steady state). Issue 28: capture on and tracing on cost at most ' +
+  `${Math.round((TARGETS.captureCpuVsOff - 1) * 100)}% more toolproof CPU per streamed request than off ` +
+  '(ab-capture, ab-tracing: median of the per-round ratios). A target whose case was not run is not judged.';
 
 /** Case ids of the open-stream probes (run after the timed cases, on fresh processes). */
 const PROBE_IDS = ['open-memory', 'event-loop'] as const;
+/** Case ids of the A/B cases (their own toolproof processes, after the timed cases). */
+const AB_IDS = ['ab-capture', 'ab-tracing'] as const;
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -958,6 +976,128 @@ interface Launched extends ProbeTarget {
 }
 
 /** The open-stream probes' table; toolproof's figures are judged (the hop's are the reference). */
+/**
+ * The A/B cases (ab-capture, ab-tracing): toolproof processes of their own that differ in one
+ * setting, measured on short and long forced tool streams (bench/lib/overhead-ab.ts). The base
+ * has capture and tracing off; every OTEL_* variable of the shell is left out of all of them.
+ */
+async function measureAbCases(
+  abs: ReadonlySet<string>,
+  opts: Options,
+  launch: (env: NodeJS.ProcessEnv) => Promise<Launched>,
+  log: (s: string) => void,
+): Promise<AbResult[]> {
+  const noOtel: NodeJS.ProcessEnv = {};
+  for (const k of Object.keys(process.env)) if (k.startsWith('OTEL_')) noOtel[k] = undefined;
+  // The OTLP sink: drains each export unread (its CPU is the load generator's, not toolproof's).
+  let exports = 0;
+  const sink = createServer((req, res) => {
+    exports++;
+    req.resume();
+    req.on('end', () => res.end('{}'));
+  });
+  await new Promise<void>((r) => sink.listen(0, '127.0.0.1', () => r()));
+  const sinkPort = (sink.address() as AddressInfo).port;
+  const specs: Array<{ name: string; env: NodeJS.ProcessEnv }> = [
+    { name: 'capture off, tracing off', env: { ...noOtel, TOOLPROOF_CAPTURE_MB: '0' } },
+  ];
+  if (abs.has('ab-capture')) specs.push({ name: 'capture on (10 MB)', env: { ...noOtel } });
+  if (abs.has('ab-tracing'))
+    specs.push({
+      name: 'tracing on (all sampled)',
+      env: {
+        ...noOtel,
+        TOOLPROOF_CAPTURE_MB: '0',
+        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sinkPort}`,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+      },
+    });
+  const all = defineCases(opts.quick);
+  const workloads = ['tools-stream8-c32', 'tools-stream500-c32'].map((id) => all.find((c) => c.id === id)!);
+  const variants: AbVariant[] = [];
+  const out: AbResult[] = [];
+  try {
+    for (const spec of specs) {
+      const l = await launch(spec.env);
+      variants.push({ name: spec.name, pool: new Pool(l.origin, POOL_OPTIONS), pids: l.pids });
+      log(`A/B: toolproof (${spec.name}) pid ${l.child.pid} on ${l.origin}`);
+    }
+    const rounds = Math.max(opts.rounds, opts.quick ? 4 : 8);
+    for (const c of workloads) {
+      for (const v of variants) {
+        const p = await probe(v.pool, c.body);
+        const check = checkResponse(c, 'proxied', p.status, p.text);
+        if (!check.ok) throw new Error(`A/B ${c.id}: toolproof (${v.name}) check failed: ${check.detail}`);
+      }
+      const t0 = Date.now();
+      const r = await measureAb(
+        variants,
+        {
+          id: c.id,
+          title: c.title,
+          body: c.body,
+          stream: c.stream,
+          concurrency: c.concurrency,
+          durationMs: opts.quick ? 800 : 1500,
+          warmupMs: opts.quick ? 2000 : 4000,
+        },
+        rounds,
+      );
+      out.push(r);
+      log(
+        `  A/B ${c.id}: ${r.variants
+          .map((v) => `${v.name} ${fmtUs(v.medianUs)}/req x${v.medianRatio.toFixed(3)}`)
+          .join(' | ')}  (${((Date.now() - t0) / 1000).toFixed(1)} s)`,
+      );
+    }
+    if (abs.has('ab-tracing')) log(`  A/B: the OTLP sink received ${exports} export requests`);
+  } finally {
+    await Promise.all(variants.map((v) => v.pool.close()));
+    sink.close();
+  }
+  return out;
+}
+
+function abRows(results: readonly AbResult[]): { rows: string[][]; checks: Record<string, boolean> } {
+  const rows: string[][] = [
+    [
+      'A/B case',
+      'toolproof',
+      'CPU/req (median)',
+      'vs base (median of rounds)',
+      'per-round range',
+      'target',
+      'result',
+    ],
+  ];
+  const checks: Record<string, boolean> = {};
+  for (const r of results) {
+    for (const [i, v] of r.variants.entries()) {
+      const target = i === 0 ? '' : `<= ${TARGETS.captureCpuVsOff.toFixed(2)}x`;
+      const key = v.name.startsWith('capture on')
+        ? 'captureCpu'
+        : v.name.startsWith('tracing on')
+          ? 'tracingCpu'
+          : '';
+      const ok =
+        i === 0
+          ? null
+          : v.medianRatio <= (key === 'tracingCpu' ? TARGETS.tracingCpuVsOff : TARGETS.captureCpuVsOff);
+      if (key && ok !== null) checks[key] = (checks[key] ?? true) && ok;
+      rows.push([
+        i === 0 ? `${r.workload} (${r.rounds} rounds)` : '',
+        v.name,
+        fmtUs(v.medianUs),
+        i === 0 ? 'base' : `${v.medianRatio.toFixed(3)}x`,
+        i === 0 ? '' : `${Math.min(...v.ratios).toFixed(2)}-${Math.max(...v.ratios).toFixed(2)}x`,
+        target,
+        verdict(ok),
+      ]);
+    }
+  }
+  return { rows, checks };
+}
+
 function openStreamRows(o: OpenStreamsReport): { rows: string[][]; checks: Record<string, boolean> } {
   const out: string[][] = [['open streams', 'process', 'figure', 'target', 'result']];
   const checks: Record<string, boolean> = {};
@@ -1022,11 +1162,12 @@ async function main(): Promise<number> {
   const probes = new Set<string>(
     PROBE_IDS.filter((id) => opts.openStreams && (!opts.cases || opts.cases.has(id))),
   );
-  const known = new Set<string>([...defineCases(false).map((c) => c.id), ...PROBE_IDS]);
+  const abs = new Set<string>(AB_IDS.filter((id) => !opts.directOnly && (!opts.cases || opts.cases.has(id))));
+  const known = new Set<string>([...defineCases(false).map((c) => c.id), ...PROBE_IDS, ...AB_IDS]);
   const unknown = [...(opts.cases ?? [])].filter((id) => !known.has(id));
   if (unknown.length > 0)
     throw new Error(`unknown case id(s): ${unknown.join(', ')} (see --cases in bench/run.ts)`);
-  if (cases.length === 0 && probes.size === 0)
+  if (cases.length === 0 && probes.size === 0 && abs.size === 0)
     throw new Error('no case selected (see --cases in bench/run.ts)');
 
   const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -1063,6 +1204,7 @@ async function main(): Promise<number> {
   let idleCpuShare: number | undefined;
   let upstreamOrigin = '';
   let openStreams: OpenStreamsReport | undefined;
+  const abResults: AbResult[] = [];
   try {
     const { child: upstream, port: upstreamPort } = await startFakeUpstream(ROOT);
     pools.direct = new Pool(`http://127.0.0.1:${upstreamPort}`, POOL_OPTIONS);
@@ -1235,6 +1377,12 @@ async function main(): Promise<number> {
       memory.peak = mem.peak;
       await stopChild(toolproof, opts.cpuProf ? 20_000 : 5_000);
     }
+    if (abs.size > 0) {
+      log('');
+      abResults.push(
+        ...(await measureAbCases(abs, opts, (env) => launchToolproof(false, undefined, env), log)),
+      );
+    }
     if (probes.size > 0 && !opts.directOnly) {
       // Fresh processes: the timed cases left toolproof's heap at its high-water mark, under
       // which 1,000 more streams would not show in RSS at all.
@@ -1317,6 +1465,12 @@ async function main(): Promise<number> {
         `peak ${fmtMb(memory.peak ?? Number.NaN)}`,
     );
   }
+  if (abResults.length > 0) {
+    const o = abRows(abResults);
+    Object.assign(checks, o.checks);
+    log('');
+    log(renderTable(o.rows));
+  }
   if (openStreams) {
     const o = openStreamRows(openStreams);
     Object.assign(checks, o.checks);
@@ -1398,6 +1552,7 @@ async function main(): Promise<number> {
         toolproofIdleCpuShare: idleCpuShare,
         workers: opts.workers,
         ...(openStreams ? { openStreams } : {}),
+        ...(abResults.length > 0 ? { ab: abResults } : {}),
         ...(profile ? { profile } : {}),
       },
       null,

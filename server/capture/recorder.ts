@@ -13,8 +13,9 @@ import type { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
 import { describeEffect, type PolicyEffect } from '../../policies/registry.js';
 import type { ChatCall } from '../chat/context.js';
+import { ownString } from '../../protocol/own-string.js';
 import { redactHeaders } from './redact.js';
-import type { CaptureRecord, CaptureRing, Outcome } from './ring.js';
+import type { CaptureRecord, CaptureRing, Decision, Outcome } from './ring.js';
 
 const WORKER = cluster.isWorker ? (cluster.worker?.id ?? 0) : 0;
 /** A decision's detail is JSON cut to this many characters. */
@@ -23,7 +24,8 @@ const MAX_DETAIL_CHARS = 2000;
 /** The session a request belongs to: the affinity key (docs/affinity.md), readable. */
 export function sessionLabel(key: string): string {
   // Opening-message keys hold NUL separators (model, user, hashes): shown with slashes.
-  return key.replace(/\u0000/g, '/').slice(0, 300);
+  const k = key.length > 300 ? ownString(key.slice(0, 300)) : key;
+  return k.includes('\u0000') ? k.replaceAll('\u0000', '/') : k;
 }
 
 /** Opens the record of a chat call (any front door), in flight from now on. */
@@ -57,8 +59,9 @@ export function beginCapture(
     clientResponse: { status: null, body: { text: '', cut: 0 } },
   };
   const w = ring.open(record);
-  const headers = redactHeaders(request.headers);
-  w.note(JSON.stringify(headers).length);
+  const size = { chars: 0 };
+  const headers = redactHeaders(request.headers, size);
+  w.note(size.chars);
   record.clientRequest.headers = headers;
   // The client's own bytes when at hand; a body they were not kept for, as JSON (cut after).
   // Only the head of a large body is decoded: `cut` then counts the bytes left out.
@@ -195,13 +198,14 @@ export function captureDecision(
 ): void {
   const w = call.capture;
   if (!w) return;
-  const d = {
+  // One shape for every decision (absent fields undefined: JSON leaves them out).
+  const d: Decision = {
     atMs: round(performance.now() - startOf(call)),
     attempt: call.trace.attempts,
     kind,
-    ...(policy ? { policy } : {}),
-    reason: reason.slice(0, MAX_DETAIL_CHARS),
-    ...(detail !== undefined ? { detail: w.text(stringify(detail)).text } : {}),
+    policy: policy || undefined,
+    reason: reason.length > MAX_DETAIL_CHARS ? reason.slice(0, MAX_DETAIL_CHARS) : reason,
+    detail: detail !== undefined ? w.text(stringify(detail)).text : undefined,
   };
   // A record out of room keeps no more decisions (its cut texts already say it was cut).
   if (w.note(d.reason.length + 64)) w.record.decisions.push(d);

@@ -6,17 +6,44 @@ const SECRET = /authorization|api[-_]?key|cookie|token|secret|password|credentia
 const MAX_HEADERS = 64;
 const MAX_VALUE_CHARS = 512;
 export const REDACTED = '[redacted]';
+/**
+ * Whether a header name is secret, by name: clients send the same few names on every request,
+ * so the pattern runs once per name. Bounded: past this many names each one is tested afresh.
+ */
+const NAME_CACHE_MAX = 512;
+const secretByName = new Map<string, boolean>();
 
+function isSecret(name: string): boolean {
+  const hit = secretByName.get(name);
+  if (hit !== undefined) return hit;
+  const secret = SECRET.test(name);
+  if (secretByName.size < NAME_CACHE_MAX) secretByName.set(name, secret);
+  return secret;
+}
+
+/**
+ * The headers without credentials. `size`, when given, receives the characters of their JSON
+ * (what the capture ring counts them at) without serializing them.
+ */
 export function redactHeaders(
   headers: Record<string, string | string[] | undefined>,
+  size?: { chars: number },
 ): Record<string, string> {
   const out: Record<string, string> = {};
   let n = 0;
-  for (const [name, value] of Object.entries(headers)) {
+  let chars = 2;
+  for (const name in headers) {
+    if (!Object.hasOwn(headers, name)) continue;
+    const value = headers[name];
     if (value === undefined) continue;
     if (++n > MAX_HEADERS) break;
-    const text = Array.isArray(value) ? value.join(', ') : String(value);
-    out[name] = SECRET.test(name) ? REDACTED : text.slice(0, MAX_VALUE_CHARS);
+    const kept = isSecret(name)
+      ? REDACTED
+      : (Array.isArray(value) ? value.join(', ') : String(value)).slice(0, MAX_VALUE_CHARS);
+    out[name] = kept;
+    // "name":"value", (escapes aside: an estimate, like the ring's other counts)
+    chars += name.length + kept.length + 6;
   }
+  if (size) size.chars = chars;
   return out;
 }

@@ -116,7 +116,6 @@ export class RecordWriter {
   start = 0;
   /** Pieces of the response the client is receiving (as written), joined when it ends. */
   private clientParts: Array<string | Buffer> = [];
-  private clientBuffers = false;
   private clientChars = 0;
   private clientCut = 0;
   /** The running attempt's stream as read (the upstream's own bytes), joined when it ends. */
@@ -160,7 +159,7 @@ export class RecordWriter {
     const keep = Math.min(b.length, this.ring.limits.textChars, this.room());
     if (keep === 0) return { text: '', cut: b.length };
     this.charge(keep);
-    return lazyText(ownConcat([keep < b.length ? b.subarray(0, keep) : b]), b.length - keep);
+    return new LazyText(this.ring.keep(keep < b.length ? b.subarray(0, keep) : b), b.length - keep);
   }
 
   /** Small structured values (a decision, header maps): counted by their JSON length. */
@@ -212,12 +211,12 @@ export class RecordWriter {
     const attempt = this.record.upstreamAttempts.at(-1);
     if (!attempt || this.eventParts.length === 0) return;
     const parts = this.eventParts;
-    // Strings: one new string, holding none of the parts. Reads: one Buffer of the record's own
-    // (none of the reads it came from), decoded when the inspector reads it.
+    // Strings: one new string, holding none of the parts. Reads: bytes of the ring's own (none
+    // of the reads they came from), decoded when the inspector reads them.
     attempt.response =
       typeof parts[0] === 'string'
         ? { text: parts.join('\n'), cut: this.eventCut }
-        : lazyText(ownConcat(parts as Buffer[]), this.eventCut);
+        : new LazyText(this.ring.keepAll(parts as Buffer[]), this.eventCut);
     this.eventParts = [];
     this.eventChars = 0;
     this.eventCut = 0;
@@ -235,7 +234,6 @@ export class RecordWriter {
       this.clientCut += piece.length;
       return;
     }
-    if (typeof piece !== 'string') this.clientBuffers = true;
     const part =
       keep >= piece.length
         ? piece
@@ -251,9 +249,13 @@ export class RecordWriter {
   /** The client's response, joined. */
   endClient(): void {
     const parts = this.clientParts;
-    this.record.clientResponse.body = this.clientBuffers
-      ? lazyText(ownConcat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p))), this.clientCut)
-      : { text: parts.join(''), cut: this.clientCut };
+    // Off V8's heap, strings encoded once: kept as one flat string, a 100 KB answer doubled the
+    // garbage collector's time (young-generation copies, promotion); encoded, it costs the
+    // encoding and the fresh memory (bench/README.md, issue 28).
+    this.record.clientResponse.body =
+      parts.length === 0
+        ? { text: '', cut: this.clientCut }
+        : new LazyText(this.ring.keepAll(parts), this.clientCut);
     this.clientParts = [];
   }
 }
@@ -263,27 +265,33 @@ export class RecordWriter {
  * live outside V8's heap, so a ring of them is neither copied by the young generation's
  * collections nor marked byte by byte by the old one's. Kept as decoded strings, every record
  * was promoted into the old generation and set off major collections: measured at +40% CPU per
- * short tool stream (bench/stream-cpu.ts --capture-ab). `text` is an enumerable getter, so JSON
- * (the API, the cluster's IPC) and deep equality read it like a plain field; nothing caches it.
+ * short tool stream (bench/stream-cpu.ts --capture-ab). A class, not an object literal with a
+ * getter (that costs a closure and an accessor pair per text: ~0.7 µs against ~0.05 µs);
+ * `toJSON` makes JSON (the API, the cluster's IPC) read it as `{ text, cut }`; nothing caches
+ * the decoded text.
  */
-function lazyText(bytes: Buffer, cut: number): CapturedText {
-  return {
-    get text(): string {
-      return bytes.toString('utf8');
-    },
-    cut,
-  };
+export class LazyText implements CapturedText {
+  readonly cut: number;
+  readonly #bytes: Buffer | readonly Buffer[];
+
+  constructor(bytes: Buffer | readonly Buffer[], cut: number) {
+    this.#bytes = bytes;
+    this.cut = cut;
+  }
+
+  get text(): string {
+    const b = this.#bytes;
+    return (Buffer.isBuffer(b) ? b : Buffer.concat(b as Buffer[])).toString('utf8');
+  }
+
+  toJSON(): { text: string; cut: number } {
+    return { text: this.text, cut: this.cut };
+  }
 }
 
-/** The parts copied into one Buffer of its own: never a slice of node's shared pool or of a read. */
-function ownConcat(parts: readonly Buffer[]): Buffer {
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const out = Buffer.allocUnsafeSlow(n);
-  let at = 0;
-  for (const p of parts) at += p.copy(out, at);
-  return out;
-}
+/** Texts up to this many bytes are cut from a shared slab; longer ones get a buffer of their own. */
+const SLAB_BYTES = 64 * 1024;
+const SLAB_PIECE = SLAB_BYTES / 4;
 
 export interface CaptureQuery {
   session?: string;
@@ -307,10 +315,83 @@ export class CaptureRing {
   private head = 0;
   private total = 0;
   private seq = 0;
+  /**
+   * The slab small texts are cut from. A Buffer of its own per text (allocUnsafeSlow: an
+   * ArrayBuffer, its backing store and its external-memory accounting each time) cost ~5 µs per
+   * text and set off collections; a view of a slab costs a Buffer object. A slab lives while a
+   * kept record points into it: records end about in the order they open, and the ring drops the
+   * oldest first, so the slabs alive are about the ring's bytes, plus one slab per record that
+   * stays in flight across a slab's fill (slabs are a sixteenth of the ring, at most 64 KB).
+   */
+  private slab: Buffer = Buffer.alloc(0);
+  private slabAt = 0;
+  private readonly slabBytes: number;
 
   constructor(limits: CaptureLimits) {
     this.limits = limits;
     this.recordBytes = Math.max(RECORD_OVERHEAD * 4, Math.floor(limits.maxBytes / 4));
+    this.slabBytes = Math.max(4096, Math.min(SLAB_BYTES, Math.floor(limits.maxBytes / 16)));
+  }
+
+  /** `n` bytes of the ring's own: never a slice of node's shared pool or of a read. */
+  alloc(n: number): Buffer {
+    if (n > this.slabBytes / 4 || n > SLAB_PIECE) return Buffer.allocUnsafeSlow(n);
+    if (this.slabAt + n > this.slab.length) {
+      this.slab = Buffer.allocUnsafeSlow(this.slabBytes);
+      this.slabAt = 0;
+    }
+    const out = this.slab.subarray(this.slabAt, this.slabAt + n);
+    this.slabAt += n;
+    return out;
+  }
+
+  /**
+   * Bytes to keep: the very Buffer when it holds at least half of the memory it pins (a read of
+   * the upstream's, a body of its own: no copy, and the ring's count of two bytes a byte stays an
+   * upper bound of what it pins), else a copy of the ring's own (a slice of node's shared pool,
+   * a small view into a large read). Nobody writes into a buffer once it was read, handed to
+   * the socket or parsed.
+   */
+  keep(b: Buffer): Buffer {
+    if (b.buffer.byteLength <= b.length * 2) return b;
+    const own = this.alloc(b.length);
+    b.copy(own, 0);
+    return own;
+  }
+
+  /**
+   * Pieces to keep, in order, without joining them (joined when read): each kept as `keep` says,
+   * strings encoded once into bytes of the ring's own, consecutive copied pieces in one piece.
+   */
+  keepAll(parts: ReadonlyArray<string | Buffer>): Buffer | Buffer[] {
+    if (parts.length === 1 && typeof parts[0] !== 'string') return this.keep(parts[0]!);
+    const out: Buffer[] = [];
+    let i = 0;
+    while (i < parts.length) {
+      const p = parts[i]!;
+      if (typeof p !== 'string' && p.buffer.byteLength <= p.length * 2) {
+        out.push(p);
+        i++;
+        continue;
+      }
+      // A run of pieces to copy: one copy of the ring's own for the run.
+      let j = i;
+      let n = 0;
+      for (; j < parts.length; j++) {
+        const q = parts[j]!;
+        if (typeof q === 'string') n += Buffer.byteLength(q);
+        else if (q.buffer.byteLength > q.length * 2) n += q.length;
+        else break;
+      }
+      const own = this.alloc(n);
+      let at = 0;
+      for (; i < j; i++) {
+        const q = parts[i]!;
+        at += typeof q === 'string' ? own.write(q, at) : q.copy(own, at);
+      }
+      out.push(own);
+    }
+    return out.length === 1 ? out[0]! : out;
   }
 
   /** Bytes the ring holds now (as counted). */
