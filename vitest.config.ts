@@ -3,17 +3,50 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
- * Files that cost far more than their size says, slowest first. Without a duration cache (a
- * clean CI clone) vitest starts the largest files first, which put parser-fixtures (a short
- * file that sends all 1,243 fixtures through the proxy, the slowest in the suite) near the end:
- * the other worker then sat idle while it ran. A stale entry only costs ordering.
+ * Files that cost far more than their size says, run first. Without a duration cache (a clean CI
+ * clone) vitest starts the largest files first, which put the surface budget tables (two files of
+ * 10 lines, the slowest in the suite) near the end: the other worker then sat idle while they
+ * ran. A stale entry only costs ordering.
+ *
+ * Files that force full GCs (measuring retained memory) come first too: a worker runs file after
+ * file in one heap (isolate: false below), and a full GC costs in proportion to that heap, which
+ * grows with every file run before (the surface budget tables took twice the CPU late in a
+ * worker). Then the slow ones, longest first (per-file seconds of a full run on 2 cores).
  */
 const SLOW_FIRST = [
-  'tests/e2e/parser-fixtures.test.ts',
+  // full GCs, and the slowest
+  'tests/hardening/surface-budgets.test.ts',
+  'tests/hardening/surface-budgets-parsers-2.test.ts',
+  'tests/hardening/surface-budgets-parsers-1.test.ts',
+  // full GCs
+  'tests/policies/append-text.test.ts',
+  'tests/policies/held-answer-cap.test.ts',
+  'tests/policies/stream-retention.test.ts',
+  'tests/protocol/own-string.test.ts',
+  'tests/server/upstream-body.test.ts',
+  'tests/server/chat/context.test.ts',
+  // slow
+  'tests/cli/launch.test.ts',
+  'tests/server/tracing-process.test.ts',
+  'tests/hardening/stale-keepalive.test.ts',
+  'tests/server/capture-bounds.test.ts',
+  'tests/e2e/prefix-contract.test.ts',
+  'tests/hardening/request-products-server.test.ts',
+  'tests/redteam/broken-backends.test.ts',
+  'tests/server/document-reader.test.ts',
   'tests/server/cluster.test.ts',
-  'tests/parsers/fuzz.test.ts',
+  'tests/policies/schema-budget.test.ts',
+  'tests/server/admission/http.test.ts',
+  'tests/server/errors.test.ts',
+  'tests/e2e/inspect-browser.test.ts',
+  'tests/e2e/structured-output.test.ts',
+  'tests/deploy/prometheus-live.test.ts',
+  'tests/server/inspect.test.ts',
+  'tests/hardening/metric-labels.test.ts',
+  'tests/hardening/stale-keepalive-worked.test.ts',
   'tests/parsers/conformance.test.ts',
-  'tests/parsers/kit/long-tail.test.ts',
+  'tests/parsers/fuzz.test.ts',
+  'tests/e2e/parser-fixtures.test.ts',
 ];
 
 class SlowFirstSequencer extends BaseSequencer {

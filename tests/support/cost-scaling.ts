@@ -5,13 +5,15 @@
  * runs are interleaved (load drifts hit both), medians of CPU time are compared, and the bound is x10 plus
  * a small constant: linear work gives x4 (x6-8 with noise), a quadratic x16, so it is flagged
  * without flaking. Retained memory: the heap after a full GC with the result held, minus the heap
- * after one with it released.
+ * after one with it released. Every full GC costs in proportion to the worker's whole heap, so the
+ * measure takes as few as it can (three per memory pair, one memory pair unless it looks over).
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
 setFlagsFromString('--expose_gc');
 const gc = runInNewContext('gc') as () => void;
+const NEVER = Symbol.for('never');
 
 export interface Scaling {
   /** Median CPU ms of one run at 1x and 4x. */
@@ -40,25 +42,10 @@ function timed(run: () => unknown): number {
   return (c.user + c.system) / 1000;
 }
 
-/**
- * Bytes one result retains: the heap after a full GC with the result alive, minus the heap after
- * another with it released. Garbage the call leaves that V8 frees late (a WeakMap memo keyed by the
- * input's schema lives until a later GC) is in both and cancels out; what the result holds is not.
- */
-function retained(run: () => unknown): number {
-  let result: unknown = run();
+/** The heap after a full GC: what is alive now. */
+function heapAfterGc(): number {
   gc();
-  const held = process.memoryUsage().heapUsed;
-  // read after the GC: the result is alive across it
-  if (result === Symbol.for('never')) throw new Error('unreachable');
-  result = undefined;
-  gc();
-  return Math.max(0, held - process.memoryUsage().heapUsed);
-}
-
-/** Bytes retained by `one`'s and `four`'s results (four full GCs). */
-function retainedPair(one: () => unknown, four: () => unknown): [number, number] {
-  return [retained(one), retained(four)];
+  return process.memoryUsage().heapUsed;
 }
 
 /**
@@ -67,30 +54,38 @@ function retainedPair(one: () => unknown, four: () => unknown): [number, number]
  * until a 1x run takes `targetMs` of CPU (default 8: the 4x run then takes ~32 ms, a quadratic
  * ~128 ms, far apart from the budget's constant).
  *
- * Cheap first, thorough when it matters: `runs` interleaved time pairs (default 3) and one
- * memory pair; only when that first look is over `withinBudget` are more pairs measured (7 for
- * time, 3 for memory, medians of all), so a noisy first look cannot fail a linear surface and a
- * real quadratic fails the thorough look too. A full GC costs in proportion to the worker's
- * whole heap, so the memory pairs are the expensive part.
+ * Cheap first, thorough when it matters: `runs` interleaved time pairs (default 3), the last of
+ * them also a memory pair; only when that first look is over the budget (`judge`) are more
+ * pairs measured (4 more for time, the last 2 of them memory pairs when memory was over, medians
+ * of all), so a noisy first look cannot fail a linear surface and a real quadratic fails the
+ * thorough look too.
+ *
+ * Retained memory: a memory pair keeps both timed runs' results alive across a full GC, then
+ * releases the 4x one for a second and the 1x one for a third: the differences are what each
+ * result holds. Garbage a call leaves that V8 frees late (a WeakMap memo keyed by the input,
+ * alive as long as the input) is in all three readings and cancels out.
+ * A full GC costs in proportion to the worker's whole heap, so the GCs are the expensive part:
+ * three per memory pair, and the runs they measure are the timed ones (no extra runs).
  */
 export function measureScaling<I>(
   make: (size: number) => I,
   run: (input: I) => unknown,
-  opts: { from: number; max: number; targetMs?: number; runs?: number; slackMs?: number },
+  opts: { from: number; max: number; targetMs?: number; runs?: number; slackMs?: Slack },
 ): Scaling {
   const target = opts.targetMs ?? 8;
   let base = opts.from;
   let one = make(base);
   run(one); // warm up
-  // the fastest of three: one slow run (a GC, a compile) must not stop the growth early
-  while (
-    base * 2 <= opts.max &&
+  // Grow while the fastest of three runs is under the target (one slow run, a GC or a compile,
+  // must not stop the growth early). A first run under the target already decides it: the two
+  // more are timed only when it is not.
+  const under = () =>
+    timed(() => run(one)) < target ||
     Math.min(
       timed(() => run(one)),
       timed(() => run(one)),
-      timed(() => run(one)),
-    ) < target
-  ) {
+    ) < target;
+  while (base * 2 <= opts.max && under()) {
     base *= 2;
     one = make(base);
   }
@@ -100,29 +95,57 @@ export function measureScaling<I>(
   const t4: number[] = [];
   const m1: number[] = [];
   const m4: number[] = [];
-  const timePairs = (n: number) => {
-    for (let k = 0; k < n; k++) {
-      t1.push(timed(() => run(one)));
-      t4.push(timed(() => run(four)));
-    }
+  // A memory pair keeps both timed results alive, then takes its three full GCs after both runs
+  // (a forced GC's sweeping goes on in other threads, which would bill the next timed run): the
+  // heap with both, with the 1x one only, with neither.
+  const pair = (memory: boolean) => {
+    let r1: unknown;
+    let r4: unknown;
+    t1.push(
+      timed(() => {
+        r1 = run(one);
+      }),
+    );
+    if (!memory) r1 = undefined;
+    t4.push(
+      timed(() => {
+        r4 = run(four);
+      }),
+    );
+    if (!memory) return;
+    const both = heapAfterGc();
+    // read after the GCs: each result is alive across them
+    if (r4 === NEVER) throw new Error('unreachable');
+    r4 = undefined;
+    const withOne = heapAfterGc();
+    if (r1 === NEVER) throw new Error('unreachable');
+    r1 = undefined;
+    const without = heapAfterGc();
+    m1.push(Math.max(0, withOne - without));
+    m4.push(Math.max(0, both - withOne));
   };
-  const memoryPairs = (n: number) => {
-    for (let k = 0; k < n; k++) {
-      const [a, b] = retainedPair(
-        () => run(one),
-        () => run(four),
-      );
-      m1.push(a);
-      m4.push(b);
-    }
-  };
-  timePairs(opts.runs ?? 3);
-  memoryPairs(1);
+  const runs = Math.max(1, opts.runs ?? 3);
+  for (let k = 0; k < runs; k++) pair(k === runs - 1);
   const now = (): Scaling => ({ t1: median(t1), t4: median(t4), m1: median(m1), m4: median(m4), base });
-  const first = withinBudget(now(), opts.slackMs ?? 5);
-  if (!first.time) timePairs(4);
-  if (!first.memory) memoryPairs(2);
+  const first = judge(now(), opts.slackMs ?? 5);
+  const more = Math.max(first.time ? 0 : 4, first.memory ? 0 : 2);
+  const moreMemory = first.memory ? 0 : 2;
+  // the memory pairs last, as in the first look
+  for (let k = 0; k < more; k++) pair(k >= more - moreMemory);
   return now();
+}
+
+/**
+ * The time budget's constant, in ms, or a function that computes it (a load probe, say), called
+ * only when the time is over the budget without it.
+ */
+export type Slack = number | (() => number);
+
+/** `withinBudget` with the slack computed only when the time needs it. */
+export function judge(s: Scaling, slackMs: Slack): { time: boolean; memory: boolean } {
+  const strict = withinBudget(s, 0);
+  if (strict.time) return strict;
+  return withinBudget(s, typeof slackMs === 'function' ? slackMs() : slackMs);
 }
 
 /** 4x the input costs at most about 4x: x10 plus a constant (ms; bytes). */
