@@ -270,7 +270,7 @@ export const HEADLESS: Record<string, (task: string) => string[]> = {
   cn: (t) => ['-p', '--auto', t],
   kilo: (t) => ['run', t],
   grok: (t) => ['-p', t, '--max-tool-rounds', '20'],
-  cline: (t) => ['-y', t],
+  cline: (t) => [t],
 };
 
 const PI_LAUNCH_API: Record<PiApi, string> = {
