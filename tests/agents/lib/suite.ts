@@ -140,6 +140,10 @@ const NAMES: Record<string, string> = {
   opencode: 'opencode',
   qwen: 'Qwen Code',
   pi: 'pi',
+  cn: 'Continue CLI',
+  kilo: 'Kilo CLI',
+  grok: 'Grok CLI',
+  cline: 'Cline',
 };
 
 /** Tags a case for the results reporter (tests/agents/lib/results-reporter.ts). */
