@@ -297,7 +297,10 @@ describe('Cline', () => {
     const file = JSON.parse(plan.files[path]!) as {
       version: number;
       lastUsedProvider: string;
-      providers: Record<string, { settings: Record<string, unknown>; updatedAt: string; tokenSource: string }>;
+      providers: Record<
+        string,
+        { settings: Record<string, unknown>; updatedAt: string; tokenSource: string }
+      >;
     };
     expect(file.version).toBe(1);
     const entry = file.providers[file.lastUsedProvider]!;

@@ -110,14 +110,28 @@ interface Prepared {
  * Straight to the backend, for the agents whose manual setup is the launcher's own recipe (Continue,
  * Kilo, Grok CLI, Cline): the recipe's environment, files and arguments, pointed at the backend.
  */
-function prepareFromRecipe(agent: AgentId, target: AgentTarget, task: string, home: string, cwd: string): Prepared {
+function prepareFromRecipe(
+  agent: AgentId,
+  target: AgentTarget,
+  task: string,
+  home: string,
+  cwd: string,
+): Prepared {
   const recipe = findRecipe(agent);
   if (!recipe) throw new Error(`${agent}: no recipe`);
   const dir = join(home, 'launch');
   mkdirSync(dir, { recursive: true });
   const plan = buildPlan(
     recipe,
-    { base: target.origin, model: target.model, window: 32768, maxOutput: 4096, key: API_KEY, api: 'chat', dir },
+    {
+      base: target.origin,
+      model: target.model,
+      window: 32768,
+      maxOutput: 4096,
+      key: API_KEY,
+      api: 'chat',
+      dir,
+    },
     HEADLESS[agent]!(task),
   );
   for (const [path, text] of Object.entries(plan.files)) writeFileSync(path, text);

@@ -98,7 +98,11 @@ export function agentModel(options: ModelOptions): ScenarioFn {
       return { error: { status: 400, message: OVERFLOW, type: 'BadRequestError' } };
     if (done >= task.steps.length) {
       const found = task.finalFrom?.exec(JSON.stringify(ctx.messages));
-      const text = !task.finalFrom ? task.final : found ? found[1]! : 'The number is not in what I was given.';
+      const text = !task.finalFrom
+        ? task.final
+        : found
+          ? found[1]!
+          : 'The number is not in what I was given.';
       // An agent whose run ends only through its completion tool (Cline) gets the answer there,
       // in the mode's habit, as a model following its system prompt does.
       const submit = completionCall(ctx.tools, text);
