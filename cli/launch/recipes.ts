@@ -287,6 +287,33 @@ function continueConfig(t: Target): string {
   });
 }
 
+/**
+ * Cline's providers file (`cline auth` writes the same). Its schema requires `updatedAt`, an ISO
+ * date-time: a file without it is dropped whole, without a word, and Cline falls back to an empty
+ * provider, that is to the vendor's own URL ("Cannot connect to API" offline).
+ */
+export function clineProviders(t: Target, now: Date = new Date()): string {
+  return JSON.stringify({
+    version: 1,
+    lastUsedProvider: 'openai-compatible',
+    modes: {},
+    providers: {
+      'openai-compatible': {
+        settings: {
+          provider: 'openai-compatible',
+          apiKey: t.key,
+          model: t.model,
+          baseUrl: `${t.base}/v1`,
+          ...(t.window ? { contextWindow: t.window } : {}),
+          maxTokens: t.maxOutput,
+        },
+        updatedAt: now.toISOString(),
+        tokenSource: 'manual',
+      },
+    },
+  });
+}
+
 export const RECIPES: readonly AgentRecipe[] = [
   {
     id: 'claude',
@@ -420,28 +447,15 @@ export const RECIPES: readonly AgentRecipe[] = [
     bin: 'cline',
     pkg: 'cline',
     apis: ['chat'],
-    // Its provider settings file, moved to the run's folder: its sessions and settings stay where they are.
-    env: (t) => ({ CLINE_PROVIDER_SETTINGS_PATH: `${t.dir}/cline-providers.json` }),
-    files: (t) => ({
-      'cline-providers.json': JSON.stringify({
-        version: 1,
-        lastUsedProvider: 'openai-compatible',
-        modes: {},
-        providers: {
-          'openai-compatible': {
-            settings: {
-              provider: 'openai-compatible',
-              apiKey: t.key,
-              model: t.model,
-              baseUrl: `${t.base}/v1`,
-              ...(t.window ? { contextWindow: t.window } : {}),
-              maxTokens: t.maxOutput,
-            },
-            tokenSource: 'manual',
-          },
-        },
-      }),
+    env: (t) => ({
+      // Its provider settings file, moved to the run's folder: its sessions and settings stay where they are.
+      CLINE_PROVIDER_SETTINGS_PATH: `${t.dir}/cline-providers.json`,
+      // The session runs in this process. By default it goes to Cline's hub daemon (one per machine,
+      // on a fixed port, left running after the CLI exits), which reads the user's own providers
+      // file, not this one; a daemon it starts also keeps the CLI from exiting.
+      CLINE_SESSION_BACKEND_MODE: 'local',
     }),
+    files: (t) => ({ 'cline-providers.json': clineProviders(t) }),
     args: (t) => ['-P', 'openai-compatible', '-m', t.model],
     quiet: { CLINE_NO_AUTO_UPDATE: '1', DO_NOT_TRACK: '1' },
   },

@@ -35,6 +35,7 @@ const HEADLESS: Record<string, (task: string) => string[]> = {
   cn: (t) => ['-p', '--auto', t],
   kilo: (t) => ['run', t],
   grok: (t) => ['-p', t, '--max-tool-rounds', '20'],
+  cline: (t) => [t],
 };
 
 function launch(

@@ -304,3 +304,48 @@ describe('recipes', () => {
     }
   });
 });
+
+describe('Cline', () => {
+  const target = {
+    base: 'http://127.0.0.1:8787',
+    model: 'coder',
+    window: 32768,
+    maxOutput: 4096,
+    key: 'k',
+    api: 'chat' as const,
+    dir: '/d',
+  };
+
+  it("writes a providers file Cline 3.0.65 accepts: each entry's updatedAt is an ISO date-time", () => {
+    // Cline parses the file with a schema that requires updatedAt; a file without it is dropped
+    // whole and Cline goes to the vendor's URL ("Cannot connect to API" offline).
+    const plan = buildPlan(RECIPES.find((r) => r.id === 'cline')!, target, []);
+    const path = plan.env.CLINE_PROVIDER_SETTINGS_PATH!;
+    const file = JSON.parse(plan.files[path]!) as {
+      version: number;
+      lastUsedProvider: string;
+      providers: Record<
+        string,
+        { settings: Record<string, unknown>; updatedAt: string; tokenSource: string }
+      >;
+    };
+    expect(file.version).toBe(1);
+    const entry = file.providers[file.lastUsedProvider]!;
+    expect(entry.updatedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
+    expect(entry.tokenSource).toBe('manual');
+    expect(entry.settings).toEqual({
+      provider: 'openai-compatible',
+      apiKey: 'k',
+      model: 'coder',
+      baseUrl: 'http://127.0.0.1:8787/v1',
+      contextWindow: 32768,
+      maxTokens: 4096,
+    });
+    expect(plan.args).toEqual(['-P', 'openai-compatible', '-m', 'coder']);
+  });
+
+  it("runs the session in its own process, not in a hub daemon that reads the user's providers file", () => {
+    const plan = buildPlan(RECIPES.find((r) => r.id === 'cline')!, target, []);
+    expect(plan.env.CLINE_SESSION_BACKEND_MODE).toBe('local');
+  });
+});

@@ -8,8 +8,10 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { buildPlan } from '../../../cli/launch/plan.js';
+import { findRecipe } from '../../../cli/launch/recipes.js';
 
-export type AgentId = 'claude' | 'codex' | 'opencode' | 'qwen' | 'pi';
+export type AgentId = 'claude' | 'codex' | 'opencode' | 'qwen' | 'pi' | 'cn' | 'kilo' | 'grok' | 'cline';
 export type PiApi = 'openai-completions' | 'openai-responses' | 'anthropic-messages';
 
 export interface AgentTarget {
@@ -104,10 +106,51 @@ interface Prepared {
   env: Record<string, string>;
 }
 
+/**
+ * Straight to the backend, for the agents whose manual setup is the launcher's own recipe (Continue,
+ * Kilo, Grok CLI, Cline): the recipe's environment, files and arguments, pointed at the backend.
+ */
+function prepareFromRecipe(
+  agent: AgentId,
+  target: AgentTarget,
+  task: string,
+  home: string,
+  cwd: string,
+): Prepared {
+  const recipe = findRecipe(agent);
+  if (!recipe) throw new Error(`${agent}: no recipe`);
+  const dir = join(home, 'launch');
+  mkdirSync(dir, { recursive: true });
+  const plan = buildPlan(
+    recipe,
+    {
+      base: target.origin,
+      model: target.model,
+      window: 32768,
+      maxOutput: 4096,
+      key: API_KEY,
+      api: 'chat',
+      dir,
+    },
+    HEADLESS[agent]!(task),
+  );
+  for (const [path, text] of Object.entries(plan.files)) writeFileSync(path, text);
+  if (agent === 'kilo')
+    writeJson(join(home, '.config', 'kilo', 'kilo.json'), {
+      permission: { edit: 'allow', bash: 'allow', webfetch: 'deny' },
+    });
+  return { args: plan.args, env: { ...baseEnv(home, cwd), KILO_NO_DAEMON: '1', ...plan.env } };
+}
+
 function prepare(agent: AgentId, target: AgentTarget, task: string, home: string, cwd: string): Prepared {
   const env = baseEnv(home, cwd);
   const { origin, model } = target;
   switch (agent) {
+    case 'cn':
+    case 'kilo':
+    case 'grok':
+    case 'cline':
+      return prepareFromRecipe(agent, target, task, home, cwd);
     case 'claude': {
       const names = target.claudeModels ?? { main: model, small: model };
       Object.assign(env, {
@@ -270,7 +313,7 @@ export const HEADLESS: Record<string, (task: string) => string[]> = {
   cn: (t) => ['-p', '--auto', t],
   kilo: (t) => ['run', t],
   grok: (t) => ['-p', t, '--max-tool-rounds', '20'],
-  cline: (t) => ['-y', t],
+  cline: (t) => [t],
 };
 
 const PI_LAUNCH_API: Record<PiApi, string> = {

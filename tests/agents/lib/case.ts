@@ -118,7 +118,7 @@ export async function runCase(options: CaseOptions): Promise<CaseResult> {
       sent: servers.recorded.filter((s) => s.method !== 'GET'),
       upstream: servers.sim.requests.filter((u) => u.method !== 'GET'),
       disk: diskProblems(options.task, dirs.cwd),
-      text: run.stdout.trim(),
+      text: finalText(options.agent, run.stdout),
     };
   } finally {
     await servers.close();
@@ -127,6 +127,24 @@ export async function runCase(options: CaseOptions): Promise<CaseResult> {
       for (const dir of [dirs.home, dirs.cwd]) rmSync(dir, { recursive: true, force: true });
     }
   }
+}
+
+/**
+ * The agent's final text: its stdout, trimmed; Grok CLI headless prints the conversation as JSON
+ * lines, and its answer is the last assistant message's content.
+ */
+export function finalText(agent: AgentId, stdout: string): string {
+  if (agent !== 'grok') return stdout.trim();
+  let text = '';
+  for (const line of stdout.split('\n')) {
+    try {
+      const m = JSON.parse(line) as { role?: string; content?: unknown };
+      if (m.role === 'assistant' && typeof m.content === 'string') text = m.content;
+    } catch {
+      // not a message line
+    }
+  }
+  return text.trim();
 }
 
 /** A readable account of a run, for assertion messages. */

@@ -10,13 +10,13 @@
  *
  * Progress is read from the request: one step per tool result already in the history, plus the
  * steps a compaction summary in the history says were done. Once every step's result came back it
- * answers the task's final text. A request without tools (a title, or the agent's compaction turn)
+ * answers the task's final text (through the agent's completion tool when it declares one). A request without tools (a title, or the agent's compaction turn)
  * gets a short plain answer; once steps were done it is a summary that says how many
  * (`[steps done: N]`), as a real model's summary carries the session's progress.
  */
 import type { ScenarioFn, TurnAction } from '../../../simulator/index.js';
 import type { Task } from './tasks.js';
-import { callForStep } from './tools.js';
+import { callForStep, completionCall } from './tools.js';
 
 export type Mode = 'leak' | 'prose' | 'clean';
 export const MODES: readonly Mode[] = ['leak', 'prose', 'clean'];
@@ -118,9 +118,19 @@ export function agentModel(options: ModelOptions): ScenarioFn {
     if (options.windowTokens !== undefined && promptTokens(ctx.messages, ctx.tools) > options.windowTokens)
       return { error: { status: 400, message: OVERFLOW, type: 'BadRequestError' } };
     if (done >= task.steps.length) {
-      if (!task.finalFrom) return { say: task.final };
-      const found = task.finalFrom.exec(JSON.stringify(ctx.messages));
-      return { say: found ? found[1]! : 'The number is not in what I was given.' };
+      const found = task.finalFrom?.exec(JSON.stringify(ctx.messages));
+      const text = !task.finalFrom
+        ? task.final
+        : found
+          ? found[1]!
+          : 'The number is not in what I was given.';
+      // An agent whose run ends only through its completion tool (Cline) gets the answer there,
+      // in the mode's habit, as a model following its system prompt does.
+      const submit = completionCall(ctx.tools, text);
+      if (!submit) return { say: text };
+      if (mode === 'clean') return { call: [submit] };
+      if (mode === 'leak') return { leak: { format: 'hermes', calls: [submit] } };
+      return { say: text, whenRequired: { call: [submit] } };
     }
     const step = task.steps[done]!;
     const call = callForStep(step, ctx.tools, cwd);

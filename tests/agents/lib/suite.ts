@@ -27,6 +27,8 @@ export interface Expect {
   api: Api;
   /** The model name the agent sends (toolproof's log names it). */
   model?: string;
+  /** Whether it streams (every agent does, but Grok CLI headless). */
+  stream?: boolean;
 }
 
 /** Through toolproof: the task is done, exit 0, a clean final text, and toolproof's log says so. */
@@ -41,7 +43,7 @@ export function expectPass(r: CaseResult, task: Task, e: Expect): void {
   for (const line of r.logs) expect(line.status, `${why}\n${JSON.stringify(line)}`).toBe(200);
   for (const line of lines) {
     expect(line.model, why).toBe(e.model ?? UPSTREAM_MODEL);
-    expect(line.stream, why).toBe(true);
+    expect(line.stream, why).toBe(e.stream ?? true);
     expect(line.harness, why).toBeDefined();
   }
   // One forced request per step, and one more for the answer: toolproof drove every turn.
@@ -132,6 +134,8 @@ export interface AgentSuite {
   extra?: Partial<CaseOptions>;
   /** More to assert on every run through toolproof. */
   check?: (r: CaseResult) => void;
+  /** It sends `stream: false` (Grok CLI headless); else every request streams. */
+  noStream?: boolean;
 }
 
 const NAMES: Record<string, string> = {
@@ -140,6 +144,10 @@ const NAMES: Record<string, string> = {
   opencode: 'opencode',
   qwen: 'Qwen Code',
   pi: 'pi',
+  cn: 'Continue CLI',
+  kilo: 'Kilo CLI',
+  grok: 'Grok CLI',
+  cline: 'Cline',
 };
 
 /** Tags a case for the results reporter (tests/agents/lib/results-reporter.ts). */
@@ -164,7 +172,7 @@ export function agentCases(suite: AgentSuite): void {
       it(`${task.id}, ${mode}: through toolproof it does the task`, async ({ task: t }) => {
         tag(t.meta, suite, task, mode, 'toolproof');
         const r = await runCase({ ...base, mode, task, via: 'toolproof' });
-        expectPass(r, task, { api: suite.api });
+        expectPass(r, task, { api: suite.api, ...(suite.noStream ? { stream: false } : {}) });
         expectPrefix(r, task, { api: suite.api });
         suite.check?.(r);
       });

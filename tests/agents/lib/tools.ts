@@ -2,7 +2,8 @@
  * Maps a task step onto the tools an agent declared, by name and by the names in its schema:
  * Claude Code Write/Read/Edit/Bash, Codex shell/exec_command/apply_patch, opencode
  * write/read/edit/bash, Qwen Code write_file/read_file/replace/run_shell_command, pi
- * write/read/edit/bash. The tool list is the chat-completions one the upstream receives
+ * write/read/edit/bash, Cline editor/read_files/run_commands (its `editor` creates a missing file
+ * from `new_text`), Continue Write/Read/Edit-shaped and Grok CLI create_file/view_file/bash. The tool list is the chat-completions one the upstream receives
  * (toolproof translates the Responses and Messages shapes onto it).
  */
 import { join } from 'node:path';
@@ -13,10 +14,20 @@ import type { Step } from './tasks.js';
 type Schema = { properties?: Record<string, { type?: unknown; items?: unknown }>; required?: string[] };
 
 const NAMES: Record<Step['op'], string[]> = {
-  write: ['Write', 'write', 'write_file', 'create_file'],
-  read: ['Read', 'read', 'read_file'],
-  edit: ['Edit', 'edit', 'replace', 'str_replace_based_edit_tool'],
-  run: ['Bash', 'bash', 'run_shell_command', 'exec_command', 'shell_command', 'shell', 'local_shell'],
+  write: ['Write', 'write', 'write_file', 'create_file', 'create_new_file'],
+  read: ['Read', 'read', 'read_file', 'view_file'],
+  edit: ['Edit', 'edit', 'replace', 'str_replace_based_edit_tool', 'str_replace_editor', 'editor'],
+  run: [
+    'Bash',
+    'bash',
+    'run_shell_command',
+    'exec_command',
+    'shell_command',
+    'shell',
+    'local_shell',
+    'run_terminal_command',
+    'run_commands',
+  ],
   patch: ['apply_patch'],
 };
 
@@ -40,8 +51,22 @@ function key(tool: ToolDef, candidates: string[]): string | undefined {
 }
 
 const PATH_KEYS = ['file_path', 'filePath', 'absolute_path', 'path', 'filename', 'filepath', 'file'];
-const OLD_KEYS = ['old_string', 'oldString', 'oldText', 'old_str'];
-const NEW_KEYS = ['new_string', 'newString', 'newText', 'new_str'];
+const OLD_KEYS = ['old_string', 'oldString', 'oldText', 'old_str', 'old_text'];
+const NEW_KEYS = ['new_string', 'newString', 'newText', 'new_str', 'new_text'];
+const CONTENT_KEYS = ['content', 'contents', 'fileContents', 'file_text', 'new_text'];
+
+/** Tools whose call ends the agent's run with its answer (Cline's submit_and_exit). */
+const COMPLETION: Record<string, (text: string) => Record<string, unknown>> = {
+  submit_and_exit: (text) => ({ summary: text, verified: true }),
+  attempt_completion: (text) => ({ result: text }),
+};
+
+/** The final answer as a call of the agent's completion tool, when it declares one. */
+export function completionCall(tools: ToolDef[], text: string): ScriptedCall | undefined {
+  for (const [name, args] of Object.entries(COMPLETION))
+    if (tools.some((t) => t.function?.name === name)) return { name, arguments: args(text) };
+  return undefined;
+}
 
 function pathArgs(tool: ToolDef, path: string, cwd: string): Record<string, unknown> {
   const k = key(tool, PATH_KEYS) ?? 'path';
@@ -51,6 +76,7 @@ function pathArgs(tool: ToolDef, path: string, cwd: string): Record<string, unkn
 /** A shell command in the declared shape: a string, or argv (Codex's `shell`). */
 function commandCall(tool: ToolDef, command: string, cwd: string): ScriptedCall {
   const p = props(tool);
+  if ('commands' in p) return { name: tool.function.name, arguments: { commands: [command] } };
   const k = key(tool, ['command', 'cmd']) ?? 'command';
   const args: Record<string, unknown> = {
     [k]: p[k]?.type === 'array' ? ['bash', '-lc', command] : command,
@@ -96,11 +122,12 @@ export function callForStep(step: Step, tools: ToolDef[], cwd: string): Scripted
   const patch = find(tools, 'patch');
   switch (step.op) {
     case 'write': {
-      const tool = find(tools, 'write');
-      if (tool)
+      // An editor that creates a missing file from its new text (Cline's) writes too.
+      const tool = find(tools, 'write') ?? find(tools, 'edit');
+      if (tool && key(tool, CONTENT_KEYS))
         return {
           name: tool.function.name,
-          arguments: { ...pathArgs(tool, step.path, cwd), content: step.content },
+          arguments: { ...pathArgs(tool, step.path, cwd), [key(tool, CONTENT_KEYS)!]: step.content },
         };
       if (patch) return patchCall(patch, addFileText(step.path, step.content));
       return shell && commandCall(shell, `printf %s ${shellQuote(step.content)} > ${step.path}`, cwd);
@@ -108,6 +135,8 @@ export function callForStep(step: Step, tools: ToolDef[], cwd: string): Scripted
     case 'read': {
       const tool = find(tools, 'read');
       if (tool) return { name: tool.function.name, arguments: pathArgs(tool, step.path, cwd) };
+      const many = tools.find((t) => t.function?.name === 'read_files');
+      if (many) return { name: 'read_files', arguments: { files: [join(cwd, step.path)] } };
       return shell && commandCall(shell, `cat ${step.path}`, cwd);
     }
     case 'edit': {
