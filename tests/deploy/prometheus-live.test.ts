@@ -9,7 +9,6 @@
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +16,7 @@ import { parse as parseYaml } from 'yaml';
 import { buildApp, type ToolproofApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
+import { freePort } from '../support/toolproof-process.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const ALERTS = join(ROOT, 'deploy/prometheus/alerts.yml');
@@ -56,18 +56,6 @@ const TOOLS = [
 ];
 
 type Sample = { metric: Record<string, string>; value: [number, string] };
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;

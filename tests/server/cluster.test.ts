@@ -4,101 +4,12 @@
  * primary, /metrics shows the group whichever worker answers, a killed worker is replaced, and
  * SIGTERM closes everything.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workerCount } from '../../server/cluster.js';
 import { ConfigError } from '../../server/config.js';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
-
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-interface Proc {
-  child: ChildProcess;
-  /** Every JSON log line so far (primary and workers share stdout). */
-  lines: Array<Record<string, unknown>>;
-  text(): string;
-  waitFor(
-    match: (line: Record<string, unknown>) => boolean,
-    timeoutMs?: number,
-  ): Promise<Record<string, unknown>>;
-  exited: Promise<number | null>;
-}
-
-function start(env: Record<string, string>): Proc {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'server/main.ts')], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const lines: Array<Record<string, unknown>> = [];
-  let raw = '';
-  let pending = '';
-  const waiters = new Set<() => void>();
-  child.stdout!.on('data', (chunk: Buffer) => {
-    raw += chunk.toString();
-    pending += chunk.toString();
-    const parts = pending.split('\n');
-    pending = parts.pop() ?? '';
-    for (const part of parts) {
-      try {
-        lines.push(JSON.parse(part) as Record<string, unknown>);
-      } catch {
-        // not a log line
-      }
-    }
-    for (const w of [...waiters]) w();
-  });
-  child.stderr!.on('data', (chunk: Buffer) => {
-    raw += chunk.toString();
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return {
-    child,
-    lines,
-    text: () => raw,
-    exited,
-    waitFor(match, timeoutMs = 30_000) {
-      return new Promise((resolve, reject) => {
-        let seen = 0;
-        const check = () => {
-          for (; seen < lines.length; seen++) {
-            if (match(lines[seen]!)) {
-              cleanup();
-              resolve(lines[seen]!);
-              return;
-            }
-          }
-        };
-        const timer = setTimeout(() => {
-          cleanup();
-          reject(new Error(`no matching log line within ${timeoutMs} ms:\n${raw.slice(-3000)}`));
-        }, timeoutMs);
-        const cleanup = () => {
-          clearTimeout(timer);
-          waiters.delete(check);
-        };
-        waiters.add(check);
-        check();
-      });
-    },
-  };
-}
+import { freePort, type Proc, startToolproof } from '../support/toolproof-process.js';
 
 /** One request on its own connection (the primary hands out connections, not requests). */
 async function once(
@@ -155,7 +66,7 @@ describe('TOOLPROOF_WORKERS', () => {
   });
 
   it('a bad value stops the process at start with exit code 2', async () => {
-    const p = start({ TOOLPROOF_WORKERS: 'many', TOOLPROOF_UPSTREAM_URL: 'http://127.0.0.1:9/v1' });
+    const p = startToolproof({ TOOLPROOF_WORKERS: 'many', TOOLPROOF_UPSTREAM_URL: 'http://127.0.0.1:9/v1' });
     expect(await p.exited).toBe(2);
     expect(p.text()).toContain('TOOLPROOF_WORKERS must be');
   });
@@ -175,7 +86,7 @@ describe('two workers on one port', () => {
     });
     const port = await freePort();
     origin = `http://127.0.0.1:${port}`;
-    proc = start({
+    proc = startToolproof({
       TOOLPROOF_WORKERS: '2',
       TOOLPROOF_HOST: '127.0.0.1',
       TOOLPROOF_PORT: String(port),

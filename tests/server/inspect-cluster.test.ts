@@ -4,25 +4,14 @@
  * worker's requests (the query goes to every worker through the primary, capture/cluster.ts).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
+import { freePort } from '../support/toolproof-process.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
-
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
 
 /** One request on its own connection (the primary hands out connections, not requests). */
 async function once(

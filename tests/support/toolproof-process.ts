@@ -1,0 +1,95 @@
+/**
+ * toolproof as users run it, in a child process (`node --import tsx server/main.ts`), for the
+ * tests of what only a real process shows: the cluster's workers, SIGHUP reloads. Every JSON log
+ * line of the primary and its workers is kept, and `waitFor` waits for one that matches.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Proc {
+  child: ChildProcess;
+  /** Every JSON log line so far (primary and workers share stdout). */
+  lines: Array<Record<string, unknown>>;
+  text(): string;
+  waitFor(
+    match: (line: Record<string, unknown>) => boolean,
+    timeoutMs?: number,
+  ): Promise<Record<string, unknown>>;
+  exited: Promise<number | null>;
+}
+
+export function startToolproof(env: Record<string, string>): Proc {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'server/main.ts')], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: Array<Record<string, unknown>> = [];
+  let raw = '';
+  let pending = '';
+  const waiters = new Set<() => void>();
+  child.stdout!.on('data', (chunk: Buffer) => {
+    raw += chunk.toString();
+    pending += chunk.toString();
+    const parts = pending.split('\n');
+    pending = parts.pop() ?? '';
+    for (const part of parts) {
+      try {
+        lines.push(JSON.parse(part) as Record<string, unknown>);
+      } catch {
+        // not a log line
+      }
+    }
+    for (const w of [...waiters]) w();
+  });
+  child.stderr!.on('data', (chunk: Buffer) => {
+    raw += chunk.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    lines,
+    text: () => raw,
+    exited,
+    waitFor(match, timeoutMs = 30_000) {
+      return new Promise((resolve, reject) => {
+        let seen = 0;
+        const check = () => {
+          for (; seen < lines.length; seen++) {
+            if (match(lines[seen]!)) {
+              cleanup();
+              resolve(lines[seen]!);
+              return;
+            }
+          }
+        };
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error(`no matching log line within ${timeoutMs} ms:\n${raw.slice(-3000)}`));
+        }, timeoutMs);
+        const cleanup = () => {
+          clearTimeout(timer);
+          waiters.delete(check);
+        };
+        waiters.add(check);
+        check();
+      });
+    },
+  };
+}
