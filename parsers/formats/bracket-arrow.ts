@@ -25,7 +25,7 @@ import { defineFamily } from '../engine/define.js';
 import type { MatchInput, MatchResult } from '../engine/family.js';
 import type { ParseContext, ParsedCall } from '../types.js';
 import { closedEnvelope, peekNonWs } from '../kit/envelope.js';
-import { expectLiteral, scanJsonValue, skipWs } from '../kit/json-scan.js';
+import { expectLiteral, scanJsonValue, skipWs, strictObject } from '../kit/json-scan.js';
 import { coerceParamValue, createArgs, fitsSchema, paramSchema } from '../kit/schema-values.js';
 
 const OPEN = '[TOOL_CALL]';
@@ -188,14 +188,9 @@ function logLine({ text, start, marker, final, ctx }: MatchInput): MatchResult {
   const scan = scanJsonValue(text, i);
   if (!scan) return null;
   if (scan.end < 0) return final ? null : 'need-more';
-  let value: unknown;
-  try {
-    value = JSON.parse(text.slice(i, scan.end));
-  } catch {
-    return null;
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return null;
-  if (!fitsSchema(value as Record<string, unknown>, tool)) return null;
+  const value = strictObject(text, i, scan.end);
+  if (value === null) return null;
+  if (!fitsSchema(value, tool)) return null;
   return { end: scan.end, calls: [{ name, arguments: value }] };
 }
 

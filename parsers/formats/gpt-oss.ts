@@ -13,7 +13,7 @@ import { defineFamily } from '../engine/define.js';
 import type { EnvelopeMatch, MatchInput, MatchResult } from '../engine/family.js';
 import type { ParseContext } from '../types.js';
 import { decodeBody } from '../kit/envelope.js';
-import { expectLiteral, scanJsonValue, skipWs } from '../kit/json-scan.js';
+import { expectLiteral, scanJsonValue, skipWs, strictObject } from '../kit/json-scan.js';
 import { fitsSchema } from '../kit/schema-values.js';
 
 const START = '<|start|>';
@@ -107,14 +107,9 @@ function trailingText(
   // Nothing after it is not this repair; an object anywhere after it is a second candidate.
   const rest = body.slice(scan.end).trim();
   if (rest === '' || rest.includes('{')) return null;
-  let value: unknown;
-  try {
-    value = JSON.parse(body.slice(j, scan.end));
-  } catch {
-    return null;
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return null;
-  if (!fitsSchema(value as Record<string, unknown>, tool)) return null;
+  const value = strictObject(body, j, scan.end);
+  if (value === null) return null;
+  if (!fitsSchema(value, tool)) return null;
   return { end: bodyAt + scan.end, calls: [{ name, arguments: value, repairs: ['trailing-text'] }] };
 }
 
@@ -152,14 +147,9 @@ function stripped({ text, start, marker, final, ctx }: MatchInput): MatchResult 
   // the call ends the output: anything but blanks after it and this is not the near miss
   if (skipWs(text, scan.end) < text.length) return null;
   if (!final) return 'need-more';
-  let value: unknown;
-  try {
-    value = JSON.parse(text.slice(j, scan.end));
-  } catch {
-    return null;
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return null;
-  if (!fitsSchema(value as Record<string, unknown>, tool)) return null;
+  const value = strictObject(text, j, scan.end);
+  if (value === null) return null;
+  if (!fitsSchema(value, tool)) return null;
   return { end: text.length, calls: [{ name, arguments: value, repairs: ['stripped-control-tokens'] }] };
 }
 

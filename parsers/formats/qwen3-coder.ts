@@ -12,7 +12,7 @@ import type { EnvelopeMatch, MatchInput, MatchResult } from '../engine/family.js
 type Find = MatchInput['find'];
 import type { ParseContext, ParsedCall } from '../types.js';
 import { decodeBody, finishMatch, peekNonWs } from '../kit/envelope.js';
-import { expectLiteral, scanJsonValue, skipWs } from '../kit/json-scan.js';
+import { expectLiteral, scanJsonValue, skipWs, strictObject } from '../kit/json-scan.js';
 import { coerceParamValue, createArgs, fitsSchema, paramSchema } from '../kit/schema-values.js';
 
 const WRAP_OPEN = '<tool_call>';
@@ -352,13 +352,8 @@ function llamaNearMiss(body: string, ctx: ParseContext): ParsedCall | null {
   if (body[j] !== '{') return null;
   const scan = scanJsonValue(body, j);
   if (!scan || scan.end < 0) return null;
-  let value: unknown;
-  try {
-    value = JSON.parse(body.slice(j, scan.end));
-  } catch {
-    return null;
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return null;
+  const value = strictObject(body, j, scan.end);
+  if (value === null) return null;
   let k = skipWs(body, scan.end);
   if (repair === 'parenthesized-arguments') {
     if (body[k] !== ')') return null;
@@ -369,7 +364,7 @@ function llamaNearMiss(body: string, ctx: ParseContext): ParsedCall | null {
     k = skipWs(body, k + 1);
   }
   if (k !== body.length) return null;
-  if (!fitsSchema(value as Record<string, unknown>, tool)) return null;
+  if (!fitsSchema(value, tool)) return null;
   return { name, arguments: value, repairs: [repair] };
 }
 

@@ -21,6 +21,19 @@ export interface ScanResult {
   stoppedAt?: number;
 }
 
+/** `text[from, to)` parsed as one strict JSON object (not an array, not null); null otherwise. */
+export function strictObject(text: string, from: number, to: number): Record<string, unknown> | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text.slice(from, to));
+  } catch {
+    return null;
+  }
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : null;
+}
+
 /**
  * Finds the end of the JSON object/array (or string) starting at `start`. Bracket kinds are
  * not matched against each other (lenient); only depth is counted.
