@@ -40,11 +40,47 @@ import type { ParseContext } from '../types.js';
 export const LEAD_MAX = 400;
 
 /** Fence languages a call may carry after a lead-in (not python, javascript, bash…: code samples). */
-const FENCE_LANGS = new Set(['', 'json', 'tool_call', 'tool_code', 'xml']);
+const FENCE_LANGS = new Set(['', 'json', 'tool_call', 'tool_code', 'xml', 'function_call']);
+/**
+ * A reasoning fence opening the output (```thinking, as Gemma 3 writes its chain of thought when a
+ * prompt asks for it there, gamemaker1/gemma3-function-calling-benchmarks): it is the model's
+ * own deliberation, not an example, so the lead-in rules skip it (its text stays content, byte
+ * for byte) and a call may follow it. At most REASONING_FENCE_MAX code units; longer, the watch
+ * stops (the output is read as before).
+ */
+const REASONING_FENCE = /^```(?:thinking|thoughts?|reasoning)[ \t]*\n/i;
+const REASONING_FENCE_MAX = 4096;
+/** The end (after its closing ```) of a reasoning fence opening `t`, or -1. */
+function reasoningFenceEnd(t: string): number {
+  if (!REASONING_FENCE.test(t)) return -1;
+  const close = t.indexOf('\n```', t.indexOf('\n'));
+  if (close < 0) return -1;
+  const end = close + 4;
+  // the closing fence stands alone on its line
+  const after = t.charCodeAt(end);
+  return Number.isNaN(after) || after === 0x0a || after === 0x0d || after === 0x20 || after === 0x09
+    ? end
+    : -1;
+}
 /** Longest fence language read (a longer first line is no call fence). */
 const MAX_LANG = 16;
 /** Blanks allowed between `[` and `{` of a call list. */
 const MAX_LIST_GAP = 16;
+/** Longest tag or attribute name read in `<tag attr="NAME"` (a longer one is no call element). */
+const MAX_TAG = 32;
+/** Attribute names that name the tool of an element (`tool=`, `name=`, …); never `class`, `href`… */
+const NAMING_ATTRS = 'tool|name|function|tool_name|function_name';
+/**
+ * An element whose first attribute names a declared tool: `<call_record tool="read">` (Gemini 3
+ * Pro in oh-my-pi, can1357/oh-my-pi#92). Group 1: the value so far; group 2: its close.
+ */
+const NAMED_ELEMENT = new RegExp(
+  `^<[A-Za-z_][\\w-]{0,${MAX_TAG - 1}}[ \\t\\n]{1,4}(?:${NAMING_ATTRS})="([^"<>]*)(")?`,
+);
+/** A prefix of such an element, cut by the end of what was seen. */
+const NAMED_ELEMENT_PREFIX = new RegExp(
+  `^<(?:[A-Za-z_][\\w-]{0,${MAX_TAG - 1}}(?:[ \\t\\n]{1,4}(?:[a-z_]{0,13}=?)?)?)?$`,
+);
 
 /**
  * Words that make a lead-in an explanation, an example, an offer or a refusal rather than an
@@ -116,7 +152,12 @@ const CJK_END = new Set(['。', '：', '！']);
  * sentence at its end, and no declared tool written as a call.
  */
 export function announces(lead: string, ctx: ParseContext): boolean {
-  const t = lead.trim();
+  let t = lead.trim();
+  const fence = reasoningFenceEnd(t);
+  if (fence >= 0) {
+    t = t.slice(fence).trim();
+    if (t === '') return true;
+  }
   if (t === '' || t.length > LEAD_MAX) return false;
   if (CALL_SHAPED.test(t) || EXPLAINING.test(t) || EXPLAINING_OTHER.test(t)) return false;
   if (OPEN_END.has(t[t.length - 1] as string)) return false;
@@ -132,9 +173,13 @@ type Verdict = 'yes' | 'no' | 'maybe';
 class Candidates {
   private readonly fixed: string[];
   private readonly names: NameStartMatcher[];
+  private readonly longestName: number;
   readonly look: number;
 
-  constructor(plan: ScanPlan, ctx: ParseContext) {
+  constructor(
+    plan: ScanPlan,
+    private readonly ctx: ParseContext,
+  ) {
     // the whole families' fixed starts, less the ones handled here (fence, `{`, `[`) and
     // functionary's `all\n` channel (a channel name, not a call)
     this.fixed = plan.wholeStarts.filter((s) => !['```', '{', '[', 'all\n'].includes(s));
@@ -144,8 +189,12 @@ class Candidates {
       if (frames && frames.length > 0 && ctx.tools.size > 0)
         this.names.push(new NameStartMatcher(ctx.tools, frames));
     }
+    let longest = 0;
+    for (const n of ctx.tools.keys()) if (n.length > longest) longest = n.length;
+    this.longestName = longest;
     this.look = Math.max(
       3 + MAX_LANG + 1,
+      2 * MAX_TAG + 8 + longest,
       1 + MAX_LIST_GAP + 1,
       ...this.fixed.map((s) => s.length),
       ...this.names.map((m) => m.longest),
@@ -179,6 +228,15 @@ class Candidates {
       const v = m.verdict(rest);
       if (v === 'yes') return 'yes';
       if (v === 'prefix' && !full) maybe = true;
+    }
+    if (c === '<') {
+      const e = NAMED_ELEMENT.exec(rest);
+      if (e) {
+        const value = e[1] ?? '';
+        if (e[2] !== undefined) {
+          if (this.ctx.tools.has(value)) return 'yes';
+        } else if (!full && value.length <= this.longestName) maybe = true;
+      } else if (!full && NAMED_ELEMENT_PREFIX.test(rest)) maybe = true;
     }
     return maybe ? 'maybe' : 'no';
   }
@@ -231,6 +289,8 @@ export class LeadInWatch {
   private firstEnvelope = -1;
   /** Offset of the output's first non-blank character (-1: not seen yet). */
   private first = -1;
+  /** Where the lead-in proper starts: `first`, or the end of a reasoning fence opening the output. */
+  private base = -1;
   private held: ScanEvent[] = [];
   private heldLen = 0;
   /** Built at the first boundary that may start a candidate (most outputs never get one). */
@@ -307,7 +367,30 @@ export class LeadInWatch {
       this.last = text.charCodeAt(p);
       p++;
     }
-    const limit = this.first + LEAD_MAX;
+    if (this.base < 0) {
+      // a reasoning fence opening the output: walked over whole, the lead-in starts after it
+      const opening = text.slice(this.first, this.first + 16);
+      if (
+        text.charCodeAt(this.first) === 0x60 &&
+        (REASONING_FENCE.test(opening) || (!final && /^`{1,3}[A-Za-z]*$/.test(opening)))
+      ) {
+        const end = reasoningFenceEnd(text.slice(this.first, this.first + REASONING_FENCE_MAX + 1));
+        if (end < 0) {
+          const undecided = !final && text.length - this.first <= REASONING_FENCE_MAX;
+          if (undecided && (REASONING_FENCE.test(opening) || opening.length < 16)) {
+            Object.assign(this, { next: this.first + 1 });
+            return this.pass(this.first);
+          }
+          if (REASONING_FENCE.test(opening)) return this.stop();
+          this.base = this.first;
+        } else {
+          this.base = this.first + end;
+          p = this.base;
+          Object.assign(this, { last: 0x60, gap: false, newline: false });
+        }
+      } else this.base = this.first;
+    }
+    const limit = this.base + LEAD_MAX;
     let { last, gap, newline } = this;
     for (; p < text.length && p <= limit; p++) {
       const c = text.charCodeAt(p);

@@ -16,6 +16,7 @@ import { callsFromJson, defaultToCall } from '../kit/long-tail.js';
 import { callsFromJsonBody, finishMatch, peekNonWs } from '../kit/envelope.js';
 import { readName, scanJsonValue, skipWs } from '../kit/json-scan.js';
 import { decodeObject, gated } from '../kit/improvised-call.js';
+import { coerceParamValue, paramSchema } from '../kit/schema-values.js';
 import { readImprovisedCalls } from '../kit/structured-reader.js';
 
 const OPEN = '<tool_call>';
@@ -54,10 +55,14 @@ function fromDoubledBraces(body: string, ctx: ParseContext): Body | null {
  * `name(…)` in the tag, `name` a declared tool, up to the closing tag (or the end of output,
  * where a cut-off `</tool_` is dropped).
  */
-function matchNamed({ text, final, find, ctx }: MatchInput, j: number): MatchResult {
+function matchNamed(input: MatchInput, j: number): MatchResult {
+  const { text, final, find, ctx } = input;
   const name = readName(text, j);
   const k = skipWs(text, j + name.length);
   if (k >= text.length && !final) return 'need-more';
+  if (ctx.tools.has(name) && k > j + name.length && /[A-Za-z_]/.test(text[k] ?? '')) {
+    return matchAttributes(input, name, k);
+  }
   if (!ctx.tools.has(name) || text[k] !== '(') return null;
   const close = find(CLOSE, k);
   if (close < 0 && !final) return 'need-more';
@@ -77,6 +82,50 @@ function matchNamed({ text, final, find, ctx }: MatchInput, j: number): MatchRes
     return { end, calls: [], error: 'call in the tag is not readable', ...truncated };
   }
   return { end, calls: [{ name: call.name, arguments: call.args, repairs: ['python-call'] }], ...truncated };
+}
+
+const ATTRIBUTE = /([A-Za-z_][\w-]*)\s*=\s*"([^"\n]*)"\s*/y;
+
+/**
+ * `NAME key="value" … />` in the tag, NAME a declared tool (an XML element without its `<`,
+ * openclaw/openclaw#33258): the attributes are the arguments, typed by the schema; an attribute
+ * `tool` or `name` that repeats NAME is dropped. The element must be closed (`/>` or `>`) and
+ * followed only by the closing tag or the end of output; the arguments must fit the schema.
+ * Anything else leaves the tag to the other readers (stays text).
+ */
+function matchAttributes(
+  { text, final, find, ctx }: MatchInput,
+  name: string,
+  k: number,
+): MatchResult {
+  const close = find('>', k);
+  if (close < 0) return final ? null : 'need-more';
+  const selfClosing = text[close - 1] === '/';
+  const attrEnd = selfClosing ? close - 1 : close;
+  const tool = ctx.tools.get(name);
+  const args: Record<string, unknown> = {};
+  let at = k;
+  while (at < attrEnd) {
+    ATTRIBUTE.lastIndex = at;
+    const m = ATTRIBUTE.exec(text);
+    if (!m || m.index !== at || ATTRIBUTE.lastIndex > attrEnd) return null;
+    const [, key = '', raw = ''] = m;
+    at = ATTRIBUTE.lastIndex;
+    if ((key === 'tool' || key === 'name') && raw === name) continue;
+    if (Object.hasOwn(args, key)) return null;
+    args[key] = coerceParamValue(raw, paramSchema(tool, key));
+  }
+  const after = skipWs(text, close + 1);
+  let end: number;
+  if (text.startsWith(CLOSE, after)) end = after + CLOSE.length;
+  else if (after >= text.length || CLOSE.startsWith(text.slice(after))) {
+    if (!final) return 'need-more';
+    if (after < text.length) return null;
+    end = text.length;
+  } else return null;
+  const call = gated({ name, args }, ctx.tools);
+  if (!call) return null;
+  return { end, calls: [{ name: call.name, arguments: call.args, repairs: ['attribute-arguments'] }] };
 }
 
 const FN_OPEN = '<function>';

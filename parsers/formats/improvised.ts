@@ -21,16 +21,48 @@ import { readImprovisedCalls } from '../kit/structured-reader.js';
 /** What may follow a declared name at the start of an output for it to be held as a possible call. */
 const NAME_FOLLOWERS = ['(', ' (', '{', ' {', '\n{', ':', ' :'];
 
-/** Fence languages small models put on a call: ```json, ```tool_call (Gemma), ```tool_code, ```xml (Qwen2). */
-const FENCE_LANGS = new Set(['', 'json', 'javascript', 'python', 'tool_call', 'tool_code', 'xml']);
+/**
+ * Fence languages small models put on a call: ```json, ```tool_call (Gemma), ```tool_code, ```xml
+ * (Qwen2), ```function_call (Gemma 3 under a prompt that names the block so,
+ * gamemaker1/gemma3-function-calling-benchmarks).
+ */
+const FENCE_LANGS = new Set([
+  '',
+  'json',
+  'javascript',
+  'python',
+  'tool_call',
+  'tool_code',
+  'xml',
+  'function_call',
+]);
 
-/** The body of ONE code fence filling the text; null when the text is not exactly one fence. */
+/**
+ * The bodies of the code fences filling the text, one after the other, joined by line breaks
+ * (each fence one value of the sequence the reader reads: several calls fenced one by one, as
+ * Gemma 3 writes parallel calls); null when the text is not exactly such a run. Every fence has
+ * the same language and a body without ``` in it; only blanks between them.
+ */
 function fenceBody(t: string): string | null {
-  const nl = t.indexOf('\n');
-  if (nl < 0 || !t.endsWith('```') || t.length < nl + 4) return null;
-  if (!FENCE_LANGS.has(t.slice(3, nl).trim().toLowerCase())) return null;
-  const body = t.slice(nl + 1, -3);
-  return body.includes('```') ? null : body;
+  const bodies: string[] = [];
+  let lang: string | null = null;
+  let i = 0;
+  while (i < t.length) {
+    if (!t.startsWith('```', i)) return null;
+    const nl = t.indexOf('\n', i);
+    if (nl < 0) return null;
+    const l = t
+      .slice(i + 3, nl)
+      .trim()
+      .toLowerCase();
+    if (!FENCE_LANGS.has(l) || (lang !== null && l !== lang)) return null;
+    lang = l;
+    const close = t.indexOf('```', nl + 1);
+    if (close < 0) return null;
+    bodies.push(t.slice(nl + 1, close));
+    i = skipWs(t, close + 3);
+  }
+  return bodies.length > 0 ? bodies.join('\n') : null;
 }
 
 /**

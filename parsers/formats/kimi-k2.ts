@@ -4,10 +4,12 @@
  * as the Kimi template expects it back in history.
  */
 import { defineFamily } from '../engine/define.js';
-import type { MatchResult } from '../engine/family.js';
+import type { EnvelopeMatch, MatchResult } from '../engine/family.js';
 import type { ParseContext, ParsedCall } from '../types.js';
 import { decodeBody, sectionOrLoneCall } from '../kit/envelope.js';
+import { scanJsonValue, skipWs, strictObject } from '../kit/json-scan.js';
 import { isPlainObject } from '../kit/lenient-json.js';
+import { fitsSchema } from '../kit/schema-values.js';
 
 const SECTION_OPEN = '<|tool_calls_section_begin|>';
 const SECTION_CLOSE = '<|tool_calls_section_end|>';
@@ -62,11 +64,59 @@ const envelope = sectionOrLoneCall({
   readCall,
 });
 
+const ID = /^(?:functions\.)?([A-Za-z_][\w.-]*):\d+$/;
+
+/**
+ * Near miss (issue 30, repair `missing-call-begin`): the whole output is Kimi K2 blocks that lost
+ * their openers, `NAME:0<|tool_call_argument_begin|>{json}` each closed by `<|tool_call_end|>` or
+ * `<|tool_calls_section_end|>` (Fireworks' kimi-k2p6-turbo, typeclaw/typeclaw#344). Held by the
+ * name frame `NAME:`; read only when every block is exactly an id naming a declared tool
+ * (`functions.` optional, a numeric index), one strict JSON object that fits the tool's schema
+ * and one of the two closers, with nothing but blanks between blocks. Anything else stays text.
+ */
+function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
+  if (!text.includes(ARGS)) return null;
+  const calls: ParsedCall[] = [];
+  let i = skipWs(text, 0);
+  while (i < text.length) {
+    const sep = text.indexOf(ARGS, i);
+    if (sep < 0) return null;
+    const id = text.slice(i, sep);
+    const name = ID.exec(id)?.[1];
+    const tool = name === undefined ? undefined : ctx.tools.get(name);
+    if (name === undefined || !tool) return null;
+    const j = skipWs(text, sep + ARGS.length);
+    if (text[j] !== '{') return null;
+    const scan = scanJsonValue(text, j);
+    if (!scan || scan.end < 0) return null;
+    const args = strictObject(text, j, scan.end);
+    if (args === null || !fitsSchema(args, tool)) return null;
+    const k = skipWs(text, scan.end);
+    const closer = text.startsWith(CALL_CLOSE, k)
+      ? CALL_CLOSE
+      : text.startsWith(SECTION_CLOSE, k)
+        ? SECTION_CLOSE
+        : '';
+    if (closer === '') return null;
+    calls.push({ name, arguments: args, id, repairs: ['missing-call-begin'] });
+    i = skipWs(text, k + closer.length);
+    // a call closed by <|tool_call_end|> may still be followed by the section's own end
+    if (closer === CALL_CLOSE && text.startsWith(SECTION_CLOSE, i))
+      i = skipWs(text, i + SECTION_CLOSE.length);
+  }
+  return calls.length ? { end: text.length, calls } : null;
+}
+
 export const kimiK2 = defineFamily({
   name: 'kimi-k2',
   markers: [SECTION_OPEN, CALL_OPEN],
   priority: 10,
   backend: { vllm: 'kimi_k2', llamacpp: 'Kimi K2', sglang: 'kimi_k2' },
+  wholeNameStarts: [
+    { before: '', after: [':'] },
+    { before: 'functions.', after: [':'] },
+  ],
+  matchWhole,
   match(input): MatchResult {
     return envelope(input);
   },

@@ -410,7 +410,7 @@ function matchBare(text: string, start: number, final: boolean, ctx: ParseContex
  */
 function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
   const i = skipWs(text, 0);
-  if (text[i] !== '=') return null;
+  if (text[i] !== '=') return missingFunctionPrefix(text, i, ctx);
   let stop = text.length;
   while (stop > i && /\s/.test(text[stop - 1] ?? '')) stop--;
   if (text.startsWith(WRAP_CLOSE, stop - WRAP_CLOSE.length)) stop -= WRAP_CLOSE.length;
@@ -426,6 +426,26 @@ function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
   }
   read.calls[0]!.repairs = [...(read.calls[0]!.repairs ?? []), 'missing-function-open'];
   return { end: text.length, calls: read.calls };
+}
+
+/**
+ * Near miss (issue 30, repair `missing-function-prefix`): the whole output is a Llama 3.x call
+ * that lost its `<function=` opener and its `>`, `NAME{json}</function>` (Groq's
+ * failed_generation under smolagents, huggingface/smolagents#1119). The output starts with a
+ * declared name right before `{` (held by the improvised family's name frame) and ends with the
+ * one `</function>`; the object must be strict JSON that fits the tool's schema (llamaNearMiss,
+ * `missing-gt`), nothing else around it but blanks.
+ */
+function missingFunctionPrefix(text: string, i: number, ctx: ParseContext): EnvelopeMatch | null {
+  let stop = text.length;
+  while (stop > i && /\s/.test(text[stop - 1] ?? '')) stop--;
+  if (!text.startsWith(FN_CLOSE, stop - FN_CLOSE.length)) return null;
+  const body = text.slice(i, stop - FN_CLOSE.length);
+  if (body.includes(FN_CLOSE) || body.includes(FN_OPEN)) return null;
+  const near = llamaNearMiss(body.trimEnd(), ctx);
+  if (near === null || near.repairs?.[0] !== 'missing-gt') return null;
+  near.repairs = ['missing-function-prefix'];
+  return { end: text.length, calls: [near] };
 }
 
 export const qwen3Coder = defineFamily({
