@@ -93,11 +93,7 @@ const ATTRIBUTE = /([A-Za-z_][\w-]*)\s*=\s*"([^"\n]*)"\s*/y;
  * followed only by the closing tag or the end of output; the arguments must fit the schema.
  * Anything else leaves the tag to the other readers (stays text).
  */
-function matchAttributes(
-  { text, final, find, ctx }: MatchInput,
-  name: string,
-  k: number,
-): MatchResult {
+function matchAttributes({ text, final, find, ctx }: MatchInput, name: string, k: number): MatchResult {
   const close = find('>', k);
   if (close < 0) return final ? null : 'need-more';
   const selfClosing = text[close - 1] === '/';
