@@ -75,9 +75,12 @@ const ID = /^(?:functions\.)?([A-Za-z_][\w.-]*):\d+$/;
  * and one of the two closers, with nothing but blanks between blocks. Anything else stays text.
  */
 function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
-  if (!text.includes(ARGS)) return null;
-  const calls: ParsedCall[] = [];
   let i = skipWs(text, 0);
+  // cheap refusal first (every held output comes here): the output opens with an id naming a
+  // declared tool, then ':'
+  const head = /^(?:functions\.)?([A-Za-z_][\w.-]*):/.exec(text.slice(i, i + 256));
+  if (!head || !ctx.tools.has(head[1] ?? '')) return null;
+  const calls: ParsedCall[] = [];
   while (i < text.length) {
     const sep = text.indexOf(ARGS, i);
     if (sep < 0) return null;
