@@ -244,10 +244,14 @@ function runAgent(bin: string, args: string[], env: NodeJS.ProcessEnv): Promise<
   });
 }
 
-/** Where an SDK program's imports resolve from: the working directory and the folder of each file argument. */
+/**
+ * Where an SDK program's imports resolve from: the working directory and the folder of each file
+ * argument (the command itself only when it is a script: `node` is not the program).
+ */
 function programDirs(args: readonly string[]): string[] {
   const dirs = [process.cwd()];
-  for (const arg of args) {
+  for (const [i, arg] of args.entries()) {
+    if (i === 0 && !/\.[cm]?[jt]s$/.test(arg)) continue;
     const path = resolve(arg);
     if (!arg.startsWith('-') && existsSync(path) && !dirs.includes(dirname(path))) dirs.push(dirname(path));
   }

@@ -20,15 +20,17 @@ export function isSdk(agent: string): agent is SdkId {
   return agent in SDK_PROGRAMS;
 }
 
-/** How a case runs an SDK program: which API (OpenAI Agents SDK), streamed or not. */
+/** How a case runs an SDK program: which API (OpenAI Agents SDK), streamed or not, its own MCP tool (Claude Agent SDK). */
 export interface SdkRun {
   api?: 'chat' | 'responses';
   stream?: boolean;
+  mcp?: boolean;
 }
 
 /** The program's own arguments (after `node`). */
 export function sdkProgramArgs(agent: SdkId, target: AgentTarget, task: string): string[] {
-  return [SDK_PROGRAMS[agent], ...(target.sdk?.stream ? ['--stream'] : []), task];
+  const flags = [...(target.sdk?.stream ? ['--stream'] : []), ...(target.sdk?.mcp ? ['--mcp'] : [])];
+  return [SDK_PROGRAMS[agent], ...flags, task];
 }
 
 /**
@@ -36,7 +38,9 @@ export function sdkProgramArgs(agent: SdkId, target: AgentTarget, task: string):
  * scripts/install-agents.mjs), as the program cannot import it by name from the clone.
  */
 export function sdkEnv(agent: SdkId, bin: string): Record<string, string> {
-  return agent === 'claude-agent-sdk' ? { CLAUDE_AGENT_SDK_DIR: bin } : {};
+  if (agent !== 'claude-agent-sdk') return {};
+  // The launcher finds it there too (the run's HOME is not the one the cache is under).
+  return { CLAUDE_AGENT_SDK_DIR: bin, TOOLPROOF_AGENTS_DIR: join(bin, '..', '..', '..') };
 }
 
 /** Straight to the backend: the launcher's recipe, pointed at the backend's origin. */
