@@ -17,13 +17,12 @@ const { version } = JSON.parse(
 describeAgents(`OpenAI Agents SDK ${version}`, () => {
   for (const api of ['chat', 'responses'] as const) {
     for (const stream of [true, false]) {
-      const variant = stream ? 'streamed' : 'not streamed';
-      describe(`${api}, ${variant}`, () => {
+      describe(`${api}, ${stream ? 'streamed' : 'not streamed'}`, () => {
         agentCases({
           agent: 'openai-agents',
           api,
           version,
-          variant,
+          ...(stream ? {} : { variant: 'stream: false' }),
           direct: api === 'chat',
           extra: { target: { sdk: { api, stream } } },
           ...(stream ? {} : { noStream: true }),

@@ -138,7 +138,7 @@ export interface AgentSuite {
   noStream?: boolean;
   /** Its version, for one the agents cache does not hold (the OpenAI Agents SDK, a devDependency). */
   version?: string;
-  /** One of several runs on the same API (the SDKs streamed or not): the results table's row says it. */
+  /** One of several runs on the same API (an SDK not streamed): the results name the task `id (variant)`, in the API's row. */
   variant?: string;
 }
 
@@ -160,8 +160,8 @@ const NAMES: Record<string, string> = {
 function tag(meta: TaskMeta, suite: AgentSuite, task: Task, mode: Mode, via: 'toolproof' | 'direct'): void {
   const version = agentsInfo().versions?.[suite.agent] ?? suite.version;
   const label = `${NAMES[suite.agent] ?? suite.agent}${version ? ` ${version}` : ''}`;
-  const api = suite.variant ? `${suite.api}, ${suite.variant}` : suite.api;
-  meta.agentCase = { agent: suite.agent, label, api, task: task.id, mode, via };
+  const id = suite.variant ? `${task.id} (${suite.variant})` : task.id;
+  meta.agentCase = { agent: suite.agent, label, api: suite.api, task: id, mode, via };
 }
 
 /** Tags a real-content case (tests/agents/real-content.test.ts): its own column in the table. */
