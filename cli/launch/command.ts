@@ -14,14 +14,14 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { constants, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { parseArgs } from 'node:util';
 import type { CliIO } from '../probe/command.js';
-import { agentCacheDirs, findBin } from './find-bin.js';
+import { agentCacheDirs, findBin, findPackage } from './find-bin.js';
 import { defaultMaxOutput, type ModelInfo, readModels } from './models.js';
 import { buildPlan, childEnv, maskKey, renderPlan } from './plan.js';
-import { type AgentApi, type AgentRecipe, findRecipe, RECIPES, type Target } from './recipes.js';
+import { type AgentApi, type AgentRecipe, findRecipe, RECIPES, SDK_RECIPES, type Target } from './recipes.js';
 import {
   defaultUrl,
   fetchModels,
@@ -33,12 +33,14 @@ import {
 } from './server.js';
 
 export const LAUNCH_HELP = `Usage: toolproof launch <agent> [options] [-- agent arguments…]
+       toolproof launch <sdk> [options] -- <your program and its arguments>
 
 Runs a coding agent pointed at toolproof, configured for the model it serves: base URL, model
 names, the model's context window (auto-compaction) and output limit, telemetry and update
 checks off. Your own config files are not changed (unless --write).
 
 Agents: ${RECIPES.map((r) => r.id).join(', ')}
+SDKs:   ${SDK_RECIPES.map((r) => r.id).join(', ')} (your program runs with the variables the SDK reads)
 
 Options:
   --model NAME   the model (default: the only one toolproof serves; else it asks, or lists them)
@@ -46,7 +48,8 @@ Options:
                  nothing answers on this machine, \`toolproof --serve\` is started there and
                  stopped when the agent exits)
   --key KEY      toolproof's API key (default: the first of TOOLPROOF_API_KEYS); never printed
-  --api API      for an agent that speaks several (pi): chat, responses or messages
+  --api API      for an agent that speaks several: pi (chat, responses or messages),
+                 openai-agents (responses or chat: TOOLPROOF_OPENAI_API for setOpenAIAPI)
   --print        show what would be set (keys masked) and exit
   --write        write the settings into the agent's own config file (a backup is kept) and exit
   -h, --help
@@ -56,6 +59,7 @@ Examples:
   toolproof launch claude -- -p "create proof.txt containing 7391, then say done"
   toolproof launch codex --model qwen3-coder -- exec "fix the failing test"
   npx toolproof launch opencode --print
+  toolproof launch openai-agents --api chat -- node app.mjs
 `;
 
 class UsageError extends Error {}
@@ -103,10 +107,16 @@ export function parseLaunchArgs(argv: readonly string[]): LaunchOptions {
     throw new UsageError(`unexpected "${positionals[1]}": put the agent's own arguments after --`);
   const agent = findRecipe(positionals[0]!);
   if (!agent)
-    throw new UsageError(`unknown agent "${positionals[0]}"; known: ${RECIPES.map((r) => r.id).join(', ')}`);
+    throw new UsageError(
+      `unknown agent "${positionals[0]}"; known: ${[...RECIPES, ...SDK_RECIPES].map((r) => r.id).join(', ')}`,
+    );
   if (values.api !== undefined && !agent.apis.includes(values.api as AgentApi))
     throw new UsageError(`${agent.id} speaks ${agent.apis.join(', ')}, not "${values.api}"`);
   if (values.print && values.write) throw new UsageError('--print and --write: pick one');
+  if (agent.sdk && agentArgs.length === 0 && !values.print && !values.write)
+    throw new UsageError(
+      `${agent.id} is an SDK: put your program after --, e.g. toolproof launch ${agent.id} -- node app.mjs`,
+    );
   if (values.url !== undefined) {
     try {
       normalizeUrl(values.url);
@@ -234,6 +244,20 @@ function runAgent(bin: string, args: string[], env: NodeJS.ProcessEnv): Promise<
   });
 }
 
+/**
+ * Where an SDK program's imports resolve from: the working directory and the folder of each file
+ * argument (the command itself only when it is a script: `node` is not the program).
+ */
+function programDirs(args: readonly string[]): string[] {
+  const dirs = [process.cwd()];
+  for (const [i, arg] of args.entries()) {
+    if (i === 0 && !/\.[cm]?[jt]s$/.test(arg)) continue;
+    const path = resolve(arg);
+    if (!arg.startsWith('-') && existsSync(path) && !dirs.includes(dirname(path))) dirs.push(dirname(path));
+  }
+  return dirs;
+}
+
 export async function launchCommand(
   argv: readonly string[],
   io: CliIO,
@@ -256,8 +280,25 @@ export async function launchCommand(
   const say = (text: string) => io.stderr.write(`toolproof launch: ${text}\n`);
 
   // The binary first: nothing is started for an agent that is not there.
-  const bin = findBin(agent.bin, env);
-  if (!bin && !options.print && !options.write) {
+  if (agent.sdk) {
+    const dirs = programDirs(options.agentArgs);
+    if (!findPackage(agent.pkg, dirs, env)) {
+      const where = `${dirs.join(', ')} (and the folders above) nor in the agents cache`;
+      if (!options.print && !options.write) {
+        say(
+          `${agent.name} (${agent.pkg}) is not installed where your program finds it: found neither in ${where}.\n` +
+            `  Install it in your project with: npm install ${agent.pkg}`,
+        );
+        return 127;
+      }
+      say(`${agent.name} is not installed here: npm install ${agent.pkg}`);
+    }
+  }
+  // An SDK runs the user's program: its first word is the command.
+  const bin = agent.bin ? findBin(agent.bin, env) : options.agentArgs[0];
+  const userArgs = agent.bin ? options.agentArgs : options.agentArgs.slice(1);
+  const runs = agent.bin ?? 'your program';
+  if (agent.bin && !bin && !options.print && !options.write) {
     const cache = agentCacheDirs(env)[0];
     say(
       `${agent.name} (\`${agent.bin}\`) is not installed: found neither in PATH nor in ${cache ?? 'the agents cache (~/.cache/toolproof/agents)'}.\n` +
@@ -284,7 +325,7 @@ export async function launchCommand(
       say(
         `nothing answered at ${base}: started \`toolproof --serve\` there (pid ${server.pid}, log ${server.log})` +
           `${simulated ? ' on its BUILT-IN SIMULATOR (set TOOLPROOF_UPSTREAM_URL or TOOLPROOF_CONFIG for a real model)' : ''}` +
-          `; it stops when ${options.print || options.write ? 'this command' : agent.bin} exits`,
+          `; it stops when ${options.print || options.write ? 'this command' : runs} exits`,
       );
     }
     let models: ModelInfo[];
@@ -311,7 +352,7 @@ export async function launchCommand(
       `${agent.name} → ${base}, model ${model.id}, ` +
         (model.window
           ? `window ${model.window} tokens (${model.windowFrom}), output ${maxOutput}`
-          : `window unknown (toolproof reports none): ${agent.bin} keeps its own default; output ${maxOutput}`),
+          : `window unknown (toolproof reports none): ${runs} keeps its own default; output ${maxOutput}`),
     );
 
     dir = mkdtempSync(join(tmpdir(), `toolproof-launch-${agent.id}-`));
@@ -325,11 +366,11 @@ export async function launchCommand(
       api: options.api ?? agent.apis[0]!,
       dir,
     };
-    const plan = buildPlan(agent, target, options.agentArgs);
+    const plan = buildPlan(agent, target, userArgs);
 
     if (options.print) {
       io.stdout.write(renderPlan(plan, bin ?? agent.bin, secret));
-      if (!bin) say(`${agent.bin} is not installed: npm install -g ${agent.pkg}`);
+      if (agent.bin && !bin) say(`${agent.bin} is not installed: npm install -g ${agent.pkg}`);
       return 0;
     }
     if (options.write) {

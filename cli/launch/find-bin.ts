@@ -1,7 +1,7 @@
 /** Where an agent's executable is: PATH first, then the agents cache (scripts/install-agents.mjs). */
-import { accessSync, constants, readdirSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, readdirSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { delimiter, dirname, join, resolve } from 'node:path';
 
 function executable(path: string): boolean {
   try {
@@ -33,6 +33,32 @@ export function findBin(bin: string, env: NodeJS.ProcessEnv): string | undefined
   for (const dir of agentCacheDirs(env)) {
     const path = join(dir, 'node_modules', '.bin', bin);
     if (executable(path)) return path;
+  }
+  return undefined;
+}
+
+/**
+ * Where an npm package is installed for a program: `node_modules/<pkg>` in each of `dirs` or a
+ * folder above it (Node's own lookup), then in the agents cache.
+ */
+export function findPackage(
+  pkg: string,
+  dirs: readonly string[],
+  env: NodeJS.ProcessEnv,
+): string | undefined {
+  for (const start of dirs) {
+    let dir = resolve(start);
+    for (;;) {
+      const path = join(dir, 'node_modules', pkg);
+      if (existsSync(join(path, 'package.json'))) return path;
+      const up = dirname(dir);
+      if (up === dir) break;
+      dir = up;
+    }
+  }
+  for (const dir of agentCacheDirs(env)) {
+    const path = join(dir, 'node_modules', pkg);
+    if (existsSync(join(path, 'package.json'))) return path;
   }
   return undefined;
 }

@@ -50,7 +50,7 @@ export function shellQuote(word: string): string {
 }
 
 /** `--print`: the variables, files and command, the key masked everywhere. */
-export function renderPlan(plan: LaunchPlan, bin: string, key: string): string {
+export function renderPlan(plan: LaunchPlan, bin: string | undefined, key: string): string {
   const lines: string[] = [];
   for (const name of plan.unset) lines.push(`unset ${name}`);
   for (const [name, value] of Object.entries(plan.env)) lines.push(`export ${name}=${shellQuote(value)}`);
@@ -58,6 +58,8 @@ export function renderPlan(plan: LaunchPlan, bin: string, key: string): string {
     lines.push(`# temporary file ${path} (removed when the agent exits):`);
     for (const line of text.replace(/\n$/, '').split('\n')) lines.push(`#   ${line}`);
   }
-  lines.push([bin, ...plan.args].map(shellQuote).join(' '));
+  // An SDK without a program named: the variables are for the user's own.
+  if (bin === undefined) lines.push('# then run your program in this environment, e.g. node app.mjs');
+  else lines.push([bin, ...plan.args].map(shellQuote).join(' '));
   return `${maskKey(lines.join('\n'), key)}\n`;
 }

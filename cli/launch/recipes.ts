@@ -5,8 +5,8 @@
  * leading arguments it runs with, plus the switches that turn off its non-essential traffic.
  * Nothing here touches the disk or the network: `plan.ts` turns an entry into a launch.
  *
- * Adding an agent: one entry in RECIPES, one case in tests/agents/ (and its pin in
- * scripts/install-agents.mjs). The settings each one uses are documented in docs/agents-setup.md;
+ * Adding an agent: one entry in RECIPES (an SDK: in SDK_RECIPES), one case in tests/agents/ (and
+ * its pin in scripts/install-agents.mjs). The settings each one uses are documented in docs/agents-setup.md;
  * the facts come from each agent's own docs and, where they are silent, its shipped source.
  */
 import { homedir } from 'node:os';
@@ -35,10 +35,16 @@ export interface Target {
 export interface AgentRecipe {
   id: string;
   name: string;
-  /** The executable's name (looked up in PATH, then in the agents cache). */
-  bin: string;
+  /** The executable's name (looked up in PATH, then in the agents cache); absent for an SDK. */
+  bin?: string;
   /** The npm package that ships it. */
   pkg: string;
+  /**
+   * A library the user's own program imports, not a CLI: the command after `--` is run as given
+   * (`toolproof launch openai-agents -- node app.mjs`) with the environment the SDK reads, and
+   * `pkg` must be installed where that program finds it.
+   */
+  sdk?: boolean;
   /** The APIs it can speak; the first is the default. */
   apis: readonly AgentApi[];
   /** Environment set for the agent (over the user's own). */
@@ -111,6 +117,14 @@ function claudeEnv(t: Target): Record<string, string> {
     ...claudeWindow(t.window),
   };
 }
+
+/** A user's own Anthropic key or cloud switch would win over the gateway's token. */
+const CLAUDE_UNSET = [
+  'ANTHROPIC_API_KEY',
+  'CLAUDE_CODE_USE_BEDROCK',
+  'CLAUDE_CODE_USE_VERTEX',
+  'CLAUDE_CODE_USE_FOUNDRY',
+] as const;
 
 const CLAUDE_QUIET = {
   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
@@ -314,7 +328,10 @@ export function clineProviders(t: Target, now: Date = new Date()): string {
   });
 }
 
-export const RECIPES: readonly AgentRecipe[] = [
+/** An agent CLI's recipe: it has a binary. */
+export type CliRecipe = AgentRecipe & { bin: string };
+
+export const RECIPES: readonly CliRecipe[] = [
   {
     id: 'claude',
     name: 'Claude Code',
@@ -322,13 +339,7 @@ export const RECIPES: readonly AgentRecipe[] = [
     pkg: '@anthropic-ai/claude-code',
     apis: ['messages'],
     env: claudeEnv,
-    // A user's own Anthropic key or cloud switch would win over the gateway's token.
-    unset: [
-      'ANTHROPIC_API_KEY',
-      'CLAUDE_CODE_USE_BEDROCK',
-      'CLAUDE_CODE_USE_VERTEX',
-      'CLAUDE_CODE_USE_FOUNDRY',
-    ],
+    unset: CLAUDE_UNSET,
     quiet: CLAUDE_QUIET,
     write: {
       path: (env) => join(home(env), '.claude', 'settings.json'),
@@ -475,6 +486,54 @@ export const RECIPES: readonly AgentRecipe[] = [
   },
 ];
 
+/**
+ * The OpenAI Agents SDK 0.20 reads OPENAI_API_KEY and OPENAI_DEFAULT_MODEL (lowercased, for an
+ * Agent without `model`; also what decides whether GPT-5 reasoning settings are added), its
+ * `openai` client OPENAI_BASE_URL; tracing exports to the vendor unless
+ * OPENAI_AGENTS_DISABLE_TRACING. It has no variable for chat vs Responses, the window or the output
+ * limit: the program passes them (setOpenAIAPI, modelSettings.maxTokens), from the TOOLPROOF_*
+ * variables set here.
+ */
+function openaiAgentsEnv(t: Target): Record<string, string> {
+  return {
+    OPENAI_BASE_URL: `${t.base}/v1`,
+    OPENAI_API_KEY: t.key,
+    OPENAI_DEFAULT_MODEL: t.model,
+    TOOLPROOF_MODEL: t.model,
+    TOOLPROOF_OPENAI_API: t.api === 'chat' ? 'chat_completions' : 'responses',
+    ...(t.window ? { TOOLPROOF_CONTEXT_WINDOW: String(t.window) } : {}),
+    TOOLPROOF_MAX_OUTPUT_TOKENS: String(t.maxOutput),
+  };
+}
+
+/** The SDKs: the user's program runs (after `--`) with the environment each SDK reads. */
+export const SDK_RECIPES: readonly AgentRecipe[] = [
+  {
+    id: 'claude-agent-sdk',
+    name: 'Claude Agent SDK',
+    pkg: '@anthropic-ai/claude-agent-sdk',
+    sdk: true,
+    apis: ['messages'],
+    // query() runs the Claude Code binary its platform package ships, with `options.env`, which
+    // defaults to the program's own environment: Claude Code's settings apply as they are.
+    env: claudeEnv,
+    unset: CLAUDE_UNSET,
+    quiet: CLAUDE_QUIET,
+  },
+  {
+    id: 'openai-agents',
+    name: 'OpenAI Agents SDK',
+    pkg: '@openai/agents',
+    sdk: true,
+    // Its default is Responses; `--api chat` sets TOOLPROOF_OPENAI_API=chat_completions for setOpenAIAPI().
+    apis: ['responses', 'chat'],
+    env: openaiAgentsEnv,
+    // Would point the Responses websocket transport elsewhere.
+    unset: ['OPENAI_WEBSOCKET_BASE_URL'],
+    quiet: { OPENAI_AGENTS_DISABLE_TRACING: '1' },
+  },
+];
+
 export function findRecipe(id: string): AgentRecipe | undefined {
-  return RECIPES.find((r) => r.id === id);
+  return RECIPES.find((r) => r.id === id) ?? SDK_RECIPES.find((r) => r.id === id);
 }

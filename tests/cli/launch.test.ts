@@ -16,7 +16,7 @@ import {
 } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { launchCommand } from '../../cli/launch/command.js';
 import { readModels } from '../../cli/launch/models.js';
@@ -347,5 +347,128 @@ describe('Cline', () => {
   it("runs the session in its own process, not in a hub daemon that reads the user's providers file", () => {
     const plan = buildPlan(RECIPES.find((r) => r.id === 'cline')!, target, []);
     expect(plan.env.CLINE_SESSION_BACKEND_MODE).toBe('local');
+  });
+});
+
+describe('the SDKs: your program runs with the variables the SDK reads', () => {
+  /** A project folder with the SDK package installed, and a program that prints what it got. */
+  function project(pkg: string): { dir: string; program: string } {
+    const dir = mkdtempSync(join(tmpdir(), 'tp-launch-sdk-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    mkdirSync(join(dir, 'node_modules', ...pkg.split('/')), { recursive: true });
+    writeFileSync(join(dir, 'node_modules', ...pkg.split('/'), 'package.json'), '{"version":"0.0.0"}');
+    const program = join(dir, 'app.mjs');
+    writeFileSync(
+      program,
+      'const pick = (p) => Object.fromEntries(Object.entries(process.env).filter(([k]) => p.test(k)));\n' +
+        "import { writeFileSync } from 'node:fs';\n" +
+        'writeFileSync(process.argv[2], JSON.stringify({ args: process.argv.slice(3), env: pick(/^(OPENAI|ANTHROPIC|CLAUDE|TOOLPROOF|DISABLE)_/) }));\n',
+    );
+    return { dir, program };
+  }
+
+  function env(): NodeJS.ProcessEnv {
+    return {
+      PATH: `${dirname(process.execPath)}:/usr/bin:/bin`,
+      HOME: '/nonexistent',
+      TOOLPROOF_AGENTS_DIR: '/nonexistent',
+    };
+  }
+
+  it('openai-agents: base URL, key, default model, the API for setOpenAIAPI, window and output; tracing off; --print masks the key', async () => {
+    const url = await toolproofOver(
+      await sim({ personality: 'vllm', modelName: 'coder', maxModelLen: 24576 }),
+    );
+    const { program } = project('@openai/agents');
+    const key = 'sk-secret-launch-key-123456';
+    for (const [api, expected] of [
+      [[], 'responses'],
+      [['--api', 'chat'], 'chat_completions'],
+    ] as const) {
+      const r = await printed('openai-agents', url, [...api, '--', 'node', program, 'x'], {
+        ...env(),
+        TOOLPROOF_API_KEYS: key,
+      });
+      expect(r.code, r.err).toBe(0);
+      expect(r.out + r.err).not.toContain(key);
+      expect(r.out).toContain(`export OPENAI_BASE_URL=${url}/v1`);
+      expect(r.out).toContain('export OPENAI_API_KEY=sk-s…****');
+      expect(r.out).toContain('export OPENAI_DEFAULT_MODEL=coder');
+      expect(r.out).toContain(`export TOOLPROOF_OPENAI_API=${expected}`);
+      expect(r.out).toContain('export TOOLPROOF_CONTEXT_WINDOW=24576');
+      expect(r.out).toContain('export TOOLPROOF_MAX_OUTPUT_TOKENS=6144');
+      expect(r.out).toContain('export OPENAI_AGENTS_DISABLE_TRACING=1');
+      expect(r.out.trim().split('\n').at(-1)).toBe(`node ${program} x`);
+    }
+    // It speaks Responses and chat completions, not Messages.
+    const bad = await printed('openai-agents', url, ['--api', 'messages', '--', 'node', program]);
+    expect(bad.code).toBe(2);
+  });
+
+  it("claude-agent-sdk: Claude Code's settings, the window reaching its auto-compaction; the program runs with them", async () => {
+    const url = await toolproofOver(
+      await sim({ personality: 'vllm', modelName: 'coder', maxModelLen: 32768 }),
+    );
+    const { dir, program } = project('@anthropic-ai/claude-agent-sdk');
+    const p = await printed('claude-agent-sdk', url, ['--', 'node', program], env());
+    expect(p.code, p.err).toBe(0);
+    for (const line of [
+      `export ANTHROPIC_BASE_URL=${url}`,
+      'export ANTHROPIC_MODEL=coder',
+      'export CLAUDE_CODE_SUBAGENT_MODEL=coder',
+      'export CLAUDE_CODE_MAX_CONTEXT_TOKENS=32768',
+      'export CLAUDE_CODE_AUTO_COMPACT_WINDOW=100000',
+      'export CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=27',
+      'export CLAUDE_CODE_MAX_OUTPUT_TOKENS=8192',
+      'export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1',
+      'unset ANTHROPIC_API_KEY',
+    ])
+      expect(p.out).toContain(line);
+
+    // Run for real: the program (found by its folder's node_modules) gets them, the user's own key is gone.
+    const out = join(dir, 'got.json');
+    const o = io();
+    const code = await launchCommand(
+      ['claude-agent-sdk', '--url', url, '--', 'node', program, out, 'a b'],
+      o.io,
+      { ...env(), ANTHROPIC_API_KEY: 'mine' },
+      {},
+    );
+    expect(code, o.err.join('')).toBe(0);
+    const got = JSON.parse(readFileSync(out, 'utf8')) as { args: string[]; env: Record<string, string> };
+    expect(got.args).toEqual(['a b']);
+    expect(o.err.join('')).toContain('Claude Agent SDK →');
+    expect(got.env.ANTHROPIC_BASE_URL).toBe(url);
+    expect(got.env.CLAUDE_CODE_AUTO_COMPACT_WINDOW).toBe('100000');
+    expect(got.env.ANTHROPIC_API_KEY).toBeUndefined();
+  });
+
+  it('a missing SDK names its npm package and runs nothing; no program after -- is a usage error', async () => {
+    const url = await toolproofOver(await sim({ personality: 'vllm', modelName: 'coder' }));
+    // Neither in the working directory (the clone) nor the program's folder nor the agents cache.
+    const dir = mkdtempSync(join(tmpdir(), 'tp-launch-nosdk-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const marker = join(dir, 'ran');
+    writeFileSync(join(dir, 'app.mjs'), `require('node:fs').writeFileSync(${JSON.stringify(marker)}, '')\n`);
+    const o = io();
+    const code = await launchCommand(
+      ['claude-agent-sdk', '--url', url, '--', 'node', join(dir, 'app.mjs')],
+      o.io,
+      env(),
+      {},
+    );
+    expect(code).toBe(127);
+    expect(o.err.join('')).toContain('npm install @anthropic-ai/claude-agent-sdk');
+    expect(existsSync(marker)).toBe(false);
+
+    const u = io();
+    expect(await launchCommand(['claude-agent-sdk', '--url', url], u.io, env(), {})).toBe(2);
+    expect(u.err.join('')).toContain('put your program after --');
+    // --print without a program: the variables, for the user's own shell.
+    const p = await printed('claude-agent-sdk', url, [], env());
+    expect(p.code, p.err).toBe(0);
+    expect(p.out).toContain('export ANTHROPIC_BASE_URL=');
+    expect(p.out).toContain('# then run your program');
+    expect(p.err).toContain('npm install @anthropic-ai/claude-agent-sdk');
   });
 });

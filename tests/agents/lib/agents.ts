@@ -10,8 +10,20 @@ import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { buildPlan } from '../../../cli/launch/plan.js';
 import { findRecipe } from '../../../cli/launch/recipes.js';
+import { isSdk, prepareSdkDirect, type SdkRun, sdkEnv, sdkProgramArgs } from './sdk.js';
 
-export type AgentId = 'claude' | 'codex' | 'opencode' | 'qwen' | 'pi' | 'cn' | 'kilo' | 'grok' | 'cline';
+export type AgentId =
+  | 'claude'
+  | 'codex'
+  | 'opencode'
+  | 'qwen'
+  | 'pi'
+  | 'cn'
+  | 'kilo'
+  | 'grok'
+  | 'cline'
+  | 'openai-agents'
+  | 'claude-agent-sdk';
 export type PiApi = 'openai-completions' | 'openai-responses' | 'anthropic-messages';
 
 export interface AgentTarget {
@@ -31,6 +43,8 @@ export interface AgentTarget {
   codexFeatures?: Record<string, boolean>;
   /** Codex only: more top-level config.toml lines (e.g. `model_auto_compact_token_limit = 2000`). */
   codexConfig?: string[];
+  /** The SDKs only: the API (`--api`) and whether the program streams (lib/sdk.ts). */
+  sdk?: SdkRun;
 }
 
 /** Codex with apply_patch as a freeform (custom) tool with its Lark grammar, as its own catalog declares it. */
@@ -142,7 +156,14 @@ function prepareFromRecipe(
   return { args: plan.args, env: { ...baseEnv(home, cwd), KILO_NO_DAEMON: '1', ...plan.env } };
 }
 
-function prepare(agent: AgentId, target: AgentTarget, task: string, home: string, cwd: string): Prepared {
+function prepare(
+  agent: AgentId,
+  target: AgentTarget,
+  task: string,
+  home: string,
+  cwd: string,
+  bin: string,
+): Prepared {
   const env = baseEnv(home, cwd);
   const { origin, model } = target;
   switch (agent) {
@@ -151,6 +172,9 @@ function prepare(agent: AgentId, target: AgentTarget, task: string, home: string
     case 'grok':
     case 'cline':
       return prepareFromRecipe(agent, target, task, home, cwd);
+    case 'openai-agents':
+    case 'claude-agent-sdk':
+      return prepareSdkDirect(agent, target, task, env, join(home, 'tmp'), bin);
     case 'claude': {
       const names = target.claudeModels ?? { main: model, small: model };
       Object.assign(env, {
@@ -339,8 +363,12 @@ export function prepareLaunch(
   const env = baseEnv(home, cwd);
   env.PATH = `${dirname(bin)}:${env.PATH}`;
   Object.assign(env, { KILO_NO_DAEMON: '1', QWEN_CODE_SUPPRESS_YOLO_WARNING: '1', PI_OFFLINE: '1' });
-  const own = HEADLESS[agent];
+  // An SDK: its program, run by this node.
+  const own = isSdk(agent)
+    ? (t: string) => [process.execPath, ...sdkProgramArgs(agent, target, t)]
+    : HEADLESS[agent];
   if (!own) throw new Error(`${agent}: no headless arguments`);
+  if (isSdk(agent)) Object.assign(env, sdkEnv(agent, bin));
   let userArgs = own(task);
   if (agent === 'codex') {
     const overrides: string[] = [];
@@ -375,6 +403,7 @@ export function prepareLaunch(
     '--model',
     model,
     ...(target.piApi ? ['--api', PI_LAUNCH_API[target.piApi]] : []),
+    ...(target.sdk?.api ? ['--api', target.sdk.api] : []),
     '--',
     ...userArgs,
   ];
@@ -414,7 +443,7 @@ export function runAgent(options: RunOptions): Promise<AgentRun> {
   const launched = options.via === 'toolproof';
   const { args, env } = launched
     ? prepareLaunch(options.agent, options.target, options.task, home, cwd, options.bin)
-    : prepare(options.agent, options.target, options.task, home, cwd);
+    : prepare(options.agent, options.target, options.task, home, cwd, options.bin);
   const started = Date.now();
   return new Promise((resolve) => {
     const child = spawn(launched ? process.execPath : options.bin, args, {

@@ -75,7 +75,9 @@ export interface CaseResult {
 }
 
 export async function runCase(options: CaseOptions): Promise<CaseResult> {
-  const bin = agentsInfo().bins?.[options.agent];
+  // The OpenAI Agents SDK is a devDependency: its program runs on this node.
+  const bin =
+    agentsInfo().bins?.[options.agent] ?? (options.agent === 'openai-agents' ? process.execPath : undefined);
   if (!bin) throw new Error(`${options.agent}: not installed`);
   const dirs = makeRunDirs(options.agent);
   const model = { mode: options.mode, task: options.task, cwd: dirs.cwd, ...options.model };

@@ -136,6 +136,10 @@ export interface AgentSuite {
   check?: (r: CaseResult) => void;
   /** It sends `stream: false` (Grok CLI headless); else every request streams. */
   noStream?: boolean;
+  /** Its version, for one the agents cache does not hold (the OpenAI Agents SDK, a devDependency). */
+  version?: string;
+  /** One of several runs on the same API (an SDK not streamed): the results name the task `id (variant)`, in the API's row. */
+  variant?: string;
 }
 
 const NAMES: Record<string, string> = {
@@ -148,13 +152,16 @@ const NAMES: Record<string, string> = {
   kilo: 'Kilo CLI',
   grok: 'Grok CLI',
   cline: 'Cline',
+  'claude-agent-sdk': 'Claude Agent SDK',
+  'openai-agents': 'OpenAI Agents SDK',
 };
 
 /** Tags a case for the results reporter (tests/agents/lib/results-reporter.ts). */
 function tag(meta: TaskMeta, suite: AgentSuite, task: Task, mode: Mode, via: 'toolproof' | 'direct'): void {
-  const version = agentsInfo().versions?.[suite.agent];
+  const version = agentsInfo().versions?.[suite.agent] ?? suite.version;
   const label = `${NAMES[suite.agent] ?? suite.agent}${version ? ` ${version}` : ''}`;
-  meta.agentCase = { agent: suite.agent, label, api: suite.api, task: task.id, mode, via };
+  const id = suite.variant ? `${task.id} (${suite.variant})` : task.id;
+  meta.agentCase = { agent: suite.agent, label, api: suite.api, task: id, mode, via };
 }
 
 /** Tags a real-content case (tests/agents/real-content.test.ts): its own column in the table. */

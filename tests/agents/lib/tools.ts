@@ -36,6 +36,13 @@ function find(tools: ToolDef[], op: Step['op']): ToolDef | undefined {
     const tool = tools.find((t) => t.function?.name === name);
     if (tool) return tool;
   }
+  // A tool from an MCP server, as Claude Code names it: mcp__<server>__<tool>.
+  for (const name of NAMES[op]) {
+    const tool = tools.find(
+      (t) => t.function?.name?.startsWith('mcp__') && t.function.name.endsWith(`__${name}`),
+    );
+    if (tool) return tool;
+  }
   return undefined;
 }
 
