@@ -7,6 +7,10 @@
  * `<turn|>` closing a call, `<|tool_call>:call:`, and calls whose open tag was dropped
  * (`<channel|>call:…`, `call:…` at a line start or as the whole output, `<call>NAME{…}`), and
  * plain JSON strings where the `<|"|>` token belongs (`command:"ls"`).
+ * Near miss (issue 30): arguments written as a Python call, `<|tool_call>call:NAME(k="v", n=1)`,
+ * read when that call is the whole envelope body, it names a declared tool and its arguments
+ * fit the schema (repair `parenthesized-arguments`; waybarrios/vllm-mlx
+ * tests/test_gemma4_tool_parser.py::TestGemma4ToolParserFallbackForms, Gemma 4 E4B).
  */
 import { defineFamily } from '../engine/define.js';
 import type { EnvelopeMatch, MatchInput, MatchResult } from '../engine/family.js';
@@ -14,7 +18,8 @@ import { type BodyResult, matchReasoningSection } from '../kit/long-tail.js';
 import type { ParseContext, ParsedCall } from '../types.js';
 import { type BodyReader, closedEnvelope } from '../kit/envelope.js';
 import { expectLiteral, readName, scanJsonValue, skipWs } from '../kit/json-scan.js';
-import { coerceParamValue, createArgs, paramSchema } from '../kit/schema-values.js';
+import { parsePythonCallList } from '../kit/python-literal.js';
+import { coerceParamValue, createArgs, fitsSchema, paramSchema } from '../kit/schema-values.js';
 
 const OPEN = '<|tool_call>';
 
@@ -31,6 +36,7 @@ export function readDelimitedCalls(body: string, quote: string, ctx: ParseContex
     const name = readName(body, i + 5);
     if (name === '') return { error: 'missing tool name' };
     const open = skipWs(body, i + 5 + name.length);
+    if (body[open] === '(' && calls.length === 0) return parenthesized(body.slice(i + 5), ctx);
     const obj = decodeDelimitedObject(body, open, quote);
     if (!obj) return { error: 'arguments are not readable' };
     // A string where the schema wants a number/boolean/list: type it (the value was quoted
@@ -43,6 +49,15 @@ export function readDelimitedCalls(body: string, quote: string, ctx: ParseContex
     i = skipWs(body, obj.end);
   }
   return calls.length > 0 ? { calls } : { error: 'no call in envelope' };
+}
+
+/** `NAME(k=v, …)` filling the rest of the body: one call for a declared tool whose schema it fits. */
+function parenthesized(rest: string, ctx: ParseContext): BodyResult {
+  const calls = parsePythonCallList(`[${rest.trimEnd()}]`);
+  const c = calls?.length === 1 ? calls[0] : undefined;
+  const tool = c ? ctx.tools.get(c.name) : undefined;
+  if (!c || !tool || !fitsSchema(c.arguments, tool)) return { error: 'arguments are not readable' };
+  return { calls: [{ name: c.name, arguments: c.arguments, repairs: ['parenthesized-arguments'] }] };
 }
 
 interface Cursor {

@@ -3,6 +3,8 @@
  * Shares <tool_call> with hermes and qwen3-coder: claimed only when a bare name follows.
  * Values are typed by the declared schema; without one, JSON-looking values are decoded (as
  * the GLM template writes non-string values as JSON).
+ * IQuest-Coder V2 (vLLM `iquest_coder_v2`) writes the same body in its own call tag, one tag per
+ * call: <iquestcoder_tool_call>NAME<arg_key>k</arg_key><arg_value>v</arg_value></iquestcoder_tool_call>.
  */
 import { defineFamily } from '../engine/define.js';
 import type { ParseContext, ParsedCall } from '../types.js';
@@ -16,6 +18,8 @@ const K_OPEN = '<arg_key>';
 const K_CLOSE = '</arg_key>';
 const V_OPEN = '<arg_value>';
 const V_CLOSE = '</arg_value>';
+const IQUEST_OPEN = '<iquestcoder_tool_call>';
+const IQUEST_CLOSE = '</iquestcoder_tool_call>';
 
 function accept(text: string, bodyStart: number, final: boolean): 'yes' | 'no' | 'need-more' {
   const j = skipWs(text, bodyStart);
@@ -55,10 +59,17 @@ function parseBody(body: string, ctx: ParseContext): { calls: ParsedCall[] } | {
   return { calls: [{ name, arguments: args }] };
 }
 
+const glmCall = delimitedEnvelope({ end: CLOSE, accept, parseBody: (body, ctx) => parseBody(body, ctx) });
+const iquestCall = delimitedEnvelope({
+  end: IQUEST_CLOSE,
+  accept,
+  parseBody: (body, ctx) => parseBody(body, ctx),
+});
+
 export const glm = defineFamily({
   name: 'glm',
-  markers: [OPEN],
+  markers: [OPEN, IQUEST_OPEN],
   priority: 22,
   backend: { vllm: 'glm45', llamacpp: 'GLM 4.5', sglang: 'glm45' },
-  match: delimitedEnvelope({ end: CLOSE, accept, parseBody: (body, ctx) => parseBody(body, ctx) }),
+  match: (input) => (input.marker === IQUEST_OPEN ? iquestCall(input) : glmCall(input)),
 });
