@@ -10,7 +10,9 @@
  * Near miss (issue 30): arguments written as a Python call, `<|tool_call>call:NAME(k="v", n=1)`,
  * read when that call is the whole envelope body, it names a declared tool and its arguments
  * fit the schema (repair `parenthesized-arguments`; waybarrios/vllm-mlx
- * tests/test_gemma4_tool_parser.py::TestGemma4ToolParserFallbackForms, Gemma 4 E4B).
+ * tests/test_gemma4_tool_parser.py::TestGemma4ToolParserFallbackForms, Gemma 4 E4B), and Gemma
+ * E2B's unfenced tool code filling the output, `tool_code = NAME(k="v")` with an optional
+ * `print(tool_code)` line after it (repair `tool-code-assignment`, same gate and source).
  */
 import { defineFamily } from '../engine/define.js';
 import type { EnvelopeMatch, MatchInput, MatchResult } from '../engine/family.js';
@@ -318,9 +320,22 @@ function matchGemma(input: MatchInput): MatchResult {
   return canonical(input);
 }
 
-/** The whole output is bare `call:NAME{…}` (the open tag dropped). */
+const TOOL_CODE = 'tool_code = ';
+
+/** `tool_code = NAME(…)` [`\nprint(tool_code)`] as the whole output: one schema-fitting call. */
+function toolCodeAssignment(text: string, i: number, ctx: ParseContext): EnvelopeMatch | null {
+  const nl = text.indexOf('\n', i);
+  const rest = nl < 0 ? '' : text.slice(nl + 1).trim();
+  if (rest !== '' && rest !== 'print(tool_code)') return null;
+  const r = parenthesized(text.slice(i + TOOL_CODE.length, nl < 0 ? text.length : nl), ctx);
+  if ('error' in r) return null;
+  return { end: text.length, calls: r.calls.map((c) => ({ ...c, repairs: ['tool-code-assignment'] })) };
+}
+
+/** The whole output is bare `call:NAME{…}` (the open tag dropped), or Gemma E2B's tool-code line. */
 function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
   const i = skipWs(text, 0);
+  if (text.startsWith(TOOL_CODE, i)) return toolCodeAssignment(text, i, ctx);
   if (!text.startsWith('call:', i)) return null;
   const m = bareCall(text, i + 'call:'.length, true, ctx);
   if (m === null || m === 'need-more' || skipWs(text, m.end) < text.length) return null;
@@ -333,6 +348,6 @@ export const gemma4 = defineFamily({
   priority: 42,
   backend: { vllm: 'gemma4', llamacpp: 'Gemma 4' },
   match: matchGemma,
-  wholeStarts: ['call:'],
+  wholeStarts: ['call:', TOOL_CODE],
   matchWhole,
 });
