@@ -7,12 +7,19 @@
  * - negatives turned into calls: cases the peer reads no call from that toolproof reads one from;
  * - streamed != whole: one character at a time gives other calls or content than the whole text;
  * - content differs: informational (the peer's content conventions are not toolproof's).
+ * A miss or a call read from a negative whose case is a listed deliberate disagreement
+ * (parsers/disagreements.json) is also counted apart, as `disagreed`.
  */
 import { readFileSync } from 'node:fs';
 import { collectEvents, createRecoveryStream, recoverMessage } from '../parsers/recover.js';
 import { type FixtureCase, optionsFor } from '../tests/parsers/fixtures.js';
 
-const file = process.argv[2] ?? 'bench/peer-new.json';
+const file = process.argv.slice(2).find((a) => !a.startsWith('-')) ?? 'bench/peer-new.json';
+const listed = new Set(
+  (JSON.parse(readFileSync('parsers/disagreements.json', 'utf8')) as { source: string }[]).map(
+    (d) => d.source,
+  ),
+);
 const cases: FixtureCase[] = JSON.parse(readFileSync(file, 'utf8'));
 const verbose = process.argv.includes('-v');
 
@@ -24,6 +31,8 @@ interface Tally {
   fabricated: number;
   streamDiff: number;
   contentDiff: number;
+  disagreedPos: number;
+  disagreedNeg: number;
 }
 const blank = (): Tally => ({
   pos: 0,
@@ -33,6 +42,8 @@ const blank = (): Tally => ({
   fabricated: 0,
   streamDiff: 0,
   contentDiff: 0,
+  disagreedPos: 0,
+  disagreedNeg: 0,
 });
 const per = new Map<string, Tally>();
 const total = blank();
@@ -64,13 +75,17 @@ for (const c of cases) {
     bump('neg');
     if (r.calls.length > 0) {
       bump('fabricated');
+      if (listed.has(c.source ?? c.name)) bump('disagreedNeg');
       console.log(`FABRICATED ${c.name}: ${callsOf(r)}`);
     }
   } else if (c.expect.calls.some((w) => !declared.has(w.name))) bump('undeclared');
   else {
     bump('pos');
     if (callsOf(r) === want) bump('recalled');
-    else console.log(`MISSED ${c.name}: got ${callsOf(r)} want ${want}`);
+    else if (listed.has(c.source ?? c.name)) {
+      bump('disagreedPos');
+      console.log(`DISAGREED ${c.name}: got ${callsOf(r)} want ${want}`);
+    } else console.log(`MISSED ${c.name}: got ${callsOf(r)} want ${want}`);
   }
   if (r.content !== c.expect.content) {
     bump('contentDiff');
@@ -92,6 +107,8 @@ for (const c of cases) {
 const pct = (a: number, b: number) => (b === 0 ? 'n/a' : `${((100 * a) / b).toFixed(1)}%`);
 const row = (name: string, t: Tally) =>
   `${name}: recalled ${t.recalled}/${t.pos} (${pct(t.recalled, t.pos)}), undeclared ${t.undeclared}, ` +
-  `negatives turned into calls ${t.fabricated}/${t.neg}, streamed != whole ${t.streamDiff}, content differs ${t.contentDiff}`;
+  `negatives turned into calls ${t.fabricated}/${t.neg}, streamed != whole ${t.streamDiff}, content differs ${t.contentDiff}; ` +
+  `listed disagreements ${t.disagreedPos} positives + ${t.disagreedNeg} negatives, recalled of the rest ` +
+  `${t.recalled}/${t.pos - t.disagreedPos} (${pct(t.recalled, t.pos - t.disagreedPos)}), negatives read of the rest ${t.fabricated - t.disagreedNeg}`;
 for (const [k, t] of [...per].sort()) console.log(row(k, t));
 console.log(row(`TOTAL ${file} (${cases.length} cases)`, total));
