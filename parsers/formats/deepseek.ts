@@ -3,19 +3,29 @@
  *   V3:   <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{…}\n```<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>
  *   V3.1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>
  * The section is one envelope (all or nothing); a lone call block is its own envelope.
- * <｜end▁of▁sentence｜> is a control token, removed.
+ * <｜end▁of▁sentence｜> is a control token, removed. The same tokens spelled with ASCII bars
+ * (`<|tool▁calls▁begin|>`, as a chat template with that spelling shows them to the model;
+ * ollama/ollama tools/tools_test.go::TestParser[deepseek]) are read the same way.
  */
 import { defineFamily } from '../engine/define.js';
 import type { MatchResult } from '../engine/family.js';
 import type { ParsedCall } from '../types.js';
 import { decodeBody, sectionOrLoneCall } from '../kit/envelope.js';
 
-const SECTION_OPEN = '<｜tool▁calls▁begin｜>';
-const SECTION_CLOSE = '<｜tool▁calls▁end｜>';
-const CALL_OPEN = '<｜tool▁call▁begin｜>';
-const CALL_CLOSE = '<｜tool▁call▁end｜>';
-const SEP = '<｜tool▁sep｜>';
-const EOS = '<｜end▁of▁sentence｜>';
+/** The special tokens with the bar they are spelled with (full-width U+FF5C, or ASCII). */
+function tokens(bar: string) {
+  const t = (name: string) => `<${bar}${name}${bar}>`;
+  return {
+    sectionOpen: t('tool▁calls▁begin'),
+    sectionClose: t('tool▁calls▁end'),
+    callOpen: t('tool▁call▁begin'),
+    callClose: t('tool▁call▁end'),
+    sep: t('tool▁sep'),
+    eos: t('end▁of▁sentence'),
+  };
+}
+const FULL = tokens('｜');
+const ASCII = tokens('|');
 
 function parseOne(head: string, rest: string, truncated: boolean): ParsedCall | { error: string } {
   const h = head.trim();
@@ -36,28 +46,26 @@ function parseOne(head: string, rest: string, truncated: boolean): ParsedCall | 
 
 const V31_HINT = 'vllm --tool-call-parser deepseek_v31';
 
-const envelope = sectionOrLoneCall({
-  sectionOpen: SECTION_OPEN,
-  sectionClose: SECTION_CLOSE,
-  callOpen: CALL_OPEN,
-  callClose: CALL_CLOSE,
-  sep: SEP,
-  noSep: 'no tool separator',
-  readCall: parseOne,
-});
+const envelopeFor = (k: typeof FULL) =>
+  sectionOrLoneCall({ ...k, noSep: 'no tool separator', readCall: parseOne });
+const ENVELOPES = [
+  { k: FULL, read: envelopeFor(FULL) },
+  { k: ASCII, read: envelopeFor(ASCII) },
+];
 
 export const deepseek = defineFamily({
   name: 'deepseek',
-  markers: [SECTION_OPEN, CALL_OPEN, EOS],
+  markers: [FULL.sectionOpen, FULL.callOpen, FULL.eos, ASCII.sectionOpen, ASCII.callOpen, ASCII.eos],
   priority: 10,
   backend: { vllm: 'deepseek_v3', llamacpp: 'DeepSeek V3.1', sglang: 'deepseekv3' },
   match(input): MatchResult {
-    if (input.marker === EOS) return { end: input.start + EOS.length, calls: [], control: true };
-    const m = envelope(input);
+    const { k, read } = input.marker.startsWith('<|') ? ENVELOPES[1]! : ENVELOPES[0]!;
+    if (input.marker === k.eos) return { end: input.start + k.eos.length, calls: [], control: true };
+    const m = read(input);
     // V3 writes `function<｜tool▁sep｜>NAME`; V3.1 writes `NAME<｜tool▁sep｜>` (its own vLLM parser)
     if (m && m !== 'need-more') {
       const head = input.text.slice(input.start, Math.min(m.end, input.start + 256));
-      if (!head.includes(`${CALL_OPEN}function${SEP}`)) return { ...m, backendHint: V31_HINT };
+      if (!head.includes(`${k.callOpen}function${k.sep}`)) return { ...m, backendHint: V31_HINT };
     }
     return m;
   },

@@ -6,6 +6,10 @@
  * The prompt ends with `>>>`, so the first recipient comes without it: a reply starting with
  * `all\n` is read whole. A reply that starts directly with a tool name cannot be told apart from
  * prose without the tool list and is left alone.
+ * Functionary v2 addresses a part with tokens instead:
+ * `<|from|>assistant\n<|recipient|>get_weather\n<|content|>{"city": "NYC"}` (then `<|stop|>` or
+ * the next part); read here too (waybarrios/vllm-mlx tests/test_tool_parsers.py,
+ * FunctionaryToolParser).
  */
 import { defineFamily } from '../engine/define.js';
 import type { EnvelopeMatch, MatchResult } from '../engine/family.js';
@@ -15,6 +19,35 @@ import { decodeJsonLenient } from '../kit/lenient-json.js';
 import { readName, scanJsonValue, skipWs } from '../kit/json-scan.js';
 
 const ARROW = '>>>';
+const V2_PART = '<|from|>assistant\n<|recipient|>';
+const V2_CONTENT = '<|content|>';
+const V2_STOP = '<|stop|>';
+
+/** A v2 part whose recipient name starts at i: a call's JSON arguments (or, for `all`, a control). */
+function readV2Part(text: string, i: number, final: boolean): MatchResult {
+  const name = readName(text, i);
+  const head = i + name.length;
+  const body = head + 1 + V2_CONTENT.length;
+  if (body > text.length) {
+    const seen = text.slice(head);
+    return !final && `\n${V2_CONTENT}`.startsWith(seen) ? 'need-more' : null;
+  }
+  if (name === '' || !text.startsWith(`\n${V2_CONTENT}`, head)) return null;
+  if (name === 'all') return { end: body, calls: [], control: true };
+  const j = skipWs(text, body);
+  if (j >= text.length) return final ? null : 'need-more';
+  if (text[j] !== '{') return null;
+  const scan = scanJsonValue(text, j, { stopAt: [V2_PART] });
+  if (scan?.stoppedAt !== undefined) return null;
+  if (!scan || scan.end < 0) return final ? null : 'need-more';
+  const d = decodeJsonLenient(text.slice(j, scan.end));
+  if (!d) return null;
+  let end = scan.end;
+  const k = skipWs(text, end);
+  if (text.startsWith(V2_STOP, k)) end = k + V2_STOP.length;
+  else if (!final && V2_STOP.startsWith(text.slice(k))) return 'need-more';
+  return { end, calls: [{ name, arguments: d.value, ...(d.repairs.length ? { repairs: d.repairs } : {}) }] };
+}
 
 type Part =
   | { kind: 'content'; end: number }
@@ -90,12 +123,13 @@ function matchWhole(text: string, _ctx: ParseContext): EnvelopeMatch | null {
 
 export const functionaryV32 = defineFamily({
   name: 'functionary-v3-2',
-  markers: [ARROW],
+  markers: [ARROW, V2_PART],
   priority: 46,
   backend: { llamacpp: 'Functionary v3.2' },
   wholeStarts: ['all\n'],
   matchWhole,
-  match({ text, start, final }): MatchResult {
+  match({ text, start, marker, final }): MatchResult {
+    if (marker === V2_PART) return readV2Part(text, start + V2_PART.length, final);
     const p = readSection(text, start + ARROW.length, final);
     if (p === null || p === 'need-more') return p;
     return toMatch(p, start + ARROW.length);

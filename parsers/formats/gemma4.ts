@@ -7,6 +7,12 @@
  * `<turn|>` closing a call, `<|tool_call>:call:`, and calls whose open tag was dropped
  * (`<channel|>call:…`, `call:…` at a line start or as the whole output, `<call>NAME{…}`), and
  * plain JSON strings where the `<|"|>` token belongs (`command:"ls"`).
+ * Near miss (issue 30): arguments written as a Python call, `<|tool_call>call:NAME(k="v", n=1)`,
+ * read when that call is the whole envelope body, it names a declared tool and its arguments
+ * fit the schema (repair `parenthesized-arguments`; waybarrios/vllm-mlx
+ * tests/test_gemma4_tool_parser.py::TestGemma4ToolParserFallbackForms, Gemma 4 E4B), and Gemma
+ * E2B's unfenced tool code filling the output, `tool_code = NAME(k="v")` with an optional
+ * `print(tool_code)` line after it (repair `tool-code-assignment`, same gate and source).
  */
 import { defineFamily } from '../engine/define.js';
 import type { EnvelopeMatch, MatchInput, MatchResult } from '../engine/family.js';
@@ -14,7 +20,8 @@ import { type BodyResult, matchReasoningSection } from '../kit/long-tail.js';
 import type { ParseContext, ParsedCall } from '../types.js';
 import { type BodyReader, closedEnvelope } from '../kit/envelope.js';
 import { expectLiteral, readName, scanJsonValue, skipWs } from '../kit/json-scan.js';
-import { coerceParamValue, createArgs, paramSchema } from '../kit/schema-values.js';
+import { parsePythonCallList } from '../kit/python-literal.js';
+import { coerceParamValue, createArgs, fitsSchema, paramSchema } from '../kit/schema-values.js';
 
 const OPEN = '<|tool_call>';
 
@@ -31,6 +38,7 @@ export function readDelimitedCalls(body: string, quote: string, ctx: ParseContex
     const name = readName(body, i + 5);
     if (name === '') return { error: 'missing tool name' };
     const open = skipWs(body, i + 5 + name.length);
+    if (body[open] === '(' && calls.length === 0) return parenthesized(body.slice(i + 5), ctx);
     const obj = decodeDelimitedObject(body, open, quote);
     if (!obj) return { error: 'arguments are not readable' };
     // A string where the schema wants a number/boolean/list: type it (the value was quoted
@@ -43,6 +51,15 @@ export function readDelimitedCalls(body: string, quote: string, ctx: ParseContex
     i = skipWs(body, obj.end);
   }
   return calls.length > 0 ? { calls } : { error: 'no call in envelope' };
+}
+
+/** `NAME(k=v, …)` filling the rest of the body: one call for a declared tool whose schema it fits. */
+function parenthesized(rest: string, ctx: ParseContext): BodyResult {
+  const calls = parsePythonCallList(`[${rest.trimEnd()}]`);
+  const c = calls?.length === 1 ? calls[0] : undefined;
+  const tool = c ? ctx.tools.get(c.name) : undefined;
+  if (!c || !tool || !fitsSchema(c.arguments, tool)) return { error: 'arguments are not readable' };
+  return { calls: [{ name: c.name, arguments: c.arguments, repairs: ['parenthesized-arguments'] }] };
 }
 
 interface Cursor {
@@ -303,9 +320,22 @@ function matchGemma(input: MatchInput): MatchResult {
   return canonical(input);
 }
 
-/** The whole output is bare `call:NAME{…}` (the open tag dropped). */
+const TOOL_CODE = 'tool_code = ';
+
+/** `tool_code = NAME(…)` [`\nprint(tool_code)`] as the whole output: one schema-fitting call. */
+function toolCodeAssignment(text: string, i: number, ctx: ParseContext): EnvelopeMatch | null {
+  const nl = text.indexOf('\n', i);
+  const rest = nl < 0 ? '' : text.slice(nl + 1).trim();
+  if (rest !== '' && rest !== 'print(tool_code)') return null;
+  const r = parenthesized(text.slice(i + TOOL_CODE.length, nl < 0 ? text.length : nl), ctx);
+  if ('error' in r) return null;
+  return { end: text.length, calls: r.calls.map((c) => ({ ...c, repairs: ['tool-code-assignment'] })) };
+}
+
+/** The whole output is bare `call:NAME{…}` (the open tag dropped), or Gemma E2B's tool-code line. */
 function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
   const i = skipWs(text, 0);
+  if (text.startsWith(TOOL_CODE, i)) return toolCodeAssignment(text, i, ctx);
   if (!text.startsWith('call:', i)) return null;
   const m = bareCall(text, i + 'call:'.length, true, ctx);
   if (m === null || m === 'need-more' || skipWs(text, m.end) < text.length) return null;
@@ -318,6 +348,6 @@ export const gemma4 = defineFamily({
   priority: 42,
   backend: { vllm: 'gemma4', llamacpp: 'Gemma 4' },
   match: matchGemma,
-  wholeStarts: ['call:'],
+  wholeStarts: ['call:', TOOL_CODE],
   matchWhole,
 });

@@ -7,7 +7,9 @@
  * Python-style call in the tag (`<tool_call>get_weather(city: "Paris")</tool_call>`), BitNet
  * puts the arguments flat beside the name, SmolLM3 opens a call with `</tool_call>`, Gemma 3
  * names the tool in `<function>NAME</function>` before bare arguments (wild2.json). Those
- * variants are read only for a declared tool whose schema the arguments fit.
+ * variants are read only for a declared tool whose schema the arguments fit. So is
+ * `[Calling tool: NAME({…})]`, the line some MLX chat servers write for a past call in a Qwen
+ * history, copied by the model (waybarrios/vllm-mlx tests/test_tool_parsers.py, QwenToolParser).
  */
 import { defineFamily } from '../engine/define.js';
 import type { MatchInput, MatchResult } from '../engine/family.js';
@@ -21,6 +23,8 @@ import { readImprovisedCalls } from '../kit/structured-reader.js';
 
 const OPEN = '<tool_call>';
 const CLOSE = '</tool_call>';
+const CALLING = '[Calling tool: ';
+const CALLING_END = ')]';
 
 type Body = { calls: ParsedCall[] } | { error: string };
 
@@ -146,15 +150,31 @@ function matchFunctionTag({ text, final, find, ctx }: MatchInput, j: number): Ma
   return { end, calls: [{ name: call.name, arguments: call.args, repairs: ['function-tag'] }], ...truncated };
 }
 
+/** `[Calling tool: NAME({…})]`: a declared tool whose schema the JSON (or Python dict) arguments fit. */
+function matchCallingTool({ text, start, final, find, ctx }: MatchInput): MatchResult {
+  const j = start + CALLING.length;
+  const name = readName(text, j);
+  const k = j + name.length;
+  if (k >= text.length) return final ? null : 'need-more';
+  if (name === '' || text[k] !== '(') return null;
+  const close = find(CALLING_END, k);
+  if (close < 0) return final ? null : 'need-more';
+  const args = decodeObject(text.slice(k + 1, close).trim());
+  const call = args ? gated({ name, args }, ctx.tools) : null;
+  if (!call) return null;
+  return { end: close + CALLING_END.length, calls: [{ name: call.name, arguments: call.args }] };
+}
+
 export const hermes = defineFamily({
   name: 'hermes',
   // a stray closing tag right before a JSON object opens a call (SmolLM3's typo); the
   // closing tag followed by anything else stays text
-  markers: [OPEN, CLOSE],
+  markers: [OPEN, CLOSE, CALLING],
   priority: 20,
   backend: { vllm: 'hermes', llamacpp: 'Hermes 2 Pro', sglang: 'qwen25' },
   match(input): MatchResult {
     const { text, start, marker, final, find, ctx } = input;
+    if (marker === CALLING) return matchCallingTool(input);
     const bodyStart = start + marker.length;
     const j = peekNonWs(text, bodyStart, final);
     if (j === 'need-more') return 'need-more';

@@ -2,20 +2,40 @@
  * Strict bare / fenced JSON: the WHOLE output is exactly one call object (or one array of
  * them) with a name and arguments/parameters, alone or in a single ```json fence. The same
  * JSON with prose around it, or a fenced example inside an explanation, stays prose:
- * precision first.
+ * precision first. Near miss (issue 30): one surplus `]` after a list of calls
+ * (`[{…}]]`, ollama/ollama tools/tools_test.go::TestParser[list trailing ]]) is read when every
+ * call names a declared tool whose schema its arguments fit (repair `extra-close-bracket`).
  */
 import { defineFamily } from '../engine/define.js';
 import type { EnvelopeMatch } from '../engine/family.js';
-import type { ParseContext } from '../types.js';
+import type { ParseContext, ParsedCall } from '../types.js';
 import { callsFromJsonBody, stripCodeFence } from '../kit/envelope.js';
+import { isPlainObject } from '../kit/lenient-json.js';
+import { fitsSchema } from '../kit/schema-values.js';
 
-function matchWhole(text: string, _ctx: ParseContext): EnvelopeMatch | null {
+/** `[…]]`: the list without its surplus `]`, when every call fits a declared tool; else null. */
+function extraCloseBracket(body: string, ctx: ParseContext): ParsedCall[] | null {
+  if (!body.startsWith('[') || !body.endsWith(']]')) return null;
+  const r = callsFromJsonBody(body.slice(0, -1), false);
+  if ('error' in r || r.calls.length === 0) return null;
+  for (const c of r.calls) {
+    const tool = ctx.tools.get(c.name);
+    if (!tool || !isPlainObject(c.arguments) || !fitsSchema(c.arguments, tool)) return null;
+  }
+  return r.calls.map((c) => ({ ...c, repairs: [...(c.repairs ?? []), 'extra-close-bracket'] }));
+}
+
+function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
   const t = text.trim();
   const fenced = t.startsWith('```') ? stripCodeFence(t) : null;
   if (t.startsWith('```') && fenced === null) return null;
   const body = (fenced ?? t).trim();
   if (!body.startsWith('{') && !body.startsWith('[')) return null;
   const r = callsFromJsonBody(body, true);
+  if ('error' in r && fenced === null) {
+    const repaired = extraCloseBracket(body, ctx);
+    if (repaired) return { end: text.length, calls: repaired };
+  }
   if ('error' in r || r.calls.length === 0) return null;
   const calls =
     fenced !== null ? r.calls.map((c) => ({ ...c, repairs: ['code-fence', ...(c.repairs ?? [])] })) : r.calls;

@@ -60,14 +60,18 @@ class PyReader {
     const triple = this.s.startsWith(q.repeat(3), this.i);
     const close = triple ? q.repeat(3) : q;
     this.i += close.length;
+    // plain runs are copied with one slice each (a long argument is not built char by char)
     let out = '';
+    let run = this.i;
     while (this.i < this.s.length) {
-      if (this.s.startsWith(close, this.i)) {
+      const c = this.s[this.i];
+      if (c === q && this.s.startsWith(close, this.i)) {
+        out += this.s.slice(run, this.i);
         this.i += close.length;
         return out;
       }
-      const c = this.s[this.i] ?? '';
       if (c === '\\') {
+        out += this.s.slice(run, this.i);
         const n = this.s[this.i + 1] ?? '';
         this.i += 2;
         if (n === 'n') out += '\n';
@@ -83,11 +87,11 @@ class PyReader {
         } else if (n === '\n') {
           // line continuation
         } else out += n;
+        run = this.i;
         continue;
       }
       // a raw newline in a one-line string is invalid Python, but models write multi-line shell
       // commands that way: the string still ends at its closing quote
-      out += c;
       this.i++;
     }
     throw new Error('unterminated string');
