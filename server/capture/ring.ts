@@ -8,9 +8,10 @@
  *
  * Hazards: a string kept here must not hold a larger one alive. V8 may represent a substring as
  * a slice of its parent (a whole request body, a whole read), so a cut is copied into a string of
- * its own (protocol/own-string.ts). A stream is kept as its reads' Buffers until its attempt
- * ends, then decoded once. Records are plain data: the ring never holds a request, a reply or a
- * socket, so an evicted record is garbage at once.
+ * its own (protocol/own-string.ts). A stream is kept as references to its reads' Buffers until
+ * its attempt ends, then copied into the ring's arena (Arena: memory of its own, reused round
+ * and round) and decoded only when read. Records are plain data: the ring never holds a request,
+ * a reply or a socket, so an evicted record is garbage at once.
  */
 import { ownString } from '../../protocol/own-string.js';
 
@@ -159,7 +160,7 @@ export class RecordWriter {
     const keep = Math.min(b.length, this.ring.limits.textChars, this.room());
     if (keep === 0) return { text: '', cut: b.length };
     this.charge(keep);
-    return new LazyText(this.ring.keep(keep < b.length ? b.subarray(0, keep) : b), b.length - keep);
+    return this.ring.keep(keep < b.length ? b.subarray(0, keep) : b, b.length - keep);
   }
 
   /** Small structured values (a decision, header maps): counted by their JSON length. */
@@ -216,7 +217,7 @@ export class RecordWriter {
     attempt.response =
       typeof parts[0] === 'string'
         ? { text: parts.join('\n'), cut: this.eventCut }
-        : new LazyText(this.ring.keepAll(parts as Buffer[]), this.eventCut);
+        : this.ring.keepAll(parts, this.eventCut);
     this.eventParts = [];
     this.eventChars = 0;
     this.eventCut = 0;
@@ -253,9 +254,7 @@ export class RecordWriter {
     // garbage collector's time (young-generation copies, promotion); encoded, it costs the
     // encoding and the fresh memory (bench/README.md, issue 28).
     this.record.clientResponse.body =
-      parts.length === 0
-        ? { text: '', cut: this.clientCut }
-        : new LazyText(this.ring.keepAll(parts), this.clientCut);
+      parts.length === 0 ? { text: '', cut: this.clientCut } : this.ring.keepAll(parts, this.clientCut);
     this.clientParts = [];
   }
 }
@@ -263,25 +262,44 @@ export class RecordWriter {
 /**
  * Bytes a record keeps, decoded only when read (the inspector's API, a test): a Buffer's bytes
  * live outside V8's heap, so a ring of them is neither copied by the young generation's
- * collections nor marked byte by byte by the old one's. Kept as decoded strings, every record
- * was promoted into the old generation and set off major collections: measured at +40% CPU per
- * short tool stream (bench/stream-cpu.ts --capture-ab). A class, not an object literal with a
- * getter (that costs a closure and an accessor pair per text: ~0.7 µs against ~0.05 µs);
+ * collections nor marked byte by byte by the old one's, and does not grow the old generation
+ * (whose growth sets off major collections). Kept as decoded strings, every record was promoted
+ * into the old generation: measured at +40% CPU per short tool stream. A class, not an object
+ * literal with a getter (a closure and an accessor pair per text: ~0.7 µs against ~0.05 µs);
  * `toJSON` makes JSON (the API, the cluster's IPC) read it as `{ text, cut }`; nothing caches
- * the decoded text.
+ * the decoded text. The bytes are a span of the ring's arena (`arena` set: intact while the
+ * arena has not come round over them, see Arena) or a Buffer of their own.
  */
 export class LazyText implements CapturedText {
-  readonly cut: number;
-  readonly #bytes: Buffer | readonly Buffer[];
+  readonly #buf: Buffer;
+  readonly #off: number;
+  readonly #len: number;
+  readonly #cut: number;
+  /** The arena the span is in, and where it starts in the arena's count of bytes written. */
+  readonly #arena: Arena | undefined;
+  readonly #at: number;
 
-  constructor(bytes: Buffer | readonly Buffer[], cut: number) {
-    this.#bytes = bytes;
-    this.cut = cut;
+  constructor(buf: Buffer, off: number, len: number, cut: number, arena?: Arena, at = 0) {
+    this.#buf = buf;
+    this.#off = off;
+    this.#len = len;
+    this.#cut = cut;
+    this.#arena = arena;
+    this.#at = at;
+  }
+
+  /** False once the arena wrote over the span (a record that outlived its bytes reads as cut). */
+  private intact(): boolean {
+    return this.#arena === undefined || this.#arena.intact(this.#at);
   }
 
   get text(): string {
-    const b = this.#bytes;
-    return (Buffer.isBuffer(b) ? b : Buffer.concat(b as Buffer[])).toString('utf8');
+    return this.intact() ? this.#buf.toString('utf8', this.#off, this.#off + this.#len) : '';
+  }
+
+  /** Bytes left out: at the cut, and all of them once overwritten. */
+  get cut(): number {
+    return this.intact() ? this.#cut : this.#cut + this.#len;
   }
 
   toJSON(): { text: string; cut: number } {
@@ -289,9 +307,49 @@ export class LazyText implements CapturedText {
   }
 }
 
-/** Texts up to this many bytes are cut from a shared slab; longer ones get a buffer of their own. */
-const SLAB_BYTES = 64 * 1024;
-const SLAB_PIECE = SLAB_BYTES / 4;
+/**
+ * The ring's bytes: one buffer of half the ring's budget (every byte kept is counted at two),
+ * written round and round. A record's texts are copied into it when they end (a stream's reads,
+ * the client's frames: one copy each, into memory that stays mapped and warm) instead of into
+ * new memory of their own: an ArrayBuffer per text cost its allocation, its external-memory
+ * accounting (which sets off major collections as it grows) and its first touch, ~100 µs per
+ * 100 KB (bench/README.md, issue 28). Allocated at the first text, so a ring that keeps nothing
+ * costs nothing. A span is read back only while the arena has not come round over it (`intact`):
+ * the ring's accounting drops a record long before in any ordinary traffic, and a record that
+ * outlived its bytes all the same (many older streams writing after it) reads as cut.
+ */
+export class Arena {
+  readonly buf: Buffer;
+  /** Where the next span starts. */
+  private at = 0;
+  /** Bytes written since the start, skipped tails included: the clock `intact` reads. */
+  private written = 0;
+
+  constructor(readonly size: number) {
+    this.buf = Buffer.allocUnsafeSlow(size);
+  }
+
+  /** Room for up to `n` bytes at `offset()`; `commit` says how many were used. */
+  reserve(n: number): number {
+    if (this.at + n > this.size) {
+      this.written += this.size - this.at; // the tail is skipped: a span is never split
+      this.at = 0;
+    }
+    return this.at;
+  }
+
+  /** `n` bytes were written at the reserved offset; returns their place in the written count. */
+  commit(n: number): number {
+    const at = this.written;
+    this.at += n;
+    this.written += n;
+    return at;
+  }
+
+  intact(at: number): boolean {
+    return this.written - at <= this.size;
+  }
+}
 
 export interface CaptureQuery {
   session?: string;
@@ -315,83 +373,58 @@ export class CaptureRing {
   private head = 0;
   private total = 0;
   private seq = 0;
-  /**
-   * The slab small texts are cut from. A Buffer of its own per text (allocUnsafeSlow: an
-   * ArrayBuffer, its backing store and its external-memory accounting each time) cost ~5 µs per
-   * text and set off collections; a view of a slab costs a Buffer object. A slab lives while a
-   * kept record points into it: records end about in the order they open, and the ring drops the
-   * oldest first, so the slabs alive are about the ring's bytes, plus one slab per record that
-   * stays in flight across a slab's fill (slabs are a sixteenth of the ring, at most 64 KB).
-   */
-  private slab: Buffer = Buffer.alloc(0);
-  private slabAt = 0;
-  private readonly slabBytes: number;
+  /** The ring's bytes (see Arena), from the first text kept. */
+  private arena: Arena | undefined;
 
   constructor(limits: CaptureLimits) {
     this.limits = limits;
     this.recordBytes = Math.max(RECORD_OVERHEAD * 4, Math.floor(limits.maxBytes / 4));
-    this.slabBytes = Math.max(4096, Math.min(SLAB_BYTES, Math.floor(limits.maxBytes / 16)));
   }
 
-  /** `n` bytes of the ring's own: never a slice of node's shared pool or of a read. */
-  alloc(n: number): Buffer {
-    if (n > this.slabBytes / 4 || n > SLAB_PIECE) return Buffer.allocUnsafeSlow(n);
-    if (this.slabAt + n > this.slab.length) {
-      this.slab = Buffer.allocUnsafeSlow(this.slabBytes);
-      this.slabAt = 0;
-    }
-    const out = this.slab.subarray(this.slabAt, this.slabAt + n);
-    this.slabAt += n;
-    return out;
+  private arenaFor(n: number): Arena | undefined {
+    this.arena ??= new Arena(Math.max(64 * 1024, Math.floor(this.limits.maxBytes / BYTES_PER_CHAR)));
+    // A span longer than a quarter of the arena would push out too much at once: its own Buffer.
+    return n <= this.arena.size / 4 ? this.arena : undefined;
   }
 
   /**
-   * Bytes to keep: the very Buffer when it holds at least half of the memory it pins (a read of
-   * the upstream's, a body of its own: no copy, and the ring's count of two bytes a byte stays an
-   * upper bound of what it pins), else a copy of the ring's own (a slice of node's shared pool,
-   * a small view into a large read). Nobody writes into a buffer once it was read, handed to
-   * the socket or parsed.
+   * Bytes to keep: the very Buffer when it holds at least half of the memory it pins (a body of
+   * its own: no copy, and the ring's count of two bytes a byte stays an upper bound of what it
+   * pins), else a copy in the arena (a slice of node's shared pool, a view into a larger read).
+   * Nobody writes into a buffer once it was read, handed to the socket or parsed.
    */
-  keep(b: Buffer): Buffer {
-    if (b.buffer.byteLength <= b.length * 2) return b;
-    const own = this.alloc(b.length);
-    b.copy(own, 0);
-    return own;
+  keep(b: Buffer, cut: number): LazyText {
+    if (b.buffer.byteLength <= b.length * 2) return new LazyText(b, 0, b.length, cut);
+    return this.keepAll([b], cut);
   }
 
   /**
-   * Pieces to keep, in order, without joining them (joined when read): each kept as `keep` says,
-   * strings encoded once into bytes of the ring's own, consecutive copied pieces in one piece.
+   * Pieces to keep as one text, in order, copied into one span of the arena (strings encoded
+   * there): one copy per piece and no memory of their own.
    */
-  keepAll(parts: ReadonlyArray<string | Buffer>): Buffer | Buffer[] {
-    if (parts.length === 1 && typeof parts[0] !== 'string') return this.keep(parts[0]!);
-    const out: Buffer[] = [];
-    let i = 0;
-    while (i < parts.length) {
+  keepAll(parts: ReadonlyArray<string | Buffer>, cut: number): LazyText {
+    // An upper bound of their bytes: a string's UTF-16 unit encodes to at most three.
+    let max = 0;
+    for (let i = 0; i < parts.length; i++) {
       const p = parts[i]!;
-      if (typeof p !== 'string' && p.buffer.byteLength <= p.length * 2) {
-        out.push(p);
-        i++;
-        continue;
-      }
-      // A run of pieces to copy: one copy of the ring's own for the run.
-      let j = i;
-      let n = 0;
-      for (; j < parts.length; j++) {
-        const q = parts[j]!;
-        if (typeof q === 'string') n += Buffer.byteLength(q);
-        else if (q.buffer.byteLength > q.length * 2) n += q.length;
-        else break;
-      }
-      const own = this.alloc(n);
-      let at = 0;
-      for (; i < j; i++) {
-        const q = parts[i]!;
-        at += typeof q === 'string' ? own.write(q, at) : q.copy(own, at);
-      }
-      out.push(own);
+      max += typeof p === 'string' ? p.length * 3 : p.length;
     }
-    return out.length === 1 ? out[0]! : out;
+    const arena = this.arenaFor(max);
+    // Past the arena's share (a huge text of a huge ring): a buffer of its own, of the exact size.
+    const buf = arena ? arena.buf : Buffer.allocUnsafeSlow(exactBytes(parts));
+    const off = arena ? arena.reserve(max) : 0;
+    let n = off;
+    for (let i = 0; i < parts.length; i++) {
+      const p = parts[i]!;
+      if (typeof p === 'string') n += buf.write(p, n, 'utf8');
+      else {
+        buf.set(p, n);
+        n += p.length;
+      }
+    }
+    return arena
+      ? new LazyText(buf, off, n - off, cut, arena, arena.commit(n - off))
+      : new LazyText(buf, 0, n, cut);
   }
 
   /** Bytes the ring holds now (as counted). */
@@ -456,6 +489,12 @@ export class CaptureRing {
       if (this.order[i]!.record.session === key) out.push(this.order[i]!.record);
     return out;
   }
+}
+
+function exactBytes(parts: ReadonlyArray<string | Buffer>): number {
+  let n = 0;
+  for (const p of parts) n += typeof p === 'string' ? Buffer.byteLength(p) : p.length;
+  return n;
 }
 
 export function summaryOf(r: CaptureRecord): CaptureSummary {
