@@ -92,7 +92,14 @@ async function main(): Promise<void> {
           },
         ]
       : []),
-  ].map((s) => ({ ...s, pid: 0, pool: undefined as unknown as Pool, served: 0, dir: join(profDir, s.name) }));
+  ].map((s) => ({
+    ...s,
+    pid: 0,
+    pool: undefined as unknown as Pool,
+    served: 0,
+    dir: join(profDir, s.name),
+    gc: { scavenge: 0, major: 0 },
+  }));
   for (const s of sides) {
     const port = await freePort();
     const env: NodeJS.ProcessEnv = {};
@@ -107,9 +114,20 @@ async function main(): Promise<void> {
     });
     const child = startNode({
       name: `toolproof (capture ${s.name})`,
-      args: [...(PROF ? ['--cpu-prof', `--cpu-prof-dir=${s.dir}`] : []), ...s.args],
+      args: [...(PROF ? ['--cpu-prof', `--cpu-prof-dir=${s.dir}`] : []), '--trace-gc', ...s.args],
       env,
       cwd: ROOT,
+    });
+    // --trace-gc: one line per collection on stdout; counted per kind (steady on a loaded
+    // machine, where CPU times are not).
+    let partial = '';
+    child.proc.stdout?.on('data', (d: Buffer) => {
+      const lines = (partial + d.toString('latin1')).split('\n');
+      partial = lines.pop() ?? '';
+      for (const l of lines) {
+        if (l.includes('Scavenge')) s.gc.scavenge++;
+        else if (l.includes('Mark-Compact') || l.includes('Mark-sweep')) s.gc.major++;
+      }
     });
     await waitForHttp(child, `http://127.0.0.1:${port}/health`, 60_000);
     s.pid = child.pid;
@@ -123,6 +141,7 @@ async function main(): Promise<void> {
     for (let i = 0; i < 2; i++) for (const s of sides) await burst(s.pool, body, n);
     for (const s of sides) s.served += 2 * n;
     const cpu = sides.map(() => [] as number[]);
+    const gc0 = sides.map((s) => ({ ...s.gc }));
     for (let r = 0; r < ROUNDS; r++) {
       const order = sides.map((_, i) => (i + r) % sides.length);
       for (const i of order) {
@@ -133,11 +152,13 @@ async function main(): Promise<void> {
         s.served += n;
       }
     }
+    // Let the last lines of --trace-gc arrive.
+    await new Promise((r) => setTimeout(r, 200));
     console.log(`${name} (${events} events, c=${C}, ${n} requests x ${ROUNDS} rounds), CPU µs per request:`);
     sides.forEach((s, i) => {
       const ratios = cpu[i]!.map((x, r) => x / cpu[0]![r]!);
       console.log(
-        `  capture ${s.name.padEnd(6)} ${median(cpu[i]!).toFixed(0).padStart(6)} [${cpu[i]!.map((x) => x.toFixed(0)).join(' ')}]${i === 0 ? '' : `; /off: median ${median(ratios).toFixed(3)}x (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}x), +${(median(cpu[i]!) - median(cpu[0]!)).toFixed(0)} µs`}`,
+        `  capture ${s.name.padEnd(6)} ${median(cpu[i]!).toFixed(0).padStart(6)} [${cpu[i]!.map((x) => x.toFixed(0)).join(' ')}]${i === 0 ? '' : `; /off: median ${median(ratios).toFixed(3)}x (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}x), +${(median(cpu[i]!) - median(cpu[0]!)).toFixed(0)} µs`}; GCs per 1,000 requests: ${(((s.gc.scavenge - gc0[i]!.scavenge) * 1000) / (n * ROUNDS)).toFixed(1)} scavenges, ${(((s.gc.major - gc0[i]!.major) * 1000) / (n * ROUNDS)).toFixed(2)} major`,
       );
     });
   }
