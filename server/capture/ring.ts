@@ -15,6 +15,17 @@
  */
 import { ownString } from '../../protocol/own-string.js';
 
+/**
+ * Buffer's own UTF-8 writer (node's, beneath `write`): `write(s, offset, 'utf8')` checks its
+ * arguments and looks up the encoding on every call, which cost more than the encoding of a
+ * 200-byte frame.
+ */
+const utf8Write =
+  (Buffer.prototype as unknown as { utf8Write?: (s: string, o: number, l: number) => number }).utf8Write ??
+  function (this: Buffer, s: string, o: number, l: number): number {
+    return this.write(s, o, l, 'utf8');
+  };
+
 /** Bytes a kept string is counted at, per character (see the file's comment). */
 const BYTES_PER_CHAR = 2;
 /** What a kept field, array slot or small object costs besides its characters (an estimate). */
@@ -116,11 +127,11 @@ export class RecordWriter {
   /** When the request arrived (performance clock). */
   start = 0;
   /** Pieces of the response the client is receiving (as written), joined when it ends. */
-  private clientParts: Array<string | Buffer> = [];
+  private clientSpans: Spans | undefined;
   private clientChars = 0;
   private clientCut = 0;
   /** The running attempt's stream as read (the upstream's own bytes), joined when it ends. */
-  private eventParts: Array<string | Buffer> = [];
+  private eventSpans: Spans | undefined;
   private eventChars = 0;
   private eventCut = 0;
 
@@ -181,16 +192,19 @@ export class RecordWriter {
       return;
     }
     const part = keep < payload.length ? payload.slice(0, keep) : payload;
-    this.eventParts.push(part);
+    this.eventSpans ??= new Spans();
+    this.ring.append(this.eventSpans, this.eventChars > 0 ? `\n${part}` : part);
     this.eventChars += part.length + 1;
     this.eventCut += payload.length - keep;
     this.charge(part.length + 1);
   }
 
   /**
-   * One read of the running attempt's stream, as bytes: kept as the Buffer the read already is
-   * (no decoding per read; counted at two bytes a byte, what its text will cost), decoded once
-   * when the attempt ends. `events`: how many events the read completed.
+   * One read of the running attempt's stream, as bytes: copied into the arena at once (no
+   * decoding per read; counted at two bytes a byte, what its text will cost), decoded when read.
+   * Kept by reference until the attempt ended, the reads and frames of the streams in flight
+   * stayed in the young generation, copied at every scavenge and making them more frequent (+7%
+   * on 500-event streams). `events`: how many events the read completed.
    */
   read(buf: Buffer, events: number): void {
     if (this.evicted) return;
@@ -201,32 +215,27 @@ export class RecordWriter {
       this.eventCut += buf.length;
       return;
     }
-    this.eventParts.push(keep < buf.length ? buf.subarray(0, keep) : buf);
+    this.eventSpans ??= new Spans();
+    this.ring.append(this.eventSpans, keep < buf.length ? buf.subarray(0, keep) : buf);
     this.eventChars += keep;
     this.eventCut += buf.length - keep;
     this.charge(keep);
   }
 
-  /** The running attempt's events, joined into its response. */
+  /** The running attempt's events, as its response. */
   endEvents(): void {
     const attempt = this.record.upstreamAttempts.at(-1);
-    if (!attempt || this.eventParts.length === 0) return;
-    const parts = this.eventParts;
-    // Strings: one new string, holding none of the parts. Reads: bytes of the ring's own (none
-    // of the reads they came from), decoded when the inspector reads them.
-    attempt.response =
-      typeof parts[0] === 'string'
-        ? { text: parts.join('\n'), cut: this.eventCut }
-        : this.ring.keepAll(parts, this.eventCut);
-    this.eventParts = [];
+    const spans = this.eventSpans;
+    if (!attempt || spans === undefined) return;
+    attempt.response = this.ring.textOf(spans, this.eventCut);
+    this.eventSpans = undefined;
     this.eventChars = 0;
     this.eventCut = 0;
   }
 
   /**
-   * A piece of the response the client receives, as written: a string, or bytes kept as they
-   * are (a relayed read; nobody writes into a buffer once it was handed to the socket) and
-   * decoded once at the end.
+   * A piece of the response the client receives, as written (a string, or bytes), copied into
+   * the arena at once: nothing of it stays on V8's heap while the stream goes on.
    */
   client(piece: string | Buffer): void {
     if (this.evicted) return;
@@ -241,22 +250,30 @@ export class RecordWriter {
         : typeof piece === 'string'
           ? piece.slice(0, keep)
           : piece.subarray(0, keep);
-    this.clientParts.push(part);
+    this.clientSpans ??= new Spans();
+    this.ring.append(this.clientSpans, part);
     this.clientChars += part.length;
     this.clientCut += piece.length - keep;
     this.charge(part.length);
   }
 
-  /** The client's response, joined. */
+  /** The client's response, as received. */
   endClient(): void {
-    const parts = this.clientParts;
-    // Off V8's heap, strings encoded once: kept as one flat string, a 100 KB answer doubled the
-    // garbage collector's time (young-generation copies, promotion); encoded, it costs the
-    // encoding and the fresh memory (bench/README.md, issue 28).
+    const spans = this.clientSpans;
     this.record.clientResponse.body =
-      parts.length === 0 ? { text: '', cut: this.clientCut } : this.ring.keepAll(parts, this.clientCut);
-    this.clientParts = [];
+      spans === undefined ? { text: '', cut: this.clientCut } : this.ring.textOf(spans, this.clientCut);
+    this.clientSpans = undefined;
   }
+}
+
+/**
+ * Where a text's pieces went in the arena, in order: (place in the written count, offset,
+ * length) a piece, flat; a piece right after the previous one extends it.
+ */
+export class Spans {
+  readonly at: number[] = [];
+  /** Where the last piece ends in the arena, -1: none. */
+  end = -1;
 }
 
 /**
@@ -272,34 +289,45 @@ export class RecordWriter {
  */
 export class LazyText implements CapturedText {
   readonly #buf: Buffer;
-  readonly #off: number;
-  readonly #len: number;
+  /** The arena's pieces (Spans.at), or one piece of `#buf` (offset, length; no arena). */
+  readonly #at: readonly number[];
   readonly #cut: number;
-  /** The arena the span is in, and where it starts in the arena's count of bytes written. */
   readonly #arena: Arena | undefined;
-  readonly #at: number;
 
-  constructor(buf: Buffer, off: number, len: number, cut: number, arena?: Arena, at = 0) {
+  constructor(buf: Buffer, at: readonly number[], cut: number, arena?: Arena) {
     this.#buf = buf;
-    this.#off = off;
-    this.#len = len;
+    this.#at = at;
     this.#cut = cut;
     this.#arena = arena;
-    this.#at = at;
   }
 
-  /** False once the arena wrote over the span (a record that outlived its bytes reads as cut). */
+  /** False once the arena wrote over the first piece (the oldest): the text then reads as cut. */
   private intact(): boolean {
-    return this.#arena === undefined || this.#arena.intact(this.#at);
+    return this.#arena === undefined || this.#at.length === 0 || this.#arena.intact(this.#at[0]!);
+  }
+
+  private bytes(): number {
+    const at = this.#at;
+    if (this.#arena === undefined) return at[1]!;
+    let n = 0;
+    for (let i = 2; i < at.length; i += 3) n += at[i]!;
+    return n;
   }
 
   get text(): string {
-    return this.intact() ? this.#buf.toString('utf8', this.#off, this.#off + this.#len) : '';
+    if (!this.intact()) return '';
+    const at = this.#at;
+    const b = this.#buf;
+    if (this.#arena === undefined) return b.toString('utf8', at[0]!, at[0]! + at[1]!);
+    if (at.length === 3) return b.toString('utf8', at[1]!, at[1]! + at[2]!);
+    const parts: Buffer[] = [];
+    for (let i = 0; i < at.length; i += 3) parts.push(b.subarray(at[i + 1]!, at[i + 1]! + at[i + 2]!));
+    return Buffer.concat(parts).toString('utf8');
   }
 
   /** Bytes left out: at the cut, and all of them once overwritten. */
   get cut(): number {
-    return this.intact() ? this.#cut : this.#cut + this.#len;
+    return this.intact() ? this.#cut : this.#cut + this.bytes();
   }
 
   toJSON(): { text: string; cut: number } {
@@ -381,12 +409,6 @@ export class CaptureRing {
     this.recordBytes = Math.max(RECORD_OVERHEAD * 4, Math.floor(limits.maxBytes / 4));
   }
 
-  private arenaFor(n: number): Arena | undefined {
-    this.arena ??= new Arena(Math.max(64 * 1024, Math.floor(this.limits.maxBytes / BYTES_PER_CHAR)));
-    // A span longer than a quarter of the arena would push out too much at once: its own Buffer.
-    return n <= this.arena.size / 4 ? this.arena : undefined;
-  }
-
   /**
    * Bytes to keep: the very Buffer when it holds at least half of the memory it pins (a body of
    * its own: no copy, and the ring's count of two bytes a byte stays an upper bound of what it
@@ -394,37 +416,42 @@ export class CaptureRing {
    * Nobody writes into a buffer once it was read, handed to the socket or parsed.
    */
   keep(b: Buffer, cut: number): LazyText {
-    if (b.buffer.byteLength <= b.length * 2) return new LazyText(b, 0, b.length, cut);
-    return this.keepAll([b], cut);
+    if (b.buffer.byteLength <= b.length * 2) return new LazyText(b, [0, b.length], cut);
+    const spans = new Spans();
+    this.append(spans, b);
+    return this.textOf(spans, cut);
   }
 
-  /**
-   * Pieces to keep as one text, in order, copied into one span of the arena (strings encoded
-   * there): one copy per piece and no memory of their own.
-   */
-  keepAll(parts: ReadonlyArray<string | Buffer>, cut: number): LazyText {
-    // An upper bound of their bytes: a string's UTF-16 unit encodes to at most three.
-    let max = 0;
-    for (let i = 0; i < parts.length; i++) {
-      const p = parts[i]!;
-      max += typeof p === 'string' ? p.length * 3 : p.length;
+  /** Copies a piece (a string encoded) into the arena, after the text's earlier pieces. */
+  append(spans: Spans, piece: string | Buffer): void {
+    const arena = (this.arena ??= new Arena(
+      Math.max(64 * 1024, Math.floor(this.limits.maxBytes / BYTES_PER_CHAR)),
+    ));
+    const max = typeof piece === 'string' ? piece.length * 3 : piece.length;
+    // Never more than a quarter of the arena at once (a record's texts are cut well below).
+    if (max > arena.size / 4) {
+      piece = typeof piece === 'string' ? Buffer.from(piece) : piece;
+      if (piece.length > arena.size / 4) piece = piece.subarray(0, Math.floor(arena.size / 4));
     }
-    const arena = this.arenaFor(max);
-    // Past the arena's share (a huge text of a huge ring): a buffer of its own, of the exact size.
-    const buf = arena ? arena.buf : Buffer.allocUnsafeSlow(exactBytes(parts));
-    const off = arena ? arena.reserve(max) : 0;
-    let n = off;
-    for (let i = 0; i < parts.length; i++) {
-      const p = parts[i]!;
-      if (typeof p === 'string') n += buf.write(p, n, 'utf8');
-      else {
-        buf.set(p, n);
-        n += p.length;
-      }
+    const off = arena.reserve(typeof piece === 'string' ? max : piece.length);
+    let n: number;
+    if (typeof piece === 'string') n = utf8Write.call(arena.buf, piece, off, max);
+    else {
+      arena.buf.set(piece, off);
+      n = piece.length;
     }
-    return arena
-      ? new LazyText(buf, off, n - off, cut, arena, arena.commit(n - off))
-      : new LazyText(buf, 0, n, cut);
+    const at = arena.commit(n);
+    const a = spans.at;
+    // Right after the text's previous piece (in the arena and in the written count): one piece.
+    if (off === spans.end && a.length > 0 && a[a.length - 3]! + a[a.length - 1]! === at)
+      a[a.length - 1]! += n;
+    else a.push(at, off, n);
+    spans.end = off + n;
+  }
+
+  /** A text of the arena's pieces. */
+  textOf(spans: Spans, cut: number): LazyText {
+    return new LazyText(this.arena!.buf, spans.at, cut, this.arena);
   }
 
   /** Bytes the ring holds now (as counted). */
@@ -489,12 +516,6 @@ export class CaptureRing {
       if (this.order[i]!.record.session === key) out.push(this.order[i]!.record);
     return out;
   }
-}
-
-function exactBytes(parts: ReadonlyArray<string | Buffer>): number {
-  let n = 0;
-  for (const p of parts) n += typeof p === 'string' ? Buffer.byteLength(p) : p.length;
-  return n;
 }
 
 export function summaryOf(r: CaptureRecord): CaptureSummary {
