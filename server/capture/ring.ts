@@ -8,10 +8,10 @@
  *
  * Hazards: a string kept here must not hold a larger one alive. V8 may represent a substring as
  * a slice of its parent (a whole request body, a whole read), so a cut is copied into a string of
- * its own (protocol/own-string.ts). A stream is kept as references to its reads' Buffers until
- * its attempt ends, then copied into the ring's arena (Arena: memory of its own, reused round
- * and round) and decoded only when read. Records are plain data: the ring never holds a request,
- * a reply or a socket, so an evicted record is garbage at once.
+ * its own (protocol/own-string.ts). A stream's reads and the client's frames are copied into the
+ * ring's arena as they come (Arena: memory of its own, reused round and round) and decoded only
+ * when read. Records are plain data: the ring never holds a request, a reply or a socket, so an
+ * evicted record is garbage at once.
  */
 import { ownString } from '../../protocol/own-string.js';
 
@@ -126,11 +126,11 @@ export class RecordWriter {
   evicted = false;
   /** When the request arrived (performance clock). */
   start = 0;
-  /** Pieces of the response the client is receiving (as written), joined when it ends. */
+  /** Where the response the client is receiving went in the arena, as written. */
   private clientSpans: Spans | undefined;
   private clientChars = 0;
   private clientCut = 0;
-  /** The running attempt's stream as read (the upstream's own bytes), joined when it ends. */
+  /** Where the running attempt's stream went in the arena, as read (the upstream's own bytes). */
   private eventSpans: Spans | undefined;
   private eventChars = 0;
   private eventCut = 0;
