@@ -307,9 +307,18 @@ export function finishCapture(
   if (error) r.error = errorOf(error);
   if (harness) {
     r.harness = harness;
-    w.note(JSON.stringify(harness).length);
+    // Counted by its parts, not serialized: a few fields and the trace's short lists.
+    w.note(harnessChars(t));
   }
   call.capture = undefined;
+}
+
+/**
+ * What the harness summary costs, about: its fixed fields and tallies (a few keys each, from a
+ * short list of kinds) and ~100 characters an entry of its lists.
+ */
+function harnessChars(t: ChatCall['trace']): number {
+  return 1024 + 100 * (t.leaks.length + t.retries.length + t.validationFailures.length + t.unenforced.length);
 }
 
 function cachedOf(usage: Usage | undefined): number | null {

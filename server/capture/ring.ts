@@ -8,11 +8,23 @@
  *
  * Hazards: a string kept here must not hold a larger one alive. V8 may represent a substring as
  * a slice of its parent (a whole request body, a whole read), so a cut is copied into a string of
- * its own (protocol/own-string.ts). A stream is kept as its reads' Buffers until its attempt
- * ends, then decoded once. Records are plain data: the ring never holds a request, a reply or a
- * socket, so an evicted record is garbage at once.
+ * its own (protocol/own-string.ts). A stream's reads and the client's frames are copied into the
+ * ring's arena as they come (Arena: memory of its own, reused round and round) and decoded only
+ * when read. Records are plain data: the ring never holds a request, a reply or a socket, so an
+ * evicted record is garbage at once.
  */
 import { ownString } from '../../protocol/own-string.js';
+
+/**
+ * Buffer's own UTF-8 writer (node's, beneath `write`): `write(s, offset, 'utf8')` checks its
+ * arguments and looks up the encoding on every call, which cost more than the encoding of a
+ * 200-byte frame.
+ */
+const utf8Write =
+  (Buffer.prototype as unknown as { utf8Write?: (s: string, o: number, l: number) => number }).utf8Write ??
+  function (this: Buffer, s: string, o: number, l: number): number {
+    return this.write(s, o, l, 'utf8');
+  };
 
 /** Bytes a kept string is counted at, per character (see the file's comment). */
 const BYTES_PER_CHAR = 2;
@@ -114,12 +126,12 @@ export class RecordWriter {
   evicted = false;
   /** When the request arrived (performance clock). */
   start = 0;
-  /** Pieces of the response the client is receiving (as written), joined when it ends. */
-  private clientParts: Array<string | Buffer> = [];
+  /** Where the response the client is receiving went in the arena, as written. */
+  private clientSpans: Spans | undefined;
   private clientChars = 0;
   private clientCut = 0;
-  /** The running attempt's stream as read (the upstream's own bytes), joined when it ends. */
-  private eventParts: Array<string | Buffer> = [];
+  /** Where the running attempt's stream went in the arena, as read (the upstream's own bytes). */
+  private eventSpans: Spans | undefined;
   private eventChars = 0;
   private eventCut = 0;
 
@@ -159,7 +171,7 @@ export class RecordWriter {
     const keep = Math.min(b.length, this.ring.limits.textChars, this.room());
     if (keep === 0) return { text: '', cut: b.length };
     this.charge(keep);
-    return new LazyText(this.ring.keep(keep < b.length ? b.subarray(0, keep) : b), b.length - keep);
+    return this.ring.keep(keep < b.length ? b.subarray(0, keep) : b, b.length - keep);
   }
 
   /** Small structured values (a decision, header maps): counted by their JSON length. */
@@ -180,16 +192,19 @@ export class RecordWriter {
       return;
     }
     const part = keep < payload.length ? payload.slice(0, keep) : payload;
-    this.eventParts.push(part);
+    this.eventSpans ??= new Spans();
+    this.ring.append(this.eventSpans, this.eventChars > 0 ? `\n${part}` : part);
     this.eventChars += part.length + 1;
     this.eventCut += payload.length - keep;
     this.charge(part.length + 1);
   }
 
   /**
-   * One read of the running attempt's stream, as bytes: kept as the Buffer the read already is
-   * (no decoding per read; counted at two bytes a byte, what its text will cost), decoded once
-   * when the attempt ends. `events`: how many events the read completed.
+   * One read of the running attempt's stream, as bytes: copied into the arena at once (no
+   * decoding per read; counted at two bytes a byte, what its text will cost), decoded when read.
+   * Kept by reference until the attempt ended, the reads and frames of the streams in flight
+   * stayed in the young generation, copied at every scavenge and making them more frequent (+7%
+   * on 500-event streams). `events`: how many events the read completed.
    */
   read(buf: Buffer, events: number): void {
     if (this.evicted) return;
@@ -200,32 +215,27 @@ export class RecordWriter {
       this.eventCut += buf.length;
       return;
     }
-    this.eventParts.push(keep < buf.length ? buf.subarray(0, keep) : buf);
+    this.eventSpans ??= new Spans();
+    this.ring.append(this.eventSpans, keep < buf.length ? buf.subarray(0, keep) : buf);
     this.eventChars += keep;
     this.eventCut += buf.length - keep;
     this.charge(keep);
   }
 
-  /** The running attempt's events, joined into its response. */
+  /** The running attempt's events, as its response. */
   endEvents(): void {
     const attempt = this.record.upstreamAttempts.at(-1);
-    if (!attempt || this.eventParts.length === 0) return;
-    const parts = this.eventParts;
-    // Strings: one new string, holding none of the parts. Reads: bytes of the ring's own (none
-    // of the reads they came from), decoded when the inspector reads them.
-    attempt.response =
-      typeof parts[0] === 'string'
-        ? { text: parts.join('\n'), cut: this.eventCut }
-        : new LazyText(this.ring.keepAll(parts as Buffer[]), this.eventCut);
-    this.eventParts = [];
+    const spans = this.eventSpans;
+    if (!attempt || spans === undefined) return;
+    attempt.response = this.ring.textOf(spans, this.eventCut);
+    this.eventSpans = undefined;
     this.eventChars = 0;
     this.eventCut = 0;
   }
 
   /**
-   * A piece of the response the client receives, as written: a string, or bytes kept as they
-   * are (a relayed read; nobody writes into a buffer once it was handed to the socket) and
-   * decoded once at the end.
+   * A piece of the response the client receives, as written (a string, or bytes), copied into
+   * the arena at once: nothing of it stays on V8's heap while the stream goes on.
    */
   client(piece: string | Buffer): void {
     if (this.evicted) return;
@@ -240,48 +250,84 @@ export class RecordWriter {
         : typeof piece === 'string'
           ? piece.slice(0, keep)
           : piece.subarray(0, keep);
-    this.clientParts.push(part);
+    this.clientSpans ??= new Spans();
+    this.ring.append(this.clientSpans, part);
     this.clientChars += part.length;
     this.clientCut += piece.length - keep;
     this.charge(part.length);
   }
 
-  /** The client's response, joined. */
+  /** The client's response, as received. */
   endClient(): void {
-    const parts = this.clientParts;
-    // Off V8's heap, strings encoded once: kept as one flat string, a 100 KB answer doubled the
-    // garbage collector's time (young-generation copies, promotion); encoded, it costs the
-    // encoding and the fresh memory (bench/README.md, issue 28).
+    const spans = this.clientSpans;
     this.record.clientResponse.body =
-      parts.length === 0
-        ? { text: '', cut: this.clientCut }
-        : new LazyText(this.ring.keepAll(parts), this.clientCut);
-    this.clientParts = [];
+      spans === undefined ? { text: '', cut: this.clientCut } : this.ring.textOf(spans, this.clientCut);
+    this.clientSpans = undefined;
   }
+}
+
+/**
+ * Where a text's pieces went in the arena, in order: (place in the written count, offset,
+ * length) a piece, flat; a piece right after the previous one extends it.
+ */
+export class Spans {
+  readonly at: number[] = [];
+  /** Where the last piece ends in the arena, -1: none. */
+  end = -1;
 }
 
 /**
  * Bytes a record keeps, decoded only when read (the inspector's API, a test): a Buffer's bytes
  * live outside V8's heap, so a ring of them is neither copied by the young generation's
- * collections nor marked byte by byte by the old one's. Kept as decoded strings, every record
- * was promoted into the old generation and set off major collections: measured at +40% CPU per
- * short tool stream (bench/stream-cpu.ts --capture-ab). A class, not an object literal with a
- * getter (that costs a closure and an accessor pair per text: ~0.7 µs against ~0.05 µs);
+ * collections nor marked byte by byte by the old one's, and does not grow the old generation
+ * (whose growth sets off major collections). Kept as decoded strings, every record was promoted
+ * into the old generation: measured at +40% CPU per short tool stream. A class, not an object
+ * literal with a getter (a closure and an accessor pair per text: ~0.7 µs against ~0.05 µs);
  * `toJSON` makes JSON (the API, the cluster's IPC) read it as `{ text, cut }`; nothing caches
- * the decoded text.
+ * the decoded text. The bytes are a span of the ring's arena (`arena` set: intact while the
+ * arena has not come round over them, see Arena) or a Buffer of their own.
  */
 export class LazyText implements CapturedText {
-  readonly cut: number;
-  readonly #bytes: Buffer | readonly Buffer[];
+  readonly #buf: Buffer;
+  /** The arena's pieces (Spans.at), or one piece of `#buf` (offset, length; no arena). */
+  readonly #at: readonly number[];
+  readonly #cut: number;
+  readonly #arena: Arena | undefined;
 
-  constructor(bytes: Buffer | readonly Buffer[], cut: number) {
-    this.#bytes = bytes;
-    this.cut = cut;
+  constructor(buf: Buffer, at: readonly number[], cut: number, arena?: Arena) {
+    this.#buf = buf;
+    this.#at = at;
+    this.#cut = cut;
+    this.#arena = arena;
+  }
+
+  /** False once the arena wrote over the first piece (the oldest): the text then reads as cut. */
+  private intact(): boolean {
+    return this.#arena === undefined || this.#at.length === 0 || this.#arena.intact(this.#at[0]!);
+  }
+
+  private bytes(): number {
+    const at = this.#at;
+    if (this.#arena === undefined) return at[1]!;
+    let n = 0;
+    for (let i = 2; i < at.length; i += 3) n += at[i]!;
+    return n;
   }
 
   get text(): string {
-    const b = this.#bytes;
-    return (Buffer.isBuffer(b) ? b : Buffer.concat(b as Buffer[])).toString('utf8');
+    if (!this.intact()) return '';
+    const at = this.#at;
+    const b = this.#buf;
+    if (this.#arena === undefined) return b.toString('utf8', at[0]!, at[0]! + at[1]!);
+    if (at.length === 3) return b.toString('utf8', at[1]!, at[1]! + at[2]!);
+    const parts: Buffer[] = [];
+    for (let i = 0; i < at.length; i += 3) parts.push(b.subarray(at[i + 1]!, at[i + 1]! + at[i + 2]!));
+    return Buffer.concat(parts).toString('utf8');
+  }
+
+  /** Bytes left out: at the cut, and all of them once overwritten. */
+  get cut(): number {
+    return this.intact() ? this.#cut : this.#cut + this.bytes();
   }
 
   toJSON(): { text: string; cut: number } {
@@ -289,9 +335,49 @@ export class LazyText implements CapturedText {
   }
 }
 
-/** Texts up to this many bytes are cut from a shared slab; longer ones get a buffer of their own. */
-const SLAB_BYTES = 64 * 1024;
-const SLAB_PIECE = SLAB_BYTES / 4;
+/**
+ * The ring's bytes: one buffer of half the ring's budget (every byte kept is counted at two),
+ * written round and round. A record's texts are copied into it when they end (a stream's reads,
+ * the client's frames: one copy each, into memory that stays mapped and warm) instead of into
+ * new memory of their own: an ArrayBuffer per text cost its allocation, its external-memory
+ * accounting (which sets off major collections as it grows) and its first touch, ~100 µs per
+ * 100 KB (bench/README.md, issue 28). Allocated at the first text, so a ring that keeps nothing
+ * costs nothing. A span is read back only while the arena has not come round over it (`intact`):
+ * the ring's accounting drops a record long before in any ordinary traffic, and a record that
+ * outlived its bytes all the same (many older streams writing after it) reads as cut.
+ */
+export class Arena {
+  readonly buf: Buffer;
+  /** Where the next span starts. */
+  private at = 0;
+  /** Bytes written since the start, skipped tails included: the clock `intact` reads. */
+  private written = 0;
+
+  constructor(readonly size: number) {
+    this.buf = Buffer.allocUnsafeSlow(size);
+  }
+
+  /** Room for up to `n` bytes at `offset()`; `commit` says how many were used. */
+  reserve(n: number): number {
+    if (this.at + n > this.size) {
+      this.written += this.size - this.at; // the tail is skipped: a span is never split
+      this.at = 0;
+    }
+    return this.at;
+  }
+
+  /** `n` bytes were written at the reserved offset; returns their place in the written count. */
+  commit(n: number): number {
+    const at = this.written;
+    this.at += n;
+    this.written += n;
+    return at;
+  }
+
+  intact(at: number): boolean {
+    return this.written - at <= this.size;
+  }
+}
 
 export interface CaptureQuery {
   session?: string;
@@ -315,83 +401,57 @@ export class CaptureRing {
   private head = 0;
   private total = 0;
   private seq = 0;
-  /**
-   * The slab small texts are cut from. A Buffer of its own per text (allocUnsafeSlow: an
-   * ArrayBuffer, its backing store and its external-memory accounting each time) cost ~5 µs per
-   * text and set off collections; a view of a slab costs a Buffer object. A slab lives while a
-   * kept record points into it: records end about in the order they open, and the ring drops the
-   * oldest first, so the slabs alive are about the ring's bytes, plus one slab per record that
-   * stays in flight across a slab's fill (slabs are a sixteenth of the ring, at most 64 KB).
-   */
-  private slab: Buffer = Buffer.alloc(0);
-  private slabAt = 0;
-  private readonly slabBytes: number;
+  /** The ring's bytes (see Arena), from the first text kept. */
+  private arena: Arena | undefined;
 
   constructor(limits: CaptureLimits) {
     this.limits = limits;
     this.recordBytes = Math.max(RECORD_OVERHEAD * 4, Math.floor(limits.maxBytes / 4));
-    this.slabBytes = Math.max(4096, Math.min(SLAB_BYTES, Math.floor(limits.maxBytes / 16)));
-  }
-
-  /** `n` bytes of the ring's own: never a slice of node's shared pool or of a read. */
-  alloc(n: number): Buffer {
-    if (n > this.slabBytes / 4 || n > SLAB_PIECE) return Buffer.allocUnsafeSlow(n);
-    if (this.slabAt + n > this.slab.length) {
-      this.slab = Buffer.allocUnsafeSlow(this.slabBytes);
-      this.slabAt = 0;
-    }
-    const out = this.slab.subarray(this.slabAt, this.slabAt + n);
-    this.slabAt += n;
-    return out;
   }
 
   /**
-   * Bytes to keep: the very Buffer when it holds at least half of the memory it pins (a read of
-   * the upstream's, a body of its own: no copy, and the ring's count of two bytes a byte stays an
-   * upper bound of what it pins), else a copy of the ring's own (a slice of node's shared pool,
-   * a small view into a large read). Nobody writes into a buffer once it was read, handed to
-   * the socket or parsed.
+   * Bytes to keep: the very Buffer when it holds at least half of the memory it pins (a body of
+   * its own: no copy, and the ring's count of two bytes a byte stays an upper bound of what it
+   * pins), else a copy in the arena (a slice of node's shared pool, a view into a larger read).
+   * Nobody writes into a buffer once it was read, handed to the socket or parsed.
    */
-  keep(b: Buffer): Buffer {
-    if (b.buffer.byteLength <= b.length * 2) return b;
-    const own = this.alloc(b.length);
-    b.copy(own, 0);
-    return own;
+  keep(b: Buffer, cut: number): LazyText {
+    if (b.buffer.byteLength <= b.length * 2) return new LazyText(b, [0, b.length], cut);
+    const spans = new Spans();
+    this.append(spans, b);
+    return this.textOf(spans, cut);
   }
 
-  /**
-   * Pieces to keep, in order, without joining them (joined when read): each kept as `keep` says,
-   * strings encoded once into bytes of the ring's own, consecutive copied pieces in one piece.
-   */
-  keepAll(parts: ReadonlyArray<string | Buffer>): Buffer | Buffer[] {
-    if (parts.length === 1 && typeof parts[0] !== 'string') return this.keep(parts[0]!);
-    const out: Buffer[] = [];
-    let i = 0;
-    while (i < parts.length) {
-      const p = parts[i]!;
-      if (typeof p !== 'string' && p.buffer.byteLength <= p.length * 2) {
-        out.push(p);
-        i++;
-        continue;
-      }
-      // A run of pieces to copy: one copy of the ring's own for the run.
-      let j = i;
-      let n = 0;
-      for (; j < parts.length; j++) {
-        const q = parts[j]!;
-        if (typeof q === 'string') n += Buffer.byteLength(q);
-        else if (q.buffer.byteLength > q.length * 2) n += q.length;
-        else break;
-      }
-      const own = this.alloc(n);
-      let at = 0;
-      for (; i < j; i++) {
-        const q = parts[i]!;
-        at += typeof q === 'string' ? own.write(q, at) : q.copy(own, at);
-      }
-      out.push(own);
+  /** Copies a piece (a string encoded) into the arena, after the text's earlier pieces. */
+  append(spans: Spans, piece: string | Buffer): void {
+    const arena = (this.arena ??= new Arena(
+      Math.max(64 * 1024, Math.floor(this.limits.maxBytes / BYTES_PER_CHAR)),
+    ));
+    const max = typeof piece === 'string' ? piece.length * 3 : piece.length;
+    // Never more than a quarter of the arena at once (a record's texts are cut well below).
+    if (max > arena.size / 4) {
+      piece = typeof piece === 'string' ? Buffer.from(piece) : piece;
+      if (piece.length > arena.size / 4) piece = piece.subarray(0, Math.floor(arena.size / 4));
     }
-    return out.length === 1 ? out[0]! : out;
+    const off = arena.reserve(typeof piece === 'string' ? max : piece.length);
+    let n: number;
+    if (typeof piece === 'string') n = utf8Write.call(arena.buf, piece, off, max);
+    else {
+      arena.buf.set(piece, off);
+      n = piece.length;
+    }
+    const at = arena.commit(n);
+    const a = spans.at;
+    // Right after the text's previous piece (in the arena and in the written count): one piece.
+    if (off === spans.end && a.length > 0 && a[a.length - 3]! + a[a.length - 1]! === at)
+      a[a.length - 1]! += n;
+    else a.push(at, off, n);
+    spans.end = off + n;
+  }
+
+  /** A text of the arena's pieces. */
+  textOf(spans: Spans, cut: number): LazyText {
+    return new LazyText(this.arena!.buf, spans.at, cut, this.arena);
   }
 
   /** Bytes the ring holds now (as counted). */

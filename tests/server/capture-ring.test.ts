@@ -73,6 +73,59 @@ describe('CaptureRing', () => {
     expect(ring.bytes).toBe(before);
   });
 
+  it('keeps a stream and the client frames as written, pieces of concurrent records interleaved', () => {
+    const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 100_000 });
+    const a = ring.open(record('a'));
+    const b = ring.open(record('b'));
+    for (const w of [a, b])
+      w.record.upstreamAttempts.push({
+        n: 1,
+        upstream: 'u',
+        at: 0,
+        queueMs: 0,
+        stream: true,
+        request: { text: '', cut: 0 },
+        response: { text: '', cut: 0 },
+        events: 0,
+      });
+    // A read that is a view into a larger buffer (as undici gives them), and non-ASCII text.
+    const big = Buffer.from(`xxxx${'data: {"é":1}\n\n'.repeat(3)}yyyy`);
+    for (let i = 0; i < 3; i++) {
+      a.read(big.subarray(4, big.length - 4), 3);
+      b.client(`data: ${i}ü\n\n`);
+      a.client(Buffer.from(`data: ${i}\n\n`));
+    }
+    a.endEvents();
+    a.endClient();
+    b.endClient();
+    expect(a.record.upstreamAttempts[0]!.response.text).toBe('data: {"é":1}\n\n'.repeat(9));
+    expect(a.record.upstreamAttempts[0]!.events).toBe(9);
+    expect(a.record.clientResponse.body.text).toBe('data: 0\n\ndata: 1\n\ndata: 2\n\n');
+    expect(JSON.parse(JSON.stringify(b.record.clientResponse.body))).toEqual({
+      text: 'data: 0ü\n\ndata: 1ü\n\ndata: 2ü\n\n',
+      cut: 0,
+    });
+  });
+
+  it("a text whose bytes the arena wrote over reads as cut, not as another record's bytes", () => {
+    // The arena is half the ring (64 KB here). A record held past the ring's eviction stands for
+    // one that outlived its bytes (many older streams in flight writing after it).
+    const ring = new CaptureRing({ maxBytes: 128 * 1024, textChars: 8192 });
+    const old = ring.open(record('old'));
+    old.client('first words');
+    old.endClient();
+    const body = old.record.clientResponse.body;
+    expect(body).toMatchObject({ text: 'first words', cut: 0 });
+    for (let i = 0; i < 40; i++) {
+      const w = ring.open(record(`n${i}`));
+      w.client('z'.repeat(4000));
+      w.endClient();
+    }
+    expect(old.evicted).toBe(true);
+    expect(body.text).toBe('');
+    expect(body.cut).toBe('first words'.length);
+  });
+
   it('gives a reused request id a suffix instead of replacing the earlier record', () => {
     const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 1000 });
     ring.open(record('same'));
