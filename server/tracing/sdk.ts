@@ -190,7 +190,6 @@ class ServerSpan implements RequestSpan<ChatCall> {
   private payloads: readonly string[] | undefined;
   private attempts = 0;
   private attemptStart = 0;
-  private responseModel: string | undefined;
   private ended = false;
 
   /** Sampled: a request the sampler left out costs no attribute, event or attempt span. */
@@ -343,10 +342,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
       if (this.captureContent && this.payloads) output = streamedMessages(this.payloads);
     }
     if (output !== undefined) span.setAttribute(GEN_AI.outputMessages, output);
-    if (typeof model === 'string') {
-      span.setAttribute(GEN_AI.responseModel, model);
-      this.responseModel = model;
-    }
+    if (typeof model === 'string') span.setAttribute(GEN_AI.responseModel, model);
     if (report.kind === 'failed') this.failAttempt(errorType(report.error), errorMessage(report.error));
     else this.closeAttempt();
   }
@@ -436,15 +432,17 @@ class ServerSpan implements RequestSpan<ChatCall> {
     if (call) {
       const t = call.trace;
       setUsage(span, callUsage(call));
-      if (this.responseModel) span.setAttribute(GEN_AI.responseModel, this.responseModel);
       span.setAttribute('toolproof.attempts', t.attempts);
-      // What did not happen is not written: every attribute is paid for in each export.
-      if (t.forced) span.setAttribute('toolproof.forced', true);
+      // What did not happen is not written, nor what another attribute or an event already says
+      // (forced: toolproof.tool_choice, set only then, and the toolproof.forced event; the final
+      // answer: toolproof.final_kind and its event; the response's model: the attempt spans'):
+      // every attribute is paid for in each export, and past 19 the SDK keeps a span's attributes
+      // in a slower dictionary (V8's limit for properties added by key), which costs its
+      // setAttribute and both passes of the export.
       if (t.toolChoiceSent) span.setAttribute('toolproof.tool_choice', t.toolChoiceSent);
       if (t.fallback) span.setAttribute('toolproof.fallback', true);
       if (t.retries.length > 0) span.setAttribute('toolproof.retries', t.retries.length);
       if (t.leaks.length > 0) span.setAttribute('toolproof.leaks', t.leaks.length);
-      if (t.finalAnswer) span.setAttribute('toolproof.final_answer', true);
       if (t.finalKind) span.setAttribute('toolproof.final_kind', t.finalKind);
       if (t.droppedTools) span.setAttribute('toolproof.dropped_tools', t.droppedTools);
       if (call.discardedTokens > 0) span.setAttribute('toolproof.discarded_tokens', call.discardedTokens);
