@@ -7,9 +7,14 @@
  * figure is steadier than an A/B of the whole server on a shared machine.
  *
  * `npx tsx bench/tracing-cost.ts [--requests=20000] [--rounds=5] [--protocol=http/protobuf] [--sampler=always_on]`
+ *
+ * `--alloc`: heap bytes allocated per request instead (exports included), a figure that does not
+ * move with the machine's load: needs `node --expose-gc --max-semi-space-size=256 --min-semi-space-size=256
+ * --import tsx bench/tracing-cost.ts --alloc` (a young generation large enough that no GC runs while counting).
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { PerformanceObserver } from 'node:perf_hooks';
 import type { FastifyRequest } from 'fastify';
 import type { PolicyEffect } from '../policies/registry.js';
 import type { ChatCall } from '../server/chat/context.js';
@@ -98,6 +103,39 @@ function oneRequest(): void {
 for (let i = 0; i < 5_000; i++) {
   oneRequest();
   if (i % 256 === 255) await tracing.flush();
+}
+if (args.has('alloc')) {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc)
+    throw new Error('--alloc needs node --expose-gc --max-semi-space-size=256 --min-semi-space-size=256');
+  let gcs = 0;
+  new PerformanceObserver((l) => {
+    gcs += l.getEntries().length;
+  }).observe({ entryTypes: ['gc'] });
+  const N = 2048;
+  const bytes: number[] = [];
+  for (let r = 0; r < 3; r++) {
+    await tracing.flush();
+    gc();
+    await new Promise((r) => setTimeout(r, 20)); // the GC just forced is reported now, not counted
+    gcs = 0;
+    const h0 = process.memoryUsage().heapUsed;
+    for (let i = 0; i < N; i++) {
+      oneRequest();
+      if (i % 256 === 255) await tracing.flush();
+    }
+    await tracing.flush();
+    const h1 = process.memoryUsage().heapUsed;
+    if (gcs === 0) bytes.push((h1 - h0) / N);
+  }
+  if (bytes.length === 0)
+    throw new Error('a GC ran in every round: give node a larger --max-semi-space-size');
+  console.log(
+    `tracing, ${settings!.protocol}, sampler ${settings!.sampler.name}: ${Math.min(...bytes).toFixed(0)} bytes allocated per request (rounds without a GC: ${bytes.map((b) => b.toFixed(0)).join(' ')})`,
+  );
+  await tracing.shutdown();
+  sink.close();
+  process.exit(0);
 }
 const perRequest: number[] = [];
 for (let r = 0; r < ROUNDS; r++) {

@@ -5,6 +5,7 @@
  * `gen_ai.input.messages` / `gen_ai.output.messages` (only written under the content opt-in).
  * Loaded with the SDK only (sdk.ts): nothing here runs with tracing off.
  */
+import type { Span } from '@opentelemetry/api';
 import type { ChatCompletion, ChatCompletionRequest } from '../../protocol/openai.js';
 
 export const GEN_AI = {
@@ -39,17 +40,18 @@ interface OutMessage {
   finish_reason?: string;
 }
 
-/** The request's sampling settings, as the conventions name them. */
-export function requestAttributes(request: ChatCompletionRequest): Record<string, number> {
-  const out: Record<string, number> = {};
+/**
+ * The request's sampling settings, as the conventions name them, written onto `span` one by one
+ * (no attribute object: each one would be copied by the SDK and then left to the collector).
+ */
+export function setRequestAttributes(span: Span, request: ChatCompletionRequest): void {
   const r = request as unknown as Record<string, unknown>;
   const maxTokens = r.max_completion_tokens ?? r.max_tokens;
-  if (typeof maxTokens === 'number') out[GEN_AI.maxTokens] = maxTokens;
-  if (typeof r.temperature === 'number') out[GEN_AI.temperature] = r.temperature;
-  if (typeof r.top_p === 'number') out[GEN_AI.topP] = r.top_p;
-  if (typeof r.n === 'number' && r.n !== 1) out[GEN_AI.choiceCount] = r.n;
-  if (typeof r.seed === 'number') out[GEN_AI.seed] = r.seed;
-  return out;
+  if (typeof maxTokens === 'number') span.setAttribute(GEN_AI.maxTokens, maxTokens);
+  if (typeof r.temperature === 'number') span.setAttribute(GEN_AI.temperature, r.temperature);
+  if (typeof r.top_p === 'number') span.setAttribute(GEN_AI.topP, r.top_p);
+  if (typeof r.n === 'number' && r.n !== 1) span.setAttribute(GEN_AI.choiceCount, r.n);
+  if (typeof r.seed === 'number') span.setAttribute(GEN_AI.seed, r.seed);
 }
 
 function textOf(content: unknown): Part[] {

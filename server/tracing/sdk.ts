@@ -61,7 +61,7 @@ import {
   GEN_AI,
   inputMessages,
   PROVIDER,
-  requestAttributes,
+  setRequestAttributes,
   streamedMessages,
 } from './genai.js';
 import type { TracingSettings } from './settings.js';
@@ -118,17 +118,26 @@ export async function createTracing(settings: TracingSettings): Promise<Tracing<
     startRequest(request, route) {
       if (route !== undefined && (UNTRACED.has(route) || route === '/docs' || route.startsWith('/docs/')))
         return undefined;
-      const parent = propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter);
-      const name =
-        `${request.method} ${route === undefined || route === '*' || route === '/*' ? '' : route}`.trim();
-      const attributes: Attributes = {
-        [ATTR_HTTP_REQUEST_METHOD]: request.method,
-        [ATTR_URL_PATH]: (request.url.split('?')[0] ?? '').slice(0, 256),
-      };
-      if (route !== undefined && route !== '*' && route !== '/*') attributes[ATTR_HTTP_ROUTE] = route;
-      const agent = request.headers['user-agent'];
-      if (typeof agent === 'string') attributes[ATTR_USER_AGENT_ORIGINAL] = agent.slice(0, 256);
-      const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
+      // No context is made for a request without a traceparent (extract returns the one it got).
+      const parent =
+        request.headers.traceparent === undefined
+          ? ROOT_CONTEXT
+          : propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter);
+      const matched = route !== undefined && route !== '*' && route !== '/*';
+      const name = matched ? `${request.method} ${route}` : request.method;
+      // The attributes are set once the sampler has decided (none of toolproof's samplers reads
+      // them), each by setAttribute: given to startSpan they would be checked and copied three
+      // times, and built for a request the sampler leaves out.
+      const span = tracer.startSpan(name, SERVER, parent);
+      if (span.isRecording()) {
+        span.setAttribute(ATTR_HTTP_REQUEST_METHOD, request.method);
+        const url = request.url;
+        const query = url.indexOf('?');
+        span.setAttribute(ATTR_URL_PATH, (query < 0 ? url : url.slice(0, query)).slice(0, 256));
+        if (matched) span.setAttribute(ATTR_HTTP_ROUTE, route);
+        const agent = request.headers['user-agent'];
+        if (typeof agent === 'string') span.setAttribute(ATTR_USER_AGENT_ORIGINAL, agent.slice(0, 256));
+      }
       return new ServerSpan(tracer, span, settings.captureContent);
     },
     flush: () => provider.forceFlush(),
@@ -140,6 +149,8 @@ export async function createTracing(settings: TracingSettings): Promise<Tracing<
 }
 
 type Tracer = ReturnType<BasicTracerProvider['getTracer']>;
+const SERVER = { kind: SpanKind.SERVER };
+const CLIENT = { kind: SpanKind.CLIENT };
 
 /** The tallies' event names (policies/types.ts EffectTallyName). */
 const TALLY_EVENTS: Record<string, string> = {
@@ -149,15 +160,14 @@ const TALLY_EVENTS: Record<string, string> = {
   finalAnswerProblems: 'toolproof.final_answer_problem',
 };
 
-function usageAttributes(usage: Usage | undefined): Attributes {
-  if (!usage) return {};
-  const out: Attributes = {};
-  if (typeof usage.prompt_tokens === 'number') out[GEN_AI.inputTokens] = usage.prompt_tokens;
-  if (typeof usage.completion_tokens === 'number') out[GEN_AI.outputTokens] = usage.completion_tokens;
+function setUsage(span: Span, usage: Usage | undefined): void {
+  if (!usage) return;
+  if (typeof usage.prompt_tokens === 'number') span.setAttribute(GEN_AI.inputTokens, usage.prompt_tokens);
+  if (typeof usage.completion_tokens === 'number')
+    span.setAttribute(GEN_AI.outputTokens, usage.completion_tokens);
   const cached = (usage.prompt_tokens_details as { cached_tokens?: unknown } | null | undefined)
     ?.cached_tokens;
-  if (typeof cached === 'number') out[GEN_AI.cacheReadTokens] = cached;
-  return out;
+  if (typeof cached === 'number') span.setAttribute(GEN_AI.cacheReadTokens, cached);
 }
 
 function errorType(err: unknown): string {
@@ -171,7 +181,8 @@ function errorMessage(err: unknown): string {
 }
 
 class ServerSpan implements RequestSpan<ChatCall> {
-  private readonly context: Context;
+  /** The server span as a parent (made when first asked: attempts and pass-through inject). */
+  private parent: Context | undefined;
   private call: ChatCall | undefined;
   /** The attempt span open now (at most one: attempts are sequential). */
   private attemptSpan: Span | undefined;
@@ -179,7 +190,6 @@ class ServerSpan implements RequestSpan<ChatCall> {
   private payloads: readonly string[] | undefined;
   private attempts = 0;
   private attemptStart = 0;
-  private responseModel: string | undefined;
   private ended = false;
 
   /** Sampled: a request the sampler left out costs no attribute, event or attempt span. */
@@ -191,9 +201,13 @@ class ServerSpan implements RequestSpan<ChatCall> {
     private readonly span: Span,
     captureContent: boolean,
   ) {
-    this.context = trace.setSpan(ROOT_CONTEXT, span);
     this.recording = span.isRecording();
     this.captureContent = captureContent && this.recording;
+  }
+
+  private get context(): Context {
+    this.parent ??= trace.setSpan(ROOT_CONTEXT, this.span);
+    return this.parent;
   }
 
   get traceId(): string {
@@ -204,20 +218,18 @@ class ServerSpan implements RequestSpan<ChatCall> {
     this.call = call;
     if (!this.recording) return;
     const r = call.original;
-    const attributes: Attributes = {
-      [GEN_AI.operation]: 'chat',
-      [GEN_AI.provider]: PROVIDER,
-      [GEN_AI.requestModel]: typeof r.model === 'string' ? r.model.slice(0, 256) : '',
-      ...requestAttributes(r),
-      'toolproof.api': call.api,
-      'toolproof.model': call.route.name,
-      'toolproof.upstream': call.route.client.label,
-      'toolproof.stream': r.stream === true,
-    };
+    const span = this.span;
+    span.setAttribute(GEN_AI.operation, 'chat');
+    span.setAttribute(GEN_AI.provider, PROVIDER);
+    span.setAttribute(GEN_AI.requestModel, typeof r.model === 'string' ? r.model.slice(0, 256) : '');
+    setRequestAttributes(span, r);
+    span.setAttribute('toolproof.api', call.api);
+    span.setAttribute('toolproof.model', call.route.name);
+    span.setAttribute('toolproof.upstream', call.route.client.label);
+    span.setAttribute('toolproof.stream', r.stream === true);
     const conversation = call.forwardHeaders['x-conversation-id'];
-    if (conversation) attributes[GEN_AI.conversationId] = conversation.slice(0, 256);
-    if (this.captureContent) attributes[GEN_AI.inputMessages] = inputMessages(r);
-    this.span.setAttributes(attributes);
+    if (conversation) span.setAttribute(GEN_AI.conversationId, conversation.slice(0, 256));
+    if (this.captureContent) span.setAttribute(GEN_AI.inputMessages, inputMessages(r));
   }
 
   attempt(
@@ -229,26 +241,23 @@ class ServerSpan implements RequestSpan<ChatCall> {
     this.attempts++;
     // Not sampled: the upstream is told so (the server span's context, flags 00), nothing is built.
     if (!this.recording) return this.propagate(this.context, headers);
-    const model = call.route.upstreamModel ?? request.model;
-    const origin = call.route.client.origin;
-    const attributes: Attributes = {
-      [GEN_AI.operation]: 'chat',
-      [GEN_AI.provider]: PROVIDER,
-      [GEN_AI.requestModel]: typeof model === 'string' ? model.slice(0, 256) : '',
-      ...requestAttributes(request),
-      'toolproof.attempt': this.attempts,
-      ...serverOf(origin),
-    };
-    if (typeof request.tool_choice === 'string') attributes['toolproof.tool_choice'] = request.tool_choice;
-    if (this.captureContent) attributes[GEN_AI.inputMessages] = inputMessages(request);
-    const span = this.tracer.startSpan(
-      `chat ${attributes[GEN_AI.requestModel]}`,
-      {
-        kind: SpanKind.CLIENT,
-        attributes,
-      },
-      this.context,
-    );
+    const upstreamModel = call.route.upstreamModel ?? request.model;
+    const model = typeof upstreamModel === 'string' ? upstreamModel.slice(0, 256) : '';
+    const server = serverOf(call.route.client.origin);
+    // A child of a sampled span is sampled (parent-based) or not (a ratio sampler): as for the
+    // server span, its attributes are set once it is known to record.
+    const span = this.tracer.startSpan(server.name(model), CLIENT, this.context);
+    if (span.isRecording()) {
+      span.setAttribute(GEN_AI.operation, 'chat');
+      span.setAttribute(GEN_AI.provider, PROVIDER);
+      span.setAttribute(GEN_AI.requestModel, model);
+      setRequestAttributes(span, request);
+      span.setAttribute('toolproof.attempt', this.attempts);
+      server.set(span);
+      if (typeof request.tool_choice === 'string')
+        span.setAttribute('toolproof.tool_choice', request.tool_choice);
+      if (this.captureContent) span.setAttribute(GEN_AI.inputMessages, inputMessages(request));
+    }
     this.attemptSpan = span;
     this.attemptStart = performance.now();
     this.reasons = undefined;
@@ -284,7 +293,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
       'toolproof.upstream.headers_ms',
       Math.round((performance.now() - this.attemptStart) * 10) / 10,
     );
-    if (res.replica) span.setAttributes(serverOf(res.replica));
+    if (res.replica) serverOf(res.replica).set(span);
   }
 
   attemptThrew(err: unknown, aborted: boolean): void {
@@ -312,29 +321,28 @@ class ServerSpan implements RequestSpan<ChatCall> {
   attemptRead(report: TracedReport): void {
     const span = this.attemptSpan;
     if (!span) return;
-    const attributes: Attributes = usageAttributes(report.usage);
+    setUsage(span, report.usage);
     const identity = this.call?.streamIdentity;
     let output: string | undefined;
+    let model: string | undefined;
     if (report.kind === 'completion' && report.completion) {
       const c = report.completion;
-      if (typeof c.model === 'string') attributes[GEN_AI.responseModel] = c.model;
-      if (typeof c.id === 'string') attributes[GEN_AI.responseId] = c.id;
+      if (typeof c.model === 'string') model = c.model;
+      if (typeof c.id === 'string') span.setAttribute(GEN_AI.responseId, c.id);
       const reasons = (c.choices ?? []).map((ch) => ch?.finish_reason).filter((f) => typeof f === 'string');
-      if (reasons.length > 0) attributes[GEN_AI.finishReasons] = reasons as string[];
+      if (reasons.length > 0) span.setAttribute(GEN_AI.finishReasons, reasons as string[]);
       if (this.captureContent) output = completionMessages(c);
     } else {
       // A stream: its identity is the last one its chunks named (noteIdentity).
       if (identity && this.call?.original.stream === true && identity.id !== 'chatcmpl-toolproof') {
-        attributes[GEN_AI.responseModel] = identity.model;
-        attributes[GEN_AI.responseId] = identity.id;
+        model = identity.model;
+        span.setAttribute(GEN_AI.responseId, identity.id);
       }
-      if (this.reasons) attributes[GEN_AI.finishReasons] = this.reasons;
+      if (this.reasons) span.setAttribute(GEN_AI.finishReasons, this.reasons);
       if (this.captureContent && this.payloads) output = streamedMessages(this.payloads);
     }
-    if (output !== undefined) attributes[GEN_AI.outputMessages] = output;
-    const model = attributes[GEN_AI.responseModel];
-    if (typeof model === 'string') this.responseModel = model;
-    span.setAttributes(attributes);
+    if (output !== undefined) span.setAttribute(GEN_AI.outputMessages, output);
+    if (typeof model === 'string') span.setAttribute(GEN_AI.responseModel, model);
     if (report.kind === 'failed') this.failAttempt(errorType(report.error), errorMessage(report.error));
     else this.closeAttempt();
   }
@@ -419,41 +427,42 @@ class ServerSpan implements RequestSpan<ChatCall> {
     const span = this.span;
     const call = this.call;
     this.closeAttempt(ended ? 'unfinished' : 'client_aborted');
-    const attributes: Attributes = { 'toolproof.request_id': request.id };
-    if (ended || headersSent) attributes[ATTR_HTTP_RESPONSE_STATUS_CODE] = status;
+    span.setAttribute('toolproof.request_id', request.id);
+    if (ended || headersSent) span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
     if (call) {
       const t = call.trace;
-      Object.assign(attributes, usageAttributes(callUsage(call)));
-      if (this.responseModel) attributes[GEN_AI.responseModel] = this.responseModel;
-      attributes['toolproof.attempts'] = t.attempts;
-      // What did not happen is not written: every attribute is paid for in each export.
-      if (t.forced) attributes['toolproof.forced'] = true;
-      if (t.toolChoiceSent) attributes['toolproof.tool_choice'] = t.toolChoiceSent;
-      if (t.fallback) attributes['toolproof.fallback'] = true;
-      if (t.retries.length > 0) attributes['toolproof.retries'] = t.retries.length;
-      if (t.leaks.length > 0) attributes['toolproof.leaks'] = t.leaks.length;
-      if (t.finalAnswer) attributes['toolproof.final_answer'] = true;
-      if (t.finalKind) attributes['toolproof.final_kind'] = t.finalKind;
-      if (t.droppedTools) attributes['toolproof.dropped_tools'] = t.droppedTools;
-      if (call.discardedTokens > 0) attributes['toolproof.discarded_tokens'] = call.discardedTokens;
+      setUsage(span, callUsage(call));
+      span.setAttribute('toolproof.attempts', t.attempts);
+      // What did not happen is not written, nor what another attribute or an event already says
+      // (forced: toolproof.tool_choice, set only then, and the toolproof.forced event; the final
+      // answer: toolproof.final_kind and its event; the response's model: the attempt spans'):
+      // every attribute is paid for in each export, and past 19 the SDK keeps a span's attributes
+      // in a slower dictionary (V8's limit for properties added by key), which costs its
+      // setAttribute and both passes of the export.
+      if (t.toolChoiceSent) span.setAttribute('toolproof.tool_choice', t.toolChoiceSent);
+      if (t.fallback) span.setAttribute('toolproof.fallback', true);
+      if (t.retries.length > 0) span.setAttribute('toolproof.retries', t.retries.length);
+      if (t.leaks.length > 0) span.setAttribute('toolproof.leaks', t.leaks.length);
+      if (t.finalKind) span.setAttribute('toolproof.final_kind', t.finalKind);
+      if (t.droppedTools) span.setAttribute('toolproof.dropped_tools', t.droppedTools);
+      if (call.discardedTokens > 0) span.setAttribute('toolproof.discarded_tokens', call.discardedTokens);
     }
     const err: ToolproofError | undefined = request.tpError ?? call?.streamError;
     if (!ended) {
       // The client left first (nginx's 499): no status went out, or not all of the response.
-      attributes[ATTR_ERROR_TYPE] = 'client_aborted';
+      span.setAttribute(ATTR_ERROR_TYPE, 'client_aborted');
       span.addEvent('toolproof.client_aborted', { 'toolproof.headers_sent': headersSent });
       span.setStatus({ code: SpanStatusCode.ERROR, message: 'the client closed the connection first' });
     } else if (err) {
-      attributes[ATTR_ERROR_TYPE] = err.code;
+      span.setAttribute(ATTR_ERROR_TYPE, err.code);
       // A server span's 4xx is the client's fault, not an error of the span (HTTP conventions);
       // an error written into a stream after its 200 is one.
       if (status >= 500 || call?.streamError)
         span.setStatus({ code: SpanStatusCode.ERROR, message: redactForLog(err.message) });
     } else if (status >= 500) {
-      attributes[ATTR_ERROR_TYPE] = String(status);
+      span.setAttribute(ATTR_ERROR_TYPE, String(status));
       span.setStatus({ code: SpanStatusCode.ERROR });
     }
-    span.setAttributes(attributes);
   }
 
   /** Ends the open attempt span; `why`, when it did not end by itself (client gone, ...). */
@@ -480,17 +489,42 @@ class ServerSpan implements RequestSpan<ChatCall> {
   }
 }
 
-/** server.address and server.port of each upstream origin (a closed set: the configured replicas). */
-const SERVERS = new Map<string, Attributes>();
-function serverOf(origin: string): Attributes {
+/** An upstream origin's server.address and server.port, and its attempt spans' names. */
+class Server {
+  private readonly names = new Map<string, string>();
+  constructor(
+    private readonly address: string | undefined,
+    private readonly port: number | undefined,
+  ) {}
+
+  set(span: Span): void {
+    if (this.address === undefined) return;
+    span.setAttribute(ATTR_SERVER_ADDRESS, this.address);
+    span.setAttribute(ATTR_SERVER_PORT, this.port!);
+  }
+
+  /** `chat <model>`, made once per model (a closed set: the routes' models, bounded anyway). */
+  name(model: string): string {
+    let name = this.names.get(model);
+    if (name === undefined) {
+      name = `chat ${model}`;
+      if (this.names.size < 256) this.names.set(model, name);
+    }
+    return name;
+  }
+}
+
+/** Each upstream origin's Server (a closed set: the configured replicas). */
+const SERVERS = new Map<string, Server>();
+function serverOf(origin: string): Server {
   let server = SERVERS.get(origin);
   if (server === undefined) {
     try {
       const url = new URL(origin);
       const port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
-      server = { [ATTR_SERVER_ADDRESS]: url.hostname, [ATTR_SERVER_PORT]: port };
+      server = new Server(url.hostname, port);
     } catch {
-      server = {};
+      server = new Server(undefined, undefined);
     }
     if (SERVERS.size < 1024) SERVERS.set(origin, server);
   }

@@ -107,6 +107,35 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     expect(attempt!.endNs).toBeLessThanOrEqual(server.endNs);
   });
 
+  it('a forced final answer: said once (attribute or event), and the server span under 20 attributes', async () => {
+    receiver = await otlpReceiver();
+    stack = await startStack({ sim: { scenario: 'prose' }, env: otelEnv(receiver) });
+    const res = await post(stack, {
+      model: 'sim',
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [weatherTool],
+      stream: true,
+    });
+    expect(res.status).toBe(200);
+    await res.text();
+    const server = await serverSpan(stack, receiver);
+    expect(server.attributes).toMatchObject({
+      'toolproof.tool_choice': 'required',
+      'toolproof.final_kind': 'final_answer',
+    });
+    expect(eventNames(server)).toEqual(
+      expect.arrayContaining(['toolproof.forced', 'toolproof.final_answer']),
+    );
+    // What the events and the attempt span say is not repeated on the server span.
+    for (const name of ['toolproof.forced', 'toolproof.final_answer', 'gen_ai.response.model'])
+      expect(server.attributes[name]).toBeUndefined();
+    const [attempt] = attempts(receiver, server);
+    expect(attempt!.attributes['gen_ai.response.model']).toBeTypeOf('string');
+    // Past 19 attributes V8 keeps the SDK's attribute object as a dictionary: slower to set and
+    // to serialize (bench/README.md, tracing).
+    expect(Object.keys(server.attributes).length).toBeLessThanOrEqual(19);
+  });
+
   it('a backend rejecting "required": the failed attempt, the fallback event, the second attempt', async () => {
     receiver = await otlpReceiver();
     stack = await startStack({ sim: { scenario: 'prose', rejectRequired: true }, env: otelEnv(receiver) });
