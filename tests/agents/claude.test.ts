@@ -1,6 +1,7 @@
 /** Claude Code (Messages), with the upstream's model name and with its own model names mapped in the YAML. */
 import { expect, it } from 'vitest';
 import { describeRun, runCase } from './lib/case.js';
+import { longCases } from './lib/long.js';
 import { CLAUDE_NAMES, claudeNamesConfig, UPSTREAM_MODEL } from './lib/stack.js';
 import { agentCases, describeAgents, expectPass, expectPrefix } from './lib/suite.js';
 import { CORE_TASK } from './lib/tasks.js';
@@ -9,6 +10,7 @@ const NAMES = CLAUDE_NAMES;
 
 describeAgents('Claude Code 2.1.332', () => {
   agentCases({ agent: 'claude', api: 'messages' });
+  longCases({ agent: 'claude', api: 'messages' });
 
   it('proof, prose: its own model names (claude-sonnet-4-5, claude-haiku-4-5) mapped in the YAML config', async () => {
     const r = await runCase({

@@ -335,13 +335,15 @@ export function prepareLaunch(
   home: string,
   cwd: string,
   bin: string,
+  /** The agent's own arguments for this run, instead of HEADLESS (a resume, another output format). */
+  ownArgs?: string[],
 ): Prepared {
   const env = baseEnv(home, cwd);
   env.PATH = `${dirname(bin)}:${env.PATH}`;
   Object.assign(env, { KILO_NO_DAEMON: '1', QWEN_CODE_SUPPRESS_YOLO_WARNING: '1', PI_OFFLINE: '1' });
   const own = HEADLESS[agent];
   if (!own) throw new Error(`${agent}: no headless arguments`);
-  let userArgs = own(task);
+  let userArgs = ownArgs ?? own(task);
   if (agent === 'codex') {
     const overrides: string[] = [];
     if (target.codexCatalog) {
@@ -392,6 +394,8 @@ export interface RunOptions {
   /** Files the working directory starts with. */
   files?: Record<string, string | Buffer>;
   timeoutMs?: number;
+  /** Through toolproof: the agent's own arguments (after `--`) instead of HEADLESS's. */
+  args?: string[];
 }
 
 export interface RunDirs {
@@ -413,7 +417,7 @@ export function runAgent(options: RunOptions): Promise<AgentRun> {
   for (const [name, text] of Object.entries(options.files ?? {})) writeFileSync(join(cwd, name), text);
   const launched = options.via === 'toolproof';
   const { args, env } = launched
-    ? prepareLaunch(options.agent, options.target, options.task, home, cwd, options.bin)
+    ? prepareLaunch(options.agent, options.target, options.task, home, cwd, options.bin, options.args)
     : prepare(options.agent, options.target, options.task, home, cwd);
   const started = Date.now();
   return new Promise((resolve) => {

@@ -150,8 +150,14 @@ const NAMES: Record<string, string> = {
   cline: 'Cline',
 };
 
-/** Tags a case for the results reporter (tests/agents/lib/results-reporter.ts). */
-function tag(meta: TaskMeta, suite: AgentSuite, task: Task, mode: Mode, via: 'toolproof' | 'direct'): void {
+/** Tags a case for the results reporter (tests/agents/lib/results-reporter.ts); long.ts tags its cases too. */
+export function tag(
+  meta: TaskMeta,
+  suite: AgentSuite,
+  task: Task,
+  mode: Mode,
+  via: 'toolproof' | 'direct',
+): void {
   const version = agentsInfo().versions?.[suite.agent];
   const label = `${NAMES[suite.agent] ?? suite.agent}${version ? ` ${version}` : ''}`;
   meta.agentCase = { agent: suite.agent, label, api: suite.api, task: task.id, mode, via };
