@@ -7,7 +7,6 @@
  * per API (Claude Code: Messages, Codex: Responses, pi: chat completions); the rest runs
  * with TOOLPROOF_AGENTS_FULL=1 and shows as skipped otherwise.
  */
-import { writeFileSync } from 'node:fs';
 import { expect, it } from 'vitest';
 import type { AgentId } from './agents.js';
 import { type CaseOptions, type CaseResult, describeRun, runCase } from './case.js';
@@ -94,21 +93,19 @@ export function allowsParallel(r: CaseResult): boolean {
 }
 
 function expectLong(r: CaseResult, task: Task, suite: AgentSuite): void {
-  if (process.env.LONG_DEBUG)
-    writeFileSync(
-      `/tmp/long-${suite.agent}-${task.id}.json`,
-      JSON.stringify({ up: r.upstream.map((u) => u.rawBody ?? u.body), sent: r.sent }, null, 1),
-    );
-  if (process.env.LONG_DEBUG)
-    console.log(
-      'DEBUG',
-      suite.agent,
-      task.id,
-      allowsParallel(r),
-      parallelTurns(r),
-      r.text.slice(0, 200),
-      r.first?.stdout.slice(0, 200),
-    );
+  writeFileSync(
+    `/tmp/long-${suite.agent}-${task.id}.json`,
+    JSON.stringify({ up: r.upstream.map((u) => u.rawBody ?? u.body), sent: r.sent }, null, 1),
+  );
+  console.log(
+    'DEBUG',
+    suite.agent,
+    task.id,
+    allowsParallel(r),
+    parallelTurns(r),
+    r.text.slice(0, 200),
+    r.first?.stdout.slice(0, 200),
+  );
   expectPass(r, task, { api: suite.api, ...(suite.noStream ? { stream: false } : {}) });
   // A resumed session may rebuild its opening message (Qwen Code lists the working directory
   // there, now with log.txt): each run's loop is checked as its own conversation.
