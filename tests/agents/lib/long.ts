@@ -93,19 +93,6 @@ export function allowsParallel(r: CaseResult): boolean {
 }
 
 function expectLong(r: CaseResult, task: Task, suite: AgentSuite): void {
-  writeFileSync(
-    `/tmp/long-${suite.agent}-${task.id}.json`,
-    JSON.stringify({ up: r.upstream.map((u) => u.rawBody ?? u.body), sent: r.sent }, null, 1),
-  );
-  console.log(
-    'DEBUG',
-    suite.agent,
-    task.id,
-    allowsParallel(r),
-    parallelTurns(r),
-    r.text.slice(0, 200),
-    r.first?.stdout.slice(0, 200),
-  );
   expectPass(r, task, { api: suite.api, ...(suite.noStream ? { stream: false } : {}) });
   // A resumed session may rebuild its opening message (Qwen Code lists the working directory
   // there, now with log.txt): each run's loop is checked as its own conversation.
