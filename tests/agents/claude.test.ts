@@ -2,7 +2,7 @@
 import { expect, it } from 'vitest';
 import { describeRun, runCase } from './lib/case.js';
 import { FULL, longCases } from './lib/long.js';
-import { RUN_TASK, SUBAGENT_TASK } from './lib/long-tasks.js';
+import { DEFERRED_TASK, RUN_TASK, SUBAGENT_TASK } from './lib/long-tasks.js';
 import { MODES } from './lib/model.js';
 import { checkPrefix } from './lib/prefix.js';
 import { CLAUDE_NAMES, claudeNamesConfig, UPSTREAM_MODEL } from './lib/stack.js';
@@ -73,7 +73,7 @@ function claudeArgs(tools: string, more: string[] = []): (p: string) => string[]
   ];
 }
 
-describeAgents('Claude Code 2.1.332: sub-agent and stream-json (issue 31)', () => {
+describeAgents('Claude Code 2.1.332: sub-agent, deferred tools and stream-json (issue 31)', () => {
   const suite = { agent: 'claude' as const, api: 'messages' as const };
   for (const mode of MODES) {
     const fast = mode === 'leak';
@@ -116,6 +116,31 @@ describeAgents('Claude Code 2.1.332: sub-agent and stream-json (issue 31)', () =
           calls.some((b) => b.type === 'tool_use' && b.name === 'Agent' && b.input?.prompt === inner),
           why,
         ).toBe(true);
+      },
+    );
+    // A deferred tool: listed by name only, loaded with ToolSearch (a tool_reference block), then
+    // called. Upstream, NotebookEdit is declared only once the history loads it.
+    it.skipIf(!fast && !FULL)(
+      `deferred-tool, ${mode}: ToolSearch loads NotebookEdit, which is then called${fast ? '' : ' (full set)'}`,
+      async ({ task: t }) => {
+        tag(t.meta, suite, DEFERRED_TASK, mode, 'toolproof');
+        const r = await runCase({
+          agent: 'claude',
+          mode,
+          task: DEFERRED_TASK,
+          via: 'toolproof',
+          args: claudeArgs('Write,Read,Edit,Bash,ToolSearch,NotebookEdit'),
+        });
+        expectPass(r, DEFERRED_TASK, { api: 'messages' });
+        expectPrefix(r, DEFERRED_TASK, { api: 'messages' });
+        const why = describeRun(r);
+        const declares = r.upstream.map((u) =>
+          ((u.body as { tools?: Array<{ function?: { name?: string } }> }).tools ?? []).some(
+            (tool) => tool.function?.name === 'NotebookEdit',
+          ),
+        );
+        expect(declares[0], why).toBe(false);
+        expect(declares.includes(true), why).toBe(true);
       },
     );
     // --output-format stream-json: every stdout line is an event, the answer is the result event's,

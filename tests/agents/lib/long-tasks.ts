@@ -115,4 +115,46 @@ export const SUBAGENT_TASK: Task = {
   expect: { 'proof.txt': '7391\n' },
 };
 
+/** A notebook of one code cell (nbformat 4). */
+const NOTEBOOK = `${JSON.stringify(
+  {
+    cells: [
+      { cell_type: 'code', id: 'c1', metadata: {}, source: ['print(1)'], outputs: [], execution_count: null },
+    ],
+    metadata: {},
+    nbformat: 4,
+    nbformat_minor: 5,
+  },
+  null,
+  1,
+)}\n`;
+
+/**
+ * Claude Code: a deferred tool. NotebookEdit is listed by name only; the model loads its schema
+ * with ToolSearch (`select:NotebookEdit`, answered with a tool_reference block), then calls it.
+ */
+export const DEFERRED_TASK: Task = {
+  id: 'deferred-tool',
+  prompt: 'Load the NotebookEdit tool, make the code cell of nb.ipynb print 7391, then say done.',
+  files: { 'nb.ipynb': NOTEBOOK },
+  steps: [
+    { op: 'read', path: 'nb.ipynb' },
+    { op: 'call', name: 'ToolSearch', arguments: { query: 'select:NotebookEdit' } },
+    {
+      op: 'call',
+      name: 'NotebookEdit',
+      arguments: {
+        notebook_path: 'nb.ipynb',
+        cell_id: 'c1',
+        new_source: 'print(7391)',
+        edit_mode: 'replace',
+      },
+      paths: ['notebook_path'],
+    },
+  ],
+  final: 'done',
+  expect: {},
+  contains: { 'nb.ipynb': 'print(7391)' },
+};
+
 export const LONG_TASKS: readonly Task[] = [RUN_TASK, PARALLEL_TASK, LOOP_TASK, FIDELITY_TASK];

@@ -38,6 +38,8 @@ function claim(step: Step | undefined, final: string): string {
       return step.steps.map((s) => claim(s, final)).join(' ');
     case 'delegate':
       return `A sub-agent did it: ${step.description}.`;
+    case 'call':
+      return `I used ${step.name}.`;
   }
 }
 

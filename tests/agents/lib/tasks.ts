@@ -16,7 +16,9 @@ export type Step =
   /** Several calls in one turn (parallel tool calls), one result each. */
   | { op: 'parallel'; steps: Step[] }
   /** Claude Code: a sub-agent (its Agent / Task tool) that does `task` in a conversation of its own. */
-  | { op: 'delegate'; description: string; task: Task };
+  | { op: 'delegate'; description: string; task: Task }
+  /** A call of one named tool with these arguments (`paths`: the keys made absolute under the working directory). */
+  | { op: 'call'; name: string; arguments: Record<string, unknown>; paths?: string[] };
 
 export interface Task {
   id: string;
@@ -34,6 +36,8 @@ export interface Task {
   expect: Record<string, string>;
   /** Compare the files on disk byte for byte (else trimmed text). */
   exact?: boolean;
+  /** Files that must exist and hold this text somewhere (a format the agent writes its own way). */
+  contains?: Record<string, string>;
   /**
    * Two runs of the agent: the first stops once `after` calls' results came back (answering
    * `say`); the second (the agent resumed with `prompt`) goes on from the history it restored.
@@ -109,6 +113,14 @@ export function diskProblems(task: Task, cwd: string): string[] {
       const got = readFileSync(path, 'utf8');
       if (got.trim() !== want.trim()) problems.push(`${name}: ${JSON.stringify(got.slice(0, 200))}`);
     }
+  }
+  for (const [name, want] of Object.entries(task.contains ?? {})) {
+    const path = join(cwd, name);
+    if (!existsSync(path)) problems.push(`${name}: missing`);
+    else if (!readFileSync(path, 'utf8').includes(want))
+      problems.push(
+        `${name}: no ${JSON.stringify(want)} in ${JSON.stringify(readFileSync(path, 'utf8').slice(0, 300))}`,
+      );
   }
   return problems;
 }

@@ -32,6 +32,7 @@ const NAMES: Record<Step['op'], string[]> = {
   patch: ['apply_patch'],
   parallel: [],
   delegate: ['Agent', 'Task'],
+  call: [],
 };
 
 function find(tools: ToolDef[], op: Step['op']): ToolDef | undefined {
@@ -178,6 +179,12 @@ export function callForStep(step: Step, tools: ToolDef[], cwd: string): Scripted
     case 'parallel':
       // One call per turn is all a step maps to: the model spreads a parallel step's calls over one turn.
       return undefined;
+    case 'call': {
+      if (!tools.some((t) => t.function?.name === step.name)) return undefined;
+      const args = { ...step.arguments };
+      for (const k of step.paths ?? []) args[k] = join(cwd, String(args[k]));
+      return { name: step.name, arguments: args };
+    }
     case 'delegate': {
       const tool = find(tools, 'delegate');
       if (!tool) return undefined;
