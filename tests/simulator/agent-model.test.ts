@@ -10,7 +10,13 @@ import { describe, expect, it } from 'vitest';
 import type { ChatMessage, ToolDef } from '../../protocol/openai.js';
 import { generate } from '../../simulator/generate.js';
 import { turnContext } from '../../simulator/scenarios.js';
-import { FIDELITY_TASK, PARALLEL_TASK, RESUME_TASK, SUBAGENT_TASK } from '../agents/lib/long-tasks.js';
+import {
+  DEFERRED_TASK,
+  FIDELITY_TASK,
+  PARALLEL_TASK,
+  RESUME_TASK,
+  SUBAGENT_TASK,
+} from '../agents/lib/long-tasks.js';
 import { agentModel, position } from '../agents/lib/model.js';
 import { CORE_TASK, EDIT_TASK, PATCH_TASK, type Step } from '../agents/lib/tasks.js';
 import { callForStep } from '../agents/lib/tools.js';
@@ -219,5 +225,18 @@ describe('agent suite model: real-length tasks (issue 31)', () => {
     ).call[0]!;
     expect(call.arguments.content).toContain('C:\\tmp\\new\\x\t<tab>');
     expect(call.arguments.content).toContain('日本語 🚀');
+  });
+
+  it('a named call (a deferred tool) only once the tool is declared, its paths under the working directory', () => {
+    const notebookEdit: ToolDef = {
+      type: 'function',
+      function: { name: 'NotebookEdit', parameters: { type: 'object' } },
+    };
+    const step = DEFERRED_TASK.steps[2]!;
+    expect(callForStep(step, tools, '/w')).toBeUndefined();
+    expect(callForStep(step, [...tools, notebookEdit], '/w')).toMatchObject({
+      name: 'NotebookEdit',
+      arguments: { notebook_path: '/w/nb.ipynb', new_source: 'print(7391)' },
+    });
   });
 });

@@ -8,8 +8,10 @@
  *          tool (guided decoding, as vLLM does) it has to call, and calls the step's tool;
  * - clean: proper tool_calls.
  *
- * Progress is read from the request: one step per tool result already in the history, plus the
- * steps a compaction summary in the history says were done. Once every step's result came back it
+ * Progress is read from the request: one call per tool result already in the history, plus the
+ * calls a compaction summary in the history says were done. A parallel step is several calls in
+ * one turn (one `<tool_call>` block each when leaked); a sub-agent's conversation follows its own
+ * task; a resumed task stops after its first part until the resume prompt is in the history. Once every step's result came back it
  * answers the task's final text (through the agent's completion tool when it declares one). A request without tools (a title, or the agent's compaction turn)
  * gets a short plain answer; once steps were done it is a summary that says how many
  * (`[steps done: N]`), as a real model's summary carries the session's progress.
