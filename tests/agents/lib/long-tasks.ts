@@ -67,6 +67,8 @@ export const FIDELITY_TASK: Task = {
   files: {},
   steps: [
     { op: 'write', path: 'fidelity.txt', content: FIDELITY_TEXT(FIDELITY_LINE) },
+    // Read back before the edit, as agents that refuse to edit an unread file want (Continue).
+    { op: 'read', path: 'fidelity.txt' },
     { op: 'edit', path: 'fidelity.txt', old: FIDELITY_LINE, new: FIDELITY_EDITED },
   ],
   final: 'done',

@@ -150,11 +150,13 @@ export function longCases(suite: AgentSuite, options: LongOptions = {}): void {
             task,
             via: 'toolproof',
             ...(task.resume && resume ? { args: resume.first, resumeArgs: resume.again } : {}),
+            // Kilo and opencode take 15 to 20 s a turn on a loaded box: eight turns pass 150 s.
+            timeoutMs: 300_000,
           });
           expectLong(r, task, suite);
           // A resume is two runs of the agent.
         },
-        (task.resume ? 2 : 1) * 200_000,
+        (task.resume ? 2 : 1) * 330_000,
       );
     }
   }
