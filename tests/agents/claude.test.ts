@@ -1,14 +1,19 @@
 /** Claude Code (Messages), with the upstream's model name and with its own model names mapped in the YAML. */
 import { expect, it } from 'vitest';
 import { describeRun, runCase } from './lib/case.js';
+import { FULL, longCases } from './lib/long.js';
+import { DEFERRED_TASK, RUN_TASK, SUBAGENT_TASK } from './lib/long-tasks.js';
+import { MODES } from './lib/model.js';
+import { checkPrefix } from './lib/prefix.js';
 import { CLAUDE_NAMES, claudeNamesConfig, UPSTREAM_MODEL } from './lib/stack.js';
-import { agentCases, describeAgents, expectPass, expectPrefix } from './lib/suite.js';
+import { agentCases, describeAgents, expectPass, expectPrefix, tag } from './lib/suite.js';
 import { CORE_TASK } from './lib/tasks.js';
 
 const NAMES = CLAUDE_NAMES;
 
 describeAgents('Claude Code 2.1.332', () => {
   agentCases({ agent: 'claude', api: 'messages' });
+  longCases({ agent: 'claude', api: 'messages' });
 
   it('proof, prose: its own model names (claude-sonnet-4-5, claude-haiku-4-5) mapped in the YAML config', async () => {
     const r = await runCase({
@@ -52,4 +57,126 @@ describeAgents('Claude Code 2.1.332: compaction after the overflow error', () =>
     const summaries = r.upstream.filter((u) => JSON.stringify(u.body).includes('[steps done: 1]'));
     expect(summaries.length, why).toBeGreaterThan(0);
   });
+});
+
+/** Claude Code's own arguments with these tools allowed and more switches. */
+function claudeArgs(tools: string, more: string[] = []): (p: string) => string[] {
+  return (p) => [
+    '-p',
+    p,
+    '--permission-mode',
+    'acceptEdits',
+    '--allowedTools',
+    tools,
+    '--no-session-persistence',
+    ...more,
+  ];
+}
+
+describeAgents('Claude Code 2.1.332: sub-agent, deferred tools and stream-json (issue 31)', () => {
+  const suite = { agent: 'claude' as const, api: 'messages' as const };
+  for (const mode of MODES) {
+    const fast = mode === 'leak';
+    // The main loop calls its Agent tool; the sub-agent (a conversation of its own, through
+    // toolproof too) writes the file and reports back; the main loop answers.
+    it.skipIf(!fast && !FULL)(
+      `subagent, ${mode}: the Agent tool's sub-agent does the task${fast ? '' : ' (full set)'}`,
+      async ({ task: t }) => {
+        tag(t.meta, suite, SUBAGENT_TASK, mode, 'toolproof');
+        const r = await runCase({
+          agent: 'claude',
+          mode,
+          task: SUBAGENT_TASK,
+          via: 'toolproof',
+          args: claudeArgs('Write,Read,Edit,Bash,Agent'),
+        });
+        expectPass(r, SUBAGENT_TASK, { api: 'messages' });
+        expectPrefix(r, SUBAGENT_TASK, { api: 'messages' });
+        const why = describeRun(r);
+        // Two conversations upstream: the main loop (its Agent call) and the sub-agent's (the write).
+        const inner = (SUBAGENT_TASK.steps[0] as { task: { prompt: string } }).task.prompt;
+        const convs = checkPrefix(r.upstream).conversations;
+        expect(
+          convs.some((c) => c.key.includes('SUB-AGENT TASK')),
+          why,
+        ).toBe(true);
+        expect(
+          convs.some((c) => c.key.includes(SUBAGENT_TASK.prompt)),
+          why,
+        ).toBe(true);
+        const calls = r.sent.flatMap((s) =>
+          ((s.body as { messages?: Array<{ role?: string; content?: unknown }> }).messages ?? []).flatMap(
+            (m) =>
+              Array.isArray(m.content)
+                ? (m.content as Array<{ type?: string; name?: string; input?: { prompt?: string } }>)
+                : [],
+          ),
+        );
+        expect(
+          calls.some((b) => b.type === 'tool_use' && b.name === 'Agent' && b.input?.prompt === inner),
+          why,
+        ).toBe(true);
+      },
+    );
+    // A deferred tool: listed by name only, loaded with ToolSearch (a tool_reference block), then
+    // called. Upstream, NotebookEdit is declared only once the history loads it.
+    it.skipIf(!fast && !FULL)(
+      `deferred-tool, ${mode}: ToolSearch loads NotebookEdit, which is then called${fast ? '' : ' (full set)'}`,
+      async ({ task: t }) => {
+        tag(t.meta, suite, DEFERRED_TASK, mode, 'toolproof');
+        const r = await runCase({
+          agent: 'claude',
+          mode,
+          task: DEFERRED_TASK,
+          via: 'toolproof',
+          args: claudeArgs('Write,Read,Edit,Bash,ToolSearch,NotebookEdit'),
+        });
+        expectPass(r, DEFERRED_TASK, { api: 'messages' });
+        const why = describeRun(r);
+        // The prefix holds on every turn but the one after the load: toolproof declares a deferred
+        // tool upstream once a tool_reference loads it, so the tool list grows by one there.
+        const breaks = checkPrefix(r.upstream).breaks;
+        expect(breaks.length, why).toBeLessThanOrEqual(1);
+        for (const b of breaks) {
+          const [, before, after] = /tools changed \((\d+) -> (\d+);/.exec(b) ?? [];
+          expect(Number(after) - Number(before), `${why}\n${b}`).toBe(1);
+        }
+        const declares = r.upstream.map((u) =>
+          ((u.body as { tools?: Array<{ function?: { name?: string } }> }).tools ?? []).some(
+            (tool) => tool.function?.name === 'NotebookEdit',
+          ),
+        );
+        expect(declares[0], why).toBe(false);
+        expect(declares.includes(true), why).toBe(true);
+      },
+    );
+    // --output-format stream-json: every stdout line is an event, the answer is the result event's,
+    // and no event carries the leaked markup.
+    it.skipIf(!fast && !FULL)(
+      `read-edit-run, ${mode}: --output-format stream-json${fast ? '' : ' (full set)'}`,
+      async ({ task: t }) => {
+        tag(t.meta, suite, { ...RUN_TASK, id: 'stream-json' }, mode, 'toolproof');
+        const r = await runCase({
+          agent: 'claude',
+          mode,
+          task: RUN_TASK,
+          via: 'toolproof',
+          args: claudeArgs('Write,Read,Edit,Bash', ['--output-format', 'stream-json', '--verbose']),
+        });
+        expectPass(r, RUN_TASK, { api: 'messages' });
+        expectPrefix(r, RUN_TASK, { api: 'messages' });
+        const why = describeRun(r);
+        const events = r.run.stdout
+          .split('\n')
+          .filter((l) => l.trim())
+          .map((l) => JSON.parse(l) as { type?: string; subtype?: string });
+        expect(events[0]?.type, why).toBe('system');
+        expect(events.at(-1), why).toMatchObject({ type: 'result', subtype: 'success' });
+        expect(events.filter((e) => e.type === 'assistant').length, why).toBeGreaterThanOrEqual(
+          RUN_TASK.steps.length + 1,
+        );
+        expect(r.run.stdout, why).not.toMatch(/<\/?tool_call>|final_answer/);
+      },
+    );
+  }
 });

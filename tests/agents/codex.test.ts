@@ -9,6 +9,7 @@ import type { ToolDef } from '../../protocol/openai.js';
 import { it } from 'vitest';
 import { CODEX_FREEFORM } from './lib/agents.js';
 import { describeRun, runCase } from './lib/case.js';
+import { longCases } from './lib/long.js';
 import { agentCases, describeAgents } from './lib/suite.js';
 import { CORE_TASK, PATCH_TASK } from './lib/tasks.js';
 
@@ -18,6 +19,7 @@ describeAgents('Codex 0.171.0', () => {
     api: 'responses',
     tasks: [CORE_TASK, { ...PATCH_TASK, id: 'patch-function' }],
   });
+  longCases({ agent: 'codex', api: 'responses' }, { editAs: 'patch' });
   agentCases({
     agent: 'codex',
     api: 'responses',

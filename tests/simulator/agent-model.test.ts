@@ -10,7 +10,14 @@ import { describe, expect, it } from 'vitest';
 import type { ChatMessage, ToolDef } from '../../protocol/openai.js';
 import { generate } from '../../simulator/generate.js';
 import { turnContext } from '../../simulator/scenarios.js';
-import { agentModel } from '../agents/lib/model.js';
+import {
+  DEFERRED_TASK,
+  FIDELITY_TASK,
+  PARALLEL_TASK,
+  RESUME_TASK,
+  SUBAGENT_TASK,
+} from '../agents/lib/long-tasks.js';
+import { agentModel, position } from '../agents/lib/model.js';
 import { CORE_TASK, EDIT_TASK, PATCH_TASK, type Step } from '../agents/lib/tasks.js';
 import { callForStep } from '../agents/lib/tools.js';
 
@@ -66,7 +73,7 @@ const AGENTS: Array<[agent: string, file: string, ops: Step['op'][], tools: stri
   ],
 ];
 
-const STEPS: Record<Step['op'], Step> = {
+const STEPS: Partial<Record<Step['op'], Step>> = {
   write: CORE_TASK.steps[0]!,
   read: EDIT_TASK.steps[0]!,
   edit: EDIT_TASK.steps[1]!,
@@ -78,7 +85,7 @@ describe('agent suite model: steps onto the tools each agent declares', () => {
   it.each(AGENTS)('%s', (_agent, file, ops, names) => {
     const tools = toolsOf(file);
     ops.forEach((op, i) => {
-      const call = callForStep(STEPS[op], tools, '/work');
+      const call = callForStep(STEPS[op]!, tools, '/work');
       expect(call?.name, op).toBe(names[i]);
       const tool = tools.find((t) => t.function.name === call?.name)!;
       const required = (tool.function.parameters as { required?: string[] }).required ?? [];
@@ -89,12 +96,12 @@ describe('agent suite model: steps onto the tools each agent declares', () => {
 
   it('paths are absolute under the working directory; a patch is the apply_patch text', () => {
     const claude = toolsOf('claude/01-POST-v1-messages-beta-true.json');
-    expect(callForStep(STEPS.write, claude, '/w')).toEqual({
+    expect(callForStep(STEPS.write!, claude, '/w')).toEqual({
       name: 'Write',
       arguments: { file_path: '/w/proof.txt', content: '7391\n' },
     });
     const freeform = toolsOf('codex-freeform/01-POST-v1-responses.json');
-    const text = (callForStep(STEPS.patch, freeform, '/w')!.arguments as { input: string }).input;
+    const text = (callForStep(STEPS.patch!, freeform, '/w')!.arguments as { input: string }).input;
     expect(text).toBe(
       '*** Begin Patch\n*** Update File: notes.txt\n@@\n-status: draft\n+status: final\n*** End Patch',
     );
@@ -145,5 +152,91 @@ describe('agent suite model: the three habits', () => {
       { role: 'tool' as const, tool_call_id: 'c1', content: 'ok' },
     ];
     expect(answer('clean', 'auto', history)).toMatchObject({ content: 'done', calls: [] });
+  });
+});
+
+describe('agent suite model: real-length tasks (issue 31)', () => {
+  const tools = toolsOf('claude/01-POST-v1-messages-beta-true.json');
+  const user = (content: string) => ({ role: 'user' as const, content });
+  const result = (id: string) => [
+    {
+      role: 'assistant' as const,
+      content: null,
+      tool_calls: [{ id, type: 'function' as const, function: { name: 'Bash', arguments: '{}' } }],
+    },
+    { role: 'tool' as const, tool_call_id: id, content: 'ok' },
+  ];
+  const act = (task: typeof PARALLEL_TASK, mode: 'leak' | 'clean', messages: ChatMessage[]) =>
+    agentModel({ mode, task, cwd: '/w' })(turnContext(messages, tools));
+
+  it('a parallel step is every call of it in one turn, in each habit; a client that ran one gets the other next', () => {
+    const first = act(PARALLEL_TASK, 'clean', [user(PARALLEL_TASK.prompt)]);
+    expect(first).toEqual({
+      call: [
+        { name: 'Read', arguments: { file_path: '/w/a.txt' } },
+        { name: 'Read', arguments: { file_path: '/w/b.txt' } },
+      ],
+    });
+    const leak = act(PARALLEL_TASK, 'leak', [user(PARALLEL_TASK.prompt)]);
+    expect(leak).toMatchObject({ leak: { format: 'hermes', calls: [{ name: 'Read' }, { name: 'Read' }] } });
+    const one = act(PARALLEL_TASK, 'clean', [user(PARALLEL_TASK.prompt), ...result('a')]);
+    expect(one).toEqual({ call: [{ name: 'Read', arguments: { file_path: '/w/b.txt' } }] });
+    const both = act(PARALLEL_TASK, 'clean', [user(PARALLEL_TASK.prompt), ...result('a'), ...result('b')]);
+    expect(both).toMatchObject({ call: [{ name: 'Write', arguments: { content: '42\n' } }] });
+    expect(position(PARALLEL_TASK, 3)).toEqual({ offset: 0 });
+  });
+
+  it('resume: the first run stops after its part; with the resume prompt in the history it goes on', () => {
+    const history = [user(RESUME_TASK.prompt), ...result('a')];
+    expect(act(RESUME_TASK, 'clean', history)).toEqual({ say: 'waiting' });
+    const resumed = act(RESUME_TASK, 'clean', [...history, user(RESUME_TASK.resume!.prompt)]);
+    expect(resumed).toMatchObject({
+      call: [{ name: 'Bash', arguments: { command: 'echo two >> log.txt' } }],
+    });
+  });
+
+  it("a sub-agent's conversation follows the sub-task; the main one delegates with the Agent tool", () => {
+    const agentTool: ToolDef = {
+      type: 'function',
+      function: {
+        name: 'Agent',
+        parameters: {
+          type: 'object',
+          properties: { description: {}, prompt: {}, subagent_type: {} },
+          required: ['description', 'prompt'],
+        },
+      },
+    };
+    const model = agentModel({ mode: 'clean', task: SUBAGENT_TASK, cwd: '/w' });
+    const main = model(turnContext([user(SUBAGENT_TASK.prompt)], [...tools, agentTool]));
+    expect(main).toMatchObject({
+      call: [{ name: 'Agent', arguments: { subagent_type: 'general-purpose' } }],
+    });
+    const inner = (SUBAGENT_TASK.steps[0] as { task: typeof SUBAGENT_TASK }).task;
+    const sub = model(turnContext([user(`<reminder/>${inner.prompt}`)], tools));
+    expect(sub).toMatchObject({ call: [{ name: 'Write', arguments: { file_path: '/w/proof.txt' } }] });
+  });
+
+  it("fidelity: the bytes the model sends are the task's own, tabs, backslashes and non-ASCII included", () => {
+    const call = (
+      act(FIDELITY_TASK, 'clean', [user(FIDELITY_TASK.prompt)]) as unknown as {
+        call: Array<{ arguments: { content: string } }>;
+      }
+    ).call[0]!;
+    expect(call.arguments.content).toContain('C:\\tmp\\new\\x\t<tab>');
+    expect(call.arguments.content).toContain('日本語 🚀');
+  });
+
+  it('a named call (a deferred tool) only once the tool is declared, its paths under the working directory', () => {
+    const notebookEdit: ToolDef = {
+      type: 'function',
+      function: { name: 'NotebookEdit', parameters: { type: 'object' } },
+    };
+    const step = DEFERRED_TASK.steps[2]!;
+    expect(callForStep(step, tools, '/w')).toBeUndefined();
+    expect(callForStep(step, [...tools, notebookEdit], '/w')).toMatchObject({
+      name: 'NotebookEdit',
+      arguments: { notebook_path: '/w/nb.ipynb', new_source: 'print(7391)' },
+    });
   });
 });

@@ -359,6 +359,8 @@ export function prepareLaunch(
   home: string,
   cwd: string,
   bin: string,
+  /** The agent's own arguments for this run, instead of HEADLESS (a resume, another output format). */
+  ownArgs?: string[],
 ): Prepared {
   const env = baseEnv(home, cwd);
   env.PATH = `${dirname(bin)}:${env.PATH}`;
@@ -369,7 +371,7 @@ export function prepareLaunch(
     : HEADLESS[agent];
   if (!own) throw new Error(`${agent}: no headless arguments`);
   if (isSdk(agent)) Object.assign(env, sdkEnv(agent, bin));
-  let userArgs = own(task);
+  let userArgs = ownArgs ?? own(task);
   if (agent === 'codex') {
     const overrides: string[] = [];
     if (target.codexCatalog) {
@@ -421,6 +423,8 @@ export interface RunOptions {
   /** Files the working directory starts with. */
   files?: Record<string, string | Buffer>;
   timeoutMs?: number;
+  /** Through toolproof: the agent's own arguments (after `--`) instead of HEADLESS's. */
+  args?: string[];
 }
 
 export interface RunDirs {
@@ -442,7 +446,7 @@ export function runAgent(options: RunOptions): Promise<AgentRun> {
   for (const [name, text] of Object.entries(options.files ?? {})) writeFileSync(join(cwd, name), text);
   const launched = options.via === 'toolproof';
   const { args, env } = launched
-    ? prepareLaunch(options.agent, options.target, options.task, home, cwd, options.bin)
+    ? prepareLaunch(options.agent, options.target, options.task, home, cwd, options.bin, options.args)
     : prepare(options.agent, options.target, options.task, home, cwd, options.bin);
   const started = Date.now();
   return new Promise((resolve) => {

@@ -58,6 +58,13 @@ export interface CaseOptions {
   /** toolproof's YAML config, given the simulator's URL. */
   file?: (upstreamUrl: string) => Parameters<typeof loadConfig>[1];
   timeoutMs?: number;
+  /** The agent's own arguments (after `toolproof launch <agent> --`), given the prompt; else HEADLESS's. */
+  args?: (prompt: string) => string[];
+  /**
+   * A second run in the same HOME and working directory, with the task's resume prompt and these
+   * arguments (the agent's resume switch): the result's `run` is that one, `first` the first.
+   */
+  resumeArgs?: (prompt: string) => string[];
 }
 
 export interface CaseResult {
@@ -72,6 +79,8 @@ export interface CaseResult {
   disk: string[];
   /** The agent's final text (stdout, trimmed). */
   text: string;
+  /** With resumeArgs: the first run (`run` is the resumed one). */
+  first?: AgentRun;
 }
 
 export async function runCase(options: CaseOptions): Promise<CaseResult> {
@@ -97,23 +106,33 @@ export async function runCase(options: CaseOptions): Promise<CaseResult> {
           close: () => sim.close(),
         }));
   try {
-    const run = await runAgent({
-      bin,
-      agent: options.agent,
-      via: options.via,
-      target: {
-        origin: servers.origin,
-        model: UPSTREAM_MODEL,
-        ...(options.piApi ? { piApi: options.piApi } : {}),
-        ...(options.claudeModels ? { claudeModels: options.claudeModels } : {}),
-        ...options.target,
-      },
-      task: taskPrompt(options.task),
-      dirs,
-      files: options.task.files,
-      timeoutMs: options.timeoutMs ?? 150_000,
-    });
+    const runOnce = (prompt: string, args: ((p: string) => string[]) | undefined, files: boolean) =>
+      runAgent({
+        bin,
+        agent: options.agent,
+        via: options.via,
+        target: {
+          origin: servers.origin,
+          model: UPSTREAM_MODEL,
+          ...(options.piApi ? { piApi: options.piApi } : {}),
+          ...(options.claudeModels ? { claudeModels: options.claudeModels } : {}),
+          ...options.target,
+        },
+        task: prompt,
+        dirs,
+        files: files ? options.task.files : {},
+        timeoutMs: options.timeoutMs ?? 150_000,
+        ...(args ? { args: args(prompt) } : {}),
+      });
+    let first: AgentRun | undefined;
+    let run = await runOnce(taskPrompt(options.task), options.args, true);
+    const resume = options.task.resume;
+    if (options.resumeArgs && resume) {
+      first = run;
+      run = first.exitCode === 0 ? await runOnce(resume.prompt, options.resumeArgs, false) : first;
+    }
     return {
+      ...(first ? { first } : {}),
       run,
       logs: servers.requests(),
       // The launcher's own look-ups (GET /v1/models, the backend's window) are not the agent's session.
@@ -136,6 +155,17 @@ export async function runCase(options: CaseOptions): Promise<CaseResult> {
  * lines, and its answer is the last assistant message's content.
  */
 export function finalText(agent: AgentId, stdout: string): string {
+  // Claude Code's `--output-format stream-json`: one JSON event a line, the answer in the `result` event.
+  if (agent === 'claude' && stdout.trimStart().startsWith('{')) {
+    for (const line of stdout.split('\n').reverse()) {
+      try {
+        const event = JSON.parse(line) as { type?: string; result?: unknown };
+        if (event.type === 'result' && typeof event.result === 'string') return event.result.trim();
+      } catch {
+        // not an event line
+      }
+    }
+  }
   if (agent !== 'grok') return stdout.trim();
   let text = '';
   for (const line of stdout.split('\n')) {

@@ -8,23 +8,24 @@
  *          tool (guided decoding, as vLLM does) it has to call, and calls the step's tool;
  * - clean: proper tool_calls.
  *
- * Progress is read from the request: one step per tool result already in the history, plus the
- * steps a compaction summary in the history says were done. Once every step's result came back it
+ * Progress is read from the request: one call per tool result already in the history, plus the
+ * calls a compaction summary in the history says were done. A parallel step is several calls in
+ * one turn (one `<tool_call>` block each when leaked); a sub-agent's conversation follows its own
+ * task; a resumed task stops after its first part until the resume prompt is in the history. Once every step's result came back it
  * answers the task's final text (through the agent's completion tool when it declares one). A request without tools (a title, or the agent's compaction turn)
  * gets a short plain answer; once steps were done it is a summary that says how many
  * (`[steps done: N]`), as a real model's summary carries the session's progress.
  */
-import type { ScenarioFn, TurnAction } from '../../../simulator/index.js';
-import type { Task } from './tasks.js';
+import type { ScenarioFn, ScriptedCall, TurnAction } from '../../../simulator/index.js';
+import { type Step, stepCalls, type Task, taskCalls } from './tasks.js';
 import { callForStep, completionCall } from './tools.js';
 
 export type Mode = 'leak' | 'prose' | 'clean';
 export const MODES: readonly Mode[] = ['leak', 'prose', 'clean'];
 
-/** What the prose habit claims for each step (nothing of it happened). */
-function claim(task: Task, index: number): string {
-  const step = task.steps[index];
-  if (!step) return task.final;
+/** What the prose habit claims for a step (nothing of it happened). */
+function claim(step: Step | undefined, final: string): string {
+  if (!step) return final;
   switch (step.op) {
     case 'write':
       return `I have created ${step.path} with the content you asked for. done`;
@@ -35,7 +36,46 @@ function claim(task: Task, index: number): string {
       return `I have updated ${step.path} as requested.`;
     case 'run':
       return `I ran \`${step.command}\` and it succeeded.`;
+    case 'parallel':
+      return step.steps.map((s) => claim(s, final)).join(' ');
+    case 'delegate':
+      return `A sub-agent did it: ${step.description}.`;
+    case 'call':
+      return `I used ${step.name}.`;
   }
+}
+
+/**
+ * Where a task stands after `done` calls came back: the step to take next (undefined once every
+ * step is done) and, inside a parallel step, how many of its calls are already done (a client that
+ * ran fewer than asked at once gets the rest next turn).
+ */
+export function position(task: Task, done: number): { step?: Step; offset: number } {
+  let left = done;
+  for (const step of task.steps) {
+    const n = stepCalls(step);
+    if (left < n) return { step, offset: left };
+    left -= n;
+  }
+  return { offset: 0 };
+}
+
+/** The user messages' text, joined (what the user asked in this conversation). */
+function userTexts(messages: ReadonlyArray<{ role?: string; content?: unknown } | undefined>): string[] {
+  return messages
+    .filter((m) => m?.role === 'user')
+    .map((m) => (typeof m?.content === 'string' ? m.content : JSON.stringify(m?.content ?? '')));
+}
+
+/** The sub-agent task whose prompt opens this conversation, if it is a sub-agent's. */
+function subTask(
+  task: Task,
+  messages: ReadonlyArray<{ role?: string; content?: unknown } | undefined>,
+): Task | undefined {
+  const first = userTexts(messages)[0] ?? '';
+  for (const step of task.steps)
+    if (step.op === 'delegate' && first.includes(step.task.prompt)) return step.task;
+  return undefined;
 }
 
 export interface ModelOptions {
@@ -106,8 +146,10 @@ function summarizedSteps(messages: ReadonlyArray<{ role?: string; content?: unkn
 }
 
 export function agentModel(options: ModelOptions): ScenarioFn {
-  const { mode, task, cwd } = options;
+  const { mode, cwd } = options;
   return (ctx) => {
+    // A sub-agent's conversation (Claude Code's Agent tool) follows its own task.
+    const task = subTask(options.task, ctx.messages) ?? options.task;
     const results = ctx.messages.filter((m) => m?.role === 'tool').length;
     const summarized = summarizedSteps(ctx.messages);
     const done = results + summarized;
@@ -117,13 +159,7 @@ export function agentModel(options: ModelOptions): ScenarioFn {
       return { error: { status: 400, message: OVERFLOW, type: 'BadRequestError' } };
     if (options.windowTokens !== undefined && promptTokens(ctx.messages, ctx.tools) > options.windowTokens)
       return { error: { status: 400, message: OVERFLOW, type: 'BadRequestError' } };
-    if (done >= task.steps.length) {
-      const found = task.finalFrom?.exec(JSON.stringify(ctx.messages));
-      const text = !task.finalFrom
-        ? task.final
-        : found
-          ? found[1]!
-          : 'The number is not in what I was given.';
+    const answer = (text: string): TurnAction => {
       // An agent whose run ends only through its completion tool (Cline) gets the answer there,
       // in the mode's habit, as a model following its system prompt does.
       const submit = completionCall(ctx.tools, text);
@@ -131,18 +167,33 @@ export function agentModel(options: ModelOptions): ScenarioFn {
       if (mode === 'clean') return { call: [submit] };
       if (mode === 'leak') return { leak: { format: 'hermes', calls: [submit] } };
       return { say: text, whenRequired: { call: [submit] } };
+    };
+    // The first run of a resumed task stops halfway; the resumed one (its prompt in the history) goes on.
+    const resume = task.resume;
+    if (resume && done === resume.after && !userTexts(ctx.messages).some((t) => t.includes(resume.prompt)))
+      return answer(resume.say);
+    if (done >= taskCalls(task)) {
+      const found = task.finalFrom?.exec(JSON.stringify(ctx.messages));
+      const text = !task.finalFrom
+        ? task.final
+        : found
+          ? found[1]!
+          : 'The number is not in what I was given.';
+      return answer(text);
     }
-    const step = task.steps[done]!;
-    const call = callForStep(step, ctx.tools, cwd);
-    if (!call) return { say: `I cannot do that with these tools (${step.op}).` };
-    const prose: TurnAction = { say: claim(task, done), whenRequired: { call: [call] } };
+    const { step, offset } = position(task, done);
+    const steps = step!.op === 'parallel' ? step!.steps.slice(offset) : [step!];
+    const calls = steps.map((s) => callForStep(s, ctx.tools, cwd));
+    if (calls.some((c) => !c))
+      return { say: `I cannot do that with these tools (${steps.map((s) => s.op).join(', ')}).` };
+    const scripted = calls as ScriptedCall[];
     switch (mode) {
       case 'clean':
-        return { call: [call] };
+        return { call: scripted };
       case 'leak':
-        return { leak: { format: 'hermes', calls: [call] } };
+        return { leak: { format: 'hermes', calls: scripted } };
       case 'prose':
-        return prose;
+        return { say: claim(step, task.final), whenRequired: { call: scripted } };
     }
   };
 }

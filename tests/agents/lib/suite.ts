@@ -156,8 +156,14 @@ const NAMES: Record<string, string> = {
   'openai-agents': 'OpenAI Agents SDK',
 };
 
-/** Tags a case for the results reporter (tests/agents/lib/results-reporter.ts). */
-function tag(meta: TaskMeta, suite: AgentSuite, task: Task, mode: Mode, via: 'toolproof' | 'direct'): void {
+/** Tags a case for the results reporter (tests/agents/lib/results-reporter.ts); long.ts tags its cases too. */
+export function tag(
+  meta: TaskMeta,
+  suite: AgentSuite,
+  task: Task,
+  mode: Mode,
+  via: 'toolproof' | 'direct',
+): void {
   const version = agentsInfo().versions?.[suite.agent] ?? suite.version;
   const label = `${NAMES[suite.agent] ?? suite.agent}${version ? ` ${version}` : ''}`;
   const id = suite.variant ? `${task.id} (${suite.variant})` : task.id;

@@ -12,7 +12,13 @@ export type Step =
   | { op: 'edit'; path: string; old: string; new: string }
   | { op: 'run'; command: string }
   /** Codex: an apply_patch that updates `path` (whatever form, function or freeform, it declares). */
-  | { op: 'patch'; path: string; old: string; new: string };
+  | { op: 'patch'; path: string; old: string; new: string }
+  /** Several calls in one turn (parallel tool calls), one result each. */
+  | { op: 'parallel'; steps: Step[] }
+  /** Claude Code: a sub-agent (its Agent / Task tool) that does `task` in a conversation of its own. */
+  | { op: 'delegate'; description: string; task: Task }
+  /** A call of one named tool with these arguments (`paths`: the keys made absolute under the working directory). */
+  | { op: 'call'; name: string; arguments: Record<string, unknown>; paths?: string[] };
 
 export interface Task {
   id: string;
@@ -28,6 +34,25 @@ export interface Task {
   finalFrom?: RegExp;
   /** Files that must exist at the end, with their exact content. */
   expect: Record<string, string>;
+  /** Compare the files on disk byte for byte (else trimmed text). */
+  exact?: boolean;
+  /** Files that must exist and hold this text somewhere (a format the agent writes its own way). */
+  contains?: Record<string, string>;
+  /**
+   * Two runs of the agent: the first stops once `after` calls' results came back (answering
+   * `say`); the second (the agent resumed with `prompt`) goes on from the history it restored.
+   */
+  resume?: { after: number; say: string; prompt: string };
+}
+
+/** How many calls (and so tool results) a step takes. */
+export function stepCalls(step: Step): number {
+  return step.op === 'parallel' ? step.steps.length : 1;
+}
+
+/** Calls in all of a task's steps. */
+export function taskCalls(task: Task): number {
+  return task.steps.reduce((n, s) => n + stepCalls(s), 0);
 }
 
 export const CORE_TASK: Task = {
@@ -78,10 +103,24 @@ export function diskProblems(task: Task, cwd: string): string[] {
   for (const [name, want] of Object.entries(task.expect)) {
     const path = join(cwd, name);
     if (!existsSync(path)) problems.push(`${name}: missing`);
-    else {
+    else if (task.exact) {
+      const got = readFileSync(path);
+      if (!got.equals(Buffer.from(want, 'utf8')))
+        problems.push(
+          `${name}: bytes ${got.toString('hex')}, want ${Buffer.from(want, 'utf8').toString('hex')}`,
+        );
+    } else {
       const got = readFileSync(path, 'utf8');
       if (got.trim() !== want.trim()) problems.push(`${name}: ${JSON.stringify(got.slice(0, 200))}`);
     }
+  }
+  for (const [name, want] of Object.entries(task.contains ?? {})) {
+    const path = join(cwd, name);
+    if (!existsSync(path)) problems.push(`${name}: missing`);
+    else if (!readFileSync(path, 'utf8').includes(want))
+      problems.push(
+        `${name}: no ${JSON.stringify(want)} in ${JSON.stringify(readFileSync(path, 'utf8').slice(0, 300))}`,
+      );
   }
   return problems;
 }

@@ -3,7 +3,8 @@
  * Claude Code Write/Read/Edit/Bash, Codex shell/exec_command/apply_patch, opencode
  * write/read/edit/bash, Qwen Code write_file/read_file/replace/run_shell_command, pi
  * write/read/edit/bash, Cline editor/read_files/run_commands (its `editor` creates a missing file
- * from `new_text`), Continue Write/Read/Edit-shaped and Grok CLI create_file/view_file/bash. The tool list is the chat-completions one the upstream receives
+ * from `new_text`), Continue Write/Read/Edit-shaped and Grok CLI create_file/view_file/bash; a
+ * sub-agent step is Claude Code's Agent (formerly Task) tool. The tool list is the chat-completions one the upstream receives
  * (toolproof translates the Responses and Messages shapes onto it).
  */
 import { join } from 'node:path';
@@ -29,6 +30,9 @@ const NAMES: Record<Step['op'], string[]> = {
     'run_commands',
   ],
   patch: ['apply_patch'],
+  parallel: [],
+  delegate: ['Agent', 'Task'],
+  call: [],
 };
 
 function find(tools: ToolDef[], op: Step['op']): ToolDef | undefined {
@@ -179,5 +183,21 @@ export function callForStep(step: Step, tools: ToolDef[], cwd: string): Scripted
     }
     case 'run':
       return shell && commandCall(shell, step.command, cwd);
+    case 'parallel':
+      // One call per turn is all a step maps to: the model spreads a parallel step's calls over one turn.
+      return undefined;
+    case 'call': {
+      if (!tools.some((t) => t.function?.name === step.name)) return undefined;
+      const args = { ...step.arguments };
+      for (const k of step.paths ?? []) args[k] = join(cwd, String(args[k]));
+      return { name: step.name, arguments: args };
+    }
+    case 'delegate': {
+      const tool = find(tools, 'delegate');
+      if (!tool) return undefined;
+      const args: Record<string, unknown> = { description: step.description, prompt: step.task.prompt };
+      if ('subagent_type' in props(tool)) args.subagent_type = 'general-purpose';
+      return { name: tool.function.name, arguments: args };
+    }
   }
 }
