@@ -7,11 +7,7 @@
  *
  *   node --expose-gc --import tsx bench/bounds.ts [--only=schemas,responses,...]
  */
-import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { buildApp } from '../server/app.js';
-import { loadConfig } from '../server/config.js';
+import { completion, during as duringAt, scriptedApp } from './lib/scripted-app.js';
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('run with node --expose-gc');
@@ -20,65 +16,17 @@ const only = process.argv
   ?.slice(7)
   .split(',');
 
-type Handler = (body: Record<string, unknown>, res: ServerResponse) => void;
-let handler: Handler = (_b, res) => res.end('{}');
-const upstream = createServer((req, res) => {
-  const parts: Buffer[] = [];
-  req.on('data', (c: Buffer) => parts.push(c));
-  req.on('end', () =>
-    handler(JSON.parse(Buffer.concat(parts).toString() || '{}') as Record<string, unknown>, res),
-  );
-});
-await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1`;
-
-const app = await buildApp(
-  loadConfig(
-    { TOOLPROOF_UPSTREAM_URL: upstreamUrl, TOOLPROOF_STREAM_KEEPALIVE_MS: '1000' },
-    { defaults: { forceToolUse: false, maxRetries: 1 } },
-  ),
-  { logger: false },
+const pair = await scriptedApp(
+  { TOOLPROOF_STREAM_KEEPALIVE_MS: '1000' },
+  { defaults: { forceToolUse: false, maxRetries: 1 } },
 );
-await app.listen({ host: '127.0.0.1', port: 0 });
-const origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+const { origin } = pair;
 
-const completion = (message: unknown) =>
-  JSON.stringify({
-    id: 'c1',
-    object: 'chat.completion',
-    created: 1,
-    model: 'm1',
-    choices: [{ index: 0, message, finish_reason: 'stop' }],
-  });
 const sse = (choices: unknown[]) =>
   `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'm1', choices })}\n\n`;
 
 /** Runs `work`, polling /health meanwhile: wall time, the loop's longest delay, /health's longest wait. */
-async function during(
-  work: () => Promise<unknown>,
-): Promise<{ wallMs: number; loopMs: number; healthMs: number; result: unknown }> {
-  const h = monitorEventLoopDelay({ resolution: 5 });
-  h.enable();
-  let done = false;
-  let healthMs = 0;
-  const start = performance.now();
-  const w = work().finally(() => {
-    done = true;
-  });
-  const poll = (async () => {
-    while (!done) {
-      const t = performance.now();
-      await fetch(`${origin}/health`).then((r) => r.arrayBuffer());
-      healthMs = Math.max(healthMs, performance.now() - t);
-      await new Promise((r) => setTimeout(r, 5));
-    }
-  })();
-  const result = await w;
-  const wallMs = performance.now() - start;
-  await poll;
-  h.disable();
-  return { wallMs, loopMs: h.max / 1e6, healthMs, result };
-}
+const during = <T>(work: () => Promise<T>) => duringAt(origin, work);
 
 /** Bytes the client has received so far on the latest post (the held-stream probes read it). */
 let received = 0;
@@ -136,7 +84,7 @@ if (want('schemas')) {
         function: { name: `t${t}`, arguments: JSON.stringify(args) },
       });
     }
-    handler = (_b, res) => res.end(completion({ role: 'assistant', content: null, tool_calls: calls }));
+    pair.handler = (_b, res) => res.end(completion({ role: 'assistant', content: null, tool_calls: calls }));
     const body = JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'go' }], tools });
     return during(() => post('/v1/chat/completions', body));
   };
@@ -151,7 +99,7 @@ if (want('schemas')) {
 
 // Item 3a: /v1/responses with 30k consecutive function_call items.
 if (want('responses')) {
-  handler = (_b, res) => res.end(completion({ role: 'assistant', content: 'ok' }));
+  pair.handler = (_b, res) => res.end(completion({ role: 'assistant', content: 'ok' }));
   const input = [
     { type: 'message', role: 'user', content: 'go' },
     ...Array.from({ length: 30_000 }, (_, i) => ({
@@ -181,7 +129,7 @@ if (want('choices')) {
     finish_reason: 'stop',
   }));
   const text = `${sse(choices)}data: [DONE]\n\n`;
-  handler = (_b, res) => {
+  pair.handler = (_b, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     res.end(text);
   };
@@ -203,7 +151,7 @@ if (want('choices')) {
 
 // Item 4: a history turn with 130k tool calls, a Messages turn with 170k tool_result blocks.
 if (want('spread')) {
-  handler = (_b, res) => res.end(completion({ role: 'assistant', content: 'done' }));
+  pair.handler = (_b, res) => res.end(completion({ role: 'assistant', content: 'done' }));
   const calls = Array.from({ length: 130_000 }, (_, i) => ({
     id: `c${i}`,
     type: 'function',
@@ -255,7 +203,7 @@ if (want('spread')) {
 async function heldStream(send: (write: (text: string) => Promise<void>) => Promise<void>) {
   let release = () => {};
   let sent: Promise<void> = Promise.resolve();
-  handler = (_b, res) => {
+  pair.handler = (_b, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     const write = (text: string) => new Promise<void>((r) => res.write(text, () => r()));
     sent = send(write);
@@ -348,7 +296,7 @@ if (want('held-args')) {
 
 // Item 7: a held stream whose upstream takes 3 s to answer: when do the first bytes arrive?
 if (want('silence')) {
-  handler = (_b, res) => {
+  pair.handler = (_b, res) => {
     setTimeout(() => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.end(
@@ -373,6 +321,4 @@ if (want('silence')) {
   });
 }
 
-await app.close();
-upstream.closeAllConnections();
-upstream.close();
+await pair.close();

@@ -9,48 +9,20 @@
  *   items: lark, starts-prefix, starts-memory, starts-oom, system, system-merge, attributes, schema,
  *   root-numbers, root-integers, held
  */
-import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { buildApp } from '../server/app.js';
-import { loadConfig } from '../server/config.js';
-
-type Handler = (res: ServerResponse) => void;
-let handler: Handler = (res) => res.end('{}');
-let upstreamBytes = 0;
-const upstream = createServer((req, res) => {
-  req.on('data', (c: Buffer) => {
-    upstreamBytes += c.length;
-  });
-  req.on('end', () => handler(res));
-});
-await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1`;
+import { completion, during, scriptedApp, type UpstreamHandler } from './lib/scripted-app.js';
 
 const item = process.argv[2] ?? 'lark';
-const app = await buildApp(
-  loadConfig(
-    { TOOLPROOF_UPSTREAM_URL: upstreamUrl },
-    item === 'system-merge' ? { defaults: { historyRepair: { mergeSameRole: true } } } : {},
-  ),
-  { logger: false },
+const pair = await scriptedApp(
+  {},
+  item === 'system-merge' ? { defaults: { historyRepair: { mergeSameRole: true } } } : {},
 );
-await app.listen({ host: '127.0.0.1', port: 0 });
-const origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+const { origin } = pair;
 
 const chunk = (delta: unknown, extra: Record<string, unknown> = {}, index = 0) =>
   `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'm1', choices: [{ index, delta, finish_reason: null }], ...extra })}\n\n`;
-const completion = (message: unknown) =>
-  JSON.stringify({
-    id: 'c1',
-    object: 'chat.completion',
-    created: 1,
-    model: 'm1',
-    choices: [{ index: 0, message, finish_reason: 'stop' }],
-  });
 const text =
-  (content: string): Handler =>
-  (res) => {
+  (content: string): UpstreamHandler =>
+  (_b, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(completion({ role: 'assistant', content }));
   };
@@ -79,7 +51,7 @@ const requests: Record<string, () => Promise<number>> = {
     const rules = ['start: r0'];
     for (let d = 0; d < 12; d++) rules.push(`r${d}: r${d + 1} r${d + 1} r${d + 1}`);
     rules.push('r12: "0123456789abcdef"');
-    handler = text('done');
+    pair.handler = text('done');
     const tools = [
       {
         type: 'custom',
@@ -92,7 +64,7 @@ const requests: Record<string, () => Promise<number>> = {
   // item 2: 4,096 tools named 512 x "a" + i, an answer of 512 "a" in 4-character chunks
   'starts-prefix': () => {
     const prefix = 'a'.repeat(512);
-    handler = (res) => {
+    pair.handler = (_b, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       let out = chunk({ role: 'assistant', content: '' });
       for (let i = 0; i < prefix.length; i += 4) out += chunk({ content: prefix.slice(i, i + 4) });
@@ -112,7 +84,7 @@ const requests: Record<string, () => Promise<number>> = {
   },
   // item 2: 2,048 tools with 2,000-character names, n: 8, each choice's first content "<x"
   'starts-memory': () => {
-    handler = (res) => {
+    pair.handler = (_b, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       let out = '';
       for (let c = 0; c < 8; c++) out += chunk({ role: 'assistant', content: '<x' }, {}, c);
@@ -134,7 +106,7 @@ const requests: Record<string, () => Promise<number>> = {
   // item 2 as the issue measured it: 4,096 tools with 4,000-character names (16.6 MB), n: 32
   // (before: out of heap, SIGABRT after 25 s at 4.2 GB; not run against the old code here)
   'starts-oom': () => {
-    handler = (res) => {
+    pair.handler = (_b, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       let out = '';
       for (let c = 0; c < 32; c++) out += chunk({ role: 'assistant', content: '<x' }, {}, c);
@@ -155,7 +127,7 @@ const requests: Record<string, () => Promise<number>> = {
   },
   // item 3: 20k system messages with content parts before the first assistant turn
   system: () => {
-    handler = text('done');
+    pair.handler = text('done');
     const messages = [
       { role: 'user', content: 'hi' },
       ...Array.from({ length: 20_000 }, (_, i) => ({
@@ -167,7 +139,7 @@ const requests: Record<string, () => Promise<number>> = {
   },
   // item 3: mergeSameRole, 20k user messages with parts
   'system-merge': () => {
-    handler = text('done');
+    pair.handler = text('done');
     const messages = Array.from({ length: 20_000 }, (_, i) => ({
       role: 'user',
       content: [{ type: 'text', text: `p${i}` }],
@@ -178,7 +150,7 @@ const requests: Record<string, () => Promise<number>> = {
   attributes: () => {
     let attrs = '';
     for (let i = 0; attrs.length < 64 * 1024; i++) attrs += ` a${i}="get_weather"`;
-    handler = text(`<x${attrs}/>`);
+    pair.handler = text(`<x${attrs}/>`);
     return post('/v1/chat/completions', {
       model: 'm1',
       tool_choice: 'auto',
@@ -198,7 +170,7 @@ const requests: Record<string, () => Promise<number>> = {
         },
       },
     ];
-    handler = (res) => {
+    pair.handler = (_b, res) => {
       const calls = Array.from({ length: 100 }, (_, i) => ({
         id: `c${i}`,
         type: 'function',
@@ -212,7 +184,7 @@ const requests: Record<string, () => Promise<number>> = {
   // item 6: 1M top-level members spelled 1.0 (13.9 MB), the request rewritten (a tool declared);
   // since protocol/json-keys.ts both rows measure the 400 given before the parse
   'root-numbers': () => {
-    handler = text('done');
+    pair.handler = text('done');
     const members: string[] = [];
     for (let i = 0; i < 1_000_000; i++) members.push(`"k${i}":1.0`);
     return post(
@@ -222,7 +194,7 @@ const requests: Record<string, () => Promise<number>> = {
   },
   // item 6's baseline: the same members spelled as integers (nothing to keep)
   'root-integers': () => {
-    handler = text('done');
+    pair.handler = text('done');
     const members: string[] = [];
     for (let i = 0; i < 1_000_000; i++) members.push(`"k${i}":1`);
     return post(
@@ -233,7 +205,7 @@ const requests: Record<string, () => Promise<number>> = {
   // item 7: a held streamed turn, 200 chunks each with a 1 MB extra field
   held: () => {
     const extra = 'x'.repeat(1024 * 1024);
-    handler = (res) => {
+    pair.handler = (_b, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       let i = 0;
       const next = () => {
@@ -254,37 +226,17 @@ const requests: Record<string, () => Promise<number>> = {
   },
 };
 
-const h = monitorEventLoopDelay({ resolution: 5 });
-h.enable();
-let healthMs = 0;
-let done = false;
-const start = performance.now();
-const work = requests[item]!().finally(() => {
-  done = true;
-});
-const poll = (async () => {
-  while (!done) {
-    const t = performance.now();
-    await fetch(`${origin}/health`).then((r) => r.arrayBuffer());
-    healthMs = Math.max(healthMs, performance.now() - t);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-})();
-const status = await work;
-const wallMs = performance.now() - start;
-await poll;
-h.disable();
+const { wallMs, loopMs, healthMs, result: status } = await during(origin, requests[item]!);
 process.stdout.write(
   `${JSON.stringify({
     item,
     status,
     wallMs: Math.round(wallMs),
-    loopMs: Math.round(h.max / 1e6),
-    healthMs: Math.round(Math.max(healthMs, h.max / 1e6)),
+    loopMs: Math.round(loopMs),
+    healthMs: Math.round(Math.max(healthMs, loopMs)),
     peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024),
-    upstreamBytes,
+    upstreamBytes: pair.upstreamBytes(),
   })}\n`,
 );
-await app.close();
-upstream.close();
+await pair.close();
 process.exit(0);

@@ -49,6 +49,25 @@ export function budget<I>(
 
 export const pick = <T>(rnd: () => number, xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
 
+/**
+ * Random text of at least `size` chars after `lead`: units drawn at random, a share `cut` of
+ * them cut short (a marker or a call that never completes).
+ */
+export function soup(
+  rnd: () => number,
+  size: number,
+  units: readonly string[],
+  cut = 0.3,
+  lead = '',
+): string {
+  let text = lead;
+  while (text.length < size) {
+    const u = pick(rnd, units);
+    text += cut > 0 && rnd() < cut ? u.slice(0, Math.floor(rnd() * u.length)) : u;
+  }
+  return text;
+}
+
 // ---------------------------------------------------------------- parsers
 
 /** Every registered parser whose index is `part` modulo `of`: output length x1 vs x4. */
@@ -69,15 +88,7 @@ export function parserRows(part: number, of: number): void {
         const units = [...texts, ...markers, ...PROSE, ...tools.keys()];
         budget(
           `parser ${p.name}`,
-          (size, rnd) => {
-            let text = '';
-            while (text.length < size) {
-              const u = pick(rnd, units);
-              // whole units, and cut ones (a marker or a call that never completes)
-              text += rnd() < 0.3 ? u.slice(0, Math.floor(rnd() * u.length)) : u;
-            }
-            return text;
-          },
+          (size, rnd) => soup(rnd, size, units),
           (text) => {
             let n = 0;
             const s = createRecoveryStream({ tools, parsers: [p.name], newId: () => `c${n++}` });

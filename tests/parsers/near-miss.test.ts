@@ -5,7 +5,7 @@
  * Fixtures with sources: tests/fixtures/parsers/llama3-near-miss.json and the family files.
  */
 import { describe, expect, it } from 'vitest';
-import { budget, pick } from '../hardening/surface-budget.js';
+import { budget, soup } from '../hardening/surface-budget.js';
 import { chunks, options, streamed, toolsOf, whole } from './engine-helpers.js';
 
 const run = {
@@ -18,13 +18,15 @@ const run = {
 };
 const tools = toolsOf(run);
 
-function read(text: string) {
-  const r = whole(text, options(tools));
-  const s = streamed(chunks(text, 1), options(tools));
+/** The whole text read, after checking that streaming it char by char reads the same. */
+function readBoth(text: string, declared: ReturnType<typeof toolsOf>) {
+  const r = whole(text, options(declared));
+  const s = streamed(chunks(text, 1), options(declared));
   expect(s.calls).toEqual(r.calls);
   expect(s.content).toBe(r.content);
   return r;
 }
+const read = (text: string) => readBoth(text, tools);
 
 describe('Llama 3.x near misses of <function=NAME>{json}</function>', () => {
   const shapes: [string, string, string[]][] = [
@@ -96,14 +98,7 @@ describe('Llama 3.x near misses of <function=NAME>{json}</function>', () => {
     ];
     budget(
       'llama near miss',
-      (size, rnd) => {
-        let text = '';
-        while (text.length < size) {
-          const u = pick(rnd, units);
-          text += rnd() < 0.3 ? u.slice(0, Math.floor(rnd() * u.length)) : u;
-        }
-        return text;
-      },
+      (size, rnd) => soup(rnd, size, units),
       (text) => streamed(chunks(text, 64), options(tools)),
       { from: 2000, max: 256_000 },
       3001,
@@ -117,13 +112,7 @@ describe('harmony with its control tokens stripped', () => {
     parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
   };
   const wt = toolsOf(weather);
-  const both = (text: string) => {
-    const r = whole(text, options(wt));
-    const s = streamed(chunks(text, 1), options(wt));
-    expect(s.calls).toEqual(r.calls);
-    expect(s.content).toBe(r.content);
-    return r;
-  };
+  const both = (text: string) => readBoth(text, wt);
 
   it('commentary to=functions.NAME json{…} ending the output: read, repair named', () => {
     const r = both('commentary to=functions.get_weather json{"city":"Paris"}');
@@ -152,14 +141,7 @@ describe('harmony with its control tokens stripped', () => {
     ];
     budget(
       'harmony stripped',
-      (size, rnd) => {
-        let text = '';
-        while (text.length < size) {
-          const u = pick(rnd, units);
-          text += rnd() < 0.3 ? u.slice(0, Math.floor(rnd() * u.length)) : u;
-        }
-        return text;
-      },
+      (size, rnd) => soup(rnd, size, units),
       (text) => streamed(chunks(text, 64), options(wt)),
       { from: 2000, max: 256_000 },
       3002,
@@ -173,13 +155,7 @@ describe('Qwen3-Coder calls one tag away from the template', () => {
     parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] },
   };
   const bt = toolsOf(bash);
-  const both = (text: string) => {
-    const r = whole(text, options(bt));
-    const s = streamed(chunks(text, 1), options(bt));
-    expect(s.calls).toEqual(r.calls);
-    expect(s.content).toBe(r.content);
-    return r;
-  };
+  const both = (text: string) => readBoth(text, bt);
 
   it('<parameter=NAME> where <function=NAME> belongs: read, repair named', () => {
     const r = both(
@@ -213,14 +189,7 @@ describe('Qwen3-Coder calls one tag away from the template', () => {
     for (const lead of ['', '=bash>']) {
       budget(
         `qwen near miss (lead ${JSON.stringify(lead)})`,
-        (size, rnd) => {
-          let text = lead;
-          while (text.length < size) {
-            const u = pick(rnd, units);
-            text += rnd() < 0.3 ? u.slice(0, Math.floor(rnd() * u.length)) : u;
-          }
-          return text;
-        },
+        (size, rnd) => soup(rnd, size, units, 0.3, lead),
         (text) => streamed(chunks(text, 64), options(bt)),
         { from: 2000, max: 256_000 },
         3003,
@@ -262,11 +231,7 @@ describe('MiniMax-M2 block opened by a [Tool Use: NAME] line', () => {
     ];
     budget(
       'tool-use header',
-      (size, rnd) => {
-        let text = '';
-        while (text.length < size) text += pick(rnd, units);
-        return text;
-      },
+      (size, rnd) => soup(rnd, size, units, 0),
       (t) => streamed(chunks(t, 64), options(at)),
       { from: 2000, max: 256_000 },
       3004,

@@ -50,15 +50,19 @@ describe('tool-result-cap', () => {
     expect(d.request.messages[0]!.content).toBe(big);
     expect(String(d.request.messages[1]!.content).length).toBeLessThan(2000);
     expect(d.effects).toEqual([{ policy: 'tool-result-cap', kind: 'tool-result-cut', count: 1 }]);
+    // CPU time (a loaded box stretches the wall clock: 1,026 > 750 ms in a full run at load 21),
+    // measured once more when over.
     const time = (t: string) => {
-      const s = performance.now();
+      const s = process.cpuUsage();
       for (let i = 0; i < 20; i++) cutToolResult(t, 500);
-      return performance.now() - s;
+      const c = process.cpuUsage(s);
+      return (c.user + c.system) / 1000;
     };
     const one = log(100_000);
     const four = log(400_000);
     time(one);
-    expect(time(four)).toBeLessThan(time(one) * 8 + 20);
+    const linear = () => time(four) < time(one) * 8 + 20;
+    expect(linear() || linear()).toBe(true);
   });
 
   it('holds its unit on dense content: a NUL dump, CJK, emoji cost a token a character, not a third', () => {

@@ -6,11 +6,14 @@
  * response); prints the ring's own count and the heap growth after a full GC (both times SCALE:
  * the figures of the full-size run).
  *
- * `snapshot UPSTREAM CAPTURE_MB OUT`: starts toolproof in front of UPSTREAM, sends chat requests
- * (with and without tools, streamed and not) whose prompt holds a random marker, waits for them
- * to end, and writes a heap snapshot to OUT and the marker to OUT.marker. The marker only ever
- * exists here as bytes (a Buffer), never as a JS string of this process's own making, so a
- * snapshot that holds it holds what toolproof kept of a prompt.
+ * `snapshot UPSTREAM CAPTURE_MB[,CAPTURE_MB...] OUT`: for each setting in turn, starts toolproof in
+ * front of UPSTREAM, sends chat requests (with and without tools, streamed and not) whose prompt
+ * holds a random marker (a new one each time), waits for them to end, writes a heap snapshot to
+ * OUT-CAPTURE_MB.heapsnapshot and the marker to that path plus .marker, and closes it. The marker
+ * only ever exists here as bytes (a Buffer), never as a JS string of this process's own making,
+ * so a snapshot that holds it holds what toolproof kept of a prompt. One process for several
+ * settings costs one start-up: a setting's snapshot is taken before the next one's server
+ * exists (put capture off first: nothing of a later one can be in its snapshot).
  */
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -149,5 +152,7 @@ async function snapshotProbe(upstream: string, captureMb: string, out: string): 
 
 const [mode, a, b, c] = process.argv.slice(2);
 if (mode === 'ring') await ringProbe(Number(a), Number(b), Number(c ?? 1));
-else if (mode === 'snapshot') await snapshotProbe(a!, b!, c!);
+else if (mode === 'snapshot')
+  for (const captureMb of b!.split(','))
+    await snapshotProbe(a!, captureMb, `${c!}-${captureMb}.heapsnapshot`);
 else throw new Error(`unknown mode ${mode}`);

@@ -9,31 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workerCount } from '../../server/cluster.js';
 import { ConfigError } from '../../server/config.js';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
-import { freePort, type Proc, startToolproof } from '../support/toolproof-process.js';
-
-/** One request on its own connection (the primary hands out connections, not requests). */
-async function once(
-  origin: string,
-  path: string,
-  body?: unknown,
-): Promise<{ status: number; text: string; reqId: string }> {
-  const client = new Client(origin);
-  try {
-    const res = await client.request({
-      method: body === undefined ? 'GET' : 'POST',
-      path,
-      headers: { 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    return {
-      status: res.statusCode,
-      text: await res.body.text(),
-      reqId: String(res.headers['x-request-id']),
-    };
-  } finally {
-    await client.close();
-  }
-}
+import { freePort, once, type Proc, startToolproof } from '../support/toolproof-process.js';
 
 const SLOW_ANSWER = 'one two three four five six seven eight nine ten';
 

@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createDocumentReader, DEFAULT_PDF_LIMITS } from '../../server/documents/document-reader.js';
+import { loadFactor } from '../hardening/loop-probe.js';
 import { bombPdf, encryptedPdf, imageOnlyPdf, manyPagesPdf, textPdf } from '../support/pdf.js';
 
 const url = (b: Buffer) => `data:application/pdf;base64,${b.toString('base64')}`;
@@ -48,14 +49,25 @@ describe('document reader', () => {
       kind: 'unreadable',
       reason: 'too-large',
     });
-    expect(performance.now() - t0).toBeLessThan(3000);
+    // Quickly (the 67 MB data URL is only measured): 3 s, stretched by the box's load only when over
+    // (3.6 s at load 21 in a full run).
+    const ms = performance.now() - t0;
+    if (ms >= 3000) expect(ms).toBeLessThan(3000 * loadFactor());
     const many = await read(manyPagesPdf(10_000));
     expect(many?.kind === 'text' && [many.pages, many.text.length]).toEqual([10_000, 100]);
   }, 60_000);
 
   it('a decompression bomb ends at the deadline or the heap limit', async () => {
+    // Its own reader with a short deadline: a 200 MB bomb outlasts 4 s of pdf.js too (it ended
+    // at that deadline, burning a core the while).
+    const short = createDocumentReader({ limits: { ...DEFAULT_PDF_LIMITS, timeoutMs: 1_500, heapMb: 96 } });
+    const bomb = url(bombPdf(200));
     const t0 = performance.now();
-    const doc = await read(bombPdf(200));
+    const lookup = await short.prepare({
+      model: 'm',
+      messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: bomb } }] }],
+    });
+    const doc = await lookup?.(bomb);
     expect(['timeout', 'memory']).toContain(doc?.kind === 'unreadable' ? doc.reason : doc?.kind);
     expect(performance.now() - t0).toBeLessThan(15_000);
   }, 60_000);

@@ -6,32 +6,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
-import { freePort } from '../support/toolproof-process.js';
+import { freePort, once } from '../support/toolproof-process.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
-
-/** One request on its own connection (the primary hands out connections, not requests). */
-async function once(
-  origin: string,
-  path: string,
-  body?: unknown,
-): Promise<{ status: number; json: unknown; id: string }> {
-  const client = new Client(origin);
-  try {
-    const res = await client.request({
-      method: body === undefined ? 'GET' : 'POST',
-      path,
-      headers: { 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    return { status: res.statusCode, json: await res.body.json(), id: String(res.headers['x-request-id']) };
-  } finally {
-    await client.close();
-  }
-}
 
 describe('the inspector over two workers', () => {
   let sim: Simulator;
@@ -91,11 +70,11 @@ describe('the inspector over two workers', () => {
         messages: [{ role: 'user', content: `question ${i}` }],
       });
       expect(res.status).toBe(200);
-      ids.push(res.id);
+      ids.push(res.reqId);
     }
     for (let i = 0; i < 4; i++) {
       const res = await once(origin, '/inspect/api/requests');
-      const body = res.json as {
+      const body = JSON.parse(res.text) as {
         workers: number;
         partial: boolean;
         requests: Array<{ id: string; worker: number }>;

@@ -6,17 +6,32 @@
  * process.env or the working directory changed fails, naming what, and the state is put back
  * so the files after it still run clean.
  */
-import { afterAll, beforeAll, vi } from 'vitest';
+import { appendFileSync } from 'node:fs';
+import { afterAll, beforeAll, expect, vi } from 'vitest';
+
+/** TP_HEAP_LOG=path: a JSON line per file (worker pid, ms, heap and RSS after it) for suite-time work. */
+const HEAP_LOG = process.env.TP_HEAP_LOG;
+let file = '';
+let started = 0;
 
 let env: Record<string, string | undefined> = {};
 let cwd = '';
 
 beforeAll(() => {
+  file = expect.getState().testPath ?? '';
+  started = performance.now();
   env = { ...process.env };
   cwd = process.cwd();
 });
 
 afterAll(() => {
+  if (HEAP_LOG) {
+    const m = process.memoryUsage();
+    appendFileSync(
+      HEAP_LOG,
+      `${JSON.stringify({ pid: process.pid, file, ms: Math.round(performance.now() - started), heapMb: Math.round(m.heapUsed / 1e6), rssMb: Math.round(m.rss / 1e6) })}\n`,
+    );
+  }
   // vi.stubEnv / vi.stubGlobal are fine: config unstubEnvs undoes them before the next test,
   // and this undoes the last test's.
   vi.unstubAllEnvs();

@@ -109,9 +109,10 @@ export function bombPdf(inflatedMb: number): Buffer {
   const unit = Buffer.from(
     'BT /F1 12 Tf 72 720 Td (AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA) Tj ET\n',
   );
+  // The unit over and over, by doubling what is filled (a copy per unit took ~1 s of CPU for 200 MB).
   const raw = Buffer.alloc(inflatedMb * 1024 * 1024);
-  for (let o = 0; o < raw.length; o += unit.length)
-    unit.copy(raw, o, 0, Math.min(unit.length, raw.length - o));
+  let filled = unit.copy(raw, 0);
+  while (filled < raw.length) filled += raw.copy(raw, filled, 0, Math.min(filled, raw.length - filled));
   const packed = deflateSync(raw, { level: 9 });
   return build(pageObjects([stream('/Filter /FlateDecode', packed)]));
 }

@@ -7,6 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Client } from 'undici';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -20,6 +21,33 @@ export function freePort(): Promise<number> {
       srv.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * One request on its own connection: a cluster's primary hands out connections, not requests, so
+ * each call may reach another worker.
+ */
+export async function once(
+  origin: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; text: string; reqId: string }> {
+  const client = new Client(origin);
+  try {
+    const res = await client.request({
+      method: body === undefined ? 'GET' : 'POST',
+      path,
+      headers: { 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    return {
+      status: res.statusCode,
+      text: await res.body.text(),
+      reqId: String(res.headers['x-request-id']),
+    };
+  } finally {
+    await client.close();
+  }
 }
 
 export interface Proc {
