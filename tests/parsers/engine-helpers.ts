@@ -35,6 +35,21 @@ export function streamed(pieces: Iterable<string>, opts: RecoveryOptions) {
   return collectEvents(events, s);
 }
 
+/**
+ * The engine's raw events for `text` streamed in 64-char pushes: what the parser budget tests
+ * (lead-in, peer near-miss, wild10 readings) time, x1 against x4.
+ */
+export function pushed64(tools: Map<string, DeclaredTool>) {
+  return (text: string) => {
+    let n = 0;
+    const s = createRecoveryStream({ tools, newId: () => `c${n++}` });
+    const events = [];
+    for (let i = 0; i < text.length; i += 64) events.push(...s.push({ content: text.slice(i, i + 64) }));
+    events.push(...s.finish());
+    return events;
+  };
+}
+
 export function* chunks(text: string, size: number): Generator<string> {
   for (let i = 0; i < text.length; i += size) yield text.slice(i, i + size);
 }

@@ -7,9 +7,8 @@
  * before a call (and one past its cap), and the Llama call without `<function=`.
  */
 import { describe, it } from 'vitest';
-import { createRecoveryStream } from '../../parsers/recover.js';
 import { budget, pick } from '../hardening/surface-budget.js';
-import { toolsOf } from './engine-helpers.js';
+import { pushed64, toolsOf } from './engine-helpers.js';
 
 const tools = toolsOf(
   {
@@ -26,14 +25,7 @@ const tools = toolsOf(
   },
 );
 
-function run(text: string) {
-  let n = 0;
-  const s = createRecoveryStream({ tools, newId: () => `c${n++}` });
-  const events = [];
-  for (let i = 0; i < text.length; i += 64) events.push(...s.push({ content: text.slice(i, i + 64) }));
-  events.push(...s.finish());
-  return events;
-}
+const run = pushed64(tools);
 
 const OPTS = { from: 2000, max: 256_000 };
 

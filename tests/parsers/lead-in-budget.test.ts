@@ -6,9 +6,8 @@
  * boundaries, and an element call with many children.
  */
 import { describe, it } from 'vitest';
-import { createRecoveryStream } from '../../parsers/recover.js';
 import { budget, pick } from '../hardening/surface-budget.js';
-import { toolsOf } from './engine-helpers.js';
+import { pushed64, toolsOf } from './engine-helpers.js';
 
 const tools = toolsOf({
   name: 'get_weather',
@@ -31,14 +30,7 @@ const UNITS = [
   ')',
 ];
 
-function run(text: string) {
-  let n = 0;
-  const s = createRecoveryStream({ tools, newId: () => `c${n++}` });
-  const events = [];
-  for (let i = 0; i < text.length; i += 64) events.push(...s.push({ content: text.slice(i, i + 64) }));
-  events.push(...s.finish());
-  return events;
-}
+const run = pushed64(tools);
 
 describe('lead-in gate: output length x1 vs x4', () => {
   it('a call after a lead-in with a long argument (read)', () => {

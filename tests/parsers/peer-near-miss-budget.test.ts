@@ -7,23 +7,15 @@
  * Functionary v2 parts, a `tool_code = ` line, and a call list ending in surplus brackets.
  */
 import { describe, it } from 'vitest';
-import { createRecoveryStream } from '../../parsers/recover.js';
 import { budget, pick } from '../hardening/surface-budget.js';
-import { toolsOf } from './engine-helpers.js';
+import { pushed64, toolsOf } from './engine-helpers.js';
 
 const tools = toolsOf({
   name: 'get_weather',
   parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
 });
 
-function run(text: string) {
-  let n = 0;
-  const s = createRecoveryStream({ tools, newId: () => `c${n++}` });
-  const events = [];
-  for (let i = 0; i < text.length; i += 64) events.push(...s.push({ content: text.slice(i, i + 64) }));
-  events.push(...s.finish());
-  return events;
-}
+const run = pushed64(tools);
 
 const GLM_PIECES = [
   '<arg_key>k</arg_key>',
