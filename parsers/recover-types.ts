@@ -45,8 +45,18 @@ export type RecoveryEvent =
   | { type: 'call-args'; index: number; fragment: string }
   | { type: 'call-end'; index: number };
 
+/** How the output ended, as the upstream said (its finish reason). */
+export interface OutputEnd {
+  /**
+   * The token limit cut the output (finish reason `length`): an envelope left open at the end is
+   * a call the limit cut off, not one the model finished, so it stays content. Without it an
+   * unclosed last envelope is read leniently (a model that stopped without its closer).
+   */
+  cut?: boolean;
+}
+
 export interface RecoveryStream {
   push(d: { content?: string; reasoning?: string }): RecoveryEvent[];
-  finish(): RecoveryEvent[];
+  finish(end?: OutputEnd): RecoveryEvent[];
   leaks(): LeakRecord[];
 }

@@ -3,6 +3,7 @@
  */
 import { backendHint, createEngineStream } from './engine/engine.js';
 import type {
+  OutputEnd,
   RecoveryEvent,
   RecoveryOptions,
   RecoveryResult,
@@ -14,6 +15,7 @@ import { buildScanPlan, EnvelopeScanner, type ScanPlan } from './engine/scanner.
 import type { LeakSource } from './types.js';
 
 export type {
+  OutputEnd,
   RecoveredCall,
   RecoveryEvent,
   RecoveryOptions,
@@ -93,7 +95,7 @@ export function collectEvents(
 
 /** Non-streaming recovery of one assistant message. */
 export function recoverMessage(
-  input: { content: string | null; reasoning: string | null },
+  input: { content: string | null; reasoning: string | null } & OutputEnd,
   opts: RecoveryOptions,
 ): RecoveryResult {
   const s = createRecoveryStream(opts);
@@ -102,7 +104,7 @@ export function recoverMessage(
       ...(input.reasoning ? { reasoning: input.reasoning } : {}),
       ...(input.content ? { content: input.content } : {}),
     }),
-    ...s.finish(),
+    ...s.finish({ cut: input.cut === true }),
   ];
   return collectEvents(events, s);
 }

@@ -25,6 +25,8 @@ export interface EngineOptions {
 
 /** Leak reason for a complete call written before a bare </think> (see bare-think.ts). */
 const DRAFT = 'draft before </think>';
+/** An envelope still open when the token limit ended the output (finish reason `length`). */
+export const CUT_BY_LIMIT = 'cut off by the token limit';
 
 export interface AcceptedCall {
   name: string;
@@ -102,6 +104,8 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
   let reasoningAll = '';
   let callCount = 0;
   let finished = false;
+  /** The upstream said the token limit ended the output: set by finish() before the last scans. */
+  let cutByLimit = false;
   const bareThink = new BareThinkWatch(maxHeld, opts.plan.think.closeSet);
   // the reasoning the output (or prompt) opened is scanned too: a call ends it (reasoning-calls.ts)
   const reasoningScanner = new EnvelopeScanner(opts.plan, ctx, { whole: false, maxHeld });
@@ -115,7 +119,11 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
   const judge = (e: Extract<ScanEvent, { type: 'envelope' }>) => {
     let v = verdicts.get(e);
     if (!v) {
-      v = judgeEnvelope(e.match, opts.tools);
+      // only the end of output leaves an envelope truncated, so finish() has set the flag by now
+      v =
+        cutByLimit && e.match.truncated
+          ? { ok: false, outcome: 'unrecovered', reason: CUT_BY_LIMIT }
+          : judgeEnvelope(e.match, opts.tools);
       verdicts.set(e, v);
     }
     return v;
@@ -279,9 +287,10 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
       if (d.content) onThink(think.push(contentCarry.take(d.content, false)), out);
       return out;
     },
-    finish() {
+    finish(end) {
       if (finished) return [];
       finished = true;
+      cutByLimit = end?.cut === true;
       const out: RecoveryEvent[] = [];
       reasoning(reasoningCarry.take('', true), out);
       const rest = contentCarry.take('', true);

@@ -34,6 +34,7 @@ import { leakRecoverySettings, readerStartsInReasoning } from './settings.js';
 
 function recoverChoiceMessage(
   message: AssistantMessage,
+  cut: boolean,
   responseId: string,
   choiceIndex: number,
   ctx: PolicyContext,
@@ -47,7 +48,7 @@ function recoverChoiceMessage(
   const reasoningIn = (message[reasoningKey] as string | null | undefined) ?? null;
   if (!content && !reasoningIn) return { message, added: 0, leaks: [] };
   const result = recoverMessage(
-    { content, reasoning: reasoningIn },
+    { content, reasoning: reasoningIn, cut },
     {
       tools: declaredTools(sent),
       parsers: ctx.settings.parsers,
@@ -87,7 +88,11 @@ function suppressLeaks(
     const content = typeof m.content === 'string' ? m.content : null;
     const reasoning = typeof m.reasoning_content === 'string' ? m.reasoning_content : m.reasoning;
     const r = recoverMessage(
-      { content, reasoning: typeof reasoning === 'string' ? reasoning : null },
+      {
+        content,
+        reasoning: typeof reasoning === 'string' ? reasoning : null,
+        cut: choice.finish_reason === 'length',
+      },
       {
         tools: declaredTools(sent),
         parsers: ctx.settings.parsers,
@@ -114,7 +119,14 @@ function onResponse(
   let changed = false;
   const choices = response.choices.map((choice) => {
     if (!choice?.message) return choice;
-    const r = recoverChoiceMessage(choice.message, String(response.id ?? ''), choice.index ?? 0, ctx, sent);
+    const r = recoverChoiceMessage(
+      choice.message,
+      choice.finish_reason === 'length',
+      String(response.id ?? ''),
+      choice.index ?? 0,
+      ctx,
+      sent,
+    );
     pushAll(effects, leakEffects(r.leaks));
     if (r.message === choice.message) return choice;
     changed = true;

@@ -10,7 +10,12 @@ import type {
   ToolCallDelta,
 } from '../../protocol/openai.js';
 import { declaredTools } from '../../protocol/tools.js';
-import { createRecoveryStream, type RecoveryEvent, type RecoveryStream } from '../../parsers/recover.js';
+import {
+  createRecoveryStream,
+  type OutputEnd,
+  type RecoveryEvent,
+  type RecoveryStream,
+} from '../../parsers/recover.js';
 import type { LeakRecord } from '../../parsers/types.js';
 import {
   passThroughHook,
@@ -72,9 +77,9 @@ class LazyRecoveryStream implements RecoveryStream {
     return this.engine.push(d);
   }
 
-  finish(): RecoveryEvent[] {
+  finish(end?: OutputEnd): RecoveryEvent[] {
     this.finished = true;
-    return this.engine ? this.engine.finish() : [];
+    return this.engine ? this.engine.finish(end) : [];
   }
 
   leaks(): LeakRecord[] {
@@ -216,7 +221,7 @@ class LeakRecoveryStream implements StreamHook<LeakRecoveryEffect> {
     const events = st.stream.push(piece);
     let finish = choice.finish_reason;
     if (finish != null) {
-      pushAll(events, st.stream.finish());
+      pushAll(events, st.stream.finish({ cut: finish === 'length' }));
       st.finished = true;
     }
     applyEvents(st, events, out);
