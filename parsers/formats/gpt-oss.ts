@@ -30,7 +30,7 @@ const ROLE_TAIL = ' to=functions.';
 const STRIPPED = 'commentary to=functions.';
 /**
  * The same with the recipient in the role header (openai/codex#13114, gpt-5.3-codex):
- * `assistant to=functions.NAME commentary json\n{…}`. Read only at the start of the output.
+ * `assistant to=functions.NAME commentary json\n{…}`. Read only as the very first characters of the output.
  */
 const STRIPPED_ROLE = 'assistant to=functions.';
 
@@ -129,7 +129,7 @@ function trailingText(
  * same way when it opens the output, its `commentary` word optional.
  */
 function stripped({ text, start, marker, final, ctx }: MatchInput): MatchResult {
-  if (marker === STRIPPED_ROLE && text.slice(0, start).trim() !== '') return null;
+  if (marker === STRIPPED_ROLE && start !== 0) return null;
   const from = start + marker.length;
   let e = from;
   while (e < text.length && !/[\s{<]/.test(text[e] ?? '')) e++;

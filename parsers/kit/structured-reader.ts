@@ -595,14 +595,17 @@ class Reader {
  * The items of an array parameter written as child elements, one element per item:
  * `<suggestions><suggestion>a</suggestion><suggestion>b</suggestion></suggestions>` is
  * `["a", "b"]` (RooCodeInc/Roo-Code#10270), each item typed by the schema's `items`, an object
- * item read from its own child elements. Undefined when the parameter is no array or its text is
- * no markup (typedText reads it); null when the markup is not one run of elements of one tag, or
- * an item does not read: which value the model meant is then unsure, so the call is not read.
+ * item read from its own child elements. Undefined when the parameter is no array or its text
+ * holds no markup (typedText reads it); null when the text holds markup that is not one run of
+ * elements of one tag, or an item does not read: which value the model meant is then unsure, so
+ * the call is not read.
  */
 function listItems(text: string, tool: DeclaredTool, key: string): unknown[] | null | undefined {
   const schema = paramSchema(tool, key);
   const t = text.trim();
-  if (schema?.['type'] !== 'array' || !t.startsWith('<')) return undefined;
+  if (schema?.['type'] !== 'array' || t.startsWith('[')) return undefined;
+  // markup that is not one run of elements: lifting the text into a list would make one item of it
+  if (!t.startsWith('<')) return /<\/?[A-Za-z]/.test(t) ? null : undefined;
   const kids = childElements(t);
   if (kids === null || kids.length === 0 || kids.some((k) => k.key !== kids[0]?.key)) return null;
   const item = isPlainObject(schema['items']) ? schema['items'] : undefined;
