@@ -30,7 +30,9 @@ const ROLE_TAIL = ' to=functions.';
 const STRIPPED = 'commentary to=functions.';
 /**
  * The same with the recipient in the role header (openai/codex#13114, gpt-5.3-codex):
- * `assistant to=functions.NAME commentary json\n{…}`. Read only as the very first characters of the output.
+ * `assistant to=functions.NAME commentary json\n{…}`. A whole-output start, not a marker: read
+ * only when it opens the output (a marker starting with a common letter would cost the scan of
+ * every marker-free answer about a tenth). The lead-in gate leaves it out of its candidates.
  */
 const STRIPPED_ROLE = 'assistant to=functions.';
 
@@ -129,7 +131,6 @@ function trailingText(
  * same way when it opens the output, its `commentary` word optional.
  */
 function stripped({ text, start, marker, final, ctx }: MatchInput): MatchResult {
-  if (marker === STRIPPED_ROLE && start !== 0) return null;
   const from = start + marker.length;
   let e = from;
   while (e < text.length && !/[\s{<]/.test(text[e] ?? '')) e++;
@@ -195,12 +196,20 @@ function flattened({ text, start, marker, final, find }: MatchInput): MatchResul
 
 export const gptOss = defineFamily({
   name: 'gpt-oss',
-  markers: [START, CHANNEL, TOOL_CALL, ROLE_TAIL, STRIPPED, STRIPPED_ROLE],
+  markers: [START, CHANNEL, TOOL_CALL, ROLE_TAIL, STRIPPED],
+  wholeStarts: [STRIPPED_ROLE],
+  matchWhole(text, ctx) {
+    const i = skipWs(text, 0);
+    if (!text.startsWith(STRIPPED_ROLE, i)) return null;
+    const find = (lit: string, from: number) => text.indexOf(lit, from);
+    const r = stripped({ text, start: i, marker: STRIPPED_ROLE, final: true, ctx, find });
+    return r === null || r === 'need-more' ? null : r;
+  },
   priority: 10,
   backend: { vllm: 'openai', llamacpp: 'GPT-OSS', sglang: 'gpt-oss' },
   match(input): MatchResult {
     if (input.marker === TOOL_CALL) return flattened(input);
-    if (input.marker === STRIPPED || input.marker === STRIPPED_ROLE) return stripped(input);
+    if (input.marker === STRIPPED) return stripped(input);
     if (input.marker === ROLE_TAIL && input.start !== 0) return null;
     const { text, start, final, find } = input;
     const msg = find(MESSAGE, start);
