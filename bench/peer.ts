@@ -11,8 +11,8 @@
  * (parsers/disagreements.json) is also counted apart, as `disagreed`.
  */
 import { readFileSync } from 'node:fs';
-import { collectEvents, createRecoveryStream, recoverMessage } from '../parsers/recover.js';
-import { type FixtureCase, optionsFor } from '../tests/parsers/fixtures.js';
+import { recoverMessage } from '../parsers/recover.js';
+import { type FixtureCase, optionsFor, streamedByChar } from '../tests/parsers/fixtures.js';
 
 const file = process.argv.slice(2).find((a) => !a.startsWith('-')) ?? 'bench/peer-new.json';
 const listed = new Set(
@@ -92,12 +92,7 @@ for (const c of cases) {
     if (verbose)
       console.log(`CONTENT ${c.name}: ${JSON.stringify(r.content)} want ${JSON.stringify(c.expect.content)}`);
   }
-  const s = createRecoveryStream(optionsFor(c));
-  const events = [];
-  for (const ch of c.reasoning ?? '') events.push(...s.push({ reasoning: ch }));
-  for (const ch of c.text) events.push(...s.push({ content: ch }));
-  events.push(...s.finish());
-  const streamed = collectEvents(events, s);
+  const streamed = streamedByChar(c);
   if (callsOf(streamed) !== callsOf(r) || streamed.content !== r.content) {
     bump('streamDiff');
     console.log(`STREAM DIFF ${c.name}`);

@@ -9,8 +9,8 @@
  * - streamed: the text pushed one character at a time must give the same calls and content.
  */
 import { readFileSync } from 'node:fs';
-import { collectEvents, createRecoveryStream, recoverMessage } from '../parsers/recover.js';
-import { type FixtureCase, optionsFor } from '../tests/parsers/fixtures.js';
+import { recoverMessage } from '../parsers/recover.js';
+import { type FixtureCase, optionsFor, streamedByChar } from '../tests/parsers/fixtures.js';
 
 const file = process.argv[2];
 if (!file) throw new Error('usage: tsx bench/wild.ts <fixture.json>');
@@ -38,12 +38,7 @@ for (const c of cases) {
   if (exact) n.exact++;
   else console.log(`MISMATCH ${c.name}: calls ${JSON.stringify(r.calls.map((x) => [x.name, x.arguments]))}`);
 
-  const s = createRecoveryStream(optionsFor(c));
-  const events = [];
-  for (const r2 of c.reasoning ?? '') events.push(...s.push({ reasoning: r2 }));
-  for (const ch of c.text) events.push(...s.push({ content: ch }));
-  events.push(...s.finish());
-  const streamed = collectEvents(events, s);
+  const streamed = streamedByChar(c);
   const calls = (x: typeof r) => JSON.stringify(x.calls.map((k) => [k.name, k.arguments]));
   if (calls(streamed) !== calls(r) || streamed.content !== r.content) {
     n.streamDiff++;

@@ -180,9 +180,12 @@ class Candidates {
     plan: ScanPlan,
     private readonly ctx: ParseContext,
   ) {
-    // the whole families' fixed starts, less the ones handled here (fence, `{`, `[`) and
-    // functionary's `all\n` channel (a channel name, not a call)
-    this.fixed = plan.wholeStarts.filter((s) => !['```', '{', '[', 'all\n'].includes(s));
+    // the whole families' fixed starts, less the ones handled here (fence, `{`, `[`),
+    // functionary's `all\n` channel (a channel name, not a call) and harmony's stripped role
+    // header (a header with its control tokens lost: only the output's own start)
+    this.fixed = plan.wholeStarts.filter(
+      (s) => !['```', '{', '[', 'all\n', 'assistant to=functions.'].includes(s),
+    );
     this.names = [];
     for (const f of plan.wholeFamilies) {
       const frames = f.spec.wholeNameStarts;

@@ -5,6 +5,10 @@
  * the GLM template writes non-string values as JSON).
  * IQuest-Coder V2 (vLLM `iquest_coder_v2`) writes the same body in its own call tag, one tag per
  * call: <iquestcoder_tool_call>NAME<arg_key>k</arg_key><arg_value>v</arg_value></iquestcoder_tool_call>.
+ * Near miss `missing-arg-key-open` (vllm-project/vllm#47190): the first `<arg_key>` dropped, so
+ * the first key runs into the name (`NAMEkey</arg_key>`, or `NAME key</arg_key>` with one blank).
+ * Read only when exactly one declared tool's name is a prefix of that run and the rest is one of
+ * its declared parameters, and the call then fits the schema.
  */
 import { defineFamily } from '../engine/define.js';
 import type { ParseContext, ParsedCall } from '../types.js';
@@ -30,7 +34,54 @@ function accept(text: string, bodyStart: number, final: boolean): 'yes' | 'no' |
   if (after >= text.length) return final ? 'yes' : 'need-more';
   const c = text[after];
   // the template writes NAME then a newline (4.5/4.6) or <arg_key> directly (4.7); prose has a space
-  return c === '\n' || c === '\r' || c === '<' ? 'yes' : 'no';
+  if (c === '\n' || c === '\r' || c === '<') return 'yes';
+  // ...except `NAME key</arg_key>`, a call whose first <arg_key> was dropped (vllm#47190)
+  if (c !== ' ') return 'no';
+  const key = readName(text, after + 1);
+  const k = after + 1 + key.length;
+  if (k >= text.length) return final ? 'no' : 'need-more';
+  if (key === '') return 'no';
+  const rest = text.slice(k, k + K_CLOSE.length);
+  if (rest === K_CLOSE) return 'yes';
+  return !final && K_CLOSE.startsWith(rest) ? 'need-more' : 'no';
+}
+
+/** Longest run (name, one blank, key) looked at for a dropped first `<arg_key>`. */
+const GLUED_MAX = 128;
+
+/**
+ * `NAMEkey</arg_key>` or `NAME key</arg_key>` at `i`: the one split where NAME is a declared
+ * tool and key one of its declared parameters; null when there is none or more than one.
+ * Bounded: at most GLUED_MAX splits of a run of at most GLUED_MAX characters.
+ */
+function gluedFirstKey(
+  body: string,
+  i: number,
+  ctx: ParseContext,
+): { name: string; key: string; after: number } | null {
+  const run = readName(body, i);
+  if (run === '' || run.length > GLUED_MAX) return null;
+  let j = i + run.length;
+  let spaced = '';
+  if (body[j] === ' ') {
+    spaced = readName(body, j + 1);
+    if (spaced === '' || spaced.length > GLUED_MAX) return null;
+    j += 1 + spaced.length;
+  }
+  if (!body.startsWith(K_CLOSE, j)) return null;
+  const splits =
+    spaced !== ''
+      ? [[run, spaced]]
+      : [...Array(run.length - 1).keys()].map((n) => [run.slice(0, n + 1), run.slice(n + 1)]);
+  let found: { name: string; key: string; after: number } | null = null;
+  for (const [name = '', key = ''] of splits) {
+    const props = (ctx.tools.get(name)?.parameters as { properties?: Record<string, unknown> } | undefined)
+      ?.properties;
+    if (!props || !Object.hasOwn(props, key)) continue;
+    if (found) return null;
+    found = { name, key, after: j + K_CLOSE.length };
+  }
+  return found;
 }
 
 /**
@@ -54,19 +105,34 @@ function parseBody(
   truncated = false,
 ): { calls: ParsedCall[] } | { error: string } {
   let i = skipWs(body, 0);
-  const name = readName(body, i);
+  let name = readName(body, i);
   if (name === '') return { error: 'no function name' };
+  const repairs = new Set<string>();
+  let firstKey: string | null = null;
+  const glued =
+    body.startsWith(K_CLOSE, i + name.length) || body[i + name.length] === ' '
+      ? gluedFirstKey(body, i, ctx)
+      : null;
+  if (glued) {
+    ({ name, key: firstKey } = glued);
+    repairs.add('missing-arg-key-open');
+    i = skipWs(body, glued.after);
+  } else i = skipWs(body, i + name.length);
   const tool = ctx.tools.get(name);
-  i = skipWs(body, i + name.length);
   const args = createArgs();
   const next = seeker(body);
-  const repairs = new Set<string>();
-  while (i < body.length) {
-    if (!body.startsWith(K_OPEN, i)) return { error: 'unexpected text in tool call' };
-    const kEnd = next(K_CLOSE, i + K_OPEN.length);
-    if (kEnd < 0) return { error: 'unclosed arg_key' };
-    const key = body.slice(i + K_OPEN.length, kEnd).trim();
-    i = skipWs(body, kEnd + K_CLOSE.length);
+  while (i < body.length || firstKey !== null) {
+    let key: string;
+    if (firstKey !== null) {
+      key = firstKey;
+      firstKey = null;
+    } else {
+      if (!body.startsWith(K_OPEN, i)) return { error: 'unexpected text in tool call' };
+      const kEnd = next(K_CLOSE, i + K_OPEN.length);
+      if (kEnd < 0) return { error: 'unclosed arg_key' };
+      key = body.slice(i + K_OPEN.length, kEnd).trim();
+      i = skipWs(body, kEnd + K_CLOSE.length);
+    }
     // Two values for one key: which one did the model mean? Leave it as text.
     if (Object.hasOwn(args, key)) return { error: `duplicate argument ${JSON.stringify(key)}` };
     const opened = body.startsWith(V_OPEN, i);

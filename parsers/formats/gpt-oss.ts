@@ -28,6 +28,13 @@ const TOOL_CALL_CLOSE = '</tool_call>';
 const ROLE_TAIL = ' to=functions.';
 /** A call header whose control tokens were stripped (a backend decoding them as nothing). */
 const STRIPPED = 'commentary to=functions.';
+/**
+ * The same with the recipient in the role header (openai/codex#13114, gpt-5.3-codex):
+ * `assistant to=functions.NAME commentary json\n{…}`. A whole-output start, not a marker: read
+ * only when it opens the output (a marker starting with a common letter would cost the scan of
+ * every marker-free answer about a tenth). The lead-in gate leaves it out of its candidates.
+ */
+const STRIPPED_ROLE = 'assistant to=functions.';
 
 /** First terminator or next block at/after i: [index, length consumed]. */
 function bodyEnd(text: string, i: number): { at: number; len: number } | null {
@@ -119,7 +126,9 @@ function trailingText(
  * `<|channel|>`, `<|constrain|>`, `<|message|>` and `<|call|>` gone). Read only when NAME is a
  * declared tool, an optional `json` / `code` constraint word follows, then one strict JSON object
  * that fits the tool's schema and nothing but blanks to the end of output (the stripped
- * `<|call|>` ended the turn); anything after the object leaves the whole text as it is.
+ * `<|call|>` ended the turn); anything after the object leaves the whole text as it is. The
+ * role-header form (`assistant to=functions.NAME commentary json{…}`, STRIPPED_ROLE) is read the
+ * same way when it opens the output, its `commentary` word optional.
  */
 function stripped({ text, start, marker, final, ctx }: MatchInput): MatchResult {
   const from = start + marker.length;
@@ -131,6 +140,13 @@ function stripped({ text, start, marker, final, ctx }: MatchInput): MatchResult 
   if (!tool) return null;
   let j = skipWs(text, e);
   if (j >= text.length) return final ? null : 'need-more';
+  // the role-header form names its channel after the recipient
+  if (marker === STRIPPED_ROLE) {
+    const w = expectLiteral(text, j, 'commentary', final);
+    if (w === 'need-more') return w;
+    if (w === 'yes') j = skipWs(text, j + 'commentary'.length);
+    if (j >= text.length) return final ? null : 'need-more';
+  }
   for (const word of ['json', 'code']) {
     const w = expectLiteral(text, j, word, final);
     if (w === 'need-more') return w;
@@ -181,6 +197,14 @@ function flattened({ text, start, marker, final, find }: MatchInput): MatchResul
 export const gptOss = defineFamily({
   name: 'gpt-oss',
   markers: [START, CHANNEL, TOOL_CALL, ROLE_TAIL, STRIPPED],
+  wholeStarts: [STRIPPED_ROLE],
+  matchWhole(text, ctx) {
+    const i = skipWs(text, 0);
+    if (!text.startsWith(STRIPPED_ROLE, i)) return null;
+    const find = (lit: string, from: number) => text.indexOf(lit, from);
+    const r = stripped({ text, start: i, marker: STRIPPED_ROLE, final: true, ctx, find });
+    return r === null || r === 'need-more' ? null : r;
+  },
   priority: 10,
   backend: { vllm: 'openai', llamacpp: 'GPT-OSS', sglang: 'gpt-oss' },
   match(input): MatchResult {

@@ -50,6 +50,24 @@ function fenceBody(t: string): string | null {
   while (i < t.length) {
     if (!t.startsWith('```', i)) return null;
     const nl = t.indexOf('\n', i);
+    const line = t.indexOf('```', i + 3);
+    if (line >= 0 && (nl < 0 || line < nl)) {
+      // the whole fence on one line, its body a JSON value after the label and a blank:
+      // ```json {"name": …} ``` (nicoalbanese/ai-sdk-fundamentals#4, Deepseek-Coder-v2)
+      const one = /^([A-Za-z_]*)[ \t]*(?=[{[])/.exec(t.slice(i + 3, line));
+      const l = (one?.[1] ?? '').toLowerCase();
+      if (
+        !one ||
+        (one[1] !== '' && one[0] === one[1]) ||
+        !FENCE_LANGS.has(l) ||
+        (lang !== null && l !== lang)
+      )
+        return null;
+      lang = l;
+      bodies.push(t.slice(i + 3 + one[0].length, line));
+      i = skipWs(t, line + 3);
+      continue;
+    }
     if (nl < 0) return null;
     const l = t
       .slice(i + 3, nl)

@@ -564,7 +564,13 @@ class Reader {
     const t = inner?.trim() ?? '';
     if (t === '') return args;
     if (t.startsWith('{')) {
-      const v = attrs.length === 0 ? decodeValue(t) : null;
+      // beside a JSON body, an `id` attribute the schema does not declare is the call's id, not
+      // an argument: `<tool_call id="call_00_x" name="NAME">{…}</tool_call>` (felinics/Memoh#435)
+      const idOnly =
+        attrs.length === 1 &&
+        CALL_ID_ATTRS.has(attrs[0]?.[0] ?? '') &&
+        !propertyNames(tool).includes(attrs[0]?.[0] ?? '');
+      const v = attrs.length === 0 || idOnly ? decodeValue(t) : null;
       return v?.ok && isPlainObject(v.value) ? v.value : null;
     }
     if (!t.startsWith('<')) {
@@ -577,11 +583,52 @@ class Reader {
     if (children === null) return null;
     for (const { key, inner: text } of children) {
       if (Object.hasOwn(args, key)) return null;
-      args[key] = typedText(text, tool, key);
+      const items = listItems(text, tool, key);
+      if (items === null) return null;
+      args[key] = items ?? typedText(text, tool, key);
     }
     return args;
   }
 }
+
+/**
+ * The items of an array parameter written as child elements, one element per item:
+ * `<suggestions><suggestion>a</suggestion><suggestion>b</suggestion></suggestions>` is
+ * `["a", "b"]` (RooCodeInc/Roo-Code#10270), each item typed by the schema's `items`, an object
+ * item read from its own child elements. Undefined when the parameter is no array or its text
+ * holds no markup (typedText reads it); null when the text holds markup that is not one run of
+ * elements of one tag, or an item does not read: which value the model meant is then unsure, so
+ * the call is not read.
+ */
+function listItems(text: string, tool: DeclaredTool, key: string): unknown[] | null | undefined {
+  const schema = paramSchema(tool, key);
+  const t = text.trim();
+  if (schema?.['type'] !== 'array' || t.startsWith('[')) return undefined;
+  // markup that is not one run of elements: lifting the text into a list would make one item of it
+  if (!t.startsWith('<')) return /<\/?[A-Za-z]/.test(t) ? null : undefined;
+  const kids = childElements(t);
+  if (kids === null || kids.length === 0 || kids.some((k) => k.key !== kids[0]?.key)) return null;
+  const item = isPlainObject(schema['items']) ? schema['items'] : undefined;
+  const out: unknown[] = [];
+  for (const { inner } of kids) {
+    if (item?.['type'] === 'object') {
+      const o = elementObject(inner, 1);
+      if (o === null) return null;
+      out.push(o);
+      continue;
+    }
+    const v = coerceParamValue(elementText(inner), item);
+    out.push(
+      typeof v === 'string' && item?.['type'] !== 'string' && item !== undefined && v.trim() !== v
+        ? coerceParamValue(v.trim(), item)
+        : v,
+    );
+  }
+  return out;
+}
+
+/** Attributes that carry a call's id rather than an argument (dropped beside a JSON body). */
+const CALL_ID_ATTRS = new Set(['id', 'call_id', 'tool_call_id']);
 
 /**
  * The elements `t` is made of (blanks between), each keyed by its `name` or `key` attribute,

@@ -3,7 +3,12 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { JsonObject } from '../../protocol/openai.js';
-import type { RecoveryOptions, RecoveryResult } from '../../parsers/recover.js';
+import {
+  collectEvents,
+  createRecoveryStream,
+  type RecoveryOptions,
+  type RecoveryResult,
+} from '../../parsers/recover.js';
 import type { DeclaredTool } from '../../parsers/types.js';
 
 export interface FixtureCase {
@@ -47,6 +52,19 @@ export function optionsFor(c: FixtureCase): RecoveryOptions {
     newId: () => `call_${n++}`,
     ...(c.startsInReasoning ? { startsInReasoning: c.startsInReasoning } : {}),
   };
+}
+
+/**
+ * The case streamed one character at a time (reasoning first, then content), collected into a
+ * result: what the conformance sets, bench/wild.ts and bench/peer.ts compare with the whole read.
+ */
+export function streamedByChar(c: FixtureCase): RecoveryResult {
+  const s = createRecoveryStream(optionsFor(c));
+  const events = [];
+  for (const ch of c.reasoning ?? '') events.push(...s.push({ reasoning: ch }));
+  for (const ch of c.text) events.push(...s.push({ content: ch }));
+  events.push(...s.finish());
+  return collectEvents(events, s);
 }
 
 /** Comparable view of a result (ids and repairs included: streaming must match them too). */

@@ -11,8 +11,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { collectEvents, createRecoveryStream, recoverMessage } from '../../parsers/recover.js';
-import { type FixtureCase, optionsFor } from './fixtures.js';
+import { recoverMessage } from '../../parsers/recover.js';
+import { type FixtureCase, optionsFor, streamedByChar } from './fixtures.js';
 
 const DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'recall');
 const files = readdirSync(DIR)
@@ -70,12 +70,7 @@ describe('recall sets', () => {
       it('reads the same streamed one character at a time as whole', () => {
         for (const c of cases) {
           const whole = recoverMessage({ content: c.text, reasoning: c.reasoning ?? null }, optionsFor(c));
-          const s = createRecoveryStream(optionsFor(c));
-          const events = [];
-          for (const ch of c.reasoning ?? '') events.push(...s.push({ reasoning: ch }));
-          for (const ch of c.text) events.push(...s.push({ content: ch }));
-          events.push(...s.finish());
-          const streamed = collectEvents(events, s);
+          const streamed = streamedByChar(c);
           expect(calls(streamed), c.name).toEqual(calls(whole));
           expect(streamed.content, c.name).toBe(whole.content);
         }
