@@ -110,10 +110,27 @@ class Writer {
   }
 
   string(s: string): void {
+    const len = s.length;
     // UTF-8 takes at most 3 bytes per UTF-16 unit; the length is written after the bytes.
-    this.ensure(s.length * 3 + 5);
-    const start = this.begin();
-    this.pos += utf8Write.call(this.buf, s, start);
+    this.ensure(len * 3 + 6);
+    const buf = this.buf;
+    // Short ASCII (keys, names, most values): copied here, cheaper than a call into C++.
+    if (len < 0x80) {
+      let at = this.pos + 1;
+      let i = 0;
+      for (; i < len; i++) {
+        const c = s.charCodeAt(i);
+        if (c >= 0x80) break;
+        buf[at++] = c;
+      }
+      if (i === len) {
+        buf[this.pos] = len;
+        this.pos = at;
+        return;
+      }
+    }
+    const start = ++this.pos;
+    this.pos += utf8Write.call(buf, s, start);
     this.end(start);
   }
 

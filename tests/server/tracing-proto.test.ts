@@ -64,6 +64,10 @@ function makeSpans(): ReadableSpan[] {
   attempt.setAttribute('nums', [1, -2, 3.5]);
   attempt.setAttribute('bools', [true, false]);
   attempt.setAttribute('empty', '');
+  attempt.setAttribute('ascii127', 'a'.repeat(127)); // the longest 1-byte length
+  attempt.setAttribute('ascii128', 'a'.repeat(128));
+  attempt.setAttribute('late-non-ascii', `${'a'.repeat(100)}€`); // 102 chars, 103 bytes
+  attempt.setAttribute('non-ascii-past-127', `${'a'.repeat(120)}ééééé`); // 125 chars, 130 bytes
   attempt.setAttribute('medium', 'm'.repeat(300)); // a 2-byte length
   attempt.setAttribute('long', 'é'.repeat(20_000)); // a 3-byte length (40,000 bytes)
   attempt.setStatus({ code: SpanStatusCode.ERROR, message: 'upstream said 500 ✗' });
