@@ -12,7 +12,8 @@
  * (OTEL_TRACES_SAMPLER=traceidratio, OTEL_TRACES_SAMPLER_ARG=0.05), `json` (http/json, all
  * sampled); `--before=DIR` adds `before`: tracing on in another build (a copy of
  * bench/results/.build made before a change), so before and after share one run. `--env=K=V+K=V`
- * adds OTEL_* settings to every tracing side (e.g. OTEL_BSP_SCHEDULE_DELAY=1000).
+ * adds OTEL_* settings to every tracing side (e.g. OTEL_BSP_SCHEDULE_DELAY=1000);
+ * `--variant=NAME:K=V+K=V` adds a side NAME (name it in --sides) with those settings of its own.
  *
  * `--cpu-prof`: every side under `node --cpu-prof`; each profile's busy time is divided by the
  * requests it served (warm-up included, the same count on each side), by area (GC, node
@@ -60,6 +61,34 @@ const cpuUs = (pid: number) => {
   const c = cpuSplit(pid);
   return ((c.user + c.sys) / CLK_TCK) * 1e6;
 };
+
+/**
+ * CPU µs of each thread group of a process: the main thread (the event loop: JavaScript, the
+ * GC's own pauses) apart from the others by name (V8's workers: parallel scavenging, concurrent
+ * marking and compilation; libuv's pool; the profiler), from /proc/<pid>/task/<tid>/stat.
+ */
+function threadCpuUs(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // the thread ended
+    }
+    const name = Number(tid) === pid ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // user and system time apart: page faults, madvise and socket calls are the kernel's.
+    for (const [kind, field] of [
+      ['user', 11],
+      ['sys', 12],
+    ] as const) {
+      const key = `${name} ${kind}`;
+      out.set(key, (out.get(key) ?? 0) + (Number(fields[field]) / CLK_TCK) * 1e6);
+    }
+  }
+  return out;
+}
 
 async function burst(pool: Pool, body: Buffer, n: number): Promise<void> {
   let left = n;
@@ -122,6 +151,17 @@ async function main(): Promise<void> {
         }
       : {}),
   };
+  // --variant=NAME:K=V+K=V: one more tracing side, all sampled, with those OTEL_* settings.
+  const variant = args.get('variant');
+  if (variant) {
+    const [name, kvs = ''] = variant.split(':');
+    const env: Record<string, string> = { ...otlp, ...extra };
+    for (const kv of kvs.split('+').filter(Boolean)) {
+      const i = kv.indexOf('=');
+      env[kv.slice(0, i)] = kv.slice(i + 1);
+    }
+    kinds[name!] = { env, args: serverArgs };
+  }
   const names = (args.get('sides') || `off,on,ratio${before ? ',before' : ''}`).split(',');
   if (names[0] !== 'off') throw new Error('the first side is the base: off');
   const sides = names.map((name) => {
@@ -190,6 +230,7 @@ async function main(): Promise<void> {
     for (let i = 0; i < 2; i++) for (const s of sides) await burst(s.pool, body, n);
     for (const s of sides) s.served += 2 * n;
     const cpu = sides.map(() => [] as number[]);
+    const threads = sides.map(() => new Map<string, number[]>());
     const gc0 = sides.map((s) => ({ ...s.gc }));
     const exports0 = exports;
     const bytes0 = exportBytes;
@@ -198,8 +239,14 @@ async function main(): Promise<void> {
       for (const i of order) {
         const s = sides[i]!;
         const t0 = cpuUs(s.pid);
+        const th0 = threadCpuUs(s.pid);
         await burst(s.pool, body, n);
         cpu[i]!.push((cpuUs(s.pid) - t0) / n);
+        for (const [name, us] of threadCpuUs(s.pid)) {
+          const list = threads[i]!.get(name) ?? [];
+          list.push((us - (th0.get(name) ?? 0)) / n);
+          threads[i]!.set(name, list);
+        }
         s.served += n;
       }
     }
@@ -210,6 +257,14 @@ async function main(): Promise<void> {
       console.log(
         `  ${s.name.padEnd(7)} ${median(cpu[i]!).toFixed(0).padStart(6)} [${cpu[i]!.map((x) => x.toFixed(0)).join(' ')}]${i === 0 ? '' : `; /off: median ${median(ratios).toFixed(3)}x (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}x), +${(median(cpu[i]!) - median(cpu[0]!)).toFixed(0)} µs`}; GCs per 1,000 requests: ${(((s.gc.scavenge - gc0[i]!.scavenge) * 1000) / (n * ROUNDS)).toFixed(1)} scavenges, ${(((s.gc.major - gc0[i]!.major) * 1000) / (n * ROUNDS)).toFixed(2)} major`,
       );
+    });
+    console.log('  by thread (median µs per request; threads that ended during a round are missing from it):');
+    sides.forEach((s, i) => {
+      const parts = [...threads[i]!]
+        .map(([name, list]) => [name, median(list)] as const)
+        .filter(([, us]) => us >= 0.5)
+        .sort((a, b) => b[1] - a[1]);
+      console.log(`    ${s.name.padEnd(7)} ${parts.map(([name, us]) => `${name} ${us.toFixed(0)}`).join(', ')}`);
     });
     console.log(
       `  OTLP sink: ${exports - exports0} exports, ${((exportBytes - bytes0) / 1024).toFixed(0)} KB in the measured rounds`,
