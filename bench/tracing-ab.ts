@@ -258,13 +258,17 @@ async function main(): Promise<void> {
         `  ${s.name.padEnd(7)} ${median(cpu[i]!).toFixed(0).padStart(6)} [${cpu[i]!.map((x) => x.toFixed(0)).join(' ')}]${i === 0 ? '' : `; /off: median ${median(ratios).toFixed(3)}x (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}x), +${(median(cpu[i]!) - median(cpu[0]!)).toFixed(0)} µs`}; GCs per 1,000 requests: ${(((s.gc.scavenge - gc0[i]!.scavenge) * 1000) / (n * ROUNDS)).toFixed(1)} scavenges, ${(((s.gc.major - gc0[i]!.major) * 1000) / (n * ROUNDS)).toFixed(2)} major`,
       );
     });
-    console.log('  by thread (median µs per request; threads that ended during a round are missing from it):');
+    console.log(
+      '  by thread (median µs per request; threads that ended during a round are missing from it):',
+    );
     sides.forEach((s, i) => {
       const parts = [...threads[i]!]
         .map(([name, list]) => [name, median(list)] as const)
         .filter(([, us]) => us >= 0.5)
         .sort((a, b) => b[1] - a[1]);
-      console.log(`    ${s.name.padEnd(7)} ${parts.map(([name, us]) => `${name} ${us.toFixed(0)}`).join(', ')}`);
+      console.log(
+        `    ${s.name.padEnd(7)} ${parts.map(([name, us]) => `${name} ${us.toFixed(0)}`).join(', ')}`,
+      );
     });
     console.log(
       `  OTLP sink: ${exports - exports0} exports, ${((exportBytes - bytes0) / 1024).toFixed(0)} KB in the measured rounds`,
