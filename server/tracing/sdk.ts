@@ -12,7 +12,6 @@ import {
   type Attributes,
   type Context,
   defaultTextMapGetter,
-  defaultTextMapSetter,
   ROOT_CONTEXT,
   type Span,
   SpanKind,
@@ -96,8 +95,9 @@ async function exporterOf(settings: TracingSettings): Promise<SpanExporter> {
     const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
     return new OTLPTraceExporter({ url: settings.endpoint });
   }
-  const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-proto');
-  return new OTLPTraceExporter({ url: settings.endpoint });
+  // The library's protobuf exporter with a one-pass serializer of the same bytes (otlp-proto.ts).
+  const { protobufSpanExporter } = await import('./otlp-proto.js');
+  return protobufSpanExporter(settings.endpoint);
 }
 
 export async function createTracing(settings: TracingSettings): Promise<Tracing<ChatCall>> {
@@ -159,6 +159,18 @@ const TALLY_EVENTS: Record<string, string> = {
   constraints: 'toolproof.client_constraint',
   finalAnswerProblems: 'toolproof.final_answer_problem',
 };
+
+/**
+ * The W3C `traceparent` (and `tracestate`) naming `span`, written into `carrier`: what
+ * W3CTraceContextPropagator.inject writes for a context holding the span, without a Context made
+ * for it (a Map copied per attempt). Every span here has a valid context (the SDK's ids, or the
+ * client's checked by extract) and nothing suppresses tracing.
+ */
+function writeTraceContext(span: Span, carrier: Record<string, string>): void {
+  const c = span.spanContext();
+  carrier.traceparent = `00-${c.traceId}-${c.spanId}-${(c.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
+  if (c.traceState) carrier.tracestate = c.traceState.serialize();
+}
 
 function setUsage(span: Span, usage: Usage | undefined): void {
   if (!usage) return;
@@ -240,7 +252,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
     this.closeAttempt('superseded'); // never: each attempt ends before the next (defensive)
     this.attempts++;
     // Not sampled: the upstream is told so (the server span's context, flags 00), nothing is built.
-    if (!this.recording) return this.propagate(this.context, headers);
+    if (!this.recording) return this.propagate(this.span, headers);
     const upstreamModel = call.route.upstreamModel ?? request.model;
     const model = typeof upstreamModel === 'string' ? upstreamModel.slice(0, 256) : '';
     const server = serverOf(call.route.client.origin);
@@ -262,25 +274,25 @@ class ServerSpan implements RequestSpan<ChatCall> {
     this.attemptStart = performance.now();
     this.reasons = undefined;
     this.payloads = undefined;
-    return this.propagate(trace.setSpan(ROOT_CONTEXT, span), headers);
+    return this.propagate(span, headers);
   }
 
   /**
-   * `headers` with the client's traceparent and tracestate replaced by `context`'s, where they
+   * `headers` with the client's traceparent and tracestate replaced by `span`'s, where they
    * stood (before content-type, which upstream.ts expects last).
    */
-  private propagate(context: Context, headers: Record<string, string>): Record<string, string> {
+  private propagate(span: Span, headers: Record<string, string>): Record<string, string> {
     const out: Record<string, string> = {};
     let injected = false;
     for (const name in headers) {
       if (name === 'traceparent' || name === 'tracestate') continue;
       if (name === 'content-type' && !injected) {
         injected = true;
-        propagator.inject(context, out, defaultTextMapSetter);
+        writeTraceContext(span, out);
       }
       out[name] = headers[name]!;
     }
-    if (!injected) propagator.inject(context, out, defaultTextMapSetter);
+    if (!injected) writeTraceContext(span, out);
     return out;
   }
 
@@ -408,7 +420,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
   inject(headers: Record<string, string>): void {
     delete headers.traceparent;
     delete headers.tracestate;
-    propagator.inject(this.context, headers, defaultTextMapSetter);
+    writeTraceContext(this.span, headers);
   }
 
   end(request: FastifyRequest, status: number, ended: boolean, headersSent = true): void {

@@ -339,6 +339,41 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
       expect(sent.headers.tracestate).toBe('vendor=1');
     }
   });
+
+  it('the default protocol: protobuf export (server/tracing/otlp-proto.ts) of the request and attempt spans', async () => {
+    receiver = await otlpReceiver();
+    // No OTEL_EXPORTER_OTLP_PROTOCOL: http/protobuf, the spec's default.
+    stack = await startStack({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.origin } });
+    const res = await post(stack, {
+      model: 'sim',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+    });
+    const reqId = res.headers.get('x-request-id')!;
+    await res.text();
+    await waitFor(() => chatRequests(stack!).length === 1);
+    const attemptSpanId = String(chatRequests(stack)[0]!.headers.traceparent).split('-')[2]!;
+    const exported = () => Buffer.concat(receiver!.raw.map((r) => r.body));
+    await waitFor(() => {
+      void stack!.app.toolproof.tracing!.flush();
+      return exported().includes(Buffer.from(reqId));
+    });
+    expect(receiver.spans).toHaveLength(0); // nothing in JSON
+    expect(
+      receiver.raw.every((r) => r.path === '/v1/traces' && r.contentType === 'application/x-protobuf'),
+    ).toBe(true);
+    const body = exported();
+    // The trace id, the attempt span's id (the traceparent sent upstream) and GenAI attributes, as bytes.
+    expect(body.includes(Buffer.from(TRACE_ID, 'hex'))).toBe(true);
+    expect(body.includes(Buffer.from(attemptSpanId, 'hex'))).toBe(true);
+    for (const text of [
+      'POST /v1/chat/completions',
+      'chat sim',
+      'gen_ai.request.model',
+      'gen_ai.operation.name',
+    ])
+      expect(body.includes(Buffer.from(text)), text).toBe(true);
+  });
 });
 
 describe('tracing off (no OTEL_* variables)', () => {

@@ -24,8 +24,8 @@ export interface ReceivedSpan {
 export interface OtlpReceiver {
   origin: string;
   spans: ReceivedSpan[];
-  /** Every POST as received: path, content type, bytes. */
-  raw: Array<{ path: string; contentType: string; bytes: number }>;
+  /** Every POST as received: path, content type, size and body. */
+  raw: Array<{ path: string; contentType: string; bytes: number; body: Buffer }>;
   close(): Promise<void>;
 }
 
@@ -62,7 +62,7 @@ export async function otlpReceiver(): Promise<OtlpReceiver> {
     req.on('end', () => {
       const body = Buffer.concat(chunks);
       const contentType = String(req.headers['content-type'] ?? '');
-      raw.push({ path: req.url ?? '', contentType, bytes: body.length });
+      raw.push({ path: req.url ?? '', contentType, bytes: body.length, body });
       if (req.method === 'POST' && req.url === '/v1/traces' && contentType.startsWith('application/json')) {
         const data = JSON.parse(body.toString('utf8')) as {
           resourceSpans?: Array<{

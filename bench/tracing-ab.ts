@@ -1,0 +1,398 @@
+/**
+ * Tracing on against tracing off, each side a toolproof process of its own (compiled, as
+ * `npm start` runs it; capture off on every side, so tracing is measured alone), the bench's fake
+ * upstream in another, this process the load generator and the OTLP sink (each export drained
+ * unread, counted). Every side gets the same fixed number of requests, in bursts that alternate
+ * (the order rotating every round); a burst's CPU is the toolproof process's own
+ * (/proc/<pid>/stat). Printed per case: each side's median µs per request, the median of the
+ * per-round ratios to the side "off" and their range, GCs per 1,000 requests (--trace-gc) and
+ * the OTLP exports the sink received.
+ *
+ * Sides: `off` (no OTEL_*), `off2` (the same again: an A/A check), `on` (OTLP http/protobuf, every request sampled), `ratio`
+ * (OTEL_TRACES_SAMPLER=traceidratio, OTEL_TRACES_SAMPLER_ARG=0.05), `json` (http/json, all
+ * sampled); `--before=DIR` adds `before`: tracing on in another build (a copy of
+ * bench/results/.build made before a change), so before and after share one run. `--env=K=V+K=V`
+ * adds OTEL_* settings to every tracing side (e.g. OTEL_BSP_SCHEDULE_DELAY=1000);
+ * `--variant=NAME:K=V+K=V` adds a side NAME (name it in --sides) with those settings of its own.
+ *
+ * `--cpu-prof`: every side under `node --cpu-prof`; each profile's busy time is divided by the
+ * requests it served (warm-up included, the same count on each side), by area (GC, node
+ * internals, each package), and the frames of tracing (server/tracing/, @opentelemetry/) by
+ * inclusive time: figures that hold steadier on a loaded machine than a burst's CPU time.
+ *
+ *   npx tsx bench/tracing-ab.ts [--sides=off,on,ratio] [--cases=short,long] [--requests=2000]
+ *     [--rounds=6] [--c=32] [--before=DIR] [--env=K=V+K=V] [--cpu-prof] [--server=build|tsx]
+ */
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Pool } from 'undici';
+import { prepareServer, type ServerMode } from './lib/build.js';
+import { toolsStreamBody } from './lib/fixtures.js';
+import { median } from './lib/overhead-ab.js';
+import {
+  CLK_TCK,
+  cpuSplit,
+  freePort,
+  startFakeUpstream,
+  startNode,
+  stopAll,
+  waitForHttp,
+} from './lib/procs.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const args = new Map(
+  process.argv.slice(2).map((a) => {
+    const i = a.indexOf('=');
+    return i < 0 ? [a.replace(/^--/, ''), ''] : [a.slice(0, i).replace(/^--/, ''), a.slice(i + 1)];
+  }),
+);
+const REQUESTS = Number(args.get('requests') || 2000);
+const ROUNDS = Number(args.get('rounds') || 6);
+const C = Number(args.get('c') || 32);
+const PROF = args.has('cpu-prof');
+const CASES: Record<string, number> = { short: 8, long: 500 };
+const cases = (args.get('cases') || 'short,long').split(',');
+
+const cpuUs = (pid: number) => {
+  const c = cpuSplit(pid);
+  return ((c.user + c.sys) / CLK_TCK) * 1e6;
+};
+
+/**
+ * CPU µs of each thread group of a process: the main thread (the event loop: JavaScript, the
+ * GC's own pauses) apart from the others by name (V8's workers: parallel scavenging, concurrent
+ * marking and compilation; libuv's pool; the profiler), from /proc/<pid>/task/<tid>/stat.
+ */
+function threadCpuUs(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // the thread ended
+    }
+    const name = Number(tid) === pid ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // user and system time apart: page faults, madvise and socket calls are the kernel's.
+    for (const [kind, field] of [
+      ['user', 11],
+      ['sys', 12],
+    ] as const) {
+      const key = `${name} ${kind}`;
+      out.set(key, (out.get(key) ?? 0) + (Number(fields[field]) / CLK_TCK) * 1e6);
+    }
+  }
+  return out;
+}
+
+async function burst(pool: Pool, body: Buffer, n: number): Promise<void> {
+  let left = n;
+  const worker = async () => {
+    while (left-- > 0) {
+      const r = await pool.request({
+        method: 'POST',
+        path: '/v1/chat/completions',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' },
+        body,
+      });
+      if (r.statusCode !== 200) throw new Error(`status ${r.statusCode}: ${await r.body.text()}`);
+      for await (const _ of r.body);
+    }
+  };
+  await Promise.all(Array.from({ length: C }, worker));
+}
+
+async function main(): Promise<void> {
+  if (args.get('analyze')) return analyze(args.get('analyze')!);
+  const serverArgs = prepareServer(ROOT, (args.get('server') || 'build') as ServerMode, console.log);
+  const upstream = await startFakeUpstream(ROOT);
+  const profDir = mkdtempSync(join(tmpdir(), 'tracing-prof-'));
+  let exports = 0;
+  let exportBytes = 0;
+  const sink = createServer((req, res) => {
+    exports++;
+    req.on('data', (d: Buffer) => {
+      exportBytes += d.length;
+    });
+    req.on('end', () => res.end('{}'));
+  });
+  await new Promise<void>((r) => sink.listen(0, '127.0.0.1', () => r()));
+  const otlp = {
+    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(sink.address() as AddressInfo).port}`,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+  };
+  const extra: Record<string, string> = {};
+  for (const kv of (args.get('env') || '').split('+').filter(Boolean)) {
+    const i = kv.indexOf('=');
+    extra[kv.slice(0, i)] = kv.slice(i + 1);
+  }
+  const before = args.get('before');
+  const kinds: Record<string, { env: Record<string, string>; args: string[] }> = {
+    off: { env: {}, args: serverArgs },
+    // A second base: the spread of two identical processes (an A/A check of the machine).
+    off2: { env: {}, args: serverArgs },
+    on: { env: { ...otlp, ...extra }, args: serverArgs },
+    ratio: {
+      env: { ...otlp, ...extra, OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.05' },
+      args: serverArgs,
+    },
+    json: { env: { ...otlp, ...extra, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }, args: serverArgs },
+    ...(before
+      ? {
+          before: {
+            env: { ...otlp, ...extra },
+            args: serverArgs.map((a) => (a.endsWith('server/main.js') ? join(before, 'server/main.js') : a)),
+          },
+        }
+      : {}),
+  };
+  // --variant=NAME:K=V+K=V: one more tracing side, all sampled, with those OTEL_* settings.
+  const variant = args.get('variant');
+  if (variant) {
+    const [name, kvs = ''] = variant.split(':');
+    const env: Record<string, string> = { ...otlp, ...extra };
+    for (const kv of kvs.split('+').filter(Boolean)) {
+      const i = kv.indexOf('=');
+      env[kv.slice(0, i)] = kv.slice(i + 1);
+    }
+    kinds[name!] = { env, args: serverArgs };
+  }
+  const names = (args.get('sides') || `off,on,ratio${before ? ',before' : ''}`).split(',');
+  if (names[0] !== 'off') throw new Error('the first side is the base: off');
+  const sides = names.map((name) => {
+    const kind = kinds[name];
+    if (!kind) throw new Error(`unknown side ${name} (${Object.keys(kinds).join(', ')})`);
+    return {
+      name,
+      ...kind,
+      pid: 0,
+      pool: undefined as unknown as Pool,
+      served: 0,
+      dir: join(profDir, name),
+      gc: { scavenge: 0, major: 0 },
+    };
+  });
+  for (const s of sides) {
+    const port = await freePort();
+    const env: NodeJS.ProcessEnv = {};
+    for (const [k, v] of Object.entries(process.env))
+      if (!k.startsWith('TOOLPROOF_') && !k.startsWith('OTEL_')) env[k] = v;
+    Object.assign(env, {
+      TOOLPROOF_UPSTREAM_URL: `${upstream.origin}/v1`,
+      TOOLPROOF_HOST: '127.0.0.1',
+      TOOLPROOF_PORT: String(port),
+      TOOLPROOF_LOG_LEVEL: 'warn',
+      TOOLPROOF_CAPTURE_MB: '0',
+      ...s.env,
+    });
+    const child = startNode({
+      name: `toolproof (tracing ${s.name})`,
+      args: [...(PROF ? ['--cpu-prof', `--cpu-prof-dir=${s.dir}`] : []), '--trace-gc', ...s.args],
+      env,
+      cwd: ROOT,
+    });
+    let partial = '';
+    child.proc.stdout?.on('data', (d: Buffer) => {
+      const lines = (partial + d.toString('latin1')).split('\n');
+      partial = lines.pop() ?? '';
+      for (const l of lines) {
+        if (l.includes('Scavenge')) s.gc.scavenge++;
+        else if (l.includes('Mark-Compact') || l.includes('Mark-sweep')) s.gc.major++;
+      }
+    });
+    await waitForHttp(child, `http://127.0.0.1:${port}/health`, 60_000);
+    s.pid = child.pid;
+    s.pool = new Pool(`http://127.0.0.1:${port}`, { connections: C, pipelining: 1 });
+  }
+  console.log(
+    `sides: ${sides
+      .map(
+        (s) =>
+          `${s.name} (${
+            Object.entries(s.env)
+              .filter(([k]) => k !== 'OTEL_EXPORTER_OTLP_ENDPOINT')
+              .map(([k, v]) => `${k}=${v}`)
+              .join(' ') || 'no OTEL_*'
+          })`,
+      )
+      .join('; ')}`,
+  );
+  for (const name of cases) {
+    const events = CASES[name];
+    if (events === undefined) throw new Error(`unknown case ${name} (short, long)`);
+    const body = toolsStreamBody({ chunks: events });
+    const n = name === 'long' ? Math.max(200, Math.floor(REQUESTS / 8)) : REQUESTS;
+    for (let i = 0; i < 2; i++) for (const s of sides) await burst(s.pool, body, n);
+    for (const s of sides) s.served += 2 * n;
+    const cpu = sides.map(() => [] as number[]);
+    const threads = sides.map(() => new Map<string, number[]>());
+    const gc0 = sides.map((s) => ({ ...s.gc }));
+    const exports0 = exports;
+    const bytes0 = exportBytes;
+    for (let r = 0; r < ROUNDS; r++) {
+      const order = sides.map((_, i) => (i + r) % sides.length);
+      for (const i of order) {
+        const s = sides[i]!;
+        const t0 = cpuUs(s.pid);
+        const th0 = threadCpuUs(s.pid);
+        await burst(s.pool, body, n);
+        cpu[i]!.push((cpuUs(s.pid) - t0) / n);
+        for (const [name, us] of threadCpuUs(s.pid)) {
+          const list = threads[i]!.get(name) ?? [];
+          list.push((us - (th0.get(name) ?? 0)) / n);
+          threads[i]!.set(name, list);
+        }
+        s.served += n;
+      }
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    console.log(`${name} (${events} events, c=${C}, ${n} requests x ${ROUNDS} rounds), CPU µs per request:`);
+    sides.forEach((s, i) => {
+      const ratios = cpu[i]!.map((x, r) => x / cpu[0]![r]!);
+      console.log(
+        `  ${s.name.padEnd(7)} ${median(cpu[i]!).toFixed(0).padStart(6)} [${cpu[i]!.map((x) => x.toFixed(0)).join(' ')}]${i === 0 ? '' : `; /off: median ${median(ratios).toFixed(3)}x (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}x), +${(median(cpu[i]!) - median(cpu[0]!)).toFixed(0)} µs`}; GCs per 1,000 requests: ${(((s.gc.scavenge - gc0[i]!.scavenge) * 1000) / (n * ROUNDS)).toFixed(1)} scavenges, ${(((s.gc.major - gc0[i]!.major) * 1000) / (n * ROUNDS)).toFixed(2)} major`,
+      );
+    });
+    console.log(
+      '  by thread (median µs per request; threads that ended during a round are missing from it):',
+    );
+    sides.forEach((s, i) => {
+      const parts = [...threads[i]!]
+        .map(([name, list]) => [name, median(list)] as const)
+        .filter(([, us]) => us >= 0.5)
+        .sort((a, b) => b[1] - a[1]);
+      console.log(
+        `    ${s.name.padEnd(7)} ${parts.map(([name, us]) => `${name} ${us.toFixed(0)}`).join(', ')}`,
+      );
+    });
+    console.log(
+      `  OTLP sink: ${exports - exports0} exports, ${((exportBytes - bytes0) / 1024).toFixed(0)} KB in the measured rounds`,
+    );
+  }
+  for (const s of sides) await s.pool.close();
+  const served = Object.fromEntries(sides.map((s) => [s.name, s.served]));
+  await stopAll();
+  sink.close();
+  if (!PROF) return;
+  writeFileSync(join(profDir, 'served.json'), JSON.stringify(served));
+  analyze(profDir);
+}
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+
+function areaOf(url: string, name: string): string {
+  if (name === '(idle)') return 'idle';
+  if (name === '(garbage collector)') return 'gc';
+  if (name === '(program)') return 'v8 (program)';
+  const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
+  if (m) return m[1]!;
+  if (url.startsWith('node:')) return 'node internals';
+  if (url === '') return 'native / v8';
+  const own = /\/(server\/tracing|server|parsers|policies|protocol|cli)\//.exec(url);
+  if (own) return `toolproof ${own[1]}/`;
+  return 'other';
+}
+
+const isTracing = (url: string) => url.includes('/server/tracing/') || url.includes('@opentelemetry/');
+
+function frameKey(f: ProfileNode['callFrame']): string {
+  const i = f.url.lastIndexOf('node_modules/');
+  const url = i >= 0 ? f.url.slice(i + 13) : f.url.replace(/^.*\/(server\/)/, '$1');
+  return `${f.functionName || '(anonymous)'} ${url}:${f.lineNumber + 1}`;
+}
+
+/** Self time by area, and tracing's frames by inclusive time, in µs per request served. */
+function summarize(file: string, served: number) {
+  const p = JSON.parse(readFileSync(file, 'utf8')) as {
+    nodes: ProfileNode[];
+    samples: number[];
+    timeDeltas: number[];
+  };
+  const byId = new Map<number, ProfileNode>();
+  const parent = new Map<number, number>();
+  for (const n of p.nodes) {
+    byId.set(n.id, n);
+    for (const c of n.children ?? []) parent.set(c, n.id);
+  }
+  const self = new Map<number, number>();
+  for (let i = 0; i < p.samples.length; i++) {
+    const dt = p.timeDeltas[i + 1] ?? 0;
+    self.set(p.samples[i]!, (self.get(p.samples[i]!) ?? 0) + Math.max(0, dt));
+  }
+  const areas = new Map<string, number>();
+  const inclusive = new Map<string, number>();
+  // Tracing's share: every sample with a tracing frame on its stack (its callees included:
+  // node's http client under the exporter, the GC is not on a stack and is not in it).
+  let tracingUs = 0;
+  for (const [id, us] of self) {
+    const f = byId.get(id)!.callFrame;
+    const area = areaOf(f.url, f.functionName);
+    areas.set(area, (areas.get(area) ?? 0) + us);
+    const seen = new Set<string>();
+    let any = false;
+    for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+      const cf = byId.get(cur)!.callFrame;
+      if (!isTracing(cf.url)) continue;
+      any = true;
+      const key = frameKey(cf);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      inclusive.set(key, (inclusive.get(key) ?? 0) + us);
+    }
+    if (any) tracingUs += us;
+  }
+  const per = (us: number) => us / served;
+  return {
+    areas: new Map([...areas].map(([a, us]) => [a, per(us)])),
+    tracing: per(tracingUs),
+    frames: [...inclusive].sort((a, b) => b[1] - a[1]).map(([k, us]) => [k, per(us)] as const),
+  };
+}
+
+/** The profiles of a run (`--analyze=DIR` reads a kept run again). */
+function analyze(profDir: string): void {
+  const served = JSON.parse(readFileSync(join(profDir, 'served.json'), 'utf8')) as Record<string, number>;
+  const names = Object.keys(served);
+  const sums = names.map((name) => {
+    const dir = join(profDir, name);
+    const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
+    if (!file) throw new Error(`no profile in ${dir}`);
+    return summarize(join(dir, file), served[name]!);
+  });
+  console.log(
+    `\nprofiles (${profDir}), self time in µs per request served (${names.map((n) => `${n} ${served[n]}`).join(', ')}):`,
+  );
+  const areas = new Set(sums.flatMap((s) => [...s.areas.keys()]));
+  const rows = [...areas].map((a) => [a, sums.map((s) => s.areas.get(a) ?? 0)] as const);
+  rows.sort((a, b) => Math.max(...b[1]) - Math.max(...a[1]));
+  console.log(`  ${'area'.padEnd(34)}${names.map((n) => n.padStart(9)).join('')}`);
+  for (const [a, v] of rows)
+    if (Math.max(...v) >= 0.5 && a !== 'idle')
+      console.log(`  ${a.padEnd(34)}${v.map((x) => x.toFixed(1).padStart(9)).join('')}`);
+  const busy = sums.map((s) => [...s.areas].filter(([a]) => a !== 'idle').reduce((t, [, us]) => t + us, 0));
+  console.log(`  ${'busy'.padEnd(34)}${busy.map((x) => x.toFixed(1).padStart(9)).join('')}`);
+  console.log(
+    `  ${'stacks with a tracing frame'.padEnd(34)}${sums.map((s) => s.tracing.toFixed(1).padStart(9)).join('')}`,
+  );
+  names.forEach((n, i) => {
+    if (sums[i]!.frames.length === 0) return;
+    console.log(`  tracing's frames, inclusive, side ${n}:`);
+    for (const [k, us] of sums[i]!.frames.slice(0, Number(args.get('top') || 30)))
+      console.log(`    ${us.toFixed(2).padStart(7)} µs/req  ${k}`);
+  });
+}
+
+main().catch(async (err) => {
+  console.error(err);
+  await stopAll();
+  process.exit(1);
+});

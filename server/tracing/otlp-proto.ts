@@ -1,0 +1,427 @@
+/**
+ * OTLP/HTTP protobuf export with a one-pass serializer. The SDK's OTLP exporter is used whole
+ * (its HTTP transport, retries, OTEL_EXPORTER_OTLP_* headers, timeout and compression, its
+ * response parsing); only the step that turns the SDK's ReadableSpans into ExportTraceServiceRequest
+ * bytes is toolproof's: the library's serializer walks every span twice (a size estimate, then
+ * the write), converts each id from hex into a new Uint8Array and copies strings one character at
+ * a time, which made it about half of a sampled request's tracing CPU (bench/README.md, tracing).
+ * This one writes once into a buffer it keeps, ids with Buffer's hex decoder, strings with
+ * Buffer's native UTF-8 encoder, and produces the same bytes as the library's serializer
+ * (tests/server/tracing-proto.test.ts compares them on the spans toolproof makes and on edge
+ * cases). Loaded with the SDK only (sdk.ts).
+ */
+import type { HrTime } from '@opentelemetry/api';
+import { OTLPExporterBase } from '@opentelemetry/otlp-exporter-base';
+import {
+  convertLegacyHttpOptions,
+  createOtlpHttpExportDelegate,
+} from '@opentelemetry/otlp-exporter-base/node-http';
+import { ProtobufTraceSerializer, TraceExporterMetricsHelper } from '@opentelemetry/otlp-transformer';
+import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
+
+type Value = unknown;
+
+/**
+ * Buffer's own UTF-8 writer (what `write(s, offset, 'utf8')` calls after checking its arguments,
+ * which costs more than encoding a short attribute), or `write` where a runtime lacks it.
+ */
+const utf8Write: (this: Buffer, s: string, offset: number) => number =
+  (Buffer.prototype as unknown as { utf8Write?: (s: string, offset: number) => number }).utf8Write ??
+  function (this: Buffer, s: string, offset: number) {
+    return this.write(s, offset, 'utf8');
+  };
+
+/** A growable buffer, kept between exports (the bytes are copied out at the end). */
+class Writer {
+  buf: Buffer = Buffer.allocUnsafe(64 * 1024);
+  pos = 0;
+
+  ensure(n: number): void {
+    if (this.pos + n <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < this.pos + n) size *= 2;
+    const next = Buffer.allocUnsafe(size);
+    this.buf.copy(next, 0, 0, this.pos);
+    this.buf = next;
+  }
+
+  /** A varint of 0..2^32-1 (the callers' lengths, tags, counts). */
+  uint32(v: number): void {
+    this.ensure(5);
+    const buf = this.buf;
+    while (v > 0x7f) {
+      buf[this.pos++] = (v & 0x7f) | 0x80;
+      v >>>= 7;
+    }
+    buf[this.pos++] = v;
+  }
+
+  /** An int64 varint from a JS integer (negative: ten bytes of two's complement, as protobuf). */
+  int64(value: number): void {
+    if (value >= 0 && value <= 0xffffffff) {
+      this.uint32(value);
+      return;
+    }
+    let low: number;
+    let high: number;
+    const abs = Math.abs(value);
+    low = abs >>> 0;
+    high = (abs / 0x100000000) >>> 0;
+    if (value < 0) {
+      low = ~low >>> 0;
+      high = ~high >>> 0;
+      low = (low + 1) >>> 0;
+      if (low === 0) high = (high + 1) >>> 0;
+    }
+    this.ensure(10);
+    const buf = this.buf;
+    while (high > 0 || low > 0x7f) {
+      buf[this.pos++] = (low & 0x7f) | 0x80;
+      low = ((low >>> 7) | (high << 25)) >>> 0;
+      high >>>= 7;
+    }
+    buf[this.pos++] = low & 0x7f;
+  }
+
+  tag(field: number, wire: number): void {
+    this.uint32((field << 3) | wire);
+  }
+
+  /** Opens a length-delimited field: one byte reserved for its length (most are short). */
+  begin(): number {
+    this.ensure(1);
+    return ++this.pos;
+  }
+
+  /** Closes it: the length written where reserved, the content moved when it needs more bytes. */
+  end(start: number): void {
+    const n = this.pos - start;
+    if (n < 0x80) {
+      this.buf[start - 1] = n;
+      return;
+    }
+    const size = n < 0x4000 ? 2 : n < 0x200000 ? 3 : n < 0x10000000 ? 4 : 5;
+    this.ensure(size - 1);
+    this.buf.copyWithin(start - 1 + size, start, this.pos);
+    const after = this.pos + size - 1;
+    this.pos = start - 1;
+    this.uint32(n);
+    this.pos = after;
+  }
+
+  string(s: string): void {
+    const len = s.length;
+    // UTF-8 takes at most 3 bytes per UTF-16 unit; the length is written after the bytes.
+    this.ensure(len * 3 + 6);
+    const buf = this.buf;
+    // Short ASCII (keys, names, most values): copied here, cheaper than a call into C++.
+    if (len < 0x80) {
+      let at = this.pos + 1;
+      let i = 0;
+      for (; i < len; i++) {
+        const c = s.charCodeAt(i);
+        if (c >= 0x80) break;
+        buf[at++] = c;
+      }
+      if (i === len) {
+        buf[this.pos] = len;
+        this.pos = at;
+        return;
+      }
+    }
+    const start = ++this.pos;
+    this.pos += utf8Write.call(buf, s, start);
+    this.end(start);
+  }
+
+  bytes(b: Uint8Array): void {
+    this.uint32(b.length);
+    this.ensure(b.length);
+    this.buf.set(b, this.pos);
+    this.pos += b.length;
+  }
+
+  /** A hex id as bytes (what hexToBinary does, into the buffer). */
+  hex(h: string): void {
+    const n = h.length >> 1;
+    this.uint32(n);
+    this.ensure(n);
+    this.pos += this.buf.write(h, this.pos, n, 'hex');
+  }
+
+  fixed32(v: number): void {
+    this.ensure(4);
+    this.buf.writeUInt32LE(v >>> 0, this.pos);
+    this.pos += 4;
+  }
+
+  /** HrTime [s, ns] as fixed64 nanoseconds (exact: split as the library does, no BigInt). */
+  time(t: HrTime): void {
+    const seconds = t[0];
+    const lower = (seconds & 0xffff) * 1e9;
+    const upper = ((seconds / 0x10000) >>> 0) * 1e9;
+    const lowWithCarry = (lower >>> 0) + (((upper & 0xffff) * 0x10000) >>> 0) + t[1];
+    const high =
+      (Math.floor(lower / 0x100000000) +
+        ((upper / 0x10000) >>> 0) +
+        Math.floor(lowWithCarry / 0x100000000)) >>>
+      0;
+    this.ensure(8);
+    this.buf.writeUInt32LE(lowWithCarry >>> 0, this.pos);
+    this.buf.writeUInt32LE(high, this.pos + 4);
+    this.pos += 8;
+  }
+
+  double(v: number): void {
+    this.ensure(8);
+    this.buf.writeDoubleLE(v, this.pos);
+    this.pos += 8;
+  }
+}
+
+const MIN_INT64 = -(2 ** 63);
+const MAX_INT64 = 2 ** 63;
+
+function anyValue(w: Writer, value: Value): void {
+  const t = typeof value;
+  if (t === 'string') {
+    w.tag(1, 2);
+    w.string(value as string);
+  } else if (t === 'boolean') {
+    w.tag(2, 0);
+    w.uint32(value ? 1 : 0);
+  } else if (t === 'number') {
+    const n = value as number;
+    if (Number.isInteger(n) && n >= MIN_INT64 && n < MAX_INT64) {
+      w.tag(3, 0);
+      w.int64(n);
+    } else {
+      w.tag(4, 1);
+      w.double(n);
+    }
+  } else if (value instanceof Uint8Array) {
+    w.tag(7, 2);
+    w.bytes(value);
+  } else if (Array.isArray(value)) {
+    w.tag(5, 2);
+    const array = w.begin();
+    for (const item of value) {
+      w.tag(1, 2);
+      const at = w.begin();
+      anyValue(w, item);
+      w.end(at);
+    }
+    w.end(array);
+  } else if (t === 'object' && value !== null) {
+    w.tag(6, 2);
+    const list = w.begin();
+    const obj = value as Record<string, Value>;
+    for (const k in obj) {
+      if (!Object.hasOwn(obj, k)) continue;
+      w.tag(1, 2);
+      const kv = w.begin();
+      keyValue(w, k, obj[k]);
+      w.end(kv);
+    }
+    w.end(list);
+  }
+}
+
+function keyValue(w: Writer, key: string, value: Value): void {
+  w.tag(1, 2);
+  w.string(key);
+  w.tag(2, 2);
+  const at = w.begin();
+  anyValue(w, value);
+  w.end(at);
+}
+
+function attributes(w: Writer, attrs: Record<string, Value>, field: number): void {
+  for (const key in attrs) {
+    if (!Object.hasOwn(attrs, key)) continue;
+    w.tag(field, 2);
+    const kv = w.begin();
+    keyValue(w, key, attrs[key]);
+    w.end(kv);
+  }
+}
+
+/** OTLP's span flags: the trace flags, and whether the parent was remote. */
+function spanFlags(traceFlags: number, isRemote: boolean | undefined): number {
+  return (traceFlags & 0xff) | 0x100 | (isRemote ? 0x200 : 0);
+}
+
+function span(w: Writer, s: ReadableSpan): void {
+  const ctx = s.spanContext();
+  w.tag(1, 2);
+  w.hex(ctx.traceId);
+  w.tag(2, 2);
+  w.hex(ctx.spanId);
+  const traceState = ctx.traceState?.serialize();
+  if (traceState) {
+    w.tag(3, 2);
+    w.string(traceState);
+  }
+  const parent = s.parentSpanContext;
+  if (parent?.spanId) {
+    w.tag(4, 2);
+    w.hex(parent.spanId);
+  }
+  w.tag(5, 2);
+  w.string(s.name);
+  const kind = s.kind == null ? 0 : s.kind + 1;
+  if (kind !== 0) {
+    w.tag(6, 0);
+    w.uint32(kind);
+  }
+  w.tag(7, 1);
+  w.time(s.startTime);
+  w.tag(8, 1);
+  w.time(s.endTime);
+  if (s.attributes) attributes(w, s.attributes, 9);
+  w.tag(10, 0);
+  w.uint32(s.droppedAttributesCount);
+  for (const e of s.events) {
+    w.tag(11, 2);
+    const at = w.begin();
+    w.tag(1, 1);
+    w.time(e.time);
+    w.tag(2, 2);
+    w.string(e.name);
+    if (e.attributes) attributes(w, e.attributes, 3);
+    w.tag(4, 0);
+    w.uint32(e.droppedAttributesCount || 0);
+    w.end(at);
+  }
+  w.tag(12, 0);
+  w.uint32(s.droppedEventsCount);
+  for (const link of s.links) {
+    w.tag(13, 2);
+    const at = w.begin();
+    const c = link.context;
+    w.tag(1, 2);
+    w.hex(c.traceId);
+    w.tag(2, 2);
+    w.hex(c.spanId);
+    const state = c.traceState?.serialize();
+    if (state) {
+      w.tag(3, 2);
+      w.string(state);
+    }
+    if (link.attributes) attributes(w, link.attributes, 4);
+    w.tag(5, 0);
+    w.uint32(link.droppedAttributesCount || 0);
+    w.tag(6, 5);
+    w.fixed32(spanFlags(c.traceFlags, c.isRemote));
+    w.end(at);
+  }
+  w.tag(14, 0);
+  w.uint32(s.droppedLinksCount);
+  w.tag(15, 2);
+  const status = w.begin();
+  if (s.status.message) {
+    w.tag(2, 2);
+    w.string(s.status.message);
+  }
+  w.tag(3, 0);
+  w.uint32(s.status.code);
+  w.end(status);
+  w.tag(16, 5);
+  w.fixed32(spanFlags(ctx.traceFlags, parent?.isRemote));
+}
+
+const writer = new Writer();
+
+/**
+ * ExportTraceServiceRequest: spans grouped by resource, then by instrumentation scope (by
+ * identity, in order of first appearance), as the library groups them.
+ */
+export function serializeSpans(spans: readonly ReadableSpan[]): Uint8Array {
+  const byResource = new Map<
+    ReadableSpan['resource'],
+    Map<ReadableSpan['instrumentationScope'], ReadableSpan[]>
+  >();
+  for (const s of spans) {
+    let scopes = byResource.get(s.resource);
+    if (!scopes) byResource.set(s.resource, (scopes = new Map()));
+    let list = scopes.get(s.instrumentationScope);
+    if (!list) scopes.set(s.instrumentationScope, (list = []));
+    list.push(s);
+  }
+  const w = writer;
+  w.pos = 0;
+  try {
+    for (const [resource, scopes] of byResource) {
+      w.tag(1, 2);
+      const rs = w.begin();
+      w.tag(1, 2);
+      const res = w.begin();
+      if (resource.attributes) attributes(w, resource.attributes, 1);
+      w.tag(2, 0);
+      w.uint32(0);
+      w.end(res);
+      for (const list of scopes.values()) {
+        w.tag(2, 2);
+        const ss = w.begin();
+        const scope = list[0]!.instrumentationScope;
+        w.tag(1, 2);
+        const sc = w.begin();
+        w.tag(1, 2);
+        w.string(scope.name);
+        if (scope.version) {
+          w.tag(2, 2);
+          w.string(scope.version);
+        }
+        const extra = scope as { attributes?: Record<string, Value>; droppedAttributesCount?: number };
+        if (extra.attributes) attributes(w, extra.attributes, 3);
+        if (extra.droppedAttributesCount) {
+          w.tag(4, 0);
+          w.uint32(extra.droppedAttributesCount);
+        }
+        w.end(sc);
+        for (const s of list) {
+          w.tag(2, 2);
+          const at = w.begin();
+          span(w, s);
+          w.end(at);
+        }
+        if (scope.schemaUrl) {
+          w.tag(3, 2);
+          w.string(scope.schemaUrl);
+        }
+        w.end(ss);
+      }
+      if (resource.schemaUrl) {
+        w.tag(3, 2);
+        w.string(resource.schemaUrl);
+      }
+      w.end(rs);
+    }
+    // A copy: the transport may hold the bytes (retries) past the next export.
+    return new Uint8Array(w.buf.subarray(0, w.pos));
+  } finally {
+    // A buffer grown by one huge export is not kept.
+    if (w.buf.length > 4 * 1024 * 1024) w.buf = Buffer.allocUnsafe(64 * 1024);
+  }
+}
+
+/**
+ * The OTLP/HTTP protobuf span exporter: the library's own (as @opentelemetry/exporter-trace-otlp-proto
+ * builds it: the same transport, configuration from the OTEL_EXPORTER_OTLP_* variables, content
+ * type and self-observability name) with serializeSpans for the request body.
+ */
+export function protobufSpanExporter(url: string): SpanExporter {
+  const exporter = new OTLPExporterBase<ReadableSpan[]>(
+    createOtlpHttpExportDelegate(
+      convertLegacyHttpOptions({ url }, 'TRACES', 'v1/traces', { 'Content-Type': 'application/x-protobuf' }),
+      {
+        serializeRequest: (spans: ReadableSpan[]) => serializeSpans(spans),
+        deserializeResponse: ProtobufTraceSerializer.deserializeResponse,
+      },
+      'otlp_http_span_exporter',
+      TraceExporterMetricsHelper,
+      undefined,
+    ),
+  );
+  return exporter;
+}
