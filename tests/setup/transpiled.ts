@@ -1,11 +1,12 @@
 /**
  * Global setup (vitest.config.ts `globalSetup`): the sources transpiled once per run, file by
- * file, into a JS tree with the repository's layout (tests/artifacts/js-PID/), for the tests that
- * start toolproof or a probe as a child process (tests/support/node-entry.ts). The same
- * transpiler tsx uses (esbuild, one file at a time, no bundling), run once instead of in every
- * child: `node --import tsx server/main.ts` cost ~1.7 s of CPU to start, the transpiled file
- * ~0.7 s, and the suite starts ~25 such children. The tree is rebuilt on every run (~2 s of CPU,
- * esbuild spreads it over the cores) and removed after it, so a child never runs stale code.
+ * file, into a JS tree with the repository's layout (node_modules/.cache/toolproof-tests/js-PID/),
+ * for the tests that start toolproof or a probe as a child process (nodeEntry in
+ * tests/support/toolproof-process.ts). The same transpiler tsx uses (esbuild, one file at a time,
+ * no bundling), run once instead of in every child: `node --import tsx server/main.ts` cost
+ * ~1.7 s of CPU to start, the transpiled file ~0.7 s, and the suite starts ~25 such children.
+ * The tree is rebuilt on every run (~2 s of CPU, esbuild spreads it over the cores) and removed
+ * after it, so a child never runs stale code.
  */
 import { mkdirSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -31,14 +32,15 @@ function sourceFiles(root: string): string[] {
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    /** The transpiled tree's root (tests/support/node-entry.ts), or '' when there is none. */
+    /** The transpiled tree's root (tests/support/toolproof-process.ts nodeEntry). */
     transpiledRoot: string;
   }
 }
 
 export default async function setup(project: TestProject): Promise<() => void> {
   const root = project.config.root;
-  const out = join(root, 'tests', 'artifacts', `js-${process.pid}`);
+  // Under node_modules: packages resolve from it as from the sources, and no linter reads it.
+  const out = join(root, 'node_modules', '.cache', 'toolproof-tests', `js-${process.pid}`);
   rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });
   await build({
