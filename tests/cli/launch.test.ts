@@ -26,6 +26,7 @@ import { buildApp, type ToolproofApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
 import { closeApp } from '../server/stack.js';
+import { nodeEntry } from '../support/toolproof-process.js';
 
 function io() {
   const out: string[] = [];
@@ -265,16 +266,7 @@ describe('a toolproof that is not running', () => {
     const url = `http://127.0.0.1:${port}`;
     const run = spawnSync(
       process.execPath,
-      [
-        '--import',
-        'tsx',
-        join(import.meta.dirname, '../../cli/toolproof.ts'),
-        'launch',
-        'pi',
-        '--url',
-        url,
-        '--print',
-      ],
+      [...nodeEntry('cli/toolproof.ts'), 'launch', 'pi', '--url', url, '--print'],
       { encoding: 'utf8', env: { ...process.env, ...env, PATH: `${env.PATH}` }, timeout: 90_000 },
     );
     expect(run.status, run.stderr).toBe(0);

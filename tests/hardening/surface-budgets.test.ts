@@ -50,11 +50,19 @@ describe('the x1 vs x4 measure', () => {
   it('passes linear work and flags quadratic work (CPU time)', () => {
     const lin = measureScaling((n) => n, linear, { from: 1000, max: 1 << 24, slackMs: 5 });
     expect(withinBudget(lin, 5).time, JSON.stringify(lin)).toBe(true);
-    const quad = measureScaling((n) => n, quadratic, { from: 64, max: 1 << 16, slackMs: 5 });
+    // Capped at 1024 (~5 ms at 1x, ~90 ms at 4x): the next doubling, where the 8 ms target
+    // stopped it, took ~22 ms and ~350 ms a run, and a quadratic gets the thorough look (7 pairs).
+    const quad = measureScaling((n) => n, quadratic, { from: 64, max: 1024, slackMs: 5 });
     expect(withinBudget(quad, 5).time, JSON.stringify(quad)).toBe(false);
   }, 120_000);
   it('passes a linear result and flags a quadratic one (retained memory)', () => {
-    const keep = (n: number) => Array.from({ length: n }, (_, i) => i + 0.5);
+    // n doubles filled by a plain loop (Array.from's callback per element took ~400 ms for the
+    // quadratic's 4M at 4x, run 7 times); the same 8 bytes an element kept.
+    const keep = (n: number) => {
+      const a = new Array<number>(n);
+      for (let i = 0; i < n; i++) a[i] = i + 0.5;
+      return a;
+    };
     const lin = measureScaling((n) => n, keep, { from: 100_000, max: 100_000 });
     expect(withinBudget(lin, 5).memory, JSON.stringify(lin)).toBe(true);
     const quad = measureScaling(

@@ -19,6 +19,7 @@ import {
   validatorCacheStats,
 } from '../../policies/kit/validation/validator-cache.js';
 import { CompileBudgets } from '../../server/compile-budget.js';
+import { nodeEntry } from '../support/toolproof-process.js';
 import { patternSchema } from './pattern-schema.js';
 
 const run = promisify(execFile);
@@ -101,7 +102,7 @@ describe('compile cost is estimated from the schema, not its size', () => {
     const probe = fileURLToPath(new URL('./heap-probe.ts', import.meta.url));
     const { stdout } = await run(
       process.execPath,
-      ['--expose-gc', '--import', 'tsx', probe, '60', '100', 'patterns'],
+      ['--expose-gc', ...nodeEntry(probe), '60', '100', 'patterns'],
       { timeout: 120_000 },
     );
     const { growthMb } = JSON.parse(stdout) as { growthMb: number };

@@ -9,6 +9,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { nodeEntry } from '../support/toolproof-process.js';
 import { preview } from '../../policies/kit/validation/json-shape.js';
 import { canonicalKey } from '../../policies/kit/validation/unique-items.js';
 import {
@@ -124,13 +125,9 @@ describe('compiled schemas are bounded by the memory they hold', () => {
 
   it('400 distinct 100 KB schemas: the heap grows by far less than they weigh (before: +80 MB)', async () => {
     const probe = fileURLToPath(new URL('./heap-probe.ts', import.meta.url));
-    const { stdout } = await run(
-      process.execPath,
-      ['--expose-gc', '--import', 'tsx', probe, '400', '100000'],
-      {
-        timeout: 60_000,
-      },
-    );
+    const { stdout } = await run(process.execPath, ['--expose-gc', ...nodeEntry(probe), '400', '100000'], {
+      timeout: 60_000,
+    });
     const { growthMb } = JSON.parse(stdout) as { growthMb: number };
     expect(growthMb).toBeLessThan(30);
   }, 90_000);

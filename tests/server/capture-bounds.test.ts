@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
+import { nodeEntry } from '../support/toolproof-process.js';
 
 const run = promisify(execFile);
 const probe = fileURLToPath(new URL('./capture-probe.ts', import.meta.url));
@@ -22,7 +23,7 @@ describe('capture bounds', () => {
   it('the ring stays under its size with 10,000 requests of 1 MB bodies, at a tenth of the sizes (heap measured)', async () => {
     const { stdout } = await run(
       process.execPath,
-      ['--expose-gc', '--import', 'tsx', probe, 'ring', '10000', '10', '10'],
+      ['--expose-gc', ...nodeEntry(probe), 'ring', '10000', '10', '10'],
       {
         timeout: 120_000,
         maxBuffer: 1 << 20,
@@ -56,7 +57,7 @@ describe('capture bounds', () => {
     const snapshotHolds = async (captureMb: string): Promise<boolean> => {
       snapshots ??= run(
         process.execPath,
-        ['--expose-gc', '--import', 'tsx', probe, 'snapshot', `${sim.url}`, '0,10', join(dir, 'capture')],
+        ['--expose-gc', ...nodeEntry(probe), 'snapshot', `${sim.url}`, '0,10', join(dir, 'capture')],
         { timeout: 120_000 },
       ).then(() => undefined);
       await snapshots;

@@ -1,5 +1,5 @@
 /**
- * TOOLPROOF_WORKERS: the real process (node --import tsx server/main.ts) with two workers on one
+ * TOOLPROOF_WORKERS: the real process (server/main.ts in a child) with two workers on one
  * fixed port in front of the simulator; fresh connections are spread over the workers by the
  * primary, /metrics shows the group whichever worker answers, a killed worker is replaced, and
  * SIGTERM closes everything.

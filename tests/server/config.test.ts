@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, DEFAULT_PORT, loadConfig } from '../../server/config.js';
+import { nodeEntry } from '../support/toolproof-process.js';
 
 function yamlFile(text: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'toolproof-config-'));
@@ -97,7 +98,7 @@ models:
 
   it('the process refuses to start on invalid config, with the bad key in its message', () => {
     const path = yamlFile('models:\n  m:\n    upstream: http://x/v1\n    bogusKey: 1\n');
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
+    const r = spawnSync(process.execPath, nodeEntry('server/main.ts'), {
       env: { ...process.env, TOOLPROOF_CONFIG: path, TOOLPROOF_PORT: '0' },
       encoding: 'utf8',
       timeout: 20_000,

@@ -1,5 +1,5 @@
 /**
- * The inspector with TOOLPROOF_WORKERS=2 (the real process, node --import tsx server/main.ts):
+ * The inspector with TOOLPROOF_WORKERS=2 (the real process, server/main.ts in a child):
  * each worker has its own capture ring, and whichever worker answers /inspect/api, it shows every
  * worker's requests (the query goes to every worker through the primary, capture/cluster.ts).
  */
@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
-import { freePort, once } from '../support/toolproof-process.js';
+import { freePort, nodeEntry, once } from '../support/toolproof-process.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -21,7 +21,7 @@ describe('the inspector over two workers', () => {
     sim = await createSimulator({ personality: 'vllm' });
     const port = await freePort();
     origin = `http://127.0.0.1:${port}`;
-    child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'server/main.ts')], {
+    child = spawn(process.execPath, nodeEntry('server/main.ts'), {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH ?? '',

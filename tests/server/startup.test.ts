@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../server/config.js';
 import { describeListenError } from '../../server/shutdown.js';
+import { nodeEntry } from '../support/toolproof-process.js';
 
 function refused(env: Record<string, string>, file?: Parameters<typeof loadConfig>[1]): string {
   try {
@@ -56,7 +57,7 @@ describe('settings refused at start-up', () => {
 /** Runs server/main.ts until it exits (or 30 s). */
 function runMain(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
+    const child = spawn(process.execPath, nodeEntry('server/main.ts'), {
       env: { ...process.env, TOOLPROOF_LOG_LEVEL: 'silent', ...env },
       stdio: ['ignore', 'ignore', 'pipe'],
     });

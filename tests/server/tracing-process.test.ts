@@ -1,5 +1,5 @@
 /**
- * Tracing in the real process (node --import tsx server/main.ts): with no OTEL_* variable,
+ * Tracing in the real process (server/main.ts in a child): with no OTEL_* variable,
  * nothing of OpenTelemetry is loaded and nothing is sent; with them and TOOLPROOF_WORKERS=2, each
  * worker exports its own spans, and SIGTERM's graceful shutdown flushes what was still batched.
  * Which modules load is seen through a module resolve hook that logs every @opentelemetry
@@ -14,6 +14,7 @@ import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
 import { otlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.js';
+import { nodeEntry } from '../support/toolproof-process.js';
 import { freePort } from '../support/toolproof-process.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -39,7 +40,7 @@ interface Proc {
 function start(env: Record<string, string>, readyLine: string): Proc {
   const child = spawn(
     process.execPath,
-    ['--import', `data:text/javascript,${encodeURIComponent(REGISTER)}`, '--import', 'tsx', 'server/main.ts'],
+    ['--import', `data:text/javascript,${encodeURIComponent(REGISTER)}`, ...nodeEntry('server/main.ts')],
     {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },

@@ -6,20 +6,61 @@
  * process.env or the working directory changed fails, naming what, and the state is put back
  * so the files after it still run clean.
  */
-import { appendFileSync } from 'node:fs';
-import { afterAll, beforeAll, expect, vi } from 'vitest';
+import { appendFileSync, readFileSync } from 'node:fs';
+import { afterAll, afterEach, beforeAll, beforeEach, expect, vi } from 'vitest';
 
-/** TP_HEAP_LOG=path: a JSON line per file (worker pid, ms, heap and RSS after it) for suite-time work. */
+/**
+ * TP_HEAP_LOG=path: a JSON line per file (worker pid, wall ms, CPU ms of the worker and of the
+ * child processes it waited for, heap and RSS after it, its tests of 100 ms of CPU or more) for
+ * suite-time work. CPU time is what a file costs the 2-core box whatever the load; wall minus CPU
+ * is what it waits.
+ */
 const HEAP_LOG = process.env.TP_HEAP_LOG;
 let file = '';
 let started = 0;
+let cpu0 = 0;
+let childCpu0 = 0;
+/** The file's tests that took 100 ms of CPU or more (worker and children), with that CPU time. */
+let slowTests: Array<[string, number]> = [];
+let testCpu0 = 0;
+
+/** CPU ms of the waited-for child processes (Linux: cutime + cstime of /proc/self/stat). */
+function childCpuMs(): number {
+  try {
+    const stat = readFileSync('/proc/self/stat', 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // fields 16 and 17 of stat(5), counted from the state (field 3) here; 100 ticks a second
+    return (Number(f[13]) + Number(f[14])) * 10;
+  } catch {
+    return 0;
+  }
+}
+const cpuMs = () => {
+  const c = process.cpuUsage();
+  return (c.user + c.system) / 1000;
+};
 
 let env: Record<string, string | undefined> = {};
 let cwd = '';
 
+if (HEAP_LOG) {
+  beforeEach(() => {
+    testCpu0 = cpuMs() + childCpuMs();
+  });
+  afterEach(() => {
+    const ms = Math.round(cpuMs() + childCpuMs() - testCpu0);
+    if (ms >= 100) slowTests.push([expect.getState().currentTestName ?? '', ms]);
+  });
+}
+
 beforeAll(() => {
   file = expect.getState().testPath ?? '';
+  slowTests = [];
   started = performance.now();
+  if (HEAP_LOG) {
+    cpu0 = cpuMs();
+    childCpu0 = childCpuMs();
+  }
   env = { ...process.env };
   cwd = process.cwd();
 });
@@ -29,7 +70,7 @@ afterAll(() => {
     const m = process.memoryUsage();
     appendFileSync(
       HEAP_LOG,
-      `${JSON.stringify({ pid: process.pid, file, ms: Math.round(performance.now() - started), heapMb: Math.round(m.heapUsed / 1e6), rssMb: Math.round(m.rss / 1e6) })}\n`,
+      `${JSON.stringify({ pid: process.pid, file, ms: Math.round(performance.now() - started), cpuMs: Math.round(cpuMs() - cpu0), childCpuMs: childCpuMs() - childCpu0, heapMb: Math.round(m.heapUsed / 1e6), rssMb: Math.round(m.rss / 1e6), slowTests })}\n`,
     );
   }
   // vi.stubEnv / vi.stubGlobal are fine: config unstubEnvs undoes them before the next test,

@@ -1,5 +1,5 @@
 /**
- * Reload with TOOLPROOF_WORKERS=2 (the real process: node --import tsx server/main.ts): 50
+ * Reload with TOOLPROOF_WORKERS=2 (the real process: server/main.ts in a child): 50
  * streams open on both workers, the YAML changes (a key revoked) and the primary gets SIGHUP;
  * every worker swaps its configuration, the revoked key is refused within a second on fresh
  * connections (whichever worker takes them), and none of the 50 streams breaks: each ends whole.
