@@ -17,7 +17,7 @@
  *
  * Cases: `short` (8-event forced tool stream), `long` (500 events), `agent` (a real agent turn:
  * Qwen Code's recorded request of ~90 KB with 14 tools and a few turns of history, its own
- * headers, answered with a 100-event streamed tool call; fixtures.ts agentTurn).
+ * headers, answered with a 100-event streamed tool call, c=8 unless --agent-c; fixtures.ts agentTurn).
  *
  *   npx tsx bench/capture-cpu.ts [--cases=short,long,agent] [--requests=2000] [--rounds=6] [--c=32] [--cpu-prof]
  */
@@ -53,6 +53,8 @@ const C = Number(args.get('c') || 32);
 const PROF = args.has('cpu-prof');
 const CASES: Record<string, number> = { short: 8, long: 500, agent: AGENT_TURN_EVENTS };
 const cases = (args.get('cases') || 'short,long,agent').split(',');
+/** The agent turn's concurrency (--agent-c): eight agents at work. */
+const AGENT_C = Number(args.get('agent-c') || 8);
 const BENCH_HEADERS: Record<string, string> = {
   'content-type': 'application/json',
   authorization: 'Bearer sk-bench',
@@ -68,6 +70,7 @@ async function burst(
   body: Buffer,
   n: number,
   headers: Record<string, string> = BENCH_HEADERS,
+  c = C,
 ): Promise<void> {
   let left = n;
   const worker = async () => {
@@ -77,7 +80,7 @@ async function burst(
       for await (const _ of r.body);
     }
   };
-  await Promise.all(Array.from({ length: C }, worker));
+  await Promise.all(Array.from({ length: c }, worker));
 }
 
 async function main(): Promise<void> {
@@ -156,7 +159,8 @@ async function main(): Promise<void> {
           ? Math.max(200, Math.floor(REQUESTS / 4))
           : REQUESTS;
     if (agent) await checkAgentTurn(sides[0]!.pool, body, headers);
-    for (let i = 0; i < 2; i++) for (const s of sides) await burst(s.pool, body, n, headers);
+    const c = agent ? AGENT_C : C;
+    for (let i = 0; i < 2; i++) for (const s of sides) await burst(s.pool, body, n, headers, c);
     for (const s of sides) s.served += 2 * n;
     const cpu = sides.map(() => [] as number[]);
     const gc0 = sides.map((s) => ({ ...s.gc }));
@@ -165,7 +169,7 @@ async function main(): Promise<void> {
       for (const i of order) {
         const s = sides[i]!;
         const t0 = cpuUs(s.pid);
-        await burst(s.pool, body, n, headers);
+        await burst(s.pool, body, n, headers, c);
         cpu[i]!.push((cpuUs(s.pid) - t0) / n);
         s.served += n;
       }
@@ -173,7 +177,7 @@ async function main(): Promise<void> {
     // Let the last lines of --trace-gc arrive.
     await new Promise((r) => setTimeout(r, 200));
     console.log(
-      `${name} (${agent ? `agent turn, ${Math.round(body.length / 1024)} KB body, ` : ''}${events} events, c=${C}, ${n} requests x ${ROUNDS} rounds), CPU µs per request:`,
+      `${name} (${agent ? `agent turn, ${Math.round(body.length / 1024)} KB body, ` : ''}${events} events, c=${c}, ${n} requests x ${ROUNDS} rounds), CPU µs per request:`,
     );
     sides.forEach((s, i) => {
       const ratios = cpu[i]!.map((x, r) => x / cpu[0]![r]!);
@@ -251,7 +255,7 @@ function captureOwnUs(file: string, served: number): number {
 /** The profiles of a run (`--analyze=DIR` reads a kept run again). */
 function analyze(profDir: string): void {
   const served = JSON.parse(readFileSync(join(profDir, 'served.json'), 'utf8')) as number[];
-  const names = ['off', 'on', 'before'].filter((n, i) => i < served.length);
+  const names = ['off', 'on', 'before'].slice(0, served.length);
   const areas = new Map<string, number[]>();
   const own: string[][] = [];
   const ownUs: number[] = [];
