@@ -244,6 +244,13 @@ async function child(dir: string | undefined): Promise<void> {
   };
   const rl = createInterface({ input: process.stdin });
   for await (const line of rl) {
+    // `heap`: the heap in use after full collections (run with --expose-gc): bytes a record holds.
+    if (line === 'heap') {
+      const gc = (globalThis as { gc?: () => void }).gc;
+      for (let i = 0; i < 3; i++) gc?.();
+      process.stdout.write(`${process.memoryUsage().heapUsed} ${ring?.size ?? 0}\n`);
+      continue;
+    }
     const [name, count] = line.split(' ');
     let s = shapes.get(name!);
     if (!s) shapes.set(name!, (s = shapeOf(name!)));
