@@ -15,7 +15,11 @@
  * (server/capture/) by inclusive time: a figure that stays steady on a loaded machine, where a
  * burst's CPU time does not.
  *
- *   npx tsx bench/capture-cpu.ts [--cases=short,long] [--requests=2000] [--rounds=6] [--c=32] [--cpu-prof]
+ * Cases: `short` (8-event forced tool stream), `long` (500 events), `agent` (a real agent turn:
+ * Qwen Code's recorded request of ~90 KB with 14 tools and a few turns of history, its own
+ * headers, answered with a 100-event streamed tool call, c=8 unless --agent-c; fixtures.ts agentTurn).
+ *
+ *   npx tsx bench/capture-cpu.ts [--cases=short,long,agent] [--requests=2000] [--rounds=6] [--c=32] [--cpu-prof]
  */
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,7 +27,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { prepareServer, type ServerMode } from './lib/build.js';
-import { toolsStreamBody } from './lib/fixtures.js';
+import { AGENT_CALL, AGENT_TURN_EVENTS, agentTurn, toolsStreamBody } from './lib/fixtures.js';
 import { median } from './lib/overhead-ab.js';
 import {
   CLK_TCK,
@@ -47,29 +51,36 @@ const REQUESTS = Number(args.get('requests') || 2000);
 const ROUNDS = Number(args.get('rounds') || 6);
 const C = Number(args.get('c') || 32);
 const PROF = args.has('cpu-prof');
-const CASES: Record<string, number> = { short: 8, long: 500 };
-const cases = (args.get('cases') || 'short,long').split(',');
+const CASES: Record<string, number> = { short: 8, long: 500, agent: AGENT_TURN_EVENTS };
+const cases = (args.get('cases') || 'short,long,agent').split(',');
+/** The agent turn's concurrency (--agent-c): eight agents at work. */
+const AGENT_C = Number(args.get('agent-c') || 8);
+const BENCH_HEADERS: Record<string, string> = {
+  'content-type': 'application/json',
+  authorization: 'Bearer sk-bench',
+};
 
 const cpuUs = (pid: number) => {
   const c = cpuSplit(pid);
   return ((c.user + c.sys) / CLK_TCK) * 1e6;
 };
 
-async function burst(pool: Pool, body: Buffer, n: number): Promise<void> {
+async function burst(
+  pool: Pool,
+  body: Buffer,
+  n: number,
+  headers: Record<string, string> = BENCH_HEADERS,
+  c = C,
+): Promise<void> {
   let left = n;
   const worker = async () => {
     while (left-- > 0) {
-      const r = await pool.request({
-        method: 'POST',
-        path: '/v1/chat/completions',
-        headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' },
-        body,
-      });
+      const r = await pool.request({ method: 'POST', path: '/v1/chat/completions', headers, body });
       if (r.statusCode !== 200) throw new Error(`status ${r.statusCode}: ${await r.body.text()}`);
       for await (const _ of r.body);
     }
   };
-  await Promise.all(Array.from({ length: C }, worker));
+  await Promise.all(Array.from({ length: c }, worker));
 }
 
 async function main(): Promise<void> {
@@ -136,9 +147,20 @@ async function main(): Promise<void> {
   for (const name of cases) {
     const events = CASES[name];
     if (events === undefined) throw new Error(`unknown case ${name} (short, long)`);
-    const body = toolsStreamBody({ chunks: events });
-    const n = name === 'long' ? Math.max(200, Math.floor(REQUESTS / 8)) : REQUESTS;
-    for (let i = 0; i < 2; i++) for (const s of sides) await burst(s.pool, body, n);
+    // agent: a real agent's request (~90 KB, 14 tools, a few turns) and its recorded headers,
+    // answered with a streamed tool call (fixtures.ts agentTurn).
+    const agent = name === 'agent' ? agentTurn(events) : undefined;
+    const body = agent?.body ?? toolsStreamBody({ chunks: events });
+    const headers = agent ? { ...agent.headers, 'content-type': 'application/json' } : BENCH_HEADERS;
+    const n =
+      name === 'long'
+        ? Math.max(200, Math.floor(REQUESTS / 8))
+        : name === 'agent'
+          ? Math.max(200, Math.floor(REQUESTS / 4))
+          : REQUESTS;
+    if (agent) await checkAgentTurn(sides[0]!.pool, body, headers);
+    const c = agent ? AGENT_C : C;
+    for (let i = 0; i < 2; i++) for (const s of sides) await burst(s.pool, body, n, headers, c);
     for (const s of sides) s.served += 2 * n;
     const cpu = sides.map(() => [] as number[]);
     const gc0 = sides.map((s) => ({ ...s.gc }));
@@ -147,14 +169,16 @@ async function main(): Promise<void> {
       for (const i of order) {
         const s = sides[i]!;
         const t0 = cpuUs(s.pid);
-        await burst(s.pool, body, n);
+        await burst(s.pool, body, n, headers, c);
         cpu[i]!.push((cpuUs(s.pid) - t0) / n);
         s.served += n;
       }
     }
     // Let the last lines of --trace-gc arrive.
     await new Promise((r) => setTimeout(r, 200));
-    console.log(`${name} (${events} events, c=${C}, ${n} requests x ${ROUNDS} rounds), CPU µs per request:`);
+    console.log(
+      `${name} (${agent ? `agent turn, ${Math.round(body.length / 1024)} KB body, ` : ''}${events} events, c=${c}, ${n} requests x ${ROUNDS} rounds), CPU µs per request:`,
+    );
     sides.forEach((s, i) => {
       const ratios = cpu[i]!.map((x, r) => x / cpu[0]![r]!);
       console.log(
@@ -170,19 +194,79 @@ async function main(): Promise<void> {
   analyze(profDir);
 }
 
-/** The two profiles of a run (`--analyze=DIR` reads a kept run again). */
+/** The agent turn's answer reaches the client as a streamed call to the tool it names. */
+async function checkAgentTurn(pool: Pool, body: Buffer, headers: Record<string, string>): Promise<void> {
+  const r = await pool.request({ method: 'POST', path: '/v1/chat/completions', headers, body });
+  const text = await r.body.text();
+  if (r.statusCode !== 200 || !text.includes(`"name":"${AGENT_CALL.name}"`) || !text.includes('data: [DONE]'))
+    throw new Error(
+      `agent turn: expected a streamed ${AGENT_CALL.name} call, got ${r.statusCode}: ${text.slice(0, 400)}`,
+    );
+}
+
+/**
+ * Capture's own CPU in a profile, per request served: the samples whose innermost frame of
+ * toolproof's own code (server/, policies/, protocol/, parsers/) is one of server/capture/'s,
+ * i.e. its functions and what they call outside toolproof (Buffer copies, string encoding); the
+ * response hooks (recorder's write and end) by their own time only, not node's write path they
+ * hand on to. GC is not in it (a profile's GC samples have no stack): see the areas.
+ */
+function captureOwnUs(file: string, served: number): number {
+  const p = JSON.parse(readFileSync(file, 'utf8')) as {
+    nodes: Array<{ id: number; callFrame: { functionName: string; url: string }; children?: number[] }>;
+    samples: number[];
+    timeDeltas: number[];
+  };
+  const parent = new Map<number, number>();
+  const byId = new Map<number, (typeof p.nodes)[number]>();
+  for (const n of p.nodes) {
+    byId.set(n.id, n);
+    for (const c of n.children ?? []) parent.set(c, n.id);
+  }
+  const own = /\/(server|policies|protocol|parsers)\//;
+  const verdict = new Map<number, boolean>();
+  const isCapture = (leaf: number): boolean => {
+    const hit = verdict.get(leaf);
+    if (hit !== undefined) return hit;
+    let id: number | undefined = leaf;
+    let v = false;
+    while (id !== undefined) {
+      const f = byId.get(id)!.callFrame;
+      if (own.test(f.url)) {
+        v =
+          f.url.includes('server/capture/') &&
+          (id === leaf ||
+            !(f.url.includes('recorder') && (f.functionName === 'write' || f.functionName === 'end')));
+        break;
+      }
+      id = parent.get(id);
+    }
+    verdict.set(leaf, v);
+    return v;
+  };
+  let us = 0;
+  for (let k = 0; k < p.samples.length; k++) {
+    const dt = p.timeDeltas[k + 1] ?? 0;
+    if (isCapture(p.samples[k]!)) us += dt;
+  }
+  return us / served;
+}
+
+/** The profiles of a run (`--analyze=DIR` reads a kept run again). */
 function analyze(profDir: string): void {
   const served = JSON.parse(readFileSync(join(profDir, 'served.json'), 'utf8')) as number[];
+  const names = ['off', 'on', 'before'].slice(0, served.length);
   const areas = new Map<string, number[]>();
   const own: string[][] = [];
-  ['off', 'on'].forEach((name, i) => {
+  const ownUs: number[] = [];
+  names.forEach((name, i) => {
     const dir = join(profDir, name);
     const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
     if (!file) throw new Error(`no profile in ${dir}`);
     const p = summarizeProfile(join(dir, file), [], 2000);
     const per = (ms: number) => (ms * 1000) / served[i]!;
     for (const a of [...p.areas, { area: 'busy', selfMs: p.busyMs }]) {
-      const row = areas.get(a.area) ?? [0, 0];
+      const row = areas.get(a.area) ?? names.map(() => 0);
       row[i] = per(a.selfMs);
       areas.set(a.area, row);
     }
@@ -191,15 +275,27 @@ function analyze(profDir: string): void {
         .filter((f) => f.frame.includes('server/capture/'))
         .map((f) => `    ${per(f.selfMs).toFixed(1).padStart(7)} µs/req  ${f.frame}`),
     );
+    ownUs.push(captureOwnUs(join(dir, file), served[i]!));
   });
-  console.log(`\nprofiles (${profDir}), µs per request served (off ${served[0]}, on ${served[1]}):`);
-  for (const [area, [off, on]] of [...areas.entries()].sort((a, b) => b[1][1]! - a[1][1]!))
-    if (Math.max(off!, on!) >= 0.5)
+  console.log(
+    `\nprofiles (${profDir}), µs per request served (${names.map((n, i) => `${n} ${served[i]}`).join(', ')}):`,
+  );
+  console.log(`  ${''.padEnd(28)} ${names.map((n) => n.padStart(9)).join(' ')}   (on - off)`);
+  for (const [area, row] of [...areas.entries()].sort((a, b) => b[1][1]! - a[1][1]!))
+    if (Math.max(...row) >= 0.5)
       console.log(
-        `  ${area.padEnd(28)} off ${off!.toFixed(1).padStart(8)}  on ${on!.toFixed(1).padStart(8)}  ${(on! - off! >= 0 ? '+' : '') + (on! - off!).toFixed(1)}`,
+        `  ${area.padEnd(28)} ${row.map((x) => x.toFixed(1).padStart(9)).join(' ')}   ${(row[1]! - row[0]! >= 0 ? '+' : '') + (row[1]! - row[0]!).toFixed(1)}`,
       );
-  console.log("  capture's frames, inclusive (a wrapper includes what it wraps), capture on:");
-  console.log(own[1]!.slice(0, 30).join('\n'));
+  console.log(
+    `  capture's own CPU (its frames and their native callees, the response hooks' own time): ${names
+      .slice(1)
+      .map((n, i) => `${n} ${ownUs[i + 1]!.toFixed(1)} µs/req`)
+      .join(', ')}`,
+  );
+  names.slice(1).forEach((n, i) => {
+    console.log(`  capture's frames, inclusive (a wrapper includes what it wraps), capture ${n}:`);
+    console.log(own[i + 1]!.slice(0, 14).join('\n'));
+  });
 }
 
 main().catch(async (err) => {

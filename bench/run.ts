@@ -38,8 +38,8 @@
  * The A/B cases ab-capture and ab-tracing (run by default; with --cases only when named) start
  * their own toolproof processes that differ in one setting: capture off and tracing off (the
  * base), the capture ring on (the default 10 MB), tracing on (OTLP/HTTP to a sink in this
- * process, every request sampled). Short and long forced tool streams go to each in turn, the
- * order rotating every round; printed: each one's CPU per request and its ratio to the base of
+ * process, every request sampled). Short and long forced tool streams and a real agent turn
+ * (fixtures.ts agentTurn) go to each in turn, the order rotating every round; printed: each one's CPU per request and its ratio to the base of
  * the same round (median over the rounds), judged against issue 28's "at most 5% more".
  */
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
@@ -52,6 +52,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Pool } from 'undici';
 import { prepareServer, type ServerMode } from './lib/build.js';
 import {
+  AGENT_CALL,
+  AGENT_TURN_EVENTS,
+  agentTurn,
   FINAL_ANSWER_TEXT,
   finalAnswerPieces,
   historyBody,
@@ -978,7 +981,7 @@ interface Launched extends ProbeTarget {
 /** The open-stream probes' table; toolproof's figures are judged (the hop's are the reference). */
 /**
  * The A/B cases (ab-capture, ab-tracing): toolproof processes of their own that differ in one
- * setting, measured on short and long forced tool streams (bench/lib/overhead-ab.ts). The base
+ * setting, measured on short and long forced tool streams and an agent turn (bench/lib/overhead-ab.ts). The base
  * has capture and tracing off; every OTEL_* variable of the shell is left out of all of them.
  */
 async function measureAbCases(
@@ -1013,7 +1016,23 @@ async function measureAbCases(
       },
     });
   const all = defineCases(opts.quick);
-  const workloads = ['tools-stream8-c32', 'tools-stream500-c32'].map((id) => all.find((c) => c.id === id)!);
+  // Beside the short and long streams, a real agent turn (fixtures.ts agentTurn: Qwen Code's
+  // recorded request, ~90 KB with 14 tools and a few turns, answered with a streamed tool call):
+  // the cost where users pay it.
+  const agent = agentTurn();
+  const workloads: Case[] = [
+    ...['tools-stream8-c32', 'tools-stream500-c32'].map((id) => all.find((c) => c.id === id)!),
+    {
+      id: 'agent-turn-c8',
+      title: `agent turn (Qwen Code's request, ${Math.round(agent.body.length / 1024)} KB, 14 tools; a ${AGENT_TURN_EVENTS}-event streamed ${AGENT_CALL.name} call), c=8`,
+      body: agent.body,
+      stream: true,
+      concurrency: 8,
+      durationMs: opts.quick ? 800 : 1500,
+      warmupMs: opts.quick ? 2000 : 4000,
+      chunks: AGENT_TURN_EVENTS,
+    },
+  ];
   const variants: AbVariant[] = [];
   const out: AbResult[] = [];
   try {
@@ -1026,7 +1045,16 @@ async function measureAbCases(
     for (const c of workloads) {
       for (const v of variants) {
         const p = await probe(v.pool, c.body);
-        const check = checkResponse(c, 'proxied', p.status, p.text);
+        const check =
+          c.id === 'agent-turn-c8'
+            ? {
+                ok:
+                  p.status === 200 &&
+                  p.text.includes(`"name":"${AGENT_CALL.name}"`) &&
+                  p.text.includes('data: [DONE]'),
+                detail: `expected a streamed ${AGENT_CALL.name} call: HTTP ${p.status} ${p.text.slice(0, 300)}`,
+              }
+            : checkResponse(c, 'proxied', p.status, p.text);
         if (!check.ok) throw new Error(`A/B ${c.id}: toolproof (${v.name}) check failed: ${check.detail}`);
       }
       const t0 = Date.now();

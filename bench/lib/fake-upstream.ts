@@ -12,7 +12,8 @@
  *   (`{"answer":"..."}`), as a tool-forced model answers; toolproof unwraps it into content;
  * - `"stream":true`: 50 SSE chunks written back-to-back, then `data: [DONE]`; with tools, a
  *   streamed final_answer call (its arguments one token per event); the markers of
- *   fixtures.ts (`BENCH-CHUNKS-<n>`, `BENCH-TRICKLE`, `BENCH-HOLD`) change the count and pace;
+ *   fixtures.ts (`BENCH-CHUNKS-<n>`, `BENCH-TRICKLE`, `BENCH-HOLD`) change the count and pace,
+ *   `BENCH-CALL-<tool>.<param>` streams a call to that tool instead (fixtures.ts agentTurn);
  * - otherwise: a small fixed chat.completion.
  * GET /v1/models and /health answer too (readiness checks), GET /bench/release ends the held
  * streams; anything else is a 404.
@@ -86,25 +87,30 @@ function chunk(delta: Record<string, unknown>, finish: string | null): string {
 
 /** The SSE events of one stream plus the terminator, rendered once per shape. */
 const rendered = new Map<string, readonly string[]>();
-function streamEvents(chunks: number, tools: boolean): readonly string[] {
-  const key = `${chunks}:${tools}`;
+function streamEvents(
+  chunks: number,
+  tools: boolean,
+  call?: { name: string; param: string },
+): readonly string[] {
+  const key = `${chunks}:${tools}:${call ? `${call.name}.${call.param}` : ''}`;
   let events = rendered.get(key);
   if (events) return events;
   const out: string[] = [];
   if (tools) {
     const { pieces } = finalAnswerPieces(chunks);
+    // BENCH-CALL-<name>.<param>: a call to that tool, its tokens streamed into that argument.
+    if (call) pieces[1] = `{${JSON.stringify(call.param)}:"`;
     pieces.forEach((args, i) => {
-      const call =
+      const tc =
         i === 0
           ? {
               index: 0,
               id: 'call_bench0001',
               type: 'function',
-              function: { name: 'final_answer', arguments: '' },
+              function: { name: call?.name ?? 'final_answer', arguments: '' },
             }
           : { index: 0, function: { arguments: args } };
-      const delta =
-        i === 0 ? { role: 'assistant', content: null, tool_calls: [call] } : { tool_calls: [call] };
+      const delta = i === 0 ? { role: 'assistant', content: null, tool_calls: [tc] } : { tool_calls: [tc] };
       out.push(chunk(delta, i === pieces.length - 1 ? 'tool_calls' : null));
     });
   } else {
@@ -149,6 +155,7 @@ function startStream(res: ServerResponse, body: Buffer): void {
   let chunks = STREAM_CHUNKS;
   let mode: 'burst' | 'trickle' | 'hold' = 'burst';
   let holdAfter = HELD_FIRST_EVENTS;
+  let call: { name: string; param: string } | undefined;
   if (body.indexOf('BENCH-') !== -1) {
     const text = body.toString('utf8');
     const n = /BENCH-CHUNKS-(\d+)/.exec(text);
@@ -157,8 +164,10 @@ function startStream(res: ServerResponse, body: Buffer): void {
     if (text.includes('BENCH-HOLD')) mode = 'hold';
     const after = /BENCH-HOLD-AFTER-(\d+)/.exec(text);
     if (after) holdAfter = Number(after[1]);
+    const named = /BENCH-CALL-(\w+)\.(\w+)/.exec(text);
+    if (named) call = { name: named[1]!, param: named[2]! };
   }
-  const events = streamEvents(chunks, body.indexOf('"tools":[') !== -1);
+  const events = streamEvents(chunks, body.indexOf('"tools":[') !== -1, call);
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   if (mode === 'burst') {
     for (const event of events) res.write(event);

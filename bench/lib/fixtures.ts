@@ -4,6 +4,8 @@
  * JSON.stringify (no spaces: the fake upstream looks for `"stream":true` and `"tools":[`).
  */
 
+import { readFileSync } from 'node:fs';
+
 export const MODEL = 'bench-model';
 export const STREAM_CHUNKS = 50;
 export const FINAL_ANSWER_TEXT = 'The weather in Paris is 18 degrees and sunny.';
@@ -164,4 +166,70 @@ export function toolsBody(): Buffer {
       temperature: 0.2,
     }),
   );
+}
+
+/** The tool the agent turn's answer calls, and the argument its tokens stream into. */
+export const AGENT_CALL = { name: 'run_shell_command', param: 'command' } as const;
+/** Events of the agent turn's streamed tool call (a command of ~100 tokens). */
+export const AGENT_TURN_EVENTS = 100;
+
+/**
+ * A real agent turn, as an agent sends it: Qwen Code 0.24.4's second request of a tests/agents
+ * run (tests/fixtures/agents/qwen/02-POST-v1-chat-completions.json: its 14 tools with their real
+ * schemas, its 27 KB system prompt, the 10 KB user turn with the project context, a write_file
+ * call and its result), with two more turns of history of the same shape (a shell command and a
+ * file read with their outputs, generated here) so the body is ~90 KB, the model renamed to the
+ * bench's and, in the last tool result, the fake upstream's markers: it answers with a streamed
+ * call to `run_shell_command` of `events` events (toolproof forces tool use, validates the call
+ * against its schema and streams it on). `headers`: the recorded request's own, less those of
+ * the connection, with the bench's key.
+ */
+export function agentTurn(events = AGENT_TURN_EVENTS): { body: Buffer; headers: Record<string, string> } {
+  const file = new URL('../../tests/fixtures/agents/qwen/02-POST-v1-chat-completions.json', import.meta.url);
+  const rec = JSON.parse(readFileSync(file, 'utf8')) as {
+    headers: Record<string, string>;
+    body: { messages: Array<Record<string, unknown>>; [k: string]: unknown };
+  };
+  const lines = (n: number, f: (i: number) => string) => Array.from({ length: n }, (_, i) => f(i)).join('\n');
+  const turn = (id: string, name: string, args: object, output: string) => [
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id, type: 'function', function: { name, arguments: JSON.stringify(args) } }],
+    },
+    { role: 'tool', tool_call_id: id, content: [{ type: 'text', text: output }] },
+  ];
+  const history = [
+    ...turn(
+      'chatcmpl-tool-bench-0002',
+      'run_shell_command',
+      { command: 'npm test -- --reporter=dot', description: 'Run the test suite' },
+      lines(
+        60,
+        (i) =>
+          ` ✓ tests/unit/module-${i}.test.ts (${(i * 7) % 23} tests) ${(i * 13) % 97}ms  src/module-${i}.ts covered`,
+      ),
+    ),
+    ...turn(
+      'chatcmpl-tool-bench-0003',
+      'read_file',
+      { absolute_path: '/tmp/tp-qwen-work-PNqq1j/src/server.ts' },
+      lines(
+        70,
+        (i) =>
+          `${String(i + 1).padStart(4)}  export function handler${i}(req: Request, res: Response): void { res.json({ ok: true, at: ${i} }); }`,
+      ),
+    ),
+  ];
+  const messages = [...rec.body.messages, ...history];
+  const last = messages.at(-1) as { content: Array<{ text: string }> };
+  last.content[0]!.text += ` [BENCH-CHUNKS-${events} BENCH-CALL-${AGENT_CALL.name}.${AGENT_CALL.param}]`;
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(rec.headers))
+    if (!['host', 'connection', 'content-length', 'accept-encoding'].includes(k)) headers[k] = v;
+  headers.authorization = 'Bearer sk-bench';
+  return {
+    body: Buffer.from(JSON.stringify({ ...rec.body, model: MODEL, messages, stream: true })),
+    headers,
+  };
 }

@@ -15,7 +15,14 @@ import { describeEffect, type PolicyEffect } from '../../policies/registry.js';
 import type { ChatCall } from '../chat/context.js';
 import { ownString } from '../../protocol/own-string.js';
 import { redactHeaders } from './redact.js';
-import type { CaptureRecord, CaptureRing, Decision, Outcome } from './ring.js';
+import type {
+  CapturedAttempt,
+  CaptureRecord,
+  CaptureRing,
+  CaptureSummary,
+  Decision,
+  Outcome,
+} from './ring.js';
 
 const WORKER = cluster.isWorker ? (cluster.worker?.id ?? 0) : 0;
 /** A decision's detail is JSON cut to this many characters. */
@@ -28,6 +35,22 @@ export function sessionLabel(key: string): string {
   return k.includes('\u0000') ? k.replaceAll('\u0000', '/') : k;
 }
 
+/** What a record holds until its request ends (finishCapture replaces them): shared, never written. */
+const IN_FLIGHT_KINDS: Outcome[] = Object.freeze(['in_flight']) as unknown as Outcome[];
+const NO_TOKENS: CaptureSummary['tokens'] = Object.freeze({ cached: null, prompt: null, completion: null });
+const NO_RESPONSE: CaptureRecord['clientResponse'] = Object.freeze({
+  status: null,
+  body: Object.freeze({ text: '', cut: 0 }),
+});
+
+const ONE_KIND = Object.freeze({
+  failed: Object.freeze(['failed']),
+  retried: Object.freeze(['retried']),
+  leak_recovered: Object.freeze(['leak_recovered']),
+  final_answer: Object.freeze(['final_answer']),
+  clean: Object.freeze(['clean']),
+}) as unknown as Record<Exclude<Outcome, 'in_flight'>, Outcome[]>;
+
 /** Opens the record of a chat call (any front door), in flight from now on. */
 export function beginCapture(
   ring: CaptureRing,
@@ -36,6 +59,11 @@ export function beginCapture(
   sessionKey: string,
   clientBytes: Buffer | undefined,
 ): void {
+  const url = request.url;
+  const q = url.indexOf('?');
+  const path = q === -1 ? url : url.slice(0, q);
+  // The fields an in-flight record lists with; the rest are set as the request goes, and those
+  // of its end (status, outcome, tokens, what the client received) by finishCapture.
   const record: CaptureRecord = {
     id: request.id,
     worker: WORKER,
@@ -47,26 +75,26 @@ export function beginCapture(
     inFlight: true,
     status: null,
     outcome: 'in_flight',
-    kinds: ['in_flight'],
+    kinds: IN_FLIGHT_KINDS,
     attempts: 0,
-    tokens: { cached: null, prompt: null, completion: null },
+    tokens: NO_TOKENS,
     durationMs: null,
     method: request.method,
-    path: (request.url.split('?')[0] ?? '').slice(0, 256),
-    clientRequest: { headers: {}, body: { text: '', cut: 0 } },
+    path: path.length > 256 ? path.slice(0, 256) : path,
+    clientRequest: undefined as unknown as CaptureRecord['clientRequest'],
     upstreamAttempts: [],
     decisions: [],
-    clientResponse: { status: null, body: { text: '', cut: 0 } },
+    clientResponse: NO_RESPONSE,
   };
   const w = ring.open(record);
-  const size = { chars: 0 };
-  const headers = redactHeaders(request.headers, size);
-  w.note(size.chars);
-  record.clientRequest.headers = headers;
+  const headers = redactHeaders(request.headers);
+  w.note(headers.chars);
   // The client's own bytes when at hand; a body they were not kept for, as JSON (cut after).
   // Only the head of a large body is decoded: `cut` then counts the bytes left out.
-  record.clientRequest.body =
-    clientBytes !== undefined ? w.fromBytes(clientBytes) : w.text(JSON.stringify(request.body ?? null));
+  record.clientRequest = {
+    headers,
+    body: clientBytes !== undefined ? w.fromBytes(clientBytes) : w.text(JSON.stringify(request.body ?? null)),
+  };
   w.start = request.tpStart;
   call.capture = w;
   request.tpCapture = w;
@@ -127,7 +155,7 @@ export function captureAttemptSent(call: ChatCall, body: string | Buffer, sentAt
   if (!w) return;
   const r = w.record;
   r.attempts = call.trace.attempts;
-  r.upstreamAttempts.push({
+  const a: CapturedAttempt = {
     n: call.trace.attempts,
     upstream: call.route.client.label,
     at: Date.now(),
@@ -136,7 +164,10 @@ export function captureAttemptSent(call: ChatCall, body: string | Buffer, sentAt
     request: typeof body === 'string' ? w.text(body) : w.fromBytes(body),
     response: { text: '', cut: 0 },
     events: 0,
-  });
+  };
+  // The first attempt (nearly every request's only one): an array of one.
+  if (r.upstreamAttempts.length === 0) r.upstreamAttempts = [a];
+  else r.upstreamAttempts.push(a);
   w.note(200);
 }
 
@@ -208,19 +239,113 @@ export function captureDecision(
     detail: detail !== undefined ? w.text(stringify(detail)).text : undefined,
   };
   // A record out of room keeps no more decisions (its cut texts already say it was cut).
-  if (w.note(d.reason.length + 64)) w.record.decisions.push(d);
+  if (w.note(d.reason.length + 64)) pushDecision(w.record, d);
 }
 
-/** The policies' effects, as decisions: what each means (describeEffect) is its reason. */
+/** A record's first decision gets an array of one (push() onto [] reserves 17 slots). */
+function pushDecision(r: CaptureRecord, d: Decision): void {
+  if (r.decisions.length === 0) r.decisions = [d];
+  else r.decisions.push(d);
+}
+
+/**
+ * What a kept effect decision is counted at: its reason (a template of at most ~150 characters
+ * around fields of at most SMALL_CHARS each), its JSON detail (a few such fields), its own
+ * fields.
+ */
+const EFFECT_DECISION_CHARS = 384;
+/** A kept effect's strings: shorter than V8's shortest sliced string (13), so none pins a parent. */
+const SMALL_CHARS = 12;
+const SMALL_FIELDS = 4;
+
+/**
+ * The policies' effects, as decisions. An effect whose detail is a few short primitives (the
+ * forced tool choice, a tally, the final answer's outcome: nearly every request's) is kept as
+ * the policy's own object and described when read (EffectDecision: its reason and JSON detail
+ * then, not per request); any other (a leak, a validation failure, a retry with its feedback)
+ * is described now and its detail serialized and cut, as a decision of the server's own.
+ */
 export function captureEffects(call: ChatCall, effects: readonly PolicyEffect[]): void {
-  if (!call.capture) return;
+  const w = call.capture;
+  if (!w) return;
   for (const e of effects) {
-    const r = describeEffect(e);
-    captureDecision(call, e.kind, reasonOf(e, r), (e as { detail?: unknown }).detail, e.policy);
+    if (isSmall(e)) {
+      if (w.note(EFFECT_DECISION_CHARS))
+        pushDecision(
+          w.record,
+          new EffectDecision(round(performance.now() - w.start), call.trace.attempts, e),
+        );
+      continue;
+    }
+    captureDecision(call, e.kind, reasonOf(e), (e as { detail?: unknown }).detail, e.policy);
   }
 }
 
-function reasonOf(e: PolicyEffect, r: ReturnType<typeof describeEffect>): string {
+/** An effect whose fields and detail are short primitives (see captureEffects). */
+function isSmall(e: PolicyEffect): boolean {
+  if (e.kind.length > 64 || e.policy.length > 64) return false;
+  const d = (e as { detail?: unknown }).detail;
+  if (d === undefined) return true;
+  if (typeof d !== 'object' || d === null || Array.isArray(d)) return false;
+  let n = 0;
+  for (const k in d) {
+    if (++n > SMALL_FIELDS || k.length > 32) return false;
+    const v = (d as Record<string, unknown>)[k];
+    if (
+      typeof v === 'string'
+        ? v.length > SMALL_CHARS
+        : typeof v === 'object'
+          ? v !== null
+          : typeof v === 'function'
+    )
+      return false;
+  }
+  return true;
+}
+
+/**
+ * A decision that is a policy's effect, kept as the effect and described when read: reads as
+ * the same { atMs, attempt, kind, policy, reason, detail } as a Decision (JSON included).
+ */
+export class EffectDecision implements Decision {
+  constructor(
+    readonly atMs: number,
+    readonly attempt: number,
+    readonly effect: PolicyEffect,
+  ) {}
+
+  get kind(): string {
+    return this.effect.kind;
+  }
+
+  get policy(): string | undefined {
+    return this.effect.policy || undefined;
+  }
+
+  get reason(): string {
+    const r = reasonOf(this.effect);
+    return r.length > MAX_DETAIL_CHARS ? r.slice(0, MAX_DETAIL_CHARS) : r;
+  }
+
+  get detail(): string | undefined {
+    const d = (this.effect as { detail?: unknown }).detail;
+    return d !== undefined ? stringify(d) : undefined;
+  }
+
+  toJSON(): Decision {
+    return {
+      atMs: this.atMs,
+      attempt: this.attempt,
+      kind: this.kind,
+      policy: this.policy,
+      reason: this.reason,
+      detail: this.detail,
+    };
+  }
+}
+
+function reasonOf(e: PolicyEffect): string {
+  const r = describeEffect(e);
   if (!r) return `${e.policy}: ${e.kind}`;
   switch (r.type) {
     case 'forced':
@@ -278,10 +403,9 @@ export function finishCapture(
   const startedAt = w.start;
   const r = w.record;
   w.endEvents();
-  w.endClient();
+  w.endClient(status);
   r.inFlight = false;
   r.status = finished ? status : 'aborted';
-  r.clientResponse.status = status;
   r.durationMs = round(performance.now() - startedAt);
   r.attempts = call.trace.attempts;
   const t = call.trace;
@@ -291,12 +415,19 @@ export function finishCapture(
       'dropped-tools',
       `hosted tools left out of the upstream request: ${t.droppedTools.join(', ')}`,
     );
-  const kinds: Outcome[] = [];
-  if (!finished || status >= 400 || error || t.finalKind === 'error') kinds.push('failed');
-  if (t.retries.length > 0) kinds.push('retried');
-  if (t.leaks.some((l) => l.outcome === 'recovered')) kinds.push('leak_recovered');
-  if (t.finalKind === 'final_answer' || t.finalAnswer) kinds.push('final_answer');
-  if (kinds.length === 0) kinds.push('clean');
+  const failed = !finished || status >= 400 || error !== undefined || t.finalKind === 'error';
+  const retried = t.retries.length > 0;
+  const leak = t.leaks.some((l) => l.outcome === 'recovered');
+  const final = t.finalKind === 'final_answer' || t.finalAnswer;
+  // One kind (nearly every request): a shared array; several: an array of their own.
+  const kinds: Outcome[] =
+    +failed + +retried + +leak + +final > 1
+      ? (['failed', 'retried', 'leak_recovered', 'final_answer'] as const).filter(
+          (_, i) => [failed, retried, leak, final][i],
+        )
+      : ONE_KIND[
+          failed ? 'failed' : retried ? 'retried' : leak ? 'leak_recovered' : final ? 'final_answer' : 'clean'
+        ];
   r.kinds = kinds;
   r.outcome = kinds[0]!;
   r.tokens = {

@@ -22,14 +22,33 @@ function isSecret(name: string): boolean {
 }
 
 /**
- * The headers without credentials. `size`, when given, receives the characters of their JSON
- * (what the capture ring counts them at) without serializing them.
+ * A request's headers as a capture keeps them: name and value in turn in one array (filled
+ * with a push each, no object whose shape grows a property per header), the secret ones' values
+ * already replaced. Read as an object of name and value (`object()`, and JSON through `toJSON`),
+ * in the request's order.
  */
-export function redactHeaders(
-  headers: Record<string, string | string[] | undefined>,
-  size?: { chars: number },
-): Record<string, string> {
-  const out: Record<string, string> = {};
+export class HeaderList {
+  /** Name, value, name, value... */
+  readonly flat: string[] = [];
+  /** The characters of their JSON, about (what the capture ring counts them at). */
+  chars = 2;
+
+  object(): Record<string, string> {
+    const out: Record<string, string> = {};
+    const f = this.flat;
+    for (let i = 0; i < f.length; i += 2) out[f[i]!] = f[i + 1]!;
+    return out;
+  }
+
+  toJSON(): Record<string, string> {
+    return this.object();
+  }
+}
+
+/** The headers without credentials (see HeaderList). */
+export function redactHeaders(headers: Record<string, string | string[] | undefined>): HeaderList {
+  const out = new HeaderList();
+  const flat = out.flat;
   let n = 0;
   let chars = 2;
   for (const name in headers) {
@@ -39,11 +58,15 @@ export function redactHeaders(
     if (++n > MAX_HEADERS) break;
     const kept = isSecret(name)
       ? REDACTED
-      : (Array.isArray(value) ? value.join(', ') : String(value)).slice(0, MAX_VALUE_CHARS);
-    out[name] = kept;
+      : typeof value === 'string'
+        ? value.length > MAX_VALUE_CHARS
+          ? value.slice(0, MAX_VALUE_CHARS)
+          : value
+        : (Array.isArray(value) ? value.join(', ') : String(value)).slice(0, MAX_VALUE_CHARS);
+    flat.push(name, kept);
     // "name":"value", (escapes aside: an estimate, like the ring's other counts)
     chars += name.length + kept.length + 6;
   }
-  if (size) size.chars = chars;
+  out.chars = chars;
   return out;
 }

@@ -14,6 +14,7 @@
  * evicted record is garbage at once.
  */
 import { ownString } from '../../protocol/own-string.js';
+import type { HeaderList } from './redact.js';
 
 /**
  * Buffer's own UTF-8 writer (node's, beneath `write`): `write(s, offset, 'utf8')` checks its
@@ -99,8 +100,11 @@ export interface CaptureSummary {
 export interface CaptureRecord extends CaptureSummary {
   method: string;
   path: string;
-  /** The client's request: headers without credentials, the body as received (cut). */
-  clientRequest: { headers: Record<string, string>; body: CapturedText };
+  /**
+   * The client's request: headers without credentials (HeaderList: read as an object of name
+   * and value, JSON included), the body as received (cut).
+   */
+  clientRequest: { headers: Readonly<Record<string, string>> | HeaderList; body: CapturedText };
   upstreamAttempts: CapturedAttempt[];
   decisions: Decision[];
   /** What the client received: the bytes of the response body (a stream's frames) as sent. */
@@ -257,12 +261,14 @@ export class RecordWriter {
     this.charge(part.length);
   }
 
-  /** The client's response, as received. */
-  endClient(): void {
+  /** The client's response, as received, with its status (its pieces end here). */
+  endClient(status = this.record.clientResponse.status): void {
     const spans = this.clientSpans;
-    this.record.clientResponse.body =
-      spans === undefined ? { text: '', cut: this.clientCut } : this.ring.textOf(spans, this.clientCut);
     this.clientSpans = undefined;
+    this.record.clientResponse = {
+      status,
+      body: spans === undefined ? { text: '', cut: this.clientCut } : this.ring.textOf(spans, this.clientCut),
+    };
   }
 }
 
@@ -271,10 +277,12 @@ export class RecordWriter {
  * length) a piece, flat; a piece right after the previous one extends it.
  */
 export class Spans {
-  readonly at: number[] = [];
+  /** Made with the first piece (an array of three: push() onto [] reserves 17 slots). */
+  at: number[] = EMPTY_AT;
   /** Where the last piece ends in the arena, -1: none. */
   end = -1;
 }
+const EMPTY_AT: number[] = Object.freeze([]) as unknown as number[];
 
 /**
  * Bytes a record keeps, decoded only when read (the inspector's API, a test): a Buffer's bytes
@@ -445,6 +453,7 @@ export class CaptureRing {
     // Right after the text's previous piece (in the arena and in the written count): one piece.
     if (off === spans.end && a.length > 0 && a[a.length - 3]! + a[a.length - 1]! === at)
       a[a.length - 1]! += n;
+    else if (a.length === 0) spans.at = [at, off, n];
     else a.push(at, off, n);
     spans.end = off + n;
   }

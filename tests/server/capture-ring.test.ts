@@ -3,7 +3,9 @@
  * (reassemble.ts) for every front door's shapes.
  */
 import { describe, expect, it } from 'vitest';
+import { EffectDecision } from '../../server/capture/recorder.js';
 import { reassemble } from '../../server/capture/reassemble.js';
+import { redactHeaders } from '../../server/capture/redact.js';
 import { type CaptureRecord, CaptureRing } from '../../server/capture/ring.js';
 
 const record = (id: string, session = 's', model = 'm'): CaptureRecord => ({
@@ -205,5 +207,43 @@ describe('reassemble', () => {
     const whole =
       '{"object":"response","output":[{"type":"message","content":[{"type":"output_text","text":"Done"}]},{"type":"function_call","name":"shell","arguments":"{}"}]}';
     expect(reassemble(whole)).toMatchObject({ content: 'Done', calls: [{ name: 'shell', arguments: '{}' }] });
+  });
+});
+
+describe('what a record keeps, read as it was written', () => {
+  it('headers: one flat list without credentials, read (and serialized) as the object of them', () => {
+    const h = redactHeaders({
+      'content-type': 'application/json',
+      authorization: 'Bearer sk-secret-123',
+      'x-api-key': 'key-456',
+      accept: ['a', 'b'],
+      cookie: 'session=789',
+    });
+    expect(JSON.parse(JSON.stringify(h))).toEqual({
+      'content-type': 'application/json',
+      authorization: '[redacted]',
+      'x-api-key': '[redacted]',
+      accept: 'a, b',
+      cookie: '[redacted]',
+    });
+    // The secrets are never kept, not only left out of what is read.
+    expect(h.flat.join('\n')).not.toMatch(/sk-secret|key-456|session=789/);
+    // Counted at least at the length of their JSON (no escapes here).
+    expect(h.chars).toBeGreaterThanOrEqual(JSON.stringify(h).length);
+  });
+
+  it('an effect kept as the policy object reads as the decision described at once', () => {
+    const effect = { policy: 'force-tool-use', kind: 'forced', count: 1, detail: { toolChoice: 'required' } };
+    const d = new EffectDecision(1.5, 1, effect as never);
+    expect(JSON.parse(JSON.stringify(d))).toEqual({
+      atMs: 1.5,
+      attempt: 1,
+      kind: 'forced',
+      policy: 'force-tool-use',
+      reason:
+        'forced tool use: tool_choice "required" sent upstream (a prose answer then comes through final_answer)',
+      detail: '{"toolChoice":"required"}',
+    });
+    expect(d.reason).toBe(JSON.parse(JSON.stringify(d)).reason);
   });
 });
