@@ -25,19 +25,11 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Pool } from 'undici';
+import type { Pool } from 'undici';
 import { prepareServer, type ServerMode } from './lib/build.js';
 import { AGENT_CALL, AGENT_TURN_EVENTS, agentTurn, toolsStreamBody } from './lib/fixtures.js';
 import { median } from './lib/overhead-ab.js';
-import {
-  CLK_TCK,
-  cpuSplit,
-  freePort,
-  startFakeUpstream,
-  startNode,
-  stopAll,
-  waitForHttp,
-} from './lib/procs.js';
+import { CLK_TCK, cpuSplit, startAbToolproof, startFakeUpstream, stopAll } from './lib/procs.js';
 import { summarizeProfile } from './lib/profile.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -91,7 +83,7 @@ async function main(): Promise<void> {
   // --before=DIR: a third side, capture on in another build (e.g. a copy of bench/results/.build
   // made before a change): before and after in the same run.
   const before = args.get('before');
-  const sides = [
+  const specs: Array<{ name: string; env: Record<string, string>; args: string[] }> = [
     { name: 'off', env: { TOOLPROOF_CAPTURE_MB: '0' }, args: serverArgs },
     { name: 'on', env: {}, args: serverArgs },
     ...(before
@@ -103,7 +95,8 @@ async function main(): Promise<void> {
           },
         ]
       : []),
-  ].map((s) => ({
+  ];
+  const sides = specs.map((s) => ({
     ...s,
     pid: 0,
     pool: undefined as unknown as Pool,
@@ -112,37 +105,18 @@ async function main(): Promise<void> {
     gc: { scavenge: 0, major: 0 },
   }));
   for (const s of sides) {
-    const port = await freePort();
-    const env: NodeJS.ProcessEnv = {};
-    for (const [k, v] of Object.entries(process.env))
-      if (!k.startsWith('TOOLPROOF_') && !k.startsWith('OTEL_')) env[k] = v;
-    Object.assign(env, {
-      TOOLPROOF_UPSTREAM_URL: `${upstream.origin}/v1`,
-      TOOLPROOF_HOST: '127.0.0.1',
-      TOOLPROOF_PORT: String(port),
-      TOOLPROOF_LOG_LEVEL: 'warn',
-      ...s.env,
-    });
-    const child = startNode({
-      name: `toolproof (capture ${s.name})`,
-      args: [...(PROF ? ['--cpu-prof', `--cpu-prof-dir=${s.dir}`] : []), '--trace-gc', ...s.args],
-      env,
+    const started = await startAbToolproof({
+      label: `toolproof (capture ${s.name})`,
+      upstreamOrigin: upstream.origin,
+      env: s.env,
+      args: s.args,
+      gc: s.gc,
+      connections: C,
+      ...(PROF ? { profDir: s.dir } : {}),
       cwd: ROOT,
     });
-    // --trace-gc: one line per collection on stdout; counted per kind (steady on a loaded
-    // machine, where CPU times are not).
-    let partial = '';
-    child.proc.stdout?.on('data', (d: Buffer) => {
-      const lines = (partial + d.toString('latin1')).split('\n');
-      partial = lines.pop() ?? '';
-      for (const l of lines) {
-        if (l.includes('Scavenge')) s.gc.scavenge++;
-        else if (l.includes('Mark-Compact') || l.includes('Mark-sweep')) s.gc.major++;
-      }
-    });
-    await waitForHttp(child, `http://127.0.0.1:${port}/health`, 60_000);
-    s.pid = child.pid;
-    s.pool = new Pool(`http://127.0.0.1:${port}`, { connections: C, pipelining: 1 });
+    s.pid = started.pid;
+    s.pool = started.pool;
   }
   for (const name of cases) {
     const events = CASES[name];

@@ -29,19 +29,12 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Pool } from 'undici';
+import type { Pool } from 'undici';
 import { prepareServer, type ServerMode } from './lib/build.js';
 import { toolsStreamBody } from './lib/fixtures.js';
 import { median } from './lib/overhead-ab.js';
-import {
-  CLK_TCK,
-  cpuSplit,
-  freePort,
-  startFakeUpstream,
-  startNode,
-  stopAll,
-  waitForHttp,
-} from './lib/procs.js';
+import { areaOf } from './lib/profile.js';
+import { CLK_TCK, cpuSplit, startAbToolproof, startFakeUpstream, stopAll } from './lib/procs.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Map(
@@ -178,36 +171,18 @@ async function main(): Promise<void> {
     };
   });
   for (const s of sides) {
-    const port = await freePort();
-    const env: NodeJS.ProcessEnv = {};
-    for (const [k, v] of Object.entries(process.env))
-      if (!k.startsWith('TOOLPROOF_') && !k.startsWith('OTEL_')) env[k] = v;
-    Object.assign(env, {
-      TOOLPROOF_UPSTREAM_URL: `${upstream.origin}/v1`,
-      TOOLPROOF_HOST: '127.0.0.1',
-      TOOLPROOF_PORT: String(port),
-      TOOLPROOF_LOG_LEVEL: 'warn',
-      TOOLPROOF_CAPTURE_MB: '0',
-      ...s.env,
-    });
-    const child = startNode({
-      name: `toolproof (tracing ${s.name})`,
-      args: [...(PROF ? ['--cpu-prof', `--cpu-prof-dir=${s.dir}`] : []), '--trace-gc', ...s.args],
-      env,
+    const started = await startAbToolproof({
+      label: `toolproof (tracing ${s.name})`,
+      upstreamOrigin: upstream.origin,
+      env: { TOOLPROOF_CAPTURE_MB: '0', ...s.env },
+      args: s.args,
+      gc: s.gc,
+      connections: C,
+      ...(PROF ? { profDir: s.dir } : {}),
       cwd: ROOT,
     });
-    let partial = '';
-    child.proc.stdout?.on('data', (d: Buffer) => {
-      const lines = (partial + d.toString('latin1')).split('\n');
-      partial = lines.pop() ?? '';
-      for (const l of lines) {
-        if (l.includes('Scavenge')) s.gc.scavenge++;
-        else if (l.includes('Mark-Compact') || l.includes('Mark-sweep')) s.gc.major++;
-      }
-    });
-    await waitForHttp(child, `http://127.0.0.1:${port}/health`, 60_000);
-    s.pid = child.pid;
-    s.pool = new Pool(`http://127.0.0.1:${port}`, { connections: C, pipelining: 1 });
+    s.pid = started.pid;
+    s.pool = started.pool;
   }
   console.log(
     `sides: ${sides
@@ -289,18 +264,9 @@ interface ProfileNode {
   children?: number[];
 }
 
-function areaOf(url: string, name: string): string {
-  if (name === '(idle)') return 'idle';
-  if (name === '(garbage collector)') return 'gc';
-  if (name === '(program)') return 'v8 (program)';
-  const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
-  if (m) return m[1]!;
-  if (url.startsWith('node:')) return 'node internals';
-  if (url === '') return 'native / v8';
-  const own = /\/(server\/tracing|server|parsers|policies|protocol|cli)\//.exec(url);
-  if (own) return `toolproof ${own[1]}/`;
-  return 'other';
-}
+/** server/tracing/ apart from the rest of server/. */
+const TRACING_AREAS = /\/(server\/tracing|server|parsers|policies|protocol|cli)\//;
+const areaOfFrame = (url: string, name: string) => areaOf(url, name, TRACING_AREAS);
 
 const isTracing = (url: string) => url.includes('/server/tracing/') || url.includes('@opentelemetry/');
 
@@ -335,7 +301,7 @@ function summarize(file: string, served: number) {
   let tracingUs = 0;
   for (const [id, us] of self) {
     const f = byId.get(id)!.callFrame;
-    const area = areaOf(f.url, f.functionName);
+    const area = areaOfFrame(f.url, f.functionName);
     areas.set(area, (areas.get(area) ?? 0) + us);
     const seen = new Set<string>();
     let any = false;

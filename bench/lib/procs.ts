@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { request } from 'undici';
+import { Pool, request } from 'undici';
 
 /** Clock ticks per second for /proc/<pid>/stat (getconf CLK_TCK; 100 almost everywhere). */
 export const CLK_TCK: number = (() => {
@@ -247,4 +247,59 @@ export function killAllNow(): void {
   for (const child of children) {
     if (child.proc.exitCode === null && child.proc.signalCode === null) child.proc.kill('SIGKILL');
   }
+}
+
+/** Collections counted from a child's `--trace-gc` lines (counts hold steady where CPU times do not). */
+export interface GcCounts {
+  scavenge: number;
+  major: number;
+}
+
+/**
+ * One side of an A/B (bench/capture-cpu.ts, bench/tracing-ab.ts): a toolproof process of its own
+ * in front of `upstreamOrigin`, with none of the shell's TOOLPROOF_* or OTEL_* settings (only
+ * `env`'s), `--trace-gc` counted into `gc`, `--cpu-prof` into `profDir` when given; resolves with
+ * its pid and a keep-alive pool of `connections` once /health answers.
+ */
+export async function startAbToolproof(o: {
+  label: string;
+  upstreamOrigin: string;
+  env: Record<string, string>;
+  args: string[];
+  gc: GcCounts;
+  connections: number;
+  profDir?: string;
+  cwd: string;
+}): Promise<{ pid: number; pool: Pool }> {
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env))
+    if (!k.startsWith('TOOLPROOF_') && !k.startsWith('OTEL_')) env[k] = v;
+  Object.assign(env, {
+    TOOLPROOF_UPSTREAM_URL: `${o.upstreamOrigin}/v1`,
+    TOOLPROOF_HOST: '127.0.0.1',
+    TOOLPROOF_PORT: String(port),
+    TOOLPROOF_LOG_LEVEL: 'warn',
+    ...o.env,
+  });
+  const child = startNode({
+    name: o.label,
+    args: [...(o.profDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profDir}`] : []), '--trace-gc', ...o.args],
+    env,
+    cwd: o.cwd,
+  });
+  let partial = '';
+  child.proc.stdout?.on('data', (d: Buffer) => {
+    const lines = (partial + d.toString('latin1')).split('\n');
+    partial = lines.pop() ?? '';
+    for (const l of lines) {
+      if (l.includes('Scavenge')) o.gc.scavenge++;
+      else if (l.includes('Mark-Compact') || l.includes('Mark-sweep')) o.gc.major++;
+    }
+  });
+  await waitForHttp(child, `http://127.0.0.1:${port}/health`, 60_000);
+  return {
+    pid: child.pid,
+    pool: new Pool(`http://127.0.0.1:${port}`, { connections: o.connections, pipelining: 1 }),
+  };
 }

@@ -44,7 +44,11 @@ export interface ProfileSummary {
   areas: { area: string; selfMs: number; share: number }[];
 }
 
-function areaOf(url: string, name: string): string {
+/** Toolproof's own top-level folders, each an area of its own in a profile's breakdown. */
+export const OWN_AREAS = /\/(server|parsers|policies|protocol|cli)\//;
+
+/** The area a profile frame's self time counts to: a package, node, V8, or one of `own`'s folders. */
+export function areaOf(url: string, name: string, own: RegExp = OWN_AREAS): string {
   if (name === '(idle)') return 'idle';
   if (name === '(garbage collector)') return 'gc';
   if (name === '(program)') return 'v8 (program)';
@@ -52,8 +56,8 @@ function areaOf(url: string, name: string): string {
   if (m) return m[1]!;
   if (url.startsWith('node:')) return 'node internals';
   if (url === '') return 'native / v8';
-  const own = /\/(server|parsers|policies|protocol|cli)\//.exec(url);
-  if (own) return `toolproof ${own[1]}/`;
+  const mine = own.exec(url);
+  if (mine) return `toolproof ${mine[1]}/`;
   return 'other';
 }
 
