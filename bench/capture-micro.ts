@@ -21,6 +21,7 @@ import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { newTrace } from '../server/chat/trace.js';
 import { BUILD_DIR, prepareServer } from './lib/build.js';
 import { agentTurn, toolsStreamBody } from './lib/fixtures.js';
 import { median } from './lib/overhead-ab.js';
@@ -149,23 +150,7 @@ async function child(dir: string | undefined): Promise<void> {
     const call = {
       api: 'chat',
       original: { model: 'bench-model', stream: true },
-      trace: {
-        forced: false,
-        fallback: false,
-        finalAnswer: false,
-        attempts: 0,
-        retries: [],
-        repairs: {},
-        leaks: [],
-        normalizations: {},
-        constraints: {},
-        finalAnswerProblems: {},
-        validationFailures: [],
-        unenforced: [],
-        degraded: {},
-        effects: [],
-        queuedMs: 0,
-      } as Record<string, unknown> & { attempts: number },
+      trace: newTrace(),
       route: { client: { label: 'http://127.0.0.1:8000/v1' } },
       phase: { request: { stream: true } },
       capture: undefined,
