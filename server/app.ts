@@ -91,6 +91,11 @@ export interface BuildOptions {
   /** Fastify logger option; default: pino at config.logLevel. */
   logger?: FastifyServerOptions['logger'];
   memory?: FallbackMemory;
+  /**
+   * Fastify's limit on one plugin's start (10 s by default); test stacks on a loaded box raise it
+   * (the agent suite saw '@fastify/swagger-ui' pass 10 s at load 15 on 2 cores).
+   */
+  pluginTimeout?: number;
 }
 
 export type ToolproofApp = FastifyInstance & { toolproof: AppState };
@@ -113,6 +118,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       redact: ['req.headers.authorization', 'req.headers["x-api-key"]'],
     },
     bodyLimit: config.bodyLimitBytes,
+    ...(options.pluginTimeout !== undefined ? { pluginTimeout: options.pluginTimeout } : {}),
     // Receiving a request is bounded (a client that withholds the last byte of a large body holds
     // its buffer); node's timers cover receiving only, so long streamed responses are not cut.
     requestTimeout: config.clientTimeouts.requestMs,

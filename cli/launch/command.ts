@@ -26,7 +26,7 @@ import {
   defaultUrl,
   fetchModels,
   HttpError,
-  isUp,
+  findServer,
   normalizeUrl,
   type StartedServer,
   startServer,
@@ -151,6 +151,8 @@ export const PLACEHOLDER_KEY = 'toolproof-no-key';
 export interface LaunchDeps {
   /** Asks a question on the terminal; absent when stdin is not a TTY. */
   ask?: (question: string) => Promise<string>;
+  /** How long a server that took the connection has to answer /health (default 30 s). */
+  healthWaitMs?: number;
 }
 
 function terminalAsk(): LaunchDeps['ask'] {
@@ -314,7 +316,14 @@ export async function launchCommand(
   let server: StartedServer | undefined;
   let dir: string | undefined;
   try {
-    if (!(await isUp(base))) {
+    const found = await findServer(base, deps.healthWaitMs);
+    if (found === 'busy') {
+      say(
+        `${base} took the connection but gave no healthy answer to GET /health: is toolproof running there?`,
+      );
+      return 1;
+    }
+    if (found === 'down') {
       try {
         server = await startServer(base, env);
       } catch (err) {

@@ -25,12 +25,42 @@ export function defaultUrl(env: NodeJS.ProcessEnv): string {
 }
 
 export async function isUp(base: string, timeoutMs = 1500): Promise<boolean> {
+  return (await probe(base, timeoutMs)) === 'up';
+}
+
+/**
+ * What answers at `base`: toolproof (`up`), nothing (`down`: the connection was refused, so a
+ * server may be started there), or something that took the connection but gave no healthy answer
+ * in time (`busy`: a toolproof too loaded to answer yet, or another program on the port).
+ */
+export type Probe = 'up' | 'down' | 'busy';
+
+const NOTHING_THERE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EADDRNOTAVAIL', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+export async function probe(base: string, timeoutMs = 1500): Promise<Probe> {
   try {
     const res = await fetch(`${base}/health`, { signal: AbortSignal.timeout(timeoutMs) });
     await res.body?.cancel();
-    return res.ok;
-  } catch {
-    return false;
+    return res.ok ? 'up' : 'busy';
+  } catch (err) {
+    const code = (err as { cause?: { code?: unknown } }).cause?.code;
+    return typeof code === 'string' && NOTHING_THERE.has(code) ? 'down' : 'busy';
+  }
+}
+
+/**
+ * Waits up to `timeoutMs` for a server that took the connection to answer /health: a slow answer
+ * (a toolproof on a loaded machine, measured past 1.5 s with a 2-core box at load 15) is not
+ * "nothing there", and starting a second server on its port could only fail.
+ */
+export async function findServer(base: string, timeoutMs = 30_000): Promise<Probe> {
+  const deadline = Date.now() + timeoutMs;
+  let wait = 1500;
+  for (;;) {
+    const state = await probe(base, Math.max(1, Math.min(wait, deadline - Date.now())));
+    if (state !== 'busy' || Date.now() >= deadline) return state;
+    wait *= 2;
+    await new Promise((r) => setTimeout(r, 150));
   }
 }
 

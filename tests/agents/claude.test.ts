@@ -1,13 +1,13 @@
 /** Claude Code (Messages), with the upstream's model name and with its own model names mapped in the YAML. */
-import { expect, it } from 'vitest';
-import { describeRun, runCase } from './lib/case.js';
+import { expect, it, type TaskMeta } from 'vitest';
+import { type CaseResult, describeRun, runCase } from './lib/case.js';
 import { FULL, longCases } from './lib/long.js';
 import { DEFERRED_TASK, RUN_TASK, SUBAGENT_TASK } from './lib/long-tasks.js';
-import { MODES } from './lib/model.js';
+import { MODES, type Mode } from './lib/model.js';
 import { checkPrefix } from './lib/prefix.js';
 import { CLAUDE_NAMES, claudeNamesConfig, UPSTREAM_MODEL } from './lib/stack.js';
 import { agentCases, describeAgents, expectPass, expectPrefix, tag } from './lib/suite.js';
-import { CORE_TASK } from './lib/tasks.js';
+import { CORE_TASK, type Task } from './lib/tasks.js';
 
 const NAMES = CLAUDE_NAMES;
 
@@ -73,8 +73,24 @@ function claudeArgs(tools: string, more: string[] = []): (p: string) => string[]
   ];
 }
 
+const SUITE = { agent: 'claude' as const, api: 'messages' as const };
+
+/** One run through toolproof with these arguments, tagged for the results: the task done, and (unless `prefix` is false) the prefix held. */
+async function runClaude(
+  meta: TaskMeta,
+  mode: Mode,
+  task: Task,
+  args: (p: string) => string[],
+  options: { tag?: Task; prefix?: boolean } = {},
+): Promise<CaseResult> {
+  tag(meta, SUITE, options.tag ?? task, mode, 'toolproof');
+  const r = await runCase({ agent: 'claude', mode, task, via: 'toolproof', args });
+  expectPass(r, task, { api: 'messages' });
+  if (options.prefix !== false) expectPrefix(r, task, { api: 'messages' });
+  return r;
+}
+
 describeAgents('Claude Code 2.1.332: sub-agent, deferred tools and stream-json (issue 31)', () => {
-  const suite = { agent: 'claude' as const, api: 'messages' as const };
   for (const mode of MODES) {
     const fast = mode === 'leak';
     // The main loop calls its Agent tool; the sub-agent (a conversation of its own, through
@@ -82,16 +98,7 @@ describeAgents('Claude Code 2.1.332: sub-agent, deferred tools and stream-json (
     it.skipIf(!fast && !FULL)(
       `subagent, ${mode}: the Agent tool's sub-agent does the task${fast ? '' : ' (full set)'}`,
       async ({ task: t }) => {
-        tag(t.meta, suite, SUBAGENT_TASK, mode, 'toolproof');
-        const r = await runCase({
-          agent: 'claude',
-          mode,
-          task: SUBAGENT_TASK,
-          via: 'toolproof',
-          args: claudeArgs('Write,Read,Edit,Bash,Agent'),
-        });
-        expectPass(r, SUBAGENT_TASK, { api: 'messages' });
-        expectPrefix(r, SUBAGENT_TASK, { api: 'messages' });
+        const r = await runClaude(t.meta, mode, SUBAGENT_TASK, claudeArgs('Write,Read,Edit,Bash,Agent'));
         const why = describeRun(r);
         // Two conversations upstream: the main loop (its Agent call) and the sub-agent's (the write).
         const inner = (SUBAGENT_TASK.steps[0] as { task: { prompt: string } }).task.prompt;
@@ -123,15 +130,14 @@ describeAgents('Claude Code 2.1.332: sub-agent, deferred tools and stream-json (
     it.skipIf(!fast && !FULL)(
       `deferred-tool, ${mode}: ToolSearch loads NotebookEdit, which is then called${fast ? '' : ' (full set)'}`,
       async ({ task: t }) => {
-        tag(t.meta, suite, DEFERRED_TASK, mode, 'toolproof');
-        const r = await runCase({
-          agent: 'claude',
+        // The prefix is checked below: one break is expected there.
+        const r = await runClaude(
+          t.meta,
           mode,
-          task: DEFERRED_TASK,
-          via: 'toolproof',
-          args: claudeArgs('Write,Read,Edit,Bash,ToolSearch,NotebookEdit'),
-        });
-        expectPass(r, DEFERRED_TASK, { api: 'messages' });
+          DEFERRED_TASK,
+          claudeArgs('Write,Read,Edit,Bash,ToolSearch,NotebookEdit'),
+          { prefix: false },
+        );
         const why = describeRun(r);
         // The prefix holds on every turn but the one after the load: toolproof declares a deferred
         // tool upstream once a tool_reference loads it, so the tool list grows by one there.
@@ -155,16 +161,13 @@ describeAgents('Claude Code 2.1.332: sub-agent, deferred tools and stream-json (
     it.skipIf(!fast && !FULL)(
       `read-edit-run, ${mode}: --output-format stream-json${fast ? '' : ' (full set)'}`,
       async ({ task: t }) => {
-        tag(t.meta, suite, { ...RUN_TASK, id: 'stream-json' }, mode, 'toolproof');
-        const r = await runCase({
-          agent: 'claude',
+        const r = await runClaude(
+          t.meta,
           mode,
-          task: RUN_TASK,
-          via: 'toolproof',
-          args: claudeArgs('Write,Read,Edit,Bash', ['--output-format', 'stream-json', '--verbose']),
-        });
-        expectPass(r, RUN_TASK, { api: 'messages' });
-        expectPrefix(r, RUN_TASK, { api: 'messages' });
+          RUN_TASK,
+          claudeArgs('Write,Read,Edit,Bash', ['--output-format', 'stream-json', '--verbose']),
+          { tag: { ...RUN_TASK, id: 'stream-json' } },
+        );
         const why = describeRun(r);
         const events = r.run.stdout
           .split('\n')

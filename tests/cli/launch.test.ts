@@ -14,7 +14,8 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import { createServer, request as httpRequest } from 'node:http';
+import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -280,6 +281,65 @@ describe('a toolproof that is not running', () => {
     );
     expect(after).toBe('down');
   }, 120_000);
+});
+
+describe('a toolproof too loaded to answer /health at once', () => {
+  // Seen in the agent suite on a 2-core box at load 15: /health took over 1.5 s, the launcher took
+  // "no answer" for "nothing there", started `toolproof --serve` on the port toolproof held, and
+  // that exited 1 (address in use). A server that took the connection is waited for instead.
+  it('is waited for, not replaced by a second server on its port', async () => {
+    const { env } = fakeBins();
+    const target = await toolproofOver(await sim({ personality: 'vllm', modelName: 'small-coder' }));
+    let healthChecks = 0;
+    const slow = createServer((req, res) => {
+      const forward = () => {
+        const out = httpRequest(
+          `${target}${req.url ?? ''}`,
+          { method: req.method, headers: req.headers },
+          (up) => {
+            res.writeHead(up.statusCode ?? 502, up.headers);
+            up.pipe(res);
+          },
+        );
+        out.on('error', () => res.destroy());
+        req.pipe(out);
+      };
+      if (req.url === '/health' && healthChecks++ === 0) setTimeout(forward, 2_500);
+      else forward();
+    });
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+    cleanups.push(() => new Promise<void>((r) => slow.close(() => r())));
+    const url = `http://127.0.0.1:${(slow.address() as AddressInfo).port}`;
+    const r = await printed('pi', url, [], env);
+    expect(r.code, r.err).toBe(0);
+    expect(r.err).not.toContain('started `toolproof --serve`');
+    expect(r.out).toContain('--model small-coder');
+    expect(healthChecks).toBeGreaterThanOrEqual(2);
+  }, 30_000);
+
+  it('a port that takes the connection but never answers is an error, and nothing is started', async () => {
+    const { env } = fakeBins();
+    const sockets: Socket[] = [];
+    const mute = createNetServer((socket) => {
+      sockets.push(socket);
+    });
+    await new Promise<void>((r) => mute.listen(0, '127.0.0.1', r));
+    cleanups.push(
+      () =>
+        new Promise<void>((r) => {
+          for (const socket of sockets) socket.destroy();
+          mute.close(() => r());
+        }),
+    );
+    const url = `http://127.0.0.1:${(mute.address() as AddressInfo).port}`;
+    const started = Date.now();
+    const o = io();
+    const code = await launchCommand(['pi', '--url', url, '--print'], o.io, env, { healthWaitMs: 3_000 });
+    expect(code).toBe(1);
+    expect(o.err.join('')).toContain('gave no healthy answer to GET /health');
+    expect(o.err.join('')).not.toContain('toolproof --serve');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2_900);
+  }, 30_000);
 });
 
 describe('recipes', () => {

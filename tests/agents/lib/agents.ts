@@ -8,8 +8,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { buildPlan } from '../../../cli/launch/plan.js';
-import { findRecipe } from '../../../cli/launch/recipes.js';
+import { SUITE_KEY as API_KEY, suitePlan } from './plan.js';
 import { isSdk, prepareSdkDirect, type SdkRun, sdkEnv, sdkProgramArgs } from './sdk.js';
 
 export type AgentId =
@@ -88,8 +87,6 @@ export interface AgentRun {
   ms: number;
 }
 
-const API_KEY = 'sk-toolproof-agents-suite';
-
 /** Everything a CLI could pick up from the parent process is left out: only what is set here. */
 function baseEnv(home: string, cwd: string): Record<string, string> {
   return {
@@ -131,23 +128,9 @@ function prepareFromRecipe(
   home: string,
   cwd: string,
 ): Prepared {
-  const recipe = findRecipe(agent);
-  if (!recipe) throw new Error(`${agent}: no recipe`);
   const dir = join(home, 'launch');
   mkdirSync(dir, { recursive: true });
-  const plan = buildPlan(
-    recipe,
-    {
-      base: target.origin,
-      model: target.model,
-      window: 32768,
-      maxOutput: 4096,
-      key: API_KEY,
-      api: 'chat',
-      dir,
-    },
-    HEADLESS[agent]!(task),
-  );
+  const plan = suitePlan(agent, target, dir, HEADLESS[agent]!(task));
   for (const [path, text] of Object.entries(plan.files)) writeFileSync(path, text);
   if (agent === 'kilo')
     writeJson(join(home, '.config', 'kilo', 'kilo.json'), {

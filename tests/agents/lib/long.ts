@@ -29,7 +29,11 @@ export function inFastSet(agent: AgentId, mode: Mode, piApi?: string): boolean {
   return agent === 'claude' || agent === 'codex';
 }
 
-/** Each agent's own resume: the first run keeps its session, the second picks it up. */
+/**
+ * Each agent's own resume: the first run keeps its session, the second picks it up. Cline 3.0.65
+ * and Grok CLI 0.0.34 have none headless (docs/agents-setup.md): Cline's `--id <session-id>` forces
+ * its terminal UI (no TTY: "interactive mode requires a TTY"), Grok CLI keeps no session at all.
+ */
 export const RESUME: Partial<
   Record<AgentId, { first: (p: string) => string[]; again: (p: string) => string[] }>
 > = {

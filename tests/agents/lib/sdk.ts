@@ -4,9 +4,8 @@
  * SDK reads), or straight to the backend with the same recipe pointed there.
  */
 import { join } from 'node:path';
-import { buildPlan } from '../../../cli/launch/plan.js';
-import { findRecipe } from '../../../cli/launch/recipes.js';
 import type { AgentTarget } from './agents.js';
+import { suitePlan } from './plan.js';
 
 export type SdkId = 'openai-agents' | 'claude-agent-sdk';
 
@@ -52,20 +51,6 @@ export function prepareSdkDirect(
   dir: string,
   bin: string,
 ): { args: string[]; env: Record<string, string> } {
-  const recipe = findRecipe(agent);
-  if (!recipe) throw new Error(`${agent}: no recipe`);
-  const plan = buildPlan(
-    recipe,
-    {
-      base: target.origin,
-      model: target.model,
-      window: 32768,
-      maxOutput: 4096,
-      key: 'sk-toolproof-agents-suite',
-      api: target.sdk?.api ?? recipe.apis[0]!,
-      dir,
-    },
-    [],
-  );
+  const plan = suitePlan(agent, target, dir);
   return { args: sdkProgramArgs(agent, target, task), env: { ...env, ...sdkEnv(agent, bin), ...plan.env } };
 }

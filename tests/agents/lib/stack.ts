@@ -150,6 +150,8 @@ export async function startAgentStack(options: StackOptions): Promise<AgentStack
     options.fileFor?.(sim.url),
   );
   const app = await buildApp(config, {
+    // Three agent runs a worker at once, on a loaded box: a plugin's start can pass Fastify's 10 s.
+    pluginTimeout: 120_000,
     logger: {
       level: 'info',
       stream: {
