@@ -254,9 +254,13 @@ export class ConnectionProbe {
     if (performance.now() - this.sentAt <= REPLAY_WINDOW_MS) return true;
     // Or, however late the close was read (this process stalled after writing), the connection had
     // been idle, before the request was written to it, for at least the idle timeout its server
-    // announced on its last response (`Keep-Alive: timeout=N`): the server had closed it, or was
-    // closing it, between requests. Measured from when this process read the end of that response,
-    // which is after the server sent it: the server's own idle time was longer still.
+    // announced on its last response (`Keep-Alive: timeout=N`): the server was entitled to close
+    // it between requests, and a close with no byte of an answer is that close. Measured from when
+    // this process read the end of that response, which is after the server sent it: the server's
+    // own idle time was longer still. The other way round, a stall that delayed that read shortens
+    // the measure, and a close that then comes late proves nothing (a 502). What a server closing
+    // later than it announces (node waits 1 s more) leaves: a request it read in that second and
+    // then dropped unanswered (a crash, a balancer's cut) would be sent again.
     if (this.idleBefore >= keepAliveTimeoutMs(this.keepAliveBefore)) return true;
     // Otherwise the upstream (or a balancer in front) dropped a request it had read: sending it
     // again would run the same generation twice.
