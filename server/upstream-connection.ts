@@ -12,9 +12,24 @@
  * fresh, and the same codes on a fresh connection mean that the server refused this request.
  *
  * So the pools make their clients here (Pool's `factory`): each client records the socket its
- * connector opened and counts the response heads received on it; the dispatch options of a
- * request are the key that ties its handler to the client (a pool hands a request's options to
- * its client as they are).
+ * connector opened, counts the response heads received on it, and keeps the last response's
+ * `Keep-Alive` header and when that response ended; the dispatch options of a request are the key
+ * that ties its handler to the client (a pool hands a request's options to its client as they
+ * are).
+ *
+ * Why undici's own use of that header does not prevent the race: undici believes a server's
+ * `Keep-Alive: timeout=N` and closes the idle connection itself N s less its
+ * keepAliveTimeoutThreshold (2 s) after the response, or never reuses it when that leaves
+ * nothing; and before it writes a request to an idle connection it yields once to the loop's
+ * check phase, so that a close already pending on it is read first. But the close is a timer on
+ * this process's loop, and timers run only between the loop's phases; and the check phase comes
+ * right after the poll that delivered the work now running. A stretch of synchronous work (a long
+ * history parsed, a loaded box giving this process a fraction of a core) that starts before
+ * undici's deadline and ends by dispatching a request hands that request the expired connection:
+ * the server's close arrived during the stretch and is read on the next turn, after the request
+ * was written. When the loop stalls again after writing it, that close is read past
+ * REPLAY_WINDOW_MS, and only the idle time (ConnectionProbe.unanswered) still proves that the
+ * server never read the request.
  */
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -26,9 +41,12 @@ import { type buildConnector, Client, type Dispatcher, Pool } from 'undici';
  * (well under a millisecond on a LAN, a few within a region, ~100 ms across the world), plus
  * however late this process's loop reads it (up to ~80 ms measured on a 2-core box running eight
  * test suites). A close later than this, with no byte of a response, is the upstream (or a
- * balancer in front of it) dropping a request it had read and worked on: never sent again. The
- * price of the bound: a loop stalled longer than this right after the request left turns a
- * replay into a 502; the work a wrongly replayed request could repeat is at most this long.
+ * balancer in front of it) dropping a request it had read and worked on: never sent again, unless
+ * the connection had been idle past the keep-alive timeout its server announced (the second
+ * proof, ConnectionProbe.unanswered). The price of the bound: a loop stalled longer than this
+ * right after the request left turns a replay into a 502 when the server announced no timeout
+ * (uvicorn, hence vLLM) or the connection had been idle less; the work a wrongly replayed request
+ * could repeat is at most this long.
  */
 export const REPLAY_WINDOW_MS = 250;
 
@@ -37,6 +55,10 @@ export interface Connection {
   socket: Socket | null;
   /** Response heads received on `socket` (reset when the client opens a new one). */
   heads: number;
+  /** The `Keep-Alive` header of the last response head on `socket` (its idle timeout). */
+  keepAlive: string | undefined;
+  /** When the last response on `socket` ended (performance.now()), set only under a `keepAlive`. */
+  idleSince: number;
 }
 
 /** A Client that lets a request's handler find its connection (see ConnectionProbe). */
@@ -122,7 +144,7 @@ class SentProbe implements LegacyHandler {
 /** Pool's `factory`: a ProbedClient whose connector records the socket it opens. */
 export function probedClient(origin: URL, opts: object): Dispatcher {
   const options = opts as Client.Options;
-  const connection: Connection = { socket: null, heads: 0 };
+  const connection: Connection = { socket: null, heads: 0, keepAlive: undefined, idleSince: 0 };
   const connect = options.connect as buildConnector.connector;
   return new ProbedClient(
     origin,
@@ -133,6 +155,7 @@ export function probedClient(origin: URL, opts: object): Dispatcher {
           if (args[1]) {
             connection.socket = args[1];
             connection.heads = 0;
+            connection.keepAlive = undefined;
           }
           callback(...args);
         }),
@@ -159,6 +182,10 @@ export class ConnectionProbe {
   private peerClosedBefore = false;
   /** When the request's last byte left this process (performance.now()); unset before. */
   private sentAt: number | undefined;
+  /** The idle timeout the server announced on the connection's last response (its header). */
+  private keepAliveBefore: string | undefined;
+  /** How long the connection had been idle when this request was written; NaN when unknown. */
+  private idleBefore = Number.NaN;
 
   constructor(opts: Dispatcher.DispatchOptions) {
     probes.set(opts, this);
@@ -171,6 +198,11 @@ export class ConnectionProbe {
     this.headsBefore = c?.heads ?? 0;
     this.readBefore = this.socket?.bytesRead ?? 0;
     this.peerClosedBefore = this.socket?.readableEnded === true;
+    // The clock is read only when the server announced its idle timeout (nothing to prove otherwise).
+    if (c !== undefined && c.keepAlive !== undefined && this.headsBefore > 0) {
+      this.keepAliveBefore = c.keepAlive;
+      this.idleBefore = performance.now() - c.idleSince;
+    }
   }
 
   /**
@@ -186,9 +218,19 @@ export class ConnectionProbe {
     } else this.sentAt = performance.now();
   }
 
-  /** Its response head arrived. */
-  answered(): void {
-    if (this.connection && this.connection.socket === this.socket) this.connection.heads++;
+  /** Its response head arrived, with this `Keep-Alive` header (or none). */
+  answered(keepAlive: string | undefined): void {
+    const c = this.connection;
+    if (c && c.socket === this.socket) {
+      c.heads++;
+      c.keepAlive = keepAlive;
+    }
+  }
+
+  /** Its response ended: the connection is idle from now (timed only when its server said how long it waits). */
+  ended(): void {
+    const c = this.connection;
+    if (c && c.socket === this.socket && c.keepAlive !== undefined) c.idleSince = performance.now();
   }
 
   /**
@@ -198,21 +240,43 @@ export class ConnectionProbe {
    * (its keep-alive timer; RFC 9112 §9.3): a server that reads a request answers it, an error
    * status included. Its close was on its way when the request left (or had already arrived
    * while this process was stalled): the request, or the rest of its body, met a closed socket.
-   * This is what browsers and HTTP clients retry, bounded here to closes that prove it (below). On a fresh connection the same failure is the
-   * server refusing this very request, and it stays an error; a failure after any byte of the
-   * response is the server's answer failing, and stays an error too.
+   * This is what browsers and HTTP clients retry, bounded here to closes that prove it (below).
+   * On a fresh connection the same failure is the server refusing this very request, and it
+   * stays an error; a failure after any byte of the response is the server's answer failing, and
+   * stays an error too.
    */
   unanswered(): boolean {
     if (this.socket === null || this.headsBefore === 0 || this.socket.bytesRead !== this.readBefore)
       return false;
     // And the close proves the request was not read: the peer had closed before it was written,
     // it came while the request was still being written, or within a round trip of its last byte.
-    // Later, the upstream (or a balancer in front) dropped a request it had read: sending it
-    // again would run the same generation twice.
     if (this.peerClosedBefore || this.sentAt === undefined) return true;
-    return performance.now() - this.sentAt <= REPLAY_WINDOW_MS;
+    if (performance.now() - this.sentAt <= REPLAY_WINDOW_MS) return true;
+    // Or, however late the close was read (this process stalled after writing), the connection had
+    // been idle, before the request was written to it, for at least the idle timeout its server
+    // announced on its last response (`Keep-Alive: timeout=N`): the server was entitled to close
+    // it between requests, and a close with no byte of an answer is that close. Measured from when
+    // this process read the end of that response, which is after the server sent it: the server's
+    // own idle time was longer still. The other way round, a stall that delayed that read shortens
+    // the measure, and a close that then comes late proves nothing (a 502). What a server closing
+    // later than it announces (node waits 1 s more) leaves: a request it read in that second and
+    // then dropped unanswered (a crash, a balancer's cut) would be sent again.
+    if (this.idleBefore >= keepAliveTimeoutMs(this.keepAliveBefore)) return true;
+    // Otherwise the upstream (or a balancer in front) dropped a request it had read: sending it
+    // again would run the same generation twice.
+    return false;
   }
 }
+
+/** `timeout=N` (seconds) of a `Keep-Alive` header, in ms; NaN when absent or 0 (RFC 9112 §9.3's hint). */
+export function keepAliveTimeoutMs(header: string | undefined): number {
+  if (header === undefined) return Number.NaN;
+  const m = KEEP_ALIVE_TIMEOUT.exec(header);
+  const seconds = m ? Number(m[1]) : 0;
+  return seconds > 0 ? seconds * 1000 : Number.NaN;
+}
+
+const KEEP_ALIVE_TIMEOUT = /(?:^|[\s,;])timeout\s*=\s*"?(\d{1,9})(?![\d.])/i;
 
 /** Codes of a connection closed or reset under a request (undici's own, or the socket's raw one). */
 const CLOSED_CODES = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE', 'ECONNABORTED']);

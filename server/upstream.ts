@@ -97,7 +97,8 @@ const RETRYABLE_CONNECT_CODES = new Set([
  * A request that failed on a pooled connection the upstream had closed (the connection had
  * carried an earlier response, and closed or reset before any byte of this one: see
  * ConnectionProbe.unanswered). The server's keep-alive timer (uvicorn's 5 s) fired as the
- * request left, or while this process was stalled past it. Sent once more on a fresh connection.
+ * request left, or while this process was stalled past it (proved by the close's timing, or by
+ * the idle time against the server's `Keep-Alive: timeout=N`). Sent once more on a fresh connection.
  */
 class StaleConnection {
   constructor(readonly cause: unknown) {}
@@ -196,7 +197,7 @@ class OneShotBody implements AsyncIterable<Buffer>, AsyncIterator<Buffer, undefi
   }
 }
 
-/** An exchange that tells its ConnectionProbe when its request is written and answered. */
+/** An exchange that tells its ConnectionProbe when its request is written, answered and done. */
 class ProbedExchange extends ExchangeHandler {
   constructor(
     private readonly probe: ConnectionProbe,
@@ -215,8 +216,14 @@ class ProbedExchange extends ExchangeHandler {
     statusCode: number,
     headers: IncomingHttpHeaders,
   ): void {
-    this.probe.answered();
+    const keepAlive = headers['keep-alive'];
+    this.probe.answered(typeof keepAlive === 'string' ? keepAlive : undefined);
     super.onResponseStart(controller, statusCode, headers);
+  }
+
+  override onResponseEnd(): void {
+    this.probe.ended();
+    super.onResponseEnd();
   }
 }
 
@@ -268,8 +275,9 @@ export class UpstreamClient {
       bodyTimeout: timeouts.idleMs,
       // An idle connection is closed well before the common server defaults close it (uvicorn,
       // hence vLLM, 5 s without a Keep-Alive header; llama-server and node 5 s), with room for
-      // undici's coarse timers; a server whose Keep-Alive header says less is believed (less 2 s).
-      // A request that still meets a connection the server closed is sent again (StaleConnection).
+      // undici's coarse timers; a server whose Keep-Alive header says how long it waits is believed
+      // (less 2 s, up to keepAliveMaxTimeout). A request that still meets a connection the server
+      // closed is sent again (StaleConnection).
       keepAliveTimeout: POOL_KEEP_ALIVE_MS,
       keepAliveMaxTimeout: 60_000,
       pipelining: 1,

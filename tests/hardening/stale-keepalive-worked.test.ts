@@ -7,37 +7,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { type RunningProxy, startProxy } from '../support/harness.js';
-import { listenRaw, okResponse, type RawUpstream, takeRequest } from '../support/raw-upstream.js';
-
-/**
- * Answers the first request of each connection after `warmMs` (so that concurrent warm-ups each
- * open a connection of their own); on a reused connection, reads the whole request, "generates"
- * for `workMs` and resets the connection.
- */
-async function generatingThenResetting(warmMs: number, workMs: number): Promise<RawUpstream> {
-  return listenRaw((socket, up) => {
-    let buf: Buffer = Buffer.alloc(0);
-    let nth = 0;
-    socket.on('data', (d: Buffer) => {
-      buf = Buffer.concat([buf, d]);
-      for (;;) {
-        const req = takeRequest(buf);
-        if (!req) return;
-        buf = req.rest;
-        nth++;
-        up.seen.push({ line: req.line, nth });
-        if (nth === 1) {
-          setTimeout(() => socket.write(okResponse('chatcmpl-warm')), warmMs);
-          continue;
-        }
-        setTimeout(() => {
-          up.closedByServer++;
-          socket.resetAndDestroy();
-        }, workMs);
-      }
-    });
-  });
-}
+import { generatingThenResetting, type RawUpstream } from '../support/raw-upstream.js';
 
 let upstream: RawUpstream | undefined;
 let proxy: RunningProxy | undefined;

@@ -7,58 +7,20 @@
  * methods (another route's POST is the client's to retry). The pool's own keep-alive stays below
  * the 5 s servers use, so the race is rare to begin with.
  */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterEach, describe, expect, it } from 'vitest';
+import { keepAliveTimeoutMs } from '../../server/upstream-connection.js';
 import { type RunningProxy, startProxy } from '../support/harness.js';
-import { listenRaw, okResponse, type RawUpstream, takeRequest } from '../support/raw-upstream.js';
-
-/**
- * A minimal HTTP/1.1 upstream over net (node's http server would announce its keep-alive in a
- * header, which undici believes). `answer(nth)` says whether the nth request on a connection is
- * answered (true) or met by a close, as a server closing an idle connection does (false), or by
- * these first bytes of a response and a close (a string: the server had read it); `idleMs`
- * closes connections idle that long.
- */
-async function rawUpstream(answer: (nth: number) => boolean | string, idleMs?: number): Promise<RawUpstream> {
-  return listenRaw((socket, up) => {
-    socket.on('end', () => {
-      up.closedByClient++;
-      socket.end();
-    });
-    let buf: Buffer = Buffer.alloc(0);
-    let nth = 0;
-    let idle: NodeJS.Timeout | undefined;
-    const arm = () => {
-      clearTimeout(idle);
-      if (idleMs !== undefined)
-        idle = setTimeout(() => {
-          up.closedByServer++;
-          socket.end();
-        }, idleMs);
-    };
-    arm();
-    socket.on('close', () => clearTimeout(idle));
-    socket.on('data', (d: Buffer) => {
-      clearTimeout(idle);
-      buf = Buffer.concat([buf, d]);
-      for (;;) {
-        const req = takeRequest(buf);
-        if (!req) return;
-        buf = req.rest;
-        nth++;
-        up.seen.push({ line: req.line, nth });
-        const answered = answer(nth);
-        if (answered !== true) {
-          // FIN without a response (the close raced this request), or after a torn head.
-          if (answered === false) socket.end();
-          else socket.end(answered);
-          return;
-        }
-        socket.write(okResponse('chatcmpl-ka'));
-        arm();
-      }
-    });
-  });
-}
+import {
+  generatingThenResetting,
+  type IdleClosingRelay,
+  idleClosingRelay,
+  listenRaw,
+  okResponse,
+  type RawUpstream,
+  rawUpstream,
+  takeRequest,
+} from '../support/raw-upstream.js';
 
 let upstream: RawUpstream | undefined;
 let proxy: RunningProxy | undefined;
@@ -303,4 +265,114 @@ describe('a reused connection reset under a large request, with several replicas
       expect(replicas.reduce((n, r) => n + r.closedByServer, 0)).toBeGreaterThan(0);
     }, 30_000);
   }
+});
+
+function busyWait(ms: number): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end);
+}
+
+/**
+ * Stalls this thread, and the toolproof running in it, around the next request toolproof sends
+ * to `relay`: from its dispatch until the relay's timer has closed a connection (its thread runs
+ * on), then for `afterMs` once the request's last byte was written, so that the close is read
+ * that late: a loop that a long synchronous stretch (a loaded box) held past both keep-alive
+ * timers, undici's own and the server's, and that stalls again after writing. undici's check of
+ * an idle socket before reuse (a turn to the check phase) runs before the next poll, so it does
+ * not see the close that arrived during the stretch, as in a real stall.
+ */
+function stallNextRequest(relay: IdleClosingRelay, afterMs: number): () => void {
+  const origin = new URL(relay.url).origin;
+  let armed = true;
+  let request: unknown;
+  const onCreate = (m: unknown) => {
+    const r = (m as { request: { origin?: unknown } }).request;
+    if (!armed || String(r.origin) !== origin) return;
+    armed = false;
+    relay.stallUntilClosed(1, 15_000);
+    // Past the relay's timer by a margin, on this thread's clock too.
+    busyWait(50);
+    request = r;
+  };
+  // Published right before the handler learns that the last byte was written: the stall runs
+  // once that call stack is done, before the loop reads the socket again.
+  const onSent = (m: unknown) => {
+    if ((m as { request: unknown }).request !== request) return;
+    request = undefined;
+    queueMicrotask(() => busyWait(afterMs));
+  };
+  subscribe('undici:request:create', onCreate);
+  subscribe('undici:request:bodySent', onSent);
+  return () => {
+    unsubscribe('undici:request:create', onCreate);
+    unsubscribe('undici:request:bodySent', onSent);
+  };
+}
+
+describe('a pooled connection idle past the keep-alive timeout its server announced', () => {
+  let relay: IdleClosingRelay | undefined;
+  let unstall: (() => void) | undefined;
+  afterEach(async () => {
+    unstall?.();
+    unstall = undefined;
+    await relay?.close();
+    relay = undefined;
+  });
+
+  /** Well past REPLAY_WINDOW_MS (250 ms): the close is read this long after the request left. */
+  const LATE_MS = 600;
+
+  it('is replayed however late its close is read: the server closed it between requests', async () => {
+    // `timeout=4`: undici keeps the connection 2 s (4 s less its 2 s margin); the server closes it at 4 s.
+    upstream = await rawUpstream(() => true, undefined, 'keep-alive: timeout=4\r\n');
+    relay = await idleClosingRelay(upstream, 4_000);
+    proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: relay.url });
+    expect(await post('/v1/chat/completions', chat)).toBe(200);
+    unstall = stallNextRequest(relay, LATE_MS);
+    expect(await post('/v1/chat/completions', chat)).toBe(200);
+    expect(relay.closed()).toBe(1);
+    // The stale connection delivered nothing: the request reached the server once, first on a
+    // new connection.
+    expect(upstream.seen).toEqual([
+      { line: 'POST /v1/chat/completions HTTP/1.1', nth: 1 },
+      { line: 'POST /v1/chat/completions HTTP/1.1', nth: 1 },
+    ]);
+    expect(upstream.connections).toBe(2);
+    expect(await replays()).toBe(1);
+  }, 30_000);
+
+  it('is not replayed when it had been idle less than the announced timeout (the server closed early)', async () => {
+    // Announced 5 s, closed at 4 s: past undici's own keep-alive (3 s), short of the announcement.
+    upstream = await rawUpstream(() => true, undefined, 'keep-alive: timeout=5\r\n');
+    relay = await idleClosingRelay(upstream, 4_000);
+    proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: relay.url });
+    expect(await post('/v1/chat/completions', chat)).toBe(200);
+    unstall = stallNextRequest(relay, LATE_MS);
+    expect(await post('/v1/chat/completions', chat)).toBe(502);
+    expect(relay.closed()).toBe(1);
+    expect(upstream.seen).toHaveLength(1);
+    expect(await replays()).toBe(0);
+  }, 30_000);
+
+  it('a request read and dropped late on a connection idle less than the announced timeout is not sent again', async () => {
+    // The upstream reads the request on the reused connection, works 1 s, and resets it.
+    upstream = await generatingThenResetting(50, 1_000, 'keep-alive: timeout=3\r\n');
+    proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
+    const warm = await Promise.all([post('/v1/chat/completions', chat), post('/v1/chat/completions', chat)]);
+    expect(warm).toEqual([200, 200]);
+    expect(upstream.connections).toBe(2);
+    expect(await post('/v1/chat/completions', chat)).toBe(502);
+    // Generated once: the warm-ups and this one request.
+    expect(upstream.seen).toHaveLength(3);
+    expect(upstream.closedByServer).toBe(1);
+    expect(await replays()).toBe(0);
+  }, 30_000);
+
+  it("reads the timeout of a Keep-Alive header (RFC 9112's hint), in ms", () => {
+    expect(keepAliveTimeoutMs('timeout=5')).toBe(5_000);
+    expect(keepAliveTimeoutMs('timeout=5, max=100')).toBe(5_000);
+    expect(keepAliveTimeoutMs('max=100, Timeout = 3')).toBe(3_000);
+    for (const none of [undefined, '', 'max=5', 'timeout=0', 'timeout=1.5', 'xtimeout=5', 'timeout=-2'])
+      expect(keepAliveTimeoutMs(none)).toBeNaN();
+  });
 });

@@ -5,6 +5,7 @@
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { Worker } from 'node:worker_threads';
 
 export interface RawUpstream {
   url: string;
@@ -17,8 +18,8 @@ export interface RawUpstream {
   close(): Promise<void>;
 }
 
-/** A chat answer as raw bytes, with its Content-Length. */
-export function okResponse(id: string): string {
+/** A chat answer as raw bytes, with its Content-Length (and `extra` header lines, each ending in CRLF). */
+export function okResponse(id: string, extra = ''): string {
   const body = JSON.stringify({
     id,
     object: 'chat.completion',
@@ -27,7 +28,7 @@ export function okResponse(id: string): string {
     choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
     data: [],
   });
-  return `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  return `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n${extra}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 }
 
 /** A whole request (head and Content-Length body) off the front of `buf`, or undefined for more bytes. */
@@ -64,4 +65,154 @@ export async function listenRaw(onSocket: (socket: Socket, up: RawUpstream) => v
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   up.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
   return up;
+}
+
+/**
+ * A minimal HTTP/1.1 upstream over net. `answer(nth)` says whether the nth request on a
+ * connection is answered (true) or met by a close, as a server closing an idle connection does
+ * (false), or by these first bytes of a response and a close (a string: the server had read it);
+ * `idleMs` closes connections idle that long; `head`: header lines added to each answer (e.g. a
+ * `keep-alive: timeout=N`, which undici believes).
+ */
+export async function rawUpstream(
+  answer: (nth: number) => boolean | string,
+  idleMs?: number,
+  head = '',
+): Promise<RawUpstream> {
+  return listenRaw((socket, up) => {
+    socket.on('end', () => {
+      up.closedByClient++;
+      socket.end();
+    });
+    let buf: Buffer = Buffer.alloc(0);
+    let nth = 0;
+    let idle: NodeJS.Timeout | undefined;
+    const arm = () => {
+      clearTimeout(idle);
+      if (idleMs !== undefined)
+        idle = setTimeout(() => {
+          up.closedByServer++;
+          socket.end();
+        }, idleMs);
+    };
+    arm();
+    socket.on('close', () => clearTimeout(idle));
+    socket.on('data', (d: Buffer) => {
+      clearTimeout(idle);
+      buf = Buffer.concat([buf, d]);
+      for (;;) {
+        const req = takeRequest(buf);
+        if (!req) return;
+        buf = req.rest;
+        nth++;
+        up.seen.push({ line: req.line, nth });
+        const answered = answer(nth);
+        if (answered !== true) {
+          // FIN without a response (the close raced this request), or after a torn head.
+          if (answered === false) socket.end();
+          else socket.end(answered);
+          return;
+        }
+        socket.write(okResponse('chatcmpl-ka', head));
+        arm();
+      }
+    });
+  });
+}
+
+/**
+ * Answers the first request of each connection after `warmMs` (so that concurrent warm-ups each
+ * open a connection of their own), with the header lines `head`; on a reused connection, reads
+ * the whole request, "generates" for `workMs` and resets the connection.
+ */
+export async function generatingThenResetting(
+  warmMs: number,
+  workMs: number,
+  head = '',
+): Promise<RawUpstream> {
+  return listenRaw((socket, up) => {
+    let buf: Buffer = Buffer.alloc(0);
+    let nth = 0;
+    socket.on('data', (d: Buffer) => {
+      buf = Buffer.concat([buf, d]);
+      for (;;) {
+        const req = takeRequest(buf);
+        if (!req) return;
+        buf = req.rest;
+        nth++;
+        up.seen.push({ line: req.line, nth });
+        if (nth === 1) {
+          setTimeout(() => socket.write(okResponse('chatcmpl-warm', head)), warmMs);
+          continue;
+        }
+        setTimeout(() => {
+          up.closedByServer++;
+          socket.resetAndDestroy();
+        }, workMs);
+      }
+    });
+  });
+}
+
+/**
+ * A server's keep-alive timer on a thread of its own: a TCP relay in front of `target` that
+ * closes each connection (both sides, as a server's idle close does: a request written to it
+ * after that meets a reset and never reaches `target`) once `idleMs` passed with no byte either
+ * way since the last one from `target`. On its own thread it fires on time while the test's
+ * thread (and the toolproof in it) is stalled, as a real upstream's timer does.
+ */
+export interface IdleClosingRelay {
+  url: string;
+  /** Connections closed by the timer so far. */
+  closed(): number;
+  /** Blocks this thread (stalls its loop) until `n` connections were closed, or `timeoutMs`. */
+  stallUntilClosed(n: number, timeoutMs: number): void;
+  close(): Promise<void>;
+}
+
+const RELAY = `
+const { parentPort, workerData } = require('node:worker_threads');
+const net = require('node:net');
+const closed = new Int32Array(workerData.shared);
+const server = net.createServer((front) => {
+  const back = net.connect(workerData.port, '127.0.0.1');
+  let timer;
+  const end = () => { clearTimeout(timer); front.destroy(); back.destroy(); };
+  for (const s of [front, back]) { s.on('error', end); s.on('close', end); }
+  front.on('data', (d) => { clearTimeout(timer); back.write(d); });
+  back.on('data', (d) => {
+    front.write(d);
+    clearTimeout(timer);
+    timer = setTimeout(() => { end(); Atomics.add(closed, 0, 1); Atomics.notify(closed, 0); }, workerData.idleMs);
+  });
+});
+server.listen(0, '127.0.0.1', () => parentPort.postMessage(server.address().port));
+`;
+
+export async function idleClosingRelay(target: RawUpstream, idleMs: number): Promise<IdleClosingRelay> {
+  const shared = new SharedArrayBuffer(4);
+  const closed = new Int32Array(shared);
+  const worker = new Worker(RELAY, {
+    eval: true,
+    workerData: { port: Number(new URL(target.url).port), idleMs, shared },
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  });
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    closed: () => Atomics.load(closed, 0),
+    stallUntilClosed(n, timeoutMs) {
+      const deadline = performance.now() + timeoutMs;
+      for (let seen = Atomics.load(closed, 0); seen < n; seen = Atomics.load(closed, 0)) {
+        const left = deadline - performance.now();
+        if (left <= 0) return;
+        Atomics.wait(closed, 0, seen, left);
+      }
+    },
+    close: async () => {
+      await worker.terminate();
+    },
+  };
 }
