@@ -266,6 +266,27 @@ export class ConnectionProbe {
     // again would run the same generation twice.
     return false;
   }
+  /**
+   * What a client's error says of a closed connection that was not sent again (unanswered() was
+   * false): whether it was fresh or reused, how long it had been idle, how late the close came.
+   * The numbers that tell the upstream dropping a request it read from a stall of this process.
+   * Undefined on a fresh connection (the server refused this request: "unreachable" says it).
+   */
+  closeDetail(): string | undefined {
+    if (this.socket === null || this.headsBefore === 0) return undefined;
+    const parts = [
+      `on a connection reused after ${this.headsBefore} response${this.headsBefore === 1 ? '' : 's'}`,
+    ];
+    if (!Number.isNaN(this.idleBefore))
+      parts.push(`idle ${Math.round(this.idleBefore)} ms before it (announced: ${this.keepAliveBefore})`);
+    const read = this.socket.bytesRead - this.readBefore;
+    if (read > 0) parts.push(`after ${read} bytes of its answer`);
+    else if (this.sentAt !== undefined)
+      parts.push(
+        `${Math.round(performance.now() - this.sentAt)} ms after the request was sent, no byte answered`,
+      );
+    return parts.join(', ');
+  }
 }
 
 /** `timeout=N` (seconds) of a `Keep-Alive` header, in ms; NaN when absent or 0 (RFC 9112 §9.3's hint). */

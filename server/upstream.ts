@@ -104,6 +104,9 @@ class StaleConnection {
   constructor(readonly cause: unknown) {}
 }
 
+/** A closed connection's circumstances (ConnectionProbe.closeDetail), for the error the client gets. */
+const closeDetails = new WeakMap<object, string>();
+
 function errorCode(err: unknown): string | undefined {
   const seen = new Set<unknown>();
   let cur: unknown = err;
@@ -136,6 +139,13 @@ export function toUpstreamError(err: unknown, label: string): ToolproofError | E
   if (code === 'UND_ERR_CONNECT_TIMEOUT') {
     return new ToolproofError('TP_ERR_UPSTREAM_TIMEOUT', {
       message: `Connecting to the upstream ${label} timed out.`,
+      cause: err,
+    });
+  }
+  const closed = typeof err === 'object' && err !== null ? closeDetails.get(err) : undefined;
+  if (closed !== undefined) {
+    return new ToolproofError('TP_ERR_UPSTREAM_UNREACHABLE', {
+      message: `The upstream ${label} closed the connection under the request (${code ?? 'closed'}), ${closed}. Not sent again: the upstream may have read it.`,
       cause: err,
     });
   }
@@ -445,7 +455,16 @@ export class UpstreamClient {
         probe,
         signal,
         resolve,
-        (err) => reject(isClosedConnection(err) && probe.unanswered() ? new StaleConnection(err) : err),
+        (err) => {
+          if (!isClosedConnection(err)) reject(err);
+          else if (probe.unanswered()) reject(new StaleConnection(err));
+          else {
+            const detail = probe.closeDetail();
+            if (detail !== undefined && typeof err === 'object' && err !== null)
+              closeDetails.set(err, detail);
+            reject(err);
+          }
+        },
         settle,
       );
       try {

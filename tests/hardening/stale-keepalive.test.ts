@@ -348,7 +348,12 @@ describe('a pooled connection idle past the keep-alive timeout its server announ
     proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: relay.url });
     expect(await post('/v1/chat/completions', chat)).toBe(200);
     unstall = stallNextRequest(relay, LATE_MS);
-    expect(await post('/v1/chat/completions', chat)).toBe(502);
+    const res = await postFull('/v1/chat/completions', chat);
+    expect(res.status).toBe(502);
+    // The error says why it was not sent again, with the numbers that tell the cases apart.
+    expect((res.json as { error: { message: string } }).error.message).toMatch(
+      /closed the connection under the request \(\w+\), on a connection reused after 1 response, idle \d+ ms before it \(announced: timeout=5\), \d+ ms after the request was sent, no byte answered\. Not sent again/,
+    );
     expect(relay.closed()).toBe(1);
     expect(upstream.seen).toHaveLength(1);
     expect(await replays()).toBe(0);
@@ -361,7 +366,11 @@ describe('a pooled connection idle past the keep-alive timeout its server announ
     const warm = await Promise.all([post('/v1/chat/completions', chat), post('/v1/chat/completions', chat)]);
     expect(warm).toEqual([200, 200]);
     expect(upstream.connections).toBe(2);
-    expect(await post('/v1/chat/completions', chat)).toBe(502);
+    const res = await postFull('/v1/chat/completions', chat);
+    expect(res.status).toBe(502);
+    expect((res.json as { error: { message: string } }).error.message).toMatch(
+      /on a connection reused after 1 response, idle \d+ ms before it \(announced: timeout=3\), \d{3,} ms after the request was sent, no byte answered/,
+    );
     // Generated once: the warm-ups and this one request.
     expect(upstream.seen).toHaveLength(3);
     expect(upstream.closedByServer).toBe(1);
