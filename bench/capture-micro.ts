@@ -230,6 +230,13 @@ async function child(dir: string | undefined): Promise<void> {
   const rl = createInterface({ input: process.stdin });
   for await (const line of rl) {
     // `heap`: the heap in use after full collections (run with --expose-gc): bytes a record holds.
+    // `snap PATH`: a heap snapshot (two of them, N requests apart, count the heap objects a
+    // record keeps: what the collector promotes).
+    if (line.startsWith('snap ')) {
+      (await import('node:v8')).writeHeapSnapshot(line.slice(5));
+      process.stdout.write('0\n');
+      continue;
+    }
     if (line === 'heap') {
       const gc = (globalThis as { gc?: () => void }).gc;
       for (let i = 0; i < 3; i++) gc?.();

@@ -45,6 +45,63 @@ export class HeaderList {
   }
 }
 
+/**
+ * Headers kept as one text (name and value in turn, each ended by a NUL, which HTTP allows in
+ * neither): the capture ring keeps it as bytes in its arena, so the record holds no string of
+ * the request's headers (each a heap object the garbage collector would promote). Read as the
+ * object of name and value, in the request's order.
+ */
+export class HeaderText {
+  constructor(readonly text: { readonly text: string }) {}
+
+  object(): Record<string, string> {
+    const out: Record<string, string> = {};
+    const f = this.text.text.split('\u0000');
+    for (let i = 0; i + 1 < f.length; i += 2) out[f[i]!] = f[i + 1]!;
+    return out;
+  }
+
+  toJSON(): Record<string, string> {
+    return this.object();
+  }
+}
+
+/**
+ * The headers without credentials as one text (see HeaderText), and the characters of their
+ * JSON, about.
+ */
+export function redactedHeaderText(headers: Record<string, string | string[] | undefined>): {
+  text: string;
+  chars: number;
+} {
+  let text = '';
+  let n = 0;
+  let chars = 2;
+  for (const name in headers) {
+    if (!Object.hasOwn(headers, name)) continue;
+    const value = headers[name];
+    if (value === undefined) continue;
+    if (++n > MAX_HEADERS) break;
+    const kept = keptValue(name, value);
+    text += `${name}\u0000${kept}\u0000`;
+    chars += name.length + kept.length + 6;
+  }
+  return { text, chars };
+}
+
+function keptValue(name: string, value: string | string[]): string {
+  // A NUL would split the text: none can come from node's parser, one from a caller is cut there.
+  const v = isSecret(name)
+    ? REDACTED
+    : typeof value === 'string'
+      ? value.length > MAX_VALUE_CHARS
+        ? value.slice(0, MAX_VALUE_CHARS)
+        : value
+      : (Array.isArray(value) ? value.join(', ') : String(value)).slice(0, MAX_VALUE_CHARS);
+  const nul = v.indexOf('\u0000');
+  return nul === -1 ? v : v.slice(0, nul);
+}
+
 /** The headers without credentials (see HeaderList). */
 export function redactHeaders(headers: Record<string, string | string[] | undefined>): HeaderList {
   const out = new HeaderList();
