@@ -14,7 +14,7 @@ import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
 import { describeEffect, type PolicyEffect } from '../../policies/registry.js';
 import type { ChatCall } from '../chat/context.js';
 import { ownString } from '../../protocol/own-string.js';
-import { HeaderText, redactedHeaderText } from './redact.js';
+import { redactedHeaderText } from './redact.js';
 import { Attempt, type CaptureRing, type Decision, type Outcome, readEffectsWith } from './ring.js';
 
 const WORKER = cluster.isWorker ? (cluster.worker?.id ?? 0) : 0;
@@ -83,8 +83,8 @@ export function beginCapture(
   // Headers as bytes in the ring's arena (see HeaderText); a record out of room keeps none.
   const { text, chars } = redactedHeaderText(request.headers);
   if (w.note(chars)) {
-    const kept = w.encoded(text);
-    if (kept !== undefined) w.headers = new HeaderText(kept);
+    const kept = w.encodedHeaders(text);
+    if (kept !== undefined) w.headers = kept;
   }
   // The client's own bytes when at hand; a body they were not kept for, as JSON (cut after).
   // Only the head of a large body is decoded: `cut` then counts the bytes left out.

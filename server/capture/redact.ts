@@ -46,28 +46,7 @@ export class HeaderList {
 }
 
 /**
- * Headers kept as one text (name and value in turn, each ended by a NUL, which HTTP allows in
- * neither): the capture ring keeps it as bytes in its arena, so the record holds no string of
- * the request's headers (each a heap object the garbage collector would promote). Read as the
- * object of name and value, in the request's order.
- */
-export class HeaderText {
-  constructor(readonly text: { readonly text: string }) {}
-
-  object(): Record<string, string> {
-    const out: Record<string, string> = {};
-    const f = this.text.text.split('\u0000');
-    for (let i = 0; i + 1 < f.length; i += 2) out[f[i]!] = f[i + 1]!;
-    return out;
-  }
-
-  toJSON(): Record<string, string> {
-    return this.object();
-  }
-}
-
-/**
- * The headers without credentials as one text (see HeaderText), and the characters of their
+ * The headers without credentials as one text (read as HeaderText, capture/ring.ts), and the characters of their
  * JSON, about.
  */
 export function redactedHeaderText(headers: Record<string, string | string[] | undefined>): {

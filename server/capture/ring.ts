@@ -14,7 +14,7 @@
  * evicted record is garbage at once.
  */
 import { ownString } from '../../protocol/own-string.js';
-import type { HeaderList, HeaderText } from './redact.js';
+import type { HeaderList } from './redact.js';
 
 /**
  * Buffer's own UTF-8 writer (node's, beneath `write`): `write(s, offset, 'utf8')` checks its
@@ -475,15 +475,16 @@ export class RecordWriter implements CaptureRecord {
   }
 
   /**
-   * A string kept as bytes in the arena (a short text the record would otherwise hold as a heap
-   * object of its own: the headers); false when the record has no room for it.
+   * Headers as one text (redact.ts redactedHeaderText) kept as bytes in the arena: the record
+   * then holds no string of them (each a heap object the collector would promote). Undefined
+   * when the record has no room for them.
    */
-  encoded(s: string): CapturedText | undefined {
+  encodedHeaders(s: string): HeaderText | undefined {
     if (this.evicted || s.length > this.room() || s.length > this.ring.limits.textChars) return undefined;
     this.charge(s.length);
     const spans = new Spans();
     this.ring.append(spans, s);
-    return this.ring.textOf(spans, 0);
+    return this.ring.textOf<HeaderText>(spans, 0, HeaderText);
   }
 
   /** Small structured values (a decision, header maps): counted by their JSON length. */
@@ -671,6 +672,24 @@ export class LazyText implements CapturedText {
 }
 
 /**
+ * A request's headers kept as one text in the arena (name and value in turn, each ended by a
+ * NUL, which HTTP allows in neither), read as the object of name and value in the request's
+ * order (JSON included).
+ */
+export class HeaderText extends LazyText {
+  object(): Record<string, string> {
+    const out: Record<string, string> = {};
+    const f = this.text.split('\u0000');
+    for (let i = 0; i + 1 < f.length; i += 2) out[f[i]!] = f[i + 1]!;
+    return out;
+  }
+
+  override toJSON(): Record<string, string> & { text: string; cut: number } {
+    return this.object() as Record<string, string> & { text: string; cut: number };
+  }
+}
+
+/**
  * The ring's bytes: one buffer of half the ring's budget (every byte kept is counted at two),
  * written round and round. A record's texts are copied into it when they end (a stream's reads,
  * the client's frames: one copy each, into memory that stays mapped and warm) instead of into
@@ -797,9 +816,9 @@ export class CaptureRing {
   }
 
   /** A text of the arena's pieces. */
-  textOf(spans: Spans, cut: number): LazyText {
-    if (spans.len < 0) return new LazyText(EMPTY_BUF, 0, 0, 0, undefined, cut);
-    return new LazyText(this.arena!.buf, spans.lap, spans.off, spans.len, spans.more, cut, this.arena);
+  textOf<T extends LazyText = LazyText>(spans: Spans, cut: number, As: typeof LazyText = LazyText): T {
+    if (spans.len < 0) return new As(EMPTY_BUF, 0, 0, 0, undefined, cut) as T;
+    return new As(this.arena!.buf, spans.lap, spans.off, spans.len, spans.more, cut, this.arena) as T;
   }
 
   /** Bytes the ring holds now (as counted). */

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { performance } from 'node:perf_hooks';
 import { captureEffects, EffectDecision } from '../../server/capture/recorder.js';
 import { reassemble } from '../../server/capture/reassemble.js';
-import { HeaderText, redactedHeaderText, redactHeaders } from '../../server/capture/redact.js';
+import { redactedHeaderText, redactHeaders } from '../../server/capture/redact.js';
 import { Attempt, CaptureRing, type RecordInit } from '../../server/capture/ring.js';
 
 const record = (id: string, session = 's', model = 'm'): RecordInit => ({
@@ -287,7 +287,7 @@ describe('a record kept as few objects (issue 28: capture CPU), read as the reco
       accept: ['a', 'b'],
       'x-nul': 'before\u0000after',
     });
-    w.headers = new HeaderText(w.encoded(text)!);
+    w.headers = w.encodedHeaders(text)!;
     expect(JSON.parse(JSON.stringify(w.clientRequest.headers))).toEqual({
       host: '127.0.0.1',
       authorization: '[redacted]',
