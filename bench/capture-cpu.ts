@@ -27,6 +27,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Pool } from 'undici';
 import { prepareServer, type ServerMode } from './lib/build.js';
+import { BENCH_HEADERS, burst } from './lib/burst.js';
 import { AGENT_CALL, AGENT_TURN_EVENTS, agentTurn, toolsStreamBody } from './lib/fixtures.js';
 import { median } from './lib/overhead-ab.js';
 import { CLK_TCK, cpuSplit, startAbToolproof, startFakeUpstream, stopAll } from './lib/procs.js';
@@ -47,33 +48,11 @@ const CASES: Record<string, number> = { short: 8, long: 500, agent: AGENT_TURN_E
 const cases = (args.get('cases') || 'short,long,agent').split(',');
 /** The agent turn's concurrency (--agent-c): eight agents at work. */
 const AGENT_C = Number(args.get('agent-c') || 8);
-const BENCH_HEADERS: Record<string, string> = {
-  'content-type': 'application/json',
-  authorization: 'Bearer sk-bench',
-};
 
 const cpuUs = (pid: number) => {
   const c = cpuSplit(pid);
   return ((c.user + c.sys) / CLK_TCK) * 1e6;
 };
-
-async function burst(
-  pool: Pool,
-  body: Buffer,
-  n: number,
-  headers: Record<string, string> = BENCH_HEADERS,
-  c = C,
-): Promise<void> {
-  let left = n;
-  const worker = async () => {
-    while (left-- > 0) {
-      const r = await pool.request({ method: 'POST', path: '/v1/chat/completions', headers, body });
-      if (r.statusCode !== 200) throw new Error(`status ${r.statusCode}: ${await r.body.text()}`);
-      for await (const _ of r.body);
-    }
-  };
-  await Promise.all(Array.from({ length: c }, worker));
-}
 
 async function main(): Promise<void> {
   if (args.get('analyze')) return analyze(args.get('analyze')!);
@@ -134,7 +113,7 @@ async function main(): Promise<void> {
           : REQUESTS;
     if (agent) await checkAgentTurn(sides[0]!.pool, body, headers);
     const c = agent ? AGENT_C : C;
-    for (let i = 0; i < 2; i++) for (const s of sides) await burst(s.pool, body, n, headers, c);
+    for (let i = 0; i < 2; i++) for (const s of sides) await burst(s.pool, body, n, c, headers);
     for (const s of sides) s.served += 2 * n;
     const cpu = sides.map(() => [] as number[]);
     const gc0 = sides.map((s) => ({ ...s.gc }));
@@ -143,7 +122,7 @@ async function main(): Promise<void> {
       for (const i of order) {
         const s = sides[i]!;
         const t0 = cpuUs(s.pid);
-        await burst(s.pool, body, n, headers, c);
+        await burst(s.pool, body, n, c, headers);
         cpu[i]!.push((cpuUs(s.pid) - t0) / n);
         s.served += n;
       }

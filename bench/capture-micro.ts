@@ -21,6 +21,7 @@ import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { harnessOf } from '../server/chat/harness-summary.js';
 import { newTrace } from '../server/chat/trace.js';
 import { BUILD_DIR, prepareServer } from './lib/build.js';
 import { agentTurn, toolsStreamBody } from './lib/fixtures.js';
@@ -151,6 +152,7 @@ async function child(dir: string | undefined): Promise<void> {
       api: 'chat',
       original: { model: 'bench-model', stream: true },
       trace: newTrace(),
+      discardedTokens: 0,
       route: { client: { label: 'http://127.0.0.1:8000/v1' } },
       phase: { request: { stream: true } },
       capture: undefined,
@@ -201,21 +203,10 @@ async function child(dir: string | undefined): Promise<void> {
     ];
     rec?.captureEffects(call, end as never);
     rec?.captureAttemptEnd(call);
-    const t = call.trace as unknown as Record<string, unknown>;
-    const harness = {
-      forced: t.forced,
-      fallback: t.fallback,
-      attempts: t.attempts,
-      repairs: t.repairs,
-      leaks: t.leaks,
-      retries: t.retries,
-      normalizations: t.normalizations,
-      constraints: t.constraints,
-      finalAnswerProblems: t.finalAnswerProblems,
-      validationFailures: [],
-      queuedMs: 0,
-      final: 'final_answer',
-    };
+    // The log line's summary, made by the server's own function (every side: the server makes it
+    // for the log line whether or not it captures).
+    call.trace.finalKind = 'final_answer';
+    const harness = harnessOf(call, undefined);
     rec?.finishCapture(
       call,
       200,
@@ -230,6 +221,13 @@ async function child(dir: string | undefined): Promise<void> {
   const rl = createInterface({ input: process.stdin });
   for await (const line of rl) {
     // `heap`: the heap in use after full collections (run with --expose-gc): bytes a record holds.
+    // `snap PATH`: a heap snapshot (two of them, N requests apart, count the heap objects a
+    // record keeps: what the collector promotes).
+    if (line.startsWith('snap ')) {
+      (await import('node:v8')).writeHeapSnapshot(line.slice(5));
+      process.stdout.write('0\n');
+      continue;
+    }
     if (line === 'heap') {
       const gc = (globalThis as { gc?: () => void }).gc;
       for (let i = 0; i < 3; i++) gc?.();

@@ -31,6 +31,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Pool } from 'undici';
 import { prepareServer, type ServerMode } from './lib/build.js';
+import { burst } from './lib/burst.js';
 import { toolsStreamBody } from './lib/fixtures.js';
 import { median } from './lib/overhead-ab.js';
 import { areaOf } from './lib/profile.js';
@@ -81,23 +82,6 @@ function threadCpuUs(pid: number): Map<string, number> {
     }
   }
   return out;
-}
-
-async function burst(pool: Pool, body: Buffer, n: number): Promise<void> {
-  let left = n;
-  const worker = async () => {
-    while (left-- > 0) {
-      const r = await pool.request({
-        method: 'POST',
-        path: '/v1/chat/completions',
-        headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' },
-        body,
-      });
-      if (r.statusCode !== 200) throw new Error(`status ${r.statusCode}: ${await r.body.text()}`);
-      for await (const _ of r.body);
-    }
-  };
-  await Promise.all(Array.from({ length: C }, worker));
 }
 
 async function main(): Promise<void> {
@@ -202,7 +186,7 @@ async function main(): Promise<void> {
     if (events === undefined) throw new Error(`unknown case ${name} (short, long)`);
     const body = toolsStreamBody({ chunks: events });
     const n = name === 'long' ? Math.max(200, Math.floor(REQUESTS / 8)) : REQUESTS;
-    for (let i = 0; i < 2; i++) for (const s of sides) await burst(s.pool, body, n);
+    for (let i = 0; i < 2; i++) for (const s of sides) await burst(s.pool, body, n, C);
     for (const s of sides) s.served += 2 * n;
     const cpu = sides.map(() => [] as number[]);
     const threads = sides.map(() => new Map<string, number[]>());
@@ -215,7 +199,7 @@ async function main(): Promise<void> {
         const s = sides[i]!;
         const t0 = cpuUs(s.pid);
         const th0 = threadCpuUs(s.pid);
-        await burst(s.pool, body, n);
+        await burst(s.pool, body, n, C);
         cpu[i]!.push((cpuUs(s.pid) - t0) / n);
         for (const [name, us] of threadCpuUs(s.pid)) {
           const list = threads[i]!.get(name) ?? [];

@@ -29,6 +29,7 @@ import { isOpenRoute } from './auth.js';
 import type { ApiKeyEntry } from './config-keys.js';
 import { KeyLimits, keyRing, OPEN_KEY } from './keys.js';
 import type { ChatCall } from './chat/context.js';
+import { harnessOf } from './chat/harness-summary.js';
 import { callUsage } from './chat/pipeline.js';
 import { recordPromptCache } from './chat/prompt-cache.js';
 import type { Config } from './config.js';
@@ -526,37 +527,4 @@ function logRequest(
   }
   if (quiet) app.log.debug(line, 'request');
   else app.log.info(line, 'request');
-}
-
-/** The log line's `harness` object (also the capture's summary of the request). */
-function harnessOf(
-  call: ChatCall,
-  cache: { cached: number; prompt: number } | undefined,
-): Record<string, unknown> {
-  const t = call.trace;
-  return {
-    forced: t.forced,
-    ...(t.toolChoiceSent ? { toolChoice: t.toolChoiceSent } : {}),
-    fallback: t.fallback,
-    attempts: t.attempts,
-    repairs: t.repairs,
-    leaks: t.leaks,
-    retries: t.retries,
-    normalizations: t.normalizations,
-    constraints: t.constraints,
-    finalAnswerProblems: t.finalAnswerProblems,
-    validationFailures: t.validationFailures.map((v) => v.tool),
-    ...(t.unenforced.length > 0 ? { unenforced: t.unenforced } : {}),
-    ...(t.droppedTools ? { droppedTools: t.droppedTools } : {}),
-    ...(t.schemaAnswer ? { schemaAnswer: t.schemaAnswer } : {}),
-    ...(Object.keys(t.degraded).length > 0 ? { degraded: t.degraded } : {}),
-    ...(cache ? { cachedTokens: cache.cached, promptTokens: cache.prompt } : {}),
-    ...(call.discardedTokens > 0 ? { discardedTokens: call.discardedTokens } : {}),
-    ...(t.key ? { key: t.key } : {}),
-    ...(t.routeFallbacks ? { routeFallbacks: t.routeFallbacks } : {}),
-    ...(t.servedBy ? { servedBy: t.servedBy } : {}),
-    ...(t.priority ? { priority: t.priority } : {}),
-    queuedMs: Math.round(t.queuedMs * 10) / 10,
-    final: t.finalKind ?? null,
-  };
 }

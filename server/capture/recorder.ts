@@ -14,15 +14,8 @@ import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
 import { describeEffect, type PolicyEffect } from '../../policies/registry.js';
 import type { ChatCall } from '../chat/context.js';
 import { ownString } from '../../protocol/own-string.js';
-import { redactHeaders } from './redact.js';
-import type {
-  CapturedAttempt,
-  CaptureRecord,
-  CaptureRing,
-  CaptureSummary,
-  Decision,
-  Outcome,
-} from './ring.js';
+import { redactedHeaderText } from './redact.js';
+import { Attempt, type CaptureRing, type Decision, type Outcome, readEffectsWith } from './ring.js';
 
 const WORKER = cluster.isWorker ? (cluster.worker?.id ?? 0) : 0;
 /** A decision's detail is JSON cut to this many characters. */
@@ -30,18 +23,29 @@ const MAX_DETAIL_CHARS = 2000;
 
 /** The session a request belongs to: the affinity key (docs/affinity.md), readable. */
 export function sessionLabel(key: string): string {
-  // Opening-message keys hold NUL separators (model, user, hashes): shown with slashes.
+  // Opening-message keys hold NUL separators (model, user, hashes): shown with slashes. A join
+  // builds one flat string (replaceAll: a rope of slices, five heap objects a record keeps).
   const k = key.length > 300 ? ownString(key.slice(0, 300)) : key;
-  return k.includes('\u0000') ? k.replaceAll('\u0000', '/') : k;
+  return k.includes('\u0000') ? k.split('\u0000').join('/') : k;
 }
 
-/** What a record holds until its request ends (finishCapture replaces them): shared, never written. */
-const IN_FLIGHT_KINDS: Outcome[] = Object.freeze(['in_flight']) as unknown as Outcome[];
-const NO_TOKENS: CaptureSummary['tokens'] = Object.freeze({ cached: null, prompt: null, completion: null });
-const NO_RESPONSE: CaptureRecord['clientResponse'] = Object.freeze({
-  status: null,
-  body: Object.freeze({ text: '', cut: 0 }),
-});
+/**
+ * The same few strings (a model's name, a path) arrive as new strings with every request: a
+ * record keeps the first one seen, not one of its own per request. Bounded: past this many,
+ * a string is kept as it came.
+ */
+const SHARED_MAX = 256;
+const shared = new Map<string, string>();
+function sharedString(s: string): string {
+  if (s.length > 256) return s;
+  const hit = shared.get(s);
+  if (hit !== undefined) return hit;
+  if (shared.size >= SHARED_MAX) return s;
+  // A copy of its own: a slice kept for good must not hold its parent (a whole URL).
+  const own = ownString(s);
+  shared.set(own, own);
+  return own;
+}
 
 const ONE_KIND = Object.freeze({
   failed: Object.freeze(['failed']),
@@ -64,37 +68,28 @@ export function beginCapture(
   const path = q === -1 ? url : url.slice(0, q);
   // The fields an in-flight record lists with; the rest are set as the request goes, and those
   // of its end (status, outcome, tokens, what the client received) by finishCapture.
-  const record: CaptureRecord = {
+  const model = call.original.model;
+  const w = ring.open({
     id: request.id,
     worker: WORKER,
     at: Date.now(),
     api: call.api,
-    model: call.original.model,
+    model: typeof model === 'string' ? sharedString(model) : model,
     stream: call.original.stream === true,
     session: sessionLabel(sessionKey),
-    inFlight: true,
-    status: null,
-    outcome: 'in_flight',
-    kinds: IN_FLIGHT_KINDS,
-    attempts: 0,
-    tokens: NO_TOKENS,
-    durationMs: null,
     method: request.method,
-    path: path.length > 256 ? path.slice(0, 256) : path,
-    clientRequest: undefined as unknown as CaptureRecord['clientRequest'],
-    upstreamAttempts: [],
-    decisions: [],
-    clientResponse: NO_RESPONSE,
-  };
-  const w = ring.open(record);
-  const headers = redactHeaders(request.headers);
-  w.note(headers.chars);
+    path: sharedString(path.length > 256 ? path.slice(0, 256) : path),
+  });
+  // Headers as bytes in the ring's arena (see HeaderText); a record out of room keeps none.
+  const { text, chars } = redactedHeaderText(request.headers);
+  if (w.note(chars)) {
+    const kept = w.encodedHeaders(text);
+    if (kept !== undefined) w.headers = kept;
+  }
   // The client's own bytes when at hand; a body they were not kept for, as JSON (cut after).
   // Only the head of a large body is decoded: `cut` then counts the bytes left out.
-  record.clientRequest = {
-    headers,
-    body: clientBytes !== undefined ? w.fromBytes(clientBytes) : w.text(JSON.stringify(request.body ?? null)),
-  };
+  w.body =
+    clientBytes !== undefined ? w.fromBytes(clientBytes) : w.text(JSON.stringify(request.body ?? null));
   w.start = request.tpStart;
   call.capture = w;
   request.tpCapture = w;
@@ -153,21 +148,17 @@ Object.defineProperty(CapturingResponse.prototype, 'end', {
 export function captureAttemptSent(call: ChatCall, body: string | Buffer, sentAt: number): void {
   const w = call.capture;
   if (!w) return;
-  const r = w.record;
-  r.attempts = call.trace.attempts;
-  const a: CapturedAttempt = {
-    n: call.trace.attempts,
-    upstream: call.route.client.label,
-    at: Date.now(),
-    queueMs: round(sentAt - startOf(call)),
-    stream: call.phase.request.stream === true,
-    request: typeof body === 'string' ? w.text(body) : w.fromBytes(body),
-    response: { text: '', cut: 0 },
-    events: 0,
-  };
-  // The first attempt (nearly every request's only one): an array of one.
-  if (r.upstreamAttempts.length === 0) r.upstreamAttempts = [a];
-  else r.upstreamAttempts.push(a);
+  w.attempts = call.trace.attempts;
+  w.attempt(
+    new Attempt(
+      call.trace.attempts,
+      call.route.client.label,
+      Date.now(),
+      sentAt - startOf(call),
+      call.phase.request.stream === true,
+      typeof body === 'string' ? w.text(body) : w.fromBytes(body),
+    ),
+  );
   w.note(200);
 }
 
@@ -178,12 +169,12 @@ export function captureAttemptOpened(
   res: { status: number; replica?: string } | undefined,
   error?: ToolproofError,
 ): void {
-  const a = call.capture?.record.upstreamAttempts.at(-1);
+  const a = call.capture?.current;
   if (!a) return;
-  a.ttfbMs = round(performance.now() - sentAt);
+  a.ttfbMs = performance.now() - sentAt;
   if (res) {
     a.status = res.status;
-    if (res.replica) a.replica = res.replica;
+    if (res.replica) a.replica = sharedString(res.replica);
   }
   if (error) {
     a.totalMs = a.ttfbMs;
@@ -194,7 +185,7 @@ export function captureAttemptOpened(
 /** A whole (non-streamed or error) response body of the running attempt. */
 export function captureAttemptBody(call: ChatCall, body: string | Buffer): void {
   const w = call.capture;
-  const a = w?.record.upstreamAttempts.at(-1);
+  const a = w?.current;
   if (!w || !a) return;
   a.response = typeof body === 'string' ? w.text(body) : w.fromBytes(body);
 }
@@ -212,11 +203,17 @@ export function captureRead(call: ChatCall, buf: Buffer, events: number): void {
 /** The running attempt's response ended (or failed). */
 export function captureAttemptEnd(call: ChatCall, error?: ToolproofError): void {
   const w = call.capture;
-  const a = w?.record.upstreamAttempts.at(-1);
+  const a = w?.current;
   if (!w || !a) return;
   w.endEvents();
-  a.totalMs = round(Date.now() - a.at);
+  a.totalMs = Date.now() - a.at;
   if (error && !a.error) a.error = errorOf(error);
+}
+
+/** The running attempt failed in a way the server found (a bad response), if none was set. */
+export function captureAttemptError(call: ChatCall, error: ToolproofError): void {
+  const a = call.capture?.current;
+  if (a && !a.error) a.error = errorOf(error);
 }
 
 /** A harness decision with its reason. */
@@ -239,13 +236,7 @@ export function captureDecision(
     detail: detail !== undefined ? w.text(stringify(detail)).text : undefined,
   };
   // A record out of room keeps no more decisions (its cut texts already say it was cut).
-  if (w.note(d.reason.length + 64)) pushDecision(w.record, d);
-}
-
-/** A record's first decision gets an array of one (push() onto [] reserves 17 slots). */
-function pushDecision(r: CaptureRecord, d: Decision): void {
-  if (r.decisions.length === 0) r.decisions = [d];
-  else r.decisions.push(d);
+  if (w.note(d.reason.length + 64)) w.decision(d);
 }
 
 /**
@@ -259,48 +250,85 @@ const SMALL_CHARS = 12;
 const SMALL_FIELDS = 4;
 
 /**
- * The policies' effects, as decisions. An effect whose detail is a few short primitives (the
- * forced tool choice, a tally, the final answer's outcome: nearly every request's) is kept as
- * the policy's own object and described when read (EffectDecision: its reason and JSON detail
- * then, not per request); any other (a leak, a validation failure, a retry with its feedback)
- * is described now and its detail serialized and cut, as a decision of the server's own.
+ * The policies' effects, as decisions. An effect whose fields and detail are a few short
+ * primitives (the forced tool choice, a tally, the final answer's outcome: nearly every
+ * request's) is kept as those fields, in the record's flat list of decisions (no object of its
+ * own: RecordWriter.decisions), and described when read (EffectDecision: its reason and JSON
+ * detail then, not per request); any other (a leak, a validation failure, a retry with its
+ * feedback) is described now and its detail serialized and cut, as a decision of the server's
+ * own.
  */
 export function captureEffects(call: ChatCall, effects: readonly PolicyEffect[]): void {
   const w = call.capture;
   if (!w) return;
   for (const e of effects) {
     if (isSmall(e)) {
-      if (w.note(EFFECT_DECISION_CHARS))
-        pushDecision(
-          w.record,
-          new EffectDecision(round(performance.now() - w.start), call.trace.attempts, e),
-        );
+      if (w.note(EFFECT_DECISION_CHARS)) keepEffect(w.flatDecisions(), startOf(call), call.trace.attempts, e);
       continue;
     }
     captureDecision(call, e.kind, reasonOf(e), (e as { detail?: unknown }).detail, e.policy);
   }
 }
 
+/**
+ * An effect's fields appended to the flat decisions: [-(time in tenths) - 1, attempt, fields,
+ * detail fields (-1: no detail), name, value...]. Short strings are shared (sharedString).
+ */
+function keepEffect(d: unknown[], start: number, attempt: number, e: PolicyEffect): void {
+  const at = d.length;
+  d.push(-Math.round((performance.now() - start) * 10) - 1, attempt, 0, -1);
+  let fields = 0;
+  const o = e as unknown as Record<string, unknown>;
+  for (const k in o) {
+    if (k === 'detail') continue;
+    const v = o[k];
+    if (v === undefined) continue;
+    d.push(k, typeof v === 'string' ? sharedString(v) : v);
+    fields++;
+  }
+  d[at + 2] = fields;
+  const detail = o.detail as Record<string, unknown> | undefined;
+  if (detail === undefined) return;
+  let details = 0;
+  for (const k in detail) {
+    const v = detail[k];
+    if (v === undefined) continue;
+    d.push(k, typeof v === 'string' ? sharedString(v) : v);
+    details++;
+  }
+  d[at + 3] = details;
+}
+
+readEffectsWith(
+  (atMs, attempt, effect) => new EffectDecision(atMs, attempt, effect as unknown as PolicyEffect),
+);
+
 /** An effect whose fields and detail are short primitives (see captureEffects). */
 function isSmall(e: PolicyEffect): boolean {
   if (e.kind.length > 64 || e.policy.length > 64) return false;
+  let n = 0;
+  // Its policy and kind are names of the code's own; its other fields, as its detail's.
+  for (const k in e) {
+    if (k === 'detail' || k === 'policy' || k === 'kind') continue;
+    if (++n > SMALL_FIELDS || k.length > 32 || !isShort((e as unknown as Record<string, unknown>)[k]))
+      return false;
+  }
   const d = (e as { detail?: unknown }).detail;
   if (d === undefined) return true;
   if (typeof d !== 'object' || d === null || Array.isArray(d)) return false;
-  let n = 0;
+  n = 0;
   for (const k in d) {
-    if (++n > SMALL_FIELDS || k.length > 32) return false;
-    const v = (d as Record<string, unknown>)[k];
-    if (
-      typeof v === 'string'
-        ? v.length > SMALL_CHARS
-        : typeof v === 'object'
-          ? v !== null
-          : typeof v === 'function'
-    )
-      return false;
+    if (++n > SMALL_FIELDS || k.length > 32 || !isShort((d as Record<string, unknown>)[k])) return false;
   }
   return true;
+}
+
+function isShort(v: unknown): boolean {
+  return typeof v === 'string'
+    ? v.length <= SMALL_CHARS
+    : typeof v === 'object'
+      ? v === null
+      : typeof v !== 'function';
 }
 
 /**
@@ -400,13 +428,13 @@ export function finishCapture(
 ): void {
   const w = call.capture;
   if (!w) return;
-  const startedAt = w.start;
-  const r = w.record;
+  const startedAt = w.start ?? performance.now();
+  const r = w;
   w.endEvents();
   w.endClient(status);
   r.inFlight = false;
   r.status = finished ? status : 'aborted';
-  r.durationMs = round(performance.now() - startedAt);
+  r.durationMs = performance.now() - startedAt;
   r.attempts = call.trace.attempts;
   const t = call.trace;
   if (t.droppedTools?.length)
@@ -437,11 +465,34 @@ export function finishCapture(
   };
   if (error) r.error = errorOf(error);
   if (harness) {
-    r.harness = harness;
+    r.harness = compact(harness);
     // Counted by its parts, not serialized: a few fields and the trace's short lists.
     w.note(harnessChars(t));
   }
+  w.start = undefined;
   call.capture = undefined;
+}
+
+/**
+ * The harness summary as kept: its empty lists and tallies the shared empty ones, not the
+ * trace's own (a request's trace holds a dozen, each an object the ring would keep).
+ */
+function compact(h: Record<string, unknown>): Record<string, unknown> {
+  for (const k in h) {
+    const v = h[k];
+    if (typeof v !== 'object' || v === null || v === EMPTY_LIST || v === EMPTY_TALLY) continue;
+    if (Array.isArray(v)) {
+      if (v.length === 0) h[k] = EMPTY_LIST;
+    } else if (isEmpty(v)) h[k] = EMPTY_TALLY;
+  }
+  return h;
+}
+const EMPTY_LIST = Object.freeze([]);
+const EMPTY_TALLY = Object.freeze({});
+
+function isEmpty(o: object): boolean {
+  for (const _ in o) return false;
+  return true;
 }
 
 /**

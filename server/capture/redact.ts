@@ -45,6 +45,42 @@ export class HeaderList {
   }
 }
 
+/**
+ * The headers without credentials as one text (read as HeaderText, capture/ring.ts), and the characters of their
+ * JSON, about.
+ */
+export function redactedHeaderText(headers: Record<string, string | string[] | undefined>): {
+  text: string;
+  chars: number;
+} {
+  let text = '';
+  let n = 0;
+  let chars = 2;
+  for (const name in headers) {
+    if (!Object.hasOwn(headers, name)) continue;
+    const value = headers[name];
+    if (value === undefined) continue;
+    if (++n > MAX_HEADERS) break;
+    const kept = keptValue(name, value);
+    text += `${name}\u0000${kept}\u0000`;
+    chars += name.length + kept.length + 6;
+  }
+  return { text, chars };
+}
+
+function keptValue(name: string, value: string | string[]): string {
+  // A NUL would split the text: none can come from node's parser, one from a caller is cut there.
+  const v = isSecret(name)
+    ? REDACTED
+    : typeof value === 'string'
+      ? value.length > MAX_VALUE_CHARS
+        ? value.slice(0, MAX_VALUE_CHARS)
+        : value
+      : (Array.isArray(value) ? value.join(', ') : String(value)).slice(0, MAX_VALUE_CHARS);
+  const nul = v.indexOf('\u0000');
+  return nul === -1 ? v : v.slice(0, nul);
+}
+
 /** The headers without credentials (see HeaderList). */
 export function redactHeaders(headers: Record<string, string | string[] | undefined>): HeaderList {
   const out = new HeaderList();

@@ -27,6 +27,10 @@ const utf8Write =
     return this.write(s, o, l, 'utf8');
   };
 
+/** Bytes a Buffer of its own must be over to be kept as it is rather than copied into the arena. */
+const SMALL_COPY = 16 * 1024;
+const EMPTY_BUF = Buffer.alloc(0);
+
 /** Bytes a kept string is counted at, per character (see the file's comment). */
 const BYTES_PER_CHAR = 2;
 /** What a kept field, array slot or small object costs besides its characters (an estimate). */
@@ -104,7 +108,7 @@ export interface CaptureRecord extends CaptureSummary {
    * The client's request: headers without credentials (HeaderList: read as an object of name
    * and value, JSON included), the body as received (cut).
    */
-  clientRequest: { headers: Readonly<Record<string, string>> | HeaderList; body: CapturedText };
+  clientRequest: { headers: Readonly<Record<string, string>> | HeaderList | HeaderText; body: CapturedText };
   upstreamAttempts: CapturedAttempt[];
   decisions: Decision[];
   /** What the client received: the bytes of the response body (a stream's frames) as sent. */
@@ -121,28 +125,320 @@ export interface CaptureLimits {
   textChars: number;
 }
 
+/** What a record starts with (ring.open); every other field is written as the request goes. */
+export interface RecordInit {
+  id: string;
+  worker?: number;
+  /** Epoch milliseconds; now when absent. */
+  at?: number;
+  api: string;
+  model: string;
+  stream: boolean;
+  session: string;
+  method: string;
+  path: string;
+}
+
+/** An upstream attempt as written (read as CapturedAttempt, JSON included): one object. */
+export class Attempt implements CapturedAttempt {
+  replica: string | undefined = undefined;
+  status: number | undefined = undefined;
+  error: CapturedAttempt['error'] = undefined;
+  response: CapturedText = NO_TEXT;
+  events = 0;
+  /** Epoch seconds and milliseconds (small integers: no number object of their own). */
+  private readonly atS: number;
+  private readonly atMsPart: number;
+  /** Tenths of milliseconds (small integers), -1: not yet. */
+  private q10: number;
+  private t10 = -1;
+  private o10 = -1;
+  /** The body as sent: the string itself, and what of it was cut. */
+  private readonly sent: string;
+  private readonly sentCut: number;
+
+  constructor(
+    readonly n: number,
+    readonly upstream: string,
+    at: number,
+    queueMs: number,
+    readonly stream: boolean,
+    request: CapturedText,
+  ) {
+    this.atS = Math.floor(at / 1000);
+    this.atMsPart = (at - this.atS * 1000) | 0;
+    this.q10 = tenths(queueMs);
+    this.sent = request.text;
+    this.sentCut = request.cut;
+  }
+
+  get at(): number {
+    return this.atS * 1000 + this.atMsPart;
+  }
+
+  get queueMs(): number {
+    return this.q10 / 10;
+  }
+
+  set queueMs(ms: number) {
+    this.q10 = tenths(ms);
+  }
+
+  get ttfbMs(): number | undefined {
+    return this.t10 < 0 ? undefined : this.t10 / 10;
+  }
+
+  set ttfbMs(ms: number | undefined) {
+    this.t10 = ms === undefined ? -1 : tenths(ms);
+  }
+
+  get totalMs(): number | undefined {
+    return this.o10 < 0 ? undefined : this.o10 / 10;
+  }
+
+  set totalMs(ms: number | undefined) {
+    this.o10 = ms === undefined ? -1 : tenths(ms);
+  }
+
+  get request(): CapturedText {
+    return { text: this.sent, cut: this.sentCut };
+  }
+
+  toJSON(): CapturedAttempt {
+    return {
+      n: this.n,
+      upstream: this.upstream,
+      replica: this.replica,
+      at: this.at,
+      queueMs: this.queueMs,
+      ttfbMs: this.ttfbMs,
+      totalMs: this.totalMs,
+      stream: this.stream,
+      request: this.request,
+      status: this.status,
+      response: this.response,
+      events: this.events,
+      error: this.error,
+    };
+  }
+}
+
+/** Milliseconds as whole tenths (what the record shows: one decimal). */
+function tenths(ms: number): number {
+  return Math.round(ms * 10);
+}
+
+type EffectReader = (atMs: number, attempt: number, effect: Record<string, unknown>) => Decision;
+let effectReader: EffectReader = (atMs, attempt, effect) => ({
+  atMs,
+  attempt,
+  kind: String(effect.kind),
+  reason: String(effect.kind),
+});
+/** How a decision kept as an effect's fields reads (recorder.ts: the ring knows no policy's words). */
+export function readEffectsWith(read: EffectReader): void {
+  effectReader = read;
+}
+
+const NO_TEXT: CapturedText = Object.freeze({ text: '', cut: 0 });
+const NO_ATTEMPTS: CapturedAttempt[] = Object.freeze([]) as unknown as CapturedAttempt[];
+const IN_FLIGHT_KINDS: Outcome[] = Object.freeze(['in_flight']) as unknown as Outcome[];
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+
 /**
- * One record being written. Every text goes through it so that the record's and the ring's
- * byte counts stay exact, and nothing is kept once the record was evicted.
+ * One record, and its writer: every text goes through it so that the record's and the ring's
+ * byte counts stay exact, and nothing is kept once the record was evicted. One object holds what
+ * a request's record is made of (its fixed fields, its client request's headers and body, its
+ * end), read through accessors as the CaptureRecord it stands for (JSON included): the records
+ * a ring keeps outlive the young generation, and the garbage collector's cost of promoting them
+ * goes by the object (measured: 57 heap objects a short stream's record, ~two thirds of
+ * capture's CPU, before records were one object with few others beside it). Times are kept as
+ * small integers (epoch seconds and milliseconds, tenths of milliseconds): a fractional or
+ * epoch number in a field is a heap object of its own.
  */
-export class RecordWriter {
+export class RecordWriter implements CaptureRecord {
   bytes = RECORD_OVERHEAD;
   evicted = false;
-  /** When the request arrived (performance clock). */
-  start = 0;
+  /**
+   * When the request arrived (performance clock); undefined once it ended (a fractional number
+   * is an object of its own, not kept for the record's life).
+   */
+  start: number | undefined = undefined;
+  id: string;
+  readonly worker: number;
+  readonly api: string;
+  readonly model: string;
+  readonly stream: boolean;
+  readonly session: string;
+  readonly method: string;
+  readonly path: string;
+  inFlight = true;
+  status: number | 'aborted' | null = null;
+  outcome: Outcome = 'in_flight';
+  kinds: Outcome[] = IN_FLIGHT_KINDS;
+  attempts = 0;
+  error: CaptureRecord['error'] = undefined;
+  harness: Record<string, unknown> | undefined = undefined;
+  /** The attempt running now (the last one), undefined before the first. */
+  current: Attempt | undefined = undefined;
+  /** The client's request: headers (without credentials) and body. */
+  headers: CaptureRecord['clientRequest']['headers'] = NO_HEADERS;
+  body: CapturedText = NO_TEXT;
+  /** What the client received: its status and the bytes of its body. */
+  responseStatus: number | null = null;
+  responseBody: CapturedText = NO_TEXT;
+  private readonly atS: number;
+  private readonly atMsPart: number;
+  /** Tenths of milliseconds, -1: in flight. */
+  private d10 = -1;
+  private tCached: number | null = null;
+  private tPrompt: number | null = null;
+  private tCompletion: number | null = null;
+  /** Attempts after the first (a retry, a fallback), undefined: at most one. */
+  private more: Attempt[] | undefined = undefined;
+  /** The decisions, flat (see decisions). */
+  private decs: unknown[] | undefined = undefined;
   /** Where the response the client is receiving went in the arena, as written. */
-  private clientSpans: Spans | undefined;
+  private clientSpans: Spans | undefined = undefined;
   private clientChars = 0;
   private clientCut = 0;
   /** Where the running attempt's stream went in the arena, as read (the upstream's own bytes). */
-  private eventSpans: Spans | undefined;
+  private eventSpans: Spans | undefined = undefined;
   private eventChars = 0;
   private eventCut = 0;
+  private readonly ring: CaptureRing;
 
-  constructor(
-    readonly record: CaptureRecord,
-    private readonly ring: CaptureRing,
-  ) {}
+  constructor(init: RecordInit, ring: CaptureRing) {
+    this.ring = ring;
+    this.id = init.id;
+    this.worker = init.worker ?? 0;
+    const at = init.at ?? Date.now();
+    this.atS = Math.floor(at / 1000);
+    this.atMsPart = (at - this.atS * 1000) | 0;
+    this.api = init.api;
+    this.model = init.model;
+    this.stream = init.stream;
+    this.session = init.session;
+    this.method = init.method;
+    this.path = init.path;
+  }
+
+  /** The record (this object: the writer is the record). */
+  get record(): this {
+    return this;
+  }
+
+  get at(): number {
+    return this.atS * 1000 + this.atMsPart;
+  }
+
+  get durationMs(): number | null {
+    return this.d10 < 0 ? null : this.d10 / 10;
+  }
+
+  set durationMs(ms: number | null) {
+    this.d10 = ms === null ? -1 : tenths(ms);
+  }
+
+  get tokens(): CaptureSummary['tokens'] {
+    return { cached: this.tCached, prompt: this.tPrompt, completion: this.tCompletion };
+  }
+
+  set tokens(t: CaptureSummary['tokens']) {
+    this.tCached = t.cached;
+    this.tPrompt = t.prompt;
+    this.tCompletion = t.completion;
+  }
+
+  get clientRequest(): CaptureRecord['clientRequest'] {
+    return { headers: this.headers, body: this.body };
+  }
+
+  get clientResponse(): CaptureRecord['clientResponse'] {
+    return { status: this.responseStatus, body: this.responseBody };
+  }
+
+  get upstreamAttempts(): CapturedAttempt[] {
+    if (this.more !== undefined) return this.more;
+    return this.current === undefined ? NO_ATTEMPTS : [this.current];
+  }
+
+  /** A new attempt (the running one from now on). */
+  attempt(a: Attempt): void {
+    if (this.current !== undefined) (this.more ??= [this.current]).push(a);
+    this.current = a;
+  }
+
+  /**
+   * The decisions, in order. Kept flat in one array: a decision of the server's own as itself;
+   * a policy's effect with a few short primitive fields (nearly every request's: the forced tool
+   * choice, the final answer, its schema outcome) as its fields, [-(time in tenths) - 1, attempt,
+   * fields, detail fields, name, value...], read back as an EffectDecision (recorder.ts).
+   */
+  get decisions(): Decision[] {
+    const d = this.decs;
+    if (d === undefined) return [];
+    const out: Decision[] = [];
+    for (let i = 0; i < d.length; ) {
+      const head = d[i] as Decision | number;
+      if (typeof head !== 'number') {
+        out.push(head);
+        i++;
+        continue;
+      }
+      const fields = d[i + 2] as number;
+      const details = d[i + 3] as number;
+      const effect: Record<string, unknown> = {};
+      let k = i + 4;
+      for (let f = 0; f < fields; f++, k += 2) effect[d[k] as string] = d[k + 1];
+      if (details >= 0) {
+        const detail: Record<string, unknown> = {};
+        for (let f = 0; f < details; f++, k += 2) detail[d[k] as string] = d[k + 1];
+        effect.detail = detail;
+      }
+      out.push(effectReader((-head - 1) / 10, d[i + 1] as number, effect));
+      i = k;
+    }
+    return out;
+  }
+
+  /** A decision of the server's own. */
+  decision(d: Decision): void {
+    if (this.decs === undefined) this.decs = [d];
+    else this.decs.push(d);
+  }
+
+  /** The flat decisions, for an effect's fields to be appended (see decisions). */
+  flatDecisions(): unknown[] {
+    return (this.decs ??= []);
+  }
+
+  toJSON(): CaptureRecord {
+    return {
+      id: this.id,
+      worker: this.worker,
+      at: this.at,
+      api: this.api,
+      model: this.model,
+      stream: this.stream,
+      session: this.session,
+      inFlight: this.inFlight,
+      status: this.status,
+      outcome: this.outcome,
+      kinds: this.kinds,
+      attempts: this.attempts,
+      tokens: this.tokens,
+      durationMs: this.durationMs,
+      method: this.method,
+      path: this.path,
+      clientRequest: this.clientRequest,
+      upstreamAttempts: this.upstreamAttempts,
+      decisions: this.decisions,
+      clientResponse: this.clientResponse,
+      error: this.error,
+      harness: this.harness,
+    };
+  }
 
   /** What of the record's share is left, in characters. */
   private room(): number {
@@ -178,6 +474,19 @@ export class RecordWriter {
     return this.ring.keep(keep < b.length ? b.subarray(0, keep) : b, b.length - keep);
   }
 
+  /**
+   * Headers as one text (redact.ts redactedHeaderText) kept as bytes in the arena: the record
+   * then holds no string of them (each a heap object the collector would promote). Undefined
+   * when the record has no room for them.
+   */
+  encodedHeaders(s: string): HeaderText | undefined {
+    if (this.evicted || s.length > this.room() || s.length > this.ring.limits.textChars) return undefined;
+    this.charge(s.length);
+    const spans = new Spans();
+    this.ring.append(spans, s);
+    return this.ring.textOf<HeaderText>(spans, 0, HeaderText);
+  }
+
   /** Small structured values (a decision, header maps): counted by their JSON length. */
   note(chars: number): boolean {
     if (this.evicted || this.room() <= chars) return false;
@@ -188,7 +497,7 @@ export class RecordWriter {
   /** One event of the running attempt's stream. */
   event(payload: string): void {
     if (this.evicted) return;
-    const attempt = this.record.upstreamAttempts.at(-1);
+    const attempt = this.current;
     if (attempt) attempt.events++;
     const keep = Math.min(payload.length, this.ring.limits.textChars - this.eventChars, this.room());
     if (keep <= 0) {
@@ -212,7 +521,7 @@ export class RecordWriter {
    */
   read(buf: Buffer, events: number): void {
     if (this.evicted) return;
-    const attempt = this.record.upstreamAttempts.at(-1);
+    const attempt = this.current;
     if (attempt) attempt.events += events;
     const keep = Math.min(buf.length, this.ring.limits.textChars - this.eventChars, this.room());
     if (keep <= 0) {
@@ -228,7 +537,7 @@ export class RecordWriter {
 
   /** The running attempt's events, as its response. */
   endEvents(): void {
-    const attempt = this.record.upstreamAttempts.at(-1);
+    const attempt = this.current;
     const spans = this.eventSpans;
     if (!attempt || spans === undefined) return;
     attempt.response = this.ring.textOf(spans, this.eventCut);
@@ -262,27 +571,32 @@ export class RecordWriter {
   }
 
   /** The client's response, as received, with its status (its pieces end here). */
-  endClient(status = this.record.clientResponse.status): void {
+  endClient(status = this.responseStatus): void {
     const spans = this.clientSpans;
     this.clientSpans = undefined;
-    this.record.clientResponse = {
-      status,
-      body: spans === undefined ? { text: '', cut: this.clientCut } : this.ring.textOf(spans, this.clientCut),
-    };
+    this.responseStatus = status;
+    this.responseBody =
+      spans === undefined
+        ? this.clientCut === 0
+          ? NO_TEXT
+          : { text: '', cut: this.clientCut }
+        : this.ring.textOf(spans, this.clientCut);
   }
 }
 
 /**
- * Where a text's pieces went in the arena, in order: (place in the written count, offset,
- * length) a piece, flat; a piece right after the previous one extends it.
+ * Where a text's pieces went in the arena, in order. The first piece inline (its lap of the
+ * arena, offset and length: small integers), the others, if any, in `more` (lap, offset,
+ * length a piece, flat); a piece right after the previous one extends it.
  */
 export class Spans {
-  /** Made with the first piece (an array of three: push() onto [] reserves 17 slots). */
-  at: number[] = EMPTY_AT;
+  lap = 0;
+  off = 0;
+  len = -1;
+  more: number[] | undefined = undefined;
   /** Where the last piece ends in the arena, -1: none. */
   end = -1;
 }
-const EMPTY_AT: number[] = Object.freeze([]) as unknown as number[];
 
 /**
  * Bytes a record keeps, decoded only when read (the inspector's API, a test): a Buffer's bytes
@@ -293,30 +607,45 @@ const EMPTY_AT: number[] = Object.freeze([]) as unknown as number[];
  * literal with a getter (a closure and an accessor pair per text: ~0.7 µs against ~0.05 µs);
  * `toJSON` makes JSON (the API, the cluster's IPC) read it as `{ text, cut }`; nothing caches
  * the decoded text. The bytes are a span of the ring's arena (`arena` set: intact while the
- * arena has not come round over them, see Arena) or a Buffer of their own.
+ * arena has not come round over them, see Arena) or a Buffer of their own; one piece (nearly
+ * every text) is held in the object's own fields, no array beside it.
  */
 export class LazyText implements CapturedText {
   readonly #buf: Buffer;
-  /** The arena's pieces (Spans.at), or one piece of `#buf` (offset, length; no arena). */
-  readonly #at: readonly number[];
+  readonly #lap: number;
+  readonly #off: number;
+  readonly #len: number;
+  /** Every piece (lap, offset, length, flat) when there are several. */
+  readonly #more: readonly number[] | undefined;
   readonly #cut: number;
   readonly #arena: Arena | undefined;
 
-  constructor(buf: Buffer, at: readonly number[], cut: number, arena?: Arena) {
+  constructor(
+    buf: Buffer,
+    lap: number,
+    off: number,
+    len: number,
+    more: readonly number[] | undefined,
+    cut: number,
+    arena?: Arena,
+  ) {
     this.#buf = buf;
-    this.#at = at;
+    this.#lap = lap;
+    this.#off = off;
+    this.#len = len;
+    this.#more = more;
     this.#cut = cut;
     this.#arena = arena;
   }
 
   /** False once the arena wrote over the first piece (the oldest): the text then reads as cut. */
   private intact(): boolean {
-    return this.#arena === undefined || this.#at.length === 0 || this.#arena.intact(this.#at[0]!);
+    return this.#arena === undefined || this.#arena.intact(this.#lap, this.#off);
   }
 
   private bytes(): number {
-    const at = this.#at;
-    if (this.#arena === undefined) return at[1]!;
+    const at = this.#more;
+    if (at === undefined) return this.#len;
     let n = 0;
     for (let i = 2; i < at.length; i += 3) n += at[i]!;
     return n;
@@ -324,10 +653,9 @@ export class LazyText implements CapturedText {
 
   get text(): string {
     if (!this.intact()) return '';
-    const at = this.#at;
     const b = this.#buf;
-    if (this.#arena === undefined) return b.toString('utf8', at[0]!, at[0]! + at[1]!);
-    if (at.length === 3) return b.toString('utf8', at[1]!, at[1]! + at[2]!);
+    const at = this.#more;
+    if (at === undefined) return b.toString('utf8', this.#off, this.#off + this.#len);
     const parts: Buffer[] = [];
     for (let i = 0; i < at.length; i += 3) parts.push(b.subarray(at[i + 1]!, at[i + 1]! + at[i + 2]!));
     return Buffer.concat(parts).toString('utf8');
@@ -344,6 +672,24 @@ export class LazyText implements CapturedText {
 }
 
 /**
+ * A request's headers kept as one text in the arena (name and value in turn, each ended by a
+ * NUL, which HTTP allows in neither), read as the object of name and value in the request's
+ * order (JSON included).
+ */
+export class HeaderText extends LazyText {
+  object(): Record<string, string> {
+    const out: Record<string, string> = {};
+    const f = this.text.split('\u0000');
+    for (let i = 0; i + 1 < f.length; i += 2) out[f[i]!] = f[i + 1]!;
+    return out;
+  }
+
+  override toJSON(): Record<string, string> & { text: string; cut: number } {
+    return this.object() as Record<string, string> & { text: string; cut: number };
+  }
+}
+
+/**
  * The ring's bytes: one buffer of half the ring's budget (every byte kept is counted at two),
  * written round and round. A record's texts are copied into it when they end (a stream's reads,
  * the client's frames: one copy each, into memory that stays mapped and warm) instead of into
@@ -352,38 +698,37 @@ export class LazyText implements CapturedText {
  * 100 KB (bench/README.md, issue 28). Allocated at the first text, so a ring that keeps nothing
  * costs nothing. A span is read back only while the arena has not come round over it (`intact`):
  * the ring's accounting drops a record long before in any ordinary traffic, and a record that
- * outlived its bytes all the same (many older streams writing after it) reads as cut.
+ * outlived its bytes all the same (many older streams writing after it) reads as cut. A place in
+ * it is its lap (how many times the arena came round before) and offset: two small integers.
  */
 export class Arena {
   readonly buf: Buffer;
   /** Where the next span starts. */
   private at = 0;
-  /** Bytes written since the start, skipped tails included: the clock `intact` reads. */
-  private written = 0;
+  /** How many times the writing came round to the start. */
+  lap = 0;
 
   constructor(readonly size: number) {
     this.buf = Buffer.allocUnsafeSlow(size);
   }
 
-  /** Room for up to `n` bytes at `offset()`; `commit` says how many were used. */
+  /** Room for up to `n` bytes at the returned offset; `commit` says how many were used. */
   reserve(n: number): number {
     if (this.at + n > this.size) {
-      this.written += this.size - this.at; // the tail is skipped: a span is never split
+      this.lap++; // the tail is skipped: a span is never split
       this.at = 0;
     }
     return this.at;
   }
 
-  /** `n` bytes were written at the reserved offset; returns their place in the written count. */
-  commit(n: number): number {
-    const at = this.written;
+  /** `n` bytes were written at the reserved offset. */
+  commit(n: number): void {
     this.at += n;
-    this.written += n;
-    return at;
   }
 
-  intact(at: number): boolean {
-    return this.written - at <= this.size;
+  /** Whether the bytes written at `off` in lap `lap` are still there. */
+  intact(lap: number, off: number): boolean {
+    return (this.lap - lap) * this.size + this.at - off <= this.size;
   }
 }
 
@@ -424,7 +769,9 @@ export class CaptureRing {
    * Nobody writes into a buffer once it was read, handed to the socket or parsed.
    */
   keep(b: Buffer, cut: number): LazyText {
-    if (b.buffer.byteLength <= b.length * 2) return new LazyText(b, [0, b.length], cut);
+    // A short one is copied all the same: a Buffer kept is three more objects on the heap.
+    if (b.length > SMALL_COPY && b.buffer.byteLength <= b.length * 2)
+      return new LazyText(b, 0, 0, b.length, undefined, cut);
     const spans = new Spans();
     this.append(spans, b);
     return this.textOf(spans, cut);
@@ -448,19 +795,30 @@ export class CaptureRing {
       arena.buf.set(piece, off);
       n = piece.length;
     }
-    const at = arena.commit(n);
-    const a = spans.at;
-    // Right after the text's previous piece (in the arena and in the written count): one piece.
-    if (off === spans.end && a.length > 0 && a[a.length - 3]! + a[a.length - 1]! === at)
-      a[a.length - 1]! += n;
-    else if (a.length === 0) spans.at = [at, off, n];
-    else a.push(at, off, n);
+    arena.commit(n);
+    const lap = arena.lap;
+    // Right after the text's previous piece (same lap, next offset): one piece.
+    if (spans.len < 0) {
+      spans.lap = lap;
+      spans.off = off;
+      spans.len = n;
+    } else if (
+      off === spans.end &&
+      (spans.more === undefined ? spans.lap : spans.more[spans.more.length - 3]) === lap
+    ) {
+      if (spans.more === undefined) spans.len += n;
+      else spans.more[spans.more.length - 1]! += n;
+    } else {
+      spans.more ??= [spans.lap, spans.off, spans.len];
+      spans.more.push(lap, off, n);
+    }
     spans.end = off + n;
   }
 
   /** A text of the arena's pieces. */
-  textOf(spans: Spans, cut: number): LazyText {
-    return new LazyText(this.arena!.buf, spans.at, cut, this.arena);
+  textOf<T extends LazyText = LazyText>(spans: Spans, cut: number, As: typeof LazyText = LazyText): T {
+    if (spans.len < 0) return new As(EMPTY_BUF, 0, 0, 0, undefined, cut) as T;
+    return new As(this.arena!.buf, spans.lap, spans.off, spans.len, spans.more, cut, this.arena) as T;
   }
 
   /** Bytes the ring holds now (as counted). */
@@ -473,10 +831,10 @@ export class CaptureRing {
   }
 
   /** A new record (in flight); its id is unique in the ring even when a client reuses one. */
-  open(record: CaptureRecord): RecordWriter {
-    if (this.records.has(record.id)) record.id = `${record.id}~${++this.seq}`;
-    const writer = new RecordWriter(record, this);
-    this.records.set(record.id, writer);
+  open(init: RecordInit): RecordWriter {
+    const writer = new RecordWriter(init, this);
+    if (this.records.has(writer.id)) writer.id = `${writer.id}~${++this.seq}`;
+    this.records.set(writer.id, writer);
     this.order.push(writer);
     this.charge(writer, writer.bytes);
     return writer;
@@ -501,7 +859,7 @@ export class CaptureRing {
   }
 
   get(id: string): CaptureRecord | undefined {
-    return this.records.get(id)?.record;
+    return this.records.get(id);
   }
 
   /** Summaries, newest first, filtered. */

@@ -22,7 +22,7 @@ import {
 } from './attempt-end.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { finalAnswerIn, recordUnaskedChoices } from './effects.js';
-import { captureAttemptBody, captureAttemptEnd } from '../capture/recorder.js';
+import { captureAttemptBody, captureAttemptEnd, captureAttemptError } from '../capture/recorder.js';
 
 export class JsonDriver implements AttemptDriver {
   /** Final answers of attempts that were retried anyway (see the file's comment). */
@@ -107,9 +107,7 @@ export class JsonDriver implements AttemptDriver {
       message: `The upstream ${this.call.route.client.label} ${message}`,
       ...(cause !== undefined ? { cause } : {}),
     });
-    const attempt = this.call.capture?.record.upstreamAttempts.at(-1);
-    if (attempt && !attempt.error)
-      attempt.error = { code: error.code, status: error.status, message: error.message };
+    captureAttemptError(this.call, error);
     return { kind: 'failed', error, midStream: false };
   }
 }

@@ -20,7 +20,7 @@ import { writeFileSync } from 'node:fs';
 import { writeHeapSnapshot } from 'node:v8';
 import { Agent, request } from 'undici';
 import { buildApp } from '../../server/app.js';
-import { CaptureRing } from '../../server/capture/ring.js';
+import { Attempt, CaptureRing } from '../../server/capture/ring.js';
 import { loadConfig } from '../../server/config.js';
 
 const gc = (globalThis as { gc?: () => void }).gc;
@@ -50,37 +50,16 @@ async function ringProbe(count: number, mb: number, scale: number): Promise<void
     const unique = body;
     const w = ring.open({
       id: `r${i}`,
-      worker: 0,
       at: Date.now(),
       api: 'chat',
       model: 'm',
       stream: true,
       session: `s${i % 7}`,
-      inFlight: true,
-      status: null,
-      outcome: 'in_flight',
-      kinds: ['in_flight'],
-      attempts: 1,
-      tokens: { cached: null, prompt: null, completion: null },
-      durationMs: null,
       method: 'POST',
       path: '/v1/chat/completions',
-      clientRequest: { headers: { 'content-type': 'application/json' }, body: { text: '', cut: 0 } },
-      upstreamAttempts: [],
-      decisions: [],
-      clientResponse: { status: null, body: { text: '', cut: 0 } },
     });
-    w.record.clientRequest.body = w.text(unique);
-    w.record.upstreamAttempts.push({
-      n: 1,
-      upstream: 'u',
-      at: Date.now(),
-      queueMs: 0,
-      stream: true,
-      request: w.text(unique),
-      response: { text: '', cut: 0 },
-      events: 0,
-    });
+    w.body = w.text(unique);
+    w.attempt(new Attempt(1, 'u', Date.now(), 0, true, w.text(unique)));
     for (let e = 0; e < 50; e++) w.event(`{"choices":[{"delta":{"content":"token ${i}.${e}"}}]}`);
     w.endEvents();
     for (let e = 0; e < 50; e++) w.client(`data: {"choices":[{"delta":{"content":"token ${i}.${e}"}}]}\n\n`);

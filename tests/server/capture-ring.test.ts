@@ -3,32 +3,20 @@
  * (reassemble.ts) for every front door's shapes.
  */
 import { describe, expect, it } from 'vitest';
-import { EffectDecision } from '../../server/capture/recorder.js';
+import { performance } from 'node:perf_hooks';
+import { captureEffects, EffectDecision } from '../../server/capture/recorder.js';
 import { reassemble } from '../../server/capture/reassemble.js';
-import { redactHeaders } from '../../server/capture/redact.js';
-import { type CaptureRecord, CaptureRing } from '../../server/capture/ring.js';
+import { redactedHeaderText, redactHeaders } from '../../server/capture/redact.js';
+import { Attempt, CaptureRing, type RecordInit } from '../../server/capture/ring.js';
 
-const record = (id: string, session = 's', model = 'm'): CaptureRecord => ({
+const record = (id: string, session = 's', model = 'm'): RecordInit => ({
   id,
-  worker: 0,
-  at: Date.now(),
   api: 'chat',
   model,
   stream: false,
   session,
-  inFlight: true,
-  status: null,
-  outcome: 'in_flight',
-  kinds: ['in_flight'],
-  attempts: 0,
-  tokens: { cached: null, prompt: null, completion: null },
-  durationMs: null,
   method: 'POST',
   path: '/v1/chat/completions',
-  clientRequest: { headers: {}, body: { text: '', cut: 0 } },
-  upstreamAttempts: [],
-  decisions: [],
-  clientResponse: { status: null, body: { text: '', cut: 0 } },
 });
 
 describe('CaptureRing', () => {
@@ -36,7 +24,7 @@ describe('CaptureRing', () => {
     const ring = new CaptureRing({ maxBytes: 64 * 1024, textChars: 4096 });
     for (let i = 0; i < 500; i++) {
       const w = ring.open(record(`r${i}`));
-      w.record.clientRequest.body = w.text('x'.repeat(3000));
+      w.body = w.text('x'.repeat(3000));
       expect(ring.bytes).toBeLessThanOrEqual(64 * 1024);
     }
     const ids = ring.list({ limit: 1000 }).map((r) => r.id);
@@ -79,17 +67,7 @@ describe('CaptureRing', () => {
     const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 100_000 });
     const a = ring.open(record('a'));
     const b = ring.open(record('b'));
-    for (const w of [a, b])
-      w.record.upstreamAttempts.push({
-        n: 1,
-        upstream: 'u',
-        at: 0,
-        queueMs: 0,
-        stream: true,
-        request: { text: '', cut: 0 },
-        response: { text: '', cut: 0 },
-        events: 0,
-      });
+    for (const w of [a, b]) w.attempt(new Attempt(1, 'u', 0, 0, true, { text: '', cut: 0 }));
     // A read that is a view into a larger buffer (as undici gives them), and non-ASCII text.
     const big = Buffer.from(`xxxx${'data: {"é":1}\n\n'.repeat(3)}yyyy`);
     for (let i = 0; i < 3; i++) {
@@ -245,5 +223,131 @@ describe('what a record keeps, read as it was written', () => {
       detail: '{"toolChoice":"required"}',
     });
     expect(d.reason).toBe(JSON.parse(JSON.stringify(d)).reason);
+  });
+});
+
+describe('a record kept as few objects (issue 28: capture CPU), read as the record it stands for', () => {
+  it('JSON: every field of the record, the attempt and the texts, times to a tenth of a millisecond', () => {
+    const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 10_000 });
+    const at = 1_764_888_000_123;
+    const w = ring.open({ ...record('j'), at });
+    w.body = w.fromBytes(Buffer.from('{"model":"m"}'));
+    const a = new Attempt(1, 'http://u/v1', at + 5, 1.26, true, w.text('{"sent":1}'));
+    w.attempt(a);
+    a.ttfbMs = 12.34;
+    a.status = 200;
+    w.read(Buffer.from('data: {"x":1}\n\n'), 1);
+    w.endEvents();
+    a.totalMs = 40;
+    w.client('data: {"y":2}\n\n');
+    w.endClient(200);
+    w.durationMs = 41.26;
+    w.tokens = { cached: 3, prompt: 10, completion: 2 };
+    const json = JSON.parse(JSON.stringify(w));
+    expect(json).toMatchObject({
+      id: 'j',
+      at,
+      durationMs: 41.3,
+      tokens: { cached: 3, prompt: 10, completion: 2 },
+      clientRequest: { headers: {}, body: { text: '{"model":"m"}', cut: 0 } },
+      upstreamAttempts: [
+        {
+          n: 1,
+          upstream: 'http://u/v1',
+          at: at + 5,
+          queueMs: 1.3,
+          ttfbMs: 12.3,
+          totalMs: 40,
+          stream: true,
+          request: { text: '{"sent":1}', cut: 0 },
+          status: 200,
+          response: { text: 'data: {"x":1}\n\n', cut: 0 },
+          events: 1,
+        },
+      ],
+      clientResponse: { status: 200, body: { text: 'data: {"y":2}\n\n', cut: 0 } },
+    });
+    // The writer's own state is not part of what is read.
+    expect(Object.keys(json)).not.toContain('bytes');
+    expect(Object.keys(json)).not.toContain('ring');
+    expect(w.upstreamAttempts).toHaveLength(1);
+    const b = new Attempt(2, 'http://u/v1', at + 50, 0, true, w.text('{"sent":2}'));
+    w.attempt(b);
+    expect(w.upstreamAttempts.map((x) => x.n)).toEqual([1, 2]);
+    expect(w.current).toBe(b);
+  });
+
+  it("headers kept as bytes in the arena: credentials never written there, read back as the request's", () => {
+    const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 10_000 });
+    const w = ring.open(record('h'));
+    const { text } = redactedHeaderText({
+      host: '127.0.0.1',
+      authorization: 'Bearer sk-secret-123',
+      'x-api-key': 'key-456',
+      accept: ['a', 'b'],
+      'x-nul': 'before\u0000after',
+    });
+    w.headers = w.encodedHeaders(text)!;
+    expect(JSON.parse(JSON.stringify(w.clientRequest.headers))).toEqual({
+      host: '127.0.0.1',
+      authorization: '[redacted]',
+      'x-api-key': '[redacted]',
+      accept: 'a, b',
+      'x-nul': 'before',
+    });
+    const arena = (ring as unknown as { arena: { buf: Buffer } }).arena.buf;
+    expect(arena.includes('sk-secret')).toBe(false);
+    expect(arena.includes('key-456')).toBe(false);
+  });
+
+  it('an effect kept as its fields reads as the EffectDecision of the effect itself', () => {
+    const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 10_000 });
+    const w = ring.open(record('e'));
+    const effect = { policy: 'force-tool-use', kind: 'forced', count: 1, detail: { toolChoice: 'required' } };
+    const call = {
+      capture: w,
+      trace: { attempts: 0 },
+    } as unknown as Parameters<typeof captureEffects>[0];
+    w.start = performance.now();
+    captureEffects(call, [effect as never, { policy: 'force-tool-use', kind: 'tally', count: 2 } as never]);
+    const [d, t] = w.decisions;
+    expect(d).toBeInstanceOf(EffectDecision);
+    expect(JSON.parse(JSON.stringify(d))).toEqual({
+      ...JSON.parse(JSON.stringify(new EffectDecision(d!.atMs, 0, effect as never))),
+    });
+    expect(d!.detail).toBe('{"toolChoice":"required"}');
+    expect(t!.kind).toBe('tally');
+    expect(t!.detail).toBeUndefined();
+  });
+
+  it('a text whose pieces wrap round the arena reads whole, then as cut once written over', () => {
+    // A 64 KB arena: pieces of two records interleave across its end.
+    const ring = new CaptureRing({ maxBytes: 128 * 1024, textChars: 64 * 1024 });
+    for (let i = 0; i < 4; i++) {
+      const filler = ring.open(record(`f${i}`));
+      filler.client('f'.repeat(15_000));
+      filler.endClient();
+    }
+    const arena = (ring as unknown as { arena: { lap: number } }).arena;
+    expect(arena.lap).toBe(0);
+    const a = ring.open(record('a'));
+    const b = ring.open(record('b'));
+    for (let i = 0; i < 6; i++) {
+      a.client(`a${i}-${'x'.repeat(1000)}|`);
+      b.client(`b${i}|`);
+    }
+    a.endClient();
+    b.endClient();
+    expect(arena.lap).toBe(1);
+    const text = a.clientResponse.body;
+    expect(text.text).toBe(Array.from({ length: 6 }, (_, i) => `a${i}-${'x'.repeat(1000)}|`).join(''));
+    expect(b.clientResponse.body.text).toBe('b0|b1|b2|b3|b4|b5|');
+    for (let i = 0; i < 30; i++) {
+      const w = ring.open(record(`n${i}`));
+      w.client('z'.repeat(4000));
+      w.endClient();
+    }
+    expect(text.text).toBe('');
+    expect(text.cut).toBe(6 * 1004);
   });
 });
