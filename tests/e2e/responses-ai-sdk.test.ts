@@ -5,30 +5,19 @@
  * streams as live text deltas.
  */
 import { createOpenAI } from '@ai-sdk/openai';
-import { generateText, stepCountIs, streamText, tool } from 'ai';
+import { generateText, stepCountIs, streamText } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { type Stack, startStack } from '../server/stack.js';
+import { expectCallThenText, generateToolRun, runTools, weatherTools } from '../support/ai-sdk-weather.js';
 
 function setup(stack: Stack, scenario: string) {
-  const seen: string[] = [];
   const openai = createOpenAI({
     baseURL: stack.url,
     apiKey: 'unused',
     headers: { 'x-sim-scenario': scenario },
   });
-  const tools = {
-    get_weather: tool({
-      description: 'Current weather for a city',
-      inputSchema: z.object({ city: z.string() }),
-      execute: async ({ city }) => {
-        seen.push(city);
-        return { city, forecast: 'sunny', celsius: 21 };
-      },
-    }),
-  };
   // openai(id) is the default provider model: the Responses API.
-  return { seen, model: openai('sim'), tools };
+  return { ...weatherTools(), model: openai('sim') };
 }
 
 const chatBodies = (s: Stack) =>
@@ -46,18 +35,8 @@ describe('@ai-sdk/openai default provider through /v1/responses (forced tool use
   it('generateText: tools, multi-step, to a final text', async () => {
     stack.sim.reset();
     const { seen, model, tools } = setup(stack, 'tools');
-    const result = await generateText({
-      model,
-      tools,
-      stopWhen: stepCountIs(4),
-      prompt: 'Weather in Paris?',
-    });
-    expect(seen).toHaveLength(1);
-    expect(result.steps).toHaveLength(2);
-    expect(result.steps[0]!.toolCalls).toHaveLength(1);
-    expect(result.text.length).toBeGreaterThan(0);
-    expect(result.finishReason).toBe('stop');
-    expect(result.totalUsage.outputTokens).toBeGreaterThan(0);
+    const result = await generateToolRun({ model, tools, prompt: 'Weather in Paris?' });
+    expectCallThenText(result, seen);
     // Step two sent the tool result back under the call id step one returned.
     const messages = chatBodies(stack)[1]!.messages as Array<Record<string, unknown>>;
     const assistant = messages.find((m) => m.role === 'assistant') as { tool_calls: Array<{ id: string }> };
@@ -105,29 +84,9 @@ describe('@ai-sdk/openai default provider through /v1/responses: leak recovery (
   });
   afterAll(() => stack.close());
 
-  it('generateText: a leaked <tool_call> is executed as a tool call', async () => {
+  it.each([false, true])('a leaked <tool_call> is executed as a tool call (stream: %s)', async (stream) => {
     const { seen, model, tools } = setup(stack, 'leak-hermes');
-    const result = await generateText({
-      model,
-      tools,
-      stopWhen: stepCountIs(4),
-      prompt: 'Weather in Paris for 3 days?',
-    });
-    expect(seen).toHaveLength(1);
-    expect(result.steps[0]!.text).not.toContain('<tool_call>');
-    expect(result.text.length).toBeGreaterThan(0);
-  });
-
-  it('streamText: a leaked <tool_call> is executed as a tool call', async () => {
-    const { seen, model, tools } = setup(stack, 'leak-hermes');
-    const result = streamText({
-      model,
-      tools,
-      stopWhen: stepCountIs(4),
-      prompt: 'Weather in Paris for 3 days?',
-    });
-    let text = '';
-    for await (const d of result.textStream) text += d;
+    const text = await runTools({ model, tools, prompt: 'Weather in Paris for 3 days?' }, stream);
     expect(seen).toHaveLength(1);
     expect(text).not.toContain('<tool_call>');
     expect(text.length).toBeGreaterThan(0);
