@@ -8,20 +8,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ScriptedReply, type ScriptedStack, startScriptedStack } from './scripted-upstream.js';
+import { strictWeatherTool as weather } from './stack.js';
 import { logCapture } from './test-utils.js';
-
-const weather = {
-  type: 'function' as const,
-  function: {
-    name: 'get_weather',
-    parameters: {
-      type: 'object',
-      properties: { city: { type: 'string' } },
-      required: ['city'],
-      additionalProperties: false,
-    },
-  },
-};
 
 /** One choice of the upstream's answer: text (cut into tokens) and calls, a name possibly missing. */
 interface ChoiceSpec {

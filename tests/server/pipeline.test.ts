@@ -19,20 +19,8 @@ import {
   turnChunks,
   turnCompletion,
 } from './scripted-upstream.js';
+import { strictWeatherTool as weather } from './stack.js';
 import { logCapture } from './test-utils.js';
-
-const weather = {
-  type: 'function' as const,
-  function: {
-    name: 'get_weather',
-    parameters: {
-      type: 'object',
-      properties: { city: { type: 'string' } },
-      required: ['city'],
-      additionalProperties: false,
-    },
-  },
-};
 
 const ask = {
   model: 'm',
