@@ -5,10 +5,17 @@
  * streams as live text deltas.
  */
 import { createOpenAI } from '@ai-sdk/openai';
-import { generateText, stepCountIs, streamText } from 'ai';
+import { generateText } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Stack, startStack } from '../server/stack.js';
-import { expectCallThenText, generateToolRun, runTools, weatherTools } from '../support/ai-sdk-weather.js';
+import {
+  expectCallThenText,
+  expectLeakRunsTheTool,
+  expectStreamedCallThenText,
+  generateToolRun,
+  streamToolRun,
+  weatherTools,
+} from '../support/ai-sdk-weather.js';
 
 function setup(stack: Stack, scenario: string) {
   const openai = createOpenAI({
@@ -47,13 +54,7 @@ describe('@ai-sdk/openai default provider through /v1/responses (forced tool use
 
   it('streamText: multi-step; the forced final answer arrives as many live text deltas', async () => {
     const { seen, model, tools } = setup(stack, 'tools');
-    const result = streamText({ model, tools, stopWhen: stepCountIs(4), prompt: 'Weather in Paris?' });
-    const deltas: string[] = [];
-    for await (const d of result.textStream) deltas.push(d);
-    expect(seen).toHaveLength(1);
-    expect(await result.steps).toHaveLength(2);
-    expect(deltas.length).toBeGreaterThan(5);
-    expect(deltas.join('')).toBe(await result.text);
+    expectStreamedCallThenText(await streamToolRun({ model, tools, prompt: 'Weather in Paris?' }), seen);
   });
   it('a later turn needs store: false (toolproof is stateless and cannot resolve item_reference)', async () => {
     const { model } = setup(stack, 'prose');
@@ -84,11 +85,7 @@ describe('@ai-sdk/openai default provider through /v1/responses: leak recovery (
   });
   afterAll(() => stack.close());
 
-  it.each([false, true])('a leaked <tool_call> is executed as a tool call (stream: %s)', async (stream) => {
-    const { seen, model, tools } = setup(stack, 'leak-hermes');
-    const text = await runTools({ model, tools, prompt: 'Weather in Paris for 3 days?' }, stream);
-    expect(seen).toHaveLength(1);
-    expect(text).not.toContain('<tool_call>');
-    expect(text.length).toBeGreaterThan(0);
-  });
+  it.each([false, true])('a leaked <tool_call> is executed as a tool call (stream: %s)', (stream) =>
+    expectLeakRunsTheTool(() => setup(stack, 'leak-hermes'), stream),
+  );
 });

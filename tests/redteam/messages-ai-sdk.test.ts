@@ -6,10 +6,17 @@
  * come back as calls; the forced final answer streams as live text deltas.
  */
 import { createAnthropic } from '@ai-sdk/anthropic';
-import { generateText, stepCountIs, streamText } from 'ai';
+import { generateText, streamText } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Stack, startStack } from '../server/stack.js';
-import { expectCallThenText, generateToolRun, runTools, weatherTools } from '../support/ai-sdk-weather.js';
+import {
+  expectCallThenText,
+  expectLeakRunsTheTool,
+  expectStreamedCallThenText,
+  generateToolRun,
+  streamToolRun,
+  weatherTools,
+} from '../support/ai-sdk-weather.js';
 
 function setup(stack: Stack, scenario: string) {
   const anthropic = createAnthropic({
@@ -36,22 +43,7 @@ describe('@ai-sdk/anthropic through /v1/messages (forced tool use on)', () => {
 
   it('streamText: multi-step, live text deltas, the same text as the SDK assembles', async () => {
     const { seen, model, tools } = setup(stack, 'tools');
-    const errors: unknown[] = [];
-    const result = streamText({
-      model,
-      tools,
-      stopWhen: stepCountIs(4),
-      prompt: 'Weather in Paris?',
-      onError: ({ error }) => void errors.push(error),
-    });
-    const deltas: string[] = [];
-    for await (const d of result.textStream) deltas.push(d);
-    expect(errors).toEqual([]);
-    expect(seen).toHaveLength(1);
-    expect(await result.steps).toHaveLength(2);
-    expect(deltas.length).toBeGreaterThan(5);
-    expect(deltas.join('')).toBe(await result.text);
-    expect(await result.finishReason).toBe('stop');
+    expectStreamedCallThenText(await streamToolRun({ model, tools, prompt: 'Weather in Paris?' }), seen);
   });
 
   it.each([false, true])(
@@ -101,11 +93,7 @@ describe('@ai-sdk/anthropic through /v1/messages: leak recovery (forced tool use
   });
   afterAll(() => stack.close());
 
-  it.each([false, true])('a leaked <tool_call> is executed as a tool call (stream: %s)', async (stream) => {
-    const { seen, model, tools } = setup(stack, 'leak-hermes');
-    const text = await runTools({ model, tools, prompt: 'Weather in Paris for 3 days?' }, stream);
-    expect(seen).toHaveLength(1);
-    expect(text).not.toContain('<tool_call>');
-    expect(text.length).toBeGreaterThan(0);
-  });
+  it.each([false, true])('a leaked <tool_call> is executed as a tool call (stream: %s)', (stream) =>
+    expectLeakRunsTheTool(() => setup(stack, 'leak-hermes'), stream),
+  );
 });

@@ -45,6 +45,53 @@ export async function runTools(params: WeatherRun, stream: boolean): Promise<str
   return text;
 }
 
+/** streamText over the same steps: its text deltas as they came, what the SDK assembled, its errors. */
+export async function streamToolRun(params: WeatherRun) {
+  const errors: unknown[] = [];
+  const result = streamText({
+    ...params,
+    stopWhen: stepCountIs(4),
+    onError: ({ error }) => void errors.push(error),
+  });
+  const deltas: string[] = [];
+  for await (const d of result.textStream) deltas.push(d);
+  return {
+    deltas,
+    errors,
+    steps: await result.steps,
+    text: await result.text,
+    finish: await result.finishReason,
+  };
+}
+
+/**
+ * Streamed: no error, one call run by the tool, a final text in a second step that came as many
+ * live deltas (the forced final answer is not held to its end), the same text the SDK assembled.
+ */
+export function expectStreamedCallThenText(
+  run: Awaited<ReturnType<typeof streamToolRun>>,
+  seen: string[],
+): void {
+  expect(run.errors).toEqual([]);
+  expect(seen).toHaveLength(1);
+  expect(run.steps).toHaveLength(2);
+  expect(run.deltas.length).toBeGreaterThan(5);
+  expect(run.deltas.join('')).toBe(run.text);
+  expect(run.finish).toBe('stop');
+}
+
+/** A leaked call executed by the tool, streamed or not: nothing of its markup left in the text. */
+export async function expectLeakRunsTheTool(
+  setup: () => { seen: string[] } & Omit<WeatherRun, 'prompt'>,
+  stream: boolean,
+): Promise<void> {
+  const { seen, model, tools } = setup();
+  const text = await runTools({ model, tools, prompt: 'Weather in Paris for 3 days?' }, stream);
+  expect(seen).toHaveLength(1);
+  expect(text).not.toContain('<tool_call>');
+  expect(text.length).toBeGreaterThan(0);
+}
+
 /** One call run by the tool, then a final text in a second step, with usage counted. */
 export function expectCallThenText(
   result: Awaited<ReturnType<typeof generateToolRun>>,
