@@ -8,15 +8,12 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { expect, it } from 'vitest';
-import { HEADLESS } from './lib/agents.js';
+import { HEADLESS, TOOLPROOF_CLI } from './lib/agents.js';
 import { agentsInfo } from './lib/case.js';
 import { SUITE_WINDOW, startAgentStack } from './lib/stack.js';
 import { describeAgents } from './lib/suite.js';
 import { CORE_TASK, diskProblems } from './lib/tasks.js';
-
-const ROOT = join(import.meta.dirname, '..', '..');
 
 function launch(
   agent: string,
@@ -42,9 +39,7 @@ function launch(
     QWEN_CODE_SUPPRESS_YOLO_WARNING: '1',
   };
   const args = [
-    '--import',
-    pathToFileURL(join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href,
-    join(ROOT, 'cli', 'toolproof.ts'),
+    ...TOOLPROOF_CLI,
     'launch',
     agent,
     '--url',

@@ -272,6 +272,13 @@ function prepare(
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 
+/** `node` arguments that run the toolproof CLI from any working directory (tsx's loader by its path). */
+export const TOOLPROOF_CLI: readonly string[] = [
+  '--import',
+  pathToFileURL(join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href,
+  join(ROOT, 'cli', 'toolproof.ts'),
+];
+
 /**
  * The agent's own non-interactive arguments (what a user types after `toolproof launch <agent> --`):
  * the launcher's runs (tests/agents/launch.test.ts too) and the direct ones.
@@ -359,9 +366,7 @@ export function prepareLaunch(
   }
   const model = target.claudeModels?.main ?? target.model;
   const args = [
-    '--import',
-    pathToFileURL(join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href,
-    join(ROOT, 'cli', 'toolproof.ts'),
+    ...TOOLPROOF_CLI,
     'launch',
     agent,
     '--url',
