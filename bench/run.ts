@@ -751,6 +751,16 @@ function buildRows(results: Map<string, CaseResult>): {
   const p50 = (s: SideResult) => s.latency.p50;
   const p99 = (s: SideResult) => s.latency.p99;
   const rps = (s: SideResult) => s.throughput;
+  type Metric = readonly [name: string, pick: (s: SideResult) => number, kind: 'ms' | 'rps'];
+  const LAT_P50: Metric = ['latency p50', p50, 'ms'];
+  const LAT_P99: Metric = ['latency p99', p99, 'ms'];
+  const THROUGHPUT: Metric = ['throughput', rps, 'rps'];
+  /** A case judged on nothing: its rows in this order, or its failed row (checked under its id). */
+  const plainRows = (num: string, id: string, metrics: readonly Metric[]) => {
+    const r = get(id);
+    if (valid(r)) for (const [metric, pick, kind] of metrics) row(num, r, metric, pick, kind);
+    else failedRow(num, r, id);
+  };
 
   // 1. small, c=1
   const s1 = get('small-c1');
@@ -776,18 +786,8 @@ function buildRows(results: Map<string, CaseResult>): {
   } else failedRow('2', s64, 'throughputC64');
 
   // 3. history, c=1 and c=8
-  const h1 = get('history-c1');
-  if (valid(h1)) {
-    row('3', h1, 'latency p50', p50, 'ms');
-    row('3', h1, 'latency p99', p99, 'ms');
-    row('3', h1, 'throughput', rps, 'rps');
-  } else failedRow('3', h1, 'history-c1');
-  const h8 = get('history-c8');
-  if (valid(h8)) {
-    row('3', h8, 'throughput', rps, 'rps');
-    row('3', h8, 'latency p50', p50, 'ms');
-    row('3', h8, 'latency p99', p99, 'ms');
-  } else failedRow('3', h8, 'history-c8');
+  plainRows('3', 'history-c1', [LAT_P50, LAT_P99, THROUGHPUT]);
+  plainRows('3', 'history-c8', [THROUGHPUT, LAT_P50, LAT_P99]);
 
   // 4. streaming
   const st = get('stream-c1');
@@ -872,17 +872,8 @@ function buildRows(results: Map<string, CaseResult>): {
   }
 
   // 6. with tools
-  const t1 = get('tools-c1');
-  if (valid(t1)) {
-    row('6', t1, 'latency p50', p50, 'ms');
-    row('6', t1, 'latency p99', p99, 'ms');
-  } else failedRow('6', t1, 'tools-c1');
-  const t64 = get('tools-c64');
-  if (valid(t64)) {
-    row('6', t64, 'throughput', rps, 'rps');
-    row('6', t64, 'latency p50', p50, 'ms');
-    row('6', t64, 'latency p99', p99, 'ms');
-  } else failedRow('6', t64, 'tools-c64');
+  plainRows('6', 'tools-c1', [LAT_P50, LAT_P99]);
+  plainRows('6', 'tools-c64', [THROUGHPUT, LAT_P50, LAT_P99]);
 
   // 9. short tool stream: the per-request cost of a forced tool stream
   const ts = get('tools-stream8-c32');

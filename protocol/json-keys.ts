@@ -12,6 +12,7 @@
  * anyway (the parse that follows gives it its own error).
  */
 import { ToolproofError } from './errors.js';
+import { stringEnd } from './json-string-end.js';
 
 /** Top-level fields a request body may have: the APIs' own and a backend's extras fit many times. */
 export const MAX_TOP_LEVEL_FIELDS = 1024;
@@ -22,7 +23,6 @@ export const MAX_TOP_LEVEL_FIELDS = 1024;
 export const MAX_DISTINCT_KEYS = 50_000;
 
 const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 const OPEN_OBJECT = 0x7b;
 const CLOSE_OBJECT = 0x7d;
 const OPEN_ARRAY = 0x5b;
@@ -33,18 +33,6 @@ const COMMA = 0x2c;
 const MAX_TRACKED_DEPTH = 4096;
 
 export type KeyExcess = { kind: 'top-level'; limit: number } | { kind: 'distinct'; limit: number };
-
-/** Index of the quote closing the string whose opening quote is at `open`; -1 when none. */
-function closingQuote(body: Buffer, open: number): number {
-  let at = body.indexOf(QUOTE, open + 1);
-  while (at !== -1) {
-    let slashes = 0;
-    for (let k = at - 1; k > open && body[k] === BACKSLASH; k--) slashes++;
-    if (slashes % 2 === 0) return at;
-    at = body.indexOf(QUOTE, at + 1);
-  }
-  return -1;
-}
 
 /** The 400 for a body past a bound (the front door writes it in its own error shape). */
 export function keyExcessError(excess: KeyExcess): ToolproofError {
@@ -75,8 +63,8 @@ export function excessKeys(
   for (let i = 0; i < n; i++) {
     const b = body[i]!;
     if (b === QUOTE) {
-      const end = closingQuote(body, i);
-      if (end === -1) return null;
+      const end = stringEnd(body, i);
+      if (end === n) return null;
       if (expectKey) {
         expectKey = false;
         if (depth === 1 && ++topLevel > limits.topLevel) return { kind: 'top-level', limit: limits.topLevel };

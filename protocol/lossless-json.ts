@@ -27,6 +27,7 @@
  * with its own "toJSON" key, keeps JSON.stringify's behaviour (the walk cannot tell which
  * duplicate survived; the key cannot be shadowed).
  */
+import { stringEnd } from './json-string-end.js';
 
 /**
  * The source of each annotated container: its bytes in a copy of the outermost annotated range
@@ -129,18 +130,6 @@ function inNumber(c: number): boolean {
 
 function isSpace(c: number): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-}
-
-/** The index of the quote closing the string whose opening quote is at `at`. */
-function stringEnd(bytes: Buffer, at: number): number {
-  let j = bytes.indexOf(QUOTE, at + 1);
-  for (;;) {
-    if (j < 0) return bytes.length;
-    let backslashes = 0;
-    while (bytes[j - 1 - backslashes] === BACKSLASH) backslashes++;
-    if (backslashes % 2 === 0) return j;
-    j = bytes.indexOf(QUOTE, j + 1);
-  }
 }
 
 function numberEnd(bytes: Buffer, at: number): number {

@@ -32,15 +32,19 @@ interface HistogramSeries {
   observe(value: number): void;
 }
 
-/** prom-client's internal per-series record of a histogram (15.x). */
-interface HistogramRecord {
+/**
+ * prom-client's internal per-series record of a histogram (15.x). These internals are what this
+ * file reads and writes; tests/server/library-internals.test.ts checks them against the pinned
+ * version through these very types.
+ */
+export interface HistogramRecord {
   labels: Record<string, string | number>;
   bucketValues: Record<number, number>;
   sum: number;
   count: number;
 }
 
-interface HistogramInternals {
+export interface HistogramInternals {
   hashMap: Record<string, HistogramRecord>;
   upperBounds: readonly number[];
   labelNames: readonly string[];

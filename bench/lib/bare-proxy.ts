@@ -11,6 +11,7 @@
  */
 import { createServer } from 'node:http';
 import { Pool } from 'undici';
+import { serveChild } from './child-server.js';
 
 const upstream = process.argv[2];
 if (!upstream) {
@@ -43,21 +44,4 @@ const server = createServer((req, res) => {
       });
   });
 });
-server.keepAliveTimeout = 120_000;
-server.headersTimeout = 130_000;
-server.requestTimeout = 0;
-server.listen(0, '127.0.0.1', () => {
-  const address = server.address();
-  process.stdout.write(`PORT ${typeof address === 'object' && address ? address.port : 0}\n`);
-});
-const stop = () => {
-  server.closeAllConnections();
-  server.close(() => {
-    void pool.close().finally(() => process.exit(0));
-  });
-};
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
-process.stdin.on('end', stop);
-process.stdin.on('error', stop);
-process.stdin.resume();
+serveChild(server, () => pool.close());

@@ -26,6 +26,7 @@ import {
   STREAM_CHUNKS,
   TRICKLE_MS,
 } from './fixtures.js';
+import { serveChild } from './child-server.js';
 
 const CREATED = 1_760_000_000;
 
@@ -239,25 +240,7 @@ function main(): void {
     req.on('data', (c: Buffer) => parts.push(c));
     req.on('end', () => handle(req, res, parts.length === 1 ? parts[0]! : Buffer.concat(parts)));
   });
-  // Keep-alive connections must survive the pauses between rounds (node's default is 5 s).
-  server.keepAliveTimeout = 120_000;
-  server.headersTimeout = 130_000;
-  server.requestTimeout = 0;
-  server.listen(0, '127.0.0.1', () => {
-    const address = server.address();
-    const port = typeof address === 'object' && address ? address.port : 0;
-    process.stdout.write(`PORT ${port}\n`);
-  });
-  const stop = () => {
-    server.closeAllConnections();
-    server.close(() => process.exit(0));
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
-  // stdin is a pipe from the parent: when it closes, the parent is gone (even kill -9); do not linger.
-  process.stdin.on('end', stop);
-  process.stdin.on('error', stop);
-  process.stdin.resume();
+  serveChild(server);
 }
 
 main();

@@ -265,14 +265,20 @@ function parameterForFunction(
   if (close < 0) return final ? null : 'need-more';
   const read = readFunctions(FN_OPEN + text.slice(j + P_OPEN.length, close), ctx, false);
   if ('error' in read) return null;
-  for (const c of read.calls) {
-    const t = ctx.tools.get(c.name);
-    const args = c.arguments;
-    if (!t || args === null || typeof args !== 'object' || Array.isArray(args)) return null;
-    if (!fitsSchema(args as Record<string, unknown>, t)) return null;
-  }
+  if (!allFitDeclared(read.calls, ctx)) return null;
   read.calls[0]!.repairs = [...(read.calls[0]!.repairs ?? []), 'parameter-for-function'];
   return finishMatch(read, close + WRAP_CLOSE.length, false);
+}
+
+/** A near miss is read only when every call names a declared tool with an object that fits its schema. */
+function allFitDeclared(calls: readonly ParsedCall[], ctx: ParseContext): boolean {
+  for (const c of calls) {
+    const t = ctx.tools.get(c.name);
+    const args = c.arguments;
+    if (!t || args === null || typeof args !== 'object' || Array.isArray(args)) return false;
+    if (!fitsSchema(args as Record<string, unknown>, t)) return false;
+  }
+  return true;
 }
 
 function matchWrapped(
@@ -418,12 +424,7 @@ function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
   if (!body.trimEnd().endsWith(FN_CLOSE)) return null;
   const read = readFunctions(body, ctx, false);
   if ('error' in read) return null;
-  for (const c of read.calls) {
-    const t = ctx.tools.get(c.name);
-    const args = c.arguments;
-    if (!t || args === null || typeof args !== 'object' || Array.isArray(args)) return null;
-    if (!fitsSchema(args as Record<string, unknown>, t)) return null;
-  }
+  if (!allFitDeclared(read.calls, ctx)) return null;
   read.calls[0]!.repairs = [...(read.calls[0]!.repairs ?? []), 'missing-function-open'];
   return { end: text.length, calls: read.calls };
 }

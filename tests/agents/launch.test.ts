@@ -8,35 +8,12 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { expect, it } from 'vitest';
+import { HEADLESS, TOOLPROOF_CLI } from './lib/agents.js';
 import { agentsInfo } from './lib/case.js';
 import { SUITE_WINDOW, startAgentStack } from './lib/stack.js';
 import { describeAgents } from './lib/suite.js';
 import { CORE_TASK, diskProblems } from './lib/tasks.js';
-
-const ROOT = join(import.meta.dirname, '..', '..');
-
-/** The agent's own non-interactive arguments (what a user types after --). */
-const HEADLESS: Record<string, (task: string) => string[]> = {
-  claude: (t) => ['-p', t, '--permission-mode', 'acceptEdits', '--no-session-persistence'],
-  codex: (t) => [
-    'exec',
-    '--skip-git-repo-check',
-    '--ephemeral',
-    '--color',
-    'never',
-    '--dangerously-bypass-approvals-and-sandbox',
-    t,
-  ],
-  opencode: (t) => ['run', t],
-  qwen: (t) => ['--yolo', t],
-  pi: (t) => ['-p', '--no-session', t],
-  cn: (t) => ['-p', '--auto', t],
-  kilo: (t) => ['run', t],
-  grok: (t) => ['-p', t, '--max-tool-rounds', '20'],
-  cline: (t) => [t],
-};
 
 function launch(
   agent: string,
@@ -62,9 +39,7 @@ function launch(
     QWEN_CODE_SUPPRESS_YOLO_WARNING: '1',
   };
   const args = [
-    '--import',
-    pathToFileURL(join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href,
-    join(ROOT, 'cli', 'toolproof.ts'),
+    ...TOOLPROOF_CLI,
     'launch',
     agent,
     '--url',

@@ -14,7 +14,7 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer, request as httpRequest } from 'node:http';
+import { createServer } from 'node:http';
 import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -27,6 +27,7 @@ import { buildApp, type ToolproofApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
 import { closeApp } from '../server/stack.js';
+import { forwardTo } from '../support/forward.js';
 import { nodeEntry } from '../support/toolproof-process.js';
 
 function io() {
@@ -291,21 +292,10 @@ describe('a toolproof too loaded to answer /health at once', () => {
     const { env } = fakeBins();
     const target = await toolproofOver(await sim({ personality: 'vllm', modelName: 'small-coder' }));
     let healthChecks = 0;
+    const forward = forwardTo(target);
     const slow = createServer((req, res) => {
-      const forward = () => {
-        const out = httpRequest(
-          `${target}${req.url ?? ''}`,
-          { method: req.method, headers: req.headers },
-          (up) => {
-            res.writeHead(up.statusCode ?? 502, up.headers);
-            up.pipe(res);
-          },
-        );
-        out.on('error', () => res.destroy());
-        req.pipe(out);
-      };
-      if (req.url === '/health' && healthChecks++ === 0) setTimeout(forward, 2_500);
-      else forward();
+      if (req.url === '/health' && healthChecks++ === 0) setTimeout(() => forward(req, res), 2_500);
+      else forward(req, res);
     });
     await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
     cleanups.push(() => new Promise<void>((r) => slow.close(() => r())));

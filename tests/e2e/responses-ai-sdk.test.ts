@@ -5,30 +5,26 @@
  * streams as live text deltas.
  */
 import { createOpenAI } from '@ai-sdk/openai';
-import { generateText, stepCountIs, streamText, tool } from 'ai';
+import { generateText } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { type Stack, startStack } from '../server/stack.js';
+import {
+  expectCallThenText,
+  expectLeakRunsTheTool,
+  expectStreamedCallThenText,
+  generateToolRun,
+  streamToolRun,
+  weatherTools,
+} from '../support/ai-sdk-weather.js';
 
 function setup(stack: Stack, scenario: string) {
-  const seen: string[] = [];
   const openai = createOpenAI({
     baseURL: stack.url,
     apiKey: 'unused',
     headers: { 'x-sim-scenario': scenario },
   });
-  const tools = {
-    get_weather: tool({
-      description: 'Current weather for a city',
-      inputSchema: z.object({ city: z.string() }),
-      execute: async ({ city }) => {
-        seen.push(city);
-        return { city, forecast: 'sunny', celsius: 21 };
-      },
-    }),
-  };
   // openai(id) is the default provider model: the Responses API.
-  return { seen, model: openai('sim'), tools };
+  return { ...weatherTools(), model: openai('sim') };
 }
 
 const chatBodies = (s: Stack) =>
@@ -46,18 +42,8 @@ describe('@ai-sdk/openai default provider through /v1/responses (forced tool use
   it('generateText: tools, multi-step, to a final text', async () => {
     stack.sim.reset();
     const { seen, model, tools } = setup(stack, 'tools');
-    const result = await generateText({
-      model,
-      tools,
-      stopWhen: stepCountIs(4),
-      prompt: 'Weather in Paris?',
-    });
-    expect(seen).toHaveLength(1);
-    expect(result.steps).toHaveLength(2);
-    expect(result.steps[0]!.toolCalls).toHaveLength(1);
-    expect(result.text.length).toBeGreaterThan(0);
-    expect(result.finishReason).toBe('stop');
-    expect(result.totalUsage.outputTokens).toBeGreaterThan(0);
+    const result = await generateToolRun({ model, tools, prompt: 'Weather in Paris?' });
+    expectCallThenText(result, seen);
     // Step two sent the tool result back under the call id step one returned.
     const messages = chatBodies(stack)[1]!.messages as Array<Record<string, unknown>>;
     const assistant = messages.find((m) => m.role === 'assistant') as { tool_calls: Array<{ id: string }> };
@@ -68,13 +54,7 @@ describe('@ai-sdk/openai default provider through /v1/responses (forced tool use
 
   it('streamText: multi-step; the forced final answer arrives as many live text deltas', async () => {
     const { seen, model, tools } = setup(stack, 'tools');
-    const result = streamText({ model, tools, stopWhen: stepCountIs(4), prompt: 'Weather in Paris?' });
-    const deltas: string[] = [];
-    for await (const d of result.textStream) deltas.push(d);
-    expect(seen).toHaveLength(1);
-    expect(await result.steps).toHaveLength(2);
-    expect(deltas.length).toBeGreaterThan(5);
-    expect(deltas.join('')).toBe(await result.text);
+    expectStreamedCallThenText(await streamToolRun({ model, tools, prompt: 'Weather in Paris?' }), seen);
   });
   it('a later turn needs store: false (toolproof is stateless and cannot resolve item_reference)', async () => {
     const { model } = setup(stack, 'prose');
@@ -105,31 +85,7 @@ describe('@ai-sdk/openai default provider through /v1/responses: leak recovery (
   });
   afterAll(() => stack.close());
 
-  it('generateText: a leaked <tool_call> is executed as a tool call', async () => {
-    const { seen, model, tools } = setup(stack, 'leak-hermes');
-    const result = await generateText({
-      model,
-      tools,
-      stopWhen: stepCountIs(4),
-      prompt: 'Weather in Paris for 3 days?',
-    });
-    expect(seen).toHaveLength(1);
-    expect(result.steps[0]!.text).not.toContain('<tool_call>');
-    expect(result.text.length).toBeGreaterThan(0);
-  });
-
-  it('streamText: a leaked <tool_call> is executed as a tool call', async () => {
-    const { seen, model, tools } = setup(stack, 'leak-hermes');
-    const result = streamText({
-      model,
-      tools,
-      stopWhen: stepCountIs(4),
-      prompt: 'Weather in Paris for 3 days?',
-    });
-    let text = '';
-    for await (const d of result.textStream) text += d;
-    expect(seen).toHaveLength(1);
-    expect(text).not.toContain('<tool_call>');
-    expect(text.length).toBeGreaterThan(0);
-  });
+  it.each([false, true])('a leaked <tool_call> is executed as a tool call (stream: %s)', (stream) =>
+    expectLeakRunsTheTool(() => setup(stack, 'leak-hermes'), stream),
+  );
 });

@@ -4,39 +4,22 @@
  * relayed to the client (its own conversation) but its log line keeps only the prefix and the
  * output's length, not the text (up to 300 characters of it before).
  */
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type ToolproofApp } from '../../server/app.js';
-import { loadConfig } from '../../server/config.js';
+import { describe, expect, it } from 'vitest';
 import { redactForLog } from '../../server/log-redact.js';
-import { closeApp } from '../server/stack.js';
 import { logCapture } from '../server/test-utils.js';
-import { type FakeUpstream, fakeUpstream } from '../support/harness.js';
+import { proxyInFrontOf } from '../support/harness.js';
 
 const OUTPUT = 'I will email alice@example.com: "the vault code is hunter2", signed Bob';
 const MESSAGE = `Failed to parse input at pos 12: ${OUTPUT}`;
 
-let upstream: FakeUpstream;
-let app: ToolproofApp;
-let origin: string;
 const { stream, lines } = logCapture();
-
-beforeAll(async () => {
-  upstream = await fakeUpstream((_req, res) => {
+const pair = proxyInFrontOf(
+  (_req, res) => {
     res.writeHead(500, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ error: { code: 500, message: MESSAGE, type: 'server_error' } }));
-  });
-  app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: upstream.url }), {
-    logger: { level: 'info', stream },
-  });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-});
-
-afterAll(async () => {
-  await closeApp(app);
-  await upstream.close();
-});
+  },
+  { log: stream },
+);
 
 const tool = {
   type: 'function',
@@ -45,7 +28,7 @@ const tool = {
 
 describe("llama-server's parse failure in the log", () => {
   it('the request line keeps the prefix and the length, not the model output', async () => {
-    const res = await fetch(`${origin}/v1/chat/completions`, {
+    const res = await fetch(`${pair.proxy.origin}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-request-id': 'parse-1' },
       body: JSON.stringify({

@@ -9,19 +9,12 @@
  *   peer, as a reverse proxy sets them, instead of the client's own values unchanged.
  */
 import type { ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type ToolproofApp } from '../../server/app.js';
-import { loadConfig } from '../../server/config.js';
-import { closeApp } from '../server/stack.js';
+import { describe, expect, it } from 'vitest';
 import { logCapture } from '../server/test-utils.js';
-import { type FakeUpstream, fakeUpstream, type Recorded } from '../support/harness.js';
+import { proxyInFrontOf, type Recorded } from '../support/harness.js';
 
 const SECRET = 'my bank password is hunter2';
 
-let upstream: FakeUpstream;
-let app: ToolproofApp;
-let origin: string;
 const { stream, lines } = logCapture();
 
 function handler(req: Recorded, res: ServerResponse): void {
@@ -49,23 +42,11 @@ function handler(req: Recorded, res: ServerResponse): void {
   res.end(JSON.stringify({ headers: req.headers }));
 }
 
-beforeAll(async () => {
-  upstream = await fakeUpstream(handler);
-  app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: upstream.url }), {
-    logger: { level: 'info', stream },
-  });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-});
-
-afterAll(async () => {
-  await closeApp(app);
-  await upstream.close();
-});
+const pair = proxyInFrontOf(handler, { log: stream });
 
 describe('upstream error messages in logs', () => {
   it('the request line keeps the error, without the prompt the upstream echoed', async () => {
-    const res = await fetch(`${origin}/v1/chat/completions`, {
+    const res = await fetch(`${pair.proxy.origin}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-request-id': 'echo-1' },
       body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: SECRET }] }),
@@ -83,7 +64,7 @@ describe('upstream error messages in logs', () => {
 
 describe('the pass-through as a reverse proxy', () => {
   it("drops the upstream's cookies, challenge and fingerprint; keeps its other headers", async () => {
-    const res = await fetch(`${origin}/v1/anything`);
+    const res = await fetch(`${pair.proxy.origin}/v1/anything`);
     expect(res.status).toBe(200);
     for (const h of ['set-cookie', 'www-authenticate', 'server', 'x-powered-by', 'alt-svc'])
       expect(res.headers.get(h), h).toBeNull();
@@ -91,7 +72,7 @@ describe('the pass-through as a reverse proxy', () => {
   });
 
   it('appends the peer to X-Forwarded-For and Forwarded, and sets X-Real-IP to it', async () => {
-    const plain = (await (await fetch(`${origin}/v1/anything`)).json()) as {
+    const plain = (await (await fetch(`${pair.proxy.origin}/v1/anything`)).json()) as {
       headers: Record<string, string>;
     };
     expect(plain.headers['x-forwarded-for']).toBe('127.0.0.1');
@@ -99,7 +80,7 @@ describe('the pass-through as a reverse proxy', () => {
     expect(plain.headers['x-real-ip']).toBe('127.0.0.1');
 
     const spoofed = (await (
-      await fetch(`${origin}/v1/anything`, {
+      await fetch(`${pair.proxy.origin}/v1/anything`, {
         headers: { 'x-forwarded-for': '10.0.0.1', forwarded: 'for=10.0.0.1', 'x-real-ip': '10.9.9.9' },
       })
     ).json()) as { headers: Record<string, string> };

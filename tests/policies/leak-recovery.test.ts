@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '../../protocol/openai.js';
 import { leakRecovery } from '../../policies/leak-recovery/index.js';
-import { chunk, ctxWith, request, runHook, splitAt, weatherTool } from './helpers.js';
+import { assemble, chunk, ctxWith, request, runHook, splitAt, weatherTool } from './helpers.js';
 
 const LEAK = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>';
 const ctx = ctxWith();
@@ -45,24 +45,10 @@ function interleaved(parts: string[][]): ChatCompletionChunk[] {
   return out;
 }
 
+/** Choice `index` as a client assembles it, its calls without their ids. */
 function assembled(out: ChatCompletionChunk[], index: number) {
-  let content = '';
-  let finish: string | null = null;
-  const calls = new Map<number, { name: string; args: string }>();
-  for (const c of out) {
-    for (const ch of c.choices) {
-      if (ch.index !== index) continue;
-      content += ch.delta.content ?? '';
-      if (ch.finish_reason) finish = ch.finish_reason;
-      for (const td of ch.delta.tool_calls ?? []) {
-        const cur = calls.get(td.index) ?? { name: '', args: '' };
-        cur.name += td.function?.name ?? '';
-        cur.args += td.function?.arguments ?? '';
-        calls.set(td.index, cur);
-      }
-    }
-  }
-  return { content, finish, calls: [...calls.values()] };
+  const { content, finish, calls } = assemble(out, index);
+  return { content, finish, calls: calls.map(({ name, args }) => ({ name, args })) };
 }
 
 describe('leak-recovery: n > 1', () => {

@@ -6,29 +6,25 @@
  * come back as calls; the forced final answer streams as live text deltas.
  */
 import { createAnthropic } from '@ai-sdk/anthropic';
-import { generateText, stepCountIs, streamText, tool } from 'ai';
+import { generateText, streamText } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { type Stack, startStack } from '../server/stack.js';
+import {
+  expectCallThenText,
+  expectLeakRunsTheTool,
+  expectStreamedCallThenText,
+  generateToolRun,
+  streamToolRun,
+  weatherTools,
+} from '../support/ai-sdk-weather.js';
 
 function setup(stack: Stack, scenario: string) {
-  const seen: string[] = [];
   const anthropic = createAnthropic({
     baseURL: `${stack.origin}/v1`,
     apiKey: 'unused',
     headers: { 'x-sim-scenario': scenario },
   });
-  const tools = {
-    get_weather: tool({
-      description: 'Current weather for a city',
-      inputSchema: z.object({ city: z.string(), days: z.number().optional() }),
-      execute: async ({ city }) => {
-        seen.push(city);
-        return { city, forecast: 'sunny', celsius: 21 };
-      },
-    }),
-  };
-  return { seen, model: anthropic('sim'), tools };
+  return { ...weatherTools({ days: true }), model: anthropic('sim') };
 }
 
 describe('@ai-sdk/anthropic through /v1/messages (forced tool use on)', () => {
@@ -40,38 +36,14 @@ describe('@ai-sdk/anthropic through /v1/messages (forced tool use on)', () => {
 
   it('generateText: tools, multi-step, to a final text', async () => {
     const { seen, model, tools } = setup(stack, 'tools');
-    const result = await generateText({
-      model,
-      tools,
-      stopWhen: stepCountIs(4),
-      prompt: 'Weather in Paris?',
-    });
-    expect(seen).toHaveLength(1);
-    expect(result.steps).toHaveLength(2);
+    const result = await generateToolRun({ model, tools, prompt: 'Weather in Paris?' });
+    expectCallThenText(result, seen);
     expect(result.steps[0]!.finishReason).toBe('tool-calls');
-    expect(result.text.length).toBeGreaterThan(0);
-    expect(result.finishReason).toBe('stop');
-    expect(result.totalUsage.outputTokens).toBeGreaterThan(0);
   });
 
   it('streamText: multi-step, live text deltas, the same text as the SDK assembles', async () => {
     const { seen, model, tools } = setup(stack, 'tools');
-    const errors: unknown[] = [];
-    const result = streamText({
-      model,
-      tools,
-      stopWhen: stepCountIs(4),
-      prompt: 'Weather in Paris?',
-      onError: ({ error }) => void errors.push(error),
-    });
-    const deltas: string[] = [];
-    for await (const d of result.textStream) deltas.push(d);
-    expect(errors).toEqual([]);
-    expect(seen).toHaveLength(1);
-    expect(await result.steps).toHaveLength(2);
-    expect(deltas.length).toBeGreaterThan(5);
-    expect(deltas.join('')).toBe(await result.text);
-    expect(await result.finishReason).toBe('stop');
+    expectStreamedCallThenText(await streamToolRun({ model, tools, prompt: 'Weather in Paris?' }), seen);
   });
 
   it.each([false, true])(
@@ -121,19 +93,7 @@ describe('@ai-sdk/anthropic through /v1/messages: leak recovery (forced tool use
   });
   afterAll(() => stack.close());
 
-  it.each([false, true])('a leaked <tool_call> is executed as a tool call (stream: %s)', async (stream) => {
-    const { seen, model, tools } = setup(stack, 'leak-hermes');
-    const params = { model, tools, stopWhen: stepCountIs(4), prompt: 'Weather in Paris for 3 days?' };
-    let text: string;
-    if (stream) {
-      const result = streamText(params);
-      text = '';
-      for await (const d of result.textStream) text += d;
-    } else {
-      text = (await generateText(params)).text;
-    }
-    expect(seen).toHaveLength(1);
-    expect(text).not.toContain('<tool_call>');
-    expect(text.length).toBeGreaterThan(0);
-  });
+  it.each([false, true])('a leaked <tool_call> is executed as a tool call (stream: %s)', (stream) =>
+    expectLeakRunsTheTool(() => setup(stack, 'leak-hermes'), stream),
+  );
 });

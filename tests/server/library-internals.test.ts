@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 import { Ajv } from 'ajv';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
+import type { HistogramInternals } from '../../server/hot-series.js';
 
 const require = createRequire(import.meta.url);
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
@@ -26,20 +27,6 @@ describe('pinned versions', () => {
 });
 
 const BUCKETS = [0.01, 0.1, 1];
-
-interface HistogramRecord {
-  labels: Record<string, string | number>;
-  bucketValues: Record<number, number>;
-  sum: number;
-  count: number;
-}
-
-interface HistogramInternals {
-  hashMap: Record<string, HistogramRecord>;
-  upperBounds: readonly number[];
-  labelNames: readonly string[];
-  collect?: () => unknown;
-}
 
 function histogram() {
   const registry = new Registry();

@@ -8,20 +8,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ScriptedReply, type ScriptedStack, startScriptedStack } from './scripted-upstream.js';
+import { strictWeatherTool as weather } from './stack.js';
 import { logCapture } from './test-utils.js';
-
-const weather = {
-  type: 'function' as const,
-  function: {
-    name: 'get_weather',
-    parameters: {
-      type: 'object',
-      properties: { city: { type: 'string' } },
-      required: ['city'],
-      additionalProperties: false,
-    },
-  },
-};
 
 /** One choice of the upstream's answer: text (cut into tokens) and calls, a name possibly missing. */
 interface ChoiceSpec {
@@ -228,14 +216,8 @@ beforeAll(async () => {
 afterAll(() => stack.close());
 
 let seq = 0;
-async function harnessOf(reqId: string): Promise<unknown> {
-  for (let i = 0; i < 1000; i++) {
-    const line = log.lines.find((l) => l.reqId === reqId && l.msg === 'request');
-    if (line) return line.harness;
-    await new Promise((r) => setTimeout(r, 1));
-  }
-  throw new Error(`no log line for ${reqId}`);
-}
+/** The `harness` trace of the request's log line (written when the response ended). */
+const harnessOf = async (reqId: string): Promise<unknown> => (await log.requestLine(reqId)).harness;
 
 async function both(b: Behaviour): Promise<{ whole: Outcome; streamed: Outcome; traces: unknown[] }> {
   behaviour = b;

@@ -19,20 +19,8 @@ import {
   turnChunks,
   turnCompletion,
 } from './scripted-upstream.js';
+import { strictWeatherTool as weather } from './stack.js';
 import { logCapture } from './test-utils.js';
-
-const weather = {
-  type: 'function' as const,
-  function: {
-    name: 'get_weather',
-    parameters: {
-      type: 'object',
-      properties: { city: { type: 'string' } },
-      required: ['city'],
-      additionalProperties: false,
-    },
-  },
-};
 
 const ask = {
   model: 'm',
@@ -79,14 +67,7 @@ beforeAll(async () => {
 let requestSeq = 0;
 
 /** The `harness` trace of the request's log line (written when the response ended). */
-async function harnessOf(reqId: string): Promise<unknown> {
-  for (let i = 0; i < 1000; i++) {
-    const line = log.lines.find((l) => l.reqId === reqId && l.msg === 'request');
-    if (line) return line.harness;
-    await new Promise((r) => setTimeout(r, 1));
-  }
-  throw new Error(`no log line for ${reqId}`);
-}
+const harnessOf = async (reqId: string): Promise<unknown> => (await log.requestLine(reqId)).harness;
 afterAll(() => stack.close());
 
 async function both(script: Turn[]): Promise<{

@@ -77,6 +77,20 @@ export const weatherTool = {
   },
 };
 
+/** get_weather({city}) and nothing else: arguments with another field fail validation. */
+export const strictWeatherTool = {
+  type: 'function' as const,
+  function: {
+    name: 'get_weather',
+    parameters: {
+      type: 'object',
+      properties: { city: { type: 'string' } },
+      required: ['city'],
+      additionalProperties: false,
+    },
+  },
+};
+
 /** Reads an SSE body into its data payloads. */
 export async function readSse(res: Response): Promise<string[]> {
   const text = await res.text();

@@ -12,9 +12,24 @@ export function seededRng(seed: number): () => number {
   };
 }
 
-/** A stream for a pino logger that keeps every JSON line it is given, parsed. */
-export function logCapture(): { stream: Writable; lines: Array<Record<string, unknown>> } {
+/**
+ * A stream for a pino logger that keeps every JSON line it is given, parsed; `requestLine` waits
+ * (about a second at most) for a request's own log line, written once its response ended.
+ */
+export function logCapture(): {
+  stream: Writable;
+  lines: Array<Record<string, unknown>>;
+  requestLine(reqId: string): Promise<Record<string, unknown>>;
+} {
   const lines: Array<Record<string, unknown>> = [];
+  const requestLine = async (reqId: string) => {
+    for (let i = 0; i < 1000; i++) {
+      const line = lines.find((l) => l.reqId === reqId && l.msg === 'request');
+      if (line) return line;
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    throw new Error(`no log line for ${reqId}`);
+  };
   const stream = new Writable({
     write(chunk, _enc, cb) {
       for (const l of String(chunk).split('\n').filter(Boolean))
@@ -22,5 +37,5 @@ export function logCapture(): { stream: Writable; lines: Array<Record<string, un
       cb();
     },
   });
-  return { stream, lines };
+  return { stream, lines, requestLine };
 }

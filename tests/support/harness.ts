@@ -8,6 +8,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { closeApp, TEST_MODELS } from '../server/stack.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect } from 'node:net';
+import type { Writable } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { buildApp, type ToolproofApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
@@ -103,8 +104,12 @@ export interface RunningProxy {
 type FileConfig = Parameters<typeof loadConfig>[1];
 
 /** The real toolproof app on loopback, configured from env (and an optional inline YAML object). */
-export async function startProxy(env: Record<string, string>, file?: FileConfig): Promise<RunningProxy> {
-  const app = await buildApp(loadConfig(env, file), { logger: false });
+export async function startProxy(
+  env: Record<string, string>,
+  file?: FileConfig,
+  log?: Writable,
+): Promise<RunningProxy> {
+  const app = await buildApp(loadConfig(env, file), { logger: log ? { level: 'info', stream: log } : false });
   app.toolproof.modelLabels.serve(TEST_MODELS); // as /ready would learn them (see stack.ts)
   await app.listen({ host: '127.0.0.1', port: 0 });
   const port = (app.server.address() as AddressInfo).port;
@@ -120,6 +125,8 @@ export interface ProxyOptions {
   env?: Record<string, string>;
   /** The YAML file, or one built from the upstream's URL. */
   file?: FileConfig | ((upstreamUrl: string) => FileConfig);
+  /** Where the app's info-level log lines go (none otherwise). */
+  log?: Writable;
 }
 
 /**
@@ -138,6 +145,7 @@ export function proxyInFrontOfUpstream<U extends { url: string; close(): Promise
     pair.proxy = await startProxy(
       { TOOLPROOF_UPSTREAM_URL: pair.upstream.url, ...options.env },
       typeof file === 'function' ? file(pair.upstream.url) : file,
+      options.log,
     );
   });
   afterAll(async () => {

@@ -173,18 +173,7 @@ function prepare(
         DISABLE_AUTOUPDATER: '1',
         DISABLE_ERROR_REPORTING: '1',
       });
-      return {
-        args: [
-          '-p',
-          task,
-          '--permission-mode',
-          'acceptEdits',
-          '--allowedTools',
-          'Write,Read,Edit,Bash',
-          '--no-session-persistence',
-        ],
-        env,
-      };
+      return { args: HEADLESS.claude!(task), env };
     }
     case 'codex': {
       const codexHome = join(home, '.codex');
@@ -218,18 +207,7 @@ function prepare(
         ].join('\n'),
       );
       Object.assign(env, { CODEX_HOME: codexHome, SELFHOSTED_API_KEY: API_KEY });
-      return {
-        args: [
-          'exec',
-          '--skip-git-repo-check',
-          '--ephemeral',
-          '--color',
-          'never',
-          '--dangerously-bypass-approvals-and-sandbox',
-          task,
-        ],
-        env,
-      };
+      return { args: HEADLESS.codex!(task), env };
     }
     case 'opencode': {
       const config = {
@@ -254,7 +232,7 @@ function prepare(
         OPENCODE_DISABLE_DEFAULT_PLUGINS: '1',
         OPENCODE_DISABLE_SHARE: '1',
       });
-      return { args: ['run', '--pure', task], env };
+      return { args: HEADLESS.opencode!(task), env };
     }
     case 'qwen': {
       writeJson(join(home, '.qwen', 'settings.json'), {
@@ -268,7 +246,7 @@ function prepare(
         OPENAI_MODEL: model,
         QWEN_CODE_SUPPRESS_YOLO_WARNING: '1',
       });
-      return { args: ['--auth-type', 'openai', '-m', model, '--yolo', task], env };
+      return { args: ['--auth-type', 'openai', '-m', model, ...HEADLESS.qwen!(task)], env };
     }
     case 'pi': {
       const api = target.piApi ?? 'openai-completions';
@@ -294,7 +272,17 @@ function prepare(
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 
-/** The agent's own non-interactive arguments (what a user types after `toolproof launch <agent> --`). */
+/** `node` arguments that run the toolproof CLI from any working directory (tsx's loader by its path). */
+export const TOOLPROOF_CLI: readonly string[] = [
+  '--import',
+  pathToFileURL(join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href,
+  join(ROOT, 'cli', 'toolproof.ts'),
+];
+
+/**
+ * The agent's own non-interactive arguments (what a user types after `toolproof launch <agent> --`):
+ * the launcher's runs (tests/agents/launch.test.ts too) and the direct ones.
+ */
 export const HEADLESS: Record<string, (task: string) => string[]> = {
   claude: (t) => [
     '-p',
@@ -378,9 +366,7 @@ export function prepareLaunch(
   }
   const model = target.claudeModels?.main ?? target.model;
   const args = [
-    '--import',
-    pathToFileURL(join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href,
-    join(ROOT, 'cli', 'toolproof.ts'),
+    ...TOOLPROOF_CLI,
     'launch',
     agent,
     '--url',

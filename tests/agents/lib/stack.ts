@@ -4,12 +4,13 @@
  * `record`, a recording hop in front of toolproof keeps every request body the agent sent.
  */
 import { randomBytes } from 'node:crypto';
-import { createServer, request as httpRequest, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { buildApp, type ToolproofApp } from '../../../server/app.js';
 import { loadConfig } from '../../../server/config.js';
 import { createSimulator, type Simulator } from '../../../simulator/index.js';
 import { closeApp } from '../../server/stack.js';
+import { forwardTo } from '../../support/forward.js';
 import { agentModel, type Mode } from './model.js';
 import type { Task } from './tasks.js';
 
@@ -107,6 +108,7 @@ export function stampBillingNonce(raw: string): string {
 }
 
 async function recorder(target: string, recorded: RecordedRequest[], billingNonce: boolean): Promise<Server> {
+  const forward = forwardTo(target);
   const server = createServer((req, res) => {
     const parts: Buffer[] = [];
     req.on('data', (c: Buffer) => parts.push(c));
@@ -126,16 +128,7 @@ async function recorder(target: string, recorded: RecordedRequest[], billingNonc
       for (const secret of ['authorization', 'x-api-key'])
         if (headers[secret]) headers[secret] = '[redacted]';
       recorded.push({ method: req.method ?? '', path: req.url ?? '', headers, body });
-      const out = httpRequest(
-        `${target}${req.url ?? ''}`,
-        { method: req.method, headers: req.headers },
-        (up) => {
-          res.writeHead(up.statusCode ?? 502, up.headers);
-          up.pipe(res);
-        },
-      );
-      out.on('error', () => res.destroy());
-      out.end(raw);
+      forward(req, res, raw);
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
