@@ -112,7 +112,11 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
               outcome: { type: 'string', enum: OUTCOMES },
               // A query string is text, and the app never coerces types (a body's numbers are the
               // client's): `?limit=50` is validated as digits here and read as a number below.
-              limit: { type: 'string', pattern: '^(?:[1-9][0-9]{0,2}|1000)$', description: '1 to 1000, default 200' },
+              limit: {
+                type: 'string',
+                pattern: '^(?:[1-9][0-9]{0,2}|1000)$',
+                description: '1 to 1000, default 200',
+              },
             },
           },
           response: {
