@@ -403,6 +403,8 @@ export async function launchCommand(
       return 0;
     }
 
+    const note = agent.headlessNote?.(userArgs);
+    if (note) say(`note: ${note} (the launcher never loosens an agent's permissions)`);
     for (const [path, text] of Object.entries(plan.files)) writeFileSync(path, text, { mode: 0o600 });
     return await runAgent(bin!, plan.args, childEnv(plan, env));
   } finally {
