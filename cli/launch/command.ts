@@ -319,7 +319,9 @@ export async function launchCommand(
     const found = await findServer(base, deps.healthWaitMs);
     if (found === 'busy') {
       say(
-        `${base} took the connection but gave no healthy answer to GET /health: is toolproof running there?`,
+        // A host that never answers the connection (a firewall, a wrong address) lands here too.
+        `${base} gave no healthy answer to GET /health within ${Math.round((deps.healthWaitMs ?? 30_000) / 1000)} s ` +
+          `(no connection, or a server that is not toolproof): is toolproof running there?`,
       );
       return 1;
     }

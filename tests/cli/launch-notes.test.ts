@@ -4,8 +4,11 @@
  * refused the write, and the model said "done" with no file; the launcher never loosens an
  * agent's permissions, so it names the agent's own switch instead.
  */
+import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { launchCommand } from '../../cli/launch/command.js';
 import { RECIPES } from '../../cli/launch/recipes.js';
+import type { CliIO } from '../../cli/probe/command.js';
 
 const note = (id: string, args: string[]) => RECIPES.find((r) => r.id === id)!.headlessNote?.(args);
 const TASK = 'create proof.txt containing 7391, then say done';
@@ -47,4 +50,34 @@ describe('a headless run without the switch that lets the agent write gets a not
     for (const id of ['opencode', 'pi', 'cn', 'kilo', 'cline', 'grok'])
       expect(note(id, ['-p', TASK]), id).toBeUndefined();
   });
+});
+
+describe('a URL where nothing healthy answers', () => {
+  it('says how long it waited and that there may be no connection at all (it said "took the connection")', async () => {
+    const sockets: Socket[] = [];
+    const mute = createNetServer((s) => {
+      sockets.push(s);
+    });
+    await new Promise<void>((r) => mute.listen(0, '127.0.0.1', r));
+    try {
+      const err: string[] = [];
+      const io = {
+        stdout: { write: () => true },
+        stderr: { write: (s: string) => err.push(s) > 0 },
+      } as unknown as CliIO;
+      const url = `http://127.0.0.1:${(mute.address() as AddressInfo).port}`;
+      const code = await launchCommand(
+        ['pi', '--url', url, '--print'],
+        io,
+        { PATH: '' },
+        { healthWaitMs: 1_500 },
+      );
+      expect(code).toBe(1);
+      expect(err.join('')).toContain('gave no healthy answer to GET /health within 2 s (no connection, or');
+      expect(err.join('')).not.toContain('took the connection');
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => mute.close(() => r()));
+    }
+  }, 20_000);
 });
