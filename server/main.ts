@@ -29,7 +29,15 @@ async function main(): Promise<void> {
   if (config.simulator) {
     // Loaded only here: a process with a real upstream never loads the simulator's code.
     const { createSimulator } = await import('../simulator/index.js');
-    simulator = await createSimulator({ personality: 'vllm', scenario: 'demo', host: '127.0.0.1', port: 0 });
+    // Cached prompt tokens reported (vLLM's --enable-prompt-tokens-details), so the inspector's
+    // session view and the metrics show a cached ratio on the demo, not "–".
+    simulator = await createSimulator({
+      personality: 'vllm',
+      scenario: 'demo',
+      promptTokensDetails: true,
+      host: '127.0.0.1',
+      port: 0,
+    });
     config = Object.freeze({
       ...config,
       defaultUpstream: Object.freeze({ urls: Object.freeze([simulator.url]) }),

@@ -56,9 +56,19 @@ export function workingDirectory(messages: readonly ChatMessage[]): string | und
 
 type Schema = { properties?: Record<string, unknown> };
 
-const WRITE_NAMES = ['Write', 'write', 'write_file', 'create_file', 'writeFile', 'write_to_file', 'create'];
+// `editor`: Cline 3's one file tool (`path`, `new_text`; no `old_text` creates the file).
+const WRITE_NAMES = [
+  'Write',
+  'write',
+  'write_file',
+  'create_file',
+  'writeFile',
+  'write_to_file',
+  'create',
+  'editor',
+];
 const PATH_KEYS = ['file_path', 'filePath', 'absolute_path', 'path', 'filename', 'filepath', 'file'];
-const CONTENT_KEYS = ['content', 'contents', 'file_text', 'text'];
+const CONTENT_KEYS = ['content', 'contents', 'file_text', 'text', 'new_text'];
 
 function keys(tool: ToolDef): string[] {
   return Object.keys((tool.function?.parameters as Schema | undefined)?.properties ?? {});
@@ -85,17 +95,27 @@ export function writeCall(
   const shell = SHELL_NAMES.map((n) => tools.find((t) => t.function?.name === n)).find(Boolean);
   if (!shell) return undefined;
   const props = (shell.function.parameters as Schema | undefined)?.properties ?? {};
-  const key = ['command', 'cmd'].find((k) => k in props) ?? 'command';
+  const key = ['command', 'cmd', 'commands'].find((k) => k in props) ?? 'command';
   const line = `printf '%s\\n' ${quote(task.content)} > ${quote(task.path)}`;
+  const array = (props[key] as { type?: unknown } | undefined)?.type === 'array';
+  // An array `command` is one argv (Codex); `commands` is a list of whole command lines (Cline).
   const args: Record<string, unknown> = {
-    [key]: (props[key] as { type?: unknown } | undefined)?.type === 'array' ? ['bash', '-lc', line] : line,
+    [key]: !array ? line : key === 'commands' ? [line] : ['bash', '-lc', line],
   };
   if ('workdir' in props && cwd) args.workdir = cwd;
   if ('description' in props) args.description = `Write ${task.path}`;
   return { name: shell.function.name, arguments: args };
 }
 
-const SHELL_NAMES = ['exec_command', 'shell_command', 'shell', 'Bash', 'bash', 'run_shell_command'];
+const SHELL_NAMES = [
+  'exec_command',
+  'shell_command',
+  'shell',
+  'Bash',
+  'bash',
+  'run_shell_command',
+  'run_commands',
+];
 
 function quote(word: string): string {
   return `'${word.replace(/'/g, `'\\''`)}'`;

@@ -319,7 +319,9 @@ export async function launchCommand(
     const found = await findServer(base, deps.healthWaitMs);
     if (found === 'busy') {
       say(
-        `${base} took the connection but gave no healthy answer to GET /health: is toolproof running there?`,
+        // A host that never answers the connection (a firewall, a wrong address) lands here too.
+        `${base} gave no healthy answer to GET /health within ${Math.round((deps.healthWaitMs ?? 30_000) / 1000)} s ` +
+          `(no connection, or a server that is not toolproof): is toolproof running there?`,
       );
       return 1;
     }
@@ -403,6 +405,8 @@ export async function launchCommand(
       return 0;
     }
 
+    const note = agent.headlessNote?.(userArgs);
+    if (note) say(`note: ${note} (the launcher never loosens an agent's permissions)`);
     for (const [path, text] of Object.entries(plan.files)) writeFileSync(path, text, { mode: 0o600 });
     return await runAgent(bin!, plan.args, childEnv(plan, env));
   } finally {

@@ -61,6 +61,17 @@ export interface AgentRecipe {
   quietArgs?: readonly string[];
   /** `--write`: the user's config file and the settings merged into it. */
   write?: WriteSpec;
+  /**
+   * A note when the user's arguments run the agent without a terminal but also without the switch
+   * that lets it write (the launcher never loosens permissions): the write is refused and a small
+   * model often says it is done all the same, which looks like toolproof's fault.
+   */
+  headlessNote?(args: readonly string[]): string | undefined;
+}
+
+/** Whether `args` holds one of `flags`, alone or as `--flag=value`. */
+function hasFlag(args: readonly string[], flags: readonly string[]): boolean {
+  return args.some((a) => flags.some((f) => a === f || a.startsWith(`${f}=`)));
 }
 
 export interface WriteSpec {
@@ -338,6 +349,16 @@ export const RECIPES: readonly CliRecipe[] = [
     bin: 'claude',
     pkg: '@anthropic-ai/claude-code',
     apis: ['messages'],
+    headlessNote: (args) =>
+      hasFlag(args, ['-p', '--print']) &&
+      !hasFlag(args, [
+        '--permission-mode',
+        '--allowedTools',
+        '--allowed-tools',
+        '--dangerously-skip-permissions',
+      ])
+        ? 'claude -p writes files only with a permission: add --permission-mode acceptEdits (or --allowedTools Write)'
+        : undefined,
     env: claudeEnv,
     unset: CLAUDE_UNSET,
     quiet: CLAUDE_QUIET,
@@ -353,6 +374,12 @@ export const RECIPES: readonly CliRecipe[] = [
     bin: 'codex',
     pkg: '@openai/codex',
     apis: ['responses'],
+    headlessNote: (args) =>
+      args[0] === 'exec' &&
+      !hasFlag(args, ['-s', '--sandbox', '--dangerously-bypass-approvals-and-sandbox']) &&
+      !args.some((a) => a.startsWith('sandbox_mode='))
+        ? "codex exec's default sandbox is read-only: add --sandbox workspace-write to let it write"
+        : undefined,
     env: (t) => ({ TOOLPROOF_API_KEY: t.key }),
     args: (t) => codexSettings(t).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
     quietArgs: CODEX_QUIET.flatMap(([k, v]) => ['-c', `${k}=${v}`]),
@@ -391,6 +418,10 @@ export const RECIPES: readonly CliRecipe[] = [
     bin: 'qwen',
     pkg: '@qwen-code/qwen-code',
     apis: ['chat'],
+    headlessNote: (args) =>
+      hasFlag(args, ['-p', '--prompt']) && !hasFlag(args, ['-y', '--yolo', '--approval-mode'])
+        ? 'qwen -p blocks writes by its approval policy: add --yolo (or --approval-mode auto-edit)'
+        : undefined,
     env: (t) => ({
       OPENAI_API_KEY: t.key,
       OPENAI_BASE_URL: `${t.base}/v1`,

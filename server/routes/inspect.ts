@@ -110,7 +110,13 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
               session: { type: 'string', maxLength: 400 },
               model: { type: 'string', maxLength: 256 },
               outcome: { type: 'string', enum: OUTCOMES },
-              limit: { type: 'integer', minimum: 1, maximum: 1000 },
+              // A query string is text, and the app never coerces types (a body's numbers are the
+              // client's): `?limit=50` is validated as digits here and read as a number below.
+              limit: {
+                type: 'string',
+                pattern: '^(?:[1-9][0-9]{0,2}|1000)$',
+                description: '1 to 1000, default 200',
+              },
             },
           },
           response: {
@@ -127,8 +133,8 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
         },
       },
       async (request) => {
-        const q = request.query as { session?: string; model?: string; outcome?: string; limit?: number };
-        const limit = q.limit ?? 200;
+        const q = request.query as { session?: string; model?: string; outcome?: string; limit?: string };
+        const limit = q.limit === undefined ? 200 : Number(q.limit);
         const got = await ask({ op: 'list', query: { ...q, limit } });
         const requests = (got.parts as CaptureSummary[][])
           .flat()

@@ -233,6 +233,23 @@ describe('the capture behind /inspect/api', () => {
     expect(chat.status).toBe(401);
   });
 
+  it('reads ?limit= from the query string as a number (docs/inspect.md: 1-1000), and refuses anything else', async () => {
+    stack = await startStack();
+    for (let i = 0; i < 3; i++)
+      await stack.client.chat.completions.create({ model: 'sim', messages: user, tools });
+    const two = await getJson(stack, '/inspect/api/requests?limit=2');
+    expect(two.status).toBe(200);
+    expect((two.body.requests as Summary[]).length).toBe(2);
+    expect(
+      ((await getJson(stack, '/inspect/api/requests?limit=1000')).body.requests as Summary[]).length,
+    ).toBe(3);
+    for (const bad of ['0', '1001', 'x', '-1', '2.5']) {
+      const res = await getJson(stack, `/inspect/api/requests?limit=${bad}`);
+      expect(res.status, bad).toBe(400);
+      expect((res.body.error as { param: string }).param).toBe('limit');
+    }
+  });
+
   it('is documented in the OpenAPI document', async () => {
     stack = await startStack();
     const doc = (await getJson(stack, '/docs/json')).body as { paths: Record<string, unknown> };

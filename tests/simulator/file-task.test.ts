@@ -30,6 +30,20 @@ describe('the demo model reads "create NAME containing TEXT"', () => {
     expect(writeCall(task, [tool('Read', { file_path: {} })], '/w')).toBeUndefined();
   });
 
+  it("writes with Cline 3's tools: `editor` (path, new_text), else `run_commands` (a list of lines)", () => {
+    const task = { path: 'proof.txt', content: '7391' };
+    const editor = tool('editor', { path: {}, old_text: {}, new_text: {}, insert_line: {} });
+    const commands = tool('run_commands', { commands: { type: 'array', items: { type: 'string' } } });
+    expect(writeCall(task, [tool('read_files', { files: {} }), commands, editor], '/w')).toEqual({
+      name: 'editor',
+      arguments: { path: '/w/proof.txt', new_text: '7391\n' },
+    });
+    expect(writeCall(task, [commands], '/w')).toEqual({
+      name: 'run_commands',
+      arguments: { commands: [`printf '%s\\n' '7391' > 'proof.txt'`] },
+    });
+  });
+
   it('costs linear time on long input with no task in it', () => {
     const long = `create ${'a'.repeat(100_000)} containing ${'b,'.repeat(50_000)}`;
     const t0 = performance.now();
