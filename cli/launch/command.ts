@@ -377,7 +377,13 @@ export async function launchCommand(
       api: options.api ?? agent.apis[0]!,
       dir,
     };
-    const plan = buildPlan(agent, target, userArgs);
+    // A run without a terminal gets the switch that lets the agent edit its folder (recipes.ts).
+    const headless = agent.headless?.(userArgs);
+    if (headless)
+      say(
+        `${agent.bin ?? agent.id} runs without a terminal: added ${headless.added} so it can edit files in this folder (give your own permission switch to choose another)`,
+      );
+    const plan = buildPlan(agent, target, headless?.args ?? userArgs);
 
     if (options.print) {
       io.stdout.write(renderPlan(plan, bin ?? agent.bin, secret));
@@ -405,8 +411,6 @@ export async function launchCommand(
       return 0;
     }
 
-    const note = agent.headlessNote?.(userArgs);
-    if (note) say(`note: ${note} (the launcher never loosens an agent's permissions)`);
     for (const [path, text] of Object.entries(plan.files)) writeFileSync(path, text, { mode: 0o600 });
     return await runAgent(bin!, plan.args, childEnv(plan, env));
   } finally {

@@ -62,11 +62,15 @@ export interface AgentRecipe {
   /** `--write`: the user's config file and the settings merged into it. */
   write?: WriteSpec;
   /**
-   * A note when the user's arguments run the agent without a terminal but also without the switch
-   * that lets it write (the launcher never loosens permissions): the write is refused and a small
-   * model often says it is done all the same, which looks like toolproof's fault.
+   * A run without a terminal (`claude -p`, `codex exec`, `qwen -p`) that lacks any switch of the
+   * user's own about permissions: nobody is there to answer the agent's permission prompt, so its
+   * write is refused, and a small model often says "done" all the same (which looks like
+   * toolproof's fault). The user's arguments with the narrowest switch that lets the agent edit
+   * files in its working folder (never the shell outside its sandbox, never "skip permissions"),
+   * and that switch as words for the line the launcher prints. Any permission switch of the
+   * user's own wins: then undefined.
    */
-  headlessNote?(args: readonly string[]): string | undefined;
+  headless?(args: readonly string[]): { args: string[]; added: string } | undefined;
 }
 
 /** Whether `args` holds one of `flags`, alone or as `--flag=value`. */
@@ -349,15 +353,18 @@ export const RECIPES: readonly CliRecipe[] = [
     bin: 'claude',
     pkg: '@anthropic-ai/claude-code',
     apis: ['messages'],
-    headlessNote: (args) =>
+    headless: (args) =>
       hasFlag(args, ['-p', '--print']) &&
       !hasFlag(args, [
         '--permission-mode',
         '--allowedTools',
         '--allowed-tools',
+        '--disallowedTools',
+        '--disallowed-tools',
         '--dangerously-skip-permissions',
+        '--permission-prompt-tool',
       ])
-        ? 'claude -p writes files only with a permission: add --permission-mode acceptEdits (or --allowedTools Write)'
+        ? { args: [...args, '--permission-mode', 'acceptEdits'], added: '--permission-mode acceptEdits' }
         : undefined,
     env: claudeEnv,
     unset: CLAUDE_UNSET,
@@ -374,11 +381,15 @@ export const RECIPES: readonly CliRecipe[] = [
     bin: 'codex',
     pkg: '@openai/codex',
     apis: ['responses'],
-    headlessNote: (args) =>
+    headless: (args) =>
       args[0] === 'exec' &&
-      !hasFlag(args, ['-s', '--sandbox', '--dangerously-bypass-approvals-and-sandbox']) &&
+      !hasFlag(args, ['-s', '--sandbox', '--full-auto', '--dangerously-bypass-approvals-and-sandbox']) &&
       !args.some((a) => a.startsWith('sandbox_mode='))
-        ? "codex exec's default sandbox is read-only: add --sandbox workspace-write to let it write"
+        ? {
+            // Right after `exec`, where `codex exec resume …` takes it too.
+            args: ['exec', '--sandbox', 'workspace-write', ...args.slice(1)],
+            added: '--sandbox workspace-write',
+          }
         : undefined,
     env: (t) => ({ TOOLPROOF_API_KEY: t.key }),
     args: (t) => codexSettings(t).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
@@ -418,9 +429,9 @@ export const RECIPES: readonly CliRecipe[] = [
     bin: 'qwen',
     pkg: '@qwen-code/qwen-code',
     apis: ['chat'],
-    headlessNote: (args) =>
+    headless: (args) =>
       hasFlag(args, ['-p', '--prompt']) && !hasFlag(args, ['-y', '--yolo', '--approval-mode'])
-        ? 'qwen -p blocks writes by its approval policy: add --yolo (or --approval-mode auto-edit)'
+        ? { args: [...args, '--approval-mode', 'auto-edit'], added: '--approval-mode auto-edit' }
         : undefined,
     env: (t) => ({
       OPENAI_API_KEY: t.key,

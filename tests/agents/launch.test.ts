@@ -20,6 +20,7 @@ function launch(
   origin: string,
   cwd: string,
   home: string,
+  agentArgs: readonly string[] = HEADLESS[agent]!(CORE_TASK.prompt),
 ): Promise<{ code: number | null; out: string }> {
   const bins = agentsInfo().bins as Record<string, string> | undefined;
   const binDir = bins?.claude ? dirname(bins.claude) : '';
@@ -38,15 +39,7 @@ function launch(
     KILO_NO_DAEMON: '1',
     QWEN_CODE_SUPPRESS_YOLO_WARNING: '1',
   };
-  const args = [
-    ...TOOLPROOF_CLI,
-    'launch',
-    agent,
-    '--url',
-    origin,
-    '--',
-    ...HEADLESS[agent]!(CORE_TASK.prompt),
-  ];
+  const args = [...TOOLPROOF_CLI, 'launch', agent, '--url', origin, '--', ...agentArgs];
   return new Promise((resolve) => {
     const child = spawn(process.execPath, args, {
       cwd,
@@ -65,7 +58,39 @@ function launch(
   });
 }
 
+/**
+ * A run without a terminal and without any permission switch of the user's own, as issue 31's
+ * "done means" writes it (`toolproof launch claude -- -p "create proof.txt …"`): the launcher adds
+ * the agent's switch for editing its folder (recipes.ts `headless`), so the file is written. Before,
+ * Claude Code was refused the write and the model said "done" with no file.
+ */
+const BARE: Record<string, (task: string) => string[]> = {
+  claude: (t) => ['-p', t],
+  codex: (t) => ['exec', '--skip-git-repo-check', t],
+  qwen: (t) => ['-p', t],
+};
+
 describeAgents('toolproof launch <agent>', () => {
+  for (const [agent, bare] of Object.entries(BARE)) {
+    it(`${agent}: proof, leak, the bare headless command (no permission switch)`, async () => {
+      const home = mkdtempSync(join(tmpdir(), `tp-launch-${agent}-home-`));
+      const cwd = mkdtempSync(join(tmpdir(), `tp-launch-${agent}-work-`));
+      mkdirSync(join(home, 'tmp'));
+      const stack = await startAgentStack({ mode: 'leak', task: CORE_TASK, cwd });
+      try {
+        const r = await launch(agent, stack.origin, cwd, home, bare(CORE_TASK.prompt));
+        const why = r.out.slice(-2000);
+        expect(r.code, why).toBe(0);
+        expect(r.out, why).toMatch(/runs without a terminal: added --/);
+        expect(diskProblems(CORE_TASK, cwd), why).toEqual([]);
+      } finally {
+        await stack.close();
+        rmSync(home, { recursive: true, force: true });
+        rmSync(cwd, { recursive: true, force: true });
+      }
+    });
+  }
+
   for (const agent of Object.keys(HEADLESS)) {
     it(`${agent}: proof, leak, through the launcher`, async () => {
       const home = mkdtempSync(join(tmpdir(), `tp-launch-${agent}-home-`));

@@ -1,8 +1,8 @@
 /**
- * The launcher's note for a non-interactive run that cannot write (cli/launch/recipes.ts
- * `headlessNote`): `toolproof launch claude -- -p "create proof.txt …"` ran, Claude Code was
- * refused the write, and the model said "done" with no file; the launcher never loosens an
- * agent's permissions, so it names the agent's own switch instead.
+ * A non-interactive run with no permission switch of the user's own (cli/launch/recipes.ts
+ * `headless`): `toolproof launch claude -- -p "create proof.txt …"` ran, Claude Code was refused
+ * the write (nobody can answer its prompt), and the model said "done" with no file. The launcher
+ * now adds the agent's narrowest switch for editing its folder, and says so.
  */
 import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
@@ -10,45 +10,66 @@ import { launchCommand } from '../../cli/launch/command.js';
 import { RECIPES } from '../../cli/launch/recipes.js';
 import type { CliIO } from '../../cli/probe/command.js';
 
-const note = (id: string, args: string[]) => RECIPES.find((r) => r.id === id)!.headlessNote?.(args);
+const headless = (id: string, args: string[]) => RECIPES.find((r) => r.id === id)!.headless?.(args);
 const TASK = 'create proof.txt containing 7391, then say done';
 
-describe('a headless run without the switch that lets the agent write gets a note', () => {
-  it('claude -p without a permission', () => {
-    expect(note('claude', ['-p', TASK])).toMatch(/--permission-mode acceptEdits/);
-    expect(note('claude', ['--print', TASK])).toMatch(/--permission-mode acceptEdits/);
-    for (const ok of [
-      ['-p', TASK, '--permission-mode', 'acceptEdits'],
-      ['-p', TASK, '--permission-mode=acceptEdits'],
-      ['-p', TASK, '--allowedTools', 'Write'],
+describe('a headless run without a permission switch of its own gets the one that lets the agent edit its folder', () => {
+  it("claude -p: --permission-mode acceptEdits, after the user's arguments", () => {
+    expect(headless('claude', ['-p', TASK])).toEqual({
+      args: ['-p', TASK, '--permission-mode', 'acceptEdits'],
+      added: '--permission-mode acceptEdits',
+    });
+    expect(headless('claude', ['--print', TASK])?.args).toEqual([
+      '--print',
+      TASK,
+      '--permission-mode',
+      'acceptEdits',
+    ]);
+    for (const own of [
+      ['-p', TASK, '--permission-mode', 'plan'],
+      ['-p', TASK, '--permission-mode=default'],
+      ['-p', TASK, '--allowedTools', 'Read'],
+      ['-p', TASK, '--disallowedTools', 'Write'],
       ['-p', TASK, '--dangerously-skip-permissions'],
       [], // interactive: Claude Code asks
     ])
-      expect(note('claude', ok), ok.join(' ')).toBeUndefined();
+      expect(headless('claude', own), own.join(' ')).toBeUndefined();
   });
 
-  it('codex exec in its read-only default sandbox', () => {
-    expect(note('codex', ['exec', '--skip-git-repo-check', TASK])).toMatch(/--sandbox workspace-write/);
-    for (const ok of [
-      ['exec', '--sandbox', 'workspace-write', TASK],
+  it('codex exec: --sandbox workspace-write right after exec (so `exec resume` takes it too)', () => {
+    expect(headless('codex', ['exec', '--skip-git-repo-check', TASK])).toEqual({
+      args: ['exec', '--sandbox', 'workspace-write', '--skip-git-repo-check', TASK],
+      added: '--sandbox workspace-write',
+    });
+    expect(headless('codex', ['exec', 'resume', '--last', TASK])?.args).toEqual([
+      'exec',
+      '--sandbox',
+      'workspace-write',
+      'resume',
+      '--last',
+      TASK,
+    ]);
+    for (const own of [
+      ['exec', '--sandbox', 'read-only', TASK],
       ['exec', '-s', 'danger-full-access', TASK],
+      ['exec', '--full-auto', TASK],
       ['exec', '--dangerously-bypass-approvals-and-sandbox', TASK],
-      ['exec', '-c', 'sandbox_mode=workspace-write', TASK],
+      ['exec', '-c', 'sandbox_mode=read-only', TASK],
       [TASK],
     ])
-      expect(note('codex', ok), ok.join(' ')).toBeUndefined();
+      expect(headless('codex', own), own.join(' ')).toBeUndefined();
   });
 
-  it('qwen -p under its approval policy', () => {
-    expect(note('qwen', ['-p', TASK])).toMatch(/--yolo/);
-    expect(note('qwen', ['-p', TASK, '--yolo'])).toBeUndefined();
-    expect(note('qwen', ['-p', TASK, '--approval-mode', 'auto-edit'])).toBeUndefined();
-    expect(note('qwen', ['--yolo', TASK])).toBeUndefined();
+  it('qwen -p: --approval-mode auto-edit (edits, not the shell)', () => {
+    expect(headless('qwen', ['-p', TASK])?.args).toEqual(['-p', TASK, '--approval-mode', 'auto-edit']);
+    expect(headless('qwen', ['-p', TASK, '--yolo'])).toBeUndefined();
+    expect(headless('qwen', ['-p', TASK, '--approval-mode', 'plan'])).toBeUndefined();
+    expect(headless('qwen', ['--yolo', TASK])).toBeUndefined();
   });
 
-  it('agents whose headless mode writes need no note', () => {
+  it('agents whose headless mode already writes get nothing', () => {
     for (const id of ['opencode', 'pi', 'cn', 'kilo', 'cline', 'grok'])
-      expect(note(id, ['-p', TASK]), id).toBeUndefined();
+      expect(headless(id, ['-p', TASK]), id).toBeUndefined();
   });
 });
 

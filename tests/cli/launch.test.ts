@@ -98,6 +98,23 @@ const WINDOW_SETTING: Record<string, (w: number) => string> = {
   cline: (w) => `"contextWindow":${w}`,
 };
 
+describe('a run without a terminal', () => {
+  it('--print shows the permission switch the launcher adds to a bare `claude -p`, and stderr says so', async () => {
+    const url = await toolproofOver(
+      await sim({ personality: 'vllm', modelName: 'coder', maxModelLen: 24576 }),
+    );
+    const task = 'create proof.txt containing 7391, then say done';
+    const r = await printed('claude', url, ['--', '-p', task]);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain(`-p '${task}' --permission-mode acceptEdits`);
+    expect(r.err).toContain('runs without a terminal: added --permission-mode acceptEdits');
+    // A switch of the user's own is left as it is, and nothing is added.
+    const own = await printed('claude', url, ['--', '-p', task, '--permission-mode', 'plan']);
+    expect(own.out).not.toContain('acceptEdits');
+    expect(own.err).not.toContain('runs without a terminal');
+  });
+});
+
 describe('the window from each backend kind reaches each agent', () => {
   it('vLLM max_model_len, through toolproof, into every agent that has a window setting', async () => {
     const url = await toolproofOver(
