@@ -45,6 +45,8 @@ export interface LeanLimits {
 }
 
 const NO_LINKS: Link[] = [];
+const NO_KEYS: string[] = [];
+const NO_VALUES: AttributeValue[] = [];
 const NO_EVENTS: TimedEvent[] = [];
 const NO_ATTRIBUTES: Attributes = Object.freeze({}) as Attributes;
 const SAMPLED = 1;
@@ -84,6 +86,13 @@ export class LeanEvent implements TimedEvent {
 /** What starts spans: the sampler, the ids, the limits and where ended spans go. */
 export class LeanTracer {
   private readonly ids = new RandomIdGenerator();
+  /**
+   * Called on each recorded span as it ends, before the processor gets it: otlp-proto.ts's
+   * encodeAtEnd when the exporter is its protobuf one (the span is written into bytes then and
+   * its attribute and event objects let go; a span waiting for its batch is then a few fields
+   * and a slice of a byte slab, which the garbage collector neither traces nor copies).
+   */
+  encode: ((span: LeanSpan) => void) | undefined;
 
   constructor(
     readonly resource: Resource,
@@ -133,8 +142,8 @@ export class LeanSpan implements ReadableSpan, SpanContext {
   endMs = 0;
   /** performance.now() to epoch milliseconds, fixed at the start (the SDK's Span does the same). */
   private readonly base: number;
-  readonly keys: string[] = [];
-  readonly values: AttributeValue[] = [];
+  keys: string[] = [];
+  values: AttributeValue[] = [];
   droppedAttributesCount = 0;
   leanEvents: LeanEvent[] | undefined;
   droppedEventsCount = 0;
@@ -144,6 +153,13 @@ export class LeanSpan implements ReadableSpan, SpanContext {
   statusMessage: string | undefined;
   ended = false;
   private attributesObject: Attributes | undefined;
+  /**
+   * The span as OTLP protobuf (a `Span` message), once encodeAtEnd wrote it: bytes
+   * [encodedStart, encodedEnd) of `encoded`; the attributes and events are then let go.
+   */
+  encoded: Buffer | undefined;
+  encodedStart = 0;
+  encodedEnd = 0;
 
   constructor(
     private readonly tracer: LeanTracer,
@@ -280,7 +296,19 @@ export class LeanSpan implements ReadableSpan, SpanContext {
     if (!this.recording) return;
     const end = this.now();
     this.endMs = end < this.startMs ? this.startMs : end;
+    this.tracer.encode?.(this);
     this.tracer.processor.onEnd(this);
+  }
+
+  /** encodeAtEnd's: the span is bytes now; its attributes and events go. */
+  encodedAs(bytes: Buffer, start: number, end: number): void {
+    this.encoded = bytes;
+    this.encodedStart = start;
+    this.encodedEnd = end;
+    this.keys = NO_KEYS;
+    this.values = NO_VALUES;
+    this.leanEvents = undefined;
+    this.attributesObject = undefined;
   }
 
   // ReadableSpan, in the SDK's shapes (built when read: the protobuf path reads the fields above).

@@ -442,9 +442,42 @@ function leanSpan(w: Writer, s: LeanSpan): void {
   w.fixed32(spanFlags(s.traceFlags, parent?.isRemote));
 }
 
+/** Where encodeAtEnd writes: slabs of 256 KB, each kept by the spans written in it. */
+const slab = new Writer();
+slab.buf = Buffer.allocUnsafeSlow(256 * 1024);
+
+/**
+ * A LeanSpan as it ends, written as its `Span` message into the current slab (the export then
+ * copies its bytes): what the export would have written (leanSpan), earlier. Set as the tracer's
+ * `encode` by sdk.ts with the protobuf exporter only: the span's attributes and events are let go.
+ */
+export function encodeAtEnd(s: LeanSpan): void {
+  const w = slab;
+  // A span is a few hundred bytes (more under the content opt-in: the writer grows then, and the
+  // spans already in the slab keep the old one).
+  if (w.buf.length - w.pos < 16 * 1024) {
+    w.buf = Buffer.allocUnsafeSlow(256 * 1024);
+    w.pos = 0;
+  }
+  const start = w.pos;
+  leanSpan(w, s);
+  s.encodedAs(w.buf, start, w.pos);
+  // One huge span (a long history under the content opt-in) does not leave a huge slab in use.
+  if (w.buf.length > 1024 * 1024) {
+    w.buf = Buffer.allocUnsafeSlow(256 * 1024);
+    w.pos = 0;
+  }
+}
+
 function span(w: Writer, s: ReadableSpan): void {
   if (s instanceof LeanSpan) {
-    leanSpan(w, s);
+    const bytes = s.encoded;
+    if (bytes) {
+      const n = s.encodedEnd - s.encodedStart;
+      w.ensure(n);
+      bytes.copy(w.buf, w.pos, s.encodedStart, s.encodedEnd);
+      w.pos += n;
+    } else leanSpan(w, s);
     return;
   }
   const ctx = s.spanContext();

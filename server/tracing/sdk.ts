@@ -99,6 +99,13 @@ async function exporterOf(settings: TracingSettings): Promise<SpanExporter> {
   return protobufSpanExporter(settings.endpoint);
 }
 
+/** With the protobuf exporter, spans are written into bytes as they end (otlp-proto.ts). */
+async function encoderOf(settings: TracingSettings): Promise<((span: LeanSpan) => void) | undefined> {
+  if (settings.protocol === 'http/json') return undefined;
+  const { encodeAtEnd } = await import('./otlp-proto.js');
+  return encodeAtEnd;
+}
+
 /**
  * The SDK's span limits from the environment, as its TracerProvider reads them (the span's own
  * variable first, then the general one, then the default), the value length from settings.ts.
@@ -130,6 +137,7 @@ export async function createTracing(settings: TracingSettings): Promise<Tracing<
     processor,
     limitsOf(settings),
   );
+  tracer.encode = await encoderOf(settings);
   let closed: Promise<void> | undefined;
   return {
     startRequest(request, route) {

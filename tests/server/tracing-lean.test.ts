@@ -32,7 +32,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { describe, expect, it } from 'vitest';
 import { type LeanLimits, type LeanSpan, LeanTracer } from '../../server/tracing/lean.js';
-import { protobufSpanExporter, serializeSpans } from '../../server/tracing/otlp-proto.js';
+import { encodeAtEnd, protobufSpanExporter, serializeSpans } from '../../server/tracing/otlp-proto.js';
 
 const LIMITS: LeanLimits = {
   attributeValueLength: 65536,
@@ -135,6 +135,25 @@ describe('lean spans', () => {
     expect(
       Buffer.from(serializeSpans(batch)).equals(Buffer.from(ProtobufTraceSerializer.serializeRequest(batch)!)),
     ).toBe(true);
+  });
+
+  it('written into bytes as they end (the protobuf exporter): the same bytes at export, their objects let go', () => {
+    const { tracer, ended } = tracerOf();
+    const batch: ReadableSpan[] = [];
+    while (batch.length < 600) requestSpans(tracer), batch.push(...ended.splice(0));
+    const expected = Buffer.from(ProtobufTraceSerializer.serializeRequest(batch)!);
+    // As the tracer's encode hook would, span by span (several slabs: 600 spans of ~1-40 KB).
+    for (const s of batch) encodeAtEnd(s as LeanSpan);
+    const slabs = new Set(batch.map((s) => (s as LeanSpan).encoded!.buffer));
+    expect(slabs.size).toBeGreaterThan(1);
+    expect((batch[0] as LeanSpan).keys).toHaveLength(0);
+    expect((batch[0] as LeanSpan).leanEvents).toBeUndefined();
+    expect(Buffer.from(serializeSpans(batch)).equals(expected)).toBe(true);
+    // Through a tracer with the hook: the spans reach the processor encoded.
+    const hooked = tracerOf();
+    hooked.tracer.encode = encodeAtEnd;
+    requestSpans(hooked.tracer);
+    expect(hooked.ended.every((s) => (s as LeanSpan).encoded !== undefined)).toBe(true);
   });
 
   it('read as the SDK shapes them: ids, parent, times, attributes, events, status (the JSON exporter reads these)', () => {
