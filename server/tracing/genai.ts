@@ -46,7 +46,8 @@ interface OutMessage {
  */
 export function setRequestAttributes(
   span: { setAttribute(key: string, value: AttributeValue): unknown },
-  request: ChatCompletionRequest): void {
+  request: ChatCompletionRequest,
+): void {
   const r = request as unknown as Record<string, unknown>;
   const maxTokens = r.max_completion_tokens ?? r.max_tokens;
   if (typeof maxTokens === 'number') span.setAttribute(GEN_AI.maxTokens, maxTokens);

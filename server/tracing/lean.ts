@@ -65,9 +65,6 @@ export function hrOf(ms: number): HrTime {
   return [s, ns];
 }
 
-/** The process's clock for spans: performance.now() anchored to the epoch (as the SDK's Span). */
-const timeOrigin = performance.timeOrigin;
-
 /** One event of a span (a TimedEvent through its getter). */
 export class LeanEvent implements TimedEvent {
   constructor(
@@ -295,7 +292,7 @@ export class LeanSpan implements ReadableSpan, SpanContext {
     this.ended = true;
     if (!this.recording) return;
     const end = this.now();
-    this.endMs = end < this.startMs ? this.startMs : end;
+    this.endMs = Math.max(end, this.startMs);
     this.tracer.encode?.(this);
     this.tracer.processor.onEnd(this);
   }

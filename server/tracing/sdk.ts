@@ -178,7 +178,6 @@ export async function createTracing(settings: TracingSettings): Promise<Tracing<
   };
 }
 
-
 /** The tallies' event names (policies/types.ts EffectTallyName). */
 const TALLY_EVENTS: Record<string, string> = {
   repairs: 'toolproof.history_repair',

@@ -131,16 +131,24 @@ describe('lean spans', () => {
     expect(ours.equals(Buffer.from(ProtobufTraceSerializer.serializeRequest(ended)!))).toBe(true);
     // A full batch: lengths past 2^14 and 2^21.
     const batch: ReadableSpan[] = [];
-    while (batch.length < 512) requestSpans(tracer), batch.push(...ended.splice(0));
+    while (batch.length < 512) {
+      requestSpans(tracer);
+      batch.push(...ended.splice(0));
+    }
     expect(
-      Buffer.from(serializeSpans(batch)).equals(Buffer.from(ProtobufTraceSerializer.serializeRequest(batch)!)),
+      Buffer.from(serializeSpans(batch)).equals(
+        Buffer.from(ProtobufTraceSerializer.serializeRequest(batch)!),
+      ),
     ).toBe(true);
   });
 
   it('written into bytes as they end (the protobuf exporter): the same bytes at export, their objects let go', () => {
     const { tracer, ended } = tracerOf();
     const batch: ReadableSpan[] = [];
-    while (batch.length < 600) requestSpans(tracer), batch.push(...ended.splice(0));
+    while (batch.length < 600) {
+      requestSpans(tracer);
+      batch.push(...ended.splice(0));
+    }
     const expected = Buffer.from(ProtobufTraceSerializer.serializeRequest(batch)!);
     // As the tracer's encode hook would, span by span (several slabs: 600 spans of ~1-40 KB).
     for (const s of batch) encodeAtEnd(s as LeanSpan);
@@ -266,9 +274,11 @@ describe('lean spans', () => {
     expect(s.events[0]!.attributes).toEqual({ x: 'long ', y: 2 });
     expect(s.events[0]!.droppedAttributesCount).toBe(1);
     expect(s.status).toEqual({ code: SpanStatusCode.ERROR, message: 'first' });
-    expect(Buffer.from(serializeSpans(ended)).equals(Buffer.from(ProtobufTraceSerializer.serializeRequest(ended)!))).toBe(
-      true,
-    );
+    expect(
+      Buffer.from(serializeSpans(ended)).equals(
+        Buffer.from(ProtobufTraceSerializer.serializeRequest(ended)!),
+      ),
+    ).toBe(true);
   });
 
   it('are exported in buffers reused between exports, a retried export with its own bytes', async () => {
@@ -286,7 +296,9 @@ describe('lean spans', () => {
     });
     await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
     try {
-      const exporter = protobufSpanExporter(`http://127.0.0.1:${(sink.address() as AddressInfo).port}/v1/traces`);
+      const exporter = protobufSpanExporter(
+        `http://127.0.0.1:${(sink.address() as AddressInfo).port}/v1/traces`,
+      );
       const batches: ReadableSpan[][] = [];
       for (let i = 0; i < 4; i++) {
         const { tracer, ended } = tracerOf();
