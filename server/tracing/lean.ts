@@ -12,7 +12,9 @@
  * The SDK's limits hold as its Span applies them: attribute values cut at the length limit
  * (strings, and each string of an array), new keys past the attribute count limit dropped and
  * counted, the oldest event dropped past the event count limit, event attributes past their limit
- * dropped and counted, a null or undefined value ignored. Loaded with the SDK only (sdk.ts).
+ * dropped and counted, a null or undefined value ignored. Values are not type-checked as the
+ * SDK's setAttribute does: sdk.ts and genai.ts set strings, numbers, booleans and string arrays
+ * only. Loaded with the SDK only (sdk.ts).
  */
 import type {
   AttributeValue,
