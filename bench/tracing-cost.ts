@@ -6,20 +6,22 @@
  * every 256 requests, so no span is dropped). Without sockets, parsing or policies around it, the
  * figure is steadier than an A/B of the whole server on a shared machine.
  *
- * `npx tsx bench/tracing-cost.ts [--requests=20000] [--rounds=5] [--protocol=http/protobuf] [--sampler=always_on]`
+ * `npx tsx bench/tracing-cost.ts [--requests=20000] [--rounds=5] [--protocol=http/protobuf] [--sampler=always_on] [--impl=DIR]`
  *
  * `--alloc`: heap bytes allocated per request instead (exports included), a figure that does not
  * move with the machine's load: needs `node --expose-gc --max-semi-space-size=256 --min-semi-space-size=256
  * --import tsx bench/tracing-cost.ts --alloc` (a young generation large enough that no GC runs while counting).
  */
 import { createServer } from 'node:http';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { PerformanceObserver } from 'node:perf_hooks';
 import type { FastifyRequest } from 'fastify';
 import type { PolicyEffect } from '../policies/registry.js';
 import type { ChatCall } from '../server/chat/context.js';
 import { newTrace } from '../server/chat/trace.js';
-import { startTracing } from '../server/tracing/index.js';
+import type { startTracing as StartTracing } from '../server/tracing/index.js';
 import { tracingSettings } from '../server/tracing/settings.js';
 import type { UpstreamResponse } from '../server/upstream.js';
 
@@ -42,6 +44,12 @@ const settings = tracingSettings({
   OTEL_EXPORTER_OTLP_PROTOCOL: args.get('protocol') || 'http/protobuf',
   OTEL_TRACES_SAMPLER: args.get('sampler') || 'parentbased_always_on',
 });
+// --impl=DIR: another copy of server/tracing/ (e.g. one saved before a change, under bench/results/),
+// so that before and after run alternately on the same machine.
+const impl = args.get('impl');
+const { startTracing } = (await import(
+  impl ? pathToFileURL(resolve(impl, 'index.ts')).href : '../server/tracing/index.js'
+)) as { startTracing: typeof StartTracing };
 const tracing = (await startTracing(settings))!;
 
 const request = {

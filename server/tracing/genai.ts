@@ -5,7 +5,7 @@
  * `gen_ai.input.messages` / `gen_ai.output.messages` (only written under the content opt-in).
  * Loaded with the SDK only (sdk.ts): nothing here runs with tracing off.
  */
-import type { Span } from '@opentelemetry/api';
+import type { AttributeValue } from '@opentelemetry/api';
 import type { ChatCompletion, ChatCompletionRequest } from '../../protocol/openai.js';
 
 export const GEN_AI = {
@@ -44,7 +44,10 @@ interface OutMessage {
  * The request's sampling settings, as the conventions name them, written onto `span` one by one
  * (no attribute object: each one would be copied by the SDK and then left to the collector).
  */
-export function setRequestAttributes(span: Span, request: ChatCompletionRequest): void {
+export function setRequestAttributes(
+  span: { setAttribute(key: string, value: AttributeValue): unknown },
+  request: ChatCompletionRequest,
+): void {
   const r = request as unknown as Record<string, unknown>;
   const maxTokens = r.max_completion_tokens ?? r.max_tokens;
   if (typeof maxTokens === 'number') span.setAttribute(GEN_AI.maxTokens, maxTokens);

@@ -18,6 +18,7 @@ import {
 } from '@opentelemetry/otlp-exporter-base/node-http';
 import { ProtobufTraceSerializer, TraceExporterMetricsHelper } from '@opentelemetry/otlp-transformer';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { LeanSpan } from './lean.js';
 
 type Value = unknown;
 
@@ -146,30 +147,149 @@ class Writer {
     const n = h.length >> 1;
     this.uint32(n);
     this.ensure(n);
-    this.pos += this.buf.write(h, this.pos, n, 'hex');
+    const buf = this.buf;
+    let p = this.pos;
+    // Ids are lowercase hex (the SDK's generator, a traceparent checked by the propagator):
+    // decoded here, cheaper than a call into Buffer's decoder; anything else goes there.
+    for (let i = 0; i < n; i++) {
+      const hi = HEX[h.charCodeAt(2 * i) & 0x7f]!;
+      const lo = HEX[h.charCodeAt(2 * i + 1) & 0x7f]!;
+      if ((hi | lo) > 15 || h.charCodeAt(2 * i) > 0x7f || h.charCodeAt(2 * i + 1) > 0x7f) {
+        this.pos += buf.write(h, this.pos, n, 'hex');
+        return;
+      }
+      buf[p++] = (hi << 4) | lo;
+    }
+    this.pos = p;
+  }
+
+  /**
+   * An attribute (a KeyValue as field `field` of its message) in one go when every length fits
+   * one byte and the key and a string value are ASCII, as nearly all of toolproof's are: no
+   * reserved lengths to patch, one bounds check. Anything else takes the general path, whose
+   * bytes are the same.
+   */
+  attribute(field: number, key: string, value: Value): void {
+    const klen = key.length;
+    if (klen < 0x70) {
+      let any = -1; // the AnyValue's length, when this path takes the value
+      const t = typeof value;
+      let n = 0;
+      if (t === 'string') {
+        n = (value as string).length;
+        if (klen + n < 0x78) any = n + 2;
+      } else if (t === 'boolean') any = 2;
+      else if (t === 'number') {
+        n = value as number;
+        if (!Number.isInteger(n)) any = 9;
+        else if (n >= 0 && n < 0x10000000) any = n < 0x80 ? 2 : n < 0x4000 ? 3 : n < 0x200000 ? 4 : 5;
+      }
+      if (any >= 0 && klen + any + 4 < 0x80) {
+        this.ensure(klen + any + 6);
+        const buf = this.buf;
+        const start = this.pos;
+        let p = start;
+        buf[p++] = (field << 3) | 2;
+        buf[p++] = klen + any + 4;
+        buf[p++] = 0x0a;
+        buf[p++] = klen;
+        let ascii = true;
+        for (let i = 0; i < klen; i++) {
+          const c = key.charCodeAt(i);
+          if (c >= 0x80) {
+            ascii = false;
+            break;
+          }
+          buf[p++] = c;
+        }
+        if (ascii) {
+          buf[p++] = 0x12;
+          buf[p++] = any;
+          if (t === 'string') {
+            const s = value as string;
+            buf[p++] = 0x0a;
+            buf[p++] = n;
+            for (let i = 0; i < n; i++) {
+              const c = s.charCodeAt(i);
+              if (c >= 0x80) {
+                ascii = false;
+                break;
+              }
+              buf[p++] = c;
+            }
+          } else if (t === 'boolean') {
+            buf[p++] = 0x10;
+            buf[p++] = value ? 1 : 0;
+          } else if (any === 9) {
+            buf[p++] = 0x21;
+            buf.writeDoubleLE(n, p);
+            p += 8;
+          } else {
+            buf[p++] = 0x18;
+            while (n > 0x7f) {
+              buf[p++] = (n & 0x7f) | 0x80;
+              n >>>= 7;
+            }
+            buf[p++] = n;
+          }
+          if (ascii) {
+            this.pos = p;
+            return;
+          }
+        }
+      }
+    }
+    this.tag(field, 2);
+    const kv = this.begin();
+    keyValue(this, key, value);
+    this.end(kv);
   }
 
   fixed32(v: number): void {
     this.ensure(4);
-    this.buf.writeUInt32LE(v >>> 0, this.pos);
-    this.pos += 4;
+    this.le32(v >>> 0);
   }
 
-  /** HrTime [s, ns] as fixed64 nanoseconds (exact: split as the library does, no BigInt). */
+  /** HrTime [s, ns] as fixed64 nanoseconds. */
   time(t: HrTime): void {
-    const seconds = t[0];
+    this.timeOf(t[0], t[1]);
+  }
+
+  /** Epoch milliseconds as fixed64 nanoseconds: the bytes of lean.ts's hrOf(ms) written by time(). */
+  timeMs(ms: number): void {
+    let s = Math.floor(ms / 1000);
+    let ns = Math.round((ms - s * 1000) * 1e6);
+    if (ns >= 1e9) {
+      s += 1;
+      ns -= 1e9;
+    }
+    this.timeOf(s, ns);
+  }
+
+  /** Seconds and nanoseconds as fixed64 nanoseconds (exact: split as the library does, no BigInt). */
+  timeOf(seconds: number, nanos: number): void {
     const lower = (seconds & 0xffff) * 1e9;
     const upper = ((seconds / 0x10000) >>> 0) * 1e9;
-    const lowWithCarry = (lower >>> 0) + (((upper & 0xffff) * 0x10000) >>> 0) + t[1];
+    const lowWithCarry = (lower >>> 0) + (((upper & 0xffff) * 0x10000) >>> 0) + nanos;
     const high =
       (Math.floor(lower / 0x100000000) +
         ((upper / 0x10000) >>> 0) +
         Math.floor(lowWithCarry / 0x100000000)) >>>
       0;
     this.ensure(8);
-    this.buf.writeUInt32LE(lowWithCarry >>> 0, this.pos);
-    this.buf.writeUInt32LE(high, this.pos + 4);
-    this.pos += 8;
+    this.le32(lowWithCarry >>> 0);
+    this.le32(high);
+  }
+
+  /** Four bytes, little-endian (Buffer's writeUInt32LE checks its arguments first). */
+  le32(v: number): void {
+    const buf = this.buf;
+    let p = this.pos;
+    buf[p++] = v & 0xff;
+    buf[p++] = (v >>> 8) & 0xff;
+    buf[p++] = (v >>> 16) & 0xff;
+    buf[p++] = v >>> 24;
+    this.pos = p;
   }
 
   double(v: number): void {
@@ -177,6 +297,14 @@ class Writer {
     this.buf.writeDoubleLE(v, this.pos);
     this.pos += 8;
   }
+}
+
+/** Hex digit values by character code (16: not a lowercase or uppercase hex digit). */
+const HEX = new Uint8Array(128).fill(16);
+for (let i = 0; i < 10; i++) HEX[48 + i] = i;
+for (let i = 0; i < 6; i++) {
+  HEX[97 + i] = 10 + i;
+  HEX[65 + i] = 10 + i;
 }
 
 const MIN_INT64 = -(2 ** 63);
@@ -239,10 +367,7 @@ function keyValue(w: Writer, key: string, value: Value): void {
 function attributes(w: Writer, attrs: Record<string, Value>, field: number): void {
   for (const key in attrs) {
     if (!Object.hasOwn(attrs, key)) continue;
-    w.tag(field, 2);
-    const kv = w.begin();
-    keyValue(w, key, attrs[key]);
-    w.end(kv);
+    w.attribute(field, key, attrs[key]);
   }
 }
 
@@ -251,7 +376,110 @@ function spanFlags(traceFlags: number, isRemote: boolean | undefined): number {
   return (traceFlags & 0xff) | 0x100 | (isRemote ? 0x200 : 0);
 }
 
+/**
+ * A LeanSpan straight from its fields (the same bytes as span() through its ReadableSpan getters:
+ * the attributes in their order, no links).
+ */
+function leanSpan(w: Writer, s: LeanSpan): void {
+  w.tag(1, 2);
+  w.hex(s.traceId);
+  w.tag(2, 2);
+  w.hex(s.spanId);
+  const traceState = s.traceState?.serialize();
+  if (traceState) {
+    w.tag(3, 2);
+    w.string(traceState);
+  }
+  const parent = s.parentSpanContext;
+  if (parent?.spanId) {
+    w.tag(4, 2);
+    w.hex(parent.spanId);
+  }
+  w.tag(5, 2);
+  w.string(s.name);
+  const kind = s.kind == null ? 0 : s.kind + 1;
+  if (kind !== 0) {
+    w.tag(6, 0);
+    w.uint32(kind);
+  }
+  w.tag(7, 1);
+  w.timeMs(s.startMs);
+  w.tag(8, 1);
+  w.timeMs(s.endMs);
+  const keys = s.keys;
+  const values = s.values;
+  for (let i = 0; i < keys.length; i++) w.attribute(9, keys[i]!, values[i]);
+  w.tag(10, 0);
+  w.uint32(s.droppedAttributesCount);
+  const events = s.leanEvents;
+  if (events)
+    for (const e of events) {
+      w.tag(11, 2);
+      const at = w.begin();
+      w.tag(1, 1);
+      w.timeMs(e.ms);
+      w.tag(2, 2);
+      w.string(e.name);
+      if (e.attributes) attributes(w, e.attributes, 3);
+      w.tag(4, 0);
+      w.uint32(e.droppedAttributesCount);
+      w.end(at);
+    }
+  w.tag(12, 0);
+  w.uint32(s.droppedEventsCount);
+  w.tag(14, 0);
+  w.uint32(0);
+  w.tag(15, 2);
+  const status = w.begin();
+  if (s.statusMessage) {
+    w.tag(2, 2);
+    w.string(s.statusMessage);
+  }
+  w.tag(3, 0);
+  w.uint32(s.statusCode);
+  w.end(status);
+  w.tag(16, 5);
+  w.fixed32(spanFlags(s.traceFlags, parent?.isRemote));
+}
+
+/** Where encodeAtEnd writes: slabs of 256 KB, each kept by the spans written in it. */
+const slab = new Writer();
+slab.buf = Buffer.allocUnsafeSlow(256 * 1024);
+
+/**
+ * A LeanSpan as it ends, written as its `Span` message into the current slab (the export then
+ * copies its bytes): what the export would have written (leanSpan), earlier. Set as the tracer's
+ * `encode` by sdk.ts with the protobuf exporter only: the span's attributes and events are let go.
+ */
+export function encodeAtEnd(s: LeanSpan): void {
+  const w = slab;
+  // A span is a few hundred bytes (more under the content opt-in: the writer grows then, and the
+  // spans already in the slab keep the old one).
+  if (w.buf.length - w.pos < 16 * 1024) {
+    w.buf = Buffer.allocUnsafeSlow(256 * 1024);
+    w.pos = 0;
+  }
+  const start = w.pos;
+  leanSpan(w, s);
+  s.encodedAs(w.buf, start, w.pos);
+  // One huge span (a long history under the content opt-in) does not leave a huge slab in use.
+  if (w.buf.length > 1024 * 1024) {
+    w.buf = Buffer.allocUnsafeSlow(256 * 1024);
+    w.pos = 0;
+  }
+}
+
 function span(w: Writer, s: ReadableSpan): void {
+  if (s instanceof LeanSpan) {
+    const bytes = s.encoded;
+    if (bytes) {
+      const n = s.encodedEnd - s.encodedStart;
+      w.ensure(n);
+      bytes.copy(w.buf, w.pos, s.encodedStart, s.encodedEnd);
+      w.pos += n;
+    } else leanSpan(w, s);
+    return;
+  }
   const ctx = s.spanContext();
   w.tag(1, 2);
   w.hex(ctx.traceId);
@@ -334,9 +562,18 @@ const writer = new Writer();
 
 /**
  * ExportTraceServiceRequest: spans grouped by resource, then by instrumentation scope (by
- * identity, in order of first appearance), as the library groups them.
+ * identity, in order of first appearance), as the library groups them. A copy of its own.
  */
 export function serializeSpans(spans: readonly ReadableSpan[]): Uint8Array {
+  const bytes = serializeInto(spans, writer);
+  const out = new Uint8Array(bytes.length);
+  out.set(bytes);
+  if (writer.buf.length > 4 * 1024 * 1024) writer.buf = Buffer.allocUnsafe(64 * 1024);
+  return out;
+}
+
+/** The same bytes, in `w`'s buffer (valid until `w` is written again). */
+function serializeInto(spans: readonly ReadableSpan[], w: Writer): Uint8Array {
   const byResource = new Map<
     ReadableSpan['resource'],
     Map<ReadableSpan['instrumentationScope'], ReadableSpan[]>
@@ -348,61 +585,54 @@ export function serializeSpans(spans: readonly ReadableSpan[]): Uint8Array {
     if (!list) scopes.set(s.instrumentationScope, (list = []));
     list.push(s);
   }
-  const w = writer;
   w.pos = 0;
-  try {
-    for (const [resource, scopes] of byResource) {
+  for (const [resource, scopes] of byResource) {
+    w.tag(1, 2);
+    const rs = w.begin();
+    w.tag(1, 2);
+    const res = w.begin();
+    if (resource.attributes) attributes(w, resource.attributes, 1);
+    w.tag(2, 0);
+    w.uint32(0);
+    w.end(res);
+    for (const list of scopes.values()) {
+      w.tag(2, 2);
+      const ss = w.begin();
+      const scope = list[0]!.instrumentationScope;
       w.tag(1, 2);
-      const rs = w.begin();
+      const sc = w.begin();
       w.tag(1, 2);
-      const res = w.begin();
-      if (resource.attributes) attributes(w, resource.attributes, 1);
-      w.tag(2, 0);
-      w.uint32(0);
-      w.end(res);
-      for (const list of scopes.values()) {
+      w.string(scope.name);
+      if (scope.version) {
         w.tag(2, 2);
-        const ss = w.begin();
-        const scope = list[0]!.instrumentationScope;
-        w.tag(1, 2);
-        const sc = w.begin();
-        w.tag(1, 2);
-        w.string(scope.name);
-        if (scope.version) {
-          w.tag(2, 2);
-          w.string(scope.version);
-        }
-        const extra = scope as { attributes?: Record<string, Value>; droppedAttributesCount?: number };
-        if (extra.attributes) attributes(w, extra.attributes, 3);
-        if (extra.droppedAttributesCount) {
-          w.tag(4, 0);
-          w.uint32(extra.droppedAttributesCount);
-        }
-        w.end(sc);
-        for (const s of list) {
-          w.tag(2, 2);
-          const at = w.begin();
-          span(w, s);
-          w.end(at);
-        }
-        if (scope.schemaUrl) {
-          w.tag(3, 2);
-          w.string(scope.schemaUrl);
-        }
-        w.end(ss);
+        w.string(scope.version);
       }
-      if (resource.schemaUrl) {
+      const extra = scope as { attributes?: Record<string, Value>; droppedAttributesCount?: number };
+      if (extra.attributes) attributes(w, extra.attributes, 3);
+      if (extra.droppedAttributesCount) {
+        w.tag(4, 0);
+        w.uint32(extra.droppedAttributesCount);
+      }
+      w.end(sc);
+      for (const s of list) {
+        w.tag(2, 2);
+        const at = w.begin();
+        span(w, s);
+        w.end(at);
+      }
+      if (scope.schemaUrl) {
         w.tag(3, 2);
-        w.string(resource.schemaUrl);
+        w.string(scope.schemaUrl);
       }
-      w.end(rs);
+      w.end(ss);
     }
-    // A copy: the transport may hold the bytes (retries) past the next export.
-    return new Uint8Array(w.buf.subarray(0, w.pos));
-  } finally {
-    // A buffer grown by one huge export is not kept.
-    if (w.buf.length > 4 * 1024 * 1024) w.buf = Buffer.allocUnsafe(64 * 1024);
+    if (resource.schemaUrl) {
+      w.tag(3, 2);
+      w.string(resource.schemaUrl);
+    }
+    w.end(rs);
   }
+  return w.buf.subarray(0, w.pos);
 }
 
 /**
@@ -411,11 +641,18 @@ export function serializeSpans(spans: readonly ReadableSpan[]): Uint8Array {
  * type and self-observability name) with serializeSpans for the request body.
  */
 export function protobufSpanExporter(url: string): SpanExporter {
-  const exporter = new OTLPExporterBase<ReadableSpan[]>(
+  // Each export is written into a buffer of its own that goes back to `idle` once the export has
+  // ended (the transport holds the bytes until then: retries, compression): no copy, and no
+  // fresh memory per export (a 300 KB batch in new memory is ~75 page faults, which cost more
+  // than encoding it). More than a few exports at once (forced flushes) get buffers of their own.
+  const idle: Writer[] = [];
+  let current: Writer | undefined;
+  const base = new OTLPExporterBase<ReadableSpan[]>(
     createOtlpHttpExportDelegate(
       convertLegacyHttpOptions({ url }, 'TRACES', 'v1/traces', { 'Content-Type': 'application/x-protobuf' }),
       {
-        serializeRequest: (spans: ReadableSpan[]) => serializeSpans(spans),
+        // Called by export() below, synchronously, before anything is sent.
+        serializeRequest: (spans: ReadableSpan[]) => serializeInto(spans, current ?? new Writer()),
         deserializeResponse: ProtobufTraceSerializer.deserializeResponse,
       },
       'otlp_http_span_exporter',
@@ -423,5 +660,20 @@ export function protobufSpanExporter(url: string): SpanExporter {
       undefined,
     ),
   );
-  return exporter;
+  return {
+    export(spans, done) {
+      const w = idle.pop() ?? new Writer();
+      current = w;
+      try {
+        base.export(spans, (result) => {
+          if (idle.length < 4 && w.buf.length <= 4 * 1024 * 1024) idle.push(w);
+          done(result);
+        });
+      } finally {
+        current = undefined;
+      }
+    },
+    forceFlush: () => base.forceFlush(),
+    shutdown: () => base.shutdown(),
+  };
 }

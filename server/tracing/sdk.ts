@@ -13,12 +13,11 @@ import {
   type Context,
   defaultTextMapGetter,
   ROOT_CONTEXT,
-  type Span,
   SpanKind,
   SpanStatusCode,
   trace,
 } from '@opentelemetry/api';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { getNumberFromEnv, W3CTraceContextPropagator } from '@opentelemetry/core';
 import {
   defaultResource,
   detectResources,
@@ -28,7 +27,6 @@ import {
 import {
   AlwaysOffSampler,
   AlwaysOnSampler,
-  BasicTracerProvider,
   BatchSpanProcessor,
   ParentBasedSampler,
   type Sampler,
@@ -63,6 +61,7 @@ import {
   setRequestAttributes,
   streamedMessages,
 } from './genai.js';
+import { type LeanLimits, type LeanSpan, LeanTracer } from './lean.js';
 import type { TracingSettings } from './settings.js';
 import type { EventValue, RequestSpan, TracedReport, Tracing } from './types.js';
 
@@ -100,19 +99,45 @@ async function exporterOf(settings: TracingSettings): Promise<SpanExporter> {
   return protobufSpanExporter(settings.endpoint);
 }
 
+/** With the protobuf exporter, spans are written into bytes as they end (otlp-proto.ts). */
+async function encoderOf(settings: TracingSettings): Promise<((span: LeanSpan) => void) | undefined> {
+  if (settings.protocol === 'http/json') return undefined;
+  const { encodeAtEnd } = await import('./otlp-proto.js');
+  return encodeAtEnd;
+}
+
+/**
+ * The SDK's span limits from the environment, as its TracerProvider reads them (the span's own
+ * variable first, then the general one, then the default), the value length from settings.ts.
+ */
+function limitsOf(settings: TracingSettings): LeanLimits {
+  const count = (name: string, general?: string) =>
+    getNumberFromEnv(name) ?? (general === undefined ? undefined : getNumberFromEnv(general)) ?? 128;
+  return {
+    attributeValueLength: settings.attributeValueLengthLimit,
+    attributeCount: count('OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT', 'OTEL_ATTRIBUTE_COUNT_LIMIT'),
+    eventCount: count('OTEL_SPAN_EVENT_COUNT_LIMIT'),
+    attributePerEventCount: count('OTEL_SPAN_ATTRIBUTE_PER_EVENT_COUNT_LIMIT'),
+  };
+}
+
 export async function createTracing(settings: TracingSettings): Promise<Tracing<ChatCall>> {
   const resource = defaultResource()
     .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: 'toolproof', 'process.pid': process.pid }))
     // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over toolproof's own.
     .merge(detectResources({ detectors: [envDetector] }));
-  const provider = new BasicTracerProvider({
+  // The SDK's batch processor (OTEL_BSP_* read by it; bounded: a full queue drops spans; the
+  // defaults: 2048 queued, 512 a batch, every 5 s), its sampler and its exporter; the spans are
+  // lean.ts's (the SDK's Tracer and Span cost more than the rest of tracing together).
+  const processor = new BatchSpanProcessor(await exporterOf(settings));
+  const tracer = new LeanTracer(
     resource,
-    sampler: samplerOf(settings.sampler),
-    spanLimits: { attributeValueLengthLimit: settings.attributeValueLengthLimit },
-    // Bounded: a full queue drops spans (the SDK's defaults: 2048 queued, 512 a batch, every 5 s).
-    spanProcessors: [new BatchSpanProcessor(await exporterOf(settings))],
-  });
-  const tracer = provider.getTracer('toolproof');
+    { name: 'toolproof', version: undefined, schemaUrl: undefined },
+    samplerOf(settings.sampler),
+    processor,
+    limitsOf(settings),
+  );
+  tracer.encode = await encoderOf(settings);
   let closed: Promise<void> | undefined;
   return {
     startRequest(request, route) {
@@ -125,11 +150,16 @@ export async function createTracing(settings: TracingSettings): Promise<Tracing<
           : propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter);
       const matched = route !== undefined && route !== '*' && route !== '/*';
       const name = matched ? `${request.method} ${route}` : request.method;
+      const remote = parent === ROOT_CONTEXT ? undefined : trace.getSpanContext(parent);
       // The attributes are set once the sampler has decided (none of toolproof's samplers reads
-      // them), each by setAttribute: given to startSpan they would be checked and copied three
-      // times, and built for a request the sampler leaves out.
-      const span = tracer.startSpan(name, SERVER, parent);
-      if (span.isRecording()) {
+      // them), and only for a request it records.
+      const span = tracer.start(
+        name,
+        SpanKind.SERVER,
+        parent,
+        remote && trace.isSpanContextValid(remote) ? remote : undefined,
+      );
+      if (span.recording) {
         span.setAttribute(ATTR_HTTP_REQUEST_METHOD, request.method);
         const url = request.url;
         const query = url.indexOf('?');
@@ -140,17 +170,13 @@ export async function createTracing(settings: TracingSettings): Promise<Tracing<
       }
       return new ServerSpan(tracer, span, settings.captureContent);
     },
-    flush: () => provider.forceFlush(),
+    flush: () => processor.forceFlush(),
     shutdown: () => {
-      closed ??= provider.shutdown();
+      closed ??= processor.shutdown();
       return closed;
     },
   };
 }
-
-type Tracer = ReturnType<BasicTracerProvider['getTracer']>;
-const SERVER = { kind: SpanKind.SERVER };
-const CLIENT = { kind: SpanKind.CLIENT };
 
 /** The tallies' event names (policies/types.ts EffectTallyName). */
 const TALLY_EVENTS: Record<string, string> = {
@@ -166,13 +192,13 @@ const TALLY_EVENTS: Record<string, string> = {
  * for it (a Map copied per attempt). Every span here has a valid context (the SDK's ids, or the
  * client's checked by extract) and nothing suppresses tracing.
  */
-function writeTraceContext(span: Span, carrier: Record<string, string>): void {
+function writeTraceContext(span: LeanSpan, carrier: Record<string, string>): void {
   const c = span.spanContext();
   carrier.traceparent = `00-${c.traceId}-${c.spanId}-${(c.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
   if (c.traceState) carrier.tracestate = c.traceState.serialize();
 }
 
-function setUsage(span: Span, usage: Usage | undefined): void {
+function setUsage(span: LeanSpan, usage: Usage | undefined): void {
   if (!usage) return;
   if (typeof usage.prompt_tokens === 'number') span.setAttribute(GEN_AI.inputTokens, usage.prompt_tokens);
   if (typeof usage.completion_tokens === 'number')
@@ -197,7 +223,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
   private parent: Context | undefined;
   private call: ChatCall | undefined;
   /** The attempt span open now (at most one: attempts are sequential). */
-  private attemptSpan: Span | undefined;
+  private attemptSpan: LeanSpan | undefined;
   private reasons: string[] | undefined;
   private payloads: readonly string[] | undefined;
   private attempts = 0;
@@ -209,21 +235,21 @@ class ServerSpan implements RequestSpan<ChatCall> {
   readonly captureContent: boolean;
 
   constructor(
-    private readonly tracer: Tracer,
-    private readonly span: Span,
+    private readonly tracer: LeanTracer,
+    private readonly span: LeanSpan,
     captureContent: boolean,
   ) {
-    this.recording = span.isRecording();
+    this.recording = span.recording;
     this.captureContent = captureContent && this.recording;
   }
 
   private get context(): Context {
-    this.parent ??= trace.setSpan(ROOT_CONTEXT, this.span);
+    this.parent ??= trace.setSpanContext(ROOT_CONTEXT, this.span);
     return this.parent;
   }
 
   get traceId(): string {
-    return this.span.spanContext().traceId;
+    return this.span.traceId;
   }
 
   chat(call: ChatCall): void {
@@ -258,8 +284,8 @@ class ServerSpan implements RequestSpan<ChatCall> {
     const server = serverOf(call.route.client.origin);
     // A child of a sampled span is sampled (parent-based) or not (a ratio sampler): as for the
     // server span, its attributes are set once it is known to record.
-    const span = this.tracer.startSpan(server.name(model), CLIENT, this.context);
-    if (span.isRecording()) {
+    const span = this.tracer.start(server.name(model), SpanKind.CLIENT, this.context, this.span);
+    if (span.recording) {
       span.setAttribute(GEN_AI.operation, 'chat');
       span.setAttribute(GEN_AI.provider, PROVIDER);
       span.setAttribute(GEN_AI.requestModel, model);
@@ -281,7 +307,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
    * `headers` with the client's traceparent and tracestate replaced by `span`'s, where they
    * stood (before content-type, which upstream.ts expects last).
    */
-  private propagate(span: Span, headers: Record<string, string>): Record<string, string> {
+  private propagate(span: LeanSpan, headers: Record<string, string>): Record<string, string> {
     const out: Record<string, string> = {};
     let injected = false;
     for (const name in headers) {
@@ -509,7 +535,7 @@ class Server {
     private readonly port: number | undefined,
   ) {}
 
-  set(span: Span): void {
+  set(span: LeanSpan): void {
     if (this.address === undefined) return;
     span.setAttribute(ATTR_SERVER_ADDRESS, this.address);
     span.setAttribute(ATTR_SERVER_PORT, this.port!);

@@ -1,0 +1,345 @@
+/**
+ * A request's spans, kept lean: what the SDK's Tracer and Span would make of them, without their
+ * per-call machinery. The SDK's own pieces still decide and export (its Sampler, its id generator,
+ * its BatchSpanProcessor with the OTEL_BSP_* settings, its OTLP exporter); only the span object is
+ * toolproof's: attributes in two arrays (keys, values) instead of an object that V8 turns into a
+ * dictionary past 19 keys, times as one number each (epoch milliseconds) instead of an [s, ns]
+ * pair per call, events as small records, no Context per span, and the span is its own
+ * SpanContext. A LeanSpan is a ReadableSpan: the processor and any exporter read it through
+ * getters that build the SDK's shapes (HrTime, Attributes, TimedEvent) when asked; the protobuf
+ * serializer (otlp-proto.ts) reads the arrays directly.
+ *
+ * The SDK's limits hold as its Span applies them: attribute values cut at the length limit
+ * (strings, and each string of an array), new keys past the attribute count limit dropped and
+ * counted, the oldest event dropped past the event count limit, event attributes past their limit
+ * dropped and counted, a null or undefined value ignored. Values are not type-checked as the
+ * SDK's setAttribute does: sdk.ts and genai.ts set strings, numbers, booleans and string arrays
+ * only. Loaded with the SDK only (sdk.ts).
+ */
+import type {
+  AttributeValue,
+  Attributes,
+  Context,
+  HrTime,
+  Link,
+  SpanContext,
+  SpanKind,
+  SpanStatus,
+  TraceState,
+} from '@opentelemetry/api';
+import type { InstrumentationScope } from '@opentelemetry/core';
+import type { Resource } from '@opentelemetry/resources';
+import {
+  RandomIdGenerator,
+  type ReadableSpan,
+  type Sampler,
+  SamplingDecision,
+  type SpanProcessor,
+  type TimedEvent,
+} from '@opentelemetry/sdk-trace-base';
+
+/** The SDK's span limits (OTEL_SPAN_*_LIMIT, OTEL_ATTRIBUTE_*_LIMIT), as numbers. */
+export interface LeanLimits {
+  attributeValueLength: number;
+  attributeCount: number;
+  eventCount: number;
+  attributePerEventCount: number;
+}
+
+const NO_LINKS: Link[] = [];
+const NO_KEYS: string[] = [];
+const NO_VALUES: AttributeValue[] = [];
+const NO_EVENTS: TimedEvent[] = [];
+const NO_ATTRIBUTES: Attributes = Object.freeze({}) as Attributes;
+const SAMPLED = 1;
+const STATUS_UNSET = 0;
+const STATUS_OK = 1;
+const STATUS_ERROR = 2;
+
+/** Epoch milliseconds as the SDK's HrTime ([seconds, nanoseconds]). */
+export function hrOf(ms: number): HrTime {
+  let s = Math.floor(ms / 1000);
+  let ns = Math.round((ms - s * 1000) * 1e6);
+  if (ns >= 1e9) {
+    s += 1;
+    ns -= 1e9;
+  }
+  return [s, ns];
+}
+
+/** One event of a span (a TimedEvent through its getter). */
+export class LeanEvent implements TimedEvent {
+  constructor(
+    readonly name: string,
+    /** Epoch milliseconds. */
+    readonly ms: number,
+    readonly attributes: Attributes | undefined,
+    readonly droppedAttributesCount: number,
+  ) {}
+
+  get time(): HrTime {
+    return hrOf(this.ms);
+  }
+}
+
+/** What starts spans: the sampler, the ids, the limits and where ended spans go. */
+export class LeanTracer {
+  private readonly ids = new RandomIdGenerator();
+  /**
+   * Called on each recorded span as it ends, before the processor gets it: otlp-proto.ts's
+   * encodeAtEnd when the exporter is its protobuf one (the span is written into bytes then and
+   * its attribute and event objects let go; a span waiting for its batch is then a few fields
+   * and a slice of a byte slab, which the garbage collector neither traces nor copies).
+   */
+  encode: ((span: LeanSpan) => void) | undefined;
+
+  constructor(
+    readonly resource: Resource,
+    readonly scope: InstrumentationScope,
+    readonly sampler: Sampler,
+    readonly processor: SpanProcessor,
+    readonly limits: LeanLimits,
+  ) {}
+
+  /**
+   * A span named `name` under `parent` (a valid span context, or none: a new trace), sampled by
+   * the SDK's sampler given `context` (the context holding that parent, as the SDK's Tracer gives
+   * it). A span the sampler does not record still has its ids (its traceparent goes upstream) and
+   * ignores everything else.
+   */
+  start(name: string, kind: SpanKind, context: Context, parent: SpanContext | undefined): LeanSpan {
+    const spanId = this.ids.generateSpanId();
+    const traceId = parent ? parent.traceId : this.ids.generateTraceId();
+    const result = this.sampler.shouldSample(context, traceId, name, kind, NO_ATTRIBUTES, NO_LINKS);
+    const decision = result.decision;
+    const span = new LeanSpan(
+      this,
+      name,
+      kind,
+      traceId,
+      spanId,
+      decision === SamplingDecision.RECORD_AND_SAMPLED ? SAMPLED : 0,
+      result.traceState ?? parent?.traceState,
+      parent,
+      decision !== SamplingDecision.NOT_RECORD,
+    );
+    if (span.recording && result.attributes)
+      for (const key in result.attributes) span.setAttribute(key, result.attributes[key]);
+    return span;
+  }
+}
+
+/**
+ * One span, and its own SpanContext (`spanContext()` returns it: the traceparent, the processor's
+ * sampled check and a child's parent read the same fields).
+ */
+export class LeanSpan implements ReadableSpan, SpanContext {
+  readonly resource: Resource;
+  readonly instrumentationScope: InstrumentationScope;
+  /** Epoch milliseconds at the start and the end (0 until it ends). */
+  readonly startMs: number;
+  endMs = 0;
+  /** performance.now() to epoch milliseconds, fixed at the start (the SDK's Span does the same). */
+  private readonly base: number;
+  keys: string[] = [];
+  values: AttributeValue[] = [];
+  droppedAttributesCount = 0;
+  leanEvents: LeanEvent[] | undefined;
+  droppedEventsCount = 0;
+  readonly droppedLinksCount = 0;
+  readonly links: Link[] = NO_LINKS;
+  statusCode = STATUS_UNSET;
+  statusMessage: string | undefined;
+  ended = false;
+  private attributesObject: Attributes | undefined;
+  /**
+   * The span as OTLP protobuf (a `Span` message), once encodeAtEnd wrote it: bytes
+   * [encodedStart, encodedEnd) of `encoded`; the attributes and events are then let go.
+   */
+  encoded: Buffer | undefined;
+  encodedStart = 0;
+  encodedEnd = 0;
+
+  constructor(
+    private readonly tracer: LeanTracer,
+    readonly name: string,
+    readonly kind: SpanKind,
+    readonly traceId: string,
+    readonly spanId: string,
+    readonly traceFlags: number,
+    readonly traceState: TraceState | undefined,
+    readonly parentSpanContext: SpanContext | undefined,
+    /** The sampler's verdict: false, and nothing is kept (only the ids, for the traceparent). */
+    readonly recording: boolean,
+  ) {
+    this.resource = tracer.resource;
+    this.instrumentationScope = tracer.scope;
+    const now = performance.now();
+    this.base = Date.now() - now;
+    this.startMs = now + this.base;
+  }
+
+  /** Epoch milliseconds now, on this span's clock. */
+  now(): number {
+    return performance.now() + this.base;
+  }
+
+  spanContext(): SpanContext {
+    return this;
+  }
+
+  isRecording(): boolean {
+    return this.recording && !this.ended;
+  }
+
+  /** The value as the limits allow it. */
+  private cut(value: AttributeValue): AttributeValue {
+    const limit = this.tracer.limits.attributeValueLength;
+    if (typeof value === 'string') return value.length > limit ? value.slice(0, limit) : value;
+    if (Array.isArray(value)) {
+      let long = false;
+      for (const v of value) if (typeof v === 'string' && v.length > limit) long = true;
+      if (long)
+        return (value as unknown[]).map((v) =>
+          typeof v === 'string' && v.length > limit ? v.slice(0, limit) : v,
+        ) as AttributeValue;
+    }
+    return value;
+  }
+
+  setAttribute(key: string, value: AttributeValue | undefined): this {
+    if (!this.recording || this.ended || value == null || key.length === 0) return this;
+    const keys = this.keys;
+    const n = keys.length;
+    for (let i = 0; i < n; i++)
+      if (keys[i] === key) {
+        this.values[i] = this.cut(value);
+        this.attributesObject = undefined;
+        return this;
+      }
+    if (n >= this.tracer.limits.attributeCount) {
+      this.droppedAttributesCount++;
+      return this;
+    }
+    keys.push(key);
+    this.values.push(this.cut(value));
+    this.attributesObject = undefined;
+    return this;
+  }
+
+  /**
+   * An event now. `attributes` is kept as given when the limits leave it whole (the callers
+   * build a fresh object per event and never touch it again), else a trimmed copy.
+   */
+  addEvent(name: string, attributes?: Attributes): this {
+    if (!this.recording || this.ended) return this;
+    const limits = this.tracer.limits;
+    if (limits.eventCount === 0) {
+      this.droppedEventsCount++;
+      return this;
+    }
+    const events = (this.leanEvents ??= []);
+    if (events.length >= limits.eventCount) {
+      events.shift();
+      this.droppedEventsCount++;
+    }
+    let kept = attributes;
+    let dropped = 0;
+    if (attributes) {
+      let count = 0;
+      let whole = true;
+      for (const key in attributes) {
+        const v = attributes[key];
+        count++;
+        if (
+          v == null ||
+          count > limits.attributePerEventCount ||
+          (typeof v === 'string' && v.length > limits.attributeValueLength) ||
+          Array.isArray(v)
+        )
+          whole = false;
+      }
+      if (!whole) {
+        const copy: Attributes = {};
+        let n = 0;
+        for (const key in attributes) {
+          const v = attributes[key];
+          if (v == null) continue;
+          if (n >= limits.attributePerEventCount) {
+            dropped++;
+            continue;
+          }
+          copy[key] = this.cut(v);
+          n++;
+        }
+        kept = copy;
+      }
+    }
+    events.push(new LeanEvent(name, this.now(), kept, dropped));
+    return this;
+  }
+
+  setStatus(status: SpanStatus): this {
+    if (!this.recording || this.ended || status.code === STATUS_UNSET || this.statusCode === STATUS_OK)
+      return this;
+    this.statusCode = status.code;
+    this.statusMessage =
+      status.code === STATUS_ERROR && typeof status.message === 'string' ? status.message : undefined;
+    return this;
+  }
+
+  /** Ends the span and hands it to the processor (once; a span not recorded goes nowhere). */
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    if (!this.recording) return;
+    const end = this.now();
+    this.endMs = Math.max(end, this.startMs);
+    this.tracer.encode?.(this);
+    this.tracer.processor.onEnd(this);
+  }
+
+  /** encodeAtEnd's: the span is bytes now; its attributes and events go. */
+  encodedAs(bytes: Buffer, start: number, end: number): void {
+    this.encoded = bytes;
+    this.encodedStart = start;
+    this.encodedEnd = end;
+    this.keys = NO_KEYS;
+    this.values = NO_VALUES;
+    this.leanEvents = undefined;
+    this.attributesObject = undefined;
+  }
+
+  // ReadableSpan, in the SDK's shapes (built when read: the protobuf path reads the fields above).
+
+  get attributes(): Attributes {
+    if (this.attributesObject === undefined) {
+      const out: Attributes = {};
+      for (let i = 0; i < this.keys.length; i++) out[this.keys[i]!] = this.values[i];
+      this.attributesObject = out;
+    }
+    return this.attributesObject;
+  }
+
+  get events(): TimedEvent[] {
+    return this.leanEvents ?? NO_EVENTS;
+  }
+
+  get status(): SpanStatus {
+    return this.statusMessage === undefined
+      ? { code: this.statusCode }
+      : { code: this.statusCode, message: this.statusMessage };
+  }
+
+  get startTime(): HrTime {
+    return hrOf(this.startMs);
+  }
+
+  get endTime(): HrTime {
+    return hrOf(this.endMs);
+  }
+
+  get duration(): HrTime {
+    return hrOf(this.endMs - this.startMs);
+  }
+}

@@ -1,0 +1,325 @@
+/**
+ * server/tracing/lean.ts: toolproof's own span objects, handed to the SDK's batch processor as
+ * ReadableSpans. What they must keep of the SDK's Span: the bytes (the protobuf serializer's direct
+ * path writes exactly what the library's serializer writes reading the same span through its
+ * ReadableSpan getters), the sampler's decisions (parent-based, ratio, a span it leaves out goes to
+ * no processor), the span limits (value length, attribute count, event count, attributes per
+ * event), setStatus's rules; and the exporter, which reuses its buffers between exports, never
+ * sends one export's bytes in another's place.
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  type Context,
+  ROOT_CONTEXT,
+  type SpanContext,
+  SpanKind,
+  SpanStatusCode,
+  TraceFlags,
+  trace,
+} from '@opentelemetry/api';
+import { TraceState } from '@opentelemetry/core';
+import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  ParentBasedSampler,
+  type ReadableSpan,
+  type Sampler,
+  type SpanProcessor,
+  TraceIdRatioBasedSampler,
+} from '@opentelemetry/sdk-trace-base';
+import { describe, expect, it } from 'vitest';
+import { type LeanLimits, type LeanSpan, LeanTracer } from '../../server/tracing/lean.js';
+import { encodeAtEnd, protobufSpanExporter, serializeSpans } from '../../server/tracing/otlp-proto.js';
+
+const LIMITS: LeanLimits = {
+  attributeValueLength: 65536,
+  attributeCount: 128,
+  eventCount: 128,
+  attributePerEventCount: 128,
+};
+
+function tracerOf(sampler: Sampler = new AlwaysOnSampler(), limits: Partial<LeanLimits> = {}) {
+  const ended: ReadableSpan[] = [];
+  const processor = {
+    onStart() {},
+    onEnd: (s: ReadableSpan) => ended.push(s),
+    forceFlush: async () => {},
+    shutdown: async () => {},
+  } as unknown as SpanProcessor;
+  const tracer = new LeanTracer(
+    resourceFromAttributes({ 'service.name': 'toolproof', 'process.pid': 4242 }),
+    { name: 'toolproof', version: undefined, schemaUrl: undefined },
+    sampler,
+    processor,
+    { ...LIMITS, ...limits },
+  );
+  return { tracer, ended };
+}
+
+const remoteParent: SpanContext = {
+  traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+  spanId: '00f067aa0ba902b7',
+  traceFlags: TraceFlags.SAMPLED,
+  isRemote: true,
+  traceState: new TraceState('vendor=1,other=abc'),
+};
+const remote: Context = trace.setSpanContext(ROOT_CONTEXT, remoteParent);
+
+/** A request's spans as sdk.ts makes them, plus the wire format's edge cases. */
+function requestSpans(tracer: LeanTracer): void {
+  const server = tracer.start('POST /v1/chat/completions', SpanKind.SERVER, remote, remoteParent);
+  server.setAttribute('http.request.method', 'POST');
+  server.setAttribute('gen_ai.operation.name', 'chat');
+  server.setAttribute('gen_ai.request.model', 'qwen3-coder');
+  server.setAttribute('gen_ai.request.temperature', 0.2);
+  server.setAttribute('gen_ai.usage.input_tokens', 1200);
+  server.setAttribute('toolproof.stream', true);
+  server.setAttribute('toolproof.disabled', false);
+  server.setAttribute('user_agent.original', 'claude-cli/2.0.0 (external, cli) — ünïcødé 🚀');
+  server.setAttribute('ünïcødé.key', 'v');
+  server.addEvent('toolproof.forced', { 'toolproof.policy': 'force-tool-use', 'toolproof.attempt': 1 });
+  server.addEvent('toolproof.leak', { 'toolproof.leak.format': 'hermes', 'toolproof.reasons': ['a', 'b'] });
+  server.addEvent('toolproof.final_answer');
+  const attempt = tracer.start(
+    'chat qwen3-coder',
+    SpanKind.CLIENT,
+    trace.setSpanContext(ROOT_CONTEXT, server),
+    server,
+  );
+  attempt.setAttribute('gen_ai.response.finish_reasons', ['tool_calls', 'stop']);
+  attempt.setAttribute('server.port', 8000);
+  attempt.setAttribute('server.address', 'gpu-a');
+  attempt.setAttribute('server.address', 'gpu-b'); // a replica named later: overwritten in place
+  attempt.setAttribute('toolproof.upstream.headers_ms', 12.5);
+  attempt.setAttribute('small', 127);
+  attempt.setAttribute('two-bytes', 128);
+  attempt.setAttribute('three-bytes', 2 ** 14);
+  attempt.setAttribute('four-bytes', 2 ** 21 + 1);
+  attempt.setAttribute('five-bytes', 2 ** 28 + 1);
+  attempt.setAttribute('neg', -5);
+  attempt.setAttribute('big', 2 ** 40 + 3);
+  attempt.setAttribute('negbig', -(2 ** 40) - 7);
+  attempt.setAttribute('nan', Number.NaN);
+  attempt.setAttribute('nums', [1, -2, 3.5]);
+  attempt.setAttribute('bools', [true, false]);
+  attempt.setAttribute('empty', '');
+  attempt.setAttribute('ascii-kv-fits', 'a'.repeat(100)); // key + value at the one-byte edge
+  attempt.setAttribute('ascii127', 'a'.repeat(127));
+  attempt.setAttribute('ascii128', 'a'.repeat(128));
+  attempt.setAttribute('late-non-ascii', `${'a'.repeat(100)}€`);
+  attempt.setAttribute('medium', 'm'.repeat(300));
+  attempt.setAttribute('long', 'é'.repeat(20_000));
+  attempt.setAttribute('k'.repeat(130), 'a long key');
+  attempt.setStatus({ code: SpanStatusCode.ERROR, message: 'upstream said 500 ✗' });
+  attempt.end();
+  server.setStatus({ code: SpanStatusCode.OK });
+  server.end();
+  // A root span (a new trace id), not kind SERVER or CLIENT.
+  const root = tracer.start('GET /v1/models', SpanKind.INTERNAL, ROOT_CONTEXT, undefined);
+  root.end();
+}
+
+describe('lean spans', () => {
+  it('serialize to the bytes the library writes from their ReadableSpan getters', () => {
+    const { tracer, ended } = tracerOf();
+    requestSpans(tracer);
+    expect(ended).toHaveLength(3);
+    const ours = Buffer.from(serializeSpans(ended));
+    expect(ours.equals(Buffer.from(ProtobufTraceSerializer.serializeRequest(ended)!))).toBe(true);
+    // A full batch: lengths past 2^14 and 2^21.
+    const batch: ReadableSpan[] = [];
+    while (batch.length < 512) {
+      requestSpans(tracer);
+      batch.push(...ended.splice(0));
+    }
+    expect(
+      Buffer.from(serializeSpans(batch)).equals(
+        Buffer.from(ProtobufTraceSerializer.serializeRequest(batch)!),
+      ),
+    ).toBe(true);
+  });
+
+  it('written into bytes as they end (the protobuf exporter): the same bytes at export, their objects let go', () => {
+    const { tracer, ended } = tracerOf();
+    const batch: ReadableSpan[] = [];
+    while (batch.length < 600) {
+      requestSpans(tracer);
+      batch.push(...ended.splice(0));
+    }
+    const expected = Buffer.from(ProtobufTraceSerializer.serializeRequest(batch)!);
+    // As the tracer's encode hook would, span by span (several slabs: 600 spans of ~1-40 KB).
+    for (const s of batch) encodeAtEnd(s as LeanSpan);
+    const slabs = new Set(batch.map((s) => (s as LeanSpan).encoded!.buffer));
+    expect(slabs.size).toBeGreaterThan(1);
+    expect((batch[0] as LeanSpan).keys).toHaveLength(0);
+    expect((batch[0] as LeanSpan).leanEvents).toBeUndefined();
+    expect(Buffer.from(serializeSpans(batch)).equals(expected)).toBe(true);
+    // Through a tracer with the hook: the spans reach the processor encoded.
+    const hooked = tracerOf();
+    hooked.tracer.encode = encodeAtEnd;
+    requestSpans(hooked.tracer);
+    expect(hooked.ended.every((s) => (s as LeanSpan).encoded !== undefined)).toBe(true);
+  });
+
+  it('read as the SDK shapes them: ids, parent, times, attributes, events, status (the JSON exporter reads these)', () => {
+    const { tracer, ended } = tracerOf();
+    requestSpans(tracer);
+    const [attempt, server, root] = ended as LeanSpan[];
+    expect(server!.spanContext().traceId).toBe(remoteParent.traceId);
+    expect(server!.parentSpanContext?.spanId).toBe(remoteParent.spanId);
+    expect(server!.traceState?.serialize()).toBe('vendor=1,other=abc');
+    expect(attempt!.parentSpanContext?.spanId).toBe(server!.spanId);
+    expect(attempt!.traceId).toBe(server!.traceId);
+    expect(root!.traceId).toMatch(/^[0-9a-f]{32}$/);
+    expect(root!.traceId).not.toBe(server!.traceId);
+    expect(root!.parentSpanContext).toBeUndefined();
+    expect(server!.attributes['gen_ai.request.model']).toBe('qwen3-coder');
+    expect(attempt!.attributes['server.address']).toBe('gpu-b');
+    expect(Object.keys(attempt!.attributes).indexOf('server.address')).toBe(2);
+    expect(server!.events.map((e) => e.name)).toEqual([
+      'toolproof.forced',
+      'toolproof.leak',
+      'toolproof.final_answer',
+    ]);
+    expect(attempt!.status).toEqual({ code: SpanStatusCode.ERROR, message: 'upstream said 500 ✗' });
+    expect(server!.status).toEqual({ code: SpanStatusCode.OK });
+    // Times: the epoch now, start <= event <= end, the duration their difference.
+    const ns = (t: [number, number]) => t[0] * 1e9 + t[1];
+    const now = Date.now() * 1e6;
+    expect(Math.abs(ns(server!.startTime) - now)).toBeLessThan(60_000 * 1e6);
+    expect(ns(server!.events[0]!.time)).toBeGreaterThanOrEqual(ns(server!.startTime));
+    expect(ns(server!.endTime)).toBeGreaterThanOrEqual(ns(server!.events[2]!.time));
+    expect(Math.abs(ns(server!.duration) - (ns(server!.endTime) - ns(server!.startTime)))).toBeLessThan(1000);
+    expect(server!.endTime[1]).toBeLessThan(1e9);
+    // The library's JSON serializer takes them as they are.
+    const json = JSON.parse(new TextDecoder().decode(JsonTraceSerializer.serializeRequest(ended)!));
+    const spans = json.resourceSpans[0].scopeSpans[0].spans;
+    expect(spans.map((s: { name: string }) => s.name)).toEqual([
+      'chat qwen3-coder',
+      'POST /v1/chat/completions',
+      'GET /v1/models',
+    ]);
+  });
+
+  it('follow the sampler: a span it leaves out keeps its ids for the traceparent and goes to no processor', () => {
+    const unsampled: SpanContext = { ...remoteParent, traceFlags: TraceFlags.NONE };
+    const parentBased = tracerOf(new ParentBasedSampler({ root: new AlwaysOnSampler() }));
+    const out = parentBased.tracer.start(
+      'POST /v1/chat/completions',
+      SpanKind.SERVER,
+      trace.setSpanContext(ROOT_CONTEXT, unsampled),
+      unsampled,
+    );
+    expect(out.recording).toBe(false);
+    expect(out.traceFlags).toBe(0);
+    expect(out.traceId).toBe(remoteParent.traceId);
+    expect(out.spanId).toMatch(/^[0-9a-f]{16}$/);
+    out.setAttribute('a', 1);
+    out.addEvent('e');
+    out.end();
+    expect(out.keys).toHaveLength(0);
+    expect(parentBased.ended).toHaveLength(0);
+
+    const off = tracerOf(new AlwaysOffSampler());
+    off.tracer.start('x', SpanKind.SERVER, ROOT_CONTEXT, undefined).end();
+    expect(off.ended).toHaveLength(0);
+
+    // A ratio sampler decides by the trace id: a child has its parent's verdict.
+    const ratio = tracerOf(new TraceIdRatioBasedSampler(0.5));
+    let recorded = 0;
+    for (let i = 0; i < 200; i++) {
+      const s = ratio.tracer.start('s', SpanKind.SERVER, ROOT_CONTEXT, undefined);
+      const c = ratio.tracer.start('c', SpanKind.CLIENT, trace.setSpanContext(ROOT_CONTEXT, s), s);
+      expect(c.recording).toBe(s.recording);
+      if (s.recording) recorded++;
+      c.end();
+      s.end();
+    }
+    expect(recorded).toBeGreaterThan(40);
+    expect(recorded).toBeLessThan(160);
+    expect(ratio.ended).toHaveLength(recorded * 2);
+  });
+
+  it('keep the span limits as the SDK does', () => {
+    const { tracer, ended } = tracerOf(undefined, {
+      attributeValueLength: 5,
+      attributeCount: 3,
+      eventCount: 2,
+      attributePerEventCount: 2,
+    });
+    const s = tracer.start('limited', SpanKind.SERVER, ROOT_CONTEXT, undefined);
+    s.setAttribute('a', 'abcdefgh');
+    s.setAttribute('b', ['abcdefgh', 'xy']);
+    s.setAttribute('c', undefined);
+    s.setAttribute('', 'no key');
+    s.setAttribute('c', 3);
+    s.setAttribute('d', 4); // past the count: dropped
+    s.setAttribute('a', 'again'); // an existing key: still set
+    s.addEvent('one', { x: 1 });
+    s.addEvent('two', { x: 'long value', y: 2, z: 3, w: undefined });
+    s.addEvent('three'); // past the event count: the oldest goes
+    s.setStatus({ code: SpanStatusCode.ERROR, message: 'first' });
+    s.setStatus({ code: SpanStatusCode.UNSET });
+    s.end();
+    s.setAttribute('after', 1); // ended: ignored
+    s.end(); // once only
+    expect(ended).toHaveLength(1);
+    expect(s.attributes).toEqual({ a: 'again', b: ['abcde', 'xy'], c: 3 });
+    expect(s.droppedAttributesCount).toBe(1);
+    expect(s.events.map((e) => e.name)).toEqual(['two', 'three']);
+    expect(s.droppedEventsCount).toBe(1);
+    expect(s.events[0]!.attributes).toEqual({ x: 'long ', y: 2 });
+    expect(s.events[0]!.droppedAttributesCount).toBe(1);
+    expect(s.status).toEqual({ code: SpanStatusCode.ERROR, message: 'first' });
+    expect(
+      Buffer.from(serializeSpans(ended)).equals(
+        Buffer.from(ProtobufTraceSerializer.serializeRequest(ended)!),
+      ),
+    ).toBe(true);
+  });
+
+  it('are exported in buffers reused between exports, a retried export with its own bytes', async () => {
+    const bodies: Buffer[] = [];
+    const sink = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        bodies.push(Buffer.concat(chunks));
+        // The first POST is asked to come again in a second: the transport retries it with the
+        // bytes it holds, after the second export has been written.
+        if (bodies.length === 1) res.writeHead(503, { 'retry-after': '1' }).end();
+        else res.end();
+      });
+    });
+    await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
+    try {
+      const exporter = protobufSpanExporter(
+        `http://127.0.0.1:${(sink.address() as AddressInfo).port}/v1/traces`,
+      );
+      const batches: ReadableSpan[][] = [];
+      for (let i = 0; i < 4; i++) {
+        const { tracer, ended } = tracerOf();
+        requestSpans(tracer);
+        batches.push(ended.slice(0, i + 1));
+      }
+      const expected = batches.map((b) => Buffer.from(ProtobufTraceSerializer.serializeRequest(b)!));
+      const first = new Promise<{ code: number }>((r) => exporter.export(batches[0]!, r));
+      while (bodies.length < 1) await new Promise((r) => setTimeout(r, 5));
+      const second = new Promise<{ code: number }>((r) => exporter.export(batches[1]!, r));
+      expect((await second).code).toBe(0);
+      expect((await first).code).toBe(0);
+      // Sequential exports: the buffers of the first two are reused.
+      for (const b of batches.slice(2))
+        expect((await new Promise<{ code: number }>((r) => exporter.export(b, r))).code).toBe(0);
+      await exporter.shutdown();
+      expect(bodies).toHaveLength(5);
+      const want = [expected[0], expected[1], expected[0], expected[2], expected[3]];
+      for (let i = 0; i < 5; i++) expect(bodies[i]!.equals(want[i]!)).toBe(true);
+    } finally {
+      sink.close();
+    }
+  });
+});
