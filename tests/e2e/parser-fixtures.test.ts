@@ -3,8 +3,8 @@
  * fixture's raw text as the model's content (a backend whose tool parser missed the calls),
  * and the client must see exactly the fixture's calls and leftover content. The client is the
  * openai SDK for a sample (each fixture file's first case and every 16th) and a plain keep-alive
- * HTTP client for the rest, which reads the same bytes: the SDK cost ~6 of the ~16 ms of CPU a
- * case took (two requests), the proxy and the simulator the rest. Fixtures
+ * HTTP client for the rest, which reads the same bytes: the SDK cost ~3 of the ~9 ms of CPU a
+ * warm case took (two requests), the proxy and the simulator the rest. Fixtures
  * that need upstream reasoning are covered by the conformance suite only (the simulator has no
  * raw reasoning channel); those whose prompt opened the reasoning run against a model configured
  * with `startsInReasoning`.
