@@ -10,7 +10,7 @@
  * (tests/server/tracing-proto.test.ts compares them on the spans toolproof makes and on edge
  * cases). Loaded with the SDK only (sdk.ts).
  */
-import type { HrTime } from '@opentelemetry/api';
+import type { HrTime, SpanContext, SpanKind, TraceState } from '@opentelemetry/api';
 import { OTLPExporterBase } from '@opentelemetry/otlp-exporter-base';
 import {
   convertLegacyHttpOptions,
@@ -376,32 +376,65 @@ function spanFlags(traceFlags: number, isRemote: boolean | undefined): number {
   return (traceFlags & 0xff) | 0x100 | (isRemote ? 0x200 : 0);
 }
 
-/**
- * A LeanSpan straight from its fields (the same bytes as span() through its ReadableSpan getters:
- * the attributes in their order, no links).
- */
-function leanSpan(w: Writer, s: LeanSpan): void {
+/** A span's first fields (1-6): ids, trace state, parent, name, kind. */
+function spanHead(
+  w: Writer,
+  traceId: string,
+  spanId: string,
+  traceState: TraceState | undefined,
+  parent: SpanContext | undefined,
+  name: string,
+  kind: SpanKind | undefined,
+): void {
   w.tag(1, 2);
-  w.hex(s.traceId);
+  w.hex(traceId);
   w.tag(2, 2);
-  w.hex(s.spanId);
-  const traceState = s.traceState?.serialize();
-  if (traceState) {
+  w.hex(spanId);
+  const state = traceState?.serialize();
+  if (state) {
     w.tag(3, 2);
-    w.string(traceState);
+    w.string(state);
   }
-  const parent = s.parentSpanContext;
   if (parent?.spanId) {
     w.tag(4, 2);
     w.hex(parent.spanId);
   }
   w.tag(5, 2);
-  w.string(s.name);
-  const kind = s.kind == null ? 0 : s.kind + 1;
-  if (kind !== 0) {
+  w.string(name);
+  const k = kind == null ? 0 : kind + 1;
+  if (k !== 0) {
     w.tag(6, 0);
-    w.uint32(kind);
+    w.uint32(k);
   }
+}
+
+/** A span's last fields (15-16): its status, and its flags. */
+function spanTail(
+  w: Writer,
+  message: string | undefined,
+  code: number,
+  traceFlags: number,
+  parent: SpanContext | undefined,
+): void {
+  w.tag(15, 2);
+  const status = w.begin();
+  if (message) {
+    w.tag(2, 2);
+    w.string(message);
+  }
+  w.tag(3, 0);
+  w.uint32(code);
+  w.end(status);
+  w.tag(16, 5);
+  w.fixed32(spanFlags(traceFlags, parent?.isRemote));
+}
+
+/**
+ * A LeanSpan straight from its fields (the same bytes as span() through its ReadableSpan getters:
+ * the attributes in their order, no links).
+ */
+function leanSpan(w: Writer, s: LeanSpan): void {
+  spanHead(w, s.traceId, s.spanId, s.traceState, s.parentSpanContext, s.name, s.kind);
   w.tag(7, 1);
   w.timeMs(s.startMs);
   w.tag(8, 1);
@@ -429,17 +462,7 @@ function leanSpan(w: Writer, s: LeanSpan): void {
   w.uint32(s.droppedEventsCount);
   w.tag(14, 0);
   w.uint32(0);
-  w.tag(15, 2);
-  const status = w.begin();
-  if (s.statusMessage) {
-    w.tag(2, 2);
-    w.string(s.statusMessage);
-  }
-  w.tag(3, 0);
-  w.uint32(s.statusCode);
-  w.end(status);
-  w.tag(16, 5);
-  w.fixed32(spanFlags(s.traceFlags, parent?.isRemote));
+  spanTail(w, s.statusMessage, s.statusCode, s.traceFlags, s.parentSpanContext);
 }
 
 /** Where encodeAtEnd writes: slabs of 256 KB, each kept by the spans written in it. */
@@ -481,27 +504,7 @@ function span(w: Writer, s: ReadableSpan): void {
     return;
   }
   const ctx = s.spanContext();
-  w.tag(1, 2);
-  w.hex(ctx.traceId);
-  w.tag(2, 2);
-  w.hex(ctx.spanId);
-  const traceState = ctx.traceState?.serialize();
-  if (traceState) {
-    w.tag(3, 2);
-    w.string(traceState);
-  }
-  const parent = s.parentSpanContext;
-  if (parent?.spanId) {
-    w.tag(4, 2);
-    w.hex(parent.spanId);
-  }
-  w.tag(5, 2);
-  w.string(s.name);
-  const kind = s.kind == null ? 0 : s.kind + 1;
-  if (kind !== 0) {
-    w.tag(6, 0);
-    w.uint32(kind);
-  }
+  spanHead(w, ctx.traceId, ctx.spanId, ctx.traceState, s.parentSpanContext, s.name, s.kind);
   w.tag(7, 1);
   w.time(s.startTime);
   w.tag(8, 1);
@@ -545,17 +548,7 @@ function span(w: Writer, s: ReadableSpan): void {
   }
   w.tag(14, 0);
   w.uint32(s.droppedLinksCount);
-  w.tag(15, 2);
-  const status = w.begin();
-  if (s.status.message) {
-    w.tag(2, 2);
-    w.string(s.status.message);
-  }
-  w.tag(3, 0);
-  w.uint32(s.status.code);
-  w.end(status);
-  w.tag(16, 5);
-  w.fixed32(spanFlags(ctx.traceFlags, parent?.isRemote));
+  spanTail(w, s.status.message, s.status.code, ctx.traceFlags, s.parentSpanContext);
 }
 
 const writer = new Writer();
