@@ -22,30 +22,6 @@ function isSecret(name: string): boolean {
 }
 
 /**
- * A request's headers as a capture keeps them: name and value in turn in one array (filled
- * with a push each, no object whose shape grows a property per header), the secret ones' values
- * already replaced. Read as an object of name and value (`object()`, and JSON through `toJSON`),
- * in the request's order.
- */
-export class HeaderList {
-  /** Name, value, name, value... */
-  readonly flat: string[] = [];
-  /** The characters of their JSON, about (what the capture ring counts them at). */
-  chars = 2;
-
-  object(): Record<string, string> {
-    const out: Record<string, string> = {};
-    const f = this.flat;
-    for (let i = 0; i < f.length; i += 2) out[f[i]!] = f[i + 1]!;
-    return out;
-  }
-
-  toJSON(): Record<string, string> {
-    return this.object();
-  }
-}
-
-/**
  * The headers without credentials as one text (read as HeaderText, capture/ring.ts), and the characters of their
  * JSON, about.
  */
@@ -79,30 +55,4 @@ function keptValue(name: string, value: string | string[]): string {
       : (Array.isArray(value) ? value.join(', ') : String(value)).slice(0, MAX_VALUE_CHARS);
   const nul = v.indexOf('\u0000');
   return nul === -1 ? v : v.slice(0, nul);
-}
-
-/** The headers without credentials (see HeaderList). */
-export function redactHeaders(headers: Record<string, string | string[] | undefined>): HeaderList {
-  const out = new HeaderList();
-  const flat = out.flat;
-  let n = 0;
-  let chars = 2;
-  for (const name in headers) {
-    if (!Object.hasOwn(headers, name)) continue;
-    const value = headers[name];
-    if (value === undefined) continue;
-    if (++n > MAX_HEADERS) break;
-    const kept = isSecret(name)
-      ? REDACTED
-      : typeof value === 'string'
-        ? value.length > MAX_VALUE_CHARS
-          ? value.slice(0, MAX_VALUE_CHARS)
-          : value
-        : (Array.isArray(value) ? value.join(', ') : String(value)).slice(0, MAX_VALUE_CHARS);
-    flat.push(name, kept);
-    // "name":"value", (escapes aside: an estimate, like the ring's other counts)
-    chars += name.length + kept.length + 6;
-  }
-  out.chars = chars;
-  return out;
 }

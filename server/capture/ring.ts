@@ -14,7 +14,6 @@
  * evicted record is garbage at once.
  */
 import { ownString } from '../../protocol/own-string.js';
-import type { HeaderList } from './redact.js';
 
 /**
  * Buffer's own UTF-8 writer (node's, beneath `write`): `write(s, offset, 'utf8')` checks its
@@ -105,10 +104,10 @@ export interface CaptureRecord extends CaptureSummary {
   method: string;
   path: string;
   /**
-   * The client's request: headers without credentials (HeaderList: read as an object of name
+   * The client's request: headers without credentials (HeaderText: read as an object of name
    * and value, JSON included), the body as received (cut).
    */
-  clientRequest: { headers: Readonly<Record<string, string>> | HeaderList | HeaderText; body: CapturedText };
+  clientRequest: { headers: Readonly<Record<string, string>> | HeaderText; body: CapturedText };
   upstreamAttempts: CapturedAttempt[];
   decisions: Decision[];
   /** What the client received: the bytes of the response body (a stream's frames) as sent. */
