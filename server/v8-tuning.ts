@@ -8,7 +8,7 @@
  * a few requests were in flight); once a site is pretenured, everything its objects point to
  * survives every young collection until the next full one. On small requests at 64 concurrent
  * that turned 1-2 MB of finished requests per young collection into old-generation garbage: 8-10
- * µs of GC per request against 3-4 µs without (bench/README.md, "Garbage collection of small
+ * µs of GC per request against 3-4 µs without (bench/HISTORY.md, "Garbage collection of small
  * requests").
  */
 import { setFlagsFromString } from 'node:v8';

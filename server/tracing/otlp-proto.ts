@@ -4,7 +4,7 @@
  * response parsing); only the step that turns the SDK's ReadableSpans into ExportTraceServiceRequest
  * bytes is toolproof's: the library's serializer walks every span twice (a size estimate, then
  * the write), converts each id from hex into a new Uint8Array and copies strings one character at
- * a time, which made it about half of a sampled request's tracing CPU (bench/README.md, tracing).
+ * a time, which made it about half of a sampled request's tracing CPU (bench/HISTORY.md, tracing).
  * This one writes once into a buffer it keeps, ids with Buffer's hex decoder, strings with
  * Buffer's native UTF-8 encoder, and produces the same bytes as the library's serializer
  * (tests/server/tracing-proto.test.ts compares them on the spans toolproof makes and on edge
