@@ -2,20 +2,13 @@
  * How toolproof is started for the bench:
  * - 'build' (default): compiled JavaScript, as in production (`npm start`), but compiled into a
  *   private folder, bench/results/.build, so the bench never races a teammate's `npm run build`
- *   into dist/. Rebuilt when any source file is newer than the last build.
+ *   into dist/. Rebuilt by the script `npm start` uses (scripts/build-if-stale.mjs), when it is
+ *   stale by the same rule; type errors elsewhere in the tree only warn.
  * - 'dist': the existing dist/server/main.js as it is (e.g. the image's build).
  * - 'tsx': the TypeScript sources through tsx (no build; slower start, same steady state).
  */
 import { spawnSync } from 'node:child_process';
-import {
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  statSync,
-  utimesSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export type ServerMode = 'build' | 'dist' | 'tsx';
@@ -34,24 +27,6 @@ export function startFlags(root: string): string[] {
 }
 
 export const BUILD_DIR = 'bench/results/.build';
-const SOURCE_DIRS = ['protocol', 'server', 'parsers', 'policies', 'cli'];
-const SOURCE_FILES = ['tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'];
-
-function newestMtime(root: string): number {
-  let newest = 0;
-  const walk = (dir: string) => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const path = join(dir, entry.name);
-      if (entry.isDirectory()) walk(path);
-      else if (entry.isFile() && /\.(ts|json)$/.test(entry.name))
-        newest = Math.max(newest, statSync(path).mtimeMs);
-    }
-  };
-  for (const dir of SOURCE_DIRS) if (existsSync(join(root, dir))) walk(join(root, dir));
-  for (const file of SOURCE_FILES)
-    if (existsSync(join(root, file))) newest = Math.max(newest, statSync(join(root, file)).mtimeMs);
-  return newest;
-}
 
 /**
  * Compiles into BUILD_DIR when it is missing or older than the sources. Type errors elsewhere in
@@ -73,33 +48,15 @@ export function prepareServer(root: string, mode: ServerMode, log: (line: string
       throw new Error(`${main} does not exist: run npm run build first (or use --server=build)`);
     return [...flags, main];
   }
-  const outDir = join(root, BUILD_DIR);
-  const main = join(outDir, 'server/main.js');
-  const stamp = join(outDir, '.stamp');
-  const sourcesAt = newestMtime(root);
-  if (existsSync(main) && existsSync(stamp) && statSync(stamp).mtimeMs >= sourcesAt) {
-    log(`toolproof build is up to date (${BUILD_DIR})`);
-    return [...flags, main];
-  }
-  log(`building toolproof into ${BUILD_DIR} (tsc -p tsconfig.build.json) ...`);
-  mkdirSync(outDir, { recursive: true });
-  const started = Date.now();
-  const tsc = join(root, 'node_modules/typescript/bin/tsc');
-  const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', outDir], {
-    cwd: root,
-    encoding: 'utf8',
-  });
-  if (!existsSync(main) || statSync(main).mtimeMs < started - 1000) {
-    throw new Error(`tsc did not emit ${main}:\n${result.stdout}${result.stderr}`);
-  }
-  if (result.status !== 0) {
-    const errors = (result.stdout + result.stderr).split('\n').filter((l) => l.includes('error TS'));
-    log(`warning: tsc reported ${errors.length} type error(s); the emitted JavaScript is used anyway:`);
-    for (const line of errors.slice(0, 5)) log(`  ${line}`);
-  }
-  // The stamp carries the build's start time: a file saved during the build makes the next run rebuild.
-  writeFileSync(stamp, new Date(started).toISOString());
-  utimesSync(stamp, new Date(started), new Date(started));
-  log(`built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  // One staleness rule for npm start, the bin and the benches: scripts/build-if-stale.mjs.
+  const main = join(root, BUILD_DIR, 'server/main.js');
+  const result = spawnSync(
+    process.execPath,
+    [join(root, 'scripts/build-if-stale.mjs'), '--out', BUILD_DIR, '--allow-type-errors'],
+    { cwd: root, encoding: 'utf8' },
+  );
+  for (const line of result.stderr.split('\n')) if (line.trim()) log(line.replace(/^toolproof: /, ''));
+  if (result.status !== 0 || !existsSync(main)) throw new Error(`could not build ${main} (see above)`);
+  if (!result.stderr.trim()) log(`toolproof build is up to date (${BUILD_DIR})`);
   return [...flags, main];
 }
