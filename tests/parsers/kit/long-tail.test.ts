@@ -10,6 +10,7 @@ import {
   unlessReopened,
   type XmlCallSpec,
 } from '../../../parsers/kit/long-tail.js';
+import { MINIMAX_INVOKE } from '../../../parsers/formats/minimax-m2.js';
 import { recoverMessage } from '../../../parsers/recover.js';
 import type { DeclaredTool } from '../../../parsers/types.js';
 
@@ -22,15 +23,9 @@ const tool: DeclaredTool = {
 };
 const ctx = { tools: new Map([['f', tool]]) };
 
+/** MiniMax's `<invoke>` / `<parameter>` spelling, with values read as JSON when the head says so. */
 const SPEC: XmlCallSpec = {
-  callOpen: '<invoke name="',
-  callNameEnd: '"',
-  callHeadEnd: '>',
-  callClose: '</invoke>',
-  argOpen: '<parameter name="',
-  argNameEnd: '"',
-  argHeadEnd: '>',
-  argClose: '</parameter>',
+  ...MINIMAX_INVOKE,
   valueMode: (attrs) => (attrs.includes('json') ? 'json' : 'schema'),
 };
 
