@@ -31,13 +31,16 @@ export function completionShapeProblem(completion: unknown): string | undefined 
 
 /**
  * The same for one streamed chunk: its choices, deltas and tool-call deltas are indexed
- * into by every stream hook and translator. A chunk without choices (usage, an error) passes.
+ * into by every stream hook and translator. A chunk without choices (usage, an error) passes;
+ * choices that are there but not an array do not.
  * `calls` (per stream, kept by the caller) holds the calls already opened, as `choice:call`
  * keys, created at the first call: the delta that opens a call must name its function, as a
  * whole message's call must (a stream's later deltas of that call carry only arguments).
  */
 export function chunkShapeProblem(chunk: Record<string, unknown>, calls?: OpenedCalls): string | undefined {
-  if (!Array.isArray(chunk.choices)) return undefined;
+  if (chunk.choices === undefined || chunk.choices === null) return undefined;
+  // Every reader iterates `choices ?? []`: an object or a string there threw a TypeError (500).
+  if (!Array.isArray(chunk.choices)) return 'choices that is not an array';
   for (const [i, choice] of chunk.choices.entries()) {
     if (!isObject(choice)) return `choices[${i}] that is not an object`;
     const delta = choice.delta;
