@@ -121,9 +121,12 @@ export function badStream(label: string, what: string): ToolproofError {
   });
 }
 
-/** An error event: an `error` and no choices (llama-server and vLLM send them mid-stream). */
+/**
+ * An error event: an `error` and no choices (llama-server and vLLM send them mid-stream).
+ * `"error": null` says there is none.
+ */
 export function isErrorEvent(chunk: UpstreamEvent): boolean {
-  return chunk.error !== undefined && !Array.isArray(chunk.choices);
+  return chunk.error !== undefined && chunk.error !== null && !Array.isArray(chunk.choices);
 }
 
 /** A usage-only event: summed over attempts, one goes out at the very end. */

@@ -308,3 +308,40 @@ describe('the SDKs see these as their own errors', () => {
     await expect(stream.finalResponse()).rejects.toThrow(/closed the stream/);
   });
 });
+
+/**
+ * `"error": null` is JSON for "no error" (typeof null is 'object'): as an upstream's 4xx body it
+ * was read as an error object and threw (toolproof's own 500 on every door), and as a chunk of a
+ * stream it ended the stream with TP_ERR_INTERNAL.
+ */
+describe.each(['messages', 'responses', 'chat'] as const)('/v1/%s, "error": null', (door) => {
+  it('a 400 whose body is {"error": null}: the upstream status in the API shape, not a 500', async () => {
+    handler = (_b, res) => {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end('{"error":null}');
+    };
+    const before = Number(/toolproof_internal_errors_total\S* (\d+)/.exec(await metricsText())?.[1] ?? 0);
+    const { status, text } = await post(door, false);
+    expect(status).toBe(400);
+    expectErrorShape(door, text);
+    const after = Number(/toolproof_internal_errors_total\S* (\d+)/.exec(await metricsText())?.[1] ?? 0);
+    expect(after).toBe(before);
+  });
+
+  it('a chunk {"error": null} mid-stream is no error: the answer streams whole', async () => {
+    handler = (b, res) => {
+      head(res, b);
+      res.end(sse([good[0], good[1], { id: 'x', error: null }, ...good.slice(2), '[DONE]']));
+    };
+    const { status, text } = await post(door, true);
+    expect(status).toBe(200);
+    expect(text).not.toContain('toolproof failed to handle');
+    expect(text).not.toMatch(/"type":"error"|event: error|"error":\{/);
+    // Ended as a whole answer does on each door.
+    expect(text).toMatch(
+      { messages: /event: message_stop/, responses: /"status":"completed"/, chat: /"finish_reason":"stop"/ }[
+        door
+      ],
+    );
+  });
+});
