@@ -193,6 +193,39 @@ describe('the capture behind /inspect/api', () => {
     expect(headers['content-type']).toBe('application/json');
   });
 
+  // docs/inspect.md: "any header named like a key, token, secret or password". Only `api-key`
+  // was matched: Azure API Management's subscription key, an `x-auth` or `x-access-key` header
+  // and a private key were kept verbatim in the capture.
+  it('redacts every header named like a key or an auth credential, not only api-key', async () => {
+    const key = 'sk-inspect-secret-0123456789';
+    stack = await startStack({ env: { TOOLPROOF_API_KEYS: key }, apiKey: key });
+    const secrets: Record<string, string> = {
+      'ocp-apim-subscription-key': 'secret-one-0001',
+      'x-auth': 'secret-two-0002',
+      'x-access-key': 'secret-three-0003',
+      'private-key': 'secret-four-0004',
+      authentication: 'secret-five-0005',
+      'x-litellm-key': 'secret-six-0006',
+    };
+    const res = await fetch(`${stack.url}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...secrets },
+      body: JSON.stringify({ model: 'sim', messages: user, tools }),
+    });
+    expect(res.status).toBe(200);
+    const id = res.headers.get('x-request-id')!;
+    const text = await (
+      await fetch(`${stack.origin}/inspect/api/requests/${id}`, {
+        headers: { authorization: `Bearer ${key}` },
+      })
+    ).text();
+    for (const value of Object.values(secrets)) expect(text).not.toContain(value);
+    const headers = (JSON.parse(text) as { record: { clientRequest: { headers: Record<string, string> } } })
+      .record.clientRequest.headers;
+    for (const name of Object.keys(secrets)) expect(headers[name]).toBe('[redacted]');
+    expect(headers['content-type']).toBe('application/json');
+  });
+
   it('the page and its API refuse a request without a key when keys are set; Basic works for browsers', async () => {
     const key = 'sk-inspect-secret-0123456789';
     stack = await startStack({ env: { TOOLPROOF_API_KEYS: key }, apiKey: key });
