@@ -83,7 +83,8 @@ export class QuietClock {
 /** The response is an event stream; if not, it is abandoned and the fault returned. */
 export function notEventStream(call: ChatCall, res: UpstreamResponse): ToolproofError | undefined {
   const contentType = String(res.headers['content-type'] ?? '');
-  if (contentType.includes('text/event-stream')) return undefined;
+  // A media type is case-insensitive (RFC 9110 §8.3.1): `Text/Event-Stream` is one too.
+  if (contentType.toLowerCase().includes('text/event-stream')) return undefined;
   discardBody(res);
   return new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
     message: `The upstream ${call.route.client.label} answered a streaming request with ${contentType || 'no content type'}, not an event stream.`,

@@ -345,3 +345,26 @@ describe.each(['messages', 'responses', 'chat'] as const)('/v1/%s, "error": null
     );
   });
 });
+
+/** A media type is case-insensitive: a gateway that writes `Text/Event-Stream` still sends a stream. */
+describe.each(['messages', 'responses', 'chat'] as const)(
+  '/v1/%s, an event stream typed in capitals',
+  (door) => {
+    it('streams the answer (it was refused as "not an event stream", a 502)', async () => {
+      handler = (_b, res) => {
+        res.writeHead(200, { 'content-type': 'Text/Event-Stream; Charset=UTF-8' });
+        res.end(sse([...good, '[DONE]']));
+      };
+      const { status, text } = await post(door, true);
+      expect(status).toBe(200);
+      expect(text).not.toMatch(/not an event stream/);
+      expect(text).toMatch(
+        {
+          messages: /event: message_stop/,
+          responses: /"status":"completed"/,
+          chat: /"finish_reason":"stop"/,
+        }[door],
+      );
+    });
+  },
+);
