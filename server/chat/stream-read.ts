@@ -111,7 +111,7 @@ export function parseEvent(
       message: `The upstream ${label} sent an event that is not a JSON object.`,
     });
   }
-  const problem = chunkShapeProblem(chunk, calls);
+  const problem = chunkShapeProblem(chunk, calls, payload.length);
   if (problem) return badStream(label, `an event with ${problem}`);
   return chunk;
 }

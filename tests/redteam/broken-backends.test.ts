@@ -368,3 +368,41 @@ describe.each(['messages', 'responses', 'chat'] as const)(
     });
   },
 );
+
+/**
+ * JSON.parse takes 100k nested arrays; writing the completion back out (JSON.stringify) then
+ * overflowed the stack: toolproof's own 500 on chat, TP_ERR_INTERNAL in its stream.
+ */
+const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+describe.each(['messages', 'responses', 'chat'] as const)(
+  '/v1/%s, an upstream value 100k levels deep',
+  (door) => {
+    it('not streamed: a 502 naming the depth, not a 500', async () => {
+      handler = (_b, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(
+          `{"id":"c","choices":[{"index":0,"message":{"role":"assistant","content":"hi","extra":${deep}},"finish_reason":"stop"}]}`,
+        );
+      };
+      const { status, text } = await post(door, false);
+      expect(status).toBe(502);
+      expectErrorShape(door, text);
+      expect(text).toMatch(/nested deeper than 512 levels/);
+    });
+
+    it("streamed: the API's error event naming the depth, not toolproof failing", async () => {
+      handler = (b, res) => {
+        head(res, b);
+        const bad = `{"id":"x","choices":[{"index":0,"delta":{"content":"x"},"extra":${deep}}]}`;
+        res.end(`${sse([good[0], good[1]])}data: ${bad}\n\n${sse([...good.slice(2), '[DONE]'])}`);
+      };
+      const before = Number(/toolproof_internal_errors_total\S* (\d+)/.exec(await metricsText())?.[1] ?? 0);
+      const { status, text } = await post(door, true);
+      expect(status).toBe(200);
+      expect(text).toMatch(/nested deeper than 512 levels/);
+      expect(text).not.toContain('toolproof failed to handle');
+      const after = Number(/toolproof_internal_errors_total\S* (\d+)/.exec(await metricsText())?.[1] ?? 0);
+      expect(after).toBe(before);
+    });
+  },
+);
