@@ -226,6 +226,70 @@ describe('the capture behind /inspect/api', () => {
     expect(headers['content-type']).toBe('application/json');
   });
 
+  // Named keys are tenants (issue 29: allow-lists, limits): the capture holds their prompts and
+  // answers. A key limited to one model listed, opened and replayed every other key's requests.
+  it('a named key sees only its own requests; inspect: all and the flat keys see every one', async () => {
+    const keys = {
+      alice: 'sk-alice-inspect-0001',
+      bob: 'sk-bob-inspect-0002',
+      ops: 'sk-ops-inspect-0003',
+      flat: 'sk-flat-inspect-0004',
+    };
+    stack = await startStack({
+      env: { TOOLPROOF_API_KEYS: keys.flat },
+      file: {
+        keys: [
+          { name: 'alice', key: keys.alice },
+          { name: 'bob', key: keys.bob, models: ['sim'] },
+          { name: 'ops', key: keys.ops, inspect: 'all' },
+        ],
+      },
+    });
+    const ask = async (key: string, text: string, session: string) => {
+      const res = await fetch(`${stack!.url}/chat/completions`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          authorization: `Bearer ${key}`,
+          'x-session-id': session,
+        },
+        body: JSON.stringify({ model: 'sim', messages: [{ role: 'user', content: text }], tools }),
+      });
+      expect(res.status).toBe(200);
+      return res.headers.get('x-request-id')!;
+    };
+    const aliceId = await ask(keys.alice, 'alice private prompt', 'alice-session');
+    const bobId = await ask(keys.bob, 'bob private prompt', 'bob-session');
+    const as = (key: string) => ({ authorization: `Bearer ${key}` });
+    const ids = async (key: string) =>
+      ((await getJson(stack!, '/inspect/api/requests', as(key))).body.requests as Summary[]).map((r) => r.id);
+
+    expect(await ids(keys.bob)).toEqual([bobId]);
+    expect(await ids(keys.alice)).toEqual([aliceId]);
+    // Asking for another owner in the query changes nothing.
+    const forged = await getJson(stack, '/inspect/api/requests?owner=alice', as(keys.bob));
+    expect((forged.body.requests as Summary[]).map((r) => r.id)).toEqual([bobId]);
+    expect((await getJson(stack, `/inspect/api/requests/${aliceId}`, as(keys.bob))).status).toBe(404);
+    expect((await getJson(stack, `/inspect/api/requests/${bobId}`, as(keys.bob))).status).toBe(200);
+    const sessions = (await getJson(stack, '/inspect/api/sessions', as(keys.bob))).body.sessions as Array<{
+      session: string;
+    }>;
+    expect(sessions).toHaveLength(1);
+    const aliceSession = (await getJson(stack, `/inspect/api/requests/${aliceId}`, as(keys.alice))).body
+      .record as { session: string; key: string };
+    expect(aliceSession.key).toBe('alice');
+    const peek = await getJson(
+      stack,
+      `/inspect/api/session?key=${encodeURIComponent(aliceSession.session)}`,
+      as(keys.bob),
+    );
+    expect(JSON.stringify(peek.body)).not.toContain('alice private prompt');
+    expect(peek.body.turns).toEqual([]);
+
+    for (const key of [keys.ops, keys.flat])
+      expect(new Set(await ids(key))).toEqual(new Set([aliceId, bobId]));
+  });
+
   it('the page and its API refuse a request without a key when keys are set; Basic works for browsers', async () => {
     const key = 'sk-inspect-secret-0123456789';
     stack = await startStack({ env: { TOOLPROOF_API_KEYS: key }, apiKey: key });
