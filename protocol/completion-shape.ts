@@ -7,11 +7,22 @@
  * object, odd content types): only what would throw is refused.
  */
 import { isObject } from './is-object.js';
+import { deeperThan } from './json-depth.js';
+
+/**
+ * The deepest nesting read from an upstream. JSON.parse takes 100k nested arrays in a field
+ * nobody reads; JSON.stringify, writing the completion to the client, then overflowed the stack
+ * (toolproof's own 500, or TP_ERR_INTERNAL in a stream). A real completion nests a tool call's
+ * arguments a few levels below its choice, and clients' arguments are bounded at 128 levels.
+ */
+export const MAX_UPSTREAM_DEPTH = 512;
+const TOO_DEEP = `a value nested deeper than ${MAX_UPSTREAM_DEPTH} levels`;
 
 /** The first field toolproof cannot read, as a sentence fragment, or undefined when all is readable. */
 export function completionShapeProblem(completion: unknown): string | undefined {
   if (!isObject(completion) || !Array.isArray(completion.choices) || completion.choices.length === 0)
     return 'a response without choices';
+  if (deeperThan(completion, MAX_UPSTREAM_DEPTH)) return TOO_DEEP;
   for (const [i, choice] of completion.choices.entries()) {
     if (!isObject(choice)) return `choices[${i}] that is not an object`;
     const message = choice.message;
@@ -31,13 +42,22 @@ export function completionShapeProblem(completion: unknown): string | undefined 
 
 /**
  * The same for one streamed chunk: its choices, deltas and tool-call deltas are indexed
- * into by every stream hook and translator. A chunk without choices (usage, an error) passes.
+ * into by every stream hook and translator. A chunk without choices (usage, an error) passes;
+ * choices that are there but not an array do not.
  * `calls` (per stream, kept by the caller) holds the calls already opened, as `choice:call`
  * keys, created at the first call: the delta that opens a call must name its function, as a
  * whole message's call must (a stream's later deltas of that call carry only arguments).
  */
-export function chunkShapeProblem(chunk: Record<string, unknown>, calls?: OpenedCalls): string | undefined {
-  if (!Array.isArray(chunk.choices)) return undefined;
+export function chunkShapeProblem(
+  chunk: Record<string, unknown>,
+  calls?: OpenedCalls,
+  /** The event's length in characters: one shorter than two per level cannot be too deep (no walk). */
+  length = Number.POSITIVE_INFINITY,
+): string | undefined {
+  if (length > 2 * MAX_UPSTREAM_DEPTH && deeperThan(chunk, MAX_UPSTREAM_DEPTH)) return TOO_DEEP;
+  if (chunk.choices === undefined || chunk.choices === null) return undefined;
+  // Every reader iterates `choices ?? []`: an object or a string there threw a TypeError (500).
+  if (!Array.isArray(chunk.choices)) return 'choices that is not an array';
   for (const [i, choice] of chunk.choices.entries()) {
     if (!isObject(choice)) return `choices[${i}] that is not an object`;
     const delta = choice.delta;

@@ -31,7 +31,7 @@ import { KeyLimits, keyRing, OPEN_KEY } from './keys.js';
 import type { ChatCall } from './chat/context.js';
 import { harnessOf } from './chat/harness-summary.js';
 import { callUsage } from './chat/pipeline.js';
-import { recordPromptCache } from './chat/prompt-cache.js';
+import { recordPromptCache, tokenCount } from './chat/prompt-cache.js';
 import type { Config } from './config.js';
 import { createCors } from './cors.js';
 import { handleClientError, registerErrorHandling } from './error-handler.js';
@@ -361,8 +361,8 @@ function recordKeyUsage(
   cached = 0,
 ): void {
   if (!usage) return;
-  const prompt = usage.prompt_tokens ?? 0;
-  const completion = usage.completion_tokens ?? 0;
+  const prompt = tokenCount(usage.prompt_tokens);
+  const completion = tokenCount(usage.completion_tokens);
   const m = state.metrics.keyTokens;
   if (prompt > 0) m.labels(key, model, 'prompt').inc(prompt);
   if (cached > 0) m.labels(key, model, 'cached').inc(cached);
@@ -399,7 +399,15 @@ function onResponseClose(
   // Ended: the last byte was handed to the socket; not: the client or the socket went away first.
   const ended = finished || res.writableFinished;
   if (!ended) request.tpAbort?.abort(clientClosed());
-  logRequest(owner.app, owner.state, request, res.statusCode, ended, res.headersSent);
+  // This runs from the response's 'close' event, outside any request's error handling: a throw
+  // here (a counter refusing a value an upstream reported) would end the process and every
+  // stream on it. The response is gone; what is left is bookkeeping, so log it and go on.
+  try {
+    logRequest(owner.app, owner.state, request, res.statusCode, ended, res.headersSent);
+  } catch (err) {
+    owner.app.log.error({ err, reqId: request.id }, 'writing the request log line and metrics failed');
+    owner.state.metrics.internalErrors.labels('other').inc();
+  }
   request.tpSpan?.end(request, res.statusCode, ended, res.headersSent);
 }
 

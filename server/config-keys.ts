@@ -18,6 +18,11 @@ export interface ApiKeyEntry {
   readonly concurrency?: number;
   /** Its requests' class, and the most it may ask for with x-toolproof-priority. */
   readonly priority?: PriorityClass;
+  /**
+   * What the inspector shows it (docs/inspect.md): `own` (a named key's default) the requests
+   * made with its own key name, `all` every request (the flat keys' default).
+   */
+  readonly inspect?: 'own' | 'all';
 }
 
 /** The name flat keys (TOOLPROOF_API_KEYS, server.apiKeys) carry. */
@@ -37,6 +42,7 @@ export const keysSchema = {
       tokensPerMinute: { type: 'integer', minimum: 1 },
       concurrency: { type: 'integer', minimum: 1 },
       priority: { enum: [...PRIORITY_CLASSES] },
+      inspect: { enum: ['own', 'all'] },
     },
   },
 } as const;

@@ -670,7 +670,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
     secrets.add(entry.key);
     keys.push(perWorker(entry, workers));
   }
-  for (const key of flatKeys) if (!secrets.has(key)) keys.push(Object.freeze({ name: UNNAMED_KEY, key }));
+  for (const key of flatKeys)
+    if (!secrets.has(key)) keys.push(Object.freeze({ name: UNNAMED_KEY, key, inspect: 'all' as const }));
   const captureMb = envNumber(env, 'TOOLPROOF_CAPTURE_MB') ?? file.server?.captureMb ?? DEFAULT_CAPTURE_MB;
   if (captureMb < 0 || captureMb > 65536)
     throw new ConfigError(`TOOLPROOF_CAPTURE_MB must be from 0 to 65536, got ${captureMb}`);

@@ -116,9 +116,11 @@ export function fromUpstreamError(
       message: openAIOverflowMessage(overflow),
       detail: { kind: 'context-overflow', overflow, upstream: body },
     });
+  // `"error": null` is an object to typeof: reading its fields threw (toolproof's own 500).
+  const nested = body && typeof body === 'object' ? (body as Record<string, unknown>).error : undefined;
   const inner =
-    body && typeof body === 'object' && typeof (body as Record<string, unknown>).error === 'object'
-      ? ((body as Record<string, unknown>).error as Record<string, unknown>)
+    nested && typeof nested === 'object'
+      ? (nested as Record<string, unknown>)
       : body && typeof body === 'object'
         ? (body as Record<string, unknown>)
         : {};

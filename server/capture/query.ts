@@ -15,9 +15,9 @@ import {
 
 export type CaptureOp =
   | { op: 'list'; query: CaptureQuery }
-  | { op: 'get'; id: string }
-  | { op: 'sessions' }
-  | { op: 'session'; key: string }
+  | { op: 'get'; id: string; owner?: string }
+  | { op: 'sessions'; owner?: string }
+  | { op: 'session'; key: string; owner?: string }
   | { op: 'stats' };
 
 export interface RequestView {
@@ -76,12 +76,12 @@ export function answer(ring: CaptureRing | undefined, op: CaptureOp, worker: num
       return ring.list(op.query);
     case 'get': {
       const r = ring.get(op.id);
-      return r ? viewOf(r) : null;
+      return r && (op.owner === undefined || r.key === op.owner) ? viewOf(r) : null;
     }
     case 'sessions':
-      return sessionsOf(ring);
+      return sessionsOf(ring, op.owner);
     case 'session':
-      return ring.session(op.key);
+      return ring.session(op.key, op.owner);
   }
 }
 
@@ -122,9 +122,9 @@ function curlOf(
   return lines.join('\n');
 }
 
-function sessionsOf(ring: CaptureRing): SessionSummary[] {
+function sessionsOf(ring: CaptureRing, owner: string | undefined): SessionSummary[] {
   const by = new Map<string, SessionSummary>();
-  for (const s of ring.list({ limit: 1000 }).reverse()) {
+  for (const s of ring.list({ limit: 1000, ...(owner === undefined ? {} : { owner }) }).reverse()) {
     let e = by.get(s.session);
     if (!e) {
       e = { session: s.session, requests: 0, first: s.at, last: s.at, models: [], failed: 0 };

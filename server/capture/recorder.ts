@@ -77,6 +77,7 @@ export function beginCapture(
     model: typeof model === 'string' ? sharedString(model) : model,
     stream: call.original.stream === true,
     session: sessionLabel(sessionKey),
+    ...(request.tpKey ? { key: request.tpKey.name } : {}),
     method: request.method,
     path: sharedString(path.length > 256 ? path.slice(0, 256) : path),
   });

@@ -2,7 +2,10 @@
  * Headers as a capture keeps them: credentials never. A header that carries a key, a token, a
  * cookie or a password is kept by name only, its value replaced; the rest is cut short.
  */
-const SECRET = /authorization|api[-_]?key|cookie|token|secret|password|credential|signature|^x-amz-|^proxy-/i;
+// Any name with `key` or `auth` in it (Azure API Management's ocp-apim-subscription-key, x-auth,
+// x-access-key, authentication): a header needlessly redacted costs a diagnosis detail, one kept
+// leaks a credential into every inspector reader's view.
+const SECRET = /auth|key|cookie|token|secret|passw|credential|signature|^x-amz-|^proxy-/i;
 const MAX_HEADERS = 64;
 const MAX_VALUE_CHARS = 512;
 export const REDACTED = '[redacted]';

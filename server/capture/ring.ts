@@ -90,6 +90,8 @@ export interface CaptureSummary {
   model: string;
   stream: boolean;
   session: string;
+  /** The name of the client key the request came with (none when no key is configured). */
+  key?: string;
   inFlight: boolean;
   status: number | 'aborted' | null;
   outcome: Outcome;
@@ -136,6 +138,7 @@ export interface RecordInit {
   session: string;
   method: string;
   path: string;
+  key?: string;
 }
 
 /** An upstream attempt as written (read as CapturedAttempt, JSON included): one object. */
@@ -269,6 +272,7 @@ export class RecordWriter implements CaptureRecord {
   readonly model: string;
   readonly stream: boolean;
   readonly session: string;
+  readonly key: string | undefined;
   readonly method: string;
   readonly path: string;
   inFlight = true;
@@ -318,6 +322,7 @@ export class RecordWriter implements CaptureRecord {
     this.model = init.model;
     this.stream = init.stream;
     this.session = init.session;
+    this.key = init.key;
     this.method = init.method;
     this.path = init.path;
   }
@@ -421,6 +426,7 @@ export class RecordWriter implements CaptureRecord {
       model: this.model,
       stream: this.stream,
       session: this.session,
+      ...(this.key === undefined ? {} : { key: this.key }),
       inFlight: this.inFlight,
       status: this.status,
       outcome: this.outcome,
@@ -736,6 +742,8 @@ export interface CaptureQuery {
   model?: string;
   outcome?: string;
   limit?: number;
+  /** Only the requests made with this key name (a named key's own view in the inspector). */
+  owner?: string;
 }
 
 /** The process's ring: records in arrival order, the oldest dropped first. */
@@ -867,6 +875,7 @@ export class CaptureRing {
     const limit = Math.min(Math.max(q.limit ?? 200, 1), 1000);
     for (let i = this.order.length - 1; i >= this.head && out.length < limit; i--) {
       const r = this.order[i]!.record;
+      if (q.owner !== undefined && r.key !== q.owner) continue;
       if (q.session !== undefined && q.session !== '' && r.session !== q.session) continue;
       if (q.model !== undefined && q.model !== '' && r.model !== q.model) continue;
       if (q.outcome !== undefined && q.outcome !== '' && !r.kinds.includes(q.outcome as Outcome)) continue;
@@ -876,10 +885,12 @@ export class CaptureRing {
   }
 
   /** Every record of a session, oldest first. */
-  session(key: string): CaptureRecord[] {
+  session(key: string, owner?: string): CaptureRecord[] {
     const out: CaptureRecord[] = [];
-    for (let i = this.head; i < this.order.length; i++)
-      if (this.order[i]!.record.session === key) out.push(this.order[i]!.record);
+    for (let i = this.head; i < this.order.length; i++) {
+      const r = this.order[i]!.record;
+      if (r.session === key && (owner === undefined || r.key === owner)) out.push(r);
+    }
     return out;
   }
 }
@@ -893,6 +904,7 @@ export function summaryOf(r: CaptureRecord): CaptureSummary {
     model: r.model,
     stream: r.stream,
     session: r.session,
+    ...(r.key === undefined ? {} : { key: r.key }),
     inFlight: r.inFlight,
     status: r.status,
     outcome: r.outcome,

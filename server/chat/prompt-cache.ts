@@ -9,6 +9,16 @@ import type { Usage } from '../../protocol/openai.js';
 import type { Metrics } from '../metrics.js';
 import type { ChatCall } from './context.js';
 
+/**
+ * A token count as the upstream reported it, fit to count: a finite number >= 0, else 0. An
+ * upstream may send -5, "10" or 1e400 (which JSON reads as Infinity), and a prom-client counter
+ * throws on a decrease or a non-finite value: thrown while a response closes, that ended the
+ * process.
+ */
+export function tokenCount(n: unknown): number {
+  return typeof n === 'number' && Number.isFinite(n) && n > 0 ? n : 0;
+}
+
 /** usage.prompt_tokens_details.cached_tokens, when the backend reported it. */
 function cachedTokensOf(usage: Usage | undefined): number | undefined {
   const details = usage?.prompt_tokens_details as { cached_tokens?: unknown } | null | undefined;
@@ -21,14 +31,14 @@ export function noteTimings(call: ChatCall, timings: unknown): void {
   if (!timings || typeof timings !== 'object') return;
   const { cache_n, prompt_n } = timings as { cache_n?: unknown; prompt_n?: unknown };
   if (typeof cache_n !== 'number' || typeof prompt_n !== 'number') return;
+  const cached = tokenCount(cache_n);
   const prev = call.timings ?? { cached: 0, prompt: 0 };
-  call.timings = { cached: prev.cached + cache_n, prompt: prev.prompt + cache_n + prompt_n };
+  call.timings = { cached: prev.cached + cached, prompt: prev.prompt + cached + tokenCount(prompt_n) };
 }
 
 /** An attempt toolproof discarded (a corrective retry follows): what it generated was wasted. */
 export function noteDiscarded(call: ChatCall, usage: Usage | undefined): void {
-  const n = usage?.completion_tokens;
-  if (typeof n === 'number' && n > 0) call.discardedTokens += n;
+  call.discardedTokens += tokenCount(usage?.completion_tokens);
 }
 
 export interface PromptCacheFacts {
@@ -52,7 +62,7 @@ export function recordPromptCache(
   const cached = cachedTokensOf(usage);
   const facts =
     cached !== undefined && typeof usage?.prompt_tokens === 'number'
-      ? { prompt: usage.prompt_tokens, cached }
+      ? { prompt: tokenCount(usage.prompt_tokens), cached }
       : call.timings;
   if (!facts) return undefined;
   metrics.promptTokens.labels(model).inc(facts.prompt);

@@ -83,7 +83,8 @@ export class QuietClock {
 /** The response is an event stream; if not, it is abandoned and the fault returned. */
 export function notEventStream(call: ChatCall, res: UpstreamResponse): ToolproofError | undefined {
   const contentType = String(res.headers['content-type'] ?? '');
-  if (contentType.includes('text/event-stream')) return undefined;
+  // A media type is case-insensitive (RFC 9110 §8.3.1): `Text/Event-Stream` is one too.
+  if (contentType.toLowerCase().includes('text/event-stream')) return undefined;
   discardBody(res);
   return new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
     message: `The upstream ${call.route.client.label} answered a streaming request with ${contentType || 'no content type'}, not an event stream.`,
@@ -110,7 +111,7 @@ export function parseEvent(
       message: `The upstream ${label} sent an event that is not a JSON object.`,
     });
   }
-  const problem = chunkShapeProblem(chunk, calls);
+  const problem = chunkShapeProblem(chunk, calls, payload.length);
   if (problem) return badStream(label, `an event with ${problem}`);
   return chunk;
 }
@@ -121,9 +122,12 @@ export function badStream(label: string, what: string): ToolproofError {
   });
 }
 
-/** An error event: an `error` and no choices (llama-server and vLLM send them mid-stream). */
+/**
+ * An error event: an `error` and no choices (llama-server and vLLM send them mid-stream).
+ * `"error": null` says there is none.
+ */
 export function isErrorEvent(chunk: UpstreamEvent): boolean {
-  return chunk.error !== undefined && !Array.isArray(chunk.choices);
+  return chunk.error !== undefined && chunk.error !== null && !Array.isArray(chunk.choices);
 }
 
 /** A usage-only event: summed over attempts, one goes out at the very end. */

@@ -61,6 +61,16 @@ const summarySchema = {
   },
 };
 
+/**
+ * Whose requests a reader may see: a named key (inspect: own, its default) only those made with
+ * its own name; a key with inspect: all (the flat keys) and an open server every request. The
+ * capture holds prompts and answers: a key limited to one model read every other team's.
+ */
+function ownerOf(request: FastifyRequest): string | undefined {
+  const key = request.tpKey;
+  return key && key.inspect !== 'all' ? key.name : undefined;
+}
+
 export function registerInspectRoutes(app: FastifyInstance, state: AppState): void {
   const ask: AskGroup = joinCaptureGroup(state.capture);
   const dir = pageDir();
@@ -135,7 +145,7 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
       async (request) => {
         const q = request.query as { session?: string; model?: string; outcome?: string; limit?: string };
         const limit = q.limit === undefined ? 200 : Number(q.limit);
-        const got = await ask({ op: 'list', query: { ...q, limit } });
+        const got = await ask({ op: 'list', query: { ...q, limit, owner: ownerOf(request) } });
         const requests = (got.parts as CaptureSummary[][])
           .flat()
           .sort((a, b) => b.at - a.at)
@@ -166,7 +176,8 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
       },
       async (request) => {
         const { id } = request.params as { id: string };
-        const got = await ask({ op: 'get', id });
+        const owner = ownerOf(request);
+        const got = await ask({ op: 'get', id, ...(owner === undefined ? {} : { owner }) });
         const view = (got.parts as Array<RequestView | null>).find((p) => p !== null);
         if (!view)
           throw new ToolproofError('TP_ERR_NOT_FOUND', {
@@ -185,8 +196,9 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
           security: [{ bearer: [] }],
         },
       },
-      async () => {
-        const got = await ask({ op: 'sessions' });
+      async (request) => {
+        const owner = ownerOf(request);
+        const got = await ask({ op: 'sessions', ...(owner === undefined ? {} : { owner }) });
         const by = new Map<string, SessionSummary>();
         for (const s of (got.parts as SessionSummary[][]).flat()) {
           const e = by.get(s.session);
@@ -224,7 +236,8 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
       },
       async (request) => {
         const { key } = request.query as { key: string };
-        const got = await ask({ op: 'session', key });
+        const owner = ownerOf(request);
+        const got = await ask({ op: 'session', key, ...(owner === undefined ? {} : { owner }) });
         return {
           session: key,
           workers: got.parts.length,

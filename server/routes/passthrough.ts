@@ -245,7 +245,9 @@ async function relay(state: AppState, request: FastifyRequest, reply: FastifyRep
     await res.body.dump();
     return reply.code(res.status).headers(headers).send();
   }
-  request.tp.stream = String(headers['content-type'] ?? '').startsWith('text/event-stream');
+  request.tp.stream = String(headers['content-type'] ?? '')
+    .toLowerCase()
+    .startsWith('text/event-stream');
   // Fastify pipes the body with backpressure and destroys it if the client goes away (the
   // iterator's return() cancels the upstream request); its error listener keeps a failing
   // upstream body from crashing us.

@@ -74,7 +74,7 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
         throw fromUpstreamError(res.status, parseUpstreamBody(text), route.client.label, res.headers);
       }
       const type = String(res.headers['content-type'] ?? 'application/json');
-      if (!type.includes('text/event-stream')) {
+      if (!type.toLowerCase().includes('text/event-stream')) {
         // Whole, or a 504 when it stalls and a 502 when it is cut: never a torn body sent as a 200.
         const bytes = await readUpstreamBytes(res, route.client.label);
         return reply.code(res.status).type(type).send(bytes);

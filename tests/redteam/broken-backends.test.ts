@@ -219,6 +219,9 @@ const malformedChunks: Record<string, unknown> = {
     id: 'x',
     choices: [{ index: 0, delta: { tool_calls: 'xy' }, finish_reason: null }],
   },
+  // Each read as "no choices" by the shape check, then iterated by a stream hook: a TypeError.
+  'choices as an object': { id: 'x', choices: {} },
+  'choices as a string': { id: 'x', choices: 'abc' },
 };
 
 describe.each(['messages', 'responses', 'chat'] as const)(
@@ -234,7 +237,7 @@ describe.each(['messages', 'responses', 'chat'] as const)(
         const before = Number(/toolproof_internal_errors_total\S* (\d+)/.exec(await metricsText())?.[1] ?? 0);
         const { status, text } = await post(door, true);
         expect(status).toBe(200);
-        expect(text).toMatch(/sent an event with choices\[0\]/);
+        expect(text).toMatch(/sent an event with choices/);
         expect(text).not.toContain('toolproof failed to handle');
         const after = Number(/toolproof_internal_errors_total\S* (\d+)/.exec(await metricsText())?.[1] ?? 0);
         expect(after).toBe(before);
@@ -305,3 +308,101 @@ describe('the SDKs see these as their own errors', () => {
     await expect(stream.finalResponse()).rejects.toThrow(/closed the stream/);
   });
 });
+
+/**
+ * `"error": null` is JSON for "no error" (typeof null is 'object'): as an upstream's 4xx body it
+ * was read as an error object and threw (toolproof's own 500 on every door), and as a chunk of a
+ * stream it ended the stream with TP_ERR_INTERNAL.
+ */
+describe.each(['messages', 'responses', 'chat'] as const)('/v1/%s, "error": null', (door) => {
+  it('a 400 whose body is {"error": null}: the upstream status in the API shape, not a 500', async () => {
+    handler = (_b, res) => {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end('{"error":null}');
+    };
+    const before = Number(/toolproof_internal_errors_total\S* (\d+)/.exec(await metricsText())?.[1] ?? 0);
+    const { status, text } = await post(door, false);
+    expect(status).toBe(400);
+    expectErrorShape(door, text);
+    const after = Number(/toolproof_internal_errors_total\S* (\d+)/.exec(await metricsText())?.[1] ?? 0);
+    expect(after).toBe(before);
+  });
+
+  it('a chunk {"error": null} mid-stream is no error: the answer streams whole', async () => {
+    handler = (b, res) => {
+      head(res, b);
+      res.end(sse([good[0], good[1], { id: 'x', error: null }, ...good.slice(2), '[DONE]']));
+    };
+    const { status, text } = await post(door, true);
+    expect(status).toBe(200);
+    expect(text).not.toContain('toolproof failed to handle');
+    expect(text).not.toMatch(/"type":"error"|event: error|"error":\{/);
+    // Ended as a whole answer does on each door.
+    expect(text).toMatch(
+      { messages: /event: message_stop/, responses: /"status":"completed"/, chat: /"finish_reason":"stop"/ }[
+        door
+      ],
+    );
+  });
+});
+
+/** A media type is case-insensitive: a gateway that writes `Text/Event-Stream` still sends a stream. */
+describe.each(['messages', 'responses', 'chat'] as const)(
+  '/v1/%s, an event stream typed in capitals',
+  (door) => {
+    it('streams the answer (it was refused as "not an event stream", a 502)', async () => {
+      handler = (_b, res) => {
+        res.writeHead(200, { 'content-type': 'Text/Event-Stream; Charset=UTF-8' });
+        res.end(sse([...good, '[DONE]']));
+      };
+      const { status, text } = await post(door, true);
+      expect(status).toBe(200);
+      expect(text).not.toMatch(/not an event stream/);
+      expect(text).toMatch(
+        {
+          messages: /event: message_stop/,
+          responses: /"status":"completed"/,
+          chat: /"finish_reason":"stop"/,
+        }[door],
+      );
+    });
+  },
+);
+
+/**
+ * JSON.parse takes 100k nested arrays; writing the completion back out (JSON.stringify) then
+ * overflowed the stack: toolproof's own 500 on chat, TP_ERR_INTERNAL in its stream.
+ */
+const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+describe.each(['messages', 'responses', 'chat'] as const)(
+  '/v1/%s, an upstream value 100k levels deep',
+  (door) => {
+    it('not streamed: a 502 naming the depth, not a 500', async () => {
+      handler = (_b, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(
+          `{"id":"c","choices":[{"index":0,"message":{"role":"assistant","content":"hi","extra":${deep}},"finish_reason":"stop"}]}`,
+        );
+      };
+      const { status, text } = await post(door, false);
+      expect(status).toBe(502);
+      expectErrorShape(door, text);
+      expect(text).toMatch(/nested deeper than 512 levels/);
+    });
+
+    it("streamed: the API's error event naming the depth, not toolproof failing", async () => {
+      handler = (b, res) => {
+        head(res, b);
+        const bad = `{"id":"x","choices":[{"index":0,"delta":{"content":"x"},"extra":${deep}}]}`;
+        res.end(`${sse([good[0], good[1]])}data: ${bad}\n\n${sse([...good.slice(2), '[DONE]'])}`);
+      };
+      const before = Number(/toolproof_internal_errors_total\S* (\d+)/.exec(await metricsText())?.[1] ?? 0);
+      const { status, text } = await post(door, true);
+      expect(status).toBe(200);
+      expect(text).toMatch(/nested deeper than 512 levels/);
+      expect(text).not.toContain('toolproof failed to handle');
+      const after = Number(/toolproof_internal_errors_total\S* (\d+)/.exec(await metricsText())?.[1] ?? 0);
+      expect(after).toBe(before);
+    });
+  },
+);

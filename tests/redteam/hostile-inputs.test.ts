@@ -319,3 +319,38 @@ describe('the rest of the Messages API answers in its own shape', () => {
     });
   }
 });
+
+// The stateful rest of the Responses API reached the upstream, which answered in its own shape
+// (vLLM: {"detail": "Not Found"}) about ids toolproof issued; the OpenAI SDK read no message.
+describe('the rest of the Responses API answers in the OpenAI shape', () => {
+  for (const [method, path] of [
+    ['GET', '/v1/responses'],
+    ['GET', '/v1/responses/resp_1'],
+    ['DELETE', '/v1/responses/resp_1'],
+    ['POST', '/v1/responses/resp_1/cancel'],
+    ['POST', '/v1/responses/compact'],
+    ['POST', '/v1/responses/input_tokens'],
+  ] as const) {
+    it(`${method} ${path} is a 404 in the OpenAI error shape, not the upstream's`, async () => {
+      const res = await fetch(`${stack.origin}${path}`, {
+        method,
+        ...(method === 'POST'
+          ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(R({})) }
+          : {}),
+      });
+      expect(res.status).toBe(404);
+      const body = (await res.json()) as { error?: { type?: string; message?: string; code?: string } };
+      expect(body.error?.code).toBe('TP_ERR_NOT_FOUND');
+      expect(body.error?.message).toContain(path);
+    });
+  }
+
+  it('the openai SDK reads it as a NotFoundError', async () => {
+    const { default: OpenAI } = await import('openai');
+    const client = new OpenAI({ baseURL: `${stack.origin}/v1`, apiKey: 'x', maxRetries: 0 });
+    await expect(client.responses.retrieve('resp_1')).rejects.toMatchObject({
+      status: 404,
+      message: expect.stringContaining('stateless'),
+    });
+  });
+});

@@ -193,6 +193,103 @@ describe('the capture behind /inspect/api', () => {
     expect(headers['content-type']).toBe('application/json');
   });
 
+  // docs/inspect.md: "any header named like a key, token, secret or password". Only `api-key`
+  // was matched: Azure API Management's subscription key, an `x-auth` or `x-access-key` header
+  // and a private key were kept verbatim in the capture.
+  it('redacts every header named like a key or an auth credential, not only api-key', async () => {
+    const key = 'sk-inspect-secret-0123456789';
+    stack = await startStack({ env: { TOOLPROOF_API_KEYS: key }, apiKey: key });
+    const secrets: Record<string, string> = {
+      'ocp-apim-subscription-key': 'secret-one-0001',
+      'x-auth': 'secret-two-0002',
+      'x-access-key': 'secret-three-0003',
+      'private-key': 'secret-four-0004',
+      authentication: 'secret-five-0005',
+      'x-litellm-key': 'secret-six-0006',
+    };
+    const res = await fetch(`${stack.url}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...secrets },
+      body: JSON.stringify({ model: 'sim', messages: user, tools }),
+    });
+    expect(res.status).toBe(200);
+    const id = res.headers.get('x-request-id')!;
+    const text = await (
+      await fetch(`${stack.origin}/inspect/api/requests/${id}`, {
+        headers: { authorization: `Bearer ${key}` },
+      })
+    ).text();
+    for (const value of Object.values(secrets)) expect(text).not.toContain(value);
+    const headers = (JSON.parse(text) as { record: { clientRequest: { headers: Record<string, string> } } })
+      .record.clientRequest.headers;
+    for (const name of Object.keys(secrets)) expect(headers[name]).toBe('[redacted]');
+    expect(headers['content-type']).toBe('application/json');
+  });
+
+  // Named keys are tenants (issue 29: allow-lists, limits): the capture holds their prompts and
+  // answers. A key limited to one model listed, opened and replayed every other key's requests.
+  it('a named key sees only its own requests; inspect: all and the flat keys see every one', async () => {
+    const keys = {
+      alice: 'sk-alice-inspect-0001',
+      bob: 'sk-bob-inspect-0002',
+      ops: 'sk-ops-inspect-0003',
+      flat: 'sk-flat-inspect-0004',
+    };
+    stack = await startStack({
+      env: { TOOLPROOF_API_KEYS: keys.flat },
+      file: {
+        keys: [
+          { name: 'alice', key: keys.alice },
+          { name: 'bob', key: keys.bob, models: ['sim'] },
+          { name: 'ops', key: keys.ops, inspect: 'all' },
+        ],
+      },
+    });
+    const ask = async (key: string, text: string, session: string) => {
+      const res = await fetch(`${stack!.url}/chat/completions`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          authorization: `Bearer ${key}`,
+          'x-session-id': session,
+        },
+        body: JSON.stringify({ model: 'sim', messages: [{ role: 'user', content: text }], tools }),
+      });
+      expect(res.status).toBe(200);
+      return res.headers.get('x-request-id')!;
+    };
+    const aliceId = await ask(keys.alice, 'alice private prompt', 'alice-session');
+    const bobId = await ask(keys.bob, 'bob private prompt', 'bob-session');
+    const as = (key: string) => ({ authorization: `Bearer ${key}` });
+    const ids = async (key: string) =>
+      ((await getJson(stack!, '/inspect/api/requests', as(key))).body.requests as Summary[]).map((r) => r.id);
+
+    expect(await ids(keys.bob)).toEqual([bobId]);
+    expect(await ids(keys.alice)).toEqual([aliceId]);
+    // Asking for another owner in the query changes nothing.
+    const forged = await getJson(stack, '/inspect/api/requests?owner=alice', as(keys.bob));
+    expect((forged.body.requests as Summary[]).map((r) => r.id)).toEqual([bobId]);
+    expect((await getJson(stack, `/inspect/api/requests/${aliceId}`, as(keys.bob))).status).toBe(404);
+    expect((await getJson(stack, `/inspect/api/requests/${bobId}`, as(keys.bob))).status).toBe(200);
+    const sessions = (await getJson(stack, '/inspect/api/sessions', as(keys.bob))).body.sessions as Array<{
+      session: string;
+    }>;
+    expect(sessions).toHaveLength(1);
+    const aliceSession = (await getJson(stack, `/inspect/api/requests/${aliceId}`, as(keys.alice))).body
+      .record as { session: string; key: string };
+    expect(aliceSession.key).toBe('alice');
+    const peek = await getJson(
+      stack,
+      `/inspect/api/session?key=${encodeURIComponent(aliceSession.session)}`,
+      as(keys.bob),
+    );
+    expect(JSON.stringify(peek.body)).not.toContain('alice private prompt');
+    expect(peek.body.turns).toEqual([]);
+
+    for (const key of [keys.ops, keys.flat])
+      expect(new Set(await ids(key))).toEqual(new Set([aliceId, bobId]));
+  });
+
   it('the page and its API refuse a request without a key when keys are set; Basic works for browsers', async () => {
     const key = 'sk-inspect-secret-0123456789';
     stack = await startStack({ env: { TOOLPROOF_API_KEYS: key }, apiKey: key });

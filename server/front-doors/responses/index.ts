@@ -5,6 +5,7 @@
  * the answer is translated back: a response object, or the Responses event stream (output.ts).
  */
 import { randomBytes } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
 import { ToolproofError } from '../../../protocol/errors.js';
 import { stringifyJson } from '../../../protocol/lossless-json.js';
 import { translateRequest } from '../../../protocol/responses/request.js';
@@ -36,6 +37,18 @@ interface ResponsesTurn extends TranslatorContext {
 }
 
 /** OpenAI Responses (stateless): errors in OpenAI's shape, like chat's. */
+/**
+ * The rest of the Responses API (retrieve, delete, cancel, input_items, input_tokens, compact)
+ * needs stored responses, which a stateless proxy has none of: a 404 in the OpenAI shape, instead
+ * of falling through to the upstream, which answered in its own (vLLM: {"detail": "Not Found"})
+ * about ids it never issued.
+ */
+async function notServed(request: FastifyRequest): Promise<never> {
+  throw new ToolproofError('TP_ERR_NOT_FOUND', {
+    message: `Not served by toolproof's Responses API (stateless: no stored responses): ${request.method} ${request.url.split('?')[0]}.`,
+  });
+}
+
 export const responses: FrontDoor<'responses', ResponsesTurn> = {
   api: 'responses',
   path: '/v1/responses',
@@ -72,6 +85,15 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
     return reply
       .type('application/json; charset=utf-8')
       .send(stringifyJson(completionToResponse(result.completion, turn, result.usage)));
+  },
+  routes(scope) {
+    scope.route({
+      method: ['GET', 'PUT', 'DELETE', 'PATCH'],
+      url: '/v1/responses',
+      handler: notServed,
+      config: { api: 'responses' },
+    });
+    scope.all('/v1/responses/*', notServed);
   },
   output(reply, turn, state) {
     return new ResponsesSseOutput(
