@@ -47,8 +47,6 @@ export interface LeanLimits {
 }
 
 const NO_LINKS: Link[] = [];
-const NO_KEYS: string[] = [];
-const NO_VALUES: AttributeValue[] = [];
 const NO_EVENTS: TimedEvent[] = [];
 const NO_ATTRIBUTES: Attributes = Object.freeze({}) as Attributes;
 const SAMPLED = 1;
@@ -86,12 +84,13 @@ export class LeanEvent implements TimedEvent {
 export class LeanTracer {
   private readonly ids = new RandomIdGenerator();
   /**
-   * Called on each recorded span as it ends, before the processor gets it: otlp-proto.ts's
-   * encodeAtEnd when the exporter is its protobuf one (the span is written into bytes then and
-   * its attribute and event objects let go; a span waiting for its batch is then a few fields
-   * and a slice of a byte slab, which the garbage collector neither traces nor copies).
+   * Called on each recorded span as it ends: what it returns goes to the processor in the span's
+   * place. otlp-proto.ts's encodeAtEnd when the exporter is its protobuf one: the span is written
+   * into bytes then and the processor gets an EncodedSpan (five fields and a slice of a byte slab)
+   * instead of the span with its ids, attributes and events, so a span waiting for its batch is
+   * one small object the garbage collector copies or promotes (about 60 bytes against ~350).
    */
-  encode: ((span: LeanSpan) => void) | undefined;
+  encode: ((span: LeanSpan) => ReadableSpan) | undefined;
 
   constructor(
     readonly resource: Resource,
@@ -152,13 +151,6 @@ export class LeanSpan implements ReadableSpan, SpanContext {
   statusMessage: string | undefined;
   ended = false;
   private attributesObject: Attributes | undefined;
-  /**
-   * The span as OTLP protobuf (a `Span` message), once encodeAtEnd wrote it: bytes
-   * [encodedStart, encodedEnd) of `encoded`; the attributes and events are then let go.
-   */
-  encoded: Buffer | undefined;
-  encodedStart = 0;
-  encodedEnd = 0;
 
   constructor(
     private readonly tracer: LeanTracer,
@@ -295,19 +287,8 @@ export class LeanSpan implements ReadableSpan, SpanContext {
     if (!this.recording) return;
     const end = this.now();
     this.endMs = Math.max(end, this.startMs);
-    this.tracer.encode?.(this);
-    this.tracer.processor.onEnd(this);
-  }
-
-  /** encodeAtEnd's: the span is bytes now; its attributes and events go. */
-  encodedAs(bytes: Buffer, start: number, end: number): void {
-    this.encoded = bytes;
-    this.encodedStart = start;
-    this.encodedEnd = end;
-    this.keys = NO_KEYS;
-    this.values = NO_VALUES;
-    this.leanEvents = undefined;
-    this.attributesObject = undefined;
+    const encode = this.tracer.encode;
+    this.tracer.processor.onEnd(encode ? encode(this) : this);
   }
 
   // ReadableSpan, in the SDK's shapes (built when read: the protobuf path reads the fields above).

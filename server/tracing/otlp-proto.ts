@@ -465,6 +465,41 @@ function leanSpan(w: Writer, s: LeanSpan): void {
   spanTail(w, s.statusMessage, s.statusCode, s.traceFlags, s.parentSpanContext);
 }
 
+/**
+ * A span as encodeAtEnd wrote it, what the batch processor holds until the export: its `Span`
+ * message (bytes [start, end) of a slab), what the processor reads (spanContext().traceFlags, the
+ * resource) and what the export groups by (resource, scope). Not a whole ReadableSpan: only the
+ * SDK's batch processor and protobufSpanExporter below ever see one (sdk.ts wires them so); the
+ * ids are read back from the bytes when asked. One small object per waiting span, where a
+ * LeanSpan with its id strings was about six times the bytes for the garbage collector to copy
+ * and promote while the batch fills.
+ */
+export class EncodedSpan implements Pick<ReadableSpan, 'resource' | 'instrumentationScope'> {
+  constructor(
+    readonly bytes: Buffer,
+    readonly start: number,
+    readonly end: number,
+    readonly traceFlags: number,
+    readonly resource: ReadableSpan['resource'],
+    readonly instrumentationScope: ReadableSpan['instrumentationScope'],
+  ) {}
+
+  /** Itself: traceFlags is a field, the ids are decoded from the message's first two fields. */
+  spanContext(): SpanContext {
+    return this as unknown as SpanContext;
+  }
+
+  /** Field 1 (trace_id): tag and length, then 16 bytes. */
+  get traceId(): string {
+    return this.bytes.toString('hex', this.start + 2, this.start + 18);
+  }
+
+  /** Field 2 (span_id): after the trace id, tag and length, then 8 bytes. */
+  get spanId(): string {
+    return this.bytes.toString('hex', this.start + 20, this.start + 28);
+  }
+}
+
 /** Where encodeAtEnd writes: slabs of 256 KB, each kept by the spans written in it. */
 const slab = new Writer();
 slab.buf = Buffer.allocUnsafeSlow(256 * 1024);
@@ -472,9 +507,10 @@ slab.buf = Buffer.allocUnsafeSlow(256 * 1024);
 /**
  * A LeanSpan as it ends, written as its `Span` message into the current slab (the export then
  * copies its bytes): what the export would have written (leanSpan), earlier. Set as the tracer's
- * `encode` by sdk.ts with the protobuf exporter only: the span's attributes and events are let go.
+ * `encode` by sdk.ts with the protobuf exporter only: the processor gets the EncodedSpan, and the
+ * LeanSpan with its attributes and events is let go.
  */
-export function encodeAtEnd(s: LeanSpan): void {
+export function encodeAtEnd(s: LeanSpan): ReadableSpan {
   const w = slab;
   // A span is a few hundred bytes (more under the content opt-in: the writer grows then, and the
   // spans already in the slab keep the old one).
@@ -484,23 +520,25 @@ export function encodeAtEnd(s: LeanSpan): void {
   }
   const start = w.pos;
   leanSpan(w, s);
-  s.encodedAs(w.buf, start, w.pos);
+  const encoded = new EncodedSpan(w.buf, start, w.pos, s.traceFlags, s.resource, s.instrumentationScope);
   // One huge span (a long history under the content opt-in) does not leave a huge slab in use.
   if (w.buf.length > 1024 * 1024) {
     w.buf = Buffer.allocUnsafeSlow(256 * 1024);
     w.pos = 0;
   }
+  return encoded as unknown as ReadableSpan;
 }
 
 function span(w: Writer, s: ReadableSpan): void {
+  if (s instanceof EncodedSpan) {
+    const n = s.end - s.start;
+    w.ensure(n);
+    s.bytes.copy(w.buf, w.pos, s.start, s.end);
+    w.pos += n;
+    return;
+  }
   if (s instanceof LeanSpan) {
-    const bytes = s.encoded;
-    if (bytes) {
-      const n = s.encodedEnd - s.encodedStart;
-      w.ensure(n);
-      bytes.copy(w.buf, w.pos, s.encodedStart, s.encodedEnd);
-      w.pos += n;
-    } else leanSpan(w, s);
+    leanSpan(w, s);
     return;
   }
   const ctx = s.spanContext();

@@ -29,6 +29,7 @@ import {
   AlwaysOnSampler,
   BatchSpanProcessor,
   ParentBasedSampler,
+  type ReadableSpan,
   type Sampler,
   type SpanExporter,
   TraceIdRatioBasedSampler,
@@ -100,7 +101,7 @@ async function exporterOf(settings: TracingSettings): Promise<SpanExporter> {
 }
 
 /** With the protobuf exporter, spans are written into bytes as they end (otlp-proto.ts). */
-async function encoderOf(settings: TracingSettings): Promise<((span: LeanSpan) => void) | undefined> {
+async function encoderOf(settings: TracingSettings): Promise<((span: LeanSpan) => ReadableSpan) | undefined> {
   if (settings.protocol === 'http/json') return undefined;
   const { encodeAtEnd } = await import('./otlp-proto.js');
   return encodeAtEnd;

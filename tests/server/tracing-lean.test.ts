@@ -32,7 +32,12 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { describe, expect, it } from 'vitest';
 import { type LeanLimits, type LeanSpan, LeanTracer } from '../../server/tracing/lean.js';
-import { encodeAtEnd, protobufSpanExporter, serializeSpans } from '../../server/tracing/otlp-proto.js';
+import {
+  EncodedSpan,
+  encodeAtEnd,
+  protobufSpanExporter,
+  serializeSpans,
+} from '../../server/tracing/otlp-proto.js';
 
 const LIMITS: LeanLimits = {
   attributeValueLength: 65536,
@@ -151,17 +156,26 @@ describe('lean spans', () => {
     }
     const expected = Buffer.from(ProtobufTraceSerializer.serializeRequest(batch)!);
     // As the tracer's encode hook would, span by span (several slabs: 600 spans of ~1-40 KB).
-    for (const s of batch) encodeAtEnd(s as LeanSpan);
-    const slabs = new Set(batch.map((s) => (s as LeanSpan).encoded!.buffer));
+    const encoded = batch.map((s) => encodeAtEnd(s as LeanSpan) as unknown as EncodedSpan);
+    expect(encoded.every((e) => e instanceof EncodedSpan)).toBe(true);
+    const slabs = new Set(encoded.map((e) => e.bytes.buffer));
     expect(slabs.size).toBeGreaterThan(1);
-    expect((batch[0] as LeanSpan).keys).toHaveLength(0);
-    expect((batch[0] as LeanSpan).leanEvents).toBeUndefined();
-    expect(Buffer.from(serializeSpans(batch)).equals(expected)).toBe(true);
-    // Through a tracer with the hook: the spans reach the processor encoded.
+    // What the batch processor reads, and the ids read back from the bytes.
+    encoded.forEach((e, i) => {
+      const s = batch[i] as LeanSpan;
+      expect(e.spanContext().traceFlags).toBe(s.traceFlags);
+      expect(e.spanContext().traceId).toBe(s.traceId);
+      expect(e.spanContext().spanId).toBe(s.spanId);
+      expect(e.resource).toBe(s.resource);
+      expect(e.instrumentationScope).toBe(s.instrumentationScope);
+    });
+    expect(Buffer.from(serializeSpans(encoded as unknown as ReadableSpan[])).equals(expected)).toBe(true);
+    // Through a tracer with the hook: the processor gets the encoded spans.
     const hooked = tracerOf();
     hooked.tracer.encode = encodeAtEnd;
     requestSpans(hooked.tracer);
-    expect(hooked.ended.every((s) => (s as LeanSpan).encoded !== undefined)).toBe(true);
+    expect(hooked.ended).toHaveLength(3);
+    expect(hooked.ended.every((s) => s instanceof EncodedSpan)).toBe(true);
   });
 
   it('read as the SDK shapes them: ids, parent, times, attributes, events, status (the JSON exporter reads these)', () => {
