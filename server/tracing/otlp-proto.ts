@@ -439,9 +439,9 @@ function leanSpan(w: Writer, s: LeanSpan): void {
   w.timeMs(s.startMs);
   w.tag(8, 1);
   w.timeMs(s.endMs);
-  const keys = s.keys;
-  const values = s.values;
-  for (let i = 0; i < keys.length; i++) w.attribute(9, keys[i]!, values[i]);
+  const attrs = s.attrs;
+  const n = 2 * s.attributeCount;
+  for (let i = 0; i < n; i += 2) w.attribute(9, attrs![i] as string, attrs![i + 1]);
   w.tag(10, 0);
   w.uint32(s.droppedAttributesCount);
   const events = s.leanEvents;

@@ -31,7 +31,7 @@ import {
   TraceIdRatioBasedSampler,
 } from '@opentelemetry/sdk-trace-base';
 import { describe, expect, it } from 'vitest';
-import { type LeanLimits, type LeanSpan, LeanTracer } from '../../server/tracing/lean.js';
+import { type LeanLimits, type LeanSpan, LeanTracer, ParentContext } from '../../server/tracing/lean.js';
 import {
   EncodedSpan,
   encodeAtEnd,
@@ -234,12 +234,32 @@ describe('lean spans', () => {
     out.setAttribute('a', 1);
     out.addEvent('e');
     out.end();
-    expect(out.keys).toHaveLength(0);
+    expect(out.attributeCount).toBe(0);
+    expect(out.attrs).toBeUndefined();
     expect(parentBased.ended).toHaveLength(0);
 
     const off = tracerOf(new AlwaysOffSampler());
     off.tracer.start('x', SpanKind.SERVER, ROOT_CONTEXT, undefined).end();
     expect(off.ended).toHaveLength(0);
+
+    // A child under a ParentContext (what sdk.ts gives the sampler for an attempt span) has
+    // its parent's verdict under a parent-based sampler, as under the API's own context.
+    const sampled = parentBased.tracer.start('s', SpanKind.SERVER, ROOT_CONTEXT, undefined);
+    const parents = [sampled, out];
+    for (const parent of parents) {
+      const ctx = new ParentContext(parent);
+      expect(trace.getSpanContext(ctx)).toBe(parent);
+      const key = Symbol('k');
+      const set = ctx.setValue(key, 1);
+      expect(set.getValue(key)).toBe(1);
+      expect(trace.getSpanContext(set)?.spanId).toBe(parent.spanId);
+      expect(trace.getSpanContext(ctx.deleteValue(key))).toBe(parent);
+      expect(trace.getSpanContext(trace.deleteSpan(ctx))).toBeUndefined();
+      const child = parentBased.tracer.start('c', SpanKind.CLIENT, ctx, parent);
+      expect(child.recording).toBe(parent.recording);
+      expect(child.traceId).toBe(parent.traceId);
+    }
+    parentBased.ended.length = 0;
 
     // A ratio sampler decides by the trace id: a child has its parent's verdict.
     const ratio = tracerOf(new TraceIdRatioBasedSampler(0.5));
