@@ -36,6 +36,7 @@ import {
   EncodedSpan,
   encodeAtEnd,
   protobufSpanExporter,
+  type Slab,
   serializeSpans,
 } from '../../server/tracing/otlp-proto.js';
 
@@ -313,6 +314,73 @@ describe('lean spans', () => {
         Buffer.from(ProtobufTraceSerializer.serializeRequest(ended)!),
       ),
     ).toBe(true);
+  });
+
+  it('written into slabs that are reused once their spans are exported, and never before', async () => {
+    const bodies: Buffer[] = [];
+    const sink = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        bodies.push(Buffer.concat(chunks));
+        res.end();
+      });
+    });
+    await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
+    try {
+      const exporter = protobufSpanExporter(
+        `http://127.0.0.1:${(sink.address() as AddressInfo).port}/v1/traces`,
+      );
+      const { tracer, ended } = tracerOf();
+      tracer.encode = encodeAtEnd;
+      /**
+       * Spans of a request's size (~1 KB) until they have filled `n` more slabs, each with a copy
+       * of its bytes as written.
+       */
+      const fill = (n: number) => {
+        const start = ended.length;
+        const slabs = new Set<Slab>();
+        while (slabs.size <= n) {
+          const s = tracer.start('POST /v1/chat/completions', SpanKind.SERVER, ROOT_CONTEXT, undefined);
+          s.setAttribute('gen_ai.operation.name', 'chat');
+          s.setAttribute('user_agent.original', `agent/${ended.length} ${'u'.repeat(800)}`);
+          s.addEvent('toolproof.forced', { 'toolproof.policy': 'force-tool-use', 'toolproof.attempt': 1 });
+          s.end();
+          slabs.add((ended[ended.length - 1] as unknown as EncodedSpan).slab);
+          // Slabs reused while their spans wait would never make n new ones: fail, not hang.
+          if (ended.length - start > 5000) throw new Error(`${n} slabs not filled by 5,000 spans`);
+        }
+        const spans = ended.slice(start) as unknown as EncodedSpan[];
+        return { spans, copies: spans.map((e) => Buffer.from(e.bytes.subarray(e.start, e.end))) };
+      };
+      const intact = (b: ReturnType<typeof fill>) =>
+        b.spans.every((e, i) => e.bytes.subarray(e.start, e.end).equals(b.copies[i]!));
+      const exportOf = async (b: ReturnType<typeof fill>) => {
+        const expected = Buffer.from(serializeSpans(b.spans as unknown as ReadableSpan[]));
+        const n = bodies.length;
+        const result = await new Promise<{ code: number }>((r) =>
+          exporter.export(b.spans as unknown as ReadableSpan[], r),
+        );
+        expect(result.code).toBe(0);
+        expect(bodies[n]!.equals(expected)).toBe(true);
+      };
+      const a = fill(2);
+      const b = fill(2); // waits while a is exported and c is written
+      await exportOf(a);
+      const c = fill(3);
+      // c went into a's slabs (exported: free again).
+      const buffersOf = (x: ReturnType<typeof fill>) => new Set(x.spans.map((e) => e.bytes.buffer));
+      const reused = [...buffersOf(c)].filter((buf) => buffersOf(a).has(buf));
+      expect(reused.length).toBeGreaterThan(0);
+      // b's bytes were not written over (its slabs not reused before its export).
+      expect(intact(b)).toBe(true);
+      expect(intact(c)).toBe(true);
+      await exportOf(b);
+      await exportOf(c);
+      await exporter.shutdown();
+    } finally {
+      sink.close();
+    }
   });
 
   it('are exported in buffers reused between exports, a retried export with its own bytes', async () => {
