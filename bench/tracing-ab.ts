@@ -151,7 +151,7 @@ async function main(): Promise<void> {
       pool: undefined as unknown as Pool,
       served: 0,
       dir: join(profDir, name),
-      gc: { scavenge: 0, major: 0 },
+      gc: { scavenge: 0, major: 0, allocated: 0, promoted: 0, survived: 0, pauseMs: 0 },
     };
   });
   for (const s of sides) {
@@ -162,6 +162,7 @@ async function main(): Promise<void> {
       args: s.args,
       gc: s.gc,
       connections: C,
+      gcNvp: true,
       ...(PROF ? { profDir: s.dir } : {}),
       cwd: ROOT,
     });
@@ -215,6 +216,12 @@ async function main(): Promise<void> {
       const ratios = cpu[i]!.map((x, r) => x / cpu[0]![r]!);
       console.log(
         `  ${s.name.padEnd(7)} ${median(cpu[i]!).toFixed(0).padStart(6)} [${cpu[i]!.map((x) => x.toFixed(0)).join(' ')}]${i === 0 ? '' : `; /off: median ${median(ratios).toFixed(3)}x (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}x), +${(median(cpu[i]!) - median(cpu[0]!)).toFixed(0)} µs`}; GCs per 1,000 requests: ${(((s.gc.scavenge - gc0[i]!.scavenge) * 1000) / (n * ROUNDS)).toFixed(1)} scavenges, ${(((s.gc.major - gc0[i]!.major) * 1000) / (n * ROUNDS)).toFixed(2)} major`,
+      );
+      // Load-independent: bytes per request (--trace-gc-nvp, summed over the GCs of the rounds).
+      const per = (k: 'allocated' | 'promoted' | 'survived') =>
+        ((s.gc[k]! - gc0[i]![k]!) / (n * ROUNDS) / 1024).toFixed(2);
+      console.log(
+        `          heap per request: ${per('allocated')} KB allocated, ${per('survived')} KB survived a scavenge, ${per('promoted')} KB promoted; GC pause ${(((s.gc.pauseMs! - gc0[i]!.pauseMs!) * 1000) / (n * ROUNDS)).toFixed(1)} µs`,
       );
     });
     console.log(

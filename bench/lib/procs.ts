@@ -253,6 +253,11 @@ export function killAllNow(): void {
 export interface GcCounts {
   scavenge: number;
   major: number;
+  /** With `gcNvp` (--trace-gc-nvp): bytes allocated, promoted and surviving a scavenge, pause ms. */
+  allocated?: number;
+  promoted?: number;
+  survived?: number;
+  pauseMs?: number;
 }
 
 /**
@@ -270,6 +275,8 @@ export async function startAbToolproof(o: {
   connections: number;
   profDir?: string;
   cwd: string;
+  /** --trace-gc-nvp instead of --trace-gc: the byte counts of GcCounts filled in too. */
+  gcNvp?: boolean;
 }): Promise<{ pid: number; pool: Pool }> {
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {};
@@ -284,7 +291,11 @@ export async function startAbToolproof(o: {
   });
   const child = startNode({
     name: o.label,
-    args: [...(o.profDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profDir}`] : []), '--trace-gc', ...o.args],
+    args: [
+      ...(o.profDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profDir}`] : []),
+      o.gcNvp ? '--trace-gc-nvp' : '--trace-gc',
+      ...o.args,
+    ],
     env,
     cwd: o.cwd,
   });
@@ -293,7 +304,17 @@ export async function startAbToolproof(o: {
     const lines = (partial + d.toString('latin1')).split('\n');
     partial = lines.pop() ?? '';
     for (const l of lines) {
-      if (l.includes('Scavenge')) o.gc.scavenge++;
+      if (o.gcNvp) {
+        const kind = / gc=(\w+)/.exec(l)?.[1];
+        if (kind === undefined) continue;
+        if (kind === 's') o.gc.scavenge++;
+        else if (kind === 'mc' || kind === 'mmc') o.gc.major++;
+        const num = (key: string) => Number(new RegExp(` ${key}=([\\d.]+)`).exec(l)?.[1] ?? 0);
+        o.gc.allocated = (o.gc.allocated ?? 0) + num('allocated');
+        o.gc.promoted = (o.gc.promoted ?? 0) + num('promoted');
+        o.gc.survived = (o.gc.survived ?? 0) + num('new_space_survived');
+        o.gc.pauseMs = (o.gc.pauseMs ?? 0) + num('pause');
+      } else if (l.includes('Scavenge')) o.gc.scavenge++;
       else if (l.includes('Mark-Compact') || l.includes('Mark-sweep')) o.gc.major++;
     }
   });

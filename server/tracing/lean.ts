@@ -2,7 +2,7 @@
  * A request's spans, kept lean: what the SDK's Tracer and Span would make of them, without their
  * per-call machinery. The SDK's own pieces still decide and export (its Sampler, its id generator,
  * its BatchSpanProcessor with the OTEL_BSP_* settings, its OTLP exporter); only the span object is
- * toolproof's: attributes in two arrays (keys, values) instead of an object that V8 turns into a
+ * toolproof's: attributes in one array (key, value, key, value...) instead of an object that V8 turns into a
  * dictionary past 19 keys, times as one number each (epoch milliseconds) instead of an [s, ns]
  * pair per call, events as small records, no Context per span, and the span is its own
  * SpanContext. A LeanSpan is a ReadableSpan: the processor and any exporter read it through
@@ -16,16 +16,20 @@
  * SDK's setAttribute does: sdk.ts and genai.ts set strings, numbers, booleans and string arrays
  * only. Loaded with the SDK only (sdk.ts).
  */
-import type {
-  AttributeValue,
-  Attributes,
-  Context,
-  HrTime,
-  Link,
-  SpanContext,
-  SpanKind,
-  SpanStatus,
-  TraceState,
+import {
+  type AttributeValue,
+  type Attributes,
+  type Context,
+  createContextKey,
+  type HrTime,
+  type Link,
+  ROOT_CONTEXT,
+  type Span,
+  type SpanContext,
+  type SpanKind,
+  type SpanStatus,
+  type TraceState,
+  trace,
 } from '@opentelemetry/api';
 import type { InstrumentationScope } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
@@ -47,11 +51,11 @@ export interface LeanLimits {
 }
 
 const NO_LINKS: Link[] = [];
-const NO_KEYS: string[] = [];
-const NO_VALUES: AttributeValue[] = [];
 const NO_EVENTS: TimedEvent[] = [];
 const NO_ATTRIBUTES: Attributes = Object.freeze({}) as Attributes;
 const SAMPLED = 1;
+/** Attributes a span has room for before its array grows (toolproof's spans have 14-19). */
+const ATTRIBUTE_ROOM = 20;
 const STATUS_UNSET = 0;
 const STATUS_OK = 1;
 const STATUS_ERROR = 2;
@@ -65,6 +69,33 @@ export function hrOf(ms: number): HrTime {
     ns -= 1e9;
   }
   return [s, ns];
+}
+
+/** The API's key of a context's span (createContextKey is Symbol.for: the API's own key). */
+const SPAN_KEY = createContextKey('OpenTelemetry Context Key SPAN');
+
+/**
+ * A Context that holds one span as the parent of the next (what `trace.setSpanContext(ROOT_CONTEXT,
+ * span)` makes), for the sampler of a child span: one small object, where the API's context
+ * copies a Map for each value set. The sampler reads it through `trace.getSpanContext`.
+ */
+export class ParentContext implements Context {
+  private wrapped: Span | undefined;
+  constructor(private readonly parent: SpanContext) {}
+
+  getValue(key: symbol): unknown {
+    if (key !== SPAN_KEY) return undefined;
+    this.wrapped ??= trace.wrapSpanContext(this.parent);
+    return this.wrapped;
+  }
+
+  setValue(key: symbol, value: unknown): Context {
+    return trace.setSpanContext(ROOT_CONTEXT, this.parent).setValue(key, value);
+  }
+
+  deleteValue(key: symbol): Context {
+    return key === SPAN_KEY ? ROOT_CONTEXT : this;
+  }
 }
 
 /** One event of a span (a TimedEvent through its getter). */
@@ -86,12 +117,13 @@ export class LeanEvent implements TimedEvent {
 export class LeanTracer {
   private readonly ids = new RandomIdGenerator();
   /**
-   * Called on each recorded span as it ends, before the processor gets it: otlp-proto.ts's
-   * encodeAtEnd when the exporter is its protobuf one (the span is written into bytes then and
-   * its attribute and event objects let go; a span waiting for its batch is then a few fields
-   * and a slice of a byte slab, which the garbage collector neither traces nor copies).
+   * Called on each recorded span as it ends: what it returns goes to the processor in the span's
+   * place. otlp-proto.ts's encodeAtEnd when the exporter is its protobuf one: the span is written
+   * into bytes then and the processor gets an EncodedSpan (five fields and a slice of a byte slab)
+   * instead of the span with its ids, attributes and events, so a span waiting for its batch is
+   * one small object the garbage collector copies or promotes (about 60 bytes against ~350).
    */
-  encode: ((span: LeanSpan) => void) | undefined;
+  encode: ((span: LeanSpan) => ReadableSpan) | undefined;
 
   constructor(
     readonly resource: Resource,
@@ -141,8 +173,13 @@ export class LeanSpan implements ReadableSpan, SpanContext {
   endMs = 0;
   /** performance.now() to epoch milliseconds, fixed at the start (the SDK's Span does the same). */
   private readonly base: number;
-  keys: string[] = [];
-  values: AttributeValue[] = [];
+  /**
+   * The attributes, key and value in turn (k0, v0, k1, v1, ...), `attributeCount` of them: one
+   * array made at the first attribute with room for ATTRIBUTE_ROOM of them (a request's spans
+   * have 14-19), where two arrays grown by push were reallocated twice each.
+   */
+  attrs: unknown[] | undefined;
+  attributeCount = 0;
   droppedAttributesCount = 0;
   leanEvents: LeanEvent[] | undefined;
   droppedEventsCount = 0;
@@ -152,13 +189,6 @@ export class LeanSpan implements ReadableSpan, SpanContext {
   statusMessage: string | undefined;
   ended = false;
   private attributesObject: Attributes | undefined;
-  /**
-   * The span as OTLP protobuf (a `Span` message), once encodeAtEnd wrote it: bytes
-   * [encodedStart, encodedEnd) of `encoded`; the attributes and events are then let go.
-   */
-  encoded: Buffer | undefined;
-  encodedStart = 0;
-  encodedEnd = 0;
 
   constructor(
     private readonly tracer: LeanTracer,
@@ -209,20 +239,21 @@ export class LeanSpan implements ReadableSpan, SpanContext {
 
   setAttribute(key: string, value: AttributeValue | undefined): this {
     if (!this.recording || this.ended || value == null || key.length === 0) return this;
-    const keys = this.keys;
-    const n = keys.length;
-    for (let i = 0; i < n; i++)
-      if (keys[i] === key) {
-        this.values[i] = this.cut(value);
+    const attrs = (this.attrs ??= new Array(2 * ATTRIBUTE_ROOM));
+    const n = 2 * this.attributeCount;
+    for (let i = 0; i < n; i += 2)
+      if (attrs[i] === key) {
+        attrs[i + 1] = this.cut(value);
         this.attributesObject = undefined;
         return this;
       }
-    if (n >= this.tracer.limits.attributeCount) {
+    if (this.attributeCount >= this.tracer.limits.attributeCount) {
       this.droppedAttributesCount++;
       return this;
     }
-    keys.push(key);
-    this.values.push(this.cut(value));
+    attrs[n] = key;
+    attrs[n + 1] = this.cut(value);
+    this.attributeCount++;
     this.attributesObject = undefined;
     return this;
   }
@@ -295,19 +326,8 @@ export class LeanSpan implements ReadableSpan, SpanContext {
     if (!this.recording) return;
     const end = this.now();
     this.endMs = Math.max(end, this.startMs);
-    this.tracer.encode?.(this);
-    this.tracer.processor.onEnd(this);
-  }
-
-  /** encodeAtEnd's: the span is bytes now; its attributes and events go. */
-  encodedAs(bytes: Buffer, start: number, end: number): void {
-    this.encoded = bytes;
-    this.encodedStart = start;
-    this.encodedEnd = end;
-    this.keys = NO_KEYS;
-    this.values = NO_VALUES;
-    this.leanEvents = undefined;
-    this.attributesObject = undefined;
+    const encode = this.tracer.encode;
+    this.tracer.processor.onEnd(encode ? encode(this) : this);
   }
 
   // ReadableSpan, in the SDK's shapes (built when read: the protobuf path reads the fields above).
@@ -315,7 +335,9 @@ export class LeanSpan implements ReadableSpan, SpanContext {
   get attributes(): Attributes {
     if (this.attributesObject === undefined) {
       const out: Attributes = {};
-      for (let i = 0; i < this.keys.length; i++) out[this.keys[i]!] = this.values[i];
+      const attrs = this.attrs;
+      for (let i = 0; i < 2 * this.attributeCount; i += 2)
+        out[attrs![i] as string] = attrs![i + 1] as AttributeValue;
       this.attributesObject = out;
     }
     return this.attributesObject;

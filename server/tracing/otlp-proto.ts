@@ -34,8 +34,12 @@ const utf8Write: (this: Buffer, s: string, offset: number) => number =
 
 /** A growable buffer, kept between exports (the bytes are copied out at the end). */
 class Writer {
-  buf: Buffer = Buffer.allocUnsafe(64 * 1024);
+  buf: Buffer;
   pos = 0;
+
+  constructor(buf: Buffer = Buffer.allocUnsafe(64 * 1024)) {
+    this.buf = buf;
+  }
 
   ensure(n: number): void {
     if (this.pos + n <= this.buf.length) return;
@@ -439,9 +443,9 @@ function leanSpan(w: Writer, s: LeanSpan): void {
   w.timeMs(s.startMs);
   w.tag(8, 1);
   w.timeMs(s.endMs);
-  const keys = s.keys;
-  const values = s.values;
-  for (let i = 0; i < keys.length; i++) w.attribute(9, keys[i]!, values[i]);
+  const attrs = s.attrs;
+  const n = 2 * s.attributeCount;
+  for (let i = 0; i < n; i += 2) w.attribute(9, attrs![i] as string, attrs![i + 1]);
   w.tag(10, 0);
   w.uint32(s.droppedAttributesCount);
   const events = s.leanEvents;
@@ -465,42 +469,117 @@ function leanSpan(w: Writer, s: LeanSpan): void {
   spanTail(w, s.statusMessage, s.statusCode, s.traceFlags, s.parentSpanContext);
 }
 
-/** Where encodeAtEnd writes: slabs of 256 KB, each kept by the spans written in it. */
-const slab = new Writer();
-slab.buf = Buffer.allocUnsafeSlow(256 * 1024);
+/**
+ * A span as encodeAtEnd wrote it, what the batch processor holds until the export: its `Span`
+ * message (bytes [start, end) of a slab), what the processor reads (spanContext().traceFlags, the
+ * resource) and what the export groups by (resource, scope). Not a whole ReadableSpan: only the
+ * SDK's batch processor and protobufSpanExporter below ever see one (sdk.ts wires them so); the
+ * ids are read back from the bytes when asked. One small object per waiting span, where a
+ * LeanSpan with its id strings was about six times the bytes for the garbage collector to copy
+ * and promote while the batch fills.
+ */
+export class EncodedSpan implements Pick<ReadableSpan, 'resource' | 'instrumentationScope'> {
+  constructor(
+    readonly bytes: Buffer,
+    readonly start: number,
+    readonly end: number,
+    readonly traceFlags: number,
+    readonly resource: ReadableSpan['resource'],
+    readonly instrumentationScope: ReadableSpan['instrumentationScope'],
+    /** The slab written into: told when the span's bytes have been copied into an export. */
+    readonly slab: Slab,
+  ) {}
+
+  /** Itself: traceFlags is a field, the ids are decoded from the message's first two fields. */
+  spanContext(): SpanContext {
+    return this as unknown as SpanContext;
+  }
+
+  /** Field 1 (trace_id): tag and length, then 16 bytes. */
+  get traceId(): string {
+    return this.bytes.toString('hex', this.start + 2, this.start + 18);
+  }
+
+  /** Field 2 (span_id): after the trace id, tag and length, then 8 bytes. */
+  get spanId(): string {
+    return this.bytes.toString('hex', this.start + 20, this.start + 28);
+  }
+}
+
+const SLAB_SIZE = 256 * 1024;
+
+/**
+ * Where encodeAtEnd writes: slabs of 256 KB, reused once every span written into one has been
+ * copied into an export (protobufSpanExporter tells them). Fresh slabs for every few hundred
+ * spans were memory outside the heap that the garbage collector frees only in a full collection
+ * (their spans wait for the batch long enough to be promoted), and its growth set off full
+ * collections: a traced server ran about eight times as many as one without tracing. A span the
+ * processor drops (its queue full) never reaches an export: its slab is then left to the
+ * garbage collector, as all were before.
+ */
+export class Slab {
+  readonly writer = new Writer(Buffer.allocUnsafeSlow(SLAB_SIZE));
+  /** Spans written into it, and those of them copied into an export since. */
+  written = 0;
+  copied = 0;
+
+  /** One of its spans was copied into an export: the slab is free once all were, and it is full. */
+  release(): void {
+    this.copied++;
+    if (this !== slab && this.copied === this.written) recycle(this);
+  }
+}
+
+/** Slabs free for reuse (a few: a burst past them gets fresh ones, left to the collector). */
+const freeSlabs: Slab[] = [];
+let slab = new Slab();
+
+function recycle(s: Slab): void {
+  // A slab whose writer grew past 1 MB for a huge span (content opt-in) was replaced, not kept.
+  if (freeSlabs.length < 8 && s.writer.buf.length <= 1024 * 1024) freeSlabs.push(s);
+}
+
+/** The slab in use is full (or grew too large): the next one, a free one when there is one. */
+function nextSlab(): void {
+  const full = slab;
+  slab = freeSlabs.pop() ?? new Slab();
+  slab.writer.pos = 0;
+  slab.written = 0;
+  slab.copied = 0;
+  if (full.copied === full.written) recycle(full);
+}
 
 /**
  * A LeanSpan as it ends, written as its `Span` message into the current slab (the export then
  * copies its bytes): what the export would have written (leanSpan), earlier. Set as the tracer's
- * `encode` by sdk.ts with the protobuf exporter only: the span's attributes and events are let go.
+ * `encode` by sdk.ts with the protobuf exporter only: the processor gets the EncodedSpan, and the
+ * LeanSpan with its attributes and events is let go.
  */
-export function encodeAtEnd(s: LeanSpan): void {
-  const w = slab;
+export function encodeAtEnd(s: LeanSpan): ReadableSpan {
   // A span is a few hundred bytes (more under the content opt-in: the writer grows then, and the
   // spans already in the slab keep the old one).
-  if (w.buf.length - w.pos < 16 * 1024) {
-    w.buf = Buffer.allocUnsafeSlow(256 * 1024);
-    w.pos = 0;
-  }
+  if (slab.writer.buf.length - slab.writer.pos < 16 * 1024) nextSlab();
+  const at = slab;
+  const w = at.writer;
   const start = w.pos;
   leanSpan(w, s);
-  s.encodedAs(w.buf, start, w.pos);
+  at.written++;
+  const encoded = new EncodedSpan(w.buf, start, w.pos, s.traceFlags, s.resource, s.instrumentationScope, at);
   // One huge span (a long history under the content opt-in) does not leave a huge slab in use.
-  if (w.buf.length > 1024 * 1024) {
-    w.buf = Buffer.allocUnsafeSlow(256 * 1024);
-    w.pos = 0;
-  }
+  if (w.buf.length > 1024 * 1024) nextSlab();
+  return encoded as unknown as ReadableSpan;
 }
 
 function span(w: Writer, s: ReadableSpan): void {
+  if (s instanceof EncodedSpan) {
+    const n = s.end - s.start;
+    w.ensure(n);
+    s.bytes.copy(w.buf, w.pos, s.start, s.end);
+    w.pos += n;
+    return;
+  }
   if (s instanceof LeanSpan) {
-    const bytes = s.encoded;
-    if (bytes) {
-      const n = s.encodedEnd - s.encodedStart;
-      w.ensure(n);
-      bytes.copy(w.buf, w.pos, s.encodedStart, s.encodedEnd);
-      w.pos += n;
-    } else leanSpan(w, s);
+    leanSpan(w, s);
     return;
   }
   const ctx = s.spanContext();
@@ -664,6 +743,9 @@ export function protobufSpanExporter(url: string): SpanExporter {
         });
       } finally {
         current = undefined;
+        // Their bytes are in the export's buffer now (or the export was refused: the batch
+        // processor drops them then): their slabs may be written again.
+        for (const s of spans) if (s instanceof EncodedSpan) s.slab.release();
       }
     },
     forceFlush: () => base.forceFlush(),

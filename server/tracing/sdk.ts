@@ -29,6 +29,7 @@ import {
   AlwaysOnSampler,
   BatchSpanProcessor,
   ParentBasedSampler,
+  type ReadableSpan,
   type Sampler,
   type SpanExporter,
   TraceIdRatioBasedSampler,
@@ -61,7 +62,7 @@ import {
   setRequestAttributes,
   streamedMessages,
 } from './genai.js';
-import { type LeanLimits, type LeanSpan, LeanTracer } from './lean.js';
+import { type LeanLimits, type LeanSpan, LeanTracer, ParentContext } from './lean.js';
 import type { TracingSettings } from './settings.js';
 import type { EventValue, RequestSpan, TracedReport, Tracing } from './types.js';
 
@@ -100,7 +101,7 @@ async function exporterOf(settings: TracingSettings): Promise<SpanExporter> {
 }
 
 /** With the protobuf exporter, spans are written into bytes as they end (otlp-proto.ts). */
-async function encoderOf(settings: TracingSettings): Promise<((span: LeanSpan) => void) | undefined> {
+async function encoderOf(settings: TracingSettings): Promise<((span: LeanSpan) => ReadableSpan) | undefined> {
   if (settings.protocol === 'http/json') return undefined;
   const { encodeAtEnd } = await import('./otlp-proto.js');
   return encodeAtEnd;
@@ -192,9 +193,13 @@ const TALLY_EVENTS: Record<string, string> = {
  * for it (a Map copied per attempt). Every span here has a valid context (the SDK's ids, or the
  * client's checked by extract) and nothing suppresses tracing.
  */
+/** The traceparent's flags field for the usual flags (not sampled, sampled). */
+const FLAGS = ['00', '01'];
+
 function writeTraceContext(span: LeanSpan, carrier: Record<string, string>): void {
   const c = span.spanContext();
-  carrier.traceparent = `00-${c.traceId}-${c.spanId}-${(c.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
+  const flags = c.traceFlags & 0xff;
+  carrier.traceparent = `00-${c.traceId}-${c.spanId}-${flags < 2 ? FLAGS[flags] : flags.toString(16).padStart(2, '0')}`;
   if (c.traceState) carrier.tracestate = c.traceState.serialize();
 }
 
@@ -244,7 +249,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
   }
 
   private get context(): Context {
-    this.parent ??= trace.setSpanContext(ROOT_CONTEXT, this.span);
+    this.parent ??= new ParentContext(this.span);
     return this.parent;
   }
 

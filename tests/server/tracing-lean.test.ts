@@ -31,8 +31,14 @@ import {
   TraceIdRatioBasedSampler,
 } from '@opentelemetry/sdk-trace-base';
 import { describe, expect, it } from 'vitest';
-import { type LeanLimits, type LeanSpan, LeanTracer } from '../../server/tracing/lean.js';
-import { encodeAtEnd, protobufSpanExporter, serializeSpans } from '../../server/tracing/otlp-proto.js';
+import { type LeanLimits, type LeanSpan, LeanTracer, ParentContext } from '../../server/tracing/lean.js';
+import {
+  EncodedSpan,
+  encodeAtEnd,
+  protobufSpanExporter,
+  type Slab,
+  serializeSpans,
+} from '../../server/tracing/otlp-proto.js';
 
 const LIMITS: LeanLimits = {
   attributeValueLength: 65536,
@@ -151,17 +157,26 @@ describe('lean spans', () => {
     }
     const expected = Buffer.from(ProtobufTraceSerializer.serializeRequest(batch)!);
     // As the tracer's encode hook would, span by span (several slabs: 600 spans of ~1-40 KB).
-    for (const s of batch) encodeAtEnd(s as LeanSpan);
-    const slabs = new Set(batch.map((s) => (s as LeanSpan).encoded!.buffer));
+    const encoded = batch.map((s) => encodeAtEnd(s as LeanSpan) as unknown as EncodedSpan);
+    expect(encoded.every((e) => e instanceof EncodedSpan)).toBe(true);
+    const slabs = new Set(encoded.map((e) => e.bytes.buffer));
     expect(slabs.size).toBeGreaterThan(1);
-    expect((batch[0] as LeanSpan).keys).toHaveLength(0);
-    expect((batch[0] as LeanSpan).leanEvents).toBeUndefined();
-    expect(Buffer.from(serializeSpans(batch)).equals(expected)).toBe(true);
-    // Through a tracer with the hook: the spans reach the processor encoded.
+    // What the batch processor reads, and the ids read back from the bytes.
+    encoded.forEach((e, i) => {
+      const s = batch[i] as LeanSpan;
+      expect(e.spanContext().traceFlags).toBe(s.traceFlags);
+      expect(e.spanContext().traceId).toBe(s.traceId);
+      expect(e.spanContext().spanId).toBe(s.spanId);
+      expect(e.resource).toBe(s.resource);
+      expect(e.instrumentationScope).toBe(s.instrumentationScope);
+    });
+    expect(Buffer.from(serializeSpans(encoded as unknown as ReadableSpan[])).equals(expected)).toBe(true);
+    // Through a tracer with the hook: the processor gets the encoded spans.
     const hooked = tracerOf();
     hooked.tracer.encode = encodeAtEnd;
     requestSpans(hooked.tracer);
-    expect(hooked.ended.every((s) => (s as LeanSpan).encoded !== undefined)).toBe(true);
+    expect(hooked.ended).toHaveLength(3);
+    expect(hooked.ended.every((s) => s instanceof EncodedSpan)).toBe(true);
   });
 
   it('read as the SDK shapes them: ids, parent, times, attributes, events, status (the JSON exporter reads these)', () => {
@@ -220,12 +235,32 @@ describe('lean spans', () => {
     out.setAttribute('a', 1);
     out.addEvent('e');
     out.end();
-    expect(out.keys).toHaveLength(0);
+    expect(out.attributeCount).toBe(0);
+    expect(out.attrs).toBeUndefined();
     expect(parentBased.ended).toHaveLength(0);
 
     const off = tracerOf(new AlwaysOffSampler());
     off.tracer.start('x', SpanKind.SERVER, ROOT_CONTEXT, undefined).end();
     expect(off.ended).toHaveLength(0);
+
+    // A child under a ParentContext (what sdk.ts gives the sampler for an attempt span) has
+    // its parent's verdict under a parent-based sampler, as under the API's own context.
+    const sampled = parentBased.tracer.start('s', SpanKind.SERVER, ROOT_CONTEXT, undefined);
+    const parents = [sampled, out];
+    for (const parent of parents) {
+      const ctx = new ParentContext(parent);
+      expect(trace.getSpanContext(ctx)).toBe(parent);
+      const key = Symbol('k');
+      const set = ctx.setValue(key, 1);
+      expect(set.getValue(key)).toBe(1);
+      expect(trace.getSpanContext(set)?.spanId).toBe(parent.spanId);
+      expect(trace.getSpanContext(ctx.deleteValue(key))).toBe(parent);
+      expect(trace.getSpanContext(trace.deleteSpan(ctx))).toBeUndefined();
+      const child = parentBased.tracer.start('c', SpanKind.CLIENT, ctx, parent);
+      expect(child.recording).toBe(parent.recording);
+      expect(child.traceId).toBe(parent.traceId);
+    }
+    parentBased.ended.length = 0;
 
     // A ratio sampler decides by the trace id: a child has its parent's verdict.
     const ratio = tracerOf(new TraceIdRatioBasedSampler(0.5));
@@ -279,6 +314,73 @@ describe('lean spans', () => {
         Buffer.from(ProtobufTraceSerializer.serializeRequest(ended)!),
       ),
     ).toBe(true);
+  });
+
+  it('written into slabs that are reused once their spans are exported, and never before', async () => {
+    const bodies: Buffer[] = [];
+    const sink = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        bodies.push(Buffer.concat(chunks));
+        res.end();
+      });
+    });
+    await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
+    try {
+      const exporter = protobufSpanExporter(
+        `http://127.0.0.1:${(sink.address() as AddressInfo).port}/v1/traces`,
+      );
+      const { tracer, ended } = tracerOf();
+      tracer.encode = encodeAtEnd;
+      /**
+       * Spans of a request's size (~1 KB) until they have filled `n` more slabs, each with a copy
+       * of its bytes as written.
+       */
+      const fill = (n: number) => {
+        const start = ended.length;
+        const slabs = new Set<Slab>();
+        while (slabs.size <= n) {
+          const s = tracer.start('POST /v1/chat/completions', SpanKind.SERVER, ROOT_CONTEXT, undefined);
+          s.setAttribute('gen_ai.operation.name', 'chat');
+          s.setAttribute('user_agent.original', `agent/${ended.length} ${'u'.repeat(800)}`);
+          s.addEvent('toolproof.forced', { 'toolproof.policy': 'force-tool-use', 'toolproof.attempt': 1 });
+          s.end();
+          slabs.add((ended[ended.length - 1] as unknown as EncodedSpan).slab);
+          // Slabs reused while their spans wait would never make n new ones: fail, not hang.
+          if (ended.length - start > 5000) throw new Error(`${n} slabs not filled by 5,000 spans`);
+        }
+        const spans = ended.slice(start) as unknown as EncodedSpan[];
+        return { spans, copies: spans.map((e) => Buffer.from(e.bytes.subarray(e.start, e.end))) };
+      };
+      const intact = (b: ReturnType<typeof fill>) =>
+        b.spans.every((e, i) => e.bytes.subarray(e.start, e.end).equals(b.copies[i]!));
+      const exportOf = async (b: ReturnType<typeof fill>) => {
+        const expected = Buffer.from(serializeSpans(b.spans as unknown as ReadableSpan[]));
+        const n = bodies.length;
+        const result = await new Promise<{ code: number }>((r) =>
+          exporter.export(b.spans as unknown as ReadableSpan[], r),
+        );
+        expect(result.code).toBe(0);
+        expect(bodies[n]!.equals(expected)).toBe(true);
+      };
+      const a = fill(2);
+      const b = fill(2); // waits while a is exported and c is written
+      await exportOf(a);
+      const c = fill(3);
+      // c went into a's slabs (exported: free again).
+      const buffersOf = (x: ReturnType<typeof fill>) => new Set(x.spans.map((e) => e.bytes.buffer));
+      const reused = [...buffersOf(c)].filter((buf) => buffersOf(a).has(buf));
+      expect(reused.length).toBeGreaterThan(0);
+      // b's bytes were not written over (its slabs not reused before its export).
+      expect(intact(b)).toBe(true);
+      expect(intact(c)).toBe(true);
+      await exportOf(b);
+      await exportOf(c);
+      await exporter.shutdown();
+    } finally {
+      sink.close();
+    }
   });
 
   it('are exported in buffers reused between exports, a retried export with its own bytes', async () => {
