@@ -25,7 +25,7 @@ import type { PolicyEffect } from '../policies/registry.js';
 import { clientClosed, type RequestAbort } from './abort.js';
 import type { AdmissionHooks } from './admission.js';
 import type { AppState } from './app-state.js';
-import { isOpenRoute } from './auth.js';
+import { isInspectorRoute, isOpenRoute } from './auth.js';
 import type { ApiKeyEntry } from './config-keys.js';
 import { KeyLimits, keyRing, OPEN_KEY } from './keys.js';
 import type { ChatCall } from './chat/context.js';
@@ -318,6 +318,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
         return;
       }
       request.tpKey = entry;
+      if (isInspectorRoute(request.routeOptions.url)) {
+        done();
+        return;
+      }
       try {
         request.tpKeyRelease = state.keyLimits.admit(entry, (reason) =>
           metrics.keyRefusals.labels(entry.name, reason).inc(),

@@ -9,6 +9,15 @@ import type { ProtectableOp } from './config.js';
  * client spelled it: "/%761/chat/completions" and "http://x/v1/chat/completions" match the
  * same route as "/v1/chat/completions" and so need the same key. Unmatched requests need one.
  */
+/**
+ * The inspector's routes (docs/inspect.md): behind the keys, but not counted against a key's
+ * request rate or concurrency, which bound use of the model. The page polls every second or two:
+ * counted, an open inspector spent a key's minute and its agent got 429s.
+ */
+export function isInspectorRoute(routeUrl: string | undefined): boolean {
+  return routeUrl === '/inspect' || routeUrl?.startsWith('/inspect/') === true;
+}
+
 export function isOpenRoute(routeUrl: string | undefined, protectOps: readonly ProtectableOp[]): boolean {
   if (routeUrl === '/health' || routeUrl === '/ready') return true;
   if (routeUrl === '/metrics') return !protectOps.includes('metrics');

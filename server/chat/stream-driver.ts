@@ -141,6 +141,8 @@ class StreamReader implements LaneSink {
    * without either was cut off, and is not judged as if it were whole.
    */
   private finished = false;
+  /** The upstream sent `[DONE]`: whatever follows is not part of the answer. */
+  private done = false;
   /** Cut off by toolproof (early-stop.ts): judged as what it is so far, the upstream cancelled. */
   private stoppedEarly = false;
   /** The fault that ended the stream early. */
@@ -282,8 +284,10 @@ class StreamReader implements LaneSink {
 
   private handle(payload: string): void {
     this.raw?.push(payload);
-    if (payload === '[DONE]') this.finished = true;
-    if (this.failure || payload === '[DONE]') return;
+    if (payload === '[DONE]') this.finished = this.done = true;
+    // After [DONE] nothing is the answer: a whole (non-streamed) completion could not carry it,
+    // so streamed and not would disagree.
+    if (this.failure || this.done) return;
     if (this.lane.take(payload, this)) {
       noteIdentity(this.call, this.lane.frameChunk!);
       return;

@@ -406,3 +406,25 @@ describe.each(['messages', 'responses', 'chat'] as const)(
     });
   },
 );
+
+/** An event after `[DONE]` is not part of the answer (a whole completion could not carry it). */
+describe.each(['messages', 'responses', 'chat'] as const)('/v1/%s, an event after [DONE]', (door) => {
+  it('is left out of what the client receives', async () => {
+    handler = (b, res) => {
+      head(res, b);
+      const after = {
+        id: 'x',
+        choices: [{ index: 0, delta: { content: 'AFTER-DONE' }, finish_reason: null }],
+      };
+      res.end(sse([...good, '[DONE]', after]));
+    };
+    const { status, text } = await post(door, true);
+    expect(status).toBe(200);
+    expect(text).not.toContain('AFTER-DONE');
+    expect(text).toMatch(
+      { messages: /event: message_stop/, responses: /"status":"completed"/, chat: /"finish_reason":"stop"/ }[
+        door
+      ],
+    );
+  });
+});

@@ -290,6 +290,22 @@ describe('the capture behind /inspect/api', () => {
       expect(new Set(await ids(key))).toEqual(new Set([aliceId, bobId]));
   });
 
+  // The page polls every 1-2 s: counted against the key's requests per minute, an open
+  // inspector spent the minute, and the agent using the same key got 429s.
+  it("reading the inspector does not spend the key's request rate", async () => {
+    const key = 'sk-limited-inspect-0001';
+    stack = await startStack({ file: { keys: [{ name: 'limited', key, requestsPerMinute: 3 }] } });
+    const headers = { authorization: `Bearer ${key}` };
+    for (let i = 0; i < 6; i++)
+      expect((await getJson(stack, '/inspect/api/requests', headers)).status).toBe(200);
+    const res = await fetch(`${stack.url}/chat/completions`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sim', messages: user, tools }),
+    });
+    expect(res.status).toBe(200);
+  });
+
   it('the page and its API refuse a request without a key when keys are set; Basic works for browsers', async () => {
     const key = 'sk-inspect-secret-0123456789';
     stack = await startStack({ env: { TOOLPROOF_API_KEYS: key }, apiKey: key });

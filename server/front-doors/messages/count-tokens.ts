@@ -15,6 +15,7 @@ import type { AppState } from '../../app-state.js';
 import { readText } from '../../chat/attempt.js';
 import { firstAttemptContext, prepareRequest } from '../../chat/prepare.js';
 import { parseUpstreamBody } from '../../error-handler.js';
+import { allowsModel, forbiddenModel } from '../../keys.js';
 import { resolveRoute } from '../../routing.js';
 import { countTokensBody } from './schema.js';
 
@@ -90,6 +91,12 @@ export function registerCountTokens(scope: FastifyInstance, state: AppState): vo
     async (request, reply) => {
       const body = request.body as CountTokensRequest;
       if (request.rawBody) keepSourceText(body, request.rawBody);
+      // The key's allow-list holds here too: counting asks the model's upstream (/tokenize).
+      const key = request.tpKey;
+      if (key && !allowsModel(key, body.model)) {
+        state.metrics.keyRefusals.labels(key.name, 'model').inc();
+        throw forbiddenModel(key, body.model);
+      }
       const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
       const {
         chat: translated,

@@ -170,6 +170,20 @@ describe.each(['chat', 'responses', 'messages'] as const)('limits on the %s door
   });
 });
 
+// count_tokens asks the model's upstream (/tokenize) too: it answered for any model.
+it("count_tokens holds the key's allow-list: 403 in Anthropic's shape", async () => {
+  const count = (key: string, model: string) =>
+    fetch(`${origin}/v1/messages/count_tokens`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-api-key': key },
+      body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+  const refused = await count(KEYS.bob, 'side-small');
+  expect(refused.status).toBe(403);
+  expect(await refused.json()).toMatchObject({ type: 'error', error: { type: 'permission_error' } });
+  expect((await count(KEYS.bob, 'qwen-coder')).status).toBe(200);
+});
+
 describe('rate limits', () => {
   it('a key over its token limit gets 429 with Retry-After on every door', async () => {
     // One answer of the echo model costs more than the 30 tokens carol may use per minute.
