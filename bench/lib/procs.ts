@@ -253,7 +253,21 @@ export function killAllNow(): void {
 export interface GcCounts {
   scavenge: number;
   major: number;
+  /**
+   * With `nvp` (startAbToolproof: `--trace-gc-nvp`): bytes allocated, bytes promoted into the old
+   * generation and bytes that survived in the young one, summed over the collections (V8's own
+   * counts: steady whatever the machine's load), and their pauses in milliseconds.
+   */
+  allocated?: number;
+  promoted?: number;
+  survived?: number;
+  pauseMs?: number;
 }
+
+const nvpField = (line: string, name: string): number => {
+  const at = line.indexOf(` ${name}=`);
+  return at === -1 ? 0 : Number.parseFloat(line.slice(at + name.length + 2)) || 0;
+};
 
 /**
  * One side of an A/B (bench/capture-cpu.ts, bench/tracing-ab.ts): a toolproof process of its own
@@ -270,6 +284,8 @@ export async function startAbToolproof(o: {
   connections: number;
   profDir?: string;
   cwd: string;
+  /** `--trace-gc-nvp`: also the bytes allocated, promoted and survived (GcCounts). */
+  nvp?: boolean;
 }): Promise<{ pid: number; pool: Pool }> {
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {};
@@ -284,7 +300,12 @@ export async function startAbToolproof(o: {
   });
   const child = startNode({
     name: o.label,
-    args: [...(o.profDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profDir}`] : []), '--trace-gc', ...o.args],
+    args: [
+      ...(o.profDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profDir}`] : []),
+      '--trace-gc',
+      ...(o.nvp ? ['--trace-gc-nvp'] : []),
+      ...o.args,
+    ],
     env,
     cwd: o.cwd,
   });
@@ -293,7 +314,14 @@ export async function startAbToolproof(o: {
     const lines = (partial + d.toString('latin1')).split('\n');
     partial = lines.pop() ?? '';
     for (const l of lines) {
-      if (l.includes('Scavenge')) o.gc.scavenge++;
+      if (o.nvp && l.includes(' gc=')) {
+        if (l.includes(' gc=s ')) o.gc.scavenge++;
+        else o.gc.major++;
+        o.gc.allocated = (o.gc.allocated ?? 0) + nvpField(l, 'allocated');
+        o.gc.promoted = (o.gc.promoted ?? 0) + nvpField(l, 'promoted');
+        o.gc.survived = (o.gc.survived ?? 0) + nvpField(l, 'new_space_survived');
+        o.gc.pauseMs = (o.gc.pauseMs ?? 0) + nvpField(l, 'pause');
+      } else if (l.includes('Scavenge')) o.gc.scavenge++;
       else if (l.includes('Mark-Compact') || l.includes('Mark-sweep')) o.gc.major++;
     }
   });
