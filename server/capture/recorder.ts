@@ -21,12 +21,28 @@ const WORKER = cluster.isWorker ? (cluster.worker?.id ?? 0) : 0;
 /** A decision's detail is JSON cut to this many characters. */
 const MAX_DETAIL_CHARS = 2000;
 
+/**
+ * The labels of the sessions seen lately, by key: every turn of a conversation has the same key,
+ * so its records share one label (no string of their own, none built per request). Bounded: full,
+ * it starts afresh.
+ */
+const LABELS_MAX = 512;
+const LABEL_KEY_CHARS = 300;
+let labels = new Map<string, string>();
+
 /** The session a request belongs to: the affinity key (docs/affinity.md), readable. */
 export function sessionLabel(key: string): string {
+  const hit = labels.get(key);
+  if (hit !== undefined) return hit;
   // Opening-message keys hold NUL separators (model, user, hashes): shown with slashes. A join
   // builds one flat string (replaceAll: a rope of slices, five heap objects a record keeps).
-  const k = key.length > 300 ? ownString(key.slice(0, 300)) : key;
-  return k.includes('\u0000') ? k.split('\u0000').join('/') : k;
+  const k = key.length > LABEL_KEY_CHARS ? ownString(key.slice(0, LABEL_KEY_CHARS)) : key;
+  const label = k.includes('\u0000') ? k.split('\u0000').join('/') : ownString(k);
+  if (key.length <= LABEL_KEY_CHARS) {
+    if (labels.size >= LABELS_MAX) labels = new Map();
+    labels.set(ownString(key), label);
+  }
+  return label;
 }
 
 /**

@@ -152,9 +152,8 @@ export class Attempt implements CapturedAttempt {
   private q10: number;
   private t10 = -1;
   private o10 = -1;
-  /** The body as sent: the string itself, and what of it was cut. */
-  private readonly sent: string;
-  private readonly sentCut: number;
+  /** The body as sent (a LazyText when it was bytes: not decoded until read). */
+  private readonly sent: CapturedText;
 
   constructor(
     readonly n: number,
@@ -167,8 +166,7 @@ export class Attempt implements CapturedAttempt {
     this.atS = Math.floor(at / 1000);
     this.atMsPart = (at - this.atS * 1000) | 0;
     this.q10 = tenths(queueMs);
-    this.sent = request.text;
-    this.sentCut = request.cut;
+    this.sent = request;
   }
 
   get at(): number {
@@ -200,7 +198,7 @@ export class Attempt implements CapturedAttempt {
   }
 
   get request(): CapturedText {
-    return { text: this.sent, cut: this.sentCut };
+    return this.sent;
   }
 
   toJSON(): CapturedAttempt {
