@@ -279,11 +279,70 @@ export function captureEffects(call: ChatCall, effects: readonly PolicyEffect[])
   if (!w) return;
   for (const e of effects) {
     if (isSmall(e)) {
-      if (w.note(EFFECT_DECISION_CHARS)) keepEffect(w.flatDecisions(), startOf(call), call.trace.attempts, e);
+      if (w.note(EFFECT_DECISION_CHARS)) {
+        const d = w.flatDecisions();
+        const t = sharedEffect(e);
+        if (t !== undefined)
+          d.push(-Math.round((performance.now() - startOf(call)) * 10) - 1, call.trace.attempts, t);
+        else keepEffect(d, startOf(call), call.trace.attempts, e);
+      }
       continue;
     }
     captureDecision(call, e.kind, reasonOf(e), (e as { detail?: unknown }).detail, e.policy);
   }
+}
+
+/**
+ * The small effects seen lately, by their fields: one frozen copy of each (a request's forced
+ * tool choice, its final answer's outcome: the same few over and over), which the flat
+ * decisions hold as [-(time in tenths) - 1, attempt, copy] (three slots, no object per record:
+ * the fields inline took ~20 slots, ~0.5 KB a record the collector promoted). Bounded: full, it
+ * starts afresh.
+ */
+const EFFECTS_MAX = 1024;
+let sharedEffects = new Map<string, Readonly<Record<string, unknown>>>();
+
+function sharedEffect(e: PolicyEffect): Readonly<Record<string, unknown>> | undefined {
+  const o = e as unknown as Record<string, unknown>;
+  const detail = o.detail as Record<string, unknown> | undefined;
+  let key = fieldsKey(o);
+  if (key === undefined) return undefined;
+  if (detail !== undefined) {
+    const d = fieldsKey(detail);
+    if (d === undefined) return undefined;
+    key += `\u0003${d}`;
+  }
+  const hit = sharedEffects.get(key);
+  if (hit !== undefined) return hit;
+  const copy = fieldsOf(o);
+  if (detail !== undefined) copy.detail = Object.freeze(fieldsOf(detail));
+  if (sharedEffects.size >= EFFECTS_MAX) sharedEffects = new Map();
+  sharedEffects.set(key, Object.freeze(copy));
+  return copy;
+}
+
+/** An effect's (or its detail's) fields as a key; undefined: a value of a type not keyed. */
+function fieldsKey(o: Record<string, unknown>): string | undefined {
+  let key = '';
+  for (const k in o) {
+    if (k === 'detail') continue;
+    const v = o[k];
+    const t = typeof v;
+    if (t === 'undefined') continue;
+    if (t !== 'string' && t !== 'number' && t !== 'boolean' && v !== null) return undefined;
+    key += `${k}\u0001${t[0]}${v}\u0002`;
+  }
+  return key;
+}
+
+function fieldsOf(o: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k in o) {
+    if (k === 'detail') continue;
+    const v = o[k];
+    if (v !== undefined) out[k] = typeof v === 'string' ? ownString(v) : v;
+  }
+  return out;
 }
 
 /**
