@@ -293,46 +293,67 @@ export function captureEffects(call: ChatCall, effects: readonly PolicyEffect[])
 }
 
 /**
- * The small effects seen lately, by their fields: one frozen copy of each (a request's forced
- * tool choice, its final answer's outcome: the same few over and over), which the flat
- * decisions hold as [-(time in tenths) - 1, attempt, copy] (three slots, no object per record:
- * the fields inline took ~20 slots, ~0.5 KB a record the collector promoted). Bounded: full, it
- * starts afresh.
+ * The small effects seen lately: one frozen copy of each (a request's forced tool choice, its
+ * final answer's outcome: the same few over and over), which the flat decisions hold as
+ * [-(time in tenths) - 1, attempt, copy] (three slots, no object per record: the fields inline
+ * took ~20 slots, ~0.5 KB a record the collector promoted). Found by kind (a name of the code's
+ * own), then by comparing fields (no key built per effect). Bounded: full, it starts afresh.
  */
 const EFFECTS_MAX = 1024;
-let sharedEffects = new Map<string, Readonly<Record<string, unknown>>>();
+const EFFECTS_PER_KIND = 32;
+let sharedEffects = new Map<string, Readonly<Record<string, unknown>>[]>();
+let sharedCount = 0;
 
 function sharedEffect(e: PolicyEffect): Readonly<Record<string, unknown>> | undefined {
   const o = e as unknown as Record<string, unknown>;
   const detail = o.detail as Record<string, unknown> | undefined;
-  let key = fieldsKey(o);
-  if (key === undefined) return undefined;
-  if (detail !== undefined) {
-    const d = fieldsKey(detail);
-    if (d === undefined) return undefined;
-    key += `\u0003${d}`;
-  }
-  const hit = sharedEffects.get(key);
-  if (hit !== undefined) return hit;
+  let list = sharedEffects.get(e.kind);
+  if (list !== undefined)
+    for (const t of list) {
+      if (!sameFields(t, o)) continue;
+      const td = t.detail as Record<string, unknown> | undefined;
+      if (detail === undefined ? td === undefined : td !== undefined && sameFields(td, detail)) return t;
+    }
+  if (!keyable(o) || (detail !== undefined && !keyable(detail))) return undefined;
   const copy = fieldsOf(o);
   if (detail !== undefined) copy.detail = Object.freeze(fieldsOf(detail));
-  if (sharedEffects.size >= EFFECTS_MAX) sharedEffects = new Map();
-  sharedEffects.set(key, Object.freeze(copy));
+  Object.freeze(copy);
+  if (sharedCount >= EFFECTS_MAX) {
+    sharedEffects = new Map();
+    sharedCount = 0;
+    list = undefined;
+  }
+  if (list === undefined) sharedEffects.set(e.kind, (list = []));
+  if (list.length < EFFECTS_PER_KIND) {
+    list.push(copy);
+    sharedCount++;
+  }
   return copy;
 }
 
-/** An effect's (or its detail's) fields as a key; undefined: a value of a type not keyed. */
-function fieldsKey(o: Record<string, unknown>): string | undefined {
-  let key = '';
+/** Whether `t` (a shared copy, or its detail) has exactly `o`'s defined fields (detail aside). */
+function sameFields(t: Readonly<Record<string, unknown>>, o: Record<string, unknown>): boolean {
+  let n = 0;
   for (const k in o) {
     if (k === 'detail') continue;
     const v = o[k];
-    const t = typeof v;
-    if (t === 'undefined') continue;
-    if (t !== 'string' && t !== 'number' && t !== 'boolean' && v !== null) return undefined;
-    key += `${k}\u0001${t[0]}${v}\u0002`;
+    if (v === undefined) continue;
+    if (t[k] !== v) return false;
+    n++;
   }
-  return key;
+  for (const k in t) if (k !== 'detail') n--;
+  return n === 0;
+}
+
+/** Fields a copy can be shared for: primitives compared by value (isSmall allows only these and null). */
+function keyable(o: Record<string, unknown>): boolean {
+  for (const k in o) {
+    if (k === 'detail') continue;
+    const t = typeof o[k];
+    if (t === 'symbol' || t === 'bigint') return false;
+    // NaN never equals itself: such a copy would never be found again (still correct, kept).
+  }
+  return true;
 }
 
 function fieldsOf(o: Record<string, unknown>): Record<string, unknown> {

@@ -85,8 +85,8 @@ function tooLarge(label: string): ToolproofError {
  * The request's bytes: the client's own when no policy rewrote it, else serialized. Every rewrite
  * (the upstream's model name, usage for a stream included) is a request policy's (prepare.ts).
  * Encoded here, once: the transport would encode a string into a Buffer all the same (undici's
- * request, upstream.ts oneShot), and the capture keeps these very bytes (off V8's heap) rather
- * than the string (an agent's 90 KB the collector would copy and promote with every record).
+ * request, upstream.ts oneShot), and the capture copies these bytes into its arena rather than
+ * keeping the string (an agent's 90 KB the collector would copy and promote with every record).
  */
 function serializeRequest(call: ChatCall, request: ChatCompletionRequest): Buffer {
   const scheduling = call.route.client.schedulingPriority;
