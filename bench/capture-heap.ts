@@ -8,7 +8,7 @@
  * under its budget). Printed: heap objects and bytes per request, and the largest groups (by
  * constructor, and by what holds them).
  *
- *   npx tsx bench/capture-heap.ts [--cases=short,agent] [--requests=400] [--warm=200] [--top=12]
+ *   npx tsx bench/capture-heap.ts [--cases=short,agent] [--requests=400] [--warm=200] [--top=12] [--build=DIR]
  */
 import { mkdtempSync, readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -52,7 +52,11 @@ async function snapshot(pid: number, dir: string): Promise<string> {
 }
 
 async function main(): Promise<void> {
-  const serverArgs = prepareServer(ROOT, (args.get('server') || 'build') as ServerMode, console.log);
+  // --build=DIR: another build (a copy of bench/results/.build made before a change).
+  const build = args.get('build');
+  const serverArgs = prepareServer(ROOT, (args.get('server') || 'build') as ServerMode, console.log).map(
+    (a) => (build && a.endsWith('server/main.js') ? join(build, 'server/main.js') : a),
+  );
   for (const name of cases) {
     // stopAll ends the upstream too: one per case.
     const upstream = await startFakeUpstream(ROOT);
