@@ -565,6 +565,7 @@ export function finishCapture(
     // Counted by its parts, not serialized: a few fields and the trace's short lists.
     w.note(harnessChars(t));
   }
+  w.settle();
   w.start = undefined;
   call.capture = undefined;
 }

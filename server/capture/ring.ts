@@ -549,6 +549,15 @@ export class RecordWriter implements CaptureRecord {
     return (this.decs ??= []);
   }
 
+  /**
+   * The record ended: its decisions kept in an array of their size (a list grown by pushes has
+   * room for ~20 slots where a request's few effects fill 6: ~170 bytes a record would keep).
+   */
+  settle(): void {
+    const d = this.decs;
+    if (d !== undefined) this.decs = d.slice();
+  }
+
   toJSON(): CaptureRecord {
     return {
       id: this.id,
