@@ -30,7 +30,14 @@ import { prepareServer, type ServerMode } from './lib/build.js';
 import { BENCH_HEADERS, burst } from './lib/burst.js';
 import { AGENT_CALL, AGENT_TURN_EVENTS, agentTurn, toolsStreamBody } from './lib/fixtures.js';
 import { median } from './lib/overhead-ab.js';
-import { CLK_TCK, cpuSplit, startAbToolproof, startFakeUpstream, stopAll } from './lib/procs.js';
+import {
+  CLK_TCK,
+  cpuSplit,
+  type GcCounts,
+  startAbToolproof,
+  startFakeUpstream,
+  stopAll,
+} from './lib/procs.js';
 import { summarizeProfile } from './lib/profile.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -44,6 +51,8 @@ const REQUESTS = Number(args.get('requests') || 2000);
 const ROUNDS = Number(args.get('rounds') || 6);
 const C = Number(args.get('c') || 32);
 const PROF = args.has('cpu-prof');
+/** `--nvp`: V8's --trace-gc-nvp counts too: KB allocated, promoted and survived per request. */
+const NVP = args.has('nvp');
 const CASES: Record<string, number> = { short: 8, long: 500, agent: AGENT_TURN_EVENTS };
 const cases = (args.get('cases') || 'short,long,agent').split(',');
 /** The agent turn's concurrency (--agent-c): eight agents at work. */
@@ -81,7 +90,7 @@ async function main(): Promise<void> {
     pool: undefined as unknown as Pool,
     served: 0,
     dir: join(profDir, s.name),
-    gc: { scavenge: 0, major: 0 },
+    gc: { scavenge: 0, major: 0 } as GcCounts,
   }));
   for (const s of sides) {
     const started = await startAbToolproof({
@@ -91,6 +100,7 @@ async function main(): Promise<void> {
       args: s.args,
       gc: s.gc,
       connections: C,
+      nvp: NVP,
       ...(PROF ? { profDir: s.dir } : {}),
       cwd: ROOT,
     });
@@ -137,6 +147,14 @@ async function main(): Promise<void> {
       console.log(
         `  capture ${s.name.padEnd(6)} ${median(cpu[i]!).toFixed(0).padStart(6)} [${cpu[i]!.map((x) => x.toFixed(0)).join(' ')}]${i === 0 ? '' : `; /off: median ${median(ratios).toFixed(3)}x (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}x), +${(median(cpu[i]!) - median(cpu[0]!)).toFixed(0)} µs`}; GCs per 1,000 requests: ${(((s.gc.scavenge - gc0[i]!.scavenge) * 1000) / (n * ROUNDS)).toFixed(1)} scavenges, ${(((s.gc.major - gc0[i]!.major) * 1000) / (n * ROUNDS)).toFixed(2)} major`,
       );
+      if (NVP) {
+        const g0 = gc0[i]!;
+        const per = (k: 'allocated' | 'promoted' | 'survived') =>
+          (((s.gc[k] ?? 0) - (g0[k] ?? 0)) / 1024 / (n * ROUNDS)).toFixed(2);
+        console.log(
+          `  ${''.padEnd(16)} per request: ${per('allocated')} KB allocated, ${per('promoted')} KB promoted, ${per('survived')} KB survived a scavenge; GC pauses ${((((s.gc.pauseMs ?? 0) - (g0.pauseMs ?? 0)) * 1000) / (n * ROUNDS)).toFixed(1)} µs`,
+        );
+      }
     });
   }
   for (const s of sides) await s.pool.close();

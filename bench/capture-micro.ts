@@ -17,6 +17,7 @@
  *   npx tsx bench/capture-micro.ts [--before=DIR] [--cases=short,long,agent] [--rounds=12] [--requests=4000]
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
@@ -134,6 +135,10 @@ async function child(dir: string | undefined): Promise<void> {
   const ring = ringMod
     ? new ringMod.CaptureRing({ maxBytes: 10 * 1024 * 1024, textChars: 256 * 1024 })
     : undefined;
+  // Whether this build's attempt.ts sends (and hands the capture) the body as bytes.
+  const sentAsBytes =
+    dir !== undefined &&
+    readFileSync(join(dir, 'server/chat/attempt.js'), 'utf8').includes('Buffer.from(stringifyJson(');
   const shapes = new Map<string, Shape>();
   let seq = 0;
   const one = (s: Shape): void => {
@@ -158,9 +163,13 @@ async function child(dir: string | undefined): Promise<void> {
       capture: undefined,
     } as unknown as Parameters<Recorder['captureEffects']>[0];
     // A fresh copy of the client's bytes (the body parser's), of the body as sent (a string of
-    // its own), of each read and frame.
+    // its own, encoded as the transport sends it: every side), of each read and frame. The
+    // capture is handed what the build's attempt.ts hands it: the encoded bytes since it sends
+    // those (a Buffer), the string before.
     const clientBytes = Buffer.from(s.body);
-    const sent = s.body.toString('utf8');
+    const sentText = s.body.toString('utf8');
+    const sentBytes = Buffer.from(sentText);
+    const sent = sentAsBytes ? sentBytes : sentText;
     if (rec && ring)
       rec.beginCapture(
         ring,

@@ -162,7 +162,7 @@ async function main(): Promise<void> {
       args: s.args,
       gc: s.gc,
       connections: C,
-      gcNvp: true,
+      nvp: true,
       ...(PROF ? { profDir: s.dir } : {}),
       cwd: ROOT,
     });

@@ -253,12 +253,21 @@ export function killAllNow(): void {
 export interface GcCounts {
   scavenge: number;
   major: number;
-  /** With `gcNvp` (--trace-gc-nvp): bytes allocated, promoted and surviving a scavenge, pause ms. */
+  /**
+   * With `nvp` (startAbToolproof: `--trace-gc-nvp`): bytes allocated, bytes promoted into the old
+   * generation and bytes that survived in the young one, summed over the collections (V8's own
+   * counts: steady whatever the machine's load), and their pauses in milliseconds.
+   */
   allocated?: number;
   promoted?: number;
   survived?: number;
   pauseMs?: number;
 }
+
+const nvpField = (line: string, name: string): number => {
+  const at = line.indexOf(` ${name}=`);
+  return at === -1 ? 0 : Number.parseFloat(line.slice(at + name.length + 2)) || 0;
+};
 
 /**
  * One side of an A/B (bench/capture-cpu.ts, bench/tracing-ab.ts): a toolproof process of its own
@@ -275,8 +284,8 @@ export async function startAbToolproof(o: {
   connections: number;
   profDir?: string;
   cwd: string;
-  /** --trace-gc-nvp instead of --trace-gc: the byte counts of GcCounts filled in too. */
-  gcNvp?: boolean;
+  /** `--trace-gc-nvp`: also the bytes allocated, promoted and survived (GcCounts). */
+  nvp?: boolean;
 }): Promise<{ pid: number; pool: Pool }> {
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {};
@@ -293,7 +302,7 @@ export async function startAbToolproof(o: {
     name: o.label,
     args: [
       ...(o.profDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profDir}`] : []),
-      o.gcNvp ? '--trace-gc-nvp' : '--trace-gc',
+      o.nvp ? '--trace-gc-nvp' : '--trace-gc',
       ...o.args,
     ],
     env,
@@ -304,16 +313,15 @@ export async function startAbToolproof(o: {
     const lines = (partial + d.toString('latin1')).split('\n');
     partial = lines.pop() ?? '';
     for (const l of lines) {
-      if (o.gcNvp) {
+      if (o.nvp) {
         const kind = / gc=(\w+)/.exec(l)?.[1];
         if (kind === undefined) continue;
         if (kind === 's') o.gc.scavenge++;
         else if (kind === 'mc' || kind === 'mmc') o.gc.major++;
-        const num = (key: string) => Number(new RegExp(` ${key}=([\\d.]+)`).exec(l)?.[1] ?? 0);
-        o.gc.allocated = (o.gc.allocated ?? 0) + num('allocated');
-        o.gc.promoted = (o.gc.promoted ?? 0) + num('promoted');
-        o.gc.survived = (o.gc.survived ?? 0) + num('new_space_survived');
-        o.gc.pauseMs = (o.gc.pauseMs ?? 0) + num('pause');
+        o.gc.allocated = (o.gc.allocated ?? 0) + nvpField(l, 'allocated');
+        o.gc.promoted = (o.gc.promoted ?? 0) + nvpField(l, 'promoted');
+        o.gc.survived = (o.gc.survived ?? 0) + nvpField(l, 'new_space_survived');
+        o.gc.pauseMs = (o.gc.pauseMs ?? 0) + nvpField(l, 'pause');
       } else if (l.includes('Scavenge')) o.gc.scavenge++;
       else if (l.includes('Mark-Compact') || l.includes('Mark-sweep')) o.gc.major++;
     }

@@ -21,12 +21,28 @@ const WORKER = cluster.isWorker ? (cluster.worker?.id ?? 0) : 0;
 /** A decision's detail is JSON cut to this many characters. */
 const MAX_DETAIL_CHARS = 2000;
 
+/**
+ * The labels of the sessions seen lately, by key: every turn of a conversation has the same key,
+ * so its records share one label (no string of their own, none built per request). Bounded: full,
+ * it starts afresh.
+ */
+const LABELS_MAX = 512;
+const LABEL_KEY_CHARS = 300;
+let labels = new Map<string, string>();
+
 /** The session a request belongs to: the affinity key (docs/affinity.md), readable. */
 export function sessionLabel(key: string): string {
+  const hit = labels.get(key);
+  if (hit !== undefined) return hit;
   // Opening-message keys hold NUL separators (model, user, hashes): shown with slashes. A join
   // builds one flat string (replaceAll: a rope of slices, five heap objects a record keeps).
-  const k = key.length > 300 ? ownString(key.slice(0, 300)) : key;
-  return k.includes('\u0000') ? k.split('\u0000').join('/') : k;
+  const k = key.length > LABEL_KEY_CHARS ? ownString(key.slice(0, LABEL_KEY_CHARS)) : key;
+  const label = k.includes('\u0000') ? k.split('\u0000').join('/') : ownString(k);
+  if (key.length <= LABEL_KEY_CHARS) {
+    if (labels.size >= LABELS_MAX) labels = new Map();
+    labels.set(ownString(key), label);
+  }
+  return label;
 }
 
 /**
@@ -264,11 +280,91 @@ export function captureEffects(call: ChatCall, effects: readonly PolicyEffect[])
   if (!w) return;
   for (const e of effects) {
     if (isSmall(e)) {
-      if (w.note(EFFECT_DECISION_CHARS)) keepEffect(w.flatDecisions(), startOf(call), call.trace.attempts, e);
+      if (w.note(EFFECT_DECISION_CHARS)) {
+        const d = w.flatDecisions();
+        const t = sharedEffect(e);
+        if (t !== undefined)
+          d.push(-Math.round((performance.now() - startOf(call)) * 10) - 1, call.trace.attempts, t);
+        else keepEffect(d, startOf(call), call.trace.attempts, e);
+      }
       continue;
     }
     captureDecision(call, e.kind, reasonOf(e), (e as { detail?: unknown }).detail, e.policy);
   }
+}
+
+/**
+ * The small effects seen lately: one frozen copy of each (a request's forced tool choice, its
+ * final answer's outcome: the same few over and over), which the flat decisions hold as
+ * [-(time in tenths) - 1, attempt, copy] (three slots, no object per record: the fields inline
+ * took ~20 slots, ~0.5 KB a record the collector promoted). Found by kind (a name of the code's
+ * own), then by comparing fields (no key built per effect). Bounded: full, it starts afresh.
+ */
+const EFFECTS_MAX = 1024;
+const EFFECTS_PER_KIND = 32;
+let sharedEffects = new Map<string, Readonly<Record<string, unknown>>[]>();
+let sharedCount = 0;
+
+function sharedEffect(e: PolicyEffect): Readonly<Record<string, unknown>> | undefined {
+  const o = e as unknown as Record<string, unknown>;
+  const detail = o.detail as Record<string, unknown> | undefined;
+  let list = sharedEffects.get(e.kind);
+  if (list !== undefined)
+    for (const t of list) {
+      if (!sameFields(t, o)) continue;
+      const td = t.detail as Record<string, unknown> | undefined;
+      if (detail === undefined ? td === undefined : td !== undefined && sameFields(td, detail)) return t;
+    }
+  if (!keyable(o) || (detail !== undefined && !keyable(detail))) return undefined;
+  const copy = fieldsOf(o);
+  if (detail !== undefined) copy.detail = Object.freeze(fieldsOf(detail));
+  Object.freeze(copy);
+  if (sharedCount >= EFFECTS_MAX) {
+    sharedEffects = new Map();
+    sharedCount = 0;
+    list = undefined;
+  }
+  if (list === undefined) sharedEffects.set(e.kind, (list = []));
+  if (list.length < EFFECTS_PER_KIND) {
+    list.push(copy);
+    sharedCount++;
+  }
+  return copy;
+}
+
+/** Whether `t` (a shared copy, or its detail) has exactly `o`'s defined fields (detail aside). */
+function sameFields(t: Readonly<Record<string, unknown>>, o: Record<string, unknown>): boolean {
+  let n = 0;
+  for (const k in o) {
+    if (k === 'detail') continue;
+    const v = o[k];
+    if (v === undefined) continue;
+    if (t[k] !== v) return false;
+    n++;
+  }
+  for (const k in t) if (k !== 'detail') n--;
+  return n === 0;
+}
+
+/** Fields a copy can be shared for: primitives compared by value (isSmall allows only these and null). */
+function keyable(o: Record<string, unknown>): boolean {
+  for (const k in o) {
+    if (k === 'detail') continue;
+    const t = typeof o[k];
+    if (t === 'symbol' || t === 'bigint') return false;
+    // NaN never equals itself: such a copy would never be found again (still correct, kept).
+  }
+  return true;
+}
+
+function fieldsOf(o: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k in o) {
+    if (k === 'detail') continue;
+    const v = o[k];
+    if (v !== undefined) out[k] = typeof v === 'string' ? ownString(v) : v;
+  }
+  return out;
 }
 
 /**
@@ -470,6 +566,7 @@ export function finishCapture(
     // Counted by its parts, not serialized: a few fields and the trace's short lists.
     w.note(harnessChars(t));
   }
+  w.settle();
   w.start = undefined;
   call.capture = undefined;
 }

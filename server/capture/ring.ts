@@ -26,8 +26,6 @@ const utf8Write =
     return this.write(s, o, l, 'utf8');
   };
 
-/** Bytes a Buffer of its own must be over to be kept as it is rather than copied into the arena. */
-const SMALL_COPY = 16 * 1024;
 const EMPTY_BUF = Buffer.alloc(0);
 
 /** Bytes a kept string is counted at, per character (see the file's comment). */
@@ -146,8 +144,23 @@ export class Attempt implements CapturedAttempt {
   replica: string | undefined = undefined;
   status: number | undefined = undefined;
   error: CapturedAttempt['error'] = undefined;
-  response: CapturedText = NO_TEXT;
   events = 0;
+  /**
+   * Its two texts (the body as sent, the response), each as the object given (`sObj`, `pObj`)
+   * or, a text of one piece in the ring's arena (nearly always), folded into numbers of its own
+   * (lap, offset, length >= 0, cut): no object per text for the collector to promote.
+   */
+  private arena: Arena | undefined = undefined;
+  private sObj: CapturedText = NO_TEXT;
+  private sLap = 0;
+  private sOff = 0;
+  private sLen = -1;
+  private sCut = 0;
+  private pObj: CapturedText = NO_TEXT;
+  private pLap = 0;
+  private pOff = 0;
+  private pLen = -1;
+  private pCut = 0;
   /** Epoch seconds and milliseconds (small integers: no number object of their own). */
   private readonly atS: number;
   private readonly atMsPart: number;
@@ -155,9 +168,6 @@ export class Attempt implements CapturedAttempt {
   private q10: number;
   private t10 = -1;
   private o10 = -1;
-  /** The body as sent: the string itself, and what of it was cut. */
-  private readonly sent: string;
-  private readonly sentCut: number;
 
   constructor(
     readonly n: number,
@@ -170,8 +180,32 @@ export class Attempt implements CapturedAttempt {
     this.atS = Math.floor(at / 1000);
     this.atMsPart = (at - this.atS * 1000) | 0;
     this.q10 = tenths(queueMs);
-    this.sent = request.text;
-    this.sentCut = request.cut;
+    if (foldInto(request, this.arena)) {
+      this.arena = SCRATCH.arena;
+      this.sLap = SCRATCH.lap;
+      this.sOff = SCRATCH.off;
+      this.sLen = SCRATCH.len;
+      this.sCut = SCRATCH.cut;
+    } else this.sObj = request;
+  }
+
+  /** A non-streamed body, or a stream's events as received (one `data:` payload a line). */
+  get response(): CapturedText {
+    return this.pLen < 0 ? this.pObj : unfold(this.arena!, this.pLap, this.pOff, this.pLen, this.pCut);
+  }
+
+  set response(t: CapturedText) {
+    if (foldInto(t, this.arena)) {
+      this.arena = SCRATCH.arena;
+      this.pLap = SCRATCH.lap;
+      this.pOff = SCRATCH.off;
+      this.pLen = SCRATCH.len;
+      this.pCut = SCRATCH.cut;
+      this.pObj = NO_TEXT;
+    } else {
+      this.pObj = t;
+      this.pLen = -1;
+    }
   }
 
   get at(): number {
@@ -202,8 +236,9 @@ export class Attempt implements CapturedAttempt {
     this.o10 = ms === undefined ? -1 : tenths(ms);
   }
 
+  /** The request body exactly as sent (cut). */
   get request(): CapturedText {
-    return { text: this.sent, cut: this.sentCut };
+    return this.sLen < 0 ? this.sObj : unfold(this.arena!, this.sLap, this.sOff, this.sLen, this.sCut);
   }
 
   toJSON(): CapturedAttempt {
@@ -228,6 +263,26 @@ export class Attempt implements CapturedAttempt {
 /** Milliseconds as whole tenths (what the record shows: one decimal). */
 function tenths(ms: number): number {
   return Math.round(ms * 10);
+}
+
+/** Where the last text foldInto accepted is (read at once by its caller: no object per fold). */
+const SCRATCH: Folded = { arena: undefined, lap: 0, off: 0, len: 0, cut: 0 };
+
+/**
+ * Whether `t` is a text of one piece in an arena (`arena`, when the owner already holds one of
+ * its texts in it): then its place is in SCRATCH, for the owner's own fields.
+ */
+function foldInto(t: CapturedText, arena: Arena | undefined): boolean {
+  if (!LazyText.foldable(t)) return false;
+  LazyText.fold(t, SCRATCH);
+  const ok = arena === undefined || SCRATCH.arena === arena;
+  SCRATCH.arena = ok ? SCRATCH.arena : undefined;
+  return ok;
+}
+
+/** A folded text, read (the object it was, made again). */
+function unfold(arena: Arena, lap: number, off: number, len: number, cut: number, As = LazyText): LazyText {
+  return new As(arena.buf, lap, off, len, undefined, cut, arena);
 }
 
 type EffectReader = (atMs: number, attempt: number, effect: Record<string, unknown>) => Decision;
@@ -284,12 +339,27 @@ export class RecordWriter implements CaptureRecord {
   harness: Record<string, unknown> | undefined = undefined;
   /** The attempt running now (the last one), undefined before the first. */
   current: Attempt | undefined = undefined;
-  /** The client's request: headers (without credentials) and body. */
-  headers: CaptureRecord['clientRequest']['headers'] = NO_HEADERS;
-  body: CapturedText = NO_TEXT;
-  /** What the client received: its status and the bytes of its body. */
+  /** What the client received: its status (and the bytes of its body, responseBody). */
   responseStatus: number | null = null;
-  responseBody: CapturedText = NO_TEXT;
+  /**
+   * The record's three texts (the client's headers and body, the response it received), each
+   * as the object given (`*Obj`) or, a text of one piece in the ring's arena (nearly always),
+   * folded into numbers of the record's own (lap, offset, length >= 0, cut), as Attempt's.
+   */
+  private hObj: CaptureRecord['clientRequest']['headers'] = NO_HEADERS;
+  private hLap = 0;
+  private hOff = 0;
+  private hLen = -1;
+  private bObj: CapturedText = NO_TEXT;
+  private bLap = 0;
+  private bOff = 0;
+  private bLen = -1;
+  private bCut = 0;
+  private rObj: CapturedText = NO_TEXT;
+  private rLap = 0;
+  private rOff = 0;
+  private rLen = -1;
+  private rCut = 0;
   private readonly atS: number;
   private readonly atMsPart: number;
   /** Tenths of milliseconds, -1: in flight. */
@@ -354,6 +424,65 @@ export class RecordWriter implements CaptureRecord {
     this.tCompletion = t.completion;
   }
 
+  /** The client's request headers, without credentials. */
+  get headers(): CaptureRecord['clientRequest']['headers'] {
+    return this.hLen < 0
+      ? this.hObj
+      : (unfold(this.ring.arenaNow!, this.hLap, this.hOff, this.hLen, 0, HeaderText) as HeaderText);
+  }
+
+  set headers(h: CaptureRecord['clientRequest']['headers']) {
+    if (h instanceof HeaderText && foldInto(h, this.ring.arenaNow) && SCRATCH.cut === 0) {
+      this.hLap = SCRATCH.lap;
+      this.hOff = SCRATCH.off;
+      this.hLen = SCRATCH.len;
+      this.hObj = NO_HEADERS;
+    } else {
+      this.hObj = h;
+      this.hLen = -1;
+    }
+  }
+
+  /** The client's request body as received (cut). */
+  get body(): CapturedText {
+    return this.bLen < 0
+      ? this.bObj
+      : unfold(this.ring.arenaNow!, this.bLap, this.bOff, this.bLen, this.bCut);
+  }
+
+  set body(t: CapturedText) {
+    if (foldInto(t, this.ring.arenaNow)) {
+      this.bLap = SCRATCH.lap;
+      this.bOff = SCRATCH.off;
+      this.bLen = SCRATCH.len;
+      this.bCut = SCRATCH.cut;
+      this.bObj = NO_TEXT;
+    } else {
+      this.bObj = t;
+      this.bLen = -1;
+    }
+  }
+
+  /** The bytes of the response body the client received (a stream's frames) as sent. */
+  get responseBody(): CapturedText {
+    return this.rLen < 0
+      ? this.rObj
+      : unfold(this.ring.arenaNow!, this.rLap, this.rOff, this.rLen, this.rCut);
+  }
+
+  set responseBody(t: CapturedText) {
+    if (foldInto(t, this.ring.arenaNow)) {
+      this.rLap = SCRATCH.lap;
+      this.rOff = SCRATCH.off;
+      this.rLen = SCRATCH.len;
+      this.rCut = SCRATCH.cut;
+      this.rObj = NO_TEXT;
+    } else {
+      this.rObj = t;
+      this.rLen = -1;
+    }
+  }
+
   get clientRequest(): CaptureRecord['clientRequest'] {
     return { headers: this.headers, body: this.body };
   }
@@ -376,8 +505,9 @@ export class RecordWriter implements CaptureRecord {
   /**
    * The decisions, in order. Kept flat in one array: a decision of the server's own as itself;
    * a policy's effect with a few short primitive fields (nearly every request's: the forced tool
-   * choice, the final answer, its schema outcome) as its fields, [-(time in tenths) - 1, attempt,
-   * fields, detail fields, name, value...], read back as an EffectDecision (recorder.ts).
+   * choice, the final answer, its schema outcome) as [-(time in tenths) - 1, attempt, the
+   * effect's shared frozen copy], or as its fields, [-(time in tenths) - 1, attempt, fields,
+   * detail fields, name, value...], read back as an EffectDecision (recorder.ts).
    */
   get decisions(): Decision[] {
     const d = this.decs;
@@ -390,7 +520,14 @@ export class RecordWriter implements CaptureRecord {
         i++;
         continue;
       }
-      const fields = d[i + 2] as number;
+      // A shared copy of a small effect (recorder.ts sharedEffect): three slots.
+      const third = d[i + 2];
+      if (typeof third === 'object' && third !== null) {
+        out.push(effectReader((-head - 1) / 10, d[i + 1] as number, third as Record<string, unknown>));
+        i += 3;
+        continue;
+      }
+      const fields = third as number;
       const details = d[i + 3] as number;
       const effect: Record<string, unknown> = {};
       let k = i + 4;
@@ -415,6 +552,15 @@ export class RecordWriter implements CaptureRecord {
   /** The flat decisions, for an effect's fields to be appended (see decisions). */
   flatDecisions(): unknown[] {
     return (this.decs ??= []);
+  }
+
+  /**
+   * The record ended: its decisions kept in an array of their size (a list grown by pushes has
+   * room for ~20 slots where a request's few effects fill 6: ~170 bytes a record would keep).
+   */
+  settle(): void {
+    const d = this.decs;
+    if (d !== undefined) this.decs = d.slice();
   }
 
   toJSON(): CaptureRecord {
@@ -603,6 +749,15 @@ export class Spans {
   end = -1;
 }
 
+/** Where a folded text is (LazyText.fold): an owner's own fields, no object per text. */
+interface Folded {
+  arena: Arena | undefined;
+  lap: number;
+  off: number;
+  len: number;
+  cut: number;
+}
+
 /**
  * Bytes a record keeps, decoded only when read (the inspector's API, a test): a Buffer's bytes
  * live outside V8's heap, so a ring of them is neither copied by the young generation's
@@ -641,6 +796,23 @@ export class LazyText implements CapturedText {
     this.#more = more;
     this.#cut = cut;
     this.#arena = arena;
+  }
+
+  /**
+   * Whether `t` is a text of one piece in an arena (nearly every text a record keeps): then an
+   * owner may keep it as its four numbers (Folded) rather than as this object.
+   */
+  static foldable(t: CapturedText): t is LazyText {
+    return t instanceof LazyText && t.#arena !== undefined && t.#more === undefined;
+  }
+
+  /** A foldable text's place: its arena, lap, offset, length and cut, into `into`. */
+  static fold(t: LazyText, into: Folded): void {
+    into.arena = t.#arena;
+    into.lap = t.#lap;
+    into.off = t.#off;
+    into.len = t.#len;
+    into.cut = t.#cut;
   }
 
   /** False once the arena wrote over the first piece (the oldest): the text then reads as cut. */
@@ -770,15 +942,13 @@ export class CaptureRing {
   }
 
   /**
-   * Bytes to keep: the very Buffer when it holds at least half of the memory it pins (a body of
-   * its own: no copy, and the ring's count of two bytes a byte stays an upper bound of what it
-   * pins), else a copy in the arena (a slice of node's shared pool, a view into a larger read).
-   * Nobody writes into a buffer once it was read, handed to the socket or parsed.
+   * Bytes to keep, copied into the arena (one copy, into memory that stays mapped), large ones
+   * too. A body's own Buffer kept by reference (the client's, the attempt's as sent: 87 KB each
+   * on an agent's turn) was no copy, but memory outside the heap that V8 counts as it grows and
+   * frees only at a major collection once the record is evicted: its growth set off major
+   * collections (an agent turn: 4-7 per 1,000 requests against 1 with capture off; copied: 1).
    */
   keep(b: Buffer, cut: number): LazyText {
-    // A short one is copied all the same: a Buffer kept is three more objects on the heap.
-    if (b.length > SMALL_COPY && b.buffer.byteLength <= b.length * 2)
-      return new LazyText(b, 0, 0, b.length, undefined, cut);
     const spans = new Spans();
     this.append(spans, b);
     return this.textOf(spans, cut);
@@ -826,6 +996,11 @@ export class CaptureRing {
   textOf<T extends LazyText = LazyText>(spans: Spans, cut: number, As: typeof LazyText = LazyText): T {
     if (spans.len < 0) return new As(EMPTY_BUF, 0, 0, 0, undefined, cut) as T;
     return new As(this.arena!.buf, spans.lap, spans.off, spans.len, spans.more, cut, this.arena) as T;
+  }
+
+  /** The ring's arena, once a text was kept. */
+  get arenaNow(): Arena | undefined {
+    return this.arena;
   }
 
   /** Bytes the ring holds now (as counted). */

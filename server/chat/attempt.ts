@@ -84,8 +84,11 @@ function tooLarge(label: string): ToolproofError {
 /**
  * The request's bytes: the client's own when no policy rewrote it, else serialized. Every rewrite
  * (the upstream's model name, usage for a stream included) is a request policy's (prepare.ts).
+ * Encoded here, once: the transport would encode a string into a Buffer all the same (undici's
+ * request, upstream.ts oneShot), and the capture copies these bytes into its arena rather than
+ * keeping the string (an agent's 90 KB the collector would copy and promote with every record).
  */
-function serializeRequest(call: ChatCall, request: ChatCompletionRequest): string | Buffer {
+function serializeRequest(call: ChatCall, request: ChatCompletionRequest): Buffer {
   const scheduling = call.route.client.schedulingPriority;
   if (request === call.original && !scheduling) return call.rawBody;
   // vLLM's priority scheduling (--scheduling-policy priority): lower is served first, as the
@@ -94,7 +97,7 @@ function serializeRequest(call: ChatCall, request: ChatCompletionRequest): strin
     ? ({ ...request, priority: PRIORITY_RANK[call.priority] } as ChatCompletionRequest)
     : request;
   // The client's numbers and key order as it wrote them (see ChatCall.setPhase).
-  return stringifyJson(out, call.original);
+  return Buffer.from(stringifyJson(out, call.original));
 }
 
 async function sendOnce(

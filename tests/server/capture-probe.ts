@@ -109,7 +109,13 @@ async function snapshotProbe(upstream: string, captureMb: string, out: string): 
         Buffer.from(String(stream)),
         Buffer.from(',"messages":[{"role":"user","content":"Tell me about '),
         marker,
-        Buffer.from(' please"}]'),
+        Buffer.from(' please"}],"user":"'),
+        // Also the request's user: capture keeps it in the session's label (the affinity key, a
+        // string on V8's heap), where capture on's snapshot finds it; the prompt texts it keeps
+        // are bytes outside the heap (the ring's arena, the Buffers received and sent), which a
+        // heap snapshot does not show.
+        marker,
+        Buffer.from('"'),
         withTools ? tools : Buffer.alloc(0),
         Buffer.from('}'),
       ]);

@@ -302,6 +302,40 @@ describe('a record kept as few objects (issue 28: capture CPU), read as the reco
     expect(t!.detail).toBeUndefined();
   });
 
+  it('small effects of one kind: equal ones share one copy, any other field or detail value reads as its own', () => {
+    const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 10_000 });
+    const decisionsOf = (effects: object[]) => {
+      const w = ring.open(record(`x${Math.random()}`));
+      const call = { capture: w, trace: { attempts: 1 } } as unknown as Parameters<typeof captureEffects>[0];
+      w.start = performance.now();
+      captureEffects(call, effects as never);
+      return w.decisions as EffectDecision[];
+    };
+    const forced = (toolChoice: string, count = 1) => ({
+      policy: 'force-tool-use',
+      kind: 'forced',
+      count,
+      detail: { toolChoice },
+    });
+    const [a, b, c, d, e] = decisionsOf([
+      forced('required'),
+      forced('auto'),
+      forced('required', 2),
+      { policy: 'force-tool-use', kind: 'forced', count: 1 },
+      { policy: 'force-tool-use', kind: 'forced', count: 1, detail: { toolChoice: 'required', extra: true } },
+    ]);
+    expect(a!.detail).toBe('{"toolChoice":"required"}');
+    expect(b!.detail).toBe('{"toolChoice":"auto"}');
+    expect((c!.effect as unknown as { count: number }).count).toBe(2);
+    expect(d!.detail).toBeUndefined();
+    expect(e!.detail).toBe('{"toolChoice":"required","extra":true}');
+    // Another record's equal effect: the same frozen copy, read the same.
+    const [again] = decisionsOf([forced('required')]);
+    expect(again!.effect).toBe(a!.effect);
+    expect(Object.isFrozen(again!.effect)).toBe(true);
+    expect(again!.attempt).toBe(1);
+  });
+
   it('a text whose pieces wrap round the arena reads whole, then as cut once written over', () => {
     // A 64 KB arena: pieces of two records interleave across its end.
     const ring = new CaptureRing({ maxBytes: 128 * 1024, textChars: 64 * 1024 });
