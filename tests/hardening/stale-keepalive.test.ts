@@ -323,9 +323,11 @@ describe('a pooled connection idle past the keep-alive timeout its server announ
   const LATE_MS = 600;
 
   it('is replayed however late its close is read: the server closed it between requests', async () => {
-    // `timeout=4`: undici keeps the connection 2 s (4 s less its 2 s margin); the server closes it at 4 s.
-    upstream = await rawUpstream(() => true, undefined, 'keep-alive: timeout=4\r\n');
-    relay = await idleClosingRelay(upstream, 4_000);
+    // `timeout=3`: undici keeps the connection 1 s (3 s less its 2 s margin); the server closes it
+    // at 3 s (the stall holds this thread until then: the shortest whole-second announcement
+    // undici still reuses a connection under is the shortest wait).
+    upstream = await rawUpstream(() => true, undefined, 'keep-alive: timeout=3\r\n');
+    relay = await idleClosingRelay(upstream, 3_000);
     proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: relay.url });
     expect(await post('/v1/chat/completions', chat)).toBe(200);
     unstall = stallNextRequest(relay, LATE_MS);
@@ -342,9 +344,9 @@ describe('a pooled connection idle past the keep-alive timeout its server announ
   }, 30_000);
 
   it('is not replayed when it had been idle less than the announced timeout (the server closed early)', async () => {
-    // Announced 5 s, closed at 4 s: past undici's own keep-alive (3 s), short of the announcement.
-    upstream = await rawUpstream(() => true, undefined, 'keep-alive: timeout=5\r\n');
-    relay = await idleClosingRelay(upstream, 4_000);
+    // Announced 4 s, closed at 3 s: past undici's own keep-alive (2 s), short of the announcement.
+    upstream = await rawUpstream(() => true, undefined, 'keep-alive: timeout=4\r\n');
+    relay = await idleClosingRelay(upstream, 3_000);
     proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: relay.url });
     expect(await post('/v1/chat/completions', chat)).toBe(200);
     unstall = stallNextRequest(relay, LATE_MS);
@@ -352,7 +354,7 @@ describe('a pooled connection idle past the keep-alive timeout its server announ
     expect(res.status).toBe(502);
     // The error says why it was not sent again, with the numbers that tell the cases apart.
     expect((res.json as { error: { message: string } }).error.message).toMatch(
-      /closed the connection under the request \(\w+\), on a connection reused after 1 response, idle \d+ ms before it \(announced: timeout=5\), \d+ ms after the request was sent, no byte answered\. Not sent again/,
+      /closed the connection under the request \(\w+\), on a connection reused after 1 response, idle \d+ ms before it \(announced: timeout=4\), \d+ ms after the request was sent, no byte answered\. Not sent again/,
     );
     expect(relay.closed()).toBe(1);
     expect(upstream.seen).toHaveLength(1);
