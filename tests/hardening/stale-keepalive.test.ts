@@ -34,7 +34,11 @@ afterEach(async () => {
 const chat = { model: 'm1', messages: [{ role: 'user', content: 'hi' }] };
 
 async function post(path: string, body: unknown): Promise<number> {
-  const res = await fetch(`${proxy!.origin}${path}`, {
+  return postTo(proxy!, path, body);
+}
+
+async function postTo(to: RunningProxy, path: string, body: unknown): Promise<number> {
+  const res = await fetch(`${to.origin}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),
@@ -103,29 +107,45 @@ describe('a pooled connection the upstream had closed', () => {
     ]);
   });
 
-  it('a server closing idle connections on a short timer (no Keep-Alive header) costs no request', async () => {
+  // These two wait on timers (the server's 40 ms one, 40 times; the pool's own keep-alive, ~4 s),
+  // each against an upstream and a proxy of its own: run at once, the shorter wait is free.
+  it.concurrent('a server closing idle connections on a short timer (no Keep-Alive header) costs no request', async ({
+    expect,
+  }) => {
     const IDLE = 40;
-    upstream = await rawUpstream(() => true, IDLE);
-    proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
-    const statuses: number[] = [];
-    for (let i = 0; i < 40; i++) {
-      statuses.push(await post('/v1/chat/completions', chat));
-      // Around the server's timer, so that some requests leave as it closes the connection.
-      await new Promise((r) => setTimeout(r, IDLE - 3 + (i % 6)));
+    const upstream = await rawUpstream(() => true, IDLE);
+    const proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 40; i++) {
+        statuses.push(await postTo(proxy, '/v1/chat/completions', chat));
+        // Around the server's timer, so that some requests leave as it closes the connection.
+        await new Promise((r) => setTimeout(r, IDLE - 3 + (i % 6)));
+      }
+      expect(statuses.filter((s) => s !== 200)).toEqual([]);
+      expect(upstream.closedByServer).toBeGreaterThan(0);
+    } finally {
+      await proxy.close();
+      await upstream.close();
     }
-    expect(statuses.filter((s) => s !== 200)).toEqual([]);
-    expect(upstream.closedByServer).toBeGreaterThan(0);
   });
 
-  it('the pool closes an idle connection itself before a 5 s server keep-alive (uvicorn) does', async () => {
-    upstream = await rawUpstream(() => true, 5_000);
-    proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
-    expect(await post('/v1/chat/completions', chat)).toBe(200);
-    const started = Date.now();
-    while (upstream.closedByClient === 0 && upstream.closedByServer === 0 && Date.now() - started < 6_000)
-      await new Promise((r) => setTimeout(r, 50));
-    expect(upstream.closedByClient).toBe(1);
-    expect(upstream.closedByServer).toBe(0);
+  it.concurrent('the pool closes an idle connection itself before a 5 s server keep-alive (uvicorn) does', async ({
+    expect,
+  }) => {
+    const upstream = await rawUpstream(() => true, 5_000);
+    const proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
+    try {
+      expect(await postTo(proxy, '/v1/chat/completions', chat)).toBe(200);
+      const started = Date.now();
+      while (upstream.closedByClient === 0 && upstream.closedByServer === 0 && Date.now() - started < 6_000)
+        await new Promise((r) => setTimeout(r, 50));
+      expect(upstream.closedByClient).toBe(1);
+      expect(upstream.closedByServer).toBe(0);
+    } finally {
+      await proxy.close();
+      await upstream.close();
+    }
   }, 10_000);
 });
 
