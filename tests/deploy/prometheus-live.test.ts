@@ -67,7 +67,7 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, tim
     } catch (err) {
       last = err;
     }
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
 }
@@ -133,16 +133,17 @@ describe.skipIf(!PROMETHEUS)('Prometheus scraping toolproof (live)', () => {
     const simTarget = new URL(sim.url).host;
 
     dir = mkdtempSync(join(tmpdir(), 'toolproof-prom-'));
-    // The real rules, evaluated every second instead of every 30 s.
+    // The real rules, evaluated every 250 ms instead of every 30 s, and scraped as often: the
+    // test waits for two scrapes and an evaluation (7.8 s of a full run at 1 s intervals).
     const rulesText = readFileSync(ALERTS, 'utf8');
     expect(rulesText).toContain('interval: 30s');
-    writeFileSync(join(dir, 'alerts.yml'), rulesText.replaceAll('interval: 30s', 'interval: 1s'));
+    writeFileSync(join(dir, 'alerts.yml'), rulesText.replaceAll('interval: 30s', 'interval: 250ms'));
     writeFileSync(
       join(dir, 'prometheus.yml'),
       [
         'global:',
-        '  scrape_interval: 1s',
-        '  evaluation_interval: 1s',
+        '  scrape_interval: 250ms',
+        '  evaluation_interval: 250ms',
         'rule_files:',
         '  - alerts.yml',
         'scrape_configs:',
@@ -263,7 +264,7 @@ describe.skipIf(!PROMETHEUS)('Prometheus scraping toolproof (live)', () => {
     let last = await evaluate();
     const deadline = Date.now() + 15_000;
     while (last.empty.length > 0 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 500));
+      await new Promise((r) => setTimeout(r, 250));
       last = await evaluate();
     }
     expect(last.failures).toEqual([]);

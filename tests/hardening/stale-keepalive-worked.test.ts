@@ -5,23 +5,18 @@
  * generation twice, up to once per idle pooled connection. The request reaches the upstream
  * exactly once, and the client gets a 502 in its API's shape.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type RunningProxy, startProxy } from '../support/harness.js';
 import { generatingThenResetting, type RawUpstream } from '../support/raw-upstream.js';
 
-let upstream: RawUpstream | undefined;
-let proxy: RunningProxy | undefined;
-afterEach(async () => {
-  await proxy?.close();
-  await upstream?.close();
-  proxy = undefined;
-  upstream = undefined;
-});
-
 const chat = { model: 'm1', messages: [{ role: 'user', content: 'hi' }] };
 
-async function post(path: string, body: unknown): Promise<{ status: number; json: unknown }> {
-  const res = await fetch(`${proxy!.origin}${path}`, {
+async function post(
+  proxy: RunningProxy,
+  path: string,
+  body: unknown,
+): Promise<{ status: number; json: unknown }> {
+  const res = await fetch(`${proxy.origin}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
     body: JSON.stringify(body),
@@ -30,20 +25,15 @@ async function post(path: string, body: unknown): Promise<{ status: number; json
 }
 
 /** Opens `n` pooled connections, each left idle after one answered request. */
-async function warm(n: number): Promise<void> {
-  const all = await Promise.all(Array.from({ length: n }, () => post('/v1/chat/completions', chat)));
+async function warm(upstream: RawUpstream, proxy: RunningProxy, n: number): Promise<void> {
+  const all = await Promise.all(Array.from({ length: n }, () => post(proxy, '/v1/chat/completions', chat)));
   expect(all.map((r) => r.status)).toEqual(Array(n).fill(200));
-  expect(upstream!.connections).toBe(n);
+  expect(upstream.connections).toBe(n);
 }
 
 const WARM = 4;
 /** How long the upstream works before its reset: well past the replay window (250 ms). */
 const WORK_MS = 1_000;
-
-/** Requests the upstream read after the warm-ups: copies of the one under test. */
-function copies(): number {
-  return upstream!.seen.length - WARM;
-}
 
 describe('a reused connection reset after the upstream worked on the request', () => {
   const fronts: Array<[string, string, unknown, unknown]> = [
@@ -63,21 +53,29 @@ describe('a reused connection reset after the upstream worked on the request', (
     ['Responses', '/v1/responses', { model: 'm1', input: 'hi' }, { error: { type: expect.any(String) } }],
     ['the relay', '/v1/embeddings', { model: 'm1', input: 'x' }, { error: { type: expect.any(String) } }],
   ];
+  // Each front door against an upstream and a proxy of its own, all at once: the upstream's
+  // second of work is waited out once, not five times one after another (6.3 s of a full run).
   for (const [name, path, body, shape] of fronts) {
-    it(`is not sent again, with idle connections to spare (${name})`, async () => {
-      upstream = await generatingThenResetting(50, WORK_MS);
-      proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
-      await warm(WARM);
-      const res = await fetch(`${proxy.origin}${path}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
-        body: JSON.stringify(body),
-      });
-      const text = await res.text();
-      expect(copies()).toBe(1);
-      expect(upstream.closedByServer).toBe(1);
-      expect(res.status).toBe(502);
-      if (shape) expect(JSON.parse(text)).toMatchObject(shape);
+    it.concurrent(`is not sent again, with idle connections to spare (${name})`, async ({ expect }) => {
+      const upstream = await generatingThenResetting(50, WORK_MS);
+      const proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
+      try {
+        await warm(upstream, proxy, WARM);
+        const res = await fetch(`${proxy.origin}${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+          body: JSON.stringify(body),
+        });
+        const text = await res.text();
+        // Requests the upstream read after the warm-ups: copies of the one under test.
+        expect(upstream.seen.length - WARM).toBe(1);
+        expect(upstream.closedByServer).toBe(1);
+        expect(res.status).toBe(502);
+        if (shape) expect(JSON.parse(text)).toMatchObject(shape);
+      } finally {
+        await proxy.close();
+        await upstream.close();
+      }
     }, 30_000);
   }
 });

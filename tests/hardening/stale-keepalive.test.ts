@@ -34,7 +34,11 @@ afterEach(async () => {
 const chat = { model: 'm1', messages: [{ role: 'user', content: 'hi' }] };
 
 async function post(path: string, body: unknown): Promise<number> {
-  const res = await fetch(`${proxy!.origin}${path}`, {
+  return postTo(proxy!, path, body);
+}
+
+async function postTo(to: RunningProxy, path: string, body: unknown): Promise<number> {
+  const res = await fetch(`${to.origin}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),
@@ -103,29 +107,45 @@ describe('a pooled connection the upstream had closed', () => {
     ]);
   });
 
-  it('a server closing idle connections on a short timer (no Keep-Alive header) costs no request', async () => {
+  // These two wait on timers (the server's 40 ms one, 40 times; the pool's own keep-alive, ~4 s),
+  // each against an upstream and a proxy of its own: run at once, the shorter wait is free.
+  it.concurrent('a server closing idle connections on a short timer (no Keep-Alive header) costs no request', async ({
+    expect,
+  }) => {
     const IDLE = 40;
-    upstream = await rawUpstream(() => true, IDLE);
-    proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
-    const statuses: number[] = [];
-    for (let i = 0; i < 40; i++) {
-      statuses.push(await post('/v1/chat/completions', chat));
-      // Around the server's timer, so that some requests leave as it closes the connection.
-      await new Promise((r) => setTimeout(r, IDLE - 3 + (i % 6)));
+    const upstream = await rawUpstream(() => true, IDLE);
+    const proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 40; i++) {
+        statuses.push(await postTo(proxy, '/v1/chat/completions', chat));
+        // Around the server's timer, so that some requests leave as it closes the connection.
+        await new Promise((r) => setTimeout(r, IDLE - 3 + (i % 6)));
+      }
+      expect(statuses.filter((s) => s !== 200)).toEqual([]);
+      expect(upstream.closedByServer).toBeGreaterThan(0);
+    } finally {
+      await proxy.close();
+      await upstream.close();
     }
-    expect(statuses.filter((s) => s !== 200)).toEqual([]);
-    expect(upstream.closedByServer).toBeGreaterThan(0);
   });
 
-  it('the pool closes an idle connection itself before a 5 s server keep-alive (uvicorn) does', async () => {
-    upstream = await rawUpstream(() => true, 5_000);
-    proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
-    expect(await post('/v1/chat/completions', chat)).toBe(200);
-    const started = Date.now();
-    while (upstream.closedByClient === 0 && upstream.closedByServer === 0 && Date.now() - started < 6_000)
-      await new Promise((r) => setTimeout(r, 50));
-    expect(upstream.closedByClient).toBe(1);
-    expect(upstream.closedByServer).toBe(0);
+  it.concurrent('the pool closes an idle connection itself before a 5 s server keep-alive (uvicorn) does', async ({
+    expect,
+  }) => {
+    const upstream = await rawUpstream(() => true, 5_000);
+    const proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
+    try {
+      expect(await postTo(proxy, '/v1/chat/completions', chat)).toBe(200);
+      const started = Date.now();
+      while (upstream.closedByClient === 0 && upstream.closedByServer === 0 && Date.now() - started < 6_000)
+        await new Promise((r) => setTimeout(r, 50));
+      expect(upstream.closedByClient).toBe(1);
+      expect(upstream.closedByServer).toBe(0);
+    } finally {
+      await proxy.close();
+      await upstream.close();
+    }
   }, 10_000);
 });
 
@@ -323,9 +343,11 @@ describe('a pooled connection idle past the keep-alive timeout its server announ
   const LATE_MS = 600;
 
   it('is replayed however late its close is read: the server closed it between requests', async () => {
-    // `timeout=4`: undici keeps the connection 2 s (4 s less its 2 s margin); the server closes it at 4 s.
-    upstream = await rawUpstream(() => true, undefined, 'keep-alive: timeout=4\r\n');
-    relay = await idleClosingRelay(upstream, 4_000);
+    // `timeout=3`: undici keeps the connection 1 s (3 s less its 2 s margin); the server closes it
+    // at 3 s (the stall holds this thread until then: the shortest whole-second announcement
+    // undici still reuses a connection under is the shortest wait).
+    upstream = await rawUpstream(() => true, undefined, 'keep-alive: timeout=3\r\n');
+    relay = await idleClosingRelay(upstream, 3_000);
     proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: relay.url });
     expect(await post('/v1/chat/completions', chat)).toBe(200);
     unstall = stallNextRequest(relay, LATE_MS);
@@ -342,9 +364,9 @@ describe('a pooled connection idle past the keep-alive timeout its server announ
   }, 30_000);
 
   it('is not replayed when it had been idle less than the announced timeout (the server closed early)', async () => {
-    // Announced 5 s, closed at 4 s: past undici's own keep-alive (3 s), short of the announcement.
-    upstream = await rawUpstream(() => true, undefined, 'keep-alive: timeout=5\r\n');
-    relay = await idleClosingRelay(upstream, 4_000);
+    // Announced 4 s, closed at 3 s: past undici's own keep-alive (2 s), short of the announcement.
+    upstream = await rawUpstream(() => true, undefined, 'keep-alive: timeout=4\r\n');
+    relay = await idleClosingRelay(upstream, 3_000);
     proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: relay.url });
     expect(await post('/v1/chat/completions', chat)).toBe(200);
     unstall = stallNextRequest(relay, LATE_MS);
@@ -352,7 +374,7 @@ describe('a pooled connection idle past the keep-alive timeout its server announ
     expect(res.status).toBe(502);
     // The error says why it was not sent again, with the numbers that tell the cases apart.
     expect((res.json as { error: { message: string } }).error.message).toMatch(
-      /closed the connection under the request \(\w+\), on a connection reused after 1 response, idle \d+ ms before it \(announced: timeout=5\), \d+ ms after the request was sent, no byte answered\. Not sent again/,
+      /closed the connection under the request \(\w+\), on a connection reused after 1 response, idle \d+ ms before it \(announced: timeout=4\), \d+ ms after the request was sent, no byte answered\. Not sent again/,
     );
     expect(relay.closed()).toBe(1);
     expect(upstream.seen).toHaveLength(1);
