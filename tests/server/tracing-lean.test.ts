@@ -219,6 +219,26 @@ describe('lean spans', () => {
     ]);
   });
 
+  it('keep one clock within a trace: a wall clock that jumps (or a thread preempted between the clocks) never ends a child after its parent', () => {
+    const { tracer, ended } = tracerOf();
+    const real = Date.now;
+    let skew = 0;
+    Date.now = () => real() + skew;
+    try {
+      const server = tracer.start('POST /v1/chat/completions', SpanKind.SERVER, remote, remoteParent);
+      skew = 50; // from here on the wall clock reads 50 ms later than the monotonic one says
+      const attempt = tracer.start('chat sim', SpanKind.CLIENT, new ParentContext(server), server);
+      attempt.end();
+      server.end();
+    } finally {
+      Date.now = real;
+    }
+    const [attempt, server] = ended as LeanSpan[];
+    expect(attempt!.startMs).toBeGreaterThanOrEqual(server!.startMs);
+    expect(attempt!.endMs).toBeLessThanOrEqual(server!.endMs);
+    expect(server!.endMs - server!.startMs).toBeLessThan(50);
+  });
+
   it('follow the sampler: a span it leaves out keeps its ids for the traceparent and goes to no processor', () => {
     const unsampled: SpanContext = { ...remoteParent, traceFlags: TraceFlags.NONE };
     const parentBased = tracerOf(new ParentBasedSampler({ root: new AlwaysOnSampler() }));
