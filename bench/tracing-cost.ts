@@ -11,6 +11,9 @@
  * `--alloc`: heap bytes allocated per request instead (exports included), a figure that does not
  * move with the machine's load: needs `node --expose-gc --max-semi-space-size=256 --min-semi-space-size=256
  * --import tsx bench/tracing-cost.ts --alloc` (a young generation large enough that no GC runs while counting).
+ *
+ * `--encode`: the protobuf encoding alone, ns per span: a request's spans (as the calls below make
+ * them) written again and again by otlp-proto.ts's serializeSpans, 128 to a batch (no export).
  */
 import { createServer } from 'node:http';
 import { resolve } from 'node:path';
@@ -76,7 +79,18 @@ const effects = [
 const response = { status: 200, headers: {}, upstream: 'gpu:8000' } as unknown as UpstreamResponse;
 const usage = { prompt_tokens: 1200, completion_tokens: 480, total_tokens: 1680 };
 
+let served = 0;
+const requestIds = Array.from(
+  { length: 1024 },
+  (_, i) => `b0d2c5a8-6f1e-4d5b-9c1a-${String(i).padStart(12, '0')}`,
+);
+const responseIds = Array.from({ length: 1024 }, (_, i) => `chatcmpl-${i}`);
+
 function oneRequest(): void {
+  // Each request its own request id and response id, as in a server (made beforehand: their
+  // strings are not the layer's cost).
+  served = (served + 1) & 1023;
+  (request as { id: string }).id = requestIds[served]!;
   const span = tracing.startRequest(request, '/v1/chat/completions')!;
   const call = {
     original,
@@ -92,7 +106,7 @@ function oneRequest(): void {
       'content-type': 'application/json',
     },
     trace: newTrace(),
-    streamIdentity: { id: 'chatcmpl-1', model: 'qwen3-coder', created: 1 },
+    streamIdentity: { id: responseIds[served]!, model: 'qwen3-coder', created: 1 },
     discardedTokens: 0,
     usage,
   } as unknown as ChatCall;
@@ -111,6 +125,46 @@ function oneRequest(): void {
 for (let i = 0; i < 5_000; i++) {
   oneRequest();
   if (i % 256 === 255) await tracing.flush();
+}
+if (args.has('encode')) {
+  const base = impl ? resolve(impl) : resolve(import.meta.dirname, '../server/tracing');
+  const { LeanSpan } = (await import(
+    pathToFileURL(resolve(base, 'lean.ts')).href
+  )) as typeof import('../server/tracing/lean.js');
+  const { serializeSpans } = (await import(
+    pathToFileURL(resolve(base, 'otlp-proto.ts')).href
+  )) as typeof import('../server/tracing/otlp-proto.js');
+  const spans: InstanceType<typeof LeanSpan>[] = [];
+  const end = LeanSpan.prototype.end;
+  LeanSpan.prototype.end = function (this: InstanceType<typeof LeanSpan>) {
+    if (!this.ended && this.recording) spans.push(this);
+    end.call(this);
+  };
+  for (let i = 0; i < 64; i++) oneRequest();
+  LeanSpan.prototype.end = end;
+  if (args.has('dump'))
+    for (const s of spans.slice(0, 2))
+      console.log(
+        s.name,
+        JSON.stringify(s.attrs?.slice(0, 2 * s.attributeCount)),
+        JSON.stringify(s.leanEvents),
+      );
+  await tracing.flush();
+  const perSpan: number[] = [];
+  let bytes = 0;
+  for (let r = 0; r < ROUNDS; r++) {
+    const t0 = process.hrtime.bigint();
+    const batches = Math.ceil(REQUESTS / 32);
+    for (let i = 0; i < batches; i++) bytes = serializeSpans(spans as never).length;
+    perSpan.push(Number(process.hrtime.bigint() - t0) / (batches * spans.length));
+  }
+  const sorted = [...perSpan].sort((a, b) => a - b);
+  console.log(
+    `tracing, protobuf encoding alone: ${sorted[Math.floor(sorted.length / 2)]!.toFixed(0)} ns per span, ${(bytes / spans.length).toFixed(0)} bytes per span (median of ${ROUNDS}; rounds ${perSpan.map((x) => x.toFixed(0)).join(' ')})`,
+  );
+  await tracing.shutdown();
+  sink.close();
+  process.exit(0);
 }
 if (args.has('alloc')) {
   const gc = (globalThis as { gc?: () => void }).gc;
