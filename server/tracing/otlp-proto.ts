@@ -752,6 +752,16 @@ function serializeInto(spans: readonly ReadableSpan[], w: Writer): Uint8Array {
       w.end(sc);
       for (const s of list) {
         w.tag(2, 2);
+        if (s instanceof EncodedSpan) {
+          // Its length known: written before the bytes (a span is past 127 bytes, so begin/end
+          // would move it to make room for a second length byte).
+          const n = s.end - s.start;
+          w.uint32(n);
+          w.ensure(n);
+          s.bytes.copy(w.buf, w.pos, s.start, s.end);
+          w.pos += n;
+          continue;
+        }
         const at = w.begin();
         span(w, s);
         w.end(at);
