@@ -195,9 +195,14 @@ class Writer {
     }
     const start = this.pos;
     this.encodeAttribute(field, key, value);
-    // Kept while the key's values repeat more than they change (a changing one stops being kept
-    // after a few: no copy per span for a request id).
-    if (entry !== undefined && this.pos - start <= LAST_BYTES && entry.changes < LAST_CHANGES + entry.hits) {
+    // Kept while the key's values repeat far more than they change: one that keeps changing (a
+    // request id, a duration) or alternates (two policies' events) stops being kept after a few
+    // changes, no copy made per span for it.
+    if (
+      entry !== undefined &&
+      this.pos - start <= LAST_BYTES &&
+      (entry.changes < LAST_CHANGES || entry.changes * LAST_RATIO < entry.hits)
+    ) {
       entry.changes++;
       entry.bytes = Uint8Array.prototype.slice.call(this.buf, start, this.pos) as Uint8Array;
       entry.value = Array.isArray(value) ? value.slice() : value;
@@ -353,8 +358,9 @@ interface LastValue {
 const LAST = new Map<string, LastValue>();
 const LAST_KEYS = 256;
 const LAST_BYTES = 128;
-/** Changes of value a key may have beyond its repeats before its bytes are no longer kept. */
+/** Changes of value a key may have before its bytes are kept only while it repeats LAST_RATIO times as often. */
 const LAST_CHANGES = 8;
+const LAST_RATIO = 16;
 
 /** The same attribute value: identical (not an object), or arrays of a few such identical items. */
 function sameValue(a: Value, b: Value): boolean {
