@@ -148,11 +148,10 @@ tracing = sides[0]!.tracing;
 /** Each side's median, and the median of the per-round ratios of the second to the first. */
 function report(what: string, unit: string, digits: number, rounds: number[][], extra: string[] = []): void {
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  sides.forEach((side, k) =>
+  for (const [k, side] of sides.entries())
     console.log(
       `${side.label}: ${what}: ${median(rounds[k]!).toFixed(digits)} ${unit}${extra[k] ?? ''} (median of ${ROUNDS}; rounds ${rounds[k]!.map((x) => x.toFixed(digits)).join(' ')})`,
-    ),
-  );
+    );
   if (sides.length === 2)
     console.log(
       `${sides[1]!.label} / ${sides[0]!.label}: ${median(rounds[1]!.map((x, r) => x / rounds[0]![r]!)).toFixed(3)}x (median of the per-round ratios)`,
