@@ -6,11 +6,14 @@
  * every 256 requests, so no span is dropped). Without sockets, parsing or policies around it, the
  * figure is steadier than an A/B of the whole server on a shared machine.
  *
- * `npx tsx bench/tracing-cost.ts [--requests=20000] [--rounds=5] [--protocol=http/protobuf] [--sampler=always_on] [--impl=DIR]`
+ * `npx tsx bench/tracing-cost.ts [--requests=20000] [--rounds=5] [--protocol=http/protobuf] [--sampler=always_on] [--impl=DIR] [--ab=DIR]`
  *
  * `--alloc`: heap bytes allocated per request instead (exports included), a figure that does not
  * move with the machine's load: needs `node --expose-gc --max-semi-space-size=256 --min-semi-space-size=256
  * --import tsx bench/tracing-cost.ts --alloc` (a young generation large enough that no GC runs while counting).
+ *
+ * `--encode`: the protobuf encoding alone, ns per span: a request's spans (as the calls below make
+ * them) written again and again by otlp-proto.ts's serializeSpans, 128 to a batch (no export).
  */
 import { createServer } from 'node:http';
 import { resolve } from 'node:path';
@@ -47,10 +50,24 @@ const settings = tracingSettings({
 // --impl=DIR: another copy of server/tracing/ (e.g. one saved before a change, under bench/results/),
 // so that before and after run alternately on the same machine.
 const impl = args.get('impl');
-const { startTracing } = (await import(
-  impl ? pathToFileURL(resolve(impl, 'index.ts')).href : '../server/tracing/index.js'
-)) as { startTracing: typeof StartTracing };
-const tracing = (await startTracing(settings))!;
+// --ab=DIR: this copy and DIR's both, in the same process, their rounds alternating (the fairest
+// A/B on a loaded machine: the same moments, the same heap); each prints its own line and the
+// median of the per-round ratios (DIR / this).
+const ab = args.get('ab');
+interface Side {
+  label: string;
+  dir: string;
+  tracing: Awaited<ReturnType<typeof StartTracing>> & object;
+}
+const sides: Side[] = [];
+for (const dir of ab ? [impl, ab] : [impl]) {
+  const base = dir ? resolve(dir) : resolve(import.meta.dirname, '../server/tracing');
+  const { startTracing } = (await import(pathToFileURL(resolve(base, 'index.ts')).href)) as {
+    startTracing: typeof StartTracing;
+  };
+  sides.push({ label: dir ?? 'server/tracing', dir: base, tracing: (await startTracing(settings))! });
+}
+let tracing = sides[0]!.tracing;
 
 const request = {
   id: 'b0d2c5a8-6f1e-4d5b-9c1a-2e3f4a5b6c7d',
@@ -76,7 +93,18 @@ const effects = [
 const response = { status: 200, headers: {}, upstream: 'gpu:8000' } as unknown as UpstreamResponse;
 const usage = { prompt_tokens: 1200, completion_tokens: 480, total_tokens: 1680 };
 
+let served = 0;
+const requestIds = Array.from(
+  { length: 1024 },
+  (_, i) => `b0d2c5a8-6f1e-4d5b-9c1a-${String(i).padStart(12, '0')}`,
+);
+const responseIds = Array.from({ length: 1024 }, (_, i) => `chatcmpl-${i}`);
+
 function oneRequest(): void {
+  // Each request its own request id and response id, as in a server (made beforehand: their
+  // strings are not the layer's cost).
+  served = (served + 1) & 1023;
+  (request as { id: string }).id = requestIds[served]!;
   const span = tracing.startRequest(request, '/v1/chat/completions')!;
   const call = {
     original,
@@ -92,7 +120,7 @@ function oneRequest(): void {
       'content-type': 'application/json',
     },
     trace: newTrace(),
-    streamIdentity: { id: 'chatcmpl-1', model: 'qwen3-coder', created: 1 },
+    streamIdentity: { id: responseIds[served]!, model: 'qwen3-coder', created: 1 },
     discardedTokens: 0,
     usage,
   } as unknown as ChatCall;
@@ -108,9 +136,75 @@ function oneRequest(): void {
   span.end(request, 200, true, true);
 }
 
-for (let i = 0; i < 5_000; i++) {
-  oneRequest();
-  if (i % 256 === 255) await tracing.flush();
+for (const side of sides) {
+  tracing = side.tracing;
+  for (let i = 0; i < 5_000; i++) {
+    oneRequest();
+    if (i % 256 === 255) await tracing.flush();
+  }
+}
+tracing = sides[0]!.tracing;
+
+/** Each side's median, and the median of the per-round ratios of the second to the first. */
+function report(what: string, unit: string, digits: number, rounds: number[][], extra: string[] = []): void {
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  for (const [k, side] of sides.entries())
+    console.log(
+      `${side.label}: ${what}: ${median(rounds[k]!).toFixed(digits)} ${unit}${extra[k] ?? ''} (median of ${ROUNDS}; rounds ${rounds[k]!.map((x) => x.toFixed(digits)).join(' ')})`,
+    );
+  if (sides.length === 2)
+    console.log(
+      `${sides[1]!.label} / ${sides[0]!.label}: ${median(rounds[1]!.map((x, r) => x / rounds[0]![r]!)).toFixed(3)}x (median of the per-round ratios)`,
+    );
+}
+
+if (args.has('encode')) {
+  const captured: { serializeSpans: (spans: never) => Uint8Array; spans: unknown[] }[] = [];
+  for (const side of sides) {
+    tracing = side.tracing;
+    const { LeanSpan } = (await import(
+      pathToFileURL(resolve(side.dir, 'lean.ts')).href
+    )) as typeof import('../server/tracing/lean.js');
+    const { serializeSpans } = (await import(
+      pathToFileURL(resolve(side.dir, 'otlp-proto.ts')).href
+    )) as typeof import('../server/tracing/otlp-proto.js');
+    const spans: InstanceType<typeof LeanSpan>[] = [];
+    const end = LeanSpan.prototype.end;
+    LeanSpan.prototype.end = function (this: InstanceType<typeof LeanSpan>) {
+      if (!this.ended && this.recording) spans.push(this);
+      end.call(this);
+    };
+    for (let i = 0; i < 64; i++) oneRequest();
+    LeanSpan.prototype.end = end;
+    if (args.has('dump'))
+      for (const s of spans.slice(0, 2))
+        console.log(
+          s.name,
+          JSON.stringify(s.attrs?.slice(0, 2 * s.attributeCount)),
+          JSON.stringify(s.leanEvents),
+        );
+    await tracing.flush();
+    captured.push({ serializeSpans: serializeSpans as never, spans });
+  }
+  const perSpan: number[][] = sides.map(() => []);
+  const bytes: number[] = sides.map(() => 0);
+  for (let r = 0; r < ROUNDS; r++)
+    captured.forEach(({ serializeSpans, spans }, k) => {
+      const t0 = process.hrtime.bigint();
+      const batches = Math.ceil(REQUESTS / 32);
+      for (let i = 0; i < batches; i++) bytes[k] = serializeSpans(spans as never).length;
+      perSpan[k]!.push(Number(process.hrtime.bigint() - t0) / (batches * spans.length));
+    });
+  report(
+    'protobuf encoding alone',
+    'ns per span',
+    0,
+    perSpan,
+    bytes.map((b, k) => `, ${(b / captured[k]!.spans.length).toFixed(0)} bytes per span`),
+  );
+  for (const side of sides) await side.tracing.shutdown();
+  sink.close();
+  process.exit(0);
 }
 if (args.has('alloc')) {
   const gc = (globalThis as { gc?: () => void }).gc;
@@ -121,45 +215,52 @@ if (args.has('alloc')) {
     gcs += l.getEntries().length;
   }).observe({ entryTypes: ['gc'] });
   const N = 2048;
-  const bytes: number[] = [];
-  for (let r = 0; r < 3; r++) {
+  for (const side of sides) {
+    tracing = side.tracing;
+    const bytes: number[] = [];
+    for (let r = 0; r < 3; r++) {
+      await tracing.flush();
+      gc();
+      await new Promise((r) => setTimeout(r, 20)); // the GC just forced is reported now, not counted
+      gcs = 0;
+      const h0 = process.memoryUsage().heapUsed;
+      for (let i = 0; i < N; i++) {
+        oneRequest();
+        if (i % 256 === 255) await tracing.flush();
+      }
+      await tracing.flush();
+      const h1 = process.memoryUsage().heapUsed;
+      if (gcs === 0) bytes.push((h1 - h0) / N);
+    }
+    if (bytes.length === 0)
+      throw new Error('a GC ran in every round: give node a larger --max-semi-space-size');
+    console.log(
+      `${side.label}: tracing, ${settings!.protocol}, sampler ${settings!.sampler.name}: ${Math.min(...bytes).toFixed(0)} bytes allocated per request (rounds without a GC: ${bytes.map((b) => b.toFixed(0)).join(' ')})`,
+    );
+  }
+  for (const side of sides) await side.tracing.shutdown();
+  sink.close();
+  process.exit(0);
+}
+const perRequest: number[][] = sides.map(() => []);
+for (let r = 0; r < ROUNDS; r++)
+  for (const [k, side] of sides.entries()) {
+    tracing = side.tracing;
     await tracing.flush();
-    gc();
-    await new Promise((r) => setTimeout(r, 20)); // the GC just forced is reported now, not counted
-    gcs = 0;
-    const h0 = process.memoryUsage().heapUsed;
-    for (let i = 0; i < N; i++) {
+    const t0 = process.cpuUsage();
+    for (let i = 0; i < REQUESTS; i++) {
       oneRequest();
       if (i % 256 === 255) await tracing.flush();
     }
     await tracing.flush();
-    const h1 = process.memoryUsage().heapUsed;
-    if (gcs === 0) bytes.push((h1 - h0) / N);
+    const d = process.cpuUsage(t0);
+    perRequest[k]!.push((d.user + d.system) / REQUESTS);
   }
-  if (bytes.length === 0)
-    throw new Error('a GC ran in every round: give node a larger --max-semi-space-size');
-  console.log(
-    `tracing, ${settings!.protocol}, sampler ${settings!.sampler.name}: ${Math.min(...bytes).toFixed(0)} bytes allocated per request (rounds without a GC: ${bytes.map((b) => b.toFixed(0)).join(' ')})`,
-  );
-  await tracing.shutdown();
-  sink.close();
-  process.exit(0);
-}
-const perRequest: number[] = [];
-for (let r = 0; r < ROUNDS; r++) {
-  await tracing.flush();
-  const t0 = process.cpuUsage();
-  for (let i = 0; i < REQUESTS; i++) {
-    oneRequest();
-    if (i % 256 === 255) await tracing.flush();
-  }
-  await tracing.flush();
-  const d = process.cpuUsage(t0);
-  perRequest.push((d.user + d.system) / REQUESTS);
-}
-const sorted = [...perRequest].sort((a, b) => a - b);
-console.log(
-  `tracing, ${settings!.protocol}, sampler ${settings!.sampler.name}: ${sorted[Math.floor(sorted.length / 2)]!.toFixed(1)} µs of CPU per request (median of ${ROUNDS} x ${REQUESTS}; rounds ${perRequest.map((x) => x.toFixed(1)).join(' ')})`,
+report(
+  `tracing, ${settings!.protocol}, sampler ${settings!.sampler.name}`,
+  `µs of CPU per request (x ${REQUESTS})`,
+  1,
+  perRequest,
 );
-await tracing.shutdown();
+for (const side of sides) await side.tracing.shutdown();
 sink.close();

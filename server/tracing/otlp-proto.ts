@@ -168,12 +168,54 @@ class Writer {
   }
 
   /**
+   * An attribute (a KeyValue as field `field` of its message). Most of a request's attributes
+   * repeat from one span to the next, key and value (the operation, the provider, the model, the
+   * route, the upstream, a status, the same token counts on both spans): the last bytes written
+   * for each key are kept with their value, and copied in one go when the value is the same again.
+   * A key whose value keeps changing (an id, a duration) is then encoded each time (below).
+   */
+  attribute(field: number, key: string, value: Value): void {
+    let entry = LAST.get(key);
+    if (entry !== undefined) {
+      const whole = entry.bytes;
+      if (whole !== undefined && sameValue(entry.value, value)) {
+        const n = whole.length;
+        this.ensure(n);
+        const buf = this.buf;
+        const p = this.pos;
+        buf.set(whole, p);
+        buf[p] = (field << 3) | 2;
+        this.pos = p + n;
+        entry.hits++;
+        return;
+      }
+    } else if (LAST.size < LAST_KEYS && !isContentKey(key)) {
+      entry = { value: undefined, bytes: undefined, hits: 0, changes: 0 };
+      LAST.set(key, entry);
+    }
+    const start = this.pos;
+    this.encodeAttribute(field, key, value);
+    // Kept while the key's values repeat far more than they change: one that keeps changing (a
+    // request id, a duration) or alternates (two policies' events) stops being kept after a few
+    // changes, no copy made per span for it.
+    if (
+      entry !== undefined &&
+      this.pos - start <= LAST_BYTES &&
+      (entry.changes < LAST_CHANGES || entry.changes * LAST_RATIO < entry.hits)
+    ) {
+      entry.changes++;
+      entry.bytes = Uint8Array.prototype.slice.call(this.buf, start, this.pos) as Uint8Array;
+      entry.value = Array.isArray(value) ? value.slice() : value;
+    }
+  }
+
+  /**
    * An attribute (a KeyValue as field `field` of its message) in one go when every length fits
    * one byte and the key and a string value are ASCII, as nearly all of toolproof's are: no
    * reserved lengths to patch, one bounds check. Anything else takes the general path, whose
    * bytes are the same.
    */
-  attribute(field: number, key: string, value: Value): void {
+  encodeAttribute(field: number, key: string, value: Value): void {
     const klen = key.length;
     if (klen < 0x70) {
       let any = -1; // the AnyValue's length, when this path takes the value
@@ -301,6 +343,48 @@ class Writer {
     this.buf.writeDoubleLE(v, this.pos);
     this.pos += 8;
   }
+}
+
+/** An attribute's key, its last value and the bytes written for them (Writer.attribute). */
+interface LastValue {
+  value: Value;
+  /** The KeyValue field as written (its first byte, the field's tag, is rewritten for each use). */
+  bytes: Uint8Array | undefined;
+  hits: number;
+  changes: number;
+}
+
+/** By key: toolproof's own keys, a few dozen (bounded all the same, as are the bytes kept per key). */
+const LAST = new Map<string, LastValue>();
+const LAST_KEYS = 256;
+const LAST_BYTES = 128;
+/** Changes of value a key may have before its bytes are kept only while it repeats LAST_RATIO times as often. */
+const LAST_CHANGES = 8;
+const LAST_RATIO = 16;
+
+/**
+ * Content under the opt-in (`gen_ai.input.messages`, `gen_ai.output.messages`,
+ * `gen_ai.system_instructions`, ...) is never kept between spans: no prompt stays in memory
+ * after its request, however short.
+ */
+function isContentKey(key: string): boolean {
+  return key.endsWith('.messages') || key.endsWith('_instructions') || key.includes('.content');
+}
+
+/** The keys whose last value and bytes are kept between spans (for tests). */
+export function keptAttributeKeys(): string[] {
+  return [...LAST.keys()].filter((k) => LAST.get(k)?.bytes !== undefined);
+}
+
+/** The same attribute value: identical (not an object), or arrays of a few such identical items. */
+function sameValue(a: Value, b: Value): boolean {
+  if (a === b) return typeof a !== 'object' || a === null;
+  if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length || a.length > 8) return false;
+  for (let i = 0; i < a.length; i++) {
+    const v = a[i];
+    if (v !== b[i] || (typeof v === 'object' && v !== null)) return false;
+  }
+  return true;
 }
 
 /** Hex digit values by character code (16: not a lowercase or uppercase hex digit). */
@@ -688,6 +772,16 @@ function serializeInto(spans: readonly ReadableSpan[], w: Writer): Uint8Array {
       w.end(sc);
       for (const s of list) {
         w.tag(2, 2);
+        if (s instanceof EncodedSpan) {
+          // Its length known: written before the bytes (a span is past 127 bytes, so begin/end
+          // would move it to make room for a second length byte).
+          const n = s.end - s.start;
+          w.uint32(n);
+          w.ensure(n);
+          s.bytes.copy(w.buf, w.pos, s.start, s.end);
+          w.pos += n;
+          continue;
+        }
         const at = w.begin();
         span(w, s);
         w.end(at);

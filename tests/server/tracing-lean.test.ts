@@ -31,7 +31,13 @@ import {
   TraceIdRatioBasedSampler,
 } from '@opentelemetry/sdk-trace-base';
 import { describe, expect, it } from 'vitest';
-import { type LeanLimits, type LeanSpan, LeanTracer, ParentContext } from '../../server/tracing/lean.js';
+import {
+  type LeanLimits,
+  type LeanSpan,
+  LeanTracer,
+  ParentContext,
+  PooledIdGenerator,
+} from '../../server/tracing/lean.js';
 import {
   EncodedSpan,
   encodeAtEnd,
@@ -237,6 +243,28 @@ describe('lean spans', () => {
     expect(attempt!.startMs).toBeGreaterThanOrEqual(server!.startMs);
     expect(attempt!.endMs).toBeLessThanOrEqual(server!.endMs);
     expect(server!.endMs - server!.startMs).toBeLessThan(50);
+  });
+
+  it('get ids from a pool of random bytes: W3C shapes, never repeated, and a given IdGenerator is used', () => {
+    const { tracer } = tracerOf(new AlwaysOnSampler());
+    const traceIds = new Set<string>();
+    const spanIds = new Set<string>();
+    // Past the pool's 8 KB several times (24 bytes a root span): ids keep coming, none twice.
+    for (let i = 0; i < 2000; i++) {
+      const span = tracer.start('root', SpanKind.SERVER, ROOT_CONTEXT, undefined);
+      expect(span.traceId).toMatch(/^[0-9a-f]{32}$/);
+      expect(span.spanId).toMatch(/^[0-9a-f]{16}$/);
+      expect(trace.isSpanContextValid(span)).toBe(true);
+      traceIds.add(span.traceId);
+      spanIds.add(span.spanId);
+    }
+    expect(traceIds.size).toBe(2000);
+    expect(spanIds.size).toBe(2000);
+    const ids = new PooledIdGenerator();
+    expect(ids.generateTraceId()).not.toBe(ids.generateTraceId());
+    tracer.ids = { generateTraceId: () => 'a'.repeat(32), generateSpanId: () => 'b'.repeat(16) };
+    const given = tracer.start('root', SpanKind.SERVER, ROOT_CONTEXT, undefined);
+    expect([given.traceId, given.spanId]).toEqual(['a'.repeat(32), 'b'.repeat(16)]);
   });
 
   it('follow the sampler: a span it leaves out keeps its ids for the traceparent and goes to no processor', () => {

@@ -19,7 +19,7 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { describe, expect, it } from 'vitest';
-import { protobufSpanExporter, serializeSpans } from '../../server/tracing/otlp-proto.js';
+import { keptAttributeKeys, protobufSpanExporter, serializeSpans } from '../../server/tracing/otlp-proto.js';
 
 function provider(service: string, exporter: InMemorySpanExporter): BasicTracerProvider {
   return new BasicTracerProvider({
@@ -112,6 +112,79 @@ describe('the OTLP protobuf serializer', () => {
       Buffer.from(small).equals(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans.slice(0, 2))!)),
     ).toBe(true);
     expect(serializeSpans([]).length).toBe(0);
+  });
+
+  it('the same bytes where attribute values repeat, change, and a key serves spans and events', () => {
+    // The serializer copies an attribute's last bytes when its value repeats: every way a value
+    // can look the same and not be (a changed array item, -0, NaN, a key turned volatile, the same
+    // key as a span's and as an event's attribute) must still write the library's bytes.
+    const exporter = new InMemorySpanExporter();
+    const tracer = provider('toolproof', exporter).getTracer('toolproof');
+    const values: unknown[] = [
+      'chat',
+      'chat',
+      'other',
+      'chat',
+      1,
+      1.5,
+      0,
+      -0,
+      Number.NaN,
+      Number.NaN,
+      true,
+      false,
+      ['a', 'b'],
+      ['a', 'b'],
+      ['a', 'c'],
+      ['a', 'c', 'd'],
+      [1, 2],
+      [1, 2],
+      'é',
+      'é',
+      'x'.repeat(200),
+      'x'.repeat(200),
+    ];
+    for (let i = 0; i < values.length; i++) {
+      const span = tracer.startSpan(`s${i}`);
+      span.setAttribute('repeat.value', values[i] as string);
+      span.setAttribute('repeat.same', 'always');
+      span.setAttribute('repeat.id', `id-${i % 20 < 15 ? i : 0}`); // changes past the limit, then repeats
+      span.addEvent('e', {
+        'repeat.value': values[(i + 1) % values.length] as string,
+        'repeat.same': 'always',
+      });
+      span.end();
+    }
+    const spans = exporter.getFinishedSpans();
+    for (let round = 0; round < 2; round++) {
+      const ours = Buffer.from(serializeSpans(spans));
+      expect(ours.equals(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!))).toBe(true);
+    }
+    for (const span of spans) {
+      const one = Buffer.from(serializeSpans([span]));
+      expect(one.equals(Buffer.from(ProtobufTraceSerializer.serializeRequest([span])!))).toBe(true);
+    }
+  });
+
+  it('keeps no content of the opt-in between spans, however short (only the bytes of repeating metadata)', () => {
+    const exporter = new InMemorySpanExporter();
+    const tracer = provider('toolproof', exporter).getTracer('toolproof');
+    for (let i = 0; i < 4; i++) {
+      const span = tracer.startSpan('chat');
+      span.setAttribute('gen_ai.operation.name', 'chat');
+      span.setAttribute(
+        'gen_ai.input.messages',
+        '[{"role":"user","parts":[{"type":"text","content":"hi"}]}]',
+      );
+      span.setAttribute('gen_ai.output.messages', '[]');
+      span.setAttribute('gen_ai.system_instructions', '[]');
+      span.end();
+    }
+    serializeSpans(exporter.getFinishedSpans());
+    const kept = keptAttributeKeys();
+    expect(kept).toContain('gen_ai.operation.name');
+    for (const content of ['gen_ai.input.messages', 'gen_ai.output.messages', 'gen_ai.system_instructions'])
+      expect(kept).not.toContain(content);
   });
 
   it('is posted by the exporter as OTLP/HTTP protobuf', async () => {
