@@ -271,6 +271,7 @@ export class ExchangeHandler implements Dispatcher.DispatchHandler {
     // with the headers) for as long as a stream stays open. The parsed headers are all we use.
     controller.rawHeaders = null;
     if (statusCode < 200) return; // 1xx: informational, the real head follows
+    this.secrets?.scrubHeaders(headers);
     const declared = headers['content-length'];
     const body = new UpstreamBody(
       controller,

@@ -32,6 +32,26 @@ export class UpstreamSecrets {
     this.keys.push(bytes);
   }
 
+  /** The keys replaced in a response's header values, in place (the pass-through relays headers). */
+  scrubHeaders(headers: Record<string, string | string[] | undefined>): void {
+    if (this.keys.length === 0) return;
+    for (const name of Object.keys(headers)) {
+      const value = headers[name];
+      if (typeof value === 'string') headers[name] = this.scrubText(value);
+      else if (Array.isArray(value)) headers[name] = value.map((v) => this.scrubText(v));
+    }
+  }
+
+  private scrubText(text: string): string {
+    if (text.length < MIN_SCRUBBED_KEY) return text;
+    let out = text;
+    for (const key of this.keys) {
+      const k = key.toString();
+      if (out.includes(k)) out = out.split(k).join(SCRUBBED_KEY);
+    }
+    return out;
+  }
+
   /** A scrubber for one body, or undefined when no key is configured. */
   scrubber(): SecretScrubber | undefined {
     return this.keys.length === 0 ? undefined : new SecretScrubber(this.keys);

@@ -24,7 +24,7 @@ function answer(req: Recorded, res: ServerResponse): void {
   const auth = String(req.headers.authorization ?? 'none');
   if (!req.url.endsWith('/chat/completions')) {
     // The pass-through's routes: the header quoted in a body, cut in two writes inside the key.
-    res.writeHead(200, { 'content-type': 'application/json' });
+    res.writeHead(200, { 'content-type': 'application/json', 'x-echo': `got ${auth}` });
     const body = JSON.stringify({ object: 'list', data: [], you_sent: auth });
     const cut = body.indexOf(KEY) + 7;
     res.write(body.slice(0, cut));
@@ -106,15 +106,34 @@ describe('toolproof never relays its own upstream key', () => {
           expect(text).toContain(SCRUBBED_KEY);
         });
 
-  it('the pass-through: a body quoting the key, split inside it', async () => {
-    const res = await fetch(`${pair.proxy.origin}/v1/embeddings`, {
+  it('the pass-through: a body quoting the key, split inside it, and a header', async () => {
+    const res = await fetch(`${pair.proxy.origin}/v1/rerank`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'm1', input: 'x' }),
     });
     const text = await res.text();
+    expect(res.headers.get('x-echo')).toBe(`got Bearer ${SCRUBBED_KEY}`);
     expect(text).not.toContain(KEY);
     expect(JSON.parse(text).you_sent).toBe(`Bearer ${SCRUBBED_KEY}`);
+  });
+
+  it('the relayed routes (embeddings): the same body', async () => {
+    const text = await ask('/v1/embeddings', { model: 'm1', input: 'x' });
+    expect(text).not.toContain(KEY);
+    expect(JSON.parse(text).you_sent).toBe(`Bearer ${SCRUBBED_KEY}`);
+  });
+
+  it('nor does the capture the inspector shows', async () => {
+    const list = (await (await fetch(`${pair.proxy.origin}/inspect/api/requests`)).json()) as {
+      requests: Array<{ id: string }>;
+    };
+    expect(list.requests.length).toBeGreaterThan(10);
+    let all = '';
+    for (const r of list.requests)
+      all += await (await fetch(`${pair.proxy.origin}/inspect/api/requests/${r.id}`)).text();
+    expect(all).toContain(SCRUBBED_KEY);
+    expect(all).not.toContain(KEY);
   });
 
   it('and the log lines never carry it', async () => {
