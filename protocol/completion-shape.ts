@@ -18,6 +18,24 @@ import { deeperThan } from './json-depth.js';
 export const MAX_UPSTREAM_DEPTH = 512;
 const TOO_DEEP = `a value nested deeper than ${MAX_UPSTREAM_DEPTH} levels`;
 
+/**
+ * A message's or delta's text fields. `content` that is neither a string, null nor a list of
+ * parts (a number, an object) is the upstream's fault, refused by name: written as text it
+ * would be invented ("42", "[object Object]"), dropped it would be lost. A reasoning
+ * (`reasoning_content`, `reasoning`) that is not a string is removed from the message, as if
+ * absent: it is commentary beside the answer, and toolproof has no text to give for it. The same
+ * rule for a whole message and a delta, so streamed and not agree. The only change these checks
+ * make to what they are given.
+ */
+function textProblem(m: Record<string, unknown>, at: string): string | undefined {
+  const content = m.content;
+  if (content !== undefined && content !== null && typeof content !== 'string' && !Array.isArray(content))
+    return `${at}.content that is not a string`;
+  if (m.reasoning_content != null && typeof m.reasoning_content !== 'string') delete m.reasoning_content;
+  if (m.reasoning != null && typeof m.reasoning !== 'string') delete m.reasoning;
+  return undefined;
+}
+
 /** The first field toolproof cannot read, as a sentence fragment, or undefined when all is readable. */
 export function completionShapeProblem(completion: unknown): string | undefined {
   if (!isObject(completion) || !Array.isArray(completion.choices) || completion.choices.length === 0)
@@ -28,6 +46,8 @@ export function completionShapeProblem(completion: unknown): string | undefined 
     const message = choice.message;
     if (message === undefined) continue;
     if (!isObject(message)) return `choices[${i}].message that is not an object`;
+    const text = textProblem(message, `choices[${i}].message`);
+    if (text) return text;
     const calls = message.tool_calls;
     if (calls === undefined || calls === null) continue;
     if (!Array.isArray(calls)) return `choices[${i}].message.tool_calls that is not an array`;
@@ -63,6 +83,8 @@ export function chunkShapeProblem(
     const delta = choice.delta;
     if (delta === undefined || delta === null) continue;
     if (!isObject(delta)) return `choices[${i}].delta that is not an object`;
+    const text = textProblem(delta, `choices[${i}].delta`);
+    if (text) return text;
     const deltas = delta.tool_calls;
     if (deltas === undefined || deltas === null) continue;
     if (!Array.isArray(deltas)) return `choices[${i}].delta.tool_calls that is not an array`;

@@ -157,6 +157,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     (upstream) => admissionMetrics(metrics, upstream),
     config.workers ?? 1,
   );
+  // Every configured upstream key is scrubbed from every upstream's answers from the start,
+  // not only once its own upstream has been used (a reload's new keys join as they are used).
+  upstreams.secrets.add(config.defaultUpstream?.apiKey);
+  for (const route of Object.values(config.models)) upstreams.secrets.add(route.upstream.apiKey);
   const memory = options.memory ?? new FallbackMemory();
   const policies = options.policies ?? POLICIES;
   const dumpRaw = config.rawDumpDir

@@ -143,17 +143,66 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'TP_ERR_INVALID_JSON',
 };
 
+/** One of ajv's errors, as fastify hands them over. */
+interface ValidationError {
+  instancePath?: string;
+  schemaPath?: string;
+  keyword?: string;
+  message?: string;
+  params?: unknown;
+}
+
+/**
+ * The error that says what is wrong. ajv (allErrors off) stops at the first failing keyword, so
+ * the last error is the one that failed; for an anyOf / oneOf it is preceded by every branch's
+ * own errors, and the first of those ("must be string" for a `tool_choice` object) describes
+ * a branch the value never meant. The branch the value is of (the one that did not fail on its
+ * `type` at the union's own place) says what is wrong, through nested unions too; when every
+ * branch failed on its type: "must be string or object".
+ */
+export function decisiveError(errors: readonly ValidationError[]): ValidationError {
+  let scope = errors;
+  let err = scope[scope.length - 1]!;
+  while (err.keyword === 'anyOf' || err.keyword === 'oneOf') {
+    const prefix = `${err.schemaPath}/`;
+    const branches = new Map<string, ValidationError[]>();
+    for (const e of scope) {
+      if (!e.schemaPath?.startsWith(prefix)) continue;
+      const branch = e.schemaPath.slice(prefix.length).split('/', 1)[0]!;
+      const list = branches.get(branch);
+      if (list) list.push(e);
+      else branches.set(branch, [e]);
+    }
+    if (branches.size === 0) return err; // a oneOf that more than one branch matched
+    const at = err.instancePath;
+    const wrongType = (e: ValidationError) => e.keyword === 'type' && e.instancePath === at;
+    const fitting = [...branches.values()].find((list) => !list.some(wrongType));
+    if (!fitting) {
+      const types = [...branches.values()].flatMap((list) =>
+        list
+          .filter(wrongType)
+          .flatMap((e) => (e.params as { type?: string | string[] } | undefined)?.type ?? []),
+      );
+      return { ...err, message: `must be ${[...new Set(types)].join(' or ')}` };
+    }
+    scope = fitting;
+    err = fitting[fitting.length - 1]!;
+  }
+  return err;
+}
+
 /** Any thrown value -> a ToolproofError (never leaks internals beyond a message). */
 export function normalizeError(err: unknown): ToolproofError {
   if (isToolproofError(err)) return err;
-  const fe = err as FastifyError & {
-    validation?: Array<{ instancePath?: string; message?: string; params?: unknown }>;
-  };
+  const fe = err as FastifyError & { validation?: ValidationError[] };
   if (fe?.validation && fe.validation.length > 0) {
-    const first = fe.validation[0]!;
+    const first = { ...decisiveError(fe.validation) };
     let field = (first.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.');
     const missing = (first.params as { missingProperty?: string } | undefined)?.missingProperty;
     if (missing) field = field ? `${field}.${missing}` : missing;
+    const allowed = (first.params as { allowedValues?: unknown } | undefined)?.allowedValues;
+    if (first.keyword === 'enum' && Array.isArray(allowed) && allowed.length <= 16)
+      first.message = `must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}`;
     return new ToolproofError('TP_ERR_INVALID_FIELD', {
       param: field || null,
       message: missing

@@ -14,6 +14,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { type AbortLike, RequestAbort } from './abort.js';
+import type { SecretScrubber, UpstreamSecrets } from './upstream-secrets.js';
 
 /** Bytes queued unread before the socket is paused (the size of a Readable's default buffer). */
 const HIGH_WATER = 64 * 1024;
@@ -52,6 +53,8 @@ export class UpstreamBody implements AsyncIterable<Buffer> {
     private readonly controller: Controller,
     /** The declared content-length (NaN when none): only for the byte-order-mark rule. */
     readonly declaredLength: number,
+    /** Replaces toolproof's upstream keys echoed in the body (upstream-secrets.ts). */
+    private readonly scrubber?: SecretScrubber,
   ) {}
 
   /** A body that is already whole (tests, fakes): nothing to pause or cancel. */
@@ -65,6 +68,10 @@ export class UpstreamBody implements AsyncIterable<Buffer> {
   /** @internal handler side */
   push(chunk: Buffer): void {
     if (this.discarding) return;
+    if (this.scrubber) {
+      chunk = this.scrubber.push(chunk);
+      if (chunk.length === 0) return;
+    }
     this.chunks.push(chunk);
     this.queued += chunk.length;
     if (this.queued > HIGH_WATER && this.wake === null) this.controller.pause();
@@ -73,6 +80,11 @@ export class UpstreamBody implements AsyncIterable<Buffer> {
 
   /** @internal handler side */
   end(): void {
+    const tail = this.scrubber?.end();
+    if (tail && !this.discarding) {
+      this.chunks.push(tail);
+      this.queued += tail.length;
+    }
     this.ended = true;
     this.notify();
   }
@@ -238,6 +250,7 @@ export class ExchangeHandler implements Dispatcher.DispatchHandler {
     private readonly reject: (err: Error) => void,
     /** Called once when the exchange is over (body ended, failed or cancelled). */
     private onSettle?: () => void,
+    private readonly secrets?: UpstreamSecrets,
   ) {
     this.onAbort = () => {
       const reason = abortReason(this.signal);
@@ -258,8 +271,13 @@ export class ExchangeHandler implements Dispatcher.DispatchHandler {
     // with the headers) for as long as a stream stays open. The parsed headers are all we use.
     controller.rawHeaders = null;
     if (statusCode < 200) return; // 1xx: informational, the real head follows
+    this.secrets?.scrubHeaders(headers);
     const declared = headers['content-length'];
-    const body = new UpstreamBody(controller, declared === undefined ? Number.NaN : Number(declared));
+    const body = new UpstreamBody(
+      controller,
+      declared === undefined ? Number.NaN : Number(declared),
+      this.secrets?.scrubber(),
+    );
     this.body = body;
     this.settled = true;
     this.resolve({ status: statusCode, headers, body });

@@ -24,6 +24,7 @@ import {
   type UpstreamTarget,
 } from './config.js';
 import { ReplicaSet } from './replica-set.js';
+import { UpstreamSecrets } from './upstream-secrets.js';
 import { ExchangeHandler, type UpstreamBody, type UpstreamHead } from './upstream-body.js';
 import { ConnectionProbe, isClosedConnection, probedClient, probedPool } from './upstream-connection.js';
 
@@ -270,7 +271,10 @@ export class UpstreamClient {
     affinity: AffinityConfig = DEFAULT_AFFINITY,
     private readonly onReplay?: (upstream: string) => void,
     private readonly admissionHooks?: (upstream: string) => AdmissionHooks,
+    /** Every upstream key toolproof sends, scrubbed from what this upstream answers (upstream-secrets.ts). */
+    readonly secrets: UpstreamSecrets = new UpstreamSecrets(),
   ) {
+    secrets.add(target.apiKey);
     this.idleMs = timeouts.idleMs;
     const first = new URL(target.urls[0]!);
     this.origin = first.origin;
@@ -466,6 +470,7 @@ export class UpstreamClient {
           }
         },
         settle,
+        this.secrets,
       );
       try {
         (set && replica !== undefined ? set.pools[replica]! : this.pool!).dispatch(opts, handler);
@@ -487,6 +492,8 @@ export class UpstreamClient {
 /** One client per distinct target (models that share an upstream share its pool). */
 export class Upstreams {
   private readonly clients = new Map<string, UpstreamClient>();
+  /** The keys of every client: any one echoed by any upstream is scrubbed. */
+  readonly secrets = new UpstreamSecrets();
   constructor(
     private readonly timeouts: Timeouts,
     private readonly affinity: AffinityConfig = DEFAULT_AFFINITY,
@@ -507,7 +514,14 @@ export class Upstreams {
     const key = `${target.urls.join(',')}|${target.apiKey ?? ''}`;
     let client = this.clients.get(key);
     if (!client) {
-      client = new UpstreamClient(target, this.timeouts, this.affinity, this.onReplay, this.admissionHooks);
+      client = new UpstreamClient(
+        target,
+        this.timeouts,
+        this.affinity,
+        this.onReplay,
+        this.admissionHooks,
+        this.secrets,
+      );
       client.workers = this.workers;
       this.clients.set(key, client);
     } else {

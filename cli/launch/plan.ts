@@ -37,11 +37,17 @@ export function childEnv(plan: LaunchPlan, base: NodeJS.ProcessEnv): NodeJS.Proc
   return { ...env, ...plan.env };
 }
 
-/** Every occurrence of the key, shown as its first characters and a mask. */
+/** Keys shorter than this show none of their characters (4 of 12 is a third of the secret). */
+export const MASK_SHOWS_FROM = 16;
+
+/**
+ * Every occurrence of the key, masked: a long key shows its first 4 characters (to tell keys
+ * apart), a shorter one nothing but its length.
+ */
 export function maskKey(text: string, key: string): string {
   if (!key) return text;
-  const shown = key.length > 12 ? `${key.slice(0, 4)}…` : '';
-  return text.split(key).join(`${shown}****`);
+  const mask = key.length >= MASK_SHOWS_FROM ? `${key.slice(0, 4)}…****` : `****(${key.length} characters)`;
+  return text.split(key).join(mask);
 }
 
 /** A POSIX-shell word. */
