@@ -9,7 +9,13 @@
 import type { ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { healthLatencyDuring, loadFactor } from './loop-probe.js';
-import { chunkEvent, proxyInFrontOf, type Recorded, textCompletion } from '../support/harness.js';
+import {
+  chunkEvent,
+  proxyInFrontOf,
+  type Recorded,
+  textCompletion,
+  sendCompletion,
+} from '../support/harness.js';
 
 type Handler = (req: Recorded, res: ServerResponse) => void;
 let handler: Handler = (_req, res) => {
@@ -214,16 +220,7 @@ describe('item 5: one tool with a 100k-value enum, 400 calls in one answer', () 
         function: { name: 'pick', arguments: JSON.stringify({ v: `v${i}` }) },
       }));
       const message = { role: 'assistant', content: null, tool_calls: calls };
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify({
-          id: 'c1',
-          object: 'chat.completion',
-          created: 1,
-          model: 'm1',
-          choices: [{ index: 0, message, finish_reason: 'tool_calls' }],
-        }),
-      );
+      sendCompletion(res, message, 'tool_calls');
     };
   const improvised =
     (n: number): Handler =>

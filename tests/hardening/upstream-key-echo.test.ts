@@ -8,7 +8,7 @@ import type { ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { SCRUBBED_KEY } from '../../server/upstream-secrets.js';
-import { chunkEvent, proxyInFrontOf, type Recorded } from '../support/harness.js';
+import { chunkEvent, proxyInFrontOf, type Recorded, sendCompletion } from '../support/harness.js';
 
 const KEY = 'sk-upstream-SECRET-0123456789';
 let mode: 'error' | 'content' | 'mid-stream-error' = 'error';
@@ -41,16 +41,7 @@ function answer(req: Recorded, res: ServerResponse): void {
   }
   const content = `the header was ${auth}`;
   if (!stream) {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(
-      JSON.stringify({
-        id: 'c1',
-        object: 'chat.completion',
-        created: 1,
-        model: 'm1',
-        choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
-      }),
-    );
+    sendCompletion(res, { content });
     return;
   }
   res.writeHead(200, { 'content-type': 'text/event-stream' });

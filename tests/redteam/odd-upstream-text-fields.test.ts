@@ -9,23 +9,14 @@
  */
 import type { ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { chunkEvent, proxyInFrontOf, type Recorded } from '../support/harness.js';
+import { chunkEvent, proxyInFrontOf, type Recorded, sendCompletion } from '../support/harness.js';
 
 let message: Record<string, unknown> = {};
 
 function answer(req: Recorded, res: ServerResponse): void {
   const stream = (JSON.parse(req.body.toString()) as { stream?: boolean }).stream === true;
   if (!stream) {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(
-      JSON.stringify({
-        id: 'c1',
-        object: 'chat.completion',
-        created: 1,
-        model: 'm1',
-        choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: 'stop' }],
-      }),
-    );
+    sendCompletion(res, message);
     return;
   }
   res.writeHead(200, { 'content-type': 'text/event-stream' });

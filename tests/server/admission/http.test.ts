@@ -9,7 +9,13 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy } from '../../support/harness.js';
+import {
+  type FakeUpstream,
+  fakeUpstream,
+  type RunningProxy,
+  startProxy,
+  sendCompletion,
+} from '../../support/harness.js';
 import { waitFor } from '../stack.js';
 
 const INTERVAL_MS = 40;
@@ -41,17 +47,7 @@ beforeAll(async () => {
         );
         return;
       }
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify({
-          id: 'c1',
-          object: 'chat.completion',
-          created: 1,
-          model: 'm1',
-          choices: [{ index: 0, message: { role: 'assistant', content: said }, finish_reason: 'stop' }],
-          usage,
-        }),
-      );
+      sendCompletion(res, { content: said }, 'stop', { usage });
     })();
   });
   proxy = await startProxy(

@@ -13,6 +13,7 @@ import {
   fakeUpstream,
   type Recorded,
   type RunningProxy,
+  sendCompletion,
   startProxy,
 } from '../../support/harness.js';
 import { buildApp } from '../../../server/app.js';
@@ -32,16 +33,12 @@ function answer(tag: string) {
       res.end(`${chunk({ role: 'assistant', content: said }, null)}${chunk({}, 'stop')}data: [DONE]\n\n`);
       return;
     }
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(
-      JSON.stringify({
-        id: 'c1',
-        object: 'chat.completion',
-        created: 1,
-        model: body.model,
-        choices: [{ index: 0, message: { role: 'assistant', content: said }, finish_reason: 'stop' }],
-        usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
-      }),
+    sendCompletion(
+      res,
+      { content: said },
+      'stop',
+      { usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } },
+      body.model as string,
     );
   };
 }
