@@ -157,25 +157,29 @@ describeAgents('real content (issue 26): a 2 MB tool result into a 32k window', 
     const why = describeRun(r);
     expectPass(r, BIG_TASK, { api: 'chat' });
     expectPrefix(r, BIG_TASK, { api: 'chat' });
-    // The agent sent more than the window holds; the upstream got the cut, under the cap.
-    const results = r.upstream.flatMap((u) =>
-      (JSON.parse(u.rawBody) as { messages: Array<{ role: string; content: unknown }> }).messages.filter(
-        (m) => m.role === 'tool',
-      ),
-    );
-    expect(results.length, why).toBeGreaterThan(0);
-    for (const m of results) {
-      const text = String(m.content);
-      expect(text, why).toContain('re-run with a narrower command');
-      // The cap is in tokens (8,000): at most ~4 characters a token, plus the note.
-      expect(text.length, why).toBeLessThan(4 * 8000 + 500);
-    }
-    const sent = r.sent.flatMap((s) =>
-      ((s.body as { messages?: Array<{ role: string; content: unknown }> }).messages ?? []).filter(
-        (m) => m.role === 'tool',
-      ),
-    );
-    // opencode's own cut (50 KB) of the 2 MB: past toolproof's 8,000-token cap, which cut it above.
-    expect(Math.max(...sent.map((m) => String(m.content).length)), why).toBeGreaterThan(32_768);
+    // Each tool result as the agent sent it and as the upstream got it (last request: the whole
+    // history). opencode keeps 50 KB of the 2 MB on a quiet box, past toolproof's 8,000-token cap;
+    // on a loaded one it has kept less (what it had gathered of the stream when the command
+    // ended), at times under the cap, with nothing for toolproof to cut. So: a result over the cap
+    // by any count (more than 4 characters a token) arrives cut, with the note, under it; one
+    // under the cap arrives as the agent sent it. Neither may be lost.
+    type Msg = { role: string; content: unknown };
+    const toolTexts = (body: unknown) =>
+      ((body as { messages?: Msg[] }).messages ?? [])
+        .filter((m) => m.role === 'tool')
+        .map((m) => String(m.content));
+    const sent = toolTexts(r.sent.at(-1)?.body);
+    const upstream = toolTexts(JSON.parse(r.upstream.at(-1)?.rawBody ?? '{}'));
+    expect(sent.length, why).toBeGreaterThan(0);
+    expect(upstream.length, why).toBe(sent.length);
+    const cap = 4 * 8000 + 500;
+    sent.forEach((text, i) => {
+      if (text.length > cap) {
+        expect(upstream[i], why).toContain('re-run with a narrower command');
+        expect(upstream[i]!.length, why).toBeLessThan(cap);
+      } else if (!upstream[i]!.includes('re-run with a narrower command')) {
+        expect(upstream[i], why).toBe(text);
+      }
+    });
   });
 });
