@@ -5,7 +5,7 @@
  * `toolproof launch` (with `fetchModels`).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, openSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -87,6 +87,30 @@ function waitExit(child: ChildProcess): Promise<void> {
   });
 }
 
+/**
+ * The log's last line that is not JSON: the reason `toolproof --serve` printed for exiting (a port
+ * in use, a bad setting). Reads only the last 4 KB of a log that grows across runs.
+ */
+export function lastLine(path: string): string {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    const size = statSync(path).size;
+    const buf = Buffer.alloc(Math.min(size, 4096));
+    readSync(fd, buf, 0, buf.length, size - buf.length);
+    const lines = buf
+      .toString('utf8')
+      .split('\n')
+      .map((l) => l.trim());
+    const line = lines.reverse().find((l) => l !== '' && !l.startsWith('{'));
+    return line ? line.slice(0, 300) : '';
+  } catch {
+    return '';
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
 /** Starts toolproof on `base`'s host and port and waits (up to `timeoutMs`) for /health. */
 export async function startServer(
   base: string,
@@ -113,7 +137,10 @@ export async function startServer(
   };
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`toolproof --serve exited ${child.exitCode}; see ${log}`);
+    if (child.exitCode !== null) {
+      const why = lastLine(log);
+      throw new Error(`toolproof --serve exited ${child.exitCode}${why ? `: ${why}` : ''}; see ${log}`);
+    }
     if (await isUp(base, 1000)) return { pid: child.pid ?? 0, log, stop };
     await new Promise((r) => setTimeout(r, 150));
   }

@@ -28,7 +28,7 @@ import { loadConfig } from '../../server/config.js';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
 import { closeApp } from '../server/stack.js';
 import { forwardTo } from '../support/forward.js';
-import { nodeEntry } from '../support/toolproof-process.js';
+import { freePort, nodeEntry } from '../support/toolproof-process.js';
 
 function io() {
   const out: string[] = [];
@@ -279,9 +279,9 @@ describe('--write', () => {
 describe('a toolproof that is not running', () => {
   it('is started with --serve on the given port, answers, and is stopped afterwards', async () => {
     const { env } = fakeBins();
-    const probe = await sim({ personality: 'vllm' });
-    const port = Number(new URL(probe.url).port) + 1; // near a free port; checked below
-    await probe.close();
+    // A port the kernel just handed out and took back: free. (The sim's port + 1, used before, can
+    // be another test's: a CI run saw the started server exit 1, its reason lost in a log.)
+    const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const run = spawnSync(
       process.execPath,
@@ -298,6 +298,27 @@ describe('a toolproof that is not running', () => {
       () => 'down',
     );
     expect(after).toBe('down');
+  }, 120_000);
+});
+
+describe('a toolproof --serve that cannot start', () => {
+  it("says why, from the server's own last words, not only where its log is", async () => {
+    const { env } = fakeBins();
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const run = spawnSync(
+      process.execPath,
+      [...nodeEntry('cli/toolproof.ts'), 'launch', 'pi', '--url', url, '--print'],
+      {
+        encoding: 'utf8',
+        env: { ...process.env, ...env, TOOLPROOF_UPSTREAM_URL: 'not a url' },
+        timeout: 90_000,
+      },
+    );
+    expect(run.status).toBe(1);
+    expect(run.stderr).toMatch(
+      /toolproof --serve exited 2: toolproof: TOOLPROOF_UPSTREAM_URL: "not a url" is not a URL/,
+    );
+    expect(run.stderr).toContain('; see ');
   }, 120_000);
 });
 
