@@ -31,7 +31,11 @@ import {
   type TraceState,
   trace,
 } from '@opentelemetry/api';
-import type { InstrumentationScope } from '@opentelemetry/core';
+import {
+  type InstrumentationScope,
+  parseTraceParent,
+  TraceState as W3CTraceState,
+} from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
 import { randomFillSync } from 'node:crypto';
 import {
@@ -97,6 +101,28 @@ export class ParentContext implements Context {
   deleteValue(key: symbol): Context {
     return key === SPAN_KEY ? ROOT_CONTEXT : this;
   }
+}
+
+/**
+ * The client's span from its W3C `traceparent` and `tracestate` headers, as
+ * W3CTraceContextPropagator.extract reads them (its own parseTraceParent: the format's rules, a
+ * version's extra fields, all-zero ids; the first of repeated traceparents, repeated tracestates
+ * joined), without the Context it wraps the result in (a Map copied per request) and the
+ * validity checks its parse already made; undefined when there is none or it is not valid.
+ */
+export function remoteParent(
+  headers: Record<string, string | string[] | undefined>,
+): SpanContext | undefined {
+  const header = headers.traceparent;
+  if (!header) return undefined;
+  const value = Array.isArray(header) ? header[0] : header;
+  if (typeof value !== 'string') return undefined;
+  const parsed = parseTraceParent(value);
+  if (!parsed) return undefined;
+  const context: SpanContext = { ...parsed, isRemote: true };
+  const state = headers.tracestate;
+  if (state) context.traceState = new W3CTraceState(Array.isArray(state) ? state.join(',') : state);
+  return context;
 }
 
 /** One event of a span (a TimedEvent through its getter). */
@@ -195,15 +221,45 @@ export class LeanTracer {
   }
 
   /**
+   * True when the sampler is known to sample every child of a sampled span of this process with
+   * its parent's trace state, so that it is asked once per trace (for the request's server span)
+   * and not again for each attempt. sdk.ts sets it: every sampler it configures does so (the
+   * parent-based ones by their default `localParentSampled`, AlwaysOn; `traceidratio` because it
+   * decides by the trace id, which the child shares; `always_on` always; `always_off` samples no
+   * parent). Another sampler given to the tracer (false) is asked for every span.
+   */
+  sampledChildren = false;
+
+  /**
    * A span named `name` under `parent` (a valid span context, or none: a new trace), sampled by
    * the SDK's sampler given `context` (the context holding that parent, as the SDK's Tracer gives
-   * it). A span the sampler does not record still has its ids (its traceparent goes upstream) and
-   * ignores everything else.
+   * it; undefined: a ParentContext of `parent`, made only when the sampler is asked). A span the
+   * sampler does not record still has its ids (its traceparent goes upstream) and ignores
+   * everything else.
    */
-  start(name: string, kind: SpanKind, context: Context, parent: SpanContext | undefined): LeanSpan {
+  start(
+    name: string,
+    kind: SpanKind,
+    context: Context | undefined,
+    parent: SpanContext | undefined,
+  ): LeanSpan {
     const spanId = this.ids.generateSpanId();
+    if (
+      this.sampledChildren &&
+      parent instanceof LeanSpan &&
+      parent.recording &&
+      (parent.traceFlags & SAMPLED) !== 0
+    )
+      return new LeanSpan(this, name, kind, parent.traceId, spanId, SAMPLED, parent.traceState, parent, true);
     const traceId = parent ? parent.traceId : this.ids.generateTraceId();
-    const result = this.sampler.shouldSample(context, traceId, name, kind, NO_ATTRIBUTES, NO_LINKS);
+    const result = this.sampler.shouldSample(
+      context ?? (parent ? new ParentContext(parent) : ROOT_CONTEXT),
+      traceId,
+      name,
+      kind,
+      NO_ATTRIBUTES,
+      NO_LINKS,
+    );
     const decision = result.decision;
     const span = new LeanSpan(
       this,

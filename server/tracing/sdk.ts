@@ -8,16 +8,8 @@
  * manager): the spans' parents are passed explicitly, and several apps in one process (tests)
  * each keep their own provider.
  */
-import {
-  type Attributes,
-  type Context,
-  defaultTextMapGetter,
-  ROOT_CONTEXT,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-} from '@opentelemetry/api';
-import { getNumberFromEnv, W3CTraceContextPropagator } from '@opentelemetry/core';
+import { type Attributes, ROOT_CONTEXT, SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { getNumberFromEnv } from '@opentelemetry/core';
 import {
   defaultResource,
   detectResources,
@@ -62,13 +54,12 @@ import {
   setRequestAttributes,
   streamedMessages,
 } from './genai.js';
-import { type LeanLimits, type LeanSpan, LeanTracer, ParentContext } from './lean.js';
+import { type LeanLimits, type LeanSpan, LeanTracer, remoteParent } from './lean.js';
 import type { TracingSettings } from './settings.js';
 import type { EventValue, RequestSpan, TracedReport, Tracing } from './types.js';
 
 /** Routes that get no span: probes and scrapes would drown the requests in traces. */
 const UNTRACED = new Set(['/health', '/ready', '/metrics', '/api/hello']);
-const propagator = new W3CTraceContextPropagator();
 
 function samplerOf(s: TracingSettings['sampler']): Sampler {
   const ratio = () => new TraceIdRatioBasedSampler(s.arg ?? 1);
@@ -139,27 +130,20 @@ export async function createTracing(settings: TracingSettings): Promise<Tracing<
     limitsOf(settings),
   );
   tracer.encode = await encoderOf(settings);
+  // Every sampler samplerOf makes samples a child of a sampled span: asked once per trace.
+  tracer.sampledChildren = true;
   let closed: Promise<void> | undefined;
   return {
     startRequest(request, route) {
       if (route !== undefined && (UNTRACED.has(route) || route === '/docs' || route.startsWith('/docs/')))
         return undefined;
-      // No context is made for a request without a traceparent (extract returns the one it got).
-      const parent =
-        request.headers.traceparent === undefined
-          ? ROOT_CONTEXT
-          : propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter);
+      const remote = remoteParent(request.headers);
       const matched = route !== undefined && route !== '*' && route !== '/*';
       const name = matched ? `${request.method} ${route}` : request.method;
-      const remote = parent === ROOT_CONTEXT ? undefined : trace.getSpanContext(parent);
       // The attributes are set once the sampler has decided (none of toolproof's samplers reads
-      // them), and only for a request it records.
-      const span = tracer.start(
-        name,
-        SpanKind.SERVER,
-        parent,
-        remote && trace.isSpanContextValid(remote) ? remote : undefined,
-      );
+      // them), and only for a request it records. The sampler's context holds the client's span
+      // (a ParentContext, made only when one came).
+      const span = tracer.start(name, SpanKind.SERVER, remote ? undefined : ROOT_CONTEXT, remote);
       if (span.recording) {
         span.setAttribute(ATTR_HTTP_REQUEST_METHOD, request.method);
         const url = request.url;
@@ -224,8 +208,6 @@ function errorMessage(err: unknown): string {
 }
 
 class ServerSpan implements RequestSpan<ChatCall> {
-  /** The server span as a parent (made when first asked: attempts and pass-through inject). */
-  private parent: Context | undefined;
   private call: ChatCall | undefined;
   /** The attempt span open now (at most one: attempts are sequential). */
   private attemptSpan: LeanSpan | undefined;
@@ -246,11 +228,6 @@ class ServerSpan implements RequestSpan<ChatCall> {
   ) {
     this.recording = span.recording;
     this.captureContent = captureContent && this.recording;
-  }
-
-  private get context(): Context {
-    this.parent ??= new ParentContext(this.span);
-    return this.parent;
   }
 
   get traceId(): string {
@@ -289,7 +266,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
     const server = serverOf(call.route.client.origin);
     // A child of a sampled span is sampled (parent-based) or not (a ratio sampler): as for the
     // server span, its attributes are set once it is known to record.
-    const span = this.tracer.start(server.name(model), SpanKind.CLIENT, this.context, this.span);
+    const span = this.tracer.start(server.name(model), SpanKind.CLIENT, undefined, this.span);
     if (span.recording) {
       span.setAttribute(GEN_AI.operation, 'chat');
       span.setAttribute(GEN_AI.provider, PROVIDER);

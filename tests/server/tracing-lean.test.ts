@@ -11,6 +11,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
   type Context,
+  defaultTextMapGetter,
   ROOT_CONTEXT,
   type SpanContext,
   SpanKind,
@@ -18,7 +19,7 @@ import {
   TraceFlags,
   trace,
 } from '@opentelemetry/api';
-import { TraceState } from '@opentelemetry/core';
+import { TraceState, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
@@ -37,6 +38,7 @@ import {
   LeanTracer,
   ParentContext,
   PooledIdGenerator,
+  remoteParent as remoteParentOf,
 } from '../../server/tracing/lean.js';
 import {
   EncodedSpan,
@@ -45,6 +47,8 @@ import {
   type Slab,
   serializeSpans,
 } from '../../server/tracing/otlp-proto.js';
+
+const randomTraceId = () => new PooledIdGenerator().generateTraceId();
 
 const LIMITS: LeanLimits = {
   attributeValueLength: 65536,
@@ -324,6 +328,86 @@ describe('lean spans', () => {
     expect(recorded).toBeGreaterThan(40);
     expect(recorded).toBeLessThan(160);
     expect(ratio.ended).toHaveLength(recorded * 2);
+  });
+
+  it('ask the sampler once per trace when told its children follow (sdk.ts): the same verdicts as asking it for each span', () => {
+    // The samplers sdk.ts configures (settings.ts's names), each asked for every span and told
+    // once per trace: a child of a sampled span gets the same flags, trace state and recording.
+    const samplers: [string, () => Sampler][] = [
+      ['parentbased_always_on', () => new ParentBasedSampler({ root: new AlwaysOnSampler() })],
+      ['parentbased_traceidratio', () => new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(0.5) })],
+      ['parentbased_always_off', () => new ParentBasedSampler({ root: new AlwaysOffSampler() })],
+      ['always_on', () => new AlwaysOnSampler()],
+      ['traceidratio', () => new TraceIdRatioBasedSampler(0.5)],
+      ['always_off', () => new AlwaysOffSampler()],
+    ];
+    const parents: (SpanContext | undefined)[] = [
+      undefined,
+      remoteParent,
+      { ...remoteParent, traceFlags: TraceFlags.NONE },
+    ];
+    for (const [name, make] of samplers) {
+      const asked = tracerOf(make()).tracer;
+      const once = tracerOf(make()).tracer;
+      once.sampledChildren = true;
+      let calls = 0;
+      const sampler = once.sampler;
+      const shouldSample = sampler.shouldSample.bind(sampler);
+      sampler.shouldSample = (...a) => {
+        calls++;
+        return shouldSample(...a);
+      };
+      for (let i = 0; i < 100; i++)
+        for (const parent of parents) {
+          const ids = { generateTraceId: () => randomTraceId(), generateSpanId: () => 'b'.repeat(16) };
+          asked.ids = once.ids = ids;
+          const traceId = ids.generateTraceId();
+          ids.generateTraceId = () => traceId;
+          const ctx = parent ? trace.setSpanContext(ROOT_CONTEXT, parent) : ROOT_CONTEXT;
+          const a = asked.start('s', SpanKind.SERVER, ctx, parent);
+          const o = once.start('s', SpanKind.SERVER, ctx, parent);
+          const before = calls;
+          const ac = asked.start('c', SpanKind.CLIENT, undefined, a);
+          const oc = once.start('c', SpanKind.CLIENT, undefined, o);
+          const verdict = (s: LeanSpan) => [s.recording, s.traceFlags, s.traceId, s.traceState?.serialize()];
+          expect([name, ...verdict(o), ...verdict(oc)]).toEqual([name, ...verdict(a), ...verdict(ac)]);
+          // Asked for the child only when its parent was not sampled.
+          expect(calls - before).toBe(o.recording ? 0 : 1);
+        }
+    }
+  });
+
+  it("read the client's traceparent and tracestate as the W3C propagator extracts them", () => {
+    const propagator = new W3CTraceContextPropagator();
+    const id = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const headers: Record<string, string | string[] | undefined>[] = [
+      {},
+      { traceparent: '' },
+      { traceparent: `00-${id}-00f067aa0ba902b7-01` },
+      { traceparent: `00-${id}-00f067aa0ba902b7-00` },
+      { traceparent: `00-${id}-00f067aa0ba902b7-03`, tracestate: 'vendor=1,other=abc' },
+      { traceparent: `00-${id}-00f067aa0ba902b7-01`, tracestate: ['a=1', 'b=2'] },
+      { traceparent: `00-${id}-00f067aa0ba902b7-01`, tracestate: '' },
+      { traceparent: [`00-${id}-00f067aa0ba902b7-01`, `00-${id}-1111111111111111-00`] },
+      { traceparent: ` 00-${id}-00f067aa0ba902b7-01 ` },
+      { traceparent: `00-${id.toUpperCase()}-00F067AA0BA902B7-01` },
+      { traceparent: `ff-${id}-00f067aa0ba902b7-01` },
+      { traceparent: `00-${'0'.repeat(32)}-00f067aa0ba902b7-01` },
+      { traceparent: `00-${id}-${'0'.repeat(16)}-01` },
+      { traceparent: `00-${id}-00f067aa0ba902b7-01-extra` },
+      { traceparent: `01-${id}-00f067aa0ba902b7-01-extra` },
+      { traceparent: `00-${id}-00f067aa0ba902b7-1` },
+      { traceparent: `00-${id}-00f067aa0ba902b7` },
+      { traceparent: 'garbage' },
+    ];
+    for (const h of headers) {
+      const extracted = trace.getSpanContext(propagator.extract(ROOT_CONTEXT, h, defaultTextMapGetter));
+      const read = remoteParentOf(h);
+      expect({ ...read, traceState: read?.traceState?.serialize() }).toEqual({
+        ...extracted,
+        traceState: extracted?.traceState?.serialize(),
+      });
+    }
   });
 
   it('keep the span limits as the SDK does', () => {
