@@ -138,6 +138,37 @@ function requestSpans(tracer: LeanTracer): void {
   root.end();
 }
 
+/**
+ * Spans without a trace state, as most requests' are (otlp-proto.ts writes their fixed fields in
+ * one go): and what makes it take its general path (a name past 127 characters or not ASCII,
+ * an event's name likewise, a status message, ids that are not lowercase hex).
+ */
+function plainSpans(tracer: LeanTracer): void {
+  const parent: SpanContext = { ...remoteParent, traceState: undefined };
+  const server = tracer.start('POST /v1/messages', SpanKind.SERVER, undefined, parent);
+  server.setAttribute('gen_ai.operation.name', 'chat');
+  server.addEvent('toolproof.retry', { 'toolproof.retry.reason': 'invalid-arguments' });
+  server.addEvent('événement ✓');
+  server.addEvent('e'.repeat(200), { n: 1 });
+  server.addEvent('toolproof.final_answer');
+  for (const [name, status] of [
+    ['chat ünïcødé', { code: SpanStatusCode.ERROR }],
+    ['n'.repeat(130), { code: SpanStatusCode.ERROR, message: 'cut' }],
+    ['chat qwen3-coder', { code: SpanStatusCode.OK }],
+    ['chat qwen3-coder', { code: SpanStatusCode.UNSET }],
+  ] as const) {
+    const child = tracer.start(name, SpanKind.CLIENT, undefined, server);
+    child.setAttribute('server.port', 8000);
+    child.setStatus(status);
+    child.end();
+  }
+  const ids = tracer.ids;
+  tracer.ids = { generateTraceId: () => 'ABCDEF'.repeat(5) + '01', generateSpanId: () => 'A1'.repeat(8) };
+  tracer.start('upper-case ids', SpanKind.INTERNAL, ROOT_CONTEXT, undefined).end();
+  tracer.ids = ids;
+  server.end();
+}
+
 describe('lean spans', () => {
   it('serialize to the bytes the library writes from their ReadableSpan getters', () => {
     const { tracer, ended } = tracerOf();
@@ -156,6 +187,13 @@ describe('lean spans', () => {
         Buffer.from(ProtobufTraceSerializer.serializeRequest(batch)!),
       ),
     ).toBe(true);
+    ended.length = 0;
+    plainSpans(tracer);
+    expect(ended).toHaveLength(6);
+    const expected = Buffer.from(ProtobufTraceSerializer.serializeRequest(ended)!);
+    expect(Buffer.from(serializeSpans(ended)).equals(expected)).toBe(true);
+    const encoded = ended.map((e) => encodeAtEnd(e as LeanSpan));
+    expect(Buffer.from(serializeSpans(encoded)).equals(expected)).toBe(true);
   });
 
   it('written into bytes as they end (the protobuf exporter): the same bytes at export, their objects let go', () => {
