@@ -18,7 +18,7 @@ import {
 } from '@opentelemetry/otlp-exporter-base/node-http';
 import { ProtobufTraceSerializer, TraceExporterMetricsHelper } from '@opentelemetry/otlp-transformer';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { type LeanEvent, LeanSpan } from './lean.js';
+import { LeanSpan } from './lean.js';
 
 type Value = unknown;
 
@@ -519,177 +519,38 @@ function spanTail(
 
 /**
  * A LeanSpan straight from its fields (the same bytes as span() through its ReadableSpan getters:
- * the attributes in their order, no links). The fields around the attributes and events are
- * written with one bounds check each group, their tags as constant bytes (leanSpanHead,
- * leanEvent, leanSpanTail); what those quick paths do not take (ids that are not hex, a trace
- * state, a long or non-ASCII name, a status message) goes through the Writer's general methods,
- * which write the same bytes.
+ * the attributes in their order, no links).
  */
 function leanSpan(w: Writer, s: LeanSpan): void {
-  if (!leanSpanHead(w, s)) {
-    spanHead(w, s.traceId, s.spanId, s.traceState, s.parentSpanContext, s.name, s.kind);
-    w.tag(7, 1);
-    w.timeMs(s.startMs);
-    w.tag(8, 1);
-    w.timeMs(s.endMs);
-  }
+  spanHead(w, s.traceId, s.spanId, s.traceState, s.parentSpanContext, s.name, s.kind);
+  w.tag(7, 1);
+  w.timeMs(s.startMs);
+  w.tag(8, 1);
+  w.timeMs(s.endMs);
   const attrs = s.attrs;
   const n = 2 * s.attributeCount;
   for (let i = 0; i < n; i += 2) w.attribute(9, attrs![i] as string, attrs![i + 1]);
   w.tag(10, 0);
   w.uint32(s.droppedAttributesCount);
   const events = s.leanEvents;
-  if (events) for (const e of events) leanEvent(w, e);
-  if (s.statusMessage || s.droppedEventsCount > 0x7f || s.statusCode > 0x7f) {
-    w.tag(12, 0);
-    w.uint32(s.droppedEventsCount);
-    w.tag(14, 0);
-    w.uint32(0);
-    spanTail(w, s.statusMessage, s.statusCode, s.traceFlags, s.parentSpanContext);
-    return;
-  }
-  // Fields 12 (dropped events), 14 (dropped links: none), 15 (status: its code), 16 (flags).
-  w.ensure(14);
-  const buf = w.buf;
-  let p = w.pos;
-  buf[p++] = 0x60;
-  buf[p++] = s.droppedEventsCount;
-  buf[p++] = 0x70;
-  buf[p++] = 0;
-  buf[p++] = 0x7a;
-  buf[p++] = 2;
-  buf[p++] = 0x18;
-  buf[p++] = s.statusCode;
-  buf[p++] = 0x85;
-  buf[p++] = 0x01;
-  const flags = spanFlags(s.traceFlags, s.parentSpanContext?.isRemote);
-  buf[p++] = flags & 0xff;
-  buf[p++] = (flags >>> 8) & 0xff;
-  buf[p++] = (flags >>> 16) & 0xff;
-  buf[p++] = flags >>> 24;
-  w.pos = p;
-}
-
-/**
- * Fields 1-8 of a LeanSpan (ids, parent, name, kind, times) when the ids are hex, there is no
- * trace state and the name is short ASCII: false (nothing written) otherwise.
- */
-function leanSpanHead(w: Writer, s: LeanSpan): boolean {
-  const name = s.name;
-  const len = name.length;
-  if (len >= 0x80 || s.traceState?.serialize()) return false;
-  w.ensure(64 + len);
-  const buf = w.buf;
-  let p = w.pos;
-  buf[p++] = 0x0a;
-  buf[p++] = 16;
-  if (!putHex(buf, p, s.traceId, 16)) return false;
-  p += 16;
-  buf[p++] = 0x12;
-  buf[p++] = 8;
-  if (!putHex(buf, p, s.spanId, 8)) return false;
-  p += 8;
-  const parent = s.parentSpanContext?.spanId;
-  if (parent) {
-    buf[p++] = 0x22;
-    buf[p++] = 8;
-    if (!putHex(buf, p, parent, 8)) return false;
-    p += 8;
-  }
-  buf[p++] = 0x2a;
-  buf[p++] = len;
-  for (let i = 0; i < len; i++) {
-    const c = name.charCodeAt(i);
-    if (c >= 0x80) return false;
-    buf[p++] = c;
-  }
-  const kind = s.kind == null ? 0 : s.kind + 1;
-  if (kind !== 0) {
-    buf[p++] = 0x30;
-    buf[p++] = kind;
-  }
-  buf[p++] = 0x39;
-  p = putTimeMs(buf, p, s.startMs);
-  buf[p++] = 0x41;
-  w.pos = putTimeMs(buf, p, s.endMs);
-  return true;
-}
-
-/** An event of a LeanSpan (field 11): its time and a short ASCII name with one bounds check. */
-function leanEvent(w: Writer, e: LeanEvent): void {
-  const name = e.name;
-  const len = name.length;
-  w.tag(11, 2);
-  const at = w.begin();
-  w.ensure(12 + len);
-  const buf = w.buf;
-  let p = w.pos;
-  buf[p++] = 0x09;
-  p = putTimeMs(buf, p, e.ms);
-  w.pos = p;
-  let ascii = len < 0x80;
-  if (ascii) {
-    buf[p++] = 0x12;
-    buf[p++] = len;
-    for (let i = 0; i < len; i++) {
-      const c = name.charCodeAt(i);
-      if (c >= 0x80) {
-        ascii = false;
-        break;
-      }
-      buf[p++] = c;
+  if (events)
+    for (const e of events) {
+      w.tag(11, 2);
+      const at = w.begin();
+      w.tag(1, 1);
+      w.timeMs(e.ms);
+      w.tag(2, 2);
+      w.string(e.name);
+      if (e.attributes) attributes(w, e.attributes, 3);
+      w.tag(4, 0);
+      w.uint32(e.droppedAttributesCount);
+      w.end(at);
     }
-  }
-  if (ascii) w.pos = p;
-  else {
-    w.tag(2, 2);
-    w.string(name);
-  }
-  if (e.attributes) attributes(w, e.attributes, 3);
-  w.tag(4, 0);
-  w.uint32(e.droppedAttributesCount);
-  w.end(at);
-}
-
-/** `n` bytes of the hex id `h` at buf[p]: false (some written) when `h` is not 2n hex digits. */
-function putHex(buf: Buffer, p: number, h: string, n: number): boolean {
-  if (h.length !== 2 * n) return false;
-  for (let i = 0; i < n; i++) {
-    const a = h.charCodeAt(2 * i);
-    const b = h.charCodeAt(2 * i + 1);
-    if ((a | b) > 0x7f) return false;
-    const hi = HEX[a]!;
-    const lo = HEX[b]!;
-    if ((hi | lo) > 15) return false;
-    buf[p++] = (hi << 4) | lo;
-  }
-  return true;
-}
-
-/** Epoch milliseconds as fixed64 nanoseconds at buf[p] (Writer.timeMs's bytes); the position after. */
-function putTimeMs(buf: Buffer, p: number, ms: number): number {
-  let seconds = Math.floor(ms / 1000);
-  let nanos = Math.round((ms - seconds * 1000) * 1e6);
-  if (nanos >= 1e9) {
-    seconds += 1;
-    nanos -= 1e9;
-  }
-  const lower = (seconds & 0xffff) * 1e9;
-  const upper = ((seconds / 0x10000) >>> 0) * 1e9;
-  const lowWithCarry = (lower >>> 0) + (((upper & 0xffff) * 0x10000) >>> 0) + nanos;
-  const low = lowWithCarry >>> 0;
-  const high =
-    (Math.floor(lower / 0x100000000) + ((upper / 0x10000) >>> 0) + Math.floor(lowWithCarry / 0x100000000)) >>>
-    0;
-  buf[p++] = low & 0xff;
-  buf[p++] = (low >>> 8) & 0xff;
-  buf[p++] = (low >>> 16) & 0xff;
-  buf[p++] = low >>> 24;
-  buf[p++] = high & 0xff;
-  buf[p++] = (high >>> 8) & 0xff;
-  buf[p++] = (high >>> 16) & 0xff;
-  buf[p++] = high >>> 24;
-  return p;
+  w.tag(12, 0);
+  w.uint32(s.droppedEventsCount);
+  w.tag(14, 0);
+  w.uint32(0);
+  spanTail(w, s.statusMessage, s.statusCode, s.traceFlags, s.parentSpanContext);
 }
 
 /**

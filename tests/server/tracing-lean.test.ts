@@ -196,6 +196,38 @@ describe('lean spans', () => {
     expect(Buffer.from(serializeSpans(encoded)).equals(expected)).toBe(true);
   });
 
+  it('copy the attributes a span repeats from the last span of its name, and write the ones that changed', () => {
+    const { tracer, ended } = tracerOf();
+    const reasons = ['stop'];
+    const lists: [string, unknown][][] = [
+      [['a', 1], ['b', 'x'], ['c', reasons], ['d', true]],
+      [['a', 1], ['b', 'x'], ['c', reasons], ['d', true]],
+      [['a', 1], ['b', 'y'], ['c', reasons], ['d', true]],
+      [['a', 1], ['b', 'w'], ['c', reasons], ['d', true]],
+      [['a', 1], ['e', 5], ['b', 'y'], ['c', reasons], ['d', true]],
+      [['a', 1], ['b', 'y']],
+      [['a', 1], ['b', 'y'], ['c', reasons], ['d', true], ['f', 2.5]],
+      [['a', 1], ['gen_ai.input.messages', '[{"role":"user"}]'], ['b', 'y']],
+      [['a', 1], ['b', 'y'], ['big', 'z'.repeat(5000)], ['d', true]],
+      [['a', 1], ['b', 'y'], ['c', reasons], ['d', true]],
+      [['a', 2], ['b', 'y'], ['c', reasons], ['d', false]],
+    ];
+    for (const encode of [false, true]) {
+      for (const [n, list] of lists.entries()) {
+        // The same array, changed in place after its span ended: the next span has its new items.
+        if (n === 6) reasons.push('length');
+        const span = tracer.start('chat qwen3-coder', SpanKind.CLIENT, ROOT_CONTEXT, undefined);
+        for (const [k, v] of list) span.setAttribute(k, v as never);
+        span.end();
+        const spans = ended.splice(0);
+        const expected = Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!);
+        const written = encode ? spans.map((e) => encodeAtEnd(e as LeanSpan)) : spans;
+        expect([n, Buffer.from(serializeSpans(written)).equals(expected)]).toEqual([n, true]);
+      }
+      reasons.length = 1;
+    }
+  });
+
   it('written into bytes as they end (the protobuf exporter): the same bytes at export, their objects let go', () => {
     const { tracer, ended } = tracerOf();
     const batch: ReadableSpan[] = [];
