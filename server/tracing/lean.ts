@@ -119,7 +119,13 @@ export function remoteParent(
   if (typeof value !== 'string') return undefined;
   const parsed = parseTraceParent(value);
   if (!parsed) return undefined;
-  const context: SpanContext = { ...parsed, isRemote: true };
+  const context: SpanContext = {
+    traceId: parsed.traceId,
+    spanId: parsed.spanId,
+    traceFlags: parsed.traceFlags,
+    isRemote: true,
+    traceState: undefined,
+  };
   const state = headers.tracestate;
   if (state) context.traceState = new W3CTraceState(Array.isArray(state) ? state.join(',') : state);
   return context;
