@@ -20,7 +20,7 @@
  * internals, each package), and the frames of tracing (server/tracing/, @opentelemetry/) by
  * inclusive time: figures that hold steadier on a loaded machine than a burst's CPU time.
  *
- *   npx tsx bench/tracing-ab.ts [--sides=off,on,ratio] [--cases=short,long] [--requests=2000]
+ *   npx tsx bench/tracing-ab.ts [--sides=off,on,ratio] [--cases=short,long,agent] [--requests=2000]
  *     [--rounds=6] [--c=32] [--before=DIR] [--env=K=V+K=V] [--cpu-prof] [--server=build|tsx]
  */
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -32,7 +32,7 @@ import { fileURLToPath } from 'node:url';
 import type { Pool } from 'undici';
 import { prepareServer, type ServerMode } from './lib/build.js';
 import { burst } from './lib/burst.js';
-import { toolsStreamBody } from './lib/fixtures.js';
+import { AGENT_TURN_EVENTS, agentTurn, toolsStreamBody } from './lib/fixtures.js';
 import { median } from './lib/overhead-ab.js';
 import { areaOf } from './lib/profile.js';
 import { CLK_TCK, cpuSplit, startAbToolproof, startFakeUpstream, stopAll } from './lib/procs.js';
@@ -48,7 +48,7 @@ const REQUESTS = Number(args.get('requests') || 2000);
 const ROUNDS = Number(args.get('rounds') || 6);
 const C = Number(args.get('c') || 32);
 const PROF = args.has('cpu-prof');
-const CASES: Record<string, number> = { short: 8, long: 500 };
+const CASES: Record<string, number> = { short: 8, long: 500, agent: AGENT_TURN_EVENTS };
 const cases = (args.get('cases') || 'short,long').split(',');
 
 const cpuUs = (pid: number) => {
@@ -184,10 +184,15 @@ async function main(): Promise<void> {
   );
   for (const name of cases) {
     const events = CASES[name];
-    if (events === undefined) throw new Error(`unknown case ${name} (short, long)`);
-    const body = toolsStreamBody({ chunks: events });
-    const n = name === 'long' ? Math.max(200, Math.floor(REQUESTS / 8)) : REQUESTS;
-    for (let i = 0; i < 2; i++) for (const s of sides) await burst(s.pool, body, n, C);
+    if (events === undefined) throw new Error(`unknown case ${name} (short, long, agent)`);
+    // agent: a real agent turn (fixtures.ts agentTurn, as npm run bench's ab-tracing sends it,
+    // with its client's headers), 8 at a time, an eighth of the requests.
+    const agent = name === 'agent' ? agentTurn() : undefined;
+    const body = agent ? agent.body : toolsStreamBody({ chunks: events });
+    const headers = agent?.headers;
+    const c = agent ? Math.min(C, 8) : C;
+    const n = name === 'short' ? REQUESTS : Math.max(200, Math.floor(REQUESTS / 8));
+    for (let i = 0; i < 2; i++) for (const s of sides) await burst(s.pool, body, n, c, headers);
     for (const s of sides) s.served += 2 * n;
     const cpu = sides.map(() => [] as number[]);
     const threads = sides.map(() => new Map<string, number[]>());
@@ -200,7 +205,7 @@ async function main(): Promise<void> {
         const s = sides[i]!;
         const t0 = cpuUs(s.pid);
         const th0 = threadCpuUs(s.pid);
-        await burst(s.pool, body, n, C);
+        await burst(s.pool, body, n, c, headers);
         cpu[i]!.push((cpuUs(s.pid) - t0) / n);
         for (const [name, us] of threadCpuUs(s.pid)) {
           const list = threads[i]!.get(name) ?? [];
@@ -211,7 +216,7 @@ async function main(): Promise<void> {
       }
     }
     await new Promise((r) => setTimeout(r, 200));
-    console.log(`${name} (${events} events, c=${C}, ${n} requests x ${ROUNDS} rounds), CPU µs per request:`);
+    console.log(`${name} (${events} events, c=${c}, ${n} requests x ${ROUNDS} rounds), CPU µs per request:`);
     sides.forEach((s, i) => {
       const ratios = cpu[i]!.map((x, r) => x / cpu[0]![r]!);
       console.log(

@@ -12,6 +12,10 @@
  * move with the machine's load: needs `node --expose-gc --max-semi-space-size=256 --min-semi-space-size=256
  * --import tsx bench/tracing-cost.ts --alloc` (a young generation large enough that no GC runs while counting).
  *
+ * `--start`: the spans' start alone, µs of CPU per request: the server span (continuing the
+ * request's traceparent: its parse and the sampler) and the attempt span with its headers, never
+ * ended (no encoding, no export).
+ *
  * `--encode`: the protobuf encoding alone, ns per span: a request's spans (as the calls below make
  * them) written again and again by otlp-proto.ts's serializeSpans, 128 to a batch (no export).
  */
@@ -245,6 +249,23 @@ if (args.has('alloc')) {
   sink.close();
   process.exit(0);
 }
+/** --start: a request's two spans started, nothing else. */
+function startOnly(): void {
+  served = (served + 1) & 1023;
+  const span = tracing.startRequest(request, '/v1/chat/completions')!;
+  const call = {
+    original,
+    route: {
+      name: 'qwen3-coder',
+      upstreamModel: undefined,
+      client: { label: 'gpu:8000', origin: 'http://gpu:8000' },
+    },
+    trace: newTrace(),
+  } as unknown as ChatCall;
+  span.attempt(call, original as never, forwardHeaders);
+}
+const forwardHeaders = { 'x-request-id': request.id, 'content-type': 'application/json' };
+const START = args.has('start');
 const perRequest: number[][] = sides.map(() => []);
 for (let r = 0; r < ROUNDS; r++)
   // The order turns every round (ABBA...): the side that runs first in a round measured ~15%
@@ -254,16 +275,19 @@ for (let r = 0; r < ROUNDS; r++)
     tracing = side.tracing;
     await tracing.flush();
     const t0 = process.cpuUsage();
-    for (let i = 0; i < REQUESTS; i++) {
-      oneRequest();
-      if (i % 256 === 255) await tracing.flush();
+    if (START) for (let i = 0; i < REQUESTS; i++) startOnly();
+    else {
+      for (let i = 0; i < REQUESTS; i++) {
+        oneRequest();
+        if (i % 256 === 255) await tracing.flush();
+      }
+      await tracing.flush();
     }
-    await tracing.flush();
     const d = process.cpuUsage(t0);
     perRequest[k]!.push((d.user + d.system) / REQUESTS);
   }
 report(
-  `tracing, ${settings!.protocol}, sampler ${settings!.sampler.name}`,
+  `${START ? 'spans started' : 'tracing'}, ${settings!.protocol}, sampler ${settings!.sampler.name}`,
   `µs of CPU per request (x ${REQUESTS})`,
   1,
   perRequest,
