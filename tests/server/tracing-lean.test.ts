@@ -199,25 +199,26 @@ describe('lean spans', () => {
   it('copy the attributes a span repeats from the last span of its name, and write the ones that changed', () => {
     const { tracer, ended } = tracerOf();
     const reasons = ['stop'];
-    const lists: [string, unknown][][] = [
-      [['a', 1], ['b', 'x'], ['c', reasons], ['d', true]],
-      [['a', 1], ['b', 'x'], ['c', reasons], ['d', true]],
-      [['a', 1], ['b', 'y'], ['c', reasons], ['d', true]],
-      [['a', 1], ['b', 'w'], ['c', reasons], ['d', true]],
-      [['a', 1], ['e', 5], ['b', 'y'], ['c', reasons], ['d', true]],
-      [['a', 1], ['b', 'y']],
-      [['a', 1], ['b', 'y'], ['c', reasons], ['d', true], ['f', 2.5]],
-      [['a', 1], ['gen_ai.input.messages', '[{"role":"user"}]'], ['b', 'y']],
-      [['a', 1], ['b', 'y'], ['big', 'z'.repeat(5000)], ['d', true]],
-      [['a', 1], ['b', 'y'], ['c', reasons], ['d', true]],
-      [['a', 2], ['b', 'y'], ['c', reasons], ['d', false]],
+    // Each span's attributes in this order (an object's keys keep theirs).
+    const lists: Record<string, unknown>[] = [
+      { a: 1, b: 'x', c: reasons, d: true },
+      { a: 1, b: 'x', c: reasons, d: true },
+      { a: 1, b: 'y', c: reasons, d: true },
+      { a: 1, b: 'w', c: reasons, d: true },
+      { a: 1, e: 5, b: 'y', c: reasons, d: true },
+      { a: 1, b: 'y' },
+      { a: 1, b: 'y', c: reasons, d: true, f: 2.5 },
+      { a: 1, 'gen_ai.input.messages': '[{"role":"user"}]', b: 'y' },
+      { a: 1, b: 'y', big: 'z'.repeat(5000), d: true },
+      { a: 1, b: 'y', c: reasons, d: true },
+      { a: 2, b: 'y', c: reasons, d: false },
     ];
     for (const encode of [false, true]) {
       for (const [n, list] of lists.entries()) {
         // The same array, changed in place after its span ended: the next span has its new items.
         if (n === 6) reasons.push('length');
         const span = tracer.start('chat qwen3-coder', SpanKind.CLIENT, ROOT_CONTEXT, undefined);
-        for (const [k, v] of list) span.setAttribute(k, v as never);
+        for (const [k, v] of Object.entries(list)) span.setAttribute(k, v as never);
         span.end();
         const spans = ended.splice(0);
         const expected = Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!);
