@@ -42,6 +42,7 @@
  * (fixtures.ts agentTurn) go to each in turn, the order rotating every round; printed: each one's CPU per request and its ratio to the base of
  * the same round (median over the rounds), judged against issue 28's "at most 5% more".
  */
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -134,6 +135,15 @@ const TARGET_SOURCE =
 
 /** Case ids of the open-stream probes (run after the timed cases, on fresh processes). */
 const PROBE_IDS = ['open-memory', 'event-loop'] as const;
+/**
+ * Requests per slice of the A/B cases: 0.2-0.4 s each on the 2-core box (quiet), and never a
+ * single wave of the closed loop (a slice of 250 ms held only the 8 first agent turns under load).
+ */
+const AB_SLICE_REQUESTS: Record<string, number> = {
+  'tools-stream8-c32': 384,
+  'tools-stream500-c32': 128,
+  'agent-turn-c8': 48,
+};
 /** Case ids of the A/B cases (their own toolproof processes, after the timed cases). */
 const AB_IDS = ['ab-capture', 'ab-tracing'] as const;
 
@@ -158,8 +168,10 @@ interface Options {
   nodeFlags: string[];
   /** The A/B cases: palindromic cycles per workload (bench/lib/overhead-ab.ts). */
   abCycles: number;
-  /** The A/B cases: ms of load per slice. */
-  abSliceMs: number;
+  /** The A/B cases: seconds of measured cycles per workload, at most. */
+  abBudgetS: number;
+  /** The A/B cases: toolproof on one core, the load generator and upstream on the others. */
+  abPin: boolean;
   out: string;
 }
 
@@ -177,7 +189,8 @@ function parseArgs(argv: string[]): Options {
     openStreams: true,
     nodeFlags: [],
     abCycles: 0,
-    abSliceMs: 250,
+    abBudgetS: 0,
+    abPin: false,
     out: join(ROOT, 'bench/results/proxy.json'),
   };
   let roundsGiven = false;
@@ -198,8 +211,9 @@ function parseArgs(argv: string[]): Options {
       roundsGiven = true;
     } else if (key === '--ab-cycles' && value && /^\d+$/.test(value) && Number(value) > 1)
       opts.abCycles = Number(value);
-    else if (key === '--ab-slice-ms' && value && /^\d+$/.test(value) && Number(value) >= 50)
-      opts.abSliceMs = Number(value);
+    else if (key === '--ab-pin') opts.abPin = true;
+    else if (key === '--ab-budget' && value && /^\d+$/.test(value) && Number(value) > 0)
+      opts.abBudgetS = Number(value);
     else if (key === '--cases' && value) opts.cases = new Set(value.split(',').map((s) => s.trim()));
     else if (key === '--server' && (value === 'build' || value === 'dist' || value === 'tsx'))
       opts.server = value;
@@ -216,7 +230,8 @@ function parseArgs(argv: string[]): Options {
     } else throw new Error(`unknown option ${arg} (try --help)`);
   }
   if (opts.quick && !roundsGiven) opts.rounds = 3;
-  if (opts.abCycles === 0) opts.abCycles = opts.quick ? 12 : 40;
+  if (opts.abCycles === 0) opts.abCycles = opts.quick ? 12 : 60;
+  if (opts.abBudgetS === 0) opts.abBudgetS = opts.quick ? 25 : 90;
   return opts;
 }
 
@@ -992,6 +1007,8 @@ async function measureAbCases(
   abs: ReadonlySet<string>,
   opts: Options,
   launch: (env: NodeJS.ProcessEnv) => Promise<Launched>,
+  /** The load generator (this process) and the fake upstream: kept off toolproof's core with --ab-pin. */
+  drivers: readonly number[],
   log: (s: string) => void,
 ): Promise<AbResult[]> {
   const noOtel: NodeJS.ProcessEnv = {};
@@ -1045,11 +1062,19 @@ async function measureAbCases(
       variants.push({ name: spec.name, pool: new Pool(l.origin, POOL_OPTIONS), pids: l.pids });
       log(`A/B: toolproof (${spec.name}) pid ${l.child.pid} on ${l.origin}`);
     }
+    const n = cpus().length;
+    if (opts.abPin && n >= 2) {
+      // toolproof's processes (one measured at a time) on the last core, the load generator and
+      // the fake upstream on the others: they no longer take turns on toolproof's core.
+      for (const v of variants) for (const pid of v.pids) pin(pid, String(n - 1));
+      for (const pid of drivers) pin(pid, `0-${n - 2}`);
+      log(`A/B: toolproof pinned to core ${n - 1}, the load generator and upstream to 0-${n - 2}`);
+    }
     // The temporary BENCH_AB_LEGACY=1: the method before (rounds of 1.5 s rotating, judged by the
     // median of the per-round ratios of /proc/<pid>/stat ticks), for comparing the two.
     const legacy = process.env.BENCH_AB_LEGACY === '1';
     const cycles = legacy ? Math.max(opts.rounds, opts.quick ? 4 : 8) : opts.abCycles;
-    const sliceMs = legacy ? (opts.quick ? 800 : 1500) : opts.abSliceMs;
+    const sliceMs = opts.quick ? 800 : 1500;
     for (const c of workloads) {
       for (const v of variants) {
         const p = await probe(v.pool, c.body);
@@ -1074,9 +1099,15 @@ async function measureAbCases(
           body: c.body,
           stream: c.stream,
           concurrency: c.concurrency,
-          sliceMs,
+          ...(legacy
+            ? { sliceMs }
+            : {
+                sliceRequests: AB_SLICE_REQUESTS[c.id] ?? 8 * c.concurrency,
+                budgetMs: opts.abBudgetS * 1000,
+                minCycles: 6,
+                burnInCycles: 3,
+              }),
           warmupMs: opts.quick ? 2000 : legacy ? 4000 : 3000,
-          burnInCycles: legacy ? 0 : opts.quick ? 2 : 4,
         },
         cycles,
         legacy ? (n, r) => Array.from({ length: n }, (_, i) => (i + r) % n) : undefined,
@@ -1096,8 +1127,14 @@ async function measureAbCases(
   } finally {
     await Promise.all(variants.map((v) => v.pool.close()));
     sink.close();
+    if (opts.abPin) for (const pid of drivers) pin(pid, `0-${cpus().length - 1}`);
   }
   return out;
+}
+
+/** Sets the CPU affinity of every thread of `pid` (taskset). */
+function pin(pid: number, cpuList: string): void {
+  execFileSync('taskset', ['-a', '-p', '-c', cpuList, String(pid)], { stdio: 'ignore' });
 }
 
 function abRows(results: readonly AbResult[]): {
@@ -1135,7 +1172,9 @@ function abRows(results: readonly AbResult[]): {
         if (result === 'FAIL') fails.add(key);
       }
       rows.push([
-        i === 0 ? `${r.workload} (${r.cycles} cycles of ${r.sliceMs} ms slices)` : '',
+        i === 0
+          ? `${r.workload} (${r.cycles} cycles of ${r.sliceRequests ? `${r.sliceRequests} requests` : `${r.sliceMs} ms`} a slice)`
+          : '',
         v.name,
         fmtUs(v.pooledUs),
         i === 0 ? 'base' : `${v.ratio.toFixed(3)}x [${v.ci[0].toFixed(3)}, ${v.ci[1].toFixed(3)}]`,
@@ -1433,7 +1472,13 @@ async function main(): Promise<number> {
     if (abs.size > 0) {
       log('');
       abResults.push(
-        ...(await measureAbCases(abs, opts, (env) => launchToolproof(false, undefined, env), log)),
+        ...(await measureAbCases(
+          abs,
+          opts,
+          (env) => launchToolproof(false, undefined, env),
+          [process.pid, upstream.pid],
+          log,
+        )),
       );
     }
     if (probes.size > 0 && !opts.directOnly) {

@@ -34,8 +34,16 @@ export interface AbWorkload {
   body: Buffer;
   stream: boolean;
   concurrency: number;
-  /** One slice of load on one variant. */
-  sliceMs: number;
+  /**
+   * One slice of load on one variant: this many requests (every variant serves the same count,
+   * whatever the machine's load; a slice of a fixed time held 8 agent turns on a loaded box)...
+   */
+  sliceRequests?: number;
+  /** ...or this many ms (the method before; BENCH_AB_LEGACY). */
+  sliceMs?: number;
+  /** Stop starting cycles once the measured ones have run this long (at least minCycles). */
+  budgetMs?: number;
+  minCycles?: number;
   /** Load on each variant before the measured cycles. */
   warmupMs: number;
   /**
@@ -85,7 +93,11 @@ export interface AbResult {
   workload: string;
   title: string;
   cycles: number;
-  sliceMs: number;
+  /** Requests per slice (or, for the method before, sliceMs). */
+  sliceRequests?: number;
+  sliceMs?: number;
+  /** ms the measured cycles took. */
+  measuredMs: number;
   /** The first variant is the base every ratio is against. */
   variants: AbVariantResult[];
   slices: AbSlice[];
@@ -98,10 +110,14 @@ export function median(xs: readonly number[]): number {
   return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
-/** The order of the variants in cycle `c`: a palindrome, reversed every other cycle. */
+/**
+ * The order of the variants in cycle `c`: a palindrome (each variant's mean position is the
+ * cycle's middle, so a drift that is linear over a cycle hits all alike) of the variants rotated
+ * by `c`, so that over `variants` cycles each one is as often at the edges, next to itself in the
+ * middle and after each other one.
+ */
 export function cycleOrder(variants: number, c: number): number[] {
-  const up = Array.from({ length: variants }, (_, i) => i);
-  const half = c % 2 === 0 ? up : [...up].reverse();
+  const half = Array.from({ length: variants }, (_, i) => (i + c) % variants);
   return [...half, ...[...half].reverse()];
 }
 
@@ -210,19 +226,23 @@ const groupTicks = (pids: readonly number[]) => {
   return c.user + c.sys;
 };
 
-/** Measures `variants` (the first is the base) on one workload, `cycles` palindromic cycles. */
+/**
+ * Measures `variants` (the first is the base) on one workload: `cycles` palindromic cycles, or
+ * fewer when `w.budgetMs` runs out first (never fewer than `w.minCycles`).
+ */
 export async function measureAb(
   variants: readonly AbVariant[],
   w: AbWorkload,
   cycles: number,
   order: (variants: number, cycle: number) => number[] = cycleOrder,
 ): Promise<AbResult> {
-  const load = (v: AbVariant, durationMs: number) =>
-    runLoad({ pool: v.pool, body: w.body, stream: w.stream, concurrency: w.concurrency, durationMs });
-  for (const v of variants) await load(v, w.warmupMs);
+  const run = (v: AbVariant, bound: { durationMs: number } | { requests: number }) =>
+    runLoad({ pool: v.pool, body: w.body, stream: w.stream, concurrency: w.concurrency, ...bound });
+  const slice = (v: AbVariant) =>
+    run(v, w.sliceRequests !== undefined ? { requests: w.sliceRequests } : { durationMs: w.sliceMs ?? 1000 });
+  for (const v of variants) await run(v, { durationMs: w.warmupMs });
   const n = variants.length;
-  for (let c = 0; c < (w.burnInCycles ?? 0); c++)
-    for (const i of order(n, c)) await load(variants[i]!, w.sliceMs);
+  for (let c = 0; c < (w.burnInCycles ?? 0); c++) for (const i of order(n, c)) await slice(variants[i]!);
   // Per variant: the CPU reading at the start of each of its cycles (its first slice in it).
   const marks = variants.map(() => [] as number[]);
   const perCycle = variants.map(() => [] as CycleCost[]);
@@ -233,7 +253,10 @@ export async function measureAb(
   }));
   const slices: AbSlice[] = [];
   const t0 = performance.now();
+  let done = 0;
   for (let c = 0; c < cycles; c++) {
+    if (w.budgetMs !== undefined && c >= (w.minCycles ?? 2) && performance.now() - t0 > w.budgetMs) break;
+    done++;
     const served = new Array<number>(n).fill(0);
     for (const i of order(n, c)) {
       const v = variants[i]!;
@@ -242,7 +265,7 @@ export async function measureAb(
       const ticksBefore = groupTicks(v.pids);
       const machineBefore = machineTicks();
       const start = performance.now();
-      const res = await load(v, w.sliceMs);
+      const res = await slice(v);
       const wallMs = performance.now() - start;
       slices.push({
         cycle: c,
@@ -262,18 +285,20 @@ export async function measureAb(
     }
     for (let i = 0; i < n; i++) perCycle[i]!.push({ cpu: Number.NaN, requests: served[i]! });
   }
+  const measuredMs = performance.now() - t0;
   // Let what the last slices left (collections, a batch export) finish before the last reading.
   await new Promise((r) => setTimeout(r, 300));
   for (let i = 0; i < n; i++) {
     const m = [...marks[i]!, groupCpuNs(variants[i]!.pids)];
-    for (let c = 0; c < cycles; c++) perCycle[i]![c]!.cpu = m[c + 1]! - m[c]!;
+    for (let c = 0; c < done; c++) perCycle[i]![c]!.cpu = m[c + 1]! - m[c]!;
   }
   const base = perCycle[0]!;
   return {
     workload: w.id,
     title: w.title,
-    cycles,
-    sliceMs: w.sliceMs,
+    cycles: done,
+    ...(w.sliceRequests !== undefined ? { sliceRequests: w.sliceRequests } : { sliceMs: w.sliceMs }),
+    measuredMs,
     variants: variants.map((v, i) => {
       const own = perCycle[i]!;
       const us = own.map((x) => x.cpu / 1000 / Math.max(1, x.requests));

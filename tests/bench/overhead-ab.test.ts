@@ -30,18 +30,26 @@ function cycles(n: number, ratio: number, noise: number, seed = 7): { base: Cycl
 }
 
 describe('cycleOrder', () => {
-  it('is a palindrome of every variant, reversed every other cycle', () => {
+  it('is a palindrome of every variant, rotated every cycle', () => {
     expect(cycleOrder(3, 0)).toEqual([0, 1, 2, 2, 1, 0]);
-    expect(cycleOrder(3, 1)).toEqual([2, 1, 0, 0, 1, 2]);
-    expect(cycleOrder(2, 0)).toEqual([0, 1, 1, 0]);
-    // Each variant's mean position is the cycle's middle: a linear drift hits all alike.
-    for (const c of [0, 1]) {
+    expect(cycleOrder(3, 1)).toEqual([1, 2, 0, 0, 2, 1]);
+    expect(cycleOrder(3, 2)).toEqual([2, 0, 1, 1, 0, 2]);
+    expect(cycleOrder(2, 1)).toEqual([1, 0, 0, 1]);
+  });
+
+  it("puts each variant's mean position in the cycle's middle, and balances who is doubled", () => {
+    const doubled = [0, 0, 0];
+    for (let c = 0; c < 3; c++) {
       const order = cycleOrder(3, c);
       for (let v = 0; v < 3; v++) {
         const at = order.flatMap((x, i) => (x === v ? [i] : []));
         expect((at[0]! + at[1]!) / 2).toBe(2.5);
       }
+      doubled[order[2]!]!++;
+      // No variant runs twice in a row across the boundary to the next cycle.
+      expect(order[5]).not.toBe(cycleOrder(3, c + 1)[0]);
     }
+    expect(doubled).toEqual([1, 1, 1]);
   });
 });
 
