@@ -39,10 +39,14 @@
  * their own toolproof processes that differ in one setting: capture off and tracing off (the
  * base), the capture ring on (the default 10 MB), tracing on (OTLP/HTTP to a sink in this
  * process, every request sampled). Short and long forced tool streams and a real agent turn
- * (fixtures.ts agentTurn) go to each in turn, the order rotating every round; printed: each one's CPU per request and its ratio to the base of
- * the same round (median over the rounds), judged against issue 28's "at most 5% more".
+ * (fixtures.ts agentTurn) go to each in turn, in palindromic cycles of slices of a fixed request
+ * count (bench/lib/overhead-ab.ts); printed: each one's CPU per request (all its CPU over all its
+ * requests) and its ratio to the base with a 95% bootstrap interval over the cycles, judged
+ * against issue 28's "at most 5% more": PASS when the interval is under it, FAIL when above,
+ * inconclusive when it straddles it (not met either).
+ *   --ab-cycles=N        at most N measured cycles per workload (default 60, --quick 12)
+ *   --ab-budget=S        stop starting cycles after S seconds per workload (default 90, --quick 25)
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -170,8 +174,7 @@ interface Options {
   abCycles: number;
   /** The A/B cases: seconds of measured cycles per workload, at most. */
   abBudgetS: number;
-  /** The A/B cases: toolproof on one core, the load generator and upstream on the others. */
-  abPin: boolean;
+
   out: string;
 }
 
@@ -190,7 +193,6 @@ function parseArgs(argv: string[]): Options {
     nodeFlags: [],
     abCycles: 0,
     abBudgetS: 0,
-    abPin: false,
     out: join(ROOT, 'bench/results/proxy.json'),
   };
   let roundsGiven = false;
@@ -211,7 +213,6 @@ function parseArgs(argv: string[]): Options {
       roundsGiven = true;
     } else if (key === '--ab-cycles' && value && /^\d+$/.test(value) && Number(value) > 1)
       opts.abCycles = Number(value);
-    else if (key === '--ab-pin') opts.abPin = true;
     else if (key === '--ab-budget' && value && /^\d+$/.test(value) && Number(value) > 0)
       opts.abBudgetS = Number(value);
     else if (key === '--cases' && value) opts.cases = new Set(value.split(',').map((s) => s.trim()));
@@ -1007,8 +1008,6 @@ async function measureAbCases(
   abs: ReadonlySet<string>,
   opts: Options,
   launch: (env: NodeJS.ProcessEnv) => Promise<Launched>,
-  /** The load generator (this process) and the fake upstream: kept off toolproof's core with --ab-pin. */
-  drivers: readonly number[],
   log: (s: string) => void,
 ): Promise<AbResult[]> {
   const noOtel: NodeJS.ProcessEnv = {};
@@ -1061,14 +1060,6 @@ async function measureAbCases(
       const l = await launch(spec.env);
       variants.push({ name: spec.name, pool: new Pool(l.origin, POOL_OPTIONS), pids: l.pids });
       log(`A/B: toolproof (${spec.name}) pid ${l.child.pid} on ${l.origin}`);
-    }
-    const n = cpus().length;
-    if (opts.abPin && n >= 2) {
-      // toolproof's processes (one measured at a time) on the last core, the load generator and
-      // the fake upstream on the others: they no longer take turns on toolproof's core.
-      for (const v of variants) for (const pid of v.pids) pin(pid, String(n - 1));
-      for (const pid of drivers) pin(pid, `0-${n - 2}`);
-      log(`A/B: toolproof pinned to core ${n - 1}, the load generator and upstream to 0-${n - 2}`);
     }
     // The temporary BENCH_AB_LEGACY=1: the method before (rounds of 1.5 s rotating, judged by the
     // median of the per-round ratios of /proc/<pid>/stat ticks), for comparing the two.
@@ -1127,15 +1118,10 @@ async function measureAbCases(
   } finally {
     await Promise.all(variants.map((v) => v.pool.close()));
     sink.close();
-    if (opts.abPin) for (const pid of drivers) pin(pid, `0-${cpus().length - 1}`);
   }
   return out;
 }
 
-/** Sets the CPU affinity of every thread of `pid` (taskset). */
-function pin(pid: number, cpuList: string): void {
-  execFileSync('taskset', ['-a', '-p', '-c', cpuList, String(pid)], { stdio: 'ignore' });
-}
 
 function abRows(results: readonly AbResult[]): {
   rows: string[][];
@@ -1472,13 +1458,7 @@ async function main(): Promise<number> {
     if (abs.size > 0) {
       log('');
       abResults.push(
-        ...(await measureAbCases(
-          abs,
-          opts,
-          (env) => launchToolproof(false, undefined, env),
-          [process.pid, upstream.pid],
-          log,
-        )),
+        ...(await measureAbCases(abs, opts, (env) => launchToolproof(false, undefined, env), log)),
       );
     }
     if (probes.size > 0 && !opts.directOnly) {
