@@ -1122,7 +1122,6 @@ async function measureAbCases(
   return out;
 }
 
-
 function abRows(results: readonly AbResult[]): {
   rows: string[][];
   checks: Record<string, boolean>;
