@@ -140,13 +140,14 @@ const TARGET_SOURCE =
 /** Case ids of the open-stream probes (run after the timed cases, on fresh processes). */
 const PROBE_IDS = ['open-memory', 'event-loop'] as const;
 /**
- * Requests per slice of the A/B cases: 0.2-0.4 s each on the 2-core box (quiet), and never a
- * single wave of the closed loop (a slice of 250 ms held only the 8 first agent turns under load).
+ * Requests per slice of the A/B cases: about 0.1 s each on the 2-core box when quiet, several
+ * waves of the closed loop (a slice of 250 ms held only the 8 first agent turns under load), and
+ * short enough for tens of cycles in the budget at load 14 (128 long streams a slice gave 6).
  */
 const AB_SLICE_REQUESTS: Record<string, number> = {
-  'tools-stream8-c32': 384,
-  'tools-stream500-c32': 128,
-  'agent-turn-c8': 48,
+  'tools-stream8-c32': 256,
+  'tools-stream500-c32': 64,
+  'agent-turn-c8': 32,
 };
 /** Case ids of the A/B cases (their own toolproof processes, after the timed cases). */
 const AB_IDS = ['ab-capture', 'ab-tracing'] as const;
