@@ -1062,11 +1062,6 @@ async function measureAbCases(
       variants.push({ name: spec.name, pool: new Pool(l.origin, POOL_OPTIONS), pids: l.pids });
       log(`A/B: toolproof (${spec.name}) pid ${l.child.pid} on ${l.origin}`);
     }
-    // The temporary BENCH_AB_LEGACY=1: the method before (rounds of 1.5 s rotating, judged by the
-    // median of the per-round ratios of /proc/<pid>/stat ticks), for comparing the two.
-    const legacy = process.env.BENCH_AB_LEGACY === '1';
-    const cycles = legacy ? Math.max(opts.rounds, opts.quick ? 4 : 8) : opts.abCycles;
-    const sliceMs = opts.quick ? 800 : 1500;
     for (const c of workloads) {
       for (const v of variants) {
         const p = await probe(v.pool, c.body);
@@ -1091,18 +1086,13 @@ async function measureAbCases(
           body: c.body,
           stream: c.stream,
           concurrency: c.concurrency,
-          ...(legacy
-            ? { sliceMs }
-            : {
-                sliceRequests: AB_SLICE_REQUESTS[c.id] ?? 8 * c.concurrency,
-                budgetMs: opts.abBudgetS * 1000,
-                minCycles: 6,
-                burnInCycles: 3,
-              }),
-          warmupMs: opts.quick ? 2000 : legacy ? 4000 : 3000,
+          sliceRequests: AB_SLICE_REQUESTS[c.id] ?? 8 * c.concurrency,
+          budgetMs: opts.abBudgetS * 1000,
+          minCycles: 6,
+          burnInCycles: 3,
+          warmupMs: opts.quick ? 2000 : 3000,
         },
-        cycles,
-        legacy ? (n, r) => Array.from({ length: n }, (_, i) => (i + r) % n) : undefined,
+        opts.abCycles,
       );
       out.push(r);
       log(
@@ -1158,9 +1148,7 @@ function abRows(results: readonly AbResult[]): {
         if (result === 'FAIL') fails.add(key);
       }
       rows.push([
-        i === 0
-          ? `${r.workload} (${r.cycles} cycles of ${r.sliceRequests ? `${r.sliceRequests} requests` : `${r.sliceMs} ms`} a slice)`
-          : '',
+        i === 0 ? `${r.workload} (${r.cycles} cycles, ${r.sliceRequests} requests a slice)` : '',
         v.name,
         fmtUs(v.pooledUs),
         i === 0 ? 'base' : `${v.ratio.toFixed(3)}x [${v.ci[0].toFixed(3)}, ${v.ci[1].toFixed(3)}]`,

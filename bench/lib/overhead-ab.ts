@@ -18,7 +18,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Pool } from 'undici';
 import { runLoad } from './load.js';
-import { CLK_TCK, groupCpuSplit, machineTicks } from './procs.js';
+import { groupCpuSplit, machineTicks } from './procs.js';
 
 export interface AbVariant {
   /** e.g. 'capture off', 'capture on'. */
@@ -36,11 +36,9 @@ export interface AbWorkload {
   concurrency: number;
   /**
    * One slice of load on one variant: this many requests (every variant serves the same count,
-   * whatever the machine's load; a slice of a fixed time held 8 agent turns on a loaded box)...
+   * whatever the machine's load; a slice of a fixed time held 8 agent turns on a loaded box).
    */
-  sliceRequests?: number;
-  /** ...or this many ms (the method before; BENCH_AB_LEGACY). */
-  sliceMs?: number;
+  sliceRequests: number;
   /** Stop starting cycles once the measured ones have run this long (at least minCycles). */
   budgetMs?: number;
   minCycles?: number;
@@ -93,9 +91,7 @@ export interface AbResult {
   workload: string;
   title: string;
   cycles: number;
-  /** Requests per slice (or, for the method before, sliceMs). */
-  sliceRequests?: number;
-  sliceMs?: number;
+  sliceRequests: number;
   /** ms the measured cycles took. */
   measuredMs: number;
   /** The first variant is the base every ratio is against. */
@@ -234,15 +230,13 @@ export async function measureAb(
   variants: readonly AbVariant[],
   w: AbWorkload,
   cycles: number,
-  order: (variants: number, cycle: number) => number[] = cycleOrder,
 ): Promise<AbResult> {
   const run = (v: AbVariant, bound: { durationMs: number } | { requests: number }) =>
     runLoad({ pool: v.pool, body: w.body, stream: w.stream, concurrency: w.concurrency, ...bound });
-  const slice = (v: AbVariant) =>
-    run(v, w.sliceRequests !== undefined ? { requests: w.sliceRequests } : { durationMs: w.sliceMs ?? 1000 });
+  const slice = (v: AbVariant) => run(v, { requests: w.sliceRequests });
   for (const v of variants) await run(v, { durationMs: w.warmupMs });
   const n = variants.length;
-  for (let c = 0; c < (w.burnInCycles ?? 0); c++) for (const i of order(n, c)) await slice(variants[i]!);
+  for (let c = 0; c < (w.burnInCycles ?? 0); c++) for (const i of cycleOrder(n, c)) await slice(variants[i]!);
   // Per variant: the CPU reading at the start of each of its cycles (its first slice in it).
   const marks = variants.map(() => [] as number[]);
   const perCycle = variants.map(() => [] as CycleCost[]);
@@ -258,7 +252,7 @@ export async function measureAb(
     if (w.budgetMs !== undefined && c >= (w.minCycles ?? 2) && performance.now() - t0 > w.budgetMs) break;
     done++;
     const served = new Array<number>(n).fill(0);
-    for (const i of order(n, c)) {
+    for (const i of cycleOrder(n, c)) {
       const v = variants[i]!;
       const before = groupCpuNs(v.pids);
       if (marks[i]!.length === c) marks[i]!.push(before);
@@ -297,7 +291,7 @@ export async function measureAb(
     workload: w.id,
     title: w.title,
     cycles: done,
-    ...(w.sliceRequests !== undefined ? { sliceRequests: w.sliceRequests } : { sliceMs: w.sliceMs }),
+    sliceRequests: w.sliceRequests,
     measuredMs,
     variants: variants.map((v, i) => {
       const own = perCycle[i]!;
@@ -321,6 +315,3 @@ export async function measureAb(
     slices,
   };
 }
-
-/** The clock ticks of a slice in µs (for comparing the two CPU readings). */
-export const ticksToUs = (ticks: number) => (ticks / CLK_TCK) * 1e6;
