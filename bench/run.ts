@@ -45,7 +45,7 @@
  * against issue 28's "at most 5% more": PASS when the interval is under it, FAIL when above,
  * inconclusive when it straddles it (not met either).
  *   --ab-cycles=N        at most N measured cycles per workload (default 60, --quick 12)
- *   --ab-budget=S        stop starting cycles after S seconds per workload (default 90, --quick 25)
+ *   --ab-budget=S        stop starting cycles after S seconds per workload (default 75, --quick 25)
  */
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -233,7 +233,7 @@ function parseArgs(argv: string[]): Options {
   }
   if (opts.quick && !roundsGiven) opts.rounds = 3;
   if (opts.abCycles === 0) opts.abCycles = opts.quick ? 12 : 60;
-  if (opts.abBudgetS === 0) opts.abBudgetS = opts.quick ? 25 : 90;
+  if (opts.abBudgetS === 0) opts.abBudgetS = opts.quick ? 25 : 75;
   return opts;
 }
 
