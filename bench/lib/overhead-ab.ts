@@ -1,15 +1,24 @@
 /**
  * What a feature costs toolproof per request, A against B in one run: toolproof processes that
  * differ only in one setting (the capture ring on or off, tracing on or off), the same requests
- * sent to each in turn, the order rotating every round, and each process's own CPU time
- * (/proc/<pid>/stat) per request. Each round gives a ratio per variant against the base measured
- * in the same round; the report is the median of those ratios (and of the µs per request), so
- * the drift of a shared machine hits both sides of every ratio alike and one disturbed round
- * does not move the figure.
+ * sent to each in turn, and each process's own CPU time (user + sys of all its threads) per
+ * request.
+ *
+ * The method (bench/README.md, "How the A/B is judged"): many short slices of load in cycles
+ * whose order is a palindrome (0 1 2 2 1 0, the next cycle 2 1 0 0 1 2), so a drift of the shared
+ * machine within a cycle falls on every variant alike; each process's CPU is read to the
+ * nanosecond from /proc/<pid>/task/<tid>/schedstat (the tick counts of /proc/<pid>/stat are 10 ms
+ * steps) and counted from the start of its slice to the start of its next one, so work it does
+ * after its slice (a collection, a timer's export) is its own. The figure is the pooled ratio
+ * (all of a variant's CPU over all its requests, against the base's), with a 95% bootstrap
+ * interval over the cycles (paired: a resampled cycle brings every variant's slices of that
+ * cycle); the verdict is PASS only when the whole interval is under the target, FAIL when it is
+ * all above, and inconclusive when it straddles it.
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import type { Pool } from 'undici';
 import { runLoad } from './load.js';
-import { CLK_TCK, groupCpuSplit } from './procs.js';
+import { groupCpuSplit, machineTicks } from './procs.js';
 
 export interface AbVariant {
   /** e.g. 'capture off', 'capture on'. */
@@ -25,20 +34,54 @@ export interface AbWorkload {
   body: Buffer;
   stream: boolean;
   concurrency: number;
-  durationMs: number;
+  /**
+   * One slice of load on one variant: this many requests (every variant serves the same count,
+   * whatever the machine's load; a slice of a fixed time held 8 agent turns on a loaded box).
+   */
+  sliceRequests: number;
+  /** Stop starting cycles once the measured ones have run this long (at least minCycles). */
+  budgetMs?: number;
+  minCycles?: number;
+  /** Load on each variant before the measured cycles. */
   warmupMs: number;
+  /**
+   * Cycles run as the measured ones are, after the warm-up, and not counted: the processes' JIT
+   * and heaps settle (the first measured cycles of a fresh process cost up to 2-4x the later ones).
+   */
+  burnInCycles?: number;
+}
+
+/** One slice of load on one variant (kept in the JSON, to judge where the spread comes from). */
+export interface AbSlice {
+  cycle: number;
+  variant: number;
+  /** ms since the first measured slice began. */
+  atMs: number;
+  wallMs: number;
+  requests: number;
+  errors: number;
+  /** The variant's CPU during the slice itself, ns (schedstat). */
+  cpuNs: number;
+  /** The same from /proc/<pid>/stat, clock ticks (1/CLK_TCK s). */
+  ticks: number;
+  /** Busy CPU of the whole machine during the slice, clock ticks (all processes, ours too). */
+  machineTicks: number;
 }
 
 export interface AbVariantResult {
   name: string;
-  /** CPU µs per request of each round, in round order. */
+  /** CPU µs per request of each cycle (slice start to next slice start), in cycle order. */
   cpuUsPerRequest: number[];
-  /** Median of the rounds. */
-  medianUs: number;
-  /** This variant / the base, per round (the base itself: all 1). */
+  /** All its CPU over all its requests, µs. */
+  pooledUs: number;
+  /** This variant / the base, per cycle (the base itself: all 1). */
   ratios: number[];
-  /** Median of the per-round ratios. */
+  /** Median of the per-cycle ratios (shown beside the pooled ratio; not judged). */
   medianRatio: number;
+  /** Pooled CPU per request / the base's: the figure judged. */
+  ratio: number;
+  /** 95% bootstrap interval of `ratio`, resampling cycles. */
+  ci: [number, number];
   requests: number;
   errors: number;
   firstError?: string;
@@ -47,9 +90,13 @@ export interface AbVariantResult {
 export interface AbResult {
   workload: string;
   title: string;
-  rounds: number;
+  cycles: number;
+  sliceRequests: number;
+  /** ms the measured cycles took. */
+  measuredMs: number;
   /** The first variant is the base every ratio is against. */
   variants: AbVariantResult[];
+  slices: AbSlice[];
 }
 
 export function median(xs: readonly number[]): number {
@@ -59,57 +106,212 @@ export function median(xs: readonly number[]): number {
   return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
-const cpuUs = (pids: readonly number[]) => {
+/**
+ * The order of the variants in cycle `c`: a palindrome (each variant's mean position is the
+ * cycle's middle, so a drift that is linear over a cycle hits all alike) of the variants rotated
+ * by `c`, so that over `variants` cycles each one is as often at the edges, next to itself in the
+ * middle and after each other one.
+ */
+export function cycleOrder(variants: number, c: number): number[] {
+  const half = Array.from({ length: variants }, (_, i) => (i + c) % variants);
+  return [...half, ...[...half].reverse()];
+}
+
+/** Per cycle: a variant's CPU (any unit) and the requests it served. */
+export interface CycleCost {
+  cpu: number;
+  requests: number;
+}
+
+/**
+ * The pooled ratio of `v` to `base` over the cycles `idx` (indices into both, repeats allowed):
+ * (sum of v's CPU / sum of v's requests) / (the same for base).
+ */
+export function pooledRatio(
+  v: readonly CycleCost[],
+  base: readonly CycleCost[],
+  idx: readonly number[] = v.map((_, i) => i),
+): number {
+  let vc = 0;
+  let vr = 0;
+  let bc = 0;
+  let br = 0;
+  for (const i of idx) {
+    vc += v[i]!.cpu;
+    vr += v[i]!.requests;
+    bc += base[i]!.cpu;
+    br += base[i]!.requests;
+  }
+  return vc / vr / (bc / br);
+}
+
+/** mulberry32: a small seeded generator, so one set of cycles always gives one interval. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Nearest-rank quantile of an ascending array (q in 0..1). */
+function quantile(sorted: readonly number[], q: number): number {
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[i]!;
+}
+
+/**
+ * Percentile bootstrap interval of pooledRatio(v, base): cycles resampled with replacement,
+ * each resample taking the same cycles from both (the pairing), `resamples` times.
+ */
+export function bootstrapRatioCi(
+  v: readonly CycleCost[],
+  base: readonly CycleCost[],
+  { level = 0.95, resamples = 4000, seed = 1 } = {},
+): [number, number] {
+  const n = v.length;
+  if (n === 0 || base.length !== n) return [Number.NaN, Number.NaN];
+  const rand = seededRandom(seed);
+  const idx = new Array<number>(n);
+  const out: number[] = [];
+  for (let b = 0; b < resamples; b++) {
+    for (let i = 0; i < n; i++) idx[i] = Math.floor(rand() * n);
+    out.push(pooledRatio(v, base, idx));
+  }
+  out.sort((a, b) => a - b);
+  const tail = (1 - level) / 2;
+  return [quantile(out, tail), quantile(out, 1 - tail)];
+}
+
+export type AbVerdict = 'PASS' | 'FAIL' | 'inconclusive';
+
+/** PASS when the whole interval is at or under the target, FAIL when all of it is above. */
+export function abVerdict(ci: readonly [number, number], target: number): AbVerdict {
+  if (ci[1] <= target) return 'PASS';
+  if (ci[0] > target) return 'FAIL';
+  return 'inconclusive';
+}
+
+/** Run time of every thread of `pids`, ns (schedstat's first field, summed over /proc/<pid>/task). */
+export function groupCpuNs(pids: readonly number[]): number {
+  let ns = 0;
+  for (const pid of pids) {
+    let tids: string[];
+    try {
+      tids = readdirSync(`/proc/${pid}/task`);
+    } catch {
+      continue; // exited
+    }
+    for (const tid of tids) {
+      try {
+        const s = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8');
+        ns += Number(s.slice(0, s.indexOf(' ')));
+      } catch {
+        // the thread ended meanwhile
+      }
+    }
+  }
+  return ns;
+}
+
+const groupTicks = (pids: readonly number[]) => {
   const c = groupCpuSplit(pids);
-  return ((c.user + c.sys) / CLK_TCK) * 1e6;
+  return c.user + c.sys;
 };
 
-/** Measures `variants` (the first is the base) on one workload, `rounds` interleaved rounds. */
+/**
+ * Measures `variants` (the first is the base) on one workload: `cycles` palindromic cycles, or
+ * fewer when `w.budgetMs` runs out first (never fewer than `w.minCycles`).
+ */
 export async function measureAb(
   variants: readonly AbVariant[],
   w: AbWorkload,
-  rounds: number,
+  cycles: number,
 ): Promise<AbResult> {
-  const load = (v: AbVariant, durationMs: number) =>
-    runLoad({ pool: v.pool, body: w.body, stream: w.stream, concurrency: w.concurrency, durationMs });
-  for (const v of variants) await load(v, w.warmupMs);
-  const perRound = variants.map(() => [] as number[]);
+  const run = (v: AbVariant, bound: { durationMs: number } | { requests: number }) =>
+    runLoad({ pool: v.pool, body: w.body, stream: w.stream, concurrency: w.concurrency, ...bound });
+  const slice = (v: AbVariant) => run(v, { requests: w.sliceRequests });
+  for (const v of variants) await run(v, { durationMs: w.warmupMs });
+  const n = variants.length;
+  for (let c = 0; c < (w.burnInCycles ?? 0); c++) for (const i of cycleOrder(n, c)) await slice(variants[i]!);
+  // Per variant: the CPU reading at the start of each of its cycles (its first slice in it).
+  const marks = variants.map(() => [] as number[]);
+  const perCycle = variants.map(() => [] as CycleCost[]);
   const totals = variants.map(() => ({
     requests: 0,
     errors: 0,
     firstError: undefined as string | undefined,
   }));
-  for (let r = 0; r < rounds; r++) {
-    const order = variants.map((_, i) => (i + r) % variants.length);
-    for (const i of order) {
+  const slices: AbSlice[] = [];
+  const t0 = performance.now();
+  let done = 0;
+  for (let c = 0; c < cycles; c++) {
+    if (w.budgetMs !== undefined && c >= (w.minCycles ?? 2) && performance.now() - t0 > w.budgetMs) break;
+    done++;
+    const served = new Array<number>(n).fill(0);
+    for (const i of cycleOrder(n, c)) {
       const v = variants[i]!;
-      const before = cpuUs(v.pids);
-      const res = await load(v, w.durationMs);
-      const used = cpuUs(v.pids) - before;
-      perRound[i]!.push(used / Math.max(1, res.count - res.errors));
+      const before = groupCpuNs(v.pids);
+      if (marks[i]!.length === c) marks[i]!.push(before);
+      const ticksBefore = groupTicks(v.pids);
+      const machineBefore = machineTicks();
+      const start = performance.now();
+      const res = await slice(v);
+      const wallMs = performance.now() - start;
+      slices.push({
+        cycle: c,
+        variant: i,
+        atMs: start - t0,
+        wallMs,
+        requests: res.count - res.errors,
+        errors: res.errors,
+        cpuNs: groupCpuNs(v.pids) - before,
+        ticks: groupTicks(v.pids) - ticksBefore,
+        machineTicks: machineTicks() - machineBefore,
+      });
+      served[i]! += res.count - res.errors;
       totals[i]!.requests += res.count;
       totals[i]!.errors += res.errors;
       totals[i]!.firstError ??= res.firstError;
     }
+    for (let i = 0; i < n; i++) perCycle[i]!.push({ cpu: Number.NaN, requests: served[i]! });
   }
-  const base = perRound[0]!;
+  const measuredMs = performance.now() - t0;
+  // Let what the last slices left (collections, a batch export) finish before the last reading.
+  await new Promise((r) => setTimeout(r, 300));
+  for (let i = 0; i < n; i++) {
+    const m = [...marks[i]!, groupCpuNs(variants[i]!.pids)];
+    for (let c = 0; c < done; c++) perCycle[i]![c]!.cpu = m[c + 1]! - m[c]!;
+  }
+  const base = perCycle[0]!;
   return {
     workload: w.id,
     title: w.title,
-    rounds,
+    cycles: done,
+    sliceRequests: w.sliceRequests,
+    measuredMs,
     variants: variants.map((v, i) => {
-      const ratios = perRound[i]!.map((x, r) => x / base[r]!);
+      const own = perCycle[i]!;
+      const us = own.map((x) => x.cpu / 1000 / Math.max(1, x.requests));
+      const ratios = us.map((x, c) => x / (base[c]!.cpu / 1000 / Math.max(1, base[c]!.requests)));
       const t = totals[i]!;
+      const requests = own.reduce((a, x) => a + x.requests, 0);
       return {
         name: v.name,
-        cpuUsPerRequest: perRound[i]!,
-        medianUs: median(perRound[i]!),
+        cpuUsPerRequest: us,
+        pooledUs: own.reduce((a, x) => a + x.cpu, 0) / 1000 / Math.max(1, requests),
         ratios,
         medianRatio: median(ratios),
+        ratio: pooledRatio(own, base),
+        ci: i === 0 ? [1, 1] : bootstrapRatioCi(own, base),
         requests: t.requests,
         errors: t.errors,
         ...(t.firstError ? { firstError: t.firstError } : {}),
       };
     }),
+    slices,
   };
 }
