@@ -350,8 +350,17 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Every client connection has ended by now: an upstream request still open belongs to no
     // one (an abandoned body), and a graceful pool close would wait for it forever.
     await upstreams.destroy();
-    // Every span has ended: export what is left before the process goes.
-    await tracing?.shutdown();
+    // Every span has ended: export what is left before the process goes. A collector that is
+    // down or mute costs those spans, said in a line, never the shutdown (app.close() rejected,
+    // and the graceful shutdown exited 1 as 'shutdown failed').
+    await tracing
+      ?.shutdown()
+      .catch((err: unknown) =>
+        app.log.warn(
+          { err: { message: (err as Error)?.message ?? String(err) } },
+          'tracing: the spans still batched could not be exported at shutdown (is the OTLP collector up?)',
+        ),
+      );
   });
   return app as unknown as ToolproofApp;
 }

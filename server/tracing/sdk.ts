@@ -53,6 +53,7 @@ import { describeEffect, type PolicyEffect } from '../../policies/registry.js';
 import type { ChatCall } from '../chat/context.js';
 import { callUsage } from '../chat/pipeline.js';
 import { redactForLog } from '../log-redact.js';
+import { ownString } from '../../protocol/own-string.js';
 import type { UpstreamResponse } from '../upstream.js';
 import {
   completionMessages,
@@ -65,6 +66,18 @@ import {
 import { type LeanLimits, type LeanSpan, LeanTracer, ParentContext } from './lean.js';
 import type { TracingSettings } from './settings.js';
 import type { EventValue, RequestSpan, TracedReport, Tracing } from './types.js';
+
+/**
+ * A name of the client's or the model's (a model, a tool, a user agent) as an attribute: at most
+ * 256 characters, a copy of its own when cut (a slice would hold the whole name, of any length,
+ * while the span waits in the export queue, and for good in Server's names).
+ */
+function cut256(s: string): string {
+  return s.length > 256 ? ownString(s.slice(0, 256)) : s;
+}
+
+/** The most finish reasons an attempt span keeps (one per choice: n is far below). */
+const MAX_FINISH_REASONS = 128;
 
 /** Routes that get no span: probes and scrapes would drown the requests in traces. */
 const UNTRACED = new Set(['/health', '/ready', '/metrics', '/api/hello']);
@@ -164,10 +177,10 @@ export async function createTracing(settings: TracingSettings): Promise<Tracing<
         span.setAttribute(ATTR_HTTP_REQUEST_METHOD, request.method);
         const url = request.url;
         const query = url.indexOf('?');
-        span.setAttribute(ATTR_URL_PATH, (query < 0 ? url : url.slice(0, query)).slice(0, 256));
+        span.setAttribute(ATTR_URL_PATH, cut256(query < 0 ? url : url.slice(0, query)));
         if (matched) span.setAttribute(ATTR_HTTP_ROUTE, route);
         const agent = request.headers['user-agent'];
-        if (typeof agent === 'string') span.setAttribute(ATTR_USER_AGENT_ORIGINAL, agent.slice(0, 256));
+        if (typeof agent === 'string') span.setAttribute(ATTR_USER_AGENT_ORIGINAL, cut256(agent));
       }
       return new ServerSpan(tracer, span, settings.captureContent);
     },
@@ -264,14 +277,14 @@ class ServerSpan implements RequestSpan<ChatCall> {
     const span = this.span;
     span.setAttribute(GEN_AI.operation, 'chat');
     span.setAttribute(GEN_AI.provider, PROVIDER);
-    span.setAttribute(GEN_AI.requestModel, typeof r.model === 'string' ? r.model.slice(0, 256) : '');
+    span.setAttribute(GEN_AI.requestModel, typeof r.model === 'string' ? cut256(r.model) : '');
     setRequestAttributes(span, r);
     span.setAttribute('toolproof.api', call.api);
-    span.setAttribute('toolproof.model', call.route.name);
+    span.setAttribute('toolproof.model', cut256(call.route.name));
     span.setAttribute('toolproof.upstream', call.route.client.label);
     span.setAttribute('toolproof.stream', r.stream === true);
     const conversation = call.forwardHeaders['x-conversation-id'];
-    if (conversation) span.setAttribute(GEN_AI.conversationId, conversation.slice(0, 256));
+    if (conversation) span.setAttribute(GEN_AI.conversationId, cut256(conversation));
     if (this.captureContent) span.setAttribute(GEN_AI.inputMessages, inputMessages(r));
   }
 
@@ -285,7 +298,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
     // Not sampled: the upstream is told so (the server span's context, flags 00), nothing is built.
     if (!this.recording) return this.propagate(this.span, headers);
     const upstreamModel = call.route.upstreamModel ?? request.model;
-    const model = typeof upstreamModel === 'string' ? upstreamModel.slice(0, 256) : '';
+    const model = typeof upstreamModel === 'string' ? cut256(upstreamModel) : '';
     const server = serverOf(call.route.client.origin);
     // A child of a sampled span is sampled (parent-based) or not (a ratio sampler): as for the
     // server span, its attributes are set once it is known to record.
@@ -354,7 +367,11 @@ class ServerSpan implements RequestSpan<ChatCall> {
 
   finishReason(reason: string): void {
     if (!this.attemptSpan) return;
-    (this.reasons ??= []).push(reason);
+    // The upstream's word, of any type and as often as it likes (on every chunk of a million):
+    // a string, cut, and at most one per choice a stream can carry.
+    const reasons = (this.reasons ??= []);
+    if (reasons.length < MAX_FINISH_REASONS)
+      reasons.push(typeof reason === 'string' ? cut256(reason) : String(reason).slice(0, 64));
   }
 
   attemptOutput(payloads: readonly string[]): void {
@@ -425,12 +442,12 @@ class ServerSpan implements RequestSpan<ChatCall> {
           this.span.addEvent('toolproof.leak', attributes);
           break;
         case 'validation-failed':
-          attributes['toolproof.tool'] = r.tool.slice(0, 256);
+          attributes['toolproof.tool'] = cut256(r.tool);
           attributes['toolproof.undeclared'] = r.undeclared;
           this.span.addEvent('toolproof.validation_failed', attributes);
           break;
         case 'schema-unenforced':
-          attributes['toolproof.tool'] = r.tool.slice(0, 256);
+          attributes['toolproof.tool'] = cut256(r.tool);
           attributes['toolproof.cause'] = r.cause;
           attributes['toolproof.reasons'] = r.reasons;
           this.span.addEvent('toolproof.schema_unenforced', attributes);

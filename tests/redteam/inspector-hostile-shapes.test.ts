@@ -1,9 +1,9 @@
 /**
- * The glass box (docs/inspect.md) against hostile shapes, through the real server on loopback
- * with capture on: names of any length that the client or the model picks (the model, a tool
- * name the model made up) must be kept by a record cut short and counted, never whole and
- * uncounted (the ring's budget is the capture's only bound on memory); the inspector's API
- * answers ids and queries that are not what it expects in its own error shape.
+ * The glass box (docs/inspect.md, docs/tracing.md) against hostile shapes, through the real
+ * server on loopback: names of any length that the client or the model picks (the model, a tool
+ * name the model made up) are kept by a capture record, and by a span, cut short into strings
+ * of their own, never whole or through a slice of the whole (the ring's budget and the span
+ * limits are the glass box's only bounds on memory).
  */
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -87,28 +87,30 @@ describe('names of any length in a capture record', () => {
   });
 });
 
-describe("what a record keeps beyond the ring's count", () => {
-  // A child process with --expose-gc (capture-hostile-probe.ts): a 1 MB ring with 1 KB cuts, 60
-  // requests whose model name is 200 KB and whose answer makes up a tool of a 200 KB name. Kept
-  // whole (the record's model, the harness summary's failures), or as a cut that holds its
-  // parent (a decision's reason, the model's metrics label), the heap grew 4-11 MB past the
-  // ring's 1 MB; cut and copied, it grows by about the ring.
-  it("hostile names grow the heap by about the ring's size, not by the names' size", async () => {
-    const probe = fileURLToPath(new URL('./capture-hostile-probe.ts', import.meta.url));
+describe('what the glass box keeps beyond its own counts', () => {
+  // A child process with --expose-gc (hostile-names-probe.ts), 40 requests whose model name and
+  // prompt are 200 KB and whose answer makes up a tool of a 200 KB name, three ways in turn:
+  // - capture: a 1 MB ring with 1 KB cuts. Names kept whole (the record's model, the harness
+  //   summary's failures) or through a cut that holds its parent (a decision's reason, the
+  //   model's metrics label) grew the heap 6-10 MB past the ring's 1 MB;
+  // - tracing (http/json, http/protobuf) with the content opt-in and 1 KB attribute values, the
+  //   spans waiting in the batch queue: an attribute cut to its limit held its whole value (79 MB
+  //   over http/json), the attempt spans' names held every model name (7 MB over protobuf).
+  // Cut and copied: the heap grows by about the ring, or the queued spans' 1 KB values.
+  it("hostile names grow the heap by about the glass box's own counts, not by the names' size", async () => {
+    const probe = fileURLToPath(new URL('./hostile-names-probe.ts', import.meta.url));
     const { stdout } = await promisify(execFile)(
       process.execPath,
-      ['--expose-gc', ...nodeEntry(probe), '60', '200'],
-      { timeout: 90_000, maxBuffer: 1 << 20 },
+      ['--expose-gc', ...nodeEntry(probe), 'capture,tracing-json,tracing-proto', '40', '200'],
+      { timeout: 150_000, maxBuffer: 1 << 20 },
     );
-    const got = JSON.parse(stdout) as {
-      growthMb: number;
-      ringMb: number;
-      records: number;
-      statuses: number[];
-    };
-    expect(got.statuses).toEqual([200]);
-    expect(got.ringMb).toBeLessThanOrEqual(1);
-    expect(got.records).toBeGreaterThan(5);
-    expect(got.growthMb).toBeLessThan(2);
-  }, 120_000);
+    type Got = { growthMb: number; ringMb: number; records: number; statuses: number[] };
+    const got = JSON.parse(stdout) as Record<'capture' | 'tracing-json' | 'tracing-proto', Got>;
+    for (const g of Object.values(got)) expect(g.statuses).toEqual([200]);
+    expect(got.capture.ringMb).toBeLessThanOrEqual(1);
+    expect(got.capture.records).toBeGreaterThan(5);
+    expect(got.capture.growthMb).toBeLessThan(2);
+    expect(got['tracing-json'].growthMb).toBeLessThan(2);
+    expect(got['tracing-proto'].growthMb).toBeLessThan(2);
+  }, 180_000);
 });
