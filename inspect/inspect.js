@@ -202,7 +202,7 @@ function renderRows(body, data) {
         },
         el('td', {}, el('a', { href: `#/r/${encodeURIComponent(r.id)}` }, time(r.at))),
         el('td', {}, r.api),
-        el('td', {}, r.model),
+        el('td', { class: 'model', title: r.model }, r.model),
         el(
           'td',
           { class: 'session', title: r.session },
@@ -367,7 +367,9 @@ async function showRequest(id) {
   const client = v.clientReceived;
   const shown = client.content;
   const parts = [
-    el('h1', {}, `${r.api} · ${r.model} · `, badge(r.outcome)),
+    // The model's name in an isolate of its own: a right-to-left override in it cannot run on
+    // over the outcome after it.
+    el('h1', {}, `${r.api} · `, el('bdi', {}, r.model), ' · ', badge(r.outcome)),
     el(
       'div',
       { class: 'meta' },
@@ -568,7 +570,7 @@ async function showSessions() {
             ),
             el('td', { class: 'num' }, String(s.requests)),
             el('td', { class: 'num' }, String(s.failed)),
-            el('td', {}, s.models.join(', ')),
+            el('td', { title: s.models.join(', ') }, s.models.join(', ')),
           ),
         ),
       ),
