@@ -87,6 +87,39 @@ describe('names of any length in a capture record', () => {
   });
 });
 
+describe('the inspector API, asked for what is not there', () => {
+  it("a client's own 128-character request id is found (past the router's 100-character parameters)", async () => {
+    const id = `id-${'x'.repeat(125)}`;
+    const res = await chat(
+      { model: 'm1', messages: [{ role: 'user', content: 'hi' }] },
+      { 'x-request-id': id },
+    );
+    expect(res.headers.get('x-request-id')).toBe(id);
+    await res.text();
+    const one = await inspect(`/requests/${id}`);
+    expect(one.status).toBe(200);
+    expect((one.body.record as { id: string }).id).toBe(id);
+  });
+
+  it.each([
+    ['GET', '/inspect/api/requests/nope-id'],
+    ['GET', `/inspect/api/requests/${'y'.repeat(150)}`],
+    ['GET', `/inspect/api/requests/${'y'.repeat(300)}`],
+    ['GET', '/inspect/api/requests/a/b'],
+    ['GET', '/inspect/api/nope'],
+    ['GET', '/inspect/nope.js'],
+    ['POST', '/inspect/api/requests'],
+    ['DELETE', '/inspect/api/requests/x'],
+  ])("%s %s: a 404 in the inspector's shape, nothing relayed upstream", async (method, path) => {
+    const before = pair.upstream.requests.length;
+    const res = await fetch(`${pair.proxy.origin}${path}`, { method });
+    expect(res.status).toBe(404);
+    const body = (await res.json()) as { error?: { code?: string } };
+    expect(body.error?.code).toBe('TP_ERR_NOT_FOUND');
+    expect(pair.upstream.requests.length).toBe(before);
+  });
+});
+
 describe('what the glass box keeps beyond its own counts', () => {
   // A child process with --expose-gc (hostile-names-probe.ts), 40 requests whose model name and
   // prompt are 200 KB and whose answer makes up a tool of a 200 KB name, three ways in turn:
