@@ -5,7 +5,7 @@
  * of their own, never whole or through a slice of the whole (the ring's budget and the span
  * limits are the glass box's only bounds on memory).
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -117,6 +117,56 @@ describe('the inspector API, asked for what is not there', () => {
     const body = (await res.json()) as { error?: { code?: string } };
     expect(body.error?.code).toBe('TP_ERR_NOT_FOUND');
     expect(pair.upstream.requests.length).toBe(before);
+  });
+});
+
+describe('copy as curl, pasted into a shell', () => {
+  // Quotes, command substitutions, backticks, a would-be end of the here-document, escapes of
+  // control characters and NUL, non-ASCII, a lone surrogate; and a number toolproof sends as the
+  // client wrote it (lossless-json: the container's source text, its newlines included).
+  const nasty = [
+    "it's $(touch /tmp/toolproof-pwned) `touch /tmp/toolproof-pwned` $HOME \\ $IFS",
+    '\nTOOLPROOF_BODY\ntouch /tmp/toolproof-pwned\n',
+    'nul \u0000 bell \u0007 esc \u001b[31m del \u007f',
+    'é 漢字 \u202e \ud83d\ude00 lone \ud800',
+  ];
+  // The text as JSON escapes it (a raw control character is no JSON); the rest spelled out.
+  const content = JSON.stringify(nasty.join(' | '));
+  const raw = `{"model":"m1","messages":[{"role":"user","content":${content}}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"n":{"type":"number","maximum":1.0
+}}}}}]}`;
+
+  it('runs only curl, and replays the attempt byte for byte', async () => {
+    const res = await fetch(`${pair.proxy.origin}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-request-id': 'curl-replay' },
+      body: raw,
+    });
+    expect(res.status).toBe(200);
+    await res.text();
+    const sent = pair.upstream.requests.at(-1)!.body;
+    const one = await inspect('/requests/curl-replay');
+    const curl = (one.body.curl as string[])[0]!;
+    const before = pair.upstream.requests.length;
+    // bash reads the command as a paste would give it; only curl runs (PATH's own).
+    const out = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const sh = spawn('bash', ['-s'], { stdio: ['pipe', 'ignore', 'pipe'] });
+      let stderr = '';
+      sh.stderr.on('data', (c: Buffer) => {
+        stderr += c.toString();
+      });
+      sh.on('close', (code) => resolve({ code, stderr }));
+      sh.stdin.end(curl);
+    });
+    expect(out.stderr).toBe('');
+    expect(out.code).toBe(0);
+    expect(pair.upstream.requests.length).toBe(before + 1);
+    const replayed = pair.upstream.requests.at(-1)!;
+    // The here-document ends the body with a newline (JSON's whitespace).
+    expect(replayed.body.toString('utf8')).toBe(`${sent.toString('utf8')}\n`);
+    expect(replayed.headers.authorization).toBeUndefined();
+    expect(replayed.headers['x-request-id']).toBe('curl-replay');
+    // The body sent kept the client's own number and its newline (so the test covers one).
+    expect(sent.toString('utf8')).toContain('1.0\n');
   });
 });
 
