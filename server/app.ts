@@ -203,7 +203,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     ...(config.capture && config.capture.maxBytes > 0 ? { capture: new CaptureRing(config.capture) } : {}),
   };
   // Loaded only when the OTEL_* variables ask for traces (config.tracing).
-  const tracing = await startTracing(config.tracing);
+  const tracing = await startTracing(config.tracing, (message) => app.log.warn(message));
   if (tracing) state.tracing = tracing;
   app.decorate('toolproof', state);
   app.decorateRequest('rawBody', undefined);

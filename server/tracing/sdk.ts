@@ -17,7 +17,7 @@ import {
   SpanStatusCode,
   trace,
 } from '@opentelemetry/api';
-import { getNumberFromEnv, W3CTraceContextPropagator } from '@opentelemetry/core';
+import { ExportResultCode, getNumberFromEnv, W3CTraceContextPropagator } from '@opentelemetry/core';
 import {
   defaultResource,
   detectResources,
@@ -135,7 +135,58 @@ function limitsOf(settings: TracingSettings): LeanLimits {
   };
 }
 
-export async function createTracing(settings: TracingSettings): Promise<Tracing<ChatCall>> {
+/** How often at most a failing export is said in the log. */
+const EXPORT_WARN_MS = 60_000;
+
+/**
+ * `exporter`, saying in the log when its exports fail (a collector down, mute or refusing):
+ * the spans are lost either way, and the SDK says it only through its diag logger, which
+ * toolproof does not register (nothing global): a wrong endpoint was silent. At most one line a
+ * minute, with the spans lost since the last.
+ */
+function reporting(exporter: SpanExporter, endpoint: string, warn: (message: string) => void): SpanExporter {
+  let lost = 0;
+  let failures = 0;
+  let lastWarn = Number.NEGATIVE_INFINITY;
+  return {
+    export(spans, done) {
+      exporter.export(spans, (result) => {
+        if (result.code !== ExportResultCode.SUCCESS) {
+          lost += spans.length;
+          failures++;
+          const now = performance.now();
+          if (now - lastWarn >= EXPORT_WARN_MS) {
+            lastWarn = now;
+            const why = result.error?.message ?? 'failed';
+            warn(
+              `tracing: ${lost} span${lost === 1 ? '' : 's'} in ${failures} export${failures === 1 ? '' : 's'} could not be sent to ${endpoint} (${why.slice(0, 200)}); said at most once a minute`,
+            );
+            lost = 0;
+            failures = 0;
+          }
+        }
+        done(result);
+      });
+    },
+    forceFlush: () => exporter.forceFlush?.() ?? Promise.resolve(),
+    shutdown: () => exporter.shutdown(),
+  };
+}
+
+/** The endpoint as a log line may show it: no user, password or query (a token in it). */
+function shown(endpoint: string): string {
+  try {
+    const u = new URL(endpoint);
+    return `${u.origin}${u.pathname}`;
+  } catch {
+    return '(the OTLP endpoint)';
+  }
+}
+
+export async function createTracing(
+  settings: TracingSettings,
+  warn?: (message: string) => void,
+): Promise<Tracing<ChatCall>> {
   const resource = defaultResource()
     .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: 'toolproof', 'process.pid': process.pid }))
     // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over toolproof's own.
@@ -143,7 +194,10 @@ export async function createTracing(settings: TracingSettings): Promise<Tracing<
   // The SDK's batch processor (OTEL_BSP_* read by it; bounded: a full queue drops spans; the
   // defaults: 2048 queued, 512 a batch, every 5 s), its sampler and its exporter; the spans are
   // lean.ts's (the SDK's Tracer and Span cost more than the rest of tracing together).
-  const processor = new BatchSpanProcessor(await exporterOf(settings));
+  const exporter = await exporterOf(settings);
+  const processor = new BatchSpanProcessor(
+    warn ? reporting(exporter, shown(settings.endpoint), warn) : exporter,
+  );
   const tracer = new LeanTracer(
     resource,
     { name: 'toolproof', version: undefined, schemaUrl: undefined },

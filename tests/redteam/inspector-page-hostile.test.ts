@@ -110,7 +110,9 @@ describe.skipIf(!available)('the inspector page with hostile text in every field
     await page.waitForTimeout(100);
     expect(await page.evaluate('typeof window.__pwned'), view).toBe('undefined');
     expect(await page.locator('main img, main script, main svg, main iframe').count(), view).toBe(0);
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    const overflow = (await page.evaluate(
+      'document.documentElement.scrollWidth - window.innerWidth',
+    )) as number;
     expect(overflow, `${view}: the page is ${overflow}px wider than the window`).toBeLessThanOrEqual(0);
   };
 
@@ -139,18 +141,17 @@ describe.skipIf(!available)('the inspector page with hostile text in every field
     await page.locator('#request-id').waitFor();
     expect(await page.locator('#request-id').textContent()).toBe(id);
     // Every panel opened: what is folded is shown too.
-    await page.evaluate(() => {
-      for (const d of document.querySelectorAll('details')) d.open = true;
-    });
+    await page.evaluate("for (const d of document.querySelectorAll('details')) d.open = true");
     await expectInert(id);
     // The override in the model's name stays in it: the outcome badge reads left to right,
     // after the model (its letters are not reversed onto the other side of the title).
-    const order = await page.evaluate(() => {
-      const h1 = document.querySelector('h1')!;
-      const badgeEl = h1.querySelector('.badge')!;
+    // (Browser code as text: the tests are type-checked without the DOM's types.)
+    const order = (await page.evaluate(`(() => {
+      const h1 = document.querySelector('h1');
+      const badgeEl = h1.querySelector('.badge');
       const badge = badgeEl.getBoundingClientRect();
       // The title's text outside the badge, on the badge's own line.
-      const rights: number[] = [];
+      const rights = [];
       const walk = document.createTreeWalker(h1, NodeFilter.SHOW_TEXT);
       for (let n = walk.nextNode(); n; n = walk.nextNode()) {
         if (badgeEl.contains(n)) continue;
@@ -160,7 +161,7 @@ describe.skipIf(!available)('the inspector page with hostile text in every field
           if (r.width > 0 && r.top < badge.bottom && r.bottom > badge.top) rights.push(r.right);
       }
       return { badgeLeft: badge.left, textRight: Math.max(...rights) };
-    });
+    })()`)) as { badgeLeft: number; textRight: number };
     expect(order.badgeLeft).toBeGreaterThanOrEqual(order.textRight - 1);
   });
 

@@ -131,6 +131,71 @@ describe('hostile trace context headers', () => {
   });
 });
 
+/** A port nothing listens on: one the kernel just freed. */
+async function refusedPort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+  const port = (probe.address() as AddressInfo).port;
+  await new Promise<void>((r) => probe.close(() => r()));
+  return port;
+}
+
+/** The app's log lines, parsed. */
+function logLines(): { lines: Array<{ level: number; msg: string }>; log: Writable } {
+  const lines: Array<{ level: number; msg: string }> = [];
+  const log = new Writable({
+    write(chunk, _enc, done) {
+      for (const l of String(chunk).split('\n')) if (l) lines.push(JSON.parse(l));
+      done();
+    },
+  });
+  return { lines, log };
+}
+
+/** Runs `fn` with process.env's `vars` (the exporter and processor read theirs there), restored after. */
+async function withEnv<T>(vars: Record<string, string>, fn: () => Promise<T>): Promise<T> {
+  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, vars);
+  try {
+    return await fn();
+  } finally {
+    for (const [k, v] of Object.entries(saved))
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+  }
+}
+
+describe('a collector that is down while the server runs', () => {
+  it('the spans lost are said in a warning line (at most one a minute), the requests served', async () => {
+    const port = await refusedPort();
+    upstream = await fakeUpstream((_req, res) => sendCompletion(res, { content: 'ok' }));
+    const { lines, log } = logLines();
+    proxy = await withEnv({ OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: '300' }, () =>
+      startProxy(
+        {
+          TOOLPROOF_UPSTREAM_URL: upstream!.url,
+          // A user and a token in the endpoint: the line names the collector without them.
+          OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://user:secret-pass@127.0.0.1:${port}/v1/traces?token=secret-q`,
+        },
+        undefined,
+        log,
+      ),
+    );
+    for (let i = 0; i < 2; i++) {
+      const res = await post(proxy, { model: 'm1', messages: [{ role: 'user', content: 'hi' }] });
+      expect(res.status).toBe(200);
+      await res.text();
+      await proxy.app.toolproof.tracing!.flush().catch(() => undefined);
+    }
+    const warned = lines.filter((l) => l.level === 40 && l.msg.startsWith('tracing: '));
+    // Silent before: the SDK says it only to a diag logger nobody registers.
+    expect(warned).toHaveLength(1);
+    expect(warned[0]!.msg).toContain(`http://127.0.0.1:${port}/v1/traces`);
+    expect(warned[0]!.msg).toMatch(/\d+ spans? in \d+ exports? could not be sent/);
+    expect(warned[0]!.msg).not.toMatch(/secret/);
+  });
+});
+
 describe('a collector that is down when the server shuts down', () => {
   it('app.close() resolves, and one warning line says the spans were not exported', async () => {
     // A port that refuses: one just freed by the kernel.
