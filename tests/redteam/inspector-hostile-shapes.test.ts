@@ -120,6 +120,55 @@ describe('the inspector API, asked for what is not there', () => {
   });
 });
 
+describe('a request id sent again (a retry, another key)', () => {
+  const keys = { alice: 'sk-alice-reuse-000001', bob: 'sk-bob-reuse-0000001' };
+  const keyed = proxyInFrontOf((req, res) => sendCompletion(res, { content: `answer ${req.body.length}` }), {
+    file: {
+      keys: [
+        { name: 'alice', key: keys.alice },
+        { name: 'bob', key: keys.bob },
+      ],
+    },
+  });
+  const send = async (key: string, id: string, text: string) => {
+    const res = await fetch(`${keyed.proxy.origin}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'x-request-id': id },
+      body: JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: text }] }),
+    });
+    expect(res.headers.get('x-request-id')).toBe(id);
+    await res.text();
+  };
+  const lookUp = async (key: string, id: string) => {
+    const res = await fetch(`${keyed.proxy.origin}/inspect/api/requests/${id}`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    if (res.status !== 200) return res.status;
+    const v = (await res.json()) as { record: { key: string; clientRequest: { body: { text: string } } } };
+    return `${v.record.key}: ${JSON.parse(v.record.clientRequest.body.text).messages[0].content}`;
+  };
+
+  it('the id a client got back finds its newest request, and a key its own', async () => {
+    await send(keys.alice, 'retry-1', 'first try');
+    await send(keys.alice, 'retry-1', 'second try');
+    // Was the first try: the id the client had just got back showed its earlier request.
+    expect(await lookUp(keys.alice, 'retry-1')).toBe('alice: second try');
+    // Another key sends the same id (its own ids, or alice's guessed): each still finds its own.
+    await send(keys.alice, 'shared-7', 'from alice');
+    await send(keys.bob, 'shared-7', 'from bob');
+    // Bob's was a 404: alice's request held the id, and a key sees only its own.
+    expect(await lookUp(keys.bob, 'shared-7')).toBe('bob: from bob');
+    expect(await lookUp(keys.alice, 'shared-7')).toBe('alice: from alice');
+    // The list holds all four, the earlier ones under a suffixed id.
+    const res = await fetch(`${keyed.proxy.origin}/inspect/api/requests`, {
+      headers: { authorization: `Bearer ${keys.alice}` },
+    });
+    const ids = ((await res.json()) as { requests: Array<{ id: string }> }).requests.map((r) => r.id);
+    expect(ids.filter((i) => i.startsWith('retry-1'))).toHaveLength(2);
+    expect(ids).toContain('retry-1');
+  });
+});
+
 describe('copy as curl, pasted into a shell', () => {
   // Quotes, command substitutions, backticks, a would-be end of the here-document, escapes of
   // control characters and NUL, non-ASCII, a lone surrogate; and a number toolproof sends as the
