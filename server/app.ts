@@ -34,7 +34,7 @@ import { callUsage } from './chat/pipeline.js';
 import { recordPromptCache, tokenCount } from './chat/prompt-cache.js';
 import type { Config } from './config.js';
 import { createCors } from './cors.js';
-import { handleClientError, registerErrorHandling } from './error-handler.js';
+import { frameworkErrorHandler, handleClientError, registerErrorHandling } from './error-handler.js';
 import { FallbackMemory } from './fallback-memory.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { FRONT_DOORS, type FrontDoorApi } from './front-doors/index.js';
@@ -125,6 +125,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     requestTimeout: config.clientTimeouts.requestMs,
     // Requests node's parser refuses are answered in the API's error shape too.
     clientErrorHandler: handleClientError,
+    // A URL the router cannot decode, too.
+    frameworkErrors: frameworkErrorHandler,
     http: {
       // Capture: node makes every response a CapturingResponse (server/capture/recorder.ts).
       ...(config.capture && config.capture.maxBytes > 0 ? { ServerResponse: CapturingResponse } : {}),
