@@ -52,14 +52,23 @@ function pretty(text) {
 
 // ---- routing ---------------------------------------------------------------------------------
 
+/** A hash's part decoded; as it is when it does not decode (a pasted or hand-edited link). */
+function decoded(part) {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
+}
+
 function route() {
   clearTimeout(timer);
   const hash = location.hash.slice(1) || '/';
   const [path, query] = hash.split('?');
   const params = new URLSearchParams(query || '');
-  if (path.startsWith('/r/')) return showRequest(decodeURIComponent(path.slice(3)));
+  if (path.startsWith('/r/')) return showRequest(decoded(path.slice(3)));
   if (path === '/sessions') return showSessions();
-  if (path.startsWith('/s/')) return showSession(decodeURIComponent(path.slice(3)));
+  if (path.startsWith('/s/')) return showSession(decoded(path.slice(3)));
   return showList(params);
 }
 window.addEventListener('hashchange', route);

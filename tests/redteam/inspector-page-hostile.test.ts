@@ -165,6 +165,16 @@ describe.skipIf(!available)('the inspector page with hostile text in every field
     expect(order.badgeLeft).toBeGreaterThanOrEqual(order.textRight - 1);
   });
 
+  it('a link whose id does not decode (%ZZ): the page says the request is not there', async () => {
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${pair.proxy.origin}/inspect#/r/%ZZ`);
+    // Was an uncaught URIError: the page stayed at "Loading…".
+    await page.locator('main p.error').waitFor({ timeout: 5_000 });
+    expect(await page.locator('main p.error').textContent()).toContain('404');
+    expect(errors).toEqual([]);
+  });
+
   it('the sessions and the session', async () => {
     await page.goto(`${pair.proxy.origin}/inspect#/sessions`);
     await page.locator('#sessions tbody tr').first().waitFor();
