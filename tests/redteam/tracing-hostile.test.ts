@@ -198,50 +198,30 @@ describe('a collector that is down while the server runs', () => {
 
 describe('a collector that is down when the server shuts down', () => {
   it('app.close() resolves, and one warning line says the spans were not exported', async () => {
-    // A port that refuses: one just freed by the kernel.
-    const probe = createServer();
-    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-    const port = (probe.address() as AddressInfo).port;
-    await new Promise<void>((r) => probe.close(() => r()));
+    const port = await refusedPort();
     upstream = await fakeUpstream((_req, res) => sendCompletion(res, { content: 'ok' }));
-    const lines: Array<{ level: number; msg: string }> = [];
-    const log = new Writable({
-      write(chunk, _enc, done) {
-        for (const l of String(chunk).split('\n')) if (l) lines.push(JSON.parse(l));
-        done();
-      },
-    });
+    const { lines, log } = logLines();
     // The exporter reads its timeout and the processor its delay from process.env: the spans wait
     // in the batch until the shutdown, and each try of the export gives up fast.
-    const saved = {
-      delay: process.env.OTEL_BSP_SCHEDULE_DELAY,
-      timeout: process.env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT,
-    };
-    process.env.OTEL_BSP_SCHEDULE_DELAY = '600000';
-    process.env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT = '300';
-    try {
-      const p = await startProxy(
-        {
-          TOOLPROOF_UPSTREAM_URL: upstream.url,
-          OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://127.0.0.1:${port}/v1/traces`,
-        },
-        undefined,
-        log,
-      );
-      const res = await post(p, { model: 'm1', messages: [{ role: 'user', content: 'hi' }] });
-      expect(res.status).toBe(200);
-      await res.text();
-      // Rejected with the collector's ECONNREFUSED before: main.ts's graceful shutdown then
-      // logged 'shutdown failed' and exited 1.
-      await expect(p.app.close()).resolves.not.toThrow();
-    } finally {
-      for (const [k, v] of [
-        ['OTEL_BSP_SCHEDULE_DELAY', saved.delay],
-        ['OTEL_EXPORTER_OTLP_TRACES_TIMEOUT', saved.timeout],
-      ] as const)
-        if (v === undefined) delete process.env[k];
-        else process.env[k] = v;
-    }
+    await withEnv(
+      { OTEL_BSP_SCHEDULE_DELAY: '600000', OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: '300' },
+      async () => {
+        const p = await startProxy(
+          {
+            TOOLPROOF_UPSTREAM_URL: upstream!.url,
+            OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://127.0.0.1:${port}/v1/traces`,
+          },
+          undefined,
+          log,
+        );
+        const res = await post(p, { model: 'm1', messages: [{ role: 'user', content: 'hi' }] });
+        expect(res.status).toBe(200);
+        await res.text();
+        // Rejected with the collector's ECONNREFUSED before: main.ts's graceful shutdown then
+        // logged 'shutdown failed' and exited 1.
+        await expect(p.app.close()).resolves.not.toThrow();
+      },
+    );
     const warned = lines.filter((l) => l.level === 40 && /tracing: .*could not be exported/.test(l.msg));
     expect(warned).toHaveLength(1);
   });
