@@ -52,14 +52,23 @@ function pretty(text) {
 
 // ---- routing ---------------------------------------------------------------------------------
 
+/** A hash's part decoded; as it is when it does not decode (a pasted or hand-edited link). */
+function decoded(part) {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
+}
+
 function route() {
   clearTimeout(timer);
   const hash = location.hash.slice(1) || '/';
   const [path, query] = hash.split('?');
   const params = new URLSearchParams(query || '');
-  if (path.startsWith('/r/')) return showRequest(decodeURIComponent(path.slice(3)));
+  if (path.startsWith('/r/')) return showRequest(decoded(path.slice(3)));
   if (path === '/sessions') return showSessions();
-  if (path.startsWith('/s/')) return showSession(decodeURIComponent(path.slice(3)));
+  if (path.startsWith('/s/')) return showSession(decoded(path.slice(3)));
   return showList(params);
 }
 window.addEventListener('hashchange', route);
@@ -202,7 +211,7 @@ function renderRows(body, data) {
         },
         el('td', {}, el('a', { href: `#/r/${encodeURIComponent(r.id)}` }, time(r.at))),
         el('td', {}, r.api),
-        el('td', {}, r.model),
+        el('td', { class: 'model', title: r.model }, r.model),
         el(
           'td',
           { class: 'session', title: r.session },
@@ -367,7 +376,9 @@ async function showRequest(id) {
   const client = v.clientReceived;
   const shown = client.content;
   const parts = [
-    el('h1', {}, `${r.api} · ${r.model} · `, badge(r.outcome)),
+    // The model's name in an isolate of its own: a right-to-left override in it cannot run on
+    // over the outcome after it.
+    el('h1', {}, `${r.api} · `, el('bdi', {}, r.model), ' · ', badge(r.outcome)),
     el(
       'div',
       { class: 'meta' },
@@ -568,7 +579,7 @@ async function showSessions() {
             ),
             el('td', { class: 'num' }, String(s.requests)),
             el('td', { class: 'num' }, String(s.failed)),
-            el('td', {}, s.models.join(', ')),
+            el('td', { title: s.models.join(', ') }, s.models.join(', ')),
           ),
         ),
       ),

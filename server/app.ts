@@ -34,7 +34,7 @@ import { callUsage } from './chat/pipeline.js';
 import { recordPromptCache, tokenCount } from './chat/prompt-cache.js';
 import type { Config } from './config.js';
 import { createCors } from './cors.js';
-import { handleClientError, registerErrorHandling } from './error-handler.js';
+import { frameworkErrorHandler, handleClientError, registerErrorHandling } from './error-handler.js';
 import { FallbackMemory } from './fallback-memory.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { FRONT_DOORS, type FrontDoorApi } from './front-doors/index.js';
@@ -125,6 +125,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     requestTimeout: config.clientTimeouts.requestMs,
     // Requests node's parser refuses are answered in the API's error shape too.
     clientErrorHandler: handleClientError,
+    // A URL the router cannot decode, too.
+    frameworkErrors: frameworkErrorHandler,
     http: {
       // Capture: node makes every response a CapturingResponse (server/capture/recorder.ts).
       ...(config.capture && config.capture.maxBytes > 0 ? { ServerResponse: CapturingResponse } : {}),
@@ -203,7 +205,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     ...(config.capture && config.capture.maxBytes > 0 ? { capture: new CaptureRing(config.capture) } : {}),
   };
   // Loaded only when the OTEL_* variables ask for traces (config.tracing).
-  const tracing = await startTracing(config.tracing);
+  const tracing = await startTracing(config.tracing, (message) => app.log.warn(message));
   if (tracing) state.tracing = tracing;
   app.decorate('toolproof', state);
   app.decorateRequest('rawBody', undefined);
@@ -350,8 +352,17 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Every client connection has ended by now: an upstream request still open belongs to no
     // one (an abandoned body), and a graceful pool close would wait for it forever.
     await upstreams.destroy();
-    // Every span has ended: export what is left before the process goes.
-    await tracing?.shutdown();
+    // Every span has ended: export what is left before the process goes. A collector that is
+    // down or mute costs those spans, said in a line, never the shutdown (app.close() rejected,
+    // and the graceful shutdown exited 1 as 'shutdown failed').
+    await tracing
+      ?.shutdown()
+      .catch((err: unknown) =>
+        app.log.warn(
+          { err: { message: (err as Error)?.message ?? String(err) } },
+          'tracing: the spans still batched could not be exported at shutdown (is the OTLP collector up?)',
+        ),
+      );
   });
   return app as unknown as ToolproofApp;
 }

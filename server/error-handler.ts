@@ -42,6 +42,32 @@ export function clientErrorResponse(err: { code?: string; rawPacket?: unknown })
   );
 }
 
+/**
+ * Fastify's frameworkErrors: a URL its router cannot decode (a bad percent-escape: `/v1/%ZZ`,
+ * `/inspect/api/requests/%ZZ`) was answered in Fastify's own shape (`{"error":"Bad Request",
+ * "code":"FST_ERR_BAD_URL",...}`) on every route. A 400 in the API's shape, picked by the path as
+ * for a request node refused (no route was matched).
+ */
+export function frameworkErrorHandler(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): void {
+  const tpErr = new ToolproofError('TP_ERR_INVALID_FIELD', {
+    status: 400,
+    message:
+      error.code === 'FST_ERR_BAD_URL'
+        ? 'The request URL is malformed (a percent-escape that does not decode).'
+        : 'The request could not be routed.',
+    cause: error,
+  });
+  const anthropic = /^\/v1\/messages(?:[/?]|$)/.test(request.raw.url ?? '');
+  void reply
+    .code(400)
+    .type('application/json; charset=utf-8')
+    .send(anthropic ? anthropicErrorBody(tpErr) : openAIErrorBody(tpErr));
+}
+
 /** Fastify's clientErrorHandler: the answer above, then the connection is closed (as node does). */
 export function handleClientError(err: Error & { code?: string; rawPacket?: unknown }, socket: Duplex): void {
   // A reset connection has nobody left to answer.

@@ -5,6 +5,7 @@
  */
 import { ToolproofError } from '../protocol/errors.js';
 import { globMatch } from '../protocol/glob.js';
+import { ownString } from '../protocol/own-string.js';
 import type { PriorityClass } from './admission.js';
 import type { Config } from './config.js';
 import type { ModelSettings } from '../protocol/settings.js';
@@ -90,14 +91,16 @@ export class ServedModelLabels implements LabelSource {
   serve(names: Iterable<unknown>): void {
     for (const name of names) {
       if (this.served.size >= this.cap) return;
-      if (typeof name === 'string' && name.length > 0 && name.length <= 128) this.served.add(name);
+      if (typeof name === 'string' && name.length > 0 && name.length <= 128) this.served.add(ownString(name));
     }
   }
 
   /** A name the upstream answered with success (a completion, an embedding: not an estimate). */
   answeredWith(name: string): void {
     if (name.length === 0 || name.length > 128 || this.served.has(name) || this.answered.has(name)) return;
-    if (this.answered.size < Math.floor(this.cap / 2)) this.answered.add(name);
+    // A copy of its own: the name is often the head of a longer one (app.ts cuts it at 128), and
+    // a slice would hold the client's whole model name (of any length) for the process's life.
+    if (this.answered.size < Math.floor(this.cap / 2)) this.answered.add(ownString(name));
   }
 }
 

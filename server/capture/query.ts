@@ -75,8 +75,8 @@ export function answer(ring: CaptureRing | undefined, op: CaptureOp, worker: num
     case 'list':
       return ring.list(op.query);
     case 'get': {
-      const r = ring.get(op.id);
-      return r && (op.owner === undefined || r.key === op.owner) ? viewOf(r) : null;
+      const r = op.owner === undefined ? ring.get(op.id) : ring.ownRecord(op.id, op.owner);
+      return r ? viewOf(r) : null;
     }
     case 'sessions':
       return sessionsOf(ring, op.owner);

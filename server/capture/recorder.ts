@@ -63,6 +63,18 @@ function sharedString(s: string): string {
   return own;
 }
 
+/**
+ * The most characters a name kept outside the record's counted texts keeps (the model, a tool
+ * name in the harness summary): the client and the model pick them, of any length (a 30 MB model
+ * name was kept whole, uncounted, by every record: a 10 MB ring held hundreds of MB).
+ */
+const NAME_CHARS = 256;
+
+/** `s` cut to NAME_CHARS, a copy of its own when cut (a slice would hold the whole string). */
+function cutShort(s: string): string {
+  return s.length > NAME_CHARS ? ownString(s.slice(0, NAME_CHARS)) : s;
+}
+
 const ONE_KIND = Object.freeze({
   failed: Object.freeze(['failed']),
   retried: Object.freeze(['retried']),
@@ -90,7 +102,7 @@ export function beginCapture(
     worker: WORKER,
     at: Date.now(),
     api: call.api,
-    model: typeof model === 'string' ? sharedString(model) : model,
+    model: typeof model === 'string' ? sharedString(cutShort(model)) : model,
     stream: call.original.stream === true,
     session: sessionLabel(sessionKey),
     ...(request.tpKey ? { key: request.tpKey.name } : {}),
@@ -249,7 +261,9 @@ export function captureDecision(
     attempt: call.trace.attempts,
     kind,
     policy: policy || undefined,
-    reason: reason.length > MAX_DETAIL_CHARS ? reason.slice(0, MAX_DETAIL_CHARS) : reason,
+    // A copy of its own when cut: a slice would hold the whole reason (a model's invented tool
+    // name of MBs in 'call to … failed validation') for the record's life, uncounted.
+    reason: reason.length > MAX_DETAIL_CHARS ? ownString(reason.slice(0, MAX_DETAIL_CHARS)) : reason,
     detail: detail !== undefined ? w.text(stringify(detail)).text : undefined,
   };
   // A record out of room keeps no more decisions (its cut texts already say it was cut).
@@ -581,9 +595,53 @@ function compact(h: Record<string, unknown>): Record<string, unknown> {
     if (typeof v !== 'object' || v === null || v === EMPTY_LIST || v === EMPTY_TALLY) continue;
     if (Array.isArray(v)) {
       if (v.length === 0) h[k] = EMPTY_LIST;
+      else h[k] = boundedList(v);
     } else if (isEmpty(v)) h[k] = EMPTY_TALLY;
   }
   return h;
+}
+
+/** Entries of one of the summary's lists a record keeps (the rest are counted in a last entry). */
+const LIST_ENTRIES = 32;
+
+/**
+ * A list of the harness summary as a record keeps it: its strings (a tool name the model made up,
+ * of any length) cut at NAME_CHARS, at most LIST_ENTRIES entries; the list itself when nothing
+ * needed cutting (nearly always). A copy: the log line's summary is the same object.
+ */
+function boundedList(list: unknown[]): unknown[] {
+  let out: unknown[] | undefined;
+  const n = Math.min(list.length, LIST_ENTRIES);
+  for (let i = 0; i < n; i++) {
+    const v = list[i];
+    const b = bounded(v, 2);
+    if (b !== v) (out ??= list.slice(0, n))[i] = b;
+  }
+  if (list.length > n) (out ??= list.slice(0, n)).push(`… ${list.length - n} more`);
+  return out ?? list;
+}
+
+function bounded(v: unknown, depth: number): unknown {
+  if (typeof v === 'string') return cutShort(v);
+  if (typeof v !== 'object' || v === null) return v;
+  if (depth === 0) return '…';
+  if (Array.isArray(v)) {
+    let out: unknown[] | undefined;
+    const n = Math.min(v.length, LIST_ENTRIES);
+    for (let i = 0; i < n; i++) {
+      const b = bounded(v[i], depth - 1);
+      if (b !== v[i]) (out ??= v.slice(0, n))[i] = b;
+    }
+    if (v.length > n) (out ??= v.slice(0, n)).push(`… ${v.length - n} more`);
+    return out ?? v;
+  }
+  let out: Record<string, unknown> | undefined;
+  for (const k in v) {
+    const x = (v as Record<string, unknown>)[k];
+    const b = bounded(x, depth - 1);
+    if (b !== x) (out ??= { ...(v as Record<string, unknown>) })[k] = b;
+  }
+  return out ?? v;
 }
 const EMPTY_LIST = Object.freeze([]);
 const EMPTY_TALLY = Object.freeze({});
@@ -607,7 +665,12 @@ function cachedOf(usage: Usage | undefined): number | null {
 }
 
 function errorOf(e: ToolproofError): { code: string; status: number; message: string } {
-  return { code: e.code, status: e.status, message: String(e.message).slice(0, MAX_DETAIL_CHARS) };
+  const message = String(e.message);
+  return {
+    code: e.code,
+    status: e.status,
+    message: message.length > MAX_DETAIL_CHARS ? ownString(message.slice(0, MAX_DETAIL_CHARS)) : message,
+  };
 }
 
 function stringify(v: unknown): string {

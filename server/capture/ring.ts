@@ -1012,10 +1012,20 @@ export class CaptureRing {
     return this.records.size;
   }
 
-  /** A new record (in flight); its id is unique in the ring even when a client reuses one. */
+  /**
+   * A new record (in flight); its id is unique in the ring even when a client reuses one (a
+   * retry sent with the same x-request-id, another key's id): the id the client got back finds
+   * this newest request, and the earlier one keeps it with a suffix (`~N`: no client id has one).
+   * The new record took the suffix before: the id a client just got back showed its earlier
+   * request, and one key's id could hide another key's request from it (ownRecord).
+   */
   open(init: RecordInit): RecordWriter {
     const writer = new RecordWriter(init, this);
-    if (this.records.has(writer.id)) writer.id = `${writer.id}~${++this.seq}`;
+    const earlier = this.records.get(writer.id);
+    if (earlier !== undefined) {
+      earlier.id = `${earlier.id}~${++this.seq}`;
+      this.records.set(earlier.id, earlier);
+    }
     this.records.set(writer.id, writer);
     this.order.push(writer);
     this.charge(writer, writer.bytes);
@@ -1042,6 +1052,22 @@ export class CaptureRing {
 
   get(id: string): CaptureRecord | undefined {
     return this.records.get(id);
+  }
+
+  /**
+   * The newest record of `owner` sent with the id `id`: the record of that id, or, when that is
+   * another key's (a reused id), an earlier one of the owner's (`id~N`, see open). The walk runs
+   * only then: when no record has the id, none has a suffixed one (the newest goes last).
+   */
+  ownRecord(id: string, owner: string): CaptureRecord | undefined {
+    const r = this.records.get(id);
+    if (r === undefined || r.key === owner) return r;
+    const prefix = `${id}~`;
+    for (let i = this.order.length - 1; i >= this.head; i--) {
+      const w = this.order[i]!;
+      if (w.key === owner && w.id.startsWith(prefix)) return w;
+    }
+    return undefined;
   }
 
   /** Summaries, newest first, filtered. */

@@ -82,6 +82,18 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
         type: TYPES[file.split('.').pop() ?? ''] ?? 'text/plain',
       });
 
+  /** One request whole, if this reader may see it; a 404 otherwise. */
+  const oneRequest = async (id: string, request: FastifyRequest): Promise<RequestView> => {
+    const owner = ownerOf(request);
+    const got = await ask({ op: 'get', id, ...(owner === undefined ? {} : { owner }) });
+    const view = (got.parts as Array<RequestView | null>).find((p) => p !== null);
+    if (!view)
+      throw new ToolproofError('TP_ERR_NOT_FOUND', {
+        message: `No captured request ${JSON.stringify(id.slice(0, 200))} (never seen, or dropped from the ring).`,
+      });
+    return view;
+  };
+
   void app.register(async (scope) => {
     const base = errorHandler(openAIErrorBody, (model) => state.metrics.internalErrors.labels(model).inc());
     scope.setErrorHandler((err, request, reply) => {
@@ -174,18 +186,22 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
           },
         },
       },
-      async (request) => {
-        const { id } = request.params as { id: string };
-        const owner = ownerOf(request);
-        const got = await ask({ op: 'get', id, ...(owner === undefined ? {} : { owner }) });
-        const view = (got.parts as Array<RequestView | null>).find((p) => p !== null);
-        if (!view)
-          throw new ToolproofError('TP_ERR_NOT_FOUND', {
-            message: `No captured request ${JSON.stringify(id.slice(0, 200))} (never seen, or dropped from the ring).`,
-          });
-        return view;
-      },
+      async (request) => oneRequest((request.params as { id: string }).id, request),
     );
+
+    // Every other path under /inspect is the inspector's too: a 404 in its shape. It fell through
+    // to the pass-through before and was relayed to the upstream (a typo, a route of a newer
+    // page, and any id longer than the router's 100-character parameters: a client's own
+    // x-request-id may have 128), which answered in its own shape about a path it never served.
+    scope.all('/inspect/*', { schema: { hide: true } }, async (request) => {
+      const path = (request.params as { '*': string })['*'];
+      const id = /^api\/requests\/([^/]+)$/.exec(path)?.[1];
+      // The router has decoded the path already.
+      if (request.method === 'GET' && id !== undefined && id.length <= 200) return oneRequest(id, request);
+      throw new ToolproofError('TP_ERR_NOT_FOUND', {
+        message: `No inspector route ${request.method} /inspect/${JSON.stringify(path.slice(0, 200)).slice(1, -1)} (docs/inspect.md lists them).`,
+      });
+    });
 
     scope.get(
       '/inspect/api/sessions',

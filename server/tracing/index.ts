@@ -8,10 +8,12 @@ import type { Tracing } from './types.js';
 
 export type { RequestSpan, Tracing } from './types.js';
 
+/** `warn`: where a failing export is said (the app's log), at most once a minute. */
 export async function startTracing(
   settings: TracingSettings | undefined,
+  warn?: (message: string) => void,
 ): Promise<Tracing<ChatCall> | undefined> {
   if (!settings) return undefined;
   const { createTracing } = await import('./sdk.js');
-  return createTracing(settings);
+  return createTracing(settings, warn);
 }

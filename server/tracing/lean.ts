@@ -38,6 +38,7 @@ import {
 } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
 import { randomFillSync } from 'node:crypto';
+import { ownString } from '../../protocol/own-string.js';
 import {
   type IdGenerator,
   type ReadableSpan,
@@ -352,13 +353,15 @@ export class LeanSpan implements ReadableSpan, SpanContext {
   /** The value as the limits allow it. */
   private cut(value: AttributeValue): AttributeValue {
     const limit = this.tracer.limits.attributeValueLength;
-    if (typeof value === 'string') return value.length > limit ? value.slice(0, limit) : value;
+    // A cut is a copy of its own: a slice would hold the whole value (a prompt of MBs with the
+    // content opt-in, a client's model name) for as long as the span waits in the export queue.
+    if (typeof value === 'string') return value.length > limit ? ownString(value.slice(0, limit)) : value;
     if (Array.isArray(value)) {
       let long = false;
       for (const v of value) if (typeof v === 'string' && v.length > limit) long = true;
       if (long)
         return (value as unknown[]).map((v) =>
-          typeof v === 'string' && v.length > limit ? v.slice(0, limit) : v,
+          typeof v === 'string' && v.length > limit ? ownString(v.slice(0, limit)) : v,
         ) as AttributeValue;
     }
     return value;

@@ -9,7 +9,7 @@
  * each keep their own provider.
  */
 import { type Attributes, ROOT_CONTEXT, SpanKind, SpanStatusCode } from '@opentelemetry/api';
-import { getNumberFromEnv } from '@opentelemetry/core';
+import { ExportResultCode, getNumberFromEnv } from '@opentelemetry/core';
 import {
   defaultResource,
   detectResources,
@@ -45,6 +45,7 @@ import { describeEffect, type PolicyEffect } from '../../policies/registry.js';
 import type { ChatCall } from '../chat/context.js';
 import { callUsage } from '../chat/pipeline.js';
 import { redactForLog } from '../log-redact.js';
+import { ownString } from '../../protocol/own-string.js';
 import type { UpstreamResponse } from '../upstream.js';
 import {
   completionMessages,
@@ -57,6 +58,18 @@ import {
 import { type LeanLimits, type LeanSpan, LeanTracer, remoteParent } from './lean.js';
 import type { TracingSettings } from './settings.js';
 import type { EventValue, RequestSpan, TracedReport, Tracing } from './types.js';
+
+/**
+ * A name of the client's or the model's (a model, a tool, a user agent) as an attribute: at most
+ * 256 characters, a copy of its own when cut (a slice would hold the whole name, of any length,
+ * while the span waits in the export queue, and for good in Server's names).
+ */
+function cut256(s: string): string {
+  return s.length > 256 ? ownString(s.slice(0, 256)) : s;
+}
+
+/** The most finish reasons an attempt span keeps (one per choice: n is far below). */
+const MAX_FINISH_REASONS = 128;
 
 /** Routes that get no span: probes and scrapes would drown the requests in traces. */
 const UNTRACED = new Set(['/health', '/ready', '/metrics', '/api/hello']);
@@ -113,7 +126,58 @@ function limitsOf(settings: TracingSettings): LeanLimits {
   };
 }
 
-export async function createTracing(settings: TracingSettings): Promise<Tracing<ChatCall>> {
+/** How often at most a failing export is said in the log. */
+const EXPORT_WARN_MS = 60_000;
+
+/**
+ * `exporter`, saying in the log when its exports fail (a collector down, mute or refusing):
+ * the spans are lost either way, and the SDK says it only through its diag logger, which
+ * toolproof does not register (nothing global): a wrong endpoint was silent. At most one line a
+ * minute, with the spans lost since the last.
+ */
+function reporting(exporter: SpanExporter, endpoint: string, warn: (message: string) => void): SpanExporter {
+  let lost = 0;
+  let failures = 0;
+  let lastWarn = Number.NEGATIVE_INFINITY;
+  return {
+    export(spans, done) {
+      exporter.export(spans, (result) => {
+        if (result.code !== ExportResultCode.SUCCESS) {
+          lost += spans.length;
+          failures++;
+          const now = performance.now();
+          if (now - lastWarn >= EXPORT_WARN_MS) {
+            lastWarn = now;
+            const why = result.error?.message ?? 'failed';
+            warn(
+              `tracing: ${lost} span${lost === 1 ? '' : 's'} in ${failures} export${failures === 1 ? '' : 's'} could not be sent to ${endpoint} (${why.slice(0, 200)}); said at most once a minute`,
+            );
+            lost = 0;
+            failures = 0;
+          }
+        }
+        done(result);
+      });
+    },
+    forceFlush: () => exporter.forceFlush?.() ?? Promise.resolve(),
+    shutdown: () => exporter.shutdown(),
+  };
+}
+
+/** The endpoint as a log line may show it: no user, password or query (a token in it). */
+function shown(endpoint: string): string {
+  try {
+    const u = new URL(endpoint);
+    return `${u.origin}${u.pathname}`;
+  } catch {
+    return '(the OTLP endpoint)';
+  }
+}
+
+export async function createTracing(
+  settings: TracingSettings,
+  warn?: (message: string) => void,
+): Promise<Tracing<ChatCall>> {
   const resource = defaultResource()
     .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: 'toolproof', 'process.pid': process.pid }))
     // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over toolproof's own.
@@ -121,7 +185,10 @@ export async function createTracing(settings: TracingSettings): Promise<Tracing<
   // The SDK's batch processor (OTEL_BSP_* read by it; bounded: a full queue drops spans; the
   // defaults: 2048 queued, 512 a batch, every 5 s), its sampler and its exporter; the spans are
   // lean.ts's (the SDK's Tracer and Span cost more than the rest of tracing together).
-  const processor = new BatchSpanProcessor(await exporterOf(settings));
+  const exporter = await exporterOf(settings);
+  const processor = new BatchSpanProcessor(
+    warn ? reporting(exporter, shown(settings.endpoint), warn) : exporter,
+  );
   const tracer = new LeanTracer(
     resource,
     { name: 'toolproof', version: undefined, schemaUrl: undefined },
@@ -148,10 +215,10 @@ export async function createTracing(settings: TracingSettings): Promise<Tracing<
         span.setAttribute(ATTR_HTTP_REQUEST_METHOD, request.method);
         const url = request.url;
         const query = url.indexOf('?');
-        span.setAttribute(ATTR_URL_PATH, (query < 0 ? url : url.slice(0, query)).slice(0, 256));
+        span.setAttribute(ATTR_URL_PATH, cut256(query < 0 ? url : url.slice(0, query)));
         if (matched) span.setAttribute(ATTR_HTTP_ROUTE, route);
         const agent = request.headers['user-agent'];
-        if (typeof agent === 'string') span.setAttribute(ATTR_USER_AGENT_ORIGINAL, agent.slice(0, 256));
+        if (typeof agent === 'string') span.setAttribute(ATTR_USER_AGENT_ORIGINAL, cut256(agent));
       }
       return new ServerSpan(tracer, span, settings.captureContent);
     },
@@ -241,14 +308,14 @@ class ServerSpan implements RequestSpan<ChatCall> {
     const span = this.span;
     span.setAttribute(GEN_AI.operation, 'chat');
     span.setAttribute(GEN_AI.provider, PROVIDER);
-    span.setAttribute(GEN_AI.requestModel, typeof r.model === 'string' ? r.model.slice(0, 256) : '');
+    span.setAttribute(GEN_AI.requestModel, typeof r.model === 'string' ? cut256(r.model) : '');
     setRequestAttributes(span, r);
     span.setAttribute('toolproof.api', call.api);
-    span.setAttribute('toolproof.model', call.route.name);
+    span.setAttribute('toolproof.model', cut256(call.route.name));
     span.setAttribute('toolproof.upstream', call.route.client.label);
     span.setAttribute('toolproof.stream', r.stream === true);
     const conversation = call.forwardHeaders['x-conversation-id'];
-    if (conversation) span.setAttribute(GEN_AI.conversationId, conversation.slice(0, 256));
+    if (conversation) span.setAttribute(GEN_AI.conversationId, cut256(conversation));
     if (this.captureContent) span.setAttribute(GEN_AI.inputMessages, inputMessages(r));
   }
 
@@ -262,7 +329,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
     // Not sampled: the upstream is told so (the server span's context, flags 00), nothing is built.
     if (!this.recording) return this.propagate(this.span, headers);
     const upstreamModel = call.route.upstreamModel ?? request.model;
-    const model = typeof upstreamModel === 'string' ? upstreamModel.slice(0, 256) : '';
+    const model = typeof upstreamModel === 'string' ? cut256(upstreamModel) : '';
     const server = serverOf(call.route.client.origin);
     // A child of a sampled span is sampled (parent-based) or not (a ratio sampler): as for the
     // server span, its attributes are set once it is known to record.
@@ -331,7 +398,11 @@ class ServerSpan implements RequestSpan<ChatCall> {
 
   finishReason(reason: string): void {
     if (!this.attemptSpan) return;
-    (this.reasons ??= []).push(reason);
+    // The upstream's word, of any type and as often as it likes (on every chunk of a million):
+    // a string, cut, and at most one per choice a stream can carry.
+    const reasons = (this.reasons ??= []);
+    if (reasons.length < MAX_FINISH_REASONS)
+      reasons.push(typeof reason === 'string' ? cut256(reason) : String(reason).slice(0, 64));
   }
 
   attemptOutput(payloads: readonly string[]): void {
@@ -402,12 +473,12 @@ class ServerSpan implements RequestSpan<ChatCall> {
           this.span.addEvent('toolproof.leak', attributes);
           break;
         case 'validation-failed':
-          attributes['toolproof.tool'] = r.tool.slice(0, 256);
+          attributes['toolproof.tool'] = cut256(r.tool);
           attributes['toolproof.undeclared'] = r.undeclared;
           this.span.addEvent('toolproof.validation_failed', attributes);
           break;
         case 'schema-unenforced':
-          attributes['toolproof.tool'] = r.tool.slice(0, 256);
+          attributes['toolproof.tool'] = cut256(r.tool);
           attributes['toolproof.cause'] = r.cause;
           attributes['toolproof.reasons'] = r.reasons;
           this.span.addEvent('toolproof.schema_unenforced', attributes);

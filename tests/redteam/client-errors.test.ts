@@ -1,7 +1,8 @@
 /**
  * Requests node's HTTP parser refuses before any route runs (headers too large, a bad
- * Content-Length, a broken chunked body) are answered in the API's own error shape, Anthropic's
- * under /v1/messages and OpenAI's elsewhere, not Fastify's `{"error":"Bad Request",...}`.
+ * Content-Length, a broken chunked body), and a URL the router cannot decode, are answered in the
+ * API's own error shape, Anthropic's under /v1/messages and OpenAI's elsewhere (the inspector's
+ * too), not Fastify's `{"error":"Bad Request",...}`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawRequest } from '../support/harness.js';
@@ -37,20 +38,29 @@ const requests = (path: string): Array<[string, string, number]> => [
     `POST ${path} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n`,
     400,
   ],
+  // Not node's parser: the router, which answered in Fastify's shape ({"code":"FST_ERR_BAD_URL"}).
+  [
+    'a percent-escape that does not decode',
+    `POST ${path}/%ZZ HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}`,
+    400,
+  ],
 ];
 
-describe.each(['/v1/messages', '/v1/responses', '/v1/chat/completions'])('%s', (path) => {
-  it.each(requests(path))("%s: the API's error shape", async (_name, request, status) => {
-    const res = await rawRequest(port, request, 5_000);
-    expect(res.status).toBe(status);
-    const json = JSON.parse(res.body) as Record<string, unknown>;
-    if (path === '/v1/messages') {
-      expect(json).toEqual({
-        type: 'error',
-        error: { type: expect.any(String), message: expect.any(String) },
-      });
-    } else {
-      expect(json.error).toMatchObject({ type: 'invalid_request_error', code: 'TP_ERR_INVALID_FIELD' });
-    }
-  });
-});
+describe.each(['/v1/messages', '/v1/responses', '/v1/chat/completions', '/inspect/api/requests'])(
+  '%s',
+  (path) => {
+    it.each(requests(path))("%s: the API's error shape", async (_name, request, status) => {
+      const res = await rawRequest(port, request, 5_000);
+      expect(res.status).toBe(status);
+      const json = JSON.parse(res.body) as Record<string, unknown>;
+      if (path === '/v1/messages') {
+        expect(json).toEqual({
+          type: 'error',
+          error: { type: expect.any(String), message: expect.any(String) },
+        });
+      } else {
+        expect(json.error).toMatchObject({ type: 'invalid_request_error', code: 'TP_ERR_INVALID_FIELD' });
+      }
+    });
+  },
+);

@@ -106,11 +106,14 @@ describe('CaptureRing', () => {
     expect(body.cut).toBe('first words'.length);
   });
 
-  it('gives a reused request id a suffix instead of replacing the earlier record', () => {
+  it('gives the earlier record of a reused request id a suffix: the id finds the newest', () => {
     const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 1000 });
-    ring.open(record('same'));
+    const first = ring.open(record('same'));
     const second = ring.open(record('same'));
-    expect(second.record.id).toMatch(/^same~\d+$/);
+    expect(second.record.id).toBe('same');
+    expect(first.record.id).toMatch(/^same~\d+$/);
+    expect(ring.get('same')).toBe(second.record);
+    expect(ring.get(first.record.id)).toBe(first.record);
     expect(ring.size).toBe(2);
   });
 
