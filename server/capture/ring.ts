@@ -34,6 +34,13 @@ const BYTES_PER_CHAR = 2;
 const FIELD_OVERHEAD = 48;
 /** Evicted records kept for reuse, at most (CaptureRing.open). */
 const SPARE_RECORDS = 64;
+/**
+ * Records counted at more than this are not reused: measured on an agent's turn (87 KB bodies,
+ * records of ~400 KB counted), reuse read +4-8 KB promoted and 3-4x the major collections per
+ * request in two runs out of two (not understood yet; bench/HISTORY.md, capture-cpu7), where the
+ * short streams it is for gain (+1 KB promoted per request less).
+ */
+const SPARE_MAX_BYTES = 64 * 1024;
 /** A record's fixed fields, counted once. */
 const RECORD_OVERHEAD = 1024;
 
@@ -1268,7 +1275,8 @@ export class CaptureRing {
       // and its first attempt's: old memory, not new objects promoted with every request). One
       // in flight is left to its request, which still holds it; one with texts of its own on the
       // heap (see RecordWriter.inArena) to the collector.
-      if (!w.inFlight && this.spare.length < SPARE_RECORDS && w.inArena()) this.spare.push(w.release());
+      if (!w.inFlight && w.bytes <= SPARE_MAX_BYTES && this.spare.length < SPARE_RECORDS && w.inArena())
+        this.spare.push(w.release());
     }
     // The queue's dead head is dropped once it is most of the array (amortized O(1) per record).
     if (this.head > 1024 && this.head * 2 > this.order.length) {
