@@ -8,7 +8,7 @@
  * under its budget). Printed: heap objects and bytes per request, and the largest groups (by
  * constructor, and by what holds them).
  *
- *   npx tsx bench/capture-heap.ts [--cases=short,agent] [--requests=400] [--warm=200] [--top=12] [--build=DIR]
+ *   npx tsx bench/capture-heap.ts [--cases=short,agent] [--requests=400] [--warm=200] [--top=12] [--build=DIR] [--capture-mb=N]
  */
 import { mkdtempSync, readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,6 +29,11 @@ const args = new Map(
 );
 const cases = (args.get('cases') || 'short,agent').split(',');
 const TOP = Number(args.get('top') || 12);
+/**
+ * `--capture-mb=N`: the ring's size on the capture side (default the server's, 10 MB). A ring the
+ * warm-up fills (e.g. 1 MB and --warm=2000) shows the steady state, records evicted as others come.
+ */
+const CAPTURE_MB = args.get('capture-mb');
 
 async function snapshot(pid: number, dir: string): Promise<string> {
   const before = new Set(readdirSync(dir));
@@ -72,7 +77,12 @@ async function main(): Promise<void> {
       const { pid, pool } = await startAbToolproof({
         label: `toolproof (capture ${side})`,
         upstreamOrigin: upstream.origin,
-        env: side === 'off' ? { TOOLPROOF_CAPTURE_MB: '0' } : {},
+        env:
+          side === 'off'
+            ? { TOOLPROOF_CAPTURE_MB: '0' }
+            : CAPTURE_MB
+              ? { TOOLPROOF_CAPTURE_MB: CAPTURE_MB }
+              : {},
         args: ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${dir}`, ...serverArgs],
         gc,
         connections: 8,

@@ -6,6 +6,7 @@
  */
 import { type Reassembled, reassemble } from './reassemble.js';
 import {
+  type CapturedAttempt,
   type CaptureQuery,
   type CaptureRecord,
   type CaptureRing,
@@ -76,13 +77,29 @@ export function answer(ring: CaptureRing | undefined, op: CaptureOp, worker: num
       return ring.list(op.query);
     case 'get': {
       const r = op.owner === undefined ? ring.get(op.id) : ring.ownRecord(op.id, op.owner);
-      return r ? viewOf(r) : null;
+      return r ? viewOf(snapshotOf(r)) : null;
     }
     case 'sessions':
       return sessionsOf(ring, op.owner);
     case 'session':
-      return ring.session(op.key, op.owner);
+      return ring.session(op.key, op.owner).map(snapshotOf);
   }
+}
+
+/**
+ * A record as it reads now, in objects of its own: the ring reuses a record's object (and its
+ * first attempt's) once the record is evicted (ring.ts CaptureRing.open), and an answer is read
+ * after an await (the route, the cluster's gathering). Its texts stay bytes of the arena, each
+ * read back whole or as cut (LazyText), never as another record's.
+ */
+function snapshotOf(r: CaptureRecord): CaptureRecord {
+  const json = (r as { toJSON?: () => CaptureRecord }).toJSON?.() ?? { ...r };
+  return {
+    ...json,
+    upstreamAttempts: json.upstreamAttempts.map(
+      (a) => (a as { toJSON?: () => CapturedAttempt }).toJSON?.() ?? { ...a },
+    ),
+  };
 }
 
 function viewOf(record: CaptureRecord): RequestView {

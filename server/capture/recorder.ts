@@ -15,7 +15,14 @@ import { describeEffect, type PolicyEffect } from '../../policies/registry.js';
 import type { ChatCall } from '../chat/context.js';
 import { ownString } from '../../protocol/own-string.js';
 import { redactedHeaderText } from './redact.js';
-import { Attempt, type CaptureRing, type Decision, type Outcome, readEffectsWith } from './ring.js';
+import {
+  type CaptureRing,
+  type Decision,
+  type Outcome,
+  type RecordWriter,
+  readEffectsWith,
+  readHarnessWith,
+} from './ring.js';
 
 const WORKER = cluster.isWorker ? (cluster.worker?.id ?? 0) : 0;
 /** A decision's detail is JSON cut to this many characters. */
@@ -178,15 +185,13 @@ export function captureAttemptSent(call: ChatCall, body: string | Buffer, sentAt
   const w = call.capture;
   if (!w) return;
   w.attempts = call.trace.attempts;
-  w.attempt(
-    new Attempt(
-      call.trace.attempts,
-      call.route.client.label,
-      Date.now(),
-      sentAt - startOf(call),
-      call.phase.request.stream === true,
-      typeof body === 'string' ? w.text(body) : w.fromBytes(body),
-    ),
+  w.newAttempt(
+    call.trace.attempts,
+    call.route.client.label,
+    Date.now(),
+    sentAt - startOf(call),
+    call.phase.request.stream === true,
+    typeof body === 'string' ? w.text(body) : w.fromBytes(body),
   );
   w.note(200);
 }
@@ -569,14 +574,14 @@ export function finishCapture(
         ];
   r.kinds = kinds;
   r.outcome = kinds[0]!;
-  r.tokens = {
-    cached: cache?.cached ?? cachedOf(usage),
-    prompt: usage?.prompt_tokens ?? cache?.prompt ?? null,
-    completion: usage?.completion_tokens ?? null,
-  };
+  w.setTokens(
+    cache?.cached ?? cachedOf(usage),
+    usage?.prompt_tokens ?? cache?.prompt ?? null,
+    usage?.completion_tokens ?? null,
+  );
   if (error) r.error = errorOf(error);
   if (harness) {
-    r.harness = compact(harness);
+    keepHarness(w, compact(harness));
     // Counted by its parts, not serialized: a few fields and the trace's short lists.
     w.note(harnessChars(t));
   }
@@ -644,6 +649,98 @@ function bounded(v: unknown, depth: number): unknown {
   return out ?? v;
 }
 const EMPTY_LIST = Object.freeze([]);
+
+/**
+ * The harness summary's fields that differ from one request to the next (times, token counts),
+ * kept as the record's own numbers; its other fields (booleans, a few names, the shared empty
+ * lists and tallies: the same over and over) as one shared frozen copy (RecordWriter.shareHarness):
+ * no object of the record's own (one of ~25 fields, 0.2 KB the collector promoted with every
+ * record). Any other value (a leak, a retry, a tally with counts) keeps the summary as it is.
+ */
+const HARNESS_NUMBERS = ['queuedMs', 'cachedTokens', 'promptTokens', 'discardedTokens'] as const;
+/** queuedMs is kept in tenths (harnessOf rounds it to one decimal). */
+const HARNESS_SCALE = [10, 1, 1, 1] as const;
+const HARNESS_MAX = 64;
+/** The shared copies, each with its keys in order (a copy is found by keys and values alike). */
+let sharedHarnesses: { copy: Readonly<Record<string, unknown>>; keys: readonly string[] }[] = [];
+const SCRATCH_NUMBERS = [-1, -1, -1, -1];
+
+function keepHarness(w: RecordWriter, h: Record<string, unknown>): void {
+  for (let i = 0; i < 4; i++) {
+    const v = h[HARNESS_NUMBERS[i]!];
+    if (v === undefined) {
+      SCRATCH_NUMBERS[i] = -1;
+      continue;
+    }
+    const n = typeof v === 'number' ? Math.round(v * HARNESS_SCALE[i]!) : -1;
+    // A small non-negative integer that reads back as the same number, or the summary as it is.
+    if (!(n >= 0 && n <= 0x3fffffff && n / HARNESS_SCALE[i]! === v)) {
+      w.harness = h;
+      return;
+    }
+    SCRATCH_NUMBERS[i] = n;
+  }
+  const shared = sharedHarness(h);
+  if (shared === undefined) w.harness = h;
+  else
+    w.shareHarness(
+      shared,
+      SCRATCH_NUMBERS[0]!,
+      SCRATCH_NUMBERS[1]!,
+      SCRATCH_NUMBERS[2]!,
+      SCRATCH_NUMBERS[3]!,
+    );
+}
+
+function isHarnessNumber(k: string): boolean {
+  return k === 'queuedMs' || k === 'cachedTokens' || k === 'promptTokens' || k === 'discardedTokens';
+}
+
+/** A shared copy with `h`'s fields (its numbers aside), or undefined when one is not shareable. */
+function sharedHarness(h: Record<string, unknown>): Readonly<Record<string, unknown>> | undefined {
+  for (const t of sharedHarnesses) if (sameHarness(t.copy, t.keys, h)) return t.copy;
+  const copy: Record<string, unknown> = {};
+  const keys: string[] = [];
+  for (const k in h) {
+    keys.push(ownString(k));
+    const v = h[k];
+    if (isHarnessNumber(k)) copy[k] = undefined;
+    else if (v === undefined || v === null || v === EMPTY_LIST || v === EMPTY_TALLY) copy[k] = v;
+    else if (typeof v === 'string') {
+      if (v.length > 64) return undefined;
+      copy[k] = ownString(v);
+    } else if (typeof v === 'number' || typeof v === 'boolean') copy[k] = v;
+    else return undefined;
+  }
+  Object.freeze(copy);
+  if (sharedHarnesses.length >= HARNESS_MAX) sharedHarnesses = [];
+  sharedHarnesses.push({ copy, keys: Object.freeze(keys) });
+  return copy;
+}
+
+/** Whether the shared copy `t` (its keys in order: `keys`) has `h`'s keys, in order, and values (its numbers aside). */
+function sameHarness(
+  t: Readonly<Record<string, unknown>>,
+  keys: readonly string[],
+  h: Record<string, unknown>,
+): boolean {
+  let i = 0;
+  for (const k in h) {
+    if (keys[i++] !== k) return false;
+    if (!isHarnessNumber(k) && t[k] !== h[k]) return false;
+  }
+  return i === keys.length;
+}
+
+readHarnessWith((shared, n0, n1, n2, n3) => {
+  // A copy of the shared one (its keys in order), its numbers this request's own.
+  const h: Record<string, unknown> = { ...shared };
+  h.queuedMs = n0 < 0 ? undefined : n0 / 10;
+  h.cachedTokens = n1 < 0 ? undefined : n1;
+  h.promptTokens = n2 < 0 ? undefined : n2;
+  h.discardedTokens = n3 < 0 ? undefined : n3;
+  return h;
+});
 const EMPTY_TALLY = Object.freeze({});
 
 function isEmpty(o: object): boolean {

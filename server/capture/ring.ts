@@ -32,6 +32,15 @@ const EMPTY_BUF = Buffer.alloc(0);
 const BYTES_PER_CHAR = 2;
 /** What a kept field, array slot or small object costs besides its characters (an estimate). */
 const FIELD_OVERHEAD = 48;
+/** Evicted records kept for reuse, at most (CaptureRing.open). */
+const SPARE_RECORDS = 64;
+/**
+ * Records counted at more than this are not reused: measured on an agent's turn (87 KB bodies,
+ * records of ~400 KB counted), reuse read +4-8 KB promoted and 3-4x the major collections per
+ * request in two runs out of two (not understood yet; bench/HISTORY.md, capture-cpu7), where the
+ * short streams it is for gain (+1 KB promoted per request less).
+ */
+const SPARE_MAX_BYTES = 64 * 1024;
 /** A record's fixed fields, counted once. */
 const RECORD_OVERHEAD = 1024;
 
@@ -139,54 +148,99 @@ export interface RecordInit {
   key?: string;
 }
 
-/** An upstream attempt as written (read as CapturedAttempt, JSON included): one object. */
+/**
+ * An upstream attempt as written (read as CapturedAttempt, JSON included): one object. A
+ * record's first attempt is reused with the record (RecordWriter.reset): every field is set in
+ * `reset`, the one place that lists them.
+ */
 export class Attempt implements CapturedAttempt {
-  replica: string | undefined = undefined;
-  status: number | undefined = undefined;
-  error: CapturedAttempt['error'] = undefined;
-  events = 0;
+  n!: number;
+  upstream!: string;
+  stream!: boolean;
+  replica!: string | undefined;
+  status!: number | undefined;
+  error!: CapturedAttempt['error'];
+  events!: number;
   /**
    * Its two texts (the body as sent, the response), each as the object given (`sObj`, `pObj`)
    * or, a text of one piece in the ring's arena (nearly always), folded into numbers of its own
    * (lap, offset, length >= 0, cut): no object per text for the collector to promote.
    */
-  private arena: Arena | undefined = undefined;
-  private sObj: CapturedText = NO_TEXT;
-  private sLap = 0;
-  private sOff = 0;
-  private sLen = -1;
-  private sCut = 0;
-  private pObj: CapturedText = NO_TEXT;
-  private pLap = 0;
-  private pOff = 0;
-  private pLen = -1;
-  private pCut = 0;
+  private arena!: Arena | undefined;
+  private sObj!: CapturedText;
+  private sLap!: number;
+  private sOff!: number;
+  private sLen!: number;
+  private sCut!: number;
+  private pObj!: CapturedText;
+  private pLap!: number;
+  private pOff!: number;
+  private pLen!: number;
+  private pCut!: number;
   /** Epoch seconds and milliseconds (small integers: no number object of their own). */
-  private readonly atS: number;
-  private readonly atMsPart: number;
+  private atS!: number;
+  private atMsPart!: number;
   /** Tenths of milliseconds (small integers), -1: not yet. */
-  private q10: number;
-  private t10 = -1;
-  private o10 = -1;
+  private q10!: number;
+  private t10!: number;
+  private o10!: number;
 
   constructor(
-    readonly n: number,
-    readonly upstream: string,
+    n: number,
+    upstream: string,
     at: number,
     queueMs: number,
-    readonly stream: boolean,
+    stream: boolean,
     request: CapturedText,
   ) {
+    this.reset(n, upstream, at, queueMs, stream, request);
+  }
+
+  /** Every field, as a new attempt's (the constructor's, and a reused one's). */
+  reset(
+    n: number,
+    upstream: string,
+    at: number,
+    queueMs: number,
+    stream: boolean,
+    request: CapturedText,
+  ): this {
+    this.n = n;
+    this.upstream = upstream;
+    this.stream = stream;
+    this.replica = undefined;
+    this.status = undefined;
+    this.error = undefined;
+    this.events = 0;
+    this.arena = undefined;
+    this.sObj = NO_TEXT;
+    this.sLap = 0;
+    this.sOff = 0;
+    this.sLen = -1;
+    this.sCut = 0;
+    this.pObj = NO_TEXT;
+    this.pLap = 0;
+    this.pOff = 0;
+    this.pLen = -1;
+    this.pCut = 0;
     this.atS = Math.floor(at / 1000);
     this.atMsPart = (at - this.atS * 1000) | 0;
     this.q10 = tenths(queueMs);
-    if (foldInto(request, this.arena)) {
+    this.t10 = -1;
+    this.o10 = -1;
+    if (foldInto(request, undefined)) {
       this.arena = SCRATCH.arena;
       this.sLap = SCRATCH.lap;
       this.sOff = SCRATCH.off;
       this.sLen = SCRATCH.len;
       this.sCut = SCRATCH.cut;
     } else this.sObj = request;
+    return this;
+  }
+
+  /** Whether both texts are bytes of the arena (or none): see RecordWriter.inArena. */
+  inArena(): boolean {
+    return (this.sLen >= 0 || this.sObj === NO_TEXT) && (this.pLen >= 0 || this.pObj === NO_TEXT);
   }
 
   /** A non-streamed body, or a stream's events as received (one `data:` payload a line). */
@@ -297,7 +351,31 @@ export function readEffectsWith(read: EffectReader): void {
   effectReader = read;
 }
 
+type HarnessReader = (
+  shared: Readonly<Record<string, unknown>>,
+  n0: number,
+  n1: number,
+  n2: number,
+  n3: number,
+) => Record<string, unknown>;
+let harnessReader: HarnessReader = (shared) => ({ ...shared });
+/** How a harness summary kept as a shared copy and four numbers reads (recorder.ts). */
+export function readHarnessWith(read: HarnessReader): void {
+  harnessReader = read;
+}
+
 const NO_TEXT: CapturedText = Object.freeze({ text: '', cut: 0 });
+/** What a released record is (RecordWriter.release): no request's. */
+const NO_RECORD: RecordInit = Object.freeze({
+  id: '',
+  at: 0,
+  api: '',
+  model: '',
+  stream: false,
+  session: '',
+  method: '',
+  path: '',
+});
 const NO_ATTEMPTS: CapturedAttempt[] = Object.freeze([]) as unknown as CapturedAttempt[];
 const IN_FLIGHT_KINDS: Outcome[] = Object.freeze(['in_flight']) as unknown as Outcome[];
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
@@ -314,80 +392,101 @@ const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
  * epoch number in a field is a heap object of its own.
  */
 export class RecordWriter implements CaptureRecord {
-  bytes = RECORD_OVERHEAD;
-  evicted = false;
+  // Every field is set in `reset`, the one place that lists them: a record evicted once it ended
+  // is reused for a later request (CaptureRing.open), so that the records a ring keeps are not
+  // new objects the collector copies and promotes with every request.
+  bytes!: number;
+  evicted!: boolean;
   /**
    * When the request arrived (performance clock); undefined once it ended (a fractional number
    * is an object of its own, not kept for the record's life).
    */
-  start: number | undefined = undefined;
-  id: string;
-  readonly worker: number;
-  readonly api: string;
-  readonly model: string;
-  readonly stream: boolean;
-  readonly session: string;
-  readonly key: string | undefined;
-  readonly method: string;
-  readonly path: string;
-  inFlight = true;
-  status: number | 'aborted' | null = null;
-  outcome: Outcome = 'in_flight';
-  kinds: Outcome[] = IN_FLIGHT_KINDS;
-  attempts = 0;
-  error: CaptureRecord['error'] = undefined;
-  harness: Record<string, unknown> | undefined = undefined;
+  start!: number | undefined;
+  id!: string;
+  worker!: number;
+  api!: string;
+  model!: string;
+  stream!: boolean;
+  session!: string;
+  key!: string | undefined;
+  method!: string;
+  path!: string;
+  inFlight!: boolean;
+  status!: number | 'aborted' | null;
+  outcome!: Outcome;
+  kinds!: Outcome[];
+  attempts!: number;
+  error!: CaptureRecord['error'];
   /** The attempt running now (the last one), undefined before the first. */
-  current: Attempt | undefined = undefined;
+  current!: Attempt | undefined;
   /** What the client received: its status (and the bytes of its body, responseBody). */
-  responseStatus: number | null = null;
+  responseStatus!: number | null;
   /**
    * The record's three texts (the client's headers and body, the response it received), each
    * as the object given (`*Obj`) or, a text of one piece in the ring's arena (nearly always),
    * folded into numbers of the record's own (lap, offset, length >= 0, cut), as Attempt's.
    */
-  private hObj: CaptureRecord['clientRequest']['headers'] = NO_HEADERS;
-  private hLap = 0;
-  private hOff = 0;
-  private hLen = -1;
-  private bObj: CapturedText = NO_TEXT;
-  private bLap = 0;
-  private bOff = 0;
-  private bLen = -1;
-  private bCut = 0;
-  private rObj: CapturedText = NO_TEXT;
-  private rLap = 0;
-  private rOff = 0;
-  private rLen = -1;
-  private rCut = 0;
-  private readonly atS: number;
-  private readonly atMsPart: number;
+  private hObj!: CaptureRecord['clientRequest']['headers'];
+  private hLap!: number;
+  private hOff!: number;
+  private hLen!: number;
+  private bObj!: CapturedText;
+  private bLap!: number;
+  private bOff!: number;
+  private bLen!: number;
+  private bCut!: number;
+  private rObj!: CapturedText;
+  private rLap!: number;
+  private rOff!: number;
+  private rLen!: number;
+  private rCut!: number;
+  private atS!: number;
+  private atMsPart!: number;
   /** Tenths of milliseconds, -1: in flight. */
-  private d10 = -1;
-  private tCached: number | null = null;
-  private tPrompt: number | null = null;
-  private tCompletion: number | null = null;
+  private d10!: number;
+  private tCached!: number | null;
+  private tPrompt!: number | null;
+  private tCompletion!: number | null;
+  /**
+   * The harness summary: the object given (`hsOwn`), or a shared frozen copy (`hsShared`, see
+   * shareHarness) with this request's own numbers (`hs0`-`hs3`, -1: undefined).
+   */
+  private hsOwn!: Record<string, unknown> | undefined;
+  private hsShared!: Readonly<Record<string, unknown>> | undefined;
+  private hs0!: number;
+  private hs1!: number;
+  private hs2!: number;
+  private hs3!: number;
   /** Attempts after the first (a retry, a fallback), undefined: at most one. */
-  private more: Attempt[] | undefined = undefined;
+  private more!: Attempt[] | undefined;
+  /** The first attempt of the request this record was before (reset), to be reused. */
+  private spare!: Attempt | undefined;
   /** The decisions, flat (see decisions). */
-  private decs: unknown[] | undefined = undefined;
+  private decs!: unknown[] | undefined;
   /** Where the response the client is receiving went in the arena, as written. */
-  private clientSpans: Spans | undefined = undefined;
-  private clientChars = 0;
-  private clientCut = 0;
+  private clientSpans!: Spans | undefined;
+  private clientChars!: number;
+  private clientCut!: number;
   /** Where the running attempt's stream went in the arena, as read (the upstream's own bytes). */
-  private eventSpans: Spans | undefined = undefined;
-  private eventChars = 0;
-  private eventCut = 0;
+  private eventSpans!: Spans | undefined;
+  private eventChars!: number;
+  private eventCut!: number;
   private readonly ring: CaptureRing;
 
   constructor(init: RecordInit, ring: CaptureRing) {
     this.ring = ring;
+    this.reset(init);
+  }
+
+  /** Every field, as a new record's (the constructor's, and a reused record's: CaptureRing.open). */
+  reset(init: RecordInit): this {
+    // The first attempt of the request this record was (release keeps it, its texts dropped).
+    this.spare = (this.more !== undefined ? this.more[0] : this.current) ?? this.spare;
+    this.bytes = RECORD_OVERHEAD;
+    this.evicted = false;
+    this.start = undefined;
     this.id = init.id;
     this.worker = init.worker ?? 0;
-    const at = init.at ?? Date.now();
-    this.atS = Math.floor(at / 1000);
-    this.atMsPart = (at - this.atS * 1000) | 0;
     this.api = init.api;
     this.model = init.model;
     this.stream = init.stream;
@@ -395,6 +494,143 @@ export class RecordWriter implements CaptureRecord {
     this.key = init.key;
     this.method = init.method;
     this.path = init.path;
+    this.inFlight = true;
+    this.status = null;
+    this.outcome = 'in_flight';
+    this.kinds = IN_FLIGHT_KINDS;
+    this.attempts = 0;
+    this.error = undefined;
+    this.current = undefined;
+    this.responseStatus = null;
+    this.hObj = NO_HEADERS;
+    this.hLap = 0;
+    this.hOff = 0;
+    this.hLen = -1;
+    this.bObj = NO_TEXT;
+    this.bLap = 0;
+    this.bOff = 0;
+    this.bLen = -1;
+    this.bCut = 0;
+    this.rObj = NO_TEXT;
+    this.rLap = 0;
+    this.rOff = 0;
+    this.rLen = -1;
+    this.rCut = 0;
+    const at = init.at ?? Date.now();
+    this.atS = Math.floor(at / 1000);
+    this.atMsPart = (at - this.atS * 1000) | 0;
+    this.d10 = -1;
+    this.tCached = null;
+    this.tPrompt = null;
+    this.tCompletion = null;
+    this.hsOwn = undefined;
+    this.hsShared = undefined;
+    this.hs0 = -1;
+    this.hs1 = -1;
+    this.hs2 = -1;
+    this.hs3 = -1;
+    this.more = undefined;
+    this.decs = undefined;
+    this.clientSpans = undefined;
+    this.clientChars = 0;
+    this.clientCut = 0;
+    this.eventSpans = undefined;
+    this.eventChars = 0;
+    this.eventCut = 0;
+    return this;
+  }
+
+  /**
+   * Whether all the record's texts are bytes of the arena (the server's records: the client's
+   * bytes, the body as sent, the reads and frames), one attempt: then it is reused once evicted.
+   * A record holding texts of its own on the heap (a body without bytes, kept as a string; the
+   * tests' rings) is left to the collector: its texts are promoted with it either way, and
+   * reusing its object only changes how many old-generation collections a run sets off, which
+   * moves the bounds probe's heap measure (capture-bounds.test.ts) by the start-up bytecode V8
+   * flushes at them or not, not by anything the ring holds (heap snapshots: the same objects).
+   */
+  inArena(): boolean {
+    return (
+      this.more === undefined &&
+      (this.hLen >= 0 || this.hObj === NO_HEADERS) &&
+      (this.bLen >= 0 || this.bObj === NO_TEXT) &&
+      (this.rLen >= 0 || this.rObj === NO_TEXT) &&
+      (this.current === undefined || this.current.inArena())
+    );
+  }
+
+  /**
+   * An evicted record waiting to be reused: nothing it held is kept (no text, no decision, no
+   * summary: the ring's bound counts only the records it holds), its first attempt's object
+   * aside for the next request's (reset).
+   */
+  release(): this {
+    const first = this.more !== undefined ? this.more[0] : this.current;
+    this.reset(NO_RECORD);
+    this.evicted = true;
+    this.spare = first?.reset(0, '', 0, 0, false, NO_TEXT);
+    return this;
+  }
+
+  /**
+   * A new attempt (the running one from now on): the first one of the request this record was
+   * before when there is one (its object reused, every field set anew).
+   */
+  newAttempt(
+    n: number,
+    upstream: string,
+    at: number,
+    queueMs: number,
+    stream: boolean,
+    request: CapturedText,
+  ): Attempt {
+    const spare = this.spare;
+    this.spare = undefined;
+    const a =
+      spare !== undefined
+        ? spare.reset(n, upstream, at, queueMs, stream, request)
+        : new Attempt(n, upstream, at, queueMs, stream, request);
+    this.attempt(a);
+    return a;
+  }
+
+  /** The log line's harness summary (see shareHarness). */
+  get harness(): Record<string, unknown> | undefined {
+    const shared = this.hsShared;
+    if (shared === undefined) return this.hsOwn;
+    return harnessReader(shared, this.hs0, this.hs1, this.hs2, this.hs3);
+  }
+
+  set harness(h: Record<string, unknown> | undefined) {
+    this.hsOwn = h;
+    this.hsShared = undefined;
+  }
+
+  /**
+   * The harness summary as a shared frozen copy (the same few over and over: recorder.ts) and
+   * this request's own numbers in it (small non-negative integers, -1: undefined), read back by
+   * the reader recorder.ts registers (readHarnessWith): no object of the record's own.
+   */
+  shareHarness(
+    shared: Readonly<Record<string, unknown>>,
+    n0: number,
+    n1: number,
+    n2: number,
+    n3: number,
+  ): void {
+    this.hsOwn = undefined;
+    this.hsShared = shared;
+    this.hs0 = n0;
+    this.hs1 = n1;
+    this.hs2 = n2;
+    this.hs3 = n3;
+  }
+
+  /** The end's token counts (no object: the tokens setter's argument is one). */
+  setTokens(cached: number | null, prompt: number | null, completion: number | null): void {
+    this.tCached = cached;
+    this.tPrompt = prompt;
+    this.tCompletion = completion;
   }
 
   /** The record (this object: the writer is the record). */
@@ -935,6 +1171,8 @@ export class CaptureRing {
   private seq = 0;
   /** The ring's bytes (see Arena), from the first text kept. */
   private arena: Arena | undefined;
+  /** Records evicted once they ended, to be reused (open). */
+  private readonly spare: RecordWriter[] = [];
 
   constructor(limits: CaptureLimits) {
     this.limits = limits;
@@ -1020,7 +1258,8 @@ export class CaptureRing {
    * request, and one key's id could hide another key's request from it (ownRecord).
    */
   open(init: RecordInit): RecordWriter {
-    const writer = new RecordWriter(init, this);
+    const spare = this.spare.pop();
+    const writer = spare !== undefined ? spare.reset(init) : new RecordWriter(init, this);
     const earlier = this.records.get(writer.id);
     if (earlier !== undefined) {
       earlier.id = `${earlier.id}~${++this.seq}`;
@@ -1042,6 +1281,12 @@ export class CaptureRing {
       this.records.delete(w.record.id);
       this.total -= w.bytes;
       w.evicted = true;
+      // An ended record nothing writes to any more is reused for a later request (its object
+      // and its first attempt's: old memory, not new objects promoted with every request). One
+      // in flight is left to its request, which still holds it; one with texts of its own on the
+      // heap (see RecordWriter.inArena) to the collector.
+      if (!w.inFlight && w.bytes <= SPARE_MAX_BYTES && this.spare.length < SPARE_RECORDS && w.inArena())
+        this.spare.push(w.release());
     }
     // The queue's dead head is dropped once it is most of the array (amortized O(1) per record).
     if (this.head > 1024 && this.head * 2 > this.order.length) {

@@ -4,10 +4,17 @@
  */
 import { describe, expect, it } from 'vitest';
 import { performance } from 'node:perf_hooks';
-import { captureEffects, EffectDecision } from '../../server/capture/recorder.js';
+import { answer } from '../../server/capture/query.js';
+import { captureEffects, EffectDecision, finishCapture } from '../../server/capture/recorder.js';
 import { reassemble } from '../../server/capture/reassemble.js';
 import { redactedHeaderText } from '../../server/capture/redact.js';
-import { Attempt, CaptureRing, type RecordInit } from '../../server/capture/ring.js';
+import {
+  Attempt,
+  type CaptureRecord,
+  CaptureRing,
+  type RecordInit,
+  type RecordWriter,
+} from '../../server/capture/ring.js';
 
 const record = (id: string, session = 's', model = 'm'): RecordInit => ({
   id,
@@ -368,5 +375,137 @@ describe('a record kept as few objects (issue 28: capture CPU), read as the reco
     }
     expect(text.text).toBe('');
     expect(text.cut).toBe(6 * 1004);
+  });
+});
+
+describe('records reused once evicted (issue 28: capture CPU)', () => {
+  /** A record as the server writes one: every text in the arena, an attempt, decisions, an end. */
+  const written = (ring: CaptureRing, id: string, at: number): RecordWriter => {
+    const w = ring.open({ ...record(id, `s-${id}`, `m-${id}`), at, key: `k-${id}` });
+    const headers = w.encodedHeaders(redactedHeaderText({ 'x-from': id, authorization: 'Bearer sk' }).text);
+    if (headers) w.headers = headers;
+    w.body = w.fromBytes(Buffer.from(`{"client":"${id}"}`));
+    w.start = 1;
+    const a = w.newAttempt(
+      1,
+      `http://${id}/v1`,
+      at + 5,
+      1.5,
+      true,
+      w.fromBytes(Buffer.from(`{"sent":"${id}"}`)),
+    );
+    a.status = 201;
+    a.replica = `replica-${id}`;
+    a.ttfbMs = 3;
+    a.error = { code: 'X', status: 502, message: `failed ${id}` };
+    w.read(Buffer.from(`data: {"from":"${id}"}\n\n`), 1);
+    w.endEvents();
+    w.client(`data: {"to":"${id}"}\n\n`);
+    w.endClient(200);
+    w.decision({ atMs: 1, attempt: 1, kind: `kind-${id}`, reason: `reason ${id}` });
+    w.harness = { forced: true, note: id };
+    w.setTokens(1, 2, 3);
+    w.error = { code: 'E', status: 500, message: id };
+    w.kinds = ['failed'];
+    w.outcome = 'failed';
+    w.status = 500;
+    w.durationMs = 12;
+    w.inFlight = false;
+    return w;
+  };
+
+  it('a record evicted once it ended reads, reused, as a new record: nothing of the request it was', () => {
+    const ring = new CaptureRing({ maxBytes: 64 * 1024, textChars: 4096 });
+    const first = written(ring, 'old', 1_764_888_000_000);
+    const firstAttempt = first.current!;
+    const before = JSON.stringify(first);
+    expect(before).toContain('old');
+    // Others fill the ring until the first is evicted.
+    for (let i = 0; !first.evicted; i++) ring.open(record(`fill${i}`)).note(4000);
+    const reused = ring.open({ ...record('new'), at: 1_764_888_001_000 });
+    expect(reused).toBe(first);
+    const fresh = new CaptureRing({ maxBytes: 64 * 1024, textChars: 4096 }).open({
+      ...record('new'),
+      at: 1_764_888_001_000,
+    });
+    expect(JSON.stringify(reused)).toBe(JSON.stringify(fresh));
+    expect(JSON.stringify(reused)).not.toContain('old');
+    expect(reused.evicted).toBe(false);
+    expect(reused.bytes).toBe(fresh.bytes);
+    // Its first attempt's object too, every field set anew.
+    const a = reused.newAttempt(1, 'http://new/v1', 1_764_888_001_005, 0, false, reused.text('{}'));
+    expect(a).toBe(firstAttempt);
+    const b = new Attempt(1, 'http://new/v1', 1_764_888_001_005, 0, false, { text: '{}', cut: 0 });
+    expect(JSON.stringify(a)).toBe(JSON.stringify(b));
+  });
+
+  it('a record evicted in flight, or holding texts of its own on the heap, is not reused', () => {
+    const ring = new CaptureRing({ maxBytes: 64 * 1024, textChars: 4096 });
+    const inFlight = written(ring, 'a', 1);
+    inFlight.inFlight = true;
+    const onHeap = written(ring, 'b', 2);
+    onHeap.body = onHeap.text('{"kept":"as a string"}');
+    for (let i = 0; !onHeap.evicted; i++) ring.open(record(`fill${i}`)).note(4000);
+    const next = ring.open(record('c'));
+    expect(next).not.toBe(inFlight);
+    expect(next).not.toBe(onHeap);
+    // What they hold stays theirs (their requests may still read or write them).
+    expect(onHeap.body.text).toBe('{"kept":"as a string"}');
+  });
+
+  it("an inspector answer is the record as it read then, whatever the ring's reuse does after", () => {
+    const ring = new CaptureRing({ maxBytes: 64 * 1024, textChars: 4096 });
+    written(ring, 'seen', 1_764_888_000_000);
+    const view = answer(ring, { op: 'get', id: 'seen' }, 0) as { record: CaptureRecord };
+    const turns = answer(ring, { op: 'session', key: 's-seen' }, 0) as CaptureRecord[];
+    const then = JSON.stringify(view.record);
+    const thenTurns = JSON.stringify(turns);
+    for (let i = 0; ring.get('seen') !== undefined; i++) ring.open(record(`fill${i}`)).note(4000);
+    written(ring, 'other', 1_764_888_002_000);
+    expect(JSON.stringify(view.record)).toBe(then);
+    expect(JSON.stringify(turns)).toBe(thenTurns);
+  });
+});
+
+describe('the harness summary kept as a shared copy and its numbers (issue 28: capture CPU)', () => {
+  const summary = (queuedMs: number, cached: number | undefined, extra: Record<string, unknown> = {}) => ({
+    forced: true,
+    toolChoice: 'required',
+    attempts: 1,
+    leaks: [],
+    cachedTokens: cached,
+    promptTokens: cached === undefined ? undefined : 100,
+    discardedTokens: undefined,
+    ...extra,
+    queuedMs,
+    final: 'final_answer',
+  });
+
+  it('reads back as the summary given, its key order included, for equal and different summaries', () => {
+    const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 1000 });
+    const cases = [
+      summary(0, undefined),
+      summary(1.3, 7),
+      summary(2.7, 0, { key: 'team' }),
+      summary(0.1, 7, { leaks: [{ format: 'hermes' }] }),
+      summary(1.25, 7),
+    ];
+    for (const [i, h] of cases.entries()) {
+      const w = ring.open(record(`h${i}`));
+      const call = {
+        capture: w,
+        trace: {
+          droppedTools: undefined,
+          retries: [],
+          leaks: [],
+          validationFailures: [],
+          unenforced: [],
+          attempts: 1,
+        },
+      } as never;
+      finishCapture(call, 200, true, undefined, undefined, { ...h }, undefined);
+      expect(JSON.stringify(w.harness)).toBe(JSON.stringify(h));
+      expect(JSON.parse(JSON.stringify(w)).harness).toEqual(JSON.parse(JSON.stringify(h)));
+    }
   });
 });
