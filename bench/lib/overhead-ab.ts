@@ -17,6 +17,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Pool } from 'undici';
+import { prng } from '../../tests/support/cost-scaling.js';
 import { runLoad } from './load.js';
 import { groupCpuSplit, machineTicks } from './procs.js';
 
@@ -145,17 +146,8 @@ export function pooledRatio(
   return vc / vr / (bc / br);
 }
 
-/** mulberry32: a small seeded generator, so one set of cycles always gives one interval. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A small seeded generator (mulberry32, shared with the tests' inputs), so one set of cycles always gives one interval. */
+export const seededRandom: (seed: number) => () => number = prng;
 
 /** Nearest-rank quantile of an ascending array (q in 0..1). */
 function quantile(sorted: readonly number[], q: number): number {
