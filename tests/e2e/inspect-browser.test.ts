@@ -5,16 +5,13 @@
  * a session shows its three turns; model output with HTML and script stays text. Screenshots go
  * to tests/artifacts/inspect/ (gitignored). Skipped only where Chromium is absent outside CI.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromiumAvailable, openPage } from '../support/browser.js';
 import { collectStream, type Stack, startStack, weatherTool } from '../server/stack.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const available = existsSync(CHROMIUM);
-if (!available && process.env.CI)
-  throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install chromium)`);
 const ARTIFACTS = join(import.meta.dirname, '..', 'artifacts', 'inspect');
 
 const tools = [weatherTool];
@@ -31,7 +28,7 @@ let browser: Browser;
 let page: Page;
 const ids: Record<string, string> = {};
 
-describe.skipIf(!available)('the inspector page in headless Chromium', () => {
+describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', () => {
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     stack = await startStack({ sim: { personality: 'llama-server' } });
@@ -89,9 +86,7 @@ describe.skipIf(!available)('the inspector page in headless Chromium', () => {
         messages.push({ role: 'tool', tool_call_id: msg.tool_calls[0]!.id, content: 'sunny, 21 C' });
       else messages.push({ role: 'user', content: 'And tomorrow?' });
     }
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
-    page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
-    page.on('dialog', (d) => void d.dismiss());
+    ({ browser, page } = await openPage());
   }, 60_000);
 
   afterAll(async () => {

@@ -17,15 +17,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { buildApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
-
-const gc = (globalThis as { gc?: () => void }).gc;
-if (!gc) throw new Error('run with --expose-gc');
-const fullGc = async () => {
-  for (let i = 0; i < 4; i++) {
-    gc();
-    await new Promise((r) => setTimeout(r, 20));
-  }
-};
+import { fullGc } from '../support/gc.js';
 
 const modes = (process.argv[2] ?? 'capture').split(',');
 const count = Number(process.argv[3] ?? 60);

@@ -1,21 +1,7 @@
-/**
- * The inspector page (docs/inspect.md) in headless Chromium (Debian's /usr/bin/chromium driven by
- * playwright-core, as tests/e2e/inspect-browser.test.ts) with hostile text in every field it
- * shows: the model name, the session id, a header value, an upstream's error message, a tool
- * name the model made up, a finish reason, a recovered call's arguments, and so the curl copy.
- * Script, HTML, a `javascript:` URL, a right-to-left override and very long unbroken strings:
- * none runs, none becomes markup, none turns the page into one that scrolls sideways, and an
- * override stays inside its own field.
- */
-import { existsSync } from 'node:fs';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromiumAvailable, openPage } from '../support/browser.js';
 import { chunkEvent, proxyInFrontOf, sendCompletion } from '../support/harness.js';
-
-const CHROMIUM = '/usr/bin/chromium';
-const available = existsSync(CHROMIUM);
-if (!available && process.env.CI)
-  throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install chromium)`);
 
 const SCRIPT = (n: number) => `<img src=x onerror="window.__pwned=${n}"><script>window.__pwned=${n}</script>`;
 const LONG = 'W'.repeat(5000);
@@ -72,7 +58,7 @@ let browser: Browser;
 let page: Page;
 const ids = ['hostile-error', 'hostile-invent', 'hostile-leak', 'hostile-stream'];
 
-describe.skipIf(!available)('the inspector page with hostile text in every field', () => {
+describe.skipIf(!chromiumAvailable)('the inspector page with hostile text in every field', () => {
   beforeAll(async () => {
     const send = async (id: string, said: string, stream = false) => {
       const res = await fetch(`${pair.proxy.origin}/v1/chat/completions`, {
@@ -96,9 +82,7 @@ describe.skipIf(!available)('the inspector page with hostile text in every field
     await send('hostile-invent', 'invent');
     await send('hostile-leak', 'leak');
     await send('hostile-stream', 'stream', true);
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
-    page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
-    page.on('dialog', (d) => void d.dismiss());
+    ({ browser, page } = await openPage());
   }, 60_000);
 
   afterAll(async () => {

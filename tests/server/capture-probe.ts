@@ -22,15 +22,7 @@ import { Agent, request } from 'undici';
 import { buildApp } from '../../server/app.js';
 import { Attempt, CaptureRing } from '../../server/capture/ring.js';
 import { loadConfig } from '../../server/config.js';
-
-const gc = (globalThis as { gc?: () => void }).gc;
-if (!gc) throw new Error('run with --expose-gc');
-const fullGc = async () => {
-  for (let i = 0; i < 4; i++) {
-    gc();
-    await new Promise((r) => setTimeout(r, 20));
-  }
-};
+import { fullGc } from '../support/gc.js';
 
 async function ringProbe(count: number, mb: number, scale: number): Promise<void> {
   // `scale` shrinks the ring, the cut and the body together (1: a ring of MB, 256 KB cuts, 1 MB
