@@ -352,6 +352,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await upstreams.destroy();
     // Every span has ended: export what is left before the process goes.
     await tracing?.shutdown();
+    // prom-client's default metrics never let go of their registry (a GC PerformanceObserver and
+    // an event-loop histogram, no way to stop either): emptied, it no longer holds this app's
+    // metrics, whose collect callbacks hold its state (capture ring, upstream pools). A process
+    // that builds app after app (the test suite's workers) kept every closed one alive.
+    if (!options.metrics) metrics.registry.clear();
   });
   return app as unknown as ToolproofApp;
 }
