@@ -363,6 +363,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
           'tracing: the spans still batched could not be exported at shutdown (is the OTLP collector up?)',
         ),
       );
+    // prom-client's default metrics never let go of their registry (a GC PerformanceObserver and
+    // an event-loop histogram, no way to stop either): emptied, it no longer holds this app's
+    // metrics, whose collect callbacks hold its state (capture ring, upstream pools). A process
+    // that builds app after app (the test suite's workers) kept every closed one alive.
+    if (!options.metrics) metrics.registry.clear();
   });
   return app as unknown as ToolproofApp;
 }

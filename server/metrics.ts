@@ -4,7 +4,15 @@
  * Labels come from small closed sets or from configuration (model, upstream), never raw user text;
  * `tool` is bounded by the tools a request declares.
  */
-import { type Aggregator, Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import {
+  type Aggregator,
+  Counter,
+  collectDefaultMetrics,
+  Gauge,
+  Histogram,
+  type Metric,
+  Registry,
+} from 'prom-client';
 import { hotCounter, hotHistogram } from './hot-series.js';
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
@@ -326,9 +334,27 @@ function buildMetrics<T extends Record<string, MetricSpec>>(
   return built as { [K in keyof T]: MetricOf<T[K]> };
 }
 
+/**
+ * prom-client's default metrics (process CPU, memory, GC, event-loop delay), collected once per
+ * process and registered in every registry that shows them: each collectDefaultMetrics() call
+ * starts a GC PerformanceObserver and an event-loop delay histogram that nothing can stop, so a
+ * process that builds app after app (the test suite's workers, hundreds each) gained a pair with
+ * every one, all called on every GC. Their values are the process's own, the same for each app.
+ */
+let processDefaults: Registry | undefined;
+
+function registerDefaultMetrics(registry: Registry): void {
+  if (!processDefaults) {
+    processDefaults = new Registry();
+    collectDefaultMetrics({ register: processDefaults });
+  }
+  for (const metric of processDefaults.getMetricsAsArray())
+    registry.registerMetric(metric as unknown as Metric);
+}
+
 export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
-  if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
+  if (options.defaultMetrics !== false) registerDefaultMetrics(registry);
   /** What /metrics shows: this process's registry, or the whole worker group's (server/cluster.ts). */
   let exposition: () => Promise<string> = () => registry.metrics();
   let fallbackSource: (() => Array<[string, string]>) | undefined;

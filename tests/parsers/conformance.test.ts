@@ -34,16 +34,16 @@ function runChunked(c: FixtureCase, contentCuts: number[], reasoningCuts: number
   for (const r of split(c.reasoning ?? '', reasoningCuts)) events.push(...s.push({ reasoning: r }));
   for (const t of split(c.text, contentCuts)) events.push(...s.push({ content: t }));
   events.push(...s.finish());
-  // no event may end in half a surrogate pair
-  for (const e of events) {
-    if (e.type === 'content' || e.type === 'reasoning') {
-      const last = e.text.charCodeAt(e.text.length - 1);
-      expect(
-        last >= 0xd800 && last <= 0xdbff,
-        `event ends in a high surrogate: ${JSON.stringify(e.text)}`,
-      ).toBe(false);
-    }
-  }
+  // No event may end in half a surrogate pair. Read in plain code and asserted once: an expect()
+  // per event (thousands a case with 1-char chunks) was a third of this file's CPU.
+  const halves = events
+    .filter((e) => e.type === 'content' || e.type === 'reasoning')
+    .map((e) => e.text)
+    .filter((text) => {
+      const last = text.charCodeAt(text.length - 1);
+      return last >= 0xd800 && last <= 0xdbff;
+    });
+  expect(halves, 'events ending in a high surrogate').toEqual([]);
   return collectEvents(events, s);
 }
 

@@ -7,8 +7,6 @@
  * event), setStatus's rules; and the exporter, which reuses its buffers between exports, never
  * sends one export's bytes in another's place.
  */
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import {
   type Context,
   defaultTextMapGetter,
@@ -47,6 +45,7 @@ import {
   type Slab,
   serializeSpans,
 } from '../../server/tracing/otlp-proto.js';
+import { otlpReceiver } from '../support/otlp-receiver.js';
 
 const randomTraceId = () => new PooledIdGenerator().generateTraceId();
 
@@ -520,20 +519,9 @@ describe('lean spans', () => {
   });
 
   it('written into slabs that are reused once their spans are exported, and never before', async () => {
-    const bodies: Buffer[] = [];
-    const sink = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        bodies.push(Buffer.concat(chunks));
-        res.end();
-      });
-    });
-    await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
+    const sink = await otlpReceiver();
     try {
-      const exporter = protobufSpanExporter(
-        `http://127.0.0.1:${(sink.address() as AddressInfo).port}/v1/traces`,
-      );
+      const exporter = protobufSpanExporter(`${sink.origin}/v1/traces`);
       const { tracer, ended } = tracerOf();
       tracer.encode = encodeAtEnd;
       /**
@@ -560,12 +548,12 @@ describe('lean spans', () => {
         b.spans.every((e, i) => e.bytes.subarray(e.start, e.end).equals(b.copies[i]!));
       const exportOf = async (b: ReturnType<typeof fill>) => {
         const expected = Buffer.from(serializeSpans(b.spans as unknown as ReadableSpan[]));
-        const n = bodies.length;
+        const n = sink.raw.length;
         const result = await new Promise<{ code: number }>((r) =>
           exporter.export(b.spans as unknown as ReadableSpan[], r),
         );
         expect(result.code).toBe(0);
-        expect(bodies[n]!.equals(expected)).toBe(true);
+        expect(sink.raw[n]!.body.equals(expected)).toBe(true);
       };
       const a = fill(2);
       const b = fill(2); // waits while a is exported and c is written
@@ -582,28 +570,18 @@ describe('lean spans', () => {
       await exportOf(c);
       await exporter.shutdown();
     } finally {
-      sink.close();
+      await sink.close();
     }
   });
 
   it('are exported in buffers reused between exports, a retried export with its own bytes', async () => {
-    const bodies: Buffer[] = [];
-    const sink = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        bodies.push(Buffer.concat(chunks));
-        // The first POST is asked to come again in a second: the transport retries it with the
-        // bytes it holds, after the second export has been written.
-        if (bodies.length === 1) res.writeHead(503, { 'retry-after': '1' }).end();
-        else res.end();
-      });
+    // The first POST is asked to come again in a second: the transport retries it with the
+    // bytes it holds, after the second export has been written.
+    const sink = await otlpReceiver({
+      respond: (i) => (i === 0 ? { status: 503, headers: { 'retry-after': '1' } } : undefined),
     });
-    await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
     try {
-      const exporter = protobufSpanExporter(
-        `http://127.0.0.1:${(sink.address() as AddressInfo).port}/v1/traces`,
-      );
+      const exporter = protobufSpanExporter(`${sink.origin}/v1/traces`);
       const batches: ReadableSpan[][] = [];
       for (let i = 0; i < 4; i++) {
         const { tracer, ended } = tracerOf();
@@ -612,7 +590,7 @@ describe('lean spans', () => {
       }
       const expected = batches.map((b) => Buffer.from(ProtobufTraceSerializer.serializeRequest(b)!));
       const first = new Promise<{ code: number }>((r) => exporter.export(batches[0]!, r));
-      while (bodies.length < 1) await new Promise((r) => setTimeout(r, 5));
+      while (sink.raw.length < 1) await new Promise((r) => setTimeout(r, 5));
       const second = new Promise<{ code: number }>((r) => exporter.export(batches[1]!, r));
       expect((await second).code).toBe(0);
       expect((await first).code).toBe(0);
@@ -620,11 +598,12 @@ describe('lean spans', () => {
       for (const b of batches.slice(2))
         expect((await new Promise<{ code: number }>((r) => exporter.export(b, r))).code).toBe(0);
       await exporter.shutdown();
+      const bodies = sink.raw.map((r) => r.body);
       expect(bodies).toHaveLength(5);
       const want = [expected[0], expected[1], expected[0], expected[2], expected[3]];
       for (let i = 0; i < 5; i++) expect(bodies[i]!.equals(want[i]!)).toBe(true);
     } finally {
-      sink.close();
+      await sink.close();
     }
   });
 });

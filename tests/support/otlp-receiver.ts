@@ -1,7 +1,9 @@
 /**
  * A loopback OTLP/HTTP receiver for tracing tests: accepts POST /v1/traces in the JSON protocol
  * (OTEL_EXPORTER_OTLP_PROTOCOL=http/json) and keeps every span, flattened. Requests in another
- * encoding are counted (protobuf: `raw`) but not decoded.
+ * encoding are counted (protobuf: `raw`) but not decoded. Each POST is answered 200 with an empty
+ * response in the request's encoding (`{}`, or no bytes for protobuf), unless `respond` says
+ * otherwise for it (a 503 with retry-after, to make the exporter retry).
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -53,7 +55,15 @@ function attributesOf(list: Array<{ key: string; value: AnyValue }> | undefined)
   return out;
 }
 
-export async function otlpReceiver(): Promise<OtlpReceiver> {
+export interface OtlpReceiverOptions {
+  /**
+   * The answer to the POST at `index` (0 for the first, counted as `raw` is), or undefined for
+   * the usual 200.
+   */
+  respond?: (index: number) => { status: number; headers?: Record<string, string> } | undefined;
+}
+
+export async function otlpReceiver(options: OtlpReceiverOptions = {}): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
   const raw: OtlpReceiver['raw'] = [];
   const server: Server = createServer((req, res) => {
@@ -93,8 +103,17 @@ export async function otlpReceiver(): Promise<OtlpReceiver> {
               });
         }
       }
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end('{}');
+      const answer = options.respond?.(raw.length - 1);
+      if (answer) {
+        res.writeHead(answer.status, answer.headers).end();
+        return;
+      }
+      if (contentType.startsWith('application/json')) {
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      } else {
+        // An empty ExportTraceServiceResponse is no bytes at all in protobuf.
+        res.writeHead(200, { 'content-type': contentType || 'application/x-protobuf' }).end();
+      }
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
