@@ -17,6 +17,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { buildApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
+import { sendCompletion } from '../support/completion.js';
 import { fullGc } from '../support/gc.js';
 
 const modes = (process.argv[2] ?? 'capture').split(',');
@@ -28,28 +29,16 @@ const name = (prefix: string) => `${prefix}${n++}-${'N'.repeat(nameChars)}`;
 
 const upstream = createServer((req, res) => {
   req.resume();
-  req.on('end', () => {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(
-      JSON.stringify({
-        id: 'c1',
-        object: 'chat.completion',
-        created: 1,
-        model: 'm1',
-        choices: [
-          {
-            index: 0,
-            message: {
-              role: 'assistant',
-              content: null,
-              tool_calls: [{ id: 't1', type: 'function', function: { name: name('t'), arguments: '{}' } }],
-            },
-            finish_reason: 'tool_calls',
-          },
-        ],
-      }),
-    );
-  });
+  req.on('end', () =>
+    sendCompletion(
+      res,
+      {
+        content: null,
+        tool_calls: [{ id: 't1', type: 'function', function: { name: name('t'), arguments: '{}' } }],
+      },
+      'tool_calls',
+    ),
+  );
 });
 await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
 const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1`;

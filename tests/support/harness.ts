@@ -243,29 +243,7 @@ function textChoices(contents: string | readonly string[], field: 'message' | 'd
   }));
 }
 
-/**
- * Answers with a non-streamed `chat.completion` of one choice: `message` (its role defaults to
- * assistant), `finish`, and `extra` top-level fields (usage, ...). The fake upstreams' common reply.
- */
-export function sendCompletion(
-  res: ServerResponse,
-  message: Record<string, unknown>,
-  finish = 'stop',
-  extra: Record<string, unknown> = {},
-  model = 'm1',
-): void {
-  res.writeHead(200, { 'content-type': 'application/json' });
-  res.end(
-    JSON.stringify({
-      id: 'c1',
-      object: 'chat.completion',
-      created: 1,
-      model,
-      choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: finish }],
-      ...extra,
-    }),
-  );
-}
+export { sendCompletion } from './completion.js';
 
 /** A chat completion (id c1, model m1) with one choice per text in `contents`. */
 export function textCompletion(contents: string | readonly string[]): string {
