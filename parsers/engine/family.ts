@@ -56,6 +56,14 @@ export interface MatchInput {
    * Prefer it over indexOf for end-marker searches.
    */
   find(literal: string, from: number): number;
+  /**
+   * Where the JSON object or array opened at `from` ends (the index after it): -1 when the text
+   * ends first, -2 when it nests deeper than MAX_NESTING (never a call). scanJsonValue's end,
+   * shared by the scanner across the markers of one text (kit/json-ends.ts), so a thousand
+   * markers whose values never close cost one walk, not one each. Prefer it where a family
+   * needs only the end of a value that opens with '{' or '['.
+   */
+  jsonEnd(from: number): number;
 }
 
 /**

@@ -18,7 +18,8 @@
  */
 import { DEFAULT_MAX_HELD_BYTES } from '../../protocol/settings.js';
 import type { EnvelopeMatch, FamilyParser } from './family.js';
-import { skipWs } from '../kit/json-scan.js';
+import { JsonEnds } from '../kit/json-ends.js';
+import { scanJsonValue, skipWs } from '../kit/json-scan.js';
 import type { ParseContext } from '../types.js';
 import { NameStartMatcher, startsWithFramedName } from './name-starts.js';
 import { escapeLiteral } from './tag-set.js';
@@ -188,6 +189,11 @@ export class EnvelopeScanner {
   /** Characters dropped from the front of buf (find() memo works in absolute offsets). */
   private base = 0;
   private readonly findMemo = new Map<string, { from: number; found: number; scannedTo: number }>();
+  /**
+   * jsonEnd()'s walk, over the whole output in absolute offsets (like find's memo): an envelope
+   * re-asked on every push is not walked again from its marker each time.
+   */
+  private ends: JsonEnds | null = null;
   private readonly broken = new Map<FamilyParser, number>();
   /** In 'start' mode: buf[0..startWs) is known whitespace (a blank run is walked once, not per push). */
   private startWs = 0;
@@ -268,6 +274,7 @@ export class EnvelopeScanner {
       const whole = this.tryWhole(false);
       if (whole) {
         out.push(whole);
+        this.ends = null;
         this.buf = '';
         this.pos = 0;
         return out;
@@ -286,6 +293,7 @@ export class EnvelopeScanner {
         const last = allCalls ? null : this.tryWhole(true);
         if (last) {
           out.push(last);
+          this.ends = null;
           this.buf = '';
           this.pos = 0;
           return out;
@@ -466,6 +474,17 @@ export class EnvelopeScanner {
     return r;
   };
 
+  /** The end of the JSON value at `from` in buf[0, limit) (MatchInput.jsonEnd). */
+  private jsonEnd(from: number, limit: number): number {
+    if (this.ends === null) this.ends = new JsonEnds(this.buf, from, this.base);
+    else this.ends.rebase(this.buf, this.base);
+    const e = this.ends.end(from, limit);
+    if (e !== null) return e;
+    // before the walk's first index, or not a bracket: one scan of its own
+    const scan = scanJsonValue(this.buf.slice(0, limit), from);
+    return scan === null ? -1 : scan.end;
+  }
+
   /** An envelope at i, null (plain text here), or 'hold' (partial marker or need-more). */
   private tryAt(i: number, final: boolean): Extract<ScanEvent, { type: 'envelope' }> | null | 'hold' {
     const buf = this.buf;
@@ -511,6 +530,7 @@ export class EnvelopeScanner {
           final: final && !capped,
           ctx: this.ctx,
           find,
+          jsonEnd: (from) => this.jsonEnd(from, text.length),
         });
         if (m === 'need-more' && capped) {
           this.broken.set(f, (this.broken.get(f) ?? 0) + 1);

@@ -9,6 +9,7 @@
  * role header: ` to=functions.NAME<|channel|>…<|message|>{…}` (llama.cpp test-chat.cpp). That
  * marker is read only at the very start of the output; anywhere else it is text.
  */
+import { JsonEnds } from '../kit/json-ends.js';
 import { defineFamily } from '../engine/define.js';
 import type { EnvelopeMatch, MatchInput, MatchResult } from '../engine/family.js';
 import type { ParseContext } from '../types.js';
@@ -130,7 +131,7 @@ function trailingText(
  * role-header form (`assistant to=functions.NAME commentary json{…}`, STRIPPED_ROLE) is read the
  * same way when it opens the output, its `commentary` word optional.
  */
-function stripped({ text, start, marker, final, ctx }: MatchInput): MatchResult {
+function stripped({ text, start, marker, final, ctx, jsonEnd }: MatchInput): MatchResult {
   const from = start + marker.length;
   let e = from;
   while (e < text.length && !/[\s{<]/.test(text[e] ?? '')) e++;
@@ -157,13 +158,15 @@ function stripped({ text, start, marker, final, ctx }: MatchInput): MatchResult 
   }
   if (j >= text.length) return final ? null : 'need-more';
   if (text[j] !== '{') return null;
-  const scan = scanJsonValue(text, j);
-  if (!scan) return null;
-  if (scan.end < 0) return final ? null : 'need-more';
+  // the scanner's shared walk: a thousand of these headers whose objects never close cost one
+  // walk to the end of the output, not one each
+  const end = jsonEnd(j);
+  if (end === -2) return null;
+  if (end < 0) return final ? null : 'need-more';
   // the call ends the output: anything but blanks after it and this is not the near miss
-  if (skipWs(text, scan.end) < text.length) return null;
+  if (skipWs(text, end) < text.length) return null;
   if (!final) return 'need-more';
-  const value = strictObject(text, j, scan.end);
+  const value = strictObject(text, j, end);
   if (value === null) return null;
   if (!fitsSchema(value, tool)) return null;
   return { end: text.length, calls: [{ name, arguments: value, repairs: ['stripped-control-tokens'] }] };
@@ -202,7 +205,9 @@ export const gptOss = defineFamily({
     const i = skipWs(text, 0);
     if (!text.startsWith(STRIPPED_ROLE, i)) return null;
     const find = (lit: string, from: number) => text.indexOf(lit, from);
-    const r = stripped({ text, start: i, marker: STRIPPED_ROLE, final: true, ctx, find });
+    // one value, read once: a walk of its own
+    const jsonEnd = (from: number) => new JsonEnds(text, from).end(from) ?? -1;
+    const r = stripped({ text, start: i, marker: STRIPPED_ROLE, final: true, ctx, find, jsonEnd });
     return r === null || r === 'need-more' ? null : r;
   },
   priority: 10,

@@ -147,6 +147,30 @@ describe('harmony with its control tokens stripped', () => {
       3002,
     );
   }, 120_000);
+
+  // Headers whose objects never close, each read to the end of the output at finish: one walk
+  // each was quadratic (164 KB of them took 0.9 s of CPU, 1 MB would take half a minute); the
+  // scanner's shared walk (parsers/kit/json-ends.ts) reads them all in one. The second shape puts
+  // every object in one string (\" escapes the quote for the objects already open, opens one for
+  // the new): a scan that stops at the next marker outside strings does not help there.
+  for (const [what, lead, unit] of [
+    ['never closed', '', 'commentary to=functions.get_weather json{'],
+    [
+      'all in one string',
+      'commentary to=functions.get_weather json{"',
+      'commentary to=functions.get_weather json{\\"',
+    ],
+  ] as const) {
+    it(`headers whose objects are ${what} cost about 4x for 4x`, () => {
+      budget(
+        `harmony stripped, ${what}`,
+        (size) => `${lead}${unit.repeat(Math.ceil(size / unit.length))}}`,
+        (text) => streamed(chunks(text, 64), options(wt)),
+        { from: 2000, max: 256_000 },
+        3003,
+      );
+    }, 120_000);
+  }
 });
 
 describe('Qwen3-Coder calls one tag away from the template', () => {
