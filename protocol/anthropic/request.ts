@@ -2,7 +2,7 @@
  * Anthropic Messages request -> chat-completions request, so a Messages call runs through the
  * one chat pipeline (forced final answer, history repair, leak recovery, retries). Pure.
  * What chat cannot express is refused with a 400 naming the field, never silently dropped:
- * search results, MCP servers. Documents become chat `file` parts (protocol/file-part.ts), which
+ * MCP servers, containers. Search results become their text. Documents become chat `file` parts (protocol/file-part.ts), which
  * the documents policy turns into their text or a note. Server tools are left out and reported (or refused,
  * by the hosted-tools policy); see tools.ts.
  */
@@ -46,7 +46,31 @@ function imagePart(block: ImageBlock, path: string): ContentPart {
   if (isObject(src) && src.type === 'url' && typeof src.url === 'string') {
     return { type: 'image_url', image_url: { url: src.url } };
   }
-  throw invalid(`${path}.source`, `"${path}.source" must be a base64 or url image source.`);
+  // A Files API image: toolproof has no file store, so a `file` part naming it, which the
+  // documents policy turns into a note (a 400 would come back on every later turn).
+  if (isObject(src) && src.type === 'file' && typeof src.file_id === 'string' && src.file_id !== '')
+    return filePart({ filename: 'image', file_id: src.file_id });
+  throw invalid(`${path}.source`, `"${path}.source" must be a base64, url or file image source.`);
+}
+
+/**
+ * A `search_result` block (a RAG tool's or the client's own search result) as the text the
+ * model reads: a header naming its title and source, then its text blocks. Nothing of it is
+ * dropped but the citation switch, which has no chat equivalent.
+ */
+function searchResultText(block: unknown, path: string): ContentPart {
+  if (!isObject(block)) throw invalid(path, `"${path}" must be an object.`);
+  const field = (k: 'title' | 'source'): string => {
+    const v = block[k];
+    if (typeof v !== 'string') throw invalid(`${path}.${k}`, `"${path}.${k}" must be a string.`);
+    return v.replace(/[\r\n[\]]+/g, ' ');
+  };
+  const title = field('title');
+  const source = field('source');
+  if (!Array.isArray(block.content))
+    throw invalid(`${path}.content`, `"${path}.content" must be an array of text blocks.`);
+  const body = block.content.map((c: unknown, i) => text(c, `${path}.content.${i}`)).join('\n\n');
+  return { type: 'text', text: `[search result: ${title} (${source})]\n${body}` };
 }
 
 /**
@@ -109,6 +133,7 @@ function toolResultMessage(block: ToolResultBlock, path: string): ChatMessage {
       if (b?.type === 'text') parts.push({ type: 'text', text: text(b, p) });
       else if (b?.type === 'image') parts.push(imagePart(b, p));
       else if ((b as { type?: unknown } | null)?.type === 'document') pushAll(parts, documentParts(b, p));
+      else if (b?.type === 'search_result') parts.push(searchResultText(b, p));
       else if ((b as { type?: unknown } | null)?.type === 'tool_reference') {
         // ToolSearch's answer: the named deferred tool is declared from this turn on (tools.ts).
         const name = (b as { tool_name?: unknown }).tool_name;
@@ -119,7 +144,7 @@ function toolResultMessage(block: ToolResultBlock, path: string): ChatMessage {
         const type = String((b as { type?: unknown } | null)?.type);
         throw invalid(
           `${p}.type`,
-          `A tool_result may hold text, image, document and tool_reference blocks only, not "${type}".`,
+          `A tool_result may hold text, image, document, search_result and tool_reference blocks only, not "${type}".`,
         );
       }
     });
@@ -153,6 +178,9 @@ function userMessages(msg: MessageParam, path: string): ChatMessage[] {
         break;
       case 'document':
         pushAll(parts, documentParts(block, p));
+        break;
+      case 'search_result':
+        parts.push(searchResultText(block, p));
         break;
       case 'tool_result':
         tools.push(toolResultMessage(block, p));

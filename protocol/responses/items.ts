@@ -42,11 +42,14 @@ function toChatPart(part: InputContent, param: string): ContentPart {
       return { type: 'text', text: part.text };
     case 'input_image': {
       const url = (part as { image_url?: unknown }).image_url;
+      const fileId = (part as { file_id?: unknown }).file_id;
+      // An image by file_id: toolproof has no file store, so it can never be read. A chat `file`
+      // part naming it, which the documents policy turns into a note saying so: the agent sends
+      // this turn again on every later request, and a 400 would end its session.
+      if ((typeof url !== 'string' || !url) && typeof fileId === 'string' && fileId)
+        return filePart({ filename: 'image', file_id: fileId });
       if (typeof url !== 'string' || !url)
-        throw invalid(
-          param,
-          `${param}: toolproof is stateless and has no file store; send input_image with an image_url (https or data: URL), not a file_id.`,
-        );
+        throw invalid(param, `${param}: input_image needs an image_url (https or data: URL) or a file_id.`);
       const detail = (part as { detail?: unknown }).detail;
       return { type: 'image_url', image_url: { url, ...(typeof detail === 'string' ? { detail } : {}) } };
     }

@@ -377,10 +377,10 @@ describe('Responses API: what toolproof cannot do is a 400 naming the field', ()
     ['wrong type', { max_output_tokens: 'many' }, 'max_output_tokens', /max_output_tokens/],
     ['missing model', { model: undefined }, 'model', /model/],
     [
-      'input_image by file id',
-      { input: [{ role: 'user', content: [{ type: 'input_image', file_id: 'file-1', detail: 'auto' }] }] },
+      'input_image with neither image_url nor file_id',
+      { input: [{ role: 'user', content: [{ type: 'input_image', detail: 'auto' }] }] },
       'input[0].content[0]',
-      /file_id/,
+      /image_url .* or a file_id/,
     ],
   ];
   for (const [name, patch, param, message] of cases) {
