@@ -6,7 +6,7 @@
 // First: V8 settings that must hold before any of the server's code runs.
 import './v8-tuning.js';
 import { joinWorkerGroup, runPrimary, workerCount } from './cluster.js';
-import { ConfigError, type Config, loadConfig } from './config.js';
+import { ConfigError, type Config, loadConfig, simulatorUpstream } from './config.js';
 import { describeListenError, shutdownGracefully } from './shutdown.js';
 
 async function main(): Promise<void> {
@@ -40,7 +40,7 @@ async function main(): Promise<void> {
     });
     config = Object.freeze({
       ...config,
-      defaultUpstream: Object.freeze({ urls: Object.freeze([simulator.url]) }),
+      defaultUpstream: simulatorUpstream(simulator.url, config.simulatorAdmission),
     });
   }
 
