@@ -48,12 +48,14 @@ async function main(): Promise<void> {
   const { resolvePreserveThinking } = await import('./template-probe.js');
   config = await resolvePreserveThinking(config);
   // vision 'auto' and contextWindow 0: asked of the upstream once, before the first request.
-  const { resolveCapabilities } = await import('./capability-probe.js');
+  const { resolveCapabilities, servedModelIds } = await import('./capability-probe.js');
   config = await resolveCapabilities(config);
+  const served = config.defaultUpstream ? await servedModelIds(config.defaultUpstream) : [];
 
   // Loaded after the primary returned: a supervising primary never loads the server's code.
   const { buildApp } = await import('./app.js');
   const app = await buildApp(config);
+  app.toolproof.modelLabels.serve(served);
   if (simulator) {
     app.log.warn(
       { simulator: simulator.url },
