@@ -22,6 +22,7 @@ import type {
 import { pushAll } from '../append-all.js';
 import { stringifyJson } from '../lossless-json.js';
 import { isObject } from '../is-object.js';
+import { hostedBlockNote, isHostedBlock } from '../hosted-history.js';
 
 /** Tells the model a tool failed (chat tool messages have no error flag). */
 export const TOOL_ERROR_PREFIX = '[tool error] ';
@@ -228,6 +229,12 @@ function assistantMessage(msg: MessageParam, path: string): ChatMessage {
         break;
       }
       default:
+        // A hosted tool's call or result, from a session begun on Anthropic's API: a note.
+        if (isObject(block) && isHostedBlock(block.type)) {
+          // On a line of its own: the turn's text may go on after it.
+          content += `${content === '' || content.endsWith('\n') ? '' : '\n'}${hostedBlockNote(block)}\n`;
+          break;
+        }
         throw invalid(
           `${p}.type`,
           `Unsupported content block type "${String(block?.type)}" in an assistant message.`,

@@ -7,6 +7,7 @@
 import { ToolproofError } from '../errors.js';
 import type { ChatMessage, ContentPart, ToolCall } from '../openai.js';
 import { filePart } from '../file-part.js';
+import { hostedItemNote, isHostedItem } from '../hosted-history.js';
 import { decodeReasoning } from './reasoning-token.js';
 import { chatNameOf, type ToolCatalog } from './tools.js';
 import type {
@@ -142,9 +143,6 @@ function outputContent(output: unknown, param: string): string | ContentPart[] {
   return JSON.stringify(output ?? '');
 }
 
-/** Items the Responses API runs on OpenAI's servers: a chat backend cannot replay them. */
-const HOSTED_ITEMS = /_call(_output)?$/;
-
 /**
  * Translates Responses input (plus `instructions`) into chat messages. Throws a
  * TP_ERR_INVALID_FIELD naming `input[i]` for what a stateless chat backend cannot carry.
@@ -275,13 +273,17 @@ export function inputToMessages(
           param,
           `${param}: toolproof is stateless and keeps no items, so item_reference cannot be resolved. Send the item itself (with @ai-sdk/openai, set providerOptions.openai.store = false).`,
         );
-      default:
-        throw invalid(
-          `${param}.type`,
-          HOSTED_ITEMS.test(type)
-            ? `${param}: "${type}" items belong to a hosted tool, which toolproof does not run; only function tools are supported.`
-            : `${param}: item type "${type}" is not supported by toolproof.`,
-        );
+      default: {
+        // A hosted tool's item, from a session begun on OpenAI's API: a note in the assistant's turn.
+        if (!isHostedItem(type))
+          throw invalid(`${param}.type`, `${param}: item type "${type}" is not supported by toolproof.`);
+        const t = openTurn();
+        const note = hostedItemNote(raw);
+        // On a line of its own: the turn's text may go on after it.
+        const before = typeof t.content === 'string' && t.content !== '' ? `${t.content}\n` : '';
+        t.content = `${before}${note}\n`;
+        return;
+      }
     }
   });
   return messages;

@@ -363,10 +363,10 @@ describe('Responses API: what toolproof cannot do is a 400 naming the field', ()
     ['previous_response_id', { previous_response_id: 'resp_123' }, 'previous_response_id', /stateless/],
     ['item_reference', { input: [{ type: 'item_reference', id: 'msg_1' }] }, 'input[0]', /stateless/],
     [
-      'hosted tool item',
-      { input: [{ type: 'web_search_call', id: 'ws_1', status: 'completed' }] },
+      'an item type nobody defines',
+      { input: [{ type: 'teleport_item', id: 'tp_1' }] },
       'input[0].type',
-      /hosted tool/,
+      /teleport_item/,
     ],
     [
       'hosted tool_choice',
