@@ -2,9 +2,10 @@
  * Anthropic Messages request -> chat-completions request, so a Messages call runs through the
  * one chat pipeline (forced final answer, history repair, leak recovery, retries). Pure.
  * What chat cannot express is refused with a 400 naming the field, never silently dropped:
- * MCP servers, containers. Search results become their text. Documents become chat `file` parts (protocol/file-part.ts), which
- * the documents policy turns into their text or a note. Server tools are left out and reported (or refused,
- * by the hosted-tools policy); see tools.ts.
+ * MCP servers, containers. Search results become their text. Documents become chat `file` parts
+ * (protocol/file-part.ts), which the documents policy turns into their text or a note. Server
+ * tools are left out and reported (or refused, by the hosted-tools policy; see tools.ts); their
+ * blocks in a resumed history become notes (protocol/hosted-history.ts).
  */
 import { stripBillingNonce } from '../billing-header.js';
 import { ToolproofError } from '../errors.js';
