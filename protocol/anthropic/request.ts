@@ -305,6 +305,24 @@ function toChatMessages(req: Pick<MessagesRequest, 'system' | 'messages'>): Chat
   return out;
 }
 
+/**
+ * Anthropic's server-held threads (beta; the SDK's tool runner uses them): `{type: 'create'}`
+ * sends the whole conversation and asks the server to keep it, `{type: 'continue',
+ * previous_message_id}` sends only the new turn. toolproof keeps no state: `create` is answered
+ * like any request (it holds the whole conversation), and `continue` is refused with
+ * `thread_not_found`, on which the SDK sends the whole conversation again with `create`. Read
+ * as it was, a `continue` gave the model a conversation of orphan tool results.
+ */
+function refuseThreadContinue(thread: MessagesRequest['thread']): void {
+  if (!isObject(thread) || thread.type !== 'continue') return;
+  throw new ToolproofError('TP_ERR_NOT_FOUND', {
+    param: 'thread',
+    message:
+      'toolproof keeps no threads (it is stateless): send the whole conversation, with thread {"type": "create"} or no thread.',
+    detail: { kind: 'error-code', errorCode: 'thread_not_found' },
+  });
+}
+
 /** Fields with no chat equivalent: a 400 rather than a silently different answer. */
 const REFUSED_FIELDS = ['mcp_servers', 'container'] as const;
 
@@ -328,6 +346,7 @@ export interface ChatTranslation {
  * forwards the whole history it is given) and `service_tier` are accepted and not forwarded.
  */
 export function translateRequest(req: MessagesRequest): ChatTranslation {
+  refuseThreadContinue(req.thread);
   for (const f of REFUSED_FIELDS) {
     const v = req[f];
     if (v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0))

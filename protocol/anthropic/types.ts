@@ -128,6 +128,8 @@ export interface CountTokensRequest {
   /** effort (low | medium | high | max) and format (a JSON schema for the answer). */
   output_config?: { effort?: string; format?: Record<string, unknown>; [extra: string]: unknown };
   context_management?: Record<string, unknown>;
+  /** Server-held conversation state (beta): `{type: 'create'}` or `{type: 'continue', previous_message_id}`. */
+  thread?: { type?: string; previous_message_id?: string; [extra: string]: unknown } | null;
   stream?: boolean;
   [extra: string]: unknown;
 }
@@ -190,5 +192,5 @@ export type StreamEvent =
 
 export interface ErrorBody {
   type: 'error';
-  error: { type: string; message: string };
+  error: { type: string; message: string; details?: { error_code: string } };
 }
