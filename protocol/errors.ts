@@ -126,7 +126,9 @@ export type ErrorDetail =
    */
   | { readonly kind: 'context-overflow'; readonly overflow: ContextOverflow; readonly upstream: unknown }
   /** toolproof's own refusal that a client should retry later (admission queue, key limits). */
-  | { readonly kind: 'retry-later'; readonly retryAfter: string };
+  | { readonly kind: 'retry-later'; readonly retryAfter: string }
+  /** A machine-readable reason Anthropic's SDKs act on (`error.details.error_code`, Messages only). */
+  | { readonly kind: 'error-code'; readonly errorCode: string };
 
 export interface ToolproofErrorOptions {
   message?: string;

@@ -110,3 +110,19 @@ export async function resolveCapabilities(config: Config, fetcher: JsonFetcher =
   if (!changed) return config;
   return Object.freeze({ ...config, defaults, models: Object.freeze(routes) });
 }
+
+/**
+ * The model ids `target` lists (its /v1/models), none when it does not answer: read once at
+ * start-up, so a served model keeps its own metric label from its first request on, not only
+ * once /ready or /v1/models has asked (docs/metrics.md).
+ */
+export async function servedModelIds(
+  target: UpstreamTarget,
+  fetcher: JsonFetcher = fetchJson,
+): Promise<string[]> {
+  const base = target.urls[0];
+  if (!base) return [];
+  const body = await fetcher(`${base}/models`, target.apiKey);
+  const data = isObject(body) && Array.isArray(body.data) ? body.data.filter(isObject) : [];
+  return data.map((m) => m.id).filter((id): id is string => typeof id === 'string');
+}

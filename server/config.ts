@@ -120,6 +120,11 @@ export interface Config {
   routes: readonly RouteRule[];
   /** true when no upstream is configured: main.ts starts the built-in simulator. */
   simulator: boolean;
+  /**
+   * Simulator mode: the YAML's `admission` (or TOOLPROOF_ADMISSION_CONCURRENCY) for the built-in
+   * simulator, which main.ts makes the default upstream (there is no defaultUpstream to hold it).
+   */
+  simulatorAdmission?: UpstreamAdmission;
   /** Save each attempt's raw upstream response here (diagnosis; off by default). */
   rawDumpDir?: string;
   /** Session affinity over replicas; DEFAULT_AFFINITY when absent. */
@@ -441,6 +446,11 @@ type FileConfig = {
   >;
 };
 
+/** The built-in simulator as the default upstream, with the configuration's admission for it. */
+export function simulatorUpstream(url: string, admission: UpstreamAdmission | undefined): UpstreamTarget {
+  return Object.freeze({ urls: Object.freeze([url]), ...(admission ? { admission } : {}) });
+}
+
 type AdmissionFile = Partial<Omit<UpstreamAdmission, 'concurrency'>> & { concurrency?: number | 'auto' };
 
 /**
@@ -707,6 +717,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
     models: Object.freeze(models),
     routes: Object.freeze(routes),
     simulator,
+    ...(simulator && defaultAdmission ? { simulatorAdmission: defaultAdmission } : {}),
     ...(defaultUrls
       ? {
           defaultUpstream: Object.freeze({

@@ -6,7 +6,7 @@
 // First: V8 settings that must hold before any of the server's code runs.
 import './v8-tuning.js';
 import { joinWorkerGroup, runPrimary, workerCount } from './cluster.js';
-import { ConfigError, type Config, loadConfig } from './config.js';
+import { ConfigError, type Config, loadConfig, simulatorUpstream } from './config.js';
 import { describeListenError, shutdownGracefully } from './shutdown.js';
 
 async function main(): Promise<void> {
@@ -40,7 +40,7 @@ async function main(): Promise<void> {
     });
     config = Object.freeze({
       ...config,
-      defaultUpstream: Object.freeze({ urls: Object.freeze([simulator.url]) }),
+      defaultUpstream: simulatorUpstream(simulator.url, config.simulatorAdmission),
     });
   }
 
@@ -48,12 +48,14 @@ async function main(): Promise<void> {
   const { resolvePreserveThinking } = await import('./template-probe.js');
   config = await resolvePreserveThinking(config);
   // vision 'auto' and contextWindow 0: asked of the upstream once, before the first request.
-  const { resolveCapabilities } = await import('./capability-probe.js');
+  const { resolveCapabilities, servedModelIds } = await import('./capability-probe.js');
   config = await resolveCapabilities(config);
+  const served = config.defaultUpstream ? await servedModelIds(config.defaultUpstream) : [];
 
   // Loaded after the primary returned: a supervising primary never loads the server's code.
   const { buildApp } = await import('./app.js');
   const app = await buildApp(config);
+  app.toolproof.modelLabels.serve(served);
   if (simulator) {
     app.log.warn(
       { simulator: simulator.url },

@@ -17,7 +17,7 @@
  *   affinity, workers; a reload that changes them logs that they were kept.
  */
 import { type FSWatcher, watch } from 'node:fs';
-import { ConfigError, type Config, loadConfig } from './config.js';
+import { ConfigError, type Config, loadConfig, simulatorUpstream } from './config.js';
 import type { ToolproofApp } from './app.js';
 
 /** Settings a running process cannot change: a reload keeps the running ones. */
@@ -73,8 +73,9 @@ export function createReloader(
       if (JSON.stringify(next[key]) !== JSON.stringify(old[key])) kept.push(key);
       merged[key] = old[key];
     }
-    // Simulator mode: the built-in simulator stays the default upstream.
-    if (old.simulator && next.simulator && old.defaultUpstream) merged.defaultUpstream = old.defaultUpstream;
+    // Simulator mode: the built-in simulator stays the default upstream, with the new admission.
+    if (old.simulator && next.simulator && old.defaultUpstream)
+      merged.defaultUpstream = simulatorUpstream(old.defaultUpstream.urls[0]!, next.simulatorAdmission);
     const config = Object.freeze(merged) as unknown as Config;
     // The swap: every later request reads these.
     state.config = config;

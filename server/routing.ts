@@ -72,8 +72,8 @@ export interface LabelSource {
  * Model names on metric labels, for names the YAML does not map (those go to the default
  * upstream, and clients write them). A name keeps its own label only once it is known to be a
  * real model, so junk (even names that 404) takes no slot and cannot push real models into
- * "other": names the default upstream lists as its models (its /v1/models, read when /ready or
- * /v1/models asks it), up to `cap`; and names it answered with success, in a bucket of cap/2 of
+ * "other": names the default upstream lists as its models (its /v1/models, read at start-up
+ * and when /ready or /v1/models asks it), up to `cap`; and names it answered with success, in a bucket of cap/2 of
  * their own (an upstream that answers any name, as llama-server does, fills only that bucket,
  * never the listed names' slots). Until then a name counts as "other" (its log line still says
  * which name it was). Bounded: at most cap + cap/2 names.

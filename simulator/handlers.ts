@@ -136,7 +136,8 @@ export async function handleChat(
     await sleep((prompt.prompt - prompt.cached) * prefill);
     if (state.closed) return;
   }
-  const meta = buildMeta(ctx, body, gen, prompt);
+  const n = choiceCount(p, body, gen);
+  const meta = buildMeta(ctx, body, gen, prompt, n);
   record.promptTokens = prompt.prompt;
   record.cachedTokens = prompt.cached;
   ctx.stats.promptTokens += meta.promptTokens;
@@ -144,7 +145,7 @@ export async function handleChat(
   ctx.stats.generationTokens += meta.completionTokens;
   ctx.stats.ttftSeconds.push((action.delayMs ?? 0) / 1000);
   if (body.stream === true) {
-    const events = p.chunks(gen, meta).map(sseEvent);
+    const events = (n > 1 ? fanOutChunks(ctx, gen, meta, n) : p.chunks(gen, meta)).map(sseEvent);
     if (gen.midStreamError) {
       const { event, done } = p.midStreamError(gen.midStreamError);
       events.push(sseEvent(event));
@@ -163,7 +164,63 @@ export async function handleChat(
   }
   if (hangOrDie(res, action)) return;
   if (gen.midStreamError) return sendError(ctx, req, res, gen.midStreamError);
-  sendJson(res, 200, p.okHeaders('json', origin(req)), p.completion(gen, meta));
+  sendJson(
+    res,
+    200,
+    p.okHeaders('json', origin(req)),
+    n > 1 ? fanOutCompletion(ctx, gen, meta, n) : p.completion(gen, meta),
+  );
+}
+
+/** Most choices one request may ask for (vLLM has no cap of its own but the batch). */
+const MAX_CHOICES = 16;
+
+/**
+ * How many choices to answer: vLLM samples `n` (llama-server refuses n != 1 in validation).
+ * Every choice is the scripted generation, each with tool call ids of its own.
+ */
+function choiceCount(p: PersonalityImpl, body: Obj, gen: Generation): number {
+  if (p.name !== 'vllm' || gen.midStreamError) return 1;
+  const n = body.n;
+  return typeof n === 'number' && Number.isInteger(n) && n > 1 ? Math.min(n, MAX_CHOICES) : 1;
+}
+
+/** Choice `index`'s meta: its own tool call ids. */
+function metaOfChoice(ctx: Ctx, gen: Generation, meta: ResponseMeta, index: number): ResponseMeta {
+  return index === 0 ? meta : { ...meta, toolCallIds: gen.calls.map(() => ctx.p.toolCallId()) };
+}
+
+function fanOutCompletion(ctx: Ctx, gen: Generation, meta: ResponseMeta, n: number): unknown {
+  const body = ctx.p.completion(gen, meta) as { choices: Obj[] };
+  for (let i = 1; i < n; i++) {
+    const other = ctx.p.completion(gen, metaOfChoice(ctx, gen, meta, i)) as { choices: Obj[] };
+    body.choices.push({ ...other.choices[0], index: i });
+  }
+  return body;
+}
+
+/** vLLM interleaves the choices' chunks, each chunk one choice; the usage chunk comes last. */
+function fanOutChunks(ctx: Ctx, gen: Generation, meta: ResponseMeta, n: number): unknown[] {
+  const lists = Array.from({ length: n }, (_, i) =>
+    (ctx.p.chunks(gen, metaOfChoice(ctx, gen, meta, i)) as Obj[]).filter((c) => {
+      const choices = c.choices;
+      return Array.isArray(choices) && choices.length > 0;
+    }),
+  );
+  const usage = (ctx.p.chunks(gen, meta) as Obj[]).filter(
+    (c) => Array.isArray(c.choices) && c.choices.length === 0,
+  );
+  const out: unknown[] = [];
+  const longest = Math.max(...lists.map((l) => l.length));
+  for (let k = 0; k < longest; k++) {
+    lists.forEach((list, i) => {
+      const c = list[k];
+      if (!c) return;
+      const choices = c.choices as Obj[];
+      out.push({ ...c, choices: [{ ...choices[0], index: i }] });
+    });
+  }
+  return [...out, ...usage];
 }
 
 function buildMeta(
@@ -171,6 +228,7 @@ function buildMeta(
   body: Obj,
   gen: Generation,
   prompt: { prompt: number; cached: number },
+  choices = 1,
 ): ResponseMeta {
   const pieces =
     splitTokens(gen.content).length +
@@ -183,7 +241,7 @@ function buildMeta(
     promptTokens: prompt.prompt,
     cachedTokens: prompt.cached,
     promptTokensDetails: ctx.p.name === 'llama-server' || ctx.options.promptTokensDetails === true,
-    completionTokens: Math.max(1, pieces),
+    completionTokens: Math.max(1, pieces) * choices,
     includeUsage: includeUsage(body),
     toolCallIds: gen.calls.map(() => ctx.p.toolCallId()),
     reasoningField:

@@ -59,7 +59,7 @@ function plainAnswer(ctx: TurnContext): string {
 function firstToolCall(ctx: TurnContext): { name: string; arguments: Record<string, unknown> } | undefined {
   const tool = ctx.tools[0];
   if (!tool?.function?.name) return undefined;
-  return { name: tool.function.name, arguments: sampleArguments(tool.function.parameters) };
+  return { name: tool.function.name, arguments: sampleArguments(tool.function.parameters, ctx.lastUserText) };
 }
 
 function leakScenario(format: LeakFormat): ScenarioFn {

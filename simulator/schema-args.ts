@@ -21,7 +21,16 @@ function isSchema(value: unknown): value is Schema {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function sampleValue(name: string, schema: Schema, depth: number): unknown {
+/** A place the user's text names ("... in Tokyo?", "for New York"): the demo's city argument. */
+function placeIn(text: string | undefined): string | undefined {
+  if (!text) return undefined;
+  const m = /\b(?:in|for|at|of)\s+((?:[A-Z][\p{L}'.-]*)(?:\s+[A-Z][\p{L}'.-]*){0,3})/u.exec(
+    text.slice(-2000),
+  );
+  return m?.[1]?.replace(/[.'-]+$/, '');
+}
+
+function sampleValue(name: string, schema: Schema, depth: number, userText?: string): unknown {
   if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
   if ('const' in schema) return schema.const;
   if ('default' in schema) return schema.default;
@@ -33,17 +42,21 @@ function sampleValue(name: string, schema: Schema, depth: number): unknown {
     case 'boolean':
       return true;
     case 'array':
-      return depth > 3 ? [] : [sampleValue(name, isSchema(schema.items) ? schema.items : {}, depth + 1)];
+      return depth > 3
+        ? []
+        : [sampleValue(name, isSchema(schema.items) ? schema.items : {}, depth + 1, userText)];
     case 'object':
-      return depth > 3 ? {} : sampleObject(schema, depth + 1);
+      return depth > 3 ? {} : sampleObject(schema, depth + 1, userText);
     case 'null':
       return null;
-    default:
-      return STRING_BY_NAME.find(([re]) => re.test(name))?.[1] ?? 'example';
+    default: {
+      const place = /location|city|place|town/i.test(name) ? placeIn(userText) : undefined;
+      return place ?? STRING_BY_NAME.find(([re]) => re.test(name))?.[1] ?? 'example';
+    }
   }
 }
 
-function sampleObject(schema: Schema, depth: number): Record<string, unknown> {
+function sampleObject(schema: Schema, depth: number, userText?: string): Record<string, unknown> {
   const props = isSchema(schema.properties) ? schema.properties : {};
   const required = Array.isArray(schema.required)
     ? schema.required.filter((k): k is string => typeof k === 'string')
@@ -52,11 +65,15 @@ function sampleObject(schema: Schema, depth: number): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const key of keys) {
     const sub = props[key];
-    out[key] = sampleValue(key, isSchema(sub) ? sub : {}, depth);
+    out[key] = sampleValue(key, isSchema(sub) ? sub : {}, depth, userText);
   }
   return out;
 }
 
-export function sampleArguments(parameters: unknown): Record<string, unknown> {
-  return isSchema(parameters) ? sampleObject(parameters, 0) : {};
+/**
+ * `userText`, the user's last message: a place it names fills a location/city argument (the
+ * README's demo asks about several cities; answering Paris for each looked like a mangled call).
+ */
+export function sampleArguments(parameters: unknown, userText?: string): Record<string, unknown> {
+  return isSchema(parameters) ? sampleObject(parameters, 0, userText) : {};
 }

@@ -2,9 +2,10 @@
  * Anthropic Messages request -> chat-completions request, so a Messages call runs through the
  * one chat pipeline (forced final answer, history repair, leak recovery, retries). Pure.
  * What chat cannot express is refused with a 400 naming the field, never silently dropped:
- * search results, MCP servers. Documents become chat `file` parts (protocol/file-part.ts), which
- * the documents policy turns into their text or a note. Server tools are left out and reported (or refused,
- * by the hosted-tools policy); see tools.ts.
+ * MCP servers, containers. Search results become their text. Documents become chat `file` parts
+ * (protocol/file-part.ts), which the documents policy turns into their text or a note. Server
+ * tools are left out and reported (or refused, by the hosted-tools policy; see tools.ts); their
+ * blocks in a resumed history become notes (protocol/hosted-history.ts).
  */
 import { stripBillingNonce } from '../billing-header.js';
 import { ToolproofError } from '../errors.js';
@@ -22,6 +23,7 @@ import type {
 import { pushAll } from '../append-all.js';
 import { stringifyJson } from '../lossless-json.js';
 import { isObject } from '../is-object.js';
+import { hostedBlockNote, isHostedBlock } from '../hosted-history.js';
 
 /** Tells the model a tool failed (chat tool messages have no error flag). */
 export const TOOL_ERROR_PREFIX = '[tool error] ';
@@ -46,7 +48,31 @@ function imagePart(block: ImageBlock, path: string): ContentPart {
   if (isObject(src) && src.type === 'url' && typeof src.url === 'string') {
     return { type: 'image_url', image_url: { url: src.url } };
   }
-  throw invalid(`${path}.source`, `"${path}.source" must be a base64 or url image source.`);
+  // A Files API image: toolproof has no file store, so a `file` part naming it, which the
+  // documents policy turns into a note (a 400 would come back on every later turn).
+  if (isObject(src) && src.type === 'file' && typeof src.file_id === 'string' && src.file_id !== '')
+    return filePart({ filename: 'image', file_id: src.file_id });
+  throw invalid(`${path}.source`, `"${path}.source" must be a base64, url or file image source.`);
+}
+
+/**
+ * A `search_result` block (a RAG tool's or the client's own search result) as the text the
+ * model reads: a header naming its title and source, then its text blocks. Nothing of it is
+ * dropped but the citation switch, which has no chat equivalent.
+ */
+function searchResultText(block: unknown, path: string): ContentPart {
+  if (!isObject(block)) throw invalid(path, `"${path}" must be an object.`);
+  const field = (k: 'title' | 'source'): string => {
+    const v = block[k];
+    if (typeof v !== 'string') throw invalid(`${path}.${k}`, `"${path}.${k}" must be a string.`);
+    return v.replace(/[\r\n[\]]+/g, ' ');
+  };
+  const title = field('title');
+  const source = field('source');
+  if (!Array.isArray(block.content))
+    throw invalid(`${path}.content`, `"${path}.content" must be an array of text blocks.`);
+  const body = block.content.map((c: unknown, i) => text(c, `${path}.content.${i}`)).join('\n\n');
+  return { type: 'text', text: `[search result: ${title} (${source})]\n${body}` };
 }
 
 /**
@@ -109,6 +135,7 @@ function toolResultMessage(block: ToolResultBlock, path: string): ChatMessage {
       if (b?.type === 'text') parts.push({ type: 'text', text: text(b, p) });
       else if (b?.type === 'image') parts.push(imagePart(b, p));
       else if ((b as { type?: unknown } | null)?.type === 'document') pushAll(parts, documentParts(b, p));
+      else if (b?.type === 'search_result') parts.push(searchResultText(b, p));
       else if ((b as { type?: unknown } | null)?.type === 'tool_reference') {
         // ToolSearch's answer: the named deferred tool is declared from this turn on (tools.ts).
         const name = (b as { tool_name?: unknown }).tool_name;
@@ -119,7 +146,7 @@ function toolResultMessage(block: ToolResultBlock, path: string): ChatMessage {
         const type = String((b as { type?: unknown } | null)?.type);
         throw invalid(
           `${p}.type`,
-          `A tool_result may hold text, image, document and tool_reference blocks only, not "${type}".`,
+          `A tool_result may hold text, image, document, search_result and tool_reference blocks only, not "${type}".`,
         );
       }
     });
@@ -153,6 +180,9 @@ function userMessages(msg: MessageParam, path: string): ChatMessage[] {
         break;
       case 'document':
         pushAll(parts, documentParts(block, p));
+        break;
+      case 'search_result':
+        parts.push(searchResultText(block, p));
         break;
       case 'tool_result':
         tools.push(toolResultMessage(block, p));
@@ -200,6 +230,12 @@ function assistantMessage(msg: MessageParam, path: string): ChatMessage {
         break;
       }
       default:
+        // A hosted tool's call or result, from a session begun on Anthropic's API: a note.
+        if (isObject(block) && isHostedBlock(block.type)) {
+          // On a line of its own: the turn's text may go on after it.
+          content += `${content === '' || content.endsWith('\n') ? '' : '\n'}${hostedBlockNote(block)}\n`;
+          break;
+        }
         throw invalid(
           `${p}.type`,
           `Unsupported content block type "${String(block?.type)}" in an assistant message.`,
@@ -269,6 +305,24 @@ function toChatMessages(req: Pick<MessagesRequest, 'system' | 'messages'>): Chat
   return out;
 }
 
+/**
+ * Anthropic's server-held threads (beta; the SDK's tool runner uses them): `{type: 'create'}`
+ * sends the whole conversation and asks the server to keep it, `{type: 'continue',
+ * previous_message_id}` sends only the new turn. toolproof keeps no state: `create` is answered
+ * like any request (it holds the whole conversation), and `continue` is refused with
+ * `thread_not_found`, on which the SDK sends the whole conversation again with `create`. Read
+ * as it was, a `continue` gave the model a conversation of orphan tool results.
+ */
+function refuseThreadContinue(thread: MessagesRequest['thread']): void {
+  if (!isObject(thread) || thread.type !== 'continue') return;
+  throw new ToolproofError('TP_ERR_NOT_FOUND', {
+    param: 'thread',
+    message:
+      'toolproof keeps no threads (it is stateless): send the whole conversation, with thread {"type": "create"} or no thread.',
+    detail: { kind: 'error-code', errorCode: 'thread_not_found' },
+  });
+}
+
 /** Fields with no chat equivalent: a 400 rather than a silently different answer. */
 const REFUSED_FIELDS = ['mcp_servers', 'container'] as const;
 
@@ -292,6 +346,7 @@ export interface ChatTranslation {
  * forwards the whole history it is given) and `service_tier` are accepted and not forwarded.
  */
 export function translateRequest(req: MessagesRequest): ChatTranslation {
+  refuseThreadContinue(req.thread);
   for (const f of REFUSED_FIELDS) {
     const v = req[f];
     if (v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0))

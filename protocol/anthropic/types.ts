@@ -16,7 +16,10 @@ export interface TextBlock {
   [extra: string]: unknown;
 }
 
-export type ImageSource = { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string };
+export type ImageSource =
+  | { type: 'base64'; media_type: string; data: string }
+  | { type: 'url'; url: string }
+  | { type: 'file'; file_id: string };
 
 export interface ImageBlock {
   type: 'image';
@@ -35,7 +38,7 @@ export interface ToolUseBlock {
 export interface ToolResultBlock {
   type: 'tool_result';
   tool_use_id: string;
-  content?: string | Array<TextBlock | ImageBlock | DocumentBlock>;
+  content?: string | Array<TextBlock | ImageBlock | DocumentBlock | SearchResultBlock>;
   is_error?: boolean;
   [extra: string]: unknown;
 }
@@ -61,10 +64,20 @@ export interface DocumentBlock {
   [extra: string]: unknown;
 }
 
+/** A search result (RAG): its text blocks, under a title and a source. */
+export interface SearchResultBlock {
+  type: 'search_result';
+  source: string;
+  title: string;
+  content: TextBlock[];
+  [extra: string]: unknown;
+}
+
 export type RequestBlock =
   | TextBlock
   | ImageBlock
   | DocumentBlock
+  | SearchResultBlock
   | ToolUseBlock
   | ToolResultBlock
   | ThinkingBlock
@@ -115,6 +128,8 @@ export interface CountTokensRequest {
   /** effort (low | medium | high | max) and format (a JSON schema for the answer). */
   output_config?: { effort?: string; format?: Record<string, unknown>; [extra: string]: unknown };
   context_management?: Record<string, unknown>;
+  /** Server-held conversation state (beta): `{type: 'create'}` or `{type: 'continue', previous_message_id}`. */
+  thread?: { type?: string; previous_message_id?: string; [extra: string]: unknown } | null;
   stream?: boolean;
   [extra: string]: unknown;
 }
@@ -177,5 +192,5 @@ export type StreamEvent =
 
 export interface ErrorBody {
   type: 'error';
-  error: { type: string; message: string };
+  error: { type: string; message: string; details?: { error_code: string } };
 }

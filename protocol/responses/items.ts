@@ -7,6 +7,7 @@
 import { ToolproofError } from '../errors.js';
 import type { ChatMessage, ContentPart, ToolCall } from '../openai.js';
 import { filePart } from '../file-part.js';
+import { hostedItemNote, isHostedItem } from '../hosted-history.js';
 import { decodeReasoning } from './reasoning-token.js';
 import { chatNameOf, type ToolCatalog } from './tools.js';
 import type {
@@ -42,11 +43,14 @@ function toChatPart(part: InputContent, param: string): ContentPart {
       return { type: 'text', text: part.text };
     case 'input_image': {
       const url = (part as { image_url?: unknown }).image_url;
+      const fileId = (part as { file_id?: unknown }).file_id;
+      // An image by file_id: toolproof has no file store, so it can never be read. A chat `file`
+      // part naming it, which the documents policy turns into a note saying so: the agent sends
+      // this turn again on every later request, and a 400 would end its session.
+      if ((typeof url !== 'string' || !url) && typeof fileId === 'string' && fileId)
+        return filePart({ filename: 'image', file_id: fileId });
       if (typeof url !== 'string' || !url)
-        throw invalid(
-          param,
-          `${param}: toolproof is stateless and has no file store; send input_image with an image_url (https or data: URL), not a file_id.`,
-        );
+        throw invalid(param, `${param}: input_image needs an image_url (https or data: URL) or a file_id.`);
       const detail = (part as { detail?: unknown }).detail;
       return { type: 'image_url', image_url: { url, ...(typeof detail === 'string' ? { detail } : {}) } };
     }
@@ -138,9 +142,6 @@ function outputContent(output: unknown, param: string): string | ContentPart[] {
     return toChatContent(output, param);
   return JSON.stringify(output ?? '');
 }
-
-/** Items the Responses API runs on OpenAI's servers: a chat backend cannot replay them. */
-const HOSTED_ITEMS = /_call(_output)?$/;
 
 /**
  * Translates Responses input (plus `instructions`) into chat messages. Throws a
@@ -272,13 +273,17 @@ export function inputToMessages(
           param,
           `${param}: toolproof is stateless and keeps no items, so item_reference cannot be resolved. Send the item itself (with @ai-sdk/openai, set providerOptions.openai.store = false).`,
         );
-      default:
-        throw invalid(
-          `${param}.type`,
-          HOSTED_ITEMS.test(type)
-            ? `${param}: "${type}" items belong to a hosted tool, which toolproof does not run; only function tools are supported.`
-            : `${param}: item type "${type}" is not supported by toolproof.`,
-        );
+      default: {
+        // A hosted tool's item, from a session begun on OpenAI's API: a note in the assistant's turn.
+        if (!isHostedItem(type))
+          throw invalid(`${param}.type`, `${param}: item type "${type}" is not supported by toolproof.`);
+        const t = openTurn();
+        const note = hostedItemNote(raw);
+        // On a line of its own: the turn's text may go on after it.
+        const before = typeof t.content === 'string' && t.content !== '' ? `${t.content}\n` : '';
+        t.content = `${before}${note}\n`;
+        return;
+      }
     }
   });
   return messages;

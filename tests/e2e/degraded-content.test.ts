@@ -223,6 +223,191 @@ describe('degraded content: text-only llama-server, cap on', () => {
   });
 });
 
+describe('content toolproof cannot fetch or that chat has no block for: a note or its text, never a 400', () => {
+  // Each was a 400 that the agent's history sent again on every later turn.
+  let stack: Stack;
+  let anthropic: Anthropic;
+  beforeAll(async () => {
+    stack = await startStack({ sim: { scenario: 'demo' } });
+    anthropic = new Anthropic({ baseURL: stack.origin, apiKey: 'x', maxRetries: 0, timeout: 30_000 });
+  });
+  afterAll(() => stack.close());
+
+  for (const stream of [false, true]) {
+    it(`responses${stream ? ' (streamed)' : ''}: an input_image by file_id becomes a note`, async () => {
+      const params = {
+        model: 'sim',
+        input: [
+          {
+            role: 'user' as const,
+            content: [
+              { type: 'input_text' as const, text: 'What is in it?' },
+              { type: 'input_image' as const, file_id: 'file-img1', detail: 'auto' as const },
+            ],
+          },
+        ],
+      };
+      const res = stream
+        ? await stack.client.responses.stream(params).finalResponse()
+        : await stack.client.responses.create(params);
+      expect(res.status).toBe('completed');
+      expect(upstreamText(stack)).toContain(
+        '[document not read: image: it is a file_id, and the proxy has no file store]',
+      );
+    });
+
+    it(`messages${stream ? ' (streamed)' : ''}: an image by file_id becomes a note; search results their text, in user content and in a tool_result`, async () => {
+      const params = {
+        model: 'sim',
+        max_tokens: 100,
+        messages: [
+          { role: 'user' as const, content: 'Search it.' },
+          {
+            role: 'assistant' as const,
+            content: [{ type: 'tool_use' as const, id: 'toolu_1', name: 'search', input: { q: 'x' } }],
+          },
+          {
+            role: 'user' as const,
+            content: [
+              {
+                type: 'tool_result' as const,
+                tool_use_id: 'toolu_1',
+                content: [
+                  {
+                    type: 'search_result' as const,
+                    source: 'https://wiki.example/answer',
+                    title: 'The answer',
+                    content: [{ type: 'text' as const, text: 'The answer is 5150.' }],
+                  },
+                ],
+              },
+              {
+                type: 'search_result' as const,
+                source: 'kb://notes/7',
+                title: 'Notes',
+                content: [
+                  { type: 'text' as const, text: 'First line.' },
+                  { type: 'text' as const, text: 'Second line.' },
+                ],
+                citations: { enabled: true },
+              },
+              { type: 'image' as const, source: { type: 'file' as const, file_id: 'file_011' } },
+              { type: 'text' as const, text: 'And this?' },
+            ],
+          },
+        ],
+        tools: [{ name: 'search', input_schema: { type: 'object' as const, properties: {} } }],
+      };
+      const msg = stream
+        ? await anthropic.messages.stream(params).finalMessage()
+        : await anthropic.messages.create(params);
+      expect(msg.type).toBe('message');
+      const sent = JSON.parse(upstreamText(stack)) as { messages: Array<{ role: string; content: unknown }> };
+      const tool = sent.messages.find((m) => m.role === 'tool');
+      expect(tool?.content).toBe(
+        '[search result: The answer (https://wiki.example/answer)]\nThe answer is 5150.',
+      );
+      const user = JSON.stringify(sent.messages.at(-1));
+      expect(user).toContain('[search result: Notes (kb://notes/7)]\\nFirst line.\\n\\nSecond line.');
+      expect(user).toContain('[document not read: image: it is a file_id, and the proxy has no file store]');
+    });
+  }
+});
+
+describe('a session begun on the vendor API, resumed through toolproof: its hosted tools become notes', () => {
+  // Claude Code's WebSearch and Codex's web_search run on Anthropic's and OpenAI's servers; a
+  // session resumed against toolproof carries their blocks and items, which were a 400 on every turn.
+  let stack: Stack;
+  let anthropic: Anthropic;
+  beforeAll(async () => {
+    stack = await startStack({ sim: { scenario: 'demo' } });
+    anthropic = new Anthropic({ baseURL: stack.origin, apiKey: 'x', maxRetries: 0, timeout: 30_000 });
+  });
+  afterAll(() => stack.close());
+
+  for (const stream of [false, true]) {
+    it(`messages${stream ? ' (streamed)' : ''}: server_tool_use and web_search_tool_result`, async () => {
+      const params = {
+        model: 'sim',
+        max_tokens: 100,
+        messages: [
+          { role: 'user' as const, content: 'Who won?' },
+          {
+            role: 'assistant' as const,
+            content: [
+              { type: 'text', text: 'Let me search.' },
+              {
+                type: 'server_tool_use',
+                id: 'srvtoolu_1',
+                name: 'web_search',
+                input: { query: 'final score' },
+              },
+              {
+                type: 'web_search_tool_result',
+                tool_use_id: 'srvtoolu_1',
+                content: [
+                  {
+                    type: 'web_search_result',
+                    url: 'https://news.example/final',
+                    title: 'The final',
+                    encrypted_content: 'EqgfCioIARgBIiQ3YTAwMjY1Mi1mZjM5',
+                    page_age: null,
+                  },
+                ],
+              },
+              { type: 'text', text: 'Team A won.' },
+            ] as never,
+          },
+          { role: 'user' as const, content: 'And the score?' },
+        ],
+      };
+      const msg = stream
+        ? await anthropic.messages.stream(params).finalMessage()
+        : await anthropic.messages.create(params);
+      expect(msg.type).toBe('message');
+      const sent = JSON.parse(upstreamText(stack)) as { messages: Array<{ role: string; content: string }> };
+      const assistant = sent.messages.find((m) => m.role === 'assistant')!;
+      expect(assistant.content).toBe(
+        'Let me search.\n[web_search ran on the API this conversation began on, with {"query":"final score"}]' +
+          '\n[web_search result from the API this conversation began on gave: The final (https://news.example/final)]' +
+          '\nTeam A won.',
+      );
+      expect(upstreamText(stack)).not.toContain('EqgfCioIARgBIiQ3YTAwMjY1Mi1mZjM5');
+    });
+
+    it(`responses${stream ? ' (streamed)' : ''}: a web_search_call item`, async () => {
+      const params = {
+        model: 'sim',
+        input: [
+          { role: 'user' as const, content: 'Who won?' },
+          {
+            type: 'web_search_call' as const,
+            id: 'ws_1',
+            status: 'completed' as const,
+            action: { type: 'search' as const, query: 'final score' },
+          },
+          {
+            type: 'message' as const,
+            id: 'msg_1',
+            role: 'assistant' as const,
+            status: 'completed' as const,
+            content: [{ type: 'output_text' as const, text: 'Team A won.', annotations: [] }],
+          },
+          { role: 'user' as const, content: 'And the score?' },
+        ],
+      };
+      const res = stream
+        ? await stack.client.responses.stream(params as never).finalResponse()
+        : await stack.client.responses.create(params as never);
+      expect(res.status).toBe('completed');
+      const sent = JSON.parse(upstreamText(stack)) as { messages: Array<{ role: string; content: string }> };
+      expect(sent.messages.find((m) => m.role === 'assistant')!.content).toBe(
+        '[web_search_call ran on the API this conversation began on, with {"query":"final score"}; its result is not available here]\nTeam A won.',
+      );
+    });
+  }
+});
+
 describe('capabilities asked of the backend', () => {
   it('llama-server with --mmproj: vision resolved true, images pass unchanged; n_ctx shown in both model lists', async () => {
     const stack = await startStack({ sim: { personality: 'llama-server', vision: true, nCtx: 32768 } });

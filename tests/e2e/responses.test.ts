@@ -363,10 +363,10 @@ describe('Responses API: what toolproof cannot do is a 400 naming the field', ()
     ['previous_response_id', { previous_response_id: 'resp_123' }, 'previous_response_id', /stateless/],
     ['item_reference', { input: [{ type: 'item_reference', id: 'msg_1' }] }, 'input[0]', /stateless/],
     [
-      'hosted tool item',
-      { input: [{ type: 'web_search_call', id: 'ws_1', status: 'completed' }] },
+      'an item type nobody defines',
+      { input: [{ type: 'teleport_item', id: 'tp_1' }] },
       'input[0].type',
-      /hosted tool/,
+      /teleport_item/,
     ],
     [
       'hosted tool_choice',
@@ -377,10 +377,10 @@ describe('Responses API: what toolproof cannot do is a 400 naming the field', ()
     ['wrong type', { max_output_tokens: 'many' }, 'max_output_tokens', /max_output_tokens/],
     ['missing model', { model: undefined }, 'model', /model/],
     [
-      'input_image by file id',
-      { input: [{ role: 'user', content: [{ type: 'input_image', file_id: 'file-1', detail: 'auto' }] }] },
+      'input_image with neither image_url nor file_id',
+      { input: [{ role: 'user', content: [{ type: 'input_image', detail: 'auto' }] }] },
       'input[0].content[0]',
-      /file_id/,
+      /image_url .* or a file_id/,
     ],
   ];
   for (const [name, patch, param, message] of cases) {

@@ -190,7 +190,7 @@ describe('request translation', () => {
       [{ tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [] } }, 'tool_choice'],
       [{ text: { format: { type: 'json_schema', name: 'x' } } }, 'text.format.schema'],
       [{ input: [] }, 'input'],
-      [{ input: [{ type: 'computer_call_output', call_id: 'c' }] }, 'input[0].type'],
+      [{ input: [{ type: 'teleport_item', call_id: 'c' }] as InputItem[] }, 'input[0].type'],
       [{ input: [{ type: 'function_call', name: 'f', arguments: '{}' }] as InputItem[] }, 'input[0].call_id'],
     ];
     // Hosted tools are left out, with the 400 the hosted-tools policy answers under hostedTools: reject.

@@ -54,3 +54,24 @@ it('the built-in simulator reports cached prompt tokens, and the session view re
   expect(session.turns.map((t) => t.cachedRatio)).toEqual([0, expect.any(Number)]);
   expect(session.turns[1]!.cachedRatio).toBeGreaterThan(0.5);
 }, 90_000);
+
+it('a model the upstream lists keeps its own metric label from its first request on', async () => {
+  // The list was read only when /ready or /v1/models asked: a fresh process's first request
+  // with the served name counted under model="other" for good.
+  const port = await freePort();
+  proc = startToolproof({ TOOLPROOF_PORT: String(port), TOOLPROOF_LOG_LEVEL: 'info' });
+  await proc.waitFor((l) => typeof l.msg === 'string' && l.msg.startsWith('Server listening'), 60_000);
+  const origin = `http://127.0.0.1:${port}`;
+  const res = await fetch(`${origin}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'simulated-model', messages: [{ role: 'user', content: 'Say hello.' }] }),
+  });
+  expect(res.status).toBe(200);
+  await res.text();
+  const metrics = await (await fetch(`${origin}/metrics`)).text();
+  expect(metrics).toMatch(
+    /toolproof_requests_total\{model="simulated-model",route="chat\/completions",status="200"/,
+  );
+  expect(metrics).not.toMatch(/toolproof_requests_total\{model="other"/);
+}, 90_000);

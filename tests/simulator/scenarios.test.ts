@@ -82,6 +82,30 @@ describe('built-in scenarios', () => {
   });
 });
 
+describe('the demo names the place the user asked about', () => {
+  // The README's demo asks about several cities: a get_weather call for Paris every time looked
+  // as if toolproof had mangled the arguments.
+  const args = (text: string) => {
+    const action = resolveScenario('demo')(turnContext([user(text)], tools)) as {
+      leak?: { calls: Array<{ arguments: unknown }> };
+      call?: Array<{ arguments: unknown }>;
+      whenRequired?: { call?: Array<{ arguments: unknown }> };
+    };
+    return (action.leak?.calls ?? action.call ?? action.whenRequired?.call)?.[0]?.arguments;
+  };
+  it.each([
+    ['What is the weather in Tokyo?', 'Tokyo'],
+    ['Weather for New York please', 'New York'],
+    ['How warm is it in São Paulo today?', 'São Paulo'],
+    ['What is the weather in Paris?', 'Paris'],
+  ])('%s -> %s', (text, location) => {
+    expect(args(text)).toMatchObject({ location });
+  });
+  it('no place named: the sample city', () => {
+    expect(args('is it warm?')).toMatchObject({ location: 'Paris' });
+  });
+});
+
 describe('inline scenarios', () => {
   it('accepts an array of turns (the last repeats), {turns}, or one action, as JSON or objects', () => {
     const fn = resolveScenario('[{"say":"a"},{"say":"b"}]');

@@ -25,7 +25,9 @@ export function anthropicErrorBody(err: Pick<ToolproofError, 'status' | 'message
   // A context overflow in Anthropic's words, which Claude Code compacts on (context-overflow.ts).
   const message =
     err.detail?.kind === 'context-overflow' ? anthropicOverflowMessage(err.detail.overflow) : err.message;
-  return { type: 'error', error: { type: anthropicErrorType(err.status), message } };
+  const error: ErrorBody['error'] = { type: anthropicErrorType(err.status), message };
+  if (err.detail?.kind === 'error-code') error.details = { error_code: err.detail.errorCode };
+  return { type: 'error', error };
 }
 
 /** Anthropic's stream error: `event: error` with the same body as an error response. */

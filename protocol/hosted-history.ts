@@ -1,0 +1,104 @@
+/**
+ * A hosted (server-side) tool's call or result found in a conversation's history: Anthropic's
+ * `server_tool_use` / `web_search_tool_result` / `mcp_tool_use` ... blocks, the Responses API's
+ * `web_search_call` / `code_interpreter_call` / `mcp_call` ... items. They come from a session that
+ * began on the vendor's own API (Claude Code or Codex resumed against toolproof): the model never
+ * writes them through toolproof, whose backends run no hosted tool. Refused, they came back with
+ * every later turn and the resumed session was dead; each becomes one line of the assistant's text
+ * instead, saying what ran where, with what it carried that the model can read (a query, result
+ * titles and URLs), never its encrypted or binary parts. Pure and deterministic: the same block
+ * gives the same line on every turn, so the prompt prefix holds (docs/prefix.md).
+ */
+import { isObject } from './is-object.js';
+
+/** Most characters of one note: what a hosted tool carried is summarized, never replayed whole. */
+const NOTE_MAX = 2_000;
+
+/** Fields never shown: ids, opaque or encrypted payloads, and bulky binary-ish results. */
+const HIDDEN = new Set([
+  'type',
+  'id',
+  'tool_use_id',
+  'call_id',
+  'status',
+  'encrypted_content',
+  'encrypted_index',
+  'signature',
+  'result',
+  'results',
+  'outputs',
+  'output',
+  'content',
+  'page_age',
+  'cache_control',
+  'citations',
+]);
+
+function shown(value: unknown): string {
+  if (!isObject(value)) return typeof value === 'string' ? value : JSON.stringify(value ?? null);
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) if (!HIDDEN.has(k) && v !== null && v !== undefined) out[k] = v;
+  return JSON.stringify(out);
+}
+
+/** Titles and URLs of search results (Anthropic `web_search_result`, Responses `results`). */
+function resultList(content: unknown): string | undefined {
+  if (!Array.isArray(content)) return undefined;
+  const items = content
+    .filter(isObject)
+    .map((r) => {
+      const title = typeof r.title === 'string' ? r.title : '';
+      const url = typeof r.url === 'string' ? r.url : typeof r.filename === 'string' ? r.filename : '';
+      return title && url ? `${title} (${url})` : title || url;
+    })
+    .filter((s) => s !== '');
+  return items.length > 0 ? items.join('; ') : undefined;
+}
+
+function line(text: string): string {
+  const one = text.replace(/[\r\n]+/g, ' ');
+  return one.length > NOTE_MAX ? `${one.slice(0, NOTE_MAX)}…` : one;
+}
+
+/** Anthropic block types of hosted tools (server tools and MCP connectors), in assistant content. */
+export function isHostedBlock(type: unknown): type is string {
+  return (
+    typeof type === 'string' &&
+    (type === 'server_tool_use' || type === 'mcp_tool_use' || type.endsWith('_tool_result'))
+  );
+}
+
+/** The note an Anthropic hosted-tool block becomes. */
+export function hostedBlockNote(block: Record<string, unknown>): string {
+  const type = String(block.type);
+  if (type === 'server_tool_use' || type === 'mcp_tool_use') {
+    const name = typeof block.name === 'string' ? block.name : 'a server tool';
+    const server = typeof block.server_name === 'string' ? ` (MCP server ${block.server_name})` : '';
+    return line(`[${name}${server} ran on the API this conversation began on, with ${shown(block.input)}]`);
+  }
+  const content = block.content;
+  const list = resultList(content) ?? (isObject(content) ? resultList([content]) : undefined);
+  const error = isObject(content) && typeof content.error_code === 'string' ? content.error_code : undefined;
+  const what = error ? `failed: ${error}` : list ? `gave: ${list}` : 'gave a result not available here';
+  return line(
+    `[${type.replace(/_tool_result$/, '')} result from the API this conversation began on ${what}]`,
+  );
+}
+
+/** Responses item types of hosted tools (`web_search_call`, `mcp_call`, ... and their outputs). */
+const HOSTED_ITEMS = /_call(_output)?$|^mcp_(list_tools|approval_request|approval_response)$/;
+
+export function isHostedItem(type: string): boolean {
+  return HOSTED_ITEMS.test(type);
+}
+
+/** The note a Responses hosted-tool item becomes. */
+export function hostedItemNote(item: Record<string, unknown>): string {
+  const type = String(item.type);
+  const action = isObject(item.action) ? item.action : undefined;
+  const list =
+    resultList(item.results) ?? resultList(isObject(action) ? (action.sources as unknown) : undefined);
+  const detail = shown(action ?? item);
+  const tail = list ? `; it gave: ${list}` : '; its result is not available here';
+  return line(`[${type} ran on the API this conversation began on, with ${detail}${tail}]`);
+}
