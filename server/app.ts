@@ -83,6 +83,10 @@ declare module 'fastify' {
   interface FastifyReply extends OpenStream {}
 }
 
+/** The inspector's 401: its page is opened in a browser, which answers the Basic challenge. */
+const INSPECTOR_UNAUTHORIZED =
+  'Missing or invalid API key. In a browser, give the key as the password of the sign-in prompt (any user name); from a script, send it as "Authorization: Bearer <key>".';
+
 /** Which front door a request came through (a label on the request metrics and the log line). */
 export type Api = FrontDoorApi | 'passthrough' | 'ops';
 
@@ -320,7 +324,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     if (ring && !isOpenRoute(request.routeOptions.url, config.protectOps)) {
       const entry = ring.match(request);
       if (entry === undefined) {
-        done(new ToolproofError('TP_ERR_UNAUTHORIZED'));
+        done(
+          new ToolproofError(
+            'TP_ERR_UNAUTHORIZED',
+            isInspectorRoute(request.routeOptions.url) ? { message: INSPECTOR_UNAUTHORIZED } : {},
+          ),
+        );
         return;
       }
       request.tpKey = entry;

@@ -320,6 +320,10 @@ describe('the capture behind /inspect/api', () => {
       const res = await fetch(`${stack.origin}${path}`);
       expect(res.status, path).toBe(401);
       expect(res.headers.get('www-authenticate'), path).toMatch(/^Basic /);
+      // What a browser user can do about it (the page cannot send a Bearer header).
+      expect(((await res.json()) as { error: { message: string } }).error.message, path).toContain(
+        'the password of the sign-in prompt',
+      );
       expect(
         (await fetch(`${stack.origin}${path}`, { headers: { authorization: 'Bearer wrong-key-123' } }))
           .status,
