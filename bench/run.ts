@@ -35,6 +35,9 @@
  *                        line per case prints CPU per request on / off (e.g. --cases=stream-c1,tools-stream8-c32)
  *   --node-flags="..."   extra node options for the toolproof process (e.g. "--max-semi-space-size=32")
  *
+ * `--cases=ab-tracing,ab-aa` adds an A/A side (ab-aa, only when named): the base again, a process
+ * of its own, judged like a variant: the method's spread between two identical processes.
+ *
  * The A/B cases ab-capture and ab-tracing (run by default; with --cases only when named) start
  * their own toolproof processes that differ in one setting: capture off and tracing off (the
  * base), the capture ring on (the default 10 MB), tracing on (OTLP/HTTP to a sink in this
@@ -150,7 +153,9 @@ const AB_SLICE_REQUESTS: Record<string, number> = {
   'agent-turn-c8': 32,
 };
 /** Case ids of the A/B cases (their own toolproof processes, after the timed cases). */
-const AB_IDS = ['ab-capture', 'ab-tracing'] as const;
+const AB_IDS = ['ab-capture', 'ab-tracing', 'ab-aa'] as const;
+/** A/B ids run only when named (ab-aa: a second base, the method's own spread between processes). */
+const AB_NAMED_ONLY = new Set<string>(['ab-aa']);
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -1025,6 +1030,10 @@ async function measureAbCases(
   const specs: Array<{ name: string; env: NodeJS.ProcessEnv }> = [
     { name: 'capture off, tracing off', env: { ...noOtel, TOOLPROOF_CAPTURE_MB: '0' } },
   ];
+  // ab-aa: the base again, a process of its own (an A/A comparison: what the method reads
+  // between two identical processes, started second, before the variants).
+  if (abs.has('ab-aa'))
+    specs.push({ name: 'base again (A/A)', env: { ...noOtel, TOOLPROOF_CAPTURE_MB: '0' } });
   if (abs.has('ab-capture')) specs.push({ name: 'capture on (10 MB)', env: { ...noOtel } });
   if (abs.has('ab-tracing'))
     specs.push({
@@ -1227,7 +1236,9 @@ async function main(): Promise<number> {
   const probes = new Set<string>(
     PROBE_IDS.filter((id) => opts.openStreams && (!opts.cases || opts.cases.has(id))),
   );
-  const abs = new Set<string>(AB_IDS.filter((id) => !opts.directOnly && (!opts.cases || opts.cases.has(id))));
+  const abs = new Set<string>(
+    AB_IDS.filter((id) => !opts.directOnly && (opts.cases ? opts.cases.has(id) : !AB_NAMED_ONLY.has(id))),
+  );
   const known = new Set<string>([...defineCases(false).map((c) => c.id), ...PROBE_IDS, ...AB_IDS]);
   const unknown = [...(opts.cases ?? [])].filter((id) => !known.has(id));
   if (unknown.length > 0)

@@ -23,7 +23,7 @@
  *   npx tsx bench/tracing-ab.ts [--sides=off,on,ratio] [--cases=short,long,agent] [--requests=2000]
  *     [--rounds=6] [--c=32] [--before=DIR] [--env=K=V+K=V] [--cpu-prof] [--server=build|tsx]
  */
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -150,6 +150,7 @@ async function main(): Promise<void> {
       pid: 0,
       pool: undefined as unknown as Pool,
       served: 0,
+      measured: 0,
       dir: join(profDir, name),
       gc: { scavenge: 0, major: 0, allocated: 0, promoted: 0, survived: 0, pauseMs: 0 },
     };
@@ -182,6 +183,7 @@ async function main(): Promise<void> {
       )
       .join('; ')}`,
   );
+  const windows: Array<{ from: number; to: number }> = [];
   for (const name of cases) {
     const events = CASES[name];
     if (events === undefined) throw new Error(`unknown case ${name} (short, long, agent)`);
@@ -197,6 +199,9 @@ async function main(): Promise<void> {
     const cpu = sides.map(() => [] as number[]);
     const threads = sides.map(() => new Map<string, number[]>());
     const gc0 = sides.map((s) => ({ ...s.gc }));
+    // The profiles count the measured rounds only (V8's profile clock is the monotonic one).
+    const window = { from: Number(process.hrtime.bigint() / 1000n), to: 0 };
+    windows.push(window);
     const exports0 = exports;
     const bytes0 = exportBytes;
     for (let r = 0; r < ROUNDS; r++) {
@@ -213,9 +218,11 @@ async function main(): Promise<void> {
           threads[i]!.set(name, list);
         }
         s.served += n;
+        s.measured += n;
       }
     }
     await new Promise((r) => setTimeout(r, 200));
+    window.to = Number(process.hrtime.bigint() / 1000n);
     console.log(`${name} (${events} events, c=${c}, ${n} requests x ${ROUNDS} rounds), CPU µs per request:`);
     sides.forEach((s, i) => {
       const ratios = cpu[i]!.map((x, r) => x / cpu[0]![r]!);
@@ -247,10 +254,12 @@ async function main(): Promise<void> {
   }
   for (const s of sides) await s.pool.close();
   const served = Object.fromEntries(sides.map((s) => [s.name, s.served]));
+  const measured = Object.fromEntries(sides.map((s) => [s.name, s.measured]));
   await stopAll();
   sink.close();
   if (!PROF) return;
   writeFileSync(join(profDir, 'served.json'), JSON.stringify(served));
+  writeFileSync(join(profDir, 'measured.json'), JSON.stringify({ measured, windows }));
   analyze(profDir);
 }
 
@@ -272,12 +281,17 @@ function frameKey(f: ProfileNode['callFrame']): string {
   return `${f.functionName || '(anonymous)'} ${url}:${f.lineNumber + 1}`;
 }
 
-/** Self time by area, and tracing's frames by inclusive time, in µs per request served. */
-function summarize(file: string, served: number) {
+/**
+ * Self time by area, and tracing's frames by inclusive time, in µs per request served; with
+ * `windows` (the measured rounds, monotonic µs), only the samples taken in them, per request
+ * measured: start-up (the SDK's modules loaded, compiled) and warm-up left out.
+ */
+function summarize(file: string, served: number, windows?: ReadonlyArray<{ from: number; to: number }>) {
   const p = JSON.parse(readFileSync(file, 'utf8')) as {
     nodes: ProfileNode[];
     samples: number[];
     timeDeltas: number[];
+    startTime: number;
   };
   const byId = new Map<number, ProfileNode>();
   const parent = new Map<number, number>();
@@ -286,7 +300,10 @@ function summarize(file: string, served: number) {
     for (const c of n.children ?? []) parent.set(c, n.id);
   }
   const self = new Map<number, number>();
+  let at = p.startTime;
   for (let i = 0; i < p.samples.length; i++) {
+    at += p.timeDeltas[i] ?? 0;
+    if (windows && !windows.some((w) => at >= w.from && at < w.to)) continue;
     const dt = p.timeDeltas[i + 1] ?? 0;
     self.set(p.samples[i]!, (self.get(p.samples[i]!) ?? 0) + Math.max(0, dt));
   }
@@ -322,16 +339,26 @@ function summarize(file: string, served: number) {
 
 /** The profiles of a run (`--analyze=DIR` reads a kept run again). */
 function analyze(profDir: string): void {
-  const served = JSON.parse(readFileSync(join(profDir, 'served.json'), 'utf8')) as Record<string, number>;
+  let served = JSON.parse(readFileSync(join(profDir, 'served.json'), 'utf8')) as Record<string, number>;
+  // --whole: every sample, per request served (start-up and warm-up included), as before.
+  const measuredFile = join(profDir, 'measured.json');
+  const m =
+    !args.has('whole') && existsSync(measuredFile)
+      ? (JSON.parse(readFileSync(measuredFile, 'utf8')) as {
+          measured: Record<string, number>;
+          windows: Array<{ from: number; to: number }>;
+        })
+      : undefined;
+  if (m) served = m.measured;
   const names = Object.keys(served);
   const sums = names.map((name) => {
     const dir = join(profDir, name);
     const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
     if (!file) throw new Error(`no profile in ${dir}`);
-    return summarize(join(dir, file), served[name]!);
+    return summarize(join(dir, file), served[name]!, m?.windows);
   });
   console.log(
-    `\nprofiles (${profDir}), self time in µs per request served (${names.map((n) => `${n} ${served[n]}`).join(', ')}):`,
+    `\nprofiles (${profDir}), self time in µs per request ${m ? 'of the measured rounds' : 'served'} (${names.map((n) => `${n} ${served[n]}`).join(', ')}):`,
   );
   const areas = new Set(sums.flatMap((s) => [...s.areas.keys()]));
   const rows = [...areas].map((a) => [a, sums.map((s) => s.areas.get(a) ?? 0)] as const);

@@ -19,6 +19,7 @@
  * `--encode`: the protobuf encoding alone, ns per span: a request's spans (as the calls below make
  * them) written again and again by otlp-proto.ts's serializeSpans, 128 to a batch (no export).
  */
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -39,15 +40,41 @@ const args = new Map(
   }),
 );
 const REQUESTS = Number(args.get('requests') || 20_000);
+// Requests between two flushes (256: a request's two spans fill the SDK's default 512-span batch;
+// with OTEL_BSP_MAX_EXPORT_BATCH_SIZE set, its half).
+const FLUSH_EVERY = Number(
+  args.get('flush-every') || Number(process.env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE || 512) / 2,
+);
 const ROUNDS = Number(args.get('rounds') || 5);
 
+// The OTLP sink drains each export: in this process (its CPU counted with the layer's), or, with
+// --sink-process, in a child process of its own, as the whole-server benches have it (the layer's
+// figure is then what toolproof's process pays for an export: the POST sent, not received).
 const sink = createServer((req, res) => {
   req.resume();
   req.on('end', () => res.end('{}'));
 });
-await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
+let sinkOrigin: string;
+let sinkChild: ChildProcess | undefined;
+if (args.has('sink-process')) {
+  sinkChild = spawn(
+    process.execPath,
+    [
+      '-e',
+      "const s=require('node:http').createServer((q,r)=>{q.resume();q.on('end',()=>r.end('{}'))});s.listen(0,'127.0.0.1',()=>process.stdout.write(String(s.address().port)+'\\n'))",
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const port = await new Promise<string>((r) =>
+    sinkChild!.stdout!.once('data', (d: Buffer) => r(d.toString().trim())),
+  );
+  sinkOrigin = `http://127.0.0.1:${port}`;
+} else {
+  await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
+  sinkOrigin = `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
+}
 const settings = tracingSettings({
-  OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(sink.address() as AddressInfo).port}`,
+  OTEL_EXPORTER_OTLP_ENDPOINT: sinkOrigin,
   OTEL_EXPORTER_OTLP_PROTOCOL: args.get('protocol') || 'http/protobuf',
   OTEL_TRACES_SAMPLER: args.get('sampler') || 'parentbased_always_on',
 });
@@ -96,6 +123,11 @@ const effects = [
 ] as unknown as PolicyEffect[];
 const response = { status: 200, headers: {}, upstream: 'gpu:8000' } as unknown as UpstreamResponse;
 const usage = { prompt_tokens: 1200, completion_tokens: 480, total_tokens: 1680 };
+
+function closeSink(): void {
+  if (sinkChild) sinkChild.kill();
+  else sink.close();
+}
 
 let served = 0;
 const requestIds = Array.from(
@@ -210,7 +242,7 @@ if (args.has('encode')) {
     bytes.map((b, k) => `, ${(b / captured[k]!.spans.length).toFixed(0)} bytes per span`),
   );
   for (const side of sides) await side.tracing.shutdown();
-  sink.close();
+  closeSink();
   process.exit(0);
 }
 if (args.has('alloc')) {
@@ -246,7 +278,7 @@ if (args.has('alloc')) {
     );
   }
   for (const side of sides) await side.tracing.shutdown();
-  sink.close();
+  closeSink();
   process.exit(0);
 }
 /** --start: a request's two spans started, nothing else. */
@@ -279,7 +311,7 @@ for (let r = 0; r < ROUNDS; r++)
     else {
       for (let i = 0; i < REQUESTS; i++) {
         oneRequest();
-        if (i % 256 === 255) await tracing.flush();
+        if (i % FLUSH_EVERY === FLUSH_EVERY - 1) await tracing.flush();
       }
       await tracing.flush();
     }
@@ -293,4 +325,4 @@ report(
   perRequest,
 );
 for (const side of sides) await side.tracing.shutdown();
-sink.close();
+closeSink();

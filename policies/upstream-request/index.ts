@@ -14,6 +14,19 @@ import type { Policy } from '../types.js';
 
 export const UPSTREAM_REQUEST_POLICY = 'upstream-request';
 
+/**
+ * A copy of `value`, keys in a spread's order. Object.assign rather than a spread (as
+ * force-tool-use's forcedCopy): once optimized, a spread gave every copy a hidden class of its
+ * own, and each read of the request on its way upstream (its serialization, tracing's) then
+ * missed every inline cache: five absent settings read on such a copy cost ~1.5 µs. A "__proto__"
+ * key (data from JSON.parse) would be the prototype setter for Object.assign: such an object is
+ * copied by the spread.
+ */
+function copyOf<T extends object>(value: T): T {
+  if (Object.hasOwn(value, '__proto__')) return { ...value };
+  return Object.assign({}, value);
+}
+
 /** `request` as it goes upstream (the same object when nothing applies). */
 export function upstreamRequest(
   request: ChatCompletionRequest,
@@ -21,9 +34,20 @@ export function upstreamRequest(
   upstreamModel: string | undefined,
 ): ChatCompletionRequest {
   if (request === original && upstreamModel === undefined) return request;
-  let out = upstreamModel !== undefined ? { ...request, model: upstreamModel } : request;
-  if (out.stream === true && out.stream_options?.include_usage !== true)
-    out = { ...out, stream_options: { ...(out.stream_options ?? {}), include_usage: true } };
+  let out = request;
+  if (upstreamModel !== undefined) {
+    out = copyOf(request);
+    out.model = upstreamModel;
+  }
+  if (out.stream === true && out.stream_options?.include_usage !== true) {
+    const given: unknown = out.stream_options;
+    const options = (typeof given === 'object' && given !== null ? copyOf(given) : {}) as NonNullable<
+      ChatCompletionRequest['stream_options']
+    >;
+    options.include_usage = true;
+    if (out === request) out = copyOf(request);
+    out.stream_options = options;
+  }
   return out;
 }
 

@@ -207,20 +207,10 @@ export async function createTracing(
       const remote = remoteParent(request.headers);
       const matched = route !== undefined && route !== '*' && route !== '/*';
       const name = matched ? `${request.method} ${route}` : request.method;
-      // The attributes are set once the sampler has decided (none of toolproof's samplers reads
-      // them), and only for a request it records. The sampler's context holds the client's span
-      // (a ParentContext, made only when one came).
+      // The sampler's context holds the client's span (a ParentContext, made only when one came).
+      // The attributes are written when the span ends (ServerSpan.describeEnd), from the request.
       const span = tracer.start(name, SpanKind.SERVER, remote ? undefined : ROOT_CONTEXT, remote);
-      if (span.recording) {
-        span.setAttribute(ATTR_HTTP_REQUEST_METHOD, request.method);
-        const url = request.url;
-        const query = url.indexOf('?');
-        span.setAttribute(ATTR_URL_PATH, cut256(query < 0 ? url : url.slice(0, query)));
-        if (matched) span.setAttribute(ATTR_HTTP_ROUTE, route);
-        const agent = request.headers['user-agent'];
-        if (typeof agent === 'string') span.setAttribute(ATTR_USER_AGENT_ORIGINAL, cut256(agent));
-      }
-      return new ServerSpan(tracer, span, settings.captureContent);
+      return new ServerSpan(tracer, span, settings.captureContent, matched ? route : undefined);
     },
     flush: () => processor.forceFlush(),
     shutdown: () => {
@@ -274,10 +264,25 @@ function errorMessage(err: unknown): string {
   return typeof message === 'string' ? redactForLog(message) : '';
 }
 
+/**
+ * A request's spans. Their attributes are written as each span ends, from what the request and
+ * the attempt hold then (the call, the request as sent, a few numbers kept on the way), not set
+ * one by one while the request runs: a request in flight then keeps no attribute arrays, which
+ * every scavenge during it copied (a traced server's garbage collector worked about a third more
+ * per request than an untraced one's, bench/tracing-twin.ts), and the values written are those
+ * the call ends with. Events are added as they happen (their time is theirs).
+ */
 class ServerSpan implements RequestSpan<ChatCall> {
   private call: ChatCall | undefined;
   /** The attempt span open now (at most one: attempts are sequential). */
   private attemptSpan: LeanSpan | undefined;
+  /** The open attempt's request as sent, its model and its upstream: written when it ends. */
+  private attemptRequest: ChatCompletionRequest | undefined;
+  private attemptModel = '';
+  private attemptServer: Server | undefined;
+  /** Its response's status and time to headers (-1: none yet). */
+  private attemptStatus = -1;
+  private attemptHeadersMs = -1;
   private reasons: string[] | undefined;
   private payloads: readonly string[] | undefined;
   private attempts = 0;
@@ -292,6 +297,8 @@ class ServerSpan implements RequestSpan<ChatCall> {
     private readonly tracer: LeanTracer,
     private readonly span: LeanSpan,
     captureContent: boolean,
+    /** The matched route pattern (`http.route`), when one matched. */
+    private readonly route: string | undefined,
   ) {
     this.recording = span.recording;
     this.captureContent = captureContent && this.recording;
@@ -303,9 +310,22 @@ class ServerSpan implements RequestSpan<ChatCall> {
 
   chat(call: ChatCall): void {
     this.call = call;
-    if (!this.recording) return;
-    const r = call.original;
+  }
+
+  /** The request's attributes (written as the server span ends). */
+  private describeRequest(request: FastifyRequest): void {
     const span = this.span;
+    span.setAttribute(ATTR_HTTP_REQUEST_METHOD, request.method);
+    const url = request.url;
+    const query = url.indexOf('?');
+    span.setAttribute(ATTR_URL_PATH, cut256(query < 0 ? url : url.slice(0, query)));
+    if (this.route !== undefined) span.setAttribute(ATTR_HTTP_ROUTE, this.route);
+    const agent = request.headers['user-agent'];
+    if (typeof agent === 'string') span.setAttribute(ATTR_USER_AGENT_ORIGINAL, cut256(agent));
+    const call = this.call;
+    if (!call) return;
+    // The chat call's: what the client asked for, where it went.
+    const r = call.original;
     span.setAttribute(GEN_AI.operation, 'chat');
     span.setAttribute(GEN_AI.provider, PROVIDER);
     span.setAttribute(GEN_AI.requestModel, typeof r.model === 'string' ? cut256(r.model) : '');
@@ -331,25 +351,41 @@ class ServerSpan implements RequestSpan<ChatCall> {
     const upstreamModel = call.route.upstreamModel ?? request.model;
     const model = typeof upstreamModel === 'string' ? cut256(upstreamModel) : '';
     const server = serverOf(call.route.client.origin);
-    // A child of a sampled span is sampled (parent-based) or not (a ratio sampler): as for the
-    // server span, its attributes are set once it is known to record.
+    // A child of a sampled span is sampled (parent-based) or not (a ratio sampler). Its
+    // attributes are written as it ends (describeAttempt), from what is kept here.
     const span = this.tracer.start(server.name(model), SpanKind.CLIENT, undefined, this.span);
-    if (span.recording) {
-      span.setAttribute(GEN_AI.operation, 'chat');
-      span.setAttribute(GEN_AI.provider, PROVIDER);
-      span.setAttribute(GEN_AI.requestModel, model);
-      setRequestAttributes(span, request);
-      span.setAttribute('toolproof.attempt', this.attempts);
-      server.set(span);
-      if (typeof request.tool_choice === 'string')
-        span.setAttribute('toolproof.tool_choice', request.tool_choice);
-      if (this.captureContent) span.setAttribute(GEN_AI.inputMessages, inputMessages(request));
-    }
     this.attemptSpan = span;
+    this.attemptRequest = request;
+    this.attemptModel = model;
+    this.attemptServer = server;
+    this.attemptStatus = -1;
+    this.attemptHeadersMs = -1;
     this.attemptStart = performance.now();
     this.reasons = undefined;
     this.payloads = undefined;
     return this.propagate(span, headers);
+  }
+
+  /** The open attempt's request and response attributes (written as its span ends). */
+  private describeAttempt(span: LeanSpan): void {
+    const request = this.attemptRequest;
+    this.attemptRequest = undefined;
+    if (!request || !span.recording) return;
+    span.setAttribute(GEN_AI.operation, 'chat');
+    span.setAttribute(GEN_AI.provider, PROVIDER);
+    span.setAttribute(GEN_AI.requestModel, this.attemptModel);
+    setRequestAttributes(span, request);
+    span.setAttribute('toolproof.attempt', this.attempts);
+    // The replica that answered, else the upstream it was sent to.
+    this.attemptServer?.set(span);
+    if (typeof request.tool_choice === 'string')
+      span.setAttribute('toolproof.tool_choice', request.tool_choice);
+    if (this.captureContent) span.setAttribute(GEN_AI.inputMessages, inputMessages(request));
+    if (this.attemptStatus >= 0) {
+      span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, this.attemptStatus);
+      // Time to the response headers: queue and prefill (an attribute: cheaper than an event).
+      span.setAttribute('toolproof.upstream.headers_ms', this.attemptHeadersMs);
+    }
   }
 
   /**
@@ -372,15 +408,10 @@ class ServerSpan implements RequestSpan<ChatCall> {
   }
 
   attemptOpened(res: UpstreamResponse): void {
-    const span = this.attemptSpan;
-    if (!span) return;
-    span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, res.status);
-    // Time to the response headers: queue and prefill (an attribute: cheaper than an event).
-    span.setAttribute(
-      'toolproof.upstream.headers_ms',
-      Math.round((performance.now() - this.attemptStart) * 10) / 10,
-    );
-    if (res.replica) serverOf(res.replica).set(span);
+    if (!this.attemptSpan?.recording) return;
+    this.attemptStatus = res.status;
+    this.attemptHeadersMs = Math.round((performance.now() - this.attemptStart) * 10) / 10;
+    if (res.replica) this.attemptServer = serverOf(res.replica);
   }
 
   attemptThrew(err: unknown, aborted: boolean): void {
@@ -412,6 +443,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
   attemptRead(report: TracedReport): void {
     const span = this.attemptSpan;
     if (!span) return;
+    this.describeAttempt(span);
     setUsage(span, report.usage);
     const identity = this.call?.streamIdentity;
     let output: string | undefined;
@@ -518,6 +550,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
     const span = this.span;
     const call = this.call;
     this.closeAttempt(ended ? 'unfinished' : 'client_aborted');
+    this.describeRequest(request);
     span.setAttribute('toolproof.request_id', request.id);
     if (ended || headersSent) span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
     if (call) {
@@ -562,6 +595,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
     if (!span) return;
     this.attemptSpan = undefined;
     this.payloads = undefined;
+    this.describeAttempt(span);
     if (why) {
       span.setAttribute(ATTR_ERROR_TYPE, why);
       span.setStatus({ code: SpanStatusCode.ERROR, message: why.replace('_', ' ') });
@@ -572,6 +606,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
   private failAttempt(type: string, message: string): void {
     const span = this.attemptSpan;
     if (!span) return;
+    this.describeAttempt(span);
     span.setAttribute(ATTR_ERROR_TYPE, type);
     span.setStatus({ code: SpanStatusCode.ERROR, message });
     this.attemptSpan = undefined;

@@ -140,4 +140,43 @@ describe("the request phase's hidden class", () => {
     expect(seen[1]?.phase.request.tool_choice).toBe('required');
     expect(sameMap(seen[0]?.phase.request, seen[1]?.phase.request)).toBe(true);
   });
+
+  it('stays one for a streamed request too (upstream-request asks for usage on a copy)', () => {
+    // upstream-request added stream_options to the forced copy with a spread: each streamed
+    // request went upstream with a hidden class of its own, and every read of it (its
+    // serialization, tracing's attributes) missed its inline caches (~1.5 µs for five settings).
+    setFlagsFromString('--allow-natives-syntax');
+    const sameMap = new Function('a', 'b', 'return %HaveSameMap(a, b)') as (
+      a: unknown,
+      b: unknown,
+    ) => boolean;
+    const text = JSON.stringify({
+      model: 'm',
+      messages: [{ role: 'user', content: 'q' }],
+      tools: [weather],
+      stream: true,
+    });
+    const { call: first, deps } = setup(JSON.parse(text) as ChatCompletionRequest, undefined);
+    const seen: ChatCall[] = [];
+    for (let i = 0; i < 30_000; i++) {
+      const call = new ChatCall(
+        'req',
+        JSON.parse(text) as ChatCompletionRequest,
+        undefined,
+        first.route,
+        first.policies,
+        first.signal,
+        newTrace(),
+        {},
+        false,
+      );
+      prepareRequest(call, deps);
+      if (i >= 29_998) seen.push(call);
+    }
+    const [a, b] = [seen[0]!.phase.request, seen[1]!.phase.request];
+    expect(b.tool_choice).toBe('required');
+    expect(b.stream_options).toEqual({ include_usage: true });
+    expect(Object.keys(b)).toEqual(['model', 'messages', 'tools', 'stream', 'tool_choice', 'stream_options']);
+    expect(sameMap(a, b)).toBe(true);
+  });
 });

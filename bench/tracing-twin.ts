@@ -1,0 +1,246 @@
+/**
+ * Tracing on against off in ONE toolproof process: two apps of the same build (tracing off, and
+ * on with every request sampled; bench/lib/twin-server.mjs), each on its own port, load given to
+ * one at a time in slices of a fixed request count, in palindromic cycles (bench/lib/overhead-ab.ts),
+ * a slice's CPU being the whole process's (every thread, /proc/<pid>/task/<tid>/schedstat) from
+ * its start to its end. One process: no A/B between processes that differ by their luck (their
+ * memory layout, their JIT's choices, the cores they land on), which reads ±3-10% between two
+ * identical processes on a shared box. What it cannot separate: a collection set off in one
+ * app's slice by the other's garbage (both apps share one heap), and the other app's background
+ * work (a batch export) in a slice. Printed: the pooled ratio of on to off with a 95% bootstrap
+ * interval over the cycles, the median of the per-cycle ratios, and each side's µs per request.
+ *
+ * `--cpu-prof`: the process under `node --cpu-prof`; its samples are split by the slice they fell
+ * in (on's or off's), and the frames whose self time per request differs most between the two
+ * are printed: where tracing's cost lands, its own frames and the rest of the server's alike.
+ *
+ * `--before=DIR`: a third app, another build's with tracing on (a copy of bench/results/.build
+ * made before a change), in the same process: before and after measured on one heap and JIT.
+ *
+ *   npx tsx bench/tracing-twin.ts [--cases=short,long,agent] [--cycles=40] [--slice=256] [--c=32]
+ *     [--cpu-prof] [--top=40] [--before=DIR]
+ */
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import type { AddressInfo } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Pool } from 'undici';
+import { BUILD_DIR, prepareServer, startFlags } from './lib/build.js';
+import { burst } from './lib/burst.js';
+import { AGENT_TURN_EVENTS, agentTurn, toolsStreamBody } from './lib/fixtures.js';
+import {
+  bootstrapRatioCi,
+  type CycleCost,
+  cycleOrder,
+  groupCpuNs,
+  median,
+  pooledRatio,
+} from './lib/overhead-ab.js';
+import { startFakeUpstream, startNode, stopAll, waitForLine } from './lib/procs.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const args = new Map(
+  process.argv.slice(2).map((a) => {
+    const i = a.indexOf('=');
+    return i < 0 ? [a.replace(/^--/, ''), ''] : [a.slice(0, i).replace(/^--/, ''), a.slice(i + 1)];
+  }),
+);
+const CYCLES = Number(args.get('cycles') || 40);
+const C = Number(args.get('c') || 32);
+const cases = (args.get('cases') || 'short').split(',');
+const PROF = args.has('cpu-prof');
+const nowUs = () => Number(process.hrtime.bigint() / 1000n);
+/** The measured slices, by side (0: off, 1: on, 2: before): monotonic µs, V8's profile clock. */
+const windows: Array<{ side: number; from: number; to: number }> = [];
+const measured = [0, 0, 0];
+/** The side whose slice runs now (-1: none), and each side's collections (--trace-gc-nvp) in its slices. */
+let current = -1;
+const gcs = [0, 1, 2].map(() => ({ scavenges: 0, allocated: 0, survived: 0, promoted: 0, pauseMs: 0 }));
+const nvp = (line: string, name: string): number => {
+  const at = line.indexOf(` ${name}=`);
+  return at === -1 ? 0 : Number.parseFloat(line.slice(at + name.length + 2)) || 0;
+};
+const BEFORE = args.get('before');
+const NAMES = BEFORE ? (['off', 'on', 'before'] as const) : (['off', 'on'] as const);
+
+async function main(): Promise<void> {
+  prepareServer(ROOT, 'build', console.log);
+  const upstream = await startFakeUpstream(ROOT);
+  let exports = 0;
+  const sink = createServer((req, res) => {
+    exports++;
+    req.resume();
+    req.on('end', () => res.end('{}'));
+  });
+  await new Promise<void>((r) => sink.listen(0, '127.0.0.1', () => r()));
+  const otlp = `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
+  const profDir = PROF ? mkdtempSync(join(tmpdir(), 'tracing-twin-')) : undefined;
+  const child = startNode({
+    name: 'toolproof twins',
+    args: [
+      ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []),
+      '--trace-gc-nvp',
+      ...startFlags(ROOT),
+      join(ROOT, 'bench/lib/twin-server.mjs'),
+      join(ROOT, BUILD_DIR),
+      upstream.origin,
+      otlp,
+      ...(BEFORE ? [BEFORE] : []),
+    ],
+    cwd: ROOT,
+    stdinPipe: true,
+  });
+  const ports = JSON.parse(await waitForLine(child, /(\{"off":\d+,"on":\d+[^}]*\})/, 60_000)) as Record<
+    string,
+    number
+  >;
+  // Each collection counted to the side whose slice it fell in (a scavenge is set off by the
+  // allocation of the slice that runs; the other sides' leftovers are in it too).
+  let partial = '';
+  child.proc.stdout?.on('data', (d: Buffer) => {
+    const lines = (partial + d.toString('latin1')).split('\n');
+    partial = lines.pop() ?? '';
+    if (current < 0) return;
+    const g = gcs[current]!;
+    for (const l of lines) {
+      if (!l.includes(' gc=')) continue;
+      if (l.includes(' gc=s ')) g.scavenges++;
+      g.allocated += nvp(l, 'allocated');
+      g.survived += nvp(l, 'new_space_survived');
+      g.promoted += nvp(l, 'promoted');
+      g.pauseMs += nvp(l, 'pause');
+    }
+  });
+  const sides = NAMES.map((name) => ({
+    name,
+    pool: new Pool(`http://127.0.0.1:${ports[name]}`, { connections: C, pipelining: 1 }),
+  }));
+  const pids = [child.pid];
+  console.log(`one process (pid ${child.pid}): ${NAMES.map((n) => `${n} on :${ports[n]}`).join(', ')}`);
+  for (const name of cases) {
+    const agent = name === 'agent' ? agentTurn() : undefined;
+    const events = name === 'short' ? 8 : name === 'long' ? 500 : AGENT_TURN_EVENTS;
+    const body = agent ? agent.body : toolsStreamBody({ chunks: events });
+    const headers = agent?.headers;
+    const c = agent ? Math.min(C, 8) : C;
+    const slice = Number(args.get('slice') || (name === 'short' ? 256 : name === 'long' ? 64 : 32));
+    // Warm-up: both apps, then three unmeasured cycles.
+    for (let i = 0; i < 4; i++) for (const s of sides) await burst(s.pool, body, slice * 2, c, headers);
+    const costs = sides.map(() => [] as CycleCost[]);
+    const exports0 = exports;
+    const n = sides.length;
+    for (let cycle = 0; cycle < CYCLES; cycle++) {
+      const cpu = sides.map(() => 0);
+      for (const i of cycleOrder(n, cycle)) {
+        const t0 = groupCpuNs(pids);
+        const from = nowUs();
+        current = i;
+        await burst(sides[i]!.pool, body, slice, c, headers);
+        current = -1;
+        windows.push({ side: i, from, to: nowUs() });
+        measured[i]! += slice;
+        cpu[i]! += groupCpuNs(pids) - t0;
+      }
+      // Each side ran two slices in the cycle (the palindrome).
+      for (let i = 0; i < n; i++) costs[i]!.push({ cpu: cpu[i]!, requests: 2 * slice });
+    }
+    const us = (k: number) => costs[k]!.reduce((a, x) => a + x.cpu, 0) / 1000 / (CYCLES * 2 * slice);
+    console.log(
+      `${name} (${events} events, c=${c}, ${CYCLES} cycles of 2 x ${slice} requests a side; ${exports - exports0} exports): off ${us(0).toFixed(1)} µs/request`,
+    );
+    for (let k = 1; k < n; k++) {
+      const ratio = pooledRatio(costs[k]!, costs[0]!);
+      const ci = bootstrapRatioCi(costs[k]!, costs[0]!);
+      const perCycle = costs[k]!.map((x, j) => x.cpu / costs[0]![j]!.cpu);
+      console.log(
+        `  ${NAMES[k]} ${us(k).toFixed(1)} µs/request (+${(us(k) - us(0)).toFixed(1)}): ${ratio.toFixed(3)}x [${ci[0].toFixed(3)}, ${ci[1].toFixed(3)}] of off, median of cycles ${median(perCycle).toFixed(3)}x`,
+      );
+    }
+    for (let k = 0; k < n; k++) {
+      const g = gcs[k]!;
+      const req = CYCLES * 2 * slice;
+      console.log(
+        `  ${NAMES[k]} heap per request (its slices' collections): ${(g.allocated / req / 1024).toFixed(2)} KB allocated, ${(g.survived / req / 1024).toFixed(2)} KB survived a scavenge, ${(g.promoted / req / 1024).toFixed(2)} KB promoted; ${((g.scavenges * 1000) / req).toFixed(1)} scavenges per 1,000 requests, GC pause ${((g.pauseMs * 1000) / req).toFixed(1)} µs`,
+      );
+      Object.assign(g, { scavenges: 0, allocated: 0, survived: 0, promoted: 0, pauseMs: 0 });
+    }
+    if (n === 3) {
+      const ratio = pooledRatio(costs[1]!, costs[2]!);
+      const ci = bootstrapRatioCi(costs[1]!, costs[2]!);
+      console.log(`  on / before: ${ratio.toFixed(3)}x [${ci[0].toFixed(3)}, ${ci[1].toFixed(3)}]`);
+    }
+  }
+  for (const s of sides) await s.pool.close();
+  child.proc.stdin?.end();
+  await child.exited;
+  await stopAll();
+  sink.close();
+  if (profDir) analyze(profDir);
+}
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+}
+
+/** Self time per request of each frame in off's slices and in on's, the largest differences first. */
+function analyze(profDir: string): void {
+  const file = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
+  if (!file) throw new Error(`no profile in ${profDir}`);
+  const p = JSON.parse(readFileSync(join(profDir, file), 'utf8')) as {
+    nodes: ProfileNode[];
+    samples: number[];
+    timeDeltas: number[];
+    startTime: number;
+  };
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const sorted = [...windows].sort((a, b) => a.from - b.from);
+  const self = NAMES.map(() => new Map<string, number>());
+  let at = p.startTime;
+  let w = 0;
+  for (let i = 0; i < p.samples.length; i++) {
+    at += p.timeDeltas[i] ?? 0;
+    while (w < sorted.length && sorted[w]!.to <= at) w++;
+    const win = sorted[w];
+    if (!win || at < win.from) continue;
+    const f = byId.get(p.samples[i]!)!.callFrame;
+    const url = f.url.replace(/^.*node_modules\//, '').replace(/^.*\/\.build\//, '');
+    const key = `${f.functionName || '(anonymous)'} ${url}${url ? `:${f.lineNumber + 1}` : ''}`;
+    const dt = Math.max(0, p.timeDeltas[i + 1] ?? 0);
+    self[win.side]!.set(key, (self[win.side]!.get(key) ?? 0) + dt);
+  }
+  const per = (side: number, key: string) => (self[side]!.get(key) ?? 0) / measured[side]!;
+  const keys = new Set([...self[0]!.keys(), ...self[1]!.keys()]);
+  const busy = (side: number) =>
+    [...self[side]!].filter(([k]) => !k.startsWith('(idle)')).reduce((a, [, v]) => a + v, 0) /
+    measured[side]!;
+  console.log(
+    `\nprofile (${profDir}), self time in µs per request within each side's slices: busy ${NAMES.map((n, k) => `${n} ${busy(k).toFixed(1)}`).join(', ')}`,
+  );
+  const isTracing = (k: string) => k.includes('server/tracing/') || k.includes('@opentelemetry/');
+  const tracing = (side: number) =>
+    [...self[side]!].filter(([k]) => isTracing(k)).reduce((a, [, v]) => a + v, 0) / measured[side]!;
+  console.log(
+    `  tracing's own frames (self): ${NAMES.map((n, k) => `${n} ${tracing(k).toFixed(1)}`).join(', ')}`,
+  );
+  console.log(
+    `  garbage collector: ${NAMES.map((n, k) => `${n} ${per(k, '(garbage collector) ').toFixed(1)}`).join(', ')}`,
+  );
+  const rows = [...keys]
+    .filter((k) => !k.startsWith('(idle)'))
+    .map((k) => [k, per(0, k), per(1, k)] as const)
+    .sort((a, b) => Math.abs(b[2] - b[1]) - Math.abs(a[2] - a[1]));
+  console.log(`  ${'off'.padStart(8)} ${'on'.padStart(8)} ${'on-off'.padStart(8)}  frame`);
+  for (const [k, a, b] of rows.slice(0, Number(args.get('top') || 40)))
+    console.log(
+      `  ${a.toFixed(2).padStart(8)} ${b.toFixed(2).padStart(8)} ${(b - a).toFixed(2).padStart(8)}  ${k}`,
+    );
+}
+
+main().catch(async (err) => {
+  console.error(err);
+  await stopAll();
+  process.exit(1);
+});
