@@ -532,14 +532,24 @@ export function captureRetry(
   });
 }
 
-/** The request ended: status, outcome, usage, the harness summary. */
+/** What makes a request's harness summary (server/chat/harness-summary.ts harnessOf). */
+export type HarnessOf = (
+  call: ChatCall,
+  cache: { cached: number; prompt: number } | undefined,
+) => Record<string, unknown>;
+
+/**
+ * The request ended: status, outcome, usage, the harness summary (the summary itself, or the
+ * function that makes it: then a plain trace's summary is found without making it, see
+ * plainHarness).
+ */
 export function finishCapture(
   call: ChatCall,
   status: number,
   finished: boolean,
   usage: Usage | undefined,
   cache: { cached: number; prompt: number } | undefined,
-  harness: Record<string, unknown> | undefined,
+  harness: Record<string, unknown> | HarnessOf | undefined,
   error: ToolproofError | undefined,
 ): void {
   const w = call.capture;
@@ -581,7 +591,11 @@ export function finishCapture(
   );
   if (error) r.error = errorOf(error);
   if (harness) {
-    keepHarness(w, compact(harness));
+    if (typeof harness !== 'function') keepHarness(w, compact(harness));
+    else if (!plainHarness(w, call, cache, harness)) {
+      keepHarness(w, compact(harness(call, cache)));
+      learnPlain(w, call, harness);
+    }
     // Counted by its parts, not serialized: a few fields and the trace's short lists.
     w.note(harnessChars(t));
   }
@@ -730,6 +744,162 @@ function sameHarness(
     if (!isHarnessNumber(k) && t[k] !== h[k]) return false;
   }
   return i === keys.length;
+}
+
+/**
+ * The harness summaries of plain traces (no leak, retry, repair, tally, validation failure,
+ * degradation, dropped tool or route fallback: nearly every request's), found by the trace's few
+ * fields that vary (forced, the tool choice sent, ...) without making the summary: harnessOf's
+ * object of ~25 fields, then two walks over its keys (compact, sharedHarness) cost ~3 µs a
+ * request, about a tenth of capture's cost on a short stream. Each entry is the shared copy the
+ * full path made (learnPlain), so a hit keeps what that path keeps; a summary with a field this
+ * list does not know (harnessOf grew one) is never learned, and takes the full path.
+ */
+const PLAIN_FIELDS = [
+  'forced',
+  'toolChoice',
+  'fallback',
+  'attempts',
+  'repairs',
+  'leaks',
+  'retries',
+  'normalizations',
+  'constraints',
+  'finalAnswerProblems',
+  'validationFailures',
+  'unenforced',
+  'droppedTools',
+  'schemaAnswer',
+  'degraded',
+  'cachedTokens',
+  'promptTokens',
+  'discardedTokens',
+  'key',
+  'routeFallbacks',
+  'servedBy',
+  'priority',
+  'queuedMs',
+  'final',
+].join();
+const PLAIN_MAX = 64;
+
+interface PlainEntry {
+  forced: boolean;
+  toolChoice: string | undefined;
+  fallback: boolean;
+  attempts: number;
+  schemaAnswer: string | undefined;
+  key: string | undefined;
+  servedBy: string | undefined;
+  priority: string | undefined;
+  final: string | null;
+  copy: Readonly<Record<string, unknown>>;
+}
+let plainEntries: PlainEntry[] = [];
+/** The function the entries were learned from (another one starts afresh). */
+let plainOf: HarnessOf | undefined;
+
+function isPlainTrace(t: ChatCall['trace']): boolean {
+  return (
+    t.leaks.length === 0 &&
+    t.retries.length === 0 &&
+    t.validationFailures.length === 0 &&
+    t.unenforced.length === 0 &&
+    t.droppedTools === undefined &&
+    t.routeFallbacks === undefined &&
+    isEmpty(t.repairs) &&
+    isEmpty(t.normalizations) &&
+    isEmpty(t.constraints) &&
+    isEmpty(t.finalAnswerProblems) &&
+    isEmpty(t.degraded)
+  );
+}
+
+/** The entry for a plain trace's fields, if one was learned. */
+function plainEntry(t: ChatCall['trace']): PlainEntry | undefined {
+  const toolChoice = t.toolChoiceSent ? t.toolChoiceSent : undefined;
+  const schemaAnswer = t.schemaAnswer ? t.schemaAnswer : undefined;
+  const key = t.key ? t.key : undefined;
+  const servedBy = t.servedBy ? t.servedBy : undefined;
+  const priority = t.priority ? t.priority : undefined;
+  const final = t.finalKind ?? null;
+  for (const e of plainEntries)
+    if (
+      e.forced === t.forced &&
+      e.toolChoice === toolChoice &&
+      e.fallback === t.fallback &&
+      e.attempts === t.attempts &&
+      e.schemaAnswer === schemaAnswer &&
+      e.key === key &&
+      e.servedBy === servedBy &&
+      e.priority === priority &&
+      e.final === final
+    )
+      return e;
+  return undefined;
+}
+
+/** The numbers of a plain trace's summary as keepHarness keeps them, in SCRATCH_NUMBERS; false when one is not kept so. */
+function plainNumbers(call: ChatCall, cache: { cached: number; prompt: number } | undefined): boolean {
+  const q = Math.round(call.trace.queuedMs * 10) / 10;
+  const n0 = Math.round(q * 10);
+  if (!(n0 >= 0 && n0 <= 0x3fffffff && n0 / 10 === q)) return false;
+  SCRATCH_NUMBERS[0] = n0;
+  if (cache) {
+    if (!smallInt(cache.cached) || !smallInt(cache.prompt)) return false;
+    SCRATCH_NUMBERS[1] = cache.cached;
+    SCRATCH_NUMBERS[2] = cache.prompt;
+  } else SCRATCH_NUMBERS[1] = SCRATCH_NUMBERS[2] = -1;
+  const d = call.discardedTokens;
+  if (d > 0 && !smallInt(d)) return false;
+  SCRATCH_NUMBERS[3] = d > 0 ? d : -1;
+  return true;
+}
+
+function smallInt(n: number): boolean {
+  return Number.isInteger(n) && n >= 0 && n <= 0x3fffffff;
+}
+
+/** Keeps a plain trace's summary from a learned entry; false when there is none (or it is not plain). */
+function plainHarness(
+  w: RecordWriter,
+  call: ChatCall,
+  cache: { cached: number; prompt: number } | undefined,
+  of: HarnessOf,
+): boolean {
+  if (of !== plainOf || plainEntries.length === 0 || !isPlainTrace(call.trace)) return false;
+  const e = plainEntry(call.trace);
+  if (e === undefined || !plainNumbers(call, cache)) return false;
+  w.shareHarness(e.copy, SCRATCH_NUMBERS[0]!, SCRATCH_NUMBERS[1]!, SCRATCH_NUMBERS[2]!, SCRATCH_NUMBERS[3]!);
+  return true;
+}
+
+/**
+ * After the full path kept a plain trace's summary as a shared copy: that copy, for its fields,
+ * when its keys are the ones PLAIN_FIELDS lists.
+ */
+function learnPlain(w: RecordWriter, call: ChatCall, of: HarnessOf): void {
+  const copy = w.sharedHarness;
+  const t = call.trace;
+  if (copy === undefined || !isPlainTrace(t) || Object.keys(copy).join() !== PLAIN_FIELDS) return;
+  if (of !== plainOf) {
+    plainOf = of;
+    plainEntries = [];
+  }
+  if (plainEntry(t) !== undefined) return;
+  if (plainEntries.length >= PLAIN_MAX) plainEntries = [];
+  plainEntries.push({
+    forced: t.forced,
+    toolChoice: t.toolChoiceSent ? t.toolChoiceSent : undefined,
+    fallback: t.fallback,
+    attempts: t.attempts,
+    schemaAnswer: t.schemaAnswer ? t.schemaAnswer : undefined,
+    key: t.key ? t.key : undefined,
+    servedBy: t.servedBy ? t.servedBy : undefined,
+    priority: t.priority ? t.priority : undefined,
+    final: t.finalKind ?? null,
+    copy,
+  });
 }
 
 readHarnessWith((shared, n0, n1, n2, n3) => {

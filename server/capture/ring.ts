@@ -626,6 +626,11 @@ export class RecordWriter implements CaptureRecord {
     this.hs3 = n3;
   }
 
+  /** The shared copy the harness summary is kept as (shareHarness), if it is. */
+  get sharedHarness(): Readonly<Record<string, unknown>> | undefined {
+    return this.hsShared;
+  }
+
   /** The end's token counts (no object: the tokens setter's argument is one). */
   setTokens(cached: number | null, prompt: number | null, completion: number | null): void {
     this.tCached = cached;

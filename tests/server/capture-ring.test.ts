@@ -8,6 +8,9 @@ import { answer } from '../../server/capture/query.js';
 import { captureEffects, EffectDecision, finishCapture } from '../../server/capture/recorder.js';
 import { reassemble } from '../../server/capture/reassemble.js';
 import { redactedHeaderText } from '../../server/capture/redact.js';
+import type { ChatCall } from '../../server/chat/context.js';
+import { harnessOf } from '../../server/chat/harness-summary.js';
+import { type HarnessTrace, newTrace } from '../../server/chat/trace.js';
 import {
   Attempt,
   type CaptureRecord,
@@ -506,6 +509,69 @@ describe('the harness summary kept as a shared copy and its numbers (issue 28: c
       finishCapture(call, 200, true, undefined, undefined, { ...h }, undefined);
       expect(JSON.stringify(w.harness)).toBe(JSON.stringify(h));
       expect(JSON.parse(JSON.stringify(w)).harness).toEqual(JSON.parse(JSON.stringify(h)));
+    }
+  });
+});
+
+describe("a plain trace's harness summary found without making it (issue 28: capture CPU)", () => {
+  // Every field harnessOf reads, set one way or another: plain traces (hit or learned) and others.
+  const traces: Array<[string, (t: HarnessTrace, call: { discardedTokens: number }) => void]> = [
+    ['new', () => {}],
+    [
+      'forced',
+      (t) => Object.assign(t, { forced: true, toolChoiceSent: 'required', finalKind: 'final_answer' }),
+    ],
+    [
+      'forced, queued',
+      (t) => Object.assign(t, { forced: true, toolChoiceSent: 'required', queuedMs: 12.34 }),
+    ],
+    ['keyed', (t) => Object.assign(t, { key: 'team', priority: 'interactive', servedBy: 'big' })],
+    ['schema', (t) => Object.assign(t, { schemaAnswer: 'valid', fallback: true, attempts: 2 })],
+    ['discarded', (_, call) => Object.assign(call, { discardedTokens: 17 })],
+    ['odd queue', (t) => Object.assign(t, { queuedMs: 1e12 })],
+    ['leak', (t) => t.leaks.push({ format: 'hermes', source: 'content', outcome: 'recovered' })],
+    ['retry', (t) => t.retries.push({ reason: 'invalid', outcome: 'ok' })],
+    ['repair', (t) => Object.assign(t.repairs, { 'orphan-result': 1 })],
+    ['normalized', (t) => Object.assign(t.normalizations, { x: 2 })],
+    ['constrained', (t) => Object.assign(t.constraints, { 'forbidden-call': 1 })],
+    ['final problem', (t) => Object.assign(t.finalAnswerProblems, { invalid: 1 })],
+    ['validation', (t) => t.validationFailures.push({ tool: 'get_weather' })],
+    ['unenforced', (t) => t.unenforced.push({ tool: 'get_weather', reasons: ['pattern'] })],
+    ['dropped', (t) => Object.assign(t, { droppedTools: ['web_search'] })],
+    ['dropped none', (t) => Object.assign(t, { droppedTools: [] })],
+    ['degraded', (t) => Object.assign(t.degraded, { 'image-note': 1 })],
+    ['route fallback', (t) => Object.assign(t, { routeFallbacks: [{ from: 'a', to: 'b', reason: 'r' }] })],
+  ];
+  const caches = [undefined, { cached: 0, prompt: 100 }, { cached: 64, prompt: 120 }];
+
+  it("reads back as harnessOf's summary, key order included, whether found or made", () => {
+    const ring = new CaptureRing({ maxBytes: 4 * 1024 * 1024, textChars: 1000 });
+    let n = 0;
+    // Twice over: the first pass learns the plain traces' copies, the second finds them.
+    for (let pass = 0; pass < 2; pass++)
+      for (const [name, set] of traces)
+        for (const cache of caches) {
+          const w = ring.open(record(`p${n++}`));
+          const call = { capture: w, trace: newTrace(), discardedTokens: 0 } as unknown as ChatCall;
+          set(call.trace, call as never);
+          const expected = JSON.stringify(harnessOf(call, cache));
+          finishCapture(call, 200, true, undefined, cache, harnessOf, undefined);
+          expect(JSON.stringify(w.harness), `${name}, pass ${pass}`).toBe(expected);
+          expect(JSON.stringify(JSON.parse(JSON.stringify(w)).harness), name).toBe(expected);
+        }
+  });
+
+  it('is not used once the summary has a field it does not know', () => {
+    const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 1000 });
+    const grown = (c: ChatCall, cache: { cached: number; prompt: number } | undefined) => ({
+      ...harnessOf(c, cache),
+      added: 'x',
+    });
+    for (let i = 0; i < 3; i++) {
+      const w = ring.open(record(`g${i}`));
+      const call = { capture: w, trace: newTrace(), discardedTokens: 0 } as unknown as ChatCall;
+      finishCapture(call, 200, true, undefined, undefined, grown, undefined);
+      expect(w.harness?.added).toBe('x');
     }
   });
 });
