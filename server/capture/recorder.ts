@@ -298,6 +298,17 @@ export function captureEffects(call: ChatCall, effects: readonly PolicyEffect[])
   const w = call.capture;
   if (!w) return;
   for (const e of effects) {
+    // A copy seen before (nearly always): found first, the effect then small like it.
+    const seen = knownEffect(e);
+    if (seen !== undefined) {
+      if (w.note(EFFECT_DECISION_CHARS))
+        w.flatDecisions().push(
+          -Math.round((performance.now() - startOf(call)) * 10) - 1,
+          call.trace.attempts,
+          seen,
+        );
+      continue;
+    }
     if (isSmall(e)) {
       if (w.note(EFFECT_DECISION_CHARS)) {
         const d = w.flatDecisions();
@@ -324,16 +335,32 @@ const EFFECTS_PER_KIND = 32;
 let sharedEffects = new Map<string, Readonly<Record<string, unknown>>[]>();
 let sharedCount = 0;
 
+/**
+ * The shared copy of an effect with `e`'s fields and detail, if one was made (only small effects
+ * have one: a copy found is of an effect as small). A detail that is not a plain object (null, an
+ * array: isSmall keeps neither) is never found.
+ */
+function knownEffect(e: PolicyEffect): Readonly<Record<string, unknown>> | undefined {
+  const list = sharedEffects.get(e.kind);
+  if (list === undefined) return undefined;
+  const o = e as unknown as Record<string, unknown>;
+  const detail = o.detail as Record<string, unknown> | undefined;
+  if (detail !== undefined && (typeof detail !== 'object' || detail === null || Array.isArray(detail)))
+    return undefined;
+  for (const t of list) {
+    if (!sameFields(t, o)) continue;
+    const td = t.detail as Record<string, unknown> | undefined;
+    if (detail === undefined ? td === undefined : td !== undefined && sameFields(td, detail)) return t;
+  }
+  return undefined;
+}
+
 function sharedEffect(e: PolicyEffect): Readonly<Record<string, unknown>> | undefined {
   const o = e as unknown as Record<string, unknown>;
   const detail = o.detail as Record<string, unknown> | undefined;
+  const found = knownEffect(e);
+  if (found !== undefined) return found;
   let list = sharedEffects.get(e.kind);
-  if (list !== undefined)
-    for (const t of list) {
-      if (!sameFields(t, o)) continue;
-      const td = t.detail as Record<string, unknown> | undefined;
-      if (detail === undefined ? td === undefined : td !== undefined && sameFields(td, detail)) return t;
-    }
   if (!keyable(o) || (detail !== undefined && !keyable(detail))) return undefined;
   const copy = fieldsOf(o);
   if (detail !== undefined) copy.detail = Object.freeze(fieldsOf(detail));

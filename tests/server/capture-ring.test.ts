@@ -347,6 +347,17 @@ describe('a record kept as few objects (issue 28: capture CPU), read as the reco
     expect(again!.effect).toBe(a!.effect);
     expect(Object.isFrozen(again!.effect)).toBe(true);
     expect(again!.attempt).toBe(1);
+    // A detail that is null or an array is never taken for a copy's plain object of the same fields.
+    decisionsOf([
+      { policy: 'p', kind: 'odd', detail: {} },
+      { policy: 'p', kind: 'odd', detail: { 0: 'a' } },
+    ]);
+    const [nul, arr] = decisionsOf([
+      { policy: 'p', kind: 'odd', detail: null },
+      { policy: 'p', kind: 'odd', detail: ['a'] },
+    ]);
+    expect(nul!.detail).toBe('null');
+    expect(arr!.detail).toBe('["a"]');
   });
 
   it('a text whose pieces wrap round the arena reads whole, then as cut once written over', () => {
