@@ -14,6 +14,7 @@ import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
 import { describeEffect, type PolicyEffect } from '../../policies/registry.js';
 import type { ChatCall } from '../chat/context.js';
 import { ownString } from '../../protocol/own-string.js';
+import { affinityKey, namedSessionKey } from '../affinity.js';
 import { redactedHeaderText } from './redact.js';
 import {
   type CaptureRing,
@@ -22,6 +23,7 @@ import {
   type RecordWriter,
   readEffectsWith,
   readHarnessWith,
+  readSessionWith,
 } from './ring.js';
 
 const WORKER = cluster.isWorker ? (cluster.worker?.id ?? 0) : 0;
@@ -90,14 +92,20 @@ const ONE_KIND = Object.freeze({
   clean: Object.freeze(['clean']),
 }) as unknown as Record<Exclude<Outcome, 'in_flight'>, Outcome[]>;
 
-/** Opens the record of a chat call (any front door), in flight from now on. */
+/**
+ * Opens the record of a chat call (any front door), in flight from now on. `sessionKey`: the
+ * call's affinity key when routing made it (several replicas); else the capture's own, from the
+ * session the client names, or from its opening messages: for the chat door's body kept whole,
+ * when the record is first read (readSession), not per request.
+ */
 export function beginCapture(
   ring: CaptureRing,
   request: FastifyRequest,
   call: ChatCall,
-  sessionKey: string,
+  sessionKey: string | undefined,
   clientBytes: Buffer | undefined,
 ): void {
+  const key = sessionKey ?? namedSessionKey(request.headers, request.body);
   const url = request.url;
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
@@ -111,7 +119,7 @@ export function beginCapture(
     api: call.api,
     model: typeof model === 'string' ? sharedString(cutShort(model)) : model,
     stream: call.original.stream === true,
-    session: sessionLabel(sessionKey),
+    session: key === undefined ? '' : sessionLabel(key),
     ...(request.tpKey ? { key: request.tpKey.name } : {}),
     method: request.method,
     path: sharedString(path.length > 256 ? path.slice(0, 256) : path),
@@ -124,8 +132,16 @@ export function beginCapture(
   }
   // The client's own bytes when at hand; a body they were not kept for, as JSON (cut after).
   // Only the head of a large body is decoded: `cut` then counts the bytes left out.
-  w.body =
+  const body =
     clientBytes !== undefined ? w.fromBytes(clientBytes) : w.text(JSON.stringify(request.body ?? null));
+  w.body = body;
+  if (key === undefined) {
+    // The chat door's body is the chat request itself (startChatCall): read again, it gives the
+    // same opening messages. Any other door's (translated), or one cut: the key now.
+    if (call.api === 'chat' && clientBytes !== undefined && clientBytes.length > 0 && body.cut === 0)
+      w.deferSession();
+    else w.session = sessionLabel(affinityKey(request.headers, request.body, call.original));
+  }
   w.start = request.tpStart;
   call.capture = w;
   request.tpCapture = w;
@@ -441,6 +457,26 @@ function keepEffect(d: unknown[], start: number, attempt: number, e: PolicyEffec
   }
   d[at + 3] = details;
 }
+
+/**
+ * A deferred session (beginCapture): the chat door's body the record keeps, parsed again, keyed as
+ * affinityKey keys it (the client named no session: its headers and body were looked at then).
+ * A body no longer readable (the arena came round over it, which the ring's accounting all but
+ * rules out) has no session ('').
+ */
+readSessionWith((r) => {
+  const text = r.body.text;
+  if (text === '') return '';
+  let chat: unknown;
+  try {
+    chat = JSON.parse(text);
+  } catch {
+    return '';
+  }
+  if (typeof chat !== 'object' || chat === null) return '';
+  return sessionLabel(affinityKey(NO_HEADERS, chat, chat as ChatCompletionRequest));
+});
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
 readEffectsWith(
   (atMs, attempt, effect) => new EffectDecision(atMs, attempt, effect as unknown as PolicyEffect),

@@ -351,6 +351,13 @@ export function readEffectsWith(read: EffectReader): void {
   effectReader = read;
 }
 
+type SessionReader = (record: RecordWriter) => string;
+let sessionReader: SessionReader = () => '';
+/** How a session deferred to the first read is worked out (recorder.ts: the ring knows no affinity key). */
+export function readSessionWith(read: SessionReader): void {
+  sessionReader = read;
+}
+
 type HarnessReader = (
   shared: Readonly<Record<string, unknown>>,
   n0: number,
@@ -407,7 +414,9 @@ export class RecordWriter implements CaptureRecord {
   api!: string;
   model!: string;
   stream!: boolean;
-  session!: string;
+  /** The session's label, or, `sessionLater`, to be read from the client's body (see session). */
+  private sess!: string;
+  private sessionLater!: boolean;
   key!: string | undefined;
   method!: string;
   path!: string;
@@ -490,7 +499,8 @@ export class RecordWriter implements CaptureRecord {
     this.api = init.api;
     this.model = init.model;
     this.stream = init.stream;
-    this.session = init.session;
+    this.sess = init.session;
+    this.sessionLater = false;
     this.key = init.key;
     this.method = init.method;
     this.path = init.path;
@@ -624,6 +634,29 @@ export class RecordWriter implements CaptureRecord {
     this.hs1 = n1;
     this.hs2 = n2;
     this.hs3 = n3;
+  }
+
+  /**
+   * The session it belongs to (the affinity key, readable). One the client's body gives (the
+   * hash of its opening messages: up to 16 K characters hashed, tens of µs an agent's turn) is
+   * worked out from the body the record keeps when first read (deferSession), then kept.
+   */
+  get session(): string {
+    if (this.sessionLater) {
+      this.sessionLater = false;
+      this.sess = sessionReader(this);
+    }
+    return this.sess;
+  }
+
+  set session(s: string) {
+    this.sess = s;
+    this.sessionLater = false;
+  }
+
+  /** The session is read from the client's body, kept whole in the record, when asked (sessionReader). */
+  deferSession(): void {
+    this.sessionLater = true;
   }
 
   /** The shared copy the harness summary is kept as (shareHarness), if it is. */

@@ -5,7 +5,14 @@
 import { describe, expect, it } from 'vitest';
 import { performance } from 'node:perf_hooks';
 import { answer } from '../../server/capture/query.js';
-import { captureEffects, EffectDecision, finishCapture } from '../../server/capture/recorder.js';
+import { affinityKey } from '../../server/affinity.js';
+import {
+  beginCapture,
+  captureEffects,
+  EffectDecision,
+  finishCapture,
+  sessionLabel,
+} from '../../server/capture/recorder.js';
 import { reassemble } from '../../server/capture/reassemble.js';
 import { redactedHeaderText } from '../../server/capture/redact.js';
 import type { ChatCall } from '../../server/chat/context.js';
@@ -584,5 +591,61 @@ describe("a plain trace's harness summary found without making it (issue 28: cap
       finishCapture(call, 200, true, undefined, undefined, grown, undefined);
       expect(w.harness?.added).toBe('x');
     }
+  });
+});
+
+describe('a session of the opening messages worked out when read, not per request (issue 28: capture CPU)', () => {
+  const chat = {
+    model: 'm',
+    messages: [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'x'.repeat(3000) },
+    ],
+  };
+  const begin = (ring: CaptureRing, api: string, headers: Record<string, string> = {}) => {
+    const bytes = Buffer.from(JSON.stringify(chat));
+    const request = {
+      id: `r${Math.random()}`,
+      method: 'POST',
+      url: '/v1/chat/completions',
+      headers,
+      body: JSON.parse(bytes.toString()),
+      tpStart: performance.now(),
+    };
+    const call = { api, original: request.body, trace: { attempts: 0 } } as unknown as ChatCall;
+    beginCapture(ring, request as never, call, undefined, bytes);
+    return call.capture as RecordWriter;
+  };
+  const later = (w: RecordWriter) => (w as unknown as { sessionLater: boolean }).sessionLater;
+  const expected = sessionLabel(affinityKey({}, chat, chat as never));
+
+  it("the chat door's body kept whole: read from it when asked, then kept", () => {
+    const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 64 * 1024 });
+    const w = begin(ring, 'chat');
+    expect(later(w)).toBe(true);
+    expect(ring.list()[0]!.session).toBe(expected);
+    expect(later(w)).toBe(false);
+    expect(JSON.parse(JSON.stringify(w)).session).toBe(expected);
+  });
+
+  it('any other door, a body cut, or a session the client names: the key at once', () => {
+    const other = begin(new CaptureRing({ maxBytes: 1024 * 1024, textChars: 64 * 1024 }), 'messages');
+    expect(later(other)).toBe(false);
+    expect(other.session).toBe(expected);
+    const cut = begin(new CaptureRing({ maxBytes: 1024 * 1024, textChars: 1000 }), 'chat');
+    expect(later(cut)).toBe(false);
+    expect(cut.session).toBe(expected);
+    const named = begin(new CaptureRing({ maxBytes: 1024 * 1024, textChars: 64 * 1024 }), 'chat', {
+      'x-claude-code-session-id': 'abc',
+    });
+    expect(later(named)).toBe(false);
+    expect(named.session).toBe('h:abc');
+  });
+
+  it("a record reused after a deferred session has the new request's", () => {
+    const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 64 * 1024 });
+    const w = begin(ring, 'chat');
+    w.reset(record('next', 'given'));
+    expect(w.session).toBe('given');
   });
 });
