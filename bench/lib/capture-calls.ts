@@ -8,8 +8,9 @@
  * every function server/capture/recorder.js exports (a wrapper in place of the declaration, so
  * its calls from within the file are timed too: figures are inclusive), harnessOf and affinityKey
  * (with one replica and logs above info, made for the capture alone by builds before
- * capture-cpu8), and the ring's append (arena copies), charge (its evictions) and client (a frame)
- * methods. A sample over 200 µs (a collection, a preemption) is left out and counted. The sums are
+ * capture-cpu8), namedSessionKey and redactedHeaderText, and the ring's methods a request's
+ * record goes through (open, reset, release, note, fromBytes, encodedHeaders, client: a frame)
+ * and the arena's append and the ring's charge (its evictions). A sample over 200 µs (a collection, a preemption) is left out and counted. The sums are
  * written at the process's exit to `<out>-<pid>.json`.
  */
 import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -72,11 +73,14 @@ export function timedBuild(buildDir: string, into: string): string {
   };
   edit('server/capture/recorder.js', (s) => wrapExports(s));
   edit('server/chat/harness-summary.js', (s) => wrapExports(s, ['harnessOf']));
-  edit('server/affinity.js', (s) => wrapExports(s, ['affinityKey']));
+  edit('server/affinity.js', (s) => wrapExports(s, ['affinityKey', 'namedSessionKey']));
+  edit('server/capture/redact.js', (s) => wrapExports(s, ['redactedHeaderText']));
   edit('server/capture/ring.js', (s) =>
-    wrapMethods(wrapMethods(`${PRELUDE}\n${s}`, 'CaptureRing', ['append', 'charge']), 'RecordWriter', [
-      'client',
-    ]),
+    wrapMethods(
+      wrapMethods(`${PRELUDE}\n${s}`, 'CaptureRing', ['open', 'append', 'charge']),
+      'RecordWriter',
+      ['client', 'release', 'fromBytes', 'encodedHeaders', 'note', 'reset'],
+    ),
   );
   return into;
 }
