@@ -238,6 +238,19 @@ export class Attempt implements CapturedAttempt {
     return this;
   }
 
+  /** Waiting to be reused (RecordWriter.release): what holds memory or a request's words dropped. */
+  release(): this {
+    this.upstream = '';
+    this.replica = undefined;
+    this.error = undefined;
+    this.arena = undefined;
+    this.sObj = NO_TEXT;
+    this.sLen = -1;
+    this.pObj = NO_TEXT;
+    this.pLen = -1;
+    return this;
+  }
+
   /** Whether both texts are bytes of the arena (or none): see RecordWriter.inArena. */
   inArena(): boolean {
     return (this.sLen >= 0 || this.sObj === NO_TEXT) && (this.pLen >= 0 || this.pObj === NO_TEXT);
@@ -372,17 +385,6 @@ export function readHarnessWith(read: HarnessReader): void {
 }
 
 const NO_TEXT: CapturedText = Object.freeze({ text: '', cut: 0 });
-/** What a released record is (RecordWriter.release): no request's. */
-const NO_RECORD: RecordInit = Object.freeze({
-  id: '',
-  at: 0,
-  api: '',
-  model: '',
-  stream: false,
-  session: '',
-  method: '',
-  path: '',
-});
 const NO_ATTEMPTS: CapturedAttempt[] = Object.freeze([]) as unknown as CapturedAttempt[];
 const IN_FLIGHT_KINDS: Outcome[] = Object.freeze(['in_flight']) as unknown as Outcome[];
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
@@ -576,9 +578,30 @@ export class RecordWriter implements CaptureRecord {
    */
   release(): this {
     const first = this.more !== undefined ? this.more[0] : this.current;
-    this.reset(NO_RECORD);
+    // Only the fields that hold memory or a request's words: the next request's reset sets every
+    // field anew (a whole reset here as well wrote the evicted record, the coldest, twice).
+    this.id = '';
+    this.model = '';
+    this.sess = '';
+    this.sessionLater = false;
+    this.key = undefined;
+    this.path = '';
+    this.error = undefined;
+    this.current = undefined;
+    this.more = undefined;
+    this.decs = undefined;
+    this.hsOwn = undefined;
+    this.hsShared = undefined;
+    this.hObj = NO_HEADERS;
+    this.hLen = -1;
+    this.bObj = NO_TEXT;
+    this.bLen = -1;
+    this.rObj = NO_TEXT;
+    this.rLen = -1;
+    this.clientSpans = undefined;
+    this.eventSpans = undefined;
     this.evicted = true;
-    this.spare = first?.reset(0, '', 0, 0, false, NO_TEXT);
+    this.spare = first?.release();
     return this;
   }
 

@@ -443,6 +443,9 @@ describe('records reused once evicted (issue 28: capture CPU)', () => {
     expect(before).toContain('old');
     // Others fill the ring until the first is evicted.
     for (let i = 0; !first.evicted; i++) ring.open(record(`fill${i}`)).note(4000);
+    // Waiting to be reused, it holds nothing of that request (no text, word, decision or summary).
+    expect(JSON.stringify(first)).not.toContain('old');
+    expect(JSON.stringify(firstAttempt)).not.toContain('old');
     const reused = ring.open({ ...record('new'), at: 1_764_888_001_000 });
     expect(reused).toBe(first);
     const fresh = new CaptureRing({ maxBytes: 64 * 1024, textChars: 4096 }).open({
