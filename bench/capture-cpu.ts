@@ -21,7 +21,7 @@
  *
  * `--calls`: the capture sides run copies of their builds with each capture call timed (a
  * wrapper per function, bench/lib/capture-calls.ts): µs per request per call, inside the server,
- * two builds side by side (with --before) in the same run: sums that the box's load moves by a few %.
+ * two builds side by side (with --before) in the same run: the calls no build changed read within ~5-10% of each other across the sides.
  *
  *   npx tsx bench/capture-cpu.ts [--cases=short,long,agent] [--requests=2000] [--rounds=6] [--c=32] [--cpu-prof] [--calls] [--before=DIR]
  */

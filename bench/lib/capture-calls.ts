@@ -2,7 +2,8 @@
  * Capture's calls timed one by one inside a running server (`bench/capture-cpu.ts --calls`): a
  * copy of a build whose capture functions are wrapped in timers, so what each call costs among a
  * server's other work (32 streams in flight: caches cold) is read per call, for two builds in
- * one run. A whole-server CPU ratio spreads by ±20% on a loaded box; these sums move by a few %.
+ * one run. A whole-server CPU ratio spreads by ±20% on a loaded box; the calls no build changed read
+ * within ~5-10% of each other across the two sides of a run (load average 6-10).
  *
  * The copy goes under bench/results/ (its imports resolve the tree's node_modules). Wrapped:
  * every function server/capture/recorder.js exports (a wrapper in place of the declaration, so
