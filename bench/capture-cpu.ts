@@ -19,14 +19,19 @@
  * Qwen Code's recorded request of ~90 KB with 14 tools and a few turns of history, its own
  * headers, answered with a 100-event streamed tool call, c=8 unless --agent-c; fixtures.ts agentTurn).
  *
- *   npx tsx bench/capture-cpu.ts [--cases=short,long,agent] [--requests=2000] [--rounds=6] [--c=32] [--cpu-prof]
+ * `--calls`: the capture sides run copies of their builds with each capture call timed (a
+ * wrapper per function, bench/lib/capture-calls.ts): µs per request per call, inside the server,
+ * two builds side by side (with --before) in the same run: the calls no build changed read within ~5-10% of each other across the sides.
+ *
+ *   npx tsx bench/capture-cpu.ts [--cases=short,long,agent] [--requests=2000] [--rounds=6] [--c=32] [--cpu-prof] [--calls] [--before=DIR]
  */
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Pool } from 'undici';
-import { prepareServer, type ServerMode } from './lib/build.js';
+import { BUILD_DIR, prepareServer, type ServerMode } from './lib/build.js';
+import { readCalls, timedBuild } from './lib/capture-calls.js';
 import { BENCH_HEADERS, burst } from './lib/burst.js';
 import { AGENT_CALL, AGENT_TURN_EVENTS, agentTurn, toolsStreamBody } from './lib/fixtures.js';
 import { median } from './lib/overhead-ab.js';
@@ -51,6 +56,8 @@ const REQUESTS = Number(args.get('requests') || 2000);
 const ROUNDS = Number(args.get('rounds') || 6);
 const C = Number(args.get('c') || 32);
 const PROF = args.has('cpu-prof');
+/** `--calls`: capture's calls timed one by one in the capture sides (bench/lib/capture-calls.ts). */
+const CALLS = args.has('calls');
 /** `--nvp`: V8's --trace-gc-nvp counts too: KB allocated, promoted and survived per request. */
 const NVP = args.has('nvp');
 const CASES: Record<string, number> = { short: 8, long: 500, agent: AGENT_TURN_EVENTS };
@@ -71,15 +78,25 @@ async function main(): Promise<void> {
   // --before=DIR: a third side, capture on in another build (e.g. a copy of bench/results/.build
   // made before a change): before and after in the same run.
   const before = args.get('before');
+  // --calls: the capture sides run timed copies of their builds (bench/lib/capture-calls.ts).
+  const main = (dir: string) =>
+    serverArgs.map((a) => (a.endsWith('server/main.js') ? join(dir, 'server/main.js') : a));
+  const timed = (name: string, dir: string) => timedBuild(dir, join(ROOT, `bench/results/.calls-${name}`));
+  const callsEnv = (name: string): Record<string, string> =>
+    CALLS ? { TP_CALLS_OUT: join(profDir, `calls-${name}`) } : {};
   const specs: Array<{ name: string; env: Record<string, string>; args: string[] }> = [
     { name: 'off', env: { TOOLPROOF_CAPTURE_MB: '0' }, args: serverArgs },
-    { name: 'on', env: {}, args: serverArgs },
+    {
+      name: 'on',
+      env: callsEnv('on'),
+      args: CALLS ? main(timed('on', join(ROOT, BUILD_DIR))) : serverArgs,
+    },
     ...(before
       ? [
           {
             name: 'before',
-            env: {},
-            args: serverArgs.map((a) => (a.endsWith('server/main.js') ? join(before, 'server/main.js') : a)),
+            env: callsEnv('before'),
+            args: main(CALLS ? timed('before', resolve(before)) : before),
           },
         ]
       : []),
@@ -160,9 +177,37 @@ async function main(): Promise<void> {
   for (const s of sides) await s.pool.close();
   const served = sides.map((s) => s.served);
   await stopAll();
+  if (CALLS)
+    printCalls(
+      profDir,
+      sides.slice(1).map((s) => s.name),
+    );
   if (!PROF) return;
   writeFileSync(join(profDir, 'served.json'), JSON.stringify(served));
   analyze(profDir);
+}
+
+/** --calls: each capture side's calls, µs per captured request (warm-up included), inclusive. */
+function printCalls(profDir: string, names: string[]): void {
+  const read = names.map((n) => {
+    const file = readdirSync(profDir).find((f) => f.startsWith(`calls-${n}-`));
+    return file ? readCalls(join(profDir, file)) : undefined;
+  });
+  const keys = new Set<string>();
+  for (const r of read) for (const k of r?.perRequest.keys() ?? []) keys.add(k);
+  const first = read[0]?.perRequest;
+  console.log(
+    `\ncapture's calls, µs per captured request, inclusive (${names.join(' | ')}; samples over 200 µs left out: count):`,
+  );
+  for (const k of [...keys].sort((a, b) => (first?.get(b) ?? 0) - (first?.get(a) ?? 0)))
+    console.log(
+      `  ${k.padEnd(28)} ${read
+        .map((r) => `${(r?.perRequest.get(k) ?? 0).toFixed(2).padStart(8)} (${r?.over.get(k) ?? 0})`)
+        .join(' | ')}`,
+    );
+  console.log(
+    '  (begin, effects, sent, opened, read, attemptEnd, finish and the frames (RecordWriter.client) are the calls a request makes; append and charge are inside them; harnessOf and affinityKey, where a build makes them for the capture, outside)',
+  );
 }
 
 /** The agent turn's answer reaches the client as a streamed call to the tool it names. */

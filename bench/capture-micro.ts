@@ -10,8 +10,11 @@
  * - `after`: this tree's build (bench/results/.build, compiled as `npm run bench` does);
  * - `before`: `--before=DIR`, another build (a copy of bench/results/.build made before a change).
  * Capture's cost is a side's figure minus `none`'s. What it leaves out: the response hook's
- * own call (CapturingResponse; the frames go to the writer directly) and the session key's hash
- * (computed by the caller). A figure steady enough to compare changes of a few µs on a loaded
+ * own call (CapturingResponse; the frames go to the writer directly). What it counts as capture's
+ * as the bench's server pays it (one replica, logs above info): the session key (a build that
+ * works it out per request, the hash of the opening messages; one that defers it to the first
+ * read, none) and the harness summary (made for the capture alone at those log levels; a build
+ * that finds a plain trace's copy makes none). A figure steady enough to compare changes of a few µs on a loaded
  * machine, where a whole server's A/B (bench/capture-cpu.ts) spreads by ±20%.
  *
  *   npx tsx bench/capture-micro.ts [--before=DIR] [--cases=short,long,agent] [--rounds=12] [--requests=4000]
@@ -22,6 +25,7 @@ import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { affinityKey } from '../server/affinity.js';
 import { harnessOf } from '../server/chat/harness-summary.js';
 import { newTrace } from '../server/chat/trace.js';
 import { BUILD_DIR, prepareServer } from './lib/build.js';
@@ -40,6 +44,8 @@ const args = new Map(
 interface Shape {
   headers: Record<string, string>;
   body: Buffer;
+  /** The body parsed (the request's `body`, the call's `original`). */
+  parsed: Record<string, unknown>;
   /** Reads of the upstream's stream (bytes) and the events each completed. */
   reads: { bytes: Buffer; events: number }[];
   /** The client's frames, as objects toolproof serializes. */
@@ -118,7 +124,7 @@ function shapeOf(name: string): Shape {
     }
   }
   if (cur) reads.push({ bytes: Buffer.from(cur), events: n });
-  return { headers, body, reads, frames };
+  return { headers, body, parsed: JSON.parse(body.toString()) as Record<string, unknown>, reads, frames };
 }
 
 type Recorder = typeof import('../server/capture/recorder.js');
@@ -136,6 +142,11 @@ async function child(dir: string | undefined): Promise<void> {
     ? new ringMod.CaptureRing({ maxBytes: 10 * 1024 * 1024, textChars: 256 * 1024 })
     : undefined;
   // Whether this build's attempt.ts sends (and hands the capture) the body as bytes.
+  const recorderJs = dir ? readFileSync(join(dir, 'server/capture/recorder.js'), 'utf8') : '';
+  // Whether this build works a session of the opening messages out when read, not per request.
+  const sessionWhenRead = recorderJs.includes('namedSessionKey');
+  // Whether this build takes harnessOf itself (a plain trace's summary then found, not made).
+  const harnessFn = recorderJs.includes('plainHarness');
   const sentAsBytes =
     dir !== undefined &&
     readFileSync(join(dir, 'server/chat/attempt.js'), 'utf8').includes('Buffer.from(stringifyJson(');
@@ -149,13 +160,13 @@ async function child(dir: string | undefined): Promise<void> {
       method: 'POST',
       url: '/v1/chat/completions',
       headers,
-      body: undefined,
+      body: s.parsed,
       tpStart: performance.now(),
       tpCapture: undefined,
     };
     const call = {
       api: 'chat',
-      original: { model: 'bench-model', stream: true },
+      original: s.parsed,
       trace: newTrace(),
       discardedTokens: 0,
       route: { client: { label: 'http://127.0.0.1:8000/v1' } },
@@ -175,7 +186,7 @@ async function child(dir: string | undefined): Promise<void> {
         ring,
         request as never,
         call,
-        'o:bench-model\u0000\u00002166136261.84696351',
+        sessionWhenRead ? undefined : affinityKey(headers, s.parsed, s.parsed as never),
         clientBytes,
       );
     const forced = [
@@ -212,20 +223,19 @@ async function child(dir: string | undefined): Promise<void> {
     ];
     rec?.captureEffects(call, end as never);
     rec?.captureAttemptEnd(call);
-    // The log line's summary, made by the server's own function (every side: the server makes it
-    // for the log line whether or not it captures).
+    // The harness summary, by the server's own function: made for the capture alone (the bench's
+    // server logs above info), or found by a build that takes the function.
     call.trace.finalKind = 'final_answer';
-    const harness = harnessOf(call, undefined);
     rec?.finishCapture(
       call,
       200,
       true,
       { prompt_tokens: 120, completion_tokens: 20, total_tokens: 140 },
       undefined,
-      harness,
+      harnessFn ? harnessOf : harnessOf(call, undefined),
       undefined,
     );
-    if (r < 0) console.log(harness); // keeps the harness made on every side
+    if (r < 0) console.log(call); // keeps the call made on every side
   };
   const rl = createInterface({ input: process.stdin });
   for await (const line of rl) {

@@ -51,6 +51,14 @@ function contentText(content: unknown): string {
  * header's per-request nonce is left out, or every Claude Code turn would hash differently.
  */
 export function affinityKey(headers: Headers, clientBody: unknown, chat: ChatCompletionRequest): string {
+  return namedSessionKey(headers, clientBody) ?? openingKey(chat);
+}
+
+/**
+ * The key of a session the client names (header, `prompt_cache_key`, `metadata.user_id`), as
+ * affinityKey makes it; undefined when it names none (then the key is the opening messages').
+ */
+export function namedSessionKey(headers: Headers, clientBody: unknown): string | undefined {
   for (const name of SESSION_HEADERS) {
     const v = text(headers[name]);
     if (v !== undefined) return `h:${v}`;
@@ -60,6 +68,11 @@ export function affinityKey(headers: Headers, clientBody: unknown, chat: ChatCom
   if (cacheKey !== undefined) return `p:${cacheKey}`;
   const userId = text(body.metadata?.user_id);
   if (userId !== undefined) return `u:${userId}`;
+  return undefined;
+}
+
+/** The key of the opening messages (model, `user`, first system and first user message, hashed). */
+function openingKey(chat: ChatCompletionRequest): string {
   const messages: readonly ChatMessage[] = Array.isArray(chat.messages) ? chat.messages : [];
   let system = '';
   let user = '';

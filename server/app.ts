@@ -538,7 +538,8 @@ function logRequest(
   if (keyName !== undefined && call) recordKeyUsage(state, keyName, model, callUsage(call), cache?.cached);
   const err = request.tpError ?? tp?.call?.streamError;
   if (call?.capture) {
-    finishCapture(call, status, finished, callUsage(call), cache, harnessOf(call, cache), err);
+    // harnessOf itself: the capture makes the summary only when it has no copy of it (finishCapture).
+    finishCapture(call, status, finished, callUsage(call), cache, harnessOf, err);
     request.tpCapture = undefined;
   }
   const quiet = QUIET_ROUTES.has(path);

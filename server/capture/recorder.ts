@@ -14,6 +14,7 @@ import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
 import { describeEffect, type PolicyEffect } from '../../policies/registry.js';
 import type { ChatCall } from '../chat/context.js';
 import { ownString } from '../../protocol/own-string.js';
+import { affinityKey, namedSessionKey } from '../affinity.js';
 import { redactedHeaderText } from './redact.js';
 import {
   type CaptureRing,
@@ -22,6 +23,7 @@ import {
   type RecordWriter,
   readEffectsWith,
   readHarnessWith,
+  readSessionWith,
 } from './ring.js';
 
 const WORKER = cluster.isWorker ? (cluster.worker?.id ?? 0) : 0;
@@ -90,14 +92,20 @@ const ONE_KIND = Object.freeze({
   clean: Object.freeze(['clean']),
 }) as unknown as Record<Exclude<Outcome, 'in_flight'>, Outcome[]>;
 
-/** Opens the record of a chat call (any front door), in flight from now on. */
+/**
+ * Opens the record of a chat call (any front door), in flight from now on. `sessionKey`: the
+ * call's affinity key when routing made it (several replicas); else the capture's own, from the
+ * session the client names, or from its opening messages: for the chat door's body kept whole,
+ * when the record is first read (readSession), not per request.
+ */
 export function beginCapture(
   ring: CaptureRing,
   request: FastifyRequest,
   call: ChatCall,
-  sessionKey: string,
+  sessionKey: string | undefined,
   clientBytes: Buffer | undefined,
 ): void {
+  const key = sessionKey ?? namedSessionKey(request.headers, request.body);
   const url = request.url;
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
@@ -111,7 +119,7 @@ export function beginCapture(
     api: call.api,
     model: typeof model === 'string' ? sharedString(cutShort(model)) : model,
     stream: call.original.stream === true,
-    session: sessionLabel(sessionKey),
+    session: key === undefined ? '' : sessionLabel(key),
     ...(request.tpKey ? { key: request.tpKey.name } : {}),
     method: request.method,
     path: sharedString(path.length > 256 ? path.slice(0, 256) : path),
@@ -124,8 +132,16 @@ export function beginCapture(
   }
   // The client's own bytes when at hand; a body they were not kept for, as JSON (cut after).
   // Only the head of a large body is decoded: `cut` then counts the bytes left out.
-  w.body =
+  const body =
     clientBytes !== undefined ? w.fromBytes(clientBytes) : w.text(JSON.stringify(request.body ?? null));
+  w.body = body;
+  if (key === undefined) {
+    // The chat door's body is the chat request itself (startChatCall): read again, it gives the
+    // same opening messages. Any other door's (translated), or one cut: the key now.
+    if (call.api === 'chat' && clientBytes !== undefined && clientBytes.length > 0 && body.cut === 0)
+      w.deferSession();
+    else w.session = sessionLabel(affinityKey(request.headers, request.body, call.original));
+  }
   w.start = request.tpStart;
   call.capture = w;
   request.tpCapture = w;
@@ -298,6 +314,17 @@ export function captureEffects(call: ChatCall, effects: readonly PolicyEffect[])
   const w = call.capture;
   if (!w) return;
   for (const e of effects) {
+    // A copy seen before (nearly always): found first, the effect then small like it.
+    const seen = knownEffect(e);
+    if (seen !== undefined) {
+      if (w.note(EFFECT_DECISION_CHARS))
+        w.flatDecisions().push(
+          -Math.round((performance.now() - startOf(call)) * 10) - 1,
+          call.trace.attempts,
+          seen,
+        );
+      continue;
+    }
     if (isSmall(e)) {
       if (w.note(EFFECT_DECISION_CHARS)) {
         const d = w.flatDecisions();
@@ -324,16 +351,32 @@ const EFFECTS_PER_KIND = 32;
 let sharedEffects = new Map<string, Readonly<Record<string, unknown>>[]>();
 let sharedCount = 0;
 
+/**
+ * The shared copy of an effect with `e`'s fields and detail, if one was made (only small effects
+ * have one: a copy found is of an effect as small). A detail that is not a plain object (null, an
+ * array: isSmall keeps neither) is never found.
+ */
+function knownEffect(e: PolicyEffect): Readonly<Record<string, unknown>> | undefined {
+  const list = sharedEffects.get(e.kind);
+  if (list === undefined) return undefined;
+  const o = e as unknown as Record<string, unknown>;
+  const detail = o.detail as Record<string, unknown> | undefined;
+  if (detail !== undefined && (typeof detail !== 'object' || detail === null || Array.isArray(detail)))
+    return undefined;
+  for (const t of list) {
+    if (!sameFields(t, o)) continue;
+    const td = t.detail as Record<string, unknown> | undefined;
+    if (detail === undefined ? td === undefined : td !== undefined && sameFields(td, detail)) return t;
+  }
+  return undefined;
+}
+
 function sharedEffect(e: PolicyEffect): Readonly<Record<string, unknown>> | undefined {
   const o = e as unknown as Record<string, unknown>;
   const detail = o.detail as Record<string, unknown> | undefined;
+  const found = knownEffect(e);
+  if (found !== undefined) return found;
   let list = sharedEffects.get(e.kind);
-  if (list !== undefined)
-    for (const t of list) {
-      if (!sameFields(t, o)) continue;
-      const td = t.detail as Record<string, unknown> | undefined;
-      if (detail === undefined ? td === undefined : td !== undefined && sameFields(td, detail)) return t;
-    }
   if (!keyable(o) || (detail !== undefined && !keyable(detail))) return undefined;
   const copy = fieldsOf(o);
   if (detail !== undefined) copy.detail = Object.freeze(fieldsOf(detail));
@@ -414,6 +457,26 @@ function keepEffect(d: unknown[], start: number, attempt: number, e: PolicyEffec
   }
   d[at + 3] = details;
 }
+
+/**
+ * A deferred session (beginCapture): the chat door's body the record keeps, parsed again, keyed as
+ * affinityKey keys it (the client named no session: its headers and body were looked at then).
+ * A body no longer readable (the arena came round over it, which the ring's accounting all but
+ * rules out) has no session ('').
+ */
+readSessionWith((r) => {
+  const text = r.body.text;
+  if (text === '') return '';
+  let chat: unknown;
+  try {
+    chat = JSON.parse(text);
+  } catch {
+    return '';
+  }
+  if (typeof chat !== 'object' || chat === null) return '';
+  return sessionLabel(affinityKey(NO_HEADERS, chat, chat as ChatCompletionRequest));
+});
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
 readEffectsWith(
   (atMs, attempt, effect) => new EffectDecision(atMs, attempt, effect as unknown as PolicyEffect),
@@ -532,14 +595,24 @@ export function captureRetry(
   });
 }
 
-/** The request ended: status, outcome, usage, the harness summary. */
+/** What makes a request's harness summary (server/chat/harness-summary.ts harnessOf). */
+export type HarnessOf = (
+  call: ChatCall,
+  cache: { cached: number; prompt: number } | undefined,
+) => Record<string, unknown>;
+
+/**
+ * The request ended: status, outcome, usage, the harness summary (the summary itself, or the
+ * function that makes it: then a plain trace's summary is found without making it, see
+ * plainHarness).
+ */
 export function finishCapture(
   call: ChatCall,
   status: number,
   finished: boolean,
   usage: Usage | undefined,
   cache: { cached: number; prompt: number } | undefined,
-  harness: Record<string, unknown> | undefined,
+  harness: Record<string, unknown> | HarnessOf | undefined,
   error: ToolproofError | undefined,
 ): void {
   const w = call.capture;
@@ -581,7 +654,11 @@ export function finishCapture(
   );
   if (error) r.error = errorOf(error);
   if (harness) {
-    keepHarness(w, compact(harness));
+    if (typeof harness !== 'function') keepHarness(w, compact(harness));
+    else if (!plainHarness(w, call, cache, harness)) {
+      keepHarness(w, compact(harness(call, cache)));
+      learnPlain(w, call, harness);
+    }
     // Counted by its parts, not serialized: a few fields and the trace's short lists.
     w.note(harnessChars(t));
   }
@@ -730,6 +807,162 @@ function sameHarness(
     if (!isHarnessNumber(k) && t[k] !== h[k]) return false;
   }
   return i === keys.length;
+}
+
+/**
+ * The harness summaries of plain traces (no leak, retry, repair, tally, validation failure,
+ * degradation, dropped tool or route fallback: nearly every request's), found by the trace's few
+ * fields that vary (forced, the tool choice sent, ...) without making the summary: harnessOf's
+ * object of ~25 fields, then two walks over its keys (compact, sharedHarness) cost ~3 µs a
+ * request, about a tenth of capture's cost on a short stream. Each entry is the shared copy the
+ * full path made (learnPlain), so a hit keeps what that path keeps; a summary with a field this
+ * list does not know (harnessOf grew one) is never learned, and takes the full path.
+ */
+const PLAIN_FIELDS = [
+  'forced',
+  'toolChoice',
+  'fallback',
+  'attempts',
+  'repairs',
+  'leaks',
+  'retries',
+  'normalizations',
+  'constraints',
+  'finalAnswerProblems',
+  'validationFailures',
+  'unenforced',
+  'droppedTools',
+  'schemaAnswer',
+  'degraded',
+  'cachedTokens',
+  'promptTokens',
+  'discardedTokens',
+  'key',
+  'routeFallbacks',
+  'servedBy',
+  'priority',
+  'queuedMs',
+  'final',
+].join();
+const PLAIN_MAX = 64;
+
+interface PlainEntry {
+  forced: boolean;
+  toolChoice: string | undefined;
+  fallback: boolean;
+  attempts: number;
+  schemaAnswer: string | undefined;
+  key: string | undefined;
+  servedBy: string | undefined;
+  priority: string | undefined;
+  final: string | null;
+  copy: Readonly<Record<string, unknown>>;
+}
+let plainEntries: PlainEntry[] = [];
+/** The function the entries were learned from (another one starts afresh). */
+let plainOf: HarnessOf | undefined;
+
+function isPlainTrace(t: ChatCall['trace']): boolean {
+  return (
+    t.leaks.length === 0 &&
+    t.retries.length === 0 &&
+    t.validationFailures.length === 0 &&
+    t.unenforced.length === 0 &&
+    t.droppedTools === undefined &&
+    t.routeFallbacks === undefined &&
+    isEmpty(t.repairs) &&
+    isEmpty(t.normalizations) &&
+    isEmpty(t.constraints) &&
+    isEmpty(t.finalAnswerProblems) &&
+    isEmpty(t.degraded)
+  );
+}
+
+/** The entry for a plain trace's fields, if one was learned. */
+function plainEntry(t: ChatCall['trace']): PlainEntry | undefined {
+  const toolChoice = t.toolChoiceSent ? t.toolChoiceSent : undefined;
+  const schemaAnswer = t.schemaAnswer ? t.schemaAnswer : undefined;
+  const key = t.key ? t.key : undefined;
+  const servedBy = t.servedBy ? t.servedBy : undefined;
+  const priority = t.priority ? t.priority : undefined;
+  const final = t.finalKind ?? null;
+  for (const e of plainEntries)
+    if (
+      e.forced === t.forced &&
+      e.toolChoice === toolChoice &&
+      e.fallback === t.fallback &&
+      e.attempts === t.attempts &&
+      e.schemaAnswer === schemaAnswer &&
+      e.key === key &&
+      e.servedBy === servedBy &&
+      e.priority === priority &&
+      e.final === final
+    )
+      return e;
+  return undefined;
+}
+
+/** The numbers of a plain trace's summary as keepHarness keeps them, in SCRATCH_NUMBERS; false when one is not kept so. */
+function plainNumbers(call: ChatCall, cache: { cached: number; prompt: number } | undefined): boolean {
+  const q = Math.round(call.trace.queuedMs * 10) / 10;
+  const n0 = Math.round(q * 10);
+  if (!(n0 >= 0 && n0 <= 0x3fffffff && n0 / 10 === q)) return false;
+  SCRATCH_NUMBERS[0] = n0;
+  if (cache) {
+    if (!smallInt(cache.cached) || !smallInt(cache.prompt)) return false;
+    SCRATCH_NUMBERS[1] = cache.cached;
+    SCRATCH_NUMBERS[2] = cache.prompt;
+  } else SCRATCH_NUMBERS[1] = SCRATCH_NUMBERS[2] = -1;
+  const d = call.discardedTokens;
+  if (d > 0 && !smallInt(d)) return false;
+  SCRATCH_NUMBERS[3] = d > 0 ? d : -1;
+  return true;
+}
+
+function smallInt(n: number): boolean {
+  return Number.isInteger(n) && n >= 0 && n <= 0x3fffffff;
+}
+
+/** Keeps a plain trace's summary from a learned entry; false when there is none (or it is not plain). */
+function plainHarness(
+  w: RecordWriter,
+  call: ChatCall,
+  cache: { cached: number; prompt: number } | undefined,
+  of: HarnessOf,
+): boolean {
+  if (of !== plainOf || plainEntries.length === 0 || !isPlainTrace(call.trace)) return false;
+  const e = plainEntry(call.trace);
+  if (e === undefined || !plainNumbers(call, cache)) return false;
+  w.shareHarness(e.copy, SCRATCH_NUMBERS[0]!, SCRATCH_NUMBERS[1]!, SCRATCH_NUMBERS[2]!, SCRATCH_NUMBERS[3]!);
+  return true;
+}
+
+/**
+ * After the full path kept a plain trace's summary as a shared copy: that copy, for its fields,
+ * when its keys are the ones PLAIN_FIELDS lists.
+ */
+function learnPlain(w: RecordWriter, call: ChatCall, of: HarnessOf): void {
+  const copy = w.sharedHarness;
+  const t = call.trace;
+  if (copy === undefined || !isPlainTrace(t) || Object.keys(copy).join() !== PLAIN_FIELDS) return;
+  if (of !== plainOf) {
+    plainOf = of;
+    plainEntries = [];
+  }
+  if (plainEntry(t) !== undefined) return;
+  if (plainEntries.length >= PLAIN_MAX) plainEntries = [];
+  plainEntries.push({
+    forced: t.forced,
+    toolChoice: t.toolChoiceSent ? t.toolChoiceSent : undefined,
+    fallback: t.fallback,
+    attempts: t.attempts,
+    schemaAnswer: t.schemaAnswer ? t.schemaAnswer : undefined,
+    key: t.key ? t.key : undefined,
+    servedBy: t.servedBy ? t.servedBy : undefined,
+    priority: t.priority ? t.priority : undefined,
+    final: t.finalKind ?? null,
+    copy,
+  });
 }
 
 readHarnessWith((shared, n0, n1, n2, n3) => {

@@ -238,6 +238,19 @@ export class Attempt implements CapturedAttempt {
     return this;
   }
 
+  /** Waiting to be reused (RecordWriter.release): what holds memory or a request's words dropped. */
+  release(): this {
+    this.upstream = '';
+    this.replica = undefined;
+    this.error = undefined;
+    this.arena = undefined;
+    this.sObj = NO_TEXT;
+    this.sLen = -1;
+    this.pObj = NO_TEXT;
+    this.pLen = -1;
+    return this;
+  }
+
   /** Whether both texts are bytes of the arena (or none): see RecordWriter.inArena. */
   inArena(): boolean {
     return (this.sLen >= 0 || this.sObj === NO_TEXT) && (this.pLen >= 0 || this.pObj === NO_TEXT);
@@ -351,6 +364,13 @@ export function readEffectsWith(read: EffectReader): void {
   effectReader = read;
 }
 
+type SessionReader = (record: RecordWriter) => string;
+let sessionReader: SessionReader = () => '';
+/** How a session deferred to the first read is worked out (recorder.ts: the ring knows no affinity key). */
+export function readSessionWith(read: SessionReader): void {
+  sessionReader = read;
+}
+
 type HarnessReader = (
   shared: Readonly<Record<string, unknown>>,
   n0: number,
@@ -365,17 +385,6 @@ export function readHarnessWith(read: HarnessReader): void {
 }
 
 const NO_TEXT: CapturedText = Object.freeze({ text: '', cut: 0 });
-/** What a released record is (RecordWriter.release): no request's. */
-const NO_RECORD: RecordInit = Object.freeze({
-  id: '',
-  at: 0,
-  api: '',
-  model: '',
-  stream: false,
-  session: '',
-  method: '',
-  path: '',
-});
 const NO_ATTEMPTS: CapturedAttempt[] = Object.freeze([]) as unknown as CapturedAttempt[];
 const IN_FLIGHT_KINDS: Outcome[] = Object.freeze(['in_flight']) as unknown as Outcome[];
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
@@ -407,7 +416,9 @@ export class RecordWriter implements CaptureRecord {
   api!: string;
   model!: string;
   stream!: boolean;
-  session!: string;
+  /** The session's label, or, `sessionLater`, to be read from the client's body (see session). */
+  private sess!: string;
+  private sessionLater!: boolean;
   key!: string | undefined;
   method!: string;
   path!: string;
@@ -490,7 +501,8 @@ export class RecordWriter implements CaptureRecord {
     this.api = init.api;
     this.model = init.model;
     this.stream = init.stream;
-    this.session = init.session;
+    this.sess = init.session;
+    this.sessionLater = false;
     this.key = init.key;
     this.method = init.method;
     this.path = init.path;
@@ -566,9 +578,30 @@ export class RecordWriter implements CaptureRecord {
    */
   release(): this {
     const first = this.more !== undefined ? this.more[0] : this.current;
-    this.reset(NO_RECORD);
+    // Only the fields that hold memory or a request's words: the next request's reset sets every
+    // field anew (a whole reset here as well wrote the evicted record, the coldest, twice).
+    this.id = '';
+    this.model = '';
+    this.sess = '';
+    this.sessionLater = false;
+    this.key = undefined;
+    this.path = '';
+    this.error = undefined;
+    this.current = undefined;
+    this.more = undefined;
+    this.decs = undefined;
+    this.hsOwn = undefined;
+    this.hsShared = undefined;
+    this.hObj = NO_HEADERS;
+    this.hLen = -1;
+    this.bObj = NO_TEXT;
+    this.bLen = -1;
+    this.rObj = NO_TEXT;
+    this.rLen = -1;
+    this.clientSpans = undefined;
+    this.eventSpans = undefined;
     this.evicted = true;
-    this.spare = first?.reset(0, '', 0, 0, false, NO_TEXT);
+    this.spare = first?.release();
     return this;
   }
 
@@ -624,6 +657,34 @@ export class RecordWriter implements CaptureRecord {
     this.hs1 = n1;
     this.hs2 = n2;
     this.hs3 = n3;
+  }
+
+  /**
+   * The session it belongs to (the affinity key, readable). One the client's body gives (the
+   * hash of its opening messages: up to 16 K characters hashed, tens of µs an agent's turn) is
+   * worked out from the body the record keeps when first read (deferSession), then kept.
+   */
+  get session(): string {
+    if (this.sessionLater) {
+      this.sessionLater = false;
+      this.sess = sessionReader(this);
+    }
+    return this.sess;
+  }
+
+  set session(s: string) {
+    this.sess = s;
+    this.sessionLater = false;
+  }
+
+  /** The session is read from the client's body, kept whole in the record, when asked (sessionReader). */
+  deferSession(): void {
+    this.sessionLater = true;
+  }
+
+  /** The shared copy the harness summary is kept as (shareHarness), if it is. */
+  get sharedHarness(): Readonly<Record<string, unknown>> | undefined {
+    return this.hsShared;
   }
 
   /** The end's token counts (no object: the tokens setter's argument is one). */

@@ -100,15 +100,9 @@ export function startChatCall(
   // Several replicas: the conversation's key picks the one that holds its prefix in cache.
   if (route.client.replicas > 1 && state.config.affinity?.enabled !== false)
     call.affinityKey = affinityKey(request.headers, request.body, body);
-  // The inspector groups requests into sessions by the same key (docs/inspect.md).
-  if (state.capture)
-    beginCapture(
-      state.capture,
-      request,
-      call,
-      call.affinityKey ?? affinityKey(request.headers, request.body, body),
-      request.rawBody ?? rawBody,
-    );
+  // The inspector groups requests into sessions by the same key (docs/inspect.md); the capture
+  // makes its own when routing did not (one replica).
+  if (state.capture) beginCapture(state.capture, request, call, call.affinityKey, request.rawBody ?? rawBody);
   call.compileBudget = state.chatDeps.compileBudgets?.forRequest();
   if (request.tpSpan) {
     call.span = request.tpSpan;

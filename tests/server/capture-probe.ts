@@ -103,9 +103,9 @@ async function snapshotProbe(upstream: string, captureMb: string, out: string): 
         marker,
         Buffer.from(' please"}],"user":"'),
         // Also the request's user: capture keeps it in the session's label (the affinity key, a
-        // string on V8's heap), where capture on's snapshot finds it; the prompt texts it keeps
-        // are bytes outside the heap (the ring's arena, the Buffers received and sent), which a
-        // heap snapshot does not show.
+        // string on V8's heap, worked out once the inspector read it: below), where capture on's
+        // snapshot finds it; the prompt texts it keeps are bytes outside the heap (the ring's
+        // arena, the Buffers received and sent), which a heap snapshot does not show.
         marker,
         Buffer.from('"'),
         withTools ? tools : Buffer.alloc(0),
@@ -120,6 +120,9 @@ async function snapshotProbe(upstream: string, captureMb: string, out: string): 
       await res.body.arrayBuffer();
       if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
     }
+  // The inspector's list: the records' sessions are worked out from their bodies when first read.
+  const list = await request(`http://127.0.0.1:${port}/inspect/api/requests`, { dispatcher: agent });
+  await list.body.arrayBuffer();
   await agent.close();
   await new Promise((r) => setTimeout(r, 100));
   await fullGc();

@@ -5,9 +5,19 @@
 import { describe, expect, it } from 'vitest';
 import { performance } from 'node:perf_hooks';
 import { answer } from '../../server/capture/query.js';
-import { captureEffects, EffectDecision, finishCapture } from '../../server/capture/recorder.js';
+import { affinityKey } from '../../server/affinity.js';
+import {
+  beginCapture,
+  captureEffects,
+  EffectDecision,
+  finishCapture,
+  sessionLabel,
+} from '../../server/capture/recorder.js';
 import { reassemble } from '../../server/capture/reassemble.js';
 import { redactedHeaderText } from '../../server/capture/redact.js';
+import type { ChatCall } from '../../server/chat/context.js';
+import { harnessOf } from '../../server/chat/harness-summary.js';
+import { type HarnessTrace, newTrace } from '../../server/chat/trace.js';
 import {
   Attempt,
   type CaptureRecord,
@@ -344,6 +354,17 @@ describe('a record kept as few objects (issue 28: capture CPU), read as the reco
     expect(again!.effect).toBe(a!.effect);
     expect(Object.isFrozen(again!.effect)).toBe(true);
     expect(again!.attempt).toBe(1);
+    // A detail that is null or an array is never taken for a copy's plain object of the same fields.
+    decisionsOf([
+      { policy: 'p', kind: 'odd', detail: {} },
+      { policy: 'p', kind: 'odd', detail: { 0: 'a' } },
+    ]);
+    const [nul, arr] = decisionsOf([
+      { policy: 'p', kind: 'odd', detail: null },
+      { policy: 'p', kind: 'odd', detail: ['a'] },
+    ]);
+    expect(nul!.detail).toBe('null');
+    expect(arr!.detail).toBe('["a"]');
   });
 
   it('a text whose pieces wrap round the arena reads whole, then as cut once written over', () => {
@@ -422,6 +443,9 @@ describe('records reused once evicted (issue 28: capture CPU)', () => {
     expect(before).toContain('old');
     // Others fill the ring until the first is evicted.
     for (let i = 0; !first.evicted; i++) ring.open(record(`fill${i}`)).note(4000);
+    // Waiting to be reused, it holds nothing of that request (no text, word, decision or summary).
+    expect(JSON.stringify(first)).not.toContain('old');
+    expect(JSON.stringify(firstAttempt)).not.toContain('old');
     const reused = ring.open({ ...record('new'), at: 1_764_888_001_000 });
     expect(reused).toBe(first);
     const fresh = new CaptureRing({ maxBytes: 64 * 1024, textChars: 4096 }).open({
@@ -507,5 +531,124 @@ describe('the harness summary kept as a shared copy and its numbers (issue 28: c
       expect(JSON.stringify(w.harness)).toBe(JSON.stringify(h));
       expect(JSON.parse(JSON.stringify(w)).harness).toEqual(JSON.parse(JSON.stringify(h)));
     }
+  });
+});
+
+describe("a plain trace's harness summary found without making it (issue 28: capture CPU)", () => {
+  // Every field harnessOf reads, set one way or another: plain traces (hit or learned) and others.
+  const traces: Array<[string, (t: HarnessTrace, call: { discardedTokens: number }) => void]> = [
+    ['new', () => {}],
+    [
+      'forced',
+      (t) => Object.assign(t, { forced: true, toolChoiceSent: 'required', finalKind: 'final_answer' }),
+    ],
+    [
+      'forced, queued',
+      (t) => Object.assign(t, { forced: true, toolChoiceSent: 'required', queuedMs: 12.34 }),
+    ],
+    ['keyed', (t) => Object.assign(t, { key: 'team', priority: 'interactive', servedBy: 'big' })],
+    ['schema', (t) => Object.assign(t, { schemaAnswer: 'valid', fallback: true, attempts: 2 })],
+    ['discarded', (_, call) => Object.assign(call, { discardedTokens: 17 })],
+    ['odd queue', (t) => Object.assign(t, { queuedMs: 1e12 })],
+    ['leak', (t) => t.leaks.push({ format: 'hermes', source: 'content', outcome: 'recovered' })],
+    ['retry', (t) => t.retries.push({ reason: 'invalid', outcome: 'ok' })],
+    ['repair', (t) => Object.assign(t.repairs, { 'orphan-result': 1 })],
+    ['normalized', (t) => Object.assign(t.normalizations, { x: 2 })],
+    ['constrained', (t) => Object.assign(t.constraints, { 'forbidden-call': 1 })],
+    ['final problem', (t) => Object.assign(t.finalAnswerProblems, { invalid: 1 })],
+    ['validation', (t) => t.validationFailures.push({ tool: 'get_weather' })],
+    ['unenforced', (t) => t.unenforced.push({ tool: 'get_weather', reasons: ['pattern'] })],
+    ['dropped', (t) => Object.assign(t, { droppedTools: ['web_search'] })],
+    ['dropped none', (t) => Object.assign(t, { droppedTools: [] })],
+    ['degraded', (t) => Object.assign(t.degraded, { 'image-note': 1 })],
+    ['route fallback', (t) => Object.assign(t, { routeFallbacks: [{ from: 'a', to: 'b', reason: 'r' }] })],
+  ];
+  const caches = [undefined, { cached: 0, prompt: 100 }, { cached: 64, prompt: 120 }];
+
+  it("reads back as harnessOf's summary, key order included, whether found or made", () => {
+    const ring = new CaptureRing({ maxBytes: 4 * 1024 * 1024, textChars: 1000 });
+    let n = 0;
+    // Twice over: the first pass learns the plain traces' copies, the second finds them.
+    for (let pass = 0; pass < 2; pass++)
+      for (const [name, set] of traces)
+        for (const cache of caches) {
+          const w = ring.open(record(`p${n++}`));
+          const call = { capture: w, trace: newTrace(), discardedTokens: 0 } as unknown as ChatCall;
+          set(call.trace, call as never);
+          const expected = JSON.stringify(harnessOf(call, cache));
+          finishCapture(call, 200, true, undefined, cache, harnessOf, undefined);
+          expect(JSON.stringify(w.harness), `${name}, pass ${pass}`).toBe(expected);
+          expect(JSON.stringify(JSON.parse(JSON.stringify(w)).harness), name).toBe(expected);
+        }
+  });
+
+  it('is not used once the summary has a field it does not know', () => {
+    const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 1000 });
+    const grown = (c: ChatCall, cache: { cached: number; prompt: number } | undefined) => ({
+      ...harnessOf(c, cache),
+      added: 'x',
+    });
+    for (let i = 0; i < 3; i++) {
+      const w = ring.open(record(`g${i}`));
+      const call = { capture: w, trace: newTrace(), discardedTokens: 0 } as unknown as ChatCall;
+      finishCapture(call, 200, true, undefined, undefined, grown, undefined);
+      expect(w.harness?.added).toBe('x');
+    }
+  });
+});
+
+describe('a session of the opening messages worked out when read, not per request (issue 28: capture CPU)', () => {
+  const chat = {
+    model: 'm',
+    messages: [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'x'.repeat(3000) },
+    ],
+  };
+  const begin = (ring: CaptureRing, api: string, headers: Record<string, string> = {}) => {
+    const bytes = Buffer.from(JSON.stringify(chat));
+    const request = {
+      id: `r${Math.random()}`,
+      method: 'POST',
+      url: '/v1/chat/completions',
+      headers,
+      body: JSON.parse(bytes.toString()),
+      tpStart: performance.now(),
+    };
+    const call = { api, original: request.body, trace: { attempts: 0 } } as unknown as ChatCall;
+    beginCapture(ring, request as never, call, undefined, bytes);
+    return call.capture as RecordWriter;
+  };
+  const later = (w: RecordWriter) => (w as unknown as { sessionLater: boolean }).sessionLater;
+  const expected = sessionLabel(affinityKey({}, chat, chat as never));
+
+  it("the chat door's body kept whole: read from it when asked, then kept", () => {
+    const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 64 * 1024 });
+    const w = begin(ring, 'chat');
+    expect(later(w)).toBe(true);
+    expect(ring.list()[0]!.session).toBe(expected);
+    expect(later(w)).toBe(false);
+    expect(JSON.parse(JSON.stringify(w)).session).toBe(expected);
+  });
+
+  it('any other door, a body cut, or a session the client names: the key at once', () => {
+    const other = begin(new CaptureRing({ maxBytes: 1024 * 1024, textChars: 64 * 1024 }), 'messages');
+    expect(later(other)).toBe(false);
+    expect(other.session).toBe(expected);
+    const cut = begin(new CaptureRing({ maxBytes: 1024 * 1024, textChars: 1000 }), 'chat');
+    expect(later(cut)).toBe(false);
+    expect(cut.session).toBe(expected);
+    const named = begin(new CaptureRing({ maxBytes: 1024 * 1024, textChars: 64 * 1024 }), 'chat', {
+      'x-claude-code-session-id': 'abc',
+    });
+    expect(later(named)).toBe(false);
+    expect(named.session).toBe('h:abc');
+  });
+
+  it("a record reused after a deferred session has the new request's", () => {
+    const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 64 * 1024 });
+    const w = begin(ring, 'chat');
+    w.reset(record('next', 'given'));
+    expect(w.session).toBe('given');
   });
 });

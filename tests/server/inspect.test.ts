@@ -3,6 +3,8 @@
  * ring, its filters and sessions, the keys, and what a capture never keeps (credentials).
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { affinityKey } from '../../server/affinity.js';
+import { sessionLabel } from '../../server/capture/recorder.js';
 import { collectStream, type Stack, startStack, weatherTool } from './stack.js';
 
 let stack: Stack | undefined;
@@ -139,6 +141,58 @@ describe('the capture behind /inspect/api', () => {
     expect(detail.turns[0]!.prefix).toBeNull();
     expect(detail.turns.slice(1).map((t) => t.prefix?.kept)).toEqual([true, true]);
     expect(detail.turns[2]!.cachedRatio).toBeGreaterThan(0.5);
+  });
+
+  it("groups a conversation that names no session by its opening messages, the affinity key's label, on every door", async () => {
+    stack = await startStack({ sim: { personality: 'llama-server', scenario: 'prose' } });
+    const s = stack;
+    const system = { role: 'system' as const, content: 'You are terse.' };
+    const opening = {
+      model: 'sim',
+      messages: [system, { role: 'user' as const, content: 'Weather in Paris?' }],
+    };
+    const messages: Array<Record<string, unknown>> = [...opening.messages];
+    for (let turn = 0; turn < 3; turn++) {
+      const res = await s.client.chat.completions.create({ model: 'sim', messages: messages as never });
+      messages.push(res.choices[0]!.message as never, { role: 'user', content: `And turn ${turn + 2}?` });
+    }
+    await s.client.chat.completions.create({
+      model: 'sim',
+      messages: [system, { role: 'user', content: 'Hi' }],
+    });
+    const anthropic = (content: string[]) =>
+      fetch(`${s.origin}/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+        body: JSON.stringify({
+          model: 'sim',
+          max_tokens: 100,
+          system: 'You are an agent.',
+          messages: content.map((c, i) => ({ role: i % 2 === 0 ? 'user' : 'assistant', content: c })),
+        }),
+      });
+    expect((await anthropic(['List the files.'])).status).toBe(200);
+    expect((await anthropic(['List the files.', 'Done.', 'Now read one.'])).status).toBe(200);
+
+    const list = (await getJson(s, '/inspect/api/requests')).body.requests as Summary[];
+    const sessions = list.map((r) => r.session).reverse();
+    // The chat door's key, read from the body the record keeps: what affinityKey gives the request.
+    expect(sessions[0]).toBe(sessionLabel(affinityKey({}, opening, opening as never)));
+    expect(sessions.slice(0, 3)).toEqual([sessions[0], sessions[0], sessions[0]]);
+    expect(sessions[3]).not.toBe(sessions[0]);
+    expect(sessions[3]).toMatch(/^o:sim\/\/\d+\.\d+$/);
+    // The Messages door's (its chat form, translated): one session for its two turns, another one.
+    expect(sessions[4]).toMatch(/^o:sim\/\/\d+\.\d+$/);
+    expect(sessions[5]).toBe(sessions[4]);
+    expect(new Set(sessions).size).toBe(3);
+    const grouped = (await getJson(s, '/inspect/api/sessions')).body.sessions as Array<{
+      session: string;
+      requests: number;
+    }>;
+    expect(grouped.find((g) => g.session === sessions[0])?.requests).toBe(3);
+    const filtered = (await getJson(s, `/inspect/api/requests?session=${encodeURIComponent(sessions[0]!)}`))
+      .body.requests as Summary[];
+    expect(filtered).toHaveLength(3);
   });
 
   it('names the first byte that changed when a turn rewrites an earlier message', async () => {
