@@ -1,5 +1,6 @@
 /**
- * POST /v1/responses (OpenAI Responses API, stateless). The request is translated into a chat
+ * POST /v1/responses (OpenAI Responses API, no stored responses; the output items it returned
+ * are kept, bounded, for item_reference: item-store.ts). The request is translated into a chat
  * completion at the edge (protocol/responses/), runs through the one chat pipeline (forced
  * final_answer, fallback, history repair, leak recovery, validation, corrective retry), and
  * the answer is translated back: a response object, or the Responses event stream (output.ts).
@@ -40,7 +41,6 @@ interface ResponsesTurn extends TranslatorContext {
   keep?: (output: readonly OutputItem[]) => void;
 }
 
-/** OpenAI Responses (stateless): errors in OpenAI's shape, like chat's. */
 /**
  * The rest of the Responses API (retrieve, delete, cancel, input_items, input_tokens, compact)
  * needs stored responses, which a stateless proxy has none of: a 404 in the OpenAI shape, instead
