@@ -10,6 +10,7 @@ import type { ServedModelLabels } from './routing.js';
 import type { Upstreams } from './upstream.js';
 import type { Tracing } from './tracing/types.js';
 import type { CaptureRing } from './capture/ring.js';
+import type { ResponsesItemStore } from './front-doors/responses/item-store.js';
 
 /** What the routes share: built once by buildApp. */
 export interface AppState {
@@ -28,4 +29,6 @@ export interface AppState {
   keyLimits: KeyLimits;
   /** The capture ring behind /inspect; absent when capture is off (TOOLPROOF_CAPTURE_MB=0). */
   capture?: CaptureRing;
+  /** The Responses output items kept for item_reference; absent when off (TOOLPROOF_RESPONSES_STORE_MB=0). */
+  responsesStore?: ResponsesItemStore;
 }

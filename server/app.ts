@@ -32,7 +32,7 @@ import type { ChatCall } from './chat/context.js';
 import { harnessOf } from './chat/harness-summary.js';
 import { callUsage } from './chat/pipeline.js';
 import { recordPromptCache, tokenCount } from './chat/prompt-cache.js';
-import type { Config } from './config.js';
+import { type Config, DEFAULT_RESPONSES_STORE_MB } from './config.js';
 import { createCors } from './cors.js';
 import { frameworkErrorHandler, handleClientError, registerErrorHandling } from './error-handler.js';
 import { FallbackMemory } from './fallback-memory.js';
@@ -57,6 +57,7 @@ import { type RequestSpan, startTracing } from './tracing/index.js';
 import { CapturingResponse, finishCapture } from './capture/recorder.js';
 import { CaptureRing, type RecordWriter } from './capture/ring.js';
 import { registerInspectRoutes } from './routes/inspect.js';
+import { ResponsesItemStore } from './front-doors/responses/item-store.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -182,6 +183,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
         }
       }
     : undefined;
+  // Config built without loadConfig (tests) gets the default, as TOOLPROOF_RESPONSES_STORE_MB unset does.
+  const storeBytes = config.responsesStoreBytes ?? DEFAULT_RESPONSES_STORE_MB * 1024 * 1024;
   const state: AppState = {
     config,
     metrics,
@@ -207,6 +210,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     openStreams: new OpenStreams(),
     keyLimits: new KeyLimits(),
     ...(config.capture && config.capture.maxBytes > 0 ? { capture: new CaptureRing(config.capture) } : {}),
+    ...(storeBytes > 0 ? { responsesStore: new ResponsesItemStore(storeBytes) } : {}),
   };
   // Loaded only when the OTEL_* variables ask for traces (config.tracing).
   const tracing = await startTracing(config.tracing, (message) => app.log.warn(message));

@@ -135,6 +135,11 @@ export interface Config {
   workers?: number;
   /** The capture ring behind /inspect (docs/inspect.md); off when absent or maxBytes is 0. */
   capture?: CaptureConfig;
+  /**
+   * TOOLPROOF_RESPONSES_STORE_MB in bytes: the Responses output items kept per process so that an
+   * `item_reference` to one resolves (docs/api.md); 0: none kept. Absent: the default.
+   */
+  responsesStoreBytes?: number;
 }
 
 /** TOOLPROOF_CAPTURE_MB and TOOLPROOF_CAPTURE_BODY_KB (docs/inspect.md). */
@@ -147,6 +152,8 @@ export interface CaptureConfig {
 
 export const DEFAULT_CAPTURE_MB = 10;
 export const DEFAULT_CAPTURE_BODY_KB = 256;
+/** The Responses item store per process (TOOLPROOF_RESPONSES_STORE_MB). */
+export const DEFAULT_RESPONSES_STORE_MB = 16;
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -223,6 +230,7 @@ const fileSchema = {
         rawDumpDir: { type: 'string' },
         captureMb: { type: 'number', minimum: 0, maximum: 65536 },
         captureBodyKb: { type: 'integer', minimum: 1, maximum: 65536 },
+        responsesStoreMb: { type: 'number', minimum: 0, maximum: 65536 },
       },
     },
     admission: admissionSchema,
@@ -422,6 +430,7 @@ type FileConfig = {
     rawDumpDir?: string;
     captureMb?: number;
     captureBodyKb?: number;
+    responsesStoreMb?: number;
   };
   timeouts?: Partial<Timeouts>;
   affinity?: Partial<AffinityConfig>;
@@ -689,6 +698,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
     envInt(env, 'TOOLPROOF_CAPTURE_BODY_KB') ?? file.server?.captureBodyKb ?? DEFAULT_CAPTURE_BODY_KB;
   if (captureBodyKb < 1 || captureBodyKb > 65536)
     throw new ConfigError(`TOOLPROOF_CAPTURE_BODY_KB must be from 1 to 65536, got ${captureBodyKb}`);
+  const storeMb =
+    envNumber(env, 'TOOLPROOF_RESPONSES_STORE_MB') ??
+    file.server?.responsesStoreMb ??
+    DEFAULT_RESPONSES_STORE_MB;
+  if (storeMb > 65536)
+    throw new ConfigError(`TOOLPROOF_RESPONSES_STORE_MB must be from 0 to 65536, got ${storeMb}`);
 
   const config: Config = {
     host: env.TOOLPROOF_HOST || file.server?.host || '127.0.0.1',
@@ -734,6 +749,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
       maxBytes: Math.floor(captureMb * 1024 * 1024),
       textChars: captureBodyKb * 1024,
     }),
+    responsesStoreBytes: Math.floor(storeMb * 1024 * 1024),
     affinity: Object.freeze({
       enabled: affinityRaw ? affinityRaw === 'on' : (file.affinity?.enabled ?? DEFAULT_AFFINITY.enabled),
       maxInflight,

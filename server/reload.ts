@@ -14,7 +14,8 @@
  *   toolproof_config_reloads_total{result="error"}; toolproof_config_reload_ok reads 0 until a
  *   reload succeeds.
  * - What only a restart changes: listen address and port, body and client limits, timeouts,
- *   affinity, workers; a reload that changes them logs that they were kept.
+ *   affinity, workers, the Responses item store's size; a reload that changes them logs that
+ *   they were kept.
  */
 import { type FSWatcher, watch } from 'node:fs';
 import { ConfigError, type Config, loadConfig, simulatorUpstream } from './config.js';
@@ -33,6 +34,8 @@ const FIXED = [
   'corsOrigins',
   'protectOps',
   'logLevel',
+  // The Responses item store is sized once (server/front-doors/responses/item-store.ts).
+  'responsesStoreBytes',
 ] as const;
 
 export interface Reloader {

@@ -27,6 +27,20 @@ function invalid(param: string, message: string): ToolproofError {
   return new ToolproofError('TP_ERR_INVALID_FIELD', { param, message });
 }
 
+/** An `item_reference`'s item: one toolproof returned earlier, or undefined. */
+export type ItemLookup = (id: string) => InputItem | undefined;
+
+/** The 400 for an item_reference that does not resolve; `kept`: the item store is on. */
+function unresolved(param: string, id: string, kept: boolean): ToolproofError {
+  const why = kept
+    ? `is not an output item this toolproof process returned to this API key: it may have been evicted from the bounded item store, or served by another worker or replica`
+    : `cannot be resolved: this toolproof keeps no items (its Responses item store is off)`;
+  return invalid(
+    param,
+    `${param}: item_reference "${id}" ${why}. Send the item itself: with store: false (@ai-sdk/openai: providerOptions.openai.store = false) clients send whole items.`,
+  );
+}
+
 /** The value at `field` when it is a non-empty string; else TP_ERR_INVALID_FIELD naming the field. */
 function nonEmpty(value: unknown, field: string): string {
   if (typeof value !== 'string' || !value) throw invalid(field, `${field} must be a non-empty string.`);
@@ -152,6 +166,8 @@ export function inputToMessages(
   instructions?: string | null,
   /** Maps namespaced and custom tools' names to the chat names they were declared under. */
   catalog?: ToolCatalog,
+  /** Resolves an `item_reference` to an output item toolproof returned; absent: none kept. */
+  lookup?: ItemLookup,
 ): ChatMessage[] {
   const messages: ChatMessage[] = [];
   if (typeof instructions === 'string' && instructions.length > 0)
@@ -182,8 +198,7 @@ export function inputToMessages(
     else t.tool_calls = [call];
   };
 
-  input.forEach((raw, i) => {
-    const param = `input[${i}]`;
+  const add = (raw: unknown, param: string): void => {
     if (!isObject(raw)) throw invalid(param, `${param} must be an object.`);
     const type = typeof raw.type === 'string' ? raw.type : 'message';
     switch (type) {
@@ -268,11 +283,13 @@ export function inputToMessages(
         if (text) reasoning = (reasoning ?? '') + text;
         return;
       }
-      case 'item_reference':
-        throw invalid(
-          param,
-          `${param}: toolproof is stateless and keeps no items, so item_reference cannot be resolved. Send the item itself (with @ai-sdk/openai, set providerOptions.openai.store = false).`,
-        );
+      case 'item_reference': {
+        const id = nonEmpty(raw.id, `${param}.id`);
+        const item = lookup?.(id);
+        if (!item) throw unresolved(param, id, lookup !== undefined);
+        add(item, param);
+        return;
+      }
       default: {
         // A hosted tool's item, from a session begun on OpenAI's API: a note in the assistant's turn.
         if (!isHostedItem(type))
@@ -285,6 +302,9 @@ export function inputToMessages(
         return;
       }
     }
+  };
+  input.forEach((raw, i) => {
+    add(raw, `input[${i}]`);
   });
   return messages;
 }

@@ -5,7 +5,7 @@
  */
 import { ToolproofError } from '../errors.js';
 import type { ChatCompletionRequest, JsonObject, ToolChoice } from '../openai.js';
-import { inputToMessages } from './items.js';
+import { inputToMessages, type ItemLookup } from './items.js';
 import { chatNameOf, type ToolCatalog, translateTools } from './tools.js';
 import type { ResponsesRequest, ResponsesToolChoice, TextFormat } from './types.js';
 
@@ -64,7 +64,7 @@ export interface ResponsesTranslation {
 }
 
 /** The chat request and the tool catalog. Throws TP_ERR_INVALID_FIELD naming the field. */
-export function translateRequest(body: ResponsesRequest): ResponsesTranslation {
+export function translateRequest(body: ResponsesRequest, lookup?: ItemLookup): ResponsesTranslation {
   if (body.previous_response_id != null) throw invalid('previous_response_id', STATELESS);
   if (body.conversation != null) throw invalid('conversation', STATELESS);
   if (body.background === true)
@@ -78,7 +78,7 @@ export function translateRequest(body: ResponsesRequest): ResponsesTranslation {
   const { tools, catalog, dropped, refusal } = translateTools(body.tools);
   const chat: ChatCompletionRequest = {
     model: body.model,
-    messages: inputToMessages(body.input, body.instructions, catalog),
+    messages: inputToMessages(body.input, body.instructions, catalog, lookup),
   };
   if (chat.messages.length === 0)
     throw invalid('input', 'input is empty: send a string or at least one item.');

@@ -37,6 +37,8 @@ export interface TranslatorContext {
   createdAt: number;
   /** How chat calls map back to the client's tools (request.ts); plain functions without it. */
   catalog?: ToolCatalog;
+  /** The output items are kept for item_reference (the response's `store`). */
+  stored?: boolean;
 }
 
 type OpenKind = 'reasoning' | 'message' | 'call';
@@ -369,7 +371,7 @@ export class ResponsesTranslator {
       parallel_tool_calls: r.parallel_tool_calls !== false,
       previous_response_id: null,
       reasoning: { effort: r.reasoning?.effort ?? null, summary: r.reasoning?.summary ?? null },
-      store: false,
+      store: this.ctx.stored === true,
       temperature: typeof r.temperature === 'number' ? r.temperature : null,
       text: { format: r.text?.format ?? { type: 'text' } },
       tool_choice: r.tool_choice ?? 'auto',

@@ -143,7 +143,7 @@ function customInput(tool: Record<string, unknown>, param: string): JsonObject {
   throw invalid(`${param}.format.syntax`, `${param}.format.syntax must be "lark" or "regex".`);
 }
 
-interface Declared {
+export interface Declared {
   def: ToolDef;
   entry: CatalogEntry;
 }
@@ -163,7 +163,7 @@ function fromFunction(t: FunctionTool, param: string, namespace?: string): Decla
   return { def, entry: { kind: 'function', name: t.name, ...(namespace ? { namespace } : {}) } };
 }
 
-function fromCustom(t: Record<string, unknown>, param: string, namespace?: string): Declared {
+export function fromCustom(t: Record<string, unknown>, param: string, namespace?: string): Declared {
   if (typeof t.name !== 'string' || !t.name)
     throw invalid(`${param}.name`, `${param}.name must be a non-empty string.`);
   const def: ToolDef = {

@@ -183,7 +183,7 @@ export interface ResponseObject {
   parallel_tool_calls: boolean;
   previous_response_id: null;
   reasoning: { effort: string | null; summary: string | null };
-  store: false;
+  store: boolean;
   temperature: number | null;
   text: { format: TextFormat };
   tool_choice: ResponsesToolChoice;

@@ -80,5 +80,7 @@ export interface FrontDoor<Name extends string = string, Turn = unknown> {
   models?: {
     claims(request: FastifyRequest): boolean;
     page(models: readonly ModelEntry[], created: number): unknown;
+    /** One model in the API's shape (GET /v1/models/{id}, the SDKs' models.retrieve). */
+    model(model: ModelEntry, created: number): unknown;
   };
 }

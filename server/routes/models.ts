@@ -1,4 +1,5 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ToolproofError } from '../../protocol/errors.js';
 import type { AppState } from '../app-state.js';
 import { readText } from '../chat/attempt.js';
 import { allowsModel } from '../keys.js';
@@ -44,6 +45,69 @@ function withModalities(entry: ModelEntry, vision: boolean | 'auto'): ModelEntry
   return { ...entry, input_modalities: vision ? ['text', 'image'] : ['text'] };
 }
 
+/**
+ * What GET /v1/models lists: the configured model names, then what each upstream serves, as the
+ * request's key may see them.
+ */
+async function listModels(
+  state: AppState,
+  request: FastifyRequest,
+): Promise<{ list: ModelEntry[]; created: number; incomplete: boolean }> {
+  const signal = AbortSignal.timeout(Math.min(state.config.timeouts.firstByteMs, 10_000));
+  const data = new Map<string, ModelEntry>();
+  const created = Math.floor(Date.now() / 1000);
+  for (const [name, route] of Object.entries(state.config.models)) {
+    data.set(
+      name,
+      withModalities(
+        withWindow(
+          {
+            id: name,
+            object: 'model',
+            created,
+            owned_by: 'toolproof',
+            upstream_model: route.upstreamModel ?? name,
+          },
+          positive(route.settings.contextWindow),
+        ),
+        route.settings.vision,
+      ),
+    );
+  }
+  const targets = [
+    ...(state.config.defaultUpstream ? [state.upstreams.for(state.config.defaultUpstream)] : []),
+    ...Object.values(state.config.models).map((m) => state.upstreams.for(m.upstream)),
+  ];
+  const unique = [...new Set(targets)];
+  const results = await Promise.allSettled(unique.map((c) => listUpstream(c, signal)));
+  const served = state.config.defaultUpstream ? state.upstreams.for(state.config.defaultUpstream) : undefined;
+  results.forEach((r, i) => {
+    if (r.status === 'fulfilled') {
+      // What the default upstream serves keeps its own metric label (see ServedModelLabels).
+      if (unique[i] === served) state.modelLabels.serve(r.value.map((m) => m.id));
+      // The default upstream's models take the defaults' window: configured, it is what the
+      // proxy's cut and overflow mapping use, so it is what the list says; resolved from the
+      // backend at start-up (0 configured, one model served), it is that model's own.
+      const configured = unique[i] === served ? positive(state.config.defaults.contextWindow) : undefined;
+      for (const m of r.value) {
+        if (data.has(m.id)) continue;
+        const own = positive(m.max_model_len) ?? positive((m.meta as { n_ctx?: unknown } | undefined)?.n_ctx);
+        const listed = withWindow(m, configured ?? own);
+        data.set(m.id, unique[i] === served ? withModalities(listed, state.config.defaults.vision) : listed);
+      }
+    } else {
+      request.log.warn(
+        { upstream: unique[i]!.label, err: redactForLog(String(r.reason)) },
+        'listing upstream models failed',
+      );
+    }
+  });
+  // A key with an allow-list sees only the models it may use.
+  const key = request.tpKey;
+  const list = [...data.values()].filter((m) => allowsModel(key, m.id));
+  return { list, created, incomplete: results.some((r) => r.status === 'rejected') };
+}
+
 export function registerModelRoutes(
   app: FastifyInstance,
   state: AppState,
@@ -59,66 +123,38 @@ export function registerModelRoutes(
       },
     },
     async (request) => {
-      const signal = AbortSignal.timeout(Math.min(state.config.timeouts.firstByteMs, 10_000));
-      const data = new Map<string, ModelEntry>();
-      const created = Math.floor(Date.now() / 1000);
-      for (const [name, route] of Object.entries(state.config.models)) {
-        data.set(
-          name,
-          withModalities(
-            withWindow(
-              {
-                id: name,
-                object: 'model',
-                created,
-                owned_by: 'toolproof',
-                upstream_model: route.upstreamModel ?? name,
-              },
-              positive(route.settings.contextWindow),
-            ),
-            route.settings.vision,
-          ),
-        );
-      }
-      const targets = [
-        ...(state.config.defaultUpstream ? [state.upstreams.for(state.config.defaultUpstream)] : []),
-        ...Object.values(state.config.models).map((m) => state.upstreams.for(m.upstream)),
-      ];
-      const unique = [...new Set(targets)];
-      const results = await Promise.allSettled(unique.map((c) => listUpstream(c, signal)));
-      const served = state.config.defaultUpstream
-        ? state.upstreams.for(state.config.defaultUpstream)
-        : undefined;
-      results.forEach((r, i) => {
-        if (r.status === 'fulfilled') {
-          // What the default upstream serves keeps its own metric label (see ServedModelLabels).
-          if (unique[i] === served) state.modelLabels.serve(r.value.map((m) => m.id));
-          // The default upstream's models take the defaults' window: configured, it is what the
-          // proxy's cut and overflow mapping use, so it is what the list says; resolved from the
-          // backend at start-up (0 configured, one model served), it is that model's own.
-          const configured = unique[i] === served ? positive(state.config.defaults.contextWindow) : undefined;
-          for (const m of r.value) {
-            if (data.has(m.id)) continue;
-            const own =
-              positive(m.max_model_len) ?? positive((m.meta as { n_ctx?: unknown } | undefined)?.n_ctx);
-            const listed = withWindow(m, configured ?? own);
-            data.set(
-              m.id,
-              unique[i] === served ? withModalities(listed, state.config.defaults.vision) : listed,
-            );
-          }
-        } else {
-          request.log.warn(
-            { upstream: unique[i]!.label, err: redactForLog(String(r.reason)) },
-            'listing upstream models failed',
-          );
-        }
-      });
-      // A key with an allow-list sees only the models it may use.
-      const key = request.tpKey;
-      const list = [...data.values()].filter((m) => allowsModel(key, m.id));
+      const { list, created } = await listModels(state, request);
       for (const door of doors) if (door.models?.claims(request)) return door.models.page(list, created);
       return { object: 'list', data: list };
+    },
+  );
+  // The SDKs' models.retrieve. Answered from the same list, not passed through: vLLM and
+  // llama-server serve no /v1/models/{id} (vLLM: 404 {"detail":"Not Found"}), and a configured
+  // name or alias is toolproof's own, unknown upstream. A wildcard: ids hold slashes (org/model).
+  app.get(
+    '/v1/models/*',
+    {
+      schema: {
+        tags: ['openai'],
+        summary: 'One model of GET /v1/models, or a 404 (model_not_found).',
+      },
+    },
+    async (request) => {
+      const id = (request.params as { '*': string })['*'];
+      const { list, created, incomplete } = await listModels(state, request);
+      const found = list.find((m) => m.id === id);
+      // An upstream that did not answer may serve it: not a 404, which would say it does not exist.
+      if (!found && incomplete)
+        throw new ToolproofError('TP_ERR_UPSTREAM_UNREACHABLE', {
+          message: `An upstream did not list its models, so whether "${id}" is served is not known.`,
+        });
+      if (!found)
+        throw new ToolproofError('TP_ERR_MODEL_NOT_FOUND', {
+          param: 'model',
+          message: `The model "${id}" does not exist here: GET /v1/models lists the models served.`,
+        });
+      for (const door of doors) if (door.models?.claims(request)) return door.models.model(found, created);
+      return found;
     },
   );
 }

@@ -1,5 +1,5 @@
 /**
- * Every route toolproof does not own (/tokenize, /detokenize, /v1/models/{id}, /v1/rerank,
+ * Every route toolproof does not own (/tokenize, /detokenize, /v1/rerank,
  * /v1/score, /pooling, /v1/audio/*, ...) is relayed to the model's upstream as it is: method,
  * path, query, body bytes and content type in; status, headers (minus hop-by-hop) and the body
  * streamed with backpressure out. A proxy must not take capabilities away from its backend.

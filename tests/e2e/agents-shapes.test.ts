@@ -251,5 +251,9 @@ describe('side requests', () => {
     const openai = await stack.client.models.list();
     expect(openai.data[0]).toMatchObject({ object: 'model', id: page.data[0]!.id });
     expect(openai.data[0]).not.toHaveProperty('display_name');
+    // models.retrieve: the same model in each client's shape.
+    const one = await anthropic.models.retrieve(page.data[0]!.id);
+    expect(one).toMatchObject({ type: 'model', id: page.data[0]!.id, display_name: expect.any(String) });
+    expect((await stack.client.models.retrieve(one.id)).object).toBe('model');
   });
 });

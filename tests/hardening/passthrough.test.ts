@@ -87,13 +87,13 @@ describe('pass-through', () => {
   });
 
   it('/v1/x goes to the base URL + /x; GET without a body; the upstream key, never the client key', async () => {
-    const res = await send('/v1/models/m1?x=1', {
+    const res = await send('/v1/files/f1?x=1', {
       headers: { 'x-api-key': KEY, 'x-sim-scenario': 'prose', cookie: 'c=1', 'x-trace': 't' },
     });
     expect(res.status).toBe(201);
     const got = a.requests.at(-1)!;
     expect(got.method).toBe('GET');
-    expect(got.url).toBe('/v1/models/m1?x=1');
+    expect(got.url).toBe('/v1/files/f1?x=1');
     expect(got.headers.authorization).toBe('Bearer key-a');
     expect(got.headers['x-api-key']).toBeUndefined();
     expect(got.headers['x-sim-scenario']).toBeUndefined(); // simulator-only, not for a real upstream

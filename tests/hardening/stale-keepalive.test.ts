@@ -71,7 +71,7 @@ describe('a pooled connection the upstream had closed', () => {
     expect(await post('/v1/embeddings', { model: 'm1', input: 'x' })).toBe(200);
     expect(await post('/v1/responses', { model: 'm1', input: 'hi' })).toBe(200);
     expect(await post('/v1/messages', { ...chat, max_tokens: 16 })).toBe(200);
-    expect(await get('/v1/models/m1')).toBe(200);
+    expect(await get('/v1/files/f1')).toBe(200);
     // One request per fresh connection answered, each reuse met by a close and sent again.
     expect(upstream.seen.filter((s) => s.nth === 1)).toHaveLength(6);
     expect(upstream.seen.filter((s) => s.nth === 2)).toHaveLength(5);

@@ -1,3 +1,4 @@
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collectStream, type Stack, startStack, weatherTool } from './stack.js';
 
@@ -84,6 +85,20 @@ for (const personality of ['vllm', 'llama-server'] as const) {
       expect(page.data[0]!.id).toEqual(expect.any(String));
     });
 
+    it('models.retrieve: the model object of a served model, an OpenAI-shaped 404 for an unknown one', async () => {
+      const id = (await stack.client.models.list()).data[0]!.id;
+      expect(await stack.client.models.retrieve(id)).toMatchObject({ id, object: 'model' });
+      const err = (await stack.client.models
+        .retrieve('no-such-model')
+        .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.NotFoundError>;
+      expect(err).toBeInstanceOf(OpenAI.NotFoundError);
+      expect(err.error).toMatchObject({
+        type: 'invalid_request_error',
+        param: 'model',
+        message: expect.stringContaining('"no-such-model"'),
+      });
+    });
+
     it('embeddings are passed through', async () => {
       const res = await stack.client.embeddings.create({ model: 'sim', input: ['hello', 'world'] });
       expect(res.data).toHaveLength(2);
@@ -107,3 +122,17 @@ for (const personality of ['vllm', 'llama-server'] as const) {
     });
   });
 }
+
+describe('models.retrieve of an id with a slash (org/model)', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({ sim: { modelName: 'org/model-a' } });
+  });
+  afterAll(() => stack.close());
+
+  it('finds it, whether the client encodes the slash or not', async () => {
+    expect(await stack.client.models.retrieve('org/model-a')).toMatchObject({ id: 'org/model-a' });
+    const raw = await fetch(`${stack.url}/models/org/model-a`);
+    expect(((await raw.json()) as { id: string }).id).toBe('org/model-a');
+  });
+});

@@ -2,19 +2,30 @@
  * The chat completions front door (POST /v1/chat/completions), declared for registerFrontDoor
  * (../register.ts) and listed in FRONT_DOORS (../index.ts).
  */
+import {
+  CustomCallChunks,
+  toCustomCalls,
+  translateCustomTools,
+} from '../../../protocol/chat-custom-tools.js';
 import type { ChatCompletionRequest } from '../../../protocol/openai.js';
 import type { ChatCall } from '../../chat/context.js';
 import { startChatCall } from '../../chat/start.js';
 import type { FrontDoor } from '../types.js';
 import { chatErrorEvent, openAIErrorBody } from './errors.js';
-import { ChatSseOutput } from './output.js';
+import { ChatSseOutput, CustomToolsSseOutput } from './output.js';
 import { chatCompletionBody } from './schema.js';
 
 /**
  * Chat completions: the pipeline's own API, so nothing to translate. A request without tools is
  * relayed byte for byte (the loop's raw result), its stream too (ChatSseOutput.relay).
  */
-export const chat: FrontDoor<'chat', ChatCall> = {
+/** A chat request's call, and the custom tools it declared (translated: chat-custom-tools.ts). */
+interface ChatTurn {
+  call: ChatCall;
+  custom?: ReadonlySet<string>;
+}
+
+export const chat: FrontDoor<'chat', ChatTurn> = {
   api: 'chat',
   path: '/v1/chat/completions',
   schema: {
@@ -26,18 +37,30 @@ export const chat: FrontDoor<'chat', ChatCall> = {
   errorBody: openAIErrorBody,
   errorEvent: chatErrorEvent,
   open(request, _reply, state) {
-    return startChatCall(request, state, request.body as ChatCompletionRequest, 'chat', request.rawBody);
+    const body = request.body as ChatCompletionRequest;
+    const translated = translateCustomTools(body);
+    if (!translated) return { call: startChatCall(request, state, body, 'chat', request.rawBody) };
+    // Not the client's bytes any more: no raw body to forward.
+    return { call: startChatCall(request, state, translated.chat, 'chat'), custom: translated.custom };
   },
-  callOf: (call) => call,
-  answer(reply, result) {
+  callOf: (turn) => turn.call,
+  answer(reply, result, turn) {
     if (result.kind === 'raw') {
       reply.code(result.status);
       // The charset is what Fastify adds to a JSON string body: the same header as before.
       return reply.type('application/json; charset=utf-8').send(result.body);
     }
-    return reply.send(result.completion);
+    return reply.send(turn.custom ? toCustomCalls(result.completion, turn.custom) : result.completion);
   },
-  output(reply, _call, state) {
-    return new ChatSseOutput(reply, { 'x-request-id': reply.request.id }, state.config.streamKeepAliveMs);
+  output(reply, turn, state) {
+    const headers = { 'x-request-id': reply.request.id };
+    return turn.custom
+      ? new CustomToolsSseOutput(
+          reply,
+          headers,
+          state.config.streamKeepAliveMs,
+          new CustomCallChunks(turn.custom),
+        )
+      : new ChatSseOutput(reply, headers, state.config.streamKeepAliveMs);
   },
 };

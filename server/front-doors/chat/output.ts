@@ -1,4 +1,6 @@
 /** The chat completions stream: OpenAI's chunk events, as the loop decided them. */
+import type { FastifyReply } from 'fastify';
+import type { CustomCallChunks } from '../../../protocol/chat-custom-tools.js';
 import type { ToolproofError } from '../../../protocol/errors.js';
 import type { ChatCompletionChunk, ChatCompletionRequest } from '../../../protocol/openai.js';
 import type { StreamOutput, StreamSummary } from '../../chat/output.js';
@@ -64,5 +66,22 @@ export class ChatSseOutput extends SseWriter implements StreamOutput {
   async fail(err: ToolproofError): Promise<void> {
     await writeRaw(this.reply, chatErrorEvent(err));
     this.close();
+  }
+}
+
+/** A request with custom tools: their calls' chunks in the custom shape (chat-custom-tools.ts). */
+export class CustomToolsSseOutput extends ChatSseOutput {
+  constructor(
+    reply: FastifyReply,
+    headers: Record<string, string>,
+    keepAliveMs: number,
+    private readonly calls: CustomCallChunks,
+  ) {
+    super(reply, headers, keepAliveMs);
+  }
+
+  override frame(chunk: ChatCompletionChunk): string {
+    const mapped = this.calls.map(chunk);
+    return mapped ? super.frame(mapped) : '';
   }
 }

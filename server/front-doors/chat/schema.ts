@@ -31,7 +31,8 @@ const message = {
 
 const tool = {
   type: 'object',
-  required: ['function'],
+  // `function` is required of all but custom tools, which carry `custom` instead: checked by
+  // translateCustomTools (protocol/chat-custom-tools.ts), with the same 400.
   properties: {
     type: { type: 'string' },
     function: {
@@ -59,7 +60,6 @@ export const chatCompletionBody = {
         { type: 'string' },
         {
           type: 'object',
-          required: ['function'],
           properties: {
             type: { type: 'string' },
             function: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } },

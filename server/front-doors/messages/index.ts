@@ -15,7 +15,7 @@ import { stringifyJson } from '../../../protocol/lossless-json.js';
 import type { ChatCall } from '../../chat/context.js';
 import { startTranslatedCall } from '../../chat/start.js';
 import { normalizeError } from '../../error-handler.js';
-import type { FrontDoor } from '../types.js';
+import type { FrontDoor, ModelEntry } from '../types.js';
 import { anthropicErrorBody, messagesErrorEvent } from './errors.js';
 import { registerCountTokens } from './count-tokens.js';
 import { MessagesSseOutput } from './output.js';
@@ -47,6 +47,21 @@ function isoDate(seconds: unknown): string | undefined {
   if (typeof seconds !== 'number' || !Number.isFinite(seconds)) return undefined;
   const date = new Date(Math.floor(seconds) * 1000);
   return Number.isNaN(date.getTime()) ? undefined : date.toISOString();
+}
+
+/**
+ * A model in Anthropic's shape: type, display_name and created_at, added beside the OpenAI
+ * fields, so either client reads the same answer.
+ */
+function anthropicModel(m: ModelEntry, created: number): ModelEntry {
+  return {
+    ...m,
+    type: 'model',
+    display_name: m.id,
+    // Anthropic's Models API names the context window max_input_tokens.
+    ...(typeof m.context_window === 'number' ? { max_input_tokens: m.context_window } : {}),
+    created_at: isoDate(m.created) ?? isoDate(created),
+  };
 }
 
 /** Anthropic Messages: Anthropic's error shape on every route of the door, its own models page. */
@@ -116,14 +131,7 @@ export const messages: FrontDoor<'messages', MessagesTurn> = {
     // Anthropic's page shape: type, display_name and created_at per model, has_more / first_id /
     // last_id. Added beside the OpenAI fields, so either client reads the same answer.
     page(list, created) {
-      const models = list.map((m) => ({
-        ...m,
-        type: 'model',
-        display_name: m.id,
-        // Anthropic's Models API names the context window max_input_tokens.
-        ...(typeof m.context_window === 'number' ? { max_input_tokens: m.context_window } : {}),
-        created_at: isoDate(m.created) ?? isoDate(created),
-      }));
+      const models = list.map((m) => anthropicModel(m, created));
       return {
         object: 'list',
         data: models,
@@ -132,5 +140,6 @@ export const messages: FrontDoor<'messages', MessagesTurn> = {
         last_id: models.at(-1)?.id ?? null,
       };
     },
+    model: anthropicModel,
   },
 };

@@ -1,5 +1,6 @@
 /**
- * POST /v1/responses (OpenAI Responses API, stateless). The request is translated into a chat
+ * POST /v1/responses (OpenAI Responses API, no stored responses; the output items it returned
+ * are kept, bounded, for item_reference: item-store.ts). The request is translated into a chat
  * completion at the edge (protocol/responses/), runs through the one chat pipeline (forced
  * final_answer, fallback, history repair, leak recovery, validation, corrective retry), and
  * the answer is translated back: a response object, or the Responses event stream (output.ts).
@@ -8,18 +9,20 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { ToolproofError } from '../../../protocol/errors.js';
 import { stringifyJson } from '../../../protocol/lossless-json.js';
+import type { ItemLookup } from '../../../protocol/responses/items.js';
 import { translateRequest } from '../../../protocol/responses/request.js';
 import {
   completionToResponse,
   ResponsesTranslator,
   type TranslatorContext,
 } from '../../../protocol/responses/stream.js';
-import type { ResponsesRequest } from '../../../protocol/responses/types.js';
+import type { OutputItem, ResponsesRequest } from '../../../protocol/responses/types.js';
 import type { ChatCall } from '../../chat/context.js';
 import { startTranslatedCall } from '../../chat/start.js';
 import { openAIErrorBody } from '../chat/errors.js';
 import type { FrontDoor } from '../types.js';
 import { responsesErrorEvent } from './errors.js';
+import type { ResponsesItemStore } from './item-store.js';
 import { ResponsesSseOutput } from './output.js';
 import { responsesBody } from './schema.js';
 
@@ -34,9 +37,10 @@ interface ResponsesTurn extends TranslatorContext {
   droppedHeader: Record<string, string>;
   /** The stream's translator, once output() opened one (its failure continues its sequence). */
   translator?: ResponsesTranslator;
+  /** Keeps the answer's output items for item_reference; absent when they are not kept. */
+  keep?: (output: readonly OutputItem[]) => void;
 }
 
-/** OpenAI Responses (stateless): errors in OpenAI's shape, like chat's. */
 /**
  * The rest of the Responses API (retrieve, delete, cancel, input_items, input_tokens, compact)
  * needs stored responses, which a stateless proxy has none of: a 404 in the OpenAI shape, instead
@@ -47,6 +51,25 @@ async function notServed(request: FastifyRequest): Promise<never> {
   throw new ToolproofError('TP_ERR_NOT_FOUND', {
     message: `Not served by toolproof's Responses API (stateless: no stored responses): ${request.method} ${request.url.split('?')[0]}.`,
   });
+}
+
+/**
+ * item_reference -> the item kept under `scope`. Bounded per request by the body limit: a few KB
+ * of references to one large item would otherwise expand into gigabytes of prompt.
+ */
+function resolver(store: ResponsesItemStore, scope: string, limitBytes: number): ItemLookup {
+  let total = 0;
+  return (id) => {
+    const found = store.lookup(scope, id);
+    if (!found) return undefined;
+    total += found.bytes;
+    if (total > limitBytes)
+      throw new ToolproofError('TP_ERR_BODY_TOO_LARGE', {
+        param: 'input',
+        message: `The items input refers to by item_reference come to more than the body limit (${limitBytes} bytes), as if they had been sent whole.`,
+      });
+    return found.item;
+  };
 }
 
 export const responses: FrontDoor<'responses', ResponsesTurn> = {
@@ -61,20 +84,28 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
   errorBody: openAIErrorBody,
   errorEvent: (err, turn) => responsesErrorEvent(err, (turn.translator ??= new ResponsesTranslator(turn))),
   open(request, reply, state) {
+    const store = state.responsesStore;
+    // Scoped to the key that presented it: another key's reference does not resolve.
+    const scope = request.tpKey?.key ?? '';
+    const lookup = store ? resolver(store, scope, state.config.bodyLimitBytes) : undefined;
     const { call, translated, droppedHeader } = startTranslatedCall(
       request,
       reply,
       state,
       'responses',
-      (b: ResponsesRequest) => translateRequest(b),
+      (b: ResponsesRequest) => translateRequest(b, lookup),
     );
+    const body = request.body as ResponsesRequest;
+    const stored = store !== undefined && body.store !== false;
     return {
-      request: request.body as ResponsesRequest,
+      request: body,
       newId,
       createdAt: Math.floor(Date.now() / 1000),
       catalog: translated.catalog,
       call,
       droppedHeader,
+      stored,
+      ...(stored ? { keep: (output: readonly OutputItem[]) => store.keep(scope, output) } : {}),
     };
   },
   callOf: (turn) => turn.call,
@@ -82,9 +113,9 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
     // Only chat requests are relayed raw; a translated request always gets a completion.
     if (result.kind !== 'completion')
       throw new ToolproofError('TP_ERR_INTERNAL', { message: 'responses: unexpected raw chat result' });
-    return reply
-      .type('application/json; charset=utf-8')
-      .send(stringifyJson(completionToResponse(result.completion, turn, result.usage)));
+    const response = completionToResponse(result.completion, turn, result.usage);
+    turn.keep?.(response.output);
+    return reply.type('application/json; charset=utf-8').send(stringifyJson(response));
   },
   routes(scope) {
     scope.route({
@@ -101,6 +132,7 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
       { 'x-request-id': reply.request.id, ...turn.droppedHeader },
       (turn.translator = new ResponsesTranslator(turn)),
       state.config.streamKeepAliveMs,
+      turn.keep,
     );
   },
 };

@@ -123,4 +123,14 @@ describe('reload', () => {
     expect(await gauge()).toBe(1);
     expect((await chat('carol')).status).toBe(200);
   });
+
+  it('the Responses item store keeps its size until a restart, and the reload says so', async () => {
+    const before = log.lines.length;
+    const size = app.toolproof.responsesStore?.maxBytes;
+    writeYaml(`${yaml(['alice', 'carol'])}\nserver:\n  responsesStoreMb: 1\n`);
+    await waitFor(() => log.lines.slice(before).some((l) => l.msg === 'configuration reloaded'), 2_000);
+    const line = log.lines.slice(before).find((l) => l.msg === 'configuration reloaded')!;
+    expect(line.keptUntilRestart).toEqual(['responsesStoreBytes']);
+    expect(app.toolproof.responsesStore?.maxBytes).toBe(size);
+  });
 });
