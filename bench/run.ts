@@ -51,8 +51,6 @@
  *   --ab-budget=S        stop starting cycles after S seconds per workload (default 75, --quick 25)
  */
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -92,6 +90,7 @@ import {
   waitForLine,
   withChildren,
 } from './lib/procs.js';
+import { startOtlpSink } from './lib/otlp-sink.js';
 import { fmtProbe, type OpenStreamsReport, type ProbeTarget, probeOpenStreams } from './lib/open-streams.js';
 import { formatProfile, type ProfileSummary, summarizeProfile } from './lib/profile.js';
 import { fmtDeltaMs, fmtMb, fmtMs, fmtRatio, fmtRps, fmtUs, renderTable } from './lib/report.js';
@@ -1019,14 +1018,8 @@ async function measureAbCases(
   const noOtel: NodeJS.ProcessEnv = {};
   for (const k of Object.keys(process.env)) if (k.startsWith('OTEL_')) noOtel[k] = undefined;
   // The OTLP sink: drains each export unread (its CPU is the load generator's, not toolproof's).
-  let exports = 0;
-  const sink = createServer((req, res) => {
-    exports++;
-    req.resume();
-    req.on('end', () => res.end('{}'));
-  });
-  await new Promise<void>((r) => sink.listen(0, '127.0.0.1', () => r()));
-  const sinkPort = (sink.address() as AddressInfo).port;
+  const sink = await startOtlpSink();
+  const sinkPort = sink.port;
   const specs: Array<{ name: string; env: NodeJS.ProcessEnv }> = [
     { name: 'capture off, tracing off', env: { ...noOtel, TOOLPROOF_CAPTURE_MB: '0' } },
   ];
@@ -1114,7 +1107,7 @@ async function measureAbCases(
           .join(' | ')}  (${((Date.now() - t0) / 1000).toFixed(1)} s)`,
       );
     }
-    if (abs.has('ab-tracing')) log(`  A/B: the OTLP sink received ${exports} export requests`);
+    if (abs.has('ab-tracing')) log(`  A/B: the OTLP sink received ${sink.exports()} export requests`);
   } finally {
     await Promise.all(variants.map((v) => v.pool.close()));
     sink.close();

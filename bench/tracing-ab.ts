@@ -24,8 +24,6 @@
  *     [--rounds=6] [--c=32] [--before=DIR] [--env=K=V+K=V] [--cpu-prof] [--server=build|tsx]
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,6 +34,7 @@ import { AGENT_TURN_EVENTS, agentTurn, toolsStreamBody } from './lib/fixtures.js
 import { median } from './lib/overhead-ab.js';
 import { areaOf } from './lib/profile.js';
 import { CLK_TCK, cpuSplit, startAbToolproof, startFakeUpstream, stopAll } from './lib/procs.js';
+import { startOtlpSink } from './lib/otlp-sink.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Map(
@@ -89,18 +88,9 @@ async function main(): Promise<void> {
   const serverArgs = prepareServer(ROOT, (args.get('server') || 'build') as ServerMode, console.log);
   const upstream = await startFakeUpstream(ROOT);
   const profDir = mkdtempSync(join(tmpdir(), 'tracing-prof-'));
-  let exports = 0;
-  let exportBytes = 0;
-  const sink = createServer((req, res) => {
-    exports++;
-    req.on('data', (d: Buffer) => {
-      exportBytes += d.length;
-    });
-    req.on('end', () => res.end('{}'));
-  });
-  await new Promise<void>((r) => sink.listen(0, '127.0.0.1', () => r()));
+  const sink = await startOtlpSink();
   const otlp = {
-    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(sink.address() as AddressInfo).port}`,
+    OTEL_EXPORTER_OTLP_ENDPOINT: sink.origin,
     OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
   };
   const extra: Record<string, string> = {};
@@ -202,8 +192,8 @@ async function main(): Promise<void> {
     // The profiles count the measured rounds only (V8's profile clock is the monotonic one).
     const window = { from: Number(process.hrtime.bigint() / 1000n), to: 0 };
     windows.push(window);
-    const exports0 = exports;
-    const bytes0 = exportBytes;
+    const exports0 = sink.exports();
+    const bytes0 = sink.bytes();
     for (let r = 0; r < ROUNDS; r++) {
       const order = sides.map((_, i) => (i + r) % sides.length);
       for (const i of order) {
@@ -249,7 +239,7 @@ async function main(): Promise<void> {
       );
     });
     console.log(
-      `  OTLP sink: ${exports - exports0} exports, ${((exportBytes - bytes0) / 1024).toFixed(0)} KB in the measured rounds`,
+      `  OTLP sink: ${sink.exports() - exports0} exports, ${((sink.bytes() - bytes0) / 1024).toFixed(0)} KB in the measured rounds`,
     );
   }
   for (const s of sides) await s.pool.close();

@@ -21,9 +21,7 @@
  *     [--cpu-prof] [--top=40] [--before=DIR]
  */
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
-import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
@@ -39,6 +37,7 @@ import {
   pooledRatio,
 } from './lib/overhead-ab.js';
 import { startFakeUpstream, startNode, stopAll, waitForLine } from './lib/procs.js';
+import { startOtlpSink } from './lib/otlp-sink.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Map(
@@ -68,14 +67,8 @@ const NAMES = BEFORE ? (['off', 'on', 'before'] as const) : (['off', 'on'] as co
 async function main(): Promise<void> {
   prepareServer(ROOT, 'build', console.log);
   const upstream = await startFakeUpstream(ROOT);
-  let exports = 0;
-  const sink = createServer((req, res) => {
-    exports++;
-    req.resume();
-    req.on('end', () => res.end('{}'));
-  });
-  await new Promise<void>((r) => sink.listen(0, '127.0.0.1', () => r()));
-  const otlp = `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
+  const sink = await startOtlpSink();
+  const otlp = sink.origin;
   const profDir = PROF ? mkdtempSync(join(tmpdir(), 'tracing-twin-')) : undefined;
   const child = startNode({
     name: 'toolproof twins',
@@ -129,7 +122,7 @@ async function main(): Promise<void> {
     // Warm-up: both apps, then three unmeasured cycles.
     for (let i = 0; i < 4; i++) for (const s of sides) await burst(s.pool, body, slice * 2, c, headers);
     const costs = sides.map(() => [] as CycleCost[]);
-    const exports0 = exports;
+    const exports0 = sink.exports();
     const n = sides.length;
     for (let cycle = 0; cycle < CYCLES; cycle++) {
       const cpu = sides.map(() => 0);
@@ -148,7 +141,7 @@ async function main(): Promise<void> {
     }
     const us = (k: number) => costs[k]!.reduce((a, x) => a + x.cpu, 0) / 1000 / (CYCLES * 2 * slice);
     console.log(
-      `${name} (${events} events, c=${c}, ${CYCLES} cycles of 2 x ${slice} requests a side; ${exports - exports0} exports): off ${us(0).toFixed(1)} µs/request`,
+      `${name} (${events} events, c=${c}, ${CYCLES} cycles of 2 x ${slice} requests a side; ${sink.exports() - exports0} exports): off ${us(0).toFixed(1)} µs/request`,
     );
     for (let k = 1; k < n; k++) {
       const ratio = pooledRatio(costs[k]!, costs[0]!);
