@@ -212,6 +212,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     ...(config.capture && config.capture.maxBytes > 0 ? { capture: new CaptureRing(config.capture) } : {}),
     ...(storeBytes > 0 ? { responsesStore: new ResponsesItemStore(storeBytes) } : {}),
   };
+  const store = state.responsesStore;
+  if (store) metrics.followResponsesStore(() => store.bytes);
   // Loaded only when the OTEL_* variables ask for traces (config.tracing).
   const tracing = await startTracing(config.tracing, (message) => app.log.warn(message));
   if (tracing) state.tracing = tracing;

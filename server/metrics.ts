@@ -154,6 +154,19 @@ const METRICS = {
     labels: '',
     aggregator: 'sum',
   },
+  responsesStoreBytes: {
+    type: 'gauge',
+    name: 'toolproof_responses_store_bytes',
+    help: 'Bytes of Responses output items kept so that a later item_reference resolves (TOOLPROOF_RESPONSES_STORE_MB), counted as the store counts them; a store full all the time evicts items before their next turn comes.',
+    labels: '',
+    aggregator: 'sum',
+  },
+  responsesItemReferences: {
+    type: 'counter',
+    name: 'toolproof_responses_item_references_total',
+    help: 'item_reference items in Responses requests, by outcome: resolved (an item this process returned to that key) or missing (evicted, from another key, worker or replica: a 400).',
+    labels: 'outcome',
+  },
   degradedContent: {
     type: 'counter',
     name: 'toolproof_degraded_content_total',
@@ -359,6 +372,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   let exposition: () => Promise<string> = () => registry.metrics();
   let fallbackSource: (() => Array<[string, string]>) | undefined;
   let openStreamsSource: (() => number) | undefined;
+  let responsesStoreSource: (() => number) | undefined;
   /** Pairs ever reported active: they drop back to 0 (not vanish) so the alert resolves. */
   const fallbackSeen = new Set<string>();
 
@@ -384,6 +398,9 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     openStreams() {
       if (openStreamsSource) this.set(openStreamsSource());
     },
+    responsesStoreBytes() {
+      if (responsesStoreSource) this.set(responsesStoreSource());
+    },
   });
   return {
     registry,
@@ -402,6 +419,10 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     /** Where toolproof_open_streams reads the number of client streams open. */
     followOpenStreams(source: () => number): void {
       openStreamsSource = source;
+    },
+    /** Where toolproof_responses_store_bytes reads the Responses item store's bytes. */
+    followResponsesStore(source: () => number): void {
+      responsesStoreSource = source;
     },
     /**
      * The series touched by every request, counted in plain objects and handed to prom-client

@@ -173,6 +173,14 @@ describe('/v1/responses item_reference: scoped to the API key that got the item'
     const other = await post('key-b', { input });
     expect(other.status).toBe(400);
     expect(((await other.json()) as { error: { param: string } }).error.param).toBe('input[1]');
+    // /metrics tells it as it was: one resolved, one missing, and the bytes the store holds
+    const metrics = await (
+      await fetch(`${stack.origin}/metrics`, { headers: { authorization: 'Bearer key-a' } })
+    ).text();
+    expect(metrics).toMatch(/^toolproof_responses_item_references_total\{outcome="resolved"\} 1$/m);
+    expect(metrics).toMatch(/^toolproof_responses_item_references_total\{outcome="missing"\} 1$/m);
+    const bytes = Number(/^toolproof_responses_store_bytes (\d+)$/m.exec(metrics)?.[1]);
+    expect(bytes).toBeGreaterThan(first.output.map((o) => JSON.stringify(o)).join('').length);
   });
 });
 

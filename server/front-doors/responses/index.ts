@@ -17,6 +17,7 @@ import {
   type TranslatorContext,
 } from '../../../protocol/responses/stream.js';
 import type { OutputItem, ResponsesRequest } from '../../../protocol/responses/types.js';
+import type { AppState } from '../../app-state.js';
 import type { ChatCall } from '../../chat/context.js';
 import { startTranslatedCall } from '../../chat/start.js';
 import { openAIErrorBody } from '../chat/errors.js';
@@ -57,10 +58,16 @@ async function notServed(request: FastifyRequest): Promise<never> {
  * item_reference -> the item kept under `scope`. Bounded per request by the body limit: a few KB
  * of references to one large item would otherwise expand into gigabytes of prompt.
  */
-function resolver(store: ResponsesItemStore, scope: string, limitBytes: number): ItemLookup {
+function resolver(
+  store: ResponsesItemStore,
+  scope: string,
+  limitBytes: number,
+  counted: AppState['metrics']['responsesItemReferences'],
+): ItemLookup {
   let total = 0;
   return (id) => {
     const found = store.lookup(scope, id);
+    counted.labels(found ? 'resolved' : 'missing').inc();
     if (!found) return undefined;
     total += found.bytes;
     if (total > limitBytes)
@@ -87,7 +94,9 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
     const store = state.responsesStore;
     // Scoped to the key that presented it: another key's reference does not resolve.
     const scope = request.tpKey?.key ?? '';
-    const lookup = store ? resolver(store, scope, state.config.bodyLimitBytes) : undefined;
+    const lookup = store
+      ? resolver(store, scope, state.config.bodyLimitBytes, state.metrics.responsesItemReferences)
+      : undefined;
     const { call, translated, droppedHeader } = startTranslatedCall(
       request,
       reply,
