@@ -5,6 +5,7 @@
  * end-of-stream chunks pass through the hooks after it, so the chain behaves exactly like the
  * non-streamed composition.
  */
+import { joined } from '../protocol/append-all.js';
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from '../protocol/openai.js';
 import type { ModelSettings } from '../protocol/settings.js';
 import { materializeLight } from './light-delta.js';
@@ -53,14 +54,14 @@ export function runRequestPolicies<E extends EffectShape>(
 ): RequestPhase<E> {
   let request = original;
   const memos = new Map<string, unknown>();
-  // Grown by concat, which sizes the array to its elements: the phase (and its effects) lives as
-  // long as the request, and an array grown by push() reserves 17 slots (~150 bytes) for 1-2.
+  // Sized to its elements (joined: push() reserves 17 slots, ~150 bytes, for 1-2): the phase
+  // (and its effects) lives as long as the request.
   let effects: E[] = [];
   let needsResponse = false;
   for (const policy of policies) {
     if (!policy.onRequest) continue;
     const decision = policy.onRequest(request, ctx, original);
-    if (decision.effects.length > 0) effects = effects.concat(decision.effects);
+    if (decision.effects.length > 0) effects = joined(effects, decision.effects);
     if (decision.action === 'reject') return { request, memos, effects, error: decision.error };
     request = decision.request;
     if (decision.memo !== undefined) memos.set(policy.name, decision.memo);

@@ -3,6 +3,7 @@
  * (Policy.describeEffect, an EffectRecord); this applies those records, knowing counters and
  * trace fields but no policy.
  */
+import { joined } from '../../protocol/append-all.js';
 import { describeEffect, type PolicyEffect, unaskedChoicesEffect } from '../../policies/registry.js';
 import type { EffectTallyName } from '../../policies/types.js';
 import type { Metrics } from '../metrics.js';
@@ -24,10 +25,10 @@ export function recordPolicyEffects(call: ChatCall, deps: ChatDeps, effects: rea
   const model = call.route.name;
   const m = deps.metrics;
   const t = call.trace;
-  // concat sizes the array to its elements (push() onto [] reserves 17 slots): the trace lives
-  // as long as the request, an open stream included.
+  // An array sized to its elements (joined: not push, not concat): the trace lives as long as
+  // the request, an open stream included.
   if (effects.length > 0) {
-    t.effects = t.effects.concat(effects);
+    t.effects = joined(t.effects, effects);
     call.span?.effects(effects, t.attempts);
     if (call.capture) captureEffects(call, effects);
   }
