@@ -112,33 +112,40 @@ describe("the trace's effects", () => {
   });
 });
 
+/** V8's %HaveSameMap: do two objects share one hidden class? */
+function sameMap(a: unknown, b: unknown): boolean {
+  setFlagsFromString('--allow-natives-syntax');
+  return (new Function('a', 'b', 'return %HaveSameMap(a, b)') as (a: unknown, b: unknown) => boolean)(a, b);
+}
+
+/** The last two of 30,000 calls of `text` prepared in turn (V8 has optimized the path by then). */
+function lastTwoPrepared(text: string): ChatCall[] {
+  const { call: first, deps } = setup(JSON.parse(text) as ChatCompletionRequest, undefined);
+  const seen: ChatCall[] = [];
+  for (let i = 0; i < 30_000; i++) {
+    const call = new ChatCall(
+      'req',
+      JSON.parse(text) as ChatCompletionRequest,
+      undefined,
+      first.route,
+      first.policies,
+      first.signal,
+      newTrace(),
+      {},
+      false,
+    );
+    prepareRequest(call, deps);
+    if (i >= 29_998) seen.push(call);
+  }
+  return seen;
+}
+
 describe("the request phase's hidden class", () => {
   it('stays one for every request once the request path runs hot (optimized)', () => {
     // An object spread in optimized code gave each copy a hidden class of its own (its map and
     // descriptors, ~200 bytes kept per open stream, and megamorphic access everywhere after).
-    setFlagsFromString('--allow-natives-syntax');
-    const sameMap = new Function('a', 'b', 'return %HaveSameMap(a, b)') as (
-      a: unknown,
-      b: unknown,
-    ) => boolean;
     const text = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'q' }], tools: [weather] });
-    const { call: first, deps } = setup(JSON.parse(text) as ChatCompletionRequest, undefined);
-    const seen: ChatCall[] = [];
-    for (let i = 0; i < 30_000; i++) {
-      const call = new ChatCall(
-        'req',
-        JSON.parse(text) as ChatCompletionRequest,
-        undefined,
-        first.route,
-        first.policies,
-        first.signal,
-        newTrace(),
-        {},
-        false,
-      );
-      prepareRequest(call, deps);
-      if (i >= 29_998) seen.push(call);
-    }
+    const seen = lastTwoPrepared(text);
     expect(seen[1]?.phase.forcedRequired).toBe(true);
     expect(sameMap(seen[0]?.phase, seen[1]?.phase)).toBe(true);
     // The forced request (force-tool-use's copy of the client's) too: each open stream keeps it.
@@ -150,34 +157,13 @@ describe("the request phase's hidden class", () => {
     // upstream-request added stream_options to the forced copy with a spread: each streamed
     // request went upstream with a hidden class of its own, and every read of it (its
     // serialization, tracing's attributes) missed its inline caches (~1.5 µs for five settings).
-    setFlagsFromString('--allow-natives-syntax');
-    const sameMap = new Function('a', 'b', 'return %HaveSameMap(a, b)') as (
-      a: unknown,
-      b: unknown,
-    ) => boolean;
     const text = JSON.stringify({
       model: 'm',
       messages: [{ role: 'user', content: 'q' }],
       tools: [weather],
       stream: true,
     });
-    const { call: first, deps } = setup(JSON.parse(text) as ChatCompletionRequest, undefined);
-    const seen: ChatCall[] = [];
-    for (let i = 0; i < 30_000; i++) {
-      const call = new ChatCall(
-        'req',
-        JSON.parse(text) as ChatCompletionRequest,
-        undefined,
-        first.route,
-        first.policies,
-        first.signal,
-        newTrace(),
-        {},
-        false,
-      );
-      prepareRequest(call, deps);
-      if (i >= 29_998) seen.push(call);
-    }
+    const seen = lastTwoPrepared(text);
     const [a, b] = [seen[0]!.phase.request, seen[1]!.phase.request];
     expect(b.tool_choice).toBe('required');
     expect(b.stream_options).toEqual({ include_usage: true });
