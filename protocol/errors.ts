@@ -43,6 +43,8 @@ export const ERROR_CATALOGUE = {
     status: 404,
     type: 'invalid_request_error',
     message: 'The model does not exist.',
+    // OpenAI's own code for it: what its clients (and the openai SDK's `err.code`) test.
+    wireCode: 'model_not_found',
   },
   TP_ERR_BODY_TOO_LARGE: {
     status: 413,

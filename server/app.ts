@@ -357,7 +357,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   for (const door of FRONT_DOORS) await registerFrontDoor(app, state, door);
   registerRelayRoutes(app, state);
-  registerModelRoutes(app, state, FRONT_DOORS);
+  await registerModelRoutes(app, state, FRONT_DOORS);
   registerOpsRoutes(app, state);
   registerInspectRoutes(app, state);
   // Last: the catch-all for every route toolproof does not own.
