@@ -27,7 +27,7 @@ import type { AdmissionHooks } from './admission.js';
 import type { AppState } from './app-state.js';
 import { isInspectorRoute, isOpenRoute } from './auth.js';
 import type { ApiKeyEntry } from './config-keys.js';
-import { KeyLimits, keyRing, OPEN_KEY } from './keys.js';
+import { type KeyEnd, KeyLimits, keyRing, OPEN_KEY } from './keys.js';
 import type { ChatCall } from './chat/context.js';
 import { harnessOf } from './chat/harness-summary.js';
 import { callUsage } from './chat/pipeline.js';
@@ -72,8 +72,8 @@ declare module 'fastify' {
     tpSpan?: RequestSpan<ChatCall>;
     /** The client key the request presented (server/keys.ts); undefined when none is needed. */
     tpKey?: ApiKeyEntry;
-    /** Ends the request's count against its key's concurrency cap. */
-    tpKeyRelease?: () => void;
+    /** Ends the request's count against its key's limits (server/keys.ts countAgainstKey). */
+    tpKeyEnd?: KeyEnd;
     /** The request's capture record (capture on, front doors only; docs/inspect.md). */
     tpCapture?: RecordWriter;
   }
@@ -225,7 +225,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.decorateRequest('tpStart', 0);
   app.decorateRequest('tpSpan', undefined);
   app.decorateRequest('tpKey', undefined);
-  app.decorateRequest('tpKeyRelease', undefined);
+  app.decorateRequest('tpKeyEnd', undefined);
   app.decorateRequest('tpCapture', undefined);
   app.decorateReply('abortWithError', function (this: FastifyReply, err: ToolproofError) {
     return endStreamWith(this.raw, (e) => this.request.tpAbort?.abort(e), err, chatErrorEvent);
@@ -338,19 +338,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
         );
         return;
       }
+      // Its limits are counted where the request goes upstream (countAgainstKey), not here: the
+      // model list, count_tokens, the inspector and refused requests do not use them up.
       request.tpKey = entry;
-      if (isInspectorRoute(request.routeOptions.url)) {
-        done();
-        return;
-      }
-      try {
-        request.tpKeyRelease = state.keyLimits.admit(entry, (reason) =>
-          metrics.keyRefusals.labels(entry.name, reason).inc(),
-        );
-      } catch (err) {
-        done(err as Error);
-        return;
-      }
     }
     done();
   });
@@ -434,7 +424,10 @@ function onResponseClose(
   finished: boolean,
 ): void {
   owner.state.openStreams.delete(res);
-  request.tpKeyRelease?.();
+  // Nothing sent upstream (a request policy's 400, the client gone before the first attempt):
+  // the request is given back to its key's minute.
+  const call = request.tp?.call;
+  request.tpKeyEnd?.(call === undefined || call.trace.attempts > 0);
   // Ended: the last byte was handed to the socket; not: the client or the socket went away first.
   const ended = finished || res.writableFinished;
   if (!ended) request.tpAbort?.abort(clientClosed());

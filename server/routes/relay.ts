@@ -11,7 +11,7 @@ import { readText, readUpstreamBytes } from '../chat/attempt.js';
 import type { AppState } from '../app-state.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
 import { chatErrorEvent } from '../front-doors/chat/errors.js';
-import { allowsModel, forbiddenModel } from '../keys.js';
+import { allowsModel, countAgainstKey, forbiddenModel } from '../keys.js';
 import { priorityOf } from '../priority.js';
 import { resolveRoute } from '../routing.js';
 import { SSE_DONE } from '../sse.js';
@@ -32,6 +32,7 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
         throw forbiddenModel(key, String(body.model ?? ''));
       }
       const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
+      countAgainstKey(request, state.keyLimits, state.metrics);
       const controller = new RequestAbort();
       request.tpAbort = controller;
       request.tp = {
