@@ -88,8 +88,13 @@ declare module 'fastify' {
 const INSPECTOR_UNAUTHORIZED =
   'Missing or invalid API key. In a browser, give the key as the password of the sign-in prompt (any user name); from a script, send it as "Authorization: Bearer <key>".';
 
-/** Which front door a request came through (a label on the request metrics and the log line). */
-export type Api = FrontDoorApi | 'passthrough' | 'ops';
+/**
+ * Which door a request came through (a label on the request metrics and the log line): a front
+ * door; `passthrough`, relayed to the upstream as it is (/v1/completions, /v1/embeddings, any
+ * route toolproof does not own); or one toolproof answers itself: `models` (GET /v1/models and
+ * /v1/models/{id}), `inspect` (the inspector), `ops` (health, metrics, docs).
+ */
+export type Api = FrontDoorApi | 'passthrough' | 'models' | 'inspect' | 'ops';
 
 export interface BuildOptions {
   metrics?: Metrics;
@@ -460,6 +465,8 @@ const FRONT_DOOR_APIS = new Set<string>(FRONT_DOORS.map((door) => door.api));
 function apiOf(matched: string | undefined): Api {
   if (matched && (OPS_ROUTES.has(matched) || matched === '/docs' || matched.startsWith('/docs/')))
     return 'ops';
+  if (matched === '/v1/models' || matched === '/v1/models/*') return 'models';
+  if (isInspectorRoute(matched)) return 'inspect';
   return 'passthrough';
 }
 
@@ -503,13 +510,22 @@ function logRequest(
   const api = tp?.api ?? routeOptions.config?.api ?? labels.api;
   const seconds = (performance.now() - request.tpStart) / 1000;
   // The model the client asked for (JSON front doors); a request rejected before its handler
-  // ran has no tp, and is labelled by that name like any other (a junk name is "other").
-  const askedFor = (request.body as { model?: unknown } | null | undefined)?.model;
+  // ran has no tp, and is labelled by that name like any other (a junk name is "other", a body
+  // without one "none"). A request refused before its body was read (a 401, the shutdown's 503,
+  // malformed JSON) names no model anyone read: "", as a route without a model.
+  const body = request.body as { model?: unknown } | null | undefined;
+  const askedFor = body?.model;
   const asked = typeof askedFor === 'string' ? askedFor : undefined;
   const frontDoor = FRONT_DOOR_APIS.has(api);
   const model =
     tp?.model ??
-    (asked !== undefined || frontDoor ? modelLabel(state.config, asked ?? '', state.modelLabels) : '');
+    (asked !== undefined
+      ? modelLabel(state.config, asked, state.modelLabels)
+      : !frontDoor || body === undefined || body === null
+        ? ''
+        : askedFor === undefined
+          ? 'none'
+          : 'other');
   // A name the upstream answered with success is a real model: its own label from now on.
   if (
     finished &&

@@ -132,11 +132,11 @@ export function resolveRoute(
 
 /**
  * The metric label of a requested model name: a name the YAML maps is its own label; any other
- * name is the labels' to judge; no name at all is "unknown".
+ * name is the labels' to judge ("other" until it has one); no name at all is "none".
  */
 export function modelLabel(config: Config, name: string, labels: LabelSource): string {
   if (name && Object.hasOwn(config.models, name)) return name;
-  return name ? labels.label(name.slice(0, 128)) : 'unknown';
+  return name ? labels.label(name.slice(0, 128)) : 'none';
 }
 
 function resolveUncached(
