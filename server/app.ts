@@ -66,7 +66,15 @@ declare module 'fastify' {
     tpError?: ToolproofError;
     /** Aborts the upstream request when the client goes away before the response ended. */
     tpAbort?: RequestAbort;
-    tp?: { model: string; upstream: string; stream: boolean; call?: ChatCall; api?: ChatCall['api'] };
+    tp?: {
+      model: string;
+      upstream: string;
+      stream: boolean;
+      call?: ChatCall;
+      api?: ChatCall['api'];
+      /** What the upstream reported of a relayed request (/v1/completions, /v1/embeddings). */
+      usage?: Usage;
+    };
     tpStart: number;
     /** The request's server span (tracing on, server/tracing/). */
     tpSpan?: RequestSpan<ChatCall>;
@@ -550,7 +558,9 @@ function logRequest(
   }
   const cache = call ? recordPromptCache(call, callUsage(call), state.metrics) : undefined;
   const keyName = request.tpKey?.name ?? (keyRing(state.config) ? undefined : OPEN_KEY);
+  // A relayed completion or embedding's tokens count against its key as a front door's do.
   if (keyName !== undefined && call) recordKeyUsage(state, keyName, model, callUsage(call), cache?.cached);
+  else if (keyName !== undefined && tp?.usage) recordKeyUsage(state, keyName, model, tp.usage);
   const err = request.tpError ?? tp?.call?.streamError;
   if (call?.capture) {
     // harnessOf itself: the capture makes the summary only when it has no copy of it (finishCapture).
@@ -577,6 +587,7 @@ function logRequest(
     line.upstream = call?.route.client.label ?? tp.upstream;
     line.stream = tp.stream;
   } else if (asked !== undefined) line.model = asked.slice(0, 256);
+  if (!call && tp?.usage) line.usage = tp.usage;
   if (call) {
     const usage = callUsage(call);
     if (usage) line.usage = usage;

@@ -7,7 +7,9 @@ import type { FastifyInstance } from 'fastify';
 import { ToolproofError } from '../../protocol/errors.js';
 import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
 import { RequestAbort } from '../abort.js';
+import type { Usage } from '../../protocol/openai.js';
 import { readText, readUpstreamBytes } from '../chat/attempt.js';
+import { usageFromRaw } from '../chat/json-driver.js';
 import type { AppState } from '../app-state.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
 import { chatErrorEvent } from '../front-doors/chat/errors.js';
@@ -18,6 +20,20 @@ import { SSE_DONE } from '../sse.js';
 import { untilDrainOrClose } from '../drain.js';
 import { toUpstreamError } from '../upstream.js';
 import { completionBody, embeddingBody } from './schemas.js';
+
+/** The stream's last characters kept: its usage chunk (a few hundred bytes) and [DONE] fit. */
+const USAGE_TAIL = 2048;
+const USAGE_KEY = Buffer.from('"usage"');
+
+/**
+ * A relayed body's usage, as the upstream reported it: vLLM writes it last, llama-server's
+ * embeddings before their data. Bounded: only the 1 KB from the key on is decoded, never the
+ * vectors after it.
+ */
+function usageIn(body: Buffer): Usage | undefined {
+  const key = body.lastIndexOf(USAGE_KEY);
+  return key < 0 ? undefined : usageFromRaw(body.toString('latin1', key, Math.min(body.length, key + 1024)));
+}
 
 export function registerRelayRoutes(app: FastifyInstance, state: AppState): void {
   const relay = (path: '/completions' | '/embeddings', routeLabel: string) =>
@@ -78,6 +94,8 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
       if (!type.toLowerCase().includes('text/event-stream')) {
         // Whole, or a 504 when it stalls and a 502 when it is cut: never a torn body sent as a 200.
         const bytes = await readUpstreamBytes(res, route.client.label);
+        const usage = usageIn(bytes);
+        if (usage) request.tp.usage = usage;
         return reply.code(res.status).type(type).send(bytes);
       }
       reply.hijack();
@@ -90,12 +108,15 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
       try {
         for await (const chunk of res.body) {
           const buf = chunk as Buffer;
-          tail = (tail + buf.toString('latin1')).slice(-32);
+          // The end of the stream: its [DONE], and the usage chunk of stream_options.include_usage.
+          tail = (tail + buf.toString('latin1')).slice(-USAGE_TAIL);
           // A full socket buffer waits for drain, or for close: a client that left never drains.
           if (!reply.raw.write(buf)) await untilDrainOrClose(reply.raw);
           if (reply.raw.destroyed) break;
         }
-        if (!reply.raw.destroyed && !tail.includes('[DONE]')) reply.raw.write(SSE_DONE);
+        if (!reply.raw.destroyed && !tail.slice(-32).includes('[DONE]')) reply.raw.write(SSE_DONE);
+        const usage = usageFromRaw(tail);
+        if (usage) request.tp.usage = usage;
       } catch (err) {
         if (!controller.aborted && !reply.raw.destroyed) {
           const mapped = toUpstreamError(err, route.client.label);

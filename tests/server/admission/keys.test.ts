@@ -29,6 +29,8 @@ const KEYS = {
   flat: 'sk-flat-00000000006',
   gina: 'sk-gina-00000000007',
   ivan: 'sk-ivan-00000000008',
+  judy: 'sk-judy-00000000009',
+  kate: 'sk-kate-00000000010',
 };
 
 beforeAll(async () => {
@@ -50,6 +52,8 @@ beforeAll(async () => {
         { name: 'erin', key: KEYS.erin, concurrency: 1 },
         { name: 'gina', key: KEYS.gina, models: ['qwen*'], requestsPerMinute: 2 },
         { name: 'ivan', key: KEYS.ivan, requestsPerMinute: 1 },
+        { name: 'judy', key: KEYS.judy, tokensPerMinute: 30 },
+        { name: 'kate', key: KEYS.kate, tokensPerMinute: 30 },
       ],
     },
   );
@@ -212,6 +216,38 @@ describe('rate limits', () => {
       else expect(body.error).toMatchObject({ type: 'rate_limit_error', code: 'TP_ERR_RATE_LIMITED' });
     }
     expect(await metrics()).toMatch(/toolproof_key_refusals_total\{key="carol",reason="tokens"\} 3/);
+  });
+
+  it("completions' and embeddings' tokens count against the key as a front door's do", async () => {
+    const judy = new OpenAI({ baseURL: `${origin}/v1`, apiKey: KEYS.judy, maxRetries: 0 });
+    const done = await judy.completions.create({ model: 'qwen-coder', prompt: 'word '.repeat(100) });
+    expect(done.usage!.prompt_tokens).toBeGreaterThan(30);
+    await new Promise((r) => setTimeout(r, 20));
+    const text = await metrics();
+    expect(value(text, 'toolproof_key_tokens_total{key="judy",model="qwen-coder",kind="prompt"}')).toBe(
+      done.usage!.prompt_tokens,
+    );
+    const over = await judy.embeddings.create({ model: 'qwen-coder', input: 'hi' }).catch((e: unknown) => e);
+    expect(over).toBeInstanceOf(OpenAI.RateLimitError);
+    // Streamed, with the usage chunk stream_options asks for.
+    const kate = new OpenAI({ baseURL: `${origin}/v1`, apiKey: KEYS.kate, maxRetries: 0 });
+    const stream = await kate.completions.create({
+      model: 'qwen-coder',
+      prompt: 'word '.repeat(100),
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let prompt = 0;
+    for await (const chunk of stream) prompt = chunk.usage?.prompt_tokens ?? prompt;
+    expect(prompt).toBeGreaterThan(30);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(
+      value(await metrics(), 'toolproof_key_tokens_total{key="kate",model="qwen-coder",kind="prompt"}'),
+    ).toBe(prompt);
+    const after = await kate.completions
+      .create({ model: 'qwen-coder', prompt: 'hi' })
+      .catch((e: unknown) => e);
+    expect(after).toBeInstanceOf(OpenAI.RateLimitError);
   });
 
   it('a key over its requests per minute gets 429', async () => {
