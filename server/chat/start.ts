@@ -53,7 +53,7 @@ export function startChatCall(
     state.metrics.keyRefusals.labels(key.name, 'model').inc();
     throw forbiddenModel(key, String(body.model ?? ''));
   }
-  let route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
+  let route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels, key);
   // A prompt beyond the model's window goes to its long-context model (before any byte is sent).
   let longContext: { from: string; to: string; reason: string } | undefined;
   const window = windowOf(route);

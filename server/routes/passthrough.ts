@@ -142,7 +142,7 @@ function pickTarget(state: AppState, request: FastifyRequest): Target {
     throw forbiddenModel(key, model);
   }
   if (typeof model === 'string' && model) {
-    const route = resolveRoute(state.config, state.upstreams, model, state.modelLabels);
+    const route = resolveRoute(state.config, state.upstreams, model, state.modelLabels, key);
     // A renamed model is renamed here too, as on the chat route.
     const body = route.upstreamModel && raw ? Buffer.from(renamed(raw, route.upstreamModel)) : raw;
     return { client: route.client, model: route.name, body };

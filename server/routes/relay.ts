@@ -47,7 +47,7 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
         state.metrics.keyRefusals.labels(key.name, 'model').inc();
         throw forbiddenModel(key, String(body.model ?? ''));
       }
-      const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
+      const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels, key);
       countAgainstKey(request, state.keyLimits, state.metrics);
       const controller = new RequestAbort();
       request.tpAbort = controller;

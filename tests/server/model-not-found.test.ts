@@ -190,3 +190,30 @@ describe('a name the upstream does not serve (its own 404)', () => {
     });
   });
 });
+
+describe("a key's allow-list", () => {
+  it('the 404 names only the models the key may see, as /v1/models lists them', async () => {
+    const key = 'sk-bob-000000000001';
+    const keyed = await startProxy(
+      {},
+      {
+        models: { 'qwen-a': { upstream: up.url }, 'secret-b': { upstream: up.url } },
+        keys: [{ name: 'bob', key, models: ['qwen*'] }],
+      },
+    );
+    try {
+      const client = new OpenAI({ baseURL: `${keyed.origin}/v1`, apiKey: key, maxRetries: 0 });
+      const err = (await caught(
+        client.chat.completions.create({ model: 'qwen-nope', messages: [{ role: 'user', content: 'hi' }] }),
+      )) as InstanceType<typeof OpenAI.NotFoundError>;
+      expect(err).toBeInstanceOf(OpenAI.NotFoundError);
+      expect(err.code).toBe('model_not_found');
+      expect(err.message).toContain('qwen-a');
+      expect(err.message).not.toContain('secret-b');
+      const listed = (await client.models.list()).data.map((m) => m.id);
+      expect(listed).not.toContain('secret-b');
+    } finally {
+      await keyed.close();
+    }
+  });
+});
