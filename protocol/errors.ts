@@ -32,6 +32,8 @@ export const ERROR_CATALOGUE = {
     status: 401,
     type: 'authentication_error',
     message: 'Missing or invalid API key. Send it as "Authorization: Bearer <key>".',
+    // OpenAI's code for a key it does not accept.
+    wireCode: 'invalid_api_key',
   },
   TP_ERR_MODEL_FORBIDDEN: {
     status: 403,

@@ -5,7 +5,8 @@
  * Responses, completions, embeddings, the pass-through and GET /v1/models/{id}; Anthropic's
  * `{"type":"error","error":{"type":"not_found_error",...}}` (404, @anthropic-ai/sdk's
  * NotFoundError) on Messages, count_tokens and an Anthropic client's models.retrieve. toolproof's
- * own code (TP_ERR_MODEL_NOT_FOUND) stays on the log line.
+ * own code (TP_ERR_MODEL_NOT_FOUND) stays on the log line. A key it does not accept is OpenAI's
+ * `invalid_api_key`, and Anthropic's authentication_error for Anthropic's clients.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
@@ -191,8 +192,8 @@ describe('a name the upstream does not serve (its own 404)', () => {
   });
 });
 
-describe("a key's allow-list", () => {
-  it('the 404 names only the models the key may see, as /v1/models lists them', async () => {
+describe('keys', () => {
+  it('the 404 names only the models the key may see, as /v1/models lists them; a wrong key is invalid_api_key', async () => {
     const key = 'sk-bob-000000000001';
     const keyed = await startProxy(
       {},
@@ -212,6 +213,18 @@ describe("a key's allow-list", () => {
       expect(err.message).not.toContain('secret-b');
       const listed = (await client.models.list()).data.map((m) => m.id);
       expect(listed).not.toContain('secret-b');
+      // A key it does not accept: OpenAI's invalid_api_key; Anthropic's shape for its clients,
+      // on the model list too.
+      const wrong = new OpenAI({ baseURL: `${keyed.origin}/v1`, apiKey: 'sk-wrong-0000001', maxRetries: 0 });
+      const refused = (await caught(wrong.models.list())) as InstanceType<typeof OpenAI.AuthenticationError>;
+      expect(refused).toBeInstanceOf(OpenAI.AuthenticationError);
+      expect(refused.code).toBe('invalid_api_key');
+      const claude = new Anthropic({ baseURL: keyed.origin, apiKey: 'sk-wrong-0000001', maxRetries: 0 });
+      const denied = (await caught(claude.models.retrieve('qwen-a'))) as InstanceType<
+        typeof Anthropic.AuthenticationError
+      >;
+      expect(denied).toBeInstanceOf(Anthropic.AuthenticationError);
+      expect(denied.error).toMatchObject({ type: 'error', error: { type: 'authentication_error' } });
     } finally {
       await keyed.close();
     }
