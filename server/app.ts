@@ -524,12 +524,13 @@ function logRequest(
   const body = request.body as { model?: unknown } | null | undefined;
   const askedFor = body?.model;
   const asked = typeof askedFor === 'string' ? askedFor : undefined;
-  const frontDoor = FRONT_DOOR_APIS.has(api);
+  // A route whose JSON body names its model: the front doors, /v1/completions, /v1/embeddings.
+  const modelRoute = FRONT_DOOR_APIS.has(api) || ANSWERING_ROUTES.has(matched);
   const model =
     tp?.model ??
     (asked !== undefined
       ? modelLabel(state.config, asked, state.modelLabels)
-      : !frontDoor || body === undefined || body === null
+      : !modelRoute || body === undefined || body === null
         ? ''
         : askedFor === undefined
           ? 'none'

@@ -188,9 +188,19 @@ describe('requests refused before their body was read, and routes toolproof answ
       body: '{"model": "x", ',
     });
     expect(bad.status).toBe(400);
+    // A relayed route names its model as a front door does: a body without one is "none".
+    const noModel = await fetch(`${origin}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` },
+      body: JSON.stringify({ prompt: 'no model' }),
+    });
+    expect(noModel.status).toBe(400);
     const metrics = await metricsOf(origin);
     expect(metrics).toMatch(
       /^toolproof_requests_total\{model="",route="chat\/completions",status="401",api="chat"\} 2$/m,
+    );
+    expect(metrics).toMatch(
+      /^toolproof_requests_total\{model="none",route="completions",status="400",api="passthrough"\} 1$/m,
     );
     expect(metrics).toMatch(
       /^toolproof_requests_total\{model="",route="messages",status="400",api="messages"\} 1$/m,
