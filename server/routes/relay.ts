@@ -66,27 +66,39 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
       // Tracing on: the upstream's span nests under toolproof's server span.
       request.tpSpan?.inject(headers);
       const started = performance.now();
-      const res = await route.client.request({
-        method: 'POST',
-        path,
-        body: payload ?? JSON.stringify(body),
-        headers,
-        signal: controller,
-        // The upstream's slots are shared with chat: the same admission queue and classes.
-        admission: {
-          cls: priorityOf({
-            headers: request.headers,
-            model: typeof body.model === 'string' ? body.model : '',
-            ...(route.priority ? { route: route.priority } : {}),
-            ...(key?.priority ? { key: key.priority } : {}),
-          }),
-          queued: () => {},
-        },
-      });
+      // Its failures are counted as a chat attempt's are (toolproof_upstream_errors_total).
+      const failed = (kind: string) =>
+        state.metrics.upstreamErrors.labels(route.name, route.client.label, kind).inc();
+      const res = await route.client
+        .request({
+          method: 'POST',
+          path,
+          body: payload ?? JSON.stringify(body),
+          headers,
+          signal: controller,
+          // The upstream's slots are shared with chat: the same admission queue and classes.
+          admission: {
+            cls: priorityOf({
+              headers: request.headers,
+              model: typeof body.model === 'string' ? body.model : '',
+              ...(route.priority ? { route: route.priority } : {}),
+              ...(key?.priority ? { key: key.priority } : {}),
+            }),
+            queued: () => {},
+          },
+        })
+        .catch((err: unknown) => {
+          // The client leaving, or toolproof's own admission queue refusing, is no upstream failure.
+          const code = (err as ToolproofError).code;
+          if (!controller.aborted && code !== 'TP_ERR_QUEUE_FULL' && code !== 'TP_ERR_QUEUE_TIMEOUT')
+            failed(code === 'TP_ERR_UPSTREAM_TIMEOUT' ? 'timeout' : 'unreachable');
+          throw err;
+        });
       state.metrics.hot
         .upstreamDuration(route.name, routeLabel, route.client.label)
         .observe((performance.now() - started) / 1000);
       if (res.status >= 400) {
+        failed(res.status >= 500 ? 'status_5xx' : 'status_4xx');
         const text = await readText(res);
         throw fromUpstreamError(res.status, parseUpstreamBody(text), route.client.label, res.headers);
       }
@@ -119,6 +131,7 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
         if (usage) request.tp.usage = usage;
       } catch (err) {
         if (!controller.aborted && !reply.raw.destroyed) {
+          failed('mid_stream');
           const mapped = toUpstreamError(err, route.client.label);
           const e =
             mapped instanceof ToolproofError
