@@ -173,6 +173,15 @@ describe('a name the upstream does not serve (its own 404)', () => {
       message: expect.stringContaining('nope-7b'),
       upstream: expect.anything(),
     });
+    const streamed = (await caught(
+      client.chat.completions.create({
+        model: 'nope-7b',
+        messages: [{ role: 'user', content: 'hi' }],
+        stream: true,
+      }),
+    )) as InstanceType<typeof OpenAI.NotFoundError>;
+    expect(streamed).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(streamed.code).toBe('model_not_found');
   });
 
   it("is Anthropic's not_found_error on Messages", async () => {
