@@ -345,6 +345,24 @@ function lineDiff(a, b) {
   );
 }
 
+/**
+ * What an attempt's request is diffed against: the client's request (chat completions), or a
+ * Messages or Responses request as translated to chat completions before toolproof's policies
+ * (diffed against the client's own body, every line of the attempt would read as added). Null:
+ * no base (a body cut at capture); the request is shown whole.
+ */
+function diffBaseText(base, r) {
+  if (!base) return r.clientRequest.body.text;
+  return base.against === null ? null : base.text;
+}
+
+function sentSummary(base) {
+  if (base?.against === 'translated')
+    return "request sent, diffed against the client's request translated to chat completions (before toolproof's rewrites)";
+  if (base?.against === null) return `request sent (not diffed: ${base.note ?? 'no base'})`;
+  return "request sent, diffed against the client's request";
+}
+
 async function copy(text, button) {
   try {
     await navigator.clipboard.writeText(text);
@@ -469,6 +487,7 @@ async function showRequest(id) {
         ),
     el('h2', {}, 'Upstream attempts'),
     r.upstreamAttempts.map((a, i) => {
+      const base = diffBaseText(v.diffBase, r);
       const btn = el(
         'button',
         { type: 'button', class: 'curl', onclick: (e) => copy(v.curl[i], e.target) },
@@ -496,9 +515,11 @@ async function showRequest(id) {
           : null,
         el(
           'details',
-          { open: i === 0 && r.upstreamAttempts.length > 0 },
-          el('summary', {}, 'request sent, diffed against the client request'),
-          lineDiff(pretty(r.clientRequest.body.text), pretty(a.request.text)),
+          { open: i === 0 && r.upstreamAttempts.length > 0, class: 'sent' },
+          el('summary', {}, sentSummary(v.diffBase)),
+          base === null
+            ? el('pre', {}, pretty(a.request.text))
+            : lineDiff(pretty(base), pretty(a.request.text)),
         ),
         el(
           'details',

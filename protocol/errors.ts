@@ -32,6 +32,8 @@ export const ERROR_CATALOGUE = {
     status: 401,
     type: 'authentication_error',
     message: 'Missing or invalid API key. Send it as "Authorization: Bearer <key>".',
+    // OpenAI's code for a key it does not accept.
+    wireCode: 'invalid_api_key',
   },
   TP_ERR_MODEL_FORBIDDEN: {
     status: 403,
@@ -43,6 +45,8 @@ export const ERROR_CATALOGUE = {
     status: 404,
     type: 'invalid_request_error',
     message: 'The model does not exist.',
+    // OpenAI's own code for it: what its clients (and the openai SDK's `err.code`) test.
+    wireCode: 'model_not_found',
   },
   TP_ERR_BODY_TOO_LARGE: {
     status: 413,

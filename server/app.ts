@@ -27,7 +27,7 @@ import type { AdmissionHooks } from './admission.js';
 import type { AppState } from './app-state.js';
 import { isInspectorRoute, isOpenRoute } from './auth.js';
 import type { ApiKeyEntry } from './config-keys.js';
-import { KeyLimits, keyRing, OPEN_KEY } from './keys.js';
+import { type KeyEnd, KeyLimits, keyRing, OPEN_KEY } from './keys.js';
 import type { ChatCall } from './chat/context.js';
 import { harnessOf } from './chat/harness-summary.js';
 import { callUsage } from './chat/pipeline.js';
@@ -66,14 +66,22 @@ declare module 'fastify' {
     tpError?: ToolproofError;
     /** Aborts the upstream request when the client goes away before the response ended. */
     tpAbort?: RequestAbort;
-    tp?: { model: string; upstream: string; stream: boolean; call?: ChatCall; api?: ChatCall['api'] };
+    tp?: {
+      model: string;
+      upstream: string;
+      stream: boolean;
+      call?: ChatCall;
+      api?: ChatCall['api'];
+      /** What the upstream reported of a relayed request (/v1/completions, /v1/embeddings). */
+      usage?: Usage;
+    };
     tpStart: number;
     /** The request's server span (tracing on, server/tracing/). */
     tpSpan?: RequestSpan<ChatCall>;
     /** The client key the request presented (server/keys.ts); undefined when none is needed. */
     tpKey?: ApiKeyEntry;
-    /** Ends the request's count against its key's concurrency cap. */
-    tpKeyRelease?: () => void;
+    /** Ends the request's count against its key's limits (server/keys.ts countAgainstKey). */
+    tpKeyEnd?: KeyEnd;
     /** The request's capture record (capture on, front doors only; docs/inspect.md). */
     tpCapture?: RecordWriter;
   }
@@ -88,8 +96,13 @@ declare module 'fastify' {
 const INSPECTOR_UNAUTHORIZED =
   'Missing or invalid API key. In a browser, give the key as the password of the sign-in prompt (any user name); from a script, send it as "Authorization: Bearer <key>".';
 
-/** Which front door a request came through (a label on the request metrics and the log line). */
-export type Api = FrontDoorApi | 'passthrough' | 'ops';
+/**
+ * Which door a request came through (a label on the request metrics and the log line): a front
+ * door; `passthrough`, relayed to the upstream as it is (/v1/completions, /v1/embeddings, any
+ * route toolproof does not own); or one toolproof answers itself: `models` (GET /v1/models and
+ * /v1/models/{id}), `inspect` (the inspector), `ops` (health, metrics, docs).
+ */
+export type Api = FrontDoorApi | 'passthrough' | 'models' | 'inspect' | 'ops';
 
 export interface BuildOptions {
   metrics?: Metrics;
@@ -225,7 +238,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.decorateRequest('tpStart', 0);
   app.decorateRequest('tpSpan', undefined);
   app.decorateRequest('tpKey', undefined);
-  app.decorateRequest('tpKeyRelease', undefined);
+  app.decorateRequest('tpKeyEnd', undefined);
   app.decorateRequest('tpCapture', undefined);
   app.decorateReply('abortWithError', function (this: FastifyReply, err: ToolproofError) {
     return endStreamWith(this.raw, (e) => this.request.tpAbort?.abort(e), err, chatErrorEvent);
@@ -338,26 +351,16 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
         );
         return;
       }
+      // Its limits are counted where the request goes upstream (countAgainstKey), not here: the
+      // model list, count_tokens, the inspector and refused requests do not use them up.
       request.tpKey = entry;
-      if (isInspectorRoute(request.routeOptions.url)) {
-        done();
-        return;
-      }
-      try {
-        request.tpKeyRelease = state.keyLimits.admit(entry, (reason) =>
-          metrics.keyRefusals.labels(entry.name, reason).inc(),
-        );
-      } catch (err) {
-        done(err as Error);
-        return;
-      }
     }
     done();
   });
 
   for (const door of FRONT_DOORS) await registerFrontDoor(app, state, door);
   registerRelayRoutes(app, state);
-  registerModelRoutes(app, state, FRONT_DOORS);
+  await registerModelRoutes(app, state, FRONT_DOORS);
   registerOpsRoutes(app, state);
   registerInspectRoutes(app, state);
   // Last: the catch-all for every route toolproof does not own.
@@ -434,7 +437,10 @@ function onResponseClose(
   finished: boolean,
 ): void {
   owner.state.openStreams.delete(res);
-  request.tpKeyRelease?.();
+  // Nothing sent upstream (a request policy's 400, the client gone before the first attempt):
+  // the request is given back to its key's minute.
+  const call = request.tp?.call;
+  request.tpKeyEnd?.(call === undefined || call.trace.attempts > 0);
   // Ended: the last byte was handed to the socket; not: the client or the socket went away first.
   const ended = finished || res.writableFinished;
   if (!ended) request.tpAbort?.abort(clientClosed());
@@ -467,6 +473,8 @@ const FRONT_DOOR_APIS = new Set<string>(FRONT_DOORS.map((door) => door.api));
 function apiOf(matched: string | undefined): Api {
   if (matched && (OPS_ROUTES.has(matched) || matched === '/docs' || matched.startsWith('/docs/')))
     return 'ops';
+  if (matched === '/v1/models' || matched === '/v1/models/*') return 'models';
+  if (isInspectorRoute(matched)) return 'inspect';
   return 'passthrough';
 }
 
@@ -510,13 +518,23 @@ function logRequest(
   const api = tp?.api ?? routeOptions.config?.api ?? labels.api;
   const seconds = (performance.now() - request.tpStart) / 1000;
   // The model the client asked for (JSON front doors); a request rejected before its handler
-  // ran has no tp, and is labelled by that name like any other (a junk name is "other").
-  const askedFor = (request.body as { model?: unknown } | null | undefined)?.model;
+  // ran has no tp, and is labelled by that name like any other (a junk name is "other", a body
+  // without one "none"). A request refused before its body was read (a 401, the shutdown's 503,
+  // malformed JSON) names no model anyone read: "", as a route without a model.
+  const body = request.body as { model?: unknown } | null | undefined;
+  const askedFor = body?.model;
   const asked = typeof askedFor === 'string' ? askedFor : undefined;
-  const frontDoor = FRONT_DOOR_APIS.has(api);
+  // A route whose JSON body names its model: the front doors, /v1/completions, /v1/embeddings.
+  const modelRoute = FRONT_DOOR_APIS.has(api) || ANSWERING_ROUTES.has(matched);
   const model =
     tp?.model ??
-    (asked !== undefined || frontDoor ? modelLabel(state.config, asked ?? '', state.modelLabels) : '');
+    (asked !== undefined
+      ? modelLabel(state.config, asked, state.modelLabels)
+      : !modelRoute || body === undefined || body === null
+        ? ''
+        : askedFor === undefined
+          ? 'none'
+          : 'other');
   // A name the upstream answered with success is a real model: its own label from now on.
   if (
     finished &&
@@ -541,7 +559,9 @@ function logRequest(
   }
   const cache = call ? recordPromptCache(call, callUsage(call), state.metrics) : undefined;
   const keyName = request.tpKey?.name ?? (keyRing(state.config) ? undefined : OPEN_KEY);
+  // A relayed completion or embedding's tokens count against its key as a front door's do.
   if (keyName !== undefined && call) recordKeyUsage(state, keyName, model, callUsage(call), cache?.cached);
+  else if (keyName !== undefined && tp?.usage) recordKeyUsage(state, keyName, model, tp.usage);
   const err = request.tpError ?? tp?.call?.streamError;
   if (call?.capture) {
     // harnessOf itself: the capture makes the summary only when it has no copy of it (finishCapture).
@@ -568,6 +588,7 @@ function logRequest(
     line.upstream = call?.route.client.label ?? tp.upstream;
     line.stream = tp.stream;
   } else if (asked !== undefined) line.model = asked.slice(0, 256);
+  if (!call && tp?.usage) line.usage = tp.usage;
   if (call) {
     const usage = callUsage(call);
     if (usage) line.usage = usage;

@@ -10,9 +10,9 @@ import type { ProtectableOp } from './config.js';
  * same route as "/v1/chat/completions" and so need the same key. Unmatched requests need one.
  */
 /**
- * The inspector's routes (docs/inspect.md): behind the keys, but not counted against a key's
- * request rate or concurrency, which bound use of the model. The page polls every second or two:
- * counted, an open inspector spent a key's minute and its agent got 429s.
+ * The inspector's routes (docs/inspect.md): behind the keys, which they also take as a Basic
+ * password. Like every route toolproof answers itself, not counted against a key's limits (the
+ * page polls every second or two: counted, an open inspector spent a key's minute).
  */
 export function isInspectorRoute(routeUrl: string | undefined): boolean {
   return routeUrl === '/inspect' || routeUrl?.startsWith('/inspect/') === true;

@@ -121,6 +121,9 @@ function setRetryAfter(reply: FastifyReply, err: ToolproofError): void {
   if (retryAfter !== undefined) reply.header('retry-after', retryAfter);
 }
 
+/** An upstream's 404 about the model (vLLM's "The model `x` does not exist.", "model 'x' not found"). */
+const NO_SUCH_MODEL = /\bmodel\b[^\n]{0,200}?\b(?:does not exist|not found)\b/i;
+
 /**
  * An upstream's error, relayed with its status and message in the OpenAI shape; its own
  * body is kept under error.upstream for clients that need backend-specific details, and its
@@ -142,6 +145,15 @@ export function fromUpstreamError(
       message: openAIOverflowMessage(overflow),
       detail: { kind: 'context-overflow', overflow, upstream: body },
     });
+  const message = upstreamErrorMessage(body, `The upstream ${label} returned HTTP ${status}.`);
+  // The upstream does not serve the name (vLLM: "The model `x` does not exist."): OpenAI's
+  // model_not_found, as for a name toolproof itself does not know, its body kept beside it.
+  if (status === 404 && NO_SUCH_MODEL.test(message.slice(0, 300)))
+    return new ToolproofError('TP_ERR_MODEL_NOT_FOUND', {
+      param: 'model',
+      message,
+      detail: { kind: 'upstream', upstream: body },
+    });
   // `"error": null` is an object to typeof: reading its fields threw (toolproof's own 500).
   const nested = body && typeof body === 'object' ? (body as Record<string, unknown>).error : undefined;
   const inner =
@@ -156,7 +168,7 @@ export function fromUpstreamError(
     status: status >= 400 && status <= 599 ? status : 502,
     type,
     param,
-    message: upstreamErrorMessage(body, `The upstream ${label} returned HTTP ${status}.`),
+    message,
     detail: { kind: 'upstream', upstream: body, ...(retryAfter === undefined ? {} : { retryAfter }) },
   });
 }
@@ -254,7 +266,8 @@ export function normalizeError(err: unknown): ToolproofError {
  * shape, `toBody`): every thrown value answered once, toolproof's own bugs logged and counted.
  */
 export function errorHandler(
-  toBody: (err: ToolproofError) => unknown,
+  /** The error's body; `request` says whose (a route several APIs share answers each in its own). */
+  toBody: (err: ToolproofError, request: FastifyRequest) => unknown,
   /** toolproof's own bug answered as a 500 (counted by the caller's metrics). */
   onInternalError?: (model: string) => void,
 ): (err: unknown, request: FastifyRequest, reply: FastifyReply) => void {
@@ -266,7 +279,7 @@ export function errorHandler(
     }
     request.tpError = tpErr;
     setRetryAfter(reply, tpErr);
-    void reply.code(tpErr.status).type('application/json; charset=utf-8').send(toBody(tpErr));
+    void reply.code(tpErr.status).type('application/json; charset=utf-8').send(toBody(tpErr, request));
   };
 }
 

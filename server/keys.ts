@@ -13,6 +13,7 @@ import { globMatch } from '../protocol/glob.js';
 import { ToolproofError } from '../protocol/errors.js';
 import type { ApiKeyEntry } from './config-keys.js';
 import type { Config } from './config.js';
+import type { Metrics } from './metrics.js';
 
 const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
 
@@ -91,6 +92,12 @@ class MinuteWindow {
   private readonly counts = new Float64Array(60);
   private readonly seconds = new Float64Array(60).fill(-1);
 
+  /** Takes back `n` counted in second `sec`, if that second is still in the window. */
+  remove(n: number, sec: number): void {
+    const i = sec % 60;
+    if (this.seconds[i] === sec) this.counts[i] = Math.max(0, this.counts[i]! - n);
+  }
+
   add(n: number, nowSec: number): void {
     const i = nowSec % 60;
     if (this.seconds[i] !== nowSec) {
@@ -128,6 +135,9 @@ interface KeyState {
 
 export type KeyRefusal = 'requests' | 'tokens' | 'concurrency';
 
+/** Ends a request admitted against its key's limits; `sent`: whether any of it went upstream. */
+export type KeyEnd = (sent: boolean) => void;
+
 /**
  * Each key's counters in this process: requests and tokens in the last minute, requests in
  * flight. Keyed by name, so a reload that changes a key's limits keeps what it already used.
@@ -147,9 +157,10 @@ export class KeyLimits {
 
   /**
    * Admits one request of `entry` or throws TP_ERR_RATE_LIMITED (429, Retry-After); `refused`
-   * is told why first. Returns the function that ends it (call once, when its response closes).
+   * is told why first. Returns the function that ends it (call once, when its response closes):
+   * `sent` false gives the request back to the minute (nothing of it reached the upstream).
    */
-  admit(entry: ApiKeyEntry, refused?: (reason: KeyRefusal) => void): () => void {
+  admit(entry: ApiKeyEntry, refused?: (reason: KeyRefusal) => void): KeyEnd {
     const s = this.of(entry.name);
     const nowSec = Math.floor(this.now() / 1000);
     const refuse = (reason: KeyRefusal, seconds: number, what: string): never => {
@@ -176,10 +187,11 @@ export class KeyLimits {
     s.requests.add(1, nowSec);
     s.inflight++;
     let done = false;
-    return () => {
+    return (sent) => {
       if (done) return;
       done = true;
       s.inflight--;
+      if (!sent) s.requests.remove(1, nowSec);
     };
   }
 
@@ -187,4 +199,18 @@ export class KeyLimits {
   addTokens(name: string, tokens: number): void {
     if (tokens > 0) this.of(name).tokens.add(tokens, Math.floor(this.now() / 1000));
   }
+}
+
+/**
+ * Counts the request against its key's limits (requests and tokens per minute, concurrency), or
+ * throws the 429. Called where a request is about to go upstream for its model to process: a
+ * front door's call once its model is known and its body valid, /v1/completions and
+ * /v1/embeddings, a pass-through request that is not a read (docs/operations.md, "What counts").
+ * Never for what toolproof answers itself (the model list, count_tokens, the inspector) nor for a
+ * request refused before (401, 403, 404, the client's own 400). Once per request.
+ */
+export function countAgainstKey(request: FastifyRequest, limits: KeyLimits, metrics: Metrics): void {
+  const entry = request.tpKey;
+  if (entry === undefined || request.tpKeyEnd !== undefined) return;
+  request.tpKeyEnd = limits.admit(entry, (reason) => metrics.keyRefusals.labels(entry.name, reason).inc());
 }

@@ -38,7 +38,7 @@ const METRICS = {
   requests: {
     type: 'counter',
     name: 'toolproof_requests_total',
-    help: 'Client requests handled, by model, route, HTTP status and front door (api: chat, responses, messages, passthrough, ops).',
+    help: 'Client requests handled, by model, route, HTTP status and front door (api: chat, responses, messages, passthrough, models, inspect, ops).',
     labels: 'model route status api',
   },
   requestDuration: {

@@ -7,7 +7,9 @@ import { ToolproofError } from '../protocol/errors.js';
 import { globMatch } from '../protocol/glob.js';
 import { ownString } from '../protocol/own-string.js';
 import type { PriorityClass } from './admission.js';
+import type { ApiKeyEntry } from './config-keys.js';
 import type { Config } from './config.js';
+import { allowsModel } from './keys.js';
 import type { ModelSettings } from '../protocol/settings.js';
 import type { UpstreamClient, Upstreams } from './upstream.js';
 
@@ -116,6 +118,8 @@ export function resolveRoute(
   upstreams: Upstreams,
   model: unknown,
   labels: LabelSource,
+  /** The asking key: a 404 lists only the models its allow-list lets it see, as /v1/models does. */
+  key?: ApiKeyEntry,
 ): ResolvedRoute {
   const name = typeof model === 'string' ? model : '';
   // Per configuration: a reload's routes replace the cached ones.
@@ -125,18 +129,18 @@ export function resolveRoute(
   const cache = held.routes;
   const known = cache.get(name);
   if (known !== undefined) return known;
-  const route = resolveUncached(config, upstreams, name, labels);
+  const route = resolveUncached(config, upstreams, name, labels, key);
   if (route.name === name || route.alias) cache.set(name, route);
   return route;
 }
 
 /**
  * The metric label of a requested model name: a name the YAML maps is its own label; any other
- * name is the labels' to judge; no name at all is "unknown".
+ * name is the labels' to judge ("other" until it has one); no name at all is "none".
  */
 export function modelLabel(config: Config, name: string, labels: LabelSource): string {
   if (name && Object.hasOwn(config.models, name)) return name;
-  return name ? labels.label(name.slice(0, 128)) : 'unknown';
+  return name ? labels.label(name.slice(0, 128)) : 'none';
 }
 
 function resolveUncached(
@@ -144,6 +148,7 @@ function resolveUncached(
   upstreams: Upstreams,
   name: string,
   labels: LabelSource,
+  key: ApiKeyEntry | undefined,
 ): ResolvedRoute {
   // Own keys only: "constructor" or "__proto__" must not find Object.prototype's members.
   const mapped = name && Object.hasOwn(config.models, name) ? config.models[name] : undefined;
@@ -173,8 +178,9 @@ function resolveUncached(
       client: upstreams.for(config.defaultUpstream),
     };
   }
+  const names = Object.keys(config.models).filter((m) => allowsModel(key, m));
   throw new ToolproofError('TP_ERR_MODEL_NOT_FOUND', {
     param: 'model',
-    message: `The model "${name}" does not exist. Configured models: ${Object.keys(config.models).join(', ') || '(none)'}.`,
+    message: `The model "${name}" does not exist. Configured models: ${names.join(', ') || '(none)'}.`,
   });
 }

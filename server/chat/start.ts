@@ -12,7 +12,7 @@ import { affinityKey } from '../affinity.js';
 import { beginCapture } from '../capture/recorder.js';
 import type { AppState } from '../app-state.js';
 import { reportDroppedTools } from '../dropped-tools.js';
-import { allowsModel, forbiddenModel } from '../keys.js';
+import { allowsModel, countAgainstKey, forbiddenModel } from '../keys.js';
 import { priorityOf } from '../priority.js';
 import { windowOf, promptTokenEstimate } from '../context-window.js';
 import { mappedRoute, resolveRoute } from '../routing.js';
@@ -53,7 +53,7 @@ export function startChatCall(
     state.metrics.keyRefusals.labels(key.name, 'model').inc();
     throw forbiddenModel(key, String(body.model ?? ''));
   }
-  let route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
+  let route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels, key);
   // A prompt beyond the model's window goes to its long-context model (before any byte is sent).
   let longContext: { from: string; to: string; reason: string } | undefined;
   const window = windowOf(route);
@@ -69,6 +69,8 @@ export function startChatCall(
       route = long;
     }
   }
+  // Known model, valid body: from here the request uses its key's limits (429 when over).
+  countAgainstKey(request, state.keyLimits, state.metrics);
   // app.ts's close listener aborts it when the client goes away: no GPU time for nobody.
   const controller = new RequestAbort();
   request.tpAbort = controller;

@@ -15,6 +15,7 @@ import { type RequestView, type SessionSummary, turnsOf } from '../capture/query
 import type { CaptureRecord, CaptureSummary, Outcome } from '../capture/ring.js';
 import { errorHandler } from '../error-handler.js';
 import { openAIErrorBody } from '../front-doors/chat/errors.js';
+import { type DiffBase, diffBaseOf } from './inspect-diff.js';
 
 const OUTCOMES: Outcome[] = ['clean', 'leak_recovered', 'final_answer', 'retried', 'failed', 'in_flight'];
 
@@ -83,7 +84,10 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
       });
 
   /** One request whole, if this reader may see it; a 404 otherwise. */
-  const oneRequest = async (id: string, request: FastifyRequest): Promise<RequestView> => {
+  const oneRequest = async (
+    id: string,
+    request: FastifyRequest,
+  ): Promise<RequestView & { diffBase: DiffBase }> => {
     const owner = ownerOf(request);
     const got = await ask({ op: 'get', id, ...(owner === undefined ? {} : { owner }) });
     const view = (got.parts as Array<RequestView | null>).find((p) => p !== null);
@@ -91,7 +95,8 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
       throw new ToolproofError('TP_ERR_NOT_FOUND', {
         message: `No captured request ${JSON.stringify(id.slice(0, 200))} (never seen, or dropped from the ring).`,
       });
-    return view;
+    // What the page diffs each attempt's request against (a Messages or Responses request, translated).
+    return { ...view, diffBase: diffBaseOf(view.record, state) };
   };
 
   void app.register(async (scope) => {
@@ -177,7 +182,7 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
         schema: {
           tags: ['inspect'],
           summary:
-            'One request whole: the client request (no credentials), every upstream attempt, the decisions, what the client received, and read-back views.',
+            "One request whole: the client request (no credentials), every upstream attempt, the decisions, what the client received, read-back views, and diffBase: what each attempt's request is diffed against (the client's request, or a Messages or Responses request translated to chat completions before toolproof's policies).",
           security: [{ bearer: [] }],
           params: {
             type: 'object',

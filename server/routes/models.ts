@@ -2,6 +2,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ToolproofError } from '../../protocol/errors.js';
 import type { AppState } from '../app-state.js';
 import { readText } from '../chat/attempt.js';
+import { errorHandler } from '../error-handler.js';
+import { openAIErrorBody } from '../front-doors/chat/errors.js';
 import { allowsModel } from '../keys.js';
 import { redactForLog } from '../log-redact.js';
 import type { FrontDoor, ModelEntry } from '../front-doors/types.js';
@@ -108,11 +110,29 @@ async function listModels(
   return { list, created, incomplete: results.some((r) => r.status === 'rejected') };
 }
 
-export function registerModelRoutes(
+export async function registerModelRoutes(
   app: FastifyInstance,
   state: AppState,
-  /** A door with its own page answers the requests it claims (Anthropic's clients). */
-  doors: readonly Pick<FrontDoor, 'models'>[],
+  /** A door with its own page answers the requests it claims (Anthropic's clients), errors too. */
+  doors: readonly Pick<FrontDoor, 'models' | 'errorBody'>[],
+): Promise<void> {
+  const claiming = (request: FastifyRequest) => doors.find((door) => door.models?.claims(request));
+  await app.register(async (scope) => {
+    // An Anthropic client's 404 (an unknown id) or 401 in Anthropic's shape, as its SDK parses it.
+    scope.setErrorHandler(
+      errorHandler(
+        (err, request) => (claiming(request) ?? { errorBody: openAIErrorBody }).errorBody(err),
+        (model) => state.metrics.internalErrors.labels(model).inc(),
+      ),
+    );
+    routes(scope, state, claiming);
+  });
+}
+
+function routes(
+  app: FastifyInstance,
+  state: AppState,
+  claiming: (request: FastifyRequest) => Pick<FrontDoor, 'models'> | undefined,
 ): void {
   app.get(
     '/v1/models',
@@ -124,8 +144,7 @@ export function registerModelRoutes(
     },
     async (request) => {
       const { list, created } = await listModels(state, request);
-      for (const door of doors) if (door.models?.claims(request)) return door.models.page(list, created);
-      return { object: 'list', data: list };
+      return claiming(request)?.models?.page(list, created) ?? { object: 'list', data: list };
     },
   );
   // The SDKs' models.retrieve. Answered from the same list, not passed through: vLLM and
@@ -153,8 +172,7 @@ export function registerModelRoutes(
           param: 'model',
           message: `The model "${id}" does not exist here: GET /v1/models lists the models served.`,
         });
-      for (const door of doors) if (door.models?.claims(request)) return door.models.model(found, created);
-      return found;
+      return claiming(request)?.models?.model(found, created) ?? found;
     },
   );
 }

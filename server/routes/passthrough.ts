@@ -14,11 +14,13 @@ import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
 import { RequestAbort } from '../abort.js';
 import type { AppState } from '../app-state.js';
 import type { UpstreamTarget } from '../config.js';
-import { allowsModel, forbiddenModel } from '../keys.js';
+import { allowsModel, countAgainstKey, forbiddenModel } from '../keys.js';
 import { resolveRoute } from '../routing.js';
 import type { UpstreamClient } from '../upstream.js';
 
 const METHODS: Dispatcher.HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+/** Methods that only read: not counted against a key's limits. */
+const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /** RFC 9110 §9.2.2: the methods a request can be repeated with. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
 
@@ -140,7 +142,7 @@ function pickTarget(state: AppState, request: FastifyRequest): Target {
     throw forbiddenModel(key, model);
   }
   if (typeof model === 'string' && model) {
-    const route = resolveRoute(state.config, state.upstreams, model, state.modelLabels);
+    const route = resolveRoute(state.config, state.upstreams, model, state.modelLabels, key);
     // A renamed model is renamed here too, as on the chat route.
     const body = route.upstreamModel && raw ? Buffer.from(renamed(raw, route.upstreamModel)) : raw;
     return { client: route.client, model: route.name, body };
@@ -223,6 +225,8 @@ function responseHeaders(
 async function relay(state: AppState, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const { path, fromOrigin } = upstreamPathFor(request.url);
   const target = pickTarget(state, request);
+  // What the upstream runs (rerank, score, audio, ...) uses the key's limits; a read does not.
+  if (!READS.has(request.method)) countAgainstKey(request, state.keyLimits, state.metrics);
   const controller = new RequestAbort();
   request.tpAbort = controller;
   request.tp = { model: target.model, upstream: target.client.label, stream: false, api: 'passthrough' };

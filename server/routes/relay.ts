@@ -7,17 +7,33 @@ import type { FastifyInstance } from 'fastify';
 import { ToolproofError } from '../../protocol/errors.js';
 import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
 import { RequestAbort } from '../abort.js';
+import type { Usage } from '../../protocol/openai.js';
 import { readText, readUpstreamBytes } from '../chat/attempt.js';
+import { usageFromRaw } from '../chat/json-driver.js';
 import type { AppState } from '../app-state.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
 import { chatErrorEvent } from '../front-doors/chat/errors.js';
-import { allowsModel, forbiddenModel } from '../keys.js';
+import { allowsModel, countAgainstKey, forbiddenModel } from '../keys.js';
 import { priorityOf } from '../priority.js';
 import { resolveRoute } from '../routing.js';
 import { SSE_DONE } from '../sse.js';
 import { untilDrainOrClose } from '../drain.js';
 import { toUpstreamError } from '../upstream.js';
 import { completionBody, embeddingBody } from './schemas.js';
+
+/** The stream's last characters kept: its usage chunk (a few hundred bytes) and [DONE] fit. */
+const USAGE_TAIL = 2048;
+const USAGE_KEY = Buffer.from('"usage"');
+
+/**
+ * A relayed body's usage, as the upstream reported it: vLLM writes it last, llama-server's
+ * embeddings before their data. Bounded: only the 1 KB from the key on is decoded, never the
+ * vectors after it.
+ */
+function usageIn(body: Buffer): Usage | undefined {
+  const key = body.lastIndexOf(USAGE_KEY);
+  return key < 0 ? undefined : usageFromRaw(body.toString('latin1', key, Math.min(body.length, key + 1024)));
+}
 
 export function registerRelayRoutes(app: FastifyInstance, state: AppState): void {
   const relay = (path: '/completions' | '/embeddings', routeLabel: string) =>
@@ -31,7 +47,8 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
         state.metrics.keyRefusals.labels(key.name, 'model').inc();
         throw forbiddenModel(key, String(body.model ?? ''));
       }
-      const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
+      const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels, key);
+      countAgainstKey(request, state.keyLimits, state.metrics);
       const controller = new RequestAbort();
       request.tpAbort = controller;
       request.tp = {
@@ -49,27 +66,39 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
       // Tracing on: the upstream's span nests under toolproof's server span.
       request.tpSpan?.inject(headers);
       const started = performance.now();
-      const res = await route.client.request({
-        method: 'POST',
-        path,
-        body: payload ?? JSON.stringify(body),
-        headers,
-        signal: controller,
-        // The upstream's slots are shared with chat: the same admission queue and classes.
-        admission: {
-          cls: priorityOf({
-            headers: request.headers,
-            model: typeof body.model === 'string' ? body.model : '',
-            ...(route.priority ? { route: route.priority } : {}),
-            ...(key?.priority ? { key: key.priority } : {}),
-          }),
-          queued: () => {},
-        },
-      });
+      // Its failures are counted as a chat attempt's are (toolproof_upstream_errors_total).
+      const failed = (kind: string) =>
+        state.metrics.upstreamErrors.labels(route.name, route.client.label, kind).inc();
+      const res = await route.client
+        .request({
+          method: 'POST',
+          path,
+          body: payload ?? JSON.stringify(body),
+          headers,
+          signal: controller,
+          // The upstream's slots are shared with chat: the same admission queue and classes.
+          admission: {
+            cls: priorityOf({
+              headers: request.headers,
+              model: typeof body.model === 'string' ? body.model : '',
+              ...(route.priority ? { route: route.priority } : {}),
+              ...(key?.priority ? { key: key.priority } : {}),
+            }),
+            queued: () => {},
+          },
+        })
+        .catch((err: unknown) => {
+          // The client leaving, or toolproof's own admission queue refusing, is no upstream failure.
+          const code = (err as ToolproofError).code;
+          if (!controller.aborted && code !== 'TP_ERR_QUEUE_FULL' && code !== 'TP_ERR_QUEUE_TIMEOUT')
+            failed(code === 'TP_ERR_UPSTREAM_TIMEOUT' ? 'timeout' : 'unreachable');
+          throw err;
+        });
       state.metrics.hot
         .upstreamDuration(route.name, routeLabel, route.client.label)
         .observe((performance.now() - started) / 1000);
       if (res.status >= 400) {
+        failed(res.status >= 500 ? 'status_5xx' : 'status_4xx');
         const text = await readText(res);
         throw fromUpstreamError(res.status, parseUpstreamBody(text), route.client.label, res.headers);
       }
@@ -77,6 +106,8 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
       if (!type.toLowerCase().includes('text/event-stream')) {
         // Whole, or a 504 when it stalls and a 502 when it is cut: never a torn body sent as a 200.
         const bytes = await readUpstreamBytes(res, route.client.label);
+        const usage = usageIn(bytes);
+        if (usage) request.tp.usage = usage;
         return reply.code(res.status).type(type).send(bytes);
       }
       reply.hijack();
@@ -89,14 +120,18 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
       try {
         for await (const chunk of res.body) {
           const buf = chunk as Buffer;
-          tail = (tail + buf.toString('latin1')).slice(-32);
+          // The end of the stream: its [DONE], and the usage chunk of stream_options.include_usage.
+          tail = (tail + buf.toString('latin1')).slice(-USAGE_TAIL);
           // A full socket buffer waits for drain, or for close: a client that left never drains.
           if (!reply.raw.write(buf)) await untilDrainOrClose(reply.raw);
           if (reply.raw.destroyed) break;
         }
-        if (!reply.raw.destroyed && !tail.includes('[DONE]')) reply.raw.write(SSE_DONE);
+        if (!reply.raw.destroyed && !tail.slice(-32).includes('[DONE]')) reply.raw.write(SSE_DONE);
+        const usage = usageFromRaw(tail);
+        if (usage) request.tp.usage = usage;
       } catch (err) {
         if (!controller.aborted && !reply.raw.destroyed) {
+          failed('mid_stream');
           const mapped = toUpstreamError(err, route.client.label);
           const e =
             mapped instanceof ToolproofError

@@ -2,7 +2,9 @@
  * The inspector page end to end in headless Chromium (Debian's /usr/bin/chromium driven by
  * playwright-core; never a downloaded browser): after a leak, a prose answer forced to a final
  * answer, a corrective retry and an upstream failure, the page lists each and shows each whole;
- * a session shows its three turns; model output with HTML and script stays text. Screenshots go
+ * a session shows its three turns; model output with HTML and script stays text; a Messages or
+ * Responses request's attempt is diffed against the client's request translated to chat
+ * completions, so only toolproof's rewrites show as changed. Screenshots go
  * to tests/artifacts/inspect/ (gitignored). Skipped only where Chromium is absent outside CI.
  */
 import { mkdirSync } from 'node:fs';
@@ -70,6 +72,41 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
     ids.hostile = (
       await c.create({ model: 'sim', messages: user }, scenario({ say: HOSTILE })).withResponse()
     ).response.headers.get('x-request-id')!;
+    // The same question through the Messages and Responses doors: their attempts go upstream as
+    // chat completions, diffed against the client's request translated to chat completions.
+    const params = weatherTool.function.parameters;
+    const viaMessages = await fetch(`${stack.origin}/v1/messages`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'anthropic-version': '2023-06-01',
+        'x-request-id': 'messages-1',
+        'x-sim-scenario': JSON.stringify({ say: 'It is sunny in Paris.' }),
+      },
+      body: JSON.stringify({
+        model: 'sim',
+        max_tokens: 200,
+        messages: user,
+        tools: [{ name: 'get_weather', description: 'Current weather for a city', input_schema: params }],
+      }),
+    });
+    expect(viaMessages.status).toBe(200);
+    ids.messages = 'messages-1';
+    const viaResponses = await fetch(`${stack.url}/responses`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-request-id': 'responses-1',
+        'x-sim-scenario': JSON.stringify({ say: 'It is sunny in Paris.' }),
+      },
+      body: JSON.stringify({
+        model: 'sim',
+        input: 'Weather in Paris?',
+        tools: [{ type: 'function', name: 'get_weather', parameters: params }],
+      }),
+    });
+    expect(viaResponses.status).toBe(200);
+    ids.responses = 'responses-1';
     // Three turns of one agent conversation (Claude Code's session header).
     const session = { 'x-claude-code-session-id': 'agent-conversation-7' };
     const messages: Array<Record<string, unknown>> = [
@@ -151,6 +188,40 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
       expect.arrayContaining([expect.stringContaining('do not answer in prose')]),
     );
     await page.screenshot({ path: join(ARTIFACTS, 'retry.png'), fullPage: true });
+  });
+
+  it.each([
+    ['messages', 'Messages'],
+    ['responses', 'Responses'],
+  ])(
+    "a %s request's attempt is diffed against it translated to chat completions: only toolproof's rewrites differ",
+    async (name) => {
+      await page.goto(`${stack.origin}/inspect#/r/${ids[name]}`);
+      const sent = page.locator('section.attempt[data-attempt="1"] details.sent');
+      await sent.locator('.diff').waitFor();
+      expect(await sent.locator('summary').textContent()).toContain('translated to chat completions');
+      const added = (await sent.locator('.diff .add').allTextContents()).join('\n');
+      const removed = await sent.locator('.diff .del').allTextContents();
+      // The rewrites: the forced tool use (tool_choice required, the final_answer tool).
+      expect(added).toContain('"required"');
+      expect(added).toContain('final_answer');
+      // The client's own question and tool are unchanged: not added, nothing of them removed
+      // (at most a closing bracket that a new key after it moved).
+      expect(added).not.toContain('Weather in Paris?');
+      expect(added).not.toContain('get_weather');
+      expect(
+        removed.every((line) => /^-\s*[\]}],?$/.test(line)),
+        removed.join('\n'),
+      ).toBe(true);
+      await page.screenshot({ path: join(ARTIFACTS, `diff-${name}.png`), fullPage: true });
+    },
+  );
+
+  it("a chat request's attempt is diffed against the client's request as it came", async () => {
+    await page.goto(`${stack.origin}/inspect#/r/${ids.final}`);
+    const summary = page.locator('section.attempt[data-attempt="1"] details.sent summary');
+    await summary.waitFor();
+    expect(await summary.textContent()).toBe("request sent, diffed against the client's request");
   });
 
   it("an upstream failure: the failed attempt's error", async () => {

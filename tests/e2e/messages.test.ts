@@ -355,7 +355,7 @@ describe('errors in Anthropic shape', () => {
     expect(ok.type).toBe('message');
     // The OpenAI routes keep their own shape.
     const chat = await fetch(`${stack.origin}/v1/chat/completions`, { method: 'POST', body: '{}' });
-    expect(((await chat.json()) as { error: { code: string } }).error.code).toBe('TP_ERR_UNAUTHORIZED');
+    expect(((await chat.json()) as { error: { code: string } }).error.code).toBe('invalid_api_key');
   });
 
   it('400 invalid_request_error for what chat cannot express and for schema violations', async () => {

@@ -46,7 +46,7 @@ describe('auth whatever the spelling of the URL', () => {
       const before = up.requests.length;
       const res = await rawRequest(proxy.port, httpRequest('POST', target, CHAT_BODY));
       expect(res.status).toBe(401);
-      expect(res.body).toContain('TP_ERR_UNAUTHORIZED');
+      expect(res.body).toContain('"code":"invalid_api_key"');
       expect(up.requests.length).toBe(before);
     });
   }

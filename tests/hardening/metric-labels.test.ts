@@ -4,7 +4,11 @@
  *   name has its own label once the default upstream lists it (its /v1/models, read when /ready
  *   or /v1/models asks) or answered it with success; until then it counts as "other".
  * - Front-door rejections (a validation 400 on chat, Responses, Messages) are counted and logged
- *   under their own front door and the request's model, not api="passthrough" with model="".
+ *   under their own front door and the request's model, not api="passthrough" with model="";
+ *   a body without a model is "none". A request refused before its body was read (a 401,
+ *   malformed JSON) names no model anyone read: model="", never a made-up "unknown".
+ * - Routes toolproof answers itself are not "passthrough": the inspector is api="inspect", the
+ *   model list api="models".
  */
 import type { ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -54,10 +58,12 @@ afterEach(async () => {
   upstream = undefined;
 });
 
-async function start(): Promise<{ origin: string; lines: Array<Record<string, unknown>> }> {
+async function start(
+  env: Record<string, string> = {},
+): Promise<{ origin: string; lines: Array<Record<string, unknown>> }> {
   upstream = await fakeUpstream(handler);
   const { stream, lines } = logCapture();
-  app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: upstream.url }), {
+  app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: upstream.url, ...env }), {
     logger: { level: 'info', stream },
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
@@ -146,7 +152,7 @@ describe('front-door rejections carry their own front door and the model', () =>
       const line = lines.find((l) => l.reqId === reqId && l.msg === 'request');
       const model = (body as { model?: string }).model;
       expect(line, path).toMatchObject({ api, status: 400, ...(model === undefined ? {} : { model }) });
-      const label = model === LISTED ? LISTED : model === undefined ? 'unknown' : 'other';
+      const label = model === LISTED ? LISTED : model === undefined ? 'none' : 'other';
       const metrics = await (await fetch(`${origin}/metrics`)).text();
       expect(metrics, path).toMatch(
         new RegExp(
@@ -157,5 +163,83 @@ describe('front-door rejections carry their own front door and the model', () =>
     }
     const metrics = await (await fetch(`${origin}/metrics`)).text();
     expect(metrics).not.toMatch(/status="400",api="passthrough"/);
+  });
+});
+
+describe('requests refused before their body was read, and routes toolproof answers itself', () => {
+  const KEY = 'sk-labels-000000001';
+  const metricsOf = async (origin: string) =>
+    (await fetch(`${origin}/metrics`, { headers: { authorization: `Bearer ${KEY}` } })).text();
+
+  it('a 401 and malformed JSON are model="" (not "unknown"), on their own front door', async () => {
+    const { origin } = await start({ TOOLPROOF_API_KEYS: KEY });
+    await fetch(`${origin}/ready`);
+    for (const model of [LISTED, 'junk-y']) {
+      const res = await fetch(`${origin}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer wrong-key-000' },
+        body: JSON.stringify(chat(model)),
+      });
+      expect(res.status).toBe(401);
+    }
+    const bad = await fetch(`${origin}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': KEY },
+      body: '{"model": "x", ',
+    });
+    expect(bad.status).toBe(400);
+    // A relayed route names its model as a front door does: a body without one is "none".
+    const noModel = await fetch(`${origin}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` },
+      body: JSON.stringify({ prompt: 'no model' }),
+    });
+    expect(noModel.status).toBe(400);
+    const metrics = await metricsOf(origin);
+    expect(metrics).toMatch(
+      /^toolproof_requests_total\{model="",route="chat\/completions",status="401",api="chat"\} 2$/m,
+    );
+    expect(metrics).toMatch(
+      /^toolproof_requests_total\{model="none",route="completions",status="400",api="passthrough"\} 1$/m,
+    );
+    expect(metrics).toMatch(
+      /^toolproof_requests_total\{model="",route="messages",status="400",api="messages"\} 1$/m,
+    );
+    expect(metrics).not.toContain('model="unknown"');
+  });
+
+  it('the inspector is api="inspect" and the model list api="models", refused or not', async () => {
+    const { origin } = await start({ TOOLPROOF_API_KEYS: KEY });
+    const auth = { authorization: `Bearer ${KEY}` };
+    expect((await fetch(`${origin}/inspect/api/requests`, { headers: auth })).status).toBe(200);
+    expect((await fetch(`${origin}/inspect/api/requests`)).status).toBe(401);
+    expect((await fetch(`${origin}/inspect/api/nothing-here`, { headers: auth })).status).toBe(404);
+    expect((await fetch(`${origin}/v1/models`, { headers: auth })).status).toBe(200);
+    expect((await fetch(`${origin}/v1/models/${encodeURIComponent(LISTED)}`, { headers: auth })).status).toBe(
+      200,
+    );
+    expect((await fetch(`${origin}/v1/models/nope`, { headers: auth })).status).toBe(404);
+    const metrics = await metricsOf(origin);
+    for (const [route, status] of [
+      ['inspect/api/requests', 200],
+      ['inspect/api/requests', 401],
+      ['inspect/*', 404],
+    ] as const)
+      expect(metrics).toMatch(
+        new RegExp(
+          `^toolproof_requests_total\\{model="",route="${route.replace('*', '\\*')}",status="${status}",api="inspect"\\} 1$`,
+          'm',
+        ),
+      );
+    expect(metrics).toMatch(
+      /^toolproof_requests_total\{model="",route="models",status="200",api="models"\} 1$/m,
+    );
+    expect(metrics).toMatch(
+      /^toolproof_requests_total\{model="",route="models\/\*",status="200",api="models"\} 1$/m,
+    );
+    expect(metrics).toMatch(
+      /^toolproof_requests_total\{model="",route="models\/\*",status="404",api="models"\} 1$/m,
+    );
+    expect(metrics).not.toMatch(/api="passthrough"/);
   });
 });

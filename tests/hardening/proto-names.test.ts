@@ -40,7 +40,7 @@ describe('model names that are Object.prototype members', () => {
         const res = await post(yamlOnly.origin, path, name);
         expect(res.status, `${path} ${name}`).toBe(404);
         const body = (await res.json()) as { error: { code: string; message: string } };
-        expect(body.error.code).toBe('TP_ERR_MODEL_NOT_FOUND');
+        expect(body.error.code).toBe('model_not_found');
         expect(body.error.message).toContain(`"${name}"`);
       }
     });

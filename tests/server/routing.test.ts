@@ -28,7 +28,7 @@ describe('resolveRoute', () => {
     expect(b.name).toBe('other');
     expect(resolveRoute(config, upstreams, 'b', labels)).not.toBe(b);
     // No name at all: a fixed label of its own, no slot taken.
-    expect(resolveRoute(config, upstreams, undefined, labels).name).toBe('unknown');
+    expect(resolveRoute(config, upstreams, undefined, labels).name).toBe('none');
   });
 
   it('an unknown model without a default upstream is still a 404 every time', () => {

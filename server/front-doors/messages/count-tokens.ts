@@ -97,7 +97,7 @@ export function registerCountTokens(scope: FastifyInstance, state: AppState): vo
         state.metrics.keyRefusals.labels(key.name, 'model').inc();
         throw forbiddenModel(key, body.model);
       }
-      const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels);
+      const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels, key);
       const {
         chat: translated,
         dropped,

@@ -2,8 +2,9 @@
  * Keys with names and limits over real HTTP: the name on the log line, the trace and the
  * per-key metrics; per-key token counters that equal what the upstream reported over a run of
  * mixed keys; a model allow-list (403 in each API's shape, and absent from /v1/models); request
- * and token limits per minute and a concurrency cap (429 with Retry-After). The flat key list
- * still works, under the name "default".
+ * and token limits per minute and a concurrency cap (429 with Retry-After), which count only
+ * requests that go upstream for the model to process (not the model list, count_tokens, refused
+ * requests). The flat key list still works, under the name "default".
  */
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
@@ -26,6 +27,10 @@ const KEYS = {
   dave: 'sk-dave-00000000004',
   erin: 'sk-erin-00000000005',
   flat: 'sk-flat-00000000006',
+  gina: 'sk-gina-00000000007',
+  ivan: 'sk-ivan-00000000008',
+  judy: 'sk-judy-00000000009',
+  kate: 'sk-kate-00000000010',
 };
 
 beforeAll(async () => {
@@ -34,13 +39,21 @@ beforeAll(async () => {
     { TOOLPROOF_UPSTREAM_URL: sim.url, TOOLPROOF_API_KEYS: KEYS.flat },
     {
       defaults: { forceToolUse: false },
-      models: { 'qwen-coder': { upstream: sim.url }, 'side-small': { upstream: sim.url } },
+      models: {
+        'qwen-coder': { upstream: sim.url },
+        'side-small': { upstream: sim.url },
+        'qwen-strict': { upstream: sim.url, hostedTools: 'reject' },
+      },
       keys: [
         { name: 'alice', key: KEYS.alice },
         { name: 'bob', key: KEYS.bob, models: ['qwen*'] },
         { name: 'carol', key: KEYS.carol, tokensPerMinute: 30 },
         { name: 'dave', key: KEYS.dave, requestsPerMinute: 2 },
         { name: 'erin', key: KEYS.erin, concurrency: 1 },
+        { name: 'gina', key: KEYS.gina, models: ['qwen*'], requestsPerMinute: 2 },
+        { name: 'ivan', key: KEYS.ivan, requestsPerMinute: 1 },
+        { name: 'judy', key: KEYS.judy, tokensPerMinute: 30 },
+        { name: 'kate', key: KEYS.kate, tokensPerMinute: 30 },
       ],
     },
   );
@@ -205,12 +218,100 @@ describe('rate limits', () => {
     expect(await metrics()).toMatch(/toolproof_key_refusals_total\{key="carol",reason="tokens"\} 3/);
   });
 
+  it("completions' and embeddings' tokens count against the key as a front door's do", async () => {
+    const judy = new OpenAI({ baseURL: `${origin}/v1`, apiKey: KEYS.judy, maxRetries: 0 });
+    const done = await judy.completions.create({ model: 'qwen-coder', prompt: 'word '.repeat(100) });
+    expect(done.usage!.prompt_tokens).toBeGreaterThan(30);
+    await new Promise((r) => setTimeout(r, 20));
+    const text = await metrics();
+    expect(value(text, 'toolproof_key_tokens_total{key="judy",model="qwen-coder",kind="prompt"}')).toBe(
+      done.usage!.prompt_tokens,
+    );
+    const over = await judy.embeddings.create({ model: 'qwen-coder', input: 'hi' }).catch((e: unknown) => e);
+    expect(over).toBeInstanceOf(OpenAI.RateLimitError);
+    // Streamed, with the usage chunk stream_options asks for.
+    const kate = new OpenAI({ baseURL: `${origin}/v1`, apiKey: KEYS.kate, maxRetries: 0 });
+    const stream = await kate.completions.create({
+      model: 'qwen-coder',
+      prompt: 'word '.repeat(100),
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let prompt = 0;
+    for await (const chunk of stream) prompt = chunk.usage?.prompt_tokens ?? prompt;
+    expect(prompt).toBeGreaterThan(30);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(
+      value(await metrics(), 'toolproof_key_tokens_total{key="kate",model="qwen-coder",kind="prompt"}'),
+    ).toBe(prompt);
+    const after = await kate.completions
+      .create({ model: 'qwen-coder', prompt: 'hi' })
+      .catch((e: unknown) => e);
+    expect(after).toBeInstanceOf(OpenAI.RateLimitError);
+  });
+
   it('a key over its requests per minute gets 429', async () => {
     expect((await send('chat', KEYS.dave, 'qwen-coder', 'one')).status).toBe(200);
     expect((await send('chat', KEYS.dave, 'qwen-coder', 'two')).status).toBe(200);
     const third = await send('chat', KEYS.dave, 'qwen-coder', 'three');
     expect(third.status).toBe(429);
     expect(Number(third.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  });
+
+  it('requests per minute count what went upstream: not the model list, count_tokens, a 403, a 400', async () => {
+    const get = (path: string) =>
+      fetch(`${origin}${path}`, { headers: { authorization: `Bearer ${KEYS.gina}` } });
+    const count = () =>
+      fetch(`${origin}/v1/messages/count_tokens`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'anthropic-version': '2023-06-01',
+          'x-api-key': KEYS.gina,
+        },
+        body: JSON.stringify({ model: 'qwen-coder', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+    const badBody = () =>
+      fetch(`${origin}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${KEYS.gina}` },
+        body: JSON.stringify({ model: 'qwen-coder', messages: 'not a list' }),
+      });
+    // Refused by a request policy after the model was known (hostedTools: reject): nothing went upstream.
+    const hosted = () =>
+      fetch(`${origin}/v1/responses`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${KEYS.gina}` },
+        body: JSON.stringify({ model: 'qwen-strict', input: 'hi', tools: [{ type: 'web_search' }] }),
+      });
+    for (let i = 0; i < 3; i++) {
+      expect((await get('/v1/models')).status).toBe(200);
+      expect((await get('/v1/models/qwen-coder')).status).toBe(200);
+      expect((await count()).status).toBe(200);
+      expect((await send('chat', KEYS.gina, 'side-small', 'forbidden')).status).toBe(403);
+      expect((await badBody()).status).toBe(400);
+      expect((await hosted()).status).toBe(400);
+    }
+    expect((await send('chat', KEYS.gina, 'qwen-coder', 'one')).status).toBe(200);
+    expect((await send('responses', KEYS.gina, 'qwen-coder', 'two')).status).toBe(200);
+    expect((await send('messages', KEYS.gina, 'qwen-coder', 'three')).status).toBe(429);
+    // Over its limit, the key still lists models and counts tokens.
+    expect((await get('/v1/models')).status).toBe(200);
+    expect((await count()).status).toBe(200);
+    expect(await metrics()).toMatch(/toolproof_key_refusals_total\{key="gina",reason="requests"\} 1$/m);
+  });
+
+  it('a pass-through write counts, a pass-through read does not', async () => {
+    const pass = (method: string, path: string) =>
+      fetch(`${origin}${path}`, {
+        method,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${KEYS.ivan}` },
+        ...(method === 'POST' ? { body: JSON.stringify({ model: 'qwen-coder', prompt: 'hi' }) } : {}),
+      });
+    for (let i = 0; i < 3; i++) await (await pass('GET', '/v1/files/f1')).arrayBuffer();
+    expect((await pass('POST', '/tokenize')).status).not.toBe(429);
+    expect((await pass('POST', '/tokenize')).status).toBe(429);
+    expect((await send('chat', KEYS.ivan, 'qwen-coder', 'over')).status).toBe(429);
   });
 
   it('a key at its concurrency cap gets 429 until its request ends', async () => {
@@ -220,6 +321,9 @@ describe('rate limits', () => {
     await waitFor(() => sim.requests.some((r) => r.rawBody.includes('slow')));
     const second = await send('chat', KEYS.erin, 'qwen-coder', 'second');
     expect(second.status).toBe(429);
+    // Listing models is no request in flight against the cap.
+    const list = await fetch(`${origin}/v1/models`, { headers: { authorization: `Bearer ${KEYS.erin}` } });
+    expect(list.status).toBe(200);
     expect((await slow).status).toBe(200);
     await new Promise((r) => setTimeout(r, 20));
     expect((await send('chat', KEYS.erin, 'qwen-coder', 'third')).status).toBe(200);

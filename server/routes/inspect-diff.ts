@@ -1,0 +1,79 @@
+/**
+ * What the inspector diffs an upstream attempt's request against (docs/inspect.md). Every attempt
+ * goes upstream as chat completions; a chat client's request is in that format already, so it is
+ * the base. A Messages or Responses client's request is not: diffed against its own body, every
+ * line of the attempt read as added. Its base is the client's request as the door translated it
+ * to chat completions, before toolproof's policies: what the diff shows then is what the policies
+ * changed (the forced tool, repaired history, a retry's feedback).
+ *
+ * Translated when the record is read, not when the request ran: the translations are pure
+ * (protocol/), and keeping a second copy of every translated request would cost the capture's
+ * hot path a serialization per request. An item_reference is resolved from the Responses item
+ * store as the request did; one no longer held there (evicted, or served by another worker) is
+ * shown as a placeholder that says so.
+ */
+import { translateRequest as translateMessages } from '../../protocol/anthropic/request.js';
+import type { MessagesRequest } from '../../protocol/anthropic/types.js';
+import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
+import type { ItemLookup } from '../../protocol/responses/items.js';
+import { translateRequest as translateResponses } from '../../protocol/responses/request.js';
+import type { InputItem, ResponsesRequest } from '../../protocol/responses/types.js';
+import type { AppState } from '../app-state.js';
+import type { CaptureRecord } from '../capture/ring.js';
+
+export interface DiffBase {
+  /**
+   * `client`: the client's request as received (chat completions); `translated`: the client's
+   * request translated to chat completions, before toolproof's policies; null: none (see note).
+   */
+  against: 'client' | 'translated' | null;
+  /** The base's JSON text ('' when there is none). */
+  text: string;
+  /** Why there is no base. */
+  note?: string;
+}
+
+/** The Responses item an item_reference named, as the request resolved it (or a placeholder). */
+function itemLookup(state: AppState, keyName: string | undefined): ItemLookup {
+  const entry = keyName === undefined ? undefined : state.config.keys.find((k) => k.name === keyName);
+  const scope = entry?.key ?? '';
+  return (id) =>
+    state.responsesStore?.lookup(scope, id)?.item ??
+    ({
+      type: 'message',
+      role: 'assistant',
+      content: [
+        {
+          type: 'output_text',
+          text: `[item_reference ${id}: no longer in this process's item store, so not shown here]`,
+        },
+      ],
+    } as unknown as InputItem);
+}
+
+export function diffBaseOf(record: CaptureRecord, state: AppState): DiffBase {
+  const body = record.clientRequest.body;
+  if (record.api !== 'messages' && record.api !== 'responses') return { against: 'client', text: body.text };
+  if (body.cut > 0)
+    return {
+      against: null,
+      text: '',
+      note: `the client's request was cut at capture (${body.cut} characters left out), so it cannot be translated`,
+    };
+  try {
+    const bytes = Buffer.from(body.text, 'utf8');
+    const parsed = JSON.parse(body.text) as unknown;
+    keepSourceText(parsed, bytes);
+    const chat =
+      record.api === 'messages'
+        ? translateMessages(parsed as MessagesRequest).chat
+        : translateResponses(parsed as ResponsesRequest, itemLookup(state, record.key)).chat;
+    return { against: 'translated', text: stringifyJson(chat, parsed) };
+  } catch (err) {
+    return {
+      against: null,
+      text: '',
+      note: `the client's request does not translate now: ${(err as Error).message.slice(0, 300)}`,
+    };
+  }
+}

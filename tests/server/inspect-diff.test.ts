@@ -1,0 +1,71 @@
+/**
+ * What the inspector diffs an attempt's request against (server/routes/inspect-diff.ts): a chat
+ * request as it came; a Messages or Responses request translated to chat completions (the door's
+ * own translation, before toolproof's policies); no base when the captured body was cut; an
+ * item_reference no longer held shown as a placeholder that says so, never a failure.
+ */
+import { describe, expect, it } from 'vitest';
+import type { AppState } from '../../server/app-state.js';
+import type { CaptureRecord } from '../../server/capture/ring.js';
+import { diffBaseOf } from '../../server/routes/inspect-diff.js';
+
+const state = { config: { keys: [] }, responsesStore: undefined } as unknown as AppState;
+const record = (api: string, body: unknown, cut = 0) =>
+  ({
+    api,
+    clientRequest: {
+      headers: {},
+      body: { text: typeof body === 'string' ? body : JSON.stringify(body), cut },
+    },
+  }) as unknown as CaptureRecord;
+
+describe('the inspector diff base', () => {
+  it('a chat request is its own base', () => {
+    const text = '{"model":"m","messages":[{"role":"user","content":"hi"}]}';
+    expect(diffBaseOf(record('chat', text), state)).toEqual({ against: 'client', text });
+  });
+
+  it('a Messages request is translated to chat completions', () => {
+    const base = diffBaseOf(
+      record('messages', {
+        model: 'm',
+        max_tokens: 10,
+        system: 'Be brief.',
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [{ name: 'get_weather', input_schema: { type: 'object' } }],
+      }),
+      state,
+    );
+    expect(base.against).toBe('translated');
+    expect(JSON.parse(base.text)).toMatchObject({
+      model: 'm',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'hi' },
+      ],
+      tools: [{ type: 'function', function: { name: 'get_weather' } }],
+    });
+  });
+
+  it('a Responses request is translated, an item_reference no longer held shown as such', () => {
+    const base = diffBaseOf(
+      record('responses', {
+        model: 'm',
+        input: [
+          { type: 'message', role: 'user', content: 'hi' },
+          { type: 'item_reference', id: 'msg_gone' },
+          { type: 'message', role: 'user', content: 'and?' },
+        ],
+      }),
+      state,
+    );
+    expect(base.against).toBe('translated');
+    expect(base.text).toContain('item_reference msg_gone: no longer');
+    expect(JSON.parse(base.text).messages.at(-1)).toEqual({ role: 'user', content: 'and?' });
+  });
+
+  it('a body cut at capture has no base, and says why', () => {
+    const base = diffBaseOf(record('messages', '{"model":"m","messages":[{"role":"us', 5000), state);
+    expect(base).toMatchObject({ against: null, text: '', note: expect.stringContaining('cut at capture') });
+  });
+});
