@@ -20,6 +20,13 @@
  * internals, each package), and the frames of tracing (server/tracing/, @opentelemetry/) by
  * inclusive time: figures that hold steadier on a loaded machine than a burst's CPU time.
  *
+ * Processes of their own per side also show what the judged A/B's one process a variant cannot
+ * say apart from luck: `--plain=NAME:K=V[;...]` adds untraced sides and `--variant=NAME:...;...`
+ * traced ones (a variant named before* runs --before's build), so `--sides=off,on,offB,onB
+ * --plain=offB: --variant=onB:` runs two processes of each; with `--cpu-prof`, `--funcs=off,offB:on,onB`
+ * lists the frames outside tracing whose self time rose in every traced process over every
+ * untraced one (`--analyze=DIR --funcs=...` reads a kept run again).
+ *
  *   npx tsx bench/tracing-ab.ts [--sides=off,on,ratio] [--cases=short,long,agent] [--requests=2000]
  *     [--rounds=6] [--c=32] [--before=DIR] [--env=K=V+K=V] [--cpu-prof] [--server=build|tsx]
  */
@@ -118,11 +125,22 @@ async function main(): Promise<void> {
         }
       : {}),
   };
-  // --variant=NAME:K=V+K=V: one more tracing side, all sampled, with those OTEL_* settings.
-  const variant = args.get('variant');
-  if (variant) {
+  // --variant=NAME:K=V+K=V[;NAME2:...]: one more tracing side, all sampled, with those OTEL_* settings.
+  for (const variant of (args.get('variant') || '').split(';').filter(Boolean)) {
     const [name, kvs = ''] = variant.split(':');
     const env: Record<string, string> = { ...otlp, ...extra };
+    for (const kv of kvs.split('+').filter(Boolean)) {
+      const i = kv.indexOf('=');
+      env[kv.slice(0, i)] = kv.slice(i + 1);
+    }
+    // A variant named before* runs --before's build.
+    kinds[name!] = { env, args: name!.startsWith('before') && kinds.before ? kinds.before.args : serverArgs };
+  }
+  // --plain=NAME:K=V+K=V[;NAME2:...]: one more side without tracing, with those settings (NODE_OPTIONS
+  // included: e.g. a preload that exercises a part of node in an untraced process).
+  for (const plain of (args.get('plain') || '').split(';').filter(Boolean)) {
+    const [name, kvs = ''] = plain.split(':');
+    const env: Record<string, string> = { POSTER_URL: `${sink.origin}/v1/traces`, POSTER_ROOT: ROOT };
     for (const kv of kvs.split('+').filter(Boolean)) {
       const i = kv.indexOf('=');
       env[kv.slice(0, i)] = kv.slice(i + 1);
@@ -299,6 +317,7 @@ function summarize(file: string, served: number, windows?: ReadonlyArray<{ from:
   }
   const areas = new Map<string, number>();
   const inclusive = new Map<string, number>();
+  const selfByFrame = new Map<string, number>();
   // Tracing's share: every sample with a tracing frame on its stack (its callees included:
   // node's http client under the exporter, the GC is not on a stack and is not in it).
   let tracingUs = 0;
@@ -318,12 +337,20 @@ function summarize(file: string, served: number, windows?: ReadonlyArray<{ from:
       inclusive.set(key, (inclusive.get(key) ?? 0) + us);
     }
     if (any) tracingUs += us;
+    else {
+      // Self time of samples with no tracing frame on their stack (a native that tracing calls,
+      // performance.now or randomFillSync, is tracing's).
+      const own = frameKey(f);
+      selfByFrame.set(own, (selfByFrame.get(own) ?? 0) + us);
+    }
   }
   const per = (us: number) => us / served;
   return {
     areas: new Map([...areas].map(([a, us]) => [a, per(us)])),
     tracing: per(tracingUs),
     frames: [...inclusive].sort((a, b) => b[1] - a[1]).map(([k, us]) => [k, per(us)] as const),
+    /** Self time by frame, of the samples without a tracing frame on their stack. */
+    self: new Map([...selfByFrame].map(([k, us]) => [k, per(us)])),
   };
 }
 
@@ -362,6 +389,37 @@ function analyze(profDir: string): void {
   console.log(
     `  ${'stacks with a tracing frame'.padEnd(34)}${sums.map((s) => s.tracing.toFixed(1).padStart(9)).join('')}`,
   );
+  // --funcs=A,B:C,D: the frames outside tracing whose self time is higher in every side of the
+  // second group than in every side of the first (processes of their own: what tracing costs
+  // the code it shares with the untraced server, which a one-process twin cannot show).
+  const funcs = args.get('funcs');
+  if (funcs) {
+    const [low, high] = funcs.split(':').map((g) => g.split(',').map((n) => names.indexOf(n)));
+    if (!low || !high || [...low, ...high].some((i) => i < 0))
+      throw new Error(`--funcs: sides of ${names.join(', ')}`);
+    const keys = new Set(sums.flatMap((x) => [...x.self.keys()]));
+    const rows = [...keys]
+      .filter((k) => !isTracing(k) && !k.includes('server/tracing/') && !k.startsWith('(idle)'))
+      .map((k) => {
+        const lo = low.map((i) => sums[i]!.self.get(k) ?? 0);
+        const hi = high.map((i) => sums[i]!.self.get(k) ?? 0);
+        const mean = (v: number[]) => v.reduce((a, b) => a + b, 0) / v.length;
+        return { k, lo, hi, floor: Math.min(...hi) - Math.max(...lo), diff: mean(hi) - mean(lo) };
+      })
+      .sort((a, b) => b.floor - a.floor);
+    // The other way round, as a reference: with two sides a group, a frame that tracing does not
+    // touch is higher in every side of one group one time in six by chance.
+    const fell = rows.filter((r) => Math.min(...r.lo) - Math.max(...r.hi) > 0);
+    const rose = rows.filter((r) => r.floor > 0);
+    const fmt = (v: number[]) => v.map((x) => x.toFixed(1)).join('/');
+    console.log(
+      `  frames outside tracing higher in every side of ${high.map((i) => names[i]).join(',')} than in every side of ${low.map((i) => names[i]).join(',')} (self µs per request; the least rise first): ${rose.length}, their mean rise ${rose.reduce((t, r) => t + r.diff, 0).toFixed(1)} µs (the other way round: ${fell.length}, ${(-fell.reduce((t, r) => t + r.diff, 0)).toFixed(1)} µs)`,
+    );
+    for (const r of rose.slice(0, Number(args.get('top') || 30)))
+      console.log(
+        `    +${r.floor.toFixed(2).padStart(5)} (mean +${r.diff.toFixed(2)})  ${r.k}  ${fmt(r.lo)} -> ${fmt(r.hi)}`,
+      );
+  }
   names.forEach((n, i) => {
     if (sums[i]!.frames.length === 0) return;
     console.log(`  tracing's frames, inclusive, side ${n}:`);
