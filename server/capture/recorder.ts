@@ -139,7 +139,9 @@ export function beginCapture(
     model: typeof model === 'string' ? sharedString(cutShort(model)) : model,
     stream: call.original.stream === true,
     session: key === undefined ? '' : sessionLabel(key),
-    ...(request.tpKey ? { key: request.tpKey.name } : {}),
+    // One shape of init whether a key is named or not (a spread in the literal built it field by
+    // field, in two shapes for reset to read).
+    key: request.tpKey ? request.tpKey.name : undefined,
     method: request.method,
     path: sharedString(path.length > 256 ? path.slice(0, 256) : path),
   });
@@ -655,7 +657,7 @@ export function finishCapture(
     );
   const failed = !finished || status >= 400 || error !== undefined || t.finalKind === 'error';
   const retried = t.retries.length > 0;
-  const leak = t.leaks.some((l) => l.outcome === 'recovered');
+  const leak = t.leaks.length > 0 && t.leaks.some((l) => l.outcome === 'recovered');
   const final = t.finalKind === 'final_answer' || t.finalAnswer;
   // One kind (nearly every request): a shared array; several: an array of their own.
   const kinds: Outcome[] =
