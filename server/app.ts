@@ -516,7 +516,8 @@ function logRequest(
   const route = labels.route;
   const tp = request.tp;
   const api = tp?.api ?? routeOptions.config?.api ?? labels.api;
-  const seconds = (performance.now() - request.tpStart) / 1000;
+  const ended = performance.now();
+  const seconds = (ended - request.tpStart) / 1000;
   // The model the client asked for (JSON front doors); a request rejected before its handler
   // ran has no tp, and is labelled by that name like any other (a junk name is "other", a body
   // without one "none"). A request refused before its body was read (a 401, the shutdown's 503,
@@ -565,7 +566,7 @@ function logRequest(
   const err = request.tpError ?? tp?.call?.streamError;
   if (call?.capture) {
     // harnessOf itself: the capture makes the summary only when it has no copy of it (finishCapture).
-    finishCapture(call, status, finished, callUsage(call), cache, harnessOf, err);
+    finishCapture(call, status, finished, callUsage(call), cache, harnessOf, err, ended);
     request.tpCapture = undefined;
   }
   const quiet = QUIET_ROUTES.has(path);

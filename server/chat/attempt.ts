@@ -124,11 +124,12 @@ async function sendOnce(
       long: request.stream === true,
       admission: call.admission(),
     });
+    const opened = performance.now();
     deps.metrics.hot
       .upstreamDuration(call.route.name, 'chat', call.route.client.label)
-      .observe((performance.now() - started - (call.trace.queuedMs - queuedBefore)) / 1000);
+      .observe((opened - started - (call.trace.queuedMs - queuedBefore)) / 1000);
     call.span?.attemptOpened(res);
-    captureAttemptOpened(call, started, res);
+    captureAttemptOpened(call, started, res, undefined, opened);
     return res;
   } catch (err) {
     call.span?.attemptThrew(err, call.signal.aborted);
