@@ -20,6 +20,7 @@
  */
 import { ToolproofError } from '../errors.js';
 import type { JsonObject, ToolDef } from '../openai.js';
+import { MAX_DECLARED_TOOLS } from '../tools.js';
 import { larkMarkers, markerPattern } from './lark-markers.js';
 import type { FunctionTool, ResponsesRequest } from './types.js';
 import { isObject } from '../is-object.js';
@@ -275,6 +276,12 @@ export function translateTools(tools: ResponsesRequest['tools']): ToolsTranslati
     }
   });
 
+  // The route's schema caps the list; a namespace's own tools count as the tools they become.
+  if (declared.length > MAX_DECLARED_TOOLS)
+    throw invalid(
+      'tools',
+      `tools declares more than ${MAX_DECLARED_TOOLS} tools, counting those inside namespaces.`,
+    );
   const names = chatNames(declared);
   const catalog = emptyCatalog();
   const out: ToolDef[] = [];
