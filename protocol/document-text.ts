@@ -8,6 +8,14 @@
 /** Characters of a document's text the prompt gets at most (about 50k tokens); the rest is cut. */
 export const DOCUMENT_MAX_CHARS = 200_000;
 
+/**
+ * Characters of document text one request's prompt gets at most, over all its documents (ten at
+ * the cap, about 500k tokens: past any model's window); a document past it becomes a note. A
+ * 4 KB PDF can hold a cap's worth of compressed text, so without it 1,000 copies of one (a 5.7 MB
+ * body) sent 200 MB upstream.
+ */
+export const REQUEST_DOCUMENTS_MAX_CHARS = 10 * DOCUMENT_MAX_CHARS;
+
 export function isPdfType(mediaType: string): boolean {
   return mediaType === 'application/pdf' || mediaType === 'application/x-pdf';
 }
