@@ -8,6 +8,7 @@ import {
   DOCUMENT_MAX_CHARS,
   type DocumentLookup,
   REQUEST_DOCUMENTS_MAX_CHARS,
+  REQUEST_MAX_PDFS,
   type DocumentText,
   isPdfType,
   type UnreadableReason,
@@ -31,6 +32,7 @@ export function isTextType(mediaType: string): boolean {
 }
 
 const REASONS: Readonly<Record<UnreadableReason, string>> = {
+  'too-many': `the request holds more PDFs than the proxy reads in one (${REQUEST_MAX_PDFS}); this one is past them`,
   encrypted: 'it is encrypted',
   'no-text': 'it holds no text layer (scanned pages or images only)',
   malformed: 'it is not a readable PDF',
