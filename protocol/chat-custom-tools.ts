@@ -141,8 +141,12 @@ export function toCustomCalls(c: ChatCompletion, custom: ReadonlySet<string>): C
  * sent whole in the chunk that ends its choice (as the Responses door sends a custom call whole).
  */
 export class CustomCallChunks {
-  /** `choice:index` -> the call held so far. */
-  private readonly held = new Map<string, { index: number; id?: string; name: string; args: string }>();
+  /**
+   * choice -> call index -> the call held so far. By choice: a finishing choice sends only its
+   * own, and a scan of every held call per finish cost choices x calls (n: 128 with 1,000 calls
+   * each: 630 ms of the loop, x8.7 for x4 the choices).
+   */
+  private readonly held = new Map<number, Map<number, { id?: string; name: string; args: string }>>();
 
   constructor(private readonly custom: ReadonlySet<string>) {}
 
@@ -152,26 +156,21 @@ export class CustomCallChunks {
     const choices = chunk.choices.map((choice) => {
       const deltas = choice.delta.tool_calls;
       const kept: ToolCallDelta[] = [];
+      let mine = this.held.get(choice.index);
       for (const d of deltas ?? []) {
-        const key = `${choice.index}:${d.index}`;
-        const held = this.held.get(key);
+        const held = mine?.get(d.index);
         if (held) held.args += d.function?.arguments ?? '';
-        else if (d.function?.name !== undefined && this.custom.has(d.function.name))
-          this.held.set(key, {
-            index: d.index,
-            id: d.id,
-            name: d.function.name,
-            args: d.function.arguments ?? '',
-          });
-        else kept.push(d);
+        else if (d.function?.name !== undefined && this.custom.has(d.function.name)) {
+          if (!mine) this.held.set(choice.index, (mine = new Map()));
+          mine.set(d.index, { id: d.id, name: d.function.name, args: d.function.arguments ?? '' });
+        } else kept.push(d);
       }
       const whole: ToolCallDelta[] = [];
-      if (choice.finish_reason != null)
-        for (const [key, h] of this.held)
-          if (key.startsWith(`${choice.index}:`)) {
-            whole.push({ index: h.index, ...(customCall(h.id, h.name, h.args) as object) } as ToolCallDelta);
-            this.held.delete(key);
-          }
+      if (choice.finish_reason != null && mine) {
+        for (const [index, h] of mine)
+          whole.push({ index, ...(customCall(h.id, h.name, h.args) as object) } as ToolCallDelta);
+        this.held.delete(choice.index);
+      }
       if (kept.length === (deltas?.length ?? 0) && whole.length === 0) return choice;
       changed = true;
       const { tool_calls: _, ...rest } = choice.delta;

@@ -8,12 +8,28 @@
 /** Characters of a document's text the prompt gets at most (about 50k tokens); the rest is cut. */
 export const DOCUMENT_MAX_CHARS = 200_000;
 
+/**
+ * Characters of document text one request's prompt gets at most, over all its documents (ten at
+ * the cap, about 500k tokens: past any model's window); a document past it becomes a note. A
+ * 4 KB PDF can hold a cap's worth of compressed text, so without it 1,000 copies of one (a 5.7 MB
+ * body) sent 200 MB upstream.
+ */
+export const REQUEST_DOCUMENTS_MAX_CHARS = 10 * DOCUMENT_MAX_CHARS;
+
 export function isPdfType(mediaType: string): boolean {
   return mediaType === 'application/pdf' || mediaType === 'application/x-pdf';
 }
 
+/**
+ * Distinct PDFs one request gets read at most, in its order (the rest: a note). Each read is a
+ * worker of its own (~0.2 s of CPU for a tiny one): 50 distinct one-line PDFs (a 44 KB body) took
+ * 8.9 s of CPU, and a body limit's worth would have kept both readers busy for an hour.
+ */
+export const REQUEST_MAX_PDFS = 16;
+
 /** Why a document was not read (a closed set: the note's wording and a metric's kind). */
 export type UnreadableReason =
+  | 'too-many'
   | 'encrypted'
   | 'no-text'
   | 'malformed'

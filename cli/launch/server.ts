@@ -5,9 +5,18 @@
  * `toolproof launch` (with `fetchModels`).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  mkdtempSync,
+  openSync,
+  readSync,
+  statSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const DEFAULT_URL = 'http://127.0.0.1:8787';
@@ -111,6 +120,32 @@ export function lastLine(path: string): string {
   }
 }
 
+/**
+ * The server's log at `path`, appended to across runs. Opened without following a symbolic link
+ * and without blocking on a FIFO, and kept only when it is a regular file of this user: the temp
+ * folder is shared, and a name another user took first (a link to one of this user's files, a
+ * FIFO, a file of theirs) would get the log's lines, or hang the launch. Else a new private
+ * folder's file of the same name.
+ */
+export function openServerLog(path: string): { fd: number; path: string } {
+  const flags =
+    constants.O_WRONLY |
+    constants.O_APPEND |
+    constants.O_CREAT |
+    (constants.O_NOFOLLOW ?? 0) |
+    (constants.O_NONBLOCK ?? 0);
+  try {
+    const fd = openSync(path, flags, 0o600);
+    const st = fstatSync(fd);
+    if (st.isFile() && (process.getuid === undefined || st.uid === process.getuid())) return { fd, path };
+    closeSync(fd);
+  } catch {
+    // a link (ELOOP), a FIFO nobody reads (ENXIO), a file this user may not write
+  }
+  const own = join(mkdtempSync(join(tmpdir(), 'toolproof-')), basename(path));
+  return { fd: openSync(own, 'a', 0o600), path: own };
+}
+
 /** Starts toolproof on `base`'s host and port and waits (up to `timeoutMs`) for /health. */
 export async function startServer(
   base: string,
@@ -123,8 +158,7 @@ export async function startServer(
       `nothing answers at ${base}, and toolproof is only started on this machine (http://127.0.0.1)`,
     );
   const port = url.port || '80';
-  const log = join(tmpdir(), `toolproof-${port}.log`);
-  const out = openSync(log, 'a');
+  const { fd: out, path: log } = openServerLog(join(tmpdir(), `toolproof-${port}.log`));
   const child = spawn(process.execPath, serveCommand(), {
     env: { ...env, TOOLPROOF_PORT: port, TOOLPROOF_HOST: url.hostname.replace(/^\[|\]$/g, '') },
     stdio: ['ignore', out, out],

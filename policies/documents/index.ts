@@ -6,6 +6,7 @@
  * and would send it again on every later turn. PDFs are extracted by the server off the event
  * loop before this runs (server/documents/) and handed over as PolicyContext.documents.
  */
+import { REQUEST_DOCUMENTS_MAX_CHARS } from '../../protocol/document-text.js';
 import { fileFields } from '../../protocol/file-part.js';
 import { EffectTally } from '../kit/effects.js';
 import { rewriteParts } from '../kit/content-parts.js';
@@ -26,9 +27,12 @@ export const documentsPolicy: Policy<DocumentsEffect> = {
   onRequest(request, ctx) {
     if (!Array.isArray(request.messages)) return { action: 'continue', request, effects: [] };
     const tally = new EffectTally<typeof DOCUMENTS_POLICY, DocumentsKind>(DOCUMENTS_POLICY);
+    // What the request's documents may still add, in order: the same request reads the same ones.
+    let room = REQUEST_DOCUMENTS_MAX_CHARS;
     const messages = rewriteParts(request.messages, (part) => {
       if (part.type !== 'file') return part;
-      const rendered = renderDocument(fileFields(part) ?? {}, ctx.documents);
+      const rendered = renderDocument(fileFields(part) ?? {}, ctx.documents, room);
+      if (rendered.read) room -= rendered.text.length;
       tally.add(rendered.read ? 'document-text' : 'document-note');
       return { type: 'text', text: rendered.text };
     });

@@ -7,6 +7,8 @@
 import {
   DOCUMENT_MAX_CHARS,
   type DocumentLookup,
+  REQUEST_DOCUMENTS_MAX_CHARS,
+  REQUEST_MAX_PDFS,
   type DocumentText,
   isPdfType,
   type UnreadableReason,
@@ -30,6 +32,7 @@ export function isTextType(mediaType: string): boolean {
 }
 
 const REASONS: Readonly<Record<UnreadableReason, string>> = {
+  'too-many': `the request holds more PDFs than the proxy reads in one (${REQUEST_MAX_PDFS}); this one is past them`,
   encrypted: 'it is encrypted',
   'no-text': 'it holds no text layer (scanned pages or images only)',
   malformed: 'it is not a readable PDF',
@@ -87,8 +90,24 @@ function pdfText(name: string, size: string, doc: Extract<DocumentText, { kind: 
   return wrap(name, `PDF, ${pages}, ${size}`, body, tail);
 }
 
-/** The text a chat `file` part becomes. `lookup` holds the PDFs the server extracted. */
-export function renderDocument(file: FileFields, lookup: DocumentLookup | undefined): Rendered {
+/** The note of a document whose text would take the request past REQUEST_DOCUMENTS_MAX_CHARS. */
+function overBudget(label: string): Rendered {
+  return note(
+    label,
+    `the documents before it in this request already hold what the proxy adds to one prompt (${REQUEST_DOCUMENTS_MAX_CHARS} characters)`,
+  );
+}
+
+/**
+ * The text a chat `file` part becomes. `lookup` holds the PDFs the server extracted; `room`: the
+ * characters of text the request's documents may still add (REQUEST_DOCUMENTS_MAX_CHARS less
+ * what the ones before took), checked before any text is decoded or joined.
+ */
+export function renderDocument(
+  file: FileFields,
+  lookup: DocumentLookup | undefined,
+  room = Number.POSITIVE_INFINITY,
+): Rendered {
   if (file.file_data === undefined || file.file_data === '') {
     const name = nameOf(file, undefined);
     if (file.file_url !== undefined) return note(name, 'it is a URL, which the proxy does not fetch');
@@ -101,6 +120,8 @@ export function renderDocument(file: FileFields, lookup: DocumentLookup | undefi
   const size = formatBytes(base64Size(data.base64));
   const label = `${name} (${data.mediaType}, ${size})`;
   if (isTextType(data.mediaType)) {
+    // At most one character per byte: a bound known before decoding.
+    if (Math.min(base64Size(data.base64), DOCUMENT_MAX_CHARS) > room) return overBudget(label);
     const { text, truncated } = decodeText(data.base64);
     const tail = truncated ? [`[text cut at ${DOCUMENT_MAX_CHARS} characters by the proxy]`] : [];
     return wrap(name, `${data.mediaType}, ${size}`, text, tail);
@@ -110,5 +131,6 @@ export function renderDocument(file: FileFields, lookup: DocumentLookup | undefi
   if (!doc) return note(label, 'it was not extracted');
   if (doc.kind === 'unreadable') return note(label, REASONS[doc.reason]);
   if (doc.text.every((t) => t.trim() === '')) return note(label, REASONS['no-text']);
+  if (doc.text.reduce((n, t) => n + t.length, 0) > room) return overBudget(label);
   return pdfText(name, size, doc);
 }

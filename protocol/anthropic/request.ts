@@ -202,14 +202,20 @@ function userMessages(msg: MessageParam, path: string): ChatMessage[] {
 function assistantMessage(msg: MessageParam, path: string): ChatMessage {
   if (typeof msg.content === 'string') return { role: 'assistant', content: msg.content };
   let content = '';
+  // Whether `content` ends a line, kept as it grows: reading its end (endsWith) flattens the
+  // string built by +=, a copy of all of it per hosted block (10k blocks: 25 s of event loop).
+  let atLineStart = true;
   let reasoning = '';
   const calls: ToolCall[] = [];
   msg.content.forEach((block, i) => {
     const p = `${path}.content.${i}`;
     switch (block?.type) {
-      case 'text':
-        content += text(block, p);
+      case 'text': {
+        const t = text(block, p);
+        content += t;
+        if (t !== '') atLineStart = t.charCodeAt(t.length - 1) === 10;
         break;
+      }
       case 'thinking':
         if (typeof block.thinking !== 'string')
           throw invalid(`${p}.thinking`, `"${p}.thinking" must be a string.`);
@@ -233,7 +239,8 @@ function assistantMessage(msg: MessageParam, path: string): ChatMessage {
         // A hosted tool's call or result, from a session begun on Anthropic's API: a note.
         if (isObject(block) && isHostedBlock(block.type)) {
           // On a line of its own: the turn's text may go on after it.
-          content += `${content === '' || content.endsWith('\n') ? '' : '\n'}${hostedBlockNote(block)}\n`;
+          content += `${atLineStart ? '' : '\n'}${hostedBlockNote(block)}\n`;
+          atLineStart = true;
           break;
         }
         throw invalid(

@@ -20,6 +20,7 @@
  */
 import { ToolproofError } from '../errors.js';
 import type { JsonObject, ToolDef } from '../openai.js';
+import { MAX_DECLARED_TOOLS } from '../tools.js';
 import { larkMarkers, markerPattern } from './lark-markers.js';
 import type { FunctionTool, ResponsesRequest } from './types.js';
 import { isObject } from '../is-object.js';
@@ -208,16 +209,22 @@ function chatNames(declared: readonly Declared[]): string[] {
     if (!qualifies(d) && !owner.has(d.entry.name))
       owner.set(d.entry.name, key(d.entry.name, d.entry.namespace));
   }
-  // One search per declaration (a duplicate reuses it): the cost stays linear in the tools.
+  // One search per declaration (a duplicate reuses it), resumed where the last search of the
+  // same base stopped: many declarations share a base (namespace `a__b` with `c`, namespace `a`
+  // with `b__c`), and each search from _2 walked every suffix the ones before it took (an 18 MB
+  // request stalled the loop 27 s). Each taken suffix is passed once: linear in the tools.
   const named = new Map<string, string>();
+  const nextSuffix = new Map<string, number>();
   return declared.map((d) => {
     if (!qualifies(d)) return d.entry.name;
     const id = key(d.entry.name, d.entry.namespace);
     const known = named.get(id);
     if (known !== undefined) return known;
     const base = `${d.entry.namespace}__${d.entry.name}`;
-    let name = base;
-    for (let n = 2; owner.has(name); n++) name = `${base}_${n}`;
+    let n = nextSuffix.get(base) ?? 1;
+    let name = n === 1 ? base : `${base}_${n}`;
+    while (owner.has(name)) name = `${base}_${++n}`;
+    nextSuffix.set(base, n + 1);
     owner.set(name, id);
     named.set(id, name);
     return name;
@@ -269,6 +276,12 @@ export function translateTools(tools: ResponsesRequest['tools']): ToolsTranslati
     }
   });
 
+  // The route's schema caps the list; a namespace's own tools count as the tools they become.
+  if (declared.length > MAX_DECLARED_TOOLS)
+    throw invalid(
+      'tools',
+      `tools declares more than ${MAX_DECLARED_TOOLS} tools, counting those inside namespaces.`,
+    );
   const names = chatNames(declared);
   const catalog = emptyCatalog();
   const out: ToolDef[] = [];

@@ -27,8 +27,11 @@ import {
 } from '../capture/recorder.js';
 
 const MAX_ERROR_BODY = 1024 * 1024;
-/** The largest non-streamed upstream body toolproof reads (a completion is rarely over 1 MiB). */
-const MAX_UPSTREAM_BODY = 64 * 1024 * 1024;
+/**
+ * The largest upstream answer toolproof reads (a completion is rarely over 1 MiB): a non-streamed
+ * body's bytes, a stream's event characters (stream-driver.ts).
+ */
+export const MAX_UPSTREAM_BODY = 64 * 1024 * 1024;
 
 /**
  * Abandons an upstream body: cancels the upstream request if it is still running. Never throws
@@ -75,7 +78,7 @@ export async function readUpstreamBytes(res: UpstreamResponse, label: string): P
   return whole;
 }
 
-function tooLarge(label: string): ToolproofError {
+export function tooLarge(label: string): ToolproofError {
   return new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
     message: `The upstream ${label} sent a response larger than ${MAX_UPSTREAM_BODY} bytes.`,
   });

@@ -9,7 +9,7 @@ import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionChunk, Usage } from '../../protocol/openai.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
 import { SseParser } from '../sse.js';
-import { discardBody } from './attempt.js';
+import { discardBody, MAX_UPSTREAM_BODY, tooLarge } from './attempt.js';
 import {
   type AttemptDriver,
   type AttemptEnd,
@@ -155,6 +155,8 @@ class StreamReader implements LaneSink {
   private readonly asked: number;
   /** Choices dropped so far (counted once, when the attempt ends). */
   private unasked = 0;
+  /** Characters of the events read so far: a stream weighs at most what a whole body may. */
+  private received = 0;
   /** Logprobs around the hooks, so that held text keeps them (logprobs-carrier.ts); from the first. */
   private logprobs: LogprobsCarrier | undefined;
 
@@ -288,6 +290,14 @@ class StreamReader implements LaneSink {
     // After [DONE] nothing is the answer: a whole (non-streamed) completion could not carry it,
     // so streamed and not would disagree.
     if (this.failure || this.done) return;
+    // An answer streamed is refused past the size a whole one is (MAX_UPSTREAM_BODY): the
+    // Responses door keeps the whole output for its closing events, so an endless stream from a
+    // broken upstream grew the heap until the process died (200 MB of text: +2.5 GB, 22 s held).
+    this.received += payload.length;
+    if (this.received > MAX_UPSTREAM_BODY) {
+      this.fail(tooLarge(this.label));
+      return;
+    }
     if (this.lane.take(payload, this)) {
       noteIdentity(this.call, this.lane.frameChunk!);
       return;

@@ -12,10 +12,14 @@ import {
   type DocumentLookup,
   type DocumentText,
   isPdfType,
+  REQUEST_MAX_PDFS,
 } from '../../protocol/document-text.js';
 import { base64Size, fileFields, splitDataUrl } from '../../protocol/file-part.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { extractPdf, type PdfLimits } from './pdf-worker.js';
+
+/** What every PDF of a request past its first REQUEST_MAX_PDFS reads as. */
+const TOO_MANY: DocumentText = Object.freeze({ kind: 'unreadable', reason: 'too-many' });
 
 /** A PDF larger than this (decoded) is not read: a note says so. */
 export const MAX_PDF_BYTES = 20 * 1024 * 1024;
@@ -141,11 +145,15 @@ export function createDocumentReader(options: DocumentReaderOptions = {}): Docum
     async prepare(request) {
       const urls = pdfDataUrls(request);
       if (urls.length === 0) return undefined;
-      const results = await Promise.all(urls.map(resolveOne));
+      // The first REQUEST_MAX_PDFS distinct ones, in the request's order (the same ones on every
+      // turn, cached or not); the others are not read at all.
+      const read = urls.slice(0, REQUEST_MAX_PDFS);
+      const results = await Promise.all(read.map(resolveOne));
       const byUrl = new Map<string, DocumentText>();
-      urls.forEach((u, i) => {
+      read.forEach((u, i) => {
         byUrl.set(u, results[i]!);
       });
+      for (let i = read.length; i < urls.length; i++) byUrl.set(urls[i]!, TOO_MANY);
       return (fileData) => byUrl.get(fileData);
     },
   };

@@ -20,6 +20,7 @@ import { validateArguments } from '../../policies/kit/validation/validate-argume
 import { repairHistory } from '../../policies/history-repair/repair.js';
 import { joinContent, joinContents } from '../../policies/history-repair/message-content.js';
 import { translateRequest as fromMessages } from '../../protocol/anthropic/request.js';
+import { CustomCallChunks } from '../../protocol/chat-custom-tools.js';
 import { parseJsonBody } from '../../protocol/json-body.js';
 import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
 import type { ChatCompletionChunk, ChatMessage, JsonObject } from '../../protocol/openai.js';
@@ -357,6 +358,52 @@ describe('request rewrites: size x1 vs x4', () => {
       (body) => fromMessages(body as never),
       { from: 250, max: 100_000 },
       3008,
+    );
+  }, 120_000);
+
+  it('chat custom tools streamed: choices x1 vs x4, each holding its calls', () => {
+    // Each finishing choice scanned every call held for every choice (choices x calls).
+    budget(
+      'custom call chunks',
+      (size) => {
+        const chunk = (choices: unknown[]) =>
+          ({
+            id: 'c',
+            object: 'chat.completion.chunk',
+            created: 1,
+            model: 'm',
+            choices,
+          }) as ChatCompletionChunk;
+        const out: ChatCompletionChunk[] = [];
+        for (let k = 0; k < size; k++)
+          out.push(
+            chunk([
+              {
+                index: k,
+                delta: {
+                  tool_calls: Array.from({ length: 8 }, (_, j) => ({
+                    index: j,
+                    id: `c${k}_${j}`,
+                    type: 'function',
+                    function: { name: 'patch', arguments: '{"input":"x"}' },
+                  })),
+                },
+                finish_reason: null,
+              },
+            ]),
+          );
+        for (let k = 0; k < size; k++)
+          out.push(chunk([{ index: k, delta: {}, finish_reason: 'tool_calls' }]));
+        return out;
+      },
+      (chunks) => {
+        const custom = new CustomCallChunks(new Set(['patch']));
+        return chunks.map((c) => custom.map(c));
+      },
+      // from 1,024 choices (the n of one request is at most 128, but choices x calls is the
+      // product: 8 calls each keeps the linear part, a JSON.parse per call, from hiding the scan)
+      { from: 1024, max: 16_384 },
+      3010,
     );
   }, 120_000);
 

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { DocumentText } from '../../protocol/document-text.js';
+import {
+  DOCUMENT_MAX_CHARS,
+  type DocumentText,
+  REQUEST_DOCUMENTS_MAX_CHARS,
+} from '../../protocol/document-text.js';
 import { documentsPolicy } from '../../policies/documents/index.js';
 import { ctxWith } from './helpers.js';
 
@@ -51,5 +55,33 @@ describe('documents', () => {
     const req = { model: 'm', messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }] };
     const d = documentsPolicy.onRequest!(req, ctxWith(), req);
     expect(d.action === 'continue' && d.request).toBe(req);
+  });
+
+  it("bounds the text one request's documents add: past it each document is a note, in order", () => {
+    // One PDF whose text is a whole cap's worth (a 4 KB PDF of compressed text can be), sent 40
+    // times: 8M characters of prompt before (1,000 copies of a 5.7 MB body sent 200 MB upstream).
+    const page = 'A'.repeat(DOCUMENT_MAX_CHARS);
+    const copies = Array.from({ length: 40 }, () => ({ type: 'file', file: { file_data: pdfUrl } }));
+    const d = run(copies, { [pdfUrl]: { kind: 'text', pages: 1, text: [page], truncated: false } });
+    const parts = String(text(d)).split('\n\n');
+    const read = parts.filter((p) => p.startsWith('[document: '));
+    expect(read.length).toBe(9); // 10 at the cap, less the wrappers' own characters
+    expect(parts.slice(0, 9)).toEqual(read); // the first ones
+    expect(read.join('').length).toBeLessThanOrEqual(REQUEST_DOCUMENTS_MAX_CHARS);
+    expect(parts[9]).toBe(
+      `[document not read: application/pdf (application/pdf, 9 B): the documents before it in this request already hold what the proxy adds to one prompt (${REQUEST_DOCUMENTS_MAX_CHARS} characters)]`,
+    );
+    expect(parts).toHaveLength(40);
+    expect(d.effects).toEqual([
+      { policy: 'documents', kind: 'document-text', count: 9 },
+      { policy: 'documents', kind: 'document-note', count: 31 },
+    ]);
+    // text documents count too, bounded before they are decoded
+    const plain = `data:text/plain;base64,${Buffer.from(page).toString('base64')}`;
+    const mixed = run(
+      Array.from({ length: 12 }, () => ({ type: 'file', file: { file_data: plain } })),
+      {},
+    );
+    expect(String(text(mixed)).match(/\[document: /g)).toHaveLength(9);
   });
 });

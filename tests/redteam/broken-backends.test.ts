@@ -197,6 +197,40 @@ describe.each(['messages', 'responses'] as const)('/v1/%s', (door) => {
   }
 });
 
+describe('/v1/responses, an answer streamed without end', () => {
+  // A backend that generates without end: the Responses door keeps the whole output for its
+  // closing events, so it grew the heap until the process died (200 MB of text: +2.5 GB, the
+  // loop held 22 s). A stream is refused past the size a whole body may be (64 MiB), with the
+  // same 502 as a whole body past it.
+  it("ends with the API's error event past 64 MiB", async () => {
+    handler = (b, res) => {
+      head(res, b);
+      const delta = sse([{ id: 'x', choices: [{ index: 0, delta: { content: 'x'.repeat(1 << 20) } }] }]);
+      res.write(sse([good[0]]));
+      let n = 0;
+      const pump = () => {
+        while (n < 70) {
+          n++;
+          if (!res.write(delta)) return void res.once('drain', pump);
+        }
+        res.end(sse([...good.slice(-1), '[DONE]']));
+      };
+      pump();
+    };
+    const { status, text } = await post('responses', true);
+    expect(status).toBe(200);
+    const evs = events(text);
+    expect(evs.at(-2)![1]).toMatchObject({
+      type: 'error',
+      code: 'TP_ERR_UPSTREAM_BAD_RESPONSE',
+      message: expect.stringContaining('larger than 67108864 bytes'),
+    });
+    expect(evs.at(-1)![1]).toMatchObject({ type: 'response.failed', response: { status: 'failed' } });
+    expect(text.length).toBeLessThan(70 << 20);
+    await waitFor(() => pair.proxy.app.toolproof.openStreams.size === 0);
+  }, 30_000);
+});
+
 describe.each(['messages', 'responses', 'chat'] as const)('/v1/%s, a completion shaped to throw', (door) => {
   it.each(Object.entries(malformed))('%s: 502 naming the field, not toolproof 500', async (_name, body) => {
     handler = (_b, res) => {

@@ -113,7 +113,9 @@ const messages: Probe[] = [
   ['a 200k-value enum', A({ tools: [aTool('f', hugeEnum)] }), 'ok'],
   ['a $ref loop', A({ tools: [aTool('f', refLoop)] }), 'ok'],
   ['a 5000-deep schema', A({ tools: [aTool('f', 'DEEP')] }), '4xx'],
-  ['10k tools', A({ tools: Array.from({ length: 10_000 }, (_, i) => aTool(`t${i}`)) }), 'ok'],
+  // Past the cap of declared tools (4,096), as on the chat door.
+  ['10k tools', A({ tools: Array.from({ length: 10_000 }, (_, i) => aTool(`t${i}`)) }), '4xx'],
+  ['4,096 tools', A({ tools: Array.from({ length: 4096 }, (_, i) => aTool(`t${i}`)) }), 'ok'],
   ['tool_choice tool without a name', A({ tools: [aTool('f')], tool_choice: { type: 'tool' } }), '4xx'],
   [
     'tool_choice of an undeclared tool',
@@ -200,7 +202,9 @@ const responses: Probe[] = [
   ['a 200k-value enum', R({ tools: [rTool('f', hugeEnum)] }), 'ok'],
   ['a $ref loop', R({ tools: [rTool('f', refLoop)] }), 'ok'],
   ['a 5000-deep schema', R({ tools: [rTool('f', 'DEEP')] }), '4xx'],
-  ['10k tools', R({ tools: Array.from({ length: 10_000 }, (_, i) => rTool(`t${i}`)) }), 'ok'],
+  // Past the cap of declared tools (4,096), as on the chat door.
+  ['10k tools', R({ tools: Array.from({ length: 10_000 }, (_, i) => rTool(`t${i}`)) }), '4xx'],
+  ['4,096 tools', R({ tools: Array.from({ length: 4096 }, (_, i) => rTool(`t${i}`)) }), 'ok'],
   [
     'tool_choice function without a name',
     R({ tools: [rTool('f')], tool_choice: { type: 'function' } }),

@@ -1,4 +1,5 @@
 /** The Messages and count_tokens request schemas: what the routes validate, and what /docs shows. */
+import { MAX_DECLARED_TOOLS } from '../../../protocol/tools.js';
 import { nullable } from '../../routes/schemas.js';
 
 const messageParam = {
@@ -19,6 +20,7 @@ const commonProperties = {
   system: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'object' } }] },
   tools: nullable({
     type: 'array',
+    maxItems: MAX_DECLARED_TOOLS,
     items: { type: 'object', required: ['name'], properties: { name: { type: 'string', minLength: 1 } } },
   }),
   tool_choice: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } },

@@ -1,4 +1,5 @@
 /** The Responses request schema: what the route validates, and what /docs shows. */
+import { MAX_DECLARED_TOOLS } from '../../../protocol/tools.js';
 import { nullable } from '../../routes/schemas.js';
 
 /** What the route reads; the translation checks the rest (and names the field it rejects). */
@@ -10,8 +11,10 @@ export const responsesBody = {
     model: { type: 'string' },
     input: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'object' } }] },
     instructions: nullable({ type: 'string' }),
+    // Namespaces' own tools count too: the translation refuses past the cap (responses/tools.ts).
     tools: nullable({
       type: 'array',
+      maxItems: MAX_DECLARED_TOOLS,
       items: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } },
     }),
     tool_choice: {
