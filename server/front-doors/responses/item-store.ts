@@ -5,7 +5,9 @@
  * received), never anything of the prompt; each under the API key that got it.
  *
  * Bounded: each item is held as its JSON text and counted at its UTF-8 length plus a fixed
- * overhead; past the budget the oldest go first. Per process: a reference to an item another
+ * overhead; past the budget the oldest item of the key holding the most bytes goes first, so one
+ * busy key evicts its own items before a quiet key's (with one key, or none, the oldest go
+ * first). Per process: a reference to an item another
  * worker or replica served, or one evicted, misses (a 400 that says so).
  */
 import type { InputItem, OutputItem } from '../../../protocol/responses/types.js';
@@ -21,8 +23,9 @@ interface Kept {
 }
 
 export class ResponsesItemStore {
-  /** Insertion order is age order: the first entry is the oldest. */
   private readonly items = new Map<string, Kept>();
+  /** Each scope's items and bytes; insertion order is age order: the first entry is the oldest. */
+  private readonly scopes = new Map<string, { items: Map<string, Kept>; bytes: number }>();
   private used = 0;
 
   constructor(readonly maxBytes: number) {}
@@ -46,11 +49,19 @@ export class ResponsesItemStore {
       if (bytes > this.maxBytes) continue;
       this.drop(id);
       while (this.used + bytes > this.maxBytes) {
-        const oldest = this.items.keys().next();
-        if (oldest.done) break;
-        this.drop(oldest.value);
+        const oldest = this.largestScopeOldest();
+        if (oldest === undefined) break;
+        this.drop(oldest);
       }
-      this.items.set(id, { scope, json, bytes });
+      const kept: Kept = { scope, json, bytes };
+      this.items.set(id, kept);
+      let own = this.scopes.get(scope);
+      if (!own) {
+        own = { items: new Map(), bytes: 0 };
+        this.scopes.set(scope, own);
+      }
+      own.items.set(id, kept);
+      own.bytes += bytes;
       this.used += bytes;
     }
   }
@@ -65,10 +76,28 @@ export class ResponsesItemStore {
     return { item: JSON.parse(kept.json) as InputItem, bytes: kept.json.length };
   }
 
+  /**
+   * The oldest item of the scope holding the most bytes. Scopes are the configured keys (or one),
+   * so the walk is bounded by the key file, not by traffic.
+   */
+  private largestScopeOldest(): string | undefined {
+    let largest: { items: Map<string, Kept>; bytes: number } | undefined;
+    for (const scope of this.scopes.values()) {
+      if (!largest || scope.bytes > largest.bytes) largest = scope;
+    }
+    const oldest = largest?.items.keys().next();
+    return oldest && !oldest.done ? oldest.value : undefined;
+  }
+
   private drop(id: string): void {
     const kept = this.items.get(id);
     if (!kept) return;
     this.items.delete(id);
     this.used -= kept.bytes;
+    const own = this.scopes.get(kept.scope);
+    if (!own) return;
+    own.items.delete(id);
+    own.bytes -= kept.bytes;
+    if (own.items.size === 0) this.scopes.delete(kept.scope);
   }
 }

@@ -1,4 +1,4 @@
-/** The Responses item store: bounded by its byte count, oldest out first, per API key. */
+/** The Responses item store: bounded by its byte count, the busiest key's oldest out first, per API key. */
 import { describe, expect, it } from 'vitest';
 import type { OutputItem } from '../../../../protocol/responses/types.js';
 import { ResponsesItemStore } from '../../../../server/front-doors/responses/item-store.js';
@@ -40,5 +40,35 @@ describe('ResponsesItemStore', () => {
     store.keep('a', [message('msg_big', 'é'.repeat(2048))]); // 4 KB of UTF-8
     expect(store.lookup('a', 'msg_big')).toBeUndefined();
     expect(store.lookup('a', 'msg_small')).toBeDefined();
+  });
+
+  it("a busy key evicts its own items, not a quiet key's", () => {
+    const store = new ResponsesItemStore(64 * 1024);
+    const text = 'x'.repeat(1000);
+    store.keep('quiet', [message('msg_quiet_1', text), message('msg_quiet_2', text)]);
+    for (let i = 0; i < 10_000; i++) {
+      store.keep('busy', [message(`msg_busy_${i}`, text)]);
+      expect(store.bytes).toBeLessThanOrEqual(64 * 1024);
+    }
+    // The quiet key's two items, kept before all of the busy key's, are still there.
+    expect(store.lookup('quiet', 'msg_quiet_1')).toBeDefined();
+    expect(store.lookup('quiet', 'msg_quiet_2')).toBeDefined();
+    expect(store.lookup('busy', 'msg_busy_9999')).toBeDefined();
+    expect(store.lookup('busy', 'msg_busy_0')).toBeUndefined();
+    // Once the quiet key holds more than the other, its own oldest goes first.
+    for (let i = 0; i < 200; i++) store.keep('quiet', [message(`msg_quiet_n${i}`, text)]);
+    expect(store.bytes).toBeLessThanOrEqual(64 * 1024);
+    expect(store.lookup('quiet', 'msg_quiet_1')).toBeUndefined();
+    expect(store.lookup('busy', 'msg_busy_9999')).toBeDefined();
+  });
+
+  it('an id kept again under another key moves there, its bytes with it', () => {
+    const store = new ResponsesItemStore(64 * 1024);
+    store.keep('a', [message('msg_1', 'one')]);
+    const bytes = store.bytes;
+    store.keep('b', [message('msg_1', 'one')]);
+    expect(store.bytes).toBe(bytes);
+    expect(store.lookup('a', 'msg_1')).toBeUndefined();
+    expect(store.lookup('b', 'msg_1')).toBeDefined();
   });
 });
