@@ -19,6 +19,39 @@ async function listUpstream(client: UpstreamClient, signal: AbortSignal): Promis
     : [];
 }
 
+/**
+ * How long an upstream's model list is reused. GET /v1/models does not count against a key's
+ * limits (docs/operations.md), so without this each one, and each models.retrieve, was a request
+ * to every upstream: a client looping on it turned one request into N on the backends. Backends
+ * that swap models (llama-swap) are seen within this time.
+ */
+const UPSTREAM_LIST_REUSE_MS = 2_000;
+
+const upstreamLists = new WeakMap<UpstreamClient, { at: number; list: Promise<ModelEntry[]> }>();
+
+/**
+ * An upstream's model list: one request in flight per upstream whoever asks (the others wait
+ * on it), and a list read in the last UPSTREAM_LIST_REUSE_MS reused. A failure is not kept.
+ */
+function upstreamList(client: UpstreamClient, timeoutMs: number): Promise<ModelEntry[]> {
+  const now = performance.now();
+  const kept = upstreamLists.get(client);
+  if (kept && now - kept.at < UPSTREAM_LIST_REUSE_MS) return kept.list;
+  const list = listUpstream(client, AbortSignal.timeout(timeoutMs));
+  const entry = { at: now, list };
+  upstreamLists.set(client, entry);
+  list.then(
+    () => {
+      // Reused from when it was read, not from when it was asked for.
+      entry.at = performance.now();
+    },
+    () => {
+      if (upstreamLists.get(client) === entry) upstreamLists.delete(client);
+    },
+  );
+  return list;
+}
+
 function positive(v: unknown): number | undefined {
   return typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : undefined;
 }
@@ -55,7 +88,7 @@ async function listModels(
   state: AppState,
   request: FastifyRequest,
 ): Promise<{ list: ModelEntry[]; created: number; incomplete: boolean }> {
-  const signal = AbortSignal.timeout(Math.min(state.config.timeouts.firstByteMs, 10_000));
+  const timeoutMs = Math.min(state.config.timeouts.firstByteMs, 10_000);
   const data = new Map<string, ModelEntry>();
   const created = Math.floor(Date.now() / 1000);
   for (const [name, route] of Object.entries(state.config.models)) {
@@ -81,7 +114,7 @@ async function listModels(
     ...Object.values(state.config.models).map((m) => state.upstreams.for(m.upstream)),
   ];
   const unique = [...new Set(targets)];
-  const results = await Promise.allSettled(unique.map((c) => listUpstream(c, signal)));
+  const results = await Promise.allSettled(unique.map((c) => upstreamList(c, timeoutMs)));
   const served = state.config.defaultUpstream ? state.upstreams.for(state.config.defaultUpstream) : undefined;
   results.forEach((r, i) => {
     if (r.status === 'fulfilled') {
