@@ -10,14 +10,17 @@ import { appendFileSync, readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, vi } from 'vitest';
 
 /**
- * TP_HEAP_LOG=path: a JSON line per file (worker pid, wall ms, CPU ms of the worker and of the
- * child processes it waited for, heap and RSS after it, its tests of 100 ms of CPU or more) for
+ * TP_HEAP_LOG=path: a JSON line per file (worker pid, start as epoch ms, wall ms, CPU ms of the
+ * worker and of the child processes it waited for, heap and RSS after it, its tests of 100 ms of
+ * CPU or more) for
  * suite-time work. CPU time is what a file costs the 2-core box whatever the load; wall minus CPU
  * is what it waits.
  */
 const HEAP_LOG = process.env.TP_HEAP_LOG;
 let file = '';
 let started = 0;
+/** The file's start, epoch ms (to line a log up with samples taken outside the worker). */
+let startedAt = 0;
 let cpu0 = 0;
 let childCpu0 = 0;
 /** The file's tests that took 100 ms of CPU or more (worker and children), with that CPU time. */
@@ -57,6 +60,7 @@ beforeAll(() => {
   file = expect.getState().testPath ?? '';
   slowTests = [];
   started = performance.now();
+  startedAt = Date.now();
   if (HEAP_LOG) {
     cpu0 = cpuMs();
     childCpu0 = childCpuMs();
@@ -70,7 +74,7 @@ afterAll(() => {
     const m = process.memoryUsage();
     appendFileSync(
       HEAP_LOG,
-      `${JSON.stringify({ pid: process.pid, file, ms: Math.round(performance.now() - started), cpuMs: Math.round(cpuMs() - cpu0), childCpuMs: childCpuMs() - childCpu0, heapMb: Math.round(m.heapUsed / 1e6), rssMb: Math.round(m.rss / 1e6), slowTests })}\n`,
+      `${JSON.stringify({ pid: process.pid, file, at: startedAt, ms: Math.round(performance.now() - started), cpuMs: Math.round(cpuMs() - cpu0), childCpuMs: childCpuMs() - childCpu0, heapMb: Math.round(m.heapUsed / 1e6), rssMb: Math.round(m.rss / 1e6), slowTests })}\n`,
     );
   }
   // vi.stubEnv / vi.stubGlobal are fine: config unstubEnvs undoes them before the next test,
