@@ -236,7 +236,7 @@ describe('the capture behind /inspect/api', () => {
       ],
     };
     const m2 = [...m1, call, { role: 'tool' as const, tool_call_id: 'c1', content: 'sunny' }];
-    const fork = (m: typeof m1) => [
+    const fork = (m: readonly unknown[]) => [
       ...m,
       { role: 'user' as const, content: 'CRITICAL: Respond with TEXT ONLY.' },
     ];
