@@ -8,7 +8,10 @@
  * - `reserved` slots are kept for requests above `low`: background work never fills the last
  *   ones, so an interactive turn starts at once instead of waiting for a background stream to end.
  * - The queue is bounded: a full queue sheds its newest request of the lowest class (or the
- *   arriving one, when nothing queued ranks below it) with TP_ERR_QUEUE_FULL (429).
+ *   arriving one, when nothing queued ranks below it) with TP_ERR_QUEUE_FULL (429). Within a
+ *   class, the newest queued request of the key using the most of the replica (in flight and
+ *   queued) leaves for an arriving one of a key using at least two fewer: one key's retry loop
+ *   cannot keep a full queue to itself while another key's agent gets nothing but 429s.
  * - A request queued longer than `queueTimeoutMs` leaves with TP_ERR_QUEUE_TIMEOUT (503).
  * - A request whose client goes away (its abort signal) leaves the queue at once.
  * Both refusals carry a Retry-After estimated from how long requests held a slot lately.
@@ -63,6 +66,7 @@ const FREE: Ticket = Object.freeze({ queuedMs: 0, release() {} });
 
 interface Waiter {
   rank: number;
+  owner: string | undefined;
   seq: number;
   cls: PriorityClass;
   at: number;
@@ -81,6 +85,8 @@ export class AdmissionGate {
   private active = 0;
   private seq = 0;
   private readonly queue: Waiter[] = [];
+  /** Per key name: requests in flight and queued on this replica (only while above 0). */
+  private readonly usage = new Map<string, number>();
   /** The limit in force: the configured one, or the probed one; undefined = no limit. */
   private limit: number | undefined;
   private probing = false;
@@ -119,22 +125,24 @@ export class AdmissionGate {
    * A slot for a request of class `cls`: at once when one is free (no promise), else queued.
    * Rejects with TP_ERR_QUEUE_FULL / TP_ERR_QUEUE_TIMEOUT, or the signal's reason on abort.
    */
-  enter(cls: PriorityClass, signal: AbortLike): Ticket | Promise<Ticket> {
+  enter(cls: PriorityClass, signal: AbortLike, owner?: string): Ticket | Promise<Ticket> {
     this.maybeProbe();
     const rank = PRIORITY_RANK[cls];
     if (this.settings.concurrency === undefined && this.limit === undefined) return FREE;
     // A free slot, and nobody queued who ranks with or above it (a queued low request may be
     // waiting for a slot only interactive ones may take).
     const head = this.queue[0];
-    if ((head === undefined || head.rank > rank) && this.canTake(rank)) return this.take(cls, 0);
+    if ((head === undefined || head.rank > rank) && this.canTake(rank)) return this.take(cls, 0, owner);
     if (signal.aborted) return Promise.reject(signal.reason);
     if (this.queue.length >= this.settings.queueSize) {
-      const tail = this.queue[this.queue.length - 1];
-      if (tail === undefined || tail.rank <= rank) {
+      const last = this.queue[this.queue.length - 1];
+      // The arriving request outranks the newest of the lowest class: that one leaves instead;
+      // within its own class, the newest of a key using far more of the replica does.
+      const tail = last !== undefined && last.rank > rank ? last : this.fairVictim(rank, owner);
+      if (tail === undefined) {
         this.hooks.shed?.(cls, 'full');
         return Promise.reject(this.refusal('TP_ERR_QUEUE_FULL'));
       }
-      // The arriving request outranks the newest of the lowest class: that one leaves instead.
       this.remove(tail);
       this.hooks.shed?.(tail.cls, 'full');
       tail.reject(this.refusal('TP_ERR_QUEUE_FULL'));
@@ -142,6 +150,7 @@ export class AdmissionGate {
     return new Promise<Ticket>((resolve, reject) => {
       const waiter: Waiter = {
         rank,
+        owner,
         seq: this.seq++,
         cls,
         at: this.now(),
@@ -165,6 +174,7 @@ export class AdmissionGate {
       if (signal instanceof RequestAbort) signal.onAbort(waiter.onAbort);
       else signal.addEventListener('abort', waiter.onAbort, { once: true });
       this.insert(waiter);
+      this.use(owner, 1);
       this.hooks.queued?.(cls, 1);
     });
   }
@@ -177,8 +187,39 @@ export class AdmissionGate {
     return this.active < limit - reserved;
   }
 
-  private take(cls: PriorityClass, queuedMs: number): Ticket {
+  /** Per-key usage: +1 when a request queues or takes a slot directly, -1 when it leaves both. */
+  private use(owner: string | undefined, delta: 1 | -1): void {
+    if (owner === undefined) return;
+    const n = (this.usage.get(owner) ?? 0) + delta;
+    if (n > 0) this.usage.set(owner, n);
+    else this.usage.delete(owner);
+  }
+
+  /**
+   * The queued request of class `rank` to shed for an arriving one of `owner`: the newest of the
+   * key using the most of the replica, when that key uses at least two more than `owner` (so two
+   * keys never shed each other in turn). None without an owner.
+   */
+  private fairVictim(rank: number, owner: string | undefined): Waiter | undefined {
+    if (owner === undefined) return undefined;
+    const mine = this.usage.get(owner) ?? 0;
+    let victim: Waiter | undefined;
+    let most = mine + 1;
+    for (let i = this.queue.length - 1; i >= 0; i--) {
+      const w = this.queue[i]!;
+      if (w.rank !== rank || w.owner === undefined || w.owner === owner) continue;
+      const theirs = this.usage.get(w.owner) ?? 0;
+      if (theirs > most) {
+        victim = w;
+        most = theirs;
+      }
+    }
+    return victim;
+  }
+
+  private take(cls: PriorityClass, queuedMs: number, owner: string | undefined, queued = false): Ticket {
     this.active++;
+    if (!queued) this.use(owner, 1);
     const started = this.now();
     let released = false;
     this.hooks.admitted?.(cls, queuedMs);
@@ -188,6 +229,7 @@ export class AdmissionGate {
         if (released) return;
         released = true;
         this.active--;
+        this.use(owner, -1);
         this.holdMs = this.holdMs * 0.8 + (this.now() - started) * 0.2;
         this.drain();
       },
@@ -199,8 +241,8 @@ export class AdmissionGate {
     for (;;) {
       const first = this.queue[0];
       if (first === undefined || !this.canTake(first.rank)) return;
-      this.remove(first);
-      first.resolve(this.take(first.cls, this.now() - first.at));
+      this.remove(first, true);
+      first.resolve(this.take(first.cls, this.now() - first.at, first.owner, true));
     }
   }
 
@@ -216,10 +258,12 @@ export class AdmissionGate {
     this.queue.splice(lo, 0, w);
   }
 
-  private remove(w: Waiter): boolean {
+  /** Takes `w` out of the queue; `admitted`: it keeps its key's usage, now as a slot. */
+  private remove(w: Waiter, admitted = false): boolean {
     const i = this.queue.indexOf(w);
     if (i < 0) return false;
     this.queue.splice(i, 1);
+    if (!admitted) this.use(w.owner, -1);
     clearTimeout(w.timer);
     if (w.signal instanceof RequestAbort) w.signal.offAbort(w.onAbort);
     else w.signal.removeEventListener('abort', w.onAbort);

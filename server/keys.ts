@@ -86,20 +86,25 @@ export function forbiddenModel(entry: ApiKeyEntry, model: string): ToolproofErro
 
 /**
  * A sliding minute in one-second buckets: what was counted in the last 60 s, and how long until
- * that falls below a limit. Fixed memory (120 numbers) whatever the traffic.
+ * that falls below a limit. Fixed memory (122 numbers) whatever the traffic. The window holds the
+ * current second and the 60 before it: a request counted late in second 0 is still 60 s old at
+ * the start of second 60 (with only 60 buckets it had left, and a limit of 30 a minute let 32
+ * through in 60 s).
  */
+const BUCKETS = 61;
+
 class MinuteWindow {
-  private readonly counts = new Float64Array(60);
-  private readonly seconds = new Float64Array(60).fill(-1);
+  private readonly counts = new Float64Array(BUCKETS);
+  private readonly seconds = new Float64Array(BUCKETS).fill(-1);
 
   /** Takes back `n` counted in second `sec`, if that second is still in the window. */
   remove(n: number, sec: number): void {
-    const i = sec % 60;
+    const i = sec % BUCKETS;
     if (this.seconds[i] === sec) this.counts[i] = Math.max(0, this.counts[i]! - n);
   }
 
   add(n: number, nowSec: number): void {
-    const i = nowSec % 60;
+    const i = nowSec % BUCKETS;
     if (this.seconds[i] !== nowSec) {
       this.seconds[i] = nowSec;
       this.counts[i] = 0;
@@ -109,21 +114,21 @@ class MinuteWindow {
 
   sum(nowSec: number): number {
     let total = 0;
-    for (let i = 0; i < 60; i++) if (this.seconds[i]! > nowSec - 60) total += this.counts[i]!;
+    for (let i = 0; i < BUCKETS; i++) if (this.seconds[i]! > nowSec - BUCKETS) total += this.counts[i]!;
     return total;
   }
 
   /** Seconds until the window's sum is below `limit` (at least 1). */
   secondsUntilBelow(limit: number, nowSec: number): number {
     let total = this.sum(nowSec);
-    for (let ahead = 1; ahead <= 60; ahead++) {
-      // The bucket of second (now - 60 + ahead) leaves the window `ahead` seconds from now.
-      const leaving = nowSec - 60 + ahead;
-      const i = ((leaving % 60) + 60) % 60;
+    for (let ahead = 1; ahead <= BUCKETS; ahead++) {
+      // The bucket of second (now - 61 + ahead) leaves the window `ahead` seconds from now.
+      const leaving = nowSec - BUCKETS + ahead;
+      const i = ((leaving % BUCKETS) + BUCKETS) % BUCKETS;
       if (this.seconds[i] === leaving) total -= this.counts[i]!;
       if (total < limit) return ahead;
     }
-    return 60;
+    return BUCKETS;
   }
 }
 

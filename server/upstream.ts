@@ -60,7 +60,8 @@ export interface UpstreamRequest {
    * Wait for a slot of the replica's admission (admission.ts) with this priority class; told how
    * long it waited. Absent: sent at once (ops probes, the pass-through).
    */
-  admission?: { cls: PriorityClass; queued(ms: number): void };
+  /** `owner`: the key's name, for the queue's fairness between keys. */
+  admission?: { cls: PriorityClass; owner?: string; queued(ms: number): void };
 }
 
 export interface UpstreamResponse {
@@ -382,7 +383,7 @@ export class UpstreamClient {
       let ticket: Ticket | undefined;
       if (req.admission !== undefined) {
         const gate = this.gates[replica ?? 0]!;
-        const entered = gate.enter(req.admission.cls, req.signal);
+        const entered = gate.enter(req.admission.cls, req.signal, req.admission.owner);
         ticket = entered instanceof Promise ? await entered : entered;
         if (ticket.queuedMs > 0) req.admission.queued(ticket.queuedMs);
       }

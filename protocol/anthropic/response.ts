@@ -70,13 +70,22 @@ export function stopReason(
   return { stop_reason: 'end_turn', stop_sequence: null };
 }
 
+/**
+ * Anthropic's usage counts a prompt in parts that add up: `input_tokens` is what was not read
+ * from the cache, `cache_read_input_tokens` what was (chat completions' `prompt_tokens` holds
+ * both, `cached_tokens` the second). Claude Code sums them (with `cache_creation_input_tokens`)
+ * as the context used and compacts on that sum: the whole prompt in `input_tokens` made a prompt
+ * with a warm cache count nearly twice, and compaction start at half the window.
+ */
 export function toMessageUsage(usage: Usage | null | undefined): MessageUsage {
-  const out: MessageUsage = {
-    input_tokens: usage?.prompt_tokens ?? 0,
-    output_tokens: usage?.completion_tokens ?? 0,
-  };
+  const prompt = usage?.prompt_tokens ?? 0;
+  const out: MessageUsage = { input_tokens: prompt, output_tokens: usage?.completion_tokens ?? 0 };
   const cached = (usage?.prompt_tokens_details as { cached_tokens?: unknown } | undefined)?.cached_tokens;
-  if (typeof cached === 'number') out.cache_read_input_tokens = cached;
+  if (typeof cached === 'number' && Number.isFinite(cached) && cached >= 0) {
+    const read = Math.min(cached, prompt);
+    out.input_tokens = prompt - read;
+    out.cache_read_input_tokens = read;
+  }
   return out;
 }
 

@@ -156,10 +156,22 @@ function sessionsOf(ring: CaptureRing, owner: string | undefined): SessionSummar
   return [...by.values()];
 }
 
+/**
+ * How many earlier turns a turn is compared with to find the one it continues. An agent's side
+ * requests fork the conversation in the same session (Claude Code's: the main loop's prompt and
+ * one user message of their own, "CRITICAL: Respond with TEXT ONLY..."): the main loop's next
+ * turn continues the turn before the fork, and compared with the fork it showed a break that
+ * never was (its cached ratio 0.99).
+ */
+const PARENT_CANDIDATES = 8;
+
+type Break = { kept: false; where: string; offset: number; before: string; after: string };
+
 /** One session's turns in order, from every worker's records (already merged). */
 export function turnsOf(records: readonly CaptureRecord[]): SessionTurn[] {
   const sorted = [...records].sort((a, b) => a.at - b.at);
-  let previous: ParsedPrompt | null | undefined;
+  // The latest turns' prompts, newest last; emptied by a turn whose body was cut.
+  const recent: ParsedPrompt[] = [];
   return sorted.map((r) => {
     const summary = summaryOf(r);
     const t = r.tokens;
@@ -167,13 +179,31 @@ export function turnsOf(records: readonly CaptureRecord[]): SessionTurn[] {
       t.cached !== null && t.prompt ? Math.round((t.cached / t.prompt) * 1000) / 1000 : null;
     const first = r.upstreamAttempts[0];
     const current = first && first.request.cut === 0 ? parsePrompt(first.request.text) : null;
-    const prefix =
-      previous === undefined || previous === null || current === null
-        ? null
-        : comparePrefix(previous, current);
-    previous = current;
+    const prefix = current === null || recent.length === 0 ? null : againstParent(recent, current);
+    if (current === null) recent.length = 0;
+    else if (recent.push(current) > PARENT_CANDIDATES) recent.shift();
     return { summary, cachedRatio, prefix };
   });
+}
+
+/**
+ * The prefix check against the earlier turn this one continues: the one it shares the most
+ * bytes with (the most recent on a tie), leaving out a sibling fork, an earlier turn that is a
+ * turn this one keeps whole plus one last message of its own, which this one replaced with its
+ * own continuation. A rewrite of anything an earlier turn sent is still a break.
+ */
+function againstParent(recent: readonly ParsedPrompt[], cur: ParsedPrompt): SessionTurn['prefix'] {
+  const compared = recent.map((prev) => ({ prev, diff: firstDifference(prev, cur) }));
+  const keptLengths = new Set(compared.filter((c) => c.diff.kept).map((c) => c.prev.parts.length));
+  let best: (typeof compared)[number] | undefined;
+  for (let i = compared.length - 1; i >= 0; i--) {
+    const c = compared[i]!;
+    const d = c.diff;
+    if (!d.kept && d.index === c.prev.parts.length - 1 && keptLengths.has(d.index)) continue;
+    if (best === undefined || d.common > best.diff.common) best = c;
+  }
+  if (best === undefined) return null;
+  return best.diff.kept ? { kept: true } : best.diff.at;
 }
 
 interface ParsedPrompt {
@@ -196,26 +226,41 @@ function parsePrompt(body: string): ParsedPrompt | null {
   return { parts };
 }
 
-/** The first difference between the previous turn's prompt and this one's (appending is no change). */
-function comparePrefix(prev: ParsedPrompt, cur: ParsedPrompt): SessionTurn['prefix'] {
+/**
+ * The first difference between an earlier turn's prompt and this one's (appending is no
+ * change): `common`, the bytes kept; `index`, the part where they differ.
+ */
+function firstDifference(
+  prev: ParsedPrompt,
+  cur: ParsedPrompt,
+): { kept: true; common: number } | { kept: false; common: number; index: number; at: Break } {
   let offset = 0;
   for (let i = 0; i < prev.parts.length; i++) {
     const a = prev.parts[i]!;
     const b = cur.parts[i];
-    if (b === undefined)
-      return { kept: false, where: a.where, offset, before: a.text.slice(0, 80), after: '(missing)' };
+    if (b === undefined) {
+      const at: Break = {
+        kept: false,
+        where: a.where,
+        offset,
+        before: a.text.slice(0, 80),
+        after: '(missing)',
+      };
+      return { kept: false, common: offset, index: i, at };
+    }
     if (a.text !== b.text) {
       let k = 0;
       while (k < a.text.length && k < b.text.length && a.text[k] === b.text[k]) k++;
-      return {
+      const at: Break = {
         kept: false,
         where: a.where,
         offset: offset + k,
         before: a.text.slice(Math.max(0, k - 30), k + 50),
         after: b.text.slice(Math.max(0, k - 30), k + 50),
       };
+      return { kept: false, common: offset + k, index: i, at };
     }
     offset += a.text.length;
   }
-  return { kept: true };
+  return { kept: true, common: offset };
 }

@@ -151,12 +151,13 @@ export class ChatCall {
     };
   }
 
-  private admissionRequest: { cls: PriorityClass; queued(ms: number): void } | undefined;
+  private admissionRequest: { cls: PriorityClass; owner?: string; queued(ms: number): void } | undefined;
 
   /** What the upstream's admission gate is told of this call (one object for every attempt). */
-  admission(): { cls: PriorityClass; queued(ms: number): void } {
+  admission(): { cls: PriorityClass; owner?: string; queued(ms: number): void } {
     this.admissionRequest ??= {
       cls: this.priority,
+      ...(this.trace.key === undefined ? {} : { owner: this.trace.key }),
       queued: (ms) => {
         this.trace.queuedMs += ms;
       },

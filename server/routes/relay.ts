@@ -84,6 +84,7 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
               ...(route.priority ? { route: route.priority } : {}),
               ...(key?.priority ? { key: key.priority } : {}),
             }),
+            ...(key ? { owner: key.name } : {}),
             queued: () => {},
           },
         })

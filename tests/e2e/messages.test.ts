@@ -325,6 +325,33 @@ describe('stop reasons', () => {
   });
 });
 
+describe('usage', () => {
+  // Claude Code takes input_tokens + cache_read_input_tokens (+ cache_creation) as the context
+  // used, and compacts on it: the whole prompt in input_tokens counted the cached part twice.
+  it('input_tokens and cache_read_input_tokens add up to the prompt, streamed and not', async () => {
+    const { stack, client } = await start({ sim: { scenario: 'prose', promptTokensDetails: true } });
+    const long = 'All work and no play makes a dull agent. '.repeat(200);
+    const params = {
+      model: 'sim',
+      max_tokens: 64,
+      messages: [{ role: 'user' as const, content: long }],
+      tools: [weather],
+    };
+    await client.messages.create(params); // warms the prefix cache
+    const plain = await client.messages.create(params);
+    const streamed = await client.messages.stream(params).finalMessage();
+    const prompts = stack.sim.requests.map((r) => ({ p: r.promptTokens!, c: r.cachedTokens! }));
+    expect(prompts[1]!.c).toBeGreaterThan(prompts[1]!.p / 2);
+    for (const [msg, up] of [
+      [plain, prompts[1]!],
+      [streamed, prompts[2]!],
+    ] as const) {
+      expect(msg.usage.cache_read_input_tokens).toBe(up.c);
+      expect(msg.usage.input_tokens).toBe(up.p - up.c);
+    }
+  });
+});
+
 describe('errors in Anthropic shape', () => {
   it('401 without a key, also from the auth hook; x-api-key is accepted', async () => {
     const { stack } = await start({ env: { TOOLPROOF_API_KEYS: 'secret-key-123' } });

@@ -222,7 +222,7 @@ describe('response mapping', () => {
     };
     const m = toMessage(c, ctx);
     expect(m.model).toBe('client');
-    expect(m.usage).toEqual({ input_tokens: 3, output_tokens: 2, cache_read_input_tokens: 1 });
+    expect(m.usage).toEqual({ input_tokens: 2, output_tokens: 2, cache_read_input_tokens: 1 });
     expect(m.stop_reason).toBe('stop_sequence');
     expect(m.stop_sequence).toBe('END');
   });

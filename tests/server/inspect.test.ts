@@ -216,6 +216,52 @@ describe('the capture behind /inspect/api', () => {
     expect(p.after).toContain('Tuesday');
   });
 
+  // Claude Code sends side requests in its session that fork the main loop: its prompt and one
+  // user message of their own. Compared with the fork, the main loop's next turn showed a break
+  // at the fork's message (cached ratio 0.99) although it kept every byte it had sent.
+  it("a side request that forks the conversation is no break for the main loop's next turn", async () => {
+    stack = await startStack({ sim: { personality: 'vllm', promptTokensDetails: true } });
+    const session = { 'x-claude-code-session-id': 'forked' };
+    const system = { role: 'system' as const, content: 'You are an agent. '.repeat(40) };
+    const m1 = [system, ...user];
+    const call = {
+      role: 'assistant' as const,
+      content: null,
+      tool_calls: [
+        {
+          id: 'c1',
+          type: 'function' as const,
+          function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
+        },
+      ],
+    };
+    const m2 = [...m1, call, { role: 'tool' as const, tool_call_id: 'c1', content: 'sunny' }];
+    const fork = (m: readonly unknown[]) => [
+      ...m,
+      { role: 'user' as const, content: 'CRITICAL: Respond with TEXT ONLY.' },
+    ];
+    const send = (messages: unknown[]) =>
+      stack!.client.chat.completions.create(
+        { model: 'sim', messages: messages as never, tools },
+        scenario('prose', session),
+      );
+    await send(m1);
+    await send(fork(m1));
+    await send(m2);
+    await send(fork(m2));
+    // A real rewrite after the forks: the tool result the main loop sent is changed.
+    const m3 = [...m2.slice(0, -1), { role: 'tool' as const, tool_call_id: 'c1', content: 'rainy' }, ...user];
+    await send(m3);
+    const detail = (await getJson(stack, `/inspect/api/session?key=${encodeURIComponent('h:forked')}`))
+      .body as {
+      turns: Array<{ prefix: { kept: boolean; where?: string; before?: string; after?: string } | null }>;
+    };
+    expect(detail.turns.map((t) => t.prefix?.kept ?? null)).toEqual([null, true, true, true, false]);
+    expect(detail.turns[4]!.prefix).toMatchObject({ where: 'messages[3]' });
+    expect(detail.turns[4]!.prefix!.before).toContain('sunny');
+    expect(detail.turns[4]!.prefix!.after).toContain('rainy');
+  });
+
   it('never keeps a credential: auth headers, API keys and cookies are redacted', async () => {
     const key = 'sk-inspect-secret-0123456789';
     stack = await startStack({ env: { TOOLPROOF_API_KEYS: key }, apiKey: key });

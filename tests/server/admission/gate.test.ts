@@ -79,6 +79,34 @@ describe('AdmissionGate', () => {
     (await high).release();
   });
 
+  it('a full queue sheds, within a class, the newest of a key using at least two more of the replica; a request that left no longer counts', async () => {
+    const gate = new AdmissionGate(settings({ queueSize: 1 }));
+    const a1 = (await gate.enter('normal', new RequestAbort(), 'a')) as Ticket;
+    const gone = new RequestAbort();
+    const a2 = gate.enter('normal', gone, 'a') as Promise<Ticket>;
+    gone.abort(new Error('client gone'));
+    await expect(a2).rejects.toThrow('client gone');
+    const b = gate.enter('normal', new RequestAbort(), 'b') as Promise<Ticket>; // queued: a uses 1
+    a1.release();
+    (await b).release();
+    const b2 = (await gate.enter('normal', new RequestAbort(), 'b')) as Ticket;
+    const a3 = gate.enter('normal', new RequestAbort(), 'a') as Promise<Ticket>; // a: 1, b: 1
+    // c uses nothing, a one: not two more, so c is the one refused (and a stays queued).
+    await expect(gate.enter('normal', new RequestAbort(), 'c')).rejects.toMatchObject({
+      code: 'TP_ERR_QUEUE_FULL',
+    });
+    // Nor b (one in flight, as a has one queued); a's own newcomer never sheds a's.
+    await expect(gate.enter('normal', new RequestAbort(), 'b')).rejects.toMatchObject({
+      code: 'TP_ERR_QUEUE_FULL',
+    });
+    await expect(gate.enter('normal', new RequestAbort(), 'a')).rejects.toMatchObject({
+      code: 'TP_ERR_QUEUE_FULL',
+    });
+    b2.release();
+    (await a3).release();
+    expect(gate.load).toMatchObject({ active: 0, queued: 0 });
+  });
+
   it('a request queued past the timeout leaves with 503 and Retry-After', async () => {
     const shed: string[] = [];
     const gate = new AdmissionGate(settings({ queueTimeoutMs: 30 }), {

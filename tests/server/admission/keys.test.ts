@@ -209,7 +209,8 @@ describe('rate limits', () => {
       expect(res.status).toBe(429);
       const wait = Number(res.headers.get('retry-after'));
       expect(wait).toBeGreaterThanOrEqual(1);
-      expect(wait).toBeLessThanOrEqual(60);
+      // At most 61: a request of this second may have come in at its very start (key-window.test.ts).
+      expect(wait).toBeLessThanOrEqual(61);
       const body = (await res.json()) as Record<string, { type: string }>;
       if (door === 'messages')
         expect(body).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });

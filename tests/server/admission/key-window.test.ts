@@ -1,0 +1,31 @@
+/**
+ * The per-key sliding minute (server/keys.ts KeyLimits) on a clock the test moves: no 60 s span
+ * holds more requests than requestsPerMinute. With one bucket per second over only 60 of them,
+ * a request counted late in second 0 had left the window at the start of second 60, 59 s later:
+ * a key limited to 30 a minute was measured admitting 32 within 60 s (11:35, the walk's log).
+ */
+import { describe, expect, it } from 'vitest';
+import { retryAfterOf, type ToolproofError } from '../../../protocol/errors.js';
+import { KeyLimits } from '../../../server/keys.js';
+
+describe('KeyLimits: requests per minute', () => {
+  it('counts a request for a full 60 s, whatever part of its second it came in', () => {
+    let now = 999; // late in second 0
+    const limits = new KeyLimits(() => now);
+    const key = { name: 'k', key: 'sk-k', requestsPerMinute: 2 };
+    limits.admit(key)(true);
+    now = 59_000;
+    limits.admit(key)(true);
+    now = 60_000; // the first is 59.001 s old: still in the minute
+    let err: ToolproofError | undefined;
+    try {
+      limits.admit(key);
+    } catch (e) {
+      err = e as ToolproofError;
+    }
+    expect(err?.code).toBe('TP_ERR_RATE_LIMITED');
+    expect(retryAfterOf(err!)).toBe('1');
+    now = 61_000; // 60.001 s after the first: its place is free
+    expect(() => limits.admit(key)(true)).not.toThrow();
+  });
+});
