@@ -18,6 +18,8 @@ export interface FinalAnswerDetail {
 export type ForceToolUseEffect =
   /** The request went upstream with final_answer added and this tool_choice. */
   | { policy: P; kind: 'forced'; count: number; detail: { toolChoice: 'auto' | 'required' } }
+  /** tool_choice "auto" sent (final_answer kept): the last user turn forbids tools in so many words. */
+  | { policy: P; kind: 'text-only-turn'; count: number }
   /** A final_answer call became the content. */
   | { policy: P; kind: 'final-answer'; count: number; detail: FinalAnswerDetail }
   /** A final_answer without an answer string: its raw arguments delivered as the last resort. */

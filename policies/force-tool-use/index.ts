@@ -21,6 +21,14 @@
  *
  * When the upstream is known to reject "required" (ctx.requiredRejected), final_answer is still
  * added and tool_choice is "auto": the tool still gives the model a clean way to answer.
+ *
+ * So is a last user turn that forbids tools in so many words (textOnlyTurn, effect
+ * `text-only-turn`): an agent's compaction or summary turn keeps its tools for the prompt cache
+ * and asks for text (Claude Code: "CRITICAL: Respond with TEXT ONLY. Do NOT call any tools. ...
+ * Tool calls will be REJECTED"). With "required" the model had to call some tool, a real one as
+ * often as final_answer, and the agent rejected the call: its compaction failed, and so did every
+ * later try. With "auto" it can do as asked. final_answer stays in the tools, so the prompt keeps
+ * the bytes of the turns before it and the backend's prompt cache still holds.
  */
 import type {
   ChatCompletion,
@@ -89,6 +97,48 @@ export function notForcedReason(request: ChatCompletionRequest, answer?: AnswerF
     return 'response-format';
   }
   return null;
+}
+
+/**
+ * Words that forbid tools outright. Linear (no nested quantifiers); matched case-insensitively.
+ * Sources: Claude Code 2.1's compaction and side-question prompts ("CRITICAL: Respond with TEXT
+ * ONLY. Do NOT call any tools.", "Tool calls will be REJECTED"); the same in a user's own words.
+ */
+const TEXT_ONLY =
+  /\b(?:respond|reply|answer) with text only\b|\bdo not (?:call|use) any tools?\b|\bdon't (?:call|use) any tools?\b|\btool calls will be rejected\b/i;
+
+/** How much of each text part of the last turn is read: its start and its end. */
+const TEXT_ONLY_SCAN = 16 * 1024;
+
+function saysTextOnly(text: string): boolean {
+  if (text.length <= 2 * TEXT_ONLY_SCAN) return TEXT_ONLY.test(text);
+  return TEXT_ONLY.test(text.slice(0, TEXT_ONLY_SCAN)) || TEXT_ONLY.test(text.slice(-TEXT_ONLY_SCAN));
+}
+
+/**
+ * Does the request's last message, a user turn, forbid tools in so many words? Read at most 32 KB
+ * of each of its first 16 text parts, whatever the turn's size.
+ */
+export function textOnlyTurn(request: ChatCompletionRequest): boolean {
+  const messages = request.messages;
+  if (!Array.isArray(messages) || messages.length === 0) return false;
+  const last = messages[messages.length - 1];
+  if (!isPlainObject(last) || last.role !== 'user') return false;
+  const content = last.content;
+  if (typeof content === 'string') return saysTextOnly(content);
+  if (!Array.isArray(content)) return false;
+  for (let i = 0; i < content.length && i < 16; i++) {
+    const part = content[i];
+    if (
+      isPlainObject(part) &&
+      part.type === 'text' &&
+      typeof part.text === 'string' &&
+      saysTextOnly(part.text)
+    ) {
+      return true;
+    }
+  }
+  return false;
 }
 
 function callName(call: unknown): string | undefined {
@@ -242,7 +292,8 @@ export const forceToolUsePolicy: Policy<ForceToolUseEffect> = {
         }),
         effects: [],
       };
-    const toolChoice = ctx.requiredRejected ? 'auto' : 'required';
+    const textOnly = answer === undefined && textOnlyTurn(request);
+    const toolChoice = ctx.requiredRejected || textOnly ? 'auto' : 'required';
     const rewritten = forcedCopy(request);
     rewritten.tools = [
       ...(request.tools ?? []),
@@ -261,7 +312,12 @@ export const forceToolUsePolicy: Policy<ForceToolUseEffect> = {
     return {
       action: 'continue',
       request: rewritten,
-      effects: [{ policy: FORCE_TOOL_USE_POLICY, kind: 'forced', count: 1, detail: { toolChoice } }],
+      effects: textOnly
+        ? [
+            { policy: FORCE_TOOL_USE_POLICY, kind: 'forced', count: 1, detail: { toolChoice } },
+            { policy: FORCE_TOOL_USE_POLICY, kind: 'text-only-turn', count: 1 },
+          ]
+        : [{ policy: FORCE_TOOL_USE_POLICY, kind: 'forced', count: 1, detail: { toolChoice } }],
       memo,
     };
   },

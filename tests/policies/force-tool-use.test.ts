@@ -608,3 +608,58 @@ describe('force-tool-use: stream', () => {
     );
   });
 });
+
+describe('a last user turn that forbids tools (an agent compaction turn)', () => {
+  // Claude Code 2.1's compaction prompt opens so (its binary's text); the turn keeps its tools.
+  const compaction =
+    'CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.\n\n- Do NOT use Read, Bash, Grep, Glob, Edit, Write, or ANY other tool.\n- Tool calls will be REJECTED and will waste your only turn \u2014 you will fail the task.\n\nYour task is to create a detailed summary of the conversation so far.';
+
+  it('goes with tool_choice "auto", final_answer kept (the prompt as on other turns), the effect saying why', () => {
+    const req = request({
+      messages: [
+        { role: 'user', content: 'What is the weather in Paris?' },
+        { role: 'assistant', content: 'Sunny.' },
+        { role: 'user', content: [{ type: 'text', text: compaction }] },
+      ],
+      tools: [weatherTool],
+    });
+    const d = onRequest(req);
+    expect(d.request.tool_choice).toBe('auto');
+    expect(d.request.tools?.map((t) => t.function.name)).toEqual(['get_weather', 'final_answer']);
+    expect(d.request.tools).toEqual(onRequest(request({ tools: [weatherTool] })).request.tools);
+    expect(d.effects).toEqual([
+      { policy: 'force-tool-use', kind: 'forced', count: 1, detail: { toolChoice: 'auto' } },
+      { policy: 'force-tool-use', kind: 'text-only-turn', count: 1 },
+    ]);
+    expect((d.memo as ForceToolUseMemo).finalAnswerName).toBe('final_answer');
+  });
+
+  it('in a user\u2019s own words, at the end of a long turn, too; not when tools are only mentioned', () => {
+    const textOnly = (content: string) =>
+      onRequest(request({ messages: [{ role: 'user', content }], tools: [weatherTool] })).request
+        .tool_choice === 'auto';
+    expect(textOnly(`${'x'.repeat(100_000)} Summarise this, and don't call any tools.`)).toBe(true);
+    expect(textOnly(`Reply with text only. ${'x'.repeat(100_000)}`)).toBe(true);
+    for (const content of [
+      'Use the weather tool for Paris.',
+      'Which tools do you have?',
+      'Do not call the weather tool twice.',
+    ]) {
+      expect(textOnly(content), content).toBe(false);
+    }
+  });
+
+  it('only the last turn counts: an earlier compaction prompt in the history does not unforce later turns', () => {
+    const d = onRequest(
+      request({
+        messages: [
+          { role: 'user', content: compaction },
+          { role: 'assistant', content: 'Summary: the user asked about Paris.' },
+          { role: 'user', content: 'Now check the weather in Rome.' },
+        ],
+        tools: [weatherTool],
+      }),
+    );
+    expect(d.request.tool_choice).toBe('required');
+  });
+});
