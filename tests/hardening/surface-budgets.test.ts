@@ -27,6 +27,7 @@ import type { ChatCompletionChunk, ChatMessage, JsonObject } from '../../protoco
 import { larkMarkers, markerPattern } from '../../protocol/responses/lark-markers.js';
 import { translateRequest as fromResponses } from '../../protocol/responses/request.js';
 import { DEFAULT_MODEL_SETTINGS } from '../../protocol/settings.js';
+import { textOnlyTurn } from '../../policies/force-tool-use/index.js';
 import { readImprovisedCalls } from '../../parsers/kit/structured-reader.js';
 import { createRecoveryStream } from '../../parsers/recover.js';
 import type { DeclaredTool } from '../../parsers/types.js';
@@ -430,6 +431,28 @@ describe('request rewrites: size x1 vs x4', () => {
       },
       { from: 500, max: 200_000 },
       3009,
+    );
+  }, 120_000);
+
+  it("a text-only turn: the last user turn's parts x their length (force-tool-use reads it every request)", () => {
+    budget(
+      'text-only turn',
+      (size, rnd) => ({
+        model: 'm',
+        messages: [
+          {
+            role: 'user' as const,
+            content: Array.from({ length: size }, (_, i) => ({
+              type: 'text' as const,
+              // near misses of the phrases, so the match runs to the end of each part
+              text: `${'do not call anything, respond with text '.repeat(Math.ceil(size / 64))}${rnd() < 0.5 ? 'respond with text' : `reply ${i}`}`,
+            })),
+          },
+        ],
+      }),
+      (request) => textOnlyTurn(request),
+      { from: 64, max: 64_000 },
+      3011,
     );
   }, 120_000);
 });
