@@ -1,3 +1,4 @@
+import type { Connections } from './connections.js';
 import type { Policy } from '../policies/types.js';
 import type { PolicyEffect } from '../policies/registry.js';
 import type { ChatCall, ChatDeps } from './chat/context.js';
@@ -23,6 +24,8 @@ export interface AppState {
   modelLabels: ServedModelLabels;
   /** Streams open now (ended with an error event at the shutdown deadline). */
   openStreams: OpenStreams;
+  /** Client connections (a shutdown cuts those that never carried a byte). */
+  connections: Connections;
   /** OpenTelemetry tracing (server/tracing/); undefined when off, and then nothing of it is loaded. */
   tracing?: Tracing<ChatCall>;
   /** Each client key's counters (requests, tokens, in flight), kept across reloads. */

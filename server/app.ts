@@ -1,6 +1,7 @@
 /**
  * buildApp(config) assembles the Fastify instance; it never listens (main.ts and tests do).
  */
+import { Connections } from './connections.js';
 import type { ServerResponse } from 'node:http';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -221,6 +222,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     },
     modelLabels: new ServedModelLabels(),
     openStreams: new OpenStreams(),
+    connections: new Connections(app.server),
     keyLimits: new KeyLimits(),
     ...(config.capture && config.capture.maxBytes > 0 ? { capture: new CaptureRing(config.capture) } : {}),
     ...(storeBytes > 0 ? { responsesStore: new ResponsesItemStore(storeBytes) } : {}),

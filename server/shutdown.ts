@@ -28,7 +28,10 @@ export function shutdownGracefully(app: ToolproofApp, options: ShutdownOptions):
   }, options.graceMs);
   force.unref();
   app.server.closeIdleConnections();
-  return app.close().finally(() => clearTimeout(force));
+  // A connection that never carried a byte has no request to finish (server/connections.ts).
+  const closed = app.close().finally(() => clearTimeout(force));
+  app.toolproof.connections.cutUnused();
+  return closed;
 }
 
 /** One line for a listen failure (port in use, unknown host), instead of a stack trace. */

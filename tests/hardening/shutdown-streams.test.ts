@@ -2,7 +2,7 @@
  * Streams still open at the shutdown deadline end with an SSE error event and `data: [DONE]`
  * (the client learns why), not with a reset; the upstream request is cancelled.
  */
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
@@ -138,5 +138,21 @@ describe('streams at the shutdown deadline', () => {
     const started = Date.now();
     await shutdownGracefully(app, { graceMs: 60_000 });
     expect(Date.now() - started).toBeLessThan(30_000);
+  });
+
+  it('a connection that never carried a byte does not hold the shutdown', async () => {
+    // What an aborted fetch leaves behind: a connection opened and never written to, which
+    // Node counts as active, so close() waited for the client (or the deadline) to end it.
+    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: 'http://127.0.0.1:9/v1' }), {
+      logger: false,
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const socket = connect((app.server.address() as AddressInfo).port, '127.0.0.1');
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    const started = Date.now();
+    await shutdownGracefully(app, { graceMs: 10_000 });
+    await ended;
+    expect(Date.now() - started).toBeLessThan(2_000);
   });
 });
