@@ -140,7 +140,9 @@ export default defineConfig({
     // running) found both wanting CPU 76% of the time, one 19%, none 5%. A third worker fills
     // those waits: at least two want CPU 92% of the time, and the CPU spent did not grow (two
     // runs back to back on the loaded 2-core box: 293 s and 287 s of CPU, 414 s and 301 s wall;
-    // the wall time also moves with the share a third process takes of a shared box).
+    // the wall time also moves with the share a third process takes of a shared box). On the
+    // quiet box, back to back (5f89dd0): 144 s wall with three, 161 s with two, 262 and 259 s
+    // of CPU.
     maxWorkers: availableParallelism() + 1,
     // V8's GC on the worker's own thread: its helper threads (concurrent marking, parallel
     // scavenges) compete with the other worker for the second core, and on a box where both
