@@ -17,8 +17,13 @@
  * `--before=DIR`: a third app, another build's with tracing on (a copy of bench/results/.build
  * made before a change), in the same process: before and after measured on one heap and JIT.
  *
+ * `--calls`: the process runs a copy of the build (and of --before's) with tracing's calls timed
+ * one by one (bench/lib/tracing-calls.ts): µs per traced request per call, inside the server,
+ * warm-up included, printed at the end (with --before, its build's calls beside: each call of
+ * the two builds in the same process and slices alternating).
+ *
  *   npx tsx bench/tracing-twin.ts [--cases=short,long,agent] [--cycles=40] [--slice=256] [--c=32]
- *     [--cpu-prof] [--top=40] [--before=DIR]
+ *     [--cpu-prof] [--top=40] [--before=DIR] [--calls]
  */
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -38,6 +43,7 @@ import {
 } from './lib/overhead-ab.js';
 import { startFakeUpstream, startNode, stopAll, waitForLine } from './lib/procs.js';
 import { startOtlpSink } from './lib/otlp-sink.js';
+import { readTracingCalls, timedTracingBuild } from './lib/tracing-calls.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Map(
@@ -63,6 +69,7 @@ const nvp = (line: string, name: string): number => {
 };
 const BEFORE = args.get('before');
 const NAMES = BEFORE ? (['off', 'on', 'before'] as const) : (['off', 'on'] as const);
+const CALLS = args.has('calls');
 
 async function main(): Promise<void> {
   prepareServer(ROOT, 'build', console.log);
@@ -70,6 +77,10 @@ async function main(): Promise<void> {
   const sink = await startOtlpSink();
   const otlp = sink.origin;
   const profDir = PROF ? mkdtempSync(join(tmpdir(), 'tracing-twin-')) : undefined;
+  const callsDir = CALLS ? mkdtempSync(join(tmpdir(), 'tracing-calls-')) : undefined;
+  const buildDir = CALLS
+    ? timedTracingBuild(join(ROOT, BUILD_DIR), join(ROOT, 'bench/results/.tracing-calls'))
+    : join(ROOT, BUILD_DIR);
   const child = startNode({
     name: 'toolproof twins',
     args: [
@@ -77,13 +88,16 @@ async function main(): Promise<void> {
       '--trace-gc-nvp',
       ...startFlags(ROOT),
       join(ROOT, 'bench/lib/twin-server.mjs'),
-      join(ROOT, BUILD_DIR),
+      buildDir,
       upstream.origin,
       otlp,
-      ...(BEFORE ? [BEFORE] : []),
+      ...(BEFORE
+        ? [CALLS ? timedTracingBuild(BEFORE, join(ROOT, 'bench/results/.tracing-calls-before'), 'before:') : BEFORE]
+        : []),
     ],
     cwd: ROOT,
     stdinPipe: true,
+    ...(callsDir ? { env: { ...process.env, TP_CALLS_OUT: join(callsDir, 'calls') } } : {}),
   });
   const ports = JSON.parse(await waitForLine(child, /(\{"off":\d+,"on":\d+[^}]*\})/, 60_000)) as Record<
     string,
@@ -123,6 +137,7 @@ async function main(): Promise<void> {
     for (let i = 0; i < 4; i++) for (const s of sides) await burst(s.pool, body, slice * 2, c, headers);
     const costs = sides.map(() => [] as CycleCost[]);
     const exports0 = sink.exports();
+    const bytes0 = sink.bytes();
     const n = sides.length;
     for (let cycle = 0; cycle < CYCLES; cycle++) {
       const cpu = sides.map(() => 0);
@@ -141,7 +156,7 @@ async function main(): Promise<void> {
     }
     const us = (k: number) => costs[k]!.reduce((a, x) => a + x.cpu, 0) / 1000 / (CYCLES * 2 * slice);
     console.log(
-      `${name} (${events} events, c=${c}, ${CYCLES} cycles of 2 x ${slice} requests a side; ${sink.exports() - exports0} exports): off ${us(0).toFixed(1)} µs/request`,
+      `${name} (${events} events, c=${c}, ${CYCLES} cycles of 2 x ${slice} requests a side; ${sink.exports() - exports0} exports, ${Math.round((sink.bytes() - bytes0) / (CYCLES * 2 * slice * (n - 1)))} bytes a traced request): off ${us(0).toFixed(1)} µs/request`,
     );
     for (let k = 1; k < n; k++) {
       const ratio = pooledRatio(costs[k]!, costs[0]!);
@@ -171,6 +186,25 @@ async function main(): Promise<void> {
   await stopAll();
   sink.close();
   if (profDir) analyze(profDir);
+  if (callsDir) printCalls(callsDir);
+}
+
+/** --calls: tracing's calls, µs per traced request, inclusive, largest first. */
+function printCalls(dir: string): void {
+  const file = readdirSync(dir).find((f) => f.startsWith('calls-'));
+  if (!file) throw new Error(`no timings in ${dir}`);
+  const sides = [readTracingCalls(join(dir, file)), ...(BEFORE ? [readTracingCalls(join(dir, file), 'before:')] : [])];
+  console.log(
+    `\ntracing's calls, µs per traced request, inclusive (${BEFORE ? 'on | before' : 'on'}; samples over 200 µs left out: count):`,
+  );
+  const keys = new Set(sides.flatMap((x) => [...x.perRequest.keys()]));
+  for (const k of [...keys].sort((a, b) => (sides[0]!.perRequest.get(b) ?? 0) - (sides[0]!.perRequest.get(a) ?? 0)))
+    console.log(
+      `  ${k.padEnd(28)} ${sides.map((x) => `${(x.perRequest.get(k) ?? 0).toFixed(2).padStart(7)} (${x.over.get(k) ?? 0})`).join(' | ')}`,
+    );
+  console.log(
+    '  (a request: startRequest, chat, attempt, attemptOpened, finishReason, effects, event, attemptRead, end; LeanTracer.start, LeanSpan.end, encodeAtEnd and processor.onEnd inside them; export outside any request)',
+  );
 }
 
 interface ProfileNode {

@@ -17,7 +17,7 @@
 import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const PRELUDE = `
+export const PRELUDE = `
 import { performance as __perf } from 'node:perf_hooks';
 import { writeFileSync as __write } from 'node:fs';
 const __T = (globalThis.__tpCalls ??= (() => {
@@ -38,7 +38,7 @@ function __acc(name, t0) {
 `;
 
 /** `export function NAME(` -> a timed wrapper of the same name around NAME__timed. */
-function wrapExports(src: string, only?: readonly string[]): string {
+export function wrapExports(src: string, only?: readonly string[], label = ''): string {
   const names: string[] = [];
   const out = src.replace(/^export function (\w+)\(/gm, (m, name: string) => {
     if (only && !only.includes(name)) return m;
@@ -48,17 +48,17 @@ function wrapExports(src: string, only?: readonly string[]): string {
   const wrappers = names
     .map(
       (n) =>
-        `export function ${n}(a, b, c, d, e, f, g) { const t0 = __perf.now(); try { return ${n}__timed(a, b, c, d, e, f, g); } finally { __acc('${n}', t0); } }`,
+        `export function ${n}(a, b, c, d, e, f, g) { const t0 = __perf.now(); try { return ${n}__timed(a, b, c, d, e, f, g); } finally { __acc('${label}${n}', t0); } }`,
     )
     .join('\n');
   return `${PRELUDE}\n${out}\n${wrappers}\n`;
 }
 
-function wrapMethods(src: string, cls: string, methods: readonly string[]): string {
+export function wrapMethods(src: string, cls: string, methods: readonly string[], label = ''): string {
   const patches = methods
     .map(
       (m) =>
-        `{ const f = ${cls}.prototype.${m}; ${cls}.prototype.${m} = function (a, b, c) { const t0 = __perf.now(); try { return f.call(this, a, b, c); } finally { __acc('${cls}.${m}', t0); } }; }`,
+        `{ const f = ${cls}.prototype.${m}; ${cls}.prototype.${m} = function (a, b, c) { const t0 = __perf.now(); try { return f.call(this, a, b, c); } finally { __acc('${label}${cls}.${m}', t0); } }; }`,
     )
     .join('\n');
   return `${src}\n${patches}\n`;
