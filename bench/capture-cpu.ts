@@ -22,6 +22,7 @@
  * `--calls`: the capture sides run copies of their builds with each capture call timed (a
  * wrapper per function, bench/lib/capture-calls.ts): µs per request per call, inside the server,
  * two builds side by side (with --before) in the same run: the calls no build changed read within ~5-10% of each other across the sides.
+ * `--calls=top`: only the calls a request makes are timed (no timer inside another's figure).
  *
  * `--mb=2,1`: more capture sides of this build with rings of those sizes (TOOLPROOF_CAPTURE_MB;
  * the `on` side keeps the default 10 MB): what a smaller ring, whose arena's write head comes
@@ -85,7 +86,8 @@ async function main(): Promise<void> {
   // --calls: the capture sides run timed copies of their builds (bench/lib/capture-calls.ts).
   const main = (dir: string) =>
     serverArgs.map((a) => (a.endsWith('server/main.js') ? join(dir, 'server/main.js') : a));
-  const timed = (name: string, dir: string) => timedBuild(dir, join(ROOT, `bench/results/.calls-${name}`));
+  const timed = (name: string, dir: string) =>
+    timedBuild(dir, join(ROOT, `bench/results/.calls-${name}`), args.get('calls') === 'top');
   const callsEnv = (name: string): Record<string, string> =>
     CALLS ? { TP_CALLS_OUT: join(profDir, `calls-${name}`) } : {};
   const specs: Array<{ name: string; env: Record<string, string>; args: string[] }> = [

@@ -17,6 +17,15 @@
  * `--before=DIR`: a third app, another build's with tracing on (a copy of bench/results/.build
  * made before a change), in the same process: before and after measured on one heap and JIT.
  *
+ * `--capture[=MB]`: capture instead of tracing: the `on` (and `before`) apps keep a capture ring
+ * (10 MB unless given) with tracing off; capture on against off in one process. (`--calls` times
+ * tracing's calls only: bench/capture-cpu.ts --calls times capture's.) `TWIN_BEFORE_ENV="K=V;..."`
+ * in the environment: variables set while the before app is built (a switch an experiment reads
+ * then), so that `--before=bench/results/.build` compares one build with and without it.
+ *
+ * `--sampler=NAME[:ARG]`: the traced apps' OTEL_TRACES_SAMPLER (and _ARG), e.g.
+ * `--sampler=parentbased_traceidratio:0.1`: what tracing costs when only some requests are sampled.
+ *
  * `--calls`: the process runs a copy of the build (and of --before's) with tracing's calls timed
  * one by one (bench/lib/tracing-calls.ts): µs per traced request per call, inside the server,
  * warm-up included, printed at the end (with --before, its build's calls beside: each call of
@@ -70,6 +79,7 @@ const nvp = (line: string, name: string): number => {
 const BEFORE = args.get('before');
 const NAMES = BEFORE ? (['off', 'on', 'before'] as const) : (['off', 'on'] as const);
 const CALLS = args.has('calls');
+const SAMPLER = args.get('sampler');
 
 async function main(): Promise<void> {
   prepareServer(ROOT, 'build', console.log);
@@ -97,7 +107,12 @@ async function main(): Promise<void> {
     ],
     cwd: ROOT,
     stdinPipe: true,
-    ...(callsDir ? { env: { ...process.env, TP_CALLS_OUT: join(callsDir, 'calls') } } : {}),
+    env: {
+      ...process.env,
+      ...(callsDir ? { TP_CALLS_OUT: join(callsDir, 'calls') } : {}),
+      ...(args.has('capture') ? { TWIN_MODE: 'capture', TWIN_CAPTURE_MB: args.get('capture') || '10' } : {}),
+      ...(SAMPLER ? { TWIN_SAMPLER: SAMPLER.split(':')[0], TWIN_SAMPLER_ARG: SAMPLER.split(':')[1] ?? '' } : {}),
+    },
   });
   const ports = JSON.parse(await waitForLine(child, /(\{"off":\d+,"on":\d+[^}]*\})/, 60_000)) as Record<
     string,

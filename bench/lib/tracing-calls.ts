@@ -8,7 +8,7 @@
  * attemptRead (the attempt's attributes written, its span ended: encoded and handed to the
  * processor), end (the server span's attributes, its end); inside them LeanTracer.start,
  * LeanSpan.end (encoding and the processor), encodeAtEnd (the encoding alone), processor.onEnd
- * (BatchSpanProcessor's), and export (the batch's serialization and the POST's synchronous part,
+ * (BatchSpanProcessor's; its flushOneBatch, a batch's export started, inside it or on its timer), and export (the batch's serialization and the POST's synchronous part,
  * outside any request). Samples over 200 µs are left out and counted. The sums are written at the
  * process's exit to `<out>-<pid>.json` (TP_CALLS_OUT).
  */
@@ -48,6 +48,7 @@ export function timedTracingBuild(buildDir: string, into: string, label = ''): s
     ];
     return `${wrapMethods(`${PRELUDE}\n${src}`, 'ServerSpan', methods, label)}
 { const f = BatchSpanProcessor.prototype.onEnd; BatchSpanProcessor.prototype.onEnd = function (s) { ${TIMED('processor.onEnd', 'f.call(this, s)')} }; }
+{ const f = BatchSpanProcessor.prototype._flushOneBatch; BatchSpanProcessor.prototype._flushOneBatch = function () { ${TIMED('processor.flushOneBatch', 'f.call(this)')} }; }
 export async function createTracing(a, b) {
   const t = await createTracing__timed(a, b);
   const s = t.startRequest;

@@ -1,6 +1,7 @@
 /**
  * bench/tracing-twin.ts's server: two toolproof apps of one build in one process, one with
- * tracing off and one with it on (every request sampled, OTLP/HTTP protobuf to the endpoint
+ * tracing off and one with it on (every request sampled unless TWIN_SAMPLER and TWIN_SAMPLER_ARG
+ * name another sampler, OTLP/HTTP protobuf to the endpoint
  * given), each on a port of its own; prints `{"off":PORT,"on":PORT}` once both listen, and exits
  * when stdin closes. Capture is off in both.
  *
@@ -40,14 +41,27 @@ Object.assign(base, {
   TOOLPROOF_LOG_LEVEL: 'warn',
   TOOLPROOF_CAPTURE_MB: '0',
 });
-const traced = { ...base, OTEL_EXPORTER_OTLP_ENDPOINT: otlp, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' };
+// TWIN_MODE=capture: the `on` (and `before`) apps capture (the default 10 MB ring, or
+// TWIN_CAPTURE_MB) with tracing off, instead of tracing with capture off.
+const traced =
+  process.env.TWIN_MODE === 'capture'
+    ? { ...base, TOOLPROOF_CAPTURE_MB: process.env.TWIN_CAPTURE_MB || '10' }
+    : { ...base, OTEL_EXPORTER_OTLP_ENDPOINT: otlp, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' };
+// bench/tracing-twin.ts --sampler=NAME[:ARG]: the traced apps' sampler (default: every request).
+if (process.env.TWIN_SAMPLER) traced.OTEL_TRACES_SAMPLER = process.env.TWIN_SAMPLER;
+if (process.env.TWIN_SAMPLER_ARG) traced.OTEL_TRACES_SAMPLER_ARG = process.env.TWIN_SAMPLER_ARG;
 const ports = {};
+// TWIN_BEFORE_ENV="K=V;...": set in this process's environment while the before app is built (a
+// build-time switch of an experiment read from process.env), then removed.
+const beforeEnv = (process.env.TWIN_BEFORE_ENV ?? '').split(';').filter(Boolean).map((kv) => kv.split('='));
 for (const [name, make, env] of [
   ['off', start, base],
   ['on', start, traced],
   ...(startBefore ? [['before', startBefore, traced]] : []),
 ]) {
+  if (name === 'before') for (const [k, v] of beforeEnv) process.env[k] = v;
   const app = await make(env);
+  if (name === 'before') for (const [k] of beforeEnv) delete process.env[k];
   await app.listen({ host: '127.0.0.1', port: 0 });
   ports[name] = app.server.address().port;
 }
