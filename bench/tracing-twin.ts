@@ -102,7 +102,11 @@ async function main(): Promise<void> {
       upstream.origin,
       otlp,
       ...(BEFORE
-        ? [CALLS ? timedTracingBuild(BEFORE, join(ROOT, 'bench/results/.tracing-calls-before'), 'before:') : BEFORE]
+        ? [
+            CALLS
+              ? timedTracingBuild(BEFORE, join(ROOT, 'bench/results/.tracing-calls-before'), 'before:')
+              : BEFORE,
+          ]
         : []),
     ],
     cwd: ROOT,
@@ -111,7 +115,9 @@ async function main(): Promise<void> {
       ...process.env,
       ...(callsDir ? { TP_CALLS_OUT: join(callsDir, 'calls') } : {}),
       ...(args.has('capture') ? { TWIN_MODE: 'capture', TWIN_CAPTURE_MB: args.get('capture') || '10' } : {}),
-      ...(SAMPLER ? { TWIN_SAMPLER: SAMPLER.split(':')[0], TWIN_SAMPLER_ARG: SAMPLER.split(':')[1] ?? '' } : {}),
+      ...(SAMPLER
+        ? { TWIN_SAMPLER: SAMPLER.split(':')[0], TWIN_SAMPLER_ARG: SAMPLER.split(':')[1] ?? '' }
+        : {}),
     },
   });
   const ports = JSON.parse(await waitForLine(child, /(\{"off":\d+,"on":\d+[^}]*\})/, 60_000)) as Record<
@@ -208,12 +214,17 @@ async function main(): Promise<void> {
 function printCalls(dir: string): void {
   const file = readdirSync(dir).find((f) => f.startsWith('calls-'));
   if (!file) throw new Error(`no timings in ${dir}`);
-  const sides = [readTracingCalls(join(dir, file)), ...(BEFORE ? [readTracingCalls(join(dir, file), 'before:')] : [])];
+  const sides = [
+    readTracingCalls(join(dir, file)),
+    ...(BEFORE ? [readTracingCalls(join(dir, file), 'before:')] : []),
+  ];
   console.log(
     `\ntracing's calls, µs per traced request, inclusive (${BEFORE ? 'on | before' : 'on'}; samples over 200 µs left out: count):`,
   );
   const keys = new Set(sides.flatMap((x) => [...x.perRequest.keys()]));
-  for (const k of [...keys].sort((a, b) => (sides[0]!.perRequest.get(b) ?? 0) - (sides[0]!.perRequest.get(a) ?? 0)))
+  for (const k of [...keys].sort(
+    (a, b) => (sides[0]!.perRequest.get(b) ?? 0) - (sides[0]!.perRequest.get(a) ?? 0),
+  ))
     console.log(
       `  ${k.padEnd(28)} ${sides.map((x) => `${(x.perRequest.get(k) ?? 0).toFixed(2).padStart(7)} (${x.over.get(k) ?? 0})`).join(' | ')}`,
     );

@@ -31,10 +31,7 @@ export function timedTracingBuild(buildDir: string, into: string, label = ''): s
     writeFileSync(file, f(readFileSync(file, 'utf8')));
   };
   edit('server/tracing/sdk.js', (s) => {
-    const src = s.replace(
-      'export async function createTracing(',
-      'async function createTracing__timed(',
-    );
+    const src = s.replace('export async function createTracing(', 'async function createTracing__timed(');
     const methods = [
       'chat',
       'attempt',

@@ -53,7 +53,10 @@ if (process.env.TWIN_SAMPLER_ARG) traced.OTEL_TRACES_SAMPLER_ARG = process.env.T
 const ports = {};
 // TWIN_BEFORE_ENV="K=V;...": set in this process's environment while the before app is built (a
 // build-time switch of an experiment read from process.env), then removed.
-const beforeEnv = (process.env.TWIN_BEFORE_ENV ?? '').split(';').filter(Boolean).map((kv) => kv.split('='));
+const beforeEnv = (process.env.TWIN_BEFORE_ENV ?? '')
+  .split(';')
+  .filter(Boolean)
+  .map((kv) => kv.split('='));
 for (const [name, make, env] of [
   ['off', start, base],
   ['on', start, traced],
