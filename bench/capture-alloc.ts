@@ -12,7 +12,9 @@
  * and what it allocates and keeps to the request's end is copied by those collections or
  * promoted (bench/README.md, issue 28).
  *
- *   npx tsx bench/capture-alloc.ts [--requests=3000] [--c=32] [--interval=512] [--before=DIR]
+ * `--agent`: the agent turn (fixtures.ts agentTurn, c=8) instead of short streams.
+ *
+ *   npx tsx bench/capture-alloc.ts [--requests=3000] [--c=32] [--interval=512] [--before=DIR] [--agent]
  */
 import { dirname, join, resolve } from 'node:path';
 import { Session } from 'node:inspector/promises';
@@ -20,7 +22,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Pool } from 'undici';
 import { BUILD_DIR, prepareServer } from './lib/build.js';
 import { burst } from './lib/burst.js';
-import { toolsStreamBody } from './lib/fixtures.js';
+import { agentTurn, toolsStreamBody } from './lib/fixtures.js';
 import { startFakeUpstream, stopAll } from './lib/procs.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -72,8 +74,12 @@ async function main(): Promise<void> {
   const before = args.get('before');
   if (before) dirs.push(['before', resolve(before)]);
   const apps = await Promise.all(dirs.map(([, d]) => app(d, upstream.origin)));
-  const body = toolsStreamBody({ chunks: 8 });
-  for (const a of apps) await burst(a.pool, body, 2000, C);
+  // --agent: the agent turn (Qwen Code's 87 KB request with its headers, c=8) instead of short streams.
+  const agent = args.has('agent') ? agentTurn() : undefined;
+  const body = agent ? agent.body : toolsStreamBody({ chunks: 8 });
+  const headers = agent ? { ...agent.headers, 'content-type': 'application/json' } : undefined;
+  const c = agent ? Math.min(C, 8) : C;
+  for (const a of apps) await burst(a.pool, body, agent ? 200 : 2000, c, headers);
   const session = new Session();
   session.connect();
   for (let k = 0; k < apps.length; k++) {
@@ -84,7 +90,7 @@ async function main(): Promise<void> {
       includeObjectsCollectedByMajorGC: true,
       includeObjectsCollectedByMinorGC: true,
     });
-    await burst(apps[k]!.pool, body, REQUESTS, C);
+    await burst(apps[k]!.pool, body, REQUESTS, c, headers);
     const { profile } = (await session.post('HeapProfiler.stopSampling')) as { profile: { head: Node } };
     const prefix = pathToFileURL(dir).href;
     const byFrame = new Map<string, number>();
@@ -105,7 +111,7 @@ async function main(): Promise<void> {
     walk(profile.head);
     const kb = (b: number) => (b / 1024 / REQUESTS).toFixed(3);
     console.log(
-      `${name} (${dir}): ${REQUESTS} short streams, c=${C}, sampled every ${INTERVAL} bytes; KB allocated per request: the server build's frames ${kb(server)}, server/capture/'s ${kb(capture)}`,
+      `${name} (${dir}): ${REQUESTS} ${agent ? `agent turns, c=${c}` : `short streams, c=${C}`}, sampled every ${INTERVAL} bytes; KB allocated per request: the server build's frames ${kb(server)}, server/capture/'s ${kb(capture)}`,
     );
     for (const [k, v] of [...byFrame.entries()].sort((a, b) => b[1] - a[1]).slice(0, 12))
       console.log(`  ${kb(v).padStart(7)} KB  ${k}`);
