@@ -12,7 +12,7 @@ import { DEFAULT_MAX_HELD, EnvelopeScanner, type ScanEvent, type ScanPlan, TOO_L
 import { type StartsInReasoning, ThinkSplitter } from './think-split.js';
 import type { DeclaredTool, LeakRecord, LeakSource, ParseContext } from '../types.js';
 import { normalizeArguments, unsafeArguments } from '../kit/lenient-json.js';
-import { decodeStructuredStrings } from '../kit/schema-values.js';
+import { decodeStructuredStrings, echoedSchema } from '../kit/schema-values.js';
 
 export interface EngineOptions {
   plan: ScanPlan;
@@ -66,6 +66,8 @@ function judgeEnvelope(
     // canonicalisation (JSON.stringify) recurses and drops prototype-held keys: check first
     const unsafe = unsafeArguments(args.value);
     if (unsafe) return { ok: false, outcome: 'unrecovered', reason: unsafe };
+    if (echoedSchema(args.value, tools.get(c.name)))
+      return { ok: false, outcome: 'rejected', reason: 'arguments are a JSON Schema (tool definition echoed)' };
     const repairs = [...(c.repairs ?? []), ...args.repairs];
     if (m.truncated) repairs.push('unclosed-envelope');
     const typed = decodeStructuredStrings(args.value, tools.get(c.name));
