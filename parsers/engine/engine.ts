@@ -3,6 +3,7 @@
  * recoverMessage is this same machine fed in one piece, so the two paths cannot drift.
  */
 import { BareThinkWatch } from './bare-think.js';
+import { CodeSpans } from './code-spans.js';
 import { ContentSink } from './content-sink.js';
 import { LeadInWatch } from './lead-in.js';
 import { ReasoningCalls } from './reasoning-calls.js';
@@ -67,7 +68,11 @@ function judgeEnvelope(
     const unsafe = unsafeArguments(args.value);
     if (unsafe) return { ok: false, outcome: 'unrecovered', reason: unsafe };
     if (echoedSchema(args.value, tools.get(c.name)))
-      return { ok: false, outcome: 'rejected', reason: 'arguments are a JSON Schema (tool definition echoed)' };
+      return {
+        ok: false,
+        outcome: 'rejected',
+        reason: 'arguments are a JSON Schema (tool definition echoed)',
+      };
     const repairs = [...(c.repairs ?? []), ...args.repairs];
     if (m.truncated) repairs.push('unclosed-envelope');
     const typed = decodeStructuredStrings(args.value, tools.get(c.name));
@@ -116,6 +121,7 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
   if (opts.startsInReasoning === true) bareThink.stop();
   // a call that ends the output after a short announcing lead-in (lead-in.ts)
   const leadIn = new LeadInWatch(opts.plan, ctx, maxHeld);
+  const code = new CodeSpans();
   /** judgeEnvelope's verdict per envelope event, so a held envelope is judged once. */
   const verdicts = new WeakMap<ScanEvent, ReturnType<typeof judgeEnvelope>>();
   const judge = (e: Extract<ScanEvent, { type: 'envelope' }>) => {
@@ -164,8 +170,26 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
     if (t !== '') out.push({ type: 'content', text: t });
   }
 
+  /**
+   * An envelope that starts in inline code or a fenced block is a sample the answer shows: its
+   * bytes are text (code-spans.ts). Content the envelopes leave moves the code state on; a
+   * call's own bytes (a fence inside a file it writes) do not.
+   */
+  function unquoted(e: ScanEvent): ScanEvent {
+    if (e.type === 'text') code.feed(e.text);
+    else if (e.type === 'envelope' && !isPassThrough(e.match)) {
+      if (code.inCode()) {
+        code.feed(e.raw);
+        return { type: 'text', text: e.raw };
+      }
+      if (!judge(e).ok) code.feed(e.raw);
+    }
+    return e;
+  }
+
   function onScan(events: ScanEvent[], out: RecoveryEvent[]): void {
-    for (const e of events) {
+    for (const scanned of events) {
+      const e = unquoted(scanned);
       if (!leadIn.off) {
         watchLeadIn(e, out);
         continue;
