@@ -2,7 +2,7 @@
  * Hermes / Qwen2.5: <tool_call>{"name": …, "arguments": …}</tool_call>, several in a row, the
  * last one possibly unclosed at end of output. <tool_call> is shared with GLM and Qwen3-Coder:
  * this family only claims it when a JSON object (or a ```json fence) follows. Several objects
- * separated by commas inside one block are several calls.
+ * separated by commas or line breaks inside one block are several calls.
  * Small models bend it (captures in tests/fixtures/parsers/wild.json, wild2.json): Gemma 3 writes a
  * Python-style call in the tag (`<tool_call>get_weather(city: "Paris")</tool_call>`), BitNet
  * puts the arguments flat beside the name, SmolLM3 opens a call with `</tool_call>`, Gemma 3
@@ -218,6 +218,26 @@ export const hermes = defineFamily({
           close + CLOSE.length,
           false,
         );
+      }
+      // `{…}\n{…}` inside one block: several calls without commas (Qwen2.5 1.5B-7B writes its
+      // parallel calls so), read up to the closing tag, all or nothing; a block cut off by the
+      // end of output too. Another `<tool_call>` before the closing tag: each object is its own.
+      if (text[k] === '{') {
+        const close = find(CLOSE, k);
+        const reopen = find(OPEN, k);
+        if (close < 0 && reopen < 0) {
+          if (!final) return 'need-more';
+          // not all objects to the end: the first call ends at its object, as below
+          const all = callsFromJson(text.slice(j), defaultToCall, true);
+          if ('calls' in all) return finishMatch(all, text.length, true);
+        }
+        if (close >= 0 && (reopen < 0 || close < reopen)) {
+          return finishMatch(
+            callsFromJson(text.slice(j, close), defaultToCall, false),
+            close + CLOSE.length,
+            false,
+          );
+        }
       }
       // JSON complete but no closing tag (another call or prose follows): the call ends here
       const r = readJson(text.slice(j, scan.end), false, ctx);
