@@ -13,7 +13,8 @@ import { DEFAULT_MAX_HELD, EnvelopeScanner, type ScanEvent, type ScanPlan, TOO_L
 import { type StartsInReasoning, ThinkSplitter } from './think-split.js';
 import type { DeclaredTool, LeakRecord, LeakSource, ParseContext } from '../types.js';
 import { normalizeArguments, unsafeArguments } from '../kit/lenient-json.js';
-import { decodeStructuredStrings, echoedSchema } from '../kit/schema-values.js';
+import { decodeStructuredStrings, echoedSchema, fitsSchema } from '../kit/schema-values.js';
+import { resolveToolName } from './tool-names.js';
 
 export interface EngineOptions {
   plan: ScanPlan;
@@ -55,29 +56,32 @@ function judgeEnvelope(
   for (const c of m.calls) {
     if (typeof c.name !== 'string' || c.name === '')
       return { ok: false, outcome: 'unrecovered', reason: 'no name' };
-    if (!tools.has(c.name)) {
-      return {
-        ok: false,
-        outcome: 'rejected',
-        reason: `undeclared tool ${JSON.stringify(c.name.slice(0, 64))}`,
-      };
-    }
+    const undeclared = {
+      ok: false,
+      outcome: 'rejected',
+      reason: `undeclared tool ${JSON.stringify(c.name.slice(0, 64))}`,
+    } as const;
+    // `functions.NAME` or NAME in another case: that tool, when the arguments fit it (tool-names.ts)
+    const renamed = tools.has(c.name) ? null : resolveToolName(c.name, tools);
+    if (!tools.has(c.name) && !renamed) return undeclared;
+    const name = renamed?.name ?? c.name;
     const args = normalizeArguments(c.arguments, { allowMissingClose: m.truncated === true });
     if (!args) return { ok: false, outcome: 'rejected', reason: 'arguments are not a JSON object' };
+    if (renamed && !fitsSchema(args.value, tools.get(name)!)) return undeclared;
     // canonicalisation (JSON.stringify) recurses and drops prototype-held keys: check first
     const unsafe = unsafeArguments(args.value);
     if (unsafe) return { ok: false, outcome: 'unrecovered', reason: unsafe };
-    if (echoedSchema(args.value, tools.get(c.name)))
+    if (echoedSchema(args.value, tools.get(name)))
       return {
         ok: false,
         outcome: 'rejected',
         reason: 'arguments are a JSON Schema (tool definition echoed)',
       };
-    const repairs = [...(c.repairs ?? []), ...args.repairs];
+    const repairs = [...(c.repairs ?? []), ...args.repairs, ...(renamed?.repairs ?? [])];
     if (m.truncated) repairs.push('unclosed-envelope');
-    const typed = decodeStructuredStrings(args.value, tools.get(c.name));
+    const typed = decodeStructuredStrings(args.value, tools.get(name));
     if (typed) repairs.push('string-value');
-    out.push({ name: c.name, arguments: typed ?? args.value, repairs, ...(c.id ? { id: c.id } : {}) });
+    out.push({ name, arguments: typed ?? args.value, repairs, ...(c.id ? { id: c.id } : {}) });
   }
   return { ok: true, calls: out };
 }
