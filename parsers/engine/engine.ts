@@ -3,9 +3,9 @@
  * recoverMessage is this same machine fed in one piece, so the two paths cannot drift.
  */
 import { BareThinkWatch } from './bare-think.js';
-import { CodeSpans } from './code-spans.js';
 import { ContentSink } from './content-sink.js';
 import { LeadInWatch } from './lead-in.js';
+import { QuotedText } from './quoted-text.js';
 import { ReasoningCalls } from './reasoning-calls.js';
 import type { EnvelopeMatch, FamilyParser } from './family.js';
 import type { RecoveryEvent, RecoveryStream } from '../recover-types.js';
@@ -125,7 +125,7 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
   if (opts.startsInReasoning === true) bareThink.stop();
   // a call that ends the output after a short announcing lead-in (lead-in.ts)
   const leadIn = new LeadInWatch(opts.plan, ctx, maxHeld);
-  const code = new CodeSpans();
+  const quote = new QuotedText();
   /** judgeEnvelope's verdict per envelope event, so a held envelope is judged once. */
   const verdicts = new WeakMap<ScanEvent, ReturnType<typeof judgeEnvelope>>();
   const judge = (e: Extract<ScanEvent, { type: 'envelope' }>) => {
@@ -175,18 +175,18 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
   }
 
   /**
-   * An envelope that starts in inline code or a fenced block is a sample the answer shows: its
-   * bytes are text (code-spans.ts). Content the envelopes leave moves the code state on; a
-   * call's own bytes (a fence inside a file it writes) do not.
+   * An envelope that starts in inline code, a fenced block, a blockquote line or an HTML comment
+   * is a sample the answer shows: its bytes are text (quoted-text.ts). Content the envelopes
+   * leave moves that state on; a call's own bytes (a fence inside a file it writes) do not.
    */
   function unquoted(e: ScanEvent): ScanEvent {
-    if (e.type === 'text') code.feed(e.text);
+    if (e.type === 'text') quote.feed(e.text);
     else if (e.type === 'envelope' && !isPassThrough(e.match)) {
-      if (code.inCode()) {
-        code.feed(e.raw);
+      if (quote.quoted()) {
+        quote.feed(e.raw);
         return { type: 'text', text: e.raw };
       }
-      if (!judge(e).ok) code.feed(e.raw);
+      if (!judge(e).ok) quote.feed(e.raw);
     }
     return e;
   }

@@ -1,19 +1,19 @@
 /**
- * engine/code-spans.ts: where the content stands in Markdown code, for any chunking. The
+ * engine/quoted-text.ts: where the content stands in quoted or shown text, for any chunking. The
  * engine reads an envelope that starts there as text (tests/fixtures/parsers/near-miss-small.json).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CodeSpans } from '../../parsers/engine/code-spans.js';
+import { QuotedText } from '../../parsers/engine/quoted-text.js';
 import { splitAt } from '../policies/helpers.js';
 
-function inCodeAfter(...pieces: string[]): boolean {
-  const c = new CodeSpans();
+function quotedAfter(...pieces: string[]): boolean {
+  const c = new QuotedText();
   for (const p of pieces) c.feed(p);
-  return c.inCode();
+  return c.quoted();
 }
 
-describe('CodeSpans', () => {
+describe('QuotedText', () => {
   it.each([
     ['plain prose', 'Let me check.\n', false],
     ['an open inline span', 'Write `', true],
@@ -29,12 +29,36 @@ describe('CodeSpans', () => {
     ['up to three blanks before a fence', '   ```\n', true],
     ['four blanks are no fence line (an inline run)', '    ```\n', false],
     ['backticks inside a fence are no inline span', '```\na `b\n```\n', false],
+    ['a blockquote line', 'You sent:\n> ', true],
+    ['a blockquote after up to three blanks', '   > ', true],
+    ['a line break ends a blockquote line', '> quoted\n', false],
+    ['a > inside a line is no blockquote', 'a > b ', false],
+    ['an open HTML comment', 'text <!-- ', true],
+    ['a closed HTML comment', '<!-- note --> text ', false],
+    ['a comment spans lines', '<!--\nline\n', true],
+    ['<!-- in inline code opens no comment', '`<!--` ', false],
+    ['arrows and dashes are no delimiters', 'a -> b <- c -- d ', false],
   ])('%s', (_what, text, expected) => {
-    expect(inCodeAfter(text)).toBe(expected);
+    expect(quotedAfter(text)).toBe(expected);
   });
 
   it('answers the same for any chunking, at every position', () => {
-    const alphabet = ['`', '``', '```', '\n', ' ', 'a', '<tool_call>', 'x y'];
+    const alphabet = [
+      '`',
+      '``',
+      '```',
+      '\n',
+      ' ',
+      'a',
+      '<tool_call>',
+      'x y',
+      '>',
+      '<!--',
+      '-->',
+      '-',
+      '<',
+      '!',
+    ];
     fc.assert(
       fc.property(
         fc.array(fc.constantFrom(...alphabet), { maxLength: 40 }),
@@ -45,15 +69,16 @@ describe('CodeSpans', () => {
             text,
             cuts.map((x) => x % (text.length + 1)),
           );
-          const chunked = new CodeSpans();
+          const chunked = new QuotedText();
           for (const p of pieces) chunked.feed(p);
-          expect(chunked.inCode()).toBe(inCodeAfter(text));
-          // asked after each character (where the next is no backtick, as at an envelope's start)
-          const byChar = new CodeSpans();
+          expect(chunked.quoted()).toBe(quotedAfter(text));
+          // asked after each character where the next could not go on with a backtick run or a
+          // comment delimiter (so not before a backtick, `!`, `-` or `>`)
+          const byChar = new QuotedText();
           for (let i = 0; i < text.length; i++) {
             byChar.feed(text[i]!);
-            if (text[i + 1] !== '`')
-              expect(byChar.inCode(), text.slice(0, i + 1)).toBe(inCodeAfter(text.slice(0, i + 1)));
+            if (!'`!->'.includes(text[i + 1] ?? ''))
+              expect(byChar.quoted(), text.slice(0, i + 1)).toBe(quotedAfter(text.slice(0, i + 1)));
           }
         },
       ),
