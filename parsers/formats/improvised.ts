@@ -139,9 +139,12 @@ function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
   const calls = readImprovisedCalls(fenced !== null ? unwrap(fenced.trim()) : bare, ctx.tools);
   if (!calls) return null;
   const repairs = fenced !== null ? ['code-fence'] : [];
+  // a last fence the end of output left open: with finish reason `length`, a call cut off
+  const open = fenced !== null && !bare.endsWith('```');
   return {
     end: text.length,
     calls: calls.map((c): ParsedCall => ({ name: c.name, arguments: c.args, repairs })),
+    ...(open ? { truncated: true } : {}),
   };
 }
 
