@@ -5,7 +5,7 @@
  * one change: quoted text (backticks, fences, `>` lines, comment delimiters) between envelopes
  * that each ask where the content stands, Hermes blocks of many call objects on their own
  * lines (closed, or never closed), renamed calls (`functions.NAME`, another case) among many
- * declared tools, and long strings of raw backslashes the lenient readers must refuse.
+ * declared tools, GLM names followed by a JSON object, and long strings of raw backslashes the lenient readers must refuse.
  */
 import { describe, it } from 'vitest';
 import { budget, pick, soup } from '../hardening/surface-budget.js';
@@ -80,6 +80,22 @@ describe('small-model near-miss readings: output length x1 vs x4', () => {
       pushed64(many),
       { from: 2000, max: 256_000 },
       3203,
+    );
+  }, 120_000);
+
+  it('GLM calls of a name and a JSON object, closed and not', () => {
+    budget(
+      'glm json arguments',
+      (size, rnd) =>
+        soup(
+          rnd,
+          size,
+          ['<tool_call>read_file\n{"path": "a"}\n</tool_call>\n', '<tool_call>read_file\n{"path": "'],
+          0.3,
+        ),
+      run,
+      { from: 2000, max: 256_000 },
+      3205,
     );
   }, 120_000);
 
