@@ -5,7 +5,7 @@
  * one change: quoted text (backticks, fences, `>` lines, comment delimiters) between envelopes
  * that each ask where the content stands, Hermes blocks of many call objects on their own
  * lines (closed, or never closed), renamed calls (`functions.NAME`, another case) among many
- * declared tools, GLM names followed by a JSON object, and long strings of raw backslashes the lenient readers must refuse.
+ * declared tools, GLM names followed by a JSON object, Hermes calls closed by mistyped tags, and long strings of raw backslashes the lenient readers must refuse.
  */
 import { describe, it } from 'vitest';
 import { budget, pick, soup } from '../hardening/surface-budget.js';
@@ -96,6 +96,28 @@ describe('small-model near-miss readings: output length x1 vs x4', () => {
       run,
       { from: 2000, max: 256_000 },
       3205,
+    );
+  }, 120_000);
+
+  it('Hermes calls closed by mistyped tags, and `</` never closed', () => {
+    budget(
+      'hermes close slips',
+      (size, rnd) =>
+        soup(
+          rnd,
+          size,
+          [
+            `<tool_call>${CALL}</tool_calls>\n`,
+            `<tool_call>${CALL}\n<tool_call>\n`,
+            `<tool_call>${CALL}</ ${'x'.repeat(40)}`,
+            `<tool_call>${CALL}</`,
+            ' ',
+          ],
+          0.3,
+        ),
+      run,
+      { from: 2000, max: 256_000 },
+      3206,
     );
   }, 120_000);
 
