@@ -25,6 +25,8 @@ export interface EngineOptions {
   maxHeld?: number;
 }
 
+type EnvelopeEvent = Extract<ScanEvent, { type: 'envelope' }>;
+
 /** Leak reason for a complete call written before a bare </think> (see bare-think.ts). */
 const DRAFT = 'draft before </think>';
 /** An envelope still open when the token limit ended the output (finish reason `length`). */
@@ -126,6 +128,7 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
   // a call that ends the output after a short announcing lead-in (lead-in.ts)
   const leadIn = new LeadInWatch(opts.plan, ctx, maxHeld);
   const quote = new QuotedText();
+  const reasoningQuote = new QuotedText();
   /** judgeEnvelope's verdict per envelope event, so a held envelope is judged once. */
   const verdicts = new WeakMap<ScanEvent, ReturnType<typeof judgeEnvelope>>();
   const judge = (e: Extract<ScanEvent, { type: 'envelope' }>) => {
@@ -179,14 +182,18 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
    * is a sample the answer shows: its bytes are text (quoted-text.ts). Content the envelopes
    * leave moves that state on; a call's own bytes (a fence inside a file it writes) do not.
    */
-  function unquoted(e: ScanEvent): ScanEvent {
-    if (e.type === 'text') quote.feed(e.text);
+  function unquoted(
+    e: ScanEvent,
+    q = quote,
+    isCall = (x: typeof e) => judge(x as EnvelopeEvent).ok,
+  ): ScanEvent {
+    if (e.type === 'text') q.feed(e.text);
     else if (e.type === 'envelope' && !isPassThrough(e.match)) {
-      if (quote.quoted()) {
-        quote.feed(e.raw);
+      if (q.quoted()) {
+        q.feed(e.raw);
         return { type: 'text', text: e.raw };
       }
-      if (!judge(e).ok) quote.feed(e.raw);
+      if (!isCall(e)) q.feed(e.raw);
     }
     return e;
   }
@@ -268,7 +275,9 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
   }
 
   function onReasoningScan(events: ScanEvent[], out: RecoveryEvent[]): void {
-    for (const e of events) {
+    for (const scanned of events) {
+      // reasoning quotes and shows too: a call in its inline code or fence is no call
+      const e = unquoted(scanned, reasoningQuote);
       // an envelope the end of output cut off may be a draft still being written: not a call
       const isCall = e.type === 'envelope' && !e.match.truncated && !isPassThrough(e.match) && judge(e).ok;
       for (const r of reasoningCalls.feed(e, isCall)) asReasoning(r, out);
@@ -302,7 +311,9 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
     if (callCount > 0 || sink.hasContent || reasoningAll === '') return;
     const s = new EnvelopeScanner(opts.plan, ctx, { whole: false, maxHeld });
     const events = [...s.push(reasoningAll), ...s.finish()];
-    for (const e of events) {
+    const q = new QuotedText();
+    for (const scanned of events) {
+      const e = unquoted(scanned, q, (x) => x.type === 'envelope' && judgeEnvelope(x.match, opts.tools).ok);
       if (e.type !== 'envelope' || e.match.truncated || e.match.control) continue;
       const v = judgeEnvelope(e.match, opts.tools);
       if (v.ok) emitCalls(v.calls, e.family, e.match.backendHint ?? backendHint(e.family), 'reasoning', out);
