@@ -5,6 +5,7 @@
 import { BareThinkWatch } from './bare-think.js';
 import { ContentSink } from './content-sink.js';
 import { LeadInWatch } from './lead-in.js';
+import { QuotedText } from './quoted-text.js';
 import { ReasoningCalls } from './reasoning-calls.js';
 import type { EnvelopeMatch, FamilyParser } from './family.js';
 import type { RecoveryEvent, RecoveryStream } from '../recover-types.js';
@@ -12,7 +13,8 @@ import { DEFAULT_MAX_HELD, EnvelopeScanner, type ScanEvent, type ScanPlan, TOO_L
 import { type StartsInReasoning, ThinkSplitter } from './think-split.js';
 import type { DeclaredTool, LeakRecord, LeakSource, ParseContext } from '../types.js';
 import { normalizeArguments, unsafeArguments } from '../kit/lenient-json.js';
-import { decodeStructuredStrings } from '../kit/schema-values.js';
+import { decodeStructuredStrings, echoedSchema, fitsSchema } from '../kit/schema-values.js';
+import { resolveToolName } from './tool-names.js';
 
 export interface EngineOptions {
   plan: ScanPlan;
@@ -22,6 +24,8 @@ export interface EngineOptions {
   /** Cap on text held for a possible envelope (code units); default DEFAULT_MAX_HELD (1 MiB). */
   maxHeld?: number;
 }
+
+type EnvelopeEvent = Extract<ScanEvent, { type: 'envelope' }>;
 
 /** Leak reason for a complete call written before a bare </think> (see bare-think.ts). */
 const DRAFT = 'draft before </think>';
@@ -54,23 +58,32 @@ function judgeEnvelope(
   for (const c of m.calls) {
     if (typeof c.name !== 'string' || c.name === '')
       return { ok: false, outcome: 'unrecovered', reason: 'no name' };
-    if (!tools.has(c.name)) {
-      return {
-        ok: false,
-        outcome: 'rejected',
-        reason: `undeclared tool ${JSON.stringify(c.name.slice(0, 64))}`,
-      };
-    }
+    const undeclared = {
+      ok: false,
+      outcome: 'rejected',
+      reason: `undeclared tool ${JSON.stringify(c.name.slice(0, 64))}`,
+    } as const;
+    // `functions.NAME` or NAME in another case: that tool, when the arguments fit it (tool-names.ts)
+    const renamed = tools.has(c.name) ? null : resolveToolName(c.name, tools);
+    if (!tools.has(c.name) && !renamed) return undeclared;
+    const name = renamed?.name ?? c.name;
     const args = normalizeArguments(c.arguments, { allowMissingClose: m.truncated === true });
     if (!args) return { ok: false, outcome: 'rejected', reason: 'arguments are not a JSON object' };
+    if (renamed && !fitsSchema(args.value, tools.get(name)!)) return undeclared;
     // canonicalisation (JSON.stringify) recurses and drops prototype-held keys: check first
     const unsafe = unsafeArguments(args.value);
     if (unsafe) return { ok: false, outcome: 'unrecovered', reason: unsafe };
-    const repairs = [...(c.repairs ?? []), ...args.repairs];
+    if (echoedSchema(args.value, tools.get(name)))
+      return {
+        ok: false,
+        outcome: 'rejected',
+        reason: 'arguments are a JSON Schema (tool definition echoed)',
+      };
+    const repairs = [...(c.repairs ?? []), ...args.repairs, ...(renamed?.repairs ?? [])];
     if (m.truncated) repairs.push('unclosed-envelope');
-    const typed = decodeStructuredStrings(args.value, tools.get(c.name));
+    const typed = decodeStructuredStrings(args.value, tools.get(name));
     if (typed) repairs.push('string-value');
-    out.push({ name: c.name, arguments: typed ?? args.value, repairs, ...(c.id ? { id: c.id } : {}) });
+    out.push({ name, arguments: typed ?? args.value, repairs, ...(c.id ? { id: c.id } : {}) });
   }
   return { ok: true, calls: out };
 }
@@ -114,6 +127,8 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
   if (opts.startsInReasoning === true) bareThink.stop();
   // a call that ends the output after a short announcing lead-in (lead-in.ts)
   const leadIn = new LeadInWatch(opts.plan, ctx, maxHeld);
+  const quote = new QuotedText();
+  const reasoningQuote = new QuotedText();
   /** judgeEnvelope's verdict per envelope event, so a held envelope is judged once. */
   const verdicts = new WeakMap<ScanEvent, ReturnType<typeof judgeEnvelope>>();
   const judge = (e: Extract<ScanEvent, { type: 'envelope' }>) => {
@@ -162,8 +177,30 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
     if (t !== '') out.push({ type: 'content', text: t });
   }
 
+  /**
+   * An envelope that starts in inline code, a fenced block, a blockquote line or an HTML comment
+   * is a sample the answer shows: its bytes are text (quoted-text.ts). Content the envelopes
+   * leave moves that state on; a call's own bytes (a fence inside a file it writes) do not.
+   */
+  function unquoted(
+    e: ScanEvent,
+    q = quote,
+    isCall = (x: typeof e) => judge(x as EnvelopeEvent).ok,
+  ): ScanEvent {
+    if (e.type === 'text') q.feed(e.text);
+    else if (e.type === 'envelope' && !isPassThrough(e.match)) {
+      if (q.quoted()) {
+        q.feed(e.raw);
+        return { type: 'text', text: e.raw };
+      }
+      if (!isCall(e)) q.feed(e.raw);
+    }
+    return e;
+  }
+
   function onScan(events: ScanEvent[], out: RecoveryEvent[]): void {
-    for (const e of events) {
+    for (const scanned of events) {
+      const e = unquoted(scanned);
       if (!leadIn.off) {
         watchLeadIn(e, out);
         continue;
@@ -238,7 +275,9 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
   }
 
   function onReasoningScan(events: ScanEvent[], out: RecoveryEvent[]): void {
-    for (const e of events) {
+    for (const scanned of events) {
+      // reasoning quotes and shows too: a call in its inline code or fence is no call
+      const e = unquoted(scanned, reasoningQuote);
       // an envelope the end of output cut off may be a draft still being written: not a call
       const isCall = e.type === 'envelope' && !e.match.truncated && !isPassThrough(e.match) && judge(e).ok;
       for (const r of reasoningCalls.feed(e, isCall)) asReasoning(r, out);
@@ -272,7 +311,9 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
     if (callCount > 0 || sink.hasContent || reasoningAll === '') return;
     const s = new EnvelopeScanner(opts.plan, ctx, { whole: false, maxHeld });
     const events = [...s.push(reasoningAll), ...s.finish()];
-    for (const e of events) {
+    const q = new QuotedText();
+    for (const scanned of events) {
+      const e = unquoted(scanned, q, (x) => x.type === 'envelope' && judgeEnvelope(x.match, opts.tools).ok);
       if (e.type !== 'envelope' || e.match.truncated || e.match.control) continue;
       const v = judgeEnvelope(e.match, opts.tools);
       if (v.ok) emitCalls(v.calls, e.family, e.match.backendHint ?? backendHint(e.family), 'reasoning', out);

@@ -8,11 +8,14 @@
  * Near miss `missing-arg-key-open` (vllm-project/vllm#47190): the first `<arg_key>` dropped, so
  * the first key runs into the name (`NAMEkey</arg_key>`, or `NAME key</arg_key>` with one blank).
  * Read only when exactly one declared tool's name is a prefix of that run and the rest is one of
- * its declared parameters, and the call then fits the schema.
+ * its declared parameters, and the call then fits the schema. Near miss `json-arguments`: the
+ * name, then one JSON object (`<tool_call>NAME\n{"k": "v"}</tool_call>`, GLM-4's older
+ * `NAME\n{…}` layout in the newer tags), for a declared tool whose schema it fits.
  */
 import { defineFamily } from '../engine/define.js';
 import type { ParseContext, ParsedCall } from '../types.js';
 import { delimitedEnvelope } from '../kit/envelope.js';
+import { decodeObject, gated } from '../kit/improvised-call.js';
 import { readName, skipWs } from '../kit/json-scan.js';
 import { coerceParamValue, createArgs, fitsSchema, paramSchema } from '../kit/schema-values.js';
 
@@ -118,6 +121,14 @@ function parseBody(
     repairs.add('missing-arg-key-open');
     i = skipWs(body, glued.after);
   } else i = skipWs(body, i + name.length);
+  // Near miss: the name, then the arguments as one JSON object (GLM-4's own older layout,
+  // `NAME\n{…}`, kept inside the 4.5 tags): read only for a declared tool they fit
+  if (!glued && body[i] === '{') {
+    const o = decodeObject(body.slice(i).trim());
+    const call = o ? gated({ name, args: o }, ctx.tools) : null;
+    if (!call) return { error: 'unexpected text in tool call' };
+    return { calls: [{ name: call.name, arguments: call.args, repairs: ['json-arguments'] }] };
+  }
   const tool = ctx.tools.get(name);
   const args = createArgs();
   const next = seeker(body);

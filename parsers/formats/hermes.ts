@@ -2,7 +2,7 @@
  * Hermes / Qwen2.5: <tool_call>{"name": …, "arguments": …}</tool_call>, several in a row, the
  * last one possibly unclosed at end of output. <tool_call> is shared with GLM and Qwen3-Coder:
  * this family only claims it when a JSON object (or a ```json fence) follows. Several objects
- * separated by commas inside one block are several calls.
+ * separated by commas or line breaks inside one block are several calls.
  * Small models bend it (captures in tests/fixtures/parsers/wild.json, wild2.json): Gemma 3 writes a
  * Python-style call in the tag (`<tool_call>get_weather(city: "Paris")</tool_call>`), BitNet
  * puts the arguments flat beside the name, SmolLM3 opens a call with `</tool_call>`, Gemma 3
@@ -165,6 +165,38 @@ function matchCallingTool({ text, start, final, find, ctx }: MatchInput): MatchR
   return { end: close + CALLING_END.length, calls: [{ name: call.name, arguments: call.args }] };
 }
 
+/** Closing tags small models write for `</tool_call>`, compared without case, blanks, `_` or `-`. */
+const SLIPS = new Set(['toolcall', 'toolcalls', 'tool', 'function', 'functioncall']);
+/** The longest slip looked at: `</` + a name + `>`, blanks included. */
+const SLIP_MAX = 24;
+
+/**
+ * Where a mistyped closing tag at k ends (0: none there): `</NAME>` whose NAME is one of SLIPS,
+ * or `<tool_call>` with only blanks after it to the end of output. Undecided while the tag may
+ * still be arriving.
+ */
+function closeSlip(text: string, k: number, final: boolean): number | 'need-more' {
+  if (text.startsWith(OPEN, k)) {
+    const after = skipWs(text, k + OPEN.length);
+    if (after < text.length) return 0;
+    return final ? text.length : 'need-more';
+  }
+  if (text.length - k < OPEN.length && OPEN.startsWith(text.slice(k)) && !final) return 'need-more';
+  if (text[k] !== '<') return 0;
+  if (k + 1 >= text.length) return final ? 0 : 'need-more';
+  if (text[k + 1] !== '/') return 0;
+  // the `>` looked for within SLIP_MAX only: a long unclosed `</…` costs nothing per push
+  const head = text.slice(k + 2, k + SLIP_MAX);
+  const at = head.indexOf('>');
+  if (at < 0) return !final && k + SLIP_MAX > text.length ? 'need-more' : 0;
+  const gt = k + 2 + at;
+  const name = text
+    .slice(k + 2, gt)
+    .replace(/[\s_-]/g, '')
+    .toLowerCase();
+  return SLIPS.has(name) ? gt + 1 : 0;
+}
+
 export const hermes = defineFamily({
   name: 'hermes',
   // a stray closing tag right before a JSON object opens a call (SmolLM3's typo); the
@@ -218,6 +250,36 @@ export const hermes = defineFamily({
           close + CLOSE.length,
           false,
         );
+      }
+      // `{…}\n{…}` inside one block: several calls without commas (Qwen2.5 1.5B-7B writes its
+      // parallel calls so), read up to the closing tag, all or nothing; a block cut off by the
+      // end of output too. Another `<tool_call>` before the closing tag: each object is its own.
+      if (text[k] === '{') {
+        const close = find(CLOSE, k);
+        const reopen = find(OPEN, k);
+        if (close < 0 && reopen < 0) {
+          if (!final) return 'need-more';
+          // not all objects to the end: the first call ends at its object, as below
+          const all = callsFromJson(text.slice(j), defaultToCall, true);
+          if ('calls' in all) return finishMatch(all, text.length, true);
+        }
+        if (close >= 0 && (reopen < 0 || close < reopen)) {
+          return finishMatch(
+            callsFromJson(text.slice(j, close), defaultToCall, false),
+            close + CLOSE.length,
+            false,
+          );
+        }
+      }
+      // a closing tag mistyped (`</tool_calls>`, `</ tool_call>`, `</function>`) or the
+      // opening tag written again where the closing one belongs, at the end of output
+      const slip = closeSlip(text, k, final);
+      if (slip === 'need-more') return 'need-more';
+      if (slip > 0) {
+        const r = readJson(text.slice(j, scan.end), false, ctx);
+        if ('calls' in r)
+          for (const call of r.calls) call.repairs = [...(call.repairs ?? []), 'mismatched-close-tag'];
+        return finishMatch(r, slip, false);
       }
       // JSON complete but no closing tag (another call or prose follows): the call ends here
       const r = readJson(text.slice(j, scan.end), false, ctx);

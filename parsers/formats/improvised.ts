@@ -41,7 +41,8 @@ const FENCE_LANGS = new Set([
  * The bodies of the code fences filling the text, one after the other, joined by line breaks
  * (each fence one value of the sequence the reader reads: several calls fenced one by one, as
  * Gemma 3 writes parallel calls); null when the text is not exactly such a run. Every fence has
- * the same language and a body without ``` in it; only blanks between them.
+ * the same language and a body without ``` in it; only blanks between them; the last may be
+ * left open by the end of output.
  */
 function fenceBody(t: string): string | null {
   const bodies: string[] = [];
@@ -76,7 +77,12 @@ function fenceBody(t: string): string | null {
     if (!FENCE_LANGS.has(l) || (lang !== null && l !== lang)) return null;
     lang = l;
     const close = t.indexOf('```', nl + 1);
-    if (close < 0) return null;
+    if (close < 0) {
+      // the last fence left open by the end of output (as `json` reads one): a small model that
+      // stopped after its fenced <tool_call> (a fence the engine otherwise reads as a sample)
+      bodies.push(t.slice(nl + 1));
+      break;
+    }
     bodies.push(t.slice(nl + 1, close));
     i = skipWs(t, close + 3);
   }
@@ -133,9 +139,12 @@ function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
   const calls = readImprovisedCalls(fenced !== null ? unwrap(fenced.trim()) : bare, ctx.tools);
   if (!calls) return null;
   const repairs = fenced !== null ? ['code-fence'] : [];
+  // a last fence the end of output left open: with finish reason `length`, a call cut off
+  const open = fenced !== null && !bare.endsWith('```');
   return {
     end: text.length,
     calls: calls.map((c): ParsedCall => ({ name: c.name, arguments: c.args, repairs })),
+    ...(open ? { truncated: true } : {}),
   };
 }
 

@@ -39,7 +39,10 @@ function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
   if ('error' in r || r.calls.length === 0) return null;
   const calls =
     fenced !== null ? r.calls.map((c) => ({ ...c, repairs: ['code-fence', ...(c.repairs ?? [])] })) : r.calls;
-  return { end: text.length, calls };
+  // what the end of output left open (a brace of bare JSON, the fence): with finish reason
+  // `length` the call was cut off, not finished (engine.ts refuses a truncated match then)
+  const open = fenced === null ? calls.some((c) => c.repairs?.includes('missing-brace')) : !t.endsWith('```');
+  return { end: text.length, calls, ...(open ? { truncated: true } : {}) };
 }
 
 export const json = defineFamily({

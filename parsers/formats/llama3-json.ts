@@ -92,7 +92,9 @@ function matchTag(
     for (const t of EOM) if (expectLiteral(text, k, t, false) === 'need-more') return 'need-more';
   }
   for (const t of EOM) if (text.startsWith(t, k)) end = k + t.length;
-  return { end, calls: r.calls };
+  // a brace the end of output left open: with finish reason `length`, a call cut off
+  const open = limit === text.length && r.calls.some((c) => c.repairs?.includes('missing-brace'));
+  return { end, calls: r.calls, ...(open ? { truncated: true } : {}) };
 }
 
 function matchStart(
@@ -133,6 +135,9 @@ function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
   }
   const calls = r.calls.map((c) => unwrapListedArgs(c, ctx.tools));
   const k = skipWs(text, r.end);
+  // a brace the end of output left open: with finish reason `length`, a call cut off
+  if (k >= text.length && calls.some((c) => c.repairs?.includes('missing-brace')))
+    return { end: text.length, calls, truncated: true };
   if (k >= text.length) return { end: text.length, calls };
   if (!text.slice(r.end, k).includes('\n') && !NEW_SENTENCE.test(text[k] ?? '')) return null;
   return { end: text.length, calls, content: text.slice(k) };

@@ -26,6 +26,22 @@ function isWordChar(c: number): boolean {
   return isWordStart(c) || (c >= 0x30 && c <= 0x39);
 }
 
+/** After a backslash: `" \\ / b f n r t u`, and `'` (a single-quoted string's own quote). */
+function isJsonEscape(c: number): boolean {
+  return (
+    c === 0x22 ||
+    c === 0x5c ||
+    c === 0x2f ||
+    c === 0x62 ||
+    c === 0x66 ||
+    c === 0x6e ||
+    c === 0x72 ||
+    c === 0x74 ||
+    c === 0x75 ||
+    c === 0x27
+  );
+}
+
 /** 1e5 / 2.5E-3: the 'e' follows a digit or '.'. */
 function isExponent(raw: string, i: number): boolean {
   const c = raw.charCodeAt(i);
@@ -43,8 +59,12 @@ function classify(raw: string): { repairs: JsonRepair[]; depth: number; inString
   for (let i = 0; i < raw.length; i++) {
     const c = raw.charCodeAt(i);
     if (quote !== 0) {
-      if (c === 0x5c) i++;
-      else if (c === quote) {
+      if (c === 0x5c) {
+        // an escape JSON does not have (`C:\Users`, `\$HOME`): the model wrote raw backslashes,
+        // which jsonrepair would drop (`C:Users`); no repair of ours can tell what was meant
+        if (!isJsonEscape(raw.charCodeAt(i + 1))) other = true;
+        i++;
+      } else if (c === quote) {
         quote = 0;
         lastSig = c;
       }

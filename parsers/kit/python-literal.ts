@@ -78,6 +78,8 @@ class PyReader {
         else if (n === 't') out += '\t';
         else if (n === 'r') out += '\r';
         else if (n === '0') out += '\0';
+        else if (n === 'b') out += '\b';
+        else if (n === 'f') out += '\f';
         else if (n === 'u' || n === 'x') {
           const len = n === 'u' ? 4 : 2;
           const hex = this.s.slice(this.i, this.i + len);
@@ -86,7 +88,11 @@ class PyReader {
           this.i += len;
         } else if (n === '\n') {
           // line continuation
-        } else out += n;
+        } else if (n === '\\' || n === '"' || n === "'" || n === '/') out += n;
+        // Any other escape (`\U`, `\d`, `\$`) means the model wrote raw backslashes, as in a
+        // Windows path `C:\Users\me\docs`: dropping them read `C:Usersmedocs`, and keeping
+        // them is no better a guess, since the same string's `\n` may be a path's `\new`.
+        else throw new Error('bad escape');
         run = this.i;
         continue;
       }

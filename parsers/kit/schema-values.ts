@@ -252,6 +252,18 @@ export function fitsSchema(args: Record<string, unknown>, tool: DeclaredTool): b
 }
 
 /**
+ * Arguments that are a JSON Schema of an object (`{"type": "object", "properties": {…}}`) for a
+ * tool that declares neither `type` nor `properties` as a parameter: the model echoed the tool's
+ * definition (`{"name": "read_file", "parameters": {"type": "object", …}}`, an OpenAI `tools`
+ * item written back), which is no call, though its name is declared and the arguments are an object.
+ */
+export function echoedSchema(args: Record<string, unknown>, tool: DeclaredTool | undefined): boolean {
+  if (args['type'] !== 'object' || !isPlainObject(args['properties'])) return false;
+  const props = tool?.parameters?.['properties'];
+  return !isPlainObject(props) || (!Object.hasOwn(props, 'type') && !Object.hasOwn(props, 'properties'));
+}
+
+/**
  * Models sometimes wrap all their arguments in one extra `arguments` / `input` / `properties`
  * parameter (seen with DeepSeek V3.2 DSML and MiniCPM 5, whose inner value may be a Python
  * repr). Unwrapped only when that key is not itself declared and every key inside is a

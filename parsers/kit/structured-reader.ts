@@ -468,6 +468,9 @@ class Reader {
 
   private toolNamed(name: string): string | null {
     if (this.tools.has(name)) return name;
+    // `get_weather.call(city=…)`: Llama 3.1's built-in tool syntax (`brave_search.call(query=…)`,
+    // which llama.cpp's Llama 3.1 reader takes after <|python_tag|>) written for a custom tool
+    if (name.endsWith('.call') && this.tools.has(name.slice(0, -5))) return name.slice(0, -5);
     // `default_api.get_weather`, `functions.get_weather`: the declared tool after the last dot
     const dot = name.lastIndexOf('.');
     return dot > 0 && this.tools.has(name.slice(dot + 1)) ? name.slice(dot + 1) : null;

@@ -47,6 +47,47 @@ const CUT: Array<[what: string, text: string, lenient: string[]]> = [
     '<tool_call>\n{"name": "write_file", "arguments": {"path": "a.txt", "content": "hello"}}',
     ['write_file {"path":"a.txt","content":"hello"}'],
   ],
+  // whole-output shapes closed by a repair at the end (tests/fixtures/parsers/near-miss-small.json)
+  [
+    'bare JSON, its last brace cut',
+    '{"name": "write_file", "arguments": {"path": "a.txt", "content": "hello"}',
+    ['write_file {"path":"a.txt","content":"hello"}'],
+  ],
+  [
+    'bare JSON, cut after a complete argument (more may have followed)',
+    '{"name": "write_file", "arguments": {"path": "a.txt", "content": "hello"',
+    ['write_file {"path":"a.txt","content":"hello"}'],
+  ],
+  [
+    'a call list, its closing bracket cut',
+    '[{"name": "list_files", "arguments": {}}, {"name": "write_file", "arguments": {"path": "a.txt", "content": "hello"}}',
+    ['list_files {}', 'write_file {"path":"a.txt","content":"hello"}'],
+  ],
+  [
+    'a ```json fence the limit left open',
+    '```json\n{"name": "write_file", "arguments": {"path": "a.txt", "content": "hello"}}\n',
+    ['write_file {"path":"a.txt","content":"hello"}'],
+  ],
+  [
+    'a ```tool_call fence the limit left open',
+    '```tool_call\n{"name": "write_file", "arguments": {"path": "a.txt", "content": "hello"}}',
+    ['write_file {"path":"a.txt","content":"hello"}'],
+  ],
+  [
+    'Llama 3.2 <|python_tag|>, its last brace cut',
+    '<|python_tag|>{"name": "write_file", "parameters": {"path": "a.txt", "content": "hello"}',
+    ['write_file {"path":"a.txt","content":"hello"}'],
+  ],
+  [
+    'a lead-in, then bare JSON with its last brace cut',
+    'I will write it.\n{"name": "write_file", "arguments": {"path": "a.txt", "content": "hello"}',
+    ['write_file {"path":"a.txt","content":"hello"}'],
+  ],
+  [
+    'Hermes, two call objects in a block the limit left open',
+    '<tool_call>\n{"name": "list_files", "arguments": {}}\n{"name": "write_file", "arguments": {"path": "a.txt", "content": "hello"}}',
+    ['list_files {}', 'write_file {"path":"a.txt","content":"hello"}'],
+  ],
 ];
 
 function run(text: string, cut: boolean, split?: number) {

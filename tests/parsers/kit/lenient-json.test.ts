@@ -22,6 +22,15 @@ describe('decodeJsonLenient', () => {
       repairs: ['single-quotes', 'python-literals'],
     });
   });
+  it('refuses an escape JSON lacks (raw backslashes), where jsonrepair would drop them', () => {
+    // a Windows path written with single backslashes: repaired, it read `C:Usersmedocs`
+    expect(decodeJsonLenient("{'path': 'C:\\Users\\me\\docs',}")).toBeNull();
+    expect(decodeJsonLenient('{"command": "echo \\$HOME",}')).toBeNull();
+    // JSON's own escapes and a single-quoted string's quote still repair
+    expect(decodeJsonLenient("{'a': 'it\\'s \\n \\u00e9 \\\\ \\/',}")?.value).toEqual({
+      a: "it's \n é \\ /",
+    });
+  });
   it('closes a missing final brace only when allowed', () => {
     expect(decodeJsonLenient('{"a": {"b": 1}')).toBeNull();
     expect(decodeJsonLenient('{"a": {"b": 1}', { allowMissingClose: true })).toEqual({

@@ -19,6 +19,14 @@ describe('parsePythonCallList', () => {
     expect(parsePythonCallList('[]')).toBeNull();
     expect(parsePythonCallList('[1, 2]')).toBeNull();
   });
+  it('refuses an escape Python and JSON do not share (raw backslashes in a Windows path)', () => {
+    // dropping the backslash read `C:Usersmedocs`; keeping it is no safer (a path's `\new` would be a newline)
+    expect(parsePythonCallList('[f(path="C:\\Users\\me\\docs")]')).toBeNull();
+    expect(parsePythonCallList('[f(c="echo \\$HOME")]')).toBeNull();
+    expect(parsePythonCallList('[f(s="\\\\ \\/ \\b\\f \\\' \\"")]')).toEqual([
+      { name: 'f', arguments: { s: '\\ / \b\f \' "' } },
+    ]);
+  });
   it('does not blow the stack on hostile nesting', () => {
     expect(parsePythonCallList(`[f(a=${'['.repeat(100000)})]`)).toBeNull();
   });
