@@ -71,7 +71,8 @@ export interface DocumentReader {
 /** One document's read, shared by the requests that wait for it. */
 interface Read {
   readonly key: string;
-  readonly bytes: Uint8Array;
+  /** The document as sent: decoded only when its read starts (a queued read holds no copy). */
+  readonly base64: string;
   /** Requests waiting for it; at 0 it is cancelled. */
   users: number;
   state: 'queued' | 'running' | 'done';
@@ -131,7 +132,10 @@ export function createDocumentReader(options: DocumentReaderOptions = {}): Docum
     read.state = 'running';
     const stop = new AbortController();
     read.stop = () => stop.abort();
-    void extractPdf(read.bytes, limits, stop.signal).then((doc) => {
+    const decoded = Buffer.from(read.base64, 'base64');
+    // A view on its own copy of the bytes: the worker gets them by structured clone.
+    const bytes = new Uint8Array(decoded.buffer, decoded.byteOffset, decoded.length);
+    const ended = (doc: DocumentText): void => {
       running--;
       // A cancelled read's result (a terminated worker's) is nobody's and not the document's.
       if (read.users > 0) {
@@ -141,7 +145,11 @@ export function createDocumentReader(options: DocumentReaderOptions = {}): Docum
       read.finish(doc);
       const next = queue.shift();
       if (next) start(next);
-    });
+    };
+    // extractPdf never rejects, but a worker that cannot even start must not keep its slot.
+    extractPdf(bytes, limits, stop.signal).then(ended, () =>
+      ended({ kind: 'unreadable', reason: 'malformed' }),
+    );
   };
 
   /** The request no longer waits for `read`: at its last user it stops (or leaves the queue). */
@@ -171,15 +179,13 @@ export function createDocumentReader(options: DocumentReaderOptions = {}): Docum
     const { base64 } = splitDataUrl(dataUrl)!;
     if (base64Size(base64) > MAX_PDF_BYTES) return { kind: 'unreadable', reason: 'too-large' };
     if (running >= concurrency && queue.length >= maxQueued) return BUSY;
-    const decoded = Buffer.from(base64, 'base64');
     let finish!: (doc: DocumentText) => void;
     const done = new Promise<DocumentText>((resolve) => {
       finish = resolve;
     });
     const read: Read = {
       key,
-      // A view on its own copy of the bytes: the worker gets them by structured clone.
-      bytes: new Uint8Array(decoded.buffer, decoded.byteOffset, decoded.length),
+      base64,
       users: 1,
       state: 'queued',
       done,
