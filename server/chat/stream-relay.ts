@@ -192,7 +192,9 @@ export function relayStream(
   const capture = call.capture !== undefined;
   const releaseFinish = (timings?: string): void => {
     if (heldFinish === undefined) return;
-    const finish = timings === undefined ? heldFinish : `${heldFinish.slice(0, -1)},"timings":${timings}}`;
+    // Back on the finish chunk only when they came off it: an object without timings of its own.
+    const splice = timings !== undefined && heldFinish.endsWith('}') && !heldFinish.includes('"timings"');
+    const finish = splice ? `${heldFinish.slice(0, -1)},"timings":${timings}}` : heldFinish;
     heldFinish = undefined;
     text += `data: ${finish}\n\n`;
   };
