@@ -35,7 +35,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Pool } from 'undici';
-import { BUILD_DIR, prepareServer, type ServerMode } from './lib/build.js';
+import { BUILD_DIR, prepareServer, type ServerMode, serverArgsAt } from './lib/build.js';
 import { readCalls, timedBuild } from './lib/capture-calls.js';
 import { BENCH_HEADERS, burst } from './lib/burst.js';
 import { AGENT_CALL, AGENT_TURN_EVENTS, agentTurn, toolsStreamBody } from './lib/fixtures.js';
@@ -84,8 +84,7 @@ async function main(): Promise<void> {
   // made before a change): before and after in the same run.
   const before = args.get('before');
   // --calls: the capture sides run timed copies of their builds (bench/lib/capture-calls.ts).
-  const main = (dir: string) =>
-    serverArgs.map((a) => (a.endsWith('server/main.js') ? join(dir, 'server/main.js') : a));
+  const main = (dir: string) => serverArgsAt(serverArgs, dir);
   const timed = (name: string, dir: string) =>
     timedBuild(dir, join(ROOT, `bench/results/.calls-${name}`), args.get('calls') === 'top');
   const callsEnv = (name: string): Record<string, string> =>

@@ -14,7 +14,7 @@ import { mkdtempSync, readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { prepareServer, type ServerMode } from './lib/build.js';
+import { prepareServer, type ServerMode, serverArgsAt } from './lib/build.js';
 import { BENCH_HEADERS, burst } from './lib/burst.js';
 import { AGENT_TURN_EVENTS, agentTurn, toolsStreamBody } from './lib/fixtures.js';
 import { diffSnapshots, readSnapshot } from './lib/heap-snapshot.js';
@@ -59,9 +59,8 @@ async function snapshot(pid: number, dir: string): Promise<string> {
 async function main(): Promise<void> {
   // --build=DIR: another build (a copy of bench/results/.build made before a change).
   const build = args.get('build');
-  const serverArgs = prepareServer(ROOT, (args.get('server') || 'build') as ServerMode, console.log).map(
-    (a) => (build && a.endsWith('server/main.js') ? join(build, 'server/main.js') : a),
-  );
+  const prepared = prepareServer(ROOT, (args.get('server') || 'build') as ServerMode, console.log);
+  const serverArgs = build ? serverArgsAt(prepared, build) : prepared;
   for (const name of cases) {
     // stopAll ends the upstream too: one per case.
     const upstream = await startFakeUpstream(ROOT);

@@ -35,7 +35,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Pool } from 'undici';
-import { prepareServer, type ServerMode } from './lib/build.js';
+import { prepareServer, type ServerMode, serverArgsAt } from './lib/build.js';
 import { burst } from './lib/burst.js';
 import { AGENT_TURN_EVENTS, agentTurn, toolsStreamBody } from './lib/fixtures.js';
 import { median } from './lib/overhead-ab.js';
@@ -120,7 +120,7 @@ async function main(): Promise<void> {
       ? {
           before: {
             env: { ...otlp, ...extra },
-            args: serverArgs.map((a) => (a.endsWith('server/main.js') ? join(before, 'server/main.js') : a)),
+            args: serverArgsAt(serverArgs, before),
           },
         }
       : {}),

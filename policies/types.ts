@@ -58,6 +58,12 @@ export interface PolicyContext {
    */
   readonly hostedTools?: { readonly dropped: readonly string[]; readonly refusal?: ToolproofError };
   /**
+   * A stream whose upstream must report usage though the client did not ask: its key counts
+   * tokens per minute (server/keys.ts). upstream-request asks for it; the chat relay drops the
+   * usage chunk the client did not ask for (server/chat/stream-relay.ts).
+   */
+  readonly streamUsage?: boolean;
+  /**
    * What an effect means, as the policy that produced it declares (Policy.describeEffect): a
    * later policy reads typed facts of `attemptEffects` through it (kit/attempt-facts.ts: the
    * attempt's leaks) instead of another policy's effects by name. The composition sets it.

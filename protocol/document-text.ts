@@ -36,6 +36,7 @@ export type UnreadableReason =
   | 'too-large'
   | 'timeout'
   | 'memory'
+  | 'busy'
   | 'unsupported-type';
 
 export type DocumentText =

@@ -60,8 +60,11 @@ export const ERROR_CATALOGUE = {
   },
   TP_ERR_RATE_LIMITED: {
     status: 429,
+    // Each refusal says which limit as its type, as OpenAI does: "requests" or "tokens".
     type: 'rate_limit_error',
     message: 'This API key is over its rate limit; retry after the time in the Retry-After header.',
+    // OpenAI's code for it; Codex reads "Please try again in Ns." from the message under it.
+    wireCode: 'rate_limit_exceeded',
   },
   TP_ERR_QUEUE_FULL: {
     status: 429,
@@ -129,10 +132,26 @@ export type ErrorDetail =
    * clients compact on, and the upstream's body.
    */
   | { readonly kind: 'context-overflow'; readonly overflow: ContextOverflow; readonly upstream: unknown }
-  /** toolproof's own refusal that a client should retry later (admission queue, key limits). */
-  | { readonly kind: 'retry-later'; readonly retryAfter: string }
+  /**
+   * toolproof's own refusal that a client should retry later (admission queue, key limits);
+   * `limits`: a key's limits as they stand, for OpenAI's x-ratelimit-* headers.
+   */
+  | { readonly kind: 'retry-later'; readonly retryAfter: string; readonly limits?: KeyLimitStates }
   /** A machine-readable reason Anthropic's SDKs act on (`error.details.error_code`, Messages only). */
   | { readonly kind: 'error-code'; readonly errorCode: string };
+
+/** One of a key's per-minute limits as it stands: OpenAI's x-ratelimit-{limit,remaining,reset}-*. */
+export interface KeyLimitState {
+  readonly limit: number;
+  readonly remaining: number;
+  /** Seconds until the sliding minute holds nothing again. */
+  readonly resetSeconds: number;
+}
+
+export interface KeyLimitStates {
+  readonly requests?: KeyLimitState;
+  readonly tokens?: KeyLimitState;
+}
 
 export interface ToolproofErrorOptions {
   message?: string;

@@ -46,3 +46,13 @@ export function clientClosed(): ToolproofError {
 
 /** What an upstream request can be cancelled by: a RequestAbort or a standard AbortSignal. */
 export type AbortLike = RequestAbort | AbortSignal;
+
+/** Calls `fn` once when `signal` aborts; returns what removes it. */
+export function listenAbort(signal: AbortLike, fn: () => void): () => void {
+  if (signal instanceof RequestAbort) {
+    signal.onAbort(fn);
+    return () => signal.offAbort(fn);
+  }
+  signal.addEventListener('abort', fn, { once: true });
+  return () => signal.removeEventListener('abort', fn);
+}

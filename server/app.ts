@@ -333,6 +333,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   let closing = false;
   app.addHook('preClose', (done) => {
     closing = true;
+    // A connection that never carried a byte has no request to finish (connections.ts).
+    state.connections.closing();
     done();
   });
   app.addHook('onRequest', (request, reply, done) => {

@@ -115,10 +115,28 @@ function relayedRetryAfter(status: number, headers: IncomingHttpHeaders | undefi
   return undefined;
 }
 
-/** Sets the relayed Retry-After of `err` on a response not yet sent. */
+/** OpenAI's duration form of x-ratelimit-reset-* ("6s", "1m1s"). */
+function resetDuration(seconds: number): string {
+  return seconds < 60 ? `${seconds}s` : `${Math.floor(seconds / 60)}m${seconds % 60}s`;
+}
+
+/**
+ * Sets the Retry-After of `err` on a response not yet sent, and a key limit's state as OpenAI's
+ * x-ratelimit-{limit,remaining,reset}-{requests,tokens} (what scripts and gateways that pace
+ * themselves read; the SDKs, Codex and opencode go by Retry-After).
+ */
 function setRetryAfter(reply: FastifyReply, err: ToolproofError): void {
   const retryAfter = retryAfterOf(err);
   if (retryAfter !== undefined) reply.header('retry-after', retryAfter);
+  const limits = err.detail?.kind === 'retry-later' ? err.detail.limits : undefined;
+  if (limits === undefined) return;
+  for (const family of ['requests', 'tokens'] as const) {
+    const state = limits[family];
+    if (state === undefined) continue;
+    reply.header(`x-ratelimit-limit-${family}`, String(state.limit));
+    reply.header(`x-ratelimit-remaining-${family}`, String(state.remaining));
+    reply.header(`x-ratelimit-reset-${family}`, resetDuration(state.resetSeconds));
+  }
 }
 
 /** An upstream's 404 about the model (vLLM's "The model `x` does not exist.", "model 'x' not found"). */

@@ -10,7 +10,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { globMatch } from '../protocol/glob.js';
-import { ToolproofError } from '../protocol/errors.js';
+import { type KeyLimitState, type KeyLimitStates, ToolproofError } from '../protocol/errors.js';
 import type { ApiKeyEntry } from './config-keys.js';
 import type { Config } from './config.js';
 import type { Metrics } from './metrics.js';
@@ -130,6 +130,15 @@ class MinuteWindow {
     }
     return BUCKETS;
   }
+
+  /** Seconds until nothing counted now is left in the window (0: nothing is). */
+  secondsUntilEmpty(nowSec: number): number {
+    let newest = -1;
+    for (let i = 0; i < BUCKETS; i++)
+      if (this.seconds[i]! > nowSec - BUCKETS && this.counts[i]! > 0)
+        newest = Math.max(newest, this.seconds[i]!);
+    return newest < 0 ? 0 : newest + BUCKETS - nowSec;
+  }
 }
 
 interface KeyState {
@@ -161,34 +170,45 @@ export class KeyLimits {
   }
 
   /**
-   * Admits one request of `entry` or throws TP_ERR_RATE_LIMITED (429, Retry-After); `refused`
+   * Admits one request of `entry` or throws TP_ERR_RATE_LIMITED (429, Retry-After, x-ratelimit-*); `refused`
    * is told why first. Returns the function that ends it (call once, when its response closes):
    * `sent` false gives the request back to the minute (nothing of it reached the upstream).
    */
   admit(entry: ApiKeyEntry, refused?: (reason: KeyRefusal) => void): KeyEnd {
     const s = this.of(entry.name);
     const nowSec = Math.floor(this.now() / 1000);
+    // In OpenAI's words ("Rate limit reached for ... on tokens per min (TPM): Limit 30000, Used
+    // 29950, Requested 200. Please try again in 6s."), its type ("requests" or "tokens") and code
+    // (rate_limit_exceeded, the catalogue's wireCode): Codex retries a `rate_limit_exceeded` after
+    // the "try again in Ns" it reads from the message; the SDKs read Retry-After.
     const refuse = (reason: KeyRefusal, seconds: number, what: string): never => {
       refused?.(reason);
       throw new ToolproofError('TP_ERR_RATE_LIMITED', {
-        detail: { kind: 'retry-later', retryAfter: String(seconds) },
-        message: `The API key "${entry.name}" is over its limit of ${what}; retry in ${seconds} s.`,
+        type: reason === 'tokens' ? 'tokens' : 'requests',
+        detail: { kind: 'retry-later', retryAfter: String(seconds), limits: this.states(entry, s, nowSec) },
+        message: `Rate limit reached for the API key "${entry.name}" on ${what}. Please try again in ${seconds}s.`,
       });
     };
     if (entry.concurrency !== undefined && s.inflight >= entry.concurrency)
-      refuse('concurrency', 1, `${entry.concurrency} requests at once`);
-    if (entry.requestsPerMinute !== undefined && s.requests.sum(nowSec) >= entry.requestsPerMinute)
-      refuse(
-        'requests',
-        s.requests.secondsUntilBelow(entry.requestsPerMinute, nowSec),
-        `${entry.requestsPerMinute} requests per minute`,
-      );
-    if (entry.tokensPerMinute !== undefined && s.tokens.sum(nowSec) >= entry.tokensPerMinute)
-      refuse(
-        'tokens',
-        s.tokens.secondsUntilBelow(entry.tokensPerMinute, nowSec),
-        `${entry.tokensPerMinute} tokens per minute`,
-      );
+      refuse('concurrency', 1, `requests at once: Limit ${entry.concurrency}, In flight ${s.inflight}`);
+    if (entry.requestsPerMinute !== undefined) {
+      const used = s.requests.sum(nowSec);
+      if (used >= entry.requestsPerMinute)
+        refuse(
+          'requests',
+          s.requests.secondsUntilBelow(entry.requestsPerMinute, nowSec),
+          `requests per min (RPM): Limit ${entry.requestsPerMinute}, Used ${used}, Requested 1`,
+        );
+    }
+    if (entry.tokensPerMinute !== undefined) {
+      const used = s.tokens.sum(nowSec);
+      if (used >= entry.tokensPerMinute)
+        refuse(
+          'tokens',
+          s.tokens.secondsUntilBelow(entry.tokensPerMinute, nowSec),
+          `tokens per min (TPM): Limit ${entry.tokensPerMinute}, Used ${used}`,
+        );
+    }
     s.requests.add(1, nowSec);
     s.inflight++;
     let done = false;
@@ -197,6 +217,21 @@ export class KeyLimits {
       done = true;
       s.inflight--;
       if (!sent) s.requests.remove(1, nowSec);
+    };
+  }
+
+  /** The key's per-minute limits as they stand (OpenAI's x-ratelimit-* headers on its 429). */
+  private states(entry: ApiKeyEntry, s: KeyState, nowSec: number): KeyLimitStates {
+    const state = (limit: number, w: MinuteWindow): KeyLimitState => ({
+      limit,
+      remaining: Math.max(0, limit - w.sum(nowSec)),
+      resetSeconds: w.secondsUntilEmpty(nowSec),
+    });
+    return {
+      ...(entry.requestsPerMinute === undefined
+        ? {}
+        : { requests: state(entry.requestsPerMinute, s.requests) }),
+      ...(entry.tokensPerMinute === undefined ? {} : { tokens: state(entry.tokensPerMinute, s.tokens) }),
     };
   }
 

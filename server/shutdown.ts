@@ -28,10 +28,8 @@ export function shutdownGracefully(app: ToolproofApp, options: ShutdownOptions):
   }, options.graceMs);
   force.unref();
   app.server.closeIdleConnections();
-  // A connection that never carried a byte has no request to finish (server/connections.ts).
-  const closed = app.close().finally(() => clearTimeout(force));
-  app.toolproof.connections.cutUnused();
-  return closed;
+  // A connection that never carried a byte is cut by the app's own preClose (connections.ts).
+  return app.close().finally(() => clearTimeout(force));
 }
 
 /** One line for a listen failure (port in use, unknown host), instead of a stack trace. */

@@ -29,6 +29,14 @@ export function startFlags(root: string): string[] {
 export const BUILD_DIR = 'bench/results/.build';
 
 /**
+ * `serverArgs` (prepareServer's) starting the build in `dir` instead (an A/B's `--before` side: a
+ * copy of BUILD_DIR made before a change; a timed copy of a build).
+ */
+export function serverArgsAt(serverArgs: readonly string[], dir: string): string[] {
+  return serverArgs.map((a) => (a.endsWith('server/main.js') ? join(dir, 'server/main.js') : a));
+}
+
+/**
  * Compiles into BUILD_DIR when it is missing or older than the sources. Type errors elsewhere in
  * the tree do not stop the bench as long as tsc emitted main.js (tsc emits despite them); they are
  * reported as a warning. Returns the node arguments that start the server.

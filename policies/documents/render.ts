@@ -39,6 +39,7 @@ const REASONS: Readonly<Record<UnreadableReason, string>> = {
   'too-large': 'it is larger than the proxy reads',
   timeout: 'reading it took longer than the proxy allows',
   memory: 'reading it needed more memory than the proxy allows',
+  busy: 'the proxy had too many documents waiting to be read; it reads this one when it comes again',
   'unsupported-type': 'the proxy reads the text of PDF and plain-text documents only',
 };
 

@@ -5,9 +5,10 @@
  * - A rewritten stream asks for usage (`stream_options.include_usage`), as the JSON body always
  *   carries it: the cache and discarded-token figures then hold for streams too (the client gets
  *   usage only when it asked: server/front-doors/chat/output.ts). Added after the messages and
- *   tools, so no byte of the prompt moves.
- * A request no policy rewrote and no rename applies to is left as it is: the client's bytes go
- * upstream untouched. Last in the table so that it sees every other policy's rewrite.
+ *   tools, so no byte of the prompt moves. So does a stream whose key counts tokens
+ *   (PolicyContext.streamUsage), rewritten or not.
+ * A request no policy rewrote, no rename applies to and no key counts the tokens of is left as it
+ * is: the client's bytes go upstream untouched. Last in the table so that it sees every other policy's rewrite.
  */
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import type { Policy } from '../types.js';
@@ -32,8 +33,9 @@ export function upstreamRequest(
   request: ChatCompletionRequest,
   original: ChatCompletionRequest,
   upstreamModel: string | undefined,
+  streamUsage = false,
 ): ChatCompletionRequest {
-  if (request === original && upstreamModel === undefined) return request;
+  if (request === original && upstreamModel === undefined && !streamUsage) return request;
   let out = request;
   if (upstreamModel !== undefined) {
     out = copyOf(request);
@@ -58,7 +60,7 @@ export const upstreamRequestPolicy: Policy<never> = {
   onRequest(request, ctx, original) {
     return {
       action: 'continue',
-      request: upstreamRequest(request, original, ctx.upstreamModel),
+      request: upstreamRequest(request, original, ctx.upstreamModel, ctx.streamUsage),
       effects: [],
     };
   },

@@ -110,7 +110,7 @@ export class ChatCall {
   private raw: Buffer | undefined;
   private sourceKept = false;
   /** The request's facts (tool set, upstream name, the door's), built once on first use (prepare.ts). */
-  private facts: Pick<PolicyContext, 'tools' | 'upstreamModel' | 'hostedTools'> | undefined;
+  private facts: Pick<PolicyContext, 'tools' | 'upstreamModel' | 'hostedTools' | 'streamUsage'> | undefined;
   /** What the front door's translation said of the request (hosted tools left out); set before prepare. */
   doorFacts: DoorFacts = {};
   /** The request policies ran (prepareCallRequest): the phase is the prepared request. */

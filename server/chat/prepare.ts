@@ -12,20 +12,24 @@ import type { Policy, PolicyContext } from '../../policies/types.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import type { ResolvedRoute } from '../routing.js';
 
-/** What a front door's translation says of the client's request (hosted tools it left out). */
-export type DoorFacts = Pick<PolicyContext, 'hostedTools'>;
+/**
+ * What the request's entry says of it: the hosted tools a front door's translation left out,
+ * whether its key needs the stream's usage (its tokens per minute).
+ */
+export type DoorFacts = Pick<PolicyContext, 'hostedTools' | 'streamUsage'>;
 
 /** The facts of a request every policy reads: its tool set, the route's upstream name, the door's. */
 export function requestFacts(
   route: Pick<ResolvedRoute, 'settings' | 'upstreamModel'>,
   original: ChatCompletionRequest,
   door: DoorFacts = {},
-): Pick<PolicyContext, 'tools' | 'upstreamModel' | 'hostedTools'> {
+): Pick<PolicyContext, 'tools' | 'upstreamModel' | 'hostedTools' | 'streamUsage'> {
   const tools = buildToolSet(original, route.settings);
   return {
     tools,
     ...(route.upstreamModel !== undefined ? { upstreamModel: route.upstreamModel } : {}),
     ...(door.hostedTools && door.hostedTools.dropped.length > 0 ? { hostedTools: door.hostedTools } : {}),
+    ...(door.streamUsage === true ? { streamUsage: true } : {}),
   };
 }
 

@@ -99,6 +99,8 @@ export function startChatCall(
   }
   if (route.fallback) call.fallbacksLeft = [...route.fallback];
   if (key) call.trace.key = key.name;
+  // A key that counts tokens needs a stream's usage, asked for upstream even when the client did not.
+  if (key?.tokensPerMinute !== undefined && body.stream === true) call.doorFacts = { streamUsage: true };
   // Several replicas: the conversation's key picks the one that holds its prefix in cache.
   if (route.client.replicas > 1 && state.config.affinity?.enabled !== false)
     call.affinityKey = affinityKey(request.headers, request.body, body);
@@ -144,6 +146,7 @@ export function startTranslatedCall<
   const call = startChatCall(request, state, translated.chat, api);
   if (translated.dropped.length > 0) {
     call.doorFacts = {
+      ...call.doorFacts,
       hostedTools: {
         dropped: translated.dropped,
         ...(translated.refusal ? { refusal: translated.refusal } : {}),

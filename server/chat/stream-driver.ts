@@ -59,6 +59,8 @@ export class SseDriver implements AttemptDriver {
   private readonly seen: SeenOutput = { calls: false, content: false };
   /** The chain of the attempt read last: on a failure, what it held is still the user's. */
   private chain: StreamChain<PolicyEffect> | null = null;
+  /** The stream was relayed as the upstream's events: its usage chunk, if any, went as it came. */
+  private relayed = false;
 
   constructor(
     private readonly call: ChatCall,
@@ -75,6 +77,7 @@ export class SseDriver implements AttemptDriver {
     this.out.open();
     if (passthrough) {
       this.chain = null;
+      this.relayed = this.out.relay !== undefined;
       return relayStream(this.call, this.deps, opened, this.out);
     }
     const reader = new StreamReader(this.call, this.deps, opened, this.out, this.seen);
@@ -106,7 +109,9 @@ export class SseDriver implements AttemptDriver {
   }
 
   async finish(usage: Usage | undefined): Promise<undefined> {
-    await this.out.end({ ...this.call.streamIdentity, ...(usage ? { usage } : {}) });
+    // Relayed, the client had the upstream's own usage chunk when it asked (a second one, written
+    // after the upstream's [DONE], was what a relayed include_usage stream ended with).
+    await this.out.end({ ...this.call.streamIdentity, ...(usage && !this.relayed ? { usage } : {}) });
     return undefined;
   }
 }

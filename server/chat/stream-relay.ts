@@ -1,8 +1,13 @@
 /**
  * The streamed pass-through (chat without tools, or recovery off): nothing to fix, so the
  * upstream's events are relayed, byte for byte where a read holds whole, ordinary events only.
- * Error events are normalized to the API's error, and usage events summed into the one usage
- * chunk at the end. No policy runs and nothing is held.
+ * Error events are normalized to the API's error. No policy runs and nothing is held, but for one
+ * case: a stream toolproof asked usage for though the client did not (its key counts tokens:
+ * PolicyContext.streamUsage). The upstream's usage chunk is then read and dropped, and the client
+ * gets what the upstream sends unasked. llama-server moves its finish chunk's `timings` onto the
+ * usage chunk when usage is asked: the finish chunk is held until the next event and gets them
+ * back, as the upstream's own bytes. llama-server reports the tokens in those timings unasked:
+ * they count when no usage came.
  */
 import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionChunk, Usage } from '../../protocol/openai.js';
@@ -23,6 +28,7 @@ import {
   stalled,
   parseEvent,
 } from './stream-read.js';
+import { noteTimings, tokenCount } from './prompt-cache.js';
 import { addUsage } from './trace.js';
 import { captureAttemptEnd, captureRead } from '../capture/recorder.js';
 
@@ -92,10 +98,54 @@ function splitRead(parser: SseParser, buf: Buffer): RelayRead {
   return { before, whole: { bytes: view(to), payloads: head }, after: tail };
 }
 
-/** A read whose events need no rewriting: no error event (those are normalized). */
-function isPlainRelay(payloads: readonly string[]): boolean {
-  for (const p of payloads) if (p.startsWith('{"error"') || p.startsWith('{ "error"')) return false;
+/** A finish chunk (a choice's `finish_reason` set): the chunk llama-server's timings end. */
+const FINISHED = '"finish_reason":"';
+
+/**
+ * A read whose events need no rewriting: no error event (those are normalized) and, when the
+ * usage chunk is dropped, neither it nor a finish chunk (held for its timings).
+ */
+function isPlainRelay(payloads: readonly string[], dropUsage: boolean): boolean {
+  for (const p of payloads) {
+    if (p.startsWith('{"error"') || p.startsWith('{ "error"')) return false;
+    if (dropUsage && (p.includes('"usage"') || p.includes(FINISHED))) return false;
+  }
   return true;
+}
+
+/**
+ * The raw text of the `timings` member that ends `payload` (llama-server writes it last), or
+ * undefined when it is not there or not an object: spliced back as the upstream wrote it.
+ */
+function trailingTimings(payload: string): string | undefined {
+  const at = payload.lastIndexOf(',"timings":');
+  if (at < 0 || !payload.endsWith('}}')) return undefined;
+  const text = payload.slice(at + 11, -1);
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? text : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** llama-server's timings as usage (cache_n + prompt_n prompt tokens, predicted_n completion). */
+function usageOfTimings(payload: string): { usage: Usage; timings: unknown } | undefined {
+  let timings: unknown;
+  try {
+    timings = (JSON.parse(payload) as { timings?: unknown }).timings;
+  } catch {
+    return undefined;
+  }
+  if (!timings || typeof timings !== 'object') return undefined;
+  const { cache_n, prompt_n, predicted_n } = timings as Record<string, unknown>;
+  if (typeof prompt_n !== 'number' || typeof predicted_n !== 'number') return undefined;
+  const prompt = tokenCount(prompt_n) + tokenCount(cache_n);
+  const completion = tokenCount(predicted_n);
+  return {
+    usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
+    timings,
+  };
 }
 
 function usageOfChunk(payload: string): Usage | undefined {
@@ -123,6 +173,14 @@ export function relayStream(
   const raw: string[] | undefined = deps.dumpRaw ? [] : undefined;
   let failure: ToolproofError | undefined;
   let usage: Usage | undefined;
+  // toolproof asked for usage the client did not ask for: the usage chunk is not the client's.
+  const dropUsage =
+    opened.request.stream_options?.include_usage === true &&
+    call.original.stream_options?.include_usage !== true;
+  // dropUsage: the last finish chunk, until the event after it says whether its timings moved.
+  let heldFinish: string | undefined;
+  // llama-server's last event with timings (the finish chunk's): its tokens when no usage came.
+  let lastTimingsPayload = '';
   // Only a usage event is kept of the bytes relayed as they are: any other payload is a slice
   // that would pin its whole read for as long as the stream stays open.
   let lastUsagePayload = '';
@@ -132,14 +190,42 @@ export function relayStream(
   let chunks: ChatCompletionChunk[] = [];
 
   const capture = call.capture !== undefined;
+  const releaseFinish = (timings?: string): void => {
+    if (heldFinish === undefined) return;
+    // Back on the finish chunk only when they came off it: an object without timings of its own.
+    const splice = timings !== undefined && heldFinish.endsWith('}') && !heldFinish.includes('"timings"');
+    const finish = splice ? `${heldFinish.slice(0, -1)},"timings":${timings}}` : heldFinish;
+    heldFinish = undefined;
+    text += `data: ${finish}\n\n`;
+  };
   const handle = (payload: string): void => {
     raw?.push(payload);
-    if (failure || payload === '[DONE]') return;
+    if (failure) return;
+    if (payload === '[DONE]') {
+      releaseFinish();
+      return;
+    }
+    if (payload.includes('"timings"')) lastTimingsPayload = payload;
+    if (dropUsage && relay && !payload.includes('"usage"') && payload.includes(FINISHED)) {
+      releaseFinish();
+      heldFinish = payload;
+      return;
+    }
     if (relay && !payload.includes('"error"') && !payload.includes('"usage"')) {
+      releaseFinish();
       text += `data: ${payload}\n\n`; // an ordinary event as its own text, only re-framed
       return;
     }
     const chunk = parseEvent(payload, label);
+    if (!(chunk instanceof ToolproofError) && isUsageEvent(chunk)) {
+      usage = addUsage(usage, chunk.usage);
+      // The client asked: the upstream's own chunk, as it came. toolproof asked: dropped, its
+      // timings (llama-server's) back on the finish chunk they came off.
+      if (dropUsage) releaseFinish(trailingTimings(payload));
+      else if (relay) text += `data: ${payload}\n\n`;
+      return;
+    }
+    releaseFinish();
     if (chunk instanceof ToolproofError) {
       failure = chunk;
       return;
@@ -149,10 +235,6 @@ export function relayStream(
       return;
     }
     if (typeof chunk.id === 'string') noteIdentity(call, chunk);
-    if (isUsageEvent(chunk)) {
-      usage = addUsage(usage, chunk.usage);
-      return;
-    }
     if (relay) text += `data: ${JSON.stringify(chunk)}\n\n`;
     else chunks.push(chunk);
   };
@@ -169,6 +251,7 @@ export function relayStream(
     await out.chunks(c);
   };
   const flushThenStop = async (): Promise<typeof STOP> => {
+    releaseFinish();
     await flush();
     return STOP;
   };
@@ -202,14 +285,19 @@ export function relayStream(
       return STOP;
     }
     for (const payload of read.before) handle(payload);
-    if (whole && relay && !failure && isPlainRelay(whole.payloads)) {
+    if (whole && relay && !failure && isPlainRelay(whole.payloads, dropUsage)) {
       // The fast path: whole events only, none needing toolproof, so the upstream's own bytes go
       // to the client as they are (its [DONE] included), after what came before them.
+      releaseFinish();
       let done = false;
       for (const p of whole.payloads) {
         raw?.push(p);
         if (p === '[DONE]') done = true;
-        else lastUsagePayload = p.includes('"usage"') ? p : '';
+        else {
+          lastUsagePayload = p.includes('"usage"') ? p : '';
+          // llama-server's timings end its finish chunk ("...}}"): a cheap look before the search.
+          if (p.charCodeAt(p.length - 2) === 125 && p.includes('"timings"')) lastTimingsPayload = p;
+        }
       }
       if (text === '' && read.after.length === 0) return relay(whole.bytes, done);
       const bytes = text === '' ? whole.bytes : Buffer.concat([Buffer.from(text), whole.bytes]);
@@ -232,7 +320,15 @@ export function relayStream(
       return { kind: 'failed', error: failure, midStream: true };
     }
     // Relayed raw, the usage chunk went to the client as it was: read it once for the log line.
-    const relayedUsage = usage ?? (lastUsagePayload !== '' ? usageOfChunk(lastUsagePayload) : undefined);
+    let relayedUsage = usage ?? (lastUsagePayload !== '' ? usageOfChunk(lastUsagePayload) : undefined);
+    // No usage (the client did not ask, nor did its key): llama-server's timings say the tokens.
+    if (relayedUsage === undefined && lastTimingsPayload !== '') {
+      const fromTimings = usageOfTimings(lastTimingsPayload);
+      if (fromTimings) {
+        relayedUsage = fromTimings.usage;
+        noteTimings(call, fromTimings.timings);
+      }
+    }
     return { kind: 'relayed', ...(relayedUsage ? { usage: relayedUsage } : {}) };
   });
 }

@@ -5,6 +5,12 @@
  * same result without reading it again (the documents policy then writes the same bytes: the
  * prompt's prefix holds). The cache is bounded in entries and in characters held; what it drops
  * is read again when it comes back (same library, same result, except after a timeout).
+ *
+ * A read belongs to the requests waiting for it: when the last of them is gone (its client left)
+ * it leaves the queue, or its worker is terminated, and nothing of it is cached. The queue of
+ * reads waiting for a worker is bounded process-wide: past it, a document reads as a note that
+ * says so (the request goes on; a later turn reads it when the readers have room), never a
+ * failed request.
  */
 import { createHash } from 'node:crypto';
 import {
@@ -16,10 +22,15 @@ import {
 } from '../../protocol/document-text.js';
 import { base64Size, fileFields, splitDataUrl } from '../../protocol/file-part.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
+import { type AbortLike, clientClosed, listenAbort } from '../abort.js';
 import { extractPdf, type PdfLimits } from './pdf-worker.js';
 
 /** What every PDF of a request past its first REQUEST_MAX_PDFS reads as. */
 const TOO_MANY: DocumentText = Object.freeze({ kind: 'unreadable', reason: 'too-many' });
+/** A document that found the queue full (never cached: a later turn reads it). */
+const BUSY: DocumentText = Object.freeze({ kind: 'unreadable', reason: 'busy' });
+/** What a read nobody waits for any more ends as (never cached, never seen). */
+const CANCELLED: DocumentText = Object.freeze({ kind: 'unreadable', reason: 'timeout' });
 
 /** A PDF larger than this (decoded) is not read: a note says so. */
 export const MAX_PDF_BYTES = 20 * 1024 * 1024;
@@ -35,6 +46,8 @@ export interface DocumentReaderOptions {
   limits?: PdfLimits;
   /** Documents read at once, process-wide (each is a worker thread). */
   concurrency?: number;
+  /** Documents waiting for a reader, process-wide; past it a document reads as a note. */
+  maxQueued?: number;
   /** Results kept (by content hash). */
   cacheEntries?: number;
   /** Characters of text the cache holds at most, over all entries. */
@@ -42,10 +55,31 @@ export interface DocumentReaderOptions {
 }
 
 export interface DocumentReader {
-  /** The lookup for this request's PDFs, once each is read (or known unreadable); undefined when it has none. */
-  prepare(request: ChatCompletionRequest): Promise<DocumentLookup | undefined>;
+  /**
+   * The lookup for this request's PDFs, once each is read (or known unreadable); undefined when it
+   * has none. `signal`: the request's; when it aborts, this rejects (TP_ERR_CLIENT_CLOSED) and
+   * the reads only it waited for stop.
+   */
+  prepare(request: ChatCompletionRequest, signal?: AbortLike): Promise<DocumentLookup | undefined>;
   /** Documents actually read (cache misses), for tests and the bench. */
   readonly reads: number;
+  /** Documents being read now, and waiting for a reader (tests). */
+  readonly running: number;
+  readonly queued: number;
+}
+
+/** One document's read, shared by the requests that wait for it. */
+interface Read {
+  readonly key: string;
+  /** The document as sent: decoded only when its read starts (a queued read holds no copy). */
+  readonly base64: string;
+  /** Requests waiting for it; at 0 it is cancelled. */
+  users: number;
+  state: 'queued' | 'running' | 'done';
+  readonly done: Promise<DocumentText>;
+  finish(doc: DocumentText): void;
+  /** Terminates its worker (set while running). */
+  stop?: () => void;
 }
 
 function textSize(doc: DocumentText): number {
@@ -71,14 +105,15 @@ function pdfDataUrls(request: ChatCompletionRequest): string[] {
 export function createDocumentReader(options: DocumentReaderOptions = {}): DocumentReader {
   const limits = options.limits ?? DEFAULT_PDF_LIMITS;
   const concurrency = options.concurrency ?? 2;
+  const maxQueued = options.maxQueued ?? 32;
   const maxEntries = options.cacheEntries ?? 256;
   const maxChars = options.cacheChars ?? 64 * 1024 * 1024;
   // Insertion order is recency: a hit is deleted and set again.
   const cache = new Map<string, DocumentText>();
   let cachedChars = 0;
-  const inFlight = new Map<string, Promise<DocumentText>>();
+  const inFlight = new Map<string, Read>();
+  const queue: Read[] = [];
   let running = 0;
-  const waiting: Array<() => void> = [];
   let reads = 0;
 
   const remember = (key: string, doc: DocumentText): void => {
@@ -91,34 +126,44 @@ export function createDocumentReader(options: DocumentReaderOptions = {}): Docum
     }
   };
 
-  const slot = async (): Promise<void> => {
-    if (running < concurrency) {
-      running++;
-      return;
-    }
-    await new Promise<void>((resolve) => waiting.push(resolve));
-  };
-  const release = (): void => {
-    const next = waiting.shift();
-    if (next) next();
-    else running--;
+  const start = (read: Read): void => {
+    running++;
+    reads++;
+    read.state = 'running';
+    const stop = new AbortController();
+    read.stop = () => stop.abort();
+    const decoded = Buffer.from(read.base64, 'base64');
+    // A view on its own copy of the bytes: the worker gets them by structured clone.
+    const bytes = new Uint8Array(decoded.buffer, decoded.byteOffset, decoded.length);
+    const ended = (doc: DocumentText): void => {
+      running--;
+      // A cancelled read's result (a terminated worker's) is nobody's and not the document's.
+      if (read.users > 0) {
+        remember(read.key, doc);
+        inFlight.delete(read.key);
+      }
+      read.finish(doc);
+      const next = queue.shift();
+      if (next) start(next);
+    };
+    // extractPdf never rejects, but a worker that cannot even start must not keep its slot.
+    extractPdf(bytes, limits, stop.signal).then(ended, () =>
+      ended({ kind: 'unreadable', reason: 'malformed' }),
+    );
   };
 
-  const read = async (dataUrl: string): Promise<DocumentText> => {
-    const { base64 } = splitDataUrl(dataUrl)!;
-    if (base64Size(base64) > MAX_PDF_BYTES) return { kind: 'unreadable', reason: 'too-large' };
-    await slot();
-    try {
-      reads++;
-      const bytes = Buffer.from(base64, 'base64');
-      // A view on its own copy of the bytes: the worker gets them by structured clone.
-      return await extractPdf(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length), limits);
-    } finally {
-      release();
-    }
+  /** The request no longer waits for `read`: at its last user it stops (or leaves the queue). */
+  const leave = (read: Read): void => {
+    if (read.state === 'done' || --read.users > 0) return;
+    inFlight.delete(read.key);
+    if (read.state === 'queued') {
+      queue.splice(queue.indexOf(read), 1);
+      read.finish(CANCELLED);
+    } else read.stop?.();
   };
 
-  const resolveOne = async (dataUrl: string): Promise<DocumentText> => {
+  /** The document's text at once (cached, too large, no room), or the read to wait for. */
+  const lookup = (dataUrl: string): DocumentText | Read => {
     const key = createHash('sha256').update(dataUrl).digest('hex');
     const hit = cache.get(key);
     if (hit) {
@@ -126,35 +171,77 @@ export function createDocumentReader(options: DocumentReaderOptions = {}): Docum
       cache.set(key, hit);
       return hit;
     }
-    let pending = inFlight.get(key);
-    if (!pending) {
-      pending = read(dataUrl).then((doc) => {
-        inFlight.delete(key);
-        remember(key, doc);
-        return doc;
-      });
-      inFlight.set(key, pending);
+    const pending = inFlight.get(key);
+    if (pending) {
+      pending.users++;
+      return pending;
     }
-    return pending;
+    const { base64 } = splitDataUrl(dataUrl)!;
+    if (base64Size(base64) > MAX_PDF_BYTES) return { kind: 'unreadable', reason: 'too-large' };
+    if (running >= concurrency && queue.length >= maxQueued) return BUSY;
+    let finish!: (doc: DocumentText) => void;
+    const done = new Promise<DocumentText>((resolve) => {
+      finish = resolve;
+    });
+    const read: Read = {
+      key,
+      base64,
+      users: 1,
+      state: 'queued',
+      done,
+      finish(doc) {
+        this.state = 'done';
+        finish(doc);
+      },
+    };
+    inFlight.set(key, read);
+    if (running < concurrency) start(read);
+    else queue.push(read);
+    return read;
   };
 
   return {
     get reads() {
       return reads;
     },
-    async prepare(request) {
+    get running() {
+      return running;
+    },
+    get queued() {
+      return queue.length;
+    },
+    prepare(request, signal) {
       const urls = pdfDataUrls(request);
-      if (urls.length === 0) return undefined;
+      if (urls.length === 0) return Promise.resolve(undefined);
+      if (signal?.aborted) return Promise.reject(clientClosed());
       // The first REQUEST_MAX_PDFS distinct ones, in the request's order (the same ones on every
       // turn, cached or not); the others are not read at all.
-      const read = urls.slice(0, REQUEST_MAX_PDFS);
-      const results = await Promise.all(read.map(resolveOne));
-      const byUrl = new Map<string, DocumentText>();
-      read.forEach((u, i) => {
-        byUrl.set(u, results[i]!);
+      const first = urls.slice(0, REQUEST_MAX_PDFS);
+      const found = first.map(lookup);
+      const lookupOf = (results: readonly DocumentText[]): DocumentLookup => {
+        const byUrl = new Map<string, DocumentText>();
+        first.forEach((u, i) => {
+          byUrl.set(u, results[i]!);
+        });
+        for (let i = first.length; i < urls.length; i++) byUrl.set(urls[i]!, TOO_MANY);
+        return (fileData) => byUrl.get(fileData);
+      };
+      const waiting = found.filter((f): f is Read => 'done' in f);
+      if (waiting.length === 0) return Promise.resolve(lookupOf(found as DocumentText[]));
+      return new Promise((resolve, reject) => {
+        let left = false;
+        const unlisten = signal
+          ? listenAbort(signal, () => {
+              left = true;
+              for (const read of waiting) leave(read);
+              reject(clientClosed());
+            })
+          : undefined;
+        void Promise.all(found.map((f) => ('done' in f ? f.done : f))).then((results) => {
+          unlisten?.();
+          if (!left) resolve(lookupOf(results));
+        });
       });
-      for (let i = read.length; i < urls.length; i++) byUrl.set(urls[i]!, TOO_MANY);
-      return (fileData) => byUrl.get(fileData);
     },
   };
 }

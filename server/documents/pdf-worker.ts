@@ -66,17 +66,22 @@ const { data, maxPages, maxChars } = workerData;
 })().catch(() => parentPort.postMessage({ kind: 'unreadable', reason: 'malformed' }));
 `;
 
-/** The PDF's text, or why it was not read. Never rejects. */
-export function extractPdf(data: Uint8Array, limits: PdfLimits): Promise<DocumentText> {
+/**
+ * The PDF's text, or why it was not read. Never rejects. `signal`: nobody waits for it any more:
+ * the worker is terminated at once (it ends as a timeout nobody sees).
+ */
+export function extractPdf(data: Uint8Array, limits: PdfLimits, signal?: AbortSignal): Promise<DocumentText> {
   return new Promise((resolve) => {
     let settled = false;
     const done = (result: DocumentText): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      signal?.removeEventListener('abort', cancel);
       void worker.terminate();
       resolve(result);
     };
+    const cancel = (): void => done({ kind: 'unreadable', reason: 'timeout' });
     const worker = new Worker(WORKER_SOURCE, {
       eval: true,
       workerData: { lib: LIB, data, maxPages: limits.maxPages, maxChars: limits.maxChars },
@@ -93,5 +98,7 @@ export function extractPdf(data: Uint8Array, limits: PdfLimits): Promise<Documen
       done({ kind: 'unreadable', reason: err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? 'memory' : 'malformed' }),
     );
     worker.on('exit', () => done({ kind: 'unreadable', reason: 'malformed' }));
+    if (signal?.aborted) cancel();
+    else signal?.addEventListener('abort', cancel, { once: true });
   });
 }

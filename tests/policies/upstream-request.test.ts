@@ -38,4 +38,22 @@ describe('upstream-request', () => {
     const json = request();
     expect(run({ ...json, n: 1 }, json).stream_options).toBeUndefined();
   });
+
+  it('a stream whose key counts tokens asks for usage though nothing rewrote it (streamUsage)', () => {
+    const counted = (req: ReturnType<typeof request>) => {
+      const d = upstreamRequestPolicy.onRequest!(req, ctxWith({ streamUsage: true }), req);
+      if (d.action !== 'continue') throw new Error('rejected');
+      return d.request;
+    };
+    const req = request({ stream: true });
+    const out = counted(req);
+    expect(out).not.toBe(req);
+    expect(out.stream_options).toEqual({ include_usage: true });
+    expect(req.stream_options).toBeUndefined();
+    // Asked already, or not a stream: the request as it came.
+    const asked = request({ stream: true, stream_options: { include_usage: true } } as never);
+    expect(counted(asked)).toBe(asked);
+    const json = request();
+    expect(counted(json)).toBe(json);
+  });
 });

@@ -74,3 +74,94 @@ describe('document reader', () => {
     expect(performance.now() - t0).toBeLessThan(15_000);
   }, 60_000);
 });
+
+/** A request of one PDF each: `pdfs` data URLs. */
+const requestOf = (...pdfs: string[]) => ({
+  model: 'm',
+  messages: [
+    { role: 'user' as const, content: pdfs.map((u) => ({ type: 'file' as const, file: { file_data: u } })) },
+  ],
+});
+
+async function until(check: () => boolean, ms = 10_000): Promise<void> {
+  const end = performance.now() + ms;
+  while (!check()) {
+    if (performance.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('document reader: a read belongs to its requests', () => {
+  it('a client that leaves stops its read: its worker is terminated, nothing cached, the next read starts', async () => {
+    // One reader, a long deadline: the bomb would hold it for 30 s.
+    const r = createDocumentReader({ concurrency: 1, limits: { ...DEFAULT_PDF_LIMITS, timeoutMs: 30_000 } });
+    const bomb = url(bombPdf(200));
+    const small = url(textPdf(['after the bomb']));
+    const gone = new AbortController();
+    const first = r.prepare(requestOf(bomb), gone.signal);
+    // Queued behind it, for a client that stays.
+    const second = r.prepare(requestOf(small));
+    await until(() => r.running === 1 && r.queued === 1);
+    const t0 = performance.now();
+    gone.abort();
+    await expect(first).rejects.toMatchObject({ code: 'TP_ERR_CLIENT_CLOSED' });
+    // The queued read got the reader at once, not after the bomb's 30 s.
+    const lookup = await second;
+    expect(lookup?.(small)).toMatchObject({ kind: 'text', text: ['after the bomb'] });
+    expect(performance.now() - t0).toBeLessThan(10_000);
+    expect(r.reads).toBe(2);
+    // Nothing of the stopped read was kept: the bomb is read again when it comes again.
+    const again = new AbortController();
+    const third = r.prepare(requestOf(bomb), again.signal);
+    await until(() => r.running === 1);
+    expect(r.reads).toBe(3);
+    again.abort();
+    await expect(third).rejects.toMatchObject({ code: 'TP_ERR_CLIENT_CLOSED' });
+    await until(() => r.running === 0);
+  }, 60_000);
+
+  it('a queued read whose client left leaves the queue, never read; one another request waits for goes on', async () => {
+    const r = createDocumentReader({ concurrency: 1, limits: { ...DEFAULT_PDF_LIMITS, timeoutMs: 30_000 } });
+    const bomb = url(bombPdf(200));
+    const shared = url(textPdf(['shared']));
+    const alone = url(textPdf(['alone']));
+    const blocker = new AbortController();
+    const blocking = r.prepare(requestOf(bomb), blocker.signal);
+    const a = new AbortController();
+    const b = new AbortController();
+    const left = r.prepare(requestOf(shared, alone), a.signal);
+    const stays = r.prepare(requestOf(shared), b.signal);
+    await until(() => r.queued === 2);
+    a.abort();
+    await expect(left).rejects.toMatchObject({ code: 'TP_ERR_CLIENT_CLOSED' });
+    // `alone` was only the leaver's: out of the queue. `shared` is still waited for.
+    expect(r.queued).toBe(1);
+    blocker.abort();
+    await expect(blocking).rejects.toMatchObject({ code: 'TP_ERR_CLIENT_CLOSED' });
+    expect((await stays)?.(shared)).toMatchObject({ kind: 'text', text: ['shared'] });
+    expect(r.reads).toBe(2); // the bomb and `shared`; `alone` never
+  }, 60_000);
+
+  it('a full queue degrades the document to a note, and the request goes on', async () => {
+    const r = createDocumentReader({
+      concurrency: 1,
+      maxQueued: 1,
+      limits: { ...DEFAULT_PDF_LIMITS, timeoutMs: 30_000 },
+    });
+    const bomb = url(bombPdf(200));
+    const queued = url(textPdf(['queued']));
+    const late = url(textPdf(['late']));
+    const stop = new AbortController();
+    const blocking = r.prepare(requestOf(bomb), stop.signal);
+    const waiting = r.prepare(requestOf(queued));
+    await until(() => r.running === 1 && r.queued === 1);
+    // No room: a note at once, not a wait and not an error.
+    const full = await r.prepare(requestOf(late));
+    expect(full?.(late)).toEqual({ kind: 'unreadable', reason: 'busy' });
+    stop.abort();
+    await expect(blocking).rejects.toMatchObject({ code: 'TP_ERR_CLIENT_CLOSED' });
+    expect((await waiting)?.(queued)).toMatchObject({ kind: 'text' });
+    // Not cached: read when it comes again and there is room.
+    expect((await r.prepare(requestOf(late)))?.(late)).toMatchObject({ kind: 'text', text: ['late'] });
+  }, 60_000);
+});

@@ -3,7 +3,6 @@
  * simulator (vLLM or llama-server personality), and a real `openai` client pointed at it.
  */
 import type { Server } from 'node:http';
-import type { Socket } from 'node:net';
 import OpenAI from 'openai';
 import { buildApp, type ToolproofApp } from '../../server/app.js';
 import { type Config, loadConfig } from '../../server/config.js';
@@ -154,36 +153,15 @@ export async function waitFor(cond: () => boolean, timeoutMs = 5_000): Promise<v
 
 /**
  * app.close() waits for every client connection to end; a keep-alive socket a test client left
- * behind can hold it past the hook timeout. After a grace, the rest are cut.
- *
- * A connection that never carried a byte is cut at once: a client that aborts a request (fetch
- * and the SDKs with an AbortSignal) leaves one behind, opened and never written to, which Node
- * counts as active (not idle: it waits for its first request), so the close sat out the whole
- * grace (2 s in 9 tests, every one that hangs up on the server).
+ * behind can hold it past the hook timeout. After a grace, the rest are cut. (A connection that
+ * never carried a byte, what an aborted request leaves, the app cuts itself as it closes:
+ * server/connections.ts.)
  */
 export async function closeApp(app: { close(): Promise<unknown>; server: Server }): Promise<void> {
-  const closing = app.close();
-  cutUnused(app.server);
-  const unused = setInterval(() => cutUnused(app.server), 20);
   const cut = setTimeout(() => app.server.closeAllConnections(), 2_000);
   try {
-    await closing;
+    await app.close();
   } finally {
-    clearInterval(unused);
     clearTimeout(cut);
-  }
-}
-
-/**
- * Destroys the server's connections that have not read a byte. Node keeps them in an internal
- * list (the one closeAllConnections walks: parsers, each with its socket); where it is not found,
- * nothing is cut and the grace above still ends the close.
- */
-function cutUnused(server: Server): void {
-  const key = Object.getOwnPropertySymbols(server).find((s) => s.description === 'http.server.connections');
-  const list = key && (server as unknown as Record<symbol, { all?: () => Array<{ socket?: Socket }> }>)[key];
-  for (const parser of list?.all?.() ?? []) {
-    const socket = parser.socket;
-    if (socket && socket.bytesRead === 0 && socket.bytesWritten === 0) socket.destroy();
   }
 }

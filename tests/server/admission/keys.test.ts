@@ -211,10 +211,27 @@ describe('rate limits', () => {
       expect(wait).toBeGreaterThanOrEqual(1);
       // At most 61: a request of this second may have come in at its very start (key-window.test.ts).
       expect(wait).toBeLessThanOrEqual(61);
-      const body = (await res.json()) as Record<string, { type: string }>;
+      const body = (await res.json()) as Record<string, { type: string; message: string }>;
       if (door === 'messages')
         expect(body).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
-      else expect(body.error).toMatchObject({ type: 'rate_limit_error', code: 'TP_ERR_RATE_LIMITED' });
+      else {
+        // OpenAI's own shape: the limit as the type, rate_limit_exceeded as the code.
+        expect(body.error).toEqual({
+          type: 'tokens',
+          code: 'rate_limit_exceeded',
+          param: null,
+          message: expect.stringMatching(/ on tokens per min \(TPM\): Limit 30, Used \d+\. /),
+        });
+        // What Codex reads from the message of a rate_limit_exceeded (codex-api sse/responses.rs).
+        const codex = /try again in\s*(\d+(?:\.\d+)?)\s*(s|ms|seconds?)/i.exec(body.error!.message);
+        expect(codex?.[1]).toBe(String(wait));
+        expect(codex?.[2]).toBe('s');
+        // OpenAI's x-ratelimit-* of the limit the key has (carol: tokens only).
+        expect(res.headers.get('x-ratelimit-limit-tokens')).toBe('30');
+        expect(res.headers.get('x-ratelimit-remaining-tokens')).toBe('0');
+        expect(res.headers.get('x-ratelimit-reset-tokens')).toMatch(/^(?:\d|[1-5]\d)s$|^1m[01]s$/);
+        expect(res.headers.get('x-ratelimit-limit-requests')).toBeNull();
+      }
     }
     expect(await metrics()).toMatch(/toolproof_key_refusals_total\{key="carol",reason="tokens"\} 3/);
   });
@@ -256,7 +273,29 @@ describe('rate limits', () => {
     expect((await send('chat', KEYS.dave, 'qwen-coder', 'two')).status).toBe(200);
     const third = await send('chat', KEYS.dave, 'qwen-coder', 'three');
     expect(third.status).toBe(429);
-    expect(Number(third.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    const wait = Number(third.headers.get('retry-after'));
+    expect(wait).toBeGreaterThanOrEqual(1);
+    expect(await third.json()).toEqual({
+      error: {
+        type: 'requests',
+        code: 'rate_limit_exceeded',
+        param: null,
+        message: `Rate limit reached for the API key "dave" on requests per min (RPM): Limit 2, Used 2, Requested 1. Please try again in ${wait}s.`,
+      },
+    });
+    expect(third.headers.get('x-ratelimit-limit-requests')).toBe('2');
+    expect(third.headers.get('x-ratelimit-remaining-requests')).toBe('0');
+    // The sliding minute is empty again when the newer of the two leaves it: no sooner than the retry.
+    const [, m, sec] =
+      /^(?:(\d+)m)?(\d+)s$/.exec(third.headers.get('x-ratelimit-reset-requests') ?? '') ?? [];
+    expect(Number(m ?? 0) * 60 + Number(sec)).toBeGreaterThanOrEqual(wait);
+    // The openai SDK reads the 429 as its RateLimitError, with the code and type.
+    const sdk = new OpenAI({ baseURL: `${origin}/v1`, apiKey: KEYS.dave, maxRetries: 0 });
+    const err = await sdk.chat.completions
+      .create({ model: 'qwen-coder', messages: [{ role: 'user', content: 'four' }] })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(err).toMatchObject({ code: 'rate_limit_exceeded', type: 'requests' });
   });
 
   it('requests per minute count what went upstream: not the model list, count_tokens, a 403, a 400', async () => {
@@ -322,6 +361,12 @@ describe('rate limits', () => {
     await waitFor(() => sim.requests.some((r) => r.rawBody.includes('slow')));
     const second = await send('chat', KEYS.erin, 'qwen-coder', 'second');
     expect(second.status).toBe(429);
+    expect(second.headers.get('retry-after')).toBe('1');
+    expect(((await second.json()) as { error: unknown }).error).toMatchObject({
+      type: 'requests',
+      code: 'rate_limit_exceeded',
+      message: expect.stringContaining('on requests at once: Limit 1, In flight 1. Please try again in 1s.'),
+    });
     // Listing models is no request in flight against the cap.
     const list = await fetch(`${origin}/v1/models`, { headers: { authorization: `Bearer ${KEYS.erin}` } });
     expect(list.status).toBe(200);

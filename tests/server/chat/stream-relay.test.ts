@@ -59,7 +59,16 @@ beforeAll(async () => {
       res.end();
     })();
   });
-  proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
+  proxy = await startProxy(
+    { TOOLPROOF_UPSTREAM_URL: upstream.url },
+    {
+      keys: [
+        { name: 'open', key: 'sk-open-000000000001' },
+        // Counts tokens: its streams are asked for usage upstream (PolicyContext.streamUsage).
+        { name: 'counted', key: 'sk-counted-0000000002', tokensPerMinute: 1_000_000 },
+      ],
+    },
+  );
 });
 
 afterAll(async () => {
@@ -75,7 +84,7 @@ describe('streamed pass-through: reads cut anywhere', () => {
       pieces = cut(bytes, next);
       const res = await request(`${proxy.origin}/v1/chat/completions`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', authorization: 'Bearer sk-open-000000000001' },
         body: JSON.stringify({ model: 'm1', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
       });
       expect(res.statusCode).toBe(200);
@@ -84,6 +93,32 @@ describe('streamed pass-through: reads cut anywhere', () => {
         bytes.toString('utf8'),
       );
       expect(got.equals(bytes)).toBe(true);
+    }
+  });
+
+  it('a usage chunk toolproof asked for is dropped and its timings go back on the finish chunk, whatever the cuts', async () => {
+    // llama-server asked for usage: its finish chunk without the timings, then the usage chunk
+    // carrying them. Unasked, it sends the finish chunk with them (the client's stream).
+    const TIMINGS =
+      '{"cache_n":3,"prompt_n":9,"prompt_ms":0.5,"predicted_n":7,"predicted_ms":1.2000000000000002}';
+    const finish = (timings: string) =>
+      `data: {"choices":[{"finish_reason":"stop","index":0,"delta":{}}],"created":1,"id":"chatcmpl-r","model":"m1","object":"chat.completion.chunk"${timings}}\n\n`;
+    const usage = `data: {"choices":[],"created":1,"id":"chatcmpl-r","model":"m1","object":"chat.completion.chunk","usage":{"completion_tokens":7,"prompt_tokens":12,"total_tokens":19},"timings":${TIMINGS}}\n\n`;
+    const next = seededRng(23);
+    for (let round = 0; round < 25; round++) {
+      const body = stream(next).toString('utf8');
+      const head = body.slice(0, body.lastIndexOf('data: {'));
+      const sent = Buffer.from(`${head}${finish('')}${usage}data: [DONE]\n\n`);
+      const unasked = `${head}${finish(`,"timings":${TIMINGS}`)}data: [DONE]\n\n`;
+      pieces = cut(sent, next);
+      const res = await request(`${proxy.origin}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer sk-counted-0000000002' },
+        body: JSON.stringify({ model: 'm1', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      expect(res.statusCode).toBe(200);
+      const got = Buffer.from(await res.body.arrayBuffer()).toString('utf8');
+      expect(got, `round ${round}, cuts ${pieces.map((p) => p.length).join(',')}`).toBe(unasked);
     }
   });
 });

@@ -1,0 +1,31 @@
+/**
+ * Every app.close() cuts the connections that never carried a byte (what an aborted fetch or SDK
+ * request leaves behind: Node counts such a connection active, and close() waited for its client
+ * to drop it). The app's own preClose hook does it (server/connections.ts), not each caller:
+ * a plain close, with no helper around it, ends at once.
+ */
+import { type AddressInfo, connect } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { buildApp } from '../../server/app.js';
+import { loadConfig } from '../../server/config.js';
+
+describe('app.close()', () => {
+  it('does not wait for a connection that never carried a byte', async () => {
+    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: 'http://127.0.0.1:9/v1' }), {
+      logger: false,
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const socket = connect((app.server.address() as AddressInfo).port, '127.0.0.1');
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    const started = Date.now();
+    const closed = await Promise.race([
+      app.close().then(() => 'closed'),
+      new Promise((r) => setTimeout(() => r('still waiting'), 3_000)),
+    ]);
+    if (closed !== 'closed') app.server.closeAllConnections();
+    expect(closed).toBe('closed');
+    await ended;
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+});
