@@ -210,6 +210,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       upstreams,
       metrics,
       memory,
+      noVision: new FallbackMemory(),
       policies,
       toolLabels: new ToolLabels(200),
       compileBudgets: new CompileBudgets(),

@@ -29,6 +29,8 @@ export interface ChatDeps {
   upstreams?: import('../upstream.js').Upstreams;
   metrics: Metrics;
   memory: FallbackMemory;
+  /** Models whose upstream refused an image: text-only until it expires (learned-vision.ts). */
+  noVision?: FallbackMemory;
   policies: readonly Policy<PolicyEffect>[];
   /** Saves a raw upstream response for diagnosis when configured (rawDumpDir). */
   dumpRaw?: (reqId: string, attempt: number, text: string) => void;
@@ -189,6 +191,13 @@ export class ChatCall {
     this.facts = undefined;
     this.policies = policies;
     this.requiredRejected = requiredRejected;
+  }
+
+  /** The route's settings changed (its model turned out text-only): its policies replace the first ones. */
+  settingsChanged(route: ResolvedRoute, policies: readonly Policy<PolicyEffect>[]): void {
+    this.route = route;
+    this.facts = undefined;
+    this.policies = policies;
   }
 
   policyContext(): PolicyContext {
