@@ -2,6 +2,7 @@
  * Request handlers for the model endpoints (chat, completions, embeddings): scenario choice,
  * generation, and the stream / non-stream answer. Routing and recording live in http-server.ts.
  */
+import { windowError } from './context-window.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ChatMessage, ToolDef } from '../protocol/openai.js';
 import {
@@ -99,7 +100,7 @@ export async function handleChat(
   record: RecordedRequest,
 ) {
   const { p, options } = ctx;
-  const invalid = p.validateChat(body, options);
+  const invalid = p.validateChat(body, options) ?? windowError(body, options);
   if (invalid) return sendError(ctx, req, res, invalid);
   const picked = pickScenario(ctx, req);
   if ('error' in picked) return sendError(ctx, req, res, picked.error);
