@@ -211,6 +211,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       metrics,
       memory,
       noVision: new FallbackMemory(),
+      schemaRefusals: new FallbackMemory(),
       policies,
       toolLabels: new ToolLabels(200),
       compileBudgets: new CompileBudgets(),

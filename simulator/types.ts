@@ -154,6 +154,12 @@ export interface SimulatorOptions {
    * simulator's token count is an approximation, and most tests are not about the window.
    */
   enforceWindow?: boolean;
+  /**
+   * vLLM only: the structured-output backend named `xgrammar` (xgrammar.ts): a schema it must
+   * enforce with features xgrammar cannot compile is refused with vLLM's 400. Default: `auto`
+   * (such a schema goes to guidance; nothing is refused).
+   */
+  guidedBackend?: 'auto' | 'xgrammar';
   /** Embedding vector length. */
   embeddingDims?: number;
   /**

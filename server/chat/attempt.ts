@@ -10,6 +10,8 @@ import { ToolproofError } from '../../protocol/errors.js';
 import { stringifyJson } from '../../protocol/lossless-json.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { activePolicies } from '../../policies/composition.js';
+import { GUIDED_SCHEMA_POLICY } from '../../policies/guided-schema/effects.js';
+import { refusesSchemaFeatures } from '../../policies/guided-schema/refusal.js';
 import { carriesImages, refusesImages } from '../../policies/images/refusal.js';
 import { shouldFallback } from '../../policies/tool-choice-fallback.js';
 import { PRIORITY_RANK } from '../admission.js';
@@ -194,6 +196,14 @@ export async function openUpstream(
       current = withoutImages(call, deps, res.status);
       continue;
     }
+    // Before the tool_choice fallback: a forced request keeps "required", only the keywords go.
+    if (!call.schemaFeaturesRefused && refusesSchemaFeatures(res.status, body)) {
+      const guidable = withGuidableSchemas(call, deps, res.status);
+      if (guidable) {
+        current = guidable;
+        continue;
+      }
+    }
     const canFallback = call.phase.forcedRequired && !call.trace.fallback;
     if (canFallback && shouldFallback({ status: res.status, body, bytesSentToClient: 0 })) {
       call.trace.fallback = true;
@@ -262,6 +272,42 @@ function withoutImages(call: ChatCall, deps: ChatDeps, status: number): ChatComp
   return phase.request;
 }
 
+/**
+ * The upstream's guided decoding refused a schema keyword of the request (xgrammar:
+ * policies/guided-schema): the request is prepared again with those keywords left out of its
+ * schemas, and the model is remembered so later turns send the same bytes from the start.
+ * Undefined when no schema held any of them (the refusal is then the fallback's or relayed).
+ */
+function withGuidableSchemas(
+  call: ChatCall,
+  deps: ChatDeps,
+  status: number,
+): ChatCompletionRequest | undefined {
+  call.schemaFeaturesRefused = true;
+  const phase = prepareRequest(call.policies, call.original, call.policyContext());
+  const fresh = newEffects(call.phase.effects, phase.effects);
+  if (phase.error || !fresh.some((e) => e.policy === GUIDED_SCHEMA_POLICY)) return undefined;
+  deps.schemaRefusals?.remember(
+    call.route.client.label,
+    call.route.upstreamModel ?? String(call.original.model),
+    call.route.settings.fallbackTtlSeconds,
+    call.route.name,
+  );
+  call.span?.event('toolproof.schema_keywords_refused', {
+    'toolproof.upstream': call.route.client.label,
+    'http.response.status_code': status,
+  });
+  captureAttemptEnd(call);
+  captureDecision(
+    call,
+    'schema-keywords-refused',
+    `the upstream's guided decoding refused a schema keyword (status ${status}): sent again without them; the arguments are still checked against the whole schema`,
+  );
+  recordPolicyEffects(call, deps, fresh);
+  call.setPhase(phase);
+  return phase.request;
+}
+
 /** Why a failed send may go to the next model of the route's fallback list (undefined: it may not). */
 function fallOverReason(err: unknown): string | undefined {
   if (!(err instanceof ToolproofError)) return undefined;
@@ -299,6 +345,9 @@ function fallOver(call: ChatCall, deps: ChatDeps, reason: string): boolean {
 function forRoute(call: ChatCall, deps: ChatDeps): ChatCompletionRequest {
   const route = withLearnedVision(call.route, deps.noVision, call.original.model);
   call.route = route;
+  call.schemaFeaturesRefused =
+    deps.schemaRefusals?.isActive(route.client.label, route.upstreamModel ?? String(call.original.model)) ??
+    false;
   call.routeChanged(
     activePolicies(deps.policies, route.settings),
     deps.memory.isActive(route.client.label, route.upstreamModel ?? String(call.original.model)),

@@ -31,6 +31,8 @@ export interface ChatDeps {
   memory: FallbackMemory;
   /** Models whose upstream refused an image: text-only until it expires (learned-vision.ts). */
   noVision?: FallbackMemory;
+  /** Models whose guided decoding refused a schema keyword: schemas go without them (policies/guided-schema). */
+  schemaRefusals?: FallbackMemory;
   policies: readonly Policy<PolicyEffect>[];
   /** Saves a raw upstream response for diagnosis when configured (rawDumpDir). */
   dumpRaw?: (reqId: string, attempt: number, text: string) => void;
@@ -117,6 +119,8 @@ export class ChatCall {
   doorFacts: DoorFacts = {};
   /** The request policies ran (prepareCallRequest): the phase is the prepared request. */
   prepared = false;
+  /** The upstream's guided decoding refused a schema keyword (now, or remembered): policies/guided-schema. */
+  schemaFeaturesRefused = false;
 
   constructor(
     readonly reqId: string,
@@ -205,6 +209,7 @@ export class ChatCall {
       model: this.route.name,
       settings: this.route.settings,
       requiredRejected: this.requiredRejected || this.trace.fallback,
+      schemaFeaturesRefused: this.schemaFeaturesRefused,
       attempt: this.trace.attempts,
       retriesUsed: this.retriesUsed,
       attemptEffects: this.attemptEffects,

@@ -89,6 +89,9 @@ export function startChatCall(
     state.memory.isActive(route.client.label, route.upstreamModel ?? String(body.model)),
     api,
   );
+  call.schemaFeaturesRefused =
+    state.chatDeps.schemaRefusals?.isActive(route.client.label, route.upstreamModel ?? String(body.model)) ??
+    false;
   call.priority = priorityOf({
     headers: request.headers,
     model: typeof body.model === 'string' ? body.model : '',
