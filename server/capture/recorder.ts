@@ -894,6 +894,7 @@ function isPlainTrace(t: ChatCall['trace']): boolean {
     t.droppedTools === undefined &&
     t.routeFallbacks === undefined &&
     t.visionRefused === undefined &&
+    t.resentAfterCut === undefined &&
     isEmpty(t.repairs) &&
     isEmpty(t.normalizations) &&
     isEmpty(t.constraints) &&

@@ -33,6 +33,7 @@ export function harnessOf(
     schemaAnswer: t.schemaAnswer ? t.schemaAnswer : undefined,
     degraded: hasKeys(t.degraded) ? t.degraded : undefined,
     visionRefused: t.visionRefused ? true : undefined,
+    resentAfterCut: t.resentAfterCut ? true : undefined,
     cachedTokens: cache ? cache.cached : undefined,
     promptTokens: cache ? cache.prompt : undefined,
     discardedTokens: call.discardedTokens > 0 ? call.discardedTokens : undefined,

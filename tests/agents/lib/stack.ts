@@ -69,6 +69,8 @@ export interface StackOptions {
   overflowAfterSteps?: number;
   /** The scripted model's window in tokens (model.ts). */
   windowTokens?: number;
+  /** The backend fails once (model.ts). */
+  failOnce?: { afterSteps: number; kind: 'reset' | '500' };
   /** Whether the backend's model takes images (vLLM refuses an image for a text-only model). Default: it does. */
   vision?: boolean;
   record?: boolean;
