@@ -2,7 +2,7 @@
  * The one explicit policy table. Order matters and is the pipeline order on both sides:
  *
  *   request:  preserve-thinking -> hosted-tools -> history-repair -> tool-fields -> force-tool-use
- *             -> upstream-request
+ *             -> guided-schema -> upstream-request
  *   response: normalize-tool-calls -> leak-recovery (parsers/ engine)
  *             -> force-tool-use (unwrap final_answer)
  *             -> client-constraints (tool_choice "none", parallel_tool_calls false)
@@ -23,6 +23,7 @@ import { leakRecovery } from './leak-recovery/index.js';
 import { normalizeToolCallsPolicy } from './normalize-tool-calls/index.js';
 import { preserveThinkingPolicy } from './preserve-thinking/index.js';
 import { upstreamRequestPolicy } from './upstream-request/index.js';
+import { guidedSchemaPolicy } from './guided-schema/index.js';
 import { toolFieldsPolicy } from './tool-fields/index.js';
 import { hostedToolsPolicy } from './hosted-tools/index.js';
 
@@ -50,6 +51,8 @@ const TABLE = [
   forceToolUsePolicy,
   clientConstraintsPolicy,
   correctiveRetryPolicy,
+  // After force-tool-use: the synthetic answer tool carries the client's schema too.
+  guidedSchemaPolicy,
   // Last on the request side: the upstream's model name and usage on whatever the others rewrote.
   upstreamRequestPolicy,
 ] as const;

@@ -19,6 +19,11 @@ export interface PolicyContext {
   readonly settings: ModelSettings;
   /** true when this upstream+model is known to reject tool_choice "required" (server-side memory). */
   readonly requiredRejected: boolean;
+  /**
+   * true when this upstream+model's guided decoding refused a schema keyword of a request
+   * (server-side memory, policies/guided-schema): schemas go with those keywords left out.
+   */
+  readonly schemaFeaturesRefused?: boolean;
   /** 0 for the first upstream attempt, 1.. for fallback / corrective retries. */
   readonly attempt: number;
   /** Retries already spent on corrective retry for this client request. */

@@ -6,7 +6,7 @@
  * (policies/documents/). Pure.
  *
  * `{type: 'file', file: {filename?, file_data?, file_id?, file_url?}}`: `file_data` is a data URL
- * (`data:<media type>;base64,<bytes>`), as OpenAI's chat API takes it; `file_url` is a URL source
+ * (`data:<media type>;base64,<bytes>`) or bare base64 (fileDataUrl), as OpenAI's chat API takes it; `file_url` is a URL source
  * (Messages `url`, Responses `file_url`) that toolproof never fetches.
  */
 import type { ContentPart } from './openai.js';
@@ -29,7 +29,25 @@ export function filePart(fields: FileFields): ContentPart {
   return { type: 'file', file };
 }
 
-/** The fields of a chat `file` part, or undefined when `part` is not one. */
+/**
+ * `file_data` as a data URL. OpenAI's chat and Responses APIs take a data URL or bare base64 (its
+ * SDKs document `file_data` as "the base64 encoded file data"): bare base64 is typed by its first
+ * bytes (a PDF opens with `%PDF-`, `JVBERi0` in base64), else by the file name (.pdf, or plain
+ * text for .txt/.md/.csv/.json); anything else stays as it is (the documents policy's note says
+ * it is no data URL).
+ */
+export function fileDataUrl(data: string, filename = ''): string {
+  if (data === '' || data.startsWith('data:')) return data;
+  const type =
+    data.startsWith('JVBERi0') || /\.pdf$/i.test(filename)
+      ? 'application/pdf'
+      : /\.(txt|md|csv|json)$/i.test(filename)
+        ? 'text/plain'
+        : undefined;
+  return type ? `data:${type};base64,${data}` : data;
+}
+
+/** The fields of a chat `file` part (bare base64 `file_data` as a data URL), or undefined when `part` is not one. */
 export function fileFields(part: unknown): FileFields | undefined {
   if (!isObject(part) || part.type !== 'file' || !isObject(part.file)) return undefined;
   const out: FileFields = {};
@@ -37,6 +55,7 @@ export function fileFields(part: unknown): FileFields | undefined {
     const v = part.file[k];
     if (typeof v === 'string') out[k] = v;
   }
+  if (out.file_data !== undefined) out.file_data = fileDataUrl(out.file_data, out.filename);
   return out;
 }
 

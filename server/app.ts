@@ -238,6 +238,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       upstreams,
       metrics,
       memory,
+      noVision: new FallbackMemory(),
+      schemaRefusals: new FallbackMemory(),
       policies,
       toolLabels: new ToolLabels(200),
       compileBudgets: new CompileBudgets(),

@@ -2,6 +2,8 @@
  * Request handlers for the model endpoints (chat, completions, embeddings): scenario choice,
  * generation, and the stream / non-stream answer. Routing and recording live in http-server.ts.
  */
+import { windowError } from './context-window.js';
+import { xgrammarError } from './xgrammar.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ChatMessage, ToolDef } from '../protocol/openai.js';
 import {
@@ -99,7 +101,10 @@ export async function handleChat(
   record: RecordedRequest,
 ) {
   const { p, options } = ctx;
-  const invalid = p.validateChat(body, options);
+  const invalid =
+    p.validateChat(body, options) ??
+    windowError(body, options) ??
+    (p.name === 'vllm' && options.guidedBackend === 'xgrammar' ? xgrammarError(body) : null);
   if (invalid) return sendError(ctx, req, res, invalid);
   const picked = pickScenario(ctx, req);
   if ('error' in picked) return sendError(ctx, req, res, picked.error);

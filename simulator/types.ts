@@ -148,6 +148,18 @@ export interface SimulatorOptions {
   vision?: boolean;
   /** llama-server only: the context size its /props reports (`n_ctx`). Default 4096. */
   nCtx?: number;
+  /**
+   * Refuse a prompt longer than the window (vLLM `maxModelLen`, llama-server `nCtx`) with the
+   * backend's own 400 (context-window.ts), as both real backends do. Off by default: the
+   * simulator's token count is an approximation, and most tests are not about the window.
+   */
+  enforceWindow?: boolean;
+  /**
+   * vLLM only: the structured-output backend named `xgrammar` (xgrammar.ts): a schema it must
+   * enforce with features xgrammar cannot compile is refused with vLLM's 400. Default: `auto`
+   * (such a schema goes to guidance; nothing is refused).
+   */
+  guidedBackend?: 'auto' | 'xgrammar';
   /** Embedding vector length. */
   embeddingDims?: number;
   /**

@@ -52,11 +52,29 @@ export function answerFormatOf(request: ChatCompletionRequest): AnswerFormat | u
   return { kind: 'json_schema', parameters: wrap(schema as JsonObject), wrapped: true };
 }
 
+/** Where a schema keeps the subschemas its `$ref`s name from its root (`#/$defs/Item`). */
+const DEFINITIONS = ['$defs', 'definitions'] as const;
+
+/**
+ * `schema` under WRAP_KEY. Its definitions move up to the wrapper's root: a `$ref` resolves from
+ * the root of the document, so `#/$defs/Item` left under `answer` named nothing (Pydantic writes
+ * `list[Item]` as an array whose items are such a ref): the backend's grammar and toolproof's
+ * own validator could not compile the answer tool's parameters.
+ */
 function wrap(schema: JsonObject): JsonObject {
+  let inner = schema;
+  const hoisted: JsonObject = {};
+  for (const k of DEFINITIONS)
+    if (isPlainObject(schema[k])) {
+      if (inner === schema) inner = { ...schema };
+      hoisted[k] = schema[k];
+      delete inner[k];
+    }
   return {
     type: 'object',
-    properties: { [WRAP_KEY]: schema },
+    properties: { [WRAP_KEY]: inner },
     required: [WRAP_KEY],
     additionalProperties: false,
+    ...hoisted,
   };
 }

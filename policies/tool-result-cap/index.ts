@@ -1,9 +1,15 @@
 /**
- * tool-result-cap (request side, off by default: `maxToolResultTokens` per model): a tool result
- * longer than the cap is cut to its head and tail with a marker in between (cut.ts). One `cat` of
- * a log fills a 32k window for good: the agent sends that result again on every later turn, and
- * the model's own compaction then throws the whole session away. The cut is made from the
- * result's own characters, so every turn sends the same bytes.
+ * tool-result-cap (request side, `maxToolResultTokens` per model): a tool result longer than the
+ * cap is cut to its head and tail with a marker in between (cut.ts). One `cat` of a log fills a
+ * 32k window for good: the agent sends that result again on every later turn, and the model's own
+ * compaction then throws the whole session away. The cut is made from the result's own
+ * characters, so every turn sends the same bytes.
+ *
+ * With no cap set and the model's window known (`contextWindow`, or read from the backend), a
+ * result the window cannot hold at all (estimated over the whole window: the estimate is a lower
+ * bound, so the backend would refuse every request carrying it, the agent's compaction request
+ * too) is cut to a quarter of the window, the size suggested for the cap. Results that might fit
+ * are left to the agent.
  */
 import type { ChatMessage, ContentPart } from '../../protocol/openai.js';
 import { EffectTally } from '../kit/effects.js';
@@ -38,16 +44,43 @@ function shares(tokens: readonly number[], max: number): number[] {
   return out;
 }
 
-function cutContent(content: ChatMessage['content'], max: number): ChatMessage['content'] {
-  if (typeof content === 'string') return cutToolResult(content, max);
+/** What a model's results are held to: cut when over `over` tokens, to `max` tokens. */
+export interface ResultCap {
+  over: number;
+  max: number;
+}
+
+/** The cap a model's settings give: its own, the backstop of a known window, or none. */
+export function resultCap(settings: {
+  maxToolResultTokens: number;
+  contextWindow: number;
+}): ResultCap | undefined {
+  const own = settings.maxToolResultTokens;
+  if (own > 0) return { over: own, max: own };
+  const window = settings.contextWindow;
+  if (window > 0) return { over: window, max: Math.max(1, Math.floor(window / 4)) };
+  return undefined;
+}
+
+function cutContent(content: ChatMessage['content'], cap: ResultCap): ChatMessage['content'] {
+  const { over, max } = cap;
+  if (typeof content === 'string') {
+    // Every character is at least a third of a token and at most one: most results need no count.
+    if (content.length <= over || (over !== max && estimateTokens(content) <= over)) return content;
+    return cutToolResult(content, max);
+  }
   if (!Array.isArray(content)) return content;
   const texts: number[] = [];
+  let chars = 0;
   content.forEach((p, i) => {
-    if (p?.type === 'text' && typeof p.text === 'string') texts.push(i);
+    if (p?.type === 'text' && typeof p.text === 'string') {
+      texts.push(i);
+      chars += p.text.length;
+    }
   });
-  if (texts.length === 0) return content;
+  if (texts.length === 0 || chars <= over) return content;
   const tokens = texts.map((i) => estimateTokens((content[i] as { text: string }).text));
-  if (tokens.reduce((a, b) => a + b, 0) <= max) return content;
+  if (tokens.reduce((a, b) => a + b, 0) <= over) return content;
   const budget = shares(tokens, max);
   let out: ContentPart[] | undefined;
   texts.forEach((i, k) => {
@@ -63,16 +96,16 @@ function cutContent(content: ChatMessage['content'], max: number): ChatMessage['
 export const toolResultCapPolicy: Policy<ToolResultCapEffect> = {
   name: TOOL_RESULT_CAP_POLICY,
   settingsSchema: Object.freeze({ maxToolResultTokens: { type: 'integer', minimum: 0 } }),
-  enabled: (settings) => settings.maxToolResultTokens > 0,
+  enabled: (settings) => resultCap(settings) !== undefined,
   describeEffect: describeToolResultCapEffect,
   onRequest(request, ctx) {
-    const max = ctx.settings.maxToolResultTokens;
-    if (!Array.isArray(request.messages) || !(max > 0)) return { action: 'continue', request, effects: [] };
+    const cap = resultCap(ctx.settings);
+    if (!Array.isArray(request.messages) || !cap) return { action: 'continue', request, effects: [] };
     const tally = new EffectTally<typeof TOOL_RESULT_CAP_POLICY, ToolResultCapKind>(TOOL_RESULT_CAP_POLICY);
     let messages: ChatMessage[] | undefined;
     request.messages.forEach((m, i) => {
       if (m?.role !== 'tool') return;
-      const content = cutContent(m.content, max);
+      const content = cutContent(m.content, cap);
       if (content === m.content) return;
       messages ??= request.messages.slice();
       messages[i] = { ...m, content };

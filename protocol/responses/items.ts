@@ -6,7 +6,7 @@
  */
 import { ToolproofError } from '../errors.js';
 import type { ChatMessage, ContentPart, ToolCall } from '../openai.js';
-import { filePart } from '../file-part.js';
+import { fileDataUrl, filePart } from '../file-part.js';
 import { hostedItemNote, isHostedItem } from '../hosted-history.js';
 import { decodeReasoning } from './reasoning-token.js';
 import { chatNameOf, type ToolCatalog } from './tools.js';
@@ -73,12 +73,9 @@ function toChatPart(part: InputContent, param: string): ContentPart {
       // file_id or URL toolproof never fetches.
       const f = part as { file_data?: unknown; file_id?: unknown; file_url?: unknown; filename?: unknown };
       const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
-      let data = str(f.file_data);
-      // The API takes a data URL or bare base64; bare base64 is read as the filename says (PDF).
-      if (data !== undefined && data !== '' && !data.startsWith('data:')) {
-        const name = str(f.filename) ?? '';
-        data = `data:${/\.(txt|md|csv|json)$/i.test(name) ? 'text/plain' : 'application/pdf'};base64,${data}`;
-      }
+      const raw = str(f.file_data);
+      // The API takes a data URL or bare base64 (typed by its bytes or the file name: fileDataUrl).
+      const data = raw === undefined ? undefined : fileDataUrl(raw, str(f.filename));
       return filePart({
         filename: str(f.filename),
         file_data: data,

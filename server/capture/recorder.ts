@@ -893,6 +893,8 @@ function isPlainTrace(t: ChatCall['trace']): boolean {
     t.unenforced.length === 0 &&
     t.droppedTools === undefined &&
     t.routeFallbacks === undefined &&
+    t.visionRefused === undefined &&
+    t.resentAfterCut === undefined &&
     isEmpty(t.repairs) &&
     isEmpty(t.normalizations) &&
     isEmpty(t.constraints) &&

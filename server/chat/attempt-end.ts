@@ -52,7 +52,15 @@ export type AttemptReport =
    * The upstream failed (an error status, or mid-stream). `body`: an error body the loop may
    * salvage an answer from; only present while nothing of this attempt reached the client.
    */
-  | { kind: 'failed'; error: ToolproofError; body?: unknown; midStream: boolean; usage?: Usage };
+  | {
+      kind: 'failed';
+      error: ToolproofError;
+      body?: unknown;
+      midStream: boolean;
+      usage?: Usage;
+      /** Mid-stream: no call and no answer text of this attempt reached the client (a role chunk may have). */
+      untouched?: boolean;
+    };
 
 /** What one judged attempt left for the loop to decide. */
 export interface AttemptEnd {

@@ -29,6 +29,10 @@ export interface ChatDeps {
   upstreams?: import('../upstream.js').Upstreams;
   metrics: Metrics;
   memory: FallbackMemory;
+  /** Models whose upstream refused an image: text-only until it expires (learned-vision.ts). */
+  noVision?: FallbackMemory;
+  /** Models whose guided decoding refused a schema keyword: schemas go without them (policies/guided-schema). */
+  schemaRefusals?: FallbackMemory;
   policies: readonly Policy<PolicyEffect>[];
   /** Saves a raw upstream response for diagnosis when configured (rawDumpDir). */
   dumpRaw?: (reqId: string, attempt: number, text: string) => void;
@@ -115,6 +119,8 @@ export class ChatCall {
   doorFacts: DoorFacts = {};
   /** The request policies ran (prepareCallRequest): the phase is the prepared request. */
   prepared = false;
+  /** The upstream's guided decoding refused a schema keyword (now, or remembered): policies/guided-schema. */
+  schemaFeaturesRefused = false;
 
   constructor(
     readonly reqId: string,
@@ -191,11 +197,19 @@ export class ChatCall {
     this.requiredRejected = requiredRejected;
   }
 
+  /** The route's settings changed (its model turned out text-only): its policies replace the first ones. */
+  settingsChanged(route: ResolvedRoute, policies: readonly Policy<PolicyEffect>[]): void {
+    this.route = route;
+    this.facts = undefined;
+    this.policies = policies;
+  }
+
   policyContext(): PolicyContext {
     return {
       model: this.route.name,
       settings: this.route.settings,
       requiredRejected: this.requiredRejected || this.trace.fallback,
+      schemaFeaturesRefused: this.schemaFeaturesRefused,
       attempt: this.trace.attempts,
       retriesUsed: this.retriesUsed,
       attemptEffects: this.attemptEffects,

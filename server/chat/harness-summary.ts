@@ -32,6 +32,8 @@ export function harnessOf(
     droppedTools: t.droppedTools ? t.droppedTools : undefined,
     schemaAnswer: t.schemaAnswer ? t.schemaAnswer : undefined,
     degraded: hasKeys(t.degraded) ? t.degraded : undefined,
+    visionRefused: t.visionRefused ? true : undefined,
+    resentAfterCut: t.resentAfterCut ? true : undefined,
     cachedTokens: cache ? cache.cached : undefined,
     promptTokens: cache ? cache.prompt : undefined,
     discardedTokens: call.discardedTokens > 0 ? call.discardedTokens : undefined,

@@ -8,7 +8,7 @@
  * cannot drift.
  */
 import { noteDiscarded } from './prompt-cache.js';
-import { captureRetry } from '../capture/recorder.js';
+import { captureDecision, captureRetry } from '../capture/recorder.js';
 import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
 import { openUpstream } from './attempt.js';
@@ -94,6 +94,11 @@ async function runAttempts(
         return await driver.finish(usage);
       }
       let end: AttemptEnd;
+      if (report.kind === 'failed' && !passthrough && resendAfterCut(call, deps, report)) {
+        driver.retried({ effects: [] }); // what the cut attempt held never goes out
+        request = opened.request;
+        continue;
+      }
       if (report.kind === 'failed') {
         const salvaged = passthrough ? undefined : salvage(call, deps, report.body, opened.request);
         if (!salvaged) {
@@ -140,6 +145,32 @@ async function runAttempts(
     // A retry whose attempt never finished (upstream error, mid-stream failure, client gone).
     settleRetry(call, deps, call.signal.aborted ? 'aborted' : 'failed');
   }
+}
+
+/**
+ * A stream the upstream cut (a connection reset, a backend restarted mid-answer) before any call
+ * or answer text of it reached the client is sent again, once per request: the client has seen at
+ * most the opening role chunk, so nothing goes out twice (the resent attempt continues the same
+ * message). Relayed, the cut reached the client as an error event inside a 200 stream, which
+ * chat clients (the AI SDK: opencode, Kilo) do not retry as they retry a 5xx: the run ended.
+ * Only a cut: an error the upstream itself sent (an error event, a status) is its answer.
+ */
+function resendAfterCut(
+  call: ChatCall,
+  deps: ChatDeps,
+  report: Extract<AttemptReport, { kind: 'failed' }>,
+): boolean {
+  if (!report.midStream || report.untouched !== true || call.trace.resentAfterCut) return false;
+  if (report.error.code !== 'TP_ERR_UPSTREAM_UNREACHABLE' || call.signal.aborted) return false;
+  call.trace.resentAfterCut = true;
+  deps.metrics.upstreamErrors.labels(call.route.name, call.route.client.label, 'mid_stream').inc();
+  call.span?.event('toolproof.resent_after_cut', { 'toolproof.upstream': call.route.client.label });
+  captureDecision(
+    call,
+    'resent-after-cut',
+    `the upstream's stream was cut before any of the answer reached the client (${report.error.message}): sent again`,
+  );
+  return true;
 }
 
 /**

@@ -18,6 +18,7 @@ import { windowOf, promptTokenEstimate } from '../context-window.js';
 import { mappedRoute, resolveRoute } from '../routing.js';
 import { type Api, ChatCall } from './context.js';
 import { activePolicies } from '../../policies/composition.js';
+import { withLearnedVision } from './learned-vision.js';
 import { newTrace } from './trace.js';
 import { prepareCallRequest } from './pipeline.js';
 
@@ -69,6 +70,8 @@ export function startChatCall(
       route = long;
     }
   }
+  // A model whose upstream refused an image is text-only for a while: images go as notes.
+  route = withLearnedVision(route, state.chatDeps.noVision, body.model);
   // Known model, valid body: from here the request uses its key's limits (429 when over).
   countAgainstKey(request, state.keyLimits, state.metrics);
   // app.ts's close listener aborts it when the client goes away: no GPU time for nobody.
@@ -86,6 +89,9 @@ export function startChatCall(
     state.memory.isActive(route.client.label, route.upstreamModel ?? String(body.model)),
     api,
   );
+  call.schemaFeaturesRefused =
+    state.chatDeps.schemaRefusals?.isActive(route.client.label, route.upstreamModel ?? String(body.model)) ??
+    false;
   call.priority = priorityOf({
     headers: request.headers,
     model: typeof body.model === 'string' ? body.model : '',

@@ -175,7 +175,8 @@ class StreamReader implements LaneSink {
   ) {
     this.label = call.route.client.label;
     this.quiet = new QuietClock(call.route.client.idleMs);
-    this.continues = call.retriesUsed > 0;
+    // (or the same request sent again after a cut: pipeline.ts resendAfterCut)
+    this.continues = call.retriesUsed > 0 || call.roleSent;
     this.asked = askedChoices(call.original.n);
     this.dumpRaw = deps.dumpRaw;
     // Also under tracing's content opt-in: the attempt span shows what the model wrote.
@@ -216,7 +217,7 @@ class StreamReader implements LaneSink {
     if (this.call.capture) captureAttemptEnd(this.call, this.failure?.error);
     if (this.failure) {
       discardBody(this.opened.res);
-      return { ...this.failure, ...usage };
+      return { ...this.failure, untouched: !this.live.calls && !this.live.content, ...usage };
     }
     await this.flush();
     if (this.stoppedEarly) {

@@ -29,6 +29,10 @@ export interface HarnessTrace {
   effects: PolicyEffect[];
   /** Content degraded before it went upstream, by kind (document-text, document-note, image-note, tool-result-cut). */
   degraded: Record<string, number>;
+  /** The upstream's stream was cut before any of the answer reached the client: sent again once. */
+  resentAfterCut?: boolean;
+  /** The upstream refused the request's images (its model cannot see): sent again with notes. */
+  visionRefused?: boolean;
   /** Hosted tools the front door left out of the upstream request (their types). */
   droppedTools?: string[];
   /** The answer the client asked in a JSON schema: how it checked (the last one delivered). */

@@ -7,6 +7,8 @@
  *   with the number it finds in what it received (a number only the PDF's text holds).
  * - Claude Code reads an image on a model marked `vision: false` (the upstream gets the note, not
  *   the image) and on one marked `vision: true` (the image reaches the upstream).
+ * - Claude Code reads an image on a text-only vLLM model toolproof was not told of (`vision: auto`):
+ *   the backend refuses it once, toolproof sends the turn again with the note and remembers.
  * - pi (chat) reads an image: on a model toolproof's list marks `vision: true` the launcher
  *   declares image input and the PNG reaches the upstream; on `vision: false` pi is told the model
  *   is text-only and sends its own note instead.
@@ -93,6 +95,29 @@ describeAgents('real content (issue 26): images', () => {
       }
     });
   }
+});
+
+describeAgents('real content: an image on a text-only vLLM model toolproof was not told of', () => {
+  // vLLM's /v1/models does not say whether a model sees: `vision: auto` lets the image through,
+  // the backend refuses it (400 "... is not a multimodal model"), and Claude Code sends it again
+  // on every turn. toolproof sends the turn again with the note and remembers the model.
+  it('Claude Code reads an image; the backend refuses it once, the session goes on', async ({ task: t }) => {
+    tagContent(t.meta, 'claude', 'messages', 'image-refused', 'image, vLLM refuses');
+    const r = await runCase({
+      agent: 'claude',
+      mode: 'clean',
+      task: IMAGE_TASK,
+      via: 'toolproof',
+      model: { vision: false },
+    });
+    const why = describeRun(r);
+    expectPass(r, IMAGE_TASK, { api: 'messages' });
+    expect(JSON.stringify(r.sent.map((s) => s.body)), why).toContain(PNG_B64);
+    const withImage = r.upstream.filter((u) => u.rawBody.includes(PNG_B64));
+    // One refused attempt at most; every later turn goes with the note.
+    expect(withImage.length, why).toBeLessThanOrEqual(1);
+    expect(r.upstream.at(-1)!.rawBody, why).toContain('this model cannot read images');
+  });
 });
 
 describeAgents('real content (issue 26): images, a chat agent', () => {

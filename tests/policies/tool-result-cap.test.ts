@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { cutToolResult, estimateTokens } from '../../policies/tool-result-cap/cut.js';
-import { toolResultCapPolicy } from '../../policies/tool-result-cap/index.js';
+import { resultCap, toolResultCapPolicy } from '../../policies/tool-result-cap/index.js';
 import { measureScaling, withinBudget } from '../support/cost-scaling.js';
 import { ctxWith } from './helpers.js';
 
@@ -151,5 +151,45 @@ describe('tool-result-cap', () => {
       max: 1 << 22,
     });
     expect(withinBudget(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
+  });
+});
+
+describe('tool-result-cap: no cap set, the window known', () => {
+  it('resultCap: the own cap, else a result over the window cut to a quarter of it, else none', () => {
+    expect(resultCap({ maxToolResultTokens: 8000, contextWindow: 32768 })).toEqual({ over: 8000, max: 8000 });
+    expect(resultCap({ maxToolResultTokens: 0, contextWindow: 32768 })).toEqual({ over: 32768, max: 8192 });
+    expect(resultCap({ maxToolResultTokens: 0, contextWindow: 0 })).toBeUndefined();
+  });
+
+  it('cuts only what the window cannot hold, text parts counted together, to a quarter of it', () => {
+    const onRequest = toolResultCapPolicy.onRequest!;
+    const ctx = ctxWith({}, { contextWindow: 4000 });
+    expect(toolResultCapPolicy.enabled!(ctx.settings)).toBe(true);
+    const req = (content: unknown) =>
+      ({
+        model: 'm',
+        messages: [
+          { role: 'user', content: 'go' },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }],
+          },
+          { role: 'tool', tool_call_id: 'c', content },
+        ],
+      }) as never;
+    const fits = 'a'.repeat(11_000); // ~3,667 tokens: the window holds it
+    const small = onRequest(req(fits), ctx, req(fits));
+    expect(small.action === 'continue' && small.request.messages[2]!.content).toBe(fits);
+    const parts = [
+      { type: 'text', text: 'b'.repeat(7_000) },
+      { type: 'text', text: 'c'.repeat(7_000) },
+    ];
+    const d = onRequest(req(parts), ctx, req(parts));
+    if (d.action !== 'continue') throw new Error('continue expected');
+    const out = d.request.messages[2]!.content as Array<{ text: string }>;
+    const tokens = out.reduce((n, p) => n + estimateTokens(p.text), 0);
+    expect(tokens).toBeLessThan(1000 + 2 * 100);
+    expect(d.effects).toEqual([expect.objectContaining({ kind: 'tool-result-cut' })]);
   });
 });

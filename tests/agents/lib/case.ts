@@ -54,7 +54,12 @@ export interface CaseOptions {
   /** More of the agent's settings (Codex's catalog). */
   target?: Partial<AgentTarget>;
   /** More of the scripted model's habits (a small window: overflowAfterSteps). */
-  model?: { overflowAfterSteps?: number; windowTokens?: number };
+  model?: {
+    overflowAfterSteps?: number;
+    windowTokens?: number;
+    vision?: boolean;
+    failOnce?: { afterSteps: number; kind: 'reset' | '500' };
+  };
   /** toolproof's YAML config, given the simulator's URL. */
   file?: (upstreamUrl: string) => Parameters<typeof loadConfig>[1];
   timeoutMs?: number;

@@ -93,6 +93,12 @@ export interface ModelOptions {
    * are longer is answered with vLLM's context-overflow 400, as a 32k-window server does.
    */
   windowTokens?: number;
+  /**
+   * The backend fails once, on the first request after this many tool results: `reset` cuts the
+   * stream after its first chunks (a connection reset mid-answer), `500` answers vLLM's 500
+   * before any byte. The agent's retry (or next turn) then gets the scripted answer.
+   */
+  failOnce?: { afterSteps: number; kind: 'reset' | '500' };
 }
 
 /** vLLM's context-overflow 400 (tests/fixtures/agents/context-overflow-bodies.json, vllm_input). */
@@ -146,6 +152,28 @@ function summarizedSteps(messages: ReadonlyArray<{ role?: string; content?: unkn
 }
 
 export function agentModel(options: ModelOptions): ScenarioFn {
+  const scripted = scriptedModel(options);
+  const fail = options.failOnce;
+  if (!fail) return scripted;
+  let failed = false;
+  return (ctx) => {
+    const action = scripted(ctx);
+    const results = ctx.messages.filter((m) => m?.role === 'tool').length;
+    if (failed || ctx.tools.length === 0 || results < fail.afterSteps) return action;
+    failed = true;
+    if (fail.kind === '500')
+      return {
+        error: {
+          status: 500,
+          message: 'EngineCore encountered an issue. See stack trace (above) for the root cause.',
+          type: 'InternalServerError',
+        },
+      };
+    return { ...action, dieAfterChunks: 1 };
+  };
+}
+
+function scriptedModel(options: ModelOptions): ScenarioFn {
   const { mode, cwd } = options;
   return (ctx) => {
     // A sub-agent's conversation (Claude Code's Agent tool) follows its own task.

@@ -69,6 +69,10 @@ export interface StackOptions {
   overflowAfterSteps?: number;
   /** The scripted model's window in tokens (model.ts). */
   windowTokens?: number;
+  /** The backend fails once (model.ts). */
+  failOnce?: { afterSteps: number; kind: 'reset' | '500' };
+  /** Whether the backend's model takes images (vLLM refuses an image for a text-only model). Default: it does. */
+  vision?: boolean;
   record?: boolean;
   /** With `record`: stamp a fresh billing nonce on every request, as Claude Code's native builds do. */
   billingNonce?: boolean;
@@ -92,6 +96,7 @@ export function startBackend(
     // A case with a small window (windowTokens) has the backend report it, as vLLM's
     // --max-model-len does: the launcher hands that window to the agent.
     maxModelLen: options.windowTokens ?? SUITE_WINDOW,
+    ...(options.vision !== undefined ? { vision: options.vision } : {}),
     host: '127.0.0.1',
   });
 }

@@ -1,0 +1,37 @@
+/**
+ * The backend's own refusal of a prompt longer than its window (option `enforceWindow`): vLLM's
+ * 400 from serving `_validate_input` ("This model's maximum context length is N tokens. However,
+ * your request has P input tokens. ..."), llama-server's 400 exceed_context_size_error ("request
+ * (P tokens) exceeds the available context size (N tokens), try increasing it"); the wordings of
+ * tests/fixtures/agents/context-overflow-bodies.json. Prompt tokens are the prefix cache's
+ * approximation (prefix-cache.ts: the rendered prompt, 4 characters a token).
+ */
+import type { SimError } from './personality.js';
+import { renderPrompt } from './prefix-cache.js';
+import type { SimulatorOptions } from './types.js';
+
+const CHARS_PER_TOKEN = 4;
+
+/** The window the backend reports: vLLM's max_model_len, llama-server's n_ctx. */
+export function windowOf(options: SimulatorOptions): number {
+  return options.personality === 'vllm' ? (options.maxModelLen ?? 32768) : (options.nCtx ?? 4096);
+}
+
+/** The backend's refusal of `body`'s prompt when it does not fit, else null (or when not enforced). */
+export function windowError(body: Record<string, unknown>, options: SimulatorOptions): SimError | null {
+  if (options.enforceWindow !== true) return null;
+  const window = windowOf(options);
+  const prompt = Math.ceil(renderPrompt(body.tools, body.messages).length / CHARS_PER_TOKEN);
+  if (prompt <= window) return null;
+  if (options.personality === 'vllm')
+    return {
+      status: 400,
+      type: 'BadRequestError',
+      message: `This model's maximum context length is ${window} tokens. However, your request has ${prompt} input tokens. Please reduce the length of the input messages.`,
+    };
+  return {
+    status: 400,
+    type: 'exceed_context_size_error',
+    message: `request (${prompt} tokens) exceeds the available context size (${window} tokens), try increasing it`,
+  };
+}
