@@ -132,6 +132,53 @@ describe('an upstream answer JSON.parse pays seconds for', () => {
   }, 60_000);
 });
 
+describe('tool-call arguments the model wrote 1.5M levels deep (3 MB)', () => {
+  // Read as JSON where a call's arguments are read (normalize-tool-calls, each door's
+  // translation): 3-6 s of the loop at each, and the Messages door's writer then overflowed the
+  // stack (a 500). Past the upstream bounds they are not parsed: text, kept whole.
+  const args = () => `{"a":${nested!.slice(6_500_000, -6_500_000)}}`;
+  const answer: Handler = (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(
+      JSON.stringify({
+        id: 'c',
+        object: 'chat.completion',
+        created: 1,
+        model: 'm1',
+        choices: [
+          {
+            index: 0,
+            message: {
+              role: 'assistant',
+              content: null,
+              tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: args() } }],
+            },
+            finish_reason: 'tool_calls',
+          },
+        ],
+      }),
+    );
+  };
+  it('/v1/messages: the tool_use keeps the text under _raw, the loop free', async () => {
+    handler = answer;
+    const body = JSON.stringify({
+      model: 'm1',
+      max_tokens: 10,
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [{ name: 'f', input_schema: { type: 'object' } }],
+    });
+    const m = await healthLatencyDuring(pair.proxy.origin, post('/v1/messages', body));
+    expect(m.value.status).toBe(200);
+    const block = (
+      JSON.parse(m.value.text) as { content: Array<{ type: string; input?: { _raw?: string } }> }
+    ).content[0];
+    expect(block?.type).toBe('tool_use');
+    expect(block?.input?._raw).toBe(args());
+    expect(m.maxMs).toBeLessThan(2 * STALL_MS());
+    handler = answerText;
+  }, 60_000);
+});
+
 describe('tracing with content capture', () => {
   it("reassembling an attempt's events leaves the refused one unparsed", () => {
     const event = `{"id":"x","choices":[{"index":0,"delta":{"content":"x"}}],"extra":${nested!.slice(1_000_000, -1_000_000)}}`;
