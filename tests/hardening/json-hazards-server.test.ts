@@ -179,6 +179,34 @@ describe('tool-call arguments the model wrote 1.5M levels deep (3 MB)', () => {
   }, 60_000);
 });
 
+describe("an upstream's model list with an entry nested 400k levels (under the 1 MB read)", () => {
+  // Listed to the client as it was: the writer overflowed its stack, so GET /v1/models was
+  // toolproof's own 500 for every client; /ready parsed it on every probe (1.4 s of loop).
+  it('GET /v1/models lists without it, /v1/models/{id} says the list is unknown, /ready is not held', async () => {
+    const deep = nested!.slice(7_600_000, -7_600_000);
+    handler = (req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        req.url.endsWith('/models')
+          ? `{"object":"list","data":[{"id":"m1","object":"model","x":${deep}}]}`
+          : textCompletion('done'),
+      );
+    };
+    const get = (path: string) =>
+      fetch(`${pair.proxy.origin}${path}`).then(async (r) => ({ status: r.status, text: await r.text() }));
+    const list = await get('/v1/models');
+    expect(list.status).toBe(200);
+    expect(list.text).not.toContain('TP_ERR_INTERNAL');
+    const one = await get('/v1/models/m1');
+    expect(one.status).toBe(502);
+    expect(one.text).toContain('did not list its models');
+    const ready = await healthLatencyDuring(pair.proxy.origin, get('/ready'));
+    expect(ready.value.status).toBe(200);
+    expect(ready.maxMs).toBeLessThan(0.5 * STALL_MS());
+    handler = answerText;
+  }, 60_000);
+});
+
 describe('tracing with content capture', () => {
   it("reassembling an attempt's events leaves the refused one unparsed", () => {
     const event = `{"id":"x","choices":[{"index":0,"delta":{"content":"x"}}],"extra":${nested!.slice(1_000_000, -1_000_000)}}`;
