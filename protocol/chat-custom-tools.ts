@@ -6,6 +6,7 @@
  * `{type: "custom", custom: {name, input}}`. History and tool_choice are mapped the same way.
  * Pure.
  */
+import { upstreamJsonProblem } from './completion-shape.js';
 import { ToolproofError } from './errors.js';
 import { isObject } from './is-object.js';
 import type {
@@ -25,6 +26,7 @@ function invalid(param: string, message: string): ToolproofError {
 
 /** A custom call's input from the function arguments it was generated as. */
 function inputOf(args: string): string {
+  if (upstreamJsonProblem(args) !== undefined) return args;
   try {
     const v: unknown = JSON.parse(args);
     if (isObject(v) && typeof v.input === 'string') return v.input;

@@ -8,6 +8,7 @@
  */
 import { isObject } from './is-object.js';
 import { deeperThan } from './json-depth.js';
+import { describeExcess, excessKeys, MAX_DISTINCT_KEYS, SCAN_FROM_CHARS } from './json-keys.js';
 
 /**
  * The deepest nesting read from an upstream. JSON.parse takes 100k nested arrays in a field
@@ -17,6 +18,31 @@ import { deeperThan } from './json-depth.js';
  */
 export const MAX_UPSTREAM_DEPTH = 512;
 const TOO_DEEP = `a value nested deeper than ${MAX_UPSTREAM_DEPTH} levels`;
+
+/**
+ * What an upstream's JSON may name before it is parsed (json-keys.ts): JSON.parse pays for every
+ * distinct key and every level of nesting on the event loop, and the upstream is no more trusted
+ * than a client (14 MB of nested arrays in one event held the loop 11 s, 700k distinct keys 8 s,
+ * before the depth check after the parse could refuse it). Keys made of digits are counted apart:
+ * `prompt_logprobs` name token ids, up to a vocabulary's worth.
+ */
+const UPSTREAM_LIMITS = Object.freeze({
+  topLevel: MAX_DISTINCT_KEYS,
+  distinct: MAX_DISTINCT_KEYS,
+  indexKeys: 300_000,
+  depth: MAX_UPSTREAM_DEPTH,
+});
+
+/**
+ * Why an upstream's JSON text (a body, or one event's payload) must not be parsed, as a
+ * sentence fragment ("a value nested deeper than 512 levels"); undefined when it may. A text
+ * shorter than SCAN_FROM_CHARS is not scanned: it costs the parse little whatever its shape.
+ */
+export function upstreamJsonProblem(text: string | Buffer): string | undefined {
+  if (text.length < SCAN_FROM_CHARS) return undefined;
+  const excess = excessKeys(typeof text === 'string' ? Buffer.from(text, 'utf8') : text, UPSTREAM_LIMITS);
+  return excess ? describeExcess(excess) : undefined;
+}
 
 /**
  * A message's or delta's text fields. `content` that is neither a string, null nor a list of

@@ -6,12 +6,18 @@
  * so a body with more distinct keys than any client sends is refused before it is parsed, as is
  * one with more top-level fields than any API has (every request policy copies the top level).
  *
+ * Nesting is bounded the same way: JSON.parse of 8M nested arrays (a 16 MB body) held the loop
+ * 11-15 s before the depth check after it could refuse the body, on every front door; and an
+ * upstream's event or body is untrusted too (the same 14 MB held it 11-13 s). A body nested
+ * past `depth` levels is refused from the bytes.
+ *
  * One pass over the bytes: strings are skipped with `indexOf` (a megabyte of base64 is one
  * call), and a key's bytes are hashed (FNV-1a, 32 bits) into a set of numbers. A collision
  * undercounts, so the count errs towards accepting. A body that is not valid JSON is counted
  * anyway (the parse that follows gives it its own error).
  */
 import { ToolproofError } from './errors.js';
+import { tooDeepError } from './json-depth.js';
 import { stringEnd } from './json-string-end.js';
 
 /** Top-level fields a request body may have: the APIs' own and a backend's extras fit many times. */
@@ -29,13 +35,50 @@ const OPEN_ARRAY = 0x5b;
 const CLOSE_ARRAY = 0x5d;
 const COMMA = 0x2c;
 
-/** Nesting tracked; past it the scan gives up (the depth check after the parse refuses the body). */
-const MAX_TRACKED_DEPTH = 4096;
+/**
+ * Nesting a request body may reach in its bytes. The depth check after the parse refuses past
+ * MAX_REQUEST_DEPTH (128) with the same 400; parsing 4,096 levels costs under a millisecond, so
+ * only a body nested deeper than any parse should pay for is refused here.
+ */
+export const MAX_SCANNED_DEPTH = 4096;
 
-export type KeyExcess = { kind: 'top-level'; limit: number } | { kind: 'distinct'; limit: number };
+/**
+ * Characters under which a JSON text is parsed without this scan: nothing that short costs
+ * JSON.parse more than a few milliseconds (8k nested levels, 16 KB, ~10 ms on a loaded small
+ * box), so the many small events of a stream do not pay for a second pass.
+ */
+export const SCAN_FROM_CHARS = 16 * 1024;
+
+export type KeyExcess =
+  | { kind: 'top-level'; limit: number }
+  | { kind: 'distinct'; limit: number }
+  | {
+      kind: 'deep';
+      limit: number;
+      /** Where, as tooDeepPath names it (`tools.0.function.parameters`: the first PATH_SEGMENTS). */
+      path: string;
+    };
+
+/** Segments of a too-deep value's path kept (tooDeepPath's `keep`). */
+const PATH_SEGMENTS = 4;
+
+export interface KeyLimits {
+  topLevel: number;
+  distinct: number;
+  /** Containers nested deeper than this are an excess (default MAX_SCANNED_DEPTH). */
+  depth?: number;
+  /**
+   * Distinct keys made of digits only, counted apart from `distinct` when given (otherwise with
+   * it). An upstream's `prompt_logprobs` are keyed by token id: as many distinct keys as the
+   * vocabulary (262,144 for Gemma), where names of fields are a few dozen.
+   */
+  indexKeys?: number;
+}
 
 /** The 400 for a body past a bound (the front door writes it in its own error shape). */
 export function keyExcessError(excess: KeyExcess): ToolproofError {
+  // Nested past any request's bound: the same 400 as the check after the parse, naming the field.
+  if (excess.kind === 'deep') return tooDeepError(excess.path);
   return new ToolproofError('TP_ERR_INVALID_FIELD', {
     param: 'body',
     message:
@@ -45,20 +88,34 @@ export function keyExcessError(excess: KeyExcess): ToolproofError {
   });
 }
 
+/** What an upstream's JSON past a bound is, in words (the 502's message: "sent <this>"). */
+export function describeExcess(excess: KeyExcess): string {
+  if (excess.kind === 'deep') return `a value nested deeper than ${excess.limit} levels`;
+  if (excess.kind === 'top-level') return `an object of more than ${excess.limit} fields`;
+  return `more than ${excess.limit} distinct object keys`;
+}
+
 /** Which bound `body` passes, if any; null when within both. */
 export function excessKeys(
   body: Buffer,
-  limits: { topLevel: number; distinct: number } = {
+  limits: KeyLimits = {
     topLevel: MAX_TOP_LEVEL_FIELDS,
     distinct: MAX_DISTINCT_KEYS,
   },
 ): KeyExcess | null {
+  const maxDepth = limits.depth ?? MAX_SCANNED_DEPTH;
   // containers[d]: 1 for an object, 0 for an array, at depth d (1 = the body itself)
-  const containers = new Uint8Array(MAX_TRACKED_DEPTH + 1);
+  const containers = new Uint8Array(maxDepth + 1);
   let depth = 0;
   let expectKey = false;
   let topLevel = 0;
   const seen = new Set<number>();
+  const indices = limits.indexKeys === undefined ? seen : new Set<number>();
+  const indexLimit = limits.indexKeys ?? limits.distinct;
+  // The path to where the scan is, for its first PATH_SEGMENTS levels: per level, the current
+  // key's bytes (start and end) in an object, the current index in an array. Read only when the
+  // body is too deep.
+  const segment = new Int32Array(2 * (PATH_SEGMENTS + 1));
   const n = body.length;
   for (let i = 0; i < n; i++) {
     const b = body[i]!;
@@ -67,25 +124,62 @@ export function excessKeys(
       if (end === n) return null;
       if (expectKey) {
         expectKey = false;
+        if (depth <= PATH_SEGMENTS) {
+          segment[2 * depth] = i + 1;
+          segment[2 * depth + 1] = end;
+        }
         if (depth === 1 && ++topLevel > limits.topLevel) return { kind: 'top-level', limit: limits.topLevel };
         let h = 0x811c9dc5;
-        for (let k = i + 1; k < end; k++) h = Math.imul(h ^ body[k]!, 0x01000193);
-        if (!seen.has(h)) {
-          seen.add(h);
-          if (seen.size > limits.distinct) return { kind: 'distinct', limit: limits.distinct };
+        let digits = end > i + 1;
+        for (let k = i + 1; k < end; k++) {
+          const c = body[k]!;
+          h = Math.imul(h ^ c, 0x01000193);
+          if (c < 0x30 || c > 0x39) digits = false;
+        }
+        const set = digits ? indices : seen;
+        if (!set.has(h)) {
+          set.add(h);
+          if (set === seen ? seen.size > limits.distinct : set.size > indexLimit)
+            return { kind: 'distinct', limit: set === seen ? limits.distinct : indexLimit };
         }
       }
       i = end;
     } else if (b === OPEN_OBJECT || b === OPEN_ARRAY) {
-      if (++depth > MAX_TRACKED_DEPTH) return null;
+      if (++depth > maxDepth)
+        return { kind: 'deep', limit: maxDepth, path: pathOf(body, containers, segment) };
       containers[depth] = b === OPEN_OBJECT ? 1 : 0;
       expectKey = b === OPEN_OBJECT;
+      if (depth <= PATH_SEGMENTS) segment[2 * depth] = segment[2 * depth + 1] = 0;
     } else if (b === CLOSE_OBJECT || b === CLOSE_ARRAY) {
       if (depth > 0) depth--;
       expectKey = false;
     } else if (b === COMMA) {
       expectKey = containers[depth] === 1;
+      // an array's index: its count of commas
+      if (!expectKey && depth <= PATH_SEGMENTS) segment[2 * depth] = segment[2 * depth]! + 1;
     }
   }
   return null;
+}
+
+/** The path the scan is at (a too-deep body's), as tooDeepPath writes it: `body` at the top. */
+function pathOf(body: Buffer, containers: Uint8Array, segment: Int32Array): string {
+  const keys: string[] = [];
+  // containers holds levels 1..its length - 1, all open when the scan is too deep
+  for (let d = 1; d <= PATH_SEGMENTS && d < containers.length; d++) {
+    if (containers[d] === 0) keys.push(String(segment[2 * d]!));
+    else keys.push(keyText(body, segment[2 * d]!, segment[2 * d + 1]!));
+  }
+  return keys.join('.') || 'body';
+}
+
+/** A key's text from its bytes (between its quotes), escapes read as JSON reads them. */
+function keyText(body: Buffer, start: number, end: number): string {
+  const raw = body.toString('utf8', start, end);
+  if (!raw.includes('\\')) return raw;
+  try {
+    return JSON.parse(`"${raw}"`) as string;
+  } catch {
+    return raw;
+  }
 }

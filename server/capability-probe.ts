@@ -14,6 +14,7 @@ import { request } from 'undici';
 import type { ModelSettings } from '../protocol/settings.js';
 import { isObject } from '../protocol/is-object.js';
 import type { Config, UpstreamTarget } from './config.js';
+import { readProbeJson } from './probe-json.js';
 
 export interface BackendFacts {
   vision?: boolean;
@@ -34,7 +35,7 @@ export const fetchJson: JsonFetcher = async (url, apiKey) => {
       await res.body.dump();
       return undefined;
     }
-    return await res.body.json();
+    return await readProbeJson(res.body);
   } catch {
     return undefined;
   }

@@ -7,6 +7,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { upstreamJsonProblem } from '../protocol/completion-shape.js';
 import { openAIOverflowMessage, parseContextOverflow } from '../protocol/context-overflow.js';
 import {
   ERROR_CATALOGUE,
@@ -91,7 +92,8 @@ export { upstreamErrorMessage };
 /** Parses an upstream error body (JSON or text) without ever throwing. */
 export function parseUpstreamBody(text: string): unknown {
   const t = text.trim();
-  if (t.startsWith('{') || t.startsWith('[')) {
+  // A body JSON.parse would pay seconds for (nesting, distinct keys) is read as the text it is.
+  if ((t.startsWith('{') || t.startsWith('[')) && upstreamJsonProblem(t) === undefined) {
     try {
       return JSON.parse(t);
     } catch {

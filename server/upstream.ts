@@ -23,6 +23,7 @@ import {
   type UpstreamAdmission,
   type UpstreamTarget,
 } from './config.js';
+import { readProbeJson } from './probe-json.js';
 import { ReplicaSet } from './replica-set.js';
 import { UpstreamSecrets } from './upstream-secrets.js';
 import { ExchangeHandler, type UpstreamBody, type UpstreamHead } from './upstream-body.js';
@@ -351,7 +352,7 @@ export class UpstreamClient {
       await res.body.dump();
       return undefined;
     }
-    const body = (await res.body.json()) as { total_slots?: unknown };
+    const body = (await readProbeJson(res.body)) as { total_slots?: unknown } | undefined;
     const slots = body?.total_slots;
     if (typeof slots !== 'number' || !Number.isInteger(slots) || slots < 1) return undefined;
     return Math.max(1, Math.floor((slots * scale) / this.workers));

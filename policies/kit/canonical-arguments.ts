@@ -11,6 +11,7 @@
  * (stringifyJson; a repair's own text as jsonrepair wrote it).
  */
 import { jsonrepair } from 'jsonrepair';
+import { upstreamJsonProblem } from '../../protocol/completion-shape.js';
 import { stringifyJson } from '../../protocol/lossless-json.js';
 
 export type ArgumentsOutcome =
@@ -36,8 +37,14 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** JSON.parse that returns undefined instead of throwing. */
+/**
+ * JSON.parse that returns undefined instead of throwing, and instead of paying seconds: arguments
+ * (a model's, or a client's history) nested past 512 levels or naming more than 50,000 distinct
+ * keys are not parsed (upstreamJsonProblem: 6 MB of nested arrays took 6 s of the loop at each of
+ * the places that read them; the Messages door's translation then overflowed the stack, a 500).
+ */
 export function tryParseJson(text: string): { ok: true; value: unknown } | { ok: false } {
+  if (upstreamJsonProblem(text) !== undefined) return { ok: false };
   try {
     return { ok: true, value: JSON.parse(text) };
   } catch {
@@ -65,6 +72,8 @@ export function canonicalizeArguments(value: unknown): CanonicalArguments {
     }
     return { text: '{}', outcome: 'invalid', raw: value };
   }
+  // Not repaired either: jsonrepair would walk (and recurse into) what the parse refused.
+  if (upstreamJsonProblem(value) !== undefined) return { text: '{}', outcome: 'invalid', raw: value };
 
   try {
     const text = jsonrepair(value);

@@ -3,6 +3,7 @@
  * ids, stop reasons, usage. Pure. Ids round-trip: a chat tool-call id is the tool_use id as it
  * is, so the client's next tool_result.tool_use_id maps straight back to the chat call id.
  */
+import { upstreamJsonProblem } from '../completion-shape.js';
 import { keepSourceText } from '../lossless-json.js';
 import type { ChatCompletion, FinishReason, ToolCall, Usage } from '../openai.js';
 import type { Message, MessageUsage, ResponseBlock, StopReason, ToolUseBlock } from './types.js';
@@ -38,6 +39,8 @@ export function toolInput(args: unknown, keepText = true): Record<string, unknow
   if (args === undefined || args === null) return {};
   if (typeof args !== 'string') return { _raw: JSON.stringify(args) ?? String(args) };
   if (args.trim() === '') return {};
+  // Past the bounds JSON.parse pays seconds for (and the writer would overflow the stack): raw.
+  if (upstreamJsonProblem(args) !== undefined) return { _raw: args };
   try {
     const v: unknown = JSON.parse(args);
     if (v && typeof v === 'object' && !Array.isArray(v)) {

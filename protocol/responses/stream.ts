@@ -11,6 +11,7 @@
  * Memory: each item's text is kept until the stream ends (the `.done` events and
  * response.completed carry it whole), so a stream holds about one copy of its answer.
  */
+import { upstreamJsonProblem } from '../completion-shape.js';
 import type { ChatCompletion, ChatCompletionChunk, Usage } from '../openai.js';
 import { encodeReasoning } from './reasoning-token.js';
 import type { CatalogEntry, ToolCatalog } from './tools.js';
@@ -56,6 +57,7 @@ interface Slot {
 
 /** A call's arguments as an object ({} when they are not one). */
 function argsObject(args: string): Record<string, unknown> {
+  if (upstreamJsonProblem(args) !== undefined) return {};
   try {
     const v: unknown = JSON.parse(args);
     if (v && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;

@@ -6,7 +6,12 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { noteTimings } from './prompt-cache.js';
-import { askedChoices, askedChoicesOf, completionShapeProblem } from '../../protocol/completion-shape.js';
+import {
+  askedChoices,
+  askedChoicesOf,
+  completionShapeProblem,
+  upstreamJsonProblem,
+} from '../../protocol/completion-shape.js';
 import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletion, Usage } from '../../protocol/openai.js';
 import { scanJsonValue } from '../../parsers/kit/json-scan.js';
@@ -64,6 +69,9 @@ export class JsonDriver implements AttemptDriver {
     }
     const text = bytes.toString('utf8');
     this.deps.dumpRaw?.(call.reqId, call.trace.attempts, text);
+    // Scanned before the parse: JSON.parse pays for nesting and distinct keys on the loop.
+    const hazard = upstreamJsonProblem(bytes);
+    if (hazard) return this.bad(`sent ${hazard}.`);
     let completion: ChatCompletion;
     try {
       completion = JSON.parse(text) as ChatCompletion;

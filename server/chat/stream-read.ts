@@ -9,7 +9,7 @@
  * request; the body has no events, so a late socket error cannot become an uncaught exception.
  */
 import { performance } from 'node:perf_hooks';
-import { chunkShapeProblem, type OpenedCalls } from '../../protocol/completion-shape.js';
+import { chunkShapeProblem, type OpenedCalls, upstreamJsonProblem } from '../../protocol/completion-shape.js';
 import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionChunk } from '../../protocol/openai.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstream.js';
@@ -97,6 +97,9 @@ export function parseEvent(
   label: string,
   calls?: OpenedCalls,
 ): UpstreamEvent | ToolproofError {
+  // Scanned before the parse (a long event only): JSON.parse pays for nesting and distinct keys.
+  const hazard = upstreamJsonProblem(payload);
+  if (hazard) return badStream(label, `an event with ${hazard}`);
   let chunk: UpstreamEvent;
   try {
     chunk = JSON.parse(payload) as UpstreamEvent;

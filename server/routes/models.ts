@@ -1,5 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { MAX_UPSTREAM_DEPTH, upstreamJsonProblem } from '../../protocol/completion-shape.js';
 import { ToolproofError } from '../../protocol/errors.js';
+import { deeperThan } from '../../protocol/json-depth.js';
 import type { AppState } from '../app-state.js';
 import { readText } from '../chat/attempt.js';
 import { errorHandler } from '../error-handler.js';
@@ -13,7 +15,13 @@ async function listUpstream(client: UpstreamClient, signal: AbortSignal): Promis
   const res = await client.request({ method: 'GET', path: '/models', signal });
   const text = await readText(res);
   if (res.status >= 400) throw new Error(`HTTP ${res.status}`);
+  // Its entries are listed to the client as they are: one nested 400k levels (in the 1 MB read)
+  // overflowed the writer's stack, and GET /v1/models was toolproof's own 500 for every client.
+  const problem = upstreamJsonProblem(text);
+  if (problem) throw new Error(`sent ${problem}`);
   const body = JSON.parse(text) as { data?: unknown };
+  if (deeperThan(body, MAX_UPSTREAM_DEPTH))
+    throw new Error(`sent a value nested deeper than ${MAX_UPSTREAM_DEPTH} levels`);
   return Array.isArray(body.data)
     ? (body.data.filter((m) => m && typeof (m as ModelEntry).id === 'string') as ModelEntry[])
     : [];

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { upstreamJsonProblem } from '../../protocol/completion-shape.js';
 import type { AppState } from '../app-state.js';
 import { readText } from '../chat/attempt.js';
 
@@ -63,6 +64,8 @@ export function registerOpsRoutes(app: FastifyInstance, state: AppState): void {
 
 /** The model ids of a /v1/models answer ({"data":[{"id":...}]}), none when it is anything else. */
 function listedIds(text: string): string[] {
+  // Not parsed past the upstream bounds (nesting, keys): 1 MB of nested arrays held /ready 1.4 s.
+  if (upstreamJsonProblem(text) !== undefined) return [];
   try {
     const data = (JSON.parse(text) as { data?: unknown } | null)?.data;
     return Array.isArray(data)

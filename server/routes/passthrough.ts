@@ -10,6 +10,8 @@ import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Dispatcher } from 'undici';
 import { ToolproofError } from '../../protocol/errors.js';
+import { MAX_REQUEST_DEPTH, tooDeepError, tooDeepPath } from '../../protocol/json-depth.js';
+import { excessKeys, keyExcessError } from '../../protocol/json-keys.js';
 import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
 import { RequestAbort } from '../abort.js';
 import type { AppState } from '../app-state.js';
@@ -94,24 +96,38 @@ export function upstreamPathFor(requestTarget: string): { path: string; fromOrig
   return { path: pathname + url.search, fromOrigin: true };
 }
 
-function modelOf(request: FastifyRequest): unknown {
+/**
+ * The body as JSON when it is a JSON object (its `model` picks the upstream), else undefined: a
+ * body that is not JSON is not ours to judge (the upstream answers malformed bodies itself).
+ * Scanned before the parse as on the front doors (app.ts): JSON.parse pays for every distinct
+ * key and level of nesting on the event loop (1M keys held it 5 s here), so such a body is
+ * refused with the front doors' 400.
+ */
+function jsonObjectOf(request: FastifyRequest): Record<string, unknown> | undefined {
   const body = request.body;
   if (!Buffer.isBuffer(body) || body.length === 0) return undefined;
   const type = String(request.headers['content-type'] ?? '');
   if (!type.includes('json')) return undefined;
+  const excess = excessKeys(body);
+  if (excess !== null) throw keyExcessError(excess);
   try {
     const parsed = JSON.parse(body.toString('utf8')) as unknown;
     return parsed && typeof parsed === 'object' && !Array.isArray(parsed)
-      ? (parsed as { model?: unknown }).model
+      ? (parsed as Record<string, unknown>)
       : undefined;
   } catch {
     return undefined; // not ours to judge: the upstream answers malformed bodies itself
   }
 }
 
-/** The body with its model renamed; everything else (numbers, key order) as the client wrote it. */
-function renamed(raw: Buffer, model: string): string {
-  const parsed = JSON.parse(raw.toString('utf8')) as object;
+/**
+ * The body with its model renamed; everything else (numbers, key order) as the client wrote it.
+ * Written again by toolproof, so nested no deeper than a front door's body may be (the writer
+ * recurses: 10k levels were a 500).
+ */
+function renamed(parsed: Record<string, unknown>, raw: Buffer, model: string): string {
+  const tooDeep = tooDeepPath(parsed, MAX_REQUEST_DEPTH);
+  if (tooDeep !== null) throw tooDeepError(tooDeep);
   keepSourceText(parsed, raw);
   return stringifyJson({ ...parsed, model }, parsed);
 }
@@ -134,7 +150,8 @@ interface Target {
 
 function pickTarget(state: AppState, request: FastifyRequest): Target {
   const raw = Buffer.isBuffer(request.body) && request.body.length > 0 ? request.body : undefined;
-  const model = modelOf(request);
+  const parsed = jsonObjectOf(request);
+  const model = parsed?.model;
   const key = request.tpKey;
   // A key with an allow-list reaches other paths only for its models (or without a model).
   if (key && typeof model === 'string' && model && !allowsModel(key, model)) {
@@ -144,7 +161,8 @@ function pickTarget(state: AppState, request: FastifyRequest): Target {
   if (typeof model === 'string' && model) {
     const route = resolveRoute(state.config, state.upstreams, model, state.modelLabels, key);
     // A renamed model is renamed here too, as on the chat route.
-    const body = route.upstreamModel && raw ? Buffer.from(renamed(raw, route.upstreamModel)) : raw;
+    const body =
+      route.upstreamModel && raw && parsed ? Buffer.from(renamed(parsed, raw, route.upstreamModel)) : raw;
     return { client: route.client, model: route.name, body };
   }
   const target = fallbackTarget(state);

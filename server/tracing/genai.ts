@@ -7,6 +7,7 @@
  */
 import type { AttributeValue } from '@opentelemetry/api';
 import type { ChatCompletion, ChatCompletionRequest } from '../../protocol/openai.js';
+import { upstreamJsonProblem } from '../../protocol/completion-shape.js';
 
 export const GEN_AI = {
   operation: 'gen_ai.operation.name',
@@ -146,7 +147,8 @@ interface Reassembled {
 export function streamedMessages(payloads: readonly string[]): string {
   const choices = new Map<number, Reassembled>();
   for (const payload of payloads) {
-    if (payload === '[DONE]') continue;
+    // An event the stream refused unparsed (nesting, keys: protocol/completion-shape.ts) stays so.
+    if (payload === '[DONE]' || upstreamJsonProblem(payload) !== undefined) continue;
     let chunk: unknown;
     try {
       chunk = JSON.parse(payload);

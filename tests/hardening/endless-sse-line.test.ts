@@ -40,3 +40,42 @@ describe('through the server: an upstream line that never ends', () => {
     expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
   }, 30_000);
 });
+
+describe('through the server: one event of millions of empty data lines', () => {
+  // 12M `data:` lines (72 MB): each was counted at one character, so the event stayed within the
+  // 16 MiB bound while its list of lines held ~230 MB of heap (306 MB at 16M lines).
+  const pair = proxyInFrontOfChat((_body, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const piece = 'data:\n'.repeat(10_000);
+    let sent = 0;
+    const pump = (): void => {
+      while (sent < 1_200) {
+        sent++;
+        if (!res.write(piece)) {
+          res.once('drain', pump);
+          return;
+        }
+      }
+      res.end('\ndata: [DONE]\n\n');
+    };
+    pump();
+  });
+
+  it('is cut at the bound: the error event, the heap not grown by the lines', async () => {
+    const before = process.memoryUsage().heapUsed;
+    let peak = 0;
+    const sample = setInterval(() => {
+      peak = Math.max(peak, process.memoryUsage().heapUsed - before);
+    }, 10);
+    const res = await fetch(`${pair.proxy.origin}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    const text = await res.text();
+    clearInterval(sample);
+    expect(text).toContain('server-sent event larger than');
+    expect(text).toContain('TP_ERR_UPSTREAM_BAD_RESPONSE');
+    expect(peak).toBeLessThan(100 * 1024 * 1024);
+  }, 60_000);
+});

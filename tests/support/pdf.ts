@@ -116,3 +116,23 @@ export function bombPdf(inflatedMb: number): Buffer {
   const packed = deflateSync(raw, { level: 9 });
   return build(pageObjects([stream('/Filter /FlateDecode', packed)]));
 }
+
+/**
+ * A bomb outside the heap: one page in a TrueType font whose font file is Flate then RunLength
+ * encoded, `inflatedGb` GB once decoded (each RunLength pair is 128 bytes; deflate packs the
+ * pairs about 1000:1: 2 GB in 33 KB). pdf.js decodes a font file whole into one typed array that
+ * doubles as it grows, and an ArrayBuffer's bytes are not on the worker's limited heap.
+ */
+export function fontBombPdf(inflatedGb: number): Buffer {
+  // 2 bytes of RunLength (257 - 0x81 = 128 copies of 'A') per 128 decoded
+  const pairs = Buffer.alloc(Math.ceil((inflatedGb * 1024 ** 3) / 64), Buffer.from([0x81, 0x41]));
+  const packed = deflateSync(pairs, { level: 9 });
+  const objects: Obj[] = pageObjects([textContent(['hello'])]);
+  objects[2] =
+    '<< /Type /Font /Subtype /TrueType /BaseFont /Bomb /FirstChar 32 /LastChar 32 /Widths [500] /FontDescriptor 6 0 R >>';
+  objects.push(
+    '<< /Type /FontDescriptor /FontName /Bomb /Flags 32 /FontBBox [0 0 1000 1000] /ItalicAngle 0 /Ascent 800 /Descent -200 /CapHeight 700 /StemV 80 /FontFile2 7 0 R >>',
+    stream('/Filter [/FlateDecode /RunLengthDecode]', packed),
+  );
+  return build(objects);
+}
