@@ -20,10 +20,11 @@ export interface PolicyContext {
   /** true when this upstream+model is known to reject tool_choice "required" (server-side memory). */
   readonly requiredRejected: boolean;
   /**
-   * true when this upstream+model's guided decoding refused a schema keyword of a request
-   * (server-side memory, policies/guided-schema): schemas go with those keywords left out.
+   * What the upstream refused of this model (the facts of Policy.refusal): `now`, by an attempt of
+   * this request; `remembered`, by an earlier request within the route's fallbackTtlSeconds
+   * (server-side memory, per upstream and model). Absent: nothing refused.
    */
-  readonly schemaFeaturesRefused?: boolean;
+  readonly refused?: RefusedFacts;
   /** 0 for the first upstream attempt, 1.. for fallback / corrective retries. */
   readonly attempt: number;
   /** Retries already spent on corrective retry for this client request. */
@@ -246,6 +247,37 @@ export function isPassThroughHook(hook: StreamHook): boolean {
   return hook === PASS_THROUGH;
 }
 
+/** The facts an upstream refused (PolicyContext.refused). */
+export interface RefusedFacts {
+  readonly now: ReadonlySet<string>;
+  readonly remembered: ReadonlySet<string>;
+}
+
+/** Whether `fact` was refused, by this request's attempts or remembered from an earlier one. */
+export function wasRefused(ctx: PolicyContext, fact: string): boolean {
+  return ctx.refused !== undefined && (ctx.refused.now.has(fact) || ctx.refused.remembered.has(fact));
+}
+
+/**
+ * An upstream refusal a policy routes around: the backend refused a request for something its
+ * model cannot take (images, a schema keyword), and would refuse every later turn of the session
+ * for it, since the agent sends that part again each time. The server's attempt loop asks each
+ * active policy's `refused` of an error response; on a match it adds `fact` to the context's
+ * `refused.now`, prepares the request again (the policy then rewrites what was refused), sends
+ * it once more and remembers the fact per upstream and model. A re-preparation the policy
+ * changes nothing in leaves the error as it was (relayed, or the next rule's).
+ */
+export interface UpstreamRefusal {
+  /** Stable, kebab-case: the memory's key and the entry in PolicyContext.refused. */
+  readonly fact: string;
+  /** The inspector's decision kind and the trace's event (`toolproof.<kind with _>`). */
+  readonly decision: string;
+  /** Pure: whether this error (status, parsed body) refused `sent` for the fact. */
+  refused(status: number, body: unknown, sent: ChatCompletionRequest, ctx: PolicyContext): boolean;
+  /** The decision's reason, for the inspector. */
+  describe(status: number): string;
+}
+
 /** A policy whose effects are `E` (its own union, from its folder's effects.ts). */
 export interface Policy<E extends EffectShape = EffectShape> {
   /** Stable, kebab-case. */
@@ -266,6 +298,8 @@ export interface Policy<E extends EffectShape = EffectShape> {
    * while retries are left, so the server may stop such an attempt's upstream at once.
    */
   readonly retriesUnrecoverable?: boolean;
+  /** An upstream refusal this policy routes around (UpstreamRefusal). */
+  readonly refusal?: UpstreamRefusal;
   /**
    * `original` is the client's request as received; `request` the one being rewritten.
    */

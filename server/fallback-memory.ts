@@ -22,6 +22,11 @@ export class FallbackMemory {
     private readonly maxEntries = MAX_ENTRIES,
   ) {}
 
+  /** How many entries it holds (expired ones included until they are looked at). */
+  get size(): number {
+    return this.entries.size;
+  }
+
   private key(upstream: string, model: string): string {
     return `${upstream}\u0000${model}`;
   }

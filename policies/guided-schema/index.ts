@@ -4,7 +4,7 @@
  * tool's `"format": "uri"` or `"uniqueItems"`, a Pydantic answer schema's `"format": "date-time"`),
  * the request goes again with those keywords left out of every tool's parameters and of the
  * `response_format` schema (strip.ts), the synthetic answer tool included. The server sets
- * `ctx.schemaFeaturesRefused` from that refusal and remembers it per upstream and model
+ * `ctx.refused` from that refusal and remembers it per upstream and model
  * (server/chat/attempt.ts), so later turns send the same stripped bytes from the start.
  *
  * Forced tool use keeps its guarantee (a tool_choice "required" the backend enforces) instead of
@@ -15,8 +15,9 @@
  */
 import type { ChatCompletionRequest, JsonObject, ToolDef } from '../../protocol/openai.js';
 import { isObject } from '../../protocol/is-object.js';
-import type { Policy } from '../types.js';
+import { type Policy, wasRefused } from '../types.js';
 import { describeGuidedSchemaEffect, GUIDED_SCHEMA_POLICY, type GuidedSchemaEffect } from './effects.js';
+import { refusesSchemaFeatures } from './refusal.js';
 import { withoutRefusedKeywords } from './strip.js';
 
 /** `request` with the refused keywords left out of its schemas, and what was left out where. */
@@ -66,13 +67,23 @@ export function withGuidableSchemas(request: ChatCompletionRequest): {
   };
 }
 
+/** The refusal's fact: the upstream's guided decoding refused a schema keyword. */
+const SCHEMA_KEYWORDS_FACT = 'schema-keywords';
+
 export const guidedSchemaPolicy: Policy<GuidedSchemaEffect> = {
   name: GUIDED_SCHEMA_POLICY,
-  // Always on: it acts only once the upstream refused a schema (ctx.schemaFeaturesRefused).
+  // Always on: it acts only once the upstream refused a schema (ctx.refused).
   enabled: () => true,
   describeEffect: describeGuidedSchemaEffect,
+  refusal: {
+    fact: SCHEMA_KEYWORDS_FACT,
+    decision: 'schema-keywords-refused',
+    refused: (status, body) => refusesSchemaFeatures(status, body),
+    describe: (status) =>
+      `the upstream's guided decoding refused a schema keyword (status ${status}): sent again without them; the arguments are still checked against the whole schema`,
+  },
   onRequest(request, ctx) {
-    if (ctx.schemaFeaturesRefused !== true) return { action: 'continue', request, effects: [] };
+    if (!wasRefused(ctx, SCHEMA_KEYWORDS_FACT)) return { action: 'continue', request, effects: [] };
     const out = withGuidableSchemas(request);
     if (out.request === request) return { action: 'continue', request, effects: [] };
     return {

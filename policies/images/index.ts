@@ -5,7 +5,10 @@
  * backend refuses an image outright (vLLM: the model does not support multimodal input;
  * llama-server without --mmproj: image input is not supported), and the agent would send that
  * image again on every later turn. The note is a pure function of the image part, so every turn
- * gets the same bytes. A model that can see gets its images unchanged (the policy is off).
+ * gets the same bytes. A model that can see gets its images unchanged. One toolproof was told
+ * could see (or could not know about: vLLM does not say) may still have them refused: the
+ * policy's refusal (refusal.ts) reads that error, and the server sends the request once more
+ * with the notes and remembers the model as text-only (PolicyContext.refused).
  */
 import { base64Size, splitDataUrl } from '../../protocol/file-part.js';
 import type { ContentPart } from '../../protocol/openai.js';
@@ -13,7 +16,8 @@ import { isObject } from '../../protocol/is-object.js';
 import { EffectTally } from '../kit/effects.js';
 import { rewriteParts } from '../kit/content-parts.js';
 import { formatBytes } from '../kit/sizes.js';
-import type { Policy } from '../types.js';
+import type { Policy, PolicyContext } from '../types.js';
+import { carriesImages, refusesImages } from './refusal.js';
 import { describeImagesEffect, IMAGES_POLICY, type ImagesEffect, type ImagesKind } from './effects.js';
 
 /** The part's image URL, when it is an image part (`image_url` as an object or a bare string). */
@@ -45,13 +49,40 @@ export function imageNote(url: string): string {
   return `[image omitted: ${what}; this model cannot read images]`;
 }
 
+/** The refusal's fact: the upstream refused an image because its model cannot see. */
+const IMAGES_FACT = 'images';
+
+/**
+ * Whether this request's images go as notes: the model is configured text-only; or its backend
+ * refused this request's images; or, with `vision: auto`, an earlier request's within the route's
+ * fallbackTtlSeconds (a model configured `vision: true` is the operator's word for every request
+ * but the one refused: the backend may be restarted with a vision model or --mmproj).
+ */
+function textOnly(ctx: PolicyContext): boolean {
+  const v = ctx.settings.vision;
+  if (v === false) return true;
+  const refused = ctx.refused;
+  if (refused === undefined) return false;
+  return refused.now.has(IMAGES_FACT) || (v === 'auto' && refused.remembered.has(IMAGES_FACT));
+}
+
 export const imagesPolicy: Policy<ImagesEffect> = {
   name: IMAGES_POLICY,
   settingsSchema: Object.freeze({ vision: { enum: [true, false, 'auto'] } }),
-  enabled: (settings) => settings.vision === false,
+  // On for every model: one that can see may still have its images refused by its backend.
+  enabled: () => true,
   describeEffect: describeImagesEffect,
-  onRequest(request) {
-    if (!Array.isArray(request.messages)) return { action: 'continue', request, effects: [] };
+  refusal: {
+    fact: IMAGES_FACT,
+    decision: 'vision-refused',
+    refused: (status, body, sent, ctx) =>
+      ctx.settings.vision !== false && refusesImages(status, body) && carriesImages(sent),
+    describe: (status) =>
+      `the upstream refused the images (status ${status}: its model cannot read them): sent again with a note for each`,
+  },
+  onRequest(request, ctx) {
+    if (!textOnly(ctx) || !Array.isArray(request.messages))
+      return { action: 'continue', request, effects: [] };
     const tally = new EffectTally<typeof IMAGES_POLICY, ImagesKind>(IMAGES_POLICY);
     const messages = rewriteParts(request.messages, (part) => {
       const url = imageUrl(part);

@@ -893,7 +893,7 @@ function isPlainTrace(t: ChatCall['trace']): boolean {
     t.unenforced.length === 0 &&
     t.droppedTools === undefined &&
     t.routeFallbacks === undefined &&
-    t.visionRefused === undefined &&
+    t.refused === undefined &&
     t.resentAfterCut === undefined &&
     isEmpty(t.repairs) &&
     isEmpty(t.normalizations) &&

@@ -10,9 +10,6 @@ import { ToolproofError } from '../../protocol/errors.js';
 import { stringifyJson } from '../../protocol/lossless-json.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { activePolicies } from '../../policies/composition.js';
-import { GUIDED_SCHEMA_POLICY } from '../../policies/guided-schema/effects.js';
-import { refusesSchemaFeatures } from '../../policies/guided-schema/refusal.js';
-import { carriesImages, refusesImages } from '../../policies/images/refusal.js';
 import { shouldFallback } from '../../policies/tool-choice-fallback.js';
 import { PRIORITY_RANK } from '../admission.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
@@ -20,7 +17,7 @@ import { mappedRoute } from '../routing.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstream.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects } from './effects.js';
-import { rememberTextOnly, textOnlyRoute, withLearnedVision } from './learned-vision.js';
+import { rememberedRefusals, rememberRefusal } from './refusals.js';
 import { prepareRequest } from './prepare.js';
 import {
   captureAttemptBody,
@@ -192,17 +189,11 @@ export async function openUpstream(
     deps.metrics.upstreamErrors
       .labels(call.route.name, call.route.client.label, res.status >= 500 ? 'status_5xx' : 'status_4xx')
       .inc();
-    if (call.route.settings.vision !== false && refusesImages(res.status, body) && carriesImages(current)) {
-      current = withoutImages(call, deps, res.status);
+    // Before the tool_choice fallback: a forced request keeps "required", only what was refused goes.
+    const rewritten = routeAroundRefusal(call, deps, res.status, body, current);
+    if (rewritten) {
+      current = rewritten;
       continue;
-    }
-    // Before the tool_choice fallback: a forced request keeps "required", only the keywords go.
-    if (!call.schemaFeaturesRefused && refusesSchemaFeatures(res.status, body)) {
-      const guidable = withGuidableSchemas(call, deps, res.status);
-      if (guidable) {
-        current = guidable;
-        continue;
-      }
     }
     const canFallback = call.phase.forcedRequired && !call.trace.fallback;
     if (canFallback && shouldFallback({ status: res.status, body, bytesSentToClient: 0 })) {
@@ -245,67 +236,41 @@ export async function openUpstream(
 }
 
 /**
- * The upstream refused the request's images (its model cannot see: policies/images/refusal.ts).
- * The agent would send them again on every later turn, so the request goes once more with each
- * image as the images policy's note, and the model is remembered text-only (learned-vision.ts).
- * Once: the re-prepared request carries no image, and the route is now `vision: false`.
+ * The upstream refused something of the request its model cannot take (a policy's refusal: images,
+ * a schema keyword), which the agent would send again on every later turn: the request is prepared
+ * again with the fact in `refused.now`, so that policy rewrites it (images as notes, the keywords
+ * left out), and the upstream and model remember it, so later turns go rewritten from the start.
+ * Once per fact. Undefined when no policy's refusal matched, or the one that did changed nothing
+ * (the error is then the fallback's, or relayed).
  */
-function withoutImages(call: ChatCall, deps: ChatDeps, status: number): ChatCompletionRequest {
-  call.trace.visionRefused = true;
-  rememberTextOnly(call.route, deps.noVision, call.original.model);
-  const route = textOnlyRoute(call.route);
-  call.settingsChanged(route, activePolicies(deps.policies, route.settings));
-  call.span?.event('toolproof.vision_refused', {
-    'toolproof.upstream': call.route.client.label,
-    'http.response.status_code': status,
-  });
-  captureAttemptEnd(call);
-  captureDecision(
-    call,
-    'vision-refused',
-    `the upstream refused the images (status ${status}: its model cannot read them): sent again with a note for each`,
-  );
-  const phase = prepareRequest(call.policies, call.original, call.policyContext());
-  recordPolicyEffects(call, deps, newEffects(call.phase.effects, phase.effects));
-  if (phase.error) throw phase.error;
-  call.setPhase(phase);
-  return phase.request;
-}
-
-/**
- * The upstream's guided decoding refused a schema keyword of the request (xgrammar:
- * policies/guided-schema): the request is prepared again with those keywords left out of its
- * schemas, and the model is remembered so later turns send the same bytes from the start.
- * Undefined when no schema held any of them (the refusal is then the fallback's or relayed).
- */
-function withGuidableSchemas(
+function routeAroundRefusal(
   call: ChatCall,
   deps: ChatDeps,
   status: number,
+  body: unknown,
+  sent: ChatCompletionRequest,
 ): ChatCompletionRequest | undefined {
-  call.schemaFeaturesRefused = true;
-  const phase = prepareRequest(call.policies, call.original, call.policyContext());
-  const fresh = newEffects(call.phase.effects, phase.effects);
-  if (phase.error || !fresh.some((e) => e.policy === GUIDED_SCHEMA_POLICY)) return undefined;
-  deps.schemaRefusals?.remember(
-    call.route.client.label,
-    call.route.upstreamModel ?? String(call.original.model),
-    call.route.settings.fallbackTtlSeconds,
-    call.route.name,
-  );
-  call.span?.event('toolproof.schema_keywords_refused', {
-    'toolproof.upstream': call.route.client.label,
-    'http.response.status_code': status,
-  });
-  captureAttemptEnd(call);
-  captureDecision(
-    call,
-    'schema-keywords-refused',
-    `the upstream's guided decoding refused a schema keyword (status ${status}): sent again without them; the arguments are still checked against the whole schema`,
-  );
-  recordPolicyEffects(call, deps, fresh);
-  call.setPhase(phase);
-  return phase.request;
+  for (const policy of call.policies) {
+    const refusal = policy.refusal;
+    if (refusal === undefined || call.refusedNow.has(refusal.fact)) continue;
+    if (!refusal.refused(status, body, sent, call.policyContext())) continue;
+    call.refusedNow.add(refusal.fact);
+    const phase = prepareRequest(call.policies, call.original, call.policyContext());
+    const fresh = newEffects(call.phase.effects, phase.effects);
+    if (phase.error || !fresh.some((e) => e.policy === policy.name)) continue;
+    rememberRefusal(deps.refusals, call.route, call.original.model, refusal.fact);
+    (call.trace.refused ??= []).push(refusal.decision);
+    call.span?.event(`toolproof.${refusal.decision.replaceAll('-', '_')}`, {
+      'toolproof.upstream': call.route.client.label,
+      'http.response.status_code': status,
+    });
+    captureAttemptEnd(call);
+    captureDecision(call, refusal.decision, refusal.describe(status));
+    recordPolicyEffects(call, deps, fresh);
+    call.setPhase(phase);
+    return phase.request;
+  }
+  return undefined;
 }
 
 /** Why a failed send may go to the next model of the route's fallback list (undefined: it may not). */
@@ -343,11 +308,10 @@ function fallOver(call: ChatCall, deps: ChatDeps, reason: string): boolean {
  * preparation).
  */
 function forRoute(call: ChatCall, deps: ChatDeps): ChatCompletionRequest {
-  const route = withLearnedVision(call.route, deps.noVision, call.original.model);
-  call.route = route;
-  call.schemaFeaturesRefused =
-    deps.schemaRefusals?.isActive(route.client.label, route.upstreamModel ?? String(call.original.model)) ??
-    false;
+  const route = call.route;
+  // What the last route's upstream refused is that model's, not this one's.
+  call.refusedNow.clear();
+  call.refusedRemembered = rememberedRefusals(deps.policies, deps.refusals, route, call.original.model);
   call.routeChanged(
     activePolicies(deps.policies, route.settings),
     deps.memory.isActive(route.client.label, route.upstreamModel ?? String(call.original.model)),

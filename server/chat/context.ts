@@ -29,10 +29,8 @@ export interface ChatDeps {
   upstreams?: import('../upstream.js').Upstreams;
   metrics: Metrics;
   memory: FallbackMemory;
-  /** Models whose upstream refused an image: text-only until it expires (learned-vision.ts). */
-  noVision?: FallbackMemory;
-  /** Models whose guided decoding refused a schema keyword: schemas go without them (policies/guided-schema). */
-  schemaRefusals?: FallbackMemory;
+  /** What upstreams refused of their models (Policy.refusal's facts), until it expires (refusals.ts). */
+  refusals?: FallbackMemory;
   policies: readonly Policy<PolicyEffect>[];
   /** Saves a raw upstream response for diagnosis when configured (rawDumpDir). */
   dumpRaw?: (reqId: string, attempt: number, text: string) => void;
@@ -119,8 +117,10 @@ export class ChatCall {
   doorFacts: DoorFacts = {};
   /** The request policies ran (prepareCallRequest): the phase is the prepared request. */
   prepared = false;
-  /** The upstream's guided decoding refused a schema keyword (now, or remembered): policies/guided-schema. */
-  schemaFeaturesRefused = false;
+  /** The facts the upstream refused of this request's attempts (Policy.refusal): PolicyContext.refused.now. */
+  readonly refusedNow = new Set<string>();
+  /** The facts remembered from earlier requests for this route's upstream and model (refusals.ts). */
+  refusedRemembered: ReadonlySet<string> = new Set();
 
   constructor(
     readonly reqId: string,
@@ -197,19 +197,14 @@ export class ChatCall {
     this.requiredRejected = requiredRejected;
   }
 
-  /** The route's settings changed (its model turned out text-only): its policies replace the first ones. */
-  settingsChanged(route: ResolvedRoute, policies: readonly Policy<PolicyEffect>[]): void {
-    this.route = route;
-    this.facts = undefined;
-    this.policies = policies;
-  }
-
   policyContext(): PolicyContext {
     return {
       model: this.route.name,
       settings: this.route.settings,
       requiredRejected: this.requiredRejected || this.trace.fallback,
-      schemaFeaturesRefused: this.schemaFeaturesRefused,
+      ...(this.refusedNow.size > 0 || this.refusedRemembered.size > 0
+        ? { refused: { now: this.refusedNow, remembered: this.refusedRemembered } }
+        : {}),
       attempt: this.trace.attempts,
       retriesUsed: this.retriesUsed,
       attemptEffects: this.attemptEffects,

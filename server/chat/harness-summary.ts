@@ -32,7 +32,7 @@ export function harnessOf(
     droppedTools: t.droppedTools ? t.droppedTools : undefined,
     schemaAnswer: t.schemaAnswer ? t.schemaAnswer : undefined,
     degraded: hasKeys(t.degraded) ? t.degraded : undefined,
-    visionRefused: t.visionRefused ? true : undefined,
+    refused: t.refused ? t.refused : undefined,
     resentAfterCut: t.resentAfterCut ? true : undefined,
     cachedTokens: cache ? cache.cached : undefined,
     promptTokens: cache ? cache.prompt : undefined,

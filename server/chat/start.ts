@@ -18,7 +18,7 @@ import { windowOf, promptTokenEstimate } from '../context-window.js';
 import { mappedRoute, resolveRoute } from '../routing.js';
 import { type Api, ChatCall } from './context.js';
 import { activePolicies } from '../../policies/composition.js';
-import { withLearnedVision } from './learned-vision.js';
+import { rememberedRefusals } from './refusals.js';
 import { newTrace } from './trace.js';
 import { prepareCallRequest } from './pipeline.js';
 
@@ -70,8 +70,6 @@ export function startChatCall(
       route = long;
     }
   }
-  // A model whose upstream refused an image is text-only for a while: images go as notes.
-  route = withLearnedVision(route, state.chatDeps.noVision, body.model);
   // Known model, valid body: from here the request uses its key's limits (429 when over).
   countAgainstKey(request, state.keyLimits, state.metrics);
   // app.ts's close listener aborts it when the client goes away: no GPU time for nobody.
@@ -89,9 +87,8 @@ export function startChatCall(
     state.memory.isActive(route.client.label, route.upstreamModel ?? String(body.model)),
     api,
   );
-  call.schemaFeaturesRefused =
-    state.chatDeps.schemaRefusals?.isActive(route.client.label, route.upstreamModel ?? String(body.model)) ??
-    false;
+  // What the upstream refused of this model lately (images, schema keywords): rewritten from the start.
+  call.refusedRemembered = rememberedRefusals(state.policies, state.chatDeps.refusals, route, body.model);
   call.priority = priorityOf({
     headers: request.headers,
     model: typeof body.model === 'string' ? body.model : '',

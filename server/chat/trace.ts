@@ -31,8 +31,8 @@ export interface HarnessTrace {
   degraded: Record<string, number>;
   /** The upstream's stream was cut before any of the answer reached the client: sent again once. */
   resentAfterCut?: boolean;
-  /** The upstream refused the request's images (its model cannot see): sent again with notes. */
-  visionRefused?: boolean;
+  /** What the upstream refused of the request, sent again rewritten (Policy.refusal's decisions). */
+  refused?: string[];
   /** Hosted tools the front door left out of the upstream request (their types). */
   droppedTools?: string[];
   /** The answer the client asked in a JSON schema: how it checked (the last one delivered). */

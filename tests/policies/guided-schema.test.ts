@@ -69,7 +69,11 @@ describe('guided-schema: the policy', () => {
   it('acts only once the upstream refused a keyword', () => {
     const off = guidedSchemaPolicy.onRequest!(request, ctxWith(), request);
     expect(off).toEqual({ action: 'continue', request, effects: [] });
-    const on = guidedSchemaPolicy.onRequest!(request, ctxWith({ schemaFeaturesRefused: true }), request);
+    const on = guidedSchemaPolicy.onRequest!(
+      request,
+      ctxWith({ refused: { now: new Set(['schema-keywords']), remembered: new Set() } }),
+      request,
+    );
     if (on.action !== 'continue') throw new Error('continue expected');
     expect(on.request.tools![0]).toBe(request.tools[0]);
     expect(JSON.stringify(on.request)).not.toMatch(/uniqueItems|multipleOf/);

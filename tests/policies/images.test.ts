@@ -4,10 +4,25 @@ import { DEFAULT_MODEL_SETTINGS } from '../../protocol/settings.js';
 import { ctxWith } from './helpers.js';
 
 describe('images', () => {
-  it('is on only for a model that cannot see', () => {
-    expect(imagesPolicy.enabled({ ...DEFAULT_MODEL_SETTINGS, vision: false })).toBe(true);
-    expect(imagesPolicy.enabled({ ...DEFAULT_MODEL_SETTINGS, vision: true })).toBe(false);
-    expect(imagesPolicy.enabled(DEFAULT_MODEL_SETTINGS)).toBe(false);
+  it('notes images for a model that cannot see, or whose backend refused them', () => {
+    const img = { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } };
+    const req = { model: 'm', messages: [{ role: 'user', content: [img] }] };
+    const noted = (ctx: ReturnType<typeof ctxWith>) =>
+      (imagesPolicy.onRequest!(req as never, ctx, req as never) as { effects: unknown[] }).effects.length > 0;
+    const refused = (now: string[], remembered: string[]) => ({
+      refused: { now: new Set(now), remembered: new Set(remembered) },
+    });
+    expect(imagesPolicy.enabled(DEFAULT_MODEL_SETTINGS)).toBe(true);
+    expect(noted(ctxWith({}, { vision: false }))).toBe(true);
+    expect(noted(ctxWith({}, { vision: true }))).toBe(false);
+    expect(noted(ctxWith({}, { vision: 'auto' }))).toBe(false);
+    // Refused by this request's backend: whatever the configuration said.
+    expect(noted(ctxWith(refused(['images'], []), { vision: true }))).toBe(true);
+    expect(noted(ctxWith(refused(['images'], []), { vision: 'auto' }))).toBe(true);
+    // Remembered from an earlier request: only where toolproof could not know (auto).
+    expect(noted(ctxWith(refused([], ['images']), { vision: 'auto' }))).toBe(true);
+    expect(noted(ctxWith(refused([], ['images']), { vision: true }))).toBe(false);
+    expect(noted(ctxWith(refused(['schema-keywords'], []), { vision: 'auto' }))).toBe(false);
   });
 
   it('replaces every image with the same note, a 0-byte one included', () => {

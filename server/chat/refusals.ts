@@ -1,0 +1,49 @@
+/**
+ * What upstreams refused of their models (Policy.refusal: images, schema keywords), remembered per
+ * upstream and model as the upstream knows it, for the route's fallbackTtlSeconds: a later turn
+ * goes out already rewritten, with the same bytes as the turn that was refused and sent again.
+ * server/ knows no fact by name: each is a policy's.
+ */
+import type { Policy } from '../../policies/types.js';
+import type { PolicyEffect } from '../../policies/registry.js';
+import type { FallbackMemory } from '../fallback-memory.js';
+import type { ResolvedRoute } from '../routing.js';
+
+const NONE: ReadonlySet<string> = new Set();
+
+/** The memory's model key: the model's upstream name and the fact. */
+function keyOf(route: ResolvedRoute, model: unknown, fact: string): string {
+  return `${route.upstreamModel ?? String(model)}\u0000${fact}`;
+}
+
+/** The facts `route`'s upstream refused of this model that are still remembered. */
+export function rememberedRefusals(
+  policies: readonly Policy<PolicyEffect>[],
+  memory: FallbackMemory | undefined,
+  route: ResolvedRoute,
+  model: unknown,
+): ReadonlySet<string> {
+  if (!memory || memory.size === 0) return NONE;
+  let facts: Set<string> | undefined;
+  for (const p of policies) {
+    const fact = p.refusal?.fact;
+    if (fact !== undefined && memory.isActive(route.client.label, keyOf(route, model, fact)))
+      (facts ??= new Set()).add(fact);
+  }
+  return facts ?? NONE;
+}
+
+/** Remember that `route`'s upstream refused `fact` of this model. */
+export function rememberRefusal(
+  memory: FallbackMemory | undefined,
+  route: ResolvedRoute,
+  model: unknown,
+  fact: string,
+): void {
+  memory?.remember(
+    route.client.label,
+    keyOf(route, model, fact),
+    route.settings.fallbackTtlSeconds,
+    route.name,
+  );
+}
