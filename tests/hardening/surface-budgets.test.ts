@@ -28,6 +28,7 @@ import { larkMarkers, markerPattern } from '../../protocol/responses/lark-marker
 import { translateRequest as fromResponses } from '../../protocol/responses/request.js';
 import { DEFAULT_MODEL_SETTINGS } from '../../protocol/settings.js';
 import { textOnlyTurn } from '../../policies/force-tool-use/index.js';
+import { withGuidableSchemas } from '../../policies/guided-schema/index.js';
 import { readImprovisedCalls } from '../../parsers/kit/structured-reader.js';
 import { createRecoveryStream } from '../../parsers/recover.js';
 import type { DeclaredTool } from '../../parsers/types.js';
@@ -453,6 +454,35 @@ describe('request rewrites: size x1 vs x4', () => {
       (request) => textOnlyTurn(request),
       { from: 64, max: 64_000 },
       3011,
+    );
+  }, 120_000);
+
+  it('schema keywords a backend refused: tools x their schemas (guided-schema rewrites every turn once refused)', () => {
+    const schema = (size: number, rnd: () => number): JsonObject => {
+      const properties: JsonObject = {};
+      for (let i = 0; i < size; i++)
+        properties[`p${i}`] = pick(rnd, [
+          { type: 'array', items: { type: 'string' }, uniqueItems: true },
+          { type: 'number', multipleOf: 0.5 },
+          { type: 'object', properties: { uniqueItems: { type: 'string' } } },
+          { type: 'string' },
+        ]);
+      return { type: 'object', properties };
+    };
+    budget(
+      'guided-schema',
+      (size, rnd) => ({
+        model: 'm',
+        messages: [{ role: 'user' as const, content: 'x' }],
+        tools: Array.from({ length: Math.ceil(Math.sqrt(size)) }, (_, i) => ({
+          type: 'function' as const,
+          function: { name: `t${i}`, parameters: schema(Math.ceil(Math.sqrt(size)), rnd) },
+        })),
+        response_format: { type: 'json_schema', json_schema: { name: 'a', schema: schema(size, rnd) } },
+      }),
+      (request) => withGuidableSchemas(request as never).request,
+      { from: 64, max: 64_000 },
+      3012,
     );
   }, 120_000);
 });
