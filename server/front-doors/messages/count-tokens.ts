@@ -118,7 +118,9 @@ export function registerCountTokens(scope: FastifyInstance, state: AppState): vo
       request.tpAbort = controller;
       const reader = state.chatDeps.documents;
       const documents =
-        reader && route.settings.documents ? await reader.prepare(translated, controller) : undefined;
+        reader && route.settings.documents
+          ? await reader.prepare(translated, controller, key?.name)
+          : undefined;
       const phase = prepareRequest(
         activePolicies(state.policies, route.settings),
         translated,
