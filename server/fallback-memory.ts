@@ -5,9 +5,14 @@
  * model's label is "other" until it is listed or answered, so a label would forget a model whose
  * label changed, and would share one memory among all the unlisted models of an upstream.
  * Entries expire after a TTL (the backend may be upgraded or restarted with other flags); the
- * client picks the names, so the memory holds at most MAX_ENTRIES (the oldest go first).
+ * client picks the names, so the memory holds at most MAX_ENTRIES (the oldest go first), and a
+ * name longer than LONG_NAME is held by its digest (the same name, the same entry): names sent
+ * to the default upstream are whatever clients write, up to the body limit (32 MiB).
  */
+import { createHash } from 'node:crypto';
+
 const MAX_ENTRIES = 4096;
+const LONG_NAME = 256;
 
 interface Entry {
   until: number;
@@ -28,7 +33,18 @@ export class FallbackMemory {
   }
 
   private key(upstream: string, model: string): string {
-    return `${upstream}\u0000${model}`;
+    const name =
+      model.length > LONG_NAME
+        ? `\u0000sha256:${createHash('sha256').update(model).digest('base64')}`
+        : model;
+    return `${upstream}\u0000${name}`;
+  }
+
+  /** Characters its keys hold, all entries together (tests: bounded whatever the names). */
+  get keyChars(): number {
+    let n = 0;
+    for (const k of this.entries.keys()) n += k.length;
+    return n;
   }
 
   /** `model` as sent upstream; `label` its metrics label (the model itself by default). */

@@ -75,7 +75,7 @@ async function runAttempts(
 ): Promise<ChatResult | undefined> {
   // Documents are read first, off the event loop (a PDF may take seconds): the policies are pure.
   if (deps.documents && call.route.settings.documents)
-    call.documents = await deps.documents.prepare(call.original, call.signal);
+    call.documents = await deps.documents.prepare(call.original, call.signal, call.trace.key);
   let request = prepareCallRequest(call, deps);
   const passthrough = isPassthrough(call, request);
   let usage: Usage | undefined;

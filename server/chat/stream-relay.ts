@@ -9,6 +9,7 @@
  * back, as the upstream's own bytes. llama-server reports the tokens in those timings unasked:
  * they count when no usage came.
  */
+import { upstreamJsonProblem } from '../../protocol/completion-shape.js';
 import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionChunk, Usage } from '../../protocol/openai.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
@@ -129,8 +130,13 @@ function trailingTimings(payload: string): string | undefined {
   }
 }
 
-/** llama-server's timings as usage (cache_n + prompt_n prompt tokens, predicted_n completion). */
+/**
+ * llama-server's timings as usage (cache_n + prompt_n prompt tokens, predicted_n completion).
+ * The payload was relayed unparsed: past the upstream JSON bounds it is not parsed now either
+ * (one event nested 7M levels held the loop ~7 s when the stream ended).
+ */
 function usageOfTimings(payload: string): { usage: Usage; timings: unknown } | undefined {
+  if (upstreamJsonProblem(payload)) return undefined;
   let timings: unknown;
   try {
     timings = (JSON.parse(payload) as { timings?: unknown }).timings;
@@ -149,6 +155,7 @@ function usageOfTimings(payload: string): { usage: Usage; timings: unknown } | u
 }
 
 function usageOfChunk(payload: string): Usage | undefined {
+  if (upstreamJsonProblem(payload)) return undefined; // as usageOfTimings
   try {
     const u = (JSON.parse(payload) as { usage?: Usage | null }).usage;
     return u && typeof u === 'object' ? u : undefined;

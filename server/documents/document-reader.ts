@@ -11,6 +11,12 @@
  * reads waiting for a worker is bounded process-wide: past it, a document reads as a note that
  * says so (the request goes on; a later turn reads it when the readers have room), never a
  * failed request.
+ *
+ * Shared fairly between the keys (a read's owner: the key of the request that asked first): a
+ * free worker takes the oldest read of the owner with the fewest reads running, and a full queue
+ * makes room for an owner holding fewer of its places than another by turning that other's newest
+ * queued read into the note. One key's requests (16 PDFs each) can no longer hold every worker
+ * and place, so that every other key's PDFs read as "busy" notes, or wait behind all of them.
  */
 import { createHash } from 'node:crypto';
 import {
@@ -60,7 +66,12 @@ export interface DocumentReader {
    * has none. `signal`: the request's; when it aborts, this rejects (TP_ERR_CLIENT_CLOSED) and
    * the reads only it waited for stop.
    */
-  prepare(request: ChatCompletionRequest, signal?: AbortLike): Promise<DocumentLookup | undefined>;
+  prepare(
+    request: ChatCompletionRequest,
+    signal?: AbortLike,
+    /** Whose request it is (its key's name): the queue is shared fairly between owners. */
+    owner?: string,
+  ): Promise<DocumentLookup | undefined>;
   /** Documents actually read (cache misses), for tests and the bench. */
   readonly reads: number;
   /** Documents being read now, and waiting for a reader (tests). */
@@ -71,6 +82,8 @@ export interface DocumentReader {
 /** One document's read, shared by the requests that wait for it. */
 interface Read {
   readonly key: string;
+  /** The key of the request that asked for it first ('' without keys). */
+  readonly owner: string;
   /** The document as sent: decoded only when its read starts (a queued read holds no copy). */
   readonly base64: string;
   /** Requests waiting for it; at 0 it is cancelled. */
@@ -113,6 +126,8 @@ export function createDocumentReader(options: DocumentReaderOptions = {}): Docum
   let cachedChars = 0;
   const inFlight = new Map<string, Read>();
   const queue: Read[] = [];
+  // Reads running per owner (the next to start is of the owner with the fewest).
+  const runningBy = new Map<string, number>();
   let running = 0;
   let reads = 0;
 
@@ -126,8 +141,58 @@ export function createDocumentReader(options: DocumentReaderOptions = {}): Docum
     }
   };
 
+  const countBy = (reads: readonly Read[]): Map<string, number> => {
+    const n = new Map<string, number>();
+    for (const r of reads) n.set(r.owner, (n.get(r.owner) ?? 0) + 1);
+    return n;
+  };
+
+  /**
+   * Out of the queue: the oldest read of the owner with the fewest running, another owner than
+   * `ended`'s (whose read just ended) at a tie (at most 32 looked at).
+   */
+  const next = (ended: string): Read | undefined => {
+    let best = -1;
+    let fewest = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < queue.length; i++) {
+      const owner = queue[i]!.owner;
+      const n = (runningBy.get(owner) ?? 0) + (owner === ended ? 0.5 : 0);
+      if (n < fewest) {
+        fewest = n;
+        best = i;
+      }
+    }
+    return best < 0 ? undefined : queue.splice(best, 1)[0];
+  };
+
+  /**
+   * A full queue's place for `owner`: the newest queued read of the owner holding the most places,
+   * when that is at least two more than `owner` holds, ends as the busy note. False: no place.
+   */
+  const makeRoom = (owner: string): boolean => {
+    const held = countBy(queue);
+    let most = '';
+    let mostHeld = 0;
+    for (const [o, n] of held)
+      if (n > mostHeld) {
+        most = o;
+        mostHeld = n;
+      }
+    if (mostHeld < (held.get(owner) ?? 0) + 2) return false;
+    for (let i = queue.length - 1; i >= 0; i--) {
+      const read = queue[i]!;
+      if (read.owner !== most) continue;
+      queue.splice(i, 1);
+      inFlight.delete(read.key);
+      read.finish(BUSY);
+      return true;
+    }
+    return false;
+  };
+
   const start = (read: Read): void => {
     running++;
+    runningBy.set(read.owner, (runningBy.get(read.owner) ?? 0) + 1);
     reads++;
     read.state = 'running';
     const stop = new AbortController();
@@ -137,14 +202,17 @@ export function createDocumentReader(options: DocumentReaderOptions = {}): Docum
     const bytes = new Uint8Array(decoded.buffer, decoded.byteOffset, decoded.length);
     const ended = (doc: DocumentText): void => {
       running--;
+      const left = runningBy.get(read.owner)! - 1;
+      if (left === 0) runningBy.delete(read.owner);
+      else runningBy.set(read.owner, left);
       // A cancelled read's result (a terminated worker's) is nobody's and not the document's.
       if (read.users > 0) {
         remember(read.key, doc);
         inFlight.delete(read.key);
       }
       read.finish(doc);
-      const next = queue.shift();
-      if (next) start(next);
+      const then = next(read.owner);
+      if (then) start(then);
     };
     // extractPdf never rejects, but a worker that cannot even start must not keep its slot.
     extractPdf(bytes, limits, stop.signal).then(ended, () =>
@@ -163,7 +231,7 @@ export function createDocumentReader(options: DocumentReaderOptions = {}): Docum
   };
 
   /** The document's text at once (cached, too large, no room), or the read to wait for. */
-  const lookup = (dataUrl: string): DocumentText | Read => {
+  const lookup = (dataUrl: string, owner: string): DocumentText | Read => {
     const key = createHash('sha256').update(dataUrl).digest('hex');
     const hit = cache.get(key);
     if (hit) {
@@ -178,13 +246,14 @@ export function createDocumentReader(options: DocumentReaderOptions = {}): Docum
     }
     const { base64 } = splitDataUrl(dataUrl)!;
     if (base64Size(base64) > MAX_PDF_BYTES) return { kind: 'unreadable', reason: 'too-large' };
-    if (running >= concurrency && queue.length >= maxQueued) return BUSY;
+    if (running >= concurrency && queue.length >= maxQueued && !makeRoom(owner)) return BUSY;
     let finish!: (doc: DocumentText) => void;
     const done = new Promise<DocumentText>((resolve) => {
       finish = resolve;
     });
     const read: Read = {
       key,
+      owner,
       base64,
       users: 1,
       state: 'queued',
@@ -210,14 +279,14 @@ export function createDocumentReader(options: DocumentReaderOptions = {}): Docum
     get queued() {
       return queue.length;
     },
-    prepare(request, signal) {
+    prepare(request, signal, owner = '') {
       const urls = pdfDataUrls(request);
       if (urls.length === 0) return Promise.resolve(undefined);
       if (signal?.aborted) return Promise.reject(clientClosed());
       // The first REQUEST_MAX_PDFS distinct ones, in the request's order (the same ones on every
       // turn, cached or not); the others are not read at all.
       const first = urls.slice(0, REQUEST_MAX_PDFS);
-      const found = first.map(lookup);
+      const found = first.map((u) => lookup(u, owner));
       const lookupOf = (results: readonly DocumentText[]): DocumentLookup => {
         const byUrl = new Map<string, DocumentText>();
         first.forEach((u, i) => {

@@ -164,4 +164,42 @@ describe('document reader: a read belongs to its requests', () => {
     // Not cached: read when it comes again and there is room.
     expect((await r.prepare(requestOf(late)))?.(late)).toMatchObject({ kind: 'text', text: ['late'] });
   }, 60_000);
+  it("one key's reads cannot take every place: a full queue makes room for another key, whose read goes next", async () => {
+    const r = createDocumentReader({
+      concurrency: 1,
+      maxQueued: 2,
+      limits: { ...DEFAULT_PDF_LIMITS, timeoutMs: 30_000 },
+    });
+    const bomb = url(bombPdf(200));
+    const [a1, a2, b] = ['a1', 'a2', 'b'].map((t) => url(textPdf([t]))) as [string, string, string];
+    const stop = new AbortController();
+    const blocking = r.prepare(requestOf(bomb), stop.signal, 'hog');
+    await until(() => r.running === 1);
+    const order: string[] = [];
+    const hog = r.prepare(requestOf(a1, a2), undefined, 'hog').then((l) => {
+      order.push('hog');
+      return l;
+    });
+    await until(() => r.queued === 2);
+    // The queue is full of the hog's reads: the other key gets a place (the hog's newest read
+    // becomes the note), not a note of its own.
+    const other = r.prepare(requestOf(b), undefined, 'other').then((l) => {
+      order.push('other');
+      return l;
+    });
+    expect(r.queued).toBe(2);
+    stop.abort();
+    await expect(blocking).rejects.toMatchObject({ code: 'TP_ERR_CLIENT_CLOSED' });
+    expect((await other)?.(b)).toMatchObject({ kind: 'text', text: ['b'] });
+    const hogs = await hog;
+    expect(hogs?.(a1)).toMatchObject({ kind: 'text', text: ['a1'] });
+    expect(hogs?.(a2)).toEqual({ kind: 'unreadable', reason: 'busy' });
+    // The worker the hog's read left went to the other key first, not to the hog's next read.
+    expect(order).toEqual(['other', 'hog']);
+    // A key alone may still fill the queue (no note while nobody else waits).
+    const r2 = createDocumentReader({ concurrency: 1, maxQueued: 2 });
+    const [c1, c2, c3] = ['c1', 'c2', 'c3'].map((t) => url(textPdf([t]))) as [string, string, string];
+    const alone = await r2.prepare(requestOf(c1, c2, c3), undefined, 'alone');
+    expect([c1, c2, c3].map((u) => alone?.(u)?.kind)).toEqual(['text', 'text', 'text']);
+  }, 60_000);
 });

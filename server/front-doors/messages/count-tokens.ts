@@ -51,9 +51,8 @@ async function upstreamCount(
   request: FastifyRequest,
   route: ReturnType<typeof resolveRoute>,
   chat: ChatCompletionRequest,
+  controller: RequestAbort,
 ): Promise<number | undefined> {
-  const controller = new RequestAbort();
-  request.tpAbort = controller;
   for (const { form, body, extra } of tokenizeTries(chat.model, chat)) {
     try {
       const res = await route.client.request({
@@ -113,8 +112,15 @@ export function registerCountTokens(scope: FastifyInstance, state: AppState): vo
         state.memory.isActive(route.client.label, route.name),
         { hostedTools: { dropped, ...(refusal ? { refusal } : {}) } },
       );
+      // app.ts's close listener aborts it when the client goes away: the PDF reads only this
+      // request waited for stop (a worker terminated, a queued read gone), as the chat loop's do.
+      const controller = new RequestAbort();
+      request.tpAbort = controller;
       const reader = state.chatDeps.documents;
-      const documents = reader && route.settings.documents ? await reader.prepare(translated) : undefined;
+      const documents =
+        reader && route.settings.documents
+          ? await reader.prepare(translated, controller, key?.name)
+          : undefined;
       const phase = prepareRequest(
         activePolicies(state.policies, route.settings),
         translated,
@@ -123,7 +129,7 @@ export function registerCountTokens(scope: FastifyInstance, state: AppState): vo
       if (phase.error) throw phase.error;
       const chat = phase.request;
       request.tp = { model: route.name, upstream: route.client.label, stream: false, api: 'messages' };
-      const counted = await upstreamCount(request, route, chat);
+      const counted = await upstreamCount(request, route, chat, controller);
       reply.header('x-toolproof-token-count', counted === undefined ? 'estimate' : 'tokenize');
       return { input_tokens: counted ?? estimateTokens(chat) };
     },
