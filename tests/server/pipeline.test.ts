@@ -21,6 +21,7 @@ import {
 } from './scripted-upstream.js';
 import { strictWeatherTool as weather } from './stack.js';
 import { logCapture } from './test-utils.js';
+import { FallbackMemory } from '../../server/fallback-memory.js';
 
 const ask = {
   model: 'm',
@@ -29,7 +30,7 @@ const ask = {
 };
 
 /** The turns the upstream gives, attempt after attempt, and how it cuts its streams. */
-let turns: Array<Turn & { fail?: true; cut?: true }> = [];
+let turns: Array<Turn & { fail?: true; cut?: true; refuse?: true }> = [];
 let step = 3;
 let attempt = 0;
 let failWith: ScriptedReply | undefined;
@@ -38,6 +39,19 @@ function reply(body: Record<string, unknown>): ScriptedReply {
   if (failWith) return failWith;
   const turn = turns[Math.min(attempt++, turns.length - 1)] ?? {};
   if (turn.fail) return { json: { error: { message: 'CUDA out of memory' } }, status: 500 };
+  // vLLM with the xgrammar backend refusing a schema keyword (a policy's refusal: sent again
+  // without the keywords, before any byte reached the client).
+  if (turn.refuse)
+    return {
+      json: {
+        error: {
+          message: 'The provided JSON schema contains features not supported by xgrammar.',
+          type: 'BadRequestError',
+          code: 400,
+        },
+      },
+      status: 400,
+    };
   // The connection closed after the headers, before the end (a backend restarted mid-answer):
   // the stream after its role chunk, the whole body after its first bytes.
   if (turn.cut)
@@ -80,7 +94,33 @@ let requestSeq = 0;
 const harnessOf = async (reqId: string): Promise<unknown> => (await log.requestLine(reqId)).harness;
 afterAll(() => stack.close());
 
-async function both(script: Array<Turn & { cut?: true }>): Promise<{
+/** A second tool whose schema holds a keyword xgrammar refuses (a Pydantic set[str]). */
+const tagTool = {
+  type: 'function' as const,
+  function: {
+    name: 'tag_cities',
+    parameters: {
+      type: 'object',
+      properties: { cities: { type: 'array', items: { type: 'string' }, uniqueItems: true } },
+    },
+  },
+};
+
+/**
+ * Each request starts with nothing remembered of earlier refusals (a policy's, or tool_choice
+ * "required" rejected): both modes meet the same upstream.
+ */
+function forgetRefusals(): void {
+  const state = stack.app.toolproof as { memory: unknown };
+  const deps = stack.app.toolproof.chatDeps as { refusals: unknown; memory: unknown };
+  deps.refusals = new FallbackMemory();
+  state.memory = deps.memory = new FallbackMemory();
+}
+
+async function both(
+  script: Array<Turn & { cut?: true; refuse?: true }>,
+  asked: Omit<typeof ask, 'tools'> & { tools: object[] } = ask,
+): Promise<{
   streamed: Outcome;
   whole: Outcome;
   traces: { streamed: unknown; whole: unknown };
@@ -93,8 +133,9 @@ async function both(script: Array<Turn & { cut?: true }>): Promise<{
   const streamedId = `parity-${++requestSeq}`;
   const attempts: number[] = [];
   let whole: Outcome;
+  forgetRefusals();
   try {
-    const completion = await stack.client.chat.completions.create(ask, {
+    const completion = await stack.client.chat.completions.create(asked as typeof ask, {
       headers: { 'x-request-id': wholeId },
     });
     const msg = completion.choices[0]!.message;
@@ -112,11 +153,12 @@ async function both(script: Array<Turn & { cut?: true }>): Promise<{
   }
   attempts.push(attempt);
   attempt = 0;
+  forgetRefusals();
   const chunks: ChatCompletionChunk[] = [];
   let streamed: Outcome;
   try {
     const stream = await stack.client.chat.completions.create(
-      { ...ask, stream: true },
+      { ...(asked as typeof ask), stream: true },
       { headers: { 'x-request-id': streamedId } },
     );
     for await (const c of stream) chunks.push(c as unknown as ChatCompletionChunk);
@@ -137,7 +179,7 @@ const answer = (text: string) => ({ name: 'final_answer', arguments: JSON.string
 describe('streamed equals non-streamed, retries included', () => {
   const city = fc.constantFrom('Paris', 'Tōkyō', 'a "quoted" city', 'São Paulo\n');
   const text = fc.constantFrom('', 'Let me check. ', 'Sure:\n', 'prose claiming it ran the tool. ');
-  const turn: fc.Arbitrary<Turn & { cut?: true }> = fc.oneof(
+  const turn: fc.Arbitrary<Turn & { cut?: true; refuse?: true }> = fc.oneof(
     city.map((c) => ({ calls: [{ name: 'get_weather', arguments: JSON.stringify({ city: c }) }] })),
     fc.tuple(text, city).map(([t, c]) => ({
       content: t,
@@ -153,16 +195,20 @@ describe('streamed equals non-streamed, retries included', () => {
       calls: [answer(a), { name: 'get_forecast', arguments: '{}' }],
     })),
     fc.constant({ cut: true as const }),
+    fc.constant({ refuse: true as const }),
   );
 
-  it('property: any two attempts, cuts included, any chunking', async () => {
+  it('property: any two attempts, cuts and refusals included, any chunking', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(turn, { minLength: 1, maxLength: 2 }),
         fc.integer({ min: 1, max: 9 }),
         async (script, s) => {
           step = s;
-          const { streamed, whole, traces, attempts } = await both(script);
+          const { streamed, whole, traces, attempts } = await both(script, {
+            ...ask,
+            tools: [weather, tagTool],
+          });
           expect(streamed).toEqual(whole);
           expect(traces.streamed).toEqual(traces.whole);
           expect(attempts[1]).toBe(attempts[0]);
