@@ -171,7 +171,7 @@ function resendAfterCut(
   captureDecision(
     call,
     'resent-after-cut',
-    `the upstream's stream was cut before any of the answer reached the client (${report.error.message}): sent again`,
+    `the upstream's ${report.midStream ? 'stream' : 'answer body'} was cut before any of the answer reached the client (${report.error.message}): sent again`,
   );
   return true;
 }
