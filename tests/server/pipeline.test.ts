@@ -1,7 +1,8 @@
 /**
  * The attempt loop (server/chat/pipeline.ts) through the real server, against a scripted
  * upstream: streamed and non-streamed answers to the same upstream behaviour are identical,
- * retries and fallbacks included; retry outcomes are true; failures after the headers end the
+ * retries and fallbacks included, a cut answer sent again and a policy's refusal sent again too
+ * (the same upstream attempts, the same harness); retry outcomes are true; failures after the headers end the
  * stream with an error event; odd upstream responses are upstream faults, never crashes.
  */
 import fc from 'fast-check';
