@@ -58,7 +58,11 @@ export type AttemptReport =
       body?: unknown;
       midStream: boolean;
       usage?: Usage;
-      /** Mid-stream: no call and no answer text of this attempt reached the client (a role chunk may have). */
+      /**
+       * The answer's body failed after the upstream's headers (mid-stream, or a whole body's
+       * read) and no call or answer text of this attempt reached the client (a role chunk may
+       * have).
+       */
       untouched?: boolean;
     };
 

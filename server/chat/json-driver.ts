@@ -48,9 +48,11 @@ export class JsonDriver implements AttemptDriver {
       bytes = await readUpstreamBytes(opened.res, call.route.client.label);
     } catch (err) {
       // A body cut, stalled or too large is the upstream's fault; an abort stays an abort.
+      // Nothing of it reached the client: a cut is sent again as a stream's is (pipeline.ts
+      // resendAfterCut), so both modes answer the same upstream behaviour alike.
       if (err instanceof ToolproofError && !call.signal.aborted) {
         captureAttemptEnd(call, err);
-        return { kind: 'failed', error: err, midStream: false };
+        return { kind: 'failed', error: err, midStream: false, untouched: true };
       }
       throw err;
     }

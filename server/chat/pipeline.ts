@@ -153,22 +153,25 @@ async function runAttempts(
  * most the opening role chunk, so nothing goes out twice (the resent attempt continues the same
  * message). Relayed, the cut reached the client as an error event inside a 200 stream, which
  * chat clients (the AI SDK: opencode, Kilo) do not retry as they retry a 5xx: the run ended.
- * Only a cut: an error the upstream itself sent (an error event, a status) is its answer.
+ * Only a cut: an error the upstream itself sent (an error event, a status) is its answer. A whole
+ * body cut after its headers is sent again alike (json-driver.ts), so streamed and non-streamed
+ * answer the same upstream alike; a close before the headers is upstream.ts's to judge (replays).
  */
 function resendAfterCut(
   call: ChatCall,
   deps: ChatDeps,
   report: Extract<AttemptReport, { kind: 'failed' }>,
 ): boolean {
-  if (!report.midStream || report.untouched !== true || call.trace.resentAfterCut) return false;
+  if (report.untouched !== true || call.trace.resentAfterCut) return false;
   if (report.error.code !== 'TP_ERR_UPSTREAM_UNREACHABLE' || call.signal.aborted) return false;
   call.trace.resentAfterCut = true;
-  deps.metrics.upstreamErrors.labels(call.route.name, call.route.client.label, 'mid_stream').inc();
+  const kind = report.midStream ? 'mid_stream' : 'unreachable';
+  deps.metrics.upstreamErrors.labels(call.route.name, call.route.client.label, kind).inc();
   call.span?.event('toolproof.resent_after_cut', { 'toolproof.upstream': call.route.client.label });
   captureDecision(
     call,
     'resent-after-cut',
-    `the upstream's stream was cut before any of the answer reached the client (${report.error.message}): sent again`,
+    `the upstream's ${report.midStream ? 'stream' : 'answer body'} was cut before any of the answer reached the client (${report.error.message}): sent again`,
   );
   return true;
 }

@@ -29,7 +29,7 @@ export interface HarnessTrace {
   effects: PolicyEffect[];
   /** Content degraded before it went upstream, by kind (document-text, document-note, image-note, tool-result-cut). */
   degraded: Record<string, number>;
-  /** The upstream's stream was cut before any of the answer reached the client: sent again once. */
+  /** The upstream's stream (or whole body) was cut before any of the answer reached the client: sent again once. */
   resentAfterCut?: boolean;
   /** What the upstream refused of the request, sent again rewritten (Policy.refusal's decisions). */
   refused?: string[];

@@ -73,7 +73,10 @@ export function soup(
 /** Every registered parser whose index is `part` modulo `of`: output length x1 vs x4. */
 export function parserRows(part: number, of: number): void {
   const FIXTURES = new Map(loadFixtures().map((f) => [f.file, f.cases]));
+  // With the delimiters of quoted text (inline code, fences, `>` lines, HTML comments): every
+  // parser's engine tracks them on every push (parsers/engine/quoted-text.ts).
   const PROSE = ['Sure, ', 'the answer is ', '42', '\n', ' ', '{', '"', ':', '<', '[', '(', 'done.'];
+  const QUOTES = ['`', '```\n', '\n> ', '<!--', '-->'];
 
   describe('every registered parser: output length x1 vs x4', () => {
     PARSERS.forEach((p, k) => {
@@ -85,7 +88,7 @@ export function parserRows(part: number, of: number): void {
         if (tools.size === 0) tools.set('get_weather', { name: 'get_weather' });
         const texts = cases.map((c) => c.text);
         const markers = p.spec.markers;
-        const units = [...texts, ...markers, ...PROSE, ...tools.keys()];
+        const units = [...texts, ...markers, ...PROSE, ...QUOTES, ...tools.keys()];
         budget(
           `parser ${p.name}`,
           (size, rnd) => soup(rnd, size, units),

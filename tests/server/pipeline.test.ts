@@ -1,7 +1,8 @@
 /**
  * The attempt loop (server/chat/pipeline.ts) through the real server, against a scripted
  * upstream: streamed and non-streamed answers to the same upstream behaviour are identical,
- * retries and fallbacks included; retry outcomes are true; failures after the headers end the
+ * retries and fallbacks included, a cut answer sent again and a policy's refusal sent again too
+ * (the same upstream attempts, the same harness); retry outcomes are true; failures after the headers end the
  * stream with an error event; odd upstream responses are upstream faults, never crashes.
  */
 import fc from 'fast-check';
@@ -21,6 +22,7 @@ import {
 } from './scripted-upstream.js';
 import { strictWeatherTool as weather } from './stack.js';
 import { logCapture } from './test-utils.js';
+import { FallbackMemory } from '../../server/fallback-memory.js';
 
 const ask = {
   model: 'm',
@@ -29,7 +31,7 @@ const ask = {
 };
 
 /** The turns the upstream gives, attempt after attempt, and how it cuts its streams. */
-let turns: Array<Turn & { fail?: true }> = [];
+let turns: Array<Turn & { fail?: true; cut?: true; refuse?: true }> = [];
 let step = 3;
 let attempt = 0;
 let failWith: ScriptedReply | undefined;
@@ -38,6 +40,29 @@ function reply(body: Record<string, unknown>): ScriptedReply {
   if (failWith) return failWith;
   const turn = turns[Math.min(attempt++, turns.length - 1)] ?? {};
   if (turn.fail) return { json: { error: { message: 'CUDA out of memory' } }, status: 500 };
+  // vLLM with the xgrammar backend refusing a schema keyword (a policy's refusal: sent again
+  // without the keywords, before any byte reached the client).
+  if (turn.refuse)
+    return {
+      json: {
+        error: {
+          message: 'The provided JSON schema contains features not supported by xgrammar.',
+          type: 'BadRequestError',
+          code: 400,
+        },
+      },
+      status: 400,
+    };
+  // The connection closed after the headers, before the end (a backend restarted mid-answer):
+  // the stream after its role chunk, the whole body after its first bytes.
+  if (turn.cut)
+    return body.stream === true
+      ? {
+          raw: `data: ${JSON.stringify(turnChunks({}, step)[0])}\n\n`,
+          contentType: 'text/event-stream',
+          destroyAfter: true,
+        }
+      : { raw: '{"id":"chatcmpl-scripted","choices":[{"index":0,"mess', destroyAfter: true };
   if (body.stream !== true) return { json: turnCompletion(turn) };
   // As vLLM does: a usage chunk (no choices) when the request asks for it.
   const usage = (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage
@@ -70,45 +95,92 @@ let requestSeq = 0;
 const harnessOf = async (reqId: string): Promise<unknown> => (await log.requestLine(reqId)).harness;
 afterAll(() => stack.close());
 
-async function both(script: Turn[]): Promise<{
-  streamed: ReturnType<typeof assemble>;
-  whole: ReturnType<typeof assemble>;
+/** A second tool whose schema holds a keyword xgrammar refuses (a Pydantic set[str]). */
+const tagTool = {
+  type: 'function' as const,
+  function: {
+    name: 'tag_cities',
+    parameters: {
+      type: 'object',
+      properties: { cities: { type: 'array', items: { type: 'string' }, uniqueItems: true } },
+    },
+  },
+};
+
+/**
+ * Each request starts with nothing remembered of earlier refusals (a policy's, or tool_choice
+ * "required" rejected): both modes meet the same upstream.
+ */
+function forgetRefusals(): void {
+  const state = stack.app.toolproof as { memory: unknown };
+  const deps = stack.app.toolproof.chatDeps as { refusals: unknown; memory: unknown };
+  deps.refusals = new FallbackMemory();
+  state.memory = deps.memory = new FallbackMemory();
+}
+
+async function both(
+  script: Array<Turn & { cut?: true; refuse?: true }>,
+  asked: Omit<typeof ask, 'tools'> & { tools: object[] } = ask,
+): Promise<{
+  streamed: Outcome;
+  whole: Outcome;
   traces: { streamed: unknown; whole: unknown };
+  /** How many upstream attempts each mode made: [whole, streamed]. */
+  attempts: number[];
 }> {
   turns = script;
   attempt = 0;
   const wholeId = `parity-${++requestSeq}`;
   const streamedId = `parity-${++requestSeq}`;
-  const completion = await stack.client.chat.completions.create(ask, {
-    headers: { 'x-request-id': wholeId },
-  });
-  const msg = completion.choices[0]!.message;
-  const whole = {
-    content: msg.content && msg.content.length > 0 ? msg.content : null,
-    calls: (msg.tool_calls ?? []).map((c) => ({
-      id: c.id,
-      name: (c as { function: { name: string } }).function.name,
-      arguments: (c as { function: { arguments: string } }).function.arguments,
-    })),
-    finish: completion.choices[0]!.finish_reason,
-  };
+  const attempts: number[] = [];
+  let whole: Outcome;
+  forgetRefusals();
+  try {
+    const completion = await stack.client.chat.completions.create(asked as typeof ask, {
+      headers: { 'x-request-id': wholeId },
+    });
+    const msg = completion.choices[0]!.message;
+    whole = {
+      content: msg.content && msg.content.length > 0 ? msg.content : null,
+      calls: (msg.tool_calls ?? []).map((c) => ({
+        id: c.id,
+        name: (c as { function: { name: string } }).function.name,
+        arguments: (c as { function: { arguments: string } }).function.arguments,
+      })),
+      finish: completion.choices[0]!.finish_reason,
+    };
+  } catch (err) {
+    whole = { error: (err as { code?: string }).code ?? String(err) };
+  }
+  attempts.push(attempt);
   attempt = 0;
+  forgetRefusals();
   const chunks: ChatCompletionChunk[] = [];
-  const stream = await stack.client.chat.completions.create(
-    { ...ask, stream: true },
-    { headers: { 'x-request-id': streamedId } },
-  );
-  for await (const c of stream) chunks.push(c as unknown as ChatCompletionChunk);
+  let streamed: Outcome;
+  try {
+    const stream = await stack.client.chat.completions.create(
+      { ...(asked as typeof ask), stream: true },
+      { headers: { 'x-request-id': streamedId } },
+    );
+    for await (const c of stream) chunks.push(c as unknown as ChatCompletionChunk);
+    streamed = assemble(chunks);
+  } catch (err) {
+    streamed = { error: (err as { code?: string }).code ?? String(err) };
+  }
+  attempts.push(attempt);
   const traces = { streamed: await harnessOf(streamedId), whole: await harnessOf(wholeId) };
-  return { streamed: assemble(chunks), whole, traces };
+  return { streamed, whole, traces, attempts };
 }
+
+/** What the client got: the answer, or the error's code. */
+type Outcome = ReturnType<typeof assemble> | { error: string };
 
 const answer = (text: string) => ({ name: 'final_answer', arguments: JSON.stringify({ answer: text }) });
 
 describe('streamed equals non-streamed, retries included', () => {
   const city = fc.constantFrom('Paris', 'Tōkyō', 'a "quoted" city', 'São Paulo\n');
   const text = fc.constantFrom('', 'Let me check. ', 'Sure:\n', 'prose claiming it ran the tool. ');
-  const turn: fc.Arbitrary<Turn> = fc.oneof(
+  const turn: fc.Arbitrary<Turn & { cut?: true; refuse?: true }> = fc.oneof(
     city.map((c) => ({ calls: [{ name: 'get_weather', arguments: JSON.stringify({ city: c }) }] })),
     fc.tuple(text, city).map(([t, c]) => ({
       content: t,
@@ -123,18 +195,24 @@ describe('streamed equals non-streamed, retries included', () => {
     fc.constantFrom('Done.').map((a) => ({
       calls: [answer(a), { name: 'get_forecast', arguments: '{}' }],
     })),
+    fc.constant({ cut: true as const }),
+    fc.constant({ refuse: true as const }),
   );
 
-  it('property: any two attempts, any chunking', async () => {
+  it('property: any two attempts, cuts and refusals included, any chunking', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(turn, { minLength: 1, maxLength: 2 }),
         fc.integer({ min: 1, max: 9 }),
         async (script, s) => {
           step = s;
-          const { streamed, whole, traces } = await both(script);
+          const { streamed, whole, traces, attempts } = await both(script, {
+            ...ask,
+            tools: [weather, tagTool],
+          });
           expect(streamed).toEqual(whole);
           expect(traces.streamed).toEqual(traces.whole);
+          expect(attempts[1]).toBe(attempts[0]);
         },
       ),
       { numRuns: 40, seed: 7 },
@@ -148,8 +226,7 @@ describe('streamed equals non-streamed, retries included', () => {
       { calls: [{ name: 'get_weather', arguments: '{"city":"Paris"}' }] },
     ]);
     expect(streamed).toEqual(whole);
-    expect(streamed.content).toBeNull();
-    expect(streamed.calls.map((c) => c.name)).toEqual(['get_weather']);
+    expect(streamed).toMatchObject({ content: null, calls: [{ name: 'get_weather' }] });
   });
 });
 
@@ -214,7 +291,7 @@ describe('re-asks of leaked call text toolproof could not read are counted (issu
       { calls: [{ name: 'get_weather', arguments: '{"city":"Paris"}' }] },
     ]);
     expect(streamed).toEqual(whole);
-    expect(whole.calls.map((c) => c.name)).toEqual(['get_weather']);
+    expect(whole).toMatchObject({ calls: [{ name: 'get_weather' }] });
     const after = await reasks();
     expect((after['hermes/unreadable'] ?? 0) - (before['hermes/unreadable'] ?? 0)).toBe(2);
   });

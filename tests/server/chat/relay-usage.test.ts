@@ -16,6 +16,7 @@ import { closeApp } from '../stack.js';
 
 const LIMITED = 'sk-limited-000000001';
 const OPEN = 'sk-open-0000000000002';
+const ROOMY = 'sk-roomy-000000000003';
 
 interface Running {
   sim: Simulator;
@@ -32,6 +33,7 @@ async function start(personality: 'vllm' | 'llama-server'): Promise<Running> {
       keys: [
         { name: 'limited', key: LIMITED, tokensPerMinute: 30 },
         { name: 'open', key: OPEN },
+        { name: 'roomy', key: ROOMY, tokensPerMinute: 1_000_000 },
       ],
     },
   );
@@ -123,6 +125,25 @@ describe.each(['vllm', 'llama-server'] as const)('%s: a streamed pass-through', 
     expect(same(got)).toBe(same(await direct(r, 'tell me', true)));
     expect(got.match(/"usage"/g)).toHaveLength(1);
     expect(got.endsWith('data: [DONE]\n\n')).toBe(true);
+  });
+
+  it("streamed or not, the same answer counts the same tokens against its key's limit", async () => {
+    const question = `count me: ${'word '.repeat(20)}`;
+    const counted = async (stream: boolean): Promise<number> => {
+      const before = await tokens(r, 'roomy');
+      const res = await fetch(`${r.origin}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${ROOMY}` },
+        body: JSON.stringify({ model: 'm', stream, messages: [{ role: 'user', content: question }] }),
+      });
+      expect(res.status).toBe(200);
+      await res.text();
+      await settle();
+      return (await tokens(r, 'roomy')) - before;
+    };
+    const whole = await counted(false);
+    expect(whole).toBeGreaterThan(0);
+    expect(await counted(true)).toBe(whole);
   });
 
   it('a key without a token limit leaves the request as the client sent it', async () => {
