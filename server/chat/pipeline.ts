@@ -164,7 +164,10 @@ function resendAfterCut(
   if (report.error.code !== 'TP_ERR_UPSTREAM_UNREACHABLE' || call.signal.aborted) return false;
   call.trace.resentAfterCut = true;
   deps.metrics.upstreamErrors.labels(call.route.name, call.route.client.label, 'mid_stream').inc();
-  call.span?.event('toolproof.resent_after_cut', { 'toolproof.upstream': call.route.client.label });
+  call.span?.event('toolproof.resent_after_cut', {
+    'toolproof.attempt': call.trace.attempts,
+    'toolproof.upstream': call.route.client.label,
+  });
   captureDecision(
     call,
     'resent-after-cut',
