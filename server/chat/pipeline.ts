@@ -75,7 +75,7 @@ async function runAttempts(
 ): Promise<ChatResult | undefined> {
   // Documents are read first, off the event loop (a PDF may take seconds): the policies are pure.
   if (deps.documents && call.route.settings.documents)
-    call.documents = await deps.documents.prepare(call.original, call.signal);
+    call.documents = await readDocuments(call, deps.documents);
   let request = prepareCallRequest(call, deps);
   const passthrough = isPassthrough(call, request);
   let usage: Usage | undefined;
@@ -145,6 +145,24 @@ async function runAttempts(
     // A retry whose attempt never finished (upstream error, mid-stream failure, client gone).
     settleRetry(call, deps, call.signal.aborted ? 'aborted' : 'failed');
   }
+}
+
+/**
+ * The request's PDFs, read. A client that leaves while they are read stops the reads only it
+ * waited for, and its record says why it has no attempt (said at once: the record and the log
+ * line are written as the response closes, before the rejection reaches here).
+ */
+function readDocuments(
+  call: ChatCall,
+  reader: NonNullable<ChatDeps['documents']>,
+): Promise<ChatCall['documents']> {
+  return reader.prepare(call.original, call.signal, () =>
+    captureDecision(
+      call,
+      'documents-stopped',
+      'the client left while its documents were being read: the reads stopped, nothing went upstream',
+    ),
+  );
 }
 
 /**

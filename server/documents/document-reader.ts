@@ -58,9 +58,14 @@ export interface DocumentReader {
   /**
    * The lookup for this request's PDFs, once each is read (or known unreadable); undefined when it
    * has none. `signal`: the request's; when it aborts, this rejects (TP_ERR_CLIENT_CLOSED) and
-   * the reads only it waited for stop.
+   * the reads only it waited for stop. `onLeft`: called then, at once (before the response's
+   * record and log line are written), so that they can say why the request never went upstream.
    */
-  prepare(request: ChatCompletionRequest, signal?: AbortLike): Promise<DocumentLookup | undefined>;
+  prepare(
+    request: ChatCompletionRequest,
+    signal?: AbortLike,
+    onLeft?: () => void,
+  ): Promise<DocumentLookup | undefined>;
   /** Documents actually read (cache misses), for tests and the bench. */
   readonly reads: number;
   /** Documents being read now, and waiting for a reader (tests). */
@@ -210,7 +215,7 @@ export function createDocumentReader(options: DocumentReaderOptions = {}): Docum
     get queued() {
       return queue.length;
     },
-    prepare(request, signal) {
+    prepare(request, signal, onLeft) {
       const urls = pdfDataUrls(request);
       if (urls.length === 0) return Promise.resolve(undefined);
       if (signal?.aborted) return Promise.reject(clientClosed());
@@ -234,6 +239,7 @@ export function createDocumentReader(options: DocumentReaderOptions = {}): Docum
           ? listenAbort(signal, () => {
               left = true;
               for (const read of waiting) leave(read);
+              onLeft?.();
               reject(clientClosed());
             })
           : undefined;
