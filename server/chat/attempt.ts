@@ -203,7 +203,7 @@ export async function openUpstream(
         'http.response.status_code': res.status,
         'toolproof.tool_choice': 'auto',
       });
-      captureAttemptEnd(call);
+      captureAttemptEnd(call, fromUpstreamError(res.status, body, call.route.client.label, res.headers));
       captureDecision(
         call,
         'fallback',

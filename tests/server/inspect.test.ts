@@ -175,6 +175,26 @@ describe('the capture behind /inspect/api', () => {
     expect(line('toolproof_tool_choice_fallbacks_total')).toEqual([]);
   });
 
+  it('a backend rejecting "required": the rejected attempt keeps its error, the fallback decision, the attempt sent with "auto"', async () => {
+    stack = await startStack({ sim: { scenario: 'prose', rejectRequired: true } });
+    const res = await stack.client.chat.completions
+      .create({ model: 'sim', messages: user, tools })
+      .withResponse();
+    const view = (await getJson(stack, `/inspect/api/requests/${res.response.headers.get('x-request-id')}`))
+      .body as {
+      record: {
+        decisions: Array<{ kind: string }>;
+        upstreamAttempts: Array<{ status: number; error?: { status: number }; request: { text: string } }>;
+      };
+    };
+    const [rejected, sent] = view.record.upstreamAttempts;
+    expect(rejected!.status).toBe(400);
+    expect(rejected!.error).toMatchObject({ status: 400 });
+    expect(JSON.parse(sent!.request.text).tool_choice).toBe('auto');
+    expect(sent!.error).toBeUndefined();
+    expect(view.record.decisions.map((d) => d.kind)).toContain('fallback');
+  });
+
   it('groups the turns of one conversation into a session, with the cached ratio and the prefix kept', async () => {
     stack = await startStack({ sim: { personality: 'llama-server' } });
     const session = { 'x-claude-code-session-id': 'agent-session-1' };
