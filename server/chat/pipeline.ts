@@ -9,7 +9,9 @@
  */
 import { noteDiscarded } from './prompt-cache.js';
 import { captureDecision, captureRetry } from '../capture/recorder.js';
+import type { DocumentLookup } from '../../protocol/document-text.js';
 import { ToolproofError } from '../../protocol/errors.js';
+import type { DocumentReader } from '../documents/document-reader.js';
 import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
 import { openUpstream } from './attempt.js';
 import {
@@ -152,10 +154,7 @@ async function runAttempts(
  * waited for, and its record says why it has no attempt (said at once: the record and the log
  * line are written as the response closes, before the rejection reaches here).
  */
-function readDocuments(
-  call: ChatCall,
-  reader: NonNullable<ChatDeps['documents']>,
-): Promise<ChatCall['documents']> {
+function readDocuments(call: ChatCall, reader: DocumentReader): Promise<DocumentLookup | undefined> {
   return reader.prepare(call.original, call.signal, () =>
     captureDecision(
       call,
