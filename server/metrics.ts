@@ -139,6 +139,12 @@ const METRICS = {
     help: 'Requests retried with tool_choice "auto" after the upstream rejected "required".',
     labels: 'upstream model',
   },
+  upstreamRefusals: {
+    type: 'counter',
+    name: 'toolproof_upstream_refusals_total',
+    help: 'Requests sent again rewritten because the upstream refused something its model cannot take, by decision: vision-refused (images, sent again as notes), schema-keywords-refused (guided-decoding schema keywords, left out). The refused attempt is in upstream_errors too.',
+    labels: 'upstream model decision',
+  },
   toolChoiceFallbackActive: {
     type: 'gauge',
     name: 'toolproof_tool_choice_fallback_active',

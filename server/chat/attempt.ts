@@ -190,7 +190,7 @@ export async function openUpstream(
       .labels(call.route.name, call.route.client.label, res.status >= 500 ? 'status_5xx' : 'status_4xx')
       .inc();
     // Before the tool_choice fallback: a forced request keeps "required", only what was refused goes.
-    const rewritten = routeAroundRefusal(call, deps, res.status, body, current);
+    const rewritten = routeAroundRefusal(call, deps, res, body, current);
     if (rewritten) {
       current = rewritten;
       continue;
@@ -203,7 +203,7 @@ export async function openUpstream(
         'http.response.status_code': res.status,
         'toolproof.tool_choice': 'auto',
       });
-      captureAttemptEnd(call);
+      captureAttemptEnd(call, fromUpstreamError(res.status, body, call.route.client.label, res.headers));
       captureDecision(
         call,
         'fallback',
@@ -246,10 +246,11 @@ export async function openUpstream(
 function routeAroundRefusal(
   call: ChatCall,
   deps: ChatDeps,
-  status: number,
+  res: UpstreamResponse,
   body: unknown,
   sent: ChatCompletionRequest,
 ): ChatCompletionRequest | undefined {
+  const status = res.status;
   for (const policy of call.policies) {
     const refusal = policy.refusal;
     if (refusal === undefined || call.refusedNow.has(refusal.fact)) continue;
@@ -260,12 +261,16 @@ function routeAroundRefusal(
     if (phase.error || !fresh.some((e) => e.policy === policy.name)) continue;
     rememberRefusal(deps.refusals, call.route, call.original.model, refusal.fact);
     (call.trace.refused ??= []).push(refusal.decision);
+    deps.metrics.upstreamRefusals.labels(call.route.client.label, call.route.name, refusal.decision).inc();
     call.span?.event(`toolproof.${refusal.decision.replaceAll('-', '_')}`, {
+      'toolproof.policy': policy.name,
+      'toolproof.attempt': call.trace.attempts,
       'toolproof.upstream': call.route.client.label,
       'http.response.status_code': status,
     });
-    captureAttemptEnd(call);
-    captureDecision(call, refusal.decision, refusal.describe(status));
+    // The refused attempt keeps the upstream's error, as a relayed one would (the inspector shows it).
+    captureAttemptEnd(call, fromUpstreamError(status, body, call.route.client.label, res.headers));
+    captureDecision(call, refusal.decision, refusal.describe(status), undefined, policy.name);
     recordPolicyEffects(call, deps, fresh);
     call.setPhase(phase);
     return phase.request;

@@ -9,7 +9,9 @@
  */
 import { noteDiscarded } from './prompt-cache.js';
 import { captureDecision, captureRetry } from '../capture/recorder.js';
+import type { DocumentLookup } from '../../protocol/document-text.js';
 import { ToolproofError } from '../../protocol/errors.js';
+import type { DocumentReader } from '../documents/document-reader.js';
 import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
 import { openUpstream } from './attempt.js';
 import {
@@ -75,7 +77,7 @@ async function runAttempts(
 ): Promise<ChatResult | undefined> {
   // Documents are read first, off the event loop (a PDF may take seconds): the policies are pure.
   if (deps.documents && call.route.settings.documents)
-    call.documents = await deps.documents.prepare(call.original, call.signal, call.trace.key);
+    call.documents = await readDocuments(call, deps.documents);
   let request = prepareCallRequest(call, deps);
   const passthrough = isPassthrough(call, request);
   let usage: Usage | undefined;
@@ -148,6 +150,21 @@ async function runAttempts(
 }
 
 /**
+ * The request's PDFs, read. A client that leaves while they are read stops the reads only it
+ * waited for, and its record says why it has no attempt (said at once: the record and the log
+ * line are written as the response closes, before the rejection reaches here).
+ */
+function readDocuments(call: ChatCall, reader: DocumentReader): Promise<DocumentLookup | undefined> {
+  return reader.prepare(call.original, call.signal, call.trace.key, () =>
+    captureDecision(
+      call,
+      'documents-stopped',
+      'the client left while its documents were being read: the reads stopped, nothing went upstream',
+    ),
+  );
+}
+
+/**
  * A stream the upstream cut (a connection reset, a backend restarted mid-answer) before any call
  * or answer text of it reached the client is sent again, once per request: the client has seen at
  * most the opening role chunk, so nothing goes out twice (the resent attempt continues the same
@@ -167,7 +184,10 @@ function resendAfterCut(
   call.trace.resentAfterCut = true;
   const kind = report.midStream ? 'mid_stream' : 'unreachable';
   deps.metrics.upstreamErrors.labels(call.route.name, call.route.client.label, kind).inc();
-  call.span?.event('toolproof.resent_after_cut', { 'toolproof.upstream': call.route.client.label });
+  call.span?.event('toolproof.resent_after_cut', {
+    'toolproof.attempt': call.trace.attempts,
+    'toolproof.upstream': call.route.client.label,
+  });
   captureDecision(
     call,
     'resent-after-cut',

@@ -64,13 +64,15 @@ export interface DocumentReader {
   /**
    * The lookup for this request's PDFs, once each is read (or known unreadable); undefined when it
    * has none. `signal`: the request's; when it aborts, this rejects (TP_ERR_CLIENT_CLOSED) and
-   * the reads only it waited for stop.
+   * the reads only it waited for stop. `onLeft`: called then, at once (before the response's
+   * record and log line are written), so that they can say why the request never went upstream.
    */
   prepare(
     request: ChatCompletionRequest,
     signal?: AbortLike,
     /** Whose request it is (its key's name): the queue is shared fairly between owners. */
     owner?: string,
+    onLeft?: () => void,
   ): Promise<DocumentLookup | undefined>;
   /** Documents actually read (cache misses), for tests and the bench. */
   readonly reads: number;
@@ -279,7 +281,7 @@ export function createDocumentReader(options: DocumentReaderOptions = {}): Docum
     get queued() {
       return queue.length;
     },
-    prepare(request, signal, owner = '') {
+    prepare(request, signal, owner = '', onLeft) {
       const urls = pdfDataUrls(request);
       if (urls.length === 0) return Promise.resolve(undefined);
       if (signal?.aborted) return Promise.reject(clientClosed());
@@ -303,6 +305,7 @@ export function createDocumentReader(options: DocumentReaderOptions = {}): Docum
           ? listenAbort(signal, () => {
               left = true;
               for (const read of waiting) leave(read);
+              onLeft?.();
               reject(clientClosed());
             })
           : undefined;

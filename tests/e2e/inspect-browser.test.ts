@@ -234,6 +234,42 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
     await page.screenshot({ path: join(ARTIFACTS, 'failed.png'), fullPage: true });
   });
 
+  it('an image the backend refused: the refused attempt with its error, the decision, the attempt sent again with the note', async () => {
+    // A text-only backend of its own (the simulator's vision is per process).
+    const blind = await startStack({ sim: { personality: 'llama-server', vision: false } });
+    try {
+      const png = Buffer.alloc(300).toString('base64');
+      const res = await blind.client.chat.completions
+        .create({
+          model: 'sim',
+          messages: [
+            {
+              role: 'user',
+              content: [
+                { type: 'text', text: 'What is this?' },
+                { type: 'image_url', image_url: { url: `data:image/png;base64,${png}` } },
+              ],
+            },
+          ],
+        })
+        .withResponse();
+      await page.goto(`${blind.origin}/inspect#/r/${res.response.headers.get('x-request-id')}`);
+      const err = page.locator('section.attempt[data-attempt="1"] .attempt-error');
+      await err.waitFor();
+      expect(await err.textContent()).toContain('image input is not supported');
+      expect(await page.locator('section.attempt[data-attempt="2"] .attempt-error').count()).toBe(0);
+      const decisions = await page.locator('#decisions').textContent();
+      expect(decisions).toContain('vision-refused');
+      expect(decisions).toContain('sent again with a note');
+      expect(
+        (await page.locator('section.attempt[data-attempt="2"] .diff .add').allTextContents()).join('\n'),
+      ).toContain('[image omitted: image/png, 300 B');
+      await page.screenshot({ path: join(ARTIFACTS, 'vision-refused.png'), fullPage: true });
+    } finally {
+      await blind.close();
+    }
+  });
+
   it('HTML and script in model output stay text', async () => {
     await page.goto(`${stack.origin}/inspect#/r/${ids.hostile}`);
     const text = page.locator('#client-received pre.text');

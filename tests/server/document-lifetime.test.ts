@@ -27,7 +27,7 @@ describe('a client that leaves while its PDF is read', () => {
     const gone = new AbortController();
     const sent = fetch(`${pair.proxy.origin}/v1/chat/completions`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', 'x-request-id': 'left-while-read' },
       body: JSON.stringify({
         model: 'm1',
         messages: [
@@ -45,5 +45,20 @@ describe('a client that leaves while its PDF is read', () => {
     expect(performance.now() - t0).toBeLessThan(5_000);
     await new Promise((r) => setTimeout(r, 50));
     expect(pair.upstream.requests).toHaveLength(0);
+    // The inspector says why the request has no attempt.
+    const view = (await (
+      await fetch(`${pair.proxy.origin}/inspect/api/requests/left-while-read`)
+    ).json()) as {
+      record: {
+        status: unknown;
+        outcome: string;
+        upstreamAttempts: unknown[];
+        decisions: Array<{ kind: string; reason: string }>;
+      };
+    };
+    expect(view.record).toMatchObject({ status: 'aborted', outcome: 'failed', upstreamAttempts: [] });
+    expect(view.record.decisions).toEqual([
+      expect.objectContaining({ kind: 'documents-stopped', reason: expect.stringContaining('client left') }),
+    ]);
   }, 30_000);
 });

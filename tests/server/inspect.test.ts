@@ -111,6 +111,90 @@ describe('the capture behind /inspect/api', () => {
     expect((await getJson(stack, '/inspect/api/requests?outcome=bogus')).status).toBe(400);
   });
 
+  it('an upstream refusal sent again rewritten: the refused attempt with its error, the decision, the counters once', async () => {
+    stack = await startStack({ sim: { personality: 'vllm', scenario: 'demo', vision: false } });
+    const png = Buffer.alloc(300).toString('base64');
+    const res = await stack.client.chat.completions
+      .create({
+        model: 'sim',
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'What is this?' },
+              { type: 'image_url', image_url: { url: `data:image/png;base64,${png}` } },
+            ],
+          },
+        ],
+      })
+      .withResponse();
+    const id = res.response.headers.get('x-request-id')!;
+    const view = (await getJson(stack, `/inspect/api/requests/${id}`)).body as {
+      record: {
+        outcome: string;
+        decisions: Array<{ kind: string; reason: string; policy?: string; attempt: number }>;
+        upstreamAttempts: Array<{
+          status: number;
+          error?: { code: string; status: number; message: string };
+          request: { text: string };
+        }>;
+        harness: { attempts: number; refused?: string[]; degraded?: Record<string, number> };
+      };
+    };
+    const [refused, resent] = view.record.upstreamAttempts;
+    expect(refused!.status).toBe(400);
+    expect(refused!.request.text).toContain(png.slice(0, 40));
+    // The refused attempt says why, as a relayed one would.
+    expect(refused!.error).toMatchObject({ code: 'TP_ERR_UPSTREAM_ERROR', status: 400 });
+    expect(refused!.error!.message).toContain('not a multimodal model');
+    expect(resent!.status).toBe(200);
+    expect(resent!.error).toBeUndefined();
+    expect(resent!.request.text).toContain('[image omitted: image/png, 300 B');
+    expect(resent!.request.text).not.toContain(png.slice(0, 40));
+    const decision = view.record.decisions.find((d) => d.kind === 'vision-refused');
+    expect(decision).toMatchObject({ policy: 'images', attempt: 1 });
+    expect(decision!.reason).toMatch(/refused the images.*sent again/);
+    expect(view.record.outcome).toBe('clean');
+    expect(view.record.harness).toMatchObject({
+      attempts: 2,
+      refused: ['vision-refused'],
+      degraded: { 'image-note': 1 },
+    });
+    const metrics = await (await fetch(`${stack.origin}/metrics`)).text();
+    const line = (name: string) => metrics.split('\n').filter((l) => l.startsWith(name));
+    expect(line('toolproof_upstream_refusals_total')).toEqual([
+      expect.stringMatching(/\{upstream="[^"]+",model="sim",decision="vision-refused"\} 1$/),
+    ]);
+    expect(line('toolproof_upstream_errors_total')).toEqual([
+      expect.stringMatching(/kind="status_4xx"\} 1$/),
+    ]);
+    expect(line('toolproof_degraded_content_total')).toEqual([
+      expect.stringMatching(/kind="image-note"\} 1$/),
+    ]);
+    expect(line('toolproof_retries_total')).toEqual([]);
+    expect(line('toolproof_tool_choice_fallbacks_total')).toEqual([]);
+  });
+
+  it('a backend rejecting "required": the rejected attempt keeps its error, the fallback decision, the attempt sent with "auto"', async () => {
+    stack = await startStack({ sim: { scenario: 'prose', rejectRequired: true } });
+    const res = await stack.client.chat.completions
+      .create({ model: 'sim', messages: user, tools })
+      .withResponse();
+    const view = (await getJson(stack, `/inspect/api/requests/${res.response.headers.get('x-request-id')}`))
+      .body as {
+      record: {
+        decisions: Array<{ kind: string }>;
+        upstreamAttempts: Array<{ status: number; error?: { status: number }; request: { text: string } }>;
+      };
+    };
+    const [rejected, sent] = view.record.upstreamAttempts;
+    expect(rejected!.status).toBe(400);
+    expect(rejected!.error).toMatchObject({ status: 400 });
+    expect(JSON.parse(sent!.request.text).tool_choice).toBe('auto');
+    expect(sent!.error).toBeUndefined();
+    expect(view.record.decisions.map((d) => d.kind)).toContain('fallback');
+  });
+
   it('groups the turns of one conversation into a session, with the cached ratio and the prefix kept', async () => {
     stack = await startStack({ sim: { personality: 'llama-server' } });
     const session = { 'x-claude-code-session-id': 'agent-session-1' };

@@ -167,6 +167,76 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     expect(sent).toEqual([`00-${TRACE_ID}-${first!.spanId}-01`, `00-${TRACE_ID}-${second!.spanId}-01`]);
   });
 
+  it('a schema keyword the upstream refused: the failed attempt, the event with its policy, the rewritten attempt', async () => {
+    receiver = await otlpReceiver();
+    stack = await startStack({
+      sim: { personality: 'vllm', scenario: 'tools', guidedBackend: 'xgrammar' },
+      env: otelEnv(receiver),
+    });
+    const tool = {
+      type: 'function',
+      function: {
+        name: 'tag_file',
+        parameters: {
+          type: 'object',
+          properties: { tags: { type: 'array', items: { type: 'string' }, uniqueItems: true } },
+        },
+      },
+    };
+    const res = await post(
+      stack,
+      {
+        model: 'sim',
+        messages: [{ role: 'user', content: 'tag it' }],
+        tools: [tool],
+        tool_choice: 'required',
+      },
+      { 'x-sim-scenario': JSON.stringify({ call: [{ name: 'tag_file', arguments: { tags: ['a'] } }] }) },
+    );
+    expect(res.status).toBe(200);
+    await res.text();
+    const server = await serverSpan(stack, receiver);
+    const event = server.events.find((e) => e.name === 'toolproof.schema_keywords_refused');
+    expect(event?.attributes).toMatchObject({
+      'toolproof.policy': 'guided-schema',
+      'toolproof.attempt': 1,
+      'http.response.status_code': 400,
+    });
+    expect(eventNames(server)).not.toContain('toolproof.fallback');
+    expect(server.attributes).toMatchObject({ 'toolproof.attempts': 2 });
+    const [first, second] = attempts(receiver, server);
+    expect(first!.attributes).toMatchObject({ 'error.type': '400' });
+    expect(second!.attributes).toMatchObject({ 'http.response.status_code': 200 });
+  });
+
+  it('a stream the upstream cut before any answer went out: the cut attempt, the event, the attempt sent again', async () => {
+    receiver = await otlpReceiver();
+    let cuts = 1;
+    stack = await startStack({
+      sim: {
+        scenario: () => (cuts-- > 0 ? { say: 'hello there', dieAfterChunks: 1 } : { say: 'hello there' }),
+      },
+      env: otelEnv(receiver),
+    });
+    const res = await post(stack, {
+      model: 'sim',
+      stream: true,
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [weatherTool],
+    });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain('[DONE]');
+    const server = await serverSpan(stack, receiver);
+    const event = server.events.find((e) => e.name === 'toolproof.resent_after_cut');
+    expect(event?.attributes).toMatchObject({ 'toolproof.attempt': 1 });
+    expect(eventNames(server).filter((n) => n === 'toolproof.resent_after_cut')).toHaveLength(1);
+    expect(eventNames(server)).not.toContain('toolproof.retry');
+    expect(server.attributes).toMatchObject({ 'toolproof.attempts': 2 });
+    const [first, second] = attempts(receiver, server);
+    expect(first!.attributes['error.type']).toBe('TP_ERR_UPSTREAM_UNREACHABLE');
+    expect(second!.status.code ?? 0).not.toBe(2);
+  });
+
   it('a corrective retry: its cause as an event, then whether it fixed the call', async () => {
     receiver = await otlpReceiver();
     stack = await startStack({ env: otelEnv(receiver) });
