@@ -656,7 +656,9 @@ export function finishCapture(
       `hosted tools left out of the upstream request: ${t.droppedTools.join(', ')}`,
     );
   const failed = !finished || status >= 400 || error !== undefined || t.finalKind === 'error';
-  const retried = t.retries.length > 0;
+  // Any attempt sent again is a retry: a re-ask, and the upstream's refusal (images, schema
+  // keywords, tool_choice "required") or cut stream that toolproof sent again rewritten.
+  const retried = t.retries.length > 0 || t.refused !== undefined || t.resentAfterCut === true || t.fallback;
   const leak = t.leaks.length > 0 && t.leaks.some((l) => l.outcome === 'recovered');
   const final = t.finalKind === 'final_answer' || t.finalAnswer;
   // One kind (nearly every request): a shared array; several: an array of their own.

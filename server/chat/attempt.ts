@@ -199,6 +199,7 @@ export async function openUpstream(
     if (canFallback && shouldFallback({ status: res.status, body, bytesSentToClient: 0 })) {
       call.trace.fallback = true;
       call.span?.event('toolproof.fallback', {
+        'toolproof.attempt': call.trace.attempts,
         'toolproof.upstream': call.route.client.label,
         'http.response.status_code': res.status,
         'toolproof.tool_choice': 'auto',

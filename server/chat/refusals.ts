@@ -1,7 +1,9 @@
 /**
  * What upstreams refused of their models (Policy.refusal: images, schema keywords), remembered per
- * upstream and model as the upstream knows it, for the route's fallbackTtlSeconds: a later turn
- * goes out already rewritten, with the same bytes as the turn that was refused and sent again.
+ * upstream and model as the upstream knows it, for the route's fallbackTtlSeconds from its last
+ * use: a later turn goes out already rewritten, with the same bytes as the turn that was refused
+ * and sent again, and each turn that uses the memory keeps it another TTL (a session in use keeps
+ * its bytes; a TTL counted from the refusal sent the whole schemas again mid-session, docs/prefix.md).
  * server/ knows no fact by name: each is a policy's.
  */
 import type { Policy } from '../../policies/types.js';
@@ -16,7 +18,10 @@ function keyOf(route: ResolvedRoute, model: unknown, fact: string): string {
   return `${route.upstreamModel ?? String(model)}\u0000${fact}`;
 }
 
-/** The facts `route`'s upstream refused of this model that are still remembered. */
+/**
+ * The facts `route`'s upstream refused of this model that are still remembered, each remembered
+ * for another TTL from now: the request about to go uses it.
+ */
 export function rememberedRefusals(
   policies: readonly Policy<PolicyEffect>[],
   memory: FallbackMemory | undefined,
@@ -27,8 +32,9 @@ export function rememberedRefusals(
   let facts: Set<string> | undefined;
   for (const p of policies) {
     const fact = p.refusal?.fact;
-    if (fact !== undefined && memory.isActive(route.client.label, keyOf(route, model, fact)))
-      (facts ??= new Set()).add(fact);
+    if (fact === undefined || !memory.isActive(route.client.label, keyOf(route, model, fact))) continue;
+    rememberRefusal(memory, route, model, fact);
+    (facts ??= new Set()).add(fact);
   }
   return facts ?? NONE;
 }

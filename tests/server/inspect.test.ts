@@ -154,7 +154,11 @@ describe('the capture behind /inspect/api', () => {
     const decision = view.record.decisions.find((d) => d.kind === 'vision-refused');
     expect(decision).toMatchObject({ policy: 'images', attempt: 1 });
     expect(decision!.reason).toMatch(/refused the images.*sent again/);
-    expect(view.record.outcome).toBe('clean');
+    // It took another upstream attempt: retried, and the list's outcome filter finds it.
+    expect(view.record.outcome).toBe('retried');
+    const retried = (await getJson(stack, '/inspect/api/requests?outcome=retried')).body
+      .requests as Summary[];
+    expect(retried.map((r) => r.id)).toEqual([id]);
     expect(view.record.harness).toMatchObject({
       attempts: 2,
       refused: ['vision-refused'],
@@ -175,6 +179,26 @@ describe('the capture behind /inspect/api', () => {
     expect(line('toolproof_tool_choice_fallbacks_total')).toEqual([]);
   });
 
+  it('a stream the upstream cut before any answer went out, sent again: retried, found by the outcome filter', async () => {
+    let cuts = 1;
+    stack = await startStack({
+      sim: {
+        scenario: () => (cuts-- > 0 ? { say: 'hello there', dieAfterChunks: 1 } : { say: 'hello there' }),
+      },
+    });
+    const stream = await stack.client.chat.completions.create({
+      model: 'sim',
+      messages: user,
+      tools,
+      stream: true,
+    });
+    await collectStream(stream);
+    const requests = (await getJson(stack, '/inspect/api/requests?outcome=retried')).body
+      .requests as Summary[];
+    expect(requests).toHaveLength(1);
+    expect(requests[0]).toMatchObject({ outcome: 'retried', attempts: 2, status: 200 });
+  });
+
   it('a backend rejecting "required": the rejected attempt keeps its error, the fallback decision, the attempt sent with "auto"', async () => {
     stack = await startStack({ sim: { scenario: 'prose', rejectRequired: true } });
     const res = await stack.client.chat.completions
@@ -193,6 +217,9 @@ describe('the capture behind /inspect/api', () => {
     expect(JSON.parse(sent!.request.text).tool_choice).toBe('auto');
     expect(sent!.error).toBeUndefined();
     expect(view.record.decisions.map((d) => d.kind)).toContain('fallback');
+    const summary = (await getJson(stack, '/inspect/api/requests?outcome=retried')).body
+      .requests as Summary[];
+    expect(summary.map((r) => r.id)).toEqual([res.response.headers.get('x-request-id')]);
   });
 
   it('groups the turns of one conversation into a session, with the cached ratio and the prefix kept', async () => {

@@ -154,6 +154,12 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     await res.text();
     const server = await serverSpan(stack, receiver);
     expect(eventNames(server)).toContain('toolproof.fallback');
+    // The attempt it came from, as every event carries (docs/tracing.md): the rejected first one.
+    expect(server.events.find((e) => e.name === 'toolproof.fallback')?.attributes).toMatchObject({
+      'toolproof.attempt': 1,
+      'toolproof.upstream': expect.any(String),
+      'http.response.status_code': 400,
+    });
     expect(server.attributes).toMatchObject({ 'toolproof.fallback': true, 'toolproof.attempts': 2 });
     const [first, second] = attempts(receiver, server);
     expect(first!.attributes).toMatchObject({ 'toolproof.tool_choice': 'required', 'error.type': '400' });
