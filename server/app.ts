@@ -56,7 +56,7 @@ import { createDocumentReader } from './documents/document-reader.js';
 import { Upstreams } from './upstream.js';
 import { CompileBudgets } from './compile-budget.js';
 import { type RequestSpan, startTracing } from './tracing/index.js';
-import { CapturingResponse, finishCapture } from './capture/recorder.js';
+import { CapturingResponse, finishCapture, finishRefused } from './capture/recorder.js';
 import { CaptureRing, type RecordWriter } from './capture/ring.js';
 import { registerInspectRoutes } from './routes/inspect.js';
 import { ResponsesItemStore } from './front-doors/responses/item-store.js';
@@ -600,6 +600,10 @@ function logRequest(
   if (call?.capture) {
     // harnessOf itself: the capture makes the summary only when it has no copy of it (finishCapture).
     finishCapture(call, status, finished, callUsage(call), cache, harnessOf, err, ended);
+    request.tpCapture = undefined;
+  } else if (request.tpCapture) {
+    // A request refused before its call began (its key's limits): recorded all the same.
+    finishRefused(request.tpCapture, status, finished, err, ended);
     request.tpCapture = undefined;
   }
   const quiet = QUIET_ROUTES.has(path);

@@ -169,6 +169,88 @@ export function beginCapture(
 }
 
 /**
+ * The last second (of the wall clock) each key had a refused request recorded in: one record per
+ * key per second (recordRefused). Bounded: full, it starts afresh.
+ */
+const REFUSED_KEYS_MAX = 1024;
+let refusedSecond = new Map<string, number>();
+
+/**
+ * Records a request its key's limits refused (429, before any call began: server/keys.ts), so
+ * that the inspector shows why an agent stalled: the door, the model, the key, the client's
+ * request (headers redacted, body cut as every record's), no attempt; its end (finishRefused,
+ * from app.ts) adds the status, the error and what the client received. At most one record per
+ * key per second: a client retrying in a tight loop would otherwise fill the ring with its 429s
+ * and evict the records worth reading (the others are counted by toolproof_key_refusals_total
+ * and each has its log line). Returns whether it was recorded.
+ */
+export function recordRefused(
+  ring: CaptureRing,
+  request: FastifyRequest,
+  api: string,
+  model: unknown,
+  clientBytes: Buffer | undefined,
+): boolean {
+  const keyName = request.tpKey?.name;
+  if (keyName === undefined || request.tpCapture !== undefined) return false;
+  const now = performance.now();
+  const at = epochOf(request.tpStart > 0 ? request.tpStart : now);
+  const second = Math.floor(at / 1000);
+  if (refusedSecond.get(keyName) === second) return false;
+  if (refusedSecond.size >= REFUSED_KEYS_MAX && !refusedSecond.has(keyName)) refusedSecond = new Map();
+  refusedSecond.set(keyName, second);
+  const url = request.url;
+  const q = url.indexOf('?');
+  const path = q === -1 ? url : url.slice(0, q);
+  // The session only when the client names it (no hashing of a refused request's messages).
+  const key = namedSessionKey(request.headers, request.body);
+  const w = ring.open({
+    id: request.id,
+    worker: WORKER,
+    at,
+    api,
+    model: typeof model === 'string' ? sharedString(cutShort(model)) : '',
+    stream: (request.body as { stream?: unknown } | null)?.stream === true,
+    session: key === undefined ? '' : sessionLabel(key),
+    key: keyName,
+    method: request.method,
+    path: sharedString(path.length > 256 ? path.slice(0, 256) : path),
+  });
+  const { text, chars } = redactedHeaderText(request.headers);
+  if (w.note(chars)) {
+    const kept = w.encodedHeaders(text);
+    if (kept !== undefined) w.headers = kept;
+  }
+  w.body =
+    clientBytes !== undefined ? w.fromBytes(clientBytes) : w.text(JSON.stringify(request.body ?? null));
+  w.start = request.tpStart > 0 ? request.tpStart : now;
+  // The response's bytes come to the record from here (CapturingResponse), as a call's do.
+  request.tpCapture = w;
+  return true;
+}
+
+/** The end of a refused request's record (recordRefused): failed, its error as the client got it. */
+export function finishRefused(
+  w: RecordWriter,
+  status: number,
+  finished: boolean,
+  error: ToolproofError | undefined,
+  now = performance.now(),
+): void {
+  w.endClient(status);
+  w.inFlight = false;
+  w.status = finished ? status : 'aborted';
+  w.durationMs = now - (w.start ?? now);
+  w.attempts = 0;
+  w.kinds = ONE_KIND.failed;
+  w.outcome = 'failed';
+  w.setTokens(null, null, null);
+  if (error) w.error = errorOf(error);
+  w.settle();
+  w.start = undefined;
+}
+
+/**
  * The server's response class while capturing (app.ts gives it to node's http server): every
  * front door's bytes, streamed or not, are seen as they are written, by one subclass with one
  * write and one end for every response, rather than a wrapper installed per response (two

@@ -9,7 +9,7 @@ import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import type { ToolproofError } from '../../protocol/errors.js';
 import { RequestAbort } from '../abort.js';
 import { affinityKey } from '../affinity.js';
-import { beginCapture } from '../capture/recorder.js';
+import { beginCapture, recordRefused } from '../capture/recorder.js';
 import type { AppState } from '../app-state.js';
 import { reportDroppedTools } from '../dropped-tools.js';
 import { allowsModel, countAgainstKey, forbiddenModel } from '../keys.js';
@@ -71,7 +71,13 @@ export function startChatCall(
     }
   }
   // Known model, valid body: from here the request uses its key's limits (429 when over).
-  countAgainstKey(request, state.keyLimits, state.metrics);
+  try {
+    countAgainstKey(request, state.keyLimits, state.metrics);
+  } catch (err) {
+    // Refused before its call began: the inspector shows it all the same (docs/inspect.md).
+    if (state.capture) recordRefused(state.capture, request, api, body.model, request.rawBody ?? rawBody);
+    throw err;
+  }
   // app.ts's close listener aborts it when the client goes away: no GPU time for nobody.
   const controller = new RequestAbort();
   request.tpAbort = controller;

@@ -517,6 +517,101 @@ describe('the capture behind /inspect/api', () => {
     expect(res.status).toBe(200);
   });
 
+  // Issue 28: "why did my agent stall?" A request its key's limits refused never began a call,
+  // yet the inspector lists it (failed, 429, its error), at most one per key per second.
+  it("lists a request its key's limit refused, failed with its 429, and a storm of them keeps the ring", async () => {
+    const key = 'sk-limited-refused-0001';
+    const msgKey = 'sk-limited-refused-0002';
+    stack = await startStack({
+      file: {
+        keys: [
+          { name: 'limited', key, requestsPerMinute: 1 },
+          { name: 'messages-limited', key: msgKey, requestsPerMinute: 1 },
+        ],
+      },
+    });
+    const s = stack;
+    const headers = { authorization: `Bearer ${key}` };
+    const chat = (extra: Record<string, string> = {}) =>
+      fetch(`${s.url}/chat/completions`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json', ...extra },
+        body: JSON.stringify({ model: 'sim', messages: user, tools }),
+      });
+    const conversation = { 'x-conversation-id': 'stalled-agent' };
+    const ok = await chat(conversation);
+    expect(ok.status).toBe(200);
+    const okId = ok.headers.get('x-request-id')!;
+    const refused = await chat(conversation);
+    expect(refused.status).toBe(429);
+    const refusedId = refused.headers.get('x-request-id')!;
+    const wire = (await refused.json()) as { error: { code: string; message: string } };
+    expect(wire.error.code).toBe('rate_limit_exceeded');
+
+    const failed = (await getJson(s, '/inspect/api/requests?outcome=failed', headers)).body
+      .requests as (Summary & { key: string; api: string; model: string })[];
+    expect(failed.map((r) => r.id)).toEqual([refusedId]);
+    expect(failed[0]).toMatchObject({
+      status: 429,
+      outcome: 'failed',
+      attempts: 0,
+      key: 'limited',
+      api: 'chat',
+    });
+    expect(failed[0]!.model).toBe('sim');
+    // In the session of the conversation it belongs to (the one its client names).
+    const okRecord = (await getJson(s, `/inspect/api/requests/${okId}`, headers)).body as { record: Summary };
+    expect(failed[0]!.session).toBe(okRecord.record.session);
+    expect(failed[0]!.session).toContain('stalled-agent');
+    const { record } = (await getJson(s, `/inspect/api/requests/${refusedId}`, headers)).body as {
+      record: {
+        error: { code: string; status: number; message: string };
+        upstreamAttempts: unknown[];
+        clientRequest: { headers: Record<string, string>; body: { text: string } };
+        clientResponse: { status: number; body: { text: string } };
+      };
+    };
+    expect(record.error).toEqual({ code: 'TP_ERR_RATE_LIMITED', status: 429, message: wire.error.message });
+    expect(record.upstreamAttempts).toEqual([]);
+    expect(record.clientRequest.headers.authorization).toBe('[redacted]');
+    expect(JSON.stringify(record)).not.toContain(key);
+    expect(record.clientRequest.body.text).toContain('Weather in Paris?');
+    expect(record.clientResponse.status).toBe(429);
+    expect(record.clientResponse.body.text).toContain('rate_limit_exceeded');
+
+    // The Messages door's refusal, in its own words.
+    const msgHeaders = {
+      'x-api-key': msgKey,
+      'anthropic-version': '2023-06-01',
+      'content-type': 'application/json',
+    };
+    const msgBody = JSON.stringify({ model: 'sim', max_tokens: 64, messages: user });
+    expect(
+      (await fetch(`${s.origin}/v1/messages`, { method: 'POST', headers: msgHeaders, body: msgBody })).status,
+    ).toBe(200);
+    const msgRefused = await fetch(`${s.origin}/v1/messages`, {
+      method: 'POST',
+      headers: msgHeaders,
+      body: msgBody,
+    });
+    expect(msgRefused.status).toBe(429);
+    const [msgRecord] = (await getJson(s, '/inspect/api/requests?outcome=failed', { 'x-api-key': msgKey }))
+      .body.requests as (Summary & { key: string; api: string })[];
+    expect(msgRecord).toMatchObject({ status: 429, key: 'messages-limited', api: 'messages' });
+    const msgDetail = (await getJson(s, `/inspect/api/requests/${msgRecord!.id}`, { 'x-api-key': msgKey }))
+      .body as { record: { clientResponse: { body: { text: string } } } };
+    expect(msgDetail.record.clientResponse.body.text).toContain('rate_limit_error');
+
+    // A client retrying in a tight loop: one record per key per second, the earlier ones kept.
+    const began = Date.now();
+    for (let i = 0; i < 200; i++) expect((await chat()).status).toBe(429);
+    const seconds = Math.ceil((Date.now() - began) / 1000) + 1;
+    const all = (await getJson(s, '/inspect/api/requests?limit=1000', headers)).body.requests as Summary[];
+    expect(all.some((r) => r.id === okId)).toBe(true);
+    expect(all.some((r) => r.id === refusedId)).toBe(true);
+    expect(all.filter((r) => r.status === 429).length).toBeLessThanOrEqual(1 + seconds);
+  });
+
   it('the page and its API refuse a request without a key when keys are set; Basic works for browsers', async () => {
     const key = 'sk-inspect-secret-0123456789';
     stack = await startStack({ env: { TOOLPROOF_API_KEYS: key }, apiKey: key });

@@ -183,6 +183,14 @@ describe.each(DOORS)('admission on the %s door', (door) => {
     if (door === 'messages')
       expect(fullBody).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
     else expect(fullBody.error).toMatchObject({ type: 'rate_limit_error', code: 'TP_ERR_QUEUE_FULL' });
+    // The inspector lists it (docs/inspect.md): its call had started, the queue's error on its attempt.
+    const seen = (await (
+      await fetch(`${proxy.origin}/inspect/api/requests/${full.headers.get('x-request-id')}`)
+    ).json()) as {
+      record: { status: number; outcome: string; upstreamAttempts: Array<{ error?: { code: string } }> };
+    };
+    expect(seen.record).toMatchObject({ status: 429, outcome: 'failed' });
+    expect(seen.record.upstreamAttempts.map((a) => a.error?.code)).toEqual(['TP_ERR_QUEUE_FULL']);
     // The two queued ones time out (1 s) while the slot stays held.
     for (const w of await Promise.all(waiting)) {
       expect(w.status).toBe(503);
