@@ -187,6 +187,19 @@ export function abVerdict(ci: readonly [number, number], target: number): AbVerd
   return 'inconclusive';
 }
 
+/**
+ * A cost that is fixed per request, judged in µs: the variant's added CPU per request over the
+ * base's and its interval (the ratio's interval scaled by the base), against `limitUs`.
+ */
+export function fixedCostVerdict(
+  variant: { pooledUs: number; ci: readonly [number, number] },
+  baseUs: number,
+  limitUs: number,
+): { addedUs: number; ci: [number, number]; verdict: AbVerdict } {
+  const ci: [number, number] = [(variant.ci[0] - 1) * baseUs, (variant.ci[1] - 1) * baseUs];
+  return { addedUs: variant.pooledUs - baseUs, ci, verdict: abVerdict(ci, limitUs) };
+}
+
 /** Run time of every thread of `pids`, ns (schedstat's first field, summed over /proc/<pid>/task). */
 export function groupCpuNs(pids: readonly number[]): number {
   let ns = 0;

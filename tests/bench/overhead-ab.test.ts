@@ -8,6 +8,7 @@ import {
   bootstrapRatioCi,
   type CycleCost,
   cycleOrder,
+  fixedCostVerdict,
   groupCpuNs,
   median,
   pooledRatio,
@@ -151,5 +152,26 @@ describe('groupCpuNs', () => {
 
   it('counts a pid that is gone as 0', () => {
     expect(groupCpuNs([2 ** 22 + 12345])).toBe(0);
+  });
+});
+
+describe('fixedCostVerdict', () => {
+  // The figures of the quiet run of 5 December 2026, 14:47: the 8-event stream's base 268 µs,
+  // tracing 1.159x [1.107, 1.209]; the agent turn's base ~3,852 µs, 5% of it ~193 µs.
+  it('judges the added µs and its interval, scaled from the ratio, against the limit', () => {
+    const r = fixedCostVerdict({ pooledUs: 268 * 1.159, ci: [1.107, 1.209] }, 268, 0.05 * 3852);
+    expect(r.addedUs).toBeCloseTo(42.6, 1);
+    expect(r.ci[0]).toBeCloseTo(28.7, 1);
+    expect(r.ci[1]).toBeCloseTo(56.0, 1);
+    expect(r.verdict).toBe('PASS');
+  });
+
+  it('fails when the whole interval is above, and straddling is inconclusive', () => {
+    expect(fixedCostVerdict({ pooledUs: 330, ci: [1.2, 1.3] }, 268, 40).verdict).toBe('FAIL');
+    expect(fixedCostVerdict({ pooledUs: 310, ci: [1.1, 1.2] }, 268, 40).verdict).toBe('inconclusive');
+  });
+
+  it('never passes with no limit (no agent turn in the run)', () => {
+    expect(fixedCostVerdict({ pooledUs: 270, ci: [1.0, 1.01] }, 268, Number.NaN).verdict).not.toBe('PASS');
   });
 });
