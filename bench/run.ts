@@ -37,6 +37,8 @@
  *
  * `--cases=ab-tracing,ab-aa` adds an A/A side (ab-aa, only when named): the base again, a process
  * of its own, judged like a variant: the method's spread between two identical processes.
+ * `--cases=ab-both` (only when named) adds a process with capture and tracing both on, judged like
+ * each alone (`captureTracingCpu`).
  *
  * The A/B cases ab-capture and ab-tracing (run by default; with --cases only when named) start
  * their own toolproof processes that differ in one setting: capture off and tracing off (the
@@ -166,9 +168,12 @@ const AB_SLICE_REQUESTS: Record<string, number> = {
   'agent-turn-c8': 32,
 };
 /** Case ids of the A/B cases (their own toolproof processes, after the timed cases). */
-const AB_IDS = ['ab-capture', 'ab-tracing', 'ab-aa'] as const;
-/** A/B ids run only when named (ab-aa: a second base, the method's own spread between processes). */
-const AB_NAMED_ONLY = new Set<string>(['ab-aa']);
+const AB_IDS = ['ab-capture', 'ab-tracing', 'ab-both', 'ab-aa'] as const;
+/**
+ * A/B ids run only when named (ab-aa: a second base, the method's own spread between processes;
+ * ab-both: capture and tracing on in one process, judged like each alone).
+ */
+const AB_NAMED_ONLY = new Set<string>(['ab-aa', 'ab-both']);
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -1042,16 +1047,13 @@ async function measureAbCases(
   if (abs.has('ab-aa'))
     specs.push({ name: 'base again (A/A)', env: { ...noOtel, TOOLPROOF_CAPTURE_MB: '0' } });
   if (abs.has('ab-capture')) specs.push({ name: 'capture on (10 MB)', env: { ...noOtel } });
+  const otlp = {
+    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sinkPort}`,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+  };
   if (abs.has('ab-tracing'))
-    specs.push({
-      name: 'tracing on (all sampled)',
-      env: {
-        ...noOtel,
-        TOOLPROOF_CAPTURE_MB: '0',
-        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sinkPort}`,
-        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
-      },
-    });
+    specs.push({ name: 'tracing on (all sampled)', env: { ...noOtel, TOOLPROOF_CAPTURE_MB: '0', ...otlp } });
+  if (abs.has('ab-both')) specs.push({ name: 'capture and tracing on', env: { ...noOtel, ...otlp } });
   const all = defineCases(opts.quick);
   // Beside the short and long streams, a real agent turn (fixtures.ts agentTurn: Qwen Code's
   // recorded request, ~90 KB with 14 tools and a few turns, answered with a streamed tool call):
@@ -1121,7 +1123,8 @@ async function measureAbCases(
           .join(' | ')}  (${((Date.now() - t0) / 1000).toFixed(1)} s)`,
       );
     }
-    if (abs.has('ab-tracing')) log(`  A/B: the OTLP sink received ${sink.exports()} export requests`);
+    if (abs.has('ab-tracing') || abs.has('ab-both'))
+      log(`  A/B: the OTLP sink received ${sink.exports()} export requests`);
   } finally {
     await Promise.all(variants.map((v) => v.pool.close()));
     sink.close();
@@ -1158,7 +1161,9 @@ function abRows(results: readonly AbResult[]): {
         ? 'captureCpu'
         : v.name.startsWith('tracing on')
           ? 'tracingCpu'
-          : '';
+          : v.name.startsWith('capture and tracing on')
+            ? 'captureTracingCpu'
+            : '';
       const limit = key === 'tracingCpu' ? TARGETS.tracingCpuVsOff : TARGETS.captureCpuVsOff;
       // The fixed-cost workload: the added µs and its interval, against 5% of the agent turn.
       const limitUs = reference === undefined ? undefined : (limit - 1) * reference;
