@@ -16,10 +16,18 @@ import { stripBillingNonce } from '../protocol/billing-header.js';
 
 /**
  * Headers that name a conversation, in order of preference: Claude Code's session id, Codex's
- * (`session_id`; older releases sent `conversation_id`), and the conversation id toolproof
- * already forwards.
+ * (`session_id`; older releases sent `conversation_id`; pi sends it too), opencode's
+ * (`x-session-affinity` and `X-Session-Id` to any OpenAI-compatible provider; pi's
+ * `sendSessionAffinityHeaders` sends the first), and the conversation id toolproof already forwards.
  */
-const SESSION_HEADERS = ['x-claude-code-session-id', 'session_id', 'conversation_id', 'x-conversation-id'];
+const SESSION_HEADERS = [
+  'x-claude-code-session-id',
+  'session_id',
+  'x-session-affinity',
+  'x-session-id',
+  'conversation_id',
+  'x-conversation-id',
+];
 
 /** Only this much of a session id or an opening message is hashed: bounded CPU per request. */
 const MAX_KEY_CHARS = 8192;

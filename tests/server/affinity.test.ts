@@ -68,6 +68,11 @@ describe('affinityKey', () => {
   it('prefers a session id the client sends: headers, prompt_cache_key, metadata.user_id', () => {
     expect(affinityKey({ 'x-claude-code-session-id': 's1' }, {}, opening)).toBe('h:s1');
     expect(affinityKey({ session_id: 'codex-1' }, {}, opening)).toBe('h:codex-1');
+    // opencode 1.x to an OpenAI-compatible provider: both headers carry its session id.
+    expect(affinityKey({ 'x-session-affinity': 'ses_abc', 'x-session-id': 'ses_abc' }, {}, opening)).toBe(
+      'h:ses_abc',
+    );
+    expect(affinityKey({ 'x-session-id': 'ses_def' }, {}, opening)).toBe('h:ses_def');
     expect(affinityKey({}, { prompt_cache_key: 'pk' }, opening)).toBe('p:pk');
     expect(affinityKey({}, { metadata: { user_id: 'user_x_session_y' } }, opening)).toBe(
       'u:user_x_session_y',
