@@ -466,7 +466,12 @@ async function showRequest(id) {
             return el(
               'li',
               { 'data-kind': d.kind },
-              el('span', { class: 'when' }, `+${d.atMs} ms · attempt ${d.attempt}`),
+              // 0: decided before any attempt was sent (a request policy preparing the first).
+              el(
+                'span',
+                { class: 'when' },
+                `+${d.atMs} ms · ${d.attempt > 0 ? `attempt ${d.attempt}` : 'before attempt 1'}`,
+              ),
               el('b', {}, d.kind),
               d.policy ? ` (${d.policy})` : '',
               ' — ',

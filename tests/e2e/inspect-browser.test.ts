@@ -174,6 +174,10 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
     expect(await page.locator('#model-wrote .call b').textContent()).toBe('final_answer');
     expect(await page.locator('#client-received pre.text').textContent()).toBe('It is sunny in Paris.');
     expect(await page.locator('#decisions li[data-kind="forced"]').count()).toBe(1);
+    // Forcing is decided while the first attempt is prepared: before it, not an "attempt 0".
+    expect(await page.locator('#decisions li[data-kind="forced"] .when').textContent()).toMatch(
+      /· before attempt 1$/,
+    );
     await page.screenshot({ path: join(ARTIFACTS, 'final-answer.png'), fullPage: true });
   });
 
