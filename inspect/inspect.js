@@ -39,6 +39,13 @@ const time = (ms) =>
 const dur = (ms) =>
   ms === null || ms === undefined ? '…' : ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${Math.round(ms)} ms`;
 const tok = (n) => (n === null || n === undefined ? '–' : String(n));
+/** A finished request whose upstream reported no tokens: unknown, never 0 (docs/inspect.md). */
+const unreported = (r) =>
+  !r.inFlight && r.attempts > 0 && r.tokens.prompt === null && r.tokens.completion === null;
+const UNREPORTED = 'not reported by the upstream';
+/** A list cell of a request's token count: '?' when the upstream did not report it. */
+const tokCell = (r, n) =>
+  unreported(r) ? el('td', { class: 'num', title: UNREPORTED }, '?') : el('td', { class: 'num' }, tok(n));
 const badge = (o) => el('span', { class: `badge o-${o}`, 'data-outcome': o }, o.replace('_', ' '));
 const shortSession = (s) => (s.length > 40 ? `${s.slice(0, 18)}…${s.slice(-18)}` : s);
 
@@ -224,9 +231,9 @@ function renderRows(body, data) {
         el('td', {}, r.inFlight ? '…' : String(r.status)),
         el('td', {}, badge(r.outcome)),
         el('td', { class: 'num' }, String(r.attempts)),
-        el('td', { class: 'num' }, tok(r.tokens.cached)),
-        el('td', { class: 'num' }, tok(r.tokens.prompt)),
-        el('td', { class: 'num' }, tok(r.tokens.completion)),
+        tokCell(r, r.tokens.cached),
+        tokCell(r, r.tokens.prompt),
+        tokCell(r, r.tokens.completion),
         el('td', { class: 'num' }, dur(r.durationMs)),
       ),
     ),
@@ -412,7 +419,9 @@ async function showRequest(id) {
         el(
           'b',
           {},
-          `${tok(r.tokens.cached)} cached / ${tok(r.tokens.prompt)} prompt / ${tok(r.tokens.completion)} completion`,
+          unreported(r)
+            ? `unknown (${UNREPORTED})`
+            : `${tok(r.tokens.cached)} cached / ${tok(r.tokens.prompt)} prompt / ${tok(r.tokens.completion)} completion`,
         ),
       ),
       el(

@@ -76,6 +76,11 @@ declare module 'fastify' {
       api?: ChatCall['api'];
       /** What the upstream reported of a relayed request (/v1/completions, /v1/embeddings). */
       usage?: Usage;
+      /**
+       * The upstream answered without reporting its usage (set by the log line's logRequest,
+       * before the span ends): the request's tokens are unknown, not 0.
+       */
+      usageUnreported?: true;
     };
     tpStart: number;
     /** The request's server span (tracing on, server/tracing/). */
@@ -591,15 +596,28 @@ function logRequest(
     if (Array.isArray(call.original.tools) && call.original.tools.length > 0)
       state.metrics.hot.responses(model, kind, call.api).inc();
   }
-  const cache = call ? recordPromptCache(call, callUsage(call), state.metrics) : undefined;
+  const usage = call ? callUsage(call) : tp?.usage;
+  const cache = call ? recordPromptCache(call, usage, state.metrics) : undefined;
   const keyName = request.tpKey?.name ?? (keyRing(state.config) ? undefined : OPEN_KEY);
   // A relayed completion or embedding's tokens count against its key as a front door's do.
-  if (keyName !== undefined && call) recordKeyUsage(state, keyName, model, callUsage(call), cache?.cached);
-  else if (keyName !== undefined && tp?.usage) recordKeyUsage(state, keyName, model, tp.usage);
+  if (keyName !== undefined) recordKeyUsage(state, keyName, model, usage, cache?.cached);
   const err = request.tpError ?? tp?.call?.streamError;
+  // The upstream answered and reported no usage (vLLM's stream when nobody asked it for
+  // stream_options.include_usage: a chat stream passed through as the client sent it, a
+  // completions stream): its tokens are unknown, and said to be, not counted as 0 by omission.
+  const unreported =
+    usage === undefined &&
+    finished &&
+    status < 300 &&
+    err === undefined &&
+    (call ? call.trace.attempts > 0 : tp !== undefined && ANSWERING_ROUTES.has(matched));
+  if (unreported) {
+    state.metrics.usageUnreported.labels(model, api).inc();
+    if (tp) tp.usageUnreported = true;
+  }
   if (call?.capture) {
     // harnessOf itself: the capture makes the summary only when it has no copy of it (finishCapture).
-    finishCapture(call, status, finished, callUsage(call), cache, harnessOf, err, ended);
+    finishCapture(call, status, finished, usage, cache, harnessOf, err, ended);
     request.tpCapture = undefined;
   } else if (request.tpCapture) {
     // A request refused before its call began (its key's limits): recorded all the same.
@@ -626,12 +644,9 @@ function logRequest(
     line.upstream = call?.route.client.label ?? tp.upstream;
     line.stream = tp.stream;
   } else if (asked !== undefined) line.model = asked.slice(0, 256);
-  if (!call && tp?.usage) line.usage = tp.usage;
-  if (call) {
-    const usage = callUsage(call);
-    if (usage) line.usage = usage;
-    line.harness = harnessOf(call, cache);
-  }
+  if (usage) line.usage = usage;
+  else if (unreported) line.usageUnreported = true;
+  if (call) line.harness = harnessOf(call, cache);
   if (quiet) app.log.debug(line, 'request');
   else app.log.info(line, 'request');
 }

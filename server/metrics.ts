@@ -291,6 +291,12 @@ const METRICS = {
     help: 'Tokens the upstream reported per API key name and model, by kind: prompt, cached (of the prompt, served from the prefix cache), completion.',
     labels: 'key model kind',
   },
+  usageUnreported: {
+    type: 'counter',
+    name: 'toolproof_usage_unreported_total',
+    help: "Requests the upstream answered without reporting their usage, by model and front door (api): their tokens are unknown and in no token counter (vLLM's stream when nobody asked for stream_options.include_usage: a chat stream passed through as sent, a completions stream).",
+    labels: 'model api',
+  },
   keyRefusals: {
     type: 'counter',
     name: 'toolproof_key_refusals_total',

@@ -10,6 +10,7 @@ import { ToolproofError } from '../../protocol/errors.js';
 import { stringifyJson } from '../../protocol/lossless-json.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { activePolicies } from '../../policies/composition.js';
+import { describeEffect } from '../../policies/registry.js';
 import { shouldFallback } from '../../policies/tool-choice-fallback.js';
 import { PRIORITY_RANK } from '../admission.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
@@ -198,7 +199,11 @@ export async function openUpstream(
     const canFallback = call.phase.forcedRequired && !call.trace.fallback;
     if (canFallback && shouldFallback({ status: res.status, body, bytesSentToClient: 0 })) {
       call.trace.fallback = true;
+      // The policy whose "required" the upstream rejected (its forced effect): the one that decided,
+      // as every decision names its policy; it runs again below with requiredRejected.
+      const policy = call.phase.effects.find((e) => describeEffect(e)?.type === 'forced')?.policy;
       call.span?.event('toolproof.fallback', {
+        ...(policy ? { 'toolproof.policy': policy } : {}),
         'toolproof.attempt': call.trace.attempts,
         'toolproof.upstream': call.route.client.label,
         'http.response.status_code': res.status,
@@ -209,6 +214,8 @@ export async function openUpstream(
         call,
         'fallback',
         `the upstream rejected tool_choice "required" (status ${res.status}): sent again with "auto"`,
+        undefined,
+        policy,
       );
       const upstream = call.route.client.label;
       // Keyed by the model as the upstream knows it; the label only names the gauge's series.

@@ -570,7 +570,9 @@ class ServerSpan implements RequestSpan<ChatCall> {
       if (t.finalKind) span.setAttribute('toolproof.final_kind', t.finalKind);
       if (t.droppedTools) span.setAttribute('toolproof.dropped_tools', t.droppedTools);
       if (call.discardedTokens > 0) span.setAttribute('toolproof.discarded_tokens', call.discardedTokens);
-    }
+    } else setUsage(span, request.tp?.usage); // a relayed completion or embedding
+    // Its tokens unknown (the log line's logRequest decided it): said, not left to read as 0.
+    if (request.tp?.usageUnreported) span.setAttribute('toolproof.usage_unreported', true);
     const err: ToolproofError | undefined = request.tpError ?? call?.streamError;
     if (!ended) {
       // The client left first (nginx's 499): no status went out, or not all of the response.

@@ -141,6 +141,11 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
     expect(await row(ids.final!).locator('[data-outcome]').getAttribute('data-outcome')).toBe('final_answer');
     expect(await row(ids.retry!).locator('[data-outcome]').getAttribute('data-outcome')).toBe('retried');
     expect(await row(ids.failed!).locator('[data-outcome]').getAttribute('data-outcome')).toBe('failed');
+    // Tokens the upstream did not report (its 500 had no usage) read as unknown, never as 0 or
+    // as nothing; a leak's (llama-server reports them) as numbers.
+    const unknown = row(ids.failed!).locator('td.num[title="not reported by the upstream"]');
+    expect(await unknown.allTextContents()).toEqual(['?', '?', '?']);
+    expect(await row(ids.leak!).locator('td.num[title]').count()).toBe(0);
     await page.screenshot({ path: join(ARTIFACTS, 'list.png') });
     // Filters: the outcome select narrows the list.
     await page.selectOption('select[name=outcome]', 'failed');

@@ -2,7 +2,7 @@
  * Streams still open at the shutdown deadline end with an SSE error event and `data: [DONE]`
  * (the client learns why), not with a reset; the upstream request is cancelled.
  */
-import { type AddressInfo, connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
@@ -10,6 +10,7 @@ import { shutdownGracefully } from '../../server/shutdown.js';
 import { createSimulator } from '../../simulator/index.js';
 import { waitFor } from '../server/stack.js';
 import { fakeUpstream } from '../support/harness.js';
+import { appWithUnusedConnection } from '../support/unused-connection.js';
 
 async function readUntilEnd(res: Response, onFirst: () => void): Promise<string> {
   const reader = res.body!.getReader();
@@ -143,13 +144,7 @@ describe('streams at the shutdown deadline', () => {
   it('a connection that never carried a byte does not hold the shutdown', async () => {
     // What an aborted fetch leaves behind: a connection opened and never written to, which
     // Node counts as active, so close() waited for the client (or the deadline) to end it.
-    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: 'http://127.0.0.1:9/v1' }), {
-      logger: false,
-    });
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    const socket = connect((app.server.address() as AddressInfo).port, '127.0.0.1');
-    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
-    const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    const { app, ended } = await appWithUnusedConnection();
     const started = Date.now();
     await shutdownGracefully(app, { graceMs: 10_000 });
     await ended;

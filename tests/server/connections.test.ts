@@ -4,20 +4,12 @@
  * to drop it). The app's own preClose hook does it (server/connections.ts), not each caller:
  * a plain close, with no helper around it, ends at once.
  */
-import { type AddressInfo, connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { buildApp } from '../../server/app.js';
-import { loadConfig } from '../../server/config.js';
+import { appWithUnusedConnection } from '../support/unused-connection.js';
 
 describe('app.close()', () => {
   it('does not wait for a connection that never carried a byte', async () => {
-    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: 'http://127.0.0.1:9/v1' }), {
-      logger: false,
-    });
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    const socket = connect((app.server.address() as AddressInfo).port, '127.0.0.1');
-    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
-    const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    const { app, ended } = await appWithUnusedConnection();
     const started = Date.now();
     const closed = await Promise.race([
       app.close().then(() => 'closed'),

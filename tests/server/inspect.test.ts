@@ -207,7 +207,7 @@ describe('the capture behind /inspect/api', () => {
     const view = (await getJson(stack, `/inspect/api/requests/${res.response.headers.get('x-request-id')}`))
       .body as {
       record: {
-        decisions: Array<{ kind: string }>;
+        decisions: Array<{ kind: string; policy?: string; attempt: number }>;
         upstreamAttempts: Array<{ status: number; error?: { status: number }; request: { text: string } }>;
       };
     };
@@ -217,6 +217,11 @@ describe('the capture behind /inspect/api', () => {
     expect(JSON.parse(sent!.request.text).tool_choice).toBe('auto');
     expect(sent!.error).toBeUndefined();
     expect(view.record.decisions.map((d) => d.kind)).toContain('fallback');
+    // Named by the policy whose "required" was rejected, as the refusals' decisions are.
+    expect(view.record.decisions.find((d) => d.kind === 'fallback')).toMatchObject({
+      policy: 'force-tool-use',
+      attempt: 1,
+    });
     const summary = (await getJson(stack, '/inspect/api/requests?outcome=retried')).body
       .requests as Summary[];
     expect(summary.map((r) => r.id)).toEqual([res.response.headers.get('x-request-id')]);

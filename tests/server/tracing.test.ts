@@ -154,8 +154,10 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     await res.text();
     const server = await serverSpan(stack, receiver);
     expect(eventNames(server)).toContain('toolproof.fallback');
-    // The attempt it came from, as every event carries (docs/tracing.md): the rejected first one.
+    // The attempt it came from and the policy that decided, as every event carries
+    // (docs/tracing.md): the rejected first one, and the policy whose "required" it rejected.
     expect(server.events.find((e) => e.name === 'toolproof.fallback')?.attributes).toMatchObject({
+      'toolproof.policy': 'force-tool-use',
       'toolproof.attempt': 1,
       'toolproof.upstream': expect.any(String),
       'http.response.status_code': 400,
