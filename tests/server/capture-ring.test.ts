@@ -652,3 +652,84 @@ describe('a session of the opening messages worked out when read, not per reques
     expect(w.session).toBe('given');
   });
 });
+
+describe("an attempt's body as sent shares the client's bytes (issue 28: capture CPU)", () => {
+  /** A JSON body of about `kb` KB: its messages, then `tail` (the fields a policy rewrites). */
+  const body = (kb: number, tail: string, head = '{"model":"m",') =>
+    `${head}"messages":[${Array.from({ length: kb * 8 }, (_, i) => `{"role":"user","content":"turn ${i} ${'x'.repeat(90)}"}`).join(',')}]${tail}}`;
+  /** Where the arena writes next (the bytes it used so far, in its first lap). */
+  const head = (ring: CaptureRing) => (ring.arenaNow as unknown as { at: number }).at;
+  const sent = (ring: CaptureRing, client: string, upstream: string) => {
+    const w = ring.open(record('r'));
+    w.body = w.fromBytes(Buffer.from(client));
+    const before = head(ring);
+    const bytes = ring.bytes;
+    const t = w.sentBytes(Buffer.from(upstream));
+    return { w, t, copied: head(ring) - before, charged: ring.bytes - bytes };
+  };
+
+  it('keeps only the bytes that differ, reads exactly as sent, and is counted as a copy', () => {
+    const ring = new CaptureRing({ maxBytes: 10 * 1024 * 1024, textChars: 256 * 1024 });
+    const client = body(80, ',"stream":true');
+    const upstream = body(80, ',"stream":true,"tool_choice":"required","stream_options":{"include_usage":true}');
+    const { w, t, copied, charged } = sent(ring, client, upstream);
+    expect(t.text).toBe(upstream);
+    expect(t.cut).toBe(0);
+    expect(copied).toBeLessThan(100);
+    // As the copy was: the ring's bound is the same.
+    const other = new CaptureRing({ maxBytes: 10 * 1024 * 1024, textChars: 256 * 1024 });
+    const o = other.open(record('r'));
+    o.body = o.fromBytes(Buffer.from(client));
+    const bytes = other.bytes;
+    o.fromBytes(Buffer.from(upstream));
+    expect(charged).toBe(other.bytes - bytes);
+    // Read back through the record (an attempt keeps it; JSON as the API serves it).
+    w.newAttempt(1, 'http://u/v1', 1, 0, true, t);
+    expect(JSON.parse(JSON.stringify(w.record)).upstreamAttempts[0].request).toEqual({ text: upstream, cut: 0 });
+  });
+
+  it('a change at the start, in the middle, or none: the same text', () => {
+    const ring = new CaptureRing({ maxBytes: 10 * 1024 * 1024, textChars: 256 * 1024 });
+    const client = body(40, '');
+    for (const upstream of [
+      body(40, '', '{"model":"served-name","priority":1,'),
+      client.replace('turn 100 ', 'turn 100 [repaired] '),
+      client,
+      `${client.slice(0, -1)},"n":1}`,
+    ]) {
+      const { t, copied } = sent(ring, client, upstream);
+      expect(t.text).toBe(upstream);
+      expect(copied).toBeLessThan(100);
+    }
+  });
+
+  it("a client's body cut at the cap shares only its head; a short body is copied", () => {
+    const ring = new CaptureRing({ maxBytes: 10 * 1024 * 1024, textChars: 32 * 1024 });
+    const client = body(60, '');
+    const upstream = `${client.slice(0, -1)},"tool_choice":"required"}`;
+    const cutOne = sent(ring, client, upstream);
+    expect(cutOne.t.text).toBe(upstream.slice(0, 32 * 1024));
+    expect(cutOne.t.cut).toBe(Buffer.byteLength(upstream) - 32 * 1024);
+    expect(cutOne.copied).toBe(0);
+    const short = '{"model":"m","messages":[{"role":"user","content":"hi"}]}';
+    const small = sent(ring, short, short);
+    expect(small.t.text).toBe(short);
+    expect(small.copied).toBe(short.length);
+  });
+
+  it("reads as cut once the arena came round over the client's body, never as other bytes", () => {
+    // A 1 MB ring: an arena of 512 KB, records of at most 256 KB.
+    const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 256 * 1024 });
+    const client = body(40, '');
+    const upstream = `${client.slice(0, -1)},"tool_choice":"required"}`;
+    const { t } = sent(ring, client, upstream);
+    expect(t.text).toBe(upstream);
+    // Others write 600 KB (more than the arena) while this text is still held.
+    for (let i = 0; i < 12; i++) {
+      const o = ring.open(record(`o${i}`));
+      o.body = o.fromBytes(Buffer.alloc(50 * 1024, 'z'));
+    }
+    expect(t.text).toBe('');
+    expect(t.cut).toBe(Buffer.byteLength(upstream));
+  });
+});
