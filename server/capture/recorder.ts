@@ -310,7 +310,7 @@ export function captureAttemptSent(call: ChatCall, body: string | Buffer, sentAt
     epochOf(sentAt),
     sentAt - startOf(call),
     call.phase.request.stream === true,
-    typeof body === 'string' ? w.text(body) : w.sentBytes(body),
+    typeof body === 'string' ? w.text(body) : w.fromBytes(body),
   );
   w.note(200);
 }

@@ -41,17 +41,6 @@ const SPARE_RECORDS = 64;
  * short streams it is for gain (+1 KB promoted per request less).
  */
 const SPARE_MAX_BYTES = 64 * 1024;
-/**
- * A body as sent at least this long shares its bytes with the client's body (RecordWriter.sentBytes)
- * when they have at least this many in common; a shorter one is copied (the compare would cost
- * about what it saves).
- */
-const SHARED_MIN = 8 * 1024;
-/**
- * How the shared head and tail are found: memcmp of blocks this long, then of halves down to 16
- * bytes (at most two a size), then byte by byte.
- */
-const COMPARE_BLOCK = 4096;
 /** A record's fixed fields, counted once. */
 const RECORD_OVERHEAD = 1024;
 
@@ -934,34 +923,6 @@ export class RecordWriter implements CaptureRecord {
   }
 
   /**
-   * The body of an attempt as sent (bytes): as fromBytes, but a large one shares the bytes it has
-   * in common with the client's body the record already keeps (an agent's 87 KB request goes
-   * upstream with a few fields rewritten: copied whole, it cost ~25 µs a turn in the server). Its
-   * text is then pieces of the arena: the client's body's head, the bytes that differ (copied),
-   * the client's body's tail. Counted as a copy would be (the ring's bound is unchanged); it reads
-   * as cut once the arena came round over the client's body (its oldest piece), as any text.
-   */
-  sentBytes(b: Buffer): CapturedText {
-    if (this.evicted) return { text: '', cut: b.length };
-    const keep = Math.min(b.length, this.ring.limits.textChars, this.room());
-    if (keep === 0) return { text: '', cut: b.length };
-    this.charge(keep);
-    const bytes = keep < b.length ? b.subarray(0, keep) : b;
-    if (keep >= SHARED_MIN && this.bLen >= SHARED_MIN) {
-      const t = this.ring.keepBeside(
-        bytes,
-        b.length - keep,
-        this.bLap,
-        this.bOff,
-        this.bLen,
-        this.bCut === 0,
-      );
-      if (t !== undefined) return t;
-    }
-    return this.ring.keep(bytes, b.length - keep);
-  }
-
-  /**
    * Headers as one text (redact.ts redactedHeaderText) kept as bytes in the arena: the record
    * then holds no string of them (each a heap object the collector would promote). Undefined
    * when the record has no room for them.
@@ -1289,56 +1250,6 @@ export class CaptureRing {
   keep(b: Buffer, cut: number): LazyText {
     const spans = new Spans();
     this.append(spans, b);
-    return this.textOf(spans, cut);
-  }
-
-  /**
-   * `b` (a body as sent) kept as pieces of the arena: the head it shares with the bytes at
-   * `lap`/`off` (the client's body, `len` bytes, `whole`: not cut), then what differs, copied,
-   * then the tail they share (only with both whole: a cut body's end is not the body's end).
-   * Undefined (the caller copies `b`) when those bytes are gone or share less than SHARED_MIN.
-   * The first piece is always the client's body's head (empty if need be): the oldest of the
-   * text's pieces, the one LazyText checks is still intact.
-   */
-  keepBeside(
-    b: Buffer,
-    cut: number,
-    lap: number,
-    off: number,
-    len: number,
-    whole: boolean,
-  ): LazyText | undefined {
-    const arena = this.arena;
-    if (arena === undefined || !arena.intact(lap, off)) return undefined;
-    const a = arena.buf;
-    const n = Math.min(b.length, len);
-    // The shared head: compared a block at a time (memcmp), then narrowed within the block.
-    let p = 0;
-    for (let step = COMPARE_BLOCK; step >= 16; step >>= 1)
-      while (p + step <= n && b.compare(a, off + p, off + p + step, p, p + step) === 0) p += step;
-    while (p < n && b[p] === a[off + p]) p++;
-    let s = 0;
-    if (whole && cut === 0) {
-      const m = n - p;
-      const bEnd = b.length;
-      const aEnd = off + len;
-      for (let step = COMPARE_BLOCK; step >= 16; step >>= 1)
-        while (s + step <= m && b.compare(a, aEnd - s - step, aEnd - s, bEnd - s - step, bEnd - s) === 0)
-          s += step;
-      while (s < m && b[bEnd - 1 - s] === a[aEnd - 1 - s]) s++;
-    }
-    if (p + s < SHARED_MIN) return undefined;
-    const spans = new Spans();
-    spans.lap = lap;
-    spans.off = off;
-    spans.len = p;
-    spans.end = off + p;
-    if (p + s < b.length) this.append(spans, b.subarray(p, b.length - s));
-    if (s > 0) {
-      spans.more ??= [spans.lap, spans.off, spans.len];
-      spans.more.push(lap, off + len - s, s);
-      spans.end = off + len;
-    }
     return this.textOf(spans, cut);
   }
 
