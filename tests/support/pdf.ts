@@ -106,6 +106,20 @@ export function imageOnlyPdf(): Buffer {
  * megabytes of text-showing operators (deflate compresses the repetition about 1000:1).
  */
 export function bombPdf(inflatedMb: number): Buffer {
+  // Built once per size and process, a copy handed out: 200 MB deflated at level 9 costs ~1 s of
+  // CPU, and nine tests in five files (five in document-reader alone) ask for the same bytes.
+  let pdf = bombs.get(inflatedMb);
+  if (!pdf) {
+    pdf = buildBomb(inflatedMb);
+    bombs.set(inflatedMb, pdf);
+  }
+  return Buffer.from(pdf);
+}
+
+/** bombPdf's PDFs by inflated size (a worker runs file after file: vitest.config.ts isolate). */
+const bombs = new Map<number, Buffer>();
+
+function buildBomb(inflatedMb: number): Buffer {
   const unit = Buffer.from(
     'BT /F1 12 Tf 72 720 Td (AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA) Tj ET\n',
   );
