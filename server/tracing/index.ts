@@ -1,6 +1,6 @@
 /**
  * Tracing's entry: the SDK module is imported only when the environment asked for traces
- * (settings.ts), so a process with tracing off loads nothing of OpenTelemetry.
+ * (settings.ts), so a process with tracing off loads nothing of the OpenTelemetry SDK.
  */
 import type { ChatCall } from '../chat/context.js';
 import type { TracingSettings } from './settings.js';

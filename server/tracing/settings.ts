@@ -1,6 +1,6 @@
 /**
  * Whether the standard OpenTelemetry environment variables ask for traces, read once at start-up
- * (config.ts). No SDK here: with tracing off, nothing of OpenTelemetry is ever loaded.
+ * (config.ts). No SDK here: with tracing off, nothing of the OpenTelemetry SDK is ever loaded (prom-client alone requires the API package, a no-op with no SDK registered).
  *
  * On when an OTLP endpoint is named (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
  * OTEL_EXPORTER_OTLP_ENDPOINT) or OTEL_TRACES_EXPORTER says `otlp`; off when OTEL_SDK_DISABLED is

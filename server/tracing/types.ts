@@ -1,6 +1,6 @@
 /**
  * What the rest of the server sees of tracing: types only (erased at build), so that a process
- * with tracing off loads nothing of OpenTelemetry. Every call site is `x.span?.method(...)`:
+ * with tracing off loads nothing of the OpenTelemetry SDK. Every call site is `x.span?.method(...)`:
  * with tracing off the field is undefined and the call is one property read.
  */
 import type { FastifyRequest } from 'fastify';

@@ -26,9 +26,18 @@ export async function resolve(specifier, context, next) {
   if (r.url.includes('/@opentelemetry/')) appendFileSync(process.env.TP_MODULE_LOG, r.url + '\\n');
   return r;
 }`;
-const REGISTER = `import { register } from 'node:module'; register(${JSON.stringify(
-  `data:text/javascript,${encodeURIComponent(HOOKS)}`,
-)});`;
+/**
+ * The hook above sees only what ESM resolves; a CommonJS require() (prom-client requires
+ * @opentelemetry/api) is seen in the require cache, logged as the process exits.
+ */
+const REGISTER = `import { register, createRequire } from 'node:module';
+import { appendFileSync } from 'node:fs';
+register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(HOOKS)}`)});
+const cache = createRequire(process.cwd() + '/').cache;
+process.on('exit', () => {
+  for (const k of Object.keys(cache))
+    if (k.includes('/@opentelemetry/')) appendFileSync(process.env.TP_MODULE_LOG, 'cjs ' + k + '\\n');
+});`;
 
 interface Proc {
   child: ChildProcess;
@@ -112,7 +121,7 @@ describe('tracing in the real process', () => {
     }
   };
 
-  it('off: no OpenTelemetry module loaded, nothing sent, the traceparent relayed as it came', async () => {
+  it('off: nothing of the OpenTelemetry SDK loaded, nothing sent, the traceparent relayed as it came', async () => {
     const port = await freePort();
     const log = join(dir, 'off.log');
     const p = start(
@@ -134,7 +143,10 @@ describe('tracing in the real process', () => {
       p.child.kill('SIGTERM');
       await p.exited;
     }
-    expect(modules(log)).toEqual([]);
+    // prom-client requires @opentelemetry/api (its metrics' exemplars): the API alone, with no
+    // SDK registered, is a no-op. Nothing else of OpenTelemetry may load.
+    const loaded = modules(log);
+    expect(loaded.filter((u) => !u.includes('/@opentelemetry/api/'))).toEqual([]);
     expect(receiver.raw).toHaveLength(0);
   }, 90_000);
 
@@ -169,5 +181,7 @@ describe('tracing in the real process', () => {
     expect(receiver.spans.filter((s) => s.kind === 3)).toHaveLength(requests);
     expect(receiver.raw.every((r) => r.path === '/v1/traces')).toBe(true);
     expect(modules(log).some((u) => u.includes('/@opentelemetry/sdk-trace-base/'))).toBe(true);
+    // The require cache is read too (the off test's check sees CommonJS loads).
+    expect(modules(log).some((u) => u.startsWith('cjs ') && u.includes('/@opentelemetry/'))).toBe(true);
   }, 90_000);
 });
