@@ -44,6 +44,7 @@ import {
   type ReadableSpan,
   type Sampler,
   SamplingDecision,
+  type SamplingResult,
   type SpanProcessor,
   type TimedEvent,
 } from '@opentelemetry/sdk-trace-base';
@@ -273,6 +274,38 @@ export class LeanTracer {
       NO_ATTRIBUTES,
       NO_LINKS,
     );
+    return this.made(name, kind, traceId, spanId, result, parent);
+  }
+
+  /**
+   * start() for a span whose parent is remote or none (a request's server span), except that
+   * a span the sampler neither records nor gives a trace state of its own is not made: its trace
+   * id comes back instead (the parent's, or a new one), and nothing else was built for it (no
+   * span id, no span). A request left out by the sampler then costs the sampler's verdict.
+   */
+  startOrSkip(name: string, kind: SpanKind, parent: SpanContext | undefined): LeanSpan | string {
+    const traceId = parent ? parent.traceId : this.ids.generateTraceId();
+    const result = this.sampler.shouldSample(
+      parent ? new ParentContext(parent) : ROOT_CONTEXT,
+      traceId,
+      name,
+      kind,
+      NO_ATTRIBUTES,
+      NO_LINKS,
+    );
+    if (result.decision === SamplingDecision.NOT_RECORD && result.traceState === undefined) return traceId;
+    return this.made(name, kind, traceId, this.ids.generateSpanId(), result, parent);
+  }
+
+  /** The span the sampler's `result` asked for. */
+  private made(
+    name: string,
+    kind: SpanKind,
+    traceId: string,
+    spanId: string,
+    result: SamplingResult,
+    parent: SpanContext | undefined,
+  ): LeanSpan {
     const decision = result.decision;
     const span = new LeanSpan(
       this,
