@@ -221,9 +221,11 @@ export class LeanTracer {
   private clockBase = Date.now() - performance.now();
   private clockReadAt = -Infinity;
 
-  /** The epoch offset of the monotonic clock a new span without a local parent uses. */
-  clock(): number {
-    const t0 = performance.now();
+  /**
+   * The epoch offset of the monotonic clock a new span without a local parent uses; `t0`:
+   * performance.now() read by the caller (the span's start).
+   */
+  clock(t0: number): number {
     if (t0 - this.clockReadAt < 1000) return this.clockBase;
     const wall = Date.now();
     const t1 = performance.now();
@@ -369,8 +371,9 @@ export class LeanSpan implements ReadableSpan, SpanContext {
     this.instrumentationScope = tracer.scope;
     // A child of a span of this process keeps its parent's clock: the times of one trace stay on
     // one monotonic clock, so a child never ends after its parent by a clock's correction.
-    this.base = parentSpanContext instanceof LeanSpan ? parentSpanContext.base : tracer.clock();
-    this.startMs = performance.now() + this.base;
+    const t0 = performance.now();
+    this.base = parentSpanContext instanceof LeanSpan ? parentSpanContext.base : tracer.clock(t0);
+    this.startMs = t0 + this.base;
   }
 
   /** Epoch milliseconds now, on this span's clock. */

@@ -398,7 +398,6 @@ class ServerSpan implements RequestSpan<ChatCall> {
   private reasons: string[] | undefined;
   private payloads: readonly string[] | undefined;
   private attempts = 0;
-  private attemptStart = 0;
   private ended = false;
 
   /** Sampled: a request the sampler left out costs no attribute, event or attempt span. */
@@ -472,7 +471,6 @@ class ServerSpan implements RequestSpan<ChatCall> {
     this.attemptServer = server;
     this.attemptStatus = -1;
     this.attemptHeadersMs = -1;
-    this.attemptStart = performance.now();
     this.reasons = undefined;
     this.payloads = undefined;
     return this.propagate(span, headers);
@@ -511,7 +509,8 @@ class ServerSpan implements RequestSpan<ChatCall> {
   attemptOpened(res: UpstreamResponse): void {
     if (!this.attemptSpan?.recording) return;
     this.attemptStatus = res.status;
-    this.attemptHeadersMs = Math.round((performance.now() - this.attemptStart) * 10) / 10;
+    const span = this.attemptSpan;
+    this.attemptHeadersMs = Math.round((span.now() - span.startMs) * 10) / 10;
     if (res.replica) this.attemptServer = serverOf(res.replica);
   }
 
