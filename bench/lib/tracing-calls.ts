@@ -5,8 +5,9 @@
  * caches cold) is read per call. Figures are inclusive (a wrapper's time holds the wrapped calls
  * it makes): startRequest (the server span's start: traceparent, sampler, ids), chat, attempt
  * (the attempt span's start and its headers), attemptOpened, finishReason, effects, event,
- * attemptRead (the attempt's attributes written, its span ended: encoded and handed to the
- * processor), end (the server span's attributes, its end); inside them LeanTracer.start,
+ * attemptRead (the attempt's attributes written, its span ended; since tracecut encoded and
+ * handed to the processor in end, before the server span), end (the server span's attributes,
+ * its end); inside them LeanTracer.start,
  * LeanSpan.end (encoding and the processor), encodeAtEnd (the encoding alone), processor.onEnd
  * (BatchSpanProcessor's; its flushOneBatch, a batch's export started, inside it or on its timer), and export (the batch's serialization and the POST's synchronous part,
  * outside any request; a request the sampler left out: its UnsampledSpan's calls, by the same

@@ -490,11 +490,24 @@ export class LeanSpan implements ReadableSpan, SpanContext {
 
   /** Ends the span and hands it to the processor (once; a span not recorded goes nowhere). */
   end(): void {
-    if (this.ended) return;
+    if (this.finish()) this.handOver();
+  }
+
+  /**
+   * Ends the span without handing it over yet (handOver, later: sdk.ts hands a request's ended
+   * attempt spans over with its server span, one after the other, while the code is warm).
+   * False when it had ended already or records nothing.
+   */
+  finish(): boolean {
+    if (this.ended) return false;
     this.ended = true;
-    if (!this.recording) return;
-    const end = this.now();
-    this.endMs = Math.max(end, this.startMs);
+    if (!this.recording) return false;
+    this.endMs = Math.max(this.now(), this.startMs);
+    return true;
+  }
+
+  /** An ended span to the processor (encoded first when the tracer says so). */
+  handOver(): void {
     const encode = this.tracer.encode;
     this.tracer.processor.onEnd(encode ? encode(this) : this);
   }

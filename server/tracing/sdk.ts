@@ -398,6 +398,8 @@ class ServerSpan implements RequestSpan<ChatCall> {
   private reasons: string[] | undefined;
   private payloads: readonly string[] | undefined;
   private attempts = 0;
+  /** Attempt spans ended, not handed over yet (one, or several after a retry). */
+  private endedAttempts: LeanSpan | LeanSpan[] | undefined;
   private ended = false;
 
   /** Sampled: a request the sampler left out costs no attribute, event or attempt span. */
@@ -643,7 +645,24 @@ class ServerSpan implements RequestSpan<ChatCall> {
     } catch {
       // the span still ends, with what it had
     }
+    // The request's ended attempt spans, then its own: one after the other, the encoder's and
+    // the batch processor's code and tables warm for the second.
+    const waiting = this.endedAttempts;
+    if (waiting) {
+      this.endedAttempts = undefined;
+      if (Array.isArray(waiting)) for (const a of waiting) a.handOver();
+      else waiting.handOver();
+    }
     this.span.end();
+  }
+
+  /** An attempt span ended: handed over with the server span (end). */
+  private attemptEnded(span: LeanSpan): void {
+    if (!span.finish()) return;
+    const ended = this.endedAttempts;
+    if (ended === undefined) this.endedAttempts = span;
+    else if (Array.isArray(ended)) ended.push(span);
+    else this.endedAttempts = [ended, span];
   }
 
   private describeEnd(request: FastifyRequest, status: number, ended: boolean, headersSent: boolean): void {
@@ -700,7 +719,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
       span.setAttribute(ATTR_ERROR_TYPE, why);
       span.setStatus({ code: SpanStatusCode.ERROR, message: why.replace('_', ' ') });
     }
-    span.end();
+    this.attemptEnded(span);
   }
 
   private failAttempt(type: string, message: string): void {
@@ -711,7 +730,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
     span.setStatus({ code: SpanStatusCode.ERROR, message });
     this.attemptSpan = undefined;
     this.payloads = undefined;
-    span.end();
+    this.attemptEnded(span);
   }
 }
 
