@@ -5,11 +5,13 @@
  * caches cold) is read per call. Figures are inclusive (a wrapper's time holds the wrapped calls
  * it makes): startRequest (the server span's start: traceparent, sampler, ids), chat, attempt
  * (the attempt span's start and its headers), attemptOpened, finishReason, effects, event,
- * attemptRead (the attempt's attributes written, its span ended: encoded and handed to the
- * processor), end (the server span's attributes, its end); inside them LeanTracer.start,
+ * attemptRead (the attempt's attributes written, its span ended; since tracecut encoded and
+ * handed to the processor in end, before the server span), end (the server span's attributes,
+ * its end); inside them LeanTracer.start,
  * LeanSpan.end (encoding and the processor), encodeAtEnd (the encoding alone), processor.onEnd
  * (BatchSpanProcessor's; its flushOneBatch, a batch's export started, inside it or on its timer), and export (the batch's serialization and the POST's synchronous part,
- * outside any request). Samples over 200 µs are left out and counted. The sums are written at the
+ * outside any request; a request the sampler left out: its UnsampledSpan's calls, by the same
+ * names). Samples over 200 µs are left out and counted. The sums are written at the
  * process's exit to `<out>-<pid>.json` (TP_CALLS_OUT).
  */
 import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -43,7 +45,9 @@ export function timedTracingBuild(buildDir: string, into: string, label = ''): s
       'inject',
       'end',
     ];
-    return `${wrapMethods(`${PRELUDE}\n${src}`, 'ServerSpan', methods, label)}
+    // A request the sampler left out (since tracecut): its span of its own, the same calls timed.
+    const timed = wrapMethods(`${PRELUDE}\n${src}`, 'ServerSpan', methods, label);
+    return `${src.includes('class UnsampledSpan') ? wrapMethods(timed, 'UnsampledSpan', methods, label) : timed}
 { const f = BatchSpanProcessor.prototype.onEnd; BatchSpanProcessor.prototype.onEnd = function (s) { ${TIMED('processor.onEnd', 'f.call(this, s)')} }; }
 { const f = BatchSpanProcessor.prototype._flushOneBatch; BatchSpanProcessor.prototype._flushOneBatch = function () { ${TIMED('processor.flushOneBatch', 'f.call(this)')} }; }
 export async function createTracing(a, b) {
@@ -86,8 +90,12 @@ export function readTracingCalls(
     string,
     { us: number; calls: number; over200us: number }
   >;
-  const end = o[`${label}ServerSpan.end`];
-  const requests = (end?.calls ?? 0) + (end?.over200us ?? 0);
+  // Every request's span ends once: a sampled one's ServerSpan, one left out's UnsampledSpan.
+  let requests = 0;
+  for (const cls of ['ServerSpan', 'UnsampledSpan']) {
+    const end = o[`${label}${cls}.end`];
+    requests += (end?.calls ?? 0) + (end?.over200us ?? 0);
+  }
   const perRequest = new Map<string, number>();
   const over = new Map<string, number>();
   for (const [k, v] of Object.entries(o)) {

@@ -44,6 +44,7 @@ import {
   type ReadableSpan,
   type Sampler,
   SamplingDecision,
+  type SamplingResult,
   type SpanProcessor,
   type TimedEvent,
 } from '@opentelemetry/sdk-trace-base';
@@ -220,9 +221,11 @@ export class LeanTracer {
   private clockBase = Date.now() - performance.now();
   private clockReadAt = -Infinity;
 
-  /** The epoch offset of the monotonic clock a new span without a local parent uses. */
-  clock(): number {
-    const t0 = performance.now();
+  /**
+   * The epoch offset of the monotonic clock a new span without a local parent uses; `t0`:
+   * performance.now() read by the caller (the span's start).
+   */
+  clock(t0: number): number {
     if (t0 - this.clockReadAt < 1000) return this.clockBase;
     const wall = Date.now();
     const t1 = performance.now();
@@ -273,6 +276,38 @@ export class LeanTracer {
       NO_ATTRIBUTES,
       NO_LINKS,
     );
+    return this.made(name, kind, traceId, spanId, result, parent);
+  }
+
+  /**
+   * start() for a span whose parent is remote or none (a request's server span), except that
+   * a span the sampler neither records nor gives a trace state of its own is not made: its trace
+   * id comes back instead (the parent's, or a new one), and nothing else was built for it (no
+   * span id, no span). A request left out by the sampler then costs the sampler's verdict.
+   */
+  startOrSkip(name: string, kind: SpanKind, parent: SpanContext | undefined): LeanSpan | string {
+    const traceId = parent ? parent.traceId : this.ids.generateTraceId();
+    const result = this.sampler.shouldSample(
+      parent ? new ParentContext(parent) : ROOT_CONTEXT,
+      traceId,
+      name,
+      kind,
+      NO_ATTRIBUTES,
+      NO_LINKS,
+    );
+    if (result.decision === SamplingDecision.NOT_RECORD && result.traceState === undefined) return traceId;
+    return this.made(name, kind, traceId, this.ids.generateSpanId(), result, parent);
+  }
+
+  /** The span the sampler's `result` asked for. */
+  private made(
+    name: string,
+    kind: SpanKind,
+    traceId: string,
+    spanId: string,
+    result: SamplingResult,
+    parent: SpanContext | undefined,
+  ): LeanSpan {
     const decision = result.decision;
     const span = new LeanSpan(
       this,
@@ -336,8 +371,9 @@ export class LeanSpan implements ReadableSpan, SpanContext {
     this.instrumentationScope = tracer.scope;
     // A child of a span of this process keeps its parent's clock: the times of one trace stay on
     // one monotonic clock, so a child never ends after its parent by a clock's correction.
-    this.base = parentSpanContext instanceof LeanSpan ? parentSpanContext.base : tracer.clock();
-    this.startMs = performance.now() + this.base;
+    const t0 = performance.now();
+    this.base = parentSpanContext instanceof LeanSpan ? parentSpanContext.base : tracer.clock(t0);
+    this.startMs = t0 + this.base;
   }
 
   /** Epoch milliseconds now, on this span's clock. */
@@ -454,11 +490,24 @@ export class LeanSpan implements ReadableSpan, SpanContext {
 
   /** Ends the span and hands it to the processor (once; a span not recorded goes nowhere). */
   end(): void {
-    if (this.ended) return;
+    if (this.finish()) this.handOver();
+  }
+
+  /**
+   * Ends the span without handing it over yet (handOver, later: sdk.ts hands a request's ended
+   * attempt spans over with its server span, one after the other, while the code is warm).
+   * False when it had ended already or records nothing.
+   */
+  finish(): boolean {
+    if (this.ended) return false;
     this.ended = true;
-    if (!this.recording) return;
-    const end = this.now();
-    this.endMs = Math.max(end, this.startMs);
+    if (!this.recording) return false;
+    this.endMs = Math.max(this.now(), this.startMs);
+    return true;
+  }
+
+  /** An ended span to the processor (encoded first when the tracer says so). */
+  handOver(): void {
     const encode = this.tracer.encode;
     this.tracer.processor.onEnd(encode ? encode(this) : this);
   }

@@ -8,7 +8,7 @@
  * manager): the spans' parents are passed explicitly, and several apps in one process (tests)
  * each keep their own provider.
  */
-import { type Attributes, ROOT_CONTEXT, SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { type Attributes, type SpanContext, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { ExportResultCode, getNumberFromEnv } from '@opentelemetry/core';
 import {
   defaultResource,
@@ -206,10 +206,11 @@ export async function createTracing(
         return undefined;
       const remote = remoteParent(request.headers);
       const matched = route !== undefined && route !== '*' && route !== '/*';
-      const name = matched ? `${request.method} ${route}` : request.method;
+      const name = matched ? spanName(request.method, route) : request.method;
       // The sampler's context holds the client's span (a ParentContext, made only when one came).
       // The attributes are written when the span ends (ServerSpan.describeEnd), from the request.
-      const span = tracer.start(name, SpanKind.SERVER, remote ? undefined : ROOT_CONTEXT, remote);
+      const span = tracer.startOrSkip(name, SpanKind.SERVER, remote);
+      if (typeof span === 'string') return unsampled(tracer, span, remote, request.headers);
       return new ServerSpan(tracer, span, settings.captureContent, matched ? route : undefined);
     },
     flush: () => processor.forceFlush(),
@@ -218,6 +219,87 @@ export async function createTracing(
       return closed;
     },
   };
+}
+
+/** `POST <route>` by route (a closed set: the app's route patterns), made once. */
+const POST_NAMES = new Map<string, string>();
+function spanName(method: string, route: string): string {
+  if (method !== 'POST') return `${method} ${route}`;
+  let name = POST_NAMES.get(route);
+  if (name === undefined) {
+    name = `POST ${route}`;
+    if (POST_NAMES.size < 256) POST_NAMES.set(route, name);
+  }
+  return name;
+}
+
+/**
+ * The span of a request the sampler left out (startOrSkip made none): what the upstream is
+ * owed, a traceparent saying the trace is not sampled (flags 00) with the client's trace and
+ * span ids (a trace of its own and a span id when the client sent none), and the client's
+ * tracestate. Nothing else: no attribute, event or attempt span.
+ */
+function unsampled(
+  tracer: LeanTracer,
+  traceId: string,
+  remote: SpanContext | undefined,
+  headers: FastifyRequest['headers'],
+): RequestSpan<ChatCall> {
+  if (!remote)
+    return new UnsampledSpan(traceId, `00-${traceId}-${tracer.ids.generateSpanId()}-00`, undefined, false);
+  const state = remote.traceState?.serialize();
+  const sent = headers.traceparent;
+  // The client's header says it already (version 00, flags 00, no tracestate to rewrite): the
+  // call's headers, which carry it, go upstream as they are.
+  if (
+    typeof sent === 'string' &&
+    sent.length === 55 &&
+    sent.startsWith('00-') &&
+    sent.endsWith('-00') &&
+    state === undefined &&
+    headers.tracestate === undefined
+  )
+    return new UnsampledSpan(traceId, sent, undefined, true);
+  return new UnsampledSpan(traceId, `00-${traceId}-${remote.spanId}-00`, state, false);
+}
+
+class UnsampledSpan implements RequestSpan<ChatCall> {
+  readonly captureContent = false;
+  constructor(
+    readonly traceId: string,
+    /** The traceparent and tracestate that go upstream. */
+    private readonly traceparent: string,
+    private readonly tracestate: string | undefined,
+    /** The client's headers carry them as they are (the chat call's forwarded headers do). */
+    private readonly asSent: boolean,
+  ) {}
+
+  chat(): void {}
+
+  attempt(
+    _call: ChatCall,
+    _request: ChatCompletionRequest,
+    headers: Record<string, string>,
+  ): Record<string, string> {
+    return this.asSent ? headers : withTraceContext(headers, this.traceparent, this.tracestate);
+  }
+
+  attemptOpened(): void {}
+  attemptThrew(): void {}
+  attemptRejected(): void {}
+  finishReason(): void {}
+  attemptOutput(): void {}
+  attemptRead(): void {}
+  effects(): void {}
+  event(): void {}
+
+  inject(headers: Record<string, string>): void {
+    delete headers.tracestate;
+    headers.traceparent = this.traceparent;
+    if (this.tracestate !== undefined) headers.tracestate = this.tracestate;
+  }
+
+  end(): void {}
 }
 
 /** The tallies' event names (policies/types.ts EffectTallyName). */
@@ -237,11 +319,41 @@ const TALLY_EVENTS: Record<string, string> = {
 /** The traceparent's flags field for the usual flags (not sampled, sampled). */
 const FLAGS = ['00', '01'];
 
+function traceparentOf(span: LeanSpan): string {
+  const flags = span.traceFlags & 0xff;
+  return `00-${span.traceId}-${span.spanId}-${flags < 2 ? FLAGS[flags] : flags.toString(16).padStart(2, '0')}`;
+}
+
 function writeTraceContext(span: LeanSpan, carrier: Record<string, string>): void {
-  const c = span.spanContext();
-  const flags = c.traceFlags & 0xff;
-  carrier.traceparent = `00-${c.traceId}-${c.spanId}-${flags < 2 ? FLAGS[flags] : flags.toString(16).padStart(2, '0')}`;
-  if (c.traceState) carrier.tracestate = c.traceState.serialize();
+  carrier.traceparent = traceparentOf(span);
+  if (span.traceState) carrier.tracestate = span.traceState.serialize();
+}
+
+/**
+ * `headers` with the client's traceparent and tracestate replaced by `traceparent` and
+ * `tracestate`, where they stood (before content-type, which upstream.ts expects last).
+ */
+function withTraceContext(
+  headers: Record<string, string>,
+  traceparent: string,
+  tracestate: string | undefined,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  let injected = false;
+  for (const name in headers) {
+    if (name === 'traceparent' || name === 'tracestate') continue;
+    if (name === 'content-type' && !injected) {
+      injected = true;
+      out.traceparent = traceparent;
+      if (tracestate !== undefined) out.tracestate = tracestate;
+    }
+    out[name] = headers[name]!;
+  }
+  if (!injected) {
+    out.traceparent = traceparent;
+    if (tracestate !== undefined) out.tracestate = tracestate;
+  }
+  return out;
 }
 
 function setUsage(span: LeanSpan, usage: Usage | undefined): void {
@@ -286,7 +398,8 @@ class ServerSpan implements RequestSpan<ChatCall> {
   private reasons: string[] | undefined;
   private payloads: readonly string[] | undefined;
   private attempts = 0;
-  private attemptStart = 0;
+  /** Attempt spans ended, not handed over yet (one, or several after a retry). */
+  private endedAttempts: LeanSpan | LeanSpan[] | undefined;
   private ended = false;
 
   /** Sampled: a request the sampler left out costs no attribute, event or attempt span. */
@@ -360,7 +473,6 @@ class ServerSpan implements RequestSpan<ChatCall> {
     this.attemptServer = server;
     this.attemptStatus = -1;
     this.attemptHeadersMs = -1;
-    this.attemptStart = performance.now();
     this.reasons = undefined;
     this.payloads = undefined;
     return this.propagate(span, headers);
@@ -393,24 +505,14 @@ class ServerSpan implements RequestSpan<ChatCall> {
    * stood (before content-type, which upstream.ts expects last).
    */
   private propagate(span: LeanSpan, headers: Record<string, string>): Record<string, string> {
-    const out: Record<string, string> = {};
-    let injected = false;
-    for (const name in headers) {
-      if (name === 'traceparent' || name === 'tracestate') continue;
-      if (name === 'content-type' && !injected) {
-        injected = true;
-        writeTraceContext(span, out);
-      }
-      out[name] = headers[name]!;
-    }
-    if (!injected) writeTraceContext(span, out);
-    return out;
+    return withTraceContext(headers, traceparentOf(span), span.traceState?.serialize());
   }
 
   attemptOpened(res: UpstreamResponse): void {
     if (!this.attemptSpan?.recording) return;
     this.attemptStatus = res.status;
-    this.attemptHeadersMs = Math.round((performance.now() - this.attemptStart) * 10) / 10;
+    const span = this.attemptSpan;
+    this.attemptHeadersMs = Math.round((span.now() - span.startMs) * 10) / 10;
     if (res.replica) this.attemptServer = serverOf(res.replica);
   }
 
@@ -543,7 +645,24 @@ class ServerSpan implements RequestSpan<ChatCall> {
     } catch {
       // the span still ends, with what it had
     }
+    // The request's ended attempt spans, then its own: one after the other, the encoder's and
+    // the batch processor's code and tables warm for the second.
+    const waiting = this.endedAttempts;
+    if (waiting) {
+      this.endedAttempts = undefined;
+      if (Array.isArray(waiting)) for (const a of waiting) a.handOver();
+      else waiting.handOver();
+    }
     this.span.end();
+  }
+
+  /** An attempt span ended: handed over with the server span (end). */
+  private attemptEnded(span: LeanSpan): void {
+    if (!span.finish()) return;
+    const ended = this.endedAttempts;
+    if (ended === undefined) this.endedAttempts = span;
+    else if (Array.isArray(ended)) ended.push(span);
+    else this.endedAttempts = [ended, span];
   }
 
   private describeEnd(request: FastifyRequest, status: number, ended: boolean, headersSent: boolean): void {
@@ -602,7 +721,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
       span.setAttribute(ATTR_ERROR_TYPE, why);
       span.setStatus({ code: SpanStatusCode.ERROR, message: why.replace('_', ' ') });
     }
-    span.end();
+    this.attemptEnded(span);
   }
 
   private failAttempt(type: string, message: string): void {
@@ -613,7 +732,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
     span.setStatus({ code: SpanStatusCode.ERROR, message });
     this.attemptSpan = undefined;
     this.payloads = undefined;
-    span.end();
+    this.attemptEnded(span);
   }
 }
 

@@ -447,6 +447,41 @@ describe('lean spans', () => {
     }
   });
 
+  it('skip what the sampler leaves out (startOrSkip, sdk.ts): the same verdicts and trace ids as start, no span made', () => {
+    const samplers: [string, () => Sampler][] = [
+      ['parentbased_always_on', () => new ParentBasedSampler({ root: new AlwaysOnSampler() })],
+      ['parentbased_traceidratio', () => new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(0.5) })],
+      ['parentbased_always_off', () => new ParentBasedSampler({ root: new AlwaysOffSampler() })],
+      ['traceidratio', () => new TraceIdRatioBasedSampler(0.5)],
+      ['always_off', () => new AlwaysOffSampler()],
+    ];
+    const parents = [undefined, remoteParent, { ...remoteParent, traceFlags: TraceFlags.NONE }];
+    for (const [name, make] of samplers) {
+      const { tracer, ended } = tracerOf(make());
+      let skipped = 0;
+      for (let i = 0; i < 100; i++)
+        for (const parent of parents) {
+          const traceId = randomTraceId();
+          tracer.ids = { generateTraceId: () => traceId, generateSpanId: () => 'b'.repeat(16) };
+          const ctx = parent ? trace.setSpanContext(ROOT_CONTEXT, parent) : ROOT_CONTEXT;
+          const started = tracer.start('s', SpanKind.SERVER, ctx, parent);
+          const got = tracer.startOrSkip('s', SpanKind.SERVER, parent);
+          if (typeof got === 'string') {
+            skipped++;
+            expect([name, started.recording, got]).toEqual([name, false, started.traceId]);
+          } else
+            expect([name, got.recording, got.traceFlags, got.traceId]).toEqual([
+              name,
+              started.recording,
+              started.traceFlags,
+              started.traceId,
+            ]);
+        }
+      expect(skipped).toBeGreaterThan(0);
+      expect(ended).toHaveLength(0);
+    }
+  });
+
   it("read the client's traceparent and tracestate as the W3C propagator extracts them", () => {
     const propagator = new W3CTraceContextPropagator();
     const id = '4bf92f3577b34da6a3ce929d0e0e4736';

@@ -290,6 +290,48 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     );
   });
 
+  it("a request left out by the sampler: the upstream gets the client's ids with flags 00, the client's own header when it says so", async () => {
+    receiver = await otlpReceiver();
+    upstream = await fakeUpstream();
+    stack = await startStack({
+      env: {
+        TOOLPROOF_UPSTREAM_URL: upstream.url,
+        ...otelEnv(receiver, { OTEL_TRACES_SAMPLER: 'always_off' }),
+      },
+    });
+    const chat = (headers: Record<string, string>) =>
+      fetch(`${stack!.url}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({
+          model: 'm1',
+          messages: [{ role: 'user', content: 'hi' }],
+          tools: [weatherTool],
+        }),
+      }).then((r) => r.text());
+    const sent = () => upstream!.requests.at(-1)!.headers;
+    // Sampled by the client, left out here: the client's trace and span ids, not sampled.
+    await chat({ traceparent: TRACEPARENT, tracestate: 'vendor=1' });
+    expect([sent().traceparent, sent().tracestate]).toEqual([`00-${TRACE_ID}-${CLIENT_SPAN}-00`, 'vendor=1']);
+    // Already not sampled: as the client sent it.
+    await chat({ traceparent: `00-${TRACE_ID}-${CLIENT_SPAN}-00` });
+    expect([sent().traceparent, sent().tracestate]).toEqual([`00-${TRACE_ID}-${CLIENT_SPAN}-00`, undefined]);
+    // No traceparent: a trace of its own, not sampled.
+    await chat({});
+    expect(sent().traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
+    expect(sent().traceparent).not.toContain(TRACE_ID);
+    // A relayed route too.
+    const res = await fetch(`${stack.url}/embeddings`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', traceparent: TRACEPARENT },
+      body: JSON.stringify({ model: 'm1', input: 'hi' }),
+    });
+    await res.text();
+    expect(sent().traceparent).toBe(`00-${TRACE_ID}-${CLIENT_SPAN}-00`);
+    await stack.app.toolproof.tracing!.flush();
+    expect(receiver.spans).toHaveLength(0);
+  });
+
   it('a history repair is an event, with what was repaired', async () => {
     receiver = await otlpReceiver();
     stack = await startStack({ env: otelEnv(receiver) });
