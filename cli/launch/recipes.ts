@@ -283,12 +283,23 @@ function piExtension(t: Target): string {
         cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
         ...(t.window ? { contextWindow: t.window } : {}),
         maxTokens: t.maxOutput,
+        // On chat completions pi names its session (`session_id`, `x-session-affinity`) only when
+        // asked; without it two runs that open alike share one inspector session and one affinity
+        // key (docs/affinity.md). Responses sends it anyway. On the model: pi 0.73.1 reads a
+        // registered provider's models' own compat, not the provider's.
+        compat: { sendSessionAffinityHeaders: true },
       },
     ],
   };
+  // On Messages pi sends no session id: its session goes in `metadata.user_id` (as Claude Code
+  // puts its own), which toolproof reads and does not send upstream.
+  const metadata =
+    t.api === 'messages'
+      ? "\n  pi.on('before_provider_request', (event, ctx) => {\n    const id = ctx.sessionManager.getSessionId();\n    if (!id || event.payload?.metadata?.user_id) return undefined;\n    return { ...event.payload, metadata: { ...event.payload?.metadata, user_id: id } };\n  });"
+      : '';
   return [
     '// Written by `toolproof launch pi` for one run; removed when pi exits.',
-    `export default function (pi) {\n  pi.registerProvider('toolproof', ${JSON.stringify(provider)});\n}`,
+    `export default function (pi) {\n  pi.registerProvider('toolproof', ${JSON.stringify(provider)});${metadata}\n}`,
     '',
   ].join('\n');
 }

@@ -18,6 +18,7 @@ import { createServer } from 'node:http';
 import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { launchCommand } from '../../cli/launch/command.js';
 import { readModels } from '../../cli/launch/models.js';
@@ -384,6 +385,49 @@ describe('recipes', () => {
       expect(r.pkg).toBeTruthy();
       expect(existsSync('/d')).toBe(false);
     }
+  });
+});
+
+describe('pi names its session', () => {
+  /** The one-run extension the launcher writes for pi on `api`, loaded as pi loads it, with a stand-in for pi. */
+  async function piExtension(api: 'chat' | 'responses' | 'messages') {
+    const recipe = RECIPES.find((r) => r.id === 'pi')!;
+    const dir = mkdtempSync(join(tmpdir(), 'tp-pi-ext-'));
+    const plan = buildPlan(recipe, { base: 'http://h', model: 'm', maxOutput: 100, key: 'k', api, dir }, []);
+    const [path, text] = Object.entries(plan.files)[0]!;
+    writeFileSync(path, text);
+    const providers: Array<{ models: Array<{ compat?: Record<string, unknown> }> }> = [];
+    const handlers: Record<string, (event: unknown, ctx: unknown) => unknown> = {};
+    const mod = (await import(pathToFileURL(path).href)) as { default: (pi: unknown) => void };
+    mod.default({
+      registerProvider: (_name: string, p: (typeof providers)[0]) => providers.push(p),
+      on: (event: string, handler: (typeof handlers)[string]) => {
+        handlers[event] = handler;
+      },
+    });
+    rmSync(dir, { recursive: true, force: true });
+    return { provider: providers[0]!, handlers };
+  }
+  const ctx = { sessionManager: { getSessionId: () => 'sess-1' } };
+
+  it("chat completions: its session headers on (pi reads a registered model's own compat)", async () => {
+    const { provider, handlers } = await piExtension('chat');
+    expect(provider.models[0]!.compat).toMatchObject({ sendSessionAffinityHeaders: true });
+    expect(handlers.before_provider_request).toBeUndefined();
+  });
+
+  it('Messages: its session id in metadata.user_id, where toolproof reads it; a user_id of its own is kept', async () => {
+    const { handlers } = await piExtension('messages');
+    const hook = handlers.before_provider_request!;
+    expect(hook({ payload: { model: 'm', messages: [] } }, ctx)).toEqual({
+      model: 'm',
+      messages: [],
+      metadata: { user_id: 'sess-1' },
+    });
+    expect(hook({ payload: { metadata: { user_id: 'mine' } } }, ctx)).toBeUndefined();
+    expect(
+      hook({ payload: { model: 'm' } }, { sessionManager: { getSessionId: () => undefined } }),
+    ).toBeUndefined();
   });
 });
 
