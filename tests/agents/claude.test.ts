@@ -6,7 +6,7 @@ import { DEFERRED_TASK, RUN_TASK, SUBAGENT_TASK } from './lib/long-tasks.js';
 import { MODES, type Mode } from './lib/model.js';
 import { checkPrefix } from './lib/prefix.js';
 import { CLAUDE_NAMES, claudeNamesConfig, UPSTREAM_MODEL } from './lib/stack.js';
-import { agentCases, describeAgents, expectPass, expectPrefix, tag } from './lib/suite.js';
+import { agentCases, describeAgents, expectPass, expectPrefix, expectSessions, tag } from './lib/suite.js';
 import { CORE_TASK, type Task } from './lib/tasks.js';
 
 const NAMES = CLAUDE_NAMES;
@@ -56,6 +56,8 @@ describeAgents('Claude Code 2.1.332: compaction after the overflow error', () =>
     for (const s of statuses.slice(overflow + 1)) expect(s, why).toBe(200);
     const summaries = r.upstream.filter((u) => JSON.stringify(u.body).includes('[steps done: 1]'));
     expect(summaries.length, why).toBeGreaterThan(0);
+    // The refused turn and the compaction are the session's too: the inspector shows one session.
+    expectSessions(r, { agent: 'claude' });
   });
 });
 
@@ -87,6 +89,8 @@ async function runClaude(
   const r = await runCase({ agent: 'claude', mode, task, via: 'toolproof', args });
   expectPass(r, task, { api: 'messages' });
   if (options.prefix !== false) expectPrefix(r, task, { api: 'messages' });
+  // The sub-agent's conversation too: Claude Code names one session for the run.
+  expectSessions(r, SUITE);
   return r;
 }
 
