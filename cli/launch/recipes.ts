@@ -259,6 +259,9 @@ export function mergeJsonText(current: string | undefined, add: Record<string, u
   return `${JSON.stringify(mergeDeep(base, add), null, 2)}\n`;
 }
 
+/** Qwen Code's placeholder for its session id in a custom header, filled in on every request. */
+export const QWEN_SESSION_ID = '$' + '{session_id}';
+
 function piExtension(t: Target): string {
   const api =
     t.api === 'messages'
@@ -454,7 +457,16 @@ export const RECIPES: readonly CliRecipe[] = [
     }),
     files: (t) => ({
       'qwen-settings.json': JSON.stringify({
-        ...(t.window ? { model: { generationConfig: { contextWindowSize: t.window } } } : {}),
+        model: {
+          generationConfig: {
+            ...(t.window ? { contextWindowSize: t.window } : {}),
+            // Qwen Code sends no session id of its own: this header, its session id filled in on
+            // every request, names its sessions to toolproof (docs/affinity.md).
+            customHeaders: { 'x-session-affinity': QWEN_SESSION_ID },
+          },
+        },
+        // What lets Qwen Code fill `${session_id}` in a header (0.24: off, the header dropped).
+        outboundCorrelation: { allowDynamicHeaderValues: true },
         general: { enableAutoUpdate: false },
         telemetry: { enabled: false },
         privacy: { usageStatisticsEnabled: false },

@@ -23,7 +23,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { launchCommand } from '../../cli/launch/command.js';
 import { readModels } from '../../cli/launch/models.js';
 import { buildPlan } from '../../cli/launch/plan.js';
-import { claudeWindow, RECIPES, replaceTomlTables } from '../../cli/launch/recipes.js';
+import { claudeWindow, QWEN_SESSION_ID, RECIPES, replaceTomlTables } from '../../cli/launch/recipes.js';
 import { buildApp, type ToolproofApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
@@ -428,6 +428,36 @@ describe('pi names its session', () => {
     expect(
       hook({ payload: { model: 'm' } }, { sessionManager: { getSessionId: () => undefined } }),
     ).toBeUndefined();
+  });
+});
+
+describe('Qwen Code names its session', () => {
+  it("its settings add x-session-affinity with Qwen Code's session id, and allow the placeholder", () => {
+    const recipe = RECIPES.find((r) => r.id === 'qwen')!;
+    for (const window of [32768, undefined]) {
+      const plan = buildPlan(
+        recipe,
+        {
+          base: 'http://h',
+          model: 'm',
+          maxOutput: 100,
+          key: 'k',
+          api: 'chat',
+          dir: '/d',
+          ...(window ? { window } : {}),
+        },
+        [],
+      );
+      const settings = JSON.parse(plan.files['/d/qwen-settings.json']!) as {
+        model: { generationConfig: Record<string, unknown> };
+        outboundCorrelation: Record<string, unknown>;
+      };
+      expect(settings.model.generationConfig.customHeaders).toEqual({
+        'x-session-affinity': QWEN_SESSION_ID,
+      });
+      expect(settings.model.generationConfig.contextWindowSize).toBe(window);
+      expect(settings.outboundCorrelation).toEqual({ allowDynamicHeaderValues: true });
+    }
   });
 });
 

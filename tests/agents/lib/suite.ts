@@ -135,6 +135,8 @@ const OWN_SESSION: Partial<Record<AgentId, (s: AgentRequest) => string | undefin
   codex: (s) => prefixed('p:', (s.body as { prompt_cache_key?: string } | undefined)?.prompt_cache_key),
   opencode: (s) => prefixed('h:', header(s, 'x-session-affinity')),
   kilo: (s) => prefixed('h:', header(s, 'x-session-affinity')),
+  // The header the launcher's settings add, Qwen Code's session id filled in.
+  qwen: (s) => prefixed('h:', header(s, 'x-session-affinity')),
   // `session_id` on chat completions (the launcher turns on its affinity headers) and Responses;
   // on Messages the launcher's extension puts it in `metadata.user_id`.
   pi: (s) =>
