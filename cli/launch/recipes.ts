@@ -259,6 +259,9 @@ export function mergeJsonText(current: string | undefined, add: Record<string, u
   return `${JSON.stringify(mergeDeep(base, add), null, 2)}\n`;
 }
 
+/** Qwen Code's placeholder for its session id in a custom header, filled in on every request. */
+export const QWEN_SESSION_ID = '$' + '{session_id}';
+
 function piExtension(t: Target): string {
   const api =
     t.api === 'messages'
@@ -283,12 +286,23 @@ function piExtension(t: Target): string {
         cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
         ...(t.window ? { contextWindow: t.window } : {}),
         maxTokens: t.maxOutput,
+        // On chat completions pi names its session (`session_id`, `x-session-affinity`) only when
+        // asked; without it two runs that open alike share one inspector session and one affinity
+        // key (docs/affinity.md). Responses sends it anyway. On the model: pi 0.73.1 reads a
+        // registered provider's models' own compat, not the provider's.
+        compat: { sendSessionAffinityHeaders: true },
       },
     ],
   };
+  // On Messages pi sends no session id: its session goes in `metadata.user_id` (as Claude Code
+  // puts its own), which toolproof reads and does not send upstream.
+  const metadata =
+    t.api === 'messages'
+      ? "\n  pi.on('before_provider_request', (event, ctx) => {\n    const id = ctx.sessionManager.getSessionId();\n    if (!id || event.payload?.metadata?.user_id) return undefined;\n    return { ...event.payload, metadata: { ...event.payload?.metadata, user_id: id } };\n  });"
+      : '';
   return [
     '// Written by `toolproof launch pi` for one run; removed when pi exits.',
-    `export default function (pi) {\n  pi.registerProvider('toolproof', ${JSON.stringify(provider)});\n}`,
+    `export default function (pi) {\n  pi.registerProvider('toolproof', ${JSON.stringify(provider)});${metadata}\n}`,
     '',
   ].join('\n');
 }
@@ -443,7 +457,16 @@ export const RECIPES: readonly CliRecipe[] = [
     }),
     files: (t) => ({
       'qwen-settings.json': JSON.stringify({
-        ...(t.window ? { model: { generationConfig: { contextWindowSize: t.window } } } : {}),
+        model: {
+          generationConfig: {
+            ...(t.window ? { contextWindowSize: t.window } : {}),
+            // Qwen Code sends no session id of its own: this header, its session id filled in on
+            // every request, names its sessions to toolproof (docs/affinity.md).
+            customHeaders: { 'x-session-affinity': QWEN_SESSION_ID },
+          },
+        },
+        // What lets Qwen Code fill `${session_id}` in a header (0.24: off, the header dropped).
+        outboundCorrelation: { allowDynamicHeaderValues: true },
         general: { enableAutoUpdate: false },
         telemetry: { enabled: false },
         privacy: { usageStatisticsEnabled: false },

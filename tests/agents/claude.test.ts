@@ -6,8 +6,9 @@ import { DEFERRED_TASK, RUN_TASK, SUBAGENT_TASK } from './lib/long-tasks.js';
 import { MODES, type Mode } from './lib/model.js';
 import { checkPrefix } from './lib/prefix.js';
 import { CLAUDE_NAMES, claudeNamesConfig, UPSTREAM_MODEL } from './lib/stack.js';
-import { agentCases, describeAgents, expectPass, expectPrefix, tag } from './lib/suite.js';
+import { agentCases, describeAgents, expectPass, expectPrefix, expectSessions, tag } from './lib/suite.js';
 import { CORE_TASK, type Task } from './lib/tasks.js';
+import { otlpReceiver } from '../support/otlp-receiver.js';
 
 const NAMES = CLAUDE_NAMES;
 
@@ -56,6 +57,8 @@ describeAgents('Claude Code 2.1.332: compaction after the overflow error', () =>
     for (const s of statuses.slice(overflow + 1)) expect(s, why).toBe(200);
     const summaries = r.upstream.filter((u) => JSON.stringify(u.body).includes('[steps done: 1]'));
     expect(summaries.length, why).toBeGreaterThan(0);
+    // The refused turn and the compaction are the session's too: the inspector shows one session.
+    expectSessions(r, { agent: 'claude' });
   });
 });
 
@@ -87,6 +90,8 @@ async function runClaude(
   const r = await runCase({ agent: 'claude', mode, task, via: 'toolproof', args });
   expectPass(r, task, { api: 'messages' });
   if (options.prefix !== false) expectPrefix(r, task, { api: 'messages' });
+  // The sub-agent's conversation too: Claude Code names one session for the run.
+  expectSessions(r, SUITE);
   return r;
 }
 
@@ -182,4 +187,62 @@ describeAgents('Claude Code 2.1.332: sub-agent, deferred tools and stream-json (
       },
     );
   }
+});
+
+describeAgents('Claude Code 2.1.332: its TRACEPARENT continues through toolproof (docs/tracing.md)', () => {
+  // Claude Code puts a traceparent on its requests only with its own tracing on (telemetry and the
+  // enhanced-telemetry beta) and, to a host not Anthropic's, CLAUDE_CODE_PROPAGATE_TRACEPARENT=1;
+  // without them (TRACEPARENT alone) toolproof's spans start traces of their own.
+  it("proof: every request span is in the TRACEPARENT trace, a child of Claude Code's llm_request span", async () => {
+    const receiver = await otlpReceiver();
+    try {
+      const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+      const otlp = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.origin, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' };
+      const r = await runCase({
+        agent: 'claude',
+        mode: 'clean',
+        task: CORE_TASK,
+        via: 'toolproof',
+        env: otlp,
+        target: {
+          env: {
+            ...otlp,
+            TRACEPARENT: `00-${traceId}-00f067aa0ba902b7-01`,
+            CLAUDE_CODE_ENABLE_TELEMETRY: '1',
+            CLAUDE_CODE_ENHANCED_TELEMETRY_BETA: '1',
+            CLAUDE_CODE_PROPAGATE_TRACEPARENT: '1',
+            OTEL_TRACES_EXPORTER: 'otlp',
+            OTEL_METRICS_EXPORTER: 'none',
+            OTEL_LOGS_EXPORTER: 'none',
+          },
+        },
+      });
+      expectPass(r, CORE_TASK, { api: 'messages' });
+      const spans = receiver.spans;
+      const why = `${describeRun(r)}\nspans: ${spans.map((x) => `${x.kind} ${x.name} ${x.traceId}/${x.spanId}<${x.parentSpanId}`).join(' | ')}`;
+      const posts = r.sent.filter((s) => s.method === 'POST');
+      // What Claude Code sent: its trace, a span of its own per request.
+      const parents = posts.map((s) =>
+        /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/.exec(String(s.headers.traceparent)),
+      );
+      for (const m of parents) expect(m?.[1], why).toBe(traceId);
+      const requests = spans.filter((x) => x.kind === 2 && x.name === 'POST /v1/messages');
+      expect(requests.length, why).toBe(posts.length);
+      for (const span of requests) {
+        expect(span.traceId, why).toBe(traceId);
+        expect(
+          parents.map((m) => m?.[2]),
+          why,
+        ).toContain(span.parentSpanId);
+        const attempts = spans.filter((x) => x.kind === 3 && x.parentSpanId === span.spanId);
+        expect(attempts.length, why).toBeGreaterThan(0);
+        for (const a of attempts) expect(a.traceId, why).toBe(traceId);
+      }
+      // Those parents are Claude Code's own llm_request spans, in the trace it exported.
+      const llm = new Set(spans.filter((x) => x.name === 'claude_code.llm_request').map((x) => x.spanId));
+      for (const span of requests) expect(llm.has(span.parentSpanId), why).toBe(true);
+    } finally {
+      await receiver.close();
+    }
+  });
 });

@@ -10,7 +10,7 @@ import { it } from 'vitest';
 import { CODEX_FREEFORM } from './lib/agents.js';
 import { describeRun, runCase } from './lib/case.js';
 import { longCases } from './lib/long.js';
-import { agentCases, describeAgents } from './lib/suite.js';
+import { agentCases, describeAgents, expectSessions } from './lib/suite.js';
 import { CORE_TASK, PATCH_TASK } from './lib/tasks.js';
 
 describeAgents('Codex 0.171.0', () => {
@@ -73,5 +73,7 @@ describeAgents('Codex 0.171.0: auto-compaction through toolproof', () => {
     const toolless = r.upstream.filter((u) => !(u.body as { tools?: unknown[] }).tools?.length);
     expect(toolless.length, why).toBeGreaterThanOrEqual(compactions.length);
     for (const u of toolless) expect(Object.keys(u.body as object), why).not.toContain('tool_choice');
+    // The compaction turn is the session's too: the inspector shows one session.
+    expectSessions(r, { agent: 'codex' });
   });
 });

@@ -18,11 +18,12 @@ import { createServer } from 'node:http';
 import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { launchCommand } from '../../cli/launch/command.js';
 import { readModels } from '../../cli/launch/models.js';
 import { buildPlan } from '../../cli/launch/plan.js';
-import { claudeWindow, RECIPES, replaceTomlTables } from '../../cli/launch/recipes.js';
+import { claudeWindow, QWEN_SESSION_ID, RECIPES, replaceTomlTables } from '../../cli/launch/recipes.js';
 import { buildApp, type ToolproofApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
@@ -383,6 +384,79 @@ describe('recipes', () => {
       expect(plan.args.at(-1)).toBe('x');
       expect(r.pkg).toBeTruthy();
       expect(existsSync('/d')).toBe(false);
+    }
+  });
+});
+
+describe('pi names its session', () => {
+  /** The one-run extension the launcher writes for pi on `api`, loaded as pi loads it, with a stand-in for pi. */
+  async function piExtension(api: 'chat' | 'responses' | 'messages') {
+    const recipe = RECIPES.find((r) => r.id === 'pi')!;
+    const dir = mkdtempSync(join(tmpdir(), 'tp-pi-ext-'));
+    const plan = buildPlan(recipe, { base: 'http://h', model: 'm', maxOutput: 100, key: 'k', api, dir }, []);
+    const [path, text] = Object.entries(plan.files)[0]!;
+    writeFileSync(path, text);
+    const providers: Array<{ models: Array<{ compat?: Record<string, unknown> }> }> = [];
+    const handlers: Record<string, (event: unknown, ctx: unknown) => unknown> = {};
+    const mod = (await import(pathToFileURL(path).href)) as { default: (pi: unknown) => void };
+    mod.default({
+      registerProvider: (_name: string, p: (typeof providers)[0]) => providers.push(p),
+      on: (event: string, handler: (typeof handlers)[string]) => {
+        handlers[event] = handler;
+      },
+    });
+    rmSync(dir, { recursive: true, force: true });
+    return { provider: providers[0]!, handlers };
+  }
+  const ctx = { sessionManager: { getSessionId: () => 'sess-1' } };
+
+  it("chat completions: its session headers on (pi reads a registered model's own compat)", async () => {
+    const { provider, handlers } = await piExtension('chat');
+    expect(provider.models[0]!.compat).toMatchObject({ sendSessionAffinityHeaders: true });
+    expect(handlers.before_provider_request).toBeUndefined();
+  });
+
+  it('Messages: its session id in metadata.user_id, where toolproof reads it; a user_id of its own is kept', async () => {
+    const { handlers } = await piExtension('messages');
+    const hook = handlers.before_provider_request!;
+    expect(hook({ payload: { model: 'm', messages: [] } }, ctx)).toEqual({
+      model: 'm',
+      messages: [],
+      metadata: { user_id: 'sess-1' },
+    });
+    expect(hook({ payload: { metadata: { user_id: 'mine' } } }, ctx)).toBeUndefined();
+    expect(
+      hook({ payload: { model: 'm' } }, { sessionManager: { getSessionId: () => undefined } }),
+    ).toBeUndefined();
+  });
+});
+
+describe('Qwen Code names its session', () => {
+  it("its settings add x-session-affinity with Qwen Code's session id, and allow the placeholder", () => {
+    const recipe = RECIPES.find((r) => r.id === 'qwen')!;
+    for (const window of [32768, undefined]) {
+      const plan = buildPlan(
+        recipe,
+        {
+          base: 'http://h',
+          model: 'm',
+          maxOutput: 100,
+          key: 'k',
+          api: 'chat',
+          dir: '/d',
+          ...(window ? { window } : {}),
+        },
+        [],
+      );
+      const settings = JSON.parse(plan.files['/d/qwen-settings.json']!) as {
+        model: { generationConfig: Record<string, unknown> };
+        outboundCorrelation: Record<string, unknown>;
+      };
+      expect(settings.model.generationConfig.customHeaders).toEqual({
+        'x-session-affinity': QWEN_SESSION_ID,
+      });
+      expect(settings.model.generationConfig.contextWindowSize).toBe(window);
+      expect(settings.outboundCorrelation).toEqual({ allowDynamicHeaderValues: true });
     }
   });
 });

@@ -44,6 +44,8 @@ export interface AgentTarget {
   codexConfig?: string[];
   /** The SDKs only: the API (`--api`) and whether the program streams (lib/sdk.ts). */
   sdk?: SdkRun;
+  /** More of the agent's environment, through toolproof (Claude Code's TRACEPARENT). */
+  env?: Record<string, string>;
 }
 
 /** Codex with apply_patch as a freeform (custom) tool with its Lark grammar, as its own catalog declares it. */
@@ -342,6 +344,7 @@ export function prepareLaunch(
     : HEADLESS[agent];
   if (!own) throw new Error(`${agent}: no headless arguments`);
   if (isSdk(agent)) Object.assign(env, sdkEnv(agent, bin));
+  Object.assign(env, target.env);
   let userArgs = ownArgs ?? own(task);
   if (agent === 'codex') {
     const overrides: string[] = [];

@@ -17,6 +17,7 @@ import {
 } from './agents.js';
 import type { Mode } from './model.js';
 import {
+  type AgentStack,
   type LogLine,
   type RecordedRequest as AgentRequest,
   startAgentStack,
@@ -62,6 +63,8 @@ export interface CaseOptions {
   };
   /** toolproof's YAML config, given the simulator's URL. */
   file?: (upstreamUrl: string) => Parameters<typeof loadConfig>[1];
+  /** More of toolproof's environment (tracing's OTEL_* variables). */
+  env?: Record<string, string>;
   timeoutMs?: number;
   /** The agent's own arguments (after `toolproof launch <agent> --`), given the prompt; else HEADLESS's. */
   args?: (prompt: string) => string[];
@@ -86,6 +89,50 @@ export interface CaseResult {
   text: string;
   /** With resumeArgs: the first run (`run` is the resumed one). */
   first?: AgentRun;
+  /** What the inspector showed for the run, read before the servers closed (through toolproof only). */
+  inspect?: InspectView;
+}
+
+/** A request as the inspector lists it (`GET /inspect/api/requests`), the fields the suite reads. */
+export interface InspectSummary {
+  id: string;
+  session: string;
+  api: string;
+}
+
+/** What a user of the inspector sees of one run (docs/inspect.md, "The API"). */
+export interface InspectView {
+  /** Every request captured, oldest first. */
+  requests: InspectSummary[];
+  /** `GET /inspect/api/sessions`. */
+  sessions: Array<{ session: string; requests: number }>;
+  /** Per session: the ids of its turns, as `GET /inspect/api/session?key=` lists them (oldest first). */
+  turns: Record<string, string[]>;
+  /** Per session: the ids `GET /inspect/api/requests?session=` lists (oldest first). */
+  filtered: Record<string, string[]>;
+  /** With resumeArgs: the ids of the first run's requests. */
+  firstIds?: string[];
+}
+
+/** Reads the inspector's API the way its page does, through the app (no key is configured). */
+async function readInspector(app: AgentStack['app']): Promise<Omit<InspectView, 'firstIds'>> {
+  const get = async <T>(url: string): Promise<T> => {
+    const res = await app.inject({ method: 'GET', url });
+    if (res.statusCode !== 200) throw new Error(`${url}: ${res.statusCode} ${res.body.slice(0, 300)}`);
+    return res.json() as T;
+  };
+  const { requests } = await get<{ requests: InspectSummary[] }>('/inspect/api/requests?limit=1000');
+  const { sessions } = await get<{ sessions: InspectView['sessions'] }>('/inspect/api/sessions');
+  const turns: Record<string, string[]> = {};
+  const filtered: Record<string, string[]> = {};
+  for (const s of sessions) {
+    const key = encodeURIComponent(s.session);
+    const view = await get<{ turns: Array<{ summary: { id: string } }> }>(`/inspect/api/session?key=${key}`);
+    turns[s.session] = view.turns.map((t) => t.summary.id);
+    const list = await get<{ requests: InspectSummary[] }>(`/inspect/api/requests?session=${key}&limit=1000`);
+    filtered[s.session] = list.requests.map((q) => q.id).reverse();
+  }
+  return { requests: requests.slice().reverse(), sessions, turns, filtered };
 }
 
 export async function runCase(options: CaseOptions): Promise<CaseResult> {
@@ -95,13 +142,16 @@ export async function runCase(options: CaseOptions): Promise<CaseResult> {
   if (!bin) throw new Error(`${options.agent}: not installed`);
   const dirs = makeRunDirs(options.agent);
   const model = { mode: options.mode, task: options.task, cwd: dirs.cwd, ...options.model };
-  const servers =
+  const servers: Pick<AgentStack, 'sim' | 'origin' | 'requests' | 'recorded' | 'close'> & {
+    app?: AgentStack['app'];
+  } =
     options.via === 'toolproof'
       ? await startAgentStack({
           ...model,
           record: true,
           billingNonce: options.agent === 'claude',
           ...(options.file ? { fileFor: options.file } : {}),
+          ...(options.env ? { env: options.env } : {}),
         })
       : await startBackend(model).then((sim) => ({
           sim,
@@ -129,15 +179,20 @@ export async function runCase(options: CaseOptions): Promise<CaseResult> {
         timeoutMs: options.timeoutMs ?? 150_000,
         ...(args ? { args: args(prompt) } : {}),
       });
+    const app = servers.app;
     let first: AgentRun | undefined;
+    let firstIds: string[] | undefined;
     let run = await runOnce(taskPrompt(options.task), options.args, true);
     const resume = options.task.resume;
     if (options.resumeArgs && resume) {
       first = run;
+      if (app) firstIds = (await readInspector(app)).requests.map((q) => q.id);
       run = first.exitCode === 0 ? await runOnce(resume.prompt, options.resumeArgs, false) : first;
     }
+    const inspect = app ? { ...(await readInspector(app)), ...(firstIds ? { firstIds } : {}) } : undefined;
     return {
       ...(first ? { first } : {}),
+      ...(inspect ? { inspect } : {}),
       run,
       logs: servers.requests(),
       // The launcher's own look-ups (GET /v1/models, the backend's window) are not the agent's session.

@@ -12,7 +12,7 @@ import type { AgentId } from './agents.js';
 import { type CaseOptions, type CaseResult, describeRun, runCase } from './case.js';
 import { LONG_TASKS, PARALLEL_TASK, RESUME_TASK } from './long-tasks.js';
 import { MODES, type Mode } from './model.js';
-import { type AgentSuite, expectPass, expectPrefix, tag } from './suite.js';
+import { type AgentSuite, expectPass, expectPrefix, expectSessions, tag } from './suite.js';
 import type { Step, Task } from './tasks.js';
 
 /** The whole set: every agent × task × mode. */
@@ -102,6 +102,7 @@ function expectLong(r: CaseResult, task: Task, suite: AgentSuite): void {
   // there, now with log.txt): each run's loop is checked as its own conversation.
   const perRun = task.resume ? { ...task, steps: task.steps.slice(task.resume.after) } : task;
   expectPrefix(r, perRun, { api: suite.api });
+  expectSessions(r, suite);
   const why = describeRun(r);
   if (task.id === PARALLEL_TASK.id && allowsParallel(r)) expect(parallelTurns(r), why).toBeGreaterThan(0);
   if (task.resume) {

@@ -78,6 +78,8 @@ export interface StackOptions {
   billingNonce?: boolean;
   /** toolproof's YAML config (as an object), given the simulator's URL; the default upstream is the simulator. */
   fileFor?: (upstreamUrl: string) => Parameters<typeof loadConfig>[1];
+  /** More of toolproof's environment (tracing's OTEL_* variables). */
+  env?: Record<string, string>;
 }
 
 /** The simulator alone, for runs straight to the backend. */
@@ -144,7 +146,7 @@ export async function startAgentStack(options: StackOptions): Promise<AgentStack
   const sim = await startBackend(options);
   const lines: LogLine[] = [];
   const config = loadConfig(
-    { TOOLPROOF_UPSTREAM_URL: sim.url, TOOLPROOF_LOG_LEVEL: 'info' },
+    { TOOLPROOF_UPSTREAM_URL: sim.url, TOOLPROOF_LOG_LEVEL: 'info', ...options.env },
     options.fileFor?.(sim.url),
   );
   const app = await buildApp(config, {
@@ -180,6 +182,8 @@ export async function startAgentStack(options: StackOptions): Promise<AgentStack
         rec.closeAllConnections();
         await new Promise((r) => rec.close(r));
       }
+      // Spans still batched reach the receiver before the app goes.
+      await app.toolproof.tracing?.flush();
       await closeApp(app);
       await sim.close();
     },

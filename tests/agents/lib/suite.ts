@@ -6,6 +6,7 @@ import { describe, expect, it, type TaskMeta } from 'vitest';
 import './results-reporter.js';
 import type { AgentId, PiApi } from './agents.js';
 import { agentsInfo, type CaseOptions, type CaseResult, describeRun, MARKUP, runCase } from './case.js';
+import type { RecordedRequest as AgentRequest } from './stack.js';
 import { MODES, type Mode } from './model.js';
 import { checkPrefix, systemMessage } from './prefix.js';
 import { UPSTREAM_MODEL } from './stack.js';
@@ -116,6 +117,103 @@ export function expectPrefix(r: CaseResult, task: Task, e: Expect): void {
   }
 }
 
+function header(s: AgentRequest, name: string): string | undefined {
+  const v = s.headers[name];
+  return typeof v === 'string' && v ? v : undefined;
+}
+
+/**
+ * The session id each agent sends, read from its request as it sent it, as the inspector labels
+ * it (docs/affinity.md): `h:` a header, `p:` the body's `prompt_cache_key`, `u:` its
+ * `metadata.user_id`. `undefined` for an agent that names none: its session is the hash of its
+ * opening messages (`o:`), and two runs that open alike share it.
+ */
+const OWN_SESSION: Partial<Record<AgentId, (s: AgentRequest) => string | undefined>> = {
+  claude: (s) => prefixed('h:', header(s, 'x-claude-code-session-id')),
+  'claude-agent-sdk': (s) => prefixed('h:', header(s, 'x-claude-code-session-id')),
+  // Its `session-id` header (0.171; older releases sent `session_id`) is the same id.
+  codex: (s) => prefixed('p:', (s.body as { prompt_cache_key?: string } | undefined)?.prompt_cache_key),
+  opencode: (s) => prefixed('h:', header(s, 'x-session-affinity')),
+  kilo: (s) => prefixed('h:', header(s, 'x-session-affinity')),
+  // The header the launcher's settings add, Qwen Code's session id filled in.
+  qwen: (s) => prefixed('h:', header(s, 'x-session-affinity')),
+  // `session_id` on chat completions (the launcher turns on its affinity headers) and Responses;
+  // on Messages the launcher's extension puts it in `metadata.user_id`.
+  pi: (s) =>
+    prefixed('h:', header(s, 'session_id')) ??
+    prefixed('u:', (s.body as { metadata?: { user_id?: string } } | undefined)?.metadata?.user_id),
+};
+
+function prefixed(prefix: string, v: string | undefined): string | undefined {
+  return v ? `${prefix}${v}` : undefined;
+}
+
+/** The sessions named so far in this file (one worker runs a file): a run's own must be new. */
+const seenSessions = new Set<string>();
+
+/**
+ * What a user of the inspector sees of the run (docs/inspect.md): every request the agent sent
+ * in ONE session, listed whole by `/inspect/api/sessions`, the session view and the session
+ * filter; where the agent names its session, the session is its own id, and no other run of
+ * this file (the same task in another mode, another task) landed in it. A resumed run goes on in
+ * its first run's session when the agent names its sessions (each keeps its id on resume); one
+ * keyed by its opening messages is checked run by run (Qwen Code's resumed opening lists the
+ * working directory anew: a session of its own).
+ */
+export function expectSessions(r: CaseResult, suite: Pick<AgentSuite, 'agent'>): void {
+  const why = `${describeRun(r)}\ninspector: ${JSON.stringify(r.inspect?.sessions)}`;
+  const view = r.inspect;
+  expect(view, why).toBeDefined();
+  if (!view) return;
+  const posts = r.sent.filter((s) => s.method === 'POST');
+  expect(view.requests.length, why).toBe(posts.length);
+  const own = OWN_SESSION[suite.agent];
+  const named = own ? [...new Set(posts.map(own))] : [];
+  if (own)
+    expect(
+      named.every((n) => n !== undefined),
+      `${why}\nown ids: ${named}`,
+    ).toBe(true);
+  const runs = view.firstIds
+    ? [
+        view.requests.filter((q) => view.firstIds?.includes(q.id)),
+        view.requests.filter((q) => !view.firstIds?.includes(q.id)),
+      ]
+    : [view.requests];
+  const sessions: string[] = [];
+  for (const requests of runs) {
+    const ids = requests.map((q) => q.id);
+    const labels = [...new Set(requests.map((q) => q.session))];
+    expect(labels, why).toHaveLength(1);
+    const [session = ''] = labels;
+    if (own) expect(named, why).toContain(session);
+    else expect(session, why).toMatch(/^o:/);
+    // The session view and the filter list the run's requests, in order.
+    expect(
+      view.turns[session]?.filter((id) => ids.includes(id)),
+      why,
+    ).toEqual(ids);
+    expect(
+      view.filtered[session]?.filter((id) => ids.includes(id)),
+      why,
+    ).toEqual(ids);
+    sessions.push(session);
+  }
+  const unique = [...new Set(sessions)];
+  // A resumed conversation goes on in its session: every agent that names one keeps its id.
+  if (own && view.firstIds)
+    expect(unique, `${why}\na resumed run opened a session of its own`).toHaveLength(1);
+  expect(view.sessions.map((s) => s.session).sort(), why).toEqual(unique.sort());
+  for (const s of view.sessions)
+    expect(s.requests, why).toBe(view.requests.filter((q) => q.session === s.session).length);
+  if (own) {
+    for (const s of unique) {
+      expect(seenSessions.has(s), `${why}\n${s} was another run's session`).toBe(false);
+      seenSessions.add(s);
+    }
+  }
+}
+
 /** Straight to the backend: a leak or a prose claim reaches the user, and nothing is on disk. */
 export function expectDirectFailure(r: CaseResult, mode: Mode): void {
   const why = describeRun(r);
@@ -187,6 +285,7 @@ export function agentCases(suite: AgentSuite): void {
         const r = await runCase({ ...base, mode, task, via: 'toolproof' });
         expectPass(r, task, { api: suite.api, ...(suite.noStream ? { stream: false } : {}) });
         expectPrefix(r, task, { api: suite.api });
+        expectSessions(r, suite);
         suite.check?.(r);
       });
     }
@@ -216,6 +315,7 @@ export function agentCases(suite: AgentSuite): void {
       );
       expect(leaks, why).toContainEqual(expect.objectContaining({ outcome: 'recovered' }));
       expectPrefix(r, CORE_TASK, { api: suite.api });
+      expectSessions(r, suite);
     });
   if (!suite.direct) return;
   for (const mode of MODES) {
