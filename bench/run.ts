@@ -51,6 +51,8 @@
  * inconclusive when it straddles it (not met either).
  *   --ab-cycles=N        at most N measured cycles per workload (default 60, --quick 12)
  *   --ab-budget=S        stop starting cycles after S seconds per workload (default 75, --quick 25)
+ *   --ab-workloads=LIST  only these A/B workloads: short, long, agent (default all three; a
+ *                        narrower interval for one in the same time)
  */
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -168,6 +170,12 @@ const AB_SLICE_REQUESTS: Record<string, number> = {
   'agent-turn-c8': 32,
 };
 /** Case ids of the A/B cases (their own toolproof processes, after the timed cases). */
+/** --ab-workloads' names of the A/B workloads. */
+const AB_WORKLOAD_IDS: Record<string, string> = {
+  short: 'tools-stream8-c32',
+  long: 'tools-stream500-c32',
+  agent: 'agent-turn-c8',
+};
 const AB_IDS = ['ab-capture', 'ab-tracing', 'ab-both', 'ab-aa'] as const;
 /**
  * A/B ids run only when named (ab-aa: a second base, the method's own spread between processes;
@@ -198,6 +206,8 @@ interface Options {
   abCycles: number;
   /** The A/B cases: seconds of measured cycles per workload, at most. */
   abBudgetS: number;
+  /** The A/B cases: only these workloads (short, long, agent); null: all three. */
+  abWorkloads: Set<string> | null;
 
   out: string;
 }
@@ -217,6 +227,7 @@ function parseArgs(argv: string[]): Options {
     nodeFlags: [],
     abCycles: 0,
     abBudgetS: 0,
+    abWorkloads: null,
     out: join(ROOT, 'bench/results/proxy.json'),
   };
   let roundsGiven = false;
@@ -239,7 +250,11 @@ function parseArgs(argv: string[]): Options {
       opts.abCycles = Number(value);
     else if (key === '--ab-budget' && value && /^\d+$/.test(value) && Number(value) > 0)
       opts.abBudgetS = Number(value);
-    else if (key === '--cases' && value) opts.cases = new Set(value.split(',').map((s) => s.trim()));
+    else if (key === '--ab-workloads' && value) {
+      opts.abWorkloads = new Set(value.split(',').map((s) => s.trim()));
+      for (const w of opts.abWorkloads)
+        if (!(w in AB_WORKLOAD_IDS)) throw new Error(`--ab-workloads: unknown ${w} (short, long, agent)`);
+    } else if (key === '--cases' && value) opts.cases = new Set(value.split(',').map((s) => s.trim()));
     else if (key === '--server' && (value === 'build' || value === 'dist' || value === 'tsx'))
       opts.server = value;
     else if (key === '--out' && value) opts.out = resolve(value);
@@ -1059,7 +1074,7 @@ async function measureAbCases(
   // recorded request, ~90 KB with 14 tools and a few turns, answered with a streamed tool call):
   // the cost where users pay it.
   const agent = agentTurn();
-  const workloads: Case[] = [
+  const allWorkloads: Case[] = [
     ...['tools-stream8-c32', 'tools-stream500-c32'].map((id) => all.find((c) => c.id === id)!),
     {
       id: 'agent-turn-c8',
@@ -1072,6 +1087,8 @@ async function measureAbCases(
       chunks: AGENT_TURN_EVENTS,
     },
   ];
+  const chosen = opts.abWorkloads && new Set([...opts.abWorkloads].map((w) => AB_WORKLOAD_IDS[w]));
+  const workloads = chosen ? allWorkloads.filter((c) => chosen.has(c.id)) : allWorkloads;
   const variants: AbVariant[] = [];
   const out: AbResult[] = [];
   try {
