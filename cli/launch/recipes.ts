@@ -275,7 +275,6 @@ function piExtension(t: Target): string {
     api,
     // The name of the variable that holds the key: the key itself is in no file.
     apiKey: 'TOOLPROOF_API_KEY',
-    compat: { supportsDeveloperRole: false, supportsReasoningEffort: false },
     models: [
       {
         id: t.model,
@@ -289,8 +288,13 @@ function piExtension(t: Target): string {
         // On chat completions pi names its session (`session_id`, `x-session-affinity`) only when
         // asked; without it two runs that open alike share one inspector session and one affinity
         // key (docs/affinity.md). Responses sends it anyway. On the model: pi 0.73.1 reads a
-        // registered provider's models' own compat, not the provider's.
-        compat: { sendSessionAffinityHeaders: true },
+        // registered provider's models' own compat, not the provider's (so the system prompt's
+        // role and reasoning_effort are set here too: `system`, none, what every backend takes).
+        compat: {
+          sendSessionAffinityHeaders: true,
+          supportsDeveloperRole: false,
+          supportsReasoningEffort: false,
+        },
       },
     ],
   };

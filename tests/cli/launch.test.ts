@@ -412,7 +412,11 @@ describe('pi names its session', () => {
 
   it("chat completions: its session headers on (pi reads a registered model's own compat)", async () => {
     const { provider, handlers } = await piExtension('chat');
-    expect(provider.models[0]!.compat).toMatchObject({ sendSessionAffinityHeaders: true });
+    expect(provider.models[0]!.compat).toMatchObject({
+      sendSessionAffinityHeaders: true,
+      supportsDeveloperRole: false,
+      supportsReasoningEffort: false,
+    });
     expect(handlers.before_provider_request).toBeUndefined();
   });
 
