@@ -126,21 +126,17 @@ const TARGETS = {
   rssPerOpenStreamKb: 32,
   /** Event-loop delay p99 with 500 open tool streams, arrivals spread (steady state). */
   eventLoopP99Ms: 50,
-  /**
-   * Issue 28: toolproof CPU per streamed request with the capture ring on / off (same run), on the
-   * streams agents send (the agent turn and the 500-event stream).
-   */
+  /** Issue 28: toolproof CPU per streamed request with the capture ring on / off (same run). */
   captureCpuVsOff: 1.05,
   /** Issue 28: the same with tracing on (every request sampled) / off. */
   tracingCpuVsOff: 1.05,
 } as const;
 /**
- * Issue 28's bound is a share of a streamed request's CPU. Capture's and tracing's cost is mostly
- * fixed per request (a record, two spans), so its share is judged on the streams agents send: the
- * agent turn and the long stream. The 8-event stream, the cheapest streamed request there is, shows
- * that fixed cost alone: it is judged in µs, at most the same 5% of the agent turn's CPU in the same
- * run (a fixed cost under it keeps every request at least as costly as an agent turn under 5%), and
- * its ratio is printed beside it, not hidden.
+ * Issue 28's bound is a share of each streamed request's CPU, judged on every workload as the
+ * issue says it. Capture's and tracing's cost is mostly fixed per request (a record, two spans):
+ * the 8-event stream, the cheapest streamed request there is, shows that fixed cost alone, so its
+ * row also prints the added µs and whether they are under 5% of the agent turn's CPU in the same
+ * run (what would keep every request at least as costly as an agent turn under 5%): said, not judged.
  */
 const AB_FIXED_COST_WORKLOAD = 'tools-stream8-c32';
 const AB_REFERENCE_WORKLOAD = 'agent-turn-c8';
@@ -152,10 +148,10 @@ const TARGET_SOURCE =
   `${TARGETS.rssPerOpenStreamKb} KB (with and without a tool); event-loop delay p99 < ${TARGETS.eventLoopP99Ms} ms ` +
   'with 500 open tool streams (steady state). Issue 28: capture on and tracing on cost at most ' +
   `${Math.round((TARGETS.captureCpuVsOff - 1) * 100)}% more toolproof CPU per streamed request than off ` +
-  '(ab-capture, ab-tracing: pooled ratio over palindromic cycles of short slices, judged on the agent turn ' +
-  "and the 500-event stream; the 8-event stream's added CPU, the fixed cost per request, at most 5% of the " +
-  "agent turn's; PASS when its 95% bootstrap interval is under the target, FAIL when above, inconclusive " +
-  'when it straddles it). A target whose case was not run is not judged.';
+  '(ab-capture, ab-tracing: pooled ratio over palindromic cycles of short slices, on every workload; the ' +
+  "8-event stream's added CPU, the fixed cost per request, is printed beside 5% of the agent turn's; PASS " +
+  'when its 95% bootstrap interval is under the target, FAIL when above, inconclusive when it straddles ' +
+  'it). A target whose case was not run is not judged.';
 
 /** Case ids of the open-stream probes (run after the timed cases, on fresh processes). */
 const PROBE_IDS = ['open-memory', 'event-loop'] as const;
@@ -1168,7 +1164,7 @@ function abRows(results: readonly AbResult[]): {
   const checks: Record<string, boolean> = {};
   const inconclusive = new Set<string>();
   const fails = new Set<string>();
-  // The agent turn's base CPU in this run: the fixed-cost workload's µs target (5% of it).
+  // The agent turn's base CPU in this run: the fixed cost is compared with 5% of it (said, not judged).
   const reference = results.find((r) => r.workload === AB_REFERENCE_WORKLOAD)?.variants[0]?.pooledUs;
   for (const r of results) {
     const baseUs = r.variants[0]?.pooledUs ?? Number.NaN;
@@ -1182,18 +1178,13 @@ function abRows(results: readonly AbResult[]): {
             ? 'captureTracingCpu'
             : '';
       const limit = key === 'tracingCpu' ? TARGETS.tracingCpuVsOff : TARGETS.captureCpuVsOff;
-      // The fixed-cost workload: the added µs and its interval, against 5% of the agent turn.
+      // The fixed-cost workload: the added µs and its interval, beside 5% of the agent turn.
       const limitUs = reference === undefined ? undefined : (limit - 1) * reference;
       const fixed = fixedCostVerdict(v, baseUs, limitUs ?? Number.NaN);
       const { addedUs, ci: addedCi } = fixed;
-      let result: string | null = null;
-      if (i > 0) {
-        if (!fixedCost) result = abVerdict(v.ci, limit);
-        else if (limitUs !== undefined) result = fixed.verdict;
-        else result = 'not judged (no agent turn in this run)';
-      }
+      const result = i === 0 ? null : abVerdict(v.ci, limit);
       // Only a PASS meets the target; an interval that straddles it is not a pass either.
-      if (key && (result === 'PASS' || result === 'FAIL' || result === 'inconclusive')) {
+      if (key && result !== null) {
         checks[key] = (checks[key] ?? true) && result === 'PASS';
         if (result === 'inconclusive') inconclusive.add(key);
         if (result === 'FAIL') fails.add(key);
@@ -1213,10 +1204,8 @@ function abRows(results: readonly AbResult[]): {
           : `${v.medianRatio.toFixed(3)}x (${Math.min(...v.ratios).toFixed(2)}-${Math.max(...v.ratios).toFixed(2)})`,
         i === 0
           ? ''
-          : fixedCost
-            ? limitUs === undefined
-              ? `fixed cost <= 5% of an agent turn`
-              : `<= +${limitUs.toFixed(0)} µs (5% of the agent turn)`
+          : fixedCost && limitUs !== undefined
+            ? `<= ${limit.toFixed(2)}x (the added µs ${fixed.verdict === 'PASS' ? 'under' : fixed.verdict === 'FAIL' ? 'over' : 'near'} 5% of the agent turn, +${limitUs.toFixed(0)} µs)`
             : `<= ${limit.toFixed(2)}x`,
         result ?? '',
       ]);
