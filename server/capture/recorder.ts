@@ -17,6 +17,7 @@ import { ownString } from '../../protocol/own-string.js';
 import { affinityKey, namedSessionKey } from '../affinity.js';
 import { redactedHeaderText } from './redact.js';
 import {
+  type CapturedText,
   type CaptureRing,
   type Decision,
   type Outcome,
@@ -110,6 +111,36 @@ const ONE_KIND = Object.freeze({
   clean: Object.freeze(['clean']),
 }) as unknown as Record<Exclude<Outcome, 'in_flight'>, Outcome[]>;
 
+/** The request's path without its query, cut at 256 characters: a record's `path`. */
+function recordPath(request: FastifyRequest): string {
+  const url = request.url;
+  const q = url.indexOf('?');
+  const path = q === -1 ? url : url.slice(0, q);
+  return sharedString(path.length > 256 ? path.slice(0, 256) : path);
+}
+
+/**
+ * The client's request into a record: its headers, redacted, as bytes in the ring's arena (see
+ * HeaderText; a record out of room keeps none), and its body: the client's own bytes when at
+ * hand, else the parsed body as JSON (cut after). Returns the body's text.
+ */
+function keepClientRequest(
+  w: RecordWriter,
+  request: FastifyRequest,
+  clientBytes: Buffer | undefined,
+): CapturedText {
+  const { text, chars } = redactedHeaderText(request.headers);
+  if (w.note(chars)) {
+    const kept = w.encodedHeaders(text);
+    if (kept !== undefined) w.headers = kept;
+  }
+  // Only the head of a large body is decoded: `cut` then counts the bytes left out.
+  const body =
+    clientBytes !== undefined ? w.fromBytes(clientBytes) : w.text(JSON.stringify(request.body ?? null));
+  w.body = body;
+  return body;
+}
+
 /**
  * Opens the record of a chat call (any front door), in flight from now on. `sessionKey`: the
  * call's affinity key when routing made it (several replicas); else the capture's own, from the
@@ -124,9 +155,6 @@ export function beginCapture(
   clientBytes: Buffer | undefined,
 ): void {
   const key = sessionKey ?? namedSessionKey(request.headers, request.body);
-  const url = request.url;
-  const q = url.indexOf('?');
-  const path = q === -1 ? url : url.slice(0, q);
   // The fields an in-flight record lists with; the rest are set as the request goes, and those
   // of its end (status, outcome, tokens, what the client received) by finishCapture.
   const model = call.original.model;
@@ -143,19 +171,9 @@ export function beginCapture(
     // field, in two shapes for reset to read).
     key: request.tpKey ? request.tpKey.name : undefined,
     method: request.method,
-    path: sharedString(path.length > 256 ? path.slice(0, 256) : path),
+    path: recordPath(request),
   });
-  // Headers as bytes in the ring's arena (see HeaderText); a record out of room keeps none.
-  const { text, chars } = redactedHeaderText(request.headers);
-  if (w.note(chars)) {
-    const kept = w.encodedHeaders(text);
-    if (kept !== undefined) w.headers = kept;
-  }
-  // The client's own bytes when at hand; a body they were not kept for, as JSON (cut after).
-  // Only the head of a large body is decoded: `cut` then counts the bytes left out.
-  const body =
-    clientBytes !== undefined ? w.fromBytes(clientBytes) : w.text(JSON.stringify(request.body ?? null));
-  w.body = body;
+  const body = keepClientRequest(w, request, clientBytes);
   if (key === undefined) {
     // The chat door's body is the chat request itself (startChatCall): read again, it gives the
     // same opening messages. Any other door's (translated), or one cut: the key now.
@@ -199,9 +217,6 @@ export function recordRefused(
   if (refusedSecond.get(keyName) === second) return false;
   if (refusedSecond.size >= REFUSED_KEYS_MAX && !refusedSecond.has(keyName)) refusedSecond = new Map();
   refusedSecond.set(keyName, second);
-  const url = request.url;
-  const q = url.indexOf('?');
-  const path = q === -1 ? url : url.slice(0, q);
   // The session only when the client names it (no hashing of a refused request's messages).
   const key = namedSessionKey(request.headers, request.body);
   const w = ring.open({
@@ -214,15 +229,9 @@ export function recordRefused(
     session: key === undefined ? '' : sessionLabel(key),
     key: keyName,
     method: request.method,
-    path: sharedString(path.length > 256 ? path.slice(0, 256) : path),
+    path: recordPath(request),
   });
-  const { text, chars } = redactedHeaderText(request.headers);
-  if (w.note(chars)) {
-    const kept = w.encodedHeaders(text);
-    if (kept !== undefined) w.headers = kept;
-  }
-  w.body =
-    clientBytes !== undefined ? w.fromBytes(clientBytes) : w.text(JSON.stringify(request.body ?? null));
+  keepClientRequest(w, request, clientBytes);
   w.start = request.tpStart > 0 ? request.tpStart : now;
   // The response's bytes come to the record from here (CapturingResponse), as a call's do.
   request.tpCapture = w;
