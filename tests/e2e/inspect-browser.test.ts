@@ -13,6 +13,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumAvailable, openPage } from '../support/browser.js';
 import { collectStream, type Stack, startStack, weatherTool } from '../server/stack.js';
+import { chatImageMessage } from '../support/images.js';
 
 const ARTIFACTS = join(import.meta.dirname, '..', 'artifacts', 'inspect');
 
@@ -247,20 +248,8 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
     // A text-only backend of its own (the simulator's vision is per process).
     const blind = await startStack({ sim: { personality: 'llama-server', vision: false } });
     try {
-      const png = Buffer.alloc(300).toString('base64');
       const res = await blind.client.chat.completions
-        .create({
-          model: 'sim',
-          messages: [
-            {
-              role: 'user',
-              content: [
-                { type: 'text', text: 'What is this?' },
-                { type: 'image_url', image_url: { url: `data:image/png;base64,${png}` } },
-              ],
-            },
-          ],
-        })
+        .create({ model: 'sim', messages: [chatImageMessage('What is this?')] })
         .withResponse();
       await page.goto(`${blind.origin}/inspect#/r/${res.response.headers.get('x-request-id')}`);
       const err = page.locator('section.attempt[data-attempt="1"] .attempt-error');

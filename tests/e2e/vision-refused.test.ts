@@ -11,9 +11,10 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from '../server/stack.js';
+import { chatImageMessage, PNG_300_BASE64, PNG_300_DATA_URL } from '../support/images.js';
 
-const PNG = Buffer.alloc(300).toString('base64');
-const IMG = `data:image/png;base64,${PNG}`;
+const PNG = PNG_300_BASE64;
+const IMG = PNG_300_DATA_URL;
 const NOTE = '[image omitted: image/png, 300 B; this model cannot read images]';
 
 function chatRequests(stack: Stack) {
@@ -35,15 +36,7 @@ for (const personality of ['vllm', 'llama-server'] as const) {
       chat: async (stream) => {
         const params = {
           model: 'sim',
-          messages: [
-            {
-              role: 'user' as const,
-              content: [
-                { type: 'text' as const, text: 'What is in this picture?' },
-                { type: 'image_url' as const, image_url: { url: IMG } },
-              ],
-            },
-          ],
+          messages: [chatImageMessage('What is in this picture?', IMG)],
           tools: [
             {
               type: 'function' as const,

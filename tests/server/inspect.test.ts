@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { affinityKey } from '../../server/affinity.js';
 import { sessionLabel } from '../../server/capture/recorder.js';
+import { chatImageMessage, PNG_300_BASE64 } from '../support/images.js';
 import { collectStream, type Stack, startStack, weatherTool } from './stack.js';
 
 let stack: Stack | undefined;
@@ -113,20 +114,8 @@ describe('the capture behind /inspect/api', () => {
 
   it('an upstream refusal sent again rewritten: the refused attempt with its error, the decision, the counters once', async () => {
     stack = await startStack({ sim: { personality: 'vllm', scenario: 'demo', vision: false } });
-    const png = Buffer.alloc(300).toString('base64');
     const res = await stack.client.chat.completions
-      .create({
-        model: 'sim',
-        messages: [
-          {
-            role: 'user',
-            content: [
-              { type: 'text', text: 'What is this?' },
-              { type: 'image_url', image_url: { url: `data:image/png;base64,${png}` } },
-            ],
-          },
-        ],
-      })
+      .create({ model: 'sim', messages: [chatImageMessage('What is this?')] })
       .withResponse();
     const id = res.response.headers.get('x-request-id')!;
     const view = (await getJson(stack, `/inspect/api/requests/${id}`)).body as {
@@ -143,14 +132,14 @@ describe('the capture behind /inspect/api', () => {
     };
     const [refused, resent] = view.record.upstreamAttempts;
     expect(refused!.status).toBe(400);
-    expect(refused!.request.text).toContain(png.slice(0, 40));
+    expect(refused!.request.text).toContain(PNG_300_BASE64.slice(0, 40));
     // The refused attempt says why, as a relayed one would.
     expect(refused!.error).toMatchObject({ code: 'TP_ERR_UPSTREAM_ERROR', status: 400 });
     expect(refused!.error!.message).toContain('not a multimodal model');
     expect(resent!.status).toBe(200);
     expect(resent!.error).toBeUndefined();
     expect(resent!.request.text).toContain('[image omitted: image/png, 300 B');
-    expect(resent!.request.text).not.toContain(png.slice(0, 40));
+    expect(resent!.request.text).not.toContain(PNG_300_BASE64.slice(0, 40));
     const decision = view.record.decisions.find((d) => d.kind === 'vision-refused');
     expect(decision).toMatchObject({ policy: 'images', attempt: 1 });
     expect(decision!.reason).toMatch(/refused the images.*sent again/);
