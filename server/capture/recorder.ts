@@ -950,6 +950,8 @@ const PLAIN_FIELDS = [
   'droppedTools',
   'schemaAnswer',
   'degraded',
+  'refused',
+  'resentAfterCut',
   'cachedTokens',
   'promptTokens',
   'discardedTokens',

@@ -582,6 +582,26 @@ describe("a plain trace's harness summary found without making it (issue 28: cap
         }
   });
 
+  it("is found for harnessOf's own summary: a plain trace's summary made once, not per request", () => {
+    // harnessOf grew fields (refused, resentAfterCut) the list did not name: nothing was learned,
+    // and every request made the summary and walked it (~10 µs a short stream, issue 28).
+    const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 1000 });
+    let made = 0;
+    const counted = (c: ChatCall, cache: { cached: number; prompt: number } | undefined) => {
+      made++;
+      return harnessOf(c, cache);
+    };
+    for (let i = 0; i < 4; i++) {
+      const w = ring.open(record(`h${i}`));
+      const call = { capture: w, trace: newTrace(), discardedTokens: 0 } as unknown as ChatCall;
+      Object.assign(call.trace, { forced: true, toolChoiceSent: 'required', finalKind: 'final_answer' });
+      const expected = JSON.stringify(harnessOf(call, { cached: 0, prompt: 100 }));
+      finishCapture(call, 200, true, undefined, { cached: 0, prompt: 100 }, counted, undefined);
+      expect(JSON.stringify(w.harness)).toBe(expected);
+    }
+    expect(made).toBe(1);
+  });
+
   it('is not used once the summary has a field it does not know', () => {
     const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 1000 });
     const grown = (c: ChatCall, cache: { cached: number; prompt: number } | undefined) => ({
