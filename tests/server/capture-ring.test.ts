@@ -562,6 +562,8 @@ describe("a plain trace's harness summary found without making it (issue 28: cap
     ['dropped none', (t) => Object.assign(t, { droppedTools: [] })],
     ['degraded', (t) => Object.assign(t.degraded, { 'image-note': 1 })],
     ['route fallback', (t) => Object.assign(t, { routeFallbacks: [{ from: 'a', to: 'b', reason: 'r' }] })],
+    ['refused', (t) => Object.assign(t, { refused: ['images'] })],
+    ['resent after a cut', (t) => Object.assign(t, { resentAfterCut: true })],
   ];
   const caches = [undefined, { cached: 0, prompt: 100 }, { cached: 64, prompt: 120 }];
 
