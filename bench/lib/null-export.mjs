@@ -21,8 +21,7 @@ http.request = function request(...args) {
   // Every export, or (NULL_EXPORT_MARKED=1) only those whose URL says null=1: one app of a twin
   // (bench/tracing-twin.ts --before with a copy of the build whose endpoint carries the mark).
   const marked = process.env.NULL_EXPORT_MARKED === '1';
-  if (!href.includes('/v1/traces') || (marked && !href.includes('null=1')))
-    return real.apply(this, args);
+  if (!href.includes('/v1/traces') || (marked && !href.includes('null=1'))) return real.apply(this, args);
   const cb = typeof options === 'function' ? options : callback;
   const req = new Writable({
     write(_chunk, _encoding, done) {
