@@ -27,6 +27,12 @@
  * lists the frames outside tracing whose self time rose in every traced process over every
  * untraced one (`--analyze=DIR --funcs=...` reads a kept run again).
  *
+ * The export without its socket: `--variant=nul:NODE_OPTIONS=--import=$PWD/bench/lib/null-export.mjs`
+ * (a traced side whose POSTs node:http answers at once, no socket: bench/lib/null-export.mjs).
+ * Heap figures per request come from `--trace-gc-nvp`: bytes allocated, survived and promoted,
+ * the pauses, and the collections' time on V8's helper threads (concurrent marking, parallel
+ * scavenging: a major collection's marking is mostly there).
+ *
  *   npx tsx bench/tracing-ab.ts [--sides=off,on,ratio] [--cases=short,long,agent] [--requests=2000]
  *     [--rounds=6] [--c=32] [--before=DIR] [--env=K=V+K=V] [--cpu-prof] [--server=build|tsx]
  */
@@ -160,7 +166,7 @@ async function main(): Promise<void> {
       served: 0,
       measured: 0,
       dir: join(profDir, name),
-      gc: { scavenge: 0, major: 0, allocated: 0, promoted: 0, survived: 0, pauseMs: 0 },
+      gc: { scavenge: 0, major: 0, allocated: 0, promoted: 0, survived: 0, pauseMs: 0, backgroundMs: 0 },
     };
   });
   for (const s of sides) {
@@ -241,7 +247,7 @@ async function main(): Promise<void> {
       const per = (k: 'allocated' | 'promoted' | 'survived') =>
         ((s.gc[k]! - gc0[i]![k]!) / (n * ROUNDS) / 1024).toFixed(2);
       console.log(
-        `          heap per request: ${per('allocated')} KB allocated, ${per('survived')} KB survived a scavenge, ${per('promoted')} KB promoted; GC pause ${(((s.gc.pauseMs! - gc0[i]!.pauseMs!) * 1000) / (n * ROUNDS)).toFixed(1)} µs`,
+        `          heap per request: ${per('allocated')} KB allocated, ${per('survived')} KB survived a scavenge, ${per('promoted')} KB promoted; GC pause ${(((s.gc.pauseMs! - gc0[i]!.pauseMs!) * 1000) / (n * ROUNDS)).toFixed(1)} µs, on V8's helper threads ${(((s.gc.backgroundMs! - gc0[i]!.backgroundMs!) * 1000) / (n * ROUNDS)).toFixed(1)} µs`,
       );
     });
     console.log(

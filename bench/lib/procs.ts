@@ -262,11 +262,23 @@ export interface GcCounts {
   promoted?: number;
   survived?: number;
   pauseMs?: number;
+  /**
+   * The collections' work on V8's helper threads, in milliseconds (the nvp line's `background.*`
+   * fields: parallel scavenging, concurrent marking, sweeping, evacuation), beside the pauses.
+   */
+  backgroundMs?: number;
 }
 
 const nvpField = (line: string, name: string): number => {
   const at = line.indexOf(` ${name}=`);
   return at === -1 ? 0 : Number.parseFloat(line.slice(at + name.length + 2)) || 0;
+};
+
+/** The sum of an nvp line's `background.*=` fields (milliseconds on V8's helper threads). */
+const nvpBackground = (line: string): number => {
+  let sum = 0;
+  for (const m of line.matchAll(/ background\.[\w.]+=([\d.]+)/g)) sum += Number.parseFloat(m[1]!) || 0;
+  return sum;
 };
 
 /**
@@ -322,6 +334,7 @@ export async function startAbToolproof(o: {
         o.gc.promoted = (o.gc.promoted ?? 0) + nvpField(l, 'promoted');
         o.gc.survived = (o.gc.survived ?? 0) + nvpField(l, 'new_space_survived');
         o.gc.pauseMs = (o.gc.pauseMs ?? 0) + nvpField(l, 'pause');
+        o.gc.backgroundMs = (o.gc.backgroundMs ?? 0) + nvpBackground(l);
       } else if (l.includes('Scavenge')) o.gc.scavenge++;
       else if (l.includes('Mark-Compact') || l.includes('Mark-sweep')) o.gc.major++;
     }
