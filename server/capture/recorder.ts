@@ -16,6 +16,7 @@ import type { ChatCall } from '../chat/context.js';
 import { ownString } from '../../protocol/own-string.js';
 import { affinityKey, namedSessionKey } from '../affinity.js';
 import { redactedHeaderText } from './redact.js';
+import { ownRun, runOfHistory, runOfReply } from './runs.js';
 import {
   type CapturedText,
   type CaptureRing,
@@ -154,7 +155,11 @@ export function beginCapture(
   sessionKey: string | undefined,
   clientBytes: Buffer | undefined,
 ): void {
-  const key = sessionKey ?? namedSessionKey(request.headers, request.body);
+  // A routing key made of the opening messages (several replicas) names no session: the capture
+  // tells apart the runs that share it (runs.ts). Routing keeps it whole.
+  const opening = sessionKey?.startsWith('o:') ? sessionKey : undefined;
+  const key =
+    opening === undefined ? (sessionKey ?? namedSessionKey(request.headers, request.body)) : undefined;
   // The fields an in-flight record lists with; the rest are set as the request goes, and those
   // of its end (status, outcome, tokens, what the client received) by finishCapture.
   const model = call.original.model;
@@ -179,7 +184,12 @@ export function beginCapture(
     // same opening messages. Any other door's (translated), or one cut: the key now.
     if (call.api === 'chat' && clientBytes !== undefined && clientBytes.length > 0 && body.cut === 0)
       w.deferSession();
-    else w.session = sessionLabel(affinityKey(request.headers, request.body, call.original));
+    else
+      runSession(
+        w,
+        sessionLabel(opening ?? affinityKey(request.headers, request.body, call.original)),
+        call.original.messages,
+      );
   }
   w.start = request.tpStart;
   call.capture = w;
@@ -577,7 +587,8 @@ function keepEffect(d: unknown[], start: number, attempt: number, e: PolicyEffec
  * A body no longer readable (the arena came round over it, which the ring's accounting all but
  * rules out) has no session ('').
  */
-readSessionWith((r) => {
+readSessionWith((r, opening) => {
+  if (opening !== undefined) return firstOfRun(r, opening);
   const text = r.body.text;
   if (text === '') return '';
   let chat: unknown;
@@ -587,8 +598,46 @@ readSessionWith((r) => {
     return '';
   }
   if (typeof chat !== 'object' || chat === null) return '';
-  return sessionLabel(affinityKey(NO_HEADERS, chat, chat as ChatCompletionRequest));
+  const label = sessionLabel(affinityKey(NO_HEADERS, chat, chat as ChatCompletionRequest));
+  const run = runOfHistory((chat as { messages?: unknown }).messages);
+  return run !== undefined ? `${label}/${run}` : firstOfRun(r, label);
 });
+
+/**
+ * The session of a request that names none, keyed by its opening messages (label `opening`):
+ * the run it belongs to (runs.ts), marked after the opening's label. A run's first request is
+ * marked by the reply it got, once it ended (docs/inspect.md).
+ */
+function runSession(w: RecordWriter, opening: string, messages: unknown): void {
+  const run = runOfHistory(messages);
+  if (run !== undefined) w.session = `${opening}/${run}`;
+  else w.deferSession(opening);
+}
+
+/**
+ * A run's first request (no assistant message): in flight, the opening's label for now (read
+ * again later); ended, the run its reply starts. One that got no reply to carry back (an error,
+ * the client gone) is in the run of the client's retry, when the next request that opens alike
+ * is the same request sent again; else in a run of its own, marked by its id (until a request
+ * that opens alike comes: read again till then).
+ */
+function firstOfRun(r: RecordWriter, opening: string): string {
+  if (r.inFlight) {
+    r.deferSession(opening);
+    return opening;
+  }
+  const run = runOfReply(r.clientResponse.body.text);
+  if (run !== undefined) return `${opening}/${run}`;
+  const prefix = `${opening}/`;
+  for (const next of r.later()) {
+    const label = next.session;
+    if (label !== opening && !label.startsWith(prefix)) continue;
+    if (next.inFlight) break;
+    return next.clientRequest.body.text === r.body.text ? label : `${opening}/${ownRun(r.id)}`;
+  }
+  r.deferSession(opening);
+  return `${opening}/${ownRun(r.id)}`;
+}
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
 readEffectsWith(
