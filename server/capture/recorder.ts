@@ -615,28 +615,51 @@ function runSession(w: RecordWriter, opening: string, messages: unknown): void {
 }
 
 /**
+ * How many later records a failed first request looks through for its retry: past them, it is
+ * a run of its own for good (a retry comes next, not after this many other requests), so that
+ * reading it again costs nothing.
+ */
+const RETRY_WINDOW = 64;
+/** A failed first request is looking for its retry (firstOfRun): one nested in it does not look. */
+let seekingRetry = false;
+
+/**
  * A run's first request (no assistant message): in flight, the opening's label for now (read
- * again later); ended, the run its reply starts. One that got no reply to carry back (an error,
- * the client gone) is in the run of the client's retry, when the next request that opens alike
- * is the same request sent again; else in a run of its own, marked by its id (until a request
- * that opens alike comes: read again till then).
+ * again later); ended with a reply, the run that reply starts. One that got none to carry back
+ * (an error status, the client gone) is in the run of the client's retry: the next first request
+ * that opens alike (failed too: the one after it); else in a run of its own, marked by its id
+ * (read again while that retry may still come).
  */
 function firstOfRun(r: RecordWriter, opening: string): string {
-  if (r.inFlight) {
+  if (r.inFlight || seekingRetry) {
     r.deferSession(opening);
     return opening;
   }
-  const run = runOfReply(r.clientResponse.body.text);
+  r.openedRun();
+  const run = replyRun(r);
   if (run !== undefined) return `${opening}/${run}`;
   const prefix = `${opening}/`;
-  for (const next of r.later()) {
-    const label = next.session;
-    if (label !== opening && !label.startsWith(prefix)) continue;
-    if (next.inFlight) break;
-    return next.clientRequest.body.text === r.body.text ? label : `${opening}/${ownRun(r.id)}`;
+  const later = r.later(RETRY_WINDOW);
+  seekingRetry = true;
+  try {
+    for (const next of later) {
+      const label = next.session;
+      if (!next.opensRun || (label !== opening && !label.startsWith(prefix))) continue;
+      if (next.inFlight) break;
+      const retried = replyRun(next);
+      if (retried !== undefined) return `${opening}/${retried}`;
+    }
+  } finally {
+    seekingRetry = false;
   }
-  r.deferSession(opening);
+  if (later.length < RETRY_WINDOW) r.deferSession(opening);
   return `${opening}/${ownRun(r.id)}`;
+}
+
+/** The run a first request's reply starts; undefined when it failed or holds nothing to carry back. */
+function replyRun(r: RecordWriter): string | undefined {
+  const replied = typeof r.status === 'number' && r.status < 400;
+  return replied ? runOfReply(r.clientResponse.body.text) : undefined;
 }
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 

@@ -425,10 +425,11 @@ export class RecordWriter implements CaptureRecord {
   stream!: boolean;
   /**
    * The session's label, or, `sessionLater`, to be worked out when read (see session): 1 from the
-   * client's body, 2 from the reply to a run's first request (`sess` the opening's label).
+   * client's body, 2 from the reply to a run's first request (`sess` the opening's label); 3: the
+   * label of a run's first request, worked out (opensRun).
    */
   private sess!: string;
-  private sessionLater!: 0 | 1 | 2;
+  private sessionLater!: 0 | 1 | 2 | 3;
   key!: string | undefined;
   method!: string;
   path!: string;
@@ -677,11 +678,21 @@ export class RecordWriter implements CaptureRecord {
    */
   get session(): string {
     const later = this.sessionLater;
-    if (later === 0) return this.sess;
+    if (later === 0 || later === 3) return this.sess;
     this.sessionLater = 0;
     const label = sessionReader(this, later === 2 ? this.sess : undefined);
-    if (this.sessionLater === 0) this.sess = label;
+    if (this.sessionLater === 0 || this.sessionLater === 3) this.sess = label;
     return label;
+  }
+
+  /** Whether it is a run's first request, as its session was read (deferSession, firstOfRun). */
+  get opensRun(): boolean {
+    return this.sessionLater >= 2;
+  }
+
+  /** Its session, about to be returned by the reader, is a run's first request's, worked out. */
+  openedRun(): void {
+    this.sessionLater = 3;
   }
 
   set session(s: string) {
@@ -702,9 +713,9 @@ export class RecordWriter implements CaptureRecord {
     }
   }
 
-  /** The records that arrived after this one and are still in the ring, oldest first. */
-  later(): CaptureRecord[] {
-    return this.ring.after(this);
+  /** Up to `max` records that arrived after this one (still in the ring), oldest first. */
+  later(max: number): RecordWriter[] {
+    return this.ring.after(this, max);
   }
 
   /** The shared copy the harness summary is kept as (shareHarness), if it is. */
@@ -1416,10 +1427,10 @@ export class CaptureRing {
     return out;
   }
 
-  /** The records that arrived after `r`, oldest first (none when `r` is no longer in the ring). */
-  after(r: RecordWriter): CaptureRecord[] {
+  /** Up to `max` records that arrived after `r`, oldest first (none when `r` left the ring). */
+  after(r: RecordWriter, max: number): RecordWriter[] {
     for (let i = this.order.length - 1; i >= this.head; i--)
-      if (this.order[i] === r) return this.order.slice(i + 1);
+      if (this.order[i] === r) return this.order.slice(i + 1, i + 1 + max);
     return [];
   }
 

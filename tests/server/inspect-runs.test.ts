@@ -233,22 +233,25 @@ describe('the inspector: runs that open alike, for agents that name no session',
         'x-sim-scenario': JSON.stringify({ error: { status: 500, message: 'CUDA out of memory' } }),
       },
     };
-    const failed = await send(stack, failing, bodyOf(a));
-    expect(failed.status).toBe(500);
-    await failed.arrayBuffer();
-    a.ids.push(failed.headers.get('x-request-id')!);
-    for (let i = 0; i < 3; i++) {
-      await turn(stack, a);
-      await turn(stack, b);
-    }
+    const fail = async (run: Run) => {
+      const res = await send(stack!, { ...run, headers: failing.headers }, bodyOf(run));
+      expect(res.status).toBe(500);
+      await res.arrayBuffer();
+      run.ids.push(res.headers.get('x-request-id')!);
+    };
+    // Run b's first turn fails twice, run a's turns in between: b's retry starts its run.
+    await turn(stack, a);
+    await fail(b);
+    await turn(stack, a);
+    await fail(b);
+    for (let i = 0; i < 3; i++) await turn(stack, b);
+    await fail(a);
+    await turn(stack, a);
     const labels = await expectOwnSessions(stack, [a, b]);
-    expect(a.ids).toHaveLength(4);
+    expect(b.ids).toHaveLength(5);
     // Another run's first turn fails and the agent gives up: alone, in no other run.
     const c = newRun('chat');
-    const alone = await send(stack, { ...c, headers: failing.headers }, bodyOf(c));
-    expect(alone.status).toBe(500);
-    await alone.arrayBuffer();
-    c.ids.push(alone.headers.get('x-request-id')!);
+    await fail(c);
     await turn(stack, b);
     expect(await expectOwnSessions(stack, [a, b, c])).toEqual([...labels, expect.any(String)]);
   });
