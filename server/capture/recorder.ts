@@ -583,9 +583,10 @@ function keepEffect(d: unknown[], start: number, attempt: number, e: PolicyEffec
 
 /**
  * A deferred session (beginCapture): the chat door's body the record keeps, parsed again, keyed as
- * affinityKey keys it (the client named no session: its headers and body were looked at then).
- * A body no longer readable (the arena came round over it, which the ring's accounting all but
- * rules out) has no session ('').
+ * affinityKey keys it (the client named no session: its headers and body were looked at then),
+ * and the run's mark after it (runSession); or, `opening` given, a run's first request's
+ * (firstOfRun). A body no longer readable (the arena came round over it, which the ring's
+ * accounting all but rules out) has no session ('').
  */
 readSessionWith((r, opening) => {
   if (opening !== undefined) return firstOfRun(r, opening);
@@ -640,19 +641,24 @@ function firstOfRun(r: RecordWriter, opening: string): string {
   if (run !== undefined) return `${opening}/${run}`;
   const prefix = `${opening}/`;
   const later = r.later(RETRY_WINDOW);
+  // Whether the retry may still come (or is in flight): then read again.
+  let pending = later.length < RETRY_WINDOW;
   seekingRetry = true;
   try {
     for (const next of later) {
       const label = next.session;
       if (!next.opensRun || (label !== opening && !label.startsWith(prefix))) continue;
-      if (next.inFlight) break;
+      if (next.inFlight) {
+        pending = true;
+        break;
+      }
       const retried = replyRun(next);
       if (retried !== undefined) return `${opening}/${retried}`;
     }
   } finally {
     seekingRetry = false;
   }
-  if (later.length < RETRY_WINDOW) r.deferSession(opening);
+  if (pending) r.deferSession(opening);
   return `${opening}/${ownRun(r.id)}`;
 }
 

@@ -15,7 +15,7 @@ import {
 } from '../../server/capture/recorder.js';
 import { reassemble } from '../../server/capture/reassemble.js';
 import { redactedHeaderText } from '../../server/capture/redact.js';
-import { runOfHistory } from '../../server/capture/runs.js';
+import { ownRun, runOfHistory } from '../../server/capture/runs.js';
 import type { ChatCall } from '../../server/chat/context.js';
 import { harnessOf } from '../../server/chat/harness-summary.js';
 import { type HarnessTrace, newTrace } from '../../server/chat/trace.js';
@@ -666,6 +666,39 @@ describe('a session of the opening messages worked out when read, not per reques
       expect(w.session).toBe(openingLabel);
       expect(later(w)).toBe(2);
     }
+  });
+
+  it('a failed first request finds its retry among the next 64 records, and waits while it is in flight', () => {
+    const ring = new CaptureRing({ maxBytes: 8 * 1024 * 1024, textChars: 64 * 1024 });
+    const end = (w: RecordWriter, status: number, reply?: string) => {
+      if (reply !== undefined) w.client(reply);
+      const call = { capture: w, trace: newTrace(), discardedTokens: 0 } as unknown as ChatCall;
+      finishCapture(call, status, true, undefined, undefined, undefined, undefined);
+    };
+    const failed = begin(ring, 'chat', {}, first);
+    end(failed, 500);
+    const retry = begin(ring, 'chat', {}, first);
+    // Another task's requests after it: the window is full before the retry ends.
+    for (let i = 0; i < 70; i++)
+      end(
+        begin(ring, 'chat', {}, { model: 'm', messages: [{ role: 'user', content: `other ${i}` }] }),
+        200,
+        `x${i}`,
+      );
+    const alone = `${openingLabel}/${ownRun(failed.id)}`;
+    expect(failed.session).toBe(alone);
+    expect(later(failed)).toBe(2);
+    expect(retry.session).toBe(openingLabel);
+    const call = { id: 'call_R', type: 'function', function: { name: 'ls', arguments: '{}' } };
+    end(
+      retry,
+      200,
+      JSON.stringify({ choices: [{ index: 0, message: { content: null, tool_calls: [call] } }] }),
+    );
+    const run = `${openingLabel}/${runOfHistory([{ role: 'assistant', tool_calls: [call] }])}`;
+    expect(failed.session).toBe(run);
+    expect(later(failed)).toBe(3);
+    expect(retry.session).toBe(run);
   });
 
   it("a record reused after a deferred session has the new request's", () => {
