@@ -16,7 +16,7 @@ export interface Reassembled {
 }
 
 /** The JSON payloads of a body: one per `data:` line of a stream (or of captured events), or the body itself. */
-function payloadsOf(text: string): { payloads: unknown[]; stream: boolean } {
+export function payloadsOf(text: string): { payloads: unknown[]; stream: boolean } {
   const trimmed = text.trimStart();
   if (trimmed.startsWith('{')) {
     // One JSON body, or captured events (one payload a line).

@@ -16,6 +16,7 @@ import type { ChatCall } from '../chat/context.js';
 import { ownString } from '../../protocol/own-string.js';
 import { affinityKey, namedSessionKey } from '../affinity.js';
 import { redactedHeaderText } from './redact.js';
+import { ownRun, runOfHistory, runOfReply } from './runs.js';
 import {
   type CapturedText,
   type CaptureRing,
@@ -154,7 +155,11 @@ export function beginCapture(
   sessionKey: string | undefined,
   clientBytes: Buffer | undefined,
 ): void {
-  const key = sessionKey ?? namedSessionKey(request.headers, request.body);
+  // A routing key made of the opening messages (several replicas) names no session: the capture
+  // tells apart the runs that share it (runs.ts). Routing keeps it whole.
+  const opening = sessionKey?.startsWith('o:') ? sessionKey : undefined;
+  const key =
+    opening === undefined ? (sessionKey ?? namedSessionKey(request.headers, request.body)) : undefined;
   // The fields an in-flight record lists with; the rest are set as the request goes, and those
   // of its end (status, outcome, tokens, what the client received) by finishCapture.
   const model = call.original.model;
@@ -179,7 +184,12 @@ export function beginCapture(
     // same opening messages. Any other door's (translated), or one cut: the key now.
     if (call.api === 'chat' && clientBytes !== undefined && clientBytes.length > 0 && body.cut === 0)
       w.deferSession();
-    else w.session = sessionLabel(affinityKey(request.headers, request.body, call.original));
+    else
+      runSession(
+        w,
+        sessionLabel(opening ?? affinityKey(request.headers, request.body, call.original)),
+        call.original.messages,
+      );
   }
   w.start = request.tpStart;
   call.capture = w;
@@ -573,11 +583,13 @@ function keepEffect(d: unknown[], start: number, attempt: number, e: PolicyEffec
 
 /**
  * A deferred session (beginCapture): the chat door's body the record keeps, parsed again, keyed as
- * affinityKey keys it (the client named no session: its headers and body were looked at then).
- * A body no longer readable (the arena came round over it, which the ring's accounting all but
- * rules out) has no session ('').
+ * affinityKey keys it (the client named no session: its headers and body were looked at then),
+ * and the run's mark after it (runSession); or, `opening` given, a run's first request's
+ * (firstOfRun). A body no longer readable (the arena came round over it, which the ring's
+ * accounting all but rules out) has no session ('').
  */
-readSessionWith((r) => {
+readSessionWith((r, opening) => {
+  if (opening !== undefined) return firstOfRun(r, opening);
   const text = r.body.text;
   if (text === '') return '';
   let chat: unknown;
@@ -587,8 +599,74 @@ readSessionWith((r) => {
     return '';
   }
   if (typeof chat !== 'object' || chat === null) return '';
-  return sessionLabel(affinityKey(NO_HEADERS, chat, chat as ChatCompletionRequest));
+  const label = sessionLabel(affinityKey(NO_HEADERS, chat, chat as ChatCompletionRequest));
+  const run = runOfHistory((chat as { messages?: unknown }).messages);
+  return run !== undefined ? `${label}/${run}` : firstOfRun(r, label);
 });
+
+/**
+ * The session of a request that names none, keyed by its opening messages (label `opening`):
+ * the run it belongs to (runs.ts), marked after the opening's label. A run's first request is
+ * marked by the reply it got, once it ended (docs/inspect.md).
+ */
+function runSession(w: RecordWriter, opening: string, messages: unknown): void {
+  const run = runOfHistory(messages);
+  if (run !== undefined) w.session = `${opening}/${run}`;
+  else w.deferSession(opening);
+}
+
+/**
+ * How many later records a failed first request looks through for its retry: past them, it is
+ * a run of its own for good (a retry comes next, not after this many other requests), so that
+ * reading it again costs nothing.
+ */
+const RETRY_WINDOW = 64;
+/** A failed first request is looking for its retry (firstOfRun): one nested in it does not look. */
+let seekingRetry = false;
+
+/**
+ * A run's first request (no assistant message): in flight, the opening's label for now (read
+ * again later); ended with a reply, the run that reply starts. One that got none to carry back
+ * (an error status, the client gone) is in the run of the client's retry: the next first request
+ * that opens alike (failed too: the one after it); else in a run of its own, marked by its id
+ * (read again while that retry may still come).
+ */
+function firstOfRun(r: RecordWriter, opening: string): string {
+  if (r.inFlight || seekingRetry) {
+    r.deferSession(opening);
+    return opening;
+  }
+  r.openedRun();
+  const run = replyRun(r);
+  if (run !== undefined) return `${opening}/${run}`;
+  const prefix = `${opening}/`;
+  const later = r.later(RETRY_WINDOW);
+  // Whether the retry may still come (or is in flight): then read again.
+  let pending = later.length < RETRY_WINDOW;
+  seekingRetry = true;
+  try {
+    for (const next of later) {
+      const label = next.session;
+      if (!next.opensRun || (label !== opening && !label.startsWith(prefix))) continue;
+      if (next.inFlight) {
+        pending = true;
+        break;
+      }
+      const retried = replyRun(next);
+      if (retried !== undefined) return `${opening}/${retried}`;
+    }
+  } finally {
+    seekingRetry = false;
+  }
+  if (pending) r.deferSession(opening);
+  return `${opening}/${ownRun(r.id)}`;
+}
+
+/** The run a first request's reply starts; undefined when it failed or holds nothing to carry back. */
+function replyRun(r: RecordWriter): string | undefined {
+  const replied = typeof r.status === 'number' && r.status < 400;
+  return replied ? runOfReply(r.clientResponse.body.text) : undefined;
+}
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
 readEffectsWith(

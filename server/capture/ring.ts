@@ -364,9 +364,16 @@ export function readEffectsWith(read: EffectReader): void {
   effectReader = read;
 }
 
-type SessionReader = (record: RecordWriter) => string;
+/**
+ * `opening`: the label of the opening messages when the record was deferred as a run's first
+ * request (deferSession(opening)), else undefined (the session is read from the client's body).
+ */
+type SessionReader = (record: RecordWriter, opening: string | undefined) => string;
 let sessionReader: SessionReader = () => '';
-/** How a session deferred to the first read is worked out (recorder.ts: the ring knows no affinity key). */
+/**
+ * How a session deferred to the first read is worked out (recorder.ts: the ring knows no affinity
+ * key). The reader may defer it again (deferSession): what it returns is then the label for now.
+ */
 export function readSessionWith(read: SessionReader): void {
   sessionReader = read;
 }
@@ -416,9 +423,13 @@ export class RecordWriter implements CaptureRecord {
   api!: string;
   model!: string;
   stream!: boolean;
-  /** The session's label, or, `sessionLater`, to be read from the client's body (see session). */
+  /**
+   * The session's label, or, `sessionLater`, to be worked out when read (see session): 1 from the
+   * client's body, 2 from the reply to a run's first request (`sess` the opening's label); 3: the
+   * label of a run's first request, worked out (opensRun).
+   */
   private sess!: string;
-  private sessionLater!: boolean;
+  private sessionLater!: 0 | 1 | 2 | 3;
   key!: string | undefined;
   method!: string;
   path!: string;
@@ -502,7 +513,7 @@ export class RecordWriter implements CaptureRecord {
     this.model = init.model;
     this.stream = init.stream;
     this.sess = init.session;
-    this.sessionLater = false;
+    this.sessionLater = 0;
     this.key = init.key;
     this.method = init.method;
     this.path = init.path;
@@ -583,7 +594,7 @@ export class RecordWriter implements CaptureRecord {
     this.id = '';
     this.model = '';
     this.sess = '';
-    this.sessionLater = false;
+    this.sessionLater = 0;
     this.key = undefined;
     this.path = '';
     this.error = undefined;
@@ -661,25 +672,50 @@ export class RecordWriter implements CaptureRecord {
 
   /**
    * The session it belongs to (the affinity key, readable). One the client's body gives (the
-   * hash of its opening messages: up to 16 K characters hashed, tens of µs an agent's turn) is
-   * worked out from the body the record keeps when first read (deferSession), then kept.
+   * hash of its opening messages: up to 16 K characters hashed, tens of µs an agent's turn, and
+   * the run's mark) is worked out from the body the record keeps when first read (deferSession),
+   * then kept; a run's first request's, once it ended (its reply marks the run).
    */
   get session(): string {
-    if (this.sessionLater) {
-      this.sessionLater = false;
-      this.sess = sessionReader(this);
-    }
-    return this.sess;
+    const later = this.sessionLater;
+    if (later === 0 || later === 3) return this.sess;
+    this.sessionLater = 0;
+    const label = sessionReader(this, later === 2 ? this.sess : undefined);
+    if (this.sessionLater === 0 || this.sessionLater === 3) this.sess = label;
+    return label;
+  }
+
+  /** Whether it is a run's first request, as its session was read (deferSession, firstOfRun). */
+  get opensRun(): boolean {
+    return this.sessionLater >= 2;
+  }
+
+  /** Its session, about to be returned by the reader, is a run's first request's, worked out. */
+  openedRun(): void {
+    this.sessionLater = 3;
   }
 
   set session(s: string) {
     this.sess = s;
-    this.sessionLater = false;
+    this.sessionLater = 0;
   }
 
-  /** The session is read from the client's body, kept whole in the record, when asked (sessionReader). */
-  deferSession(): void {
-    this.sessionLater = true;
+  /**
+   * The session is worked out when asked (sessionReader): from the client's body, kept whole in
+   * the record; or, `opening` given (its label), from the reply to a run's first request, once
+   * the request ended (docs/inspect.md: runs that open alike).
+   */
+  deferSession(opening?: string): void {
+    if (opening === undefined) this.sessionLater = 1;
+    else {
+      this.sess = opening;
+      this.sessionLater = 2;
+    }
+  }
+
+  /** Up to `max` records that arrived after this one (still in the ring), oldest first. */
+  later(max: number): RecordWriter[] {
+    return this.ring.after(this, max);
   }
 
   /** The shared copy the harness summary is kept as (shareHarness), if it is. */
@@ -1389,6 +1425,13 @@ export class CaptureRing {
       out.push(summaryOf(r));
     }
     return out;
+  }
+
+  /** Up to `max` records that arrived after `r`, oldest first (none when `r` left the ring). */
+  after(r: RecordWriter, max: number): RecordWriter[] {
+    for (let i = this.order.length - 1; i >= this.head; i--)
+      if (this.order[i] === r) return this.order.slice(i + 1, i + 1 + max);
+    return [];
   }
 
   /** Every record of a session, oldest first. */

@@ -15,6 +15,7 @@ import {
 } from '../../server/capture/recorder.js';
 import { reassemble } from '../../server/capture/reassemble.js';
 import { redactedHeaderText } from '../../server/capture/redact.js';
+import { ownRun, runOfHistory } from '../../server/capture/runs.js';
 import type { ChatCall } from '../../server/chat/context.js';
 import { harnessOf } from '../../server/chat/harness-summary.js';
 import { type HarnessTrace, newTrace } from '../../server/chat/trace.js';
@@ -620,15 +621,28 @@ describe("a plain trace's harness summary found without making it (issue 28: cap
 });
 
 describe('a session of the opening messages worked out when read, not per request (issue 28: capture CPU)', () => {
+  const opening = [
+    { role: 'system', content: 'Be brief.' },
+    { role: 'user', content: 'x'.repeat(3000) },
+  ];
+  // A run's later turn: the model's first reply carried back marks the run (runs.ts).
+  const reply = {
+    role: 'assistant',
+    content: '',
+    tool_calls: [{ id: 'call_7', type: 'function', function: { name: 'ls', arguments: '{}' } }],
+  };
   const chat = {
     model: 'm',
-    messages: [
-      { role: 'system', content: 'Be brief.' },
-      { role: 'user', content: 'x'.repeat(3000) },
-    ],
+    messages: [...opening, reply, { role: 'tool', tool_call_id: 'call_7', content: 'a.txt' }],
   };
-  const begin = (ring: CaptureRing, api: string, headers: Record<string, string> = {}) => {
-    const bytes = Buffer.from(JSON.stringify(chat));
+  const first = { model: 'm', messages: opening };
+  const begin = (
+    ring: CaptureRing,
+    api: string,
+    headers: Record<string, string> = {},
+    body: unknown = chat,
+  ) => {
+    const bytes = Buffer.from(JSON.stringify(body));
     const request = {
       id: `r${Math.random()}`,
       method: 'POST',
@@ -641,30 +655,72 @@ describe('a session of the opening messages worked out when read, not per reques
     beginCapture(ring, request as never, call, undefined, bytes);
     return call.capture as RecordWriter;
   };
-  const later = (w: RecordWriter) => (w as unknown as { sessionLater: boolean }).sessionLater;
-  const expected = sessionLabel(affinityKey({}, chat, chat as never));
+  const later = (w: RecordWriter) => (w as unknown as { sessionLater: number }).sessionLater;
+  const openingLabel = sessionLabel(affinityKey({}, chat, chat as never));
+  const expected = `${openingLabel}/${runOfHistory(chat.messages)}`;
 
   it("the chat door's body kept whole: read from it when asked, then kept", () => {
     const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 64 * 1024 });
     const w = begin(ring, 'chat');
-    expect(later(w)).toBe(true);
+    expect(later(w)).toBe(1);
     expect(ring.list()[0]!.session).toBe(expected);
-    expect(later(w)).toBe(false);
+    expect(later(w)).toBe(0);
     expect(JSON.parse(JSON.stringify(w)).session).toBe(expected);
   });
 
   it('any other door, a body cut, or a session the client names: the key at once', () => {
     const other = begin(new CaptureRing({ maxBytes: 1024 * 1024, textChars: 64 * 1024 }), 'messages');
-    expect(later(other)).toBe(false);
+    expect(later(other)).toBe(0);
     expect(other.session).toBe(expected);
     const cut = begin(new CaptureRing({ maxBytes: 1024 * 1024, textChars: 1000 }), 'chat');
-    expect(later(cut)).toBe(false);
+    expect(later(cut)).toBe(0);
     expect(cut.session).toBe(expected);
     const named = begin(new CaptureRing({ maxBytes: 1024 * 1024, textChars: 64 * 1024 }), 'chat', {
       'x-claude-code-session-id': 'abc',
     });
-    expect(later(named)).toBe(false);
+    expect(later(named)).toBe(0);
     expect(named.session).toBe('h:abc');
+  });
+
+  it("a run's first request in flight: the opening's label for now, its run read once it ended", () => {
+    for (const api of ['chat', 'messages']) {
+      const w = begin(new CaptureRing({ maxBytes: 1024 * 1024, textChars: 64 * 1024 }), api, {}, first);
+      expect(w.session).toBe(openingLabel);
+      expect(later(w)).toBe(2);
+    }
+  });
+
+  it('a failed first request finds its retry among the next 64 records, and waits while it is in flight', () => {
+    const ring = new CaptureRing({ maxBytes: 8 * 1024 * 1024, textChars: 64 * 1024 });
+    const end = (w: RecordWriter, status: number, reply?: string) => {
+      if (reply !== undefined) w.client(reply);
+      const call = { capture: w, trace: newTrace(), discardedTokens: 0 } as unknown as ChatCall;
+      finishCapture(call, status, true, undefined, undefined, undefined, undefined);
+    };
+    const failed = begin(ring, 'chat', {}, first);
+    end(failed, 500);
+    const retry = begin(ring, 'chat', {}, first);
+    // Another task's requests after it: the window is full before the retry ends.
+    for (let i = 0; i < 70; i++)
+      end(
+        begin(ring, 'chat', {}, { model: 'm', messages: [{ role: 'user', content: `other ${i}` }] }),
+        200,
+        `x${i}`,
+      );
+    const alone = `${openingLabel}/${ownRun(failed.id)}`;
+    expect(failed.session).toBe(alone);
+    expect(later(failed)).toBe(2);
+    expect(retry.session).toBe(openingLabel);
+    const call = { id: 'call_R', type: 'function', function: { name: 'ls', arguments: '{}' } };
+    end(
+      retry,
+      200,
+      JSON.stringify({ choices: [{ index: 0, message: { content: null, tool_calls: [call] } }] }),
+    );
+    const run = `${openingLabel}/${runOfHistory([{ role: 'assistant', tool_calls: [call] }])}`;
+    expect(failed.session).toBe(run);
+    expect(later(failed)).toBe(3);
+    expect(retry.session).toBe(run);
   });
 
   it("a record reused after a deferred session has the new request's", () => {

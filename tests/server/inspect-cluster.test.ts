@@ -6,6 +6,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
 import { freePort, nodeEntry, once } from '../support/toolproof-process.js';
@@ -86,5 +87,63 @@ describe('the inspector over two workers', () => {
       expect(new Set(body.requests.map((r) => r.worker)).size).toBe(2);
     }
     for (const id of ids) expect((await once(origin, `/inspect/api/requests/${id}`)).status).toBe(200);
+  }, 60_000);
+
+  it('two runs that open alike, their turns spread over both workers: two sessions, whichever worker answers', async () => {
+    const opening = [
+      { role: 'system', content: 'You are an agent.' },
+      { role: 'user', content: 'Weather in Oslo?' },
+    ];
+    const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object' } } }];
+    const runs = [
+      { history: [...opening] as unknown[], ids: [] as string[] },
+      { history: [...opening] as unknown[], ids: [] as string[] },
+    ];
+    const workers = new Set<number>();
+    for (let i = 0; i < 3; i++)
+      for (const run of runs) {
+        // A connection of its own per turn: the primary hands them to the workers in turn.
+        const client = new Client(origin);
+        try {
+          const res = await client.request({
+            method: 'POST',
+            path: '/v1/chat/completions',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ model: 'm', messages: run.history, tools }),
+          });
+          expect(res.statusCode).toBe(200);
+          run.ids.push(String(res.headers['x-request-id']));
+          const msg = (
+            (await res.body.json()) as { choices: Array<{ message: { tool_calls?: Array<{ id: string }> } }> }
+          ).choices[0]!.message;
+          run.history.push(
+            msg,
+            msg.tool_calls?.length
+              ? { role: 'tool', tool_call_id: msg.tool_calls[0]!.id, content: 'rain' }
+              : { role: 'user', content: 'And tomorrow?' },
+          );
+        } finally {
+          await client.close();
+        }
+      }
+    for (let i = 0; i < 2; i++) {
+      const { requests } = JSON.parse((await once(origin, '/inspect/api/requests')).text) as {
+        requests: Array<{ id: string; session: string; worker: number }>;
+      };
+      const labels = runs.map((run) => {
+        const own = requests.filter((q) => run.ids.includes(q.id));
+        for (const q of own) workers.add(q.worker);
+        expect(new Set(own.map((q) => q.session)).size).toBe(1);
+        return own[0]!.session;
+      });
+      expect(labels[0]).not.toBe(labels[1]);
+      for (const [k, run] of runs.entries()) {
+        const view = JSON.parse(
+          (await once(origin, `/inspect/api/session?key=${encodeURIComponent(labels[k]!)}`)).text,
+        ) as { turns: Array<{ summary: { id: string } }> };
+        expect(view.turns.map((t) => t.summary.id)).toEqual(run.ids);
+      }
+    }
+    expect(workers.size).toBe(2);
   }, 60_000);
 });

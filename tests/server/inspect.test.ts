@@ -276,18 +276,26 @@ describe('the capture behind /inspect/api', () => {
           messages: content.map((c, i) => ({ role: i % 2 === 0 ? 'user' : 'assistant', content: c })),
         }),
       });
-    expect((await anthropic(['List the files.'])).status).toBe(200);
-    expect((await anthropic(['List the files.', 'Done.', 'Now read one.'])).status).toBe(200);
+    const first = await anthropic(['List the files.']);
+    expect(first.status).toBe(200);
+    // The next turn carries the reply back (which marks the run: docs/inspect.md).
+    const reply = ((await first.json()) as { content: Array<{ text?: string }> }).content
+      .map((b) => b.text ?? '')
+      .join('');
+    expect((await anthropic(['List the files.', reply, 'Now read one.'])).status).toBe(200);
 
     const list = (await getJson(s, '/inspect/api/requests')).body.requests as Summary[];
     const sessions = list.map((r) => r.session).reverse();
-    // The chat door's key, read from the body the record keeps: what affinityKey gives the request.
-    expect(sessions[0]).toBe(sessionLabel(affinityKey({}, opening, opening as never)));
+    // The chat door's key, read from the body the record keeps: what affinityKey gives the
+    // request, and the run's mark (the model's first reply, which every later turn carries).
+    expect(sessions[0]!.startsWith(`${sessionLabel(affinityKey({}, opening, opening as never))}/`)).toBe(
+      true,
+    );
     expect(sessions.slice(0, 3)).toEqual([sessions[0], sessions[0], sessions[0]]);
     expect(sessions[3]).not.toBe(sessions[0]);
-    expect(sessions[3]).toMatch(/^o:sim\/\/\d+\.\d+$/);
+    expect(sessions[3]).toMatch(/^o:sim\/\/\d+\.\d+\/[0-9a-f]{8}$/);
     // The Messages door's (its chat form, translated): one session for its two turns, another one.
-    expect(sessions[4]).toMatch(/^o:sim\/\/\d+\.\d+$/);
+    expect(sessions[4]).toMatch(/^o:sim\/\/\d+\.\d+\/[0-9a-f]{8}$/);
     expect(sessions[5]).toBe(sessions[4]);
     expect(new Set(sessions).size).toBe(3);
     const grouped = (await getJson(s, '/inspect/api/sessions')).body.sessions as Array<{

@@ -126,7 +126,8 @@ function header(s: AgentRequest, name: string): string | undefined {
  * The session id each agent sends, read from its request as it sent it, as the inspector labels
  * it (docs/affinity.md): `h:` a header, `p:` the body's `prompt_cache_key`, `u:` its
  * `metadata.user_id`. `undefined` for an agent that names none: its session is the hash of its
- * opening messages (`o:`), and two runs that open alike share it.
+ * opening messages (`o:`) and the run's mark (the model's first reply), so two runs that open
+ * alike are two sessions.
  */
 const OWN_SESSION: Partial<Record<AgentId, (s: AgentRequest) => string | undefined>> = {
   claude: (s) => prefixed('h:', header(s, 'x-claude-code-session-id')),
@@ -154,8 +155,9 @@ const seenSessions = new Set<string>();
 /**
  * What a user of the inspector sees of the run (docs/inspect.md): every request the agent sent
  * in ONE session, listed whole by `/inspect/api/sessions`, the session view and the session
- * filter; where the agent names its session, the session is its own id, and no other run of
- * this file (the same task in another mode, another task) landed in it. A resumed run goes on in
+ * filter; where the agent names its session, the session is its own id; where it names none,
+ * the hash of its opening messages and the run's mark; and no other run of this file (the same
+ * task in another mode, another task) landed in it. A resumed run goes on in
  * its first run's session when the agent names its sessions (each keeps its id on resume); one
  * keyed by its opening messages is checked run by run (Qwen Code's resumed opening lists the
  * working directory anew: a session of its own).
@@ -187,7 +189,8 @@ export function expectSessions(r: CaseResult, suite: Pick<AgentSuite, 'agent'>):
     expect(labels, why).toHaveLength(1);
     const [session = ''] = labels;
     if (own) expect(named, why).toContain(session);
-    else expect(session, why).toMatch(/^o:/);
+    // The hash of its opening messages, then the run's mark (docs/inspect.md, "Sessions").
+    else expect(session, why).toMatch(/^o:.*\/[0-9a-f]{8}$/);
     // The session view and the filter list the run's requests, in order.
     expect(
       view.turns[session]?.filter((id) => ids.includes(id)),
@@ -206,11 +209,11 @@ export function expectSessions(r: CaseResult, suite: Pick<AgentSuite, 'agent'>):
   expect(view.sessions.map((s) => s.session).sort(), why).toEqual(unique.sort());
   for (const s of view.sessions)
     expect(s.requests, why).toBe(view.requests.filter((q) => q.session === s.session).length);
-  if (own) {
-    for (const s of unique) {
-      expect(seenSessions.has(s), `${why}\n${s} was another run's session`).toBe(false);
-      seenSessions.add(s);
-    }
+  // No other run of this file landed in its session, named or not: runs that open alike (the
+  // same task in another mode) are told apart by the model's first reply.
+  for (const s of unique) {
+    expect(seenSessions.has(s), `${why}\n${s} was another run's session`).toBe(false);
+    seenSessions.add(s);
   }
 }
 
