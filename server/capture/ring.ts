@@ -413,6 +413,8 @@ export class RecordWriter implements CaptureRecord {
   // new objects the collector copies and promotes with every request.
   bytes!: number;
   evicted!: boolean;
+  /** Its place in the ring's arrival order, counted from the ring's first record (CaptureRing.after). */
+  arrival!: number;
   /**
    * When the request arrived (performance clock); undefined once it ended (a fractional number
    * is an object of its own, not kept for the record's life).
@@ -506,6 +508,7 @@ export class RecordWriter implements CaptureRecord {
     this.spare = (this.more !== undefined ? this.more[0] : this.current) ?? this.spare;
     this.bytes = RECORD_OVERHEAD;
     this.evicted = false;
+    this.arrival = -1;
     this.start = undefined;
     this.id = init.id;
     this.worker = init.worker ?? 0;
@@ -1264,6 +1267,9 @@ export class CaptureRing {
    */
   private order: RecordWriter[] = [];
   private head = 0;
+  /** Records ever opened, and those sliced off the front of `order`: a record's index there is its arrival less `shifted`. */
+  private arrived = 0;
+  private shifted = 0;
   private total = 0;
   private seq = 0;
   /** The ring's bytes (see Arena), from the first text kept. */
@@ -1363,6 +1369,7 @@ export class CaptureRing {
       this.records.set(earlier.id, earlier);
     }
     this.records.set(writer.id, writer);
+    writer.arrival = this.arrived++;
     this.order.push(writer);
     this.charge(writer, writer.bytes);
     return writer;
@@ -1388,6 +1395,7 @@ export class CaptureRing {
     // The queue's dead head is dropped once it is most of the array (amortized O(1) per record).
     if (this.head > 1024 && this.head * 2 > this.order.length) {
       this.order = this.order.slice(this.head);
+      this.shifted += this.head;
       this.head = 0;
     }
   }
@@ -1429,9 +1437,11 @@ export class CaptureRing {
 
   /** Up to `max` records that arrived after `r`, oldest first (none when `r` left the ring). */
   after(r: RecordWriter, max: number): RecordWriter[] {
-    for (let i = this.order.length - 1; i >= this.head; i--)
-      if (this.order[i] === r) return this.order.slice(i + 1, i + 1 + max);
-    return [];
+    // Found by its arrival, not by a walk of the order: every failed first request of a full
+    // ring asks this once when the inspector first reads it (a walk made that quadratic).
+    const i = r.arrival - this.shifted;
+    if (i < this.head || i >= this.order.length || this.order[i] !== r) return [];
+    return this.order.slice(i + 1, i + 1 + max);
   }
 
   /** Every record of a session, oldest first. */

@@ -1,0 +1,69 @@
+/**
+ * The inspector's runs that open alike (docs/inspect.md): a failed first request looks for its
+ * retry among the records after it (CaptureRing.after), once, when the inspector first reads it.
+ * A ring full of failed first requests (any key holder can fill one: a client that leaves before
+ * the reply) asks that of every record: each ask must cost the same wherever the record sits,
+ * not a walk of the ring (which made the first read quadratic in the records).
+ */
+import { describe, expect, it } from 'vitest';
+import { CaptureRing, type RecordWriter } from '../../server/capture/ring.js';
+import { measureScaling, withinBudget } from '../support/cost-scaling.js';
+
+function ringOf(n: number): { ring: CaptureRing; records: RecordWriter[] } {
+  const ring = new CaptureRing({ maxBytes: 512 * 1024 * 1024, textChars: 1024 });
+  const records: RecordWriter[] = [];
+  for (let i = 0; i < n; i++)
+    records.push(
+      ring.open({
+        id: `r${i}`,
+        api: 'chat',
+        model: 'm',
+        stream: false,
+        session: 's',
+        method: 'POST',
+        path: '/v1/chat/completions',
+      }),
+    );
+  return { ring, records };
+}
+
+describe('CaptureRing.after: the records after one', () => {
+  it('costs the same wherever the record sits: every record asked, x1 vs x4 records', () => {
+    const s = measureScaling(
+      (n) => ringOf(n),
+      ({ ring, records }) => {
+        let seen = 0;
+        for (const r of records) seen += ring.after(r, 64).length;
+        return seen;
+      },
+      { from: 2000, max: 256_000 },
+    );
+    expect(withinBudget(s, 5).time, JSON.stringify(s)).toBe(true);
+  }, 60_000);
+
+  it('gives the next records in arrival order, and none once the record left the ring', () => {
+    const ring = new CaptureRing({ maxBytes: 64 * 1024, textChars: 1024 });
+    const records: RecordWriter[] = [];
+    for (let i = 0; i < 3000; i++) {
+      records.push(
+        ring.open({
+          id: `r${i}`,
+          api: 'chat',
+          model: 'm',
+          stream: false,
+          session: 's',
+          method: 'POST',
+          path: '/v1/chat/completions',
+        }),
+      );
+    }
+    // The ring kept only the newest; its order array was compacted on the way (head past 1024).
+    const kept = records.filter((r) => ring.get(r.id) === r);
+    expect(kept.length).toBeGreaterThan(2);
+    expect(kept.length).toBeLessThan(3000);
+    expect(ring.after(records[0]!, 64)).toEqual([]);
+    const at = kept.length - 3;
+    expect(ring.after(kept[at]!, 64).map((r) => r.id)).toEqual(kept.slice(at + 1).map((r) => r.id));
+    expect(ring.after(kept[0]!, 2).map((r) => r.id)).toEqual([kept[1]!.id, kept[2]!.id]);
+  });
+});
