@@ -131,14 +131,32 @@ function unwrap(text: string): string {
   return t;
 }
 
+/** MiniMax-M2's block closer (its opener `<minimax:tool_call>` is read by minimax-m2). */
+const MINIMAX_END = '</minimax:tool_call>';
+
+/**
+ * Near miss (issue 30, repair `missing-envelope-open`): MiniMax's bare invokes whose
+ * `<minimax:tool_call>` opener the model dropped, the closer kept at the very end
+ * (anomalyco/opencode#26296, MiniMax M2.5). The closer is MiniMax's own token, and it belongs to
+ * the invokes as an orphan `</tool_call>` belongs to a bare Qwen3-Coder function; the invokes
+ * are read as without it (every one a declared tool with arguments that fit). Null when the
+ * output is not `<invoke ` … `</minimax:tool_call>`.
+ */
+function orphanMinimaxEnd(bare: string): string | null {
+  if (!bare.startsWith('<invoke ') || !bare.endsWith(MINIMAX_END)) return null;
+  return bare.slice(0, bare.length - MINIMAX_END.length).trimEnd();
+}
+
 function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
   if (ctx.tools.size === 0) return null;
-  const bare = unwrap(text.trim());
+  const unwrapped = unwrap(text.trim());
+  const orphan = orphanMinimaxEnd(unwrapped);
+  const bare = orphan ?? unwrapped;
   const fenced = bare.startsWith('```') ? fenceBody(bare) : null;
   if (bare.startsWith('```') && fenced === null) return null;
   const calls = readImprovisedCalls(fenced !== null ? unwrap(fenced.trim()) : bare, ctx.tools);
   if (!calls) return null;
-  const repairs = fenced !== null ? ['code-fence'] : [];
+  const repairs = fenced !== null ? ['code-fence'] : orphan !== null ? ['missing-envelope-open'] : [];
   // a last fence the end of output left open: with finish reason `length`, a call cut off
   const open = fenced !== null && !bare.endsWith('```');
   return {
