@@ -9,6 +9,8 @@
  *   dashboard spells exists;
  * - routes: every route of the app's OpenAPI document is documented; every inspector API path a
  *   doc spells is a route;
+ * - defaults: every per-model setting is a row of docs/configuration.md's table with its default;
+ *   every variable a doc's table gives a default, set to it, leaves loadConfig's result unchanged;
  * - config keys: every key of the YAML schema (server/config.ts) is documented, and every
  *   toolproof config block in the docs passes that schema (a documented key it rejects fails);
  * - links: every relative link of the user docs points at a file that exists, and its `#anchor`
@@ -18,8 +20,10 @@
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { DEFAULT_MODEL_SETTINGS } from '../../protocol/settings.js';
 import { buildApp } from '../../server/app.js';
 import { fileSchema, loadConfig, validateFile } from '../../server/config.js';
 
@@ -205,6 +209,102 @@ describe('docs: metrics', () => {
     for (const [file, text] of sources)
       for (const n of matches(text, /\b(toolproof(?:_[a-z0-9_]*[a-z0-9]|:[a-z_][a-z0-9_:]*[a-z0-9]))\b/g))
         if (!exists(n)) problems.push(`${file}: ${n}`);
+    expect(problems).toEqual([]);
+  });
+});
+
+// ---- defaults -------------------------------------------------------------------------------
+
+/** The rows of a markdown table under `heading` (up to the next blank line): the cells of each. */
+function tableAfter(text: string, heading: string): string[][] {
+  const start = text.indexOf(heading);
+  expect(start, heading).toBeGreaterThan(-1);
+  const lines = text.slice(start).split('\n');
+  const first = lines.findIndex((l) => l.startsWith('|'));
+  const rows: string[][] = [];
+  for (const line of lines.slice(first + 2)) {
+    if (!line.startsWith('|')) break;
+    rows.push(line.split(' | ').map((c) => c.replace(/^\|\s*|\s*\|$/g, '').trim()));
+  }
+  return rows;
+}
+
+/** A default cell's value: its first `code`, else its first word; undefined for "none ...". */
+function documentedDefault(cell: string): string | undefined {
+  const code = /`([^`]*)`/.exec(cell);
+  const value = code ? code[1]! : cell.split(/\s/)[0]!;
+  return /^none\b/.test(value) || value === '' ? undefined : value;
+}
+
+/** The rows of every table with a `default` column that name variables: the cells, and that column. */
+function defaultColumns(text: string): { cells: string[]; at: number }[] {
+  const out: { cells: string[]; at: number }[] = [];
+  let at = -1;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('|')) {
+      at = -1;
+      continue;
+    }
+    const cells = line
+      .split(/(?<!\\)\|/)
+      .slice(1, -1)
+      .map((c) => c.trim());
+    const header = cells.findIndex((c) => /^default$/i.test(c));
+    if (header !== -1) at = header;
+    else if (at !== -1 && /^`(TOOLPROOF|OTEL)_/.test(cells[0] ?? '')) out.push({ cells, at });
+  }
+  return out;
+}
+
+describe('docs: defaults', () => {
+  const configuration = read('docs/configuration.md');
+
+  it("every per-model setting is a row of docs/configuration.md's table with the default it has, and every row a setting", () => {
+    const rows = tableAfter(configuration, 'Per-model settings');
+    const table = new Map(rows.map((r) => [r[0]!.replace(/`/g, ''), r[1]!]));
+    const defaults = new Map<string, unknown>();
+    for (const [key, value] of Object.entries(DEFAULT_MODEL_SETTINGS)) {
+      if (value && typeof value === 'object')
+        for (const [k, v] of Object.entries(value)) defaults.set(`${key}.${k}`, v);
+      else defaults.set(key, value);
+    }
+    const problems: string[] = [];
+    for (const [key, value] of defaults) {
+      const cell = table.get(key);
+      if (cell === undefined) problems.push(`${key}: no row`);
+      else if (/^`/.test(cell) && documentedDefault(cell) !== String(value))
+        problems.push(`${key}: documented ${cell}, default ${String(value)}`);
+    }
+    for (const key of table.keys()) if (!defaults.has(key)) problems.push(`${key}: a row, no such setting`);
+    expect(problems).toEqual([]);
+  });
+
+  it("every variable of the docs' tables with a default, set to that default, changes nothing", () => {
+    const base = loadConfig({});
+    const problems: string[] = [];
+    let checked = 0;
+    for (const [file, text] of docText) {
+      for (const { cells, at } of defaultColumns(text)) {
+        const vars = [...matches(cells[0]!, /`((?:TOOLPROOF|OTEL)_[A-Z0-9_]+)`/g)];
+        const values = cells[at]!.split(' / ');
+        vars.forEach((name, i) => {
+          const cell = values[vars.length === values.length ? i : 0]!;
+          // a `value` or a number; prose ("built-in simulator", "none", "off") sets nothing
+          const value = /^`/.test(cell) || /^\d/.test(cell) ? documentedDefault(cell) : undefined;
+          if (value === undefined) return;
+          checked++;
+          let config: unknown;
+          try {
+            config = loadConfig({ [name]: value });
+          } catch (e) {
+            problems.push(`${file}: ${name}=${value}: ${(e as Error).message}`);
+            return;
+          }
+          if (!isDeepStrictEqual(config, base)) problems.push(`${file}: ${name}=${value} is not the default`);
+        });
+      }
+    }
+    expect(checked).toBeGreaterThan(20);
     expect(problems).toEqual([]);
   });
 });
