@@ -13,6 +13,8 @@
  *   every variable a doc's table gives a default, set to it, leaves loadConfig's result unchanged;
  * - config keys: every key of the YAML schema (server/config.ts) is documented, and every
  *   toolproof config block in the docs passes that schema (a documented key it rejects fails);
+ * - error codes: every `TP_ERR_*` of protocol/errors.ts is documented, and every one a doc
+ *   names is in it;
  * - links: every relative link of the user docs points at a file that exists, and its `#anchor`
  *   at a heading of that file.
  * File reads and one app built, not listening: about 0.5 s of CPU in a fresh process on the
@@ -23,6 +25,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { ERROR_CATALOGUE } from '../../protocol/errors.js';
 import { DEFAULT_MODEL_SETTINGS } from '../../protocol/settings.js';
 import { buildApp } from '../../server/app.js';
 import { fileSchema, loadConfig, validateFile } from '../../server/config.js';
@@ -410,6 +413,23 @@ describe('docs: routes', () => {
     for (const [file, text] of docText)
       for (const p of matches(text, /(\/inspect\/api\/[A-Za-z0-9/:{}_-]*[A-Za-z0-9}])/g))
         if (!routes.some((r) => r.test(p))) problems.push(`${file}: ${p}`);
+    expect(problems).toEqual([]);
+  });
+});
+
+// ---- error codes ----------------------------------------------------------------------------
+
+describe('docs: error codes', () => {
+  it('every code of the error catalogue is documented, and every TP_ERR_* a doc names is in it', () => {
+    const catalogue = new Set(Object.keys(ERROR_CATALOGUE));
+    expect(catalogue.size).toBeGreaterThan(10);
+    const named = matches(allDocs, /\b(TP_ERR_[A-Z0-9_]*[A-Z0-9])\b/g);
+    const problems = [
+      ...[...catalogue].filter((c) => !named.has(c)).map((c) => `${c}: in no doc`),
+      ...[...named]
+        .filter((c) => !catalogue.has(c))
+        .map((c) => `${c}: named in a doc, not in protocol/errors.ts`),
+    ];
     expect(problems).toEqual([]);
   });
 });
