@@ -206,7 +206,7 @@ const urlList = {
   ],
 } as const;
 
-const fileSchema = {
+export const fileSchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
@@ -300,7 +300,7 @@ const fileSchema = {
 } as const;
 
 const ajv = new Ajv({ allErrors: true, strict: false });
-const validateFile = ajv.compile(fileSchema);
+export const validateFile = ajv.compile(fileSchema);
 const validateKeys = ajv.compile(keysSchema);
 
 function describe(errors: ErrorObject[] | null | undefined, file: string): string {
