@@ -124,7 +124,8 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
           // The end of the stream: its [DONE], and the usage chunk of stream_options.include_usage.
           tail = (tail + buf.toString('latin1')).slice(-USAGE_TAIL);
           // A full socket buffer waits for drain, or for close: a client that left never drains.
-          if (!reply.raw.write(buf)) await untilDrainOrClose(reply.raw);
+          if (!reply.raw.write(buf))
+            await untilDrainOrClose(reply.raw, state.config.clientTimeouts.requestMs);
           if (reply.raw.destroyed) break;
         }
         if (!reply.raw.destroyed && !tail.slice(-32).includes('[DONE]')) reply.raw.write(SSE_DONE);
