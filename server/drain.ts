@@ -26,3 +26,31 @@ export function untilDrainOrClose(res: Writable, stallMs = 0): Promise<void> {
     res.on('close', done);
   });
 }
+
+/**
+ * The same bound for a response someone else writes (fastify piping the pass-through's upstream
+ * body, with backpressure): a client that takes nothing for `stallMs` while the socket buffer
+ * stays full is cut as gone, and the pipe cancels the upstream request. Checked on a timer (one
+ * per response, while it lasts): cut after two checks in a row find the buffer full with no
+ * drain between them, so after a stall of `stallMs` to twice that.
+ */
+export function cutWhenStalled(res: Writable & { writableNeedDrain: boolean }, stallMs: number): void {
+  if (stallMs <= 0 || res.destroyed || res.writableEnded) return;
+  let drained = false;
+  let stalled = false;
+  const onDrain = () => {
+    drained = true;
+  };
+  const timer = setInterval(() => {
+    const now = res.writableNeedDrain && !drained;
+    if (now && stalled) res.destroy();
+    stalled = now;
+    drained = false;
+  }, stallMs);
+  timer.unref();
+  res.on('drain', onDrain);
+  res.once('close', () => {
+    clearInterval(timer);
+    res.off('drain', onDrain);
+  });
+}
