@@ -4,7 +4,8 @@
  * and a held answer (tools, forced tool use) was withheld, until the upstream's idle timeout
  * made it an error event (120 s by default; a forced answer was lost). Reading now stops at
  * [DONE]: the client's stream ends whole at once, and the upstream's rest is dropped in the
- * background (cancelled past 64 KB or 1 s).
+ * background (cancelled past 64 KB or 1 s); `/v1/completions`, relayed as bytes, ends on a read
+ * that ends with the [DONE] event.
  */
 import { describe, expect, it } from 'vitest';
 import { chunkEvent, proxyInFrontOf } from '../support/harness.js';
@@ -40,6 +41,7 @@ const DOORS = [
   ],
   ['Responses', '/v1/responses', (c: string) => ({ input: c })],
   ['Messages', '/v1/messages', (c: string) => ({ max_tokens: 50, messages: [{ role: 'user', content: c }] })],
+  ['completions, relayed as bytes', '/v1/completions', (c: string) => ({ prompt: c })],
 ] as const;
 
 describe('an upstream that keeps its connection open after [DONE]', () => {
