@@ -7,7 +7,8 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { upstreamJsonProblem } from '../protocol/completion-shape.js';
+import { MAX_UPSTREAM_DEPTH, upstreamJsonProblem } from '../protocol/completion-shape.js';
+import { deeperThan } from '../protocol/json-depth.js';
 import { openAIOverflowMessage, parseContextOverflow } from '../protocol/context-overflow.js';
 import {
   ERROR_CATALOGUE,
@@ -94,11 +95,16 @@ export function parseUpstreamBody(text: string): unknown {
   const t = text.trim();
   // A body JSON.parse would pay seconds for (nesting, distinct keys) is read as the text it is.
   if ((t.startsWith('{') || t.startsWith('[')) && upstreamJsonProblem(t) === undefined) {
+    let body: unknown;
     try {
-      return JSON.parse(t);
+      body = JSON.parse(t);
     } catch {
       return text;
     }
+    // So is one nested too deep to be written again: a body under the scan's 16 KB parses at
+    // once, but 7,000 nested arrays in it overflowed JSON.stringify's stack where the body was
+    // relayed (the client's error's `upstream`) or its FastAPI `detail` list quoted: a 500.
+    return deeperThan(body, MAX_UPSTREAM_DEPTH) ? text : body;
   }
   return text;
 }

@@ -6,6 +6,7 @@
  */
 import type { FastifyReply } from 'fastify';
 import type { ToolproofError } from '../protocol/errors.js';
+import type { AppState } from './app-state.js';
 import { untilDrainOrClose } from './drain.js';
 import { KeepAlive, type KeepAliveTarget } from './keep-alive.js';
 import { endStreamWith } from './open-streams.js';
@@ -19,7 +20,8 @@ export const SSE_HEADERS = {
 
 /**
  * Writes SSE straight to the socket; a full socket buffer pauses the upstream read
- * (backpressure), and a client that goes away releases the wait ('close').
+ * (backpressure), and a client that goes away releases the wait ('close'), as does one that
+ * reads nothing for TOOLPROOF_REQUEST_TIMEOUT_MS (clientStallMs): it is cut as gone.
  */
 export function writeRaw(reply: FastifyReply, data: string | Uint8Array): Promise<void> {
   return writeOrWait(reply, data) ?? Promise.resolve();
@@ -30,7 +32,15 @@ export function writeOrWait(reply: FastifyReply, data: string | Uint8Array): Pro
   const raw = reply.raw;
   if (raw.destroyed || raw.writableEnded) return undefined;
   if (raw.write(data)) return undefined;
-  return untilDrainOrClose(raw);
+  return untilDrainOrClose(raw, clientStallMs(reply));
+}
+
+/**
+ * How long a response may wait for its client to take any of what was written: the bound on
+ * receiving a client's request (TOOLPROOF_REQUEST_TIMEOUT_MS), the other way (server/drain.ts).
+ */
+export function clientStallMs(reply: FastifyReply): number {
+  return (reply.server as { toolproof?: AppState }).toolproof?.config.clientTimeouts.requestMs ?? 0;
 }
 
 export abstract class SseWriter implements KeepAliveTarget {

@@ -48,6 +48,8 @@ export class UpstreamBody implements AsyncIterable<Buffer> {
   private wake: (() => void) | null = null;
   /** Chunks are dropped as they come (dump, or a whole read past its limit). */
   private discarding = false;
+  /** Bytes a dump may still drop before it cancels the request instead (dump's `limit`). */
+  private dropBudget = Number.POSITIVE_INFINITY;
 
   constructor(
     private readonly controller: Controller,
@@ -67,7 +69,11 @@ export class UpstreamBody implements AsyncIterable<Buffer> {
 
   /** @internal handler side */
   push(chunk: Buffer): void {
-    if (this.discarding) return;
+    if (this.discarding) {
+      this.dropBudget -= chunk.length;
+      if (this.dropBudget < 0) this.destroy();
+      return;
+    }
     if (this.scrubber) {
       chunk = this.scrubber.push(chunk);
       if (chunk.length === 0) return;
@@ -169,12 +175,21 @@ export class UpstreamBody implements AsyncIterable<Buffer> {
     return whole;
   }
 
-  /** Reads and drops the rest of the body (the connection stays reusable); never rejects. */
-  async dump(): Promise<void> {
+  /**
+   * Reads and drops the rest of the body (the connection stays reusable); never rejects. With
+   * `limit` (bytes) and `ms`, a rest longer than that, or slower, cancels the request instead.
+   */
+  async dump(limit = Number.POSITIVE_INFINITY, ms = 0): Promise<void> {
     this.discarding = true;
+    this.dropBudget = limit - this.queued;
     this.chunks = [];
     this.queued = 0;
+    if (this.dropBudget < 0) this.destroy();
+    if (this.ended || this.failure) return;
+    const timer = ms > 0 ? setTimeout(() => this.destroy(), ms) : undefined;
+    timer?.unref();
     while (!this.ended && !this.failure) await this.waitForMore();
+    clearTimeout(timer);
   }
 
   /**

@@ -148,9 +148,16 @@ const CLAUDE_QUIET = {
   DISABLE_ERROR_REPORTING: '1',
 };
 
-/** A TOML basic string (JSON's escapes are TOML's). */
-function tomlString(value: string): string {
-  return JSON.stringify(value);
+/**
+ * A TOML basic string: JSON's escapes are TOML's, but JSON leaves DEL (U+007F) raw, which TOML
+ * refuses, and writes a lone surrogate as `\udXXX`, which no TOML string can hold. A model name
+ * comes from toolproof's model list (the upstream's): such a name made Codex refuse the whole
+ * configuration, so DEL is escaped and a lone surrogate refused here, by name.
+ */
+export function tomlString(value: string): string {
+  if (/\p{Surrogate}/u.test(value))
+    throw new Error(`${JSON.stringify(value)} cannot be written in TOML (a lone surrogate)`);
+  return JSON.stringify(value).replace(/\x7f/g, '\\u007F');
 }
 
 /** Codex's settings as `-c key=value` overrides: the user's CODEX_HOME (login, sessions, AGENTS.md) stays as it is. */

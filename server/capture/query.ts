@@ -249,8 +249,7 @@ function firstDifference(
       return { kept: false, common: offset, index: i, at };
     }
     if (a.text !== b.text) {
-      let k = 0;
-      while (k < a.text.length && k < b.text.length && a.text[k] === b.text[k]) k++;
+      const k = commonPrefixLength(a.text, b.text);
       const at: Break = {
         kept: false,
         where: a.where,
@@ -263,4 +262,23 @@ function firstDifference(
     offset += a.text.length;
   }
   return { kept: true, common: offset };
+}
+
+/**
+ * How many characters `a` and `b` share from their start. Halved ranges compared as slices:
+ * each comparison is V8's own (a memcmp), about 2x the shorter length in all, where a loop over
+ * the characters in JavaScript cost ~7 ns each: a session view compares each turn with up to 8
+ * earlier ones, and turns whose one long message differs only at its end (24 turns of 120 KB)
+ * took 70-140 ms of the event loop per read, read again every 2 s by an open page.
+ */
+export function commonPrefixLength(a: string, b: string): number {
+  let lo = 0;
+  let hi = Math.min(a.length, b.length);
+  // a and b agree on [0, lo); they differ somewhere in [lo, hi] or agree up to hi.
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >>> 1;
+    if (a.slice(lo, mid) === b.slice(lo, mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
 }

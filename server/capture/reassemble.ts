@@ -47,6 +47,19 @@ const obj = (v: unknown): Obj | undefined =>
   typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : undefined;
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
+/**
+ * A value of the upstream's written again as JSON, or a note when it cannot be: JSON.stringify
+ * recurses, and an object nested a few thousand levels (a 14 KB error body, under every scan's
+ * threshold) overflowed the stack: the inspector's view of that request was a 500.
+ */
+function jsonOf(v: unknown): string {
+  try {
+    return JSON.stringify(v);
+  } catch {
+    return '(nested too deep to show)';
+  }
+}
+
 export function reassemble(text: string): Reassembled {
   const { payloads, stream } = payloadsOf(text);
   const out: Reassembled = { content: '', reasoning: '', calls: [], stream };
@@ -66,7 +79,7 @@ export function reassemble(text: string): Reassembled {
     if (!e) continue;
     if (e.error !== undefined && !Array.isArray(e.choices)) {
       const err = obj(e.error);
-      out.error = err ? str(err.message) || JSON.stringify(err) : String(e.error);
+      out.error = err ? str(err.message) || jsonOf(err) : String(e.error);
       continue;
     }
     if (Array.isArray(e.choices)) {
@@ -113,7 +126,7 @@ export function reassemble(text: string): Reassembled {
         if (block?.type === 'text') out.content += str(block.text);
         else if (block?.type === 'thinking') out.reasoning += str(block.thinking);
         else if (block?.type === 'tool_use')
-          out.calls.push({ name: str(block.name), arguments: JSON.stringify(block.input ?? {}) });
+          out.calls.push({ name: str(block.name), arguments: jsonOf(block.input ?? {}) });
       }
     } else if (type === 'error') {
       const err = obj(e.error);

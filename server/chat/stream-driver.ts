@@ -34,6 +34,7 @@ import {
 import {
   badStream,
   cutOff,
+  dropAfterDone,
   isErrorEvent,
   isUsageEvent,
   midStreamError,
@@ -148,6 +149,8 @@ class StreamReader implements LaneSink {
   private finished = false;
   /** The upstream sent `[DONE]`: whatever follows is not part of the answer. */
   private done = false;
+  /** Reading stopped at `[DONE]`, before the body's end: its rest is dropped (settle). */
+  private afterDone = false;
   /** Cut off by toolproof (early-stop.ts): judged as what it is so far, the upstream cancelled. */
   private stoppedEarly = false;
   /** The fault that ended the stream early. */
@@ -220,6 +223,7 @@ class StreamReader implements LaneSink {
       return { ...this.failure, untouched: !this.live.calls && !this.live.content, ...usage };
     }
     await this.flush();
+    if (this.afterDone) dropAfterDone(this.opened.res);
     if (this.stoppedEarly) {
       discardBody(this.opened.res);
       this.deps.metrics.earlyStops.labels(this.call.route.name, 'retry-certain').inc();
@@ -282,6 +286,14 @@ class StreamReader implements LaneSink {
       return this.flushThenStop();
     }
     if (this.failure) return this.flushThenStop();
+    if (this.done) {
+      // [DONE] ends the answer; nothing after it is read. An upstream that kept its connection
+      // open after it (silent, or sending on) held the whole answer until its idle timeout made
+      // it an error (120 s; a held answer was lost). The rest is dropped in the background.
+      this.afterDone = true;
+      if (!this.sawChoice) this.fail(badStream(this.label, NO_CHOICES));
+      return this.flushThenStop();
+    }
     if (discardDecided(this.call, this.chain)) {
       // A retry is certain: the rest of this output would only be read to be thrown away.
       this.stoppedEarly = this.finished = true;

@@ -25,6 +25,17 @@ export const STOP = Symbol('stop');
  */
 export type OnRead = (buf: Buffer | undefined) => Promise<unknown> | typeof STOP | undefined;
 
+/**
+ * The rest of a body whose `[DONE]` was read: reading stops there (an upstream that kept its
+ * connection open after it, silent or sending on, held the client's whole answer until the
+ * idle timeout made it an error). The rest is read and dropped in the background, so the
+ * connection stays reusable (its end nearly always follows the [DONE] at once); an upstream
+ * that goes on past 64 KB or 1 s is cancelled instead.
+ */
+export function dropAfterDone(res: UpstreamResponse): void {
+  void res.body.dump(64 * 1024, 1_000);
+}
+
 /** An event as the upstream sent it: a chunk, or an error event. */
 type UpstreamEvent = ChatCompletionChunk & { error?: unknown };
 

@@ -19,6 +19,7 @@ import type { AttemptReport, OpenedResponse } from './attempt-end.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import type { StreamOutput } from './output.js';
 import {
+  dropAfterDone,
   isErrorEvent,
   isUsageEvent,
   midStreamError,
@@ -195,6 +196,9 @@ export function relayStream(
   // output relays bytes, chunks otherwise.
   let text = '';
   let chunks: ChatCompletionChunk[] = [];
+  /** The upstream's [DONE] was read; reading stopped there (untilDone, below). */
+  let sawDone = false;
+  let afterDone = false;
 
   const capture = call.capture !== undefined;
   const releaseFinish = (timings?: string): void => {
@@ -209,6 +213,7 @@ export function relayStream(
     raw?.push(payload);
     if (failure) return;
     if (payload === '[DONE]') {
+      sawDone = true;
       releaseFinish();
       return;
     }
@@ -306,6 +311,7 @@ export function relayStream(
           if (p.charCodeAt(p.length - 2) === 125 && p.includes('"timings"')) lastTimingsPayload = p;
         }
       }
+      if (done) sawDone = true;
       if (text === '' && read.after.length === 0) return relay(whole.bytes, done);
       const bytes = text === '' ? whole.bytes : Buffer.concat([Buffer.from(text), whole.bytes]);
       text = '';
@@ -318,8 +324,16 @@ export function relayStream(
     for (const payload of read.after) handle(payload);
     return failure ? flushThenStop() : text || chunks.length > 0 ? flush() : undefined;
   };
-  return pumpBody(call, res, onRead).then((readFailure): AttemptReport => {
+  // [DONE] ends the stream: reading stops after the read that carried it (dropAfterDone).
+  const untilDone = (buf: Buffer | undefined): Promise<unknown> | typeof STOP | undefined => {
+    const next = onRead(buf);
+    if (!sawDone || buf === undefined || next === STOP) return next;
+    afterDone = true;
+    return next === undefined ? STOP : next.then(() => STOP);
+  };
+  return pumpBody(call, res, untilDone).then((readFailure): AttemptReport => {
     failure ??= readFailure;
+    if (afterDone && !failure) dropAfterDone(res);
     if (capture) captureAttemptEnd(call, failure);
     if (raw) deps.dumpRaw?.(call.reqId, call.trace.attempts, raw.map((p) => `data: ${p}\n\n`).join(''));
     if (failure) {

@@ -16,6 +16,7 @@ import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
 import { RequestAbort } from '../abort.js';
 import type { AppState } from '../app-state.js';
 import type { UpstreamTarget } from '../config.js';
+import { cutWhenStalled } from '../drain.js';
 import { allowsModel, countAgainstKey, forbiddenModel } from '../keys.js';
 import { resolveRoute } from '../routing.js';
 import type { UpstreamClient } from '../upstream.js';
@@ -272,7 +273,9 @@ async function relay(state: AppState, request: FastifyRequest, reply: FastifyRep
     .startsWith('text/event-stream');
   // Fastify pipes the body with backpressure and destroys it if the client goes away (the
   // iterator's return() cancels the upstream request); its error listener keeps a failing
-  // upstream body from crashing us.
+  // upstream body from crashing us. A client that stays connected and reads nothing is cut as
+  // gone (server/drain.ts): it held the upstream request, a backend slot, for good.
+  cutWhenStalled(reply.raw, state.config.clientTimeouts.requestMs);
   return reply
     .code(res.status)
     .headers(headers)

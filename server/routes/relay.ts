@@ -35,6 +35,9 @@ function usageIn(body: Buffer): Usage | undefined {
   return key < 0 ? undefined : usageFromRaw(body.toString('latin1', key, Math.min(body.length, key + 1024)));
 }
 
+/** A read that ends on the stream's `[DONE]` event. */
+const DONE_AT_END = /\ndata: ?\[DONE\]\r?\n\r?\n$/;
+
 export function registerRelayRoutes(app: FastifyInstance, state: AppState): void {
   const relay = (path: '/completions' | '/embeddings', routeLabel: string) =>
     async function handler(
@@ -118,14 +121,25 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
         'x-request-id': request.id,
       });
       let tail = '';
+      const reads = res.body[Symbol.asyncIterator]();
       try {
-        for await (const chunk of res.body) {
-          const buf = chunk as Buffer;
+        for (let read = await reads.next(); !read.done; read = await reads.next()) {
+          const buf = read.value as Buffer;
           // The end of the stream: its [DONE], and the usage chunk of stream_options.include_usage.
           tail = (tail + buf.toString('latin1')).slice(-USAGE_TAIL);
           // A full socket buffer waits for drain, or for close: a client that left never drains.
-          if (!reply.raw.write(buf)) await untilDrainOrClose(reply.raw);
-          if (reply.raw.destroyed) break;
+          if (!reply.raw.write(buf))
+            await untilDrainOrClose(reply.raw, state.config.clientTimeouts.requestMs);
+          if (reply.raw.destroyed) {
+            res.body.destroy();
+            break;
+          }
+          // [DONE] ends the stream, as on the front doors (stream-read.ts dropAfterDone): an
+          // upstream that kept its connection open after it held the client's stream open.
+          if (DONE_AT_END.test(tail.slice(-32))) {
+            void res.body.dump(64 * 1024, 1_000);
+            break;
+          }
         }
         if (!reply.raw.destroyed && !tail.slice(-32).includes('[DONE]')) reply.raw.write(SSE_DONE);
         const usage = usageFromRaw(tail);

@@ -23,7 +23,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { launchCommand } from '../../cli/launch/command.js';
 import { readModels } from '../../cli/launch/models.js';
 import { buildPlan } from '../../cli/launch/plan.js';
-import { claudeWindow, QWEN_SESSION_ID, RECIPES, replaceTomlTables } from '../../cli/launch/recipes.js';
+import {
+  claudeWindow,
+  QWEN_SESSION_ID,
+  RECIPES,
+  replaceTomlTables,
+  tomlString,
+} from '../../cli/launch/recipes.js';
 import { buildApp, type ToolproofApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
@@ -630,5 +636,15 @@ describe('the SDKs: your program runs with the variables the SDK reads', () => {
     expect(p.out).toContain('export ANTHROPIC_BASE_URL=');
     expect(p.out).toContain('# then run your program');
     expect(p.err).toContain('npm install @anthropic-ai/claude-agent-sdk');
+  });
+});
+
+describe('a model name written into TOML (Codex)', () => {
+  it('escapes DEL, which JSON leaves raw and TOML refuses, and refuses a lone surrogate by name', () => {
+    expect(tomlString('m\u007fx')).toBe('"m\\u007Fx"');
+    expect(tomlString('qwen/3 "big"\n\u00e9\ud83d\ude00')).toBe(
+      JSON.stringify('qwen/3 "big"\n\u00e9\ud83d\ude00'),
+    );
+    expect(() => tomlString('m\ud800')).toThrow(/cannot be written in TOML/);
   });
 });

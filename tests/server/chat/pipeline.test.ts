@@ -249,6 +249,8 @@ describe('what a waiting stream keeps', () => {
         },
       }),
       destroy() {},
+      // What follows the [DONE] is dropped (stream-read.ts dropAfterDone): nothing here.
+      async dump() {},
     } as unknown as UpstreamBody;
     const { call, deps } = setup([{ status: 200, sse: [], body }], { stream: true });
     const out = new CollectingOutput();

@@ -1,0 +1,66 @@
+/**
+ * An upstream that sends its whole answer and `[DONE]`, then keeps the connection open (silent,
+ * or sending on). Every front door read on to the body's end: the client's stream stayed open,
+ * and a held answer (tools, forced tool use) was withheld, until the upstream's idle timeout
+ * made it an error event (120 s by default; a forced answer was lost). Reading now stops at
+ * [DONE]: the client's stream ends whole at once, and the upstream's rest is dropped in the
+ * background (cancelled past 64 KB or 1 s); `/v1/completions`, relayed as bytes, ends on a read
+ * that ends with the [DONE] event.
+ */
+import { describe, expect, it } from 'vitest';
+import { chunkEvent, proxyInFrontOf } from '../support/harness.js';
+
+/** Upstream requests still open (their response neither ended nor cancelled). */
+let open = 0;
+
+const pair = proxyInFrontOf(
+  (req, res) => {
+    const on = req.body.includes('sending on');
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    open++;
+    res.on('close', () => open--);
+    res.write(
+      `${chunkEvent({ role: 'assistant', content: 'the answer' })}${chunkEvent({}, 'stop')}data: [DONE]\n\n`,
+    );
+    // Silent after it, or an event (and another [DONE]) every 20 ms, until toolproof hangs up.
+    const timer = setInterval(() => {
+      if (on) res.write(`${chunkEvent({ content: ' MORE' })}data: [DONE]\n\n`);
+    }, 20);
+    res.on('close', () => clearInterval(timer));
+  },
+  { env: { TOOLPROOF_IDLE_TIMEOUT_MS: '30000' } },
+);
+
+const tool = { type: 'function', function: { name: 'f', parameters: { type: 'object' } } };
+const DOORS = [
+  ['chat, relayed', '/v1/chat/completions', (c: string) => ({ messages: [{ role: 'user', content: c }] })],
+  [
+    'chat, tools held',
+    '/v1/chat/completions',
+    (c: string) => ({ messages: [{ role: 'user', content: c }], tools: [tool] }),
+  ],
+  ['Responses', '/v1/responses', (c: string) => ({ input: c })],
+  ['Messages', '/v1/messages', (c: string) => ({ max_tokens: 50, messages: [{ role: 'user', content: c }] })],
+  ['completions, relayed as bytes', '/v1/completions', (c: string) => ({ prompt: c })],
+] as const;
+
+describe('an upstream that keeps its connection open after [DONE]', () => {
+  for (const after of ['silent', 'sending on'])
+    it.each(DOORS)(`${after}: %s ends the client's stream whole, at once`, async (_name, path, body) => {
+      const res = await fetch(`${pair.proxy.origin}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+        body: JSON.stringify({ model: 'm1', stream: true, ...body(after) }),
+        signal: AbortSignal.timeout(5_000),
+      });
+      const text = await res.text();
+      expect(res.status).toBe(200);
+      expect(text).toContain('the answer');
+      expect(text).not.toContain('MORE');
+      expect(text).not.toMatch(/"error":\{|event: error|response\.failed/);
+      expect(text).toMatch(/data: \[DONE\]\n\n$|message_stop|response\.completed/);
+      // The upstream's rest is not read on for ever: its request is cancelled within ~1 s.
+      for (let i = 0; i < 300 && open > 0; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(open).toBe(0);
+    });
+});
