@@ -9,8 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { CaptureRing, type RecordWriter } from '../../server/capture/ring.js';
 import { measureScaling, withinBudget } from '../support/cost-scaling.js';
 
-function ringOf(n: number): { ring: CaptureRing; records: RecordWriter[] } {
-  const ring = new CaptureRing({ maxBytes: 512 * 1024 * 1024, textChars: 1024 });
+function ringOf(n: number, maxBytes = 512 * 1024 * 1024): { ring: CaptureRing; records: RecordWriter[] } {
+  const ring = new CaptureRing({ maxBytes, textChars: 1024 });
   const records: RecordWriter[] = [];
   for (let i = 0; i < n; i++)
     records.push(
@@ -42,21 +42,7 @@ describe('CaptureRing.after: the records after one', () => {
   }, 60_000);
 
   it('gives the next records in arrival order, and none once the record left the ring', () => {
-    const ring = new CaptureRing({ maxBytes: 64 * 1024, textChars: 1024 });
-    const records: RecordWriter[] = [];
-    for (let i = 0; i < 3000; i++) {
-      records.push(
-        ring.open({
-          id: `r${i}`,
-          api: 'chat',
-          model: 'm',
-          stream: false,
-          session: 's',
-          method: 'POST',
-          path: '/v1/chat/completions',
-        }),
-      );
-    }
+    const { ring, records } = ringOf(3000, 64 * 1024);
     // The ring kept only the newest; its order array was compacted on the way (head past 1024).
     const kept = records.filter((r) => ring.get(r.id) === r);
     expect(kept.length).toBeGreaterThan(2);
