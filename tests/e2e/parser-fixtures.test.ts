@@ -151,8 +151,10 @@ describe.each([
   const streamedContentDiffers: string[] = [];
   beforeAll(async () => {
     // recovery 'always': fixtures without tools (a think split, prose) are read as the engine reads them.
+    // The simulator's prefix-cache emulation off: it only fills usage's cached tokens, which no
+    // check here reads, and hashed every prompt block into a map that grew the worker's heap.
     stack = await startStack({
-      sim: { personality: 'vllm' },
+      sim: { personality: 'vllm', prefixCache: false },
       file: { defaults: { forceToolUse: false, recovery: 'always', startsInReasoning } },
     });
     for (const { file, c, sdk } of cases) {
