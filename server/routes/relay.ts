@@ -10,6 +10,7 @@ import { RequestAbort } from '../abort.js';
 import type { Usage } from '../../protocol/openai.js';
 import { readText, readUpstreamBytes } from '../chat/attempt.js';
 import { usageFromRaw } from '../chat/json-driver.js';
+import { dropAfterDone } from '../chat/stream-read.js';
 import type { AppState } from '../app-state.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
 import { chatErrorEvent } from '../front-doors/chat/errors.js';
@@ -134,10 +135,10 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
             res.body.destroy();
             break;
           }
-          // [DONE] ends the stream, as on the front doors (stream-read.ts dropAfterDone): an
-          // upstream that kept its connection open after it held the client's stream open.
+          // [DONE] ends the stream, as on the front doors: an upstream that kept its connection
+          // open after it held the client's stream open.
           if (DONE_AT_END.test(tail.slice(-32))) {
-            void res.body.dump(64 * 1024, 1_000);
+            dropAfterDone(res);
             break;
           }
         }
