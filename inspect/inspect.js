@@ -9,6 +9,14 @@ let live = true;
 let timer = 0;
 let selected = 0;
 let current = null;
+/** Each view's selected row, by its id (a request's or a session's): a live refresh that adds
+ * rows above it, or a visit to a request and back, keeps the same request selected. */
+const selectedKey = { list: null, sessions: null, session: null };
+/** Bumped on every navigation: an answer that arrives after the user went elsewhere is dropped. */
+let nav = 0;
+/** How many of the page's own navigations lead to this history entry (0: where it was opened). */
+let depth = 0;
+let routed = false;
 
 /** An element with attributes and children; strings become text nodes, never markup. */
 function el(tag, attrs, ...children) {
@@ -47,7 +55,8 @@ const UNREPORTED = 'not reported by the upstream';
 const tokCell = (r, n) =>
   unreported(r) ? el('td', { class: 'num', title: UNREPORTED }, '?') : el('td', { class: 'num' }, tok(n));
 const badge = (o) => el('span', { class: `badge o-${o}`, 'data-outcome': o }, o.replace('_', ' '));
-const shortSession = (s) => (s.length > 40 ? `${s.slice(0, 18)}…${s.slice(-18)}` : s);
+/** A long session label shortened in its middle: its end (a run's mark) tells runs apart. */
+const shortSession = (s) => (s.length > 30 ? `${s.slice(0, 12)}…${s.slice(-17)}` : s);
 
 function pretty(text) {
   try {
@@ -70,6 +79,16 @@ function decoded(part) {
 
 function route() {
   clearTimeout(timer);
+  nav++;
+  // An entry of this page's own keeps its depth (going back to it); a new one is one deeper than
+  // the entry it came from, so Escape knows whether going back stays on the page.
+  const state = history.state;
+  if (state && typeof state.depth === 'number') depth = state.depth;
+  else {
+    depth = routed ? depth + 1 : 0;
+    history.replaceState({ depth }, '');
+  }
+  routed = true;
   const hash = location.hash.slice(1) || '/';
   const [path, query] = hash.split('?');
   const params = new URLSearchParams(query || '');
@@ -86,17 +105,23 @@ function setState(text) {
 
 // ---- the list --------------------------------------------------------------------------------
 
+const FILTERS = ['session', 'model', 'outcome'];
+
 function showList(params) {
   current = 'list';
-  const filters = {
-    session: params.get('session') || '',
-    model: params.get('model') || '',
-    outcome: params.get('outcome') || '',
-  };
+  const filters = Object.fromEntries(FILTERS.map((k) => [k, params.get(k) || '']));
+  let shown = '';
+  // A filter changes the address in place (a link to the filtered list; Back leaves the list)
+  // and reloads the rows only: the filter bar is not made again, so the field or the select the
+  // reader is in keeps its focus (arrow keys through the outcomes, one change after another).
   const apply = () => {
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(filters)) if (v) q.set(k, v);
-    location.hash = `#/${q.toString() ? `?${q}` : ''}`;
+    history.replaceState({ depth }, '', `#/${q.toString() ? `?${q}` : ''}`);
+    selected = 0;
+    selectedKey.list = null;
+    shown = '';
+    load();
   };
   const input = (name, placeholder) =>
     el('input', {
@@ -104,6 +129,8 @@ function showList(params) {
       name,
       placeholder,
       value: filters[name],
+      list: `${name}-choices`,
+      autocomplete: 'off',
       'aria-label': placeholder,
       onchange: (e) => {
         filters[name] = e.target.value.trim();
@@ -132,6 +159,16 @@ function showList(params) {
       if (live) load();
     },
   });
+  // The filters match a session or a model exactly: offer the ones captured.
+  const sessionChoices = el('datalist', { id: 'session-choices' });
+  const modelChoices = el('datalist', { id: 'model-choices' });
+  getJson('/sessions')
+    .then((data) => {
+      const models = [...new Set(data.sessions.flatMap((s) => s.models))].sort();
+      sessionChoices.replaceChildren(...data.sessions.map((s) => el('option', { value: s.session })));
+      modelChoices.replaceChildren(...models.map((m) => el('option', { value: m })));
+    })
+    .catch(() => {});
   const body = el('tbody');
   const table = el(
     'table',
@@ -167,31 +204,40 @@ function showList(params) {
       input('model', 'model'),
       outcome,
       el('label', {}, liveBox, ' live'),
+      sessionChoices,
+      modelChoices,
     ),
-    table,
+    el('div', { class: 'scroll' }, table),
   );
+  const my = nav;
   const load = async () => {
     clearTimeout(timer);
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(filters)) if (v) q.set(k, v);
     try {
       const data = await getJson(`/requests?${q}`);
-      if (current !== 'list') return;
-      renderRows(body, data);
+      if (my !== nav) return;
+      // Rows made again only when something changed: a link the reader is on keeps its focus.
+      const text = JSON.stringify(data.requests);
+      if (text !== shown) {
+        shown = text;
+        renderRows(body, data, Object.values(filters).some(Boolean));
+      }
       setState(
         `${data.requests.length} requests · ${data.workers} worker${data.workers === 1 ? '' : 's'}${data.partial ? ' (this worker only)' : ''}${data.capture ? '' : ' · capture is off'}`,
       );
     } catch (err) {
+      if (my !== nav) return;
       setState(`could not load: ${err.message}`);
     }
-    if (live && current === 'list') timer = setTimeout(load, 2000);
+    if (live && my === nav) timer = setTimeout(load, 2000);
   };
   load();
 }
 
-function renderRows(body, data) {
-  selected = Math.min(selected, Math.max(0, data.requests.length - 1));
+function renderRows(body, data, filtered) {
   if (data.requests.length === 0) {
+    selected = 0;
     body.replaceChildren(
       el(
         'tr',
@@ -199,12 +245,24 @@ function renderRows(body, data) {
         el(
           'td',
           { colspan: 11, class: 'empty' },
-          data.capture ? 'No requests captured yet.' : 'Capture is off (TOOLPROOF_CAPTURE_MB=0).',
+          !data.capture
+            ? 'Capture is off (TOOLPROOF_CAPTURE_MB=0).'
+            : filtered
+              ? ['No requests match these filters. ', el('a', { href: '#/' }, 'Show all requests')]
+              : 'No requests captured yet.',
         ),
       ),
     );
     return;
   }
+  // The selection stays on its request while newer ones arrive above it.
+  const at = data.requests.findIndex((r) => r.id === selectedKey.list);
+  selected = at >= 0 ? at : Math.min(selected, data.requests.length - 1);
+  selectedKey.list = data.requests[selected].id;
+  // So does the focus, on the same link of the same row.
+  const focused = body.contains(document.activeElement) ? document.activeElement : null;
+  const focusRow = focused?.closest('tr')?.dataset.id;
+  const focusLink = focused ? [...focused.closest('tr').querySelectorAll('a')].indexOf(focused) : -1;
   body.replaceChildren(
     ...data.requests.map((r, i) =>
       el(
@@ -238,12 +296,28 @@ function renderRows(body, data) {
       ),
     ),
   );
+  if (focusRow !== undefined) {
+    const tr = [...body.rows].find((t) => t.dataset.id === focusRow);
+    (tr?.querySelectorAll('a')[focusLink] ?? main).focus({ preventScroll: true });
+  }
+}
+
+const rowsShown = () => [...document.querySelectorAll('tbody tr[data-id], tbody tr[data-key]')];
+const keyOf = (tr) => tr.dataset.id ?? tr.dataset.key;
+
+/** The index of the row to select in a view: the one selected there before, else the first. */
+function selectIn(keys) {
+  const at = keys.indexOf(selectedKey[current]);
+  selected = Math.max(at, 0);
+  selectedKey[current] = keys[selected] ?? null;
+  return selected;
 }
 
 function moveSelection(by) {
-  const trs = [...document.querySelectorAll('tbody tr[data-id], tbody tr[data-key]')];
+  const trs = rowsShown();
   if (trs.length === 0) return;
   selected = Math.max(0, Math.min(trs.length - 1, selected + by));
+  selectedKey[current] = keyOf(trs[selected]);
   for (const [i, tr] of trs.entries()) tr.setAttribute('aria-selected', i === selected ? 'true' : 'false');
   trs[selected].scrollIntoView({ block: 'nearest' });
 }
@@ -382,19 +456,38 @@ async function copy(text, button) {
   }
 }
 
-async function showRequest(id) {
+/**
+ * What the reader made of the view (the sections opened, the focus, the scroll), to put back once
+ * it is made again with newer data.
+ */
+function keepView() {
+  const open = [...main.querySelectorAll('details')].map((d) => d.open);
+  const focusables = () => [...main.querySelectorAll('a, button, summary')];
+  const focus = focusables().indexOf(document.activeElement);
+  const y = window.scrollY;
+  return () => {
+    for (const [i, d] of main.querySelectorAll('details').entries()) if (i < open.length) d.open = open[i];
+    if (focus >= 0) focusables()[focus]?.focus({ preventScroll: true });
+    window.scrollTo(0, y);
+  };
+}
+
+async function showRequest(id, refresh) {
   current = 'request';
-  main.replaceChildren(el('p', {}, 'Loading…'));
+  const my = nav;
+  if (!refresh) main.replaceChildren(el('p', {}, 'Loading…'));
   let v;
   try {
     v = await getJson(`/requests/${encodeURIComponent(id)}`);
   } catch (err) {
+    if (my !== nav) return;
     main.replaceChildren(
       el('p', { class: 'error' }, `Request ${id}: ${err.message}`),
       el('a', { href: '#/' }, 'back'),
     );
     return;
   }
+  if (my !== nav) return;
   const r = v.record;
   const last = v.modelWrote.length - 1;
   const leaked = r.decisions.some((d) => d.kind === 'leak');
@@ -567,55 +660,66 @@ async function showRequest(id) {
     ),
     el('details', {}, el('summary', {}, 'response as sent'), el('pre', {}, r.clientResponse.body.text)),
   ];
+  // While in flight the view is made again every second: what the reader opened stays open.
+  const restore = refresh ? keepView() : null;
   main.replaceChildren(...parts.flat().filter((p) => p !== null && p !== undefined));
+  restore?.();
   setState(r.inFlight ? 'in flight' : '');
-  if (r.inFlight) timer = setTimeout(() => current === 'request' && showRequest(id), 1000);
+  if (r.inFlight) timer = setTimeout(() => my === nav && showRequest(id, true), 1000);
 }
 
 // ---- sessions --------------------------------------------------------------------------------
 
 async function showSessions() {
   current = 'sessions';
+  const my = nav;
   const data = await getJson('/sessions').catch((err) => ({ error: err }));
+  if (my !== nav) return;
   if (data.error) return main.replaceChildren(el('p', { class: 'error' }, data.error.message));
-  selected = 0;
+  const at = selectIn(data.sessions.map((s) => s.session));
   main.replaceChildren(
     el('h1', {}, 'Sessions'),
     el(
-      'table',
-      { id: 'sessions' },
+      'div',
+      { class: 'scroll' },
       el(
-        'thead',
-        {},
+        'table',
+        { id: 'sessions' },
         el(
-          'tr',
+          'thead',
           {},
-          ['last', 'session', 'requests', 'failed', 'models'].map((h) => el('th', {}, h)),
-        ),
-      ),
-      el(
-        'tbody',
-        {},
-        data.sessions.map((s, i) =>
           el(
             'tr',
-            {
-              'data-key': s.session,
-              'aria-selected': i === 0 ? 'true' : 'false',
-              onclick: () => {
-                location.hash = `#/s/${encodeURIComponent(s.session)}`;
-              },
-            },
-            el('td', {}, time(s.last)),
-            el(
-              'td',
-              { class: 'session', title: s.session },
-              el('a', { href: `#/s/${encodeURIComponent(s.session)}` }, shortSession(s.session)),
-            ),
-            el('td', { class: 'num' }, String(s.requests)),
-            el('td', { class: 'num' }, String(s.failed)),
-            el('td', { title: s.models.join(', ') }, s.models.join(', ')),
+            {},
+            ['last', 'session', 'requests', 'failed', 'models'].map((h) => el('th', {}, h)),
           ),
+        ),
+        el(
+          'tbody',
+          {},
+          data.sessions.length === 0
+            ? el('tr', {}, el('td', { colspan: 5, class: 'empty' }, 'No sessions captured yet.'))
+            : data.sessions.map((s, i) =>
+                el(
+                  'tr',
+                  {
+                    'data-key': s.session,
+                    'aria-selected': i === at ? 'true' : 'false',
+                    onclick: () => {
+                      location.hash = `#/s/${encodeURIComponent(s.session)}`;
+                    },
+                  },
+                  el('td', {}, time(s.last)),
+                  el(
+                    'td',
+                    { class: 'session', title: s.session },
+                    el('a', { href: `#/s/${encodeURIComponent(s.session)}` }, shortSession(s.session)),
+                  ),
+                  el('td', { class: 'num' }, String(s.requests)),
+                  el('td', { class: s.failed ? 'num error' : 'num' }, String(s.failed)),
+                  el('td', { title: s.models.join(', ') }, s.models.join(', ')),
+                ),
+              ),
         ),
       ),
     ),
@@ -623,11 +727,39 @@ async function showSessions() {
   setState(`${data.sessions.length} sessions`);
 }
 
+/**
+ * A changed prefix's quoted text with its first character that differs from the other side's
+ * marked (the two quotes start at the same distance before the change; a side that only ends
+ * earlier has none to mark).
+ */
+function changeQuote(text, other, side) {
+  if (text === '(missing)' || other === '(missing)') return el('code', {}, text);
+  let i = 0;
+  while (i < text.length && i < other.length && text[i] === other[i]) i++;
+  if (i >= text.length) return el('code', {}, text);
+  // Never half of a surrogate pair.
+  if (i > 0 && /[\udc00-\udfff]/.test(text[i])) i--;
+  const n = text.codePointAt(i) > 0xffff ? 2 : 1;
+  return el(
+    'code',
+    {},
+    text.slice(0, i),
+    el(
+      'mark',
+      { class: 'first-change', title: `the first character that differs (${side})` },
+      text.slice(i, i + n),
+    ),
+    text.slice(i + n),
+  );
+}
+
 async function showSession(key) {
   current = 'session';
+  const my = nav;
   const data = await getJson(`/session?key=${encodeURIComponent(key)}`).catch((err) => ({ error: err }));
+  if (my !== nav) return;
   if (data.error) return main.replaceChildren(el('p', { class: 'error' }, data.error.message));
-  selected = 0;
+  const at = selectIn(data.turns.map((t) => t.summary.id));
   main.replaceChildren(
     el('h1', {}, 'Session'),
     el(
@@ -637,70 +769,81 @@ async function showSession(key) {
       el('a', { href: `#/?session=${encodeURIComponent(key)}` }, 'its requests'),
     ),
     el(
-      'table',
-      { id: 'turns' },
+      'div',
+      { class: 'scroll' },
       el(
-        'thead',
-        {},
+        'table',
+        { id: 'turns' },
         el(
-          'tr',
+          'thead',
           {},
-          ['turn', 'time', 'outcome', 'status', 'cached / prompt', 'cached ratio', 'prompt prefix'].map((h) =>
-            el('th', {}, h),
+          el(
+            'tr',
+            {},
+            ['turn', 'time', 'outcome', 'status', 'cached / prompt', 'cached ratio', 'prompt prefix'].map(
+              (h) => el('th', {}, h),
+            ),
           ),
         ),
-      ),
-      el(
-        'tbody',
-        {},
-        data.turns.map((t, i) => {
-          const s = t.summary;
-          const ratio = t.cachedRatio;
-          const p = t.prefix;
-          return el(
-            'tr',
-            {
-              'data-id': s.id,
-              'aria-selected': i === 0 ? 'true' : 'false',
-              onclick: () => {
-                location.hash = `#/r/${encodeURIComponent(s.id)}`;
+        el(
+          'tbody',
+          {},
+          data.turns.map((t, i) => {
+            const s = t.summary;
+            const ratio = t.cachedRatio;
+            const p = t.prefix;
+            const broken = p !== null && !p.kept;
+            return el(
+              'tr',
+              {
+                'data-id': s.id,
+                'aria-selected': i === at ? 'true' : 'false',
+                onclick: () => {
+                  location.hash = `#/r/${encodeURIComponent(s.id)}`;
+                },
               },
-            },
-            el('td', { class: 'num' }, String(i + 1)),
-            el('td', {}, el('a', { href: `#/r/${encodeURIComponent(s.id)}` }, time(s.at))),
-            el('td', {}, badge(s.outcome)),
-            el('td', {}, String(s.status)),
-            el('td', { class: 'num' }, `${tok(s.tokens.cached)} / ${tok(s.tokens.prompt)}`),
-            el(
-              'td',
-              {},
-              ratio === null
-                ? '–'
-                : [
-                    el('span', { class: 'bar', style: `width:${Math.round(ratio * 60)}px` }),
-                    `${Math.round(ratio * 100)}%`,
-                  ],
-            ),
-            el(
-              'td',
-              { class: 'prefix' },
-              p === null
-                ? i === 0
-                  ? 'first turn'
-                  : 'unknown (body cut)'
-                : p.kept
-                  ? 'kept'
-                  : el(
-                      'span',
-                      { class: 'error' },
-                      `changed in ${p.where} at byte ${p.offset}: `,
-                      el('code', {}, p.before),
-                      ' → ',
-                      el('code', {}, p.after),
-                    ),
-            ),
-          );
-        }),
+              el('td', { class: 'num' }, String(i + 1)),
+              el('td', {}, el('a', { href: `#/r/${encodeURIComponent(s.id)}` }, time(s.at))),
+              el('td', {}, badge(s.outcome)),
+              el('td', {}, s.inFlight ? '…' : String(s.status)),
+              el('td', { class: 'num' }, `${tok(s.tokens.cached)} / ${tok(s.tokens.prompt)}`),
+              el(
+                'td',
+                { class: broken ? 'ratio broken' : 'ratio' },
+                ratio === null
+                  ? '–'
+                  : [
+                      // A turn whose prompt changed shows its bar in the error colour: the drop
+                      // next to it is the broken cache.
+                      el('span', {
+                        class: 'bar',
+                        style: `width:${Math.round(ratio * 60)}px`,
+                        title: broken ? 'the prompt changed: its cache broke here' : null,
+                      }),
+                      `${Math.round(ratio * 100)}%`,
+                    ],
+              ),
+              el(
+                'td',
+                { class: 'prefix' },
+                p === null
+                  ? i === 0
+                    ? 'first turn'
+                    : 'unknown (body cut)'
+                  : p.kept
+                    ? 'kept'
+                    : el(
+                        'span',
+                        { class: 'error' },
+                        `changed in ${p.where} at byte ${p.offset}: `,
+                        changeQuote(p.before, p.after, 'before'),
+                        ' → ',
+                        changeQuote(p.after, p.before, 'after'),
+                      ),
+              ),
+            );
+          }),
+        ),
       ),
     ),
   );
@@ -709,8 +852,11 @@ async function showSession(key) {
 
 // ---- keyboard --------------------------------------------------------------------------------
 
+const keysDialog = document.getElementById('keys');
 let pendingG = false;
 document.addEventListener('keydown', (e) => {
+  // The open dialog has the keys (Escape closes it, and only that).
+  if (keysDialog.open) return;
   const t = e.target;
   if (t instanceof HTMLInputElement || t instanceof HTMLSelectElement || t instanceof HTMLTextAreaElement) {
     if (e.key === 'Escape') t.blur();
@@ -731,7 +877,9 @@ document.addEventListener('keydown', (e) => {
       moveSelection(-1);
       break;
     case 'Enter': {
-      const tr = document.querySelectorAll('tbody tr[data-id], tbody tr[data-key]')[selected];
+      // A focused link, button or section heading does its own thing, not the selected row's.
+      if (t instanceof Element && t.closest('a, button, summary')) break;
+      const tr = document.querySelector('tbody tr[aria-selected="true"]');
       if (tr) tr.click();
       break;
     }
@@ -744,7 +892,10 @@ document.addEventListener('keydown', (e) => {
       break;
     }
     case 'Escape':
-      location.hash = '#/';
+      // Back where the reader came from (the filtered list, the session), when that was this
+      // page; from the list, or a view opened by its link, to the whole list.
+      if (current !== 'list' && depth > 0) history.back();
+      else location.hash = '#/';
       break;
     case 'g':
       pendingG = true;
@@ -762,10 +913,10 @@ document.addEventListener('keydown', (e) => {
       break;
     }
     case '?':
-      document.getElementById('keys').showModal();
+      keysDialog.showModal();
       break;
     default:
   }
 });
-document.getElementById('help').addEventListener('click', () => document.getElementById('keys').showModal());
+document.getElementById('help').addEventListener('click', () => keysDialog.showModal());
 route();

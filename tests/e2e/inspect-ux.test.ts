@@ -1,0 +1,286 @@
+/**
+ * The inspector page as its users drive it (docs/inspect.md, "The page"), in headless Chromium:
+ * the keyboard (Enter on a focused control, Escape in the help and back where the reader came
+ * from), a live list that keeps the selection and the focus while requests arrive, filters that
+ * keep their focus and say when nothing matches, an in-flight request whose view keeps what the
+ * reader opened, a late answer that never replaces the view the reader went to, a session's
+ * broken prefix marked, session labels told apart by their end, and a phone's width. One stack,
+ * one browser. Skipped only where Chromium is absent outside CI.
+ */
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromiumAvailable, openPage } from '../support/browser.js';
+import { type Stack, startStack, weatherTool } from '../server/stack.js';
+
+const tools = [weatherTool];
+/** Two sessions whose labels differ only in their last characters (Claude Code's ids are UUIDs). */
+const LONG = '36c37639-e313-4384-974b-0f4381f4';
+
+let stack: Stack;
+let browser: Browser;
+let page: Page;
+/** The stream left in flight (the simulator stalls it), ended by the in-flight test. */
+const stalled = new AbortController();
+let stalledDone: Promise<unknown>;
+
+async function chat(headers: Record<string, string>, body: Record<string, unknown> = {}): Promise<string> {
+  const res = await fetch(`${stack.url}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-sim-scenario': 'prose', ...headers },
+    body: JSON.stringify({ model: 'sim', messages: [{ role: 'user', content: 'Hello?' }], ...body }),
+  });
+  await res.text();
+  return res.headers.get('x-request-id')!;
+}
+
+const rows = () => page.locator('#requests tr[data-id]').count();
+/** The list's rows once it shows `n` of them (at least one when no number is given). */
+async function listShows(n?: number): Promise<void> {
+  if (n === undefined) await page.locator('#requests tr[data-id]').first().waitFor();
+  else await expect.poll(rows, { timeout: 5000 }).toBe(n);
+}
+
+const hash = () => page.evaluate<string>('location.hash');
+const selectedId = () => page.locator('tbody tr[aria-selected="true"]').getAttribute('data-id');
+
+describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', () => {
+  beforeAll(async () => {
+    // Cached prompt tokens reported (vLLM's --enable-prompt-tokens-details): a session shows its ratios.
+    stack = await startStack({ sim: { promptTokensDetails: true } });
+    for (const end of ['0001', '0002']) await chat({ 'x-claude-code-session-id': `${LONG}${end}` });
+    // Three turns of one conversation; the third rewrites the opening question (Paris → Lyon):
+    // the prompt's prefix breaks there.
+    const session = { 'x-claude-code-session-id': 'broken-prefix', 'x-sim-scenario': 'tools' };
+    const messages: Array<Record<string, unknown>> = [{ role: 'user', content: 'Weather in Paris?' }];
+    for (let turn = 0; turn < 3; turn++) {
+      if (turn === 2) messages[0] = { role: 'user', content: 'Weather in Lyon?' };
+      const res = await stack.client.chat.completions.create(
+        { model: 'sim', messages: messages as never, tools },
+        { headers: session },
+      );
+      const msg = res.choices[0]!.message;
+      messages.push(msg as never);
+      if (msg.tool_calls?.length)
+        messages.push({ role: 'tool', tool_call_id: msg.tool_calls[0]!.id, content: 'sunny' });
+      else messages.push({ role: 'user', content: 'And tomorrow?' });
+    }
+    // A stream the simulator stalls after a few chunks: in flight until the test ends it.
+    stalledDone = fetch(`${stack.url}/chat/completions`, {
+      method: 'POST',
+      signal: stalled.signal,
+      headers: {
+        'content-type': 'application/json',
+        'x-request-id': 'stalled-1',
+        'x-sim-scenario': JSON.stringify({
+          say: 'A long answer that stalls after a few words.',
+          stallAfterChunks: 3,
+        }),
+      },
+      body: JSON.stringify({
+        model: 'sim',
+        messages: [{ role: 'user', content: 'Tell me more' }],
+        stream: true,
+      }),
+    })
+      .then(async (res) => {
+        for await (const _ of res.body!) {
+          // read until the test aborts it
+        }
+      })
+      .catch(() => {});
+    while ((await fetch(`${stack.origin}/inspect/api/requests/stalled-1`)).status !== 200)
+      await new Promise((r) => setTimeout(r, 20));
+    ({ browser, page } = await openPage());
+  }, 60_000);
+
+  afterAll(async () => {
+    stalled.abort();
+    await stalledDone;
+    await browser?.close();
+    await stack?.close();
+  });
+
+  it('Enter on a focused button opens it and nothing else (not the selected row too)', async () => {
+    await page.goto(`${stack.origin}/inspect`);
+    await listShows();
+    await page.focus('#help');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.evaluate<boolean>("document.getElementById('keys').open")).toBe(true);
+    await page.waitForTimeout(200);
+    expect(await hash()).toBe('');
+  });
+
+  it('Escape in the keyboard help closes it and stays on the request', async () => {
+    await page.goto(`${stack.origin}/inspect#/r/stalled-1`);
+    await page.locator('#request-id').waitFor();
+    await page.keyboard.press('?');
+    await page.keyboard.press('Escape');
+    await page.waitForTimeout(200);
+    expect(await page.evaluate<boolean>("document.getElementById('keys').open")).toBe(false);
+    expect(await hash()).toBe('#/r/stalled-1');
+    expect(await page.locator('#request-id').textContent()).toBe('stalled-1');
+  });
+
+  it('the live list keeps the selected request and the focus while newer requests arrive', async () => {
+    await page.goto(`${stack.origin}/inspect`);
+    await listShows();
+    const n = await rows();
+    await page.locator('body').click({ position: { x: 5, y: 5 } });
+    await page.keyboard.press('j');
+    await page.keyboard.press('j');
+    const chosen = await selectedId();
+    await chat({});
+    await listShows(n + 1);
+    expect(await selectedId()).toBe(chosen);
+    // A reader tabbed onto a row's link: the refresh leaves the focus on it.
+    const link = page.locator(`tr[data-id="${chosen}"] td.session a`);
+    await link.focus();
+    await chat({});
+    await listShows(n + 2);
+    expect(
+      await page.evaluate<string>(
+        "document.activeElement.closest('tr')?.dataset.id + ' ' + document.activeElement.closest('td')?.className",
+      ),
+    ).toBe(`${chosen} session`);
+    // Enter on the selected row opens the one selected, not the one now at its old place.
+    await page.locator('body').click({ position: { x: 5, y: 5 } });
+    await page.keyboard.press('Enter');
+    await page.locator('#request-id').waitFor();
+    expect(await page.locator('#request-id').textContent()).toBe(chosen);
+  });
+
+  it('the outcome filter keeps its focus: arrow keys step through the outcomes', async () => {
+    await page.goto(`${stack.origin}/inspect`);
+    await listShows();
+    await page.focus('select[name=outcome]');
+    await page.keyboard.press('ArrowDown');
+    await expect.poll(hash).toBe('#/?outcome=clean');
+    await page.keyboard.press('ArrowDown');
+    await expect.poll(hash).toBe('#/?outcome=leak_recovered');
+    expect(await page.evaluate<string>("document.activeElement.getAttribute('name')")).toBe('outcome');
+  });
+
+  it('a filter that matches nothing says so; the captured sessions and models are offered', async () => {
+    await page.goto(`${stack.origin}/inspect#/?model=no-such-model`);
+    const empty = page.locator('#requests td.empty');
+    await empty.waitFor();
+    expect(await empty.textContent()).toMatch(/^No requests match these filters/);
+    await page.goto(`${stack.origin}/inspect`);
+    await expect.poll(() => page.locator('#session-choices option').count()).toBeGreaterThanOrEqual(4);
+    expect(await page.locator(`#session-choices option[value="h:${LONG}0001"]`).count()).toBe(1);
+    expect(
+      await page.locator('#model-choices option').evaluateAll((o) => o.map((x) => x.getAttribute('value'))),
+    ).toEqual(['sim']);
+    expect(await page.locator('input[name=session]').getAttribute('list')).toBe('session-choices');
+  });
+
+  it('Escape goes back where the reader came from: the filtered list, the session', async () => {
+    await page.goto(`${stack.origin}/inspect#/?session=h%3Abroken-prefix`);
+    await listShows(3);
+    await page.locator('body').click({ position: { x: 5, y: 5 } });
+    await page.keyboard.press('Enter');
+    await page.locator('#request-id').waitFor();
+    await page.keyboard.press('Escape');
+    await expect.poll(hash).toBe('#/?session=h%3Abroken-prefix');
+    await listShows(3);
+    await page.goto(`${stack.origin}/inspect#/s/h%3Abroken-prefix`);
+    await page.locator('#turns tbody tr').first().waitFor();
+    await page.keyboard.press('j');
+    await page.keyboard.press('Enter');
+    await page.locator('#request-id').waitFor();
+    await page.keyboard.press('Escape');
+    await expect.poll(hash).toBe('#/s/h%3Abroken-prefix');
+    await page.locator('#turns tbody tr').first().waitFor();
+    // The turn the reader opened is still the one selected.
+    expect(await page.locator('#turns tbody tr').nth(1).getAttribute('aria-selected')).toBe('true');
+  });
+
+  it('a late answer never replaces the view the reader went to', async () => {
+    await page.route('**/inspect/api/requests/stalled-1', async (route) => {
+      await new Promise((r) => setTimeout(r, 600));
+      await route.continue();
+    });
+    try {
+      await page.goto(`${stack.origin}/inspect#/r/stalled-1`);
+      await page.evaluate("location.hash = '#/sessions'");
+      await page.locator('#sessions').waitFor();
+      await page.waitForTimeout(1000);
+      expect(await page.locator('main h1').textContent()).toBe('Sessions');
+      expect(await page.locator('#request-id').count()).toBe(0);
+    } finally {
+      await page.unroute('**/inspect/api/requests/stalled-1');
+    }
+  });
+
+  it('a session: the turn whose prompt changed shows its drop, its first changed character marked', async () => {
+    await page.goto(`${stack.origin}/inspect#/s/h%3Abroken-prefix`);
+    await page.locator('#turns tbody tr').nth(2).waitFor();
+    expect(await page.locator('#turns td.prefix').allTextContents()).toEqual([
+      'first turn',
+      'kept',
+      expect.stringContaining('changed in messages[0]'),
+    ]);
+    expect(
+      await page.locator('#turns tbody tr').nth(2).locator('mark.first-change').allTextContents(),
+    ).toEqual(['P', 'L']);
+    const ratios = page.locator('#turns td.ratio');
+    expect(await ratios.evaluateAll((tds) => tds.map((td) => td.classList.contains('broken')))).toEqual([
+      false,
+      false,
+      true,
+    ]);
+    const bar = (i: number) =>
+      ratios
+        .nth(i)
+        .locator('.bar')
+        .evaluate((b) => b.ownerDocument.defaultView!.getComputedStyle(b).backgroundColor);
+    expect(await bar(2)).not.toBe(await bar(1));
+  });
+
+  it('session labels that differ only at their end look different in the list, uncut', async () => {
+    await page.goto(`${stack.origin}/inspect`);
+    await listShows();
+    const cells = page.locator(`td.session:has(a[href*="${LONG}"])`);
+    expect(await cells.count()).toBe(2);
+    const shown = await cells.evaluateAll((tds) =>
+      tds.map((td) => ({ text: td.textContent, cut: td.scrollWidth > td.clientWidth })),
+    );
+    expect(shown.map((s) => s.text?.slice(-4)).sort()).toEqual(['0001', '0002']);
+    expect(shown.map((s) => s.cut)).toEqual([false, false]);
+  });
+
+  it("on a phone's width the tables scroll in their own box, not the page", async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      for (const view of ['', '#/sessions', '#/s/h%3Abroken-prefix']) {
+        await page.goto(`${stack.origin}/inspect${view}`);
+        await page.locator('tbody tr[data-id], tbody tr[data-key]').first().waitFor();
+        expect(await page.evaluate<number>('document.documentElement.scrollWidth'), view).toBeLessThanOrEqual(
+          390,
+        );
+        expect(await page.locator('.scroll').evaluate((d) => d.scrollWidth > d.clientWidth), view).toBe(true);
+      }
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 860 });
+    }
+  });
+
+  it("an in-flight request's view refreshes and keeps the sections the reader opened", async () => {
+    await page.goto(`${stack.origin}/inspect#/r/stalled-1`);
+    const response = page.locator('section.attempt details').nth(1);
+    await response.waitFor();
+    expect(await page.locator('#state').textContent()).toBe('in flight');
+    await response.locator('summary').click();
+    await page.waitForTimeout(2300);
+    expect(await response.evaluate((d) => d.hasAttribute('open'))).toBe(true);
+    // The client leaves: the view shows the end, the section still open.
+    stalled.abort();
+    await expect.poll(() => page.locator('h1 [data-outcome]').getAttribute('data-outcome')).toBe('failed');
+    expect(
+      await page
+        .locator('section.attempt details')
+        .nth(1)
+        .evaluate((d) => d.hasAttribute('open')),
+    ).toBe(true);
+  });
+});
