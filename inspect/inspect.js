@@ -444,6 +444,28 @@ function sentSummary(base) {
   return "request sent, diffed against the client's request";
 }
 
+/**
+ * An attempt's request as sent, diffed against its base, with what changed counted in its heading
+ * and opened when something did: the attempt toolproof rewrote (a retry's feedback, the forced
+ * tool) is the one shown, not an unchanged first one. Without a base, the first is opened.
+ */
+function sentDetails(a, i, base, diffBase) {
+  const diff = base === null ? null : lineDiff(pretty(base), pretty(a.request.text));
+  const added = diff ? diff.querySelectorAll('.add').length : 0;
+  const removed = diff ? diff.querySelectorAll('.del').length : 0;
+  const changes = !diff
+    ? ''
+    : added + removed === 0
+      ? ' · unchanged'
+      : ` · ${added} line${added === 1 ? '' : 's'} added, ${removed} removed`;
+  return el(
+    'details',
+    { open: diff ? added + removed > 0 : i === 0, class: 'sent' },
+    el('summary', {}, sentSummary(diffBase), el('span', { class: 'changes' }, changes)),
+    diff ?? el('pre', {}, pretty(a.request.text)),
+  );
+}
+
 async function copy(text, button) {
   try {
     await navigator.clipboard.writeText(text);
@@ -620,14 +642,7 @@ async function showRequest(id, refresh) {
               `${a.error.code} (${a.error.status}): ${a.error.message}`,
             )
           : null,
-        el(
-          'details',
-          { open: i === 0 && r.upstreamAttempts.length > 0, class: 'sent' },
-          el('summary', {}, sentSummary(v.diffBase)),
-          base === null
-            ? el('pre', {}, pretty(a.request.text))
-            : lineDiff(pretty(base), pretty(a.request.text)),
-        ),
+        sentDetails(a, i, base, v.diffBase),
         el(
           'details',
           {},

@@ -47,7 +47,8 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
   beforeAll(async () => {
     // Cached prompt tokens reported (vLLM's --enable-prompt-tokens-details): a session shows its ratios.
     stack = await startStack({ sim: { promptTokensDetails: true } });
-    for (const end of ['0001', '0002']) await chat({ 'x-claude-code-session-id': `${LONG}${end}` });
+    for (const end of ['0001', '0002'])
+      await chat({ 'x-claude-code-session-id': `${LONG}${end}`, 'x-request-id': `plain-${end}` });
     // Three turns of one conversation; the third rewrites the opening question (Paris → Lyon):
     // the prompt's prefix breaks there.
     const session = { 'x-claude-code-session-id': 'broken-prefix', 'x-sim-scenario': 'tools' };
@@ -64,6 +65,17 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
         messages.push({ role: 'tool', tool_call_id: msg.tool_calls[0]!.id, content: 'sunny' });
       else messages.push({ role: 'user', content: 'And tomorrow?' });
     }
+    // A corrective retry: the model's first call lacks the required city.
+    await chat(
+      {
+        'x-request-id': 'retried-1',
+        'x-sim-scenario': JSON.stringify([
+          { call: [{ name: 'get_weather', arguments: {} }] },
+          { call: [{ name: 'get_weather', arguments: { city: 'Paris' } }] },
+        ]),
+      },
+      { tools },
+    );
     // A stream the simulator stalls after a few chunks: in flight until the test ends it.
     stalledDone = fetch(`${stack.url}/chat/completions`, {
       method: 'POST',
@@ -263,6 +275,25 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
     } finally {
       await page.setViewportSize({ width: 1280, height: 860 });
     }
+  });
+
+  it('each attempt toolproof rewrote is opened, what changed counted in its heading; an unchanged one is not', async () => {
+    await page.goto(`${stack.origin}/inspect#/r/retried-1`);
+    const sent = (n: number) => page.locator(`section.attempt[data-attempt="${n}"] details.sent`);
+    await sent(2).waitFor();
+    for (const n of [1, 2]) {
+      expect(await sent(n).evaluate((d) => d.hasAttribute('open'))).toBe(true);
+      expect(await sent(n).locator('summary').textContent()).toMatch(/ · \d+ lines added, \d+ removed$/);
+    }
+    // The feedback toolproof added is in the second one's diff, open.
+    expect(await sent(2).locator('.diff .add').allInnerTexts()).toEqual(
+      expect.arrayContaining([expect.stringContaining('city')]),
+    );
+    // No tools, nothing forced: the request went as it came.
+    await page.goto(`${stack.origin}/inspect#/r/plain-0001`);
+    await sent(1).waitFor();
+    expect(await sent(1).evaluate((d) => d.hasAttribute('open'))).toBe(false);
+    expect(await sent(1).locator('summary').textContent()).toMatch(/ · unchanged$/);
   });
 
   it("an in-flight request's view refreshes and keeps the sections the reader opened", async () => {
