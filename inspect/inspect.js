@@ -353,13 +353,23 @@ function callsOf(calls, cls) {
   );
 }
 
-function textPanel(title, r, raw, shown, markLabel) {
+/** While a request is in flight the capture has no text to read back yet (it has when it ends). */
+const NOTHING_YET = '(in flight: no text read back yet)';
+
+function textPanel(title, r, raw, shown, markLabel, inFlight) {
+  const empty = !r.content && !r.reasoning && r.calls.length === 0 && !r.error;
   return el(
     'section',
     { class: 'panel', 'aria-label': title },
     el('h3', {}, title),
     r.reasoning ? el('details', {}, el('summary', {}, 'reasoning'), el('pre', {}, r.reasoning)) : null,
-    el('pre', { class: 'text' }, ...(raw === null ? [r.content || ''] : markedText(raw, shown, markLabel))),
+    inFlight && empty
+      ? el('pre', { class: 'text empty' }, NOTHING_YET)
+      : el(
+          'pre',
+          { class: 'text' },
+          ...(raw === null ? [r.content || ''] : markedText(raw, shown, markLabel)),
+        ),
     r.calls.length ? el('h3', {}, 'tool calls') : null,
     callsOf(r.calls),
     r.error ? el('p', { class: 'error' }, `error: ${r.error}`) : null,
@@ -524,7 +534,7 @@ async function showRequest(id, refresh) {
       { class: 'meta' },
       el('span', {}, 'id ', el('b', { id: 'request-id' }, r.id)),
       el('span', {}, 'at ', el('b', {}, time(r.at))),
-      el('span', {}, 'status ', el('b', {}, String(r.status))),
+      el('span', {}, 'status ', el('b', {}, r.inFlight ? '…' : String(r.status ?? '–'))),
       el('span', {}, 'duration ', el('b', {}, dur(r.durationMs))),
       el('span', {}, 'attempts ', el('b', {}, String(r.attempts))),
       el(
@@ -569,10 +579,11 @@ async function showRequest(id, refresh) {
               v.modelWrote[last].content,
               shown,
               leaked ? 'recovered call' : 'not passed on as text',
+              r.inFlight,
             ),
           )
         : el('div', { class: 'panel empty' }, 'no upstream attempt'),
-      el('div', { id: 'client-received' }, textPanel('client received', client, null, '', '')),
+      el('div', { id: 'client-received' }, textPanel('client received', client, null, '', '', r.inFlight)),
     ),
     el('h2', {}, 'Decisions'),
     r.decisions.length === 0

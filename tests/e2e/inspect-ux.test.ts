@@ -272,6 +272,16 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
         );
         expect(await page.locator('.scroll').evaluate((d) => d.scrollWidth > d.clientWidth), view).toBe(true);
       }
+      // The header: the help button stays on the brand's line, the state on one line of its own.
+      for (const view of ['', '#/r/stalled-1']) {
+        await page.goto(`${stack.origin}/inspect${view}`);
+        await expect.poll(() => page.locator('#state').textContent()).not.toBe('');
+        const top = async (sel: string) => (await page.locator(sel).boundingBox())!.y;
+        expect(Math.abs((await top('#help')) - (await top('.brand'))), view).toBeLessThan(8);
+        const state = (await page.locator('#state').boundingBox())!;
+        expect(state.height, view).toBeLessThan(20);
+        expect(state.y, view).toBeGreaterThan(await top('.brand'));
+      }
     } finally {
       await page.setViewportSize({ width: 1280, height: 860 });
     }
@@ -301,6 +311,14 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
     const response = page.locator('section.attempt details').nth(1);
     await response.waitFor();
     expect(await page.locator('#state').textContent()).toBe('in flight');
+    // No status yet (not "null"), and no text read back yet (not "no text": it is coming).
+    expect(await page.locator('main .meta').first().textContent()).toContain('status …');
+    expect(await page.locator('#model-wrote pre.text').textContent()).toBe(
+      '(in flight: no text read back yet)',
+    );
+    expect(await page.locator('#client-received pre.text').textContent()).toBe(
+      '(in flight: no text read back yet)',
+    );
     await response.locator('summary').click();
     await page.waitForTimeout(2300);
     expect(await response.evaluate((d) => d.hasAttribute('open'))).toBe(true);
