@@ -376,7 +376,61 @@ function textPanel(title, r, raw, shown, markLabel, inFlight) {
   );
 }
 
-/** A line diff of two texts (common head and tail, then LCS on what is left when small). */
+/**
+ * The shortest edit script of two arrays of lines (Myers' algorithm: time and memory grow with
+ * the lines times the edits, not with the lines squared, so an agent's 1,000-line request with a
+ * few rewrites diffs as those rewrites). Null when it would keep more than `budget` numbers.
+ */
+function editScript(a, b, budget) {
+  const n = a.length;
+  const m = b.length;
+  const off = n + m + 1;
+  const v = new Int32Array(2 * off + 1);
+  const trace = [];
+  for (let d = 0, kept = 0; d <= n + m; d++) {
+    kept += v.length;
+    if (kept > budget) return null;
+    trace.push(v.slice());
+    for (let k = -d; k <= d; k += 2) {
+      let x = k === -d || (k !== d && v[off + k - 1] < v[off + k + 1]) ? v[off + k + 1] : v[off + k - 1] + 1;
+      let y = x - k;
+      while (x < n && y < m && a[x] === b[y]) {
+        x++;
+        y++;
+      }
+      v[off + k] = x;
+      if (x >= n && y >= m) return backtrack(trace, a, b, off);
+    }
+  }
+  return null;
+}
+
+function backtrack(trace, a, b, off) {
+  const ops = [];
+  let x = a.length;
+  let y = b.length;
+  for (let d = trace.length - 1; d >= 0; d--) {
+    const v = trace[d];
+    const k = x - y;
+    const pk = k === -d || (k !== d && v[off + k - 1] < v[off + k + 1]) ? k + 1 : k - 1;
+    const px = v[off + pk];
+    const py = px - pk;
+    while (x > px && y > py) {
+      x--;
+      y--;
+      ops.push(['same', a[x]]);
+    }
+    if (d > 0) {
+      if (x === px) ops.push(['add', b[--y]]);
+      else ops.push(['del', a[--x]]);
+    }
+    x = px;
+    y = py;
+  }
+  return ops.reverse();
+}
+
+/** A line diff of two texts: the edits with 3 unchanged lines around each, longer runs folded. */
 function lineDiff(a, b) {
   const x = a.split('\n');
   const y = b.split('\n');
@@ -391,44 +445,31 @@ function lineDiff(a, b) {
     tail++;
   const xs = x.slice(head, x.length - tail);
   const ys = y.slice(head, y.length - tail);
+  const same = (lines) => lines.map((l) => ['same', l]);
+  // Past ~4 M numbers (the edits times the lines), every line of the rest as removed and added.
+  const middle = editScript(xs, ys, 4_000_000) ?? [
+    ...xs.map((l) => ['del', l]),
+    ...ys.map((l) => ['add', l]),
+  ];
+  const ops = [...same(x.slice(0, head)), ...middle, ...same(x.slice(x.length - tail))];
   const out = [];
-  const ctx = (lines) => {
-    if (lines.length > 6)
-      out.push(
-        ['same', lines.slice(0, 3).join('\n')],
-        ['same', `  … ${lines.length - 6} unchanged lines …`],
-        ['same', lines.slice(-3).join('\n')],
-      );
-    else if (lines.length) out.push(['same', lines.join('\n')]);
-  };
-  ctx(x.slice(0, head));
-  if (xs.length * ys.length > 250000) {
-    for (const l of xs) out.push(['del', l]);
-    for (const l of ys) out.push(['add', l]);
-  } else {
-    const n = xs.length;
-    const m = ys.length;
-    const t = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
-    for (let i = n - 1; i >= 0; i--)
-      for (let j = m - 1; j >= 0; j--)
-        t[i][j] = xs[i] === ys[j] ? t[i + 1][j + 1] + 1 : Math.max(t[i + 1][j], t[i][j + 1]);
-    let i = 0;
-    let j = 0;
-    while (i < n || j < m) {
-      if (i < n && j < m && xs[i] === ys[j]) {
-        out.push(['same', xs[i]]);
-        i++;
-        j++;
-      } else if (j < m && (i === n || t[i][j + 1] >= t[i + 1][j])) {
-        out.push(['add', ys[j]]);
-        j++;
-      } else {
-        out.push(['del', xs[i]]);
-        i++;
-      }
+  for (let i = 0; i < ops.length; ) {
+    if (ops[i][0] !== 'same') {
+      out.push(ops[i++]);
+      continue;
     }
+    let j = i;
+    while (j < ops.length && ops[j][0] === 'same') j++;
+    const run = ops.slice(i, j).map((o) => o[1]);
+    if (run.length > 6)
+      out.push(
+        ['same', run.slice(0, 3).join('\n')],
+        ['same', `  … ${run.length - 6} unchanged lines …`],
+        ['same', run.slice(-3).join('\n')],
+      );
+    else out.push(['same', run.join('\n')]);
+    i = j;
   }
-  ctx(x.slice(x.length - tail));
   return el(
     'pre',
     { class: 'diff' },

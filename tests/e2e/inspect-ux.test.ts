@@ -76,6 +76,30 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
       },
       { tools },
     );
+    // An agent-sized request (30 tools, ~680 lines pretty-printed) with rewrites far apart: its
+    // two system messages merged at the top, the final_answer tool added at the bottom.
+    await chat(
+      { 'x-request-id': 'agent-sized' },
+      {
+        messages: [
+          { role: 'system', content: 'You are a coding agent.' },
+          { role: 'system', content: 'Be brief.' },
+          { role: 'user', content: 'Read the file.' },
+        ],
+        tools: Array.from({ length: 30 }, (_, i) => ({
+          type: 'function',
+          function: {
+            name: `tool_${i}`,
+            description: `Tool number ${i}`,
+            parameters: {
+              type: 'object',
+              properties: { path: { type: 'string', description: 'a path' }, count: { type: 'integer' } },
+              required: ['path'],
+            },
+          },
+        })),
+      },
+    );
     // A stream the simulator stalls after a few chunks: in flight until the test ends it.
     stalledDone = fetch(`${stack.url}/chat/completions`, {
       method: 'POST',
@@ -304,6 +328,24 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
     await sent(1).waitFor();
     expect(await sent(1).evaluate((d) => d.hasAttribute('open'))).toBe(false);
     expect(await sent(1).locator('summary').textContent()).toMatch(/ · unchanged$/);
+  });
+
+  it("an agent-sized request's diff shows its rewrites, not every line removed and added again", async () => {
+    await page.goto(`${stack.origin}/inspect#/r/agent-sized`);
+    const diff = page.locator('section.attempt[data-attempt="1"] details.sent .diff');
+    await diff.waitFor();
+    const removed = await diff.locator('.del').allTextContents();
+    const added = (await diff.locator('.add').allTextContents()).join('\n');
+    // The two system messages become one; the tools are unchanged.
+    expect(removed.length, removed.join('\n')).toBeLessThan(12);
+    expect(removed.join('\n')).toContain('Be brief.');
+    expect(removed.join('\n')).not.toContain('tool_1');
+    expect(added).toContain('final_answer');
+    expect(added).not.toContain('tool_1"');
+    // The unchanged tools between the two rewrites are folded.
+    expect(await diff.locator('.same').allTextContents()).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^\s*… \d+ unchanged lines …$/)]),
+    );
   });
 
   it("an in-flight request's view refreshes and keeps the sections the reader opened", async () => {
