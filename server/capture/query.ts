@@ -203,7 +203,25 @@ function againstParent(recent: readonly ParsedPrompt[], cur: ParsedPrompt): Sess
     if (best === undefined || d.common > best.diff.common) best = c;
   }
   if (best === undefined) return null;
-  return best.diff.kept ? { kept: true } : best.diff.at;
+  if (best.diff.kept) return { kept: true };
+  return { ...best.diff.at, offset: utf8Offset(best.prev, best.diff.index, best.diff.common) };
+}
+
+/**
+ * A break's offset in UTF-8 bytes (the page and the docs say "at byte N"): `common` counts
+ * characters, which differ from bytes as soon as a prompt holds anything but ASCII. Counted for
+ * the one break shown, not for every turn compared.
+ */
+function utf8Offset(prev: ParsedPrompt, index: number, common: number): number {
+  let chars = 0;
+  let bytes = 0;
+  for (let i = 0; i < index; i++) {
+    const text = prev.parts[i]!.text;
+    chars += text.length;
+    bytes += Buffer.byteLength(text);
+  }
+  const part = prev.parts[index];
+  return part === undefined ? bytes : bytes + Buffer.byteLength(part.text.slice(0, common - chars));
 }
 
 interface ParsedPrompt {

@@ -329,6 +329,26 @@ describe('the capture behind /inspect/api', () => {
     expect(p.after).toContain('Tuesday');
   });
 
+  it('counts the offset of a break in UTF-8 bytes, not in characters', async () => {
+    stack = await startStack({ sim: { personality: 'llama-server' } });
+    // Two sessions alike but for five characters before the change: "é" is two bytes, "e" one.
+    const offsetOf = async (id: string, lead: string) => {
+      const session = { 'x-claude-code-session-id': id };
+      for (const day of ['Monday', 'Tuesday'])
+        await stack!.client.chat.completions.create(
+          { model: 'sim', messages: [{ role: 'system', content: `${lead} Date: ${day}.` }, ...user] },
+          scenario('prose', session),
+        );
+      const detail = (await getJson(stack!, `/inspect/api/session?key=${encodeURIComponent(`h:${id}`)}`))
+        .body as { turns: Array<{ prefix: { kept: boolean; offset: number } | null }> };
+      expect(detail.turns[1]!.prefix!.kept).toBe(false);
+      return detail.turns[1]!.prefix!.offset;
+    };
+    const ascii = await offsetOf('offset-ascii', 'eeeee');
+    const accented = await offsetOf('offset-accented', 'ééééé');
+    expect(accented - ascii).toBe(5);
+  });
+
   // Claude Code sends side requests in its session that fork the main loop: its prompt and one
   // user message of their own. Compared with the fork, the main loop's next turn showed a break
   // at the fork's message (cached ratio 0.99) although it kept every byte it had sent.
