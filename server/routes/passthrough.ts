@@ -17,7 +17,7 @@ import { RequestAbort } from '../abort.js';
 import type { AppState } from '../app-state.js';
 import type { UpstreamTarget } from '../config.js';
 import { dropAfterDone } from '../chat/stream-read.js';
-import { cutWhenStalled } from '../drain.js';
+import { cutWhenUnread } from '../drain.js';
 import { allowsModel, countAgainstKey, forbiddenModel } from '../keys.js';
 import { resolveRoute } from '../routing.js';
 import { SseDoneScan } from '../sse-done.js';
@@ -278,7 +278,7 @@ async function relay(state: AppState, request: FastifyRequest, reply: FastifyRep
   // iterator's return() cancels the upstream request); its error listener keeps a failing
   // upstream body from crashing us. A client that stays connected and reads nothing is cut as
   // gone (server/drain.ts): it held the upstream request, a backend slot, for good.
-  cutWhenStalled(reply.raw, state.config.clientTimeouts.requestMs);
+  cutWhenUnread(reply.raw, state.config.clientTimeouts.requestMs);
   return reply
     .code(res.status)
     .headers(headers)

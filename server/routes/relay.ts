@@ -19,7 +19,7 @@ import { priorityOf } from '../priority.js';
 import { resolveRoute } from '../routing.js';
 import { SSE_DONE } from '../sse.js';
 import { SseDoneScan } from '../sse-done.js';
-import { untilDrainOrClose } from '../drain.js';
+import { cutWhenUnread, untilDrainOrClose } from '../drain.js';
 import { toUpstreamError } from '../upstream.js';
 import { completionBody, embeddingBody } from './schemas.js';
 
@@ -111,7 +111,10 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
         const bytes = await readUpstreamBytes(res, route.client.label);
         const usage = usageIn(bytes);
         if (usage) request.tp.usage = usage;
-        return reply.code(res.status).type(type).send(bytes);
+        const sent = reply.code(res.status).type(type).send(bytes);
+        // A client that never reads it is cut as gone, as a stream's is (drain.ts).
+        cutWhenUnread(reply.raw, state.config.clientTimeouts.requestMs);
+        return sent;
       }
       reply.hijack();
       reply.raw.writeHead(200, {
