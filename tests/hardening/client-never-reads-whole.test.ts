@@ -89,17 +89,21 @@ async function until(ok: () => boolean, ms: number): Promise<boolean> {
 }
 
 describe('a client that never reads its non-streamed answer', () => {
-  it.each(CASES)('%s: cut as gone after the request timeout', async (_name, path, body) => {
-    const before = open();
-    const socket = send(path, body);
-    const closed = new Promise<void>((r) => socket.on('close', () => r()));
-    expect(await until(() => open() === before + 1, 10_000)).toBe(true);
-    // Cut after 0.5-1 s without progress, plus the time to write the answer into the buffers
-    // (seconds on a loaded box); never, without the cut.
-    expect(await until(() => open() === before, 20_000)).toBe(true);
-    socket.resume(); // what the kernel held, then the end the server sent
-    await closed;
-  }, 40_000);
+  it.each(CASES)(
+    '%s: cut as gone after the request timeout',
+    async (_name, path, body) => {
+      const before = open();
+      const socket = send(path, body);
+      const closed = new Promise<void>((r) => socket.on('close', () => r()));
+      expect(await until(() => open() === before + 1, 10_000)).toBe(true);
+      // Cut after 0.5-1 s without progress, plus the time to write the answer into the buffers
+      // (seconds on a loaded box); never, without the cut.
+      expect(await until(() => open() === before, 20_000)).toBe(true);
+      socket.resume(); // what the kernel held, then the end the server sent
+      await closed;
+    },
+    40_000,
+  );
 
   it('a client that reads slowly gets its whole answer', async () => {
     let got = 0;
