@@ -9,6 +9,7 @@
  * a wait that sees no drain for that long destroys the response, as if the client had left
  * (its `close` ends the wait; the request is aborted as for any client gone).
  */
+import type { ServerResponse } from 'node:http';
 import type { Writable } from 'node:stream';
 
 export function untilDrainOrClose(res: Writable, stallMs = 0): Promise<void> {
@@ -28,29 +29,32 @@ export function untilDrainOrClose(res: Writable, stallMs = 0): Promise<void> {
 }
 
 /**
- * The same bound for a response someone else writes (fastify piping the pass-through's upstream
- * body, with backpressure): a client that takes nothing for `stallMs` while the socket buffer
- * stays full is cut as gone, and the pipe cancels the upstream request. Checked on a timer (one
- * per response, while it lasts): cut after two checks in a row find the buffer full with no
- * drain between them, so after a stall of `stallMs` to twice that.
+ * The same bound for a response someone else writes: a non-streamed answer handed over whole
+ * (end() already called, the rest waiting in its buffer), or fastify piping the pass-through's
+ * upstream body with backpressure. A client that takes none of it for `stallMs` is cut as gone
+ * (a piped body's request is then cancelled). After end(), a response reports no need to drain
+ * and emits no `drain` (a check on those left a piped body's last bytes, and any whole answer,
+ * waiting for good), so progress is read off what is still buffered: cut when two checks in a
+ * row find bytes waiting and no fewer than the check before, so after a stall of `stallMs` to
+ * twice that. A client that reads, however slowly, is never cut; the timer (one per response,
+ * while it lasts) stops when the response is finished or closed.
  */
-export function cutWhenStalled(res: Writable & { writableNeedDrain: boolean }, stallMs: number): void {
-  if (stallMs <= 0 || res.destroyed || res.writableEnded) return;
-  let drained = false;
-  let stalled = false;
-  const onDrain = () => {
-    drained = true;
-  };
+export function cutWhenUnread(res: ServerResponse, stallMs: number): void {
+  if (stallMs <= 0 || res.destroyed || res.writableFinished) return;
+  // All of it already went to the socket (a small answer, nearly always): nothing can wait.
+  if (res.writableEnded && res.writableLength === 0) return;
+  let last = -1;
   const timer = setInterval(() => {
-    const now = res.writableNeedDrain && !drained;
-    if (now && stalled) res.destroy();
-    stalled = now;
-    drained = false;
+    const left = res.writableLength;
+    if (left > 0 && left === last) res.destroy();
+    last = left;
   }, stallMs);
   timer.unref();
-  res.on('drain', onDrain);
-  res.once('close', () => {
+  const stop = () => {
     clearInterval(timer);
-    res.off('drain', onDrain);
-  });
+    res.off('finish', stop);
+    res.off('close', stop);
+  };
+  res.on('finish', stop);
+  res.on('close', stop);
 }

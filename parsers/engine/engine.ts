@@ -5,6 +5,7 @@
 import { BareThinkWatch } from './bare-think.js';
 import { ContentSink } from './content-sink.js';
 import { LeadInWatch } from './lead-in.js';
+import { MidSentenceWatch } from './mid-sentence.js';
 import { QuotedText } from './quoted-text.js';
 import { ReasoningCalls } from './reasoning-calls.js';
 import type { EnvelopeMatch, FamilyParser } from './family.js';
@@ -129,6 +130,8 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
   const leadIn = new LeadInWatch(opts.plan, ctx, maxHeld);
   const quote = new QuotedText();
   const reasoningQuote = new QuotedText();
+  // an envelope a sentence that explains goes on past is a sample (mid-sentence.ts)
+  const midSentence = new MidSentenceWatch();
   /** judgeEnvelope's verdict per envelope event, so a held envelope is judged once. */
   const verdicts = new WeakMap<ScanEvent, ReturnType<typeof judgeEnvelope>>();
   const judge = (e: Extract<ScanEvent, { type: 'envelope' }>) => {
@@ -198,17 +201,23 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
     return e;
   }
 
-  function onScan(events: ScanEvent[], out: RecoveryEvent[]): void {
-    for (const scanned of events) {
-      const e = unquoted(scanned);
-      if (!leadIn.off) {
-        watchLeadIn(e, out);
-        continue;
-      }
-      // the common path, as before the watch: one field read more per event
-      const isCall = e.type === 'envelope' && !isPassThrough(e.match) && judge(e).ok;
-      for (const r of bareThink.feed(e, isCall)) handle(r.e, r.draft, out);
+  let scanOut: RecoveryEvent[] = [];
+  const isCallEvent = (e: ScanEvent) => e.type === 'envelope' && !isPassThrough(e.match) && judge(e).ok;
+  const passScanned = (scanned: ScanEvent): void => {
+    const out = scanOut;
+    const e = unquoted(scanned);
+    if (!leadIn.off) {
+      watchLeadIn(e, out);
+      return;
     }
+    // the common path, as before the watch: one field read more per event
+    const isCall = e.type === 'envelope' && !isPassThrough(e.match) && judge(e).ok;
+    for (const r of bareThink.feed(e, isCall)) handle(r.e, r.draft, out);
+  };
+
+  function onScan(events: ScanEvent[], out: RecoveryEvent[]): void {
+    scanOut = out;
+    for (const scanned of events) midSentence.feed(scanned, isCallEvent, passScanned);
   }
 
   function watchLeadIn(e: ScanEvent, out: RecoveryEvent[]): void {
@@ -341,6 +350,7 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
       finishReasoningScan(out);
       for (const e of reasoningCalls.end()) handle(e, false, out);
       onScan(scanner.finish(), out);
+      midSentence.finish(passScanned);
       for (const e of leadIn.finish()) toBareThink(e, out);
       flushHeld(out);
       const tail = sink.finish();

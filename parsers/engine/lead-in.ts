@@ -87,7 +87,7 @@ const NAMED_ELEMENT_PREFIX = new RegExp(
  * announced action (case-insensitive, whole words). Each was seen in front of a call-shaped
  * example in the corpora (tests/fixtures/parsers/wild*.json) or is named by issue 30.
  */
-const EXPLAINING = new RegExp(
+export const EXPLAINING = new RegExp(
   [
     'for example',
     'for instance',
@@ -133,7 +133,7 @@ const EXPLAINING = new RegExp(
   'i',
 );
 /** The same, in the other languages seen in the corpora (no word boundaries in CJK). */
-const EXPLAINING_OTHER =
+export const EXPLAINING_OTHER =
   /例如|比如|示例|例子|举例|例えば|par exemple|zum beispiel|z\. ?b\.|por ejemplo|per esempio|например/i;
 /** Characters of call-shaped or marked-up text: a lead-in holds none. */
 const CALL_SHAPED = /[{}[\]<>]|```/;

@@ -5,6 +5,7 @@
  * (they stream live), so the non-streamed message keeps them too.
  */
 import { isUtf8 } from 'node:buffer';
+import type { IncomingHttpHeaders } from 'node:http';
 import { noteTimings } from './prompt-cache.js';
 import {
   askedChoices,
@@ -61,6 +62,9 @@ export class JsonDriver implements AttemptDriver {
       captureAttemptEnd(call);
     }
     if (passthrough) {
+      // Not a completion at all (a reverse proxy's HTML page, plain text, nothing): the door's 502
+      // in the OpenAI shape, as on the tool path, rather than those bytes labelled JSON.
+      if (!isJsonObjectText(bytes)) return this.notAnObject(opened.res.status, opened.res.headers, bytes);
       const body = relayBytes(bytes);
       this.deps.dumpRaw?.(call.reqId, call.trace.attempts, body.toString('utf8'));
       // Its usage is only for the log line: read from the bytes when that line is written
@@ -110,6 +114,17 @@ export class JsonDriver implements AttemptDriver {
     const final = this.answer as ChatCompletion;
     if (usage) final.usage = usage;
     return { kind: 'completion', completion: final, ...(usage ? { usage } : {}) };
+  }
+
+  /** A relayed body that is not a JSON object: the 502, the upstream's text under error.upstream. */
+  private notAnObject(status: number, headers: IncomingHttpHeaders, bytes: Buffer): AttemptReport {
+    const type = String(headers['content-type'] ?? '').slice(0, 100);
+    const error = new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
+      message: `The upstream ${this.call.route.client.label} answered HTTP ${status} with a body that is not a JSON object (${type || 'no content type'}).`,
+      detail: { kind: 'upstream', upstream: textOf(bytes) },
+    });
+    captureAttemptError(this.call, error);
+    return { kind: 'failed', error, midStream: false };
   }
 
   private bad(message: string, cause?: unknown): AttemptReport {
@@ -171,6 +186,33 @@ const USAGE_KEY = Buffer.from('"usage"');
 export function usageFromBytes(body: Buffer): Usage | undefined {
   const key = body.lastIndexOf(USAGE_KEY);
   return key < 0 ? undefined : usageFromRaw(body.toString('utf8', key));
+}
+
+/** Characters of a body that is not an answer shown to the client (as an upstream error's message). */
+const SHOWN_TEXT = 4000;
+
+/** The start of a body shown to people: decoded only as far as SHOWN_TEXT characters reach. */
+function textOf(bytes: Buffer): string {
+  return bytes
+    .toString('utf8', 0, Math.min(bytes.length, 4 * SHOWN_TEXT))
+    .trim()
+    .slice(0, SHOWN_TEXT);
+}
+
+const isSpace = (b: number | undefined) => b === 32 || b === 10 || b === 13 || b === 9;
+
+/**
+ * Whether a body can be a JSON object, from its first and last bytes (whitespace aside): all the
+ * pass-through reads of it, so a completion is still relayed unread. Text that is not JSON, an
+ * empty body, `null`, a list or a string are not; a malformed object is relayed as it came.
+ */
+export function isJsonObjectText(bytes: Buffer): boolean {
+  // A byte-order mark the read kept (a chunked body's) is relayed as it came, as ever.
+  let i = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+  let j = bytes.length - 1;
+  while (i <= j && isSpace(bytes[i])) i++;
+  while (j > i && isSpace(bytes[j])) j--;
+  return i < j && bytes[i] === 0x7b && bytes[j] === 0x7d;
 }
 
 /**

@@ -14,6 +14,7 @@ import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionChunk, Usage } from '../../protocol/openai.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
 import { SseParser } from '../sse.js';
+import { SseDoneScan } from '../sse-done.js';
 import { discardBody } from './attempt.js';
 import type { AttemptReport, OpenedResponse } from './attempt-end.js';
 import type { ChatCall, ChatDeps } from './context.js';
@@ -98,6 +99,12 @@ function splitRead(parser: SseParser, buf: Buffer): RelayRead {
     };
   if (to === from) return framedAgain(joined(before, tail));
   return { before, whole: { bytes: view(to), payloads: head }, after: tail };
+}
+
+/** Bytes that begin at an event boundary, up to the end of their [DONE] event. */
+function untilDoneIn(bytes: Buffer): Buffer {
+  const end = new SseDoneScan().push(bytes);
+  return end > 0 ? bytes.subarray(0, end) : bytes;
 }
 
 /** A finish chunk (a choice's `finish_reason` set): the chunk llama-server's timings end. */
@@ -210,6 +217,8 @@ export function relayStream(
     text += `data: ${finish}\n\n`;
   };
   const handle = (payload: string): void => {
+    // What follows [DONE] in the read that carried it is not the client's (dropAfterDone).
+    if (sawDone) return;
     raw?.push(payload);
     if (failure) return;
     if (payload === '[DONE]') {
@@ -297,23 +306,28 @@ export function relayStream(
       return STOP;
     }
     for (const payload of read.before) handle(payload);
-    if (whole && relay && !failure && isPlainRelay(whole.payloads, dropUsage)) {
+    if (whole && relay && !failure && !sawDone && isPlainRelay(whole.payloads, dropUsage)) {
       // The fast path: whole events only, none needing toolproof, so the upstream's own bytes go
       // to the client as they are (its [DONE] included), after what came before them.
       releaseFinish();
       let done = false;
-      for (const p of whole.payloads) {
+      let wholeBytes = whole.bytes;
+      for (let i = 0; i < whole.payloads.length; i++) {
+        const p = whole.payloads[i]!;
         raw?.push(p);
-        if (p === '[DONE]') done = true;
-        else {
-          lastUsagePayload = p.includes('"usage"') ? p : '';
-          // llama-server's timings end its finish chunk ("...}}"): a cheap look before the search.
-          if (p.charCodeAt(p.length - 2) === 125 && p.includes('"timings"')) lastTimingsPayload = p;
+        if (p === '[DONE]') {
+          done = true;
+          // Events after it in the same read: the bytes end with it (the rest is dropped).
+          if (i < whole.payloads.length - 1) wholeBytes = untilDoneIn(wholeBytes);
+          break;
         }
+        lastUsagePayload = p.includes('"usage"') ? p : '';
+        // llama-server's timings end its finish chunk ("...}}"): a cheap look before the search.
+        if (p.charCodeAt(p.length - 2) === 125 && p.includes('"timings"')) lastTimingsPayload = p;
       }
       if (done) sawDone = true;
-      if (text === '' && read.after.length === 0) return relay(whole.bytes, done);
-      const bytes = text === '' ? whole.bytes : Buffer.concat([Buffer.from(text), whole.bytes]);
+      if (text === '' && (done || read.after.length === 0)) return relay(wholeBytes, done);
+      const bytes = text === '' ? wholeBytes : Buffer.concat([Buffer.from(text), wholeBytes]);
       text = '';
       const wait = relay(bytes, done);
       for (const payload of read.after) handle(payload);

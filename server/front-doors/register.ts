@@ -7,6 +7,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppState } from '../app-state.js';
 import { completeChat, streamChat } from '../chat/pipeline.js';
+import { cutWhenUnread } from '../drain.js';
 import { errorHandler } from '../error-handler.js';
 import type { OpenStream } from '../open-streams.js';
 import type { FrontDoorApi } from './index.js';
@@ -36,7 +37,10 @@ export async function registerFrontDoor(
     if (call.original.stream !== true) {
       const result = await completeChat(call, deps);
       reply.header('x-toolproof-attempts', String(call.trace.attempts));
-      return door.answer(reply, result, turn);
+      const answered = door.answer(reply, result, turn);
+      // A client that never reads the answer is cut as gone, as a stream's is (drain.ts).
+      cutWhenUnread(reply.raw, state.config.clientTimeouts.requestMs);
+      return answered;
     }
     const out = door.output(reply, turn, state);
     // app.ts drops it when the response closes; without its own, the reply's chat framing stays.

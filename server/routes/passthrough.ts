@@ -16,10 +16,12 @@ import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
 import { RequestAbort } from '../abort.js';
 import type { AppState } from '../app-state.js';
 import type { UpstreamTarget } from '../config.js';
-import { cutWhenStalled } from '../drain.js';
+import { dropAfterDone } from '../chat/stream-read.js';
+import { cutWhenUnread } from '../drain.js';
 import { allowsModel, countAgainstKey, forbiddenModel } from '../keys.js';
 import { resolveRoute } from '../routing.js';
-import type { UpstreamClient } from '../upstream.js';
+import { SseDoneScan } from '../sse-done.js';
+import type { UpstreamClient, UpstreamResponse } from '../upstream.js';
 
 const METHODS: Dispatcher.HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 /** Methods that only read: not counted against a key's limits. */
@@ -271,15 +273,42 @@ async function relay(state: AppState, request: FastifyRequest, reply: FastifyRep
   request.tp.stream = String(headers['content-type'] ?? '')
     .toLowerCase()
     .startsWith('text/event-stream');
+  const body = request.tp.stream ? untilDone(res) : res.body;
   // Fastify pipes the body with backpressure and destroys it if the client goes away (the
   // iterator's return() cancels the upstream request); its error listener keeps a failing
   // upstream body from crashing us. A client that stays connected and reads nothing is cut as
   // gone (server/drain.ts): it held the upstream request, a backend slot, for good.
-  cutWhenStalled(reply.raw, state.config.clientTimeouts.requestMs);
+  cutWhenUnread(reply.raw, state.config.clientTimeouts.requestMs);
   return reply
     .code(res.status)
     .headers(headers)
-    .send(Readable.from(res.body, { objectMode: false }));
+    .send(Readable.from(body, { objectMode: false }));
+}
+
+/**
+ * An event stream's bytes up to the end of its `[DONE]` event, as they came; the rest is the
+ * upstream's, not the client's (read and dropped in the background, as on the front doors: an
+ * upstream that kept its connection open after [DONE] held the client's response open until
+ * the idle timeout). A plain iterator, as the body's own: its return() (the client gone) must
+ * cancel the upstream request at once, even while a read waits, which a generator's cannot.
+ */
+function untilDone(res: UpstreamResponse): AsyncIterable<Buffer> {
+  const reads = res.body[Symbol.asyncIterator]();
+  const scan = new SseDoneScan();
+  const over = { done: true, value: undefined } as const;
+  const iterator: AsyncIterator<Buffer, undefined> = {
+    next: async () => {
+      if (scan.done) return over;
+      const read = await reads.next();
+      if (read.done) return read;
+      const end = scan.push(read.value);
+      if (end < 0) return read;
+      dropAfterDone(res);
+      return { done: false, value: end === read.value.length ? read.value : read.value.subarray(0, end) };
+    },
+    return: () => (scan.done ? Promise.resolve(over) : (reads.return?.() ?? Promise.resolve(over))),
+  };
+  return { [Symbol.asyncIterator]: () => iterator };
 }
 
 /** Registered in its own context: here bodies are bytes of any type, never parsed as JSON. */

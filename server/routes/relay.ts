@@ -18,7 +18,8 @@ import { allowsModel, countAgainstKey, forbiddenModel } from '../keys.js';
 import { priorityOf } from '../priority.js';
 import { resolveRoute } from '../routing.js';
 import { SSE_DONE } from '../sse.js';
-import { untilDrainOrClose } from '../drain.js';
+import { SseDoneScan } from '../sse-done.js';
+import { cutWhenUnread, untilDrainOrClose } from '../drain.js';
 import { toUpstreamError } from '../upstream.js';
 import { completionBody, embeddingBody } from './schemas.js';
 
@@ -35,9 +36,6 @@ function usageIn(body: Buffer): Usage | undefined {
   const key = body.lastIndexOf(USAGE_KEY);
   return key < 0 ? undefined : usageFromRaw(body.toString('latin1', key, Math.min(body.length, key + 1024)));
 }
-
-/** A read that ends on the stream's `[DONE]` event. */
-const DONE_AT_END = /\ndata: ?\[DONE\]\r?\n\r?\n$/;
 
 export function registerRelayRoutes(app: FastifyInstance, state: AppState): void {
   const relay = (path: '/completions' | '/embeddings', routeLabel: string) =>
@@ -113,7 +111,10 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
         const bytes = await readUpstreamBytes(res, route.client.label);
         const usage = usageIn(bytes);
         if (usage) request.tp.usage = usage;
-        return reply.code(res.status).type(type).send(bytes);
+        const sent = reply.code(res.status).type(type).send(bytes);
+        // A client that never reads it is cut as gone, as a stream's is (drain.ts).
+        cutWhenUnread(reply.raw, state.config.clientTimeouts.requestMs);
+        return sent;
       }
       reply.hijack();
       reply.raw.writeHead(200, {
@@ -123,10 +124,15 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
       });
       let tail = '';
       const reads = res.body[Symbol.asyncIterator]();
+      // [DONE] ends the stream, as on the front doors: an upstream that kept its connection open
+      // after it (silent, or sending on, in the same read too) held the client's stream open.
+      const scan = new SseDoneScan();
       try {
         for (let read = await reads.next(); !read.done; read = await reads.next()) {
-          const buf = read.value as Buffer;
-          // The end of the stream: its [DONE], and the usage chunk of stream_options.include_usage.
+          let buf = read.value as Buffer;
+          const end = scan.push(buf);
+          if (end >= 0 && end < buf.length) buf = buf.subarray(0, end);
+          // The end of the stream: the usage chunk of stream_options.include_usage.
           tail = (tail + buf.toString('latin1')).slice(-USAGE_TAIL);
           // A full socket buffer waits for drain, or for close: a client that left never drains.
           if (!reply.raw.write(buf))
@@ -135,14 +141,14 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
             res.body.destroy();
             break;
           }
-          // [DONE] ends the stream, as on the front doors: an upstream that kept its connection
-          // open after it held the client's stream open.
-          if (DONE_AT_END.test(tail.slice(-32))) {
+          if (scan.done) {
             dropAfterDone(res);
             break;
           }
         }
-        if (!reply.raw.destroyed && !tail.slice(-32).includes('[DONE]')) reply.raw.write(SSE_DONE);
+        // A stream that ended without its [DONE] gets one (one cut short of its blank line: as it came).
+        if (!reply.raw.destroyed && !scan.done && !tail.slice(-32).includes('[DONE]'))
+          reply.raw.write(SSE_DONE);
         const usage = usageFromRaw(tail);
         if (usage) request.tp.usage = usage;
       } catch (err) {

@@ -4,8 +4,11 @@
  * and a held answer (tools, forced tool use) was withheld, until the upstream's idle timeout
  * made it an error event (120 s by default; a forced answer was lost). Reading now stops at
  * [DONE]: the client's stream ends whole at once, and the upstream's rest is dropped in the
- * background (cancelled past 64 KB or 1 s); `/v1/completions`, relayed as bytes, ends on a read
- * that ends with the [DONE] event.
+ * background (cancelled past 64 KB or 1 s). Streams relayed as the upstream's bytes (the chat
+ * door without tools, `/v1/completions`, an event stream of a route toolproof does not own) end
+ * just past the [DONE] event, also when more follows it in the same read: that rest reached the
+ * client (the chat door, the completions relay), and a passed-through stream stayed open until
+ * the idle timeout.
  */
 import { describe, expect, it } from 'vitest';
 import { chunkEvent, proxyInFrontOf } from '../support/harness.js';
@@ -15,12 +18,14 @@ let open = 0;
 
 const pair = proxyInFrontOf(
   (req, res) => {
-    const on = req.body.includes('sending on');
+    const on = req.body.includes('sending on') || req.body.includes('same read');
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     open++;
     res.on('close', () => open--);
+    // In the same read too: the rest follows [DONE] in the write that carries it.
+    const same = req.body.includes('same read') ? `${chunkEvent({ content: ' MORE' })}data: [DONE]\n\n` : '';
     res.write(
-      `${chunkEvent({ role: 'assistant', content: 'the answer' })}${chunkEvent({}, 'stop')}data: [DONE]\n\n`,
+      `${chunkEvent({ role: 'assistant', content: 'the answer' })}${chunkEvent({}, 'stop')}data: [DONE]\n\n${same}`,
     );
     // Silent after it, or an event (and another [DONE]) every 20 ms, until toolproof hangs up.
     const timer = setInterval(() => {
@@ -42,10 +47,11 @@ const DOORS = [
   ['Responses', '/v1/responses', (c: string) => ({ input: c })],
   ['Messages', '/v1/messages', (c: string) => ({ max_tokens: 50, messages: [{ role: 'user', content: c }] })],
   ['completions, relayed as bytes', '/v1/completions', (c: string) => ({ prompt: c })],
+  ['a route toolproof does not own, passed through', '/v1/some/other', (c: string) => ({ input: c })],
 ] as const;
 
 describe('an upstream that keeps its connection open after [DONE]', () => {
-  for (const after of ['silent', 'sending on'])
+  for (const after of ['silent', 'sending on', 'sending on, in the same read'])
     it.each(DOORS)(`${after}: %s ends the client's stream whole, at once`, async (_name, path, body) => {
       const res = await fetch(`${pair.proxy.origin}${path}`, {
         method: 'POST',

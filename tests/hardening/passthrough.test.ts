@@ -38,6 +38,12 @@ function handler(req: Recorded, res: ServerResponse): void {
     res.end('data: [DONE]\n\n');
     return;
   }
+  if (req.url === '/v1/not-sse') {
+    // Reads like an event stream, but is not one: relayed whole, [DONE] or not.
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.end('data: [DONE]\n\ndata: after\n\n\r\n\u00e9');
+    return;
+  }
   if (req.url === '/v1/unprocessable') {
     res.writeHead(422, { 'content-type': 'application/json', 'x-backend': 'vllm' });
     res.end('{"detail":"bad"}');
@@ -133,6 +139,13 @@ describe('pass-through', () => {
     expect(res.headers.get('x-backend')).toBe('vllm');
     expect(await res.text()).toBe('{"detail":"bad"}');
     expect(a.requests.at(-1)!.body.toString()).toBe('not json at all');
+  });
+
+  it('a body that is not an event stream is relayed byte for byte past a [DONE] line', async () => {
+    const res = await send('/v1/not-sse', { method: 'POST' });
+    expect(Buffer.from(await res.arrayBuffer())).toEqual(
+      Buffer.from('data: [DONE]\n\ndata: after\n\n\r\n\u00e9'),
+    );
   });
 
   it('a large streamed response arrives whole', async () => {
