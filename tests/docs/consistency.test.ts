@@ -28,7 +28,7 @@ import { parse as parseYaml } from 'yaml';
 import { ERROR_CATALOGUE } from '../../protocol/errors.js';
 import { DEFAULT_MODEL_SETTINGS } from '../../protocol/settings.js';
 import { buildApp } from '../../server/app.js';
-import { fileSchema, loadConfig, validateFile } from '../../server/config.js';
+import { fileSchema, fileValidator, loadConfig } from '../../server/config.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
@@ -363,7 +363,7 @@ describe('docs: config-file keys', () => {
   });
 
   it("every toolproof config block in the docs passes the config's schema (no unknown or misspelt key)", () => {
-    const validate = validateFile;
+    const validate = fileValidator();
     const problems: string[] = [];
     let checked = 0;
     for (const [file, text] of docText) {

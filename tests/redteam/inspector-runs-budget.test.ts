@@ -36,7 +36,11 @@ describe('CaptureRing.after: the records after one', () => {
         for (const r of records) seen += ring.after(r, 64).length;
         return seen;
       },
-      { from: 2000, max: 256_000 },
+      // Capped at 32,000 records (4x: 128,000): a worker warm from the files before it asks in
+      // ~1.4 ms at 32,000, so the 8 ms target grew the ring to 256,000 (4x: a million records,
+      // ~9 s of CPU to build and a 750 MB heap left for the worker's next files). A walk of the
+      // order (the quadratic this guards against) reaches the target near 8,000 and reads ~16x.
+      { from: 2000, max: 32_000 },
     );
     expect(withinBudget(s, 5).time, JSON.stringify(s)).toBe(true);
   }, 60_000);

@@ -11,8 +11,9 @@ import { afterAll, afterEach, beforeAll, beforeEach, expect, vi } from 'vitest';
 
 /**
  * TP_HEAP_LOG=path: a JSON line per file (worker pid, start as epoch ms, wall ms, CPU ms of the
- * worker and of the child processes it waited for, heap and RSS after it, its tests of 100 ms of
- * CPU or more) for
+ * worker and of the child processes it waited for, the worker's whole CPU so far (its last line
+ * less its files' own: what imports, collection and vitest between files cost), heap and RSS
+ * after it, its tests of 100 ms of CPU or more) for
  * suite-time work. CPU time is what a file costs the 2-core box whatever the load; wall minus CPU
  * is what it waits.
  */
@@ -74,7 +75,7 @@ afterAll(() => {
     const m = process.memoryUsage();
     appendFileSync(
       HEAP_LOG,
-      `${JSON.stringify({ pid: process.pid, file, at: startedAt, ms: Math.round(performance.now() - started), cpuMs: Math.round(cpuMs() - cpu0), childCpuMs: childCpuMs() - childCpu0, heapMb: Math.round(m.heapUsed / 1e6), rssMb: Math.round(m.rss / 1e6), slowTests })}\n`,
+      `${JSON.stringify({ pid: process.pid, file, at: startedAt, ms: Math.round(performance.now() - started), cpuMs: Math.round(cpuMs() - cpu0), childCpuMs: childCpuMs() - childCpu0, workerCpuMs: Math.round(cpuMs()), heapMb: Math.round(m.heapUsed / 1e6), rssMb: Math.round(m.rss / 1e6), slowTests })}\n`,
     );
   }
   // vi.stubEnv / vi.stubGlobal are fine: config unstubEnvs undoes them before the next test,
