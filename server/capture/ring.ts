@@ -420,7 +420,8 @@ export class RecordWriter implements CaptureRecord {
    * is an object of its own, not kept for the record's life).
    */
   start!: number | undefined;
-  id!: string;
+  /** Its id as it came (`id` reads it as the ring settled it: a reused id's earlier record takes a suffix). */
+  ident!: string;
   worker!: number;
   api!: string;
   model!: string;
@@ -510,7 +511,7 @@ export class RecordWriter implements CaptureRecord {
     this.evicted = false;
     this.arrival = -1;
     this.start = undefined;
-    this.id = init.id;
+    this.ident = init.id;
     this.worker = init.worker ?? 0;
     this.api = init.api;
     this.model = init.model;
@@ -594,7 +595,7 @@ export class RecordWriter implements CaptureRecord {
     const first = this.more !== undefined ? this.more[0] : this.current;
     // Only the fields that hold memory or a request's words: the next request's reset sets every
     // field anew (a whole reset here as well wrote the evicted record, the coldest, twice).
-    this.id = '';
+    this.ident = '';
     this.model = '';
     this.sess = '';
     this.sessionLater = 0;
@@ -639,6 +640,19 @@ export class RecordWriter implements CaptureRecord {
         : new Attempt(n, upstream, at, queueMs, stream, request);
     this.attempt(a);
     return a;
+  }
+
+  /**
+   * Its id in the ring: the ring settles a reused id (the earlier record takes a suffix) when it
+   * is read, not per request (CaptureRing.settleIds), and so when this is.
+   */
+  get id(): string {
+    this.ring.settleIds();
+    return this.ident;
+  }
+
+  set id(id: string) {
+    this.ident = id;
   }
 
   /** The log line's harness summary (see shareHarness). */
@@ -1287,7 +1301,15 @@ export class CaptureRing {
   readonly limits: CaptureLimits;
   /** One record's share of the ring: a quarter, so a few huge requests never hold it alone. */
   readonly recordBytes: number;
-  private readonly records = new Map<string, RecordWriter>();
+  /**
+   * The records by id, built when the ring is read (index), not as requests come: a Map of
+   * thousands of ids, written at every request (the new id) and every eviction (the oldest's),
+   * missed the CPU's caches at each (~2 µs a short stream in the server: bench/HISTORY.md,
+   * capfixed). Weak: an entry of a record evicted since holds nothing of it.
+   */
+  private readonly records = new Map<string, WeakRef<RecordWriter>>();
+  /** The arrival up to which `records` was built. */
+  private indexed = 0;
   /**
    * Arrival order, oldest at `head`: the eviction queue. Not the Map's own order: a Map that
    * loses its oldest entry at every insert keeps the deleted slots until it rehashes, and a walk
@@ -1378,25 +1400,20 @@ export class CaptureRing {
   }
 
   get size(): number {
-    return this.records.size;
+    return this.order.length - this.head;
   }
 
   /**
    * A new record (in flight); its id is unique in the ring even when a client reuses one (a
    * retry sent with the same x-request-id, another key's id): the id the client got back finds
-   * this newest request, and the earlier one keeps it with a suffix (`~N`: no client id has one).
-   * The new record took the suffix before: the id a client just got back showed its earlier
+   * this newest request, and the earlier one keeps it with a suffix (`~N`: no client id has one),
+   * given when the ring is next read (settleIds: no map of ids written per request). The new
+   * record took the suffix before: the id a client just got back showed its earlier
    * request, and one key's id could hide another key's request from it (ownRecord).
    */
   open(init: RecordInit): RecordWriter {
     const spare = this.spare.pop();
     const writer = spare !== undefined ? spare.reset(init) : new RecordWriter(init, this);
-    const earlier = this.records.get(writer.id);
-    if (earlier !== undefined) {
-      earlier.id = `${earlier.id}~${++this.seq}`;
-      this.records.set(earlier.id, earlier);
-    }
-    this.records.set(writer.id, writer);
     writer.arrival = this.arrived++;
     this.order.push(writer);
     this.charge(writer, writer.bytes);
@@ -1410,7 +1427,6 @@ export class CaptureRing {
     while (this.total > this.limits.maxBytes && this.head < this.order.length) {
       const w = this.order[this.head]!;
       this.order[this.head++] = undefined as unknown as RecordWriter;
-      this.records.delete(w.record.id);
       this.total -= w.bytes;
       w.evicted = true;
       // An ended record nothing writes to any more is reused for a later request (its object
@@ -1428,8 +1444,39 @@ export class CaptureRing {
     }
   }
 
+  /**
+   * The records that arrived since the ring was last read, by id (see `records`): a reused id's
+   * earlier record takes its suffix now, in arrival order, as it did when the later one opened.
+   * Every read runs this first, so no answer shows a record before its id was settled.
+   */
+  settleIds(): void {
+    if (this.indexed === this.arrived) return;
+    const records = this.records;
+    for (let i = Math.max(this.head, this.indexed - this.shifted); i < this.order.length; i++) {
+      const w = this.order[i]!;
+      const earlier = this.byId(w.ident);
+      if (earlier !== undefined && earlier !== w && earlier.arrival < w.arrival) {
+        earlier.ident = `${earlier.ident}~${++this.seq}`;
+        records.set(earlier.ident, new WeakRef(earlier));
+      }
+      records.set(w.ident, new WeakRef(w));
+    }
+    this.indexed = this.arrived;
+    // The entries of records gone since (evicted, or reused under another id): dropped once they
+    // are most of the map (amortized O(1) per record).
+    if (records.size > 2 * this.size + 64)
+      for (const id of records.keys()) if (this.byId(id) === undefined) records.delete(id);
+  }
+
+  /** The record of `id` in the ring, as indexed. */
+  private byId(id: string): RecordWriter | undefined {
+    const w = this.records.get(id)?.deref();
+    return w !== undefined && !w.evicted && w.ident === id ? w : undefined;
+  }
+
   get(id: string): CaptureRecord | undefined {
-    return this.records.get(id);
+    this.settleIds();
+    return this.byId(id);
   }
 
   /**
@@ -1438,7 +1485,8 @@ export class CaptureRing {
    * only then: when no record has the id, none has a suffixed one (the newest goes last).
    */
   ownRecord(id: string, owner: string): CaptureRecord | undefined {
-    const r = this.records.get(id);
+    this.settleIds();
+    const r = this.byId(id);
     if (r === undefined || r.key === owner) return r;
     const prefix = `${id}~`;
     for (let i = this.order.length - 1; i >= this.head; i--) {
@@ -1450,6 +1498,7 @@ export class CaptureRing {
 
   /** Summaries, newest first, filtered. */
   list(q: CaptureQuery = {}): CaptureSummary[] {
+    this.settleIds();
     const out: CaptureSummary[] = [];
     const limit = Math.min(Math.max(q.limit ?? 200, 1), 1000);
     for (let i = this.order.length - 1; i >= this.head && out.length < limit; i--) {
@@ -1474,6 +1523,7 @@ export class CaptureRing {
 
   /** Every record of a session, oldest first. */
   session(key: string, owner?: string): CaptureRecord[] {
+    this.settleIds();
     const out: CaptureRecord[] = [];
     for (let i = this.head; i < this.order.length; i++) {
       const r = this.order[i]!.record;
