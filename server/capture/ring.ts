@@ -1216,8 +1216,9 @@ export class HeaderText extends LazyText {
   }
 }
 
-/** How far ahead of its write head the arena is read (Arena.warm). */
+/** How far ahead of its write head the arena is touched (Arena.warm), and at what stride. */
 const WARM_AHEAD = 32 * 1024;
+const PAGE_BYTES = 4096;
 
 /**
  * The ring's bytes: one buffer of half the ring's budget (every byte kept is counted at two),
@@ -1264,19 +1265,20 @@ export class Arena {
   sink = 0;
 
   /**
-   * The arena's next WARM_AHEAD bytes read, a cache line at a time, before they are written:
-   * the head is the arena's coldest memory (written a lap ago), and each copy into it stalled
-   * on every line it wrote (a short stream's ~5 KB: the arena's copies were a third of
-   * capture's profile in a server, and a third of that into a 1 MB ring's arena). Read in one
-   * pass every 32 KB, the misses overlap: the copies and these reads together cost about two
-   * thirds of the copies alone (profile self time; bench/HISTORY.md, capfixed).
+   * The arena's next WARM_AHEAD bytes touched, a byte a memory page, before they are written:
+   * the head is the arena's coldest memory (written a lap ago), and the copies into it (a
+   * short stream's ~5 KB) were a third of capture's profile in a server, a third of that into
+   * a 1 MB ring's arena. Most of that cost was the pages' (each first touched again after a
+   * lap), not the lines': a byte a page read ahead left the copies a little dearer than a byte a
+   * cache line did, at 1/64 of the reads, and cost less in all (profiles; bench/HISTORY.md,
+   * capfixed).
    */
   private warm(upTo: number): void {
     const buf = this.buf;
     const from = Math.max(this.warmTo, this.at);
     const to = Math.min(this.size, Math.max(upTo, from) + WARM_AHEAD);
     let s = 0;
-    for (let i = from; i < to; i += 64) s += buf[i]!;
+    for (let i = from; i < to; i += PAGE_BYTES) s += buf[i]!;
     this.sink = s;
     this.warmTo = to;
   }
