@@ -1268,10 +1268,10 @@ export class Arena {
    * The arena's next WARM_AHEAD bytes touched, a byte a memory page, before they are written:
    * the head is the arena's coldest memory (written a lap ago), and the copies into it (a
    * short stream's ~5 KB) were a third of capture's profile in a server, a third of that into
-   * a 1 MB ring's arena. Most of that cost was the pages' (each first touched again after a
-   * lap), not the lines': a byte a page read ahead left the copies a little dearer than a byte a
-   * cache line did, at 1/64 of the reads, and cost less in all (profiles; bench/HISTORY.md,
-   * capfixed).
+   * a 1 MB ring's arena. The stall is the pages' (each first touched again after a lap: on a VM
+   * whose idle pages are reclaimed, a round trip each), not the lines': touched here in one pass
+   * it costs less than in the copies (~1 µs a short stream, per-call timers), and where pages
+   * are cheap this is 1.5 reads a request (bench/HISTORY.md, capfixed).
    */
   private warm(upTo: number): void {
     const buf = this.buf;
