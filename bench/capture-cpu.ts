@@ -30,7 +30,7 @@
  *
  *   npx tsx bench/capture-cpu.ts [--cases=short,long,agent] [--requests=2000] [--rounds=6] [--c=32] [--cpu-prof] [--calls] [--before=DIR] [--mb=N,...]
  */
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -197,6 +197,7 @@ async function main(): Promise<void> {
     );
   if (!PROF) return;
   writeFileSync(join(profDir, 'served.json'), JSON.stringify(served));
+  writeFileSync(join(profDir, 'sides.json'), JSON.stringify(sides.map((s) => s.name)));
   analyze(profDir);
 }
 
@@ -284,7 +285,11 @@ function captureOwnUs(file: string, served: number): number {
 /** The profiles of a run (`--analyze=DIR` reads a kept run again). */
 function analyze(profDir: string): void {
   const served = JSON.parse(readFileSync(join(profDir, 'served.json'), 'utf8')) as number[];
-  const names = ['off', 'on', 'before'].slice(0, served.length);
+  // The sides' names in the order served (--mb's sides too); a run kept from before they were written: off, on, before.
+  const sidesFile = join(profDir, 'sides.json');
+  const names = existsSync(sidesFile)
+    ? (JSON.parse(readFileSync(sidesFile, 'utf8')) as string[])
+    : ['off', 'on', 'before'].slice(0, served.length);
   const areas = new Map<string, number[]>();
   const own: string[][] = [];
   const ownUs: number[] = [];

@@ -420,7 +420,8 @@ export class RecordWriter implements CaptureRecord {
    * is an object of its own, not kept for the record's life).
    */
   start!: number | undefined;
-  id!: string;
+  /** Its id as it came (`id` reads it as the ring settled it: a reused id's earlier record takes a suffix). */
+  ident!: string;
   worker!: number;
   api!: string;
   model!: string;
@@ -510,7 +511,7 @@ export class RecordWriter implements CaptureRecord {
     this.evicted = false;
     this.arrival = -1;
     this.start = undefined;
-    this.id = init.id;
+    this.ident = init.id;
     this.worker = init.worker ?? 0;
     this.api = init.api;
     this.model = init.model;
@@ -594,7 +595,7 @@ export class RecordWriter implements CaptureRecord {
     const first = this.more !== undefined ? this.more[0] : this.current;
     // Only the fields that hold memory or a request's words: the next request's reset sets every
     // field anew (a whole reset here as well wrote the evicted record, the coldest, twice).
-    this.id = '';
+    this.ident = '';
     this.model = '';
     this.sess = '';
     this.sessionLater = 0;
@@ -639,6 +640,19 @@ export class RecordWriter implements CaptureRecord {
         : new Attempt(n, upstream, at, queueMs, stream, request);
     this.attempt(a);
     return a;
+  }
+
+  /**
+   * Its id in the ring: the ring settles a reused id (the earlier record takes a suffix) when it
+   * is read, not per request (CaptureRing.settleIds), and so when this is.
+   */
+  get id(): string {
+    this.ring.settleIds();
+    return this.ident;
+  }
+
+  set id(id: string) {
+    this.ident = id;
   }
 
   /** The log line's harness summary (see shareHarness). */
@@ -1202,6 +1216,10 @@ export class HeaderText extends LazyText {
   }
 }
 
+/** How far ahead of its write head the arena is touched (Arena.warm), and at what stride. */
+const WARM_AHEAD = 32 * 1024;
+const PAGE_BYTES = 4096;
+
 /**
  * The ring's bytes: one buffer of half the ring's budget (every byte kept is counted at two),
  * written round and round. A record's texts are copied into it when they end (a stream's reads,
@@ -1230,13 +1248,39 @@ export class Arena {
     if (this.at + n > this.size) {
       this.lap++; // the tail is skipped: a span is never split
       this.at = 0;
+      this.warmTo = 0;
     }
+    if (this.at + n > this.warmTo) this.warm(this.at + n);
     return this.at;
   }
 
   /** `n` bytes were written at the reserved offset. */
   commit(n: number): void {
     this.at += n;
+  }
+
+  /** Where the memory ahead of the write head was last read up to (warm). */
+  private warmTo = 0;
+  /** What the reads summed (kept, so that they are not optimized away). */
+  sink = 0;
+
+  /**
+   * The arena's next WARM_AHEAD bytes touched, a byte a memory page, before they are written:
+   * the head is the arena's coldest memory (written a lap ago), and the copies into it (a
+   * short stream's ~5 KB) were a third of capture's profile in a server, a third of that into
+   * a 1 MB ring's arena. The stall is the pages' (each first touched again after a lap: on a VM
+   * whose idle pages are reclaimed, a round trip each), not the lines': touched here in one pass
+   * it costs less than in the copies (~1 µs a short stream, per-call timers), and where pages
+   * are cheap this is 1.5 reads a request (bench/HISTORY.md, capfixed).
+   */
+  private warm(upTo: number): void {
+    const buf = this.buf;
+    const from = Math.max(this.warmTo, this.at);
+    const to = Math.min(this.size, Math.max(upTo, from) + WARM_AHEAD);
+    let s = 0;
+    for (let i = from; i < to; i += PAGE_BYTES) s += buf[i]!;
+    this.sink = s;
+    this.warmTo = to;
   }
 
   /** Whether the bytes written at `off` in lap `lap` are still there. */
@@ -1259,7 +1303,15 @@ export class CaptureRing {
   readonly limits: CaptureLimits;
   /** One record's share of the ring: a quarter, so a few huge requests never hold it alone. */
   readonly recordBytes: number;
-  private readonly records = new Map<string, RecordWriter>();
+  /**
+   * The records by id, built when the ring is read (index), not as requests come: a Map of
+   * thousands of ids, written at every request (the new id) and every eviction (the oldest's),
+   * missed the CPU's caches at each (~2 µs a short stream in the server: bench/HISTORY.md,
+   * capfixed). Weak: an entry of a record evicted since holds nothing of it.
+   */
+  private readonly records = new Map<string, WeakRef<RecordWriter>>();
+  /** The arrival up to which `records` was built. */
+  private indexed = 0;
   /**
    * Arrival order, oldest at `head`: the eviction queue. Not the Map's own order: a Map that
    * loses its oldest entry at every insert keeps the deleted slots until it rehashes, and a walk
@@ -1350,25 +1402,20 @@ export class CaptureRing {
   }
 
   get size(): number {
-    return this.records.size;
+    return this.order.length - this.head;
   }
 
   /**
    * A new record (in flight); its id is unique in the ring even when a client reuses one (a
    * retry sent with the same x-request-id, another key's id): the id the client got back finds
-   * this newest request, and the earlier one keeps it with a suffix (`~N`: no client id has one).
-   * The new record took the suffix before: the id a client just got back showed its earlier
+   * this newest request, and the earlier one keeps it with a suffix (`~N`: no client id has one),
+   * given when the ring is next read (settleIds: no map of ids written per request). The new
+   * record took the suffix before: the id a client just got back showed its earlier
    * request, and one key's id could hide another key's request from it (ownRecord).
    */
   open(init: RecordInit): RecordWriter {
     const spare = this.spare.pop();
     const writer = spare !== undefined ? spare.reset(init) : new RecordWriter(init, this);
-    const earlier = this.records.get(writer.id);
-    if (earlier !== undefined) {
-      earlier.id = `${earlier.id}~${++this.seq}`;
-      this.records.set(earlier.id, earlier);
-    }
-    this.records.set(writer.id, writer);
     writer.arrival = this.arrived++;
     this.order.push(writer);
     this.charge(writer, writer.bytes);
@@ -1382,7 +1429,6 @@ export class CaptureRing {
     while (this.total > this.limits.maxBytes && this.head < this.order.length) {
       const w = this.order[this.head]!;
       this.order[this.head++] = undefined as unknown as RecordWriter;
-      this.records.delete(w.record.id);
       this.total -= w.bytes;
       w.evicted = true;
       // An ended record nothing writes to any more is reused for a later request (its object
@@ -1400,8 +1446,39 @@ export class CaptureRing {
     }
   }
 
+  /**
+   * The records that arrived since the ring was last read, by id (see `records`): a reused id's
+   * earlier record takes its suffix now, in arrival order, as it did when the later one opened.
+   * Every read runs this first, so no answer shows a record before its id was settled.
+   */
+  settleIds(): void {
+    if (this.indexed === this.arrived) return;
+    const records = this.records;
+    for (let i = Math.max(this.head, this.indexed - this.shifted); i < this.order.length; i++) {
+      const w = this.order[i]!;
+      const earlier = this.byId(w.ident);
+      if (earlier !== undefined && earlier !== w && earlier.arrival < w.arrival) {
+        earlier.ident = `${earlier.ident}~${++this.seq}`;
+        records.set(earlier.ident, new WeakRef(earlier));
+      }
+      records.set(w.ident, new WeakRef(w));
+    }
+    this.indexed = this.arrived;
+    // The entries of records gone since (evicted, or reused under another id): dropped once they
+    // are most of the map (amortized O(1) per record).
+    if (records.size > 2 * this.size + 64)
+      for (const id of records.keys()) if (this.byId(id) === undefined) records.delete(id);
+  }
+
+  /** The record of `id` in the ring, as indexed. */
+  private byId(id: string): RecordWriter | undefined {
+    const w = this.records.get(id)?.deref();
+    return w !== undefined && !w.evicted && w.ident === id ? w : undefined;
+  }
+
   get(id: string): CaptureRecord | undefined {
-    return this.records.get(id);
+    this.settleIds();
+    return this.byId(id);
   }
 
   /**
@@ -1410,7 +1487,8 @@ export class CaptureRing {
    * only then: when no record has the id, none has a suffixed one (the newest goes last).
    */
   ownRecord(id: string, owner: string): CaptureRecord | undefined {
-    const r = this.records.get(id);
+    this.settleIds();
+    const r = this.byId(id);
     if (r === undefined || r.key === owner) return r;
     const prefix = `${id}~`;
     for (let i = this.order.length - 1; i >= this.head; i--) {
@@ -1422,6 +1500,7 @@ export class CaptureRing {
 
   /** Summaries, newest first, filtered. */
   list(q: CaptureQuery = {}): CaptureSummary[] {
+    this.settleIds();
     const out: CaptureSummary[] = [];
     const limit = Math.min(Math.max(q.limit ?? 200, 1), 1000);
     for (let i = this.order.length - 1; i >= this.head && out.length < limit; i--) {
@@ -1446,6 +1525,7 @@ export class CaptureRing {
 
   /** Every record of a session, oldest first. */
   session(key: string, owner?: string): CaptureRecord[] {
+    this.settleIds();
     const out: CaptureRecord[] = [];
     for (let i = this.head; i < this.order.length; i++) {
       const r = this.order[i]!.record;

@@ -464,6 +464,41 @@ describe('records reused once evicted (issue 28: capture CPU)', () => {
     expect(JSON.stringify(a)).toBe(JSON.stringify(b));
   });
 
+  it('finds a record by its id only while the ring holds it: not once evicted, nor by the id of the request its object served before', () => {
+    // The ring indexes ids when it is read, not per request (capfixed): the index's entries of
+    // records gone since must find nothing.
+    const ring = new CaptureRing({ maxBytes: 64 * 1024, textChars: 4096 });
+    const old = written(ring, 'old', 1_764_888_000_000);
+    expect(ring.get('old')).toBe(old);
+    for (let i = 0; !old.evicted; i++) ring.open(record(`fill${i}`)).note(4000);
+    expect(ring.get('old')).toBeUndefined();
+    const reused = ring.open(record('new'));
+    expect(reused).toBe(old);
+    expect(ring.get('old')).toBeUndefined();
+    expect(ring.get('new')).toBe(reused);
+    expect(ring.list({ limit: 1000 }).map((r) => r.id)).not.toContain('old');
+  });
+
+  it('a reused id read after many requests: the newest has it, every earlier one a suffix of its own; the index stays about the size of the ring', () => {
+    const ring = new CaptureRing({ maxBytes: 64 * 1024, textChars: 4096 });
+    let newest: RecordWriter | undefined;
+    for (let i = 0; i < 3000; i++) {
+      const w = ring.open(record(i % 3 === 0 ? 'dup' : `r${i}`));
+      w.note(200);
+      w.inFlight = false;
+      if (i % 3 === 0) newest = w;
+      if (i % 97 === 0) ring.list();
+    }
+    expect(ring.get('dup')).toBe(newest);
+    const ids = ring.list({ limit: 1000 }).map((r) => r.id);
+    expect(ids.length).toBe(ring.size);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of ids) if (id.startsWith('dup') && id !== 'dup') expect(id).toMatch(/^dup~\d+$/);
+    for (const id of ids) expect(ring.get(id)?.id).toBe(id);
+    const index = (ring as unknown as { records: Map<string, unknown> }).records;
+    expect(index.size).toBeLessThanOrEqual(2 * ring.size + 64);
+  });
+
   it('a record evicted in flight, or holding texts of its own on the heap, is not reused', () => {
     const ring = new CaptureRing({ maxBytes: 64 * 1024, textChars: 4096 });
     const inFlight = written(ring, 'a', 1);
