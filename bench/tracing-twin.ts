@@ -23,6 +23,10 @@
  * in the environment: variables set while the before app is built (a switch an experiment reads
  * then), so that `--before=bench/results/.build` compares one build with and without it.
  *
+ * `--quad`: four apps, off, `on` (tracing), `cap` (capture, 10 MB or --capture's) and `both`
+ * (capture and tracing), each against off, and the excess of both over the sum of the two alone
+ * (issue 28), with each side's collections.
+ *
  * `--sampler=NAME[:ARG]`: the traced apps' OTEL_TRACES_SAMPLER (and _ARG), e.g.
  * `--sampler=parentbased_traceidratio:0.1`: what tracing costs when only some requests are sampled.
  *
@@ -68,17 +72,23 @@ const PROF = args.has('cpu-prof');
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 /** The measured slices, by side (0: off, 1: on, 2: before): monotonic µs, V8's profile clock. */
 const windows: Array<{ side: number; from: number; to: number }> = [];
-const measured = [0, 0, 0];
+const measured = [0, 0, 0, 0];
 /** The side whose slice runs now (-1: none), and each side's collections (--trace-gc-nvp) in its slices. */
 let current = -1;
-const gcs = [0, 1, 2].map(() => ({ scavenges: 0, allocated: 0, survived: 0, promoted: 0, pauseMs: 0 }));
+const gcs = [0, 1, 2, 3].map(() => ({ scavenges: 0, allocated: 0, survived: 0, promoted: 0, pauseMs: 0 }));
 const nvp = (line: string, name: string): number => {
   const at = line.indexOf(` ${name}=`);
   return at === -1 ? 0 : Number.parseFloat(line.slice(at + name.length + 2)) || 0;
 };
 const BEFORE = args.get('before');
-const NAMES = BEFORE ? (['off', 'on', 'before'] as const) : (['off', 'on'] as const);
+const QUAD = args.has('quad');
+const NAMES: readonly string[] = QUAD
+  ? ['off', 'on', 'cap', 'both']
+  : BEFORE
+    ? ['off', 'on', 'before']
+    : ['off', 'on'];
 const CALLS = args.has('calls');
+const HEAP = args.has('heap');
 const SAMPLER = args.get('sampler');
 
 async function main(): Promise<void> {
@@ -97,6 +107,8 @@ async function main(): Promise<void> {
       ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []),
       '--trace-gc-nvp',
       ...startFlags(ROOT),
+      // --heap: no scavenge while a side's requests are counted, and gc() for the baselines.
+      ...(HEAP ? ['--expose-gc', '--max-semi-space-size=256', '--min-semi-space-size=256'] : []),
       join(ROOT, 'bench/lib/twin-server.mjs'),
       buildDir,
       upstream.origin,
@@ -114,7 +126,10 @@ async function main(): Promise<void> {
     env: {
       ...process.env,
       ...(callsDir ? { TP_CALLS_OUT: join(callsDir, 'calls') } : {}),
-      ...(args.has('capture') ? { TWIN_MODE: 'capture', TWIN_CAPTURE_MB: args.get('capture') || '10' } : {}),
+      ...(QUAD ? { TWIN_MODE: 'quad', TWIN_CAPTURE_MB: args.get('capture') || '10' } : {}),
+      ...(args.has('capture') && !QUAD
+        ? { TWIN_MODE: 'capture', TWIN_CAPTURE_MB: args.get('capture') || '10' }
+        : {}),
       ...(SAMPLER
         ? { TWIN_SAMPLER: SAMPLER.split(':')[0], TWIN_SAMPLER_ARG: SAMPLER.split(':')[1] ?? '' }
         : {}),
@@ -147,6 +162,15 @@ async function main(): Promise<void> {
   }));
   const pids = [child.pid];
   console.log(`one process (pid ${child.pid}): ${NAMES.map((n) => `${n} on :${ports[n]}`).join(', ')}`);
+  if (HEAP) {
+    await heapPerRequest(child, sides, cases);
+    for (const s of sides) await s.pool.close();
+    child.proc.stdin?.end();
+    await child.exited;
+    await stopAll();
+    sink.close();
+    return;
+  }
   for (const name of cases) {
     const agent = name === 'agent' ? agentTurn() : undefined;
     const events = name === 'short' ? 8 : name === 'long' ? 500 : AGENT_TURN_EVENTS;
@@ -193,9 +217,34 @@ async function main(): Promise<void> {
       console.log(
         `  ${NAMES[k]} heap per request (its slices' collections): ${(g.allocated / req / 1024).toFixed(2)} KB allocated, ${(g.survived / req / 1024).toFixed(2)} KB survived a scavenge, ${(g.promoted / req / 1024).toFixed(2)} KB promoted; ${((g.scavenges * 1000) / req).toFixed(1)} scavenges per 1,000 requests, GC pause ${((g.pauseMs * 1000) / req).toFixed(1)} µs`,
       );
-      Object.assign(g, { scavenges: 0, allocated: 0, survived: 0, promoted: 0, pauseMs: 0 });
     }
-    if (n === 3) {
+    if (QUAD) {
+      // Issue 28's both-on excess: what both cost over the sum of each alone, µs a request, with
+      // a 95% bootstrap interval over the cycles (each resample pools its cycles' four sides).
+      const excessOf = (idx: readonly number[]) => {
+        let cpu = 0;
+        for (const j of idx)
+          cpu += costs[3]![j]!.cpu - costs[2]![j]!.cpu - costs[1]![j]!.cpu + costs[0]![j]!.cpu;
+        return cpu / 1000 / (idx.length * 2 * slice);
+      };
+      const all = costs[0]!.map((_, j) => j);
+      let seed = 1;
+      const rand = () => {
+        seed = (seed * 1103515245 + 12345) % 2147483648;
+        return seed / 2147483648;
+      };
+      const boot: number[] = [];
+      for (let b = 0; b < 4000; b++) boot.push(excessOf(all.map(() => Math.floor(rand() * all.length))));
+      boot.sort((a, b) => a - b);
+      const g = gcs;
+      const pause = (k: number) => (g[k]!.pauseMs * 1000) / (CYCLES * 2 * slice);
+      console.log(
+        `  both - cap - on + off: ${excessOf(all).toFixed(1)} µs/request [${boot[100]!.toFixed(1)}, ${boot[3899]!.toFixed(1)}]; in the GC pauses ${(pause(3) - pause(2) - pause(1) + pause(0)).toFixed(1)} µs`,
+      );
+    }
+    for (const g of gcs)
+      Object.assign(g, { scavenges: 0, allocated: 0, survived: 0, promoted: 0, pauseMs: 0 });
+    if (n === 3 && !QUAD) {
       const ratio = pooledRatio(costs[1]!, costs[2]!);
       const ci = bootstrapRatioCi(costs[1]!, costs[2]!);
       console.log(`  on / before: ${ratio.toFixed(3)}x [${ci[0].toFixed(3)}, ${ci[1].toFixed(3)}]`);
@@ -208,6 +257,68 @@ async function main(): Promise<void> {
   sink.close();
   if (profDir) analyze(profDir);
   if (callsDir) printCalls(callsDir);
+}
+
+/**
+ * --heap: each side's heap bytes per request, load-free: the heap in use after two full
+ * collections, then `requests` requests one at a time (a young generation of 256 MB: no
+ * collection meanwhile), the heap then (allocated: grown by the requests, whatever became of it),
+ * and after two full collections again (kept: the capture ring's records, a tracing cache). Rounds
+ * alternate the sides; the smallest allocation of each side's rounds is printed (a round with a
+ * scavenge reads lower: one with any collection, a scavenge or incremental marking's, is not counted).
+ */
+async function heapPerRequest(
+  child: ReturnType<typeof startNode>,
+  sides: Array<{ name: string; pool: Pool }>,
+  names: string[],
+): Promise<void> {
+  let lines = '';
+  const waiting: Array<(n: { heap: number; gcs: number }) => void> = [];
+  child.proc.stdout?.on('data', (d: Buffer) => {
+    lines += d.toString('latin1');
+    let i = lines.indexOf('\n');
+    while (i >= 0) {
+      const line = lines.slice(0, i);
+      const m = /^\{"heap":(\d+),"gcs":(\d+)\}$/.exec(line);
+      lines = lines.slice(i + 1);
+      if (m) waiting.shift()?.({ heap: Number(m[1]), gcs: Number(m[2]) });
+      i = lines.indexOf('\n');
+    }
+  });
+  const heap = (gc: boolean) =>
+    new Promise<{ heap: number; gcs: number }>((r) => {
+      waiting.push(r);
+      child.proc.stdin?.write(gc ? 'heap gc\n' : 'heap\n');
+    });
+  for (const name of names) {
+    const agent = name === 'agent' ? agentTurn() : undefined;
+    const events = name === 'short' ? 8 : name === 'long' ? 500 : AGENT_TURN_EVENTS;
+    const body = agent ? agent.body : toolsStreamBody({ chunks: events });
+    const headers = agent?.headers;
+    const n = Number(args.get('requests') || (agent ? 32 : 256));
+    for (const s of sides) await burst(s.pool, body, 64, 4, headers);
+    const allocated = sides.map(() => [] as number[]);
+    const kept = sides.map(() => [] as number[]);
+    for (let round = 0; round < Number(args.get('rounds') || 6); round++)
+      for (const k of cycleOrder(sides.length, round).slice(0, sides.length)) {
+        const h0 = await heap(true);
+        await burst(sides[k]!.pool, body, n, 1, headers);
+        const h1 = await heap(false);
+        const h2 = await heap(true);
+        if (h1.gcs === h0.gcs) allocated[k]!.push((h1.heap - h0.heap) / n);
+        kept[k]!.push((h2.heap - h0.heap) / n);
+      }
+    console.log(`${name} (${events} events, ${n} requests a round, one at a time): heap bytes per request`);
+    const min = (xs: number[]) => (xs.length ? Math.min(...xs) : Number.NaN);
+    for (const [k, s] of sides.entries())
+      console.log(
+        `  ${s.name.padEnd(6)} allocated ${min(allocated[k]!).toFixed(0).padStart(8)} (rounds: ${allocated[k]!.map((x) => x.toFixed(0)).join(' ')}); kept after a full collection: median ${median(kept[k]!).toFixed(0)} (${kept[k]!.map((x) => x.toFixed(0)).join(' ')})`,
+      );
+    if (QUAD) {
+      const a = allocated.map(min);
+      console.log(`  allocated, both - cap - on + off: ${(a[3]! - a[2]! - a[1]! + a[0]!).toFixed(0)} bytes`);
+    }
+  }
 }
 
 /** --calls: tracing's calls, µs per traced request, inclusive, largest first. */
