@@ -80,4 +80,35 @@ describe.skipIf(!chromiumAvailable)('the inspector page on a request in flight',
     expect(await ended.locator('summary').textContent()).toBe('response');
     expect(await ended.locator('pre').textContent()).toContain('and the rest.');
   });
+
+  it('keeps the section the reader opened when a reasoning section appears above it as the text grows', async () => {
+    const thinking = await startHeldStream([], [{ reasoning_content: 'Let me think.' }, 'Done.']);
+    const behind = await startProxy({ TOOLPROOF_UPSTREAM_URL: thinking.url });
+    try {
+      const res = fetch(`${behind.origin}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-request-id': 'held-thinking' },
+        body: JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'Think' }], stream: true }),
+      }).then((r) => r.text());
+      await thinking.holding;
+      await page.goto(`${behind.origin}/inspect#/r/held-thinking`);
+      const response = page.locator('section.attempt details').nth(1);
+      await response.waitFor();
+      expect(await page.locator('#model-wrote pre.text').textContent()).toBe('(in flight: no text yet)');
+      await response.locator('summary').click();
+      thinking.release();
+      await res;
+      await expect
+        .poll(() => page.locator('#model-wrote pre.text').textContent(), { timeout: 10_000 })
+        .toBe('Done.');
+      await expect.poll(() => page.locator('#state').textContent(), { timeout: 5000 }).toBe('');
+      // The panels' reasoning sections came in above it: the response is still the one open.
+      expect(await page.locator('#model-wrote details summary').textContent()).toBe('reasoning');
+      expect(await page.locator('main details[open]').count()).toBe(1);
+      expect(await response.evaluate((d) => d.hasAttribute('open'))).toBe(true);
+    } finally {
+      await behind.close();
+      await thinking.close();
+    }
+  });
 });

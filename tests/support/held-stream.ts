@@ -1,7 +1,7 @@
 /**
  * An upstream whose streamed answer stops mid-way until the test lets it go on: a model
  * generating slowly, as the inspector shows it while the request is in flight. Every chat
- * completion streams the role and `first` pieces of content at once, then waits for `release()`,
+ * completion streams the role and `first` pieces at once, then waits for `release()`,
  * then streams `rest`, the finish and `[DONE]`.
  */
 import { chunkEvent } from './harness.js';
@@ -14,10 +14,10 @@ export interface HeldStream extends FakeUpstream {
   holding: Promise<void>;
 }
 
-export async function startHeldStream(
-  first: readonly string[],
-  rest: readonly string[],
-): Promise<HeldStream> {
+/** A piece of content, or a delta of its own (reasoning: `{ reasoning_content: '...' }`). */
+export type Piece = string | Record<string, unknown>;
+
+export async function startHeldStream(first: readonly Piece[], rest: readonly Piece[]): Promise<HeldStream> {
   let release!: () => void;
   const released = new Promise<void>((r) => {
     release = r;
@@ -31,11 +31,11 @@ export async function startHeldStream(
   const upstream = await startFakeUpstream((_body, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     res.write(chunk({ role: 'assistant', content: '' }));
-    for (const p of first) res.write(chunk({ content: p }));
+    for (const p of first) res.write(chunk(typeof p === 'string' ? { content: p } : p));
     held();
     void released.then(() => {
       if (res.destroyed) return;
-      for (const p of rest) res.write(chunk({ content: p }));
+      for (const p of rest) res.write(chunk(typeof p === 'string' ? { content: p } : p));
       res.write(chunk({}, 'stop'));
       res.end('data: [DONE]\n\n');
     });
