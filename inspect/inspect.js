@@ -353,22 +353,35 @@ function callsOf(calls, cls) {
   );
 }
 
-/** While a request is in flight the capture has no text to read back yet (it has when it ends). */
-const NOTHING_YET = '(in flight: no text read back yet)';
+/** While a request is in flight nothing of its answer may have been read yet. */
+const NOTHING_YET = '(in flight: no text yet)';
 
-function textPanel(title, r, raw, shown, markLabel, inFlight) {
+/**
+ * `partial`: the text so far of a request in flight (the API's `partial` texts): shown as it is,
+ * nothing marked (what the model wrote and the client has not received yet is still coming, or
+ * held back until the stream decides it), and said in the heading.
+ */
+function textPanel(title, r, raw, shown, markLabel, inFlight, partial) {
   const empty = !r.content && !r.reasoning && r.calls.length === 0 && !r.error;
+  const heading = partial ? `${title} · so far` : title;
   return el(
     'section',
     { class: 'panel', 'aria-label': title },
-    el('h3', {}, title),
-    r.reasoning ? el('details', {}, el('summary', {}, 'reasoning'), el('pre', {}, r.reasoning)) : null,
+    el('h3', {}, heading),
+    r.reasoning
+      ? el(
+          'details',
+          { 'data-view': `reasoning ${title}` },
+          el('summary', {}, 'reasoning'),
+          el('pre', {}, r.reasoning),
+        )
+      : null,
     inFlight && empty
       ? el('pre', { class: 'text empty' }, NOTHING_YET)
       : el(
           'pre',
           { class: 'text' },
-          ...(raw === null ? [r.content || ''] : markedText(raw, shown, markLabel)),
+          ...(raw === null ? [r.content || ''] : markedText(raw, partial ? raw : shown, markLabel)),
         ),
     r.calls.length ? el('h3', {}, 'tool calls') : null,
     callsOf(r.calls),
@@ -534,13 +547,30 @@ async function copy(text, button) {
  * it is made again with newer data.
  */
 function keepView() {
-  const open = [...main.querySelectorAll('details')].map((d) => d.open);
-  const focusables = () => [...main.querySelectorAll('a, button, summary')];
+  // A section that comes and goes as the text grows (a panel's reasoning, once the model wrote
+  // some) is found by its name; the others by their place among the rest.
+  const details = () => {
+    const all = [...main.querySelectorAll('details')];
+    return { named: all.filter((d) => d.dataset.view), placed: all.filter((d) => !d.dataset.view) };
+  };
+  const before = details();
+  const named = new Map(before.named.map((d) => [d.dataset.view, d.open]));
+  const open = before.placed.map((d) => d.open);
+  const focusables = () =>
+    [...main.querySelectorAll('a, button, summary')].filter((f) => !f.closest('details[data-view]'));
   const focus = focusables().indexOf(document.activeElement);
+  const focusNamed = document.activeElement?.closest?.('details[data-view]')?.dataset.view;
   const y = window.scrollY;
   return () => {
-    for (const [i, d] of main.querySelectorAll('details').entries()) if (i < open.length) d.open = open[i];
-    if (focus >= 0) focusables()[focus]?.focus({ preventScroll: true });
+    const after = details();
+    for (const d of after.named) if (named.has(d.dataset.view)) d.open = named.get(d.dataset.view);
+    for (const [i, d] of after.placed.entries()) if (i < open.length) d.open = open[i];
+    if (focusNamed !== undefined)
+      after.named
+        .find((d) => d.dataset.view === focusNamed)
+        ?.querySelector('summary')
+        ?.focus({ preventScroll: true });
+    else if (focus >= 0) focusables()[focus]?.focus({ preventScroll: true });
     window.scrollTo(0, y);
   };
 }
@@ -621,10 +651,23 @@ async function showRequest(id, refresh) {
               shown,
               leaked ? 'recovered call' : 'not passed on as text',
               r.inFlight,
+              r.upstreamAttempts[last].response.partial === true,
             ),
           )
         : el('div', { class: 'panel empty' }, 'no upstream attempt'),
-      el('div', { id: 'client-received' }, textPanel('client received', client, null, '', '', r.inFlight)),
+      el(
+        'div',
+        { id: 'client-received' },
+        textPanel(
+          'client received',
+          client,
+          null,
+          '',
+          '',
+          r.inFlight,
+          r.clientResponse.body.partial === true,
+        ),
+      ),
     ),
     el('h2', {}, 'Decisions'),
     r.decisions.length === 0
@@ -701,7 +744,7 @@ async function showRequest(id, refresh) {
           el(
             'summary',
             {},
-            `response${a.response.cut ? ` (cut: ${a.response.cut} characters left out)` : ''}`,
+            `response${a.response.partial ? ' so far (in flight)' : ''}${a.response.cut ? ` (cut: ${a.response.cut} characters left out)` : ''}`,
           ),
           el('pre', {}, a.stream ? a.response.text : pretty(a.response.text)),
         ),
@@ -725,7 +768,12 @@ async function showRequest(id, refresh) {
       ),
       el('pre', {}, pretty(r.clientRequest.body.text)),
     ),
-    el('details', {}, el('summary', {}, 'response as sent'), el('pre', {}, r.clientResponse.body.text)),
+    el(
+      'details',
+      {},
+      el('summary', {}, `response as sent${r.clientResponse.body.partial ? ' so far (in flight)' : ''}`),
+      el('pre', {}, r.clientResponse.body.text),
+    ),
   ];
   // While in flight the view is made again every second: what the reader opened stays open.
   const restore = refresh ? keepView() : null;

@@ -11,6 +11,7 @@ import {
   type CaptureRecord,
   type CaptureRing,
   type CaptureSummary,
+  RecordWriter,
   summaryOf,
 } from './ring.js';
 
@@ -77,7 +78,7 @@ export function answer(ring: CaptureRing | undefined, op: CaptureOp, worker: num
       return ring.list(op.query);
     case 'get': {
       const r = op.owner === undefined ? ring.get(op.id) : ring.ownRecord(op.id, op.owner);
-      return r ? viewOf(snapshotOf(r)) : null;
+      return r ? viewOf(withSoFar(snapshotOf(r), r)) : null;
     }
     case 'sessions':
       return sessionsOf(ring, op.owner);
@@ -99,6 +100,28 @@ function snapshotOf(r: CaptureRecord): CaptureRecord {
     upstreamAttempts: json.upstreamAttempts.map(
       (a) => (a as { toJSON?: () => CapturedAttempt }).toJSON?.() ?? { ...a },
     ),
+  };
+}
+
+/**
+ * A snapshot of a request in flight with what it has read and sent so far (RecordWriter.soFar):
+ * the running attempt's stream as its response, the client's frames as its response body, each
+ * marked `partial`. Read for one request at a time (this answer), never for the list or a
+ * session; a record that ended is returned as it was.
+ */
+function withSoFar(snapshot: CaptureRecord, r: CaptureRecord): CaptureRecord {
+  if (!snapshot.inFlight || !(r instanceof RecordWriter)) return snapshot;
+  const { events, client } = r.soFar();
+  const attempts = snapshot.upstreamAttempts;
+  const last = attempts[attempts.length - 1];
+  return {
+    ...snapshot,
+    upstreamAttempts:
+      events === undefined || last === undefined
+        ? attempts
+        : [...attempts.slice(0, -1), { ...last, response: events }],
+    clientResponse:
+      client === undefined ? snapshot.clientResponse : { ...snapshot.clientResponse, body: client },
   };
 }
 

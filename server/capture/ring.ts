@@ -10,8 +10,9 @@
  * a slice of its parent (a whole request body, a whole read), so a cut is copied into a string of
  * its own (protocol/own-string.ts). A stream's reads and the client's frames are copied into the
  * ring's arena as they come (Arena: memory of its own, reused round and round) and decoded only
- * when read. Records are plain data: the ring never holds a request, a reply or a socket, so an
- * evicted record is garbage at once.
+ * when read (a request's still in flight too, as far as it went: RecordWriter.soFar). Records
+ * are plain data: the ring never holds a request, a reply or a socket, so an evicted record is
+ * garbage at once.
  */
 import { ownString } from '../../protocol/own-string.js';
 
@@ -50,6 +51,11 @@ export interface CapturedText {
   text: string;
   /** Characters left out (the text was cut at the capture's per-text cap). */
   cut: number;
+  /**
+   * True: what a request in flight has read or sent so far (RecordWriter.soFar), read while the
+   * stream goes on; absent on every text of a request that ended.
+   */
+  partial?: true;
 }
 
 export interface CapturedAttempt {
@@ -1071,6 +1077,42 @@ export class RecordWriter implements CaptureRecord {
     this.charge(part.length);
   }
 
+  /**
+   * What the request in flight has read and sent so far: the running attempt's stream (the
+   * upstream's bytes as read, or its events) and the client's frames, each decoded now from the
+   * bytes its spans hold up to now, marked `partial` (undefined: nothing of it being written, or
+   * it ended and is the record's own text). Cut at the same per-text cap and the record's share
+   * as the finished text (the bytes past them are in `cut`), so one read costs at most the cap
+   * however long the stream; a trailing character whose bytes are not all read yet is left for
+   * the next read rather than decoded as a replacement. Only the inspector's read of one request
+   * calls this: the request's path writes its spans as before, nothing more per read or frame.
+   */
+  soFar(): { events: CapturedText | undefined; client: CapturedText | undefined } {
+    return {
+      events: this.inFlight ? this.textSoFar(this.eventSpans, this.eventCut) : undefined,
+      client: this.inFlight ? this.textSoFar(this.clientSpans, this.clientCut) : undefined,
+    };
+  }
+
+  private textSoFar(spans: Spans | undefined, cut: number): CapturedText | undefined {
+    if (spans === undefined) return cut === 0 ? undefined : { text: '', cut, partial: true };
+    const arena = this.ring.arenaNow!;
+    // A copy: the spans go on growing with the stream (`more` pushed, `len` extended).
+    const now = new Spans();
+    now.lap = spans.lap;
+    now.off = spans.off;
+    now.len = spans.len;
+    if (spans.more === undefined) now.len = wholeChars(arena.buf, spans.off, spans.len);
+    else {
+      const more = spans.more.slice();
+      const last = more.length - 1;
+      more[last] = wholeChars(arena.buf, more[last - 1]!, more[last]!);
+      now.more = more;
+    }
+    const t = this.ring.textOf(now, cut);
+    return { text: t.text, cut: t.cut, partial: true };
+  }
+
   /** The client's response, as received, with its status (its pieces end here). */
   endClient(status = this.responseStatus): void {
     const spans = this.clientSpans;
@@ -1083,6 +1125,23 @@ export class RecordWriter implements CaptureRecord {
           : { text: '', cut: this.clientCut }
         : this.ring.textOf(spans, this.clientCut);
   }
+}
+
+/**
+ * How many of the `len` bytes at `off` are whole UTF-8 characters: a read may end inside one
+ * (its other bytes come with the next read). At most three bytes looked at.
+ */
+function wholeChars(buf: Buffer, off: number, len: number): number {
+  for (let i = 1; i <= 3 && i <= len; i++) {
+    const b = buf[off + len - i]!;
+    if (b < 0x80) return len; // ASCII: whatever came before it is whole
+    if (b >= 0xc0) {
+      // The lead byte of the last character: whole when all its bytes are there.
+      const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : 2;
+      return need <= i ? len : len - i;
+    }
+  }
+  return len;
 }
 
 /**

@@ -182,7 +182,7 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
         schema: {
           tags: ['inspect'],
           summary:
-            "One request whole: the client request (no credentials), every upstream attempt, the decisions, what the client received, read-back views, and diffBase: what each attempt's request is diffed against (the client's request, or a Messages or Responses request translated to chat completions before toolproof's policies).",
+            "One request whole: the client request (no credentials), every upstream attempt, the decisions, what the client received, read-back views, and diffBase: what each attempt's request is diffed against (the client's request, or a Messages or Responses request translated to chat completions before toolproof's policies). While the request is in flight, the running attempt's response and the client's response body are what was read and sent so far, marked `partial: true`.",
           security: [{ bearer: [] }],
           params: {
             type: 'object',
