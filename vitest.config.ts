@@ -131,6 +131,9 @@ export default defineConfig({
     exclude: [...configDefaults.exclude, 'tests/agents/**'],
     testTimeout: 20_000,
     hookTimeout: 20_000,
+    // expect.poll waits for a page or a server that refreshes on a timer of its own (the
+    // inspector polls every second): vitest's 1 s default failed such waits on a loaded box.
+    expect: { poll: { timeout: 5000 } },
     pool: 'forks',
     // One worker per core, and one more. Vitest's own default is cores - 1, which is a single
     // worker on the 2-core CI box: every file ran one after another while many of them mostly
