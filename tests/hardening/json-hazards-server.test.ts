@@ -5,11 +5,13 @@
  * parse), the pass-through's body (read for its `model`: 1M keys 5 s, and 10k levels renamed a
  * 500), an upstream's whole body, one streamed event, an error body (14 MB nested 11-13 s, 700k
  * keys 8 s). Now each is refused from its bytes (protocol/json-keys.ts) with the API's own error,
- * and /health answers meanwhile (loop-probe.ts).
+ * and /health answers meanwhile (loop-probe.ts): the loop's longest stall, in its CPU time
+ * (cpuMs: a loaded box stretches the wall time of a refusal past the bound), is held far below
+ * the seconds each parse took.
  */
 import type { ServerResponse } from 'node:http';
 import { afterAll, describe, expect, it } from 'vitest';
-import { healthLatencyDuring, loadFactor } from './loop-probe.js';
+import { cpuFactor, healthLatencyDuring, threadCpuMs } from './loop-probe.js';
 import { streamedMessages } from '../../server/tracing/genai.js';
 import { proxyInFrontOf, type Recorded, textCompletion } from '../support/harness.js';
 
@@ -30,8 +32,8 @@ const post = (path: string, body: string) =>
     body,
   }).then(async (r) => ({ status: r.status, text: await r.text() }));
 
-/** A /health stall this long means the text was parsed on the loop (each one stalled seconds). */
-const STALL_MS = () => 1000 * loadFactor();
+/** A stall of this much of the loop's CPU means the text was parsed on it (each stalled seconds). */
+const STALL_MS = () => 1000 * cpuFactor();
 
 // Built once (16 MB each), dropped after: a worker runs the next files in this heap.
 let nested: string | undefined = `${'['.repeat(8_000_000)}${']'.repeat(8_000_000)}`;
@@ -60,7 +62,7 @@ describe('a client body nested 8M levels deep', () => {
       expect(m.value.text).toContain('Invalid field \\"extra.0.0.0\\": nested deeper than 128 levels.');
       expect(JSON.parse(m.value.text)[path === '/v1/messages' ? 'type' : 'error']).toBeDefined();
       expect(pair.upstream.requests.length).toBe(before);
-      expect(m.maxMs).toBeLessThan(STALL_MS());
+      expect(m.cpuMs).toBeLessThan(STALL_MS());
     }, 60_000);
 });
 
@@ -71,7 +73,7 @@ describe('the pass-through', () => {
     expect(m.value.status).toBe(400);
     expect(m.value.text).toContain('more than 1024 top-level fields');
     expect(pair.upstream.requests.length).toBe(before);
-    expect(m.maxMs).toBeLessThan(STALL_MS());
+    expect(m.cpuMs).toBeLessThan(STALL_MS());
   }, 60_000);
 
   it('a renamed model in a body nested 10k levels: a 400 naming the field, not a 500', async () => {
@@ -98,7 +100,7 @@ describe('an upstream answer JSON.parse pays seconds for', () => {
     const m = await healthLatencyDuring(pair.proxy.origin, post('/v1/chat/completions', chat(false)));
     expect(m.value.status).toBe(502);
     expect(m.value.text).toContain('sent a value nested deeper than 512 levels');
-    expect(m.maxMs).toBeLessThan(STALL_MS());
+    expect(m.cpuMs).toBeLessThan(STALL_MS());
   }, 60_000);
 
   for (const [what, extra, message] of [
@@ -116,7 +118,7 @@ describe('an upstream answer JSON.parse pays seconds for', () => {
       expect(m.value.status).toBe(200);
       expect(m.value.text).toContain(message);
       expect(m.value.text).toContain('TP_ERR_UPSTREAM_BAD_RESPONSE');
-      expect(m.maxMs).toBeLessThan(STALL_MS());
+      expect(m.cpuMs).toBeLessThan(STALL_MS());
     }, 60_000);
 
   it('an error body nested 500k levels (under the 1 MB error cap) is read as text, not parsed', async () => {
@@ -127,7 +129,7 @@ describe('an upstream answer JSON.parse pays seconds for', () => {
     const m = await healthLatencyDuring(pair.proxy.origin, post('/v1/chat/completions', chat(false)));
     expect(m.value.status).toBe(500);
     expect(JSON.parse(m.value.text).error.code).toBe('TP_ERR_UPSTREAM_ERROR');
-    expect(m.maxMs).toBeLessThan(STALL_MS());
+    expect(m.cpuMs).toBeLessThan(STALL_MS());
     handler = answerText;
   }, 60_000);
 });
@@ -174,7 +176,7 @@ describe('tool-call arguments the model wrote 1.5M levels deep (3 MB)', () => {
     ).content[0];
     expect(block?.type).toBe('tool_use');
     expect(block?.input?._raw).toBe(args());
-    expect(m.maxMs).toBeLessThan(2 * STALL_MS());
+    expect(m.cpuMs).toBeLessThan(2 * STALL_MS());
     handler = answerText;
   }, 60_000);
 });
@@ -202,7 +204,7 @@ describe("an upstream's model list with an entry nested 400k levels (under the 1
     expect(one.text).toContain('did not list its models');
     const ready = await healthLatencyDuring(pair.proxy.origin, get('/ready'));
     expect(ready.value.status).toBe(200);
-    expect(ready.maxMs).toBeLessThan(0.5 * STALL_MS());
+    expect(ready.cpuMs).toBeLessThan(0.5 * STALL_MS());
     handler = answerText;
   }, 60_000);
 });
@@ -211,9 +213,9 @@ describe('tracing with content capture', () => {
   it("reassembling an attempt's events leaves the refused one unparsed", () => {
     const event = `{"id":"x","choices":[{"index":0,"delta":{"content":"x"}}],"extra":${nested!.slice(1_000_000, -1_000_000)}}`;
     const ok = '{"id":"x","choices":[{"index":0,"delta":{"content":"hi"}}]}';
-    const start = performance.now();
+    const start = threadCpuMs();
     const out = streamedMessages([ok, event, '[DONE]']);
-    expect(performance.now() - start).toBeLessThan(STALL_MS());
+    expect(threadCpuMs() - start).toBeLessThan(STALL_MS());
     expect(out).toBe(streamedMessages([ok, '[DONE]']));
   });
 });
