@@ -71,7 +71,9 @@ async function run(index: number): Promise<Outcome> {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
       body: JSON.stringify({ model: 'm1', stream: true, ...body(`${after} (case ${index})`) }),
-      signal: AbortSignal.timeout(5_000),
+      // Far below the upstream idle timeout (30 s) an unended stream would wait for; all 18 leave
+      // at once, so on a loaded box each needs more than the 5 s one alone had.
+      signal: AbortSignal.timeout(12_000),
     });
     const text = await res.text();
     // The upstream's rest is not read on for ever: its request is cancelled within ~1 s.
