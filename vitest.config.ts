@@ -65,6 +65,9 @@ const SLOW = [
   // unlisted until testspeed: the second longest file of a loaded full run (35 s: a child
   // process of ~14 s of CPU, 180 requests of 600 KB names), started at the 160th second
   'tests/redteam/inspector-hostile-shapes.test.ts',
+  // new, unlisted until testwait (so it started after every listed file): ~25 s of a loaded box,
+  // a stack and headless Chromium driven with the page's own waits
+  'tests/e2e/inspect-ux.test.ts',
   'tests/hardening/huge-lists.test.ts',
   'tests/server/capture-bounds.test.ts',
   'tests/redteam/hostile-inputs.test.ts',

@@ -91,10 +91,10 @@ describe('a URL where nothing healthy answers', () => {
         ['pi', '--url', url, '--print'],
         io,
         { PATH: '' },
-        { healthWaitMs: 1_500 },
+        { healthWaitMs: 600 },
       );
       expect(code).toBe(1);
-      expect(err.join('')).toContain('gave no healthy answer to GET /health within 2 s (no connection, or');
+      expect(err.join('')).toContain('gave no healthy answer to GET /health within 1 s (no connection, or');
       expect(err.join('')).not.toContain('took the connection');
     } finally {
       for (const s of sockets) s.destroy();

@@ -10,18 +10,21 @@
  * client (the chat door, the completions relay), and a passed-through stream stayed open until
  * the idle timeout.
  */
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { chunkEvent, proxyInFrontOf } from '../support/harness.js';
 
-/** Upstream requests still open (their response neither ended nor cancelled). */
-let open = 0;
+/**
+ * Each upstream request's close (its response ended or cancelled), by the case tag its prompt
+ * carries (`case N`): the cases run at once against the one upstream, each waiting on its own.
+ */
+const closed = new Map<string, Promise<void>>();
 
 const pair = proxyInFrontOf(
   (req, res) => {
     const on = req.body.includes('sending on') || req.body.includes('same read');
     res.writeHead(200, { 'content-type': 'text/event-stream' });
-    open++;
-    res.on('close', () => open--);
+    const tag = /case \d+/.exec(req.body.toString())?.[0] ?? 'untagged';
+    closed.set(tag, new Promise((resolve) => res.on('close', () => resolve())));
     // In the same read too: the rest follows [DONE] in the write that carries it.
     const same = req.body.includes('same read') ? `${chunkEvent({ content: ' MORE' })}data: [DONE]\n\n` : '';
     res.write(
@@ -49,24 +52,61 @@ const DOORS = [
   ['completions, relayed as bytes', '/v1/completions', (c: string) => ({ prompt: c })],
   ['a route toolproof does not own, passed through', '/v1/some/other', (c: string) => ({ input: c })],
 ] as const;
+const AFTER = ['silent', 'sending on', 'sending on, in the same read'] as const;
+const CASES = AFTER.flatMap((after) => DOORS.map((door) => [after, ...door] as const));
+
+/** What a case saw: the client's answer, and whether its upstream request was closed in time. */
+type Outcome = { status: number; text: string; upstreamClosed: boolean } | { error: unknown };
+
+/**
+ * Every case at once (each waits up to ~1 s for its upstream request's cancel: one after
+ * another they took ~10 s), each asserted by its own test below.
+ */
+const outcomes = new Map<string, Promise<Outcome>>();
+
+async function run(index: number): Promise<Outcome> {
+  const [after, , path, body] = CASES[index]!;
+  try {
+    const res = await fetch(`${pair.proxy.origin}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: 'm1', stream: true, ...body(`${after} (case ${index})`) }),
+      // Far below the upstream idle timeout (30 s) an unended stream would wait for; all 18 leave
+      // at once, so on a loaded box each needs more than the 5 s one alone had.
+      signal: AbortSignal.timeout(12_000),
+    });
+    const text = await res.text();
+    // The upstream's rest is not read on for ever: its request is cancelled within ~1 s.
+    let timer: NodeJS.Timeout | undefined;
+    const upstreamClosed = await Promise.race([
+      (closed.get(`case ${index}`) ?? Promise.reject(new Error('no upstream request'))).then(() => true),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), 3_000);
+      }),
+    ]).finally(() => clearTimeout(timer));
+    return { status: res.status, text, upstreamClosed };
+  } catch (error) {
+    return { error };
+  }
+}
 
 describe('an upstream that keeps its connection open after [DONE]', () => {
-  for (const after of ['silent', 'sending on', 'sending on, in the same read'])
-    it.each(DOORS)(`${after}: %s ends the client's stream whole, at once`, async (_name, path, body) => {
-      const res = await fetch(`${pair.proxy.origin}${path}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
-        body: JSON.stringify({ model: 'm1', stream: true, ...body(after) }),
-        signal: AbortSignal.timeout(5_000),
-      });
-      const text = await res.text();
-      expect(res.status).toBe(200);
+  beforeAll(() => {
+    for (let i = 0; i < CASES.length; i++) outcomes.set(String(i), run(i));
+  });
+
+  it.each(CASES.map((c, i) => [`${c[0]}: ${c[1]}`, i] as const))(
+    "%s ends the client's stream whole, at once",
+    async (_name, index) => {
+      const outcome = await outcomes.get(String(index))!;
+      if ('error' in outcome) throw outcome.error;
+      const { status, text, upstreamClosed } = outcome;
+      expect(status).toBe(200);
       expect(text).toContain('the answer');
       expect(text).not.toContain('MORE');
       expect(text).not.toMatch(/"error":\{|event: error|response\.failed/);
       expect(text).toMatch(/data: \[DONE\]\n\n$|message_stop|response\.completed/);
-      // The upstream's rest is not read on for ever: its request is cancelled within ~1 s.
-      for (let i = 0; i < 300 && open > 0; i++) await new Promise((r) => setTimeout(r, 10));
-      expect(open).toBe(0);
-    });
+      expect(upstreamClosed).toBe(true);
+    },
+  );
 });

@@ -59,7 +59,7 @@ beforeAll(async () => {
     pump();
   });
   proxy = await startProxy(
-    { TOOLPROOF_UPSTREAM_URL: upstream.url, TOOLPROOF_REQUEST_TIMEOUT_MS: '500' },
+    { TOOLPROOF_UPSTREAM_URL: upstream.url, TOOLPROOF_REQUEST_TIMEOUT_MS: '250' },
     {
       admission: { concurrency: 1, queueSize: 4, queueTimeoutMs: 10_000 },
       defaults: { forceToolUse: false },

@@ -4,7 +4,7 @@
  * in the last two seconds is reused, and a failed one is asked for again.
  */
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type FakeUpstream, fakeUpstream, type RunningProxy, startProxy } from '../support/harness.js';
 
 let up: FakeUpstream;
@@ -52,13 +52,20 @@ describe('the upstream model list behind GET /v1/models', () => {
   });
 
   it('is read again once it is two seconds old, and after a failure', async () => {
-    await new Promise((r) => setTimeout(r, 2_100));
-    failNext = true;
-    const before = listCalls();
-    // The upstream fails: the configured name is still listed, the served one is not.
-    expect((await openai.models.list()).data.map((m) => m.id)).toEqual(['real']);
-    // The failure is not kept: the next request asks again and sees the served model.
-    expect((await openai.models.list()).data.map((m) => m.id)).toEqual(['real', 'served-7b']);
-    expect(listCalls() - before).toBe(2);
+    // Two seconds pass on the clock the list's age is read from (performance.now), not on the
+    // wall: the test slept them until testwait.
+    const now = performance.now.bind(performance);
+    const clock = vi.spyOn(performance, 'now').mockImplementation(() => now() + 2_100);
+    try {
+      failNext = true;
+      const before = listCalls();
+      // The upstream fails: the configured name is still listed, the served one is not.
+      expect((await openai.models.list()).data.map((m) => m.id)).toEqual(['real']);
+      // The failure is not kept: the next request asks again and sees the served model.
+      expect((await openai.models.list()).data.map((m) => m.id)).toEqual(['real', 'served-7b']);
+      expect(listCalls() - before).toBe(2);
+    } finally {
+      clock.mockRestore();
+    }
   });
 });

@@ -262,7 +262,30 @@ function releaseOnShed(shedBefore: number): void {
   })();
 }
 
+/** The SDK cases' queue timeout: their wait is this and the Retry-After (at least 1 s). */
+const QUICK_QUEUE_MS = 300;
+
 describe('the real SDKs retry on the queue timeout after the Retry-After it gives', () => {
+  // A proxy of their own whose queue times out in 300 ms, not 1 s: the SDK's 503 comes sooner,
+  // the Retry-After it waits is the same (each case took 2 s; the door cases above keep 1 s, a
+  // full queue's 429 needing its two queued requests still there when the third comes).
+  let main: RunningProxy;
+  beforeAll(async () => {
+    main = proxy;
+    proxy = await startProxy(
+      { TOOLPROOF_UPSTREAM_URL: upstream.url },
+      {
+        admission: { concurrency: 1, queueSize: 2, queueTimeoutMs: QUICK_QUEUE_MS },
+        defaults: { forceToolUse: false },
+      },
+    );
+  });
+  afterAll(async () => {
+    releaseAll();
+    await proxy.close();
+    proxy = main;
+  });
+
   it('openai: a 503 from the queue, retried, then answered', async () => {
     const { held } = await occupy();
     const shedBefore = await timeouts();
@@ -274,9 +297,10 @@ describe('the real SDKs retry on the queue timeout after the Retry-After it give
       messages: [{ role: 'user', content: 'retry me' }],
     });
     expect(answer.choices[0]!.message.content).toBe('ok retry me');
-    // A 503 after 1 s in the queue, then the SDK waited the Retry-After (at least 1 s).
+    // A 503 after 300 ms in the queue, then the SDK waited the Retry-After (at least 1 s), not
+    // its own backoff (~0.5 s).
     expect(await timeouts()).toBeGreaterThan(shedBefore);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(1_900);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(QUICK_QUEUE_MS + 950);
     await held;
   });
 
@@ -293,7 +317,7 @@ describe('the real SDKs retry on the queue timeout after the Retry-After it give
     });
     expect(answer.content[0]).toMatchObject({ type: 'text', text: 'ok retry me' });
     expect(await timeouts()).toBeGreaterThan(shedBefore);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(1_900);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(QUICK_QUEUE_MS + 950);
     await held;
   });
 });
