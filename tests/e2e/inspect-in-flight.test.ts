@@ -9,7 +9,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumAvailable, openPage } from '../support/browser.js';
 import { type RunningProxy, startProxy } from '../support/harness.js';
-import { type HeldStream, startHeldStream } from '../support/held-stream.js';
+import { type HeldStream, readUntil, startHeldStream } from '../support/held-stream.js';
 
 let upstream: HeldStream;
 let proxy: RunningProxy;
@@ -36,14 +36,7 @@ describe.skipIf(!chromiumAvailable)('the inspector page on a request in flight',
       headers: { 'content-type': 'application/json', 'x-request-id': 'held-page' },
       body: JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'Tell me' }], stream: true }),
     });
-    const reader = res.body!.getReader();
-    const decoder = new TextDecoder();
-    let received = '';
-    while (!received.includes('the first half')) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`the stream ended early: ${received}`);
-      received += decoder.decode(value, { stream: true });
-    }
+    const reader = await readUntil(res, 'the first half');
 
     await page.goto(`${proxy.origin}/inspect#/r/held-page`);
     const modelText = page.locator('#model-wrote pre.text');

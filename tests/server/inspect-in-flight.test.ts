@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { answer, type RequestView } from '../../server/capture/query.js';
 import { Attempt, CaptureRing, type RecordInit } from '../../server/capture/ring.js';
 import { type RunningProxy, startProxy } from '../support/harness.js';
-import { type HeldStream, startHeldStream } from '../support/held-stream.js';
+import { type HeldStream, readUntil, startHeldStream } from '../support/held-stream.js';
 
 let proxy: RunningProxy | undefined;
 let upstream: HeldStream | undefined;
@@ -38,14 +38,7 @@ describe('a request in flight, read through /inspect/api/requests/:id', () => {
     });
     expect(res.status).toBe(200);
     // Read until the client has the first half: toolproof read it and passed it on.
-    const reader = res.body!.getReader();
-    const decoder = new TextDecoder();
-    let received = '';
-    while (!received.includes('the first half')) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`the stream ended early: ${received}`);
-      received += decoder.decode(value, { stream: true });
-    }
+    const reader = await readUntil(res, 'the first half');
 
     const partial = await view('held-1');
     expect(partial.record.inFlight).toBe(true);

@@ -42,3 +42,22 @@ export async function startHeldStream(first: readonly Piece[], rest: readonly Pi
   });
   return { ...upstream, release, holding };
 }
+
+/**
+ * Reads a streamed response until what arrived includes `text` (the client has the first half
+ * of a held answer); returns the reader to read the rest with. Throws when the stream ends first.
+ */
+export async function readUntil(
+  res: Response,
+  text: string,
+): Promise<ReadableStreamDefaultReader<Uint8Array>> {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let received = '';
+  while (!received.includes(text)) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`the stream ended early: ${received}`);
+    received += decoder.decode(value, { stream: true });
+  }
+  return reader;
+}
