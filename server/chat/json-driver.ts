@@ -14,6 +14,7 @@ import {
   upstreamJsonProblem,
 } from '../../protocol/completion-shape.js';
 import { ToolproofError } from '../../protocol/errors.js';
+import { upstreamErrorMessage } from '../../protocol/error-body.js';
 import type { ChatCompletion, Usage } from '../../protocol/openai.js';
 import { scanJsonValue } from '../../parsers/kit/json-scan.js';
 import { readUpstreamBytes } from './attempt.js';
@@ -188,15 +189,12 @@ export function usageFromBytes(body: Buffer): Usage | undefined {
   return key < 0 ? undefined : usageFromRaw(body.toString('utf8', key));
 }
 
-/** Characters of a body that is not an answer shown to the client (as an upstream error's message). */
-const SHOWN_TEXT = 4000;
-
-/** The start of a body shown to people: decoded only as far as SHOWN_TEXT characters reach. */
+/**
+ * The start of a body shown to people, cut as an upstream error's text is (upstreamErrorMessage:
+ * 4,000 characters), decoded only as far as those can reach.
+ */
 function textOf(bytes: Buffer): string {
-  return bytes
-    .toString('utf8', 0, Math.min(bytes.length, 4 * SHOWN_TEXT))
-    .trim()
-    .slice(0, SHOWN_TEXT);
+  return upstreamErrorMessage(bytes.toString('utf8', 0, Math.min(bytes.length, 16_000)), '');
 }
 
 const isSpace = (b: number | undefined) => b === 32 || b === 10 || b === 13 || b === 9;
