@@ -323,14 +323,13 @@ export function captureAttemptSent(call: ChatCall, body: string | Buffer, sentAt
   const w = call.capture;
   if (!w) return;
   w.attempts = call.trace.attempts;
-  w.newAttempt(
-    call.trace.attempts,
-    call.route.client.label,
-    epochOf(sentAt),
-    sentAt - startOf(call),
-    call.phase.request.stream === true,
-    typeof body === 'string' ? w.text(body) : w.fromBytes(body),
-  );
+  const n = call.trace.attempts;
+  const upstream = call.route.client.label;
+  const at = epochOf(sentAt);
+  const queueMs = sentAt - startOf(call);
+  const stream = call.phase.request.stream === true;
+  if (typeof body === 'string') w.newAttempt(n, upstream, at, queueMs, stream, w.text(body));
+  else w.attemptOf(n, upstream, at, queueMs, stream, body);
   w.note(200);
 }
 

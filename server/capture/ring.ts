@@ -178,6 +178,13 @@ export class Attempt implements CapturedAttempt {
   private sOff!: number;
   private sLen!: number;
   private sCut!: number;
+  /**
+   * The bytes the body as sent begins with that are the client's body as kept (`hLen` > 0: at
+   * `hLap`, `hOff` in the arena, before the attempt's own piece): see RecordWriter.attemptOf.
+   */
+  private hLap!: number;
+  private hOff!: number;
+  private hLen!: number;
   private pObj!: CapturedText;
   private pLap!: number;
   private pOff!: number;
@@ -224,6 +231,9 @@ export class Attempt implements CapturedAttempt {
     this.sOff = 0;
     this.sLen = -1;
     this.sCut = 0;
+    this.hLap = 0;
+    this.hOff = 0;
+    this.hLen = 0;
     this.pObj = NO_TEXT;
     this.pLap = 0;
     this.pOff = 0;
@@ -242,6 +252,24 @@ export class Attempt implements CapturedAttempt {
       this.sCut = SCRATCH.cut;
     } else this.sObj = request;
     return this;
+  }
+
+  /**
+   * The body as sent begins with `len` bytes of the client's body as kept in `arena` (at `lap`,
+   * `off`), before what reset was given (the rest, copied), or is those bytes alone (given none).
+   */
+  shareHead(arena: Arena, lap: number, off: number, len: number): void {
+    if (this.sLen < 0 && this.sObj === NO_TEXT) {
+      this.arena = arena;
+      this.sLap = lap;
+      this.sOff = off;
+      this.sLen = len;
+      this.sCut = 0;
+    } else if (this.sLen >= 0 && this.arena === arena) {
+      this.hLap = lap;
+      this.hOff = off;
+      this.hLen = len;
+    }
   }
 
   /** Waiting to be reused (RecordWriter.release): what holds memory or a request's words dropped. */
@@ -311,7 +339,11 @@ export class Attempt implements CapturedAttempt {
 
   /** The request body exactly as sent (cut). */
   get request(): CapturedText {
-    return this.sLen < 0 ? this.sObj : unfold(this.arena!, this.sLap, this.sOff, this.sLen, this.sCut);
+    if (this.sLen < 0) return this.sObj;
+    if (this.hLen === 0) return unfold(this.arena!, this.sLap, this.sOff, this.sLen, this.sCut);
+    // The head is the older piece: while it is intact, so is the rest (LazyText reads it first).
+    const pieces = [this.hLap, this.hOff, this.hLen, this.sLap, this.sOff, this.sLen];
+    return new LazyText(this.arena!.buf, this.hLap, this.hOff, this.hLen, pieces, this.sCut, this.arena);
   }
 
   toJSON(): CapturedAttempt {
@@ -336,6 +368,34 @@ export class Attempt implements CapturedAttempt {
 /** Milliseconds as whole tenths (what the record shows: one decimal). */
 function tenths(ms: number): number {
   return Math.round(ms * 10);
+}
+
+/** The fewest bytes an attempt's body shares with the client's for it to be kept as shared (attemptOf). */
+const SHARED_HEAD_MIN = 512;
+/** Bytes compared at a time (one memcmp each) before the block that differs is halved. */
+const COMPARE_BLOCK = 16 * 1024;
+
+/**
+ * How many bytes `b` begins with that are `a`'s `len` bytes at `off`: compared a block at a time
+ * (memcmp), the block that differs halved down to 64 bytes, those read one by one. Linear: each
+ * byte up to the difference is read about once, in ~15 calls for an agent's 90 KB.
+ */
+export function commonPrefix(a: Buffer, off: number, len: number, b: Buffer): number {
+  const n = Math.min(len, b.length);
+  let lo = 0;
+  let hi = Math.min(n, COMPARE_BLOCK);
+  while (lo < n && a.compare(b, lo, hi, off + lo, off + hi) === 0) {
+    lo = hi;
+    hi = Math.min(n, hi + COMPARE_BLOCK);
+  }
+  // A difference lies in [lo, hi) (or lo is n).
+  while (hi - lo > 64) {
+    const mid = (lo + hi) >>> 1;
+    if (a.compare(b, lo, mid, off + lo, off + mid) === 0) lo = mid;
+    else hi = mid;
+  }
+  while (lo < hi && a[off + lo] === b[lo]) lo++;
+  return lo;
 }
 
 /** Where the last text foldInto accepted is (read at once by its caller: no object per fold). */
@@ -646,6 +706,42 @@ export class RecordWriter implements CaptureRecord {
         : new Attempt(n, upstream, at, queueMs, stream, request);
     this.attempt(a);
     return a;
+  }
+
+  /**
+   * A new attempt whose body as sent is `body`, kept as newAttempt keeps it, except for the bytes
+   * it begins with that are the client's body as kept: those are read from there and only the
+   * rest is copied. A request policy's rewrite mostly appends (forced tool use: final_answer
+   * after the client's tools, then `tool_choice`; a body no policy rewrote is the client's own
+   * bytes), so an agent's turn keeps its ~90 KB prompt once, not twice: the ring holds about
+   * twice as many of them, and the attempt's copy costs its few hundred new bytes.
+   */
+  attemptOf(
+    n: number,
+    upstream: string,
+    at: number,
+    queueMs: number,
+    stream: boolean,
+    body: Buffer,
+  ): Attempt {
+    const head = this.sharedHead(body);
+    if (head === 0) return this.newAttempt(n, upstream, at, queueMs, stream, this.fromBytes(body));
+    const rest = head < body.length ? this.fromBytes(body.subarray(head)) : NO_TEXT;
+    const a = this.newAttempt(n, upstream, at, queueMs, stream, rest);
+    a.shareHead(this.ring.arenaNow!, this.bLap, this.bOff, head);
+    return a;
+  }
+
+  /**
+   * How many bytes `body` begins with that the client's body as kept has too: 0 unless that body
+   * is whole in the arena and intact, the head at least SHARED_HEAD_MIN and the rest fits whole.
+   */
+  private sharedHead(body: Buffer): number {
+    const arena = this.ring.arenaNow;
+    if (this.evicted || arena === undefined || this.bLen < SHARED_HEAD_MIN || this.bCut !== 0) return 0;
+    if (body.length > this.ring.limits.textChars || !arena.intact(this.bLap, this.bOff)) return 0;
+    const head = commonPrefix(arena.buf, this.bOff, this.bLen, body);
+    return head >= SHARED_HEAD_MIN && body.length - head <= this.room() ? head : 0;
   }
 
   /**

@@ -16,12 +16,14 @@ import {
 import { reassemble } from '../../server/capture/reassemble.js';
 import { redactedHeaderText } from '../../server/capture/redact.js';
 import { ownRun, runOfHistory } from '../../server/capture/runs.js';
+import { prng } from '../support/cost-scaling.js';
 import type { ChatCall } from '../../server/chat/context.js';
 import { harnessOf } from '../../server/chat/harness-summary.js';
 import { type HarnessTrace, newTrace } from '../../server/chat/trace.js';
 import {
   Attempt,
   type CaptureRecord,
+  commonPrefix,
   CaptureRing,
   type RecordInit,
   type RecordWriter,
@@ -397,6 +399,118 @@ describe('a record kept as few objects (issue 28: capture CPU), read as the reco
     }
     expect(text.text).toBe('');
     expect(text.cut).toBe(6 * 1004);
+  });
+});
+
+describe("an attempt's body kept as the client's bytes it begins with, and its own rest", () => {
+  // A client body as an agent sends one (non-ASCII included), and the body a policy that
+  // appends makes of it: forced tool use adds final_answer after the tools, then tool_choice.
+  const client = Buffer.from(
+    JSON.stringify({
+      model: 'm',
+      messages: Array.from({ length: 40 }, (_, i) => ({
+        role: 'user',
+        content: `turn ${i}: café 日本 🙂 ${'x'.repeat(50)}`,
+      })),
+      tools: [{ type: 'function', function: { name: 'read', parameters: { type: 'object' } } }],
+    }),
+  );
+  const appended = Buffer.concat([
+    client.subarray(0, client.length - 2),
+    Buffer.from(
+      ',{"type":"function","function":{"name":"final_answer","description":"Réponse"}}],"tool_choice":"required"}',
+    ),
+  ]);
+  const withBody = (ring: CaptureRing, id: string, body: Buffer) => {
+    const w = ring.open(record(id));
+    w.body = w.fromBytes(body);
+    return w;
+  };
+
+  it('finds the first byte that differs wherever it is (commonPrefix against a naive scan)', () => {
+    const rand = prng(7);
+    const arena = Buffer.alloc(200_000, 0x61);
+    for (let k = 0; k < 300; k++) {
+      const len = 1 + Math.floor(rand() * 60_000);
+      const off = Math.floor(rand() * (arena.length - len));
+      const b = Buffer.from(arena.subarray(off, off + len));
+      const at = rand() < 0.2 ? len : Math.floor(rand() * len);
+      if (at < len) b[at] = 0x62;
+      const blen = rand() < 0.2 ? Math.floor(rand() * len) : len;
+      expect(commonPrefix(arena, off, len, b.subarray(0, blen))).toBe(Math.min(at, blen));
+    }
+  });
+
+  it('reads back byte for byte, and the record is charged for the rest only', () => {
+    const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 64 * 1024 });
+    const w = withBody(ring, 'a', client);
+    const before = w.bytes;
+    const a = w.attemptOf(1, 'u', Date.now(), 0, true, appended);
+    expect(a.request.text).toBe(appended.toString('utf8'));
+    expect(a.request.cut).toBe(0);
+    expect(JSON.parse(JSON.stringify(a)).request).toEqual({ text: appended.toString('utf8'), cut: 0 });
+    const rest = appended.length - (client.length - 2);
+    expect(w.bytes - before).toBeLessThan(4 * rest);
+    expect(w.bytes - before).toBeGreaterThan(0);
+  });
+
+  it("a body no policy rewrote is the client's bytes alone: nothing copied, nothing charged", () => {
+    const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 64 * 1024 });
+    const w = withBody(ring, 'a', client);
+    const before = w.bytes;
+    const a = w.attemptOf(1, 'u', Date.now(), 0, true, Buffer.from(client));
+    expect(a.request.text).toBe(client.toString('utf8'));
+    expect(w.bytes).toBe(before);
+    expect(w.inArena()).toBe(true);
+  });
+
+  it('a head cut inside a character (the bytes differ there) reads as the bytes sent', () => {
+    const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 64 * 1024 });
+    const w = withBody(ring, 'a', client);
+    // 'é' is C3 A9; 'è' is C3 A8: the shared head ends between the two bytes of one character.
+    const at = client.indexOf('café') + 4;
+    const sent = Buffer.concat([client.subarray(0, at), Buffer.from([0xa8]), client.subarray(at + 1)]);
+    expect(client[at - 1]).toBe(0xc3);
+    const a = w.attemptOf(1, 'u', Date.now(), 0, true, sent);
+    expect(a.request.text).toBe(sent.toString('utf8'));
+    expect(a.request.text).toContain('cafè');
+  });
+
+  it('a body that differs early, or a client body kept cut, is copied whole as before', () => {
+    const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 64 * 1024 });
+    const w = withBody(ring, 'a', client);
+    const early = Buffer.from(client.toString('utf8').replace('"model":"m"', '"model":"upstream-name"'));
+    const before = w.bytes;
+    expect(w.attemptOf(1, 'u', Date.now(), 0, true, early).request.text).toBe(early.toString('utf8'));
+    expect(w.bytes - before).toBeGreaterThanOrEqual(2 * early.length);
+    const small = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 2000 });
+    const cut = withBody(small, 'b', client);
+    expect(cut.body.cut).toBe(client.length - 2000);
+    const a = cut.attemptOf(1, 'u', Date.now(), 0, true, appended);
+    expect(a.request).toMatchObject({
+      text: appended.subarray(0, 2000).toString('utf8'),
+      cut: appended.length - 2000,
+    });
+  });
+
+  it("reads as cut once the arena wrote over the client's bytes, never as another record's", () => {
+    const ring = new CaptureRing({ maxBytes: 64 * 1024, textChars: 8192 });
+    const body = Buffer.from(`{"messages":"${'m'.repeat(3000)}"}`);
+    const w = withBody(ring, 'old', body);
+    const sent = Buffer.concat([
+      body.subarray(0, body.length - 1),
+      Buffer.from(',"tool_choice":"required"}'),
+    ]);
+    const request = w.attemptOf(1, 'u', Date.now(), 0, true, sent).request;
+    expect(request.text).toBe(sent.toString('utf8'));
+    for (let i = 0; i < 40; i++) {
+      const n = ring.open(record(`n${i}`));
+      n.client('z'.repeat(4000));
+      n.endClient();
+    }
+    expect(w.evicted).toBe(true);
+    expect(request.text).toBe('');
+    expect(request.cut).toBe(sent.length);
   });
 });
 
