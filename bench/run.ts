@@ -53,6 +53,9 @@
  *   --ab-budget=S        stop starting cycles after S seconds per workload (default 75, --quick 25)
  *   --ab-workloads=LIST  only these A/B workloads: short, long, agent (default all three; a
  *                        narrower interval for one in the same time)
+ *   --ab-processes=K     K generations of processes (a fresh one per variant each, the cycles
+ *                        and budget split among them), pooled; the interval resamples the
+ *                        generations, then their cycles: a process's own speed is in it (default 1)
  */
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -76,7 +79,14 @@ import {
   toolsStreamBody,
 } from './lib/fixtures.js';
 import { type LatencySummary, probe, runLoad, summarize } from './lib/load.js';
-import { type AbResult, type AbVariant, abVerdict, fixedCostVerdict, measureAb } from './lib/overhead-ab.js';
+import {
+  type AbResult,
+  type AbVariant,
+  abVerdict,
+  fixedCostVerdict,
+  measureAb,
+  mergeGenerations,
+} from './lib/overhead-ab.js';
 import {
   CLK_TCK,
   type Child,
@@ -204,6 +214,8 @@ interface Options {
   abBudgetS: number;
   /** The A/B cases: only these workloads (short, long, agent); null: all three. */
   abWorkloads: Set<string> | null;
+  /** The A/B cases: process generations (a fresh process per variant each), pooled. */
+  abProcesses: number;
 
   out: string;
 }
@@ -224,6 +236,7 @@ function parseArgs(argv: string[]): Options {
     abCycles: 0,
     abBudgetS: 0,
     abWorkloads: null,
+    abProcesses: 1,
     out: join(ROOT, 'bench/results/proxy.json'),
   };
   let roundsGiven = false;
@@ -246,6 +259,8 @@ function parseArgs(argv: string[]): Options {
       opts.abCycles = Number(value);
     else if (key === '--ab-budget' && value && /^\d+$/.test(value) && Number(value) > 0)
       opts.abBudgetS = Number(value);
+    else if (key === '--ab-processes' && value && /^\d+$/.test(value) && Number(value) > 0)
+      opts.abProcesses = Number(value);
     else if (key === '--ab-workloads' && value) {
       opts.abWorkloads = new Set(value.split(',').map((s) => s.trim()));
       for (const w of opts.abWorkloads)
@@ -1085,63 +1100,87 @@ async function measureAbCases(
   ];
   const chosen = opts.abWorkloads && new Set([...opts.abWorkloads].map((w) => AB_WORKLOAD_IDS[w]));
   const workloads = chosen ? allWorkloads.filter((c) => chosen.has(c.id)) : allWorkloads;
-  const variants: AbVariant[] = [];
-  const out: AbResult[] = [];
+  const generations = opts.abProcesses;
+  // Per workload, its results of each generation (merged at the end: mergeGenerations).
+  const byWorkload = workloads.map(() => [] as AbResult[]);
+  let variants: AbVariant[] = [];
+  let children: Child[] = [];
+  const stop = async () => {
+    await Promise.all(variants.map((v) => v.pool.close()));
+    await Promise.all(children.map((c) => stopChild(c)));
+    variants = [];
+    children = [];
+  };
   try {
-    for (const spec of specs) {
-      const l = await launch(spec.env);
-      variants.push({ name: spec.name, pool: new Pool(l.origin, POOL_OPTIONS), pids: l.pids });
-      log(`A/B: toolproof (${spec.name}) pid ${l.child.pid} on ${l.origin}`);
-    }
-    for (const c of workloads) {
-      for (const v of variants) {
-        const p = await probe(v.pool, c.body);
-        const check =
-          c.id === 'agent-turn-c8'
-            ? {
-                ok:
-                  p.status === 200 &&
-                  p.text.includes(`"name":"${AGENT_CALL.name}"`) &&
-                  p.text.includes('data: [DONE]'),
-                detail: `expected a streamed ${AGENT_CALL.name} call: HTTP ${p.status} ${p.text.slice(0, 300)}`,
-              }
-            : checkResponse(c, 'proxied', p.status, p.text);
-        if (!check.ok) throw new Error(`A/B ${c.id}: toolproof (${v.name}) check failed: ${check.detail}`);
+    for (let g = 0; g < generations; g++) {
+      const tag = generations > 1 ? ` [processes ${g + 1}/${generations}]` : '';
+      for (const spec of specs) {
+        const l = await launch(spec.env);
+        children.push(l.child);
+        variants.push({ name: spec.name, pool: new Pool(l.origin, POOL_OPTIONS), pids: l.pids });
+        log(`A/B${tag}: toolproof (${spec.name}) pid ${l.child.pid} on ${l.origin}`);
       }
-      const t0 = Date.now();
-      const r = await measureAb(
-        variants,
-        {
-          id: c.id,
-          title: c.title,
-          body: c.body,
-          stream: c.stream,
-          concurrency: c.concurrency,
-          sliceRequests: AB_SLICE_REQUESTS[c.id] ?? 8 * c.concurrency,
-          budgetMs: opts.abBudgetS * 1000,
-          minCycles: 6,
-          burnInCycles: 3,
-          warmupMs: opts.quick ? 2000 : 3000,
-        },
-        opts.abCycles,
-      );
-      out.push(r);
-      log(
-        `  A/B ${c.id}: ${r.variants
-          .map(
-            (v, i) =>
-              `${v.name} ${fmtUs(v.pooledUs)}/req` +
-              (i === 0 ? '' : ` x${v.ratio.toFixed(3)} [${v.ci[0].toFixed(3)}, ${v.ci[1].toFixed(3)}]`),
-          )
-          .join(' | ')}  (${((Date.now() - t0) / 1000).toFixed(1)} s)`,
-      );
+      for (const [wi, c] of workloads.entries()) {
+        for (const v of variants) {
+          const p = await probe(v.pool, c.body);
+          const check =
+            c.id === 'agent-turn-c8'
+              ? {
+                  ok:
+                    p.status === 200 &&
+                    p.text.includes(`"name":"${AGENT_CALL.name}"`) &&
+                    p.text.includes('data: [DONE]'),
+                  detail: `expected a streamed ${AGENT_CALL.name} call: HTTP ${p.status} ${p.text.slice(0, 300)}`,
+                }
+              : checkResponse(c, 'proxied', p.status, p.text);
+          if (!check.ok) throw new Error(`A/B ${c.id}: toolproof (${v.name}) check failed: ${check.detail}`);
+        }
+        const t0 = Date.now();
+        const r = await measureAb(
+          variants,
+          {
+            id: c.id,
+            title: c.title,
+            body: c.body,
+            stream: c.stream,
+            concurrency: c.concurrency,
+            sliceRequests: AB_SLICE_REQUESTS[c.id] ?? 8 * c.concurrency,
+            // The cycles and the budget are the run's, shared among the generations.
+            budgetMs: (opts.abBudgetS * 1000) / generations,
+            minCycles: 6,
+            burnInCycles: 3,
+            warmupMs: opts.quick ? 2000 : 3000,
+          },
+          Math.max(6, Math.ceil(opts.abCycles / generations)),
+        );
+        byWorkload[wi]!.push(r);
+        log(
+          `  A/B${tag} ${c.id}: ${r.variants
+            .map(
+              (v, i) =>
+                `${v.name} ${fmtUs(v.pooledUs)}/req` +
+                (i === 0 ? '' : ` x${v.ratio.toFixed(3)} [${v.ci[0].toFixed(3)}, ${v.ci[1].toFixed(3)}]`),
+            )
+            .join(' | ')}  (${((Date.now() - t0) / 1000).toFixed(1)} s)`,
+        );
+      }
+      if (generations > 1) await stop();
     }
     if (abs.has('ab-tracing') || abs.has('ab-both'))
       log(`  A/B: the OTLP sink received ${sink.exports()} export requests`);
   } finally {
-    await Promise.all(variants.map((v) => v.pool.close()));
+    await stop();
     sink.close();
   }
+  const out = byWorkload.map((rs) => mergeGenerations(rs));
+  if (generations > 1)
+    for (const r of out)
+      log(
+        `  A/B ${r.workload}, ${generations} generations pooled: ${r.variants
+          .slice(1)
+          .map((v) => `${v.name} x${v.ratio.toFixed(3)} [${v.ci[0].toFixed(3)}, ${v.ci[1].toFixed(3)}]`)
+          .join(' | ')}`,
+      );
   return out;
 }
 

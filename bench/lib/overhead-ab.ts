@@ -81,8 +81,10 @@ export interface AbVariantResult {
   medianRatio: number;
   /** Pooled CPU per request / the base's: the figure judged. */
   ratio: number;
-  /** 95% bootstrap interval of `ratio`, resampling cycles. */
+  /** 95% bootstrap interval of `ratio`, resampling cycles (and processes: mergeGenerations). */
   ci: [number, number];
+  /** Per cycle: its CPU (ns) and requests, as pooled; per process generation when merged. */
+  costs: CycleCost[][];
   requests: number;
   errors: number;
   firstError?: string;
@@ -312,11 +314,98 @@ export async function measureAb(
         medianRatio: median(ratios),
         ratio: pooledRatio(own, base),
         ci: i === 0 ? [1, 1] : bootstrapRatioCi(own, base),
+        costs: [own],
         requests: t.requests,
         errors: t.errors,
         ...(t.firstError ? { firstError: t.firstError } : {}),
       };
     }),
     slices,
+  };
+}
+
+/**
+ * Percentile bootstrap interval of the pooled ratio over several process generations (each a
+ * fresh process per variant, measured in cycles of its own): generations resampled with
+ * replacement, then cycles within each, paired as in bootstrapRatioCi. A process's own speed
+ * (its heap's layout, what its JIT made) shifts all its cycles alike, so an interval over the
+ * cycles of one pair of processes says nothing of it: an A/A of two identical processes read
+ * 0.963x [0.908, 1.018] (6 December 2026), a spread the size of the 5% judged.
+ */
+export function hierarchicalRatioCi(
+  v: readonly (readonly CycleCost[])[],
+  base: readonly (readonly CycleCost[])[],
+  { level = 0.95, resamples = 4000, seed = 1 } = {},
+): [number, number] {
+  const g = v.length;
+  if (g === 0 || base.length !== g) return [Number.NaN, Number.NaN];
+  const rand = seededRandom(seed);
+  const out: number[] = [];
+  for (let b = 0; b < resamples; b++) {
+    let vc = 0;
+    let vr = 0;
+    let bc = 0;
+    let br = 0;
+    for (let k = 0; k < g; k++) {
+      const gi = Math.floor(rand() * g);
+      const vs = v[gi]!;
+      const bs = base[gi]!;
+      for (let i = 0; i < vs.length; i++) {
+        const c = Math.floor(rand() * vs.length);
+        vc += vs[c]!.cpu;
+        vr += vs[c]!.requests;
+        bc += bs[c]!.cpu;
+        br += bs[c]!.requests;
+      }
+    }
+    out.push(vc / vr / (bc / br));
+  }
+  out.sort((a, b) => a - b);
+  const tail = (1 - level) / 2;
+  return [quantile(out, tail), quantile(out, 1 - tail)];
+}
+
+/**
+ * One workload's results from several process generations as one: every cycle pooled, the
+ * interval over generations and their cycles (hierarchicalRatioCi). One generation: as it was.
+ */
+export function mergeGenerations(results: readonly AbResult[]): AbResult {
+  if (results.length === 1) return results[0]!;
+  const first = results[0]!;
+  let offset = 0;
+  const slices: AbSlice[] = [];
+  for (const r of results) {
+    for (const s of r.slices) slices.push({ ...s, cycle: s.cycle + offset });
+    offset += r.cycles;
+  }
+  const baseCosts = results.flatMap((r) => r.variants[0]!.costs);
+  return {
+    workload: first.workload,
+    title: first.title,
+    cycles: offset,
+    sliceRequests: first.sliceRequests,
+    measuredMs: results.reduce((a, r) => a + r.measuredMs, 0),
+    slices,
+    variants: first.variants.map((v0, i) => {
+      const costs = results.flatMap((r) => r.variants[i]!.costs);
+      const all = costs.flat();
+      const baseAll = baseCosts.flat();
+      const ratios = results.flatMap((r) => r.variants[i]!.ratios);
+      const requests = all.reduce((a, x) => a + x.requests, 0);
+      const firstError = results.map((r) => r.variants[i]!.firstError).find((e) => e !== undefined);
+      return {
+        name: v0.name,
+        cpuUsPerRequest: results.flatMap((r) => r.variants[i]!.cpuUsPerRequest),
+        pooledUs: all.reduce((a, x) => a + x.cpu, 0) / 1000 / Math.max(1, requests),
+        ratios,
+        medianRatio: median(ratios),
+        ratio: pooledRatio(all, baseAll),
+        ci: i === 0 ? [1, 1] : hierarchicalRatioCi(costs, baseCosts),
+        costs,
+        requests: results.reduce((a, r) => a + r.variants[i]!.requests, 0),
+        errors: results.reduce((a, r) => a + r.variants[i]!.errors, 0),
+        ...(firstError ? { firstError } : {}),
+      };
+    }),
   };
 }

@@ -10,7 +10,10 @@ import {
   cycleOrder,
   fixedCostVerdict,
   groupCpuNs,
+  hierarchicalRatioCi,
   median,
+  mergeGenerations,
+  type AbResult,
   pooledRatio,
   seededRandom,
 } from '../../bench/lib/overhead-ab.js';
@@ -115,6 +118,87 @@ describe('bootstrapRatioCi', () => {
   it('has no interval without cycles, or when the sides do not pair', () => {
     expect(bootstrapRatioCi([], []).every(Number.isNaN)).toBe(true);
     expect(bootstrapRatioCi([{ cpu: 1, requests: 1 }], []).every(Number.isNaN)).toBe(true);
+  });
+});
+
+describe('hierarchicalRatioCi and mergeGenerations (process generations pooled)', () => {
+  // Generations whose processes run a little faster or slower each (a variant's own speed), the
+  // true ratio 1.00: each generation's cycles alone bracket its own process's ratio.
+  const generations = (offsets: number[]) =>
+    offsets.map((off, g) => {
+      const { base, v } = cycles(30, 1 + off, 0.02, 11 + g);
+      return { base, v };
+    });
+
+  it("widens with the spread between processes, which one pair's cycles cannot show", () => {
+    const gs = generations([-0.04, 0.03, 0.01, -0.02, 0.02]);
+    const [lo, hi] = hierarchicalRatioCi(
+      gs.map((g) => g.v),
+      gs.map((g) => g.base),
+    );
+    expect(lo).toBeLessThan(1);
+    expect(hi).toBeGreaterThan(1);
+    const [lo1, hi1] = bootstrapRatioCi(gs[0]!.v, gs[0]!.base);
+    expect(hi1).toBeLessThan(1); // one pair alone: a false "below 1"
+    expect(hi - lo).toBeGreaterThan(2 * (hi1 - lo1));
+    // Processes alike: about as narrow as the cycles of all of them.
+    const same = generations([0, 0, 0, 0, 0]);
+    const [slo, shi] = hierarchicalRatioCi(
+      same.map((g) => g.v),
+      same.map((g) => g.base),
+    );
+    expect(shi - slo).toBeLessThan(hi - lo);
+    expect(hierarchicalRatioCi([], []).every(Number.isNaN)).toBe(true);
+  });
+
+  it('pools every cycle of every generation, and keeps one generation as it was', () => {
+    const gs = generations([0.1, 0.0]);
+    const result = (g: { base: CycleCost[]; v: CycleCost[] }): AbResult => ({
+      workload: 'w',
+      title: 't',
+      cycles: g.base.length,
+      sliceRequests: 1,
+      measuredMs: 10,
+      slices: [],
+      variants: [
+        {
+          name: 'base',
+          cpuUsPerRequest: [],
+          pooledUs: 0,
+          ratios: [],
+          medianRatio: 1,
+          ratio: 1,
+          ci: [1, 1],
+          costs: [g.base],
+          requests: 1,
+          errors: 0,
+        },
+        {
+          name: 'v',
+          cpuUsPerRequest: [],
+          pooledUs: 0,
+          ratios: [1],
+          medianRatio: 1,
+          ratio: pooledRatio(g.v, g.base),
+          ci: [0, 2],
+          costs: [g.v],
+          requests: 1,
+          errors: 0,
+        },
+      ],
+    });
+    const one = result(gs[0]!);
+    expect(mergeGenerations([one])).toBe(one);
+    const merged = mergeGenerations(gs.map(result));
+    expect(merged.cycles).toBe(60);
+    expect(merged.variants[1]!.ratio).toBeCloseTo(
+      pooledRatio([...gs[0]!.v, ...gs[1]!.v], [...gs[0]!.base, ...gs[1]!.base]),
+      12,
+    );
+    expect(merged.variants[1]!.costs).toHaveLength(2);
+    const [lo, hi] = merged.variants[1]!.ci;
+    expect(lo).toBeLessThan(merged.variants[1]!.ratio);
+    expect(hi).toBeGreaterThan(merged.variants[1]!.ratio);
   });
 });
 
