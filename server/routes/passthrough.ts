@@ -238,6 +238,9 @@ function responseHeaders(
   );
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined || DROP_RESPONSE_HEADERS.has(name) || named.has(name)) continue;
+    // Which browser origins may read an answer is toolproof's to say (server/cors.ts), on this
+    // route as on any: vLLM allows every origin that asks ("*"), whatever the operator allowed.
+    if (name.startsWith('access-control-')) continue;
     out[name] = value;
   }
   return out;
