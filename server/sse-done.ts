@@ -29,6 +29,11 @@ export class SseDoneScan {
   private doneLine = false;
   /** The [DONE] event was found: everything after it is not the client's. */
   done = false;
+  /**
+   * Events ended so far that held a data line (what SseParser reads as a payload): a stream of
+   * comments and blank lines alone counts none (a relay's idle clock, QuietClock, reads it).
+   */
+  events = 0;
 
   /**
    * One read: the offset in it just past the [DONE] event's end, when that is in this read
@@ -81,6 +86,7 @@ export class SseDoneScan {
     this.head = '';
     this.long = false;
     if (line === '') {
+      if (this.dataLines > 0) this.events++;
       const done = this.dataLines === 1 && this.doneLine;
       this.dataLines = 0;
       this.doneLine = false;

@@ -59,6 +59,14 @@ export class UpstreamBody implements AsyncIterable<Buffer> {
     private readonly scrubber?: SecretScrubber,
   ) {}
 
+  /**
+   * Whether the bytes read may differ from those the upstream sent (its keys replaced, see
+   * upstream-secrets.ts): then the upstream's content-length does not count them.
+   */
+  get rewritten(): boolean {
+    return this.scrubber !== undefined;
+  }
+
   /** A body that is already whole (tests, fakes): nothing to pause or cancel. */
   static of(bytes: Buffer | string, declaredLength = Number.NaN): UpstreamBody {
     const body = new UpstreamBody(INERT, declaredLength);

@@ -112,11 +112,14 @@ const FINISHED = '"finish_reason":"';
 
 /**
  * A read whose events need no rewriting: no error event (those are normalized) and, when the
- * usage chunk is dropped, neither it nor a finish chunk (held for its timings).
+ * usage chunk is dropped, neither it nor a finish chunk (held for its timings). An event is
+ * looked at as `handle` looks at it (any `"error"` in it, not only as its first key): an error
+ * event `{"id":…,"error":{…}}` read whole went to the client as the upstream wrote it and the
+ * request counted as clean, and the same bytes cut across two reads were toolproof's error.
  */
 function isPlainRelay(payloads: readonly string[], dropUsage: boolean): boolean {
   for (const p of payloads) {
-    if (p.startsWith('{"error"') || p.startsWith('{ "error"')) return false;
+    if (p.includes('"error"')) return false;
     if (dropUsage && (p.includes('"usage"') || p.includes(FINISHED))) return false;
   }
   return true;

@@ -238,6 +238,9 @@ function responseHeaders(
   );
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined || DROP_RESPONSE_HEADERS.has(name) || named.has(name)) continue;
+    // Which browser origins may read an answer is toolproof's to say (server/cors.ts), on this
+    // route as on any: vLLM allows every origin that asks ("*"), whatever the operator allowed.
+    if (name.startsWith('access-control-')) continue;
     out[name] = value;
   }
   return out;
@@ -274,6 +277,10 @@ async function relay(state: AppState, request: FastifyRequest, reply: FastifyRep
     .toLowerCase()
     .startsWith('text/event-stream');
   const body = request.tp.stream ? untilDone(res) : res.body;
+  // The upstream's length counts its own bytes: an event stream cut at its [DONE], or a body
+  // whose echoed key was replaced, is another length. Sent with it, the client waited for bytes
+  // that never came (a key longer than its marker) or read the rest as the next response.
+  if (request.tp.stream || res.body.rewritten) delete headers['content-length'];
   // Fastify pipes the body with backpressure and destroys it if the client goes away (the
   // iterator's return() cancels the upstream request); its error listener keeps a failing
   // upstream body from crashing us. A client that stays connected and reads nothing is cut as

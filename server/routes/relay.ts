@@ -10,7 +10,7 @@ import { RequestAbort } from '../abort.js';
 import type { Usage } from '../../protocol/openai.js';
 import { readText, readUpstreamBytes } from '../chat/attempt.js';
 import { usageFromRaw } from '../chat/json-driver.js';
-import { dropAfterDone } from '../chat/stream-read.js';
+import { dropAfterDone, QuietClock, stalled } from '../chat/stream-read.js';
 import type { AppState } from '../app-state.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
 import { chatErrorEvent } from '../front-doors/chat/errors.js';
@@ -127,10 +127,18 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
       // [DONE] ends the stream, as on the front doors: an upstream that kept its connection open
       // after it (silent, or sending on, in the same read too) held the client's stream open.
       const scan = new SseDoneScan();
+      // Comments and blank lines alone are no progress (TOOLPROOF_IDLE_TIMEOUT_MS, as on the front
+      // doors): an upstream that only pings held the client's stream and its admission slot for good.
+      const quiet = new QuietClock(route.client.idleMs);
       try {
         for (let read = await reads.next(); !read.done; read = await reads.next()) {
           let buf = read.value as Buffer;
+          const events = scan.events;
           const end = scan.push(buf);
+          if (!scan.done && !quiet.tick(scan.events - events)) {
+            res.body.destroy();
+            throw stalled(route.client.label);
+          }
           if (end >= 0 && end < buf.length) buf = buf.subarray(0, end);
           // The end of the stream: the usage chunk of stream_options.include_usage.
           tail = (tail + buf.toString('latin1')).slice(-USAGE_TAIL);

@@ -86,6 +86,33 @@ describe('SseDoneScan', () => {
   });
 });
 
+describe('SseDoneScan.events', () => {
+  it('counts the events SseParser reads a payload of, never a comment or a blank line alone', () => {
+    const units = ['data: ', 'data:', 'x', '{"a":1}', '\n', '\r', '\r\n', ': c', 'event: e', ' '];
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom(...units), { maxLength: 40 }),
+        fc.array(fc.nat(), { maxLength: 6 }),
+        (parts, rawCuts) => {
+          const bytes = Buffer.from(parts.join(''), 'latin1');
+          const cuts = [...new Set(rawCuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
+          const scan = new SseDoneScan();
+          let from = 0;
+          for (const to of [...cuts, bytes.length]) {
+            scan.push(bytes.subarray(from, to));
+            from = to;
+          }
+          expect(scan.events).toBe(new SseParser().push(bytes).length);
+        },
+      ),
+      { numRuns: 2000, seed: 11 },
+    );
+    const pings = new SseDoneScan();
+    pings.push(Buffer.from(': ping\n\n\n\r\n: ping\n\nevent: e\n\n'));
+    expect(pings.events).toBe(0);
+  });
+});
+
 describe('SseDoneScan: x1 vs x4', () => {
   it('stream length, in reads of any size (long lines, many short ones)', () => {
     const UNITS = [
