@@ -23,7 +23,7 @@ import type {
 import { pushAll } from '../append-all.js';
 import { stringifyJson } from '../lossless-json.js';
 import { isObject } from '../is-object.js';
-import { hostedBlockNote, isHostedBlock } from '../hosted-history.js';
+import { compactionText, hostedBlockNote, isHostedBlock } from '../hosted-history.js';
 
 /** Tells the model a tool failed (chat tool messages have no error flag). */
 export const TOOL_ERROR_PREFIX = '[tool error] ';
@@ -184,6 +184,10 @@ function userMessages(msg: MessageParam, path: string): ChatMessage[] {
       case 'search_result':
         parts.push(searchResultText(block, p));
         break;
+      case 'compaction':
+        // A compaction from Anthropic's API opens a resumed conversation: its summary.
+        parts.push({ type: 'text', text: compactionText(block.content) });
+        break;
       case 'tool_result':
         tools.push(toolResultMessage(block, p));
         break;
@@ -223,6 +227,13 @@ function assistantMessage(msg: MessageParam, path: string): ChatMessage {
         break;
       case 'redacted_thinking':
         break; // encrypted for Anthropic's own models: nothing a self-hosted model can read
+      case 'compaction': {
+        // Anthropic's server-side compaction, from a session begun there: its summary, whole.
+        const t = compactionText(block.content);
+        content += `${atLineStart ? '' : '\n'}${t}\n`;
+        atLineStart = true;
+        break;
+      }
       case 'tool_use': {
         if (typeof block.id !== 'string' || typeof block.name !== 'string')
           throw invalid(p, `"${p}" needs a string "id" and "name".`);

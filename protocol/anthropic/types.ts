@@ -73,6 +73,16 @@ export interface SearchResultBlock {
   [extra: string]: unknown;
 }
 
+/**
+ * Anthropic's server-side compaction: the summary standing in for the conversation before it,
+ * sent back first in `messages` (`content` null: a compaction that failed).
+ */
+export interface CompactionBlock {
+  type: 'compaction';
+  content?: string | null;
+  [extra: string]: unknown;
+}
+
 export type RequestBlock =
   | TextBlock
   | ImageBlock
@@ -81,7 +91,8 @@ export type RequestBlock =
   | ToolUseBlock
   | ToolResultBlock
   | ThinkingBlock
-  | RedactedThinkingBlock;
+  | RedactedThinkingBlock
+  | CompactionBlock;
 
 export interface MessageParam {
   /** "system": Claude Code's mid-conversation system turns (text only). */

@@ -405,6 +405,84 @@ describe('a session begun on the vendor API, resumed through toolproof: its host
         '[web_search_call ran on the API this conversation began on, with {"query":"final score"}; its result is not available here]\nTeam A won.',
       );
     });
+
+    // Compacted on the vendor's API (Anthropic's server-side compaction, OpenAI's
+    // /v1/responses/compact, which Codex uses there): the compaction opens every later request.
+    it(`messages${stream ? ' (streamed)' : ''}: a compaction block opens the conversation, three turns`, async () => {
+      const messages: Anthropic.MessageParam[] = [
+        {
+          role: 'assistant',
+          content: [
+            {
+              type: 'compaction',
+              content: 'The user asked for the audit number; it is 58213.',
+              encrypted_content: 'EqQBCkYICxgCKkDcompact',
+              signature: 'EuYBCkQYsig',
+            },
+          ] as never,
+        },
+        { role: 'user', content: 'Go on.' },
+      ];
+      const seen: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const params = { model: 'sim', max_tokens: 100, messages };
+        const msg = stream
+          ? await anthropic.messages.stream(params).finalMessage()
+          : await anthropic.messages.create(params);
+        expect(msg.type).toBe('message');
+        const sent = JSON.parse(upstreamText(stack)) as {
+          messages: Array<{ role: string; content: string }>;
+        };
+        seen.push(JSON.stringify(sent.messages[0]));
+        messages.push({ role: 'assistant', content: msg.content }, { role: 'user', content: `and ${i}?` });
+      }
+      expect(JSON.parse(seen[0]!)).toEqual({
+        role: 'assistant',
+        content:
+          '[summary of the earlier conversation, written when the API this conversation began on compacted it]\n' +
+          'The user asked for the audit number; it is 58213.\n',
+      });
+      expect(new Set(seen).size).toBe(1);
+      expect(upstreamText(stack)).not.toContain('EqQBCkYICxgCKkDcompact');
+    });
+
+    it(`responses${stream ? ' (streamed)' : ''}: a compaction item and a tool search's items`, async () => {
+      const params = {
+        model: 'sim',
+        input: [
+          { role: 'user' as const, content: 'Fix the bug.' },
+          { type: 'compaction', id: 'cmp_1', encrypted_content: 'gAAAAABpCompacted' },
+          {
+            type: 'tool_search_call',
+            id: 'tsc_1',
+            call_id: 'call_ts',
+            execution: 'client',
+            arguments: { query: 'git' },
+            status: 'completed',
+          },
+          {
+            type: 'tool_search_output',
+            id: 'tso_1',
+            call_id: 'call_ts',
+            execution: 'client',
+            status: 'completed',
+            tools: [{ type: 'function', name: 'git_log', parameters: { type: 'object', properties: {} } }],
+          },
+          { role: 'user' as const, content: 'Go on.' },
+        ],
+      };
+      const res = stream
+        ? await stack.client.responses.stream(params as never).finalResponse()
+        : await stack.client.responses.create(params as never);
+      expect(res.status).toBe('completed');
+      const sent = JSON.parse(upstreamText(stack)) as { messages: Array<{ role: string; content: string }> };
+      expect(sent.messages.find((m) => m.role === 'assistant')!.content).toBe(
+        '[the earlier conversation was compacted on the API this conversation began on; that summary is encrypted or empty and cannot be read here]\n\n' +
+          '[tool_search_call ran on the API this conversation began on, with {"execution":"client","arguments":{"query":"git"}}; its result is not available here]\n\n' +
+          '[tool_search_output ran on the API this conversation began on, with {"execution":"client"}; it gave: git_log]\n',
+      );
+      expect(upstreamText(stack)).not.toContain('gAAAAABpCompacted');
+    });
   }
 });
 
