@@ -227,6 +227,10 @@ function assistantMessage(msg: MessageParam, path: string): ChatMessage {
         break;
       case 'redacted_thinking':
         break; // encrypted for Anthropic's own models: nothing a self-hosted model can read
+      case 'fallback':
+        // Anthropic's server-side fallback (its model declined, another went on) echoed back:
+        // its API accepts it and renders nothing of it into the prompt; neither does toolproof.
+        break;
       case 'compaction': {
         // Anthropic's server-side compaction, from a session begun there: its summary, whole.
         const t = compactionText(block.content);

@@ -83,6 +83,12 @@ export interface CompactionBlock {
   [extra: string]: unknown;
 }
 
+/** Anthropic's server-side fallback, echoed back: rendered into no prompt (its API's own rule). */
+export interface FallbackBlock {
+  type: 'fallback';
+  [extra: string]: unknown;
+}
+
 export type RequestBlock =
   | TextBlock
   | ImageBlock
@@ -92,7 +98,8 @@ export type RequestBlock =
   | ToolResultBlock
   | ThinkingBlock
   | RedactedThinkingBlock
-  | CompactionBlock;
+  | CompactionBlock
+  | FallbackBlock;
 
 export interface MessageParam {
   /** "system": Claude Code's mid-conversation system turns (text only). */

@@ -446,6 +446,39 @@ describe('a session begun on the vendor API, resumed through toolproof: its host
       expect(upstreamText(stack)).not.toContain('EqQBCkYICxgCKkDcompact');
     });
 
+    // Anthropic's server-side fallback block: its API accepts it back and renders nothing of it.
+    it(`messages${stream ? ' (streamed)' : ''}: a fallback block is left out, as Anthropic's API leaves it out`, async () => {
+      const params = {
+        model: 'sim',
+        max_tokens: 100,
+        messages: [
+          { role: 'user' as const, content: 'Explain the exploit.' },
+          {
+            role: 'assistant' as const,
+            content: [
+              { type: 'text', text: 'I will not.' },
+              {
+                type: 'fallback',
+                from: { model: 'claude-opus-5' },
+                to: { model: 'claude-sonnet-5' },
+                trigger: { type: 'refusal', category: 'cyber' },
+              },
+              { type: 'text', text: ' Here is a safer overview.' },
+            ] as never,
+          },
+          { role: 'user' as const, content: 'Go on.' },
+        ],
+      };
+      const msg = stream
+        ? await anthropic.messages.stream(params).finalMessage()
+        : await anthropic.messages.create(params);
+      expect(msg.type).toBe('message');
+      const sent = JSON.parse(upstreamText(stack)) as { messages: Array<{ role: string; content: string }> };
+      expect(sent.messages.find((m) => m.role === 'assistant')!.content).toBe(
+        'I will not. Here is a safer overview.',
+      );
+    });
+
     it(`responses${stream ? ' (streamed)' : ''}: a compaction item and a tool search's items`, async () => {
       const params = {
         model: 'sim',
