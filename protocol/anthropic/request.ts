@@ -11,7 +11,7 @@ import { stripBillingNonce } from '../billing-header.js';
 import { ToolproofError } from '../errors.js';
 import type { ChatCompletionRequest, ChatMessage, ContentPart, ToolCall, ToolChoice } from '../openai.js';
 import { filePart } from '../file-part.js';
-import { toolDefs } from './tools.js';
+import { addedToolDefinitions, toolDefs } from './tools.js';
 import type {
   ImageBlock,
   MessageParam,
@@ -273,13 +273,34 @@ function assistantMessage(msg: MessageParam, path: string): ChatMessage {
   return out;
 }
 
+/**
+ * A mid-conversation tool change (`tool_addition`, `tool_removal`) as the line the model reads
+ * where it stands: the tool's name, and whether it comes or goes from here on. An added tool's
+ * definition is declared upstream (tools.ts addedToolDefinitions); a removed one stays declared
+ * (a chat backend has one tool list), the line says it is gone.
+ */
+function toolChangeText(block: Record<string, unknown>): string {
+  const tool = isObject(block.tool) ? block.tool : {};
+  const def = isObject(tool.definition) ? tool.definition : undefined;
+  const raw = def?.name ?? tool.name ?? tool.server_name;
+  const name = typeof raw === 'string' ? raw.replace(/[\r\n[\]]+/g, ' ').slice(0, 200) : 'a tool';
+  const what = tool.type === 'mcp_toolset_reference' ? `the tools of MCP server ${name}` : `tool ${name}`;
+  return block.type === 'tool_addition'
+    ? `[${what} can be called from here on]`
+    : `[${what} can no longer be called from here on]`;
+}
+
 /** The system prompt as one text; Claude Code's per-request billing nonce made constant (docs/prefix.md). */
-function systemText(system: MessagesRequest['system'], path = 'system'): string | undefined {
+function systemText(system: MessagesRequest['system'], path = 'system', turn = false): string | undefined {
   if (system === undefined || system === null) return undefined;
   if (typeof system === 'string') return stripBillingNonce(system);
   if (!Array.isArray(system)) throw invalid(path, `"${path}" must be a string or an array of text blocks.`);
   return system
     .map((b: TextBlock, i) => {
+      // A system turn's tool changes (Claude Code's mid-conversation-tool-changes beta).
+      const type = (b as { type?: unknown } | null)?.type;
+      if (turn && (type === 'tool_addition' || type === 'tool_removal'))
+        return toolChangeText(b as unknown as Record<string, unknown>);
       if (b?.type !== 'text') throw invalid(`${path}.${i}.type`, 'System blocks must be text blocks.');
       return stripBillingNonce(text(b, `${path}.${i}`));
     })
@@ -320,7 +341,7 @@ function toChatMessages(req: Pick<MessagesRequest, 'system' | 'messages'>): Chat
     else if (msg?.role === 'system') {
       // Claude Code's mid-conversation system turns (its environment section, reminders). Kept
       // as system messages in place; history repair decides where the template can take them.
-      const content = systemText(msg.content as MessagesRequest['system'], `${path}.content`);
+      const content = systemText(msg.content as MessagesRequest['system'], `${path}.content`, true);
       out.push({ role: 'system', content: content ?? '' });
     } else throw invalid(`${path}.role`, `"${path}.role" must be "user", "assistant" or "system".`);
   });
@@ -378,8 +399,12 @@ export function translateRequest(req: MessagesRequest): ChatTranslation {
   if (typeof req.max_tokens === 'number') out.max_tokens = req.max_tokens;
   let dropped: string[] = [];
   let refusal: ToolproofError | undefined;
-  if (Array.isArray(req.tools) && req.tools.length > 0) {
-    const t = toolDefs(req.tools, req.messages);
+  const tools = [
+    ...(Array.isArray(req.tools) ? req.tools : []),
+    ...addedToolDefinitions(req.tools, req.messages),
+  ];
+  if (tools.length > 0) {
+    const t = toolDefs(tools, req.messages);
     if (t.tools.length > 0) out.tools = t.tools;
     dropped = t.dropped;
     refusal = t.refusal;
