@@ -132,3 +132,13 @@ export function compactionText(summary: unknown): string {
     return `[summary of the earlier conversation, written when the API this conversation began on compacted it]\n${summary}`;
   return '[the earlier conversation was compacted on the API this conversation began on; that summary is encrypted or empty and cannot be read here]';
 }
+
+/**
+ * A `container_upload` block (a file the user put in the code-execution container of a session
+ * begun on Anthropic's API): that container and its code execution are Anthropic's, so the file
+ * is out of reach here. A note naming it, never a 400 on every later turn.
+ */
+export function containerUploadNote(fileId: unknown): string {
+  const id = typeof fileId === 'string' ? fileId.replace(/[\r\n[\]]+/g, ' ').slice(0, 200) : 'a file';
+  return `[file ${id} was uploaded to the code-execution container of the API this conversation began on; it is not available here]`;
+}

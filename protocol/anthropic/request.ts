@@ -23,7 +23,7 @@ import type {
 import { pushAll } from '../append-all.js';
 import { stringifyJson } from '../lossless-json.js';
 import { isObject } from '../is-object.js';
-import { compactionText, hostedBlockNote, isHostedBlock } from '../hosted-history.js';
+import { compactionText, containerUploadNote, hostedBlockNote, isHostedBlock } from '../hosted-history.js';
 
 /** Tells the model a tool failed (chat tool messages have no error flag). */
 export const TOOL_ERROR_PREFIX = '[tool error] ';
@@ -187,6 +187,10 @@ function userMessages(msg: MessageParam, path: string): ChatMessage[] {
       case 'compaction':
         // A compaction from Anthropic's API opens a resumed conversation: its summary.
         parts.push({ type: 'text', text: compactionText(block.content) });
+        break;
+      case 'container_upload':
+        // A file put in the code-execution container of a session begun on Anthropic's API.
+        parts.push({ type: 'text', text: containerUploadNote(block.file_id) });
         break;
       case 'tool_result':
         tools.push(toolResultMessage(block, p));

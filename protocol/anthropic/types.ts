@@ -89,6 +89,13 @@ export interface FallbackBlock {
   [extra: string]: unknown;
 }
 
+/** A file uploaded to Anthropic's code-execution container (a session begun on its API). */
+export interface ContainerUploadBlock {
+  type: 'container_upload';
+  file_id?: unknown;
+  [extra: string]: unknown;
+}
+
 export type RequestBlock =
   | TextBlock
   | ImageBlock
@@ -99,7 +106,8 @@ export type RequestBlock =
   | ThinkingBlock
   | RedactedThinkingBlock
   | CompactionBlock
-  | FallbackBlock;
+  | FallbackBlock
+  | ContainerUploadBlock;
 
 export interface MessageParam {
   /** "system": Claude Code's mid-conversation system turns (text only). */

@@ -446,6 +446,30 @@ describe('a session begun on the vendor API, resumed through toolproof: its host
       expect(upstreamText(stack)).not.toContain('EqQBCkYICxgCKkDcompact');
     });
 
+    it(`messages${stream ? ' (streamed)' : ''}: a container_upload block becomes a note`, async () => {
+      const params = {
+        model: 'sim',
+        max_tokens: 100,
+        messages: [
+          {
+            role: 'user' as const,
+            content: [
+              { type: 'text', text: 'Plot this.' },
+              { type: 'container_upload', file_id: 'file_011CNha8iCJcU1wXNR6q4V8w' },
+            ] as never,
+          },
+        ],
+      };
+      const msg = stream
+        ? await anthropic.messages.stream(params).finalMessage()
+        : await anthropic.messages.create(params);
+      expect(msg.type).toBe('message');
+      const sent = JSON.parse(upstreamText(stack)) as { messages: Array<{ role: string; content: string }> };
+      expect(sent.messages.find((m) => m.role === 'user')!.content).toBe(
+        'Plot this.\n\n[file file_011CNha8iCJcU1wXNR6q4V8w was uploaded to the code-execution container of the API this conversation began on; it is not available here]',
+      );
+    });
+
     // Anthropic's server-side fallback block: its API accepts it back and renders nothing of it.
     it(`messages${stream ? ' (streamed)' : ''}: a fallback block is left out, as Anthropic's API leaves it out`, async () => {
       const params = {
