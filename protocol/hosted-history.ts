@@ -32,6 +32,7 @@ const HIDDEN = new Set([
   'page_age',
   'cache_control',
   'citations',
+  'tools',
 ]);
 
 function shown(value: unknown): string {
@@ -85,11 +86,22 @@ export function hostedBlockNote(block: Record<string, unknown>): string {
   );
 }
 
-/** Responses item types of hosted tools (`web_search_call`, `mcp_call`, ... and their outputs). */
-const HOSTED_ITEMS = /_call(_output)?$|^mcp_(list_tools|approval_request|approval_response)$/;
+/**
+ * Responses item types of hosted tools (`web_search_call`, `mcp_call`, ... and their outputs;
+ * `tool_search_call` and its `tool_search_output`, the tools the search loaded).
+ */
+const HOSTED_ITEMS =
+  /_call(_output)?$|^tool_search_output$|^mcp_(list_tools|approval_request|approval_response)$/;
 
 export function isHostedItem(type: string): boolean {
   return HOSTED_ITEMS.test(type);
+}
+
+/** The names of the tools a `tool_search_output` loaded (functions, and namespaces by name). */
+function toolNames(tools: unknown): string | undefined {
+  if (!Array.isArray(tools)) return undefined;
+  const names = tools.filter(isObject).flatMap((t) => (typeof t.name === 'string' && t.name ? [t.name] : []));
+  return names.length > 0 ? names.join(', ') : undefined;
 }
 
 /** The note a Responses hosted-tool item becomes. */
@@ -97,8 +109,36 @@ export function hostedItemNote(item: Record<string, unknown>): string {
   const type = String(item.type);
   const action = isObject(item.action) ? item.action : undefined;
   const list =
-    resultList(item.results) ?? resultList(isObject(action) ? (action.sources as unknown) : undefined);
+    resultList(item.results) ??
+    resultList(isObject(action) ? (action.sources as unknown) : undefined) ??
+    toolNames(item.tools);
   const detail = shown(action ?? item);
   const tail = list ? `; it gave: ${list}` : '; its result is not available here';
   return line(`[${type} ran on the API this conversation began on, with ${detail}${tail}]`);
+}
+
+/**
+ * A compaction made by the vendor's API, standing in for the conversation before it: Anthropic's
+ * `compaction` block (server-side compaction, `context_management` `compact_*`: the summary as
+ * text, signed) and the Responses API's `compaction` item (`/v1/responses/compact`, Codex's remote
+ * compaction: encrypted). A session compacted there and resumed through toolproof sends it first
+ * on every later turn: refused, the session was dead. A readable summary is carried whole, under a
+ * header saying what it is (it is all the model has of that conversation; never cut); one that
+ * cannot be read (encrypted, or `content: null`, Anthropic's failed compaction) is a note saying
+ * so. Deterministic, like the notes above.
+ */
+export function compactionText(summary: unknown): string {
+  if (typeof summary === 'string' && summary !== '')
+    return `[summary of the earlier conversation, written when the API this conversation began on compacted it]\n${summary}`;
+  return '[the earlier conversation was compacted on the API this conversation began on; that summary is encrypted or empty and cannot be read here]';
+}
+
+/**
+ * A `container_upload` block (a file the user put in the code-execution container of a session
+ * begun on Anthropic's API): that container and its code execution are Anthropic's, so the file
+ * is out of reach here. A note naming it, never a 400 on every later turn.
+ */
+export function containerUploadNote(fileId: unknown): string {
+  const id = typeof fileId === 'string' ? fileId.replace(/[\r\n[\]]+/g, ' ').slice(0, 200) : 'a file';
+  return `[file ${id} was uploaded to the code-execution container of the API this conversation began on; it is not available here]`;
 }

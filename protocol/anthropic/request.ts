@@ -11,7 +11,7 @@ import { stripBillingNonce } from '../billing-header.js';
 import { ToolproofError } from '../errors.js';
 import type { ChatCompletionRequest, ChatMessage, ContentPart, ToolCall, ToolChoice } from '../openai.js';
 import { filePart } from '../file-part.js';
-import { toolDefs } from './tools.js';
+import { addedToolDefinitions, toolDefs } from './tools.js';
 import type {
   ImageBlock,
   MessageParam,
@@ -23,7 +23,7 @@ import type {
 import { pushAll } from '../append-all.js';
 import { stringifyJson } from '../lossless-json.js';
 import { isObject } from '../is-object.js';
-import { hostedBlockNote, isHostedBlock } from '../hosted-history.js';
+import { compactionText, containerUploadNote, hostedBlockNote, isHostedBlock } from '../hosted-history.js';
 
 /** Tells the model a tool failed (chat tool messages have no error flag). */
 export const TOOL_ERROR_PREFIX = '[tool error] ';
@@ -184,6 +184,14 @@ function userMessages(msg: MessageParam, path: string): ChatMessage[] {
       case 'search_result':
         parts.push(searchResultText(block, p));
         break;
+      case 'compaction':
+        // A compaction from Anthropic's API opens a resumed conversation: its summary.
+        parts.push({ type: 'text', text: compactionText(block.content) });
+        break;
+      case 'container_upload':
+        // A file put in the code-execution container of a session begun on Anthropic's API.
+        parts.push({ type: 'text', text: containerUploadNote(block.file_id) });
+        break;
       case 'tool_result':
         tools.push(toolResultMessage(block, p));
         break;
@@ -223,6 +231,17 @@ function assistantMessage(msg: MessageParam, path: string): ChatMessage {
         break;
       case 'redacted_thinking':
         break; // encrypted for Anthropic's own models: nothing a self-hosted model can read
+      case 'fallback':
+        // Anthropic's server-side fallback (its model declined, another went on) echoed back:
+        // its API accepts it and renders nothing of it into the prompt; neither does toolproof.
+        break;
+      case 'compaction': {
+        // Anthropic's server-side compaction, from a session begun there: its summary, whole.
+        const t = compactionText(block.content);
+        content += `${atLineStart ? '' : '\n'}${t}\n`;
+        atLineStart = true;
+        break;
+      }
       case 'tool_use': {
         if (typeof block.id !== 'string' || typeof block.name !== 'string')
           throw invalid(p, `"${p}" needs a string "id" and "name".`);
@@ -258,13 +277,34 @@ function assistantMessage(msg: MessageParam, path: string): ChatMessage {
   return out;
 }
 
+/**
+ * A mid-conversation tool change (`tool_addition`, `tool_removal`) as the line the model reads
+ * where it stands: the tool's name, and whether it comes or goes from here on. An added tool's
+ * definition is declared upstream (tools.ts addedToolDefinitions); a removed one stays declared
+ * (a chat backend has one tool list), the line says it is gone.
+ */
+function toolChangeText(block: Record<string, unknown>): string {
+  const tool = isObject(block.tool) ? block.tool : {};
+  const def = isObject(tool.definition) ? tool.definition : undefined;
+  const raw = def?.name ?? tool.name ?? tool.server_name;
+  const name = typeof raw === 'string' ? raw.replace(/[\r\n[\]]+/g, ' ').slice(0, 200) : 'a tool';
+  const what = tool.type === 'mcp_toolset_reference' ? `the tools of MCP server ${name}` : `tool ${name}`;
+  return block.type === 'tool_addition'
+    ? `[${what} can be called from here on]`
+    : `[${what} can no longer be called from here on]`;
+}
+
 /** The system prompt as one text; Claude Code's per-request billing nonce made constant (docs/prefix.md). */
-function systemText(system: MessagesRequest['system'], path = 'system'): string | undefined {
+function systemText(system: MessagesRequest['system'], path = 'system', turn = false): string | undefined {
   if (system === undefined || system === null) return undefined;
   if (typeof system === 'string') return stripBillingNonce(system);
   if (!Array.isArray(system)) throw invalid(path, `"${path}" must be a string or an array of text blocks.`);
   return system
     .map((b: TextBlock, i) => {
+      // A system turn's tool changes (Claude Code's mid-conversation-tool-changes beta).
+      const type = (b as { type?: unknown } | null)?.type;
+      if (turn && (type === 'tool_addition' || type === 'tool_removal'))
+        return toolChangeText(b as unknown as Record<string, unknown>);
       if (b?.type !== 'text') throw invalid(`${path}.${i}.type`, 'System blocks must be text blocks.');
       return stripBillingNonce(text(b, `${path}.${i}`));
     })
@@ -305,7 +345,7 @@ function toChatMessages(req: Pick<MessagesRequest, 'system' | 'messages'>): Chat
     else if (msg?.role === 'system') {
       // Claude Code's mid-conversation system turns (its environment section, reminders). Kept
       // as system messages in place; history repair decides where the template can take them.
-      const content = systemText(msg.content as MessagesRequest['system'], `${path}.content`);
+      const content = systemText(msg.content as MessagesRequest['system'], `${path}.content`, true);
       out.push({ role: 'system', content: content ?? '' });
     } else throw invalid(`${path}.role`, `"${path}.role" must be "user", "assistant" or "system".`);
   });
@@ -363,8 +403,12 @@ export function translateRequest(req: MessagesRequest): ChatTranslation {
   if (typeof req.max_tokens === 'number') out.max_tokens = req.max_tokens;
   let dropped: string[] = [];
   let refusal: ToolproofError | undefined;
-  if (Array.isArray(req.tools) && req.tools.length > 0) {
-    const t = toolDefs(req.tools, req.messages);
+  const tools = [
+    ...(Array.isArray(req.tools) ? req.tools : []),
+    ...addedToolDefinitions(req.tools, req.messages),
+  ];
+  if (tools.length > 0) {
+    const t = toolDefs(tools, req.messages);
     if (t.tools.length > 0) out.tools = t.tools;
     dropped = t.dropped;
     refusal = t.refusal;

@@ -168,9 +168,49 @@ export interface ToolTranslation {
   refusal?: ToolproofError;
 }
 
-/** Names the conversation's tool_reference blocks load (deferred tools the model may now see). */
+/**
+ * The `tool_addition` blocks of the conversation's system turns (Claude Code's mid-conversation
+ * tool changes, its `mid-conversation-tool-changes` beta: a tool that comes or goes mid-session,
+ * an MCP server connecting or leaving, is a system turn instead of a new `tools` list).
+ */
+function toolAdditions(messages: readonly MessageParam[]): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  for (const m of messages) {
+    if (m?.role !== 'system' || !Array.isArray(m.content)) continue;
+    for (const block of m.content as unknown[])
+      if (isObject(block) && block.type === 'tool_addition' && isObject(block.tool)) out.push(block.tool);
+  }
+  return out;
+}
+
+/**
+ * The tools a conversation's system turns define as they add them (`tool_definition`): declared
+ * upstream after the request's own, from their turn on as from the start (a chat backend has one
+ * tool list). A name the request declares already keeps the request's declaration.
+ */
+export function addedToolDefinitions(
+  tools: readonly ToolParam[] | undefined,
+  messages: readonly MessageParam[],
+): ToolParam[] {
+  const declared = new Set((tools ?? []).map((t) => (isObject(t) ? t.name : undefined)));
+  const out: ToolParam[] = [];
+  for (const tool of toolAdditions(messages)) {
+    const def = tool.type === 'tool_definition' ? tool.definition : undefined;
+    if (!isObject(def) || typeof def.name !== 'string' || declared.has(def.name)) continue;
+    declared.add(def.name);
+    out.push(def as unknown as ToolParam);
+  }
+  return out;
+}
+
+/**
+ * Names the conversation's tool_reference blocks load (deferred tools the model may now see),
+ * and the deferred tools its system turns add by reference.
+ */
 function referencedTools(messages: readonly MessageParam[]): Set<string> {
   const names = new Set<string>();
+  for (const tool of toolAdditions(messages))
+    if (tool.type === 'tool_reference' && typeof tool.name === 'string') names.add(tool.name);
   for (const m of messages) {
     if (!Array.isArray(m?.content)) continue;
     for (const block of m.content) {

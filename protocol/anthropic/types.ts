@@ -73,6 +73,29 @@ export interface SearchResultBlock {
   [extra: string]: unknown;
 }
 
+/**
+ * Anthropic's server-side compaction: the summary standing in for the conversation before it,
+ * sent back first in `messages` (`content` null: a compaction that failed).
+ */
+export interface CompactionBlock {
+  type: 'compaction';
+  content?: string | null;
+  [extra: string]: unknown;
+}
+
+/** Anthropic's server-side fallback, echoed back: rendered into no prompt (its API's own rule). */
+export interface FallbackBlock {
+  type: 'fallback';
+  [extra: string]: unknown;
+}
+
+/** A file uploaded to Anthropic's code-execution container (a session begun on its API). */
+export interface ContainerUploadBlock {
+  type: 'container_upload';
+  file_id?: unknown;
+  [extra: string]: unknown;
+}
+
 export type RequestBlock =
   | TextBlock
   | ImageBlock
@@ -81,7 +104,10 @@ export type RequestBlock =
   | ToolUseBlock
   | ToolResultBlock
   | ThinkingBlock
-  | RedactedThinkingBlock;
+  | RedactedThinkingBlock
+  | CompactionBlock
+  | FallbackBlock
+  | ContainerUploadBlock;
 
 export interface MessageParam {
   /** "system": Claude Code's mid-conversation system turns (text only). */

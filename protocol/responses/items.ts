@@ -7,7 +7,7 @@
 import { ToolproofError } from '../errors.js';
 import type { ChatMessage, ContentPart, ToolCall } from '../openai.js';
 import { fileDataUrl, filePart } from '../file-part.js';
-import { hostedItemNote, isHostedItem } from '../hosted-history.js';
+import { compactionText, hostedItemNote, isHostedItem } from '../hosted-history.js';
 import { decodeReasoning } from './reasoning-token.js';
 import { chatNameOf, type ToolCatalog } from './tools.js';
 import type {
@@ -288,11 +288,12 @@ export function inputToMessages(
         return;
       }
       default: {
-        // A hosted tool's item, from a session begun on OpenAI's API: a note in the assistant's turn.
-        if (!isHostedItem(type))
+        // A hosted tool's item, or a compaction (`/v1/responses/compact`: its summary is
+        // encrypted), from a session begun on OpenAI's API: a note in the assistant's turn.
+        if (type !== 'compaction' && !isHostedItem(type))
           throw invalid(`${param}.type`, `${param}: item type "${type}" is not supported by toolproof.`);
         const t = openTurn();
-        const note = hostedItemNote(raw);
+        const note = type === 'compaction' ? compactionText(undefined) : hostedItemNote(raw);
         // On a line of its own: the turn's text may go on after it.
         const before = typeof t.content === 'string' && t.content !== '' ? `${t.content}\n` : '';
         t.content = `${before}${note}\n`;

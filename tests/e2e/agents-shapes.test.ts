@@ -79,6 +79,73 @@ describe('Claude Code 2.1.332 on /v1/messages', () => {
     expect(up.messages.map((m) => m.role).slice(0, 4)).toEqual(['system', 'user', 'assistant', 'tool']);
   });
 
+  // Its mid-conversation-tool-changes beta (sent on every request): a tool that comes or goes
+  // mid-session (an MCP server connecting or leaving) is a system turn of tool_addition and
+  // tool_removal blocks. They were a 400 ("System blocks must be text blocks.") on that turn and
+  // every later one: the session was dead.
+  it('a system turn adding and removing tools mid-session: declared upstream, each change a line where it stands', async () => {
+    stack = await startStack({ sim: { strictHistory: true } });
+    const rec = recorded<Anthropic.MessageCreateParamsStreaming>('claude-code-2.1.332-turn1.json');
+    const body = {
+      ...rec.body,
+      // A deferred tool the system turn adds by reference.
+      tools: [
+        ...rec.body.tools!,
+        {
+          name: 'WebFetch',
+          description: 'Fetch a URL.',
+          input_schema: { type: 'object', properties: { url: { type: 'string' } } },
+          defer_loading: true,
+        },
+      ],
+      messages: [
+        ...rec.body.messages,
+        { role: 'assistant', content: 'Done.' },
+        {
+          role: 'system',
+          content: [
+            { type: 'text', text: 'MCP server db connected.' },
+            { type: 'tool_addition', tool: { type: 'tool_reference', name: 'WebFetch' } },
+            {
+              type: 'tool_addition',
+              tool: {
+                type: 'tool_definition',
+                definition: {
+                  name: 'mcp__db__query',
+                  description: 'Run a SQL query.',
+                  input_schema: {
+                    type: 'object',
+                    properties: { sql: { type: 'string' } },
+                    required: ['sql'],
+                  },
+                },
+              },
+            },
+            { type: 'tool_removal', tool: { type: 'tool_reference', name: 'NotebookEdit' } },
+          ],
+        },
+        { role: 'user', content: 'How many users are there?' },
+      ],
+    } as unknown as Anthropic.MessageCreateParamsStreaming;
+    const call = { call: [{ name: 'mcp__db__query', arguments: { sql: 'select count(*) from users' } }] };
+    for (const stream of [true, false]) {
+      const client = anthropic(stack, scenario([call]));
+      const message = stream
+        ? await client.messages.stream(body).finalMessage()
+        : await client.messages.create({ ...body, stream: false });
+      expect(message.content.at(-1)).toMatchObject({ type: 'tool_use', name: 'mcp__db__query' });
+      const up = lastUpstream(stack);
+      const names = up.tools!.map((t) => t.function.name);
+      expect(names).toContain('WebFetch');
+      expect(names).toContain('mcp__db__query');
+      const raw = stack.sim.requests.at(-1)!.rawBody;
+      expect(raw).toContain('MCP server db connected.');
+      expect(raw).toContain('[tool WebFetch can be called from here on]');
+      expect(raw).toContain('[tool mcp__db__query can be called from here on]');
+      expect(raw).toContain('[tool NotebookEdit can no longer be called from here on]');
+    }
+  });
+
   it('server tools are left out and said so (header, streamed too); count_tokens takes the same request', async () => {
     stack = await startStack();
     const rec = recorded<Anthropic.MessageCreateParamsStreaming>('claude-code-2.1.332-turn1.json');

@@ -405,6 +405,141 @@ describe('a session begun on the vendor API, resumed through toolproof: its host
         '[web_search_call ran on the API this conversation began on, with {"query":"final score"}; its result is not available here]\nTeam A won.',
       );
     });
+
+    // Compacted on the vendor's API (Anthropic's server-side compaction, OpenAI's
+    // /v1/responses/compact, which Codex uses there): the compaction opens every later request.
+    it(`messages${stream ? ' (streamed)' : ''}: a compaction block opens the conversation, three turns`, async () => {
+      const messages: Anthropic.MessageParam[] = [
+        {
+          role: 'assistant',
+          content: [
+            {
+              type: 'compaction',
+              content: 'The user asked for the audit number; it is 58213.',
+              encrypted_content: 'EqQBCkYICxgCKkDcompact',
+              signature: 'EuYBCkQYsig',
+            },
+          ] as never,
+        },
+        { role: 'user', content: 'Go on.' },
+      ];
+      const seen: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const params = { model: 'sim', max_tokens: 100, messages };
+        const msg = stream
+          ? await anthropic.messages.stream(params).finalMessage()
+          : await anthropic.messages.create(params);
+        expect(msg.type).toBe('message');
+        const sent = JSON.parse(upstreamText(stack)) as {
+          messages: Array<{ role: string; content: string }>;
+        };
+        seen.push(JSON.stringify(sent.messages[0]));
+        messages.push({ role: 'assistant', content: msg.content }, { role: 'user', content: `and ${i}?` });
+      }
+      expect(JSON.parse(seen[0]!)).toEqual({
+        role: 'assistant',
+        content:
+          '[summary of the earlier conversation, written when the API this conversation began on compacted it]\n' +
+          'The user asked for the audit number; it is 58213.\n',
+      });
+      expect(new Set(seen).size).toBe(1);
+      expect(upstreamText(stack)).not.toContain('EqQBCkYICxgCKkDcompact');
+    });
+
+    it(`messages${stream ? ' (streamed)' : ''}: a container_upload block becomes a note`, async () => {
+      const params = {
+        model: 'sim',
+        max_tokens: 100,
+        messages: [
+          {
+            role: 'user' as const,
+            content: [
+              { type: 'text', text: 'Plot this.' },
+              { type: 'container_upload', file_id: 'file_011CNha8iCJcU1wXNR6q4V8w' },
+            ] as never,
+          },
+        ],
+      };
+      const msg = stream
+        ? await anthropic.messages.stream(params).finalMessage()
+        : await anthropic.messages.create(params);
+      expect(msg.type).toBe('message');
+      const sent = JSON.parse(upstreamText(stack)) as { messages: Array<{ role: string; content: string }> };
+      expect(sent.messages.find((m) => m.role === 'user')!.content).toBe(
+        'Plot this.\n\n[file file_011CNha8iCJcU1wXNR6q4V8w was uploaded to the code-execution container of the API this conversation began on; it is not available here]',
+      );
+    });
+
+    // Anthropic's server-side fallback block: its API accepts it back and renders nothing of it.
+    it(`messages${stream ? ' (streamed)' : ''}: a fallback block is left out, as Anthropic's API leaves it out`, async () => {
+      const params = {
+        model: 'sim',
+        max_tokens: 100,
+        messages: [
+          { role: 'user' as const, content: 'Explain the exploit.' },
+          {
+            role: 'assistant' as const,
+            content: [
+              { type: 'text', text: 'I will not.' },
+              {
+                type: 'fallback',
+                from: { model: 'claude-opus-5' },
+                to: { model: 'claude-sonnet-5' },
+                trigger: { type: 'refusal', category: 'cyber' },
+              },
+              { type: 'text', text: ' Here is a safer overview.' },
+            ] as never,
+          },
+          { role: 'user' as const, content: 'Go on.' },
+        ],
+      };
+      const msg = stream
+        ? await anthropic.messages.stream(params).finalMessage()
+        : await anthropic.messages.create(params);
+      expect(msg.type).toBe('message');
+      const sent = JSON.parse(upstreamText(stack)) as { messages: Array<{ role: string; content: string }> };
+      expect(sent.messages.find((m) => m.role === 'assistant')!.content).toBe(
+        'I will not. Here is a safer overview.',
+      );
+    });
+
+    it(`responses${stream ? ' (streamed)' : ''}: a compaction item and a tool search's items`, async () => {
+      const params = {
+        model: 'sim',
+        input: [
+          { role: 'user' as const, content: 'Fix the bug.' },
+          { type: 'compaction', id: 'cmp_1', encrypted_content: 'gAAAAABpCompacted' },
+          {
+            type: 'tool_search_call',
+            id: 'tsc_1',
+            call_id: 'call_ts',
+            execution: 'client',
+            arguments: { query: 'git' },
+            status: 'completed',
+          },
+          {
+            type: 'tool_search_output',
+            id: 'tso_1',
+            call_id: 'call_ts',
+            execution: 'client',
+            status: 'completed',
+            tools: [{ type: 'function', name: 'git_log', parameters: { type: 'object', properties: {} } }],
+          },
+          { role: 'user' as const, content: 'Go on.' },
+        ],
+      };
+      const res = stream
+        ? await stack.client.responses.stream(params as never).finalResponse()
+        : await stack.client.responses.create(params as never);
+      expect(res.status).toBe('completed');
+      const sent = JSON.parse(upstreamText(stack)) as { messages: Array<{ role: string; content: string }> };
+      expect(sent.messages.find((m) => m.role === 'assistant')!.content).toBe(
+        '[the earlier conversation was compacted on the API this conversation began on; that summary is encrypted or empty and cannot be read here]\n\n' +
+          '[tool_search_call ran on the API this conversation began on, with {"execution":"client","arguments":{"query":"git"}}; its result is not available here]\n\n' +
+          '[tool_search_output ran on the API this conversation began on, with {"execution":"client"}; it gave: git_log]\n',
+      );
+      expect(upstreamText(stack)).not.toContain('gAAAAABpCompacted');
+    });
   }
 });
 

@@ -164,5 +164,70 @@ describe('a PDF session, six turns, every door', () => {
       });
       expectSameDocuments(seen, 3);
     });
+
+    // Codex declares the hosted web_search on every request, Claude Code its WebSearch server tool
+    // on some: left out (hostedTools: drop), it made toolproof run the request policies before the
+    // PDFs were read, and every document became "it was not extracted".
+    it(`beside a hosted tool${stream ? ' (streamed)' : ''}: responses and messages read the PDF`, async () => {
+      stack.sim.reset();
+      const params = {
+        model: 'sim',
+        store: false,
+        input: [
+          {
+            role: 'user' as const,
+            content: [
+              { type: 'input_text' as const, text: 'What does it say?' },
+              {
+                type: 'input_file' as const,
+                filename: 'report.pdf',
+                file_data: `data:application/pdf;base64,${GOOD}`,
+              },
+            ],
+          },
+        ],
+        tools: [
+          { type: 'web_search' as const },
+          {
+            type: 'function' as const,
+            name: 'shell',
+            parameters: { type: 'object', properties: {} },
+            strict: false,
+          },
+        ],
+      };
+      const res = stream
+        ? await stack.client.responses.stream(params).finalResponse()
+        : await stack.client.responses.create(params);
+      expect(res.status).toBe('completed');
+      expect(documentText(stack.sim.requests.at(-1)!.rawBody)).toContain('The audit number is 58213.');
+
+      stack.sim.reset();
+      const mparams = {
+        model: 'sim',
+        max_tokens: 200,
+        messages: [
+          {
+            role: 'user' as const,
+            content: [
+              { type: 'text' as const, text: 'What does it say?' },
+              {
+                type: 'document' as const,
+                source: { type: 'base64' as const, media_type: 'application/pdf' as const, data: GOOD },
+              },
+            ],
+          },
+        ],
+        tools: [
+          { type: 'web_search_20250305' as const, name: 'web_search' as const },
+          { name: 'Read', input_schema: { type: 'object' as const, properties: {} } },
+        ],
+      };
+      const msg = stream
+        ? await anthropic.messages.stream(mparams).finalMessage()
+        : await anthropic.messages.create(mparams);
+      expect(msg.type).toBe('message');
+      expect(documentText(stack.sim.requests.at(-1)!.rawBody)).toContain('The audit number is 58213.');
+    });
   }
 });

@@ -55,14 +55,20 @@ function pageObjects(contents: Buffer[], resources = '/Font << /F1 3 0 R >>'): O
   return objects;
 }
 
-function textContent(lines: string[]): Buffer {
-  const ops = lines.map((l, i) => `BT /F1 12 Tf 72 ${720 - i * 16} Td (${escapePdf(l)}) Tj ET`).join('\n');
-  return stream('', Buffer.from(ops, 'latin1'));
+function textContent(lines: string[], flate = false): Buffer {
+  const ops = Buffer.from(
+    lines.map((l, i) => `BT /F1 12 Tf 72 ${720 - i * 16} Td (${escapePdf(l)}) Tj ET`).join('\n'),
+    'latin1',
+  );
+  return flate ? stream('/Filter /FlateDecode', deflateSync(ops)) : stream('', ops);
 }
 
-/** A PDF whose pages hold these texts (each page's text split into lines on \n). */
-export function textPdf(pages: string[]): Buffer {
-  return build(pageObjects(pages.map((p) => textContent(p.split('\n')))));
+/**
+ * A PDF whose pages hold these texts (each page's text split into lines on \n); `flate`: each
+ * page's content stream Flate-compressed, as most PDF writers leave it.
+ */
+export function textPdf(pages: string[], { flate = false } = {}): Buffer {
+  return build(pageObjects(pages.map((p) => textContent(p.split('\n'), flate))));
 }
 
 /** A PDF with `count` pages, page i saying "Page i of count". */
