@@ -6,7 +6,12 @@ import { jsonrepair } from 'jsonrepair';
 import { MAX_NESTING, nestsDeeper } from './json-scan.js';
 import { pushAll } from '../../protocol/append-all.js';
 
-export type JsonRepair = 'trailing-comma' | 'python-literals' | 'single-quotes' | 'missing-brace';
+export type JsonRepair =
+  | 'trailing-comma'
+  | 'python-literals'
+  | 'single-quotes'
+  | 'missing-brace'
+  | 'raw-control-characters';
 
 export interface Decoded {
   value: unknown;
@@ -67,6 +72,10 @@ function classify(raw: string): { repairs: JsonRepair[]; depth: number; inString
       } else if (c === quote) {
         quote = 0;
         lastSig = c;
+      } else if (c < 0x20) {
+        // a line break or tab written raw inside a string (a file's content, a multi-line
+        // command): JSON wants it escaped, and the string's quotes still say where it ends
+        found.add('raw-control-characters');
       }
       continue;
     }

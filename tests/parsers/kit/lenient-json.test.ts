@@ -31,6 +31,15 @@ describe('decodeJsonLenient', () => {
       a: "it's \n é \\ /",
     });
   });
+  it('escapes a line break or tab written raw inside a string (raw-control-characters)', () => {
+    expect(decodeJsonLenient('{"content": "line one\nline\ttwo", "n": 1}')).toEqual({
+      value: { content: 'line one\nline\ttwo', n: 1 },
+      repairs: ['raw-control-characters'],
+    });
+    // outside a string a line break is only whitespace; a string the end left open is no repair
+    expect(decodeJsonLenient('{\n"a": 1\n}')?.repairs).toEqual([]);
+    expect(decodeJsonLenient('{"a": "line one\nline', { allowMissingClose: true })).toBeNull();
+  });
   it('closes a missing final brace only when allowed', () => {
     expect(decodeJsonLenient('{"a": {"b": 1}')).toBeNull();
     expect(decodeJsonLenient('{"a": {"b": 1}', { allowMissingClose: true })).toEqual({
