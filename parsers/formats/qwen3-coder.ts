@@ -71,6 +71,16 @@ export function readFunctions(
   return calls.length > 0 ? { calls } : { error: 'no function in tool call' };
 }
 
+/** `text` when it is exactly one JSON string: its value, else null. */
+function jsonString(text: string): string | null {
+  try {
+    const v: unknown = JSON.parse(text);
+    return typeof v === 'string' ? v : null;
+  } catch {
+    return null;
+  }
+}
+
 function readParameters(
   name: string,
   inner: string,
@@ -84,6 +94,13 @@ function readParameters(
     const d = decodeBody(inner, truncated);
     if (!d) return { error: 'function body is not JSON' };
     return { name, arguments: d.value, ...(d.repairs.length ? { repairs: d.repairs } : {}) };
+  }
+  if (inner[i] === '"') {
+    // the arguments object sent as one JSON string (`<function=NAME>"{\"k\": 1}"</function>`,
+    // as models double-encode `arguments`): the engine decodes it (repair string-arguments)
+    const s = jsonString(inner.trim());
+    if (s === null || !s.trimStart().startsWith('{')) return { error: 'function body is not JSON' };
+    return { name, arguments: s };
   }
   const args = createArgs();
   // next </parameter> and <parameter= positions, searched again only once passed: linear overall

@@ -1,0 +1,49 @@
+/**
+ * Output x1 vs x4 costs at most about x4 for the readings the perturbation generator led to
+ * (tests/parsers/perturb.test.ts): a `<function=NAME>` body that is one JSON string, and JSON
+ * strings holding raw line breaks (jsonrepair now runs on them).
+ */
+import { describe, it } from 'vitest';
+import { budget, soup } from '../hardening/surface-budget.js';
+import { pushed64, toolsOf } from './engine-helpers.js';
+
+const tools = toolsOf(
+  {
+    name: 'read_file',
+    parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+  },
+  {
+    name: 'write_file',
+    parameters: {
+      type: 'object',
+      properties: { path: { type: 'string' }, content: { type: 'string' } },
+      required: ['path', 'content'],
+    },
+  },
+);
+
+describe('generator readings: output length x1 vs x4', () => {
+  it('a <function=NAME> body that is one long JSON string, and many such bodies', () => {
+    budget(
+      'function body as a JSON string',
+      (size, rnd) =>
+        rnd() < 0.5
+          ? `<function=read_file>"{\\"path\\": \\"${'a'.repeat(size)}\\"}"</function>`
+          : soup(rnd, size, ['<function=read_file>"{\\"path\\": \\"a\\"}"</function>', '"', '\\"', ' ']),
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      7701,
+    );
+  }, 120_000);
+
+  it('JSON arguments whose strings hold raw line breaks', () => {
+    budget(
+      'raw line breaks in JSON strings',
+      (size, rnd) =>
+        `[TOOL_CALLS]write_file[ARGS]{"path": "a", "content": "${soup(rnd, size, ['line\n', '\t', 'x', '\\"', ' '], 0)}"}`,
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      7702,
+    );
+  }, 120_000);
+});
