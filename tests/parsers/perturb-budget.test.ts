@@ -46,4 +46,15 @@ describe('generator readings: output length x1 vs x4', () => {
       7702,
     );
   }, 120_000);
+
+  it('a list of many calls glued without commas', () => {
+    budget(
+      'glued list items',
+      (size, rnd) =>
+        `[TOOL_CALLS][${soup(rnd, size, ['{"name": "read_file", "arguments": {"path": "a"}}', '{', '}', '[', ']', ' '], 0.1)}]`,
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      7703,
+    );
+  }, 120_000);
 });
