@@ -25,9 +25,16 @@ for (const c of generateCases()) {
   row[k.verdict] = (row[k.verdict] ?? 0) + 1;
   if (k.parity) row.parity = (row.parity ?? 0) + 1;
   rows.set(c.format, row);
-  if (k.verdict === 'wrong' || k.verdict === 'miss' || k.verdict === 'lost-bytes' || k.parity) bad.push(k);
+  if (
+    k.verdict === 'wrong' ||
+    k.verdict === 'leftover' ||
+    k.verdict === 'miss' ||
+    k.verdict === 'lost-bytes' ||
+    k.parity
+  )
+    bad.push(k);
 }
-const cols = ['cases', 'correct', 'wrong', 'miss', 'content-ok', 'lost-bytes', 'parity'];
+const cols = ['cases', 'correct', 'leftover', 'wrong', 'miss', 'content-ok', 'lost-bytes', 'parity'];
 console.log(['format', ...cols].join('\t'));
 const total: Record<string, number> = {};
 for (const [f, row] of rows) {

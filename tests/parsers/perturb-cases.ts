@@ -26,6 +26,8 @@ export interface PerturbCase {
   truth: Truth;
   /** The calls meant (for `call` and `either`). */
   calls: { name: string; arguments: JsonObject }[];
+  /** The prose around the calls: the content once they are read (blanks aside). */
+  prose: string;
 }
 
 const TOOLS: DeclaredTool[] = [
@@ -314,6 +316,7 @@ export function generateCases(): PerturbCase[] {
     truth: Truth,
     calls: PerturbCase['calls'],
     cut = false,
+    prose = '',
   ) =>
     out.push({
       id: `${f.name}/${perturbation}/${tool}`,
@@ -323,6 +326,7 @@ export function generateCases(): PerturbCase[] {
       cut,
       truth,
       calls,
+      prose,
     });
 
   for (const f of FORMATS) {
@@ -366,7 +370,16 @@ export function generateCases(): PerturbCase[] {
         { name: other, arguments: ARGS[other] as JsonObject },
       ]);
       // prose around
-      add(f, 'prose-before', tool, `Let me check that first.\n${whole(plain)}`, 'call', call);
+      add(
+        f,
+        'prose-before',
+        tool,
+        `Let me check that first.\n${whole(plain)}`,
+        'call',
+        call,
+        false,
+        'Let me check that first.',
+      );
       add(
         f,
         'prose-around',
@@ -374,6 +387,8 @@ export function generateCases(): PerturbCase[] {
         `Let me check that first.\n${whole(plain)}\nI will report back.`,
         f.marked ? 'call' : 'content',
         call,
+        false,
+        'Let me check that first. I will report back.',
       );
       // a call a sentence explains: a sample, not a call
       add(
@@ -395,6 +410,8 @@ export function generateCases(): PerturbCase[] {
         `For example, you could call it like this:\n\n${whole(plain)}\n\nThat is the whole syntax.`,
         f.marked ? 'either' : 'content',
         f.marked ? call : [],
+        false,
+        'For example, you could call it like this: That is the whole syntax.',
       );
       // cut by the token limit mid-arguments
       const full = whole(plain);
@@ -405,7 +422,8 @@ export function generateCases(): PerturbCase[] {
   return out;
 }
 
-export type Verdict = 'correct' | 'wrong' | 'miss' | 'content-ok' | 'lost-bytes';
+/** `leftover`: the calls read right, but the content holds more than the prose (a slip of the envelope). */
+export type Verdict = 'correct' | 'leftover' | 'wrong' | 'miss' | 'content-ok' | 'lost-bytes';
 
 export interface Classified {
   c: PerturbCase;
@@ -473,7 +491,13 @@ export function classify(c: PerturbCase, opts: { seed?: number; everyCut?: boole
   let verdict: Verdict;
   if (got.length > 0) {
     const right = got.length === want.length && got.every((g, i) => g === want[i]);
-    verdict = c.truth !== 'content' && right ? 'correct' : 'wrong';
+    const blanks = (t: string) => t.replace(/\s+/g, ' ').trim();
+    verdict =
+      c.truth === 'content' || !right
+        ? 'wrong'
+        : blanks(r.content ?? '') === blanks(c.prose)
+          ? 'correct'
+          : 'leftover';
   } else if (r.content !== c.text) verdict = 'lost-bytes';
   else verdict = c.truth === 'call' ? 'miss' : 'content-ok';
   let parity: string | null = null;
