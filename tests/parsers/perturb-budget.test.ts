@@ -57,4 +57,27 @@ describe('generator readings: output length x1 vs x4', () => {
       7703,
     );
   }, 120_000);
+
+  it('closing tags misspelled: many, and one after a long body or a long blank run', () => {
+    budget(
+      'misspelled closing tags',
+      (size, rnd) =>
+        rnd() < 0.5
+          ? soup(
+              rnd,
+              size,
+              [
+                '<function=read_file>{"path": "a"}</functon>',
+                '<tool_call>read_file\n<arg_key>path</arg_key><arg_value>a</arg_value></tool_cal>',
+                ' ',
+                '\n',
+              ],
+              0.2,
+            )
+          : `<tool_call>read_file\n<arg_key>path</arg_key><arg_value>${'a'.repeat(size)}</arg_value></tool_cal>${' '.repeat(size)}`,
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      7704,
+    );
+  }, 120_000);
 });

@@ -28,7 +28,7 @@ describe('generated near misses: format x perturbation x schema', () => {
 });
 
 /** Calls read right today (bench/perturb.ts): raise it when a fix reads more. */
-const CORRECT_FLOOR = 738;
+const CORRECT_FLOOR = 754;
 
 describe('a scalar written as a string in JSON arguments', () => {
   const search = {
@@ -235,5 +235,34 @@ describe('an improvised call with a number written as a string', () => {
   it('a string that spells no integer still does not fit', () => {
     const text = 'search(query="q", limit="five")';
     expect(whole(text, options(tools)).content).toBe(text);
+  });
+});
+
+describe('a closing tag misspelled as the last tag of the output', () => {
+  const tools = toolsOf({
+    name: 'read_file',
+    parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+  });
+  it.each([
+    ['Hermes', '<tool_call>\n{"name": "read_file", "arguments": {"path": "a"}}\n</tool_cal>'],
+    ['GLM', '<tool_call>read_file\n<arg_key>path</arg_key>\n<arg_value>a</arg_value>\n</tool_cal>'],
+    [
+      'Qwen3-Coder',
+      '<tool_call>\n<function=read_file>\n<parameter=path>\na\n</parameter>\n</functon>\n</tool_call>',
+    ],
+    ['Llama / Functionary', '<function=read_file>{"path": "a"}</functon>'],
+  ])('%s: the call, the slip gone (repair mismatched-close-tag)', (_, text) => {
+    const r = whole(text, options(tools));
+    expect(r.calls.map((c) => [c.name, JSON.parse(c.arguments)])).toEqual([['read_file', { path: 'a' }]]);
+    expect(r.calls[0]?.repairs).toContain('mismatched-close-tag');
+    expect(r.content).toBeNull();
+  });
+  it.each([
+    '<tool_call>read_file\n<arg_key>path</arg_key>\n<arg_value>a</arg_value>\n</tool_cal> and more',
+    '<tool_call>read_file\n<arg_key>path</arg_key>\n<arg_value>a</arg_value>\n</div>',
+    '<tool_call>read_file\n<arg_key>file</arg_key>\n<arg_value>a</arg_value>\n</tool_cal>',
+  ])('%j: not the last tag, another tag, or a key outside the schema: no repaired call', (text) => {
+    const r = whole(text, options(tools));
+    expect(r.calls.filter((c) => c.repairs.includes('mismatched-close-tag'))).toEqual([]);
   });
 });
