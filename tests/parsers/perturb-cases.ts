@@ -264,6 +264,12 @@ const FORMATS: Format[] = [
     misspell: (c) => c.replace('</function>', '</functon>'),
   },
   {
+    name: 'functionary-v3-2',
+    json: true,
+    marked: true,
+    write: (n, _a, t) => ({ open: '>>>', body: `${n}\n${t}`, close: '' }),
+  },
+  {
     name: 'fence',
     json: true,
     marked: false,
