@@ -80,4 +80,17 @@ describe('generator readings: output length x1 vs x4', () => {
       7704,
     );
   }, 120_000);
+
+  it('Functionary v3.2 arguments as a JSON string: one long, many, many unclosed', () => {
+    budget(
+      'functionary string arguments',
+      (size, rnd) =>
+        rnd() < 0.5
+          ? `>>>read_file\n"{\\"path\\": \\"${'a'.repeat(size)}\\"}"`
+          : soup(rnd, size, ['>>>read_file\n"{\\"path\\": \\"a\\"}"', '>>>read_file\n"', '\\"', ' '], 0.2),
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      7705,
+    );
+  }, 120_000);
 });
