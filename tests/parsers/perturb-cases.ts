@@ -367,6 +367,37 @@ export function generateCases(): PerturbCase[] {
         }
         add(f, what, tool, whole(w(rename(tool))), 'call', call);
       }
+      // no declared tool: an undeclared name, or a renamed one whose arguments fit no schema
+      add(
+        f,
+        'undeclared',
+        tool,
+        whole(f.write('delete_files', args, spellArgs(args, 'json'))),
+        'content',
+        [],
+      );
+      const misfit = { nope: 'x' };
+      add(
+        f,
+        'renamed-misfit',
+        tool,
+        whole(f.write(`functions.${tool}`, misfit, spellArgs(misfit, 'json'))),
+        'content',
+        [],
+      );
+      add(
+        f,
+        'misspelled-undeclared',
+        tool,
+        f.misspell && plain.close !== ''
+          ? (() => {
+              const u = f.write('delete_files', args, spellArgs(args, 'json'));
+              return u.open + u.body + (f.misspell as (c: string) => string)(u.close);
+            })()
+          : whole(f.write('Delete_Files', args, spellArgs(args, 'json'))),
+        'content',
+        [],
+      );
       // two calls without a separator
       const other = tool === 'read_file' ? 'get_weather' : 'read_file';
       const second = f.write(other, ARGS[other] as JsonObject, JSON.stringify(ARGS[other]));
