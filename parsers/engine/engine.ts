@@ -70,7 +70,10 @@ function judgeEnvelope(
     const name = renamed?.name ?? c.name;
     const args = normalizeArguments(c.arguments, { allowMissingClose: m.truncated === true });
     if (!args) return { ok: false, outcome: 'rejected', reason: 'arguments are not a JSON object' };
-    if (renamed && !fitsSchema(args.value, tools.get(name)!)) return undeclared;
+    // typed by the declared tool's schema first: a family that met a renamed tool could not
+    // type its values (Qwen3-Coder's `<parameter=limit>5`), so they fit only once typed
+    const typed = decodeStructuredStrings(args.value, tools.get(name));
+    if (renamed && !fitsSchema(typed ?? args.value, tools.get(name)!)) return undeclared;
     // canonicalisation (JSON.stringify) recurses and drops prototype-held keys: check first
     const unsafe = unsafeArguments(args.value);
     if (unsafe) return { ok: false, outcome: 'unrecovered', reason: unsafe };
@@ -82,7 +85,6 @@ function judgeEnvelope(
       };
     const repairs = [...(c.repairs ?? []), ...args.repairs, ...(renamed?.repairs ?? [])];
     if (m.truncated) repairs.push('unclosed-envelope');
-    const typed = decodeStructuredStrings(args.value, tools.get(name));
     if (typed) repairs.push('string-value');
     out.push({ name, arguments: typed ?? args.value, repairs, ...(c.id ? { id: c.id } : {}) });
   }

@@ -11,7 +11,10 @@
  * <tool_call>…</tool_call> Then…", the peers' "Before <…> after."), nor one the sentence's
  * own speaker performs ("I would like to read it <tool_call>…</tool_call> and then…"), nor one
  * that ends its line or the output ("You would write <tool_call>…</tool_call>"): the words
- * alone cannot tell those from a call.
+ * alone cannot tell those from a call. But when that sentence ends in a colon right before the
+ * envelope, on its line ("You could do it like this: <tool_call>…"), the colon hands it to the
+ * envelope: the sample it introduces, text whatever follows (the lead-in gate refuses the same
+ * lead-in before an unmarked call; an envelope on a line of its own after it is still a call).
  *
  * What streams: an envelope that may be such a sample is held (with the blanks after it) until
  * the first other character after it decides: a letter, a digit or `,;(` and dashes go on with
@@ -33,6 +36,8 @@ const MAX_BLANKS = 64;
 const SENTENCE_END = /[.!?…][\s"')\]]*\s|[。！？]/g;
 /** The speaker acting: a sentence with it announces the speaker's own call. */
 const FIRST_PERSON = /\bI(?:'m|'ll|'d|'ve)?\b|\b[Ll]et(?:'s| me| us)\b|\b[Ww]e(?:'ll|'re|'d)?\b/;
+/** A line that ends in a colon: what comes next is what the sentence introduces. */
+const INTRODUCES = /[:：][ \t]*$/;
 /** What goes on with a sentence after the envelope. */
 const GOES_ON = /[\p{L}\p{N},;(\-–—]/u;
 
@@ -76,10 +81,20 @@ export class MidSentenceWatch {
       emit(e);
       return;
     }
-    if (e.type === 'envelope' && isCall(e) && explainsBefore(this.lineTail())) {
-      this.held.push(e);
-      this.blanks = 0;
-      return;
+    if (e.type === 'envelope' && isCall(e)) {
+      const line = this.lineTail();
+      if (explainsBefore(line)) {
+        // "You could do it like this: <call>": the colon hands the sentence to the envelope,
+        // its object; whatever follows (nothing, a line break), it is the sample shown
+        if (INTRODUCES.test(line)) {
+          this.see(e.raw);
+          emit({ type: 'text', text: e.raw });
+          return;
+        }
+        this.held.push(e);
+        this.blanks = 0;
+        return;
+      }
     }
     if (e.type === 'envelope') this.see(e.raw);
     emit(e);

@@ -2,7 +2,8 @@
  * A call's name that is not a declared tool's, but names exactly one in a way small models slip
  * into: the `functions.` namespace every OpenAI-style chat template renders the tools under
  * (harmony's `to=functions.NAME`, Kimi K2's `functions.NAME:0`; a model copies it into a Hermes
- * or bare JSON call), or the declared name in another case (`Read_File`, `GET_WEATHER`). The
+ * or bare JSON call), Gemini's `default_api.` (the namespace its `tool_code` calls are written
+ * under: `print(default_api.NAME(…))`), or the declared name in another case (`Read_File`, `GET_WEATHER`). The
  * engine takes it only when the arguments fit that tool's schema (engine.ts); two declared
  * names equal but for case are no match.
  */
@@ -10,7 +11,8 @@ import type { DeclaredTool } from '../types.js';
 
 export type NameRepair = 'name-prefix' | 'name-case';
 
-const PREFIX = 'functions.';
+/** Namespaces a published chat format renders the tools under (`tools.` is no such one: it stays text). */
+const PREFIXES = ['functions.', 'default_api.'];
 
 /** Declared names by their lower-case form, per tool map (a request's map is shared by its streams). */
 const FOLDED = new WeakMap<ReadonlyMap<string, DeclaredTool>, Map<string, string | null>>();
@@ -36,8 +38,9 @@ export function resolveToolName(
 ): { name: string; repairs: NameRepair[] } | null {
   const repairs: NameRepair[] = [];
   let n = name;
-  if (n.startsWith(PREFIX) && n.length > PREFIX.length) {
-    n = n.slice(PREFIX.length);
+  const prefix = PREFIXES.find((p) => n.startsWith(p) && n.length > p.length);
+  if (prefix !== undefined) {
+    n = n.slice(prefix.length);
     repairs.push('name-prefix');
     if (tools.has(n)) return { name: n, repairs };
   }

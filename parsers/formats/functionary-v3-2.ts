@@ -74,6 +74,7 @@ function readSection(text: string, i: number, final: boolean): Part | 'need-more
   }
   const j = skipWs(text, body);
   if (j >= text.length) return final ? { kind: 'error', error: 'recipient without body' } : 'need-more';
+  if (text[j] === '"') return readStringArguments(text, j, name, final);
   if (text[j] !== '{') return null;
   // the next `>>>` outside a string ends a section whose JSON never closed (and keeps many
   // such sections linear: no scan runs past the next one)
@@ -87,6 +88,30 @@ function readSection(text: string, i: number, final: boolean): Part | 'need-more
     call: { name, arguments: d.value, ...(d.repairs.length ? { repairs: d.repairs } : {}) },
     end: scan.end,
   };
+}
+
+/**
+ * The arguments object sent as one JSON string (`>>>NAME\n"{\"k\": 1}"`, double-encoded as
+ * models double-encode `arguments`): the engine decodes it (repair string-arguments). A string
+ * that holds no object is no call of this family.
+ */
+function readStringArguments(
+  text: string,
+  j: number,
+  name: string,
+  final: boolean,
+): Part | 'need-more' | null {
+  const scan = scanJsonValue(text, j, { stopAt: [ARROW] });
+  if (scan?.stoppedAt !== undefined) return null;
+  if (!scan || scan.end < 0) return final ? null : 'need-more';
+  let value: unknown;
+  try {
+    value = JSON.parse(text.slice(j, scan.end));
+  } catch {
+    return null;
+  }
+  if (typeof value !== 'string' || !value.trimStart().startsWith('{')) return null;
+  return { kind: 'call', call: { name, arguments: value }, end: scan.end };
 }
 
 function toMatch(p: Part, start: number): EnvelopeMatch {

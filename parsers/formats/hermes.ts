@@ -14,6 +14,7 @@
 import { defineFamily } from '../engine/define.js';
 import type { MatchInput, MatchResult } from '../engine/family.js';
 import type { ParseContext, ParsedCall } from '../types.js';
+import { isNameSlip, slipGate } from '../kit/close-slip.js';
 import { callsFromJson, defaultToCall } from '../kit/long-tail.js';
 import { callsFromJsonBody, finishMatch, peekNonWs } from '../kit/envelope.js';
 import { readName, scanJsonValue, skipWs } from '../kit/json-scan.js';
@@ -165,8 +166,12 @@ function matchCallingTool({ text, start, final, find, ctx }: MatchInput): MatchR
   return { end: close + CALLING_END.length, calls: [{ name: call.name, arguments: call.args }] };
 }
 
-/** Closing tags small models write for `</tool_call>`, compared without case, blanks, `_` or `-`. */
+/**
+ * Closing tags small models write for `</tool_call>`, compared without case, blanks, `_` or `-`;
+ * also any name one edit from it (`</tool_cal>`, `</tool_calll>`: kit/close-slip.ts).
+ */
 const SLIPS = new Set(['toolcall', 'toolcalls', 'tool', 'function', 'functioncall']);
+const foldTag = (name: string) => name.replace(/[\s_-]/g, '').toLowerCase();
 /** The longest slip looked at: `</` + a name + `>`, blanks included. */
 const SLIP_MAX = 24;
 
@@ -190,11 +195,8 @@ function closeSlip(text: string, k: number, final: boolean): number | 'need-more
   const at = head.indexOf('>');
   if (at < 0) return !final && k + SLIP_MAX > text.length ? 'need-more' : 0;
   const gt = k + 2 + at;
-  const name = text
-    .slice(k + 2, gt)
-    .replace(/[\s_-]/g, '')
-    .toLowerCase();
-  return SLIPS.has(name) ? gt + 1 : 0;
+  const name = foldTag(text.slice(k + 2, gt));
+  return SLIPS.has(name) || isNameSlip(name, 'tool_call') ? gt + 1 : 0;
 }
 
 export const hermes = defineFamily({
@@ -277,9 +279,13 @@ export const hermes = defineFamily({
       if (slip === 'need-more') return 'need-more';
       if (slip > 0) {
         const r = readJson(text.slice(j, scan.end), false, ctx);
-        if ('calls' in r)
+        // a tag one edit from the closing one (not a known slip) only for calls that fit
+        const known = SLIPS.has(foldTag(text.slice(k + 2, slip - 1))) || text.startsWith(OPEN, k);
+        if ('calls' in r && (known || slipGate(r.calls, ctx))) {
           for (const call of r.calls) call.repairs = [...(call.repairs ?? []), 'mismatched-close-tag'];
-        return finishMatch(r, slip, false);
+          return finishMatch(r, slip, false);
+        }
+        if (known) return finishMatch(r, slip, false);
       }
       // JSON complete but no closing tag (another call or prose follows): the call ends here
       const r = readJson(text.slice(j, scan.end), false, ctx);

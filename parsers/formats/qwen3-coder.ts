@@ -6,6 +6,7 @@
  * A body that is JSON (<function=NAME>{…}</function>, the Llama 3.1 custom-tool style) is read
  * as JSON arguments.
  */
+import { slipGate, trailingCloseSlip } from '../kit/close-slip.js';
 import { defineFamily } from '../engine/define.js';
 import type { EnvelopeMatch, MatchInput, MatchResult } from '../engine/family.js';
 
@@ -61,6 +62,15 @@ export function readFunctions(
     const name = body.slice(i + FN_OPEN.length, gt).trim();
     if (name === '' || /[\s<]/.test(name)) return { error: 'bad function name' };
     const close = body.indexOf(FN_CLOSE, gt + 1);
+    // `</functon>` as the body's last tag: the function's close, misspelled (kit/close-slip.ts)
+    const slip = close < 0 ? trailingCloseSlip(body, 'function') : -1;
+    if (slip > gt) {
+      const call = readParameters(name, body.slice(gt + 1, slip), ctx, false, newlines);
+      if (!('error' in call) && slipGate([call], ctx)) {
+        calls.push({ ...call, repairs: [...(call.repairs ?? []), 'mismatched-close-tag'] });
+        break;
+      }
+    }
     const inner = body.slice(gt + 1, close < 0 ? body.length : close);
     if (close < 0 && !truncated) return { error: 'unclosed function' };
     const call = readParameters(name, inner, ctx, close < 0, newlines);
@@ -69,6 +79,16 @@ export function readFunctions(
     i = close < 0 ? body.length : skipWs(body, close + FN_CLOSE.length);
   }
   return calls.length > 0 ? { calls } : { error: 'no function in tool call' };
+}
+
+/** `text` when it is exactly one JSON string: its value, else null. */
+function jsonString(text: string): string | null {
+  try {
+    const v: unknown = JSON.parse(text);
+    return typeof v === 'string' ? v : null;
+  } catch {
+    return null;
+  }
 }
 
 function readParameters(
@@ -84,6 +104,13 @@ function readParameters(
     const d = decodeBody(inner, truncated);
     if (!d) return { error: 'function body is not JSON' };
     return { name, arguments: d.value, ...(d.repairs.length ? { repairs: d.repairs } : {}) };
+  }
+  if (inner[i] === '"') {
+    // the arguments object sent as one JSON string (`<function=NAME>"{\"k\": 1}"</function>`,
+    // as models double-encode `arguments`): the engine decodes it (repair string-arguments)
+    const s = jsonString(inner.trim());
+    if (s === null || !s.trimStart().startsWith('{')) return { error: 'function body is not JSON' };
+    return { name, arguments: s };
   }
   const args = createArgs();
   // next </parameter> and <parameter= positions, searched again only once passed: linear overall

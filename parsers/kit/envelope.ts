@@ -5,6 +5,7 @@
  */
 import type { EnvelopeMatch, MatchInput, MatchResult } from '../engine/family.js';
 import type { ParseContext, ParsedCall } from '../types.js';
+import { closeTagName, slipGate, trailingCloseSlip } from './close-slip.js';
 import { skipWs } from './json-scan.js';
 import { decodeJsonLenient, isPlainObject } from './lenient-json.js';
 
@@ -103,6 +104,16 @@ export function delimitedEnvelope(o: DelimitedOptions): (input: MatchInput) => M
     const endAt = find(o.end, bodyStart);
     if (endAt < 0) {
       if (!final) return 'need-more';
+      // the end marker misspelled as the output's last tag (`</tool_cal>`): the envelope closed
+      const name = closeTagName(o.end);
+      const slip = name === null ? -1 : trailingCloseSlip(text, name);
+      if (slip > bodyStart) {
+        const r = o.parseBody(text.slice(bodyStart, slip), ctx, { truncated: false });
+        if ('calls' in r && slipGate(r.calls, ctx)) {
+          for (const c of r.calls) c.repairs = [...(c.repairs ?? []), 'mismatched-close-tag'];
+          return finishMatch(r, text.length, false);
+        }
+      }
       if (o.allowUnclosed === false) return null;
       return finishMatch(o.parseBody(text.slice(bodyStart), ctx, { truncated: true }), text.length, true);
     }

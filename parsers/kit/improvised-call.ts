@@ -7,7 +7,7 @@
 import type { DeclaredTool } from '../types.js';
 import { decodeJsonLenient, isPlainObject } from './lenient-json.js';
 import { parsePythonLiteral } from './python-literal.js';
-import { fitsSchema } from './schema-values.js';
+import { decodeStructuredStrings, fitsSchema } from './schema-values.js';
 
 export interface ImprovisedCall {
   name: string;
@@ -53,11 +53,15 @@ function liftScalarsToLists(
 /**
  * The call when it names a declared tool AND its arguments fit that tool's schema (after
  * lifting a lone value into the list the schema declares, if that is all that was wrong).
+ * Fitting is judged on the values as the engine will type them (`limit="5"` for an integer:
+ * decodeStructuredStrings, repair string-value), so the engine and the gate agree.
  */
 export function gated(found: ImprovisedCall | null, tools: Tools): ImprovisedCall | null {
   const tool = found ? tools.get(found.name) : undefined;
   if (!found || !tool) return null;
-  if (fitsSchema(found.args, tool)) return found;
+  const fits = (args: Record<string, unknown>) =>
+    fitsSchema(decodeStructuredStrings(args, tool) ?? args, tool);
+  if (fits(found.args)) return found;
   const lifted = liftScalarsToLists(found.args, tool);
-  return lifted && fitsSchema(lifted, tool) ? { name: found.name, args: lifted } : null;
+  return lifted && fits(lifted) ? { name: found.name, args: lifted } : null;
 }

@@ -6,7 +6,13 @@ import { jsonrepair } from 'jsonrepair';
 import { MAX_NESTING, nestsDeeper } from './json-scan.js';
 import { pushAll } from '../../protocol/append-all.js';
 
-export type JsonRepair = 'trailing-comma' | 'python-literals' | 'single-quotes' | 'missing-brace';
+export type JsonRepair =
+  | 'trailing-comma'
+  | 'python-literals'
+  | 'single-quotes'
+  | 'missing-brace'
+  | 'raw-control-characters'
+  | 'missing-comma';
 
 export interface Decoded {
   value: unknown;
@@ -56,6 +62,8 @@ function classify(raw: string): { repairs: JsonRepair[]; depth: number; inString
   let quote = 0;
   let other = false;
   let lastSig = 0;
+  /** Open brackets: whether each is a list (a `}{` inside one is two items glued). */
+  const lists: boolean[] = [];
   for (let i = 0; i < raw.length; i++) {
     const c = raw.charCodeAt(i);
     if (quote !== 0) {
@@ -67,6 +75,10 @@ function classify(raw: string): { repairs: JsonRepair[]; depth: number; inString
       } else if (c === quote) {
         quote = 0;
         lastSig = c;
+      } else if (c < 0x20) {
+        // a line break or tab written raw inside a string (a file's content, a multi-line
+        // command): JSON wants it escaped, and the string's quotes still say where it ends
+        found.add('raw-control-characters');
       }
       continue;
     }
@@ -74,9 +86,14 @@ function classify(raw: string): { repairs: JsonRepair[]; depth: number; inString
     else if (c === 0x27) {
       quote = c;
       found.add('single-quotes');
-    } else if (c === 0x7b || c === 0x5b) depth++;
-    else if (c === 0x7d || c === 0x5d) {
+    } else if (c === 0x7b || c === 0x5b) {
+      // two objects of a list with no comma between them (`[{…}{…}]`): jsonrepair inserts it
+      if (c === 0x7b && lastSig === 0x7d && lists[lists.length - 1] === true) found.add('missing-comma');
+      lists.push(c === 0x5b);
+      depth++;
+    } else if (c === 0x7d || c === 0x5d) {
       if (lastSig === 0x2c) found.add('trailing-comma');
+      lists.pop();
       depth--;
     } else if (isWordStart(c)) {
       // a bare word: True/False/None are a python slip we repair; true/false/null and exponents

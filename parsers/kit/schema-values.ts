@@ -345,10 +345,15 @@ function conformValue(x: unknown, schema: Record<string, unknown>): unknown {
   return conformNested(x, schema);
 }
 
+/** Types a string value may spell in JSON arguments (decodeStructuredStrings). */
+const STRING_WRITTEN: ReadonlySet<string> = new Set(['object', 'array', 'integer', 'number', 'boolean']);
+
 /**
  * JSON-argument formats: a value declared only as an object or array but written as a string
- * holding JSON or a Python repr (`"{'k': 1}"`, models double-encode) is decoded. Returns null
- * when nothing changed.
+ * holding JSON or a Python repr (`"{'k': 1}"`, models double-encode) is decoded; one declared
+ * only as an integer, a number or a boolean and written as its string (`"limit": "5"`, `"true"`)
+ * is typed, since that string is not valid for the schema and the value it spells is
+ * (a parameter that also allows a string keeps it). Returns null when nothing changed.
  */
 export function decodeStructuredStrings(
   args: Record<string, unknown>,
@@ -362,7 +367,7 @@ export function decodeStructuredStrings(
     const types = schemaTypes(schema);
     if (types.length === 0 || types.includes('string')) continue;
     for (const type of types) {
-      if (type !== 'object' && type !== 'array') continue;
+      if (!STRING_WRITTEN.has(type)) continue;
       const r = tryType(v, type, schema);
       if (r.ok) {
         // Copied into a prototype-free object: a parameter named `__proto__` stays data.

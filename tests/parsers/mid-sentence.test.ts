@@ -47,8 +47,15 @@ describe('an envelope inside an explaining sentence', () => {
     [`You would write ${CALL}${CALL} in your agent.`, 2],
     [`You would write ${CALL}${' '.repeat(80)}in your agent.`, 1],
     [`You would write ${CALL}`, 1],
+    // a colon hands the explaining sentence to the envelope: the sample it introduces
+    [`You could do it like this: ${CALL}`, 0],
+    [`You could do it like this:${CALL}\nThat is all.`, 0],
+    [`例如：${CALL}`, 0],
+    [`I could do it like this: ${CALL}`, 1],
+    [`Checking the file now: ${CALL}`, 1],
+    [`You could do it like this:\n${CALL}`, 1],
   ])(
-    '%j: %i calls (as before but when the sentence goes on), the rest content byte for byte',
+    '%j: %i calls (as before but when the sentence goes on or a colon ends it), the rest content byte for byte',
     (text, calls) => {
       const r = whole(text, opts());
       expect(r.calls.length).toBe(calls);
@@ -58,7 +65,7 @@ describe('an envelope inside an explaining sentence', () => {
   );
 
   it('any split decides as the whole', () => {
-    const units = ['You would write ', 'I will ', CALL, ' ', '  ', 'in it', '.', ', ', '\n', 'a. '];
+    const units = ['You would write ', 'I will ', CALL, ' ', '  ', 'in it', '.', ', ', '\n', 'a. ', ':'];
     fc.assert(
       fc.property(
         fc.array(fc.constantFrom(...units), { maxLength: 12 }),

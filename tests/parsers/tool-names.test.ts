@@ -11,6 +11,8 @@ describe('resolveToolName', () => {
     ['READ_FILE', { name: 'read_file', repairs: ['name-case'] }],
     ['functions.Read_File', { name: 'read_file', repairs: ['name-prefix', 'name-case'] }],
     ['GETWEATHER', { name: 'getWeather', repairs: ['name-case'] }],
+    ['default_api.read_file', { name: 'read_file', repairs: ['name-prefix'] }],
+    ['default_api.READ_FILE', { name: 'read_file', repairs: ['name-prefix', 'name-case'] }],
   ])('%s means one declared tool', (name, expected) => {
     expect(resolveToolName(name, tools)).toEqual(expected);
   });
@@ -18,6 +20,8 @@ describe('resolveToolName', () => {
   it.each([
     ['SEARCH', 'two declared names equal but for case'],
     ['functions.', 'the namespace alone'],
+    ['default_api.', 'the namespace alone'],
+    ['default_api.functions.read_file', 'two namespaces'],
     ['tools.read_file', 'another namespace'],
     ['get_weather', 'another spelling, not another case'],
     ['readfile', 'no declared name folds to it'],

@@ -31,6 +31,24 @@ describe('decodeJsonLenient', () => {
       a: "it's \n é \\ /",
     });
   });
+  it('escapes a line break or tab written raw inside a string (raw-control-characters)', () => {
+    expect(decodeJsonLenient('{"content": "line one\nline\ttwo", "n": 1}')).toEqual({
+      value: { content: 'line one\nline\ttwo', n: 1 },
+      repairs: ['raw-control-characters'],
+    });
+    // outside a string a line break is only whitespace; a string the end left open is no repair
+    expect(decodeJsonLenient('{\n"a": 1\n}')?.repairs).toEqual([]);
+    expect(decodeJsonLenient('{"a": "line one\nline', { allowMissingClose: true })).toBeNull();
+  });
+  it('inserts the comma between two objects of a list glued together (missing-comma)', () => {
+    expect(decodeJsonLenient('[{"a": 1}{"b": [2]}\n{"c": 3}]')).toEqual({
+      value: [{ a: 1 }, { b: [2] }, { c: 3 }],
+      repairs: ['missing-comma'],
+    });
+    // two objects glued outside a list, or inside an object, are no value we repair
+    expect(decodeJsonLenient('{"a": 1}{"b": 2}')).toBeNull();
+    expect(decodeJsonLenient('{"a": {"b": 1}{"c": 2}}')).toBeNull();
+  });
   it('closes a missing final brace only when allowed', () => {
     expect(decodeJsonLenient('{"a": {"b": 1}')).toBeNull();
     expect(decodeJsonLenient('{"a": {"b": 1}', { allowMissingClose: true })).toEqual({

@@ -1,0 +1,96 @@
+/**
+ * Output x1 vs x4 costs at most about x4 for the readings the perturbation generator led to
+ * (tests/parsers/perturb.test.ts): a `<function=NAME>` body that is one JSON string, and JSON
+ * strings holding raw line breaks (jsonrepair now runs on them).
+ */
+import { describe, it } from 'vitest';
+import { budget, soup } from '../hardening/surface-budget.js';
+import { pushed64, toolsOf } from './engine-helpers.js';
+
+const tools = toolsOf(
+  {
+    name: 'read_file',
+    parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+  },
+  {
+    name: 'write_file',
+    parameters: {
+      type: 'object',
+      properties: { path: { type: 'string' }, content: { type: 'string' } },
+      required: ['path', 'content'],
+    },
+  },
+);
+
+describe('generator readings: output length x1 vs x4', () => {
+  it('a <function=NAME> body that is one long JSON string, and many such bodies', () => {
+    budget(
+      'function body as a JSON string',
+      (size, rnd) =>
+        rnd() < 0.5
+          ? `<function=read_file>"{\\"path\\": \\"${'a'.repeat(size)}\\"}"</function>`
+          : soup(rnd, size, ['<function=read_file>"{\\"path\\": \\"a\\"}"</function>', '"', '\\"', ' ']),
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      7701,
+    );
+  }, 120_000);
+
+  it('JSON arguments whose strings hold raw line breaks', () => {
+    budget(
+      'raw line breaks in JSON strings',
+      (size, rnd) =>
+        `[TOOL_CALLS]write_file[ARGS]{"path": "a", "content": "${soup(rnd, size, ['line\n', '\t', 'x', '\\"', ' '], 0)}"}`,
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      7702,
+    );
+  }, 120_000);
+
+  it('a list of many calls glued without commas', () => {
+    budget(
+      'glued list items',
+      (size, rnd) =>
+        `[TOOL_CALLS][${soup(rnd, size, ['{"name": "read_file", "arguments": {"path": "a"}}', '{', '}', '[', ']', ' '], 0.1)}]`,
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      7703,
+    );
+  }, 120_000);
+
+  it('closing tags misspelled: many, and one after a long body or a long blank run', () => {
+    budget(
+      'misspelled closing tags',
+      (size, rnd) =>
+        rnd() < 0.5
+          ? soup(
+              rnd,
+              size,
+              [
+                '<function=read_file>{"path": "a"}</functon>',
+                '<tool_call>read_file\n<arg_key>path</arg_key><arg_value>a</arg_value></tool_cal>',
+                ' ',
+                '\n',
+              ],
+              0.2,
+            )
+          : `<tool_call>read_file\n<arg_key>path</arg_key><arg_value>${'a'.repeat(size)}</arg_value></tool_cal>${' '.repeat(size)}`,
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      7704,
+    );
+  }, 120_000);
+
+  it('Functionary v3.2 arguments as a JSON string: one long, many, many unclosed', () => {
+    budget(
+      'functionary string arguments',
+      (size, rnd) =>
+        rnd() < 0.5
+          ? `>>>read_file\n"{\\"path\\": \\"${'a'.repeat(size)}\\"}"`
+          : soup(rnd, size, ['>>>read_file\n"{\\"path\\": \\"a\\"}"', '>>>read_file\n"', '\\"', ' '], 0.2),
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      7705,
+    );
+  }, 120_000);
+});

@@ -1,0 +1,550 @@
+/**
+ * Generated leak-recovery cases (recall7): the published call formats written for a few
+ * schemas, then perturbed the way small models perturb them. Each case carries the truth a
+ * careful human reads:
+ * - `call`: the calls are sure (a declared tool, arguments that fit once the slip is undone);
+ * - `content`: no call may be read (an explained sample, a call cut by the token limit, a bare
+ *   call with prose after it, which the docs keep as text on purpose): the text stays, byte for byte;
+ * - `either`: a human could not be sure; both readings are fine, only a wrong call is a defect.
+ *
+ * `classify` reads a case whole and streamed at several chunkings (bench/perturb.ts prints the
+ * counts per format; tests/parsers/perturb.test.ts guards what must hold).
+ */
+import type { JsonObject } from '../../protocol/openai.js';
+import type { RecoveryResult } from '../../parsers/recover.js';
+import { collectEvents, createRecoveryStream, recoverMessage } from '../../parsers/recover.js';
+import type { DeclaredTool } from '../../parsers/types.js';
+
+type Truth = 'call' | 'content' | 'either';
+
+export interface PerturbCase {
+  id: string;
+  format: string;
+  perturbation: string;
+  text: string;
+  cut: boolean;
+  truth: Truth;
+  /** The calls meant (for `call` and `either`). */
+  calls: { name: string; arguments: JsonObject }[];
+  /** The prose around the calls: the content once they are read (blanks aside). */
+  prose: string;
+}
+
+const TOOLS: DeclaredTool[] = [
+  {
+    name: 'read_file',
+    parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+  },
+  {
+    name: 'get_weather',
+    parameters: {
+      type: 'object',
+      properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['celsius', 'fahrenheit'] } },
+      required: ['city'],
+    },
+  },
+  {
+    name: 'search',
+    parameters: {
+      type: 'object',
+      properties: { query: { type: 'string' }, limit: { type: 'integer' }, exact: { type: 'boolean' } },
+      required: ['query', 'limit'],
+    },
+  },
+  {
+    name: 'write_file',
+    parameters: {
+      type: 'object',
+      properties: { path: { type: 'string' }, content: { type: 'string' } },
+      required: ['path', 'content'],
+    },
+  },
+];
+
+export const PERTURB_TOOLS: ReadonlyMap<string, DeclaredTool> = new Map(TOOLS.map((t) => [t.name, t]));
+
+const ARGS: Record<string, JsonObject> = {
+  read_file: { path: 'src/app.ts' },
+  get_weather: { city: 'Paris', unit: 'celsius' },
+  search: { query: 'tool calling', limit: 5, exact: true },
+  write_file: { path: 'notes.md', content: 'line one\nsay "hi" twice' },
+};
+
+/** How the arguments object is spelled (the perturbations of JSON). */
+type ArgStyle =
+  | 'json'
+  | 'trailing-comma'
+  | 'single-quotes'
+  | 'python-literals'
+  | 'raw-newline'
+  | 'raw-quotes'
+  | 'string-arguments'
+  | 'quoted-number';
+
+function pyValue(v: unknown, quote: string): string {
+  if (v === true) return 'True';
+  if (v === false) return 'False';
+  if (v === null) return 'None';
+  if (typeof v === 'string') {
+    const esc = v.replaceAll('\\', '\\\\').replaceAll('\n', '\\n').replaceAll(quote, `\\${quote}`);
+    return quote + esc + quote;
+  }
+  return JSON.stringify(v);
+}
+
+export function spellArgs(args: JsonObject, style: ArgStyle): string {
+  const entries = Object.entries(args);
+  switch (style) {
+    case 'json':
+      return JSON.stringify(args);
+    case 'trailing-comma':
+      return `{${entries.map(([k, v]) => `${JSON.stringify(k)}: ${JSON.stringify(v)}`).join(', ')},}`;
+    case 'single-quotes':
+      return `{${entries.map(([k, v]) => `'${k}': ${typeof v === 'string' ? pyValue(v, "'") : JSON.stringify(v)}`).join(', ')}}`;
+    case 'python-literals':
+      return `{${entries.map(([k, v]) => `"${k}": ${pyValue(v, '"')}`).join(', ')}}`;
+    case 'raw-newline':
+      return `{${entries.map(([k, v]) => `"${k}": ${typeof v === 'string' ? `"${v.replaceAll('"', '\\"')}"` : JSON.stringify(v)}`).join(', ')}}`;
+    case 'raw-quotes':
+      return `{${entries.map(([k, v]) => `"${k}": ${typeof v === 'string' ? `"${v.replaceAll('\n', '\\n')}"` : JSON.stringify(v)}`).join(', ')}}`;
+    case 'string-arguments':
+      return JSON.stringify(JSON.stringify(args));
+    case 'quoted-number':
+      return `{${entries.map(([k, v]) => `"${k}": ${typeof v === 'number' ? `"${v}"` : JSON.stringify(v)}`).join(', ')}}`;
+  }
+}
+
+/** One envelope: what opens it, the body, what closes it (so a perturbation can drop or misspell the close). */
+interface Written {
+  open: string;
+  body: string;
+  close: string;
+}
+
+interface Format {
+  name: string;
+  /** Arguments spelled as a JSON-ish object (the JSON perturbations apply). */
+  json: boolean;
+  /** A marker says a call is meant: prose after it is content, not a reason for doubt. */
+  marked: boolean;
+  write(name: string, args: JsonObject, argText: string): Written;
+  /** A misspelling of the close (undefined: the format has no close to misspell). */
+  misspell?: (close: string) => string;
+  /** Two calls: glued as two envelopes (default) or inside one. */
+  glue?: (a: Written, b: Written) => string;
+}
+
+const xmlValue = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v));
+
+const FORMATS: Format[] = [
+  {
+    name: 'hermes',
+    json: true,
+    marked: true,
+    write: (n, _a, t) => ({
+      open: '<tool_call>\n',
+      body: `{"name": "${n}", "arguments": ${t}}`,
+      close: '\n</tool_call>',
+    }),
+    misspell: (c) => c.replace('</tool_call>', '</tool_cal>'),
+  },
+  {
+    name: 'qwen3-coder',
+    json: false,
+    marked: true,
+    write: (n, a) => ({
+      open: `<tool_call>\n<function=${n}>\n`,
+      body: Object.entries(a)
+        .map(([k, v]) => `<parameter=${k}>\n${xmlValue(v)}\n</parameter>\n`)
+        .join(''),
+      close: '</function>\n</tool_call>',
+    }),
+    misspell: (c) => c.replace('</function>', '</functon>'),
+  },
+  {
+    name: 'mistral',
+    json: true,
+    marked: true,
+    write: (n, _a, t) => ({ open: '[TOOL_CALLS]', body: `[{"name": "${n}", "arguments": ${t}}]`, close: '' }),
+    glue: (a, b) => `${a.open}${a.body.slice(0, -1)}${b.body.slice(1)}`,
+  },
+  {
+    name: 'mistral-v11',
+    json: true,
+    marked: true,
+    write: (n, _a, t) => ({ open: '[TOOL_CALLS]', body: `${n}[ARGS]${t}`, close: '' }),
+  },
+  {
+    name: 'llama3-python-tag',
+    json: true,
+    marked: true,
+    write: (n, _a, t) => ({
+      open: '<|python_tag|>',
+      body: `{"name": "${n}", "parameters": ${t}}`,
+      close: '',
+    }),
+    glue: (a, b) => `${a.open}${a.body}; ${b.body}`,
+  },
+  {
+    name: 'llama3-json',
+    json: true,
+    marked: false,
+    write: (n, _a, t) => ({ open: '', body: `{"name": "${n}", "parameters": ${t}}`, close: '' }),
+  },
+  {
+    name: 'deepseek-v3',
+    json: true,
+    marked: true,
+    write: (n, _a, t) => ({
+      open: '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>',
+      body: `${n}\n\`\`\`json\n${t}\n\`\`\``,
+      close: '<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+    }),
+    misspell: (c) => c.replace('<｜tool▁calls▁end｜>', '<｜tool_calls_end｜>'),
+  },
+  {
+    name: 'deepseek-v31',
+    json: true,
+    marked: true,
+    write: (n, _a, t) => ({
+      open: '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>',
+      body: `${n}<｜tool▁sep｜>${t}`,
+      close: '<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+    }),
+  },
+  {
+    name: 'glm',
+    json: false,
+    marked: true,
+    write: (n, a) => ({
+      open: `<tool_call>${n}\n`,
+      body: Object.entries(a)
+        .map(([k, v]) => `<arg_key>${k}</arg_key>\n<arg_value>${xmlValue(v)}</arg_value>\n`)
+        .join(''),
+      close: '</tool_call>',
+    }),
+    misspell: (c) => c.replace('</tool_call>', '</tool_cal>'),
+  },
+  {
+    name: 'kimi-k2',
+    json: true,
+    marked: true,
+    write: (n, _a, t) => ({
+      open: '<|tool_calls_section_begin|><|tool_call_begin|>',
+      body: `functions.${n}:0<|tool_call_argument_begin|>${t}`,
+      close: '<|tool_call_end|><|tool_calls_section_end|>',
+    }),
+  },
+  {
+    name: 'gpt-oss',
+    json: true,
+    marked: true,
+    write: (n, _a, t) => ({
+      open: `<|start|>assistant<|channel|>commentary to=functions.${n} <|constrain|>json<|message|>`,
+      body: t,
+      close: '<|call|>',
+    }),
+  },
+  {
+    name: 'granite',
+    json: true,
+    marked: true,
+    write: (n, _a, t) => ({
+      open: '<|tool_call|>',
+      body: `[{"name": "${n}", "arguments": ${t}}]`,
+      close: '',
+    }),
+    glue: (a, b) => `${a.open}${a.body.slice(0, -1)}, ${b.body.slice(1)}`,
+  },
+  {
+    name: 'functionary',
+    json: true,
+    marked: true,
+    write: (n, _a, t) => ({ open: `<function=${n}>`, body: t, close: '</function>' }),
+    misspell: (c) => c.replace('</function>', '</functon>'),
+  },
+  {
+    name: 'functionary-v3-2',
+    json: true,
+    marked: true,
+    write: (n, _a, t) => ({ open: '>>>', body: `${n}\n${t}`, close: '' }),
+  },
+  {
+    name: 'fence',
+    json: true,
+    marked: false,
+    write: (n, _a, t) => ({ open: '```json\n', body: `{"name": "${n}", "arguments": ${t}}`, close: '\n```' }),
+  },
+  {
+    name: 'improvised-pythonic',
+    json: false,
+    marked: false,
+    write: (n, a) => ({
+      open: '',
+      body: `${n}(${Object.entries(a)
+        .map(([k, v]) => `${k}=${pyValue(v, '"')}`)
+        .join(', ')})`,
+      close: '',
+    }),
+  },
+  {
+    name: 'improvised-tool-input',
+    json: true,
+    marked: false,
+    write: (n, _a, t) => ({ open: '', body: `{"tool": "${n}", "tool_input": ${t}}`, close: '' }),
+  },
+];
+
+const whole = (w: Written) => w.open + w.body + w.close;
+
+/** Case and namespace slips of a tool name. */
+const renamed: [string, (n: string) => string][] = [
+  [
+    'name-case',
+    (n) =>
+      n
+        .split('_')
+        .map((p) => p[0]?.toUpperCase() + p.slice(1))
+        .join('_'),
+  ],
+  ['name-upper', (n) => n.toUpperCase()],
+  ['name-prefix', (n) => `functions.${n}`],
+  ['name-prefix-default-api', (n) => `default_api.${n}`],
+];
+
+export function generateCases(): PerturbCase[] {
+  const out: PerturbCase[] = [];
+  const add = (
+    f: Format,
+    perturbation: string,
+    tool: string,
+    text: string,
+    truth: Truth,
+    calls: PerturbCase['calls'],
+    cut = false,
+    prose = '',
+  ) =>
+    out.push({
+      id: `${f.name}/${perturbation}/${tool}`,
+      format: f.name,
+      perturbation,
+      text,
+      cut,
+      truth,
+      calls,
+      prose,
+    });
+
+  for (const f of FORMATS) {
+    for (const tool of Object.keys(ARGS)) {
+      const args = ARGS[tool] as JsonObject;
+      const call = [{ name: tool, arguments: args }];
+      const w = (name = tool, style: ArgStyle = 'json') => f.write(name, args, spellArgs(args, style));
+      const plain = w();
+      add(f, 'clean', tool, whole(plain), 'call', call);
+
+      if (plain.close !== '') add(f, 'missing-close', tool, plain.open + plain.body, 'call', call);
+      if (f.misspell && plain.close !== '') {
+        add(f, 'misspelled-close', tool, plain.open + plain.body + f.misspell(plain.close), 'call', call);
+      }
+      if (f.json) {
+        const styles: ArgStyle[] = ['trailing-comma', 'single-quotes', 'string-arguments'];
+        if (Object.values(args).some((v) => typeof v === 'boolean')) styles.push('python-literals');
+        if (Object.values(args).some((v) => typeof v === 'number')) styles.push('quoted-number');
+        if (Object.values(args).some((v) => typeof v === 'string' && v.includes('\n')))
+          styles.push('raw-newline');
+        for (const s of styles) add(f, s, tool, whole(w(tool, s)), 'call', call);
+        // `"say "hi" twice"`: the string's end is a guess, unless the schema settles it
+        if (Object.values(args).some((v) => typeof v === 'string' && v.includes('"'))) {
+          add(f, 'raw-quotes', tool, whole(w(tool, 'raw-quotes')), 'either', call);
+        }
+      } else if (Object.values(args).some((v) => typeof v === 'number')) {
+        add(f, 'quoted-number', tool, whole(f.write(tool, { ...args, limit: '5' }, '')), 'call', call);
+      }
+      for (const [what, rename] of renamed) {
+        if (f.name === 'kimi-k2' || f.name === 'gpt-oss') {
+          if (what.startsWith('name-prefix')) continue;
+        }
+        add(f, what, tool, whole(w(rename(tool))), 'call', call);
+      }
+      // no declared tool: an undeclared name, or a renamed one whose arguments fit no schema
+      add(
+        f,
+        'undeclared',
+        tool,
+        whole(f.write('delete_files', args, spellArgs(args, 'json'))),
+        'content',
+        [],
+      );
+      const misfit = { nope: 'x' };
+      add(
+        f,
+        'renamed-misfit',
+        tool,
+        whole(f.write(`functions.${tool}`, misfit, spellArgs(misfit, 'json'))),
+        'content',
+        [],
+      );
+      add(
+        f,
+        'misspelled-undeclared',
+        tool,
+        f.misspell && plain.close !== ''
+          ? (() => {
+              const u = f.write('delete_files', args, spellArgs(args, 'json'));
+              return u.open + u.body + (f.misspell as (c: string) => string)(u.close);
+            })()
+          : whole(f.write('Delete_Files', args, spellArgs(args, 'json'))),
+        'content',
+        [],
+      );
+      // two calls without a separator
+      const other = tool === 'read_file' ? 'get_weather' : 'read_file';
+      const second = f.write(other, ARGS[other] as JsonObject, JSON.stringify(ARGS[other]));
+      const glued = f.glue ? f.glue(plain, second) : whole(plain) + whole(second);
+      add(f, 'glued', tool, glued, f.marked ? 'call' : 'either', [
+        ...call,
+        { name: other, arguments: ARGS[other] as JsonObject },
+      ]);
+      // prose around
+      add(
+        f,
+        'prose-before',
+        tool,
+        `Let me check that first.\n${whole(plain)}`,
+        'call',
+        call,
+        false,
+        'Let me check that first.',
+      );
+      add(
+        f,
+        'prose-around',
+        tool,
+        `Let me check that first.\n${whole(plain)}\nI will report back.`,
+        f.marked ? 'call' : 'content',
+        call,
+        false,
+        'Let me check that first. I will report back.',
+      );
+      // a call a sentence explains: a sample, not a call
+      add(
+        f,
+        'explained-inline',
+        tool,
+        `To do that you would write ${whole(plain)} in your own agent.`,
+        'content',
+        [],
+      );
+      // the sample a colon introduces, at the end of the answer (mid-sentence.ts)
+      add(f, 'explained-colon', tool, `You could do it like this: ${whole(plain)}`, 'content', []);
+      // on lines of its own after an explaining sentence: the docs keep a marked envelope there a
+      // call (no structural rule tells it from a call after a sentence), an unmarked one text
+      add(
+        f,
+        'explained-example',
+        tool,
+        `For example, you could call it like this:\n\n${whole(plain)}\n\nThat is the whole syntax.`,
+        f.marked ? 'either' : 'content',
+        f.marked ? call : [],
+        false,
+        'For example, you could call it like this: That is the whole syntax.',
+      );
+      // cut by the token limit mid-arguments
+      const full = whole(plain);
+      const cutAt = plain.open.length + Math.floor(plain.body.length * 0.6);
+      add(f, 'cut', tool, full.slice(0, cutAt), 'content', [], true);
+    }
+  }
+  return out;
+}
+
+/** `leftover`: the calls read right, but the content holds more than the prose (a slip of the envelope). */
+export type Verdict = 'correct' | 'leftover' | 'wrong' | 'miss' | 'content-ok' | 'lost-bytes';
+
+export interface Classified {
+  c: PerturbCase;
+  verdict: Verdict;
+  /** Streamed at some chunking differs from the whole read. */
+  parity: string | null;
+  got: string;
+}
+
+function read(c: PerturbCase): RecoveryResult {
+  let n = 0;
+  return recoverMessage(
+    { content: c.text, reasoning: null, cut: c.cut },
+    { tools: PERTURB_TOOLS, newId: () => `c${n++}` },
+  );
+}
+
+function readStreamed(c: PerturbCase, pieces: string[]): RecoveryResult {
+  let n = 0;
+  const s = createRecoveryStream({ tools: PERTURB_TOOLS, newId: () => `c${n++}` });
+  const events = [];
+  for (const p of pieces) events.push(...s.push({ content: p }));
+  events.push(...s.finish({ cut: c.cut }));
+  return collectEvents(events, s);
+}
+
+const key = (r: RecoveryResult) =>
+  JSON.stringify({ content: r.content, calls: r.calls.map((x) => [x.name, x.arguments, x.repairs]) });
+
+/**
+ * Chunkings a case is streamed at: one character at a time and seeded random cuts; with
+ * `everyCut`, also fixed sizes and the text cut in two at every position.
+ */
+function chunkings(text: string, seed: number, everyCut: boolean): string[][] {
+  const sized = (k: number) => {
+    const p: string[] = [];
+    for (let i = 0; i < text.length; i += k) p.push(text.slice(i, i + k));
+    return p;
+  };
+  let x = seed || 1;
+  const rnd = () => {
+    x = (x * 1103515245 + 12345) & 0x7fffffff;
+    return x;
+  };
+  const random = () => {
+    const p: string[] = [];
+    let i = 0;
+    while (i < text.length) {
+      const k = 1 + (rnd() % 9);
+      p.push(text.slice(i, i + k));
+      i += k;
+    }
+    return p;
+  };
+  if (!everyCut) return [sized(1), random(), random()];
+  const all = [sized(1), sized(2), sized(3), sized(7), sized(16), random(), random()];
+  for (let i = 1; i < text.length; i++) all.push([text.slice(0, i), text.slice(i)]);
+  return all;
+}
+
+export function classify(c: PerturbCase, opts: { seed?: number; everyCut?: boolean } = {}): Classified {
+  const r = read(c);
+  const want = c.calls.map((w) => JSON.stringify([w.name, w.arguments]));
+  const got = r.calls.map((x) => JSON.stringify([x.name, JSON.parse(x.arguments)]));
+  let verdict: Verdict;
+  if (got.length > 0) {
+    const right = got.length === want.length && got.every((g, i) => g === want[i]);
+    const blanks = (t: string) => t.replace(/\s+/g, ' ').trim();
+    verdict =
+      c.truth === 'content' || !right
+        ? 'wrong'
+        : blanks(r.content ?? '') === blanks(c.prose)
+          ? 'correct'
+          : 'leftover';
+  } else if (r.content !== c.text) verdict = 'lost-bytes';
+  else verdict = c.truth === 'call' ? 'miss' : 'content-ok';
+  let parity: string | null = null;
+  const k = key(r);
+  for (const pieces of chunkings(c.text, opts.seed ?? 1, opts.everyCut === true)) {
+    const s = readStreamed(c, pieces);
+    if (key(s) !== k) {
+      parity = JSON.stringify(pieces.slice(0, 3));
+      break;
+    }
+  }
+  return { c, verdict, parity, got: JSON.stringify({ calls: got, content: r.content }) };
+}
