@@ -117,16 +117,13 @@ describe('content rewrites: x1 vs x4', () => {
       'carriesImages',
       (size, rnd) => {
         const n = Math.max(1, Math.round(Math.sqrt(size)));
-        // Two parts shared by every slot (the scan only reads them): a new object per slot made
-        // the input (2.6M objects at 1x and 4x) ~1.5 s of CPU of the row's ~2 s, and its heap
-        // made the memory pair's full GCs slow.
-        const text = { type: 'text', text: 'image_url' };
-        const file = { type: 'file', file: { file_id: 'f' } };
         return {
           model: 'm',
           messages: Array.from({ length: n }, () => ({
             role: pick(rnd, ['user', 'assistant', 'tool'] as const),
-            content: Array.from({ length: n }, () => (rnd() < 0.5 ? text : file)),
+            content: Array.from({ length: n }, () =>
+              rnd() < 0.5 ? { type: 'text', text: 'image_url' } : { type: 'file', file: { file_id: 'f' } },
+            ),
           })),
         } as ChatCompletionRequest;
       },
