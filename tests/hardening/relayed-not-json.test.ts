@@ -101,9 +101,17 @@ describe('the look at a relayed body: x1 vs x4', () => {
     budget(
       'isJsonObjectText, whitespace length',
       (size, rnd) => {
-        let pad = '';
-        while (pad.length < size) pad += pick(rnd, [' ', '\n', '\r\n', '\t']);
-        return Buffer.from(`${pad}${pick(rnd, ['{"a":1}', '<html>', ''])}${pad}`);
+        // The same bytes as a string grown a unit at a time and then copied into a Buffer, written
+        // straight into one: growing the string was ~1 s of the row's ~1.6 s of CPU.
+        const pad = Buffer.allocUnsafe(size + 1);
+        let n = 0;
+        while (n < size) {
+          const unit = pick(rnd, [' ', '\n', '\r\n', '\t']);
+          pad[n++] = unit.charCodeAt(0);
+          if (unit.length > 1) pad[n++] = unit.charCodeAt(1);
+        }
+        const body = pad.subarray(0, n);
+        return Buffer.concat([body, Buffer.from(pick(rnd, ['{"a":1}', '<html>', ''])), body]);
       },
       isJsonObjectText,
       { from: 64_000, max: 64_000_000 },
