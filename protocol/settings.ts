@@ -25,7 +25,10 @@ export interface HistoryRepairSettings {
   bridgeToolToUser: boolean;
   /** content on assistant messages that carry tool_calls. */
   toolCallContent: ToolCallContentMode;
-  /** Merge consecutive user (or assistant without tool calls) messages for alternating-role templates. */
+  /**
+   * Merge consecutive user (or assistant without tool calls) messages for alternating-role
+   * templates, and put a fixed user message before a first turn that is the assistant's.
+   */
   mergeSameRole: boolean;
   /** Where system messages that are not first go (see SystemMessagesMode). */
   systemMessages: SystemMessagesMode;
