@@ -16,6 +16,7 @@ import { clientConstraintsPolicy } from './client-constraints/index.js';
 import { correctiveRetryPolicy } from './corrective-retry/index.js';
 import { documentsPolicy } from './documents/index.js';
 import { imagesPolicy } from './images/index.js';
+import { audioPolicy } from './audio/index.js';
 import { toolResultCapPolicy } from './tool-result-cap/index.js';
 import { forceToolUsePolicy } from './force-tool-use/index.js';
 import { historyRepairPolicy } from './history-repair/index.js';
@@ -42,6 +43,7 @@ const TABLE = [
   hostedToolsPolicy,
   documentsPolicy,
   imagesPolicy,
+  audioPolicy,
   toolResultCapPolicy,
   historyRepairPolicy,
   // Before force-tool-use: a request left without tools is not forced, and sends no tool_choice.

@@ -25,7 +25,10 @@ export interface HistoryRepairSettings {
   bridgeToolToUser: boolean;
   /** content on assistant messages that carry tool_calls. */
   toolCallContent: ToolCallContentMode;
-  /** Merge consecutive user (or assistant without tool calls) messages for alternating-role templates. */
+  /**
+   * Merge consecutive user (or assistant without tool calls) messages for alternating-role
+   * templates, and put a fixed user message before a first turn that is the assistant's.
+   */
   mergeSameRole: boolean;
   /** Where system messages that are not first go (see SystemMessagesMode). */
   systemMessages: SystemMessagesMode;
@@ -92,6 +95,12 @@ export interface ModelSettings {
    */
   vision: boolean | 'auto';
   /**
+   * Whether the model takes audio (chat and Responses `input_audio` parts). false: every audio part
+   * becomes a one-line note (policies/audio/). 'auto' (default): audio passes until the backend
+   * refuses it; then it goes as notes for fallbackTtlSeconds from the last request that used it.
+   */
+  audio: boolean | 'auto';
+  /**
    * Cut a tool result longer than this many tokens (3 characters each) to its head and tail, with
    * a marker saying how much was left out (policies/tool-result-cap/). 0 (default): off.
    */
@@ -133,6 +142,7 @@ export const DEFAULT_MODEL_SETTINGS: ModelSettings = Object.freeze({
   preserveThinking: false,
   documents: true,
   vision: 'auto',
+  audio: 'auto',
   maxToolResultTokens: 0,
   contextWindow: 0,
 }) as ModelSettings;

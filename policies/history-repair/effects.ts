@@ -22,6 +22,7 @@ export type HistoryRepairKind =
   | 'bridge-message'
   | 'content-normalized'
   | 'merged-messages'
+  | 'opening-user'
   | 'merged-system'
   | 'system-as-user';
 

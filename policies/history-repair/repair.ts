@@ -22,6 +22,9 @@ import { pushAll } from '../../protocol/append-all.js';
 /** The assistant text inserted between a tool message and a following user message. */
 export const BRIDGE_MESSAGE_CONTENT = 'I have received the tool results.';
 
+/** The user text put before a conversation whose first turn is the assistant's (mergeSameRole). */
+export const OPENING_USER_CONTENT = '(continued)';
+
 export interface HistoryRepairResult {
   messages: ChatMessage[];
   effects: HistoryRepairEffect[];
@@ -307,6 +310,29 @@ function placeSystemMessages(messages: readonly ChatMessage[], tally: RepairTall
   return lead ? [lead, ...rest] : rest;
 }
 
+/** A turn as alternating templates count them: a user message or an assistant one without calls. */
+function isTurn(m: ChatMessage): boolean {
+  if (m.role === 'user') return true;
+  return m.role === 'assistant' && !(Array.isArray(m.tool_calls) && m.tool_calls.length > 0);
+}
+
+/**
+ * A conversation whose first turn is the assistant's (a resumed compaction starts with its
+ * summary) gets a fixed user message first, after the leading system messages: templates that
+ * demand alternation count from a user turn (Mistral's and Gemma's "conversation roles must
+ * alternate user/assistant/user/assistant/..." raise on an assistant first, on every later turn
+ * too). It depends only on the conversation's opening, so every turn gets the same bytes.
+ */
+function openWithUser(messages: ChatMessage[], tally: RepairTally): ChatMessage[] {
+  const first = messages.find(isTurn);
+  if (first === undefined || first.role !== 'assistant') return messages;
+  let at = 0;
+  while (at < messages.length && (messages[at]!.role === 'system' || messages[at]!.role === 'developer'))
+    at++;
+  tally.add('opening-user');
+  return [...messages.slice(0, at), { role: 'user', content: OPENING_USER_CONTENT }, ...messages.slice(at)];
+}
+
 function mergeable(m: ChatMessage): boolean {
   if (m.role === 'user') return true;
   return m.role === 'assistant' && !Array.isArray(m.tool_calls);
@@ -370,11 +396,17 @@ function applyNineCharIds(messages: ChatMessage[], tally: RepairTally): ChatMess
  */
 function untouched(messages: readonly ChatMessage[], settings: HistoryRepairSettings): boolean {
   let previous: unknown;
+  let opened = false;
   for (const m of messages) {
     // tool_calls read first, as collectClientIds does: a null entry throws the same TypeError.
     if (m.tool_calls !== undefined && m.tool_calls !== null) return false;
     const role = m.role;
     if (role === 'tool') return false;
+    if (settings.mergeSameRole && !opened && (role === 'user' || role === 'assistant')) {
+      // The first turn (no calls get this far): an assistant's gets a user message before it.
+      if (role === 'assistant') return false;
+      opened = true;
+    }
     if (settings.mergeSameRole && role === previous && (role === 'user' || role === 'assistant'))
       return false;
     if (role === 'system' && previous !== undefined && settings.systemMessages === 'merge') return false;
@@ -428,7 +460,7 @@ export function repairHistory(
 
   normalizeToolCallContent(out, settings, tally);
   if (settings.bridgeToolToUser) out = bridgeToolToUser(out, tally);
-  if (settings.mergeSameRole) out = mergeSameRole(out, tally);
+  if (settings.mergeSameRole) out = mergeSameRole(openWithUser(out, tally), tally);
   if (settings.nineCharIds) out = applyNineCharIds(out, tally);
   return { messages: out, effects: tally.toEffects() };
 }

@@ -83,10 +83,19 @@ function toChatPart(part: InputContent, param: string): ContentPart {
         file_url: str(f.file_url),
       });
     }
+    case 'input_audio': {
+      // A chat `input_audio` part, as it is: the backend takes it, or the audio policy turns it
+      // into a note for a model that cannot (a 400 here ended the session: the agent sends it
+      // again on every later turn).
+      const audio = (part as { input_audio?: unknown }).input_audio;
+      if (!isObject(audio) || typeof audio.data !== 'string')
+        throw invalid(param, `${param}: input_audio needs input_audio.data (base64) and input_audio.format.`);
+      return { type: 'input_audio', input_audio: { data: audio.data, format: audio.format } };
+    }
     default:
       throw invalid(
         `${param}.type`,
-        `Content part type "${String(part.type)}" is not supported by toolproof (input_text, input_image and input_file are).`,
+        `Content part type "${String(part.type)}" is not supported by toolproof (input_text, input_image, input_file and input_audio are).`,
       );
   }
 }

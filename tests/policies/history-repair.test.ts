@@ -3,7 +3,11 @@ import { describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../protocol/openai.js';
 import { DEFAULT_MODEL_SETTINGS, type HistoryRepairSettings } from '../../protocol/settings.js';
 import { historyRepairPolicy } from '../../policies/history-repair/index.js';
-import { BRIDGE_MESSAGE_CONTENT, repairHistory } from '../../policies/history-repair/repair.js';
+import {
+  BRIDGE_MESSAGE_CONTENT,
+  OPENING_USER_CONTENT,
+  repairHistory,
+} from '../../policies/history-repair/repair.js';
 import { buildNineCharIdMap } from '../../policies/history-repair/nine-char-ids.js';
 import { ctxWith, request } from './helpers.js';
 
@@ -304,6 +308,39 @@ describe('history-repair', () => {
       { role: 'assistant', content: 'c\n\nd' },
     ]);
     expect(kinds(r.effects)).toEqual({ 'merged-messages': 2 });
+  });
+
+  it("puts a user message before a first turn that is the assistant's, for alternating templates only", () => {
+    // A resumed compaction: the summary opens the conversation (Mistral: roles must alternate).
+    const resumed: ChatMessage[] = [
+      { role: 'system', content: 's' },
+      { role: 'assistant', content: 'summary' },
+      { role: 'user', content: 'go on' },
+    ];
+    const r = repairHistory(resumed, settings({ mergeSameRole: true }));
+    expect(r.messages).toEqual([
+      { role: 'system', content: 's' },
+      { role: 'user', content: OPENING_USER_CONTENT },
+      { role: 'assistant', content: 'summary' },
+      { role: 'user', content: 'go on' },
+    ]);
+    expect(kinds(r.effects)).toEqual({ 'opening-user': 1 });
+    // The same bytes on the next turn, and nothing more once it is there.
+    const next = repairHistory(
+      [...resumed, { role: 'assistant', content: 'ok' }],
+      settings({ mergeSameRole: true }),
+    );
+    expect(next.messages.slice(0, 4)).toEqual(r.messages);
+    expect(repairHistory(r.messages, settings({ mergeSameRole: true })).effects).toEqual([]);
+    // Calls before the first turn are not turns (Mistral's template skips them): a user opens it.
+    const calls: ChatMessage[] = [
+      assistantWith([{ id: 'abcdefghi', type: 'function', function: { name: 'a', arguments: '{}' } }]),
+      { role: 'tool', tool_call_id: 'abcdefghi', content: 'r' },
+      { role: 'user', content: 'q' },
+    ];
+    expect(kinds(repairHistory(calls, settings({ mergeSameRole: true })).effects)).toEqual({});
+    // Without the setting the history is the client's.
+    expect(repairHistory(resumed, settings({})).messages).toEqual(resumed);
   });
 
   it('is idempotent on a messy history with every option on', () => {
