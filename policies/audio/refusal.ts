@@ -12,7 +12,7 @@
  *   provided in one prompt."
  */
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
-import { isObject } from '../../protocol/is-object.js';
+import { carriesPart, refusalSays } from '../kit/media-refusal.js';
 
 const SIGNATURES: readonly RegExp[] = [
   /\baudio input is not supported\b/i,
@@ -20,31 +20,14 @@ const SIGNATURES: readonly RegExp[] = [
   /\bat most 0 audio\(s\) may be provided\b/i,
 ];
 
-/** The error's message, wherever the backend put it (OpenAI's error object, vLLM's legacy top level). */
-function messageOf(body: unknown): string {
-  if (typeof body === 'string') return body;
-  if (!isObject(body)) return '';
-  const inner = isObject(body.error) ? body.error : body;
-  const m = inner.message ?? body.detail;
-  return typeof m === 'string' ? m : '';
-}
+const PARTS: ReadonlySet<string> = new Set(['input_audio']);
 
 /** Did the backend refuse the request because its model cannot take audio? */
 export function refusesAudio(status: number, body: unknown): boolean {
-  if (status < 400) return false;
-  // Only the head is read: these messages are short, a huge body must not cost regex time.
-  const text = messageOf(body).slice(0, 1000);
-  return text !== '' && SIGNATURES.some((p) => p.test(text));
+  return refusalSays(SIGNATURES, status, body);
 }
 
 /** Does some message of the request carry an audio part (chat `input_audio`, as the doors send it)? */
 export function carriesAudio(request: ChatCompletionRequest): boolean {
-  const messages: unknown = request.messages;
-  if (!Array.isArray(messages)) return false;
-  for (const m of messages) {
-    const content = isObject(m) ? m.content : undefined;
-    if (!Array.isArray(content)) continue;
-    for (const p of content) if (isObject(p) && p.type === 'input_audio') return true;
-  }
-  return false;
+  return carriesPart(request, PARTS);
 }

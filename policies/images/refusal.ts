@@ -15,7 +15,7 @@
  *   if this is unexpected, you may need to provide the mmproj" (500).
  */
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
-import { isObject } from '../../protocol/is-object.js';
+import { carriesPart, refusalSays } from '../kit/media-refusal.js';
 
 const SIGNATURES: readonly RegExp[] = [
   /\bis not a multimodal model\b/i,
@@ -23,32 +23,14 @@ const SIGNATURES: readonly RegExp[] = [
   /\bimage input is not supported\b/i,
 ];
 
-/** The error's message, wherever the backend put it (OpenAI's error object, vLLM's legacy top level). */
-function messageOf(body: unknown): string {
-  if (typeof body === 'string') return body;
-  if (!isObject(body)) return '';
-  const inner = isObject(body.error) ? body.error : body;
-  const m = inner.message ?? body.detail;
-  return typeof m === 'string' ? m : '';
-}
+const PARTS: ReadonlySet<string> = new Set(['image_url', 'input_image']);
 
 /** Did the backend refuse the request because its model cannot read images? */
 export function refusesImages(status: number, body: unknown): boolean {
-  if (status < 400) return false;
-  // Only the head is read: these messages are short, a huge body must not cost regex time.
-  const text = messageOf(body).slice(0, 1000);
-  return text !== '' && SIGNATURES.some((p) => p.test(text));
+  return refusalSays(SIGNATURES, status, body);
 }
 
 /** Does some message of the request carry an image part (chat `image_url`, as every door sends it)? */
 export function carriesImages(request: ChatCompletionRequest): boolean {
-  const messages: unknown = request.messages;
-  if (!Array.isArray(messages)) return false;
-  for (const m of messages) {
-    const content = isObject(m) ? m.content : undefined;
-    if (!Array.isArray(content)) continue;
-    for (const p of content)
-      if (isObject(p) && (p.type === 'image_url' || p.type === 'input_image')) return true;
-  }
-  return false;
+  return carriesPart(request, PARTS);
 }
