@@ -243,7 +243,10 @@ export async function openUpstream(
       current = phase.request;
       continue;
     }
-    const error = fromUpstreamError(res.status, body, call.route.client.label, res.headers);
+    const error = tooLongStill(
+      call,
+      fromUpstreamError(res.status, body, call.route.client.label, res.headers),
+    );
     captureAttemptEnd(call, error);
     return { kind: 'error', status: res.status, body, error, request: current };
   }
@@ -345,6 +348,21 @@ function fitLearntWindow(
   recordPolicyEffects(call, deps, fresh);
   call.setPhase(phase);
   return phase.request;
+}
+
+/**
+ * An overflow relayed after the window was learnt (fitLearntWindow): knowing it cut nothing, or
+ * the cut request was refused again. The conversation itself is over the window: the message
+ * says so (the Messages door writes its own wording from the numbers, error-handler.ts).
+ */
+function tooLongStill(call: ChatCall, error: ToolproofError): ToolproofError {
+  if (call.windowLearnt === undefined || error.code !== 'TP_ERR_CONTEXT_LENGTH_EXCEEDED') return error;
+  return new ToolproofError(error.code, {
+    status: error.status,
+    param: error.param ?? 'messages',
+    message: `${error.message} toolproof cut the tool results this window cannot hold; the conversation is still too long for it: shorten or compact it.`,
+    ...(error.detail ? { detail: error.detail } : {}),
+  });
 }
 
 /** Why a failed send may go to the next model of the route's fallback list (undefined: it may not). */

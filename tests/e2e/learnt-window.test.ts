@@ -176,8 +176,9 @@ describe('the window learnt from the backend refusing a prompt over it', () => {
     const { stack, upstream } = await start('llama-server');
     const err = await stack.client.chat.completions
       .create({ model: 'm', messages: [{ role: 'user', content: 'y'.repeat(WINDOW * 5) }] })
-      .catch((e: unknown) => e as { status: number; code: string });
+      .catch((e: unknown) => e as { status: number; code: string; message: string });
     expect(err).toMatchObject({ status: 400, code: 'context_length_exceeded' });
+    expect((err as { message: string }).message).toContain('the conversation is still too long');
     expect(upstream.seen.length).toBe(1);
     // The window is still learnt: a later tool result goes cut from the start.
     const before = upstream.seen.length;
@@ -211,8 +212,9 @@ describe('the window learnt from the backend refusing a prompt over it', () => {
       );
     const err = await stack.client.chat.completions
       .create({ model: 'm', messages: messages as never })
-      .catch((e: unknown) => e as { status: number; code: string });
+      .catch((e: unknown) => e as { status: number; code: string; message: string });
     expect(err).toMatchObject({ status: 400, code: 'context_length_exceeded' });
+    expect((err as { message: string }).message).toContain('the conversation is still too long');
     expect(upstream.seen.map((s) => s.status)).toEqual([400, 400]);
     expect(upstream.seen[1]!.raw).toContain(MARK);
   });
