@@ -172,6 +172,44 @@ describe('the window learnt from the backend refusing a prompt over it', () => {
         );
       });
 
+  for (const stream of [false, true])
+    it(`responses${stream ? ', streamed' : ''}: a function_call_output of megabytes, the turn and the next answered`, async () => {
+      const { stack, upstream } = await start('llama-server');
+      const input: Array<Record<string, unknown>> = [
+        { role: 'user', content: 'Show me the build log.' },
+        { type: 'function_call', call_id: 'c1', name: 'run', arguments: '{"cmd":"cat build.log"}' },
+        { type: 'function_call_output', call_id: 'c1', output: BIG },
+      ];
+      const perTurn: number[] = [];
+      for (let turn = 0; turn < 2; turn++) {
+        const before = upstream.seen.length;
+        const params = {
+          model: 'm',
+          input: input as never,
+          tools: [
+            {
+              type: 'function' as const,
+              name: 'run',
+              strict: false,
+              parameters: { type: 'object', properties: {} },
+            },
+          ],
+        };
+        const res = stream
+          ? await stack.client.responses.stream(params).finalResponse()
+          : await stack.client.responses.create(params);
+        expect(res.status).toBe('completed');
+        expect(res.output_text).toBe('The build passed.');
+        perTurn.push(upstream.seen.length - before);
+        input.push(
+          { role: 'assistant', content: `answer ${turn}` },
+          { role: 'user', content: `next ${turn}` },
+        );
+      }
+      expect(perTurn).toEqual([2, 1]);
+      expect(upstream.seen.at(-1)!.raw).toContain(MARK);
+    });
+
   it('a conversation over the window without any tool result: the backend’s error, once, no loop', async () => {
     const { stack, upstream } = await start('llama-server');
     const err = await stack.client.chat.completions
