@@ -303,8 +303,8 @@ function routeAroundRefusal(
  * prepared again with it as the model's contextWindow, so a tool result the window cannot hold is
  * cut as for a known window (policies/tool-result-cap), and sent once more. Once per request and
  * route. Undefined when the window was known, the error names none, or knowing it changes nothing
- * (the conversation itself is over the window: the client's to shorten, and the error is relayed
- * as the backend said it, as is a second refusal of the cut request).
+ * (the conversation itself is over the window: the client's to shorten, and the overflow is
+ * relayed saying so, tooLongStill, as is a second refusal of the cut request).
  */
 function fitLearntWindow(
   call: ChatCall,
