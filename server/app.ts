@@ -266,6 +266,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       metrics,
       memory,
       refusals: new FallbackMemory(),
+      windows: new FallbackMemory(),
       policies,
       toolLabels: new ToolLabels(200),
       compileBudgets: new CompileBudgets(),

@@ -5,6 +5,9 @@
  * that. The prompt is estimated from its bytes (about 4 per token for English and code): a
  * cheap, conservative reading, since a prompt near the limit is better sent to the long model.
  */
+import { parseContextOverflow } from '../protocol/context-overflow.js';
+import type { ModelSettings } from '../protocol/settings.js';
+import type { FallbackMemory } from './fallback-memory.js';
 import type { ResolvedRoute } from './routing.js';
 
 const BYTES_PER_TOKEN = 4;
@@ -18,4 +21,80 @@ export function windowOf(route: ResolvedRoute): number | undefined {
 /** An estimate of the prompt's tokens from the request's serialized size. */
 export function promptTokenEstimate(bodyBytes: number): number {
   return Math.ceil(bodyBytes / BYTES_PER_TOKEN);
+}
+
+/**
+ * The window a backend's refusal names (llama-server's exceed_context_size_error: n_ctx or its
+ * words; vLLM's "maximum context length is M tokens"), when the window was not known: the
+ * upstream's text is untrusted, so only a 400 or 413 is read (protocol/context-overflow.ts reads
+ * at most the message's first 2,000 characters) and only a window in a sane range is believed.
+ */
+export function windowFromRefusal(status: number, body: unknown): number | undefined {
+  if (status !== 400 && status !== 413) return undefined;
+  const max = parseContextOverflow(body)?.max;
+  return max !== undefined && Number.isSafeInteger(max) && max >= MIN_WINDOW && max <= MAX_WINDOW
+    ? max
+    : undefined;
+}
+
+/** No model has a window under this many tokens (a template and one question fill 128). */
+const MIN_WINDOW = 128;
+/** Nor over this many (16M tokens; the largest served today hold 10M). */
+const MAX_WINDOW = 16 * 1024 * 1024;
+
+/** The memory's key: the model as its upstream knows it (as fallback-memory.ts keys). */
+function windowKey(route: ResolvedRoute, model: unknown): string {
+  return `${route.upstreamModel ?? String(model)}\u0000context-window`;
+}
+
+/** Remember the window `route`'s upstream refused a prompt over, for the route's fallbackTtlSeconds. */
+export function rememberWindow(
+  memory: FallbackMemory | undefined,
+  route: ResolvedRoute,
+  model: unknown,
+  window: number,
+): void {
+  memory?.remember(
+    route.client.label,
+    windowKey(route, model),
+    route.settings.fallbackTtlSeconds,
+    route.name,
+    window,
+  );
+}
+
+/**
+ * `route` with the window its upstream's refusal named, when its own is unknown and one is
+ * remembered (each use keeps it another TTL: a session in use keeps its bytes, as refusals.ts).
+ */
+export function withLearntWindow(
+  route: ResolvedRoute,
+  memory: FallbackMemory | undefined,
+  model: unknown,
+): ResolvedRoute {
+  if (!memory || memory.size === 0 || route.settings.contextWindow > 0) return route;
+  const window = memory.valueOf(route.client.label, windowKey(route, model));
+  if (window === undefined) return route;
+  rememberWindow(memory, route, model, window);
+  return withWindow(route, window);
+}
+
+/**
+ * Per settings object and window, one settings object carrying it: the policies enabled for a
+ * settings object are computed once per object (policies/composition.ts), so every turn of a
+ * learnt window gets the same one. A handful of windows per model at most; bounded all the same.
+ */
+const windowed = new WeakMap<ModelSettings, Map<number, ModelSettings>>();
+
+/** `route` whose settings carry `window` as the model's contextWindow. */
+export function withWindow(route: ResolvedRoute, window: number): ResolvedRoute {
+  let byWindow = windowed.get(route.settings);
+  if (!byWindow) windowed.set(route.settings, (byWindow = new Map()));
+  let settings = byWindow.get(window);
+  if (!settings) {
+    if (byWindow.size >= 16) byWindow.clear();
+    settings = Object.freeze({ ...route.settings, contextWindow: window });
+    byWindow.set(window, settings);
+  }
+  return { ...route, settings };
 }

@@ -18,6 +18,8 @@ interface Entry {
   until: number;
   /** The model's metrics label, for the toolproof_tool_choice_fallback_active gauge. */
   label: string;
+  /** A number the entry holds, where it remembers one (a context window learnt from a refusal). */
+  value?: number;
 }
 
 export class FallbackMemory {
@@ -48,22 +50,36 @@ export class FallbackMemory {
   }
 
   /** `model` as sent upstream; `label` its metrics label (the model itself by default). */
-  remember(upstream: string, model: string, ttlSeconds: number, label = model): void {
+  remember(upstream: string, model: string, ttlSeconds: number, label = model, value?: number): void {
     const k = this.key(upstream, model);
     this.entries.delete(k); // re-inserted last: the newest
     if (this.entries.size >= this.maxEntries) this.evict();
-    this.entries.set(k, { until: this.now() + ttlSeconds * 1000, label });
+    this.entries.set(
+      k,
+      value === undefined
+        ? { until: this.now() + ttlSeconds * 1000, label }
+        : { until: this.now() + ttlSeconds * 1000, label, value },
+    );
   }
 
   isActive(upstream: string, model: string): boolean {
+    return this.live(upstream, model) !== undefined;
+  }
+
+  /** The number an unexpired entry holds (remember's `value`), else undefined. */
+  valueOf(upstream: string, model: string): number | undefined {
+    return this.live(upstream, model)?.value;
+  }
+
+  private live(upstream: string, model: string): Entry | undefined {
     const k = this.key(upstream, model);
     const e = this.entries.get(k);
-    if (e === undefined) return false;
+    if (e === undefined) return undefined;
     if (e.until <= this.now()) {
       this.entries.delete(k);
-      return false;
+      return undefined;
     }
-    return true;
+    return e;
   }
 
   /** [upstream, model label] pairs currently remembered (for the metrics gauge). */

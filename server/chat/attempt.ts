@@ -13,6 +13,7 @@ import { activePolicies } from '../../policies/composition.js';
 import { describeEffect } from '../../policies/registry.js';
 import { shouldFallback } from '../../policies/tool-choice-fallback.js';
 import { PRIORITY_RANK } from '../admission.js';
+import { rememberWindow, windowFromRefusal, withLearntWindow, withWindow } from '../context-window.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
 import { mappedRoute } from '../routing.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstream.js';
@@ -196,6 +197,11 @@ export async function openUpstream(
       current = rewritten;
       continue;
     }
+    const fitted = fitLearntWindow(call, deps, res, body);
+    if (fitted) {
+      current = fitted;
+      continue;
+    }
     const canFallback = call.phase.forcedRequired && !call.trace.fallback;
     if (canFallback && shouldFallback({ status: res.status, body, bytesSentToClient: 0 })) {
       call.trace.fallback = true;
@@ -237,7 +243,10 @@ export async function openUpstream(
       current = phase.request;
       continue;
     }
-    const error = fromUpstreamError(res.status, body, call.route.client.label, res.headers);
+    const error = tooLongStill(
+      call,
+      fromUpstreamError(res.status, body, call.route.client.label, res.headers),
+    );
     captureAttemptEnd(call, error);
     return { kind: 'error', status: res.status, body, error, request: current };
   }
@@ -286,6 +295,76 @@ function routeAroundRefusal(
   return undefined;
 }
 
+/**
+ * The upstream refused a prompt over its model's window, a window toolproof did not know (the
+ * backend does not publish it, or a gateway stands between): the agent would send the same prompt
+ * on every later turn, and the session would be over. The window the refusal names is remembered
+ * per upstream and model (later turns go rewritten from the start: start.ts), and the request is
+ * prepared again with it as the model's contextWindow, so a tool result the window cannot hold is
+ * cut as for a known window (policies/tool-result-cap), and sent once more. Once per request and
+ * route. Undefined when the window was known, the error names none, or knowing it changes nothing
+ * (the conversation itself is over the window: the client's to shorten, and the overflow is
+ * relayed saying so, tooLongStill, as is a second refusal of the cut request).
+ */
+function fitLearntWindow(
+  call: ChatCall,
+  deps: ChatDeps,
+  res: UpstreamResponse,
+  body: unknown,
+): ChatCompletionRequest | undefined {
+  if (call.windowLearnt !== undefined || call.route.settings.contextWindow > 0) return undefined;
+  const window = windowFromRefusal(res.status, body);
+  if (window === undefined) return undefined;
+  call.windowLearnt = window;
+  rememberWindow(deps.windows, call.route, call.original.model, window);
+  const before = { route: call.route, policies: call.policies };
+  const requiredRejected = deps.memory.isActive(
+    call.route.client.label,
+    call.route.upstreamModel ?? String(call.original.model),
+  );
+  call.route = withWindow(call.route, window);
+  call.routeChanged(activePolicies(deps.policies, call.route.settings), requiredRejected);
+  const phase = prepareRequest(call.policies, call.original, call.policyContext());
+  const fresh = newEffects(call.phase.effects, phase.effects);
+  if (phase.error || fresh.length === 0) {
+    call.route = before.route;
+    call.routeChanged(before.policies, requiredRejected);
+    return undefined;
+  }
+  const decision = 'context-window-learnt';
+  (call.trace.refused ??= []).push(decision);
+  deps.metrics.upstreamRefusals.labels(call.route.client.label, call.route.name, decision).inc();
+  call.span?.event('toolproof.context_window_learnt', {
+    'toolproof.attempt': call.trace.attempts,
+    'toolproof.upstream': call.route.client.label,
+    'http.response.status_code': res.status,
+  });
+  captureAttemptEnd(call, fromUpstreamError(res.status, body, call.route.client.label, res.headers));
+  captureDecision(
+    call,
+    decision,
+    `the upstream refused a prompt over its context window of ${window} tokens (status ${res.status}), a window it does not publish: tool results it cannot hold cut to fit, sent again`,
+  );
+  recordPolicyEffects(call, deps, fresh);
+  call.setPhase(phase);
+  return phase.request;
+}
+
+/**
+ * An overflow relayed after the window was learnt (fitLearntWindow): knowing it cut nothing, or
+ * the cut request was refused again. The conversation itself is over the window: the message
+ * says so (the Messages door writes its own wording from the numbers, error-handler.ts).
+ */
+function tooLongStill(call: ChatCall, error: ToolproofError): ToolproofError {
+  if (call.windowLearnt === undefined || error.code !== 'TP_ERR_CONTEXT_LENGTH_EXCEEDED') return error;
+  return new ToolproofError(error.code, {
+    status: error.status,
+    param: error.param ?? 'messages',
+    message: `${error.message} toolproof cut the tool results this window cannot hold; the conversation is still too long for it: shorten or compact it.`,
+    ...(error.detail ? { detail: error.detail } : {}),
+  });
+}
+
 /** Why a failed send may go to the next model of the route's fallback list (undefined: it may not). */
 function fallOverReason(err: unknown): string | undefined {
   if (!(err instanceof ToolproofError)) return undefined;
@@ -310,7 +389,7 @@ function fallOver(call: ChatCall, deps: ChatDeps, reason: string): boolean {
   const from = call.route.name;
   (call.trace.routeFallbacks ??= []).push({ from, to: next.name, reason });
   deps.metrics.routeFallbacks.labels(from, next.name, reason).inc();
-  call.route = next;
+  call.route = withLearntWindow(next, deps.windows, call.original.model);
   call.trace.servedBy = next.name;
   return true;
 }
@@ -324,6 +403,7 @@ function forRoute(call: ChatCall, deps: ChatDeps): ChatCompletionRequest {
   const route = call.route;
   // What the last route's upstream refused is that model's, not this one's.
   call.refusedNow.clear();
+  call.windowLearnt = undefined;
   call.refusedRemembered = rememberedRefusals(deps.policies, deps.refusals, route, call.original.model);
   call.routeChanged(
     activePolicies(deps.policies, route.settings),

@@ -31,6 +31,8 @@ export interface ChatDeps {
   memory: FallbackMemory;
   /** What upstreams refused of their models (Policy.refusal's facts), until it expires (refusals.ts). */
   refusals?: FallbackMemory;
+  /** Context windows upstreams named refusing a prompt, where none was known (context-window.ts). */
+  windows?: FallbackMemory;
   policies: readonly Policy<PolicyEffect>[];
   /** Saves a raw upstream response for diagnosis when configured (rawDumpDir). */
   dumpRaw?: (reqId: string, attempt: number, text: string) => void;
@@ -121,6 +123,8 @@ export class ChatCall {
   readonly refusedNow = new Set<string>();
   /** The facts remembered from earlier requests for this route's upstream and model (refusals.ts). */
   refusedRemembered: ReadonlySet<string> = new Set();
+  /** The window an overflow refusal of this request named, once learnt (attempt.ts: fitLearntWindow). */
+  windowLearnt: number | undefined = undefined;
 
   constructor(
     readonly reqId: string,

@@ -14,7 +14,7 @@ import type { AppState } from '../app-state.js';
 import { reportDroppedTools } from '../dropped-tools.js';
 import { allowsModel, countAgainstKey, forbiddenModel } from '../keys.js';
 import { priorityOf } from '../priority.js';
-import { windowOf, promptTokenEstimate } from '../context-window.js';
+import { promptTokenEstimate, windowOf, withLearntWindow } from '../context-window.js';
 import { mappedRoute, resolveRoute } from '../routing.js';
 import { type Api, ChatCall } from './context.js';
 import { activePolicies } from '../../policies/composition.js';
@@ -55,7 +55,12 @@ export function startChatCall(
     state.metrics.keyRefusals.labels(key.name, 'model').inc();
     throw forbiddenModel(key, String(body.model ?? ''));
   }
-  let route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels, key);
+  // A window the upstream named refusing an earlier prompt stands in for one it never published.
+  let route = withLearntWindow(
+    resolveRoute(state.config, state.upstreams, body.model, state.modelLabels, key),
+    state.chatDeps.windows,
+    body.model,
+  );
   // A prompt beyond the model's window goes to its long-context model (before any byte is sent).
   let longContext: { from: string; to: string; reason: string } | undefined;
   const window = windowOf(route);
