@@ -301,6 +301,14 @@ export interface Policy<E extends EffectShape = EffectShape> {
   /** An upstream refusal this policy routes around (UpstreamRefusal). */
   readonly refusal?: UpstreamRefusal;
   /**
+   * This policy may refuse a request from its front door's facts alone (PolicyContext's door
+   * facts: hosted tools the door left out), so the server prepares the request as soon as the
+   * door has translated it: a refused request is refused before anything says what was left
+   * out. Only while such a policy is on: preparing runs every request policy, before the
+   * request's documents are read.
+   */
+  readonly refusesOnDoorFacts?: boolean;
+  /**
    * `original` is the client's request as received; `request` the one being rewritten.
    */
   onRequest?(

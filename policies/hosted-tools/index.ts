@@ -16,6 +16,7 @@ export const hostedToolsSettings: SettingsSchema = Object.freeze({
 
 export const hostedToolsPolicy: Policy<never> = {
   name: HOSTED_TOOLS_POLICY,
+  refusesOnDoorFacts: true,
   settingsSchema: hostedToolsSettings,
   // Only a model that refuses them has anything to do: dropping is the translation's.
   enabled: (settings) => settings.hostedTools === 'reject',

@@ -18,7 +18,6 @@ import { promptTokenEstimate, windowOf, withLearntWindow } from '../context-wind
 import { mappedRoute, resolveRoute } from '../routing.js';
 import { type Api, ChatCall } from './context.js';
 import { activePolicies } from '../../policies/composition.js';
-import { HOSTED_TOOLS_POLICY } from '../../policies/hosted-tools/index.js';
 import { rememberedRefusals } from './refusals.js';
 import { newTrace } from './trace.js';
 import { prepareCallRequest } from './pipeline.js';
@@ -167,12 +166,12 @@ export function startTranslatedCall<
         ...(translated.refusal ? { refusal: translated.refusal } : {}),
       },
     };
-    // The hosted-tools policy decides whether the request goes on without them (on only for
+    // A policy may refuse the request for them (Policy.refusesOnDoorFacts: hosted tools with
     // `reject`): a refused request is refused before anything says they were left out. Only
     // then prepared here: preparing runs every request policy, before the request's PDFs were
     // read (pipeline.ts reads them first), so each became a note "it was not extracted" on every
     // request that also declared a hosted tool (Codex declares web_search on every one).
-    if (call.policies.some((p) => p.name === HOSTED_TOOLS_POLICY)) prepareCallRequest(call, state.chatDeps);
+    if (call.policies.some((p) => p.refusesOnDoorFacts === true)) prepareCallRequest(call, state.chatDeps);
   }
   const droppedHeader = reportDroppedTools(reply, state, call, translated.dropped);
   return { call, translated, droppedHeader };
