@@ -149,6 +149,20 @@ const CLAUDE_QUIET = {
 };
 
 /**
+ * Claude Code applies the `env` of its settings files (~/.claude/settings.json, the project's
+ * .claude/settings*.json) over its own environment: a user's ANTHROPIC_BASE_URL or ANTHROPIC_MODEL
+ * there (one `toolproof launch claude --write` put there for another port or model, a gateway of
+ * their own) sent the launched run elsewhere. Settings given with `--settings` rank above those
+ * files, so the run's variables go there too, in a temporary file (not on the command line, where
+ * `ps` would show the key). An empty value is unset for Claude Code: a user's own Anthropic key or
+ * cloud switch in those files is emptied, as CLAUDE_UNSET removes them from the environment.
+ */
+export function claudeSettings(t: Target): string {
+  const cleared = Object.fromEntries(CLAUDE_UNSET.map((name) => [name, '']));
+  return JSON.stringify({ env: { ...cleared, ...claudeEnv(t), ...CLAUDE_QUIET } });
+}
+
+/**
  * A TOML basic string: JSON's escapes are TOML's, but JSON leaves DEL (U+007F) raw, which TOML
  * refuses, and writes a lone surrogate as `\udXXX`, which no TOML string can hold. A model name
  * comes from toolproof's model list (the upstream's): such a name made Codex refuse the whole
@@ -394,6 +408,8 @@ export const RECIPES: readonly CliRecipe[] = [
     env: claudeEnv,
     unset: CLAUDE_UNSET,
     quiet: CLAUDE_QUIET,
+    files: (t) => ({ 'claude-settings.json': claudeSettings(t) }),
+    args: (t) => ['--settings', `${t.dir}/claude-settings.json`],
     write: {
       path: (env) => join(home(env), '.claude', 'settings.json'),
       merge: (current, t) => mergeJsonText(current, { env: { ...claudeEnv(t), ...CLAUDE_QUIET } }),

@@ -217,6 +217,13 @@ describe('--print, keys, models', () => {
     expect(r.out).toContain('ANTHROPIC_DEFAULT_HAIKU_MODEL=coder');
     expect(r.out).toContain('CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1');
     expect(r.out).toContain('unset ANTHROPIC_API_KEY');
+    // The same variables in a --settings file, above the `env` of the user's settings files,
+    // which Claude Code applies over its environment; their own Anthropic key there emptied.
+    expect(r.out).toMatch(/claude --settings \S+\/claude-settings\.json/);
+    const settings = /# temporary file \S+\/claude-settings\.json.*\n# {3}(.*)/.exec(r.out)?.[1];
+    const given = JSON.parse(settings ?? '{}').env;
+    expect(given).toMatchObject({ ANTHROPIC_BASE_URL: url, ANTHROPIC_MODEL: 'coder', ANTHROPIC_API_KEY: '' });
+    expect(given.ANTHROPIC_AUTH_TOKEN).toBe('sk-s…****');
   });
 
   it('several models and no TTY: exits 2 with the list', async () => {
