@@ -21,7 +21,15 @@ import type { CliIO } from '../probe/command.js';
 import { agentCacheDirs, findBin, findPackage } from './find-bin.js';
 import { defaultMaxOutput, type ModelInfo, readModels } from './models.js';
 import { buildPlan, childEnv, maskKey, renderPlan } from './plan.js';
-import { type AgentApi, type AgentRecipe, findRecipe, RECIPES, SDK_RECIPES, type Target } from './recipes.js';
+import {
+  type AgentApi,
+  type AgentRecipe,
+  findRecipe,
+  nearestRecipe,
+  RECIPES,
+  SDK_RECIPES,
+  type Target,
+} from './recipes.js';
 import {
   defaultUrl,
   fetchModels,
@@ -106,10 +114,13 @@ export function parseLaunchArgs(argv: readonly string[]): LaunchOptions {
   if (positionals.length > 1)
     throw new UsageError(`unexpected "${positionals[1]}": put the agent's own arguments after --`);
   const agent = findRecipe(positionals[0]!);
-  if (!agent)
+  if (!agent) {
+    const near = nearestRecipe(positionals[0]!);
     throw new UsageError(
-      `unknown agent "${positionals[0]}"; known: ${[...RECIPES, ...SDK_RECIPES].map((r) => r.id).join(', ')}`,
+      `unknown agent "${positionals[0]}"${near ? `: did you mean ${near.id} (${near.name})?` : ''}; ` +
+        `known: ${[...RECIPES, ...SDK_RECIPES].map((r) => r.id).join(', ')}`,
     );
+  }
   if (values.api !== undefined && !agent.apis.includes(values.api as AgentApi))
     throw new UsageError(`${agent.id} speaks ${agent.apis.join(', ')}, not "${values.api}"`);
   if (values.print && values.write) throw new UsageError('--print and --write: pick one');

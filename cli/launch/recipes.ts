@@ -629,3 +629,53 @@ export const SDK_RECIPES: readonly AgentRecipe[] = [
 export function findRecipe(id: string): AgentRecipe | undefined {
   return RECIPES.find((r) => r.id === id) ?? SDK_RECIPES.find((r) => r.id === id);
 }
+
+/** Lowercase letters and digits only: `Claude Code`, `claude-code` and `claude_code` read alike. */
+function fold(word: string): string {
+  return word.toLowerCase().replace(/[^a-z0-9]/g, '');
+}
+
+/**
+ * Edit distance (insertions, deletions, substitutions, two neighbours swapped: `clien`), for names
+ * of a few dozen characters.
+ */
+function distance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
+  for (let i = 1; i <= a.length; i++)
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let best = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        best = Math.min(best, d[i - 2]![j - 2]! + 1);
+      d[i]![j] = best;
+    }
+  return d[a.length]![b.length]!;
+}
+
+/** What a user may call an agent: its id, its name (with and without "CLI"), its npm package's scope and name. */
+function namesOf(r: AgentRecipe): string[] {
+  const [scope, base] = r.pkg.startsWith('@') ? r.pkg.slice(1).split('/') : [undefined, r.pkg];
+  return [r.id, r.name, r.name.replace(/ CLI$/, ''), base === 'cli' ? '' : (base ?? ''), scope ?? '']
+    .map(fold)
+    .filter(Boolean);
+}
+
+/**
+ * The agent an unknown name most likely means (`claud`, `claude-code`, `continue`, `kilocode`), or
+ * undefined when none is close: a name it goes by (namesOf) within a third of its length in edits.
+ */
+export function nearestRecipe(given: string): AgentRecipe | undefined {
+  const word = fold(given);
+  if (!word) return undefined;
+  let best: { recipe: AgentRecipe; edits: number } | undefined;
+  for (const recipe of [...RECIPES, ...SDK_RECIPES]) {
+    for (const name of namesOf(recipe)) {
+      const edits = distance(word, name);
+      if (edits <= Math.max(1, Math.floor(name.length / 3)) && (!best || edits < best.edits))
+        best = { recipe, edits };
+    }
+  }
+  return best?.recipe;
+}

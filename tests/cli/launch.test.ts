@@ -260,6 +260,28 @@ describe('a missing agent', () => {
   });
 });
 
+describe('an unknown agent', () => {
+  it('names the nearest one (a typo, a product or package name) and exits 2; a name near none lists them', async () => {
+    for (const [given, near] of [
+      ['claud', 'claude (Claude Code)'],
+      ['claude-code', 'claude (Claude Code)'],
+      ['continue', 'cn (Continue CLI)'],
+      ['kilocode', 'kilo (Kilo CLI)'],
+      ['clien', 'cline (Cline CLI)'],
+      ['qwen-code', 'qwen (Qwen Code)'],
+      ['openai-agents-sdk', 'openai-agents (OpenAI Agents SDK)'],
+    ]) {
+      const o = io();
+      expect(await launchCommand([given!], o.io, {}, {})).toBe(2);
+      expect(o.err.join(''), given).toContain(`unknown agent "${given}": did you mean ${near}?`);
+    }
+    const o = io();
+    expect(await launchCommand(['aider'], o.io, {}, {})).toBe(2);
+    expect(o.err.join('')).not.toContain('did you mean');
+    expect(o.err.join('')).toContain('known: claude, codex, opencode, qwen, pi, cn, kilo, cline, grok');
+  });
+});
+
 describe('--write', () => {
   it('merges into the agent config and keeps the old file as a backup', async () => {
     const url = await toolproofOver(await sim({ personality: 'vllm', modelName: 'coder' }));
