@@ -55,7 +55,8 @@ Options:
   --url URL      toolproof's address (default: http://127.0.0.1:$TOOLPROOF_PORT or :8787; when
                  nothing answers on this machine, \`toolproof --serve\` is started there and
                  stopped when the agent exits)
-  --key KEY      toolproof's API key (default: the first of TOOLPROOF_API_KEYS); never printed
+  --key KEY      toolproof's API key (default: TOOLPROOF_API_KEY, else the first key of
+                 TOOLPROOF_API_KEYS that toolproof takes); never printed
   --api API      for an agent that speaks several: pi (chat, responses or messages),
                  openai-agents (responses or chat: TOOLPROOF_OPENAI_API for setOpenAIAPI)
   --print        show what would be set (keys masked) and exit
@@ -147,14 +148,34 @@ export function parseLaunchArgs(argv: readonly string[]): LaunchOptions {
   };
 }
 
-/** The key: --key, else the first of TOOLPROOF_API_KEYS, else a placeholder (a toolproof without keys takes any). */
-export function resolveKey(given: string | undefined, env: NodeJS.ProcessEnv): string {
-  if (given) return given;
-  const first = (env.TOOLPROOF_API_KEYS ?? '')
-    .split(',')
+/**
+ * The keys to try, in order: --key alone; else TOOLPROOF_API_KEY (the client's key: what Codex's
+ * `--write` profile and pi read) and each of TOOLPROOF_API_KEYS (the server's list, which a
+ * toolproof this command starts takes too); else a placeholder (a toolproof without keys takes any).
+ */
+export function candidateKeys(given: string | undefined, env: NodeJS.ProcessEnv): string[] {
+  if (given) return [given];
+  const keys = [env.TOOLPROOF_API_KEY ?? '', ...(env.TOOLPROOF_API_KEYS ?? '').split(',')]
     .map((k) => k.trim())
-    .find(Boolean);
-  return first ?? PLACEHOLDER_KEY;
+    .filter(Boolean);
+  return keys.length > 0 ? [...new Set(keys)] : [PLACEHOLDER_KEY];
+}
+
+/** The first key toolproof takes, with its model list; a 401 moves on to the next. */
+async function firstAccepted(
+  base: string,
+  keys: readonly string[],
+): Promise<{ key: string; pages: unknown[] }> {
+  let refused: unknown;
+  for (const key of keys) {
+    try {
+      return { key, pages: await fetchModels(base, key) };
+    } catch (err) {
+      if (!(err instanceof HttpError && err.status === 401)) throw err;
+      refused = err;
+    }
+  }
+  throw refused;
 }
 
 export const PLACEHOLDER_KEY = 'toolproof-no-key';
@@ -320,9 +341,7 @@ export async function launchCommand(
     return 127;
   }
 
-  const key = resolveKey(options.key, env);
-  // The placeholder is no secret; a real key is masked in everything printed.
-  const secret = options.key !== undefined || key !== PLACEHOLDER_KEY ? key : '';
+  const keys = candidateKeys(options.key, env);
   const base = normalizeUrl(options.url ?? defaultUrl(env));
   let server: StartedServer | undefined;
   let dir: string | undefined;
@@ -351,16 +370,28 @@ export async function launchCommand(
       );
     }
     let models: ModelInfo[];
+    let key: string;
     try {
-      models = readModels(await fetchModels(base, key));
+      const accepted = await firstAccepted(base, keys);
+      key = accepted.key;
+      models = readModels(accepted.pages);
     } catch (err) {
       if (err instanceof HttpError && err.status === 401) {
-        say(`toolproof at ${base} refused the key: pass --key or set TOOLPROOF_API_KEYS`);
+        const tried =
+          options.key !== undefined
+            ? 'the --key given'
+            : keys[0] === PLACEHOLDER_KEY
+              ? 'no key (none in --key, TOOLPROOF_API_KEY or TOOLPROOF_API_KEYS)'
+              : `each of the ${keys.length} key(s) of TOOLPROOF_API_KEY and TOOLPROOF_API_KEYS`;
+        say(`toolproof at ${base} refused ${tried}: pass --key or set TOOLPROOF_API_KEY`);
         return 1;
       }
-      say(`cannot list toolproof's models: ${maskKey((err as Error).message, secret)}`);
+      const message = keys.reduce((text, k) => maskKey(text, k), (err as Error).message);
+      say(`cannot list toolproof's models: ${message}`);
       return 1;
     }
+    // The placeholder is no secret; a real key is masked in everything printed.
+    const secret = key !== PLACEHOLDER_KEY || options.key !== undefined ? key : '';
     let model: ModelInfo;
     try {
       model = await pickModel(models, options.model, io, deps.ask);

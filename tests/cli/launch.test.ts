@@ -226,6 +226,39 @@ describe('--print, keys, models', () => {
     expect(given.ANTHROPIC_AUTH_TOKEN).toBe('sk-s…****');
   });
 
+  it('takes TOOLPROOF_API_KEY, else the first of TOOLPROOF_API_KEYS toolproof accepts; names what it tried when none is', async () => {
+    const s = await sim({ personality: 'vllm', modelName: 'coder' });
+    const right = 'sk-right-launch-key-0001';
+    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: s.url, TOOLPROOF_API_KEYS: right }), {
+      logger: false,
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    cleanups.push(() => closeApp(app));
+    const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    const { env } = fakeBins();
+    // The client's own variable (what Codex's --write profile and pi read): it was ignored, so a 401.
+    const own = await printed('codex', url, [], { ...env, TOOLPROOF_API_KEY: right });
+    expect(own.code, own.err).toBe(0);
+    expect(own.out).toContain('TOOLPROOF_API_KEY=sk-r…****');
+    // A list whose first key this toolproof does not take: the next one is tried.
+    const list = await printed('claude', url, [], {
+      ...env,
+      TOOLPROOF_API_KEYS: `sk-other-launch-key-999, ${right}`,
+    });
+    expect(list.code, list.err).toBe(0);
+    expect(list.out + list.err).not.toContain(right);
+    expect(list.out).toContain('ANTHROPIC_AUTH_TOKEN=sk-r…****');
+    const none = await printed('claude', url, [], env);
+    expect(none.code).toBe(1);
+    expect(none.err).toContain('refused no key (none in --key, TOOLPROOF_API_KEY or TOOLPROOF_API_KEYS)');
+    const wrong = await printed('claude', url, ['--key', 'sk-other-launch-key-999'], {
+      ...env,
+      TOOLPROOF_API_KEY: right,
+    });
+    expect(wrong.code).toBe(1);
+    expect(wrong.err).toContain('refused the --key given');
+  });
+
   it('several models and no TTY: exits 2 with the list', async () => {
     const s = await sim({ personality: 'vllm', modelName: 'coder' });
     const url = await toolproofOver(s, { models: { other: { upstream: s.url, upstreamModel: 'coder' } } });
