@@ -347,6 +347,14 @@ export async function launchCommand(
   let dir: string | undefined;
   try {
     const found = await findServer(base, deps.healthWaitMs);
+    if (typeof found === 'object') {
+      say(
+        `${base} answers, but not as toolproof does (${found.other}): another program holds it, a model server perhaps.\n` +
+          `  Give toolproof a free port (--url http://127.0.0.1:PORT, or TOOLPROOF_PORT=PORT); a model server goes behind it: ` +
+          `TOOLPROOF_UPSTREAM_URL=${base}/v1 toolproof launch ${agent.id}`,
+      );
+      return 1;
+    }
     if (found === 'busy') {
       say(
         // A host that never answers the connection (a firewall, a wrong address) lands here too.

@@ -441,6 +441,33 @@ describe('a toolproof too loaded to answer /health at once', () => {
   }, 30_000);
 });
 
+describe('a URL where another program answers', () => {
+  it('a program that answers /health with a 404 holds the port: said at once, not after 30 s, and nothing is started', async () => {
+    const { env } = fakeBins();
+    const other = createServer((_req, res) => res.writeHead(404).end('Not Found'));
+    await new Promise<void>((r) => other.listen(0, '127.0.0.1', r));
+    cleanups.push(() => new Promise<void>((r) => other.close(() => r())));
+    const url = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+    const started = Date.now();
+    const o = io();
+    expect(await launchCommand(['pi', '--url', url, '--print'], o.io, env)).toBe(1);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(o.err.join('')).toContain(`${url} answers, but not as toolproof does (GET /health: HTTP 404)`);
+    expect(o.err.join('')).toContain('TOOLPROOF_PORT=PORT');
+    expect(o.err.join('')).not.toContain('toolproof --serve');
+  });
+
+  it("a model server's own URL (vLLM answers /health too) is refused, naming TOOLPROOF_UPSTREAM_URL: the agent ran against it without toolproof", async () => {
+    const s = await sim({ personality: 'vllm', modelName: 'coder' });
+    const o = io();
+    expect(await launchCommand(['claude', '--url', s.url, '--print'], o.io, fakeBins().env, {})).toBe(1);
+    const origin = s.url.replace(/\/v1$/, '');
+    expect(o.err.join('')).toContain(`${origin} answers, but not as toolproof does`);
+    expect(o.err.join('')).toContain(`TOOLPROOF_UPSTREAM_URL=${origin}/v1 toolproof launch claude`);
+    expect(o.out.join('')).toBe('');
+  });
+});
+
 describe('recipes', () => {
   it('every agent has a binary, a package and an API, and builds a plan without I/O', () => {
     for (const r of RECIPES) {
