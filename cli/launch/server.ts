@@ -107,6 +107,9 @@ export interface StartedServer {
   stop(): Promise<void>;
 }
 
+/** Set for a `toolproof --serve` this launcher starts: it stops when the launcher's channel closes. */
+export const EXIT_WITH_LAUNCHER = 'TOOLPROOF_EXIT_WITH_LAUNCHER';
+
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
 /** `node <this CLI> --serve`: the built bin, or the source under the same loader (tsx). */
@@ -187,10 +190,19 @@ export async function startServer(
     );
   const port = url.port || '80';
   const { fd: out, path: log } = openServerLog(join(tmpdir(), `toolproof-${port}.log`));
+  // An IPC channel the server watches (cli/main.ts): it closes when this process is gone, however
+  // it ended. A launcher ended by a signal before the agent ran (the server takes seconds to come
+  // up), or killed outright, left `toolproof --serve` holding the port.
   const child = spawn(process.execPath, serveCommand(), {
-    env: { ...env, TOOLPROOF_PORT: port, TOOLPROOF_HOST: url.hostname.replace(/^\[|\]$/g, '') },
-    stdio: ['ignore', out, out],
+    env: {
+      ...env,
+      TOOLPROOF_PORT: port,
+      TOOLPROOF_HOST: url.hostname.replace(/^\[|\]$/g, ''),
+      [EXIT_WITH_LAUNCHER]: '1',
+    },
+    stdio: ['ignore', out, out, 'ipc'],
   });
+  child.channel?.unref();
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
     const forced = setTimeout(() => child.kill('SIGKILL'), 5000);

@@ -3,7 +3,7 @@
  * the real toolproof app in front of the simulator), --print masks the key, a missing agent names
  * its package, --write keeps a backup, and a toolproof that is not running is started.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import {
   chmodSync,
   existsSync,
@@ -368,6 +368,44 @@ describe('a toolproof that is not running', () => {
     );
     expect(after).toBe('down');
   }, 120_000);
+});
+
+describe('a launcher that is gone', () => {
+  // The server it started is stopped by the launcher when the agent exits. A launcher killed
+  // outright, or ended by a signal while the server was still coming up (before any handler),
+  // left `toolproof --serve` holding the port for good. It now stops when its channel to the
+  // launcher closes (cli/main.ts).
+  it('takes the toolproof --serve it started with it, even killed outright', async () => {
+    const { env } = fakeBins();
+    const bin = env.PATH!.split(':')[0]!;
+    const started = join(dirname(bin), 'agent-started');
+    writeFileSync(join(bin, 'pi'), `#!/bin/sh\ntouch '${started}'\nexec sleep 60\n`);
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const launcher = spawn(
+      process.execPath,
+      [...nodeEntry('cli/toolproof.ts'), 'launch', 'pi', '--url', url],
+      {
+        env: { ...process.env, ...env },
+        stdio: 'ignore',
+        detached: true,
+      },
+    );
+    // The whole group at the end: the agent, and the server were it left behind.
+    cleanups.push(() => {
+      try {
+        process.kill(-launcher.pid!, 'SIGKILL');
+      } catch {}
+    });
+    const health = () =>
+      fetch(`${url}/health`).then(
+        () => 'up',
+        () => 'down',
+      );
+    await expect.poll(() => existsSync(started), { timeout: 60_000, interval: 200 }).toBe(true);
+    expect(await health()).toBe('up');
+    process.kill(launcher.pid!, 'SIGKILL');
+    await expect.poll(health, { timeout: 15_000, interval: 250 }).toBe('down');
+  }, 90_000);
 });
 
 describe('a toolproof --serve that cannot start', () => {
