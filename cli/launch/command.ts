@@ -55,6 +55,8 @@ Options:
   --url URL      toolproof's address (default: http://127.0.0.1:$TOOLPROOF_PORT or :8787; when
                  nothing answers on this machine, \`toolproof --serve\` is started there and
                  stopped when the agent exits)
+  --upstream URL the model server behind a toolproof this command starts (its
+                 TOOLPROOF_UPSTREAM_URL: vLLM http://gpu:8000/v1, llama-server http://host:8080/v1)
   --key KEY      toolproof's API key (default: TOOLPROOF_API_KEY, else the first key of
                  TOOLPROOF_API_KEYS that toolproof takes); never printed
   --api API      for an agent that speaks several: pi (chat, responses or messages),
@@ -67,6 +69,7 @@ Examples:
   toolproof launch claude
   toolproof launch claude -- -p "create proof.txt containing 7391, then say done"
   toolproof launch codex --model qwen3-coder -- exec "fix the failing test"
+  toolproof launch opencode --upstream http://gpu:8000/v1
   npx toolproof launch opencode --print
   toolproof launch openai-agents --api chat -- node app.mjs
 `;
@@ -77,6 +80,8 @@ export interface LaunchOptions {
   agent: AgentRecipe;
   model?: string;
   url?: string;
+  /** The model server behind a toolproof this command starts (its TOOLPROOF_UPSTREAM_URL). */
+  upstream?: string;
   key?: string;
   api?: AgentApi;
   print: boolean;
@@ -96,6 +101,7 @@ export function parseLaunchArgs(argv: readonly string[]): LaunchOptions {
       options: {
         model: { type: 'string' },
         url: { type: 'string' },
+        upstream: { type: 'string' },
         key: { type: 'string' },
         api: { type: 'string' },
         print: { type: 'boolean', default: false },
@@ -129,6 +135,13 @@ export function parseLaunchArgs(argv: readonly string[]): LaunchOptions {
     throw new UsageError(
       `${agent.id} is an SDK: put your program after --, e.g. toolproof launch ${agent.id} -- node app.mjs`,
     );
+  if (values.upstream !== undefined) {
+    try {
+      new URL(values.upstream);
+    } catch {
+      throw new UsageError(`--upstream: "${values.upstream}" is not a URL`);
+    }
+  }
   if (values.url !== undefined) {
     try {
       normalizeUrl(values.url);
@@ -140,6 +153,7 @@ export function parseLaunchArgs(argv: readonly string[]): LaunchOptions {
     agent,
     ...(values.model ? { model: values.model } : {}),
     ...(values.url ? { url: values.url } : {}),
+    ...(values.upstream ? { upstream: values.upstream } : {}),
     ...(values.key ? { key: values.key } : {}),
     ...(values.api ? { api: values.api as AgentApi } : {}),
     print: values.print === true,
@@ -342,6 +356,10 @@ export async function launchCommand(
   }
 
   const keys = candidateKeys(options.key, env);
+  // --upstream: the started server's TOOLPROOF_UPSTREAM_URL (and the default is no YAML's).
+  const serverEnv: NodeJS.ProcessEnv = options.upstream
+    ? { ...env, TOOLPROOF_UPSTREAM_URL: options.upstream }
+    : env;
   const base = normalizeUrl(options.url ?? defaultUrl(env));
   let server: StartedServer | undefined;
   let dir: string | undefined;
@@ -351,7 +369,7 @@ export async function launchCommand(
       say(
         `${base} answers, but not as toolproof does (${found.other}): another program holds it, a model server perhaps.\n` +
           `  Give toolproof a free port (--url http://127.0.0.1:PORT, or TOOLPROOF_PORT=PORT); a model server goes behind it: ` +
-          `TOOLPROOF_UPSTREAM_URL=${base}/v1 toolproof launch ${agent.id}`,
+          `toolproof launch ${agent.id} --upstream ${base}/v1`,
       );
       return 1;
     }
@@ -363,17 +381,28 @@ export async function launchCommand(
       );
       return 1;
     }
+    if (found === 'up' && options.upstream) {
+      say(
+        `toolproof already runs at ${base}, with the upstream it was started with: --upstream is for a toolproof this command starts.\n` +
+          `  Stop that one, or give this one a free port: --url http://127.0.0.1:PORT`,
+      );
+      return 1;
+    }
+    if (found === 'up' && (env.TOOLPROOF_UPSTREAM_URL || env.TOOLPROOF_CONFIG))
+      say(
+        `toolproof already runs at ${base}: it serves the upstream it was started with, whatever TOOLPROOF_UPSTREAM_URL or TOOLPROOF_CONFIG say here`,
+      );
     if (found === 'down') {
       try {
-        server = await startServer(base, env);
+        server = await startServer(base, serverEnv);
       } catch (err) {
         say((err as Error).message);
         return 1;
       }
-      const simulated = !env.TOOLPROOF_UPSTREAM_URL && !env.TOOLPROOF_CONFIG;
+      const simulated = !serverEnv.TOOLPROOF_UPSTREAM_URL && !serverEnv.TOOLPROOF_CONFIG;
       say(
         `nothing answered at ${base}: started \`toolproof --serve\` there (pid ${server.pid}, log ${server.log})` +
-          `${simulated ? ' on its BUILT-IN SIMULATOR (set TOOLPROOF_UPSTREAM_URL or TOOLPROOF_CONFIG for a real model)' : ''}` +
+          `${simulated ? ' on its BUILT-IN SIMULATOR (--upstream URL, TOOLPROOF_UPSTREAM_URL or TOOLPROOF_CONFIG for a real model)' : ` in front of ${serverEnv.TOOLPROOF_UPSTREAM_URL ?? serverEnv.TOOLPROOF_CONFIG}`}` +
           `; it stops when ${options.print || options.write ? 'this command' : runs} exits`,
       );
     }

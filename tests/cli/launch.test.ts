@@ -408,6 +408,49 @@ describe('a launcher that is gone', () => {
   }, 90_000);
 });
 
+describe('--upstream', () => {
+  it('the model server behind the toolproof it starts: its model and window reach the agent', async () => {
+    const s = await sim({ personality: 'vllm', modelName: 'behind', maxModelLen: 20480 });
+    const url = `http://127.0.0.1:${await freePort()}`;
+    // Not spawnSync: the simulator answers from this process.
+    const child = spawn(
+      process.execPath,
+      [...nodeEntry('cli/toolproof.ts'), 'launch', 'pi', '--url', url, '--upstream', s.url, '--print'],
+      { env: { ...process.env, ...fakeBins().env } },
+    );
+    const run = { stdout: '', stderr: '', status: null as number | null };
+    child.stdout.on('data', (d) => (run.stdout += d));
+    child.stderr.on('data', (d) => (run.stderr += d));
+    run.status = await new Promise<number | null>((r) => child.on('close', r));
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stderr).toContain(`started \`toolproof --serve\` there`);
+    expect(run.stderr).toContain(`in front of ${s.url}`);
+    expect(run.stdout).toContain('--model behind');
+    expect(run.stdout).toContain('"contextWindow":20480');
+  }, 120_000);
+
+  it('is refused when toolproof already runs there (it has its own upstream); TOOLPROOF_UPSTREAM_URL is a note', async () => {
+    const url = await toolproofOver(await sim({ personality: 'vllm', modelName: 'coder' }));
+    const { env } = fakeBins();
+    const o = io();
+    const code = await launchCommand(
+      ['pi', '--url', url, '--upstream', 'http://gpu:8000/v1', '--print'],
+      o.io,
+      env,
+      {},
+    );
+    expect(code).toBe(1);
+    expect(o.err.join('')).toContain(
+      `toolproof already runs at ${url}, with the upstream it was started with`,
+    );
+    const noted = await printed('pi', url, [], { ...env, TOOLPROOF_UPSTREAM_URL: 'http://gpu:8000/v1' });
+    expect(noted.code).toBe(0);
+    expect(noted.err).toContain(
+      `toolproof already runs at ${url}: it serves the upstream it was started with`,
+    );
+  });
+});
+
 describe('a toolproof --serve that cannot start', () => {
   it("says why, from the server's own last words, not only where its log is", async () => {
     const { env } = fakeBins();
@@ -501,7 +544,7 @@ describe('a URL where another program answers', () => {
     expect(await launchCommand(['claude', '--url', s.url, '--print'], o.io, fakeBins().env, {})).toBe(1);
     const origin = s.url.replace(/\/v1$/, '');
     expect(o.err.join('')).toContain(`${origin} answers, but not as toolproof does`);
-    expect(o.err.join('')).toContain(`TOOLPROOF_UPSTREAM_URL=${origin}/v1 toolproof launch claude`);
+    expect(o.err.join('')).toContain(`toolproof launch claude --upstream ${origin}/v1`);
     expect(o.out.join('')).toBe('');
   });
 });
