@@ -1,5 +1,7 @@
 /** The toolproof CLI's dispatcher: one entry per subcommand. */
+import cluster from 'node:cluster';
 import { launchCommand } from './launch/command.js';
+import { EXIT_WITH_LAUNCHER } from './launch/server.js';
 import { type CliIO, probeCommand } from './probe/command.js';
 
 const MAIN_HELP = `Usage: toolproof <command> [options]
@@ -10,11 +12,29 @@ Commands:
   serve    start the proxy (also \`toolproof --serve\`, \`npm start\`); configured by TOOLPROOF_* variables
 `;
 
-/** The proxy itself, in this process: server/main.ts starts on import and runs until a signal. */
-async function serveCommand(argv: readonly string[], io: CliIO): Promise<number> {
+/**
+ * The proxy itself, in this process: server/main.ts starts on import and runs until a signal.
+ * Started by `toolproof launch` (launch/server.ts), it also stops when the launcher's IPC channel
+ * closes: the launcher is gone (a signal before the agent ran, SIGKILL), and nobody else stops it.
+ */
+async function serveCommand(
+  argv: readonly string[],
+  io: CliIO,
+  env: NodeJS.ProcessEnv = {},
+): Promise<number> {
   if (argv.length > 0) {
     io.stderr.write(`toolproof serve: takes no arguments (configure it with TOOLPROOF_* variables)\n`);
     return 2;
+  }
+  // Not in a cluster worker: its channel is to the primary, which stops it.
+  if (env[EXIT_WITH_LAUNCHER] === '1' && cluster.isPrimary) {
+    const stop = () => process.kill(process.pid, 'SIGTERM');
+    // A launcher gone while this process was still loading: its channel already closed, and gone.
+    if (!process.channel || !process.connected) stop();
+    else {
+      process.channel.unref();
+      process.once('disconnect', stop);
+    }
   }
   await import('../server/main.js');
   return 0;

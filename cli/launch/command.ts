@@ -21,7 +21,15 @@ import type { CliIO } from '../probe/command.js';
 import { agentCacheDirs, findBin, findPackage } from './find-bin.js';
 import { defaultMaxOutput, type ModelInfo, readModels } from './models.js';
 import { buildPlan, childEnv, maskKey, renderPlan } from './plan.js';
-import { type AgentApi, type AgentRecipe, findRecipe, RECIPES, SDK_RECIPES, type Target } from './recipes.js';
+import {
+  type AgentApi,
+  type AgentRecipe,
+  findRecipe,
+  nearestRecipe,
+  RECIPES,
+  SDK_RECIPES,
+  type Target,
+} from './recipes.js';
 import {
   defaultUrl,
   fetchModels,
@@ -47,7 +55,10 @@ Options:
   --url URL      toolproof's address (default: http://127.0.0.1:$TOOLPROOF_PORT or :8787; when
                  nothing answers on this machine, \`toolproof --serve\` is started there and
                  stopped when the agent exits)
-  --key KEY      toolproof's API key (default: the first of TOOLPROOF_API_KEYS); never printed
+  --upstream URL the model server behind a toolproof this command starts (its
+                 TOOLPROOF_UPSTREAM_URL: vLLM http://gpu:8000/v1, llama-server http://host:8080/v1)
+  --key KEY      toolproof's API key (default: TOOLPROOF_API_KEY, else the first key of
+                 TOOLPROOF_API_KEYS that toolproof takes); never printed
   --api API      for an agent that speaks several: pi (chat, responses or messages),
                  openai-agents (responses or chat: TOOLPROOF_OPENAI_API for setOpenAIAPI)
   --print        show what would be set (keys masked) and exit
@@ -58,6 +69,7 @@ Examples:
   toolproof launch claude
   toolproof launch claude -- -p "create proof.txt containing 7391, then say done"
   toolproof launch codex --model qwen3-coder -- exec "fix the failing test"
+  toolproof launch opencode --upstream http://gpu:8000/v1
   npx toolproof launch opencode --print
   toolproof launch openai-agents --api chat -- node app.mjs
 `;
@@ -68,6 +80,8 @@ export interface LaunchOptions {
   agent: AgentRecipe;
   model?: string;
   url?: string;
+  /** The model server behind a toolproof this command starts (its TOOLPROOF_UPSTREAM_URL). */
+  upstream?: string;
   key?: string;
   api?: AgentApi;
   print: boolean;
@@ -87,6 +101,7 @@ export function parseLaunchArgs(argv: readonly string[]): LaunchOptions {
       options: {
         model: { type: 'string' },
         url: { type: 'string' },
+        upstream: { type: 'string' },
         key: { type: 'string' },
         api: { type: 'string' },
         print: { type: 'boolean', default: false },
@@ -106,10 +121,13 @@ export function parseLaunchArgs(argv: readonly string[]): LaunchOptions {
   if (positionals.length > 1)
     throw new UsageError(`unexpected "${positionals[1]}": put the agent's own arguments after --`);
   const agent = findRecipe(positionals[0]!);
-  if (!agent)
+  if (!agent) {
+    const near = nearestRecipe(positionals[0]!);
     throw new UsageError(
-      `unknown agent "${positionals[0]}"; known: ${[...RECIPES, ...SDK_RECIPES].map((r) => r.id).join(', ')}`,
+      `unknown agent "${positionals[0]}"${near ? `: did you mean ${near.id} (${near.name})?` : ''}; ` +
+        `known: ${[...RECIPES, ...SDK_RECIPES].map((r) => r.id).join(', ')}`,
     );
+  }
   if (values.api !== undefined && !agent.apis.includes(values.api as AgentApi))
     throw new UsageError(`${agent.id} speaks ${agent.apis.join(', ')}, not "${values.api}"`);
   if (values.print && values.write) throw new UsageError('--print and --write: pick one');
@@ -117,6 +135,13 @@ export function parseLaunchArgs(argv: readonly string[]): LaunchOptions {
     throw new UsageError(
       `${agent.id} is an SDK: put your program after --, e.g. toolproof launch ${agent.id} -- node app.mjs`,
     );
+  if (values.upstream !== undefined) {
+    try {
+      new URL(values.upstream);
+    } catch {
+      throw new UsageError(`--upstream: "${values.upstream}" is not a URL`);
+    }
+  }
   if (values.url !== undefined) {
     try {
       normalizeUrl(values.url);
@@ -128,6 +153,7 @@ export function parseLaunchArgs(argv: readonly string[]): LaunchOptions {
     agent,
     ...(values.model ? { model: values.model } : {}),
     ...(values.url ? { url: values.url } : {}),
+    ...(values.upstream ? { upstream: values.upstream } : {}),
     ...(values.key ? { key: values.key } : {}),
     ...(values.api ? { api: values.api as AgentApi } : {}),
     print: values.print === true,
@@ -136,14 +162,34 @@ export function parseLaunchArgs(argv: readonly string[]): LaunchOptions {
   };
 }
 
-/** The key: --key, else the first of TOOLPROOF_API_KEYS, else a placeholder (a toolproof without keys takes any). */
-export function resolveKey(given: string | undefined, env: NodeJS.ProcessEnv): string {
-  if (given) return given;
-  const first = (env.TOOLPROOF_API_KEYS ?? '')
-    .split(',')
+/**
+ * The keys to try, in order: --key alone; else TOOLPROOF_API_KEY (the client's key: what Codex's
+ * `--write` profile and pi read) and each of TOOLPROOF_API_KEYS (the server's list, which a
+ * toolproof this command starts takes too); else a placeholder (a toolproof without keys takes any).
+ */
+export function candidateKeys(given: string | undefined, env: NodeJS.ProcessEnv): string[] {
+  if (given) return [given];
+  const keys = [env.TOOLPROOF_API_KEY ?? '', ...(env.TOOLPROOF_API_KEYS ?? '').split(',')]
     .map((k) => k.trim())
-    .find(Boolean);
-  return first ?? PLACEHOLDER_KEY;
+    .filter(Boolean);
+  return keys.length > 0 ? [...new Set(keys)] : [PLACEHOLDER_KEY];
+}
+
+/** The first key toolproof takes, with its model list; a 401 moves on to the next. */
+async function firstAccepted(
+  base: string,
+  keys: readonly string[],
+): Promise<{ key: string; pages: unknown[] }> {
+  let refused: unknown;
+  for (const key of keys) {
+    try {
+      return { key, pages: await fetchModels(base, key) };
+    } catch (err) {
+      if (!(err instanceof HttpError && err.status === 401)) throw err;
+      refused = err;
+    }
+  }
+  throw refused;
 }
 
 export const PLACEHOLDER_KEY = 'toolproof-no-key';
@@ -309,14 +355,24 @@ export async function launchCommand(
     return 127;
   }
 
-  const key = resolveKey(options.key, env);
-  // The placeholder is no secret; a real key is masked in everything printed.
-  const secret = options.key !== undefined || key !== PLACEHOLDER_KEY ? key : '';
+  const keys = candidateKeys(options.key, env);
+  // --upstream: the started server's TOOLPROOF_UPSTREAM_URL (and the default is no YAML's).
+  const serverEnv: NodeJS.ProcessEnv = options.upstream
+    ? { ...env, TOOLPROOF_UPSTREAM_URL: options.upstream }
+    : env;
   const base = normalizeUrl(options.url ?? defaultUrl(env));
   let server: StartedServer | undefined;
   let dir: string | undefined;
   try {
     const found = await findServer(base, deps.healthWaitMs);
+    if (typeof found === 'object') {
+      say(
+        `${base} answers, but not as toolproof does (${found.other}): another program holds it, a model server perhaps.\n` +
+          `  Give toolproof a free port (--url http://127.0.0.1:PORT, or TOOLPROOF_PORT=PORT); a model server goes behind it: ` +
+          `toolproof launch ${agent.id} --upstream ${base}/v1`,
+      );
+      return 1;
+    }
     if (found === 'busy') {
       say(
         // A host that never answers the connection (a firewall, a wrong address) lands here too.
@@ -325,31 +381,54 @@ export async function launchCommand(
       );
       return 1;
     }
+    if (found === 'up' && options.upstream) {
+      say(
+        `toolproof already runs at ${base}, with the upstream it was started with: --upstream is for a toolproof this command starts.\n` +
+          `  Stop that one, or give this one a free port: --url http://127.0.0.1:PORT`,
+      );
+      return 1;
+    }
+    if (found === 'up' && (env.TOOLPROOF_UPSTREAM_URL || env.TOOLPROOF_CONFIG))
+      say(
+        `toolproof already runs at ${base}: it serves the upstream it was started with, whatever TOOLPROOF_UPSTREAM_URL or TOOLPROOF_CONFIG say here`,
+      );
     if (found === 'down') {
       try {
-        server = await startServer(base, env);
+        server = await startServer(base, serverEnv);
       } catch (err) {
         say((err as Error).message);
         return 1;
       }
-      const simulated = !env.TOOLPROOF_UPSTREAM_URL && !env.TOOLPROOF_CONFIG;
+      const simulated = !serverEnv.TOOLPROOF_UPSTREAM_URL && !serverEnv.TOOLPROOF_CONFIG;
       say(
         `nothing answered at ${base}: started \`toolproof --serve\` there (pid ${server.pid}, log ${server.log})` +
-          `${simulated ? ' on its BUILT-IN SIMULATOR (set TOOLPROOF_UPSTREAM_URL or TOOLPROOF_CONFIG for a real model)' : ''}` +
+          `${simulated ? ' on its BUILT-IN SIMULATOR (--upstream URL, TOOLPROOF_UPSTREAM_URL or TOOLPROOF_CONFIG for a real model)' : ` in front of ${serverEnv.TOOLPROOF_UPSTREAM_URL ?? serverEnv.TOOLPROOF_CONFIG}`}` +
           `; it stops when ${options.print || options.write ? 'this command' : runs} exits`,
       );
     }
     let models: ModelInfo[];
+    let key: string;
     try {
-      models = readModels(await fetchModels(base, key));
+      const accepted = await firstAccepted(base, keys);
+      key = accepted.key;
+      models = readModels(accepted.pages);
     } catch (err) {
       if (err instanceof HttpError && err.status === 401) {
-        say(`toolproof at ${base} refused the key: pass --key or set TOOLPROOF_API_KEYS`);
+        const tried =
+          options.key !== undefined
+            ? 'the --key given'
+            : keys[0] === PLACEHOLDER_KEY
+              ? 'no key (none in --key, TOOLPROOF_API_KEY or TOOLPROOF_API_KEYS)'
+              : `each of the ${keys.length} key(s) of TOOLPROOF_API_KEY and TOOLPROOF_API_KEYS`;
+        say(`toolproof at ${base} refused ${tried}: pass --key or set TOOLPROOF_API_KEY`);
         return 1;
       }
-      say(`cannot list toolproof's models: ${maskKey((err as Error).message, secret)}`);
+      const message = keys.reduce((text, k) => maskKey(text, k), (err as Error).message);
+      say(`cannot list toolproof's models: ${message}`);
       return 1;
     }
+    // The placeholder is no secret; a real key is masked in everything printed.
+    const secret = key !== PLACEHOLDER_KEY || options.key !== undefined ? key : '';
     let model: ModelInfo;
     try {
       model = await pickModel(models, options.model, io, deps.ask);

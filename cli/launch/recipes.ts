@@ -149,6 +149,20 @@ const CLAUDE_QUIET = {
 };
 
 /**
+ * Claude Code applies the `env` of its settings files (~/.claude/settings.json, the project's
+ * .claude/settings*.json) over its own environment: a user's ANTHROPIC_BASE_URL or ANTHROPIC_MODEL
+ * there (one `toolproof launch claude --write` put there for another port or model, a gateway of
+ * their own) sent the launched run elsewhere. Settings given with `--settings` rank above those
+ * files, so the run's variables go there too, in a temporary file (not on the command line, where
+ * `ps` would show the key). An empty value is unset for Claude Code: a user's own Anthropic key or
+ * cloud switch in those files is emptied, as CLAUDE_UNSET removes them from the environment.
+ */
+export function claudeSettings(t: Target): string {
+  const cleared = Object.fromEntries(CLAUDE_UNSET.map((name) => [name, '']));
+  return JSON.stringify({ env: { ...cleared, ...claudeEnv(t), ...CLAUDE_QUIET } });
+}
+
+/**
  * A TOML basic string: JSON's escapes are TOML's, but JSON leaves DEL (U+007F) raw, which TOML
  * refuses, and writes a lone surrogate as `\udXXX`, which no TOML string can hold. A model name
  * comes from toolproof's model list (the upstream's): such a name made Codex refuse the whole
@@ -394,6 +408,8 @@ export const RECIPES: readonly CliRecipe[] = [
     env: claudeEnv,
     unset: CLAUDE_UNSET,
     quiet: CLAUDE_QUIET,
+    files: (t) => ({ 'claude-settings.json': claudeSettings(t) }),
+    args: (t) => ['--settings', `${t.dir}/claude-settings.json`],
     write: {
       path: (env) => join(home(env), '.claude', 'settings.json'),
       merge: (current, t) => mergeJsonText(current, { env: { ...claudeEnv(t), ...CLAUDE_QUIET } }),
@@ -612,4 +628,54 @@ export const SDK_RECIPES: readonly AgentRecipe[] = [
 
 export function findRecipe(id: string): AgentRecipe | undefined {
   return RECIPES.find((r) => r.id === id) ?? SDK_RECIPES.find((r) => r.id === id);
+}
+
+/** Lowercase letters and digits only: `Claude Code`, `claude-code` and `claude_code` read alike. */
+function fold(word: string): string {
+  return word.toLowerCase().replace(/[^a-z0-9]/g, '');
+}
+
+/**
+ * Edit distance (insertions, deletions, substitutions, two neighbours swapped: `clien`), for names
+ * of a few dozen characters.
+ */
+function distance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
+  for (let i = 1; i <= a.length; i++)
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let best = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        best = Math.min(best, d[i - 2]![j - 2]! + 1);
+      d[i]![j] = best;
+    }
+  return d[a.length]![b.length]!;
+}
+
+/** What a user may call an agent: its id, its name (with and without "CLI"), its npm package's scope and name. */
+function namesOf(r: AgentRecipe): string[] {
+  const [scope, base] = r.pkg.startsWith('@') ? r.pkg.slice(1).split('/') : [undefined, r.pkg];
+  return [r.id, r.name, r.name.replace(/ CLI$/, ''), base === 'cli' ? '' : (base ?? ''), scope ?? '']
+    .map(fold)
+    .filter(Boolean);
+}
+
+/**
+ * The agent an unknown name most likely means (`claud`, `claude-code`, `continue`, `kilocode`), or
+ * undefined when none is close: a name it goes by (namesOf) within a third of its length in edits.
+ */
+export function nearestRecipe(given: string): AgentRecipe | undefined {
+  const word = fold(given);
+  if (!word) return undefined;
+  let best: { recipe: AgentRecipe; edits: number } | undefined;
+  for (const recipe of [...RECIPES, ...SDK_RECIPES]) {
+    for (const name of namesOf(recipe)) {
+      const edits = distance(word, name);
+      if (edits <= Math.max(1, Math.floor(name.length / 3)) && (!best || edits < best.edits))
+        best = { recipe, edits };
+    }
+  }
+  return best?.recipe;
 }

@@ -44,13 +44,21 @@ export async function isUp(base: string, timeoutMs = 1500): Promise<boolean> {
  */
 export type Probe = 'up' | 'down' | 'busy';
 
+/** Another program answered, not toolproof: what it said. */
+export interface NotToolproof {
+  other: string;
+}
+
 const NOTHING_THERE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EADDRNOTAVAIL', 'EHOSTUNREACH', 'ENETUNREACH']);
 
-export async function probe(base: string, timeoutMs = 1500): Promise<Probe> {
+export async function probe(base: string, timeoutMs = 1500): Promise<Probe | NotToolproof> {
   try {
     const res = await fetch(`${base}/health`, { signal: AbortSignal.timeout(timeoutMs) });
     await res.body?.cancel();
-    return res.ok ? 'up' : 'busy';
+    if (res.ok) return 'up';
+    // toolproof's /health is open and always 200: a 4xx is another program's own answer (a 5xx
+    // may be a proxy in front of a toolproof not up yet).
+    return res.status >= 400 && res.status < 500 ? { other: `GET /health: HTTP ${res.status}` } : 'busy';
   } catch (err) {
     const code = (err as { cause?: { code?: unknown } }).cause?.code;
     return typeof code === 'string' && NOTHING_THERE.has(code) ? 'down' : 'busy';
@@ -58,15 +66,35 @@ export async function probe(base: string, timeoutMs = 1500): Promise<Probe> {
 }
 
 /**
+ * vLLM and llama-server answer GET /health with a 200 as toolproof does, so a model server's URL
+ * given as toolproof's ran the agent straight against it, without toolproof and without a word.
+ * Every toolproof serves /api/hello (open, or behind its keys): a 404 there is not toolproof. No
+ * answer in time is no proof either way.
+ */
+async function identify(base: string, timeoutMs: number): Promise<Probe | NotToolproof> {
+  try {
+    const res = await fetch(`${base}/api/hello`, { method: 'HEAD', signal: AbortSignal.timeout(timeoutMs) });
+    await res.body?.cancel();
+    return res.status === 404
+      ? { other: 'GET /health answers, but /api/hello, which toolproof serves, is a 404' }
+      : 'up';
+  } catch {
+    return 'up';
+  }
+}
+
+/**
  * Waits up to `timeoutMs` for a server that took the connection to answer /health: a slow answer
  * (a toolproof on a loaded machine, measured past 1.5 s with a 2-core box at load 15) is not
- * "nothing there", and starting a second server on its port could only fail.
+ * "nothing there", and starting a second server on its port could only fail. A server that
+ * answers as toolproof does not is said at once.
  */
-export async function findServer(base: string, timeoutMs = 30_000): Promise<Probe> {
+export async function findServer(base: string, timeoutMs = 30_000): Promise<Probe | NotToolproof> {
   const deadline = Date.now() + timeoutMs;
   let wait = 1500;
   for (;;) {
     const state = await probe(base, Math.max(1, Math.min(wait, deadline - Date.now())));
+    if (state === 'up') return identify(base, 5_000);
     if (state !== 'busy' || Date.now() >= deadline) return state;
     wait *= 2;
     await new Promise((r) => setTimeout(r, 150));
@@ -78,6 +106,9 @@ export interface StartedServer {
   log: string;
   stop(): Promise<void>;
 }
+
+/** Set for a `toolproof --serve` this launcher starts: it stops when the launcher's channel closes. */
+export const EXIT_WITH_LAUNCHER = 'TOOLPROOF_EXIT_WITH_LAUNCHER';
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
@@ -159,10 +190,19 @@ export async function startServer(
     );
   const port = url.port || '80';
   const { fd: out, path: log } = openServerLog(join(tmpdir(), `toolproof-${port}.log`));
+  // An IPC channel the server watches (cli/main.ts): it closes when this process is gone, however
+  // it ended. A launcher ended by a signal before the agent ran (the server takes seconds to come
+  // up), or killed outright, left `toolproof --serve` holding the port.
   const child = spawn(process.execPath, serveCommand(), {
-    env: { ...env, TOOLPROOF_PORT: port, TOOLPROOF_HOST: url.hostname.replace(/^\[|\]$/g, '') },
-    stdio: ['ignore', out, out],
+    env: {
+      ...env,
+      TOOLPROOF_PORT: port,
+      TOOLPROOF_HOST: url.hostname.replace(/^\[|\]$/g, ''),
+      [EXIT_WITH_LAUNCHER]: '1',
+    },
+    stdio: ['ignore', out, out, 'ipc'],
   });
+  child.channel?.unref();
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
     const forced = setTimeout(() => child.kill('SIGKILL'), 5000);

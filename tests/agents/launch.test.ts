@@ -5,7 +5,7 @@
  * (tests/agents/lib/agents.ts); moving them onto the launcher is the next step.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { expect, it } from 'vitest';
@@ -70,7 +70,141 @@ const BARE: Record<string, (task: string) => string[]> = {
   qwen: (t) => ['-p', t],
 };
 
+/**
+ * The user's own configuration of each agent, as someone who uses it elsewhere keeps it (or as an
+ * earlier `toolproof launch --write` for another port left it): its base URL on a port where
+ * nothing listens, another model name, a key of its own, in the user's files, the project's and
+ * their `.env`. Returns the files written, to check the launch left them as they were.
+ */
+const DEAD = 'http://127.0.0.1:9';
+
+function userConfigs(home: string, cwd: string): Record<string, string> {
+  const dead = DEAD;
+  const provider = {
+    model: 'mine/elsewhere',
+    small_model: 'mine/elsewhere',
+    permission: { edit: 'allow', bash: 'allow' },
+    provider: {
+      mine: {
+        npm: '@ai-sdk/openai-compatible',
+        options: { baseURL: `${dead}/v1`, apiKey: 'sk-user-own' },
+        models: { elsewhere: { tool_call: true } },
+      },
+    },
+  };
+  const files: Record<string, string> = {
+    [join(home, '.claude', 'settings.json')]: JSON.stringify({
+      env: {
+        ANTHROPIC_BASE_URL: dead,
+        ANTHROPIC_MODEL: 'claude-elsewhere',
+        ANTHROPIC_API_KEY: 'sk-user-own',
+      },
+    }),
+    [join(cwd, '.claude', 'settings.json')]: JSON.stringify({
+      env: { ANTHROPIC_BASE_URL: `${dead}/project` },
+    }),
+    [join(home, '.codex', 'config.toml')]: [
+      'model = "gpt-elsewhere"',
+      'model_provider = "mine"',
+      '[model_providers.mine]',
+      'name = "mine"',
+      `base_url = "${dead}/v1"`,
+      'wire_api = "responses"',
+      'env_key = "MINE_KEY"',
+      '',
+    ].join('\n'),
+    [join(home, '.config', 'opencode', 'opencode.json')]: JSON.stringify(provider),
+    [join(cwd, 'opencode.json')]: JSON.stringify(provider),
+    [join(home, '.config', 'kilo', 'kilo.json')]: JSON.stringify(provider),
+    [join(cwd, 'kilo.json')]: JSON.stringify(provider),
+    [join(home, '.qwen', 'settings.json')]: JSON.stringify({
+      security: { auth: { selectedType: 'qwen-oauth' } },
+      model: { name: 'qwen-elsewhere' },
+    }),
+    [join(home, '.qwen', '.env')]: `OPENAI_BASE_URL=${dead}/v1\nOPENAI_MODEL=qwen-elsewhere\n`,
+    [join(home, '.pi', 'agent', 'settings.json')]: JSON.stringify({
+      defaultProvider: 'toolproof',
+      defaultModel: 'elsewhere',
+    }),
+    [join(home, '.pi', 'agent', 'models.json')]: JSON.stringify({
+      providers: {
+        toolproof: {
+          baseUrl: `${dead}/v1`,
+          api: 'openai-completions',
+          apiKey: 'sk-user-own',
+          models: [{ id: 'elsewhere' }],
+        },
+      },
+    }),
+    [join(home, '.continue', 'config.yaml')]: [
+      'name: mine',
+      'version: 1.0.0',
+      'schema: v1',
+      'models:',
+      '  - name: elsewhere',
+      '    provider: openai',
+      '    model: elsewhere',
+      `    apiBase: ${dead}/v1`,
+      '    apiKey: sk-user-own',
+      '',
+    ].join('\n'),
+    [join(home, '.cline', 'data', 'settings', 'providers.json')]: JSON.stringify({
+      version: 1,
+      lastUsedProvider: 'openai-compatible',
+      modes: {},
+      providers: {
+        'openai-compatible': {
+          settings: { provider: 'openai-compatible', apiKey: 'x', model: 'elsewhere', baseUrl: `${dead}/v1` },
+          updatedAt: '2026-01-01T00:00:00.000Z',
+          tokenSource: 'manual',
+        },
+      },
+    }),
+    [join(home, '.grok', 'user-settings.json')]: JSON.stringify({
+      apiKey: 'sk-user-own',
+      baseURL: `${dead}/v1`,
+      defaultModel: 'grok-elsewhere',
+    }),
+    [join(cwd, '.grok', 'settings.json')]: JSON.stringify({ model: 'grok-project' }),
+    [join(cwd, '.env')]: `GROK_BASE_URL=${dead}/v1\nOPENAI_BASE_URL=${dead}/v1\n`,
+  };
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, text);
+  }
+  return files;
+}
+
 describeAgents('toolproof launch <agent>', () => {
+  // Claude Code applied ~/.claude/settings.json's `env` over the launcher's variables: the run went
+  // to the user's own base URL (nothing there) with their model name, and never ended.
+  for (const agent of Object.keys(HEADLESS)) {
+    it(`${agent}: the user's own config sends it elsewhere; the launch still reaches toolproof and leaves that config as it was`, async () => {
+      const home = mkdtempSync(join(tmpdir(), `tp-launch-${agent}-home-`));
+      const cwd = mkdtempSync(join(tmpdir(), `tp-launch-${agent}-work-`));
+      mkdirSync(join(home, 'tmp'));
+      const files = userConfigs(home, cwd);
+      const stack = await startAgentStack({ mode: 'leak', task: CORE_TASK, cwd });
+      try {
+        const r = await launch(agent, stack.origin, cwd, home);
+        const why = r.out.slice(-2000);
+        expect(r.code, why).toBe(0);
+        expect(diskProblems(CORE_TASK, cwd), why).toEqual([]);
+        expect(stack.requests().length, why).toBeGreaterThan(0);
+        // The agents rewrite some of them (opencode adds a $schema, Qwen Code migrates its settings):
+        // what the user set is still there.
+        for (const [path, text] of Object.entries(files)) {
+          const kept = text.includes(DEAD) ? DEAD : /[\w-]*(elsewhere|project)/.exec(text)![0];
+          expect(readFileSync(path, 'utf8'), path).toContain(kept);
+        }
+      } finally {
+        await stack.close();
+        rmSync(home, { recursive: true, force: true });
+        rmSync(cwd, { recursive: true, force: true });
+      }
+    });
+  }
+
   for (const [agent, bare] of Object.entries(BARE)) {
     it(`${agent}: proof, leak, the bare headless command (no permission switch)`, async () => {
       const home = mkdtempSync(join(tmpdir(), `tp-launch-${agent}-home-`));

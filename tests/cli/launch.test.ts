@@ -3,7 +3,7 @@
  * the real toolproof app in front of the simulator), --print masks the key, a missing agent names
  * its package, --write keeps a backup, and a toolproof that is not running is started.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import {
   chmodSync,
   existsSync,
@@ -217,6 +217,46 @@ describe('--print, keys, models', () => {
     expect(r.out).toContain('ANTHROPIC_DEFAULT_HAIKU_MODEL=coder');
     expect(r.out).toContain('CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1');
     expect(r.out).toContain('unset ANTHROPIC_API_KEY');
+    // The same variables in a --settings file, above the `env` of the user's settings files,
+    // which Claude Code applies over its environment; their own Anthropic key there emptied.
+    expect(r.out).toMatch(/claude --settings \S+\/claude-settings\.json/);
+    const settings = /# temporary file \S+\/claude-settings\.json.*\n# {3}(.*)/.exec(r.out)?.[1];
+    const given = JSON.parse(settings ?? '{}').env;
+    expect(given).toMatchObject({ ANTHROPIC_BASE_URL: url, ANTHROPIC_MODEL: 'coder', ANTHROPIC_API_KEY: '' });
+    expect(given.ANTHROPIC_AUTH_TOKEN).toBe('sk-s…****');
+  });
+
+  it('takes TOOLPROOF_API_KEY, else the first of TOOLPROOF_API_KEYS toolproof accepts; names what it tried when none is', async () => {
+    const s = await sim({ personality: 'vllm', modelName: 'coder' });
+    const right = 'sk-right-launch-key-0001';
+    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: s.url, TOOLPROOF_API_KEYS: right }), {
+      logger: false,
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    cleanups.push(() => closeApp(app));
+    const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    const { env } = fakeBins();
+    // The client's own variable (what Codex's --write profile and pi read): it was ignored, so a 401.
+    const own = await printed('codex', url, [], { ...env, TOOLPROOF_API_KEY: right });
+    expect(own.code, own.err).toBe(0);
+    expect(own.out).toContain('TOOLPROOF_API_KEY=sk-r…****');
+    // A list whose first key this toolproof does not take: the next one is tried.
+    const list = await printed('claude', url, [], {
+      ...env,
+      TOOLPROOF_API_KEYS: `sk-other-launch-key-999, ${right}`,
+    });
+    expect(list.code, list.err).toBe(0);
+    expect(list.out + list.err).not.toContain(right);
+    expect(list.out).toContain('ANTHROPIC_AUTH_TOKEN=sk-r…****');
+    const none = await printed('claude', url, [], env);
+    expect(none.code).toBe(1);
+    expect(none.err).toContain('refused no key (none in --key, TOOLPROOF_API_KEY or TOOLPROOF_API_KEYS)');
+    const wrong = await printed('claude', url, ['--key', 'sk-other-launch-key-999'], {
+      ...env,
+      TOOLPROOF_API_KEY: right,
+    });
+    expect(wrong.code).toBe(1);
+    expect(wrong.err).toContain('refused the --key given');
   });
 
   it('several models and no TTY: exits 2 with the list', async () => {
@@ -250,6 +290,28 @@ describe('a missing agent', () => {
     );
     expect(code).toBe(127);
     expect(o.err.join('')).toContain('npm install -g @anthropic-ai/claude-code');
+  });
+});
+
+describe('an unknown agent', () => {
+  it('names the nearest one (a typo, a product or package name) and exits 2; a name near none lists them', async () => {
+    for (const [given, near] of [
+      ['claud', 'claude (Claude Code)'],
+      ['claude-code', 'claude (Claude Code)'],
+      ['continue', 'cn (Continue CLI)'],
+      ['kilocode', 'kilo (Kilo CLI)'],
+      ['clien', 'cline (Cline CLI)'],
+      ['qwen-code', 'qwen (Qwen Code)'],
+      ['openai-agents-sdk', 'openai-agents (OpenAI Agents SDK)'],
+    ]) {
+      const o = io();
+      expect(await launchCommand([given!], o.io, {}, {})).toBe(2);
+      expect(o.err.join(''), given).toContain(`unknown agent "${given}": did you mean ${near}?`);
+    }
+    const o = io();
+    expect(await launchCommand(['aider'], o.io, {}, {})).toBe(2);
+    expect(o.err.join('')).not.toContain('did you mean');
+    expect(o.err.join('')).toContain('known: claude, codex, opencode, qwen, pi, cn, kilo, cline, grok');
   });
 });
 
@@ -306,6 +368,87 @@ describe('a toolproof that is not running', () => {
     );
     expect(after).toBe('down');
   }, 120_000);
+});
+
+describe('a launcher that is gone', () => {
+  // The server it started is stopped by the launcher when the agent exits. A launcher killed
+  // outright, or ended by a signal while the server was still coming up (before any handler),
+  // left `toolproof --serve` holding the port for good. It now stops when its channel to the
+  // launcher closes (cli/main.ts).
+  it('takes the toolproof --serve it started with it, even killed outright', async () => {
+    const { env } = fakeBins();
+    const bin = env.PATH!.split(':')[0]!;
+    const started = join(dirname(bin), 'agent-started');
+    writeFileSync(join(bin, 'pi'), `#!/bin/sh\ntouch '${started}'\nexec sleep 60\n`);
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const launcher = spawn(
+      process.execPath,
+      [...nodeEntry('cli/toolproof.ts'), 'launch', 'pi', '--url', url],
+      {
+        env: { ...process.env, ...env },
+        stdio: 'ignore',
+        detached: true,
+      },
+    );
+    // The whole group at the end: the agent, and the server were it left behind.
+    cleanups.push(() => {
+      try {
+        process.kill(-launcher.pid!, 'SIGKILL');
+      } catch {}
+    });
+    const health = () =>
+      fetch(`${url}/health`).then(
+        () => 'up',
+        () => 'down',
+      );
+    await expect.poll(() => existsSync(started), { timeout: 60_000, interval: 200 }).toBe(true);
+    expect(await health()).toBe('up');
+    process.kill(launcher.pid!, 'SIGKILL');
+    await expect.poll(health, { timeout: 15_000, interval: 250 }).toBe('down');
+  }, 90_000);
+});
+
+describe('--upstream', () => {
+  it('the model server behind the toolproof it starts: its model and window reach the agent', async () => {
+    const s = await sim({ personality: 'vllm', modelName: 'behind', maxModelLen: 20480 });
+    const url = `http://127.0.0.1:${await freePort()}`;
+    // Not spawnSync: the simulator answers from this process.
+    const child = spawn(
+      process.execPath,
+      [...nodeEntry('cli/toolproof.ts'), 'launch', 'pi', '--url', url, '--upstream', s.url, '--print'],
+      { env: { ...process.env, ...fakeBins().env } },
+    );
+    const run = { stdout: '', stderr: '', status: null as number | null };
+    child.stdout.on('data', (d) => (run.stdout += d));
+    child.stderr.on('data', (d) => (run.stderr += d));
+    run.status = await new Promise<number | null>((r) => child.on('close', r));
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stderr).toContain(`started \`toolproof --serve\` there`);
+    expect(run.stderr).toContain(`in front of ${s.url}`);
+    expect(run.stdout).toContain('--model behind');
+    expect(run.stdout).toContain('"contextWindow":20480');
+  }, 120_000);
+
+  it('is refused when toolproof already runs there (it has its own upstream); TOOLPROOF_UPSTREAM_URL is a note', async () => {
+    const url = await toolproofOver(await sim({ personality: 'vllm', modelName: 'coder' }));
+    const { env } = fakeBins();
+    const o = io();
+    const code = await launchCommand(
+      ['pi', '--url', url, '--upstream', 'http://gpu:8000/v1', '--print'],
+      o.io,
+      env,
+      {},
+    );
+    expect(code).toBe(1);
+    expect(o.err.join('')).toContain(
+      `toolproof already runs at ${url}, with the upstream it was started with`,
+    );
+    const noted = await printed('pi', url, [], { ...env, TOOLPROOF_UPSTREAM_URL: 'http://gpu:8000/v1' });
+    expect(noted.code).toBe(0);
+    expect(noted.err).toContain(
+      `toolproof already runs at ${url}: it serves the upstream it was started with`,
+    );
+  });
 });
 
 describe('a toolproof --serve that cannot start', () => {
@@ -377,6 +520,33 @@ describe('a toolproof too loaded to answer /health at once', () => {
     expect(o.err.join('')).not.toContain('toolproof --serve');
     expect(Date.now() - started).toBeGreaterThanOrEqual(1_750);
   }, 30_000);
+});
+
+describe('a URL where another program answers', () => {
+  it('a program that answers /health with a 404 holds the port: said at once, not after 30 s, and nothing is started', async () => {
+    const { env } = fakeBins();
+    const other = createServer((_req, res) => res.writeHead(404).end('Not Found'));
+    await new Promise<void>((r) => other.listen(0, '127.0.0.1', r));
+    cleanups.push(() => new Promise<void>((r) => other.close(() => r())));
+    const url = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+    const started = Date.now();
+    const o = io();
+    expect(await launchCommand(['pi', '--url', url, '--print'], o.io, env)).toBe(1);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(o.err.join('')).toContain(`${url} answers, but not as toolproof does (GET /health: HTTP 404)`);
+    expect(o.err.join('')).toContain('TOOLPROOF_PORT=PORT');
+    expect(o.err.join('')).not.toContain('toolproof --serve');
+  });
+
+  it("a model server's own URL (vLLM answers /health too) is refused, naming TOOLPROOF_UPSTREAM_URL: the agent ran against it without toolproof", async () => {
+    const s = await sim({ personality: 'vllm', modelName: 'coder' });
+    const o = io();
+    expect(await launchCommand(['claude', '--url', s.url, '--print'], o.io, fakeBins().env, {})).toBe(1);
+    const origin = s.url.replace(/\/v1$/, '');
+    expect(o.err.join('')).toContain(`${origin} answers, but not as toolproof does`);
+    expect(o.err.join('')).toContain(`toolproof launch claude --upstream ${origin}/v1`);
+    expect(o.out.join('')).toBe('');
+  });
 });
 
 describe('recipes', () => {
