@@ -195,8 +195,9 @@ export async function runCase(options: CaseOptions): Promise<CaseResult> {
       ...(inspect ? { inspect } : {}),
       run,
       logs: servers.requests(),
-      // The launcher's own look-ups (GET /v1/models, the backend's window) are not the agent's session.
-      sent: servers.recorded.filter((s) => s.method !== 'GET'),
+      // The launcher's own look-ups (GET /v1/models, the backend's window, HEAD /api/hello: is it
+      // toolproof) are not the agent's session.
+      sent: servers.recorded.filter((s) => s.method !== 'GET' && s.method !== 'HEAD'),
       upstream: servers.sim.requests.filter((u) => u.method !== 'GET'),
       disk: diskProblems(options.task, dirs.cwd),
       text: finalText(options.agent, run.stdout),
