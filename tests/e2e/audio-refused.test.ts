@@ -8,7 +8,7 @@
  * the real openai SDK, on chat completions and Responses, streamed and not.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStack, type Stack } from '../server/stack.js';
+import { collectStream, startStack, type Stack } from '../server/stack.js';
 
 /** 1,000 bytes of "WAV", as base64. */
 const WAV = Buffer.alloc(1000, 7).toString('base64');
@@ -42,10 +42,11 @@ const doors: Record<string, Turn> = {
       const c = await stack.client.chat.completions.create({ model: 'sim', messages });
       return c.choices[0]?.message.content ?? '';
     }
-    let text = '';
-    const s = await stack.client.chat.completions.create({ model: 'sim', messages, stream: true });
-    for await (const chunk of s) text += chunk.choices[0]?.delta.content ?? '';
-    return text;
+    return (
+      await collectStream(
+        await stack.client.chat.completions.create({ model: 'sim', messages, stream: true }),
+      )
+    ).content;
   },
   responses: async (stack, history, stream) => {
     const input = [

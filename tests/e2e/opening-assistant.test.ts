@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPENING_USER_CONTENT } from '../../policies/history-repair/repair.js';
-import { startStack, type Stack } from '../server/stack.js';
+import { collectStream, startStack, type Stack } from '../server/stack.js';
 
 const SUMMARY = 'Summary of the conversation so far: we were renaming the config loader.';
 
@@ -38,10 +38,11 @@ const doors: Record<string, Turn> = {
       const c = await stack.client.chat.completions.create({ model: 'sim', messages });
       return c.choices[0]?.message.content ?? '';
     }
-    let text = '';
-    const s = await stack.client.chat.completions.create({ model: 'sim', messages, stream: true });
-    for await (const chunk of s) text += chunk.choices[0]?.delta.content ?? '';
-    return text;
+    return (
+      await collectStream(
+        await stack.client.chat.completions.create({ model: 'sim', messages, stream: true }),
+      )
+    ).content;
   },
   responses: async (stack, turns, stream) => {
     const params = { model: 'sim', instructions: 'You are terse.', input: history(turns) };
