@@ -463,6 +463,7 @@ export async function launchCommand(
         `${agent.bin ?? agent.id} runs without a terminal: added ${headless.added} so it can edit files in this folder (give your own permission switch to choose another)`,
       );
     const plan = buildPlan(agent, target, headless?.args ?? userArgs);
+    for (const line of agent.warnings?.(env, process.cwd(), target) ?? []) say(line);
 
     if (options.print) {
       io.stdout.write(renderPlan(plan, bin ?? agent.bin, secret));

@@ -12,6 +12,7 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
+import { claudeShadowing } from './claude-shadow.js';
 
 export type AgentApi = 'messages' | 'responses' | 'chat';
 
@@ -71,6 +72,11 @@ export interface AgentRecipe {
    * user's own wins: then undefined.
    */
   headless?(args: readonly string[]): { args: string[]; added: string } | undefined;
+  /**
+   * What in the user's own config would override the launch and how to avoid it, as lines the
+   * launcher says before the run (`cwd`: the working directory the run gets).
+   */
+  warnings?(env: NodeJS.ProcessEnv, cwd: string, t: Target): string[];
 }
 
 /** Whether `args` holds one of `flags`, alone or as `--flag=value`. */
@@ -607,10 +613,22 @@ export const SDK_RECIPES: readonly AgentRecipe[] = [
     sdk: true,
     apis: ['messages'],
     // query() runs the Claude Code binary its platform package ships, with `options.env`, which
-    // defaults to the program's own environment: Claude Code's settings apply as they are.
-    env: claudeEnv,
+    // defaults to the program's own environment. Claude Code's settings files apply over it unless
+    // the program passes `settings` or `settingSources: []`: the launch's settings file (the one
+    // `claude` gets with --settings) is named in TOOLPROOF_CLAUDE_SETTINGS for `settings`, and
+    // a user's file that would send the run elsewhere is named before it starts.
+    env: (t) => ({ ...claudeEnv(t), TOOLPROOF_CLAUDE_SETTINGS: `${t.dir}/claude-settings.json` }),
     unset: CLAUDE_UNSET,
     quiet: CLAUDE_QUIET,
+    files: (t) => ({ 'claude-settings.json': claudeSettings(t) }),
+    warnings: (env, cwd, t) =>
+      claudeShadowing(env, cwd, claudeEnv(t), CLAUDE_UNSET).map(
+        ({ path, names }) =>
+          `${path} sets ${names.join(', ')} in its env, which Claude Code applies over this run's: ` +
+          "the SDK's query() would use them unless your program passes " +
+          "`settings: process.env.TOOLPROOF_CLAUDE_SETTINGS` (this run's settings file, which ranks above it) " +
+          'or `settingSources: []` in its options',
+      ),
   },
   {
     id: 'openai-agents',

@@ -11,6 +11,7 @@ import { dirname, join } from 'node:path';
 import { expect, it } from 'vitest';
 import { HEADLESS, TOOLPROOF_CLI } from './lib/agents.js';
 import { agentsInfo } from './lib/case.js';
+import { SDK_PROGRAMS, sdkEnv } from './lib/sdk.js';
 import { SUITE_WINDOW, startAgentStack } from './lib/stack.js';
 import { describeAgents } from './lib/suite.js';
 import { CORE_TASK, diskProblems } from './lib/tasks.js';
@@ -21,6 +22,7 @@ function launch(
   cwd: string,
   home: string,
   agentArgs: readonly string[] = HEADLESS[agent]!(CORE_TASK.prompt),
+  extraEnv: NodeJS.ProcessEnv = {},
 ): Promise<{ code: number | null; out: string }> {
   const bins = agentsInfo().bins as Record<string, string> | undefined;
   const binDir = bins?.claude ? dirname(bins.claude) : '';
@@ -38,6 +40,7 @@ function launch(
     CI: 'true',
     KILO_NO_DAEMON: '1',
     QWEN_CODE_SUPPRESS_YOLO_WARNING: '1',
+    ...extraEnv,
   };
   const args = [...TOOLPROOF_CLI, 'launch', agent, '--url', origin, '--', ...agentArgs];
   return new Promise((resolve) => {
@@ -204,6 +207,45 @@ describeAgents('toolproof launch <agent>', () => {
       }
     });
   }
+
+  // The Claude Agent SDK starts Claude Code itself, which loads the same files: the launcher names
+  // them, and a program that passes the launch's settings file (TOOLPROOF_CLAUDE_SETTINGS) as
+  // `settings` reaches toolproof whatever they say.
+  it("claude-agent-sdk: the user's own Claude settings are named; with `settings` from the launch, query() still reaches toolproof", async () => {
+    const bin = (agentsInfo().bins as Record<string, string> | undefined)?.['claude-agent-sdk'];
+    expect(bin, 'the Claude Agent SDK in the agents cache').toBeTruthy();
+    const home = mkdtempSync(join(tmpdir(), 'tp-launch-sdk-home-'));
+    const cwd = mkdtempSync(join(tmpdir(), 'tp-launch-sdk-work-'));
+    mkdirSync(join(home, 'tmp'));
+    const files = userConfigs(home, cwd);
+    const stack = await startAgentStack({ mode: 'leak', task: CORE_TASK, cwd });
+    try {
+      const r = await launch(
+        'claude-agent-sdk',
+        stack.origin,
+        cwd,
+        home,
+        ['node', SDK_PROGRAMS['claude-agent-sdk'], '--launcher-settings', CORE_TASK.prompt],
+        sdkEnv('claude-agent-sdk', bin!),
+      );
+      const why = r.out.slice(-2000);
+      expect(r.out, why).toContain(
+        `${join(home, '.claude', 'settings.json')} sets ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, ANTHROPIC_MODEL in its env`,
+      );
+      expect(r.out, why).toContain(
+        `${join(cwd, '.claude', 'settings.json')} sets ANTHROPIC_BASE_URL in its env`,
+      );
+      expect(r.code, why).toBe(0);
+      expect(diskProblems(CORE_TASK, cwd), why).toEqual([]);
+      expect(stack.requests().length, why).toBeGreaterThan(0);
+      for (const path of [join(home, '.claude', 'settings.json'), join(cwd, '.claude', 'settings.json')])
+        expect(readFileSync(path, 'utf8'), path).toBe(files[path]);
+    } finally {
+      await stack.close();
+      rmSync(home, { recursive: true, force: true });
+      rmSync(cwd, { recursive: true, force: true });
+    }
+  });
 
   for (const [agent, bare] of Object.entries(BARE)) {
     it(`${agent}: proof, leak, the bare headless command (no permission switch)`, async () => {

@@ -779,6 +779,66 @@ describe('the SDKs: your program runs with the variables the SDK reads', () => {
     expect(got.env.ANTHROPIC_API_KEY).toBeUndefined();
   });
 
+  it("claude-agent-sdk: a user's Claude settings that would send query() elsewhere are named, with the launch's own settings file for `settings`", async () => {
+    const url = await toolproofOver(
+      await sim({ personality: 'vllm', modelName: 'coder', maxModelLen: 32768 }),
+    );
+    const { dir, program } = project('@anthropic-ai/claude-agent-sdk');
+    const home = mkdtempSync(join(tmpdir(), 'tp-launch-sdk-home-'));
+    cleanups.push(() => rmSync(home, { recursive: true, force: true }));
+    mkdirSync(join(home, '.claude'));
+    const userSettings = join(home, '.claude', 'settings.json');
+    // What `toolproof launch claude --write` left for another port, and a key of the user's own.
+    writeFileSync(
+      userSettings,
+      JSON.stringify({
+        env: {
+          ANTHROPIC_BASE_URL: 'http://127.0.0.1:9',
+          ANTHROPIC_API_KEY: 'sk-user-own',
+          ANTHROPIC_MODEL: 'coder',
+        },
+        permissions: { allow: ['Bash(*)'] },
+      }),
+    );
+    const p = await printed('claude-agent-sdk', url, ['--', 'node', program], { ...env(), HOME: home });
+    expect(p.code, p.err).toBe(0);
+    // The model is the launch's own, so only the base URL and the key are named.
+    expect(p.err).toContain(`${userSettings} sets ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL in its env`);
+    expect(p.err).toContain('settings: process.env.TOOLPROOF_CLAUDE_SETTINGS');
+    expect(p.out).toMatch(/export TOOLPROOF_CLAUDE_SETTINGS=\S+\/claude-settings\.json/);
+
+    // The run: the file TOOLPROOF_CLAUDE_SETTINGS names holds the launch's variables while the program runs.
+    const out = join(dir, 'got-settings.json');
+    writeFileSync(
+      program.replace(/\.mjs$/, '-settings.mjs'),
+      "import { readFileSync, writeFileSync } from 'node:fs';\n" +
+        'writeFileSync(process.argv[2], readFileSync(process.env.TOOLPROOF_CLAUDE_SETTINGS, "utf8"));\n',
+    );
+    const o = io();
+    const code = await launchCommand(
+      ['claude-agent-sdk', '--url', url, '--', 'node', program.replace(/\.mjs$/, '-settings.mjs'), out],
+      o.io,
+      { ...env(), HOME: home },
+      {},
+    );
+    expect(code, o.err.join('')).toBe(0);
+    const settings = JSON.parse(readFileSync(out, 'utf8')) as { env: Record<string, string> };
+    expect(settings.env.ANTHROPIC_BASE_URL).toBe(url);
+    expect(settings.env.ANTHROPIC_MODEL).toBe('coder');
+    // An empty value unsets it for Claude Code: the user's own key is not used.
+    expect(settings.env.ANTHROPIC_API_KEY).toBe('');
+
+    // Settings that agree with the launch (or have no env) are not named.
+    writeFileSync(userSettings, JSON.stringify({ env: { ANTHROPIC_MODEL: 'coder' } }));
+    const quiet = await printed('claude-agent-sdk', url, ['--', 'node', program], { ...env(), HOME: home });
+    expect(quiet.code, quiet.err).toBe(0);
+    expect(quiet.err).not.toContain('in its env');
+    writeFileSync(userSettings, '{ not json');
+    const broken = await printed('claude-agent-sdk', url, ['--', 'node', program], { ...env(), HOME: home });
+    expect(broken.code, broken.err).toBe(0);
+    expect(broken.err).not.toContain('in its env');
+  });
+
   it('a missing SDK names its npm package and runs nothing; no program after -- is a usage error', async () => {
     const url = await toolproofOver(await sim({ personality: 'vllm', modelName: 'coder' }));
     // Neither in the working directory (the clone) nor the program's folder nor the agents cache.

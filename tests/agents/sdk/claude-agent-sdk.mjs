@@ -5,7 +5,9 @@
  * tool instead (an in-process MCP server, createSdkMcpServer: `mcp__files__write_file`), Write
  * being disallowed. It configures nothing itself: `toolproof launch
  * claude-agent-sdk -- node claude-agent-sdk.mjs TASK` sets the environment the Claude Code binary
- * the SDK runs reads (query's `options.env` defaults to the program's own).
+ * the SDK runs reads (query's `options.env` defaults to the program's own). With
+ * `--launcher-settings` it passes the launch's settings file as `settings` (docs/agents-setup.md),
+ * which ranks above the user's and the project's Claude settings files.
  *
  * CLAUDE_AGENT_SDK_DIR is test plumbing: the suite's SDK is in the agents cache
  * (scripts/install-agents.mjs), where an import by name from this folder does not find it.
@@ -17,7 +19,8 @@ import { z } from 'zod';
 
 const args = process.argv.slice(2);
 const mcp = args.includes('--mcp');
-const task = args.filter((a) => a !== '--mcp').at(-1);
+const launcherSettings = args.includes('--launcher-settings');
+const task = args.filter((a) => a !== '--mcp' && a !== '--launcher-settings').at(-1);
 if (!task) {
   process.stderr.write('usage: node claude-agent-sdk.mjs TASK\n');
   process.exit(2);
@@ -52,6 +55,7 @@ for await (const message of query({
     allowedTools: ['Write', 'Read', 'Edit', 'Bash', ...(mcp ? ['mcp__files__write_file'] : [])],
     ...(mcp ? { mcpServers: { files }, disallowedTools: ['Write'] } : {}),
     persistSession: false,
+    ...(launcherSettings ? { settings: process.env.TOOLPROOF_CLAUDE_SETTINGS } : {}),
   },
 })) {
   if (message.type === 'result') result = message;
