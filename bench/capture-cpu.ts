@@ -24,9 +24,6 @@
  * two builds side by side (with --before) in the same run: the calls no build changed read within ~5-10% of each other across the sides.
  * `--calls=top`: only the calls a request makes are timed (no timer inside another's figure).
  *
- * `--log[=MB,...]`: more capture sides of this build, the records kept as an append-only log
- * (TOOLPROOF_CAPTURE_LOG=1, server/capture/log.ts), with the default ring or rings of those sizes.
- *
  * `--mb=2,1`: more capture sides of this build with rings of those sizes (TOOLPROOF_CAPTURE_MB;
  * the `on` side keeps the default 10 MB): what a smaller ring, whose arena's write head comes
  * round to memory still in the CPU's caches sooner, saves per request.
@@ -107,16 +104,6 @@ async function main(): Promise<void> {
         env: { TOOLPROOF_CAPTURE_MB: mb, ...callsEnv(`${mb}MB`) },
         args: CALLS ? main(timed(`${mb}MB`, join(ROOT, BUILD_DIR))) : serverArgs,
       })),
-    // --log[=MB,...]: sides of this build with capture kept as an append-only log
-    // (server/capture/log.ts), the default 10 MB ring or each size given.
-    ...(args.has('log') ? (args.get('log') || '10').split(',') : []).map((mb) => {
-      const name = mb === '10' ? 'log' : `log${mb}`;
-      return {
-        name,
-        env: { TOOLPROOF_CAPTURE_LOG: '1', TOOLPROOF_CAPTURE_MB: mb, ...callsEnv(name) },
-        args: CALLS ? main(timed(name, join(ROOT, BUILD_DIR))) : serverArgs,
-      };
-    }),
     ...(before
       ? [
           {

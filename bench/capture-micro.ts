@@ -17,9 +17,7 @@
  * that finds a plain trace's copy makes none). A figure steady enough to compare changes of a few µs on a loaded
  * machine, where a whole server's A/B (bench/capture-cpu.ts) spreads by ±20%.
  *
- * - `log` (`--log`): this tree's build with the records kept as an append-only log (log.ts).
- *
- *   npx tsx bench/capture-micro.ts [--before=DIR] [--log] [--cases=short,long,agent] [--rounds=12] [--requests=4000]
+ *   npx tsx bench/capture-micro.ts [--before=DIR] [--cases=short,long,agent] [--rounds=12] [--requests=4000]
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -276,17 +274,11 @@ async function main(): Promise<void> {
     { name: 'none', dir: '' },
     { name: 'after', dir: resolve(ROOT, BUILD_DIR) },
     ...(before ? [{ name: 'before', dir: resolve(before) }] : []),
-    // --log: this build with the records kept as an append-only log (server/capture/log.ts).
-    ...(args.has('log') ? [{ name: 'log', dir: resolve(ROOT, BUILD_DIR) }] : []),
   ].map((s) => {
     const p = spawn(
       process.execPath,
       ['--max-semi-space-size=8', '--import', 'tsx', fileURLToPath(import.meta.url), `--child=${s.dir}`],
-      {
-        cwd: ROOT,
-        stdio: ['pipe', 'pipe', 'inherit'],
-        env: { ...process.env, TOOLPROOF_CAPTURE_LOG: s.name === 'log' ? '1' : '' },
-      },
+      { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] },
     );
     const lines = createInterface({ input: p.stdout! })[Symbol.asyncIterator]();
     const ask = async (line: string): Promise<number> => {

@@ -56,7 +56,7 @@ import { createDocumentReader } from './documents/document-reader.js';
 import { Upstreams } from './upstream.js';
 import { CompileBudgets } from './compile-budget.js';
 import { type RequestSpan, startTracing } from './tracing/index.js';
-import { type CaptureWriter, CapturingResponse, finishCapture, finishRefused } from './capture/recorder.js';
+import { CapturingResponse, finishCapture, finishRefused } from './capture/recorder.js';
 import { CaptureRing, type RecordWriter } from './capture/ring.js';
 import { registerInspectRoutes } from './routes/inspect.js';
 import { ResponsesItemStore } from './front-doors/responses/item-store.js';
@@ -90,7 +90,7 @@ declare module 'fastify' {
     /** Ends the request's count against its key's limits (server/keys.ts countAgainstKey). */
     tpKeyEnd?: KeyEnd;
     /** The request's capture record (capture on, front doors only; docs/inspect.md). */
-    tpCapture?: CaptureWriter;
+    tpCapture?: RecordWriter;
   }
   /**
    * Every reply is its response's default OpenStream (chat framing): a method on the prototype,

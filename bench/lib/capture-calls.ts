@@ -78,8 +78,6 @@ export function timedBuild(buildDir: string, into: string, top = false): string 
     if (existsSync(file)) writeFileSync(file, f(readFileSync(file, 'utf8')));
   };
   edit('server/capture/recorder.js', (s) => wrapExports(s));
-  // The log's writer (TOOLPROOF_CAPTURE_LOG=1): the client's frames go to its `client`.
-  edit('server/capture/log.js', (s) => wrapMethods(`${PRELUDE}\n${s}`, 'LogWriter', ['client']));
   if (top) {
     edit('server/capture/ring.js', (s) => wrapMethods(`${PRELUDE}\n${s}`, 'RecordWriter', ['client']));
     return into;

@@ -11,7 +11,7 @@ import {
   type CaptureRecord,
   type CaptureRing,
   type CaptureSummary,
-  type RecordWriter,
+  RecordWriter,
   summaryOf,
 } from './ring.js';
 
@@ -110,9 +110,8 @@ function snapshotOf(r: CaptureRecord): CaptureRecord {
  * session; a record that ended is returned as it was.
  */
 function withSoFar(snapshot: CaptureRecord, r: CaptureRecord): CaptureRecord {
-  const soFar = (r as { soFar?: RecordWriter['soFar'] }).soFar;
-  if (!snapshot.inFlight || soFar === undefined) return snapshot;
-  const { events, client } = soFar.call(r);
+  if (!snapshot.inFlight || !(r instanceof RecordWriter)) return snapshot;
+  const { events, client } = r.soFar();
   const attempts = snapshot.upstreamAttempts;
   const last = attempts[attempts.length - 1];
   return {

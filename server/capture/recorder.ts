@@ -15,14 +15,11 @@ import { describeEffect, type PolicyEffect } from '../../policies/registry.js';
 import type { ChatCall } from '../chat/context.js';
 import { ownString } from '../../protocol/own-string.js';
 import { affinityKey, namedSessionKey } from '../affinity.js';
-import { type CaptureLog, K, LogWriter } from './log.js';
-import { readLogWith } from './log-read.js';
 import { redactedHeaderText } from './redact.js';
 import { ownRun, runOfHistory, runOfReply } from './runs.js';
 import {
   type CapturedText,
   type CaptureRing,
-  commonPrefix,
   type Decision,
   type Outcome,
   type RecordWriter,
@@ -158,10 +155,6 @@ export function beginCapture(
   sessionKey: string | undefined,
   clientBytes: Buffer | undefined,
 ): void {
-  if (ring.log !== undefined) {
-    logBegin(ring.log, ring.limits.textChars, request, call, sessionKey, clientBytes);
-    return;
-  }
   // A routing key made of the opening messages (several replicas) names no session: the capture
   // tells apart the runs that share it (runs.ts). Routing keeps it whole.
   const opening = sessionKey?.startsWith('o:') ? sessionKey : undefined;
@@ -234,20 +227,6 @@ export function recordRefused(
   if (refusedSecond.get(keyName) === second) return false;
   if (refusedSecond.size >= REFUSED_KEYS_MAX && !refusedSecond.has(keyName)) refusedSecond = new Map();
   refusedSecond.set(keyName, second);
-  if (ring.log !== undefined) {
-    logRefused(
-      ring.log,
-      ring.limits.textChars,
-      request,
-      api,
-      model,
-      clientBytes,
-      at,
-      request.tpStart > 0 ? request.tpStart : now,
-      keyName,
-    );
-    return true;
-  }
   // The session only when the client names it (no hashing of a refused request's messages).
   const key = namedSessionKey(request.headers, request.body);
   const w = ring.open({
@@ -271,16 +250,12 @@ export function recordRefused(
 
 /** The end of a refused request's record (recordRefused): failed, its error as the client got it. */
 export function finishRefused(
-  w: CaptureWriter,
+  w: RecordWriter,
   status: number,
   finished: boolean,
   error: ToolproofError | undefined,
   now = performance.now(),
 ): void {
-  if (w.isLog) {
-    logFinish(w, undefined, status, finished, 1, undefined, undefined, undefined, error, now);
-    return;
-  }
   w.endClient(status);
   w.inFlight = false;
   w.status = finished ? status : 'aborted';
@@ -302,9 +277,6 @@ export function finishRefused(
  * takes part once app.ts links its request (front-door routes); the record is the request's
  * once its call began (beginCapture).
  */
-/** A request's capture handle: the ring's record, or the log's writer (log.ts). */
-export type CaptureWriter = RecordWriter | LogWriter;
-
 export class CapturingResponse<Req extends IncomingMessage = IncomingMessage> extends ServerResponse<Req> {
   /** The request whose record this response's bytes go to; undefined: not captured. */
   tpRequest: FastifyRequest | undefined;
@@ -350,10 +322,6 @@ Object.defineProperty(CapturingResponse.prototype, 'end', {
 export function captureAttemptSent(call: ChatCall, body: string | Buffer, sentAt: number): void {
   const w = call.capture;
   if (!w) return;
-  if (w.isLog) {
-    logAttemptSent(w, call, body, sentAt);
-    return;
-  }
   w.attempts = call.trace.attempts;
   const n = call.trace.attempts;
   const upstream = call.route.client.label;
@@ -373,12 +341,7 @@ export function captureAttemptOpened(
   error?: ToolproofError,
   now = performance.now(),
 ): void {
-  const w = call.capture;
-  if (w?.isLog) {
-    logAttemptOpened(w, sentAt, res, error, now);
-    return;
-  }
-  const a = w?.current;
+  const a = call.capture?.current;
   if (!a) return;
   a.ttfbMs = now - sentAt;
   if (res) {
@@ -394,10 +357,6 @@ export function captureAttemptOpened(
 /** A whole (non-streamed or error) response body of the running attempt. */
 export function captureAttemptBody(call: ChatCall, body: string | Buffer): void {
   const w = call.capture;
-  if (w?.isLog) {
-    logAttemptBody(w, body);
-    return;
-  }
   const a = w?.current;
   if (!w || !a) return;
   a.response = typeof body === 'string' ? w.text(body) : w.fromBytes(body);
@@ -405,9 +364,7 @@ export function captureAttemptBody(call: ChatCall, body: string | Buffer): void 
 
 /** One event of the running attempt's stream, as received. */
 export function captureEvent(call: ChatCall, payload: string): void {
-  const w = call.capture;
-  if (w?.isLog) w.read(Buffer.from(w.eventChars > 0 ? `\n${payload}` : payload), 1);
-  else w?.event(payload);
+  call.capture?.event(payload);
 }
 
 /** One read of the running attempt's stream (the upstream's bytes), and the events it completed. */
@@ -418,10 +375,6 @@ export function captureRead(call: ChatCall, buf: Buffer, events: number): void {
 /** The running attempt's response ended (or failed). */
 export function captureAttemptEnd(call: ChatCall, error?: ToolproofError): void {
   const w = call.capture;
-  if (w?.isLog) {
-    logAttemptEnd(w, error);
-    return;
-  }
   const a = w?.current;
   if (!w || !a) return;
   w.endEvents();
@@ -431,15 +384,7 @@ export function captureAttemptEnd(call: ChatCall, error?: ToolproofError): void 
 
 /** The running attempt failed in a way the server found (a bad response), if none was set. */
 export function captureAttemptError(call: ChatCall, error: ToolproofError): void {
-  const w = call.capture;
-  if (w?.isLog) {
-    if (!w.attemptErr && w.attemptAt >= 0 && w.live()) {
-      w.attemptErr = true;
-      logError(w, 1, error);
-    }
-    return;
-  }
-  const a = w?.current;
+  const a = call.capture?.current;
   if (a && !a.error) a.error = errorOf(error);
 }
 
@@ -453,10 +398,6 @@ export function captureDecision(
 ): void {
   const w = call.capture;
   if (!w) return;
-  if (w.isLog) {
-    logDecision(w, call, kind, reason, detail, policy || undefined);
-    return;
-  }
   // One shape for every decision (absent fields undefined: JSON leaves them out).
   const d: Decision = {
     atMs: round(performance.now() - startOf(call)),
@@ -494,10 +435,6 @@ const SMALL_FIELDS = 4;
 export function captureEffects(call: ChatCall, effects: readonly PolicyEffect[]): void {
   const w = call.capture;
   if (!w) return;
-  if (w.isLog) {
-    logEffects(w, call, effects);
-    return;
-  }
   for (const e of effects) {
     // A copy seen before (nearly always): found first, the effect then small like it.
     const seen = knownEffect(e);
@@ -650,7 +587,7 @@ function keepEffect(d: unknown[], start: number, attempt: number, e: PolicyEffec
  * (firstOfRun). A body no longer readable (the arena came round over it, which the ring's
  * accounting all but rules out) has no session ('').
  */
-const readSession = (r: RecordWriter, opening: string | undefined): string => {
+readSessionWith((r, opening) => {
   if (opening !== undefined) return firstOfRun(r, opening);
   const text = r.body.text;
   if (text === '') return '';
@@ -664,8 +601,7 @@ const readSession = (r: RecordWriter, opening: string | undefined): string => {
   const label = sessionLabel(affinityKey(NO_HEADERS, chat, chat as ChatCompletionRequest));
   const run = runOfHistory((chat as { messages?: unknown }).messages);
   return run !== undefined ? `${label}/${run}` : firstOfRun(r, label);
-};
-readSessionWith(readSession);
+});
 
 /**
  * The session of a request that names none, keyed by its opening messages (label `opening`):
@@ -872,24 +808,6 @@ export function finishCapture(
 ): void {
   const w = call.capture;
   if (!w) return;
-  if (w.isLog) {
-    const t = call.trace;
-    if (t.droppedTools?.length)
-      captureDecision(
-        call,
-        'dropped-tools',
-        `hosted tools left out of the upstream request: ${t.droppedTools.join(', ')}`,
-      );
-    const bits = kindBits(
-      !finished || status >= 400 || error !== undefined || t.finalKind === 'error',
-      t.retries.length > 0 || t.refused !== undefined || t.resentAfterCut === true || t.fallback,
-      t.leaks.length > 0 && t.leaks.some((l) => l.outcome === 'recovered'),
-      t.finalKind === 'final_answer' || t.finalAnswer,
-    );
-    logFinish(w, call, status, finished, bits, usage, cache, harness, error, now);
-    call.capture = undefined;
-    return;
-  }
   const startedAt = w.start ?? now;
   const r = w;
   w.endEvents();
@@ -1244,13 +1162,7 @@ function learnPlain(w: RecordWriter, call: ChatCall, of: HarnessOf): void {
   });
 }
 
-const readHarness = (
-  shared: Readonly<Record<string, unknown>>,
-  n0: number,
-  n1: number,
-  n2: number,
-  n3: number,
-): Record<string, unknown> => {
+readHarnessWith((shared, n0, n1, n2, n3) => {
   // A copy of the shared one (its keys in order), its numbers this request's own.
   const h: Record<string, unknown> = { ...shared };
   h.queuedMs = n0 < 0 ? undefined : n0 / 10;
@@ -1258,12 +1170,6 @@ const readHarness = (
   h.promptTokens = n2 < 0 ? undefined : n2;
   h.discardedTokens = n3 < 0 ? undefined : n3;
   return h;
-};
-readHarnessWith(readHarness);
-readLogWith({
-  effect: (atMs, attempt, copy) => new EffectDecision(atMs, attempt, copy as unknown as PolicyEffect),
-  harness: readHarness,
-  session: (r, opening) => readSession(r as unknown as RecordWriter, opening),
 });
 const EMPTY_TALLY = Object.freeze({});
 
@@ -1309,411 +1215,4 @@ function round(ms: number): number {
 /** When the call's request arrived (performance clock). */
 function startOf(call: ChatCall): number {
   return call.capture?.start ?? 0;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The log (log.ts): the same touch points, each one entry appended; records assembled when read.
-// ---------------------------------------------------------------------------------------------
-
-/** Session modes an OPEN entry carries (its flags' bits 2-3). */
-const SESS_KNOWN = 0;
-const SESS_BODY = 1;
-const SESS_FIRST = 2;
-
-function logOpen(
-  log: CaptureLog,
-  textMax: number,
-  request: FastifyRequest,
-  start: number,
-  at: number,
-  api: string,
-  model: unknown,
-  stream: boolean,
-  session: string,
-  sessMode: number,
-  key: string | undefined,
-): LogWriter {
-  const lw = new LogWriter(log, textMax, start);
-  const id = request.id.length > 200 ? request.id.slice(0, 200) : request.id;
-  const m = typeof model === 'string' ? cutShort(model) : '';
-  const url = request.url;
-  const q = url.indexOf('?');
-  const path = (q === -1 ? url : url.slice(0, q)).slice(0, 256);
-  const k = key ?? '';
-  const method = request.method;
-  const max =
-    3 * (id.length + api.length + m.length + method.length + path.length + k.length + session.length);
-  const w = log.begin(K.OPEN, lw.slot, 11, max);
-  if (w < 0) return lw;
-  lw.openLap = log.lap;
-  lw.openOff = log.cur;
-  const i32 = log.i32;
-  const atS = Math.floor(at / 1000);
-  i32[w] = atS;
-  i32[w + 1] = (at - atS * 1000) | 0;
-  i32[w + 2] = (stream ? 1 : 0) | (key !== undefined ? 2 : 0) | (sessMode << 2);
-  i32[w + 3] = WORKER;
-  let off = log.bytesAt();
-  const o0 = off;
-  let n = log.str(id, off);
-  i32[w + 4] = n;
-  off += n;
-  off += i32[w + 5] = log.str(api, off);
-  off += i32[w + 6] = log.str(m, off);
-  off += i32[w + 7] = log.str(method, off);
-  off += i32[w + 8] = log.str(path, off);
-  off += i32[w + 9] = log.str(k, off);
-  off += i32[w + 10] = log.str(session, off);
-  n = off - o0;
-  log.commit(n);
-  lw.bytes += n;
-  return lw;
-}
-
-function logClientRequest(lw: LogWriter, request: FastifyRequest, clientBytes: Buffer | undefined): number {
-  const log = lw.log;
-  const { text } = redactedHeaderText(request.headers);
-  if (text.length <= lw.textMax && text.length * 3 <= lw.room()) {
-    if (log.begin(K.HEADERS, lw.slot, 0, text.length * 3) >= 0) {
-      const n = log.str(text, log.bytesAt());
-      log.commit(n);
-      lw.bytes += n;
-    }
-  }
-  const b = clientBytes ?? Buffer.from(JSON.stringify(request.body ?? null));
-  const keep = Math.min(b.length, lw.textMax, lw.room());
-  const w = lw.bytesEntry(K.BODY, 1, b, keep);
-  if (w < 0) return b.length;
-  log.i32[w] = b.length - keep;
-  lw.bodyLap = log.lap;
-  lw.bodyOff = log.bytesAt();
-  lw.bodyLen = keep;
-  lw.bodyCut = b.length - keep;
-  log.commit(keep);
-  return lw.bodyCut;
-}
-
-function logBegin(
-  log: CaptureLog,
-  textMax: number,
-  request: FastifyRequest,
-  call: ChatCall,
-  sessionKey: string | undefined,
-  clientBytes: Buffer | undefined,
-): void {
-  const opening = sessionKey?.startsWith('o:') ? sessionKey : undefined;
-  const key =
-    opening === undefined ? (sessionKey ?? namedSessionKey(request.headers, request.body)) : undefined;
-  const start = request.tpStart > 0 ? request.tpStart : performance.now();
-  let session = key === undefined ? '' : sessionLabel(key);
-  let mode = SESS_KNOWN;
-  const whole = clientBytes !== undefined && clientBytes.length > 0 && clientBytes.length <= textMax;
-  if (key === undefined) {
-    if (call.api === 'chat' && whole) mode = SESS_BODY;
-    else {
-      const label = sessionLabel(opening ?? affinityKey(request.headers, request.body, call.original));
-      const run = runOfHistory(call.original.messages);
-      if (run !== undefined) session = `${label}/${run}`;
-      else {
-        session = label;
-        mode = SESS_FIRST;
-      }
-    }
-  }
-  const lw = logOpen(
-    log,
-    textMax,
-    request,
-    start,
-    epochOf(start),
-    call.api,
-    call.original.model,
-    call.original.stream === true,
-    session,
-    mode,
-    request.tpKey ? request.tpKey.name : undefined,
-  );
-  logClientRequest(lw, request, clientBytes);
-  call.capture = lw;
-  request.tpCapture = lw;
-}
-
-function logRefused(
-  log: CaptureLog,
-  textMax: number,
-  request: FastifyRequest,
-  api: string,
-  model: unknown,
-  clientBytes: Buffer | undefined,
-  at: number,
-  start: number,
-  keyName: string,
-): void {
-  const key = namedSessionKey(request.headers, request.body);
-  const lw = logOpen(
-    log,
-    textMax,
-    request,
-    start,
-    at,
-    api,
-    model,
-    (request.body as { stream?: unknown } | null)?.stream === true,
-    key === undefined ? '' : sessionLabel(key),
-    SESS_KNOWN,
-    keyName,
-  );
-  logClientRequest(lw, request, clientBytes);
-  request.tpCapture = lw;
-}
-
-function logError(lw: LogWriter, target: 0 | 1, e: ToolproofError): void {
-  const { code, status, message } = errorOf(e);
-  const log = lw.log;
-  const w = log.begin(K.ERROR, lw.slot, 3, 3 * (code.length + message.length));
-  if (w < 0) return;
-  log.i32[w] = target;
-  log.i32[w + 1] = status;
-  const off = log.bytesAt();
-  const n = log.str(code, off);
-  log.i32[w + 2] = n;
-  const m = log.str(message, off + n);
-  log.commit(n + m);
-}
-
-function logAttemptSent(lw: LogWriter, call: ChatCall, body: string | Buffer, sentAt: number): void {
-  if (!lw.live()) return;
-  const log = lw.log;
-  const n = call.trace.attempts;
-  lw.attempts = n;
-  const upstream = call.route.client.label;
-  const at = epochOf(sentAt);
-  lw.attemptAt = at;
-  lw.attemptErr = false;
-  const b = typeof body === 'string' ? Buffer.from(body) : body;
-  let head = 0;
-  if (
-    lw.bodyLen >= SHARED_HEAD_MIN &&
-    lw.bodyCut === 0 &&
-    b.length <= lw.textMax &&
-    log.intact(lw.bodyLap, lw.bodyOff)
-  ) {
-    head = commonPrefix(log.buf, lw.bodyOff, lw.bodyLen, b);
-    if (head < SHARED_HEAD_MIN) head = 0;
-  }
-  const rest = b.length - head;
-  const keep = Math.min(rest, lw.textMax - head, lw.room());
-  const w = log.begin(K.ATTEMPT, lw.slot, 8, upstream.length * 3 + Math.max(0, keep));
-  if (w < 0) return;
-  const i32 = log.i32;
-  const atS = Math.floor(at / 1000);
-  i32[w] = n;
-  i32[w + 1] = atS;
-  i32[w + 2] = (at - atS * 1000) | 0;
-  i32[w + 3] = tenthsOf(sentAt - lw.start);
-  i32[w + 4] = call.phase.request.stream === true ? 1 : 0;
-  const off = log.bytesAt();
-  const u = log.str(upstream, off);
-  i32[w + 5] = u;
-  i32[w + 6] = head;
-  const k = Math.max(0, keep);
-  if (k > 0) log.buf.set(head + k < b.length || head > 0 ? b.subarray(head, head + k) : b, off + u);
-  i32[w + 7] = rest - k;
-  log.commit(u + k);
-  lw.bytes += u + k + 200;
-}
-
-const SHARED_HEAD_MIN = 512;
-
-function tenthsOf(ms: number): number {
-  return Math.round(ms * 10);
-}
-
-function logAttemptOpened(
-  lw: LogWriter,
-  sentAt: number,
-  res: { status: number; replica?: string } | undefined,
-  error: ToolproofError | undefined,
-  now: number,
-): void {
-  if (!lw.live()) return;
-  const log = lw.log;
-  const replica = res?.replica ?? '';
-  const w = log.begin(K.OPENED, lw.slot, 3, replica.length * 3);
-  if (w < 0) return;
-  log.i32[w] = tenthsOf(now - sentAt);
-  log.i32[w + 1] = res ? res.status : -1;
-  const n = log.str(replica.length > 256 ? replica.slice(0, 256) : replica, log.bytesAt());
-  log.i32[w + 2] = n;
-  log.commit(n);
-  if (error) {
-    lw.attemptErr = true;
-    logError(lw, 1, error);
-  }
-}
-
-function logAttemptBody(lw: LogWriter, body: string | Buffer): void {
-  if (!lw.live()) return;
-  const b = typeof body === 'string' ? Buffer.from(body) : body;
-  const keep = Math.min(b.length, lw.textMax, lw.room());
-  const w = lw.bytesEntry(K.ATTEMPT_BODY, 1, b, keep);
-  if (w < 0) return;
-  lw.log.i32[w] = b.length - keep;
-  lw.log.commit(keep);
-}
-
-function logAttemptEnd(lw: LogWriter, error: ToolproofError | undefined): void {
-  if (lw.attemptAt < 0) return;
-  if (lw.live()) {
-    const log = lw.log;
-    const w = log.begin(K.ATTEMPT_END, lw.slot, 3, 0);
-    if (w >= 0) {
-      log.i32[w] = tenthsOf(epochOf(performance.now()) - lw.attemptAt);
-      log.i32[w + 1] = lw.events;
-      log.i32[w + 2] = lw.eventCut;
-      log.commit(0);
-    }
-    if (error && !lw.attemptErr) logError(lw, 1, error);
-  }
-  lw.attemptErr = true;
-  lw.events = 0;
-  lw.eventChars = 0;
-  lw.eventCut = 0;
-}
-
-function logDecision(
-  lw: LogWriter,
-  call: ChatCall,
-  kind: string,
-  reason: string,
-  detail: unknown,
-  policy: string | undefined,
-): void {
-  if (!lw.live()) return;
-  const log = lw.log;
-  const r = reason.length > MAX_DETAIL_CHARS ? reason.slice(0, MAX_DETAIL_CHARS) : reason;
-  let d = detail !== undefined ? stringify(detail) : '';
-  const cap = Math.min(lw.textMax, lw.room());
-  if (d.length > cap) d = d.slice(0, cap);
-  const p = policy ?? '';
-  const w = log.begin(K.DECISION, lw.slot, 6, 3 * (kind.length + p.length + r.length + d.length));
-  if (w < 0) return;
-  const i32 = log.i32;
-  i32[w] = tenthsOf(performance.now() - lw.start);
-  i32[w + 1] = call.trace.attempts;
-  let off = log.bytesAt();
-  const o0 = off;
-  off += i32[w + 2] = log.str(kind, off);
-  off += i32[w + 3] = log.str(p, off);
-  off += i32[w + 4] = log.str(r, off);
-  off += i32[w + 5] = log.str(d, off);
-  log.commit(off - o0);
-  lw.bytes += off - o0;
-}
-
-function logEffects(lw: LogWriter, call: ChatCall, effects: readonly PolicyEffect[]): void {
-  const log = lw.log;
-  for (const e of effects) {
-    const copy = knownEffect(e) ?? (isSmall(e) ? sharedEffect(e) : undefined);
-    const idx = copy !== undefined ? log.objectOf(copy) : -1;
-    if (idx < 0 || !lw.live()) {
-      logDecision(lw, call, e.kind, reasonOf(e), (e as { detail?: unknown }).detail, e.policy || undefined);
-      continue;
-    }
-    const w = log.begin(K.EFFECT, lw.slot, 3, 0);
-    if (w < 0) return;
-    log.i32[w] = tenthsOf(performance.now() - lw.start);
-    log.i32[w + 1] = call.trace.attempts;
-    log.i32[w + 2] = idx;
-    log.commit(0);
-  }
-}
-
-/** Outcome kinds as bits (FINISH): failed 1, retried 2, leak_recovered 4, final_answer 8. */
-function logFinish(
-  lw: LogWriter,
-  call: ChatCall | undefined,
-  status: number,
-  finished: boolean,
-  kinds: number,
-  usage: Usage | undefined,
-  cache: { cached: number; prompt: number } | undefined,
-  harness: Record<string, unknown> | HarnessOf | undefined,
-  error: ToolproofError | undefined,
-  now: number,
-): void {
-  lw.inFlight = false;
-  if (!lw.live()) return;
-  const log = lw.log;
-  if (error) logError(lw, 0, error);
-  let hIdx = -1;
-  let hJson = '';
-  if (harness && call) {
-    const probe = HARNESS_PROBE;
-    probe.hsShared = undefined;
-    probe.hsOwn = undefined;
-    if (typeof harness !== 'function') keepHarness(probe as unknown as RecordWriter, compact(harness));
-    else if (!plainHarness(probe as unknown as RecordWriter, call, cache, harness)) {
-      keepHarness(probe as unknown as RecordWriter, compact(harness(call, cache)));
-      learnPlain(probe as unknown as RecordWriter, call, harness);
-    }
-    if (probe.hsShared !== undefined) hIdx = log.objectOf(probe.hsShared);
-    if (hIdx < 0)
-      hJson = stringify(
-        probe.hsShared !== undefined
-          ? readHarness(probe.hsShared, probe.n0, probe.n1, probe.n2, probe.n3)
-          : probe.hsOwn,
-      );
-  }
-  const w = log.begin(K.FINISH, lw.slot, 14, hJson.length * 3);
-  if (w < 0) return;
-  const i32 = log.i32;
-  i32[w] = finished ? status : -status - 1;
-  i32[w + 1] = tenthsOf(now - lw.start);
-  i32[w + 2] = call ? call.trace.attempts : 0;
-  i32[w + 3] = kinds;
-  const c = cache?.cached ?? cachedOf(usage);
-  const p = usage?.prompt_tokens ?? cache?.prompt ?? null;
-  const o = usage?.completion_tokens ?? null;
-  i32[w + 4] = c ?? -1;
-  i32[w + 5] = p ?? -1;
-  i32[w + 6] = o ?? -1;
-  i32[w + 7] = lw.clientCut;
-  i32[w + 8] = hIdx;
-  i32[w + 9] = HARNESS_PROBE.n0;
-  i32[w + 10] = HARNESS_PROBE.n1;
-  i32[w + 11] = HARNESS_PROBE.n2;
-  i32[w + 12] = HARNESS_PROBE.n3;
-  const n = log.str(hJson, log.bytesAt());
-  i32[w + 13] = n;
-  log.commit(n);
-}
-
-/** What keepHarness and plainHarness write to, for the log (a RecordWriter's harness fields). */
-const HARNESS_PROBE = {
-  hsShared: undefined as Readonly<Record<string, unknown>> | undefined,
-  hsOwn: undefined as Record<string, unknown> | undefined,
-  n0: -1,
-  n1: -1,
-  n2: -1,
-  n3: -1,
-  get sharedHarness() {
-    return this.hsShared;
-  },
-  set harness(h: Record<string, unknown> | undefined) {
-    this.hsOwn = h;
-    this.hsShared = undefined;
-  },
-  shareHarness(s: Readonly<Record<string, unknown>>, n0: number, n1: number, n2: number, n3: number) {
-    this.hsOwn = undefined;
-    this.hsShared = s;
-    this.n0 = n0;
-    this.n1 = n1;
-    this.n2 = n2;
-    this.n3 = n3;
-  },
-};
-
-function kindBits(failed: boolean, retried: boolean, leak: boolean, final: boolean): number {
-  return (failed ? 1 : 0) | (retried ? 2 : 0) | (leak ? 4 : 0) | (final ? 8 : 0);
 }

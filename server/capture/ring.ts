@@ -15,8 +15,6 @@
  * garbage at once.
  */
 import { ownString } from '../../protocol/own-string.js';
-import { CaptureLog } from './log.js';
-import { assemble, type LogRecord } from './log-read.js';
 
 /**
  * Buffer's own UTF-8 writer (node's, beneath `write`): `write(s, offset, 'utf8')` checks its
@@ -476,11 +474,6 @@ const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
  * epoch number in a field is a heap object of its own.
  */
 export class RecordWriter implements CaptureRecord {
-  /** Not the log's writer (recorder.ts CaptureWriter): on the prototype, no field per record. */
-  get isLog(): false {
-    return false;
-  }
-
   // Every field is set in `reset`, the one place that lists them: a record evicted once it ended
   // is reused for a later request (CaptureRing.open), so that the records a ring keeps are not
   // new objects the collector copies and promotes with every request.
@@ -1490,14 +1483,10 @@ export class CaptureRing {
   private arena: Arena | undefined;
   /** Records evicted once they ended, to be reused (open). */
   private readonly spare: RecordWriter[] = [];
-  /** The log (log.ts), when it keeps the records instead (TOOLPROOF_CAPTURE_LOG=1, a first cut). */
-  log: CaptureLog | undefined;
 
   constructor(limits: CaptureLimits) {
     this.limits = limits;
     this.recordBytes = Math.max(RECORD_OVERHEAD * 4, Math.floor(limits.maxBytes / 4));
-    if (process.env.TOOLPROOF_CAPTURE_LOG === '1')
-      this.log = new CaptureLog(Math.floor(limits.maxBytes / BYTES_PER_CHAR));
   }
 
   /**
@@ -1564,22 +1553,11 @@ export class CaptureRing {
 
   /** Bytes the ring holds now (as counted). */
   get bytes(): number {
-    const log = this.log;
-    if (log !== undefined) return (log.lap > 0 ? log.size : log.at) * BYTES_PER_CHAR;
     return this.total;
   }
 
   get size(): number {
-    if (this.log !== undefined) return this.logRecords().length;
     return this.order.length - this.head;
-  }
-
-  /** The sessions worked out from the log's records so far, by slot (log-read.ts assemble). */
-  private readonly logSessions = new Map<number, string>();
-
-  /** The log's records, oldest first, assembled now. */
-  logRecords(): LogRecord[] {
-    return assemble(this.log!, this.logSessions);
   }
 
   /**
@@ -1654,11 +1632,6 @@ export class CaptureRing {
   }
 
   get(id: string): CaptureRecord | undefined {
-    if (this.log !== undefined) {
-      const all = this.logRecords();
-      for (let i = all.length - 1; i >= 0; i--) if (all[i]!.id === id) return all[i];
-      return undefined;
-    }
     this.settleIds();
     return this.byId(id);
   }
@@ -1669,11 +1642,6 @@ export class CaptureRing {
    * only then: when no record has the id, none has a suffixed one (the newest goes last).
    */
   ownRecord(id: string, owner: string): CaptureRecord | undefined {
-    if (this.log !== undefined) {
-      const all = this.logRecords();
-      for (let i = all.length - 1; i >= 0; i--) if (all[i]!.id === id && all[i]!.key === owner) return all[i];
-      return undefined;
-    }
     this.settleIds();
     const r = this.byId(id);
     if (r === undefined || r.key === owner) return r;
@@ -1690,11 +1658,8 @@ export class CaptureRing {
     this.settleIds();
     const out: CaptureSummary[] = [];
     const limit = Math.min(Math.max(q.limit ?? 200, 1), 1000);
-    const order: { record: CaptureRecord }[] =
-      this.log !== undefined ? this.logRecords().map((record) => ({ record })) : this.order;
-    const head = this.log !== undefined ? 0 : this.head;
-    for (let i = order.length - 1; i >= head && out.length < limit; i--) {
-      const r = order[i]!.record;
+    for (let i = this.order.length - 1; i >= this.head && out.length < limit; i--) {
+      const r = this.order[i]!.record;
       if (q.owner !== undefined && r.key !== q.owner) continue;
       if (q.session !== undefined && q.session !== '' && r.session !== q.session) continue;
       if (q.model !== undefined && q.model !== '' && r.model !== q.model) continue;
@@ -1715,8 +1680,6 @@ export class CaptureRing {
 
   /** Every record of a session, oldest first. */
   session(key: string, owner?: string): CaptureRecord[] {
-    if (this.log !== undefined)
-      return this.logRecords().filter((r) => r.session === key && (owner === undefined || r.key === owner));
     this.settleIds();
     const out: CaptureRecord[] = [];
     for (let i = this.head; i < this.order.length; i++) {

@@ -19,7 +19,7 @@ import { describerOf, type RequestPhase } from '../../policies/composition.js';
 import type { HarnessTrace } from './trace.js';
 import type { RequestSpan } from '../tracing/types.js';
 import { type DoorFacts, requestFacts } from './prepare.js';
-import type { CaptureWriter } from '../capture/recorder.js';
+import type { RecordWriter } from '../capture/ring.js';
 import type { DocumentLookup } from '../../protocol/document-text.js';
 import type { DocumentReader } from '../documents/document-reader.js';
 
@@ -99,7 +99,7 @@ export class ChatCall {
   /** What compiling this request's schemas may still cost (every attempt draws on it). */
   compileBudget: CompileBudget | undefined;
   /** This request's capture record while it is written (capture on only; docs/inspect.md). */
-  capture: CaptureWriter | undefined;
+  capture: RecordWriter | undefined;
   /** This request's PDFs as read before the request policies ran (the documents policy reads them). */
   documents: DocumentLookup | undefined;
   /** The streamed message's identity, from the upstream's chunks (closing frames reuse it). */
