@@ -97,7 +97,9 @@ export const llamaServer: PersonalityImpl = {
     // 401 and 404 bodies are built by a different code path, with another key order.
     if (err.status === 401 || err.status === 404)
       return { error: { message: err.message, type, code: err.status } };
-    return { error: { code: err.status, message: err.message, type } };
+    // server_task_result_error::to_json: the overflow's counts after code, message and type
+    // (its JSON keeps insertion order).
+    return { error: { code: err.status, message: err.message, type, ...err.counts } };
   },
   // /health and /v1/models stay public with --api-key; everything else, unknown paths included, needs the key.
   guarded: (path) => path !== '/health' && path !== '/v1/models',

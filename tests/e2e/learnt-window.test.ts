@@ -272,6 +272,18 @@ describe('windowFromRefusal: untrusted text, read defensively', () => {
       }),
     ).toBe(4096);
   });
+  it("llama-server's n_ctx is read beside any wording (a build whose message names no window)", () => {
+    const body = {
+      error: {
+        code: 400,
+        message: 'request (9000 tokens) exceeds context size, try increasing it',
+        type: 'exceed_context_size_error',
+        n_prompt_tokens: 9000,
+        n_ctx: 6144,
+      },
+    };
+    expect(windowFromRefusal(400, body)).toBe(6144);
+  });
   it('only a 400 or 413, only a sane window', () => {
     expect(windowFromRefusal(500, refusal('vllm', 9000))).toBeUndefined();
     expect(windowFromRefusal(400, llama(1e12))).toBeUndefined();
