@@ -180,14 +180,14 @@ export const llamaServer: PersonalityImpl = {
   modelName: (options) => options.modelName ?? 'simulated-model.gguf',
   props(options) {
     // The fields toolproof reads, as a real llama-server b9928 sends them (/work/shared/wire:
-    // get_props): the context size, the modalities (--mmproj gives vision) and the template.
+    // get_props): the context size, the modalities (--mmproj gives vision, audio or both) and the template.
     const name = this.modelName(options);
     return {
       default_generation_settings: { n_ctx: options.nCtx ?? 4096 },
       total_slots: 1,
       model_alias: name,
       model_path: name,
-      modalities: { vision: options.vision === true, video: false, audio: false },
+      modalities: { vision: options.vision === true, video: false, audio: options.audio === true },
       endpoint_slots: true,
       endpoint_props: false,
       endpoint_metrics: options.metrics !== false,
