@@ -8,8 +8,9 @@
  * prompt's bytes the same from turn to turn (docs/prefix.md), deciding only from what the turn
  * carries. So:
  * - positions are counted from the start of the prompt (the tools, then each message in order,
- *   estimated as cut.ts estimates), so a message's position is a function of what precedes it:
- *   the next turn, which only appends, gives every earlier message the same position;
+ *   in UTF-8 bytes, 3 a token: cut.ts's rate for printable ASCII), so a message's position is a
+ *   function of what precedes it: the next turn, which only appends, gives every earlier message
+ *   the same position;
  * - when the whole estimate is over the window, every tool result that starts before a boundary
  *   is cut. The boundary moves in steps of a quarter of the window (the last half of the window,
  *   rounded down to a step, stays whole): turns that add less than a step cut the same results,
@@ -23,11 +24,12 @@
  * before the boundary still leaves the prompt over the window (the conversation itself is), the
  * backend's refusal is relayed, as before.
  */
-import type { ChatMessage, ChatCompletionRequest } from '../../protocol/openai.js';
-import { estimateTokens } from './cut.js';
+import type { ChatCompletionRequest, ChatMessage } from '../../protocol/openai.js';
 
-/** What each message costs beside its text (role, the template's markers), in tokens. */
-const MESSAGE_OVERHEAD = 4;
+/** What each message costs beside its text (role, the template's markers), in bytes. */
+const MESSAGE_OVERHEAD = 12;
+/** UTF-8 bytes a token, for the prompt as a whole (as cut.ts counts printable ASCII). */
+const BYTES_PER_TOKEN = 3;
 
 /** The tokens an older result keeps when cut: a sixty-fourth of the window, within these bounds. */
 const KEEP_MIN = 64;
@@ -38,41 +40,52 @@ export function keptTokens(window: number): number {
   return Math.min(KEEP_MAX, Math.max(KEEP_MIN, Math.floor(window / 64)));
 }
 
-function textOf(content: ChatMessage['content'], each: (text: string) => void): void {
-  if (typeof content === 'string') each(content);
-  else if (Array.isArray(content))
-    for (const p of content) if (p?.type === 'text' && typeof p.text === 'string') each(p.text);
-}
+/**
+ * `text`'s UTF-8 bytes. Counted natively: this runs over the whole prompt of every request of a
+ * model whose window is known (cut.ts's per-character estimate took ~440 µs for 150 KB, this
+ * ~25 µs). A NUL costs a third of a token here, a whole one in cut.ts: a dense result over the
+ * window is cut by itself (index.ts) before this counts it.
+ */
+const bytes = (text: string): number => Buffer.byteLength(text, 'utf8');
 
-/** `m`'s characters of text (an upper bound of its tokens beside the overhead). */
-function charsOf(m: ChatMessage): number {
+/** `m`'s bytes of text and the overhead (images and audio are not counted). */
+function bytesOf(m: ChatMessage): number {
   let n = MESSAGE_OVERHEAD;
-  textOf(m.content, (t) => {
-    n += t.length;
-  });
-  if (typeof m.reasoning_content === 'string') n += m.reasoning_content.length;
+  const content = m.content;
+  if (typeof content === 'string') n += bytes(content);
+  else if (Array.isArray(content))
+    for (const p of content) if (p?.type === 'text' && typeof p.text === 'string') n += bytes(p.text);
+  if (typeof m.reasoning_content === 'string') n += bytes(m.reasoning_content);
   if (Array.isArray(m.tool_calls))
     for (const c of m.tool_calls) {
       const f = c?.function;
-      if (typeof f?.name === 'string') n += f.name.length;
-      if (typeof f?.arguments === 'string') n += f.arguments.length;
+      if (typeof f?.name === 'string') n += bytes(f.name);
+      if (typeof f?.arguments === 'string') n += bytes(f.arguments);
     }
   return n;
 }
 
-/** `m`'s estimated tokens (cut.ts's estimate over its text, and the overhead). */
-function tokensOf(m: ChatMessage): number {
-  let n = MESSAGE_OVERHEAD;
-  textOf(m.content, (t) => {
-    n += estimateTokens(t);
-  });
-  if (typeof m.reasoning_content === 'string') n += estimateTokens(m.reasoning_content);
-  if (Array.isArray(m.tool_calls))
-    for (const c of m.tool_calls) {
-      const f = c?.function;
-      if (typeof f?.name === 'string') n += estimateTokens(f.name);
-      if (typeof f?.arguments === 'string') n += estimateTokens(f.arguments);
-    }
+/**
+ * About the bytes of `value` as JSON, without serializing it (the tools of an agent are tens of
+ * kilobytes on every request): strings by their bytes, keys by their length, 2 bytes of
+ * punctuation a value.
+ * Walked with a stack of its own, however deep the client nested it.
+ */
+function jsonBytes(value: unknown): number {
+  let n = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    n += 2;
+    if (typeof v === 'string') n += bytes(v);
+    else if (typeof v === 'number' || typeof v === 'boolean') n += 4;
+    else if (Array.isArray(v)) for (const e of v) stack.push(e);
+    else if (v !== null && typeof v === 'object')
+      for (const k of Object.keys(v)) {
+        n += k.length; // keys are names: counted by their UTF-16 units, cheaper than their bytes
+        stack.push((v as Record<string, unknown>)[k]);
+      }
+  }
   return n;
 }
 
@@ -87,18 +100,14 @@ export function resultsToCut(
   window: number,
 ): number[] {
   if (!messages.some((m) => m?.role === 'tool')) return [];
-  // Every character is at most a token: a prompt of fewer characters than the window fits.
-  let chars = 0;
-  for (const m of messages) chars += m ? charsOf(m) : 0;
-  if (chars <= window) return [];
-  const tools = request.tools === undefined ? '' : JSON.stringify(request.tools);
-  if (chars + tools.length <= window) return [];
-  const sizes = messages.map((m) => (m ? tokensOf(m) : 0));
-  const start = estimateTokens(tools);
+  const sizes = messages.map((m) => (m ? bytesOf(m) : 0));
+  const start = request.tools === undefined ? 0 : jsonBytes(request.tools);
   const total = sizes.reduce((a, b) => a + b, start);
-  if (total <= window) return [];
-  const step = Math.max(1, Math.floor(window / 4));
-  const boundary = Math.floor(total / step) * step - Math.floor(window / 2);
+  const limit = window * BYTES_PER_TOKEN;
+  if (total <= limit) return [];
+  // In bytes: the boundary moves in quarter-window steps and leaves the last half window whole.
+  const step = Math.max(1, Math.floor(window / 4)) * BYTES_PER_TOKEN;
+  const boundary = Math.floor(total / step) * step - Math.floor(window / 2) * BYTES_PER_TOKEN;
   const out: number[] = [];
   let at = start;
   for (let i = 0; i < messages.length && at < boundary; i++) {
