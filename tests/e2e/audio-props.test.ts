@@ -66,6 +66,11 @@ describe('audio: auto, read from llama-server /props', () => {
         expect(sent[0]).toContain(WAV);
         expect(sent[0]).not.toContain('audio omitted');
       }
+      // The model list says so, beside what it says of images.
+      const list = (await (await fetch(`${stack.url}/models`)).json()) as {
+        data: Array<Record<string, unknown>>;
+      };
+      expect(list.data[0]!.input_modalities).toEqual(['text', 'audio']);
     } finally {
       await stack.close();
     }
@@ -87,6 +92,10 @@ describe('audio: auto, read from llama-server /props', () => {
       }
       const metrics = await (await fetch(`${stack.origin}/metrics`)).text();
       expect(metrics).not.toMatch(/decision="audio-refused"/);
+      const list = (await (await fetch(`${stack.url}/models`)).json()) as {
+        data: Array<Record<string, unknown>>;
+      };
+      expect(list.data[0]!.input_modalities).toEqual(['text']);
     } finally {
       await stack.close();
     }
