@@ -244,3 +244,35 @@ describe(`the same session, the window unknown: learnt from llama-server's refus
       for (let i = 1; i < sent.length; i++) expect(extendsMessages(sent[i - 1]!, sent[i]!)).toBe(true);
     });
 });
+
+describe('the same session, a contextWindow configured past the backend’s (32768 set, 8192 served)', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({ sim, file: { defaults: { contextWindow: 32768 } } });
+  });
+  afterAll(() => stack.close());
+
+  it('the smaller window the refusal names is learnt: refused once, then every turn answered with the same bytes', async () => {
+    const history = chatHistory(RESULTS);
+    const sent: string[] = [];
+    const perTurn: number[] = [];
+    for (let turn = 0; turn < 3; turn++) {
+      stack.sim.reset();
+      expect(await chatTurn(stack, history, turn === 1)).toBeTruthy();
+      const reqs = chatRequests(stack);
+      perTurn.push(reqs.length);
+      sent.push(reqs.at(-1)!.rawBody);
+      history.push(
+        { role: 'assistant', content: `answer ${turn}` },
+        { role: 'user', content: `next ${turn}` },
+      );
+    }
+    expect(perTurn).toEqual([2, 1, 1]);
+    for (const raw of sent) expect(raw).toContain(MARK);
+    for (let i = 1; i < sent.length; i++) expect(extendsMessages(sent[i - 1]!, sent[i]!)).toBe(true);
+    const metrics = await (await fetch(`${stack.origin}/metrics`)).text();
+    expect(metrics).toMatch(
+      /toolproof_upstream_refusals_total\{[^}]*decision="context-window-learnt"[^}]*\} 1/,
+    );
+  });
+});
