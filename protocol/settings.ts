@@ -96,8 +96,9 @@ export interface ModelSettings {
   vision: boolean | 'auto';
   /**
    * Whether the model takes audio (chat and Responses `input_audio` parts). false: every audio part
-   * becomes a one-line note (policies/audio/). 'auto' (default): audio passes until the backend
-   * refuses it; then it goes as notes for fallbackTtlSeconds from the last request that used it.
+   * becomes a one-line note (policies/audio/). 'auto' (default): asked of the backend at start-up
+   * (llama-server's /props `modalities.audio`); where it does not say, audio passes until the
+   * backend refuses it, then goes as notes for fallbackTtlSeconds from the last request that used it.
    */
   audio: boolean | 'auto';
   /**

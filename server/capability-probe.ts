@@ -1,14 +1,16 @@
 /**
  * What each model can take, asked of its backend once at start-up, before the server listens
- * (so no conversation sees it change between two turns): `vision: auto` and `contextWindow: 0`
- * (protocol/settings.ts) are resolved here.
+ * (so no conversation sees it change between two turns; a configuration reload asks again):
+ * `vision: auto`, `audio: auto` and `contextWindow: 0` (protocol/settings.ts) are resolved here.
  *
- * - llama-server: GET /props says `modalities.vision` (true when started with --mmproj) and the
- *   context size (`default_generation_settings.n_ctx`).
+ * - llama-server: GET /props says `modalities.vision` and `modalities.audio` (what its --mmproj
+ *   projector takes) and the context size (`default_generation_settings.n_ctx`).
  * - vLLM has no /props: GET /v1/models gives each served model's `max_model_len`. Whether it
  *   takes images is not exposed, so `vision: auto` stays auto there (images pass unchanged):
- *   set `vision: false` for a text-only model on vLLM (docs/configuration.md).
- * A backend that does not answer leaves both unknown until the next start.
+ *   set `vision: false` for a text-only model on vLLM (docs/configuration.md). Nor is audio:
+ *   `audio: auto` stays auto, and audio passes until the backend refuses it (policies/audio/).
+ * A backend that does not answer, or a /props without the field, leaves each unknown until the
+ * next start or reload.
  */
 import { request } from 'undici';
 import type { ModelSettings } from '../protocol/settings.js';
@@ -18,6 +20,7 @@ import { readProbeJson } from './probe-json.js';
 
 export interface BackendFacts {
   vision?: boolean;
+  audio?: boolean;
   contextWindow?: number;
 }
 
@@ -49,12 +52,15 @@ function positive(v: unknown): number | undefined {
 export function factsFromProps(props: unknown): BackendFacts | undefined {
   if (!isObject(props)) return undefined;
   const facts: BackendFacts = {};
-  if (isObject(props.modalities) && typeof props.modalities.vision === 'boolean')
-    facts.vision = props.modalities.vision;
+  const modalities = isObject(props.modalities) ? props.modalities : {};
+  if (typeof modalities.vision === 'boolean') facts.vision = modalities.vision;
+  if (typeof modalities.audio === 'boolean') facts.audio = modalities.audio;
   const settings = props.default_generation_settings;
   const ctx = positive(isObject(settings) ? settings.n_ctx : undefined) ?? positive(props.n_ctx);
   if (ctx) facts.contextWindow = ctx;
-  return facts.vision === undefined && facts.contextWindow === undefined ? undefined : facts;
+  return facts.vision === undefined && facts.audio === undefined && facts.contextWindow === undefined
+    ? undefined
+    : facts;
 }
 
 /** A /v1/models body -> the context window of `model` (or of the only model served). */
@@ -68,7 +74,10 @@ export function windowFromModels(body: unknown, model: string | undefined): numb
   return positive(entry.max_model_len) ?? positive(isObject(meta) ? meta.n_ctx : undefined);
 }
 
-/** `config` with every `vision: auto` and `contextWindow: 0` resolved from the backends that say. */
+/**
+ * `config` with every `vision: auto`, `audio: auto` and `contextWindow: 0` resolved from the
+ * backends that say.
+ */
 export async function resolveCapabilities(config: Config, fetcher: JsonFetcher = fetchJson): Promise<Config> {
   const props = new Map<string, Promise<unknown>>();
   const models = new Map<string, Promise<unknown>>();
@@ -93,12 +102,15 @@ export async function resolveCapabilities(config: Config, fetcher: JsonFetcher =
     target: UpstreamTarget | undefined,
     model: string | undefined,
   ): Promise<ModelSettings> => {
-    if (settings.vision !== 'auto' && settings.contextWindow > 0) return settings;
+    if (settings.vision !== 'auto' && settings.audio !== 'auto' && settings.contextWindow > 0)
+      return settings;
     const facts = await learn(target, model);
     const vision = settings.vision === 'auto' ? (facts.vision ?? 'auto') : settings.vision;
+    const audio = settings.audio === 'auto' ? (facts.audio ?? 'auto') : settings.audio;
     const contextWindow = settings.contextWindow > 0 ? settings.contextWindow : (facts.contextWindow ?? 0);
-    if (vision === settings.vision && contextWindow === settings.contextWindow) return settings;
-    return Object.freeze({ ...settings, vision, contextWindow });
+    if (vision === settings.vision && audio === settings.audio && contextWindow === settings.contextWindow)
+      return settings;
+    return Object.freeze({ ...settings, vision, audio, contextWindow });
   };
   const defaults = await resolve(config.defaults, config.defaultUpstream, undefined);
   const routes: Record<string, Config['models'][string]> = Object.create(null);

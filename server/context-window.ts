@@ -64,17 +64,21 @@ export function rememberWindow(
 }
 
 /**
- * `route` with the window its upstream's refusal named, when its own is unknown and one is
- * remembered (each use keeps it another TTL: a session in use keeps its bytes, as refusals.ts).
+ * `route` with the window its upstream's refusal named, when its own is unknown or larger (a
+ * `contextWindow` configured past the backend's, a llama-server whose slots split its context),
+ * and one is remembered (each use keeps it another TTL: a session in use keeps its bytes, as
+ * refusals.ts).
  */
 export function withLearntWindow(
   route: ResolvedRoute,
   memory: FallbackMemory | undefined,
   model: unknown,
 ): ResolvedRoute {
-  if (!memory || memory.size === 0 || route.settings.contextWindow > 0) return route;
+  if (!memory || memory.size === 0) return route;
   const window = memory.valueOf(route.client.label, windowKey(route, model));
   if (window === undefined) return route;
+  const known = route.settings.contextWindow;
+  if (known > 0 && window >= known) return route;
   rememberWindow(memory, route, model, window);
   return withWindow(route, window);
 }

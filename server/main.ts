@@ -44,12 +44,11 @@ async function main(): Promise<void> {
     });
   }
 
-  // preserveThinking 'auto': asked of the upstream once, before the first request.
-  const { resolvePreserveThinking } = await import('./template-probe.js');
-  config = await resolvePreserveThinking(config);
-  // vision 'auto' and contextWindow 0: asked of the upstream once, before the first request.
-  const { resolveCapabilities, servedModelIds } = await import('./capability-probe.js');
-  config = await resolveCapabilities(config);
+  // preserveThinking, startsInReasoning, vision and audio 'auto', contextWindow 0: asked of the
+  // upstream once, before the first request (and again at each reload, below).
+  const { askBackends } = await import('./backend-probes.js');
+  config = await askBackends(config);
+  const { servedModelIds } = await import('./capability-probe.js');
   const served = config.defaultUpstream ? await servedModelIds(config.defaultUpstream) : [];
 
   // Loaded after the primary returned: a supervising primary never loads the server's code.
@@ -65,7 +64,9 @@ async function main(): Promise<void> {
   joinWorkerGroup(app.toolproof.metrics);
   // SIGHUP (passed on by the cluster primary) and, when asked, a change of the YAML file.
   const { createReloader } = await import('./reload.js');
-  const reloader = createReloader(app, process.env, resolvePreserveThinking);
+  // A reload asks the backends again, as the start did (before, it asked the template only, and
+  // vision, audio and the window went back to unknown until the next restart).
+  const reloader = createReloader(app, process.env, askBackends);
   process.on('SIGHUP', () => void reloader.reload('SIGHUP'));
   try {
     await app.listen({ host: config.host, port: config.port });

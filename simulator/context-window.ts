@@ -2,7 +2,9 @@
  * The backend's own refusal of a prompt longer than its window (option `enforceWindow`): vLLM's
  * 400 from serving `_validate_input` ("This model's maximum context length is N tokens. However,
  * your request has P input tokens. ..."), llama-server's 400 exceed_context_size_error ("request
- * (P tokens) exceeds the available context size (N tokens), try increasing it"); the wordings of
+ * (P tokens) exceeds the available context size (N tokens), try increasing it", with
+ * `n_prompt_tokens` and `n_ctx` beside the message: server-context.cpp send_error,
+ * server_task_result_error::to_json); the wordings of
  * tests/fixtures/agents/context-overflow-bodies.json. Prompt tokens are the prefix cache's
  * approximation (prefix-cache.ts: the rendered prompt, 4 characters a token).
  */
@@ -22,7 +24,8 @@ export function windowError(body: Record<string, unknown>, options: SimulatorOpt
   if (options.enforceWindow !== true) return null;
   const window = windowOf(options);
   const prompt = Math.ceil(renderPrompt(body.tools, body.messages).length / CHARS_PER_TOKEN);
-  if (prompt <= window) return null;
+  // llama-server refuses a prompt that fills the window (a slot needs one cell to decode into).
+  if (options.personality === 'vllm' ? prompt <= window : prompt < window) return null;
   if (options.personality === 'vllm')
     return {
       status: 400,
@@ -33,5 +36,6 @@ export function windowError(body: Record<string, unknown>, options: SimulatorOpt
     status: 400,
     type: 'exceed_context_size_error',
     message: `request (${prompt} tokens) exceeds the available context size (${window} tokens), try increasing it`,
+    counts: { n_prompt_tokens: prompt, n_ctx: window },
   };
 }

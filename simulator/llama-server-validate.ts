@@ -82,13 +82,16 @@ function templateError(
   return null;
 }
 
-function messageErrors(messages: unknown[], vision: boolean): SimError | null {
+function messageErrors(messages: unknown[], vision: boolean, audio: boolean): SimError | null {
   for (const m of messages) {
     if (!isObj(m) || !('role' in m))
       return fail(`Failed to parse messages: Missing 'role' in message: ${JSON.stringify(m)}`);
     if (Array.isArray(m.content)) {
       for (const part of m.content) {
-        if (isObj(part) && ((part.type === 'image_url' && !vision) || part.type === 'input_audio')) {
+        if (
+          isObj(part) &&
+          ((part.type === 'image_url' && !vision) || (part.type === 'input_audio' && !audio))
+        ) {
           return fail(
             part.type === 'image_url'
               ? 'image input is not supported - hint: if this is unexpected, you may need to provide the mmproj'
@@ -161,7 +164,7 @@ export function validateLlamaChat(body: Obj, options: SimulatorOptions): SimErro
   if (body.logprobs === true && hasTools && body.stream === true) {
     return bad('logprobs is not supported with tools + stream');
   }
-  const msgError = messageErrors(messages, options.vision === true);
+  const msgError = messageErrors(messages, options.vision === true, options.audio === true);
   if (msgError) return msgError;
   const objs = messages as Obj[];
   let trailing = 0;

@@ -97,7 +97,9 @@ export const llamaServer: PersonalityImpl = {
     // 401 and 404 bodies are built by a different code path, with another key order.
     if (err.status === 401 || err.status === 404)
       return { error: { message: err.message, type, code: err.status } };
-    return { error: { code: err.status, message: err.message, type } };
+    // server_task_result_error::to_json: the overflow's counts after code, message and type
+    // (its JSON keeps insertion order).
+    return { error: { code: err.status, message: err.message, type, ...err.counts } };
   },
   // /health and /v1/models stay public with --api-key; everything else, unknown paths included, needs the key.
   guarded: (path) => path !== '/health' && path !== '/v1/models',
@@ -178,14 +180,14 @@ export const llamaServer: PersonalityImpl = {
   modelName: (options) => options.modelName ?? 'simulated-model.gguf',
   props(options) {
     // The fields toolproof reads, as a real llama-server b9928 sends them (/work/shared/wire:
-    // get_props): the context size, the modalities (--mmproj gives vision) and the template.
+    // get_props): the context size, the modalities (--mmproj gives vision, audio or both) and the template.
     const name = this.modelName(options);
     return {
       default_generation_settings: { n_ctx: options.nCtx ?? 4096 },
       total_slots: 1,
       model_alias: name,
       model_path: name,
-      modalities: { vision: options.vision === true, video: false, audio: false },
+      modalities: { vision: options.vision === true, video: false, audio: options.audio === true },
       endpoint_slots: true,
       endpoint_props: false,
       endpoint_metrics: options.metrics !== false,

@@ -9,6 +9,11 @@ export interface SimError {
   type?: string;
   /** The offending field, where the backend names one (vLLM validation errors). */
   param?: string | null;
+  /**
+   * Counts the backend puts beside the message, after its own keys (llama-server's
+   * exceed_context_size_error: n_prompt_tokens and n_ctx).
+   */
+  counts?: Readonly<Record<string, number>>;
 }
 
 export interface ResponseMeta {

@@ -146,6 +146,12 @@ export interface SimulatorOptions {
    * "<model> is not a multimodal model". Default: llama-server false, vLLM true.
    */
   vision?: boolean;
+  /**
+   * llama-server only: whether the model takes audio (an --mmproj projector with an audio
+   * encoder; its /props says `modalities.audio`). Without it an `input_audio` part is refused with
+   * llama-server's 500 "audio input is not supported". Default false.
+   */
+  audio?: boolean;
   /** llama-server only: the context size its /props reports (`n_ctx`). Default 4096. */
   nCtx?: number;
   /**

@@ -10,11 +10,16 @@
  * bound, so the backend would refuse every request carrying it, the agent's compaction request
  * too) is cut to a quarter of the window, the size suggested for the cap. Results that might fit
  * are left to the agent.
+ *
+ * With the window known, results that each fit but together push the prompt over it are cut too,
+ * the older ones first, each to a small head and tail by its own characters, at a boundary that
+ * moves in quarter-window steps, so later turns cut the same results the same way (overflow.ts).
  */
 import type { ChatMessage, ContentPart } from '../../protocol/openai.js';
 import { EffectTally } from '../kit/effects.js';
 import type { Policy } from '../types.js';
 import { cutToolResult, estimateTokens } from './cut.js';
+import { keptTokens, resultsToCut } from './overflow.js';
 import {
   describeToolResultCapEffect,
   TOOL_RESULT_CAP_POLICY,
@@ -103,15 +108,27 @@ export const toolResultCapPolicy: Policy<ToolResultCapEffect> = {
     if (!Array.isArray(request.messages) || !cap) return { action: 'continue', request, effects: [] };
     const tally = new EffectTally<typeof TOOL_RESULT_CAP_POLICY, ToolResultCapKind>(TOOL_RESULT_CAP_POLICY);
     let messages: ChatMessage[] | undefined;
-    request.messages.forEach((m, i) => {
-      if (m?.role !== 'tool') return;
-      const content = cutContent(m.content, cap);
+    const cut = new Set<number>();
+    const hold = (i: number, m: ChatMessage, to: ResultCap) => {
+      const content = cutContent(m.content, to);
       if (content === m.content) return;
       messages ??= request.messages.slice();
       messages[i] = { ...m, content };
-      tally.add('tool-result-cut');
+      cut.add(i);
+    };
+    request.messages.forEach((m, i) => {
+      if (m?.role === 'tool') hold(i, m, cap);
     });
+    // Results that each fit and together overflow a known window: the older ones cut (overflow.ts).
+    const window = ctx.settings.contextWindow;
+    if (window > 0) {
+      // Cut from the result as sent (not from its cut above): the note's counts are the result's own.
+      const keep = Math.min(keptTokens(window), cap.max);
+      for (const i of resultsToCut(request, messages ?? request.messages, window))
+        hold(i, request.messages[i]!, { over: 2 * keep, max: keep });
+    }
     if (!messages) return { action: 'continue', request, effects: [] };
+    for (let k = 0; k < cut.size; k++) tally.add('tool-result-cut');
     return { action: 'continue', request: { ...request, messages }, effects: tally.toEffects() };
   },
 };

@@ -297,7 +297,8 @@ function routeAroundRefusal(
 
 /**
  * The upstream refused a prompt over its model's window, a window toolproof did not know (the
- * backend does not publish it, or a gateway stands between): the agent would send the same prompt
+ * backend does not publish it, or a gateway stands between) or knew larger than it is (a
+ * `contextWindow` configured past the backend's): the agent would send the same prompt
  * on every later turn, and the session would be over. The window the refusal names is remembered
  * per upstream and model (later turns go rewritten from the start: start.ts), and the request is
  * prepared again with it as the model's contextWindow, so a tool result the window cannot hold is
@@ -312,9 +313,11 @@ function fitLearntWindow(
   res: UpstreamResponse,
   body: unknown,
 ): ChatCompletionRequest | undefined {
-  if (call.windowLearnt !== undefined || call.route.settings.contextWindow > 0) return undefined;
+  if (call.windowLearnt !== undefined) return undefined;
   const window = windowFromRefusal(res.status, body);
-  if (window === undefined) return undefined;
+  // A window known already is learnt only when the backend names a smaller one.
+  const known = call.route.settings.contextWindow;
+  if (window === undefined || (known > 0 && window >= known)) return undefined;
   call.windowLearnt = window;
   rememberWindow(deps.windows, call.route, call.original.model, window);
   const before = { route: call.route, policies: call.policies };
@@ -343,7 +346,7 @@ function fitLearntWindow(
   captureDecision(
     call,
     decision,
-    `the upstream refused a prompt over its context window of ${window} tokens (status ${res.status}), a window it does not publish: tool results it cannot hold cut to fit, sent again`,
+    `the upstream refused a prompt over its context window of ${window} tokens (status ${res.status}), a window ${known > 0 ? `smaller than the ${known} configured` : 'it does not publish'}: tool results it cannot hold cut to fit, sent again`,
   );
   recordPolicyEffects(call, deps, fresh);
   call.setPhase(phase);

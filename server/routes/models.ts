@@ -80,12 +80,21 @@ function withWindow(entry: ModelEntry, configured: number | undefined): ModelEnt
 /**
  * `entry` with what the model reads, where toolproof knows it (`vision: true | false`, or `auto`
  * resolved from llama-server's /props at start-up): `input_modalities` `["text", "image"]` or
- * `["text"]`, which `toolproof launch` hands to agents that ask (pi, opencode). `auto` that no
- * backend answered says nothing: an agent keeps its own default.
+ * `["text"]`, which `toolproof launch` hands to agents that ask (pi, opencode), and `"audio"` after
+ * them where the model takes audio (`audio: true`, or resolved from /props): the values of
+ * OpenRouter's model list. `auto` that no backend answered says nothing: an agent keeps its own
+ * default (audio alone, with vision unknown, is not listed: the list would read as text-only).
  */
-function withModalities(entry: ModelEntry, vision: boolean | 'auto'): ModelEntry {
+function withModalities(
+  entry: ModelEntry,
+  settings: { vision: boolean | 'auto'; audio: boolean | 'auto' },
+): ModelEntry {
+  const { vision, audio } = settings;
   if (typeof vision !== 'boolean') return entry;
-  return { ...entry, input_modalities: vision ? ['text', 'image'] : ['text'] };
+  return {
+    ...entry,
+    input_modalities: ['text', ...(vision ? ['image'] : []), ...(audio === true ? ['audio'] : [])],
+  };
 }
 
 /**
@@ -113,7 +122,7 @@ async function listModels(
           },
           positive(route.settings.contextWindow),
         ),
-        route.settings.vision,
+        route.settings,
       ),
     );
   }
@@ -136,7 +145,7 @@ async function listModels(
         if (data.has(m.id)) continue;
         const own = positive(m.max_model_len) ?? positive((m.meta as { n_ctx?: unknown } | undefined)?.n_ctx);
         const listed = withWindow(m, configured ?? own);
-        data.set(m.id, unique[i] === served ? withModalities(listed, state.config.defaults.vision) : listed);
+        data.set(m.id, unique[i] === served ? withModalities(listed, state.config.defaults) : listed);
       }
     } else {
       request.log.warn(

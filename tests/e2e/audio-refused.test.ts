@@ -5,7 +5,9 @@
  * again), and the Responses door refused `input_audio` itself with a 400. toolproof sends the
  * request once more with each audio part as a note and remembers: later turns go straight with
  * the note, the same bytes every turn. Three turns of one session through the real server and
- * the real openai SDK, on chat completions and Responses, streamed and not.
+ * the real openai SDK, on chat completions and Responses, streamed and not. The stack does not
+ * ask /props here, as for a backend whose /props does not say (vLLM, a build before audio
+ * input): `audio` stays auto; tests/e2e/audio-props.test.ts covers what /props answers.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collectStream, startStack, type Stack } from '../server/stack.js';

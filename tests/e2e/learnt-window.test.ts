@@ -236,9 +236,31 @@ describe('the window learnt from the backend refusing a prompt over it', () => {
     expect(upstream.seen.at(-1)!.raw).toContain(MARK);
   });
 
-  it('cut, and still over the window (many results): the second refusal is relayed, no third attempt', async () => {
+  it('many results, each cut to a quarter of the window and still over it together: the older ones cut further, answered', async () => {
     const { stack, upstream } = await start('vllm');
     const messages: Array<Record<string, unknown>> = [{ role: 'user', content: 'go' }];
+    for (let i = 0; i < 6; i++)
+      messages.push(
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'run', arguments: '{}' } }],
+        },
+        { role: 'tool', tool_call_id: `c${i}`, content: BIG.slice(0, 200_000) },
+      );
+    const res = await stack.client.chat.completions.create({ model: 'm', messages: messages as never });
+    expect(res.choices[0]!.message.content).toBe('The build passed.');
+    expect(upstream.seen.map((s) => s.status)).toEqual([400, 200]);
+    const sent = JSON.parse(upstream.seen[1]!.raw) as { messages: Array<{ role: string; content: string }> };
+    const results = sent.messages.filter((m) => m.role === 'tool').map((m) => m.content.length);
+    // The newest results keep a quarter of the window (~6,000 characters), the oldest far less.
+    expect(results[0]).toBeLessThan(1000);
+    expect(results.at(-1)).toBeGreaterThan(5000);
+  });
+
+  it('cut, and still over the window (a long user message besides): the second refusal is relayed, no third attempt', async () => {
+    const { stack, upstream } = await start('vllm');
+    const messages: Array<Record<string, unknown>> = [{ role: 'user', content: 'y '.repeat(20_000) }];
     for (let i = 0; i < 6; i++)
       messages.push(
         {
@@ -271,6 +293,18 @@ describe('windowFromRefusal: untrusted text, read defensively', () => {
         },
       }),
     ).toBe(4096);
+  });
+  it("llama-server's n_ctx is read beside any wording (a build whose message names no window)", () => {
+    const body = {
+      error: {
+        code: 400,
+        message: 'request (9000 tokens) exceeds context size, try increasing it',
+        type: 'exceed_context_size_error',
+        n_prompt_tokens: 9000,
+        n_ctx: 6144,
+      },
+    };
+    expect(windowFromRefusal(400, body)).toBe(6144);
   });
   it('only a 400 or 413, only a sane window', () => {
     expect(windowFromRefusal(500, refusal('vllm', 9000))).toBeUndefined();

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { cutToolResult, estimateTokens } from '../../policies/tool-result-cap/cut.js';
 import { resultCap, toolResultCapPolicy } from '../../policies/tool-result-cap/index.js';
+import { keptTokens } from '../../policies/tool-result-cap/overflow.js';
 import { measureScaling, withinBudget } from '../support/cost-scaling.js';
 import { ctxWith } from './helpers.js';
 
@@ -191,5 +192,88 @@ describe('tool-result-cap: no cap set, the window known', () => {
     const tokens = out.reduce((n, p) => n + estimateTokens(p.text), 0);
     expect(tokens).toBeLessThan(1000 + 2 * 100);
     expect(d.effects).toEqual([expect.objectContaining({ kind: 'tool-result-cut' })]);
+  });
+});
+
+describe('tool-result-cap: results that each fit and together overflow the window (overflow.ts)', () => {
+  const WINDOW = 8192;
+  const ctx = ctxWith({}, { contextWindow: WINDOW });
+  /** A result of ~2,300 tokens (7,000 characters), different per id. */
+  const result = (id: number) => log(170).replaceAll('line', `r${id}`).slice(0, 7000);
+  const call = (i: number) => [
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'run', arguments: '{}' } }],
+    },
+    { role: 'tool', tool_call_id: `c${i}`, content: result(i) },
+  ];
+  const run = (messages: unknown[]) => {
+    const req = { model: 'm', messages } as never;
+    const d = toolResultCapPolicy.onRequest!(req, ctx, req);
+    if (d.action !== 'continue') throw new Error('continue expected');
+    return d;
+  };
+  const cutAt = (messages: Array<{ role: string; content?: unknown }>) =>
+    messages.flatMap((m, i) =>
+      m.role === 'tool' && String(m.content).includes('toolproof left out') ? [i] : [],
+    );
+
+  it('keptTokens: a sixty-fourth of the window, 64 to 1,024', () => {
+    expect(keptTokens(2048)).toBe(64);
+    expect(keptTokens(8192)).toBe(128);
+    expect(keptTokens(32768)).toBe(512);
+    expect(keptTokens(1 << 20)).toBe(1024);
+  });
+
+  it('leaves a history that fits alone; cuts the older results of one that does not, the newest whole', () => {
+    const fits = [{ role: 'user', content: 'go' }, ...call(0), ...call(1)];
+    expect(run(fits).request.messages).toBe(fits);
+    const over = [{ role: 'user', content: 'go' }, ...[0, 1, 2, 3, 4].flatMap(call)];
+    const d = run(over);
+    const out = d.request.messages;
+    expect(cutAt(out).length).toBeGreaterThan(0);
+    expect(cutAt(out)[0]).toBe(2); // the oldest first
+    expect(out.at(-1)!.content).toBe(result(4));
+    const total = out.reduce((n, m) => n + estimateTokens(String(m.content ?? '')) + 4, 0);
+    expect(total).toBeLessThan(WINDOW);
+    expect(d.effects).toEqual([
+      { policy: 'tool-result-cap', kind: 'tool-result-cut', count: cutAt(out).length },
+    ]);
+  });
+
+  it('a session growing turn by turn: each cut is the same bytes on every later turn, and nothing before it changes', () => {
+    const history: unknown[] = [{ role: 'user', content: 'go' }];
+    let prev: Array<{ role: string; content?: unknown }> | undefined;
+    let changes = 0;
+    let shortChanges = 0;
+    for (let turn = 0; turn < 40; turn++) {
+      // Some turns bring a result, others a short exchange.
+      if (turn % 3 === 0) history.push(...call(turn));
+      else
+        history.push(
+          { role: 'assistant', content: `answer ${turn}` },
+          { role: 'user', content: `next ${turn}` },
+        );
+      const out = run(history.slice()).request.messages as Array<{ role: string; content?: unknown }>;
+      if (prev) {
+        const first = prev.findIndex((m, i) => JSON.stringify(m) !== JSON.stringify(out[i]));
+        if (first !== -1) {
+          changes++;
+          if (turn % 3 !== 0) shortChanges++;
+          // Only a result whole before and cut now changes, never one cut before.
+          expect(String(prev[first]!.content)).not.toContain('toolproof left out');
+          expect(String(out[first]!.content)).toContain('toolproof left out');
+        }
+        // What was cut stays cut, with the same bytes.
+        for (const i of cutAt(prev)) expect(out[i]).toEqual(prev[i]);
+      }
+      prev = out;
+    }
+    // The prompt changes only when it grows past a quarter-window step: each result of ~2,300
+    // tokens may take it past one, a short exchange (a few tokens) all but never does.
+    expect(changes).toBeGreaterThan(0);
+    expect(changes).toBeLessThanOrEqual(14);
+    expect(shortChanges).toBeLessThanOrEqual(1);
   });
 });

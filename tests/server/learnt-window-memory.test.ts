@@ -1,7 +1,8 @@
 /**
  * The window learnt from an upstream's refusal (server/context-window.ts), on an injected clock:
  * remembered per upstream and model as the upstream knows it, kept by each use, gone when unused
- * for the TTL; a window configured or read from the backend is never replaced; the same settings
+ * for the TTL; a window configured or read from the backend is replaced only by a smaller one
+ * (the backend refused over it: a `contextWindow` set past the backend's); the same settings
  * object each turn (the policies enabled are computed once per object).
  */
 import { describe, expect, it } from 'vitest';
@@ -35,14 +36,16 @@ describe('a learnt window', () => {
     expect(withLearntWindow(route, memory, 'sim')).toBe(route);
   });
 
-  it('per upstream and upstream model; a known window is kept', () => {
+  it('per upstream and upstream model; a known window is kept unless the learnt one is smaller', () => {
     const memory = new FallbackMemory();
     rememberWindow(memory, route, 'sim', 8192);
     const other = { ...route, client: { label: 'upstream-b' } } as unknown as ResolvedRoute;
     expect(withLearntWindow(other, memory, 'sim')).toBe(other);
     const renamed = { ...route, upstreamModel: 'llama' } as unknown as ResolvedRoute;
     expect(withLearntWindow(renamed, memory, 'sim')).toBe(renamed);
-    const known = { ...route, settings: { ...settings, contextWindow: 32768 } } as unknown as ResolvedRoute;
-    expect(withLearntWindow(known, memory, 'sim').settings.contextWindow).toBe(32768);
+    const smaller = { ...route, settings: { ...settings, contextWindow: 4096 } } as unknown as ResolvedRoute;
+    expect(withLearntWindow(smaller, memory, 'sim')).toBe(smaller);
+    const larger = { ...route, settings: { ...settings, contextWindow: 32768 } } as unknown as ResolvedRoute;
+    expect(withLearntWindow(larger, memory, 'sim').settings.contextWindow).toBe(8192);
   });
 });

@@ -33,3 +33,35 @@ describe("simulator enforceWindow: a prompt past the window is the backend's own
     });
   }
 });
+
+describe("llama-server's overflow refusal carries n_prompt_tokens and n_ctx", () => {
+  it('as server_task_result_error::to_json writes them (after code, message, type), and the window is read from them', async () => {
+    const sim = await createSimulator({
+      personality: 'llama-server',
+      scenario: 'demo',
+      enforceWindow: true,
+      nCtx: 1000,
+    });
+    try {
+      const res = await fetch(`${sim.url}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x'.repeat(8000) }] }),
+      });
+      expect(res.status).toBe(400);
+      const raw = await res.text();
+      const m =
+        /^\{"error":\{"code":400,"message":"request \((\d+) tokens\) exceeds the available context size \(1000 tokens\), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":(\d+),"n_ctx":1000\}\}$/.exec(
+          raw,
+        );
+      expect(m, raw).not.toBeNull();
+      expect(m![2]).toBe(m![1]);
+      // The fields are read, whatever the message says.
+      const body = JSON.parse(raw) as { error: Record<string, unknown> };
+      body.error.message = 'the request exceeds the available context size, try increasing it';
+      expect(parseContextOverflow(body)).toEqual({ max: 1000, prompt: Number(m![1]) });
+    } finally {
+      await sim.close();
+    }
+  });
+});

@@ -1,0 +1,118 @@
+/**
+ * Tool results that each fit the window but together overflow it. A single result the window
+ * cannot hold is cut by itself (index.ts); a history of many results that each fit (an agent's
+ * thirty `cat`s and test runs) grows past the window all the same, and the backend refuses every
+ * later turn, the agent's compaction request too (it carries the same history).
+ *
+ * The rescue cuts the older results, never the conversation's last stretch, and must keep the
+ * prompt's bytes the same from turn to turn (docs/prefix.md), deciding only from what the turn
+ * carries. So:
+ * - positions are counted from the start of the prompt (the tools, then each message in order,
+ *   in UTF-8 bytes, 3 a token: cut.ts's rate for printable ASCII), so a message's position is a
+ *   function of what precedes it: the next turn, which only appends, gives every earlier message
+ *   the same position;
+ * - when the whole estimate is over the window, every tool result that starts before a boundary
+ *   is cut. The boundary moves in steps of a quarter of the window (the last half of the window,
+ *   rounded down to a step, stays whole): turns that add less than a step cut the same results,
+ *   and a step cuts only results after those already cut, so the prompt changes once per quarter
+ *   window of growth, at the first newly cut result, never before it;
+ * - each cut is made from the result's own characters and the window only (its head and tail,
+ *   with the single-result marker, cut.ts), so a result cut on one turn is the same bytes on
+ *   every later one.
+ * Results under twice the kept size are left whole (cutting them would save little beside the
+ * marker). Only text counts: an image or audio part is not estimated. When cutting every result
+ * before the boundary still leaves the prompt over the window (the conversation itself is), the
+ * backend's refusal is relayed, as before.
+ */
+import type { ChatCompletionRequest, ChatMessage } from '../../protocol/openai.js';
+
+/** What each message costs beside its text (role, the template's markers), in bytes. */
+const MESSAGE_OVERHEAD = 12;
+/** UTF-8 bytes a token, for the prompt as a whole (as cut.ts counts printable ASCII). */
+const BYTES_PER_TOKEN = 3;
+
+/** The tokens an older result keeps when cut: a sixty-fourth of the window, within these bounds. */
+const KEEP_MIN = 64;
+const KEEP_MAX = 1024;
+
+/** What an older result is cut to in a window of `window` tokens. */
+export function keptTokens(window: number): number {
+  return Math.min(KEEP_MAX, Math.max(KEEP_MIN, Math.floor(window / 64)));
+}
+
+/**
+ * `text`'s UTF-8 bytes. Counted natively: this runs over the whole prompt of every request of a
+ * model whose window is known (cut.ts's per-character estimate took ~440 µs for 150 KB, this
+ * ~25 µs). A NUL costs a third of a token here, a whole one in cut.ts: a dense result over the
+ * window is cut by itself (index.ts) before this counts it.
+ */
+const bytes = (text: string): number => Buffer.byteLength(text, 'utf8');
+
+/** `m`'s bytes of text and the overhead (images and audio are not counted). */
+function bytesOf(m: ChatMessage): number {
+  let n = MESSAGE_OVERHEAD;
+  const content = m.content;
+  if (typeof content === 'string') n += bytes(content);
+  else if (Array.isArray(content))
+    for (const p of content) if (p?.type === 'text' && typeof p.text === 'string') n += bytes(p.text);
+  if (typeof m.reasoning_content === 'string') n += bytes(m.reasoning_content);
+  if (Array.isArray(m.tool_calls))
+    for (const c of m.tool_calls) {
+      const f = c?.function;
+      if (typeof f?.name === 'string') n += bytes(f.name);
+      if (typeof f?.arguments === 'string') n += bytes(f.arguments);
+    }
+  return n;
+}
+
+/**
+ * About the bytes of `value` as JSON, without serializing it (the tools of an agent are tens of
+ * kilobytes on every request): strings by their bytes, keys by their length, 2 bytes of
+ * punctuation a value.
+ * Walked with a stack of its own, however deep the client nested it.
+ */
+function jsonBytes(value: unknown): number {
+  let n = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    n += 2;
+    if (typeof v === 'string') n += bytes(v);
+    else if (typeof v === 'number' || typeof v === 'boolean') n += 4;
+    else if (Array.isArray(v)) for (const e of v) stack.push(e);
+    else if (v !== null && typeof v === 'object')
+      for (const k of Object.keys(v)) {
+        n += k.length; // keys are names: counted by their UTF-16 units, cheaper than their bytes
+        stack.push((v as Record<string, unknown>)[k]);
+      }
+  }
+  return n;
+}
+
+/**
+ * The indexes of the tool messages of `request` to cut so that its prompt (estimated) has a
+ * chance to fit `window` tokens: empty when it fits, or when it holds no tool result before the
+ * boundary. `messages` are the request's messages after each result was held to its own cap.
+ */
+export function resultsToCut(
+  request: Pick<ChatCompletionRequest, 'tools'>,
+  messages: readonly ChatMessage[],
+  window: number,
+): number[] {
+  if (!messages.some((m) => m?.role === 'tool')) return [];
+  const sizes = messages.map((m) => (m ? bytesOf(m) : 0));
+  const start = request.tools === undefined ? 0 : jsonBytes(request.tools);
+  const total = sizes.reduce((a, b) => a + b, start);
+  const limit = window * BYTES_PER_TOKEN;
+  if (total <= limit) return [];
+  // In bytes: the boundary moves in quarter-window steps and leaves the last half window whole.
+  const step = Math.max(1, Math.floor(window / 4)) * BYTES_PER_TOKEN;
+  const boundary = Math.floor(total / step) * step - Math.floor(window / 2) * BYTES_PER_TOKEN;
+  const out: number[] = [];
+  let at = start;
+  for (let i = 0; i < messages.length && at < boundary; i++) {
+    if (messages[i]?.role === 'tool') out.push(i);
+    at += sizes[i]!;
+  }
+  return out;
+}
