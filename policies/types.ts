@@ -253,6 +253,14 @@ export interface RefusedFacts {
   readonly remembered: ReadonlySet<string>;
 }
 
+/**
+ * The fact (RefusedFacts.now) that the backend refused this request's prompt for being over its
+ * model's window: the attempt loop prepares the request again with it, once (a policy that can
+ * shorten the prompt does; tool-result-cap cuts the older results), and never remembers it: the
+ * next turn's prompt is judged on its own.
+ */
+export const PROMPT_OVER_WINDOW = 'prompt-over-window';
+
 /** Whether `fact` was refused, by this request's attempts or remembered from an earlier one. */
 export function wasRefused(ctx: PolicyContext, fact: string): boolean {
   return ctx.refused !== undefined && (ctx.refused.now.has(fact) || ctx.refused.remembered.has(fact));

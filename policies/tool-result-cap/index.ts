@@ -11,13 +11,14 @@
  * too) is cut to a quarter of the window, the size suggested for the cap. Results that might fit
  * are left to the agent.
  *
- * With the window known, results that each fit but together push the prompt over it are cut too,
+ * With the window known, results that each fit but together push the prompt over it (the backend
+ * refused it for its length, or it is far past the window whatever the tokenizer) are cut too,
  * the older ones first, each to a small head and tail by its own characters, at a boundary that
  * moves in quarter-window steps, so later turns cut the same results the same way (overflow.ts).
  */
 import type { ChatMessage, ContentPart } from '../../protocol/openai.js';
 import { EffectTally } from '../kit/effects.js';
-import type { Policy } from '../types.js';
+import { type Policy, PROMPT_OVER_WINDOW } from '../types.js';
 import { cutToolResult, estimateTokens } from './cut.js';
 import { keptTokens, resultsToCut } from './overflow.js';
 import {
@@ -124,7 +125,8 @@ export const toolResultCapPolicy: Policy<ToolResultCapEffect> = {
     if (window > 0) {
       // Cut from the result as sent (not from its cut above): the note's counts are the result's own.
       const keep = Math.min(keptTokens(window), cap.max);
-      for (const i of resultsToCut(request, messages ?? request.messages, window))
+      const refused = ctx.refused?.now.has(PROMPT_OVER_WINDOW) === true;
+      for (const i of resultsToCut(request, messages ?? request.messages, window, refused))
         hold(i, request.messages[i]!, { over: 2 * keep, max: keep });
     }
     if (!messages) return { action: 'continue', request, effects: [] };

@@ -11,8 +11,15 @@
  *   in UTF-8 bytes, 3 a token: cut.ts's rate for printable ASCII), so a message's position is a
  *   function of what precedes it: the next turn, which only appends, gives every earlier message
  *   the same position;
- * - when the whole estimate is over the window, every tool result that starts before a boundary
- *   is cut. The boundary moves in steps of a quarter of the window (the last half of the window,
+ * - when the prompt is over the window, every tool result that starts before a boundary is cut.
+ *   Over is known two ways. The backend refused this very prompt for its length (the attempt loop
+ *   says so with the fact PROMPT_OVER_WINDOW of policies/types.ts and sends the request again):
+ *   then it is. Or, before any refusal, the prompt's bytes are over the window at CERTAIN_BYTES
+ *   a token, more than any tokenizer packs into a token of real text: at the grid's 3 a token, a
+ *   prompt of English and code (~3.5-4.5 bytes a token) would be cut while it still fits, at
+ *   three quarters of the window, before the agent's own compaction and with nothing to gain. A
+ *   prompt in between is sent as it is, and cut only if the backend refuses it (one refusal a
+ *   turn, which costs the backend its tokenizing only); The boundary moves in steps of a quarter of the window (the last half of the window,
  *   rounded down to a step, stays whole): turns that add less than a step cut the same results,
  *   and a step cuts only results after those already cut, so the prompt changes once per quarter
  *   window of growth, at the first newly cut result, never before it;
@@ -30,6 +37,12 @@ import type { ChatCompletionRequest, ChatMessage } from '../../protocol/openai.j
 const MESSAGE_OVERHEAD = 12;
 /** UTF-8 bytes a token, for the prompt as a whole (as cut.ts counts printable ASCII). */
 const BYTES_PER_TOKEN = 3;
+
+/**
+ * Bytes a token no tokenizer reaches over a whole prompt of real text: past this many bytes a
+ * token of the window, the prompt is over it whatever its tokenizer.
+ */
+const CERTAIN_BYTES_PER_TOKEN = 6;
 
 /** The tokens an older result keeps when cut: a sixty-fourth of the window, within these bounds. */
 const KEEP_MIN = 64;
@@ -91,20 +104,22 @@ function jsonBytes(value: unknown): number {
 
 /**
  * The indexes of the tool messages of `request` to cut so that its prompt (estimated) has a
- * chance to fit `window` tokens: empty when it fits, or when it holds no tool result before the
- * boundary. `messages` are the request's messages after each result was held to its own cap.
+ * chance to fit `window` tokens: empty when it is not known to be over (`refused`: the backend
+ * refused it for its length; else its bytes past CERTAIN_BYTES_PER_TOKEN a token of the window),
+ * or when it holds no tool result before the boundary. `messages` are the request's messages
+ * after each result was held to its own cap.
  */
 export function resultsToCut(
   request: Pick<ChatCompletionRequest, 'tools'>,
   messages: readonly ChatMessage[],
   window: number,
+  refused = false,
 ): number[] {
   if (!messages.some((m) => m?.role === 'tool')) return [];
   const sizes = messages.map((m) => (m ? bytesOf(m) : 0));
   const start = request.tools === undefined ? 0 : jsonBytes(request.tools);
   const total = sizes.reduce((a, b) => a + b, start);
-  const limit = window * BYTES_PER_TOKEN;
-  if (total <= limit) return [];
+  if (!refused && total <= window * CERTAIN_BYTES_PER_TOKEN) return [];
   // In bytes: the boundary moves in quarter-window steps and leaves the last half window whole.
   const step = Math.max(1, Math.floor(window / 4)) * BYTES_PER_TOKEN;
   const boundary = Math.floor(total / step) * step - Math.floor(window / 2) * BYTES_PER_TOKEN;

@@ -10,6 +10,7 @@ import { ToolproofError } from '../../protocol/errors.js';
 import { stringifyJson } from '../../protocol/lossless-json.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { activePolicies } from '../../policies/composition.js';
+import { PROMPT_OVER_WINDOW } from '../../policies/types.js';
 import { describeEffect } from '../../policies/registry.js';
 import { shouldFallback } from '../../policies/tool-choice-fallback.js';
 import { PRIORITY_RANK } from '../admission.js';
@@ -315,29 +316,37 @@ function fitLearntWindow(
 ): ChatCompletionRequest | undefined {
   if (call.windowLearnt !== undefined) return undefined;
   const window = windowFromRefusal(res.status, body);
-  // A window known already is learnt only when the backend names a smaller one.
+  if (window === undefined) return undefined;
+  // A window known already is learnt only when the backend names a smaller one; either way the
+  // refusal says this prompt is over it (PROMPT_OVER_WINDOW: the older tool results are cut).
   const known = call.route.settings.contextWindow;
-  if (window === undefined || (known > 0 && window >= known)) return undefined;
+  const learnt = !(known > 0 && window >= known);
   call.windowLearnt = window;
-  rememberWindow(deps.windows, call.route, call.original.model, window);
+  call.refusedNow.add(PROMPT_OVER_WINDOW);
+  if (learnt) rememberWindow(deps.windows, call.route, call.original.model, window);
   const before = { route: call.route, policies: call.policies };
   const requiredRejected = deps.memory.isActive(
     call.route.client.label,
     call.route.upstreamModel ?? String(call.original.model),
   );
-  call.route = withWindow(call.route, window);
-  call.routeChanged(activePolicies(deps.policies, call.route.settings), requiredRejected);
+  if (learnt) {
+    call.route = withWindow(call.route, window);
+    call.routeChanged(activePolicies(deps.policies, call.route.settings), requiredRejected);
+  }
   const phase = prepareRequest(call.policies, call.original, call.policyContext());
   const fresh = newEffects(call.phase.effects, phase.effects);
   if (phase.error || fresh.length === 0) {
-    call.route = before.route;
-    call.routeChanged(before.policies, requiredRejected);
+    call.refusedNow.delete(PROMPT_OVER_WINDOW);
+    if (learnt) {
+      call.route = before.route;
+      call.routeChanged(before.policies, requiredRejected);
+    }
     return undefined;
   }
-  const decision = 'context-window-learnt';
+  const decision = learnt ? 'context-window-learnt' : 'prompt-over-window';
   (call.trace.refused ??= []).push(decision);
   deps.metrics.upstreamRefusals.labels(call.route.client.label, call.route.name, decision).inc();
-  call.span?.event('toolproof.context_window_learnt', {
+  call.span?.event(learnt ? 'toolproof.context_window_learnt' : 'toolproof.prompt_over_window', {
     'toolproof.attempt': call.trace.attempts,
     'toolproof.upstream': call.route.client.label,
     'http.response.status_code': res.status,
@@ -346,7 +355,9 @@ function fitLearntWindow(
   captureDecision(
     call,
     decision,
-    `the upstream refused a prompt over its context window of ${window} tokens (status ${res.status}), a window ${known > 0 ? `smaller than the ${known} configured` : 'it does not publish'}: tool results it cannot hold cut to fit, sent again`,
+    learnt
+      ? `the upstream refused a prompt over its context window of ${window} tokens (status ${res.status}), a window ${known > 0 ? `smaller than the ${known} configured` : 'it does not publish'}: tool results it cannot hold cut to fit, sent again`
+      : `the upstream refused a prompt over its context window of ${window} tokens (status ${res.status}): the older tool results cut to fit, sent again`,
   );
   recordPolicyEffects(call, deps, fresh);
   call.setPhase(phase);

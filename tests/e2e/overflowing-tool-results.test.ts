@@ -45,6 +45,31 @@ function chatRequests(stack: Stack) {
   return stack.sim.requests.filter((r) => r.path.endsWith('/chat/completions'));
 }
 
+/**
+ * A turn over the window: the prompt goes as the client sent it (bytes alone cannot say it is
+ * over: English and code run ~4 bytes a token), the backend refuses it for its length, and it goes
+ * again with the older results cut. Returns what was sent the second time.
+ */
+function refusedThenCut(stack: Stack): string {
+  const reqs = chatRequests(stack);
+  expect(reqs).toHaveLength(2);
+  expect(reqs[0]!.rawBody).not.toContain(MARK);
+  expect(reqs[1]!.rawBody).toContain(MARK);
+  return reqs[1]!.rawBody;
+}
+
+/**
+ * The same, or, for a prompt past six bytes a token of the window (over it whatever the
+ * tokenizer), cut ahead and sent once. Returns what was sent cut, and how.
+ */
+function cutSent(stack: Stack): { raw: string; ahead: boolean } {
+  const reqs = chatRequests(stack);
+  if (reqs.length === 2) return { raw: refusedThenCut(stack), ahead: false };
+  expect(reqs).toHaveLength(1);
+  expect(reqs[0]!.rawBody).toContain(MARK);
+  return { raw: reqs[0]!.rawBody, ahead: true };
+}
+
 const chatTools = [
   {
     type: 'function' as const,
@@ -124,9 +149,7 @@ describe(`${RESULTS} tool results of ~2,300 tokens each in a window of ${WINDOW}
         stack.sim.reset();
         const answer = await chatTurn(stack, history, stream);
         expect(answer).toBeTruthy();
-        const reqs = chatRequests(stack);
-        expect(reqs).toHaveLength(1); // the window is known: cut from the start, never refused
-        sent.push(reqs[0]!.rawBody);
+        sent.push(refusedThenCut(stack));
         history.push(
           { role: 'assistant', content: `answer ${turn}` },
           { role: 'user', content: `next ${turn}` },
@@ -148,14 +171,18 @@ describe(`${RESULTS} tool results of ~2,300 tokens each in a window of ${WINDOW}
     it(`chat${stream ? ' (streamed)' : ''}: each turn another result; earlier cuts stay the same bytes`, async () => {
       const history = chatHistory(RESULTS - 1);
       const sent: string[] = [];
+      const ahead: boolean[] = [];
       for (let turn = 0; turn < 4; turn++) {
         history.push(...chatCall(RESULTS - 1 + turn));
         stack.sim.reset();
         expect(await chatTurn(stack, history, stream)).toBeTruthy();
-        const reqs = chatRequests(stack);
-        expect(reqs).toHaveLength(1);
-        sent.push(reqs[0]!.rawBody);
+        const cut = cutSent(stack);
+        sent.push(cut.raw);
+        ahead.push(cut.ahead);
       }
+      // Refused, then cut, until the history is far past the window (eight results, ~56,000
+      // bytes): then cut ahead, with the same bytes a refusal would have given (checked below).
+      expect(ahead).toEqual([false, false, false, true]);
       for (let i = 1; i < sent.length; i++) {
         const before = sent[i - 1]!;
         // Whatever the previous turn cut is in what both turns share, unchanged.
@@ -190,9 +217,7 @@ describe(`${RESULTS} tool results of ~2,300 tokens each in a window of ${WINDOW}
           ? await anthropic.messages.stream(params).finalMessage()
           : await anthropic.messages.create(params);
         expect(msg.type).toBe('message');
-        const reqs = chatRequests(stack);
-        expect(reqs).toHaveLength(1);
-        sent.push(reqs[0]!.rawBody);
+        sent.push(refusedThenCut(stack));
         messages.push(
           { role: 'assistant', content: `answer ${turn}` },
           { role: 'user', content: `next ${turn}` },
@@ -202,6 +227,20 @@ describe(`${RESULTS} tool results of ~2,300 tokens each in a window of ${WINDOW}
       for (let i = 1; i < sent.length; i++) expect(extendsMessages(sent[i - 1]!, sent[i]!)).toBe(true);
     });
   }
+
+  for (const stream of [false, true])
+    it(`chat${stream ? ' (streamed)' : ''}: a history that fits by its tokens is sent whole, though over the window at 3 bytes a token`, async () => {
+      // Four results: ~28,000 characters, ~7,300 tokens at the simulator's 4 a token (under 8,192),
+      // ~9,300 at 3 bytes a token. Cutting it would lose context the model could use, and change
+      // the prompt ahead of the agent's own compaction.
+      const history = chatHistory(RESULTS - 1);
+      stack.sim.reset();
+      expect(await chatTurn(stack, history, stream)).toBeTruthy();
+      const reqs = chatRequests(stack);
+      expect(reqs).toHaveLength(1);
+      expect(reqs[0]!.rawBody).not.toContain(MARK);
+      expect(JSON.stringify(history).length / 3).toBeGreaterThan(WINDOW);
+    });
 
   it('the compaction request (the whole history, no tools) is answered too', async () => {
     const history = chatHistory(RESULTS);
@@ -237,9 +276,9 @@ describe(`the same session, the window unknown: learnt from llama-server's refus
           { role: 'user', content: `next ${turn}` },
         );
       }
-      // The window is remembered per upstream and model: only the first turn of the first test is refused.
-      expect(perTurn.slice(1)).toEqual([1, 1]);
-      if (!stream) expect(perTurn[0]).toBe(2);
+      // Every turn is over the window: refused for its length, then sent cut (the window learnt at
+      // the first refusal is remembered per upstream and model; the refusal says the prompt is over).
+      expect(perTurn).toEqual([2, 2, 2]);
       for (const raw of sent) expect(raw).toContain(MARK);
       for (let i = 1; i < sent.length; i++) expect(extendsMessages(sent[i - 1]!, sent[i]!)).toBe(true);
     });
@@ -267,12 +306,14 @@ describe('the same session, a contextWindow configured past the backend’s (327
         { role: 'user', content: `next ${turn}` },
       );
     }
-    expect(perTurn).toEqual([2, 1, 1]);
+    expect(perTurn).toEqual([2, 2, 2]);
     for (const raw of sent) expect(raw).toContain(MARK);
     for (let i = 1; i < sent.length; i++) expect(extendsMessages(sent[i - 1]!, sent[i]!)).toBe(true);
     const metrics = await (await fetch(`${stack.origin}/metrics`)).text();
     expect(metrics).toMatch(
       /toolproof_upstream_refusals_total\{[^}]*decision="context-window-learnt"[^}]*\} 1/,
     );
+    // Once learnt, the window is known: the later turns' refusals are the known window's.
+    expect(metrics).toMatch(/toolproof_upstream_refusals_total\{[^}]*decision="prompt-over-window"[^}]*\} 2/);
   });
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { cutToolResult, estimateTokens } from '../../policies/tool-result-cap/cut.js';
 import { resultCap, toolResultCapPolicy } from '../../policies/tool-result-cap/index.js';
 import { keptTokens } from '../../policies/tool-result-cap/overflow.js';
+import { PROMPT_OVER_WINDOW } from '../../policies/types.js';
 import { measureScaling, withinBudget } from '../support/cost-scaling.js';
 import { ctxWith } from './helpers.js';
 
@@ -208,9 +209,14 @@ describe('tool-result-cap: results that each fit and together overflow the windo
     },
     { role: 'tool', tool_call_id: `c${i}`, content: result(i) },
   ];
-  const run = (messages: unknown[]) => {
+  /** The backend refused the prompt for its length (the attempt loop's fact): it is over. */
+  const refusedCtx = {
+    ...ctx,
+    refused: { now: new Set([PROMPT_OVER_WINDOW]), remembered: new Set<string>() },
+  };
+  const run = (messages: unknown[], refused = true) => {
     const req = { model: 'm', messages } as never;
-    const d = toolResultCapPolicy.onRequest!(req, ctx, req);
+    const d = toolResultCapPolicy.onRequest!(req, refused ? refusedCtx : ctx, req);
     if (d.action !== 'continue') throw new Error('continue expected');
     return d;
   };
@@ -224,6 +230,20 @@ describe('tool-result-cap: results that each fit and together overflow the windo
     expect(keptTokens(8192)).toBe(128);
     expect(keptTokens(32768)).toBe(512);
     expect(keptTokens(1 << 20)).toBe(1024);
+  });
+
+  it('before any refusal, only a prompt past the window whatever its tokenizer (6 bytes a token) is cut, as a refusal would have it cut', () => {
+    // Five results, ~35,000 bytes: over 8,192 tokens at 3 bytes a token, under at 4.5 (English, code).
+    const maybe = [{ role: 'user', content: 'go' }, ...[0, 1, 2, 3, 4].flatMap(call)];
+    expect(run(maybe, false).request.messages).toBe(maybe);
+    expect(cutAt(run(maybe).request.messages).length).toBeGreaterThan(0);
+    // Eight results, ~56,000 bytes: over 6 bytes a token of the window, over whatever the tokenizer.
+    const surely = [{ role: 'user', content: 'go' }, ...[0, 1, 2, 3, 4, 5, 6, 7].flatMap(call)];
+    const ahead = run(surely, false).request.messages;
+    expect(cutAt(ahead).length).toBeGreaterThan(0);
+    // The same cuts, the same bytes, as after a refusal: a turn cut ahead and a turn cut after
+    // its refusal send one prompt.
+    expect(ahead).toEqual(run(surely).request.messages);
   });
 
   it('leaves a history that fits alone; cuts the older results of one that does not, the newest whole', () => {
