@@ -159,6 +159,8 @@ interface KeyState {
   tokens: MinuteWindow;
   /** Requests waiting for a concurrency slot, first come first served (bounded by queueSize). */
   waiting: KeyWaiter[];
+  /** The key's entry as the latest request presented it: a reload's limits, for those waiting too. */
+  entry: ApiKeyEntry | undefined;
 }
 
 /**
@@ -191,7 +193,13 @@ export class KeyLimits {
   private of(name: string): KeyState {
     let s = this.state.get(name);
     if (s === undefined) {
-      s = { inflight: 0, requests: new MinuteWindow(), tokens: new MinuteWindow(), waiting: [] };
+      s = {
+        inflight: 0,
+        requests: new MinuteWindow(),
+        tokens: new MinuteWindow(),
+        waiting: [],
+        entry: undefined,
+      };
       this.state.set(name, s);
     }
     return s;
@@ -223,6 +231,7 @@ export class KeyLimits {
     refused?: (reason: KeyRefusal) => void,
   ): Promise<void> | undefined {
     const s = this.of(entry.name);
+    s.entry = entry;
     // Slots a reload added go to those already waiting first.
     if (s.waiting.length > 0) this.wake(s);
     const waitMs = entry.queueTimeoutMs ?? DEFAULT_KEY_QUEUE_TIMEOUT_MS;
@@ -249,7 +258,7 @@ export class KeyLimits {
           if (!this.unqueue(s, waiter)) return;
           try {
             // Still over (a freed slot is handed over at once): the cap's 429, saying it waited.
-            admitted(this.admitIn(s, entry, refused, waitMs));
+            admitted(this.admitIn(s, s.entry ?? entry, refused, waitMs));
             resolve();
           } catch (err) {
             reject(err);
@@ -286,11 +295,12 @@ export class KeyLimits {
     for (;;) {
       const w = s.waiting[0];
       if (w === undefined) return;
-      const cap = w.entry.concurrency;
-      if (cap !== undefined && s.inflight >= cap) return;
+      // The key's limits as they stand now (a reload since it queued).
+      const entry = s.entry ?? w.entry;
+      if (entry.concurrency !== undefined && s.inflight >= entry.concurrency) return;
       this.unqueue(s, w);
       try {
-        w.admitted(this.admitIn(s, w.entry, w.refused));
+        w.admitted(this.admitIn(s, entry, w.refused));
         w.resolve();
       } catch (err) {
         // Over a per-minute limit by now: its 429, and the slot goes to the next.

@@ -8,8 +8,10 @@
  */
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RequestAbort } from '../../../server/abort.js';
 import { buildApp, type ToolproofApp } from '../../../server/app.js';
 import { type Config, loadConfig } from '../../../server/config.js';
+import { type KeyEnd, KeyLimits } from '../../../server/keys.js';
 import { createSimulator, type Simulator } from '../../../simulator/index.js';
 import { closeApp, waitFor } from '../stack.js';
 
@@ -187,5 +189,39 @@ describe("a request over its key's concurrency waits in the key's queue", () => 
     expect(performance.now() - started).toBeLessThan(900);
     expect(waiting('minute')).toBe(0);
     expect((await first).status).toBe(200);
+  });
+});
+
+describe('KeyLimits.enter', () => {
+  const entry = { name: 'u', key: 'sk-unit-000000001', concurrency: 1, tokensPerMinute: 10 };
+
+  it('a request woken over a per-minute limit gets that 429, and the slot goes to the next', async () => {
+    const limits = new KeyLimits(() => 1_000_000);
+    const ends: KeyEnd[] = [];
+    expect(limits.enter(entry, new RequestAbort(), (end) => ends.push(end))).toBeUndefined();
+    const second = limits.enter(entry, new RequestAbort(), (end) => ends.push(end));
+    expect(second).toBeInstanceOf(Promise);
+    expect(limits.waiting('u')).toBe(1);
+    // The first one's answer spends the minute's tokens; then it ends.
+    limits.addTokens('u', 20);
+    ends[0]!(true);
+    await expect(second).rejects.toMatchObject({ code: 'TP_ERR_RATE_LIMITED', type: 'tokens' });
+    expect(limits.waiting('u')).toBe(0);
+    expect(ends).toHaveLength(1);
+  });
+
+  it('a reload that raises the cap hands its new slots to those waiting first', async () => {
+    const limits = new KeyLimits(() => 1_000_000);
+    const base = { name: 'r', key: 'sk-unit-000000002', concurrency: 1 };
+    const ends: KeyEnd[] = [];
+    limits.enter(base, new RequestAbort(), (end) => ends.push(end));
+    const waiting = limits.enter(base, new RequestAbort(), (end) => ends.push(end));
+    expect(limits.waiting('r')).toBe(1);
+    // The next request after the reload sees concurrency 3: the waiting one goes first, then it.
+    expect(
+      limits.enter({ ...base, concurrency: 3 }, new RequestAbort(), (end) => ends.push(end)),
+    ).toBeUndefined();
+    await expect(waiting).resolves.toBeUndefined();
+    expect(ends).toHaveLength(3);
   });
 });
