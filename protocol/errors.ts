@@ -63,7 +63,8 @@ export const ERROR_CATALOGUE = {
     // Each refusal says which limit as its type, as OpenAI does: "requests" or "tokens".
     type: 'rate_limit_error',
     message: 'This API key is over its rate limit; retry after the time in the Retry-After header.',
-    // OpenAI's code for it; Codex reads "Please try again in Ns." from the message under it.
+    // OpenAI's code for it (Codex reads "Please try again in Ns." under it in a stream's
+    // response.failed event; over HTTP, clients go by Retry-After: docs/operations.md).
     wireCode: 'rate_limit_exceeded',
   },
   TP_ERR_QUEUE_FULL: {

@@ -89,6 +89,8 @@ declare module 'fastify' {
     tpKey?: ApiKeyEntry;
     /** Ends the request's count against its key's limits (server/keys.ts countAgainstKey). */
     tpKeyEnd?: KeyEnd;
+    /** Waiting for a slot of its key's concurrency (countAgainstKey): settled before it goes upstream. */
+    tpKeyWait?: Promise<void>;
     /** The request's capture record (capture on, front doors only; docs/inspect.md). */
     tpCapture?: RecordWriter;
   }
@@ -280,7 +282,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     modelLabels: new ServedModelLabels(),
     openStreams: new OpenStreams(),
     connections: new Connections(app.server),
-    keyLimits: new KeyLimits(),
+    keyLimits: new KeyLimits(Date.now, (name, delta) =>
+      delta > 0 ? metrics.keyQueueDepth.labels(name).inc() : metrics.keyQueueDepth.labels(name).dec(),
+    ),
     ...(config.capture && config.capture.maxBytes > 0 ? { capture: new CaptureRing(config.capture) } : {}),
     ...(storeBytes > 0 ? { responsesStore: new ResponsesItemStore(storeBytes) } : {}),
   };
@@ -298,6 +302,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.decorateRequest('tpSpan', undefined);
   app.decorateRequest('tpKey', undefined);
   app.decorateRequest('tpKeyEnd', undefined);
+  app.decorateRequest('tpKeyWait', undefined);
   app.decorateRequest('tpCapture', undefined);
   app.decorateReply('abortWithError', function (this: FastifyReply, err: ToolproofError) {
     return endStreamWith(this.raw, (e) => this.request.tpAbort?.abort(e), err, chatErrorEvent);

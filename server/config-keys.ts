@@ -16,6 +16,13 @@ export interface ApiKeyEntry {
   readonly tokensPerMinute?: number;
   /** Requests in flight at once, per process (configured / workers, at least 1). */
   readonly concurrency?: number;
+  /**
+   * How long a request over `concurrency` waits for one of the key's requests to end before its
+   * 429 (0: refused at once); default DEFAULT_KEY_QUEUE_TIMEOUT_MS (server/keys.ts).
+   */
+  readonly queueTimeoutMs?: number;
+  /** Requests that may wait so, per process; beyond: the 429 at once. Default DEFAULT_KEY_QUEUE_SIZE. */
+  readonly queueSize?: number;
   /** Its requests' class, and the most it may ask for with x-toolproof-priority. */
   readonly priority?: PriorityClass;
   /**
@@ -41,6 +48,8 @@ export const keysSchema = {
       requestsPerMinute: { type: 'integer', minimum: 1 },
       tokensPerMinute: { type: 'integer', minimum: 1 },
       concurrency: { type: 'integer', minimum: 1 },
+      queueTimeoutMs: { type: 'integer', minimum: 0 },
+      queueSize: { type: 'integer', minimum: 0 },
       priority: { enum: [...PRIORITY_CLASSES] },
       inspect: { enum: ['own', 'all'] },
     },

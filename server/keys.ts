@@ -11,6 +11,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { globMatch } from '../protocol/glob.js';
 import { type KeyLimitState, type KeyLimitStates, ToolproofError } from '../protocol/errors.js';
+import { type AbortLike, listenAbort } from './abort.js';
 import type { ApiKeyEntry } from './config-keys.js';
 import type { Config } from './config.js';
 import type { Metrics } from './metrics.js';
@@ -141,11 +142,36 @@ class MinuteWindow {
   }
 }
 
+/** A request waiting for one of its key's concurrency slots (KeyLimits.enter). */
+interface KeyWaiter {
+  entry: ApiKeyEntry;
+  admitted: (end: KeyEnd) => void;
+  refused: ((reason: KeyRefusal) => void) | undefined;
+  resolve(): void;
+  reject(err: unknown): void;
+  timer: NodeJS.Timeout;
+  unlisten: () => void;
+}
+
 interface KeyState {
   inflight: number;
   requests: MinuteWindow;
   tokens: MinuteWindow;
+  /** Requests waiting for a concurrency slot, first come first served (bounded by queueSize). */
+  waiting: KeyWaiter[];
+  /** The key's entry as the latest request presented it: a reload's limits, for those waiting too. */
+  entry: ApiKeyEntry | undefined;
 }
+
+/**
+ * How long a request over its key's `concurrency` waits for one of the key's requests to end
+ * before its 429, and how many may wait per key (docs/operations.md): agents that give up after
+ * a few seconds of 429s (Codex: 5 retries 1 s apart; opencode) keep their session when a slot
+ * frees within the wait. 30 s: nothing is written to the client while it waits, and that stays
+ * under the idle timeouts of proxies in front (nginx: 60 s).
+ */
+export const DEFAULT_KEY_QUEUE_TIMEOUT_MS = 30_000;
+export const DEFAULT_KEY_QUEUE_SIZE = 16;
 
 export type KeyRefusal = 'requests' | 'tokens' | 'concurrency';
 
@@ -158,12 +184,22 @@ export type KeyEnd = (sent: boolean) => void;
  */
 export class KeyLimits {
   private readonly state = new Map<string, KeyState>();
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly now: () => number = Date.now,
+    /** Told when a request starts (+1) or stops (-1) waiting for a slot of key `name`. */
+    private readonly onWaiting?: (name: string, delta: 1 | -1) => void,
+  ) {}
 
   private of(name: string): KeyState {
     let s = this.state.get(name);
     if (s === undefined) {
-      s = { inflight: 0, requests: new MinuteWindow(), tokens: new MinuteWindow() };
+      s = {
+        inflight: 0,
+        requests: new MinuteWindow(),
+        tokens: new MinuteWindow(),
+        waiting: [],
+        entry: undefined,
+      };
       this.state.set(name, s);
     }
     return s;
@@ -175,12 +211,125 @@ export class KeyLimits {
    * `sent` false gives the request back to the minute (nothing of it reached the upstream).
    */
   admit(entry: ApiKeyEntry, refused?: (reason: KeyRefusal) => void): KeyEnd {
+    return this.admitIn(this.of(entry.name), entry, refused);
+  }
+
+  /**
+   * Admits one request of `entry`, calling `admitted` with its end at once, or throws the 429 as
+   * admit() does; except that a request over the key's `concurrency` alone waits in the key's
+   * queue (first come, first served) up to the key's `queueTimeoutMs` for one of the key's
+   * requests to end: then the returned promise resolves, `admitted` having been called in the
+   * same turn as the slot was freed (nothing can take it between), or rejects with the 429
+   * (the concurrency cap's, once the wait is over; a per-minute limit's, when that one is over by
+   * then) or with `signal`'s reason when the client leaves first (its place is freed at once). A
+   * full queue (`queueSize` waiting) refuses at once.
+   */
+  enter(
+    entry: ApiKeyEntry,
+    signal: AbortLike,
+    admitted: (end: KeyEnd) => void,
+    refused?: (reason: KeyRefusal) => void,
+  ): Promise<void> | undefined {
     const s = this.of(entry.name);
+    s.entry = entry;
+    // Slots a reload added go to those already waiting first.
+    if (s.waiting.length > 0) this.wake(s);
+    const waitMs = entry.queueTimeoutMs ?? DEFAULT_KEY_QUEUE_TIMEOUT_MS;
+    const over = entry.concurrency !== undefined && (s.inflight >= entry.concurrency || s.waiting.length > 0);
+    if (
+      !over ||
+      waitMs <= 0 ||
+      signal.aborted ||
+      s.waiting.length >= (entry.queueSize ?? DEFAULT_KEY_QUEUE_SIZE) ||
+      // Its per-minute limits are over now: waiting for a slot would only end in that 429.
+      this.minuteRefusal(s, entry)
+    ) {
+      admitted(this.admitIn(s, entry, refused));
+      return undefined;
+    }
+    return new Promise<void>((resolve, reject) => {
+      const waiter: KeyWaiter = {
+        entry,
+        admitted,
+        refused,
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          if (!this.unqueue(s, waiter)) return;
+          try {
+            // Still over (a freed slot is handed over at once): the cap's 429, saying it waited.
+            admitted(this.admitIn(s, s.entry ?? entry, refused, waitMs));
+            resolve();
+          } catch (err) {
+            reject(err);
+          }
+        }, waitMs),
+        unlisten: () => {},
+      };
+      waiter.timer.unref();
+      waiter.unlisten = listenAbort(signal, () => {
+        if (this.unqueue(s, waiter)) reject(signal.reason ?? new Error('aborted'));
+      });
+      s.waiting.push(waiter);
+      this.onWaiting?.(entry.name, 1);
+    });
+  }
+
+  /** Requests waiting for a slot of `name` now (tests, metrics). */
+  waiting(name: string): number {
+    return this.state.get(name)?.waiting.length ?? 0;
+  }
+
+  private unqueue(s: KeyState, w: KeyWaiter): boolean {
+    const i = s.waiting.indexOf(w);
+    if (i < 0) return false;
+    s.waiting.splice(i, 1);
+    clearTimeout(w.timer);
+    w.unlisten();
+    this.onWaiting?.(w.entry.name, -1);
+    return true;
+  }
+
+  /** Hands free slots to the waiting requests, oldest first (a request of the key just ended). */
+  private wake(s: KeyState): void {
+    for (;;) {
+      const w = s.waiting[0];
+      if (w === undefined) return;
+      // The key's limits as they stand now (a reload since it queued).
+      const entry = s.entry ?? w.entry;
+      if (entry.concurrency !== undefined && s.inflight >= entry.concurrency) return;
+      this.unqueue(s, w);
+      try {
+        w.admitted(this.admitIn(s, entry, w.refused));
+        w.resolve();
+      } catch (err) {
+        // Over a per-minute limit by now: its 429, and the slot goes to the next.
+        w.reject(err);
+      }
+    }
+  }
+
+  /** Whether a per-minute limit of `entry` refuses a request now. */
+  private minuteRefusal(s: KeyState, entry: ApiKeyEntry): boolean {
+    const nowSec = Math.floor(this.now() / 1000);
+    return (
+      (entry.requestsPerMinute !== undefined && s.requests.sum(nowSec) >= entry.requestsPerMinute) ||
+      (entry.tokensPerMinute !== undefined && s.tokens.sum(nowSec) >= entry.tokensPerMinute)
+    );
+  }
+
+  private admitIn(
+    s: KeyState,
+    entry: ApiKeyEntry,
+    refused: ((reason: KeyRefusal) => void) | undefined,
+    /** It waited this long in the key's queue (its message says so). */
+    waitedMs = 0,
+  ): KeyEnd {
     const nowSec = Math.floor(this.now() / 1000);
     // In OpenAI's words ("Rate limit reached for ... on tokens per min (TPM): Limit 30000, Used
     // 29950, Requested 200. Please try again in 6s."), its type ("requests" or "tokens") and code
-    // (rate_limit_exceeded, the catalogue's wireCode): Codex retries a `rate_limit_exceeded` after
-    // the "try again in Ns" it reads from the message; the SDKs read Retry-After.
+    // (rate_limit_exceeded, the catalogue's wireCode). The clients go by Retry-After (Codex
+    // reads "try again in Ns" only from a stream's response.failed event: docs/operations.md).
     const refuse = (reason: KeyRefusal, seconds: number, what: string): never => {
       refused?.(reason);
       throw new ToolproofError('TP_ERR_RATE_LIMITED', {
@@ -190,7 +339,15 @@ export class KeyLimits {
       });
     };
     if (entry.concurrency !== undefined && s.inflight >= entry.concurrency)
-      refuse('concurrency', 1, `requests at once: Limit ${entry.concurrency}, In flight ${s.inflight}`);
+      refuse(
+        'concurrency',
+        1,
+        `requests at once: Limit ${entry.concurrency}, In flight ${s.inflight}${
+          waitedMs > 0
+            ? ` (waited ${waitedMs < 1000 ? `${waitedMs}ms` : `${Math.round(waitedMs / 1000)}s`} for one to end)`
+            : ''
+        }`,
+      );
     if (entry.requestsPerMinute !== undefined) {
       const used = s.requests.sum(nowSec);
       if (used >= entry.requestsPerMinute)
@@ -217,6 +374,7 @@ export class KeyLimits {
       done = true;
       s.inflight--;
       if (!sent) s.requests.remove(1, nowSec);
+      if (s.waiting.length > 0) this.wake(s);
     };
   }
 
@@ -249,8 +407,24 @@ export class KeyLimits {
  * Never for what toolproof answers itself (the model list, count_tokens, the inspector) nor for a
  * request refused before (401, 403, 404, the client's own 400). Once per request.
  */
-export function countAgainstKey(request: FastifyRequest, limits: KeyLimits, metrics: Metrics): void {
+export function countAgainstKey(
+  request: FastifyRequest,
+  limits: KeyLimits,
+  metrics: Metrics,
+  /** The request's own abort (its client leaving): a request waiting for a slot leaves the queue. */
+  signal: AbortLike,
+): Promise<void> | undefined {
   const entry = request.tpKey;
-  if (entry === undefined || request.tpKeyEnd !== undefined) return;
-  request.tpKeyEnd = limits.admit(entry, (reason) => metrics.keyRefusals.labels(entry.name, reason).inc());
+  if (entry === undefined || request.tpKeyEnd !== undefined || request.tpKeyWait !== undefined) return;
+  const waiting = limits.enter(
+    entry,
+    signal,
+    // Bound in the turn the slot is taken: a client gone by then gives it back (app.ts's close).
+    (end) => {
+      request.tpKeyEnd = end;
+    },
+    (reason) => metrics.keyRefusals.labels(entry.name, reason).inc(),
+  );
+  if (waiting) request.tpKeyWait = waiting;
+  return waiting;
 }

@@ -300,8 +300,15 @@ const METRICS = {
   keyRefusals: {
     type: 'counter',
     name: 'toolproof_key_refusals_total',
-    help: 'Requests refused for their API key, by reason: requests, tokens (per-minute limits: 429), concurrency (cap: 429), model (allow-list: 403).',
+    help: "Requests refused for their API key, by reason: requests, tokens (per-minute limits: 429), concurrency (cap: 429, after the key's queue wait), model (allow-list: 403).",
     labels: 'key reason',
+  },
+  keyQueueDepth: {
+    type: 'gauge',
+    name: 'toolproof_key_queue_depth',
+    help: "Requests waiting for a slot of their API key's concurrency (the key's queue, queueTimeoutMs at most).",
+    labels: 'key',
+    aggregator: 'sum',
   },
   multiTurnRequests: {
     type: 'counter',

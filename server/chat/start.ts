@@ -75,17 +75,19 @@ export function startChatCall(
       route = long;
     }
   }
-  // Known model, valid body: from here the request uses its key's limits (429 when over).
+  // app.ts's close listener aborts it when the client goes away: no GPU time for nobody (and a
+  // request waiting for a slot of its key leaves the key's queue).
+  const controller = new RequestAbort();
+  request.tpAbort = controller;
+  // Known model, valid body: from here the request uses its key's limits (429 when over; over
+  // its concurrency, it may wait first: request.tpKeyWait, settled before the first attempt).
   try {
-    countAgainstKey(request, state.keyLimits, state.metrics);
+    countAgainstKey(request, state.keyLimits, state.metrics, controller);
   } catch (err) {
     // Refused before its call began: the inspector shows it all the same (docs/inspect.md).
     if (state.capture) recordRefused(state.capture, request, api, body.model, request.rawBody ?? rawBody);
     throw err;
   }
-  // app.ts's close listener aborts it when the client goes away: no GPU time for nobody.
-  const controller = new RequestAbort();
-  request.tpAbort = controller;
   const call = new ChatCall(
     request.id,
     body,

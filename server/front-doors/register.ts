@@ -34,6 +34,9 @@ export async function registerFrontDoor(
   const handler = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
     const turn = door.open(request, reply, state);
     const call = door.callOf(turn);
+    // Over its key's concurrency, it waits here for a slot (server/keys.ts), before any byte of
+    // its answer: a refusal after the wait is still the HTTP 429 the client retries on.
+    if (request.tpKeyWait !== undefined) await request.tpKeyWait;
     if (call.original.stream !== true) {
       const result = await completeChat(call, deps);
       reply.header('x-toolproof-attempts', String(call.trace.attempts));

@@ -250,9 +250,12 @@ async function relay(state: AppState, request: FastifyRequest, reply: FastifyRep
   const { path, fromOrigin } = upstreamPathFor(request.url);
   const target = pickTarget(state, request);
   // What the upstream runs (rerank, score, audio, ...) uses the key's limits; a read does not.
-  if (!READS.has(request.method)) countAgainstKey(request, state.keyLimits, state.metrics);
   const controller = new RequestAbort();
   request.tpAbort = controller;
+  if (!READS.has(request.method)) {
+    const waiting = countAgainstKey(request, state.keyLimits, state.metrics, controller);
+    if (waiting) await waiting;
+  }
   request.tp = { model: target.model, upstream: target.client.label, stream: false, api: 'passthrough' };
   const started = performance.now();
   const res = await target.client.request({

@@ -50,9 +50,10 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
         throw forbiddenModel(key, String(body.model ?? ''));
       }
       const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels, key);
-      countAgainstKey(request, state.keyLimits, state.metrics);
       const controller = new RequestAbort();
       request.tpAbort = controller;
+      const waiting = countAgainstKey(request, state.keyLimits, state.metrics, controller);
+      if (waiting) await waiting;
       request.tp = {
         model: route.name,
         upstream: route.client.label,

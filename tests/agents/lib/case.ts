@@ -16,6 +16,7 @@ import {
   runAgent,
 } from './agents.js';
 import type { Mode } from './model.js';
+import { SUITE_KEY } from './plan.js';
 import {
   type AgentStack,
   type LogLine,
@@ -73,6 +74,12 @@ export interface CaseOptions {
    * arguments (the agent's resume switch): the result's `run` is that one, `first` the first.
    */
   resumeArgs?: (prompt: string) => string[];
+  /**
+   * Through toolproof: runs once its servers are up, before the agent starts, given toolproof's
+   * own origin (not the recorder's): another client's requests (lib/hold.ts). Not awaited past
+   * its own start: what it begins runs beside the agent.
+   */
+  beforeRun?: (toolproofOrigin: string) => void | Promise<void>;
 }
 
 export interface CaseResult {
@@ -117,7 +124,8 @@ export interface InspectView {
 /** Reads the inspector's API the way its page does, through the app (no key is configured). */
 async function readInspector(app: AgentStack['app']): Promise<Omit<InspectView, 'firstIds'>> {
   const get = async <T>(url: string): Promise<T> => {
-    const res = await app.inject({ method: 'GET', url });
+    // The suite's key: a case that configures keys (lib/hold.ts) still reads what its agent sent.
+    const res = await app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${SUITE_KEY}` } });
     if (res.statusCode !== 200) throw new Error(`${url}: ${res.statusCode} ${res.body.slice(0, 300)}`);
     return res.json() as T;
   };
@@ -180,6 +188,10 @@ export async function runCase(options: CaseOptions): Promise<CaseResult> {
         ...(args ? { args: args(prompt) } : {}),
       });
     const app = servers.app;
+    if (app && options.beforeRun) {
+      const port = (app.server.address() as import('node:net').AddressInfo).port;
+      await options.beforeRun(`http://127.0.0.1:${port}`);
+    }
     let first: AgentRun | undefined;
     let firstIds: string[] | undefined;
     let run = await runOnce(taskPrompt(options.task), options.args, true);

@@ -49,7 +49,8 @@ beforeAll(async () => {
         { name: 'bob', key: KEYS.bob, models: ['qwen*'] },
         { name: 'carol', key: KEYS.carol, tokensPerMinute: 30 },
         { name: 'dave', key: KEYS.dave, requestsPerMinute: 2 },
-        { name: 'erin', key: KEYS.erin, concurrency: 1 },
+        // queueTimeoutMs 0: over the cap it is refused at once (key-queue.test.ts: the wait).
+        { name: 'erin', key: KEYS.erin, concurrency: 1, queueTimeoutMs: 0 },
         { name: 'gina', key: KEYS.gina, models: ['qwen*'], requestsPerMinute: 2 },
         { name: 'ivan', key: KEYS.ivan, requestsPerMinute: 1 },
         { name: 'judy', key: KEYS.judy, tokensPerMinute: 30 },

@@ -1,0 +1,227 @@
+/**
+ * A request over its key's concurrency waits in the key's queue (server/keys.ts KeyLimits.enter,
+ * docs/operations.md) over real HTTP: it is answered once the key's request in flight ends; the
+ * wait is bounded (the 429 still comes after queueTimeoutMs, with its Retry-After, counted as a
+ * concurrency refusal); a client that leaves while waiting frees its place and never reaches the
+ * upstream; the queue holds at most queueSize requests (beyond: the 429 at once); a stream waits
+ * before any byte of its answer, so a refusal after the wait is still its HTTP 429.
+ */
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RequestAbort } from '../../../server/abort.js';
+import { buildApp, type ToolproofApp } from '../../../server/app.js';
+import { type Config, loadConfig } from '../../../server/config.js';
+import { type KeyEnd, KeyLimits } from '../../../server/keys.js';
+import { createSimulator, type Simulator } from '../../../simulator/index.js';
+import { closeApp, waitFor } from '../stack.js';
+
+let sim: Simulator;
+let app: ToolproofApp;
+let origin: string;
+
+const KEYS = {
+  waits: 'sk-waits-000000000001',
+  bound: 'sk-bound-000000000002',
+  leaves: 'sk-leaves-00000000003',
+  stream: 'sk-stream-00000000004',
+  minute: 'sk-minute-00000000005',
+  streamWaits: 'sk-stream-waits-000006',
+};
+
+beforeAll(async () => {
+  sim = await createSimulator({ personality: 'vllm', scenario: 'echo' });
+  const base = loadConfig(
+    { TOOLPROOF_UPSTREAM_URL: sim.url },
+    {
+      defaults: { forceToolUse: false },
+      keys: [
+        { name: 'waits', key: KEYS.waits, concurrency: 1 },
+        { name: 'bound', key: KEYS.bound, concurrency: 1, queueTimeoutMs: 300 },
+        { name: 'leaves', key: KEYS.leaves, concurrency: 1, queueSize: 1 },
+        { name: 'stream', key: KEYS.stream, concurrency: 1, queueTimeoutMs: 300 },
+        { name: 'minute', key: KEYS.minute, concurrency: 1, requestsPerMinute: 1 },
+        { name: 'stream-waits', key: KEYS.streamWaits, concurrency: 1 },
+      ],
+    },
+  );
+  // The simulator's headers (x-sim-scenario: a request that holds its slot) reach it.
+  const config: Config = Object.freeze({ ...base, simulator: true });
+  app = await buildApp(config, { logger: false });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  await closeApp(app);
+  await sim.close();
+});
+
+function chat(
+  key: string,
+  text: string,
+  options: { holdMs?: number; signal?: AbortSignal; stream?: boolean } = {},
+) {
+  return fetch(`${origin}/v1/chat/completions`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      authorization: `Bearer ${key}`,
+      ...(options.holdMs
+        ? { 'x-sim-scenario': JSON.stringify({ say: 'held', delayMs: options.holdMs }) }
+        : {}),
+    },
+    body: JSON.stringify({
+      model: 'm',
+      messages: [{ role: 'user', content: text }],
+      ...(options.stream ? { stream: true } : {}),
+    }),
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+}
+
+function responses(key: string, text: string) {
+  return fetch(`${origin}/v1/responses`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    body: JSON.stringify({ model: 'm', input: text, stream: true }),
+  });
+}
+
+const waiting = (name: string) => app.toolproof.keyLimits.waiting(name);
+const reached = (text: string) => sim.requests.some((r) => r.rawBody.includes(text));
+
+async function metric(series: string): Promise<number> {
+  const text = await (await fetch(`${origin}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line ? Number(line.split(' ').at(-1)) : 0;
+}
+
+describe("a request over its key's concurrency waits in the key's queue", () => {
+  it('is answered once the request in flight ends (the default wait)', async () => {
+    const first = chat(KEYS.waits, 'first-holds', { holdMs: 500 });
+    await waitFor(() => reached('first-holds'));
+    const second = chat(KEYS.waits, 'second-waits');
+    await waitFor(() => waiting('waits') === 1);
+    expect(await metric('toolproof_key_queue_depth{key="waits"}')).toBe(1);
+    // It waits in toolproof, not upstream.
+    expect(reached('second-waits')).toBe(false);
+    expect((await first).status).toBe(200);
+    const res = await second;
+    expect(res.status).toBe(200);
+    expect(reached('second-waits')).toBe(true);
+    expect(waiting('waits')).toBe(0);
+    expect(await metric('toolproof_key_queue_depth{key="waits"}')).toBe(0);
+    expect(await metric('toolproof_key_refusals_total{key="waits",reason="concurrency"}')).toBe(0);
+  });
+
+  it('gets the 429 after queueTimeoutMs when no slot frees: Retry-After, counted, never upstream', async () => {
+    const first = chat(KEYS.bound, 'bound-holds', { holdMs: 3000 });
+    await waitFor(() => reached('bound-holds'));
+    const started = performance.now();
+    const second = await chat(KEYS.bound, 'bound-waits');
+    const waited = performance.now() - started;
+    expect(second.status).toBe(429);
+    expect(waited).toBeGreaterThanOrEqual(290);
+    expect(waited).toBeLessThan(2500);
+    expect(second.headers.get('retry-after')).toBe('1');
+    expect(((await second.json()) as { error: unknown }).error).toMatchObject({
+      type: 'requests',
+      code: 'rate_limit_exceeded',
+      message: expect.stringMatching(
+        /requests at once: Limit 1, In flight 1 \(waited 300ms for one to end\)\. Please try again in 1s\.$/,
+      ),
+    });
+    expect(await metric('toolproof_key_refusals_total{key="bound",reason="concurrency"}')).toBe(1);
+    expect(reached('bound-waits')).toBe(false);
+    expect(waiting('bound')).toBe(0);
+    expect((await first).status).toBe(200);
+  });
+
+  it('a client that leaves while waiting frees its place; beyond queueSize the 429 comes at once', async () => {
+    const first = chat(KEYS.leaves, 'leaves-holds', { holdMs: 1500 });
+    await waitFor(() => reached('leaves-holds'));
+    const gone = new AbortController();
+    const leaving = chat(KEYS.leaves, 'leaves-gone', { signal: gone.signal }).catch((e: Error) => e);
+    await waitFor(() => waiting('leaves') === 1);
+    // The queue (queueSize 1) is full: refused at once, not after the wait.
+    const started = performance.now();
+    const full = await chat(KEYS.leaves, 'leaves-full');
+    expect(full.status).toBe(429);
+    expect(performance.now() - started).toBeLessThan(1000);
+    gone.abort();
+    expect(await leaving).toBeInstanceOf(Error);
+    await waitFor(() => waiting('leaves') === 0);
+    // Its place is free: the next one waits and is answered when the first ends.
+    const next = chat(KEYS.leaves, 'leaves-next');
+    await waitFor(() => waiting('leaves') === 1);
+    expect((await first).status).toBe(200);
+    expect((await next).status).toBe(200);
+    // The one that left never reached the upstream, nor did the refused one.
+    expect(reached('leaves-gone')).toBe(false);
+    expect(reached('leaves-full')).toBe(false);
+  });
+
+  it('a stream waits before any byte: answered after the wait, or its HTTP 429 (Responses too)', async () => {
+    const first = chat(KEYS.stream, 'stream-holds', { holdMs: 2000 });
+    await waitFor(() => reached('stream-holds'));
+    const refused = await responses(KEYS.stream, 'stream-refused');
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('content-type')).toContain('application/json');
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('rate_limit_exceeded');
+    expect((await first).status).toBe(200);
+    // Waited for the slot, a stream is answered whole.
+    const holder = chat(KEYS.streamWaits, 'stream-waits-holds', { holdMs: 600 });
+    await waitFor(() => reached('stream-waits-holds'));
+    const waited = chat(KEYS.streamWaits, 'stream-waits-ok', { stream: true });
+    await waitFor(() => waiting('stream-waits') === 1);
+    expect((await holder).status).toBe(200);
+    const ok = await waited;
+    expect(ok.status).toBe(200);
+    expect(await ok.text()).toContain('[DONE]');
+  });
+
+  it('a key over its requests per minute is refused at once, not queued for a slot', async () => {
+    const first = chat(KEYS.minute, 'minute-holds', { holdMs: 1000 });
+    await waitFor(() => reached('minute-holds'));
+    const started = performance.now();
+    const second = await chat(KEYS.minute, 'minute-second');
+    expect(second.status).toBe(429);
+    expect(performance.now() - started).toBeLessThan(900);
+    expect(waiting('minute')).toBe(0);
+    expect((await first).status).toBe(200);
+  });
+});
+
+describe('KeyLimits.enter', () => {
+  const entry = { name: 'u', key: 'sk-unit-000000001', concurrency: 1, tokensPerMinute: 10 };
+
+  it('a request woken over a per-minute limit gets that 429, and the slot goes to the next', async () => {
+    const limits = new KeyLimits(() => 1_000_000);
+    const ends: KeyEnd[] = [];
+    expect(limits.enter(entry, new RequestAbort(), (end) => ends.push(end))).toBeUndefined();
+    const second = limits.enter(entry, new RequestAbort(), (end) => ends.push(end));
+    expect(second).toBeInstanceOf(Promise);
+    expect(limits.waiting('u')).toBe(1);
+    // The first one's answer spends the minute's tokens; then it ends.
+    limits.addTokens('u', 20);
+    ends[0]!(true);
+    await expect(second).rejects.toMatchObject({ code: 'TP_ERR_RATE_LIMITED', type: 'tokens' });
+    expect(limits.waiting('u')).toBe(0);
+    expect(ends).toHaveLength(1);
+  });
+
+  it('a reload that raises the cap hands its new slots to those waiting first', async () => {
+    const limits = new KeyLimits(() => 1_000_000);
+    const base = { name: 'r', key: 'sk-unit-000000002', concurrency: 1 };
+    const ends: KeyEnd[] = [];
+    limits.enter(base, new RequestAbort(), (end) => ends.push(end));
+    const waiting = limits.enter(base, new RequestAbort(), (end) => ends.push(end));
+    expect(limits.waiting('r')).toBe(1);
+    // The next request after the reload sees concurrency 3: the waiting one goes first, then it.
+    expect(
+      limits.enter({ ...base, concurrency: 3 }, new RequestAbort(), (end) => ends.push(end)),
+    ).toBeUndefined();
+    await expect(waiting).resolves.toBeUndefined();
+    expect(ends).toHaveLength(3);
+  });
+});
