@@ -241,6 +241,10 @@ function responseHeaders(
     // Which browser origins may read an answer is toolproof's to say (server/cors.ts), on this
     // route as on any: vLLM allows every origin that asks ("*"), whatever the operator allowed.
     if (name.startsWith('access-control-')) continue;
+    // The request's id is toolproof's (app.ts sets it on every response, the same one it sent
+    // upstream, on the log line, in the inspector), and so are its own headers: an upstream's
+    // x-request-id written over it gave the client an id no record of toolproof's holds.
+    if (name === 'x-request-id' || name.startsWith('x-toolproof-')) continue;
     out[name] = value;
   }
   return out;
