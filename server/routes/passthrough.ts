@@ -175,6 +175,13 @@ function pickTarget(state: AppState, request: FastifyRequest): Target {
   const parsed = json?.parsed;
   const model = parsed?.model;
   const key = request.tpKey;
+  // A key held to some models: a body that opens as a JSON object but does not parse here is not
+  // relayed unjudged. Python's json reads what JSON.parse refuses (NaN, Infinity), so vLLM would
+  // serve whatever model such a body names (a LoRA adapter, a router's other model).
+  if (key?.models !== undefined && raw !== undefined && json === undefined && objectStart(raw) >= 0)
+    throw new ToolproofError('TP_ERR_INVALID_JSON', {
+      message: `The request body opens as a JSON object but is not valid JSON: the API key "${key.name}" may use only some models, and this body's model cannot be read.`,
+    });
   // A key with an allow-list reaches other paths only for its models (or without a model).
   if (key && typeof model === 'string' && model && !allowsModel(key, model)) {
     state.metrics.keyRefusals.labels(key.name, 'model').inc();

@@ -50,6 +50,15 @@ describe('the pass-through reads the model of a JSON body however it is labelled
     expect(pair.upstream.requests.length).toBe(before);
   });
 
+  it('a body that opens as JSON but does not parse here (NaN, which Python reads): the 400, nothing sent', async () => {
+    const before = pair.upstream.requests.length;
+    const res = await send('application/json', '{"model":"secret","prompt":"hi","temperature":NaN}');
+    const text = await res.text();
+    expect(res.status, text).toBe(400);
+    expect(JSON.parse(text).error.code).toBe('TP_ERR_INVALID_JSON');
+    expect(pair.upstream.requests.length).toBe(before);
+  });
+
   it('its own model, or a body that is not JSON, still goes through byte for byte', async () => {
     for (const [type, body] of [
       ['text/plain', Buffer.from('{"model":"m1","prompt":"hi"}')],
