@@ -122,13 +122,33 @@ const SIGNATURES: readonly Signature[] = [
 
 const MAX_TEXT = 16_384;
 
-/** Every string in an error body (OpenAI `error.message`, vLLM's flat `message`, TGI's `error`, ...). */
-function collectText(body: unknown, out: string[], depth = 0): void {
-  if (depth > 6 || out.join('').length > MAX_TEXT) return;
-  if (typeof body === 'string') out.push(body);
-  else if (Array.isArray(body)) for (const v of body) collectText(v, out, depth + 1);
-  else if (body !== null && typeof body === 'object') {
-    for (const v of Object.values(body as Record<string, unknown>)) collectText(v, out, depth + 1);
+/** The strings gathered so far, and their characters. */
+interface Gathered {
+  parts: string[];
+  chars: number;
+}
+
+/**
+ * Every string in an error body (OpenAI `error.message`, vLLM's flat `message`, TGI's `error`,
+ * ...), until MAX_TEXT characters are gathered. What is gathered is counted as it grows: joined
+ * again at every value visited, a body of many short strings (1 MB, under the error read's cap)
+ * cost the square of them up to MAX_TEXT and a MAX_TEXT join per value after (seconds).
+ */
+function collectText(body: unknown, out: Gathered, depth = 0): void {
+  if (depth > 6 || out.chars > MAX_TEXT) return;
+  if (typeof body === 'string') {
+    out.parts.push(body);
+    out.chars += body.length;
+  } else if (Array.isArray(body)) {
+    for (const v of body) {
+      if (out.chars > MAX_TEXT) return;
+      collectText(v, out, depth + 1);
+    }
+  } else if (body !== null && typeof body === 'object') {
+    for (const v of Object.values(body as Record<string, unknown>)) {
+      if (out.chars > MAX_TEXT) return;
+      collectText(v, out, depth + 1);
+    }
   }
 }
 
@@ -139,9 +159,9 @@ function mayBeRejection(status: number): boolean {
 
 export function isRequiredRejection(status: number, body: unknown): RequiredRejection {
   if (!mayBeRejection(status)) return { rejected: false, reason: `status ${status}` };
-  const parts: string[] = [];
-  collectText(body, parts);
-  const text = parts.join('\n').slice(0, MAX_TEXT);
+  const gathered: Gathered = { parts: [], chars: 0 };
+  collectText(body, gathered);
+  const text = gathered.parts.join('\n').slice(0, MAX_TEXT);
   for (const s of SIGNATURES) if (s.pattern.test(text)) return { rejected: true, reason: s.reason };
   return { rejected: false, reason: 'no known required-rejection message' };
 }

@@ -34,6 +34,7 @@ const CLOSE_OBJECT = 0x7d;
 const OPEN_ARRAY = 0x5b;
 const CLOSE_ARRAY = 0x5d;
 const COMMA = 0x2c;
+const BACKSLASH = 0x5c;
 
 /**
  * Nesting a request body may reach in its bytes. The depth check after the parse refuses past
@@ -52,6 +53,8 @@ export const SCAN_FROM_CHARS = 16 * 1024;
 export type KeyExcess =
   | { kind: 'top-level'; limit: number }
   | { kind: 'distinct'; limit: number }
+  /** A top-level field named twice (KeyLimits.unique). */
+  | { kind: 'duplicate'; field: string }
   | {
       kind: 'deep';
       limit: number;
@@ -73,12 +76,25 @@ export interface KeyLimits {
    * vocabulary (262,144 for Gemma), where names of fields are a few dozen.
    */
   indexKeys?: number;
+  /**
+   * A top-level field named twice is an excess. JSON leaves duplicates to the parser: JSON.parse,
+   * Python's and llama-server's take the last, Go's gjson (llama-swap, which routes by `model`)
+   * the first. toolproof judges the body it parsed (a key's model allow-list, the route) and
+   * forwards the client's own bytes where it rewrote nothing: `{"model":"other","model":"mine"}`
+   * was judged as "mine" and served as "other". The client bodies' default.
+   */
+  unique?: boolean;
 }
 
 /** The 400 for a body past a bound (the front door writes it in its own error shape). */
 export function keyExcessError(excess: KeyExcess): ToolproofError {
   // Nested past any request's bound: the same 400 as the check after the parse, naming the field.
   if (excess.kind === 'deep') return tooDeepError(excess.path);
+  if (excess.kind === 'duplicate')
+    return new ToolproofError('TP_ERR_INVALID_FIELD', {
+      param: excess.field,
+      message: `The request body names the field "${excess.field}" more than once: JSON parsers differ on which one counts.`,
+    });
   return new ToolproofError('TP_ERR_INVALID_FIELD', {
     param: 'body',
     message:
@@ -92,6 +108,7 @@ export function keyExcessError(excess: KeyExcess): ToolproofError {
 export function describeExcess(excess: KeyExcess): string {
   if (excess.kind === 'deep') return `a value nested deeper than ${excess.limit} levels`;
   if (excess.kind === 'top-level') return `an object of more than ${excess.limit} fields`;
+  if (excess.kind === 'duplicate') return `an object naming "${excess.field}" twice`;
   return `more than ${excess.limit} distinct object keys`;
 }
 
@@ -101,6 +118,7 @@ export function excessKeys(
   limits: KeyLimits = {
     topLevel: MAX_TOP_LEVEL_FIELDS,
     distinct: MAX_DISTINCT_KEYS,
+    unique: true,
   },
 ): KeyExcess | null {
   const maxDepth = limits.depth ?? MAX_SCANNED_DEPTH;
@@ -109,6 +127,8 @@ export function excessKeys(
   let depth = 0;
   let expectKey = false;
   let topLevel = 0;
+  // The top-level fields' names (at most limits.topLevel of them), when they must be unique.
+  const fields = limits.unique === true ? new TopFields(body) : undefined;
   const seen = new Set<number>();
   const indices = limits.indexKeys === undefined ? seen : new Set<number>();
   const indexLimit = limits.indexKeys ?? limits.distinct;
@@ -128,13 +148,17 @@ export function excessKeys(
           segment[2 * depth] = i + 1;
           segment[2 * depth + 1] = end;
         }
-        if (depth === 1 && ++topLevel > limits.topLevel) return { kind: 'top-level', limit: limits.topLevel };
         let h = 0x811c9dc5;
         let digits = end > i + 1;
         for (let k = i + 1; k < end; k++) {
           const c = body[k]!;
           h = Math.imul(h ^ c, 0x01000193);
           if (c < 0x30 || c > 0x39) digits = false;
+        }
+        if (depth === 1) {
+          if (++topLevel > limits.topLevel) return { kind: 'top-level', limit: limits.topLevel };
+          const twice = fields?.add(i + 1, end, h);
+          if (twice !== undefined) return { kind: 'duplicate', field: twice.slice(0, 256) };
         }
         const set = digits ? indices : seen;
         if (!set.has(h)) {
@@ -160,6 +184,55 @@ export function excessKeys(
     }
   }
   return null;
+}
+
+/** FNV-1a (32 bits) of `bytes` from `start` to `end`, as the scan hashes a key. */
+function fnv(bytes: Buffer, start: number, end: number): number {
+  let h = 0x811c9dc5;
+  for (let k = start; k < end; k++) h = Math.imul(h ^ bytes[k]!, 0x01000193);
+  return h;
+}
+
+/**
+ * The top-level fields' names met so far, to find one named twice: each by the hash of its
+ * bytes as JSON reads them (a key without escapes is those bytes, kept as offsets into the body;
+ * one with escapes is read, `"mod\u0065l"` being `"model"`), compared byte for byte on a hash
+ * match. No string per key: the scan runs on every request body.
+ */
+class TopFields {
+  /** Per hash, the first field with it; `next` chains the others. */
+  private readonly first = new Map<number, number>();
+  private readonly next: number[] = [];
+  private readonly buffers: Buffer[] = [];
+  private readonly starts: number[] = [];
+  private readonly ends: number[] = [];
+  constructor(private readonly body: Buffer) {}
+
+  /** Adds the key at `start`..`end` (`hash`: its bytes' hash); its name if met before. */
+  add(start: number, end: number, hash: number): string | undefined {
+    let buf = this.body;
+    let h = hash;
+    let escaped = false;
+    for (let k = start; k < end && !escaped; k++) escaped = buf[k] === BACKSLASH;
+    if (escaped) {
+      buf = Buffer.from(keyText(this.body, start, end));
+      start = 0;
+      end = buf.length;
+      h = fnv(buf, 0, end);
+    }
+    for (let j = this.first.get(h); j !== undefined; j = this.next[j]! < 0 ? undefined : this.next[j]) {
+      const other = this.buffers[j]!;
+      if (other.compare(buf, start, end, this.starts[j]!, this.ends[j]!) === 0)
+        return buf.toString('utf8', start, end);
+    }
+    const index = this.starts.length;
+    this.next.push(this.first.get(h) ?? -1);
+    this.first.set(h, index);
+    this.buffers.push(buf);
+    this.starts.push(start);
+    this.ends.push(end);
+    return undefined;
+  }
 }
 
 /** The path the scan is at (a too-deep body's), as tooDeepPath writes it: `body` at the top. */

@@ -7,7 +7,7 @@
  */
 import { parseContextOverflow } from '../protocol/context-overflow.js';
 import type { ModelSettings } from '../protocol/settings.js';
-import type { FallbackMemory } from './fallback-memory.js';
+import { type FallbackMemory, memoryModel } from './fallback-memory.js';
 import type { ResolvedRoute } from './routing.js';
 
 const BYTES_PER_TOKEN = 4;
@@ -42,9 +42,9 @@ const MIN_WINDOW = 128;
 /** Nor over this many (16M tokens; the largest served today hold 10M). */
 const MAX_WINDOW = 16 * 1024 * 1024;
 
-/** The memory's key: the model as its upstream knows it (as fallback-memory.ts keys). */
-function windowKey(route: ResolvedRoute, model: unknown): string {
-  return `${route.upstreamModel ?? String(model)}\u0000context-window`;
+/** The memory's key: the model as its upstream knows it, and the asking key (fallback-memory.ts memoryModel). */
+function windowKey(route: ResolvedRoute, model: unknown, key: string | undefined): string {
+  return memoryModel(`${route.upstreamModel ?? String(model)}\u0000context-window`, key);
 }
 
 /** Remember the window `route`'s upstream refused a prompt over, for the route's fallbackTtlSeconds. */
@@ -53,10 +53,12 @@ export function rememberWindow(
   route: ResolvedRoute,
   model: unknown,
   window: number,
+  /** The asking key's name: the window one key's refusal named is that key's (memoryModel). */
+  key?: string,
 ): void {
   memory?.remember(
     route.client.label,
-    windowKey(route, model),
+    windowKey(route, model, key),
     route.settings.fallbackTtlSeconds,
     route.name,
     window,
@@ -73,13 +75,14 @@ export function withLearntWindow(
   route: ResolvedRoute,
   memory: FallbackMemory | undefined,
   model: unknown,
+  key?: string,
 ): ResolvedRoute {
   if (!memory || memory.size === 0) return route;
-  const window = memory.valueOf(route.client.label, windowKey(route, model));
+  const window = memory.valueOf(route.client.label, windowKey(route, model, key));
   if (window === undefined) return route;
   const known = route.settings.contextWindow;
   if (known > 0 && window >= known) return route;
-  rememberWindow(memory, route, model, window);
+  rememberWindow(memory, route, model, window, key);
   return withWindow(route, window);
 }
 

@@ -22,6 +22,19 @@ interface Entry {
   value?: number;
 }
 
+/**
+ * The memory's name for a request's model (`name`: the model as its upstream knows it, the
+ * route's upstream name else the client's) and the asking key's name. What an upstream refused
+ * is read from the words of its error, and upstreams echo the client's values in their 400s
+ * (vLLM's "(parameter=top_k, value=...)", pydantic's quoted input): what one key's request
+ * taught is that key's alone, or a key holder could write another key's refusals (its images as
+ * notes, its forced tool use "auto", its tool results cut to a window of 128 tokens). The flat
+ * keys share one name (`default`); without keys, one memory.
+ */
+export function memoryModel(name: string, key: string | undefined): string {
+  return key === undefined ? name : `${name}\u0000key\u0000${key}`;
+}
+
 export class FallbackMemory {
   private readonly entries = new Map<string, Entry>();
   constructor(

@@ -12,6 +12,7 @@ import { ToolproofError } from '../errors.js';
 import type { ChatCompletionRequest, ChatMessage, ContentPart, ToolCall, ToolChoice } from '../openai.js';
 import { filePart } from '../file-part.js';
 import { addedToolDefinitions, toolDefs } from './tools.js';
+import { MAX_DECLARED_TOOLS } from '../tools.js';
 import type {
   ImageBlock,
   MessageParam,
@@ -407,6 +408,13 @@ export function translateRequest(req: MessagesRequest): ChatTranslation {
     ...(Array.isArray(req.tools) ? req.tools : []),
     ...addedToolDefinitions(req.tools, req.messages),
   ];
+  // The route's schema caps `tools`; the tools system turns add are declared upstream beside them,
+  // and count against the same cap (every per-request step over the tool list is linear in it).
+  if (tools.length > MAX_DECLARED_TOOLS)
+    throw invalid(
+      'tools',
+      `tools declares more than ${MAX_DECLARED_TOOLS} tools, counting those the conversation's system turns add (tool_addition).`,
+    );
   if (tools.length > 0) {
     const t = toolDefs(tools, req.messages);
     if (t.tools.length > 0) out.tools = t.tools;

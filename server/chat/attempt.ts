@@ -16,6 +16,7 @@ import { shouldFallback } from '../../policies/tool-choice-fallback.js';
 import { PRIORITY_RANK } from '../admission.js';
 import { rememberWindow, windowFromRefusal, withLearntWindow, withWindow } from '../context-window.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
+import { memoryModel } from '../fallback-memory.js';
 import { mappedRoute } from '../routing.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstream.js';
 import type { ChatCall, ChatDeps } from './context.js';
@@ -225,10 +226,11 @@ export async function openUpstream(
         policy,
       );
       const upstream = call.route.client.label;
-      // Keyed by the model as the upstream knows it; the label only names the gauge's series.
+      // Keyed by the model as the upstream knows it and the asking key (memoryModel); the label
+      // only names the gauge's series.
       deps.memory.remember(
         upstream,
-        call.route.upstreamModel ?? String(call.original.model),
+        memoryModel(call.route.upstreamModel ?? String(call.original.model), call.trace.key),
         call.route.settings.fallbackTtlSeconds,
         call.route.name,
       );
@@ -277,7 +279,7 @@ function routeAroundRefusal(
     const phase = prepareRequest(call.policies, call.original, call.policyContext());
     const fresh = newEffects(call.phase.effects, phase.effects);
     if (phase.error || !fresh.some((e) => e.policy === policy.name)) continue;
-    rememberRefusal(deps.refusals, call.route, call.original.model, refusal.fact);
+    rememberRefusal(deps.refusals, call.route, call.original.model, refusal.fact, call.trace.key);
     (call.trace.refused ??= []).push(refusal.decision);
     deps.metrics.upstreamRefusals.labels(call.route.client.label, call.route.name, refusal.decision).inc();
     call.span?.event(`toolproof.${refusal.decision.replaceAll('-', '_')}`, {
@@ -323,11 +325,11 @@ function fitLearntWindow(
   const learnt = !(known > 0 && window >= known);
   call.windowLearnt = window;
   call.refusedNow.add(PROMPT_OVER_WINDOW);
-  if (learnt) rememberWindow(deps.windows, call.route, call.original.model, window);
+  if (learnt) rememberWindow(deps.windows, call.route, call.original.model, window, call.trace.key);
   const before = { route: call.route, policies: call.policies };
   const requiredRejected = deps.memory.isActive(
     call.route.client.label,
-    call.route.upstreamModel ?? String(call.original.model),
+    memoryModel(call.route.upstreamModel ?? String(call.original.model), call.trace.key),
   );
   if (learnt) {
     call.route = withWindow(call.route, window);
@@ -403,7 +405,7 @@ function fallOver(call: ChatCall, deps: ChatDeps, reason: string): boolean {
   const from = call.route.name;
   (call.trace.routeFallbacks ??= []).push({ from, to: next.name, reason });
   deps.metrics.routeFallbacks.labels(from, next.name, reason).inc();
-  call.route = withLearntWindow(next, deps.windows, call.original.model);
+  call.route = withLearntWindow(next, deps.windows, call.original.model, call.trace.key);
   call.trace.servedBy = next.name;
   return true;
 }
@@ -418,10 +420,19 @@ function forRoute(call: ChatCall, deps: ChatDeps): ChatCompletionRequest {
   // What the last route's upstream refused is that model's, not this one's.
   call.refusedNow.clear();
   call.windowLearnt = undefined;
-  call.refusedRemembered = rememberedRefusals(deps.policies, deps.refusals, route, call.original.model);
+  call.refusedRemembered = rememberedRefusals(
+    deps.policies,
+    deps.refusals,
+    route,
+    call.original.model,
+    call.trace.key,
+  );
   call.routeChanged(
     activePolicies(deps.policies, route.settings),
-    deps.memory.isActive(route.client.label, route.upstreamModel ?? String(call.original.model)),
+    deps.memory.isActive(
+      route.client.label,
+      memoryModel(route.upstreamModel ?? String(call.original.model), call.trace.key),
+    ),
   );
   const phase = prepareRequest(call.policies, call.original, call.policyContext());
   call.setPhase(phase);

@@ -8,14 +8,14 @@
  */
 import type { Policy } from '../../policies/types.js';
 import type { PolicyEffect } from '../../policies/registry.js';
-import type { FallbackMemory } from '../fallback-memory.js';
+import { type FallbackMemory, memoryModel } from '../fallback-memory.js';
 import type { ResolvedRoute } from '../routing.js';
 
 const NONE: ReadonlySet<string> = new Set();
 
-/** The memory's model key: the model's upstream name and the fact. */
-function keyOf(route: ResolvedRoute, model: unknown, fact: string): string {
-  return `${route.upstreamModel ?? String(model)}\u0000${fact}`;
+/** The memory's model key: the model's upstream name, the fact, and the asking key (memoryModel). */
+function keyOf(route: ResolvedRoute, model: unknown, fact: string, key: string | undefined): string {
+  return memoryModel(`${route.upstreamModel ?? String(model)}\u0000${fact}`, key);
 }
 
 /**
@@ -27,13 +27,15 @@ export function rememberedRefusals(
   memory: FallbackMemory | undefined,
   route: ResolvedRoute,
   model: unknown,
+  /** The asking key's name: what another key's requests taught is theirs (memoryModel). */
+  key?: string,
 ): ReadonlySet<string> {
   if (!memory || memory.size === 0) return NONE;
   let facts: Set<string> | undefined;
   for (const p of policies) {
     const fact = p.refusal?.fact;
-    if (fact === undefined || !memory.isActive(route.client.label, keyOf(route, model, fact))) continue;
-    rememberRefusal(memory, route, model, fact);
+    if (fact === undefined || !memory.isActive(route.client.label, keyOf(route, model, fact, key))) continue;
+    rememberRefusal(memory, route, model, fact, key);
     (facts ??= new Set()).add(fact);
   }
   return facts ?? NONE;
@@ -45,10 +47,11 @@ export function rememberRefusal(
   route: ResolvedRoute,
   model: unknown,
   fact: string,
+  key?: string,
 ): void {
   memory?.remember(
     route.client.label,
-    keyOf(route, model, fact),
+    keyOf(route, model, fact, key),
     route.settings.fallbackTtlSeconds,
     route.name,
   );

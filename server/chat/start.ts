@@ -12,6 +12,7 @@ import { affinityKey } from '../affinity.js';
 import { beginCapture, recordRefused } from '../capture/recorder.js';
 import type { AppState } from '../app-state.js';
 import { reportDroppedTools } from '../dropped-tools.js';
+import { memoryModel } from '../fallback-memory.js';
 import { allowsModel, countAgainstKey, forbiddenModel } from '../keys.js';
 import { priorityOf } from '../priority.js';
 import { promptTokenEstimate, windowOf, withLearntWindow } from '../context-window.js';
@@ -59,6 +60,7 @@ export function startChatCall(
     resolveRoute(state.config, state.upstreams, body.model, state.modelLabels, key),
     state.chatDeps.windows,
     body.model,
+    key?.name,
   );
   // A prompt beyond the model's window goes to its long-context model (before any byte is sent).
   let longContext: { from: string; to: string; reason: string } | undefined;
@@ -97,11 +99,20 @@ export function startChatCall(
     controller,
     newTrace(),
     forwardHeaders(request.headers, request.id, state.config.simulator),
-    state.memory.isActive(route.client.label, route.upstreamModel ?? String(body.model)),
+    state.memory.isActive(
+      route.client.label,
+      memoryModel(route.upstreamModel ?? String(body.model), key?.name),
+    ),
     api,
   );
   // What the upstream refused of this model lately (images, schema keywords): rewritten from the start.
-  call.refusedRemembered = rememberedRefusals(state.policies, state.chatDeps.refusals, route, body.model);
+  call.refusedRemembered = rememberedRefusals(
+    state.policies,
+    state.chatDeps.refusals,
+    route,
+    body.model,
+    key?.name,
+  );
   call.priority = priorityOf({
     headers: request.headers,
     model: typeof body.model === 'string' ? body.model : '',

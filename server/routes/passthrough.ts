@@ -100,23 +100,41 @@ export function upstreamPathFor(requestTarget: string): { path: string; fromOrig
 }
 
 /**
- * The body as JSON when it is a JSON object (its `model` picks the upstream), else undefined: a
- * body that is not JSON is not ours to judge (the upstream answers malformed bodies itself).
+ * Where a body that may be a JSON object begins: past a UTF-8 byte-order mark and JSON's
+ * whitespace, at its `{`; -1 when it begins otherwise (not JSON, or not an object).
+ */
+function objectStart(body: Buffer): number {
+  let i = body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? 3 : 0;
+  while (i < body.length && (body[i] === 0x20 || body[i] === 0x0a || body[i] === 0x0d || body[i] === 0x09))
+    i++;
+  return body[i] === 0x7b ? i : -1;
+}
+
+/**
+ * The body as JSON when it is a JSON object (its `model` picks the upstream, and a key's
+ * allow-list judges it), else undefined: a body that is not JSON is not ours to judge (the
+ * upstream answers malformed bodies itself). Read whatever its content type says, past a
+ * byte-order mark: llama-server parses a body whatever its label and skips a mark, and an
+ * upstream serving several models (its router, llama-swap) picks one by this field, so a body
+ * toolproof left unread (JSON sent as text/plain) took a key held to one model to any other.
  * Scanned before the parse as on the front doors (app.ts): JSON.parse pays for every distinct
  * key and level of nesting on the event loop (1M keys held it 5 s here), so such a body is
  * refused with the front doors' 400.
  */
-function jsonObjectOf(request: FastifyRequest): Record<string, unknown> | undefined {
-  const body = request.body;
-  if (!Buffer.isBuffer(body) || body.length === 0) return undefined;
-  const type = String(request.headers['content-type'] ?? '');
-  if (!type.includes('json')) return undefined;
+function jsonObjectOf(
+  request: FastifyRequest,
+): { parsed: Record<string, unknown>; source: Buffer } | undefined {
+  const whole = request.body;
+  if (!Buffer.isBuffer(whole) || whole.length === 0) return undefined;
+  const start = objectStart(whole);
+  if (start < 0) return undefined;
+  const body = start === 0 ? whole : whole.subarray(start);
   const excess = excessKeys(body);
   if (excess !== null) throw keyExcessError(excess);
   try {
     const parsed = JSON.parse(body.toString('utf8')) as unknown;
     return parsed && typeof parsed === 'object' && !Array.isArray(parsed)
-      ? (parsed as Record<string, unknown>)
+      ? { parsed: parsed as Record<string, unknown>, source: body }
       : undefined;
   } catch {
     return undefined; // not ours to judge: the upstream answers malformed bodies itself
@@ -153,9 +171,17 @@ interface Target {
 
 function pickTarget(state: AppState, request: FastifyRequest): Target {
   const raw = Buffer.isBuffer(request.body) && request.body.length > 0 ? request.body : undefined;
-  const parsed = jsonObjectOf(request);
+  const json = jsonObjectOf(request);
+  const parsed = json?.parsed;
   const model = parsed?.model;
   const key = request.tpKey;
+  // A key held to some models: a body that opens as a JSON object but does not parse here is not
+  // relayed unjudged. Python's json reads what JSON.parse refuses (NaN, Infinity), so vLLM would
+  // serve whatever model such a body names (a LoRA adapter, a router's other model).
+  if (key?.models !== undefined && raw !== undefined && json === undefined && objectStart(raw) >= 0)
+    throw new ToolproofError('TP_ERR_INVALID_JSON', {
+      message: `The request body opens as a JSON object but is not valid JSON: the API key "${key.name}" may use only some models, and this body's model cannot be read.`,
+    });
   // A key with an allow-list reaches other paths only for its models (or without a model).
   if (key && typeof model === 'string' && model && !allowsModel(key, model)) {
     state.metrics.keyRefusals.labels(key.name, 'model').inc();
@@ -165,7 +191,7 @@ function pickTarget(state: AppState, request: FastifyRequest): Target {
     const route = resolveRoute(state.config, state.upstreams, model, state.modelLabels, key);
     // A renamed model is renamed here too, as on the chat route.
     const body =
-      route.upstreamModel && raw && parsed ? Buffer.from(renamed(parsed, raw, route.upstreamModel)) : raw;
+      route.upstreamModel && json ? Buffer.from(renamed(json.parsed, json.source, route.upstreamModel)) : raw;
     return { client: route.client, model: route.name, body };
   }
   const target = fallbackTarget(state);
@@ -241,6 +267,10 @@ function responseHeaders(
     // Which browser origins may read an answer is toolproof's to say (server/cors.ts), on this
     // route as on any: vLLM allows every origin that asks ("*"), whatever the operator allowed.
     if (name.startsWith('access-control-')) continue;
+    // The request's id is toolproof's (app.ts sets it on every response, the same one it sent
+    // upstream, on the log line, in the inspector), and so are its own headers: an upstream's
+    // x-request-id written over it gave the client an id no record of toolproof's holds.
+    if (name === 'x-request-id' || name.startsWith('x-toolproof-')) continue;
     out[name] = value;
   }
   return out;

@@ -15,6 +15,7 @@ import type { AppState } from '../../app-state.js';
 import { readText } from '../../chat/attempt.js';
 import { firstAttemptContext, prepareRequest } from '../../chat/prepare.js';
 import { parseUpstreamBody } from '../../error-handler.js';
+import { memoryModel } from '../../fallback-memory.js';
 import { allowsModel, forbiddenModel } from '../../keys.js';
 import { resolveRoute } from '../../routing.js';
 import { countTokensBody } from './schema.js';
@@ -109,7 +110,10 @@ export function registerCountTokens(scope: FastifyInstance, state: AppState): vo
       const ctx = firstAttemptContext(
         route,
         translated,
-        state.memory.isActive(route.client.label, route.name),
+        state.memory.isActive(
+          route.client.label,
+          memoryModel(route.upstreamModel ?? String(body.model), key?.name),
+        ),
         { hostedTools: { dropped, ...(refusal ? { refusal } : {}) } },
       );
       // app.ts's close listener aborts it when the client goes away: the PDF reads only this
