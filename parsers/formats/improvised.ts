@@ -8,7 +8,9 @@
  * whose arguments fit the schema. Captures, each with its source: tests/fixtures/parsers/wild*.json.
  *
  * Strict gates keep precision: the call is the WHOLE output, the name is exactly a declared
- * tool, the arguments fit that tool's schema, several calls are all or nothing. A whole-output
+ * tool (or, in a name-and-arguments object, a keyword call or a tag, that name in another case
+ * or under `functions.`/`default_api.`, when exactly one declared tool is meant: repair
+ * name-case / name-prefix), the arguments fit that tool's schema, several calls are all or nothing. A whole-output
  * check like `json`: no per-character cost; outputs starting with `{`, `[`, a fence, a declared
  * name, `<name>` or a few wrapper tags are held to the end (up to maxHeldBytes).
  */
@@ -199,6 +201,9 @@ export const improvised = defineFamily({
   // not held), `<name>`, `<name ` (attributes), `[name]`, or `<|python_tag|>name`
   wholeNameStarts: [
     { before: '', after: NAME_FOLLOWERS },
+    // the name in another case before `(`: READ_FILE(path=…) (the reader takes it with keyword
+    // arguments only); not before `{` or `:`, which prose opens with (`Search: …`)
+    { before: '', after: ['('], foldCase: true },
     { before: '<', after: ['>', ' '] },
     { before: '[', after: [']'] },
     { before: '<|python_tag|>', after: [''] },

@@ -1,7 +1,8 @@
 /**
  * Output x1 vs x4 costs at most about x4 for the readings the perturbation generator led to
  * (tests/parsers/perturb.test.ts): a `<function=NAME>` body that is one JSON string, and JSON
- * strings holding raw line breaks (jsonrepair now runs on them).
+ * strings holding raw line breaks (jsonrepair now runs on them); improvised calls naming a
+ * declared tool in another case (recall8: the reader's renamed names, the case-folding name start).
  */
 import { describe, it } from 'vitest';
 import { budget, soup } from '../hardening/surface-budget.js';
@@ -91,6 +92,22 @@ describe('generator readings: output length x1 vs x4', () => {
       pushed64(tools),
       { from: 2000, max: 256_000 },
       7705,
+    );
+  }, 120_000);
+
+  it('a name in another case: one long keyword call, many {tool, args} objects, many tags', () => {
+    budget(
+      'renamed improvised calls',
+      (size, rnd) => {
+        const r = rnd();
+        if (r < 0.34) return `READ_FILE(path="${'a'.repeat(size)}")`;
+        if (r < 0.67)
+          return `[${soup(rnd, size, ['{"tool": "Read_File", "args": {"path": "a"}}, ', '{"tool": "READ_FILE", ', '"a", '], 0.1)}{"tool": "Read_File", "args": {"path": "a"}}]`;
+        return soup(rnd, size, ['<Read_File><path>a</path></Read_File>', '<READ_FILE>', '<path>', ' '], 0.2);
+      },
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      7706,
     );
   }, 120_000);
 });

@@ -7,7 +7,7 @@
  * bench/perturb.ts; a floor keeps the calls read from going down. Then each fix's own cases.
  */
 import { describe, expect, it } from 'vitest';
-import { options, toolsOf, whole } from './engine-helpers.js';
+import { options, streamed, toolsOf, whole } from './engine-helpers.js';
 import { classify, generateCases } from './perturb-cases.js';
 
 const cases = generateCases();
@@ -28,7 +28,7 @@ describe('generated near misses: format x perturbation x schema', () => {
 });
 
 /** Calls read right today (bench/perturb.ts): raise it when a fix reads more. */
-const CORRECT_FLOOR = 805;
+const CORRECT_FLOOR = 829;
 
 describe('a scalar written as a string in JSON arguments', () => {
   const search = {
@@ -287,4 +287,70 @@ describe('Functionary v3.2 arguments sent as one JSON string', () => {
       expect(r.content).toBe(text);
     },
   );
+});
+
+describe('an improvised call naming a declared tool in another case or namespace', () => {
+  const search = {
+    name: 'search',
+    parameters: {
+      type: 'object',
+      properties: { query: { type: 'string' }, limit: { type: 'integer' } },
+      required: ['query', 'limit'],
+    },
+  };
+  const tools = toolsOf(search, {
+    name: 'read',
+    parameters: { type: 'object', properties: { file_path: { type: 'string' } }, required: ['file_path'] },
+  });
+  it.each([
+    ['keyword call, upper case', 'SEARCH(query="q", limit=5)', ['name-case']],
+    [
+      'keyword call, functions. and another case',
+      'functions.Search(query="q", limit="5")',
+      ['name-prefix', 'name-case'],
+    ],
+    ['{tool, tool_input}', '{"tool": "Search", "tool_input": {"query": "q", "limit": 5}}', ['name-case']],
+    [
+      '{tool, args} with a call id',
+      '{"id": "call_1", "tool": "default_api.search", "args": {"query": "q", "limit": 5}}',
+      ['name-prefix'],
+    ],
+    ['a tag', '<Search><query>q</query><limit>5</limit></Search>', ['name-case']],
+  ])('%s: the declared tool, the repair named', (_, text, rename) => {
+    const r = whole(text, options(tools));
+    expect(r.calls.map((c) => [c.name, JSON.parse(c.arguments)])).toEqual([
+      ['search', { query: 'q', limit: 5 }],
+    ]);
+    expect(r.calls[0]?.repairs).toEqual(expect.arrayContaining(rename));
+    expect(r.content).toBeNull();
+    // streamed one character at a time: the same
+    const s = streamed([...text], options(tools));
+    expect(s.calls.map((c) => [c.name, JSON.parse(c.arguments)])).toEqual([
+      ['search', { query: 'q', limit: 5 }],
+    ]);
+    expect(s.content).toBeNull();
+  });
+  it.each([
+    ['flat arguments beside it', '{"tool": "Search", "query": "q", "limit": 5}'],
+    ['a name as a key', '{"Search": {"query": "q", "limit": 5}}'],
+    ['positional arguments', 'SEARCH("q", 5)'],
+    ['a name before an object', 'Search {"query": "q", "limit": 5}'],
+    ['an attribute value', '<call name="Search"><query>q</query><limit>5</limit></call>'],
+    ['arguments the schema refuses', 'SEARCH(query="q", limit="five")'],
+    ['after a sentence', 'Let me look.\nSEARCH(query="q", limit=5)'],
+    ['a name one letter off', '{"tool": "Reads", "args": {"file_path": "a"}}'],
+  ])('%s: text, byte for byte', (_, text) => {
+    const r = whole(text, options(tools));
+    expect(r.calls).toEqual([]);
+    expect(r.content).toBe(text);
+    const s = streamed([...text], options(tools));
+    expect(s.calls).toEqual([]);
+    expect(s.content).toBe(text);
+  });
+  it('two declared tools equal but for case: another case names neither', () => {
+    const two = toolsOf(search, { ...search, name: 'Search' });
+    const text = '{"tool": "SEARCH", "args": {"query": "q", "limit": 5}}';
+    expect(whole(text, options(two)).content).toBe(text);
+    expect(whole('SEARCH(query="q", limit=5)', options(two)).calls).toEqual([]);
+  });
 });
