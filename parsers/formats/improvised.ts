@@ -156,9 +156,14 @@ function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
   const bare = orphan ?? unwrapped;
   const fenced = bare.startsWith('```') ? fenceBody(bare) : null;
   if (bare.startsWith('```') && fenced === null) return null;
-  const calls = readImprovisedCalls(fenced !== null ? unwrap(fenced.trim()) : bare, ctx.tools);
+  // a closing fence with no opening one, the only ``` in the output, after the call (seed 001:
+  // a 4B model's JSON "followed by stray backticks"): dropped as a fence around the call is
+  const stray = fenced === null && bare.indexOf('```') === bare.length - 3 && bare.length > 3;
+  const body = fenced !== null ? unwrap(fenced.trim()) : stray ? bare.slice(0, -3).trimEnd() : bare;
+  const calls = readImprovisedCalls(body, ctx.tools);
   if (!calls) return null;
-  const repairs = fenced !== null ? ['code-fence'] : orphan !== null ? ['missing-envelope-open'] : [];
+  const repairs =
+    fenced !== null || stray ? ['code-fence'] : orphan !== null ? ['missing-envelope-open'] : [];
   // a last fence the end of output left open: with finish reason `length`, a call cut off
   const open = fenced !== null && !bare.endsWith('```');
   return {

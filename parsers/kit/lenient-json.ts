@@ -12,7 +12,8 @@ export type JsonRepair =
   | 'single-quotes'
   | 'missing-brace'
   | 'raw-control-characters'
-  | 'missing-comma';
+  | 'missing-comma'
+  | 'unquoted-keys';
 
 export interface Decoded {
   value: unknown;
@@ -97,11 +98,20 @@ function classify(raw: string): { repairs: JsonRepair[]; depth: number; inString
       depth--;
     } else if (isWordStart(c)) {
       // a bare word: True/False/None are a python slip we repair; true/false/null and exponents
-      // are JSON; anything else (unquoted keys, prose) is not a slip we repair
+      // are JSON; a key without quotes (`{path: "a"}`, a JavaScript object literal: Gemma 4 in
+      // NousResearch/hermes-agent#7449, recall8) is one: a word right after `{` or `,` in an
+      // object and right before `:`; anything else (prose, a bare value) is not a slip we repair
       let j = i;
       while (j < raw.length && isWordChar(raw.charCodeAt(j))) j++;
       const word = raw.slice(i, j);
-      if (word === 'True' || word === 'False' || word === 'None') found.add('python-literals');
+      let k = j;
+      while (k < raw.length && (raw.charCodeAt(k) === 0x20 || raw.charCodeAt(k) === 0x09)) k++;
+      const key =
+        (lastSig === 0x7b || lastSig === 0x2c) &&
+        lists[lists.length - 1] === false &&
+        raw.charCodeAt(k) === 0x3a;
+      if (key) found.add('unquoted-keys');
+      else if (word === 'True' || word === 'False' || word === 'None') found.add('python-literals');
       else if (word !== 'true' && word !== 'false' && word !== 'null' && !isExponent(raw, i)) other = true;
       i = j - 1;
     }

@@ -110,4 +110,17 @@ describe('generator readings: output length x1 vs x4', () => {
       7706,
     );
   }, 120_000);
+
+  it('keys without quotes: many in one object, and long blank runs after bare words', () => {
+    budget(
+      'unquoted keys',
+      (size, rnd) =>
+        rnd() < 0.5
+          ? `[TOOL_CALLS]read_file[ARGS]{${soup(rnd, size, ['path: "a", ', 'p_1: 1, ', 'x  ', '   ', ': '], 0.1)}path: "a"}`
+          : `<tool_call>{"name": "read_file", "arguments": {path${' '.repeat(size)}: "a"}}</tool_call>`,
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      7707,
+    );
+  }, 120_000);
 });
