@@ -123,4 +123,17 @@ describe('generator readings: output length x1 vs x4', () => {
       7707,
     );
   }, 120_000);
+
+  it('a whole-output call then a stray closing fence: one long, many calls before it', () => {
+    budget(
+      'stray closing fence',
+      (size, rnd) =>
+        rnd() < 0.5
+          ? `{"tool": "read_file", "tool_input": {"path": "${'a'.repeat(size)}"}}\n\`\`\``
+          : `[${soup(rnd, size, ['{"tool": "read_file", "tool_input": {"path": "a"}}, ', '`', ' '], 0)}{"tool": "read_file", "tool_input": {"path": "a"}}]\n\`\`\``,
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      7708,
+    );
+  }, 120_000);
 });
