@@ -13,7 +13,8 @@ export type JsonRepair =
   | 'missing-brace'
   | 'raw-control-characters'
   | 'missing-comma'
-  | 'unquoted-keys';
+  | 'unquoted-keys'
+  | 'extra-brace';
 
 export interface Decoded {
   value: unknown;
@@ -122,6 +123,8 @@ function classify(raw: string): { repairs: JsonRepair[]; depth: number; inString
   return { repairs: [...found], depth, inString: quote !== 0, other };
 }
 
+const isObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
+
 /** JSON.parse, then the named repairs; null when the text is not (repairably) JSON. */
 export function decodeJsonLenient(raw: string, opts: DecodeOptions = {}): Decoded | null {
   const text = raw.trim();
@@ -134,6 +137,14 @@ export function decodeJsonLenient(raw: string, opts: DecodeOptions = {}): Decode
     // fall through to repairs
   }
   const c = classify(text);
+  // one or two `}` past the end of a complete object (yigit353/langchain-qwq#30, QwQ): the
+  // object before them, if it is JSON (or repairably so) on its own
+  if (c.depth < 0 && c.depth >= -2 && !c.inString && text.endsWith('}'.repeat(-c.depth))) {
+    const inner = decodeJsonLenient(text.slice(0, text.length + c.depth), opts);
+    return inner && isObject(inner.value)
+      ? { value: inner.value, repairs: [...inner.repairs, 'extra-brace'] }
+      : null;
+  }
   if (c.other || c.inString || c.depth < 0 || c.repairs.length === 0) return null;
   if (c.repairs.includes('missing-brace') && (!opts.allowMissingClose || c.depth > 2)) return null;
   try {

@@ -136,4 +136,17 @@ describe('generator readings: output length x1 vs x4', () => {
       7708,
     );
   }, 120_000);
+
+  it('JSON arguments with an extra closing brace: one long, many', () => {
+    budget(
+      'extra closing brace',
+      (size, rnd) =>
+        rnd() < 0.5
+          ? `<function=read_file>{"path": "${'a'.repeat(size)}"}}</function>`
+          : soup(rnd, size, ['<function=read_file>{"path": "a"}}</function>', '}}', '{', ' '], 0.2),
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      7709,
+    );
+  }, 120_000);
 });

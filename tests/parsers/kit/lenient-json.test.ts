@@ -38,6 +38,17 @@ describe('decodeJsonLenient', () => {
   ])('refuses a bare word that is no key: %s', (_, text) => {
     expect(decodeJsonLenient(text)).toBeNull();
   });
+  it('drops one or two closing braces past the end of a complete object (extra-brace)', () => {
+    expect(decodeJsonLenient('{"a": {"b": "}"}}}')).toEqual({
+      value: { a: { b: '}' } },
+      repairs: ['extra-brace'],
+    });
+    expect(decodeJsonLenient('{"a": 1,}}}')?.repairs).toEqual(['trailing-comma', 'extra-brace']);
+    expect(decodeJsonLenient('{"a": 1}}}}')).toBeNull();
+    expect(decodeJsonLenient('[1]}')).toBeNull();
+    expect(decodeJsonLenient('{"a": 1}} x')).toBeNull();
+    expect(decodeJsonLenient('{"a": 1}]')).toBeNull();
+  });
   it('refuses an escape JSON lacks (raw backslashes), where jsonrepair would drop them', () => {
     // a Windows path written with single backslashes: repaired, it read `C:Usersmedocs`
     expect(decodeJsonLenient("{'path': 'C:\\Users\\me\\docs',}")).toBeNull();
