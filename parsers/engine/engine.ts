@@ -74,6 +74,9 @@ function judgeEnvelope(
     // type its values (Qwen3-Coder's `<parameter=limit>5`), so they fit only once typed
     const typed = decodeStructuredStrings(args.value, tools.get(name));
     if (renamed && !fitsSchema(typed ?? args.value, tools.get(name)!)) return undeclared;
+    // arguments under a key no format names (`"args"`, envelope.ts): only when they fit the schema
+    if (c.repairs?.includes('args-key') && !fitsSchema(typed ?? args.value, tools.get(name)!))
+      return { ok: false, outcome: 'rejected', reason: 'arguments under "args" do not fit the schema' };
     // canonicalisation (JSON.stringify) recurses and drops prototype-held keys: check first
     const unsafe = unsafeArguments(args.value);
     if (unsafe) return { ok: false, outcome: 'unrecovered', reason: unsafe };

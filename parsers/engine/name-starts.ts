@@ -17,6 +17,11 @@
 export interface NameFrame {
   before: string;
   after: readonly string[];
+  /**
+   * The name in any case of its ASCII letters (`READ_FILE(` for read_file): the reader decides
+   * whether that spelling means the tool (structured-reader.ts); this only holds the output.
+   */
+  foldCase?: boolean;
 }
 
 export type StartVerdict = 'yes' | 'prefix' | 'no';
@@ -28,21 +33,29 @@ interface Catalogue {
 }
 
 const CATALOGUES = new WeakMap<ReadonlyMap<string, unknown>, Catalogue>();
+/** The same with every name's ASCII letters in lower case, each folded name once. */
+const FOLDED_CATALOGUES = new WeakMap<ReadonlyMap<string, unknown>, Catalogue>();
+
+/** A code unit with an ASCII capital letter lowered. */
+const lowerAscii = (c: number) => (c >= 0x41 && c <= 0x5a ? c + 0x20 : c);
+const foldAscii = (s: string) => s.replace(/[A-Z]+/g, (m) => m.toLowerCase());
 
 /** The catalogue of `tools` (sorted once per map: the memo is invisible in results). */
-function catalogueOf(tools: ReadonlyMap<string, unknown>): Catalogue {
-  let c = CATALOGUES.get(tools);
+function catalogueOf(tools: ReadonlyMap<string, unknown>, folded = false): Catalogue {
+  const memo = folded ? FOLDED_CATALOGUES : CATALOGUES;
+  let c = memo.get(tools);
   if (c === undefined) {
     const names: string[] = [];
     let longest = 0;
     for (const n of tools.keys()) {
       if (n === '') continue;
-      names.push(n);
+      names.push(folded ? foldAscii(n) : n);
       if (n.length > longest) longest = n.length;
     }
     names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-    c = { names, longest };
-    CATALOGUES.set(tools, c);
+    // a range narrows by one code unit per step: a name twice would stay in it past its end
+    c = { names: folded ? names.filter((n, i) => i === 0 || n !== names[i - 1]) : names, longest };
+    memo.set(tools, c);
   }
   return c;
 }
@@ -106,6 +119,8 @@ class FrameState {
     readonly before: string,
     readonly after: readonly string[],
     readonly longestAfter: number,
+    /** Compare the output's code units with ASCII capitals lowered (the names are folded). */
+    readonly fold: boolean,
   ) {}
 
   verdict(names: readonly string[], rest: string): StartVerdict {
@@ -125,7 +140,9 @@ class FrameState {
         }
       }
       if (this.depth >= len || this.lo >= this.hi) break;
-      const c = rest.charCodeAt(from + this.depth);
+      const c = this.fold
+        ? lowerAscii(rest.charCodeAt(from + this.depth))
+        : rest.charCodeAt(from + this.depth);
       const lo = bound(names, this.lo, this.hi, this.depth, c, false);
       this.hi = bound(names, lo, this.hi, this.depth, c, true);
       this.lo = lo;
@@ -155,6 +172,7 @@ class FrameState {
 export class NameStartMatcher {
   private readonly frames: FrameState[];
   private names: readonly string[] | undefined;
+  private foldedNames: readonly string[] | undefined;
   /** The longest start this matcher can see: what the caller must pass of the output. */
   readonly longest: number;
 
@@ -162,16 +180,18 @@ export class NameStartMatcher {
     private readonly tools: ReadonlyMap<string, unknown>,
     frames: readonly NameFrame[],
   ) {
-    // frames with the same `before` share one range
-    const byBefore = new Map<string, Set<string>>();
+    // frames with the same `before` (and case rule) share one range
+    const byBefore = new Map<string, { before: string; fold: boolean; after: Set<string> }>();
     for (const f of frames) {
-      const set = byBefore.get(f.before) ?? new Set<string>();
-      for (const a of f.after) set.add(a);
-      byBefore.set(f.before, set);
+      const fold = f.foldCase === true;
+      const key = `${fold ? 'i' : 's'}${f.before}`;
+      const g = byBefore.get(key) ?? { before: f.before, fold, after: new Set<string>() };
+      for (const a of f.after) g.after.add(a);
+      byBefore.set(key, g);
     }
-    this.frames = [...byBefore].map(([before, after]) => {
+    this.frames = [...byBefore.values()].map(({ before, fold, after }) => {
       const list = [...after];
-      return new FrameState(before, list, Math.max(0, ...list.map((a) => a.length)));
+      return new FrameState(before, list, Math.max(0, ...list.map((a) => a.length)), fold);
     });
     const longestName = longestNameOf(tools);
     this.longest =
@@ -191,8 +211,10 @@ export class NameStartMatcher {
         continue;
       }
       if (!rest.startsWith(f.before)) continue;
-      this.names ??= catalogueOf(this.tools).names;
-      const v = f.verdict(this.names, rest);
+      const names = f.fold
+        ? (this.foldedNames ??= catalogueOf(this.tools, true).names)
+        : (this.names ??= catalogueOf(this.tools).names);
+      const v = f.verdict(names, rest);
       if (v === 'yes') return 'yes';
       if (v === 'prefix') prefix = true;
     }

@@ -5,7 +5,8 @@
  * or bare JSON call), Gemini's `default_api.` (the namespace its `tool_code` calls are written
  * under: `print(default_api.NAME(…))`), or the declared name in another case (`Read_File`, `GET_WEATHER`). The
  * engine takes it only when the arguments fit that tool's schema (engine.ts); two declared
- * names equal but for case are no match.
+ * names equal but for case are no match. The improvised reader asks it only for a name in a
+ * call's own shape (structured-reader.ts `renamed`), never for a name in prose.
  */
 import type { DeclaredTool } from '../types.js';
 

@@ -8,7 +8,9 @@
  * whose arguments fit the schema. Captures, each with its source: tests/fixtures/parsers/wild*.json.
  *
  * Strict gates keep precision: the call is the WHOLE output, the name is exactly a declared
- * tool, the arguments fit that tool's schema, several calls are all or nothing. A whole-output
+ * tool (or, in a name-and-arguments object, a keyword call or a tag, that name in another case
+ * or under `functions.`/`default_api.`, when exactly one declared tool is meant: repair
+ * name-case / name-prefix), the arguments fit that tool's schema, several calls are all or nothing. A whole-output
  * check like `json`: no per-character cost; outputs starting with `{`, `[`, a fence, a declared
  * name, `<name>` or a few wrapper tags are held to the end (up to maxHeldBytes).
  */
@@ -154,9 +156,14 @@ function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
   const bare = orphan ?? unwrapped;
   const fenced = bare.startsWith('```') ? fenceBody(bare) : null;
   if (bare.startsWith('```') && fenced === null) return null;
-  const calls = readImprovisedCalls(fenced !== null ? unwrap(fenced.trim()) : bare, ctx.tools);
+  // a closing fence with no opening one, the only ``` in the output, after the call (seed 001:
+  // a 4B model's JSON "followed by stray backticks"): dropped as a fence around the call is
+  const stray = fenced === null && bare.indexOf('```') === bare.length - 3 && bare.length > 3;
+  const body = fenced !== null ? unwrap(fenced.trim()) : stray ? bare.slice(0, -3).trimEnd() : bare;
+  const calls = readImprovisedCalls(body, ctx.tools);
   if (!calls) return null;
-  const repairs = fenced !== null ? ['code-fence'] : orphan !== null ? ['missing-envelope-open'] : [];
+  const repairs =
+    fenced !== null || stray ? ['code-fence'] : orphan !== null ? ['missing-envelope-open'] : [];
   // a last fence the end of output left open: with finish reason `length`, a call cut off
   const open = fenced !== null && !bare.endsWith('```');
   return {
@@ -199,6 +206,9 @@ export const improvised = defineFamily({
   // not held), `<name>`, `<name ` (attributes), `[name]`, or `<|python_tag|>name`
   wholeNameStarts: [
     { before: '', after: NAME_FOLLOWERS },
+    // the name in another case before `(`: READ_FILE(path=…) (the reader takes it with keyword
+    // arguments only); not before `{` or `:`, which prose opens with (`Search: …`)
+    { before: '', after: ['('], foldCase: true },
     { before: '<', after: ['>', ' '] },
     { before: '[', after: [']'] },
     { before: '<|python_tag|>', after: [''] },

@@ -25,10 +25,15 @@ export function callFromObject(v: unknown): ParsedCall | null {
   const fn = isPlainObject(v['function']) ? v['function'] : v;
   const name = fn['name'];
   if (typeof name !== 'string' || name === '') return null;
-  const allowed = new Set(['name', 'arguments', 'parameters', 'id', 'type', 'function', 'call_id']);
+  const allowed = new Set(['name', 'arguments', 'parameters', 'args', 'id', 'type', 'function', 'call_id']);
   for (const k of Object.keys(v)) if (!allowed.has(k)) return null;
-  const args = 'arguments' in fn ? fn['arguments'] : 'parameters' in fn ? fn['parameters'] : undefined;
   const id = typeof v['id'] === 'string' && v['id'] !== '' ? v['id'] : undefined;
+  // `"args"` for the arguments (seed 001: a 4B model prompted for {"name", "args"}), only beside
+  // neither of the others; the engine takes it only when the arguments fit the schema (args-key)
+  if (!('arguments' in fn) && !('parameters' in fn) && 'args' in fn)
+    return { name, arguments: fn['args'], repairs: ['args-key'], ...(id ? { id } : {}) };
+  if ('args' in v) return null;
+  const args = 'arguments' in fn ? fn['arguments'] : 'parameters' in fn ? fn['parameters'] : undefined;
   return { name, arguments: args, ...(id ? { id } : {}) };
 }
 
@@ -70,7 +75,7 @@ export function callsFromJsonBody(
   for (const it of items) {
     const c = callFromObject(it);
     if (!c) return { error: 'not a call object' };
-    calls.push(d.repairs.length > 0 ? { ...c, repairs: [...d.repairs] } : c);
+    calls.push(d.repairs.length > 0 ? { ...c, repairs: [...(c.repairs ?? []), ...d.repairs] } : c);
   }
   return { calls };
 }

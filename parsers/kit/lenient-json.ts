@@ -12,7 +12,9 @@ export type JsonRepair =
   | 'single-quotes'
   | 'missing-brace'
   | 'raw-control-characters'
-  | 'missing-comma';
+  | 'missing-comma'
+  | 'unquoted-keys'
+  | 'extra-brace';
 
 export interface Decoded {
   value: unknown;
@@ -97,11 +99,20 @@ function classify(raw: string): { repairs: JsonRepair[]; depth: number; inString
       depth--;
     } else if (isWordStart(c)) {
       // a bare word: True/False/None are a python slip we repair; true/false/null and exponents
-      // are JSON; anything else (unquoted keys, prose) is not a slip we repair
+      // are JSON; a key without quotes (`{path: "a"}`, a JavaScript object literal: Gemma 4 in
+      // NousResearch/hermes-agent#7449, recall8) is one: a word right after `{` or `,` in an
+      // object and right before `:`; anything else (prose, a bare value) is not a slip we repair
       let j = i;
       while (j < raw.length && isWordChar(raw.charCodeAt(j))) j++;
       const word = raw.slice(i, j);
-      if (word === 'True' || word === 'False' || word === 'None') found.add('python-literals');
+      let k = j;
+      while (k < raw.length && (raw.charCodeAt(k) === 0x20 || raw.charCodeAt(k) === 0x09)) k++;
+      const key =
+        (lastSig === 0x7b || lastSig === 0x2c) &&
+        lists[lists.length - 1] === false &&
+        raw.charCodeAt(k) === 0x3a;
+      if (key) found.add('unquoted-keys');
+      else if (word === 'True' || word === 'False' || word === 'None') found.add('python-literals');
       else if (word !== 'true' && word !== 'false' && word !== 'null' && !isExponent(raw, i)) other = true;
       i = j - 1;
     }
@@ -111,6 +122,8 @@ function classify(raw: string): { repairs: JsonRepair[]; depth: number; inString
   if (lastSig === 0x2c && depth > 0) other = true;
   return { repairs: [...found], depth, inString: quote !== 0, other };
 }
+
+const isObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** JSON.parse, then the named repairs; null when the text is not (repairably) JSON. */
 export function decodeJsonLenient(raw: string, opts: DecodeOptions = {}): Decoded | null {
@@ -124,6 +137,14 @@ export function decodeJsonLenient(raw: string, opts: DecodeOptions = {}): Decode
     // fall through to repairs
   }
   const c = classify(text);
+  // one or two `}` past the end of a complete object (yigit353/langchain-qwq#30, QwQ): the
+  // object before them, if it is JSON (or repairably so) on its own
+  if (c.depth < 0 && c.depth >= -2 && !c.inString && text.endsWith('}'.repeat(-c.depth))) {
+    const inner = decodeJsonLenient(text.slice(0, text.length + c.depth), opts);
+    return inner && isObject(inner.value)
+      ? { value: inner.value, repairs: [...inner.repairs, 'extra-brace'] }
+      : null;
+  }
   if (c.other || c.inString || c.depth < 0 || c.repairs.length === 0) return null;
   if (c.repairs.includes('missing-brace') && (!opts.allowMissingClose || c.depth > 2)) return null;
   try {

@@ -10,7 +10,8 @@
  *    an object (`name {…}`, `name: {…}`, `[name]\n{…}`), and XML-ish elements
  *    (`<tag attr="v">…</tag>`, `<tag … />`), separated by blanks, commas or stray
  *    `<tool_call>` tags. Anything else and the output is not a structured value: no call.
- * 2. read: a reading names exactly one declared tool, the exact name:
+ * 2. read: a reading names exactly one declared tool, the exact name (or, in three shapes only,
+ *    the name in another case or under `functions.`/`default_api.`: see `renamed` below):
  *    - as a string value under any key, with the arguments as the object under any key beside
  *      it (or a JSON string of one), or flat beside it;
  *    - as a key, its value the arguments;
@@ -37,6 +38,7 @@ import { groupEnd, readName, scanJsonValue, skipWs } from './json-scan.js';
 import { createArgs, decodeJsonLenient, isPlainObject } from './lenient-json.js';
 import { parsePythonLiteral } from './python-literal.js';
 import { coerceParamValue, paramSchema } from './schema-values.js';
+import { resolveToolName } from '../engine/tool-names.js';
 
 type Tools = ReadonlyMap<string, DeclaredTool>;
 
@@ -358,14 +360,35 @@ function typedText(raw: string, tool: DeclaredTool, key: string): unknown {
     : v;
 }
 
+/** Namespaces resolveToolName strips (`default_api.` the longest): a longer string names no tool. */
+const PREFIX_ROOM = 'default_api.'.length;
+
 class Reader {
   private checks: number;
+  private readonly longestName: number;
 
   constructor(
     private readonly tools: Tools,
     length: number,
   ) {
     this.checks = checksFor(length);
+    let longest = 0;
+    for (const n of tools.keys()) if (n.length > longest) longest = n.length;
+    this.longestName = longest;
+  }
+
+  /**
+   * The declared tool an undeclared name means when it is that tool's name in another case
+   * (`Read_File`, `READ_FILE`, `Read` for `read`) or under `functions.` / `default_api.`
+   * (engine/tool-names.ts: exactly one declared name folds to it, else none). Taken only where
+   * the shape itself says "call": an object of a name and its arguments object and nothing else,
+   * a call with keyword arguments, an element's tag; never flat arguments beside a name, a name
+   * as a key, an attribute value or a name before an object. The call keeps the written name:
+   * the engine renames it (repair name-case / name-prefix) after checking the arguments again.
+   */
+  private renamed(name: string): string | null {
+    if (name.length > this.longestName + PREFIX_ROOM || this.tools.has(name)) return null;
+    return resolveToolName(name, this.tools)?.name ?? null;
   }
 
   /** Every value a call: the calls in order when each has exactly one reading. */
@@ -411,10 +434,11 @@ class Reader {
     return [];
   }
 
-  private accept(out: Reading[], name: string, args: Record<string, unknown> | null): void {
+  /** `written`: the name as the output spells it, when it is another spelling of `name` (renamed). */
+  private accept(out: Reading[], name: string, args: Record<string, unknown> | null, written = name): void {
     if (!args || --this.checks < 0) return;
     const call = gated({ name, args }, this.tools);
-    if (call) out.push([call]);
+    if (call) out.push([written === name ? call : { name: written, args: call.args }]);
   }
 
   private object(o: Record<string, unknown>, depth: number): Reading[] {
@@ -424,6 +448,21 @@ class Reader {
       const v = o[k];
       return (typeof v === 'string' && this.tools.has(v)) || this.tools.has(k);
     });
+    // a name in another spelling: only as {NAME_KEY: name, ARGS_KEY: {…}} (a call id or
+    // `"type": "function"` beside them aside), the arguments an object or a JSON string of one
+    if (named.length === 0 && keys.length >= 2 && keys.length <= 4) {
+      const rest = keys.filter(
+        (k) => !(k === 'type' && o[k] === 'function') && !(k === 'id' && typeof o[k] === 'string'),
+      );
+      if (rest.length === 2) {
+        for (const [k, k2] of [rest, [...rest].reverse()] as [string, string][]) {
+          const v = o[k];
+          const to = typeof v === 'string' ? this.renamed(v) : null;
+          const a = to === null ? null : argsOf(o[k2]);
+          if (to !== null && a) this.accept(out, to, a, v as string);
+        }
+      }
+    }
     // more names than any real call object carries: ambiguous by construction
     if (named.length > MAX_NAMES_PER_OBJECT) return [];
     if (named.length > 0) {
@@ -477,7 +516,13 @@ class Reader {
   }
 
   private call(c: Extract<Item, { k: 'call' }>, depth: number): Reading[] {
-    const name = this.toolNamed(c.name);
+    // another spelling of a declared name: only a call with keyword arguments (`READ_FILE(path=…)`),
+    // never positional ones mapped by order, nor a name before an object
+    const renamed =
+      this.toolNamed(c.name) === null && !c.header && c.pos.length === 0 && c.kw.length > 0
+        ? this.renamed(c.name)
+        : null;
+    const name = renamed ?? this.toolNamed(c.name);
     if (name === null) {
       // `print(default_api.get_weather(…))`: a call that is the only argument of another (an
       // unknown name before an object is not a wrapper: that is another format's marker)
@@ -495,7 +540,7 @@ class Reader {
     const pos = c.pos.map(argValue);
     if (pos.includes(NOT_A_VALUE)) return [];
     const out: Reading[] = [];
-    if (pos.length === 0) this.accept(out, name, kw);
+    if (pos.length === 0) this.accept(out, name, kw, renamed === null ? name : c.name);
     else {
       if (pos.length === 1 && c.kw.length === 0 && isPlainObject(pos[0])) this.accept(out, name, pos[0]);
       const params = propertyNames(tool);
@@ -527,6 +572,11 @@ class Reader {
       if (v !== e.tag && this.tools.has(v) && ++named > MAX_NAMES_PER_OBJECT) return [];
     if (this.tools.has(e.tag) && this.checks > 0)
       this.accept(out, e.tag, this.elementArgs(e.tag, e.attrs, e.inner));
+    else if (named === 0 && this.checks > 0) {
+      // the tag in another spelling of a declared name (`<Read_File><path>…</path></Read_File>`)
+      const to = this.renamed(e.tag);
+      if (to !== null) this.accept(out, to, this.elementArgs(to, e.attrs, e.inner), e.tag);
+    }
     if (named > 0) {
       e.attrs.forEach(([, v], i) => {
         if (v !== e.tag && this.tools.has(v) && this.checks > 0)
@@ -685,8 +735,11 @@ export function readImprovisedCalls(text: string, tools: Tools): ImprovisedCall[
   if (tools.size === 0) return null;
   // every reading names a declared tool literally (a key, a value, a tag, an attribute, a
   // function name): an output in which none occurs is no call, whatever its shape (1 MB of HTML)
-  if (tools.size <= MAX_NAMES_SCANNED && ![...tools.keys()].some((n) => n !== '' && text.includes(n)))
-    return null;
+  // (or in another case: READ_FILE(…), which the reader may take for read_file)
+  if (tools.size <= MAX_NAMES_SCANNED && ![...tools.keys()].some((n) => n !== '' && text.includes(n))) {
+    const lower = text.toLowerCase();
+    if (![...tools.keys()].some((n) => n !== '' && lower.includes(n.toLowerCase()))) return null;
+  }
   const items = parseItems(text);
   if (!items) return null;
   const readings = new Reader(tools, text.length).sequence(items, 0);

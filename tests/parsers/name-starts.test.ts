@@ -67,6 +67,47 @@ describe('name starts', () => {
     );
   });
 
+  it('a case-folding frame gives the verdicts of every start spelled out in every ASCII case', () => {
+    const FOLD: NameFrame[] = [{ before: '', after: ['('], foldCase: true }];
+    const foldedSpelled = (names: readonly string[], rest: string): StartVerdict => {
+      const low = rest.replace(/[A-Z]/g, (c) => c.toLowerCase());
+      let prefix = false;
+      for (const n of names) {
+        if (n === '') continue;
+        const s = `${n.replace(/[A-Z]/g, (c) => c.toLowerCase())}(`;
+        if (low.startsWith(s)) return 'yes';
+        if (s.startsWith(low)) prefix = true;
+      }
+      return prefix ? 'prefix' : 'no';
+    };
+    const char = fc.constantFrom('a', 'A', 'b', 'B', '_', '(', ' ', 'é', 'É');
+    const word = fc.string({ unit: char, minLength: 0, maxLength: 6 });
+    fc.assert(
+      fc.property(
+        fc.array(word, { maxLength: 12 }),
+        word,
+        fc.array(fc.nat(3), { maxLength: 12 }),
+        (names, tail, steps) => {
+          // outputs that often begin like a name in another case
+          const flip = (w: string) =>
+            [...w].map((c, i) => (i % 2 ? c.toUpperCase() : c.toLowerCase())).join('');
+          const text = `${flip(names[0] ?? '')}${tail}`.slice(0, 24) || tail;
+          if (text === '') return;
+          const m = new NameStartMatcher(toolsOf(names), FOLD);
+          let len = 0;
+          for (const step of [...steps, 24]) {
+            len = Math.min(text.length, len + step + 1);
+            const rest = text.slice(0, len);
+            const want = foldedSpelled(names, rest);
+            expect(m.verdict(rest)).toBe(want);
+            if (want !== 'prefix' || len === text.length) break;
+          }
+        },
+      ),
+      { numRuns: 3000, seed: 28 },
+    );
+  });
+
   it('4,096 names sharing a 512-character prefix: an answer of that prefix decides in linear time', () => {
     const prefix = 'a'.repeat(512);
     const names = Array.from({ length: 4096 }, (_, i) => `${prefix}${i}`);

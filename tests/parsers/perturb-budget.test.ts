@@ -1,7 +1,8 @@
 /**
  * Output x1 vs x4 costs at most about x4 for the readings the perturbation generator led to
  * (tests/parsers/perturb.test.ts): a `<function=NAME>` body that is one JSON string, and JSON
- * strings holding raw line breaks (jsonrepair now runs on them).
+ * strings holding raw line breaks (jsonrepair now runs on them); improvised calls naming a
+ * declared tool in another case (recall8: the reader's renamed names, the case-folding name start).
  */
 import { describe, it } from 'vitest';
 import { budget, soup } from '../hardening/surface-budget.js';
@@ -91,6 +92,61 @@ describe('generator readings: output length x1 vs x4', () => {
       pushed64(tools),
       { from: 2000, max: 256_000 },
       7705,
+    );
+  }, 120_000);
+
+  it('a name in another case: one long keyword call, many {tool, args} objects, many tags', () => {
+    budget(
+      'renamed improvised calls',
+      (size, rnd) => {
+        const r = rnd();
+        if (r < 0.34) return `READ_FILE(path="${'a'.repeat(size)}")`;
+        if (r < 0.67)
+          return `[${soup(rnd, size, ['{"tool": "Read_File", "args": {"path": "a"}}, ', '{"tool": "READ_FILE", ', '"a", '], 0.1)}{"tool": "Read_File", "args": {"path": "a"}}]`;
+        return soup(rnd, size, ['<Read_File><path>a</path></Read_File>', '<READ_FILE>', '<path>', ' '], 0.2);
+      },
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      7706,
+    );
+  }, 120_000);
+
+  it('keys without quotes: many in one object, and long blank runs after bare words', () => {
+    budget(
+      'unquoted keys',
+      (size, rnd) =>
+        rnd() < 0.5
+          ? `[TOOL_CALLS]read_file[ARGS]{${soup(rnd, size, ['path: "a", ', 'p_1: 1, ', 'x  ', '   ', ': '], 0.1)}path: "a"}`
+          : `<tool_call>{"name": "read_file", "arguments": {path${' '.repeat(size)}: "a"}}</tool_call>`,
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      7707,
+    );
+  }, 120_000);
+
+  it('a whole-output call then a stray closing fence: one long, many calls before it', () => {
+    budget(
+      'stray closing fence',
+      (size, rnd) =>
+        rnd() < 0.5
+          ? `{"tool": "read_file", "tool_input": {"path": "${'a'.repeat(size)}"}}\n\`\`\``
+          : `[${soup(rnd, size, ['{"tool": "read_file", "tool_input": {"path": "a"}}, ', '`', ' '], 0)}{"tool": "read_file", "tool_input": {"path": "a"}}]\n\`\`\``,
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      7708,
+    );
+  }, 120_000);
+
+  it('JSON arguments with an extra closing brace: one long, many', () => {
+    budget(
+      'extra closing brace',
+      (size, rnd) =>
+        rnd() < 0.5
+          ? `<function=read_file>{"path": "${'a'.repeat(size)}"}}</function>`
+          : soup(rnd, size, ['<function=read_file>{"path": "a"}}</function>', '}}', '{', ' '], 0.2),
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      7709,
     );
   }, 120_000);
 });

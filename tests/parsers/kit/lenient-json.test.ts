@@ -22,6 +22,33 @@ describe('decodeJsonLenient', () => {
       repairs: ['single-quotes', 'python-literals'],
     });
   });
+  it('quotes a key written without quotes, a JavaScript object literal (unquoted-keys)', () => {
+    expect(decodeJsonLenient('{path: "a", n : 2, nested: {b_1: [1, {c: true}]}}')).toEqual({
+      value: { path: 'a', n: 2, nested: { b_1: [1, { c: true }] } },
+      repairs: ['unquoted-keys'],
+    });
+    expect(decodeJsonLenient('{"k": "v",\n  note: "a: b"}')?.value).toEqual({ k: 'v', note: 'a: b' });
+  });
+  it.each([
+    ['a bare value', '{path: a}'],
+    ['a word in a list', '[x: 1]'],
+    ['a word before no colon', '{path "a"}'],
+    ['prose in braces', '{see the path: "a"}'],
+    ['a key with a scheme', '{http://x: 1}'],
+  ])('refuses a bare word that is no key: %s', (_, text) => {
+    expect(decodeJsonLenient(text)).toBeNull();
+  });
+  it('drops one or two closing braces past the end of a complete object (extra-brace)', () => {
+    expect(decodeJsonLenient('{"a": {"b": "}"}}}')).toEqual({
+      value: { a: { b: '}' } },
+      repairs: ['extra-brace'],
+    });
+    expect(decodeJsonLenient('{"a": 1,}}}')?.repairs).toEqual(['trailing-comma', 'extra-brace']);
+    expect(decodeJsonLenient('{"a": 1}}}}')).toBeNull();
+    expect(decodeJsonLenient('[1]}')).toBeNull();
+    expect(decodeJsonLenient('{"a": 1}} x')).toBeNull();
+    expect(decodeJsonLenient('{"a": 1}]')).toBeNull();
+  });
   it('refuses an escape JSON lacks (raw backslashes), where jsonrepair would drop them', () => {
     // a Windows path written with single backslashes: repaired, it read `C:Usersmedocs`
     expect(decodeJsonLenient("{'path': 'C:\\Users\\me\\docs',}")).toBeNull();
@@ -57,7 +84,7 @@ describe('decodeJsonLenient', () => {
     });
   });
   it('refuses slips it does not understand', () => {
-    expect(decodeJsonLenient('{a: 1}')).toBeNull();
+    expect(decodeJsonLenient('{a: b}')).toBeNull();
     expect(decodeJsonLenient('{"a": "unterminated', { allowMissingClose: true })).toBeNull();
     expect(decodeJsonLenient('hello world')).toBeNull();
     expect(decodeJsonLenient('{"a": {"b": {"c": 1', { allowMissingClose: true })).toBeNull();
