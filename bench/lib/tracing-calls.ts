@@ -48,8 +48,10 @@ export function timedTracingBuild(buildDir: string, into: string, label = ''): s
     // A request the sampler left out (since tracecut): its span of its own, the same calls timed.
     const timed = wrapMethods(`${PRELUDE}\n${src}`, 'ServerSpan', methods, label);
     return `${src.includes('class UnsampledSpan') ? wrapMethods(timed, 'UnsampledSpan', methods, label) : timed}
+if (typeof BatchSpanProcessor !== 'undefined') {
 { const f = BatchSpanProcessor.prototype.onEnd; BatchSpanProcessor.prototype.onEnd = function (s) { ${TIMED('processor.onEnd', 'f.call(this, s)')} }; }
 { const f = BatchSpanProcessor.prototype._flushOneBatch; BatchSpanProcessor.prototype._flushOneBatch = function () { ${TIMED('processor.flushOneBatch', 'f.call(this)')} }; }
+}
 export async function createTracing(a, b) {
   const t = await createTracing__timed(a, b);
   const s = t.startRequest;
@@ -58,6 +60,12 @@ export async function createTracing(a, b) {
 }
 `;
   });
+  // Since trace8: spans written into the span log as they end (close: a record's end, and a full
+  // batch's export started inside it), and made back into spans a batch at a time (take).
+  if (existsSync(join(into, 'server/tracing/span-log.js')))
+    edit('server/tracing/span-log.js', (s) =>
+      wrapMethods(`${PRELUDE}\n${s}`, 'SpanLog', ['close', 'take'], label),
+    );
   edit('server/tracing/lean.js', (s) =>
     wrapMethods(wrapMethods(`${PRELUDE}\n${s}`, 'LeanTracer', ['start'], label), 'LeanSpan', ['end'], label),
   );
