@@ -63,7 +63,7 @@ import {
   streamedMessages,
 } from './genai.js';
 import { type LeanLimits, LeanTracer, ParentContext, remoteParent } from './lean.js';
-import { SpanLog } from './span-log.js';
+import { keyOf, SpanLog } from './span-log.js';
 import type { TracingSettings } from './settings.js';
 import type { EventValue, RequestSpan, TracedReport, Tracing } from './types.js';
 
@@ -75,6 +75,42 @@ import type { EventValue, RequestSpan, TracedReport, Tracing } from './types.js'
 function cut256(s: string): string {
   return s.length > 256 ? ownString(s.slice(0, 256)) : s;
 }
+
+/** The span log's indexes of the keys written below (looked up once). */
+const K_GENAI_INPUTTOKENS = keyOf(GEN_AI.inputTokens);
+const K_GENAI_OUTPUTTOKENS = keyOf(GEN_AI.outputTokens);
+const K_GENAI_CACHEREADTOKENS = keyOf(GEN_AI.cacheReadTokens);
+const K_HTTP_REQUEST_METHOD = keyOf(ATTR_HTTP_REQUEST_METHOD);
+const K_URL_PATH = keyOf(ATTR_URL_PATH);
+const K_HTTP_ROUTE = keyOf(ATTR_HTTP_ROUTE);
+const K_USER_AGENT_ORIGINAL = keyOf(ATTR_USER_AGENT_ORIGINAL);
+const K_GENAI_OPERATION = keyOf(GEN_AI.operation);
+const K_GENAI_PROVIDER = keyOf(GEN_AI.provider);
+const K_GENAI_REQUESTMODEL = keyOf(GEN_AI.requestModel);
+const K_TP_API = keyOf('toolproof.api');
+const K_TP_MODEL = keyOf('toolproof.model');
+const K_TP_UPSTREAM = keyOf('toolproof.upstream');
+const K_TP_STREAM = keyOf('toolproof.stream');
+const K_GENAI_CONVERSATIONID = keyOf(GEN_AI.conversationId);
+const K_GENAI_INPUTMESSAGES = keyOf(GEN_AI.inputMessages);
+const K_TP_ATTEMPT = keyOf('toolproof.attempt');
+const K_TP_TOOL_CHOICE = keyOf('toolproof.tool_choice');
+const K_HTTP_RESPONSE_STATUS_CODE = keyOf(ATTR_HTTP_RESPONSE_STATUS_CODE);
+const K_TP_UPSTREAM_HEADERS_MS = keyOf('toolproof.upstream.headers_ms');
+const K_ERROR_TYPE = keyOf(ATTR_ERROR_TYPE);
+const K_GENAI_FINISHREASONS = keyOf(GEN_AI.finishReasons);
+const K_GENAI_OUTPUTMESSAGES = keyOf(GEN_AI.outputMessages);
+const K_GENAI_RESPONSEMODEL = keyOf(GEN_AI.responseModel);
+const K_TP_ATTEMPTS = keyOf('toolproof.attempts');
+const K_TP_FALLBACK = keyOf('toolproof.fallback');
+const K_TP_RETRIES = keyOf('toolproof.retries');
+const K_TP_LEAKS = keyOf('toolproof.leaks');
+const K_TP_FINAL_KIND = keyOf('toolproof.final_kind');
+const K_TP_DROPPED_TOOLS = keyOf('toolproof.dropped_tools');
+const K_TP_DISCARDED_TOKENS = keyOf('toolproof.discarded_tokens');
+const K_TP_USAGE_UNREPORTED = keyOf('toolproof.usage_unreported');
+const K_SERVER_ADDRESS = keyOf(ATTR_SERVER_ADDRESS);
+const K_SERVER_PORT = keyOf(ATTR_SERVER_PORT);
 
 /** The most finish reasons an attempt span keeps (one per choice: n is far below). */
 const MAX_FINISH_REASONS = 128;
@@ -374,12 +410,11 @@ function withTraceContext(
 
 function setUsage(log: SpanLog, usage: Usage | undefined): void {
   if (!usage) return;
-  if (typeof usage.prompt_tokens === 'number') log.setAttribute(GEN_AI.inputTokens, usage.prompt_tokens);
-  if (typeof usage.completion_tokens === 'number')
-    log.setAttribute(GEN_AI.outputTokens, usage.completion_tokens);
+  if (typeof usage.prompt_tokens === 'number') log.set(K_GENAI_INPUTTOKENS, usage.prompt_tokens);
+  if (typeof usage.completion_tokens === 'number') log.set(K_GENAI_OUTPUTTOKENS, usage.completion_tokens);
   const cached = (usage.prompt_tokens_details as { cached_tokens?: unknown } | null | undefined)
     ?.cached_tokens;
-  if (typeof cached === 'number') log.setAttribute(GEN_AI.cacheReadTokens, cached);
+  if (typeof cached === 'number') log.set(K_GENAI_CACHEREADTOKENS, cached);
 }
 
 function errorType(err: unknown): string {
@@ -467,28 +502,28 @@ class ServerSpan implements RequestSpan<ChatCall> {
     const log = this.log;
     const given = this.samplerAttributes;
     if (given) for (const key in given) log.setAttribute(key, given[key] as EventValue);
-    log.setAttribute(ATTR_HTTP_REQUEST_METHOD, request.method);
+    log.set(K_HTTP_REQUEST_METHOD, request.method);
     const url = request.url;
     const query = url.indexOf('?');
-    log.setAttribute(ATTR_URL_PATH, cut256(query < 0 ? url : url.slice(0, query)));
-    if (this.route !== undefined) log.setAttribute(ATTR_HTTP_ROUTE, this.route);
+    log.set(K_URL_PATH, cut256(query < 0 ? url : url.slice(0, query)));
+    if (this.route !== undefined) log.set(K_HTTP_ROUTE, this.route);
     const agent = request.headers['user-agent'];
-    if (typeof agent === 'string') log.setAttribute(ATTR_USER_AGENT_ORIGINAL, cut256(agent));
+    if (typeof agent === 'string') log.set(K_USER_AGENT_ORIGINAL, cut256(agent));
     const call = this.call;
     if (!call) return;
     // The chat call's: what the client asked for, where it went.
     const r = call.original;
-    log.setAttribute(GEN_AI.operation, 'chat');
-    log.setAttribute(GEN_AI.provider, PROVIDER);
-    log.setAttribute(GEN_AI.requestModel, typeof r.model === 'string' ? cut256(r.model) : '');
+    log.set(K_GENAI_OPERATION, 'chat');
+    log.set(K_GENAI_PROVIDER, PROVIDER);
+    log.set(K_GENAI_REQUESTMODEL, typeof r.model === 'string' ? cut256(r.model) : '');
     setRequestAttributes(log, r);
-    log.setAttribute('toolproof.api', call.api);
-    log.setAttribute('toolproof.model', cut256(call.route.name));
-    log.setAttribute('toolproof.upstream', call.route.client.label);
-    log.setAttribute('toolproof.stream', r.stream === true);
+    log.set(K_TP_API, call.api);
+    log.set(K_TP_MODEL, cut256(call.route.name));
+    log.set(K_TP_UPSTREAM, call.route.client.label);
+    log.set(K_TP_STREAM, r.stream === true);
     const conversation = call.forwardHeaders['x-conversation-id'];
-    if (conversation) log.setAttribute(GEN_AI.conversationId, cut256(conversation));
-    if (this.captureContent) log.setAttribute(GEN_AI.inputMessages, inputMessages(r));
+    if (conversation) log.set(K_GENAI_CONVERSATIONID, cut256(conversation));
+    if (this.captureContent) log.set(K_GENAI_INPUTMESSAGES, inputMessages(r));
   }
 
   attempt(
@@ -585,25 +620,24 @@ class ServerSpan implements RequestSpan<ChatCall> {
     );
     try {
       if (request) {
-        log.setAttribute(GEN_AI.operation, 'chat');
-        log.setAttribute(GEN_AI.provider, PROVIDER);
-        log.setAttribute(GEN_AI.requestModel, model);
+        log.set(K_GENAI_OPERATION, 'chat');
+        log.set(K_GENAI_PROVIDER, PROVIDER);
+        log.set(K_GENAI_REQUESTMODEL, model);
         setRequestAttributes(log, request);
-        log.setAttribute('toolproof.attempt', this.attempts);
+        log.set(K_TP_ATTEMPT, this.attempts);
         // The replica that answered, else the upstream it was sent to.
         server?.set(log);
-        if (typeof request.tool_choice === 'string')
-          log.setAttribute('toolproof.tool_choice', request.tool_choice);
-        if (this.captureContent) log.setAttribute(GEN_AI.inputMessages, inputMessages(request));
+        if (typeof request.tool_choice === 'string') log.set(K_TP_TOOL_CHOICE, request.tool_choice);
+        if (this.captureContent) log.set(K_GENAI_INPUTMESSAGES, inputMessages(request));
         if (this.attemptStatus >= 0) {
-          log.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, this.attemptStatus);
+          log.set(K_HTTP_RESPONSE_STATUS_CODE, this.attemptStatus);
           // Time to the response headers: queue and prefill (an attribute: cheaper than an event).
-          log.setAttribute('toolproof.upstream.headers_ms', this.attemptHeadersMs);
+          log.set(K_TP_UPSTREAM_HEADERS_MS, this.attemptHeadersMs);
         }
       }
       if (report) this.describeResponse(report, payloads);
       if (error !== undefined) {
-        log.setAttribute(ATTR_ERROR_TYPE, error);
+        log.set(K_ERROR_TYPE, error);
         log.status(SpanStatusCode.ERROR, failed ? message : message!.replace('_', ' '));
       }
     } finally {
@@ -623,7 +657,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
       if (typeof c.model === 'string') model = c.model;
       if (typeof c.id === 'string') log.setUniqueAttribute(GEN_AI.responseId, c.id);
       const reasons = (c.choices ?? []).map((ch) => ch?.finish_reason).filter((f) => typeof f === 'string');
-      if (reasons.length > 0) log.setAttribute(GEN_AI.finishReasons, reasons as string[]);
+      if (reasons.length > 0) log.set(K_GENAI_FINISHREASONS, reasons as string[]);
       if (this.captureContent) output = completionMessages(c);
     } else {
       // A stream: its identity is the last one its chunks named (noteIdentity).
@@ -631,11 +665,11 @@ class ServerSpan implements RequestSpan<ChatCall> {
         model = identity.model;
         log.setUniqueAttribute(GEN_AI.responseId, identity.id);
       }
-      if (this.reasons) log.setAttribute(GEN_AI.finishReasons, this.reasons);
+      if (this.reasons) log.set(K_GENAI_FINISHREASONS, this.reasons);
       if (this.captureContent && payloads) output = streamedMessages(payloads);
     }
-    if (output !== undefined) log.setAttribute(GEN_AI.outputMessages, output);
-    if (typeof model === 'string') log.setAttribute(GEN_AI.responseModel, model);
+    if (output !== undefined) log.set(K_GENAI_OUTPUTMESSAGES, output);
+    if (typeof model === 'string') log.set(K_GENAI_RESPONSEMODEL, model);
   }
 
   effects(effects: readonly PolicyEffect[], attempt: number): void {
@@ -755,25 +789,25 @@ class ServerSpan implements RequestSpan<ChatCall> {
     const call = this.call;
     this.describeRequest(request);
     log.setUniqueAttribute('toolproof.request_id', String(request.id));
-    if (ended || headersSent) log.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
+    if (ended || headersSent) log.set(K_HTTP_RESPONSE_STATUS_CODE, status);
     if (call) {
       const t = call.trace;
       setUsage(log, callUsage(call));
-      log.setAttribute('toolproof.attempts', t.attempts);
+      log.set(K_TP_ATTEMPTS, t.attempts);
       // What did not happen is not written, nor what another attribute or an event already says
       // (forced: toolproof.tool_choice, set only then, and the toolproof.forced event; the final
       // answer: toolproof.final_kind and its event; the response's model: the attempt spans'):
       // every attribute is paid for in each export.
-      if (t.toolChoiceSent) log.setAttribute('toolproof.tool_choice', t.toolChoiceSent);
-      if (t.fallback) log.setAttribute('toolproof.fallback', true);
-      if (t.retries.length > 0) log.setAttribute('toolproof.retries', t.retries.length);
-      if (t.leaks.length > 0) log.setAttribute('toolproof.leaks', t.leaks.length);
-      if (t.finalKind) log.setAttribute('toolproof.final_kind', t.finalKind);
-      if (t.droppedTools) log.setAttribute('toolproof.dropped_tools', t.droppedTools);
-      if (call.discardedTokens > 0) log.setAttribute('toolproof.discarded_tokens', call.discardedTokens);
+      if (t.toolChoiceSent) log.set(K_TP_TOOL_CHOICE, t.toolChoiceSent);
+      if (t.fallback) log.set(K_TP_FALLBACK, true);
+      if (t.retries.length > 0) log.set(K_TP_RETRIES, t.retries.length);
+      if (t.leaks.length > 0) log.set(K_TP_LEAKS, t.leaks.length);
+      if (t.finalKind) log.set(K_TP_FINAL_KIND, t.finalKind);
+      if (t.droppedTools) log.set(K_TP_DROPPED_TOOLS, t.droppedTools);
+      if (call.discardedTokens > 0) log.set(K_TP_DISCARDED_TOKENS, call.discardedTokens);
     } else setUsage(log, request.tp?.usage); // a relayed completion or embedding
     // Its tokens unknown (the log line's logRequest decided it): said, not left to read as 0.
-    if (request.tp?.usageUnreported) log.setAttribute('toolproof.usage_unreported', true);
+    if (request.tp?.usageUnreported) log.set(K_TP_USAGE_UNREPORTED, true);
     const events = this.events;
     if (events) {
       this.events = undefined;
@@ -785,16 +819,16 @@ class ServerSpan implements RequestSpan<ChatCall> {
     const err: ToolproofError | undefined = request.tpError ?? call?.streamError;
     if (!ended) {
       // The client left first (nginx's 499): no status went out, or not all of the response.
-      log.setAttribute(ATTR_ERROR_TYPE, 'client_aborted');
+      log.set(K_ERROR_TYPE, 'client_aborted');
       log.event('toolproof.client_aborted', this.now(), { 'toolproof.headers_sent': headersSent });
       log.status(SpanStatusCode.ERROR, 'the client closed the connection first');
     } else if (err) {
-      log.setAttribute(ATTR_ERROR_TYPE, err.code);
+      log.set(K_ERROR_TYPE, err.code);
       // A server span's 4xx is the client's fault, not an error of the span (HTTP conventions);
       // an error written into a stream after its 200 is one.
       if (status >= 500 || call?.streamError) log.status(SpanStatusCode.ERROR, redactForLog(err.message));
     } else if (status >= 500) {
-      log.setAttribute(ATTR_ERROR_TYPE, String(status));
+      log.set(K_ERROR_TYPE, String(status));
       log.status(SpanStatusCode.ERROR, undefined);
     }
   }
@@ -821,8 +855,8 @@ class Server {
 
   set(log: SpanLog): void {
     if (this.address === undefined) return;
-    log.setAttribute(ATTR_SERVER_ADDRESS, this.address);
-    log.setAttribute(ATTR_SERVER_PORT, this.port!);
+    log.set(K_SERVER_ADDRESS, this.address);
+    log.set(K_SERVER_PORT, this.port!);
   }
 
   /** `chat <model>`, made once per model (a closed set: the routes' models, bounded anyway). */

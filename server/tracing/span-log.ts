@@ -66,6 +66,18 @@ const KEY_ROOM = 1024;
 /** Attribute keys seen, by index (code's constants: a few dozen; bounded all the same). */
 const KEYS: string[] = [];
 const KEY_INDEX = new Map<string, number>();
+/** A key's index (-1: past KEY_ROOM keys, or longer than 256: written as its text). */
+export function keyOf(key: string): number {
+  let k = KEY_INDEX.get(key);
+  if (k === undefined) {
+    if (KEYS.length >= KEY_ROOM || key.length > 256) return -1;
+    k = KEYS.length;
+    KEYS.push(key);
+    KEY_INDEX.set(key, k);
+  }
+  return k;
+}
+
 /** Per key, its KeyValue key field as bytes (0x0a, length, UTF-8), made at its first export. */
 const KEY_BYTES: Uint8Array[] = [];
 
@@ -302,12 +314,47 @@ export class SpanLog {
     this.maybeExport();
   }
 
+  /**
+   * An attribute of the open record by its key's index (keyOf: sdk.ts looks its keys up once):
+   * no look-up per attribute, and a string value that is the very string this key had last time
+   * (a route's name, the provider, an API) is found by identity, without hashing it.
+   */
+  set(k: number, value: AttributeValue | undefined | null): void {
+    if (value == null) return;
+    this.ensure(8);
+    this.buf[this.pos++] = ATTRIBUTE;
+    this.varint(k + 2);
+    if (typeof value === 'string') {
+      if (this.lastString[k] === value) {
+        this.buf[this.pos++] = STRING_REF;
+        this.varint(this.lastRef[k]!);
+        return;
+      }
+      const ref = this.stringValue(value);
+      if (ref >= 0) {
+        this.lastString[k] = value;
+        this.lastRef[k] = ref;
+      }
+      return;
+    }
+    this.value(value);
+  }
+
+  /** Per key index, the string value it had last and that value's dictionary index. */
+  private lastString: Array<string | undefined> = [];
+  private lastRef: number[] = [];
+
   private keyValue(key: string, value: AttributeValue): void {
     this.key(key);
     this.ensure(1);
+    if (typeof value === 'string') this.stringValue(value);
+    else this.value(value);
+  }
+
+  /** A value other than a string (a number, a boolean, an array). */
+  private value(value: AttributeValue): void {
     const t = typeof value;
-    if (t === 'string') this.stringValue(value as string);
-    else if (t === 'number') {
+    if (t === 'number') {
       this.buf[this.pos++] = NUMBER;
       this.f64(value as number);
     } else if (t === 'boolean') this.buf[this.pos++] = value ? TRUE : FALSE;
@@ -324,20 +371,15 @@ export class SpanLog {
 
   /** A key: its index among the keys seen (code's constants), or its text past KEY_ROOM of them. */
   private key(key: string): void {
-    let k = KEY_INDEX.get(key);
-    if (k === undefined && KEYS.length < KEY_ROOM && key.length <= 256) {
-      k = KEYS.length;
-      KEYS.push(key);
-      KEY_INDEX.set(key, k);
-    }
-    if (k === undefined) {
+    const k = keyOf(key);
+    if (k < 0) {
       this.varint(KEY_TEXT);
       this.string(key);
     } else this.varint(k + 2);
   }
 
-  /** A string value: its index when it is (or may go) in the dictionary, else its bytes. */
-  private stringValue(s: string, cut = true): void {
+  /** A string value: its index when it is (or may go) in the dictionary (returned; else -1), else its bytes. */
+  private stringValue(s: string, cut = true): number {
     if (s.length <= VALUE_LONGEST) {
       let i = this.valueIndex.get(s);
       if (i === undefined && this.values.length < VALUE_ROOM && this.valueChars + s.length <= VALUE_CHARS) {
@@ -351,11 +393,12 @@ export class SpanLog {
       if (i !== undefined) {
         this.buf[this.pos++] = STRING_REF;
         this.varint(i);
-        return;
+        return i;
       }
     }
     this.buf[this.pos++] = STRING;
     this.string(cut ? this.cut(s) : s);
+    return -1;
   }
 
   /** An attribute whose value changes every time (a request's id): its bytes, never in the dictionary. */
@@ -612,6 +655,8 @@ export class SpanLog {
       this.valueChars = 0;
       this.valueBytes = [];
       this.pairBytes = new Map();
+      this.lastString = [];
+      this.lastRef = [];
     }
     // A buffer grown past 4 MB (long content under the opt-in) goes once nothing waits in it.
     if (this.pos === 0 && this.buf.length > 4 * 1024 * 1024) this.buf = Buffer.allocUnsafe(64 * 1024);
