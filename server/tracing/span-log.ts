@@ -744,7 +744,7 @@ export class SpanLog {
         if (statusAt >= 0) return false;
         statusCode = buf[this.readPos++]!;
         statusAt = this.readPos;
-        if (buf[this.readPos++] === 1) this.readPos += this.readVarint();
+        if (buf[this.readPos++] === 1) this.skip(this.readVarint());
       } else return false;
     }
     const end = this.readPos;
@@ -761,7 +761,7 @@ export class SpanLog {
         }
         if (tag === STATUS) {
           this.readPos++;
-          if (buf[this.readPos++] === 1) this.readPos += this.readVarint();
+          if (buf[this.readPos++] === 1) this.skip(this.readVarint());
           continue;
         }
         // EVENT: time, name, attributes, dropped count.
@@ -969,15 +969,23 @@ export class SpanLog {
     return true;
   }
 
+  /**
+   * `n` bytes on (a length read just before: `this.readPos += this.readVarint()` would add it to
+   * readPos as it was before the varint).
+   */
+  private skip(n: number): void {
+    this.readPos += n;
+  }
+
   /** Past a value at readPos (its type byte first). */
   private skipValue(): void {
     const type = this.buf[this.readPos++]!;
-    if (type === STRING || type === OTHER) this.readPos += this.readVarint();
+    if (type === STRING || type === OTHER) this.skip(this.readVarint());
     else if (type === STRING_REF) this.readVarint();
     else if (type === NUMBER) this.readPos += 8;
     else if (type === STRINGS) {
       const n = this.readVarint();
-      for (let i = 0; i < n; i++) this.readPos += this.readVarint();
+      for (let i = 0; i < n; i++) this.skip(this.readVarint());
     }
   }
 

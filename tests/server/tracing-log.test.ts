@@ -293,6 +293,83 @@ describe('the span log', () => {
     }
   });
 
+  it("with the protobuf exporter, writes a request's spans as sdk.ts makes them straight into the library's bytes", async () => {
+    const { tracer, ended } = tracerOf();
+    const c = capture();
+    const log = new SpanLog(c.exporter, tracer, { maxExportBatchSize: 512, maxQueueSize: 4096 }, true);
+    const parent = {
+      traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+      spanId: '00f067aa0ba902b7',
+      traceFlags: TraceFlags.SAMPLED,
+      isRemote: true,
+      traceState: new TraceState('vendor=1'),
+    };
+    for (let i = 0; i < 300; i++) {
+      const server = tracer.start(
+        'POST /v1/chat/completions',
+        SpanKind.SERVER,
+        undefined,
+        i % 2 ? parent : undefined,
+      );
+      const attempt = tracer.start('chat qwen3-coder', SpanKind.CLIENT, undefined, server);
+      for (const [k, v] of [
+        ['gen_ai.operation.name', 'chat'],
+        ['gen_ai.provider.name', 'openai'],
+        ['gen_ai.request.model', `qwen3-coder-${i % 3}`],
+        ['gen_ai.request.max_tokens', 1024 + i],
+        ['gen_ai.request.temperature', 0.2],
+        ['toolproof.attempt', 1],
+        ['server.address', 'gpu-a'],
+        ['server.port', 8000],
+        ['toolproof.tool_choice', 'required'],
+        ['http.response.status_code', 200],
+        ['toolproof.upstream.headers_ms', 12.5 + i],
+        ['gen_ai.usage.input_tokens', 2 ** 40 + i],
+        ['gen_ai.response.id', `chatcmpl-${i}-${'x'.repeat(i % 200)}`],
+        ['gen_ai.response.finish_reasons', ['tool_calls']],
+        ['gen_ai.response.model', 'qwen3-coder ünïcødé'],
+      ] as const)
+        attempt.setAttribute(k, v as never);
+      attempt.end();
+      for (const [k, v] of [
+        ['http.request.method', 'POST'],
+        ['url.path', '/v1/chat/completions'],
+        ['user_agent.original', `agent/${i % 5} ${'u'.repeat(i % 130)}`],
+        ['toolproof.stream', true],
+        ['toolproof.fallback', i % 7 === 0],
+        ['toolproof.request_id', `req-${i}`],
+        ['toolproof.final_kind', 'tool_calls'],
+        ['error.type', 'client_aborted'],
+      ] as const)
+        server.setAttribute(k, v as never);
+      server.addEvent('toolproof.forced', {
+        'toolproof.policy': 'force-tool-use',
+        'toolproof.attempt': 0,
+        'toolproof.tool_choice': 'required',
+      });
+      server.addEvent('toolproof.schema_unenforced', {
+        'toolproof.tool': 'write',
+        'toolproof.reasons': ['a', 'b'],
+      });
+      server.addEvent('toolproof.final_answer', {});
+      if (i % 3 === 0)
+        server.setStatus({ code: SpanStatusCode.ERROR, message: 'the client closed the connection first' });
+      server.end();
+    }
+    for (const s of ended) write(log, s);
+    await log.forceFlush();
+    expect(log.throughLeanSpans).toBe(0);
+    const got = c.batches.flat();
+    expect(got).toHaveLength(600);
+    const want = [ended.slice(0, 512), ended.slice(512)].map((b) =>
+      Buffer.from(ProtobufTraceSerializer.serializeRequest(b)!),
+    );
+    const mine = [got.slice(0, 512), got.slice(512)].map((b) => Buffer.from(serializeSpans(b)));
+    expect(mine[0]!.equals(want[0]!)).toBe(true);
+    expect(mine[1]!.equals(want[1]!)).toBe(true);
+    await log.shutdown();
+  });
+
   it('keeps the span limits as the SDK does (value length, attribute count, events, attributes per event)', async () => {
     const limits = { attributeValueLength: 5, attributeCount: 3, eventCount: 2, attributePerEventCount: 1 };
     const { tracer } = tracerOf(limits);
