@@ -12,7 +12,9 @@
  * (BatchSpanProcessor's; its flushOneBatch, a batch's export started, inside it or on its timer), and export (the batch's serialization and the POST's synchronous part,
  * outside any request; a request the sampler left out: its UnsampledSpan's calls, by the same
  * names). Samples over 200 µs are left out and counted. The sums are written at the
- * process's exit to `<out>-<pid>.json` (TP_CALLS_OUT).
+ * process's exit to `<out>-<pid>.json` (TP_CALLS_OUT). Since trace8 (span-log.ts) a build has no
+ * processor or encodeAtEnd on its request path: SpanLog.close (a record closed, and a full batch's
+ * encoding and export started inside it) and SpanLog.take (a batch's records encoded) instead.
  */
 import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
