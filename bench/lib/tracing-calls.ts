@@ -12,7 +12,9 @@
  * (BatchSpanProcessor's; its flushOneBatch, a batch's export started, inside it or on its timer), and export (the batch's serialization and the POST's synchronous part,
  * outside any request; a request the sampler left out: its UnsampledSpan's calls, by the same
  * names). Samples over 200 µs are left out and counted. The sums are written at the
- * process's exit to `<out>-<pid>.json` (TP_CALLS_OUT).
+ * process's exit to `<out>-<pid>.json` (TP_CALLS_OUT). Since trace8 (span-log.ts) a build has no
+ * processor or encodeAtEnd on its request path: SpanLog.close (a record closed, and a full batch's
+ * encoding and export started inside it) and SpanLog.take (a batch's records encoded) instead.
  */
 import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -48,8 +50,10 @@ export function timedTracingBuild(buildDir: string, into: string, label = ''): s
     // A request the sampler left out (since tracecut): its span of its own, the same calls timed.
     const timed = wrapMethods(`${PRELUDE}\n${src}`, 'ServerSpan', methods, label);
     return `${src.includes('class UnsampledSpan') ? wrapMethods(timed, 'UnsampledSpan', methods, label) : timed}
+if (typeof BatchSpanProcessor !== 'undefined') {
 { const f = BatchSpanProcessor.prototype.onEnd; BatchSpanProcessor.prototype.onEnd = function (s) { ${TIMED('processor.onEnd', 'f.call(this, s)')} }; }
 { const f = BatchSpanProcessor.prototype._flushOneBatch; BatchSpanProcessor.prototype._flushOneBatch = function () { ${TIMED('processor.flushOneBatch', 'f.call(this)')} }; }
+}
 export async function createTracing(a, b) {
   const t = await createTracing__timed(a, b);
   const s = t.startRequest;
@@ -58,6 +62,12 @@ export async function createTracing(a, b) {
 }
 `;
   });
+  // Since trace8: spans written into the span log as they end (close: a record's end, and a full
+  // batch's export started inside it), and made back into spans a batch at a time (take).
+  if (existsSync(join(into, 'server/tracing/span-log.js')))
+    edit('server/tracing/span-log.js', (s) =>
+      wrapMethods(`${PRELUDE}\n${s}`, 'SpanLog', ['close', 'take'], label),
+    );
   edit('server/tracing/lean.js', (s) =>
     wrapMethods(wrapMethods(`${PRELUDE}\n${s}`, 'LeanTracer', ['start'], label), 'LeanSpan', ['end'], label),
   );

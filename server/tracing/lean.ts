@@ -366,9 +366,16 @@ export class LeanSpan implements ReadableSpan, SpanContext {
     readonly parentSpanContext: SpanContext | undefined,
     /** The sampler's verdict: false, and nothing is kept (only the ids, for the traceparent). */
     readonly recording: boolean,
+    /** A span read back from the span log (span-log.ts): its start, in epoch milliseconds. */
+    startMs?: number,
   ) {
     this.resource = tracer.resource;
     this.instrumentationScope = tracer.scope;
+    if (startMs !== undefined) {
+      this.base = 0;
+      this.startMs = startMs;
+      return;
+    }
     // A child of a span of this process keeps its parent's clock: the times of one trace stay on
     // one monotonic clock, so a child never ends after its parent by a clock's correction.
     const t0 = performance.now();
@@ -431,7 +438,7 @@ export class LeanSpan implements ReadableSpan, SpanContext {
    * An event now. `attributes` is kept as given when the limits leave it whole (the callers
    * build a fresh object per event and never touch it again), else a trimmed copy.
    */
-  addEvent(name: string, attributes?: Attributes): this {
+  addEvent(name: string, attributes?: Attributes, ms?: number): this {
     if (!this.recording || this.ended) return this;
     const limits = this.tracer.limits;
     if (limits.eventCount === 0) {
@@ -475,7 +482,7 @@ export class LeanSpan implements ReadableSpan, SpanContext {
         kept = copy;
       }
     }
-    events.push(new LeanEvent(name, this.now(), kept, dropped));
+    events.push(new LeanEvent(name, ms ?? this.now(), kept, dropped));
     return this;
   }
 
@@ -504,6 +511,12 @@ export class LeanSpan implements ReadableSpan, SpanContext {
     if (!this.recording) return false;
     this.endMs = Math.max(this.now(), this.startMs);
     return true;
+  }
+
+  /** Ends a span read back from the span log at its recorded end (nothing handed over). */
+  endAt(endMs: number): void {
+    this.ended = true;
+    this.endMs = endMs;
   }
 
   /** An ended span to the processor (encoded first when the tracer says so). */
@@ -546,4 +559,19 @@ export class LeanSpan implements ReadableSpan, SpanContext {
   get duration(): HrTime {
     return hrOf(this.endMs - this.startMs);
   }
+}
+
+/** A recorded span read back from the span log (span-log.ts), started at `startMs`. */
+export function leanSpanOf(
+  tracer: LeanTracer,
+  name: string,
+  kind: SpanKind,
+  traceId: string,
+  spanId: string,
+  traceFlags: number,
+  traceState: TraceState | undefined,
+  parent: SpanContext | undefined,
+  startMs: number,
+): LeanSpan {
+  return new LeanSpan(tracer, name, kind, traceId, spanId, traceFlags, traceState, parent, true, startMs);
 }

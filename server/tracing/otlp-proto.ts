@@ -33,7 +33,7 @@ const utf8Write: (this: Buffer, s: string, offset: number) => number =
   };
 
 /** A growable buffer, kept between exports (the bytes are copied out at the end). */
-class Writer {
+export class Writer {
   buf: Buffer;
   pos = 0;
 
@@ -521,7 +521,7 @@ function spanTail(
  * A LeanSpan straight from its fields (the same bytes as span() through its ReadableSpan getters:
  * the attributes in their order, no links).
  */
-function leanSpan(w: Writer, s: LeanSpan): void {
+export function leanSpan(w: Writer, s: LeanSpan): void {
   spanHead(w, s.traceId, s.spanId, s.traceState, s.parentSpanContext, s.name, s.kind);
   w.tag(7, 1);
   w.timeMs(s.startMs);

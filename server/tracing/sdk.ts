@@ -8,7 +8,14 @@
  * manager): the spans' parents are passed explicitly, and several apps in one process (tests)
  * each keep their own provider.
  */
-import { type Attributes, type SpanContext, SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import {
+  type Attributes,
+  ROOT_CONTEXT,
+  type SpanContext,
+  SpanKind,
+  SpanStatusCode,
+  type TraceState,
+} from '@opentelemetry/api';
 import { ExportResultCode, getNumberFromEnv } from '@opentelemetry/core';
 import {
   defaultResource,
@@ -19,10 +26,10 @@ import {
 import {
   AlwaysOffSampler,
   AlwaysOnSampler,
-  BatchSpanProcessor,
+  type IdGenerator,
   ParentBasedSampler,
-  type ReadableSpan,
   type Sampler,
+  SamplingDecision,
   type SpanExporter,
   TraceIdRatioBasedSampler,
 } from '@opentelemetry/sdk-trace-base';
@@ -55,7 +62,8 @@ import {
   setRequestAttributes,
   streamedMessages,
 } from './genai.js';
-import { type LeanLimits, type LeanSpan, LeanTracer, remoteParent } from './lean.js';
+import { type LeanLimits, LeanTracer, ParentContext, remoteParent } from './lean.js';
+import { keyOf, SpanLog } from './span-log.js';
 import type { TracingSettings } from './settings.js';
 import type { EventValue, RequestSpan, TracedReport, Tracing } from './types.js';
 
@@ -67,6 +75,42 @@ import type { EventValue, RequestSpan, TracedReport, Tracing } from './types.js'
 function cut256(s: string): string {
   return s.length > 256 ? ownString(s.slice(0, 256)) : s;
 }
+
+/** The span log's indexes of the keys written below (looked up once). */
+const K_GENAI_INPUTTOKENS = keyOf(GEN_AI.inputTokens);
+const K_GENAI_OUTPUTTOKENS = keyOf(GEN_AI.outputTokens);
+const K_GENAI_CACHEREADTOKENS = keyOf(GEN_AI.cacheReadTokens);
+const K_HTTP_REQUEST_METHOD = keyOf(ATTR_HTTP_REQUEST_METHOD);
+const K_URL_PATH = keyOf(ATTR_URL_PATH);
+const K_HTTP_ROUTE = keyOf(ATTR_HTTP_ROUTE);
+const K_USER_AGENT_ORIGINAL = keyOf(ATTR_USER_AGENT_ORIGINAL);
+const K_GENAI_OPERATION = keyOf(GEN_AI.operation);
+const K_GENAI_PROVIDER = keyOf(GEN_AI.provider);
+const K_GENAI_REQUESTMODEL = keyOf(GEN_AI.requestModel);
+const K_TP_API = keyOf('toolproof.api');
+const K_TP_MODEL = keyOf('toolproof.model');
+const K_TP_UPSTREAM = keyOf('toolproof.upstream');
+const K_TP_STREAM = keyOf('toolproof.stream');
+const K_GENAI_CONVERSATIONID = keyOf(GEN_AI.conversationId);
+const K_GENAI_INPUTMESSAGES = keyOf(GEN_AI.inputMessages);
+const K_TP_ATTEMPT = keyOf('toolproof.attempt');
+const K_TP_TOOL_CHOICE = keyOf('toolproof.tool_choice');
+const K_HTTP_RESPONSE_STATUS_CODE = keyOf(ATTR_HTTP_RESPONSE_STATUS_CODE);
+const K_TP_UPSTREAM_HEADERS_MS = keyOf('toolproof.upstream.headers_ms');
+const K_ERROR_TYPE = keyOf(ATTR_ERROR_TYPE);
+const K_GENAI_FINISHREASONS = keyOf(GEN_AI.finishReasons);
+const K_GENAI_OUTPUTMESSAGES = keyOf(GEN_AI.outputMessages);
+const K_GENAI_RESPONSEMODEL = keyOf(GEN_AI.responseModel);
+const K_TP_ATTEMPTS = keyOf('toolproof.attempts');
+const K_TP_FALLBACK = keyOf('toolproof.fallback');
+const K_TP_RETRIES = keyOf('toolproof.retries');
+const K_TP_LEAKS = keyOf('toolproof.leaks');
+const K_TP_FINAL_KIND = keyOf('toolproof.final_kind');
+const K_TP_DROPPED_TOOLS = keyOf('toolproof.dropped_tools');
+const K_TP_DISCARDED_TOKENS = keyOf('toolproof.discarded_tokens');
+const K_TP_USAGE_UNREPORTED = keyOf('toolproof.usage_unreported');
+const K_SERVER_ADDRESS = keyOf(ATTR_SERVER_ADDRESS);
+const K_SERVER_PORT = keyOf(ATTR_SERVER_PORT);
 
 /** The most finish reasons an attempt span keeps (one per choice: n is far below). */
 const MAX_FINISH_REASONS = 128;
@@ -102,13 +146,6 @@ async function exporterOf(settings: TracingSettings): Promise<SpanExporter> {
   // The library's protobuf exporter with a one-pass serializer of the same bytes (otlp-proto.ts).
   const { protobufSpanExporter } = await import('./otlp-proto.js');
   return protobufSpanExporter(settings.endpoint);
-}
-
-/** With the protobuf exporter, spans are written into bytes as they end (otlp-proto.ts). */
-async function encoderOf(settings: TracingSettings): Promise<((span: LeanSpan) => ReadableSpan) | undefined> {
-  if (settings.protocol === 'http/json') return undefined;
-  const { encodeAtEnd } = await import('./otlp-proto.js');
-  return encodeAtEnd;
 }
 
 /**
@@ -182,24 +219,24 @@ export async function createTracing(
     .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: 'toolproof', 'process.pid': process.pid }))
     // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over toolproof's own.
     .merge(detectResources({ detectors: [envDetector] }));
-  // The SDK's batch processor (OTEL_BSP_* read by it; bounded: a full queue drops spans; the
-  // defaults: 2048 queued, 512 a batch, every 5 s), its sampler and its exporter; the spans are
-  // lean.ts's (the SDK's Tracer and Span cost more than the rest of tracing together).
+  // The SDK's sampler and exporter; the spans are written into a log of records as they end
+  // (span-log.ts: the batch processor's rules, OTEL_BSP_* read as it reads them) and made into
+  // lean.ts's spans at export, a batch at a time.
   const exporter = await exporterOf(settings);
-  const processor = new BatchSpanProcessor(
-    warn ? reporting(exporter, shown(settings.endpoint), warn) : exporter,
-  );
   const tracer = new LeanTracer(
     resource,
     { name: 'toolproof', version: undefined, schemaUrl: undefined },
     samplerOf(settings.sampler),
-    processor,
+    NO_PROCESSOR,
     limitsOf(settings),
   );
-  tracer.encode = await encoderOf(settings);
-  // Every sampler samplerOf makes samples a child of a sampled span: asked once per trace.
-  tracer.sampledChildren = true;
-  let closed: Promise<void> | undefined;
+  const log = new SpanLog(
+    warn ? reporting(exporter, shown(settings.endpoint), warn) : exporter,
+    tracer,
+    {},
+    // otlp-proto.ts's exporter: a batch's records are written straight into protobuf.
+    settings.protocol !== 'http/json',
+  );
   return {
     startRequest(request, route) {
       if (route !== undefined && (UNTRACED.has(route) || route === '/docs' || route.startsWith('/docs/')))
@@ -207,19 +244,52 @@ export async function createTracing(
       const remote = remoteParent(request.headers);
       const matched = route !== undefined && route !== '*' && route !== '/*';
       const name = matched ? spanName(request.method, route) : request.method;
-      // The sampler's context holds the client's span (a ParentContext, made only when one came).
-      // The attributes are written when the span ends (ServerSpan.describeEnd), from the request.
-      const span = tracer.startOrSkip(name, SpanKind.SERVER, remote);
-      if (typeof span === 'string') return unsampled(tracer, span, remote, request.headers);
-      return new ServerSpan(tracer, span, settings.captureContent, matched ? route : undefined);
+      // The sampler decides once per trace (every sampler samplerOf makes samples a child of a
+      // sampled span with its parent's trace state: lean.ts's sampledChildren), given the
+      // client's span as the parent (a ParentContext, made only when one came).
+      const traceId = remote ? remote.traceId : tracer.ids.generateTraceId();
+      const result = tracer.sampler.shouldSample(
+        remote ? new ParentContext(remote) : ROOT_CONTEXT,
+        traceId,
+        name,
+        SpanKind.SERVER,
+        NO_ATTRIBUTES,
+        NO_LINKS,
+      );
+      const state = result.traceState ?? remote?.traceState;
+      // Recorded but not sampled (no sampler of samplerOf says so) would go to no exporter either.
+      if (result.decision !== SamplingDecision.RECORD_AND_SAMPLED)
+        return unsampled(tracer, traceId, remote, request.headers, state);
+      const t0 = performance.now();
+      return new ServerSpan(
+        log,
+        traceId,
+        tracer.ids.generateSpanId(),
+        remote,
+        state,
+        name,
+        tracer.clock(t0),
+        t0,
+        tracer.ids,
+        settings.captureContent,
+        matched ? route : undefined,
+        result.attributes,
+      );
     },
-    flush: () => processor.forceFlush(),
-    shutdown: () => {
-      closed ??= processor.shutdown();
-      return closed;
-    },
+    flush: () => log.forceFlush(),
+    shutdown: () => log.shutdown(),
   };
 }
+
+/** The tracer's processor: spans are written into the span log (ServerSpan), never handed over. */
+const NO_PROCESSOR = {
+  onStart() {},
+  onEnd() {},
+  forceFlush: () => Promise.resolve(),
+  shutdown: () => Promise.resolve(),
+};
+const NO_ATTRIBUTES: Attributes = Object.freeze({}) as Attributes;
+const NO_LINKS: [] = [];
 
 /** `POST <route>` by route (a closed set: the app's route patterns), made once. */
 const POST_NAMES = new Map<string, string>();
@@ -244,10 +314,11 @@ function unsampled(
   traceId: string,
   remote: SpanContext | undefined,
   headers: FastifyRequest['headers'],
+  traceState: TraceState | undefined,
 ): RequestSpan<ChatCall> {
+  const state = traceState?.serialize();
   if (!remote)
-    return new UnsampledSpan(traceId, `00-${traceId}-${tracer.ids.generateSpanId()}-00`, undefined, false);
-  const state = remote.traceState?.serialize();
+    return new UnsampledSpan(traceId, `00-${traceId}-${tracer.ids.generateSpanId()}-00`, state, false);
   const sent = headers.traceparent;
   // The client's header says it already (version 00, flags 00, no tracestate to rewrite): the
   // call's headers, which carry it, go upstream as they are.
@@ -311,25 +382,6 @@ const TALLY_EVENTS: Record<string, string> = {
 };
 
 /**
- * The W3C `traceparent` (and `tracestate`) naming `span`, written into `carrier`: what
- * W3CTraceContextPropagator.inject writes for a context holding the span, without a Context made
- * for it (a Map copied per attempt). Every span here has a valid context (the SDK's ids, or the
- * client's checked by extract) and nothing suppresses tracing.
- */
-/** The traceparent's flags field for the usual flags (not sampled, sampled). */
-const FLAGS = ['00', '01'];
-
-function traceparentOf(span: LeanSpan): string {
-  const flags = span.traceFlags & 0xff;
-  return `00-${span.traceId}-${span.spanId}-${flags < 2 ? FLAGS[flags] : flags.toString(16).padStart(2, '0')}`;
-}
-
-function writeTraceContext(span: LeanSpan, carrier: Record<string, string>): void {
-  carrier.traceparent = traceparentOf(span);
-  if (span.traceState) carrier.tracestate = span.traceState.serialize();
-}
-
-/**
  * `headers` with the client's traceparent and tracestate replaced by `traceparent` and
  * `tracestate`, where they stood (before content-type, which upstream.ts expects last).
  */
@@ -356,14 +408,13 @@ function withTraceContext(
   return out;
 }
 
-function setUsage(span: LeanSpan, usage: Usage | undefined): void {
+function setUsage(log: SpanLog, usage: Usage | undefined): void {
   if (!usage) return;
-  if (typeof usage.prompt_tokens === 'number') span.setAttribute(GEN_AI.inputTokens, usage.prompt_tokens);
-  if (typeof usage.completion_tokens === 'number')
-    span.setAttribute(GEN_AI.outputTokens, usage.completion_tokens);
+  if (typeof usage.prompt_tokens === 'number') log.set(K_GENAI_INPUTTOKENS, usage.prompt_tokens);
+  if (typeof usage.completion_tokens === 'number') log.set(K_GENAI_OUTPUTTOKENS, usage.completion_tokens);
   const cached = (usage.prompt_tokens_details as { cached_tokens?: unknown } | null | undefined)
     ?.cached_tokens;
-  if (typeof cached === 'number') span.setAttribute(GEN_AI.cacheReadTokens, cached);
+  if (typeof cached === 'number') log.set(K_GENAI_CACHEREADTOKENS, cached);
 }
 
 function errorType(err: unknown): string {
@@ -376,18 +427,30 @@ function errorMessage(err: unknown): string {
   return typeof message === 'string' ? redactForLog(message) : '';
 }
 
+/** A harness decision waiting for the server span's end: a policy effect, or a named event. */
+interface PendingEvent {
+  ms: number;
+  /** A policy effect and the attempt it came from, or an event's name and attributes. */
+  effect: PolicyEffect | undefined;
+  attempt: number;
+  name: string;
+  attributes: Record<string, EventValue> | undefined;
+}
+
 /**
- * A request's spans. Their attributes are written as each span ends, from what the request and
- * the attempt hold then (the call, the request as sent, a few numbers kept on the way), not set
- * one by one while the request runs: a request in flight then keeps no attribute arrays, which
- * every scavenge during it copied (a traced server's garbage collector worked about a third more
- * per request than an untraced one's, bench/tracing-twin.ts), and the values written are those
- * the call ends with. Events are added as they happen (their time is theirs).
+ * A sampled request's spans, as few objects and touches as the request allows: while it runs it
+ * keeps its ids, its start times and the few numbers its spans' attributes need later (the
+ * attempt's status and time to headers, the finish reasons); the harness's decisions are kept as
+ * they came (the policy effect, the time). Each span is written into the span log (span-log.ts)
+ * once, when it ends, from what the request and the attempt hold then: no span object, attribute
+ * array or event object is made or kept during the request, and nothing is encoded here: the log's
+ * export makes the spans and their bytes, a batch at a time.
  */
 class ServerSpan implements RequestSpan<ChatCall> {
   private call: ChatCall | undefined;
-  /** The attempt span open now (at most one: attempts are sequential). */
-  private attemptSpan: LeanSpan | undefined;
+  /** The attempt span open now (at most one: attempts are sequential), its id and start. */
+  private attemptSpanId: string | undefined;
+  private attemptStartMs = 0;
   /** The open attempt's request as sent, its model and its upstream: written when it ends. */
   private attemptRequest: ChatCompletionRequest | undefined;
   private attemptModel = '';
@@ -398,27 +461,36 @@ class ServerSpan implements RequestSpan<ChatCall> {
   private reasons: string[] | undefined;
   private payloads: readonly string[] | undefined;
   private attempts = 0;
-  /** Attempt spans ended, not handed over yet (one, or several after a retry). */
-  private endedAttempts: LeanSpan | LeanSpan[] | undefined;
+  private events: PendingEvent[] | undefined;
   private ended = false;
-
-  /** Sampled: a request the sampler left out costs no attribute, event or attempt span. */
-  private readonly recording: boolean;
   readonly captureContent: boolean;
+  /** The server span's start, epoch milliseconds (performance.now() + base). */
+  private readonly startMs: number;
 
   constructor(
-    private readonly tracer: LeanTracer,
-    private readonly span: LeanSpan,
+    private readonly log: SpanLog,
+    readonly traceId: string,
+    private readonly spanId: string,
+    /** The client's span (its traceparent), when one came. */
+    private readonly remote: SpanContext | undefined,
+    private readonly traceState: TraceState | undefined,
+    private readonly name: string,
+    /** performance.now() to epoch milliseconds, for every time of the trace (LeanTracer.clock). */
+    private readonly base: number,
+    t0: number,
+    private readonly ids: IdGenerator,
     captureContent: boolean,
     /** The matched route pattern (`http.route`), when one matched. */
     private readonly route: string | undefined,
+    /** What the sampler asked to set on the span (none of samplerOf's samplers does). */
+    private readonly samplerAttributes: Attributes | undefined,
   ) {
-    this.recording = span.recording;
-    this.captureContent = captureContent && this.recording;
+    this.startMs = t0 + base;
+    this.captureContent = captureContent;
   }
 
-  get traceId(): string {
-    return this.span.traceId;
+  private now(): number {
+    return performance.now() + this.base;
   }
 
   chat(call: ChatCall): void {
@@ -427,29 +499,31 @@ class ServerSpan implements RequestSpan<ChatCall> {
 
   /** The request's attributes (written as the server span ends). */
   private describeRequest(request: FastifyRequest): void {
-    const span = this.span;
-    span.setAttribute(ATTR_HTTP_REQUEST_METHOD, request.method);
+    const log = this.log;
+    const given = this.samplerAttributes;
+    if (given) for (const key in given) log.setAttribute(key, given[key] as EventValue);
+    log.set(K_HTTP_REQUEST_METHOD, request.method);
     const url = request.url;
     const query = url.indexOf('?');
-    span.setAttribute(ATTR_URL_PATH, cut256(query < 0 ? url : url.slice(0, query)));
-    if (this.route !== undefined) span.setAttribute(ATTR_HTTP_ROUTE, this.route);
+    log.set(K_URL_PATH, cut256(query < 0 ? url : url.slice(0, query)));
+    if (this.route !== undefined) log.set(K_HTTP_ROUTE, this.route);
     const agent = request.headers['user-agent'];
-    if (typeof agent === 'string') span.setAttribute(ATTR_USER_AGENT_ORIGINAL, cut256(agent));
+    if (typeof agent === 'string') log.set(K_USER_AGENT_ORIGINAL, cut256(agent));
     const call = this.call;
     if (!call) return;
     // The chat call's: what the client asked for, where it went.
     const r = call.original;
-    span.setAttribute(GEN_AI.operation, 'chat');
-    span.setAttribute(GEN_AI.provider, PROVIDER);
-    span.setAttribute(GEN_AI.requestModel, typeof r.model === 'string' ? cut256(r.model) : '');
-    setRequestAttributes(span, r);
-    span.setAttribute('toolproof.api', call.api);
-    span.setAttribute('toolproof.model', cut256(call.route.name));
-    span.setAttribute('toolproof.upstream', call.route.client.label);
-    span.setAttribute('toolproof.stream', r.stream === true);
+    log.set(K_GENAI_OPERATION, 'chat');
+    log.set(K_GENAI_PROVIDER, PROVIDER);
+    log.set(K_GENAI_REQUESTMODEL, typeof r.model === 'string' ? cut256(r.model) : '');
+    setRequestAttributes(log, r);
+    log.set(K_TP_API, call.api);
+    log.set(K_TP_MODEL, cut256(call.route.name));
+    log.set(K_TP_UPSTREAM, call.route.client.label);
+    log.set(K_TP_STREAM, r.stream === true);
     const conversation = call.forwardHeaders['x-conversation-id'];
-    if (conversation) span.setAttribute(GEN_AI.conversationId, cut256(conversation));
-    if (this.captureContent) span.setAttribute(GEN_AI.inputMessages, inputMessages(r));
+    if (conversation) log.set(K_GENAI_CONVERSATIONID, cut256(conversation));
+    if (this.captureContent) log.set(K_GENAI_INPUTMESSAGES, inputMessages(r));
   }
 
   attempt(
@@ -459,60 +533,26 @@ class ServerSpan implements RequestSpan<ChatCall> {
   ): Record<string, string> {
     this.closeAttempt('superseded'); // never: each attempt ends before the next (defensive)
     this.attempts++;
-    // Not sampled: the upstream is told so (the server span's context, flags 00), nothing is built.
-    if (!this.recording) return this.propagate(this.span, headers);
     const upstreamModel = call.route.upstreamModel ?? request.model;
-    const model = typeof upstreamModel === 'string' ? cut256(upstreamModel) : '';
-    const server = serverOf(call.route.client.origin);
-    // A child of a sampled span is sampled (parent-based) or not (a ratio sampler). Its
-    // attributes are written as it ends (describeAttempt), from what is kept here.
-    const span = this.tracer.start(server.name(model), SpanKind.CLIENT, undefined, this.span);
-    this.attemptSpan = span;
+    this.attemptModel = typeof upstreamModel === 'string' ? cut256(upstreamModel) : '';
+    this.attemptServer = serverOf(call.route.client.origin);
+    // A child of a sampled span is sampled: the same verdict as asking the sampler (lean.ts's
+    // sampledChildren). Its attributes are written as it ends (endAttempt), from what is kept here.
+    const spanId = this.ids.generateSpanId();
+    this.attemptSpanId = spanId;
+    this.attemptStartMs = this.now();
     this.attemptRequest = request;
-    this.attemptModel = model;
-    this.attemptServer = server;
     this.attemptStatus = -1;
     this.attemptHeadersMs = -1;
     this.reasons = undefined;
     this.payloads = undefined;
-    return this.propagate(span, headers);
-  }
-
-  /** The open attempt's request and response attributes (written as its span ends). */
-  private describeAttempt(span: LeanSpan): void {
-    const request = this.attemptRequest;
-    this.attemptRequest = undefined;
-    if (!request || !span.recording) return;
-    span.setAttribute(GEN_AI.operation, 'chat');
-    span.setAttribute(GEN_AI.provider, PROVIDER);
-    span.setAttribute(GEN_AI.requestModel, this.attemptModel);
-    setRequestAttributes(span, request);
-    span.setAttribute('toolproof.attempt', this.attempts);
-    // The replica that answered, else the upstream it was sent to.
-    this.attemptServer?.set(span);
-    if (typeof request.tool_choice === 'string')
-      span.setAttribute('toolproof.tool_choice', request.tool_choice);
-    if (this.captureContent) span.setAttribute(GEN_AI.inputMessages, inputMessages(request));
-    if (this.attemptStatus >= 0) {
-      span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, this.attemptStatus);
-      // Time to the response headers: queue and prefill (an attribute: cheaper than an event).
-      span.setAttribute('toolproof.upstream.headers_ms', this.attemptHeadersMs);
-    }
-  }
-
-  /**
-   * `headers` with the client's traceparent and tracestate replaced by `span`'s, where they
-   * stood (before content-type, which upstream.ts expects last).
-   */
-  private propagate(span: LeanSpan, headers: Record<string, string>): Record<string, string> {
-    return withTraceContext(headers, traceparentOf(span), span.traceState?.serialize());
+    return withTraceContext(headers, `00-${this.traceId}-${spanId}-01`, this.traceState?.serialize());
   }
 
   attemptOpened(res: UpstreamResponse): void {
-    if (!this.attemptSpan?.recording) return;
+    if (this.attemptSpanId === undefined) return;
     this.attemptStatus = res.status;
-    const span = this.attemptSpan;
-    this.attemptHeadersMs = Math.round((span.now() - span.startMs) * 10) / 10;
+    this.attemptHeadersMs = Math.round((this.now() - this.attemptStartMs) * 10) / 10;
     if (res.replica) this.attemptServer = serverOf(res.replica);
   }
 
@@ -530,7 +570,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
   }
 
   finishReason(reason: string): void {
-    if (!this.attemptSpan) return;
+    if (this.attemptSpanId === undefined) return;
     // The upstream's word, of any type and as often as it likes (on every chunk of a million):
     // a string, cut, and at most one per choice a stream can carry.
     const reasons = (this.reasons ??= []);
@@ -543,97 +583,172 @@ class ServerSpan implements RequestSpan<ChatCall> {
   }
 
   attemptRead(report: TracedReport): void {
-    const span = this.attemptSpan;
-    if (!span) return;
-    this.describeAttempt(span);
-    setUsage(span, report.usage);
+    if (this.attemptSpanId === undefined) return;
+    if (report.kind === 'failed')
+      this.endAttempt(report, errorType(report.error), errorMessage(report.error), true);
+    else this.endAttempt(report, undefined, undefined, false);
+  }
+
+  /** The open attempt's span written into the log: its request, its response, how it ended. */
+  private endAttempt(
+    report: TracedReport | undefined,
+    error: string | undefined,
+    message: string | undefined,
+    failed: boolean,
+  ): void {
+    const spanId = this.attemptSpanId;
+    if (spanId === undefined) return;
+    this.attemptSpanId = undefined;
+    const request = this.attemptRequest;
+    this.attemptRequest = undefined;
+    const payloads = this.payloads;
+    this.payloads = undefined;
+    const log = this.log;
+    const model = this.attemptModel;
+    const server = this.attemptServer;
+    log.open(
+      SpanKind.CLIENT,
+      1,
+      this.traceId,
+      spanId,
+      this.spanId,
+      false,
+      this.traceState,
+      server ? server.name(model) : `chat ${model}`,
+      this.attemptStartMs,
+      Math.max(this.now(), this.attemptStartMs),
+    );
+    try {
+      if (request) {
+        log.set(K_GENAI_OPERATION, 'chat');
+        log.set(K_GENAI_PROVIDER, PROVIDER);
+        log.set(K_GENAI_REQUESTMODEL, model);
+        setRequestAttributes(log, request);
+        log.set(K_TP_ATTEMPT, this.attempts);
+        // The replica that answered, else the upstream it was sent to.
+        server?.set(log);
+        if (typeof request.tool_choice === 'string') log.set(K_TP_TOOL_CHOICE, request.tool_choice);
+        if (this.captureContent) log.set(K_GENAI_INPUTMESSAGES, inputMessages(request));
+        if (this.attemptStatus >= 0) {
+          log.set(K_HTTP_RESPONSE_STATUS_CODE, this.attemptStatus);
+          // Time to the response headers: queue and prefill (an attribute: cheaper than an event).
+          log.set(K_TP_UPSTREAM_HEADERS_MS, this.attemptHeadersMs);
+        }
+      }
+      if (report) this.describeResponse(report, payloads);
+      if (error !== undefined) {
+        log.set(K_ERROR_TYPE, error);
+        log.status(SpanStatusCode.ERROR, failed ? message : message!.replace('_', ' '));
+      }
+    } finally {
+      log.close();
+    }
+  }
+
+  /** What the attempt amounted to: tokens, the response's id and model, its finish reasons. */
+  private describeResponse(report: TracedReport, payloads: readonly string[] | undefined): void {
+    const log = this.log;
+    setUsage(log, report.usage);
     const identity = this.call?.streamIdentity;
     let output: string | undefined;
     let model: string | undefined;
     if (report.kind === 'completion' && report.completion) {
       const c = report.completion;
       if (typeof c.model === 'string') model = c.model;
-      if (typeof c.id === 'string') span.setAttribute(GEN_AI.responseId, c.id);
+      if (typeof c.id === 'string') log.setUniqueAttribute(GEN_AI.responseId, c.id);
       const reasons = (c.choices ?? []).map((ch) => ch?.finish_reason).filter((f) => typeof f === 'string');
-      if (reasons.length > 0) span.setAttribute(GEN_AI.finishReasons, reasons as string[]);
+      if (reasons.length > 0) log.set(K_GENAI_FINISHREASONS, reasons as string[]);
       if (this.captureContent) output = completionMessages(c);
     } else {
       // A stream: its identity is the last one its chunks named (noteIdentity).
       if (identity && this.call?.original.stream === true && identity.id !== 'chatcmpl-toolproof') {
         model = identity.model;
-        span.setAttribute(GEN_AI.responseId, identity.id);
+        log.setUniqueAttribute(GEN_AI.responseId, identity.id);
       }
-      if (this.reasons) span.setAttribute(GEN_AI.finishReasons, this.reasons);
-      if (this.captureContent && this.payloads) output = streamedMessages(this.payloads);
+      if (this.reasons) log.set(K_GENAI_FINISHREASONS, this.reasons);
+      if (this.captureContent && payloads) output = streamedMessages(payloads);
     }
-    if (output !== undefined) span.setAttribute(GEN_AI.outputMessages, output);
-    if (typeof model === 'string') span.setAttribute(GEN_AI.responseModel, model);
-    if (report.kind === 'failed') this.failAttempt(errorType(report.error), errorMessage(report.error));
-    else this.closeAttempt();
+    if (output !== undefined) log.set(K_GENAI_OUTPUTMESSAGES, output);
+    if (typeof model === 'string') log.set(K_GENAI_RESPONSEMODEL, model);
   }
 
   effects(effects: readonly PolicyEffect[], attempt: number): void {
-    if (!this.recording) return;
-    for (const e of effects) {
-      const r = describeEffect(e);
-      const attributes: Attributes = { 'toolproof.policy': e.policy, 'toolproof.attempt': attempt };
-      if (!r) {
-        attributes['toolproof.effect'] = e.kind;
-        this.span.addEvent('toolproof.effect', attributes);
-        continue;
-      }
-      switch (r.type) {
-        case 'tally':
-          attributes['toolproof.kind'] = r.key;
-          attributes['toolproof.count'] = r.count;
-          this.span.addEvent(TALLY_EVENTS[r.tally] ?? `toolproof.${r.tally}`, attributes);
-          break;
-        case 'forced':
-          attributes['toolproof.tool_choice'] = r.toolChoice;
-          this.span.addEvent('toolproof.forced', attributes);
-          break;
-        case 'final-answer':
-          this.span.addEvent('toolproof.final_answer', attributes);
-          break;
-        case 'forced-but-prose':
-          this.span.addEvent('toolproof.forced_but_prose', attributes);
-          break;
-        case 'leak':
-          attributes['toolproof.leak.format'] = r.leak.format;
-          attributes['toolproof.leak.source'] = r.leak.source;
-          attributes['toolproof.leak.outcome'] = r.leak.outcome;
-          if (r.leak.backendHint) attributes['toolproof.leak.backend_hint'] = r.leak.backendHint;
-          if (r.leak.reason) attributes['toolproof.leak.reason'] = r.leak.reason;
-          this.span.addEvent('toolproof.leak', attributes);
-          break;
-        case 'validation-failed':
-          attributes['toolproof.tool'] = cut256(r.tool);
-          attributes['toolproof.undeclared'] = r.undeclared;
-          this.span.addEvent('toolproof.validation_failed', attributes);
-          break;
-        case 'schema-unenforced':
-          attributes['toolproof.tool'] = cut256(r.tool);
-          attributes['toolproof.cause'] = r.cause;
-          attributes['toolproof.reasons'] = r.reasons;
-          this.span.addEvent('toolproof.schema_unenforced', attributes);
-          break;
-        case 'retry':
-          attributes['toolproof.retry.reason'] = r.reason;
-          this.span.addEvent('toolproof.retry', attributes);
-          break;
-      }
-    }
+    if (this.ended) return;
+    const ms = this.now();
+    const events = (this.events ??= []);
+    for (const effect of effects) events.push({ ms, effect, attempt, name: '', attributes: undefined });
   }
 
   event(name: string, attributes?: Record<string, EventValue>): void {
-    if (!this.recording) return;
-    this.span.addEvent(name, attributes);
+    if (this.ended) return;
+    (this.events ??= []).push({ ms: this.now(), effect: undefined, attempt: 0, name, attributes });
+  }
+
+  /** A policy effect as the server span's event, written into its record. */
+  private writeEffect(e: PolicyEffect, attempt: number, ms: number): void {
+    const log = this.log;
+    const r = describeEffect(e);
+    const open = (name: string) => {
+      log.eventOpen(name, ms);
+      log.eventAttribute('toolproof.policy', e.policy);
+      log.eventAttribute('toolproof.attempt', attempt);
+    };
+    if (!r) {
+      open('toolproof.effect');
+      log.eventAttribute('toolproof.effect', e.kind);
+      log.eventClose();
+      return;
+    }
+    switch (r.type) {
+      case 'tally':
+        open(TALLY_EVENTS[r.tally] ?? `toolproof.${r.tally}`);
+        log.eventAttribute('toolproof.kind', r.key);
+        log.eventAttribute('toolproof.count', r.count);
+        break;
+      case 'forced':
+        open('toolproof.forced');
+        log.eventAttribute('toolproof.tool_choice', r.toolChoice);
+        break;
+      case 'final-answer':
+        open('toolproof.final_answer');
+        break;
+      case 'forced-but-prose':
+        open('toolproof.forced_but_prose');
+        break;
+      case 'leak':
+        open('toolproof.leak');
+        log.eventAttribute('toolproof.leak.format', r.leak.format);
+        log.eventAttribute('toolproof.leak.source', r.leak.source);
+        log.eventAttribute('toolproof.leak.outcome', r.leak.outcome);
+        if (r.leak.backendHint) log.eventAttribute('toolproof.leak.backend_hint', r.leak.backendHint);
+        if (r.leak.reason) log.eventAttribute('toolproof.leak.reason', r.leak.reason);
+        break;
+      case 'validation-failed':
+        open('toolproof.validation_failed');
+        log.eventAttribute('toolproof.tool', cut256(r.tool));
+        log.eventAttribute('toolproof.undeclared', r.undeclared);
+        break;
+      case 'schema-unenforced':
+        open('toolproof.schema_unenforced');
+        log.eventAttribute('toolproof.tool', cut256(r.tool));
+        log.eventAttribute('toolproof.cause', r.cause);
+        log.eventAttribute('toolproof.reasons', r.reasons);
+        break;
+      case 'retry':
+        open('toolproof.retry');
+        log.eventAttribute('toolproof.retry.reason', r.reason);
+        break;
+      default:
+        return;
+    }
+    log.eventClose();
   }
 
   inject(headers: Record<string, string>): void {
     delete headers.traceparent;
     delete headers.tracestate;
-    writeTraceContext(this.span, headers);
+    headers.traceparent = `00-${this.traceId}-${this.spanId}-01`;
+    if (this.traceState) headers.tracestate = this.traceState.serialize();
   }
 
   end(request: FastifyRequest, status: number, ended: boolean, headersSent = true): void {
@@ -641,98 +756,92 @@ class ServerSpan implements RequestSpan<ChatCall> {
     this.ended = true;
     // Called from the response's 'close' listener: a throw here would take the process down.
     try {
-      if (this.recording) this.describeEnd(request, status, ended, headersSent);
+      // An attempt still open ends first (its record before the server span's).
+      this.closeAttempt(ended ? 'unfinished' : 'client_aborted');
+    } catch {
+      // the server span still ends
+    }
+    const log = this.log;
+    const remote = this.remote;
+    log.open(
+      SpanKind.SERVER,
+      1,
+      this.traceId,
+      this.spanId,
+      remote?.spanId,
+      true,
+      this.traceState,
+      this.name,
+      this.startMs,
+      Math.max(this.now(), this.startMs),
+    );
+    try {
+      this.describeEnd(request, status, ended, headersSent);
     } catch {
       // the span still ends, with what it had
+    } finally {
+      log.close();
     }
-    // The request's ended attempt spans, then its own: one after the other, the encoder's and
-    // the batch processor's code and tables warm for the second.
-    const waiting = this.endedAttempts;
-    if (waiting) {
-      this.endedAttempts = undefined;
-      if (Array.isArray(waiting)) for (const a of waiting) a.handOver();
-      else waiting.handOver();
-    }
-    this.span.end();
-  }
-
-  /** An attempt span ended: handed over with the server span (end). */
-  private attemptEnded(span: LeanSpan): void {
-    if (!span.finish()) return;
-    const ended = this.endedAttempts;
-    if (ended === undefined) this.endedAttempts = span;
-    else if (Array.isArray(ended)) ended.push(span);
-    else this.endedAttempts = [ended, span];
   }
 
   private describeEnd(request: FastifyRequest, status: number, ended: boolean, headersSent: boolean): void {
-    const span = this.span;
+    const log = this.log;
     const call = this.call;
-    this.closeAttempt(ended ? 'unfinished' : 'client_aborted');
     this.describeRequest(request);
-    span.setAttribute('toolproof.request_id', request.id);
-    if (ended || headersSent) span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
+    log.setUniqueAttribute('toolproof.request_id', String(request.id));
+    if (ended || headersSent) log.set(K_HTTP_RESPONSE_STATUS_CODE, status);
     if (call) {
       const t = call.trace;
-      setUsage(span, callUsage(call));
-      span.setAttribute('toolproof.attempts', t.attempts);
+      setUsage(log, callUsage(call));
+      log.set(K_TP_ATTEMPTS, t.attempts);
       // What did not happen is not written, nor what another attribute or an event already says
       // (forced: toolproof.tool_choice, set only then, and the toolproof.forced event; the final
       // answer: toolproof.final_kind and its event; the response's model: the attempt spans'):
-      // every attribute is paid for in each export, and past 19 the SDK keeps a span's attributes
-      // in a slower dictionary (V8's limit for properties added by key), which costs its
-      // setAttribute and both passes of the export.
-      if (t.toolChoiceSent) span.setAttribute('toolproof.tool_choice', t.toolChoiceSent);
-      if (t.fallback) span.setAttribute('toolproof.fallback', true);
-      if (t.retries.length > 0) span.setAttribute('toolproof.retries', t.retries.length);
-      if (t.leaks.length > 0) span.setAttribute('toolproof.leaks', t.leaks.length);
-      if (t.finalKind) span.setAttribute('toolproof.final_kind', t.finalKind);
-      if (t.droppedTools) span.setAttribute('toolproof.dropped_tools', t.droppedTools);
-      if (call.discardedTokens > 0) span.setAttribute('toolproof.discarded_tokens', call.discardedTokens);
-    } else setUsage(span, request.tp?.usage); // a relayed completion or embedding
+      // every attribute is paid for in each export.
+      if (t.toolChoiceSent) log.set(K_TP_TOOL_CHOICE, t.toolChoiceSent);
+      if (t.fallback) log.set(K_TP_FALLBACK, true);
+      if (t.retries.length > 0) log.set(K_TP_RETRIES, t.retries.length);
+      if (t.leaks.length > 0) log.set(K_TP_LEAKS, t.leaks.length);
+      if (t.finalKind) log.set(K_TP_FINAL_KIND, t.finalKind);
+      if (t.droppedTools) log.set(K_TP_DROPPED_TOOLS, t.droppedTools);
+      if (call.discardedTokens > 0) log.set(K_TP_DISCARDED_TOKENS, call.discardedTokens);
+    } else setUsage(log, request.tp?.usage); // a relayed completion or embedding
     // Its tokens unknown (the log line's logRequest decided it): said, not left to read as 0.
-    if (request.tp?.usageUnreported) span.setAttribute('toolproof.usage_unreported', true);
+    if (request.tp?.usageUnreported) log.set(K_TP_USAGE_UNREPORTED, true);
+    const events = this.events;
+    if (events) {
+      this.events = undefined;
+      for (const e of events) {
+        if (e.effect) this.writeEffect(e.effect, e.attempt, e.ms);
+        else log.event(e.name, e.ms, e.attributes);
+      }
+    }
     const err: ToolproofError | undefined = request.tpError ?? call?.streamError;
     if (!ended) {
       // The client left first (nginx's 499): no status went out, or not all of the response.
-      span.setAttribute(ATTR_ERROR_TYPE, 'client_aborted');
-      span.addEvent('toolproof.client_aborted', { 'toolproof.headers_sent': headersSent });
-      span.setStatus({ code: SpanStatusCode.ERROR, message: 'the client closed the connection first' });
+      log.set(K_ERROR_TYPE, 'client_aborted');
+      log.event('toolproof.client_aborted', this.now(), { 'toolproof.headers_sent': headersSent });
+      log.status(SpanStatusCode.ERROR, 'the client closed the connection first');
     } else if (err) {
-      span.setAttribute(ATTR_ERROR_TYPE, err.code);
+      log.set(K_ERROR_TYPE, err.code);
       // A server span's 4xx is the client's fault, not an error of the span (HTTP conventions);
       // an error written into a stream after its 200 is one.
-      if (status >= 500 || call?.streamError)
-        span.setStatus({ code: SpanStatusCode.ERROR, message: redactForLog(err.message) });
+      if (status >= 500 || call?.streamError) log.status(SpanStatusCode.ERROR, redactForLog(err.message));
     } else if (status >= 500) {
-      span.setAttribute(ATTR_ERROR_TYPE, String(status));
-      span.setStatus({ code: SpanStatusCode.ERROR });
+      log.set(K_ERROR_TYPE, String(status));
+      log.status(SpanStatusCode.ERROR, undefined);
     }
   }
 
   /** Ends the open attempt span; `why`, when it did not end by itself (client gone, ...). */
   private closeAttempt(why?: string): void {
-    const span = this.attemptSpan;
-    if (!span) return;
-    this.attemptSpan = undefined;
-    this.payloads = undefined;
-    this.describeAttempt(span);
-    if (why) {
-      span.setAttribute(ATTR_ERROR_TYPE, why);
-      span.setStatus({ code: SpanStatusCode.ERROR, message: why.replace('_', ' ') });
-    }
-    this.attemptEnded(span);
+    if (this.attemptSpanId === undefined) return;
+    this.endAttempt(undefined, why, why, false);
   }
 
   private failAttempt(type: string, message: string): void {
-    const span = this.attemptSpan;
-    if (!span) return;
-    this.describeAttempt(span);
-    span.setAttribute(ATTR_ERROR_TYPE, type);
-    span.setStatus({ code: SpanStatusCode.ERROR, message });
-    this.attemptSpan = undefined;
-    this.payloads = undefined;
-    this.attemptEnded(span);
+    if (this.attemptSpanId === undefined) return;
+    this.endAttempt(undefined, type, message, true);
   }
 }
 
@@ -744,10 +853,10 @@ class Server {
     private readonly port: number | undefined,
   ) {}
 
-  set(span: LeanSpan): void {
+  set(log: SpanLog): void {
     if (this.address === undefined) return;
-    span.setAttribute(ATTR_SERVER_ADDRESS, this.address);
-    span.setAttribute(ATTR_SERVER_PORT, this.port!);
+    log.set(K_SERVER_ADDRESS, this.address);
+    log.set(K_SERVER_PORT, this.port!);
   }
 
   /** `chat <model>`, made once per model (a closed set: the routes' models, bounded anyway). */
