@@ -275,6 +275,28 @@ export class KeyLimits {
     });
   }
 
+  /**
+   * A reload's keys (server/reload.ts): a request waiting for a slot of a key that is gone (revoked,
+   * or its secret rotated under the same name) is refused at once as unauthenticated, as its next
+   * request would be; it never reaches the upstream. A key that stays takes its new limits now, and
+   * the slots a raised `concurrency` adds go to those waiting.
+   */
+  reloaded(keys: readonly ApiKeyEntry[]): void {
+    const current = new Map(keys.map((k) => [k.name, k]));
+    for (const [name, s] of this.state) {
+      if (s.waiting.length === 0) continue;
+      const next = current.get(name);
+      for (const w of s.waiting.slice()) {
+        if (next !== undefined && next.key === w.entry.key) continue;
+        this.unqueue(s, w);
+        w.reject(new ToolproofError('TP_ERR_UNAUTHORIZED'));
+      }
+      if (next === undefined) continue;
+      s.entry = next;
+      this.wake(s);
+    }
+  }
+
   /** Requests waiting for a slot of `name` now (tests, metrics). */
   waiting(name: string): number {
     return this.state.get(name)?.waiting.length ?? 0;

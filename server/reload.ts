@@ -83,6 +83,8 @@ export function createReloader(
     // The swap: every later request reads these.
     state.config = config;
     state.chatDeps.config = config;
+    // Requests waiting for a slot of a revoked key are refused now, not admitted when one frees.
+    state.keyLimits.reloaded(config.keys);
     state.metrics.configReloads.labels('ok').inc();
     state.metrics.configReloadOk.set(1);
     app.log.info(

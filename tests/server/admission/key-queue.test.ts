@@ -210,6 +210,31 @@ describe('KeyLimits.enter', () => {
     expect(ends).toHaveLength(1);
   });
 
+  it('a reload that revokes the key (or rotates its secret) refuses those waiting at once; one that keeps it applies its limits now', async () => {
+    const limits = new KeyLimits(() => 1_000_000);
+    const gone = { name: 'g', key: 'sk-unit-000000003', concurrency: 1 };
+    const rotated = { name: 'o', key: 'sk-unit-000000004', concurrency: 1 };
+    const kept = { name: 'k', key: 'sk-unit-000000005', concurrency: 1 };
+    const ends: KeyEnd[] = [];
+    const admitted: string[] = [];
+    const waits: Record<string, Promise<void>> = {};
+    for (const e of [gone, rotated, kept]) {
+      limits.enter(e, new RequestAbort(), (end) => ends.push(end));
+      waits[e.name] = limits.enter(e, new RequestAbort(), (end) => {
+        admitted.push(e.name);
+        ends.push(end);
+      })!;
+      expect(limits.waiting(e.name)).toBe(1);
+    }
+    limits.reloaded([{ ...rotated, key: 'sk-unit-rotated-0004' }, { ...kept, concurrency: 2 }]);
+    await expect(waits.g).rejects.toMatchObject({ code: 'TP_ERR_UNAUTHORIZED', status: 401 });
+    await expect(waits.o).rejects.toMatchObject({ code: 'TP_ERR_UNAUTHORIZED' });
+    // The kept key's raised cap admits its waiting request at the reload, not at its next request.
+    await expect(waits.k).resolves.toBeUndefined();
+    expect(admitted).toEqual(['k']);
+    for (const name of ['g', 'o', 'k']) expect(limits.waiting(name)).toBe(0);
+  });
+
   it('a reload that raises the cap hands its new slots to those waiting first', async () => {
     const limits = new KeyLimits(() => 1_000_000);
     const base = { name: 'r', key: 'sk-unit-000000002', concurrency: 1 };
