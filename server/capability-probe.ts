@@ -8,7 +8,7 @@
  * - vLLM has no /props: GET /v1/models gives each served model's `max_model_len`. Whether it
  *   takes images is not exposed, so `vision: auto` stays auto there (images pass unchanged):
  *   set `vision: false` for a text-only model on vLLM (docs/configuration.md). Nor is audio:
- *   `audio: auto` stays auto, and audio passes until the backend refuses it (policies/audio/).
+ *   `audio: auto` stays auto, and audio passes until the backend refuses it (then as a note).
  * A backend that does not answer, or a /props without the field, leaves each unknown until the
  * next start or reload.
  */

@@ -20,6 +20,14 @@ function sources(): string[] {
 
 const reEscape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
+/**
+ * A wire word that is also a policy's name, where server/ means the word: OpenRouter's
+ * `input_modalities` value "audio" in the model list is not the audio policy.
+ */
+const WIRE_WORDS: ReadonlyArray<{ file: string; line: RegExp }> = [
+  { file: 'server/routes/models.ts', line: /input_modalities: \[/ },
+];
+
 describe('server/ names no policy', () => {
   it('scans a non-empty tree and the whole registry', () => {
     expect(sources().length).toBeGreaterThan(20);
@@ -34,8 +42,9 @@ describe('server/ names no policy', () => {
       for (const file of sources()) {
         const lines = readFileSync(file, 'utf8').split('\n');
         lines.forEach((line, i) => {
-          if (literal.test(line) || ownModule.test(line))
-            hits.push(`${relative(root, file)}:${i + 1}: ${line.trim()}`);
+          const where = relative(root, file);
+          if (WIRE_WORDS.some((w) => w.file === where && w.line.test(line)) && !ownModule.test(line)) return;
+          if (literal.test(line) || ownModule.test(line)) hits.push(`${where}:${i + 1}: ${line.trim()}`);
         });
       }
       expect(hits).toEqual([]);
