@@ -129,6 +129,10 @@ function shapeOf(name: string): Shape {
 
 type Recorder = typeof import('../server/capture/recorder.js');
 type Ring = typeof import('../server/capture/ring.js');
+type EffectMakers = Pick<
+  typeof import('../policies/force-tool-use/effects.js'),
+  'forcedEffect' | 'finalAnswerEffect' | 'schemaAnswerEffect'
+>;
 
 /** A child: runs `<case> <n>` lines from stdin, prints CPU µs per request for each. */
 async function child(dir: string | undefined): Promise<void> {
@@ -138,6 +142,13 @@ async function child(dir: string | undefined): Promise<void> {
   const ringMod: Ring | undefined = dir
     ? await import(pathToFileURL(join(dir, 'server/capture/ring.js')).href)
     : undefined;
+  // The build's own effects where it makes them once (policies' constantEffect): as its server
+  // hands them to the capture; else made fresh per request, as a build before that made them.
+  const effectsJs = dir ? join(dir, 'policies/force-tool-use/effects.js') : '';
+  const fx: EffectMakers | undefined =
+    dir && readFileSync(effectsJs, 'utf8').includes('forcedEffect')
+      ? await import(pathToFileURL(effectsJs).href)
+      : undefined;
   const ring = ringMod
     ? new ringMod.CaptureRing({ maxBytes: 10 * 1024 * 1024, textChars: 256 * 1024 })
     : undefined;
@@ -189,9 +200,9 @@ async function child(dir: string | undefined): Promise<void> {
         sessionWhenRead ? undefined : affinityKey(headers, s.parsed, s.parsed as never),
         clientBytes,
       );
-    const forced = [
-      { policy: 'force-tool-use', kind: 'forced', count: 1, detail: { toolChoice: 'required' } },
-    ];
+    const forced = fx
+      ? [fx.forcedEffect('required')]
+      : [{ policy: 'force-tool-use', kind: 'forced', count: 1, detail: { toolChoice: 'required' } }];
     rec?.captureEffects(call, forced as never);
     call.trace.attempts++;
     const t0 = performance.now();
@@ -212,15 +223,17 @@ async function child(dir: string | undefined): Promise<void> {
       r++;
     }
     w?.client('data: [DONE]\n\n');
-    const end = [
-      {
-        policy: 'force-tool-use',
-        kind: 'final-answer',
-        count: 1,
-        detail: { mixed: false, truncated: false, raw: false },
-      },
-      { policy: 'force-tool-use', kind: 'schema-answer', count: 1, detail: { outcome: 'valid' } },
-    ];
+    const end = fx
+      ? [fx.finalAnswerEffect(false, false, false, undefined), fx.schemaAnswerEffect('valid')]
+      : [
+          {
+            policy: 'force-tool-use',
+            kind: 'final-answer',
+            count: 1,
+            detail: { mixed: false, truncated: false, raw: false },
+          },
+          { policy: 'force-tool-use', kind: 'schema-answer', count: 1, detail: { outcome: 'valid' } },
+        ];
     rec?.captureEffects(call, end as never);
     rec?.captureAttemptEnd(call);
     // The harness summary, by the server's own function: made for the capture alone (the bench's

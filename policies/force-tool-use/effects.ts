@@ -1,7 +1,8 @@
 /** force-tool-use's effects, and what each means for the trace and metrics. */
 import type { ToolChoice } from '../../protocol/openai.js';
-import { tallied } from '../kit/effects.js';
+import { constantEffect, tallied } from '../kit/effects.js';
 import type { EffectRecord } from '../types.js';
+import type { SchemaOutcome } from './schema-answer.js';
 
 export const FORCE_TOOL_USE_POLICY = 'force-tool-use';
 
@@ -54,4 +55,112 @@ export function describeForceToolUseEffect(effect: ForceToolUseEffect): EffectRe
     default:
       return undefined;
   }
+}
+
+/*
+ * The effects as constants, one frozen object per distinct content, made once: every forced
+ * request has one or two of them, and a reader that keeps effects (the capture) knows them by
+ * identity. Those with a request's own text (a final answer's field name, a client's tool_choice
+ * object) are made per request.
+ */
+const P: P = FORCE_TOOL_USE_POLICY;
+const FORCED = {
+  auto: constantEffect<ForceToolUseEffect>({
+    policy: P,
+    kind: 'forced',
+    count: 1,
+    detail: { toolChoice: 'auto' },
+  }),
+  required: constantEffect<ForceToolUseEffect>({
+    policy: P,
+    kind: 'forced',
+    count: 1,
+    detail: { toolChoice: 'required' },
+  }),
+};
+const PROSE = {
+  auto: constantEffect<ForceToolUseEffect>({
+    policy: P,
+    kind: 'forced-but-prose',
+    count: 1,
+    detail: { toolChoice: 'auto' },
+  }),
+  required: constantEffect<ForceToolUseEffect>({
+    policy: P,
+    kind: 'forced-but-prose',
+    count: 1,
+    detail: { toolChoice: 'required' },
+  }),
+};
+export const TEXT_ONLY_TURN_EFFECT = constantEffect<ForceToolUseEffect>({
+  policy: P,
+  kind: 'text-only-turn',
+  count: 1,
+});
+export const FINAL_ANSWER_RAW_EFFECT = constantEffect<ForceToolUseEffect>({
+  policy: P,
+  kind: 'final-answer-raw',
+  count: 1,
+});
+export const FINAL_ANSWER_INVALID_EFFECT = constantEffect<ForceToolUseEffect>({
+  policy: P,
+  kind: 'final-answer-invalid',
+  count: 1,
+});
+const SCHEMA_ANSWER: ReadonlyMap<string, ForceToolUseEffect> = new Map(
+  (['valid', 'invalid', 'not-json', 'unchecked'] as const).map((o) => [o, schemaAnswerOf(o)]),
+);
+/** The final answers without a field name, by mixed * 4 + truncated * 2 + raw. */
+const FINAL_ANSWER: readonly ForceToolUseEffect[] = Array.from({ length: 8 }, (_, i) =>
+  constantEffect(finalAnswerOf((i & 4) !== 0, (i & 2) !== 0, (i & 1) !== 0, undefined)),
+);
+
+function schemaAnswerOf(outcome: SchemaOutcome): ForceToolUseEffect {
+  return constantEffect<ForceToolUseEffect>({
+    policy: P,
+    kind: 'schema-answer',
+    count: 1,
+    detail: { outcome },
+  });
+}
+
+function finalAnswerOf(
+  mixed: boolean,
+  truncated: boolean,
+  raw: boolean,
+  field: string | undefined,
+): ForceToolUseEffect {
+  return {
+    policy: P,
+    kind: 'final-answer',
+    count: 1,
+    detail: { mixed, truncated, raw, ...(field !== undefined ? { field } : {}) },
+  };
+}
+
+/** The request went upstream forced with this tool_choice. */
+export function forcedEffect(toolChoice: 'auto' | 'required'): ForceToolUseEffect {
+  return FORCED[toolChoice];
+}
+
+/** A forced request answered in prose (`toolChoice`: the one sent). */
+export function forcedButProseEffect(toolChoice: ToolChoice | null): ForceToolUseEffect {
+  if (toolChoice === 'auto' || toolChoice === 'required') return PROSE[toolChoice];
+  return { policy: P, kind: 'forced-but-prose', count: 1, detail: { toolChoice } };
+}
+
+/** The `schema-answer` effect (toolproof_schema_answers_total), the same for both paths. */
+export function schemaAnswerEffect(outcome: SchemaOutcome): ForceToolUseEffect {
+  return SCHEMA_ANSWER.get(outcome) ?? { policy: P, kind: 'schema-answer', count: 1, detail: { outcome } };
+}
+
+/** The `final-answer` effect, the same for both paths (a field name the model chose: its own). */
+export function finalAnswerEffect(
+  mixed: boolean,
+  truncated: boolean,
+  raw: boolean,
+  field: string | undefined,
+): ForceToolUseEffect {
+  if (field !== undefined) return finalAnswerOf(mixed, truncated, raw, field);
+  return FINAL_ANSWER[(mixed ? 4 : 0) + (truncated ? 2 : 0) + (raw ? 1 : 0)]!;
 }

@@ -48,15 +48,21 @@ import {
   leadingContent,
 } from './final-answer.js';
 import { createFinalAnswerStreamHook, createSchemaCheckHook } from './stream.js';
-import {
-  checkSchemaContent,
-  decodeSchemaAnswer,
-  type SchemaOutcome,
-  schemaAnswerTool,
-} from './schema-answer.js';
+import { checkSchemaContent, decodeSchemaAnswer, schemaAnswerTool } from './schema-answer.js';
 import type { AnswerFormat } from '../kit/answer-format.js';
 import { ToolproofError } from '../../protocol/errors.js';
-import { describeForceToolUseEffect, FORCE_TOOL_USE_POLICY, type ForceToolUseEffect } from './effects.js';
+import {
+  describeForceToolUseEffect,
+  FINAL_ANSWER_INVALID_EFFECT,
+  FINAL_ANSWER_RAW_EFFECT,
+  FORCE_TOOL_USE_POLICY,
+  type ForceToolUseEffect,
+  finalAnswerEffect,
+  forcedButProseEffect,
+  forcedEffect,
+  schemaAnswerEffect,
+  TEXT_ONLY_TURN_EFFECT,
+} from './effects.js';
 import { forceToolUseSettings } from './settings.js';
 
 export interface ForceToolUseMemo {
@@ -169,12 +175,7 @@ export function unwrapFinalAnswer(
   const finals = name === null ? [] : calls.filter((c) => callName(c) === name);
   if (finals.length === 0) {
     if (memo.forced && calls.length === 0) {
-      effects.push({
-        policy: FORCE_TOOL_USE_POLICY,
-        kind: 'forced-but-prose',
-        count: 1,
-        detail: { toolChoice: memo.toolChoiceSent },
-      });
+      effects.push(forcedButProseEffect(memo.toolChoiceSent));
     }
     return choice;
   }
@@ -188,7 +189,7 @@ export function unwrapFinalAnswer(
   if (retryable && decodedAll.some((d) => d.invalid)) {
     // Left as a call for corrective-retry to judge ('final-answer-args'); moved after the real
     // calls, where the stream hook emits it too.
-    effects.push({ policy: FORCE_TOOL_USE_POLICY, kind: 'final-answer-invalid', count: 1 });
+    effects.push(FINAL_ANSWER_INVALID_EFFECT);
     const ordered = [...real, ...finals].map((c, i) =>
       typeof c.index === 'number' ? { ...c, index: i } : c,
     );
@@ -219,29 +220,9 @@ export function unwrapFinalAnswer(
         : upstream
       : 'stop';
   effects.push(finalAnswerEffect(real.length > 0, truncated, raw, field));
-  if (raw) effects.push({ policy: FORCE_TOOL_USE_POLICY, kind: 'final-answer-raw', count: 1 });
+  if (raw) effects.push(FINAL_ANSWER_RAW_EFFECT);
   if (answer) for (const d of decodedAll) effects.push(schemaAnswerEffect(d.outcome ?? 'valid'));
   return { ...choice, message, finish_reason: finish };
-}
-
-/** The `schema-answer` effect (toolproof_schema_answers_total), built the same way by both paths. */
-export function schemaAnswerEffect(outcome: SchemaOutcome): ForceToolUseEffect {
-  return { policy: FORCE_TOOL_USE_POLICY, kind: 'schema-answer', count: 1, detail: { outcome } };
-}
-
-/** The `final-answer` effect, built the same way by both paths. */
-export function finalAnswerEffect(
-  mixed: boolean,
-  truncated: boolean,
-  raw: boolean,
-  field: string | undefined,
-): ForceToolUseEffect {
-  return {
-    policy: FORCE_TOOL_USE_POLICY,
-    kind: 'final-answer',
-    count: 1,
-    detail: { mixed, truncated, raw, ...(field !== undefined ? { field } : {}) },
-  };
 }
 
 /**
@@ -312,12 +293,7 @@ export const forceToolUsePolicy: Policy<ForceToolUseEffect> = {
     return {
       action: 'continue',
       request: rewritten,
-      effects: textOnly
-        ? [
-            { policy: FORCE_TOOL_USE_POLICY, kind: 'forced', count: 1, detail: { toolChoice } },
-            { policy: FORCE_TOOL_USE_POLICY, kind: 'text-only-turn', count: 1 },
-          ]
-        : [{ policy: FORCE_TOOL_USE_POLICY, kind: 'forced', count: 1, detail: { toolChoice } }],
+      effects: textOnly ? [forcedEffect(toolChoice), TEXT_ONLY_TURN_EFFECT] : [forcedEffect(toolChoice)],
       memo,
     };
   },

@@ -23,7 +23,15 @@ import { appendText } from '../kit/append-text.js';
 import { answerOutcome, answerSeparator, createAnswerDecoder } from './final-answer.js';
 import type { JsonStringFieldDecoder } from './json-string-stream.js';
 import { IndexMap } from '../kit/index-map.js';
-import type { FORCE_TOOL_USE_POLICY, ForceToolUseEffect } from './effects.js';
+import {
+  type FORCE_TOOL_USE_POLICY,
+  FINAL_ANSWER_INVALID_EFFECT,
+  FINAL_ANSWER_RAW_EFFECT,
+  type ForceToolUseEffect,
+  finalAnswerEffect,
+  forcedButProseEffect,
+  schemaAnswerEffect,
+} from './effects.js';
 import type { AnswerFormat } from '../kit/answer-format.js';
 import { checkSchemaContent, SchemaAnswerDecoder } from './schema-answer.js';
 import type { CompileBudget } from '../types.js';
@@ -259,7 +267,7 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
           function: { name: opts.finalAnswerName, arguments: call.raw },
         });
       }
-      this.effects.push({ policy: opts.policy, kind: 'final-answer-invalid', count: 1 });
+      this.effects.push(FINAL_ANSWER_INVALID_EFFECT);
       return { text, truncated: false };
     }
     finals.forEach((call, i) => {
@@ -275,28 +283,12 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
       st.pendingWs = '';
     }
     if (st.finalSeen) {
-      this.effects.push({
-        policy: opts.policy,
-        kind: 'final-answer',
-        count: 1,
-        detail: { mixed: st.realCount > 0, truncated, raw, ...(field !== undefined ? { field } : {}) },
-      });
-      if (raw) this.effects.push({ policy: opts.policy, kind: 'final-answer-raw', count: 1 });
+      this.effects.push(finalAnswerEffect(st.realCount > 0, truncated, raw, field));
+      if (raw) this.effects.push(FINAL_ANSWER_RAW_EFFECT);
       if (opts.answer)
-        for (const o of outcomes)
-          this.effects.push({
-            policy: opts.policy,
-            kind: 'schema-answer',
-            count: 1,
-            detail: { outcome: 'schema' in o ? o.schema : 'valid' },
-          });
+        for (const o of outcomes) this.effects.push(schemaAnswerEffect('schema' in o ? o.schema : 'valid'));
     } else if (opts.forced && st.calls.size === 0) {
-      this.effects.push({
-        policy: opts.policy,
-        kind: 'forced-but-prose',
-        count: 1,
-        detail: { toolChoice: opts.toolChoiceSent },
-      });
+      this.effects.push(forcedButProseEffect(opts.toolChoiceSent));
     }
     return { text, truncated };
   }
@@ -432,12 +424,7 @@ export function createSchemaCheckHook(
     onEnd() {
       const effects: ForceToolUseEffect[] = [...content.keys()]
         .sort((a, b) => a - b)
-        .map((i) => ({
-          policy: 'force-tool-use' as const,
-          kind: 'schema-answer' as const,
-          count: 1,
-          detail: { outcome: checkSchemaContent(content.get(i), answer, budget) },
-        }));
+        .map((i) => schemaAnswerEffect(checkSchemaContent(content.get(i), answer, budget)));
       return { chunks: [], effects };
     },
   };

@@ -38,3 +38,16 @@ export class EffectTally<P extends string, K extends string> {
     return [...this.counts].map(([kind, count]) => ({ policy: this.policy, kind, count }));
   }
 }
+
+/**
+ * An effect made once and handed to every request that has it (a module's constant): frozen, its
+ * detail too (a plain object of primitives), so that no reader can change what another request
+ * reports, and readers that keep effects can know it by identity (the capture: no fields walked).
+ * An effect that carries a request's own text (a leak's source, a retry's feedback, a field name
+ * the model chose) stays made per request.
+ */
+export function constantEffect<E extends object>(effect: E): E {
+  const detail = (effect as { detail?: unknown }).detail;
+  if (typeof detail === 'object' && detail !== null) Object.freeze(detail);
+  return Object.freeze(effect);
+}

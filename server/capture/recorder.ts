@@ -436,8 +436,13 @@ export function captureEffects(call: ChatCall, effects: readonly PolicyEffect[])
   const w = call.capture;
   if (!w) return;
   for (const e of effects) {
-    // A copy seen before (nearly always): found first, the effect then small like it.
-    const seen = knownEffect(e);
+    // A constant effect (policies' constantEffect: nearly every request's) known by identity; else
+    // a copy seen before, found by its fields: the effect then small like it.
+    let seen = constantCopies.get(e);
+    if (seen === undefined) {
+      seen = knownEffect(e);
+      if (seen !== undefined && deepFrozen(e)) constantCopies.set(e, seen);
+    }
     if (seen !== undefined) {
       if (w.note(EFFECT_DECISION_CHARS))
         w.flatDecisions().push(
@@ -451,9 +456,10 @@ export function captureEffects(call: ChatCall, effects: readonly PolicyEffect[])
       if (w.note(EFFECT_DECISION_CHARS)) {
         const d = w.flatDecisions();
         const t = sharedEffect(e);
-        if (t !== undefined)
+        if (t !== undefined) {
+          if (deepFrozen(e)) constantCopies.set(e, t);
           d.push(-Math.round((performance.now() - startOf(call)) * 10) - 1, call.trace.attempts, t);
-        else keepEffect(d, startOf(call), call.trace.attempts, e);
+        } else keepEffect(d, startOf(call), call.trace.attempts, e);
       }
       continue;
     }
@@ -514,6 +520,22 @@ function sharedEffect(e: PolicyEffect): Readonly<Record<string, unknown>> | unde
     sharedCount++;
   }
   return copy;
+}
+
+/**
+ * The shared copy of each frozen effect seen (policies/kit constantEffect: a module's constants,
+ * made once per distinct content), keyed by the effect itself: found by identity, its fields not
+ * walked. A frozen effect and its frozen detail of primitives (isSmall) cannot change, so its
+ * copy stays right; one the shared copies forgot (full, started afresh) keeps its own here.
+ * Weak: an effect no policy holds any more goes.
+ */
+const constantCopies = new WeakMap<object, Readonly<Record<string, unknown>>>();
+
+/** Whether neither the effect nor its detail can change (a small effect's detail holds primitives). */
+function deepFrozen(e: PolicyEffect): boolean {
+  if (!Object.isFrozen(e)) return false;
+  const d = (e as { detail?: unknown }).detail;
+  return typeof d !== 'object' || d === null || Object.isFrozen(d);
 }
 
 /** Whether `t` (a shared copy, or its detail) has exactly `o`'s defined fields (detail aside). */

@@ -14,6 +14,7 @@ import {
   sessionLabel,
 } from '../../server/capture/recorder.js';
 import { reassemble } from '../../server/capture/reassemble.js';
+import { forcedButProseEffect, forcedEffect } from '../../policies/force-tool-use/effects.js';
 import { redactedHeaderText } from '../../server/capture/redact.js';
 import { ownRun, runOfHistory } from '../../server/capture/runs.js';
 import { prng } from '../support/cost-scaling.js';
@@ -368,6 +369,55 @@ describe('a record kept as few objects (issue 28: capture CPU), read as the reco
     ]);
     expect(nul!.detail).toBe('null');
     expect(arr!.detail).toBe('["a"]');
+  });
+
+  it('a constant effect (frozen, found by identity) reads as a fresh equal one, before and after the shared copies start afresh', () => {
+    const ring = new CaptureRing({ maxBytes: 4 * 1024 * 1024, textChars: 10_000 });
+    const decisionsOf = (effects: object[]) => {
+      const w = ring.open(record(`k${Math.random()}`));
+      const call = { capture: w, trace: { attempts: 1 } } as unknown as Parameters<typeof captureEffects>[0];
+      w.start = performance.now();
+      captureEffects(call, effects as never);
+      return w.decisions as EffectDecision[];
+    };
+    const read = (d: EffectDecision) => {
+      const { atMs: _, ...rest } = JSON.parse(JSON.stringify(d)) as Record<string, unknown>;
+      return rest;
+    };
+    const constant = forcedEffect('required');
+    const fresh = () => ({
+      policy: 'force-tool-use',
+      kind: 'forced',
+      count: 1,
+      detail: { toolChoice: 'required' },
+    });
+    const prose = forcedButProseEffect('auto');
+    for (let round = 0; round < 2; round++) {
+      const [c1, f1, p1] = decisionsOf([constant, fresh(), prose]);
+      const [f2, c2] = decisionsOf([fresh(), constant]);
+      for (const d of [f1, c2, f2]) expect(read(d!)).toEqual(read(c1!));
+      expect(read(c1!)).toEqual({
+        attempt: 1,
+        kind: 'forced',
+        policy: 'force-tool-use',
+        reason:
+          'forced tool use: tool_choice "required" sent upstream (a prose answer then comes through final_answer)',
+        detail: '{"toolChoice":"required"}',
+      });
+      expect(read(p1!)).toMatchObject({ kind: 'forced-but-prose', detail: '{"toolChoice":"auto"}' });
+      expect(c2!.effect).toBe(c1!.effect);
+      // More distinct small effects than the shared copies keep: they start afresh.
+      for (let r = 0; r < 22; r++)
+        decisionsOf(
+          Array.from({ length: 50 }, (_, i) => ({ policy: 'p', kind: `k${i % 40}`, count: r * 50 + i })),
+        );
+    }
+    // A frozen effect whose detail can still change is not taken for a constant: read as it is now.
+    const detail = { toolChoice: 'required' };
+    const half = Object.freeze({ policy: 'force-tool-use', kind: 'forced', count: 1, detail });
+    expect(decisionsOf([half])[0]!.detail).toBe('{"toolChoice":"required"}');
+    detail.toolChoice = 'auto';
+    expect(decisionsOf([half])[0]!.detail).toBe('{"toolChoice":"auto"}');
   });
 
   it('a text whose pieces wrap round the arena reads whole, then as cut once written over', () => {
