@@ -33,6 +33,25 @@ const utf8Write: (this: Buffer, s: string, offset: number) => number =
   };
 
 /** A growable buffer, kept between exports (the bytes are copied out at the end). */
+/**
+ * `s` written at `pos` of `buf` as a length-delimited string when it is short ASCII (keys, names,
+ * most values): its length in one byte, then its characters, copied here (cheaper than a call into
+ * C++). Returns the position after it, or -1 when `s` is not short ASCII (the caller writes it the
+ * long way, over whatever this wrote). `buf` has room for `s.length + 1` bytes from `pos`.
+ */
+export function shortAscii(buf: Buffer, pos: number, s: string): number {
+  const len = s.length;
+  if (len >= 0x80) return -1;
+  let at = pos + 1;
+  for (let i = 0; i < len; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x80) return -1;
+    buf[at++] = c;
+  }
+  buf[pos] = len;
+  return at;
+}
+
 export class Writer {
   buf: Buffer;
   pos = 0;
@@ -115,27 +134,15 @@ export class Writer {
   }
 
   string(s: string): void {
-    const len = s.length;
     // UTF-8 takes at most 3 bytes per UTF-16 unit; the length is written after the bytes.
-    this.ensure(len * 3 + 6);
-    const buf = this.buf;
-    // Short ASCII (keys, names, most values): copied here, cheaper than a call into C++.
-    if (len < 0x80) {
-      let at = this.pos + 1;
-      let i = 0;
-      for (; i < len; i++) {
-        const c = s.charCodeAt(i);
-        if (c >= 0x80) break;
-        buf[at++] = c;
-      }
-      if (i === len) {
-        buf[this.pos] = len;
-        this.pos = at;
-        return;
-      }
+    this.ensure(s.length * 3 + 6);
+    const at = shortAscii(this.buf, this.pos, s);
+    if (at >= 0) {
+      this.pos = at;
+      return;
     }
     const start = ++this.pos;
-    this.pos += utf8Write.call(buf, s, start);
+    this.pos += utf8Write.call(this.buf, s, start);
     this.end(start);
   }
 

@@ -24,7 +24,7 @@ import { ExportResultCode, getNumberFromEnv, TraceState as W3CTraceState } from 
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { ownString } from '../../protocol/own-string.js';
 import { type LeanSpan, type LeanTracer, leanSpanOf } from './lean.js';
-import { EncodedSpan, leanSpan, type Slab, Writer } from './otlp-proto.js';
+import { EncodedSpan, leanSpan, type Slab, shortAscii, Writer } from './otlp-proto.js';
 import type { EventValue } from './types.js';
 
 /** Buffer's own UTF-8 writer (what `write(s, offset, 'utf8')` calls after checking its arguments). */
@@ -458,23 +458,11 @@ export class SpanLog {
 
   /** A string as its UTF-8 bytes after their length (a varint). */
   private string(s: string): void {
-    const len = s.length;
-    this.ensure(len * 3 + 6);
-    const buf = this.buf;
-    // Short ASCII (names, most values): copied here, cheaper than a call into C++.
-    if (len < 0x80) {
-      let at = this.pos + 1;
-      let i = 0;
-      for (; i < len; i++) {
-        const c = s.charCodeAt(i);
-        if (c >= 0x80) break;
-        buf[at++] = c;
-      }
-      if (i === len) {
-        buf[this.pos] = len;
-        this.pos = at;
-        return;
-      }
+    this.ensure(s.length * 3 + 6);
+    const at = shortAscii(this.buf, this.pos, s);
+    if (at >= 0) {
+      this.pos = at;
+      return;
     }
     const bytes = Buffer.byteLength(s, 'utf8');
     this.varint(bytes);
