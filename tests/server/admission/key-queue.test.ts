@@ -226,7 +226,10 @@ describe('KeyLimits.enter', () => {
       })!;
       expect(limits.waiting(e.name)).toBe(1);
     }
-    limits.reloaded([{ ...rotated, key: 'sk-unit-rotated-0004' }, { ...kept, concurrency: 2 }]);
+    limits.reloaded([
+      { ...rotated, key: 'sk-unit-rotated-0004' },
+      { ...kept, concurrency: 2 },
+    ]);
     await expect(waits.g).rejects.toMatchObject({ code: 'TP_ERR_UNAUTHORIZED', status: 401 });
     await expect(waits.o).rejects.toMatchObject({ code: 'TP_ERR_UNAUTHORIZED' });
     // The kept key's raised cap admits its waiting request at the reload, not at its next request.
