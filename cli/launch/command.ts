@@ -57,8 +57,8 @@ Options:
                  stopped when the agent exits)
   --upstream URL the model server behind a toolproof this command starts (its
                  TOOLPROOF_UPSTREAM_URL: vLLM http://gpu:8000/v1, llama-server http://host:8080/v1)
-  --key KEY      toolproof's API key (default: TOOLPROOF_API_KEY, else the first key of
-                 TOOLPROOF_API_KEYS that toolproof takes); never printed
+  --key KEY      toolproof's API key (default: TOOLPROOF_API_KEY, else, on this machine, the
+                 first key of TOOLPROOF_API_KEYS that toolproof takes); never printed
   --api API      for an agent that speaks several: pi (chat, responses or messages),
                  openai-agents (responses or chat: TOOLPROOF_OPENAI_API for setOpenAIAPI)
   --print        show what would be set (keys masked) and exit
@@ -164,15 +164,28 @@ export function parseLaunchArgs(argv: readonly string[]): LaunchOptions {
 
 /**
  * The keys to try, in order: --key alone; else TOOLPROOF_API_KEY (the client's key: what Codex's
- * `--write` profile and pi read) and each of TOOLPROOF_API_KEYS (the server's list, which a
- * toolproof this command starts takes too); else a placeholder (a toolproof without keys takes any).
+ * `--write` profile and pi read) and, for a toolproof on this machine (`local`), each of
+ * TOOLPROOF_API_KEYS (the server's list, which a toolproof this command starts takes too); else a
+ * placeholder (a toolproof without keys takes any). The server's list is every user's secret: it
+ * is never sent one by one to another host, which could keep each key it was offered.
  */
-export function candidateKeys(given: string | undefined, env: NodeJS.ProcessEnv): string[] {
+export function candidateKeys(given: string | undefined, env: NodeJS.ProcessEnv, local = true): string[] {
   if (given) return [given];
-  const keys = [env.TOOLPROOF_API_KEY ?? '', ...(env.TOOLPROOF_API_KEYS ?? '').split(',')]
+  const keys = [env.TOOLPROOF_API_KEY ?? '', ...(local ? (env.TOOLPROOF_API_KEYS ?? '').split(',') : [])]
     .map((k) => k.trim())
     .filter(Boolean);
   return keys.length > 0 ? [...new Set(keys)] : [PLACEHOLDER_KEY];
+}
+
+/** Whether `base` names this machine (a loopback address or localhost). */
+export function isLocal(base: string): boolean {
+  let host: string;
+  try {
+    host = new URL(base).hostname;
+  } catch {
+    return false;
+  }
+  return host === 'localhost' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
 }
 
 /** The first key toolproof takes, with its model list; a 401 moves on to the next. */
@@ -355,12 +368,12 @@ export async function launchCommand(
     return 127;
   }
 
-  const keys = candidateKeys(options.key, env);
   // --upstream: the started server's TOOLPROOF_UPSTREAM_URL (and the default is no YAML's).
   const serverEnv: NodeJS.ProcessEnv = options.upstream
     ? { ...env, TOOLPROOF_UPSTREAM_URL: options.upstream }
     : env;
   const base = normalizeUrl(options.url ?? defaultUrl(env));
+  const keys = candidateKeys(options.key, env, isLocal(base));
   let server: StartedServer | undefined;
   let dir: string | undefined;
   try {
@@ -418,9 +431,15 @@ export async function launchCommand(
           options.key !== undefined
             ? 'the --key given'
             : keys[0] === PLACEHOLDER_KEY
-              ? 'no key (none in --key, TOOLPROOF_API_KEY or TOOLPROOF_API_KEYS)'
-              : `each of the ${keys.length} key(s) of TOOLPROOF_API_KEY and TOOLPROOF_API_KEYS`;
-        say(`toolproof at ${base} refused ${tried}: pass --key or set TOOLPROOF_API_KEY`);
+              ? 'no key (none in --key or TOOLPROOF_API_KEY)'
+              : isLocal(base)
+                ? `each of the ${keys.length} key(s) of TOOLPROOF_API_KEY and TOOLPROOF_API_KEYS`
+                : 'the key of TOOLPROOF_API_KEY';
+        const skipped =
+          options.key === undefined && !isLocal(base) && (env.TOOLPROOF_API_KEYS ?? '').trim() !== ''
+            ? " (TOOLPROOF_API_KEYS, the server's own list, is tried only for a toolproof on this machine)"
+            : '';
+        say(`toolproof at ${base} refused ${tried}${skipped}: pass --key or set TOOLPROOF_API_KEY`);
         return 1;
       }
       const message = keys.reduce((text, k) => maskKey(text, k), (err as Error).message);

@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { launchCommand } from '../../cli/launch/command.js';
+import { candidateKeys, isLocal, launchCommand, PLACEHOLDER_KEY } from '../../cli/launch/command.js';
 import { readModels } from '../../cli/launch/models.js';
 import { buildPlan } from '../../cli/launch/plan.js';
 import {
@@ -250,13 +250,45 @@ describe('--print, keys, models', () => {
     expect(list.out).toContain('ANTHROPIC_AUTH_TOKEN=sk-r…****');
     const none = await printed('claude', url, [], env);
     expect(none.code).toBe(1);
-    expect(none.err).toContain('refused no key (none in --key, TOOLPROOF_API_KEY or TOOLPROOF_API_KEYS)');
+    expect(none.err).toContain('refused no key (none in --key or TOOLPROOF_API_KEY)');
     const wrong = await printed('claude', url, ['--key', 'sk-other-launch-key-999'], {
       ...env,
       TOOLPROOF_API_KEY: right,
     });
     expect(wrong.code).toBe(1);
     expect(wrong.err).toContain('refused the --key given');
+  });
+
+  it("the server's key list (TOOLPROOF_API_KEYS) is offered only to a toolproof on this machine, never one by one to another host", () => {
+    const env = {
+      TOOLPROOF_API_KEY: 'sk-mine-000000000001',
+      TOOLPROOF_API_KEYS: 'sk-alice-00000001,sk-bob-000000002',
+    };
+    expect(candidateKeys(undefined, env, true)).toEqual([
+      'sk-mine-000000000001',
+      'sk-alice-00000001',
+      'sk-bob-000000002',
+    ]);
+    expect(candidateKeys(undefined, env, false)).toEqual(['sk-mine-000000000001']);
+    expect(candidateKeys(undefined, { TOOLPROOF_API_KEYS: 'sk-alice-00000001' }, false)).toEqual([
+      PLACEHOLDER_KEY,
+    ]);
+    expect(candidateKeys('sk-given-0000000001', env, false)).toEqual(['sk-given-0000000001']);
+    for (const local of [
+      'http://127.0.0.1:8787',
+      'http://localhost:8787',
+      'http://[::1]:8787',
+      'http://127.3.0.9:1',
+    ])
+      expect(isLocal(local), local).toBe(true);
+    for (const remote of [
+      'http://gpu-box:8787',
+      'http://10.0.0.5:8787',
+      'https://toolproof.example.com',
+      'http://127.0.0.1.nip.io:80',
+      'not a url',
+    ])
+      expect(isLocal(remote), remote).toBe(false);
   });
 
   it('several models and no TTY: exits 2 with the list', async () => {
