@@ -395,15 +395,15 @@ function sameValue(a: Value, b: Value): boolean {
 }
 
 /** Hex digit values by character code (16: not a lowercase or uppercase hex digit). */
-const HEX = new Uint8Array(128).fill(16);
+export const HEX = new Uint8Array(128).fill(16);
 for (let i = 0; i < 10; i++) HEX[48 + i] = i;
 for (let i = 0; i < 6; i++) {
   HEX[97 + i] = 10 + i;
   HEX[65 + i] = 10 + i;
 }
 
-const MIN_INT64 = -(2 ** 63);
-const MAX_INT64 = 2 ** 63;
+export const MIN_INT64 = -(2 ** 63);
+export const MAX_INT64 = 2 ** 63;
 
 function anyValue(w: Writer, value: Value): void {
   const t = typeof value;

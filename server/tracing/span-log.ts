@@ -24,7 +24,16 @@ import { ExportResultCode, getNumberFromEnv, TraceState as W3CTraceState } from 
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { ownString } from '../../protocol/own-string.js';
 import { type LeanSpan, type LeanTracer, leanSpanOf } from './lean.js';
-import { EncodedSpan, leanSpan, type Slab, shortAscii, Writer } from './otlp-proto.js';
+import {
+  EncodedSpan,
+  HEX,
+  leanSpan,
+  MAX_INT64,
+  MIN_INT64,
+  type Slab,
+  shortAscii,
+  Writer,
+} from './otlp-proto.js';
 import type { EventValue } from './types.js';
 
 /** Buffer's own UTF-8 writer (what `write(s, offset, 'utf8')` calls after checking its arguments). */
@@ -118,15 +127,6 @@ function lengthPrefix(tag: number, n: number): number[] {
   return out;
 }
 
-/** Hex digits' values by character code (ids are lowercase hex: the SDK's, or a checked traceparent's). */
-const HEX_VALUE = new Uint8Array(256);
-for (let i = 0; i < 10; i++) HEX_VALUE[48 + i] = i;
-for (let i = 0; i < 6; i++) {
-  HEX_VALUE[97 + i] = 10 + i;
-  HEX_VALUE[65 + i] = 10 + i;
-}
-const MIN_INT64 = -(2 ** 63);
-const MAX_INT64 = 2 ** 63;
 const NO_SLAB = { release() {} } as unknown as Slab;
 
 /** The batch processor's settings, as its shim reads them: given, else OTEL_BSP_*, else the defaults. */
@@ -811,7 +811,7 @@ export class SpanLog {
     let p = w.pos;
     let at = this.readPos;
     for (let i = 0; i < bytes; i++) {
-      out[p++] = (HEX_VALUE[buf[at]!]! << 4) | HEX_VALUE[buf[at + 1]!]!;
+      out[p++] = (HEX[buf[at]! & 0x7f]! << 4) | HEX[buf[at + 1]! & 0x7f]!;
       at += 2;
     }
     w.pos = p;
