@@ -38,7 +38,7 @@
  *   npx tsx bench/tracing-twin.ts [--cases=short,long,agent] [--cycles=40] [--slice=256] [--c=32]
  *     [--cpu-prof] [--top=40] [--before=DIR] [--calls]
  */
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -255,7 +255,11 @@ async function main(): Promise<void> {
   await child.exited;
   await stopAll();
   sink.close();
-  if (profDir) analyze(profDir);
+  if (profDir) {
+    // The slices and request counts beside the profile, for a later reading of it (bench/profile-split.ts).
+    writeFileSync(join(profDir, 'windows.json'), JSON.stringify({ names: NAMES, windows, measured }));
+    analyze(profDir);
+  }
   if (callsDir) printCalls(callsDir);
 }
 
@@ -376,7 +380,9 @@ function analyze(profDir: string): void {
     self[win.side]!.set(key, (self[win.side]!.get(key) ?? 0) + dt);
   }
   const per = (side: number, key: string) => (self[side]!.get(key) ?? 0) / measured[side]!;
-  const keys = new Set([...self[0]!.keys(), ...self[1]!.keys()]);
+  // --vs=NAME: the side the frames are compared with off (default on; with --quad, e.g. both).
+  const vs = Math.max(1, NAMES.indexOf(args.get('vs') || 'on'));
+  const keys = new Set([...self[0]!.keys(), ...self[vs]!.keys()]);
   const busy = (side: number) =>
     [...self[side]!].filter(([k]) => !k.startsWith('(idle)')).reduce((a, [, v]) => a + v, 0) /
     measured[side]!;
@@ -394,9 +400,16 @@ function analyze(profDir: string): void {
   );
   const rows = [...keys]
     .filter((k) => !k.startsWith('(idle)'))
-    .map((k) => [k, per(0, k), per(1, k)] as const)
+    .map((k) => [k, per(0, k), per(vs, k)] as const)
     .sort((a, b) => Math.abs(b[2] - b[1]) - Math.abs(a[2] - a[1]));
-  console.log(`  ${'off'.padStart(8)} ${'on'.padStart(8)} ${'on-off'.padStart(8)}  frame`);
+  const capture = (side: number) =>
+    [...self[side]!].filter(([k]) => k.includes('server/capture/')).reduce((a, [, v]) => a + v, 0) /
+    measured[side]!;
+  console.log(
+    `  capture's own frames (self): ${NAMES.map((n, k) => `${n} ${capture(k).toFixed(1)}`).join(', ')}`,
+  );
+  const vn = NAMES[vs]!;
+  console.log(`  ${'off'.padStart(8)} ${vn.padStart(8)} ${`${vn}-off`.padStart(8)}  frame`);
   for (const [k, a, b] of rows.slice(0, Number(args.get('top') || 40)))
     console.log(
       `  ${a.toFixed(2).padStart(8)} ${b.toFixed(2).padStart(8)} ${(b - a).toFixed(2).padStart(8)}  ${k}`,
