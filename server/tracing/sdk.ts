@@ -10,10 +10,12 @@
  */
 import {
   type Attributes,
+  isSpanContextValid,
   ROOT_CONTEXT,
   type SpanContext,
   SpanKind,
   SpanStatusCode,
+  TraceFlags,
   type TraceState,
 } from '@opentelemetry/api';
 import { ExportResultCode, getNumberFromEnv } from '@opentelemetry/core';
@@ -30,6 +32,7 @@ import {
   ParentBasedSampler,
   type Sampler,
   SamplingDecision,
+  type SamplingResult,
   type SpanExporter,
   TraceIdRatioBasedSampler,
 } from '@opentelemetry/sdk-trace-base';
@@ -111,6 +114,23 @@ const K_TP_DISCARDED_TOKENS = keyOf('toolproof.discarded_tokens');
 const K_TP_USAGE_UNREPORTED = keyOf('toolproof.usage_unreported');
 const K_SERVER_ADDRESS = keyOf(ATTR_SERVER_ADDRESS);
 const K_SERVER_PORT = keyOf(ATTR_SERVER_PORT);
+const K_TP_REQUEST_ID = keyOf('toolproof.request_id');
+const K_GENAI_RESPONSEID = keyOf(GEN_AI.responseId);
+// The effects' event attributes (writeEffect).
+const K_TP_POLICY = keyOf('toolproof.policy');
+const K_TP_EFFECT = keyOf('toolproof.effect');
+const K_TP_KIND = keyOf('toolproof.kind');
+const K_TP_COUNT = keyOf('toolproof.count');
+const K_TP_LEAK_FORMAT = keyOf('toolproof.leak.format');
+const K_TP_LEAK_SOURCE = keyOf('toolproof.leak.source');
+const K_TP_LEAK_OUTCOME = keyOf('toolproof.leak.outcome');
+const K_TP_LEAK_BACKEND_HINT = keyOf('toolproof.leak.backend_hint');
+const K_TP_LEAK_REASON = keyOf('toolproof.leak.reason');
+const K_TP_TOOL = keyOf('toolproof.tool');
+const K_TP_UNDECLARED = keyOf('toolproof.undeclared');
+const K_TP_CAUSE = keyOf('toolproof.cause');
+const K_TP_REASONS = keyOf('toolproof.reasons');
+const K_TP_RETRY_REASON = keyOf('toolproof.retry.reason');
 
 /** The most finish reasons an attempt span keeps (one per choice: n is far below). */
 const MAX_FINISH_REASONS = 128;
@@ -134,6 +154,25 @@ function samplerOf(s: TracingSettings['sampler']): Sampler {
     default:
       return new ParentBasedSampler({ root: new AlwaysOnSampler() });
   }
+}
+
+const SAMPLED: SamplingResult = Object.freeze({ decision: SamplingDecision.RECORD_AND_SAMPLED });
+const NOT_SAMPLED: SamplingResult = Object.freeze({ decision: SamplingDecision.NOT_RECORD });
+
+/**
+ * The verdict of a sampler that needs no asking, as the SDK's gives it: always_on samples every
+ * span; parentbased_always_on (the default) samples a root span and a child of a sampled remote
+ * parent, and leaves out a child of one not sampled (its remoteParentNotSampled is always_off);
+ * neither sets an attribute or a trace state. Undefined: ask the sampler (any other, or a parent
+ * the SDK would not read as valid). Asking cost the request a context and the sampler's own
+ * look-ups, ~1-1.5 µs of a short stream among 32 in flight (bench/HISTORY.md, glass9).
+ */
+export function knownVerdict(sampler: string, remote: SpanContext | undefined): SamplingResult | undefined {
+  if (sampler === 'always_on') return SAMPLED;
+  if (sampler !== 'parentbased_always_on') return undefined;
+  if (remote === undefined) return SAMPLED;
+  if (!isSpanContextValid(remote)) return undefined;
+  return remote.traceFlags & TraceFlags.SAMPLED ? SAMPLED : NOT_SAMPLED;
 }
 
 async function exporterOf(settings: TracingSettings): Promise<SpanExporter> {
@@ -248,14 +287,19 @@ export async function createTracing(
       // sampled span with its parent's trace state: lean.ts's sampledChildren), given the
       // client's span as the parent (a ParentContext, made only when one came).
       const traceId = remote ? remote.traceId : tracer.ids.generateTraceId();
-      const result = tracer.sampler.shouldSample(
-        remote ? new ParentContext(remote) : ROOT_CONTEXT,
-        traceId,
-        name,
-        SpanKind.SERVER,
-        NO_ATTRIBUTES,
-        NO_LINKS,
-      );
+      // The default sampler and always_on answer without being asked (knownVerdict).
+      const known = knownVerdict(settings.sampler.name, remote);
+      const result =
+        known === undefined
+          ? tracer.sampler.shouldSample(
+              remote ? new ParentContext(remote) : ROOT_CONTEXT,
+              traceId,
+              name,
+              SpanKind.SERVER,
+              NO_ATTRIBUTES,
+              NO_LINKS,
+            )
+          : known;
       const state = result.traceState ?? remote?.traceState;
       // Recorded but not sampled (no sampler of samplerOf says so) would go to no exporter either.
       if (result.decision !== SamplingDecision.RECORD_AND_SAMPLED)
@@ -655,7 +699,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
     if (report.kind === 'completion' && report.completion) {
       const c = report.completion;
       if (typeof c.model === 'string') model = c.model;
-      if (typeof c.id === 'string') log.setUniqueAttribute(GEN_AI.responseId, c.id);
+      if (typeof c.id === 'string') log.setUniqueAttribute(K_GENAI_RESPONSEID, c.id);
       const reasons = (c.choices ?? []).map((ch) => ch?.finish_reason).filter((f) => typeof f === 'string');
       if (reasons.length > 0) log.set(K_GENAI_FINISHREASONS, reasons as string[]);
       if (this.captureContent) output = completionMessages(c);
@@ -663,7 +707,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
       // A stream: its identity is the last one its chunks named (noteIdentity).
       if (identity && this.call?.original.stream === true && identity.id !== 'chatcmpl-toolproof') {
         model = identity.model;
-        log.setUniqueAttribute(GEN_AI.responseId, identity.id);
+        log.setUniqueAttribute(K_GENAI_RESPONSEID, identity.id);
       }
       if (this.reasons) log.set(K_GENAI_FINISHREASONS, this.reasons);
       if (this.captureContent && payloads) output = streamedMessages(payloads);
@@ -688,55 +732,50 @@ class ServerSpan implements RequestSpan<ChatCall> {
   private writeEffect(e: PolicyEffect, attempt: number, ms: number): void {
     const log = this.log;
     const r = describeEffect(e);
-    const open = (name: string) => {
-      log.eventOpen(name, ms);
-      log.eventAttribute('toolproof.policy', e.policy);
-      log.eventAttribute('toolproof.attempt', attempt);
-    };
     if (!r) {
-      open('toolproof.effect');
-      log.eventAttribute('toolproof.effect', e.kind);
+      openEffect(log, 'toolproof.effect', ms, e.policy, attempt);
+      log.eventSet(K_TP_EFFECT, e.kind);
       log.eventClose();
       return;
     }
     switch (r.type) {
       case 'tally':
-        open(TALLY_EVENTS[r.tally] ?? `toolproof.${r.tally}`);
-        log.eventAttribute('toolproof.kind', r.key);
-        log.eventAttribute('toolproof.count', r.count);
+        openEffect(log, TALLY_EVENTS[r.tally] ?? `toolproof.${r.tally}`, ms, e.policy, attempt);
+        log.eventSet(K_TP_KIND, r.key);
+        log.eventSet(K_TP_COUNT, r.count);
         break;
       case 'forced':
-        open('toolproof.forced');
-        log.eventAttribute('toolproof.tool_choice', r.toolChoice);
+        openEffect(log, 'toolproof.forced', ms, e.policy, attempt);
+        log.eventSet(K_TP_TOOL_CHOICE, r.toolChoice);
         break;
       case 'final-answer':
-        open('toolproof.final_answer');
+        openEffect(log, 'toolproof.final_answer', ms, e.policy, attempt);
         break;
       case 'forced-but-prose':
-        open('toolproof.forced_but_prose');
+        openEffect(log, 'toolproof.forced_but_prose', ms, e.policy, attempt);
         break;
       case 'leak':
-        open('toolproof.leak');
-        log.eventAttribute('toolproof.leak.format', r.leak.format);
-        log.eventAttribute('toolproof.leak.source', r.leak.source);
-        log.eventAttribute('toolproof.leak.outcome', r.leak.outcome);
-        if (r.leak.backendHint) log.eventAttribute('toolproof.leak.backend_hint', r.leak.backendHint);
-        if (r.leak.reason) log.eventAttribute('toolproof.leak.reason', r.leak.reason);
+        openEffect(log, 'toolproof.leak', ms, e.policy, attempt);
+        log.eventSet(K_TP_LEAK_FORMAT, r.leak.format);
+        log.eventSet(K_TP_LEAK_SOURCE, r.leak.source);
+        log.eventSet(K_TP_LEAK_OUTCOME, r.leak.outcome);
+        if (r.leak.backendHint) log.eventSet(K_TP_LEAK_BACKEND_HINT, r.leak.backendHint);
+        if (r.leak.reason) log.eventSet(K_TP_LEAK_REASON, r.leak.reason);
         break;
       case 'validation-failed':
-        open('toolproof.validation_failed');
-        log.eventAttribute('toolproof.tool', cut256(r.tool));
-        log.eventAttribute('toolproof.undeclared', r.undeclared);
+        openEffect(log, 'toolproof.validation_failed', ms, e.policy, attempt);
+        log.eventSet(K_TP_TOOL, cut256(r.tool));
+        log.eventSet(K_TP_UNDECLARED, r.undeclared);
         break;
       case 'schema-unenforced':
-        open('toolproof.schema_unenforced');
-        log.eventAttribute('toolproof.tool', cut256(r.tool));
-        log.eventAttribute('toolproof.cause', r.cause);
-        log.eventAttribute('toolproof.reasons', r.reasons);
+        openEffect(log, 'toolproof.schema_unenforced', ms, e.policy, attempt);
+        log.eventSet(K_TP_TOOL, cut256(r.tool));
+        log.eventSet(K_TP_CAUSE, r.cause);
+        log.eventSet(K_TP_REASONS, r.reasons);
         break;
       case 'retry':
-        open('toolproof.retry');
-        log.eventAttribute('toolproof.retry.reason', r.reason);
+        openEffect(log, 'toolproof.retry', ms, e.policy, attempt);
+        log.eventSet(K_TP_RETRY_REASON, r.reason);
         break;
       default:
         return;
@@ -788,7 +827,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
     const log = this.log;
     const call = this.call;
     this.describeRequest(request);
-    log.setUniqueAttribute('toolproof.request_id', String(request.id));
+    log.setUniqueAttribute(K_TP_REQUEST_ID, String(request.id));
     if (ended || headersSent) log.set(K_HTTP_RESPONSE_STATUS_CODE, status);
     if (call) {
       const t = call.trace;
@@ -843,6 +882,13 @@ class ServerSpan implements RequestSpan<ChatCall> {
     if (this.attemptSpanId === undefined) return;
     this.endAttempt(undefined, type, message, true);
   }
+}
+
+/** An effect's event opened, with its policy and attempt (ServerSpan.writeEffect). */
+function openEffect(log: SpanLog, name: string, ms: number, policy: string, attempt: number): void {
+  log.eventOpen(name, ms);
+  log.eventSet(K_TP_POLICY, policy);
+  log.eventSet(K_TP_ATTEMPT, attempt);
 }
 
 /** An upstream origin's server.address and server.port, and its attempt spans' names. */

@@ -321,6 +321,18 @@ export class SpanLog {
    */
   set(k: number, value: AttributeValue | undefined | null): void {
     if (value == null) return;
+    this.indexed(k, value);
+  }
+
+  /**
+   * An attribute of the open event by its key's index (keyOf): the bytes eventAttribute writes
+   * for that key, without looking the key up (sdk.ts's effects: a few a request).
+   */
+  eventSet(k: number, value: AttributeValue): void {
+    this.indexed(k, value);
+  }
+
+  private indexed(k: number, value: AttributeValue): void {
     this.ensure(8);
     this.buf[this.pos++] = ATTRIBUTE;
     this.varint(k + 2);
@@ -402,10 +414,12 @@ export class SpanLog {
   }
 
   /** An attribute whose value changes every time (a request's id): its bytes, never in the dictionary. */
-  setUniqueAttribute(key: string, value: string): void {
+  setUniqueAttribute(key: string | number, value: string): void {
     this.ensure(2);
     this.buf[this.pos++] = ATTRIBUTE;
-    this.key(key);
+    // A key's index (keyOf) as key() writes it, or its text looked up.
+    if (typeof key === 'number') this.varint(key + 2);
+    else this.key(key);
     this.ensure(1);
     this.buf[this.pos++] = STRING;
     this.string(this.cut(value));

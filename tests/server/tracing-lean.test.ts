@@ -45,6 +45,7 @@ import {
   type Slab,
   serializeSpans,
 } from '../../server/tracing/otlp-proto.js';
+import { knownVerdict } from '../../server/tracing/sdk.js';
 import { otlpReceiver } from '../support/otlp-receiver.js';
 
 const randomTraceId = () => new PooledIdGenerator().generateTraceId();
@@ -445,6 +446,42 @@ describe('lean spans', () => {
           expect(calls - before).toBe(o.recording ? 0 : 1);
         }
     }
+  });
+
+  it("answer for the default sampler and always_on without asking them (sdk.ts knownVerdict): the SDK sampler's verdict, no attribute, no trace state", () => {
+    const samplers: [string, Sampler][] = [
+      ['parentbased_always_on', new ParentBasedSampler({ root: new AlwaysOnSampler() })],
+      ['always_on', new AlwaysOnSampler()],
+    ];
+    const state = new TraceState('vendor=1');
+    const parents: (SpanContext | undefined)[] = [
+      undefined,
+      remoteParent,
+      { ...remoteParent, traceState: state },
+      { ...remoteParent, traceFlags: TraceFlags.NONE },
+      { ...remoteParent, traceFlags: TraceFlags.NONE, traceState: state },
+      // Flags past the sampled bit, as a traceparent may carry them.
+      { ...remoteParent, traceFlags: 0x03 },
+      { ...remoteParent, traceFlags: 0x02 },
+    ];
+    let answered = 0;
+    for (const [name, sampler] of samplers)
+      for (const parent of parents) {
+        const ctx = parent ? new ParentContext(parent) : ROOT_CONTEXT;
+        const asked = sampler.shouldSample(ctx, randomTraceId(), 's', SpanKind.SERVER, {}, []);
+        const known = knownVerdict(name, parent);
+        if (known === undefined) continue;
+        answered++;
+        expect([name, parent?.traceFlags, known]).toEqual([name, parent?.traceFlags, asked]);
+      }
+    expect(answered).toBe(samplers.length * parents.length);
+    // An invalid parent (all-zero ids, which no traceparent toolproof reads has) is left to the sampler.
+    expect(
+      knownVerdict('parentbased_always_on', { ...remoteParent, spanId: '0'.repeat(16) }),
+    ).toBeUndefined();
+    // Every other sampler is asked.
+    for (const name of ['parentbased_traceidratio', 'parentbased_always_off', 'traceidratio', 'always_off'])
+      expect(knownVerdict(name, undefined)).toBeUndefined();
   });
 
   it('skip what the sampler leaves out (startOrSkip, sdk.ts): the same verdicts and trace ids as start, no span made', () => {
