@@ -18,6 +18,50 @@ let nav = 0;
 let depth = 0;
 let routed = false;
 
+/**
+ * Characters that change how text reads without showing themselves: bidi controls (an override
+ * shows "evil" as "live"), zero-width ones, and the C0 controls but tab and line breaks (a
+ * terminal's escape). A captured text is evidence: each is shown as its code point instead.
+ */
+const INVISIBLE =
+  /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
+const codePoint = (ch) => `U+${ch.codePointAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
+/** Past this many in one text the rest are written as text: the page's cost stays bounded. */
+const MAX_MARKED = 256;
+
+/** A text as nodes, each invisible character shown as its code point (marked, up to MAX_MARKED). */
+function textOf(text) {
+  INVISIBLE.lastIndex = 0;
+  if (!INVISIBLE.test(text)) return [document.createTextNode(text)];
+  const out = [];
+  let from = 0;
+  let marked = 0;
+  let plain = '';
+  INVISIBLE.lastIndex = 0;
+  for (let m = INVISIBLE.exec(text); m; m = INVISIBLE.exec(text)) {
+    plain += text.slice(from, m.index);
+    from = m.index + 1;
+    if (marked >= MAX_MARKED) {
+      plain += `⟨${codePoint(m[0])}⟩`;
+      continue;
+    }
+    if (plain) out.push(document.createTextNode(plain));
+    plain = '';
+    marked++;
+    const span = document.createElement('span');
+    span.className = 'ctl';
+    span.title = `an invisible character, ${codePoint(m[0])}, in the captured text`;
+    span.textContent = codePoint(m[0]);
+    out.push(span);
+  }
+  plain += text.slice(from);
+  if (plain) out.push(document.createTextNode(plain));
+  return out;
+}
+
+/** A title's text with the invisible characters written as code points. */
+const visible = (text) => text.replace(INVISIBLE, (ch) => `⟨${codePoint(ch)}⟩`);
+
 /** An element with attributes and children; strings become text nodes, never markup. */
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -27,11 +71,13 @@ function el(tag, attrs, ...children) {
     else if (k === 'style')
       node.style.cssText = v; // CSSOM: allowed under the page's CSP
     else if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
+    else if (k === 'title') node.title = visible(String(v));
     else node.setAttribute(k, v === true ? '' : String(v));
   }
   for (const c of children.flat()) {
     if (c === undefined || c === null || c === false) continue;
-    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    if (c instanceof Node) node.append(c);
+    else node.append(...textOf(String(c)));
   }
   return node;
 }
