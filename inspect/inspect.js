@@ -88,8 +88,15 @@ async function getJson(path) {
   return res.json();
 }
 
-const time = (ms) =>
-  new Date(ms).toLocaleTimeString([], { hour12: false }) + '.' + String(ms % 1000).padStart(3, '0');
+// One formatter for every time shown: toLocaleTimeString makes one per call (a list of 200 rows
+// spent more time there than in building its rows).
+const clock = new Intl.DateTimeFormat([], {
+  hour: '2-digit',
+  minute: '2-digit',
+  second: '2-digit',
+  hour12: false,
+});
+const time = (ms) => `${clock.format(ms)}.${String(ms % 1000).padStart(3, '0')}`;
 const dur = (ms) =>
   ms === null || ms === undefined ? '…' : ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${Math.round(ms)} ms`;
 const tok = (n) => (n === null || n === undefined ? '–' : String(n));
@@ -156,6 +163,10 @@ const FILTERS = ['session', 'model', 'outcome'];
 function showList(params) {
   current = 'list';
   const filters = Object.fromEntries(FILTERS.map((k) => [k, params.get(k) || '']));
+  // An older page of the list (`before` its newest request's time); a filter goes to the newest.
+  let before = /^[0-9]{1,15}$/.test(params.get('before') || '') ? params.get('before') : '';
+  // A page's length, when a link asks for one (the API's 1 to 1000; its default 200).
+  const limit = /^(?:[1-9][0-9]{0,2}|1000)$/.test(params.get('limit') || '') ? params.get('limit') : '';
   let shown = '';
   // A filter changes the address in place (a link to the filtered list; Back leaves the list)
   // and reloads the rows only: the filter bar is not made again, so the field or the select the
@@ -163,7 +174,9 @@ function showList(params) {
   const apply = () => {
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(filters)) if (v) q.set(k, v);
+    if (limit) q.set('limit', limit);
     history.replaceState({ depth }, '', `#/${q.toString() ? `?${q}` : ''}`);
+    before = '';
     selected = 0;
     selectedKey.list = null;
     shown = '';
@@ -216,6 +229,7 @@ function showList(params) {
     })
     .catch(() => {});
   const body = el('tbody');
+  const pager = el('p', { class: 'pager', id: 'pager' });
   const table = el(
     'table',
     { id: 'requests' },
@@ -254,23 +268,29 @@ function showList(params) {
       modelChoices,
     ),
     el('div', { class: 'scroll' }, table),
+    pager,
   );
   const my = nav;
   const load = async () => {
     clearTimeout(timer);
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(filters)) if (v) q.set(k, v);
+    if (limit) q.set('limit', limit);
+    const pageQuery = new URLSearchParams(q);
+    if (before) pageQuery.set('before', before);
     try {
-      const data = await getJson(`/requests?${q}`);
+      const data = await getJson(`/requests?${pageQuery}`);
       if (my !== nav) return;
       // Rows made again only when something changed: a link the reader is on keeps its focus.
-      const text = JSON.stringify(data.requests);
+      const text = JSON.stringify(data.requests) + data.older;
       if (text !== shown) {
         shown = text;
-        renderRows(body, data, Object.values(filters).some(Boolean));
+        renderRows(body, data, Object.values(filters).some(Boolean) || Boolean(before));
+        renderPager(pager, data, q, before);
       }
+      const older = data.older ? ` · ${data.older} older` : '';
       setState(
-        `${data.requests.length} requests · ${data.workers} worker${data.workers === 1 ? '' : 's'}${data.partial ? ' (this worker only)' : ''}${data.capture ? '' : ' · capture is off'}`,
+        `${data.requests.length} requests${before ? ` before ${time(Number(before))}` : ''}${older} · ${data.workers} worker${data.workers === 1 ? '' : 's'}${data.partial ? ' (this worker only)' : ''}${data.capture ? '' : ' · capture is off'}`,
       );
     } catch (err) {
       if (my !== nav) return;
@@ -279,6 +299,25 @@ function showList(params) {
     if (live && my === nav) timer = setTimeout(load, 2000);
   };
   load();
+}
+
+/**
+ * Links to the newest requests and to the next older page: the list shows at most 200 (the
+ * API's default page), and a full ring holds thousands. A link, so Back returns to the page before.
+ */
+function renderPager(pager, data, filters, before) {
+  const link = (b, text, rel) => {
+    const q = new URLSearchParams(filters);
+    if (b) q.set('before', b);
+    return el('a', { href: `#/${q.toString() ? `?${q}` : ''}`, rel }, text);
+  };
+  const last = data.requests[data.requests.length - 1];
+  pager.replaceChildren(
+    ...[
+      before ? link('', '← newest requests', 'first') : null,
+      data.older && last ? link(String(last.at), `older requests (${data.older}) →`, 'next') : null,
+    ].filter(Boolean),
+  );
 }
 
 function renderRows(body, data, filtered) {
@@ -309,43 +348,59 @@ function renderRows(body, data, filtered) {
   const focused = body.contains(document.activeElement) ? document.activeElement : null;
   const focusRow = focused?.closest('tr')?.dataset.id;
   const focusLink = focused ? [...focused.closest('tr').querySelectorAll('a')].indexOf(focused) : -1;
-  body.replaceChildren(
-    ...data.requests.map((r, i) =>
-      el(
-        'tr',
-        {
-          'data-id': r.id,
-          'aria-selected': i === selected ? 'true' : 'false',
-          onclick: () => {
-            location.hash = `#/r/${encodeURIComponent(r.id)}`;
-          },
-        },
-        el('td', {}, el('a', { href: `#/r/${encodeURIComponent(r.id)}` }, time(r.at))),
-        el('td', {}, r.api),
-        el('td', { class: 'model', title: r.model }, r.model),
-        el(
-          'td',
-          { class: 'session', title: r.session },
-          el(
-            'a',
-            { href: `#/s/${encodeURIComponent(r.session)}`, onclick: (e) => e.stopPropagation() },
-            shortSession(r.session),
-          ),
-        ),
-        el('td', {}, r.inFlight ? '…' : String(r.status)),
-        el('td', {}, badge(r.outcome)),
-        el('td', { class: 'num' }, String(r.attempts)),
-        tokCell(r, r.tokens.cached),
-        tokCell(r, r.tokens.prompt),
-        tokCell(r, r.tokens.completion),
-        el('td', { class: 'num' }, dur(r.durationMs)),
-      ),
-    ),
-  );
+  // A row whose request did not change is kept as it is: a live refresh of a busy server makes
+  // only the newer rows (and those that ended), not all 200 again every 2 s.
+  const old = rowCache.get(body) ?? new Map();
+  const rows = new Map();
+  const trs = data.requests.map((r, i) => {
+    const json = JSON.stringify(r);
+    const kept = old.get(r.id);
+    const tr = kept?.json === json ? kept.tr : requestRow(r);
+    tr.setAttribute('aria-selected', i === selected ? 'true' : 'false');
+    rows.set(r.id, { json, tr });
+    return tr;
+  });
+  rowCache.set(body, rows);
+  body.replaceChildren(...trs);
   if (focusRow !== undefined) {
     const tr = [...body.rows].find((t) => t.dataset.id === focusRow);
     (tr?.querySelectorAll('a')[focusLink] ?? main).focus({ preventScroll: true });
   }
+}
+
+/** Each list body's rows by request id, with the summary each was made from. */
+const rowCache = new WeakMap();
+
+/** One request's row of the list. */
+function requestRow(r) {
+  return el(
+    'tr',
+    {
+      'data-id': r.id,
+      onclick: () => {
+        location.hash = `#/r/${encodeURIComponent(r.id)}`;
+      },
+    },
+    el('td', {}, el('a', { href: `#/r/${encodeURIComponent(r.id)}` }, time(r.at))),
+    el('td', {}, r.api),
+    el('td', { class: 'model', title: r.model }, r.model),
+    el(
+      'td',
+      { class: 'session', title: r.session },
+      el(
+        'a',
+        { href: `#/s/${encodeURIComponent(r.session)}`, onclick: (e) => e.stopPropagation() },
+        shortSession(r.session),
+      ),
+    ),
+    el('td', {}, r.inFlight ? '…' : String(r.status)),
+    el('td', {}, badge(r.outcome)),
+    el('td', { class: 'num' }, String(r.attempts)),
+    tokCell(r, r.tokens.cached),
+    tokCell(r, r.tokens.prompt),
+    tokCell(r, r.tokens.completion),
+    el('td', { class: 'num' }, dur(r.durationMs)),
+  );
 }
 
 const rowsShown = () => [...document.querySelectorAll('tbody tr[data-id], tbody tr[data-key]')];
@@ -1066,6 +1121,13 @@ document.addEventListener('keydown', (e) => {
       const box = document.getElementById('live');
       if (box) box.checked = live;
       if (current === 'list') route();
+      break;
+    }
+    case ']':
+    case '[': {
+      // The list's next older page, or back to the newest requests.
+      const a = document.querySelector(`#pager a[rel=${e.key === ']' ? 'next' : 'first'}]`);
+      if (a) a.click();
       break;
     }
     case 'c': {

@@ -72,10 +72,10 @@ export function answer(ring: CaptureRing | undefined, op: CaptureOp, worker: num
       maxBytes: ring?.limits.maxBytes ?? 0,
       records: ring?.size ?? 0,
     } satisfies Stats;
-  if (!ring) return op.op === 'get' ? null : [];
+  if (!ring) return op.op === 'get' ? null : op.op === 'list' ? { requests: [], older: 0 } : [];
   switch (op.op) {
     case 'list':
-      return ring.list(op.query);
+      return ring.page(op.query);
     case 'get': {
       const r = op.owner === undefined ? ring.get(op.id) : ring.ownRecord(op.id, op.owner);
       return r ? viewOf(withSoFar(snapshotOf(r), r)) : null;
@@ -164,7 +164,10 @@ function curlOf(
 
 function sessionsOf(ring: CaptureRing, owner: string | undefined): SessionSummary[] {
   const by = new Map<string, SessionSummary>();
-  for (const s of ring.list({ limit: 1000, ...(owner === undefined ? {} : { owner }) }).reverse()) {
+  // Every record of the ring (a full ring of short requests holds thousands).
+  for (const s of ring
+    .list({ limit: Number.POSITIVE_INFINITY, ...(owner === undefined ? {} : { owner }) })
+    .reverse()) {
     let e = by.get(s.session);
     if (!e) {
       e = { session: s.session, requests: 0, first: s.at, last: s.at, models: [], failed: 0 };
