@@ -111,6 +111,39 @@ const badge = (o) => el('span', { class: `badge o-${o}`, 'data-outcome': o }, o.
 /** A long session label shortened in its middle: its end (a run's mark) tells runs apart. */
 const shortSession = (s) => (s.length > 30 ? `${s.slice(0, 12)}…${s.slice(-17)}` : s);
 
+/** A base64 run this long (an image's, a PDF's bytes) is shown by its start, length and hash. */
+const LONG_BASE64 = 256;
+
+/**
+ * A request's text with each long base64 run folded: a screenshot in a request was 100,000s of
+ * characters of wrapped noise in its body and its diff. Folded to its first 40 characters, how
+ * many more and a hash of the whole run, so two different images of one size still differ in a
+ * diff (PNGs of one size share their first 50 or so). One pass over the characters (a regex of
+ * `{256,}` tries every start of a shorter run again: quadratic). Copy as curl keeps it whole.
+ */
+function foldBase64(text) {
+  let out = '';
+  let from = 0;
+  let start = -1;
+  for (let i = 0; i <= text.length; i++) {
+    const c = i < text.length ? text.charCodeAt(i) : 0;
+    // A-Z, a-z, 0-9, + and /: a run goes on (its = padding stays after the fold).
+    if ((c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 43 || c === 47) {
+      if (start < 0) start = i;
+      continue;
+    }
+    if (start >= 0 && i - start >= LONG_BASE64) {
+      let h = 0x811c9dc5;
+      for (let k = start; k < i; k++) h = Math.imul(h ^ text.charCodeAt(k), 0x01000193);
+      const hash = (h >>> 0).toString(16).padStart(8, '0');
+      out += `${text.slice(from, start + 40)}… (${i - start - 40} more base64 characters, #${hash})`;
+      from = i;
+    }
+    start = -1;
+  }
+  return from === 0 ? text : out + text.slice(from);
+}
+
 function pretty(text) {
   try {
     return JSON.stringify(JSON.parse(text), null, 2);
@@ -615,7 +648,7 @@ function sentSummary(base) {
  * tool) is the one shown, not an unchanged first one. Without a base, the first is opened.
  */
 function sentDetails(a, i, base, diffBase) {
-  const diff = base === null ? null : lineDiff(pretty(base), pretty(a.request.text));
+  const diff = base === null ? null : lineDiff(foldBase64(pretty(base)), foldBase64(pretty(a.request.text)));
   const added = diff ? diff.querySelectorAll('.add').length : 0;
   const removed = diff ? diff.querySelectorAll('.del').length : 0;
   const changes = !diff
@@ -627,7 +660,7 @@ function sentDetails(a, i, base, diffBase) {
     'details',
     { open: diff ? added + removed > 0 : i === 0, class: 'sent' },
     el('summary', {}, sentSummary(diffBase), el('span', { class: 'changes' }, changes)),
-    diff ?? el('pre', {}, pretty(a.request.text)),
+    diff ?? el('pre', {}, foldBase64(pretty(a.request.text))),
   );
 }
 
@@ -867,7 +900,7 @@ async function showRequest(id, refresh) {
         {},
         `request body${r.clientRequest.body.cut ? ` (cut: ${r.clientRequest.body.cut} left out)` : ''}`,
       ),
-      el('pre', {}, pretty(r.clientRequest.body.text)),
+      el('pre', {}, foldBase64(pretty(r.clientRequest.body.text))),
     ),
     el(
       'details',

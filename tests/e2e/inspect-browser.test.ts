@@ -276,6 +276,12 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
       expect(
         (await page.locator('section.attempt[data-attempt="2"] .diff .add').allTextContents()).join('\n'),
       ).toContain('[image omitted: image/png, 300 B');
+      // The image's 400 base64 characters, folded: their start, how many more and a hash.
+      const removed = page.locator('section.attempt[data-attempt="2"] .diff .del');
+      expect((await removed.allTextContents()).join('\n')).toMatch(
+        /"data:image\/png;base64,[A-Za-z0-9+/]{40}… \(\d+ more base64 characters, #[0-9a-f]{8}\)/,
+      );
+      expect(Math.max(...(await removed.allTextContents()).map((l) => l.length))).toBeLessThan(200);
       await page.screenshot({ path: join(ARTIFACTS, 'vision-refused.png'), fullPage: true });
     } finally {
       await blind.close();
