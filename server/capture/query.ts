@@ -131,7 +131,7 @@ function viewOf(record: CaptureRecord): RequestView {
     modelWrote: record.upstreamAttempts.map((a) => reassemble(a.response.text)),
     clientReceived: reassemble(record.clientResponse.body.text),
     curl: record.upstreamAttempts.map((a) =>
-      curlOf(record, a.upstream, a.replica, a.request.text, a.request.cut),
+      curlOf(record, a.upstream, a.replica, a.request.text, a.request.cut, a.stream),
     ),
   };
 }
@@ -144,6 +144,7 @@ function curlOf(
   replica: string | undefined,
   body: string,
   cut: number,
+  stream: boolean,
 ): string {
   const base = replica ?? upstream;
   const url = /^https?:\/\//.test(base) ? base : `http://${base}`;
@@ -153,7 +154,8 @@ function curlOf(
     ...(cut > 0
       ? [`# The captured body was cut (${cut} characters left out): this replay is incomplete.`]
       : []),
-    `curl -sS ${shellQuote(`${url.replace(/\/+$/, '')}/chat/completions`)} \\`,
+    // -N: a stream's events are written as they arrive (curl's output buffer held them back).
+    `curl -sS${stream ? ' -N' : ''} ${shellQuote(`${url.replace(/\/+$/, '')}/chat/completions`)} \\`,
     `  -H 'content-type: application/json' -H ${shellQuote(`x-request-id: ${record.id}`)} \\`,
     "  --data-binary @- <<'TOOLPROOF_BODY'",
     body,
