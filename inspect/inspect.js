@@ -18,6 +18,50 @@ let nav = 0;
 let depth = 0;
 let routed = false;
 
+/**
+ * Characters that change how text reads without showing themselves: bidi controls (an override
+ * shows "evil" as "live"), zero-width ones, and the C0 controls but tab and line breaks (a
+ * terminal's escape). A captured text is evidence: each is shown as its code point instead.
+ */
+const INVISIBLE =
+  /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
+const codePoint = (ch) => `U+${ch.codePointAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
+/** Past this many in one text the rest are written as text: the page's cost stays bounded. */
+const MAX_MARKED = 256;
+
+/** A text as nodes, each invisible character shown as its code point (marked, up to MAX_MARKED). */
+function textOf(text) {
+  INVISIBLE.lastIndex = 0;
+  if (!INVISIBLE.test(text)) return [document.createTextNode(text)];
+  const out = [];
+  let from = 0;
+  let marked = 0;
+  let plain = '';
+  INVISIBLE.lastIndex = 0;
+  for (let m = INVISIBLE.exec(text); m; m = INVISIBLE.exec(text)) {
+    plain += text.slice(from, m.index);
+    from = m.index + 1;
+    if (marked >= MAX_MARKED) {
+      plain += `⟨${codePoint(m[0])}⟩`;
+      continue;
+    }
+    if (plain) out.push(document.createTextNode(plain));
+    plain = '';
+    marked++;
+    const span = document.createElement('span');
+    span.className = 'ctl';
+    span.title = `an invisible character, ${codePoint(m[0])}, in the captured text`;
+    span.textContent = codePoint(m[0]);
+    out.push(span);
+  }
+  plain += text.slice(from);
+  if (plain) out.push(document.createTextNode(plain));
+  return out;
+}
+
+/** A title's text with the invisible characters written as code points. */
+const visible = (text) => text.replace(INVISIBLE, (ch) => `⟨${codePoint(ch)}⟩`);
+
 /** An element with attributes and children; strings become text nodes, never markup. */
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -27,11 +71,13 @@ function el(tag, attrs, ...children) {
     else if (k === 'style')
       node.style.cssText = v; // CSSOM: allowed under the page's CSP
     else if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
+    else if (k === 'title') node.title = visible(String(v));
     else node.setAttribute(k, v === true ? '' : String(v));
   }
   for (const c of children.flat()) {
     if (c === undefined || c === null || c === false) continue;
-    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    if (c instanceof Node) node.append(c);
+    else node.append(...textOf(String(c)));
   }
   return node;
 }
@@ -42,8 +88,15 @@ async function getJson(path) {
   return res.json();
 }
 
-const time = (ms) =>
-  new Date(ms).toLocaleTimeString([], { hour12: false }) + '.' + String(ms % 1000).padStart(3, '0');
+// One formatter for every time shown: toLocaleTimeString makes one per call (a list of 200 rows
+// spent more time there than in building its rows).
+const clock = new Intl.DateTimeFormat([], {
+  hour: '2-digit',
+  minute: '2-digit',
+  second: '2-digit',
+  hour12: false,
+});
+const time = (ms) => `${clock.format(ms)}.${String(ms % 1000).padStart(3, '0')}`;
 const dur = (ms) =>
   ms === null || ms === undefined ? '…' : ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${Math.round(ms)} ms`;
 const tok = (n) => (n === null || n === undefined ? '–' : String(n));
@@ -57,6 +110,39 @@ const tokCell = (r, n) =>
 const badge = (o) => el('span', { class: `badge o-${o}`, 'data-outcome': o }, o.replace('_', ' '));
 /** A long session label shortened in its middle: its end (a run's mark) tells runs apart. */
 const shortSession = (s) => (s.length > 30 ? `${s.slice(0, 12)}…${s.slice(-17)}` : s);
+
+/** A base64 run this long (an image's, a PDF's bytes) is shown by its start, length and hash. */
+const LONG_BASE64 = 256;
+
+/**
+ * A request's text with each long base64 run folded: a screenshot in a request was 100,000s of
+ * characters of wrapped noise in its body and its diff. Folded to its first 40 characters, how
+ * many more and a hash of the whole run, so two different images of one size still differ in a
+ * diff (PNGs of one size share their first 50 or so). One pass over the characters (a regex of
+ * `{256,}` tries every start of a shorter run again: quadratic). Copy as curl keeps it whole.
+ */
+function foldBase64(text) {
+  let out = '';
+  let from = 0;
+  let start = -1;
+  for (let i = 0; i <= text.length; i++) {
+    const c = i < text.length ? text.charCodeAt(i) : 0;
+    // A-Z, a-z, 0-9, + and /: a run goes on (its = padding stays after the fold).
+    if ((c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 43 || c === 47) {
+      if (start < 0) start = i;
+      continue;
+    }
+    if (start >= 0 && i - start >= LONG_BASE64) {
+      let h = 0x811c9dc5;
+      for (let k = start; k < i; k++) h = Math.imul(h ^ text.charCodeAt(k), 0x01000193);
+      const hash = (h >>> 0).toString(16).padStart(8, '0');
+      out += `${text.slice(from, start + 40)}… (${i - start - 40} more base64 characters, #${hash})`;
+      from = i;
+    }
+    start = -1;
+  }
+  return from === 0 ? text : out + text.slice(from);
+}
 
 function pretty(text) {
   try {
@@ -110,6 +196,10 @@ const FILTERS = ['session', 'model', 'outcome'];
 function showList(params) {
   current = 'list';
   const filters = Object.fromEntries(FILTERS.map((k) => [k, params.get(k) || '']));
+  // An older page of the list (`before` its newest request's time); a filter goes to the newest.
+  let before = /^[0-9]{1,15}$/.test(params.get('before') || '') ? params.get('before') : '';
+  // A page's length, when a link asks for one (the API's 1 to 1000; its default 200).
+  const limit = /^(?:[1-9][0-9]{0,2}|1000)$/.test(params.get('limit') || '') ? params.get('limit') : '';
   let shown = '';
   // A filter changes the address in place (a link to the filtered list; Back leaves the list)
   // and reloads the rows only: the filter bar is not made again, so the field or the select the
@@ -117,7 +207,9 @@ function showList(params) {
   const apply = () => {
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(filters)) if (v) q.set(k, v);
+    if (limit) q.set('limit', limit);
     history.replaceState({ depth }, '', `#/${q.toString() ? `?${q}` : ''}`);
+    before = '';
     selected = 0;
     selectedKey.list = null;
     shown = '';
@@ -170,6 +262,7 @@ function showList(params) {
     })
     .catch(() => {});
   const body = el('tbody');
+  const pager = el('p', { class: 'pager', id: 'pager' });
   const table = el(
     'table',
     { id: 'requests' },
@@ -208,23 +301,29 @@ function showList(params) {
       modelChoices,
     ),
     el('div', { class: 'scroll' }, table),
+    pager,
   );
   const my = nav;
   const load = async () => {
     clearTimeout(timer);
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(filters)) if (v) q.set(k, v);
+    if (limit) q.set('limit', limit);
+    const pageQuery = new URLSearchParams(q);
+    if (before) pageQuery.set('before', before);
     try {
-      const data = await getJson(`/requests?${q}`);
+      const data = await getJson(`/requests?${pageQuery}`);
       if (my !== nav) return;
       // Rows made again only when something changed: a link the reader is on keeps its focus.
-      const text = JSON.stringify(data.requests);
+      const text = JSON.stringify(data.requests) + data.older;
       if (text !== shown) {
         shown = text;
-        renderRows(body, data, Object.values(filters).some(Boolean));
+        renderRows(body, data, Object.values(filters).some(Boolean) || Boolean(before));
+        renderPager(pager, data, q, before);
       }
+      const older = data.older ? ` · ${data.older} older` : '';
       setState(
-        `${data.requests.length} requests · ${data.workers} worker${data.workers === 1 ? '' : 's'}${data.partial ? ' (this worker only)' : ''}${data.capture ? '' : ' · capture is off'}`,
+        `${data.requests.length} requests${before ? ` before ${time(Number(before))}` : ''}${older} · ${data.workers} worker${data.workers === 1 ? '' : 's'}${data.partial ? ' (this worker only)' : ''}${data.capture ? '' : ' · capture is off'}`,
       );
     } catch (err) {
       if (my !== nav) return;
@@ -233,6 +332,25 @@ function showList(params) {
     if (live && my === nav) timer = setTimeout(load, 2000);
   };
   load();
+}
+
+/**
+ * Links to the newest requests and to the next older page: the list shows at most 200 (the
+ * API's default page), and a full ring holds thousands. A link, so Back returns to the page before.
+ */
+function renderPager(pager, data, filters, before) {
+  const link = (b, text, rel) => {
+    const q = new URLSearchParams(filters);
+    if (b) q.set('before', b);
+    return el('a', { href: `#/${q.toString() ? `?${q}` : ''}`, rel }, text);
+  };
+  const last = data.requests[data.requests.length - 1];
+  pager.replaceChildren(
+    ...[
+      before ? link('', '← newest requests', 'first') : null,
+      data.older && last ? link(String(last.at), `older requests (${data.older}) →`, 'next') : null,
+    ].filter(Boolean),
+  );
 }
 
 function renderRows(body, data, filtered) {
@@ -263,43 +381,59 @@ function renderRows(body, data, filtered) {
   const focused = body.contains(document.activeElement) ? document.activeElement : null;
   const focusRow = focused?.closest('tr')?.dataset.id;
   const focusLink = focused ? [...focused.closest('tr').querySelectorAll('a')].indexOf(focused) : -1;
-  body.replaceChildren(
-    ...data.requests.map((r, i) =>
-      el(
-        'tr',
-        {
-          'data-id': r.id,
-          'aria-selected': i === selected ? 'true' : 'false',
-          onclick: () => {
-            location.hash = `#/r/${encodeURIComponent(r.id)}`;
-          },
-        },
-        el('td', {}, el('a', { href: `#/r/${encodeURIComponent(r.id)}` }, time(r.at))),
-        el('td', {}, r.api),
-        el('td', { class: 'model', title: r.model }, r.model),
-        el(
-          'td',
-          { class: 'session', title: r.session },
-          el(
-            'a',
-            { href: `#/s/${encodeURIComponent(r.session)}`, onclick: (e) => e.stopPropagation() },
-            shortSession(r.session),
-          ),
-        ),
-        el('td', {}, r.inFlight ? '…' : String(r.status)),
-        el('td', {}, badge(r.outcome)),
-        el('td', { class: 'num' }, String(r.attempts)),
-        tokCell(r, r.tokens.cached),
-        tokCell(r, r.tokens.prompt),
-        tokCell(r, r.tokens.completion),
-        el('td', { class: 'num' }, dur(r.durationMs)),
-      ),
-    ),
-  );
+  // A row whose request did not change is kept as it is: a live refresh of a busy server makes
+  // only the newer rows (and those that ended), not all 200 again every 2 s.
+  const old = rowCache.get(body) ?? new Map();
+  const rows = new Map();
+  const trs = data.requests.map((r, i) => {
+    const json = JSON.stringify(r);
+    const kept = old.get(r.id);
+    const tr = kept?.json === json ? kept.tr : requestRow(r);
+    tr.setAttribute('aria-selected', i === selected ? 'true' : 'false');
+    rows.set(r.id, { json, tr });
+    return tr;
+  });
+  rowCache.set(body, rows);
+  body.replaceChildren(...trs);
   if (focusRow !== undefined) {
     const tr = [...body.rows].find((t) => t.dataset.id === focusRow);
     (tr?.querySelectorAll('a')[focusLink] ?? main).focus({ preventScroll: true });
   }
+}
+
+/** Each list body's rows by request id, with the summary each was made from. */
+const rowCache = new WeakMap();
+
+/** One request's row of the list. */
+function requestRow(r) {
+  return el(
+    'tr',
+    {
+      'data-id': r.id,
+      onclick: () => {
+        location.hash = `#/r/${encodeURIComponent(r.id)}`;
+      },
+    },
+    el('td', {}, el('a', { href: `#/r/${encodeURIComponent(r.id)}` }, time(r.at))),
+    el('td', {}, r.api),
+    el('td', { class: 'model', title: r.model }, r.model),
+    el(
+      'td',
+      { class: 'session', title: r.session },
+      el(
+        'a',
+        { href: `#/s/${encodeURIComponent(r.session)}`, onclick: (e) => e.stopPropagation() },
+        shortSession(r.session),
+      ),
+    ),
+    el('td', {}, r.inFlight ? '…' : String(r.status)),
+    el('td', {}, badge(r.outcome)),
+    el('td', { class: 'num' }, String(r.attempts)),
+    tokCell(r, r.tokens.cached),
+    tokCell(r, r.tokens.prompt),
+    tokCell(r, r.tokens.completion),
+    el('td', { class: 'num' }, dur(r.durationMs)),
+  );
 }
 
 const rowsShown = () => [...document.querySelectorAll('tbody tr[data-id], tbody tr[data-key]')];
@@ -514,7 +648,7 @@ function sentSummary(base) {
  * tool) is the one shown, not an unchanged first one. Without a base, the first is opened.
  */
 function sentDetails(a, i, base, diffBase) {
-  const diff = base === null ? null : lineDiff(pretty(base), pretty(a.request.text));
+  const diff = base === null ? null : lineDiff(foldBase64(pretty(base)), foldBase64(pretty(a.request.text)));
   const added = diff ? diff.querySelectorAll('.add').length : 0;
   const removed = diff ? diff.querySelectorAll('.del').length : 0;
   const changes = !diff
@@ -526,7 +660,7 @@ function sentDetails(a, i, base, diffBase) {
     'details',
     { open: diff ? added + removed > 0 : i === 0, class: 'sent' },
     el('summary', {}, sentSummary(diffBase), el('span', { class: 'changes' }, changes)),
-    diff ?? el('pre', {}, pretty(a.request.text)),
+    diff ?? el('pre', {}, foldBase64(pretty(a.request.text))),
   );
 }
 
@@ -766,7 +900,7 @@ async function showRequest(id, refresh) {
         {},
         `request body${r.clientRequest.body.cut ? ` (cut: ${r.clientRequest.body.cut} left out)` : ''}`,
       ),
-      el('pre', {}, pretty(r.clientRequest.body.text)),
+      el('pre', {}, foldBase64(pretty(r.clientRequest.body.text))),
     ),
     el(
       'details',
@@ -1020,6 +1154,13 @@ document.addEventListener('keydown', (e) => {
       const box = document.getElementById('live');
       if (box) box.checked = live;
       if (current === 'list') route();
+      break;
+    }
+    case ']':
+    case '[': {
+      // The list's next older page, or back to the newest requests.
+      const a = document.querySelector(`#pager a[rel=${e.key === ']' ? 'next' : 'first'}]`);
+      if (a) a.click();
       break;
     }
     case 'c': {

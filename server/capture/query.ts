@@ -72,10 +72,10 @@ export function answer(ring: CaptureRing | undefined, op: CaptureOp, worker: num
       maxBytes: ring?.limits.maxBytes ?? 0,
       records: ring?.size ?? 0,
     } satisfies Stats;
-  if (!ring) return op.op === 'get' ? null : [];
+  if (!ring) return op.op === 'get' ? null : op.op === 'list' ? { requests: [], older: 0 } : [];
   switch (op.op) {
     case 'list':
-      return ring.list(op.query);
+      return ring.page(op.query);
     case 'get': {
       const r = op.owner === undefined ? ring.get(op.id) : ring.ownRecord(op.id, op.owner);
       return r ? viewOf(withSoFar(snapshotOf(r), r)) : null;
@@ -131,7 +131,7 @@ function viewOf(record: CaptureRecord): RequestView {
     modelWrote: record.upstreamAttempts.map((a) => reassemble(a.response.text)),
     clientReceived: reassemble(record.clientResponse.body.text),
     curl: record.upstreamAttempts.map((a) =>
-      curlOf(record, a.upstream, a.replica, a.request.text, a.request.cut),
+      curlOf(record, a.upstream, a.replica, a.request.text, a.request.cut, a.stream),
     ),
   };
 }
@@ -144,6 +144,7 @@ function curlOf(
   replica: string | undefined,
   body: string,
   cut: number,
+  stream: boolean,
 ): string {
   const base = replica ?? upstream;
   const url = /^https?:\/\//.test(base) ? base : `http://${base}`;
@@ -153,7 +154,8 @@ function curlOf(
     ...(cut > 0
       ? [`# The captured body was cut (${cut} characters left out): this replay is incomplete.`]
       : []),
-    `curl -sS ${shellQuote(`${url.replace(/\/+$/, '')}/chat/completions`)} \\`,
+    // -N: a stream's events are written as they arrive (curl's output buffer held them back).
+    `curl -sS${stream ? ' -N' : ''} ${shellQuote(`${url.replace(/\/+$/, '')}/chat/completions`)} \\`,
     `  -H 'content-type: application/json' -H ${shellQuote(`x-request-id: ${record.id}`)} \\`,
     "  --data-binary @- <<'TOOLPROOF_BODY'",
     body,
@@ -164,7 +166,10 @@ function curlOf(
 
 function sessionsOf(ring: CaptureRing, owner: string | undefined): SessionSummary[] {
   const by = new Map<string, SessionSummary>();
-  for (const s of ring.list({ limit: 1000, ...(owner === undefined ? {} : { owner }) }).reverse()) {
+  // Every record of the ring (a full ring of short requests holds thousands).
+  for (const s of ring
+    .list({ limit: Number.POSITIVE_INFINITY, ...(owner === undefined ? {} : { owner }) })
+    .reverse()) {
     let e = by.get(s.session);
     if (!e) {
       e = { session: s.session, requests: 0, first: s.at, last: s.at, models: [], failed: 0 };

@@ -1449,8 +1449,16 @@ export interface CaptureQuery {
   model?: string;
   outcome?: string;
   limit?: number;
+  /** Only the requests that arrived before this time (epoch ms): the list's next page. */
+  before?: number;
   /** Only the requests made with this key name (a named key's own view in the inspector). */
   owner?: string;
+}
+
+/** One page of the list: its requests, newest first, and how many matching ones are older. */
+export interface CapturePage {
+  requests: CaptureSummary[];
+  older: number;
 }
 
 /** The process's ring: records in arrival order, the oldest dropped first. */
@@ -1655,18 +1663,34 @@ export class CaptureRing {
 
   /** Summaries, newest first, filtered. */
   list(q: CaptureQuery = {}): CaptureSummary[] {
+    return this.page(q).requests;
+  }
+
+  /**
+   * Up to `limit` summaries, newest first, filtered, older than `before`, and the count of the
+   * matching ones left older. A page never ends inside a millisecond: the records that arrived
+   * in the same one as its last are all on it, so the next page (`before` its last's time)
+   * misses none. The count walks the rest of the ring: a comparison or three a record.
+   */
+  page(q: CaptureQuery = {}): CapturePage {
     this.settleIds();
-    const out: CaptureSummary[] = [];
-    const limit = Math.min(Math.max(q.limit ?? 200, 1), 1000);
-    for (let i = this.order.length - 1; i >= this.head && out.length < limit; i--) {
+    const requests: CaptureSummary[] = [];
+    const limit = Math.max(q.limit ?? 200, 1);
+    let older = 0;
+    let lastAt = Number.NaN;
+    for (let i = this.order.length - 1; i >= this.head; i--) {
       const r = this.order[i]!.record;
+      if (q.before !== undefined && r.at >= q.before) continue;
       if (q.owner !== undefined && r.key !== q.owner) continue;
-      if (q.session !== undefined && q.session !== '' && r.session !== q.session) continue;
       if (q.model !== undefined && q.model !== '' && r.model !== q.model) continue;
       if (q.outcome !== undefined && q.outcome !== '' && !r.kinds.includes(q.outcome as Outcome)) continue;
-      out.push(summaryOf(r));
+      if (q.session !== undefined && q.session !== '' && r.session !== q.session) continue;
+      if (requests.length < limit || r.at === lastAt) {
+        requests.push(summaryOf(r));
+        lastAt = r.at;
+      } else older++;
     }
-    return out;
+    return { requests, older };
   }
 
   /** Up to `max` records that arrived after `r`, oldest first (none when `r` left the ring). */

@@ -12,7 +12,7 @@ import { ToolproofError } from '../../protocol/errors.js';
 import type { AppState } from '../app-state.js';
 import { type AskGroup, joinCaptureGroup } from '../capture/cluster.js';
 import { type RequestView, type SessionSummary, turnsOf } from '../capture/query.js';
-import type { CaptureRecord, CaptureSummary, Outcome } from '../capture/ring.js';
+import type { CapturePage, CaptureRecord, Outcome } from '../capture/ring.js';
 import { errorHandler } from '../error-handler.js';
 import { openAIErrorBody } from '../front-doors/chat/errors.js';
 import { type DiffBase, diffBaseOf } from './inspect-diff.js';
@@ -144,6 +144,12 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
                 pattern: '^(?:[1-9][0-9]{0,2}|1000)$',
                 description: '1 to 1000, default 200',
               },
+              before: {
+                type: 'string',
+                pattern: '^[0-9]{1,15}$',
+                description:
+                  "Only requests that arrived before this time (epoch ms): the next page is `before` the last listed request's `at`.",
+              },
             },
           },
           response: {
@@ -154,24 +160,38 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
                 workers: { type: 'integer', description: 'How many workers answered.' },
                 partial: { type: 'boolean', description: 'Only the answering worker could be read.' },
                 requests: { type: 'array', items: summarySchema },
+                older: {
+                  type: 'integer',
+                  description: 'How many matching requests the rings hold older than the last one listed.',
+                },
               },
             },
           },
         },
       },
       async (request) => {
-        const q = request.query as { session?: string; model?: string; outcome?: string; limit?: string };
+        const q = request.query as {
+          session?: string;
+          model?: string;
+          outcome?: string;
+          limit?: string;
+          before?: string;
+        };
         const limit = q.limit === undefined ? 200 : Number(q.limit);
-        const got = await ask({ op: 'list', query: { ...q, limit, owner: ownerOf(request) } });
-        const requests = (got.parts as CaptureSummary[][])
-          .flat()
-          .sort((a, b) => b.at - a.at)
-          .slice(0, limit);
+        const before = q.before === undefined ? undefined : Number(q.before);
+        const query = { ...q, limit, before, owner: ownerOf(request) };
+        const got = await ask({ op: 'list', query });
+        const parts = got.parts as CapturePage[];
+        const all = parts.flatMap((p) => p.requests).sort((a, b) => b.at - a.at);
+        // As each worker's page: never cut inside a millisecond, so `before` the last misses none.
+        let end = Math.min(limit, all.length);
+        while (end < all.length && all[end]!.at === all[end - 1]!.at) end++;
         return {
           capture: state.capture !== undefined,
           workers: got.parts.length,
           partial: got.partial,
-          requests,
+          requests: all.slice(0, end),
+          older: parts.reduce((n, p) => n + p.older, all.length - end),
         };
       },
     );

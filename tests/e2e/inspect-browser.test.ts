@@ -22,6 +22,8 @@ const user = [{ role: 'user' as const, content: 'Weather in Paris?' }];
 const LEAKED =
   'Let me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>';
 const HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script><b>bold?</b>';
+/** A right-to-left override: shown as it is, "evil" would read "live" (and a zero-width space). */
+const BIDI = ' \u202eevil\u202c\u200b';
 const scenario = (v: unknown, extra: Record<string, string> = {}) => ({
   headers: { 'x-sim-scenario': typeof v === 'string' ? v : JSON.stringify(v), ...extra },
 });
@@ -71,7 +73,17 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
     expect(failed.status).toBe(500);
     ids.failed = 'failed-1';
     ids.hostile = (
-      await c.create({ model: 'sim', messages: user }, scenario({ say: HOSTILE })).withResponse()
+      await c
+        .create(
+          { model: 'sim', messages: user },
+          // A header carries bytes: the simulator's base64 form for the override.
+          {
+            headers: {
+              'x-sim-scenario': `b64:${Buffer.from(JSON.stringify({ say: HOSTILE + BIDI })).toString('base64')}`,
+            },
+          },
+        )
+        .withResponse()
     ).response.headers.get('x-request-id')!;
     // The same question through the Messages and Responses doors: their attempts go upstream as
     // chat completions, diffed against the client's request translated to chat completions.
@@ -264,17 +276,28 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
       expect(
         (await page.locator('section.attempt[data-attempt="2"] .diff .add').allTextContents()).join('\n'),
       ).toContain('[image omitted: image/png, 300 B');
+      // The image's 400 base64 characters, folded: their start, how many more and a hash.
+      const removed = page.locator('section.attempt[data-attempt="2"] .diff .del');
+      expect((await removed.allTextContents()).join('\n')).toMatch(
+        /"data:image\/png;base64,[A-Za-z0-9+/]{40}… \(\d+ more base64 characters, #[0-9a-f]{8}\)/,
+      );
+      expect(Math.max(...(await removed.allTextContents()).map((l) => l.length))).toBeLessThan(200);
       await page.screenshot({ path: join(ARTIFACTS, 'vision-refused.png'), fullPage: true });
     } finally {
       await blind.close();
     }
   });
 
-  it('HTML and script in model output stay text', async () => {
+  it('HTML and script in model output stay text; invisible characters show as their code points', async () => {
     await page.goto(`${stack.origin}/inspect#/r/${ids.hostile}`);
     const text = page.locator('#client-received pre.text');
     await text.waitFor();
-    expect(await text.textContent()).toBe(HOSTILE);
+    // No override left to reverse the text: each invisible character is its code point, marked.
+    expect(await text.textContent()).toBe(`${HOSTILE} U+202EevilU+202CU+200B`);
+    expect(await page.locator('#model-wrote pre.text').textContent()).toBe(
+      `${HOSTILE} U+202EevilU+202CU+200B`,
+    );
+    expect(await text.locator('.ctl').allTextContents()).toEqual(['U+202E', 'U+202C', 'U+200B']);
     expect(
       await page
         .locator('#client-received img, #client-received script, #client-received b:text("bold?")')

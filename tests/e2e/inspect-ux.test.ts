@@ -356,6 +356,39 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
     );
   });
 
+  it('the list pages to its older requests and back: ] and [, the pager links, Back', async () => {
+    // All the requests, newest first, as the API lists them; the page walks them 3 at a time.
+    const all = (
+      (await (await fetch(`${stack.origin}/inspect/api/requests?limit=1000`)).json()) as {
+        requests: Array<{ id: string }>;
+      }
+    ).requests.map((r) => r.id);
+    await page.goto(`${stack.origin}/inspect#/?limit=3`);
+    await listShows(3);
+    expect(await page.locator('#state').textContent()).toContain(`· ${all.length - 3} older ·`);
+    const shownIds = () =>
+      page.locator('#requests tr[data-id]').evaluateAll((t) => t.map((r) => r.getAttribute('data-id')));
+    const pages = [await shownIds()];
+    await page.locator('body').click({ position: { x: 5, y: 5 } });
+    while (pages.flat().length < all.length) {
+      const last = pages.at(-1)!.at(-1);
+      await page.keyboard.press(']');
+      await expect.poll(async () => (await shownIds())[0]).not.toBe(pages.at(-1)![0]);
+      await expect.poll(hash).toMatch(/^#\/\?limit=3&before=\d+$/);
+      const shown = await shownIds();
+      expect(shown).not.toContain(last);
+      pages.push(shown);
+    }
+    expect(pages.flat()).toEqual(all);
+    expect(await page.locator('#pager a[rel=next]').count()).toBe(0);
+    // Back: the page before; [ and the link: the newest.
+    await page.goBack();
+    await expect.poll(shownIds).toEqual(pages.at(-2));
+    await page.keyboard.press('[');
+    await expect.poll(hash).toBe('#/?limit=3');
+    await expect.poll(shownIds).toEqual(all.slice(0, 3));
+  });
+
   it("an in-flight request's view refreshes and keeps the sections the reader opened", async () => {
     await page.goto(`${stack.origin}/inspect#/r/stalled-1`);
     const response = page.locator('section.attempt details').nth(1);

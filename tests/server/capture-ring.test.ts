@@ -138,6 +138,22 @@ describe('CaptureRing', () => {
     expect(ring.size).toBe(2);
   });
 
+  it('pages the list before a time, never ending a page inside a millisecond, the older ones counted', () => {
+    const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 1000 });
+    // Arrival times (ms) r0..r5: three of them in one millisecond.
+    for (const [i, at] of [100, 200, 200, 200, 300, 400].entries()) ring.open({ ...record(`r${i}`), at });
+    const ids = (p: { requests: Array<{ id: string }> }) => p.requests.map((r) => r.id);
+    const first = ring.page({ limit: 3 });
+    expect(ids(first)).toEqual(['r5', 'r4', 'r3', 'r2', 'r1']);
+    expect(first.older).toBe(1);
+    const next = ring.page({ limit: 3, before: 200 });
+    expect(ids(next)).toEqual(['r0']);
+    expect(next.older).toBe(0);
+    expect(ring.page({ limit: 1 }).older).toBe(5);
+    expect(ring.page({ limit: 1, before: 400, model: 'no-such' })).toEqual({ requests: [], older: 0 });
+    expect(ring.list({ limit: 2 }).map((r) => r.id)).toEqual(['r5', 'r4']);
+  });
+
   it('filters by session, model and outcome kind', () => {
     const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 1000 });
     ring.open(record('a', 's1', 'm1')).record.kinds = ['retried', 'leak_recovered'];

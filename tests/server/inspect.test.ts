@@ -2,11 +2,17 @@
  * The inspector's API (docs/inspect.md) over real HTTP: what a request leaves in the capture
  * ring, its filters and sessions, the keys, and what a capture never keeps (credentials).
  */
+import { execFile, spawnSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { affinityKey } from '../../server/affinity.js';
 import { sessionLabel } from '../../server/capture/recorder.js';
 import { chatImageMessage, PNG_300_BASE64 } from '../support/images.js';
 import { collectStream, type Stack, startStack, weatherTool } from './stack.js';
+
+/** Copy as curl is run as a user runs it, where curl is installed. */
+const hasCurl = spawnSync('curl', ['--version']).status === 0;
+const execFileAsync = promisify(execFile);
 
 let stack: Stack | undefined;
 afterEach(async () => {
@@ -694,6 +700,45 @@ describe('the capture behind /inspect/api', () => {
       expect((res.body.error as { param: string }).param).toBe('limit');
     }
   });
+
+  it.skipIf(!hasCurl)(
+    "copy as curl replays the attempt: the backend receives the attempt's body, a stream's events come as they arrive",
+    async () => {
+      stack = await startStack({ sim: { personality: 'llama-server' } });
+      const ids: string[] = [];
+      for (const stream of [false, true]) {
+        const res = await fetch(`${stack.url}/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-sim-scenario': JSON.stringify({ raw: LEAKED }) },
+          body: JSON.stringify({ model: 'sim', messages: user, tools, stream }),
+        });
+        await res.text();
+        ids.push(res.headers.get('x-request-id')!);
+      }
+      for (const [i, id] of ids.entries()) {
+        const view = (await getJson(stack, `/inspect/api/requests/${id}`)).body as {
+          record: { upstreamAttempts: Array<{ request: { text: string } }> };
+          curl: string[];
+        };
+        const sent = view.record.upstreamAttempts[0]!.request.text;
+        const before = stack.sim.requests.length;
+        // The command as the page copies it, run by a shell (not synchronously: the simulator
+        // answering it runs in this process).
+        const run = await execFileAsync('bash', ['-c', view.curl[0]!], { encoding: 'utf8', timeout: 10_000 });
+        const replayed = stack.sim.requests.slice(before);
+        expect(replayed).toHaveLength(1);
+        // The body as sent, and the here-document's closing newline.
+        expect(replayed[0]!.rawBody).toBe(`${sent}\n`);
+        expect(replayed[0]!.headers['x-request-id']).toBe(id);
+        if (i === 0) expect(JSON.parse(run.stdout).object).toBe('chat.completion');
+        else {
+          expect(view.curl[0]).toMatch(/^curl -sS -N /m);
+          expect(run.stdout).toMatch(/^data: \{"choices"|^data: \{/m);
+          expect(run.stdout.trimEnd()).toMatch(/data: \[DONE\]$/);
+        }
+      }
+    },
+  );
 
   it('is documented in the OpenAPI document', async () => {
     stack = await startStack();
