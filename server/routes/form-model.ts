@@ -62,6 +62,14 @@ function lenientDecode(text: string): string {
   }
 }
 
+/** The `model` fields of a request target's query, read as a urlencoded form is. */
+export function queryModels(url: string): string[] {
+  const q = url.indexOf('?');
+  if (q < 0) return [];
+  const found = urlencodedModels(Buffer.from(url.slice(q + 1), 'latin1'));
+  return 'models' in found ? found.models : [];
+}
+
 function urlencodedModels(body: Buffer): FormModels {
   const models: string[] = [];
   const spans: ModelSpan[] = [];

@@ -20,7 +20,7 @@ import { dropAfterDone } from '../chat/stream-read.js';
 import { cutWhenUnread } from '../drain.js';
 import { allowsModel, countAgainstKey, forbiddenModel } from '../keys.js';
 import { resolveRoute } from '../routing.js';
-import { formModels, type ModelSpan } from './form-model.js';
+import { formModels, type ModelSpan, queryModels } from './form-model.js';
 import { SseDoneScan } from '../sse-done.js';
 import type { UpstreamClient, UpstreamResponse } from '../upstream.js';
 
@@ -183,6 +183,14 @@ function pickTarget(state: AppState, request: FastifyRequest): Target {
     throw new ToolproofError('TP_ERR_INVALID_JSON', {
       message: `The request body opens as a JSON object but is not valid JSON: the API key "${key.name}" may use only some models, and this body's model cannot be read.`,
     });
+  // Go's FormValue (llama-swap's router for forms) reads the query when the form names no model.
+  if (key?.models !== undefined) {
+    for (const asked of queryModels(request.url)) {
+      if (allowsModel(key, asked)) continue;
+      state.metrics.keyRefusals.labels(key.name, 'model').inc();
+      throw forbiddenModel(key, asked);
+    }
+  }
   // A form (/v1/audio/*) names its model in a field: judged and routed by it as a JSON body is.
   const form =
     json === undefined && raw !== undefined ? formModels(request.headers['content-type'], raw) : undefined;

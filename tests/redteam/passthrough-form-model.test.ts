@@ -70,6 +70,17 @@ describe("the pass-through reads a form's model for a key's allow-list", () => {
     await refused(await post(body, 'multipart/form-data; boundary=XyZ'), 403, 'TP_ERR_MODEL_FORBIDDEN');
   });
 
+  it("a form without a model field and the model in the query (Go's FormValue reads it): 403", async () => {
+    const f = new FormData();
+    f.append('file', new Blob([Buffer.from('RIFF')]), 'a.wav');
+    const res = await fetch(`${pair.proxy.origin}/v1/audio/transcriptions?language=en&model=secret`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}` },
+      body: f,
+    });
+    await refused(res, 403, 'TP_ERR_MODEL_FORBIDDEN');
+  });
+
   it('urlencoded, with `;` between fields as Python reads them: 403', async () => {
     await refused(
       await post('model=secret', 'application/x-www-form-urlencoded'),
