@@ -134,7 +134,11 @@ export function startChatCall(
   // The inspector groups requests into sessions by the same key (docs/inspect.md); the capture
   // makes its own when routing did not (one replica).
   if (state.capture) beginCapture(state.capture, request, call, call.affinityKey, request.rawBody ?? rawBody);
-  call.compileBudget = state.chatDeps.compileBudgets?.forRequest();
+  // Several keys: each draws on its own share of the process's compile budget too.
+  call.compileBudget = state.chatDeps.compileBudgets?.forRequest(
+    undefined,
+    key && state.config.keys.length > 1 ? key.name : undefined,
+  );
   if (request.tpSpan) {
     call.span = request.tpSpan;
     call.span.chat(call);
