@@ -75,11 +75,16 @@ function urlencodedModels(body: Buffer): FormModels {
   const spans: ModelSpan[] = [];
   const text = body.toString('latin1'); // one byte a character: offsets are the body's
   let from = 0;
+  let eq = -2;
   while (from <= text.length) {
     let end = from;
     while (end < text.length && text.charCodeAt(end) !== 0x26 && text.charCodeAt(end) !== 0x3b) end++;
-    const eq = text.indexOf('=', from);
+    // the next `=` from here, found again only once passed: one with none after it was scanned
+    // for again at every field (a form of `a&a&a…` cost its length squared)
+    if (eq !== -1 && eq < from) eq = text.indexOf('=', from);
     if (eq >= 0 && eq < end && lenientDecode(text.slice(from, eq)) === 'model') {
+      if (models.length >= MAX_MODEL_FIELDS)
+        return { unreadable: `it has over ${MAX_MODEL_FIELDS} model fields` };
       models.push(Buffer.from(lenientDecode(text.slice(eq + 1, end)), 'latin1').toString('utf8'));
       spans.push({ start: eq + 1, end, encode: encodeURIComponent });
     }
@@ -87,6 +92,9 @@ function urlencodedModels(body: Buffer): FormModels {
   }
   return { models, spans };
 }
+
+/** Model fields a form may repeat (each is judged). */
+const MAX_MODEL_FIELDS = 64;
 
 const CR = 0x0d;
 const LF = 0x0a;
@@ -109,19 +117,28 @@ function multipartModels(contentType: string, body: Buffer): FormModels {
   const dash = Buffer.from(`--${boundary}`);
   const delimiter = Buffer.from(`\n--${boundary}`);
   // Delimiter starts (the `--` of each), in order: the body's first bytes, or after a LF.
-  const starts: number[] = [];
-  if (body.subarray(0, dash.length).equals(dash) && afterDelimiter(body, dash.length) >= 0) starts.push(0);
-  for (let at = body.indexOf(delimiter); at >= 0; at = body.indexOf(delimiter, at + 1)) {
-    if (afterDelimiter(body, at + delimiter.length) >= 0) starts.push(at + 1);
-  }
+  // The next delimiter's start (the `--` of it) from `from`: after a LF, or the body's first bytes.
+  const next = (from: number): number => {
+    if (from === 0 && body.subarray(0, dash.length).equals(dash) && afterDelimiter(body, dash.length) >= 0)
+      return 0;
+    for (
+      let at = body.indexOf(delimiter, Math.max(0, from - 1));
+      at >= 0;
+      at = body.indexOf(delimiter, at + 1)
+    )
+      if (afterDelimiter(body, at + delimiter.length) >= 0) return at + 1;
+    return -1;
+  };
   const models: string[] = [];
   const spans: ModelSpan[] = [];
-  for (let k = 0; k < starts.length; k++) {
-    const open = afterDelimiter(body, starts[k]! + dash.length);
+  for (let at = next(0); at >= 0; ) {
+    const open = afterDelimiter(body, at + dash.length);
+    const following = next(open);
+    at = following;
     if (body[open - 1] !== LF) continue; // a close delimiter: no part follows
     // the part's bytes end where the next delimiter's line break begins
-    let end = k + 1 < starts.length ? starts[k + 1]! - 1 : body.length;
-    if (k + 1 < starts.length && body[end - 1] === CR) end--;
+    let end = following >= 0 ? following - 1 : body.length;
+    if (following >= 0 && body[end - 1] === CR) end--;
     const part = body.subarray(open, end);
     const crlf = part.indexOf('\r\n\r\n');
     const lf = part.indexOf('\n\n');
@@ -134,6 +151,9 @@ function multipartModels(contentType: string, body: Buffer): FormModels {
     if (!blank) return { unreadable: 'its model part has no blank line after its headers' };
     if (/\bfilename\*?\s*=/i.test(dispositionOf(head) ?? '') || /^content-transfer-encoding\s*:/im.test(head))
       return { unreadable: 'its model part is a file or has a transfer encoding' };
+    // a client names its model once; thousands of fields are no form an agent sends
+    if (models.length >= MAX_MODEL_FIELDS)
+      return { unreadable: `it has over ${MAX_MODEL_FIELDS} model fields` };
     const start = open + blank.at + blank.size;
     models.push(body.toString('utf8', start, end));
     spans.push({ start, end, encode: (s) => s });

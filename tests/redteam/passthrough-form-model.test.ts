@@ -120,7 +120,7 @@ describe("the pass-through reads a form's model for a key's allow-list", () => {
     expect(sent.body.toString('latin1')).toContain('RIFF....WAVEfmt ');
   });
 
-  it('the scan costs about ×4 for a form ×4 as large (many parts, none with a blank line)', () => {
+  it('the scan costs about ×4 for a form ×4 as large (many parts without a blank line; many fields without `=`)', () => {
     const type = 'multipart/form-data; boundary=b';
     const s = measureScaling(
       (n) => Buffer.from('--b\r\nx: y\r\n'.repeat(n)),
@@ -128,5 +128,11 @@ describe("the pass-through reads a form's model for a key's allow-list", () => {
       { from: 16_000, max: 2_000_000 },
     );
     expect(withinBudget(s, 5).time, JSON.stringify(s)).toBe(true);
+    const u = measureScaling(
+      (n) => Buffer.from('a&'.repeat(n)),
+      (body) => formModels('application/x-www-form-urlencoded', body),
+      { from: 16_000, max: 2_000_000 },
+    );
+    expect(withinBudget(u, 5).time, JSON.stringify(u)).toBe(true);
   });
 });
