@@ -346,8 +346,35 @@ function responseHeaders(
   return out;
 }
 
+/**
+ * The models a path names for llama-swap's `/upstream/<model>/...` (its direct access to one
+ * model's server, past its router): the first segment after `/upstream/`, as it is and decoded
+ * (a `%2F` in it may be read as a slash). Empty when the path is no such path.
+ */
+export function upstreamPathModels(path: string): string[] {
+  const m = /^\/upstream\/+([^/?]*)/.exec(path);
+  if (!m) return [];
+  let decoded = m[1]!;
+  try {
+    decoded = decodeURIComponent(decoded);
+  } catch {
+    // kept as it is: judged as written
+  }
+  return [...new Set([m[1]!, decoded, decoded.split('/')[0]!])];
+}
+
 async function relay(state: AppState, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const { path, fromOrigin } = upstreamPathFor(request.url);
+  // llama-swap serves any of its models at /upstream/<model>/..., its router and the body's model
+  // unread: a key held to some models reached every other one there.
+  const key = request.tpKey;
+  if (key?.models !== undefined) {
+    for (const named of upstreamPathModels(path)) {
+      if (allowsModel(key, named)) continue;
+      state.metrics.keyRefusals.labels(key.name, 'model').inc();
+      throw forbiddenModel(key, named);
+    }
+  }
   const target = pickTarget(state, request);
   // What the upstream runs (rerank, score, audio, ...) uses the key's limits; a read does not.
   const controller = new RequestAbort();
