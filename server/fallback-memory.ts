@@ -16,6 +16,8 @@ const LONG_NAME = 256;
 
 interface Entry {
   until: number;
+  /** The asking key's name as memoryModel wrote it ('' without one): whose entry it is. */
+  owner: string;
   /** The model's metrics label, for the toolproof_tool_choice_fallback_active gauge. */
   label: string;
   /** A number the entry holds, where it remembers one (a context window learnt from a refusal). */
@@ -32,11 +34,21 @@ interface Entry {
  * keys share one name (`default`); without keys, one memory.
  */
 export function memoryModel(name: string, key: string | undefined): string {
-  return key === undefined ? name : `${name}\u0000key\u0000${key}`;
+  return key === undefined ? name : `${name}${KEY_MARK}${key}`;
+}
+
+const KEY_MARK = '\u0000key\u0000';
+
+/** The key a memoryModel name was written for ('' none): the last mark's (a client's name may hold one). */
+function ownerOf(model: string): string {
+  const at = model.lastIndexOf(KEY_MARK);
+  return at < 0 ? '' : model.slice(at + KEY_MARK.length);
 }
 
 export class FallbackMemory {
   private readonly entries = new Map<string, Entry>();
+  /** Entries per owner: a full memory gives up the oldest entry of the owner holding the most. */
+  private readonly owned = new Map<string, number>();
   constructor(
     private readonly now: () => number = Date.now,
     private readonly maxEntries = MAX_ENTRIES,
@@ -65,14 +77,20 @@ export class FallbackMemory {
   /** `model` as sent upstream; `label` its metrics label (the model itself by default). */
   remember(upstream: string, model: string, ttlSeconds: number, label = model, value?: number): void {
     const k = this.key(upstream, model);
-    this.entries.delete(k); // re-inserted last: the newest
-    if (this.entries.size >= this.maxEntries) this.evict();
-    this.entries.set(
-      k,
-      value === undefined
-        ? { until: this.now() + ttlSeconds * 1000, label }
-        : { until: this.now() + ttlSeconds * 1000, label, value },
-    );
+    const owner = ownerOf(model);
+    const held = this.entries.get(k);
+    if (held !== undefined) this.drop(k, held); // re-inserted last: the newest
+    if (this.entries.size >= this.maxEntries) this.evict(owner);
+    const until = this.now() + ttlSeconds * 1000;
+    this.entries.set(k, value === undefined ? { until, owner, label } : { until, owner, label, value });
+    this.owned.set(owner, (this.owned.get(owner) ?? 0) + 1);
+  }
+
+  private drop(k: string, e: Entry): void {
+    this.entries.delete(k);
+    const n = (this.owned.get(e.owner) ?? 1) - 1;
+    if (n > 0) this.owned.set(e.owner, n);
+    else this.owned.delete(e.owner);
   }
 
   isActive(upstream: string, model: string): boolean {
@@ -89,7 +107,7 @@ export class FallbackMemory {
     const e = this.entries.get(k);
     if (e === undefined) return undefined;
     if (e.until <= this.now()) {
-      this.entries.delete(k);
+      this.drop(k, e);
       return undefined;
     }
     return e;
@@ -100,18 +118,36 @@ export class FallbackMemory {
     const out: Array<[string, string]> = [];
     const now = this.now();
     for (const [k, e] of [...this.entries]) {
-      if (e.until <= now) this.entries.delete(k);
+      if (e.until <= now) this.drop(k, e);
       else out.push([k.slice(0, k.indexOf('\u0000')), e.label]);
     }
     return out;
   }
 
-  /** Expired entries, then the oldest when none had expired. */
-  private evict(): void {
+  /**
+   * Expired entries, then, when none had expired, the oldest entry of the owner holding the most
+   * (`arriving` counted with the one it is about to write): the client picks the names, and with
+   * the oldest of all going first, one key writing thousands of refusals (a name each) pushed out
+   * what every other key's upstream had taught, which each paid for again with a failed round trip.
+   */
+  private evict(arriving: string): void {
     const now = this.now();
-    for (const [k, e] of this.entries) if (e.until <= now) this.entries.delete(k);
+    for (const [k, e] of this.entries) if (e.until <= now) this.drop(k, e);
     if (this.entries.size < this.maxEntries) return;
-    const oldest = this.entries.keys().next();
-    if (!oldest.done) this.entries.delete(oldest.value);
+    let most = arriving;
+    let count = (this.owned.get(arriving) ?? 0) + 1;
+    for (const [owner, n] of this.owned)
+      if (n > count) {
+        most = owner;
+        count = n;
+      }
+    for (const [k, e] of this.entries)
+      if (e.owner === most) {
+        this.drop(k, e);
+        return;
+      }
+    // `arriving` holds none yet and no one holds more than one: the oldest of all
+    const oldest = this.entries.entries().next();
+    if (!oldest.done) this.drop(oldest.value[0], oldest.value[1]);
   }
 }

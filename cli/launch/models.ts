@@ -66,10 +66,22 @@ export function readModels(pages: readonly unknown[]): ModelInfo[] {
       if (typeof entry !== 'object' || entry === null) continue;
       const id = (entry as Entry).id;
       if (typeof id !== 'string' || !id) continue;
-      byId.set(id, [...(byId.get(id) ?? []), entry as Entry]);
+      // Pushed onto the id's list: a copy per entry was quadratic in a page repeating one id
+      // (40,000 entries, 440 KB from whatever answered --url, held the launcher 64 s of CPU).
+      const list = byId.get(id);
+      if (list === undefined) byId.set(id, [entry as Entry]);
+      else list.push(entry as Entry);
     }
   }
+  // Once per id: a page of many names mapped onto one model with many entries read that
+  // model's entries again for each name.
+  const owned = new Map<string, ReturnType<typeof ownOf>>();
   const own = (id: string) => {
+    let o = owned.get(id);
+    if (o === undefined) owned.set(id, (o = ownOf(id)));
+    return o;
+  };
+  const ownOf = (id: string) => {
     const entries = byId.get(id) ?? [];
     const window = entries.map((e) => first(e, WINDOW_FIELDS)).find(Boolean);
     const output = entries.map((e) => first(e, OUTPUT_FIELDS)).find(Boolean);

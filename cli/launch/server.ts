@@ -231,6 +231,28 @@ export class HttpError extends Error {
   }
 }
 
+/**
+ * The most of a /v1/models answer the launcher reads: whatever answers --url (a squatted port)
+ * wrote an endless body, and res.text() held it all (GBs at loopback speed within the timeout).
+ * Toolproof's own list of even thousands of models is well under it.
+ */
+export const MAX_MODELS_BYTES = 16 * 1024 * 1024;
+
+/** The body as text, or an error once it is past `limit` bytes (the rest is not read). */
+async function boundedText(res: Response, limit: number): Promise<string> {
+  if (!res.body) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of res.body) {
+    size += chunk.byteLength;
+    // thrown out of the loop: the iterator's return() cancels the rest of the body
+    if (size > limit)
+      throw new Error(`GET ${res.url}: the answer is over ${limit / 1024 / 1024} MiB; not a model list`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 /** GET /v1/models in both shapes (the Anthropic-shaped page may carry other fields). */
 export async function fetchModels(base: string, key: string): Promise<unknown[]> {
   const get = async (headers: Record<string, string>) => {
@@ -238,7 +260,7 @@ export async function fetchModels(base: string, key: string): Promise<unknown[]>
       headers: { authorization: `Bearer ${key}`, ...headers },
       signal: AbortSignal.timeout(15_000),
     });
-    const text = await res.text();
+    const text = await boundedText(res, MAX_MODELS_BYTES);
     if (!res.ok)
       throw new HttpError(res.status, `GET ${base}/v1/models: HTTP ${res.status} ${text.slice(0, 200)}`);
     return JSON.parse(text) as unknown;

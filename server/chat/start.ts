@@ -65,7 +65,9 @@ export function startChatCall(
   // A prompt beyond the model's window goes to its long-context model (before any byte is sent).
   let longContext: { from: string; to: string; reason: string } | undefined;
   const window = windowOf(route);
-  if (route.longContext && window !== undefined) {
+  // A key with an allow-list goes only to its own models, the long-context and fallback ones too:
+  // a long prompt to a model it may use took it to one it may not (that one asked directly: 403).
+  if (route.longContext && window !== undefined && allowsModel(key, route.longContext)) {
     const size = rawBody?.length ?? JSON.stringify(body.messages ?? []).length;
     const long =
       promptTokenEstimate(size) > window
@@ -124,7 +126,7 @@ export function startChatCall(
     call.trace.routeFallbacks = [longContext];
     call.trace.servedBy = route.name;
   }
-  if (route.fallback) call.fallbacksLeft = [...route.fallback];
+  if (route.fallback) call.fallbacksLeft = route.fallback.filter((m) => allowsModel(key, m));
   if (key) call.trace.key = key.name;
   // A key that counts tokens needs a stream's usage, asked for upstream even when the client did not.
   if (key?.tokensPerMinute !== undefined && body.stream === true) call.doorFacts = { streamUsage: true };
@@ -134,7 +136,11 @@ export function startChatCall(
   // The inspector groups requests into sessions by the same key (docs/inspect.md); the capture
   // makes its own when routing did not (one replica).
   if (state.capture) beginCapture(state.capture, request, call, call.affinityKey, request.rawBody ?? rawBody);
-  call.compileBudget = state.chatDeps.compileBudgets?.forRequest();
+  // Several keys: each draws on its own share of the process's compile budget too.
+  call.compileBudget = state.chatDeps.compileBudgets?.forRequest(
+    undefined,
+    key && state.config.keys.length > 1 ? key.name : undefined,
+  );
   if (request.tpSpan) {
     call.span = request.tpSpan;
     call.span.chat(call);

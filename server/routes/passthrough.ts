@@ -20,6 +20,7 @@ import { dropAfterDone } from '../chat/stream-read.js';
 import { cutWhenUnread } from '../drain.js';
 import { allowsModel, countAgainstKey, forbiddenModel } from '../keys.js';
 import { resolveRoute } from '../routing.js';
+import { formModels, type ModelSpan, queryModels } from './form-model.js';
 import { SseDoneScan } from '../sse-done.js';
 import type { UpstreamClient, UpstreamResponse } from '../upstream.js';
 
@@ -182,6 +183,24 @@ function pickTarget(state: AppState, request: FastifyRequest): Target {
     throw new ToolproofError('TP_ERR_INVALID_JSON', {
       message: `The request body opens as a JSON object but is not valid JSON: the API key "${key.name}" may use only some models, and this body's model cannot be read.`,
     });
+  // Go's FormValue (llama-swap's router for forms) reads the query when the form names no model.
+  if (key?.models !== undefined) {
+    for (const asked of queryModels(request.url)) {
+      if (allowsModel(key, asked)) continue;
+      state.metrics.keyRefusals.labels(key.name, 'model').inc();
+      throw forbiddenModel(key, asked);
+    }
+  }
+  // A form (/v1/audio/*) names its model in a field: judged and routed by it as a JSON body is.
+  const form =
+    json === undefined && raw !== undefined ? formModels(request.headers['content-type'], raw) : undefined;
+  if (form && 'unreadable' in form) {
+    if (key?.models !== undefined)
+      throw new ToolproofError('TP_ERR_INVALID_FIELD', {
+        param: 'model',
+        message: `The form's model cannot be read (${form.unreadable}): the API key "${key.name}" may use only some models.`,
+      });
+  } else if (form) return formTarget(state, request, raw!, form);
   // A key with an allow-list reaches other paths only for its models (or without a model).
   if (key && typeof model === 'string' && model && !allowsModel(key, model)) {
     state.metrics.keyRefusals.labels(key.name, 'model').inc();
@@ -194,6 +213,57 @@ function pickTarget(state: AppState, request: FastifyRequest): Target {
       route.upstreamModel && json ? Buffer.from(renamed(json.parsed, json.source, route.upstreamModel)) : raw;
     return { client: route.client, model: route.name, body };
   }
+  return defaultTarget(state, request, raw);
+}
+
+/**
+ * A form's target: every model field it holds must be one of the key's (an upstream reads the
+ * first or the last), all of them the same model to pick one upstream, renamed where that
+ * model's upstream knows it by another name.
+ */
+function formTarget(
+  state: AppState,
+  request: FastifyRequest,
+  raw: Buffer,
+  form: { models: string[]; spans: ModelSpan[] },
+): Target {
+  const key = request.tpKey;
+  for (const model of form.models) {
+    if (key && !allowsModel(key, model)) {
+      state.metrics.keyRefusals.labels(key.name, 'model').inc();
+      throw forbiddenModel(key, model);
+    }
+  }
+  const model = form.models[0];
+  if (!model) return defaultTarget(state, request, raw);
+  if (form.models.some((m) => m !== model))
+    throw new ToolproofError('TP_ERR_INVALID_FIELD', {
+      param: 'model',
+      message: 'The form names more than one model; send one "model" field.',
+    });
+  let route: ReturnType<typeof resolveRoute>;
+  try {
+    route = resolveRoute(state.config, state.upstreams, model, state.modelLabels, key);
+  } catch (err) {
+    // A model toolproof does not map goes where forms went before their model was read: the
+    // default upstream, or the only one (an audio model configured only there).
+    if (err instanceof ToolproofError && err.code === 'TP_ERR_MODEL_NOT_FOUND')
+      return defaultTarget(state, request, raw);
+    throw err;
+  }
+  const upstreamModel = route.upstreamModel;
+  if (!upstreamModel) return { client: route.client, model: route.name, body: raw };
+  const pieces: Buffer[] = [];
+  let at = 0;
+  for (const span of form.spans) {
+    pieces.push(raw.subarray(at, span.start), Buffer.from(span.encode(upstreamModel)));
+    at = span.end;
+  }
+  pieces.push(raw.subarray(at));
+  return { client: route.client, model: route.name, body: Buffer.concat(pieces) };
+}
+
+function defaultTarget(state: AppState, request: FastifyRequest, raw: Buffer | undefined): Target {
   const target = fallbackTarget(state);
   if (!target) {
     throw new ToolproofError('TP_ERR_INVALID_FIELD', {
@@ -276,8 +346,35 @@ function responseHeaders(
   return out;
 }
 
+/**
+ * The models a path names for llama-swap's `/upstream/<model>/...` (its direct access to one
+ * model's server, past its router): the first segment after `/upstream/`, as it is and decoded
+ * (a `%2F` in it may be read as a slash). Empty when the path is no such path.
+ */
+export function upstreamPathModels(path: string): string[] {
+  const m = /^\/upstream\/+([^/?]*)/.exec(path);
+  if (!m) return [];
+  let decoded = m[1]!;
+  try {
+    decoded = decodeURIComponent(decoded);
+  } catch {
+    // kept as it is: judged as written
+  }
+  return [...new Set([m[1]!, decoded, decoded.split('/')[0]!])];
+}
+
 async function relay(state: AppState, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const { path, fromOrigin } = upstreamPathFor(request.url);
+  // llama-swap serves any of its models at /upstream/<model>/..., its router and the body's model
+  // unread: a key held to some models reached every other one there.
+  const key = request.tpKey;
+  if (key?.models !== undefined) {
+    for (const named of upstreamPathModels(path)) {
+      if (allowsModel(key, named)) continue;
+      state.metrics.keyRefusals.labels(key.name, 'model').inc();
+      throw forbiddenModel(key, named);
+    }
+  }
   const target = pickTarget(state, request);
   // What the upstream runs (rerank, score, audio, ...) uses the key's limits; a read does not.
   const controller = new RequestAbort();

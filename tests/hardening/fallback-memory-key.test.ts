@@ -4,13 +4,17 @@
  * memory, so one model's rejection of `required` turned forcing off for the others; and a model
  * whose label changed after its first answer paid the failed round trip again.
  */
-import { describe, expect, it } from 'vitest';
-import { FallbackMemory } from '../../server/fallback-memory.js';
+import type { AddressInfo } from 'node:net';
+import { afterAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../server/app.js';
+import { loadConfig } from '../../server/config.js';
+import { FallbackMemory, memoryModel } from '../../server/fallback-memory.js';
+import { closeApp } from '../server/stack.js';
 import { proxyInFrontOf, textCompletion } from '../support/harness.js';
 
 const pair = proxyInFrontOf((req, res) => {
   const body = JSON.parse(req.body.toString()) as { model: string; tool_choice?: unknown };
-  if (body.model === 'picky-model' && body.tool_choice === 'required') {
+  if (body.model.startsWith('picky') && body.tool_choice === 'required') {
     res.writeHead(400, { 'content-type': 'application/json' });
     res.end(
       JSON.stringify({
@@ -28,11 +32,15 @@ const tool = {
   function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
 };
 
-async function ask(model: string): Promise<Array<{ model: string; tool_choice: unknown }>> {
+async function ask(
+  model: string,
+  origin = pair.proxy.origin,
+  key?: string,
+): Promise<Array<{ model: string; tool_choice: unknown }>> {
   const before = pair.upstream.requests.length;
-  const res = await fetch(`${pair.proxy.origin}/v1/chat/completions`, {
+  const res = await fetch(`${origin}/v1/chat/completions`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
     body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], tools: [tool] }),
   });
   expect(res.status).toBe(200);
@@ -65,4 +73,46 @@ describe('the tool_choice fallback memory', () => {
       ['u', 'other'],
     ]);
   });
+
+  it("one key's many refusals do not push another key's out of a full memory", async () => {
+    // The real server, its memory held to 8 entries (4096 in production) and two keys.
+    const app = await buildApp(
+      loadConfig(
+        { TOOLPROOF_UPSTREAM_URL: pair.upstream.url },
+        {
+          keys: [
+            { name: 'a', key: 'sk-memory-a-00000001' },
+            { name: 'b', key: 'sk-memory-b-00000002' },
+          ],
+        },
+      ),
+      { logger: false, memory: new FallbackMemory(Date.now, 8) },
+    );
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    closers.push(() => closeApp(app));
+    const b = (m: string) => ask(m, origin, 'sk-memory-b-00000002');
+    expect((await b('picky-b')).map((r) => r.tool_choice)).toEqual(['required', 'auto']);
+    // Key A: a refusal under ten names of its own, more than the memory holds.
+    for (let i = 0; i < 10; i++) await ask(`picky-a${i}`, origin, 'sk-memory-a-00000001');
+    // B's model still goes straight to "auto" (before: its entry, the oldest, was pushed out by
+    // A's, and B paid the refused round trip again: ['required', 'auto']).
+    expect((await b('picky-b')).map((r) => r.tool_choice)).toEqual(['auto']);
+  });
+
+  it('a full memory gives up the oldest entry of the key holding the most', () => {
+    const memory = new FallbackMemory(() => 0, 4);
+    memory.remember('u', memoryModel('b1', 'b'), 60);
+    for (const m of ['a1', 'a2', 'a3', 'a4']) memory.remember('u', memoryModel(m, 'a'), 60);
+    expect(memory.isActive('u', memoryModel('b1', 'b'))).toBe(true);
+    expect(memory.isActive('u', memoryModel('a1', 'a'))).toBe(false);
+    // a name that carries another key's mark is still its own key's
+    memory.remember('u', memoryModel(`x${'\u0000key\u0000'}b`, 'a'), 60);
+    expect(memory.isActive('u', memoryModel('b1', 'b'))).toBe(true);
+  });
+});
+
+const closers: Array<() => Promise<void>> = [];
+afterAll(async () => {
+  for (const close of closers) await close();
 });

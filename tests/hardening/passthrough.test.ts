@@ -133,6 +133,26 @@ describe('pass-through', () => {
     expect(JSON.parse(got.body.toString())).toEqual({ model: 'org/bee-7b', query: 'q', documents: ['d'] });
   });
 
+  it('a form naming a YAML model goes to that model upstream, its field renamed, the file untouched', async () => {
+    const form = new FormData();
+    form.append('file', new Blob([new Uint8Array([0, 255, 1, 254, 13, 10])]), 'a.wav');
+    form.append('model', 'bee');
+    const res = await send('/v1/audio/transcriptions', { method: 'POST', body: form });
+    expect(res.status).toBe(201);
+    const got = b.requests.at(-1)!;
+    expect(got.headers.authorization).toBe('Bearer key-b');
+    const text = got.body.toString('latin1');
+    expect(text).toMatch(/name="model"\r\n\r\norg\/bee-7b\r\n--/);
+    expect(got.body.includes(Buffer.from([0, 255, 1, 254, 13, 10]))).toBe(true);
+    const encoded = await send('/v1/audio/translations', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'model=bee&language=en',
+    });
+    expect(encoded.status).toBe(201);
+    expect(b.requests.at(-1)!.body.toString()).toBe('model=org%2Fbee-7b&language=en');
+  });
+
   it('the upstream status, headers and body come back as they are (errors too)', async () => {
     const res = await send('/v1/unprocessable', { method: 'POST', body: 'not json at all' });
     expect(res.status).toBe(422);
@@ -213,7 +233,7 @@ describe('pass-through', () => {
       /toolproof_requests_total\{model="",route="other",status="201",api="passthrough"\} \d+/,
     );
     expect(text).toMatch(
-      /toolproof_requests_total\{model="bee",route="other",status="201",api="passthrough"\} 1/,
+      /toolproof_requests_total\{model="bee",route="other",status="201",api="passthrough"\} 3/,
     );
     expect(text).toMatch(/toolproof_requests_total\{model="",route="health",status="200",api="ops"\} 1/);
   });

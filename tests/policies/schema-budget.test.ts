@@ -98,6 +98,17 @@ describe('compile cost is estimated from the schema, not its size', () => {
     expect(b.take(200_000)).toBe(true);
   });
 
+  it("a key draws at most half of the process's budget; another key still finds the rest", () => {
+    let now = 0;
+    const budgets = new CompileBudgets(() => now);
+    let spentByA = 0;
+    for (let i = 0; i < 20; i++) if (budgets.forRequest(60_000, 'a').take(50_000)) spentByA += 50_000;
+    expect(spentByA).toBe(250_000);
+    expect(budgets.forRequest(60_000, 'b').take(50_000)).toBe(true);
+    now += 1000; // A's share refills at half the process's rate
+    expect(budgets.forRequest(60_000, 'a').take(50_000)).toBe(true);
+  });
+
   it('memory stays bounded over many distinct pattern-heavy schemas (before: +208 MB for 60)', async () => {
     const probe = fileURLToPath(new URL('./heap-probe.ts', import.meta.url));
     const { stdout } = await run(

@@ -71,4 +71,32 @@ describe('the pass-through reads the model of a JSON body however it is labelled
       expect(pair.upstream.requests.at(-1)!.body.equals(body)).toBe(true);
     }
   });
+
+  it("llama-swap's /upstream/<model>/ path (one model's server, past its router): judged by the key's list", async () => {
+    const before = pair.upstream.requests.length;
+    for (const path of [
+      '/upstream/secret/v1/chat/completions',
+      '/upstream//secret/completion',
+      '/upstream/sec%72et/health',
+      '/upstream/secret%2Fx/v1/models',
+      '/v1/upstream/secret/completion',
+    ]) {
+      const res = await fetch(`${pair.proxy.origin}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` },
+        body: '{"model":"m1","prompt":"hi"}',
+      });
+      const text = await res.text();
+      expect(res.status, `${path}: ${text}`).toBe(403);
+      expect(JSON.parse(text).error.code).toBe('TP_ERR_MODEL_FORBIDDEN');
+    }
+    expect(pair.upstream.requests.length).toBe(before);
+    const own = await fetch(`${pair.proxy.origin}/upstream/m1/completion`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` },
+      body: '{"prompt":"hi"}',
+    });
+    expect(own.status).toBe(200);
+    await own.text();
+  });
 });
