@@ -151,7 +151,7 @@ export class AdmissionGate {
     // waiting for a slot only interactive ones may take).
     if (this.queue.firstRank() > rank && this.canTake(rank)) return this.take(cls, 0, this.ownerOf(who), who);
     if (signal.aborted) return Promise.reject(signal.reason);
-    const state = this.ownerOf(who);
+    let state = this.ownerOf(who);
     if (this.queue.size >= this.settings.queueSize) {
       const last = this.queue.newestOfLast();
       // The arriving request outranks the newest of the lowest class: that one leaves instead;
@@ -170,6 +170,9 @@ export class AdmissionGate {
       this.remove(tail);
       this.hooks.shed?.(tail.cls, 'full');
       tail.reject(this.refusal('TP_ERR_QUEUE_FULL'));
+      // The shed one may have been all its owner had here, this newcomer's owner too: its record
+      // went with it, and the newcomer must count on the one the map holds.
+      state = this.ownerOf(who);
     }
     return new Promise<Ticket>((resolve, reject) => {
       const waiter: Waiter = {

@@ -122,6 +122,35 @@ describe('fair shares within a class', () => {
     gate.configure(settings({ concurrency: 100 }));
   });
 
+  it('an owner whose only queued request was shed for its own more urgent one keeps its count', async () => {
+    // The shed request was all the owner had: its record went, and the newcomer was queued on the
+    // forgotten one; its slot then counted nowhere, and its next request looked idle.
+    const gate = new AdmissionGate(settings({ queueSize: 1 }));
+    const held = gate.enter('normal', new RequestAbort(), key('h')) as Ticket;
+    const shed = gate.enter('background', new RequestAbort(), key('a')) as Promise<Ticket>;
+    shed.catch(() => {});
+    const high = gate.enter('high', new RequestAbort(), key('a')) as Promise<Ticket>;
+    await expect(shed).rejects.toMatchObject({ code: 'TP_ERR_QUEUE_FULL' });
+    gate.configure(settings({ queueSize: 10 }));
+    held.release();
+    const aHigh = await high; // a: one in flight
+    const order: string[] = [];
+    const next = (name: string, owner: AdmissionOwner) =>
+      (gate.enter('normal', new RequestAbort(), owner) as Promise<Ticket>).then((t) => {
+        order.push(name);
+        return t;
+      });
+    const a2 = next('a', key('a'));
+    const b = next('b', key('b'));
+    gate.configure(settings({ concurrency: 2, queueSize: 10 })); // one slot more
+    await tick();
+    expect(order).toEqual(['b']); // b has nothing in flight, a one
+    aHigh.release();
+    (await a2).release();
+    (await b).release();
+    expect(gate.load).toEqual({ active: 0, queued: 0, limit: 2 });
+  });
+
   it('a client without a key waits as its address: many agents on an open proxy are fair too', async () => {
     const gate = new AdmissionGate(settings({ concurrency: 2 }));
     const addr = (ip: string): AdmissionOwner => ({ id: `address ${ip}`, named: false });
