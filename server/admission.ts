@@ -1,6 +1,8 @@
 /**
  * Admission per upstream replica (docs/operations.md): at most `limit` requests in flight on the
- * replica, and a queue in toolproof beyond it, ordered by priority class, then arrival. Without
+ * replica, and a queue in toolproof beyond it, ordered by priority class, then, within a class,
+ * fairly between owners (admission-queue.ts: the owner with the fewest requests in flight on the
+ * replica per unit of weight goes first; then arrival). Without
  * it every request goes upstream at once: llama-server's slots fill and the rest wait in its
  * FIFO, vLLM preempts and evicts cached prefixes, and the main agent's turn waits behind every
  * background request that came first.
@@ -18,6 +20,7 @@
  */
 import { ToolproofError } from '../protocol/errors.js';
 import { type AbortLike, RequestAbort } from './abort.js';
+import { FairQueue, newOwner, type OwnerState, type QueueNode } from './admission-queue.js';
 
 export const PRIORITY_CLASSES = ['high', 'normal', 'low', 'background'] as const;
 export type PriorityClass = (typeof PRIORITY_CLASSES)[number];
@@ -47,10 +50,25 @@ export const DEFAULT_ADMISSION: AdmissionSettings = Object.freeze({
   queueTimeoutMs: 120_000,
 });
 
+/**
+ * Who a request waits as (server/keys.ts admissionOwner): the fair order shares a replica's slots
+ * between owners, and the shedding rule applies between named keys.
+ */
+export interface AdmissionOwner {
+  /** Unique per owner: a named key's name, else the client's address (prefixed apart). */
+  readonly id: string;
+  /** A named key (the shedding rule's "key"). */
+  readonly named: boolean;
+  /** The metric label of its key (a key's name; undefined without keys). */
+  readonly key?: string;
+  /** Its share against other owners' (the key's `weight`; default 1). */
+  readonly weight?: number;
+}
+
 /** What a gate tells the metrics (the client's upstream label is bound by the caller). */
 export interface AdmissionHooks {
   queued?(cls: PriorityClass, delta: 1 | -1): void;
-  admitted?(cls: PriorityClass, queuedMs: number): void;
+  admitted?(cls: PriorityClass, queuedMs: number, owner: AdmissionOwner | undefined): void;
   shed?(cls: PriorityClass, reason: 'full' | 'timeout'): void;
   /** 'auto': reads the replica's slot count (llama-server /props total_slots); undefined: unknown. */
   probeLimit?(): Promise<number | undefined>;
@@ -64,10 +82,8 @@ export interface Ticket {
 
 const FREE: Ticket = Object.freeze({ queuedMs: 0, release() {} });
 
-interface Waiter {
-  rank: number;
-  owner: string | undefined;
-  seq: number;
+interface Waiter extends QueueNode {
+  who: AdmissionOwner | undefined;
   cls: PriorityClass;
   at: number;
   resolve(ticket: Ticket): void;
@@ -84,9 +100,9 @@ export class AdmissionGate {
   private settings: AdmissionSettings;
   private active = 0;
   private seq = 0;
-  private readonly queue: Waiter[] = [];
-  /** Per key name: requests in flight and queued on this replica (only while above 0). */
-  private readonly usage = new Map<string, number>();
+  private readonly queue = new FairQueue<Waiter>(PRIORITY_CLASSES.length);
+  /** Per owner: requests in flight and queued on this replica (only while it has any). */
+  private readonly owners = new Map<string, OwnerState>();
   /** The limit in force: the configured one, or the probed one; undefined = no limit. */
   private limit: number | undefined;
   private probing = false;
@@ -118,40 +134,57 @@ export class AdmissionGate {
 
   /** In flight and waiting now (tests, /ready). */
   get load(): { active: number; queued: number; limit: number | undefined } {
-    return { active: this.active, queued: this.queue.length, limit: this.limit };
+    return { active: this.active, queued: this.queue.size, limit: this.limit };
   }
 
   /**
    * A slot for a request of class `cls`: at once when one is free (no promise), else queued.
    * Rejects with TP_ERR_QUEUE_FULL / TP_ERR_QUEUE_TIMEOUT, or the signal's reason on abort.
+   * `owner`: who it waits as (a string: a named key of that name); none: one shared owner.
    */
-  enter(cls: PriorityClass, signal: AbortLike, owner?: string): Ticket | Promise<Ticket> {
+  enter(cls: PriorityClass, signal: AbortLike, owner?: AdmissionOwner | string): Ticket | Promise<Ticket> {
     this.maybeProbe();
     const rank = PRIORITY_RANK[cls];
     if (this.settings.concurrency === undefined && this.limit === undefined) return FREE;
+    const who = typeof owner === 'string' ? { id: owner, named: true, key: owner } : owner;
     // A free slot, and nobody queued who ranks with or above it (a queued low request may be
     // waiting for a slot only interactive ones may take).
-    const head = this.queue[0];
-    if ((head === undefined || head.rank > rank) && this.canTake(rank)) return this.take(cls, 0, owner);
+    if (this.queue.firstRank() > rank && this.canTake(rank)) return this.take(cls, 0, this.ownerOf(who), who);
     if (signal.aborted) return Promise.reject(signal.reason);
-    if (this.queue.length >= this.settings.queueSize) {
-      const last = this.queue[this.queue.length - 1];
+    let state = this.ownerOf(who);
+    if (this.queue.size >= this.settings.queueSize) {
+      const last = this.queue.newestOfLast();
       // The arriving request outranks the newest of the lowest class: that one leaves instead;
       // within its own class, the newest of a key using far more of the replica does.
-      const tail = last !== undefined && last.rank > rank ? last : this.fairVictim(rank, owner);
+      const tail =
+        last !== undefined && last.rank > rank
+          ? last
+          : state.named
+            ? this.queue.busiest(rank, state)
+            : undefined;
       if (tail === undefined) {
+        this.forget(state);
         this.hooks.shed?.(cls, 'full');
         return Promise.reject(this.refusal('TP_ERR_QUEUE_FULL'));
       }
       this.remove(tail);
       this.hooks.shed?.(tail.cls, 'full');
       tail.reject(this.refusal('TP_ERR_QUEUE_FULL'));
+      // The shed one may have been all its owner had here, this newcomer's owner too: its record
+      // went with it, and the newcomer must count on the one the map holds.
+      state = this.ownerOf(who);
     }
     return new Promise<Ticket>((resolve, reject) => {
       const waiter: Waiter = {
         rank,
-        owner,
         seq: this.seq++,
+        owner: state,
+        who,
+        prev: undefined,
+        next: undefined,
+        older: undefined,
+        newer: undefined,
+        inQueue: false,
         cls,
         at: this.now(),
         resolve,
@@ -173,8 +206,7 @@ export class AdmissionGate {
       }
       if (signal instanceof RequestAbort) signal.onAbort(waiter.onAbort);
       else signal.addEventListener('abort', waiter.onAbort, { once: true });
-      this.insert(waiter);
-      this.use(owner, 1);
+      this.queue.push(waiter);
       this.hooks.queued?.(cls, 1);
     });
   }
@@ -187,49 +219,47 @@ export class AdmissionGate {
     return this.active < limit - reserved;
   }
 
-  /** Per-key usage: +1 when a request queues or takes a slot directly, -1 when it leaves both. */
-  private use(owner: string | undefined, delta: 1 | -1): void {
-    if (owner === undefined) return;
-    const n = (this.usage.get(owner) ?? 0) + delta;
-    if (n > 0) this.usage.set(owner, n);
-    else this.usage.delete(owner);
-  }
-
-  /**
-   * The queued request of class `rank` to shed for an arriving one of `owner`: the newest of the
-   * key using the most of the replica, when that key uses at least two more than `owner` (so two
-   * keys never shed each other in turn). None without an owner.
-   */
-  private fairVictim(rank: number, owner: string | undefined): Waiter | undefined {
-    if (owner === undefined) return undefined;
-    const mine = this.usage.get(owner) ?? 0;
-    let victim: Waiter | undefined;
-    let most = mine + 1;
-    for (let i = this.queue.length - 1; i >= 0; i--) {
-      const w = this.queue[i]!;
-      if (w.rank !== rank || w.owner === undefined || w.owner === owner) continue;
-      const theirs = this.usage.get(w.owner) ?? 0;
-      if (theirs > most) {
-        victim = w;
-        most = theirs;
-      }
+  /** The owner's record on this replica (made on its first request; a reload's weight applies). */
+  private ownerOf(who: AdmissionOwner | undefined): OwnerState {
+    const id = who === undefined ? '' : who.id;
+    const weight = who?.weight ?? 1;
+    let o = this.owners.get(id);
+    if (o === undefined) {
+      o = newOwner(id, who?.named === true, weight, PRIORITY_CLASSES.length);
+      this.owners.set(id, o);
+    } else if (o.weight !== weight) {
+      o.weight = weight;
+      this.queue.moved(o);
     }
-    return victim;
+    return o;
   }
 
-  private take(cls: PriorityClass, queuedMs: number, owner: string | undefined, queued = false): Ticket {
+  /** Drops the owner's record once nothing of it is in flight or queued here. */
+  private forget(o: OwnerState): void {
+    if (o.inflight === 0 && o.queued === 0) this.owners.delete(o.id);
+  }
+
+  private take(
+    cls: PriorityClass,
+    queuedMs: number,
+    owner: OwnerState,
+    who: AdmissionOwner | undefined,
+  ): Ticket {
     this.active++;
-    if (!queued) this.use(owner, 1);
+    owner.inflight++;
+    this.queue.moved(owner);
     const started = this.now();
     let released = false;
-    this.hooks.admitted?.(cls, queuedMs);
+    this.hooks.admitted?.(cls, queuedMs, who);
     return {
       queuedMs,
       release: () => {
         if (released) return;
         released = true;
         this.active--;
-        this.use(owner, -1);
+        owner.inflight--;
+        this.queue.moved(owner);
+        this.forget(owner);
         this.holdMs = this.holdMs * 0.8 + (this.now() - started) * 0.2;
         this.drain();
       },
@@ -239,31 +269,17 @@ export class AdmissionGate {
   /** Admits queued requests, best first, while slots are free for them. */
   private drain(): void {
     for (;;) {
-      const first = this.queue[0];
+      const first = this.queue.first();
       if (first === undefined || !this.canTake(first.rank)) return;
       this.remove(first, true);
-      first.resolve(this.take(first.cls, this.now() - first.at, first.owner, true));
+      first.resolve(this.take(first.cls, this.now() - first.at, first.owner, first.who));
     }
   }
 
-  /** Sorted by rank, then arrival: a binary search for the place after its equals. */
-  private insert(w: Waiter): void {
-    let lo = 0;
-    let hi = this.queue.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.queue[mid]!.rank <= w.rank) lo = mid + 1;
-      else hi = mid;
-    }
-    this.queue.splice(lo, 0, w);
-  }
-
-  /** Takes `w` out of the queue; `admitted`: it keeps its key's usage, now as a slot. */
+  /** Takes `w` out of the queue; `admitted`: its owner's record stays, for the slot it takes. */
   private remove(w: Waiter, admitted = false): boolean {
-    const i = this.queue.indexOf(w);
-    if (i < 0) return false;
-    this.queue.splice(i, 1);
-    if (!admitted) this.use(w.owner, -1);
+    if (!this.queue.remove(w)) return false;
+    if (!admitted) this.forget(w.owner);
     clearTimeout(w.timer);
     if (w.signal instanceof RequestAbort) w.signal.offAbort(w.onAbort);
     else w.signal.removeEventListener('abort', w.onAbort);
@@ -273,7 +289,7 @@ export class AdmissionGate {
 
   private refusal(code: 'TP_ERR_QUEUE_FULL' | 'TP_ERR_QUEUE_TIMEOUT'): ToolproofError {
     const slots = Math.max(1, this.limit ?? 1);
-    const seconds = Math.ceil(((this.queue.length + 1) / slots) * (this.holdMs / 1000));
+    const seconds = Math.ceil(((this.queue.size + 1) / slots) * (this.holdMs / 1000));
     return new ToolproofError(code, {
       detail: { kind: 'retry-later', retryAfter: String(Math.min(60, Math.max(1, seconds))) },
     });

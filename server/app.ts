@@ -482,9 +482,10 @@ function recordKeyUsage(
 function admissionMetrics(metrics: Metrics, upstream: string): AdmissionHooks {
   return {
     queued: (cls, delta) => metrics.admissionQueueDepth.labels(upstream, cls).inc(delta),
-    admitted: (cls, ms) => {
+    admitted: (cls, ms, owner) => {
       metrics.admissionAdmitted.labels(upstream, cls).inc();
       metrics.admissionQueued.labels(upstream, cls).observe(ms / 1000);
+      if (owner?.key !== undefined) metrics.keyAdmissionQueued.labels(owner.key).observe(ms / 1000);
     },
     shed: (cls, reason) => metrics.admissionShed.labels(upstream, cls, reason).inc(),
   };

@@ -26,6 +26,12 @@ export interface ApiKeyEntry {
   /** Its requests' class, and the most it may ask for with x-toolproof-priority. */
   readonly priority?: PriorityClass;
   /**
+   * Its share of a replica's slots against other keys' when requests of one class wait
+   * (server/admission-queue.ts): it goes first until it has `weight` times as many in flight as a
+   * key of weight 1. Default 1.
+   */
+  readonly weight?: number;
+  /**
    * What the inspector shows it (docs/inspect.md): `own` (a named key's default) the requests
    * made with its own key name, `all` every request (the flat keys' default).
    */
@@ -51,6 +57,7 @@ export const keysSchema = {
       queueTimeoutMs: { type: 'integer', minimum: 0 },
       queueSize: { type: 'integer', minimum: 0 },
       priority: { enum: [...PRIORITY_CLASSES] },
+      weight: { type: 'number', exclusiveMinimum: 0, maximum: 1000 },
       inspect: { enum: ['own', 'all'] },
     },
   },

@@ -12,7 +12,8 @@ import type { FastifyRequest } from 'fastify';
 import { globMatch } from '../protocol/glob.js';
 import { type KeyLimitState, type KeyLimitStates, ToolproofError } from '../protocol/errors.js';
 import { type AbortLike, listenAbort } from './abort.js';
-import type { ApiKeyEntry } from './config-keys.js';
+import type { AdmissionOwner } from './admission.js';
+import { type ApiKeyEntry, UNNAMED_KEY } from './config-keys.js';
 import type { Config } from './config.js';
 import type { Metrics } from './metrics.js';
 
@@ -449,4 +450,27 @@ export function countAgainstKey(
   );
   if (waiting) request.tpKeyWait = waiting;
   return waiting;
+}
+
+/**
+ * Who a request waits as in the upstream's admission queue (docs/operations.md, "Fair shares"):
+ * its named key; without one (no keys, or a key of the flat TOOLPROOF_API_KEYS list, all named
+ * `default`), the client's address. Not a session id: a client could mint one per request and
+ * count as many owners, and an agent's sub-agents each carry their own (Codex) or none (then
+ * each opens a conversation of its own); an address groups one machine's agent with its
+ * sub-agents, and only a TCP connection can present it. Agents on one machine share it.
+ */
+export function admissionOwner(request: FastifyRequest, entry: ApiKeyEntry | undefined): AdmissionOwner {
+  if (entry !== undefined && entry.name !== UNNAMED_KEY)
+    return {
+      id: `key ${entry.name}`,
+      named: true,
+      key: entry.name,
+      ...(entry.weight ? { weight: entry.weight } : {}),
+    };
+  return {
+    id: `address ${request.socket?.remoteAddress ?? ''}`,
+    named: false,
+    ...(entry === undefined ? {} : { key: entry.name }),
+  };
 }

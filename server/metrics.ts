@@ -303,6 +303,13 @@ const METRICS = {
     help: "Requests refused for their API key, by reason: requests, tokens (per-minute limits: 429), concurrency (cap: 429, after the key's queue wait), model (allow-list: 403).",
     labels: 'key reason',
   },
+  keyAdmissionQueued: {
+    type: 'histogram',
+    name: 'toolproof_key_admission_queued_seconds',
+    help: "Time a request waited in toolproof's admission queue for an upstream slot before it was sent (0 when one was free), by the name of its API key; only when keys are configured. Fair shares within a class keep one key's burst from raising another key's wait.",
+    labels: 'key',
+    buckets: [0, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+  },
   keyQueueDepth: {
     type: 'gauge',
     name: 'toolproof_key_queue_depth',

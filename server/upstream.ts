@@ -15,7 +15,13 @@ import {
 } from 'undici';
 import { ToolproofError } from '../protocol/errors.js';
 import type { AbortLike } from './abort.js';
-import { AdmissionGate, type AdmissionHooks, type PriorityClass, type Ticket } from './admission.js';
+import {
+  type AdmissionOwner,
+  AdmissionGate,
+  type AdmissionHooks,
+  type PriorityClass,
+  type Ticket,
+} from './admission.js';
 import {
   type AffinityConfig,
   DEFAULT_AFFINITY,
@@ -61,8 +67,8 @@ export interface UpstreamRequest {
    * Wait for a slot of the replica's admission (admission.ts) with this priority class; told how
    * long it waited. Absent: sent at once (ops probes, the pass-through).
    */
-  /** `owner`: the key's name, for the queue's fairness between keys. */
-  admission?: { cls: PriorityClass; owner?: string; queued(ms: number): void };
+  /** `owner`: who it waits as (keys.ts admissionOwner), for the queue's fairness between clients. */
+  admission?: { cls: PriorityClass; owner?: AdmissionOwner; queued(ms: number): void };
 }
 
 export interface UpstreamResponse {

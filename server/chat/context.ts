@@ -8,7 +8,7 @@ import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
 import type { CompileBudget, Policy, PolicyContext } from '../../policies/types.js';
 import type { PolicyEffect } from '../../policies/registry.js';
 import type { AbortLike } from '../abort.js';
-import type { PriorityClass } from '../admission.js';
+import type { AdmissionOwner, PriorityClass } from '../admission.js';
 import type { CompileBudgets } from '../compile-budget.js';
 import type { Config } from '../config.js';
 import type { FallbackMemory } from '../fallback-memory.js';
@@ -96,6 +96,8 @@ export class ChatCall {
   priority: PriorityClass = 'normal';
   /** Which replica the conversation belongs to (affinity.ts); set when the upstream has several. */
   affinityKey: string | undefined;
+  /** Who it waits as in the upstream's admission queue (keys.ts admissionOwner); set by start. */
+  owner: AdmissionOwner | undefined;
   /** What compiling this request's schemas may still cost (every attempt draws on it). */
   compileBudget: CompileBudget | undefined;
   /** This request's capture record while it is written (capture on only; docs/inspect.md). */
@@ -161,13 +163,15 @@ export class ChatCall {
     };
   }
 
-  private admissionRequest: { cls: PriorityClass; owner?: string; queued(ms: number): void } | undefined;
+  private admissionRequest:
+    | { cls: PriorityClass; owner?: AdmissionOwner; queued(ms: number): void }
+    | undefined;
 
   /** What the upstream's admission gate is told of this call (one object for every attempt). */
-  admission(): { cls: PriorityClass; owner?: string; queued(ms: number): void } {
+  admission(): { cls: PriorityClass; owner?: AdmissionOwner; queued(ms: number): void } {
     this.admissionRequest ??= {
       cls: this.priority,
-      ...(this.trace.key === undefined ? {} : { owner: this.trace.key }),
+      ...(this.owner === undefined ? {} : { owner: this.owner }),
       queued: (ms) => {
         this.trace.queuedMs += ms;
       },

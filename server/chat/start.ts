@@ -13,7 +13,7 @@ import { beginCapture, recordRefused } from '../capture/recorder.js';
 import type { AppState } from '../app-state.js';
 import { reportDroppedTools } from '../dropped-tools.js';
 import { memoryModel } from '../fallback-memory.js';
-import { allowsModel, countAgainstKey, forbiddenModel } from '../keys.js';
+import { admissionOwner, allowsModel, countAgainstKey, forbiddenModel } from '../keys.js';
 import { priorityOf } from '../priority.js';
 import { promptTokenEstimate, windowOf, withLearntWindow } from '../context-window.js';
 import { mappedRoute, resolveRoute } from '../routing.js';
@@ -128,6 +128,7 @@ export function startChatCall(
   }
   if (route.fallback) call.fallbacksLeft = route.fallback.filter((m) => allowsModel(key, m));
   if (key) call.trace.key = key.name;
+  call.owner = admissionOwner(request, key);
   // A key that counts tokens needs a stream's usage, asked for upstream even when the client did not.
   if (key?.tokensPerMinute !== undefined && body.stream === true) call.doorFacts = { streamUsage: true };
   // Several replicas: the conversation's key picks the one that holds its prefix in cache.

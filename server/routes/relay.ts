@@ -14,7 +14,7 @@ import { dropAfterDone, QuietClock, stalled } from '../chat/stream-read.js';
 import type { AppState } from '../app-state.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
 import { chatErrorEvent } from '../front-doors/chat/errors.js';
-import { allowsModel, countAgainstKey, forbiddenModel } from '../keys.js';
+import { admissionOwner, allowsModel, countAgainstKey, forbiddenModel } from '../keys.js';
 import { priorityOf } from '../priority.js';
 import { resolveRoute } from '../routing.js';
 import { SSE_DONE } from '../sse.js';
@@ -87,7 +87,7 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
               ...(route.priority ? { route: route.priority } : {}),
               ...(key?.priority ? { key: key.priority } : {}),
             }),
-            ...(key ? { owner: key.name } : {}),
+            owner: admissionOwner(request, key),
             queued: () => {},
           },
         })

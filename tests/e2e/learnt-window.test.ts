@@ -210,6 +210,41 @@ describe('the window learnt from the backend refusing a prompt over it', () => {
       expect(upstream.seen.at(-1)!.raw).toContain(MARK);
     });
 
+  it('count_tokens counts the prompt as it goes once the window is learnt: its tool result cut, under the window', async () => {
+    const { stack, upstream } = await start('llama-server');
+    const body = {
+      model: 'm',
+      max_tokens: 100,
+      tools: [{ name: 'run', input_schema: { type: 'object', properties: { cmd: { type: 'string' } } } }],
+      messages: [
+        { role: 'user', content: 'Show me the build log.' },
+        {
+          role: 'assistant',
+          content: [{ type: 'tool_use', id: 'c1', name: 'run', input: { cmd: 'cat build.log' } }],
+        },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'c1', content: BIG }] },
+      ],
+    };
+    const post = async (path: string) => {
+      const res = await fetch(`${stack.origin}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+        body: JSON.stringify(body),
+      });
+      expect(res.status).toBe(200);
+      return (await res.json()) as { input_tokens?: number };
+    };
+    // Before any refusal the window is unknown: the whole result counts, far over it (an agent
+    // that compacts on the count compacts).
+    expect((await post('/v1/messages/count_tokens')).input_tokens).toBeGreaterThan(WINDOW * 10);
+    await post('/v1/messages'); // refused once, the window learnt, sent again cut
+    expect(upstream.seen.map((s) => s.status)).toEqual([400, 200]);
+    // Now the count is the turn's own prompt, cut to the learnt window, as with a configured one.
+    const counted = (await post('/v1/messages/count_tokens')).input_tokens!;
+    expect(counted).toBeLessThan(WINDOW);
+    expect(counted).toBeGreaterThan(Math.ceil(upstream.seen[1]!.raw.length / 4) / 2);
+  });
+
   it('a conversation over the window without any tool result: the backend’s error, once, no loop', async () => {
     const { stack, upstream } = await start('llama-server');
     const err = await stack.client.chat.completions

@@ -16,6 +16,7 @@ import { readText } from '../../chat/attempt.js';
 import { firstAttemptContext, prepareRequest } from '../../chat/prepare.js';
 import { parseUpstreamBody } from '../../error-handler.js';
 import { memoryModel } from '../../fallback-memory.js';
+import { withLearntWindow } from '../../context-window.js';
 import { allowsModel, forbiddenModel } from '../../keys.js';
 import { resolveRoute } from '../../routing.js';
 import { countTokensBody } from './schema.js';
@@ -97,7 +98,15 @@ export function registerCountTokens(scope: FastifyInstance, state: AppState): vo
         state.metrics.keyRefusals.labels(key.name, 'model').inc();
         throw forbiddenModel(key, body.model);
       }
-      const route = resolveRoute(state.config, state.upstreams, body.model, state.modelLabels, key);
+      // With the window the chat path would use: one the upstream named refusing an earlier prompt
+      // (per upstream, model and key) cuts tool results here as it does for the turn itself, so the
+      // count is the prompt that would go upstream, learnt window or configured one alike.
+      const route = withLearntWindow(
+        resolveRoute(state.config, state.upstreams, body.model, state.modelLabels, key),
+        state.chatDeps.windows,
+        body.model,
+        key?.name,
+      );
       const {
         chat: translated,
         dropped,

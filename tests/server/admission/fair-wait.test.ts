@@ -1,0 +1,136 @@
+/**
+ * Fair shares within a class over real HTTP (server/admission-queue.ts, docs/operations.md): the
+ * real server on loopback, two upstream slots, each request holding its slot a fixed time on the
+ * built-in simulator. One client sends a burst, another then sends one request; in arrival order
+ * that one waited for the whole burst (with 30: 28 requests queued ahead of it, 14 rounds of
+ * the slots), with fair shares it takes the first slot that frees. Also: a request waiting in
+ * its key's own queue (the key's `concurrency`) holds no slot of the replica.
+ */
+import { Agent, fetch as undiciFetch } from 'undici';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Stack, startStack, waitFor } from '../stack.js';
+
+let stack: Stack | undefined;
+const agents: Agent[] = [];
+afterEach(async () => {
+  await stack?.close();
+  stack = undefined;
+  await Promise.all(agents.splice(0).map((a) => a.close()));
+});
+
+const HOLD_MS = 100;
+
+/** A chat request that holds its slot HOLD_MS, from `localAddress`, with `key` if given. */
+function ask(origin: string, opts: { key?: string; from?: string; name: string }, done: string[]) {
+  const agent = new Agent({ localAddress: opts.from ?? '127.0.0.1' });
+  agents.push(agent);
+  return undiciFetch(`${origin}/v1/chat/completions`, {
+    method: 'POST',
+    dispatcher: agent,
+    headers: {
+      'content-type': 'application/json',
+      'x-sim-scenario': JSON.stringify({ say: 'ok', delayMs: HOLD_MS }),
+      ...(opts.key ? { authorization: `Bearer ${opts.key}` } : {}),
+    },
+    body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: opts.name }] }),
+  }).then(async (res) => {
+    await res.text();
+    done.push(`${opts.name} ${res.status}`);
+  });
+}
+
+async function metric(origin: string, pattern: RegExp): Promise<number | undefined> {
+  const text = await (await fetch(`${origin}/metrics`)).text();
+  const m = pattern.exec(text);
+  return m ? Number(m[1]) : undefined;
+}
+
+/** `n` requests have reached the gate (queued, in flight, or answered: `done`). */
+const arrived = (s: Stack, n: number, done: string[]) =>
+  waitFor(() => {
+    const load = s.app.toolproof.upstreams.all()[0]?.admissionLoad()[0];
+    return load !== undefined && load.queued + load.active + done.length >= n;
+  }, 10_000);
+
+const KEYS = { alice: 'sk-alice-fair-wait-0001', bob: 'sk-bob-fair-wait-000001' };
+
+describe('fair shares between clients of one class', () => {
+  it("key B's one request takes the first free slot after key A sent 30 at once, not the 31st", async () => {
+    stack = await startStack({
+      file: {
+        defaults: { forceToolUse: false },
+        admission: { concurrency: 2, queueTimeoutMs: 30_000 },
+        keys: [
+          { name: 'alice', key: KEYS.alice },
+          { name: 'bob', key: KEYS.bob },
+        ],
+      },
+    });
+    const s = stack;
+    const done: string[] = [];
+    const burst = Array.from({ length: 30 }, (_, i) =>
+      ask(s.origin, { key: KEYS.alice, name: `a${i}` }, done),
+    );
+    await arrived(s, 30, done);
+    const answered = done.length;
+    const b = ask(s.origin, { key: KEYS.bob, name: 'b' }, done);
+    await Promise.all([...burst, b]);
+    // alice's answers between bob's arrival and his answer: at most her two in flight when he
+    // came (one ends, bob takes its slot, the other ends meanwhile) and the one that took the
+    // other's slot. In arrival order it was every one of hers still queued (28 when they all
+    // came before the first ended).
+    const before = done.indexOf('b 200') - answered;
+    expect(before, done.join(' ')).toBeGreaterThanOrEqual(0);
+    expect(before, done.join(' ')).toBeLessThanOrEqual(3);
+    expect(done.filter((d) => d.endsWith(' 200'))).toHaveLength(31);
+    // The wait per key: bob's one request in its own series.
+    expect(await metric(s.origin, /toolproof_key_admission_queued_seconds_count\{key="bob"\} (\d+)/)).toBe(1);
+    expect(await metric(s.origin, /toolproof_key_admission_queued_seconds_count\{key="alice"\} (\d+)/)).toBe(
+      30,
+    );
+  }, 30_000);
+
+  it('without keys, each client address is an owner: an open proxy is fair between machines too', async () => {
+    stack = await startStack({
+      file: { defaults: { forceToolUse: false }, admission: { concurrency: 2, queueTimeoutMs: 30_000 } },
+    });
+    const s = stack;
+    const done: string[] = [];
+    const burst = Array.from({ length: 12 }, (_, i) =>
+      ask(s.origin, { from: '127.0.0.1', name: `a${i}` }, done),
+    );
+    await arrived(s, 12, done);
+    const answered = done.length;
+    const b = ask(s.origin, { from: '127.0.0.2', name: 'b' }, done);
+    await Promise.all([...burst, b]);
+    const before = done.indexOf('b 200') - answered;
+    expect(before, done.join(' ')).toBeGreaterThanOrEqual(0);
+    expect(before, done.join(' ')).toBeLessThanOrEqual(3);
+  }, 30_000);
+
+  it("a request waiting in its key's queue holds no slot of the replica: another key's takes it", async () => {
+    stack = await startStack({
+      file: {
+        defaults: { forceToolUse: false },
+        admission: { concurrency: 1, queueTimeoutMs: 30_000 },
+        keys: [
+          { name: 'alice', key: KEYS.alice, concurrency: 1 },
+          { name: 'bob', key: KEYS.bob },
+        ],
+      },
+    });
+    const s = stack;
+    const done: string[] = [];
+    const a1 = ask(s.origin, { key: KEYS.alice, name: 'a1' }, done);
+    await waitFor(() => s.sim.requests.length === 1);
+    const a2 = ask(s.origin, { key: KEYS.alice, name: 'a2' }, done);
+    await waitFor(() => s.app.toolproof.keyLimits.waiting('alice') === 1);
+    // a2 waits for alice's slot, not the replica's: the replica has a1 and nobody queued.
+    expect(s.app.toolproof.upstreams.all()[0]!.admissionLoad()).toEqual([{ active: 1, queued: 0, limit: 1 }]);
+    const b = ask(s.origin, { key: KEYS.bob, name: 'b' }, done);
+    await arrived(s, 2, done);
+    await Promise.all([a1, a2, b]);
+    // a1's end frees both slots: the replica's goes to bob, queued for it; a2 then queues behind.
+    expect(done).toEqual(['a1 200', 'b 200', 'a2 200']);
+  }, 30_000);
+});
