@@ -1281,3 +1281,64 @@ describe.each(SMALL)('a session over its window, images and PDFs in the cut part
     expect(stack.sim.requests.some((r) => r.rawBody.includes('toolproof left out'))).toBe(true);
   }, 300_000);
 });
+
+/** 40 pages of 40 lines: ~13,000 tokens of text, more than an 8k window holds. */
+const BIG_PDF = textPdf(
+  Array.from({ length: 40 }, (_, p) =>
+    Array.from({ length: 40 }, (_, l) => `page ${p} line ${l} of the annual report`).join('\n'),
+  ),
+).toString('base64');
+
+/** The first user turn: the PDF and a question. */
+function bigDocument(door: DoorName): Obj {
+  if (door === 'chat')
+    return chatUser([
+      { type: 'file', file: { filename: 'annual.pdf', file_data: `data:application/pdf;base64,${BIG_PDF}` } },
+      { type: 'text', text: 'Summarize.' },
+    ]);
+  if (door === 'responses')
+    return respUser([
+      { type: 'input_file', filename: 'annual.pdf', file_data: `data:application/pdf;base64,${BIG_PDF}` },
+      { type: 'input_text', text: 'Summarize.' },
+    ]);
+  return msgUser([
+    {
+      type: 'document',
+      title: 'annual.pdf',
+      source: { type: 'base64', media_type: 'application/pdf', data: BIG_PDF },
+    },
+    { type: 'text', text: 'Summarize.' },
+  ]);
+}
+
+// A document larger than the window: before, every turn was refused for its length (Messages:
+// "prompt is too long: 13208 tokens > 8192 maximum"), the agent's compaction request too.
+describe.each(SMALL)('a PDF larger than the window in the first turn: $name', (backend) => {
+  let stack: Stack;
+  let anthropic: Anthropic;
+  beforeAll(async () => {
+    stack = await startStack({ sim: backend.sim as never, file: backend.file as never });
+    anthropic = new Anthropic({ baseURL: stack.origin, apiKey: 'x', maxRetries: 0, timeout: 60_000 });
+  });
+  afterAll(() => stack.close());
+
+  it('answers three turns on every door, streamed and not, each extending the first', async () => {
+    const fails: string[] = [];
+    for (const door of ['chat', 'responses', 'messages'] as const)
+      for (const stream of [false, true]) {
+        const shape: Shape = {
+          door,
+          name: 'big PDF',
+          history: [bigDocument(door)],
+          expect: [
+            '[document: annual.pdf (PDF, 40 pages',
+            "of this document's",
+            '[end of document: annual.pdf]',
+          ],
+        };
+        for (const f of await session(stack, anthropic, backend, shape, stream))
+          fails.push(`${door} ${stream ? 'streamed' : 'plain'} | ${f}`);
+      }
+    expect(fails).toEqual([]);
+  }, 300_000);
+});
