@@ -167,11 +167,14 @@ function validate(body: Obj, options: SimulatorOptions): SimError | null {
     return bad('tool_choice must either be a named tool, "auto", or "none".');
   }
   const messages = body.messages.filter(isObj);
-  // A text-only model refuses any image (vllm-project/vllm#19144, studio-dots-ai/dots.ocr#61).
+  // A text-only model refuses any image (vllm-project/vllm#19144, studio-dots-ai/dots.ocr#61), and
+  // any audio: it is no multimodal model at all.
   if (
     options.vision === false &&
     messages.some(
-      (m) => Array.isArray(m.content) && m.content.some((p) => isObj(p) && p.type === 'image_url'),
+      (m) =>
+        Array.isArray(m.content) &&
+        m.content.some((p) => isObj(p) && (p.type === 'image_url' || p.type === 'input_audio')),
     )
   )
     return bad(`${served} is not a multimodal model None`);

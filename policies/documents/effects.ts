@@ -4,8 +4,11 @@ import type { EffectRecord } from '../types.js';
 
 export const DOCUMENTS_POLICY = 'documents';
 
-/** `document-text`: its text went upstream; `document-note`: a one-line note saying why not. */
-export type DocumentsKind = 'document-text' | 'document-note';
+/**
+ * `document-text`: its text went upstream; `document-cut`: its text went upstream cut to a quarter
+ * of a window it would not fit; `document-note`: a one-line note saying why not.
+ */
+export type DocumentsKind = 'document-text' | 'document-cut' | 'document-note';
 
 export type DocumentsEffect = TallyEffect<typeof DOCUMENTS_POLICY, DocumentsKind>;
 

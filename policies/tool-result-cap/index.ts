@@ -1,6 +1,6 @@
 /**
  * tool-result-cap (request side, `maxToolResultTokens` per model): a tool result longer than the
- * cap is cut to its head and tail with a marker in between (cut.ts). One `cat` of a log fills a
+ * cap is cut to its head and tail with a marker in between (kit/cut.ts). One `cat` of a log fills a
  * 32k window for good: the agent sends that result again on every later turn, and the model's own
  * compaction then throws the whole session away. The cut is made from the result's own
  * characters, so every turn sends the same bytes.
@@ -19,7 +19,7 @@
 import type { ChatMessage, ContentPart } from '../../protocol/openai.js';
 import { EffectTally } from '../kit/effects.js';
 import { type Policy, PROMPT_OVER_WINDOW } from '../types.js';
-import { cutToolResult, estimateTokens } from './cut.js';
+import { cutToolResult, estimateTokens } from '../kit/cut.js';
 import { keptTokens, resultsToCut } from './overflow.js';
 import {
   describeToolResultCapEffect,

@@ -8,7 +8,7 @@
  * prompt's bytes the same from turn to turn (docs/prefix.md), deciding only from what the turn
  * carries. So:
  * - positions are counted from the start of the prompt (the tools, then each message in order,
- *   in UTF-8 bytes, 3 a token: cut.ts's rate for printable ASCII), so a message's position is a
+ *   in UTF-8 bytes, 3 a token: kit/cut.ts's rate for printable ASCII), so a message's position is a
  *   function of what precedes it: the next turn, which only appends, gives every earlier message
  *   the same position;
  * - when the prompt is over the window, every tool result that starts before a boundary is cut.
@@ -24,7 +24,7 @@
  *   and a step cuts only results after those already cut, so the prompt changes once per quarter
  *   window of growth, at the first newly cut result, never before it;
  * - each cut is made from the result's own characters and the window only (its head and tail,
- *   with the single-result marker, cut.ts), so a result cut on one turn is the same bytes on
+ *   with the single-result marker, kit/cut.ts), so a result cut on one turn is the same bytes on
  *   every later one.
  * Results under twice the kept size are left whole (cutting them would save little beside the
  * marker). Only text counts: an image or audio part is not estimated. When cutting every result
@@ -35,7 +35,7 @@ import type { ChatCompletionRequest, ChatMessage } from '../../protocol/openai.j
 
 /** What each message costs beside its text (role, the template's markers), in bytes. */
 const MESSAGE_OVERHEAD = 12;
-/** UTF-8 bytes a token, for the prompt as a whole (as cut.ts counts printable ASCII). */
+/** UTF-8 bytes a token, for the prompt as a whole (as kit/cut.ts counts printable ASCII). */
 const BYTES_PER_TOKEN = 3;
 
 /**
@@ -55,8 +55,8 @@ export function keptTokens(window: number): number {
 
 /**
  * `text`'s UTF-8 bytes. Counted natively: this runs over the whole prompt of every request of a
- * model whose window is known (cut.ts's per-character estimate took ~440 µs for 150 KB, this
- * ~25 µs). A NUL costs a third of a token here, a whole one in cut.ts: a dense result over the
+ * model whose window is known (kit/cut.ts's per-character estimate took ~440 µs for 150 KB, this
+ * ~25 µs). A NUL costs a third of a token here, a whole one in kit/cut.ts: a dense result over the
  * window is cut by itself (index.ts) before this counts it.
  */
 const bytes = (text: string): number => Buffer.byteLength(text, 'utf8');

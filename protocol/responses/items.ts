@@ -152,6 +152,19 @@ function typedArguments(item: TypedCallItem, param: string): { name: string; arg
   return { name: 'apply_patch', args: { operation: item.operation } };
 }
 
+/**
+ * A computer_call_output's screenshot (`{type: "computer_screenshot", image_url | file_id}`) as
+ * chat content: an image part, or a `file` part naming a file_id (the documents policy's note:
+ * toolproof has no file store); anything else as its JSON.
+ */
+function screenshotContent(output: unknown): string | ContentPart[] {
+  if (isObject(output) && typeof output.image_url === 'string' && output.image_url !== '')
+    return [{ type: 'image_url', image_url: { url: output.image_url } }];
+  if (isObject(output) && typeof output.file_id === 'string' && output.file_id !== '')
+    return [filePart({ filename: 'screenshot', file_id: output.file_id })];
+  return JSON.stringify(output ?? '');
+}
+
 /** A tool output item's content: strings as they are, anything else as its JSON. */
 function outputContent(output: unknown, param: string): string | ContentPart[] {
   if (typeof output === 'string') return output;
@@ -257,6 +270,28 @@ export function inputToMessages(
         );
         const { name, args } = typedArguments(item, param);
         addCall(id, name, JSON.stringify(args));
+        return;
+      }
+      case 'computer_call': {
+        // Computer use is run by the client (it clicks, then sends a screenshot back), so its call
+        // and output are a call and its result, as a local_shell_call is: a call of `computer`
+        // with the action, answered by a tool message holding the screenshot (an image part the
+        // images policy turns into a note for a model that cannot see). As hosted-tool notes in
+        // the assistant's turn they left the conversation ending on the assistant (a prefill)
+        // and the next answer joined that turn: the prompt's earlier bytes changed every turn.
+        const item = raw as { call_id?: unknown; id?: unknown; action?: unknown };
+        const id = nonEmpty(
+          typeof item.call_id === 'string' && item.call_id ? item.call_id : item.id,
+          `${param}.call_id`,
+        );
+        addCall(id, 'computer', stringifyJson(isObject(item.action) ? item.action : {}));
+        return;
+      }
+      case 'computer_call_output': {
+        const item = raw as { call_id?: unknown; output?: unknown };
+        const id = nonEmpty(item.call_id, `${param}.call_id`);
+        turn = undefined;
+        messages.push({ role: 'tool', tool_call_id: id, content: screenshotContent(item.output) });
         return;
       }
       case 'custom_tool_call_output':

@@ -27,7 +27,7 @@ export interface HarnessTrace {
   /** The last judged attempt's answer came from the synthetic final-answer tool. */
   finalAnswer: boolean;
   effects: PolicyEffect[];
-  /** Content degraded before it went upstream, by kind (document-text, document-note, image-note, audio-note, tool-result-cut). */
+  /** Content degraded before it went upstream, by kind (document-text, document-cut, document-note, image-note, audio-note, tool-result-cut). */
   degraded: Record<string, number>;
   /** The upstream's stream (or whole body) was cut before any of the answer reached the client: sent again once. */
   resentAfterCut?: boolean;

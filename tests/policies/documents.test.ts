@@ -51,6 +51,40 @@ describe('documents', () => {
     expect(notes.effects).toEqual([{ policy: 'documents', kind: 'document-note', count: 4 }]);
   });
 
+  it('cuts a document a known window cannot hold to its head and tail, a quarter of the window, the same every time', () => {
+    const pages = Array.from({ length: 40 }, (_, p) => `page ${p}\n${'words of the report\n'.repeat(40)}`);
+    const docs: Record<string, DocumentText> = {
+      [pdfUrl]: { kind: 'text', pages: 40, text: pages, truncated: false },
+    };
+    const req = {
+      model: 'm',
+      messages: [
+        {
+          role: 'user',
+          content: [{ type: 'file', file: { filename: 'a.pdf', file_data: pdfUrl } }] as never,
+        },
+      ],
+    };
+    const cut = (window: number) =>
+      documentsPolicy.onRequest!(req, ctxWith({ documents: (d) => docs[d] }, { contextWindow: window }), req);
+    const small = cut(2048);
+    const out = String(small.action === 'continue' && small.request.messages[0]!.content);
+    expect(
+      out.startsWith('[document: a.pdf (PDF, 40 pages, 9 B); text extracted by the proxy]\n--- page 1 ---'),
+    ).toBe(true);
+    expect(out.endsWith('[end of document: a.pdf]')).toBe(true);
+    expect(out).toMatch(
+      /\[\.\.\. toolproof left out \d+ of this document's \d+ characters of text \(\d+ lines\) to fit the model's context window; send the pages needed on their own to see them \.\.\.\]/,
+    );
+    // a quarter of 2,048 tokens at 3 characters a token, and the marker
+    expect(out.length).toBeLessThan(512 * 3 + 300);
+    expect(small.effects).toEqual([{ policy: 'documents', kind: 'document-cut', count: 1 }]);
+    expect(JSON.stringify(cut(2048))).toBe(JSON.stringify(small));
+    // a window that holds it, or none known: whole
+    for (const window of [0, 32768])
+      expect(cut(window).effects).toEqual([{ policy: 'documents', kind: 'document-text', count: 1 }]);
+  });
+
   it('leaves a request without documents untouched (same object)', () => {
     const req = { model: 'm', messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }] };
     const d = documentsPolicy.onRequest!(req, ctxWith(), req);

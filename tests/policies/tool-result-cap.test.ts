@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cutToolResult, estimateTokens } from '../../policies/tool-result-cap/cut.js';
+import { cutToolResult, estimateTokens } from '../../policies/kit/cut.js';
 import { resultCap, toolResultCapPolicy } from '../../policies/tool-result-cap/index.js';
 import { keptTokens } from '../../policies/tool-result-cap/overflow.js';
 import { PROMPT_OVER_WINDOW } from '../../policies/types.js';

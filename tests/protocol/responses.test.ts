@@ -362,3 +362,69 @@ describe('streamed translation equals the whole one, whatever the split', () => 
     });
   });
 });
+
+describe('computer use in history', () => {
+  // A computer_call is run by the client: a call and its result, never a hosted note left as
+  // the conversation's last (assistant) message, which the next answer then joined.
+  it('is a call of computer and a tool message holding the screenshot', () => {
+    const shot = 'data:image/png;base64,iVBORw0KGgo=';
+    const input = [
+      { role: 'user', content: 'Click.' },
+      {
+        type: 'computer_call',
+        id: 'cu_1',
+        call_id: 'call_cu',
+        status: 'completed',
+        action: { type: 'click', button: 'left', x: 10, y: 20 },
+        pending_safety_checks: [],
+      },
+      {
+        type: 'computer_call_output',
+        call_id: 'call_cu',
+        output: { type: 'computer_screenshot', image_url: shot },
+        acknowledged_safety_checks: [],
+      },
+      {
+        type: 'computer_call',
+        call_id: 'call_cu2',
+        action: { type: 'screenshot' },
+      },
+      {
+        type: 'computer_call_output',
+        call_id: 'call_cu2',
+        output: { type: 'computer_screenshot', file_id: 'file-1' },
+      },
+    ] as unknown as InputItem[];
+    expect(inputToMessages(input)).toEqual([
+      { role: 'user', content: 'Click.' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          {
+            id: 'call_cu',
+            type: 'function',
+            function: { name: 'computer', arguments: '{"type":"click","button":"left","x":10,"y":20}' },
+          },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_cu', content: [{ type: 'image_url', image_url: { url: shot } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          {
+            id: 'call_cu2',
+            type: 'function',
+            function: { name: 'computer', arguments: '{"type":"screenshot"}' },
+          },
+        ],
+      },
+      {
+        role: 'tool',
+        tool_call_id: 'call_cu2',
+        content: [{ type: 'file', file: { filename: 'screenshot', file_id: 'file-1' } }],
+      },
+    ]);
+  });
+});

@@ -162,6 +162,26 @@ describe('vLLM personality: errors', () => {
     expect(r.headers.get('connection')).not.toBe('close');
   });
 
+  it('a text-only model refuses an image or an audio part: it is no multimodal model', async () => {
+    const text = await createSimulator({ personality: 'vllm', vision: false });
+    try {
+      for (const part of [
+        { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+        { type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } },
+      ]) {
+        const r = await chat(text, {
+          messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }, part] }],
+        });
+        expect(r.status).toBe(400);
+        expect((r.json.error as { message: string }).message).toBe(
+          'simulated-model is not a multimodal model None',
+        );
+      }
+    } finally {
+      await text.close();
+    }
+  });
+
   it('reports pydantic validation errors with the field as param', async () => {
     const r = await post(sim, '/chat/completions', { model: 'simulated-model' });
     expect(r.status).toBe(400);

@@ -8,6 +8,7 @@ import {
   translateCustomTools,
 } from '../../../protocol/chat-custom-tools.js';
 import type { ChatCompletionRequest } from '../../../protocol/openai.js';
+import { chatForBackends } from '../../../protocol/chat-backend-shapes.js';
 import type { ChatCall } from '../../chat/context.js';
 import { startChatCall } from '../../chat/start.js';
 import type { FrontDoor } from '../types.js';
@@ -37,9 +38,13 @@ export const chat: FrontDoor<'chat', ChatTurn> = {
   errorBody: openAIErrorBody,
   errorEvent: chatErrorEvent,
   open(request, _reply, state) {
-    const body = request.body as ChatCompletionRequest;
+    const sent = request.body as ChatCompletionRequest;
+    // Refusal parts and developer messages as backends take them: not the client's bytes then.
+    const plain = chatForBackends(sent);
+    const body = plain ?? sent;
     const translated = translateCustomTools(body);
-    if (!translated) return { call: startChatCall(request, state, body, 'chat', request.rawBody) };
+    if (!translated)
+      return { call: startChatCall(request, state, body, 'chat', plain ? undefined : request.rawBody) };
     // Not the client's bytes any more: no raw body to forward.
     return { call: startChatCall(request, state, translated.chat, 'chat'), custom: translated.custom };
   },

@@ -1,8 +1,9 @@
 /**
- * Cutting an oversized tool result to its head and tail, from its own characters only: the same
- * result gives the same text on every turn (the prompt's prefix holds, docs/prefix.md), whatever
- * else the conversation holds. The marker in the middle says how much was left out and how to
- * see it. One pass over the text; no regular expression runs on client input.
+ * Cutting an oversized text (a tool result, a document's extracted text) to its head and tail,
+ * from its own characters only: the same text gives the same cut on every turn (the prompt's
+ * prefix holds, docs/prefix.md), whatever else the conversation holds. The marker in the middle
+ * says how much was left out and how to see it. One pass over the text; no regular expression
+ * runs on client input.
  *
  * The cap is in tokens, estimated per character: printable ASCII and line breaks, which tokenize
  * at several characters a token, cost a third of a token; every other UTF-16 unit (a control
@@ -47,8 +48,28 @@ function countLines(text: string, from: number, to: number): number {
   return n;
 }
 
-/** `text` cut to about `maxTokens` tokens, or `text` itself when it fits. */
+/** The marker a cut leaves: what was left out of how much, in how many lines. */
+export type CutMarker = (left: number, total: number, lines: number) => string;
+
+const lineCount = (lines: number) => `${lines} line${lines === 1 ? '' : 's'}`;
+
+const toolResultMarker: CutMarker = (left, total, lines) =>
+  `[... toolproof left out ${left} of this tool result's ${total} characters` +
+  ` (${lineCount(lines)}) to fit the model's context window;` +
+  ' re-run with a narrower command (grep, head, tail, a line range) to see them ...]';
+
+/** A document's extracted text: the client cannot narrow a command, it can send less of it. */
+export const documentMarker: CutMarker = (left, total, lines) =>
+  `[... toolproof left out ${left} of this document's ${total} characters of text` +
+  ` (${lineCount(lines)}) to fit the model's context window; send the pages needed on their own to see them ...]`;
+
+/** `text` (a tool result) cut to about `maxTokens` tokens, or `text` itself when it fits. */
 export function cutToolResult(text: string, maxTokens: number): string {
+  return cutText(text, maxTokens, toolResultMarker);
+}
+
+/** `text` cut to about `maxTokens` tokens with `marker` between head and tail, or `text` itself when it fits. */
+export function cutText(text: string, maxTokens: number, marker: CutMarker): string {
   const limit = maxTokens * CHARS_PER_TOKEN;
   // Every character costs at least 1 and at most CHARS_PER_TOKEN: most texts need no count.
   if (text.length <= maxTokens) return text;
@@ -81,11 +102,7 @@ export function cutToolResult(text: string, maxTokens: number): string {
   if (isLowSurrogate(text.charCodeAt(tailStart))) tailStart++;
   const left = tailStart - headEnd;
   const lines = countLines(text, headEnd, tailStart);
-  const marker =
-    `[... toolproof left out ${left} of this tool result's ${text.length} characters` +
-    ` (${lines} line${lines === 1 ? '' : 's'}) to fit the model's context window;` +
-    ' re-run with a narrower command (grep, head, tail, a line range) to see them ...]';
   const head = text.slice(0, headEnd);
   const sep = head.endsWith('\n') ? '' : '\n';
-  return `${head}${sep}${marker}\n${text.slice(tailStart)}`;
+  return `${head}${sep}${marker(left, text.length, lines)}\n${text.slice(tailStart)}`;
 }

@@ -1,0 +1,59 @@
+/**
+ * protocol/chat-backend-shapes: an assistant turn's `refusal` parts become text parts with the
+ * same words (llama-server's parser answers any part but text, image_url and input_audio with
+ * its 400 "unsupported content[].type"), a `developer` message a system one; anything else is
+ * the same object, and a request with neither is not copied.
+ */
+import { describe, expect, it } from 'vitest';
+import { chatForBackends } from '../../protocol/chat-backend-shapes.js';
+import type { ChatCompletionRequest } from '../../protocol/openai.js';
+
+describe('chatForBackends', () => {
+  it('turns refusal parts into text parts and developer messages into system ones', () => {
+    const user = { role: 'user', content: 'Hi.' };
+    const body = {
+      model: 'm',
+      messages: [
+        { role: 'developer', content: 'Be brief.' },
+        user,
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'Well.' },
+            { type: 'refusal', refusal: 'I cannot help with that.' },
+          ],
+          refusal: null,
+        },
+      ],
+    } as unknown as ChatCompletionRequest;
+    const out = chatForBackends(body)!;
+    expect(out.messages).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      user,
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'Well.' },
+          { type: 'text', text: 'I cannot help with that.' },
+        ],
+        refusal: null,
+      },
+    ]);
+    expect(out.messages[1]).toBe(user);
+    // the client's request is not changed, and the same request gives the same bytes
+    expect((body.messages[0] as { role: string }).role).toBe('developer');
+    expect(JSON.stringify(chatForBackends(body))).toBe(JSON.stringify(out));
+  });
+
+  it('leaves a request without either alone', () => {
+    const body = {
+      model: 'm',
+      messages: [
+        { role: 'system', content: 'S' },
+        { role: 'user', content: [{ type: 'text', text: 'x' }] },
+        { role: 'assistant', content: [{ type: 'text', text: 'y' }] },
+      ],
+    } as unknown as ChatCompletionRequest;
+    expect(chatForBackends(body)).toBeUndefined();
+  });
+});
