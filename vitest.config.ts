@@ -63,7 +63,8 @@ const SLOW = [
   // fixtures through the proxy first: ~40 s of CPU alone (two requests for each of 3,363 cases)
   'tests/e2e/parser-fixtures.test.ts',
   // unlisted until testspeed: the second longest file of a loaded full run (35 s: a child
-  // process of ~14 s of CPU, 180 requests of 600 KB names), started at the 160th second
+  // process of ~14 s of CPU, 180 requests of 600 KB names), started at the 160th second; since
+  // speed9 120 requests, ~10 s of CPU in the child, still among the longest
   'tests/redteam/inspector-hostile-shapes.test.ts',
   // new, unlisted until testwait (so it started after every listed file): ~25 s of a loaded box,
   // a stack and headless Chromium driven with the page's own waits
