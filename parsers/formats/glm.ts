@@ -145,8 +145,8 @@ function parseBody(
   let firstArg = !glued;
   // `NAME</arg_value>` and nothing else: a call without arguments and a stray closing tag
   // (fw-ai-external/python-sdk#119, GLM 5.2), read as `{}` when the tool takes none required
-  if (!glued && (body.startsWith(V_CLOSE, i) || body.startsWith(K_CLOSE, i))) {
-    const after = skipWs(body, i + (body.startsWith(V_CLOSE, i) ? V_CLOSE.length : K_CLOSE.length));
+  if (!glued && body.startsWith(V_CLOSE, i)) {
+    const after = skipWs(body, i + V_CLOSE.length);
     if (after < body.length || !tool || !fitsSchema(args, tool)) return { error: 'stray argument tag' };
     return { calls: [{ name, arguments: args, repairs: ['stray-arg-tag'] }] };
   }
