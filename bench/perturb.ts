@@ -3,14 +3,19 @@
  * schema (tests/parsers/perturb-cases.ts), read whole and streamed at several chunkings.
  * Streamed one character at a time, in fixed sizes, seeded random cuts and cut in two at every
  * position. `npx tsx bench/perturb.ts [-v]`: per format, correct / wrong / miss / content kept / bytes
- * lost / streamed differs; -v lists every wrong, miss, lost and parity case.
+ * lost / streamed differs; -v lists every wrong, miss, lost and parity case; `--set recall8` or
+ * `--set recall9` counts only the cases that session's generator first wrote.
  */
 import { type Classified, classify, generateCases } from '../tests/parsers/perturb-cases.js';
 
 const verbose = process.argv.includes('-v');
+/** `--set recall8` / `--set recall9`: only the cases that session's generator first wrote. */
+const setArg = process.argv.indexOf('--set');
+const only = setArg >= 0 ? process.argv[setArg + 1] : undefined;
 const rows = new Map<string, Record<string, number>>();
 const bad: Classified[] = [];
 for (const c of generateCases()) {
+  if (only !== undefined && c.set !== only) continue;
   const k = classify(c, { everyCut: true });
   const row = rows.get(c.format) ?? {
     cases: 0,

@@ -48,6 +48,14 @@ export function backendHint(f: FamilyParser): string | undefined {
   return undefined;
 }
 
+/** Repairs whose reading is taken only for arguments that fit the declared tool's schema. */
+const SCHEMA_GATED: ReadonlySet<string> = new Set(['args-key', 'escaped-quotes']);
+
+function schemaGated(...lists: (readonly string[] | undefined)[]): string | null {
+  for (const l of lists) for (const r of l ?? []) if (SCHEMA_GATED.has(r)) return r;
+  return null;
+}
+
 /** The safety rules: every call declared and with object arguments, or the envelope is refused. */
 function judgeEnvelope(
   m: EnvelopeMatch,
@@ -74,9 +82,16 @@ function judgeEnvelope(
     // type its values (Qwen3-Coder's `<parameter=limit>5`), so they fit only once typed
     const typed = decodeStructuredStrings(args.value, tools.get(name));
     if (renamed && !fitsSchema(typed ?? args.value, tools.get(name)!)) return undeclared;
-    // arguments under a key no format names (`"args"`, envelope.ts): only when they fit the schema
-    if (c.repairs?.includes('args-key') && !fitsSchema(typed ?? args.value, tools.get(name)!))
-      return { ok: false, outcome: 'rejected', reason: 'arguments under "args" do not fit the schema' };
+    // readings taken only when the arguments fit the schema: arguments under a key no format
+    // names (`"args"`, envelope.ts), quotes escaped outside strings (lenient-json.ts), a last
+    // `}` missing before an end marker or tag rather than at the end of output
+    const gate =
+      schemaGated(c.repairs, args.repairs) ??
+      (m.truncated !== true && [...(c.repairs ?? []), ...args.repairs].includes('missing-brace')
+        ? 'missing-brace before the envelope ends'
+        : null);
+    if (gate !== null && !fitsSchema(typed ?? args.value, tools.get(name)!))
+      return { ok: false, outcome: 'rejected', reason: `${gate}: the arguments do not fit the schema` };
     // canonicalisation (JSON.stringify) recurses and drops prototype-held keys: check first
     const unsafe = unsafeArguments(args.value);
     if (unsafe) return { ok: false, outcome: 'unrecovered', reason: unsafe };

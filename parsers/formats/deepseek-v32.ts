@@ -18,24 +18,34 @@ import type { MatchResult } from '../engine/family.js';
 import { readXmlCalls, type XmlCallSpec } from '../kit/long-tail.js';
 import { type BodyReader, closedEnvelope } from '../kit/envelope.js';
 import { unwrapArgumentsKey } from '../kit/schema-values.js';
+import { slipGate } from '../kit/close-slip.js';
 
 const OPEN = '<｜DSML｜function_calls>';
 const OPEN_V4 = '<｜DSML｜tool_calls>';
 
 /**
+ * The same tags with the bar spelled otherwise, as DeepSeek's output reaches clients whose
+ * tokenizer or gateway renders the special token differently: `｜｜` (two U+FF5C) and `‖`
+ * (U+2016) seen leaking into content (lsdefine/GenericAgent#804, adolfousier/opencrabs#419),
+ * ASCII `|` (the third spelling GenericAgent#804 lists). One bar throughout the block; read
+ * only when every call names a declared tool whose schema its arguments fit (repair `dsml-bar`).
+ */
+const OTHER_BARS = ['｜｜', '‖', '|'];
+
+/**
  * The invoke / parameter reader for one tag namespace (`DSML`; GigaChat 3.5 writes the same
  * body as `GCML`, see gigachat35.ts).
  */
-export function dsmlCalls(ns: string): XmlCallSpec {
+export function dsmlCalls(ns: string, bar = '｜'): XmlCallSpec {
   return {
-    callOpen: `<｜${ns}｜invoke name="`,
+    callOpen: `<${bar}${ns}${bar}invoke name="`,
     callNameEnd: '"',
     callHeadEnd: '>',
-    callClose: `</｜${ns}｜invoke>`,
-    argOpen: `<｜${ns}｜parameter name="`,
+    callClose: `</${bar}${ns}${bar}invoke>`,
+    argOpen: `<${bar}${ns}${bar}parameter name="`,
     argNameEnd: '"',
     argHeadEnd: '>',
-    argClose: `</｜${ns}｜parameter>`,
+    argClose: `</${bar}${ns}${bar}parameter>`,
     valueMode: (attrs) => (attrs.includes('string="false"') ? 'schema-json' : 'schema'),
     jsonArgs: true,
     finishArgs: unwrapArgumentsKey,
@@ -49,13 +59,34 @@ const v32 = closedEnvelope({ open: [OPEN, OPEN_V4], end: '</｜DSML｜function_c
 const v4 = closedEnvelope({ open: [OPEN, OPEN_V4], end: '</｜DSML｜tool_calls>', read });
 const V4_HINT = 'vllm --tool-call-parser deepseek_v4';
 
+/** Per other bar: its two openers and the envelope each opens, read behind the schema gate. */
+const VARIANTS = new Map(
+  OTHER_BARS.flatMap((bar) => {
+    const calls = dsmlCalls('DSML', bar);
+    const open = [`<${bar}DSML${bar}function_calls>`, `<${bar}DSML${bar}tool_calls>`];
+    const gatedRead: BodyReader = (b, ctx, info) => {
+      const r = readXmlCalls(b, calls, ctx);
+      if ('error' in r) return r;
+      if (!slipGate(r.calls, ctx)) return { error: 'DSML with another bar: arguments do not fit' };
+      for (const c of r.calls) c.repairs = [...(c.repairs ?? []), 'dsml-bar'];
+      return info.truncated ? { error: 'DSML with another bar left open' } : r;
+    };
+    return open.map((o, k) => {
+      const end = `</${bar}DSML${bar}${k === 0 ? 'function_calls' : 'tool_calls'}>`;
+      return [o, closedEnvelope({ open: o, end, read: gatedRead })] as const;
+    });
+  }),
+);
+
 export const deepseekV32 = defineFamily({
   name: 'deepseek-v32',
-  markers: [OPEN, OPEN_V4],
+  markers: [OPEN, OPEN_V4, ...VARIANTS.keys()],
   priority: 40,
   backend: { vllm: 'deepseek_v32', llamacpp: 'DeepSeek V3.2', sglang: 'deepseekv32' },
   match(input): MatchResult {
     if (input.marker === OPEN) return v32(input);
+    const variant = VARIANTS.get(input.marker);
+    if (variant) return variant(input);
     const m = v4(input);
     return m && m !== 'need-more' ? { ...m, backendHint: V4_HINT } : m;
   },

@@ -27,6 +27,12 @@ function tokens(bar: string) {
 const FULL = tokens('｜');
 const ASCII = tokens('|');
 
+/**
+ * V3.1: `rest` ends at <｜tool▁call▁end｜> or at the end of output (cut off): either way a last
+ * `}` missing is missing right before an end (missing-brace; the engine takes it before a marker
+ * only for arguments that fit the schema). V3's fenced JSON missing it before the fence's close
+ * stays unread unless cut off (vLLM's test_malformed_input refuses it too).
+ */
 function parseOne(head: string, rest: string, truncated: boolean): ParsedCall | { error: string } {
   const h = head.trim();
   if (h === 'function') {
@@ -39,7 +45,7 @@ function parseOne(head: string, rest: string, truncated: boolean): ParsedCall | 
     return { name, arguments: d.value, ...(d.repairs.length ? { repairs: d.repairs } : {}) };
   }
   if (h === '' || /\s/.test(h)) return { error: 'bad function name' };
-  const d = decodeBody(rest, truncated);
+  const d = decodeBody(rest, true);
   if (!d) return { error: 'arguments are not JSON' };
   return { name: h, arguments: d.value, ...(d.repairs.length ? { repairs: d.repairs } : {}) };
 }

@@ -11,6 +11,12 @@
  * its declared parameters, and the call then fits the schema. Near miss `json-arguments`: the
  * name, then one JSON object (`<tool_call>NAME\n{"k": "v"}</tool_call>`, GLM-4's older
  * `NAME\n{…}` layout in the newer tags), for a declared tool whose schema it fits.
+ * recall9, each for a declared tool whose schema the arguments fit: `doubled-arg-tag` (an
+ * `<arg_key>` or `</arg_key>` written twice, vllm-project/vllm#54971), `tool-call-for-arg-key`
+ * (`<tool_call>` where the first `<arg_key>` belongs, getsigit/sigit#95), `stray-arg-tag`
+ * (`NAME</arg_value>` alone, a call without arguments, fw-ai-external/python-sdk#119). An
+ * argument tag inside a key, or inside a value read past a dropped tag, refuses the call
+ * (exo-explore/exo#2187 saw such markup passed on as arguments).
  */
 import { defineFamily } from '../engine/define.js';
 import type { ParseContext, ParsedCall } from '../types.js';
@@ -26,6 +32,10 @@ const K_CLOSE = '</arg_key>';
 const V_OPEN = '<arg_value>';
 const V_CLOSE = '</arg_value>';
 const IQUEST_OPEN = '<iquestcoder_tool_call>';
+const TAGS = [K_OPEN, K_CLOSE, V_OPEN, V_CLOSE];
+
+/** Does `s` hold one of the argument tags (markup a broken call leaked into a key or a value)? */
+const holdsTag = (s: string) => s.includes('<') && TAGS.some((t) => s.includes(t));
 const IQUEST_CLOSE = '</iquestcoder_tool_call>';
 
 function accept(text: string, bodyStart: number, final: boolean): 'yes' | 'no' | 'need-more' {
@@ -132,18 +142,43 @@ function parseBody(
   const tool = ctx.tools.get(name);
   const args = createArgs();
   const next = seeker(body);
+  let firstArg = !glued;
+  // `NAME</arg_value>` and nothing else: a call without arguments and a stray closing tag
+  // (fw-ai-external/python-sdk#119, GLM 5.2), read as `{}` when the tool takes none required
+  if (!glued && body.startsWith(V_CLOSE, i)) {
+    const after = skipWs(body, i + V_CLOSE.length);
+    if (after < body.length || !tool || !fitsSchema(args, tool)) return { error: 'stray argument tag' };
+    return { calls: [{ name, arguments: args, repairs: ['stray-arg-tag'] }] };
+  }
   while (i < body.length || firstKey !== null) {
     let key: string;
     if (firstKey !== null) {
       key = firstKey;
       firstKey = null;
     } else {
-      if (!body.startsWith(K_OPEN, i)) return { error: 'unexpected text in tool call' };
-      const kEnd = next(K_CLOSE, i + K_OPEN.length);
+      // `<tool_call>` where the first `<arg_key>` belongs (getsigit/sigit#95, GLM)
+      const opener = body.startsWith(K_OPEN, i) ? K_OPEN : firstArg && body.startsWith(OPEN, i) ? OPEN : '';
+      if (opener === '') return { error: 'unexpected text in tool call' };
+      if (opener === OPEN) repairs.add('tool-call-for-arg-key');
+      let kStart = i + opener.length;
+      // a tag written twice (vllm-project/vllm#54971, GLM-4.7): `<arg_key><arg_key>k</arg_key>`,
+      // `<arg_key>k</arg_key></arg_key>`
+      if (body.startsWith(K_OPEN, kStart)) {
+        kStart += K_OPEN.length;
+        repairs.add('doubled-arg-tag');
+      }
+      const kEnd = next(K_CLOSE, kStart);
       if (kEnd < 0) return { error: 'unclosed arg_key' };
-      key = body.slice(i + K_OPEN.length, kEnd).trim();
+      key = body.slice(kStart, kEnd).trim();
       i = skipWs(body, kEnd + K_CLOSE.length);
+      if (body.startsWith(K_CLOSE, i)) {
+        i = skipWs(body, i + K_CLOSE.length);
+        repairs.add('doubled-arg-tag');
+      }
     }
+    firstArg = false;
+    // markup in a key is a broken call, never a parameter's name (exo-explore/exo#2187)
+    if (holdsTag(key)) return { error: 'argument tag in a key' };
     // Two values for one key: which one did the model mean? Leave it as text.
     if (Object.hasOwn(args, key)) return { error: `duplicate argument ${JSON.stringify(key)}` };
     const opened = body.startsWith(V_OPEN, i);
@@ -164,6 +199,9 @@ function parseBody(
     }
     const end = closed ? vEnd : nextKey >= 0 ? nextKey : body.length;
     const raw = body.slice(from, end);
+    // a value read past a dropped tag that holds another argument tag: the break is elsewhere
+    // (`<arg_key>k</arg_key>=<arg_value>v`, `<arg_value>v</arg_key>`), no one reading is sure
+    if ((!opened || !closed) && holdsTag(raw)) return { error: 'argument tag in a repaired value' };
     args[key] = coerceParamValue(opened && closed ? raw : raw.trim(), paramSchema(tool, key), {
       untyped: 'json',
     });

@@ -64,8 +64,10 @@ function recipientCall(
   truncated: boolean,
   ctx?: ParseContext,
   bodyAt?: number,
+  closed = false,
 ): EnvelopeMatch {
-  const d = decodeBody(body, truncated);
+  // `closed`: a terminator ended the body, so a last `}` missing is missing right before it
+  const d = decodeBody(body, truncated || closed);
   // a built-in recipient (browser.search, python) keeps its dotted name: the safety rules reject it whole
   if (!recipient.startsWith('functions.'))
     return { end, calls: [{ name: recipient, arguments: d?.value ?? body }] };
@@ -194,7 +196,7 @@ function flattened({ text, start, marker, final, find }: MatchInput): MatchResul
   const recipient = recipientOf(text.slice(start, head)) ?? '';
   if (recipient === '') return { end: stop, calls: [], error: 'no recipient' };
   const end = close < 0 ? text.length : close + TOOL_CALL_CLOSE.length;
-  return recipientCall(recipient, text.slice(head, stop), end, close < 0);
+  return recipientCall(recipient, text.slice(head, stop), end, close < 0, undefined, undefined, close >= 0);
 }
 
 export const gptOss = defineFamily({
@@ -241,7 +243,8 @@ export const gptOss = defineFamily({
     const channel = channelText.trim().split(/\s+/)[0] ?? '';
     const recipient = recipientOf(header);
     const truncated = !be;
-    if (recipient !== undefined) return recipientCall(recipient, body, end, truncated, input.ctx, bodyStart);
+    if (recipient !== undefined)
+      return recipientCall(recipient, body, end, truncated, input.ctx, bodyStart, (be?.len ?? 0) > 0);
     if (channel === 'analysis') return { end, calls: [], reasoning: body, control: true };
     return { end, calls: [], content: body, control: true };
   },

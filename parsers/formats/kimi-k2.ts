@@ -43,11 +43,13 @@ function nameFromId(id: string, ctx: ParseContext, args: unknown): string {
 function readCall(
   head: string,
   args: string,
-  truncated: boolean,
+  _truncated: boolean,
   ctx: ParseContext,
 ): ParsedCall | { error: string } {
   const id = head.trim();
-  const d = decodeBody(args, truncated);
+  // not cut off, the arguments ended at <|tool_call_end|>: a last `}` missing is missing right
+  // before it (missing-brace, schema-gated by the engine)
+  const d = decodeBody(args, true);
   if (!d) return { error: 'arguments are not JSON' };
   const name = nameFromId(id, ctx, d.value);
   if (name === '') return { error: 'no function name' };

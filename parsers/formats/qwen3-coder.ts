@@ -101,7 +101,9 @@ function readParameters(
   const tool = ctx.tools.get(name);
   let i = skipWs(inner, 0);
   if (inner[i] === '{' || inner.startsWith('```', i)) {
-    const d = decodeBody(inner, truncated);
+    // ended at </function> or at the end of output: a last `}` missing is missing right before
+    // an end (missing-brace; the engine takes it before a tag only for arguments that fit)
+    const d = decodeBody(inner, true);
     if (!d) return { error: 'function body is not JSON' };
     return { name, arguments: d.value, ...(d.repairs.length ? { repairs: d.repairs } : {}) };
   }

@@ -7,9 +7,10 @@
  * question for every start in one walk, resumed as later starts are asked for.
  *
  * Why one walk can serve every start: a scan's state at a position is its quote state (outside a
- * string, inside one, or right after a backslash inside one) and its depth. Two scans in the same
+ * string, inside one, or right after a backslash inside one, and the few states of a string
+escaped once too often outside any string) and its depth. Two scans in the same
  * quote state at the same position read the rest of the text the same way, their depths moving
- * together. So the walk keeps one lane per quote state, at most three, each with one depth counter
+ * together. So the walk keeps one lane per quote state, at most eight, each with one depth counter
  * shared by every scan in it; lanes that reach the same state merge. A bracket read outside a
  * string is a start (each scan from it is a new one in that lane, whatever other scans do), kept
  * at the lane's depth; it ends where the lane's depth next falls back to that level. A bracket
@@ -17,7 +18,7 @@
  * smaller lane's open starts into the larger one, so a start moves at most log(n) times.
  *
  * The ends are exactly scanJsonValue's for a '{' or '[' start (strings with backslash escapes,
- * bracket kinds not matched, depth counted): a property test checks it against scanJsonValue.
+ * a string escaped once too often outside any string, bracket kinds not matched, depth counted): a property test checks it against scanJsonValue.
  */
 
 import { MAX_NESTING } from './json-scan.js';
@@ -25,6 +26,16 @@ import { MAX_NESTING } from './json-scan.js';
 const OUT = 0;
 const IN = 1;
 const ESC = 2;
+/**
+ * A backslash outside any string (json-scan.ts escapedStringEnd): right after it; inside the
+ * `\"…\"` string it opens; after a backslash there; after `\\` there (the next character is
+ * escaped too, and one more after it when it is a backslash); that one more.
+ */
+const OUT_BS = 3;
+const EIN = 4;
+const EIN_BS = 5;
+const EIN_BS2 = 6;
+const EIN_SKIP = 7;
 
 interface Lane {
   state: number;
@@ -122,8 +133,8 @@ export class JsonEnds {
       for (const lane of this.lanes) {
         if (lane.state === OUT) {
           outside = true;
-          if (c === 0x22) {
-            lane.state = IN;
+          if (c === 0x22 || c === 0x5c) {
+            lane.state = c === 0x22 ? IN : OUT_BS;
             changed = true;
           } else if (bracket) {
             push(lane, i);
@@ -143,8 +154,11 @@ export class JsonEnds {
             lane.state = c === 0x22 ? OUT : ESC;
             changed = true;
           }
-        } else {
+        } else if (lane.state === ESC) {
           lane.state = IN;
+          changed = true;
+        } else if (lane.state !== EIN || c === 0x5c) {
+          lane.state = escapedNext(lane.state, c);
           changed = true;
         }
       }
@@ -171,6 +185,22 @@ export class JsonEnds {
       else kept[same] = merge(kept[same]!, lane);
     }
     this.lanes = kept;
+  }
+}
+
+/** The state after reading c in one of the escaped-string states (scanFrom's escapedStringEnd). */
+function escapedNext(state: number, c: number): number {
+  switch (state) {
+    case OUT_BS:
+      return c === 0x22 ? EIN : OUT;
+    case EIN:
+      return c === 0x5c ? EIN_BS : EIN;
+    case EIN_BS:
+      return c === 0x22 ? OUT : c === 0x5c ? EIN_BS2 : EIN;
+    case EIN_BS2:
+      return c === 0x5c ? EIN_SKIP : EIN;
+    default:
+      return EIN;
   }
 }
 

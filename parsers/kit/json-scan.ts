@@ -84,13 +84,41 @@ function scanFrom(
         if (text.startsWith(stop, i)) return { end: -1, depth, inString: false, stoppedAt: i };
     }
     if (c === 0x22 || (singleQuotes && c === 0x27)) quote = c;
-    else if (c === 0x7b || c === 0x5b || (singleQuotes && c === 0x28)) depth++;
+    else if (c === 0x5c) {
+      // no meaning in JSON outside a string: `{\"path\": \"a}\"}` is a value escaped once too
+      // often (lenient-json.ts unescapeOutsideStrings), its strings delimited by `\"`
+      const e = escapedStringEnd(text, i);
+      if (e < 0) return { end: -1, depth, inString: true };
+      i = e - 1;
+    } else if (c === 0x7b || c === 0x5b || (singleQuotes && c === 0x28)) depth++;
     else if (c === 0x7d || c === 0x5d || (singleQuotes && c === 0x29)) {
       depth--;
       if (depth <= 0) return { end: i + 1, depth: 0, inString: false };
     }
   }
   return { end: -1, depth, inString: quote !== 0 };
+}
+
+/**
+ * Index after what a backslash outside any string at i spells: `\"…\"`, a string escaped once
+ * too often (inside it `\\\"` and `\\\\` are its own escapes, `\\n` and the like one character);
+ * any other escape, its two characters. -1 when the text ends inside such a string.
+ */
+function escapedStringEnd(text: string, i: number): number {
+  if (text.charCodeAt(i + 1) !== 0x22) return Math.min(i + 2, text.length);
+  let j = i + 2;
+  while (j < text.length) {
+    if (text.charCodeAt(j) !== 0x5c) {
+      j++;
+      continue;
+    }
+    const e = text.charCodeAt(j + 1);
+    if (e === 0x22) return j + 2;
+    // `\\` is a backslash the string escapes with: the character after it is escaped too
+    if (e === 0x5c) j += text.charCodeAt(j + 2) === 0x5c ? 4 : 3;
+    else j += 2;
+  }
+  return -1;
 }
 
 /**

@@ -28,6 +28,8 @@ export interface PerturbCase {
   calls: { name: string; arguments: JsonObject }[];
   /** The prose around the calls: the content once they are read (blanks aside). */
   prose: string;
+  /** Which session's generator first wrote the case ('recall9' for the shapes added then). */
+  set: 'recall8' | 'recall9';
 }
 
 const TOOLS: DeclaredTool[] = [
@@ -286,6 +288,22 @@ const FORMATS: Format[] = [
     write: (n, _a, t) => ({ open: '```json\n', body: `{"name": "${n}", "arguments": ${t}}`, close: '\n```' }),
   },
   {
+    // DeepSeek V3.2 DSML (added by recall9, for its bar variants below)
+    name: 'deepseek-v32',
+    json: false,
+    marked: true,
+    write: (n, a) => ({
+      open: `<｜DSML｜function_calls>\n<｜DSML｜invoke name="${n}">\n`,
+      body: Object.entries(a)
+        .map(
+          ([k, v]) =>
+            `<｜DSML｜parameter name="${k}" string="${typeof v === 'string'}">${xmlValue(v)}</｜DSML｜parameter>\n`,
+        )
+        .join(''),
+      close: '</｜DSML｜invoke>\n</｜DSML｜function_calls>',
+    }),
+  },
+  {
     name: 'improvised-pythonic',
     json: false,
     marked: false,
@@ -373,6 +391,7 @@ export function generateCases(): PerturbCase[] {
     // seed 001: the JSON followed by a stray closing fence, no opening one
     if (!f.marked && f.name !== 'fence') add(f, 'stray-fence-close', tool, `${json}\n\`\`\``, 'call', call);
   };
+  let set: PerturbCase['set'] = 'recall8';
   const add = (
     f: Format,
     perturbation: string,
@@ -392,9 +411,71 @@ export function generateCases(): PerturbCase[] {
       truth,
       calls,
       prose,
+      set,
     });
+  /**
+   * recall9: near misses from real output the generator did not write (source beside each), each
+   * with the negatives that must stay text: the same slip for an undeclared tool, with arguments
+   * that fit no schema, and shown in a fenced block an explanation goes on past.
+   */
+  const addRecall9 = (f: Format, tool: string, plain: Written, call: PerturbCase['calls']) => {
+    const args = ARGS[tool] as JsonObject;
+    const slips: [string, (w: Written) => string][] = [];
+    if (f.json && plain.body.includes('{"name": ')) {
+      // the whole call object escaped once too often (langchain-ai/langchain-gradient#31 saw the
+      // arguments so; the object around them too is the same slip one level up)
+      slips.push(['over-escaped-call', (w) => w.open + JSON.stringify(w.body).slice(1, -1) + w.close]);
+    }
+    if (f.name === 'glm') {
+      // vllm-project/vllm#54971 (GLM-4.7): an argument tag written twice
+      slips.push(['doubled-key-close', (w) => whole(w).replaceAll('</arg_key>', '</arg_key></arg_key>')]);
+      slips.push(['doubled-key-open', (w) => whole(w).replaceAll('<arg_key>', '<arg_key><arg_key>')]);
+      // getsigit/sigit#95 (GLM): `<tool_call>` where the first `<arg_key>` belongs
+      slips.push(['tool-call-for-arg-key', (w) => whole(w).replace('\n<arg_key>', '<tool_call>')]);
+    }
+    if (f.name === 'deepseek-v32') {
+      // lsdefine/GenericAgent#804, adolfousier/opencrabs#419: the DSML bar spelled otherwise
+      for (const [what, bar] of [
+        ['dsml-double-bar', '｜｜'],
+        ['dsml-u2016-bar', '‖'],
+        ['dsml-ascii-bar', '|'],
+      ] as const)
+        slips.push([what, (w) => whole(w).replaceAll('｜DSML｜', `${bar}DSML${bar}`)]);
+    }
+    const spell = (name: string, a: JsonObject) => f.write(name, a, spellArgs(a, 'json'));
+    for (const [what, slip] of slips) {
+      add(f, what, tool, slip(plain), 'call', call);
+      add(f, `${what}-undeclared`, tool, slip(spell('delete_files', args)), 'content', []);
+      add(f, `${what}-misfit`, tool, slip(spell(tool, { nope: 'x' })), 'content', []);
+      add(
+        f,
+        `${what}-fenced-sample`,
+        tool,
+        `A call looks like this:\n\n\`\`\`\n${slip(plain)}\n\`\`\`\n\nThe server reads it for you.`,
+        'content',
+        [],
+      );
+    }
+    if (f.marked) {
+      // NousResearch/hermes-agent#83379 (qwen-35b-a3b under llama-server): after the call the
+      // model writes the tool's output itself and goes on; the call is read, the made-up output
+      // stays content byte for byte
+      const fake = '<tool_response>\n{"ok": true}\n</tool_response>\nThe file is empty.';
+      add(f, 'fabricated-response', tool, `${whole(plain)}\n${fake}`, 'call', call, false, fake);
+      // prose that names the tool is no call
+      add(
+        f,
+        'prose-mentions-tool',
+        tool,
+        `I could use ${tool} for that, but the answer is already above.`,
+        'content',
+        [],
+      );
+    }
+  };
 
   for (const f of FORMATS) {
+    set = f.name === 'deepseek-v32' ? 'recall9' : 'recall8';
     for (const tool of Object.keys(ARGS)) {
       const args = ARGS[tool] as JsonObject;
       const call = [{ name: tool, arguments: args }];
@@ -421,6 +502,9 @@ export function generateCases(): PerturbCase[] {
         add(f, 'quoted-number', tool, whole(f.write(tool, { ...args, limit: '5' }, '')), 'call', call);
       }
       addUnseen(f, tool, plain, w, call);
+      set = 'recall9';
+      addRecall9(f, tool, plain, call);
+      set = f.name === 'deepseek-v32' ? 'recall9' : 'recall8';
       for (const [what, rename] of renamed) {
         if (f.name === 'kimi-k2' || f.name === 'gpt-oss') {
           if (what.startsWith('name-prefix')) continue;
