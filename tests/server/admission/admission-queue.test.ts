@@ -383,7 +383,7 @@ describe('budget', () => {
         }
         return q.gate.load;
       };
-      const s = measureScaling(make, run, { from: 256, max: 1 << 11 });
+      const s = measureScaling(make, run, { from: 1024, max: 1 << 12 });
       expect(withinBudget(s, 5).time, JSON.stringify(s)).toBe(true);
     },
     60_000,
