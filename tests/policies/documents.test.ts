@@ -194,10 +194,12 @@ describe('documents that each fit and together overflow a known window', () => {
   });
 
   it('costs about linear time and memory over the messages (x4 input, at most ~x4)', () => {
-    // n characters of documents: one report a message, refused (every document held to its share).
+    // n characters of documents: one report a message, before a refusal (the prompt's bytes
+    // counted) and after one (every document held to its share).
     const make = (n: number) =>
       Array.from({ length: Math.max(1, Math.round(n / 12_000)) }, (_, i) => user([i % 12]));
-    const s = measureScaling(make, (messages) => send(messages, true), { from: 24_000, max: 1 << 21 });
+    const both = (messages: unknown[]) => [send(messages, false), send(messages, true)];
+    const s = measureScaling(make, both, { from: 24_000, max: 1 << 21 });
     expect(withinBudget(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
   });
 });
