@@ -256,7 +256,8 @@ export interface RefusedFacts {
 /**
  * The fact (RefusedFacts.now) that the backend refused this request's prompt for being over its
  * model's window: the attempt loop prepares the request again with it, once (a policy that can
- * shorten the prompt does; tool-result-cap cuts the older results), and never remembers it: the
+ * shorten the prompt does; tool-result-cap cuts the older results, documents each document
+ * to its message's share), and never remembers it: the
  * next turn's prompt is judged on its own.
  */
 export const PROMPT_OVER_WINDOW = 'prompt-over-window';

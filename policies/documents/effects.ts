@@ -6,7 +6,8 @@ export const DOCUMENTS_POLICY = 'documents';
 
 /**
  * `document-text`: its text went upstream; `document-cut`: its text went upstream cut to a quarter
- * of a window it would not fit; `document-note`: a one-line note saying why not.
+ * of a window it would not fit, or to its share of a window the prompt was known over;
+ * `document-note`: a one-line note saying why not.
  */
 export type DocumentsKind = 'document-text' | 'document-cut' | 'document-note';
 

@@ -7,13 +7,25 @@
  * at all is cut to its head and tail, a quarter of the window, from its own text only (the same
  * bytes every turn). PDFs are extracted by the server off the event
  * loop before this runs (server/documents/) and handed over as PolicyContext.documents.
+ *
+ * Documents that each fit and together overflow a known window (three 12-page PDFs in one turn
+ * of an 8k window): once the prompt is known over the window, the two ways tool-result-cap knows
+ * it (the backend refused this prompt for its length, PROMPT_OVER_WINDOW; or its bytes are past
+ * CERTAIN_BYTES_PER_TOKEN a token of the window, kit/prompt-bytes.ts), every read document is held
+ * to its share: a quarter of the window split equally among the documents of its own message.
+ * The share is a function of the message and the window only, so a document cut on one turn is
+ * the same bytes on every later turn (the client sends it whole again, the prompt stays over, and
+ * it is cut the same way); the prompt changes once, the first turn it is known over, from the
+ * first document past its share (docs/prefix.md, exception 10).
  */
 import { REQUEST_DOCUMENTS_MAX_CHARS } from '../../protocol/document-text.js';
 import { fileFields } from '../../protocol/file-part.js';
 import { EffectTally } from '../kit/effects.js';
 import { rewriteParts } from '../kit/content-parts.js';
 import { cutText, documentMarker, estimateTokens } from '../kit/cut.js';
-import type { Policy } from '../types.js';
+import type { ChatMessage, ContentPart } from '../../protocol/openai.js';
+import { BYTES_PER_TOKEN, CERTAIN_BYTES_PER_TOKEN, jsonBytes, messageBytes } from '../kit/prompt-bytes.js';
+import { type Policy, PROMPT_OVER_WINDOW } from '../types.js';
 import {
   DOCUMENTS_POLICY,
   type DocumentsEffect,
@@ -29,29 +41,90 @@ export const documentsPolicy: Policy<DocumentsEffect> = {
   describeEffect: describeDocumentsEffect,
   onRequest(request, ctx) {
     if (!Array.isArray(request.messages)) return { action: 'continue', request, effects: [] };
-    const tally = new EffectTally<typeof DOCUMENTS_POLICY, DocumentsKind>(DOCUMENTS_POLICY);
+    const window = ctx.settings.contextWindow;
+    // Each document in order: a note (null), or its text as rendered and as sent.
+    const docs: Array<{ whole: string; sent: string } | null> = [];
     // What the request's documents may still add, in order: the same request reads the same ones.
     let room = REQUEST_DOCUMENTS_MAX_CHARS;
+    // The read ones by their part (whole, or cut by itself), for the second pass.
+    const read = new Map<ContentPart, { whole: string; sent: string }>();
     const messages = rewriteParts(request.messages, (part) => {
       if (part.type !== 'file') return part;
       const rendered = renderDocument(fileFields(part) ?? {}, ctx.documents, room);
       if (!rendered.read) {
-        tally.add('document-note');
+        docs.push(null);
         return { type: 'text', text: rendered.text };
       }
       room -= rendered.text.length;
       // A document the known window cannot hold at all (its text estimated over the whole
       // window): its head and tail, a quarter of the window, as a tool result's backstop cut.
       // Whole, the backend refused every later turn, the agent's compaction request too.
-      const window = ctx.settings.contextWindow;
-      const text =
-        window > 0 && rendered.text.length > window && estimateTokens(rendered.text) > window
-          ? cutText(rendered.text, Math.max(1, Math.floor(window / 4)), documentMarker)
-          : rendered.text;
-      tally.add(text === rendered.text ? 'document-text' : 'document-cut');
-      return { type: 'text', text };
+      const whole = rendered.text;
+      const sent =
+        window > 0 && whole.length > window && estimateTokens(whole) > window
+          ? cutText(whole, quarter(window), documentMarker)
+          : whole;
+      const doc = { whole, sent };
+      read.set(part, doc);
+      docs.push(doc);
+      return { type: 'text', text: sent };
     });
     if (!messages) return { action: 'continue', request, effects: [] };
-    return { action: 'continue', request: { ...request, messages }, effects: tally.toEffects() };
+    // Documents that together overflow the window: each held to its message's share, once the
+    // prompt is known over it. The same parts again, from what the first pass rendered.
+    const over = read.size > 0 && window > 0 && overWindow(request.tools, messages, window, ctx.refused?.now);
+    const out = over
+      ? rewriteParts(request.messages, (part, m) => {
+          const doc = read.get(part);
+          if (!doc) return part;
+          doc.sent = cutText(
+            doc.whole,
+            Math.max(1, Math.floor(quarter(window) / documentsIn(m))),
+            documentMarker,
+          );
+          return { type: 'text', text: doc.sent };
+        })
+      : messages;
+    const tally = new EffectTally<typeof DOCUMENTS_POLICY, DocumentsKind>(DOCUMENTS_POLICY);
+    for (const doc of docs)
+      tally.add(doc === null ? 'document-note' : doc.sent === doc.whole ? 'document-text' : 'document-cut');
+    return {
+      action: 'continue',
+      request: { ...request, messages: out ?? messages },
+      effects: tally.toEffects(),
+    };
   },
 };
+
+const quarter = (window: number): number => Math.max(1, Math.floor(window / 4));
+
+/** The `file` parts of `m`: its documents split their share of the window. */
+function documentsIn(m: ChatMessage): number {
+  let n = 0;
+  if (Array.isArray(m.content)) for (const p of m.content) if (p?.type === 'file') n++;
+  return Math.max(1, n);
+}
+
+/**
+ * Whether the prompt (the documents rendered) is known over `window` tokens: the backend refused
+ * it for its length, or its bytes are past CERTAIN_BYTES_PER_TOKEN a token of the window. A tool
+ * message counts at most BYTES_PER_TOKEN a token of the window: a result past that is estimated
+ * over the window and cut by itself (tool-result-cap) before the prompt goes.
+ */
+function overWindow(
+  tools: unknown,
+  messages: readonly ChatMessage[],
+  window: number,
+  refused: ReadonlySet<string> | undefined,
+): boolean {
+  if (refused?.has(PROMPT_OVER_WINDOW)) return true;
+  const limit = window * CERTAIN_BYTES_PER_TOKEN;
+  let total = tools === undefined ? 0 : jsonBytes(tools);
+  for (let i = 0; i < messages.length && total <= limit; i++) {
+    const m = messages[i];
+    if (!m) continue;
+    const n = messageBytes(m);
+    total += m.role === 'tool' ? Math.min(n, window * BYTES_PER_TOKEN) : n;
+  }
+  return total > limit;
+}

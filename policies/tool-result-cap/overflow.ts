@@ -32,17 +32,7 @@
  * backend's refusal is relayed, as before.
  */
 import type { ChatCompletionRequest, ChatMessage } from '../../protocol/openai.js';
-
-/** What each message costs beside its text (role, the template's markers), in bytes. */
-const MESSAGE_OVERHEAD = 12;
-/** UTF-8 bytes a token, for the prompt as a whole (as kit/cut.ts counts printable ASCII). */
-const BYTES_PER_TOKEN = 3;
-
-/**
- * Bytes a token no tokenizer reaches over a whole prompt of real text: past this many bytes a
- * token of the window, the prompt is over it whatever its tokenizer.
- */
-const CERTAIN_BYTES_PER_TOKEN = 6;
+import { BYTES_PER_TOKEN, CERTAIN_BYTES_PER_TOKEN, jsonBytes, messageBytes } from '../kit/prompt-bytes.js';
 
 /** The tokens an older result keeps when cut: a sixty-fourth of the window, within these bounds. */
 const KEEP_MIN = 64;
@@ -51,55 +41,6 @@ const KEEP_MAX = 1024;
 /** What an older result is cut to in a window of `window` tokens. */
 export function keptTokens(window: number): number {
   return Math.min(KEEP_MAX, Math.max(KEEP_MIN, Math.floor(window / 64)));
-}
-
-/**
- * `text`'s UTF-8 bytes. Counted natively: this runs over the whole prompt of every request of a
- * model whose window is known (kit/cut.ts's per-character estimate took ~440 µs for 150 KB, this
- * ~25 µs). A NUL costs a third of a token here, a whole one in kit/cut.ts: a dense result over the
- * window is cut by itself (index.ts) before this counts it.
- */
-const bytes = (text: string): number => Buffer.byteLength(text, 'utf8');
-
-/** `m`'s bytes of text and the overhead (images and audio are not counted). */
-function bytesOf(m: ChatMessage): number {
-  let n = MESSAGE_OVERHEAD;
-  const content = m.content;
-  if (typeof content === 'string') n += bytes(content);
-  else if (Array.isArray(content))
-    for (const p of content) if (p?.type === 'text' && typeof p.text === 'string') n += bytes(p.text);
-  if (typeof m.reasoning_content === 'string') n += bytes(m.reasoning_content);
-  if (Array.isArray(m.tool_calls))
-    for (const c of m.tool_calls) {
-      const f = c?.function;
-      if (typeof f?.name === 'string') n += bytes(f.name);
-      if (typeof f?.arguments === 'string') n += bytes(f.arguments);
-    }
-  return n;
-}
-
-/**
- * About the bytes of `value` as JSON, without serializing it (the tools of an agent are tens of
- * kilobytes on every request): strings by their bytes, keys by their length, 2 bytes of
- * punctuation a value.
- * Walked with a stack of its own, however deep the client nested it.
- */
-function jsonBytes(value: unknown): number {
-  let n = 0;
-  const stack: unknown[] = [value];
-  while (stack.length > 0) {
-    const v = stack.pop();
-    n += 2;
-    if (typeof v === 'string') n += bytes(v);
-    else if (typeof v === 'number' || typeof v === 'boolean') n += 4;
-    else if (Array.isArray(v)) for (const e of v) stack.push(e);
-    else if (v !== null && typeof v === 'object')
-      for (const k of Object.keys(v)) {
-        n += k.length; // keys are names: counted by their UTF-16 units, cheaper than their bytes
-        stack.push((v as Record<string, unknown>)[k]);
-      }
-  }
-  return n;
 }
 
 /**
@@ -116,7 +57,7 @@ export function resultsToCut(
   refused = false,
 ): number[] {
   if (!messages.some((m) => m?.role === 'tool')) return [];
-  const sizes = messages.map((m) => (m ? bytesOf(m) : 0));
+  const sizes = messages.map((m) => (m ? messageBytes(m) : 0));
   const start = request.tools === undefined ? 0 : jsonBytes(request.tools);
   const total = sizes.reduce((a, b) => a + b, start);
   if (!refused && total <= window * CERTAIN_BYTES_PER_TOKEN) return [];

@@ -376,7 +376,7 @@ function tooLongStill(call: ChatCall, error: ToolproofError): ToolproofError {
   return new ToolproofError(error.code, {
     status: error.status,
     param: error.param ?? 'messages',
-    message: `${error.message} toolproof cut the tool results this window cannot hold; the conversation is still too long for it: shorten or compact it.`,
+    message: `${error.message} toolproof cut the tool results and documents this window cannot hold; the conversation is still too long for it: shorten or compact it.`,
     ...(error.detail ? { detail: error.detail } : {}),
   });
 }

@@ -13,7 +13,8 @@
  * Then a compaction request (a last user turn forbidding tools, with the tools declared or none)
  * carrying every shape of its door at once, and a session over an 8k window with an image and a
  * PDF in the user turn and in each of its six tool results (the cut part), the window known or
- * learnt from the backend's refusal.
+ * learnt from the backend's refusal; a PDF larger than that window, and three that each fit it
+ * and together overflow it.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -1341,4 +1342,84 @@ describe.each(SMALL)('a PDF larger than the window in the first turn: $name', (b
       }
     expect(fails).toEqual([]);
   }, 300_000);
+});
+
+/** Three reports of 12 pages of 25 lines: ~2,800 tokens each (the window holds one), 8,514 together with the turn. */
+const REPORTS = [0, 1, 2].map((r) =>
+  textPdf(
+    Array.from({ length: 12 }, (_, p) =>
+      Array.from({ length: 25 }, (_, l) => `report ${r} page ${p} line ${l}: figures up`).join('\n'),
+    ),
+  ).toString('base64'),
+);
+
+/** The first user turn: the three reports and a question. */
+function threeDocuments(door: DoorName): Obj {
+  const name = (r: number) => `report${r}.pdf`;
+  if (door === 'chat')
+    return chatUser([
+      ...REPORTS.map((d, r) => ({
+        type: 'file',
+        file: { filename: name(r), file_data: `data:application/pdf;base64,${d}` },
+      })),
+      { type: 'text', text: 'Compare them.' },
+    ]);
+  if (door === 'responses')
+    return respUser([
+      ...REPORTS.map((d, r) => ({
+        type: 'input_file',
+        filename: name(r),
+        file_data: `data:application/pdf;base64,${d}`,
+      })),
+      { type: 'input_text', text: 'Compare them.' },
+    ]);
+  return msgUser([
+    ...REPORTS.map((d, r) => ({
+      type: 'document',
+      title: name(r),
+      source: { type: 'base64', media_type: 'application/pdf', data: d },
+    })),
+    { type: 'text', text: 'Compare them.' },
+  ]);
+}
+
+// Documents that each fit the window and together overflow it: before, every turn was refused for
+// its length (Messages: "prompt is too long: 8514 tokens > 8192 maximum"), the compaction request too.
+describe.each(SMALL)('three PDFs that together overflow the window in the first turn: $name', (backend) => {
+  let stack: Stack;
+  let anthropic: Anthropic;
+  beforeAll(async () => {
+    stack = await startStack({ sim: backend.sim as never, file: backend.file as never });
+    anthropic = new Anthropic({ baseURL: stack.origin, apiKey: 'x', maxRetries: 0, timeout: 60_000 });
+  });
+  afterAll(() => stack.close());
+
+  it('answers three turns on every door, streamed and not, each extending the first, and the compaction request', async () => {
+    const fails: string[] = [];
+    for (const door of ['chat', 'responses', 'messages'] as const)
+      for (const stream of [false, true]) {
+        const shape: Shape = {
+          door,
+          name: 'three PDFs',
+          history: [threeDocuments(door)],
+          expect: [
+            '[document: report0.pdf (PDF, 12 pages',
+            "of this document's",
+            '[end of document: report2.pdf]',
+          ],
+        };
+        for (const f of await session(stack, anthropic, backend, shape, stream))
+          fails.push(`${door} ${stream ? 'streamed' : 'plain'} | ${f}`);
+      }
+    expect(fails).toEqual([]);
+    // The agent's compaction request carries the same documents: answered too.
+    const summary = await stack.client.chat.completions.create({
+      model: 'sim',
+      messages: [
+        threeDocuments('chat'),
+        { role: 'user', content: 'Summarize the conversation so far.' },
+      ] as never,
+    });
+    expect(summary.choices[0]?.message.content).toBeTruthy();
+  }, 120_000);
 });

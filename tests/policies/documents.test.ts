@@ -5,6 +5,8 @@ import {
   REQUEST_DOCUMENTS_MAX_CHARS,
 } from '../../protocol/document-text.js';
 import { documentsPolicy } from '../../policies/documents/index.js';
+import { PROMPT_OVER_WINDOW } from '../../policies/types.js';
+import { measureScaling, withinBudget } from '../support/cost-scaling.js';
 import { ctxWith } from './helpers.js';
 
 const pdfUrl = 'data:application/pdf;base64,JVBERi0xLjQK';
@@ -117,5 +119,87 @@ describe('documents', () => {
       {},
     );
     expect(String(text(mixed)).match(/\[document: /g)).toHaveLength(9);
+  });
+});
+
+describe('documents that each fit and together overflow a known window', () => {
+  const WINDOW = 8192;
+  /** 12 pages, 8,329 characters: ~2,800 tokens estimated, the window holds one. */
+  const report = (r: number): DocumentText => ({
+    kind: 'text',
+    pages: 12,
+    text: Array.from({ length: 12 }, (_, p) =>
+      Array.from({ length: 25 }, (_, l) => `report ${r} page ${p} line ${l}: up`).join('\n'),
+    ),
+    truncated: false,
+  });
+  const url = (r: number) => `data:application/pdf;base64,JVBERi0xLjQK${'A'.repeat(4 * (r + 1))}`;
+  const docs: Record<string, DocumentText> = Object.fromEntries(
+    Array.from({ length: 12 }, (_, r) => [url(r), report(r)]),
+  );
+  const user = (rs: number[]) => ({
+    role: 'user',
+    content: [
+      ...rs.map((r) => ({ type: 'file', file: { filename: `r${r}.pdf`, file_data: url(r) } })),
+      { type: 'text', text: 'Compare them.' },
+    ] as never,
+  });
+  const ctx = (refused: boolean) =>
+    ctxWith(
+      {
+        documents: (d) => docs[d],
+        ...(refused
+          ? { refused: { now: new Set([PROMPT_OVER_WINDOW]), remembered: new Set<string>() } }
+          : {}),
+      },
+      { contextWindow: WINDOW },
+    );
+  const send = (messages: unknown[], refused: boolean) => {
+    const req = { model: 'm', messages } as never;
+    const d = documentsPolicy.onRequest!(req, ctx(refused), req);
+    if (d.action !== 'continue') throw new Error('continue expected');
+    return d;
+  };
+
+  it("once the prompt is known over the window, each is cut to its message's share; the same bytes on later turns", () => {
+    const turn1 = [user([0, 1, 2])];
+    // Not known over (~25,000 bytes, under 6 a token of the window): whole, to let the backend judge.
+    expect(send(turn1, false).effects).toEqual([{ policy: 'documents', kind: 'document-text', count: 3 }]);
+    // Refused for its length: each cut to a third of a quarter of the window, with the note.
+    const cut = send(turn1, true);
+    expect(cut.effects).toEqual([{ policy: 'documents', kind: 'document-cut', count: 3 }]);
+    const parts = String(cut.request.messages[0]!.content).split('\n\n');
+    expect(parts).toHaveLength(4);
+    for (const [r, part] of parts.slice(0, 3).entries()) {
+      expect(part.startsWith(`[document: r${r}.pdf (PDF, 12 pages`)).toBe(true);
+      expect(part).toContain("of this document's");
+      expect(part.endsWith(`[end of document: r${r}.pdf]`)).toBe(true);
+      expect(part.length).toBeLessThan(Math.floor(WINDOW / 4 / 3) * 3 + 300);
+    }
+    // Later turns: the first message the same bytes, refused again or not yet.
+    const turn3 = [
+      ...turn1,
+      { role: 'assistant', content: 'ok' },
+      user([3]),
+      { role: 'assistant', content: 'ok' },
+    ];
+    expect(send(turn3, true).request.messages[0]).toEqual(cut.request.messages[0]);
+    // Past 6 bytes a token of the window (~50,000 bytes), over whatever the tokenizer: cut ahead,
+    // the same bytes as after a refusal.
+    const far = [user([0, 1, 2]), { role: 'assistant', content: 'ok' }, user([4, 5, 6])];
+    const ahead = send(far, false);
+    expect(ahead.effects).toEqual([{ policy: 'documents', kind: 'document-cut', count: 6 }]);
+    expect(ahead.request.messages).toEqual(send(far, true).request.messages);
+    expect(ahead.request.messages[0]).toEqual(cut.request.messages[0]);
+  });
+
+  it('costs about linear time and memory over the messages (x4 input, at most ~x4)', () => {
+    // n characters of documents: one report a message, before a refusal (the prompt's bytes
+    // counted) and after one (every document held to its share).
+    const make = (n: number) =>
+      Array.from({ length: Math.max(1, Math.round(n / 12_000)) }, (_, i) => user([i % 12]));
+    const both = (messages: unknown[]) => [send(messages, false), send(messages, true)];
+    const s = measureScaling(make, both, { from: 24_000, max: 1 << 21 });
+    expect(withinBudget(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
   });
 });
