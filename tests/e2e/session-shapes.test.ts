@@ -1290,59 +1290,34 @@ const BIG_PDF = textPdf(
   ),
 ).toString('base64');
 
-/** The first user turn: the PDF and a question. */
-function bigDocument(door: DoorName): Obj {
+/** A first user turn carrying `docs` (name, base64 PDF) and a question, in `door`'s shapes. */
+function documentsTurn(door: DoorName, docs: ReadonlyArray<[string, string]>, question: string): Obj {
   if (door === 'chat')
     return chatUser([
-      { type: 'file', file: { filename: 'annual.pdf', file_data: `data:application/pdf;base64,${BIG_PDF}` } },
-      { type: 'text', text: 'Summarize.' },
+      ...docs.map(([name, data]) => ({
+        type: 'file',
+        file: { filename: name, file_data: `data:application/pdf;base64,${data}` },
+      })),
+      { type: 'text', text: question },
     ]);
   if (door === 'responses')
     return respUser([
-      { type: 'input_file', filename: 'annual.pdf', file_data: `data:application/pdf;base64,${BIG_PDF}` },
-      { type: 'input_text', text: 'Summarize.' },
+      ...docs.map(([name, data]) => ({
+        type: 'input_file',
+        filename: name,
+        file_data: `data:application/pdf;base64,${data}`,
+      })),
+      { type: 'input_text', text: question },
     ]);
   return msgUser([
-    {
+    ...docs.map(([name, data]) => ({
       type: 'document',
-      title: 'annual.pdf',
-      source: { type: 'base64', media_type: 'application/pdf', data: BIG_PDF },
-    },
-    { type: 'text', text: 'Summarize.' },
+      title: name,
+      source: { type: 'base64', media_type: 'application/pdf', data },
+    })),
+    { type: 'text', text: question },
   ]);
 }
-
-// A document larger than the window: before, every turn was refused for its length (Messages:
-// "prompt is too long: 13208 tokens > 8192 maximum"), the agent's compaction request too.
-describe.each(SMALL)('a PDF larger than the window in the first turn: $name', (backend) => {
-  let stack: Stack;
-  let anthropic: Anthropic;
-  beforeAll(async () => {
-    stack = await startStack({ sim: backend.sim as never, file: backend.file as never });
-    anthropic = new Anthropic({ baseURL: stack.origin, apiKey: 'x', maxRetries: 0, timeout: 60_000 });
-  });
-  afterAll(() => stack.close());
-
-  it('answers three turns on every door, streamed and not, each extending the first', async () => {
-    const fails: string[] = [];
-    for (const door of ['chat', 'responses', 'messages'] as const)
-      for (const stream of [false, true]) {
-        const shape: Shape = {
-          door,
-          name: 'big PDF',
-          history: [bigDocument(door)],
-          expect: [
-            '[document: annual.pdf (PDF, 40 pages',
-            "of this document's",
-            '[end of document: annual.pdf]',
-          ],
-        };
-        for (const f of await session(stack, anthropic, backend, shape, stream))
-          fails.push(`${door} ${stream ? 'streamed' : 'plain'} | ${f}`);
-      }
-    expect(fails).toEqual([]);
-  }, 300_000);
-});
 
 /** Three reports of 12 pages of 25 lines: ~2,800 tokens each (the window holds one), 8,514 together with the turn. */
 const REPORTS = [0, 1, 2].map((r) =>
@@ -1353,39 +1328,40 @@ const REPORTS = [0, 1, 2].map((r) =>
   ).toString('base64'),
 );
 
-/** The first user turn: the three reports and a question. */
-function threeDocuments(door: DoorName): Obj {
-  const name = (r: number) => `report${r}.pdf`;
-  if (door === 'chat')
-    return chatUser([
-      ...REPORTS.map((d, r) => ({
-        type: 'file',
-        file: { filename: name(r), file_data: `data:application/pdf;base64,${d}` },
-      })),
-      { type: 'text', text: 'Compare them.' },
-    ]);
-  if (door === 'responses')
-    return respUser([
-      ...REPORTS.map((d, r) => ({
-        type: 'input_file',
-        filename: name(r),
-        file_data: `data:application/pdf;base64,${d}`,
-      })),
-      { type: 'input_text', text: 'Compare them.' },
-    ]);
-  return msgUser([
-    ...REPORTS.map((d, r) => ({
-      type: 'document',
-      title: name(r),
-      source: { type: 'base64', media_type: 'application/pdf', data: d },
-    })),
-    { type: 'text', text: 'Compare them.' },
-  ]);
+const bigDocument = (door: DoorName) => documentsTurn(door, [['annual.pdf', BIG_PDF]], 'Summarize.');
+const threeDocuments = (door: DoorName) =>
+  documentsTurn(
+    door,
+    REPORTS.map((d, r) => [`report${r}.pdf`, d]),
+    'Compare them.',
+  );
+
+/**
+ * Three turns of a session whose first turn is `first(door)`, on every door, streamed and not:
+ * what failed, each line naming its door and mode.
+ */
+async function documentSessions(
+  stack: Stack,
+  anthropic: Anthropic,
+  backend: (typeof SMALL)[number],
+  name: string,
+  first: (door: DoorName) => Obj,
+  expected: string[],
+): Promise<string[]> {
+  const fails: string[] = [];
+  for (const door of ['chat', 'responses', 'messages'] as const)
+    for (const stream of [false, true]) {
+      const shape: Shape = { door, name, history: [first(door)], expect: expected };
+      for (const f of await session(stack, anthropic, backend, shape, stream))
+        fails.push(`${door} ${stream ? 'streamed' : 'plain'} | ${f}`);
+    }
+  return fails;
 }
 
-// Documents that each fit the window and together overflow it: before, every turn was refused for
-// its length (Messages: "prompt is too long: 8514 tokens > 8192 maximum"), the compaction request too.
-describe.each(SMALL)('three PDFs that together overflow the window in the first turn: $name', (backend) => {
+// Documents the window cannot hold, alone or together: before, every turn was refused for its
+// length (Messages: "prompt is too long: 13208 tokens > 8192 maximum" for the one PDF, "8514
+// tokens" for the three), the agent's compaction request too.
+describe.each(SMALL)('PDFs over the window in the first turn: $name', (backend) => {
   let stack: Stack;
   let anthropic: Anthropic;
   beforeAll(async () => {
@@ -1394,24 +1370,24 @@ describe.each(SMALL)('three PDFs that together overflow the window in the first 
   });
   afterAll(() => stack.close());
 
-  it('answers three turns on every door, streamed and not, each extending the first, and the compaction request', async () => {
-    const fails: string[] = [];
-    for (const door of ['chat', 'responses', 'messages'] as const)
-      for (const stream of [false, true]) {
-        const shape: Shape = {
-          door,
-          name: 'three PDFs',
-          history: [threeDocuments(door)],
-          expect: [
-            '[document: report0.pdf (PDF, 12 pages',
-            "of this document's",
-            '[end of document: report2.pdf]',
-          ],
-        };
-        for (const f of await session(stack, anthropic, backend, shape, stream))
-          fails.push(`${door} ${stream ? 'streamed' : 'plain'} | ${f}`);
-      }
-    expect(fails).toEqual([]);
+  it('one PDF larger than the window: three turns on every door, streamed and not, each extending the first', async () => {
+    const expected = [
+      '[document: annual.pdf (PDF, 40 pages',
+      "of this document's",
+      '[end of document: annual.pdf]',
+    ];
+    expect(await documentSessions(stack, anthropic, backend, 'big PDF', bigDocument, expected)).toEqual([]);
+  }, 300_000);
+
+  it('three PDFs that together overflow it: the same, and the compaction request', async () => {
+    const expected = [
+      '[document: report0.pdf (PDF, 12 pages',
+      "of this document's",
+      '[end of document: report2.pdf]',
+    ];
+    expect(await documentSessions(stack, anthropic, backend, 'three PDFs', threeDocuments, expected)).toEqual(
+      [],
+    );
     // The agent's compaction request carries the same documents: answered too.
     const summary = await stack.client.chat.completions.create({
       model: 'sim',
@@ -1421,5 +1397,5 @@ describe.each(SMALL)('three PDFs that together overflow the window in the first 
       ] as never,
     });
     expect(summary.choices[0]?.message.content).toBeTruthy();
-  }, 120_000);
+  }, 300_000);
 });
