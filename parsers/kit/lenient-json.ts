@@ -140,7 +140,8 @@ function classify(raw: string): {
   return { repairs: [...found], depth, inString: quote !== 0, other, closers };
 }
 
-const SIMPLE_ESCAPES: Record<string, string> = {
+/** The characters JSON's one-letter escapes stand for (`\\n` -> a line feed), by the letter. */
+export const SIMPLE_ESCAPES: Readonly<Record<string, string>> = {
   '"': '"',
   '\\': '\\',
   '/': '/',

@@ -13,6 +13,7 @@
  * models do not repeat `answer`). Non-streamed callers decode with the same object, so streamed
  * and non-streamed text are equal by construction.
  */
+import { SIMPLE_ESCAPES } from '../../parsers/kit/lenient-json.js';
 
 type Mode =
   | 'start'
@@ -28,16 +29,6 @@ type Mode =
   | 'done'
   | 'invalid';
 
-const SIMPLE_ESCAPES: Record<string, string> = {
-  '"': '"',
-  '\\': '\\',
-  '/': '/',
-  b: '\b',
-  f: '\f',
-  n: '\n',
-  r: '\r',
-  t: '\t',
-};
 const HEX4 = /^[0-9a-fA-F]{4}$/;
 
 export interface JsonFieldState {
