@@ -20,8 +20,12 @@ afterEach(async () => {
 
 const HOLD_MS = 100;
 
-/** A chat request that holds its slot HOLD_MS, from `localAddress`, with `key` if given. */
-function ask(origin: string, opts: { key?: string; from?: string; name: string }, done: string[]) {
+/** A chat request that holds its slot HOLD_MS (or `holdMs`), from `from`, with `key` if given. */
+function ask(
+  origin: string,
+  opts: { key?: string; from?: string; name: string; holdMs?: number },
+  done: string[],
+) {
   const agent = new Agent({ localAddress: opts.from ?? '127.0.0.1' });
   agents.push(agent);
   return undiciFetch(`${origin}/v1/chat/completions`, {
@@ -29,7 +33,7 @@ function ask(origin: string, opts: { key?: string; from?: string; name: string }
     dispatcher: agent,
     headers: {
       'content-type': 'application/json',
-      'x-sim-scenario': JSON.stringify({ say: 'ok', delayMs: HOLD_MS }),
+      'x-sim-scenario': JSON.stringify({ say: 'ok', delayMs: opts.holdMs ?? HOLD_MS }),
       ...(opts.key ? { authorization: `Bearer ${opts.key}` } : {}),
     },
     body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: opts.name }] }),
@@ -121,14 +125,18 @@ describe('fair shares between clients of one class', () => {
     });
     const s = stack;
     const done: string[] = [];
-    const a1 = ask(s.origin, { key: KEYS.alice, name: 'a1' }, done);
+    // a1 holds the replica's one slot long enough for a2 and b to line up behind it on a loaded
+    // box (at HOLD_MS, a1 could end before b reached the gate: a2 then took the free slot first).
+    const a1 = ask(s.origin, { key: KEYS.alice, name: 'a1', holdMs: 1500 }, done);
     await waitFor(() => s.sim.requests.length === 1);
     const a2 = ask(s.origin, { key: KEYS.alice, name: 'a2' }, done);
     await waitFor(() => s.app.toolproof.keyLimits.waiting('alice') === 1);
     // a2 waits for alice's slot, not the replica's: the replica has a1 and nobody queued.
     expect(s.app.toolproof.upstreams.all()[0]!.admissionLoad()).toEqual([{ active: 1, queued: 0, limit: 1 }]);
     const b = ask(s.origin, { key: KEYS.bob, name: 'b' }, done);
-    await arrived(s, 2, done);
+    // b queued for the replica while a1 still holds it
+    await waitFor(() => s.app.toolproof.upstreams.all()[0]!.admissionLoad()[0]!.queued === 1, 10_000);
+    expect(done).toEqual([]);
     await Promise.all([a1, a2, b]);
     // a1's end frees both slots: the replica's goes to bob, queued for it; a2 then queues behind.
     expect(done).toEqual(['a1 200', 'b 200', 'a2 200']);
