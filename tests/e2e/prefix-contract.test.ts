@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TurnAction } from '../../simulator/index.js';
 import { textPdf } from '../support/pdf.js';
 import { startStack, type Stack } from '../server/stack.js';
-import { rawElements } from './raw-json.js';
+import { prefixBreak, rawElements } from './raw-json.js';
 
 type Obj = Record<string, unknown>;
 
@@ -276,19 +276,6 @@ const clients: Record<Door, (s: Stack, rich: boolean) => Client> = {
   responses: responsesClient,
   messages: messagesClient,
 };
-
-/** The first prefix break between two upstream request bodies, or null. */
-function prefixBreak(prev: string, next: string): string | null {
-  const tp = rawElements(prev, 'tools');
-  const tn = rawElements(next, 'tools');
-  if (JSON.stringify(tp) !== JSON.stringify(tn)) return `tools changed:\n${tp?.join(',')}\n${tn?.join(',')}`;
-  const mp = rawElements(prev, 'messages') ?? [];
-  const mn = rawElements(next, 'messages') ?? [];
-  if (mn.length < mp.length) return `fewer messages (${mn.length} < ${mp.length})`;
-  for (let k = 0; k < mp.length; k++)
-    if (mp[k] !== mn[k]) return `message ${k} changed:\n  before ${mp[k]}\n  after  ${mn[k]}`;
-  return null;
-}
 
 const SETUPS = {
   'default settings': {},

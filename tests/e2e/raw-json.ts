@@ -56,3 +56,25 @@ function splitArray(text: string, open: number): string[] {
   }
   return out;
 }
+
+/**
+ * The first prefix break of upstream body `next` against `prev` (docs/prefix.md), or null: the
+ * tools changed (unless `tools: false`), fewer messages, or an earlier message's bytes changed.
+ */
+export function prefixBreak(prev: string, next: string, opts: { tools?: boolean } = {}): string | null {
+  if (opts.tools !== false) {
+    const tp = rawElements(prev, 'tools');
+    const tn = rawElements(next, 'tools');
+    if (JSON.stringify(tp) !== JSON.stringify(tn)) {
+      const k = (tp ?? []).findIndex((t, i) => t !== tn?.[i]);
+      return `tools changed (${tp?.length} -> ${tn?.length}; first at ${k}):\n  before ${tp?.[k]?.slice(0, 400)}\n  after  ${tn?.[k]?.slice(0, 400)}`;
+    }
+  }
+  const mp = rawElements(prev, 'messages') ?? [];
+  const mn = rawElements(next, 'messages') ?? [];
+  if (mn.length < mp.length) return `fewer messages (${mn.length} < ${mp.length})`;
+  for (let k = 0; k < mp.length; k++)
+    if (mp[k] !== mn[k])
+      return `message ${k} changed:\n  before ${mp[k]?.slice(0, 600)}\n  after  ${mn[k]?.slice(0, 600)}`;
+  return null;
+}

@@ -20,7 +20,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { textPdf } from '../support/pdf.js';
 import { startStack, type Stack } from '../server/stack.js';
-import { rawElements } from './raw-json.js';
+import { prefixBreak } from './raw-json.js';
 
 type Obj = Record<string, unknown>;
 type DoorName = 'chat' | 'responses' | 'messages';
@@ -988,18 +988,6 @@ function partProblems(body: Obj, b: Backend): string[] {
     }
   });
   return out;
-}
-
-function prefixBreak(prev: string, next: string): string | null {
-  const mp = rawElements(prev, 'messages') ?? [];
-  const mn = rawElements(next, 'messages') ?? [];
-  if (mn.length < mp.length) return `fewer messages (${mn.length} < ${mp.length})`;
-  for (let k = 0; k < mp.length; k++)
-    if (mp[k] !== mn[k])
-      return `message ${k} changed:\n  before ${mp[k]!.slice(0, 300)}\n  after  ${mn[k]!.slice(0, 300)}`;
-  const tp = JSON.stringify(rawElements(prev, 'tools') ?? null);
-  const tn = JSON.stringify(rawElements(next, 'tools') ?? null);
-  return tp === tn ? null : 'tools changed';
 }
 
 function errText(err: unknown): string {

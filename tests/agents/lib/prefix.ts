@@ -5,7 +5,7 @@
  * byte in the serialized request.
  */
 import type { RecordedRequest } from '../../../simulator/index.js';
-import { rawElements } from '../../e2e/raw-json.js';
+import { prefixBreak, rawElements } from '../../e2e/raw-json.js';
 
 export interface Conversation {
   /** The raw first user message that opens it. */
@@ -47,23 +47,6 @@ export function conversations(upstream: RecordedRequest[]): Conversation[] {
     byKey.set(key, list);
   }
   return [...byKey].map(([key, requests]) => ({ key, requests }));
-}
-
-/** The first prefix break of `next` against `prev`, or null. */
-export function prefixBreak(prev: string, next: string): string | null {
-  const tp = rawElements(prev, 'tools');
-  const tn = rawElements(next, 'tools');
-  if (JSON.stringify(tp) !== JSON.stringify(tn)) {
-    const k = (tp ?? []).findIndex((t, i) => t !== tn?.[i]);
-    return `tools changed (${tp?.length} -> ${tn?.length}; first at ${k}):\n  before ${tp?.[k]?.slice(0, 400)}\n  after  ${tn?.[k]?.slice(0, 400)}`;
-  }
-  const mp = rawElements(prev, 'messages') ?? [];
-  const mn = rawElements(next, 'messages') ?? [];
-  if (mn.length < mp.length) return `fewer messages (${mn.length} < ${mp.length})`;
-  for (let k = 0; k < mp.length; k++)
-    if (mp[k] !== mn[k])
-      return `message ${k} changed:\n  before ${mp[k]?.slice(0, 600)}\n  after  ${mn[k]?.slice(0, 600)}`;
-  return null;
 }
 
 export function checkPrefix(upstream: RecordedRequest[]): PrefixCheck {
