@@ -383,7 +383,11 @@ describe('budget', () => {
         }
         return q.gate.load;
       };
-      const s = measureScaling(make, run, { from: 1024, max: 1 << 12 });
+      // 20 ms at 1x, not the default 8: a 4x run builds ~4x the promises and signals, and in a
+      // loaded full run (a worker's heap past 200 MB) one major GC inside it read 40-84 ms against
+      // 3-7 at 1x, failing a linear queue twice in CI. At 20 ms a linear 4x reads ~80 ms plus such
+      // a GC, under the bound of 205; a scan per step (x16) reads ~320.
+      const s = measureScaling(make, run, { from: 1024, max: 1 << 14, targetMs: 20 });
       expect(withinBudget(s, 5).time, JSON.stringify(s)).toBe(true);
     },
     60_000,
