@@ -193,6 +193,10 @@ export async function startServer(
   // An IPC channel the server watches (cli/main.ts): it closes when this process is gone, however
   // it ended. A launcher ended by a signal before the agent ran (the server takes seconds to come
   // up), or killed outright, left `toolproof --serve` holding the port.
+  // A process group of its own (`detached`): a terminal's Ctrl-C goes to the whole foreground
+  // group, and an interactive agent takes it as "stop this turn" and goes on; the server, in the
+  // launcher's group, took it as "shut down", and the agent's next turn found nothing there. The
+  // launcher stops it when the agent exits, the channel when the launcher is gone.
   const child = spawn(process.execPath, serveCommand(), {
     env: {
       ...env,
@@ -201,6 +205,7 @@ export async function startServer(
       [EXIT_WITH_LAUNCHER]: '1',
     },
     stdio: ['ignore', out, out, 'ipc'],
+    detached: true,
   });
   child.channel?.unref();
   const stop = async () => {

@@ -440,6 +440,50 @@ describe('a launcher that is gone', () => {
   }, 90_000);
 });
 
+describe("a terminal's Ctrl-C", () => {
+  // A terminal sends Ctrl-C to its whole foreground process group. An interactive agent takes it
+  // as "stop this turn" and goes on; the toolproof the launcher started, in the same group, shut
+  // down, and the agent's next turn found nothing at its URL (seen in a pty: one Ctrl-C in the
+  // fake agent below, then "toolproof GONE"). The server now has a group of its own.
+  it('stops the turn of an agent that goes on, not the toolproof --serve the launcher started', async () => {
+    const { env } = fakeBins();
+    const bin = env.PATH!.split(':')[0]!;
+    const started = join(dirname(bin), 'agent-started');
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const check = `fetch('${url}/health').then((r) => process.exit(r.ok ? 0 : 3), () => process.exit(3))`;
+    // Waits for its Ctrl-C, then asks toolproof as its next turn would; exits 3 when it is gone.
+    writeFileSync(
+      join(bin, 'pi'),
+      `#!/bin/sh\ntrap 'got=1' INT\ngot=0\ntouch '${started}'\n` +
+        `while [ $got = 0 ]; do sleep 0.1; done\nsleep 1\nexec '${process.execPath}' -e "${check}"\n`,
+    );
+    const launcher = spawn(
+      process.execPath,
+      [...nodeEntry('cli/toolproof.ts'), 'launch', 'pi', '--url', url],
+      // Its own group, as a terminal's foreground job.
+      { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'], detached: true },
+    );
+    let stderr = '';
+    launcher.stderr.on('data', (d) => (stderr += d));
+    const exited = new Promise<number | null>((r) => launcher.on('close', r));
+    cleanups.push(() => {
+      try {
+        process.kill(-launcher.pid!, 'SIGKILL');
+      } catch {}
+    });
+    await expect.poll(() => existsSync(started), { timeout: 60_000, interval: 200 }).toBe(true);
+    process.kill(-launcher.pid!, 'SIGINT');
+    // The agent's own exit status is the launcher's: 0, toolproof still answered its next turn.
+    expect(await exited, stderr).toBe(0);
+    // ...and the launcher stopped the server once the agent was done.
+    const after = await fetch(`${url}/health`).then(
+      () => 'up',
+      () => 'down',
+    );
+    expect(after).toBe('down');
+  }, 90_000);
+});
+
 describe('--upstream', () => {
   it('the model server behind the toolproof it starts: its model and window reach the agent', async () => {
     const s = await sim({ personality: 'vllm', modelName: 'behind', maxModelLen: 20480 });
