@@ -20,7 +20,7 @@ import { parseArgs } from 'node:util';
 import type { CliIO } from '../probe/command.js';
 import { agentCacheDirs, findBin, findPackage } from './find-bin.js';
 import { defaultMaxOutput, type ModelInfo, readModels } from './models.js';
-import { buildPlan, childEnv, maskKey, renderPlan } from './plan.js';
+import { buildPlan, childEnv, maskKey, renderPlan, shellQuote } from './plan.js';
 import {
   type AgentApi,
   type AgentRecipe,
@@ -89,6 +89,57 @@ export interface LaunchOptions {
   agentArgs: string[];
 }
 
+/**
+ * An option the launcher does not take, most often the agent's own given before `--`
+ * (`toolproof launch claude -p "task"`): Node's message ("To specify a positional argument starting
+ * with a '-', place it … after '--'") named neither the agent nor the command to type. This one
+ * names the launcher's options and the command with the rest after `--` (a key given is not shown).
+ */
+function unknownOption(err: unknown, own: readonly string[], after: readonly string[]): string | undefined {
+  if ((err as { code?: unknown }).code !== 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return undefined;
+  const mine: string[] = [];
+  const theirs: string[] = [];
+  let agent: string | undefined;
+  let option: string | undefined;
+  for (let i = 0; i < own.length; i++) {
+    const word = own[i]!;
+    const flag = /^(--[a-z]+)(=.*)?$/.exec(word);
+    if (flag && OWN_FLAGS.has(flag[1]!)) {
+      const valued = VALUED.has(flag[1]!);
+      if (flag[1] === '--key') mine.push(flag[2] === undefined ? '--key' : '--key=<key>');
+      else mine.push(shellQuote(word));
+      if (valued && flag[2] === undefined && i + 1 < own.length) {
+        const value = own[++i]!;
+        mine.push(flag[1] === '--key' ? '<key>' : shellQuote(value));
+      }
+    } else if (word === '-h') mine.push(word);
+    else if (!word.startsWith('-') && agent === undefined) agent = word;
+    else {
+      option ??= word.startsWith('-') ? word : undefined;
+      theirs.push(shellQuote(word));
+    }
+  }
+  if (option === undefined) return undefined;
+  const fixed = ['toolproof launch', agent ?? '<agent>', ...mine, '--', ...theirs, ...after.map(shellQuote)];
+  return (
+    `unknown option "${option}": toolproof launch takes ${[...OWN_FLAGS].join(', ')}; ` +
+    `${agent ? `${agent}'s` : "the agent's"} own arguments go after --:\n  ${fixed.join(' ')}`
+  );
+}
+
+/** The launcher's own options, and those that take a value. */
+const OWN_FLAGS = new Set([
+  '--model',
+  '--url',
+  '--upstream',
+  '--key',
+  '--api',
+  '--print',
+  '--write',
+  '--help',
+]);
+const VALUED = new Set(['--model', '--url', '--upstream', '--key', '--api']);
+
 export function parseLaunchArgs(argv: readonly string[]): LaunchOptions {
   const split = argv.indexOf('--');
   const own = split === -1 ? [...argv] : argv.slice(0, split);
@@ -113,7 +164,7 @@ export function parseLaunchArgs(argv: readonly string[]): LaunchOptions {
   try {
     parsed = parse(own);
   } catch (err) {
-    throw new UsageError((err as Error).message);
+    throw new UsageError(unknownOption(err, own, agentArgs) ?? (err as Error).message);
   }
   const { values, positionals } = parsed;
   if (values.help) throw new UsageError('');

@@ -347,6 +347,30 @@ describe('an unknown agent', () => {
   });
 });
 
+describe('an option the launcher does not take', () => {
+  // `toolproof launch claude -p "task"` (the `--` forgotten) printed Node's own "To specify a
+  // positional argument starting with a '-', place it at the end of the command after '--', as in
+  // '-- "-p"': neither the agent nor the command to type.
+  it("names the launcher's options and the command with the agent's arguments after --; a key given is not shown", async () => {
+    const o = io();
+    expect(await launchCommand(['claude', '-p', 'fix the test'], o.io, {}, {})).toBe(2);
+    const err = o.err.join('');
+    expect(err).toContain(
+      `unknown option "-p": toolproof launch takes --model, --url, --upstream, --key, --api, --print, --write, --help; claude's own arguments go after --:\n  toolproof launch claude -- -p 'fix the test'\n`,
+    );
+    expect(err).not.toContain('positional argument');
+    const k = io();
+    const key = 'sk-secret-launch-key-0123456789';
+    expect(
+      await launchCommand(['codex', '--key', key, '--model', 'coder', 'exec', '--json', 'go'], k.io, {}, {}),
+    ).toBe(2);
+    expect(k.err.join('')).toContain(
+      "codex's own arguments go after --:\n  toolproof launch codex --key <key> --model coder -- exec --json go\n",
+    );
+    expect(k.err.join('')).not.toContain(key);
+  });
+});
+
 describe('--write', () => {
   it('merges into the agent config and keeps the old file as a backup', async () => {
     const url = await toolproofOver(await sim({ personality: 'vllm', modelName: 'coder' }));
