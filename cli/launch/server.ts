@@ -60,7 +60,14 @@ export async function probe(base: string, timeoutMs = 1500): Promise<Probe | Not
     // may be a proxy in front of a toolproof not up yet).
     return res.status >= 400 && res.status < 500 ? { other: `GET /health: HTTP ${res.status}` } : 'busy';
   } catch (err) {
-    const code = (err as { cause?: { code?: unknown } }).cause?.code;
+    const cause = (err as { cause?: { code?: unknown; name?: unknown; message?: unknown } }).cause;
+    const code = cause?.code;
+    // The answer was not HTTP (llhttp's parse error: code HPE_* from Node's own undici, name
+    // HTTPParserError without a code from undici 7's dispatcher): another kind of server holds
+    // the port (SSH, a database). Waiting 30 s for it to turn into toolproof ended in "is
+    // toolproof running there?".
+    if ((typeof code === 'string' && code.startsWith('HPE_')) || cause?.name === 'HTTPParserError')
+      return { other: `it answers GET /health, but not in HTTP: ${String(cause?.message ?? code)}` };
     return typeof code === 'string' && NOTHING_THERE.has(code) ? 'down' : 'busy';
   }
 }

@@ -638,6 +638,34 @@ describe('a URL where another program answers', () => {
     expect(o.err.join('')).not.toContain('toolproof --serve');
   });
 
+  it('a program that does not speak HTTP holds the port (an SSH server): said at once, not after 30 s, and nothing is started', async () => {
+    const { env } = fakeBins();
+    const sockets: Socket[] = [];
+    const ssh = createNetServer((socket) => {
+      sockets.push(socket);
+      socket.end('SSH-2.0-OpenSSH_9.6\r\n');
+    });
+    await new Promise<void>((r) => ssh.listen(0, '127.0.0.1', r));
+    cleanups.push(
+      () =>
+        new Promise<void>((r) => {
+          for (const socket of sockets) socket.destroy();
+          ssh.close(() => r());
+        }),
+    );
+    const url = `http://127.0.0.1:${(ssh.address() as AddressInfo).port}`;
+    const started = Date.now();
+    const o = io();
+    expect(await launchCommand(['pi', '--url', url, '--print'], o.io, env)).toBe(1);
+    // Before: 30 s of waiting, then "is toolproof running there?".
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(o.err.join('')).toContain(
+      `${url} answers, but not as toolproof does (it answers GET /health, but not in HTTP`,
+    );
+    expect(o.err.join('')).toContain('TOOLPROOF_PORT=PORT');
+    expect(o.err.join('')).not.toContain('toolproof --serve');
+  });
+
   it("a model server's own URL (vLLM answers /health too) is refused, naming TOOLPROOF_UPSTREAM_URL: the agent ran against it without toolproof", async () => {
     const s = await sim({ personality: 'vllm', modelName: 'coder' });
     const o = io();
