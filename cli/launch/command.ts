@@ -38,6 +38,7 @@ import {
   normalizeUrl,
   type StartedServer,
   startServer,
+  upstreamRefusal,
 } from './server.js';
 
 export const LAUNCH_HELP = `Usage: toolproof launch <agent> [options] [-- agent arguments…]
@@ -56,7 +57,8 @@ Options:
                  nothing answers on this machine, \`toolproof --serve\` is started there and
                  stopped when the agent exits)
   --upstream URL the model server behind a toolproof this command starts (its
-                 TOOLPROOF_UPSTREAM_URL: vLLM http://gpu:8000/v1, llama-server http://host:8080/v1)
+                 TOOLPROOF_UPSTREAM_URL: vLLM http://gpu:8000/v1, llama-server http://host:8080/v1;
+                 a server started with --api-key takes its key from TOOLPROOF_UPSTREAM_API_KEY)
   --key KEY      toolproof's API key (default: TOOLPROOF_API_KEY, else, on this machine, the
                  first key of TOOLPROOF_API_KEYS that toolproof takes); never printed
   --api API      for an agent that speaks several: pi (chat, responses or messages),
@@ -496,6 +498,23 @@ export async function launchCommand(
       const message = keys.reduce((text, k) => maskKey(text, k), (err as Error).message);
       say(`cannot list toolproof's models: ${message}`);
       return 1;
+    }
+    // A model server behind the toolproof started here that wants a key toolproof was not given:
+    // toolproof lists no model (vLLM keeps its list behind its key), and the launcher said "name
+    // one with --model", after which every request of the agent was a 401 it read as its own key's.
+    const upstream = server ? serverEnv.TOOLPROOF_UPSTREAM_URL : undefined;
+    if (upstream && (models.length === 0 || (options.model && !models.some((m) => m.id === options.model)))) {
+      const status = await upstreamRefusal(upstream, serverEnv.TOOLPROOF_UPSTREAM_API_KEY);
+      if (status !== undefined) {
+        say(
+          `the model server at ${upstream} refused toolproof (HTTP ${status} to GET /models): it wants an API key. ` +
+            `Give toolproof that key: TOOLPROOF_UPSTREAM_API_KEY=<the server's key> toolproof launch ${agent.id} --upstream ${upstream}` +
+            (serverEnv.TOOLPROOF_UPSTREAM_API_KEY
+              ? ' (the TOOLPROOF_UPSTREAM_API_KEY set here is not the one it takes)'
+              : ''),
+        );
+        return 1;
+      }
     }
     // The placeholder is no secret; a real key is masked in everything printed.
     const secret = key !== PLACEHOLDER_KEY || options.key !== undefined ? key : '';

@@ -281,3 +281,25 @@ export async function fetchModels(base: string, key: string): Promise<unknown[]>
   const anthropic = await get({ 'anthropic-version': '2023-06-01' }).catch(() => undefined);
   return anthropic === undefined ? [openai] : [openai, anthropic];
 }
+
+/**
+ * Whether the model server at `upstream` (an OpenAI-style base URL, `http://gpu:8000/v1`) refuses
+ * its model list without the key toolproof would send (TOOLPROOF_UPSTREAM_API_KEY, if any): its
+ * status when it is 401 or 403, else undefined (it answered, or could not be asked).
+ */
+export async function upstreamRefusal(
+  upstream: string,
+  key: string | undefined,
+): Promise<number | undefined> {
+  try {
+    const url = new URL('models', upstream.endsWith('/') ? upstream : `${upstream}/`);
+    const res = await fetch(url, {
+      headers: key ? { authorization: `Bearer ${key}` } : {},
+      signal: AbortSignal.timeout(5_000),
+    });
+    await res.body?.cancel();
+    return res.status === 401 || res.status === 403 ? res.status : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -529,6 +529,27 @@ describe('--upstream', () => {
     expect(run.stdout).toContain('"contextWindow":20480');
   }, 120_000);
 
+  it('a model server that wants a key toolproof was not given (vLLM --api-key) is named, with TOOLPROOF_UPSTREAM_API_KEY', async () => {
+    // Before: "toolproof lists no model; name one with --model" (vLLM keeps its list behind its
+    // key), and with --model every request of the agent was a 401 it read as its own key's.
+    const s = await sim({ personality: 'vllm', modelName: 'behind', apiKey: 'sk-backend-only-0123456789' });
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const child = spawn(
+      process.execPath,
+      [...nodeEntry('cli/toolproof.ts'), 'launch', 'pi', '--url', url, '--upstream', s.url, '--print'],
+      { env: { ...process.env, ...fakeBins().env } },
+    );
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const status = await new Promise<number | null>((r) => child.on('close', r));
+    expect(status, stderr).toBe(1);
+    expect(stderr).toContain(
+      `the model server at ${s.url} refused toolproof (HTTP 401 to GET /models): it wants an API key. ` +
+        `Give toolproof that key: TOOLPROOF_UPSTREAM_API_KEY=<the server's key> toolproof launch pi --upstream ${s.url}`,
+    );
+    expect(stderr).not.toContain('name one with --model');
+  }, 120_000);
+
   it('is refused when toolproof already runs there (it has its own upstream); TOOLPROOF_UPSTREAM_URL is a note', async () => {
     const url = await toolproofOver(await sim({ personality: 'vllm', modelName: 'coder' }));
     const { env } = fakeBins();
