@@ -35,6 +35,7 @@ import { harnessOf } from './chat/harness-summary.js';
 import { callUsage } from './chat/pipeline.js';
 import { recordPromptCache, tokenCount } from './chat/prompt-cache.js';
 import { type Config, DEFAULT_RESPONSES_STORE_MB } from './config.js';
+import { bodyEncoding, compressedBodyError } from './content-encoding.js';
 import { createCors } from './cors.js';
 import { frameworkErrorHandler, handleClientError, registerErrorHandling } from './error-handler.js';
 import { FallbackMemory } from './fallback-memory.js';
@@ -317,6 +318,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   ) => {
     // Kept as bytes: an untouched request is forwarded without being encoded again.
     request.rawBody = body;
+    const encoding = bodyEncoding(request.headers['content-encoding']);
+    if (encoding !== undefined) return done(compressedBodyError(encoding));
     // Counted before the parse: JSON.parse pays seconds for a million distinct keys.
     const excess = excessKeys(body);
     if (excess !== null) return done(keyExcessError(excess));
