@@ -83,9 +83,7 @@ export const documentsPolicy: Policy<DocumentsEffect> = {
           let share = shares.get(m);
           if (share === undefined)
             shares.set(m, (share = Math.max(1, Math.floor(quarter(window) / documentsIn(m)))));
-          const cut = cutText(doc.whole, share, documentMarker);
-          // A share smaller than the marker would make a short document longer, not shorter.
-          if (cut.length < doc.whole.length) doc.sent = cut;
+          doc.sent = cutText(doc.whole, share, documentMarker);
           return { type: 'text', text: doc.sent };
         })
       : messages;
