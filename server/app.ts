@@ -35,6 +35,7 @@ import { harnessOf } from './chat/harness-summary.js';
 import { callUsage } from './chat/pipeline.js';
 import { recordPromptCache, tokenCount } from './chat/prompt-cache.js';
 import { type Config, DEFAULT_RESPONSES_STORE_MB } from './config.js';
+import { bodyEncoding, compressedBodyError } from './content-encoding.js';
 import { createCors } from './cors.js';
 import { frameworkErrorHandler, handleClientError, registerErrorHandling } from './error-handler.js';
 import { FallbackMemory } from './fallback-memory.js';
@@ -100,6 +101,12 @@ declare module 'fastify' {
    */
   interface FastifyReply extends OpenStream {}
 }
+
+/**
+ * node's parser keeps 2,000 entries of a request's raw headers (names and values: 1,000 lines,
+ * http.Server's maxHeadersCount) and drops the rest unseen: a request that fills them is refused.
+ */
+const MAX_HEADER_ENTRIES = 2000;
 
 /** The inspector's 401: its page is opened in a browser, which answers the Basic challenge. */
 const INSPECTOR_UNAUTHORIZED =
@@ -317,6 +324,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   ) => {
     // Kept as bytes: an untouched request is forwarded without being encoded again.
     request.rawBody = body;
+    const encoding = bodyEncoding(request.headers['content-encoding']);
+    if (encoding !== undefined) return done(compressedBodyError(encoding));
     // Counted before the parse: JSON.parse pays seconds for a million distinct keys.
     const excess = excessKeys(body);
     if (excess !== null) return done(keyExcessError(excess));
@@ -376,6 +385,17 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     if (closing) {
       reply.header('connection', 'close');
       done(new ToolproofError('TP_ERR_SHUTTING_DOWN'));
+      return;
+    }
+    // node keeps the first ~1,000 header lines and drops the rest without a word: a request's
+    // Content-Type or key past them read as "body must be object" or a 401.
+    if (request.raw.rawHeaders.length >= MAX_HEADER_ENTRIES) {
+      done(
+        new ToolproofError('TP_ERR_INVALID_FIELD', {
+          status: 431,
+          message: `The request has too many header lines (toolproof reads at most ${MAX_HEADER_ENTRIES / 2 - 1}).`,
+        }),
+      );
       return;
     }
     // On the raw response: hijacked (streamed) responses carry it too.

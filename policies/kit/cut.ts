@@ -104,5 +104,11 @@ export function cutText(text: string, maxTokens: number, marker: CutMarker): str
   const lines = countLines(text, headEnd, tailStart);
   const head = text.slice(0, headEnd);
   const sep = head.endsWith('\n') ? '' : '\n';
-  return `${head}${sep}${marker(left, text.length, lines)}\n${text.slice(tailStart)}`;
+  const cut = `${head}${sep}${marker(left, text.length, lines)}\n${text.slice(tailStart)}`;
+  // A cap near or under the marker's own size (a share of a few tokens among thousands of short
+  // parts or documents) would make the text longer, not shorter: 100,000 ten-character parts of
+  // one tool result went upstream as 22 MB for the client's 3.6 MB. Such a text stays whole.
+  // Counted no further than the cut's estimate: at most the cap and the marker's length.
+  const kept = weightOf(cut);
+  return weightOf(text, kept) > kept ? cut : text;
 }

@@ -63,6 +63,41 @@ const summarySchema = {
 };
 
 /**
+ * Whether a request's Accept names HTML (what a browser's page load sends; a script's fetch and the
+ * API clients ask for JSON or anything). `text/html;q=0` is a refusal of HTML. Only the first 64
+ * entries of a header at most 1 KB are read: the header is the client's.
+ */
+export function acceptsHtml(accept: string | undefined): boolean {
+  if (accept === undefined) return false;
+  for (const entry of accept.slice(0, 1024).split(',', 64)) {
+    const [type, ...params] = entry.split(';');
+    if (type?.trim().toLowerCase() !== 'text/html') continue;
+    const q = params.map((p) => p.trim().toLowerCase()).find((p) => p.startsWith('q='));
+    return q === undefined || Number(q.slice(2)) > 0;
+  }
+  return false;
+}
+
+const HTML_ESCAPES: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+};
+const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
+
+/** The short page a browser shows when its user cancels the sign-in prompt (no script, no style). */
+function unauthorizedPage(message: string): string {
+  return (
+    '<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>toolproof inspector: key needed</title></head>\n' +
+    '<body><h1>An API key is needed</h1>\n' +
+    `<p>${escapeHtml(message)}</p>\n` +
+    '<p><a href="/inspect">Try again</a> and give the key as the password (any user name).</p></body></html>\n'
+  );
+}
+
+/**
  * Whose requests a reader may see: a named key (inspect: own, its default) only those made with
  * its own name; a key with inspect: all (the flat keys) and an open server every request. The
  * capture holds prompts and answers: a key limited to one model read every other team's.
@@ -103,8 +138,20 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
     const base = errorHandler(openAIErrorBody, (model) => state.metrics.internalErrors.labels(model).inc());
     scope.setErrorHandler((err, request, reply) => {
       // A browser asks for the key (as a Basic password) when the page is refused.
-      if ((err as { code?: string }).code === 'TP_ERR_UNAUTHORIZED')
+      if ((err as { code?: string }).code === 'TP_ERR_UNAUTHORIZED') {
         reply.header('www-authenticate', 'Basic realm="toolproof inspector", charset="UTF-8"');
+        // A browser whose user cancelled the prompt shows this body: a page, not the JSON error.
+        if (acceptsHtml(request.headers.accept)) {
+          void reply
+            .code(401)
+            .header('content-security-policy', "default-src 'none'; base-uri 'none'; form-action 'none'")
+            .header('x-content-type-options', 'nosniff')
+            .header('cache-control', 'no-store')
+            .type('text/html; charset=utf-8')
+            .send(unauthorizedPage((err as Error).message));
+          return;
+        }
+      }
       base(err, request, reply);
     });
 

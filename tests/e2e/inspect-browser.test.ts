@@ -288,6 +288,31 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
     }
   });
 
+  it('a cancelled sign-in prompt shows a short page saying a key is needed; the key as the password opens the inspector', async () => {
+    const key = 'sk-inspect-browser-0123456789';
+    const keyed = await startStack({ env: { TOOLPROOF_API_KEYS: key }, apiKey: key });
+    try {
+      // A wrong key, then the prompt cancelled: playwright gives its credentials once and answers
+      // the second challenge with a cancel (a user's Cancel), and Chromium shows the 401's body.
+      // (A context with none fails the load in headless Chromium: ERR_INVALID_AUTH_CREDENTIALS.)
+      const other = await browser.newContext({ httpCredentials: { username: 'me', password: 'wrong-key' } });
+      const refused = await other.newPage();
+      const res = await refused.goto(`${keyed.origin}/inspect`);
+      expect(res?.status()).toBe(401);
+      expect(res?.headers()['content-type']).toMatch(/^text\/html/);
+      expect(await refused.locator('h1').textContent()).toBe('An API key is needed');
+      expect(await refused.locator('body').textContent()).toContain('the password of the sign-in prompt');
+      await other.close();
+      const context = await browser.newContext({ httpCredentials: { username: 'me', password: key } });
+      const signedIn = await context.newPage();
+      expect((await signedIn.goto(`${keyed.origin}/inspect`))?.status()).toBe(200);
+      await signedIn.locator('#main').waitFor();
+      await context.close();
+    } finally {
+      await keyed.close();
+    }
+  });
+
   it('HTML and script in model output stay text; invisible characters show as their code points', async () => {
     await page.goto(`${stack.origin}/inspect#/r/${ids.hostile}`);
     const text = page.locator('#client-received pre.text');

@@ -193,6 +193,29 @@ describe('documents that each fit and together overflow a known window', () => {
     expect(ahead.request.messages[0]).toEqual(cut.request.messages[0]);
   });
 
+  it("costs about linear time over one message's documents (x4 input, at most ~x4)", () => {
+    // n one-byte text documents among 32n short text parts, in one message of a prompt over an
+    // 8k window: each held to the message's share. The share was counted again for each document
+    // (its message's parts read once per document): 20,000 such documents took 1.3 s of CPU.
+    const dot = { type: 'text', text: '.' };
+    const make = (n: number) =>
+      Array.from({ length: 33 * n }, (_, i) =>
+        i % 33 === 0 ? { type: 'file', file: { file_data: 'data:text/plain;base64,QQ==' } } : dot,
+      );
+    const one = (content: unknown[]) =>
+      documentsPolicy.onRequest!(
+        { model: 'm', messages: [{ role: 'user', content: content as never }] },
+        ctxWith({}, { contextWindow: 8192 }),
+        { model: 'm', messages: [] },
+      );
+    const s = measureScaling(make, one, { from: 1024, max: 4096 });
+    expect(withinBudget(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
+    // Held to a share smaller than the cut's own marker, a short document stays whole: cut, each
+    // of them was ~2.5x as long as it came.
+    const out = one(make(1024));
+    expect(out.effects).toEqual([{ policy: 'documents', kind: 'document-text', count: 1024 }]);
+  });
+
   it('costs about linear time and memory over the messages (x4 input, at most ~x4)', () => {
     // n characters of documents: one report a message, before a refusal (the prompt's bytes
     // counted) and after one (every document held to its share).

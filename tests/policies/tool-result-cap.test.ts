@@ -89,7 +89,30 @@ describe('tool-result-cap', () => {
     expect(cutToolResult(ascii, 1000).length).toBeGreaterThan(2400);
     expect(cutToolResult('x'.repeat(3000), 1000)).toBe('x'.repeat(3000));
     expect(cutToolResult('\0'.repeat(1000), 1000)).toBe('\0'.repeat(1000));
-    expect(cutToolResult('\0'.repeat(1001), 1000)).toContain('toolproof left out');
+    // Just over the cap, the cut with its marker (~65 tokens) would be longer: whole.
+    expect(cutToolResult('\0'.repeat(1001), 1000)).toBe('\0'.repeat(1001));
+    expect(cutToolResult('\0'.repeat(1200), 1000)).toContain('toolproof left out');
+  });
+
+  it('never makes a result longer: thousands of short parts, each over its share of the cap, stay whole', () => {
+    // Before: each ten-character part held to a share of 1 token got the whole marker (~250
+    // characters): 100,000 parts (3.6 MB) went upstream as 22 MB, still over the window.
+    const content = Array.from({ length: 20_000 }, () => ({ type: 'text' as const, text: 'abcdefghij' }));
+    const req = { model: 'm', messages: [{ role: 'tool', tool_call_id: 'c', content }] };
+    const d = toolResultCapPolicy.onRequest!(
+      req as never,
+      ctxWith({}, { contextWindow: 8192 }),
+      req as never,
+    );
+    expect(d.action === 'continue' && JSON.stringify(d.request).length).toBe(JSON.stringify(req).length);
+    // A long part among them is still cut to its share.
+    const long = [...content.slice(0, 10), { type: 'text' as const, text: log(5_000) }];
+    const cut = toolResultCapPolicy.onRequest!(
+      { model: 'm', messages: [{ role: 'tool', tool_call_id: 'c', content: long }] } as never,
+      ctxWith({}, { contextWindow: 8192 }),
+      req as never,
+    );
+    expect(cut.effects).toEqual([{ policy: 'tool-result-cap', kind: 'tool-result-cut', count: 1 }]);
   });
 
   it('caps the result as a whole: several text parts each under the cap do not add up past it', () => {

@@ -662,6 +662,24 @@ describe('the capture behind /inspect/api', () => {
         (await fetch(`${stack.origin}${path}`, { headers: { authorization: 'Bearer wrong-key-123' } }))
           .status,
       ).toBe(401);
+      // A browser's page load (its user cancelled the prompt): a short page, not the JSON body.
+      const html = await fetch(`${stack.origin}${path}`, {
+        headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' },
+      });
+      expect(html.status, path).toBe(401);
+      expect(html.headers.get('www-authenticate'), path).toMatch(/^Basic /);
+      expect(html.headers.get('content-type'), path).toBe('text/html; charset=utf-8');
+      const text = await html.text();
+      expect(text, path).toContain('<h1>An API key is needed</h1>');
+      // Escaped: the message's quotes and angle brackets are entities, no markup of its own.
+      expect(text, path).toContain('&quot;Authorization: Bearer &lt;key&gt;&quot;');
+      expect(text, path).not.toMatch(/<script|<key>/i);
+      // A script's fetch asking for JSON, or refusing HTML, keeps the JSON error.
+      for (const accept of ['application/json', 'text/html;q=0, application/json'])
+        expect(
+          (await fetch(`${stack.origin}${path}`, { headers: { accept } })).headers.get('content-type'),
+          `${path} ${accept}`,
+        ).toMatch(/^application\/json/);
     }
     expect(
       (await fetch(`${stack.origin}/inspect/api/requests`, { headers: { authorization: `Bearer ${key}` } }))
