@@ -88,7 +88,7 @@ function checkOneCharChunks(c: FixtureCase): void {
 
 /**
  * `check` on every case of a file, in one test: each failing case is named with its assertion's
- * message and what it got and wanted, and the cases after it still run. A test per case (7,700
+ * message and what it got and wanted, and the cases after it still run. A test per case (7,763
  * of them) spent about as much of vitest's own CPU as the checks took (speed10).
  */
 function everyCase(cases: FixtureCase[], check: (c: FixtureCase) => void): void {
