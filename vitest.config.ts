@@ -59,8 +59,11 @@ function forcesFullGcs(file: string): boolean {
 }
 
 const SLOW = [
-  // slow, longest first (per-file seconds of a full run on the loaded 2-core box); the parser
-  // fixtures through the proxy first: ~40 s of CPU alone (two requests for each of 3,363 cases)
+  // slow, longest first (per-file seconds of a full run on the loaded 2-core box). New and
+  // unlisted until speed10: 20 s of CPU, started 686 s into a 908 s loaded full run
+  'tests/e2e/session-shapes.test.ts',
+  // the parser fixtures through the proxy: ~40 s of CPU until speed10 (two requests for each of
+  // 3,533 cases), ~13 s since (1,004 of them: the first of each shape, tests/e2e/parser-fixtures)
   'tests/e2e/parser-fixtures.test.ts',
   // unlisted until testspeed: the second longest file of a loaded full run (35 s: a child
   // process of ~14 s of CPU, 180 requests of 600 KB names), started at the 160th second; since
