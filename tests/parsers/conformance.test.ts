@@ -58,61 +58,37 @@ describe('parser fixtures: every registered parser has a fixture file', () => {
   }
 });
 
-/** A case's golden expectations through recoverMessage. */
-function checkGolden(c: FixtureCase): void {
-  const r = runGolden(c);
-  expect(r.calls.map((x) => ({ name: x.name, arguments: JSON.parse(x.arguments) }))).toEqual(c.expect.calls);
-  expect(r.content).toBe(c.expect.content);
-  if (c.expect.reasoning !== undefined) expect(r.reasoning).toBe(c.expect.reasoning);
-  if (c.expect.format) {
-    const formats = new Set([...r.calls.map((x) => x.format), ...r.leaks.map((l) => l.format)]);
-    expect([...formats]).toEqual([c.expect.format]);
-  }
-  const outcome = c.expect.outcome;
-  if (outcome === 'none') expect(r.leaks).toEqual([]);
-  else if (outcome === 'recovered') expect(r.leaks.some((l) => l.outcome === 'recovered')).toBe(true);
-  else if (outcome) {
-    expect(r.calls).toEqual([]);
-    expect(r.leaks.some((l) => l.outcome === outcome)).toBe(true);
-  }
-  for (const call of r.calls) expect(typeof JSON.parse(call.arguments)).toBe('object');
-}
-
-/** A case streamed one character at a time reads as the whole text does. */
-function checkOneCharChunks(c: FixtureCase): void {
-  const golden = view(runGolden(c));
-  const cuts = Array.from({ length: c.text.length }, (_, i) => i + 1);
-  const rcuts = Array.from({ length: (c.reasoning ?? '').length }, (_, i) => i + 1);
-  expect(view(runChunked(c, cuts, rcuts))).toEqual(golden);
-}
-
-/**
- * `check` on every case of a file, in one test: each failing case is named with its assertion's
- * message and what it got and wanted, and the cases after it still run. A test per case (7,763
- * of them) spent about as much of vitest's own CPU as the checks took (speed10).
- */
-function everyCase(cases: FixtureCase[], check: (c: FixtureCase) => void): void {
-  const failures: string[] = [];
-  for (const c of cases) {
-    try {
-      check(c);
-    } catch (e) {
-      const err = e as { message?: string; actual?: unknown; expected?: unknown };
-      const detail =
-        'actual' in err || 'expected' in err
-          ? `\n  got  ${JSON.stringify(err.actual)?.slice(0, 1500)}\n  want ${JSON.stringify(err.expected)?.slice(0, 1500)}`
-          : '';
-      failures.push(`${c.name}: ${err.message ?? String(e)}${detail}`);
-    }
-  }
-  expect(failures, `${failures.length} of ${cases.length} cases`).toEqual([]);
-}
-
 for (const { file, cases } of files) {
   describe(`fixtures: ${file}`, () => {
-    it(`every case's golden expectations (${cases.length})`, () => everyCase(cases, checkGolden));
+    for (const c of cases) {
+      it(c.name, () => {
+        const r = runGolden(c);
+        expect(r.calls.map((x) => ({ name: x.name, arguments: JSON.parse(x.arguments) }))).toEqual(
+          c.expect.calls,
+        );
+        expect(r.content).toBe(c.expect.content);
+        if (c.expect.reasoning !== undefined) expect(r.reasoning).toBe(c.expect.reasoning);
+        if (c.expect.format) {
+          const formats = new Set([...r.calls.map((x) => x.format), ...r.leaks.map((l) => l.format)]);
+          expect([...formats]).toEqual([c.expect.format]);
+        }
+        const outcome = c.expect.outcome;
+        if (outcome === 'none') expect(r.leaks).toEqual([]);
+        else if (outcome === 'recovered') expect(r.leaks.some((l) => l.outcome === 'recovered')).toBe(true);
+        else if (outcome) {
+          expect(r.calls).toEqual([]);
+          expect(r.leaks.some((l) => l.outcome === outcome)).toBe(true);
+        }
+        for (const call of r.calls) expect(typeof JSON.parse(call.arguments)).toBe('object');
+      });
 
-    it(`every case [stream: 1-char chunks] (${cases.length})`, () => everyCase(cases, checkOneCharChunks));
+      it(`${c.name} [stream: 1-char chunks]`, () => {
+        const golden = view(runGolden(c));
+        const cuts = Array.from({ length: c.text.length }, (_, i) => i + 1);
+        const rcuts = Array.from({ length: (c.reasoning ?? '').length }, (_, i) => i + 1);
+        expect(view(runChunked(c, cuts, rcuts))).toEqual(golden);
+      });
+    }
 
     it('[stream: random chunkings equal non-streaming]', () => {
       fc.assert(
