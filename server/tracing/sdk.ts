@@ -504,6 +504,15 @@ class ServerSpan implements RequestSpan<ChatCall> {
   private attemptHeadersMs = -1;
   private reasons: string[] | undefined;
   private payloads: readonly string[] | undefined;
+  /**
+   * The open attempt's report once it was read to its end, and that end's time: its record is
+   * written when the next attempt starts or the server span ends (closeAttempt), just before
+   * that one's, so the span log's code and tables are warm for the second record (written at the
+   * read's end, the stream's last frames and the response's close came between, and on an agent
+   * turn the other streams' work: the two records' writes each found them cold).
+   */
+  private readReport: TracedReport | undefined;
+  private readEndMs = 0;
   private attempts = 0;
   private events: PendingEvent[] | undefined;
   private ended = false;
@@ -575,7 +584,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
     request: ChatCompletionRequest,
     headers: Record<string, string>,
   ): Record<string, string> {
-    this.closeAttempt('superseded'); // never: each attempt ends before the next (defensive)
+    this.closeAttempt('superseded'); // the last one's record, when read to its end (attemptRead)
     this.attempts++;
     const upstreamModel = call.route.upstreamModel ?? request.model;
     this.attemptModel = typeof upstreamModel === 'string' ? cut256(upstreamModel) : '';
@@ -594,18 +603,20 @@ class ServerSpan implements RequestSpan<ChatCall> {
   }
 
   attemptOpened(res: UpstreamResponse): void {
-    if (this.attemptSpanId === undefined) return;
+    if (this.attemptSpanId === undefined || this.readReport !== undefined) return;
     this.attemptStatus = res.status;
     this.attemptHeadersMs = Math.round((this.now() - this.attemptStartMs) * 10) / 10;
     if (res.replica) this.attemptServer = serverOf(res.replica);
   }
 
   attemptThrew(err: unknown, aborted: boolean): void {
+    if (this.readReport !== undefined) return;
     if (aborted) this.closeAttempt('client_aborted');
     else this.failAttempt(errorType(err), errorMessage(err));
   }
 
   attemptRejected(status: number, body: unknown): void {
+    if (this.readReport !== undefined) return;
     const message = (body as { error?: { message?: unknown } } | null | undefined)?.error?.message;
     this.failAttempt(
       String(status),
@@ -614,7 +625,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
   }
 
   finishReason(reason: string): void {
-    if (this.attemptSpanId === undefined) return;
+    if (this.attemptSpanId === undefined || this.readReport !== undefined) return;
     // The upstream's word, of any type and as often as it likes (on every chunk of a million):
     // a string, cut, and at most one per choice a stream can carry.
     const reasons = (this.reasons ??= []);
@@ -623,14 +634,23 @@ class ServerSpan implements RequestSpan<ChatCall> {
   }
 
   attemptOutput(payloads: readonly string[]): void {
+    if (this.readReport !== undefined) return;
     this.payloads = payloads;
   }
 
   attemptRead(report: TracedReport): void {
-    if (this.attemptSpanId === undefined) return;
+    if (this.attemptSpanId === undefined || this.readReport !== undefined) return;
     if (report.kind === 'failed')
-      this.endAttempt(report, errorType(report.error), errorMessage(report.error), true);
-    else this.endAttempt(report, undefined, undefined, false);
+      this.endAttempt(report, errorType(report.error), errorMessage(report.error), true, this.now());
+    else if (report.kind === 'completion')
+      // Now: the policies may rewrite the completion's fields the span says as the upstream sent them.
+      this.endAttempt(report, undefined, undefined, false, this.now());
+    else {
+      // A stream's facts are the span's own (its finish reasons, the identity its chunks named,
+      // its usage): written with the next record (closeAttempt), its end as of now.
+      this.readReport = report;
+      this.readEndMs = this.now();
+    }
   }
 
   /** The open attempt's span written into the log: its request, its response, how it ended. */
@@ -639,10 +659,12 @@ class ServerSpan implements RequestSpan<ChatCall> {
     error: string | undefined,
     message: string | undefined,
     failed: boolean,
+    endMs: number,
   ): void {
     const spanId = this.attemptSpanId;
     if (spanId === undefined) return;
     this.attemptSpanId = undefined;
+    this.readReport = undefined;
     const request = this.attemptRequest;
     this.attemptRequest = undefined;
     const payloads = this.payloads;
@@ -660,7 +682,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
       this.traceState,
       server ? server.name(model) : `chat ${model}`,
       this.attemptStartMs,
-      Math.max(this.now(), this.attemptStartMs),
+      Math.max(endMs, this.attemptStartMs),
     );
     try {
       if (request) {
@@ -875,12 +897,15 @@ class ServerSpan implements RequestSpan<ChatCall> {
   /** Ends the open attempt span; `why`, when it did not end by itself (client gone, ...). */
   private closeAttempt(why?: string): void {
     if (this.attemptSpanId === undefined) return;
-    this.endAttempt(undefined, why, why, false);
+    const read = this.readReport;
+    // Read to its end (attemptRead): written as it ended then.
+    if (read !== undefined) this.endAttempt(read, undefined, undefined, false, this.readEndMs);
+    else this.endAttempt(undefined, why, why, false, this.now());
   }
 
   private failAttempt(type: string, message: string): void {
     if (this.attemptSpanId === undefined) return;
-    this.endAttempt(undefined, type, message, true);
+    this.endAttempt(undefined, type, message, true, this.now());
   }
 }
 
