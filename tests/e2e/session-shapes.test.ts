@@ -229,6 +229,18 @@ const CHAT: Shape[] = [
     fields: { tools: chatTools },
   },
   {
+    // the deprecated function-calling shape: before, a role templates do not render
+    door: 'chat',
+    name: 'function_call and the function role',
+    history: [
+      chatUser('Read a.'),
+      { role: 'assistant', content: null, function_call: { name: 'Read', arguments: '{"path":"a"}' } },
+      { role: 'function', name: 'Read', content: 'the file says 31337' },
+    ],
+    fields: { tools: chatTools },
+    expect: ['the file says 31337'],
+  },
+  {
     door: 'chat',
     name: 'developer role',
     history: [{ role: 'developer', content: 'Be brief.' }, chatUser('Hi.')],
@@ -905,6 +917,17 @@ const MSG: Shape[] = [
       system: [{ type: 'text', text: 'You are an agent.', cache_control: { type: 'ephemeral' } }],
       tools: msgTools.map((t) => ({ ...t, cache_control: { type: 'ephemeral' } })),
       output_config: { format: { type: 'json_schema', schema: SCHEMA } },
+    },
+  },
+  {
+    // Anthropic's MCP connector and code-execution container: before, a 400 on every turn
+    door: 'messages',
+    name: 'mcp_servers, container and an mcp_toolset tool',
+    history: [msgUser('Ask the wiki.')],
+    fields: {
+      tools: [...msgTools, { type: 'mcp_toolset', mcp_server_name: 'wiki' }],
+      mcp_servers: [{ type: 'url', url: 'https://mcp.example/sse', name: 'wiki' }],
+      container: 'container_011',
     },
   },
   {
