@@ -604,6 +604,13 @@ const RESP: Shape[] = [
     expect: ['Plain notes.'],
   },
   {
+    // an earlier output item no longer held (evicted, another replica): before, a 400 every turn
+    door: 'responses',
+    name: 'item_reference toolproof no longer holds',
+    history: [respUser('Hi.'), { type: 'item_reference', id: 'msg_gone' }, respUser('Again.')],
+    expect: ['earlier output item msg_gone left out'],
+  },
+  {
     door: 'responses',
     name: 'image_generation_call and code_interpreter_call',
     history: [
