@@ -152,6 +152,11 @@ export interface SimulatorOptions {
    * llama-server's 500 "audio input is not supported". Default false.
    */
   audio?: boolean;
+  /**
+   * Hosts whose image URLs the backend cannot fetch (an expired signed URL answers 403): a request
+   * carrying one is refused with the backend's own error (image-fetch.ts). Default none.
+   */
+  unreachableImageHosts?: string[];
   /** llama-server only: the context size its /props reports (`n_ctx`). Default 4096. */
   nCtx?: number;
   /**

@@ -10,43 +10,16 @@
  * policy's refusal (refusal.ts) reads that error, and the server sends the request once more
  * with the notes and remembers the model as text-only (PolicyContext.refused).
  */
-import { base64Size, splitDataUrl } from '../../protocol/file-part.js';
-import type { ContentPart } from '../../protocol/openai.js';
-import { isObject } from '../../protocol/is-object.js';
 import { EffectTally } from '../kit/effects.js';
 import { rewriteParts } from '../kit/content-parts.js';
-import { formatBytes } from '../kit/sizes.js';
+import { imageLabel, imageUrl } from '../kit/image-part.js';
 import type { Policy, PolicyContext } from '../types.js';
 import { carriesImages, refusesImages } from './refusal.js';
 import { describeImagesEffect, IMAGES_POLICY, type ImagesEffect, type ImagesKind } from './effects.js';
 
-/** The part's image URL, when it is an image part (`image_url` as an object or a bare string). */
-function imageUrl(part: ContentPart): string | undefined {
-  if (part.type !== 'image_url' && part.type !== 'input_image') return undefined;
-  const v = part.image_url;
-  if (typeof v === 'string') return v;
-  if (isObject(v) && typeof v.url === 'string') return v.url;
-  return '';
-}
-
 /** `[image omitted: <name or media type>, <size>; this model cannot read images]`. */
 export function imageNote(url: string): string {
-  const data = splitDataUrl(url);
-  let what: string;
-  if (data) what = `${data.mediaType}, ${formatBytes(base64Size(data.base64))}`;
-  else if (url === '') what = 'no URL, 0 B';
-  else {
-    // A remote image: its file name (never fetched, so its size is not known).
-    let name = url.startsWith('data:') ? 'data URL' : url;
-    try {
-      const path = new URL(url).pathname;
-      name = decodeURIComponent(path.slice(path.lastIndexOf('/') + 1)) || new URL(url).host;
-    } catch {
-      // not a URL: its own (bounded) text
-    }
-    what = `${name.replace(/[\r\n[\]]+/g, ' ').slice(0, 120)}, size unknown`;
-  }
-  return `[image omitted: ${what}; this model cannot read images]`;
+  return `[image omitted: ${imageLabel(url)}; this model cannot read images]`;
 }
 
 /** The refusal's fact: the upstream refused an image because its model cannot see. */
