@@ -176,7 +176,7 @@ const METRICS = {
   degradedContent: {
     type: 'counter',
     name: 'toolproof_degraded_content_total',
-    help: 'Content a model cannot take, degraded before it went upstream, by kind: document-text (a document as its extracted text), document-cut (a document whose text was cut to a quarter of a window it would not fit), document-note (a document it could not read, as a note), image-note (an image for a model that cannot see, as a note), image-unfetched (an image whose URL the upstream could not fetch, as a note), audio-note (audio for a model that cannot take it, as a note), tool-result-cut (a tool result cut to maxToolResultTokens). Counted per request that carries it (a history re-sends it every turn).',
+    help: 'Content a model cannot take, degraded before it went upstream, by kind: document-text (a document as its extracted text), document-cut (a document whose text was cut to a quarter of a window it would not fit), document-note (a document it could not read, as a note), image-note (an image for a model that cannot see, as a note), image-overflow-note (an image of the older messages of a prompt over its window, as a note), image-unfetched (an image whose URL the upstream could not fetch, as a note), audio-note (audio for a model that cannot take it, as a note), tool-result-cut (a tool result cut to maxToolResultTokens). Counted per request that carries it (a history re-sends it every turn).',
     labels: 'model api kind',
   },
   historyRepairs: {

@@ -166,6 +166,12 @@ export interface SimulatorOptions {
    */
   enforceWindow?: boolean;
   /**
+   * With `enforceWindow`: what each image part costs, in tokens, instead of its URL's characters
+   * (llama-server's mtmd and vLLM encode the picture: Gemma 3 256 tokens, Qwen2.5-VL ~1,200 for a
+   * 1280x720 screenshot). Default: the URL counted as text.
+   */
+  imageTokens?: number;
+  /**
    * vLLM only: the structured-output backend named `xgrammar` (xgrammar.ts): a schema it must
    * enforce with features xgrammar cannot compile is refused with vLLM's 400. Default: `auto`
    * (such a schema goes to guidance; nothing is refused).

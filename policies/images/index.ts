@@ -13,13 +13,19 @@
 import { EffectTally } from '../kit/effects.js';
 import { rewriteParts } from '../kit/content-parts.js';
 import { imageLabel, imageUrl } from '../kit/image-part.js';
-import type { Policy, PolicyContext } from '../types.js';
+import { messagesBeforeBoundary } from '../kit/overflow.js';
+import { type Policy, type PolicyContext, PROMPT_OVER_WINDOW } from '../types.js';
 import { carriesImages, refusesImages } from './refusal.js';
 import { describeImagesEffect, IMAGES_POLICY, type ImagesEffect, type ImagesKind } from './effects.js';
 
 /** `[image omitted: <name or media type>, <size>; this model cannot read images]`. */
 export function imageNote(url: string): string {
   return `[image omitted: ${imageLabel(url)}; this model cannot read images]`;
+}
+
+/** `[image omitted: <name or media type>, <size>; left out to fit the model's context window]`. */
+export function overflowNote(url: string): string {
+  return `[image omitted: ${imageLabel(url)}; left out to fit the model's context window]`;
 }
 
 /** The refusal's fact: the upstream refused an image because its model cannot see. */
@@ -54,14 +60,28 @@ export const imagesPolicy: Policy<ImagesEffect> = {
       `the upstream refused the images (status ${status}: its model cannot read them): sent again with a note for each`,
   },
   onRequest(request, ctx) {
-    if (!textOnly(ctx) || !Array.isArray(request.messages))
-      return { action: 'continue', request, effects: [] };
+    if (!Array.isArray(request.messages)) return { action: 'continue', request, effects: [] };
+    const all = textOnly(ctx);
+    // A prompt over a known window (refused for its length, or its text far past it): the images
+    // of the older messages (kit/overflow.ts) as notes. Each costs the backend hundreds of tokens
+    // or more, and a history of screenshots overflowed every later turn.
+    const window = ctx.settings.contextWindow;
+    const older =
+      all || window <= 0
+        ? 0
+        : messagesBeforeBoundary(
+            request.tools,
+            request.messages,
+            window,
+            ctx.refused?.now.has(PROMPT_OVER_WINDOW) === true,
+          );
+    if (!all && older === 0) return { action: 'continue', request, effects: [] };
     const tally = new EffectTally<typeof IMAGES_POLICY, ImagesKind>(IMAGES_POLICY);
-    const messages = rewriteParts(request.messages, (part) => {
+    const messages = rewriteParts(request.messages, (part, _m, i) => {
       const url = imageUrl(part);
-      if (url === undefined) return part;
-      tally.add('image-note');
-      return { type: 'text', text: imageNote(url) };
+      if (url === undefined || (!all && i >= older)) return part;
+      tally.add(all ? 'image-note' : 'image-overflow-note');
+      return { type: 'text', text: all ? imageNote(url) : overflowNote(url) };
     });
     if (!messages) return { action: 'continue', request, effects: [] };
     return { action: 'continue', request: { ...request, messages }, effects: tally.toEffects() };
