@@ -16,6 +16,7 @@ import { clientConstraintsPolicy } from './client-constraints/index.js';
 import { correctiveRetryPolicy } from './corrective-retry/index.js';
 import { documentsPolicy } from './documents/index.js';
 import { imagesPolicy } from './images/index.js';
+import { imageUrlsPolicy } from './image-urls/index.js';
 import { audioPolicy } from './audio/index.js';
 import { toolResultCapPolicy } from './tool-result-cap/index.js';
 import { forceToolUsePolicy } from './force-tool-use/index.js';
@@ -43,6 +44,8 @@ const TABLE = [
   hostedToolsPolicy,
   documentsPolicy,
   imagesPolicy,
+  // After images: a model that cannot see has its images as notes already, fetched or not.
+  imageUrlsPolicy,
   audioPolicy,
   toolResultCapPolicy,
   historyRepairPolicy,

@@ -251,6 +251,11 @@ export function isPassThroughHook(hook: StreamHook): boolean {
 export interface RefusedFacts {
   readonly now: ReadonlySet<string>;
   readonly remembered: ReadonlySet<string>;
+  /**
+   * Values of this request an upstream refused one by one (UpstreamRefusal.values: an image URL
+   * it could not fetch), by this request's attempts or remembered from an earlier request.
+   */
+  readonly values?: ReadonlySet<string>;
 }
 
 /**
@@ -285,6 +290,18 @@ export interface UpstreamRefusal {
   refused(status: number, body: unknown, sent: ChatCompletionRequest, ctx: PolicyContext): boolean;
   /** The decision's reason, for the inspector. */
   describe(status: number): string;
+  /**
+   * A refusal of particular values of the request rather than of the model (an image URL the
+   * backend could not fetch: the next turn's new images may fetch fine). `named`: the values of
+   * `sent` the error refused (none: the refusal is not routed around); each is remembered on its
+   * own, per upstream, model and key, and read back in PolicyContext.refused.values, never the
+   * fact itself. `candidates`: the values of a request the server looks up in that memory before
+   * its first attempt (bounded by the request). Pure, both.
+   */
+  readonly values?: {
+    named(status: number, body: unknown, sent: ChatCompletionRequest): readonly string[];
+    candidates(request: ChatCompletionRequest): readonly string[];
+  };
 }
 
 /** A policy whose effects are `E` (its own union, from its folder's effects.ts). */

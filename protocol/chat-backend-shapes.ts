@@ -8,6 +8,14 @@
  * - a `developer` message (OpenAI's name for the system prompt of newer models) as a `system`
  *   message, as the Responses door maps it: chat templates know system, and either raise on a
  *   role they do not know (Mistral's, Gemma's) or leave the message out of the prompt (Qwen's).
+ * - the deprecated function-calling shape (`function_call` on an assistant message, answered by a
+ *   `{role: "function", name, content}` message; older SDK users still send it): the call as a
+ *   `tool_calls` entry whose id is made from the message's place (`call_fn<index>`, the same on
+ *   every turn: a conversation only grows), and each function message as a `tool` message
+ *   answering the latest call before it of its name not yet answered. Templates render no
+ *   "function" role (llama-server's Jinja raises, and its 500 or vLLM's 400 came back on every
+ *   turn). A function message no call is left for goes as a tool message that answers nothing:
+ *   history repair makes it the note it makes of any orphan result.
  * The agent sends its history again on every later request, so a turn the backend refuses is
  * refused for the rest of the session. Pure, and the same bytes for the same message on every
  * turn (docs/prefix.md).
@@ -30,14 +38,51 @@ function forBackend(m: ChatMessage): ChatMessage {
   return { ...m, content };
 }
 
+/** A legacy `function_call` of an assistant message (and no tool_calls), else undefined. */
+function legacyCall(m: ChatMessage): { name: string; arguments: string } | undefined {
+  const c = m.function_call;
+  if (m.role !== 'assistant' || !isObject(c) || typeof c.name !== 'string') return undefined;
+  if (Array.isArray(m.tool_calls) && m.tool_calls.length > 0) return undefined;
+  const args = c.arguments;
+  return { name: c.name, arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}) };
+}
+
+/** The id a legacy call at message `i` goes under (a function of its place: the same every turn). */
+const legacyId = (i: number): string => `call_fn${i}`;
+
+/**
+ * A legacy function call or result as the tool-calling shape, or the same object. `open`: the
+ * calls made so far and not yet answered, by name (each name's latest last).
+ */
+function fromLegacy(m: ChatMessage, i: number, open: Map<string, string[]>): ChatMessage {
+  if (!isObject(m)) return m;
+  const call = legacyCall(m);
+  if (call) {
+    const { function_call: _legacy, ...rest } = m;
+    const ids = open.get(call.name) ?? [];
+    ids.push(legacyId(i));
+    open.set(call.name, ids);
+    return {
+      ...rest,
+      content: m.content ?? null,
+      tool_calls: [{ id: legacyId(i), type: 'function', function: call }],
+    };
+  }
+  if (m.role !== 'function') return m;
+  const name = typeof m.name === 'string' ? m.name : '';
+  const id = open.get(name)?.pop() ?? `call_fn${i}_result`;
+  return { ...m, role: 'tool', tool_call_id: id, content: m.content ?? '' };
+}
+
 /** The request with its messages as backends take them; undefined when nothing changed (copy on write). */
 export function chatForBackends(body: ChatCompletionRequest): ChatCompletionRequest | undefined {
   const messages = body.messages;
   if (!Array.isArray(messages)) return undefined;
   let out: ChatMessage[] | undefined;
+  const open = new Map<string, string[]>();
   for (let i = 0; i < messages.length; i++) {
     const m = messages[i]!;
-    const next = forBackend(m);
+    const next = fromLegacy(forBackend(m), i, open);
     if (next === m) continue;
     out ??= messages.slice();
     out[i] = next;

@@ -142,7 +142,7 @@ const METRICS = {
   upstreamRefusals: {
     type: 'counter',
     name: 'toolproof_upstream_refusals_total',
-    help: 'Requests sent again rewritten because the upstream refused something its model cannot take, by decision: vision-refused (images, sent again as notes), audio-refused (audio, sent again as notes), schema-keywords-refused (guided-decoding schema keywords, left out), context-window-learnt (a prompt over a window the upstream did not publish: its tool results cut to the window its refusal named), prompt-over-window (a prompt over the known window: its older tool results cut). The refused attempt is in upstream_errors too.',
+    help: 'Requests sent again rewritten because the upstream refused something its model cannot take, by decision: vision-refused (images, sent again as notes), audio-refused (audio, sent again as notes), schema-keywords-refused (guided-decoding schema keywords, left out), image-fetch-refused (image URLs it could not fetch, sent again as notes), context-window-learnt (a prompt over a window the upstream did not publish: its tool results cut to the window its refusal named), prompt-over-window (a prompt over the known window: its older tool results cut). The refused attempt is in upstream_errors too.',
     labels: 'upstream model decision',
   },
   toolChoiceFallbackActive: {
@@ -176,7 +176,7 @@ const METRICS = {
   degradedContent: {
     type: 'counter',
     name: 'toolproof_degraded_content_total',
-    help: 'Content a model cannot take, degraded before it went upstream, by kind: document-text (a document as its extracted text), document-cut (a document whose text was cut to a quarter of a window it would not fit), document-note (a document it could not read, as a note), image-note (an image for a model that cannot see, as a note), audio-note (audio for a model that cannot take it, as a note), tool-result-cut (a tool result cut to maxToolResultTokens). Counted per request that carries it (a history re-sends it every turn).',
+    help: 'Content a model cannot take, degraded before it went upstream, by kind: document-text (a document as its extracted text), document-cut (a document whose text was cut to a quarter of a window it would not fit), document-note (a document it could not read, as a note), image-note (an image for a model that cannot see, as a note), image-overflow-note (an image of the older messages of a prompt over its window, as a note), image-unfetched (an image whose URL the upstream could not fetch, as a note), audio-note (audio for a model that cannot take it, as a note), tool-result-cut (a tool result cut to maxToolResultTokens). Counted per request that carries it (a history re-sends it every turn).',
     labels: 'model api kind',
   },
   historyRepairs: {

@@ -23,7 +23,7 @@ export function windowOf(options: SimulatorOptions): number {
 export function windowError(body: Record<string, unknown>, options: SimulatorOptions): SimError | null {
   if (options.enforceWindow !== true) return null;
   const window = windowOf(options);
-  const prompt = Math.ceil(renderPrompt(body.tools, body.messages).length / CHARS_PER_TOKEN);
+  const prompt = promptTokens(body, options);
   // llama-server refuses a prompt that fills the window (a slot needs one cell to decode into).
   if (options.personality === 'vllm' ? prompt <= window : prompt < window) return null;
   if (options.personality === 'vllm')
@@ -38,4 +38,26 @@ export function windowError(body: Record<string, unknown>, options: SimulatorOpt
     message: `request (${prompt} tokens) exceeds the available context size (${window} tokens), try increasing it`,
     counts: { n_prompt_tokens: prompt, n_ctx: window },
   };
+}
+
+/**
+ * The prompt's tokens as the window check counts them: the rendered prompt at CHARS_PER_TOKEN,
+ * and with `imageTokens` set, each image part that many tokens instead of its URL's characters
+ * (a multimodal backend encodes the picture, whatever the length of its base64).
+ */
+function promptTokens(body: Record<string, unknown>, options: SimulatorOptions): number {
+  const per = options.imageTokens;
+  if (per === undefined || !Array.isArray(body.messages))
+    return Math.ceil(renderPrompt(body.tools, body.messages).length / CHARS_PER_TOKEN);
+  let images = 0;
+  const messages = (body.messages as unknown[]).map((m) => {
+    if (typeof m !== 'object' || m === null || !Array.isArray((m as { content?: unknown }).content)) return m;
+    const content = ((m as { content: unknown[] }).content as unknown[]).map((p) => {
+      if (typeof p !== 'object' || p === null || (p as { type?: unknown }).type !== 'image_url') return p;
+      images++;
+      return { type: 'image_url' };
+    });
+    return { ...(m as object), content };
+  });
+  return Math.ceil(renderPrompt(body.tools, messages).length / CHARS_PER_TOKEN) + images * per;
 }

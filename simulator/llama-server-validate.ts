@@ -4,6 +4,7 @@
  * that is what the server does.
  */
 import { parseLikeNlohmann } from './nlohmann-json.js';
+import { imageFetchError } from './image-fetch.js';
 import { jsonTypeName, type SimError } from './personality.js';
 import { strictHistoryProblem } from './history-checks.js';
 import type { LlamaTemplate, SimulatorOptions } from './types.js';
@@ -166,6 +167,8 @@ export function validateLlamaChat(body: Obj, options: SimulatorOptions): SimErro
   }
   const msgError = messageErrors(messages, options.vision === true, options.audio === true);
   if (msgError) return msgError;
+  const fetchError = imageFetchError(messages, options);
+  if (fetchError) return fetchError;
   const objs = messages as Obj[];
   let trailing = 0;
   for (let i = objs.length - 1; i >= 0 && objs[i]?.role === 'assistant'; i--) trailing++;

@@ -152,6 +152,11 @@ export interface SimulatorOptions {
    * llama-server's 500 "audio input is not supported". Default false.
    */
   audio?: boolean;
+  /**
+   * Hosts whose image URLs the backend cannot fetch (an expired signed URL answers 403): a request
+   * carrying one is refused with the backend's own error (image-fetch.ts). Default none.
+   */
+  unreachableImageHosts?: string[];
   /** llama-server only: the context size its /props reports (`n_ctx`). Default 4096. */
   nCtx?: number;
   /**
@@ -160,6 +165,12 @@ export interface SimulatorOptions {
    * simulator's token count is an approximation, and most tests are not about the window.
    */
   enforceWindow?: boolean;
+  /**
+   * With `enforceWindow`: what each image part costs, in tokens, instead of its URL's characters
+   * (llama-server's mtmd and vLLM encode the picture: Gemma 3 256 tokens, Qwen2.5-VL ~1,200 for a
+   * 1280x720 screenshot). Default: the URL counted as text.
+   */
+  imageTokens?: number;
   /**
    * vLLM only: the structured-output backend named `xgrammar` (xgrammar.ts): a schema it must
    * enforce with features xgrammar cannot compile is refused with vLLM's 400. Default: `auto`

@@ -4,6 +4,7 @@
  * tool calls, a first streamed delta `{"role":"assistant","content":""}`, tool-call deltas that
  * open with id/type/name and empty arguments, errors nested under `error` with an int `code`.
  */
+import { imageFetchError } from './image-fetch.js';
 import { strictHistoryProblem } from './history-checks.js';
 import type { Generation } from './generate.js';
 import { pyLiteral } from './leak-formats.js';
@@ -178,6 +179,8 @@ function validate(body: Obj, options: SimulatorOptions): SimError | null {
     )
   )
     return bad(`${served} is not a multimodal model None`);
+  const fetchError = imageFetchError(messages, options);
+  if (fetchError) return fetchError;
   const argsError = historyArgumentsError(messages);
   if (argsError) return argsError;
   if (options.strictHistory) {

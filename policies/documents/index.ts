@@ -33,6 +33,7 @@ import {
   describeDocumentsEffect,
 } from './effects.js';
 import { renderDocument } from './render.js';
+import { keptTokens, messagesBeforeBoundary } from '../kit/overflow.js';
 
 export const documentsPolicy: Policy<DocumentsEffect> = {
   name: DOCUMENTS_POLICY,
@@ -73,17 +74,25 @@ export const documentsPolicy: Policy<DocumentsEffect> = {
     // Documents that together overflow the window: each held to its message's share, once the
     // prompt is known over it. The same parts again, from what the first pass rendered.
     const over = read.size > 0 && window > 0 && overWindow(request.tools, messages, window, ctx.refused?.now);
+    // Documents of the older messages (those before the boundary the tool results are cut at,
+    // kit/overflow.ts) keep a sixty-fourth of the window each: shares of many messages' documents
+    // add up past the window all the same.
+    const older = over ? messagesBeforeBoundary(request.tools, messages, window, true) : 0;
     // Each message's share, counted once: counted again for each of its documents, a message of
     // 20,000 small ones cost 1.3 s of CPU (its parts read 20,000 times).
     const shares = new Map<ChatMessage, number>();
     const out = over
-      ? rewriteParts(request.messages, (part, m) => {
+      ? rewriteParts(request.messages, (part, m, i) => {
           const doc = read.get(part);
           if (!doc) return part;
           let share = shares.get(m);
           if (share === undefined)
             shares.set(m, (share = Math.max(1, Math.floor(quarter(window) / documentsIn(m)))));
-          doc.sent = cutText(doc.whole, share, documentMarker);
+          doc.sent = cutText(
+            doc.whole,
+            i < older ? Math.min(share, keptTokens(window)) : share,
+            documentMarker,
+          );
           return { type: 'text', text: doc.sent };
         })
       : messages;

@@ -4,7 +4,8 @@ import type { EffectRecord } from '../types.js';
 
 export const IMAGES_POLICY = 'images';
 
-export type ImagesKind = 'image-note';
+/** `image-note`: a model that cannot see; `image-overflow-note`: an older image of a prompt over its window. */
+export type ImagesKind = 'image-note' | 'image-overflow-note';
 
 export type ImagesEffect = TallyEffect<typeof IMAGES_POLICY, ImagesKind>;
 

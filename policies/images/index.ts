@@ -10,43 +10,22 @@
  * policy's refusal (refusal.ts) reads that error, and the server sends the request once more
  * with the notes and remembers the model as text-only (PolicyContext.refused).
  */
-import { base64Size, splitDataUrl } from '../../protocol/file-part.js';
-import type { ContentPart } from '../../protocol/openai.js';
-import { isObject } from '../../protocol/is-object.js';
 import { EffectTally } from '../kit/effects.js';
 import { rewriteParts } from '../kit/content-parts.js';
-import { formatBytes } from '../kit/sizes.js';
-import type { Policy, PolicyContext } from '../types.js';
+import { imageLabel, imageUrl } from '../kit/image-part.js';
+import { messagesBeforeBoundary } from '../kit/overflow.js';
+import { type Policy, type PolicyContext, PROMPT_OVER_WINDOW } from '../types.js';
 import { carriesImages, refusesImages } from './refusal.js';
 import { describeImagesEffect, IMAGES_POLICY, type ImagesEffect, type ImagesKind } from './effects.js';
 
-/** The part's image URL, when it is an image part (`image_url` as an object or a bare string). */
-function imageUrl(part: ContentPart): string | undefined {
-  if (part.type !== 'image_url' && part.type !== 'input_image') return undefined;
-  const v = part.image_url;
-  if (typeof v === 'string') return v;
-  if (isObject(v) && typeof v.url === 'string') return v.url;
-  return '';
-}
-
 /** `[image omitted: <name or media type>, <size>; this model cannot read images]`. */
 export function imageNote(url: string): string {
-  const data = splitDataUrl(url);
-  let what: string;
-  if (data) what = `${data.mediaType}, ${formatBytes(base64Size(data.base64))}`;
-  else if (url === '') what = 'no URL, 0 B';
-  else {
-    // A remote image: its file name (never fetched, so its size is not known).
-    let name = url.startsWith('data:') ? 'data URL' : url;
-    try {
-      const path = new URL(url).pathname;
-      name = decodeURIComponent(path.slice(path.lastIndexOf('/') + 1)) || new URL(url).host;
-    } catch {
-      // not a URL: its own (bounded) text
-    }
-    what = `${name.replace(/[\r\n[\]]+/g, ' ').slice(0, 120)}, size unknown`;
-  }
-  return `[image omitted: ${what}; this model cannot read images]`;
+  return `[image omitted: ${imageLabel(url)}; this model cannot read images]`;
+}
+
+/** `[image omitted: <name or media type>, <size>; left out to fit the model's context window]`. */
+export function overflowNote(url: string): string {
+  return `[image omitted: ${imageLabel(url)}; left out to fit the model's context window]`;
 }
 
 /** The refusal's fact: the upstream refused an image because its model cannot see. */
@@ -81,14 +60,28 @@ export const imagesPolicy: Policy<ImagesEffect> = {
       `the upstream refused the images (status ${status}: its model cannot read them): sent again with a note for each`,
   },
   onRequest(request, ctx) {
-    if (!textOnly(ctx) || !Array.isArray(request.messages))
-      return { action: 'continue', request, effects: [] };
+    if (!Array.isArray(request.messages)) return { action: 'continue', request, effects: [] };
+    const all = textOnly(ctx);
+    // A prompt over a known window (refused for its length, or its text far past it): the images
+    // of the older messages (kit/overflow.ts) as notes. Each costs the backend hundreds of tokens
+    // or more, and a history of screenshots overflowed every later turn.
+    const window = ctx.settings.contextWindow;
+    const older =
+      all || window <= 0
+        ? 0
+        : messagesBeforeBoundary(
+            request.tools,
+            request.messages,
+            window,
+            ctx.refused?.now.has(PROMPT_OVER_WINDOW) === true,
+          );
+    if (!all && older === 0) return { action: 'continue', request, effects: [] };
     const tally = new EffectTally<typeof IMAGES_POLICY, ImagesKind>(IMAGES_POLICY);
-    const messages = rewriteParts(request.messages, (part) => {
+    const messages = rewriteParts(request.messages, (part, _m, i) => {
       const url = imageUrl(part);
-      if (url === undefined) return part;
-      tally.add('image-note');
-      return { type: 'text', text: imageNote(url) };
+      if (url === undefined || (!all && i >= older)) return part;
+      tally.add(all ? 'image-note' : 'image-overflow-note');
+      return { type: 'text', text: all ? imageNote(url) : overflowNote(url) };
     });
     if (!messages) return { action: 'continue', request, effects: [] };
     return { action: 'continue', request: { ...request, messages }, effects: tally.toEffects() };

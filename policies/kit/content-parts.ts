@@ -6,7 +6,12 @@
 import type { ChatMessage, ContentPart } from '../../protocol/openai.js';
 
 /** What a part becomes: itself (unchanged), or one or more parts in its place. */
-export type PartRewrite = (part: ContentPart, message: ChatMessage) => ContentPart | ContentPart[];
+export type PartRewrite = (
+  part: ContentPart,
+  message: ChatMessage,
+  /** The message's place in the history. */
+  index: number,
+) => ContentPart | ContentPart[];
 
 /**
  * `messages` with every content part passed through `rewrite`. A message whose parts all come
@@ -25,7 +30,7 @@ export function rewriteParts(
     const content = m.content;
     for (let j = 0; j < content.length; j++) {
       const part = content[j]!;
-      const next = part !== null && typeof part === 'object' ? rewrite(part, m) : part;
+      const next = part !== null && typeof part === 'object' ? rewrite(part, m, i) : part;
       if (next === part) {
         parts?.push(part);
         continue;

@@ -26,7 +26,26 @@ export const CERTAIN_BYTES_PER_TOKEN = 6;
  */
 const bytes = (text: string): number => Buffer.byteLength(text, 'utf8');
 
-/** `m`'s bytes of text and the overhead (images and audio are not counted). */
+/**
+ * What an image costs on a multimodal backend, in tokens, for placing messages in a prompt the
+ * backend refused for its length (kit/overflow.ts): llama-server's mtmd and vLLM turn each image
+ * into a model-dependent number of tokens (Gemma 3: 256 a picture; LLaVA 1.5: 576; Qwen2.5-VL: a
+ * 28-pixel patch pair a token, ~1,200 for a 1280x720 screenshot). Toolproof never decodes an
+ * image to count its pixels, so each counts this much; never in the "certainly over" test (an
+ * image may cost far less).
+ */
+export const IMAGE_TOKENS = 1024;
+
+const IMAGE_PARTS: ReadonlySet<string> = new Set(['image_url', 'input_image']);
+
+/** `m`'s image parts (each IMAGE_TOKENS on a multimodal backend). */
+export function messageImages(m: ChatMessage): number {
+  let n = 0;
+  if (Array.isArray(m.content)) for (const p of m.content) if (p && IMAGE_PARTS.has(p.type)) n++;
+  return n;
+}
+
+/** `m`'s bytes of text and the overhead (images and audio are not counted: messageImages). */
 export function messageBytes(m: ChatMessage): number {
   let n = MESSAGE_OVERHEAD;
   const content = m.content;

@@ -27,21 +27,16 @@
  *   with the single-result marker, kit/cut.ts), so a result cut on one turn is the same bytes on
  *   every later one.
  * Results under twice the kept size are left whole (cutting them would save little beside the
- * marker). Only text counts: an image or audio part is not estimated. When cutting every result
+ * marker). Positions and the boundary are kit/overflow.ts's (an image counts IMAGE_TOKENS there,
+audio nothing), shared with the documents and images policies. When cutting every result
  * before the boundary still leaves the prompt over the window (the conversation itself is), the
  * backend's refusal is relayed, as before.
  */
 import type { ChatCompletionRequest, ChatMessage } from '../../protocol/openai.js';
-import { BYTES_PER_TOKEN, CERTAIN_BYTES_PER_TOKEN, jsonBytes, messageBytes } from '../kit/prompt-bytes.js';
+import { messagesBeforeBoundary } from '../kit/overflow.js';
 
-/** The tokens an older result keeps when cut: a sixty-fourth of the window, within these bounds. */
-const KEEP_MIN = 64;
-const KEEP_MAX = 1024;
-
-/** What an older result is cut to in a window of `window` tokens. */
-export function keptTokens(window: number): number {
-  return Math.min(KEEP_MAX, Math.max(KEEP_MIN, Math.floor(window / 64)));
-}
+/** What an older result is cut to in a window of `window` tokens (kit/overflow.ts). */
+export { keptTokens } from '../kit/overflow.js';
 
 /**
  * The indexes of the tool messages of `request` to cut so that its prompt (estimated) has a
@@ -57,18 +52,8 @@ export function resultsToCut(
   refused = false,
 ): number[] {
   if (!messages.some((m) => m?.role === 'tool')) return [];
-  const sizes = messages.map((m) => (m ? messageBytes(m) : 0));
-  const start = request.tools === undefined ? 0 : jsonBytes(request.tools);
-  const total = sizes.reduce((a, b) => a + b, start);
-  if (!refused && total <= window * CERTAIN_BYTES_PER_TOKEN) return [];
-  // In bytes: the boundary moves in quarter-window steps and leaves the last half window whole.
-  const step = Math.max(1, Math.floor(window / 4)) * BYTES_PER_TOKEN;
-  const boundary = Math.floor(total / step) * step - Math.floor(window / 2) * BYTES_PER_TOKEN;
+  const older = messagesBeforeBoundary(request.tools, messages, window, refused);
   const out: number[] = [];
-  let at = start;
-  for (let i = 0; i < messages.length && at < boundary; i++) {
-    if (messages[i]?.role === 'tool') out.push(i);
-    at += sizes[i]!;
-  }
+  for (let i = 0; i < older; i++) if (messages[i]?.role === 'tool') out.push(i);
   return out;
 }

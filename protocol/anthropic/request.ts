@@ -371,8 +371,15 @@ function refuseThreadContinue(thread: MessagesRequest['thread']): void {
   });
 }
 
-/** Fields with no chat equivalent: a 400 rather than a silently different answer. */
-const REFUSED_FIELDS = ['mcp_servers', 'container'] as const;
+/**
+ * Anthropic's MCP connector (`mcp_servers`: remote MCP servers Anthropic's API calls for the model)
+ * and code-execution container (`container`: the sandbox its code_execution tool runs in). Both are
+ * run by Anthropic's servers, as server tools are: a self-hosted backend has nothing to call them
+ * with, and the tools that use them (code_execution, `mcp_toolset`) are left out as hosted tools.
+ * They are left out the same way (hostedTools: drop, reported by the door's header, log line and
+ * metric; reject answers the 400). Refused, every turn of a session that set them failed alike.
+ */
+const HOSTED_FIELDS = ['mcp_servers', 'container'] as const;
 
 /** Anthropic's effort levels as chat's reasoning_effort (vLLM reads it for gpt-oss and others). */
 const EFFORT: Record<string, string> = { low: 'low', medium: 'medium', high: 'high', max: 'high' };
@@ -395,15 +402,19 @@ export interface ChatTranslation {
  */
 export function translateRequest(req: MessagesRequest): ChatTranslation {
   refuseThreadContinue(req.thread);
-  for (const f of REFUSED_FIELDS) {
-    const v = req[f];
-    if (v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0))
-      throw invalid(f, `"${f}" is not supported by toolproof's /v1/messages.`);
-  }
   const out: ChatCompletionRequest = { model: req.model, messages: toChatMessages(req) };
   if (typeof req.max_tokens === 'number') out.max_tokens = req.max_tokens;
-  let dropped: string[] = [];
+  const dropped: string[] = [];
   let refusal: ToolproofError | undefined;
+  for (const f of HOSTED_FIELDS) {
+    const v = req[f];
+    if (v === undefined || v === null || v === '' || (Array.isArray(v) && v.length === 0)) continue;
+    refusal ??= invalid(
+      f,
+      `"${f}" is not supported: it is run by Anthropic's servers, which a self-hosted backend has no equivalent of (set hostedTools: drop to leave it out).`,
+    );
+    dropped.push(f);
+  }
   const tools = [
     ...(Array.isArray(req.tools) ? req.tools : []),
     ...addedToolDefinitions(req.tools, req.messages),
@@ -418,8 +429,8 @@ export function translateRequest(req: MessagesRequest): ChatTranslation {
   if (tools.length > 0) {
     const t = toolDefs(tools, req.messages);
     if (t.tools.length > 0) out.tools = t.tools;
-    dropped = t.dropped;
-    refusal = t.refusal;
+    dropped.push(...t.dropped);
+    refusal ??= t.refusal;
   }
   if (req.tool_choice) {
     const c = toolChoice(req.tool_choice);

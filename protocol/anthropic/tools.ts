@@ -158,7 +158,7 @@ function typedTool(type: string): Typed | undefined {
 
 /** Tools only Anthropic's servers run. */
 const SERVER_TOOL =
-  /^(web_search|web_fetch|code_execution|tool_search_tool_regex|tool_search_tool_bm25)_\d{8}$/;
+  /^(web_search|web_fetch|code_execution|tool_search_tool_regex|tool_search_tool_bm25)_\d{8}$|^mcp_toolset$/;
 
 export interface ToolTranslation {
   tools: ToolDef[];

@@ -30,14 +30,22 @@ function invalid(param: string, message: string): ToolproofError {
 /** An `item_reference`'s item: one toolproof returned earlier, or undefined. */
 export type ItemLookup = (id: string) => InputItem | undefined;
 
-/** The 400 for an item_reference that does not resolve; `kept`: the item store is on. */
-function unresolved(param: string, id: string, kept: boolean): ToolproofError {
-  const why = kept
-    ? `is not an output item this toolproof process returned to this API key: it may have been evicted from the bounded item store, or served by another worker or replica`
-    : `cannot be resolved: this toolproof keeps no items (its Responses item store is off)`;
+/**
+ * What an item_reference toolproof no longer holds becomes, in the assistant turn it stood in: a
+ * function of its id alone, so the next turn sends the same bytes. Toolproof keeps only the output
+ * items it returned, so the item was the model's own (a message, a call, reasoning); a result that
+ * answered a call left out this way is an orphan result for history repair.
+ */
+export function missingItemNote(id: string): string {
+  const shown = id.replace(/[\r\n[\]]+/g, ' ').slice(0, 200);
+  return `[earlier output item ${shown} left out: toolproof no longer holds it (evicted from its bounded item store, or returned by another worker, replica or process); send items whole (store: false) to keep them]`;
+}
+
+/** The 400 for an item_reference with the item store off: none can resolve. */
+function unresolved(param: string, id: string): ToolproofError {
   return invalid(
     param,
-    `${param}: item_reference "${id}" ${why}. Send the item itself: with store: false (@ai-sdk/openai: providerOptions.openai.store = false) clients send whole items.`,
+    `${param}: item_reference "${id}" cannot be resolved: this toolproof keeps no items (its Responses item store is off). Send the item itself: with store: false (@ai-sdk/openai: providerOptions.openai.store = false) clients send whole items.`,
   );
 }
 
@@ -326,9 +334,17 @@ export function inputToMessages(
       }
       case 'item_reference': {
         const id = nonEmpty(raw.id, `${param}.id`);
-        const item = lookup?.(id);
-        if (!item) throw unresolved(param, id, lookup !== undefined);
-        add(item, param);
+        // The store off: no reference can resolve, from a session's second turn on (the client's
+        // to fix: the 400 says how). Kept: an item gone since (evicted, another replica, a
+        // restart) would fail every later turn of a session that worked: a note in its place.
+        if (lookup === undefined) throw unresolved(param, id);
+        const item = lookup(id);
+        if (item) add(item, param);
+        else {
+          const t = openTurn();
+          const before = typeof t.content === 'string' && t.content !== '' ? `${t.content}\n` : '';
+          t.content = `${before}${missingItemNote(id)}\n`;
+        }
         return;
       }
       default: {

@@ -21,7 +21,7 @@ import { mappedRoute } from '../routing.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstream.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects } from './effects.js';
-import { rememberedRefusals, rememberRefusal } from './refusals.js';
+import { rememberedRefusals, rememberedValues, rememberRefusal, rememberRefusedValue } from './refusals.js';
 import { prepareRequest } from './prepare.js';
 import {
   captureAttemptBody,
@@ -276,10 +276,16 @@ function routeAroundRefusal(
     if (refusal === undefined || call.refusedNow.has(refusal.fact)) continue;
     if (!refusal.refused(status, body, sent, call.policyContext())) continue;
     call.refusedNow.add(refusal.fact);
+    // A refusal of values (image URLs it could not fetch): those, not the model, are refused.
+    const values = refusal.values?.named(status, body, sent) ?? [];
+    for (const v of values) call.refusedValues.add(v);
     const phase = prepareRequest(call.policies, call.original, call.policyContext());
     const fresh = newEffects(call.phase.effects, phase.effects);
     if (phase.error || !fresh.some((e) => e.policy === policy.name)) continue;
-    rememberRefusal(deps.refusals, call.route, call.original.model, refusal.fact, call.trace.key);
+    if (refusal.values === undefined)
+      rememberRefusal(deps.refusals, call.route, call.original.model, refusal.fact, call.trace.key);
+    for (const v of values)
+      rememberRefusedValue(deps.refusals, call.route, call.original.model, refusal.fact, v, call.trace.key);
     (call.trace.refused ??= []).push(refusal.decision);
     deps.metrics.upstreamRefusals.labels(call.route.client.label, call.route.name, refusal.decision).inc();
     call.span?.event(`toolproof.${refusal.decision.replaceAll('-', '_')}`, {
@@ -427,6 +433,7 @@ function forRoute(call: ChatCall, deps: ChatDeps): ChatCompletionRequest {
     call.original.model,
     call.trace.key,
   );
+  call.refusedValues = rememberedValues(deps.policies, deps.refusals, route, call.original, call.trace.key);
   call.routeChanged(
     activePolicies(deps.policies, route.settings),
     deps.memory.isActive(

@@ -125,6 +125,8 @@ export class ChatCall {
   readonly refusedNow = new Set<string>();
   /** The facts remembered from earlier requests for this route's upstream and model (refusals.ts). */
   refusedRemembered: ReadonlySet<string> = new Set();
+  /** Values of the request refused one by one, now or remembered (UpstreamRefusal.values). */
+  refusedValues = new Set<string>();
   /** The window an overflow refusal of this request named, once learnt (attempt.ts: fitLearntWindow). */
   windowLearnt: number | undefined = undefined;
 
@@ -210,8 +212,14 @@ export class ChatCall {
       model: this.route.name,
       settings: this.route.settings,
       requiredRejected: this.requiredRejected || this.trace.fallback,
-      ...(this.refusedNow.size > 0 || this.refusedRemembered.size > 0
-        ? { refused: { now: this.refusedNow, remembered: this.refusedRemembered } }
+      ...(this.refusedNow.size > 0 || this.refusedRemembered.size > 0 || this.refusedValues.size > 0
+        ? {
+            refused: {
+              now: this.refusedNow,
+              remembered: this.refusedRemembered,
+              ...(this.refusedValues.size > 0 ? { values: this.refusedValues } : {}),
+            },
+          }
         : {}),
       attempt: this.trace.attempts,
       retriesUsed: this.retriesUsed,

@@ -8,6 +8,7 @@
  */
 import type { Policy } from '../../policies/types.js';
 import type { PolicyEffect } from '../../policies/registry.js';
+import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { type FallbackMemory, memoryModel } from '../fallback-memory.js';
 import type { ResolvedRoute } from '../routing.js';
 
@@ -55,4 +56,46 @@ export function rememberRefusal(
     route.settings.fallbackTtlSeconds,
     route.name,
   );
+}
+
+/** The memory's key of one refused value (UpstreamRefusal.values): long values are hashed by the memory. */
+const valueFact = (fact: string, value: string): string => `${fact}\u0000value\u0000${value}`;
+
+/**
+ * The values of `request` (each policy's UpstreamRefusal.values.candidates) that `route`'s upstream
+ * refused of this model before (an image URL it could not fetch), each remembered for another
+ * TTL: the request about to go uses it. Looked up one by one: as many as the request carries.
+ */
+export function rememberedValues(
+  policies: readonly Policy<PolicyEffect>[],
+  memory: FallbackMemory | undefined,
+  route: ResolvedRoute,
+  request: ChatCompletionRequest,
+  key?: string,
+): Set<string> {
+  const out = new Set<string>();
+  if (!memory || memory.size === 0) return out;
+  for (const p of policies) {
+    const refusal = p.refusal;
+    if (refusal?.values === undefined) continue;
+    for (const value of refusal.values.candidates(request)) {
+      const fact = valueFact(refusal.fact, value);
+      if (!memory.isActive(route.client.label, keyOf(route, request.model, fact, key))) continue;
+      rememberRefusal(memory, route, request.model, fact, key);
+      out.add(value);
+    }
+  }
+  return out;
+}
+
+/** Remember that `route`'s upstream refused `value` of this model (UpstreamRefusal.values). */
+export function rememberRefusedValue(
+  memory: FallbackMemory | undefined,
+  route: ResolvedRoute,
+  model: unknown,
+  fact: string,
+  value: string,
+  key?: string,
+): void {
+  rememberRefusal(memory, route, model, valueFact(fact, value), key);
 }

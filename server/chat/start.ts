@@ -19,7 +19,7 @@ import { promptTokenEstimate, windowOf, withLearntWindow } from '../context-wind
 import { mappedRoute, resolveRoute } from '../routing.js';
 import { type Api, ChatCall } from './context.js';
 import { activePolicies } from '../../policies/composition.js';
-import { rememberedRefusals } from './refusals.js';
+import { rememberedRefusals, rememberedValues } from './refusals.js';
 import { newTrace } from './trace.js';
 import { prepareCallRequest } from './pipeline.js';
 
@@ -115,6 +115,8 @@ export function startChatCall(
     body.model,
     key?.name,
   );
+  // ... and of this request's own values (image URLs it could not fetch): the same notes again.
+  call.refusedValues = rememberedValues(call.policies, state.chatDeps.refusals, route, body, key?.name);
   call.priority = priorityOf({
     headers: request.headers,
     model: typeof body.model === 'string' ? body.model : '',

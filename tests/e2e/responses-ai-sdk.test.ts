@@ -127,16 +127,27 @@ describe('@ai-sdk/openai default provider through /v1/responses (forced tool use
       providerOptions: { openai: { store: false } },
     });
     expect(second.text.length).toBeGreaterThan(0);
-    // A reference to the unkept item: the 400 names the way out.
-    const res = await fetch(`${stack.url}/responses`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-sim-scenario': 'prose' },
-      body: JSON.stringify({ model: 'sim', input: [{ type: 'item_reference', id }] }),
-    });
-    expect(res.status).toBe(400);
-    const body = (await res.json()) as { error: { message: string; param: string } };
-    expect(body.error.param).toBe('input[0]');
-    expect(body.error.message).toMatch(/evicted.*another worker.*store: false/);
+    // A reference to the unkept item (as one evicted since, or returned by another replica): a
+    // note in its place, the same on every turn; before, a 400 on this turn and every later one.
+    const input = [
+      { role: 'user', content: 'What is 2+2?' },
+      { type: 'item_reference', id },
+      { role: 'user', content: 'And 3+3?' },
+    ];
+    const bodies: string[] = [];
+    for (let turn = 0; turn < 2; turn++) {
+      const res = await fetch(`${stack.url}/responses`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-sim-scenario': 'prose' },
+        body: JSON.stringify({ model: 'sim', input }),
+      });
+      expect(res.status).toBe(200);
+      bodies.push(JSON.stringify(chatBodies(stack).at(-1)!.messages));
+    }
+    expect(bodies[1]).toBe(bodies[0]);
+    const messages = JSON.parse(bodies[0]!) as Array<{ role: string; content: string }>;
+    expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
+    expect(messages[1]!.content).toMatch(new RegExp(`earlier output item ${id} left out.*another worker`));
   });
 });
 
@@ -158,7 +169,7 @@ describe('/v1/responses item_reference: scoped to the API key that got the item'
       body: JSON.stringify({ model: 'sim', ...body }),
     });
 
-  it('the key that got the item resolves it; another key gets the 400', async () => {
+  it("the key that got the item resolves it; another key's reference is a note, never the item", async () => {
     const first = (await (await post('key-a', { input: 'What is 2+2?' })).json()) as {
       store: boolean;
       output: Array<{ id: string }>;
@@ -170,9 +181,14 @@ describe('/v1/responses item_reference: scoped to the API key that got the item'
       { role: 'user', content: 'And 3+3?' },
     ];
     expect((await post('key-a', { input })).status).toBe(200);
+    const resolved = JSON.stringify(stack.sim.requests.at(-1)!.body);
     const other = await post('key-b', { input });
-    expect(other.status).toBe(400);
-    expect(((await other.json()) as { error: { param: string } }).error.param).toBe('input[1]');
+    expect(other.status).toBe(200);
+    const sent = JSON.stringify(stack.sim.requests.at(-1)!.body);
+    expect(sent).toContain('left out: toolproof no longer holds it');
+    // what key-a's reference resolved to is not in key-b's prompt
+    const answer = (JSON.parse(resolved) as { messages: Array<{ content: string }> }).messages[1]!.content;
+    expect(sent).not.toContain(answer);
     // /metrics tells it as it was: one resolved, one missing, and the bytes the store holds
     const metrics = await (
       await fetch(`${stack.origin}/metrics`, { headers: { authorization: 'Bearer key-a' } })

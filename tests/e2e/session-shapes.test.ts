@@ -229,6 +229,18 @@ const CHAT: Shape[] = [
     fields: { tools: chatTools },
   },
   {
+    // the deprecated function-calling shape: before, a role templates do not render
+    door: 'chat',
+    name: 'function_call and the function role',
+    history: [
+      chatUser('Read a.'),
+      { role: 'assistant', content: null, function_call: { name: 'Read', arguments: '{"path":"a"}' } },
+      { role: 'function', name: 'Read', content: 'the file says 31337' },
+    ],
+    fields: { tools: chatTools },
+    expect: ['the file says 31337'],
+  },
+  {
     door: 'chat',
     name: 'developer role',
     history: [{ role: 'developer', content: 'Be brief.' }, chatUser('Hi.')],
@@ -592,6 +604,13 @@ const RESP: Shape[] = [
     expect: ['Plain notes.'],
   },
   {
+    // an earlier output item no longer held (evicted, another replica): before, a 400 every turn
+    door: 'responses',
+    name: 'item_reference toolproof no longer holds',
+    history: [respUser('Hi.'), { type: 'item_reference', id: 'msg_gone' }, respUser('Again.')],
+    expect: ['earlier output item msg_gone left out'],
+  },
+  {
     door: 'responses',
     name: 'image_generation_call and code_interpreter_call',
     history: [
@@ -905,6 +924,17 @@ const MSG: Shape[] = [
       system: [{ type: 'text', text: 'You are an agent.', cache_control: { type: 'ephemeral' } }],
       tools: msgTools.map((t) => ({ ...t, cache_control: { type: 'ephemeral' } })),
       output_config: { format: { type: 'json_schema', schema: SCHEMA } },
+    },
+  },
+  {
+    // Anthropic's MCP connector and code-execution container: before, a 400 on every turn
+    door: 'messages',
+    name: 'mcp_servers, container and an mcp_toolset tool',
+    history: [msgUser('Ask the wiki.')],
+    fields: {
+      tools: [...msgTools, { type: 'mcp_toolset', mcp_server_name: 'wiki' }],
+      mcp_servers: [{ type: 'url', url: 'https://mcp.example/sse', name: 'wiki' }],
+      container: 'container_011',
     },
   },
   {
@@ -1385,5 +1415,137 @@ describe.each(SMALL)('PDFs over the window in the first turn: $name', (backend) 
       ] as never,
     });
     expect(summary.choices[0]?.message.content).toBeTruthy();
+  }, 300_000);
+});
+
+/** Seven user turns, each with one report (~2,800 tokens: over the quarter window a single document keeps), an answer after each. */
+function documentsAcrossMessages(door: DoorName): Obj[] {
+  const out: Obj[] = [];
+  for (let k = 0; k < 7; k++) {
+    const doc = REPORTS[k % 3]!;
+    out.push(documentsTurn(door, [[`week${k}.pdf`, doc]], `Week ${k}: note the figures.`));
+    out.push(
+      door === 'responses'
+        ? {
+            type: 'message',
+            role: 'assistant',
+            content: [{ type: 'output_text', text: `Noted ${k}.`, annotations: [] }],
+          }
+        : { role: 'assistant', content: `Noted ${k}.` },
+    );
+  }
+  out.push({ role: 'user', content: 'Compare the weeks.' });
+  return out;
+}
+
+// Documents each held to their message's share, in many messages: before, the shares added up
+// past the window and every turn was the backend's refusal (the compaction request's too).
+describe.each(SMALL)('PDFs across many messages that together overflow the window: $name', (backend) => {
+  let stack: Stack;
+  let anthropic: Anthropic;
+  beforeAll(async () => {
+    stack = await startStack({ sim: backend.sim as never, file: backend.file as never });
+    anthropic = new Anthropic({ baseURL: stack.origin, apiKey: 'x', maxRetries: 0, timeout: 60_000 });
+  });
+  afterAll(() => stack.close());
+
+  it('three turns on every door, streamed and not, each extending the first', async () => {
+    const fails: string[] = [];
+    for (const door of ['chat', 'responses', 'messages'] as const)
+      for (const stream of [false, true]) {
+        const shape: Shape = {
+          door,
+          name: 'documents across messages',
+          history: documentsAcrossMessages(door),
+          expect: [
+            '[document: week0.pdf (PDF, 12 pages',
+            "of this document's",
+            '[end of document: week6.pdf]',
+          ],
+        };
+        for (const f of await session(stack, anthropic, backend, shape, stream))
+          fails.push(`${door} ${stream ? 'streamed' : 'plain'} | ${f}`);
+      }
+    expect(fails).toEqual([]);
+  }, 300_000);
+});
+
+/** A screenshot-taking session: a user turn, then twelve tool results that are each one image. */
+function screenshots(door: DoorName): Obj[] {
+  const out: Obj[] = [];
+  out.push(door === 'responses' ? respUser('Click through the app.') : chatUser('Click through the app.'));
+  for (let k = 0; k < 12; k++) {
+    if (door === 'chat')
+      out.push(chatCall(`call_${k}`), {
+        role: 'tool',
+        tool_call_id: `call_${k}`,
+        content: [{ type: 'image_url', image_url: { url: PNG_URL } }],
+      });
+    else if (door === 'responses')
+      out.push(respCall(`call_${k}`), {
+        type: 'function_call_output',
+        call_id: `call_${k}`,
+        output: [{ type: 'input_image', image_url: PNG_URL, detail: 'auto' }],
+      });
+    else
+      out.push(
+        msgCall(`toolu_${k}`),
+        result(`toolu_${k}`, [
+          { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } },
+        ]),
+      );
+  }
+  return out;
+}
+
+// A multimodal backend counts an image as the tokens its encoder makes of it (~1,200 for a
+// Qwen2.5-VL screenshot): twelve overflow an 8k window. Before, images were not counted, nothing
+// was cut, and every turn was the backend's refusal.
+describe.each([
+  { name: 'vLLM multimodal, 8k window known', file: { defaults: { contextWindow: 8192 } } },
+  { name: 'vLLM multimodal, 8k window learnt from its refusal', file: {} },
+])('a history of screenshots over the window: $name', ({ file }) => {
+  const backend: Backend = {
+    name: 'vLLM multimodal screenshots',
+    sim: {
+      personality: 'vllm',
+      maxModelLen: 8192,
+      enforceWindow: true,
+      strictHistory: true,
+      vision: true,
+      imageTokens: 1200,
+    },
+    file,
+    vision: true,
+    audio: true,
+  };
+  let stack: Stack;
+  let anthropic: Anthropic;
+  beforeAll(async () => {
+    stack = await startStack({ sim: backend.sim as never, file: backend.file as never });
+    anthropic = new Anthropic({ baseURL: stack.origin, apiKey: 'x', maxRetries: 0, timeout: 60_000 });
+  });
+  afterAll(() => stack.close());
+
+  it('three turns on every door, streamed and not, the older screenshots as notes', async () => {
+    const fails: string[] = [];
+    const fields: Record<DoorName, Obj> = {
+      chat: { tools: chatTools },
+      responses: { tools: respTools },
+      messages: { tools: msgTools },
+    };
+    for (const door of ['chat', 'responses', 'messages'] as const)
+      for (const stream of [false, true]) {
+        const shape: Shape = {
+          door,
+          name: 'screenshots',
+          history: screenshots(door),
+          fields: fields[door],
+          expect: ["left out to fit the model's context window"],
+        };
+        for (const f of await session(stack, anthropic, backend, shape, stream))
+          fails.push(`${door} ${stream ? 'streamed' : 'plain'} | ${f}`);
+      }
+    expect(fails).toEqual([]);
   }, 300_000);
 });

@@ -55,4 +55,38 @@ describe('images', () => {
     expect(d.effects).toEqual([{ policy: 'images', kind: 'image-note', count: 3 }]);
     expect(imageNote(img)).toBe(imageNote(img));
   });
+
+  it('a prompt refused for its length: the images of the older messages as notes, the newest whole', () => {
+    const shot = { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } };
+    const messages = [
+      { role: 'user', content: 'Click through.' },
+      ...Array.from({ length: 12 }, () => ({ role: 'user', content: [shot] })),
+    ];
+    const req = { model: 'm', messages };
+    const run = (refused: boolean, window = 8192) =>
+      imagesPolicy.onRequest!(
+        req as never,
+        ctxWith(refused ? { refused: { now: new Set(['prompt-over-window']), remembered: new Set() } } : {}, {
+          vision: true,
+          contextWindow: window,
+        }),
+        req as never,
+      );
+    // not known over (images alone never make it certain): as they are
+    expect(run(false)).toMatchObject({ request: req, effects: [] });
+    const d = run(true);
+    if (d.action !== 'continue') throw new Error('rejected');
+    const noted = d.request.messages.filter(
+      (m) => typeof m.content === 'string' && m.content.includes('left out'),
+    );
+    // twelve at IMAGE_TOKENS (1,024) each, 8k window: all but the last half window's noted
+    expect(noted.length).toBeGreaterThan(0);
+    expect(d.request.messages.at(-1)!.content).toEqual([shot]);
+    expect(noted[0]!.content).toBe(
+      "[image omitted: image/png, 3 B; left out to fit the model's context window]",
+    );
+    expect(d.effects).toEqual([{ policy: 'images', kind: 'image-overflow-note', count: noted.length }]);
+    // the same request, the same bytes
+    expect(JSON.stringify(run(true))).toBe(JSON.stringify(d));
+  });
 });

@@ -150,6 +150,26 @@ describe('toChatRequest', () => {
     expect(toChatRequest(req()).stream).toBeUndefined();
   });
 
+  it('mcp_servers, container and mcp_toolset tools are left out as hosted tools, not a 400', () => {
+    // Anthropic's MCP connector and code-execution container: run by its servers, like server tools.
+    const t = translateRequest(
+      req({
+        mcp_servers: [{ type: 'url', url: 'https://mcp.example/sse', name: 'wiki' }],
+        container: 'container_011',
+        tools: [
+          { type: 'mcp_toolset', mcp_server_name: 'wiki' } as never,
+          { name: 'Read', input_schema: { type: 'object' } },
+        ],
+      } as never),
+    );
+    expect(t.dropped).toEqual(['mcp_servers', 'container', 'mcp_toolset']);
+    expect(t.refusal?.param).toBe('mcp_servers');
+    expect(t.chat.tools?.map((x) => x.function.name)).toEqual(['Read']);
+    expect(JSON.stringify(t.chat)).not.toContain('mcp.example');
+    // empty ones are nothing to drop
+    expect(translateRequest(req({ mcp_servers: [], container: null } as never)).dropped).toEqual([]);
+  });
+
   it('what chat cannot express is a 400 naming the field', () => {
     expect(refused(req({ tools: [{ type: 'bash_20990101x', name: 'bash' } as never] })).param).toBe(
       'tools.0.type',
@@ -166,7 +186,6 @@ describe('toChatRequest', () => {
       refused(req({ messages: [{ role: 'user', content: [{ type: 'document', source: {} } as never] }] }))
         .param,
     ).toBe('messages.0.content.0.source');
-    expect(refused(req({ mcp_servers: [{ url: 'x' }] })).param).toBe('mcp_servers');
     expect(refused(req({ tool_choice: { type: 'tool' } as never })).param).toBe('tool_choice.name');
     expect(refused(req({ messages: [{ role: 'developer', content: 'x' } as never] })).param).toBe(
       'messages.0.role',

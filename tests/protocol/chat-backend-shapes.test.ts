@@ -56,4 +56,36 @@ describe('chatForBackends', () => {
     } as unknown as ChatCompletionRequest;
     expect(chatForBackends(body)).toBeUndefined();
   });
+
+  it('the deprecated function role as tool calls and results, ids from their place', () => {
+    const history = [
+      { role: 'user', content: 'Weather?' },
+      { role: 'assistant', content: null, function_call: { name: 'weather', arguments: '{"c":"Oslo"}' } },
+      { role: 'function', name: 'weather', content: 'rain' },
+      { role: 'user', content: 'And?' },
+      { role: 'function', name: 'lookup', content: 'nothing asked for this' },
+    ];
+    const body = { model: 'm', messages: history } as unknown as ChatCompletionRequest;
+    const out = chatForBackends(body)!;
+    expect(out.messages).toEqual([
+      history[0],
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_fn1', type: 'function', function: { name: 'weather', arguments: '{"c":"Oslo"}' } },
+        ],
+      },
+      { role: 'tool', name: 'weather', tool_call_id: 'call_fn1', content: 'rain' },
+      history[3],
+      // answers no call: history repair makes it the note it makes of any orphan result
+      { role: 'tool', name: 'lookup', tool_call_id: 'call_fn4_result', content: 'nothing asked for this' },
+    ]);
+    // a later turn (the history grown) sends the same messages first
+    const later = chatForBackends({
+      model: 'm',
+      messages: [...history, { role: 'assistant', content: 'Rain.' }],
+    } as unknown as ChatCompletionRequest)!;
+    expect(JSON.stringify(later.messages.slice(0, 5))).toBe(JSON.stringify(out.messages));
+  });
 });

@@ -21,7 +21,13 @@ const commonProperties = {
   tools: nullable({
     type: 'array',
     maxItems: MAX_DECLARED_TOOLS,
-    items: { type: 'object', required: ['name'], properties: { name: { type: 'string', minLength: 1 } } },
+    items: {
+      type: 'object',
+      properties: { name: { type: 'string', minLength: 1 } },
+      // The MCP connector's toolset names its server, not a tool (left out as a hosted tool).
+      if: { required: ['type'], properties: { type: { const: 'mcp_toolset' } } },
+      else: { required: ['name'] },
+    },
   }),
   tool_choice: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } },
   thinking: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } },

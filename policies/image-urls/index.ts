@@ -1,0 +1,54 @@
+/**
+ * image-urls (request side): an image whose URL the backend could not fetch (an expired signed
+ * URL: refusal.ts) becomes a one-line note, so the agent's later turns, which carry that URL
+ * again, are not refused one after another. The backend's refusal names the URLs (refusal.ts);
+ * the server sends the request once more with their notes, and remembers each URL per upstream,
+ * model and key (UpstreamRefusal.values), so later turns go with the same notes from the start:
+ * the note is a function of the URL alone, the same bytes every turn (docs/prefix.md). Images
+ * the backend fetched go on as they are.
+ */
+import { EffectTally } from '../kit/effects.js';
+import { rewriteParts } from '../kit/content-parts.js';
+import { imageLabel, imageUrl } from '../kit/image-part.js';
+import type { Policy } from '../types.js';
+import {
+  describeImageUrlsEffect,
+  IMAGE_URLS_POLICY,
+  type ImageUrlsEffect,
+  type ImageUrlsKind,
+} from './effects.js';
+import { remoteImageUrls, unfetchedUrls } from './refusal.js';
+
+/** `[image not available: <file name>, size unknown; the model server could not fetch its URL ...]`. */
+export function unfetchedNote(url: string): string {
+  return `[image not available: ${imageLabel(url)}; the model server could not fetch its URL (expired or no longer reachable)]`;
+}
+
+export const imageUrlsPolicy: Policy<ImageUrlsEffect> = {
+  name: IMAGE_URLS_POLICY,
+  // On for every model: any backend that fetches URLs may fail to.
+  enabled: () => true,
+  describeEffect: describeImageUrlsEffect,
+  refusal: {
+    fact: 'image-fetch',
+    decision: 'image-fetch-refused',
+    refused: (status, body, sent) => unfetchedUrls(status, body, sent).length > 0,
+    describe: (status) =>
+      `the upstream could not fetch an image URL (status ${status}): sent again with a note for each image it could not fetch`,
+    values: { named: unfetchedUrls, candidates: remoteImageUrls },
+  },
+  onRequest(request, ctx) {
+    const gone = ctx.refused?.values;
+    if (!gone || gone.size === 0 || !Array.isArray(request.messages))
+      return { action: 'continue', request, effects: [] };
+    const tally = new EffectTally<typeof IMAGE_URLS_POLICY, ImageUrlsKind>(IMAGE_URLS_POLICY);
+    const messages = rewriteParts(request.messages, (part) => {
+      const url = imageUrl(part);
+      if (url === undefined || !gone.has(url)) return part;
+      tally.add('image-unfetched');
+      return { type: 'text', text: unfetchedNote(url) };
+    });
+    if (!messages) return { action: 'continue', request, effects: [] };
+    return { action: 'continue', request: { ...request, messages }, effects: tally.toEffects() };
+  },
+};

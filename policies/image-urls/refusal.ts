@@ -1,0 +1,61 @@
+/**
+ * A backend's refusal of a request because it could not fetch an image URL, read from the error
+ * body, and which URLs of the request it refused. Pure.
+ *
+ * Both backends fetch a remote `image_url` themselves, on every request that carries it, and
+ * refuse the whole request when a fetch fails. A signed URL (an object store's, a chat app's
+ * attachment link) expires an hour or a day after the agent put it in its history, and the agent
+ * sends it again on every later turn: each is refused, the session is over. The texts, from the
+ * backends' sources:
+ * - llama-server (tools/server, the chat parser's image download): a non-2xx answer throws
+ *   "Failed to download image", answered as a 400 invalid_request_error; the URL is not named.
+ * - vLLM (vllm/multimodal/media/connector.py, _wrap_media_fetch_error, since mid-2026): a 4xx
+ *   answer (but 408 and 429) or a malformed URL is its 422 "Failed to fetch media from URL: HTTP
+ *   403 error (parameter=image_url, value=<url>)", the URL named. Earlier vLLM answered a 500
+ *   with no detail: nothing to read there.
+ * A refusal that names a URL of the request refuses that one; one that names none (llama-server)
+ * refuses every remote image of the request, since which one failed cannot be told.
+ */
+import type { ChatCompletionRequest } from '../../protocol/openai.js';
+import { isObject } from '../../protocol/is-object.js';
+import { imageUrl, isRemoteUrl } from '../kit/image-part.js';
+import { refusalSays } from '../kit/media-refusal.js';
+
+const SIGNATURES: readonly RegExp[] = [/\bFailed to download image\b/, /\bFailed to fetch media from URL\b/];
+
+/** The request's remote image URLs, in order, each once. */
+export function remoteImageUrls(request: ChatCompletionRequest): string[] {
+  const out = new Set<string>();
+  const messages: unknown = request.messages;
+  if (!Array.isArray(messages)) return [];
+  for (const m of messages) {
+    const content = isObject(m) ? m.content : undefined;
+    if (!Array.isArray(content)) continue;
+    for (const p of content) {
+      if (!isObject(p)) continue;
+      const url = imageUrl(p as never);
+      if (url !== undefined && isRemoteUrl(url)) out.add(url);
+    }
+  }
+  return [...out];
+}
+
+/** The error's text (OpenAI's error object, vLLM's legacy top level), its head only. */
+function textOf(body: unknown): string {
+  if (!isObject(body)) return typeof body === 'string' ? body.slice(0, 4096) : '';
+  const inner = isObject(body.error) ? body.error : body;
+  const m = inner.message ?? body.detail;
+  return typeof m === 'string' ? m.slice(0, 4096) : '';
+}
+
+/**
+ * The remote image URLs of `sent` the error says could not be fetched: the one it names, else
+ * all of them; none when it is no fetch failure or `sent` has no remote image.
+ */
+export function unfetchedUrls(status: number, body: unknown, sent: ChatCompletionRequest): string[] {
+  if (!refusalSays(SIGNATURES, status, body)) return [];
+  const urls = remoteImageUrls(sent);
+  const text = textOf(body);
+  const named = urls.filter((u) => text.includes(`value=${u}`));
+  return named.length > 0 ? named : urls;
+}

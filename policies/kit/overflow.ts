@@ -1,0 +1,68 @@
+/**
+ * Where a prompt over its window is cut: the older messages, never the conversation's last
+ * stretch, decided from the turn alone so later turns cut the same (docs/prefix.md, exceptions 9
+ * and 10). The policies that shorten a prompt over its window share it: tool-result-cap cuts the
+ * older tool results, documents the older documents, images notes the older images.
+ *
+ * - Positions are counted from the start of the prompt (the tools, then each message in order,
+ *   in UTF-8 bytes, BYTES_PER_TOKEN a token, an image IMAGE_TOKENS): a message's position is a
+ *   function of what precedes it, and the next turn, which only appends, gives every earlier
+ *   message the same position.
+ * - Over is known two ways. The backend refused this very prompt for its length (the attempt
+ *   loop says so with PROMPT_OVER_WINDOW and prepares the request again): then it is. Or, before
+ *   any refusal, its text bytes are past CERTAIN_BYTES_PER_TOKEN a token of the window (images
+ *   not counted: one may cost far fewer tokens than IMAGE_TOKENS).
+ * - The boundary moves in steps of a quarter of the window, and the last half of the window,
+ *   rounded down to a step, stays whole: turns that add less than a step cut the same messages,
+ *   and a step cuts only messages after those already cut, so the prompt changes once per
+ *   quarter window of growth, at the first newly cut message.
+ */
+import type { ChatMessage } from '../../protocol/openai.js';
+import {
+  BYTES_PER_TOKEN,
+  CERTAIN_BYTES_PER_TOKEN,
+  IMAGE_TOKENS,
+  jsonBytes,
+  messageBytes,
+  messageImages,
+} from './prompt-bytes.js';
+
+/** The tokens an older message's cut content keeps: a sixty-fourth of the window, within these bounds. */
+const KEEP_MIN = 64;
+const KEEP_MAX = 1024;
+
+/** What an older tool result or document is cut to in a window of `window` tokens. */
+export function keptTokens(window: number): number {
+  return Math.min(KEEP_MAX, Math.max(KEEP_MIN, Math.floor(window / 64)));
+}
+
+/**
+ * How many of `messages`, from the first, start before the boundary (their content may be cut):
+ * 0 when the prompt is not known over `window` tokens. `tools`: the request's tools (counted first).
+ */
+export function messagesBeforeBoundary(
+  tools: unknown,
+  messages: readonly ChatMessage[],
+  window: number,
+  refused: boolean,
+): number {
+  const start = tools === undefined ? 0 : jsonBytes(tools);
+  const sizes: number[] = [];
+  let text = start;
+  let images = 0;
+  for (const m of messages) {
+    const n = m ? messageBytes(m) : 0;
+    const k = m ? messageImages(m) : 0;
+    text += n;
+    images += k;
+    sizes.push(n + k * IMAGE_TOKENS * BYTES_PER_TOKEN);
+  }
+  if (!refused && text <= window * CERTAIN_BYTES_PER_TOKEN) return 0;
+  const total = text + images * IMAGE_TOKENS * BYTES_PER_TOKEN;
+  const step = Math.max(1, Math.floor(window / 4)) * BYTES_PER_TOKEN;
+  const boundary = Math.floor(total / step) * step - Math.floor(window / 2) * BYTES_PER_TOKEN;
+  let at = start;
+  let i = 0;
+  while (i < messages.length && at < boundary) at += sizes[i++]!;
+  return i;
+}

@@ -1,0 +1,44 @@
+/**
+ * The backend fetching a remote image_url itself (option `unreachableImageHosts`): an image on a
+ * listed host answers as an expired signed URL does (403), and the backend refuses the request
+ * with its own error. llama-server (tools/server, its chat parser's image download): a 400
+ * invalid_request_error "Failed to download image", naming no URL. vLLM
+ * (vllm/multimodal/media/connector.py, _wrap_media_fetch_error): a 422 UnprocessableEntityError
+ * "Failed to fetch media from URL: HTTP 403 error (parameter=image_url, value=<url>)". Both fetch
+ * in message order and stop at the first failure.
+ */
+import type { SimError } from './personality.js';
+import type { SimulatorOptions } from './types.js';
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The first remote image of `messages` on an unreachable host, refused as the backend does; else null. */
+export function imageFetchError(messages: unknown[], options: SimulatorOptions): SimError | null {
+  const hosts = options.unreachableImageHosts;
+  if (!hosts || hosts.length === 0) return null;
+  for (const m of messages) {
+    if (!isObj(m) || !Array.isArray(m.content)) continue;
+    for (const p of m.content) {
+      if (!isObj(p) || p.type !== 'image_url') continue;
+      const url = isObj(p.image_url) ? p.image_url.url : p.image_url;
+      if (typeof url !== 'string' || !/^https?:\/\//.test(url)) continue;
+      let host: string;
+      try {
+        host = new URL(url).host;
+      } catch {
+        continue;
+      }
+      if (!hosts.includes(host)) continue;
+      return options.personality === 'vllm'
+        ? {
+            status: 422,
+            type: 'UnprocessableEntityError',
+            message: `Failed to fetch media from URL: HTTP 403 error (parameter=image_url, value=${url})`,
+            param: 'image_url',
+          }
+        : { status: 400, type: 'invalid_request_error', message: 'Failed to download image' };
+    }
+  }
+  return null;
+}
