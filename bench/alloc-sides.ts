@@ -16,8 +16,8 @@
 import { Session } from 'node:inspector/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Pool } from 'undici';
 import { BUILD_DIR, prepareServer } from './lib/build.js';
+import { builtApp, type HeapNode } from './lib/built-app.js';
 import { burst } from './lib/burst.js';
 import { agentTurn, toolsStreamBody } from './lib/fixtures.js';
 import { startOtlpSink } from './lib/otlp-sink.js';
@@ -36,35 +36,10 @@ const ROUNDS = Number(args.get('rounds') || 2);
 const INTERVAL = Number(args.get('interval') || 512);
 const TOP = Number(args.get('top') || 20);
 
-interface Node {
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  selfSize: number;
-  children: Node[];
-}
-
-async function app(
-  dir: string,
-  env: Record<string, string>,
-): Promise<{ pool: Pool; close: () => Promise<void> }> {
-  const at = (p: string) => pathToFileURL(resolve(join(dir, p))).href;
-  const { loadConfig } = (await import(at('server/config.js'))) as {
-    loadConfig: (env: Record<string, string>) => unknown;
-  };
-  const { buildApp } = (await import(at('server/app.js'))) as {
-    buildApp: (c: unknown) => Promise<{
-      listen: (o: object) => Promise<unknown>;
-      server: { address: () => { port: number } };
-      close: () => Promise<void>;
-    }>;
-  };
-  const a = await buildApp(loadConfig(env));
-  await a.listen({ host: '127.0.0.1', port: 0 });
-  const pool = new Pool(`http://127.0.0.1:${a.server.address().port}`, { connections: 32, pipelining: 1 });
-  return { pool, close: () => a.close() };
-}
+const app = (dir: string, env: Record<string, string>) => builtApp(dir, env, 32);
 
 /** A frame's name: function, file (from the repository or node_modules on), line. */
-function frameName(n: Node): string {
+function frameName(n: HeapNode): string {
   const url = n.callFrame.url;
   const at = Math.max(url.lastIndexOf('/node_modules/'), url.indexOf('/server/'), url.indexOf('/protocol/'));
   const file = at >= 0 ? url.slice(at + 1) : url || '(native)';
@@ -111,8 +86,10 @@ async function main(): Promise<void> {
         includeObjectsCollectedByMinorGC: true,
       });
       await burst(apps[k]!.pool, body, REQUESTS, c, headers);
-      const { profile } = (await session.post('HeapProfiler.stopSampling')) as { profile: { head: Node } };
-      const walk = (n: Node) => {
+      const { profile } = (await session.post('HeapProfiler.stopSampling')) as {
+        profile: { head: HeapNode };
+      };
+      const walk = (n: HeapNode) => {
         if (n.selfSize > 0) {
           const f = frameName(n);
           byFrame[k]!.set(f, (byFrame[k]!.get(f) ?? 0) + n.selfSize);

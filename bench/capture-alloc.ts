@@ -19,8 +19,8 @@
 import { dirname, join, resolve } from 'node:path';
 import { Session } from 'node:inspector/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Pool } from 'undici';
 import { BUILD_DIR, prepareServer } from './lib/build.js';
+import { builtApp, type HeapNode } from './lib/built-app.js';
 import { burst } from './lib/burst.js';
 import { agentTurn, toolsStreamBody } from './lib/fixtures.js';
 import { startFakeUpstream, stopAll } from './lib/procs.js';
@@ -36,36 +36,17 @@ const REQUESTS = Number(args.get('requests') || 3000);
 const C = Number(args.get('c') || 32);
 const INTERVAL = Number(args.get('interval') || 512);
 
-interface Node {
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  selfSize: number;
-  children: Node[];
-}
-
-async function app(dir: string, upstream: string): Promise<{ pool: Pool; close: () => Promise<void> }> {
-  const at = (p: string) => pathToFileURL(resolve(join(dir, p))).href;
-  const { loadConfig } = (await import(at('server/config.js'))) as {
-    loadConfig: (env: Record<string, string>) => unknown;
-  };
-  const { buildApp } = (await import(at('server/app.js'))) as {
-    buildApp: (c: unknown) => Promise<{
-      listen: (o: object) => Promise<unknown>;
-      server: { address: () => { port: number } };
-      close: () => Promise<void>;
-    }>;
-  };
-  const a = await buildApp(
-    loadConfig({
+const app = (dir: string, upstream: string) =>
+  builtApp(
+    dir,
+    {
       TOOLPROOF_UPSTREAM_URL: `${upstream}/v1`,
       TOOLPROOF_HOST: '127.0.0.1',
       TOOLPROOF_PORT: '0',
       TOOLPROOF_LOG_LEVEL: 'warn',
-    }),
+    },
+    C,
   );
-  await a.listen({ host: '127.0.0.1', port: 0 });
-  const pool = new Pool(`http://127.0.0.1:${a.server.address().port}`, { connections: C, pipelining: 1 });
-  return { pool, close: () => a.close() };
-}
 
 async function main(): Promise<void> {
   prepareServer(ROOT, 'build', console.log);
@@ -91,12 +72,12 @@ async function main(): Promise<void> {
       includeObjectsCollectedByMinorGC: true,
     });
     await burst(apps[k]!.pool, body, REQUESTS, c, headers);
-    const { profile } = (await session.post('HeapProfiler.stopSampling')) as { profile: { head: Node } };
+    const { profile } = (await session.post('HeapProfiler.stopSampling')) as { profile: { head: HeapNode } };
     const prefix = pathToFileURL(dir).href;
     const byFrame = new Map<string, number>();
     let capture = 0;
     let server = 0;
-    const walk = (n: Node) => {
+    const walk = (n: HeapNode) => {
       const url = n.callFrame.url;
       if (url.startsWith(prefix) || url.startsWith(dir)) {
         server += n.selfSize;

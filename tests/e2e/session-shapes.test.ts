@@ -1283,19 +1283,9 @@ describe.each(SMALL)('a session over its window, images and PDFs in the cut part
   afterAll(() => stack.close());
 
   it('answers three turns on every door, streamed and not, each extending the first', async () => {
-    const fails: string[] = [];
-    const fields: Record<DoorName, Obj> = {
-      chat: { tools: chatTools },
-      responses: { tools: respTools },
-      messages: { tools: msgTools },
-    };
-    for (const door of ['chat', 'responses', 'messages'] as const)
-      for (const stream of [false, true]) {
-        const shape: Shape = { door, name: 'overflow', history: overflowing(door), fields: fields[door] };
-        for (const f of await session(stack, anthropic, backend, shape, stream))
-          fails.push(`${door} ${stream ? 'streamed' : 'plain'} | ${f}`);
-      }
-    expect(fails).toEqual([]);
+    expect(await doorSessions(stack, anthropic, backend, 'overflow', overflowing, undefined, true)).toEqual(
+      [],
+    );
     // the window was over: something was cut
     expect(stack.sim.requests.some((r) => r.rawBody.includes('toolproof left out'))).toBe(true);
   }, 300_000);
@@ -1354,22 +1344,37 @@ const threeDocuments = (door: DoorName) =>
     'Compare them.',
   );
 
+/** Each door's function tools, for sessions whose history calls them. */
+const CALLED_TOOLS: Record<DoorName, Obj> = {
+  chat: { tools: chatTools },
+  responses: { tools: respTools },
+  messages: { tools: msgTools },
+};
+
 /**
- * Three turns of a session whose first turn is `first(door)`, on every door, streamed and not:
- * what failed, each line naming its door and mode.
+ * Three turns of a session whose history is `history(door)`, on every door, streamed and not:
+ * what failed, each line naming its door and mode. `expected`: texts the upstream must be sent;
+ * `tools`: the history calls tools (each door's are declared).
  */
-async function documentSessions(
+async function doorSessions(
   stack: Stack,
   anthropic: Anthropic,
-  backend: (typeof SMALL)[number],
+  backend: Backend,
   name: string,
-  first: (door: DoorName) => Obj,
-  expected: string[],
+  history: (door: DoorName) => Obj[],
+  expected?: string[],
+  tools = false,
 ): Promise<string[]> {
   const fails: string[] = [];
   for (const door of ['chat', 'responses', 'messages'] as const)
     for (const stream of [false, true]) {
-      const shape: Shape = { door, name, history: [first(door)], expect: expected };
+      const shape: Shape = {
+        door,
+        name,
+        history: history(door),
+        ...(tools ? { fields: CALLED_TOOLS[door] } : {}),
+        ...(expected ? { expect: expected } : {}),
+      };
       for (const f of await session(stack, anthropic, backend, shape, stream))
         fails.push(`${door} ${stream ? 'streamed' : 'plain'} | ${f}`);
     }
@@ -1394,7 +1399,9 @@ describe.each(SMALL)('PDFs over the window in the first turn: $name', (backend) 
       "of this document's",
       '[end of document: annual.pdf]',
     ];
-    expect(await documentSessions(stack, anthropic, backend, 'big PDF', bigDocument, expected)).toEqual([]);
+    expect(
+      await doorSessions(stack, anthropic, backend, 'big PDF', (d) => [bigDocument(d)], expected),
+    ).toEqual([]);
   }, 300_000);
 
   it('three PDFs that together overflow it: the same, and the compaction request', async () => {
@@ -1403,9 +1410,9 @@ describe.each(SMALL)('PDFs over the window in the first turn: $name', (backend) 
       "of this document's",
       '[end of document: report2.pdf]',
     ];
-    expect(await documentSessions(stack, anthropic, backend, 'three PDFs', threeDocuments, expected)).toEqual(
-      [],
-    );
+    expect(
+      await doorSessions(stack, anthropic, backend, 'three PDFs', (d) => [threeDocuments(d)], expected),
+    ).toEqual([]);
     // The agent's compaction request carries the same documents: answered too.
     const summary = await stack.client.chat.completions.create({
       model: 'sim',
@@ -1450,23 +1457,21 @@ describe.each(SMALL)('PDFs across many messages that together overflow the windo
   afterAll(() => stack.close());
 
   it('three turns on every door, streamed and not, each extending the first', async () => {
-    const fails: string[] = [];
-    for (const door of ['chat', 'responses', 'messages'] as const)
-      for (const stream of [false, true]) {
-        const shape: Shape = {
-          door,
-          name: 'documents across messages',
-          history: documentsAcrossMessages(door),
-          expect: [
-            '[document: week0.pdf (PDF, 12 pages',
-            "of this document's",
-            '[end of document: week6.pdf]',
-          ],
-        };
-        for (const f of await session(stack, anthropic, backend, shape, stream))
-          fails.push(`${door} ${stream ? 'streamed' : 'plain'} | ${f}`);
-      }
-    expect(fails).toEqual([]);
+    const expected = [
+      '[document: week0.pdf (PDF, 12 pages',
+      "of this document's",
+      '[end of document: week6.pdf]',
+    ];
+    expect(
+      await doorSessions(
+        stack,
+        anthropic,
+        backend,
+        'documents across messages',
+        documentsAcrossMessages,
+        expected,
+      ),
+    ).toEqual([]);
   }, 300_000);
 });
 
@@ -1528,24 +1533,9 @@ describe.each([
   afterAll(() => stack.close());
 
   it('three turns on every door, streamed and not, the older screenshots as notes', async () => {
-    const fails: string[] = [];
-    const fields: Record<DoorName, Obj> = {
-      chat: { tools: chatTools },
-      responses: { tools: respTools },
-      messages: { tools: msgTools },
-    };
-    for (const door of ['chat', 'responses', 'messages'] as const)
-      for (const stream of [false, true]) {
-        const shape: Shape = {
-          door,
-          name: 'screenshots',
-          history: screenshots(door),
-          fields: fields[door],
-          expect: ["left out to fit the model's context window"],
-        };
-        for (const f of await session(stack, anthropic, backend, shape, stream))
-          fails.push(`${door} ${stream ? 'streamed' : 'plain'} | ${f}`);
-      }
-    expect(fails).toEqual([]);
+    const expected = ["left out to fit the model's context window"];
+    expect(await doorSessions(stack, anthropic, backend, 'screenshots', screenshots, expected, true)).toEqual(
+      [],
+    );
   }, 300_000);
 });
