@@ -54,7 +54,30 @@ export function dsmlCalls(ns: string, bar = '｜'): XmlCallSpec {
 
 const CALLS = dsmlCalls('DSML');
 
-const read: BodyReader = (b, ctx) => readXmlCalls(b, CALLS, ctx);
+/**
+ * A block the output ended in with its last invoke left open right after a closed parameter
+ * (`…</｜DSML｜parameter>\n` and nothing more: the generator's `missing-close`, the 4 misses
+ * recall9 left): the model stopped where both closing tags belong, so the invoke is closed there
+ * (the engine adds `unclosed-envelope`; an output the token limit cut stays text, engine.ts). Taken
+ * only when every call names a declared tool whose schema its arguments fit (a stop before a
+ * required parameter is no finished call). A value left open, or text after the last parameter,
+ * is no such block. One lastIndexOf and one indexOf: linear.
+ */
+function closeLastInvoke(body: string, spec: XmlCallSpec): string | null {
+  const t = body.trimEnd();
+  if (!t.endsWith(spec.argClose)) return null;
+  const last = t.lastIndexOf(spec.callOpen);
+  if (last < 0 || t.indexOf(spec.callClose, last) >= 0) return null;
+  return t + spec.callClose;
+}
+
+const read: BodyReader = (b, ctx, info) => {
+  const closed = info.truncated ? closeLastInvoke(b, CALLS) : null;
+  if (closed === null) return readXmlCalls(b, CALLS, ctx);
+  const r = readXmlCalls(closed, CALLS, ctx);
+  if ('error' in r) return r;
+  return slipGate(r.calls, ctx) ? r : { error: 'DSML invoke left open: arguments do not fit' };
+};
 const v32 = closedEnvelope({ open: [OPEN, OPEN_V4], end: '</｜DSML｜function_calls>', read });
 const v4 = closedEnvelope({ open: [OPEN, OPEN_V4], end: '</｜DSML｜tool_calls>', read });
 const V4_HINT = 'vllm --tool-call-parser deepseek_v4';

@@ -1,0 +1,37 @@
+/**
+ * Output x1 vs x4 costs at most about x4 for the readings recall10 added (tests/parsers/perturb-recall10.test.ts,
+ * docs/recall.md): a DSML block left open after its last parameter.
+ */
+import { describe, it } from 'vitest';
+import { budget, soup } from '../hardening/surface-budget.js';
+import { pushed64, toolsOf } from './engine-helpers.js';
+
+const tools = toolsOf(
+  {
+    name: 'read_file',
+    parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+  },
+  { name: 'list_files', parameters: { type: 'object', properties: {} } },
+);
+
+const P = (v: string) => `<｜DSML｜parameter name="path" string="true">${v}</｜DSML｜parameter>`;
+
+describe('recall10 readings: output length x1 vs x4', () => {
+  it('DSML left open: one long value, many invokes, a long blank tail, many open blocks', () => {
+    budget(
+      'DSML left open',
+      (size, rnd) => {
+        const r = rnd();
+        const head = '<｜DSML｜function_calls>\n<｜DSML｜invoke name="read_file">\n';
+        if (r < 0.25) return head + P('a'.repeat(size));
+        if (r < 0.5)
+          return `<｜DSML｜function_calls>${soup(rnd, size, [`<｜DSML｜invoke name="read_file">${P('a')}</｜DSML｜invoke>\n`], 0)}<｜DSML｜invoke name="read_file">${P('b')}`;
+        if (r < 0.75) return head + P('a') + ' '.repeat(size);
+        return soup(rnd, size, [head + P('a'), P('a'), '<｜DSML｜invoke name="read_file">', ' '], 0.3);
+      },
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      10_001,
+    );
+  }, 120_000);
+});

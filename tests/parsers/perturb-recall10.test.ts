@@ -1,0 +1,75 @@
+/**
+ * The readings recall10 added (docs/recall.md "recall10"), each with the cases that must stay
+ * text beside it, whole and streamed one character at a time: the generator's cases
+ * (tests/parsers/perturb-cases.ts, set 'recall10') are guarded by tests/parsers/perturb.test.ts;
+ * these pin each rule's edges.
+ */
+import { describe, expect, it } from 'vitest';
+import { collectEvents, createRecoveryStream, recoverMessage } from '../../parsers/recover.js';
+import { options, toolsOf } from './engine-helpers.js';
+
+const tools = toolsOf(
+  {
+    name: 'read_file',
+    parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+  },
+  {
+    name: 'write_file',
+    parameters: {
+      type: 'object',
+      properties: { path: { type: 'string' }, content: { type: 'string' } },
+      required: ['path', 'content'],
+    },
+  },
+);
+
+/** The calls read (name, arguments, repairs), the content, and that one char at a time reads the same. */
+function read(text: string, cut = false) {
+  const r = recoverMessage({ content: text, reasoning: null, cut }, options(tools));
+  const stream = createRecoveryStream(options(tools));
+  const events = [];
+  for (const ch of text) events.push(...stream.push({ content: ch }));
+  events.push(...stream.finish({ cut }));
+  const s = collectEvents(events, stream);
+  const got = (x: typeof r) => ({
+    calls: x.calls.map((c) => [c.name, JSON.parse(c.arguments), c.repairs]),
+    content: x.content,
+  });
+  expect(got(s), 'streamed one character at a time').toEqual(got(r));
+  return got(r);
+}
+
+const stays = (text: string) => expect(read(text)).toEqual({ calls: [], content: text });
+
+const param = (k: string, v: string) =>
+  `<｜DSML｜parameter name="${k}" string="true">${v}</｜DSML｜parameter>\n`;
+
+describe('DSML left open at the end of output after a closed parameter (repair unclosed-envelope)', () => {
+  const open = (name: string, params: string) =>
+    `<｜DSML｜function_calls>\n<｜DSML｜invoke name="${name}">\n${params}`;
+
+  it('closes the last invoke where the model stopped, when the arguments fit', () => {
+    expect(read(open('read_file', param('path', 'a')))).toEqual({
+      calls: [['read_file', { path: 'a' }, ['unclosed-envelope']]],
+      content: null,
+    });
+    const two = `<｜DSML｜tool_calls>\n<｜DSML｜invoke name="read_file">\n${param('path', 'a')}</｜DSML｜invoke>\n<｜DSML｜invoke name="write_file">\n${param('path', 'b')}${param('content', 'x')}`;
+    expect(read(two).calls).toEqual([
+      ['read_file', { path: 'a' }, ['unclosed-envelope']],
+      ['write_file', { path: 'b', content: 'x' }, ['unclosed-envelope']],
+    ]);
+  });
+
+  it.each([
+    ['a required parameter never written', open('write_file', param('path', 'a'))],
+    ['an undeclared tool', open('delete_files', param('path', 'a'))],
+    ['a value left open', open('read_file', '<｜DSML｜parameter name="path" string="true">src/ap')],
+    ['text after the last parameter', `${open('read_file', param('path', 'a'))}and then`],
+    ['a parameter tag cut in its name', `${open('read_file', param('path', 'a'))}<｜DSML｜parameter name="`],
+  ])('%s stays text', (_, text) => stays(text));
+
+  it('an output the token limit cut stays text', () => {
+    const text = open('read_file', param('path', 'a'));
+    expect(read(text, true)).toEqual({ calls: [], content: text });
+  });
+});
