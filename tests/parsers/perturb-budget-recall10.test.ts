@@ -35,3 +35,27 @@ describe('recall10 readings: output length x1 vs x4', () => {
     );
   }, 120_000);
 });
+
+describe('recall10 readings (Mistral): output length x1 vs x4', () => {
+  it('NAME[ARGS] without its marker: one long value, many calls, many that break, a long tail', () => {
+    const call = (v: string) => `read_file[ARGS]{"path": "${v}"}`;
+    budget(
+      'Mistral missing [TOOL_CALLS]',
+      (size, rnd) => {
+        const r = rnd();
+        if (r < 0.25) return call('a'.repeat(size));
+        if (r < 0.5) return soup(rnd, size, [`${call('a')} `, `${call('b')}[TOOL_CALLS]`], 0);
+        if (r < 0.75) return `${call('a')}${' '.repeat(size)}x`;
+        return soup(
+          rnd,
+          size,
+          [call('a'), 'read_file[ARGS]', 'read_file[CALL_ID]', '[TOOL_CALLS]', '{', ' '],
+          0.3,
+        );
+      },
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      10_002,
+    );
+  }, 120_000);
+});

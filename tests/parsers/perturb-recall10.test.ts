@@ -73,3 +73,48 @@ describe('DSML left open at the end of output after a closed parameter (repair u
     expect(read(text, true)).toEqual({ calls: [], content: text });
   });
 });
+
+describe('Mistral calls whose first [TOOL_CALLS] a detokenizer dropped (repair missing-call-marker)', () => {
+  const call = (name: string, args: string) => `${name}[ARGS]${args}`;
+  it('reads a whole output of NAME[ARGS]{…} calls, the later ones after blanks or their own marker', () => {
+    expect(read(call('read_file', '{"path": "a"}'))).toEqual({
+      calls: [['read_file', { path: 'a' }, ['missing-call-marker']]],
+      content: null,
+    });
+    // ml-explore/mlx-lm#1448: the text left once the server consumed the first marker
+    expect(
+      read(`${call('read_file', '{"path": "a"}')}[TOOL_CALLS]${call('read_file', '{"path": "b"}')}`).calls,
+    ).toEqual([
+      ['read_file', { path: 'a' }, ['missing-call-marker']],
+      ['read_file', { path: 'b' }, []],
+    ]);
+    expect(read(`read_file[CALL_ID]abc123DEF[ARGS]{"path": "a"}\n`).calls).toEqual([
+      ['read_file', { path: 'a' }, ['missing-call-marker']],
+    ]);
+    // after a short announcing lead-in (issue 30's gate), the lead-in kept as content
+    expect(read(`Let me read it.\n${call('read_file', '{"path": "a"}')}`)).toEqual({
+      calls: [['read_file', { path: 'a' }, ['missing-call-marker', 'lead-in']]],
+      content: 'Let me read it.',
+    });
+  });
+
+  it.each([
+    ['an undeclared tool', call('delete_files', '{"path": "a"}')],
+    ['arguments that fit no schema', call('read_file', '{"nope": "a"}')],
+    ['a required argument missing', call('write_file', '{"path": "a"}')],
+    ['another case (only exact names hold the output)', call('Read_File', '{"path": "a"}')],
+    ['prose after the call', `${call('read_file', '{"path": "a"}')}\nThen I will summarise it.`],
+    ['a second call broken', `${call('read_file', '{"path": "a"}')} ${call('read_file', '{"path": ')}`],
+    ['no object after [ARGS]', call('read_file', '"a"')],
+    ['mid-sentence', `Mistral writes ${call('read_file', '{"path": "a"}')} for that.`],
+    [
+      'in a fence an explanation goes on past',
+      `\`\`\`\n${call('read_file', '{"path": "a"}')}\n\`\`\`\nThat is the v13 syntax.`,
+    ],
+  ])('%s stays text', (_, text) => stays(text));
+
+  it('an output the token limit cut stays text', () => {
+    const text = call('read_file', '{"path": "a"');
+    expect(read(text, true)).toEqual({ calls: [], content: text });
+  });
+});
