@@ -34,6 +34,22 @@ describe('recall10 readings: output length x1 vs x4', () => {
       10_001,
     );
   }, 120_000);
+
+  it('DSML spelled otherwise (｜｜DSML｜｜ calls, toolcalls): many blocks, many left open, one long value', () => {
+    const spaced = (v: string) =>
+      `<｜｜DSML｜｜ calls><｜｜DSML｜｜ invoke name="read_file"><｜｜DSML｜｜ parameter name="path" string="true">${v}</｜｜DSML｜｜ parameter></｜｜DSML｜｜ invoke></｜｜DSML｜｜ calls>`;
+    const v4 = `<｜DSML｜toolcalls><｜DSML｜invoke name="read_file">${P('a')}</｜DSML｜invoke></｜DSML｜tool_calls>`;
+    budget(
+      'DSML spellings',
+      (size, rnd) =>
+        rnd() < 0.5
+          ? spaced('a'.repeat(size))
+          : soup(rnd, size, [spaced('a'), v4, '<｜｜DSML｜｜ calls>', '<｜DSML｜toolcalls>', ' '], 0.3),
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      10_003,
+    );
+  }, 120_000);
 });
 
 describe('recall10 readings (Mistral): output length x1 vs x4', () => {

@@ -118,3 +118,36 @@ describe('Mistral calls whose first [TOOL_CALLS] a detokenizer dropped (repair m
     expect(read(text, true)).toEqual({ calls: [], content: text });
   });
 });
+
+describe('DSML spelled otherwise: two bars and a blank, the block named calls; toolcalls for tool_calls', () => {
+  const block = (tag: string, open: string, close: string, name: string, key: string) =>
+    `<${tag}${open}>\n<${tag}invoke name="${name}">\n<${tag}parameter name="${key}" string="true">a</${tag}parameter>\n</${tag}invoke>\n</${tag}${close}>`;
+  const spaced = (name = 'read_file', key = 'path') => block('｜｜DSML｜｜ ', 'calls', 'calls', name, key);
+  const v4 = (name = 'read_file', key = 'path') => block('｜DSML｜', 'toolcalls', 'tool_calls', name, key);
+
+  it('reads them when the arguments fit (repairs dsml-bar, dsml-block-name)', () => {
+    // CommandCodeAI/command-code#909 (DeepSeek V4.1 Flash): a sentence, then the block
+    expect(read(`First, let me read the skill.\n\n${spaced()}`)).toEqual({
+      calls: [['read_file', { path: 'a' }, ['dsml-bar']]],
+      content: 'First, let me read the skill.',
+    });
+    // cline/cline#14057: the block on one line
+    expect(read(spaced().replaceAll('\n', ' ')).calls).toEqual([['read_file', { path: 'a' }, ['dsml-bar']]]);
+    // vllm-project/vllm#51914 (DeepSeek-V4-Flash-0731)
+    expect(read(v4())).toEqual({ calls: [['read_file', { path: 'a' }, ['dsml-block-name']]], content: null });
+  });
+
+  it.each([
+    ['undeclared', spaced('delete_files')],
+    ['misfit', spaced('read_file', 'nope')],
+    ['left open', spaced().replace('</｜｜DSML｜｜ calls>', '')],
+    [
+      'a parameter closed by another tag (cline#14057, second block)',
+      spaced().replace('</｜｜DSML｜｜ parameter>', '</path>'),
+    ],
+    ['toolcalls undeclared', v4('delete_files')],
+    ['toolcalls misfit', v4('read_file', 'nope')],
+    ['toolcalls closed by toolcalls', v4().replace('</｜DSML｜tool_calls>', '</｜DSML｜toolcalls>')],
+    ['quoted inline', `DeepSeek writes \`${v4()}\` there.`],
+  ])('%s stays text', (_, text) => stays(text));
+});
