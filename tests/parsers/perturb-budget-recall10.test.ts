@@ -75,3 +75,23 @@ describe('recall10 readings (Mistral): output length x1 vs x4', () => {
     );
   }, 120_000);
 });
+
+describe('recall10 readings (lead-in after a long preface): output length x1 vs x4', () => {
+  it('paragraphs then a bare call: one long argument, many paragraph breaks, a long held tail', () => {
+    const para = 'I checked the layout and the scripts, and the router changed last.\n\n';
+    budget(
+      'long preface',
+      (size, rnd) => {
+        const r = rnd();
+        const lead = `${para.repeat(8)}Let me read it.\n`;
+        if (r < 0.34) return `${lead}{"name": "read_file", "arguments": {"path": "${'a'.repeat(size)}"}}`;
+        if (r < 0.67)
+          return `${lead}{"name": "read_file", "arguments": {"path": "a"}}${' x'.repeat(size / 2)}`;
+        return soup(rnd, size, [para, '\n\n', 'Let me read it.\n', '{', '[', ' '], 0);
+      },
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      10_004,
+    );
+  }, 120_000);
+});

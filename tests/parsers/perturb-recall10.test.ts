@@ -151,3 +151,45 @@ describe('DSML spelled otherwise: two bars and a blank, the block named calls; t
     ['quoted inline', `DeepSeek writes \`${v4()}\` there.`],
   ])('%s stays text', (_, text) => stays(text));
 });
+
+describe('a bare JSON call after a long prose preface (lead-in gate, announcesAfterPreface)', () => {
+  const preface =
+    'I looked through the repository layout and the build scripts. The project keeps its sources under src and its tests under tests, and the entry point is small. The configuration file sets the port and the log level, and nothing in it looks unusual. The README describes the same layout and mentions that the app reads its settings at start. The last change touched the router and the logging setup, so the bug is most likely in one of those two places.';
+  const call = '{"name": "read_file", "arguments": {"path": "src/router.ts"}}';
+
+  it('reads it when the last paragraph announces and nothing before explains', () => {
+    expect(preface.length).toBeGreaterThan(400);
+    expect(read(`${preface}\n\nLet me read the router first.\n${call}`)).toEqual({
+      calls: [['read_file', { path: 'src/router.ts' }, ['lead-in']]],
+      content: `${preface}\n\nLet me read the router first.`,
+    });
+    // a list of call objects, two paragraphs before
+    expect(read(`${preface}\n\n${preface}\n\nReading both now.\n[${call}]`).calls).toEqual([
+      ['read_file', { path: 'src/router.ts' }, ['lead-in']],
+    ]);
+  });
+
+  it.each([
+    ['one paragraph longer than the short lead-in', `${preface} Let me read the router first.\n${call}`],
+    [
+      'an explaining word anywhere before',
+      `${preface.replace('is most likely', 'could be')}\n\nLet me read it.\n${call}`,
+    ],
+    ['the last paragraph explains', `${preface}\n\nYou would then send this:\n${call}`],
+    ['a question last', `${preface}\n\nShall I read the router?\n${call}`],
+    [
+      'call-shaped text before',
+      `${preface.replace('under src', 'under src/{app}')}\n\nLet me read it.\n${call}`,
+    ],
+    ['prose after the call', `${preface}\n\nLet me read it.\n${call}\nThen I will fix it.`],
+    ['past PREFACE_MAX', `${`${preface}\n\n`.repeat(5)}Let me read it.\n${call}`],
+    [
+      'a fence (only a bare object or list is read after a long preface)',
+      `${preface}\n\nLet me read it.\n\`\`\`json\n${call}\n\`\`\``,
+    ],
+    [
+      'arguments that fit no schema',
+      `${preface}\n\nLet me read it.\n{"name": "read_file", "arguments": {"nope": 1}}`,
+    ],
+  ])('%s stays text', (_, text) => stays(text));
+});
