@@ -8,7 +8,7 @@
  *
  * It sits between the scanner and the bare-`</think>` watch and sees the scanner's events as one
  * character stream (text, and the raw text of envelopes the families did not read):
- * - while the output is no more than LEAD_MAX code units past its first non-blank character, each
+ * - while the output is no more than PREFACE_MAX code units past its first non-blank character, each
  *   boundary (a line break, or sentence punctuation then a blank, or CJK sentence punctuation)
  *   followed by a candidate start (`{`, `[{`, a ```json / ```tool_call / ```tool_code / ```xml /
  *   bare fence, a declared name in the improvised family's frames, one of the whole families'
@@ -23,7 +23,8 @@
  *   follows. Else the held events go on as they came.
  * An envelope a family read as a call, a pass-through envelope, a refused envelope before the
  * candidate, call-shaped text that starts no candidate (`}`, `>`, a `<` mid-line), or passing
- * LEAD_MAX ends the watch: those outputs are read exactly as before.
+ * PREFACE_MAX ends the watch: those outputs are read exactly as before. A bare JSON call may also
+ * follow a longer preface of paragraphs (`announcesAfterPreface`).
  *
  * Every decision depends on the text only (boundaries look back, candidates look at most LOOK
  * characters ahead, the hold cap counts code units), so every chunking decides the same.
@@ -38,6 +39,13 @@ import type { ParseContext } from '../types.js';
 
 /** The longest lead-in (code units from its first non-blank character to the candidate). */
 export const LEAD_MAX = 400;
+/**
+ * The longest prose preface before a bare JSON call (recall10, `announcesAfterPreface`): its
+ * last paragraph announces as a short lead-in does, and no part of it explains.
+ */
+export const PREFACE_MAX = 2000;
+/** A paragraph break: a line holding only blanks. */
+const PARAGRAPH_BREAK = /\n[ \t\r]*\n/g;
 
 /** Fence languages a call may carry after a lead-in (not python, javascript, bash…: code samples). */
 const FENCE_LANGS = new Set(['', 'json', 'tool_call', 'tool_code', 'xml', 'function_call']);
@@ -167,6 +175,26 @@ export function announces(lead: string, ctx: ParseContext): boolean {
   return true;
 }
 
+/**
+ * A long preface before a bare JSON call object or list (recall10): several paragraphs of the
+ * model's own prose (what it found, what it will do), then a last paragraph that announces the
+ * call. Read only when the text is at most PREFACE_MAX code units, holds a paragraph break, its
+ * last paragraph passes `announces` (at most LEAD_MAX, no question, no unfinished sentence, no
+ * purpose heading), and the WHOLE preface holds no call-shaped text and no explaining word (an
+ * explanation anywhere before makes the object a sample). One paragraph longer than LEAD_MAX
+ * stays a lead-in too long.
+ */
+export function announcesAfterPreface(lead: string, ctx: ParseContext): boolean {
+  const t = lead.trim();
+  if (t.length <= LEAD_MAX || t.length > PREFACE_MAX) return false;
+  let lastBreak = -1;
+  for (const m of t.matchAll(PARAGRAPH_BREAK)) lastBreak = m.index + m[0].length;
+  if (lastBreak < 0) return false;
+  if (CALL_SHAPED.test(t) || EXPLAINING.test(t) || EXPLAINING_OTHER.test(t)) return false;
+  for (const m of t.matchAll(CALLED)) if (ctx.tools.has(m[1] as string)) return false;
+  return announces(t.slice(lastBreak), ctx);
+}
+
 type Verdict = 'yes' | 'no' | 'maybe';
 
 /** The candidate rules, built once per stream from the plan and the request's tools. */
@@ -278,7 +306,7 @@ export class LeadInWatch {
     this._state = s;
     this.off = s === 'off';
   }
-  /** The output so far while in 'lead' (bounded: LEAD_MAX + look past its first non-blank). */
+  /** The output so far while in 'lead' (bounded: PREFACE_MAX + look past its first non-blank). */
   private lead = '';
   /** Events not passed on yet, with their offsets in `lead`. */
   private pending: { e: ScanEvent; at: number }[] = [];
@@ -393,7 +421,7 @@ export class LeadInWatch {
         }
       } else this.base = this.first;
     }
-    const limit = this.base + LEAD_MAX;
+    const limit = this.base + PREFACE_MAX;
     let { last, gap, newline } = this;
     for (; p < text.length && p <= limit; p++) {
       const c = text.charCodeAt(p);
@@ -419,7 +447,12 @@ export class LeadInWatch {
           // the first candidate decides
           if (!this.atEventStart(p) || (this.firstEnvelope >= 0 && this.firstEnvelope < p))
             return this.stop();
-          if (!announces(text.slice(0, p), this.ctx)) return this.stop();
+          const lead = text.slice(0, p);
+          const bareJson =
+            text.charCodeAt(p) === 0x7b ||
+            (text.charCodeAt(p) === 0x5b && text.charCodeAt(skipWs(text, p + 1)) === 0x7b);
+          if (!announces(lead, this.ctx) && !(bareJson && announcesAfterPreface(lead, this.ctx)))
+            return this.stop();
           return this.hold(p);
         }
       }

@@ -37,15 +37,20 @@ const OTHER_BARS = ['｜｜', '‖', '|'];
  * body as `GCML`, see gigachat35.ts).
  */
 export function dsmlCalls(ns: string, bar = '｜'): XmlCallSpec {
+  return dsmlTagCalls(`${bar}${ns}${bar}`);
+}
+
+/** The same reader for tags spelled `<TAGinvoke …>`, `</TAGparameter>` (TAG: `｜DSML｜`, `｜｜DSML｜｜ `…). */
+function dsmlTagCalls(tag: string): XmlCallSpec {
   return {
-    callOpen: `<${bar}${ns}${bar}invoke name="`,
+    callOpen: `<${tag}invoke name="`,
     callNameEnd: '"',
     callHeadEnd: '>',
-    callClose: `</${bar}${ns}${bar}invoke>`,
-    argOpen: `<${bar}${ns}${bar}parameter name="`,
+    callClose: `</${tag}invoke>`,
+    argOpen: `<${tag}parameter name="`,
     argNameEnd: '"',
     argHeadEnd: '>',
-    argClose: `</${bar}${ns}${bar}parameter>`,
+    argClose: `</${tag}parameter>`,
     valueMode: (attrs) => (attrs.includes('string="false"') ? 'schema-json' : 'schema'),
     jsonArgs: true,
     finishArgs: unwrapArgumentsKey,
@@ -54,26 +59,84 @@ export function dsmlCalls(ns: string, bar = '｜'): XmlCallSpec {
 
 const CALLS = dsmlCalls('DSML');
 
-const read: BodyReader = (b, ctx) => readXmlCalls(b, CALLS, ctx);
+/**
+ * A block the output ended in with its last invoke left open right after a closed parameter
+ * (`…</｜DSML｜parameter>\n` and nothing more: the generator's `missing-close`, the 4 misses
+ * recall9 left): the model stopped where both closing tags belong, so the invoke is closed there
+ * (the engine adds `unclosed-envelope`; an output the token limit cut stays text, engine.ts). Taken
+ * only when every call names a declared tool whose schema its arguments fit (a stop before a
+ * required parameter is no finished call). A value left open, or text after the last parameter,
+ * is no such block. One lastIndexOf and one indexOf: linear.
+ */
+function closeLastInvoke(body: string, spec: XmlCallSpec): string | null {
+  const t = body.trimEnd();
+  if (!t.endsWith(spec.argClose)) return null;
+  const last = t.lastIndexOf(spec.callOpen);
+  if (last < 0 || t.indexOf(spec.callClose, last) >= 0) return null;
+  return t + spec.callClose;
+}
+
+const read: BodyReader = (b, ctx, info) => {
+  const closed = info.truncated ? closeLastInvoke(b, CALLS) : null;
+  if (closed === null) return readXmlCalls(b, CALLS, ctx);
+  const r = readXmlCalls(closed, CALLS, ctx);
+  if ('error' in r) return r;
+  return slipGate(r.calls, ctx) ? r : { error: 'DSML invoke left open: arguments do not fit' };
+};
 const v32 = closedEnvelope({ open: [OPEN, OPEN_V4], end: '</｜DSML｜function_calls>', read });
 const v4 = closedEnvelope({ open: [OPEN, OPEN_V4], end: '</｜DSML｜tool_calls>', read });
 const V4_HINT = 'vllm --tool-call-parser deepseek_v4';
 
-/** Per other bar: its two openers and the envelope each opens, read behind the schema gate. */
+/** A spelling of the tags other than DeepSeek's own, read behind the schema gate. */
+interface Spelling {
+  /** What stands between `<` (or `</`) and each tag's name. */
+  tag: string;
+  /** Each block: the name its opener spells, the name its closer spells. */
+  blocks: readonly (readonly [string, string])[];
+  repair: string;
+}
+
+const SPELLINGS: readonly Spelling[] = [
+  ...OTHER_BARS.map((bar) => ({
+    tag: `${bar}DSML${bar}`,
+    blocks: [
+      ['function_calls', 'function_calls'],
+      ['tool_calls', 'tool_calls'],
+    ] as const,
+    repair: 'dsml-bar',
+  })),
+  // two bars and a blank before every tag name, the block named `calls` (DeepSeek V4.1 Flash in
+  // CommandCodeAI/command-code#909, and cline/cline#14057): `<｜｜DSML｜｜ calls>`,
+  // `<｜｜DSML｜｜ invoke name="…">`, `</｜｜DSML｜｜ parameter>`
+  {
+    tag: '｜｜DSML｜｜ ',
+    blocks: [
+      ['calls', 'calls'],
+      ['function_calls', 'function_calls'],
+      ['tool_calls', 'tool_calls'],
+    ],
+    repair: 'dsml-bar',
+  },
+  // the opener's block name without its underscore, the closer kept it
+  // (DeepSeek-V4-Flash-0731, vllm-project/vllm#51914): `<｜DSML｜toolcalls>` … `</｜DSML｜tool_calls>`
+  { tag: '｜DSML｜', blocks: [['toolcalls', 'tool_calls']], repair: 'dsml-block-name' },
+];
+
+/** Per spelling and block: its opener and the envelope it opens, read behind the schema gate. */
 const VARIANTS = new Map(
-  OTHER_BARS.flatMap((bar) => {
-    const calls = dsmlCalls('DSML', bar);
-    const open = [`<${bar}DSML${bar}function_calls>`, `<${bar}DSML${bar}tool_calls>`];
+  SPELLINGS.flatMap(({ tag, blocks, repair }) => {
+    const calls = dsmlTagCalls(tag);
     const gatedRead: BodyReader = (b, ctx, info) => {
       const r = readXmlCalls(b, calls, ctx);
       if ('error' in r) return r;
-      if (!slipGate(r.calls, ctx)) return { error: 'DSML with another bar: arguments do not fit' };
-      for (const c of r.calls) c.repairs = [...(c.repairs ?? []), 'dsml-bar'];
-      return info.truncated ? { error: 'DSML with another bar left open' } : r;
+      if (!slipGate(r.calls, ctx))
+        return { error: `DSML spelled otherwise (${repair}): arguments do not fit` };
+      for (const c of r.calls) c.repairs = [...(c.repairs ?? []), repair];
+      return info.truncated ? { error: `DSML spelled otherwise (${repair}) left open` } : r;
     };
-    return open.map((o, k) => {
-      const end = `</${bar}DSML${bar}${k === 0 ? 'function_calls' : 'tool_calls'}>`;
-      return [o, closedEnvelope({ open: o, end, read: gatedRead })] as const;
+    return blocks.map(([open, close]) => {
+      const o = `<${tag}${open}>`;
+      return [o, closedEnvelope({ open: o, end: `</${tag}${close}>`, read: gatedRead })] as const;
     });
   }),
 );

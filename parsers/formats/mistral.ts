@@ -10,10 +10,12 @@
  * so a [TOOL_CALLS] drafted inside it is not a call (llama.cpp test-chat.cpp, Ministral-3).
  */
 import { defineFamily } from '../engine/define.js';
-import type { MatchResult } from '../engine/family.js';
+import type { EnvelopeMatch, MatchResult } from '../engine/family.js';
+import { slipGate } from '../kit/close-slip.js';
 import { callsFromJsonBody, decodeBody, finishMatch, peekNonWs } from '../kit/envelope.js';
 import { expectLiteral, readName, scanJsonValue, skipWs } from '../kit/json-scan.js';
 import { matchReasoningSection } from '../kit/long-tail.js';
+import type { ParseContext, ParsedCall } from '../types.js';
 
 const MARK = '[TOOL_CALLS]';
 const ARGS = '[ARGS]';
@@ -98,11 +100,52 @@ function namedCall(text: string, j: number, final: boolean): MatchResult {
   };
 }
 
+/**
+ * Near miss (recall10, repair `missing-call-marker`): the whole output is v13 calls whose first
+ * `[TOOL_CALLS]` is gone, `NAME[ARGS]{…}` (or `NAME[CALL_ID]id[ARGS]{…}`), further calls after
+ * blanks or their own `[TOOL_CALLS]`. `[TOOL_CALLS]` is a special token a detokenizer that skips
+ * them drops while `[ARGS]` comes through (ml-explore/mlx-lm#1448 shows the text left once the
+ * marker is gone, `get_weather[ARGS]{…}[TOOL_CALLS]get_weather[ARGS]{…}`; unslothai/unsloth#5704
+ * reads bare `name[ARGS]{…}` as a call). Held by the name frame `NAME[ARGS]` / `NAME[CALL_ID]`
+ * (a declared name, exactly); read only when every call names a declared tool whose schema its
+ * arguments fit and nothing but blanks follows the last one. Anything else stays text.
+ */
+function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
+  let i = skipWs(text, 0);
+  const calls: ParsedCall[] = [];
+  while (i < text.length) {
+    const marked = calls.length > 0 && text.startsWith(MARK, i);
+    if (marked) i = skipWs(text, i + MARK.length);
+    const name = readName(text, i);
+    if (!ctx.tools.has(name)) return null;
+    let k = i + name.length;
+    let id: string | undefined;
+    if (text.startsWith(CALL_ID, k)) {
+      id = readName(text, k + CALL_ID.length);
+      if (id === '') return null;
+      k += CALL_ID.length + id.length;
+    }
+    if (!text.startsWith(ARGS, k)) return null;
+    const j = skipWs(text, k + ARGS.length);
+    if (text[j] !== '{') return null;
+    const scan = scanJsonValue(text, j, { stopAt: [MARK] });
+    if (!scan || scan.end < 0) return null;
+    const d = decodeBody(text.slice(j, scan.end), false);
+    if (!d) return null;
+    const repairs = marked ? d.repairs : ['missing-call-marker', ...d.repairs];
+    calls.push({ name, arguments: d.value, ...(repairs.length ? { repairs } : {}), ...(id ? { id } : {}) });
+    i = skipWs(text, scan.end);
+  }
+  return calls.length > 0 && slipGate(calls, ctx) ? { end: text.length, calls } : null;
+}
+
 export const mistral = defineFamily({
   name: 'mistral',
   markers: [MARK, THINK],
   priority: 10,
   backend: { vllm: 'mistral', llamacpp: 'Mistral Nemo', sglang: 'mistral' },
+  wholeNameStarts: [{ before: '', after: [ARGS, CALL_ID] }],
+  matchWhole,
   match(input): MatchResult {
     if (input.marker === THINK) return matchReasoningSection(input, '[/THINK]');
     const { text, start, marker, final } = input;

@@ -28,8 +28,8 @@ export interface PerturbCase {
   calls: { name: string; arguments: JsonObject }[];
   /** The prose around the calls: the content once they are read (blanks aside). */
   prose: string;
-  /** Which session's generator first wrote the case ('recall9' for the shapes added then). */
-  set: 'recall8' | 'recall9';
+  /** Which session's generator first wrote the case ('recall9', 'recall10' for the shapes added then). */
+  set: 'recall8' | 'recall9' | 'recall10';
 }
 
 const TOOLS: DeclaredTool[] = [
@@ -474,6 +474,62 @@ export function generateCases(): PerturbCase[] {
     }
   };
 
+  /**
+   * recall10: shapes from real output (source beside each), with the negatives beside them (the
+   * slip for an undeclared tool, with arguments that fit no schema, in a fenced sample an
+   * explanation goes on past).
+   */
+  const addRecall10 = (f: Format, tool: string, plain: Written, call: PerturbCase['calls']) => {
+    const args = ARGS[tool] as JsonObject;
+    const slips: [string, (w: Written) => string][] = [];
+    if (f.name === 'deepseek-v32') {
+      // CommandCodeAI/command-code#909, cline/cline#14057: two bars and a blank, the block `calls`
+      slips.push([
+        'dsml-spaced-calls',
+        (w) => whole(w).replaceAll('｜DSML｜', '｜｜DSML｜｜ ').replaceAll('function_calls>', 'calls>'),
+      ]);
+      // vllm-project/vllm#51914 (DeepSeek-V4-Flash-0731): `<｜DSML｜toolcalls>` … `</｜DSML｜tool_calls>`
+      slips.push([
+        'dsml-toolcalls-open',
+        (w) =>
+          whole(w)
+            .replace('<｜DSML｜function_calls>', '<｜DSML｜toolcalls>')
+            .replace('</｜DSML｜function_calls>', '</｜DSML｜tool_calls>'),
+      ]);
+    }
+    if (f.name === 'mistral-v11') {
+      // ml-explore/mlx-lm#1448, unslothai/unsloth#5704: the first [TOOL_CALLS] dropped
+      slips.push(['missing-call-marker', (w) => w.body]);
+    }
+    if (!f.marked && plain.body.startsWith('{') && plain.open === '') {
+      // a bare call after paragraphs of the model's own prose (recall9 left it text)
+      const preface =
+        'I went through the project files and the recent changes. The sources sit under src and the tests under tests, and the entry point is small. The settings file sets the port and the log level, and nothing in it looks odd. The last change touched the router and the logging setup, and the logs show the failures began right after it was deployed. The tests for the router still pass on the old build.\n\nThe failing request goes through the router, so that is where I start.';
+      slips.push(['long-preface', (w) => `${preface}\n\nChecking it now.\n${whole(w)}`]);
+      slips.push([
+        'long-preface-explains',
+        (w) => `${preface}\n\nYou would write the call like this:\n${whole(w)}`,
+      ]);
+    }
+    const spell = (name: string, a: JsonObject) => f.write(name, a, spellArgs(a, 'json'));
+    for (const [what, slip] of slips) {
+      const explains = what.endsWith('-explains');
+      const prose = what.startsWith('long-preface') ? slip({ open: '', body: '', close: '' }).trim() : '';
+      add(f, what, tool, slip(plain), explains ? 'content' : 'call', explains ? [] : call, false, prose);
+      if (explains) continue;
+      add(f, `${what}-undeclared`, tool, slip(spell('delete_files', args)), 'content', []);
+      add(f, `${what}-misfit`, tool, slip(spell(tool, { nope: 'x' })), 'content', []);
+      add(
+        f,
+        `${what}-fenced-sample`,
+        tool,
+        `A call looks like this:\n\n\`\`\`\n${slip(plain)}\n\`\`\`\n\nThe server reads it for you.`,
+        'content',
+        [],
+      );
+    }
+  };
+
   for (const f of FORMATS) {
     set = f.name === 'deepseek-v32' ? 'recall9' : 'recall8';
     for (const tool of Object.keys(ARGS)) {
@@ -504,6 +560,8 @@ export function generateCases(): PerturbCase[] {
       addUnseen(f, tool, plain, w, call);
       set = 'recall9';
       addRecall9(f, tool, plain, call);
+      set = 'recall10';
+      addRecall10(f, tool, plain, call);
       set = f.name === 'deepseek-v32' ? 'recall9' : 'recall8';
       for (const [what, rename] of renamed) {
         if (f.name === 'kimi-k2' || f.name === 'gpt-oss') {
