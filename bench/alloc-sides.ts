@@ -15,7 +15,7 @@
  */
 import { Session } from 'node:inspector/promises';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { BUILD_DIR, prepareServer } from './lib/build.js';
 import { builtApp, type HeapNode } from './lib/built-app.js';
 import { burst } from './lib/burst.js';
