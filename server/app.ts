@@ -35,7 +35,7 @@ import { harnessOf } from './chat/harness-summary.js';
 import { callUsage } from './chat/pipeline.js';
 import { recordPromptCache, tokenCount } from './chat/prompt-cache.js';
 import { type Config, DEFAULT_RESPONSES_STORE_MB } from './config.js';
-import { bodyEncoding, compressedBodyError } from './content-encoding.js';
+import { decodedBody } from './content-encoding.js';
 import { createCors } from './cors.js';
 import { frameworkErrorHandler, handleClientError, registerErrorHandling } from './error-handler.js';
 import { FallbackMemory } from './fallback-memory.js';
@@ -324,8 +324,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   ) => {
     // Kept as bytes: an untouched request is forwarded without being encoded again.
     request.rawBody = body;
-    const encoding = bodyEncoding(request.headers['content-encoding']);
-    if (encoding !== undefined) return done(compressedBodyError(encoding));
     // Counted before the parse: JSON.parse pays seconds for a million distinct keys.
     const excess = excessKeys(body);
     if (excess !== null) return done(keyExcessError(excess));
@@ -347,6 +345,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     if (tooDeep !== null) return done(tooDeepError(tooDeep));
     done(null, value);
   };
+  // A compressed body is decoded before any parser reads it (server/content-encoding.ts).
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    const body = decodedBody(request.headers, payload);
+    if (body instanceof ToolproofError) done(body);
+    else done(null, body);
+  });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) =>
     parseJson(req, body as Buffer, done),

@@ -21,7 +21,6 @@ import { cutWhenUnread } from '../drain.js';
 import { allowsModel, countAgainstKey, forbiddenModel } from '../keys.js';
 import { resolveRoute } from '../routing.js';
 import { formModels, type ModelSpan, queryModels } from './form-model.js';
-import { bodyEncoding, compressedBodyError } from '../content-encoding.js';
 import { SseDoneScan } from '../sse-done.js';
 import type { UpstreamClient, UpstreamResponse } from '../upstream.js';
 
@@ -184,10 +183,6 @@ function pickTarget(state: AppState, request: FastifyRequest): Target {
     throw new ToolproofError('TP_ERR_INVALID_JSON', {
       message: `The request body opens as a JSON object but is not valid JSON: the API key "${key.name}" may use only some models, and this body's model cannot be read.`,
     });
-  // A compressed body is not read here: an upstream that decompresses requests would read its
-  // model unjudged (a key held to one model reached any other with `Content-Encoding: gzip`).
-  const encoding = raw === undefined ? undefined : bodyEncoding(request.headers['content-encoding']);
-  if (key?.models !== undefined && encoding !== undefined) throw compressedBodyError(encoding);
   // Go's FormValue (llama-swap's router for forms) reads the query when the form names no model.
   if (key?.models !== undefined) {
     for (const asked of queryModels(request.url)) {
