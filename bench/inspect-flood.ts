@@ -7,7 +7,7 @@
  * with the flood): the prober's latencies, the primary's event-loop delay (a preload that samples
  * only in the primary) and its CPU time (/proc), and the session answers served.
  *
- *   npx tsx bench/inspect-flood.ts [clients=4] [seconds=10]
+ *   [BENCH_ROOT=/tmp/before] npx tsx bench/inspect-flood.ts [clients=4] [seconds=10] [flood path]
  */
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -18,9 +18,12 @@ import { Client } from 'undici';
 import { createSimulator } from '../simulator/index.js';
 import { freePort } from '../tests/support/toolproof-process.js';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+// BENCH_ROOT: another tree's server (an earlier commit's, exported with node_modules linked).
+const ROOT = process.env.BENCH_ROOT ?? join(dirname(fileURLToPath(import.meta.url)), '..');
 const CLIENTS = Number(process.argv[2] ?? 4);
 const SECONDS = Number(process.argv[3] ?? 10);
+// What the flooding clients ask for (another path: the cost of their fresh connections alone).
+const FLOOD_PATH = process.argv[4] ?? '/inspect/api/session?key=h%3Aflood';
 
 const preload = join(tmpdir(), `tp-primary-loop-${process.pid}.mjs`);
 const samplesFile = join(tmpdir(), `tp-primary-loop-${process.pid}.json`);
@@ -55,7 +58,11 @@ async function request(origin: string, path: string, body?: unknown, headers: Re
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     const text = await res.body.text();
-    return { status: res.statusCode, bytes: text.length };
+    return {
+      status: res.statusCode,
+      bytes: text.length,
+      turns: /"turns":\[/.test(text) ? text.split('"summary"').length - 1 : 0,
+    };
   } finally {
     await client.close();
   }
@@ -119,6 +126,7 @@ async function phase(name: string, flood: boolean) {
   const lat: number[] = [];
   let answers = 0;
   let answerBytes = 0;
+  let turns = 0;
   const statuses = new Map<number, number>();
   const end = Date.now() + SECONDS * 1000;
   const cpu0 = cpuMs(child.pid!);
@@ -137,17 +145,28 @@ async function phase(name: string, flood: boolean) {
   const flooders = flood
     ? Array.from({ length: CLIENTS }, async () => {
         while (Date.now() < end) {
-          const r = await request(origin, '/inspect/api/session?key=h%3Aflood');
+          const r = await request(origin, FLOOD_PATH);
           statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
           if (r.status === 200) {
             answers++;
             answerBytes += r.bytes;
+            turns = r.turns;
           }
         }
       })
     : [];
   await Promise.all([prober, ...flooders]);
-  return { name, t0, t1: Date.now(), cpu: cpuMs(child.pid!) - cpu0, lat, answers, answerBytes, statuses };
+  return {
+    name,
+    t0,
+    t1: Date.now(),
+    cpu: cpuMs(child.pid!) - cpu0,
+    lat,
+    answers,
+    answerBytes,
+    turns,
+    statuses,
+  };
 }
 
 const results = [
@@ -166,7 +185,7 @@ for (const r of results) {
   console.log(
     `${r.name}: chat ms p50 ${q(r.lat, 0.5).toFixed(0)} p95 ${q(r.lat, 0.95).toFixed(0)} max ${Math.max(...r.lat).toFixed(0)} (n ${r.lat.length}); ` +
       `primary loop delay ms p50 ${q(delays, 0.5).toFixed(1)} p99 ${q(delays, 0.99).toFixed(0)} max ${Math.max(...delays).toFixed(0)}; ` +
-      `primary CPU ${r.cpu} ms over ${((r.t1 - r.t0) / 1000).toFixed(1)} s; session answers ${r.answers} (${(r.answerBytes / 1e6).toFixed(1)} MB) statuses ${JSON.stringify([...r.statuses])}` +
+      `primary CPU ${r.cpu} ms over ${((r.t1 - r.t0) / 1000).toFixed(1)} s; session answers ${r.answers} of ${r.turns} turns (${(r.answerBytes / 1e6).toFixed(1)} MB) statuses ${JSON.stringify([...r.statuses])}` +
       (r.answers ? `; primary CPU per answer ${(r.cpu / r.answers).toFixed(1)} ms` : ''),
   );
 }
