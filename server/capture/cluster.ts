@@ -9,6 +9,21 @@ import type { CaptureRing } from './ring.js';
 import { answer, type CaptureOp } from './query.js';
 
 const ASK_TIMEOUT_MS = 3_000;
+/**
+ * What the primary relays of the workers' answers. Node's IPC is JSON: the primary parses and
+ * writes again every byte it relays, ~25 ms of its event loop per MB on a loaded 2-core box, and
+ * the primary is also where node's cluster accepts every connection. A loop of session reads
+ * over full rings (each answer up to the rings' prompts, 10 MB a worker by default) held it busy
+ * for up to 1.6 s at a time and every worker's new connections waited (bench/HISTORY.md,
+ * redteam11). So an answer travels as JSON text in pieces of at most PIECE_CHARS (the loop turns
+ * between them), and the primary relays on average at most RELAY_CHARS_PER_S past a burst of
+ * RELAY_BURST_CHARS, MAX_GATHERS questions at a time: a question past either is answered `busy`
+ * (the route's 429) without asking the workers. One view of two full rings' session passes.
+ */
+const PIECE_CHARS = 256 * 1024;
+const RELAY_CHARS_PER_S = 4 * 1024 * 1024;
+const RELAY_BURST_CHARS = 16 * 1024 * 1024;
+const MAX_GATHERS = 2;
 const WORKER_MARK = 'TOOLPROOF_CLUSTER_WORKER';
 export const WORKER_ID = cluster.isWorker ? (cluster.worker?.id ?? 0) : 0;
 
@@ -17,10 +32,20 @@ interface Ask {
   id: number;
   op: CaptureOp;
 }
+/** A piece of one worker's answer, relayed to the asker as it arrives. */
+interface Piece {
+  tp: 'capture:piece';
+  id: number;
+  worker: number;
+  text: string;
+}
 interface Answer {
   tp: 'capture:answer';
   id: number;
-  parts: unknown[];
+  /** The workers whose answers came whole, in the order they did (their pieces came first). */
+  done: number[];
+  /** Refused for the relay's budget: seconds until a question passes again. */
+  busy?: number;
 }
 interface Collect {
   tp: 'capture:collect';
@@ -30,9 +55,12 @@ interface Collect {
 interface Collected {
   tp: 'capture:collected';
   id: number;
-  part: unknown;
+  /** A piece of this worker's answer as JSON text (its length is what the relay's budget counts). */
+  text: string;
+  /** The last piece. */
+  end: boolean;
 }
-type Message = Ask | Answer | Collect | Collected;
+type Message = Ask | Piece | Answer | Collect | Collected;
 const isMessage = (m: unknown): m is Message =>
   typeof m === 'object' &&
   m !== null &&
@@ -44,6 +72,8 @@ export interface GroupAnswer {
   parts: unknown[];
   /** This worker's only: the group could not be asked (no cluster, or no answer in time). */
   partial: boolean;
+  /** The primary refused the question for its relay budget: seconds until one passes again. */
+  busy?: number;
 }
 
 /** Asks every worker of the group (or only this process outside a cluster). */
@@ -57,17 +87,26 @@ export function joinCaptureGroup(ring: CaptureRing | undefined): AskGroup {
   const local = (op: CaptureOp): GroupAnswer => ({ parts: [answer(ring, op, WORKER_ID)], partial: false });
   if (!cluster.isWorker || !process.send || process.env[WORKER_MARK] !== '1') return async (op) => local(op);
   let nextId = 0;
-  const waiting = new Map<number, (parts: unknown[]) => void>();
+  const waiting = new Map<number, { pieces: Map<number, string[]>; done: (a: Answer) => void }>();
   process.on('message', (message: unknown) => {
     if (!isMessage(message)) return;
-    if (message.tp === 'capture:collect')
-      process.send?.({
-        tp: 'capture:collected',
-        id: message.id,
-        part: answer(ring, message.op, WORKER_ID),
-      } satisfies Collected);
-    else if (message.tp === 'capture:answer') {
-      waiting.get(message.id)?.(message.parts);
+    if (message.tp === 'capture:collect') {
+      const text = JSON.stringify(answer(ring, message.op, WORKER_ID));
+      for (let at = 0; at === 0 || at < text.length; at += PIECE_CHARS)
+        process.send?.({
+          tp: 'capture:collected',
+          id: message.id,
+          text: text.slice(at, at + PIECE_CHARS),
+          end: at + PIECE_CHARS >= text.length,
+        } satisfies Collected);
+    } else if (message.tp === 'capture:piece') {
+      const w = waiting.get(message.id);
+      if (!w) return;
+      const got = w.pieces.get(message.worker);
+      if (got) got.push(message.text);
+      else w.pieces.set(message.worker, [message.text]);
+    } else if (message.tp === 'capture:answer') {
+      waiting.get(message.id)?.done(message);
       waiting.delete(message.id);
     }
   });
@@ -78,35 +117,59 @@ export function joinCaptureGroup(ring: CaptureRing | undefined): AskGroup {
         waiting.delete(id);
         resolve({ ...local(op), partial: true });
       }, ASK_TIMEOUT_MS);
-      waiting.set(id, (parts) => {
-        clearTimeout(timer);
-        resolve({ parts, partial: false });
+      const pieces = new Map<number, string[]>();
+      waiting.set(id, {
+        pieces,
+        done: (a) => {
+          clearTimeout(timer);
+          if (a.busy !== undefined) resolve({ parts: [], partial: false, busy: a.busy });
+          else
+            resolve({
+              parts: a.done.map((w) => JSON.parse((pieces.get(w) ?? []).join('')) as unknown),
+              partial: false,
+            });
+        },
       });
       process.send?.({ tp: 'capture:ask', id, op } satisfies Ask);
     });
 }
 
-/** In the primary: relays a worker's question to every listening worker and gathers the answers. */
+/** In the primary: relays a worker's question to every listening worker and their answers back. */
 export function serveGroupCapture(listening: () => Set<number>): void {
   let nextId = 0;
-  const gathers = new Map<number, { waiting: Set<number>; parts: unknown[]; asker: Worker; askId: number }>();
+  const gathers = new Map<number, { waiting: Set<number>; done: number[]; asker: Worker; askId: number }>();
+  // The characters relayed and not yet paid back at RELAY_CHARS_PER_S.
+  let owed = 0;
+  let owedAt = Date.now();
+  const owing = () => {
+    const now = Date.now();
+    owed = Math.max(0, owed - ((now - owedAt) / 1000) * RELAY_CHARS_PER_S);
+    owedAt = now;
+    return owed;
+  };
   const settle = (id: number, force = false) => {
     const g = gathers.get(id);
     if (!g || (g.waiting.size > 0 && !force)) return;
     gathers.delete(id);
     if (g.asker.isConnected())
-      g.asker.send({ tp: 'capture:answer', id: g.askId, parts: g.parts } satisfies Answer);
+      g.asker.send({ tp: 'capture:answer', id: g.askId, done: g.done } satisfies Answer);
   };
   cluster.on('message', (worker, message: unknown) => {
     if (!isMessage(message)) return;
     if (message.tp === 'capture:ask') {
+      const over = owing() - RELAY_BURST_CHARS;
+      if (over > 0 || gathers.size >= MAX_GATHERS) {
+        const busy = Math.max(1, Math.ceil(over / RELAY_CHARS_PER_S));
+        worker.send({ tp: 'capture:answer', id: message.id, done: [], busy } satisfies Answer);
+        return;
+      }
       const id = nextId++;
       const workers = Object.values(cluster.workers ?? {}).filter(
         (w): w is Worker => !!w && listening().has(w.id) && w.isConnected(),
       );
       gathers.set(id, {
         waiting: new Set(workers.map((w) => w.id)),
-        parts: [],
+        done: [],
         asker: worker,
         askId: message.id,
       });
@@ -116,8 +179,18 @@ export function serveGroupCapture(listening: () => Set<number>): void {
       settle(id);
     } else if (message.tp === 'capture:collected') {
       const g = gathers.get(message.id);
-      if (!g) return;
-      g.parts.push(message.part);
+      if (!g?.waiting.has(worker.id)) return;
+      owing();
+      owed += message.text.length;
+      if (g.asker.isConnected())
+        g.asker.send({
+          tp: 'capture:piece',
+          id: g.askId,
+          worker: worker.id,
+          text: message.text,
+        } satisfies Piece);
+      if (!message.end) return;
+      g.done.push(worker.id);
       g.waiting.delete(worker.id);
       settle(message.id);
     }

@@ -55,6 +55,22 @@ export interface SessionTurn {
     | null;
 }
 
+/**
+ * A turn as the session view reads it (turnsOf): its summary and the prompt it sent first, whole
+ * (null when that body was cut or no attempt was made). Only this travels between workers: the
+ * whole records (each attempt as sent, the responses, the client's bodies) went through the
+ * cluster's primary for each session read, ~2x the bytes of the prompts and more with retries.
+ */
+export interface SessionRecord {
+  summary: CaptureSummary;
+  prompt: string | null;
+}
+
+export function sessionRecordOf(r: CaptureRecord): SessionRecord {
+  const first = r.upstreamAttempts[0];
+  return { summary: summaryOf(r), prompt: first && first.request.cut === 0 ? first.request.text : null };
+}
+
 export interface Stats {
   worker: number;
   enabled: boolean;
@@ -83,7 +99,7 @@ export function answer(ring: CaptureRing | undefined, op: CaptureOp, worker: num
     case 'sessions':
       return sessionsOf(ring, op.owner);
     case 'session':
-      return ring.session(op.key, op.owner).map(snapshotOf);
+      return ring.session(op.key, op.owner).map(sessionRecordOf);
   }
 }
 
@@ -196,17 +212,15 @@ const PARENT_CANDIDATES = 8;
 type Break = { kept: false; where: string; offset: number; before: string; after: string };
 
 /** One session's turns in order, from every worker's records (already merged). */
-export function turnsOf(records: readonly CaptureRecord[]): SessionTurn[] {
-  const sorted = [...records].sort((a, b) => a.at - b.at);
+export function turnsOf(records: readonly SessionRecord[]): SessionTurn[] {
+  const sorted = [...records].sort((a, b) => a.summary.at - b.summary.at);
   // The latest turns' prompts, newest last; emptied by a turn whose body was cut.
   const recent: ParsedPrompt[] = [];
-  return sorted.map((r) => {
-    const summary = summaryOf(r);
-    const t = r.tokens;
+  return sorted.map(({ summary, prompt }) => {
+    const t = summary.tokens;
     const cachedRatio =
       t.cached !== null && t.prompt ? Math.round((t.cached / t.prompt) * 1000) / 1000 : null;
-    const first = r.upstreamAttempts[0];
-    const current = first && first.request.cut === 0 ? parsePrompt(first.request.text) : null;
+    const current = prompt === null ? null : parsePrompt(prompt);
     const prefix = current === null || recent.length === 0 ? null : againstParent(recent, current);
     if (current === null) recent.length = 0;
     else if (recent.push(current) > PARENT_CANDIDATES) recent.shift();

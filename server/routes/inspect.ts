@@ -11,8 +11,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ToolproofError } from '../../protocol/errors.js';
 import type { AppState } from '../app-state.js';
 import { type AskGroup, joinCaptureGroup } from '../capture/cluster.js';
-import { type RequestView, type SessionSummary, turnsOf } from '../capture/query.js';
-import type { CapturePage, CaptureRecord, Outcome } from '../capture/ring.js';
+import { type RequestView, type SessionRecord, type SessionSummary, turnsOf } from '../capture/query.js';
+import type { CapturePage, Outcome } from '../capture/ring.js';
 import { errorHandler } from '../error-handler.js';
 import { openAIErrorBody } from '../front-doors/chat/errors.js';
 import { type DiffBase, diffBaseOf } from './inspect-diff.js';
@@ -108,7 +108,17 @@ function ownerOf(request: FastifyRequest): string | undefined {
 }
 
 export function registerInspectRoutes(app: FastifyInstance, state: AppState): void {
-  const ask: AskGroup = joinCaptureGroup(state.capture);
+  const group: AskGroup = joinCaptureGroup(state.capture);
+  // Refused by the cluster's primary for its relay budget (capture/cluster.ts): a 429 to retry.
+  const ask: AskGroup = async (op) => {
+    const got = await group(op);
+    if (got.busy !== undefined)
+      throw new ToolproofError('TP_ERR_RATE_LIMITED', {
+        detail: { kind: 'retry-later', retryAfter: String(got.busy) },
+        message: `The inspector's reads across the workers are over the cluster primary's budget (it relays every worker's answer); please try again in ${got.busy}s.`,
+      });
+    return got;
+  };
   const dir = pageDir();
   const files = new Map<string, { body: string; type: string }>();
   if (dir)
@@ -330,7 +340,7 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
           session: key,
           workers: got.parts.length,
           partial: got.partial,
-          turns: turnsOf((got.parts as CaptureRecord[][]).flat()),
+          turns: turnsOf((got.parts as SessionRecord[][]).flat()),
         };
       },
     );

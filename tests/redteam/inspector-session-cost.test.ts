@@ -8,18 +8,18 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { commonPrefixLength, turnsOf } from '../../server/capture/query.js';
-import type { CaptureRecord } from '../../server/capture/ring.js';
+import { commonPrefixLength, type SessionRecord, turnsOf } from '../../server/capture/query.js';
+import type { CaptureSummary } from '../../server/capture/ring.js';
 
-/** A record as turnsOf reads it: its summary fields and its first attempt's body, whole. */
-function turn(i: number, body: string): CaptureRecord {
-  return {
+/** A turn as turnsOf reads it: its summary and its first attempt's body, whole. */
+function turn(i: number, body: string): SessionRecord {
+  const summary = {
     id: `t${i}`,
     at: i,
     session: 's',
     tokens: { cached: null, prompt: null, completion: null },
-    upstreamAttempts: [{ request: { text: body, cut: 0 } }],
-  } as unknown as CaptureRecord;
+  };
+  return { summary: summary as unknown as CaptureSummary, prompt: body };
 }
 
 function cpuMs(run: () => unknown): number {

@@ -11,6 +11,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
 import { freePort, nodeEntry, once } from '../support/toolproof-process.js';
 
+/** /inspect/api/session's answer, or the inspector's error. */
+interface SessionAnswer {
+  partial: boolean;
+  workers: number;
+  turns: Array<{ prefix: { kept: boolean } | null }>;
+  error: { type: string; message: string };
+}
+
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
 
 describe('the inspector over two workers', () => {
@@ -146,4 +154,64 @@ describe('the inspector over two workers', () => {
     }
     expect(workers.size).toBe(2);
   }, 60_000);
+
+  it("session reads past the primary's relay budget are refused with a 429 in the API's shape, the rest answered whole", async () => {
+    // 24 turns of one session, each a ~120 KB prompt: a session answer is ~3M characters through
+    // the primary, 8 of them 23M; the primary relays at most 2 questions at a time and 16M
+    // characters past its rate (capture/cluster.ts).
+    const big = 'z'.repeat(120_000);
+    for (let i = 0; i < 24; i += 4)
+      await Promise.all(
+        [0, 1, 2, 3].map(async (k) => {
+          const client = new Client(origin);
+          try {
+            const res = await client.request({
+              method: 'POST',
+              path: '/v1/chat/completions',
+              headers: { 'content-type': 'application/json', 'x-session-id': 'relay-budget' },
+              body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: `${big} ${i + k}` }] }),
+            });
+            await res.body.text();
+            expect(res.statusCode).toBe(200);
+          } finally {
+            await client.close();
+          }
+        }),
+      );
+    const reads = await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        const client = new Client(origin);
+        try {
+          const res = await client.request({
+            method: 'GET',
+            path: '/inspect/api/session?key=h%3Arelay-budget',
+          });
+          return {
+            status: res.statusCode,
+            retryAfter: res.headers['retry-after'],
+            body: (await res.body.json()) as SessionAnswer,
+          };
+        } finally {
+          await client.close();
+        }
+      }),
+    );
+    const refused = reads.filter((r) => r.status === 429);
+    const answered = reads.filter((r) => r.status === 200);
+    expect(refused.length).toBeGreaterThan(0);
+    expect(answered.length).toBeGreaterThan(0);
+    for (const r of refused) {
+      expect(Number(r.retryAfter)).toBeGreaterThanOrEqual(1);
+      expect(r.body.error.type).toBe('rate_limit_error');
+      expect(r.body.error.message).toMatch(/cluster primary's budget.*try again in \d+s/);
+    }
+    for (const r of answered) {
+      // A worker's answer past the 3 s (a loaded box) leaves this worker's alone, marked.
+      expect(r.body.workers).toBe(r.body.partial ? 1 : 2);
+      if (r.body.partial) continue;
+      expect(r.body.turns).toHaveLength(24);
+      // Each turn's prompt rewrites the one message at its end: the break is found across workers.
+      for (const t of r.body.turns.slice(1)) expect(t.prefix?.kept).toBe(false);
+    }
+  }, 90_000);
 });
