@@ -80,6 +80,13 @@ export interface Ticket {
   release(): void;
 }
 
+/** A replica's admission: this process's AdmissionGate, or the group's through the cluster primary (group-admission.ts). */
+export interface Gate {
+  enter(cls: PriorityClass, signal: AbortLike, owner?: AdmissionOwner | string): Ticket | Promise<Ticket>;
+  configure(settings: AdmissionSettings): void;
+  readonly load: { active: number; queued: number; limit: number | undefined };
+}
+
 const FREE: Ticket = Object.freeze({ queuedMs: 0, release() {} });
 
 interface Waiter extends QueueNode {
@@ -96,7 +103,7 @@ interface Waiter extends QueueNode {
 /** After a failed 'auto' probe the replica runs unlimited, and is asked again after this long. */
 const PROBE_RETRY_MS = 30_000;
 
-export class AdmissionGate {
+export class AdmissionGate implements Gate {
   private settings: AdmissionSettings;
   private active = 0;
   private seq = 0;
