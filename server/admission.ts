@@ -69,6 +69,8 @@ export interface AdmissionOwner {
 export interface AdmissionHooks {
   queued?(cls: PriorityClass, delta: 1 | -1): void;
   admitted?(cls: PriorityClass, queuedMs: number, owner: AdmissionOwner | undefined): void;
+  /** A request admitted (above) gave its slot back. */
+  released?(cls: PriorityClass, owner: AdmissionOwner | undefined): void;
   shed?(cls: PriorityClass, reason: 'full' | 'timeout'): void;
   /** 'auto': reads the replica's slot count (llama-server /props total_slots); undefined: unknown. */
   probeLimit?(): Promise<number | undefined>;
@@ -268,6 +270,7 @@ export class AdmissionGate implements Gate {
         this.queue.moved(owner);
         this.forget(owner);
         this.holdMs = this.holdMs * 0.8 + (this.now() - started) * 0.2;
+        this.hooks.released?.(cls, who);
         this.drain();
       },
     };

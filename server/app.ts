@@ -485,7 +485,12 @@ function admissionMetrics(metrics: Metrics, upstream: string): AdmissionHooks {
     admitted: (cls, ms, owner) => {
       metrics.admissionAdmitted.labels(upstream, cls).inc();
       metrics.admissionQueued.labels(upstream, cls).observe(ms / 1000);
-      if (owner?.key !== undefined) metrics.keyAdmissionQueued.labels(owner.key).observe(ms / 1000);
+      if (owner?.key === undefined) return;
+      metrics.keyAdmissionQueued.labels(owner.key).observe(ms / 1000);
+      metrics.keyAdmissionInflight.labels(owner.key).inc();
+    },
+    released: (_cls, owner) => {
+      if (owner?.key !== undefined) metrics.keyAdmissionInflight.labels(owner.key).dec();
     },
     shed: (cls, reason) => metrics.admissionShed.labels(upstream, cls, reason).inc(),
   };

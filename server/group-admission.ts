@@ -398,6 +398,7 @@ export class GroupGate implements Gate {
               if (released) return;
               released = true;
               this.active--;
+              this.hooks.released?.(cls, who);
               ask({ tp: 'adm:release', id });
             },
           });

@@ -120,12 +120,16 @@ describe('limits with two workers are the group’s', () => {
     const flood = Array.from({ length: 6 }, () => ask('alice'));
     const deadline = Date.now() + 10_000;
     let queued = 0;
+    let during = '';
     while (Date.now() < deadline) {
-      queued = sample(await metrics(), 'toolproof_admission_queue_depth', 'class="normal"');
+      during = await metrics();
+      queued = sample(during, 'toolproof_admission_queue_depth', 'class="normal"');
       if (queued >= 3) break;
       await new Promise((r) => setTimeout(r, 50));
     }
+    // The group's metrics, whichever worker answered: 3 of alice's wait, 3 hold the slots.
     expect(queued).toBe(3);
+    expect(sample(during, 'toolproof_key_admission_inflight', 'key="alice"')).toBe(3);
     const bob = await ask('bob');
     const alice = await Promise.all(flood);
     expect(bob.status).toBe(200);
@@ -141,6 +145,7 @@ describe('limits with two workers are the group’s', () => {
     expect(alice.filter((a) => a.at > bob.at).length).toBeGreaterThanOrEqual(1);
     const m = await metrics();
     expect(sample(m, 'toolproof_admission_queue_depth', 'class="normal"')).toBe(0);
+    expect(sample(m, 'toolproof_key_admission_inflight', 'key="alice"')).toBe(0);
     expect(sample(m, 'toolproof_key_admission_queued_seconds_count', 'key="alice"')).toBe(6);
   }, 40_000);
 
