@@ -96,6 +96,8 @@ interface Place {
   done?: (sent: boolean) => void;
 }
 
+const FREE: Ticket = Object.freeze({ queuedMs: 0, release() {} });
+
 /** A probe of a replica's slots that no worker answers gives up after this long. */
 const PROBE_TIMEOUT_MS = 10_000;
 
@@ -325,6 +327,8 @@ export class GroupGate implements Gate {
   private active = 0;
   private queued = 0;
   private limit: number | undefined;
+  /** No `concurrency`: no limit, nothing to ask (as AdmissionGate's free ticket). */
+  private open = true;
 
   constructor(
     private readonly ch: GroupChannel,
@@ -338,6 +342,7 @@ export class GroupGate implements Gate {
 
   configure(settings: AdmissionSettings): void {
     this.limit = typeof settings.concurrency === 'number' ? settings.concurrency : undefined;
+    this.open = settings.concurrency === undefined;
     ask({ tp: 'adm:gate', gate: this.name, settings });
   }
 
@@ -345,7 +350,8 @@ export class GroupGate implements Gate {
     return { active: this.active, queued: this.queued, limit: this.limit };
   }
 
-  enter(cls: PriorityClass, signal: AbortLike, owner?: AdmissionOwner | string): Promise<Ticket> {
+  enter(cls: PriorityClass, signal: AbortLike, owner?: AdmissionOwner | string): Ticket | Promise<Ticket> {
+    if (this.open) return FREE;
     if (signal.aborted) return Promise.reject(signal.reason);
     const who = typeof owner === 'string' ? { id: owner, named: true, key: owner } : owner;
     const id = this.ch.id();
@@ -416,6 +422,8 @@ export class GroupGate implements Gate {
  */
 export class GroupKeyLimits implements KeyLimiter {
   private readonly waitingNow = new Map<string, number>();
+  /** Keys whose tokens the primary counts (a `tokensPerMinute`), as last presented or reloaded. */
+  private readonly tokenLimited = new Set<string>();
 
   constructor(
     private readonly ch: GroupChannel,
@@ -427,7 +435,18 @@ export class GroupKeyLimits implements KeyLimiter {
     signal: AbortLike,
     admitted: (end: KeyEnd) => void,
     refused?: (reason: KeyRefusal) => void,
-  ): Promise<void> {
+  ): Promise<void> | undefined {
+    if (entry.tokensPerMinute !== undefined) this.tokenLimited.add(entry.name);
+    else this.tokenLimited.delete(entry.name);
+    // No limit to hold: admitted here, nothing to ask (the primary would count it for nobody).
+    if (
+      entry.concurrency === undefined &&
+      entry.requestsPerMinute === undefined &&
+      entry.tokensPerMinute === undefined
+    ) {
+      admitted(() => {});
+      return undefined;
+    }
     if (signal.aborted) return Promise.reject(signal.reason);
     const id = this.ch.id();
     const slot = `key${id}`;
@@ -492,10 +511,13 @@ export class GroupKeyLimits implements KeyLimiter {
   }
 
   addTokens(name: string, tokens: number): void {
-    if (tokens > 0) ask({ tp: 'key:tokens', name, tokens });
+    if (tokens > 0 && this.tokenLimited.has(name)) ask({ tp: 'key:tokens', name, tokens });
   }
 
   reloaded(keys: readonly ApiKeyEntry[]): void {
+    for (const k of keys)
+      if (k.tokensPerMinute !== undefined) this.tokenLimited.add(k.name);
+      else this.tokenLimited.delete(k.name);
     ask({ tp: 'key:reload', keys: keys.map(forPrimary) });
   }
 }
