@@ -17,7 +17,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import { createHash } from 'node:crypto';
 import { type ErrorCode, type ErrorDetail, ToolproofError } from '../protocol/errors.js';
-import { type AbortLike, listenAbort } from './abort.js';
+import { type AbortLike, listenAbort, RequestAbort } from './abort.js';
 import {
   AdmissionGate,
   type AdmissionHooks,
@@ -54,7 +54,9 @@ type ToPrimary =
   | { tp: 'key:end'; id: number; sent: boolean }
   | { tp: 'key:abort'; id: number }
   | { tp: 'key:tokens'; name: string; tokens: number }
-  | { tp: 'key:reload'; keys: ApiKeyEntry[] };
+  | { tp: 'key:reload'; keys: ApiKeyEntry[] }
+  /** What a worker said within one turn of its event loop, in order, as one message (GroupChannel). */
+  | { tp: 'adm:batch'; ms: ToPrimary[] };
 
 type ToWorker =
   | { tp: 'adm:queued'; id: number }
@@ -91,7 +93,8 @@ const fromWire = (w: WireError): ToolproofError =>
 
 /** A request's place in the primary: leave the queue (abort), or give back what it holds (done). */
 interface Place {
-  abort: AbortController;
+  /** A RequestAbort, not an AbortController: node's AbortSignal costs ~20 µs to make, twice a request. */
+  abort: RequestAbort;
   /** Set once it holds its slot; `sent`: a key's request reached the upstream (KeyEnd). */
   done?: (sent: boolean) => void;
 }
@@ -107,6 +110,23 @@ const PROBE_TIMEOUT_MS = 10_000;
  * waited for leaves its queue.
  */
 export function serveGroupAdmission(): { forgetWorker(workerId: number): void } {
+  const primary = groupAdmissionPrimary((id) => cluster.workers?.[id]);
+  cluster.on('message', (worker: Worker, m: unknown) => primary.receive(worker, m));
+  return primary;
+}
+
+/** A worker as the primary sees it (node:cluster's Worker; a test's stand-in). */
+export interface WorkerPeer {
+  readonly id: number;
+  isConnected(): boolean;
+  send(m: unknown): unknown;
+}
+
+/** The primary's side without node:cluster: what it does with a worker's message (`receive`). */
+export function groupAdmissionPrimary(workerById: (id: number) => WorkerPeer | undefined): {
+  receive(worker: WorkerPeer, m: unknown): void;
+  forgetWorker(workerId: number): void;
+} {
   const limits = new KeyLimits();
   const gates = new Map<string, AdmissionGate>();
   /** The worker that configured a gate last: the one asked to probe its replica ('auto'). */
@@ -123,7 +143,7 @@ export function serveGroupAdmission(): { forgetWorker(workerId: number): void } 
 
   const probeVia = (gate: string): Promise<number | undefined> =>
     new Promise((resolve) => {
-      const w = cluster.workers?.[prober.get(gate) ?? -1];
+      const w = workerById(prober.get(gate) ?? -1);
       if (!w?.isConnected()) return resolve(undefined);
       const ask = nextAsk++;
       const timer = setTimeout(() => {
@@ -138,11 +158,12 @@ export function serveGroupAdmission(): { forgetWorker(workerId: number): void } 
       tell(w, { tp: 'adm:probe', ask, gate });
     });
 
-  cluster.on('message', (worker: Worker, m: unknown) => {
-    if (!isOurs(m)) return;
-    const msg = m as ToPrimary;
+  const handle = (worker: WorkerPeer, msg: ToPrimary): void => {
     const mine = heldOf(worker.id);
     switch (msg.tp) {
+      case 'adm:batch':
+        for (const one of msg.ms) handle(worker, one);
+        return;
       case 'adm:gate': {
         prober.set(msg.gate, worker.id);
         const g = gates.get(msg.gate);
@@ -158,7 +179,7 @@ export function serveGroupAdmission(): { forgetWorker(workerId: number): void } 
           tell(worker, { tp: 'adm:admitted', id: msg.id, queuedMs: 0 });
           return;
         }
-        const abort = new AbortController();
+        const abort = new RequestAbort();
         const place: Place = { abort };
         mine.set(slot, place);
         const admit = (t: Ticket) => {
@@ -172,7 +193,7 @@ export function serveGroupAdmission(): { forgetWorker(workerId: number): void } 
         };
         let entered: Ticket | Promise<Ticket>;
         try {
-          entered = gate.enter(msg.cls, abort.signal, msg.owner);
+          entered = gate.enter(msg.cls, abort, msg.owner);
         } catch (err) {
           refuse(err);
           return;
@@ -185,7 +206,7 @@ export function serveGroupAdmission(): { forgetWorker(workerId: number): void } 
       }
       case 'key:enter': {
         const slot = `k${msg.id}`;
-        const abort = new AbortController();
+        const abort = new RequestAbort();
         const place: Place = { abort };
         mine.set(slot, place);
         let reason: KeyRefusal | undefined;
@@ -204,7 +225,7 @@ export function serveGroupAdmission(): { forgetWorker(workerId: number): void } 
         };
         let waiting: Promise<void> | undefined;
         try {
-          waiting = limits.enter(msg.entry, abort.signal, admitted, (r) => {
+          waiting = limits.enter(msg.entry, abort, admitted, (r) => {
             reason = r;
           });
         } catch (err) {
@@ -246,9 +267,12 @@ export function serveGroupAdmission(): { forgetWorker(workerId: number): void } 
         limits.reloaded(msg.keys);
         return;
     }
-  });
+  };
 
   return {
+    receive(worker: WorkerPeer, m: unknown) {
+      if (isOurs(m)) handle(worker, m as ToPrimary);
+    },
     forgetWorker(workerId: number) {
       const mine = held.get(workerId);
       held.delete(workerId);
@@ -260,12 +284,8 @@ export function serveGroupAdmission(): { forgetWorker(workerId: number): void } 
   };
 }
 
-function tell(worker: Worker, m: ToWorker): void {
+function tell(worker: WorkerPeer, m: ToWorker): void {
   if (worker.isConnected()) worker.send(m);
-}
-
-function ask(m: ToPrimary): void {
-  process.send?.(m);
 }
 
 /** A key entry as the primary sees it: its secret as a digest (a reload compares them). */
@@ -283,26 +303,61 @@ interface Pending {
   settle(m: ToWorker): void;
 }
 
-/** The worker's side: one per process, listening on the channel to the primary. */
-class GroupChannel {
+/**
+ * The worker's side: one per process, on the channel to the primary. Each message is a write to
+ * the channel and wakes the primary (a system call each side, on a loaded box the most of what
+ * asking costs), so what needs no answer (a slot given back, tokens counted) waits for the end of
+ * this turn of the event loop (setImmediate) and goes with whatever else was said in it, or with
+ * the next question if one comes first: order is kept, and a request's two ends (its replica's
+ * slot, then its key's) are one message when they fall in one turn.
+ */
+export class GroupChannel {
   private nextId = 0;
   readonly pending = new Map<string, Pending>();
   readonly probers = new Map<string, () => Promise<number | undefined>>();
+  /** Said this turn, not sent yet. */
+  private outbox: ToPrimary[] | undefined;
 
-  constructor() {
-    process.on('message', (m: unknown) => {
-      if (!isOurs(m)) return;
-      const msg = m as ToWorker;
-      if (msg.tp === 'adm:probe') {
-        const probe = this.probers.get(msg.gate);
-        (probe ? probe() : Promise.resolve(undefined)).then(
-          (slots) => ask({ tp: 'adm:probed', ask: msg.ask, ...(slots === undefined ? {} : { slots }) }),
-          () => ask({ tp: 'adm:probed', ask: msg.ask }),
-        );
-        return;
-      }
-      this.pending.get(`${msg.tp.slice(0, 3)}${msg.id}`)?.settle(msg);
-    });
+  constructor(private readonly send: (m: ToPrimary) => void) {}
+
+  /** A message from the primary. */
+  receive(m: unknown): void {
+    if (!isOurs(m)) return;
+    const msg = m as ToWorker;
+    if (msg.tp === 'adm:probe') {
+      const probe = this.probers.get(msg.gate);
+      (probe ? probe() : Promise.resolve(undefined)).then(
+        (slots) => this.ask({ tp: 'adm:probed', ask: msg.ask, ...(slots === undefined ? {} : { slots }) }),
+        () => this.ask({ tp: 'adm:probed', ask: msg.ask }),
+      );
+      return;
+    }
+    this.pending.get(`${msg.tp.slice(0, 3)}${msg.id}`)?.settle(msg);
+  }
+
+  /** Sent now (with what waits in the outbox, before it). */
+  ask(m: ToPrimary): void {
+    if (this.outbox === undefined) this.send(m);
+    else {
+      this.outbox.push(m);
+      this.flush();
+    }
+  }
+
+  /** Sent at the end of this turn, with the rest of it. */
+  later(m: ToPrimary): void {
+    if (this.outbox) this.outbox.push(m);
+    else {
+      this.outbox = [m];
+      setImmediate(() => this.flush());
+    }
+  }
+
+  private flush(): void {
+    const ms = this.outbox;
+    this.outbox = undefined;
+    if (ms === undefined) return;
+    this.send(ms.length === 1 ? ms[0]! : { tp: 'adm:batch', ms });
   }
 
   id(): number {
@@ -316,7 +371,10 @@ let channel: GroupChannel | undefined;
 export function groupChannel(): GroupChannel | undefined {
   if (channel) return channel;
   if (!cluster.isWorker || !process.send || process.env[WORKER_MARK] !== '1') return undefined;
-  return (channel = new GroupChannel());
+  channel = new GroupChannel((m) => process.send?.(m));
+  const ch = channel;
+  process.on('message', (m: unknown) => ch.receive(m));
+  return ch;
 }
 
 /**
@@ -343,7 +401,7 @@ export class GroupGate implements Gate {
   configure(settings: AdmissionSettings): void {
     this.limit = typeof settings.concurrency === 'number' ? settings.concurrency : undefined;
     this.open = settings.concurrency === undefined;
-    ask({ tp: 'adm:gate', gate: this.name, settings });
+    this.ch.ask({ tp: 'adm:gate', gate: this.name, settings });
   }
 
   get load(): { active: number; queued: number; limit: number | undefined } {
@@ -368,7 +426,7 @@ export class GroupGate implements Gate {
       const unlisten = listenAbort(signal, () => {
         gone = true;
         unqueue();
-        ask({ tp: 'adm:abort', id });
+        this.ch.ask({ tp: 'adm:abort', id });
         reject(signal.reason ?? new Error('aborted'));
       });
       this.ch.pending.set(slot, {
@@ -393,7 +451,7 @@ export class GroupGate implements Gate {
           }
           if (m.tp !== 'adm:admitted') return;
           // Its client left while the answer was on its way: the slot goes back at once.
-          if (gone) return ask({ tp: 'adm:release', id });
+          if (gone) return this.ch.later({ tp: 'adm:release', id });
           unqueue();
           this.active++;
           this.hooks.admitted?.(cls, m.queuedMs, who);
@@ -405,12 +463,12 @@ export class GroupGate implements Gate {
               released = true;
               this.active--;
               this.hooks.released?.(cls, who);
-              ask({ tp: 'adm:release', id });
+              this.ch.later({ tp: 'adm:release', id });
             },
           });
         },
       });
-      ask({ tp: 'adm:enter', id, gate: this.name, cls, ...(who ? { owner: who } : {}) });
+      this.ch.ask({ tp: 'adm:enter', id, gate: this.name, cls, ...(who ? { owner: who } : {}) });
     });
   }
 }
@@ -462,7 +520,7 @@ export class GroupKeyLimits implements KeyLimiter {
       const unlisten = listenAbort(signal, () => {
         gone = true;
         unqueue();
-        ask({ tp: 'key:abort', id });
+        this.ch.ask({ tp: 'key:abort', id });
         reject(signal.reason ?? new Error('aborted'));
       });
       this.ch.pending.set(slot, {
@@ -484,18 +542,18 @@ export class GroupKeyLimits implements KeyLimiter {
           }
           if (m.tp !== 'key:admitted') return;
           // Its client left while the answer was on its way: nothing of it went upstream.
-          if (gone) return ask({ tp: 'key:end', id, sent: false });
+          if (gone) return this.ch.later({ tp: 'key:end', id, sent: false });
           unqueue();
           let done = false;
           admitted((sent) => {
             if (done) return;
             done = true;
-            ask({ tp: 'key:end', id, sent });
+            this.ch.later({ tp: 'key:end', id, sent });
           });
           resolve();
         },
       });
-      ask({ tp: 'key:enter', id, entry: forPrimary(entry) });
+      this.ch.ask({ tp: 'key:enter', id, entry: forPrimary(entry) });
     });
   }
 
@@ -511,13 +569,13 @@ export class GroupKeyLimits implements KeyLimiter {
   }
 
   addTokens(name: string, tokens: number): void {
-    if (tokens > 0 && this.tokenLimited.has(name)) ask({ tp: 'key:tokens', name, tokens });
+    if (tokens > 0 && this.tokenLimited.has(name)) this.ch.later({ tp: 'key:tokens', name, tokens });
   }
 
   reloaded(keys: readonly ApiKeyEntry[]): void {
     for (const k of keys)
       if (k.tokensPerMinute !== undefined) this.tokenLimited.add(k.name);
       else this.tokenLimited.delete(k.name);
-    ask({ tp: 'key:reload', keys: keys.map(forPrimary) });
+    this.ch.ask({ tp: 'key:reload', keys: keys.map(forPrimary) });
   }
 }
