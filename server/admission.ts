@@ -69,6 +69,8 @@ export interface AdmissionOwner {
 export interface AdmissionHooks {
   queued?(cls: PriorityClass, delta: 1 | -1): void;
   admitted?(cls: PriorityClass, queuedMs: number, owner: AdmissionOwner | undefined): void;
+  /** A request admitted (above) gave its slot back. */
+  released?(cls: PriorityClass, owner: AdmissionOwner | undefined): void;
   shed?(cls: PriorityClass, reason: 'full' | 'timeout'): void;
   /** 'auto': reads the replica's slot count (llama-server /props total_slots); undefined: unknown. */
   probeLimit?(): Promise<number | undefined>;
@@ -78,6 +80,13 @@ export interface AdmissionHooks {
 export interface Ticket {
   readonly queuedMs: number;
   release(): void;
+}
+
+/** A replica's admission: this process's AdmissionGate, or the group's through the cluster primary (group-admission.ts). */
+export interface Gate {
+  enter(cls: PriorityClass, signal: AbortLike, owner?: AdmissionOwner | string): Ticket | Promise<Ticket>;
+  configure(settings: AdmissionSettings): void;
+  readonly load: { active: number; queued: number; limit: number | undefined };
 }
 
 const FREE: Ticket = Object.freeze({ queuedMs: 0, release() {} });
@@ -96,7 +105,7 @@ interface Waiter extends QueueNode {
 /** After a failed 'auto' probe the replica runs unlimited, and is asked again after this long. */
 const PROBE_RETRY_MS = 30_000;
 
-export class AdmissionGate {
+export class AdmissionGate implements Gate {
   private settings: AdmissionSettings;
   private active = 0;
   private seq = 0;
@@ -261,6 +270,7 @@ export class AdmissionGate {
         this.queue.moved(owner);
         this.forget(owner);
         this.holdMs = this.holdMs * 0.8 + (this.now() - started) * 0.2;
+        this.hooks.released?.(cls, who);
         this.drain();
       },
     };

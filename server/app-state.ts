@@ -4,7 +4,7 @@ import type { PolicyEffect } from '../policies/registry.js';
 import type { ChatCall, ChatDeps } from './chat/context.js';
 import type { Config } from './config.js';
 import type { FallbackMemory } from './fallback-memory.js';
-import type { KeyLimits } from './keys.js';
+import type { KeyLimiter } from './keys.js';
 import type { Metrics } from './metrics.js';
 import type { OpenStreams } from './open-streams.js';
 import type { ServedModelLabels } from './routing.js';
@@ -29,7 +29,8 @@ export interface AppState {
   /** OpenTelemetry tracing (server/tracing/); undefined when off, and then nothing of it is loaded. */
   tracing?: Tracing<ChatCall>;
   /** Each client key's counters (requests, tokens, in flight), kept across reloads. */
-  keyLimits: KeyLimits;
+  /** Per process, or the group's with TOOLPROOF_WORKERS > 1 (group-admission.ts). */
+  keyLimits: KeyLimiter;
   /** The capture ring behind /inspect; absent when capture is off (TOOLPROOF_CAPTURE_MB=0). */
   capture?: CaptureRing;
   /** The Responses output items kept for item_reference; absent when off (TOOLPROOF_RESPONSES_STORE_MB=0). */

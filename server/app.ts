@@ -29,7 +29,8 @@ import type { AdmissionHooks } from './admission.js';
 import type { AppState } from './app-state.js';
 import { isInspectorRoute, isOpenRoute } from './auth.js';
 import type { ApiKeyEntry } from './config-keys.js';
-import { type KeyEnd, KeyLimits, keyRing, OPEN_KEY } from './keys.js';
+import { type KeyEnd, type KeyLimiter, KeyLimits, keyRing, OPEN_KEY } from './keys.js';
+import { GroupKeyLimits, groupChannel } from './group-admission.js';
 import type { ChatCall } from './chat/context.js';
 import { harnessOf } from './chat/harness-summary.js';
 import { callUsage } from './chat/pipeline.js';
@@ -240,7 +241,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     config.affinity,
     (upstream) => metrics.upstreamReplays.labels(upstream).inc(),
     (upstream) => admissionMetrics(metrics, upstream),
-    config.workers ?? 1,
   );
   // Every configured upstream key is scrubbed from every upstream's answers from the start,
   // not only once its own upstream has been used (a reload's new keys join as they are used).
@@ -289,7 +289,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     modelLabels: new ServedModelLabels(),
     openStreams: new OpenStreams(),
     connections: new Connections(app.server),
-    keyLimits: new KeyLimits(Date.now, (name, delta) =>
+    keyLimits: keyLimiter((name, delta) =>
       delta > 0 ? metrics.keyQueueDepth.labels(name).inc() : metrics.keyQueueDepth.labels(name).dec(),
     ),
     ...(config.capture && config.capture.maxBytes > 0 ? { capture: new CaptureRing(config.capture) } : {}),
@@ -509,7 +509,12 @@ function admissionMetrics(metrics: Metrics, upstream: string): AdmissionHooks {
     admitted: (cls, ms, owner) => {
       metrics.admissionAdmitted.labels(upstream, cls).inc();
       metrics.admissionQueued.labels(upstream, cls).observe(ms / 1000);
-      if (owner?.key !== undefined) metrics.keyAdmissionQueued.labels(owner.key).observe(ms / 1000);
+      if (owner?.key === undefined) return;
+      metrics.keyAdmissionQueued.labels(owner.key).observe(ms / 1000);
+      metrics.keyAdmissionInflight.labels(owner.key).inc();
+    },
+    released: (_cls, owner) => {
+      if (owner?.key !== undefined) metrics.keyAdmissionInflight.labels(owner.key).dec();
     },
     shed: (cls, reason) => metrics.admissionShed.labels(upstream, cls, reason).inc(),
   };
@@ -702,4 +707,13 @@ function logRequest(
   if (call) line.harness = harnessOf(call, cache);
   if (quiet) app.log.debug(line, 'request');
   else app.log.info(line, 'request');
+}
+
+/**
+ * The key limits: this process's, or, in a worker of TOOLPROOF_WORKERS > 1, the group's, held by
+ * the cluster primary (group-admission.ts): a key's limits are the group's, whichever worker.
+ */
+function keyLimiter(onWaiting: (name: string, delta: 1 | -1) => void): KeyLimiter {
+  const ch = groupChannel();
+  return ch ? new GroupKeyLimits(ch, onWaiting) : new KeyLimits(Date.now, onWaiting);
 }

@@ -4,6 +4,8 @@
  * SIGTERM / SIGINT and waits for every worker's graceful close, and gathers the workers' metrics
  * so that /metrics, whichever worker answers it, shows the whole group.
  *
+ * Key limits and each replica's admission are the group's: the primary holds them and the workers
+ * ask it (group-admission.ts), so a key's `concurrency: 4` is 4 for the group.
  * What stays per worker: the fallback memory ("this upstream rejects tool_choice required") and
  * the upstream connection pools. A worker that has not learnt the fallback yet pays one rejected
  * round trip itself; the group's toolproof_tool_choice_fallback_active is the max over workers.
@@ -13,6 +15,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { AggregatorRegistry, type Registry } from 'prom-client';
 import type { Metrics } from './metrics.js';
 import { serveGroupCapture } from './capture/cluster.js';
+import { serveGroupAdmission, WORKER_MARK } from './group-admission.js';
 
 /** A worker that dies is restarted at most this many times within RESTART_WINDOW_MS... */
 const MAX_RESTARTS = 5;
@@ -21,12 +24,6 @@ const RESTART_WINDOW_MS = 60_000;
 const GATHER_TIMEOUT_MS = 5_000;
 /** Past the workers' own shutdown grace, the primary kills what is left. */
 const KILL_MARGIN_MS = 5_000;
-
-/**
- * Set in the environment of the workers this module forks: a process that is a cluster worker of
- * some other primary (PM2's cluster mode) must not wait for metrics answers nobody sends.
- */
-const WORKER_MARK = 'TOOLPROOF_CLUSTER_WORKER';
 
 export { workerCount } from './config.js';
 
@@ -79,6 +76,8 @@ export function runPrimary(options: PrimaryOptions): boolean {
   let exitCode = 0;
 
   const { forgetWorker } = serveGroupMetrics(() => listening);
+  // One admission for the group: key limits and each replica's slots (group-admission.ts).
+  const admission = serveGroupAdmission();
   // The inspector's queries, asked of every worker's capture ring (capture/cluster.ts).
   serveGroupCapture(() => listening);
   const fork = () => cluster.fork({ [WORKER_MARK]: '1' });
@@ -95,6 +94,7 @@ export function runPrimary(options: PrimaryOptions): boolean {
   cluster.on('exit', (worker, code, signal) => {
     const served = listening.delete(worker.id);
     forgetWorker(worker.id);
+    admission.forgetWorker(worker.id);
     if (stopping) {
       if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(exitCode);
       return;

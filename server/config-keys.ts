@@ -10,11 +10,11 @@ export interface ApiKeyEntry {
   readonly key: string;
   /** Model names (globs) the key may use; absent: every model. */
   readonly models?: readonly string[];
-  /** Per minute, per toolproof process (configured / workers). */
+  /** Per minute, for the process group (TOOLPROOF_WORKERS: held by the cluster primary). */
   readonly requestsPerMinute?: number;
-  /** Prompt + completion tokens per minute, per process (configured / workers). */
+  /** Prompt + completion tokens per minute, for the process group. */
   readonly tokensPerMinute?: number;
-  /** Requests in flight at once, per process (configured / workers, at least 1). */
+  /** Requests in flight at once, for the process group. */
   readonly concurrency?: number;
   /**
    * How long a request over `concurrency` waits for one of the key's requests to end before its
@@ -63,15 +63,10 @@ export const keysSchema = {
   },
 } as const;
 
-/** Limits divided among the worker processes (each holds its own counters). */
-export function perWorker(entry: ApiKeyEntry, workers: number): ApiKeyEntry {
-  if (workers <= 1)
-    return Object.freeze({ ...entry, ...(entry.models ? { models: Object.freeze([...entry.models]) } : {}) });
-  const share = (n: number | undefined) =>
-    n === undefined ? undefined : Math.max(1, Math.floor(n / workers));
-  const out: Record<string, unknown> = { ...entry };
-  for (const k of ['requestsPerMinute', 'tokensPerMinute', 'concurrency'] as const)
-    if (entry[k] !== undefined) out[k] = share(entry[k]);
-  if (entry.models) out.models = Object.freeze([...entry.models]);
-  return Object.freeze(out) as unknown as ApiKeyEntry;
+/**
+ * A key entry frozen as configured: its limits are the process group's, whatever
+ * TOOLPROOF_WORKERS (the cluster primary holds them: server/group-admission.ts).
+ */
+export function frozenKey(entry: ApiKeyEntry): ApiKeyEntry {
+  return Object.freeze({ ...entry, ...(entry.models ? { models: Object.freeze([...entry.models]) } : {}) });
 }

@@ -16,7 +16,7 @@ import {
   PRIORITY_CLASSES,
   type PriorityClass,
 } from './admission.js';
-import { type ApiKeyEntry, keysSchema, perWorker, UNNAMED_KEY } from './config-keys.js';
+import { type ApiKeyEntry, frozenKey, keysSchema, UNNAMED_KEY } from './config-keys.js';
 import { DEFAULT_STREAM_KEEPALIVE_MS } from './keep-alive.js';
 import { type TracingSettings, TracingSettingsError, tracingSettings } from './tracing/settings.js';
 import { policySettingsSchema } from '../policies/registry.js';
@@ -50,7 +50,7 @@ export interface AffinityConfig {
 
 export const DEFAULT_AFFINITY: AffinityConfig = Object.freeze({ enabled: true, maxInflight: 64 });
 
-/** Admission for one upstream (server/admission.ts), as configured and divided per worker. */
+/** Admission for one upstream (server/admission.ts), as configured: the group's, whatever the workers. */
 export interface UpstreamAdmission extends AdmissionSettings {
   /** vLLM started with `--scheduling-policy priority`: each request's `priority` field is set from its class. */
   schedulingPriority: boolean;
@@ -131,7 +131,7 @@ export interface Config {
   affinity?: AffinityConfig;
   /** OpenTelemetry tracing, when the standard OTEL_* variables ask for it (docs/tracing.md). */
   tracing?: TracingSettings;
-  /** Worker processes (TOOLPROOF_WORKERS): per-process limits are the configured ones divided by it. */
+  /** Worker processes (TOOLPROOF_WORKERS); limits hold for the group (server/group-admission.ts). */
   workers?: number;
   /** The capture ring behind /inspect (docs/inspect.md); off when absent or maxBytes is 0. */
   capture?: CaptureConfig;
@@ -484,19 +484,15 @@ type AdmissionFile = Partial<Omit<UpstreamAdmission, 'concurrency'>> & { concurr
 
 /**
  * One upstream's admission: the YAML's top-level section, then the model's own; the concurrency
- * limit is per toolproof process, so with N workers each admits its share (at least 1).
+ * limit is the process group's (with N workers the cluster primary holds the one gate).
  */
 function toAdmission(
   base: AdmissionFile | undefined,
   over: AdmissionFile | undefined,
-  workers: number,
 ): UpstreamAdmission | undefined {
   if (base === undefined && over === undefined) return undefined;
   const merged = { ...base, ...over };
-  const concurrency =
-    typeof merged.concurrency === 'number'
-      ? Math.max(1, Math.floor(merged.concurrency / workers))
-      : merged.concurrency;
+  const concurrency = merged.concurrency;
   return Object.freeze({
     ...DEFAULT_ADMISSION,
     ...(concurrency === undefined ? {} : { concurrency }),
@@ -584,7 +580,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
   const baseAdmission: AdmissionFile | undefined = envConcurrency
     ? { ...file.admission, concurrency: envConcurrency === 'auto' ? 'auto' : Number(envConcurrency) }
     : file.admission;
-  const defaultAdmission = toAdmission(baseAdmission, undefined, workers);
+  const defaultAdmission = toAdmission(baseAdmission, undefined);
 
   const models: Record<string, ModelRoute> = Object.create(null);
   for (const [name, section] of Object.entries(file.models ?? {})) {
@@ -604,7 +600,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
     // to a model served by that same upstream, never to another host.
     const sameAsDefault = defaultUrls !== undefined && urls.join(',') === defaultUrls.join(',');
     const key = apiKey ?? (sameAsDefault ? upstreamApiKey : undefined);
-    const modelAdmission = toAdmission(baseAdmission, admission, workers);
+    const modelAdmission = toAdmission(baseAdmission, admission);
     const route: ModelRoute = {
       name,
       upstream: Object.freeze({
@@ -709,7 +705,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
     if (secrets.has(entry.key)) throw new ConfigError(`keys.${entry.name}: the same key is given twice`);
     names.add(entry.name);
     secrets.add(entry.key);
-    keys.push(perWorker(entry, workers));
+    keys.push(frozenKey(entry));
   }
   for (const key of flatKeys)
     if (!secrets.has(key)) keys.push(Object.freeze({ name: UNNAMED_KEY, key, inspect: 'all' as const }));

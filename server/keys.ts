@@ -179,11 +179,24 @@ export type KeyRefusal = 'requests' | 'tokens' | 'concurrency';
 /** Ends a request admitted against its key's limits; `sent`: whether any of it went upstream. */
 export type KeyEnd = (sent: boolean) => void;
 
+/** What the server asks of the key limits: this process's (KeyLimits) or the group's (group-admission.ts). */
+export interface KeyLimiter {
+  enter(
+    entry: ApiKeyEntry,
+    signal: AbortLike,
+    admitted: (end: KeyEnd) => void,
+    refused?: (reason: KeyRefusal) => void,
+  ): Promise<void> | undefined;
+  reloaded(keys: readonly ApiKeyEntry[]): void;
+  waiting(name: string): number;
+  addTokens(name: string, tokens: number): void;
+}
+
 /**
  * Each key's counters in this process: requests and tokens in the last minute, requests in
  * flight. Keyed by name, so a reload that changes a key's limits keeps what it already used.
  */
-export class KeyLimits {
+export class KeyLimits implements KeyLimiter {
   private readonly state = new Map<string, KeyState>();
   constructor(
     private readonly now: () => number = Date.now,
@@ -432,7 +445,7 @@ export class KeyLimits {
  */
 export function countAgainstKey(
   request: FastifyRequest,
-  limits: KeyLimits,
+  limits: KeyLimiter,
   metrics: Metrics,
   /** The request's own abort (its client leaving): a request waiting for a slot leaves the queue. */
   signal: AbortLike,

@@ -310,6 +310,13 @@ const METRICS = {
     labels: 'key',
     buckets: [0, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
   },
+  keyAdmissionInflight: {
+    type: 'gauge',
+    name: 'toolproof_key_admission_inflight',
+    help: "Requests holding a slot of an upstream replica (admission), by the name of their API key: the share that fair shares balance between keys (summed over workers, whose slots are the group's). Only with keys and an admission concurrency.",
+    labels: 'key',
+    aggregator: 'sum',
+  },
   keyQueueDepth: {
     type: 'gauge',
     name: 'toolproof_key_queue_depth',

@@ -19,9 +19,11 @@ import {
   type AdmissionOwner,
   AdmissionGate,
   type AdmissionHooks,
+  type Gate,
   type PriorityClass,
   type Ticket,
 } from './admission.js';
+import { GroupGate, groupChannel } from './group-admission.js';
 import {
   type AffinityConfig,
   DEFAULT_AFFINITY,
@@ -268,7 +270,7 @@ export class UpstreamClient {
    */
   readonly idleMs: number;
   /** Admission per replica (one for a BalancedPool, which picks the replica itself). */
-  private readonly gates: AdmissionGate[] = [];
+  private readonly gates: Gate[] = [];
   private readonly origins: string[];
   /** The upstream runs vLLM's priority scheduling: requests carry their class's `priority`. */
   schedulingPriority = false;
@@ -332,20 +334,25 @@ export class UpstreamClient {
       // times the replicas.
       const origin = this.origins[i]!;
       const scale = this.set ? 1 : this.origins.length;
+      const gateHooks = { ...hooks, probeLimit: () => this.probeSlots(origin, scale) };
+      // TOOLPROOF_WORKERS > 1: the replica's one gate is the group's, in the cluster primary.
+      const group = groupChannel();
       this.gates.push(
-        new AdmissionGate(settings, { ...hooks, probeLimit: () => this.probeSlots(origin, scale) }),
+        group
+          ? new GroupGate(group, `${this.origins.join(',')}#${i}`, settings, gateHooks)
+          : new AdmissionGate(settings, gateHooks),
       );
     }
   }
 
   /** Admission load per gate (tests, operations). */
-  admissionLoad(): Array<AdmissionGate['load']> {
+  admissionLoad(): Array<Gate['load']> {
     return this.gates.map((g) => g.load);
   }
 
   /**
-   * llama-server's slot count (`/props` total_slots, its `-np`), divided among the workers the
-   * caller runs (see server/config.ts toAdmission); undefined when the backend does not say.
+   * llama-server's slot count (`/props` total_slots, its `-np`); undefined when the backend does
+   * not say. With TOOLPROOF_WORKERS > 1 the group's one gate (in the cluster primary) takes it whole.
    */
   private async probeSlots(origin: string, scale: number): Promise<number | undefined> {
     const res = await undiciRequest(`${origin}/props`, {
@@ -361,11 +368,8 @@ export class UpstreamClient {
     const body = (await readProbeJson(res.body)) as { total_slots?: unknown } | undefined;
     const slots = body?.total_slots;
     if (typeof slots !== 'number' || !Number.isInteger(slots) || slots < 1) return undefined;
-    return Math.max(1, Math.floor((slots * scale) / this.workers));
+    return slots * scale;
   }
-
-  /** Worker processes sharing the upstream's slots (set by Upstreams). */
-  workers = 1;
 
   /**
    * Sends one request. A replica that refuses the connection is skipped (the request never
@@ -509,8 +513,6 @@ export class Upstreams {
     private readonly onReplay?: (upstream: string) => void,
     /** The admission gates' metrics, per upstream label. */
     private readonly admissionHooks?: (upstream: string) => AdmissionHooks,
-    /** Worker processes sharing each upstream (an 'auto' limit is divided among them). */
-    private readonly workers = 1,
   ) {}
 
   /** Targets are frozen config objects: the per-request lookup is by identity, the key only on first use. */
@@ -530,7 +532,6 @@ export class Upstreams {
         this.admissionHooks,
         this.secrets,
       );
-      client.workers = this.workers;
       this.clients.set(key, client);
     } else {
       // A target first seen (a reload's): its admission settings replace the running ones.

@@ -93,7 +93,7 @@ const NOT_SETTINGS: Record<string, { file: string; why: string }> = {
   TOOLPROOF_BODY: { file: 'server/capture/query.ts', why: "the heredoc marker of the inspector's curl" },
   TOOLPROOF_HEADER: { file: 'cli/probe/http.ts', why: "a constant's name" },
   TOOLPROOF_CLUSTER_WORKER: {
-    file: 'server/cluster.ts',
+    file: 'server/group-admission.ts',
     why: 'set by the cluster primary on its own workers',
   },
 };

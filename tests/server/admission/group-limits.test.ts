@@ -1,0 +1,165 @@
+/**
+ * Key limits and the replica's slots with TOOLPROOF_WORKERS=2 (the real process: server/main.ts in
+ * a child, two workers in front of one simulator, real HTTP on fresh connections, which the
+ * primary spreads over the workers): a key's `concurrency: 3` and `requestsPerMinute: 3` mean 3
+ * for the group, and admission's `concurrency: 3` keeps the GPU's 3 slots busy whichever worker
+ * the requests came in on, shared fairly between keys. Before, each worker held the configured
+ * numbers divided by the workers (1 each): 2 for the group, and a third slot idle.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSimulator, type Simulator } from '../../../simulator/index.js';
+import { freePort, type Proc, startToolproof } from '../../support/toolproof-process.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'tp-group-limits-'));
+const file = join(dir, 'toolproof.yaml');
+let sim: Simulator;
+let proc: Proc;
+let origin: string;
+/** How long the simulator takes over each answer: the slot is held that long. */
+const HOLD_MS = 1_500;
+
+beforeAll(async () => {
+  sim = await createSimulator({ personality: 'vllm', scenario: [{ say: 'done', delayMs: HOLD_MS }] });
+  writeFileSync(
+    file,
+    `
+defaults:
+  forceToolUse: false
+admission:
+  concurrency: 3
+models:
+  m:
+    upstream: ${sim.url}
+keys:
+  - { name: alice, key: sk-alice-0123456789 }
+  - { name: bob, key: sk-bob-0123456789 }
+  - { name: capped, key: sk-capped-0123456789, concurrency: 3, queueTimeoutMs: 0 }
+  - { name: minute, key: sk-minute-0123456789, requestsPerMinute: 3 }
+`,
+  );
+  const port = await freePort();
+  origin = `http://127.0.0.1:${port}`;
+  proc = startToolproof({
+    TOOLPROOF_CONFIG: file,
+    TOOLPROOF_WORKERS: '2',
+    TOOLPROOF_PORT: String(port),
+    TOOLPROOF_LOG_LEVEL: 'info',
+  });
+  await proc.waitFor((l) => typeof l.msg === 'string' && l.msg.includes('2 workers listening'), 60_000);
+}, 90_000);
+
+afterAll(async () => {
+  proc.child.kill('SIGTERM');
+  await proc.exited;
+  await sim.close();
+});
+
+/** One chat request of `key` on a connection of its own; its status, id and when it was answered. */
+async function ask(key: string): Promise<{ status: number; reqId: string; at: number }> {
+  const client = new Client(origin);
+  try {
+    const res = await client.request({
+      method: 'POST',
+      path: '/v1/chat/completions',
+      headers: { 'content-type': 'application/json', authorization: `Bearer sk-${key}-0123456789` },
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    await res.body.dump();
+    return { status: res.statusCode, reqId: String(res.headers['x-request-id']), at: performance.now() };
+  } finally {
+    await client.close();
+  }
+}
+
+async function metrics(): Promise<string> {
+  const client = new Client(origin);
+  try {
+    const res = await client.request({ method: 'GET', path: '/metrics' });
+    return await res.body.text();
+  } finally {
+    await client.close();
+  }
+}
+
+/** The sum of a metric's samples whose labels include `labels` (the group's, through the primary). */
+const sample = (text: string, name: string, labels: string): number =>
+  text
+    .split('\n')
+    .filter((l) => l.startsWith(`${name}{`) && l.includes(labels))
+    .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+
+/** The pids of the workers that logged these requests. */
+const workersOf = async (ids: string[]) =>
+  new Set(
+    await Promise.all(
+      ids.map(async (id) => (await proc.waitFor((l) => l.reqId === id && l.msg === 'request', 10_000)).pid),
+    ),
+  );
+
+describe('limits with two workers are the group’s', () => {
+  it("a key's concurrency of 3 lets 3 through at once, whichever workers they reach", async () => {
+    const answers = await Promise.all(Array.from({ length: 6 }, () => ask('capped')));
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 200, 429, 429, 429]);
+    // Both workers took some: the limit held across them, not within one.
+    expect((await workersOf(answers.map((a) => a.reqId))).size).toBe(2);
+    const m = await metrics();
+    expect(sample(m, 'toolproof_key_refusals_total', 'key="capped",reason="concurrency"')).toBe(3);
+  }, 30_000);
+
+  it("a key's 3 requests a minute are 3 for the group", async () => {
+    const answers = await Promise.all(Array.from({ length: 5 }, () => ask('minute')));
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 200, 429, 429]);
+  }, 30_000);
+
+  it("the replica's 3 slots are the group's, and another key's request goes next", async () => {
+    // alice: 6 at once, over both workers; 3 hold the slots, 3 wait.
+    const flood = Array.from({ length: 6 }, () => ask('alice'));
+    const deadline = Date.now() + 10_000;
+    let queued = 0;
+    let during = '';
+    while (Date.now() < deadline) {
+      during = await metrics();
+      queued = sample(during, 'toolproof_admission_queue_depth', 'class="normal"');
+      if (queued >= 3) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    // The group's metrics, whichever worker answered: 3 of alice's wait, 3 hold the slots.
+    expect(queued).toBe(3);
+    expect(sample(during, 'toolproof_key_admission_inflight', 'key="alice"')).toBe(3);
+    const bob = await ask('bob');
+    const alice = await Promise.all(flood);
+    expect(bob.status).toBe(200);
+    expect(alice.every((a) => a.status === 200)).toBe(true);
+    // Three of alice's took a slot at once (before: one per worker, two): the log line's queuedMs.
+    const waited = alice.map(
+      (a) =>
+        (proc.lines.find((l) => l.reqId === a.reqId && l.msg === 'request')?.harness as { queuedMs?: number })
+          ?.queuedMs,
+    );
+    expect(waited.filter((ms) => ms === 0)).toHaveLength(3);
+    // bob's one request took the first slot that freed, before alice's last waiting ones.
+    expect(alice.filter((a) => a.at > bob.at).length).toBeGreaterThanOrEqual(1);
+    const m = await metrics();
+    expect(sample(m, 'toolproof_admission_queue_depth', 'class="normal"')).toBe(0);
+    expect(sample(m, 'toolproof_key_admission_inflight', 'key="alice"')).toBe(0);
+    expect(sample(m, 'toolproof_key_admission_queued_seconds_count', 'key="alice"')).toBe(6);
+  }, 40_000);
+
+  it('a worker that dies gives back the slots its requests held', async () => {
+    const pids = proc.lines
+      .filter((l) => typeof l.msg === 'string' && /^worker \d+ \(pid \d+\) listening$/.test(l.msg))
+      .map((l) => Number(/pid (\d+)/.exec(String(l.msg))![1]));
+    // capped's 3 slots taken, over both workers; one worker dies with its share of them.
+    const held = Array.from({ length: 3 }, () => ask('capped').catch(() => undefined));
+    await new Promise((r) => setTimeout(r, HOLD_MS / 3));
+    process.kill(pids[0]!, 'SIGKILL');
+    await Promise.all(held);
+    // Had the dead worker's slots stayed taken, at most 2 of these would pass (the rest: 429).
+    const again = await Promise.all(Array.from({ length: 3 }, () => ask('capped')));
+    expect(again.map((a) => a.status)).toEqual([200, 200, 200]);
+  }, 40_000);
+});
