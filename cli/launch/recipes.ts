@@ -493,6 +493,10 @@ export const RECIPES: readonly CliRecipe[] = [
         model: {
           generationConfig: {
             ...(t.window ? { contextWindowSize: t.window } : {}),
+            // What the model reads, where toolproof says: else Qwen Code guesses from the model's
+            // name and takes a served name it does not know for text-only, and its read tool
+            // answers a screenshot with "This model does not support image input".
+            ...(t.vision !== undefined ? { modalities: { image: t.vision } } : {}),
             // Qwen Code sends no session id of its own: this header, its session id filled in on
             // every request, names its sessions to toolproof (docs/affinity.md).
             customHeaders: { 'x-session-affinity': QWEN_SESSION_ID },

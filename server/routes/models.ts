@@ -80,7 +80,7 @@ function withWindow(entry: ModelEntry, configured: number | undefined): ModelEnt
 /**
  * `entry` with what the model reads, where toolproof knows it (`vision: true | false`, or `auto`
  * resolved from llama-server's /props at start-up): `input_modalities` `["text", "image"]` or
- * `["text"]`, which `toolproof launch` hands to agents that ask (pi, opencode), and audio after
+ * `["text"]`, which `toolproof launch` hands to agents that ask (pi, opencode, Qwen Code), and audio after
  * them where the model takes audio (`audio: true`, or resolved from /props): the values of
  * OpenRouter's model list. `auto` that no backend answered says nothing: an agent keeps its own
  * default (audio alone, with vision unknown, is not listed: the list would read as text-only).

@@ -154,12 +154,17 @@ describe('the window from each backend kind reaches each agent', () => {
     expect(r.out).toContain(`model_auto_compact_token_limit=${Math.floor(65536 * 0.85)}`);
   });
 
-  it('what the model reads (vision) reaches pi and opencode: images only for a model toolproof says sees', async () => {
+  it('what the model reads (vision) reaches pi, opencode and Qwen Code: images only for a model toolproof says sees', async () => {
     const s = await sim({ personality: 'vllm', modelName: 'coder', maxModelLen: 32768 });
-    for (const [vision, pi, opencode] of [
-      [true, '"input":["text","image"]', '"modalities":{"input":["text","image"]'],
-      [false, '"input":["text"]', null],
-      ['auto', '"input":["text"]', null],
+    for (const [vision, pi, opencode, qwen] of [
+      [
+        true,
+        '"input":["text","image"]',
+        '"modalities":{"input":["text","image"]',
+        '"modalities":{"image":true}',
+      ],
+      [false, '"input":["text"]', null, '"modalities":{"image":false}'],
+      ['auto', '"input":["text"]', null, null],
     ] as const) {
       const url = await toolproofOver(s, { defaults: { vision } } as never);
       const list = (await (await fetch(`${url}/v1/models`)).json()) as {
@@ -175,6 +180,10 @@ describe('the window from each backend kind reaches each agent', () => {
       expect(o.code, o.err).toBe(0);
       if (opencode) expect(o.out).toContain(opencode);
       else expect(o.out).not.toContain('"modalities"');
+      const q = await printed('qwen', url);
+      expect(q.code, q.err).toBe(0);
+      if (qwen) expect(q.out).toContain(qwen);
+      else expect(q.out).not.toContain('"modalities"');
     }
     expect(readModels([{ data: [{ id: 'a', input_modalities: ['text', 'image'] }] }])[0]?.vision).toBe(true);
     expect(readModels([{ data: [{ id: 'a', input_modalities: ['text'] }] }])[0]?.vision).toBe(false);

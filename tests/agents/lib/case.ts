@@ -61,6 +61,7 @@ export interface CaseOptions {
     windowTokens?: number;
     vision?: boolean;
     failOnce?: { afterSteps: number; kind: 'reset' | '500' };
+    server?: { personality: 'vllm' | 'llama-server'; window: number; imageTokens?: number };
   };
   /** toolproof's YAML config, given the simulator's URL. */
   file?: (upstreamUrl: string) => Parameters<typeof loadConfig>[1];

@@ -129,14 +129,24 @@ export function promptTokens(messages: unknown, tools: unknown): number {
 /** A request that asks for a summary of the conversation (an agent's compaction turn). */
 const SUMMARY_ASK = /summary of the conversation|summarize the conversation|detailed summary/i;
 
-function lastUserText(messages: ReadonlyArray<{ role?: string; content?: unknown } | undefined>): string {
+/**
+ * What the user said since the model last spoke: every user message after the last assistant one,
+ * joined. Claude Code 2.1.332 sends a `system` message after its compaction ask (toolproof sends
+ * it up as a user message), so the ask is not always the last user message.
+ */
+function turnUserText(messages: ReadonlyArray<{ role?: string; content?: unknown } | undefined>): string {
+  const texts: string[] = [];
   for (let i = messages.length - 1; i >= 0; i--) {
     const m = messages[i];
+    if (m?.role === 'assistant') break;
     if (m?.role === 'user')
-      return typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? '');
+      texts.unshift(typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? ''));
   }
-  return '';
+  return texts.join('\n');
 }
+
+/** A tool result in a conversation written out as text (opencode's summary request). */
+const RENDERED_RESULT = /^\[Tool result\]:/gm;
 
 const PROGRESS = /\[steps done: (\d+)\]/g;
 
@@ -181,8 +191,20 @@ function scriptedModel(options: ModelOptions): ScenarioFn {
     const results = ctx.messages.filter((m) => m?.role === 'tool').length;
     const summarized = summarizedSteps(ctx.messages);
     const done = results + summarized;
-    if (ctx.tools.length === 0 || SUMMARY_ASK.test(lastUserText(ctx.messages)))
-      return { say: done > 0 ? `Summary of the work so far. [steps done: ${done}]` : 'Create proof file' };
+    const asked = turnUserText(ctx.messages);
+    if (ctx.tools.length === 0 || SUMMARY_ASK.test(asked)) {
+      // opencode asks for its summary in a conversation of its own, the session written out as
+      // text inside it: one "[Tool result]:" per call that came back.
+      const summed = Math.max(done, asked.match(RENDERED_RESULT)?.length ?? 0);
+      // A fact the answer needs (finalFrom) is kept in the summary, as a real model's would keep it.
+      const fact = task.finalFrom
+        ? new RegExp(task.finalFrom.source).exec(JSON.stringify(ctx.messages))
+        : null;
+      const kept = fact ? ` ${fact[0]}.` : '';
+      return {
+        say: summed > 0 ? `Summary of the work so far.${kept} [steps done: ${summed}]` : 'Create proof file',
+      };
+    }
     if (options.overflowAfterSteps !== undefined && summarized === 0 && results >= options.overflowAfterSteps)
       return { error: { status: 400, message: OVERFLOW, type: 'BadRequestError' } };
     if (options.windowTokens !== undefined && promptTokens(ctx.messages, ctx.tools) > options.windowTokens)

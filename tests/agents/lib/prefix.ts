@@ -23,6 +23,9 @@ export interface PrefixCheck {
   breaks: string[];
 }
 
+/** Claude Code's compaction ask (2.1.332), as it reaches the upstream. */
+const CLAUDE_COMPACTION = /CRITICAL: Respond with TEXT ONLY\. Do NOT call any tools\./;
+
 function roleOf(raw: string): string | undefined {
   try {
     return (JSON.parse(raw) as { role?: string }).role;
@@ -40,6 +43,9 @@ export function conversations(upstream: RecordedRequest[]): Conversation[] {
   for (const r of upstream) {
     if (!r.path.endsWith('/chat/completions') || !r.rawBody) continue;
     if ((rawElements(r.rawBody, 'tools') ?? []).length === 0) continue;
+    // Claude Code's compaction turn declares its tools but asks for text: a side request too (it
+    // adds its ask to the last user message, and the session goes on from the summary).
+    if (CLAUDE_COMPACTION.test(r.rawBody)) continue;
     const messages = rawElements(r.rawBody, 'messages') ?? [];
     const key = messages.find((m) => roleOf(m) === 'user') ?? '';
     const list = byKey.get(key) ?? [];

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { buildApp, type ToolproofApp } from '../../../server/app.js';
+import { askBackends } from '../../../server/backend-probes.js';
 import { loadConfig } from '../../../server/config.js';
 import { createSimulator, type Simulator } from '../../../simulator/index.js';
 import { closeApp } from '../../server/stack.js';
@@ -73,6 +74,12 @@ export interface StackOptions {
   failOnce?: { afterSteps: number; kind: 'reset' | '500' };
   /** Whether the backend's model takes images (vLLM refuses an image for a text-only model). Default: it does. */
   vision?: boolean;
+  /**
+   * The backend as a server (else vLLM with the suite's window): llama-server's personality, its
+   * window (n_ctx, reported and refused past with its own 400: simulator/context-window.ts) and
+   * what an image costs in it.
+   */
+  server?: { personality: 'vllm' | 'llama-server'; window: number; imageTokens?: number };
   record?: boolean;
   /** With `record`: stamp a fresh billing nonce on every request, as Claude Code's native builds do. */
   billingNonce?: boolean;
@@ -86,6 +93,19 @@ export interface StackOptions {
 export function startBackend(
   options: Omit<StackOptions, 'record' | 'fileFor' | 'billingNonce'>,
 ): Promise<Simulator> {
+  const server = options.server;
+  if (server)
+    return createSimulator({
+      personality: server.personality,
+      scenario: agentModel(options),
+      modelName: UPSTREAM_MODEL,
+      checkModel: true,
+      ...(server.personality === 'vllm' ? { maxModelLen: server.window } : { nCtx: server.window }),
+      enforceWindow: true,
+      ...(server.imageTokens !== undefined ? { imageTokens: server.imageTokens } : {}),
+      ...(options.vision !== undefined ? { vision: options.vision } : {}),
+      host: '127.0.0.1',
+    });
   return createSimulator({
     personality: 'vllm',
     scenario: agentModel(options),
@@ -145,10 +165,13 @@ async function recorder(target: string, recorded: RecordedRequest[], billingNonc
 export async function startAgentStack(options: StackOptions): Promise<AgentStack> {
   const sim = await startBackend(options);
   const lines: LogLine[] = [];
-  const config = loadConfig(
+  let config = loadConfig(
     { TOOLPROOF_UPSTREAM_URL: sim.url, TOOLPROOF_LOG_LEVEL: 'info', ...options.env },
     options.fileFor?.(sim.url),
   );
+  // With a backend as a server: what server/main.ts asks of it before it listens (vision and the
+  // window from llama-server's /props), so the model list says what the agent may send.
+  if (options.server) config = await askBackends(config);
   const app = await buildApp(config, {
     // Three agent runs a worker at once, on a loaded box: a plugin's start can pass Fastify's 10 s.
     pluginTimeout: 120_000,
