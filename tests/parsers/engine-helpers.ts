@@ -14,6 +14,20 @@ export function toolsOf(...tools: DeclaredTool[]): Map<string, DeclaredTool> {
   return new Map(tools.map((t) => [t.name, t]));
 }
 
+/** read_file(path) and write_file(path, content): the tools the perturbation tests declare. */
+export const READ_FILE: DeclaredTool = {
+  name: 'read_file',
+  parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+};
+export const WRITE_FILE: DeclaredTool = {
+  name: 'write_file',
+  parameters: {
+    type: 'object',
+    properties: { path: { type: 'string' }, content: { type: 'string' } },
+    required: ['path', 'content'],
+  },
+};
+
 export function options(
   tools: Map<string, DeclaredTool>,
   extra: Partial<RecoveryOptions> = {},

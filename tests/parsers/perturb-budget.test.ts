@@ -6,22 +6,9 @@
  */
 import { describe, it } from 'vitest';
 import { budget, soup } from '../hardening/surface-budget.js';
-import { pushed64, toolsOf } from './engine-helpers.js';
+import { READ_FILE, pushed64, toolsOf, WRITE_FILE } from './engine-helpers.js';
 
-const tools = toolsOf(
-  {
-    name: 'read_file',
-    parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
-  },
-  {
-    name: 'write_file',
-    parameters: {
-      type: 'object',
-      properties: { path: { type: 'string' }, content: { type: 'string' } },
-      required: ['path', 'content'],
-    },
-  },
-);
+const tools = toolsOf(READ_FILE, WRITE_FILE);
 
 describe('generator readings: output length x1 vs x4', () => {
   it('a <function=NAME> body that is one long JSON string, and many such bodies', () => {

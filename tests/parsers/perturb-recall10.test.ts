@@ -6,22 +6,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { collectEvents, createRecoveryStream, recoverMessage } from '../../parsers/recover.js';
-import { options, toolsOf } from './engine-helpers.js';
+import { READ_FILE, options, toolsOf, WRITE_FILE } from './engine-helpers.js';
 
-const tools = toolsOf(
-  {
-    name: 'read_file',
-    parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
-  },
-  {
-    name: 'write_file',
-    parameters: {
-      type: 'object',
-      properties: { path: { type: 'string' }, content: { type: 'string' } },
-      required: ['path', 'content'],
-    },
-  },
-);
+const tools = toolsOf(READ_FILE, WRITE_FILE);
 
 /** The calls read (name, arguments, repairs), the content, and that one char at a time reads the same. */
 function read(text: string, cut = false) {

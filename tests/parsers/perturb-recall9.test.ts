@@ -6,23 +6,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { unescapeOutsideStrings } from '../../parsers/kit/lenient-json.js';
-import { options, streamed, toolsOf, whole } from './engine-helpers.js';
+import { READ_FILE, options, streamed, toolsOf, WRITE_FILE, whole } from './engine-helpers.js';
 
-const tools = toolsOf(
-  {
-    name: 'read_file',
-    parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
-  },
-  {
-    name: 'write_file',
-    parameters: {
-      type: 'object',
-      properties: { path: { type: 'string' }, content: { type: 'string' } },
-      required: ['path', 'content'],
-    },
-  },
-  { name: 'list_files', parameters: { type: 'object', properties: {} } },
-);
+const tools = toolsOf(READ_FILE, WRITE_FILE, {
+  name: 'list_files',
+  parameters: { type: 'object', properties: {} },
+});
 
 /** The calls read (name, arguments, repairs), the content, and that one char at a time reads the same. */
 function read(text: string) {
