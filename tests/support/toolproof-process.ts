@@ -139,3 +139,24 @@ export function nodeEntry(file: string): string[] {
   }
   return ['--import', 'tsx', source];
 }
+
+/** toolproof with `TOOLPROOF_WORKERS` workers on a free port, on `config`, once every worker listens. */
+export async function startWorkers(
+  config: string,
+  workers = 2,
+  env: Record<string, string> = {},
+): Promise<{ proc: Proc; origin: string }> {
+  const port = await freePort();
+  const proc = startToolproof({
+    TOOLPROOF_CONFIG: config,
+    TOOLPROOF_WORKERS: String(workers),
+    TOOLPROOF_PORT: String(port),
+    TOOLPROOF_LOG_LEVEL: 'info',
+    ...env,
+  });
+  await proc.waitFor(
+    (l) => typeof l.msg === 'string' && l.msg.includes(`${workers} workers listening`),
+    60_000,
+  );
+  return { proc, origin: `http://127.0.0.1:${port}` };
+}

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator } from '../../../simulator/index.js';
-import { freePort, type Proc, startToolproof } from '../../support/toolproof-process.js';
+import { type Proc, startWorkers } from '../../support/toolproof-process.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tp-group-limits-'));
 const file = join(dir, 'toolproof.yaml');
@@ -41,15 +41,7 @@ keys:
   - { name: minute, key: sk-minute-0123456789, requestsPerMinute: 3 }
 `,
   );
-  const port = await freePort();
-  origin = `http://127.0.0.1:${port}`;
-  proc = startToolproof({
-    TOOLPROOF_CONFIG: file,
-    TOOLPROOF_WORKERS: '2',
-    TOOLPROOF_PORT: String(port),
-    TOOLPROOF_LOG_LEVEL: 'info',
-  });
-  await proc.waitFor((l) => typeof l.msg === 'string' && l.msg.includes('2 workers listening'), 60_000);
+  ({ proc, origin } = await startWorkers(file));
 }, 90_000);
 
 afterAll(async () => {

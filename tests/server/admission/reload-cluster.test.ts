@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator } from '../../../simulator/index.js';
-import { freePort, type Proc, startToolproof } from '../../support/toolproof-process.js';
+import { type Proc, startWorkers } from '../../support/toolproof-process.js';
 
 const WORDS = Array.from({ length: 30 }, (_, i) => `w${i}`).join(' ');
 const dir = mkdtempSync(join(tmpdir(), 'tp-reload-cluster-'));
@@ -33,15 +33,7 @@ beforeAll(async () => {
   // Every answer streams 30 words, 40 ms apart: about 1.2 s per stream.
   sim = await createSimulator({ personality: 'vllm', scenario: [{ say: WORDS, chunkDelayMs: 40 }] });
   writeFileSync(file, yaml(['alice', 'bob']));
-  const port = await freePort();
-  origin = `http://127.0.0.1:${port}`;
-  proc = startToolproof({
-    TOOLPROOF_CONFIG: file,
-    TOOLPROOF_WORKERS: '2',
-    TOOLPROOF_PORT: String(port),
-    TOOLPROOF_LOG_LEVEL: 'info',
-  });
-  await proc.waitFor((l) => typeof l.msg === 'string' && l.msg.includes('2 workers listening'), 60_000);
+  ({ proc, origin } = await startWorkers(file));
 }, 90_000);
 
 afterAll(async () => {
