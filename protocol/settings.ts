@@ -102,6 +102,14 @@ export interface ModelSettings {
    */
   audio: boolean | 'auto';
   /**
+   * Never configured: which of `vision` and `audio` were `auto` and took the backend's word at
+   * start-up (server/capability-probe.ts: llama-server's /props). A backend's word is not the
+   * operator's: a /props that says `vision: true` while the request is refused (no projector
+   * loaded after all, a gateway's /props for another model) is learnt over, as `auto` is
+   * (policies/images/, policies/audio/); a configured `true` is not.
+   */
+  fromBackend?: readonly ('vision' | 'audio')[];
+  /**
    * Cut a tool result longer than this many tokens (3 characters each) to its head and tail, with
    * a marker saying how much was left out (policies/tool-result-cap/). 0 (default): off.
    */

@@ -110,7 +110,18 @@ export async function resolveCapabilities(config: Config, fetcher: JsonFetcher =
     const contextWindow = settings.contextWindow > 0 ? settings.contextWindow : (facts.contextWindow ?? 0);
     if (vision === settings.vision && audio === settings.audio && contextWindow === settings.contextWindow)
       return settings;
-    return Object.freeze({ ...settings, vision, audio, contextWindow });
+    // What the backend said, not the operator: a refusal may still teach otherwise (fromBackend).
+    const fromBackend = [
+      ...(vision !== settings.vision ? (['vision'] as const) : []),
+      ...(audio !== settings.audio ? (['audio'] as const) : []),
+    ];
+    return Object.freeze({
+      ...settings,
+      vision,
+      audio,
+      contextWindow,
+      ...(fromBackend.length > 0 ? { fromBackend: Object.freeze(fromBackend) } : {}),
+    });
   };
   const defaults = await resolve(config.defaults, config.defaultUpstream, undefined);
   const routes: Record<string, Config['models'][string]> = Object.create(null);

@@ -33,8 +33,8 @@ const AUDIO_FACT = 'audio';
 
 /**
  * Whether this request's audio goes as notes: the model is configured without audio; or its
- * backend refused this request's audio; or, with `audio: auto`, an earlier request's within the
- * route's fallbackTtlSeconds (`audio: true` is the operator's word for every request but the one
+ * backend refused this request's audio; or, with `audio: auto` (or a `true` the backend said), an
+ * earlier request's within the route's fallbackTtlSeconds (`audio: true` is the operator's word for every request but the one
  * refused).
  */
 function deaf(ctx: PolicyContext): boolean {
@@ -42,7 +42,9 @@ function deaf(ctx: PolicyContext): boolean {
   if (a === false) return true;
   const refused = ctx.refused;
   if (refused === undefined) return false;
-  return refused.now.has(AUDIO_FACT) || (a === 'auto' && refused.remembered.has(AUDIO_FACT));
+  // `auto`, or a `true` that was the backend's word (ModelSettings.fromBackend), learns
+  const learns = a === 'auto' || ctx.settings.fromBackend?.includes('audio') === true;
+  return refused.now.has(AUDIO_FACT) || (learns && refused.remembered.has(AUDIO_FACT));
 }
 
 export const audioPolicy: Policy<AudioEffect> = {

@@ -33,16 +33,19 @@ const IMAGES_FACT = 'images';
 
 /**
  * Whether this request's images go as notes: the model is configured text-only; or its backend
- * refused this request's images; or, with `vision: auto`, an earlier request's within the route's
- * fallbackTtlSeconds (a model configured `vision: true` is the operator's word for every request
- * but the one refused: the backend may be restarted with a vision model or --mmproj).
+ * refused this request's images; or, with `vision: auto` or a `true` that was the backend's word
+ * (llama-server's /props saying vision while no projector answers: ModelSettings.fromBackend), an
+ * earlier request's within the route's fallbackTtlSeconds (a model configured `vision: true` is
+ * the operator's word for every request but the one refused: the backend may be restarted with a
+ * vision model or --mmproj).
  */
 function textOnly(ctx: PolicyContext): boolean {
   const v = ctx.settings.vision;
   if (v === false) return true;
   const refused = ctx.refused;
   if (refused === undefined) return false;
-  return refused.now.has(IMAGES_FACT) || (v === 'auto' && refused.remembered.has(IMAGES_FACT));
+  const learns = v === 'auto' || ctx.settings.fromBackend?.includes('vision') === true;
+  return refused.now.has(IMAGES_FACT) || (learns && refused.remembered.has(IMAGES_FACT));
 }
 
 export const imagesPolicy: Policy<ImagesEffect> = {

@@ -10,6 +10,7 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveCapabilities } from '../../server/capability-probe.js';
 import { startStack, type Stack } from '../server/stack.js';
 import { chatImageMessage, PNG_300_BASE64, PNG_300_DATA_URL } from '../support/images.js';
 
@@ -161,5 +162,73 @@ describe('vision refused: a model that sees keeps its images', () => {
       .catch((e: unknown) => e);
     expect((err as { status?: number }).status).toBe(400);
     expect(chatRequests(stack)).toHaveLength(1);
+  });
+});
+
+// llama-server's /props says `modalities.vision` from the projector it was started with; a
+// gateway's /props (llama-swap's, for another model) or a projector that failed to load can say
+// vision while the chat parser still answers "image input is not supported". Resolved `true`
+// from /props was taken as the operator's word: every later turn was refused once more (the
+// agent re-sends its images), two round trips a turn for the session's life.
+describe('vision and audio refused where /props said the model takes them', () => {
+  const WAV = Buffer.alloc(600, 7).toString('base64');
+  const AUDIO_NOTE = '[audio omitted: wav, 600 B; this model cannot take audio]';
+  const sim = { personality: 'llama-server', scenario: 'demo', vision: false, audio: false } as const;
+  let stack: Stack;
+  beforeAll(async () => {
+    const probe = await startStack({ sim });
+    let defaults: Parameters<typeof startStack>[0] = {};
+    try {
+      const config = await resolveCapabilities(probe.app.toolproof.config, async (url) =>
+        url.endsWith('/props') ? { modalities: { vision: true, audio: true } } : undefined,
+      );
+      expect(config.defaults.vision).toBe(true);
+      expect(config.defaults.audio).toBe(true);
+      defaults = { config: { defaults: config.defaults } };
+    } finally {
+      await probe.close();
+    }
+    stack = await startStack({ sim, ...defaults });
+  });
+  afterAll(() => stack.close());
+
+  const turn = async (stream: boolean) => {
+    const params = {
+      model: 'sim',
+      messages: [
+        {
+          role: 'user' as const,
+          content: [
+            { type: 'text' as const, text: 'What is in this picture and this recording?' },
+            { type: 'image_url' as const, image_url: { url: IMG } },
+            { type: 'input_audio' as const, input_audio: { data: WAV, format: 'wav' as const } },
+          ],
+        },
+      ],
+    };
+    if (stream) {
+      for await (const _ of await stack.client.chat.completions.create({ ...params, stream: true })) {
+        // drained
+      }
+    } else expect((await stack.client.chat.completions.create(params)).choices[0]?.message).toBeDefined();
+  };
+
+  it('the first turn learns it (one refusal per kind), later turns go straight with the notes', async () => {
+    stack.sim.reset();
+    await turn(false);
+    const first = chatRequests(stack);
+    // refused for the image, then for the audio, then answered
+    expect(first.length).toBe(3);
+    expect(first[2]!.rawBody).toContain(NOTE);
+    expect(first[2]!.rawBody).toContain(AUDIO_NOTE);
+    for (const stream of [false, true]) {
+      stack.sim.reset();
+      await turn(stream);
+      const sent = chatRequests(stack);
+      expect(sent).toHaveLength(1);
+      const messages = (r: (typeof sent)[number]) =>
+        JSON.stringify((r.body as { messages: unknown }).messages);
+      expect(messages(sent[0]!)).toBe(messages(first[2]!));
+    }
   });
 });
