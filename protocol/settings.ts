@@ -155,3 +155,19 @@ export const DEFAULT_MODEL_SETTINGS: ModelSettings = Object.freeze({
   maxToolResultTokens: 0,
   contextWindow: 0,
 }) as ModelSettings;
+
+/**
+ * `settings` with what the backend said at start-up (server/capability-probe.ts), frozen; the
+ * `vision` and `audio` that changed (were `auto`) are the backend's word: `fromBackend` names them.
+ */
+export function resolvedFromBackend(
+  settings: ModelSettings,
+  facts: Pick<ModelSettings, 'vision' | 'audio' | 'contextWindow'>,
+): ModelSettings {
+  const fromBackend = (['vision', 'audio'] as const).filter((k) => facts[k] !== settings[k]);
+  return Object.freeze({
+    ...settings,
+    ...facts,
+    ...(fromBackend.length > 0 ? { fromBackend: Object.freeze(fromBackend) } : {}),
+  });
+}

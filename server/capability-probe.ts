@@ -13,7 +13,7 @@
  * next start or reload.
  */
 import { request } from 'undici';
-import type { ModelSettings } from '../protocol/settings.js';
+import { type ModelSettings, resolvedFromBackend } from '../protocol/settings.js';
 import { isObject } from '../protocol/is-object.js';
 import type { Config, UpstreamTarget } from './config.js';
 import { readProbeJson } from './probe-json.js';
@@ -110,18 +110,7 @@ export async function resolveCapabilities(config: Config, fetcher: JsonFetcher =
     const contextWindow = settings.contextWindow > 0 ? settings.contextWindow : (facts.contextWindow ?? 0);
     if (vision === settings.vision && audio === settings.audio && contextWindow === settings.contextWindow)
       return settings;
-    // What the backend said, not the operator: a refusal may still teach otherwise (fromBackend).
-    const fromBackend = [
-      ...(vision !== settings.vision ? (['vision'] as const) : []),
-      ...(audio !== settings.audio ? (['audio'] as const) : []),
-    ];
-    return Object.freeze({
-      ...settings,
-      vision,
-      audio,
-      contextWindow,
-      ...(fromBackend.length > 0 ? { fromBackend: Object.freeze(fromBackend) } : {}),
-    });
+    return resolvedFromBackend(settings, { vision, audio, contextWindow });
   };
   const defaults = await resolve(config.defaults, config.defaultUpstream, undefined);
   const routes: Record<string, Config['models'][string]> = Object.create(null);
