@@ -301,6 +301,12 @@ export interface UpstreamRefusal {
   readonly values?: {
     named(status: number, body: unknown, sent: ChatCompletionRequest): readonly string[];
     candidates(request: ChatCompletionRequest): readonly string[];
+    /**
+     * The error could mean something else (old vLLM's bare 500, which any crash answers): the
+     * request still goes again with the values rewritten, but they are remembered only once an
+     * attempt without them is answered. Pure; absent: remembered at once.
+     */
+    unsure?(status: number, body: unknown): boolean;
   };
 }
 

@@ -57,6 +57,11 @@ export function sendJson(
 }
 
 export function sendError(ctx: Ctx, req: IncomingMessage, res: ServerResponse, err: SimError): void {
+  if (err.plain) {
+    res.writeHead(err.status, { 'content-type': 'text/plain; charset=utf-8' });
+    res.end(err.message);
+    return;
+  }
   sendJson(res, err.status, ctx.p.errorHeaders(origin(req)), ctx.p.errorBody(err, ctx.options));
 }
 

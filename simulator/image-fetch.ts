@@ -5,7 +5,8 @@
  * invalid_request_error "Failed to download image", naming no URL. vLLM
  * (vllm/multimodal/media/connector.py, _wrap_media_fetch_error): a 422 UnprocessableEntityError
  * "Failed to fetch media from URL: HTTP 403 error (parameter=image_url, value=<url>)". Both fetch
- * in message order and stop at the first failure.
+ * in message order and stop at the first failure. vLLM before that (bareImageFetchError) let the
+ * fetch's exception escape: the ASGI stack's bare 500, text/plain "Internal Server Error".
  */
 import type { SimError } from './personality.js';
 import type { SimulatorOptions } from './types.js';
@@ -30,6 +31,8 @@ export function imageFetchError(messages: unknown[], options: SimulatorOptions):
         continue;
       }
       if (!hosts.includes(host)) continue;
+      if (options.personality === 'vllm' && options.bareImageFetchError)
+        return { status: 500, message: 'Internal Server Error', plain: true };
       return options.personality === 'vllm'
         ? {
             status: 422,

@@ -7,6 +7,8 @@ export interface SimError {
   message: string;
   /** Defaults per personality and status when absent. */
   type?: string;
+  /** The body is `message` as text/plain, not the personality's error JSON (an uncaught exception's ASGI 500). */
+  plain?: boolean;
   /** The offending field, where the backend names one (vLLM validation errors). */
   param?: string | null;
   /**

@@ -157,6 +157,12 @@ export interface SimulatorOptions {
    * carrying one is refused with the backend's own error (image-fetch.ts). Default none.
    */
   unreachableImageHosts?: string[];
+  /**
+   * vLLM only: answer such an image as vLLM did before its fetch errors became a 422 (issues
+   * #21254, #47163): the exception uncaught, the ASGI stack's bare 500 "Internal Server Error"
+   * (text/plain). Default false.
+   */
+  bareImageFetchError?: boolean;
   /** llama-server only: the context size its /props reports (`n_ctx`). Default 4096. */
   nCtx?: number;
   /**

@@ -17,7 +17,7 @@ import {
   type ImageUrlsEffect,
   type ImageUrlsKind,
 } from './effects.js';
-import { remoteImageUrls, unfetchedUrls } from './refusal.js';
+import { bareServerError, remoteImageUrls, unfetchedUrls } from './refusal.js';
 
 /** `[image not available: <file name>, size unknown; the model server could not fetch its URL ...]`. */
 export function unfetchedNote(url: string): string {
@@ -35,7 +35,7 @@ export const imageUrlsPolicy: Policy<ImageUrlsEffect> = {
     refused: (status, body, sent) => unfetchedUrls(status, body, sent).length > 0,
     describe: (status) =>
       `the upstream could not fetch an image URL (status ${status}): sent again with a note for each image it could not fetch`,
-    values: { named: unfetchedUrls, candidates: remoteImageUrls },
+    values: { named: unfetchedUrls, candidates: remoteImageUrls, unsure: bareServerError },
   },
   onRequest(request, ctx) {
     const gone = ctx.refused?.values;

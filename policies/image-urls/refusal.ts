@@ -11,10 +11,15 @@
  *   "Failed to download image", answered as a 400 invalid_request_error; the URL is not named.
  * - vLLM (vllm/multimodal/media/connector.py, _wrap_media_fetch_error, since mid-2026): a 4xx
  *   answer (but 408 and 429) or a malformed URL is its 422 "Failed to fetch media from URL: HTTP
- *   403 error (parameter=image_url, value=<url>)", the URL named. Earlier vLLM answered a 500
- *   with no detail: nothing to read there.
- * A refusal that names a URL of the request refuses that one; one that names none (llama-server)
- * refuses every remote image of the request, since which one failed cannot be told.
+ *   403 error (parameter=image_url, value=<url>)", the URL named.
+ * - vLLM before that (its issues #21254, #47163): the fetch's exception was not caught, and the
+ *   ASGI stack answered a bare 500, the text/plain body "Internal Server Error" and nothing else.
+ *   Any crash answers the same, so it is read only where the request has remote images, and it is
+ *   unsure (bareServerError): the server sends the request again with every remote image as its
+ *   note, and remembers those URLs only if that request is answered (UpstreamRefusal.values.unsure).
+ *   A 500 with a JSON body (vLLM's own errors, llama-server's) is never read as one.
+ * A refusal that names a URL of the request refuses that one; one that names none (llama-server,
+ * old vLLM) refuses every remote image of the request, since which one failed cannot be told.
  */
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { isObject } from '../../protocol/is-object.js';
@@ -49,10 +54,21 @@ function textOf(body: unknown): string {
 }
 
 /**
+ * Old vLLM's answer to an image it could not fetch, and to any other uncaught exception: a 500
+ * whose whole body is the ASGI stack's plain "Internal Server Error" (no JSON, no detail).
+ */
+export function bareServerError(status: number, body: unknown): boolean {
+  return (
+    status === 500 && typeof body === 'string' && body.length < 64 && body.trim() === 'Internal Server Error'
+  );
+}
+
+/**
  * The remote image URLs of `sent` the error says could not be fetched: the one it names, else
  * all of them; none when it is no fetch failure or `sent` has no remote image.
  */
 export function unfetchedUrls(status: number, body: unknown, sent: ChatCompletionRequest): string[] {
+  if (bareServerError(status, body)) return remoteImageUrls(sent);
   if (!refusalSays(SIGNATURES, status, body)) return [];
   const urls = remoteImageUrls(sent);
   const text = textOf(body);

@@ -178,7 +178,10 @@ export async function openUpstream(
       }
       throw err;
     }
-    if (res.status < 400) return { kind: 'ok', res, request: current };
+    if (res.status < 400) {
+      for (const f of call.onAnswered.splice(0)) f();
+      return { kind: 'ok', res, request: current };
+    }
     if ((res.status === 502 || res.status === 503 || res.status === 529) && canFallOver(call)) {
       discardBody(res);
       deps.metrics.upstreamErrors.labels(call.route.name, call.route.client.label, 'status_5xx').inc();
@@ -284,8 +287,14 @@ function routeAroundRefusal(
     if (phase.error || !fresh.some((e) => e.policy === policy.name)) continue;
     if (refusal.values === undefined)
       rememberRefusal(deps.refusals, call.route, call.original.model, refusal.fact, call.trace.key);
-    for (const v of values)
-      rememberRefusedValue(deps.refusals, call.route, call.original.model, refusal.fact, v, call.trace.key);
+    const route = call.route;
+    const remember = () => {
+      for (const v of values)
+        rememberRefusedValue(deps.refusals, route, call.original.model, refusal.fact, v, call.trace.key);
+    };
+    // An error that may mean something else is believed once the request without the values is answered.
+    if (refusal.values?.unsure?.(status, body)) call.onAnswered.push(remember);
+    else remember();
     (call.trace.refused ??= []).push(refusal.decision);
     deps.metrics.upstreamRefusals.labels(call.route.client.label, call.route.name, refusal.decision).inc();
     call.span?.event(`toolproof.${refusal.decision.replaceAll('-', '_')}`, {

@@ -127,6 +127,8 @@ export class ChatCall {
   refusedRemembered: ReadonlySet<string> = new Set();
   /** Values of the request refused one by one, now or remembered (UpstreamRefusal.values). */
   refusedValues = new Set<string>();
+  /** What an unsure refusal taught, kept until an attempt is answered (UpstreamRefusal.values.unsure). */
+  readonly onAnswered: Array<() => void> = [];
   /** The window an overflow refusal of this request named, once learnt (attempt.ts: fitLearntWindow). */
   windowLearnt: number | undefined = undefined;
 

@@ -6,7 +6,9 @@
  * relaying the refusal ended the session. toolproof sends the request once more with the image
  * as a note, remembers the URL, and later turns go with the same note from the start, their
  * messages extending the first turn's byte for byte. Through the real server and SDKs against the
- * simulator as both backends, chat and Messages, streamed and not.
+ * simulator as both backends, chat and Messages, streamed and not; and as old vLLM, whose bare
+ * 500 "Internal Server Error" any crash answers too: believed only once the request without the
+ * remote images is answered.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,13 +20,25 @@ const EXPIRED = 'https://expired.example/shots/a.png?X-Amz-Signature=abc';
 const FRESH = 'https://cdn.example/shots/b.png';
 const NOTE = '[image not available: a.png, size unknown; the model server could not fetch its URL';
 
-for (const personality of ['vllm', 'llama-server'] as const)
-  describe(`an image URL ${personality} cannot fetch`, () => {
+// old vLLM (before its 422): the fetch's exception uncaught, a bare 500 "Internal Server Error"
+const BACKENDS = [
+  { name: 'vllm', personality: 'vllm', bare: false },
+  { name: 'llama-server', personality: 'llama-server', bare: false },
+  { name: 'old vllm (a bare 500)', personality: 'vllm', bare: true },
+] as const;
+
+for (const { name, personality, bare } of BACKENDS)
+  describe(`an image URL ${name} cannot fetch`, () => {
     let stack: Stack;
     let anthropic: Anthropic;
     beforeAll(async () => {
       stack = await startStack({
-        sim: { personality, vision: true, unreachableImageHosts: ['expired.example'] },
+        sim: {
+          personality,
+          vision: true,
+          unreachableImageHosts: ['expired.example'],
+          bareImageFetchError: bare,
+        },
         file: { defaults: { vision: true } },
       });
       anthropic = new Anthropic({ baseURL: stack.origin, apiKey: 'x', maxRetries: 0, timeout: 30_000 });
@@ -103,3 +117,75 @@ for (const personality of ['vllm', 'llama-server'] as const)
       expect(text).toMatch(/toolproof_degraded_content_total\{[^}]*kind="image-unfetched"\} [1-9]/);
     });
   });
+
+describe('old vLLM: a bare 500 is believed only when the request without the images is answered', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({
+      sim: {
+        personality: 'vllm',
+        vision: true,
+        unreachableImageHosts: ['expired.example'],
+        bareImageFetchError: true,
+      },
+      file: { defaults: { vision: true } },
+    });
+  });
+  afterAll(() => stack.close());
+  const upstream = () => stack.sim.requests.filter((r) => r.path.endsWith('/chat/completions'));
+  const messages = [
+    {
+      role: 'user' as const,
+      content: [
+        { type: 'text' as const, text: 'Look.' },
+        { type: 'image_url' as const, image_url: { url: EXPIRED } },
+      ],
+    },
+  ];
+
+  it('the retry failing too: its error relayed, the URL not remembered', async () => {
+    // the retry (the image as its note) answered with a 500 of its own: a crash, not the image
+    const scenario = JSON.stringify({
+      error: { status: 500, message: 'CUDA error: an illegal memory access' },
+    });
+    const err = await stack.client.chat.completions
+      .create({ model: 'sim', messages }, { headers: { 'x-sim-scenario': scenario } })
+      .catch((e: unknown) => e);
+    expect((err as { status?: number }).status).toBe(500);
+    expect(upstream()).toHaveLength(2);
+    expect(upstream()[1]!.rawBody).toContain(NOTE);
+    // not learnt: the next turn tries the image again
+    stack.sim.reset();
+    await stack.client.chat.completions.create({ model: 'sim', messages });
+    expect(upstream()).toHaveLength(2);
+    expect(upstream()[0]!.rawBody).toContain(EXPIRED);
+    // now learnt: it was answered without it
+    stack.sim.reset();
+    await stack.client.chat.completions.create({ model: 'sim', messages });
+    expect(upstream()).toHaveLength(1);
+    expect(upstream()[0]!.rawBody).toContain(NOTE);
+  });
+
+  it('a bare 500 on a request with no remote image is relayed, never retried', async () => {
+    const BARE_500 = JSON.stringify({
+      error: { status: 500, message: 'Internal Server Error', plain: true },
+    });
+    stack.sim.reset();
+    const err = await stack.client.chat.completions
+      .create(
+        {
+          model: 'sim',
+          messages: [
+            {
+              role: 'user',
+              content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } }],
+            },
+          ],
+        },
+        { headers: { 'x-sim-scenario': BARE_500 } },
+      )
+      .catch((e: unknown) => e);
+    expect((err as { status?: number }).status).toBe(500);
+    expect(upstream()).toHaveLength(1);
+  });
+});

@@ -1011,6 +1011,25 @@ const BACKENDS: Backend[] = [
     audio: false,
   },
   {
+    // vLLM before its fetch errors became a 422: the image's host gone (an expired signed URL),
+    // the fetch's exception uncaught, a bare 500 "Internal Server Error" (text/plain)
+    name: 'old vLLM multimodal, its image URLs gone (a bare 500)',
+    sim: {
+      personality: 'vllm',
+      maxModelLen: 32768,
+      enforceWindow: true,
+      strictHistory: true,
+      vision: true,
+      unreachableImageHosts: ['example.com'],
+      bareImageFetchError: true,
+    },
+    file: { defaults: { contextWindow: 32768 } },
+    vision: true,
+    audio: true,
+    shapes: (shape) => JSON.stringify(shape.history).includes('https://example.com/'),
+    learns: true,
+  },
+  {
     name: 'vLLM multimodal',
     sim: { personality: 'vllm', maxModelLen: 32768, enforceWindow: true, strictHistory: true, vision: true },
     file: { defaults: { contextWindow: 32768 } },

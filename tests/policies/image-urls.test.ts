@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { imageUrlsPolicy, unfetchedNote } from '../../policies/image-urls/index.js';
-import { unfetchedUrls } from '../../policies/image-urls/refusal.js';
+import { bareServerError, unfetchedUrls } from '../../policies/image-urls/refusal.js';
 import { ctxWith } from './helpers.js';
 
 const OLD = 'https://bucket.example/shots/a.png?X-Amz-Signature=abc';
@@ -46,6 +46,23 @@ describe('image-urls', () => {
       content: [{ type: 'image_url', image_url: { url: DATA } }],
     } as never;
     expect(unfetchedUrls(400, { error: { message: 'Failed to download image' } }, dataOnly)).toEqual([]);
+  });
+
+  it("reads old vLLM's bare 500 (the ASGI stack's text) as every remote image, unsure; no other 500", () => {
+    expect(unfetchedUrls(500, 'Internal Server Error', req)).toEqual([OLD, NEW]);
+    expect(bareServerError(500, 'Internal Server Error')).toBe(true);
+    // a 500 that says something (vLLM's own JSON, llama-server's) is no fetch failure
+    expect(unfetchedUrls(500, { error: { message: 'Internal Server Error', code: 500 } }, req)).toEqual([]);
+    expect(unfetchedUrls(500, 'Internal Server Error: CUDA out of memory', req)).toEqual([]);
+    expect(unfetchedUrls(502, 'Internal Server Error', req)).toEqual([]);
+    const dataOnly = {
+      model: 'm',
+      messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: DATA } }] }],
+    };
+    expect(unfetchedUrls(500, 'Internal Server Error', dataOnly as never)).toEqual([]);
+    // the policy says it is unsure: remembered only once the request without them is answered
+    expect(imageUrlsPolicy.refusal?.values?.unsure?.(500, 'Internal Server Error')).toBe(true);
+    expect(imageUrlsPolicy.refusal?.values?.unsure?.(422, { error: { message: 'x' } })).toBe(false);
   });
 
   it('notes exactly the refused URLs, the same bytes every time, and nothing without them', () => {
