@@ -16,7 +16,9 @@
  * The share is a function of the message and the window only, so a document cut on one turn is
  * the same bytes on every later turn (the client sends it whole again, the prompt stays over, and
  * it is cut the same way); the prompt changes once, the first turn it is known over, from the
- * first document past its share (docs/prefix.md, exception 10).
+ * first document past its share (docs/prefix.md, exception 10). The older messages' documents
+ * (before kit/overflow.ts' boundary) keep a sixty-fourth of the window each, and a sixteenth of it
+ * together: past that, each is a one-line note (leftOutNote), decided in order.
  */
 import { REQUEST_DOCUMENTS_MAX_CHARS } from '../../protocol/document-text.js';
 import { fileFields } from '../../protocol/file-part.js';
@@ -44,11 +46,11 @@ export const documentsPolicy: Policy<DocumentsEffect> = {
     if (!Array.isArray(request.messages)) return { action: 'continue', request, effects: [] };
     const window = ctx.settings.contextWindow;
     // Each document in order: a note (null), or its text as rendered and as sent.
-    const docs: Array<{ whole: string; sent: string } | null> = [];
+    const docs: Array<ReadDocument | null> = [];
     // What the request's documents may still add, in order: the same request reads the same ones.
     let room = REQUEST_DOCUMENTS_MAX_CHARS;
     // The read ones by their part (whole, or cut by itself), for the second pass.
-    const read = new Map<ContentPart, { whole: string; sent: string }>();
+    const read = new Map<ContentPart, ReadDocument>();
     const messages = rewriteParts(request.messages, (part) => {
       if (part.type !== 'file') return part;
       const rendered = renderDocument(fileFields(part) ?? {}, ctx.documents, room);
@@ -65,7 +67,7 @@ export const documentsPolicy: Policy<DocumentsEffect> = {
         window > 0 && whole.length > window && estimateTokens(whole) > window
           ? cutText(whole, quarter(window), documentMarker)
           : whole;
-      const doc = { whole, sent };
+      const doc = { whole, sent, label: rendered.label ?? 'document' };
       read.set(part, doc);
       docs.push(doc);
       return { type: 'text', text: sent };
@@ -81,6 +83,12 @@ export const documentsPolicy: Policy<DocumentsEffect> = {
     // Each message's share, counted once: counted again for each of its documents, a message of
     // 20,000 small ones cost 1.3 s of CPU (its parts read 20,000 times).
     const shares = new Map<ChatMessage, number>();
+    // What the older messages' documents may still take together: a sixteenth of the window (the
+    // last stretch, kept whole, may hold three quarters, and each left-out document's note and its
+    // message take some too). At a sixty-fourth each, more than 64 of
+    // them were past the window by themselves (every turn the backend's refusal). Spent in order, so a document's fate depends only on the documents
+    // before it, which are older too (the boundary only moves on): the same bytes every turn.
+    let olderRoom = Math.max(1, Math.floor(window / 16));
     const out = over
       ? rewriteParts(request.messages, (part, m, i) => {
           const doc = read.get(part);
@@ -88,17 +96,36 @@ export const documentsPolicy: Policy<DocumentsEffect> = {
           let share = shares.get(m);
           if (share === undefined)
             shares.set(m, (share = Math.max(1, Math.floor(quarter(window) / documentsIn(m)))));
-          doc.sent = cutText(
-            doc.whole,
-            i < older ? Math.min(share, keptTokens(window)) : share,
-            documentMarker,
-          );
+          if (i >= older) {
+            doc.sent = cutText(doc.whole, share, documentMarker);
+            return { type: 'text', text: doc.sent };
+          }
+          const keep = Math.min(share, keptTokens(window));
+          const cut = cutText(doc.whole, keep, documentMarker);
+          // What it takes of the room: what it keeps of its text (a short one, all of it).
+          const cost = cut === doc.whole ? Math.min(estimateTokens(cut), keep) : keep;
+          const note = cost > olderRoom ? leftOutNote(doc.label) : undefined;
+          // A note about as long as what it replaces would save nothing: the text goes.
+          if (note !== undefined && note.length * 2 <= cut.length) {
+            olderRoom = 0;
+            doc.sent = note;
+            doc.left = true;
+          } else {
+            olderRoom = Math.max(0, olderRoom - cost);
+            doc.sent = cut;
+          }
           return { type: 'text', text: doc.sent };
         })
       : messages;
     const tally = new EffectTally<typeof DOCUMENTS_POLICY, DocumentsKind>(DOCUMENTS_POLICY);
     for (const doc of docs)
-      tally.add(doc === null ? 'document-note' : doc.sent === doc.whole ? 'document-text' : 'document-cut');
+      tally.add(
+        doc === null || doc.left
+          ? 'document-note'
+          : doc.sent === doc.whole
+            ? 'document-text'
+            : 'document-cut',
+      );
     return {
       action: 'continue',
       request: { ...request, messages: out ?? messages },
@@ -108,6 +135,20 @@ export const documentsPolicy: Policy<DocumentsEffect> = {
 };
 
 const quarter = (window: number): number => Math.max(1, Math.floor(window / 4));
+
+/** A read document: its text as rendered and as sent, and its label for a note in its place. */
+interface ReadDocument {
+  whole: string;
+  sent: string;
+  label: string;
+  /** Sent as leftOutNote: the older documents before it hold their room. */
+  left?: boolean;
+}
+
+/** One line in place of an older document past the room the older documents share. */
+export function leftOutNote(label: string): string {
+  return `[document left out: ${label}; to fit the model's context window]`;
+}
 
 /** The `file` parts of `m`: its documents split their share of the window. */
 function documentsIn(m: ChatMessage): number {

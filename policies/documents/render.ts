@@ -47,6 +47,8 @@ export interface Rendered {
   text: string;
   /** false: a note saying why the document was not read. */
   read: boolean;
+  /** A read document's name and what it is (`r.pdf (PDF, 2 pages, 1.2 KB)`), for a note in its place. */
+  label?: string;
 }
 
 /** One line: the document was not read, and why. Square brackets never nest, so it stays one line. */
@@ -67,7 +69,7 @@ function wrap(name: string, what: string, body: string, tail: string[]): Rendere
     ...tail,
     `[end of document: ${name}]`,
   ];
-  return { text: lines.join('\n'), read: true };
+  return { text: lines.join('\n'), read: true, label: `${name} (${what})` };
 }
 
 /** Decodes at most what DOCUMENT_MAX_CHARS needs (a UTF-8 character is at most 4 bytes). */

@@ -1530,6 +1530,73 @@ describe.each(SMALL)('PDFs across many messages that together overflow the windo
   }, 300_000);
 });
 
+/** A text document of ~2,000 characters (~650 tokens), distinct per `k`. */
+const note = (k: number) =>
+  Array.from({ length: 40 }, (_, l) => `note ${k} line ${l}: the figures went up`).join('\n');
+
+/** Eighty user turns, each with one text document and an answer after it: ~52,000 tokens of documents. */
+function manyTextDocuments(door: DoorName): Obj[] {
+  const out: Obj[] = [];
+  for (let k = 0; k < 80; k++) {
+    const data = Buffer.from(note(k)).toString('base64');
+    const name = `note${k}.txt`;
+    if (door === 'chat')
+      out.push(
+        chatUser([
+          { type: 'file', file: { filename: name, file_data: `data:text/plain;base64,${data}` } },
+          { type: 'text', text: `Note ${k}.` },
+        ]),
+        { role: 'assistant', content: `Noted ${k}.` },
+      );
+    else if (door === 'responses')
+      out.push(
+        respUser([
+          { type: 'input_file', filename: name, file_data: `data:text/plain;base64,${data}` },
+          { type: 'input_text', text: `Note ${k}.` },
+        ]),
+        {
+          type: 'message',
+          role: 'assistant',
+          content: [{ type: 'output_text', text: `Noted ${k}.`, annotations: [] }],
+        },
+      );
+    else
+      out.push(
+        msgUser([
+          {
+            type: 'document',
+            title: name,
+            source: { type: 'text', media_type: 'text/plain', data: note(k) },
+          },
+          { type: 'text', text: `Note ${k}.` },
+        ]),
+        { role: 'assistant', content: `Noted ${k}.` },
+      );
+  }
+  out.push({ role: 'user', content: 'Compare the notes.' });
+  return out;
+}
+
+// More than 64 older messages with documents: each older one kept a sixty-fourth of the window,
+// and eighty of them were past an 8k window by themselves (every turn refused, ~14,000 tokens).
+// Now the older ones share a quarter of the window, in order; past it each is a one-line note.
+describe.each(SMALL)('eighty text documents in eighty messages: $name', (backend) => {
+  let stack: Stack;
+  let anthropic: Anthropic;
+  beforeAll(async () => {
+    stack = await startStack({ sim: backend.sim as never, file: backend.file as never });
+    anthropic = new Anthropic({ baseURL: stack.origin, apiKey: 'x', maxRetries: 0, timeout: 60_000 });
+  });
+  afterAll(() => stack.close());
+
+  it('three turns on every door, streamed and not, each extending the first', async () => {
+    const expected = ['[document: note0.txt (', '[document left out: note3', '[end of document: note79.txt]'];
+    expect(
+      await doorSessions(stack, anthropic, backend, 'eighty documents', manyTextDocuments, expected),
+    ).toEqual([]);
+  }, 300_000);
+});
+
 /** A screenshot-taking session: a user turn, then twelve tool results that are each one image. */
 function screenshots(door: DoorName): Obj[] {
   const out: Obj[] = [];

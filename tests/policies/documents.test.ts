@@ -188,7 +188,15 @@ describe('documents that each fit and together overflow a known window', () => {
     // the same bytes as after a refusal.
     const far = [user([0, 1, 2]), { role: 'assistant', content: 'ok' }, user([4, 5, 6])];
     const ahead = send(far, false);
-    expect(ahead.effects).toEqual([{ policy: 'documents', kind: 'document-cut', count: 6 }]);
+    // all six in older messages: four keep a sixty-fourth of the window each, and the last two,
+    // past the sixteenth the older ones share, are notes
+    expect(ahead.effects).toEqual([
+      { policy: 'documents', kind: 'document-cut', count: 4 },
+      { policy: 'documents', kind: 'document-note', count: 2 },
+    ]);
+    expect(String(ahead.request.messages[2]!.content)).toContain(
+      "[document left out: r5.pdf (PDF, 12 pages, 27 B); to fit the model's context window]",
+    );
     expect(ahead.request.messages).toEqual(send(far, true).request.messages);
     expect(ahead.request.messages[0]).toEqual(cut.request.messages[0]);
   });
@@ -214,6 +222,36 @@ describe('documents that each fit and together overflow a known window', () => {
     // of them was ~2.5x as long as it came.
     const out = one(make(1024));
     expect(out.effects).toEqual([{ policy: 'documents', kind: 'document-text', count: 1024 }]);
+  });
+
+  it("the older messages' documents are bounded together, whatever their count, the same bytes each turn", () => {
+    // a report a message, an answer after each: at a sixty-fourth of the window each, 64 or more
+    // older ones were past the window by themselves
+    const session = (n: number) =>
+      Array.from({ length: n }, (_, i) => [user([i % 12]), { role: 'assistant', content: `ok ${i}` }]).flat();
+    const documentsText = (messages: unknown[]) =>
+      (send(messages, false).request.messages as Array<{ role: string; content: unknown }>)
+        .filter((m) => m.role === 'user')
+        .reduce((sum, m) => sum + String(m.content).length, 0);
+    const at100 = documentsText(session(100));
+    const at400 = documentsText(session(400));
+    // four times the messages: the notes of the left-out ones grow (a line each), the text does not
+    const noteLength = 100;
+    expect(at400 - at100).toBeLessThan(300 * noteLength);
+    expect(at100).toBeLessThan((WINDOW / 16) * 3 * 2 + 100 * noteLength + 30_000);
+    // the next turn (within the same quarter window of growth): each earlier message the same bytes
+    const t1 = send(session(100), false).request.messages;
+    const t2 = send([...session(100), { role: 'user', content: 'go on' }], false).request.messages;
+    expect(t2.slice(0, t1.length)).toEqual(t1);
+    // the turn that moves the boundary a step: the messages already older stay the same bytes
+    const grown = [...session(100), user([3]), { role: 'assistant', content: 'ok' }, user([4])];
+    const t3 = send(grown, false).request.messages as Array<{ content: unknown }>;
+    const older =
+      (t1 as Array<{ content: unknown }>).findLastIndex((m) =>
+        String(m.content).includes('[document left out:'),
+      ) + 1;
+    expect(older).toBeGreaterThan(100);
+    expect(t3.slice(0, older)).toEqual(t1.slice(0, older));
   });
 
   it('costs about linear time and memory over the messages (x4 input, at most ~x4)', () => {
