@@ -49,7 +49,7 @@ export function backendHint(f: FamilyParser): string | undefined {
 }
 
 /** Repairs whose reading is taken only for arguments that fit the declared tool's schema. */
-const SCHEMA_GATED: ReadonlySet<string> = new Set(['args-key', 'escaped-quotes']);
+const SCHEMA_GATED: ReadonlySet<string> = new Set(['args-key', 'escaped-quotes', 'unbracketed-list']);
 
 function schemaGated(...lists: (readonly string[] | undefined)[]): string | null {
   for (const l of lists) for (const r of l ?? []) if (SCHEMA_GATED.has(r)) return r;
@@ -83,7 +83,8 @@ function judgeEnvelope(
     const typed = decodeStructuredStrings(args.value, tools.get(name));
     if (renamed && !fitsSchema(typed ?? args.value, tools.get(name)!)) return undeclared;
     // readings taken only when the arguments fit the schema: arguments under a key no format
-    // names (`"args"`, envelope.ts), quotes escaped outside strings (lenient-json.ts), a last
+    // names (`"args"`, envelope.ts), quotes escaped outside strings (lenient-json.ts), Mistral call
+    // objects without the list's brackets (mistral.ts), a last
     // `}` missing before an end marker or tag rather than at the end of output
     const gate =
       schemaGated(c.repairs, args.repairs) ??

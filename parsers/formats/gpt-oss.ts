@@ -72,8 +72,10 @@ function recipientCall(
   if (!recipient.startsWith('functions.'))
     return { end, calls: [{ name: recipient, arguments: d?.value ?? body }] };
   // `<|message|><|call|>`: a finished call with nothing to say (vLLM passes "" on); the engine
-  // reads empty arguments as `{}` (repair empty-arguments). Cut off there, it stays text.
-  if (!d && !truncated && body.trim() === '')
+  // reads empty arguments as `{}` (repair empty-arguments). Cut off there, it stays text; so does
+  // an empty message the next header follows (`<|message|><|start|>…`, the header written twice:
+  // recall11 read it as a second call with `{}`), which no terminator finished.
+  if (!d && !truncated && closed && body.trim() === '')
     return { end, calls: [{ name: recipient.slice('functions.'.length), arguments: '' }] };
   if (!d) {
     const t = ctx && bodyAt !== undefined ? trailingText(recipient, body, bodyAt, ctx) : null;

@@ -24,9 +24,58 @@ const THINK = '[THINK]';
 /** How far junk before the JSON list may reach: a short model hiccup, not a paragraph. */
 const MAX_JUNK = 64;
 
-/** `[{…}]` / `{…}` read as call objects from j; the envelope ends with the JSON. */
-function jsonList(text: string, j: number, final: boolean): MatchResult {
+/**
+ * After a call object ending at `from`: where a run of `, {…}` objects after it ends (the index
+ * after the last), null when no comma and object follow it (the object stands alone), or
+ * 'need-more' while the next non-blank character, or an object after a comma, has not all arrived.
+ * An object the end of output left open ends the run before it (the objects before it stand as
+ * they did). One scan per object: linear in the run.
+ */
+function objectRun(text: string, from: number, final: boolean): number | null | 'need-more' {
+  let end = -1;
+  let k = from;
+  for (;;) {
+    const c = skipWs(text, k);
+    if (c >= text.length) return final ? (end < 0 ? null : end) : 'need-more';
+    if (text[c] !== ',') return end < 0 ? null : end;
+    const o = skipWs(text, c + 1);
+    if (o >= text.length) return final ? (end < 0 ? null : end) : 'need-more';
+    if (text[o] !== '{') return end < 0 ? null : end;
+    const scan = scanJsonValue(text, o, { stopAt: [MARK] });
+    if (!scan || scan.end < 0) {
+      if (!final && scan?.stoppedAt === undefined && scan !== null) return 'need-more';
+      return end < 0 ? null : end;
+    }
+    end = scan.end;
+    k = end;
+  }
+}
+
+/**
+ * Near miss (recall11, repair `unbracketed-list`): `[TOOL_CALLS]{…}, {…}`, several call objects
+ * separated by commas with the list's brackets left out. Read as the list they spell, all or
+ * nothing: every object a call naming a declared tool whose schema its arguments fit (the engine
+ * gates the repair, SCHEMA_GATED); else the whole run stays text. (Before, the first call was read
+ * and `, {…}` left in content.)
+ */
+function objectList(text: string, j: number, end: number): EnvelopeMatch {
+  const r = callsFromJsonBody(`[${text.slice(j, end)}]`, false);
+  if ('error' in r) return { end, calls: [], error: r.error };
+  return { end, calls: r.calls.map((c) => ({ ...c, repairs: [...(c.repairs ?? []), 'unbracketed-list'] })) };
+}
+
+/**
+ * `[{…}]` / `{…}` read as call objects from j; the envelope ends with the JSON. With `orRun` (right
+ * after the marker), an object followed by `, {…}` objects is read as their run (objectRun).
+ */
+function jsonList(text: string, j: number, final: boolean, orRun = false): MatchResult {
   const scan = scanJsonValue(text, j, { stopAt: [MARK] });
+  if (scan && scan.end > 0 && text[j] === '{' && orRun) {
+    const run = objectRun(text, scan.end, final);
+    if (run === 'need-more') return 'need-more';
+    // the engine takes it only when every call fits its tool's schema (SCHEMA_GATED)
+    if (run !== null) return objectList(text, j, run);
+  }
   if (scan && scan.end > 0)
     return finishMatch(callsFromJsonBody(text.slice(j, scan.end), false), scan.end, false);
   if (scan?.stoppedAt !== undefined) return { end: scan.stoppedAt, calls: [], error: 'unterminated JSON' };
@@ -153,7 +202,7 @@ export const mistral = defineFamily({
     if (j === 'need-more') return 'need-more';
     if (j === 'end') return { end: text.length, calls: [], error: 'empty tool call', truncated: true };
     const c = text[j];
-    if (c === '[' || c === '{') return jsonList(text, j, final);
+    if (c === '[' || c === '{') return jsonList(text, j, final, true);
     if (readName(text, j) === '') return junkThenList(text, j, final);
     return namedCall(text, j, final);
   },

@@ -28,8 +28,10 @@ export interface PerturbCase {
   calls: { name: string; arguments: JsonObject }[];
   /** The prose around the calls: the content once they are read (blanks aside). */
   prose: string;
-  /** Which session's generator first wrote the case ('recall9', 'recall10' for the shapes added then). */
-  set: 'recall8' | 'recall9' | 'recall10';
+  /** Which session's generator first wrote the case ('recall9', 'recall10', 'recall11' for the shapes added then). */
+  set: 'recall8' | 'recall9' | 'recall10' | 'recall11';
+  /** Upstream reasoning_content beside the text (recall11's call split across the two). */
+  reasoning?: string;
 }
 
 const TOOLS: DeclaredTool[] = [
@@ -401,6 +403,7 @@ export function generateCases(): PerturbCase[] {
     calls: PerturbCase['calls'],
     cut = false,
     prose = '',
+    reasoning?: string,
   ) =>
     out.push({
       id: `${f.name}/${perturbation}/${tool}`,
@@ -412,6 +415,7 @@ export function generateCases(): PerturbCase[] {
       calls,
       prose,
       set,
+      ...(reasoning !== undefined ? { reasoning } : {}),
     });
   /**
    * recall9: near misses from real output the generator did not write (source beside each), each
@@ -530,6 +534,110 @@ export function generateCases(): PerturbCase[] {
     }
   };
 
+  /**
+   * recall11: the known misses recall10 left (DSML invokes without their block, DSML spelled with
+   * blanks around ASCII or fullwidth bars, Mistral call objects without the list's brackets) and
+   * slips no set wrote yet, each with the negatives beside it (the slip for an undeclared tool,
+   * with arguments that fit no schema, in a fenced sample an explanation goes on past). A slip no
+   * source shows is `either`: only a wrong call is a defect there.
+   */
+  const addRecall11 = (f: Format, tool: string, plain: Written, call: PerturbCase['calls']) => {
+    const args = ARGS[tool] as JsonObject;
+    const other = tool === 'read_file' ? 'get_weather' : 'read_file';
+    const otherCall = { name: other, arguments: ARGS[other] as JsonObject };
+    const hermes = FORMATS[0] as Format;
+    /**
+     * Per slip: its truth, the calls meant, and which negatives apply (`standard`: the slip leaves
+     * the format's own envelope whole, whose reading takes a declared name with any object
+     * arguments, so arguments that fit no schema are no negative there; `none`: the slip adds a
+     * call of its own or a fence a fenced sample would break).
+     */
+    type Neg = 'all' | 'standard' | 'none';
+    const slips: [string, (w: Written) => string, Truth, PerturbCase['calls']?, Neg?][] = [];
+    if (f.name === 'deepseek-v32') {
+      // sgl-project/sglang#40236 (90 of 455 fuzzed shapes), Wei-Shaw/sub2api#6042 (the opener
+      // eaten, the rest streamed as text): invokes without their block, the closer kept or not
+      const bare = (w: Written) =>
+        w.open.replace('<｜DSML｜function_calls>\n', '') + w.body + '</｜DSML｜invoke>';
+      slips.push(['dsml-bare-invoke', bare, 'call']);
+      slips.push(['dsml-bare-invoke-closer', (w) => `${bare(w)}\n</｜DSML｜function_calls>`, 'call']);
+      // AgentFlocks/flocks#687, NousResearch/hermes-agent#15453: blanks around ASCII bars
+      slips.push(['dsml-spaced-ascii', (w) => whole(w).replaceAll('｜DSML｜', ' | DSML | '), 'call']);
+      // the same with the fullwidth bar (no source shows it; the brief's "other spacing")
+      slips.push(['dsml-spaced-fullwidth', (w) => whole(w).replaceAll('｜DSML｜', ' ｜ DSML ｜ '), 'either']);
+    }
+    if (f.name === 'mistral') {
+      // `[TOOL_CALLS] {…}, {…}`: objects without the list's brackets (recall9 and recall10 left it)
+      const second = `{"name": "${other}", "arguments": ${JSON.stringify(ARGS[other])}}`;
+      slips.push([
+        'unbracketed-list',
+        (w) => `${w.open} ${w.body.slice(1, -1)}, ${second}`,
+        'call',
+        [...call, otherCall],
+      ]);
+    }
+    if (f.marked && plain.close !== '') {
+      // warpfront/hipfire#750 (Qwen): the closing tag written twice after a complete call
+      slips.push(['doubled-close', (w) => whole(w) + w.close.trim(), 'call', call, 'standard']);
+    }
+    if (f.marked && plain.open !== '') {
+      // the opening token written twice (no source shows it)
+      slips.push(['doubled-open', (w) => w.open.trimEnd() + whole(w), 'either', call, 'standard']);
+    }
+    if (['hermes', 'qwen3-coder', 'glm', 'functionary'].includes(f.name)) {
+      // the format's tag names in capitals (no source shows it)
+      const upper = (w: Written) =>
+        whole(w).replace(
+          /<(\/?)(tool_call|function|parameter|arg_key|arg_value)\b/g,
+          (_m, sl: string, t: string) => `<${sl}${t.toUpperCase()}`,
+        );
+      slips.push(['upper-tags', upper, 'either']);
+    }
+    if (f.marked) {
+      // a marked call as the whole output inside a fence: a call (yogthos/samizdat#19) or the
+      // format shown (blazux/qwen3.8-Flash-DGX#29): either
+      slips.push(['fenced-whole', (w) => `\`\`\`\n${whole(w)}\n\`\`\``, 'either', call, 'none']);
+      // two formats in one message (unslothai/unsloth#5704 reads a Mistral call and another shape
+      // in one message): this format's call, then a Hermes call
+      if (f.name !== 'hermes') {
+        const h = hermes.write(other, ARGS[other] as JsonObject, JSON.stringify(ARGS[other]));
+        slips.push(['mixed-hermes', (w) => `${whole(w)}\n${whole(h)}`, 'call', [...call, otherCall], 'none']);
+      }
+    }
+    const spell = (name: string, a: JsonObject) => f.write(name, a, spellArgs(a, 'json'));
+    for (const [what, slip, truth, calls, neg = 'all'] of slips) {
+      add(f, what, tool, slip(plain), truth, calls ?? call);
+      if (neg === 'none') continue;
+      add(f, `${what}-undeclared`, tool, slip(spell('delete_files', args)), 'content', []);
+      if (neg === 'all') add(f, `${what}-misfit`, tool, slip(spell(tool, { nope: 'x' })), 'content', []);
+      add(
+        f,
+        `${what}-fenced-sample`,
+        tool,
+        `A call looks like this:\n\n\`\`\`\n${slip(plain)}\n\`\`\`\n\nThe server reads it for you.`,
+        'content',
+        [],
+      );
+    }
+    if (f.marked) {
+      // a call split across reasoning and content (the reasoning parser ended the section inside
+      // the call): either, and never a wrong call
+      const w = whole(plain);
+      const cut = Math.floor(w.length / 2);
+      add(
+        f,
+        'split-reasoning',
+        tool,
+        w.slice(cut),
+        'either',
+        call,
+        false,
+        '',
+        `Let me check.\n${w.slice(0, cut)}`,
+      );
+    }
+  };
+
   for (const f of FORMATS) {
     set = f.name === 'deepseek-v32' ? 'recall9' : 'recall8';
     for (const tool of Object.keys(ARGS)) {
@@ -562,6 +670,8 @@ export function generateCases(): PerturbCase[] {
       addRecall9(f, tool, plain, call);
       set = 'recall10';
       addRecall10(f, tool, plain, call);
+      set = 'recall11';
+      addRecall11(f, tool, plain, call);
       set = f.name === 'deepseek-v32' ? 'recall9' : 'recall8';
       for (const [what, rename] of renamed) {
         if (f.name === 'kimi-k2' || f.name === 'gpt-oss') {
@@ -675,7 +785,7 @@ export interface Classified {
 function read(c: PerturbCase): RecoveryResult {
   let n = 0;
   return recoverMessage(
-    { content: c.text, reasoning: null, cut: c.cut },
+    { content: c.text, reasoning: c.reasoning ?? null, cut: c.cut },
     { tools: PERTURB_TOOLS, newId: () => `c${n++}` },
   );
 }
@@ -684,6 +794,7 @@ function readStreamed(c: PerturbCase, pieces: string[]): RecoveryResult {
   let n = 0;
   const s = createRecoveryStream({ tools: PERTURB_TOOLS, newId: () => `c${n++}` });
   const events = [];
+  if (c.reasoning !== undefined) events.push(...s.push({ reasoning: c.reasoning }));
   for (const p of pieces) events.push(...s.push({ content: p }));
   events.push(...s.finish({ cut: c.cut }));
   return collectEvents(events, s);
