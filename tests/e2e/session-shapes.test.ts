@@ -242,6 +242,22 @@ const CHAT: Shape[] = [
     expect: ['the file says 31337'],
   },
   {
+    // the deprecated request fields too (older clients and frameworks): before, sent upstream
+    // untouched, which the backends ignore (the model never told of the function)
+    door: 'chat',
+    name: 'functions and function_call request fields, the function role',
+    history: [
+      chatUser('Read a.'),
+      { role: 'assistant', content: null, function_call: { name: 'Read', arguments: '{"path":"a"}' } },
+      { role: 'function', name: 'Read', content: 'the file says 31337' },
+    ],
+    fields: {
+      functions: [chatTools[0]!.function],
+      function_call: 'auto',
+    },
+    expect: ['the file says 31337', '"tools":[{"type":"function","function":{"name":"Read"'],
+  },
+  {
     door: 'chat',
     name: 'developer role',
     history: [{ role: 'developer', content: 'Be brief.' }, chatUser('Hi.')],
