@@ -88,6 +88,18 @@ const CHAT: Shape[] = [
     ],
   },
   {
+    // older LangChain and hand-rolled clients: the URL as a bare string, not {url}
+    door: 'chat',
+    name: 'image_url as a bare string (data URL and https URL)',
+    history: [
+      chatUser([
+        { type: 'text', text: 'Look.' },
+        { type: 'image_url', image_url: PNG_URL },
+        { type: 'image_url', image_url: 'https://example.com/dog.png' },
+      ]),
+    ],
+  },
+  {
     door: 'chat',
     name: 'input_audio',
     history: [
