@@ -101,6 +101,16 @@ const CHAT: Shape[] = [
   },
   {
     door: 'chat',
+    name: 'image_url by file: URL',
+    history: [
+      chatUser([
+        { type: 'text', text: 'Look.' },
+        { type: 'image_url', image_url: { url: 'file:///home/me/shot.png' } },
+      ]),
+    ],
+  },
+  {
+    door: 'chat',
     name: 'input_audio',
     history: [
       chatUser([
@@ -461,6 +471,17 @@ const RESP: Shape[] = [
         { type: 'input_image', image_url: PNG_URL, detail: 'high' },
         { type: 'input_image', image_url: 'https://example.com/cat.png', detail: 'auto' },
         { type: 'input_image', file_id: 'file-img', detail: 'low' },
+      ]),
+    ],
+  },
+  {
+    // a local agent's screenshot by path: neither backend reads file: URLs unless started to
+    door: 'responses',
+    name: 'input_image by file: URL',
+    history: [
+      respUser([
+        { type: 'input_text', text: 'Look.' },
+        { type: 'input_image', image_url: 'file:///tmp/shots/screen%201.png', detail: 'auto' },
       ]),
     ],
   },
