@@ -1,5 +1,5 @@
 /**
- * Two shapes of OpenAI's chat API that chat backends do not take, in a client's history, made
+ * Shapes of OpenAI's chat API that chat backends do not take, in a client's history, made
  * into ones they do, with the same words:
  * - an assistant message's `refusal` content parts (`{type: "refusal", refusal}`, beside text
  *   parts in an assistant turn sent back) as text parts. llama-server's parser takes only text,
@@ -16,6 +16,9 @@
  *   "function" role (llama-server's Jinja raises, and its 500 or vLLM's 400 came back on every
  *   turn). A function message no call is left for goes as a tool message that answers nothing:
  *   history repair makes it the note it makes of any orphan result.
+ * - an `image_url` part whose `image_url` is the URL string itself (older LangChain and hand-rolled
+ *   clients) as `{url}`: llama-server reads `image_url.url` (a string has none: no image, refused)
+ *   and vLLM validates the part against OpenAI's object shape (its 400).
  * The agent sends its history again on every later request, so a turn the backend refuses is
  * refused for the rest of the session. Pure, and the same bytes for the same message on every
  * turn (docs/prefix.md).
@@ -27,14 +30,26 @@ function isRefusal(p: unknown): p is { type: 'refusal'; refusal: string } {
   return isObject(p) && p.type === 'refusal' && typeof p.refusal === 'string';
 }
 
+/** An `image_url` part whose image_url is the URL itself (older LangChain, hand-rolled clients). */
+function isBareImage(p: unknown): p is { type: 'image_url'; image_url: string } {
+  return isObject(p) && p.type === 'image_url' && typeof p.image_url === 'string';
+}
+
 /** The message as a backend takes it, or the same object when it already is. */
 function forBackend(m: ChatMessage): ChatMessage {
   if (!isObject(m)) return m;
   if (m.role === 'developer') return { ...m, role: 'system' };
-  if (m.role !== 'assistant' || !Array.isArray(m.content) || !m.content.some(isRefusal)) return m;
-  const content = (m.content as unknown[]).map((p) =>
-    isRefusal(p) ? { type: 'text', text: p.refusal } : p,
-  ) as ContentPart[];
+  if (!Array.isArray(m.content)) return m;
+  const refusals = m.role === 'assistant' && m.content.some(isRefusal);
+  if (!refusals && !m.content.some(isBareImage)) return m;
+  const content = (m.content as unknown[]).map((p) => {
+    if (refusals && isRefusal(p)) return { type: 'text', text: p.refusal };
+    if (isBareImage(p)) {
+      const { image_url: url, ...rest } = p;
+      return { ...rest, image_url: { url } };
+    }
+    return p;
+  }) as ContentPart[];
   return { ...m, content };
 }
 

@@ -21,6 +21,8 @@ import { bareServerError, remoteImageUrls, unfetchedUrls } from './refusal.js';
 
 /** `[image not available: <file name>, size unknown; the model server could not fetch its URL ...]`. */
 export function unfetchedNote(url: string): string {
+  if (/^file:/i.test(url))
+    return `[image not available: ${imageLabel(url)}; the model server does not read local file URLs]`;
   return `[image not available: ${imageLabel(url)}; the model server could not fetch its URL (expired or no longer reachable)]`;
 }
 

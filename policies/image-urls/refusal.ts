@@ -28,7 +28,22 @@ import { refusalSays } from '../kit/media-refusal.js';
 
 const SIGNATURES: readonly RegExp[] = [/\bFailed to download image\b/, /\bFailed to fetch media from URL\b/];
 
-/** The request's remote image URLs, in order, each once. */
+/**
+ * A `file:` image URL (a local agent's screenshot by path), which neither backend reads unless
+ * started to: llama-server (handle_media) "file:// URLs are not allowed unless --media-path is
+ * specified", a 400; vLLM (multimodal/media/connector.py, _load_file_url) "Cannot load local files
+ * without `--allowed-local-media-path`." or, outside it, "... must be a subpath of
+ * `--allowed-local-media-path` ...", a 400. Neither names the URL: every file: image is refused.
+ */
+const LOCAL_SIGNATURES: readonly RegExp[] = [
+  /\bfile:\/\/ URLs are not allowed\b/,
+  /\bCannot load local files without\b/,
+  /\bmust be a subpath of `?--allowed-local-media-path/,
+];
+
+const isFileUrl = (url: string): boolean => /^file:/i.test(url);
+
+/** The request's image URLs the backend reads itself (http, https and file:), in order, each once. */
 export function remoteImageUrls(request: ChatCompletionRequest): string[] {
   const out = new Set<string>();
   const messages: unknown = request.messages;
@@ -39,7 +54,7 @@ export function remoteImageUrls(request: ChatCompletionRequest): string[] {
     for (const p of content) {
       if (!isObject(p)) continue;
       const url = imageUrl(p as never);
-      if (url !== undefined && isRemoteUrl(url)) out.add(url);
+      if (url !== undefined && (isRemoteUrl(url) || isFileUrl(url))) out.add(url);
     }
   }
   return [...out];
@@ -68,9 +83,10 @@ export function bareServerError(status: number, body: unknown): boolean {
  * all of them; none when it is no fetch failure or `sent` has no remote image.
  */
 export function unfetchedUrls(status: number, body: unknown, sent: ChatCompletionRequest): string[] {
-  if (bareServerError(status, body)) return remoteImageUrls(sent);
+  if (refusalSays(LOCAL_SIGNATURES, status, body)) return remoteImageUrls(sent).filter(isFileUrl);
+  if (bareServerError(status, body)) return remoteImageUrls(sent).filter(isRemoteUrl);
   if (!refusalSays(SIGNATURES, status, body)) return [];
-  const urls = remoteImageUrls(sent);
+  const urls = remoteImageUrls(sent).filter(isRemoteUrl);
   const text = textOf(body);
   const named = urls.filter((u) => text.includes(`value=${u}`));
   return named.length > 0 ? named : urls;

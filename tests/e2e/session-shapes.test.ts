@@ -88,6 +88,28 @@ const CHAT: Shape[] = [
     ],
   },
   {
+    // older LangChain and hand-rolled clients: the URL as a bare string, not {url}
+    door: 'chat',
+    name: 'image_url as a bare string (data URL and https URL)',
+    history: [
+      chatUser([
+        { type: 'text', text: 'Look.' },
+        { type: 'image_url', image_url: PNG_URL },
+        { type: 'image_url', image_url: 'https://example.com/dog.png' },
+      ]),
+    ],
+  },
+  {
+    door: 'chat',
+    name: 'image_url by file: URL',
+    history: [
+      chatUser([
+        { type: 'text', text: 'Look.' },
+        { type: 'image_url', image_url: { url: 'file:///home/me/shot.png' } },
+      ]),
+    ],
+  },
+  {
     door: 'chat',
     name: 'input_audio',
     history: [
@@ -240,6 +262,22 @@ const CHAT: Shape[] = [
     ],
     fields: { tools: chatTools },
     expect: ['the file says 31337'],
+  },
+  {
+    // the deprecated request fields too (older clients and frameworks): before, sent upstream
+    // untouched, which the backends ignore (the model never told of the function)
+    door: 'chat',
+    name: 'functions and function_call request fields, the function role',
+    history: [
+      chatUser('Read a.'),
+      { role: 'assistant', content: null, function_call: { name: 'Read', arguments: '{"path":"a"}' } },
+      { role: 'function', name: 'Read', content: 'the file says 31337' },
+    ],
+    fields: {
+      functions: [chatTools[0]!.function],
+      function_call: 'auto',
+    },
+    expect: ['the file says 31337', '"tools":[{"type":"function","function":{"name":"Read"'],
   },
   {
     door: 'chat',
@@ -433,6 +471,17 @@ const RESP: Shape[] = [
         { type: 'input_image', image_url: PNG_URL, detail: 'high' },
         { type: 'input_image', image_url: 'https://example.com/cat.png', detail: 'auto' },
         { type: 'input_image', file_id: 'file-img', detail: 'low' },
+      ]),
+    ],
+  },
+  {
+    // a local agent's screenshot by path: neither backend reads file: URLs unless started to
+    door: 'responses',
+    name: 'input_image by file: URL',
+    history: [
+      respUser([
+        { type: 'input_text', text: 'Look.' },
+        { type: 'input_image', image_url: 'file:///tmp/shots/screen%201.png', detail: 'auto' },
       ]),
     ],
   },

@@ -48,6 +48,32 @@ describe('image-urls', () => {
     expect(unfetchedUrls(400, { error: { message: 'Failed to download image' } }, dataOnly)).toEqual([]);
   });
 
+  it('reads both refusals of a file: URL as every file: image of the request, with its own note', () => {
+    const FILE = 'file:///home/me/shot%201.png';
+    const withFile = {
+      model: 'm',
+      messages: [
+        ...req.messages,
+        { role: 'user', content: [{ type: 'image_url', image_url: { url: FILE } }] },
+      ],
+    };
+    // llama-server (handle_media), a 400 naming no URL; vLLM (connector.py _load_file_url)
+    for (const message of [
+      'file:// URLs are not allowed unless --media-path is specified',
+      'Cannot load local files without `--allowed-local-media-path`.',
+      'The file path /home/me/shot 1.png must be a subpath of `--allowed-local-media-path` /srv.',
+    ])
+      expect(unfetchedUrls(400, { error: { message } }, withFile as never), message).toEqual([FILE]);
+    // a fetch failure is the http ones' only
+    expect(unfetchedUrls(400, { error: { message: 'Failed to download image' } }, withFile as never)).toEqual(
+      [OLD, NEW],
+    );
+    expect(imageUrlsPolicy.refusal?.values?.candidates(withFile as never)).toContain(FILE);
+    expect(unfetchedNote(FILE)).toBe(
+      '[image not available: shot 1.png, size unknown; the model server does not read local file URLs]',
+    );
+  });
+
   it("reads old vLLM's bare 500 (the ASGI stack's text) as every remote image, unsure; no other 500", () => {
     expect(unfetchedUrls(500, 'Internal Server Error', req)).toEqual([OLD, NEW]);
     expect(bareServerError(500, 'Internal Server Error')).toBe(true);

@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { chatForBackends } from '../../protocol/chat-backend-shapes.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
+import { measureScaling, withinBudget } from '../support/cost-scaling.js';
 
 describe('chatForBackends', () => {
   it('turns refusal parts into text parts and developer messages into system ones', () => {
@@ -43,6 +44,57 @@ describe('chatForBackends', () => {
     // the client's request is not changed, and the same request gives the same bytes
     expect((body.messages[0] as { role: string }).role).toBe('developer');
     expect(JSON.stringify(chatForBackends(body))).toBe(JSON.stringify(out));
+  });
+
+  it('an image_url given as the URL string itself as {url}, in user and tool messages', () => {
+    const body = {
+      model: 'm',
+      messages: [
+        { role: 'user', content: [{ type: 'image_url', image_url: 'https://x.example/a.png' }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }],
+        },
+        {
+          role: 'tool',
+          tool_call_id: 'c',
+          content: [{ type: 'image_url', image_url: 'data:image/png;base64,AAAA', detail: 'low' }],
+        },
+      ],
+    } as unknown as ChatCompletionRequest;
+    const out = chatForBackends(body)!;
+    expect(out.messages[0]!.content).toEqual([
+      { type: 'image_url', image_url: { url: 'https://x.example/a.png' } },
+    ]);
+    expect(out.messages[2]!.content).toEqual([
+      { type: 'image_url', detail: 'low', image_url: { url: 'data:image/png;base64,AAAA' } },
+    ]);
+    expect(out.messages[1]).toBe(body.messages[1]);
+  });
+
+  it('costs about linear time and memory in the parts (x4 input, at most ~x4)', () => {
+    // n parts in one message: bare image URLs among text parts, and an assistant's refusals
+    const make = (n: number) =>
+      ({
+        model: 'm',
+        messages: [
+          {
+            role: 'user',
+            content: Array.from({ length: n }, (_, i) =>
+              i % 2 === 0
+                ? { type: 'image_url', image_url: `https://x.example/${i}.png` }
+                : { type: 'text', text: 'x' },
+            ),
+          },
+          {
+            role: 'assistant',
+            content: Array.from({ length: n }, () => ({ type: 'refusal', refusal: 'no' })),
+          },
+        ],
+      }) as unknown as ChatCompletionRequest;
+    const s = measureScaling(make, chatForBackends, { from: 1024, max: 1 << 18 });
+    expect(withinBudget(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
   });
 
   it('leaves a request without either alone', () => {

@@ -7,13 +7,14 @@ import {
   toCustomCalls,
   translateCustomTools,
 } from '../../../protocol/chat-custom-tools.js';
+import { toLegacyFunctionCall, translateLegacyFunctions } from '../../../protocol/chat-legacy-functions.js';
 import type { ChatCompletionRequest } from '../../../protocol/openai.js';
 import { chatForBackends } from '../../../protocol/chat-backend-shapes.js';
 import type { ChatCall } from '../../chat/context.js';
 import { startChatCall } from '../../chat/start.js';
 import type { FrontDoor } from '../types.js';
 import { chatErrorEvent, openAIErrorBody } from './errors.js';
-import { ChatSseOutput, CustomToolsSseOutput } from './output.js';
+import { ChatSseOutput, CustomToolsSseOutput, LegacyFunctionsSseOutput } from './output.js';
 import { chatCompletionBody } from './schema.js';
 
 /**
@@ -24,6 +25,8 @@ import { chatCompletionBody } from './schema.js';
 interface ChatTurn {
   call: ChatCall;
   custom?: ReadonlySet<string>;
+  /** It declared the deprecated `functions`: the answer goes back in that shape (chat-legacy-functions.ts). */
+  legacy?: true;
 }
 
 export const chat: FrontDoor<'chat', ChatTurn> = {
@@ -41,6 +44,9 @@ export const chat: FrontDoor<'chat', ChatTurn> = {
     const sent = request.body as ChatCompletionRequest;
     // Refusal parts and developer messages as backends take them: not the client's bytes then.
     const plain = chatForBackends(sent);
+    // The deprecated `functions` as the tools they are, answered in their own shape.
+    const legacy = translateLegacyFunctions(plain ?? sent);
+    if (legacy) return { call: startChatCall(request, state, legacy, 'chat'), legacy: true };
     const body = plain ?? sent;
     const translated = translateCustomTools(body);
     if (!translated)
@@ -55,10 +61,12 @@ export const chat: FrontDoor<'chat', ChatTurn> = {
       // The charset is what Fastify adds to a JSON string body: the same header as before.
       return reply.type('application/json; charset=utf-8').send(result.body);
     }
+    if (turn.legacy) return reply.send(toLegacyFunctionCall(result.completion));
     return reply.send(turn.custom ? toCustomCalls(result.completion, turn.custom) : result.completion);
   },
   output(reply, turn, state) {
     const headers = { 'x-request-id': reply.request.id };
+    if (turn.legacy) return new LegacyFunctionsSseOutput(reply, headers, state.config.streamKeepAliveMs);
     return turn.custom
       ? new CustomToolsSseOutput(
           reply,

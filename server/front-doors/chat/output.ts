@@ -1,6 +1,7 @@
 /** The chat completions stream: OpenAI's chunk events, as the loop decided them. */
 import type { FastifyReply } from 'fastify';
 import type { CustomCallChunks } from '../../../protocol/chat-custom-tools.js';
+import { toLegacyFunctionChunk } from '../../../protocol/chat-legacy-functions.js';
 import type { ToolproofError } from '../../../protocol/errors.js';
 import type { ChatCompletionChunk, ChatCompletionRequest } from '../../../protocol/openai.js';
 import type { StreamOutput, StreamSummary } from '../../chat/output.js';
@@ -82,6 +83,14 @@ export class CustomToolsSseOutput extends ChatSseOutput {
 
   override frame(chunk: ChatCompletionChunk): string {
     const mapped = this.calls.map(chunk);
+    return mapped ? super.frame(mapped) : '';
+  }
+}
+
+/** A request with the deprecated `functions`: its call's chunks as `delta.function_call` (chat-legacy-functions.ts). */
+export class LegacyFunctionsSseOutput extends ChatSseOutput {
+  override frame(chunk: ChatCompletionChunk): string {
+    const mapped = toLegacyFunctionChunk(chunk);
     return mapped ? super.frame(mapped) : '';
   }
 }

@@ -55,6 +55,15 @@ export const chatCompletionBody = {
     model: { type: 'string' },
     messages: { type: 'array', items: message },
     tools: nullable({ type: 'array', maxItems: MAX_DECLARED_TOOLS, items: tool }),
+    // the deprecated shape of tools (protocol/chat-legacy-functions.ts): each a tool's `function`
+    functions: nullable({ type: 'array', maxItems: MAX_DECLARED_TOOLS, items: tool.properties.function }),
+    function_call: {
+      anyOf: [
+        { type: 'string' },
+        { type: 'object', required: ['name'], properties: { name: { type: 'string' } } },
+        { type: 'null' },
+      ],
+    },
     tool_choice: {
       anyOf: [
         { type: 'string' },
