@@ -347,8 +347,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   };
   // A compressed body is decoded before any parser reads it (server/content-encoding.ts).
   app.addHook('preParsing', (request, _reply, payload, done) => {
-    const body = decodedBody(request.headers, payload);
+    const body = decodedBody(request.headers, payload, config.bodyLimitBytes);
     if (body instanceof ToolproofError) done(body);
+    else if (body instanceof Promise) body.then((decoded) => done(null, decoded), done);
     else done(null, body);
   });
   app.removeAllContentTypeParsers();
