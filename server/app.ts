@@ -38,7 +38,12 @@ import { recordPromptCache, tokenCount } from './chat/prompt-cache.js';
 import { type Config, DEFAULT_RESPONSES_STORE_MB } from './config.js';
 import { decodedBody } from './content-encoding.js';
 import { createCors } from './cors.js';
-import { frameworkErrorHandler, handleClientError, registerErrorHandling } from './error-handler.js';
+import {
+  frameworkErrorHandler,
+  handleClientError,
+  noteReceiving,
+  registerErrorHandling,
+} from './error-handler.js';
 import { FallbackMemory } from './fallback-memory.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { FRONT_DOORS, type FrontDoorApi } from './front-doors/index.js';
@@ -347,8 +352,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   };
   // A compressed body is decoded before any parser reads it (server/content-encoding.ts).
   app.addHook('preParsing', (request, _reply, payload, done) => {
-    const body = decodedBody(request.headers, payload);
+    const body = decodedBody(request.headers, payload, config.bodyLimitBytes);
     if (body instanceof ToolproofError) done(body);
+    else if (body instanceof Promise) body.then((decoded) => done(null, decoded), done);
     else done(null, body);
   });
   app.removeAllContentTypeParsers();
@@ -386,6 +392,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
   app.addHook('onRequest', (request, reply, done) => {
     request.tpStart = performance.now();
+    // A body not received in time is answered in this request's API shape (error-handler.ts).
+    noteReceiving(request.raw);
     if (closing) {
       reply.header('connection', 'close');
       done(new ToolproofError('TP_ERR_SHUTTING_DOWN'));

@@ -5,7 +5,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { MAX_UPSTREAM_DEPTH, upstreamJsonProblem } from '../protocol/completion-shape.js';
 import { deeperThan } from '../protocol/json-depth.js';
@@ -24,9 +24,10 @@ import { anthropicErrorBody } from './front-doors/messages/errors.js';
  * A request node's HTTP parser refused before any route saw it (headers too large, a bad
  * Content-Length or chunk, a request not received in time) as the bytes of a whole response:
  * in the API's own shape rather than Fastify's `{"error":"Bad Request","message":"Client Error"}`.
- * No route exists yet, so the request line (when it was read) picks the shape.
+ * No route exists yet, so the request line (when it was read) picks the shape; a request whose
+ * headers were read and whose body was not received in time (408) is picked by its URL (`url`).
  */
-export function clientErrorResponse(err: { code?: string; rawPacket?: unknown }): string {
+export function clientErrorResponse(err: { code?: string; rawPacket?: unknown }, url?: string): string {
   const [status, message] =
     err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
       ? [408, 'The request was not received in time.']
@@ -36,7 +37,8 @@ export function clientErrorResponse(err: { code?: string; rawPacket?: unknown })
   const tpErr = new ToolproofError('TP_ERR_INVALID_FIELD', { status, message, cause: err });
   // node hands the bytes it had read as a Buffer (typed otherwise in Fastify's declarations).
   const line = Buffer.isBuffer(err.rawPacket) ? err.rawPacket.subarray(0, 256).toString('latin1') : '';
-  const anthropic = /^[A-Z]+ \/v1\/messages(?:[/?\s])/.test(line);
+  const anthropic =
+    /^[A-Z]+ \/v1\/messages(?:[/?\s])/.test(line) || /^\/v1\/messages(?:[/?]|$)/.test(url ?? '');
   const body = JSON.stringify(anthropic ? anthropicErrorBody(tpErr) : openAIErrorBody(tpErr));
   return (
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
@@ -70,11 +72,28 @@ export function frameworkErrorHandler(
     .send(anthropic ? anthropicErrorBody(tpErr) : openAIErrorBody(tpErr));
 }
 
+/** The request a connection is receiving, once its headers were read (`noteReceiving`). */
+const RECEIVING = Symbol('toolproof.receiving');
+type Receiving = { [RECEIVING]?: IncomingMessage };
+
+/**
+ * Marks `req` as the request its connection is receiving: a body that is not received in time is
+ * node's clientError (408), which carries no request line (it was parsed long before), and
+ * answered a Messages client (a body sent a byte a second) in OpenAI's shape.
+ */
+export function noteReceiving(req: IncomingMessage): void {
+  (req.socket as Receiving)[RECEIVING] = req;
+}
+
 /** Fastify's clientErrorHandler: the answer above, then the connection is closed (as node does). */
 export function handleClientError(err: Error & { code?: string; rawPacket?: unknown }, socket: Duplex): void {
   // A reset connection has nobody left to answer.
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  if (socket.writable) socket.write(clientErrorResponse(err));
+  // Only while its body is still coming: a later request's headers on a kept-alive connection
+  // are not that request's.
+  const req = (socket as Receiving)[RECEIVING];
+  const url = req && !req.complete ? req.url : undefined;
+  if (socket.writable) socket.write(clientErrorResponse(err, url));
   socket.destroy(err);
 }
 

@@ -7,6 +7,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { CaptureRing } from './ring.js';
 import { answer, type CaptureOp } from './query.js';
+import { RelayBudget } from './relay-budget.js';
 
 const ASK_TIMEOUT_MS = 3_000;
 /**
@@ -19,11 +20,15 @@ const ASK_TIMEOUT_MS = 3_000;
  * between them), and the primary relays on average at most RELAY_CHARS_PER_S past a burst of
  * RELAY_BURST_CHARS, MAX_GATHERS questions at a time: a question past either is answered `busy`
  * (the route's 429) without asking the workers. One view of two full rings' session passes.
+ * Per reader (capture/relay-budget.ts): each key that reads has its own burst and an even share
+ * of the rate, one question at a time, so one key's loop of reads never refuses another's; all
+ * readers together owe at most RELAY_TOTAL_BURST_CHARS.
  */
 const PIECE_CHARS = 256 * 1024;
 const RELAY_CHARS_PER_S = 4 * 1024 * 1024;
 const RELAY_BURST_CHARS = 16 * 1024 * 1024;
-const MAX_GATHERS = 2;
+const RELAY_TOTAL_BURST_CHARS = 32 * 1024 * 1024;
+const MAX_GATHERS = 4;
 const WORKER_MARK = 'TOOLPROOF_CLUSTER_WORKER';
 export const WORKER_ID = cluster.isWorker ? (cluster.worker?.id ?? 0) : 0;
 
@@ -31,6 +36,8 @@ interface Ask {
   tp: 'capture:ask';
   id: number;
   op: CaptureOp;
+  /** Who asks (the key's name, '' without keys): the relay's budget is per reader. */
+  reader: string;
 }
 /** A piece of one worker's answer, relayed to the asker as it arrives. */
 interface Piece {
@@ -76,8 +83,8 @@ export interface GroupAnswer {
   busy?: number;
 }
 
-/** Asks every worker of the group (or only this process outside a cluster). */
-export type AskGroup = (op: CaptureOp) => Promise<GroupAnswer>;
+/** Asks every worker of the group (or only this process outside a cluster), for `reader`. */
+export type AskGroup = (op: CaptureOp, reader: string) => Promise<GroupAnswer>;
 
 /**
  * In a worker: answers the primary's collections from this worker's ring and returns the asking
@@ -110,7 +117,7 @@ export function joinCaptureGroup(ring: CaptureRing | undefined): AskGroup {
       waiting.delete(message.id);
     }
   });
-  return (op) =>
+  return (op, reader) =>
     new Promise((resolve) => {
       const id = nextId++;
       const timer = setTimeout(() => {
@@ -130,36 +137,37 @@ export function joinCaptureGroup(ring: CaptureRing | undefined): AskGroup {
             });
         },
       });
-      process.send?.({ tp: 'capture:ask', id, op } satisfies Ask);
+      process.send?.({ tp: 'capture:ask', id, op, reader } satisfies Ask);
     });
 }
 
 /** In the primary: relays a worker's question to every listening worker and their answers back. */
 export function serveGroupCapture(listening: () => Set<number>): void {
   let nextId = 0;
-  const gathers = new Map<number, { waiting: Set<number>; done: number[]; asker: Worker; askId: number }>();
-  // The characters relayed and not yet paid back at RELAY_CHARS_PER_S.
-  let owed = 0;
-  let owedAt = Date.now();
-  const owing = () => {
-    const now = Date.now();
-    owed = Math.max(0, owed - ((now - owedAt) / 1000) * RELAY_CHARS_PER_S);
-    owedAt = now;
-    return owed;
-  };
+  const gathers = new Map<
+    number,
+    { waiting: Set<number>; done: number[]; asker: Worker; askId: number; reader: string }
+  >();
+  const budget = new RelayBudget({
+    ratePerS: RELAY_CHARS_PER_S,
+    burst: RELAY_BURST_CHARS,
+    totalBurst: RELAY_TOTAL_BURST_CHARS,
+    maxGathers: MAX_GATHERS,
+  });
   const settle = (id: number, force = false) => {
     const g = gathers.get(id);
     if (!g || (g.waiting.size > 0 && !force)) return;
     gathers.delete(id);
+    budget.done(g.reader);
     if (g.asker.isConnected())
       g.asker.send({ tp: 'capture:answer', id: g.askId, done: g.done } satisfies Answer);
   };
   cluster.on('message', (worker, message: unknown) => {
     if (!isMessage(message)) return;
     if (message.tp === 'capture:ask') {
-      const over = owing() - RELAY_BURST_CHARS;
-      if (over > 0 || gathers.size >= MAX_GATHERS) {
-        const busy = Math.max(1, Math.ceil(over / RELAY_CHARS_PER_S));
+      const reader = typeof message.reader === 'string' ? message.reader.slice(0, 256) : '';
+      const busy = budget.admit(reader);
+      if (busy > 0) {
         worker.send({ tp: 'capture:answer', id: message.id, done: [], busy } satisfies Answer);
         return;
       }
@@ -172,6 +180,7 @@ export function serveGroupCapture(listening: () => Set<number>): void {
         done: [],
         asker: worker,
         askId: message.id,
+        reader,
       });
       // A worker that never answers leaves the others' answers standing.
       setTimeout(() => settle(id, true), ASK_TIMEOUT_MS - 500).unref();
@@ -180,8 +189,7 @@ export function serveGroupCapture(listening: () => Set<number>): void {
     } else if (message.tp === 'capture:collected') {
       const g = gathers.get(message.id);
       if (!g?.waiting.has(worker.id)) return;
-      owing();
-      owed += message.text.length;
+      budget.relayed(g.reader, message.text.length);
       if (g.asker.isConnected())
         g.asker.send({
           tp: 'capture:piece',

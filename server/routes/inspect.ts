@@ -11,7 +11,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ToolproofError } from '../../protocol/errors.js';
 import type { AppState } from '../app-state.js';
 import { type AskGroup, joinCaptureGroup } from '../capture/cluster.js';
-import { type RequestView, type SessionRecord, type SessionSummary, turnsOf } from '../capture/query.js';
+import {
+  type CaptureOp,
+  type RequestView,
+  type SessionRecord,
+  type SessionSummary,
+  turnsOf,
+} from '../capture/query.js';
 import type { CapturePage, Outcome } from '../capture/ring.js';
 import { errorHandler } from '../error-handler.js';
 import { openAIErrorBody } from '../front-doors/chat/errors.js';
@@ -110,8 +116,9 @@ function ownerOf(request: FastifyRequest): string | undefined {
 export function registerInspectRoutes(app: FastifyInstance, state: AppState): void {
   const group: AskGroup = joinCaptureGroup(state.capture);
   // Refused by the cluster's primary for its relay budget (capture/cluster.ts): a 429 to retry.
-  const ask: AskGroup = async (op) => {
-    const got = await group(op);
+  const ask = async (op: CaptureOp, request: FastifyRequest) => {
+    // The relay's budget is per reader: one key's loop of reads refuses only its own.
+    const got = await group(op, request.tpKey?.name ?? '');
     if (got.busy !== undefined)
       throw new ToolproofError('TP_ERR_RATE_LIMITED', {
         detail: { kind: 'retry-later', retryAfter: String(got.busy) },
@@ -134,7 +141,7 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
     request: FastifyRequest,
   ): Promise<RequestView & { diffBase: DiffBase }> => {
     const owner = ownerOf(request);
-    const got = await ask({ op: 'get', id, ...(owner === undefined ? {} : { owner }) });
+    const got = await ask({ op: 'get', id, ...(owner === undefined ? {} : { owner }) }, request);
     const view = (got.parts as Array<RequestView | null>).find((p) => p !== null);
     if (!view)
       throw new ToolproofError('TP_ERR_NOT_FOUND', {
@@ -237,7 +244,7 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
         const limit = q.limit === undefined ? 200 : Number(q.limit);
         const before = q.before === undefined ? undefined : Number(q.before);
         const query = { ...q, limit, before, owner: ownerOf(request) };
-        const got = await ask({ op: 'list', query });
+        const got = await ask({ op: 'list', query }, request);
         const parts = got.parts as CapturePage[];
         const all = parts.flatMap((p) => p.requests).sort((a, b) => b.at - a.at);
         // As each worker's page: never cut inside a millisecond, so `before` the last misses none.
@@ -296,7 +303,7 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
       },
       async (request) => {
         const owner = ownerOf(request);
-        const got = await ask({ op: 'sessions', ...(owner === undefined ? {} : { owner }) });
+        const got = await ask({ op: 'sessions', ...(owner === undefined ? {} : { owner }) }, request);
         const by = new Map<string, SessionSummary>();
         for (const s of (got.parts as SessionSummary[][]).flat()) {
           const e = by.get(s.session);
@@ -335,7 +342,7 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
       async (request) => {
         const { key } = request.query as { key: string };
         const owner = ownerOf(request);
-        const got = await ask({ op: 'session', key, ...(owner === undefined ? {} : { owner }) });
+        const got = await ask({ op: 'session', key, ...(owner === undefined ? {} : { owner }) }, request);
         return {
           session: key,
           workers: got.parts.length,

@@ -59,6 +59,33 @@ function withhold(bytes: string): Promise<{ text: string; ms: number }> {
   });
 }
 
+/** Sends `head`, then `body` one byte every 100 ms (the request timeout is 600 ms). */
+function trickle(head: string, body: Buffer): Promise<{ text: string; ms: number }> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const socket = connect(port, '127.0.0.1');
+    let text = '';
+    let at = 0;
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error('the server kept the slow request open'));
+    }, 8_000);
+    const drip = setInterval(() => {
+      if (at < body.length && !socket.destroyed) socket.write(body.subarray(at, ++at));
+    }, 100);
+    socket.on('data', (c) => {
+      text += c.toString('utf8');
+    });
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      clearInterval(drip);
+      resolve({ text, ms: Date.now() - started });
+    });
+    socket.write(head);
+  });
+}
+
 // The cases run at once, each on its own connections: one after another they waited out ~0.5 s of
 // timeouts each and the ~1.6 s stream (3.7 s in all).
 describe.concurrent('slow clients', () => {
@@ -67,6 +94,30 @@ describe.concurrent('slow clients', () => {
     const head = `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length + 1}\r\n\r\n`;
     const { text } = await withhold(head + body);
     expect(text).toMatch(/^HTTP\/1\.1 408/);
+  });
+
+  it("a body sent a byte at a time is cut with 408 in each door's error shape", async ({ expect }) => {
+    const body = Buffer.from(
+      JSON.stringify({ model: 'm', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }),
+    );
+    const head = (path: string, extra = '') =>
+      `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${extra}Content-Length: ${body.length}\r\n\r\n`;
+    const [chat, messages, responses, deflated] = await Promise.all([
+      trickle(head('/v1/chat/completions'), body),
+      trickle(head('/v1/messages'), body),
+      trickle(head('/v1/responses'), body),
+      // a deflate body is looked at before it is decoded (its first two bytes): the same bound
+      trickle(head('/v1/messages', 'Content-Encoding: deflate\r\n'), body),
+    ]);
+    for (const r of [chat, messages, responses, deflated]) expect(r.text).toMatch(/^HTTP\/1\.1 408/);
+    const json = (r: { text: string }) => JSON.parse(r.text.slice(r.text.indexOf('\r\n\r\n') + 4));
+    // Messages' own shape (it was OpenAI's: node's 408 carries no request line to pick it by)
+    for (const r of [messages, deflated])
+      expect(json(r)).toEqual({
+        type: 'error',
+        error: { type: 'invalid_request_error', message: 'The request was not received in time.' },
+      });
+    for (const r of [chat, responses]) expect(json(r).error.code).toBe('TP_ERR_INVALID_FIELD');
   });
 
   it('headers that never end are cut', async ({ expect }) => {

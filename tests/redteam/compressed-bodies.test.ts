@@ -8,10 +8,11 @@
  * A bomb is bounded by the body limit on the decoded bytes; what toolproof cannot decode (a chain
  * of codings, an unknown one) is a 415 that names it.
  */
-import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
+import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import * as zlib from 'node:zlib';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { proxyInFrontOf } from '../support/harness.js';
+import { proxyInFrontOf, rawRequest } from '../support/harness.js';
 
 const KEY = 'sk-only-m1-000000010';
 const OPEN = 'sk-all-models-000000010';
@@ -111,6 +112,84 @@ describe('a compressed request body', () => {
     const body = (await res.json()) as { type: string; error: { message: string } };
     expect(body.type).toBe('error');
     expect(pair.upstream.requests.length).toBe(before);
+  });
+
+  it('a bomb is cut at the limit: the rest is never decoded (no CPU after the 413)', async () => {
+    // 1,617 bytes of brotli that decode to 1 GiB of zeros (brotliCompress, quality 5), received
+    // whole before the first MiB is decoded. Fastify's reader stopped listening at the limit, but
+    // a decoder nobody listens to goes on flowing: the 413 came at once and the process then
+    // spent ~2.8 s of CPU decoding the other 1,023 MiB for nobody (a gzip bomb large enough to
+    // be cut mid-upload was stopped by the client's connection closing; this one is not).
+    const bomb = readFileSync(new URL('../fixtures/bombs/zeros-1gib.br', import.meta.url));
+    // The bytes every brotli decoder in this process puts out (the server is in this process).
+    const proto = zlib.BrotliDecompress.prototype as unknown as { push(chunk: Buffer | null): boolean };
+    const push = proto.push;
+    let decoded = 0;
+    proto.push = function (this: unknown, chunk: Buffer | null) {
+      if (chunk) decoded += chunk.length;
+      return push.call(this, chunk);
+    };
+    try {
+      const res = await post('/v1/chat/completions', bomb, 'br');
+      expect(res.status).toBe(413);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('TP_ERR_BODY_TOO_LARGE');
+      // A decoder left running goes on meanwhile (~50 MB in this time even on a loaded box).
+      await new Promise((r) => setTimeout(r, 300));
+      expect(decoded, `${decoded} bytes decoded`).toBeLessThanOrEqual(LIMIT + 64 * 1024);
+    } finally {
+      proto.push = push;
+    }
+  });
+
+  it('deflate: zlib-wrapped, or raw DEFLATE (no zlib header) as browsers and curl read it', async () => {
+    const before = pair.upstream.requests.length;
+    // Raw DEFLATE labelled deflate: some clients send it (RFC 9110 §8.4.1.2); it was a 400.
+    for (const [path, body] of [
+      ['/v1/chat/completions', chat],
+      ['/v1/responses', responses],
+      ['/v1/messages', messages],
+    ] as const) {
+      const res = await post(path, deflateRawSync(body), 'deflate');
+      expect(res.status, `${path}: ${await res.text()}`).toBe(200);
+    }
+    // a gzip body labelled deflate still reads (zlib's Unzip), and a raw one on the pass-through
+    expect((await post('/v1/chat/completions', gzipSync(chat), 'deflate')).status).toBe(200);
+    const relay = await post('/v1/rerank', deflateRawSync('{"model":"m1","query":"raw"}'), 'deflate');
+    expect(relay.status).toBe(200);
+    expect(pair.upstream.requests.at(-1)!.body.toString()).toBe('{"model":"m1","query":"raw"}');
+    expect(pair.upstream.requests.length).toBe(before + 5);
+    // Sent chunked a byte at a time (the first two bytes decide): the same.
+    const raw = deflateRawSync(chat);
+    const chunked = Buffer.concat([
+      Buffer.from(
+        `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer ${KEY}\r\n` +
+          'Content-Type: application/json\r\nContent-Encoding: deflate\r\nTransfer-Encoding: chunked\r\n\r\n',
+      ),
+      ...[...raw].map((b) => Buffer.concat([Buffer.from('1\r\n'), Buffer.from([b]), Buffer.from('\r\n')])),
+      Buffer.from('0\r\n\r\n'),
+    ]);
+    expect((await rawRequest(pair.proxy.port, chunked)).status).toBe(200);
+    // A corrupt one (a raw header, garbage after it) and a one-byte body: the 400 that says so.
+    for (const body of [Buffer.from([0x05, 0xff, 0xff, 0xff]), Buffer.from([0x78])]) {
+      const res = await post('/v1/chat/completions', body, 'deflate');
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { message: string } }).error.message).toContain(
+        'could not be decoded (Content-Encoding: deflate)',
+      );
+    }
+    // Content-Length counts the encoded bytes, the two looked at included.
+    const short = deflateRawSync(chat);
+    const lying = await rawRequest(
+      pair.proxy.port,
+      Buffer.concat([
+        Buffer.from(
+          `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer ${KEY}\r\n` +
+            `Content-Type: application/json\r\nContent-Encoding: deflate\r\nContent-Length: ${short.length}\r\n\r\n`,
+        ),
+        short,
+      ]),
+    );
+    expect(lying.status).toBe(200);
   });
 
   it('what toolproof cannot decode is a 415 naming it; a corrupt body a 400; nothing sent', async () => {

@@ -217,3 +217,45 @@ export function prng(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/**
+ * measureScaling for work that finishes later, off the event loop (a request body decoded in
+ * zlib's thread pool): CPU time of the whole process around the awaited run (cpuUsage counts
+ * every thread, the pool's included; a worker runs one file at a time, so nothing else is
+ * billed), the base grown to `targetMs` as there, then `runs` interleaved 1x/4x pairs, medians,
+ * three more pairs when the first look is over the budget. Time only: m1 and m4 are 0 (what
+ * such work keeps is its output, which the caller bounds: a body limit).
+ */
+export async function measureScalingAsync<I>(
+  make: (size: number) => I,
+  run: (input: I) => Promise<unknown>,
+  opts: { from: number; max: number; targetMs?: number; runs?: number; slackMs?: number },
+): Promise<Scaling> {
+  const timedAsync = async (input: I) => {
+    const c0 = process.cpuUsage();
+    await run(input);
+    const c = process.cpuUsage(c0);
+    return (c.user + c.system) / 1000;
+  };
+  const target = opts.targetMs ?? 8;
+  let base = opts.from;
+  let one = make(base);
+  await run(one); // warm up
+  while (base * 2 <= opts.max && (await timedAsync(one)) < target) {
+    base *= 2;
+    one = make(base);
+  }
+  const four = make(base * 4);
+  const t1: number[] = [];
+  const t4: number[] = [];
+  const look = async (pairs: number) => {
+    for (let k = 0; k < pairs; k++) {
+      t1.push(await timedAsync(one));
+      t4.push(await timedAsync(four));
+    }
+  };
+  const now = (): Scaling => ({ t1: median(t1), t4: median(t4), m1: 0, m4: 0, base });
+  await look(Math.max(1, opts.runs ?? 3));
+  if (!withinBudget(now(), opts.slackMs ?? 5).time) await look(4);
+  return now();
+}

@@ -1,0 +1,103 @@
+/**
+ * The x1 vs x4 budget of a compressed request body (server/content-encoding.ts), which the surface
+ * tables could not measure: its work is asynchronous, in zlib's thread pool
+ * (`measureScalingAsync`, tests/support/cost-scaling.ts: the process's CPU, every thread's).
+ * Each coding toolproof decodes, a JSON body of `size` lines compressed, decoded whole at 1x and
+ * 4x: linear. A bomb (`size` x 64 KiB of zeros) costs what the limit lets through at any size.
+ */
+import { Readable } from 'node:stream';
+import * as zlib from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { decodedBody } from '../../server/content-encoding.js';
+import { measureScalingAsync, prng, withinBudget } from '../support/cost-scaling.js';
+
+const LIMIT = 64 * 1024 * 1024;
+
+const bodies = new Map<number, string>();
+
+/**
+ * `size` JSON lines of words drawn from a fixed seed: compressible as a real body, not trivially
+ * (built once a size: each coding's row reads the same ones).
+ */
+function body(size: number): string {
+  const known = bodies.get(size);
+  if (known !== undefined) return known;
+  const next = prng(size);
+  const words = ['get_weather', 'city', 'Paris', '"arguments"', '{"type":"string"}', 'tool', 'user', '42'];
+  const lines: string[] = [];
+  for (let i = 0; i < size; i++) {
+    let line = '';
+    for (let w = 0; w < 12; w++)
+      line += `${words[Math.floor(next() * words.length)]}${Math.floor(next() * 1e6)} `;
+    lines.push(JSON.stringify({ role: 'user', content: line }));
+  }
+  const text = `{"messages":[${lines.join(',')}]}`;
+  bodies.set(size, text);
+  return text;
+}
+
+const zstdCompress = (zlib as unknown as { zstdCompressSync?: (b: string | Buffer) => Buffer })
+  .zstdCompressSync;
+
+const CODINGS: Array<[string, string, (b: string | Buffer) => Buffer]> = [
+  ['gzip', 'gzip', (b) => zlib.gzipSync(b)],
+  ['deflate (zlib)', 'deflate', (b) => zlib.deflateSync(b)],
+  ['deflate (raw)', 'deflate', (b) => zlib.deflateRawSync(b)],
+  ['br', 'br', (b) => zlib.brotliCompressSync(b, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } })],
+  ...(zstdCompress
+    ? [['zstd', 'zstd', zstdCompress] as [string, string, (b: string | Buffer) => Buffer]]
+    : []),
+];
+
+/** Decodes `encoded` as the preParsing hook does and reads it to its end (or its error). */
+async function decode(encoding: string, encoded: Buffer, limit = LIMIT): Promise<number> {
+  const headers = { 'content-encoding': encoding, 'content-length': String(encoded.length) };
+  const out = await decodedBody(headers, Readable.from([encoded]), limit);
+  if (!(out instanceof Readable)) throw out;
+  let n = 0;
+  try {
+    for await (const chunk of out) n += (chunk as Buffer).length;
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'TP_ERR_BODY_TOO_LARGE') throw err;
+  }
+  return n;
+}
+
+describe('a compressed request body costs about 4x at 4x its size', () => {
+  it('the async measure flags quadratic work', async () => {
+    const quadratic = async (n: number) => {
+      let h = 0;
+      for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) h = (h * 31 + j) | 0;
+      return h;
+    };
+    const s = await measureScalingAsync((n) => n, quadratic, { from: 64, max: 1024 });
+    expect(withinBudget(s, 5).time, JSON.stringify(s)).toBe(false);
+  }, 60_000);
+
+  it.each(CODINGS)(
+    '%s',
+    async (_name, encoding, pack) => {
+      const s = await measureScalingAsync(
+        (size) => pack(body(size)),
+        (encoded) => decode(encoding, encoded),
+        { from: 256, max: 1 << 15 },
+      );
+      expect(withinBudget(s, 5).time, JSON.stringify(s)).toBe(true);
+    },
+    60_000,
+  );
+
+  it('a bomb is cut at the limit whatever its size (1 MiB limit, 64 KiB of zeros a unit)', async () => {
+    const bomb = (size: number) => zlib.gzipSync(Buffer.alloc(size * 64 * 1024));
+    let out = 0;
+    const s = await measureScalingAsync(
+      bomb,
+      async (encoded) => {
+        out = await decode('gzip', encoded, 1024 * 1024);
+      },
+      { from: 32, max: 32, targetMs: 1 },
+    );
+    expect(out).toBeLessThanOrEqual(1024 * 1024);
+    expect(withinBudget(s, 5).time, JSON.stringify(s)).toBe(true);
+  }, 60_000);
+});

@@ -1,0 +1,179 @@
+/**
+ * The inspector's reads across workers (TOOLPROOF_WORKERS=2: the real process, two workers in
+ * front of the simulator) go through the cluster primary, which relays every worker's answer
+ * under a budget (capture/cluster.ts, capture/relay-budget.ts). Until redteam12 that budget was
+ * one for every reader: one key's script reading a large session in a loop kept it spent, and
+ * every other key's inspector answered 429 for as long as the loop ran. Each key now has its own
+ * share (its burst, an even share of the rate, one read at a time), the total still bounded.
+ * The same cluster takes compressed bodies, decoded in whichever worker gets them.
+ */
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { brotliCompressSync, deflateRawSync, gzipSync } from 'node:zlib';
+import { Client } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSimulator, type Simulator } from '../../simulator/index.js';
+import { type Proc, startWorkers } from '../support/toolproof-process.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'tp-reader-shares-'));
+const file = join(dir, 'toolproof.yaml');
+let sim: Simulator;
+let proc: Proc;
+let origin: string;
+
+beforeAll(async () => {
+  sim = await createSimulator({ personality: 'vllm' });
+  writeFileSync(
+    file,
+    `
+defaults:
+  forceToolUse: false
+models:
+  m:
+    upstream: ${sim.url}
+keys:
+  - { name: alice, key: sk-alice-0123456789 }
+  - { name: bob, key: sk-bob-0123456789 }
+`,
+  );
+  ({ proc, origin } = await startWorkers(file));
+}, 90_000);
+
+afterAll(async () => {
+  proc.child.kill('SIGTERM');
+  await proc.exited;
+  await sim.close();
+});
+
+/** One request of `key` on a connection of its own (the primary spreads them over the workers). */
+async function send(
+  key: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; text: string }> {
+  const client = new Client(origin);
+  try {
+    const res = await client.request({
+      method: method as 'GET',
+      path,
+      headers: {
+        authorization: `Bearer sk-${key}-0123456789`,
+        ...(body ? { 'content-type': 'application/json', 'x-session-id': 'shares' } : {}),
+      },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
+    return { status: res.statusCode, text: await res.body.text() };
+  } finally {
+    await client.close();
+  }
+}
+
+describe('compressed bodies with TOOLPROOF_WORKERS=2', () => {
+  it('each worker decodes gzip, br and raw deflate, and cuts a bomb at the limit', async () => {
+    const chat = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    const bomb = readFileSync(new URL('../fixtures/bombs/zeros-1gib.br', import.meta.url));
+    const cases: Array<[string, Buffer, number]> = [
+      ['gzip', gzipSync(chat), 200],
+      ['br', brotliCompressSync(chat), 200],
+      ['deflate', deflateRawSync(chat), 200],
+      ['br', bomb, 413],
+      ['gzip', gzipSync(chat), 200],
+      ['deflate', deflateRawSync(chat), 200],
+    ];
+    // on connections of their own: the primary spreads them over both workers
+    const got = await Promise.all(
+      cases.map(async ([encoding, body]) => {
+        const client = new Client(origin);
+        try {
+          const res = await client.request({
+            method: 'POST',
+            path: '/v1/chat/completions',
+            headers: {
+              authorization: 'Bearer sk-bob-0123456789',
+              'content-type': 'application/json',
+              'content-encoding': encoding,
+            },
+            body,
+          });
+          await res.body.dump();
+          return res.statusCode;
+        } finally {
+          await client.close();
+        }
+      }),
+    );
+    expect(got).toEqual(cases.map((c) => c[2]));
+  }, 60_000);
+});
+
+describe("the primary's relay budget, per reader", () => {
+  it("one key's loop of session reads is refused its own reads, never another key's", async () => {
+    // alice's session: 24 turns of ~120 KB, ~3M characters through the primary a read (a
+    // reader's burst is 16M past a 4M/s rate).
+    const big = 'z'.repeat(120_000);
+    for (let i = 0; i < 24; i += 4)
+      await Promise.all(
+        [0, 1, 2, 3].map(async (k) => {
+          const res = await send('alice', 'POST', '/v1/chat/completions', {
+            model: 'm',
+            messages: [{ role: 'user', content: `${big} ${i + k}` }],
+          });
+          expect(res.status).toBe(200);
+        }),
+      );
+    expect(
+      (
+        await send('bob', 'POST', '/v1/chat/completions', {
+          model: 'm',
+          messages: [{ role: 'user', content: 'hi' }],
+        })
+      ).status,
+    ).toBe(200);
+    // alice reads her session in a loop, without pause, until the test ends: past her first
+    // 429 she stays about at her burst (each read she gets in adds ~3M).
+    let refused: { status: number; text: string } | undefined;
+    let stop = false;
+    let firstRefusal!: () => void;
+    const over = new Promise<void>((r) => {
+      firstRefusal = r;
+    });
+    const loop = (async () => {
+      for (let n = 0; n < 200 && !stop; n++) {
+        const read = await send('alice', 'GET', '/inspect/api/session?key=h%3Ashares');
+        if (read.status === 429 && !refused) {
+          refused = read;
+          firstRefusal();
+        } else if (read.status === 429) await new Promise((r) => setTimeout(r, 50));
+        else if (read.status !== 200) throw new Error(`alice: ${read.status} ${read.text}`);
+      }
+    })();
+    try {
+      await Promise.race([over, loop]);
+      expect(refused, 'alice was never refused').toBeDefined();
+      expect(JSON.parse(refused!.text).error.message).toMatch(/cluster primary's budget.*try again in \d+s/);
+      // Meanwhile bob's reads pass, every one (with one budget for all they were refused as long
+      // as alice's loop kept it spent).
+      const bob: number[] = [];
+      for (let k = 0; k < 6; k++) {
+        const read = await send(
+          'bob',
+          'GET',
+          k % 2 ? '/inspect/api/sessions' : '/inspect/api/requests?limit=50',
+        );
+        bob.push(read.status);
+        // bob sees his own requests only (at most 7), never alice's 24
+        if (k === 0 && read.status === 200) {
+          const n = (JSON.parse(read.text) as { requests: unknown[] }).requests.length;
+          expect(n).toBeGreaterThan(0);
+          expect(n).toBeLessThanOrEqual(7);
+        }
+      }
+      expect(bob).toEqual([200, 200, 200, 200, 200, 200]);
+    } finally {
+      stop = true;
+      await loop;
+    }
+  }, 120_000);
+});
