@@ -198,6 +198,35 @@ function serveGroupMetrics(listening: () => Set<number>) {
       settle(id);
     });
 
+  // Scrapes share gathers: one in flight at a time, and every scrape that asks meanwhile joins
+  // the next, which starts when it ends (so each answer is still collected after its scrape
+  // asked). /metrics is open without a key: each scrape was a gather of its own, every worker's
+  // registry as JSON held and aggregated here, so N scrapes at once held N gathers in the
+  // primary's memory and loop (the loop where the cluster accepts every connection); now two.
+  let running: Promise<string> | undefined;
+  let next: Promise<string> | undefined;
+  const shared = (): Promise<string> => {
+    if (running === undefined) {
+      const mine = gather();
+      running = mine;
+      const clear = () => {
+        if (running === mine) running = undefined;
+      };
+      mine.then(clear, clear);
+      return mine;
+    }
+    next ??= running
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .then(() => {
+        next = undefined;
+        return shared();
+      });
+    return next;
+  };
+
   cluster.on('message', (worker, message: unknown) => {
     if (!isMessage(message)) return;
     if (message.tp === 'metrics:collected') {
@@ -212,7 +241,7 @@ function serveGroupMetrics(listening: () => Set<number>) {
       g.waiting.delete(worker.id);
       settle(message.id);
     } else if (message.tp === 'metrics:ask') {
-      gather().then(
+      shared().then(
         (text) => send(worker, { tp: 'metrics:answer', id: message.id, text }),
         (err: Error) => send(worker, { tp: 'metrics:answer', id: message.id, error: err.message }),
       );

@@ -46,6 +46,28 @@ const requests = (path: string): Array<[string, string, number]> => [
     `POST ${path} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n`,
     400,
   ],
+  // Request smuggling's framings (redteam12): node refuses each; a proxy that took one of them
+  // and forwarded the other reading would desynchronize its upstream connection.
+  [
+    'two Content-Lengths that differ',
+    `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\nContent-Length: ${body.length + 1}\r\n\r\n${body}`,
+    400,
+  ],
+  [
+    'Transfer-Encoding with a Content-Length',
+    `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
+    400,
+  ],
+  [
+    'a folded header line (obs-fold)',
+    `POST ${path} HTTP/1.1\r\nHost: x\r\nX-A: a\r\n b\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    400,
+  ],
+  [
+    'a 70 kB cookie',
+    `POST ${path} HTTP/1.1\r\nHost: x\r\nCookie: ${'c'.repeat(70_000)}\r\nContent-Length: 2\r\n\r\n{}`,
+    431,
+  ],
   // Not node's parser: the router, which answered in Fastify's shape ({"code":"FST_ERR_BAD_URL"}).
   [
     'a percent-escape that does not decode',
