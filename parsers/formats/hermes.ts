@@ -16,7 +16,7 @@ import type { MatchInput, MatchResult } from '../engine/family.js';
 import type { ParseContext, ParsedCall } from '../types.js';
 import { isNameSlip, slipGate } from '../kit/close-slip.js';
 import { callsFromJson, defaultToCall } from '../kit/long-tail.js';
-import { callsFromJsonBody, finishMatch, peekNonWs } from '../kit/envelope.js';
+import { absorbRepeatedClose, callsFromJsonBody, finishMatch, peekNonWs } from '../kit/envelope.js';
 import { readName, scanJsonValue, skipWs } from '../kit/json-scan.js';
 import { decodeObject, gated } from '../kit/improvised-call.js';
 import { coerceParamValue, paramSchema } from '../kit/schema-values.js';
@@ -207,100 +207,106 @@ export const hermes = defineFamily({
   priority: 20,
   backend: { vllm: 'hermes', llamacpp: 'Hermes 2 Pro', sglang: 'qwen25' },
   match(input): MatchResult {
-    const { text, start, marker, final, find, ctx } = input;
-    if (marker === CALLING) return matchCallingTool(input);
-    const bodyStart = start + marker.length;
-    const j = peekNonWs(text, bodyStart, final);
-    if (j === 'need-more') return 'need-more';
-    if (j === 'end') {
-      if (marker === CLOSE) return null;
-      return { end: text.length, calls: [], error: 'empty envelope', truncated: true };
+    const m = matchTag(input);
+    // `…</tool_call></tool_call>`: the repeat goes with a call read (repair doubled-close-tag)
+    return input.marker === OPEN ? absorbRepeatedClose(m, input.text, input.final, CLOSE) : m;
+  },
+});
+
+function matchTag(input: MatchInput): MatchResult {
+  const { text, start, marker, final, find, ctx } = input;
+  if (marker === CALLING) return matchCallingTool(input);
+  const bodyStart = start + marker.length;
+  const j = peekNonWs(text, bodyStart, final);
+  if (j === 'need-more') return 'need-more';
+  if (j === 'end') {
+    if (marker === CLOSE) return null;
+    return { end: text.length, calls: [], error: 'empty envelope', truncated: true };
+  }
+  const c = text[j];
+  if (marker === CLOSE && c !== '{') return null;
+  if (c === '<' && marker === OPEN && text.startsWith(FN_OPEN, j)) return matchFunctionTag(input, j);
+  if (c === '<' && marker === OPEN && FN_OPEN.startsWith(text.slice(j)) && !final) return 'need-more';
+  if (c !== '{' && c !== '`') return matchNamed(input, j);
+  if (c === '`') {
+    const close = find(CLOSE, j);
+    if (close < 0) {
+      if (!final) return 'need-more';
+      return finishMatch(readJson(text.slice(j), true, ctx), text.length, true);
     }
-    const c = text[j];
-    if (marker === CLOSE && c !== '{') return null;
-    if (c === '<' && marker === OPEN && text.startsWith(FN_OPEN, j)) return matchFunctionTag(input, j);
-    if (c === '<' && marker === OPEN && FN_OPEN.startsWith(text.slice(j)) && !final) return 'need-more';
-    if (c !== '{' && c !== '`') return matchNamed(input, j);
-    if (c === '`') {
-      const close = find(CLOSE, j);
+    return finishMatch(readJson(text.slice(j, close), false, ctx), close + CLOSE.length, false);
+  }
+  if (c !== '{') return null;
+  const scan = scanJsonValue(text, j, { stopAt: [CLOSE, OPEN] });
+  if (scan && scan.end > 0) {
+    const k = skipWs(text, scan.end);
+    if (text.startsWith(CLOSE, k)) {
+      return finishMatch(readJson(text.slice(j, scan.end), false, ctx), k + CLOSE.length, false);
+    }
+    if (k >= text.length || CLOSE.startsWith(text.slice(k))) {
+      if (!final) return 'need-more';
+      return finishMatch(readJson(text.slice(j, scan.end), false, ctx), text.length, true);
+    }
+    // `{…}, {…}` inside one block: several calls, read up to the closing tag (all or nothing)
+    if (text[k] === ',') {
+      const close = find(CLOSE, k);
       if (close < 0) {
         if (!final) return 'need-more';
-        return finishMatch(readJson(text.slice(j), true, ctx), text.length, true);
+        return finishMatch(callsFromJson(text.slice(j), defaultToCall, true), text.length, true);
       }
-      return finishMatch(readJson(text.slice(j, close), false, ctx), close + CLOSE.length, false);
+      return finishMatch(
+        callsFromJson(text.slice(j, close), defaultToCall, false),
+        close + CLOSE.length,
+        false,
+      );
     }
-    if (c !== '{') return null;
-    const scan = scanJsonValue(text, j, { stopAt: [CLOSE, OPEN] });
-    if (scan && scan.end > 0) {
-      const k = skipWs(text, scan.end);
-      if (text.startsWith(CLOSE, k)) {
-        return finishMatch(readJson(text.slice(j, scan.end), false, ctx), k + CLOSE.length, false);
-      }
-      if (k >= text.length || CLOSE.startsWith(text.slice(k))) {
+    // `{…}\n{…}` inside one block: several calls without commas (Qwen2.5 1.5B-7B writes its
+    // parallel calls so), read up to the closing tag, all or nothing; a block cut off by the
+    // end of output too. Another `<tool_call>` before the closing tag: each object is its own.
+    if (text[k] === '{') {
+      const close = find(CLOSE, k);
+      const reopen = find(OPEN, k);
+      if (close < 0 && reopen < 0) {
         if (!final) return 'need-more';
-        return finishMatch(readJson(text.slice(j, scan.end), false, ctx), text.length, true);
+        // not all objects to the end: the first call ends at its object, as below
+        const all = callsFromJson(text.slice(j), defaultToCall, true);
+        if ('calls' in all) return finishMatch(all, text.length, true);
       }
-      // `{…}, {…}` inside one block: several calls, read up to the closing tag (all or nothing)
-      if (text[k] === ',') {
-        const close = find(CLOSE, k);
-        if (close < 0) {
-          if (!final) return 'need-more';
-          return finishMatch(callsFromJson(text.slice(j), defaultToCall, true), text.length, true);
-        }
+      if (close >= 0 && (reopen < 0 || close < reopen)) {
         return finishMatch(
           callsFromJson(text.slice(j, close), defaultToCall, false),
           close + CLOSE.length,
           false,
         );
       }
-      // `{…}\n{…}` inside one block: several calls without commas (Qwen2.5 1.5B-7B writes its
-      // parallel calls so), read up to the closing tag, all or nothing; a block cut off by the
-      // end of output too. Another `<tool_call>` before the closing tag: each object is its own.
-      if (text[k] === '{') {
-        const close = find(CLOSE, k);
-        const reopen = find(OPEN, k);
-        if (close < 0 && reopen < 0) {
-          if (!final) return 'need-more';
-          // not all objects to the end: the first call ends at its object, as below
-          const all = callsFromJson(text.slice(j), defaultToCall, true);
-          if ('calls' in all) return finishMatch(all, text.length, true);
-        }
-        if (close >= 0 && (reopen < 0 || close < reopen)) {
-          return finishMatch(
-            callsFromJson(text.slice(j, close), defaultToCall, false),
-            close + CLOSE.length,
-            false,
-          );
-        }
-      }
-      // a closing tag mistyped (`</tool_calls>`, `</ tool_call>`, `</function>`) or the
-      // opening tag written again where the closing one belongs, at the end of output
-      const slip = closeSlip(text, k, final);
-      if (slip === 'need-more') return 'need-more';
-      if (slip > 0) {
-        const r = readJson(text.slice(j, scan.end), false, ctx);
-        // a tag one edit from the closing one (not a known slip) only for calls that fit
-        const known = SLIPS.has(foldTag(text.slice(k + 2, slip - 1))) || text.startsWith(OPEN, k);
-        if ('calls' in r && (known || slipGate(r.calls, ctx))) {
-          for (const call of r.calls) call.repairs = [...(call.repairs ?? []), 'mismatched-close-tag'];
-          return finishMatch(r, slip, false);
-        }
-        if (known) return finishMatch(r, slip, false);
-      }
-      // JSON complete but no closing tag (another call or prose follows): the call ends here
+    }
+    // a closing tag mistyped (`</tool_calls>`, `</ tool_call>`, `</function>`) or the
+    // opening tag written again where the closing one belongs, at the end of output
+    const slip = closeSlip(text, k, final);
+    if (slip === 'need-more') return 'need-more';
+    if (slip > 0) {
       const r = readJson(text.slice(j, scan.end), false, ctx);
-      if ('calls' in r)
-        for (const call of r.calls) call.repairs = [...(call.repairs ?? []), 'missing-close-tag'];
-      return finishMatch(r, scan.end, false);
+      // a tag one edit from the closing one (not a known slip) only for calls that fit
+      const known = SLIPS.has(foldTag(text.slice(k + 2, slip - 1))) || text.startsWith(OPEN, k);
+      if ('calls' in r && (known || slipGate(r.calls, ctx))) {
+        for (const call of r.calls) call.repairs = [...(call.repairs ?? []), 'mismatched-close-tag'];
+        return finishMatch(r, slip, false);
+      }
+      if (known) return finishMatch(r, slip, false);
     }
-    if (scan?.stoppedAt !== undefined) {
-      const at = scan.stoppedAt;
-      // the closing tag came before the JSON closed: a missing brace, repaired only right before the tag
-      if (text.startsWith(CLOSE, at))
-        return finishMatch(readJson(text.slice(j, at), true, ctx), at + CLOSE.length, false);
-      return { end: at, calls: [], error: 'unterminated JSON before the next tool call' };
-    }
-    if (!final) return 'need-more';
-    return finishMatch(readJson(text.slice(j), true, ctx), text.length, true);
-  },
-});
+    // JSON complete but no closing tag (another call or prose follows): the call ends here
+    const r = readJson(text.slice(j, scan.end), false, ctx);
+    if ('calls' in r)
+      for (const call of r.calls) call.repairs = [...(call.repairs ?? []), 'missing-close-tag'];
+    return finishMatch(r, scan.end, false);
+  }
+  if (scan?.stoppedAt !== undefined) {
+    const at = scan.stoppedAt;
+    // the closing tag came before the JSON closed: a missing brace, repaired only right before the tag
+    if (text.startsWith(CLOSE, at))
+      return finishMatch(readJson(text.slice(j, at), true, ctx), at + CLOSE.length, false);
+    return { end: at, calls: [], error: 'unterminated JSON before the next tool call' };
+  }
+  if (!final) return 'need-more';
+  return finishMatch(readJson(text.slice(j), true, ctx), text.length, true);
+}

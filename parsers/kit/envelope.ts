@@ -128,8 +128,37 @@ export function delimitedEnvelope(o: DelimitedOptions): (input: MatchInput) => M
       if (text.startsWith(o.trailer, j)) end = j + o.trailer.length;
       else if (!final && o.trailer.startsWith(text.slice(j))) return 'need-more';
     }
-    return finishMatch(o.parseBody(text.slice(bodyStart, endAt), ctx, { truncated: false }), end, false);
+    const m = finishMatch(o.parseBody(text.slice(bodyStart, endAt), ctx, { truncated: false }), end, false);
+    return o.trailer ? m : absorbRepeatedClose(m, text, final, o.end);
   };
+}
+
+/**
+ * Near miss (recall11, repair `doubled-close-tag`): a complete envelope read as calls whose closing
+ * tag the model wrote twice, the repeat right after it (`…</tool_call></tool_call>`;
+ * warpfront/hipfire#750 saw Qwen repeat its closer after a complete call). The repeat is part of the
+ * envelope: removed with it when its calls are taken, kept byte for byte when they are not.
+ * Undecided ('need-more') only while the text after the envelope is a proper prefix of the tag, so
+ * a stream holds back at most the tag's length; one startsWith, linear.
+ */
+export function absorbRepeatedClose(
+  m: MatchResult,
+  text: string,
+  final: boolean,
+  close: string,
+): MatchResult {
+  if (m === null || m === 'need-more' || m.error !== undefined || m.truncated || m.calls.length === 0)
+    return m;
+  const e = m.end;
+  if (e < close.length || !text.startsWith(close, e - close.length)) return m;
+  if (text.startsWith(close, e))
+    return {
+      ...m,
+      end: e + close.length,
+      calls: m.calls.map((c) => ({ ...c, repairs: [...(c.repairs ?? []), 'doubled-close-tag'] })),
+    };
+  if (!final && text.length - e < close.length && close.startsWith(text.slice(e))) return 'need-more';
+  return m;
 }
 
 /** What reads an envelope's body: its calls, or why it is not readable. */

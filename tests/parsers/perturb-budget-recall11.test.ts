@@ -62,6 +62,22 @@ describe('recall11 readings (DSML): output length x1 vs x4', () => {
   }, 120_000);
 });
 
+describe('recall11 readings (a closing tag written twice): output length x1 vs x4', () => {
+  it('many calls each closed twice, many cut repeats, one long value', () => {
+    const call = (v: string) => `<tool_call>{"name": "read_file", "arguments": {"path": "${v}"}}</tool_call>`;
+    budget(
+      'doubled closing tag',
+      (size, rnd) =>
+        rnd() < 0.34
+          ? `${call('a'.repeat(size))}</tool_call>`
+          : soup(rnd, size, [`${call('a')}</tool_call>`, `${call('b')}</tool_cal`, '</tool_call>', ' '], 0.3),
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      11_004,
+    );
+  }, 120_000);
+});
+
 describe('recall11 readings (Mistral): output length x1 vs x4', () => {
   it('call objects without brackets: one long value, many objects, a long blank tail, many that break', () => {
     const obj = (v: string) => `{"name": "read_file", "arguments": {"path": "${v}"}}`;

@@ -145,6 +145,35 @@ describe('Mistral call objects without the list brackets (repair unbracketed-lis
   });
 });
 
+describe('a closing tag written twice right after a complete call (repair doubled-close-tag)', () => {
+  const hermes = (name: string, args: string) =>
+    `<tool_call>\n{"name": "${name}", "arguments": ${args}}\n</tool_call>`;
+  const glm = '<tool_call>read_file\n<arg_key>path</arg_key>\n<arg_value>a</arg_value>\n</tool_call>';
+
+  it('removes the repeat with the call (Hermes, GLM), the text after it content', () => {
+    expect(read(`${hermes('read_file', '{"path": "a"}')}</tool_call>\nDone.`)).toEqual({
+      calls: [['read_file', { path: 'a' }, ['doubled-close-tag']]],
+      content: 'Done.',
+    });
+    expect(read(`${glm}</tool_call>`)).toEqual({
+      calls: [['read_file', { path: 'a' }, ['doubled-close-tag']]],
+      content: null,
+    });
+  });
+
+  it('takes one repeat only; a third closer, a cut one or one after a blank stays content', () => {
+    const one = hermes('read_file', '{"path": "a"}');
+    expect(read(`${one}</tool_call></tool_call>`).content).toBe('</tool_call>');
+    expect(read(`${one}</tool_cal`).content).toBe('</tool_cal');
+    expect(read(`${one}\n</tool_call>`).content).toBe('</tool_call>');
+  });
+
+  it('an envelope not read keeps both closers byte for byte', () => {
+    stays(`${hermes('delete_files', '{"path": "a"}')}</tool_call>`);
+    stays(`${glm.replace('read_file', 'delete_files')}</tool_call>`);
+  });
+});
+
 describe('gpt-oss: a call header written twice', () => {
   it('the empty message the second header follows is no call with {}', () => {
     const h = '<|start|>assistant<|channel|>commentary to=functions.read_file <|constrain|>json<|message|>';
