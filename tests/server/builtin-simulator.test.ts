@@ -3,22 +3,39 @@
  * cached prompt tokens (vLLM with --enable-prompt-tokens-details), so a conversation's second turn
  * shows its cached share in the usage, the inspector's session view and the metrics. Without it
  * every cached ratio on the demo read "–".
+ *
+ * One process for both tests (a start is ~1.3 s of CPU): the metric label's case needs a fresh
+ * process's first request, so that request is sent, and /metrics read, as soon as the process
+ * listens, before any test; its test asserts what was read then, whichever test runs first.
  */
-import { afterEach, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freePort, type Proc, startToolproof } from '../support/toolproof-process.js';
 
-let proc: Proc | undefined;
-afterEach(async () => {
-  proc?.child.kill('SIGTERM');
-  await proc?.exited;
-  proc = undefined;
-});
+let proc: Proc;
+let origin: string;
+/** The first request's status and /metrics right after it (the fresh process's first request). */
+let first: { status: number; metrics: string };
 
-it('the built-in simulator reports cached prompt tokens, and the session view reads a cached ratio', async () => {
+beforeAll(async () => {
   const port = await freePort();
   proc = startToolproof({ TOOLPROOF_PORT: String(port), TOOLPROOF_LOG_LEVEL: 'info' });
   await proc.waitFor((l) => typeof l.msg === 'string' && l.msg.startsWith('Server listening'), 60_000);
-  const origin = `http://127.0.0.1:${port}`;
+  origin = `http://127.0.0.1:${port}`;
+  const res = await fetch(`${origin}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'simulated-model', messages: [{ role: 'user', content: 'Say hello.' }] }),
+  });
+  await res.text();
+  first = { status: res.status, metrics: await (await fetch(`${origin}/metrics`)).text() };
+}, 90_000);
+
+afterAll(async () => {
+  proc?.child.kill('SIGTERM');
+  await proc?.exited;
+});
+
+it('the built-in simulator reports cached prompt tokens, and the session view reads a cached ratio', async () => {
   const ask = async (messages: unknown[]) => {
     const res = await fetch(`${origin}/v1/chat/completions`, {
       method: 'POST',
@@ -44,6 +61,7 @@ it('the built-in simulator reports cached prompt tokens, and the session view re
   ]);
   expect(two.usage.prompt_tokens_details!.cached_tokens).toBeGreaterThan(two.usage.prompt_tokens / 2);
 
+  // the newest first: this conversation's second turn
   const list = (await (await fetch(`${origin}/inspect/api/requests`)).json()) as {
     requests: Array<{ session: string }>;
   };
@@ -55,23 +73,12 @@ it('the built-in simulator reports cached prompt tokens, and the session view re
   expect(session.turns[1]!.cachedRatio).toBeGreaterThan(0.5);
 }, 90_000);
 
-it('a model the upstream lists keeps its own metric label from its first request on', async () => {
+it('a model the upstream lists keeps its own metric label from its first request on', () => {
   // The list was read only when /ready or /v1/models asked: a fresh process's first request
-  // with the served name counted under model="other" for good.
-  const port = await freePort();
-  proc = startToolproof({ TOOLPROOF_PORT: String(port), TOOLPROOF_LOG_LEVEL: 'info' });
-  await proc.waitFor((l) => typeof l.msg === 'string' && l.msg.startsWith('Server listening'), 60_000);
-  const origin = `http://127.0.0.1:${port}`;
-  const res = await fetch(`${origin}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'simulated-model', messages: [{ role: 'user', content: 'Say hello.' }] }),
-  });
-  expect(res.status).toBe(200);
-  await res.text();
-  const metrics = await (await fetch(`${origin}/metrics`)).text();
-  expect(metrics).toMatch(
+  // with the served name counted under model="other" for good. That request is beforeAll's.
+  expect(first.status).toBe(200);
+  expect(first.metrics).toMatch(
     /toolproof_requests_total\{model="simulated-model",route="chat\/completions",status="200"/,
   );
-  expect(metrics).not.toMatch(/toolproof_requests_total\{model="other"/);
-}, 90_000);
+  expect(first.metrics).not.toMatch(/toolproof_requests_total\{model="other"/);
+});
