@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { GRACE_MS, parseStat } from '../../cli/launch/agent-process.js';
 import { candidateKeys, isLocal, launchCommand, PLACEHOLDER_KEY } from '../../cli/launch/command.js';
 import { readModels } from '../../cli/launch/models.js';
 import { buildPlan } from '../../cli/launch/plan.js';
@@ -471,6 +472,84 @@ describe('a launcher that is gone', () => {
     process.kill(launcher.pid!, 'SIGKILL');
     await expect.poll(health, { timeout: 15_000, interval: 250 }).toBe('down');
   }, 90_000);
+});
+
+/** Whether `pid` runs (a zombie has ended: only its parent's wait is missing). */
+function running(pid: number): boolean {
+  try {
+    return !parseStat(readFileSync(`/proc/${pid}/stat`, 'utf8'))?.zombie;
+  } catch {
+    return false;
+  }
+}
+
+describe('a signal to the launcher alone', () => {
+  // Qwen Code 0.24.4 relaunches itself in a child, and its first process exits on SIGTERM without
+  // passing it on: `kill <launcher>` ended the launcher (status 0, the first process's) and left
+  // the relaunched CLI running, with whatever it had started. The fake agent below does what it
+  // does, and its child has started a command in a group of its own that ignores SIGTERM.
+  it.runIf(existsSync('/proc/self/stat'))(
+    'ends the agent and every process it started (SIGKILL after the grace period), then exits 143',
+    async () => {
+      const url = await toolproofOver(await sim({ personality: 'vllm', modelName: 'coder' }));
+      const { env } = fakeBins();
+      const bin = env.PATH!.split(':')[0]!;
+      const pids = join(dirname(bin), 'pids.json');
+      writeFileSync(
+        join(bin, 'qwen'),
+        `#!${process.execPath}
+const { spawn } = require('node:child_process');
+const role = process.argv.at(-1);
+const idle = () => setInterval(() => {}, 1000);
+if (role !== 'relaunched' && role !== 'stubborn') {
+  spawn(process.execPath, [__filename, 'relaunched'], { stdio: 'inherit' });
+  process.on('SIGTERM', () => process.exit(0));
+  idle();
+} else if (role === 'relaunched') {
+  const env = { ...process.env, FIRST: String(process.ppid) };
+  spawn(process.execPath, [__filename, 'stubborn'], { stdio: 'ignore', detached: true, env });
+  idle();
+} else {
+  process.on('SIGTERM', () => {});
+  const all = [Number(process.env.FIRST), process.ppid, process.pid];
+  require('node:fs').writeFileSync(${JSON.stringify(pids)}, JSON.stringify(all));
+  idle();
+}
+`,
+      );
+      const launcher = spawn(
+        process.execPath,
+        [...nodeEntry('cli/toolproof.ts'), 'launch', 'qwen', '--url', url, '--model', 'coder'],
+        { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'], detached: true },
+      );
+      let stderr = '';
+      launcher.stderr.on('data', (d) => (stderr += d));
+      // 'exit', not 'close': a process left running holds the launcher's stderr open.
+      const exited = new Promise<number | null>((r) => launcher.on('exit', r));
+      let started: number[] = [];
+      cleanups.push(() => {
+        for (const pid of [...started, -launcher.pid!])
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {}
+      });
+      await expect
+        .poll(() => existsSync(pids) && readFileSync(pids, 'utf8').endsWith(']'), {
+          timeout: 60_000,
+          interval: 200,
+        })
+        .toBe(true);
+      started = JSON.parse(readFileSync(pids, 'utf8')) as number[];
+      expect(started.every(running), stderr).toBe(true);
+      const sent = Date.now();
+      process.kill(launcher.pid!, 'SIGTERM');
+      expect(await exited, stderr).toBe(143);
+      // Not before the grace period: the stubborn command was given it.
+      expect(Date.now() - sent).toBeGreaterThanOrEqual(GRACE_MS - 500);
+      expect(started.filter(running), stderr).toEqual([]);
+    },
+    90_000,
+  );
 });
 
 describe("a terminal's Ctrl-C", () => {
