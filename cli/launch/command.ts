@@ -473,14 +473,15 @@ export async function launchCommand(
       return 1;
     }
     // A model server behind the toolproof started here that wants a key toolproof was not given:
-    // toolproof lists no model (vLLM keeps its list behind its key), and the launcher said "name
-    // one with --model", after which every request of the agent was a 401 it read as its own key's.
+    // vLLM keeps its model list behind its key (the launcher said "name one with --model"), and
+    // llama-server lists its models without it, so the agent ran and its first request was a 401
+    // it read as its own key's. Said now, before the agent runs.
     const upstream = server ? serverEnv.TOOLPROOF_UPSTREAM_URL : undefined;
-    if (upstream && (models.length === 0 || (options.model && !models.some((m) => m.id === options.model)))) {
-      const status = await upstreamRefusal(upstream, serverEnv.TOOLPROOF_UPSTREAM_API_KEY);
-      if (status !== undefined) {
+    if (upstream) {
+      const refusal = await upstreamRefusal(upstream, serverEnv.TOOLPROOF_UPSTREAM_API_KEY);
+      if (refusal !== undefined) {
         say(
-          `the model server at ${upstream} refused toolproof (HTTP ${status} to GET /models): it wants an API key. ` +
+          `the model server at ${upstream} refused toolproof (HTTP ${refusal.status} to GET ${refusal.path}): it wants an API key. ` +
             `Give toolproof that key: TOOLPROOF_UPSTREAM_API_KEY=<the server's key> toolproof launch ${agent.id} --upstream ${upstream}` +
             (serverEnv.TOOLPROOF_UPSTREAM_API_KEY
               ? ' (the TOOLPROOF_UPSTREAM_API_KEY set here is not the one it takes)'

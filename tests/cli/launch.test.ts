@@ -632,10 +632,43 @@ describe('--upstream', () => {
     const status = await new Promise<number | null>((r) => child.on('close', r));
     expect(status, stderr).toBe(1);
     expect(stderr).toContain(
-      `the model server at ${s.url} refused toolproof (HTTP 401 to GET /models): it wants an API key. ` +
+      `the model server at ${s.url} refused toolproof (HTTP 401 to GET /v1/models): it wants an API key. ` +
         `Give toolproof that key: TOOLPROOF_UPSTREAM_API_KEY=<the server's key> toolproof launch pi --upstream ${s.url}`,
     );
     expect(stderr).not.toContain('name one with --model');
+  }, 120_000);
+
+  it("llama-server started with --api-key (its model list open, /props not): said at once, by the launcher and in the started server's log", async () => {
+    // Before: llama-server lists its models without the key, so the agent ran and its first
+    // request was a 401 it read as its own key's; the server's start-up probe said nothing.
+    const s = await sim({
+      personality: 'llama-server',
+      modelName: 'behind',
+      apiKey: 'sk-llama-only-0123456789',
+    });
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const child = spawn(
+      process.execPath,
+      [...nodeEntry('cli/toolproof.ts'), 'launch', 'pi', '--url', url, '--upstream', s.url, '--print'],
+      { env: { ...process.env, ...fakeBins().env } },
+    );
+    let stderr = '';
+    let stdout = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    child.stdout.on('data', (d) => (stdout += d));
+    const status = await new Promise<number | null>((r) => child.on('close', r));
+    expect(status, stderr).toBe(1);
+    expect(stdout).toBe('');
+    expect(stderr).toContain(
+      `the model server at ${s.url} refused toolproof (HTTP 401 to GET /props): it wants an API key. ` +
+        `Give toolproof that key: TOOLPROOF_UPSTREAM_API_KEY=<the server's key> toolproof launch pi --upstream ${s.url}`,
+    );
+    const log = /log (\S+)\)/.exec(stderr)?.[1];
+    expect(log, stderr).toBeTruthy();
+    const origin = new URL(s.url).origin;
+    expect(readFileSync(log!, 'utf8')).toContain(
+      `toolproof: the upstream at ${origin} wants an API key (HTTP 401 to GET /props without one: llama-server or vLLM started with --api-key)`,
+    );
   }, 120_000);
 
   it('is refused when toolproof already runs there (it has its own upstream); TOOLPROOF_UPSTREAM_URL is a note', async () => {
