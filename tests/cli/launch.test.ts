@@ -234,6 +234,10 @@ describe('--print, keys, models', () => {
     const given = JSON.parse(settings ?? '{}').env;
     expect(given).toMatchObject({ ANTHROPIC_BASE_URL: url, ANTHROPIC_MODEL: 'coder', ANTHROPIC_API_KEY: '' });
     expect(given.ANTHROPIC_AUTH_TOKEN).toBe('sk-s…****');
+    // The file the command names is not there after --print, and the output says so.
+    const path = /# temporary file (\S+\/claude-settings\.json) \(not written by --print/.exec(r.out)?.[1];
+    expect(path, r.out).toBeTruthy();
+    expect(existsSync(path!)).toBe(false);
   });
 
   it('takes TOOLPROOF_API_KEY, else the first of TOOLPROOF_API_KEYS toolproof accepts; names what it tried when none is', async () => {
