@@ -381,6 +381,8 @@ describeAgents('toolproof launch <agent>', () => {
   const SIGNALLED: Array<[string, NodeJS.Signals]> = [
     ...Object.keys(HEADLESS).map((a): [string, NodeJS.Signals] => [a, 'SIGTERM']),
     ['qwen', 'SIGHUP'],
+    // The user's program, whose query() runs the Claude Code binary of the SDK's platform package.
+    ['claude-agent-sdk', 'SIGTERM'],
   ];
   for (const [agent, signal] of SIGNALLED) {
     it(`${agent}: ${signal} to the launcher mid-request ends the agent and all it started`, async () => {
@@ -391,7 +393,18 @@ describeAgents('toolproof launch <agent>', () => {
       const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: stall.url }), { logger: false });
       await app.listen({ host: '127.0.0.1', port: 0 });
       const origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-      const run = startLaunch(agent, origin, cwd, home);
+      const sdkBin = (agentsInfo().bins as Record<string, string> | undefined)?.['claude-agent-sdk'];
+      const run =
+        agent === 'claude-agent-sdk'
+          ? startLaunch(
+              agent,
+              origin,
+              cwd,
+              home,
+              ['node', SDK_PROGRAMS['claude-agent-sdk'], CORE_TASK.prompt],
+              sdkEnv('claude-agent-sdk', sdkBin!),
+            )
+          : startLaunch(agent, origin, cwd, home);
       let tree: number[] = [];
       try {
         await expect
