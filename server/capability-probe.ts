@@ -27,22 +27,52 @@ export interface BackendFacts {
 /** GET `url` as JSON within 3 s (Bearer key when given); undefined on any failure. */
 export type JsonFetcher = (url: string, apiKey?: string) => Promise<unknown>;
 
-export const fetchJson: JsonFetcher = async (url, apiKey) => {
-  try {
-    const res = await request(url, {
-      headersTimeout: 3000,
-      bodyTimeout: 3000,
-      ...(apiKey ? { headers: { authorization: `Bearer ${apiKey}` } } : {}),
-    });
-    if (res.statusCode !== 200) {
-      await res.body.dump();
+/**
+ * An upstream's 401 or 403 to a probe: it was started with an API key (llama-server and vLLM
+ * `--api-key`) that toolproof was not given, or not that one. llama-server lists its models without
+ * the key, so before this the first sign was the agent's first request refused.
+ */
+export interface Refusal {
+  url: string;
+  status: number;
+  /** Whether a key was sent (then it is the wrong one). */
+  keyed: boolean;
+}
+
+/** The JSON fetcher, telling `onRefused` of each 401 and 403. */
+export function refusalFetcher(onRefused: (refusal: Refusal) => void): JsonFetcher {
+  return async (url, apiKey) => {
+    try {
+      const res = await request(url, {
+        headersTimeout: 3000,
+        bodyTimeout: 3000,
+        ...(apiKey ? { headers: { authorization: `Bearer ${apiKey}` } } : {}),
+      });
+      if (res.statusCode !== 200) {
+        await res.body.dump();
+        if (res.statusCode === 401 || res.statusCode === 403)
+          onRefused({ url, status: res.statusCode, keyed: Boolean(apiKey) });
+        return undefined;
+      }
+      return await readProbeJson(res.body);
+    } catch {
       return undefined;
     }
-    return await readProbeJson(res.body);
-  } catch {
-    return undefined;
-  }
-};
+  };
+}
+
+export const fetchJson: JsonFetcher = refusalFetcher(() => {});
+
+/** One line for the start-up log: which upstream refused, and the setting that gives it its key. */
+export function describeRefusal(r: Refusal): string {
+  const { origin, pathname } = new URL(r.url);
+  return r.keyed
+    ? `the upstream at ${origin} refused the key toolproof sends (HTTP ${r.status} to GET ${pathname}): ` +
+        'it is not one that server takes; give its key as TOOLPROOF_UPSTREAM_API_KEY (or models.NAME.apiKey in the YAML)'
+    : `the upstream at ${origin} wants an API key (HTTP ${r.status} to GET ${pathname} without one: ` +
+        'llama-server or vLLM started with --api-key): every request would be refused; ' +
+        "give toolproof that key: TOOLPROOF_UPSTREAM_API_KEY=<the server's key> (or models.NAME.apiKey in the YAML)";
+}
 
 function positive(v: unknown): number | undefined {
   return typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : undefined;

@@ -46,10 +46,14 @@ async function main(): Promise<void> {
 
   // preserveThinking, startsInReasoning, vision and audio 'auto', contextWindow 0: asked of the
   // upstream once, before the first request (and again at each reload, below).
+  // An upstream that refuses them without a key is said now, in one line, not at the first request.
   const { askBackends } = await import('./backend-probes.js');
-  config = await askBackends(config);
-  const { servedModelIds } = await import('./capability-probe.js');
-  const served = config.defaultUpstream ? await servedModelIds(config.defaultUpstream) : [];
+  const { describeRefusal, refusalFetcher, servedModelIds } = await import('./capability-probe.js');
+  const refused = new Map<string, string>();
+  const fetcher = refusalFetcher((r) => refused.set(new URL(r.url).origin, describeRefusal(r)));
+  config = await askBackends(config, fetcher);
+  const served = config.defaultUpstream ? await servedModelIds(config.defaultUpstream, fetcher) : [];
+  for (const line of refused.values()) process.stderr.write(`toolproof: ${line}\n`);
 
   // Loaded after the primary returned: a supervising primary never loads the server's code.
   const { buildApp } = await import('./app.js');

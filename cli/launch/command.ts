@@ -3,7 +3,6 @@
  * and runs the agent pointed at it with a per-run environment and temporary files; `--print`
  * shows that instead, `--write` writes it into the agent's own config file (with a backup).
  */
-import { spawn } from 'node:child_process';
 import {
   copyFileSync,
   existsSync,
@@ -13,11 +12,12 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { constants, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { parseArgs } from 'node:util';
 import type { CliIO } from '../probe/command.js';
+import { runAgent } from './agent-process.js';
 import { agentCacheDirs, findBin, findPackage } from './find-bin.js';
 import { defaultMaxOutput, type ModelInfo, readModels } from './models.js';
 import { buildPlan, childEnv, maskKey, renderPlan, shellQuote } from './plan.js';
@@ -331,33 +331,6 @@ export function writeWithBackup(
   return backup;
 }
 
-const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-
-/** Runs the agent; resolves to its exit status (128 + the signal's number when a signal ended it). */
-function runAgent(bin: string, args: string[], env: NodeJS.ProcessEnv): Promise<number> {
-  return new Promise((resolve) => {
-    const child = spawn(bin, args, { stdio: 'inherit', env });
-    const forward = (signal: NodeJS.Signals) => {
-      // From a terminal, Ctrl-C already reached the agent (same process group): sending it a
-      // second one would read as a double Ctrl-C.
-      if (signal === 'SIGINT' && process.stdin.isTTY) return;
-      child.kill(signal);
-    };
-    for (const s of SIGNALS) process.on(s, forward);
-    const done = (code: number) => {
-      for (const s of SIGNALS) process.off(s, forward);
-      resolve(code);
-    };
-    child.on('error', (err) => {
-      process.stderr.write(`toolproof launch: cannot start ${bin}: ${err.message}\n`);
-      done(127);
-    });
-    child.on('exit', (code, signal) => {
-      done(code ?? 128 + (signal ? (constants.signals[signal] ?? 0) : 0));
-    });
-  });
-}
-
 /**
  * Where an SDK program's imports resolve from: the working directory and the folder of each file
  * argument (the command itself only when it is a script: `node` is not the program).
@@ -500,14 +473,15 @@ export async function launchCommand(
       return 1;
     }
     // A model server behind the toolproof started here that wants a key toolproof was not given:
-    // toolproof lists no model (vLLM keeps its list behind its key), and the launcher said "name
-    // one with --model", after which every request of the agent was a 401 it read as its own key's.
+    // vLLM keeps its model list behind its key (the launcher said "name one with --model"), and
+    // llama-server lists its models without it, so the agent ran and its first request was a 401
+    // it read as its own key's. Said now, before the agent runs.
     const upstream = server ? serverEnv.TOOLPROOF_UPSTREAM_URL : undefined;
-    if (upstream && (models.length === 0 || (options.model && !models.some((m) => m.id === options.model)))) {
-      const status = await upstreamRefusal(upstream, serverEnv.TOOLPROOF_UPSTREAM_API_KEY);
-      if (status !== undefined) {
+    if (upstream) {
+      const refusal = await upstreamRefusal(upstream, serverEnv.TOOLPROOF_UPSTREAM_API_KEY);
+      if (refusal !== undefined) {
         say(
-          `the model server at ${upstream} refused toolproof (HTTP ${status} to GET /models): it wants an API key. ` +
+          `the model server at ${upstream} refused toolproof (HTTP ${refusal.status} to GET ${refusal.path}): it wants an API key. ` +
             `Give toolproof that key: TOOLPROOF_UPSTREAM_API_KEY=<the server's key> toolproof launch ${agent.id} --upstream ${upstream}` +
             (serverEnv.TOOLPROOF_UPSTREAM_API_KEY
               ? ' (the TOOLPROOF_UPSTREAM_API_KEY set here is not the one it takes)'
@@ -581,7 +555,7 @@ export async function launchCommand(
     }
 
     for (const [path, text] of Object.entries(plan.files)) writeFileSync(path, text, { mode: 0o600 });
-    return await runAgent(bin!, plan.args, childEnv(plan, env));
+    return await runAgent(bin!, plan.args, childEnv(plan, env), { onError: say });
   } finally {
     if (dir) rmSync(dir, { recursive: true, force: true });
     await server?.stop();

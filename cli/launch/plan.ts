@@ -61,7 +61,11 @@ export function renderPlan(plan: LaunchPlan, bin: string | undefined, key: strin
   for (const name of plan.unset) lines.push(`unset ${name}`);
   for (const [name, value] of Object.entries(plan.env)) lines.push(`export ${name}=${shellQuote(value)}`);
   for (const [path, text] of Object.entries(plan.files)) {
-    lines.push(`# temporary file ${path} (removed when the agent exits):`);
+    // --print writes none of them: a variable or argument naming one names nothing until a run
+    // (or --write) puts it there. Said, so the lines are not taken for a setup to paste.
+    lines.push(
+      `# temporary file ${path} (not written by --print: a run writes it, and removes it when the agent exits):`,
+    );
     for (const line of text.replace(/\n$/, '').split('\n')) lines.push(`#   ${line}`);
   }
   // An SDK without a program named: the variables are for the user's own.

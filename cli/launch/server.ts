@@ -284,22 +284,33 @@ export async function fetchModels(base: string, key: string): Promise<unknown[]>
 
 /**
  * Whether the model server at `upstream` (an OpenAI-style base URL, `http://gpu:8000/v1`) refuses
- * its model list without the key toolproof would send (TOOLPROOF_UPSTREAM_API_KEY, if any): its
- * status when it is 401 or 403, else undefined (it answered, or could not be asked).
+ * toolproof's start-up requests without the key toolproof would send (TOOLPROOF_UPSTREAM_API_KEY,
+ * if any): the first 401 or 403 of GET /models (vLLM guards /v1/*) and GET /props at its origin
+ * (llama-server keeps /health and /v1/models open and guards the rest), else undefined (it
+ * answered, or could not be asked).
  */
 export async function upstreamRefusal(
   upstream: string,
   key: string | undefined,
-): Promise<number | undefined> {
+): Promise<{ status: number; path: string } | undefined> {
+  let urls: URL[];
   try {
-    const url = new URL('models', upstream.endsWith('/') ? upstream : `${upstream}/`);
-    const res = await fetch(url, {
-      headers: key ? { authorization: `Bearer ${key}` } : {},
-      signal: AbortSignal.timeout(5_000),
-    });
-    await res.body?.cancel();
-    return res.status === 401 || res.status === 403 ? res.status : undefined;
+    const models = new URL('models', upstream.endsWith('/') ? upstream : `${upstream}/`);
+    urls = [models, new URL('/props', models)];
   } catch {
     return undefined;
   }
+  for (const url of urls) {
+    try {
+      const res = await fetch(url, {
+        headers: key ? { authorization: `Bearer ${key}` } : {},
+        signal: AbortSignal.timeout(5_000),
+      });
+      await res.body?.cancel();
+      if (res.status === 401 || res.status === 403) return { status: res.status, path: url.pathname };
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
 }

@@ -238,7 +238,7 @@ export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
     cells,
     leakFormats,
     checks,
-    verdicts: decideVerdicts(cells, leakFormats, checks, backend),
+    verdicts: decideVerdicts(cells, leakFormats, checks, backend, options.apiKey !== undefined),
     settings: recommendSettings(cells, checks),
   };
 }

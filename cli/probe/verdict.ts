@@ -189,7 +189,7 @@ function claimCount(results: readonly Classification[] | undefined): number {
   return (results ?? []).filter((r) => r.kind === 'prose' && r.claimsExecution).length;
 }
 
-function errorVerdicts(cells: readonly Cell[]): Verdict[] {
+function errorVerdicts(cells: readonly Cell[], keySent: boolean, viaToolproof: boolean): Verdict[] {
   const all = cells.flatMap((cell) => cell.results);
   const errors = all.filter((r): r is Extract<Classification, { kind: 'error' }> => r.kind === 'error');
   if (errors.length === 0) return [];
@@ -213,6 +213,22 @@ function errorVerdicts(cells: readonly Cell[]): Verdict[] {
   }
   const level = errors.length === all.length ? 'fail' : 'warn';
   const first = errors[0]?.message ?? '';
+  // A server started with --api-key (llama-server, vLLM) refuses every request without its key:
+  // said as such, with the option that sends it, not as N failed requests.
+  if (errors.every((e) => e.status === 401 || e.status === 403)) {
+    const through = viaToolproof
+      ? ": toolproof's own key (--api-key one of its TOOLPROOF_API_KEYS), or, when the model server behind it wants one, TOOLPROOF_UPSTREAM_API_KEY where toolproof runs"
+      : '';
+    return [
+      {
+        level,
+        text: keySent
+          ? `the backend refused the key sent (${breakdown}): it is not one it takes; pass its key with --api-key${through}`
+          : `the backend wants an API key (${breakdown} without one: a server started with --api-key): ` +
+            `pass it with --api-key KEY or TOOLPROOF_PROBE_API_KEY${through}`,
+      },
+    ];
+  }
   return [
     {
       level,
@@ -226,9 +242,11 @@ export function decideVerdicts(
   leaks: readonly LeakFormatSummary[],
   checks: readonly CheckResult[],
   backend: BackendInfo = { kind: 'unknown', viaToolproof: false },
+  /** Whether the probe sent a key (--api-key): a 401 then means the wrong one. */
+  keySent = false,
 ): Verdict[] {
   const verdicts = [
-    ...errorVerdicts(cells),
+    ...errorVerdicts(cells, keySent, backend.viaToolproof),
     ...leakVerdicts(cells, leaks, backend.kind, backend.viaToolproof),
     ...proseVerdicts(cells, backend.viaToolproof),
   ];

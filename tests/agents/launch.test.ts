@@ -4,11 +4,17 @@
  * is clean, toolproof forced every turn. The other suite files still configure the agents by hand
  * (tests/agents/lib/agents.ts); moving them onto the launcher is the next step.
  */
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { constants, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { expect, it } from 'vitest';
+import { parseStat, processTable, treeOf } from '../../cli/launch/agent-process.js';
+import { buildApp } from '../../server/app.js';
+import { loadConfig } from '../../server/config.js';
+import { closeApp } from '../server/stack.js';
 import { HEADLESS, TOOLPROOF_CLI } from './lib/agents.js';
 import { agentsInfo } from './lib/case.js';
 import { SDK_PROGRAMS, sdkEnv } from './lib/sdk.js';
@@ -24,6 +30,22 @@ function launch(
   agentArgs: readonly string[] = HEADLESS[agent]!(CORE_TASK.prompt),
   extraEnv: NodeJS.ProcessEnv = {},
 ): Promise<{ code: number | null; out: string }> {
+  return startLaunch(agent, origin, cwd, home, agentArgs, extraEnv).done;
+}
+
+/** The launcher running (its own process group): `done` when it has exited and its output closed. */
+function startLaunch(
+  agent: string,
+  origin: string,
+  cwd: string,
+  home: string,
+  agentArgs: readonly string[] = HEADLESS[agent]!(CORE_TASK.prompt),
+  extraEnv: NodeJS.ProcessEnv = {},
+): {
+  child: ChildProcess;
+  exited: Promise<number | null>;
+  done: Promise<{ code: number | null; out: string }>;
+} {
   const bins = agentsInfo().bins as Record<string, string> | undefined;
   const binDir = bins?.claude ? dirname(bins.claude) : '';
   const env: NodeJS.ProcessEnv = {
@@ -43,22 +65,25 @@ function launch(
     ...extraEnv,
   };
   const args = [...TOOLPROOF_CLI, 'launch', agent, '--url', origin, '--', ...agentArgs];
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, args, {
-      cwd,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    const timer = setTimeout(() => child.pid && process.kill(-child.pid, 'SIGKILL'), 150_000);
+  const child = spawn(process.execPath, args, {
+    cwd,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  const timer = setTimeout(() => child.pid && process.kill(-child.pid, 'SIGKILL'), 150_000);
+  // 'exit': a process the agent left running may hold the launcher's output open.
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const done = new Promise<{ code: number | null; out: string }>((resolve) => {
     child.on('close', (code) => {
       clearTimeout(timer);
       resolve({ code, out });
     });
   });
+  return { child, exited, done };
 }
 
 /**
@@ -178,6 +203,57 @@ function userConfigs(home: string, cwd: string): Record<string, string> {
   return files;
 }
 
+/** A model server that lists its model and never answers a POST: the agent waits mid-request. */
+async function stallingUpstream(): Promise<{ url: string; posts(): number; close(): Promise<void> }> {
+  let posts = 0;
+  const held: ServerResponse[] = [];
+  const server = createServer((req, res) => {
+    if (req.method === 'GET' && req.url?.endsWith('/models')) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({ object: 'list', data: [{ id: 'stalled', object: 'model', owned_by: 'vllm' }] }),
+      );
+      return;
+    }
+    if (req.method !== 'POST') {
+      res.writeHead(404);
+      res.end();
+      return;
+    }
+    posts++;
+    req.resume();
+    held.push(res);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+    posts: () => posts,
+    close: () => {
+      for (const res of held) res.destroy();
+      server.closeAllConnections();
+      return new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+function cmdline(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').slice(0, 200);
+  } catch {
+    return '';
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    return !parseStat(readFileSync(`/proc/${pid}/stat`, 'utf8'))?.zombie;
+  } catch {
+    return false;
+  }
+}
+
+const sleep = (ms: number) => new Promise<undefined>((r) => setTimeout(() => r(undefined), ms));
+
 describeAgents('toolproof launch <agent>', () => {
   // Claude Code applied ~/.claude/settings.json's `env` over the launcher's variables: the run went
   // to the user's own base URL (nothing there) with their model name, and never ended.
@@ -293,6 +369,73 @@ describeAgents('toolproof launch <agent>', () => {
         expect(forced.length, why).toBeGreaterThanOrEqual(2);
       } finally {
         await stack.close();
+        rmSync(home, { recursive: true, force: true });
+        rmSync(cwd, { recursive: true, force: true });
+      }
+    });
+  }
+  // A signal to the launcher alone, the agent mid-request (a model server that never answers):
+  // the agent and every process it started end, and the launcher exits 128 + the signal's number.
+  // Qwen Code 0.24.4 relaunches itself in a child and its first process exits on SIGTERM without
+  // passing it on: the relaunched CLI went on running after the launcher had gone.
+  const SIGNALLED: Array<[string, NodeJS.Signals]> = [
+    ...Object.keys(HEADLESS).map((a): [string, NodeJS.Signals] => [a, 'SIGTERM']),
+    ['qwen', 'SIGHUP'],
+    // The user's program, whose query() runs the Claude Code binary of the SDK's platform package.
+    ['claude-agent-sdk', 'SIGTERM'],
+  ];
+  for (const [agent, signal] of SIGNALLED) {
+    it(`${agent}: ${signal} to the launcher mid-request ends the agent and all it started`, async () => {
+      const home = mkdtempSync(join(tmpdir(), `tp-launch-${agent}-home-`));
+      const cwd = mkdtempSync(join(tmpdir(), `tp-launch-${agent}-work-`));
+      mkdirSync(join(home, 'tmp'));
+      const stall = await stallingUpstream();
+      const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: stall.url }), { logger: false });
+      await app.listen({ host: '127.0.0.1', port: 0 });
+      const origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+      const sdkBin = (agentsInfo().bins as Record<string, string> | undefined)?.['claude-agent-sdk'];
+      const run =
+        agent === 'claude-agent-sdk'
+          ? startLaunch(
+              agent,
+              origin,
+              cwd,
+              home,
+              ['node', SDK_PROGRAMS['claude-agent-sdk'], CORE_TASK.prompt],
+              sdkEnv('claude-agent-sdk', sdkBin!),
+            )
+          : startLaunch(agent, origin, cwd, home);
+      let tree: number[] = [];
+      try {
+        await expect
+          .poll(() => stall.posts(), {
+            timeout: 120_000,
+            interval: 250,
+            message: 'the agent asked the model',
+          })
+          .toBeGreaterThan(0);
+        // Qwen Code's own relaunch has happened by then: its last process sent the request.
+        const table = processTable();
+        const agentRoots = [...table]
+          .filter(([pid, info]) => info.ppid === run.child.pid && !cmdline(pid).includes('esbuild'))
+          .map(([pid]) => pid);
+        tree = [...treeOf(agentRoots, table)];
+        expect(tree.length).toBeGreaterThan(0);
+        process.kill(run.child.pid!, signal);
+        const code = await run.exited;
+        expect(code, (await Promise.race([run.done, sleep(2000)]))?.out).toBe(
+          128 + constants.signals[signal],
+        );
+        expect(
+          tree.filter((pid) => table.get(pid) && isRunning(pid)).map((pid) => `${pid} ${cmdline(pid)}`),
+        ).toEqual([]);
+      } finally {
+        for (const pid of [...tree, -run.child.pid!])
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {}
+        await closeApp(app);
+        await stall.close();
         rmSync(home, { recursive: true, force: true });
         rmSync(cwd, { recursive: true, force: true });
       }

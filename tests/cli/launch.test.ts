@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { GRACE_MS, parseStat } from '../../cli/launch/agent-process.js';
 import { candidateKeys, isLocal, launchCommand, PLACEHOLDER_KEY } from '../../cli/launch/command.js';
 import { readModels } from '../../cli/launch/models.js';
 import { buildPlan } from '../../cli/launch/plan.js';
@@ -233,6 +234,10 @@ describe('--print, keys, models', () => {
     const given = JSON.parse(settings ?? '{}').env;
     expect(given).toMatchObject({ ANTHROPIC_BASE_URL: url, ANTHROPIC_MODEL: 'coder', ANTHROPIC_API_KEY: '' });
     expect(given.ANTHROPIC_AUTH_TOKEN).toBe('sk-s…****');
+    // The file the command names is not there after --print, and the output says so.
+    const path = /# temporary file (\S+\/claude-settings\.json) \(not written by --print/.exec(r.out)?.[1];
+    expect(path, r.out).toBeTruthy();
+    expect(existsSync(path!)).toBe(false);
   });
 
   it('takes TOOLPROOF_API_KEY, else the first of TOOLPROOF_API_KEYS toolproof accepts; names what it tried when none is', async () => {
@@ -473,6 +478,84 @@ describe('a launcher that is gone', () => {
   }, 90_000);
 });
 
+/** Whether `pid` runs (a zombie has ended: only its parent's wait is missing). */
+function running(pid: number): boolean {
+  try {
+    return !parseStat(readFileSync(`/proc/${pid}/stat`, 'utf8'))?.zombie;
+  } catch {
+    return false;
+  }
+}
+
+describe('a signal to the launcher alone', () => {
+  // Qwen Code 0.24.4 relaunches itself in a child, and its first process exits on SIGTERM without
+  // passing it on: `kill <launcher>` ended the launcher (status 0, the first process's) and left
+  // the relaunched CLI running, with whatever it had started. The fake agent below does what it
+  // does, and its child has started a command in a group of its own that ignores SIGTERM.
+  it.runIf(existsSync('/proc/self/stat'))(
+    'ends the agent and every process it started (SIGKILL after the grace period), then exits 143',
+    async () => {
+      const url = await toolproofOver(await sim({ personality: 'vllm', modelName: 'coder' }));
+      const { env } = fakeBins();
+      const bin = env.PATH!.split(':')[0]!;
+      const pids = join(dirname(bin), 'pids.json');
+      writeFileSync(
+        join(bin, 'qwen'),
+        `#!${process.execPath}
+const { spawn } = require('node:child_process');
+const role = process.argv.at(-1);
+const idle = () => setInterval(() => {}, 1000);
+if (role !== 'relaunched' && role !== 'stubborn') {
+  spawn(process.execPath, [__filename, 'relaunched'], { stdio: 'inherit' });
+  process.on('SIGTERM', () => process.exit(0));
+  idle();
+} else if (role === 'relaunched') {
+  const env = { ...process.env, FIRST: String(process.ppid) };
+  spawn(process.execPath, [__filename, 'stubborn'], { stdio: 'ignore', detached: true, env });
+  idle();
+} else {
+  process.on('SIGTERM', () => {});
+  const all = [Number(process.env.FIRST), process.ppid, process.pid];
+  require('node:fs').writeFileSync(${JSON.stringify(pids)}, JSON.stringify(all));
+  idle();
+}
+`,
+      );
+      const launcher = spawn(
+        process.execPath,
+        [...nodeEntry('cli/toolproof.ts'), 'launch', 'qwen', '--url', url, '--model', 'coder'],
+        { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'], detached: true },
+      );
+      let stderr = '';
+      launcher.stderr.on('data', (d) => (stderr += d));
+      // 'exit', not 'close': a process left running holds the launcher's stderr open.
+      const exited = new Promise<number | null>((r) => launcher.on('exit', r));
+      let started: number[] = [];
+      cleanups.push(() => {
+        for (const pid of [...started, -launcher.pid!])
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {}
+      });
+      await expect
+        .poll(() => existsSync(pids) && readFileSync(pids, 'utf8').endsWith(']'), {
+          timeout: 60_000,
+          interval: 200,
+        })
+        .toBe(true);
+      started = JSON.parse(readFileSync(pids, 'utf8')) as number[];
+      expect(started.every(running), stderr).toBe(true);
+      const sent = Date.now();
+      process.kill(launcher.pid!, 'SIGTERM');
+      expect(await exited, stderr).toBe(143);
+      // Not before the grace period: the stubborn command was given it.
+      expect(Date.now() - sent).toBeGreaterThanOrEqual(GRACE_MS - 500);
+      expect(started.filter(running), stderr).toEqual([]);
+    },
+    90_000,
+  );
+});
+
 describe("a terminal's Ctrl-C", () => {
   // A terminal sends Ctrl-C to its whole foreground process group. An interactive agent takes it
   // as "stop this turn" and goes on; the toolproof the launcher started, in the same group, shut
@@ -553,10 +636,43 @@ describe('--upstream', () => {
     const status = await new Promise<number | null>((r) => child.on('close', r));
     expect(status, stderr).toBe(1);
     expect(stderr).toContain(
-      `the model server at ${s.url} refused toolproof (HTTP 401 to GET /models): it wants an API key. ` +
+      `the model server at ${s.url} refused toolproof (HTTP 401 to GET /v1/models): it wants an API key. ` +
         `Give toolproof that key: TOOLPROOF_UPSTREAM_API_KEY=<the server's key> toolproof launch pi --upstream ${s.url}`,
     );
     expect(stderr).not.toContain('name one with --model');
+  }, 120_000);
+
+  it("llama-server started with --api-key (its model list open, /props not): said at once, by the launcher and in the started server's log", async () => {
+    // Before: llama-server lists its models without the key, so the agent ran and its first
+    // request was a 401 it read as its own key's; the server's start-up probe said nothing.
+    const s = await sim({
+      personality: 'llama-server',
+      modelName: 'behind',
+      apiKey: 'sk-llama-only-0123456789',
+    });
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const child = spawn(
+      process.execPath,
+      [...nodeEntry('cli/toolproof.ts'), 'launch', 'pi', '--url', url, '--upstream', s.url, '--print'],
+      { env: { ...process.env, ...fakeBins().env } },
+    );
+    let stderr = '';
+    let stdout = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    child.stdout.on('data', (d) => (stdout += d));
+    const status = await new Promise<number | null>((r) => child.on('close', r));
+    expect(status, stderr).toBe(1);
+    expect(stdout).toBe('');
+    expect(stderr).toContain(
+      `the model server at ${s.url} refused toolproof (HTTP 401 to GET /props): it wants an API key. ` +
+        `Give toolproof that key: TOOLPROOF_UPSTREAM_API_KEY=<the server's key> toolproof launch pi --upstream ${s.url}`,
+    );
+    const log = /log (\S+)\)/.exec(stderr)?.[1];
+    expect(log, stderr).toBeTruthy();
+    const origin = new URL(s.url).origin;
+    expect(readFileSync(log!, 'utf8')).toContain(
+      `toolproof: the upstream at ${origin} wants an API key (HTTP 401 to GET /props without one: llama-server or vLLM started with --api-key)`,
+    );
   }, 120_000);
 
   it('is refused when toolproof already runs there (it has its own upstream); TOOLPROOF_UPSTREAM_URL is a note', async () => {

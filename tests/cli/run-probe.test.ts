@@ -163,6 +163,28 @@ describe('runProbe against the simulator', () => {
     expect(events.at(-1)).toMatchObject({ type: 'result', done: total, total });
   });
 
+  it('llama-server started with --api-key: the verdict says it wants a key and names --api-key, not "N requests failed"', async () => {
+    sim = await createSimulator({ personality: 'llama-server', apiKey: 'sk-llama-only-0123456789' });
+    const none = await runProbe({ baseUrl: sim.url, model: 'probe-model', runs: 1, timeoutMs: 5000 });
+    expect(none.verdicts[0]).toEqual({
+      level: 'fail',
+      text: expect.stringMatching(
+        /^the backend wants an API key \(HTTP 401 ×\d+ without one: a server started with --api-key\): pass it with --api-key KEY or TOOLPROOF_PROBE_API_KEY$/,
+      ),
+    });
+    const wrong = await runProbe({
+      baseUrl: sim.url,
+      model: 'probe-model',
+      runs: 1,
+      timeoutMs: 5000,
+      apiKey: 'sk-not-this-one',
+    });
+    expect(wrong.verdicts[0]?.text).toMatch(
+      /^the backend refused the key sent \(HTTP 401 ×\d+\): it is not one it takes/,
+    );
+    expect(renderReport(wrong)).toContain('the backend refused the key sent');
+  });
+
   it('an unreachable backend: every request is an error, no crash', async () => {
     const report = await runProbe({ baseUrl: 'http://127.0.0.1:9/v1', model: 'm', runs: 1, timeoutMs: 2000 });
     expect(report.cells.every((cell) => cell.counts.error === 1)).toBe(true);

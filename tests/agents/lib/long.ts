@@ -4,9 +4,9 @@
  * resume where the agent has one; each in leak, prose and clean modes, through `toolproof launch`.
  *
  * The fast set (every `npm run test:agents`, as CI runs it) is each task in leak mode on one agent
- * per API (Claude Code: Messages, Codex: Responses, pi: chat completions), and the Continue CLI's
- * resume (a second agent's resume through the launcher, `inFastSet`); the rest runs
- * with TOOLPROOF_AGENTS_FULL=1 and shows as skipped otherwise.
+ * per API (Claude Code: Messages, Codex: Responses, pi: chat completions), on Qwen Code and Grok
+ * CLI, and the Continue CLI's resume (a second agent's resume through the launcher, `inFastSet`);
+ * the rest runs with TOOLPROOF_AGENTS_FULL=1 and shows as skipped otherwise.
  */
 import { expect, it } from 'vitest';
 import type { AgentId } from './agents.js';
@@ -31,8 +31,17 @@ export function inFastSet(agent: AgentId, mode: Mode, piApi?: string, task?: str
   if (mode !== 'leak') return false;
   if (agent === 'pi') return piApi === 'openai-completions';
   if (agent === 'cn') return task === RESUME_TASK.id;
-  return agent === 'claude' || agent === 'codex';
+  return FAST_AGENTS.has(agent);
 }
+
+/**
+ * Every real-length task in leak mode. Qwen Code and Grok CLI joined Claude Code and Codex
+ * (December 2026): each ran them all through the launcher in the full set (Qwen Code's five in
+ * 192 s of test time, its resume included; Grok CLI's four, its only non-streaming loop, in 80 s;
+ * 142 s of wall time for both files on the loaded 2-core box), and each is a loop of its own that
+ * only the full set ran: Qwen Code's relaunched process, Grok CLI's `stream: false`.
+ */
+const FAST_AGENTS = new Set<AgentId>(['claude', 'codex', 'qwen', 'grok']);
 
 /**
  * Each agent's own resume: the first run keeps its session, the second picks it up. Cline 3.0.65
