@@ -297,7 +297,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     keyLimits: keyLimiter((name, delta) =>
       delta > 0 ? metrics.keyQueueDepth.labels(name).inc() : metrics.keyQueueDepth.labels(name).dec(),
     ),
-    ...(config.capture && config.capture.maxBytes > 0 ? { capture: new CaptureRing(config.capture) } : {}),
+    ...(config.capture && config.capture.maxBytes > 0
+      ? { capture: new CaptureRing(config.capture, true) }
+      : {}),
     ...(storeBytes > 0 ? { responsesStore: new ResponsesItemStore(storeBytes) } : {}),
   };
   const store = state.responsesStore;

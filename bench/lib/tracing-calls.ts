@@ -35,7 +35,9 @@ export function timedTracingBuild(buildDir: string, into: string, label = ''): s
     writeFileSync(file, f(readFileSync(file, 'utf8')));
   };
   edit('server/tracing/sdk.js', (s) => {
-    const src = s.replace('export async function createTracing(', 'async function createTracing__timed(');
+    const src = s
+      .replace('export async function createTracing(', 'async function createTracing__timed(')
+      .replace('export function flushSpanEnds(', 'function flushSpanEnds__timed(');
     const methods = [
       'chat',
       'attempt',
@@ -54,6 +56,7 @@ if (typeof BatchSpanProcessor !== 'undefined') {
 { const f = BatchSpanProcessor.prototype.onEnd; BatchSpanProcessor.prototype.onEnd = function (s) { ${TIMED('processor.onEnd', 'f.call(this, s)')} }; }
 { const f = BatchSpanProcessor.prototype._flushOneBatch; BatchSpanProcessor.prototype._flushOneBatch = function () { ${TIMED('processor.flushOneBatch', 'f.call(this)')} }; }
 }
+${src.includes('flushSpanEnds__timed') ? `export function flushSpanEnds() { ${TIMED('flushSpanEnds', 'flushSpanEnds__timed()')} }` : ''}
 export async function createTracing(a, b) {
   const t = await createTracing__timed(a, b);
   const s = t.startRequest;

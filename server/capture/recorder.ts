@@ -16,6 +16,7 @@ import type { ChatCall } from '../chat/context.js';
 import { ownString } from '../../protocol/own-string.js';
 import { affinityKey, namedSessionKey } from '../affinity.js';
 import { redactedHeaderText } from './redact.js';
+import { beginOp, flushJournal, journal, setApplier } from './journal.js';
 import { ownRun, runOfHistory, runOfReply } from './runs.js';
 import {
   type CapturedText,
@@ -157,6 +158,8 @@ export function beginCapture(
 ): void {
   // A routing key made of the opening messages (several replicas) names no session: the capture
   // tells apart the runs that share it (runs.ts). Routing keeps it whole.
+  // Opened at once, ahead of the ops the journal holds (journal.ts): their records' texts are the
+  // same either way (a record's room is its own), only an eviction can come an op sooner or later.
   const opening = sessionKey?.startsWith('o:') ? sessionKey : undefined;
   const key =
     opening === undefined ? (sessionKey ?? namedSessionKey(request.headers, request.body)) : undefined;
@@ -225,6 +228,7 @@ export function recordRefused(
   const at = epochOf(request.tpStart > 0 ? request.tpStart : now);
   const second = Math.floor(at / 1000);
   if (refusedSecond.get(keyName) === second) return false;
+  flushJournal();
   if (refusedSecond.size >= REFUSED_KEYS_MAX && !refusedSecond.has(keyName)) refusedSecond = new Map();
   refusedSecond.set(keyName, second);
   // The session only when the client names it (no hashing of a refused request's messages).
@@ -256,6 +260,8 @@ export function finishRefused(
   error: ToolproofError | undefined,
   now = performance.now(),
 ): void {
+  // What the response wrote (its frames, held in the journal) before its end.
+  flushJournal();
   w.endClient(status);
   w.inFlight = false;
   w.status = finished ? status : 'aborted';
@@ -291,10 +297,17 @@ export class CapturingResponse<Req extends IncomingMessage = IncomingMessage> ex
 function take(res: CapturingResponse, chunk: unknown): void {
   const w = res.tpRequest?.tpCapture;
   if (w === undefined || chunk === undefined || chunk === null || typeof chunk === 'function') return;
-  if (typeof chunk === 'string') w.client(chunk);
-  else if (Buffer.isBuffer(chunk)) w.client(chunk);
-  else if (chunk instanceof Uint8Array)
-    w.client(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+  let piece: string | Buffer;
+  if (typeof chunk === 'string' || Buffer.isBuffer(chunk)) piece = chunk;
+  else if (chunk instanceof Uint8Array) piece = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  else return;
+  if (!w.ring.batched) {
+    w.client(piece);
+    return;
+  }
+  beginOp(OP_CLIENT, piece.length);
+  J.refs[J.nRefs++] = w;
+  J.refs[J.nRefs++] = piece;
 }
 
 type Fn = (this: ServerResponse, ...args: unknown[]) => unknown;
@@ -318,16 +331,151 @@ Object.defineProperty(CapturingResponse.prototype, 'end', {
   configurable: true,
 });
 
+/*
+ * The hooks below run where the request is (its attempt sent, a read, a frame, its end); what
+ * they tell the record is applied by the apply* functions after them, at once when the ring is
+ * not batched (tests' rings), or from the journal (journal.ts: the server's ring), many
+ * requests' ops in a row while the code and the arena's head are warm. A hook takes at call time
+ * what would change by then (the clock, the attempt's number, the call's record), so both ways
+ * write the same record.
+ */
+const J = journal;
+const OP_SENT = 1;
+const OP_OPENED = 2;
+const OP_BODY = 3;
+const OP_EVENT = 4;
+const OP_READ = 5;
+const OP_ATTEMPT_END = 6;
+const OP_ATTEMPT_ERROR = 7;
+const OP_DECISION = 8;
+const OP_EFFECTS = 9;
+const OP_FINISH = 10;
+const OP_CLIENT = 11;
+
+/** Applies the journal's `count` ops, in order (journal.ts flushJournal). */
+function applyJournal(count: number): void {
+  const op = J.op;
+  const refs = J.refs;
+  const nums = J.nums;
+  let r = 0;
+  let x = 0;
+  for (let i = 0; i < count; i++) {
+    const w = refs[r++] as RecordWriter;
+    try {
+      switch (op[i]) {
+        case OP_EVENT:
+          w.event(refs[r++] as string);
+          break;
+        case OP_READ:
+          w.read(refs[r++] as Buffer, nums[x++]!);
+          break;
+        case OP_CLIENT:
+          w.client(refs[r++] as string | Buffer);
+          break;
+        case OP_SENT:
+          applySent(
+            w,
+            nums[x++]!,
+            refs[r++] as string,
+            nums[x++]!,
+            nums[x++]!,
+            nums[x++] === 1,
+            refs[r++] as string | Buffer,
+          );
+          break;
+        case OP_OPENED:
+          applyOpened(
+            w,
+            nums[x++]!,
+            nums[x++]!,
+            refs[r++] as string | undefined,
+            refs[r++] as ToolproofError | undefined,
+          );
+          break;
+        case OP_BODY:
+          applyBody(w, refs[r++] as string | Buffer);
+          break;
+        case OP_ATTEMPT_END:
+          applyAttemptEnd(w, nums[x++]!, refs[r++] as ToolproofError | undefined);
+          break;
+        case OP_ATTEMPT_ERROR:
+          applyAttemptError(w, refs[r++] as ToolproofError);
+          break;
+        case OP_DECISION:
+          applyDecision(
+            w,
+            nums[x++]!,
+            nums[x++]!,
+            refs[r++] as string,
+            refs[r++] as string,
+            refs[r++] as string | undefined,
+            refs[r++] as string | undefined,
+          );
+          break;
+        case OP_EFFECTS:
+          applyEffects(w, nums[x++]!, nums[x++]!, refs[r++] as readonly PolicyEffect[]);
+          break;
+        case OP_FINISH:
+          applyFinish(
+            w,
+            refs[r++] as ChatCall,
+            nums[x++]!,
+            nums[x++] === 1,
+            refs[r++] as Usage | undefined,
+            refs[r++] as { cached: number; prompt: number } | undefined,
+            refs[r++] as Record<string, unknown> | HarnessOf | undefined,
+            refs[r++] as ToolproofError | undefined,
+            nums[x++]!,
+          );
+          break;
+      }
+    } catch (err) {
+      // An op that throws would have thrown into its request's handler inline; here it must not
+      // take the ops after it (other requests') with it, nor the process.
+      process.emitWarning(`capture: a record's op failed: ${(err as Error)?.message ?? err}`);
+    }
+  }
+}
+setApplier(applyJournal);
+
+/** Whether `w`'s hooks go through the journal (the server's ring) rather than at once. */
+function batched(w: RecordWriter): boolean {
+  return w.ring.batched;
+}
+
 /** An attempt goes upstream: the body exactly as sent. */
 export function captureAttemptSent(call: ChatCall, body: string | Buffer, sentAt: number): void {
   const w = call.capture;
   if (!w) return;
-  w.attempts = call.trace.attempts;
   const n = call.trace.attempts;
   const upstream = call.route.client.label;
   const at = epochOf(sentAt);
   const queueMs = sentAt - startOf(call);
   const stream = call.phase.request.stream === true;
+  if (!batched(w)) {
+    applySent(w, n, upstream, at, queueMs, stream, body);
+    return;
+  }
+  beginOp(OP_SENT, body.length);
+  J.refs[J.nRefs++] = w;
+  J.refs[J.nRefs++] = upstream;
+  J.refs[J.nRefs++] = body;
+  J.nums[J.nNums++] = n;
+  J.nums[J.nNums++] = at;
+  J.nums[J.nNums++] = queueMs;
+  J.nums[J.nNums++] = stream ? 1 : 0;
+}
+
+function applySent(
+  w: RecordWriter,
+  n: number,
+  upstream: string,
+  at: number,
+  queueMs: number,
+  stream: boolean,
+  body: string | Buffer,
+): void {
+  w.attempts = n;
   if (typeof body === 'string') w.newAttempt(n, upstream, at, queueMs, stream, w.text(body));
   else w.attemptOf(n, upstream, at, queueMs, stream, body);
   w.note(200);
@@ -341,12 +489,35 @@ export function captureAttemptOpened(
   error?: ToolproofError,
   now = performance.now(),
 ): void {
-  const a = call.capture?.current;
+  const w = call.capture;
+  if (!w) return;
+  const status = res ? res.status : -1;
+  const replica = res?.replica || undefined;
+  if (!batched(w)) {
+    applyOpened(w, now - sentAt, status, replica, error);
+    return;
+  }
+  beginOp(OP_OPENED, 0);
+  J.refs[J.nRefs++] = w;
+  J.refs[J.nRefs++] = replica;
+  J.refs[J.nRefs++] = error;
+  J.nums[J.nNums++] = now - sentAt;
+  J.nums[J.nNums++] = status;
+}
+
+function applyOpened(
+  w: RecordWriter,
+  ttfbMs: number,
+  status: number,
+  replica: string | undefined,
+  error: ToolproofError | undefined,
+): void {
+  const a = w.current;
   if (!a) return;
-  a.ttfbMs = now - sentAt;
-  if (res) {
-    a.status = res.status;
-    if (res.replica) a.replica = sharedString(res.replica);
+  a.ttfbMs = ttfbMs;
+  if (status >= 0) {
+    a.status = status;
+    if (replica) a.replica = sharedString(replica);
   }
   if (error) {
     a.totalMs = a.ttfbMs;
@@ -357,34 +528,87 @@ export function captureAttemptOpened(
 /** A whole (non-streamed or error) response body of the running attempt. */
 export function captureAttemptBody(call: ChatCall, body: string | Buffer): void {
   const w = call.capture;
-  const a = w?.current;
-  if (!w || !a) return;
+  if (!w) return;
+  if (!batched(w)) {
+    applyBody(w, body);
+    return;
+  }
+  beginOp(OP_BODY, body.length);
+  J.refs[J.nRefs++] = w;
+  J.refs[J.nRefs++] = body;
+}
+
+function applyBody(w: RecordWriter, body: string | Buffer): void {
+  const a = w.current;
+  if (!a) return;
   a.response = typeof body === 'string' ? w.text(body) : w.fromBytes(body);
 }
 
 /** One event of the running attempt's stream, as received. */
 export function captureEvent(call: ChatCall, payload: string): void {
-  call.capture?.event(payload);
+  const w = call.capture;
+  if (!w) return;
+  if (!batched(w)) {
+    w.event(payload);
+    return;
+  }
+  beginOp(OP_EVENT, payload.length);
+  J.refs[J.nRefs++] = w;
+  J.refs[J.nRefs++] = payload;
 }
 
 /** One read of the running attempt's stream (the upstream's bytes), and the events it completed. */
 export function captureRead(call: ChatCall, buf: Buffer, events: number): void {
-  call.capture?.read(buf, events);
+  const w = call.capture;
+  if (!w) return;
+  if (!batched(w)) {
+    w.read(buf, events);
+    return;
+  }
+  beginOp(OP_READ, buf.length);
+  J.refs[J.nRefs++] = w;
+  J.refs[J.nRefs++] = buf;
+  J.nums[J.nNums++] = events;
 }
 
 /** The running attempt's response ended (or failed). */
 export function captureAttemptEnd(call: ChatCall, error?: ToolproofError): void {
   const w = call.capture;
-  const a = w?.current;
-  if (!w || !a) return;
+  if (!w) return;
+  const end = epochOf(performance.now());
+  if (!batched(w)) {
+    applyAttemptEnd(w, end, error);
+    return;
+  }
+  beginOp(OP_ATTEMPT_END, 0);
+  J.refs[J.nRefs++] = w;
+  J.refs[J.nRefs++] = error;
+  J.nums[J.nNums++] = end;
+}
+
+function applyAttemptEnd(w: RecordWriter, end: number, error: ToolproofError | undefined): void {
+  const a = w.current;
+  if (!a) return;
   w.endEvents();
-  a.totalMs = epochOf(performance.now()) - a.at;
+  a.totalMs = end - a.at;
   if (error && !a.error) a.error = errorOf(error);
 }
 
 /** The running attempt failed in a way the server found (a bad response), if none was set. */
 export function captureAttemptError(call: ChatCall, error: ToolproofError): void {
-  const a = call.capture?.current;
+  const w = call.capture;
+  if (!w) return;
+  if (!batched(w)) {
+    applyAttemptError(w, error);
+    return;
+  }
+  beginOp(OP_ATTEMPT_ERROR, 0);
+  J.refs[J.nRefs++] = w;
+  J.refs[J.nRefs++] = error;
+}
+
+function applyAttemptError(w: RecordWriter, error: ToolproofError): void {
+  const a = w.current;
   if (a && !a.error) a.error = errorOf(error);
 }
 
@@ -398,16 +622,44 @@ export function captureDecision(
 ): void {
   const w = call.capture;
   if (!w) return;
+  const atMs = round(performance.now() - startOf(call));
+  const attempt = call.trace.attempts;
+  // The detail is serialized now: an object the request goes on using could change by the time
+  // the journal is applied.
+  const text = detail !== undefined ? stringify(detail) : undefined;
+  if (!batched(w)) {
+    applyDecision(w, atMs, attempt, kind, reason, text, policy);
+    return;
+  }
+  beginOp(OP_DECISION, reason.length + (text?.length ?? 0));
+  J.refs[J.nRefs++] = w;
+  J.refs[J.nRefs++] = kind;
+  J.refs[J.nRefs++] = reason;
+  J.refs[J.nRefs++] = text;
+  J.refs[J.nRefs++] = policy;
+  J.nums[J.nNums++] = atMs;
+  J.nums[J.nNums++] = attempt;
+}
+
+function applyDecision(
+  w: RecordWriter,
+  atMs: number,
+  attempt: number,
+  kind: string,
+  reason: string,
+  detail: string | undefined,
+  policy: string | undefined,
+): void {
   // One shape for every decision (absent fields undefined: JSON leaves them out).
   const d: Decision = {
-    atMs: round(performance.now() - startOf(call)),
-    attempt: call.trace.attempts,
+    atMs,
+    attempt,
     kind,
     policy: policy || undefined,
     // A copy of its own when cut: a slice would hold the whole reason (a model's invented tool
     // name of MBs in 'call to … failed validation') for the record's life, uncounted.
     reason: reason.length > MAX_DETAIL_CHARS ? ownString(reason.slice(0, MAX_DETAIL_CHARS)) : reason,
-    detail: detail !== undefined ? w.text(stringify(detail)).text : undefined,
+    detail: detail !== undefined ? w.text(detail).text : undefined,
   };
   // A record out of room keeps no more decisions (its cut texts already say it was cut).
   if (w.note(d.reason.length + 64)) w.decision(d);
@@ -435,6 +687,27 @@ const SMALL_FIELDS = 4;
 export function captureEffects(call: ChatCall, effects: readonly PolicyEffect[]): void {
   const w = call.capture;
   if (!w) return;
+  const sinceStart = performance.now() - startOf(call);
+  const attempt = call.trace.attempts;
+  if (!batched(w)) {
+    applyEffects(w, sinceStart, attempt, effects);
+    return;
+  }
+  beginOp(OP_EFFECTS, 0);
+  J.refs[J.nRefs++] = w;
+  J.refs[J.nRefs++] = effects;
+  J.nums[J.nNums++] = sinceStart;
+  J.nums[J.nNums++] = attempt;
+}
+
+/** `sinceStart`: ms since the request arrived when the effects came; `attempt`: the attempt's number then. */
+function applyEffects(
+  w: RecordWriter,
+  sinceStart: number,
+  attempt: number,
+  effects: readonly PolicyEffect[],
+): void {
+  const at = -Math.round(sinceStart * 10) - 1;
   for (const e of effects) {
     // A constant effect (policies' constantEffect: nearly every request's) known by identity; else
     // a copy seen before, found by its fields: the effect then small like it.
@@ -444,12 +717,7 @@ export function captureEffects(call: ChatCall, effects: readonly PolicyEffect[])
       if (seen !== undefined && deepFrozen(e)) constantCopies.set(e, seen);
     }
     if (seen !== undefined) {
-      if (w.note(EFFECT_DECISION_CHARS))
-        w.flatDecisions().push(
-          -Math.round((performance.now() - startOf(call)) * 10) - 1,
-          call.trace.attempts,
-          seen,
-        );
+      if (w.note(EFFECT_DECISION_CHARS)) w.flatDecisions().push(at, attempt, seen);
       continue;
     }
     if (isSmall(e)) {
@@ -458,12 +726,21 @@ export function captureEffects(call: ChatCall, effects: readonly PolicyEffect[])
         const t = sharedEffect(e);
         if (t !== undefined) {
           if (deepFrozen(e)) constantCopies.set(e, t);
-          d.push(-Math.round((performance.now() - startOf(call)) * 10) - 1, call.trace.attempts, t);
-        } else keepEffect(d, startOf(call), call.trace.attempts, e);
+          d.push(at, attempt, t);
+        } else keepEffect(d, at, attempt, e);
       }
       continue;
     }
-    captureDecision(call, e.kind, reasonOf(e), (e as { detail?: unknown }).detail, e.policy);
+    const detail = (e as { detail?: unknown }).detail;
+    applyDecision(
+      w,
+      round(sinceStart),
+      attempt,
+      e.kind,
+      reasonOf(e),
+      detail !== undefined ? stringify(detail) : undefined,
+      e.policy,
+    );
   }
 }
 
@@ -577,9 +854,9 @@ function fieldsOf(o: Record<string, unknown>): Record<string, unknown> {
  * An effect's fields appended to the flat decisions: [-(time in tenths) - 1, attempt, fields,
  * detail fields (-1: no detail), name, value...]. Short strings are shared (sharedString).
  */
-function keepEffect(d: unknown[], start: number, attempt: number, e: PolicyEffect): void {
+function keepEffect(d: unknown[], time: number, attempt: number, e: PolicyEffect): void {
   const at = d.length;
-  d.push(-Math.round((performance.now() - start) * 10) - 1, attempt, 0, -1);
+  d.push(time, attempt, 0, -1);
   let fields = 0;
   const o = e as unknown as Record<string, unknown>;
   for (const k in o) {
@@ -830,6 +1107,35 @@ export function finishCapture(
 ): void {
   const w = call.capture;
   if (!w) return;
+  // The call has no record from here, whenever the journal applies its end.
+  call.capture = undefined;
+  if (!batched(w)) {
+    applyFinish(w, call, status, finished, usage, cache, harness, error, now);
+    return;
+  }
+  beginOp(OP_FINISH, 0);
+  J.refs[J.nRefs++] = w;
+  J.refs[J.nRefs++] = call;
+  J.refs[J.nRefs++] = usage;
+  J.refs[J.nRefs++] = cache;
+  J.refs[J.nRefs++] = harness;
+  J.refs[J.nRefs++] = error;
+  J.nums[J.nNums++] = status;
+  J.nums[J.nNums++] = finished ? 1 : 0;
+  J.nums[J.nNums++] = now;
+}
+
+function applyFinish(
+  w: RecordWriter,
+  call: ChatCall,
+  status: number,
+  finished: boolean,
+  usage: Usage | undefined,
+  cache: { cached: number; prompt: number } | undefined,
+  harness: Record<string, unknown> | HarnessOf | undefined,
+  error: ToolproofError | undefined,
+  now: number,
+): void {
   const startedAt = w.start ?? now;
   const r = w;
   w.endEvents();
@@ -840,10 +1146,14 @@ export function finishCapture(
   r.attempts = call.trace.attempts;
   const t = call.trace;
   if (t.droppedTools?.length)
-    captureDecision(
-      call,
+    applyDecision(
+      w,
+      round(now - (w.start ?? 0)),
+      t.attempts,
       'dropped-tools',
       `hosted tools left out of the upstream request: ${t.droppedTools.join(', ')}`,
+      undefined,
+      undefined,
     );
   const failed = !finished || status >= 400 || error !== undefined || t.finalKind === 'error';
   // Any attempt sent again is a retry: a re-ask, and the upstream's refusal (images, schema
@@ -879,7 +1189,6 @@ export function finishCapture(
   }
   w.settle();
   w.start = undefined;
-  call.capture = undefined;
 }
 
 /**

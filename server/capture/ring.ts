@@ -15,6 +15,7 @@
  * garbage at once.
  */
 import { ownString } from '../../protocol/own-string.js';
+import { flushJournal } from './journal.js';
 
 /**
  * Buffer's own UTF-8 writer (node's, beneath `write`): `write(s, offset, 'utf8')` checks its
@@ -562,7 +563,7 @@ export class RecordWriter implements CaptureRecord {
   private eventSpans!: Spans | undefined;
   private eventChars!: number;
   private eventCut!: number;
-  private readonly ring: CaptureRing;
+  readonly ring: CaptureRing;
 
   constructor(init: RecordInit, ring: CaptureRing) {
     this.ring = ring;
@@ -1492,8 +1493,15 @@ export class CaptureRing {
   /** Records evicted once they ended, to be reused (open). */
   private readonly spare: RecordWriter[] = [];
 
-  constructor(limits: CaptureLimits) {
+  /**
+   * Whether the recorder's hooks go through the journal (journal.ts) rather than write at once:
+   * the server's ring (app.ts); a ring made on its own (tests, benches) is written at once.
+   */
+  readonly batched: boolean;
+
+  constructor(limits: CaptureLimits, batched = false) {
     this.limits = limits;
+    this.batched = batched;
     this.recordBytes = Math.max(RECORD_OVERHEAD * 4, Math.floor(limits.maxBytes / 4));
   }
 
@@ -1561,10 +1569,12 @@ export class CaptureRing {
 
   /** Bytes the ring holds now (as counted). */
   get bytes(): number {
+    flushJournal();
     return this.total;
   }
 
   get size(): number {
+    flushJournal();
     return this.order.length - this.head;
   }
 
@@ -1615,6 +1625,8 @@ export class CaptureRing {
    * Every read runs this first, so no answer shows a record before its id was settled.
    */
   settleIds(): void {
+    // The ops the journal holds first (journal.ts): no reader sees a record short of them.
+    flushJournal();
     if (this.indexed === this.arrived) return;
     const records = this.records;
     for (let i = Math.max(this.head, this.indexed - this.shifted); i < this.order.length; i++) {
