@@ -15,6 +15,8 @@
  * refused it for its length, or it is far past the window whatever the tokenizer) are cut too,
  * the older ones first, each to a small head and tail by its own characters, at a boundary that
  * moves in quarter-window steps, so later turns cut the same results the same way (overflow.ts).
+ * Together the older results keep a sixteenth of the window, spent in order: past it, each is one
+ * line (leftOutNote), so no count of them overflows the window by itself.
  */
 import type { ChatMessage, ContentPart } from '../../protocol/openai.js';
 import { EffectTally } from '../kit/effects.js';
@@ -99,6 +101,40 @@ function cutContent(content: ChatMessage['content'], cap: ResultCap): ChatMessag
   return out ?? content;
 }
 
+/** The text parts of a result's content, joined. */
+function textOf(content: ChatMessage['content']): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  let out = '';
+  for (const p of content) if (p?.type === 'text' && typeof p.text === 'string') out += p.text;
+  return out;
+}
+
+/** `content` with its text as `note`: its other parts (an image) stay for their own policies. */
+function withText(content: ChatMessage['content'], note: string): ChatMessage['content'] {
+  if (!Array.isArray(content)) return note;
+  const out: ContentPart[] = [];
+  let placed = false;
+  for (const p of content) {
+    if (p?.type !== 'text') out.push(p);
+    else if (!placed) {
+      out.push({ ...p, text: note });
+      placed = true;
+    }
+  }
+  return out;
+}
+
+/** One line in place of an older result past the room the older results share. */
+export function leftOutNote(text: string): string {
+  let lines = 1;
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) lines++;
+  return (
+    `[toolproof left out this tool result (${text.length} characters, ${lines === 1 ? '1 line' : `${lines} lines`})` +
+    " to fit the model's context window]"
+  );
+}
+
 export const toolResultCapPolicy: Policy<ToolResultCapEffect> = {
   name: TOOL_RESULT_CAP_POLICY,
   settingsSchema: Object.freeze({ maxToolResultTokens: { type: 'integer', minimum: 0 } }),
@@ -126,8 +162,36 @@ export const toolResultCapPolicy: Policy<ToolResultCapEffect> = {
       // Cut from the result as sent (not from its cut above): the note's counts are the result's own.
       const keep = Math.min(keptTokens(window), cap.max);
       const refused = ctx.refused?.now.has(PROMPT_OVER_WINDOW) === true;
-      for (const i of resultsToCut(request, messages ?? request.messages, window, refused))
-        hold(i, request.messages[i]!, { over: 2 * keep, max: keep });
+      // What the older results may still take together: a sixteenth of the window. At a
+      // sixty-fourth each (with its marker) and no total, forty reads of ~400 tokens were past an
+      // 8k window (every later turn refused). Spent in the prompt's order: a result's fate
+      // depends only on the older results before it, and the boundary only moves on, so each
+      // older result is the same bytes every turn (docs/prefix.md, exception 9).
+      let room = Math.max(1, Math.floor(window / 16));
+      for (const i of resultsToCut(request, messages ?? request.messages, window, refused)) {
+        const m = request.messages[i]!;
+        const content = cutContent(m.content, { over: 2 * keep, max: keep });
+        // What it takes of the room: what it keeps of its text (a short one, all of it; one that
+        // cutting would not shorten, thousands of tiny parts, as much as a cut one).
+        const text = textOf(content);
+        const cost = content === m.content ? Math.min(estimateTokens(text), keep) : keep;
+        if (cost > room) {
+          const note = leftOutNote(textOf(m.content));
+          // A note about as long as what it replaces would save nothing: the text stays.
+          if (note.length * 2 <= text.length) {
+            room = 0;
+            messages ??= request.messages.slice();
+            messages[i] = { ...m, content: withText(m.content, note) };
+            cut.add(i);
+            continue;
+          }
+        }
+        room = Math.max(0, room - cost);
+        if (content === m.content) continue;
+        messages ??= request.messages.slice();
+        messages[i] = { ...m, content };
+        cut.add(i);
+      }
     }
     if (!messages) return { action: 'continue', request, effects: [] };
     for (let k = 0; k < cut.size; k++) tally.add('tool-result-cut');

@@ -1646,6 +1646,51 @@ describe.each(SMALL)('eighty text documents in eighty messages: $name', (backend
   }, 300_000);
 });
 
+/** A tool result of ~1,600 characters (~400 tokens), distinct per `k`: a file an agent read. */
+const readFile = (k: number) =>
+  Array.from({ length: 40 }, (_, l) => `file${k}.ts:${l}: export const value${l} = ${k * 100 + l};`).join(
+    '\n',
+  );
+
+/** A user turn, then fifty tool calls, each reading one file: ~20,000 tokens of results. */
+function manyToolResults(door: DoorName): Obj[] {
+  const out: Obj[] = [door === 'responses' ? respUser('Read the files.') : chatUser('Read the files.')];
+  for (let k = 0; k < 50; k++) {
+    if (door === 'chat')
+      out.push(chatCall(`call_${k}`), { role: 'tool', tool_call_id: `call_${k}`, content: readFile(k) });
+    else if (door === 'responses')
+      out.push(respCall(`call_${k}`), {
+        type: 'function_call_output',
+        call_id: `call_${k}`,
+        output: readFile(k),
+      });
+    else out.push(msgCall(`toolu_${k}`), result(`toolu_${k}`, readFile(k)));
+  }
+  return out;
+}
+
+// Many older tool results: each older one kept a sixty-fourth of the window (with its marker) and
+// no total, so forty were already past an 8k window (refused every turn at 9,637 tokens, fifty at
+// 11,469). Now the older ones share a sixteenth of the window, in order; past it each is a
+// one-line note. (Past ~55 calls the calls themselves, the notes and the last half window whole
+// are over 8k: 56 are refused at 8,458 tokens.)
+describe.each(SMALL)('fifty tool results of an agent reading files: $name', (backend) => {
+  let stack: Stack;
+  let anthropic: Anthropic;
+  beforeAll(async () => {
+    stack = await startStack({ sim: backend.sim as never, file: backend.file as never });
+    anthropic = new Anthropic({ baseURL: stack.origin, apiKey: 'x', maxRetries: 0, timeout: 60_000 });
+  });
+  afterAll(() => stack.close());
+
+  it('three turns on every door, streamed and not, each extending the first', async () => {
+    const expected = ['file0.ts:0:', '[toolproof left out this tool result (', 'file49.ts:39:'];
+    expect(
+      await doorSessions(stack, anthropic, backend, 'fifty tool results', manyToolResults, expected, true),
+    ).toEqual([]);
+  }, 300_000);
+});
+
 /** A screenshot-taking session: a user turn, then twelve tool results that are each one image. */
 function screenshots(door: DoorName): Obj[] {
   const out: Obj[] = [];

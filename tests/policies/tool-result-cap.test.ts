@@ -285,6 +285,71 @@ describe('tool-result-cap: results that each fit and together overflow the windo
     ]);
   });
 
+  it('the older results are bounded together, whatever their count, the same bytes each turn', () => {
+    // an agent reading file after file: at a sixty-fourth of the window each and no total, 64 or
+    // more older results were past the window by themselves (every later turn refused)
+    const session = (n: number) => [
+      { role: 'user', content: 'go' },
+      ...Array.from({ length: n }, (_, i) => call(i)).flat(),
+    ];
+    const kept = (messages: Array<{ role: string; content?: unknown }>) =>
+      messages
+        .filter(
+          (m) => m.role === 'tool' && !String(m.content).startsWith('[toolproof left out this tool result'),
+        )
+        .reduce((sum, m) => sum + estimateTokens(String(m.content)), 0);
+    const at100 = run(session(100)).request.messages;
+    const at400 = run(session(400)).request.messages;
+    // what the results keep of their text: the older ones a sixteenth of the window, the newest
+    // (the last half window and less than a quarter more) whole
+    expect(kept(at400)).toBeLessThanOrEqual(kept(at100) + 200);
+    expect(kept(at100)).toBeLessThan(WINDOW);
+    // the notes: one line each
+    const notes = at400.filter((m) => String(m.content).startsWith('[toolproof left out this tool result'));
+    expect(notes.length).toBeGreaterThan(390);
+    expect(notes[0]!.content).toBe(
+      "[toolproof left out this tool result (7000 characters, 149 lines) to fit the model's context window]",
+    );
+    // the next turn (within the same quarter window of growth): each earlier message the same bytes
+    const t2 = run([...session(100), { role: 'user', content: 'go on' }]).request.messages;
+    expect(t2.slice(0, at100.length)).toEqual(at100);
+    // the turn that moves the boundary a step: the messages already older stay the same bytes
+    const t3 = run(session(102)).request.messages;
+    const older = at100.findLastIndex((m) => String(m.content).includes('toolproof left out')) + 1;
+    expect(older).toBeGreaterThan(150);
+    expect(t3.slice(0, older)).toEqual(at100.slice(0, older));
+    expect(t3.length).toBeGreaterThan(older);
+  });
+
+  it('older results: about linear time and memory over their count (x4, at most ~x4), what they keep bounded', () => {
+    const calls = Array.from({ length: 50 }, (_, i) => call(i));
+    const make = (n: number) => ({
+      model: 'm',
+      messages: [
+        { role: 'user', content: 'go' },
+        ...Array.from({ length: n }, (_, i) => calls[i % 50]!).flat(),
+      ],
+    });
+    const s = measureScaling(
+      make,
+      (req) => {
+        const d = toolResultCapPolicy.onRequest!(req as never, refusedCtx, req as never);
+        if (d.action !== 'continue') throw new Error('continue expected');
+        return d;
+      },
+      { from: 50, max: 1 << 14 },
+    );
+    expect(withinBudget(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
+    // what is sent of them: the notes grow a line a result, the text does not
+    const ones = make(s.base);
+    const fours = make(s.base * 4);
+    const sent = (req: ReturnType<typeof make>) =>
+      run(req.messages)
+        .request.messages.filter((m) => !String(m.content).startsWith('[toolproof left out this tool result'))
+        .reduce((sum, m) => sum + String(m.content ?? '').length, 0);
+    expect(sent(fours) - sent(ones)).toBeLessThan(30 * 3 * s.base);
+  });
+
   it('a session growing turn by turn: each cut is the same bytes on every later turn, and nothing before it changes', () => {
     const history: unknown[] = [{ role: 'user', content: 'go' }];
     let prev: Array<{ role: string; content?: unknown }> | undefined;
