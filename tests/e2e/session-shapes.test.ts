@@ -1628,23 +1628,35 @@ function manyTextDocuments(door: DoorName): Obj[] {
 
 // More than 64 older messages with documents: each older one kept a sixty-fourth of the window,
 // and eighty of them were past an 8k window by themselves (every turn refused, ~14,000 tokens).
-// Now the older ones share a quarter of the window, in order; past it each is a one-line note.
-describe.each(SMALL)('eighty text documents in eighty messages: $name', (backend) => {
-  let stack: Stack;
-  let anthropic: Anthropic;
-  beforeAll(async () => {
-    stack = await startStack({ sim: backend.sim as never, file: backend.file as never });
-    anthropic = new Anthropic({ baseURL: stack.origin, apiKey: 'x', maxRetries: 0, timeout: 60_000 });
-  });
-  afterAll(() => stack.close());
+// Now the older ones share a sixteenth of the window, in order; past it each is a one-line note.
+overflowingSessions('eighty text documents in eighty messages', 'eighty documents', manyTextDocuments, [
+  '[document: note0.txt (',
+  '[document left out: note3',
+  '[end of document: note79.txt]',
+]);
 
-  it('three turns on every door, streamed and not, each extending the first', async () => {
-    const expected = ['[document: note0.txt (', '[document left out: note3', '[end of document: note79.txt]'];
-    expect(
-      await doorSessions(stack, anthropic, backend, 'eighty documents', manyTextDocuments, expected),
-    ).toEqual([]);
-  }, 300_000);
-});
+/** Three turns of `build`'s session on every small backend and door, streamed and not. */
+function overflowingSessions(
+  title: string,
+  label: string,
+  build: (door: DoorName) => Obj[],
+  expected: string[],
+  tools?: boolean,
+): void {
+  describe.each(SMALL)(`${title}: $name`, (backend) => {
+    let stack: Stack;
+    let anthropic: Anthropic;
+    beforeAll(async () => {
+      stack = await startStack({ sim: backend.sim as never, file: backend.file as never });
+      anthropic = new Anthropic({ baseURL: stack.origin, apiKey: 'x', maxRetries: 0, timeout: 60_000 });
+    });
+    afterAll(() => stack.close());
+
+    it('three turns on every door, streamed and not, each extending the first', async () => {
+      expect(await doorSessions(stack, anthropic, backend, label, build, expected, tools)).toEqual([]);
+    }, 300_000);
+  });
+}
 
 /** A tool result of ~1,600 characters (~400 tokens), distinct per `k`: a file an agent read. */
 const readFile = (k: number) =>
@@ -1674,22 +1686,13 @@ function manyToolResults(door: DoorName): Obj[] {
 // 11,469). Now the older ones share a sixteenth of the window, in order; past it each is a
 // one-line note. (Past ~55 calls the calls themselves, the notes and the last half window whole
 // are over 8k: 56 are refused at 8,458 tokens.)
-describe.each(SMALL)('fifty tool results of an agent reading files: $name', (backend) => {
-  let stack: Stack;
-  let anthropic: Anthropic;
-  beforeAll(async () => {
-    stack = await startStack({ sim: backend.sim as never, file: backend.file as never });
-    anthropic = new Anthropic({ baseURL: stack.origin, apiKey: 'x', maxRetries: 0, timeout: 60_000 });
-  });
-  afterAll(() => stack.close());
-
-  it('three turns on every door, streamed and not, each extending the first', async () => {
-    const expected = ['file0.ts:0:', '[toolproof left out this tool result (', 'file49.ts:39:'];
-    expect(
-      await doorSessions(stack, anthropic, backend, 'fifty tool results', manyToolResults, expected, true),
-    ).toEqual([]);
-  }, 300_000);
-});
+overflowingSessions(
+  'fifty tool results of an agent reading files',
+  'fifty tool results',
+  manyToolResults,
+  ['file0.ts:0:', '[toolproof left out this tool result (', 'file49.ts:39:'],
+  true,
+);
 
 /** A screenshot-taking session: a user turn, then twelve tool results that are each one image. */
 function screenshots(door: DoorName): Obj[] {
