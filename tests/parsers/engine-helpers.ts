@@ -50,6 +50,25 @@ export function streamed(pieces: Iterable<string>, opts: RecoveryOptions) {
 }
 
 /**
+ * The calls read in `text` (name, arguments, repairs) and its content, after checking that the
+ * text streamed one character at a time reads the same: the recall rounds' edge tests.
+ */
+export function readBoth(text: string, tools: Map<string, DeclaredTool>, cut = false) {
+  const r = recoverMessage({ content: text, reasoning: null, cut }, options(tools));
+  const stream = createRecoveryStream(options(tools));
+  const events = [];
+  for (const ch of text) events.push(...stream.push({ content: ch }));
+  events.push(...stream.finish({ cut }));
+  const s = collectEvents(events, stream);
+  const got = (x: typeof r) => ({
+    calls: x.calls.map((c) => [c.name, JSON.parse(c.arguments), c.repairs]),
+    content: x.content,
+  });
+  expect(got(s), 'streamed one character at a time').toEqual(got(r));
+  return got(r);
+}
+
+/**
  * The engine's raw events for `text` streamed in 64-char pushes: what the parser budget tests
  * (lead-in, peer near-miss, wild10 readings) time, x1 against x4.
  */

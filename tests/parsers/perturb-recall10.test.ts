@@ -5,26 +5,12 @@
  * these pin each rule's edges.
  */
 import { describe, expect, it } from 'vitest';
-import { collectEvents, createRecoveryStream, recoverMessage } from '../../parsers/recover.js';
-import { READ_FILE, options, toolsOf, WRITE_FILE } from './engine-helpers.js';
+import { READ_FILE, readBoth, toolsOf, WRITE_FILE } from './engine-helpers.js';
 
 const tools = toolsOf(READ_FILE, WRITE_FILE);
 
 /** The calls read (name, arguments, repairs), the content, and that one char at a time reads the same. */
-function read(text: string, cut = false) {
-  const r = recoverMessage({ content: text, reasoning: null, cut }, options(tools));
-  const stream = createRecoveryStream(options(tools));
-  const events = [];
-  for (const ch of text) events.push(...stream.push({ content: ch }));
-  events.push(...stream.finish({ cut }));
-  const s = collectEvents(events, stream);
-  const got = (x: typeof r) => ({
-    calls: x.calls.map((c) => [c.name, JSON.parse(c.arguments), c.repairs]),
-    content: x.content,
-  });
-  expect(got(s), 'streamed one character at a time').toEqual(got(r));
-  return got(r);
-}
+const read = (text: string, cut = false) => readBoth(text, tools, cut);
 
 const stays = (text: string) => expect(read(text)).toEqual({ calls: [], content: text });
 

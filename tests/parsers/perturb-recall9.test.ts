@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { unescapeOutsideStrings } from '../../parsers/kit/lenient-json.js';
-import { READ_FILE, options, streamed, toolsOf, WRITE_FILE, whole } from './engine-helpers.js';
+import { READ_FILE, readBoth, toolsOf, WRITE_FILE } from './engine-helpers.js';
 
 const tools = toolsOf(READ_FILE, WRITE_FILE, {
   name: 'list_files',
@@ -14,16 +14,7 @@ const tools = toolsOf(READ_FILE, WRITE_FILE, {
 });
 
 /** The calls read (name, arguments, repairs), the content, and that one char at a time reads the same. */
-function read(text: string) {
-  const r = whole(text, options(tools));
-  const s = streamed(text, options(tools));
-  const got = (x: typeof r) => ({
-    calls: x.calls.map((c) => [c.name, JSON.parse(c.arguments), c.repairs]),
-    content: x.content,
-  });
-  expect(got(s), 'streamed one character at a time').toEqual(got(r));
-  return got(r);
-}
+const read = (text: string) => readBoth(text, tools);
 
 const stays = (text: string) => expect(read(text)).toEqual({ calls: [], content: text });
 
