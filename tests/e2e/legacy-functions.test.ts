@@ -8,21 +8,12 @@
  * against the simulator as vLLM and llama-server.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Stack, startStack } from '../server/stack.js';
+import { type Stack, startStack, weatherTool } from '../server/stack.js';
 
 type Obj = Record<string, unknown>;
 
-const functions = [
-  {
-    name: 'get_weather',
-    description: 'Current weather for a city',
-    parameters: {
-      type: 'object',
-      properties: { city: { type: 'string' }, days: { type: 'integer' } },
-      required: ['city'],
-    },
-  },
-];
+/** The stack's weather tool as a legacy function. */
+const functions = [weatherTool.function];
 const messages = [{ role: 'user' as const, content: 'Weather in Paris for 3 days?' }];
 
 /** The streamed answer put together: content, the legacy call, the finish, and any tool_calls seen. */
