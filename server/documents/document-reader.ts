@@ -29,7 +29,7 @@ import {
 import { base64Size, fileFields, splitDataUrl } from '../../protocol/file-part.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { type AbortLike, clientClosed, listenAbort } from '../abort.js';
-import { extractPdf, type PdfLimits } from './pdf-worker.js';
+import { createPdfPool, type PdfLimits, type PdfPoolOptions } from './pdf-worker.js';
 
 /** What every PDF of a request past its first REQUEST_MAX_PDFS reads as. */
 const TOO_MANY: DocumentText = Object.freeze({ kind: 'unreadable', reason: 'too-many' });
@@ -58,6 +58,8 @@ export interface DocumentReaderOptions {
   cacheEntries?: number;
   /** Characters of text the cache holds at most, over all entries. */
   cacheChars?: number;
+  /** Reusing workers between reads (idle time, reads per worker): pdf-worker.ts's defaults. */
+  workers?: PdfPoolOptions;
 }
 
 export interface DocumentReader {
@@ -76,6 +78,10 @@ export interface DocumentReader {
   ): Promise<DocumentLookup | undefined>;
   /** Documents actually read (cache misses), for tests and the bench. */
   readonly reads: number;
+  /** Worker threads started (a reused worker is not started again), for tests and the bench. */
+  readonly workersStarted: number;
+  /** Workers kept idle for the next read now (tests). */
+  readonly workersIdle: number;
   /** Documents being read now, and waiting for a reader (tests). */
   readonly running: number;
   readonly queued: number;
@@ -132,6 +138,7 @@ export function createDocumentReader(options: DocumentReaderOptions = {}): Docum
   const runningBy = new Map<string, number>();
   let running = 0;
   let reads = 0;
+  const pool = createPdfPool(options.workers);
 
   const remember = (key: string, doc: DocumentText): void => {
     cache.set(key, doc);
@@ -216,10 +223,10 @@ export function createDocumentReader(options: DocumentReaderOptions = {}): Docum
       const then = next(read.owner);
       if (then) start(then);
     };
-    // extractPdf never rejects, but a worker that cannot even start must not keep its slot.
-    extractPdf(bytes, limits, stop.signal).then(ended, () =>
-      ended({ kind: 'unreadable', reason: 'malformed' }),
-    );
+    // extract never rejects, but a read that cannot even start must not keep its slot.
+    pool
+      .extract(bytes, limits, stop.signal)
+      .then(ended, () => ended({ kind: 'unreadable', reason: 'malformed' }));
   };
 
   /** The request no longer waits for `read`: at its last user it stops (or leaves the queue). */
@@ -274,6 +281,12 @@ export function createDocumentReader(options: DocumentReaderOptions = {}): Docum
   return {
     get reads() {
       return reads;
+    },
+    get workersStarted() {
+      return pool.started;
+    },
+    get workersIdle() {
+      return pool.idle;
     },
     get running() {
       return running;

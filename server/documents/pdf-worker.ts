@@ -1,8 +1,10 @@
 /**
  * Extracting a PDF's text in a worker thread, so a hostile or merely huge PDF never stalls the
  * event loop: the worker has a heap limit (resourceLimits) and a deadline, and is terminated
- * when it passes either. One worker per document (about 150 ms to start and load the library,
- * measured); results are cached by content (document-reader.ts), so a session pays once.
+ * when it passes either, errs, or is cancelled. Starting one costs ~0.2 s of CPU (the thread and
+ * the library's load: 207-214 ms a one-page read), so a worker that finished a read cleanly
+ * takes the next one (createPdfPool): kept idle at most IDLE_MS, retired after MAX_READS reads.
+ * Results are cached by content (document-reader.ts), so a session pays once per document.
  *
  * The library is unpdf (pdf.js built for servers: no native dependency, no canvas). The worker
  * runs plain JavaScript given as source (`eval`), requiring unpdf by the path this module
@@ -43,10 +45,23 @@ const LIB = createRequire(import.meta.url).resolve('unpdf');
 // 1.90-2.05 s after, alternated).
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
-const { data, maxPages, maxChars, bufferBytes } = workerData;
+const { bufferBytes } = workerData;
+// Whatever pdf.js might print is dropped here, never sent to the server's output or buffered.
+// (Piped stdio, drained by the server, kept an unref'd idle worker's process alive.)
+for (const stream of [process.stdout, process.stderr]) {
+  stream.write = (_chunk, encoding, callback) => {
+    const cb = typeof encoding === 'function' ? encoding : callback;
+    if (cb) queueMicrotask(() => cb());
+    return true;
+  };
+}
+for (const k of ['log', 'info', 'warn', 'error', 'debug', 'trace']) console[k] = () => {};
+// Per read: each starts at 0 (what an earlier read left to the collector no longer counts, and
+// is returned to it only: its generation is over), so a read counts what a fresh worker would.
+let generation = 0;
 let buffered = 0;
 let overBudget = false;
-const returned = new FinalizationRegistry((n) => { buffered -= n; });
+const returned = new FinalizationRegistry(([g, n]) => { if (g === generation) buffered -= n; });
 const count = (n) => {
   if (!(n >= 65536)) return false; // NaN too: it would disable the count
   if (buffered + n > bufferBytes) {
@@ -66,7 +81,7 @@ for (const name of ['Uint8Array', 'Uint8ClampedArray', 'Int8Array', 'Uint16Array
         : a && !(a instanceof OriginalArrayBuffer) && typeof a.length === 'number' ? a.length * C.BYTES_PER_ELEMENT : 0;
       const big = count(n);
       super(a, b, c);
-      if (big) returned.register(this, n);
+      if (big) returned.register(this, [generation, n]);
     }
     static [Symbol.hasInstance](x) { return x instanceof C; }
     // what its methods make (subarray, slice, map) are the built-in kind
@@ -78,14 +93,14 @@ globalThis.ArrayBuffer = class extends OriginalArrayBuffer {
   constructor(n, o) {
     const big = count(typeof n === 'number' ? n : 0);
     super(n, o);
-    if (big) returned.register(this, n);
+    if (big) returned.register(this, [generation, n]);
   }
   static [Symbol.hasInstance](x) { return x instanceof OriginalArrayBuffer; }
   static get [Symbol.species]() { return OriginalArrayBuffer; }
 };
 const { getDocumentProxy } = require(workerData.lib);
 const memory = () => ({ kind: 'unreadable', reason: 'memory' });
-(async () => {
+async function read(data, maxPages, maxChars) {
   let doc;
   try {
     doc = await getDocumentProxy(data, {
@@ -94,73 +109,197 @@ const memory = () => ({ kind: 'unreadable', reason: 'memory' });
     });
   } catch (e) {
     const name = e && e.name;
-    parentPort.postMessage(overBudget ? memory() : { kind: 'unreadable', reason: name === 'PasswordException' ? 'encrypted' : 'malformed' });
-    return;
+    return { kind: 'unreadable', reason: name === 'PasswordException' ? 'encrypted' : 'malformed' };
   }
-  const pages = doc.numPages;
-  const text = [];
-  let total = 0;
-  let truncated = false;
-  for (let i = 1; i <= Math.min(pages, maxPages); i++) {
-    const page = await doc.getPage(i);
-    const content = await page.getTextContent();
-    let t = '';
-    for (const item of content.items) if (typeof item.str === 'string') t += item.str + (item.hasEOL ? '\\n' : '');
-    page.cleanup();
-    if (total + t.length > maxChars) {
-      text.push(t.slice(0, maxChars - total));
-      truncated = true;
-      break;
+  try {
+    const pages = doc.numPages;
+    const text = [];
+    let total = 0;
+    let truncated = false;
+    for (let i = 1; i <= Math.min(pages, maxPages); i++) {
+      const page = await doc.getPage(i);
+      const content = await page.getTextContent();
+      let t = '';
+      for (const item of content.items) if (typeof item.str === 'string') t += item.str + (item.hasEOL ? '\\n' : '');
+      page.cleanup();
+      if (total + t.length > maxChars) {
+        text.push(t.slice(0, maxChars - total));
+        truncated = true;
+        break;
+      }
+      total += t.length;
+      text.push(t);
     }
-    total += t.length;
-    text.push(t);
+    return { kind: 'text', pages, text, truncated };
+  } finally {
+    // The worker may read another document: this one's objects go (never an error of the read).
+    await doc.destroy().catch(() => {});
   }
-  // pdf.js may have read on past a refused buffer (a font it could not load): what it gave is
-  // not the document's whole text, and nothing says which part is missing.
-  parentPort.postMessage(overBudget ? memory() : { kind: 'text', pages, text, truncated });
-})().catch(() => parentPort.postMessage(overBudget ? memory() : { kind: 'unreadable', reason: 'malformed' }));
+}
+// One read per message, one at a time (the pool sends the next only after the answer). \`held\`:
+// the bytes of this read's buffers still counted alive (the pool retires a worker holding much).
+parentPort.on('message', ({ data, maxPages, maxChars }) => {
+  generation++;
+  buffered = 0;
+  overBudget = false;
+  read(data, maxPages, maxChars)
+    .catch(() => ({ kind: 'unreadable', reason: 'malformed' }))
+    // pdf.js may have read on past a refused buffer (a font it could not load): what it gave is
+    // not the document's whole text, and nothing says which part is missing.
+    .then((doc) => parentPort.postMessage({ doc: overBudget ? memory() : doc, held: buffered }));
+});
 `;
 
 /**
- * The PDF's text, or why it was not read. Never rejects. `signal`: nobody waits for it any more:
- * the worker is terminated at once (it ends as a timeout nobody sees).
+ * How long a worker that finished a read waits for the next (an unref'd timer: an idle worker
+ * never keeps the process alive, and an idle server holds no thread). 5 s covers a burst (a
+ * request's 16 PDFs, a queue draining, a session's next turns sent back to back by an agent)
+ * while a server with nothing to read gives back the worker's ~23 MB within seconds.
  */
-export function extractPdf(data: Uint8Array, limits: PdfLimits, signal?: AbortSignal): Promise<DocumentText> {
-  return new Promise((resolve) => {
-    let settled = false;
-    const done = (result: DocumentText): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', cancel);
-      void worker.terminate();
-      resolve(result);
-    };
-    const cancel = (): void => done({ kind: 'unreadable', reason: 'timeout' });
+export const IDLE_MS = 5_000;
+/**
+ * Reads one worker does at most: a new one then (0.2 s once per 32 reads, ~6 ms a read), so
+ * whatever pdf.js keeps between documents (its module state, a fragmented heap) never grows on.
+ */
+export const MAX_READS = 32;
+
+/** The message a worker answers a read with. */
+interface Answer {
+  doc: DocumentText;
+  /** Bytes of the read's large buffers still counted alive when it ended. */
+  held: number;
+}
+
+interface PooledWorker {
+  readonly worker: Worker;
+  readonly heapMb: number;
+  reads: number;
+  idle?: NodeJS.Timeout;
+}
+
+export interface PdfPoolOptions {
+  idleMs?: number;
+  maxReads?: number;
+}
+
+export interface PdfPool {
+  /**
+   * The PDF's text, or why it was not read. Never rejects. `signal`: nobody waits for it any
+   * more: the worker is terminated at once (it ends as a timeout nobody sees).
+   */
+  extract(data: Uint8Array, limits: PdfLimits, signal?: AbortSignal): Promise<DocumentText>;
+  /** Workers started so far (tests, the bench). */
+  readonly started: number;
+  /** Workers waiting for a read now. */
+  readonly idle: number;
+}
+
+/**
+ * Workers reused between reads. Only a read that ended with its answer returns its worker (and
+ * only while it holds less than a quarter of its buffer budget and has read fewer than maxReads);
+ * a timeout, a heap or buffer overrun ('memory'), an error, an exit or a cancel terminates it,
+ * and the next read gets a fresh one. At most as many idle as ran at once (the reader's
+ * concurrency bounds that).
+ */
+export function createPdfPool(options: PdfPoolOptions = {}): PdfPool {
+  const idleMs = options.idleMs ?? IDLE_MS;
+  const maxReads = options.maxReads ?? MAX_READS;
+  const idle: PooledWorker[] = [];
+  let started = 0;
+
+  const spawn = (heapMb: number): PooledWorker => {
+    started++;
     const worker = new Worker(WORKER_SOURCE, {
       eval: true,
-      workerData: {
-        lib: LIB,
-        data,
-        maxPages: limits.maxPages,
-        maxChars: limits.maxChars,
-        // buffers outside the heap: as much again as the heap may hold
-        bufferBytes: limits.heapMb * 1024 * 1024,
-      },
-      resourceLimits: { maxOldGenerationSizeMb: limits.heapMb, maxYoungGenerationSizeMb: 32, stackSizeMb: 4 },
-      stdout: true,
-      stderr: true,
+      // buffers outside the heap: as much again as the heap may hold
+      workerData: { lib: LIB, bufferBytes: heapMb * 1024 * 1024 },
+      resourceLimits: { maxOldGenerationSizeMb: heapMb, maxYoungGenerationSizeMb: 32, stackSizeMb: 4 },
     });
-    // Whatever pdf.js might print is drained, never buffered.
-    worker.stdout.resume();
-    worker.stderr.resume();
-    const timer = setTimeout(() => done({ kind: 'unreadable', reason: 'timeout' }), limits.timeoutMs);
-    worker.on('message', (m: DocumentText) => done(m));
-    worker.on('error', (err: NodeJS.ErrnoException) =>
-      done({ kind: 'unreadable', reason: err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? 'memory' : 'malformed' }),
-    );
-    worker.on('exit', () => done({ kind: 'unreadable', reason: 'malformed' }));
-    if (signal?.aborted) cancel();
-    else signal?.addEventListener('abort', cancel, { once: true });
-  });
+    return { worker, heapMb, reads: 0 };
+  };
+
+  const take = (heapMb: number): PooledWorker => {
+    const i = idle.findIndex((w) => w.heapMb === heapMb);
+    if (i < 0) return spawn(heapMb);
+    const w = idle.splice(i, 1)[0]!;
+    w.worker.removeAllListeners('exit').removeAllListeners('error');
+    clearTimeout(w.idle);
+    w.idle = undefined;
+    w.worker.ref();
+    return w;
+  };
+
+  const release = (w: PooledWorker): void => {
+    w.worker.removeAllListeners('message').removeAllListeners('error').removeAllListeners('exit');
+    // An idle worker that dies anyway (it should not) is dropped, never handed out.
+    const drop = (): void => {
+      const i = idle.indexOf(w);
+      if (i >= 0) idle.splice(i, 1);
+      clearTimeout(w.idle);
+    };
+    w.worker.once('exit', drop).once('error', () => {
+      drop();
+      void w.worker.terminate();
+    });
+    w.worker.unref();
+    w.idle = setTimeout(() => {
+      drop();
+      void w.worker.terminate();
+    }, idleMs).unref();
+    idle.push(w);
+  };
+
+  return {
+    get started() {
+      return started;
+    },
+    get idle() {
+      return idle.length;
+    },
+    extract(data, limits, signal) {
+      return new Promise((resolve) => {
+        const bufferBytes = limits.heapMb * 1024 * 1024;
+        let settled = false;
+        let w: PooledWorker;
+        const done = (result: DocumentText, reuse = false): void => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', cancel);
+          if (reuse) release(w);
+          else {
+            w.worker.removeAllListeners('message');
+            void w.worker.terminate();
+          }
+          resolve(result);
+        };
+        const cancel = (): void => done({ kind: 'unreadable', reason: 'timeout' });
+        try {
+          w = take(limits.heapMb);
+        } catch {
+          resolve({ kind: 'unreadable', reason: 'malformed' });
+          return;
+        }
+        const timer = setTimeout(() => done({ kind: 'unreadable', reason: 'timeout' }), limits.timeoutMs);
+        w.worker.once('message', (m: Answer) => {
+          w.reads++;
+          // A clean end: the worker takes the next read, unless the read overran (its worker
+          // may hold what pdf.js could not let go), holds much still, or has read enough.
+          const clean = m.doc.kind !== 'unreadable' || m.doc.reason !== 'memory';
+          done(m.doc, clean && m.held < bufferBytes / 4 && w.reads < maxReads);
+        });
+        w.worker.on('error', (err: NodeJS.ErrnoException) =>
+          done({
+            kind: 'unreadable',
+            reason: err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? 'memory' : 'malformed',
+          }),
+        );
+        w.worker.on('exit', () => done({ kind: 'unreadable', reason: 'malformed' }));
+        // A copy of the bytes by structured clone (the caller's stay its own).
+        w.worker.postMessage({ data, maxPages: limits.maxPages, maxChars: limits.maxChars });
+        if (signal?.aborted) cancel();
+        else signal?.addEventListener('abort', cancel, { once: true });
+      });
+    },
+  };
 }

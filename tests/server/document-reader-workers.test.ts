@@ -1,0 +1,110 @@
+/**
+ * The reader's workers are reused (server/documents/pdf-worker.ts): a worker that finished a read
+ * cleanly takes the next, one that timed out, overran or was cancelled is terminated and the next
+ * read gets a fresh one, an idle worker goes away (and never holds the process), and a reused
+ * worker reads every document as a fresh one does.
+ */
+import { spawn } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { createDocumentReader, DEFAULT_PDF_LIMITS } from '../../server/documents/document-reader.js';
+import { IDLE_MS } from '../../server/documents/pdf-worker.js';
+import { bombPdf, encryptedPdf, imageOnlyPdf, manyPagesPdf, textPdf } from '../support/pdf.js';
+import { nodeEntry } from '../support/toolproof-process.js';
+
+const url = (b: Buffer) => `data:application/pdf;base64,${b.toString('base64')}`;
+const requestOf = (u: string) => ({
+  model: 'm',
+  messages: [{ role: 'user' as const, content: [{ type: 'file' as const, file: { file_data: u } }] }],
+});
+
+type Reader = ReturnType<typeof createDocumentReader>;
+async function read(r: Reader, u: string, signal?: AbortSignal) {
+  return (await r.prepare(requestOf(u), signal))?.(u);
+}
+
+describe('document reader: reused workers', () => {
+  it('a second document reads on the same worker, and reads as on a fresh worker, byte for byte', async () => {
+    const docs = [
+      textPdf(['alpha 1', 'beta (2)']),
+      textPdf(['compressed', 'text'], { flate: true }),
+      encryptedPdf(),
+      Buffer.from('%PDF-1.4 not really'),
+      imageOnlyPdf(),
+      manyPagesPdf(120),
+      textPdf(['last one']),
+    ].map(url);
+    const reused = createDocumentReader({ concurrency: 1 });
+    const got: string[] = [];
+    for (const u of docs) got.push(JSON.stringify(await read(reused, u)));
+    expect(reused.reads).toBe(docs.length);
+    expect(reused.workersStarted).toBe(1);
+    // A worker per read, as before reuse.
+    const fresh = createDocumentReader({ concurrency: 1, workers: { maxReads: 1 } });
+    const want: string[] = [];
+    for (const u of docs) want.push(JSON.stringify(await read(fresh, u)));
+    expect(fresh.workersStarted).toBe(docs.length);
+    expect(got).toEqual(want);
+    expect(JSON.parse(got[0]!)).toEqual({
+      kind: 'text',
+      pages: 2,
+      text: ['alpha 1', 'beta (2)'],
+      truncated: false,
+    });
+  }, 60_000);
+
+  it('a worker is retired after maxReads reads', async () => {
+    const r = createDocumentReader({ concurrency: 1, workers: { maxReads: 2 } });
+    for (const t of ['r1', 'r2', 'r3']) expect(await read(r, url(textPdf([t])))).toMatchObject({ text: [t] });
+    expect(r.workersStarted).toBe(2);
+  }, 30_000);
+
+  it('a read that times out or is cancelled ends its worker; the next read gets a fresh one that works', async () => {
+    const r = createDocumentReader({
+      concurrency: 1,
+      limits: { ...DEFAULT_PDF_LIMITS, timeoutMs: 1_500, heapMb: 96 },
+    });
+    const bomb = url(bombPdf(200));
+    expect(await read(r, url(textPdf(['before'])))).toMatchObject({ text: ['before'] });
+    expect(r.workersStarted).toBe(1);
+    // The reused worker takes the bomb, and ends with it (the deadline, or the heap limit).
+    const doc = await read(r, bomb);
+    expect(['timeout', 'memory']).toContain(doc?.kind === 'unreadable' ? doc.reason : doc?.kind);
+    expect(r.workersIdle).toBe(0);
+    expect(await read(r, url(textPdf(['after'])))).toMatchObject({ text: ['after'] });
+    expect(r.workersStarted).toBe(2);
+    // Cancelled mid-read (its client left): that worker is terminated too.
+    const gone = new AbortController();
+    // Another bomb: the first one's timeout is cached.
+    const cancelled = r.prepare(requestOf(url(bombPdf(201))), gone.signal);
+    while (r.running === 0) await new Promise((res) => setTimeout(res, 10));
+    gone.abort();
+    await expect(cancelled).rejects.toMatchObject({ code: 'TP_ERR_CLIENT_CLOSED' });
+    while (r.running > 0) await new Promise((res) => setTimeout(res, 10));
+    expect(r.workersIdle).toBe(0);
+    expect(await read(r, url(textPdf(['then'])))).toMatchObject({ text: ['then'] });
+    expect(r.workersStarted).toBe(3);
+  }, 60_000);
+
+  it('an idle worker goes away after its idle time, and never keeps the process alive', async () => {
+    const r = createDocumentReader({ workers: { idleMs: 150 } });
+    expect(await read(r, url(textPdf(['idle'])))).toMatchObject({ text: ['idle'] });
+    expect(r.workersIdle).toBe(1);
+    const end = performance.now() + 5_000;
+    while (r.workersIdle > 0 && performance.now() < end) await new Promise((res) => setTimeout(res, 25));
+    expect(r.workersIdle).toBe(0);
+    // A process that read one PDF exits at once, long before the default idle time ends.
+    const child = spawn(process.execPath, nodeEntry('tests/support/pdf-read-once.ts'), {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    let readAt = 0;
+    child.stdout.on('data', (b: Buffer) => {
+      out += b.toString();
+      if (!readAt && out.includes('\n')) readAt = performance.now();
+    });
+    const code = await new Promise<number | null>((res) => child.on('exit', res));
+    const exitedAfter = performance.now() - readAt;
+    expect([out.trim(), code]).toEqual(['read text idle 1', 0]);
+    expect(exitedAfter).toBeLessThan(IDLE_MS / 2);
+  }, 60_000);
+});
