@@ -13,10 +13,9 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { brotliCompressSync, deflateRawSync, gzipSync } from 'node:zlib';
-import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
-import { type Proc, startWorkers } from '../support/toolproof-process.js';
+import { freshRequest, type Proc, startWorkers } from '../support/toolproof-process.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tp-reader-shares-'));
 const file = join(dir, 'toolproof.yaml');
@@ -49,28 +48,13 @@ afterAll(async () => {
 });
 
 /** One request of `key` on a connection of its own (the primary spreads them over the workers). */
-async function send(
-  key: string,
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<{ status: number; text: string }> {
-  const client = new Client(origin);
-  try {
-    const res = await client.request({
-      method: method as 'GET',
-      path,
-      headers: {
-        authorization: `Bearer sk-${key}-0123456789`,
-        ...(body ? { 'content-type': 'application/json', 'x-session-id': 'shares' } : {}),
-      },
-      ...(body ? { body: JSON.stringify(body) } : {}),
-    });
-    return { status: res.statusCode, text: await res.body.text() };
-  } finally {
-    await client.close();
-  }
-}
+const send = (key: string, method: 'GET' | 'POST', path: string, body?: unknown) =>
+  freshRequest(origin, {
+    key,
+    method,
+    path,
+    ...(body ? { headers: { 'x-session-id': 'shares' }, body: JSON.stringify(body) } : {}),
+  });
 
 /** The primary's CPU so far, ms (utime + stime of /proc/<pid>/stat, in 10 ms ticks). */
 function primaryCpuMs(): number {
@@ -80,16 +64,8 @@ function primaryCpuMs(): number {
 }
 
 /** One GET /metrics on a connection of its own: its status. */
-async function scrape(): Promise<number> {
-  const client = new Client(origin);
-  try {
-    const res = await client.request({ method: 'GET', path: '/metrics' });
-    await res.body.dump();
-    return res.statusCode;
-  } finally {
-    await client.close();
-  }
-}
+const scrape = async (): Promise<number> =>
+  (await freshRequest(origin, { method: 'GET', path: '/metrics' })).status;
 
 describe('/metrics scrapes at once', () => {
   it("share the primary's gathers: 200 at once, far fewer gathers", async () => {
@@ -99,15 +75,9 @@ describe('/metrics scrapes at once', () => {
     // each on a connection of its own, all at once
     const bodies = await Promise.all(
       Array.from({ length: 200 }, async () => {
-        const client = new Client(origin);
-        try {
-          const res = await client.request({ method: 'GET', path: '/metrics' });
-          const text = await res.body.text();
-          expect(res.statusCode).toBe(200);
-          return text;
-        } finally {
-          await client.close();
-        }
+        const res = await freshRequest(origin, { method: 'GET', path: '/metrics' });
+        expect(res.status).toBe(200);
+        return res.text;
       }),
     );
     const cpu = primaryCpuMs() - c0;
@@ -136,23 +106,12 @@ describe('compressed bodies with TOOLPROOF_WORKERS=2', () => {
     // on connections of their own: the primary spreads them over both workers
     const got = await Promise.all(
       cases.map(async ([encoding, body]) => {
-        const client = new Client(origin);
-        try {
-          const res = await client.request({
-            method: 'POST',
-            path: '/v1/chat/completions',
-            headers: {
-              authorization: 'Bearer sk-bob-0123456789',
-              'content-type': 'application/json',
-              'content-encoding': encoding,
-            },
-            body,
-          });
-          await res.body.dump();
-          return res.statusCode;
-        } finally {
-          await client.close();
-        }
+        const res = await freshRequest(origin, {
+          key: 'bob',
+          headers: { 'content-encoding': encoding },
+          body,
+        });
+        return res.status;
       }),
     );
     expect(got).toEqual(cases.map((c) => c[2]));

@@ -10,12 +10,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
 import { otlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.js';
-import { nodeEntry } from '../support/toolproof-process.js';
-import { freePort } from '../support/toolproof-process.js';
+import { freePort, freshRequest, hiChat, nodeEntry } from '../support/toolproof-process.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -85,24 +83,13 @@ function start(env: Record<string, string>, readyLine: string): Proc {
 }
 
 /** One streamed chat request on its own connection (the primary hands out connections). */
-async function chat(origin: string): Promise<number> {
-  const client = new Client(origin);
-  try {
-    const res = await client.request({
-      method: 'POST',
-      path: '/v1/chat/completions',
-      headers: {
-        'content-type': 'application/json',
-        traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
-      },
-      body: JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'hi' }], stream: true }),
-    });
-    await res.body.text();
-    return res.statusCode;
-  } finally {
-    await client.close();
-  }
-}
+const chat = async (origin: string): Promise<number> =>
+  (
+    await freshRequest(origin, {
+      headers: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
+      body: hiChat('m1', true),
+    })
+  ).status;
 
 describe('tracing in the real process', () => {
   let sim: Simulator;

@@ -160,3 +160,40 @@ export async function startWorkers(
   );
   return { proc, origin: `http://127.0.0.1:${port}` };
 }
+
+/**
+ * One request on a connection of its own, read whole. A cluster's primary hands each connection to
+ * a worker, so requests sent this way spread over the workers (what the cluster tests need); `key`
+ * sends `Authorization: Bearer sk-<key>-0123456789`, the tests' naming of a YAML key.
+ */
+export async function freshRequest(
+  origin: string,
+  opts: {
+    key?: string;
+    method?: 'GET' | 'POST';
+    path?: string;
+    headers?: Record<string, string>;
+    body?: string | Buffer;
+  } = {},
+): Promise<{ status: number; headers: Record<string, unknown>; text: string }> {
+  const client = new Client(origin);
+  try {
+    const res = await client.request({
+      method: opts.method ?? 'POST',
+      path: opts.path ?? '/v1/chat/completions',
+      headers: {
+        ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...(opts.key ? { authorization: `Bearer sk-${opts.key}-0123456789` } : {}),
+        ...opts.headers,
+      },
+      ...(opts.body !== undefined ? { body: opts.body } : {}),
+    });
+    return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
+  } finally {
+    await client.close();
+  }
+}
+
+/** A one-line chat request's body for `model`, streamed or not. */
+export const hiChat = (model: string, stream = false): string =>
+  JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], ...(stream ? { stream } : {}) });

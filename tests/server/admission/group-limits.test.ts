@@ -9,10 +9,9 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator } from '../../../simulator/index.js';
-import { type Proc, startWorkers } from '../../support/toolproof-process.js';
+import { freshRequest, hiChat, type Proc, startWorkers } from '../../support/toolproof-process.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tp-group-limits-'));
 const file = join(dir, 'toolproof.yaml');
@@ -52,30 +51,12 @@ afterAll(async () => {
 
 /** One chat request of `key` on a connection of its own; its status, id and when it was answered. */
 async function ask(key: string): Promise<{ status: number; reqId: string; at: number }> {
-  const client = new Client(origin);
-  try {
-    const res = await client.request({
-      method: 'POST',
-      path: '/v1/chat/completions',
-      headers: { 'content-type': 'application/json', authorization: `Bearer sk-${key}-0123456789` },
-      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
-    });
-    await res.body.dump();
-    return { status: res.statusCode, reqId: String(res.headers['x-request-id']), at: performance.now() };
-  } finally {
-    await client.close();
-  }
+  const res = await freshRequest(origin, { key, body: hiChat('m') });
+  return { status: res.status, reqId: String(res.headers['x-request-id']), at: performance.now() };
 }
 
-async function metrics(): Promise<string> {
-  const client = new Client(origin);
-  try {
-    const res = await client.request({ method: 'GET', path: '/metrics' });
-    return await res.body.text();
-  } finally {
-    await client.close();
-  }
-}
+const metrics = async (): Promise<string> =>
+  (await freshRequest(origin, { method: 'GET', path: '/metrics' })).text;
 
 /** The sum of a metric's samples whose labels include `labels` (the group's, through the primary). */
 const sample = (text: string, name: string, labels: string): number =>

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator } from '../../../simulator/index.js';
-import { type Proc, startWorkers } from '../../support/toolproof-process.js';
+import { freshRequest, hiChat, type Proc, startWorkers } from '../../support/toolproof-process.js';
 
 const WORDS = Array.from({ length: 30 }, (_, i) => `w${i}`).join(' ');
 const dir = mkdtempSync(join(tmpdir(), 'tp-reload-cluster-'));
@@ -42,21 +42,8 @@ afterAll(async () => {
   await sim.close();
 });
 
-async function status(key: string): Promise<number> {
-  const client = new Client(origin);
-  try {
-    const res = await client.request({
-      method: 'POST',
-      path: '/v1/chat/completions',
-      headers: { 'content-type': 'application/json', authorization: `Bearer sk-${key}-0123456789` },
-      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
-    });
-    await res.body.dump();
-    return res.statusCode;
-  } finally {
-    await client.close();
-  }
-}
+const status = async (key: string): Promise<number> =>
+  (await freshRequest(origin, { key, body: hiChat('m') })).status;
 
 async function openStream(): Promise<Promise<string>> {
   const client = new Client(origin);
