@@ -22,16 +22,9 @@ import { SUITE_WINDOW, startAgentStack } from './lib/stack.js';
 import { describeAgents } from './lib/suite.js';
 import { CORE_TASK, diskProblems } from './lib/tasks.js';
 
-function launch(
-  agent: string,
-  origin: string,
-  cwd: string,
-  home: string,
-  agentArgs: readonly string[] = HEADLESS[agent]!(CORE_TASK.prompt),
-  extraEnv: NodeJS.ProcessEnv = {},
-): Promise<{ code: number | null; out: string }> {
-  return startLaunch(agent, origin, cwd, home, agentArgs, extraEnv).done;
-}
+/** The launcher run to its end: its exit code and output. */
+const launch = (...args: Parameters<typeof startLaunch>): Promise<{ code: number | null; out: string }> =>
+  startLaunch(...args).done;
 
 /** The launcher running (its own process group): `done` when it has exited and its output closed. */
 function startLaunch(

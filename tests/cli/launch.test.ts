@@ -94,6 +94,24 @@ async function printed(
   return { code, out: o.out.join(''), err: o.err.join('') };
 }
 
+/** `toolproof launch pi --upstream <upstream> --print` as a process of its own (it starts toolproof on a free port). */
+async function launchPiProcess(
+  upstream: string,
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const url = `http://127.0.0.1:${await freePort()}`;
+  const child = spawn(
+    process.execPath,
+    [...nodeEntry('cli/toolproof.ts'), 'launch', 'pi', '--url', url, '--upstream', upstream, '--print'],
+    { env: { ...process.env, ...fakeBins().env } },
+  );
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  const status = await new Promise<number | null>((r) => child.on('close', r));
+  return { status, stdout, stderr };
+}
+
 /** The setting that carries the window, per agent, as --print shows it. */
 const WINDOW_SETTING: Record<string, (w: number) => string> = {
   claude: (w) => `CLAUDE_CODE_MAX_CONTEXT_TOKENS=${w}`,
@@ -625,15 +643,7 @@ describe('--upstream', () => {
     // Before: "toolproof lists no model; name one with --model" (vLLM keeps its list behind its
     // key), and with --model every request of the agent was a 401 it read as its own key's.
     const s = await sim({ personality: 'vllm', modelName: 'behind', apiKey: 'sk-backend-only-0123456789' });
-    const url = `http://127.0.0.1:${await freePort()}`;
-    const child = spawn(
-      process.execPath,
-      [...nodeEntry('cli/toolproof.ts'), 'launch', 'pi', '--url', url, '--upstream', s.url, '--print'],
-      { env: { ...process.env, ...fakeBins().env } },
-    );
-    let stderr = '';
-    child.stderr.on('data', (d) => (stderr += d));
-    const status = await new Promise<number | null>((r) => child.on('close', r));
+    const { status, stderr } = await launchPiProcess(s.url);
     expect(status, stderr).toBe(1);
     expect(stderr).toContain(
       `the model server at ${s.url} refused toolproof (HTTP 401 to GET /v1/models): it wants an API key. ` +
@@ -650,17 +660,7 @@ describe('--upstream', () => {
       modelName: 'behind',
       apiKey: 'sk-llama-only-0123456789',
     });
-    const url = `http://127.0.0.1:${await freePort()}`;
-    const child = spawn(
-      process.execPath,
-      [...nodeEntry('cli/toolproof.ts'), 'launch', 'pi', '--url', url, '--upstream', s.url, '--print'],
-      { env: { ...process.env, ...fakeBins().env } },
-    );
-    let stderr = '';
-    let stdout = '';
-    child.stderr.on('data', (d) => (stderr += d));
-    child.stdout.on('data', (d) => (stdout += d));
-    const status = await new Promise<number | null>((r) => child.on('close', r));
+    const { status, stdout, stderr } = await launchPiProcess(s.url);
     expect(status, stderr).toBe(1);
     expect(stdout).toBe('');
     expect(stderr).toContain(
