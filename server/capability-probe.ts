@@ -28,6 +28,13 @@ export interface BackendFacts {
 export type JsonFetcher = (url: string, apiKey?: string) => Promise<unknown>;
 
 /**
+ * A probe's whole time, its body included. undici's bodyTimeout is the longest silence between
+ * two chunks: an upstream trickling its /props a byte every second held the start-up (which
+ * waits for the probes before it listens) and a reload (before its swap) until the 1 MiB limit.
+ */
+const PROBE_MS = 3000;
+
+/**
  * An upstream's 401 or 403 to a probe: it was started with an API key (llama-server and vLLM
  * `--api-key`) that toolproof was not given, or not that one. llama-server lists its models without
  * the key, so before this the first sign was the agent's first request refused.
@@ -44,14 +51,16 @@ export function refusalFetcher(onRefused: (refusal: Refusal) => void): JsonFetch
   return async (url, apiKey) => {
     try {
       const res = await request(url, {
-        headersTimeout: 3000,
-        bodyTimeout: 3000,
+        headersTimeout: PROBE_MS,
+        bodyTimeout: PROBE_MS,
+        signal: AbortSignal.timeout(PROBE_MS),
         ...(apiKey ? { headers: { authorization: `Bearer ${apiKey}` } } : {}),
       });
       if (res.statusCode !== 200) {
-        await res.body.dump();
+        // Said before its body is read: a refusal whose body never ends is a refusal all the same.
         if (res.statusCode === 401 || res.statusCode === 403)
           onRefused({ url, status: res.statusCode, keyed: Boolean(apiKey) });
+        await res.body.dump();
         return undefined;
       }
       return await readProbeJson(res.body);

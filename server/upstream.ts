@@ -359,6 +359,9 @@ export class UpstreamClient {
       method: 'GET',
       headersTimeout: 5_000,
       bodyTimeout: 5_000,
+      // The whole probe, body included: bodyTimeout is the silence between two chunks, and a
+      // /props trickled a byte a second held the probe (never asked again) to its 1 MiB limit.
+      signal: AbortSignal.timeout(5_000),
       ...(this.authorization ? { headers: { authorization: this.authorization } } : {}),
     });
     if (res.statusCode !== 200) {

@@ -20,17 +20,30 @@ export interface ProcInfo {
   pgid: number;
   /** A zombie has ended; only its parent's wait is missing (a container's init may never reap). */
   zombie: boolean;
+  /**
+   * When it started (/proc's clock ticks since boot; undefined from ps): a pid seen again with
+   * another start is another process, the one that had it having ended.
+   */
+  start?: number;
 }
 
 /** `/proc/PID/stat` → its parent, group and state (the name, in parentheses, may hold anything). */
 export function parseStat(stat: string): ProcInfo | undefined {
   const close = stat.lastIndexOf(')');
   if (close === -1) return undefined;
-  const [state, ppid, pgid] = stat.slice(close + 2).split(' ');
+  const fields = stat.slice(close + 2).split(' ');
+  const [state, ppid, pgid] = fields;
   const p = Number(ppid);
   const g = Number(pgid);
   if (!state || !Number.isInteger(p) || !Number.isInteger(g)) return undefined;
-  return { ppid: p, pgid: g, zombie: state === 'Z' || state === 'X' };
+  // starttime is the stat's 22nd field, the 20th after the name
+  const start = Number(fields[19]);
+  return {
+    ppid: p,
+    pgid: g,
+    zombie: state === 'Z' || state === 'X',
+    ...(Number.isInteger(start) ? { start } : {}),
+  };
 }
 
 /** Every process: from /proc (Linux), else from `ps` (macOS); empty when neither answers. */
@@ -110,30 +123,63 @@ export interface AgentTree {
   alive(): boolean;
 }
 
-/** The tree under `root`, remembered across signals: a parent that exits orphans its children. */
-export function agentTree(root: number): AgentTree {
+/**
+ * The tree under `root`, remembered across signals: a parent that exits orphans its children.
+ * Each process is remembered with its start as first seen: a pid (or a group's leader) seen later
+ * with another start is another program's, whose pid was free again, and is left alone. Before,
+ * the SIGKILL after the grace period went to every pid once seen, and a pid another program had
+ * taken meanwhile kept the launcher waiting for it (another user's process, whose kill fails).
+ * `table` and `kill`: the system's (tests give their own).
+ */
+export function agentTree(
+  root: number,
+  table: () => Map<number, ProcInfo> = processTable,
+  kill: (target: number, signal: NodeJS.Signals) => void = send,
+): AgentTree {
   const known = new Set<number>([root]);
+  /** Each known pid's start when first seen (undefined: not known then). */
+  const starts = new Map<number, number | undefined>();
   const groups = new Set<number>();
-  const living = (table: ReadonlyMap<number, ProcInfo>) =>
+  /** Each group's leader's start when the group was first seen. */
+  const leaders = new Map<number, number | undefined>();
+  /** Whether `info` is the process first seen under its pid (or nothing says otherwise). */
+  const same = (first: number | undefined, info: ProcInfo | undefined): boolean =>
+    first === undefined || info?.start === undefined || info.start === first;
+  const living = (now: ReadonlyMap<number, ProcInfo>) =>
     [...known].filter((pid) => {
-      const info = table.get(pid);
-      return info !== undefined && !info.zombie;
+      const info = now.get(pid);
+      return info !== undefined && !info.zombie && same(starts.get(pid), info);
     });
+  /** Whether group `g` may still be the tree's: its leader's pid not taken by another process. */
+  const ours = (g: number, now: ReadonlyMap<number, ProcInfo>): boolean => same(leaders.get(g), now.get(g));
   return {
     signal(signal) {
-      const table = processTable();
-      const own = ownGroup(table);
-      for (const pid of treeOf(living(table).concat(root), table)) known.add(pid);
+      const now = table();
+      const own = ownGroup(now);
+      // The root too when the table lacks it (no /proc, no ps), unless its pid is another's now.
+      const roots = same(starts.get(root), now.get(root)) ? living(now).concat(root) : living(now);
+      for (const pid of treeOf(roots, now))
+        if (!known.has(pid) || !starts.has(pid)) {
+          known.add(pid);
+          starts.set(pid, now.get(pid)?.start);
+        }
       for (const pid of known) {
-        const g = table.get(pid)?.pgid;
-        if (g !== undefined && g !== own) groups.add(g);
+        const info = now.get(pid);
+        const g = info?.pgid;
+        if (g === undefined || g === own || groups.has(g) || !same(starts.get(pid), info)) continue;
+        groups.add(g);
+        leaders.set(g, now.get(g)?.start);
       }
-      for (const g of groups) send(-g, signal);
-      for (const pid of known) send(pid, signal);
+      for (const g of groups) if (ours(g, now)) kill(-g, signal);
+      // Only those still there (every one when there is no table to read).
+      for (const pid of known) {
+        const info = now.get(pid);
+        if (now.size === 0 || (info !== undefined && same(starts.get(pid), info))) kill(pid, signal);
+      }
     },
     alive() {
-      const table = processTable();
-      if (table.size === 0) {
+      const now = table();
+      if (now.size === 0) {
         try {
           process.kill(root, 0);
           return true;
@@ -141,8 +187,9 @@ export function agentTree(root: number): AgentTree {
           return false;
         }
       }
-      if (living(table).length > 0) return true;
-      for (const info of table.values()) if (groups.has(info.pgid) && !info.zombie) return true;
+      if (living(now).length > 0) return true;
+      for (const info of now.values())
+        if (groups.has(info.pgid) && !info.zombie && ours(info.pgid, now)) return true;
       return false;
     },
   };

@@ -18,6 +18,7 @@ import {
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { BodyTooLarge, boundedText } from '../bounded-body.js';
 
 export const DEFAULT_URL = 'http://127.0.0.1:8787';
 
@@ -251,18 +252,14 @@ export class HttpError extends Error {
 export const MAX_MODELS_BYTES = 16 * 1024 * 1024;
 
 /** The body as text, or an error once it is past `limit` bytes (the rest is not read). */
-async function boundedText(res: Response, limit: number): Promise<string> {
-  if (!res.body) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of res.body) {
-    size += chunk.byteLength;
-    // thrown out of the loop: the iterator's return() cancels the rest of the body
-    if (size > limit)
+async function boundedModels(res: Response, limit: number): Promise<string> {
+  try {
+    return await boundedText(res.body, limit);
+  } catch (err) {
+    if (err instanceof BodyTooLarge)
       throw new Error(`GET ${res.url}: the answer is over ${limit / 1024 / 1024} MiB; not a model list`);
-    chunks.push(chunk);
+    throw err;
   }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** GET /v1/models in both shapes (the Anthropic-shaped page may carry other fields). */
@@ -272,7 +269,7 @@ export async function fetchModels(base: string, key: string): Promise<unknown[]>
       headers: { authorization: `Bearer ${key}`, ...headers },
       signal: AbortSignal.timeout(15_000),
     });
-    const text = await boundedText(res, MAX_MODELS_BYTES);
+    const text = await boundedModels(res, MAX_MODELS_BYTES);
     if (!res.ok)
       throw new HttpError(res.status, `GET ${base}/v1/models: HTTP ${res.status} ${text.slice(0, 200)}`);
     return JSON.parse(text) as unknown;

@@ -5,8 +5,15 @@
  */
 import { Agent, fetch } from 'undici';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
+import { BodyTooLarge, boundedText } from '../bounded-body.js';
 
 const TOOLPROOF_HEADER = 'x-toolproof-attempts';
+/**
+ * The most of an answer the probe reads: a model server's completion or model list is well under
+ * it; an endless body (a hostile or broken server) was read whole until the timeout (120 s by
+ * default: GBs at loopback speed, the probe's process out of memory first).
+ */
+export const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 
 export type ChatOutcome =
   | { ok: true; status: number; body: unknown }
@@ -54,12 +61,12 @@ export function createChatClient(options: ChatClientOptions): ChatClient {
     }
     let text: string;
     try {
-      text = await response.text();
+      text = await boundedText(response.body, MAX_ANSWER_BYTES);
     } catch (err) {
       return {
         ok: false,
         status: response.status,
-        message: `reading the body failed: ${describeFetchError(err, options.timeoutMs)}`,
+        message: `reading the body failed: ${err instanceof BodyTooLarge ? err.message : describeFetchError(err, options.timeoutMs)}`,
       };
     }
     if (response.headers.has(TOOLPROOF_HEADER)) viaToolproof = true;

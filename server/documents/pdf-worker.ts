@@ -98,16 +98,23 @@ globalThis.ArrayBuffer = class extends OriginalArrayBuffer {
   static [Symbol.hasInstance](x) { return x instanceof OriginalArrayBuffer; }
   static get [Symbol.species]() { return OriginalArrayBuffer; }
 };
-const { getDocumentProxy } = require(workerData.lib);
+const { getResolvedPDFJS } = require(workerData.lib);
 const memory = () => ({ kind: 'unreadable', reason: 'memory' });
 async function read(data, maxPages, maxChars) {
+  const { getDocument } = await getResolvedPDFJS();
+  const task = getDocument({
+    data, verbosity: 0, isEvalSupported: false, disableFontFace: true, useSystemFonts: false,
+    stopAtErrors: false,
+  });
   let doc;
   try {
-    doc = await getDocumentProxy(data, {
-      verbosity: 0, isEvalSupported: false, disableFontFace: true, useSystemFonts: false,
-      stopAtErrors: false,
-    });
+    doc = await task.promise;
   } catch (e) {
+    // A document that failed to load is destroyed too: pdf.js empties its module-wide caches
+    // (every name, ref and command the parser met) only when a document goes. Left, a malformed
+    // PDF of 10 MB of distinct names kept ~115 MB of the worker's heap into the next read,
+    // another key's, which then overran the heap limit ('memory', and cached as that).
+    await task.destroy().catch(() => {});
     const name = e && e.name;
     return { kind: 'unreadable', reason: name === 'PasswordException' ? 'encrypted' : 'malformed' };
   }

@@ -6,6 +6,8 @@ import { createChatClient } from '../../cli/probe/http.js';
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
 let server: Server;
+const ENDLESS_BLOCK = Buffer.alloc(1024 * 1024, 0x20);
+let endlessBytes = 0;
 let base = '';
 const seen: Array<{ url: string | undefined; auth: string | undefined; body: string }> = [];
 const routes: Record<string, Handler> = {
@@ -31,6 +33,17 @@ const routes: Record<string, Handler> = {
   },
   '/html/v1/chat/completions': (_req, res) => {
     res.end('<html>proxy login</html>');
+  },
+  // A hostile model server: an answer that never ends, written as fast as it is read.
+  '/endless/v1/chat/completions': (_req, res) => {
+    res.setHeader('content-type', 'application/json');
+    res.write('{"choices":[');
+    const more = (): void => {
+      for (let more = true; more && !res.destroyed; endlessBytes += ENDLESS_BLOCK.length)
+        more = res.write(ENDLESS_BLOCK);
+    };
+    res.on('drain', more);
+    more();
   },
   '/hang/v1/chat/completions': () => {
     // never answers: the client's timeout must fire
@@ -110,6 +123,23 @@ describe('createChatClient', () => {
     });
     await client.close();
   });
+
+  it('an endless answer is refused past 16 MiB, not read whole until the timeout', async () => {
+    // Before: response.text() held every byte until the timeout (the probe's default is 120 s;
+    // GBs at loopback speed), and the probe's process went out of memory first.
+    const client = createChatClient({ baseUrl: `${base}/endless/v1`, timeoutMs: 8000 });
+    const t0 = Date.now();
+    const outcome = await client.send({ model: 'm', messages: [] });
+    await client.close();
+    expect(outcome).toEqual({
+      ok: false,
+      status: 200,
+      message: 'reading the body failed: the answer is over 16 MiB',
+    });
+    expect(Date.now() - t0).toBeLessThan(6000);
+    // What the server wrote before the client stopped reading: the cap and the socket's buffers.
+    expect(endlessBytes).toBeLessThan(64 * 1024 * 1024);
+  }, 15_000);
 
   it('times out without a status', async () => {
     const client = createChatClient({ baseUrl: `${base}/hang/v1`, timeoutMs: 150 });

@@ -156,3 +156,15 @@ export function fontBombPdf(inflatedGb: number): Buffer {
   );
   return build(objects);
 }
+
+/**
+ * A malformed PDF that fills pdf.js's module-wide caches: one object, a dictionary of `count`
+ * distinct names (each `/<prefix><n>`), no catalog (its trailer names an object that is not
+ * there), so the load fails after the parser met every name.
+ */
+export function namesPdf(count: number, prefix: string): Buffer {
+  const parts = ['%PDF-1.4\n1 0 obj\n<< '];
+  for (let i = 0; i < count; i++) parts.push(`/${prefix}${i.toString(36)} 1 `);
+  parts.push('>>\nendobj\ntrailer\n<< /Root 9 0 R >>\n%%EOF\n');
+  return Buffer.from(parts.join(''), 'latin1');
+}
