@@ -354,6 +354,15 @@ describe('a record kept as few objects (issue 28: capture CPU), read as the reco
     expect(redactedHeaderPairs(headers, pairs)).toBe(chars);
     const arena = (ring as unknown as { arena: { buf: Buffer } }).arena.buf;
     for (const secret of ['sk-secret', 'c2VjcmV0']) expect(arena.includes(secret)).toBe(false);
+    // Headers that could take more than a quarter of a small ring's arena, encoded: written as
+    // one text instead (the path appendPairs declines), read back whole all the same.
+    const many: Record<string, string> = {};
+    for (let i = 0; i < 60; i++) many[`x-h${i}`] = `${i}`.padEnd(500, 'v');
+    const small = new CaptureRing({ maxBytes: 512 * 1024, textChars: 100_000 });
+    const big = small.open(record('b'));
+    big.headerPairs(pairs, redactedHeaderPairs(many, pairs));
+    expect(small.appendPairs(pairs)).toBe(false);
+    expect(JSON.parse(JSON.stringify(big.clientRequest.headers))).toEqual(many);
     // A record with no room for them keeps none (and is not written past its share).
     const tiny = new CaptureRing({ maxBytes: 16 * 1024, textChars: 10_000 });
     const full = tiny.open(record('f'));
