@@ -9,8 +9,9 @@
  * every function server/capture/recorder.js exports (a wrapper in place of the declaration, so
  * its calls from within the file are timed too: figures are inclusive), harnessOf and affinityKey
  * (with one replica and logs above info, made for the capture alone by builds before
- * capture-cpu8), namedSessionKey and redactedHeaderText, and the ring's methods a request's
- * record goes through (open, reset, release, note, fromBytes, encodedHeaders, client: a frame)
+ * capture-cpu8), namedSessionKey and redactedHeaderText (redactedHeaderPairs since glass13), and the
+ * ring's methods a request's record goes through (open, reset, release, note, fromBytes,
+ * encodedHeaders or headerPairs, client: a frame)
  * and the arena's append and the ring's charge (its evictions), and the journal's flush (its ops
  * applied, many requests' at once: over 5 ms left out; TP_CALLS_OVER_MS in the environment sets
  * the others' bound, e.g. 5 to count a flush nested in another call alike). `(outermost)`: the calls no other timed
@@ -93,12 +94,12 @@ export function timedBuild(buildDir: string, into: string, top = false): string 
   }
   edit('server/chat/harness-summary.js', (s) => wrapExports(s, ['harnessOf']));
   edit('server/affinity.js', (s) => wrapExports(s, ['affinityKey', 'namedSessionKey']));
-  edit('server/capture/redact.js', (s) => wrapExports(s, ['redactedHeaderText']));
+  edit('server/capture/redact.js', (s) => wrapExports(s, ['redactedHeaderText', 'redactedHeaderPairs']));
   edit('server/capture/ring.js', (s) =>
     wrapMethods(
       wrapMethods(`${PRELUDE}\n${s}`, 'CaptureRing', ['open', 'append', 'charge']),
       'RecordWriter',
-      ['client', 'release', 'fromBytes', 'encodedHeaders', 'note', 'reset'],
+      ['client', 'release', 'fromBytes', 'encodedHeaders', 'headerPairs', 'note', 'reset'],
     ),
   );
   return into;

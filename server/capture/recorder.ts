@@ -15,7 +15,7 @@ import { describeEffect, type PolicyEffect } from '../../policies/registry.js';
 import type { ChatCall } from '../chat/context.js';
 import { ownString } from '../../protocol/own-string.js';
 import { affinityKey, namedSessionKey } from '../affinity.js';
-import { redactedHeaderText } from './redact.js';
+import { redactedHeaderPairs } from './redact.js';
 import { beginOp, flushJournal, journal, setApplier } from './journal.js';
 import { ownRun, runOfHistory, runOfReply } from './runs.js';
 import {
@@ -121,6 +121,9 @@ function recordPath(request: FastifyRequest): string {
   return sharedString(path.length > 256 ? path.slice(0, 256) : path);
 }
 
+/** The headers' names and values in turn, redacted (keepClientRequest), while they are written. */
+const PAIRS: string[] = [];
+
 /**
  * The client's request into a record: its headers, redacted, as bytes in the ring's arena (see
  * HeaderText; a record out of room keeps none), and its body: the client's own bytes when at
@@ -131,11 +134,10 @@ function keepClientRequest(
   request: FastifyRequest,
   clientBytes: Buffer | undefined,
 ): CapturedText {
-  const { text, chars } = redactedHeaderText(request.headers);
-  if (w.note(chars)) {
-    const kept = w.encodedHeaders(text);
-    if (kept !== undefined) w.headers = kept;
-  }
+  // Redacted into a scratch list, then written into the arena from it, and the list emptied:
+  // nothing of the headers but their redacted bytes is kept.
+  w.headerPairs(PAIRS, redactedHeaderPairs(request.headers, PAIRS));
+  PAIRS.length = 0;
   // Only the head of a large body is decoded: `cut` then counts the bytes left out.
   const body =
     clientBytes !== undefined ? w.fromBytes(clientBytes) : w.text(JSON.stringify(request.body ?? null));

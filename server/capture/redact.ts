@@ -32,7 +32,24 @@ export function redactedHeaderText(headers: Record<string, string | string[] | u
   text: string;
   chars: number;
 } {
+  const pairs: string[] = [];
+  const chars = redactedHeaderPairs(headers, pairs);
   let text = '';
+  for (const s of pairs) text += `${s}\u0000`;
+  return { text, chars };
+}
+
+/**
+ * The headers without credentials, as names and values in turn into `out` (emptied first: a
+ * caller's scratch array, which it empties again once written; no string is built of them);
+ * returns the characters of their JSON, about. A secret header's value is REDACTED here, before
+ * anything of it is kept.
+ */
+export function redactedHeaderPairs(
+  headers: Record<string, string | string[] | undefined>,
+  out: string[],
+): number {
+  out.length = 0;
   let n = 0;
   let chars = 2;
   for (const name in headers) {
@@ -41,10 +58,10 @@ export function redactedHeaderText(headers: Record<string, string | string[] | u
     if (value === undefined) continue;
     if (++n > MAX_HEADERS) break;
     const kept = keptValue(name, value);
-    text += `${name}\u0000${kept}\u0000`;
+    out.push(name, kept);
     chars += name.length + kept.length + 6;
   }
-  return { text, chars };
+  return chars;
 }
 
 function keptValue(name: string, value: string | string[]): string {

@@ -1091,6 +1091,33 @@ export class RecordWriter implements CaptureRecord {
     return this.ring.textOf<HeaderText>(spans, 0, HeaderText);
   }
 
+  /**
+   * The client's headers, redacted (redact.ts redactedHeaderPairs: names and values in turn),
+   * kept as encodedHeaders keeps their text, written into the arena as they are (no string of
+   * them built, no object for them); `chars`, the JSON's length, counted as `note` counts it. A
+   * record out of room for them keeps none.
+   */
+  headerPairs(pairs: readonly string[], chars: number): void {
+    if (!this.note(chars)) return;
+    let len = 0;
+    for (let i = 0; i < pairs.length; i++) len += pairs[i]!.length + 1;
+    if (this.evicted || len > this.room() || len > this.ring.limits.textChars) return;
+    this.charge(len);
+    if (this.ring.appendPairs(pairs)) {
+      this.hLap = SCRATCH.lap;
+      this.hOff = SCRATCH.off;
+      this.hLen = SCRATCH.len;
+      this.hObj = NO_HEADERS;
+      return;
+    }
+    // More than a quarter of the arena at most (a tiny ring): as one text, cut to that quarter.
+    let text = '';
+    for (let i = 0; i < pairs.length; i++) text += `${pairs[i]}\u0000`;
+    const spans = new Spans();
+    this.ring.append(spans, text);
+    this.headers = this.ring.textOf<HeaderText>(spans, 0, HeaderText);
+  }
+
   /** Small structured values (a decision, header maps): counted by their JSON length. */
   note(chars: number): boolean {
     if (this.evicted || this.room() <= chars) return false;
@@ -1518,11 +1545,14 @@ export class CaptureRing {
     return this.textOf(spans, cut);
   }
 
+  /** The ring's arena, made at the first text kept. */
+  private arenaOf(): Arena {
+    return (this.arena ??= new Arena(Math.max(64 * 1024, Math.floor(this.limits.maxBytes / BYTES_PER_CHAR))));
+  }
+
   /** Copies a piece (a string encoded) into the arena, after the text's earlier pieces. */
   append(spans: Spans, piece: string | Buffer): void {
-    const arena = (this.arena ??= new Arena(
-      Math.max(64 * 1024, Math.floor(this.limits.maxBytes / BYTES_PER_CHAR)),
-    ));
+    const arena = this.arenaOf();
     const max = typeof piece === 'string' ? piece.length * 3 : piece.length;
     // Never more than a quarter of the arena at once (a record's texts are cut well below).
     if (max > arena.size / 4) {
@@ -1554,6 +1584,41 @@ export class CaptureRing {
       spans.more.push(lap, off, n);
     }
     spans.end = off + n;
+  }
+
+  /**
+   * Strings written one after the other into the arena, each ended by a NUL (a header's name
+   * and value, redact.ts), as one piece: its place in SCRATCH. ASCII (nearly every header) is
+   * written a character a byte here, the rest by the UTF-8 writer. False, nothing written, when
+   * they could take more than a quarter of the arena (append's bound).
+   */
+  appendPairs(pairs: readonly string[]): boolean {
+    const arena = this.arenaOf();
+    let max = 0;
+    for (let i = 0; i < pairs.length; i++) max += pairs[i]!.length * 3 + 1;
+    if (max > arena.size / 4) return false;
+    const off = arena.reserve(max);
+    const buf = arena.buf;
+    let at = off;
+    for (let i = 0; i < pairs.length; i++) {
+      const s = pairs[i]!;
+      const n = s.length;
+      let k = 0;
+      for (; k < n; k++) {
+        const c = s.charCodeAt(k);
+        if (c >= 0x80) break;
+        buf[at++] = c;
+      }
+      if (k < n) at += utf8Write.call(buf, k === 0 ? s : s.slice(k), at, (n - k) * 3);
+      buf[at++] = 0;
+    }
+    arena.commit(at - off);
+    SCRATCH.arena = arena;
+    SCRATCH.lap = arena.lap;
+    SCRATCH.off = off;
+    SCRATCH.len = at - off;
+    SCRATCH.cut = 0;
+    return true;
   }
 
   /** A text of the arena's pieces. */

@@ -15,7 +15,7 @@ import {
 } from '../../server/capture/recorder.js';
 import { reassemble } from '../../server/capture/reassemble.js';
 import { forcedButProseEffect, forcedEffect } from '../../policies/force-tool-use/effects.js';
-import { redactedHeaderText } from '../../server/capture/redact.js';
+import { redactedHeaderPairs, redactedHeaderText } from '../../server/capture/redact.js';
 import { ownRun, runOfHistory } from '../../server/capture/runs.js';
 import { prng } from '../support/cost-scaling.js';
 import type { ChatCall } from '../../server/chat/context.js';
@@ -320,6 +320,54 @@ describe('a record kept as few objects (issue 28: capture CPU), read as the reco
     expect(chars).toBeGreaterThanOrEqual(JSON.stringify(w.clientRequest.headers).length);
     const arena = (ring as unknown as { arena: { buf: Buffer } }).arena.buf;
     for (const secret of ['sk-secret', 'key-456', 'session=789']) expect(arena.includes(secret)).toBe(false);
+  });
+
+  it("headers written into the arena as they are (headerPairs) read back as the text's, non-ASCII and credentials alike", () => {
+    const headers = {
+      host: '127.0.0.1',
+      authorization: 'Bearer sk-secret-123',
+      'x-title': 'caf\u00e9 \u00fcber',
+      accept: ['a', 'b'],
+      'proxy-authorization': 'Basic c2VjcmV0',
+      'x-nul': 'before\u0000after',
+    };
+    const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 10_000 });
+    const asText = ring.open(record('t'));
+    const { text, chars } = redactedHeaderText(headers);
+    // As keepClientRequest kept them before: counted (note), then written as one text.
+    expect(asText.note(chars)).toBe(true);
+    asText.headers = asText.encodedHeaders(text)!;
+    const asPairs = ring.open(record('p'));
+    const pairs: string[] = [];
+    asPairs.headerPairs(pairs, redactedHeaderPairs(headers, pairs));
+    expect(JSON.parse(JSON.stringify(asPairs.clientRequest.headers))).toEqual({
+      host: '127.0.0.1',
+      authorization: '[redacted]',
+      'x-title': 'caf\u00e9 \u00fcber',
+      accept: 'a, b',
+      'proxy-authorization': '[redacted]',
+      'x-nul': 'before',
+    });
+    expect(asPairs.clientRequest.headers).toEqual(asText.clientRequest.headers);
+    // Counted alike: the same bytes a record.
+    expect(asPairs.bytes).toBe(asText.bytes);
+    expect(redactedHeaderPairs(headers, pairs)).toBe(chars);
+    const arena = (ring as unknown as { arena: { buf: Buffer } }).arena.buf;
+    for (const secret of ['sk-secret', 'c2VjcmV0']) expect(arena.includes(secret)).toBe(false);
+    // Headers that could take more than a quarter of a small ring's arena, encoded: written as
+    // one text instead (the path appendPairs declines), read back whole all the same.
+    const many: Record<string, string> = {};
+    for (let i = 0; i < 60; i++) many[`x-h${i}`] = `${i}`.padEnd(500, 'v');
+    const small = new CaptureRing({ maxBytes: 512 * 1024, textChars: 100_000 });
+    const big = small.open(record('b'));
+    big.headerPairs(pairs, redactedHeaderPairs(many, pairs));
+    expect(small.appendPairs(pairs)).toBe(false);
+    expect(JSON.parse(JSON.stringify(big.clientRequest.headers))).toEqual(many);
+    // A record with no room for them keeps none (and is not written past its share).
+    const tiny = new CaptureRing({ maxBytes: 16 * 1024, textChars: 10_000 });
+    const full = tiny.open(record('f'));
+    full.headerPairs(['x-long', 'v'.repeat(8_000)], 8_020);
+    expect(full.clientRequest.headers).toEqual({});
   });
 
   it('an effect kept as its fields reads as the EffectDecision of the effect itself', () => {
