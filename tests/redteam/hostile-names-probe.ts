@@ -7,7 +7,8 @@
  * times the span queue): what it keeps beyond them (a name kept whole, a cut that holds its
  * parent) is the finding.
  *
- * Usage: hostile-names-probe.ts MODE[,MODE...] COUNT NAME_KB (one result per mode, in one process)
+ * Usage: hostile-names-probe.ts MODE[,MODE...] COUNT NAME_KB [WARM] (one result per mode, in one
+ * process; each mode warms up with 20 requests first, a mode after the first with WARM, default 20)
  * - capture: a 1 MB ring with 1 KB cuts, no tracing;
  * - tracing-json, tracing-proto: capture off, traces on (OTLP over http/json or http/protobuf)
  *   with the content opt-in, 1 KB attribute values, and a batch delay longer than the run (the
@@ -23,6 +24,7 @@ import { fullGc } from '../support/gc.js';
 const modes = (process.argv[2] ?? 'capture').split(',');
 const count = Number(process.argv[3] ?? 60);
 const nameChars = Number(process.argv[4] ?? 100) * 1024;
+const warmLater = Number(process.argv[5] ?? 20);
 let n = 0;
 /** A name of its own per use (no string shared between requests): `prefix` then the fill. */
 const name = (prefix: string) => `${prefix}${n++}-${'N'.repeat(nameChars)}`;
@@ -49,7 +51,7 @@ process.env.OTEL_BSP_SCHEDULE_DELAY = '600000';
 // The collector is never reached (the delay): the spans still batched at close go nowhere, fast.
 process.env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT = '100';
 
-async function measure(mode: string): Promise<Record<string, unknown>> {
+async function measure(mode: string, warm: number): Promise<Record<string, unknown>> {
   const tracing = mode.startsWith('tracing-');
   const env: Record<string, string> = tracing
     ? {
@@ -73,7 +75,7 @@ async function measure(mode: string): Promise<Record<string, unknown>> {
     return res.status;
   };
   // Warm up (the code's own first-use allocations), then measure.
-  for (let i = 0; i < 20; i++) await send();
+  for (let i = 0; i < warm; i++) await send();
   await fullGc();
   const before = process.memoryUsage().heapUsed;
   const statuses = new Set<number>();
@@ -92,6 +94,6 @@ async function measure(mode: string): Promise<Record<string, unknown>> {
 }
 
 const results: Record<string, unknown> = {};
-for (const mode of modes) results[mode] = await measure(mode);
+for (const [i, mode] of modes.entries()) results[mode] = await measure(mode, i === 0 ? 20 : warmLater);
 process.stdout.write(JSON.stringify(results));
 upstream.close();
