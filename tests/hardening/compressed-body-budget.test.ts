@@ -43,15 +43,21 @@ const CODINGS: Array<[string, string, (b: string | Buffer) => Buffer]> = [
   ['gzip', 'gzip', (b) => zlib.gzipSync(b)],
   ['deflate (zlib)', 'deflate', (b) => zlib.deflateSync(b)],
   ['deflate (raw)', 'deflate', (b) => zlib.deflateRawSync(b)],
+  ['gzip (transfer coding)', 'gzip, chunked', (b) => zlib.gzipSync(b)],
   ['br', 'br', (b) => zlib.brotliCompressSync(b, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } })],
   ...(zstdCompress
     ? [['zstd', 'zstd', zstdCompress] as [string, string, (b: string | Buffer) => Buffer]]
     : []),
 ];
 
-/** Decodes `encoded` as the preParsing hook does and reads it to its end (or its error). */
+/**
+ * Decodes `encoded` as the preParsing hook does and reads it to its end (or its error). A coding
+ * ending in `chunked` is a transfer coding (`gzip, chunked`), else a content coding.
+ */
 async function decode(encoding: string, encoded: Buffer, limit = LIMIT): Promise<number> {
-  const headers = { 'content-encoding': encoding, 'content-length': String(encoded.length) };
+  const headers: Record<string, string> = encoding.endsWith('chunked')
+    ? { 'transfer-encoding': encoding }
+    : { 'content-encoding': encoding, 'content-length': String(encoded.length) };
   const out = await decodedBody(headers, Readable.from([encoded]), limit);
   if (!(out instanceof Readable)) throw out;
   let n = 0;
