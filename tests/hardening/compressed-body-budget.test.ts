@@ -93,17 +93,22 @@ describe('a compressed request body costs about 4x at 4x its size', () => {
     60_000,
   );
 
-  it('a bomb is cut at the limit whatever its size (1 MiB limit, 64 KiB of zeros a unit)', async () => {
-    const bomb = (size: number) => zlib.gzipSync(Buffer.alloc(size * 64 * 1024));
-    let out = 0;
-    const s = await measureScalingAsync(
-      bomb,
-      async (encoded) => {
-        out = await decode('gzip', encoded, 1024 * 1024);
-      },
-      { from: 32, max: 32, targetMs: 1 },
-    );
-    expect(out).toBeLessThanOrEqual(1024 * 1024);
-    expect(withinBudget(s, 5).time, JSON.stringify(s)).toBe(true);
-  }, 60_000);
+  // zstd where node:zlib has it (Node 22.15+): on Node 20 it is the 415, no decoder runs.
+  it.each(CODINGS.filter(([name]) => name === 'gzip' || name === 'zstd'))(
+    'a %s bomb is cut at the limit whatever its size (1 MiB limit, 64 KiB of zeros a unit)',
+    async (_name, encoding, pack) => {
+      const bomb = (size: number) => pack(Buffer.alloc(size * 64 * 1024));
+      let out = 0;
+      const s = await measureScalingAsync(
+        bomb,
+        async (encoded) => {
+          out = await decode(encoding, encoded, 1024 * 1024);
+        },
+        { from: 32, max: 32, targetMs: 1 },
+      );
+      expect(out).toBeLessThanOrEqual(1024 * 1024);
+      expect(withinBudget(s, 5).time, JSON.stringify(s)).toBe(true);
+    },
+    60_000,
+  );
 });
