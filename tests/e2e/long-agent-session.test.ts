@@ -1,7 +1,7 @@
 /**
- * A long agent session in a small window: a read a turn, a hundred and twenty turns, through the
- * real server and the real SDKs (Messages streamed with Anthropic's, chat completions with
- * OpenAI's) against the simulator refusing over an 8,192-token window as llama-server does. Past
+ * A long agent session in a small window: a read a turn, fifty turns, through the real server
+ * and the real SDKs (Messages streamed with Anthropic's, chat completions with OpenAI's) against
+ * the simulator refusing over an 8,192-token window as llama-server does. Past
  * ~55 calls the calls themselves, the older results' notes and the last half window kept whole
  * were over the window whatever the results' share: every later turn was the backend's refusal
  * (Messages: "prompt is too long"), the session over. Now the older tool turns past an eighth of
@@ -15,7 +15,7 @@ import { startStack, type Stack } from '../server/stack.js';
 import { rawElements } from './raw-json.js';
 
 const WINDOW = 8192;
-const TURNS = 80;
+const TURNS = 50;
 /** Toolproof's quarter-window step, in the bytes it counts (3 a token). */
 const STEP_BYTES = (WINDOW / 4) * 3;
 
