@@ -17,8 +17,8 @@
  * moves in quarter-window steps, so later turns cut the same results the same way (overflow.ts).
  * Together the older results keep a sixteenth of the window, spent in order: past it, each is one
  * line (leftOutNote), so no count of them overflows the window by itself. The older tool turns,
- * calls and all, keep an eighth: past it, a run of them is left out but its first call, whose
- * result says so (older-turns.ts), so no count of calls overflows it either.
+ * calls and all, keep an eighth: past it they are left out but the first, whose result says so
+ * (older-turns.ts), so no count of calls overflows it either.
  */
 import type { ChatMessage, ContentPart } from '../../protocol/openai.js';
 import { EffectTally } from '../kit/effects.js';

@@ -8,12 +8,16 @@
  * So the older tool turns (an assistant message with tool calls and the tool messages right after
  * it, all of it before the boundary of kit/overflow.ts) share an eighth of the window, spent in the
  * prompt's order: what each costs is its call's bytes and what its results keep (a cut result its
- * sixty-fourth, a note its line). Past it a turn is left out: the first of a run stays, its call
- * as sent and its results as notes, the last saying that the older tool calls after it are left
- * out too; the turns after it in the run are removed, call and results together, so the history
- * still pairs each call with its result. A user message, or an assistant message with no tool
- * call, is never left out and ends a run. Nothing is invented: the calls that stay are the
- * client's, the notes say what was left out.
+ * sixty-fourth, a note its line). Past it every older turn is left out: the first stays, its
+ * call as sent and its results as notes, the last saying that the older tool calls after it are
+ * left out too; the turns after it are removed, call and results together, so the history still
+ * pairs each call with its result. User messages and answers with no call are never left out:
+ * they stay where they were (two user messages may then meet, as clients send them too;
+ * history-repair's mergeSameRole is there for templates that want turns to alternate). A run per
+ * user message would not do: Claude Code sends text after most results (system reminders), and
+ * with an anchor after each, 300 reads with a user line after each were 38,444 tokens (5,917
+ * without the lines). Nothing is invented: the calls that stay are the client's, the note says
+ * what was left out.
  *
  * The bytes hold turn to turn as exception 9 of docs/prefix.md says: a turn's fate depends only
  * on the older turns before it (their costs are theirs alone), and the boundary only moves on, so
@@ -24,7 +28,7 @@
 import type { ChatMessage } from '../../protocol/openai.js';
 import { BYTES_PER_TOKEN, messageBytes } from '../kit/prompt-bytes.js';
 
-/** The last result of the first older turn left out of a run: it says the run's others are gone too. */
+/** The last result of the first older turn past the room: it says the later ones are gone too. */
 export function turnsLeftOutNote(text: string): string {
   let lines = 1;
   for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) lines++;
@@ -47,9 +51,9 @@ export interface LeftOutTurns {
 
 /**
  * `messages` less the older tool turns past their room, or undefined when none is. `older`: how
- * many messages start before the boundary. `anchor(k, last)`: what the result at index k of a
- * run's first turn becomes (the caller knows what it was as sent); `last` for that turn's last
- * result, which says the run's other turns are left out.
+ * many messages start before the boundary. `anchor(k, last)`: what the result at index k of the
+ * first turn past the room becomes (the caller knows what it was as sent); `last` for that turn's
+ * last result, which says the later older turns are left out.
  */
 export function leaveOutOlderTurns(
   messages: readonly ChatMessage[],
@@ -60,14 +64,13 @@ export function leaveOutOlderTurns(
   let room = olderTurnsRoom(window);
   const out: ChatMessage[] = [];
   const removed: number[] = [];
-  let anchored = false;
-  let inRun = false;
+  // Past the room: the first turn was kept as the note's, every later older turn goes.
+  let leaving = false;
   let i = 0;
   while (i < older) {
     const m = messages[i]!;
     if (m?.role !== 'assistant' || !Array.isArray(m.tool_calls) || m.tool_calls.length === 0) {
-      // A user turn, an answer, a result with no call before it: kept, and a run ends.
-      if (m?.role !== 'tool') inRun = false;
+      // A user turn, an answer, a result with no call before it: kept.
       out.push(m);
       i++;
       continue;
@@ -77,9 +80,8 @@ export function leaveOutOlderTurns(
     // Straddling the boundary: not older yet.
     if (end > older) break;
     if (end === i + 1) {
-      // Calls with no result after them (history-repair answers them later): kept, a run ends.
+      // Calls with no result after them (history-repair answers them later): kept.
       out.push(m);
-      inRun = false;
       i = end;
       continue;
     }
@@ -88,21 +90,19 @@ export function leaveOutOlderTurns(
     const cost = Math.ceil(bytes / BYTES_PER_TOKEN);
     if (cost <= room) {
       room -= cost;
-      inRun = false;
       for (let k = i; k < end; k++) out.push(messages[k]!);
     } else {
       room = 0;
-      if (!inRun) {
-        // The run's first turn: its call stays, its results say what was left out.
+      if (!leaving) {
+        // The first turn past the room: its call stays, its results say what is left out.
         out.push(m);
         for (let k = i + 1; k < end; k++) out.push(anchor(k, k === end - 1));
-        inRun = true;
-        anchored = true;
+        leaving = true;
       } else for (let k = i + 1; k < end; k++) removed.push(k);
     }
     i = end;
   }
-  if (!anchored) return undefined;
+  if (!leaving) return undefined;
   for (let k = i; k < messages.length; k++) out.push(messages[k]!);
   return { messages: out, removed };
 }

@@ -395,6 +395,23 @@ describe('tool-result-cap: results that each fit and together overflow the windo
     expect(changes).toBeLessThanOrEqual(steps + 1);
   });
 
+  it("a user line after every result (Claude Code's reminders): the older turns still go, every user line stays, in order", () => {
+    const history: Array<Record<string, unknown>> = [{ role: 'user', content: 'go' }];
+    for (let t = 0; t < 100; t++)
+      history.push(...call(t), { role: 'user', content: `<system-reminder>turn ${t}</system-reminder>` });
+    const out = run(history).request.messages as Array<{ role: string; content?: unknown }>;
+    pairs(out);
+    const users = (ms: Array<{ role: string; content?: unknown }>) =>
+      ms.filter((m) => m.role === 'user').map((m) => m.content);
+    expect(users(out)).toEqual(users(history as never));
+    expect(out.filter((m) => String(m.content).includes('and the older tool calls after it'))).toHaveLength(
+      1,
+    );
+    // a turn per user line kept as a note would be all 100 calls and notes: ~10,000 tokens
+    expect(out.filter((m) => m.role === 'assistant').length).toBeLessThan(20);
+    expect(size(out)).toBeLessThan(WINDOW);
+  });
+
   it('older results: about linear time and memory over their count (x4, at most ~x4), what they keep bounded', () => {
     const calls = Array.from({ length: 50 }, (_, i) => call(i));
     const make = (n: number) => ({
@@ -443,9 +460,10 @@ describe('tool-result-cap: results that each fit and together overflow the windo
         if (first !== -1) {
           changes++;
           if (turn % 3 !== 0) shortChanges++;
-          // Only a result whole before and cut now changes, never one cut before.
+          // Only what was whole before changes (a result cut, or turns left out from there), never
+          // one cut or left out before, nor anything before those.
           expect(String(prev[first]!.content)).not.toContain('toolproof left out');
-          expect(String(out[first]!.content)).toContain('toolproof left out');
+          expect(first).toBeGreaterThan(Math.max(-1, ...cutAt(prev)));
         }
         // What was cut stays cut, with the same bytes.
         for (const i of cutAt(prev)) expect(out[i]).toEqual(prev[i]);
