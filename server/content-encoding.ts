@@ -11,6 +11,14 @@
  * deflate stream of empty blocks decodes to nothing), so it is a 415 that names it, as is a
  * coding toolproof has no decoder for (RFC 7694 §3), where it read as "not valid JSON:
  * Unexpected token '\u001f'" with the compressed bytes echoed back.
+ *
+ * HTTP/1.1's transfer codings are read the same way. Node's parser takes off the `chunked` it
+ * must end with (anything else is its 400) and hands the body on still coded: `Transfer-Encoding:
+ * gzip, chunked` read as "not valid JSON" too. A `gzip`, `x-gzip` or `deflate` transfer coding is
+ * decoded as that content coding would be, under the same limit; with a content coding as well
+ * it is a chain (the 415). A transfer coding toolproof has no decoder for (`compress`, an unknown
+ * name) is the 415 naming it, not RFC 9112 §6.1's 501: the SDKs retry a 5xx, and the same body
+ * would fail each time.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { type Readable, Transform } from 'node:stream';
@@ -25,6 +33,26 @@ export function bodyEncoding(header: string | string[] | undefined): string | un
     .toLowerCase();
   return value === '' || value === 'identity' ? undefined : value;
 }
+
+/**
+ * The transfer codings before the closing `chunked` (Node's parser reads that one and refuses a
+ * request whose codings do not end with it), lower-cased and joined as sent; undefined when
+ * there are none (`identity`, obsolete since RFC 7230, counts as none).
+ */
+export function transferCodings(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const codings = header
+    .slice(0, 200)
+    .toLowerCase()
+    .split(',')
+    .map((c) => c.trim())
+    .filter((c) => c !== '' && c !== 'identity');
+  if (codings.at(-1) === 'chunked') codings.pop();
+  return codings.length === 0 ? undefined : codings.join(', ');
+}
+
+/** Which header names the body's coding, for the messages that name it. */
+type CodingHeader = 'Content-Encoding' | 'Transfer-Encoding';
 
 /** zstd is in node:zlib from Node 22.15 (Codex's coding); undefined before. */
 const zstd = (zlib as unknown as { createZstdDecompress?: () => Transform }).createZstdDecompress;
@@ -49,11 +77,17 @@ function decoderFor(coding: string): Transform | undefined {
 }
 
 /** The 415 of a body toolproof cannot decode. */
-export function compressedBodyError(encoding: string): ToolproofError {
+export function compressedBodyError(
+  encoding: string,
+  header: CodingHeader = 'Content-Encoding',
+): ToolproofError {
   const named = JSON.stringify(encoding).slice(1, -1);
-  const supported = `gzip, deflate, br${zstd ? ', zstd' : ''}`;
+  const supported =
+    header === 'Transfer-Encoding'
+      ? 'a transfer coding of gzip or deflate before chunked, with no content coding'
+      : `one of gzip, deflate, br${zstd ? ', zstd' : ''}${zstd ? '' : ' (zstd with Node 22.15 or later)'}`;
   return new ToolproofError('TP_ERR_UNSUPPORTED_MEDIA_TYPE', {
-    message: `The request body is compressed (Content-Encoding: ${named}) in a way toolproof does not decode: it reads one of ${supported}${zstd ? '' : ' (zstd with Node 22.15 or later)'}, or an uncompressed body.`,
+    message: `The request body is compressed (${header}: ${named}) in a way toolproof does not decode: it reads ${supported}, or an uncompressed body.`,
   });
 }
 
@@ -124,16 +158,27 @@ export function decodedBody(
   payload: Readable,
   limit: number,
 ): Readable | ToolproofError | Promise<Readable> {
-  const encoding = bodyEncoding(headers['content-encoding']);
-  if (encoding === undefined) return payload;
+  const content = bodyEncoding(headers['content-encoding']);
+  const transfer = transferCodings(headers['transfer-encoding']);
+  if (content === undefined && transfer === undefined) return payload;
+  if (transfer !== undefined) {
+    // Either the only coding, or the outer one of a chain.
+    if (content !== undefined) return compressedBodyError(`${content}; Transfer-Encoding: ${transfer}`);
+    if (transfer !== 'gzip' && transfer !== 'x-gzip' && transfer !== 'deflate')
+      return compressedBodyError(transfer, 'Transfer-Encoding');
+  }
+  const header: CodingHeader = transfer === undefined ? 'Content-Encoding' : 'Transfer-Encoding';
+  const encoding = (transfer ?? content)!;
   if (encoding === 'deflate' && !bodiless(headers)) {
     return peek(payload, 2).then((head) => {
       const decoder = wrappedDeflate(head) ? zlib.createUnzip() : zlib.createInflateRaw();
-      return decoding(headers, payload, limit, encoding, decoder, head);
+      return decoding(headers, payload, limit, header, encoding, decoder, head);
     });
   }
   const decoder = decoderFor(encoding);
-  return decoder ? decoding(headers, payload, limit, encoding, decoder) : compressedBodyError(encoding);
+  return decoder
+    ? decoding(headers, payload, limit, header, encoding, decoder)
+    : compressedBodyError(encoding, header);
 }
 
 /** `head` (bytes already read off `payload`) and `payload` through `from`, cut at `limit`. */
@@ -141,11 +186,14 @@ function decoding(
   headers: IncomingHttpHeaders,
   payload: Readable,
   limit: number,
+  header: CodingHeader,
   encoding: string,
   from: Transform,
   head?: Buffer,
 ): Readable {
-  delete headers['content-encoding'];
+  // What the body now is: uncoded (chunked still frames it as Node received it).
+  if (header === 'Transfer-Encoding') headers['transfer-encoding'] = 'chunked';
+  else delete headers['content-encoding'];
   let decoded = 0;
   const body: Decoding = new Transform({
     transform(chunk: Buffer, _enc, callback) {
@@ -167,7 +215,7 @@ function decoding(
   // reader answers with it). A body nobody reads (a GET's) still ends, and its decoder's
   // "unexpected end of file" must not be an unhandled error.
   from.on('error', (err: Error & { statusCode?: number }) => {
-    err.message = `The request body could not be decoded (Content-Encoding: ${encoding}): ${err.message}`;
+    err.message = `The request body could not be decoded (${header}: ${encoding}): ${err.message}`;
     err.statusCode = 400;
     body.destroy(err);
   });

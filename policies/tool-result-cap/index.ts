@@ -16,13 +16,16 @@
  * the older ones first, each to a small head and tail by its own characters, at a boundary that
  * moves in quarter-window steps, so later turns cut the same results the same way (overflow.ts).
  * Together the older results keep a sixteenth of the window, spent in order: past it, each is one
- * line (leftOutNote), so no count of them overflows the window by itself.
+ * line (leftOutNote), so no count of them overflows the window by itself. The older tool turns,
+ * calls and all, keep an eighth: past it they are left out but the first, whose result says so
+ * (older-turns.ts), so no count of calls overflows it either.
  */
 import type { ChatMessage, ContentPart } from '../../protocol/openai.js';
 import { EffectTally } from '../kit/effects.js';
 import { type Policy, PROMPT_OVER_WINDOW } from '../types.js';
 import { cutToolResult, estimateTokens } from '../kit/cut.js';
 import { keptTokens, resultsToCut } from './overflow.js';
+import { leaveOutOlderTurns, turnsLeftOutNote } from './older-turns.js';
 import {
   describeToolResultCapEffect,
   TOOL_RESULT_CAP_POLICY,
@@ -168,7 +171,8 @@ export const toolResultCapPolicy: Policy<ToolResultCapEffect> = {
       // depends only on the older results before it, and the boundary only moves on, so each
       // older result is the same bytes every turn (docs/prefix.md, exception 9).
       let room = Math.max(1, Math.floor(window / 16));
-      for (const i of resultsToCut(request, messages ?? request.messages, window, refused)) {
+      const { older, results } = resultsToCut(request, messages ?? request.messages, window, refused);
+      for (const i of results) {
         const m = request.messages[i]!;
         const content = cutContent(m.content, { over: 2 * keep, max: keep });
         // What it takes of the room: what it keeps of its text (a short one, all of it; one that
@@ -191,6 +195,23 @@ export const toolResultCapPolicy: Policy<ToolResultCapEffect> = {
         messages ??= request.messages.slice();
         messages[i] = { ...m, content };
         cut.add(i);
+      }
+      // Past the room of the older turns (calls and all), whole turns are left out (older-turns.ts).
+      const left =
+        older > 0
+          ? leaveOutOlderTurns(messages ?? request.messages, older, window, (k, last) => {
+              const m = request.messages[k]!;
+              const text = textOf(m.content);
+              cut.add(k);
+              return {
+                ...m,
+                content: withText(m.content, last ? turnsLeftOutNote(text) : leftOutNote(text)),
+              };
+            })
+          : undefined;
+      if (left) {
+        for (const k of left.removed) cut.add(k);
+        messages = left.messages;
       }
     }
     if (!messages) return { action: 'continue', request, effects: [] };

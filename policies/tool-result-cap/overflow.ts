@@ -39,21 +39,21 @@ import { messagesBeforeBoundary } from '../kit/overflow.js';
 export { keptTokens } from '../kit/overflow.js';
 
 /**
- * The indexes of the tool messages of `request` to cut so that its prompt (estimated) has a
- * chance to fit `window` tokens: empty when it is not known to be over (`refused`: the backend
- * refused it for its length; else its bytes past CERTAIN_BYTES_PER_TOKEN a token of the window),
- * or when it holds no tool result before the boundary. `messages` are the request's messages
- * after each result was held to its own cap.
+ * The tool messages of `request` to cut so that its prompt (estimated) has a chance to fit
+ * `window` tokens, and how many messages start before the boundary (`older`): none when it is not
+ * known to be over (`refused`: the backend refused it for its length; else its bytes past
+ * CERTAIN_BYTES_PER_TOKEN a token of the window), or when it holds no tool result before the
+ * boundary. `messages` are the request's messages after each result was held to its own cap.
  */
 export function resultsToCut(
   request: Pick<ChatCompletionRequest, 'tools'>,
   messages: readonly ChatMessage[],
   window: number,
   refused = false,
-): number[] {
-  if (!messages.some((m) => m?.role === 'tool')) return [];
+): { older: number; results: number[] } {
+  if (!messages.some((m) => m?.role === 'tool')) return { older: 0, results: [] };
   const older = messagesBeforeBoundary(request.tools, messages, window, refused);
-  const out: number[] = [];
-  for (let i = 0; i < older; i++) if (messages[i]?.role === 'tool') out.push(i);
-  return out;
+  const results: number[] = [];
+  for (let i = 0; i < older; i++) if (messages[i]?.role === 'tool') results.push(i);
+  return { older, results };
 }

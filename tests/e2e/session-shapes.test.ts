@@ -1377,23 +1377,14 @@ const SMALL: Backend[] = [
   },
 ];
 
-describe.each(SMALL)('a session over its window, images and PDFs in the cut part: $name', (backend) => {
-  let stack: Stack;
-  let anthropic: Anthropic;
-  beforeAll(async () => {
-    stack = await startStack({ sim: backend.sim as never, file: backend.file as never });
-    anthropic = new Anthropic({ baseURL: stack.origin, apiKey: 'x', maxRetries: 0, timeout: 60_000 });
-  });
-  afterAll(() => stack.close());
-
-  it('answers three turns on every door, streamed and not, each extending the first', async () => {
-    expect(await doorSessions(stack, anthropic, backend, 'overflow', overflowing, undefined, true)).toEqual(
-      [],
-    );
-    // the window was over: something was cut
-    expect(stack.sim.requests.some((r) => r.rawBody.includes('toolproof left out'))).toBe(true);
-  }, 300_000);
-});
+// The window was over: something was cut (a note in the first turn's prompt).
+overflowingSessions(
+  'a session over its window, images and PDFs in the cut part',
+  'overflow',
+  overflowing,
+  ['toolproof left out'],
+  true,
+);
 
 /** 40 pages of 40 lines: ~13,000 tokens of text, more than an 8k window holds. */
 const BIG_PDF = textPdf(
@@ -1664,33 +1655,46 @@ const readFile = (k: number) =>
     '\n',
   );
 
-/** A user turn, then fifty tool calls, each reading one file: ~20,000 tokens of results. */
-function manyToolResults(door: DoorName): Obj[] {
-  const out: Obj[] = [door === 'responses' ? respUser('Read the files.') : chatUser('Read the files.')];
-  for (let k = 0; k < 50; k++) {
-    if (door === 'chat')
-      out.push(chatCall(`call_${k}`), { role: 'tool', tool_call_id: `call_${k}`, content: readFile(k) });
-    else if (door === 'responses')
-      out.push(respCall(`call_${k}`), {
-        type: 'function_call_output',
-        call_id: `call_${k}`,
-        output: readFile(k),
-      });
-    else out.push(msgCall(`toolu_${k}`), result(`toolu_${k}`, readFile(k)));
-  }
-  return out;
-}
+/** A user turn, then `count` tool calls, each reading one file: ~400 tokens of result each. */
+const manyToolResults =
+  (count: number) =>
+  (door: DoorName): Obj[] => {
+    const out: Obj[] = [door === 'responses' ? respUser('Read the files.') : chatUser('Read the files.')];
+    for (let k = 0; k < count; k++) {
+      if (door === 'chat')
+        out.push(chatCall(`call_${k}`), { role: 'tool', tool_call_id: `call_${k}`, content: readFile(k) });
+      else if (door === 'responses')
+        out.push(respCall(`call_${k}`), {
+          type: 'function_call_output',
+          call_id: `call_${k}`,
+          output: readFile(k),
+        });
+      else out.push(msgCall(`toolu_${k}`), result(`toolu_${k}`, readFile(k)));
+    }
+    return out;
+  };
 
 // Many older tool results: each older one kept a sixty-fourth of the window (with its marker) and
 // no total, so forty were already past an 8k window (refused every turn at 9,637 tokens, fifty at
 // 11,469). Now the older ones share a sixteenth of the window, in order; past it each is a
-// one-line note. (Past ~55 calls the calls themselves, the notes and the last half window whole
-// are over 8k: 56 are refused at 8,458 tokens.)
+// one-line note.
 overflowingSessions(
   'fifty tool results of an agent reading files',
   'fifty tool results',
-  manyToolResults,
+  manyToolResults(50),
   ['file0.ts:0:', '[toolproof left out this tool result (', 'file49.ts:39:'],
+  true,
+);
+
+// Past ~55 calls the calls themselves, the notes and the last half window whole were over 8k
+// whatever the results' share (56 refused at 8,458 tokens, every turn: Messages' "prompt is too
+// long"). Now the older tool turns share an eighth of the window, calls and all; past it a run of
+// them is its first call with a note that says the rest are left out (older-turns.ts).
+overflowingSessions(
+  'a hundred and sixty tool calls of an agent reading files',
+  'a hundred and sixty tool calls',
+  manyToolResults(160),
+  ['file0.ts:0:', 'and the older tool calls after it, with their results', 'file159.ts:39:'],
   true,
 );
 

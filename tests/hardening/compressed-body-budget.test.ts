@@ -43,15 +43,21 @@ const CODINGS: Array<[string, string, (b: string | Buffer) => Buffer]> = [
   ['gzip', 'gzip', (b) => zlib.gzipSync(b)],
   ['deflate (zlib)', 'deflate', (b) => zlib.deflateSync(b)],
   ['deflate (raw)', 'deflate', (b) => zlib.deflateRawSync(b)],
+  ['gzip (transfer coding)', 'gzip, chunked', (b) => zlib.gzipSync(b)],
   ['br', 'br', (b) => zlib.brotliCompressSync(b, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } })],
   ...(zstdCompress
     ? [['zstd', 'zstd', zstdCompress] as [string, string, (b: string | Buffer) => Buffer]]
     : []),
 ];
 
-/** Decodes `encoded` as the preParsing hook does and reads it to its end (or its error). */
+/**
+ * Decodes `encoded` as the preParsing hook does and reads it to its end (or its error). A coding
+ * ending in `chunked` is a transfer coding (`gzip, chunked`), else a content coding.
+ */
 async function decode(encoding: string, encoded: Buffer, limit = LIMIT): Promise<number> {
-  const headers = { 'content-encoding': encoding, 'content-length': String(encoded.length) };
+  const headers: Record<string, string> = encoding.endsWith('chunked')
+    ? { 'transfer-encoding': encoding }
+    : { 'content-encoding': encoding, 'content-length': String(encoded.length) };
   const out = await decodedBody(headers, Readable.from([encoded]), limit);
   if (!(out instanceof Readable)) throw out;
   let n = 0;
@@ -87,17 +93,22 @@ describe('a compressed request body costs about 4x at 4x its size', () => {
     60_000,
   );
 
-  it('a bomb is cut at the limit whatever its size (1 MiB limit, 64 KiB of zeros a unit)', async () => {
-    const bomb = (size: number) => zlib.gzipSync(Buffer.alloc(size * 64 * 1024));
-    let out = 0;
-    const s = await measureScalingAsync(
-      bomb,
-      async (encoded) => {
-        out = await decode('gzip', encoded, 1024 * 1024);
-      },
-      { from: 32, max: 32, targetMs: 1 },
-    );
-    expect(out).toBeLessThanOrEqual(1024 * 1024);
-    expect(withinBudget(s, 5).time, JSON.stringify(s)).toBe(true);
-  }, 60_000);
+  // zstd where node:zlib has it (Node 22.15+): on Node 20 it is the 415, no decoder runs.
+  it.each(CODINGS.filter(([name]) => name === 'gzip' || name === 'zstd'))(
+    'a %s bomb is cut at the limit whatever its size (1 MiB limit, 64 KiB of zeros a unit)',
+    async (_name, encoding, pack) => {
+      const bomb = (size: number) => pack(Buffer.alloc(size * 64 * 1024));
+      let out = 0;
+      const s = await measureScalingAsync(
+        bomb,
+        async (encoded) => {
+          out = await decode(encoding, encoded, 1024 * 1024);
+        },
+        { from: 32, max: 32, targetMs: 1 },
+      );
+      expect(out).toBeLessThanOrEqual(1024 * 1024);
+      expect(withinBudget(s, 5).time, JSON.stringify(s)).toBe(true);
+    },
+    60_000,
+  );
 });

@@ -243,6 +243,25 @@ describe('tool-result-cap: results that each fit and together overflow the windo
     if (d.action !== 'continue') throw new Error('continue expected');
     return d;
   };
+  /** The prompt's tokens as kit/cut.ts estimates them (text, calls, a few a message). */
+  const size = (messages: Array<{ role: string; content?: unknown; tool_calls?: unknown }>) =>
+    messages.reduce(
+      (n, m) => n + estimateTokens(String(m.content ?? '') + JSON.stringify(m.tool_calls ?? '')) + 4,
+      0,
+    );
+  /** Each call is followed by its result, and each result follows its call (a valid history). */
+  const pairs = (messages: Array<{ role: string; tool_calls?: unknown; tool_call_id?: string }>) => {
+    let open: string[] = [];
+    for (const m of messages) {
+      if (m.role === 'tool') {
+        expect(open).toContain(m.tool_call_id);
+        open = open.filter((id) => id !== m.tool_call_id);
+        continue;
+      }
+      expect(open).toEqual([]);
+      open = ((m.tool_calls as Array<{ id: string }> | undefined) ?? []).map((c) => c.id);
+    }
+  };
   const cutAt = (messages: Array<{ role: string; content?: unknown }>) =>
     messages.flatMap((m, i) =>
       m.role === 'tool' && String(m.content).includes('toolproof left out') ? [i] : [],
@@ -304,21 +323,93 @@ describe('tool-result-cap: results that each fit and together overflow the windo
     // (the last half window and less than a quarter more) whole
     expect(kept(at400)).toBeLessThanOrEqual(kept(at100) + 200);
     expect(kept(at100)).toBeLessThan(WINDOW);
-    // the notes: one line each
+    // the older turns past an eighth of the window are left out, calls and all: the prompt as a
+    // whole fits however many there were (the calls and notes of 56 turns were past 8k)
+    expect(size(at400)).toBeLessThan(WINDOW);
+    expect(size(at400)).toBeLessThanOrEqual(size(at100) + 2400);
+    expect(at400.length).toBeLessThan(100);
+    // the first older result keeps its head and tail; later ones are notes, and one says what follows
+    expect(String(at400[2]!.content)).toContain('r0');
     const notes = at400.filter((m) => String(m.content).startsWith('[toolproof left out this tool result'));
-    expect(notes.length).toBeGreaterThan(390);
-    expect(notes[0]!.content).toBe(
-      "[toolproof left out this tool result (7000 characters, 149 lines) to fit the model's context window]",
+    expect(notes.length).toBeGreaterThan(0);
+    expect(notes.at(-1)!.content).toMatch(
+      /^\[toolproof left out this tool result \(7000 characters, 149 lines\) and the older tool calls after it, with their results, to fit the model's context window\]$/,
     );
+    // every call kept has its result right after it
+    pairs(at400);
     // the next turn (within the same quarter window of growth): each earlier message the same bytes
     const t2 = run([...session(100), { role: 'user', content: 'go on' }]).request.messages;
     expect(t2.slice(0, at100.length)).toEqual(at100);
     // the turn that moves the boundary a step: the messages already older stay the same bytes
     const t3 = run(session(102)).request.messages;
     const older = at100.findLastIndex((m) => String(m.content).includes('toolproof left out')) + 1;
-    expect(older).toBeGreaterThan(150);
+    expect(older).toBeGreaterThan(5);
     expect(t3.slice(0, older)).toEqual(at100.slice(0, older));
     expect(t3.length).toBeGreaterThan(older);
+  });
+
+  it('a long agent session, turn by turn: the prompt fits, and changes only at a boundary step, after what it left out', () => {
+    // A read of ~1,600 characters a turn (~530 tokens at 3 bytes a token), 200 turns in an 8k
+    // window: past ~55 the calls and notes alone were over it.
+    const read = (k: number) =>
+      Array.from({ length: 40 }, (_, l) => `file${k}.ts:${l}: v${l} = ${k * 100 + l};`)
+        .join('\n')
+        .padEnd(1600, '.');
+    const history: unknown[] = [{ role: 'user', content: 'Read the files.' }];
+    let prev: Array<{ role: string; content?: unknown; tool_calls?: unknown }> | undefined;
+    let bytes = 0;
+    let steps = 0;
+    let changes = 0;
+    for (let turn = 0; turn < 200; turn++) {
+      history.push(
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            {
+              id: `c${turn}`,
+              type: 'function',
+              function: { name: 'read', arguments: `{"path":"f${turn}.ts"}` },
+            },
+          ],
+        },
+        { role: 'tool', tool_call_id: `c${turn}`, content: read(turn) },
+      );
+      const grown = bytes + 1650;
+      if (Math.floor(grown / (2048 * 3)) !== Math.floor(bytes / (2048 * 3))) steps++;
+      bytes = grown;
+      // As the backend has it: a prompt over the window is refused, and sent again cut.
+      let out = run(history.slice(), false).request.messages as NonNullable<typeof prev>;
+      if (size(out) >= 8192) out = run(history.slice()).request.messages as NonNullable<typeof prev>;
+      expect(size(out), `turn ${turn}`).toBeLessThan(8192);
+      pairs(out);
+      if (prev) {
+        const first = prev.findIndex((m, i) => JSON.stringify(m) !== JSON.stringify(out[i]));
+        if (first !== -1) changes++;
+      }
+      prev = out;
+    }
+    expect(prev!.some((m) => String(m.content).includes('and the older tool calls after it'))).toBe(true);
+    // once per quarter window of growth at most (and the first turn over the window)
+    expect(changes).toBeGreaterThan(0);
+    expect(changes).toBeLessThanOrEqual(steps + 1);
+  });
+
+  it("a user line after every result (Claude Code's reminders): the older turns still go, every user line stays, in order", () => {
+    const history: Array<Record<string, unknown>> = [{ role: 'user', content: 'go' }];
+    for (let t = 0; t < 100; t++)
+      history.push(...call(t), { role: 'user', content: `<system-reminder>turn ${t}</system-reminder>` });
+    const out = run(history).request.messages as Array<{ role: string; content?: unknown }>;
+    pairs(out);
+    const users = (ms: Array<{ role: string; content?: unknown }>) =>
+      ms.filter((m) => m.role === 'user').map((m) => m.content);
+    expect(users(out)).toEqual(users(history as never));
+    expect(out.filter((m) => String(m.content).includes('and the older tool calls after it'))).toHaveLength(
+      1,
+    );
+    // a turn per user line kept as a note would be all 100 calls and notes: ~10,000 tokens
+    expect(out.filter((m) => m.role === 'assistant').length).toBeLessThan(20);
+    expect(size(out)).toBeLessThan(WINDOW);
   });
 
   it('older results: about linear time and memory over their count (x4, at most ~x4), what they keep bounded', () => {
@@ -340,7 +431,7 @@ describe('tool-result-cap: results that each fit and together overflow the windo
       { from: 50, max: 1 << 14 },
     );
     expect(withinBudget(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
-    // what is sent of them: the notes grow a line a result, the text does not
+    // what is sent of them: the text does not grow (the notes stop too, their turns left out)
     const ones = make(s.base);
     const fours = make(s.base * 4);
     const sent = (req: ReturnType<typeof make>) =>
@@ -369,9 +460,10 @@ describe('tool-result-cap: results that each fit and together overflow the windo
         if (first !== -1) {
           changes++;
           if (turn % 3 !== 0) shortChanges++;
-          // Only a result whole before and cut now changes, never one cut before.
+          // Only what was whole before changes (a result cut, or turns left out from there), never
+          // one cut or left out before, nor anything before those.
           expect(String(prev[first]!.content)).not.toContain('toolproof left out');
-          expect(String(out[first]!.content)).toContain('toolproof left out');
+          expect(first).toBeGreaterThan(Math.max(-1, ...cutAt(prev)));
         }
         // What was cut stays cut, with the same bytes.
         for (const i of cutAt(prev)) expect(out[i]).toEqual(prev[i]);
