@@ -370,6 +370,34 @@ describe('the span log', () => {
     await log.shutdown();
   });
 
+  it('a full dictionary starts again: a pair written after it is its own value, not the one cached before (protobuf)', async () => {
+    const { tracer, ended } = tracerOf();
+    const c = capture();
+    const log = new SpanLog(c.exporter, tracer, { maxExportBatchSize: 512, maxQueueSize: 8192 }, true);
+    const span = (a: string, b?: string) => {
+      const s = tracer.start('span', SpanKind.CLIENT, undefined, undefined);
+      s.setAttribute('k.a', a);
+      if (b !== undefined) s.setAttribute('k.b', b);
+      s.end();
+    };
+    // 'x' takes the dictionary's second index, then 4,200 values fill it: emptied once nothing waits.
+    for (let i = 0; i < 4200; i++) span('x', `v${i}`);
+    // After it, 'y' takes the same index 'x' had.
+    for (const round of [0, 1]) {
+      if (round === 1) {
+        ended.length = 0;
+        span('y');
+      }
+      for (const s of ended) write(log, s);
+      await log.forceFlush();
+      const got = c.batches.splice(0).flat();
+      expect(got).toHaveLength(ended.length);
+      const want = Buffer.from(ProtobufTraceSerializer.serializeRequest(ended)!);
+      expect(Buffer.from(serializeSpans(got)).equals(want), `round ${round}`).toBe(true);
+    }
+    await log.shutdown();
+  });
+
   it('keeps the span limits as the SDK does (value length, attribute count, events, attributes per event)', async () => {
     const limits = { attributeValueLength: 5, attributeCount: 3, eventCount: 2, attributePerEventCount: 1 };
     const { tracer } = tracerOf(limits);
