@@ -71,8 +71,8 @@ export async function listenRaw(onSocket: (socket: Socket, up: RawUpstream) => v
  * A minimal HTTP/1.1 upstream over net. `answer(nth)` says whether the nth request on a
  * connection is answered (true) or met by a close, as a server closing an idle connection does
  * (false), or by these first bytes of a response and a close (a string: the server had read it);
- * `idleMs` closes connections idle that long; `head`: header lines added to each answer (e.g. a
- * `keep-alive: timeout=N`, which undici believes).
+ * `idleMs` closes a connection idle that long after an answer; `head`: header lines added to each
+ * answer (e.g. a `keep-alive: timeout=N`, which undici believes).
  */
 export async function rawUpstream(
   answer: (nth: number) => boolean | string,
@@ -87,6 +87,12 @@ export async function rawUpstream(
     let buf: Buffer = Buffer.alloc(0);
     let nth = 0;
     let idle: NodeJS.Timeout | undefined;
+    // Armed after each answer, never on accept: a server's keep-alive timer runs between requests
+    // (node's keepAliveTimeout, uvicorn's timeout_keep_alive), not before a connection's first one.
+    // Armed on accept, it closed a fresh connection whenever this thread (the test's, and the
+    // toolproof's in it) took longer than `idleMs` from the accept to reading the first request,
+    // as on a loaded box: a fresh connection's failure is final (the server refusing the request),
+    // so the test saw a 502 that no real server's keep-alive causes.
     const arm = () => {
       clearTimeout(idle);
       if (idleMs !== undefined)
@@ -95,7 +101,6 @@ export async function rawUpstream(
           socket.end();
         }, idleMs);
     };
-    arm();
     socket.on('close', () => clearTimeout(idle));
     socket.on('data', (d: Buffer) => {
       clearTimeout(idle);
