@@ -82,11 +82,65 @@ export class RestartMemo {
 export function matchRepeated(match: Match, input: MatchInput, memo = new RestartMemo()): MatchResult {
   const m = memo.read(match, input);
   if (m === 'need-more') return m;
-  if (readsCalls(m)) return closingRepeat(m, input);
+  if (readsCalls(m)) return tail(m, input);
   if (input.marker.length < MIN_MARKER) return m;
   const r = restart(match, input, memo);
   if (r === 'need-more') return r;
-  return r === null ? m : closingRepeat(r, input);
+  return r === null ? m : tail(r, input);
+}
+
+/** What may follow a call's envelope and goes with it: a copy of its closing run, then an end-of-turn token. */
+function tail(m: EnvelopeMatch, input: MatchInput): MatchResult {
+  const c = closingRepeat(m, input);
+  return c === 'need-more' || c === null ? c : endOfTurn(c, input);
+}
+
+/**
+ * End-of-turn tokens a template writes after a call, written out by a detokenizer that keeps special
+ * tokens (Mistral's `</s>`, Llama 3's `<|eom_id|>` / `<|eot_id|>`, ChatML's `<|im_end|>`, GLM-4's
+ * `<|observation|>`, Granite's `<|end_of_text|>`, DeepSeek's `<｜end▁of▁sentence｜>`).
+ */
+const END_OF_TURN = [
+  '</s>',
+  '<|eot_id|>',
+  '<|eom_id|>',
+  '<|im_end|>',
+  '<|end|>',
+  '<|endoftext|>',
+  '<|end_of_text|>',
+  '<|observation|>',
+  '<｜end▁of▁sentence｜>',
+];
+/** Blanks allowed on each side of the token: past them the token is no end of this call's turn. */
+const MAX_BLANKS = 64;
+
+function skipBlanks(text: string, from: number): number {
+  let j = from;
+  while (j < text.length && j - from <= MAX_BLANKS && isBlank(text.charCodeAt(j))) j++;
+  return j;
+}
+
+/**
+ * recall12 (repair `end-of-turn-token`): one end-of-turn token right after a call's envelope that
+ * ends the output (blanks around it allowed) goes with the call. Anywhere else it is the text it
+ * was (an HTML `</s>` in prose, a token quoted). Undecided while the output may still end there:
+ * at most the blanks and the token after the envelope.
+ */
+function endOfTurn(m: EnvelopeMatch, input: MatchInput): MatchResult {
+  if (m.truncated) return m;
+  const { text, final } = input;
+  const j = skipBlanks(text, m.end);
+  if (j - m.end > MAX_BLANKS) return m;
+  const token = END_OF_TURN.find((t) => text.startsWith(t, j));
+  if (token === undefined) {
+    if (final) return m;
+    const rest = text.slice(j);
+    return END_OF_TURN.some((t) => t.length > rest.length && t.startsWith(rest)) ? 'need-more' : m;
+  }
+  const k = skipBlanks(text, j + token.length);
+  if (k - (j + token.length) > MAX_BLANKS || k < text.length) return m;
+  if (!final) return 'need-more';
+  return { ...withRepair(m, 'end-of-turn-token'), end: text.length };
 }
 
 /** The family on the text cut at `at` (not final): what it said before anything from `at` on came. */

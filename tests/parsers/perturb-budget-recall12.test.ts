@@ -72,3 +72,24 @@ describe('recall12 readings (a closing run written twice): output length x1 vs x
     );
   }, 120_000);
 });
+
+describe('recall12 readings (an end-of-turn token after a call, a call in quotation marks): output length x1 vs x4', () => {
+  it('many calls each followed by a token or blanks, long blank runs, many quoted calls left open', () => {
+    const call = (v: string) => `<function=read_file>{"path": "${v}"}</function>`;
+    budget(
+      'end-of-turn token and quotation marks',
+      (size, rnd) => {
+        const r = rnd();
+        if (r < 0.2) return `${call('a'.repeat(size))}</s>`;
+        if (r < 0.4) return `${call('a')}${' '.repeat(size)}</s>${' '.repeat(size)}`;
+        if (r < 0.6)
+          return soup(rnd, size, [`${call('a')}</s>`, `${call('a')} <|eot_id|>`, '</s>', ' ', '\n'], 0.3);
+        if (r < 0.8) return soup(rnd, size, [` "${call('a')}" `, ` "${call('a')}`, '“', ' ', 'word'], 0.3);
+        return `"${call('a')}${' '.repeat(size)}"`;
+      },
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      12_003,
+    );
+  }, 120_000);
+});

@@ -134,3 +134,52 @@ describe('a closing run written twice right after a complete call (repair double
     ['gpt-oss, an undeclared tool', `${harmony('delete_files')}<|call|>`],
   ])('%s: the envelope and its repeat stay text', (_, text) => stays(text));
 });
+
+describe('an end-of-turn token written out right after a call that ends the output (repair end-of-turn-token)', () => {
+  it.each([
+    ['Mistral </s>', '[TOOL_CALLS][{"name": "read_file", "arguments": {"path": "a"}}]</s>'],
+    ['Mistral v11 </s>, blanks around', '[TOOL_CALLS]read_file[ARGS]{"path": "a"} </s>\n'],
+    [
+      'GLM <|observation|>',
+      '<tool_call>read_file\n<arg_key>path</arg_key>\n<arg_value>a</arg_value>\n</tool_call><|observation|>',
+    ],
+    [
+      'Granite <|end_of_text|>',
+      '<|tool_call|>[{"name": "read_file", "arguments": {"path": "a"}}]<|end_of_text|>',
+    ],
+    ['<function=> <|eot_id|>', '<function=read_file>{"path": "a"}</function><|eot_id|>'],
+  ])('%s: the token goes with the call', (_, text) => {
+    expect(read(text)).toEqual({ calls: [['read_file', A, ['end-of-turn-token']]], content: null });
+  });
+
+  it('anywhere but the end of output it stays text; so does an HTML </s> in prose', () => {
+    const call = '<function=read_file>{"path": "a"}</function>';
+    expect(read(`${call}</s> and more`).content).toBe('</s> and more');
+    expect(read(`${call}</s></s>`).content).toBe('</s></s>');
+    expect(read(`${call}${' '.repeat(80)}</s>`).content).toBe('</s>');
+    stays('It was <s>wrong</s>');
+  });
+
+  it('an envelope not read keeps the token byte for byte', () => {
+    stays('<function=delete_files>{"path": "a"}</function></s>');
+    stays(
+      '<tool_call>delete_files\n<arg_key>path</arg_key>\n<arg_value>a</arg_value>\n</tool_call><|observation|>',
+    );
+  });
+});
+
+describe('a call inside quotation marks is quoted text (engine/mid-sentence.ts)', () => {
+  it.each([
+    ['double quotes', `The model writes "${hermes()}" when it wants that.`],
+    ['curly quotes', `It emits “${qwen()}” and stops.`],
+    ['guillemets after a colon', `Exemple :«${deepseek()}»`],
+    ['at the line start, closed at the end of output', `"${harmony()}"`],
+    ['a blank before the closing mark', `The model writes "${hermes()} " when it wants that.`],
+  ])('%s: text byte for byte', (_, text) => stays(text));
+
+  it('a quotation mark not closed right after it, or one inside a word, leaves the call', () => {
+    expect(read(`He said "go.\n${hermes()}`).calls).toEqual([['read_file', A, []]]);
+    expect(read(`Reading "${hermes()} now`).calls).toEqual([['read_file', A, []]]);
+    expect(read(`x"${hermes()}"`).calls).toEqual([['read_file', A, []]]);
+  });
+});
