@@ -176,6 +176,9 @@ function restart(match: Match, input: MatchInput, memo: RestartMemo): MatchResul
   let x = r;
   while (x > from && isBlank(text.charCodeAt(x - 1))) x--;
   const copy = text.slice(start, x);
+  // an opening holds no closing tag: a copy with one is a whole envelope before the next (two calls
+  // written alike), not a restart, and asking the family about it is work for nothing
+  if (copy.includes('</')) return null;
   const have = text.length - r;
   // the cheap test first: the text after the second marker must repeat the first one's
   if (have >= copy.length ? !text.startsWith(copy, r) : !copy.startsWith(text.slice(r))) return null;

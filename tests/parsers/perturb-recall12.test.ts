@@ -62,6 +62,12 @@ describe('an opening written twice: the model restarted the envelope (repair dou
     expect(read(`<tool_call>{"name": "read_file", "arguments": {"path": "b"${hermes()}`).content).toBe(
       '<tool_call>{"name": "read_file", "arguments": {"path": "b"',
     );
+    // a copy holding a closing tag (`</`) is no opening written twice
+    const begun = '<tool_call>{"name": "read_file", "arguments": {"path": "</a"';
+    expect(read(`${begun}${begun}}}</tool_call>`)).toEqual({
+      calls: [['read_file', { path: '</a' }, []]],
+      content: begun,
+    });
     const far = `<tool_call>${' '.repeat(300)}x`;
     expect(read(`${far}${hermes()}`).content).toBe(far);
   });
