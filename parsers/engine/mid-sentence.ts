@@ -38,6 +38,13 @@ const SENTENCE_END = /[.!?…][\s"')\]]*\s|[。！？]/g;
 const FIRST_PERSON = /\bI(?:'m|'ll|'d|'ve)?\b|\b[Ll]et(?:'s| me| us)\b|\b[Ww]e(?:'ll|'re|'d)?\b/;
 /** A line that ends in a colon: what comes next is what the sentence introduces. */
 const INTRODUCES = /[:：][ \t]*$/;
+/**
+ * An opening quotation mark right before the envelope, after a blank, a bracket or a colon (or at the
+ * line's start): with its closing mark the first thing after the envelope, the envelope is a quotation
+ * (recall12: "The model writes "<tool_call>…</tool_call>" when it wants that.").
+ */
+const OPENS_QUOTE = /(?:^|[\s([:：])(["“«„])$/;
+const CLOSING: Record<string, string> = { '"': '"', '“': '”', '«': '»', '„': '“' };
 /** What goes on with a sentence after the envelope. */
 const GOES_ON = /[\p{L}\p{N},;(\-–—]/u;
 
@@ -59,6 +66,8 @@ export class MidSentenceWatch {
   /** A held envelope and the blank text after it. */
   private held: ScanEvent[] = [];
   private blanks = 0;
+  /** The closing mark a held envelope's quotation needs (null: held as a sentence's object). */
+  private quote: string | null = null;
 
   /** One scan event in; `emit` gets the events to pass on, in order. `isCall`: an accepted call. */
   feed(e: ScanEvent, isCall: (e: ScanEvent) => boolean, emit: (e: ScanEvent) => void): void {
@@ -73,7 +82,11 @@ export class MidSentenceWatch {
           return;
         }
         // counted over every event since the envelope: the same verdict for every split
-        this.release(this.blanks + at <= MAX_BLANKS && GOES_ON.test(e.text[at] as string), emit);
+        const next = e.text[at] as string;
+        this.release(
+          this.blanks + at <= MAX_BLANKS && (this.quote === null ? GOES_ON.test(next) : next === this.quote),
+          emit,
+        );
       }
     }
     if (e.type === 'text') {
@@ -83,6 +96,13 @@ export class MidSentenceWatch {
     }
     if (e.type === 'envelope' && isCall(e)) {
       const line = this.lineTail();
+      const quoted = OPENS_QUOTE.exec(line);
+      if (quoted) {
+        this.held.push(e);
+        this.blanks = 0;
+        this.quote = CLOSING[quoted[1] as string] as string;
+        return;
+      }
       if (explainsBefore(line)) {
         // "You could do it like this: <call>": the colon hands the sentence to the envelope,
         // its object; whatever follows (nothing, a line break), it is the sample shown
@@ -93,6 +113,7 @@ export class MidSentenceWatch {
         }
         this.held.push(e);
         this.blanks = 0;
+        this.quote = null;
         return;
       }
     }

@@ -22,6 +22,7 @@ import { JsonEnds } from '../kit/json-ends.js';
 import { scanJsonValue, skipWs } from '../kit/json-scan.js';
 import type { ParseContext } from '../types.js';
 import { NameStartMatcher, startsWithFramedName } from './name-starts.js';
+import { matchRepeated, RestartMemo } from './repeated-envelope.js';
 import { escapeLiteral } from './tag-set.js';
 import { collectThinkMarkers, type ThinkMarkers } from './think-split.js';
 
@@ -199,6 +200,8 @@ export class EnvelopeScanner {
   private startWs = 0;
   /** In 'start' mode: how far openingTag has read the output's opening tag name. */
   private readonly tagScan = { j: 1 };
+  /** A restart's reading of the next envelope, for this pass only (repeated-envelope.ts). */
+  private readonly restarts = new RestartMemo();
   /** pos is where the last scan stopped on a 'hold' (a marker there, cut or still arriving). */
   private heldAtPos = false;
 
@@ -260,6 +263,7 @@ export class EnvelopeScanner {
 
   private run(final: boolean): ScanEvent[] {
     const out: ScanEvent[] = [];
+    this.restarts.clear();
     if (this.mode === 'start') this.decideStart(final);
     if (this.mode === 'hold' && this.buf.length > this.maxHeld) {
       // held past the cap: never a whole output (the same for every split, since it only
@@ -523,15 +527,20 @@ export class EnvelopeScanner {
       for (const f of e.families) {
         if (tried.has(f) || (this.broken.get(f) ?? 0) >= MAX_BROKEN_PER_FAMILY) continue;
         tried.add(f);
-        const m = f.spec.match?.({
-          text,
-          start: i,
-          marker: e.marker,
-          final: final && !capped,
-          ctx: this.ctx,
-          find,
-          jsonEnd: (from) => this.jsonEnd(from, text.length),
-        });
+        if (!f.spec.match) continue;
+        const m = matchRepeated(
+          f.spec.match,
+          {
+            text,
+            start: i,
+            marker: e.marker,
+            final: final && !capped,
+            ctx: this.ctx,
+            find,
+            jsonEnd: (from) => this.jsonEnd(from, text.length),
+          },
+          this.restarts,
+        );
         if (m === 'need-more' && capped) {
           this.broken.set(f, (this.broken.get(f) ?? 0) + 1);
           const end = i + e.marker.length;

@@ -13,6 +13,7 @@
 import type { JsonObject } from '../../protocol/openai.js';
 import type { RecoveryResult } from '../../parsers/recover.js';
 import { collectEvents, createRecoveryStream, recoverMessage } from '../../parsers/recover.js';
+import { scanJsonValue } from '../../parsers/kit/json-scan.js';
 import type { DeclaredTool } from '../../parsers/types.js';
 
 type Truth = 'call' | 'content' | 'either';
@@ -28,10 +29,12 @@ export interface PerturbCase {
   calls: { name: string; arguments: JsonObject }[];
   /** The prose around the calls: the content once they are read (blanks aside). */
   prose: string;
-  /** Which session's generator first wrote the case ('recall9', 'recall10', 'recall11' for the shapes added then). */
-  set: 'recall8' | 'recall9' | 'recall10' | 'recall11';
+  /** Which session's generator first wrote the case ('recall9' … 'recall12' for the shapes added then). */
+  set: 'recall8' | 'recall9' | 'recall10' | 'recall11' | 'recall12';
   /** Upstream reasoning_content beside the text (recall11's call split across the two). */
   reasoning?: string;
+  /** Besides the text itself, what a case with no call may keep as content (a special token dropped). */
+  kept?: string;
 }
 
 const TOOLS: DeclaredTool[] = [
@@ -354,6 +357,49 @@ const renamed: [string, (n: string) => string][] = [
   ['name-prefix-default-api', (n) => `default_api.${n}`],
 ];
 
+/** End-of-turn tokens each format's template writes after a call (recall12's `end-token-written`). */
+const EOS: Record<string, string> = {
+  hermes: '<|im_end|>',
+  'qwen3-coder': '<|im_end|>',
+  mistral: '</s>',
+  'mistral-v11': '</s>',
+  'llama3-python-tag': '<|eom_id|>',
+  'llama3-json': '<|eot_id|>',
+  'deepseek-v3': '<｜end▁of▁sentence｜>',
+  'deepseek-v31': '<｜end▁of▁sentence｜>',
+  'deepseek-v32': '<｜end▁of▁sentence｜>',
+  glm: '<|observation|>',
+  'kimi-k2': '<|im_end|>',
+  granite: '<|end_of_text|>',
+  functionary: '<|eot_id|>',
+  'functionary-v3-2': '<|eot_id|>',
+  fence: '<|im_end|>',
+  'improvised-pythonic': '<|im_end|>',
+  'prompted-envelope': '<|im_end|>',
+  'improvised-tool-input': '<|eot_id|>',
+};
+
+/** Names one slip from a declared one: a letter dropped, a plural, camelCase, a hyphen. */
+function nearNames(tool: string): [string, string][] {
+  const out: [string, string][] = [
+    ['near-name-typo', tool.slice(0, 2) + tool.slice(3)],
+    ['near-name-plural', `${tool}s`],
+  ];
+  const camel = tool.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
+  if (camel !== tool) out.push(['near-name-camel', camel], ['near-name-hyphen', tool.replaceAll('_', '-')]);
+  return out;
+}
+
+/** A value printed the way Python's repr prints it (single quotes, True / False / None). */
+function pyRepr(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(pyRepr).join(', ')}]`;
+  if (v !== null && typeof v === 'object')
+    return `{${Object.entries(v)
+      .map(([k, x]) => `${pyValue(k, "'")}: ${pyRepr(x)}`)
+      .join(', ')}}`;
+  return pyValue(v, "'");
+}
+
 export function generateCases(): PerturbCase[] {
   const out: PerturbCase[] = [];
   /**
@@ -404,6 +450,7 @@ export function generateCases(): PerturbCase[] {
     cut = false,
     prose = '',
     reasoning?: string,
+    kept?: string,
   ) =>
     out.push({
       id: `${f.name}/${perturbation}/${tool}`,
@@ -416,6 +463,7 @@ export function generateCases(): PerturbCase[] {
       prose,
       set,
       ...(reasoning !== undefined ? { reasoning } : {}),
+      ...(kept !== undefined ? { kept } : {}),
     });
   /**
    * recall9: near misses from real output the generator did not write (source beside each), each
@@ -638,6 +686,166 @@ export function generateCases(): PerturbCase[] {
     }
   };
 
+  /**
+   * recall12: small models' slips no set wrote yet, per published format, each with the negatives
+   * beside it (the slip for an undeclared tool; with arguments that fit no schema where the reading
+   * is gated; in a fenced sample an explanation goes on past), and near misses that must stay text:
+   * a tool name one slip from a declared one, a call quoted inside a sentence or a blockquote, a call
+   * the token limit cut inside its name. A slip no source shows is `either`.
+   */
+  const addRecall12 = (f: Format, tool: string, plain: Written, call: PerturbCase['calls']) => {
+    const args = ARGS[tool] as JsonObject;
+    const objectBody = plain.body.includes('{"name": ');
+    /** `sample`: only the fenced sample (an undeclared call after a think block leaves the block reasoning). */
+    type Neg = 'all' | 'standard' | 'sample';
+    /** Each slip writes the call for a name and arguments (so its negatives carry the same slip). */
+    const slips: [string, (name: string, a: JsonObject) => string, Truth, Neg][] = [];
+    const json = (name: string, a: JsonObject) => f.write(name, a, JSON.stringify(a));
+    // an end-of-turn token written out after the call (a detokenizer that keeps special tokens:
+    // Llama 3.1 ends a python_tag call with <|eom_id|>, ChatML turns end with <|im_end|>, GLM-4
+    // hands over with <|observation|>, DeepSeek's <｜end▁of▁sentence｜>, Mistral's </s>)
+    const eos = EOS[f.name];
+    if (eos) slips.push(['end-token-written', (n, a) => `${whole(json(n, a))}${eos}`, 'call', 'standard']);
+    // stray blank lines and indentation around the envelope
+    slips.push(['stray-blanks', (n, a) => `\n\n   ${whole(json(n, a))}  \n\n`, 'call', 'standard']);
+    // a reasoning section first (a thinking model asked to call at once)
+    slips.push([
+      'think-first',
+      (n, a) => `<think>\nThe user wants this; I will call the tool.\n</think>\n\n${whole(json(n, a))}`,
+      'call',
+      'sample',
+    ]);
+    if (f.json) {
+      // arguments pretty-printed over several lines (the prompt's examples were indented)
+      slips.push([
+        'pretty-arguments',
+        (n, a) => whole(f.write(n, a, JSON.stringify(a, null, 2))),
+        'call',
+        'standard',
+      ]);
+    }
+    if (f.json && objectBody) {
+      // a trailing comma after the call object's last member (the arguments' own is recall7's)
+      slips.push([
+        'call-trailing-comma',
+        (n, a) => {
+          const t = whole(json(n, a));
+          const i = t.indexOf('{"name": ');
+          const e = scanJsonValue(t, i)?.end ?? -1;
+          return `${t.slice(0, e - 1)},${t.slice(e - 1)}`;
+        },
+        'call',
+        'standard',
+      ]);
+      // the whole call object printed as a Python dict (`{'name': …, 'arguments': {…: True}}`)
+      slips.push([
+        'python-dict-call',
+        (n, a) => {
+          const t = whole(json(n, a));
+          const i = t.indexOf('{"name": ');
+          const e = scanJsonValue(t, i)?.end ?? -1;
+          return t.slice(0, i) + pyRepr(JSON.parse(t.slice(i, e))) + t.slice(e);
+        },
+        'call',
+        'standard',
+      ]);
+    }
+    if (f.name === 'kimi-k2') {
+      // the call id without its index (`functions.NAME` then the argument marker)
+      slips.push([
+        'kimi-no-index',
+        (n, a) => whole(json(n, a)).replace(':0<|tool_call_argument_begin|>', '<|tool_call_argument_begin|>'),
+        'either',
+        'standard',
+      ]);
+    }
+    if (f.name === 'gpt-oss') {
+      // the header without `<|constrain|>json` (openai/harmony writes both forms)
+      slips.push([
+        'harmony-no-constrain',
+        (n, a) => whole(json(n, a)).replace(' <|constrain|>json<|message|>', '<|message|>'),
+        'call',
+        'standard',
+      ]);
+    }
+    if (f.name === 'granite') {
+      // one call object without the list around it
+      slips.push([
+        'granite-no-list',
+        (n, a) => {
+          const w = json(n, a);
+          return `${w.open}${w.body.slice(1, -1)}`;
+        },
+        'call',
+        'standard',
+      ]);
+    }
+    if (f.name === 'hermes') {
+      // `"function"` for the name key (OpenAI's nesting flattened)
+      slips.push([
+        'function-key',
+        (n, a) => whole(json(n, a)).replace('{"name": ', '{"function": '),
+        'either',
+        'all',
+      ]);
+    }
+    if (f.name === 'fence') {
+      // the fence without a language, or named after the format
+      slips.push([
+        'fence-no-lang',
+        (n, a) => whole(json(n, a)).replace('```json\n', '```\n'),
+        'call',
+        'standard',
+      ]);
+      slips.push([
+        'fence-tool-lang',
+        (n, a) => whole(json(n, a)).replace('```json\n', '```tool_call\n'),
+        'either',
+        'standard',
+      ]);
+    }
+    for (const [what, slip, truth, neg] of slips) {
+      add(f, what, tool, slip(tool, args), truth, call);
+      // an end-of-turn token is a special token: dropping it from text is no lost byte
+      const kept = what === 'end-token-written' ? (t: string) => t.replace(eos as string, '') : undefined;
+      if (neg !== 'sample') {
+        const u = slip('delete_files', args);
+        add(f, `${what}-undeclared`, tool, u, 'content', [], false, '', undefined, kept?.(u));
+      }
+      if (neg === 'all') add(f, `${what}-misfit`, tool, slip(tool, { nope: 'x' }), 'content', []);
+      add(
+        f,
+        `${what}-fenced-sample`,
+        tool,
+        `A call looks like this:\n\n\`\`\`\n${slip(tool, args).trim()}\n\`\`\`\n\nThe server reads it for you.`,
+        'content',
+        [],
+        false,
+        '',
+        undefined,
+        kept?.(
+          `A call looks like this:\n\n\`\`\`\n${slip(tool, args).trim()}\n\`\`\`\n\nThe server reads it for you.`,
+        ),
+      );
+    }
+    // a name one slip from a declared tool: never that tool (nothing invented)
+    for (const [what, near] of nearNames(tool)) add(f, what, tool, whole(json(near, args)), 'content', []);
+    // a call quoted inside a sentence, or in a blockquote the answer goes on past
+    const w = whole(plain);
+    add(f, 'quoted-in-sentence', tool, `The model writes "${w}" when it wants that.`, 'content', []);
+    add(
+      f,
+      'blockquoted',
+      tool,
+      `You sent this:\n\n> ${w.replaceAll('\n', '\n> ')}\n\nI will not run it again.`,
+      'content',
+      [],
+    );
+    // the token limit cut inside the tool's name
+    const at = w.indexOf(tool);
+    if (at >= 0) add(f, 'cut-in-name', tool, w.slice(0, at + 3), 'content', [], true);
+  };
+
   for (const f of FORMATS) {
     set = f.name === 'deepseek-v32' ? 'recall9' : 'recall8';
     for (const tool of Object.keys(ARGS)) {
@@ -672,6 +880,8 @@ export function generateCases(): PerturbCase[] {
       addRecall10(f, tool, plain, call);
       set = 'recall11';
       addRecall11(f, tool, plain, call);
+      set = 'recall12';
+      addRecall12(f, tool, plain, call);
       set = f.name === 'deepseek-v32' ? 'recall9' : 'recall8';
       for (const [what, rename] of renamed) {
         if (f.name === 'kimi-k2' || f.name === 'gpt-oss') {
@@ -848,7 +1058,7 @@ export function classify(c: PerturbCase, opts: { seed?: number; everyCut?: boole
         : blanks(r.content ?? '') === blanks(c.prose)
           ? 'correct'
           : 'leftover';
-  } else if (r.content !== c.text) verdict = 'lost-bytes';
+  } else if (r.content !== c.text && r.content !== c.kept) verdict = 'lost-bytes';
   else verdict = c.truth === 'call' ? 'miss' : 'content-ok';
   let parity: string | null = null;
   const k = key(r);

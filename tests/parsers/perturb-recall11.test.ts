@@ -163,9 +163,10 @@ describe('a closing tag written twice right after a complete call (repair double
 describe('gpt-oss: a call header written twice', () => {
   it('the empty message the second header follows is no call with {}', () => {
     const h = '<|start|>assistant<|channel|>commentary to=functions.read_file <|constrain|>json<|message|>';
+    // and the first header, the opener written twice, goes with the call (recall12, doubled-open-tag)
     expect(read(`${h}${h}{"path": "a"}<|call|>`)).toEqual({
-      calls: [['read_file', { path: 'a' }, []]],
-      content: h,
+      calls: [['read_file', { path: 'a' }, ['doubled-open-tag']]],
+      content: null,
     });
     // a message <|call|> ends with nothing in it is still a call with {} (vLLM passes "" on)
     expect(read(`${h}<|call|>`).calls).toEqual([['read_file', {}, ['empty-arguments']]]);
