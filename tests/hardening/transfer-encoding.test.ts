@@ -9,27 +9,17 @@
  */
 import { deflateSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { proxyInFrontOf, rawRequest } from '../support/harness.js';
+import { proxyInFrontOf, rawRequest, sendCompletion } from '../support/harness.js';
 
 const LIMIT = 1024 * 1024;
 const KEY = 'sk-transfer-coding-0001';
 
-const completion = {
-  id: 'c1',
-  object: 'chat.completion',
-  created: 1,
-  model: 'm1',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-  usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
-};
+const USAGE = { usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } };
 
-const pair = proxyInFrontOf(
-  (_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(completion));
-  },
-  { env: { TOOLPROOF_BODY_LIMIT_BYTES: String(LIMIT) }, file: { keys: [{ name: 'k', key: KEY }] } },
-);
+const pair = proxyInFrontOf((_req, res) => sendCompletion(res, { content: 'ok' }, 'stop', USAGE), {
+  env: { TOOLPROOF_BODY_LIMIT_BYTES: String(LIMIT) },
+  file: { keys: [{ name: 'k', key: KEY }] },
+});
 
 const DOORS: Array<[string, string]> = [
   [

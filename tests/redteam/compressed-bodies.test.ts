@@ -12,27 +12,19 @@ import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:
 import * as zlib from 'node:zlib';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { proxyInFrontOf, rawRequest } from '../support/harness.js';
+import { proxyInFrontOf, rawRequest, sendCompletion } from '../support/harness.js';
 
 const KEY = 'sk-only-m1-000000010';
 const OPEN = 'sk-all-models-000000010';
 const LIMIT = 1024 * 1024;
 
-const completion = {
-  id: 'c1',
-  object: 'chat.completion',
-  created: 1,
-  model: 'm1',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-  usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
-};
+const USAGE = { usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } };
 
 const pair = proxyInFrontOf(
   (req, res) => {
+    if (req.url.endsWith('/chat/completions')) return sendCompletion(res, { content: 'ok' }, 'stop', USAGE);
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(
-      JSON.stringify(req.url.endsWith('/chat/completions') ? completion : { object: 'list', data: [] }),
-    );
+    res.end(JSON.stringify({ object: 'list', data: [] }));
   },
   {
     env: { TOOLPROOF_BODY_LIMIT_BYTES: String(LIMIT) },
