@@ -25,7 +25,7 @@ import { EffectTally } from '../kit/effects.js';
 import { type Policy, PROMPT_OVER_WINDOW } from '../types.js';
 import { cutToolResult, estimateTokens } from '../kit/cut.js';
 import { keptTokens, resultsToCut } from './overflow.js';
-import { leaveOutOlderTurns, turnsLeftOutNote } from './older-turns.js';
+import { leaveOutOlderTurns, resultLeftOutNote, turnsLeftOutNote } from './older-turns.js';
 import {
   describeToolResultCapEffect,
   TOOL_RESULT_CAP_POLICY,
@@ -129,14 +129,8 @@ function withText(content: ChatMessage['content'], note: string): ChatMessage['c
 }
 
 /** One line in place of an older result past the room the older results share. */
-export function leftOutNote(text: string): string {
-  let lines = 1;
-  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) lines++;
-  return (
-    `[toolproof left out this tool result (${text.length} characters, ${lines === 1 ? '1 line' : `${lines} lines`})` +
-    " to fit the model's context window]"
-  );
-}
+export const leftOutNote = (text: string): string =>
+  resultLeftOutNote(text, " to fit the model's context window");
 
 export const toolResultCapPolicy: Policy<ToolResultCapEffect> = {
   name: TOOL_RESULT_CAP_POLICY,

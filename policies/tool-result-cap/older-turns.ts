@@ -28,15 +28,22 @@
 import type { ChatMessage } from '../../protocol/openai.js';
 import { BYTES_PER_TOKEN, messageBytes } from '../kit/prompt-bytes.js';
 
-/** The last result of the first older turn past the room: it says the later ones are gone too. */
-export function turnsLeftOutNote(text: string): string {
+/**
+ * The note in place of a left-out tool result: its size, then `why` (what else went with it, and
+ * to fit the model's context window). Shared by the older results (index.ts) and the older turns.
+ */
+export function resultLeftOutNote(text: string, why: string): string {
   let lines = 1;
   for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) lines++;
-  return (
-    `[toolproof left out this tool result (${text.length} characters, ${lines === 1 ? '1 line' : `${lines} lines`})` +
-    " and the older tool calls after it, with their results, to fit the model's context window]"
-  );
+  return `[toolproof left out this tool result (${text.length} characters, ${lines === 1 ? '1 line' : `${lines} lines`})${why}]`;
 }
+
+/** The last result of the first older turn past the room: it says the later ones are gone too. */
+export const turnsLeftOutNote = (text: string): string =>
+  resultLeftOutNote(
+    text,
+    " and the older tool calls after it, with their results, to fit the model's context window",
+  );
 
 /** What the older tool turns keep together: an eighth of the window, in tokens. */
 export function olderTurnsRoom(window: number): number {
