@@ -3,13 +3,9 @@
  * each worker has its own capture ring, and whichever worker answers /inspect/api, it shows every
  * worker's requests (the query goes to every worker through the primary, capture/cluster.ts).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
-import { freePort, nodeEntry, once } from '../support/toolproof-process.js';
+import { freshRequest, once, type Proc, startWorkers } from '../support/toolproof-process.js';
 
 /** /inspect/api/session's answer, or the inspector's error. */
 interface SessionAnswer {
@@ -19,54 +15,23 @@ interface SessionAnswer {
   error: { type: string; message: string };
 }
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
-
 describe('the inspector over two workers', () => {
   let sim: Simulator;
-  let child: ChildProcess;
+  let proc: Proc;
   let origin: string;
 
   beforeAll(async () => {
     sim = await createSimulator({ personality: 'vllm' });
-    const port = await freePort();
-    origin = `http://127.0.0.1:${port}`;
-    child = spawn(process.execPath, nodeEntry('server/main.ts'), {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '',
-        TOOLPROOF_WORKERS: '2',
-        TOOLPROOF_HOST: '127.0.0.1',
-        TOOLPROOF_PORT: String(port),
-        TOOLPROOF_UPSTREAM_URL: sim.url,
-        TOOLPROOF_SHUTDOWN_GRACE_MS: '1000',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new Error(`not listening within 60 s:\n${out.slice(-2000)}`)),
-        60_000,
-      );
-      child.stdout!.on('data', (chunk: Buffer) => {
-        out += chunk.toString();
-        if (out.includes('2 workers listening')) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      child.stderr!.on('data', (chunk: Buffer) => {
-        out += chunk.toString();
-      });
-    });
+    ({ proc, origin } = await startWorkers(undefined, 2, {
+      TOOLPROOF_UPSTREAM_URL: sim.url,
+      TOOLPROOF_SHUTDOWN_GRACE_MS: '1000',
+    }));
   }, 90_000);
 
   afterAll(async () => {
-    if (child && child.exitCode === null) {
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
+    if (proc && proc.child.exitCode === null) {
+      proc.child.kill('SIGTERM');
+      await proc.exited;
     }
     await sim?.close();
   });
@@ -111,28 +76,20 @@ describe('the inspector over two workers', () => {
     for (let i = 0; i < 3; i++)
       for (const run of runs) {
         // A connection of its own per turn: the primary hands them to the workers in turn.
-        const client = new Client(origin);
-        try {
-          const res = await client.request({
-            method: 'POST',
-            path: '/v1/chat/completions',
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({ model: 'm', messages: run.history, tools }),
-          });
-          expect(res.statusCode).toBe(200);
-          run.ids.push(String(res.headers['x-request-id']));
-          const msg = (
-            (await res.body.json()) as { choices: Array<{ message: { tool_calls?: Array<{ id: string }> } }> }
-          ).choices[0]!.message;
-          run.history.push(
-            msg,
-            msg.tool_calls?.length
-              ? { role: 'tool', tool_call_id: msg.tool_calls[0]!.id, content: 'rain' }
-              : { role: 'user', content: 'And tomorrow?' },
-          );
-        } finally {
-          await client.close();
-        }
+        const res = await freshRequest(origin, {
+          body: JSON.stringify({ model: 'm', messages: run.history, tools }),
+        });
+        expect(res.status).toBe(200);
+        run.ids.push(String(res.headers['x-request-id']));
+        const msg = (
+          JSON.parse(res.text) as { choices: Array<{ message: { tool_calls?: Array<{ id: string }> } }> }
+        ).choices[0]!.message;
+        run.history.push(
+          msg,
+          msg.tool_calls?.length
+            ? { role: 'tool', tool_call_id: msg.tool_calls[0]!.id, content: 'rain' }
+            : { role: 'user', content: 'And tomorrow?' },
+        );
       }
     for (let i = 0; i < 2; i++) {
       const { requests } = JSON.parse((await once(origin, '/inspect/api/requests')).text) as {
@@ -163,37 +120,24 @@ describe('the inspector over two workers', () => {
     for (let i = 0; i < 24; i += 4)
       await Promise.all(
         [0, 1, 2, 3].map(async (k) => {
-          const client = new Client(origin);
-          try {
-            const res = await client.request({
-              method: 'POST',
-              path: '/v1/chat/completions',
-              headers: { 'content-type': 'application/json', 'x-session-id': 'relay-budget' },
-              body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: `${big} ${i + k}` }] }),
-            });
-            await res.body.text();
-            expect(res.statusCode).toBe(200);
-          } finally {
-            await client.close();
-          }
+          const res = await freshRequest(origin, {
+            headers: { 'x-session-id': 'relay-budget' },
+            body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: `${big} ${i + k}` }] }),
+          });
+          expect(res.status).toBe(200);
         }),
       );
     const reads = await Promise.all(
       Array.from({ length: 8 }, async () => {
-        const client = new Client(origin);
-        try {
-          const res = await client.request({
-            method: 'GET',
-            path: '/inspect/api/session?key=h%3Arelay-budget',
-          });
-          return {
-            status: res.statusCode,
-            retryAfter: res.headers['retry-after'],
-            body: (await res.body.json()) as SessionAnswer,
-          };
-        } finally {
-          await client.close();
-        }
+        const res = await freshRequest(origin, {
+          method: 'GET',
+          path: '/inspect/api/session?key=h%3Arelay-budget',
+        });
+        return {
+          status: res.status,
+          retryAfter: res.headers['retry-after'],
+          body: JSON.parse(res.text) as SessionAnswer,
+        };
       }),
     );
     const refused = reads.filter((r) => r.status === 429);

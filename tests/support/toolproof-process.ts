@@ -140,15 +140,18 @@ export function nodeEntry(file: string): string[] {
   return ['--import', 'tsx', source];
 }
 
-/** toolproof with `TOOLPROOF_WORKERS` workers on a free port, on `config`, once every worker listens. */
+/**
+ * toolproof with `TOOLPROOF_WORKERS` workers on a free port, on `config` (a YAML file; undefined:
+ * the environment alone), once every worker listens.
+ */
 export async function startWorkers(
-  config: string,
+  config: string | undefined,
   workers = 2,
   env: Record<string, string> = {},
 ): Promise<{ proc: Proc; origin: string }> {
   const port = await freePort();
   const proc = startToolproof({
-    TOOLPROOF_CONFIG: config,
+    ...(config !== undefined ? { TOOLPROOF_CONFIG: config } : {}),
     TOOLPROOF_WORKERS: String(workers),
     TOOLPROOF_PORT: String(port),
     TOOLPROOF_LOG_LEVEL: 'info',
