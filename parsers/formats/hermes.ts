@@ -280,6 +280,18 @@ function matchTag(input: MatchInput): MatchResult {
         );
       }
     }
+    // recall13: one `}` too many before the closing tag (`{…}}}\n</tool_call>`): the envelope
+    // closes there, the brace goes with it (repair extra-brace); undecided while the tag may come
+    if (text[k] === '}') {
+      const t = skipWs(text, k + 1);
+      if (text.startsWith(CLOSE, t)) {
+        const r = readJson(text.slice(j, scan.end), false, ctx);
+        if ('calls' in r) {
+          for (const call of r.calls) call.repairs = [...(call.repairs ?? []), 'extra-brace'];
+          return finishMatch(r, t + CLOSE.length, false);
+        }
+      } else if (!final && CLOSE.startsWith(text.slice(t, t + CLOSE.length))) return 'need-more';
+    }
     // a closing tag mistyped (`</tool_calls>`, `</ tool_call>`, `</function>`) or the
     // opening tag written again where the closing one belongs, at the end of output
     const slip = closeSlip(text, k, final);

@@ -139,6 +139,13 @@ function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
   if (k >= text.length && calls.some((c) => c.repairs?.includes('missing-brace')))
     return { end: text.length, calls, truncated: true };
   if (k >= text.length) return { end: text.length, calls };
+  // recall13: a closing fence alone on the last line with no fence opened (the model closed a
+  // fence it never wrote): envelope text, gone with the calls (repair code-fence)
+  if (text.slice(k).trimEnd() === '```' && text.slice(r.end, k).includes('\n'))
+    return {
+      end: text.length,
+      calls: calls.map((c) => ({ ...c, repairs: [...(c.repairs ?? []), 'code-fence'] })),
+    };
   if (!text.slice(r.end, k).includes('\n') && !NEW_SENTENCE.test(text[k] ?? '')) return null;
   return { end: text.length, calls, content: text.slice(k) };
 }

@@ -47,6 +47,21 @@ export function trailingCloseSlip(text: string, name: string): number {
   return isNameSlip(written, name) ? at : -1;
 }
 
+/**
+ * recall13: where a special token closing `text` with its `▁` (U+2581) written as `_` or a space
+ * starts (only blanks after it), or -1 (`<｜tool_calls_end｜>` for `<｜tool▁calls▁end｜>`). Tokens
+ * without `▁` have no such slip.
+ */
+export function trailingTokenSlip(text: string, token: string): number {
+  if (!token.includes('\u2581')) return -1;
+  const end = text.trimEnd().length;
+  for (const sub of ['_', ' ']) {
+    const written = token.replaceAll('\u2581', sub);
+    if (end >= written.length && text.startsWith(written, end - written.length)) return end - written.length;
+  }
+  return -1;
+}
+
 /** Is `written` (a closing tag's name as written) one edit from `name`, but not `name` itself? */
 export function isNameSlip(written: string, name: string): boolean {
   const want = fold(name);

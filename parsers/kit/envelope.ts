@@ -5,7 +5,7 @@
  */
 import type { EnvelopeMatch, MatchInput, MatchResult } from '../engine/family.js';
 import type { ParseContext, ParsedCall } from '../types.js';
-import { closeTagName, slipGate, trailingCloseSlip } from './close-slip.js';
+import { closeTagName, slipGate, trailingCloseSlip, trailingTokenSlip } from './close-slip.js';
 import { skipWs } from './json-scan.js';
 import { decodeJsonLenient, isPlainObject } from './lenient-json.js';
 
@@ -111,7 +111,7 @@ export function delimitedEnvelope(o: DelimitedOptions): (input: MatchInput) => M
       if (!final) return 'need-more';
       // the end marker misspelled as the output's last tag (`</tool_cal>`): the envelope closed
       const name = closeTagName(o.end);
-      const slip = name === null ? -1 : trailingCloseSlip(text, name);
+      const slip = name === null ? trailingTokenSlip(text, o.end) : trailingCloseSlip(text, name);
       if (slip > bodyStart) {
         const r = o.parseBody(text.slice(bodyStart, slip), ctx, { truncated: false });
         if ('calls' in r && slipGate(r.calls, ctx)) {
