@@ -702,6 +702,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
   const keysFile = keysFilePath(env, file);
   for (const entry of [...(file.keys ?? []), ...(keysFile ? readKeysFile(keysFile) : [])]) {
     if (names.has(entry.name)) throw new ConfigError(`keys: the name "${entry.name}" is given twice`);
+    // The flat keys' name: the capture, the inspector's owners, admission and the metrics know a
+    // key by its name, and a named key called so read every flat key's requests as its own.
+    if (entry.name === UNNAMED_KEY)
+      throw new ConfigError(
+        `keys: the name "${UNNAMED_KEY}" is the one the flat keys (TOOLPROOF_API_KEYS, server.apiKeys) carry; give this key another name`,
+      );
     if (secrets.has(entry.key)) throw new ConfigError(`keys.${entry.name}: the same key is given twice`);
     names.add(entry.name);
     secrets.add(entry.key);

@@ -651,7 +651,14 @@ export class SpanLog {
     if (this.recordStart >= 0) this.recordStart -= this.readPos;
     this.waiting -= n;
     // Nothing refers to the dictionary now: a full one starts again (ids that changed, agents).
-    if (this.waiting === 0 && this.recordStart < 0 && this.values.length >= VALUE_ROOM) {
+    // Full by count or by characters: the characters fill first when values average over 32 of
+    // them (model paths, 256-character ids a client or upstream sends), and a dictionary that
+    // never started again wrote every value first seen after it as text, for the process's life.
+    if (
+      this.waiting === 0 &&
+      this.recordStart < 0 &&
+      (this.values.length >= VALUE_ROOM || this.valueChars > VALUE_CHARS - VALUE_LONGEST)
+    ) {
       this.values = [];
       this.valueIndex = new Map();
       this.valueChars = 0;

@@ -7,6 +7,7 @@
  * one toolproof cannot decode, or one on top of a content coding, is the door's 415 naming it.
  * Sent from a raw socket: no HTTP client sends a transfer coding but chunked of its own.
  */
+import { connect } from 'node:net';
 import { deflateSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { proxyInFrontOf, rawRequest, sendCompletion } from '../support/harness.js';
@@ -100,4 +101,64 @@ describe('a transfer coding on the request', () => {
     expect(res.status).toBe(400);
     expect(errorOf('/v1/chat/completions', res.body).message).toContain('Transfer-Encoding: gzip');
   });
+
+  /**
+   * Bytes that decode to nothing (empty gzip members, 20 bytes each; empty stored deflate blocks,
+   * 5 bytes each) sent chunked, as fast as the socket takes them, until the server answers or 16x
+   * the limit is sent. Before, fastify compared the encoded bytes with the limit only when a
+   * decoded chunk came: all 16 MiB were read and decoded and the body was then the 400 'not valid
+   * JSON' (256 MiB took ~2.2 s of CPU); a plain body is the 413 once past its limit.
+   */
+  const members = Buffer.concat(Array.from({ length: 3276 }, () => gzipSync('')));
+  it.each<[string, string, Buffer, Buffer]>([
+    [
+      'empty gzip members (Transfer-Encoding: gzip, chunked)',
+      'Transfer-Encoding: gzip, chunked',
+      members,
+      members,
+    ],
+    [
+      'empty deflate blocks (Content-Encoding: deflate, chunked)',
+      'Content-Encoding: deflate\r\nTransfer-Encoding: chunked',
+      Buffer.concat([Buffer.from([0x78, 0x01]), Buffer.alloc(65_530, Buffer.from([0, 0, 0, 0xff, 0xff]))]),
+      Buffer.alloc(65_535, Buffer.from([0, 0, 0, 0xff, 0xff])),
+    ],
+  ])(
+    '%s: a body of bytes that decode to nothing is the 413 once its bytes pass the limit',
+    async (_label, headers, first, rest) => {
+      const socket = connect(Number(new URL(pair.proxy.origin).port), '127.0.0.1');
+      const frame = (b: Buffer) =>
+        Buffer.concat([Buffer.from(`${b.length.toString(16)}\r\n`), b, Buffer.from('\r\n')]);
+      const next = frame(rest);
+      let sent = 0;
+      let answer = '';
+      const done = new Promise<void>((resolve) => {
+        socket.on('data', (d) => {
+          answer += d.toString('latin1');
+          if (answer.includes('\r\n\r\n')) resolve();
+        });
+        socket.on('error', () => resolve());
+        socket.on('close', () => resolve());
+      });
+      socket.write(
+        `POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEY}\r\n` +
+          `Content-Type: application/json\r\n${headers}\r\n\r\n`,
+      );
+      socket.write(frame(first));
+      sent += first.length;
+      const pump = () => {
+        while (answer === '' && !socket.destroyed && sent < 16 * LIMIT) {
+          sent += next.length;
+          if (!socket.write(next)) return void socket.once('drain', pump);
+        }
+        if (answer === '' && !socket.destroyed) socket.write('0\r\n\r\n');
+      };
+      pump();
+      await done;
+      socket.destroy();
+      expect(sent, answer.split('\r\n')[0]).toBeLessThan(8 * LIMIT);
+      // the answer, unless the server's close with the client's bytes still unread reset it first
+      if (answer !== '') expect(answer).toMatch(/^HTTP\/1\.1 413 /);
+    },
+  );
 });

@@ -398,6 +398,37 @@ describe('the span log', () => {
     await log.shutdown();
   });
 
+  it('a dictionary full by its characters starts again too: values seen after it are references, the bytes the same', async () => {
+    const { tracer, ended } = tracerOf();
+    const c = capture();
+    const log = new SpanLog(c.exporter, tracer, { maxExportBatchSize: 512, maxQueueSize: 8192 }, true);
+    const dictionary = () => (log as unknown as { values: string[] }).values;
+    const span = (v: string) => {
+      const s = tracer.start('span', SpanKind.CLIENT, undefined, undefined);
+      s.setAttribute('k.a', v);
+      s.end();
+    };
+    // 600 values of 256 characters (a model path, an id a client or an upstream sends): the
+    // characters are full at 512 of them, long before the count's 4,096; one more as long after.
+    const LATER = `Qwen/${'q'.repeat(251)}`;
+    for (let i = 0; i < 600; i++) span(String(i).padEnd(256, 'p'));
+    for (const round of [0, 1]) {
+      if (round === 1) {
+        ended.length = 0;
+        span(LATER);
+      }
+      for (const s of ended) write(log, s);
+      await log.forceFlush();
+      const got = c.batches.splice(0).flat();
+      const want = Buffer.from(ProtobufTraceSerializer.serializeRequest(ended)!);
+      expect(Buffer.from(serializeSpans(got)).equals(want), `round ${round}`).toBe(true);
+    }
+    // Before, it never started again: every value first seen after it was written as its text
+    // for the process's life (10 such attributes a span: ~0.3 us more a span written and exported).
+    expect(dictionary()).toContain(LATER);
+    await log.shutdown();
+  });
+
   it('keeps the span limits as the SDK does (value length, attribute count, events, attributes per event)', async () => {
     const limits = { attributeValueLength: 5, attributeCount: 3, eventCount: 2, attributePerEventCount: 1 };
     const { tracer } = tracerOf(limits);
