@@ -9,7 +9,7 @@ import cluster from 'node:cluster';
 import { type IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { FastifyRequest } from 'fastify';
-import type { ToolproofError } from '../../protocol/errors.js';
+import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
 import { describeEffect, type PolicyEffect } from '../../policies/registry.js';
 import type { ChatCall } from '../chat/context.js';
@@ -1127,6 +1127,21 @@ export function finishCapture(
   J.nums[J.nNums++] = now;
 }
 
+/** Why a request the client left failed, as its record says it (shared: every such record's). */
+const CLIENT_CLOSED = Object.freeze(errorOf(new ToolproofError('TP_ERR_CLIENT_CLOSED')));
+
+/**
+ * The client left while an attempt was still being read: toolproof cancelled it, and no end of
+ * it comes after this one. It ends now, with the reason, rather than reading as still running
+ * (a total of "…" on a request that ended) with no error on a failed request.
+ */
+function clientLeft(w: RecordWriter, now: number): void {
+  const a = w.current;
+  if (!a || a.totalMs !== undefined) return;
+  a.totalMs = round(epochOf(now) - a.at);
+  a.error ??= CLIENT_CLOSED;
+}
+
 function applyFinish(
   w: RecordWriter,
   call: ChatCall,
@@ -1141,6 +1156,7 @@ function applyFinish(
   const startedAt = w.start ?? now;
   const r = w;
   w.endEvents();
+  if (!finished) clientLeft(w, now);
   w.endClient(status);
   r.inFlight = false;
   r.status = finished ? status : 'aborted';
@@ -1180,6 +1196,7 @@ function applyFinish(
     usage?.completion_tokens ?? null,
   );
   if (error) r.error = errorOf(error);
+  else if (!finished) r.error = CLIENT_CLOSED;
   if (harness) {
     if (typeof harness !== 'function') keepHarness(w, compact(harness));
     else if (!plainHarness(w, call, cache, harness)) {
