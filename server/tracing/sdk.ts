@@ -93,7 +93,7 @@ const K_GENAI_REQUESTMODEL = keyOf(GEN_AI.requestModel);
 const K_TP_API = keyOf('toolproof.api');
 const K_TP_MODEL = keyOf('toolproof.model');
 const K_TP_UPSTREAM = keyOf('toolproof.upstream');
-const K_TP_STREAM = keyOf('toolproof.stream');
+const K_GENAI_REQUESTSTREAM = keyOf(GEN_AI.stream);
 const K_GENAI_CONVERSATIONID = keyOf(GEN_AI.conversationId);
 const K_GENAI_INPUTMESSAGES = keyOf(GEN_AI.inputMessages);
 const K_TP_ATTEMPT = keyOf('toolproof.attempt');
@@ -616,7 +616,8 @@ class ServerSpan implements RequestSpan<ChatCall> {
     log.set(K_TP_API, call.api);
     log.set(K_TP_MODEL, cut256(call.route.name));
     log.set(K_TP_UPSTREAM, call.route.client.label);
-    log.set(K_TP_STREAM, r.stream === true);
+    // The conventions' flag, set only when true (absent: not streamed).
+    if (r.stream === true) log.set(K_GENAI_REQUESTSTREAM, true);
     const conversation = call.forwardHeaders['x-conversation-id'];
     if (conversation) log.set(K_GENAI_CONVERSATIONID, cut256(conversation));
     if (this.captureContent) log.set(K_GENAI_INPUTMESSAGES, inputMessages(r));
@@ -733,6 +734,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
         log.set(K_GENAI_PROVIDER, PROVIDER);
         log.set(K_GENAI_REQUESTMODEL, model);
         setRequestAttributes(log, request);
+        if (request.stream === true) log.set(K_GENAI_REQUESTSTREAM, true);
         log.set(K_TP_ATTEMPT, this.attempts);
         // The replica that answered, else the upstream it was sent to.
         server?.set(log);

@@ -88,7 +88,10 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
       'http.response.status_code': 200,
       'toolproof.request_id': reqId,
       'toolproof.attempts': 1,
+      // The GenAI conventions' flag for a streamed request (semantic-conventions 1.45), not one of our own.
+      'gen_ai.request.stream': true,
     });
+    expect(server.attributes['toolproof.stream']).toBeUndefined();
     expect(server.attributes['gen_ai.usage.input_tokens']).toBeGreaterThan(0);
     expect(server.attributes['gen_ai.usage.output_tokens']).toBeGreaterThan(0);
     const leak = server.events.find((e) => e.name === 'toolproof.leak');
@@ -103,6 +106,7 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
       'gen_ai.provider.name': 'openai',
       'server.address': '127.0.0.1',
       'http.response.status_code': 200,
+      'gen_ai.request.stream': true,
     });
     expect(attempt!.attributes['gen_ai.response.finish_reasons']).toEqual(['stop']);
     expect(attempt!.attributes['gen_ai.usage.input_tokens']).toBeGreaterThan(0);
@@ -163,7 +167,11 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
       'http.response.status_code': 400,
     });
     expect(server.attributes).toMatchObject({ 'toolproof.fallback': true, 'toolproof.attempts': 2 });
+    // Not streamed: the conventions' flag is absent ("If unset, the request is assumed to be non-streaming").
+    expect(server.attributes['gen_ai.request.stream']).toBeUndefined();
+    expect(server.attributes['toolproof.stream']).toBeUndefined();
     const [first, second] = attempts(receiver, server);
+    expect(first!.attributes['gen_ai.request.stream']).toBeUndefined();
     expect(first!.attributes).toMatchObject({ 'toolproof.tool_choice': 'required', 'error.type': '400' });
     expect(first!.status.code).toBe(2); // ERROR
     expect(second!.attributes).toMatchObject({
