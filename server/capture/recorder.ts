@@ -516,13 +516,15 @@ function applyOpened(
 ): void {
   const a = w.current;
   if (!a) return;
-  a.ttfbMs = ttfbMs;
+  // No response (unreachable, refused, timed out before its headers): no first byte came, so no
+  // TTFB; the time it took to fail is the attempt's total.
   if (status >= 0) {
+    a.ttfbMs = ttfbMs;
     a.status = status;
     if (replica) a.replica = sharedString(replica);
   }
   if (error) {
-    a.totalMs = a.ttfbMs;
+    a.totalMs = ttfbMs;
     a.error = errorOf(error);
   }
 }
