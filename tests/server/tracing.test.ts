@@ -496,10 +496,13 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     }
   });
 
-  it('a request without traceparent starts its own trace; health probes get no span', async () => {
+  it('a request without traceparent starts its own trace; health probes and the inspector get no span', async () => {
     receiver = await otlpReceiver();
     stack = await startStack({ env: otelEnv(receiver) });
     await (await fetch(`${stack.origin}/health`)).text();
+    // The inspector's page and what it polls every 1-2 s while open.
+    for (const path of ['/inspect', '/inspect/inspect.js', '/inspect/api/requests', '/inspect/api/sessions'])
+      expect((await fetch(`${stack.origin}${path}`)).status).toBe(200);
     const res = await fetch(`${stack.url}/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -512,6 +515,11 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     const server = await serverSpan(stack, receiver, traceId);
     expect(server.parentSpanId).toBe('');
     expect(receiver.spans.some((s) => s.attributes['http.route'] === '/health')).toBe(false);
+    // Only the chat request's two spans: none of the inspector's.
+    expect(
+      receiver.spans.filter((s) => String(s.attributes['url.path'] ?? '').startsWith('/inspect')),
+    ).toEqual([]);
+    expect(receiver.spans.map((s) => s.traceId)).toEqual([traceId, traceId]);
   });
   it('relayed and pass-through requests: the upstream gets the server span as its parent', async () => {
     receiver = await otlpReceiver();
