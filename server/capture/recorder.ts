@@ -1044,9 +1044,33 @@ export class EffectDecision implements Decision {
   }
 }
 
+/**
+ * An effect its policy does not describe (a retry's outcome, a call returned invalid after the
+ * retries): its kind in words and what its detail says, its short fields (e.g. "retry outcome
+ * (outcome: fixed)"), never "corrective-retry: retry-outcome", which left the outcome to the
+ * detail. Made when read, never per request.
+ */
+function plainReason(e: PolicyEffect): string {
+  const words = e.kind.replace(/-/g, ' ');
+  const d = (e as { detail?: unknown }).detail;
+  if (typeof d !== 'object' || d === null || Array.isArray(d)) return words;
+  const parts: string[] = [];
+  for (const [k, v] of Object.entries(d as Record<string, unknown>)) {
+    const shown =
+      typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean'
+        ? String(v)
+        : Array.isArray(v) && v.every((x) => typeof x === 'string' || typeof x === 'number')
+          ? v.join(', ')
+          : undefined;
+    if (shown !== undefined && shown.length <= 200) parts.push(`${k}: ${shown}`);
+    if (parts.length === 6) break;
+  }
+  return parts.length === 0 ? words : `${words} (${parts.join('; ')})`;
+}
+
 function reasonOf(e: PolicyEffect): string {
   const r = describeEffect(e);
-  if (!r) return `${e.policy}: ${e.kind}`;
+  if (!r) return plainReason(e);
   switch (r.type) {
     case 'forced':
       return `forced tool use: tool_choice "${r.toolChoice}" sent upstream (a prose answer then comes through final_answer)`;
@@ -1065,7 +1089,7 @@ function reasonOf(e: PolicyEffect): string {
     case 'tally':
       return `${r.tally}: ${r.key}${r.count > 1 ? ` x${r.count}` : ''}`;
   }
-  return `${e.policy}: ${e.kind}`;
+  return plainReason(e);
 }
 
 /** The feedback a corrective retry sends: the messages it adds to the attempt it retries. */

@@ -96,12 +96,20 @@ describe('the capture behind /inspect/api', () => {
     expect(leakView.curl[0]).toContain('/chat/completions');
 
     const retry = (await getJson(stack, `/inspect/api/requests/${requests[1]!.id}`)).body as {
-      record: { decisions: Array<{ kind: string; detail?: string }>; upstreamAttempts: unknown[] };
+      record: {
+        decisions: Array<{ kind: string; reason: string; detail?: string }>;
+        upstreamAttempts: unknown[];
+      };
       clientReceived: { calls: Array<{ name: string }> };
     };
     expect(retry.record.upstreamAttempts).toHaveLength(2);
     const feedback = retry.record.decisions.find((d) => d.kind === 'retry-feedback');
     expect(JSON.parse(feedback!.detail!).feedback).toContain('do not answer in prose');
+    // How the retry ended, in its reason (not "corrective-retry: retry-outcome", the outcome
+    // left to the detail).
+    expect(retry.record.decisions.find((d) => d.kind === 'retry-outcome')?.reason).toBe(
+      'retry outcome (outcome: fixed)',
+    );
     expect(retry.clientReceived.calls.map((c) => c.name)).toEqual(['get_weather']);
 
     const failed = (await getJson(stack, `/inspect/api/requests/${requests[0]!.id}`)).body as {
