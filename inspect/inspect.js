@@ -859,7 +859,13 @@ async function showRequest(id, refresh) {
           'div',
           { class: 'meta' },
           el('span', {}, 'queue ', el('b', {}, dur(a.queueMs))),
-          el('span', {}, 'TTFB ', el('b', {}, dur(a.ttfbMs))),
+          // An attempt that ended without a response (unreachable, refused) had no first byte.
+          el(
+            'span',
+            {},
+            'TTFB ',
+            el('b', {}, a.ttfbMs == null && a.totalMs != null ? 'none' : dur(a.ttfbMs)),
+          ),
           el('span', {}, 'total ', el('b', {}, dur(a.totalMs))),
           a.stream ? el('span', {}, 'events ', el('b', {}, String(a.events))) : null,
           btn,

@@ -9,7 +9,7 @@ import cluster from 'node:cluster';
 import { type IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { FastifyRequest } from 'fastify';
-import type { ToolproofError } from '../../protocol/errors.js';
+import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
 import { describeEffect, type PolicyEffect } from '../../policies/registry.js';
 import type { ChatCall } from '../chat/context.js';
@@ -516,13 +516,15 @@ function applyOpened(
 ): void {
   const a = w.current;
   if (!a) return;
-  a.ttfbMs = ttfbMs;
+  // No response (unreachable, refused, timed out before its headers): no first byte came, so no
+  // TTFB; the time it took to fail is the attempt's total.
   if (status >= 0) {
+    a.ttfbMs = ttfbMs;
     a.status = status;
     if (replica) a.replica = sharedString(replica);
   }
   if (error) {
-    a.totalMs = a.ttfbMs;
+    a.totalMs = ttfbMs;
     a.error = errorOf(error);
   }
 }
@@ -1042,9 +1044,33 @@ export class EffectDecision implements Decision {
   }
 }
 
+/**
+ * An effect its policy does not describe (a retry's outcome, a call returned invalid after the
+ * retries): its kind in words and what its detail says, its short fields (e.g. "retry outcome
+ * (outcome: fixed)"), never "corrective-retry: retry-outcome", which left the outcome to the
+ * detail. Made when read, never per request.
+ */
+function plainReason(e: PolicyEffect): string {
+  const words = e.kind.replace(/-/g, ' ');
+  const d = (e as { detail?: unknown }).detail;
+  if (typeof d !== 'object' || d === null || Array.isArray(d)) return words;
+  const parts: string[] = [];
+  for (const [k, v] of Object.entries(d as Record<string, unknown>)) {
+    const shown =
+      typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean'
+        ? String(v)
+        : Array.isArray(v) && v.every((x) => typeof x === 'string' || typeof x === 'number')
+          ? v.join(', ')
+          : undefined;
+    if (shown !== undefined && shown.length <= 200) parts.push(`${k}: ${shown}`);
+    if (parts.length === 6) break;
+  }
+  return parts.length === 0 ? words : `${words} (${parts.join('; ')})`;
+}
+
 function reasonOf(e: PolicyEffect): string {
   const r = describeEffect(e);
-  if (!r) return `${e.policy}: ${e.kind}`;
+  if (!r) return plainReason(e);
   switch (r.type) {
     case 'forced':
       return `forced tool use: tool_choice "${r.toolChoice}" sent upstream (a prose answer then comes through final_answer)`;
@@ -1063,7 +1089,7 @@ function reasonOf(e: PolicyEffect): string {
     case 'tally':
       return `${r.tally}: ${r.key}${r.count > 1 ? ` x${r.count}` : ''}`;
   }
-  return `${e.policy}: ${e.kind}`;
+  return plainReason(e);
 }
 
 /** The feedback a corrective retry sends: the messages it adds to the attempt it retries. */
@@ -1127,6 +1153,21 @@ export function finishCapture(
   J.nums[J.nNums++] = now;
 }
 
+/** Why a request the client left failed, as its record says it (shared: every such record's). */
+const CLIENT_CLOSED = Object.freeze(errorOf(new ToolproofError('TP_ERR_CLIENT_CLOSED')));
+
+/**
+ * The client left while an attempt was still being read: toolproof cancelled it, and no end of
+ * it comes after this one. It ends now, with the reason, rather than reading as still running
+ * (a total of "…" on a request that ended) with no error on a failed request.
+ */
+function clientLeft(w: RecordWriter, now: number): void {
+  const a = w.current;
+  if (!a || a.totalMs !== undefined) return;
+  a.totalMs = round(epochOf(now) - a.at);
+  a.error ??= CLIENT_CLOSED;
+}
+
 function applyFinish(
   w: RecordWriter,
   call: ChatCall,
@@ -1141,6 +1182,7 @@ function applyFinish(
   const startedAt = w.start ?? now;
   const r = w;
   w.endEvents();
+  if (!finished) clientLeft(w, now);
   w.endClient(status);
   r.inFlight = false;
   r.status = finished ? status : 'aborted';
@@ -1180,6 +1222,7 @@ function applyFinish(
     usage?.completion_tokens ?? null,
   );
   if (error) r.error = errorOf(error);
+  else if (!finished) r.error = CLIENT_CLOSED;
   if (harness) {
     if (typeof harness !== 'function') keepHarness(w, compact(harness));
     else if (!plainHarness(w, call, cache, harness)) {

@@ -20,6 +20,7 @@ export const GEN_AI = {
   topP: 'gen_ai.request.top_p',
   choiceCount: 'gen_ai.request.choice.count',
   seed: 'gen_ai.request.seed',
+  stream: 'gen_ai.request.stream',
   responseModel: 'gen_ai.response.model',
   responseId: 'gen_ai.response.id',
   finishReasons: 'gen_ai.response.finish_reasons',

@@ -8,6 +8,8 @@
  * to tests/artifacts/inspect/ (gitignored). Skipped only where Chromium is absent outside CI.
  */
 import { mkdirSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -36,7 +38,15 @@ const ids: Record<string, string> = {};
 describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', () => {
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
-    stack = await startStack({ sim: { personality: 'llama-server' } });
+    // A model whose backend is down: a port bound, then closed (nothing listens there).
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const downPort = (closed.address() as AddressInfo).port;
+    await new Promise((r) => closed.close(r));
+    stack = await startStack({
+      sim: { personality: 'llama-server' },
+      file: { models: { down: { upstream: `http://127.0.0.1:${downPort}/v1` } } },
+    });
     const c = stack.client.chat.completions;
     ids.leak = (
       await c.create({ model: 'sim', messages: user, tools }, scenario({ raw: LEAKED })).withResponse()
@@ -355,5 +365,22 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
     expect(await page.locator('#request-id').textContent()).toBe(second);
     await page.keyboard.press('Escape');
     await page.locator('tr[data-id]').first().waitFor();
+  });
+
+  it('a backend that cannot be reached: the attempt says so, with no TTFB (no first byte came)', async () => {
+    const res = await fetch(`${stack.url}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-request-id': 'down-1' },
+      body: JSON.stringify({ model: 'down', messages: user, tools }),
+    });
+    expect(res.status).toBe(502);
+    await res.text();
+    await page.goto(`${stack.origin}/inspect#/r/down-1`);
+    const err = page.locator('section.attempt .attempt-error');
+    await err.waitFor();
+    expect(await err.textContent()).toContain('TP_ERR_UPSTREAM_UNREACHABLE');
+    const meta = await page.locator('section.attempt .meta').textContent();
+    expect(meta).toContain('TTFB none');
+    expect(meta).toMatch(/total \d+(\.\d+)? m?s/);
   });
 });

@@ -404,6 +404,12 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
     // The client leaves: the view shows the end, the section still open.
     stalled.abort();
     await expect.poll(() => page.locator('h1 [data-outcome]').getAttribute('data-outcome')).toBe('failed');
+    // The attempt the client's leaving cancelled ended then, and says why (not "total …").
+    await expect
+      .poll(() => page.locator('section.attempt .attempt-error').textContent())
+      .toContain('TP_ERR_CLIENT_CLOSED');
+    expect(await page.locator('section.attempt .meta').textContent()).toMatch(/total \d+(\.\d+)? m?s/);
+    expect(await page.locator('#request-error').textContent()).toContain('TP_ERR_CLIENT_CLOSED');
     expect(
       await page
         .locator('section.attempt details')

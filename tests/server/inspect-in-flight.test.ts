@@ -71,6 +71,38 @@ describe('a request in flight, read through /inspect/api/requests/:id', () => {
   });
 });
 
+describe('a client that leaves mid-stream', () => {
+  it("ends the running attempt with the client's leaving: a total and the reason, never still running", async () => {
+    upstream = await startHeldStream(['Hello, ', 'the first half'], [', and the rest.']);
+    proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
+    const gone = new AbortController();
+    const res = await fetch(`${proxy.origin}/v1/chat/completions`, {
+      method: 'POST',
+      signal: gone.signal,
+      headers: { 'content-type': 'application/json', 'x-request-id': 'left-1' },
+      body: JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'Tell me' }], stream: true }),
+    });
+    await readUntil(res, 'the first half');
+    gone.abort();
+    let done = await view('left-1');
+    for (let i = 0; i < 100 && done.record.inFlight; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      done = await view('left-1');
+    }
+    expect(done.record.inFlight).toBe(false);
+    expect(done.record.status).toBe('aborted');
+    expect(done.record.outcome).toBe('failed');
+    // Why it failed, on the request and on the attempt the client's leaving cancelled.
+    expect(done.record.error?.code).toBe('TP_ERR_CLIENT_CLOSED');
+    const attempt = done.record.upstreamAttempts[0]!;
+    expect(attempt.error?.code).toBe('TP_ERR_CLIENT_CLOSED');
+    expect(attempt.totalMs).toBeTypeOf('number');
+    expect(attempt.totalMs!).toBeGreaterThanOrEqual(attempt.ttfbMs!);
+    expect(attempt.totalMs!).toBeLessThanOrEqual(done.record.durationMs! + 1);
+    expect(done.modelWrote[0]!.content).toBe('Hello, the first half');
+  });
+});
+
 const init = (id: string): RecordInit => ({
   id,
   api: 'chat',

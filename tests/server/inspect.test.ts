@@ -7,7 +7,10 @@ import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { affinityKey } from '../../server/affinity.js';
 import { sessionLabel } from '../../server/capture/recorder.js';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { chatImageMessage, PNG_300_BASE64 } from '../support/images.js';
+import { startProxy } from '../support/harness.js';
 import { collectStream, type Stack, startStack, weatherTool } from './stack.js';
 
 /** Copy as curl is run as a user runs it, where curl is installed. */
@@ -93,12 +96,20 @@ describe('the capture behind /inspect/api', () => {
     expect(leakView.curl[0]).toContain('/chat/completions');
 
     const retry = (await getJson(stack, `/inspect/api/requests/${requests[1]!.id}`)).body as {
-      record: { decisions: Array<{ kind: string; detail?: string }>; upstreamAttempts: unknown[] };
+      record: {
+        decisions: Array<{ kind: string; reason: string; detail?: string }>;
+        upstreamAttempts: unknown[];
+      };
       clientReceived: { calls: Array<{ name: string }> };
     };
     expect(retry.record.upstreamAttempts).toHaveLength(2);
     const feedback = retry.record.decisions.find((d) => d.kind === 'retry-feedback');
     expect(JSON.parse(feedback!.detail!).feedback).toContain('do not answer in prose');
+    // How the retry ended, in its reason (not "corrective-retry: retry-outcome", the outcome
+    // left to the detail).
+    expect(retry.record.decisions.find((d) => d.kind === 'retry-outcome')?.reason).toBe(
+      'retry outcome (outcome: fixed)',
+    );
     expect(retry.clientReceived.calls.map((c) => c.name)).toEqual(['get_weather']);
 
     const failed = (await getJson(stack, `/inspect/api/requests/${requests[0]!.id}`)).body as {
@@ -789,6 +800,34 @@ describe('the capture behind /inspect/api', () => {
     expect(off.capture).toBe(false);
     expect(off.requests).toEqual([]);
     expect(stack.app.toolproof.capture).toBeUndefined();
+  });
+
+  it('an upstream that cannot be reached: the attempt has its error and the time it took, and no TTFB', async () => {
+    // A port nothing listens on: bound, then closed.
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((r) => closed.close(r));
+    const proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: `http://127.0.0.1:${port}/v1` });
+    try {
+      const res = await fetch(`${proxy.origin}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-request-id': 'down-1' },
+        body: JSON.stringify({ model: 'm1', messages: user, tools, stream: true }),
+      });
+      expect(res.status).toBe(502);
+      await res.text();
+      const view = (await (await fetch(`${proxy.origin}/inspect/api/requests/down-1`)).json()) as {
+        record: { upstreamAttempts: Array<{ ttfbMs?: number; totalMs?: number; error?: { code: string } }> };
+      };
+      const [attempt] = view.record.upstreamAttempts;
+      expect(attempt!.error?.code).toBe('TP_ERR_UPSTREAM_UNREACHABLE');
+      expect(attempt!.totalMs).toBeTypeOf('number');
+      // No response headers ever came: a TTFB would say the backend answered.
+      expect(attempt!.ttfbMs).toBeUndefined();
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('shows a request in flight, then its end', async () => {

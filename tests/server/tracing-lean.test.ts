@@ -92,7 +92,7 @@ function requestSpans(tracer: LeanTracer): void {
   server.setAttribute('gen_ai.request.model', 'qwen3-coder');
   server.setAttribute('gen_ai.request.temperature', 0.2);
   server.setAttribute('gen_ai.usage.input_tokens', 1200);
-  server.setAttribute('toolproof.stream', true);
+  server.setAttribute('gen_ai.request.stream', true);
   server.setAttribute('toolproof.disabled', false);
   server.setAttribute('user_agent.original', 'claude-cli/2.0.0 (external, cli) — ünïcødé 🚀');
   server.setAttribute('ünïcødé.key', 'v');

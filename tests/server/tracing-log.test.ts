@@ -144,7 +144,7 @@ function requestSpans(tracer: LeanTracer): void {
   server.setAttribute('gen_ai.request.model', 'qwen3-coder');
   server.setAttribute('gen_ai.request.temperature', 0.2);
   server.setAttribute('gen_ai.usage.input_tokens', 1200);
-  server.setAttribute('toolproof.stream', true);
+  server.setAttribute('gen_ai.request.stream', true);
   server.setAttribute('toolproof.disabled', false);
   server.setAttribute('user_agent.original', 'claude-cli/2.0.0 (external, cli) — ünïcødé 🚀');
   server.setAttribute('ünïcødé.key', 'v');
@@ -335,7 +335,7 @@ describe('the span log', () => {
         ['http.request.method', 'POST'],
         ['url.path', '/v1/chat/completions'],
         ['user_agent.original', `agent/${i % 5} ${'u'.repeat(i % 130)}`],
-        ['toolproof.stream', true],
+        ['gen_ai.request.stream', true],
         ['toolproof.fallback', i % 7 === 0],
         ['toolproof.request_id', `req-${i}`],
         ['toolproof.final_kind', 'tool_calls'],

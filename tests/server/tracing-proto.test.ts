@@ -46,7 +46,7 @@ function makeSpans(): ReadableSpan[] {
   server.setAttribute('gen_ai.request.model', 'qwen3-coder');
   server.setAttribute('gen_ai.request.temperature', 0.2);
   server.setAttribute('gen_ai.usage.input_tokens', 1200);
-  server.setAttribute('toolproof.stream', true);
+  server.setAttribute('gen_ai.request.stream', true);
   server.setAttribute('user_agent.original', 'claude-cli/2.0.0 (external, cli) — ünïcødé 🚀');
   server.addEvent('toolproof.forced', { 'toolproof.policy': 'force-tool-use', 'toolproof.attempt': 1 });
   server.addEvent('toolproof.leak', { 'toolproof.leak.format': 'hermes', 'toolproof.reasons': ['a', 'b'] });

@@ -88,7 +88,10 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
       'http.response.status_code': 200,
       'toolproof.request_id': reqId,
       'toolproof.attempts': 1,
+      // The GenAI conventions' flag for a streamed request (semantic-conventions 1.45), not one of our own.
+      'gen_ai.request.stream': true,
     });
+    expect(server.attributes['toolproof.stream']).toBeUndefined();
     expect(server.attributes['gen_ai.usage.input_tokens']).toBeGreaterThan(0);
     expect(server.attributes['gen_ai.usage.output_tokens']).toBeGreaterThan(0);
     const leak = server.events.find((e) => e.name === 'toolproof.leak');
@@ -103,6 +106,7 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
       'gen_ai.provider.name': 'openai',
       'server.address': '127.0.0.1',
       'http.response.status_code': 200,
+      'gen_ai.request.stream': true,
     });
     expect(attempt!.attributes['gen_ai.response.finish_reasons']).toEqual(['stop']);
     expect(attempt!.attributes['gen_ai.usage.input_tokens']).toBeGreaterThan(0);
@@ -163,7 +167,11 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
       'http.response.status_code': 400,
     });
     expect(server.attributes).toMatchObject({ 'toolproof.fallback': true, 'toolproof.attempts': 2 });
+    // Not streamed: the conventions' flag is absent ("If unset, the request is assumed to be non-streaming").
+    expect(server.attributes['gen_ai.request.stream']).toBeUndefined();
+    expect(server.attributes['toolproof.stream']).toBeUndefined();
     const [first, second] = attempts(receiver, server);
+    expect(first!.attributes['gen_ai.request.stream']).toBeUndefined();
     expect(first!.attributes).toMatchObject({ 'toolproof.tool_choice': 'required', 'error.type': '400' });
     expect(first!.status.code).toBe(2); // ERROR
     expect(second!.attributes).toMatchObject({
@@ -488,10 +496,13 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     }
   });
 
-  it('a request without traceparent starts its own trace; health probes get no span', async () => {
+  it('a request without traceparent starts its own trace; health probes and the inspector get no span', async () => {
     receiver = await otlpReceiver();
     stack = await startStack({ env: otelEnv(receiver) });
     await (await fetch(`${stack.origin}/health`)).text();
+    // The inspector's page and what it polls every 1-2 s while open.
+    for (const path of ['/inspect', '/inspect/inspect.js', '/inspect/api/requests', '/inspect/api/sessions'])
+      expect((await fetch(`${stack.origin}${path}`)).status).toBe(200);
     const res = await fetch(`${stack.url}/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -504,6 +515,11 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     const server = await serverSpan(stack, receiver, traceId);
     expect(server.parentSpanId).toBe('');
     expect(receiver.spans.some((s) => s.attributes['http.route'] === '/health')).toBe(false);
+    // Only the chat request's two spans: none of the inspector's.
+    expect(
+      receiver.spans.filter((s) => String(s.attributes['url.path'] ?? '').startsWith('/inspect')),
+    ).toEqual([]);
+    expect(receiver.spans.map((s) => s.traceId)).toEqual([traceId, traceId]);
   });
   it('relayed and pass-through requests: the upstream gets the server span as its parent', async () => {
     receiver = await otlpReceiver();
