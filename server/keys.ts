@@ -380,7 +380,7 @@ export class KeyLimits implements KeyLimiter {
         1,
         `requests at once: Limit ${entry.concurrency}, In flight ${s.inflight}${
           waitedMs > 0
-            ? ` (waited ${waitedMs < 1000 ? `${waitedMs}ms` : `${Math.round(waitedMs / 1000)}s`} for one to end)`
+            ? ` (waited ${waitedMs < 1000 ? `${waitedMs}ms` : `${Math.round(waitedMs / 100) / 10}s`} for one to end)`
             : ''
         }`,
       );

@@ -4,8 +4,9 @@
  * a request counted late in second 0 had left the window at the start of second 60, 59 s later:
  * a key limited to 30 a minute was measured admitting 32 within 60 s (11:35, the walk's log).
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { retryAfterOf, type ToolproofError } from '../../../protocol/errors.js';
+import { RequestAbort } from '../../../server/abort.js';
 import { KeyLimits } from '../../../server/keys.js';
 
 describe('KeyLimits: requests per minute', () => {
@@ -27,5 +28,27 @@ describe('KeyLimits: requests per minute', () => {
     expect(retryAfterOf(err!)).toBe('1');
     now = 61_000; // 60.001 s after the first: its place is free
     expect(() => limits.admit(key)(true)).not.toThrow();
+  });
+});
+
+describe("KeyLimits: the concurrency 429 after the key's queue", () => {
+  it('says how long it waited to the tenth of a second (1.5 s read "waited 2s")', async () => {
+    vi.useFakeTimers();
+    try {
+      const limits = new KeyLimits();
+      const key = { name: 'k', key: 'sk-k', concurrency: 1, queueTimeoutMs: 1_500 };
+      limits.admit(key);
+      const waiting = limits.enter(key, new RequestAbort(), () => {});
+      const refused = waiting?.then(
+        () => undefined,
+        (e: ToolproofError) => e.message,
+      );
+      await vi.advanceTimersByTimeAsync(1_500);
+      expect(await refused).toMatch(
+        /In flight 1 \(waited 1\.5s for one to end\)\. Please try again in 1s\.$/,
+      );
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
