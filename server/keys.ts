@@ -143,6 +143,18 @@ class MinuteWindow {
   }
 }
 
+/**
+ * The Retry-After of a per-minute limit: when the window falls below it, at most 60 s. A request
+ * counted in this very second leaves the window 61 s from its second's start (MinuteWindow), but
+ * the openai SDK ignores a Retry-After over 60 s and retries on its own backoff (0.5 s, 1 s): into
+ * the same 429, and the call failed within 1.5 s. Sent again after 60 s, a request finds at most
+ * one more 429 saying 1.
+ */
+const MAX_RETRY_AFTER_S = 60;
+function untilBelow(w: MinuteWindow, limit: number, nowSec: number): number {
+  return Math.min(MAX_RETRY_AFTER_S, w.secondsUntilBelow(limit, nowSec));
+}
+
 /** A request waiting for one of its key's concurrency slots (KeyLimits.enter). */
 interface KeyWaiter {
   entry: ApiKeyEntry;
@@ -389,7 +401,7 @@ export class KeyLimits implements KeyLimiter {
       if (used >= entry.requestsPerMinute)
         refuse(
           'requests',
-          s.requests.secondsUntilBelow(entry.requestsPerMinute, nowSec),
+          untilBelow(s.requests, entry.requestsPerMinute, nowSec),
           `requests per min (RPM): Limit ${entry.requestsPerMinute}, Used ${used}, Requested 1`,
         );
     }
@@ -398,7 +410,7 @@ export class KeyLimits implements KeyLimiter {
       if (used >= entry.tokensPerMinute)
         refuse(
           'tokens',
-          s.tokens.secondsUntilBelow(entry.tokensPerMinute, nowSec),
+          untilBelow(s.tokens, entry.tokensPerMinute, nowSec),
           `tokens per min (TPM): Limit ${entry.tokensPerMinute}, Used ${used}`,
         );
     }

@@ -52,3 +52,42 @@ describe("KeyLimits: the concurrency 429 after the key's queue", () => {
     }
   });
 });
+
+describe('KeyLimits: Retry-After of a per-minute limit', () => {
+  it('is at most 60: the openai SDK ignores a longer one and retries at once (0.5 s, 1 s), into the same 429', () => {
+    // Both in second 10: the first leaves the window at the start of second 71, 60.5 s from the
+    // second request; the header said 61, openai-node (client.js retryRequest: over 60 s, its own
+    // backoff) retried twice within 1.5 s and failed where waiting 60 s (then 1) succeeds.
+    let now = 10_200;
+    const limits = new KeyLimits(() => now);
+    for (const key of [
+      { name: 'r', key: 'sk-r', requestsPerMinute: 1 },
+      { name: 't', key: 'sk-t', tokensPerMinute: 10 },
+    ]) {
+      now = 10_200;
+      limits.admit(key)(true);
+      if (key.name === 't') limits.addTokens('t', 50);
+      now = 10_500;
+      let err: ToolproofError | undefined;
+      try {
+        limits.admit(key);
+      } catch (e) {
+        err = e as ToolproofError;
+      }
+      expect(retryAfterOf(err!)).toBe('60');
+      expect(err!.message).toMatch(/Please try again in 60s\.$/);
+      // Sent again after the 60 s it said: in second 70 the first is still counted (second
+      // granularity), so one more 429 saying 1, then admitted.
+      now = 70_600;
+      try {
+        limits.admit(key);
+        err = undefined;
+      } catch (e) {
+        err = e as ToolproofError;
+      }
+      expect(retryAfterOf(err!)).toBe('1');
+      now = 71_600;
+      expect(() => limits.admit(key)(true)).not.toThrow();
+    }
+  });
+});

@@ -210,8 +210,9 @@ describe('rate limits', () => {
       expect(res.status).toBe(429);
       const wait = Number(res.headers.get('retry-after'));
       expect(wait).toBeGreaterThanOrEqual(1);
-      // At most 61: a request of this second may have come in at its very start (key-window.test.ts).
-      expect(wait).toBeLessThanOrEqual(61);
+      // At most 60, though a request of this second leaves the window in 61 (key-window.test.ts):
+      // the openai SDK ignores a longer Retry-After and retries at once into the same 429.
+      expect(wait).toBeLessThanOrEqual(60);
       const body = (await res.json()) as Record<string, { type: string; message: string }>;
       if (door === 'messages')
         expect(body).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
