@@ -464,15 +464,33 @@ export function countAgainstKey(
 ): Promise<void> | undefined {
   const entry = request.tpKey;
   if (entry === undefined || request.tpKeyEnd !== undefined || request.tpKeyWait !== undefined) return;
-  const waiting = limits.enter(
-    entry,
-    signal,
-    // Bound in the turn the slot is taken: a client gone by then gives it back (app.ts's close).
-    (end) => {
-      request.tpKeyEnd = end;
-    },
-    (reason) => metrics.keyRefusals.labels(entry.name, reason).inc(),
-  );
+  // The key's queue wait (0: a slot was free), served or refused after it, or refused at once.
+  const from = entry.concurrency === undefined ? undefined : performance.now();
+  const waited = (at = true) => {
+    if (from !== undefined)
+      metrics.keyQueued.labels(entry.name).observe(at ? (performance.now() - from) / 1000 : 0);
+  };
+  let waiting: Promise<void> | undefined;
+  try {
+    waiting = limits.enter(
+      entry,
+      signal,
+      // Bound in the turn the slot is taken: a client gone by then gives it back (app.ts's close).
+      (end) => {
+        request.tpKeyEnd = end;
+      },
+      (reason) => metrics.keyRefusals.labels(entry.name, reason).inc(),
+    );
+  } catch (err) {
+    waited(false);
+    throw err;
+  }
+  if (waiting)
+    waiting.then(
+      () => waited(),
+      () => waited(),
+    );
+  else waited(false);
   if (waiting) request.tpKeyWait = waiting;
   return waiting;
 }

@@ -126,6 +126,11 @@ describe("a request over its key's concurrency waits in the key's queue", () => 
     // 0: only the upstream's admission queue was counted, and a turn slow from its key's queue
     // looked slow from nowhere).
     expect(await queuedMsOf(res, KEYS.waits)).toBeGreaterThanOrEqual(200);
+    // ... and in the key's histogram (Grafana: "Time waiting for a slot of their API key"): the
+    // first, 0; the second, its wait.
+    expect(await metric('toolproof_key_queued_seconds_count{key="waits"}')).toBe(2);
+    expect(await metric('toolproof_key_queued_seconds_bucket{le="0",key="waits"}')).toBe(1);
+    expect(await metric('toolproof_key_queued_seconds_sum{key="waits"}')).toBeGreaterThanOrEqual(0.2);
   });
 
   it('gets the 429 after queueTimeoutMs when no slot frees: Retry-After, counted, never upstream', async () => {
