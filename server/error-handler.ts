@@ -150,16 +150,26 @@ function resetDuration(seconds: number): string {
 /**
  * Sets the Retry-After of `err` on a response not yet sent, and a key limit's state as OpenAI's
  * x-ratelimit-{limit,remaining,reset}-{requests,tokens} (what scripts and gateways that pace
- * themselves read; the SDKs, Codex and opencode go by Retry-After).
+ * themselves read; the SDKs, Codex and opencode go by Retry-After); on the Messages API as
+ * Anthropic's anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}, the reset an RFC 3339
+ * time (before, the Messages door sent OpenAI's names).
  */
-function setRetryAfter(reply: FastifyReply, err: ToolproofError): void {
+function setRetryAfter(reply: FastifyReply, err: ToolproofError, request: FastifyRequest): void {
   const retryAfter = retryAfterOf(err);
   if (retryAfter !== undefined) reply.header('retry-after', retryAfter);
   const limits = err.detail?.kind === 'retry-later' ? err.detail.limits : undefined;
   if (limits === undefined) return;
+  const anthropic = request.routeOptions.config?.api === 'messages';
   for (const family of ['requests', 'tokens'] as const) {
     const state = limits[family];
     if (state === undefined) continue;
+    if (anthropic) {
+      const reset = new Date(Math.ceil(Date.now() / 1000 + state.resetSeconds) * 1000);
+      reply.header(`anthropic-ratelimit-${family}-limit`, String(state.limit));
+      reply.header(`anthropic-ratelimit-${family}-remaining`, String(state.remaining));
+      reply.header(`anthropic-ratelimit-${family}-reset`, reset.toISOString().replace('.000Z', 'Z'));
+      continue;
+    }
     reply.header(`x-ratelimit-limit-${family}`, String(state.limit));
     reply.header(`x-ratelimit-remaining-${family}`, String(state.remaining));
     reply.header(`x-ratelimit-reset-${family}`, resetDuration(state.resetSeconds));
@@ -323,7 +333,7 @@ export function errorHandler(
       onInternalError?.(request.tp?.model ?? '');
     }
     request.tpError = tpErr;
-    setRetryAfter(reply, tpErr);
+    setRetryAfter(reply, tpErr, request);
     void reply.code(tpErr.status).type('application/json; charset=utf-8').send(toBody(tpErr, request));
   };
 }

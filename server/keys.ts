@@ -143,6 +143,18 @@ class MinuteWindow {
   }
 }
 
+/**
+ * The Retry-After of a per-minute limit: when the window falls below it, at most 60 s. A request
+ * counted in this very second leaves the window 61 s from its second's start (MinuteWindow), but
+ * the openai SDK ignores a Retry-After over 60 s and retries on its own backoff (0.5 s, 1 s): into
+ * the same 429, and the call failed within 1.5 s. Sent again after 60 s, a request finds at most
+ * one more 429 saying 1.
+ */
+const MAX_RETRY_AFTER_S = 60;
+function untilBelow(w: MinuteWindow, limit: number, nowSec: number): number {
+  return Math.min(MAX_RETRY_AFTER_S, w.secondsUntilBelow(limit, nowSec));
+}
+
 /** A request waiting for one of its key's concurrency slots (KeyLimits.enter). */
 interface KeyWaiter {
   entry: ApiKeyEntry;
@@ -380,7 +392,7 @@ export class KeyLimits implements KeyLimiter {
         1,
         `requests at once: Limit ${entry.concurrency}, In flight ${s.inflight}${
           waitedMs > 0
-            ? ` (waited ${waitedMs < 1000 ? `${waitedMs}ms` : `${Math.round(waitedMs / 1000)}s`} for one to end)`
+            ? ` (waited ${waitedMs < 1000 ? `${waitedMs}ms` : `${Math.round(waitedMs / 100) / 10}s`} for one to end)`
             : ''
         }`,
       );
@@ -389,7 +401,7 @@ export class KeyLimits implements KeyLimiter {
       if (used >= entry.requestsPerMinute)
         refuse(
           'requests',
-          s.requests.secondsUntilBelow(entry.requestsPerMinute, nowSec),
+          untilBelow(s.requests, entry.requestsPerMinute, nowSec),
           `requests per min (RPM): Limit ${entry.requestsPerMinute}, Used ${used}, Requested 1`,
         );
     }
@@ -398,7 +410,7 @@ export class KeyLimits implements KeyLimiter {
       if (used >= entry.tokensPerMinute)
         refuse(
           'tokens',
-          s.tokens.secondsUntilBelow(entry.tokensPerMinute, nowSec),
+          untilBelow(s.tokens, entry.tokensPerMinute, nowSec),
           `tokens per min (TPM): Limit ${entry.tokensPerMinute}, Used ${used}`,
         );
     }
@@ -452,15 +464,33 @@ export function countAgainstKey(
 ): Promise<void> | undefined {
   const entry = request.tpKey;
   if (entry === undefined || request.tpKeyEnd !== undefined || request.tpKeyWait !== undefined) return;
-  const waiting = limits.enter(
-    entry,
-    signal,
-    // Bound in the turn the slot is taken: a client gone by then gives it back (app.ts's close).
-    (end) => {
-      request.tpKeyEnd = end;
-    },
-    (reason) => metrics.keyRefusals.labels(entry.name, reason).inc(),
-  );
+  // The key's queue wait (0: a slot was free), served or refused after it, or refused at once.
+  const from = entry.concurrency === undefined ? undefined : performance.now();
+  const waited = (at = true) => {
+    if (from !== undefined)
+      metrics.keyQueued.labels(entry.name).observe(at ? (performance.now() - from) / 1000 : 0);
+  };
+  let waiting: Promise<void> | undefined;
+  try {
+    waiting = limits.enter(
+      entry,
+      signal,
+      // Bound in the turn the slot is taken: a client gone by then gives it back (app.ts's close).
+      (end) => {
+        request.tpKeyEnd = end;
+      },
+      (reason) => metrics.keyRefusals.labels(entry.name, reason).inc(),
+    );
+  } catch (err) {
+    waited(false);
+    throw err;
+  }
+  if (waiting)
+    waiting.then(
+      () => waited(),
+      () => waited(),
+    );
+  else waited(false);
   if (waiting) request.tpKeyWait = waiting;
   return waiting;
 }

@@ -317,6 +317,13 @@ const METRICS = {
     labels: 'key',
     aggregator: 'sum',
   },
+  keyQueued: {
+    type: 'histogram',
+    name: 'toolproof_key_queued_seconds',
+    help: "Time a request waited in its API key's queue for a slot of the key's concurrency (0 when one was free), served or refused after it, by the key's name; only for keys with a concurrency. The upstream's admission queue comes after it (toolproof_key_admission_queued_seconds).",
+    labels: 'key',
+    buckets: [0, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+  },
   keyQueueDepth: {
     type: 'gauge',
     name: 'toolproof_key_queue_depth',

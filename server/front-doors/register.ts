@@ -35,8 +35,16 @@ export async function registerFrontDoor(
     const turn = door.open(request, reply, state);
     const call = door.callOf(turn);
     // Over its key's concurrency, it waits here for a slot (server/keys.ts), before any byte of
-    // its answer: a refusal after the wait is still the HTTP 429 the client retries on.
-    if (request.tpKeyWait !== undefined) await request.tpKeyWait;
+    // its answer: a refusal after the wait is still the HTTP 429 the client retries on. The wait
+    // is the request's queuedMs too (log line, inspector), as the upstream's admission queue's is.
+    if (request.tpKeyWait !== undefined) {
+      const from = performance.now();
+      try {
+        await request.tpKeyWait;
+      } finally {
+        call.trace.queuedMs += performance.now() - from;
+      }
+    }
     if (call.original.stream !== true) {
       const result = await completeChat(call, deps);
       reply.header('x-toolproof-attempts', String(call.trace.attempts));

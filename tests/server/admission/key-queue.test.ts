@@ -96,6 +96,16 @@ async function metric(series: string): Promise<number> {
   return line ? Number(line.split(' ').at(-1)) : 0;
 }
 
+/** The inspector's harness.queuedMs of the request that `res` answered. */
+async function queuedMsOf(res: Response, key: string): Promise<number | undefined> {
+  const id = res.headers.get('x-request-id');
+  const view = await fetch(`${origin}/inspect/api/requests/${id}`, {
+    headers: { authorization: `Bearer ${key}` },
+  });
+  const body = (await view.json()) as { record: { harness?: { queuedMs?: number } } };
+  return body.record.harness?.queuedMs;
+}
+
 describe("a request over its key's concurrency waits in the key's queue", () => {
   it('is answered once the request in flight ends (the default wait)', async () => {
     const first = chat(KEYS.waits, 'first-holds', { holdMs: 500 });
@@ -112,6 +122,15 @@ describe("a request over its key's concurrency waits in the key's queue", () => 
     expect(waiting('waits')).toBe(0);
     expect(await metric('toolproof_key_queue_depth{key="waits"}')).toBe(0);
     expect(await metric('toolproof_key_refusals_total{key="waits",reason="concurrency"}')).toBe(0);
+    // The wait is reported: the log line's and the inspector's harness.queuedMs count it (before,
+    // 0: only the upstream's admission queue was counted, and a turn slow from its key's queue
+    // looked slow from nowhere).
+    expect(await queuedMsOf(res, KEYS.waits)).toBeGreaterThanOrEqual(200);
+    // ... and in the key's histogram (Grafana: "Time waiting for a slot of their API key"): the
+    // first, 0; the second, its wait.
+    expect(await metric('toolproof_key_queued_seconds_count{key="waits"}')).toBe(2);
+    expect(await metric('toolproof_key_queued_seconds_bucket{le="0",key="waits"}')).toBe(1);
+    expect(await metric('toolproof_key_queued_seconds_sum{key="waits"}')).toBeGreaterThanOrEqual(0.2);
   });
 
   it('gets the 429 after queueTimeoutMs when no slot frees: Retry-After, counted, never upstream', async () => {
@@ -133,6 +152,7 @@ describe("a request over its key's concurrency waits in the key's queue", () => 
     });
     expect(await metric('toolproof_key_refusals_total{key="bound",reason="concurrency"}')).toBe(1);
     expect(reached('bound-waits')).toBe(false);
+    expect(await queuedMsOf(second, KEYS.bound)).toBeGreaterThanOrEqual(290);
     expect(waiting('bound')).toBe(0);
     expect((await first).status).toBe(200);
   });
