@@ -801,11 +801,12 @@ export function generateCases(): PerturbCase[] {
       ]);
     }
     if (f.name === 'kimi-k2') {
-      // the call id without its index (`functions.NAME` then the argument marker)
+      // the call id without its index (`functions.NAME` then the argument marker); re-judged a
+      // call by recall14: only the template writes these special tokens, the index is a counter
       slips.push([
         'kimi-no-index',
         (n, a) => whole(json(n, a)).replace(':0<|tool_call_argument_begin|>', '<|tool_call_argument_begin|>'),
-        'either',
+        'call',
         'standard',
       ]);
     }
@@ -831,11 +832,12 @@ export function generateCases(): PerturbCase[] {
       ]);
     }
     if (f.name === 'hermes') {
-      // `"function"` for the name key (OpenAI's nesting flattened)
+      // `"function"` for the name key (OpenAI's nesting flattened); re-judged a call by recall14:
+      // inside <tool_call>, read only where the arguments fit the schema (its misfit stays text)
       slips.push([
         'function-key',
         (n, a) => whole(json(n, a)).replace('{"name": ', '{"function": '),
-        'either',
+        'call',
         'all',
       ]);
     }
@@ -849,8 +851,9 @@ export function generateCases(): PerturbCase[] {
       ]);
       slips.push([
         'fence-tool-lang',
+        // re-judged a call by recall14: the fence's label says what it holds
         (n, a) => whole(json(n, a)).replace('```json\n', '```tool_call\n'),
-        'either',
+        'call',
         'standard',
       ]);
     }
