@@ -5,6 +5,8 @@
  * these pin each rule's edges.
  */
 import { describe, expect, it } from 'vitest';
+import { recoverMessage } from '../../parsers/recover.js';
+import { PARSERS } from '../../parsers/registry.js';
 import { READ_FILE, readBoth, toolsOf } from './engine-helpers.js';
 
 const tools = toolsOf(READ_FILE);
@@ -77,5 +79,40 @@ describe('Functionary v3.2: the recipient line ended by CRLF', () => {
   it('a `\\r` not before a line feed: not a recipient line, the text byte for byte', () => {
     const text = 'Let me look.\n>>>read_file\r{"path": "a"}';
     expect(read(text)).toEqual({ calls: [], content: text });
+  });
+});
+
+describe('a run of restarts that read no call (`<tool_call>x` repeated): one ask of the family a marker', () => {
+  it('the second envelope is asked first and kept for the scanner; the cut text only when it reads calls', () => {
+    const hermes = PARSERS.find((p) => p.name === 'hermes');
+    if (!hermes?.spec.match) throw new Error('hermes has no match');
+    const spec = hermes.spec as { match: NonNullable<typeof hermes.spec.match> };
+    const orig = spec.match;
+    let asks = 0;
+    spec.match = (input) => {
+      asks++;
+      return orig(input);
+    };
+    try {
+      const n = 400;
+      const text = '<tool_call>x'.repeat(n);
+      const r = recoverMessage(
+        { content: text, reasoning: null },
+        { tools, parsers: ['hermes'], newId: () => 'c' },
+      );
+      expect(r).toMatchObject({ content: text, calls: [] });
+      // two a marker before recall14 (the family on the cut text, then the next envelope)
+      expect(asks).toBeLessThanOrEqual(n + n / 10);
+      asks = 0;
+      // a real restart still reads: the copy, then the call
+      const call = '{"name": "read_file", "arguments": {"path": "a"}}</tool_call>';
+      const restarted = recoverMessage(
+        { content: `<tool_call><tool_call>${call}`, reasoning: null },
+        { tools, parsers: ['hermes'], newId: () => 'c' },
+      );
+      expect(restarted.calls.map((c) => [c.name, c.repairs])).toEqual([['read_file', ['doubled-open-tag']]]);
+    } finally {
+      spec.match = orig;
+    }
   });
 });
