@@ -45,6 +45,14 @@ describe('the output ends inside the closing marker (repair unclosed-envelope)',
     expect(r.content).toBeNull();
   });
 
+  it('gpt-oss: a terminator cut right after the object that lost its brace is no part of the value', () => {
+    // before recall14 the lenient reading closed the string after the cut token: {"path": "a\"<|"}
+    expect(read(`${harmony.slice(0, -1)}<|`)).toEqual({
+      calls: [['read_file', A, ['missing-brace', 'unclosed-envelope']]],
+      content: null,
+    });
+  });
+
   it('the text before it stays content', () => {
     expect(read(`Reading it.\n${glm}</tool_ca`)).toEqual({
       calls: [['read_file', A, ['unclosed-envelope']]],
