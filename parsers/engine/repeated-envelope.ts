@@ -182,13 +182,16 @@ function restart(match: Match, input: MatchInput, memo: RestartMemo): MatchResul
   const have = text.length - r;
   // the cheap test first: the text after the second marker must repeat the first one's
   if (have >= copy.length ? !text.startsWith(copy, r) : !copy.startsWith(text.slice(r))) return null;
-  if (before(match, input, r) !== 'need-more') return null;
-  if (have < copy.length) return final ? null : 'need-more';
+  if (have < copy.length) return before(match, input, r) !== 'need-more' || final ? null : 'need-more';
+  // the second envelope first: the scanner asks it next anyway (the memo keeps it), and where it
+  // reads no call (a hostile `<tool_call>x` run) the family is never asked about the cut text
+  // (recall14: one ask a marker there instead of two)
   const at = { ...input, start: r };
   const again = match(at);
   memo.keep(match, at, again);
-  if (again === 'need-more') return again;
-  return readsCalls(again) ? withRepair(again, 'doubled-open-tag') : null;
+  if (again !== 'need-more' && !readsCalls(again)) return null;
+  if (before(match, input, r) !== 'need-more') return null;
+  return again === 'need-more' ? again : withRepair(again, 'doubled-open-tag');
 }
 
 /** `m` with a copy of the tags that close it, written right after it, taken into it. */

@@ -63,8 +63,11 @@ function readSection(text: string, i: number, final: boolean): Part | 'need-more
   const nl = i + name.length;
   if (nl >= text.length)
     return final ? (name === '' ? null : { kind: 'error', error: 'recipient without body' }) : 'need-more';
-  if (name === '' || text[nl] !== '\n') return null;
-  const body = nl + 1;
+  // recall14: the name's line may end in CRLF (`>>>get_weather\r\n{…}`)
+  const cr = text[nl] === '\r' ? 1 : 0;
+  if (cr === 1 && nl + 1 >= text.length) return final ? null : 'need-more';
+  if (name === '' || text[nl + cr] !== '\n') return null;
+  const body = nl + cr + 1;
   if (name === 'all') return { kind: 'content', end: body };
   if (name === 'python') {
     const next = text.indexOf(ARROW, body);

@@ -16,6 +16,7 @@ import type { ParseContext } from '../types.js';
 import { decodeBody } from '../kit/envelope.js';
 import { expectLiteral, scanJsonValue, skipWs, strictObject } from '../kit/json-scan.js';
 import { fitsSchema } from '../kit/schema-values.js';
+import { trailingPartialClose } from '../kit/close-slip.js';
 
 const START = '<|start|>';
 const CHANNEL = '<|channel|>';
@@ -237,7 +238,9 @@ export const gptOss = defineFamily({
     const bodyStart = msg + MESSAGE.length;
     const be = bodyEnd(text, bodyStart);
     if (!be && !final) return 'need-more';
-    const bodyStop = be ? be.at : text.length;
+    // recall14: the output ends inside a terminator (`<|cal`): it goes with the open message
+    const cut = be ? -1 : Math.max(...TERMINATORS.map((t) => trailingPartialClose(text, t)));
+    const bodyStop = be ? be.at : cut >= bodyStart ? cut : text.length;
     const end = be ? be.at + be.len : text.length;
     const body = text.slice(bodyStart, bodyStop);
     const ch = header.indexOf(CHANNEL);

@@ -6,7 +6,7 @@
  * A body that is JSON (<function=NAME>{…}</function>, the Llama 3.1 custom-tool style) is read
  * as JSON arguments.
  */
-import { slipGate, trailingCloseSlip } from '../kit/close-slip.js';
+import { slipGate, trailingCloseSlip, trailingPartialClose } from '../kit/close-slip.js';
 import { defineFamily } from '../engine/define.js';
 import type { EnvelopeMatch, MatchInput, MatchResult } from '../engine/family.js';
 
@@ -252,7 +252,7 @@ function structuralWrapped(
   j: number,
   ctx: ParseContext,
   final: boolean,
-): { calls: ParsedCall[]; end: number } | 'need-more' | null {
+): { calls: ParsedCall[]; end: number; truncated?: true } | 'need-more' | null {
   const calls: ParsedCall[] = [];
   let i = j;
   for (;;) {
@@ -262,6 +262,9 @@ function structuralWrapped(
     const k = skipWs(text, f.end);
     const close = expectLiteral(text, k, WRAP_CLOSE, final);
     if (close === 'yes') return { calls, end: k + WRAP_CLOSE.length };
+    // recall14: the output ends inside `</tool_call>` (`</tool_ca`): the wrapper left open
+    if (final && trailingPartialClose(text, WRAP_CLOSE) === k)
+      return { calls, end: text.length, truncated: true };
     const next = expectLiteral(text, k, FN_OPEN, final);
     if (close === 'need-more' || next === 'need-more' || (k >= text.length && !final)) return 'need-more';
     if (next !== 'yes') return null;
@@ -326,7 +329,7 @@ function matchWrapped(
   if (fn !== 'yes') return 'need-more';
   const walked = structuralWrapped(text, j, ctx, final);
   if (walked === 'need-more') return walked;
-  if (walked) return finishMatch(walked, walked.end, false);
+  if (walked) return finishMatch(walked, walked.end, walked.truncated === true);
   const close = find(WRAP_CLOSE, j);
   if (close < 0) {
     if (!final) return 'need-more';
@@ -422,8 +425,11 @@ function matchBare(text: string, start: number, final: boolean, ctx: ParseContex
     // …and not one a </tool_call> follows: that output ended, so its value must not run over the tag
     if (find(FN_OPEN, start + FN_OPEN.length) >= 0 || find(WRAP_CLOSE, start) >= 0)
       return { end: text.length, calls: [], error: 'unclosed function' };
-    const strict = readFunctions(text.slice(start), ctx, true);
-    return finishMatch(readBare(strict, text.slice(start + FN_OPEN.length), ctx), text.length, true);
+    // recall14: the output ends inside `</function>` (`</functi`): read without the cut closer
+    const cut = trailingPartialClose(text, FN_CLOSE);
+    const to = cut > start + FN_OPEN.length ? cut : text.length;
+    const strict = readFunctions(text.slice(start, to), ctx, true);
+    return finishMatch(readBare(strict, text.slice(start + FN_OPEN.length, to), ctx), text.length, true);
   }
   let end = close + FN_CLOSE.length;
   // a stray </tool_call> after a bare function belongs to the envelope

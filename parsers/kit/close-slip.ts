@@ -62,6 +62,20 @@ export function trailingTokenSlip(text: string, token: string): number {
   return -1;
 }
 
+/**
+ * recall14: where the closing marker `close` starts when the output ends inside it (`</tool_ca`,
+ * `<｜tool▁calls▁en`: a stop string or a detokenizer ate its end), or -1. At least two of its code
+ * units, its first not blank, and nothing after them; a marker under 4 code units has no such cut.
+ * One startsWith per length up to the marker's, so constant cost.
+ */
+export function trailingPartialClose(text: string, close: string): number {
+  if (close.length < 4 || close.charCodeAt(0) <= 0x20) return -1;
+  for (let k = Math.min(close.length - 1, text.length); k >= 2; k--) {
+    if (text.startsWith(close.slice(0, k), text.length - k)) return text.length - k;
+  }
+  return -1;
+}
+
 /** Is `written` (a closing tag's name as written) one edit from `name`, but not `name` itself? */
 export function isNameSlip(written: string, name: string): boolean {
   const want = fold(name);

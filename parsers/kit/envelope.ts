@@ -5,7 +5,13 @@
  */
 import type { EnvelopeMatch, MatchInput, MatchResult } from '../engine/family.js';
 import type { ParseContext, ParsedCall } from '../types.js';
-import { closeTagName, slipGate, trailingCloseSlip, trailingTokenSlip } from './close-slip.js';
+import {
+  closeTagName,
+  slipGate,
+  trailingCloseSlip,
+  trailingPartialClose,
+  trailingTokenSlip,
+} from './close-slip.js';
 import { skipWs } from './json-scan.js';
 import { decodeJsonLenient, isPlainObject } from './lenient-json.js';
 
@@ -120,6 +126,13 @@ export function delimitedEnvelope(o: DelimitedOptions): (input: MatchInput) => M
         }
       }
       if (o.allowUnclosed === false) return null;
+      // recall14: the output ends inside the end marker (`</tool_ca`): the envelope left open,
+      // read without the cut marker, which goes with it (repair unclosed-envelope)
+      const cutAt = trailingPartialClose(text, o.end);
+      if (cutAt > bodyStart) {
+        const r = o.parseBody(text.slice(bodyStart, cutAt), ctx, { truncated: true });
+        if ('calls' in r) return finishMatch(r, text.length, true);
+      }
       return finishMatch(o.parseBody(text.slice(bodyStart), ctx, { truncated: true }), text.length, true);
     }
     let end = endAt + o.end.length;

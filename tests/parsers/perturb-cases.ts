@@ -30,11 +30,13 @@ export interface PerturbCase {
   /** The prose around the calls: the content once they are read (blanks aside). */
   prose: string;
   /** Which session's generator first wrote the case ('recall9' … 'recall12' for the shapes added then). */
-  set: 'recall8' | 'recall9' | 'recall10' | 'recall11' | 'recall12';
+  set: 'recall8' | 'recall9' | 'recall10' | 'recall11' | 'recall12' | 'recall14';
   /** Upstream reasoning_content beside the text (recall11's call split across the two). */
   reasoning?: string;
   /** Besides the text itself, what a case with no call may keep as content (a special token dropped). */
   kept?: string;
+  /** recall14: with no call read, the text may go whole to reasoning (a leading `<think>` left open). */
+  toReasoning?: boolean;
 }
 
 const TOOLS: DeclaredTool[] = [
@@ -341,6 +343,54 @@ const FORMATS: Format[] = [
 ];
 
 const whole = (w: Written) => w.open + w.body + w.close;
+
+/**
+ * Published formats the earlier sets did not write (recall14 only): Seed-OSS and MiniMax-M2
+ * (llama.cpp's chat parsers and vLLM's tool parsers spell them so), Phi-4-mini's `functools[…]`
+ * and Command R+'s `Action:` fence (vLLM's parser tests).
+ */
+const FORMATS14: Format[] = [
+  {
+    name: 'seed-oss',
+    json: false,
+    marked: true,
+    write: (n, a) => ({
+      open: `<seed:tool_call>\n<function=${n}>\n`,
+      body: Object.entries(a)
+        .map(([k, v]) => `<parameter=${k}>${xmlValue(v)}</parameter>\n`)
+        .join(''),
+      close: '</function>\n</seed:tool_call>',
+    }),
+  },
+  {
+    name: 'minimax-m2',
+    json: false,
+    marked: true,
+    write: (n, a) => ({
+      open: `<minimax:tool_call>\n<invoke name="${n}">\n`,
+      body: Object.entries(a)
+        .map(([k, v]) => `<parameter name="${k}">${xmlValue(v)}</parameter>\n`)
+        .join(''),
+      close: '</invoke>\n</minimax:tool_call>',
+    }),
+  },
+  {
+    name: 'phi4-mini',
+    json: true,
+    marked: true,
+    write: (n, _a, t) => ({ open: 'functools', body: `[{"name": "${n}", "arguments": ${t}}]`, close: '' }),
+  },
+  {
+    name: 'command-r-plus',
+    json: true,
+    marked: true,
+    write: (n, _a, t) => ({
+      open: 'Action:\n```json\n',
+      body: `[\n    {\n        "tool_name": "${n}",\n        "parameters": ${t}\n    }\n]`,
+      close: '\n```',
+    }),
+  },
+];
 
 /** Case and namespace slips of a tool name. */
 const renamed: [string, (n: string) => string][] = [
@@ -751,11 +801,12 @@ export function generateCases(): PerturbCase[] {
       ]);
     }
     if (f.name === 'kimi-k2') {
-      // the call id without its index (`functions.NAME` then the argument marker)
+      // the call id without its index (`functions.NAME` then the argument marker); re-judged a
+      // call by recall14: only the template writes these special tokens, the index is a counter
       slips.push([
         'kimi-no-index',
         (n, a) => whole(json(n, a)).replace(':0<|tool_call_argument_begin|>', '<|tool_call_argument_begin|>'),
-        'either',
+        'call',
         'standard',
       ]);
     }
@@ -781,11 +832,12 @@ export function generateCases(): PerturbCase[] {
       ]);
     }
     if (f.name === 'hermes') {
-      // `"function"` for the name key (OpenAI's nesting flattened)
+      // `"function"` for the name key (OpenAI's nesting flattened); re-judged a call by recall14:
+      // inside <tool_call>, read only where the arguments fit the schema (its misfit stays text)
       slips.push([
         'function-key',
         (n, a) => whole(json(n, a)).replace('{"name": ', '{"function": '),
-        'either',
+        'call',
         'all',
       ]);
     }
@@ -799,8 +851,9 @@ export function generateCases(): PerturbCase[] {
       ]);
       slips.push([
         'fence-tool-lang',
+        // re-judged a call by recall14: the fence's label says what it holds
         (n, a) => whole(json(n, a)).replace('```json\n', '```tool_call\n'),
-        'either',
+        'call',
         'standard',
       ]);
     }
@@ -846,6 +899,181 @@ export function generateCases(): PerturbCase[] {
     if (at >= 0) add(f, 'cut-in-name', tool, w.slice(0, at + 3), 'content', [], true);
   };
 
+  /**
+   * recall14: slips no set wrote yet, on every published format (and four formats no set wrote),
+   * each with the negatives beside it (the slip for an undeclared tool; with arguments that fit no
+   * schema where the envelope is no longer the format's own; in a fenced sample an explanation
+   * goes on past). A slip no source shows is `either`: only a wrong call is a defect there.
+   */
+  const addRecall14 = (f: Format, tool: string, plain: Written, call: PerturbCase['calls']) => {
+    const args = ARGS[tool] as JsonObject;
+    const other = tool === 'read_file' ? 'get_weather' : 'read_file';
+    const otherCall = { name: other, arguments: ARGS[other] as JsonObject };
+    const hermes = FORMATS[0] as Format;
+    type Neg = 'all' | 'standard' | 'sample' | 'none';
+    /** name, the slip, truth, negatives, the calls meant (default: the one call), the prose left. */
+    const slips: [
+      string,
+      (name: string, a: JsonObject) => string,
+      Truth,
+      Neg,
+      PerturbCase['calls']?,
+      string?,
+    ][] = [];
+    const json = (name: string, a: JsonObject) => f.write(name, a, JSON.stringify(a));
+    if (plain.close.trim() !== '') {
+      // the output ends inside the closing tag (a stop string or a detokenizer ate its end)
+      slips.push([
+        'truncated-close',
+        (n, a) => {
+          const w = json(n, a);
+          const c = w.close.trimEnd();
+          return w.open + w.body + c.slice(0, c.length - Math.min(3, c.length - 1));
+        },
+        'call',
+        'standard',
+      ]);
+    }
+    if (f.json) {
+      // the arguments a JSON string holding a Python dict (`"{'path': 'src/app.ts'}"`)
+      slips.push([
+        'string-python-dict',
+        (n, a) => whole(f.write(n, a, JSON.stringify(pyRepr(a)))),
+        'call',
+        'standard',
+      ]);
+      // pretty-printed arguments with a trailing comma after the last member
+      slips.push([
+        'pretty-trailing-comma',
+        (n, a) => whole(f.write(n, a, JSON.stringify(a, null, 2).replace(/\n\}$/, ',\n}'))),
+        'call',
+        'standard',
+      ]);
+    }
+    if (f.json && plain.body.startsWith('[') && plain.body.endsWith(']')) {
+      // a trailing comma after the list's last call object
+      slips.push([
+        'list-trailing-comma',
+        (n, a) => {
+          const w = json(n, a);
+          return `${w.open}${w.body.replace(/\s*\]$/, (m) => `,${m}`)}${w.close}`;
+        },
+        'call',
+        'standard',
+      ]);
+    }
+    // the call as a markdown list item (the bullet stays content)
+    slips.push([
+      'list-item',
+      (n, a) => `- ${whole(json(n, a))}`,
+      f.marked ? 'call' : 'either',
+      'standard',
+      call,
+      '-',
+    ]);
+    if (f.marked && f.name !== 'hermes') {
+      // a Hermes call first, then this format's (unslothai/unsloth#5704 shows two shapes in one message)
+      const h = hermes.write(other, ARGS[other] as JsonObject, JSON.stringify(ARGS[other]));
+      slips.push([
+        'hermes-then-format',
+        (n, a) => `${whole(h)}\n${whole(json(n, a))}`,
+        'call',
+        'none',
+        [otherCall, ...call],
+      ]);
+    }
+    if (plain.open.includes('<') || plain.close.includes('<')) {
+      // fullwidth look-alike angle brackets (no source shows it)
+      slips.push([
+        'lookalike-brackets',
+        (n, a) => whole(json(n, a)).replaceAll('<', '＜').replaceAll('>', '＞'),
+        'either',
+        'all',
+      ]);
+    }
+    if (f.json) {
+      // typographic quotes for the JSON's (a renderer's smart quotes; no source shows it)
+      slips.push([
+        'smart-quotes',
+        (n, a) => {
+          let open = true;
+          return whole(json(n, a)).replace(/"/g, () => ((open = !open) ? '\u201d' : '\u201c'));
+        },
+        'either',
+        'all',
+      ]);
+    }
+    // CRLF line ends throughout, a sentence before the call (Windows clients, some detokenizers)
+    const crlf = (t: string) => t.replaceAll('\r\n', '\n').replaceAll('\n', '\r\n');
+    // a value written raw in the envelope (XML-ish formats) gets the CRLF too; one escaped in JSON not
+    const raw = whole(json(tool, args));
+    const crlfArgs = Object.fromEntries(
+      Object.entries(args).map(([k, v]) => [k, typeof v === 'string' && raw.includes(v) ? crlf(v) : v]),
+    );
+    slips.push([
+      'crlf',
+      (n, a) => crlf(`Let me check that first.\n${whole(json(n, a))}\n`),
+      'call',
+      'standard',
+      [{ name: tool, arguments: crlfArgs as JsonObject }],
+      'Let me check that first.',
+    ]);
+    // a byte-order mark before the call
+    // (no source shows it)
+    slips.push(['bom-first', (n, a) => `\uFEFF${whole(json(n, a))}`, 'either', 'standard']);
+    // a long reasoning section left open, then the call (a thinking model that never closed it)
+    const thought = Array.from(
+      { length: 12 },
+      (_, i) =>
+        `Step ${i + 1}: the user wants this done, so I look at what the tool needs and what I know already.`,
+    ).join('\n');
+    slips.push([
+      'open-think-long',
+      (n, a) => `<think>\n${thought}\n\n${whole(json(n, a))}`,
+      // a marked call ends the reasoning (reasoning-calls.ts); a bare object there may be a draft
+      f.marked ? 'call' : 'either',
+      'standard',
+    ]);
+    for (const [what, slip, truth, neg, calls, prose] of slips) {
+      const from = out.length;
+      add(f, what, tool, slip(tool, args), truth, calls ?? call, false, prose ?? '');
+      if (neg !== 'none' && neg !== 'sample')
+        add(f, `${what}-undeclared`, tool, slip('delete_files', args), 'content', []);
+      if (neg === 'all') add(f, `${what}-misfit`, tool, slip(tool, { nope: 'x' }), 'content', []);
+      const sample = slip(tool, args).trim();
+      if (neg !== 'none' && !sample.includes('```'))
+        add(
+          f,
+          `${what}-fenced-sample`,
+          tool,
+          `A call looks like this:\n\n\`\`\`\n${sample}\n\`\`\`\n\nThe server reads it for you.`,
+          'content',
+          [],
+        );
+      // a reasoning section left open holds the text when no call is read: nothing is lost
+      if (what === 'open-think-long') for (const c of out.slice(from)) c.toReasoning = true;
+    }
+  };
+
+  for (const f of FORMATS14) {
+    set = 'recall14';
+    for (const tool of Object.keys(ARGS)) {
+      const args = ARGS[tool] as JsonObject;
+      const call = [{ name: tool, arguments: args }];
+      const plain = f.write(tool, args, spellArgs(args, 'json'));
+      add(f, 'clean', tool, whole(plain), 'call', call);
+      add(
+        f,
+        'undeclared',
+        tool,
+        whole(f.write('delete_files', args, spellArgs(args, 'json'))),
+        'content',
+        [],
+      );
+      addRecall14(f, tool, plain, call);
+    }
+  }
+
   for (const f of FORMATS) {
     set = f.name === 'deepseek-v32' ? 'recall9' : 'recall8';
     for (const tool of Object.keys(ARGS)) {
@@ -882,6 +1110,8 @@ export function generateCases(): PerturbCase[] {
       addRecall11(f, tool, plain, call);
       set = 'recall12';
       addRecall12(f, tool, plain, call);
+      set = 'recall14';
+      addRecall14(f, tool, plain, call);
       set = f.name === 'deepseek-v32' ? 'recall9' : 'recall8';
       for (const [what, rename] of renamed) {
         if (f.name === 'kimi-k2' || f.name === 'gpt-oss') {
@@ -1044,6 +1274,14 @@ function chunkings(text: string, seed: number, everyCut: boolean): string[][] {
   return all;
 }
 
+/** The whole text went to reasoning (blanks aside): a leading `<think>` left open holds it. */
+function inReasoning(c: PerturbCase, r: RecoveryResult): boolean {
+  const blanks = (t: string) => t.replace(/\s+/g, ' ').trim();
+  return (
+    c.toReasoning === true && r.content === null && blanks(`<think>${r.reasoning ?? ''}`) === blanks(c.text)
+  );
+}
+
 export function classify(c: PerturbCase, opts: { seed?: number; everyCut?: boolean } = {}): Classified {
   const r = read(c);
   const want = c.calls.map((w) => JSON.stringify([w.name, w.arguments]));
@@ -1058,7 +1296,7 @@ export function classify(c: PerturbCase, opts: { seed?: number; everyCut?: boole
         : blanks(r.content ?? '') === blanks(c.prose)
           ? 'correct'
           : 'leftover';
-  } else if (r.content !== c.text && r.content !== c.kept) verdict = 'lost-bytes';
+  } else if (r.content !== c.text && r.content !== c.kept && !inReasoning(c, r)) verdict = 'lost-bytes';
   else verdict = c.truth === 'call' ? 'miss' : 'content-ok';
   let parity: string | null = null;
   const k = key(r);
