@@ -15,6 +15,7 @@ import {
   FIDELITY_TASK,
   PARALLEL_TASK,
   RESUME_TASK,
+  RUN_TASK,
   SUBAGENT_TASK,
 } from '../agents/lib/long-tasks.js';
 import { agentModel, position } from '../agents/lib/model.js';
@@ -184,6 +185,22 @@ describe('agent suite model: real-length tasks (issue 31)', () => {
     const both = act(PARALLEL_TASK, 'clean', [user(PARALLEL_TASK.prompt), ...result('a'), ...result('b')]);
     expect(both).toMatchObject({ call: [{ name: 'Write', arguments: { content: '42\n' } }] });
     expect(position(PARALLEL_TASK, 3)).toEqual({ offset: 0 });
+  });
+
+  it('read-edit-run: the answer is the number the command printed; without one it quotes the last tool result (a Qwen Code run lost the number once)', () => {
+    const ran = (output: unknown) => [
+      user(RUN_TASK.prompt),
+      ...result('a'),
+      ...result('b'),
+      ...result('c').slice(0, 1),
+      { role: 'tool' as const, tool_call_id: 'c', content: output } as ChatMessage,
+    ];
+    expect(act(RUN_TASK, 'clean', ran('Output: sum: 84\nExit Code: 0'))).toEqual({ say: '84' });
+    // The run's result as Qwen Code sends it (a list of text parts), here without the output.
+    const empty = [{ type: 'text', text: 'Command: awk\nOutput: (empty)\nExit Code: 0' }];
+    expect(act(RUN_TASK, 'clean', ran(empty))).toEqual({
+      say: 'The number is not in what I was given. The last tool result was: "Command: awk\\nOutput: (empty)\\nExit Code: 0"',
+    });
   });
 
   it('resume: the first run stops after its part; with the resume prompt in the history it goes on', () => {

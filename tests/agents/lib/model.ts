@@ -145,6 +145,25 @@ function turnUserText(messages: ReadonlyArray<{ role?: string; content?: unknown
   return texts.join('\n');
 }
 
+/**
+ * What the last tool result said, quoted (at most 600 characters), for an answer that found no
+ * number in it: the agent prints it, so a failed case shows what its tool gave back (an empty
+ * shell output, an error) without a rerun.
+ */
+function lastResult(messages: ReadonlyArray<{ role?: string; content?: unknown } | undefined>): string {
+  const last = messages.findLast((m) => m?.role === 'tool');
+  if (!last) return 'No tool result came back.';
+  const parts: unknown[] = Array.isArray(last.content) ? last.content : [last.content];
+  const text = parts
+    .map((p) => {
+      if (typeof p === 'string') return p;
+      const t = (p as { text?: unknown } | null)?.text;
+      return typeof t === 'string' ? t : JSON.stringify(p ?? '');
+    })
+    .join('');
+  return `The last tool result was: ${JSON.stringify(text.slice(0, 600))}`;
+}
+
 /** A tool result in a conversation written out as text (opencode's summary request). */
 const RENDERED_RESULT = /^\[Tool result\]:/gm;
 
@@ -228,7 +247,7 @@ function scriptedModel(options: ModelOptions): ScenarioFn {
         ? task.final
         : found
           ? found[1]!
-          : 'The number is not in what I was given.';
+          : `The number is not in what I was given. ${lastResult(ctx.messages)}`;
       return answer(text);
     }
     const { step, offset } = position(task, done);
