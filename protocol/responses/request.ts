@@ -17,7 +17,11 @@ function invalid(param: string, message: string): ToolproofError {
 const STATELESS =
   'toolproof is stateless: it keeps no responses or conversations. Send the whole conversation in `input` (the Agents SDK and most clients do when previous_response_id is not set).';
 
-function toToolChoice(choice: ResponsesToolChoice | undefined, catalog: ToolCatalog): ToolChoice | undefined {
+function toToolChoice(
+  choice: ResponsesToolChoice | undefined,
+  catalog: ToolCatalog,
+  dropped: readonly string[],
+): ToolChoice | undefined {
   if (choice === undefined || choice === null) return undefined;
   if (choice === 'auto' || choice === 'none' || choice === 'required') return choice;
   if (
@@ -34,6 +38,10 @@ function toToolChoice(choice: ResponsesToolChoice | undefined, catalog: ToolCata
   )
     return { type: 'function', function: { name: choice.type } };
   const kind = typeof choice === 'object' ? String(choice.type) : String(choice);
+  // A hosted tool the request declares, left out upstream with the hosted tools (hostedTools:
+  // drop): nothing there can call it, so the request goes on as with the tool dropped, the model
+  // choosing. Refused, it was a 400 on every turn of the session.
+  if (typeof choice === 'object' && dropped.includes(kind)) return 'auto';
   throw invalid(
     'tool_choice',
     `tool_choice "${kind}" is not supported: use auto, none, required, {"type":"function","name":...} or {"type":"custom","name":...}.`,
@@ -98,7 +106,7 @@ export function translateRequest(body: ResponsesRequest, lookup?: ItemLookup): R
     chat.tool_choice = narrowed.toolChoice;
   } else {
     if (tools.length > 0) chat.tools = tools;
-    const toolChoice = toToolChoice(body.tool_choice, catalog);
+    const toolChoice = toToolChoice(body.tool_choice, catalog, dropped);
     if (toolChoice) chat.tool_choice = toolChoice;
   }
   if (typeof body.parallel_tool_calls === 'boolean') chat.parallel_tool_calls = body.parallel_tool_calls;
