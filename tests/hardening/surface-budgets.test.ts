@@ -30,6 +30,7 @@ import { translateRequest as fromResponses } from '../../protocol/responses/requ
 import { DEFAULT_MODEL_SETTINGS } from '../../protocol/settings.js';
 import { textOnlyTurn } from '../../policies/force-tool-use/index.js';
 import { withGuidableSchemas } from '../../policies/guided-schema/index.js';
+import { splitParallelCalls } from '../../policies/single-call-turns/index.js';
 import { readImprovisedCalls } from '../../parsers/kit/structured-reader.js';
 import { createRecoveryStream } from '../../parsers/recover.js';
 import type { DeclaredTool } from '../../parsers/types.js';
@@ -386,6 +387,33 @@ describe('request rewrites: size x1 vs x4', () => {
       (body) => fromResponses(body as never),
       { from: 256, max: 1024 },
       3014,
+    );
+  }, 120_000);
+
+  it('single-call-turns: calls in one message x1 vs x4, their results in random order', () => {
+    budget(
+      'split parallel calls',
+      (size, rnd) => {
+        const ids = Array.from({ length: size }, (_, i) => `c${i}`);
+        const results = ids.map((id) => ({
+          role: 'tool',
+          tool_call_id: rnd() < 0.1 ? `${id}_x` : id,
+          content: id,
+        }));
+        results.sort(() => rnd() - 0.5);
+        return [
+          { role: 'user', content: 'go' },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: ids.map((id) => ({ id, type: 'function', function: { name: 'f', arguments: '{}' } })),
+          },
+          ...results,
+        ] as ChatMessage[];
+      },
+      (messages) => splitParallelCalls(messages),
+      { from: 500, max: 200_000 },
+      3015,
     );
   }, 120_000);
 
