@@ -11,7 +11,7 @@ import { stripBillingNonce } from '../billing-header.js';
 import { ToolproofError } from '../errors.js';
 import type { ChatCompletionRequest, ChatMessage, ContentPart, ToolCall, ToolChoice } from '../openai.js';
 import { filePart } from '../file-part.js';
-import { addedToolDefinitions, toolDefs } from './tools.js';
+import { addedToolDefinitions, isServerTool, toolDefs } from './tools.js';
 import { MAX_DECLARED_TOOLS } from '../tools.js';
 import type {
   ImageBlock,
@@ -312,6 +312,12 @@ function systemText(system: MessagesRequest['system'], path = 'system', turn = f
     .join('\n\n');
 }
 
+/** Whether `name` is a server tool's of `tools` (left out upstream: tools.ts). */
+function namesServerTool(tools: MessagesRequest['tools'], name: unknown): boolean {
+  if (!Array.isArray(tools) || typeof name !== 'string') return false;
+  return tools.some((t) => isObject(t) && t.name === name && isServerTool(t.type));
+}
+
 function toolChoice(choice: ToolChoiceParam): { tool_choice: ToolChoice; parallel?: false } {
   const parallel = 'disable_parallel_tool_use' in choice && choice.disable_parallel_tool_use === true;
   const extra = parallel ? { parallel: false as const } : {};
@@ -434,6 +440,12 @@ export function translateRequest(req: MessagesRequest): ChatTranslation {
   }
   if (req.tool_choice) {
     const c = toolChoice(req.tool_choice);
+    // A server tool named by tool_choice was left out with the server tools: nothing upstream can
+    // call it, and a named choice of a tool not sent is the backend's 400 (vLLM: "The tool
+    // specified in `tool_choice` does not match any of the specified `tools`") on every turn.
+    // The request goes on as with the tool dropped (hostedTools: drop): the model chooses.
+    if (req.tool_choice.type === 'tool' && namesServerTool(req.tools, req.tool_choice.name))
+      c.tool_choice = 'auto';
     out.tool_choice = c.tool_choice;
     if (c.parallel === false) out.parallel_tool_calls = false;
   }

@@ -160,6 +160,10 @@ function typedTool(type: string): Typed | undefined {
 const SERVER_TOOL =
   /^(web_search|web_fetch|code_execution|tool_search_tool_regex|tool_search_tool_bm25)_\d{8}$|^mcp_toolset$/;
 
+/** Whether a tool's `type` is a server tool's (left out upstream). */
+export const isServerTool = (type: unknown): type is string =>
+  typeof type === 'string' && SERVER_TOOL.test(type);
+
 export interface ToolTranslation {
   tools: ToolDef[];
   /** Server tools left out, by type (the response header, log line and metric report them). */
@@ -239,7 +243,7 @@ export function toolDefs(tools: readonly ToolParam[], messages: readonly Message
     const path = `tools.${i}`;
     if (!isObject(tool)) throw invalid(path, `"${path}" must be an object.`);
     const type = tool.type;
-    if (typeof type === 'string' && SERVER_TOOL.test(type)) {
+    if (isServerTool(type)) {
       refusal ??= invalid(
         `${path}.type`,
         `Anthropic server tool "${type}" is not supported: it runs on Anthropic's servers, which a self-hosted backend has no equivalent of (set hostedTools: drop to leave it out).`,

@@ -3,6 +3,7 @@
  * every field a stateless chat backend cannot honour is rejected with a TP_ERR_INVALID_FIELD
  * naming it, never silently dropped.
  */
+import { isAllowedToolsChoice, narrowToAllowed, readAllowedTools } from '../allowed-tools.js';
 import { ToolproofError } from '../errors.js';
 import type { ChatCompletionRequest, JsonObject, ToolChoice } from '../openai.js';
 import { inputToMessages, type ItemLookup } from './items.js';
@@ -16,7 +17,11 @@ function invalid(param: string, message: string): ToolproofError {
 const STATELESS =
   'toolproof is stateless: it keeps no responses or conversations. Send the whole conversation in `input` (the Agents SDK and most clients do when previous_response_id is not set).';
 
-function toToolChoice(choice: ResponsesToolChoice | undefined, catalog: ToolCatalog): ToolChoice | undefined {
+function toToolChoice(
+  choice: ResponsesToolChoice | undefined,
+  catalog: ToolCatalog,
+  dropped: readonly string[],
+): ToolChoice | undefined {
   if (choice === undefined || choice === null) return undefined;
   if (choice === 'auto' || choice === 'none' || choice === 'required') return choice;
   if (
@@ -33,6 +38,10 @@ function toToolChoice(choice: ResponsesToolChoice | undefined, catalog: ToolCata
   )
     return { type: 'function', function: { name: choice.type } };
   const kind = typeof choice === 'object' ? String(choice.type) : String(choice);
+  // A hosted tool the request declares, left out upstream with the hosted tools (hostedTools:
+  // drop): nothing there can call it, so the request goes on as with the tool dropped, the model
+  // choosing. Refused, it was a 400 on every turn of the session.
+  if (typeof choice === 'object' && dropped.includes(kind)) return 'auto';
   throw invalid(
     'tool_choice',
     `tool_choice "${kind}" is not supported: use auto, none, required, {"type":"function","name":...} or {"type":"custom","name":...}.`,
@@ -82,9 +91,24 @@ export function translateRequest(body: ResponsesRequest, lookup?: ItemLookup): R
   };
   if (chat.messages.length === 0)
     throw invalid('input', 'input is empty: send a string or at least one item.');
-  if (tools.length > 0) chat.tools = tools;
-  const toolChoice = toToolChoice(body.tool_choice, catalog);
-  if (toolChoice) chat.tool_choice = toolChoice;
+  const choice: unknown = body.tool_choice;
+  if (isAllowedToolsChoice(choice)) {
+    // Only the listed tools, the mode as tool_choice (protocol/allowed-tools.ts); a hosted tool
+    // listed is left out with the hosted tools themselves.
+    const allowed = readAllowedTools(choice.tools, choice.mode, 'tool_choice', (entry) => {
+      const { type, name } = entry;
+      if (type === 'local_shell' || type === 'shell' || type === 'apply_patch') return type;
+      if ((type !== 'function' && type !== 'custom') || typeof name !== 'string') return undefined;
+      return chatNameOf(catalog, name, typeof entry.namespace === 'string' ? entry.namespace : undefined);
+    });
+    const narrowed = narrowToAllowed(tools, allowed, 'tool_choice');
+    if (narrowed.tools.length > 0) chat.tools = narrowed.tools;
+    chat.tool_choice = narrowed.toolChoice;
+  } else {
+    if (tools.length > 0) chat.tools = tools;
+    const toolChoice = toToolChoice(body.tool_choice, catalog, dropped);
+    if (toolChoice) chat.tool_choice = toolChoice;
+  }
   if (typeof body.parallel_tool_calls === 'boolean') chat.parallel_tool_calls = body.parallel_tool_calls;
   const format = toResponseFormat(body.text?.format);
   if (format) chat.response_format = format;

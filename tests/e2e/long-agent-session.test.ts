@@ -114,6 +114,45 @@ describe('a long agent session in an 8k window: every turn answered, the prefix 
     expect(fails).toEqual([]);
   }, 300_000);
 
+  it("Messages, a system reminder beside every result (Claude Code's habit), not streamed", async () => {
+    // Kept apart from their turns, the lines grew the prompt ~100 tokens a turn for good: "prompt
+    // is too long: 8632 tokens > 8192 maximum" at turn 28 and every turn after. Now 150 turns
+    // answer, 37 messages sent at the end, the prompt changing 50 times in 60 quarter-window steps.
+    const reminder = (k: number) =>
+      `<system-reminder>\nTurn ${k}. ${'The files read earlier may have changed on disk since; read them again before editing them, and keep the task list current. '.repeat(3)}\n</system-reminder>`;
+    const tools = [
+      {
+        name: 'Read',
+        description: 'Read a file',
+        input_schema: { type: 'object', properties: { path: { type: 'string' } } },
+      },
+    ];
+    const fails = await longSession(
+      async (history) => {
+        const m = await anthropic.messages.create({
+          model: 'sim',
+          max_tokens: 200,
+          tools,
+          messages: history,
+        } as never);
+        const use = (m as Anthropic.Message).content.find((b) => b.type === 'tool_use');
+        if (!use) throw new Error(`no call: ${JSON.stringify((m as Anthropic.Message).content)}`);
+        return [
+          { role: 'assistant', content: (m as Anthropic.Message).content },
+          {
+            role: 'user',
+            content: [
+              { type: 'tool_result', tool_use_id: use.id, content: readFile(history.length) },
+              { type: 'text', text: reminder(history.length) },
+            ],
+          },
+        ];
+      },
+      { role: 'user', content: 'Read the files.' },
+    );
+    expect(fails).toEqual([]);
+  }, 300_000);
+
   it('chat completions, not streamed (OpenAI SDK)', async () => {
     const tools = [
       {

@@ -20,6 +20,7 @@ import { validateArguments } from '../../policies/kit/validation/validate-argume
 import { repairHistory } from '../../policies/history-repair/repair.js';
 import { joinContent, joinContents } from '../../policies/history-repair/message-content.js';
 import { translateRequest as fromMessages } from '../../protocol/anthropic/request.js';
+import { narrowChatAllowedTools } from '../../protocol/allowed-tools.js';
 import { CustomCallChunks } from '../../protocol/chat-custom-tools.js';
 import { parseJsonBody } from '../../protocol/json-body.js';
 import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
@@ -29,6 +30,7 @@ import { translateRequest as fromResponses } from '../../protocol/responses/requ
 import { DEFAULT_MODEL_SETTINGS } from '../../protocol/settings.js';
 import { textOnlyTurn } from '../../policies/force-tool-use/index.js';
 import { withGuidableSchemas } from '../../policies/guided-schema/index.js';
+import { splitParallelCalls } from '../../policies/single-call-turns/index.js';
 import { readImprovisedCalls } from '../../parsers/kit/structured-reader.js';
 import { createRecoveryStream } from '../../parsers/recover.js';
 import type { DeclaredTool } from '../../parsers/types.js';
@@ -328,6 +330,90 @@ describe('request rewrites: size x1 vs x4', () => {
       (body) => fromResponses(body as never),
       { from: 500, max: 200_000 },
       3007,
+    );
+  }, 120_000);
+
+  it('tool_choice allowed_tools: declared tools and allowed entries x1 vs x4 (chat and Responses)', () => {
+    // Chat: the allowed entries scale (64 declared tools; entries in random order, repeated,
+    // some naming no declared tool: a body may carry any number). Responses: declared tools and
+    // entries together, at most 1,024 declared at 1x (4,096 at 4x: the most a request may declare).
+    const draw = (tools: number, entries: number, rnd: () => number) => {
+      const names = Array.from({ length: tools }, (_, i) => `t${i}`);
+      const allowed = Array.from({ length: entries }, () => {
+        const k = Math.floor(rnd() * tools);
+        return rnd() < 0.2 ? `t${k}_x` : `t${k}`;
+      });
+      return { names, allowed };
+    };
+    budget(
+      'allowed_tools (chat)',
+      (size, rnd) => {
+        const { names, allowed } = draw(64, size, rnd);
+        return {
+          model: 'm',
+          messages: [{ role: 'user', content: 'hi' }],
+          tools: names.map((name) => ({
+            type: 'function',
+            function: { name, parameters: { type: 'object' } },
+          })),
+          tool_choice: {
+            type: 'allowed_tools',
+            allowed_tools: {
+              mode: 'auto',
+              tools: allowed.map((name) => ({ type: 'function', function: { name } })),
+            },
+          },
+        };
+      },
+      (body) => narrowChatAllowedTools(body as never),
+      { from: 500, max: 200_000 },
+      3013,
+    );
+    budget(
+      'allowed_tools (Responses)',
+      (size, rnd) => {
+        const { names, allowed } = draw(size, size, rnd);
+        return {
+          model: 'm',
+          input: 'hi',
+          tools: names.map((name) => ({ type: 'function', name, parameters: { type: 'object' } })),
+          tool_choice: {
+            type: 'allowed_tools',
+            mode: 'auto',
+            tools: allowed.map((name) => ({ type: 'function', name })),
+          },
+        };
+      },
+      (body) => fromResponses(body as never),
+      { from: 256, max: 1024 },
+      3014,
+    );
+  }, 120_000);
+
+  it('single-call-turns: calls in one message x1 vs x4, their results in random order', () => {
+    budget(
+      'split parallel calls',
+      (size, rnd) => {
+        const ids = Array.from({ length: size }, (_, i) => `c${i}`);
+        const results = ids.map((id) => ({
+          role: 'tool',
+          tool_call_id: rnd() < 0.1 ? `${id}_x` : id,
+          content: id,
+        }));
+        results.sort(() => rnd() - 0.5);
+        return [
+          { role: 'user', content: 'go' },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: ids.map((id) => ({ id, type: 'function', function: { name: 'f', arguments: '{}' } })),
+          },
+          ...results,
+        ] as ChatMessage[];
+      },
+      (messages) => splitParallelCalls(messages),
+      { from: 500, max: 200_000 },
+      3015,
     );
   }, 120_000);
 

@@ -333,7 +333,7 @@ describe('tool-result-cap: results that each fit and together overflow the windo
     const notes = at400.filter((m) => String(m.content).startsWith('[toolproof left out this tool result'));
     expect(notes.length).toBeGreaterThan(0);
     expect(notes.at(-1)!.content).toMatch(
-      /^\[toolproof left out this tool result \(7000 characters, 149 lines\) and the older tool calls after it, with their results, to fit the model's context window\]$/,
+      /^\[toolproof left out this tool result \(7000 characters, 149 lines\) and the older tool calls after it, with their results and the user messages right after those, to fit the model's context window\]$/,
     );
     // every call kept has its result right after it
     pairs(at400);
@@ -395,25 +395,85 @@ describe('tool-result-cap: results that each fit and together overflow the windo
     expect(changes).toBeLessThanOrEqual(steps + 1);
   });
 
-  it("a user line after every result (Claude Code's reminders): the older turns still go, every user line stays, in order", () => {
-    const history: Array<Record<string, unknown>> = [{ role: 'user', content: 'go' }];
-    for (let t = 0; t < 100; t++)
-      history.push(...call(t), { role: 'user', content: `<system-reminder>turn ${t}</system-reminder>` });
-    const out = run(history).request.messages as Array<{ role: string; content?: unknown }>;
-    pairs(out);
+  it("a user line after every result (Claude Code's reminders): the lines of the left-out turns go with them, the others stay in order, the prompt under the window at any length", () => {
+    const reminder = (t: number) =>
+      `<system-reminder>turn ${t}: keep the todo list current</system-reminder>`;
+    const session = (n: number) => {
+      const history: Array<Record<string, unknown>> = [{ role: 'user', content: 'go' }];
+      for (let t = 0; t < n; t++) history.push(...call(t), { role: 'user', content: reminder(t) });
+      return history;
+    };
     const users = (ms: Array<{ role: string; content?: unknown }>) =>
       ms.filter((m) => m.role === 'user').map((m) => m.content);
-    expect(users(out)).toEqual(users(history as never));
-    expect(out.filter((m) => String(m.content).includes('and the older tool calls after it'))).toHaveLength(
-      1,
+    for (const n of [100, 300]) {
+      const history = session(n);
+      const out = run(history).request.messages as Array<{ role: string; content?: unknown }>;
+      pairs(out);
+      // The task stays, and a line stays exactly when the call before it does, in order.
+      const kept = users(out);
+      expect(kept[0]).toBe('go');
+      const calls = new Set(
+        out.flatMap((m) => ((m as { tool_calls?: Array<{ id: string }> }).tool_calls ?? []).map((c) => c.id)),
+      );
+      const lines = kept.slice(1) as string[];
+      expect(lines).toEqual(
+        Array.from({ length: n }, (_, t) => t)
+          .filter((t) => calls.has(`c${t}`))
+          .map(reminder),
+      );
+      expect(out.filter((m) => String(m.content).includes('and the older tool calls after it'))).toHaveLength(
+        1,
+      );
+      // 300 reads with every line kept were 12,217 estimated tokens: over the 8k window for good
+      expect(size(out), `${n} reads`).toBeLessThan(WINDOW);
+    }
+    // what is sent does not grow with the session: 300 reads cost what 100 do, within a step
+    expect(size(run(session(300)).request.messages as never)).toBeLessThan(
+      size(run(session(100)).request.messages as never) + 2400,
     );
-    // a turn per user line kept as a note would be all 100 calls and notes: ~10,000 tokens
-    expect(out.filter((m) => m.role === 'assistant').length).toBeLessThan(20);
-    expect(size(out)).toBeLessThan(WINDOW);
+  });
+
+  it('a user line after every result, turn by turn: the prompt changes once a step at most, after what it already left out', () => {
+    const history: Array<Record<string, unknown>> = [{ role: 'user', content: 'go' }];
+    let prev: Array<{ role: string; content?: unknown }> | undefined;
+    let changes = 0;
+    let steps = 0;
+    let bytes = 0;
+    const step = (8192 / 4) * 3;
+    for (let turn = 0; turn < 120; turn++) {
+      history.push(...call(turn), {
+        role: 'user',
+        content: `<system-reminder>turn ${turn}</system-reminder>`,
+      });
+      const grown = JSON.stringify(history).length;
+      steps += Math.floor(grown / step) - Math.floor(bytes / step);
+      bytes = grown;
+      let out = run(history.slice(), false).request.messages as NonNullable<typeof prev>;
+      if (size(out) >= 8192) out = run(history.slice()).request.messages as NonNullable<typeof prev>;
+      expect(size(out), `turn ${turn}`).toBeLessThan(8192);
+      pairs(out);
+      if (prev) {
+        const first = prev.findIndex((m, i) => JSON.stringify(m) !== JSON.stringify(out[i]));
+        if (first !== -1) {
+          changes++;
+          expect(first).toBeGreaterThan(
+            prev.findLastIndex((m) => String(m.content).includes('toolproof left out')),
+          );
+        }
+      }
+      prev = out;
+    }
+    expect(changes).toBeGreaterThan(0);
+    expect(changes).toBeLessThanOrEqual(steps + 1);
   });
 
   it('older results: about linear time and memory over their count (x4, at most ~x4), what they keep bounded', () => {
-    const calls = Array.from({ length: 50 }, (_, i) => call(i));
+    // Every other turn with a user line beside its result (a system reminder), left out with it.
+    const calls = Array.from({ length: 50 }, (_, i) =>
+      i % 2 === 0
+        ? call(i)
+        : [...call(i), { role: 'user', content: `<system-reminder>${i}</system-reminder>` }],
+    );
     const make = (n: number) => ({
       model: 'm',
       messages: [

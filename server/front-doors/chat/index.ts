@@ -8,6 +8,7 @@ import {
   translateCustomTools,
 } from '../../../protocol/chat-custom-tools.js';
 import { toLegacyFunctionCall, translateLegacyFunctions } from '../../../protocol/chat-legacy-functions.js';
+import { narrowChatAllowedTools } from '../../../protocol/allowed-tools.js';
 import type { ChatCompletionRequest } from '../../../protocol/openai.js';
 import { chatForBackends } from '../../../protocol/chat-backend-shapes.js';
 import type { ChatCall } from '../../chat/context.js';
@@ -47,10 +48,14 @@ export const chat: FrontDoor<'chat', ChatTurn> = {
     // The deprecated `functions` as the tools they are, answered in their own shape.
     const legacy = translateLegacyFunctions(plain ?? sent);
     if (legacy) return { call: startChatCall(request, state, legacy, 'chat'), legacy: true };
-    const body = plain ?? sent;
+    // tool_choice allowed_tools as the request it means: only those tools, the mode as tool_choice.
+    const narrowed = narrowChatAllowedTools(plain ?? sent);
+    const body = narrowed ?? plain ?? sent;
     const translated = translateCustomTools(body);
     if (!translated)
-      return { call: startChatCall(request, state, body, 'chat', plain ? undefined : request.rawBody) };
+      return {
+        call: startChatCall(request, state, body, 'chat', plain || narrowed ? undefined : request.rawBody),
+      };
     // Not the client's bytes any more: no raw body to forward.
     return { call: startChatCall(request, state, translated.chat, 'chat'), custom: translated.custom };
   },
