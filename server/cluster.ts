@@ -12,6 +12,7 @@
  * Without an upstream (simulator mode) every worker starts its own simulator.
  */
 import cluster, { type Worker } from 'node:cluster';
+import type { AddressInfo } from 'node:net';
 import { AggregatorRegistry, type Registry } from 'prom-client';
 import type { Metrics } from './metrics.js';
 import { serveGroupCapture } from './capture/cluster.js';
@@ -48,9 +49,19 @@ interface Collected {
   metrics?: RegistryJson;
   error?: string;
 }
+/**
+ * A worker's toolproof server listens (announceListening). Not node:cluster's `listening` event:
+ * that also fires for any other server of the worker (the built-in simulator, on a port of its
+ * own, listens before toolproof does).
+ */
+interface Listening {
+  tp: 'worker:listening';
+  address: string;
+  port: number;
+}
 /** One worker's registry as getMetricsAsJSON() returns it (the input of AggregatorRegistry.aggregate). */
 type RegistryJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
-type Message = AskGroup | GroupAnswer | Collect | Collected;
+type Message = AskGroup | GroupAnswer | Collect | Collected | Listening;
 const isMessage = (m: unknown): m is Message =>
   typeof m === 'object' && m !== null && typeof (m as { tp?: unknown }).tp === 'string';
 
@@ -81,12 +92,13 @@ export function runPrimary(options: PrimaryOptions): boolean {
   // The inspector's queries, asked of every worker's capture ring (capture/cluster.ts).
   serveGroupCapture(() => listening);
   const fork = () => cluster.fork({ [WORKER_MARK]: '1' });
-  cluster.on('listening', (worker, address) => {
+  cluster.on('message', (worker, message: unknown) => {
+    if (!isMessage(message) || message.tp !== 'worker:listening') return;
     listening.add(worker.id);
     log(30, `worker ${worker.id} (pid ${worker.process.pid}) listening`);
     if (!announced && listening.size === options.workers) {
       announced = true;
-      log(30, `${options.workers} workers listening on ${address.address ?? ''}:${address.port}`, {
+      log(30, `${options.workers} workers listening on ${message.address}:${message.port}`, {
         workers: options.workers,
       });
     }
@@ -308,6 +320,17 @@ export function joinWorkerGroup(metrics: Metrics): void {
         process.send?.({ tp: 'metrics:ask', id } satisfies AskGroup);
       }),
   );
+}
+
+/**
+ * In a cluster worker, once toolproof's own server listens: tells the primary, which counts the
+ * worker as serving (its start-up line, restarts, the group's metrics and capture). Does nothing
+ * outside a cluster.
+ */
+export function announceListening(address: string | AddressInfo | null): void {
+  if (!cluster.isWorker || !process.send || process.env[WORKER_MARK] !== '1') return;
+  if (address === null || typeof address === 'string') return;
+  process.send({ tp: 'worker:listening', address: address.address, port: address.port } satisfies Listening);
 }
 
 /** pino-shaped JSON lines (level, time, pid, msg) for the primary, which has no Fastify logger. */

@@ -5,7 +5,7 @@
  */
 // First: V8 settings that must hold before any of the server's code runs.
 import './v8-tuning.js';
-import { joinWorkerGroup, runPrimary, workerCount } from './cluster.js';
+import { announceListening, joinWorkerGroup, runPrimary, workerCount } from './cluster.js';
 import { ConfigError, type Config, loadConfig, simulatorUpstream } from './config.js';
 import { describeListenError, shutdownGracefully } from './shutdown.js';
 
@@ -79,6 +79,8 @@ async function main(): Promise<void> {
     await simulator?.close();
     process.exit(1);
   }
+  // With TOOLPROOF_WORKERS > 1: this worker serves now (the simulator's own listen does not count).
+  announceListening(app.server.address());
 
   let closing = false;
   const shutdown = (signal: string) => {

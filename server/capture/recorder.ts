@@ -1199,10 +1199,17 @@ function applyFinish(
       undefined,
       undefined,
     );
-  const failed = !finished || status >= 400 || error !== undefined || t.finalKind === 'error';
   // Any attempt sent again is a retry: a re-ask, and the upstream's refusal (images, schema
   // keywords, tool_choice "required") or cut stream that toolproof sent again rewritten.
   const retried = t.retries.length > 0 || t.refused !== undefined || t.resentAfterCut === true || t.fallback;
+  // A re-ask whose last attempt was still invalid (settleRetry: 'failed') gave the client the
+  // invalid turn: failed as well as retried. Only a retried request reads its retries.
+  const failed =
+    !finished ||
+    status >= 400 ||
+    error !== undefined ||
+    t.finalKind === 'error' ||
+    (retried && t.retries.at(-1)?.outcome === 'failed');
   const leak = t.leaks.length > 0 && t.leaks.some((l) => l.outcome === 'recovered');
   const final = t.finalKind === 'final_answer' || t.finalAnswer;
   // One kind (nearly every request): a shared array; several: an array of their own.

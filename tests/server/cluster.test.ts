@@ -46,6 +46,29 @@ describe('TOOLPROOF_WORKERS', () => {
     expect(await p.exited).toBe(2);
     expect(p.text()).toContain('TOOLPROOF_WORKERS must be');
   });
+
+  it("on the built-in simulator: the start-up line names toolproof's port, once each worker serves it", async () => {
+    // Each worker's simulator listens on a port of its own first; those listens are not toolproof's.
+    const port = await freePort();
+    const p = startToolproof({
+      TOOLPROOF_WORKERS: '2',
+      TOOLPROOF_HOST: '127.0.0.1',
+      TOOLPROOF_PORT: String(port),
+      TOOLPROOF_LOG_LEVEL: 'info',
+    });
+    try {
+      const line = await p.waitFor((l) => /^2 workers listening on /.test(String(l.msg)), 60_000);
+      expect(line.msg).toBe(`2 workers listening on 127.0.0.1:${port}`);
+      const served = p.lines.filter((l) => /^worker \d+ \(pid \d+\) listening$/.test(String(l.msg)));
+      expect(served).toHaveLength(2);
+      const res = await fetch(`http://127.0.0.1:${port}/v1/models`);
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    } finally {
+      p.child.kill('SIGTERM');
+      await p.exited;
+    }
+  }, 90_000);
 });
 
 describe('two workers on one port', () => {

@@ -127,6 +127,27 @@ describe('the capture behind /inspect/api', () => {
     ).toBe(0);
     expect((await getJson(stack, '/inspect/api/requests/unknown-id')).status).toBe(404);
     expect((await getJson(stack, '/inspect/api/requests?outcome=bogus')).status).toBe(400);
+
+    // A re-ask whose second answer is still prose: the client got the invalid turn, so the
+    // failed filter finds it, and it still shows it was retried.
+    const stillInvalid = await stack.client.chat.completions
+      .create(
+        { model: 'sim', messages: user, tools, tool_choice: named },
+        scenario([{ say: 'no' }, { say: 'still no' }]),
+      )
+      .withResponse();
+    const stillId = stillInvalid.response.headers.get('x-request-id')!;
+    const failedNow = (await getJson(stack, '/inspect/api/requests?outcome=failed')).body
+      .requests as Summary[];
+    expect(failedNow.map((r) => r.id)).toEqual([stillId, requests[0]!.id]);
+    expect(failedNow[0]).toMatchObject({ outcome: 'failed', kinds: ['failed', 'retried'], status: 200 });
+    const retriedNow = (await getJson(stack, '/inspect/api/requests?outcome=retried')).body
+      .requests as Summary[];
+    expect(retriedNow.map((r) => r.id)).toEqual([stillId, requests[1]!.id]);
+    const stillView = (await getJson(stack, `/inspect/api/requests/${stillId}`)).body as {
+      record: { decisions: Array<{ kind: string; reason: string }> };
+    };
+    expect(stillView.record.decisions.map((d) => d.kind)).toContain('returned-invalid');
   });
 
   it('an upstream refusal sent again rewritten: the refused attempt with its error, the decision, the counters once', async () => {
