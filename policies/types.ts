@@ -25,6 +25,14 @@ export interface PolicyContext {
    * (server-side memory, per upstream and model). Absent: nothing refused.
    */
   readonly refused?: RefusedFacts;
+  /**
+   * How many times the prompt estimate (kit/prompt-bytes.ts) the backend counts, a power of two
+   * (kit/overflow.ts calibrationScale): from the tokens an overflow refusal of this request
+   * reported for the prompt it refused (vLLM's `input tokens`, llama-server's `n_prompt_tokens`),
+   * or remembered from an earlier one per upstream and model, the largest. The policies that cut
+   * a prompt over its window place their boundary by it. Absent: 1.
+   */
+  readonly estimateScale?: number;
   /** 0 for the first upstream attempt, 1.. for fallback / corrective retries. */
   readonly attempt: number;
   /** Retries already spent on corrective retry for this client request. */

@@ -37,6 +37,16 @@ export function windowFromRefusal(status: number, body: unknown): number | undef
     : undefined;
 }
 
+/**
+ * The prompt tokens an overflow refusal reported for the prompt it refused (vLLM's `input tokens`,
+ * llama-server's `n_prompt_tokens`), or undefined when it reported none.
+ */
+export function promptTokensFromRefusal(status: number, body: unknown): number | undefined {
+  if (status !== 400 && status !== 413) return undefined;
+  const prompt = parseContextOverflow(body)?.prompt;
+  return prompt !== undefined && Number.isSafeInteger(prompt) && prompt > 0 ? prompt : undefined;
+}
+
 /** No model has a window under this many tokens (a template and one question fill 128). */
 const MIN_WINDOW = 128;
 /** Nor over this many (16M tokens; the largest served today hold 10M). */
@@ -63,6 +73,49 @@ export function rememberWindow(
     route.name,
     window,
   );
+}
+
+/** The memory's key of the estimate's scale (PolicyContext.estimateScale). */
+function scaleKey(route: ResolvedRoute, model: unknown, key: string | undefined): string {
+  return memoryModel(`${route.upstreamModel ?? String(model)}\u0000estimate-scale`, key);
+}
+
+/**
+ * Remember that `route`'s upstream counts `scale` times the prompt estimate (policies/kit/overflow.ts
+ * calibrationScale), for the route's fallbackTtlSeconds: never less than one remembered (the
+ * boundary it places only moves on, docs/prefix.md exception 9).
+ */
+export function rememberEstimateScale(
+  memory: FallbackMemory | undefined,
+  route: ResolvedRoute,
+  model: unknown,
+  scale: number,
+  key?: string,
+): void {
+  if (!memory) return;
+  const k = scaleKey(route, model, key);
+  const known = memory.valueOf(route.client.label, k) ?? 1;
+  memory.remember(
+    route.client.label,
+    k,
+    route.settings.fallbackTtlSeconds,
+    route.name,
+    Math.max(known, scale),
+  );
+}
+
+/** The scale remembered for `route` (each use keeps it another TTL), or undefined. */
+export function learntEstimateScale(
+  memory: FallbackMemory | undefined,
+  route: ResolvedRoute,
+  model: unknown,
+  key?: string,
+): number | undefined {
+  if (!memory || memory.size === 0) return undefined;
+  const scale = memory.valueOf(route.client.label, scaleKey(route, model, key));
+  if (scale === undefined || !(scale > 1)) return undefined;
+  rememberEstimateScale(memory, route, model, scale, key);
+  return scale;
 }
 
 /**

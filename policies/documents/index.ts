@@ -35,7 +35,7 @@ import {
   describeDocumentsEffect,
 } from './effects.js';
 import { renderDocument } from './render.js';
-import { keptTokens, messagesBeforeBoundary } from '../kit/overflow.js';
+import { calibratedWindow, keptTokens, messagesBeforeBoundary } from '../kit/overflow.js';
 
 export const documentsPolicy: Policy<DocumentsEffect> = {
   name: DOCUMENTS_POLICY,
@@ -79,7 +79,9 @@ export const documentsPolicy: Policy<DocumentsEffect> = {
     // Documents of the older messages (those before the boundary the tool results are cut at,
     // kit/overflow.ts) keep a sixty-fourth of the window each: shares of many messages' documents
     // add up past the window all the same.
-    const older = over ? messagesBeforeBoundary(request.tools, messages, window, true) : 0;
+    // Placed as the backend counted the refused prompt, where it reported more than the estimate.
+    const fit = over ? calibratedWindow(window, ctx.estimateScale) : window;
+    const older = over ? messagesBeforeBoundary(request.tools, messages, window, true, fit) : 0;
     // Each message's share, counted once: counted again for each of its documents, a message of
     // 20,000 small ones cost 1.3 s of CPU (its parts read 20,000 times).
     const shares = new Map<ChatMessage, number>();
@@ -88,19 +90,19 @@ export const documentsPolicy: Policy<DocumentsEffect> = {
     // message take some too). At a sixty-fourth each, more than 64 of
     // them were past the window by themselves (every turn the backend's refusal). Spent in order, so a document's fate depends only on the documents
     // before it, which are older too (the boundary only moves on): the same bytes every turn.
-    let olderRoom = Math.max(1, Math.floor(window / 16));
+    let olderRoom = Math.max(1, Math.floor(fit / 16));
     const out = over
       ? rewriteParts(request.messages, (part, m, i) => {
           const doc = read.get(part);
           if (!doc) return part;
           let share = shares.get(m);
           if (share === undefined)
-            shares.set(m, (share = Math.max(1, Math.floor(quarter(window) / documentsIn(m)))));
+            shares.set(m, (share = Math.max(1, Math.floor(quarter(fit) / documentsIn(m)))));
           if (i >= older) {
             doc.sent = cutText(doc.whole, share, documentMarker);
             return { type: 'text', text: doc.sent };
           }
-          const keep = Math.min(share, keptTokens(window));
+          const keep = Math.min(share, keptTokens(fit));
           const cut = cutText(doc.whole, keep, documentMarker);
           // What it takes of the room: what it keeps of its text (a short one, all of it).
           const cost = cut === doc.whole ? Math.min(estimateTokens(cut), keep) : keep;

@@ -13,7 +13,7 @@
 import { EffectTally } from '../kit/effects.js';
 import { rewriteParts } from '../kit/content-parts.js';
 import { imageLabel, imageUrl } from '../kit/image-part.js';
-import { messagesBeforeBoundary } from '../kit/overflow.js';
+import { calibratedWindow, messagesBeforeBoundary } from '../kit/overflow.js';
 import { type Policy, type PolicyContext, PROMPT_OVER_WINDOW } from '../types.js';
 import { carriesImages, refusesImages } from './refusal.js';
 import { describeImagesEffect, IMAGES_POLICY, type ImagesEffect, type ImagesKind } from './effects.js';
@@ -77,6 +77,7 @@ export const imagesPolicy: Policy<ImagesEffect> = {
             request.messages,
             window,
             ctx.refused?.now.has(PROMPT_OVER_WINDOW) === true,
+            calibratedWindow(window, ctx.estimateScale),
           );
     if (!all && older === 0) return { action: 'continue', request, effects: [] };
     const tally = new EffectTally<typeof IMAGES_POLICY, ImagesKind>(IMAGES_POLICY);

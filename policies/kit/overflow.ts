@@ -45,6 +45,8 @@ export function messagesBeforeBoundary(
   messages: readonly ChatMessage[],
   window: number,
   refused: boolean,
+  /** The window the boundary is placed in: calibratedWindow's (`window` itself by default). */
+  fit = window,
 ): number {
   const start = tools === undefined ? 0 : jsonBytes(tools);
   const sizes: number[] = [];
@@ -59,10 +61,48 @@ export function messagesBeforeBoundary(
   }
   if (!refused && text <= window * CERTAIN_BYTES_PER_TOKEN) return 0;
   const total = text + images * IMAGE_TOKENS * BYTES_PER_TOKEN;
-  const step = Math.max(1, Math.floor(window / 4)) * BYTES_PER_TOKEN;
-  const boundary = Math.floor(total / step) * step - Math.floor(window / 2) * BYTES_PER_TOKEN;
+  const step = Math.max(1, Math.floor(fit / 4)) * BYTES_PER_TOKEN;
+  const boundary = Math.floor(total / step) * step - Math.floor(fit / 2) * BYTES_PER_TOKEN;
   let at = start;
   let i = 0;
   while (i < messages.length && at < boundary) at += sizes[i++]!;
   return i;
+}
+
+/**
+ * What a cut prompt's estimate may reach beside the window: the last stretch kept whole (up to
+ * three quarters of it) and the older turns' eighth leave an eighth for the notes and the turn
+ * that straddles the boundary, so a backend that counts more than 7/8 of the estimate may refuse
+ * the cut prompt still (a session of 20 parallel reads a turn in an 8k window: 0.95 of it, the cut
+ * prompt 8,494 tokens).
+ */
+const HEADROOM = 8 / 7;
+
+/** The largest scale (a tokenizer 64 times denser than the estimate is none). */
+const MAX_SCALE = 64;
+
+/**
+ * The power of two by which the backend's count of a refused prompt (`ratio`: the tokens its
+ * refusal reported over the prompt's estimatedPromptTokens) passes what the boundary's geometry
+ * leaves room for (HEADROOM): 1 when it does not. An estimate short of the backend's count (a
+ * template's wrapping of many small parallel calls; a backend that counts a call's JSON) placed
+ * the boundary where the cut prompt was still over: every later turn was refused. Powers of two,
+ * not the ratio itself: the ratio drifts a little with every turn, a power of two changes only when
+ * the estimate falls short by another factor of two. The server remembers the largest per upstream
+ * and model (PolicyContext.estimateScale), so it never goes back (docs/prefix.md, exception 9).
+ */
+export function calibrationScale(ratio: number): number {
+  let scale = 1;
+  while (scale < MAX_SCALE && scale < ratio * HEADROOM) scale *= 2;
+  return scale;
+}
+
+/**
+ * The window in the estimate's own tokens (kit/prompt-bytes.ts, BYTES_PER_TOKEN a token) under
+ * `scale` (PolicyContext.estimateScale): the boundary (messagesBeforeBoundary's `fit`) and the room
+ * the older messages keep are placed as the backend counts.
+ */
+export function calibratedWindow(window: number, scale: number | undefined): number {
+  if (scale === undefined || !(scale > 1)) return window;
+  return Math.max(1, Math.floor(window / Math.min(scale, MAX_SCALE)));
 }

@@ -9,6 +9,15 @@ import type { ChatMessage } from '../../protocol/openai.js';
 
 /** What each message costs beside its text (role, the template's markers), in bytes. */
 export const MESSAGE_OVERHEAD = 12;
+/**
+ * What each tool call costs beside its id, name and arguments, in bytes: the template's wrapping
+ * of the call and of its result (Qwen's ChatML: `<tool_call>\n{"name": "…", "arguments": …}\n
+ * </tool_call>` and `<tool_response>\n…\n</tool_response>`, ~14 tokens of the ~22 a short call
+ * costs there). Without it, an agent's 20 parallel ~110-character reads a turn were estimated at
+ * ~40% of what the backend counted, and the boundary of a refused prompt (kit/overflow.ts) cut
+ * nothing.
+ */
+export const CALL_OVERHEAD = 42;
 /** UTF-8 bytes a token, for the prompt as a whole (as kit/cut.ts counts printable ASCII). */
 export const BYTES_PER_TOKEN = 3;
 
@@ -45,7 +54,10 @@ export function messageImages(m: ChatMessage): number {
   return n;
 }
 
-/** `m`'s bytes of text and the overhead (images and audio are not counted: messageImages). */
+/**
+ * `m`'s bytes of text and the overhead, its calls' ids and wrapping included (images and audio are
+ * not counted: messageImages).
+ */
 export function messageBytes(m: ChatMessage): number {
   let n = MESSAGE_OVERHEAD;
   const content = m.content;
@@ -53,8 +65,13 @@ export function messageBytes(m: ChatMessage): number {
   else if (Array.isArray(content))
     for (const p of content) if (p?.type === 'text' && typeof p.text === 'string') n += bytes(p.text);
   if (typeof m.reasoning_content === 'string') n += bytes(m.reasoning_content);
+  // A result's call id and name (templates that render them; a JSON-counting backend counts them).
+  if (typeof m.tool_call_id === 'string') n += bytes(m.tool_call_id);
+  if (typeof m.name === 'string') n += bytes(m.name);
   if (Array.isArray(m.tool_calls))
     for (const c of m.tool_calls) {
+      n += CALL_OVERHEAD;
+      if (typeof c?.id === 'string') n += bytes(c.id);
       const f = c?.function;
       if (typeof f?.name === 'string') n += bytes(f.name);
       if (typeof f?.arguments === 'string') n += bytes(f.arguments);
@@ -84,4 +101,15 @@ export function jsonBytes(value: unknown): number {
       }
   }
   return n;
+}
+
+/**
+ * The estimate of a whole prompt in tokens: its tools and messages at BYTES_PER_TOKEN, each image
+ * IMAGE_TOKENS (as kit/overflow.ts places its boundary). Compared with the tokens a backend's
+ * refusal reported for that prompt (kit/overflow.ts calibrationScale).
+ */
+export function estimatedPromptTokens(tools: unknown, messages: readonly ChatMessage[]): number {
+  let n = tools === undefined ? 0 : jsonBytes(tools);
+  for (const m of messages) if (m) n += messageBytes(m) + messageImages(m) * IMAGE_TOKENS * BYTES_PER_TOKEN;
+  return n / BYTES_PER_TOKEN;
 }

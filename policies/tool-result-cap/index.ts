@@ -25,6 +25,7 @@ import { EffectTally } from '../kit/effects.js';
 import { type Policy, PROMPT_OVER_WINDOW } from '../types.js';
 import { cutToolResult, estimateTokens } from '../kit/cut.js';
 import { keptTokens, resultsToCut } from './overflow.js';
+import { calibratedWindow } from '../kit/overflow.js';
 import { leaveOutOlderTurns, resultLeftOutNote, turnsLeftOutNote } from './older-turns.js';
 import {
   describeToolResultCapEffect,
@@ -154,18 +155,20 @@ export const toolResultCapPolicy: Policy<ToolResultCapEffect> = {
       if (m?.role === 'tool') hold(i, m, cap);
     });
     // Results that each fit and together overflow a known window: the older ones cut (overflow.ts).
-    const window = ctx.settings.contextWindow;
-    if (window > 0) {
+    const known = ctx.settings.contextWindow;
+    if (known > 0) {
+      const refused = ctx.refused?.now.has(PROMPT_OVER_WINDOW) === true;
+      // The window as the backend counts the prompt (kit/overflow.ts calibratedWindow).
+      const window = calibratedWindow(known, ctx.estimateScale);
       // Cut from the result as sent (not from its cut above): the note's counts are the result's own.
       const keep = Math.min(keptTokens(window), cap.max);
-      const refused = ctx.refused?.now.has(PROMPT_OVER_WINDOW) === true;
       // What the older results may still take together: a sixteenth of the window. At a
       // sixty-fourth each (with its marker) and no total, forty reads of ~400 tokens were past an
       // 8k window (every later turn refused). Spent in the prompt's order: a result's fate
       // depends only on the older results before it, and the boundary only moves on, so each
       // older result is the same bytes every turn (docs/prefix.md, exception 9).
       let room = Math.max(1, Math.floor(window / 16));
-      const { older, results } = resultsToCut(request, messages ?? request.messages, window, refused);
+      const { older, results } = resultsToCut(request, messages ?? request.messages, known, refused, window);
       for (const i of results) {
         const m = request.messages[i]!;
         const content = cutContent(m.content, { over: 2 * keep, max: keep });

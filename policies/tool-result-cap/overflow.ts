@@ -50,9 +50,11 @@ export function resultsToCut(
   messages: readonly ChatMessage[],
   window: number,
   refused = false,
+  /** The window the boundary is placed in (kit/overflow.ts calibratedWindow). */
+  fit = window,
 ): { older: number; results: number[] } {
   if (!messages.some((m) => m?.role === 'tool')) return { older: 0, results: [] };
-  const older = messagesBeforeBoundary(request.tools, messages, window, refused);
+  const older = messagesBeforeBoundary(request.tools, messages, window, refused, fit);
   const results: number[] = [];
   for (let i = 0; i < older; i++) if (messages[i]?.role === 'tool') results.push(i);
   return { older, results };

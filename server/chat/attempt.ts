@@ -11,10 +11,20 @@ import { stringifyJson } from '../../protocol/lossless-json.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { activePolicies } from '../../policies/composition.js';
 import { PROMPT_OVER_WINDOW } from '../../policies/types.js';
+import { calibrationScale } from '../../policies/kit/overflow.js';
+import { estimatedPromptTokens } from '../../policies/kit/prompt-bytes.js';
 import { describeEffect } from '../../policies/registry.js';
 import { shouldFallback } from '../../policies/tool-choice-fallback.js';
 import { PRIORITY_RANK } from '../admission.js';
-import { rememberWindow, windowFromRefusal, withLearntWindow, withWindow } from '../context-window.js';
+import {
+  learntEstimateScale,
+  promptTokensFromRefusal,
+  rememberEstimateScale,
+  rememberWindow,
+  windowFromRefusal,
+  withLearntWindow,
+  withWindow,
+} from '../context-window.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
 import { memoryModel } from '../fallback-memory.js';
 import { mappedRoute } from '../routing.js';
@@ -202,7 +212,7 @@ export async function openUpstream(
       current = rewritten;
       continue;
     }
-    const fitted = fitLearntWindow(call, deps, res, body);
+    const fitted = fitLearntWindow(call, deps, res, body, current);
     if (fitted) {
       current = fitted;
       continue;
@@ -330,6 +340,8 @@ function fitLearntWindow(
   deps: ChatDeps,
   res: UpstreamResponse,
   body: unknown,
+  /** The request the upstream refused. */
+  sent: ChatCompletionRequest,
 ): ChatCompletionRequest | undefined {
   if (call.windowLearnt !== undefined) return undefined;
   const window = windowFromRefusal(res.status, body);
@@ -340,6 +352,18 @@ function fitLearntWindow(
   const learnt = !(known > 0 && window >= known);
   call.windowLearnt = window;
   call.refusedNow.add(PROMPT_OVER_WINDOW);
+  // What the backend counted against the estimate of what was sent: where it counted more than
+  // the boundary leaves room for, the boundary is placed as the backend counts, and the scale is
+  // remembered so later turns cut the same (policies/kit/overflow.ts calibrationScale).
+  const reported = promptTokensFromRefusal(res.status, body);
+  const scale =
+    reported === undefined || !Array.isArray(sent.messages)
+      ? 1
+      : calibrationScale(reported / Math.max(1, estimatedPromptTokens(sent.tools, sent.messages)));
+  if (scale > (call.estimateScale ?? 1)) {
+    call.estimateScale = scale;
+    rememberEstimateScale(deps.windows, call.route, call.original.model, scale, call.trace.key);
+  }
   if (learnt) rememberWindow(deps.windows, call.route, call.original.model, window, call.trace.key);
   const before = { route: call.route, policies: call.policies };
   const requiredRejected = deps.memory.isActive(
@@ -435,6 +459,7 @@ function forRoute(call: ChatCall, deps: ChatDeps): ChatCompletionRequest {
   // What the last route's upstream refused is that model's, not this one's.
   call.refusedNow.clear();
   call.windowLearnt = undefined;
+  call.estimateScale = learntEstimateScale(deps.windows, route, call.original.model, call.trace.key);
   call.refusedRemembered = rememberedRefusals(
     deps.policies,
     deps.refusals,

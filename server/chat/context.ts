@@ -131,6 +131,8 @@ export class ChatCall {
   readonly onAnswered: Array<() => void> = [];
   /** The window an overflow refusal of this request named, once learnt (attempt.ts: fitLearntWindow). */
   windowLearnt: number | undefined = undefined;
+  /** How many times the estimate the backend counts, learnt or remembered (PolicyContext.estimateScale). */
+  estimateScale: number | undefined = undefined;
 
   constructor(
     readonly reqId: string,
@@ -223,6 +225,7 @@ export class ChatCall {
             },
           }
         : {}),
+      ...(this.estimateScale !== undefined ? { estimateScale: this.estimateScale } : {}),
       attempt: this.trace.attempts,
       retriesUsed: this.retriesUsed,
       attemptEffects: this.attemptEffects,

@@ -15,7 +15,7 @@ import { reportDroppedTools } from '../dropped-tools.js';
 import { memoryModel } from '../fallback-memory.js';
 import { admissionOwner, allowsModel, countAgainstKey, forbiddenModel } from '../keys.js';
 import { priorityOf } from '../priority.js';
-import { promptTokenEstimate, windowOf, withLearntWindow } from '../context-window.js';
+import { learntEstimateScale, promptTokenEstimate, windowOf, withLearntWindow } from '../context-window.js';
 import { mappedRoute, resolveRoute } from '../routing.js';
 import { type Api, ChatCall } from './context.js';
 import { activePolicies } from '../../policies/composition.js';
@@ -115,6 +115,8 @@ export function startChatCall(
     body.model,
     key?.name,
   );
+  // How many times the prompt estimate its backend counts, learnt from an earlier overflow refusal.
+  call.estimateScale = learntEstimateScale(state.chatDeps.windows, route, body.model, key?.name);
   // ... and of this request's own values (image URLs it could not fetch): the same notes again.
   call.refusedValues = rememberedValues(call.policies, state.chatDeps.refusals, route, body, key?.name);
   call.priority = priorityOf({
