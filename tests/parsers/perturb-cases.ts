@@ -1244,8 +1244,10 @@ const key = (r: RecoveryResult) =>
   JSON.stringify({ content: r.content, calls: r.calls.map((x) => [x.name, x.arguments, x.repairs]) });
 
 /**
- * Chunkings a case is streamed at: one character at a time and seeded random cuts; with
- * `everyCut`, also fixed sizes and the text cut in two at every position.
+ * Chunkings a case is streamed at: one character at a time and seeded random cuts (one cut
+ * sequence per case; its seed from the case's id, so the ~6,300 cases are cut ~6,300 ways, not
+ * the same two); with `everyCut`, also fixed sizes, two random cuts from seed 1 and the text cut
+ * in two at every position.
  */
 function chunkings(text: string, seed: number, everyCut: boolean): string[][] {
   const sized = (k: number) => {
@@ -1268,10 +1270,17 @@ function chunkings(text: string, seed: number, everyCut: boolean): string[][] {
     }
     return p;
   };
-  if (!everyCut) return [sized(1), random(), random()];
+  if (!everyCut) return [sized(1), random()];
   const all = [sized(1), sized(2), sized(3), sized(7), sized(16), random(), random()];
   for (let i = 1; i < text.length; i++) all.push([text.slice(0, i), text.slice(i)]);
   return all;
+}
+
+/** A case's own seed for its random cuts (FNV-1a of its id). */
+function seedOf(id: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
+  return h & 0x7fffffff || 1;
 }
 
 /** The whole text went to reasoning (blanks aside): a leading `<think>` left open holds it. */
@@ -1300,7 +1309,8 @@ export function classify(c: PerturbCase, opts: { seed?: number; everyCut?: boole
   else verdict = c.truth === 'call' ? 'miss' : 'content-ok';
   let parity: string | null = null;
   const k = key(r);
-  for (const pieces of chunkings(c.text, opts.seed ?? 1, opts.everyCut === true)) {
+  const everyCut = opts.everyCut === true;
+  for (const pieces of chunkings(c.text, opts.seed ?? (everyCut ? 1 : seedOf(c.id)), everyCut)) {
     const s = readStreamed(c, pieces);
     if (key(s) !== k) {
       parity = JSON.stringify(pieces.slice(0, 3));
