@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { brotliCompressSync, deflateRawSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
-import { freshRequest, type Proc, startWorkers } from '../support/toolproof-process.js';
+import { freshRequest, type Proc, startWorkers, stopWorkers } from '../support/toolproof-process.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tp-reader-shares-'));
 const file = join(dir, 'toolproof.yaml');
@@ -42,8 +42,7 @@ keys:
 }, 90_000);
 
 afterAll(async () => {
-  proc.child.kill('SIGTERM');
-  await proc.exited;
+  await stopWorkers(proc);
   await sim.close();
 });
 

@@ -165,6 +165,19 @@ export async function startWorkers(
 }
 
 /**
+ * Stops a toolproof that `startWorkers` or `startToolproof` started (or any child with its
+ * `exited`): SIGTERM, so the primary stops its workers gracefully, unless it already exited; its
+ * exit code once it is gone. Undefined (a start that failed before it spawned): nothing to stop.
+ */
+export async function stopWorkers(
+  proc: Pick<Proc, 'child' | 'exited'> | undefined,
+): Promise<number | null | undefined> {
+  if (!proc) return undefined;
+  if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill('SIGTERM');
+  return proc.exited;
+}
+
+/**
  * One request on a connection of its own, read whole. A cluster's primary hands each connection to
  * a worker, so requests sent this way spread over the workers (what the cluster tests need); `key`
  * sends `Authorization: Bearer sk-<key>-0123456789`, the tests' naming of a YAML key.

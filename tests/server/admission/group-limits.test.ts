@@ -11,7 +11,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator } from '../../../simulator/index.js';
-import { freshRequest, hiChat, type Proc, startWorkers } from '../../support/toolproof-process.js';
+import {
+  freshRequest,
+  hiChat,
+  type Proc,
+  startWorkers,
+  stopWorkers,
+} from '../../support/toolproof-process.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tp-group-limits-'));
 const file = join(dir, 'toolproof.yaml');
@@ -44,8 +50,7 @@ keys:
 }, 90_000);
 
 afterAll(async () => {
-  proc.child.kill('SIGTERM');
-  await proc.exited;
+  await stopWorkers(proc);
   await sim.close();
 });
 

@@ -10,7 +10,13 @@ import { join } from 'node:path';
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator } from '../../../simulator/index.js';
-import { freshRequest, hiChat, type Proc, startWorkers } from '../../support/toolproof-process.js';
+import {
+  freshRequest,
+  hiChat,
+  type Proc,
+  startWorkers,
+  stopWorkers,
+} from '../../support/toolproof-process.js';
 
 const WORDS = Array.from({ length: 30 }, (_, i) => `w${i}`).join(' ');
 const dir = mkdtempSync(join(tmpdir(), 'tp-reload-cluster-'));
@@ -37,8 +43,7 @@ beforeAll(async () => {
 }, 90_000);
 
 afterAll(async () => {
-  proc.child.kill('SIGTERM');
-  await proc.exited;
+  await stopWorkers(proc);
   await sim.close();
 });
 
