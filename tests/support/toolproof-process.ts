@@ -6,11 +6,13 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from 'undici';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
+import { createSimulator, type Simulator, type SimulatorOptions } from '../../simulator/index.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -175,6 +177,33 @@ export async function stopWorkers(
   if (!proc) return undefined;
   if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill('SIGTERM');
   return proc.exited;
+}
+
+/** What `clusterOnYaml` started; each field is set once the file's beforeAll ran. */
+export interface YamlCluster {
+  /** The YAML file toolproof reads (a test may rewrite it and send SIGHUP). */
+  file: string;
+  sim: Simulator;
+  proc: Proc;
+  origin: string;
+}
+
+/**
+ * For a test file of the cluster: before its tests, a simulator on `simulator`, and toolproof with
+ * two workers on the YAML that `yaml(simUrl)` writes to a temporary file; after them, both stopped.
+ */
+export function clusterOnYaml(simulator: SimulatorOptions, yaml: (simUrl: string) => string): YamlCluster {
+  const cluster = { file: join(mkdtempSync(join(tmpdir(), 'tp-cluster-')), 'toolproof.yaml') } as YamlCluster;
+  beforeAll(async () => {
+    cluster.sim = await createSimulator(simulator);
+    writeFileSync(cluster.file, yaml(cluster.sim.url));
+    ({ proc: cluster.proc, origin: cluster.origin } = await startWorkers(cluster.file));
+  }, 90_000);
+  afterAll(async () => {
+    await stopWorkers(cluster.proc);
+    await cluster.sim?.close();
+  });
+  return cluster;
 }
 
 /**
