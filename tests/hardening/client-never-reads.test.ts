@@ -13,6 +13,7 @@ import {
   fakeUpstream,
   type FakeUpstream,
   type RunningProxy,
+  sendCompletion,
   startProxy,
 } from '../support/harness.js';
 
@@ -25,16 +26,7 @@ beforeAll(async () => {
   upstream = await fakeUpstream((req, res) => {
     const body = JSON.parse(req.body.toString()) as { stream?: boolean };
     if (!body.stream) {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify({
-          id: 'c',
-          object: 'chat.completion',
-          created: 1,
-          model: 'm1',
-          choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-        }),
-      );
+      sendCompletion(res, { content: 'ok' });
       return;
     }
     // An answer far larger than the sockets' buffers, written as fast as it is taken.

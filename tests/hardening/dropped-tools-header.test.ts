@@ -18,21 +18,27 @@ const serverTools = Array.from({ length: 4000 }, (_, i) => ({
   name: 'web_search',
 }));
 
+/**
+ * A one-line Messages request with `tools`, through Node's fetch (undici) with its default
+ * limits: a header past them fails the request.
+ */
+const send = (tools: unknown[], stream?: boolean) =>
+  fetch(`${pair.proxy.origin}/v1/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+    body: JSON.stringify({
+      model: 'm1',
+      max_tokens: 16,
+      stream,
+      messages: [{ role: 'user', content: 'hi' }],
+      tools,
+    }),
+  });
+
 describe('x-toolproof-dropped-tools with thousands of dropped tools', () => {
   for (const stream of [false, true]) {
     it(`stays small enough for a default fetch (${stream ? 'streamed' : 'not streamed'})`, async () => {
-      // Node's fetch (undici) with its default limits: a header past them fails the request.
-      const res = await fetch(`${pair.proxy.origin}/v1/messages`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
-        body: JSON.stringify({
-          model: 'm1',
-          max_tokens: 16,
-          stream,
-          messages: [{ role: 'user', content: 'hi' }],
-          tools: serverTools,
-        }),
-      });
+      const res = await send(serverTools, stream);
       expect(res.status).toBe(200);
       await res.arrayBuffer();
       const header = res.headers.get('x-toolproof-dropped-tools')!;
@@ -44,16 +50,7 @@ describe('x-toolproof-dropped-tools with thousands of dropped tools', () => {
   }
 
   it('a few dropped tools are all named', async () => {
-    const res = await fetch(`${pair.proxy.origin}/v1/messages`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
-      body: JSON.stringify({
-        model: 'm1',
-        max_tokens: 16,
-        messages: [{ role: 'user', content: 'hi' }],
-        tools: serverTools.slice(0, 2),
-      }),
-    });
+    const res = await send(serverTools.slice(0, 2));
     await res.arrayBuffer();
     expect(res.headers.get('x-toolproof-dropped-tools')).toBe('web_search_20000000, web_search_20000001');
   });

@@ -17,7 +17,7 @@ import { buildApp, type ToolproofApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
 import { closeApp } from '../server/stack.js';
 import { logCapture } from '../server/test-utils.js';
-import { type FakeUpstream, fakeUpstream, type Recorded } from '../support/harness.js';
+import { type FakeUpstream, fakeUpstream, type Recorded, sendCompletion } from '../support/harness.js';
 
 const LISTED = 'org/listed-7b';
 const UNLISTED = 'alias-answered';
@@ -37,16 +37,7 @@ function handler(req: Recorded, res: ServerResponse): void {
     );
     return;
   }
-  res.writeHead(200, { 'content-type': 'application/json' });
-  res.end(
-    JSON.stringify({
-      id: 'c',
-      object: 'chat.completion',
-      created: 1,
-      model,
-      choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-    }),
-  );
+  sendCompletion(res, { content: 'ok' }, 'stop', {}, model);
 }
 
 let upstream: FakeUpstream | undefined;

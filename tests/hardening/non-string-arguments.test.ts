@@ -94,23 +94,28 @@ function callOf(door: Door, stream: boolean, text: string): unknown {
   return json === '' ? {} : JSON.parse(json);
 }
 
+/** `door`'s request, streamed or not, answered 200: the call's arguments as callOf reads them. */
+async function ask(door: Door, stream: boolean): Promise<unknown> {
+  const { path, body } = doors[door];
+  const res = await fetch(`${pair.proxy.origin}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ ...body, stream }),
+  });
+  const text = await res.text();
+  expect(res.status, text).toBe(200);
+  return callOf(door, stream, text);
+}
+
 describe.each([42, false])('upstream arguments %s (not a string), still bad after the retry', (v) => {
   it.each(Object.keys(doors).flatMap((d) => [[d, false] as const, [d, true] as const]))(
     '%s, stream %s: the JSON text is judged, retried once and answered as invalid arguments',
     async (door, stream) => {
       value = v;
       const before = pair.upstream.requests.length;
-      const { path, body } = doors[door as Door];
-      const res = await fetch(`${pair.proxy.origin}${path}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ ...body, stream }),
-      });
-      const text = await res.text();
-      expect(res.status, text).toBe(200);
+      const got = await ask(door as Door, stream);
       // The corrective retry ran, streamed as well as not.
       expect(pair.upstream.requests.length - before).toBe(2);
-      const got = callOf(door as Door, stream, text);
       expect(got).toEqual(door === 'messages' ? { _raw: JSON.stringify(v) } : JSON.stringify(v));
     },
   );
@@ -119,18 +124,8 @@ describe.each([42, false])('upstream arguments %s (not a string), still bad afte
 describe.each([null, { a: 1 }])('upstream arguments %j', (v) => {
   it.each(Object.keys(doors))('%s: answered the same streamed and not', async (door) => {
     value = v;
-    const { path, body } = doors[door as Door];
     const got: unknown[] = [];
-    for (const stream of [false, true]) {
-      const res = await fetch(`${pair.proxy.origin}${path}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ ...body, stream }),
-      });
-      const text = await res.text();
-      expect(res.status, text).toBe(200);
-      got.push(callOf(door as Door, stream, text));
-    }
+    for (const stream of [false, true]) got.push(await ask(door as Door, stream));
     expect(got[1]).toEqual(got[0]);
     if (v !== null) expect(got[0]).toEqual(door === 'messages' ? v : JSON.stringify(v));
   });

@@ -9,47 +9,28 @@
  * without a key) was a gather of every worker's registry in the primary per scrape: N scrapes at
  * once, N gathers held and aggregated there; now scrapes share them.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { brotliCompressSync, deflateRawSync, gzipSync } from 'node:zlib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSimulator, type Simulator } from '../../simulator/index.js';
-import { freshRequest, type Proc, startWorkers } from '../support/toolproof-process.js';
+import { describe, expect, it } from 'vitest';
+import { clusterOnYaml, freshRequest } from '../support/toolproof-process.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'tp-reader-shares-'));
-const file = join(dir, 'toolproof.yaml');
-let sim: Simulator;
-let proc: Proc;
-let origin: string;
-
-beforeAll(async () => {
-  sim = await createSimulator({ personality: 'vllm' });
-  writeFileSync(
-    file,
-    `
+const cluster = clusterOnYaml(
+  { personality: 'vllm' },
+  (simUrl) => `
 defaults:
   forceToolUse: false
 models:
   m:
-    upstream: ${sim.url}
+    upstream: ${simUrl}
 keys:
   - { name: alice, key: sk-alice-0123456789 }
   - { name: bob, key: sk-bob-0123456789 }
 `,
-  );
-  ({ proc, origin } = await startWorkers(file));
-}, 90_000);
-
-afterAll(async () => {
-  proc.child.kill('SIGTERM');
-  await proc.exited;
-  await sim.close();
-});
+);
 
 /** One request of `key` on a connection of its own (the primary spreads them over the workers). */
 const send = (key: string, method: 'GET' | 'POST', path: string, body?: unknown) =>
-  freshRequest(origin, {
+  freshRequest(cluster.origin, {
     key,
     method,
     path,
@@ -58,14 +39,14 @@ const send = (key: string, method: 'GET' | 'POST', path: string, body?: unknown)
 
 /** The primary's CPU so far, ms (utime + stime of /proc/<pid>/stat, in 10 ms ticks). */
 function primaryCpuMs(): number {
-  const stat = readFileSync(`/proc/${proc.child.pid}/stat`, 'utf8');
+  const stat = readFileSync(`/proc/${cluster.proc.child.pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /** One GET /metrics on a connection of its own: its status. */
 const scrape = async (): Promise<number> =>
-  (await freshRequest(origin, { method: 'GET', path: '/metrics' })).status;
+  (await freshRequest(cluster.origin, { method: 'GET', path: '/metrics' })).status;
 
 describe('/metrics scrapes at once', () => {
   it("share the primary's gathers: 200 at once, far fewer gathers", async () => {
@@ -75,7 +56,7 @@ describe('/metrics scrapes at once', () => {
     // each on a connection of its own, all at once
     const bodies = await Promise.all(
       Array.from({ length: 200 }, async () => {
-        const res = await freshRequest(origin, { method: 'GET', path: '/metrics' });
+        const res = await freshRequest(cluster.origin, { method: 'GET', path: '/metrics' });
         expect(res.status).toBe(200);
         return res.text;
       }),
@@ -106,7 +87,7 @@ describe('compressed bodies with TOOLPROOF_WORKERS=2', () => {
     // on connections of their own: the primary spreads them over both workers
     const got = await Promise.all(
       cases.map(async ([encoding, body]) => {
-        const res = await freshRequest(origin, {
+        const res = await freshRequest(cluster.origin, {
           key: 'bob',
           headers: { 'content-encoding': encoding },
           body,

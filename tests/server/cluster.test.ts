@@ -111,11 +111,10 @@ describe('two workers on one port', () => {
   const servedBy = async (reqId: string) =>
     Number((await proc.waitFor((l) => l.reqId === reqId && l.msg === 'request', 10_000)).pid);
 
-  it('both workers serve, and /metrics from either shows the whole group', async () => {
-    expect(workerPids).toHaveLength(2);
-    expect(workerPids).not.toContain(proc.child.pid);
+  /** pids of the processes that answered `n` chat requests (each 200), each on a connection of its own. */
+  const chatServedBy = async (n: number) => {
     const pids = new Set<number>();
-    for (let i = 0; i < 6; i++) {
+    for (let i = 0; i < n; i++) {
       const r = await once(origin, '/v1/chat/completions', {
         model: 'm1',
         messages: [{ role: 'user', content: 'hi' }],
@@ -123,6 +122,13 @@ describe('two workers on one port', () => {
       expect(r.status).toBe(200);
       pids.add(await servedBy(r.reqId));
     }
+    return pids;
+  };
+
+  it('both workers serve, and /metrics from either shows the whole group', async () => {
+    expect(workerPids).toHaveLength(2);
+    expect(workerPids).not.toContain(proc.child.pid);
+    const pids = await chatServedBy(6);
     expect([...pids].sort()).toEqual([...workerPids].sort());
 
     const answeredBy = new Set<number>();
@@ -148,15 +154,7 @@ describe('two workers on one port', () => {
     );
     const newPid = Number(/pid (\d+)/.exec(String(replacement.msg))![1]);
     workerPids.push(newPid);
-    const pids = new Set<number>();
-    for (let i = 0; i < 4; i++) {
-      const r = await once(origin, '/v1/chat/completions', {
-        model: 'm1',
-        messages: [{ role: 'user', content: 'hi' }],
-      });
-      expect(r.status).toBe(200);
-      pids.add(await servedBy(r.reqId));
-    }
+    const pids = await chatServedBy(4);
     expect(pids.has(newPid)).toBe(true);
     expect(pids.has(victim)).toBe(false);
 

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
-import { freshRequest, once, type Proc, startWorkers } from '../support/toolproof-process.js';
+import { freshRequest, once, type Proc, startWorkers, stopWorkers } from '../support/toolproof-process.js';
 
 /** /inspect/api/session's answer, or the inspector's error. */
 interface SessionAnswer {
@@ -29,10 +29,7 @@ describe('the inspector over two workers', () => {
   }, 90_000);
 
   afterAll(async () => {
-    if (proc && proc.child.exitCode === null) {
-      proc.child.kill('SIGTERM');
-      await proc.exited;
-    }
+    await stopWorkers(proc);
     await sim?.close();
   });
 

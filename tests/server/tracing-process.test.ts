@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
 import { otlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.js';
-import { freePort, freshRequest, hiChat, nodeEntry } from '../support/toolproof-process.js';
+import { freePort, freshRequest, hiChat, nodeEntry, stopWorkers } from '../support/toolproof-process.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -134,8 +134,7 @@ describe('tracing in the real process', () => {
         '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
       );
     } finally {
-      p.child.kill('SIGTERM');
-      await p.exited;
+      await stopWorkers(p);
     }
     // prom-client requires @opentelemetry/api (its metrics' exemplars): the API alone, with no
     // SDK registered, is a no-op. Nothing else of OpenTelemetry may load.

@@ -41,6 +41,33 @@ export function takeRequest(buf: Buffer): { line: string; rest: Buffer } | undef
   return { line: head.split('\r\n')[0]!, rest: buf.subarray(end + 4 + length) };
 }
 
+/**
+ * Reads each whole request off `socket` as it comes, notes it in `up.seen` with its ordinal on the
+ * connection, and calls `onRequest(nth)`, which returns false once it closed the socket (the
+ * reading stops there); `onChunk` runs first on each chunk read.
+ */
+function eachRequest(
+  socket: Socket,
+  up: RawUpstream,
+  onRequest: (nth: number) => boolean,
+  onChunk?: () => void,
+): void {
+  let buf: Buffer = Buffer.alloc(0);
+  let nth = 0;
+  socket.on('data', (d: Buffer) => {
+    onChunk?.();
+    buf = Buffer.concat([buf, d]);
+    for (;;) {
+      const req = takeRequest(buf);
+      if (!req) return;
+      buf = req.rest;
+      nth++;
+      up.seen.push({ line: req.line, nth });
+      if (!onRequest(nth)) return;
+    }
+  });
+}
+
 /** A net server on loopback that counts and tracks its connections; `onSocket` speaks HTTP. */
 export async function listenRaw(onSocket: (socket: Socket, up: RawUpstream) => void): Promise<RawUpstream> {
   const sockets = new Set<Socket>();
@@ -84,8 +111,6 @@ export async function rawUpstream(
       up.closedByClient++;
       socket.end();
     });
-    let buf: Buffer = Buffer.alloc(0);
-    let nth = 0;
     let idle: NodeJS.Timeout | undefined;
     // Armed after each answer, never on accept: a server's keep-alive timer runs between requests
     // (node's keepAliveTimeout, uvicorn's timeout_keep_alive), not before a connection's first one.
@@ -102,26 +127,23 @@ export async function rawUpstream(
         }, idleMs);
     };
     socket.on('close', () => clearTimeout(idle));
-    socket.on('data', (d: Buffer) => {
-      clearTimeout(idle);
-      buf = Buffer.concat([buf, d]);
-      for (;;) {
-        const req = takeRequest(buf);
-        if (!req) return;
-        buf = req.rest;
-        nth++;
-        up.seen.push({ line: req.line, nth });
+    eachRequest(
+      socket,
+      up,
+      (nth) => {
         const answered = answer(nth);
         if (answered !== true) {
           // FIN without a response (the close raced this request), or after a torn head.
           if (answered === false) socket.end();
           else socket.end(answered);
-          return;
+          return false;
         }
         socket.write(okResponse('chatcmpl-ka', head));
         arm();
-      }
-    });
+        return true;
+      },
+      () => clearTimeout(idle),
+    );
   });
 }
 
@@ -136,25 +158,14 @@ export async function generatingThenResetting(
   head = '',
 ): Promise<RawUpstream> {
   return listenRaw((socket, up) => {
-    let buf: Buffer = Buffer.alloc(0);
-    let nth = 0;
-    socket.on('data', (d: Buffer) => {
-      buf = Buffer.concat([buf, d]);
-      for (;;) {
-        const req = takeRequest(buf);
-        if (!req) return;
-        buf = req.rest;
-        nth++;
-        up.seen.push({ line: req.line, nth });
-        if (nth === 1) {
-          setTimeout(() => socket.write(okResponse('chatcmpl-warm', head)), warmMs);
-          continue;
-        }
+    eachRequest(socket, up, (nth) => {
+      if (nth === 1) setTimeout(() => socket.write(okResponse('chatcmpl-warm', head)), warmMs);
+      else
         setTimeout(() => {
           up.closedByServer++;
           socket.resetAndDestroy();
         }, workMs);
-      }
+      return true;
     });
   });
 }

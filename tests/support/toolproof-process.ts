@@ -6,11 +6,13 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from 'undici';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
+import { createSimulator, type Simulator, type SimulatorOptions } from '../../simulator/index.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -162,6 +164,46 @@ export async function startWorkers(
     60_000,
   );
   return { proc, origin: `http://127.0.0.1:${port}` };
+}
+
+/**
+ * Stops a toolproof that `startWorkers` or `startToolproof` started (or any child with its
+ * `exited`): SIGTERM, so the primary stops its workers gracefully, unless it already exited; its
+ * exit code once it is gone. Undefined (a start that failed before it spawned): nothing to stop.
+ */
+export async function stopWorkers(
+  proc: Pick<Proc, 'child' | 'exited'> | undefined,
+): Promise<number | null | undefined> {
+  if (!proc) return undefined;
+  if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill('SIGTERM');
+  return proc.exited;
+}
+
+/** What `clusterOnYaml` started; each field is set once the file's beforeAll ran. */
+export interface YamlCluster {
+  /** The YAML file toolproof reads (a test may rewrite it and send SIGHUP). */
+  file: string;
+  sim: Simulator;
+  proc: Proc;
+  origin: string;
+}
+
+/**
+ * For a test file of the cluster: before its tests, a simulator on `simulator`, and toolproof with
+ * two workers on the YAML that `yaml(simUrl)` writes to a temporary file; after them, both stopped.
+ */
+export function clusterOnYaml(simulator: SimulatorOptions, yaml: (simUrl: string) => string): YamlCluster {
+  const cluster = { file: join(mkdtempSync(join(tmpdir(), 'tp-cluster-')), 'toolproof.yaml') } as YamlCluster;
+  beforeAll(async () => {
+    cluster.sim = await createSimulator(simulator);
+    writeFileSync(cluster.file, yaml(cluster.sim.url));
+    ({ proc: cluster.proc, origin: cluster.origin } = await startWorkers(cluster.file));
+  }, 90_000);
+  afterAll(async () => {
+    await stopWorkers(cluster.proc);
+    await cluster.sim?.close();
+  });
+  return cluster;
 }
 
 /**

@@ -6,57 +6,38 @@
  * the requests came in on, shared fairly between keys. Before, each worker held the configured
  * numbers divided by the workers (1 each): 2 for the group, and a third slot idle.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSimulator, type Simulator } from '../../../simulator/index.js';
-import { freshRequest, hiChat, type Proc, startWorkers } from '../../support/toolproof-process.js';
+import { describe, expect, it } from 'vitest';
+import { clusterOnYaml, freshRequest, hiChat } from '../../support/toolproof-process.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'tp-group-limits-'));
-const file = join(dir, 'toolproof.yaml');
-let sim: Simulator;
-let proc: Proc;
-let origin: string;
 /** How long the simulator takes over each answer: the slot is held that long. */
 const HOLD_MS = 1_500;
 
-beforeAll(async () => {
-  sim = await createSimulator({ personality: 'vllm', scenario: [{ say: 'done', delayMs: HOLD_MS }] });
-  writeFileSync(
-    file,
-    `
+const cluster = clusterOnYaml(
+  { personality: 'vllm', scenario: [{ say: 'done', delayMs: HOLD_MS }] },
+  (simUrl) => `
 defaults:
   forceToolUse: false
 admission:
   concurrency: 3
 models:
   m:
-    upstream: ${sim.url}
+    upstream: ${simUrl}
 keys:
   - { name: alice, key: sk-alice-0123456789 }
   - { name: bob, key: sk-bob-0123456789 }
   - { name: capped, key: sk-capped-0123456789, concurrency: 3, queueTimeoutMs: 0 }
   - { name: minute, key: sk-minute-0123456789, requestsPerMinute: 3 }
 `,
-  );
-  ({ proc, origin } = await startWorkers(file));
-}, 90_000);
-
-afterAll(async () => {
-  proc.child.kill('SIGTERM');
-  await proc.exited;
-  await sim.close();
-});
+);
 
 /** One chat request of `key` on a connection of its own; its status, id and when it was answered. */
 async function ask(key: string): Promise<{ status: number; reqId: string; at: number }> {
-  const res = await freshRequest(origin, { key, body: hiChat('m') });
+  const res = await freshRequest(cluster.origin, { key, body: hiChat('m') });
   return { status: res.status, reqId: String(res.headers['x-request-id']), at: performance.now() };
 }
 
 const metrics = async (): Promise<string> =>
-  (await freshRequest(origin, { method: 'GET', path: '/metrics' })).text;
+  (await freshRequest(cluster.origin, { method: 'GET', path: '/metrics' })).text;
 
 /** The sum of a metric's samples whose labels include `labels` (the group's, through the primary). */
 const sample = (text: string, name: string, labels: string): number =>
@@ -69,7 +50,9 @@ const sample = (text: string, name: string, labels: string): number =>
 const workersOf = async (ids: string[]) =>
   new Set(
     await Promise.all(
-      ids.map(async (id) => (await proc.waitFor((l) => l.reqId === id && l.msg === 'request', 10_000)).pid),
+      ids.map(
+        async (id) => (await cluster.proc.waitFor((l) => l.reqId === id && l.msg === 'request', 10_000)).pid,
+      ),
     ),
   );
 
@@ -110,8 +93,11 @@ describe('limits with two workers are the group’s', () => {
     // Three of alice's took a slot at once (before: one per worker, two): the log line's queuedMs.
     const waited = alice.map(
       (a) =>
-        (proc.lines.find((l) => l.reqId === a.reqId && l.msg === 'request')?.harness as { queuedMs?: number })
-          ?.queuedMs,
+        (
+          cluster.proc.lines.find((l) => l.reqId === a.reqId && l.msg === 'request')?.harness as {
+            queuedMs?: number;
+          }
+        )?.queuedMs,
     );
     expect(waited.filter((ms) => ms === 0)).toHaveLength(3);
     // bob's one request took the first slot that freed, before alice's last waiting ones.
@@ -123,7 +109,7 @@ describe('limits with two workers are the group’s', () => {
   }, 40_000);
 
   it('a worker that dies gives back the slots its requests held', async () => {
-    const pids = proc.lines
+    const pids = cluster.proc.lines
       .filter((l) => typeof l.msg === 'string' && /^worker \d+ \(pid \d+\) listening$/.test(l.msg))
       .map((l) => Number(/pid (\d+)/.exec(String(l.msg))![1]));
     // capped's 3 slots taken, over both workers; one worker dies with its share of them.

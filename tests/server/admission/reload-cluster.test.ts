@@ -4,49 +4,33 @@
  * every worker swaps its configuration, the revoked key is refused within a second on fresh
  * connections (whichever worker takes them), and none of the 50 streams breaks: each ends whole.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { writeFileSync } from 'node:fs';
 import { Client } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSimulator, type Simulator } from '../../../simulator/index.js';
-import { freshRequest, hiChat, type Proc, startWorkers } from '../../support/toolproof-process.js';
+import { describe, expect, it } from 'vitest';
+import { clusterOnYaml, freshRequest, hiChat } from '../../support/toolproof-process.js';
 
 const WORDS = Array.from({ length: 30 }, (_, i) => `w${i}`).join(' ');
-const dir = mkdtempSync(join(tmpdir(), 'tp-reload-cluster-'));
-const file = join(dir, 'toolproof.yaml');
-let sim: Simulator;
-let proc: Proc;
-let origin: string;
-
-const yaml = (keys: string[]) => `
+const yaml = (simUrl: string, keys: string[]) => `
 defaults:
   forceToolUse: false
 models:
   m:
-    upstream: ${sim.url}
+    upstream: ${simUrl}
 keys:
 ${keys.map((k) => `  - name: ${k}\n    key: sk-${k}-0123456789`).join('\n')}
 `;
 
-beforeAll(async () => {
-  // Every answer streams 30 words, 40 ms apart: about 1.2 s per stream.
-  sim = await createSimulator({ personality: 'vllm', scenario: [{ say: WORDS, chunkDelayMs: 40 }] });
-  writeFileSync(file, yaml(['alice', 'bob']));
-  ({ proc, origin } = await startWorkers(file));
-}, 90_000);
-
-afterAll(async () => {
-  proc.child.kill('SIGTERM');
-  await proc.exited;
-  await sim.close();
-});
+// Every answer streams 30 words, 40 ms apart: about 1.2 s per stream.
+const cluster = clusterOnYaml(
+  { personality: 'vllm', scenario: [{ say: WORDS, chunkDelayMs: 40 }] },
+  (simUrl) => yaml(simUrl, ['alice', 'bob']),
+);
 
 const status = async (key: string): Promise<number> =>
-  (await freshRequest(origin, { key, body: hiChat('m') })).status;
+  (await freshRequest(cluster.origin, { key, body: hiChat('m') })).status;
 
 async function openStream(): Promise<Promise<string>> {
-  const client = new Client(origin);
+  const client = new Client(cluster.origin);
   const res = await client.request({
     method: 'POST',
     path: '/v1/chat/completions',
@@ -64,9 +48,9 @@ async function openStream(): Promise<Promise<string>> {
 describe('reload with two workers', () => {
   it('SIGHUP under 50 open streams breaks none, and a revoked key is refused within a second', async () => {
     const streams = await Promise.all(Array.from({ length: 50 }, () => openStream()));
-    writeFileSync(file, yaml(['alice']));
+    writeFileSync(cluster.file, yaml(cluster.sim.url, ['alice']));
     const hup = Date.now();
-    proc.child.kill('SIGHUP');
+    cluster.proc.child.kill('SIGHUP');
     // Fresh connections, spread over both workers by the primary: refused once each worker swapped.
     let refusedInARow = 0;
     while (refusedInARow < 6) {
@@ -80,7 +64,7 @@ describe('reload with two workers', () => {
       expect(body).not.toContain('"error"');
       expect(body.trimEnd().endsWith('data: [DONE]')).toBe(true);
     }
-    const reloaded = proc.lines.filter((l) => l.msg === 'configuration reloaded');
+    const reloaded = cluster.proc.lines.filter((l) => l.msg === 'configuration reloaded');
     expect(new Set(reloaded.map((l) => l.pid)).size).toBe(2);
   }, 60_000);
 });
