@@ -85,19 +85,21 @@ async function longSession(
   return fails;
 }
 
+/** The agent's one tool, as the Messages API declares it. */
+const messagesTools = [
+  {
+    name: 'Read',
+    description: 'Read a file',
+    input_schema: { type: 'object', properties: { path: { type: 'string' } } },
+  },
+];
+
 describe('a long agent session in an 8k window: every turn answered, the prefix kept', () => {
   it('Messages, streamed (Anthropic SDK)', async () => {
-    const tools = [
-      {
-        name: 'Read',
-        description: 'Read a file',
-        input_schema: { type: 'object', properties: { path: { type: 'string' } } },
-      },
-    ];
     const fails = await longSession(
       async (history) => {
         const m = await anthropic.messages
-          .stream({ model: 'sim', max_tokens: 200, tools, messages: history } as never)
+          .stream({ model: 'sim', max_tokens: 200, tools: messagesTools, messages: history } as never)
           .finalMessage();
         const use = m.content.find((b) => b.type === 'tool_use');
         if (!use) throw new Error(`no call: ${JSON.stringify(m.content)}`);
@@ -120,19 +122,12 @@ describe('a long agent session in an 8k window: every turn answered, the prefix 
     // answer, 37 messages sent at the end, the prompt changing 50 times in 60 quarter-window steps.
     const reminder = (k: number) =>
       `<system-reminder>\nTurn ${k}. ${'The files read earlier may have changed on disk since; read them again before editing them, and keep the task list current. '.repeat(3)}\n</system-reminder>`;
-    const tools = [
-      {
-        name: 'Read',
-        description: 'Read a file',
-        input_schema: { type: 'object', properties: { path: { type: 'string' } } },
-      },
-    ];
     const fails = await longSession(
       async (history) => {
         const m = await anthropic.messages.create({
           model: 'sim',
           max_tokens: 200,
-          tools,
+          tools: messagesTools,
           messages: history,
         } as never);
         const use = (m as Anthropic.Message).content.find((b) => b.type === 'tool_use');

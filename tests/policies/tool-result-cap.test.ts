@@ -262,6 +262,20 @@ describe('tool-result-cap: results that each fit and together overflow the windo
       open = ((m.tool_calls as Array<{ id: string }> | undefined) ?? []).map((c) => c.id);
     }
   };
+  type Sent = Array<{ role: string; content?: unknown; tool_calls?: unknown }>;
+  /**
+   * A turn as the backend has it: a prompt over the window is refused and sent again cut; what
+   * goes must fit and be a valid history. Returns it, and whether it changed from `prev` (and
+   * where: the index of the first message that differs, -1 when none).
+   */
+  const sendTurn = (history: unknown[], turn: number, prev: Sent | undefined) => {
+    let out = run(history.slice(), false).request.messages as Sent;
+    if (size(out) >= 8192) out = run(history.slice()).request.messages as Sent;
+    expect(size(out), `turn ${turn}`).toBeLessThan(8192);
+    pairs(out as never);
+    const first = prev ? prev.findIndex((m, i) => JSON.stringify(m) !== JSON.stringify(out[i])) : -1;
+    return { out, first };
+  };
   const cutAt = (messages: Array<{ role: string; content?: unknown }>) =>
     messages.flatMap((m, i) =>
       m.role === 'tool' && String(m.content).includes('toolproof left out') ? [i] : [],
@@ -357,7 +371,7 @@ describe('tool-result-cap: results that each fit and together overflow the windo
         .join('\n')
         .padEnd(1600, '.');
     const history: unknown[] = [{ role: 'user', content: 'Read the files.' }];
-    let prev: Array<{ role: string; content?: unknown; tool_calls?: unknown }> | undefined;
+    let prev: Sent | undefined;
     let bytes = 0;
     let steps = 0;
     let changes = 0;
@@ -379,15 +393,8 @@ describe('tool-result-cap: results that each fit and together overflow the windo
       const grown = bytes + 1650;
       if (Math.floor(grown / (2048 * 3)) !== Math.floor(bytes / (2048 * 3))) steps++;
       bytes = grown;
-      // As the backend has it: a prompt over the window is refused, and sent again cut.
-      let out = run(history.slice(), false).request.messages as NonNullable<typeof prev>;
-      if (size(out) >= 8192) out = run(history.slice()).request.messages as NonNullable<typeof prev>;
-      expect(size(out), `turn ${turn}`).toBeLessThan(8192);
-      pairs(out);
-      if (prev) {
-        const first = prev.findIndex((m, i) => JSON.stringify(m) !== JSON.stringify(out[i]));
-        if (first !== -1) changes++;
-      }
+      const { out, first } = sendTurn(history, turn, prev);
+      if (first !== -1) changes++;
       prev = out;
     }
     expect(prev!.some((m) => String(m.content).includes('and the older tool calls after it'))).toBe(true);
@@ -436,7 +443,7 @@ describe('tool-result-cap: results that each fit and together overflow the windo
 
   it('a user line after every result, turn by turn: the prompt changes once a step at most, after what it already left out', () => {
     const history: Array<Record<string, unknown>> = [{ role: 'user', content: 'go' }];
-    let prev: Array<{ role: string; content?: unknown }> | undefined;
+    let prev: Sent | undefined;
     let changes = 0;
     let steps = 0;
     let bytes = 0;
@@ -449,18 +456,12 @@ describe('tool-result-cap: results that each fit and together overflow the windo
       const grown = JSON.stringify(history).length;
       steps += Math.floor(grown / step) - Math.floor(bytes / step);
       bytes = grown;
-      let out = run(history.slice(), false).request.messages as NonNullable<typeof prev>;
-      if (size(out) >= 8192) out = run(history.slice()).request.messages as NonNullable<typeof prev>;
-      expect(size(out), `turn ${turn}`).toBeLessThan(8192);
-      pairs(out);
-      if (prev) {
-        const first = prev.findIndex((m, i) => JSON.stringify(m) !== JSON.stringify(out[i]));
-        if (first !== -1) {
-          changes++;
-          expect(first).toBeGreaterThan(
-            prev.findLastIndex((m) => String(m.content).includes('toolproof left out')),
-          );
-        }
+      const { out, first } = sendTurn(history, turn, prev);
+      if (prev && first !== -1) {
+        changes++;
+        expect(first).toBeGreaterThan(
+          prev.findLastIndex((m) => String(m.content).includes('toolproof left out')),
+        );
       }
       prev = out;
     }
