@@ -52,9 +52,17 @@ const MIN_WINDOW = 128;
 /** Nor over this many (16M tokens; the largest served today hold 10M). */
 const MAX_WINDOW = 16 * 1024 * 1024;
 
-/** The memory's key: the model as its upstream knows it, and the asking key (fallback-memory.ts memoryModel). */
-function windowKey(route: ResolvedRoute, model: unknown, key: string | undefined): string {
-  return memoryModel(`${route.upstreamModel ?? String(model)}\u0000context-window`, key);
+/**
+ * The memory's key of what is learnt of a model (its window, the estimate's scale): the model as
+ * its upstream knows it, and the asking key (fallback-memory.ts memoryModel).
+ */
+function learntKey(
+  what: 'context-window' | 'estimate-scale',
+  route: ResolvedRoute,
+  model: unknown,
+  key: string | undefined,
+): string {
+  return memoryModel(`${route.upstreamModel ?? String(model)}\u0000${what}`, key);
 }
 
 /** Remember the window `route`'s upstream refused a prompt over, for the route's fallbackTtlSeconds. */
@@ -68,16 +76,11 @@ export function rememberWindow(
 ): void {
   memory?.remember(
     route.client.label,
-    windowKey(route, model, key),
+    learntKey('context-window', route, model, key),
     route.settings.fallbackTtlSeconds,
     route.name,
     window,
   );
-}
-
-/** The memory's key of the estimate's scale (PolicyContext.estimateScale). */
-function scaleKey(route: ResolvedRoute, model: unknown, key: string | undefined): string {
-  return memoryModel(`${route.upstreamModel ?? String(model)}\u0000estimate-scale`, key);
 }
 
 /**
@@ -93,7 +96,7 @@ export function rememberEstimateScale(
   key?: string,
 ): void {
   if (!memory) return;
-  const k = scaleKey(route, model, key);
+  const k = learntKey('estimate-scale', route, model, key);
   const known = memory.valueOf(route.client.label, k) ?? 1;
   memory.remember(
     route.client.label,
@@ -112,7 +115,7 @@ export function learntEstimateScale(
   key?: string,
 ): number | undefined {
   if (!memory || memory.size === 0) return undefined;
-  const scale = memory.valueOf(route.client.label, scaleKey(route, model, key));
+  const scale = memory.valueOf(route.client.label, learntKey('estimate-scale', route, model, key));
   if (scale === undefined || !(scale > 1)) return undefined;
   rememberEstimateScale(memory, route, model, scale, key);
   return scale;
@@ -131,7 +134,7 @@ export function withLearntWindow(
   key?: string,
 ): ResolvedRoute {
   if (!memory || memory.size === 0) return route;
-  const window = memory.valueOf(route.client.label, windowKey(route, model, key));
+  const window = memory.valueOf(route.client.label, learntKey('context-window', route, model, key));
   if (window === undefined) return route;
   const known = route.settings.contextWindow;
   if (known > 0 && window >= known) return route;
