@@ -709,13 +709,47 @@ function keepView() {
   };
 }
 
+/** The last answer read of one request, whole: an in-flight refresh asks only for what changed. */
+let held = null;
+
+/**
+ * One request's answer. A refresh of the one held asks `after` its cursor: each long text comes
+ * as what was added to it (docs/inspect.md, the API), put back after the held copy's start here.
+ */
+async function requestView(id, refresh) {
+  const path = `/requests/${encodeURIComponent(id)}`;
+  const prev = refresh && held?.id === id ? held.view : null;
+  let v = await getJson(prev ? `${path}?after=${encodeURIComponent(prev.cursor)}` : path);
+  if (prev) v = withHeld(prev, v) ?? (await getJson(path));
+  held = { id, view: v };
+  return v;
+}
+
+/** `next` with each text of its delta completed from `prev`; null when one is not there. */
+function withHeld(prev, next) {
+  for (const [path, keep] of Object.entries(next.delta ?? {})) {
+    const keys = path.split('.');
+    let from = prev;
+    let to = next;
+    for (const k of keys.slice(0, -1)) {
+      from = from?.[k];
+      to = to?.[k];
+    }
+    const last = keys[keys.length - 1];
+    const had = from?.[last];
+    if (typeof had !== 'string' || had.length < keep || typeof to?.[last] !== 'string') return null;
+    to[last] = had.slice(0, keep) + to[last];
+  }
+  return next;
+}
+
 async function showRequest(id, refresh) {
   current = 'request';
   const my = nav;
   if (!refresh) main.replaceChildren(el('p', {}, 'Loading…'));
   let v;
   try {
-    v = await getJson(`/requests/${encodeURIComponent(id)}`);
+    v = await requestView(id, refresh);
   } catch (err) {
     if (my !== nav) return;
     main.replaceChildren(

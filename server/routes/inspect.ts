@@ -21,6 +21,7 @@ import {
 import type { CapturePage, Outcome } from '../capture/ring.js';
 import { errorHandler } from '../error-handler.js';
 import { openAIErrorBody } from '../front-doors/chat/errors.js';
+import { withDelta } from './inspect-delta.js';
 import { type DiffBase, diffBaseOf } from './inspect-diff.js';
 
 const OUTCOMES: Outcome[] = ['clean', 'leak_recovered', 'final_answer', 'retried', 'failed', 'in_flight'];
@@ -47,6 +48,9 @@ const TYPES: Record<string, string> = {
 /** Nothing but the page's own files: a script that slipped through escaping could not run or call out. */
 const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/** The longest `after` cursor taken (64 texts' entries); a longer one is read as none. */
+const AFTER_MAX = 16_384;
 
 const summarySchema = {
   type: 'object',
@@ -139,7 +143,7 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
   const oneRequest = async (
     id: string,
     request: FastifyRequest,
-  ): Promise<RequestView & { diffBase: DiffBase }> => {
+  ): Promise<RequestView & { diffBase: DiffBase; cursor: string }> => {
     const owner = ownerOf(request);
     const got = await ask({ op: 'get', id, ...(owner === undefined ? {} : { owner }) }, request);
     const view = (got.parts as Array<RequestView | null>).find((p) => p !== null);
@@ -148,7 +152,10 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
         message: `No captured request ${JSON.stringify(id.slice(0, 200))} (never seen, or dropped from the ring).`,
       });
     // What the page diffs each attempt's request against (a Messages or Responses request, translated).
-    return { ...view, diffBase: diffBaseOf(view.record, state) };
+    const whole = { ...view, diffBase: diffBaseOf(view.record, state) };
+    // Only what changed since the asker's cursor (inspect-delta.ts): the page's in-flight refresh.
+    const after = (request.query as { after?: unknown } | undefined)?.after;
+    return withDelta(whole, typeof after === 'string' && after.length <= AFTER_MAX ? after : undefined);
   };
 
   void app.register(async (scope) => {
@@ -266,12 +273,23 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
         schema: {
           tags: ['inspect'],
           summary:
-            "One request whole: the client request (no credentials), every upstream attempt, the decisions, what the client received, read-back views, and diffBase: what each attempt's request is diffed against (the client's request, or a Messages or Responses request translated to chat completions before toolproof's policies). While the request is in flight, the running attempt's response and the client's response body are what was read and sent so far, marked `partial: true`.",
+            "One request whole: the client request (no credentials), every upstream attempt, the decisions, what the client received, read-back views, and diffBase: what each attempt's request is diffed against (the client's request, or a Messages or Responses request translated to chat completions before toolproof's policies). While the request is in flight, the running attempt's response and the client's response body are what was read and sent so far, marked `partial: true`. Every answer has a `cursor`; asked `?after=<cursor>`, each long text (1,024 characters or more) the asker holds the start of is sent as its rest only, and `delta` maps its path (`record.clientRequest.body.text`) to how many characters of the asker's copy come before it: an in-flight page reads only what changed.",
           security: [{ bearer: [] }],
           params: {
             type: 'object',
             properties: { id: { type: 'string', maxLength: 200 } },
             required: ['id'],
+          },
+          querystring: {
+            type: 'object',
+            properties: {
+              after: {
+                type: 'string',
+                maxLength: AFTER_MAX,
+                description:
+                  "The `cursor` of the answer the asker holds: each long text it holds the start of comes as its rest, and `delta` says how many characters of the asker's copy to keep in front of it.",
+              },
+            },
           },
         },
       },

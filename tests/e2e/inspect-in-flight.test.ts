@@ -8,7 +8,8 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumAvailable, openPage } from '../support/browser.js';
-import { type RunningProxy, startProxy } from '../support/harness.js';
+import { startFakeUpstream } from '../support/fake-upstream.js';
+import { chunkEvent, type RunningProxy, startProxy } from '../support/harness.js';
 import { type HeldStream, readUntil, startHeldStream } from '../support/held-stream.js';
 
 let upstream: HeldStream;
@@ -102,6 +103,67 @@ describe.skipIf(!chromiumAvailable)('the inspector page on a request in flight',
     } finally {
       await behind.close();
       await thinking.close();
+    }
+  });
+
+  it('reads only what changed while a long stream behind a large prompt goes on', async () => {
+    // A model writing a word every 100 ms until the test stops it, behind a 40 KB prompt.
+    let words = 0;
+    let stop = false;
+    const slow = await startFakeUpstream((_body, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const tick = setInterval(() => {
+        if (res.destroyed) return clearInterval(tick);
+        if (!stop) {
+          res.write(chunkEvent({ content: `w${words++} ` }, null, 'chatcmpl-slow', 'm1'));
+          return;
+        }
+        clearInterval(tick);
+        res.write(chunkEvent({}, 'stop', 'chatcmpl-slow', 'm1'));
+        res.end('data: [DONE]\n\n');
+      }, 100);
+    });
+    const behind = await startProxy({ TOOLPROOF_UPSTREAM_URL: slow.url });
+    const sizes: number[] = [];
+    const onResponse = (r: import('playwright-core').Response) => {
+      if (r.url().includes('/inspect/api/requests/long-one'))
+        void r.body().then(
+          (b) => sizes.push(b.length),
+          () => {},
+        );
+    };
+    try {
+      const prompt = 'The files of the project, read by the agent so far. '.repeat(800);
+      const res = fetch(`${behind.origin}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-request-id': 'long-one' },
+        body: JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: prompt }], stream: true }),
+      }).then((r) => r.text());
+      await expect.poll(() => words, { timeout: 5000 }).toBeGreaterThan(2);
+      page.on('response', onResponse);
+      await page.goto(`${behind.origin}/inspect#/r/long-one`);
+      await page.locator('#model-wrote pre.text').waitFor();
+      await expect.poll(() => sizes.length, { timeout: 10_000 }).toBeGreaterThanOrEqual(4);
+      // What the page shows is the whole text so far, put together from the pieces it read.
+      const shown = (await page.locator('#model-wrote pre.text').textContent()) ?? '';
+      expect(shown).toMatch(/^w0 w1 w2 (w\d+ )*w\d+ $/);
+      stop = true;
+      const answer = await res;
+      await expect.poll(() => page.locator('#state').textContent(), { timeout: 5000 }).toBe('');
+      const all = [...answer.matchAll(/"content":"(w\d+ )"/g)].map((m) => m[1]).join('');
+      expect(await page.locator('#model-wrote pre.text').textContent()).toBe(all);
+      expect(await page.locator('#client-received pre.text').textContent()).toBe(all);
+      // The first read is the whole record (the prompt as received, as sent, its curl, the diff's
+      // base: ~4 x 40 KB); each refresh after it, only the words written since and the metadata
+      // (3.6-9.8 KB against 172-196 KB each before, words every 50 ms).
+      const [first, ...refreshes] = sizes;
+      expect(first).toBeGreaterThan(4 * 40_000);
+      expect(Math.max(...refreshes)).toBeLessThan(first! / 8);
+    } finally {
+      page.off('response', onResponse);
+      stop = true;
+      await behind.close();
+      await slow.close();
     }
   });
 });
