@@ -108,6 +108,8 @@ const UNREPORTED = 'not reported by the upstream';
 const tokCell = (r, n) =>
   unreported(r) ? el('td', { class: 'num', title: UNREPORTED }, '?') : el('td', { class: 'num' }, tok(n));
 const badge = (o) => el('span', { class: `badge o-${o}`, 'data-outcome': o }, o.replace('_', ' '));
+/** Every kind of a request, the outcome first (a retried request whose call leaked is both). */
+const badges = (r) => (r.kinds?.length ? r.kinds : [r.outcome]).map(badge);
 /** A long session label shortened in its middle: its end (a run's mark) tells runs apart. */
 const shortSession = (s) => (s.length > 30 ? `${s.slice(0, 12)}…${s.slice(-17)}` : s);
 
@@ -427,7 +429,7 @@ function requestRow(r) {
       ),
     ),
     el('td', {}, r.inFlight ? '…' : String(r.status)),
-    el('td', {}, badge(r.outcome)),
+    el('td', { class: 'outcome' }, badges(r)),
     el('td', { class: 'num' }, String(r.attempts)),
     tokCell(r, r.tokens.cached),
     tokCell(r, r.tokens.prompt),
@@ -1093,7 +1095,7 @@ async function showSession(key) {
               },
               el('td', { class: 'num' }, String(i + 1)),
               el('td', {}, el('a', { href: `#/r/${encodeURIComponent(s.id)}` }, time(s.at))),
-              el('td', {}, badge(s.outcome)),
+              el('td', { class: 'outcome' }, badges(s)),
               el('td', {}, s.inFlight ? '…' : String(s.status)),
               el('td', { class: 'num' }, `${tok(s.tokens.cached)} / ${tok(s.tokens.prompt)}`),
               el(

@@ -71,6 +71,15 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
         )
         .withResponse()
     ).response.headers.get('x-request-id')!;
+    // Re-asked for its prose, then the call leaked as text and recovered: retried and leak_recovered.
+    ids.both = (
+      await c
+        .create(
+          { model: 'sim', messages: user, tools, tool_choice: named },
+          scenario([{ say: 'It is sunny.' }, { raw: LEAKED }]),
+        )
+        .withResponse()
+    ).response.headers.get('x-request-id')!;
     const failed = await fetch(`${stack.url}/chat/completions`, {
       method: 'POST',
       headers: {
@@ -170,10 +179,19 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
     expect(await unknown.allTextContents()).toEqual(['?', '?', '?']);
     expect(await row(ids.leak!).locator('td.num[title]').count()).toBe(0);
     await page.screenshot({ path: join(ARTIFACTS, 'list.png') });
-    // Filters: the outcome select narrows the list.
+    // A request of several kinds shows a badge for each, the outcome first.
+    const kinds = () =>
+      row(ids.both!)
+        .locator('[data-outcome]')
+        .evaluateAll((b) => b.map((x) => x.getAttribute('data-outcome')));
+    expect(await kinds()).toEqual(['retried', 'leak_recovered']);
+    // Filters: the outcome select narrows the list, to every request of that kind.
     await page.selectOption('select[name=outcome]', 'failed');
     await expect.poll(() => page.locator('tr[data-id]').count()).toBe(1);
     expect(await page.locator('tr[data-id]').getAttribute('data-id')).toBe(ids.failed);
+    await page.selectOption('select[name=outcome]', 'leak_recovered');
+    await expect.poll(() => page.locator('tr[data-id]').count()).toBe(2);
+    expect(await kinds()).toEqual(['retried', 'leak_recovered']);
   });
 
   it('a leak: the raw model text beside what the client received, the recovered call marked', async () => {
