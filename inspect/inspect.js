@@ -265,6 +265,8 @@ function showList(params) {
     .catch(() => {});
   const body = el('tbody');
   const pager = el('p', { class: 'pager', id: 'pager' });
+  // A named key's own view: its requests other keys' traffic pushed out of the shared ring.
+  const dropped = el('p', { class: 'note', id: 'dropped', hidden: true });
   const table = el(
     'table',
     { id: 'requests' },
@@ -302,6 +304,7 @@ function showList(params) {
       sessionChoices,
       modelChoices,
     ),
+    dropped,
     el('div', { class: 'scroll' }, table),
     pager,
   );
@@ -323,6 +326,7 @@ function showList(params) {
         renderRows(body, data, Object.values(filters).some(Boolean) || Boolean(before));
         renderPager(pager, data, q, before);
       }
+      renderDropped(dropped, data.droppedForOthers);
       const older = data.older ? ` · ${data.older} older` : '';
       setState(
         `${data.requests.length} requests${before ? ` before ${time(Number(before))}` : ''}${older} · ${data.workers} worker${data.workers === 1 ? '' : 's'}${data.partial ? ' (this worker only)' : ''}${data.capture ? '' : ' · capture is off'}`,
@@ -353,6 +357,14 @@ function renderPager(pager, data, filters, before) {
       data.older && last ? link(String(last.at), `older requests (${data.older}) →`, 'next') : null,
     ].filter(Boolean),
   );
+}
+
+/** How many of the reader's requests were dropped for other keys', said above the list. */
+function renderDropped(p, d) {
+  p.hidden = !d?.records;
+  if (!d?.records) return;
+  const n = d.records;
+  p.textContent = `${n} of your earlier request${n === 1 ? ' was' : 's were'} dropped from the capture to make room for other keys' requests (the newest of them from ${time(d.newest)}): the ring (TOOLPROOF_CAPTURE_MB) is shared by every key.`;
 }
 
 function renderRows(body, data, filtered) {

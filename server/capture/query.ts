@@ -90,8 +90,12 @@ export function answer(ring: CaptureRing | undefined, op: CaptureOp, worker: num
     } satisfies Stats;
   if (!ring) return op.op === 'get' ? null : op.op === 'list' ? { requests: [], older: 0 } : [];
   switch (op.op) {
-    case 'list':
-      return ring.page(op.query);
+    case 'list': {
+      const page = ring.page(op.query);
+      // An owner's list says how many of its requests other keys' traffic pushed out of the ring.
+      const dropped = op.query.owner === undefined ? undefined : ring.droppedForOthers.get(op.query.owner);
+      return dropped === undefined ? page : { ...page, droppedForOthers: { ...dropped } };
+    }
     case 'get': {
       const r = op.owner === undefined ? ring.get(op.id) : ring.ownRecord(op.id, op.owner);
       return r ? viewOf(withSoFar(snapshotOf(r), r)) : null;

@@ -1487,6 +1487,8 @@ export interface CaptureQuery {
 export interface CapturePage {
   requests: CaptureSummary[];
   older: number;
+  /** For an owner's list: its records dropped to make room for other keys' (CaptureRing.droppedForOthers). */
+  droppedForOthers?: { records: number; newest: number };
 }
 
 /** The process's ring: records in arrival order, the oldest dropped first. */
@@ -1519,6 +1521,11 @@ export class CaptureRing {
   private arena: Arena | undefined;
   /** Records evicted once they ended, to be reused (open). */
   private readonly spare: RecordWriter[] = [];
+  /**
+   * Per key name (configured names only: a bounded map), how many of its records were dropped to
+   * make room for another key's request, and the newest of them's arrival (docs/inspect.md, Keys).
+   */
+  readonly droppedForOthers = new Map<string, { records: number; newest: number }>();
 
   /**
    * Whether the recorder's hooks go through the journal (journal.ts) rather than write at once:
@@ -1669,6 +1676,12 @@ export class CaptureRing {
       this.order[this.head++] = undefined as unknown as RecordWriter;
       this.total -= w.bytes;
       w.evicted = true;
+      if (w.key !== undefined && w.key !== writer.key) {
+        let d = this.droppedForOthers.get(w.key);
+        if (d === undefined) this.droppedForOthers.set(w.key, (d = { records: 0, newest: 0 }));
+        d.records++;
+        d.newest = Math.max(d.newest, w.at);
+      }
       // An ended record nothing writes to any more is reused for a later request (its object
       // and its first attempt's: old memory, not new objects promoted with every request). One
       // in flight is left to its request, which still holds it; one with texts of its own on the

@@ -235,6 +235,12 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
                   type: 'integer',
                   description: 'How many matching requests the rings hold older than the last one listed.',
                 },
+                droppedForOthers: {
+                  type: 'object',
+                  description:
+                    "Only for a named key that sees its own requests (inspect: own): how many of its requests the rings dropped to make room for other keys' requests (the ring is shared), and when the newest of them arrived (epoch ms).",
+                  properties: { records: { type: 'integer' }, newest: { type: 'number' } },
+                },
               },
             },
           },
@@ -257,12 +263,22 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
         // As each worker's page: never cut inside a millisecond, so `before` the last misses none.
         let end = Math.min(limit, all.length);
         while (end < all.length && all[end]!.at === all[end - 1]!.at) end++;
+        // Summed over the workers (each its own ring), the newest of their newest.
+        const dropped = parts.flatMap((p) => (p.droppedForOthers ? [p.droppedForOthers] : []));
         return {
           capture: state.capture !== undefined,
           workers: got.parts.length,
           partial: got.partial,
           requests: all.slice(0, end),
           older: parts.reduce((n, p) => n + p.older, all.length - end),
+          ...(dropped.length === 0
+            ? {}
+            : {
+                droppedForOthers: {
+                  records: dropped.reduce((n, d) => n + d.records, 0),
+                  newest: Math.max(...dropped.map((d) => d.newest)),
+                },
+              }),
         };
       },
     );

@@ -561,6 +561,52 @@ describe('the capture behind /inspect/api', () => {
       expect(new Set(await ids(key))).toEqual(new Set([aliceId, bobId]));
   });
 
+  // The ring is shared: one busy key's traffic pushes every other key's records out, and a key
+  // that sees only its own found its failing request gone without a word (glass16).
+  it("tells a named key how many of its requests other keys' traffic pushed out of the ring", async () => {
+    const keys = { alice: 'sk-alice-dropped-0001', bob: 'sk-bob-dropped-0002' };
+    stack = await startStack({
+      env: { TOOLPROOF_CAPTURE_MB: '0.25' },
+      file: {
+        keys: [
+          { name: 'alice', key: keys.alice },
+          { name: 'bob', key: keys.bob },
+        ],
+      },
+    });
+    const as = (key: string) => ({ authorization: `Bearer ${key}` });
+    const ask = async (key: string, text: string, extra: Record<string, string> = {}) => {
+      const res = await fetch(`${stack!.url}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...as(key), ...extra },
+        body: JSON.stringify({ model: 'sim', messages: [{ role: 'user', content: text }] }),
+      });
+      await res.text();
+      return res.headers.get('x-request-id')!;
+    };
+    const failing = await ask(keys.alice, 'alice asks once', {
+      'x-sim-scenario': JSON.stringify({ error: { status: 500, message: 'CUDA out of memory' } }),
+    });
+    const ring = stack.app.toolproof.capture!;
+    const list = async (key: string) => (await getJson(stack!, '/inspect/api/requests', as(key))).body;
+    expect((await list(keys.alice)).droppedForOthers).toBeUndefined();
+    const aliceAt = ((await list(keys.alice)).requests as Array<{ at: number }>)[0]!.at;
+    // Bob's loop of 20 KB prompts, until alice's request is gone.
+    let bobs = 0;
+    while ((await getJson(stack, `/inspect/api/requests/${failing}`, as(keys.alice))).status === 200) {
+      await ask(keys.bob, `bob ${bobs++} ${'x'.repeat(20_000)}`);
+      expect(ring.bytes).toBeLessThanOrEqual(ring.limits.maxBytes);
+      expect(bobs).toBeLessThan(100);
+    }
+    for (let i = 0; i < 10; i++) await ask(keys.bob, `bob more ${i} ${'x'.repeat(20_000)}`);
+    const alice = await list(keys.alice);
+    expect(alice.requests).toEqual([]);
+    expect(alice.droppedForOthers).toEqual({ records: 1, newest: aliceAt });
+    // Bob's own oldest went for his own newer ones: nothing dropped for others' traffic.
+    expect((await list(keys.bob)).droppedForOthers).toBeUndefined();
+    expect(ring.bytes).toBeLessThanOrEqual(ring.limits.maxBytes);
+  });
+
   // The page polls every 1-2 s: counted against the key's requests per minute, an open
   // inspector spent the minute, and the agent using the same key got 429s.
   it("reading the inspector does not spend the key's request rate", async () => {
