@@ -84,7 +84,17 @@ function el(tag, attrs, ...children) {
 
 async function getJson(path) {
   const res = await fetch(API + path, { headers: { accept: 'application/json' } });
-  if (!res.ok) throw new Error(`${res.status} ${(await res.text()).slice(0, 200)}`);
+  if (!res.ok) {
+    // The API's error says what happened in its message: shown as that, not as the JSON around it.
+    const text = await res.text();
+    let message = text.slice(0, 300);
+    try {
+      message = JSON.parse(text).error?.message ?? message;
+    } catch {}
+    const err = new Error(`${res.status}: ${message}`);
+    err.status = res.status;
+    throw err;
+  }
   return res.json();
 }
 
@@ -379,9 +389,11 @@ function renderRows(body, data, filtered) {
           { colspan: 11, class: 'empty' },
           !data.capture
             ? 'Capture is off (TOOLPROOF_CAPTURE_MB=0).'
-            : filtered
-              ? ['No requests match these filters. ', el('a', { href: '#/' }, 'Show all requests')]
-              : 'No requests captured yet.',
+            : data.droppedForOthers?.records && !filtered
+              ? 'None of your requests is in the capture now (dropped: see above).'
+              : filtered
+                ? ['No requests match these filters. ', el('a', { href: '#/' }, 'Show all requests')]
+                : 'No requests captured yet.',
         ),
       ),
     );
@@ -766,10 +778,17 @@ async function showRequest(id, refresh) {
     v = await requestView(id, refresh);
   } catch (err) {
     if (my !== nav) return;
+    // A request gone from the list: say whether other keys' traffic pushed the reader's out.
+    const dropped = el('p', { class: 'note', id: 'dropped', hidden: true });
     main.replaceChildren(
       el('p', { class: 'error' }, `Request ${id}: ${err.message}`),
+      dropped,
       el('a', { href: '#/' }, 'back'),
     );
+    if (err.status === 404)
+      getJson('/requests?limit=1')
+        .then((data) => my === nav && renderDropped(dropped, data.droppedForOthers))
+        .catch(() => {});
     return;
   }
   if (my !== nav) return;
@@ -1091,6 +1110,17 @@ async function showSession(key) {
         el(
           'tbody',
           {},
+          data.turns.length === 0
+            ? el(
+                'tr',
+                {},
+                el(
+                  'td',
+                  { colspan: 7, class: 'empty' },
+                  'No request of this session is in the capture (never seen, or dropped from the ring).',
+                ),
+              )
+            : null,
           data.turns.map((t, i) => {
             const s = t.summary;
             const ratio = t.cachedRatio;

@@ -417,4 +417,73 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
         .evaluate((d) => d.hasAttribute('open')),
     ).toBe(true);
   });
+
+  it('a request or a session the capture does not hold says so in words, not in JSON', async () => {
+    await page.goto(`${stack.origin}/inspect#/r/no-such-request`);
+    await expect
+      .poll(() => page.locator('main p.error').textContent())
+      .toBe(
+        'Request no-such-request: 404: No captured request "no-such-request" (never seen, or dropped from the ring).',
+      );
+    await page.goto(`${stack.origin}/inspect#/s/no-such-session`);
+    await expect
+      .poll(() => page.locator('#turns td.empty').textContent())
+      .toBe('No request of this session is in the capture (never seen, or dropped from the ring).');
+  });
+
+  it("a key whose requests other keys' traffic pushed out of the ring is told so, on the list and the request", async () => {
+    const keys = { alice: 'sk-alice-ux-0001', bob: 'sk-bob-ux-0002' };
+    const shared = await startStack({
+      env: { TOOLPROOF_CAPTURE_MB: '0.25' },
+      file: {
+        keys: [
+          { name: 'alice', key: keys.alice },
+          { name: 'bob', key: keys.bob },
+        ],
+      },
+    });
+    const context = await browser.newContext({
+      httpCredentials: { username: 'alice', password: keys.alice },
+    });
+    try {
+      const ask = async (key: string, content: string) => {
+        const res = await fetch(`${shared.url}/chat/completions`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            authorization: `Bearer ${key}`,
+            'x-sim-scenario': 'prose',
+          },
+          body: JSON.stringify({ model: 'sim', messages: [{ role: 'user', content }] }),
+        });
+        await res.text();
+        return res.headers.get('x-request-id')!;
+      };
+      const mine = await ask(keys.alice, 'alice asks once');
+      const gone = async () =>
+        (
+          await fetch(`${shared.origin}/inspect/api/requests/${mine}`, {
+            headers: { authorization: `Bearer ${keys.alice}` },
+          })
+        ).status === 404;
+      for (let i = 0; !(await gone()); i++) await ask(keys.bob, `bob ${i} ${'x'.repeat(20_000)}`);
+      const own = await context.newPage();
+      await own.goto(`${shared.origin}/inspect`);
+      const note = own.locator('#dropped');
+      await expect.poll(() => note.isVisible()).toBe(true);
+      expect(await note.textContent()).toMatch(
+        /^1 of your earlier request was dropped from the capture to make room for other keys' requests \(the newest of them from \d\d:\d\d:\d\d\.\d{3}\)/,
+      );
+      // Not "no requests captured yet": there were, and the line above says where they went.
+      expect(await own.locator('#requests td.empty').textContent()).toBe(
+        'None of your requests is in the capture now (dropped: see above).',
+      );
+      await own.goto(`${shared.origin}/inspect#/r/${mine}`);
+      await expect.poll(() => own.locator('#dropped').isVisible()).toBe(true);
+      expect(await own.locator('main p.error').textContent()).toContain('404: No captured request');
+    } finally {
+      await context.close();
+      await shared.close();
+    }
+  });
 });
