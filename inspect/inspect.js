@@ -82,8 +82,19 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
-async function getJson(path) {
-  const res = await fetch(API + path, { headers: { accept: 'application/json' } });
+/**
+ * The last answer of each list the page polls, with its ETag: asked again with If-None-Match, an
+ * answer that did not change comes back as a 304 without a body (an idle proxy's list of 200
+ * requests was ~62 KB every 2 s). Kept here, not in the browser's cache (the API says no-store).
+ */
+const polled = new Map();
+
+async function getJson(path, poll = false) {
+  const held = poll ? polled.get(path) : undefined;
+  const headers = { accept: 'application/json' };
+  if (held) headers['if-none-match'] = held.etag;
+  const res = await fetch(API + path, { headers, cache: 'no-store' });
+  if (res.status === 304 && held) return held.data;
   if (!res.ok) {
     // The API's error says what happened in its message: shown as that, not as the JSON around it.
     const text = await res.text();
@@ -95,7 +106,14 @@ async function getJson(path) {
     err.status = res.status;
     throw err;
   }
-  return res.json();
+  const data = await res.json();
+  const etag = res.headers.get('etag');
+  if (poll && etag) {
+    // The lists of the views open now: a filter or a page is a path of its own.
+    if (polled.size >= 8) polled.clear();
+    polled.set(path, { etag, data });
+  }
+  return data;
 }
 
 // One formatter for every time shown: toLocaleTimeString makes one per call (a list of 200 rows
@@ -266,7 +284,7 @@ function showList(params) {
   // The filters match a session or a model exactly: offer the ones captured.
   const sessionChoices = el('datalist', { id: 'session-choices' });
   const modelChoices = el('datalist', { id: 'model-choices' });
-  getJson('/sessions')
+  getJson('/sessions', true)
     .then((data) => {
       const models = [...new Set(data.sessions.flatMap((s) => s.models))].sort();
       sessionChoices.replaceChildren(...data.sessions.map((s) => el('option', { value: s.session })));
@@ -327,7 +345,7 @@ function showList(params) {
     const pageQuery = new URLSearchParams(q);
     if (before) pageQuery.set('before', before);
     try {
-      const data = await getJson(`/requests?${pageQuery}`);
+      const data = await getJson(`/requests?${pageQuery}`, true);
       if (my !== nav) return;
       // Rows made again only when something changed: a link the reader is on keeps its focus.
       const text = JSON.stringify(data.requests) + data.older;
@@ -995,7 +1013,7 @@ async function showRequest(id, refresh) {
 async function showSessions() {
   current = 'sessions';
   const my = nav;
-  const data = await getJson('/sessions').catch((err) => ({ error: err }));
+  const data = await getJson('/sessions', true).catch((err) => ({ error: err }));
   if (my !== nav) return;
   if (data.error) return main.replaceChildren(el('p', { class: 'error' }, data.error.message));
   const at = selectIn(data.sessions.map((s) => s.session));

@@ -5,6 +5,7 @@
  * browser can open it. The page is three static files served from inspect/ in the repository:
  * no build step, no external network, and it writes every captured text with textContent only.
  */
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -177,6 +178,19 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
         }
       }
       base(err, request, reply);
+    });
+
+    // An answer the reader already holds is a 304 without a body: the page polls its list every
+    // 2 s, and an idle proxy's list of 200 requests (~62 KB) came again whole each time, per tab.
+    // `no-store`: the page keeps its copy itself; no browser writes prompts to its disk cache.
+    scope.addHook('onSend', async (request, reply, payload) => {
+      if (request.method !== 'GET' || reply.statusCode !== 200 || typeof payload !== 'string') return payload;
+      if (!request.url.startsWith('/inspect/api/')) return payload;
+      const etag = `"${createHash('sha1').update(payload).digest('base64url')}"`;
+      reply.header('etag', etag).header('cache-control', 'no-store');
+      if (request.headers['if-none-match'] !== etag) return payload;
+      reply.code(304).removeHeader('content-type').removeHeader('content-length');
+      return '';
     });
 
     const page = (request: FastifyRequest, reply: FastifyReply) => {

@@ -178,6 +178,24 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
         "document.activeElement.closest('tr')?.dataset.id + ' ' + document.activeElement.closest('td')?.className",
       ),
     ).toBe(`${chosen} session`);
+    // Nothing new: the next poll's answer is a 304 without a body (it was the whole list again,
+    // ~62 KB for 200 rows every 2 s), and the list stays as it was.
+    const polls: Array<[number, number]> = [];
+    const onPoll = (r: import('playwright-core').Response) => {
+      if (r.url().includes('/inspect/api/requests?'))
+        void r.body().then(
+          (b) => polls.push([r.status(), b.length]),
+          () => polls.push([r.status(), 0]),
+        );
+    };
+    page.on('response', onPoll);
+    try {
+      await expect.poll(() => polls.some(([status]) => status === 304), { timeout: 6000 }).toBe(true);
+    } finally {
+      page.off('response', onPoll);
+    }
+    expect(polls.find(([status]) => status === 304)![1]).toBe(0);
+    expect(await rows()).toBe(n + 2);
     // Enter on the selected row opens the one selected, not the one now at its old place.
     await page.locator('body').click({ position: { x: 5, y: 5 } });
     await page.keyboard.press('Enter');

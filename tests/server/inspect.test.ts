@@ -607,6 +607,27 @@ describe('the capture behind /inspect/api', () => {
     expect(ring.bytes).toBeLessThanOrEqual(ring.limits.maxBytes);
   });
 
+  it('answers a list the reader already holds (If-None-Match its ETag) with a 304 and no body', async () => {
+    stack = await startStack();
+    await stack.client.chat.completions.create({ model: 'sim', messages: user });
+    const list = (headers: Record<string, string> = {}) =>
+      fetch(`${stack!.origin}/inspect/api/requests`, { headers });
+    const first = await list();
+    const etag = first.headers.get('etag')!;
+    expect(etag).toMatch(/^"[A-Za-z0-9_-]{27}"$/);
+    // The page keeps its copy: no browser writes the prompts to its disk cache.
+    expect(first.headers.get('cache-control')).toBe('no-store');
+    await first.text();
+    const same = await list({ 'if-none-match': etag });
+    expect(same.status).toBe(304);
+    expect(await same.text()).toBe('');
+    await stack.client.chat.completions.create({ model: 'sim', messages: user });
+    const changed = await list({ 'if-none-match': etag });
+    expect(changed.status).toBe(200);
+    expect(changed.headers.get('etag')).not.toBe(etag);
+    expect(((await changed.json()) as { requests: unknown[] }).requests).toHaveLength(2);
+  });
+
   // The page polls every 1-2 s: counted against the key's requests per minute, an open
   // inspector spent the minute, and the agent using the same key got 429s.
   it("reading the inspector does not spend the key's request rate", async () => {
