@@ -214,7 +214,8 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
       {
         schema: {
           tags: ['inspect'],
-          summary: 'Recent and in-flight requests, newest first, from every worker (docs/inspect.md).',
+          summary:
+            'Recent and in-flight requests, newest first, from every worker (docs/inspect.md). Every inspector answer has an ETag: If-None-Match with it gets a 304 without a body while the answer is the same.',
           security: [{ bearer: [] }],
           querystring: {
             type: 'object',
