@@ -798,6 +798,8 @@ async function showRequest(id, refresh) {
     if (my !== nav) return;
     // A request gone from the list: say whether other keys' traffic pushed the reader's out.
     const dropped = el('p', { class: 'note', id: 'dropped', hidden: true });
+    // Not the list's count of requests, left over from the view before.
+    setState('');
     main.replaceChildren(
       el('p', { class: 'error' }, `Request ${id}: ${err.message}`),
       dropped,

@@ -437,12 +437,16 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
   });
 
   it('a request or a session the capture does not hold says so in words, not in JSON', async () => {
+    await page.goto(`${stack.origin}/inspect`);
+    await listShows();
     await page.goto(`${stack.origin}/inspect#/r/no-such-request`);
     await expect
       .poll(() => page.locator('main p.error').textContent())
       .toBe(
         'Request no-such-request: 404: No captured request "no-such-request" (never seen, or dropped from the ring).',
       );
+    // The header no longer reads the list's "N requests".
+    expect(await page.locator('#state').textContent()).toBe('');
     await page.goto(`${stack.origin}/inspect#/s/no-such-session`);
     await expect
       .poll(() => page.locator('#turns td.empty').textContent())
