@@ -1,7 +1,8 @@
 /**
  * The one explicit policy table. Order matters and is the pipeline order on both sides:
  *
- *   request:  preserve-thinking -> hosted-tools -> history-repair -> single-call-turns -> tool-fields -> force-tool-use
+ *   request:  preserve-thinking -> hosted-tools -> history-repair -> single-call-turns -> single-choice
+ *             -> tool-fields -> force-tool-use
  *             -> guided-schema -> upstream-request
  *   response: normalize-tool-calls -> leak-recovery (parsers/ engine)
  *             -> force-tool-use (unwrap final_answer)
@@ -29,6 +30,7 @@ import { guidedSchemaPolicy } from './guided-schema/index.js';
 import { toolFieldsPolicy } from './tool-fields/index.js';
 import { hostedToolsPolicy } from './hosted-tools/index.js';
 import { singleCallTurnsPolicy } from './single-call-turns/index.js';
+import { singleChoicePolicy } from './single-choice/index.js';
 
 /** The effect the drivers record for choices beyond the request's `n` (server/chat/effects.ts). */
 export { unaskedChoicesEffect } from './normalize-tool-calls/index.js';
@@ -52,6 +54,8 @@ const TABLE = [
   historyRepairPolicy,
   // After history-repair: every call has its result to follow it.
   singleCallTurnsPolicy,
+  // Only `n`: once the upstream refused several choices, each is asked by a request of its own.
+  singleChoicePolicy,
   // Before force-tool-use: a request left without tools is not forced, and sends no tool_choice.
   toolFieldsPolicy,
   normalizeToolCallsPolicy,

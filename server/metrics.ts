@@ -142,7 +142,7 @@ const METRICS = {
   upstreamRefusals: {
     type: 'counter',
     name: 'toolproof_upstream_refusals_total',
-    help: 'Requests sent again rewritten because the upstream refused something its model cannot take, by decision: vision-refused (images, sent again as notes), audio-refused (audio, sent again as notes), schema-keywords-refused (guided-decoding schema keywords, left out), parallel-calls-refused (a template taking one tool call per assistant message: each call sent in its own message), image-fetch-refused (image URLs it could not fetch, sent again as notes), context-window-learnt (a prompt over a window the upstream did not publish: its tool results cut to the window its refusal named), prompt-over-window (a prompt over the known window: its older tool results cut). The refused attempt is in upstream_errors too.',
+    help: 'Requests sent again rewritten because the upstream refused something its model cannot take, by decision: vision-refused (images, sent again as notes), audio-refused (audio, sent again as notes), schema-keywords-refused (guided-decoding schema keywords, left out), parallel-calls-refused (a template taking one tool call per assistant message: each call sent in its own message), choices-refused (several choices, n, refused: each asked by a request of its own), image-fetch-refused (image URLs it could not fetch, sent again as notes), context-window-learnt (a prompt over a window the upstream did not publish: its tool results cut to the window its refusal named), prompt-over-window (a prompt over the known window: its older tool results cut). The refused attempt is in upstream_errors too.',
     labels: 'upstream model decision',
   },
   toolChoiceFallbackActive: {
