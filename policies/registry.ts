@@ -18,6 +18,7 @@ import { correctiveRetryPolicy } from './corrective-retry/index.js';
 import { documentsPolicy } from './documents/index.js';
 import { imagesPolicy } from './images/index.js';
 import { imageUrlsPolicy } from './image-urls/index.js';
+import { imageDecodePolicy } from './image-decode/index.js';
 import { audioPolicy } from './audio/index.js';
 import { toolResultCapPolicy } from './tool-result-cap/index.js';
 import { forceToolUsePolicy } from './force-tool-use/index.js';
@@ -49,6 +50,7 @@ const TABLE = [
   imagesPolicy,
   // After images: a model that cannot see has its images as notes already, fetched or not.
   imageUrlsPolicy,
+  imageDecodePolicy,
   audioPolicy,
   toolResultCapPolicy,
   historyRepairPolicy,
