@@ -112,6 +112,24 @@ describe('n > 1 on llama-server: one request per choice, joined', () => {
     expect(usage?.completion_tokens).toBeGreaterThan(one.usage!.completion_tokens);
   });
 
+  it('streamed: a later choice that fails ends the stream with an error event, never a short answer', async () => {
+    inTurn([{ say: 'Sunny.' }, { error: { status: 500, message: 'CUDA error: out of memory' } }]);
+    const stream = await stack.client.chat.completions.create({
+      model: 'sim',
+      n: 2,
+      messages,
+      tools: [weatherTool],
+      stream: true,
+    });
+    const seen: number[] = [];
+    const err = await (async () => {
+      for await (const chunk of stream) for (const c of chunk.choices) seen.push(c.index);
+    })().catch((e: unknown) => e);
+    expect(seen).toContain(0);
+    expect(seen).not.toContain(1);
+    expect(String((err as Error)?.message)).toMatch(/CUDA error: out of memory/);
+  });
+
   it('without tools too (a relayed request): n choices, not the 400', async () => {
     inTurn([{ say: 'Hello.' }]);
     const res = await stack.client.chat.completions.create({ model: 'sim', n: 2, messages });
