@@ -19,6 +19,7 @@ import { documentsPolicy } from './documents/index.js';
 import { imagesPolicy } from './images/index.js';
 import { imageUrlsPolicy } from './image-urls/index.js';
 import { imageDecodePolicy } from './image-decode/index.js';
+import { imageLimitPolicy } from './image-limit/index.js';
 import { audioPolicy } from './audio/index.js';
 import { toolResultCapPolicy } from './tool-result-cap/index.js';
 import { forceToolUsePolicy } from './force-tool-use/index.js';
@@ -51,6 +52,8 @@ const TABLE = [
   // After images: a model that cannot see has its images as notes already, fetched or not.
   imageUrlsPolicy,
   imageDecodePolicy,
+  // After the images noted for what they are: only images that go upstream count against a limit.
+  imageLimitPolicy,
   audioPolicy,
   toolResultCapPolicy,
   historyRepairPolicy,
