@@ -1,7 +1,8 @@
 /**
  * The one explicit policy table. Order matters and is the pipeline order on both sides:
  *
- *   request:  preserve-thinking -> hosted-tools -> history-repair -> single-call-turns -> tool-fields -> force-tool-use
+ *   request:  preserve-thinking -> hosted-tools -> history-repair -> single-call-turns -> single-choice
+ *             -> tool-fields -> force-tool-use
  *             -> guided-schema -> upstream-request
  *   response: normalize-tool-calls -> leak-recovery (parsers/ engine)
  *             -> force-tool-use (unwrap final_answer)
@@ -17,6 +18,8 @@ import { correctiveRetryPolicy } from './corrective-retry/index.js';
 import { documentsPolicy } from './documents/index.js';
 import { imagesPolicy } from './images/index.js';
 import { imageUrlsPolicy } from './image-urls/index.js';
+import { imageDecodePolicy } from './image-decode/index.js';
+import { imageLimitPolicy } from './image-limit/index.js';
 import { audioPolicy } from './audio/index.js';
 import { toolResultCapPolicy } from './tool-result-cap/index.js';
 import { forceToolUsePolicy } from './force-tool-use/index.js';
@@ -29,6 +32,7 @@ import { guidedSchemaPolicy } from './guided-schema/index.js';
 import { toolFieldsPolicy } from './tool-fields/index.js';
 import { hostedToolsPolicy } from './hosted-tools/index.js';
 import { singleCallTurnsPolicy } from './single-call-turns/index.js';
+import { singleChoicePolicy } from './single-choice/index.js';
 
 /** The effect the drivers record for choices beyond the request's `n` (server/chat/effects.ts). */
 export { unaskedChoicesEffect } from './normalize-tool-calls/index.js';
@@ -47,11 +51,16 @@ const TABLE = [
   imagesPolicy,
   // After images: a model that cannot see has its images as notes already, fetched or not.
   imageUrlsPolicy,
+  imageDecodePolicy,
+  // After the images noted for what they are: only images that go upstream count against a limit.
+  imageLimitPolicy,
   audioPolicy,
   toolResultCapPolicy,
   historyRepairPolicy,
   // After history-repair: every call has its result to follow it.
   singleCallTurnsPolicy,
+  // Only `n`: once the upstream refused several choices, each is asked by a request of its own.
+  singleChoicePolicy,
   // Before force-tool-use: a request left without tools is not forced, and sends no tool_choice.
   toolFieldsPolicy,
   normalizeToolCallsPolicy,

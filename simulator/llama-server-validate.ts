@@ -184,5 +184,30 @@ export function validateLlamaChat(body: Obj, options: SimulatorOptions): SimErro
   if (options.rejectRequired && choice === 'required' && hasTools) {
     return bad('Failed to initialize samplers: std::exception');
   }
+  if (options.vision === true && messages.some(carriesUndecodableImage))
+    return { status: 400, type: 'invalid_request_error', message: 'Failed to load image or audio file' };
   return null;
+}
+
+/**
+ * The first bytes of image formats stb_image (llama-server's decoder, through mtmd) does not read:
+ * WebP (RIFF), SVG, TIFF (both byte orders). Bytes of no known format pass here (llama-server
+ * refuses them too; the simulator stays lenient where tests send placeholder bytes).
+ */
+const UNREADABLE_SIGNATURES = ['UklGR', 'PHN2Zy', 'PD94bWw', 'SUkqA', 'TU0AK'];
+
+/**
+ * An inline image stb_image cannot decode (WebP, SVG, TIFF): llama-server refuses the whole request
+ * when it loads the media, naming no image, a 400 "Failed to load image or audio file" (field
+ * reports: WebP screenshots; policies/image-decode/refusal.ts names them).
+ */
+function carriesUndecodableImage(m: unknown): boolean {
+  if (!isObj(m) || !Array.isArray(m.content)) return false;
+  return m.content.some((p) => {
+    if (!isObj(p) || p.type !== 'image_url') return false;
+    const url = isObj(p.image_url) ? p.image_url.url : p.image_url;
+    if (typeof url !== 'string' || !url.startsWith('data:')) return false;
+    const base64 = url.slice(url.indexOf(',') + 1);
+    return UNREADABLE_SIGNATURES.some((sig) => base64.startsWith(sig));
+  });
 }

@@ -163,6 +163,11 @@ export interface SimulatorOptions {
    * (text/plain). Default false.
    */
   bareImageFetchError?: boolean;
+  /**
+   * vLLM only: `--limit-mm-per-prompt '{"image": N}'`: a request with more than N images is refused
+   * with vLLM's 400 "At most N image(s) may be provided in one prompt." Absent: no limit.
+   */
+  imageLimit?: number;
   /** llama-server only: the context size its /props reports (`n_ctx`). Default 4096. */
   nCtx?: number;
   /**

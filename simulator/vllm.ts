@@ -179,6 +179,15 @@ function validate(body: Obj, options: SimulatorOptions): SimError | null {
     )
   )
     return bad(`${served} is not a multimodal model None`);
+  if (options.imageLimit !== undefined) {
+    // --limit-mm-per-prompt '{"image": N}' (vllm/entrypoints/chat_utils.py, the item tracker).
+    let images = 0;
+    for (const m of messages)
+      if (Array.isArray(m.content))
+        for (const p of m.content) if (isObj(p) && p.type === 'image_url') images++;
+    if (images > options.imageLimit)
+      return bad(`At most ${options.imageLimit} image(s) may be provided in one prompt.`);
+  }
   const fetchError = imageFetchError(messages, options);
   if (fetchError) return fetchError;
   const argsError = historyArgumentsError(messages);

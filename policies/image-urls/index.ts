@@ -46,7 +46,8 @@ export const imageUrlsPolicy: Policy<ImageUrlsEffect> = {
     const tally = new EffectTally<typeof IMAGE_URLS_POLICY, ImageUrlsKind>(IMAGE_URLS_POLICY);
     const messages = rewriteParts(request.messages, (part) => {
       const url = imageUrl(part);
-      if (url === undefined || !gone.has(url)) return part;
+      // An inline image's value is image-decode's (the values refused share one set).
+      if (url === undefined || url.startsWith('data:') || !gone.has(url)) return part;
       tally.add('image-unfetched');
       return { type: 'text', text: unfetchedNote(url) };
     });

@@ -20,14 +20,16 @@ import {
   type AttemptReport,
   type ChatResult,
   judgeCompletion,
+  type SeenOutput,
 } from './attempt-end.js';
+import { askedChoices } from '../../protocol/completion-shape.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects, settleRetry } from './effects.js';
-import { JsonDriver, usageFromBytes } from './json-driver.js';
+import { usageFromBytes } from './json-driver.js';
+import { type Framing, jsonFraming, sseFraming } from './choices.js';
 import type { StreamOutput } from './output.js';
 import { prepareRequest } from './prepare.js';
 import { salvageUpstreamError } from './policy-runner.js';
-import { SseDriver } from './stream-driver.js';
 import { addUsage, classifyFinal } from './trace.js';
 
 export type { ChatResult } from './attempt-end.js';
@@ -65,87 +67,140 @@ export function callUsage(call: ChatCall): Usage | undefined {
   return call.usage;
 }
 
+/** What one choice's attempts came to: relayed untouched, or delivered (what the client got). */
+type ChoiceEnd = { kind: 'relayed' } | { kind: 'delivered'; seen: SeenOutput; sent: ChatCompletionRequest };
+
+/** Token usage summed over every attempt of the request, every choice's. */
+interface UsageTotal {
+  usage: Usage | undefined;
+}
+
 /**
  * The loop. The driver frames; every decision is taken here. Returns the driver's last word
  * (the non-streamed result, or undefined when a stream was written). Throws a ToolproofError
- * when the attempt failed and nothing was salvaged.
+ * when the attempt failed and nothing was salvaged. A request that went upstream asking fewer
+ * choices than the client's `n` (the upstream answers one a request, and a policy said so) has
+ * each choice it still owes asked by a request of its own, one after another, each through the
+ * same loop as a single choice (forced tool use, leak recovery, its own corrective retries), and
+ * the answers joined with choices 0..n-1 and their usage summed.
  */
 async function runAttempts(
   call: ChatCall,
   deps: ChatDeps,
-  driver: AttemptDriver,
+  framing: Framing,
 ): Promise<ChatResult | undefined> {
   // Documents are read first, off the event loop (a PDF may take seconds): the policies are pure.
   if (deps.documents && call.route.settings.documents)
     call.documents = await readDocuments(call, deps.documents);
-  let request = prepareCallRequest(call, deps);
+  const request = prepareCallRequest(call, deps);
   const passthrough = isPassthrough(call, request);
-  let usage: Usage | undefined;
+  const asked = askedChoices(call.original.n);
+  const total: UsageTotal = { usage: undefined };
   try {
-    for (;;) {
-      const opened = await openUpstream(call, deps, request);
-      const report: AttemptReport =
-        opened.kind === 'error'
-          ? { kind: 'failed', error: opened.error, body: opened.body, midStream: false }
-          : await driver.read(opened, passthrough);
-      if (opened.kind === 'ok') call.span?.attemptRead(report);
-      if (report.kind === 'relayed') {
-        usage = addUsage(usage, report.usage);
-        call.usage = usage;
-        call.trace.finalKind = 'passthrough';
-        return await driver.finish(usage);
-      }
-      let end: AttemptEnd;
-      if (report.kind === 'failed' && !passthrough && resendAfterCut(call, deps, report)) {
-        driver.retried({ effects: [] }); // what the cut attempt held never goes out
-        request = opened.request;
-        continue;
-      }
-      if (report.kind === 'failed') {
-        const salvaged = passthrough ? undefined : salvage(call, deps, report.body, opened.request);
-        if (!salvaged) {
-          await driver.failed(report);
-          throw report.error;
-        }
-        end = salvaged;
-      } else if (report.kind === 'streamed')
-        end = report.end; // the stream hooks' verdict
-      else end = judgeCompletion(call, report.completion, opened.request);
-      usage = addUsage(usage, report.usage);
-
-      // The previous attempt's retry (if any) is settled by what this attempt produced: a turn
-      // that still needs a retry, or that was returned invalid because retries ran out, failed.
-      const invalid = end.retry !== undefined || end.effects.some((e) => e.kind === 'returned-invalid');
-      settleRetry(call, deps, invalid ? 'failed' : 'fixed');
-      const retrying = end.retry !== undefined && !call.signal.aborted;
-      call.trace.finalAnswer = false; // the kind of answer is the last judged attempt's
-      recordPolicyEffects(
-        call,
-        deps,
-        end.retry && !retrying ? end.effects.filter((e) => e.kind !== 'retry') : end.effects,
-      );
-      if (end.retry && retrying) {
-        if (call.capture) captureRetry(call, end.retry.reason, opened.request, end.retry.request);
-        noteDiscarded(call, report.usage);
-        driver.retried(end);
-        call.retriesUsed++;
-        request = end.retry.request;
-        continue;
-      }
-      const seen = await driver.deliver(end);
-      // Calls that went out checked make their tools' names labels (tool-labels.ts).
-      if (!invalid && seen.names) deps.toolLabels.passed(seen.names);
-      call.usage = usage;
-      call.trace.finalKind = classifyFinal(seen, call.trace.finalAnswer);
-      return await driver.finish(usage);
+    const first = await attemptChoice(call, deps, framing.driver, request, passthrough, asked, total);
+    if (first.kind === 'relayed') {
+      call.usage = total.usage;
+      call.trace.finalKind = 'passthrough';
+      return await framing.driver.finish(total.usage);
     }
+    const seen = first.seen;
+    if (askedChoices(first.sent.n) >= asked) {
+      call.usage = total.usage;
+      call.trace.finalKind = classifyFinal(seen, call.trace.finalAnswer);
+      return await framing.driver.finish(total.usage);
+    }
+    // The choices still owed, one request each, all from the model that answered the first.
+    call.fallbacksLeft = undefined;
+    for (let index = 1; index < asked; index++) {
+      call.retriesUsed = 0; // each choice has its own corrective retries
+      call.roleSent = false; // and opens its own message
+      const driver = framing.choice(index);
+      const end = await attemptChoice(call, deps, driver, call.phase.request, false, 1, total);
+      if (end.kind !== 'delivered') throw new ToolproofError('TP_ERR_INTERNAL'); // never relayed
+      seen.calls ||= end.seen.calls;
+      seen.content ||= end.seen.content;
+    }
+    call.usage = total.usage;
+    call.trace.finalKind = classifyFinal(seen, call.trace.finalAnswer);
+    return await framing.join(total.usage);
   } catch (err) {
     call.trace.finalKind = 'error';
-    call.usage ??= usage;
+    call.usage ??= total.usage;
     throw err;
   } finally {
     // A retry whose attempt never finished (upstream error, mid-stream failure, client gone).
     settleRetry(call, deps, call.signal.aborted ? 'aborted' : 'failed');
+  }
+}
+
+/**
+ * One choice's attempts: sent, read, salvaged, judged, retried until one is delivered (or relayed
+ * untouched, or it fails: thrown). `asked`: the choices this answer is to hold.
+ */
+async function attemptChoice(
+  call: ChatCall,
+  deps: ChatDeps,
+  driver: AttemptDriver,
+  first: ChatCompletionRequest,
+  passthrough: boolean,
+  asked: number,
+  total: UsageTotal,
+): Promise<ChoiceEnd> {
+  let request = first;
+  for (;;) {
+    const opened = await openUpstream(call, deps, request);
+    // Choices asked one request each are joined by toolproof: never relayed as they came.
+    const relay = passthrough && askedChoices(opened.request.n) >= asked;
+    const report: AttemptReport =
+      opened.kind === 'error'
+        ? { kind: 'failed', error: opened.error, body: opened.body, midStream: false }
+        : await driver.read(opened, relay);
+    if (opened.kind === 'ok') call.span?.attemptRead(report);
+    if (report.kind === 'relayed') {
+      total.usage = addUsage(total.usage, report.usage);
+      return { kind: 'relayed' };
+    }
+    let end: AttemptEnd;
+    if (report.kind === 'failed' && !relay && resendAfterCut(call, deps, report)) {
+      driver.retried({ effects: [] }); // what the cut attempt held never goes out
+      request = opened.request;
+      continue;
+    }
+    if (report.kind === 'failed') {
+      const salvaged = relay ? undefined : salvage(call, deps, report.body, opened.request);
+      if (!salvaged) {
+        await driver.failed(report);
+        throw report.error;
+      }
+      end = salvaged;
+    } else if (report.kind === 'streamed')
+      end = report.end; // the stream hooks' verdict
+    else end = judgeCompletion(call, report.completion, opened.request);
+    total.usage = addUsage(total.usage, report.usage);
+
+    // The previous attempt's retry (if any) is settled by what this attempt produced: a turn
+    // that still needs a retry, or that was returned invalid because retries ran out, failed.
+    const invalid = end.retry !== undefined || end.effects.some((e) => e.kind === 'returned-invalid');
+    settleRetry(call, deps, invalid ? 'failed' : 'fixed');
+    const retrying = end.retry !== undefined && !call.signal.aborted;
+    call.trace.finalAnswer = false; // the kind of answer is the last judged attempt's
+    recordPolicyEffects(
+      call,
+      deps,
+      end.retry && !retrying ? end.effects.filter((e) => e.kind !== 'retry') : end.effects,
+    );
+    if (end.retry && retrying) {
+      if (call.capture) captureRetry(call, end.retry.reason, opened.request, end.retry.request);
+      noteDiscarded(call, report.usage);
+      driver.retried(end);
+      call.retriesUsed++;
+      request = end.retry.request;
+      continue;
+    }
+    const seen = await driver.deliver(end);
+    // Calls that went out checked make their tools' names labels (tool-labels.ts).
+    if (!invalid && seen.names) deps.toolLabels.passed(seen.names);
+    return { kind: 'delivered', seen, sent: opened.request };
   }
 }
 
@@ -214,7 +269,7 @@ function salvage(
 
 /** Non-streamed chat completion (every front door's non-streamed path). */
 export async function completeChat(call: ChatCall, deps: ChatDeps): Promise<ChatResult> {
-  return (await runAttempts(call, deps, new JsonDriver(call, deps))) as ChatResult;
+  return (await runAttempts(call, deps, jsonFraming(call, deps))) as ChatResult;
 }
 
 /**
@@ -224,7 +279,7 @@ export async function completeChat(call: ChatCall, deps: ChatDeps): Promise<Chat
  */
 export async function streamChat(call: ChatCall, deps: ChatDeps, out: StreamOutput): Promise<void> {
   try {
-    await runAttempts(call, deps, new SseDriver(call, deps, out));
+    await runAttempts(call, deps, sseFraming(call, deps, out));
   } catch (err) {
     const error = asToolproofError(err);
     if (!out.opened) throw error; // the error handler answers (and logs toolproof's own bugs)
