@@ -1,0 +1,44 @@
+/**
+ * Lists a client or an upstream sizes, appended with push(...list): past ~120k items the spread
+ * overflows the stack (protocol/append-all.ts). Two were left: the GenAI messages of a traced
+ * request (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true) spread a message's content
+ * parts and calls, so a user message of 150,000 text parts (5 MB, under the body limit) or an
+ * answer of 150,000 calls threw inside the span's description: the span ended without the
+ * attributes written after it; and single-call-turns spread the results left after a split
+ * message's calls.
+ */
+import { describe, expect, it } from 'vitest';
+import { splitParallelCalls } from '../../policies/single-call-turns/index.js';
+import type { ChatCompletion, ChatCompletionRequest, ChatMessage } from '../../protocol/openai.js';
+import { completionMessages, inputMessages } from '../../server/tracing/genai.js';
+
+const N = 150_000;
+const call = (id: string) => ({ id, type: 'function' as const, function: { name: 'read', arguments: '{}' } });
+
+describe('lists of 150,000 appended without a spread', () => {
+  it("a traced request's message of 150,000 parts", () => {
+    const content = Array.from({ length: N }, () => ({ type: 'text' as const, text: 'a' }));
+    const request = { model: 'm', messages: [{ role: 'user', content }] } as ChatCompletionRequest;
+    expect(JSON.parse(inputMessages(request))[0].parts).toHaveLength(N);
+  });
+
+  it('a traced answer of 150,000 calls', () => {
+    const tool_calls = Array.from({ length: N }, (_, i) => call(`c${i}`));
+    const completion = {
+      choices: [
+        { index: 0, message: { role: 'assistant', content: null, tool_calls }, finish_reason: 'tool_calls' },
+      ],
+    } as unknown as ChatCompletion;
+    expect(JSON.parse(completionMessages(completion))[0].parts).toHaveLength(N);
+  });
+
+  it('a split message followed by 150,000 results answering none of its calls', () => {
+    const messages: ChatMessage[] = [
+      { role: 'assistant', content: null, tool_calls: [call('a'), call('b')] },
+    ];
+    for (let i = 0; i < N; i++) messages.push({ role: 'tool', tool_call_id: `x${i}`, content: '' });
+    const { messages: out, split } = splitParallelCalls(messages);
+    expect(split).toBe(1);
+    expect(out).toHaveLength(N + 2);
+  });
+});
