@@ -4,10 +4,14 @@
  * request (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true) spread a message's content
  * parts and calls, so a user message of 150,000 text parts (5 MB, under the body limit) or an
  * answer of 150,000 calls threw inside the span's description: the span ended without the
- * attributes written after it; and single-call-turns spread the results left after a split
- * message's calls.
+ * attributes written after it; single-call-turns spread the results left after a split
+ * message's calls; and the envelope scanner spread the events of a whole output it held (an
+ * output that starts like a whole-output format, under maxHeldBytes): a model output of 65,000
+ * Mistral calls with a character between them (1.04 MB) was a 500 TP_ERR_INTERNAL on every door,
+ * streamed or not.
  */
 import { describe, expect, it } from 'vitest';
+import { recoverMessage } from '../../parsers/recover.js';
 import { splitParallelCalls } from '../../policies/single-call-turns/index.js';
 import type { ChatCompletion, ChatCompletionRequest, ChatMessage } from '../../protocol/openai.js';
 import { completionMessages, inputMessages } from '../../server/tracing/genai.js';
@@ -40,5 +44,15 @@ describe('lists of 150,000 appended without a spread', () => {
     const { messages: out, split } = splitParallelCalls(messages);
     expect(split).toBe(1);
     expect(out).toHaveLength(N + 2);
+  });
+
+  it('a held whole output of 65,000 calls with text between them (130,000 events)', () => {
+    let n = 0;
+    const tools = new Map([['a', { name: 'a', parameters: { type: 'object' } }]]);
+    const r = recoverMessage(
+      { content: '[TOOL_CALLS]a{}x'.repeat(65_000), reasoning: null },
+      { tools, newId: () => `c${n++}` },
+    );
+    expect(r.calls).toHaveLength(65_000);
   });
 });
