@@ -16,6 +16,7 @@
  *   depends on the text only (a family sees at most maxHeld chars after its marker, and a
  *   whole output longer than that is never whole), so every split decides the same.
  */
+import { pushAll } from '../../protocol/append-all.js';
 import { DEFAULT_MAX_HELD_BYTES } from '../../protocol/settings.js';
 import type { EnvelopeMatch, FamilyParser } from './family.js';
 import { JsonEnds } from '../kit/json-ends.js';
@@ -302,7 +303,7 @@ export class EnvelopeScanner {
           this.pos = 0;
           return out;
         }
-        out.push(...events);
+        pushAll(out, events);
       }
     }
     if (this.mode === 'scan' && !scanned) this.scan(final, out);

@@ -22,8 +22,10 @@ import {
   BYTES_PER_TOKEN,
   CERTAIN_BYTES_PER_TOKEN,
   IMAGE_TOKENS,
+  estimatedPromptTokens,
   jsonBytes,
   messageBytes,
+  messageCounted,
   messageImages,
 } from './prompt-bytes.js';
 
@@ -95,6 +97,27 @@ export function calibrationScale(ratio: number): number {
   let scale = 1;
   while (scale < MAX_SCALE && scale < ratio * HEADROOM) scale *= 2;
   return scale;
+}
+
+/**
+ * Past this many of the backend's tokens an estimated one (BYTES_PER_TOKEN bytes), a count is not
+ * of the prompt's text: a byte-level tokenizer gives at most one token a byte, and this leaves as
+ * much again for the template's own.
+ */
+const MAX_RATIO = 2 * BYTES_PER_TOKEN;
+
+/**
+ * The scale an overflow refusal's `reported` prompt tokens give for the prompt it refused (`tools`
+ * and `messages` as sent): calibrationScale of their ratio to its estimate, or 1 when the count is
+ * not one of what the estimate counts. A part the estimate cannot count (audio, video, a file), or
+ * a count no tokenizer gives for the text (an upstream's garbage, 999,999,999), made the largest
+ * scale, remembered for the model: every later prompt's window a sixty-fourth of the real one
+ * (tests/redteam/estimate-scale-uncounted.test.ts). Such a refusal still teaches the window.
+ */
+export function refusalScale(reported: number, tools: unknown, messages: readonly ChatMessage[]): number {
+  for (const m of messages) if (m && !messageCounted(m)) return 1;
+  const ratio = reported / Math.max(1, estimatedPromptTokens(tools, messages));
+  return ratio > MAX_RATIO ? 1 : calibrationScale(ratio);
 }
 
 /**

@@ -55,6 +55,17 @@ export function messageImages(m: ChatMessage): number {
 }
 
 /**
+ * Whether the estimate counts every part of `m`'s content: text and images. An audio, video or
+ * file part costs the backend its own tokens (a minute of speech ~1,500 on Qwen2-Audio) and the
+ * estimate nothing.
+ */
+export function messageCounted(m: ChatMessage): boolean {
+  if (!Array.isArray(m.content)) return true;
+  for (const p of m.content) if (p && p.type !== 'text' && !IMAGE_PARTS.has(p.type)) return false;
+  return true;
+}
+
+/**
  * `m`'s bytes of text and the overhead, its calls' ids and wrapping included (images and audio are
  * not counted: messageImages).
  */

@@ -17,6 +17,7 @@
  * history (docs/prefix.md, exception 7: from the refused turn on, the prompt is rewritten from the
  * first such message). Runs after history-repair, which gives every call its result.
  */
+import { pushAll } from '../../protocol/append-all.js';
 import type { ChatMessage } from '../../protocol/openai.js';
 import { type Policy, wasRefused } from '../types.js';
 import {
@@ -73,7 +74,7 @@ export function splitParallelCalls(messages: readonly ChatMessage[]): {
       const r = typeof call?.id === 'string' ? results.get(call.id) : undefined;
       if (r) out.push(r);
     });
-    out.push(...rest);
+    pushAll(out, rest);
   }
   return { messages: out, split };
 }

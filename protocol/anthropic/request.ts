@@ -435,7 +435,7 @@ export function translateRequest(req: MessagesRequest): ChatTranslation {
   if (tools.length > 0) {
     const t = toolDefs(tools, req.messages);
     if (t.tools.length > 0) out.tools = t.tools;
-    dropped.push(...t.dropped);
+    pushAll(dropped, t.dropped);
     refusal ??= t.refusal;
   }
   if (req.tool_choice) {

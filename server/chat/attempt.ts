@@ -11,8 +11,7 @@ import { stringifyJson } from '../../protocol/lossless-json.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { activePolicies } from '../../policies/composition.js';
 import { PROMPT_OVER_WINDOW } from '../../policies/types.js';
-import { calibrationScale } from '../../policies/kit/overflow.js';
-import { estimatedPromptTokens } from '../../policies/kit/prompt-bytes.js';
+import { refusalScale } from '../../policies/kit/overflow.js';
 import { describeEffect } from '../../policies/registry.js';
 import { shouldFallback } from '../../policies/tool-choice-fallback.js';
 import { PRIORITY_RANK } from '../admission.js';
@@ -359,7 +358,7 @@ function fitLearntWindow(
   const scale =
     reported === undefined || !Array.isArray(sent.messages)
       ? 1
-      : calibrationScale(reported / Math.max(1, estimatedPromptTokens(sent.tools, sent.messages)));
+      : refusalScale(reported, sent.tools, sent.messages);
   if (scale > (call.estimateScale ?? 1)) {
     call.estimateScale = scale;
     rememberEstimateScale(deps.windows, call.route, call.original.model, scale, call.trace.key);

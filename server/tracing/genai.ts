@@ -7,6 +7,7 @@
  */
 import type { AttributeValue } from '@opentelemetry/api';
 import type { ChatCompletion, ChatCompletionRequest } from '../../protocol/openai.js';
+import { pushAll } from '../../protocol/append-all.js';
 import { upstreamJsonProblem } from '../../protocol/completion-shape.js';
 
 export const GEN_AI = {
@@ -109,7 +110,7 @@ export function inputMessages(request: ChatCompletionRequest): string {
     const reasoning = msg.reasoning_content ?? msg.reasoning;
     if (typeof reasoning === 'string' && reasoning !== '')
       parts.push({ type: 'reasoning', content: reasoning });
-    parts.push(...textOf(msg.content), ...toolCallParts(msg.tool_calls));
+    pushAll(pushAll(parts, textOf(msg.content)), toolCallParts(msg.tool_calls));
     out.push({ role, parts });
   }
   return JSON.stringify(out);
@@ -124,7 +125,7 @@ export function completionMessages(completion: ChatCompletion): string {
     const reasoning = msg.reasoning_content ?? msg.reasoning;
     if (typeof reasoning === 'string' && reasoning !== '')
       parts.push({ type: 'reasoning', content: reasoning });
-    parts.push(...textOf(msg.content), ...toolCallParts(msg.tool_calls));
+    pushAll(pushAll(parts, textOf(msg.content)), toolCallParts(msg.tool_calls));
     out.push({
       role: 'assistant',
       parts,
