@@ -27,6 +27,11 @@
  * (capture and tracing), each against off, and the excess of both over the sum of the two alone
  * (issue 28), with each side's collections.
  *
+ * `--overcap[=MB]`: every app captures (10 MB unless given): `off` is capture alone, `on` (and
+ * `before`) capture and tracing, so `on`'s figure is what tracing adds over capture (issue 28's
+ * both-on less capture-alone), in one process; with `--before` and `TWIN_BEFORE_ENV`, a tracing
+ * switch weighed with capture on (unified28).
+ *
  * `--sampler=NAME[:ARG]`: the traced apps' OTEL_TRACES_SAMPLER (and _ARG), e.g.
  * `--sampler=parentbased_traceidratio:0.1`: what tracing costs when only some requests are sampled.
  *
@@ -36,7 +41,7 @@
  * the two builds in the same process and slices alternating).
  *
  *   npx tsx bench/tracing-twin.ts [--cases=short,long,agent] [--cycles=40] [--slice=256] [--c=32]
- *     [--cpu-prof] [--top=40] [--before=DIR] [--calls]
+ *     [--cpu-prof] [--top=40] [--before=DIR] [--calls] [--overcap[=MB]]
  */
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -127,7 +132,11 @@ async function main(): Promise<void> {
       ...process.env,
       ...(callsDir ? { TP_CALLS_OUT: join(callsDir, 'calls') } : {}),
       ...(QUAD ? { TWIN_MODE: 'quad', TWIN_CAPTURE_MB: args.get('capture') || '10' } : {}),
-      ...(args.has('capture') && !QUAD
+      // --overcap: capture on in every app (off: capture alone; on, before: capture and tracing).
+      ...(args.has('overcap')
+        ? { TWIN_MODE: 'overcap', TWIN_CAPTURE_MB: args.get('overcap') || args.get('capture') || '10' }
+        : {}),
+      ...(args.has('capture') && !QUAD && !args.has('overcap')
         ? { TWIN_MODE: 'capture', TWIN_CAPTURE_MB: args.get('capture') || '10' }
         : {}),
       ...(SAMPLER

@@ -57,6 +57,12 @@ if (process.env.TWIN_SAMPLER_ARG) traced.OTEL_TRACES_SAMPLER_ARG = process.env.T
 // (capture and tracing): issue 28's both-on excess in one process.
 const quad = process.env.TWIN_MODE === 'quad';
 const captured = { ...base, TOOLPROOF_CAPTURE_MB: process.env.TWIN_CAPTURE_MB || '10' };
+// TWIN_MODE=overcap: every app captures (the default 10 MB ring, or TWIN_CAPTURE_MB): `off` is
+// capture alone, `on` (and `before`) capture and tracing: what tracing adds over capture.
+if (process.env.TWIN_MODE === 'overcap') {
+  base.TOOLPROOF_CAPTURE_MB = process.env.TWIN_CAPTURE_MB || '10';
+  traced.TOOLPROOF_CAPTURE_MB = base.TOOLPROOF_CAPTURE_MB;
+}
 const ports = {};
 // TWIN_BEFORE_ENV="K=V;...": set in this process's environment while the before app is built (a
 // build-time switch of an experiment read from process.env), then removed.
