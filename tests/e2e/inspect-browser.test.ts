@@ -32,6 +32,8 @@ const scenario = (v: unknown, extra: Record<string, string> = {}) => ({
 
 let stack: Stack;
 let browser: Browser;
+/** Closes this file's browser context (the browser is the worker's: tests/support/browser.ts). */
+let close: (() => Promise<void>) | undefined;
 let page: Page;
 const ids: Record<string, string> = {};
 
@@ -155,11 +157,11 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
         messages.push({ role: 'tool', tool_call_id: msg.tool_calls[0]!.id, content: 'sunny, 21 C' });
       else messages.push({ role: 'user', content: 'And tomorrow?' });
     }
-    ({ browser, page } = await openPage());
+    ({ browser, page, close } = await openPage());
   }, 60_000);
 
   afterAll(async () => {
-    await browser?.close();
+    await close?.();
     await stack?.close();
   });
 

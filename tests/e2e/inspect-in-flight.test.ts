@@ -5,7 +5,7 @@
  * whole answer once the stream ends, the section the reader opened still open. Skipped only where
  * Chromium is absent outside CI.
  */
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumAvailable, openPage } from '../support/browser.js';
 import { startFakeUpstream } from '../support/fake-upstream.js';
@@ -14,19 +14,20 @@ import { type HeldStream, readUntil, startHeldStream } from '../support/held-str
 
 let upstream: HeldStream;
 let proxy: RunningProxy;
-let browser: Browser;
+/** Closes this file's browser context (the browser is the worker's: tests/support/browser.ts). */
+let close: (() => Promise<void>) | undefined;
 let page: Page;
 
 describe.skipIf(!chromiumAvailable)('the inspector page on a request in flight', () => {
   beforeAll(async () => {
     upstream = await startHeldStream(['Hello, ', 'the first half'], [', and the rest.']);
     proxy = await startProxy({ TOOLPROOF_UPSTREAM_URL: upstream.url });
-    ({ browser, page } = await openPage());
+    ({ page, close } = await openPage());
   }, 60_000);
 
   afterAll(async () => {
     upstream?.release();
-    await browser?.close();
+    await close?.();
     await proxy?.close();
     await upstream?.close();
   });

@@ -7,7 +7,7 @@
  * broken prefix marked, session labels told apart by their end, and a phone's width. One stack,
  * one browser. Skipped only where Chromium is absent outside CI.
  */
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumAvailable, openPage } from '../support/browser.js';
 import { type Stack, startStack, weatherTool } from '../server/stack.js';
@@ -17,7 +17,8 @@ const tools = [weatherTool];
 const LONG = '36c37639-e313-4384-974b-0f4381f4';
 
 let stack: Stack;
-let browser: Browser;
+/** Closes this file's browser context (the browser is the worker's: tests/support/browser.ts). */
+let close: (() => Promise<void>) | undefined;
 let page: Page;
 /** The stream left in flight (the simulator stalls it), ended by the in-flight test. */
 const stalled = new AbortController();
@@ -126,13 +127,13 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
       .catch(() => {});
     while ((await fetch(`${stack.origin}/inspect/api/requests/stalled-1`)).status !== 200)
       await new Promise((r) => setTimeout(r, 20));
-    ({ browser, page } = await openPage());
+    ({ page, close } = await openPage());
   }, 60_000);
 
   afterAll(async () => {
     stalled.abort();
     await stalledDone;
-    await browser?.close();
+    await close?.();
     await stack?.close();
   });
 

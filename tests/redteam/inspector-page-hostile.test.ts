@@ -1,4 +1,4 @@
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumAvailable, openPage } from '../support/browser.js';
 import { chunkEvent, proxyInFrontOf, sendCompletion } from '../support/harness.js';
@@ -54,7 +54,8 @@ const pair = proxyInFrontOf((req, res) => {
   );
 });
 
-let browser: Browser;
+/** Closes this file's browser context (the browser is the worker's: tests/support/browser.ts). */
+let close: (() => Promise<void>) | undefined;
 let page: Page;
 const ids = ['hostile-error', 'hostile-invent', 'hostile-leak', 'hostile-stream'];
 
@@ -82,11 +83,11 @@ describe.skipIf(!chromiumAvailable)('the inspector page with hostile text in eve
     await send('hostile-invent', 'invent');
     await send('hostile-leak', 'leak');
     await send('hostile-stream', 'stream', true);
-    ({ browser, page } = await openPage());
+    ({ page, close } = await openPage());
   }, 60_000);
 
   afterAll(async () => {
-    await browser?.close();
+    await close?.();
   });
 
   /** Nothing ran, nothing became markup, and the page does not scroll sideways. */

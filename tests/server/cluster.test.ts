@@ -1,6 +1,6 @@
 /**
  * TOOLPROOF_WORKERS: the real process (server/main.ts in a child) with two workers on one
- * fixed port in front of the simulator; fresh connections are spread over the workers by the
+ * fixed port in front of the built-in simulator; fresh connections are spread over the workers by the
  * primary, /metrics shows the group whichever worker answers, a killed worker is replaced, and
  * SIGTERM closes everything.
  */
@@ -8,7 +8,6 @@ import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workerCount } from '../../server/cluster.js';
 import { ConfigError } from '../../server/config.js';
-import { createSimulator, type Simulator } from '../../simulator/index.js';
 import { freePort, once, type Proc, startToolproof } from '../support/toolproof-process.js';
 
 const SLOW_ANSWER = 'one two three four five six seven eight nine ten';
@@ -46,56 +45,32 @@ describe('TOOLPROOF_WORKERS', () => {
     expect(await p.exited).toBe(2);
     expect(p.text()).toContain('TOOLPROOF_WORKERS must be');
   });
-
-  it("on the built-in simulator: the start-up line names toolproof's port, once each worker serves it", async () => {
-    // Each worker's simulator listens on a port of its own first; those listens are not toolproof's.
-    const port = await freePort();
-    const p = startToolproof({
-      TOOLPROOF_WORKERS: '2',
-      TOOLPROOF_HOST: '127.0.0.1',
-      TOOLPROOF_PORT: String(port),
-      TOOLPROOF_LOG_LEVEL: 'info',
-    });
-    try {
-      const line = await p.waitFor((l) => /^2 workers listening on /.test(String(l.msg)), 60_000);
-      expect(line.msg).toBe(`2 workers listening on 127.0.0.1:${port}`);
-      const served = p.lines.filter((l) => /^worker \d+ \(pid \d+\) listening$/.test(String(l.msg)));
-      expect(served).toHaveLength(2);
-      const res = await fetch(`http://127.0.0.1:${port}/v1/models`);
-      expect(res.status).toBe(200);
-      await res.arrayBuffer();
-    } finally {
-      p.child.kill('SIGTERM');
-      await p.exited;
-    }
-  }, 90_000);
 });
 
+/**
+ * On the built-in simulator (no upstream configured): each worker starts a simulator of its own,
+ * whose listen is not toolproof's. One group serves every test below: until testspeed15 the
+ * start-up line had a group of its own, a second primary and two workers (~4 s of CPU).
+ */
 describe('two workers on one port', () => {
-  let sim: Simulator;
   let proc: Proc;
   let origin: string;
+  let port: number;
   let workerPids: number[];
 
   beforeAll(async () => {
-    // Streams are slow (10 pieces, 120 ms apart) so one is still open when SIGTERM arrives.
-    sim = await createSimulator({
-      personality: 'vllm',
-      scenario: JSON.stringify({ say: SLOW_ANSWER, chunkDelayMs: 120 }),
-    });
-    const port = await freePort();
+    port = await freePort();
     origin = `http://127.0.0.1:${port}`;
     proc = startToolproof({
       TOOLPROOF_WORKERS: '2',
       TOOLPROOF_HOST: '127.0.0.1',
       TOOLPROOF_PORT: String(port),
-      TOOLPROOF_UPSTREAM_URL: sim.url,
       TOOLPROOF_LOG_LEVEL: 'debug',
       // Room for the ~1.2 s stream on a box at load 18 (2 s ran out there: the stream then ends,
       // as designed, with the deadline's error event instead of its answer).
       TOOLPROOF_SHUTDOWN_GRACE_MS: '8000',
     });
-    await proc.waitFor((l) => l.msg === '2 workers listening on 127.0.0.1:' + port, 60_000);
+    await proc.waitFor((l) => /^2 workers listening on /.test(String(l.msg)), 60_000);
     workerPids = proc.lines
       .filter((l) => typeof l.msg === 'string' && /^worker \d+ \(pid \d+\) listening$/.test(l.msg))
       .map((l) => Number(/pid (\d+)/.exec(String(l.msg))![1]));
@@ -104,7 +79,16 @@ describe('two workers on one port', () => {
   afterAll(async () => {
     if (proc && proc.child.exitCode === null) proc.child.kill('SIGKILL');
     for (const pid of workerPids ?? []) if (alive(pid)) process.kill(pid, 'SIGKILL');
-    await sim?.close();
+  });
+
+  it("on the built-in simulator: the start-up line names toolproof's port, once each worker serves it", async () => {
+    // Each worker's simulator listens on a port of its own first; those listens are not toolproof's.
+    const line = proc.lines.find((l) => /^2 workers listening on /.test(String(l.msg)));
+    expect(line?.msg).toBe(`2 workers listening on 127.0.0.1:${port}`);
+    expect(workerPids).toHaveLength(2);
+    const res = await fetch(`${origin}/v1/models`);
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
   });
 
   /** pid of the process that logged the request with this id. */
@@ -164,7 +148,12 @@ describe('two workers on one port', () => {
     const res = await client.request({
       method: 'POST',
       path: '/v1/chat/completions',
-      headers: { 'content-type': 'application/json' },
+      // Slow (10 pieces, 120 ms apart) so it is still open when SIGTERM arrives: the worker's
+      // simulator plays the scenario the request names.
+      headers: {
+        'content-type': 'application/json',
+        'x-sim-scenario': JSON.stringify({ say: SLOW_ANSWER, chunkDelayMs: 120 }),
+      },
       body: JSON.stringify({ model: 'm1', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
     });
     const chunks: string[] = [];

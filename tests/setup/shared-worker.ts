@@ -13,7 +13,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, expect, vi } from 'vitest';
  * TP_HEAP_LOG=path: a JSON line per file (worker pid, start as epoch ms, wall ms, CPU ms of the
  * worker and of the child processes it waited for, the worker's whole CPU so far (its last line
  * less its files' own: what imports, collection and vitest between files cost), heap and RSS
- * after it, its tests of 100 ms of CPU or more) for
+ * after it, its expect() calls, its tests of 100 ms of CPU or more) for
  * suite-time work. CPU time is what a file costs the 2-core box whatever the load; wall minus CPU
  * is what it waits.
  */
@@ -27,6 +27,8 @@ let childCpu0 = 0;
 /** The file's tests that took 100 ms of CPU or more (worker and children), with that CPU time. */
 let slowTests: Array<[string, number]> = [];
 let testCpu0 = 0;
+/** expect() calls of the file's tests (vitest's assertionCalls, summed). */
+let assertions = 0;
 
 /** CPU ms of the waited-for child processes (Linux: cutime + cstime of /proc/self/stat). */
 function childCpuMs(): number {
@@ -52,6 +54,7 @@ if (HEAP_LOG) {
     testCpu0 = cpuMs() + childCpuMs();
   });
   afterEach(() => {
+    assertions += expect.getState().assertionCalls;
     const ms = Math.round(cpuMs() + childCpuMs() - testCpu0);
     if (ms >= 100) slowTests.push([expect.getState().currentTestName ?? '', ms]);
   });
@@ -60,6 +63,7 @@ if (HEAP_LOG) {
 beforeAll(() => {
   file = expect.getState().testPath ?? '';
   slowTests = [];
+  assertions = 0;
   started = performance.now();
   startedAt = Date.now();
   if (HEAP_LOG) {
@@ -75,7 +79,7 @@ afterAll(() => {
     const m = process.memoryUsage();
     appendFileSync(
       HEAP_LOG,
-      `${JSON.stringify({ pid: process.pid, file, at: startedAt, ms: Math.round(performance.now() - started), cpuMs: Math.round(cpuMs() - cpu0), childCpuMs: childCpuMs() - childCpu0, workerCpuMs: Math.round(cpuMs()), heapMb: Math.round(m.heapUsed / 1e6), rssMb: Math.round(m.rss / 1e6), slowTests })}\n`,
+      `${JSON.stringify({ pid: process.pid, file, at: startedAt, ms: Math.round(performance.now() - started), cpuMs: Math.round(cpuMs() - cpu0), childCpuMs: childCpuMs() - childCpu0, workerCpuMs: Math.round(cpuMs()), heapMb: Math.round(m.heapUsed / 1e6), rssMb: Math.round(m.rss / 1e6), assertions, slowTests })}\n`,
     );
   }
   // vi.stubEnv / vi.stubGlobal are fine: config unstubEnvs undoes them before the next test,
