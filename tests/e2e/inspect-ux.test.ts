@@ -7,7 +7,7 @@
  * broken prefix marked, session labels told apart by their end, and a phone's width. One stack,
  * one browser. Skipped only where Chromium is absent outside CI.
  */
-import type { Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumAvailable, openPage } from '../support/browser.js';
 import { type Stack, startStack, weatherTool } from '../server/stack.js';
@@ -20,6 +20,8 @@ let stack: Stack;
 /** Closes this file's browser context (the browser is the worker's: tests/support/browser.ts). */
 let close: (() => Promise<void>) | undefined;
 let page: Page;
+/** The worker's browser, for a test that needs a context with credentials of its own. */
+let browser: Browser;
 /** The stream left in flight (the simulator stalls it), ended by the in-flight test. */
 const stalled = new AbortController();
 let stalledDone: Promise<unknown>;
@@ -127,7 +129,7 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
       .catch(() => {});
     while ((await fetch(`${stack.origin}/inspect/api/requests/stalled-1`)).status !== 200)
       await new Promise((r) => setTimeout(r, 20));
-    ({ page, close } = await openPage());
+    ({ browser, page, close } = await openPage());
   }, 60_000);
 
   afterAll(async () => {
