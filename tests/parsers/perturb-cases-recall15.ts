@@ -116,13 +116,19 @@ export const RECALL15_TOOLS: ReadonlyMap<string, DeclaredTool> = new Map(AGENT_T
 /** An agent's arguments: each holds what breaks a careless reader. */
 const ARGS: Record<string, JsonObject> = {
   // quotes, a single-quoted sed script with a `\t` escape, pipes, an integer beside the string
-  bash: { command: 'grep -rn "TODO(" src/ | sed \'s/\\t/ /g\' | awk \'{print $1}\' | head -n 20', timeout: 30000 },
+  bash: {
+    command: "grep -rn \"TODO(\" src/ | sed 's/\\t/ /g' | awk '{print $1}' | head -n 20",
+    timeout: 30000,
+  },
   // code with `<`, quotes of both kinds, a template literal, a backslash, unicode beyond the BMP
   edit_file: {
     path: 'src/util/strings.ts',
-    old_string: 'export function quote(s: string) {\n\tif (s.length < 1) return "";\n\treturn "\'" + s + "\'";\n}',
+    old_string:
+      'export function quote(s: string) {\n\tif (s.length < 1) return "";\n\treturn "\'" + s + "\'";\n}',
     new_string:
-      'export function quote(s: string): string {\n\treturn `"${s.replaceAll(\'"\', \'\\\\"\')}"`; // café ✓ 日本語 😀\n}',
+      // (a template literal's placeholder, spelled in two pieces so no linter takes it for one)
+      'export function quote(s: string): string {\n\treturn `"$' +
+      "{s.replaceAll('\"', '\\\\\"')}\"`; // café ✓ 日本語 😀\n}",
   },
   // Markdown with a fenced block inside the value, inline code, a Windows path
   write_file: {
@@ -146,6 +152,21 @@ const ARGS: Record<string, JsonObject> = {
   },
 };
 const TOOLS15 = Object.keys(ARGS);
+/**
+ * The shapes around a call (reasoning, prose, a second call, the look-alikes) are written for two
+ * of the five (shell quoting, a fence inside a value): every shape for all five
+ * cost the 1-char streams of perturb.test.ts half again their CPU for no other reading.
+ */
+const CONTEXT_TOOLS = new Set(['bash', 'write_file']);
+/** The slips of the call itself, written for all five. */
+const EVERY_TOOL = new Set([
+  'clean',
+  'after-own-reasoning',
+  'nested-as-string',
+  'raw-newlines',
+  'ascii-escaped',
+  'long-content',
+]);
 const SECOND = { name: 'read_file', arguments: { path: 'src/app.ts' } as JsonObject };
 
 type Call = { name: string; arguments: JsonObject };
@@ -359,7 +380,8 @@ export function recall15Cases(): PerturbCase[] {
     truth: PerturbCase['truth'],
     calls: Call[],
     prose = '',
-  ) =>
+  ) => {
+    if (format !== 'json-answer' && !CONTEXT_TOOLS.has(tool) && !EVERY_TOOL.has(perturbation)) return;
     out.push({
       id: `recall15/${format}/${perturbation}/${tool}`,
       format: `${format}*`,
@@ -372,6 +394,7 @@ export function recall15Cases(): PerturbCase[] {
       set: 'recall15',
       tools: RECALL15_TOOLS,
     });
+  };
 
   for (const f of FORMATS15) {
     const many = f.many ?? ((cs: Call[]) => cs.map(f.one).join('\n'));
@@ -435,7 +458,10 @@ export function recall15Cases(): PerturbCase[] {
         'Then I will make the change.',
       );
       // two calls in one output, as the format writes several
-      add(f.name, 'parallel', tool, many([SECOND, call]), f.marked || f.many ? 'call' : 'either', [SECOND, call]);
+      add(f.name, 'parallel', tool, many([SECOND, call]), f.marked || f.many ? 'call' : 'either', [
+        SECOND,
+        call,
+      ]);
       // the call after the agent's own code block (a diff shown, then the edit made)
       add(
         f.name,
@@ -455,7 +481,14 @@ export function recall15Cases(): PerturbCase[] {
         'content',
         [],
       );
-      add(f.name, 'undeclared', tool, f.one({ name: 'run_terminal_cmd', arguments: call.arguments }), 'content', []);
+      add(
+        f.name,
+        'undeclared',
+        tool,
+        f.one({ name: 'run_terminal_cmd', arguments: call.arguments }),
+        'content',
+        [],
+      );
       // a declared call beside an undeclared one: one envelope is all or nothing; apart, the
       // declared one is a call and the other stays text
       const stray = { name: 'run_terminal_cmd', arguments: call.arguments };
@@ -470,24 +503,44 @@ export function recall15Cases(): PerturbCase[] {
           // an array or object parameter written as a string holding its JSON (Llama 3.2 and Qwen2.5
           // small; vLLM's and SGLang's suites read such values for their declared type)
           const asString = Object.fromEntries(
-            Object.entries(call.arguments).map(([k, v]) => [k, v !== null && typeof v === 'object' ? JSON.stringify(v) : v]),
+            Object.entries(call.arguments).map(([k, v]) => [
+              k,
+              v !== null && typeof v === 'object' ? JSON.stringify(v) : v,
+            ]),
           );
           add(f.name, 'nested-as-string', tool, f.one(spelled(JSON.stringify(asString))), 'call', [call]);
         }
         const json = JSON.stringify(call.arguments);
         if (json.includes('\\n')) {
           // line breaks in code written raw inside the JSON string (Qwen2.5-Coder small, Llama 3.2)
-          add(f.name, 'raw-newlines', tool, f.one(spelled(json.replaceAll('\\n', '\n').replaceAll('\\t', '\t'))), 'call', [call]);
+          add(
+            f.name,
+            'raw-newlines',
+            tool,
+            f.one(spelled(json.replaceAll('\\n', '\n').replaceAll('\\t', '\t'))),
+            'call',
+            [call],
+          );
         }
         if (/[^\x00-\x7f]/.test(json)) {
           // Python's json.dumps default: every non-ASCII character as \uXXXX (surrogate pairs beyond the BMP)
-          const ascii = json.replace(/[^\x00-\x7f]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
+          const ascii = json.replace(
+            /[^\x00-\x7f]/g,
+            (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`,
+          );
           add(f.name, 'ascii-escaped', tool, f.one(spelled(ascii)), 'call', [call]);
         }
       }
       if (f.name === 'hermes') {
         // two calls as one JSON list inside one block (Qwen2.5 small under the Hermes template)
-        add(f.name, 'list-in-one-block', tool, `<tool_call>\n${jsonList([SECOND, call])}\n</tool_call>`, 'call', [SECOND, call]);
+        add(
+          f.name,
+          'list-in-one-block',
+          tool,
+          `<tool_call>\n${jsonList([SECOND, call])}\n</tool_call>`,
+          'call',
+          [SECOND, call],
+        );
         // the Llama key for the arguments inside the Hermes block (Llama 3.2 under a Hermes-style template)
         add(
           f.name,
@@ -500,17 +553,20 @@ export function recall15Cases(): PerturbCase[] {
       }
       if (f.thinks && f.marked) {
         // the call written only inside the reasoning, nothing after it (an R1 distill that ends its turn there)
-        add(f.name, 'call-only-in-think', tool, `<think>\nI need to do this now.\n${one}\n</think>`, 'call', [call]);
+        add(f.name, 'call-only-in-think', tool, `<think>\nI need to do this now.\n${one}\n</think>`, 'call', [
+          call,
+        ]);
       }
       if (f.thinks) {
         // Qwen3's no-think turn: an empty reasoning section, then the call
         add(f.name, 'empty-think', tool, `<think>\n\n</think>\n\n${one}`, 'call', [call]);
       }
       if (tool === 'write_file') {
-        // a long file written in one call (an agent's write: 240 lines of code)
+        // a long file written in one call (an agent's write: 80 lines of code)
         const lines = Array.from(
-          { length: 240 },
-          (_, i) => `export const v${i} = "${i % 7 === 0 ? 'a\\b' : 'x'}"; // <${i}> ${i % 11 === 0 ? '日本' : ''}`,
+          { length: 80 },
+          (_, i) =>
+            `export const v${i} = "${i % 7 === 0 ? 'a\\b' : 'x'}"; // <${i}> ${i % 11 === 0 ? '日本' : ''}`,
         );
         const long = { name: tool, arguments: { path: 'src/gen.ts', content: `${lines.join('\n')}\n` } };
         add(f.name, 'long-content', tool, f.one(long), 'call', [long]);
