@@ -43,13 +43,23 @@ const FENCE_LANGS = new Set([
  * The bodies of the code fences filling the text, one after the other, joined by line breaks
  * (each fence one value of the sequence the reader reads: several calls fenced one by one, as
  * Gemma 3 writes parallel calls); null when the text is not exactly such a run. Every fence has
- * the same language and a body without ``` in it; only blanks between them; the last may be
- * left open by the end of output.
+ * the same language; only blanks between them; the last may be left open by the end of output.
+ * A fence closes at the first ``` that starts a line (recall15: a ``` inside a string argument,
+ * `content="…\n```sh\n…"`, is no close), failing that at the first ``` in it.
  */
 function fenceBody(t: string): string | null {
   const bodies: string[] = [];
   let lang: string | null = null;
   let i = 0;
+  // the next ``` at a line start, searched once forward (each search starts past the last)
+  let lineClose = -2;
+  const closeAfter = (from: number): number => {
+    if (lineClose !== -1 && lineClose < from) {
+      const at = t.indexOf('\n```', from - 1);
+      lineClose = at < 0 ? -1 : at + 1;
+    }
+    return lineClose >= 0 ? lineClose : t.indexOf('```', from);
+  };
   while (i < t.length) {
     if (!t.startsWith('```', i)) return null;
     const nl = t.indexOf('\n', i);
@@ -78,7 +88,7 @@ function fenceBody(t: string): string | null {
       .toLowerCase();
     if (!FENCE_LANGS.has(l) || (lang !== null && l !== lang)) return null;
     lang = l;
-    const close = t.indexOf('```', nl + 1);
+    const close = closeAfter(nl + 1);
     if (close < 0) {
       // the last fence left open by the end of output (as `json` reads one): a small model that
       // stopped after its fenced <tool_call> (a fence the engine otherwise reads as a sample)

@@ -6,6 +6,7 @@
  */
 import { defineFamily } from '../engine/define.js';
 import type { EnvelopeMatch, MatchResult } from '../engine/family.js';
+import { announces } from '../engine/lead-in.js';
 import type { DeclaredTool, ParseContext, ParsedCall } from '../types.js';
 import { callFromObject, peekNonWs } from '../kit/envelope.js';
 import { gated } from '../kit/improvised-call.js';
@@ -147,7 +148,32 @@ function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
       calls: calls.map((c) => ({ ...c, repairs: [...(c.repairs ?? []), 'code-fence'] })),
     };
   if (!text.slice(r.end, k).includes('\n') && !NEW_SENTENCE.test(text[k] ?? '')) return null;
+  const more = secondRun(text, k, ctx);
+  if (more) return { end: text.length, calls: [...calls, ...more.calls], content: more.lead };
   return { end: text.length, calls, content: text.slice(k) };
+}
+
+/**
+ * recall15: a second run of calls after a short announcing sentence, ending the output, as Llama
+ * 3.2 narrates two steps (`{…}\n\nThen I will make the change.\n\n{…}`): the sentence (from k)
+ * passes the lead-in rules (`announces`: short, no explaining word, no question, nothing
+ * call-shaped), the run starts a line and is the rest of the output, and every call of it names a
+ * declared tool whose schema its arguments fit (repair `lead-in`). Else null: the sentence and the
+ * run stay content, as before.
+ */
+function secondRun(text: string, k: number, ctx: ParseContext): { calls: ParsedCall[]; lead: string } | null {
+  const at = text.indexOf('\n{', k);
+  if (at < 0) return null;
+  const lead = text.slice(k, at);
+  if (!announces(lead, ctx)) return null;
+  const r = readObjects(text, at + 1, text.length, false, true, true);
+  if (r === 'incomplete' || 'error' in r || skipWs(text, r.end) < text.length) return null;
+  const calls: ParsedCall[] = [];
+  for (const c of r.calls.map((x) => unwrapListedArgs(x, ctx.tools))) {
+    if (!isPlainObject(c.arguments) || !gated({ name: c.name, args: c.arguments }, ctx.tools)) return null;
+    calls.push({ ...c, repairs: [...(c.repairs ?? []), 'lead-in'] });
+  }
+  return { calls, lead: lead.trimEnd() };
 }
 
 /**

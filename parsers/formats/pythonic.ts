@@ -11,6 +11,10 @@
  */
 import { defineFamily } from '../engine/define.js';
 import type { EnvelopeMatch, MatchResult } from '../engine/family.js';
+import { announces } from '../engine/lead-in.js';
+import { gated } from '../kit/improvised-call.js';
+import { isPlainObject } from '../kit/lenient-json.js';
+import type { ParseContext } from '../types.js';
 import { closedEnvelope, peekNonWs } from '../kit/envelope.js';
 import { readName, scanJsonValue, skipWs } from '../kit/json-scan.js';
 import { parsePythonCallList } from '../kit/python-literal.js';
@@ -87,8 +91,13 @@ function wholeListEndingOutput(text: string, j: number): EnvelopeMatch | null {
   return { ...m, end: text.length };
 }
 
-/** The whole output, or a list opening it followed by a new sentence (kept as content). */
-function matchWhole(text: string): EnvelopeMatch | null {
+/**
+ * The whole output, or a list opening it followed by a new sentence (kept as content). recall15:
+ * when that sentence is a short announcing one (`announces`) and a second list on a line of its
+ * own ends the output, every call of which names a declared tool whose schema its arguments fit,
+ * that list is read too (repair `lead-in`): Llama 3.2 narrating two steps.
+ */
+function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
   const all = read(text);
   if (all) return { ...all, end: text.length };
   const j = skipWs(text, 0);
@@ -98,7 +107,25 @@ function matchWhole(text: string): EnvelopeMatch | null {
   if (k >= text.length) return null;
   if (!text.slice(scan.end, k).includes('\n') && !NEW_SENTENCE.test(text[k] ?? '')) return null;
   const m = read(text.slice(j, scan.end));
-  return m ? { ...m, end: text.length, content: text.slice(k) } : null;
+  if (!m) return null;
+  const at = text.indexOf('\n[', k);
+  const lead = at < 0 ? '' : text.slice(k, at);
+  const second = at < 0 || !announces(lead, ctx) ? null : scanJsonValue(text, at + 1, { singleQuotes: true });
+  const more =
+    second && second.end >= 0 && skipWs(text, second.end) >= text.length
+      ? read(text.slice(at + 1, second.end))
+      : null;
+  if (
+    more?.calls.every(
+      (c) => isPlainObject(c.arguments) && gated({ name: c.name, args: c.arguments }, ctx.tools),
+    )
+  )
+    return {
+      end: text.length,
+      calls: [...m.calls, ...more.calls.map((c) => ({ ...c, repairs: [...(c.repairs ?? []), 'lead-in'] }))],
+      content: lead.trimEnd(),
+    };
+  return { ...m, end: text.length, content: text.slice(k) };
 }
 
 export const pythonic = defineFamily({

@@ -15,6 +15,7 @@ import type { RecoveryResult } from '../../parsers/recover.js';
 import { collectEvents, createRecoveryStream, recoverMessage } from '../../parsers/recover.js';
 import { scanJsonValue } from '../../parsers/kit/json-scan.js';
 import type { DeclaredTool } from '../../parsers/types.js';
+import { recall15Cases } from './perturb-cases-recall15.js';
 
 type Truth = 'call' | 'content' | 'either';
 
@@ -30,7 +31,9 @@ export interface PerturbCase {
   /** The prose around the calls: the content once they are read (blanks aside). */
   prose: string;
   /** Which session's generator first wrote the case ('recall9' … 'recall12' for the shapes added then). */
-  set: 'recall8' | 'recall9' | 'recall10' | 'recall11' | 'recall12' | 'recall14';
+  set: 'recall8' | 'recall9' | 'recall10' | 'recall11' | 'recall12' | 'recall14' | 'recall15';
+  /** The tools the request declares (default PERTURB_TOOLS; recall15 declares an agent's twelve). */
+  tools?: ReadonlyMap<string, DeclaredTool>;
   /** Upstream reasoning_content beside the text (recall11's call split across the two). */
   reasoning?: string;
   /** Besides the text itself, what a case with no call may keep as content (a special token dropped). */
@@ -1208,6 +1211,7 @@ export function generateCases(): PerturbCase[] {
       add(f, 'cut', tool, full.slice(0, cutAt), 'content', [], true);
     }
   }
+  out.push(...recall15Cases());
   return out;
 }
 
@@ -1226,13 +1230,13 @@ function read(c: PerturbCase): RecoveryResult {
   let n = 0;
   return recoverMessage(
     { content: c.text, reasoning: c.reasoning ?? null, cut: c.cut },
-    { tools: PERTURB_TOOLS, newId: () => `c${n++}` },
+    { tools: c.tools ?? PERTURB_TOOLS, newId: () => `c${n++}` },
   );
 }
 
 function readStreamed(c: PerturbCase, pieces: string[]): RecoveryResult {
   let n = 0;
-  const s = createRecoveryStream({ tools: PERTURB_TOOLS, newId: () => `c${n++}` });
+  const s = createRecoveryStream({ tools: c.tools ?? PERTURB_TOOLS, newId: () => `c${n++}` });
   const events = [];
   if (c.reasoning !== undefined) events.push(...s.push({ reasoning: c.reasoning }));
   for (const p of pieces) events.push(...s.push({ content: p }));
