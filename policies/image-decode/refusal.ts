@@ -18,28 +18,15 @@
  * which one failed cannot be told.
  */
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
-import { isObject } from '../../protocol/is-object.js';
 import { splitDataUrl } from '../../protocol/file-part.js';
-import { imageUrl } from '../kit/image-part.js';
+import { imageUrlsWhere } from '../kit/image-part.js';
 import { refusalSays } from '../kit/media-refusal.js';
 
 const SIGNATURES: readonly RegExp[] = [/\bFailed to load image or audio file\b/];
 
 /** The request's inline (data URL) images, in order, each once. */
 export function inlineImages(request: ChatCompletionRequest): string[] {
-  const out = new Set<string>();
-  const messages: unknown = request.messages;
-  if (!Array.isArray(messages)) return [];
-  for (const m of messages) {
-    const content = isObject(m) ? m.content : undefined;
-    if (!Array.isArray(content)) continue;
-    for (const p of content) {
-      if (!isObject(p)) continue;
-      const url = imageUrl(p as never);
-      if (url?.startsWith('data:')) out.add(url);
-    }
-  }
-  return [...out];
+  return imageUrlsWhere(request, (url) => url.startsWith('data:'));
 }
 
 /** The first bytes of a format stb_image reads (TGA and PIC have none to tell: counted readable). */

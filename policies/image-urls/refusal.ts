@@ -23,7 +23,7 @@
  */
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { isObject } from '../../protocol/is-object.js';
-import { imageUrl, isRemoteUrl } from '../kit/image-part.js';
+import { imageUrlsWhere, isRemoteUrl } from '../kit/image-part.js';
 import { refusalSays } from '../kit/media-refusal.js';
 
 const SIGNATURES: readonly RegExp[] = [/\bFailed to download image\b/, /\bFailed to fetch media from URL\b/];
@@ -45,19 +45,7 @@ const isFileUrl = (url: string): boolean => /^file:/i.test(url);
 
 /** The request's image URLs the backend reads itself (http, https and file:), in order, each once. */
 export function remoteImageUrls(request: ChatCompletionRequest): string[] {
-  const out = new Set<string>();
-  const messages: unknown = request.messages;
-  if (!Array.isArray(messages)) return [];
-  for (const m of messages) {
-    const content = isObject(m) ? m.content : undefined;
-    if (!Array.isArray(content)) continue;
-    for (const p of content) {
-      if (!isObject(p)) continue;
-      const url = imageUrl(p as never);
-      if (url !== undefined && (isRemoteUrl(url) || isFileUrl(url))) out.add(url);
-    }
-  }
-  return [...out];
+  return imageUrlsWhere(request, (url) => isRemoteUrl(url) || isFileUrl(url));
 }
 
 /** The error's text (OpenAI's error object, vLLM's legacy top level), its head only. */

@@ -3,7 +3,7 @@
  * cannot see; image-urls: a URL its backend could not fetch). Pure.
  */
 import { base64Size, splitDataUrl } from '../../protocol/file-part.js';
-import type { ContentPart } from '../../protocol/openai.js';
+import type { ChatCompletionRequest, ContentPart } from '../../protocol/openai.js';
 import { isObject } from '../../protocol/is-object.js';
 import { formatBytes } from './sizes.js';
 
@@ -37,4 +37,24 @@ export function imageLabel(url: string): string {
 /** Whether the backend fetches `url` itself (http or https), as both llama-server and vLLM do. */
 export function isRemoteUrl(url: string): boolean {
   return /^https?:\/\//i.test(url);
+}
+
+/**
+ * The request's image URLs that `keep` accepts, in order, each once (image-urls: the ones the
+ * backend fetches; image-decode: the inline ones it decodes).
+ */
+export function imageUrlsWhere(request: ChatCompletionRequest, keep: (url: string) => boolean): string[] {
+  const out = new Set<string>();
+  const messages: unknown = request.messages;
+  if (!Array.isArray(messages)) return [];
+  for (const m of messages) {
+    const content = isObject(m) ? m.content : undefined;
+    if (!Array.isArray(content)) continue;
+    for (const p of content) {
+      if (!isObject(p)) continue;
+      const url = imageUrl(p as never);
+      if (url !== undefined && keep(url)) out.add(url);
+    }
+  }
+  return [...out];
 }
