@@ -73,6 +73,8 @@ type ChoiceEnd = { kind: 'relayed' } | { kind: 'delivered'; seen: SeenOutput; se
 /** Token usage summed over every attempt of the request, every choice's. */
 interface UsageTotal {
   usage: Usage | undefined;
+  /** The first attempt that asked fewer choices than the client's `n`: choice 0's own. */
+  firstSingle?: number;
 }
 
 /**
@@ -111,7 +113,9 @@ async function runAttempts(
     }
     // The choices still owed, one request each, all from the model that answered the first.
     call.fallbacksLeft = undefined;
+    noteChoice(call, 0, asked, total.firstSingle ?? call.trace.attempts);
     for (let index = 1; index < asked; index++) {
+      noteChoice(call, index, asked, call.trace.attempts + 1);
       call.retriesUsed = 0; // each choice has its own corrective retries
       call.roleSent = false; // and opens its own message
       const driver = framing.choice(index);
@@ -134,6 +138,20 @@ async function runAttempts(
 }
 
 /**
+ * Which choice of a request asked one choice a request the attempts from `from` on serve (until
+ * the next choice's): a decision (the inspector labels each attempt by it) and a span event.
+ */
+function noteChoice(call: ChatCall, index: number, asked: number, from: number): void {
+  call.span?.event('toolproof.choice', { 'toolproof.choice.index': index, 'toolproof.attempt': from });
+  captureDecision(
+    call,
+    'choice-asked',
+    `choice ${index} (of ${asked}: indexes 0-${asked - 1}) asked by a request of its own, from attempt ${from}`,
+    { index, of: asked, fromAttempt: from },
+  );
+}
+
+/**
  * One choice's attempts: sent, read, salvaged, judged, retried until one is delivered (or relayed
  * untouched, or it fails: thrown). `asked`: the choices this answer is to hold.
  */
@@ -149,6 +167,8 @@ async function attemptChoice(
   let request = first;
   for (;;) {
     const opened = await openUpstream(call, deps, request);
+    if (total.firstSingle === undefined && askedChoices(opened.request.n) < asked)
+      total.firstSingle = call.trace.attempts;
     // Choices asked one request each are joined by toolproof: never relayed as they came.
     const relay = passthrough && askedChoices(opened.request.n) >= asked;
     const report: AttemptReport =
