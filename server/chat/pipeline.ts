@@ -114,6 +114,8 @@ async function runAttempts(
     // The choices still owed, one request each, all from the model that answered the first.
     call.fallbacksLeft = undefined;
     noteChoice(call, 0, asked, total.firstSingle ?? call.trace.attempts);
+    // Each choice's attempts judge the kind of its own answer: any choice's final answer counts.
+    let finalAnswer = call.trace.finalAnswer;
     for (let index = 1; index < asked; index++) {
       noteChoice(call, index, asked, call.trace.attempts + 1);
       call.retriesUsed = 0; // each choice has its own corrective retries
@@ -123,7 +125,9 @@ async function runAttempts(
       if (end.kind !== 'delivered') throw new ToolproofError('TP_ERR_INTERNAL'); // never relayed
       seen.calls ||= end.seen.calls;
       seen.content ||= end.seen.content;
+      finalAnswer ||= call.trace.finalAnswer;
     }
+    call.trace.finalAnswer = finalAnswer;
     call.usage = total.usage;
     call.trace.finalKind = classifyFinal(seen, call.trace.finalAnswer);
     return await framing.join(total.usage);

@@ -35,7 +35,11 @@ function inTurn(actions: TurnAction[]): void {
 }
 
 interface View {
-  record: { decisions: Array<{ kind: string; reason: string }>; upstreamAttempts: unknown[] };
+  record: {
+    kinds: string[];
+    decisions: Array<{ kind: string; reason: string }>;
+    upstreamAttempts: unknown[];
+  };
   modelWrote: Reassembled[];
   clientReceived: Reassembled;
   attemptChoice: Array<number | null>;
@@ -110,6 +114,8 @@ describe('n choices asked one request each, in the inspector and the trace', () 
     await collectStream(res.data);
     const v = await view(res.response.headers.get('x-request-id')!);
     expect(v.attemptChoice).toEqual([0, 1]);
+    // choice 0 came through final_answer: so did the request, whatever the last choice was
+    expect(v.record.kinds).toEqual(['final_answer']);
     expect(v.clientReceived.choices?.map(brief)).toEqual([
       { content: 'Sunny.', calls: [] },
       { content: '', calls: [{ city: 'Rome' }] },
