@@ -284,13 +284,17 @@ function showList(params) {
   // The filters match a session or a model exactly: offer the ones captured.
   const sessionChoices = el('datalist', { id: 'session-choices' });
   const modelChoices = el('datalist', { id: 'model-choices' });
-  getJson('/sessions', true)
-    .then((data) => {
-      const models = [...new Set(data.sessions.flatMap((s) => s.models))].sort();
-      sessionChoices.replaceChildren(...data.sessions.map((s) => el('option', { value: s.session })));
-      modelChoices.replaceChildren(...models.map((m) => el('option', { value: m })));
-    })
-    .catch(() => {});
+  // Asked after the list, never beside it: with TOOLPROOF_WORKERS > 1 the primary relays one
+  // question a reader at a time, and the second of two at once was a 429 ("could not load").
+  let choicesAsked = false;
+  const fillChoices = () =>
+    getJson('/sessions', true)
+      .then((data) => {
+        const models = [...new Set(data.sessions.flatMap((s) => s.models))].sort();
+        sessionChoices.replaceChildren(...data.sessions.map((s) => el('option', { value: s.session })));
+        modelChoices.replaceChildren(...models.map((m) => el('option', { value: m })));
+      })
+      .catch(() => {});
   const body = el('tbody');
   const pager = el('p', { class: 'pager', id: 'pager' });
   // A named key's own view: its requests other keys' traffic pushed out of the shared ring.
@@ -362,6 +366,10 @@ function showList(params) {
     } catch (err) {
       if (my !== nav) return;
       setState(`could not load: ${err.message}`);
+    }
+    if (!choicesAsked && my === nav) {
+      choicesAsked = true;
+      await fillChoices();
     }
     if (live && my === nav) timer = setTimeout(load, 2000);
   };
