@@ -284,13 +284,17 @@ function showList(params) {
   // The filters match a session or a model exactly: offer the ones captured.
   const sessionChoices = el('datalist', { id: 'session-choices' });
   const modelChoices = el('datalist', { id: 'model-choices' });
-  getJson('/sessions', true)
-    .then((data) => {
-      const models = [...new Set(data.sessions.flatMap((s) => s.models))].sort();
-      sessionChoices.replaceChildren(...data.sessions.map((s) => el('option', { value: s.session })));
-      modelChoices.replaceChildren(...models.map((m) => el('option', { value: m })));
-    })
-    .catch(() => {});
+  // Asked after the list, never beside it: with TOOLPROOF_WORKERS > 1 the primary relays one
+  // question a reader at a time, and the second of two at once was a 429 ("could not load").
+  let choicesAsked = false;
+  const fillChoices = () =>
+    getJson('/sessions', true)
+      .then((data) => {
+        const models = [...new Set(data.sessions.flatMap((s) => s.models))].sort();
+        sessionChoices.replaceChildren(...data.sessions.map((s) => el('option', { value: s.session })));
+        modelChoices.replaceChildren(...models.map((m) => el('option', { value: m })));
+      })
+      .catch(() => {});
   const body = el('tbody');
   const pager = el('p', { class: 'pager', id: 'pager' });
   // A named key's own view: its requests other keys' traffic pushed out of the shared ring.
@@ -362,6 +366,10 @@ function showList(params) {
     } catch (err) {
       if (my !== nav) return;
       setState(`could not load: ${err.message}`);
+    }
+    if (!choicesAsked && my === nav) {
+      choicesAsked = true;
+      await fillChoices();
     }
     if (live && my === nav) timer = setTimeout(load, 2000);
   };
@@ -539,6 +547,73 @@ const NOTHING_YET = '(in flight: no text yet)';
  * nothing marked (what the model wrote and the client has not received yet is still coming, or
  * held back until the stream decides it), and said in the heading.
  */
+/**
+ * Which choice an attempt served, when the client's choices were asked one request each: ' ·
+ * choice k', or ' · every choice' for one that asked them all (refused, then split); '' otherwise.
+ */
+function choiceLabel(v, i) {
+  const choices = v.attemptChoice ?? [];
+  if (!choices.some((c) => c !== null)) return '';
+  return choices[i] === null || choices[i] === undefined ? ' · every choice' : ` · choice ${choices[i]}`;
+}
+
+/**
+ * A request of several choices: one row a choice, what the model wrote for it (the last attempt
+ * that served it, or its part of the one answer that held them all) beside what the client
+ * received as that choice.
+ */
+function choicePanels(v, leaked) {
+  const r = v.record;
+  const choices = v.attemptChoice ?? [];
+  const lastAll = v.modelWrote.length - 1;
+  return el(
+    'div',
+    { id: 'choices' },
+    v.clientReceived.choices.map((received, k) => {
+      const mine = choices.lastIndexOf(k);
+      const at = mine >= 0 ? mine : lastAll;
+      const wrote =
+        at < 0
+          ? undefined
+          : mine >= 0
+            ? v.modelWrote[at]
+            : (v.modelWrote[at].choices?.[k] ?? v.modelWrote[at]);
+      return el(
+        'div',
+        { class: 'cols', 'data-choice': k },
+        wrote
+          ? el(
+              'div',
+              { class: 'model-wrote' },
+              textPanel(
+                `choice ${k}: model wrote (attempt ${at + 1}, raw)`,
+                wrote,
+                wrote.content,
+                received.content,
+                leaked ? 'recovered call' : 'not passed on as text',
+                r.inFlight,
+                r.upstreamAttempts[at].response.partial === true,
+              ),
+            )
+          : el('div', { class: 'panel empty' }, 'no upstream attempt'),
+        el(
+          'div',
+          { class: 'client-received' },
+          textPanel(
+            `choice ${k}: client received`,
+            received,
+            null,
+            '',
+            '',
+            r.inFlight,
+            r.clientResponse.body.partial === true,
+          ),
+        ),
+      );
+    }),
+  );
+}
+
 function textPanel(title, r, raw, shown, markLabel, inFlight, partial) {
   const empty = !r.content && !r.reasoning && r.calls.length === 0 && !r.error;
   const heading = partial ? `${title} · so far` : title;
@@ -858,38 +933,40 @@ async function showRequest(id, refresh) {
         )
       : null,
     el('h2', {}, 'What the model wrote, what the client received'),
-    el(
-      'div',
-      { class: 'cols' },
-      last >= 0
-        ? el(
+    client.choices && client.choices.length > 1
+      ? choicePanels(v, leaked)
+      : el(
+          'div',
+          { class: 'cols' },
+          last >= 0
+            ? el(
+                'div',
+                { id: 'model-wrote' },
+                textPanel(
+                  `model wrote (attempt ${last + 1}, raw)`,
+                  v.modelWrote[last],
+                  v.modelWrote[last].content,
+                  shown,
+                  leaked ? 'recovered call' : 'not passed on as text',
+                  r.inFlight,
+                  r.upstreamAttempts[last].response.partial === true,
+                ),
+              )
+            : el('div', { class: 'panel empty' }, 'no upstream attempt'),
+          el(
             'div',
-            { id: 'model-wrote' },
+            { id: 'client-received' },
             textPanel(
-              `model wrote (attempt ${last + 1}, raw)`,
-              v.modelWrote[last],
-              v.modelWrote[last].content,
-              shown,
-              leaked ? 'recovered call' : 'not passed on as text',
+              'client received',
+              client,
+              null,
+              '',
+              '',
               r.inFlight,
-              r.upstreamAttempts[last].response.partial === true,
+              r.clientResponse.body.partial === true,
             ),
-          )
-        : el('div', { class: 'panel empty' }, 'no upstream attempt'),
-      el(
-        'div',
-        { id: 'client-received' },
-        textPanel(
-          'client received',
-          client,
-          null,
-          '',
-          '',
-          r.inFlight,
-          r.clientResponse.body.partial === true,
+          ),
         ),
-      ),
-    ),
     el('h2', {}, 'Decisions'),
     r.decisions.length === 0
       ? el('p', { class: 'empty' }, 'none: the request went through untouched')
@@ -941,7 +1018,11 @@ async function showRequest(id, refresh) {
       return el(
         'section',
         { class: 'attempt panel', 'data-attempt': a.n },
-        el('h3', {}, `attempt ${a.n} → ${a.replica || a.upstream} · status ${a.status ?? '–'}`),
+        el(
+          'h3',
+          {},
+          `attempt ${a.n}${choiceLabel(v, i)} → ${a.replica || a.upstream} · status ${a.status ?? '–'}`,
+        ),
         el(
           'div',
           { class: 'meta' },

@@ -30,6 +30,11 @@ export interface RequestView {
   clientReceived: Reassembled;
   /** Per attempt, a curl command that replays it against the backend (no credentials). */
   curl: string[];
+  /**
+   * Per attempt, the choice it served when the client's `n` choices were asked one request each
+   * (the `choice-asked` decisions); null for an attempt that asked them all, or when none were split.
+   */
+  attemptChoice: Array<number | null>;
 }
 
 export interface SessionSummary {
@@ -153,7 +158,36 @@ function viewOf(record: CaptureRecord): RequestView {
     curl: record.upstreamAttempts.map((a) =>
       curlOf(record, a.upstream, a.replica, a.request.text, a.request.cut, a.stream),
     ),
+    attemptChoice: attemptChoices(record),
   };
+}
+
+/**
+ * The choice each attempt served, from the `choice-asked` decisions (each: a choice's index and
+ * the attempt it starts from, up to the next choice's first).
+ */
+function attemptChoices(record: CaptureRecord): Array<number | null> {
+  const starts: Array<{ index: number; from: number }> = [];
+  for (const d of record.decisions) {
+    if (d.kind !== 'choice-asked' || d.detail === undefined) continue;
+    try {
+      const { index, fromAttempt } = JSON.parse(d.detail) as { index?: unknown; fromAttempt?: unknown };
+      if (typeof index === 'number' && typeof fromAttempt === 'number')
+        starts.push({ index, from: fromAttempt });
+    } catch {
+      // a detail cut by the capture: that choice's attempts go unlabelled
+    }
+  }
+  return record.upstreamAttempts.map((a) => {
+    let choice: number | null = null;
+    let from = 0;
+    for (const s of starts)
+      if (s.from <= a.n && s.from >= from) {
+        choice = s.index;
+        from = s.from;
+      }
+    return choice;
+  });
 }
 
 const shellQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;

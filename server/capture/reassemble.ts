@@ -13,6 +13,11 @@ export interface Reassembled {
   error?: string;
   /** Whether the body was a stream of events. */
   stream: boolean;
+  /**
+   * A chat body of more than one choice (`n` > 1): each choice read back on its own, by its
+   * index (the fields above run them all together).
+   */
+  choices?: Reassembled[];
 }
 
 /** The JSON payloads of a body: one per `data:` line of a stream (or of captured events), or the body itself. */
@@ -74,6 +79,16 @@ export function reassemble(text: string): Reassembled {
     } else if (name) c.name = name;
     return c;
   };
+  /** A chat body's choices by index, each read on its own (calls shared with `out.calls`). */
+  const byChoice = new Map<number, Reassembled>();
+  const choiceAt = (index: number): Reassembled => {
+    let c = byChoice.get(index);
+    if (!c) {
+      c = { content: '', reasoning: '', calls: [], stream };
+      byChoice.set(index, c);
+    }
+    return c;
+  };
   for (const p of payloads) {
     const e = obj(p);
     if (!e) continue;
@@ -87,14 +102,23 @@ export function reassemble(text: string): Reassembled {
         const c = obj(ch);
         const m = obj(c?.delta) ?? obj(c?.message);
         if (!m) continue;
-        out.content += str(m.content);
-        out.reasoning += str(m.reasoning_content) || str(m.reasoning);
+        const index = typeof c?.index === 'number' ? c.index : 0;
+        const one = choiceAt(index);
+        const content = str(m.content);
+        const reasoning = str(m.reasoning_content) || str(m.reasoning);
+        out.content += content;
+        out.reasoning += reasoning;
+        one.content += content;
+        one.reasoning += reasoning;
         if (Array.isArray(m.tool_calls))
           m.tool_calls.forEach((t, i) => {
             const tc = obj(t);
             const f = obj(tc?.function);
             const idx = typeof tc?.index === 'number' ? tc.index : i;
-            const call = callAt(`c${c?.index ?? 0}.${idx}`, str(f?.name) || undefined);
+            const key = `c${index}.${idx}`;
+            const fresh = !byIndex.has(key);
+            const call = callAt(key, str(f?.name) || undefined);
+            if (fresh) one.calls.push(call);
             call.arguments += str(f?.arguments);
           });
       }
@@ -139,6 +163,7 @@ export function reassemble(text: string): Reassembled {
         readResponsesOutput(r, out);
     }
   }
+  if (byChoice.size > 1) out.choices = [...byChoice].sort((a, b) => a[0] - b[0]).map(([, c]) => c);
   return out;
 }
 

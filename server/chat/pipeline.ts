@@ -73,6 +73,8 @@ type ChoiceEnd = { kind: 'relayed' } | { kind: 'delivered'; seen: SeenOutput; se
 /** Token usage summed over every attempt of the request, every choice's. */
 interface UsageTotal {
   usage: Usage | undefined;
+  /** The first attempt that asked fewer choices than the client's `n`: choice 0's own. */
+  firstSingle?: number;
 }
 
 /**
@@ -111,7 +113,11 @@ async function runAttempts(
     }
     // The choices still owed, one request each, all from the model that answered the first.
     call.fallbacksLeft = undefined;
+    noteChoice(call, 0, asked, total.firstSingle ?? call.trace.attempts);
+    // Each choice's attempts judge the kind of its own answer: any choice's final answer counts.
+    let finalAnswer = call.trace.finalAnswer;
     for (let index = 1; index < asked; index++) {
+      noteChoice(call, index, asked, call.trace.attempts + 1);
       call.retriesUsed = 0; // each choice has its own corrective retries
       call.roleSent = false; // and opens its own message
       const driver = framing.choice(index);
@@ -119,7 +125,9 @@ async function runAttempts(
       if (end.kind !== 'delivered') throw new ToolproofError('TP_ERR_INTERNAL'); // never relayed
       seen.calls ||= end.seen.calls;
       seen.content ||= end.seen.content;
+      finalAnswer ||= call.trace.finalAnswer;
     }
+    call.trace.finalAnswer = finalAnswer;
     call.usage = total.usage;
     call.trace.finalKind = classifyFinal(seen, call.trace.finalAnswer);
     return await framing.join(total.usage);
@@ -131,6 +139,20 @@ async function runAttempts(
     // A retry whose attempt never finished (upstream error, mid-stream failure, client gone).
     settleRetry(call, deps, call.signal.aborted ? 'aborted' : 'failed');
   }
+}
+
+/**
+ * Which choice of a request asked one choice a request the attempts from `from` on serve (until
+ * the next choice's): a decision (the inspector labels each attempt by it) and a span event.
+ */
+function noteChoice(call: ChatCall, index: number, asked: number, from: number): void {
+  call.span?.event('toolproof.choice', { 'toolproof.choice.index': index, 'toolproof.attempt': from });
+  captureDecision(
+    call,
+    'choice-asked',
+    `choice ${index} (of ${asked}: indexes 0-${asked - 1}) asked by a request of its own, from attempt ${from}`,
+    { index, of: asked, fromAttempt: from },
+  );
 }
 
 /**
@@ -149,6 +171,8 @@ async function attemptChoice(
   let request = first;
   for (;;) {
     const opened = await openUpstream(call, deps, request);
+    if (total.firstSingle === undefined && askedChoices(opened.request.n) < asked)
+      total.firstSingle = call.trace.attempts;
     // Choices asked one request each are joined by toolproof: never relayed as they came.
     const relay = passthrough && askedChoices(opened.request.n) >= asked;
     const report: AttemptReport =

@@ -82,6 +82,15 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
         )
         .withResponse()
     ).response.headers.get('x-request-id')!;
+    // Two choices on llama-server (one a request): refused, then one request per choice.
+    // Each choice's request is alike: the simulator answers them in turn.
+    const answers = [{ say: 'Sunny.' }, { call: [{ name: 'get_weather', arguments: { city: 'Rome' } }] }];
+    let answered = 0;
+    stack.sim.setScenario(() => answers[Math.min(answered++, 1)]!);
+    ids.choices = (
+      await c.create({ model: 'sim', n: 2, messages: user, tools }).withResponse()
+    ).response.headers.get('x-request-id')!;
+    stack.sim.setScenario('demo');
     const failed = await fetch(`${stack.url}/chat/completions`, {
       method: 'POST',
       headers: {
@@ -268,6 +277,23 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
       await page.screenshot({ path: join(ARTIFACTS, `diff-${name}.png`), fullPage: true });
     },
   );
+
+  it('n choices asked one request each: each attempt names its choice, each choice beside what the model wrote for it', async () => {
+    await page.goto(`${stack.origin}/inspect#/r/${ids.choices}`);
+    const rows = page.locator('#choices [data-choice]');
+    await rows.first().waitFor({ timeout: 5_000 });
+    expect(await rows.count()).toBe(2);
+    expect(await rows.nth(0).locator('.client-received pre.text').textContent()).toBe('Sunny.');
+    expect(await rows.nth(0).locator('.model-wrote .call b').textContent()).toBe('final_answer');
+    expect(await rows.nth(1).locator('.client-received .call b').textContent()).toBe('get_weather');
+    expect(await rows.nth(1).locator('.client-received pre.text').textContent()).toBe('');
+    expect(await page.locator('section.attempt h3').allTextContents()).toEqual([
+      expect.stringMatching(/^attempt 1 · every choice → .* · status 400$/),
+      expect.stringMatching(/^attempt 2 · choice 0 → .* · status 200$/),
+      expect.stringMatching(/^attempt 3 · choice 1 → .* · status 200$/),
+    ]);
+    await page.screenshot({ path: join(ARTIFACTS, 'choices.png'), fullPage: true });
+  });
 
   it("a chat request's attempt is diffed against the client's request as it came", async () => {
     await page.goto(`${stack.origin}/inspect#/r/${ids.final}`);

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
+import { chromiumAvailable, openPage } from '../support/browser.js';
 import { freshRequest, once, type Proc, startWorkers, stopWorkers } from '../support/toolproof-process.js';
 
 /** /inspect/api/session's answer, or the inspector's error. */
@@ -108,6 +109,33 @@ describe('the inspector over two workers', () => {
     }
     expect(workers.size).toBe(2);
   }, 60_000);
+
+  it.skipIf(!chromiumAvailable)(
+    "the page's list opens without a 429: its questions go one at a time (the primary relays one a reader)",
+    async () => {
+      await once(origin, '/v1/chat/completions', { model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+      const { browser, page } = await openPage();
+      try {
+        const statuses: number[] = [];
+        page.on('response', (r) => {
+          if (r.url().includes('/inspect/api/')) statuses.push(r.status());
+        });
+        for (let i = 0; i < 3; i++) {
+          await page.goto('about:blank');
+          await page.goto(`${origin}/inspect`);
+          await page.locator('tr[data-id]').first().waitFor({ timeout: 5_000 });
+          await page
+            .locator('#session-choices option')
+            .first()
+            .waitFor({ state: 'attached', timeout: 5_000 });
+        }
+        expect(statuses.filter((s) => s === 429)).toEqual([]);
+        expect(await page.locator('#state').textContent()).toMatch(/ requests · 2 workers$/);
+      } finally {
+        await browser.close();
+      }
+    },
+  );
 
   it("session reads past the primary's relay budget are refused with a 429 in the API's shape, the rest answered whole", async () => {
     // 24 turns of one session, each a ~120 KB prompt: a session answer is ~3M characters through
