@@ -20,14 +20,15 @@
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { isObject } from '../../protocol/is-object.js';
 import { splitDataUrl } from '../../protocol/file-part.js';
+import { StringSet } from '../../protocol/string-set.js';
 import { imageUrl } from '../kit/image-part.js';
 import { refusalSays } from '../kit/media-refusal.js';
 
 const SIGNATURES: readonly RegExp[] = [/\bFailed to load image or audio file\b/];
 
-/** The request's inline (data URL) images, in order, each once. */
+/** The request's inline (data URL) images, in order, each once (long ones told apart by digest: StringSet). */
 export function inlineImages(request: ChatCompletionRequest): string[] {
-  const out = new Set<string>();
+  const out = new StringSet();
   const messages: unknown = request.messages;
   if (!Array.isArray(messages)) return [];
   for (const m of messages) {

@@ -10,6 +10,7 @@ import type { Policy } from '../../policies/types.js';
 import type { PolicyEffect } from '../../policies/registry.js';
 import { createHash } from 'node:crypto';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
+import { StringSet } from '../../protocol/string-set.js';
 import { type FallbackMemory, memoryModel } from '../fallback-memory.js';
 import type { ResolvedRoute } from '../routing.js';
 
@@ -94,8 +95,8 @@ export function rememberedValues(
   route: ResolvedRoute,
   request: ChatCompletionRequest,
   key?: string,
-): Set<string> {
-  const out = new Set<string>();
+): StringSet {
+  const out = new StringSet();
   if (!memory || memory.size === 0) return out;
   const part = modelPart(route, request.model);
   for (const p of policies) {
