@@ -25,6 +25,7 @@ import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { isObject } from '../../protocol/is-object.js';
 import { imageUrl, isRemoteUrl } from '../kit/image-part.js';
 import { refusalSays } from '../kit/media-refusal.js';
+import { StringSet } from '../../protocol/string-set.js';
 
 const SIGNATURES: readonly RegExp[] = [/\bFailed to download image\b/, /\bFailed to fetch media from URL\b/];
 
@@ -43,9 +44,12 @@ const LOCAL_SIGNATURES: readonly RegExp[] = [
 
 const isFileUrl = (url: string): boolean => /^file:/i.test(url);
 
-/** The request's image URLs the backend reads itself (http, https and file:), in order, each once. */
+/**
+ * The request's image URLs the backend reads itself (http, https and file:), in order, each once
+ * (long ones told apart by digest: StringSet).
+ */
 export function remoteImageUrls(request: ChatCompletionRequest): string[] {
-  const out = new Set<string>();
+  const out = new StringSet();
   const messages: unknown = request.messages;
   if (!Array.isArray(messages)) return [];
   for (const m of messages) {

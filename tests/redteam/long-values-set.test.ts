@@ -9,6 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import { imageDecodePolicy } from '../../policies/image-decode/index.js';
 import { inlineImages } from '../../policies/image-decode/refusal.js';
+import { remoteImageUrls } from '../../policies/image-urls/refusal.js';
 import { POLICIES } from '../../policies/registry.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { StringSet } from '../../protocol/string-set.js';
@@ -67,6 +68,13 @@ describe('sets of long values', () => {
       },
       { from: 16, max: 1024 },
     );
+    expect(withinBudget(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
+  });
+
+  it('image-urls’ candidates: n long URLs alike cost linear CPU in n (x1 vs x4)', () => {
+    const long = (n: number) =>
+      req(Array.from({ length: n }, (_, i) => `https://img.example/${'a'.repeat(17_000)}${i}.png`));
+    const s = measureScaling(long, remoteImageUrls, { from: 16, max: 1024 });
     expect(withinBudget(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
   });
 });
