@@ -3,9 +3,9 @@
  * configuration (a reload's new one takes over at the next request: a revoked key is refused at
  * once); the limits' counters live per app and outlive reloads, by key name.
  *
- * Keys are compared in constant time: both sides hashed to a fixed length first, and every
- * configured key is checked, so timing reveals neither length nor which key matched. Keys are
- * never logged (the logger redacts authorization headers); only their names are.
+ * A presented key is looked up by its SHA-256 (KeyRing): what its timing can tell is about the
+ * digest of what the client sent, nothing of a key's bytes or length. Keys are never logged (the
+ * logger redacts authorization headers); only their names are.
  */
 import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';

@@ -24,7 +24,7 @@ import { refusalSays } from '../kit/media-refusal.js';
 
 const SIGNATURES: readonly RegExp[] = [/\bFailed to load image or audio file\b/];
 
-/** The request's inline (data URL) images, in order, each once. */
+/** The request's inline (data URL) images, in order, each once (long ones told apart by digest: StringSet). */
 export function inlineImages(request: ChatCompletionRequest): string[] {
   return imageUrlsWhere(request, (url) => url.startsWith('data:'));
 }

@@ -43,7 +43,10 @@ const LOCAL_SIGNATURES: readonly RegExp[] = [
 
 const isFileUrl = (url: string): boolean => /^file:/i.test(url);
 
-/** The request's image URLs the backend reads itself (http, https and file:), in order, each once. */
+/**
+ * The request's image URLs the backend reads itself (http, https and file:), in order, each once
+ * (long ones told apart by digest: StringSet).
+ */
 export function remoteImageUrls(request: ChatCompletionRequest): string[] {
   return imageUrlsWhere(request, (url) => isRemoteUrl(url) || isFileUrl(url));
 }

@@ -5,6 +5,7 @@
 import { base64Size, splitDataUrl } from '../../protocol/file-part.js';
 import type { ChatCompletionRequest, ContentPart } from '../../protocol/openai.js';
 import { isObject } from '../../protocol/is-object.js';
+import { StringSet } from '../../protocol/string-set.js';
 import { formatBytes } from './sizes.js';
 
 /** The part's image URL, when it is an image part (`image_url` as an object or a bare string). */
@@ -40,11 +41,13 @@ export function isRemoteUrl(url: string): boolean {
 }
 
 /**
- * The request's image URLs that `keep` accepts, in order, each once (image-urls: the ones the
- * backend fetches; image-decode: the inline ones it decodes).
+ * The request's image URLs that `keep` accepts, in order, each once, long ones told apart by
+ * digest (StringSet: a plain Set of 20 KB data URLs differing at their ends compares each with
+ * every other, redteam16) (image-urls: the ones the backend fetches; image-decode: the inline ones
+ * it decodes).
  */
 export function imageUrlsWhere(request: ChatCompletionRequest, keep: (url: string) => boolean): string[] {
-  const out = new Set<string>();
+  const out = new StringSet();
   const messages: unknown = request.messages;
   if (!Array.isArray(messages)) return [];
   for (const m of messages) {

@@ -30,7 +30,7 @@ import { mappedRoute } from '../routing.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstream.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects } from './effects.js';
-import { rememberedRefusals, rememberedValues, rememberRefusal, rememberRefusedValue } from './refusals.js';
+import { rememberedRefusals, rememberedValues, rememberRefusal, rememberRefusedValues } from './refusals.js';
 import { prepareRequest } from './prepare.js';
 import {
   captureAttemptBody,
@@ -297,10 +297,8 @@ function routeAroundRefusal(
     if (refusal.values === undefined)
       rememberRefusal(deps.refusals, call.route, call.original.model, refusal.fact, call.trace.key);
     const route = call.route;
-    const remember = () => {
-      for (const v of values)
-        rememberRefusedValue(deps.refusals, route, call.original.model, refusal.fact, v, call.trace.key);
-    };
+    const remember = () =>
+      rememberRefusedValues(deps.refusals, route, call.original.model, refusal.fact, values, call.trace.key);
     // An error that may mean something else is believed once the request without the values is answered.
     if (refusal.values?.unsure?.(status, body)) call.onAnswered.push(remember);
     else remember();

@@ -21,6 +21,7 @@ import type { RequestSpan } from '../tracing/types.js';
 import { type DoorFacts, requestFacts } from './prepare.js';
 import type { RecordWriter } from '../capture/ring.js';
 import type { DocumentLookup } from '../../protocol/document-text.js';
+import { StringSet } from '../../protocol/string-set.js';
 import type { DocumentReader } from '../documents/document-reader.js';
 
 export interface ChatDeps {
@@ -126,7 +127,7 @@ export class ChatCall {
   /** The facts remembered from earlier requests for this route's upstream and model (refusals.ts). */
   refusedRemembered: ReadonlySet<string> = new Set();
   /** Values of the request refused one by one, now or remembered (UpstreamRefusal.values). */
-  refusedValues = new Set<string>();
+  refusedValues = new StringSet();
   /** What an unsure refusal taught, kept until an attempt is answered (UpstreamRefusal.values.unsure). */
   readonly onAnswered: Array<() => void> = [];
   /** The window an overflow refusal of this request named, once learnt (attempt.ts: fitLearntWindow). */

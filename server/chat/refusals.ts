@@ -8,15 +8,32 @@
  */
 import type { Policy } from '../../policies/types.js';
 import type { PolicyEffect } from '../../policies/registry.js';
+import { createHash } from 'node:crypto';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
+import { StringSet } from '../../protocol/string-set.js';
 import { type FallbackMemory, memoryModel } from '../fallback-memory.js';
 import type { ResolvedRoute } from '../routing.js';
 
 const NONE: ReadonlySet<string> = new Set();
 
-/** The memory's model key: the model's upstream name, the fact, and the asking key (memoryModel). */
-function keyOf(route: ResolvedRoute, model: unknown, fact: string, key: string | undefined): string {
-  return memoryModel(`${route.upstreamModel ?? String(model)}\u0000${fact}`, key);
+/** A model name longer than this is held by its digest (the client picks it, up to the body limit). */
+const LONG_MODEL = 256;
+
+/**
+ * The model's part of the memory's names: its upstream name, a long one as its SHA-256. Made once
+ * a request: a lookup per image each held the whole name, which the memory hashed again each time
+ * (8,000 image parts and a 256 KB model name: 2 GB hashed, 24 s of CPU; tests/redteam/refusal-memory-long-model).
+ */
+function modelPart(route: ResolvedRoute, model: unknown): string {
+  const name = route.upstreamModel ?? String(model);
+  return name.length > LONG_MODEL
+    ? `\u0000sha256:${createHash('sha256').update(name).digest('base64')}`
+    : name;
+}
+
+/** The memory's model key: the model's part, the fact, and the asking key (memoryModel). */
+function keyOf(part: string, fact: string, key: string | undefined): string {
+  return memoryModel(`${part}\u0000${fact}`, key);
 }
 
 /**
@@ -32,11 +49,12 @@ export function rememberedRefusals(
   key?: string,
 ): ReadonlySet<string> {
   if (!memory || memory.size === 0) return NONE;
+  const part = modelPart(route, model);
   let facts: Set<string> | undefined;
   for (const p of policies) {
     const fact = p.refusal?.fact;
-    if (fact === undefined || !memory.isActive(route.client.label, keyOf(route, model, fact, key))) continue;
-    rememberRefusal(memory, route, model, fact, key);
+    if (fact === undefined || !memory.isActive(route.client.label, keyOf(part, fact, key))) continue;
+    remember(memory, route, part, fact, key);
     (facts ??= new Set()).add(fact);
   }
   return facts ?? NONE;
@@ -50,12 +68,17 @@ export function rememberRefusal(
   fact: string,
   key?: string,
 ): void {
-  memory?.remember(
-    route.client.label,
-    keyOf(route, model, fact, key),
-    route.settings.fallbackTtlSeconds,
-    route.name,
-  );
+  if (memory) remember(memory, route, modelPart(route, model), fact, key);
+}
+
+function remember(
+  memory: FallbackMemory,
+  route: ResolvedRoute,
+  part: string,
+  fact: string,
+  key: string | undefined,
+): void {
+  memory.remember(route.client.label, keyOf(part, fact, key), route.settings.fallbackTtlSeconds, route.name);
 }
 
 /** The memory's key of one refused value (UpstreamRefusal.values): long values are hashed by the memory. */
@@ -72,30 +95,36 @@ export function rememberedValues(
   route: ResolvedRoute,
   request: ChatCompletionRequest,
   key?: string,
-): Set<string> {
-  const out = new Set<string>();
+): StringSet {
+  const out = new StringSet();
   if (!memory || memory.size === 0) return out;
+  const part = modelPart(route, request.model);
   for (const p of policies) {
     const refusal = p.refusal;
     if (refusal?.values === undefined) continue;
     for (const value of refusal.values.candidates(request)) {
       const fact = valueFact(refusal.fact, value);
-      if (!memory.isActive(route.client.label, keyOf(route, request.model, fact, key))) continue;
-      rememberRefusal(memory, route, request.model, fact, key);
+      if (!memory.isActive(route.client.label, keyOf(part, fact, key))) continue;
+      remember(memory, route, part, fact, key);
       out.add(value);
     }
   }
   return out;
 }
 
-/** Remember that `route`'s upstream refused `value` of this model (UpstreamRefusal.values). */
-export function rememberRefusedValue(
+/**
+ * Remember that `route`'s upstream refused `values` of this model (UpstreamRefusal.values: one
+ * refusal may name every image of the request), the model's part made once for all of them.
+ */
+export function rememberRefusedValues(
   memory: FallbackMemory | undefined,
   route: ResolvedRoute,
   model: unknown,
   fact: string,
-  value: string,
+  values: readonly string[],
   key?: string,
 ): void {
-  rememberRefusal(memory, route, model, valueFact(fact, value), key);
+  if (!memory || values.length === 0) return;
+  const part = modelPart(route, model);
+  for (const value of values) remember(memory, route, part, valueFact(fact, value), key);
 }
