@@ -1088,6 +1088,9 @@ function reasonOf(e: PolicyEffect): string {
       return `corrective retry asked for: ${r.reason}`;
     case 'tally':
       return `${r.tally}: ${r.key}${r.count > 1 ? ` x${r.count}` : ''}`;
+    case 'degraded':
+      // What its policy says happened (which images went as notes, and why), else its kind.
+      if (r.reason) return r.reason;
   }
   return plainReason(e);
 }
