@@ -110,6 +110,7 @@ const ONE_KIND = Object.freeze({
   retried: Object.freeze(['retried']),
   leak_recovered: Object.freeze(['leak_recovered']),
   final_answer: Object.freeze(['final_answer']),
+  degraded: Object.freeze(['degraded']),
   clean: Object.freeze(['clean']),
 }) as unknown as Record<Exclude<Outcome, 'in_flight'>, Outcome[]>;
 
@@ -1215,14 +1216,28 @@ function applyFinish(
     (retried && t.retries.at(-1)?.outcome === 'failed');
   const leak = t.leaks.length > 0 && t.leaks.some((l) => l.outcome === 'recovered');
   const final = t.finalKind === 'final_answer' || t.finalAnswer;
+  // What went upstream is not all the client sent: content as a note or cut (images the backend
+  // could not take, a document's text, a long tool result), hosted tools left out. On every turn
+  // that carries it, a remembered refusal's turns included, which no other kind marks.
+  const degraded = !isEmpty(t.degraded) || (t.droppedTools?.length ?? 0) > 0;
   // One kind (nearly every request): a shared array; several: an array of their own.
   const kinds: Outcome[] =
-    +failed + +retried + +leak + +final > 1
-      ? (['failed', 'retried', 'leak_recovered', 'final_answer'] as const).filter(
-          (_, i) => [failed, retried, leak, final][i],
+    +failed + +retried + +leak + +final + +degraded > 1
+      ? (['failed', 'retried', 'leak_recovered', 'final_answer', 'degraded'] as const).filter(
+          (_, i) => [failed, retried, leak, final, degraded][i],
         )
       : ONE_KIND[
-          failed ? 'failed' : retried ? 'retried' : leak ? 'leak_recovered' : final ? 'final_answer' : 'clean'
+          failed
+            ? 'failed'
+            : retried
+              ? 'retried'
+              : leak
+                ? 'leak_recovered'
+                : final
+                  ? 'final_answer'
+                  : degraded
+                    ? 'degraded'
+                    : 'clean'
         ];
   r.kinds = kinds;
   r.outcome = kinds[0]!;

@@ -16,6 +16,7 @@ const WEBP = Buffer.from(
 ).toString('base64');
 
 interface View {
+  id: string;
   record: { kinds: string[]; decisions: Array<{ kind: string; reason: string }> };
 }
 
@@ -40,7 +41,8 @@ async function ask(stack: Stack, images: string[]): Promise<View> {
     })
     .withResponse();
   const id = res.response.headers.get('x-request-id')!;
-  return (await (await fetch(`${stack.origin}/inspect/api/requests/${id}`)).json()) as View;
+  const v = (await (await fetch(`${stack.origin}/inspect/api/requests/${id}`)).json()) as View;
+  return { ...v, id };
 }
 
 const reasonOf = (v: View, kind: string) => v.record.decisions.find((d) => d.kind === kind)?.reason;
@@ -57,8 +59,15 @@ describe('images as notes, in the inspector', () => {
     const said = '2 images (image/webp, 36 B; image/webp, 36 B) the backend could not decode went as notes';
     const first = await ask(stack, images);
     expect(reasonOf(first, 'image-undecodable')).toBe(said);
+    expect(first.record.kinds).toEqual(['retried', 'degraded']);
     const later = await ask(stack, images); // remembered: one attempt, the same notes
     expect(reasonOf(later, 'image-undecodable')).toBe(said);
+    // not 'clean': toolproof changed what went upstream, and the list's filter finds it
+    expect(later.record.kinds).toEqual(['degraded']);
+    const listed = (await (await fetch(`${stack.origin}/inspect/api/requests?outcome=degraded`)).json()) as {
+      requests: Array<{ id: string }>;
+    };
+    expect(listed.requests.map((r) => r.id)).toEqual([later.id, first.id]);
   });
 
   it('vLLM with an image limit: how many of how many, and the limit', async () => {
