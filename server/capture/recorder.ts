@@ -1207,13 +1207,14 @@ function applyFinish(
   // keywords, tool_choice "required") or cut stream that toolproof sent again rewritten.
   const retried = t.retries.length > 0 || t.refused !== undefined || t.resentAfterCut === true || t.fallback;
   // A re-ask whose last attempt was still invalid (settleRetry: 'failed') gave the client the
-  // invalid turn: failed as well as retried. Only a retried request reads its retries.
+  // invalid turn: failed as well as retried; with n choices asked one request each, any choice's
+  // (choiceReturnedInvalid: the earlier ones'). Only a retried request reads its retries.
   const failed =
     !finished ||
     status >= 400 ||
     error !== undefined ||
     t.finalKind === 'error' ||
-    (retried && t.retries.at(-1)?.outcome === 'failed');
+    (retried && (t.retries.at(-1)?.outcome === 'failed' || t.choiceReturnedInvalid === true));
   const leak = t.leaks.length > 0 && t.leaks.some((l) => l.outcome === 'recovered');
   const final = t.finalKind === 'final_answer' || t.finalAnswer;
   // What went upstream is not all the client sent: content as a note or cut (images the backend
