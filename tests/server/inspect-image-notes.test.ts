@@ -5,6 +5,7 @@
  * against the simulator as llama-server (no WebP) and as vLLM with `--limit-mm-per-prompt`.
  */
 import { afterAll, describe, expect, it } from 'vitest';
+import { otlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.js';
 import { type Stack, startStack } from './stack.js';
 
 // a 1x1 PNG, and the head of a WebP (RIFF....WEBPVP8L): what stb_image reads and what it does not
@@ -21,9 +22,21 @@ interface View {
 }
 
 const stacks: Stack[] = [];
+let receiver: OtlpReceiver | undefined;
 afterAll(async () => {
   for (const s of stacks) await s.close();
+  await receiver?.close();
 });
+
+/** The request's server span once it has arrived. */
+async function serverSpan(stack: Stack, id: string): Promise<ReceivedSpan> {
+  const find = () => receiver!.spans.find((s) => s.kind === 2 && s.attributes['toolproof.request_id'] === id);
+  for (let i = 0; i < 100 && !find(); i++) {
+    await stack.app.toolproof.tracing!.flush();
+    if (!find()) await new Promise((ok) => setTimeout(ok, 20));
+  }
+  return find()!;
+}
 
 async function ask(stack: Stack, images: string[]): Promise<View> {
   const res = await stack.client.chat.completions
@@ -49,9 +62,11 @@ const reasonOf = (v: View, kind: string) => v.record.decisions.find((d) => d.kin
 
 describe('images as notes, in the inspector', () => {
   it('llama-server: the images it could not decode, named, on the refused turn and the next', async () => {
+    receiver = await otlpReceiver();
     const stack = await startStack({
       sim: { personality: 'llama-server', vision: true, scenario: [{ say: 'Fine.' }] },
       file: { defaults: { vision: true } },
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.origin, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' },
     });
     stacks.push(stack);
     const webp = (tail: string) => `data:image/webp;base64,${WEBP.slice(0, -4)}${tail}`;
@@ -68,6 +83,21 @@ describe('images as notes, in the inspector', () => {
       requests: Array<{ id: string }>;
     };
     expect(listed.requests.map((r) => r.id)).toEqual([later.id, first.id]);
+    // the trace: the refused turn has its refusal event; the remembered turn, the notes it went with
+    const degraded = (s: ReceivedSpan) =>
+      s.events
+        .filter((e) => e.name === 'toolproof.degraded')
+        .map((e) => [
+          e.attributes['toolproof.policy'],
+          e.attributes['toolproof.kind'],
+          e.attributes['toolproof.count'],
+        ]);
+    const firstSpan = await serverSpan(stack, first.id);
+    expect(firstSpan.events.some((e) => e.name === 'toolproof.image_decode_refused')).toBe(true);
+    expect(degraded(firstSpan)).toEqual([['image-decode', 'image-undecodable', 2]]);
+    const laterSpan = await serverSpan(stack, later.id);
+    expect(laterSpan.events.some((e) => e.name === 'toolproof.image_decode_refused')).toBe(false);
+    expect(degraded(laterSpan)).toEqual([['image-decode', 'image-undecodable', 2]]);
   });
 
   it('vLLM with an image limit: how many of how many, and the limit', async () => {
