@@ -2,7 +2,7 @@
 // (el() below never parses HTML), so nothing a model or a client wrote can become markup.
 
 const API = '/inspect/api';
-const OUTCOMES = ['clean', 'leak_recovered', 'final_answer', 'retried', 'failed', 'in_flight'];
+const OUTCOMES = ['clean', 'degraded', 'leak_recovered', 'final_answer', 'retried', 'failed', 'in_flight'];
 const main = document.getElementById('main');
 const stateEl = document.getElementById('state');
 let live = true;

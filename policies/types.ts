@@ -150,9 +150,10 @@ export type EffectRecord =
   | { type: 'schema-answer'; outcome: string }
   /**
    * Content the model cannot take, degraded before it went upstream (a document as its text or
-   * a note, an image as a note, a tool result cut): `count` more of `kind`.
+   * a note, an image as a note, a tool result cut): `count` more of `kind`; `reason`, what
+   * happened in words where the kind alone does not say it (the inspector's decision reason).
    */
-  | { type: 'degraded'; kind: string; count: number };
+  | { type: 'degraded'; kind: string; count: number; reason?: string };
 
 /** A leak as the trace and the leak counter see it. */
 export interface EffectLeak {

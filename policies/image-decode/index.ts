@@ -7,7 +7,6 @@
  * notes from the start: the note is a function of the image alone, the same bytes every turn
  * (docs/prefix.md). Images the backend decoded go on as they are.
  */
-import { EffectTally } from '../kit/effects.js';
 import { rewriteParts } from '../kit/content-parts.js';
 import { imageLabel, imageUrl } from '../kit/image-part.js';
 import type { Policy } from '../types.js';
@@ -15,7 +14,7 @@ import {
   describeImageDecodeEffect,
   IMAGE_DECODE_POLICY,
   type ImageDecodeEffect,
-  type ImageDecodeKind,
+  NAMED_IMAGES,
 } from './effects.js';
 import { inlineImages, undecodedImages } from './refusal.js';
 
@@ -41,14 +40,22 @@ export const imageDecodePolicy: Policy<ImageDecodeEffect> = {
     const gone = ctx.refused?.values;
     if (!gone || gone.size === 0 || !Array.isArray(request.messages))
       return { action: 'continue', request, effects: [] };
-    const tally = new EffectTally<typeof IMAGE_DECODE_POLICY, ImageDecodeKind>(IMAGE_DECODE_POLICY);
+    let count = 0;
+    const images: string[] = [];
     const messages = rewriteParts(request.messages, (part) => {
       const url = imageUrl(part);
       if (url === undefined || !url.startsWith('data:') || !gone.has(url)) return part;
-      tally.add('image-undecodable');
+      count++;
+      if (images.length < NAMED_IMAGES) images.push(imageLabel(url));
       return { type: 'text', text: undecodedNote(url) };
     });
-    if (!messages) return { action: 'continue', request, effects: [] };
-    return { action: 'continue', request: { ...request, messages }, effects: tally.toEffects() };
+    if (!messages || count === 0) return { action: 'continue', request, effects: [] };
+    const effect: ImageDecodeEffect = {
+      policy: IMAGE_DECODE_POLICY,
+      kind: 'image-undecodable',
+      count,
+      images,
+    };
+    return { action: 'continue', request: { ...request, messages }, effects: [effect] };
   },
 };

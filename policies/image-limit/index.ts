@@ -11,19 +11,13 @@
  * the same bytes and the prompt changes once a step, from the first newly noted image
  * (docs/prefix.md, exception 7).
  */
-import { EffectTally } from '../kit/effects.js';
 import { rewriteParts } from '../kit/content-parts.js';
 import { imageLabel, imageUrl } from '../kit/image-part.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { isObject } from '../../protocol/is-object.js';
 import { refusalSays } from '../kit/media-refusal.js';
 import type { Policy } from '../types.js';
-import {
-  describeImageLimitEffect,
-  IMAGE_LIMIT_POLICY,
-  type ImageLimitEffect,
-  type ImageLimitKind,
-} from './effects.js';
+import { describeImageLimitEffect, IMAGE_LIMIT_POLICY, type ImageLimitEffect } from './effects.js';
 
 const LIMIT = /\bAt most (\d{1,6}) image\(s\) may be provided in one prompt\b/;
 const VALUE = 'image-limit:';
@@ -99,17 +93,25 @@ export const imageLimitPolicy: Policy<ImageLimitEffect> = {
     for (const v of values) if (v.startsWith(VALUE)) limit = Math.min(limit, Number(v.slice(VALUE.length)));
     if (!(limit >= 1 && limit < Number.POSITIVE_INFINITY))
       return { action: 'continue', request, effects: [] };
-    let noted = notedImages(imageCount(request), limit);
+    const of = imageCount(request);
+    let noted = notedImages(of, limit);
     if (noted === 0) return { action: 'continue', request, effects: [] };
-    const tally = new EffectTally<typeof IMAGE_LIMIT_POLICY, ImageLimitKind>(IMAGE_LIMIT_POLICY);
+    let count = 0;
     const messages = rewriteParts(request.messages, (part) => {
       const url = imageUrl(part);
       if (url === undefined || noted === 0) return part;
       noted--;
-      tally.add('image-limit-note');
+      count++;
       return { type: 'text', text: limitNote(url, limit) };
     });
-    if (!messages) return { action: 'continue', request, effects: [] };
-    return { action: 'continue', request: { ...request, messages }, effects: tally.toEffects() };
+    if (!messages || count === 0) return { action: 'continue', request, effects: [] };
+    const effect: ImageLimitEffect = {
+      policy: IMAGE_LIMIT_POLICY,
+      kind: 'image-limit-note',
+      count,
+      of,
+      limit,
+    };
+    return { action: 'continue', request: { ...request, messages }, effects: [effect] };
   },
 };

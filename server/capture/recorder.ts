@@ -110,6 +110,7 @@ const ONE_KIND = Object.freeze({
   retried: Object.freeze(['retried']),
   leak_recovered: Object.freeze(['leak_recovered']),
   final_answer: Object.freeze(['final_answer']),
+  degraded: Object.freeze(['degraded']),
   clean: Object.freeze(['clean']),
 }) as unknown as Record<Exclude<Outcome, 'in_flight'>, Outcome[]>;
 
@@ -1088,6 +1089,9 @@ function reasonOf(e: PolicyEffect): string {
       return `corrective retry asked for: ${r.reason}`;
     case 'tally':
       return `${r.tally}: ${r.key}${r.count > 1 ? ` x${r.count}` : ''}`;
+    case 'degraded':
+      // What its policy says happened (which images went as notes, and why), else its kind.
+      if (r.reason) return r.reason;
   }
   return plainReason(e);
 }
@@ -1203,23 +1207,38 @@ function applyFinish(
   // keywords, tool_choice "required") or cut stream that toolproof sent again rewritten.
   const retried = t.retries.length > 0 || t.refused !== undefined || t.resentAfterCut === true || t.fallback;
   // A re-ask whose last attempt was still invalid (settleRetry: 'failed') gave the client the
-  // invalid turn: failed as well as retried. Only a retried request reads its retries.
+  // invalid turn: failed as well as retried; with n choices asked one request each, any choice's
+  // (choiceReturnedInvalid: the earlier ones'). Only a retried request reads its retries.
   const failed =
     !finished ||
     status >= 400 ||
     error !== undefined ||
     t.finalKind === 'error' ||
-    (retried && t.retries.at(-1)?.outcome === 'failed');
+    (retried && (t.retries.at(-1)?.outcome === 'failed' || t.choiceReturnedInvalid === true));
   const leak = t.leaks.length > 0 && t.leaks.some((l) => l.outcome === 'recovered');
   const final = t.finalKind === 'final_answer' || t.finalAnswer;
+  // What went upstream is not all the client sent: content as a note or cut (images the backend
+  // could not take, a document's text, a long tool result), hosted tools left out. On every turn
+  // that carries it, a remembered refusal's turns included, which no other kind marks.
+  const degraded = !isEmpty(t.degraded) || (t.droppedTools?.length ?? 0) > 0;
   // One kind (nearly every request): a shared array; several: an array of their own.
   const kinds: Outcome[] =
-    +failed + +retried + +leak + +final > 1
-      ? (['failed', 'retried', 'leak_recovered', 'final_answer'] as const).filter(
-          (_, i) => [failed, retried, leak, final][i],
+    +failed + +retried + +leak + +final + +degraded > 1
+      ? (['failed', 'retried', 'leak_recovered', 'final_answer', 'degraded'] as const).filter(
+          (_, i) => [failed, retried, leak, final, degraded][i],
         )
       : ONE_KIND[
-          failed ? 'failed' : retried ? 'retried' : leak ? 'leak_recovered' : final ? 'final_answer' : 'clean'
+          failed
+            ? 'failed'
+            : retried
+              ? 'retried'
+              : leak
+                ? 'leak_recovered'
+                : final
+                  ? 'final_answer'
+                  : degraded
+                    ? 'degraded'
+                    : 'clean'
         ];
   r.kinds = kinds;
   r.outcome = kinds[0]!;

@@ -46,7 +46,14 @@ const SPARE_MAX_BYTES = 64 * 1024;
 /** A record's fixed fields, counted once. */
 const RECORD_OVERHEAD = 1024;
 
-export type Outcome = 'clean' | 'leak_recovered' | 'final_answer' | 'retried' | 'failed' | 'in_flight';
+export type Outcome =
+  | 'clean'
+  | 'degraded'
+  | 'leak_recovered'
+  | 'final_answer'
+  | 'retried'
+  | 'failed'
+  | 'in_flight';
 
 export interface CapturedText {
   text: string;
@@ -109,7 +116,7 @@ export interface CaptureSummary {
   inFlight: boolean;
   status: number | 'aborted' | null;
   outcome: Outcome;
-  /** Every kind that applies (outcome is the first of failed, retried, leak_recovered, final_answer). */
+  /** Every kind that applies (outcome is the first of failed, retried, leak_recovered, final_answer, degraded). */
   kinds: Outcome[];
   attempts: number;
   tokens: { cached: number | null; prompt: number | null; completion: number | null };

@@ -116,7 +116,14 @@ async function runAttempts(
     noteChoice(call, 0, asked, total.firstSingle ?? call.trace.attempts);
     // Each choice's attempts judge the kind of its own answer: any choice's final answer counts.
     let finalAnswer = call.trace.finalAnswer;
+    // And each its own retries: a choice returned invalid after them is one the request failed,
+    // whatever a later choice's retry did (the record reads the last retry's outcome).
+    let retriesBefore = 0;
     for (let index = 1; index < asked; index++) {
+      const retries = call.trace.retries;
+      if (retries.length > retriesBefore && retries.at(-1)?.outcome === 'failed')
+        call.trace.choiceReturnedInvalid = true;
+      retriesBefore = retries.length;
       noteChoice(call, index, asked, call.trace.attempts + 1);
       call.retriesUsed = 0; // each choice has its own corrective retries
       call.roleSent = false; // and opens its own message

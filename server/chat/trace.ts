@@ -26,6 +26,11 @@ export interface HarnessTrace {
   finalKind?: FinalKind;
   /** The last judged attempt's answer came from the synthetic final-answer tool. */
   finalAnswer: boolean;
+  /**
+   * Of `n` choices asked one request each, one before the last was returned invalid after its
+   * corrective retries (its last retry 'failed'): `retries` ends with the last choice's.
+   */
+  choiceReturnedInvalid?: boolean;
   effects: PolicyEffect[];
   /** Content degraded before it went upstream, by kind (document-text, document-cut, document-note, image-note, audio-note, tool-result-cut). */
   degraded: Record<string, number>;

@@ -25,7 +25,15 @@ import { openAIErrorBody } from '../front-doors/chat/errors.js';
 import { withDelta } from './inspect-delta.js';
 import { type DiffBase, diffBaseOf } from './inspect-diff.js';
 
-const OUTCOMES: Outcome[] = ['clean', 'leak_recovered', 'final_answer', 'retried', 'failed', 'in_flight'];
+const OUTCOMES: Outcome[] = [
+  'clean',
+  'degraded',
+  'leak_recovered',
+  'final_answer',
+  'retried',
+  'failed',
+  'in_flight',
+];
 
 /** The page's files: next to the sources (tsx), or next to dist/ (the built package, the image). */
 function pageDir(): string | undefined {

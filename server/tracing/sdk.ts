@@ -859,6 +859,12 @@ class ServerSpan implements RequestSpan<ChatCall> {
         openEffect(log, 'toolproof.retry', ms, e.policy, attempt);
         log.eventSet(K_TP_RETRY_REASON, r.reason);
         break;
+      case 'degraded':
+        // On every turn that carries it: a remembered refusal's later turns have no other event.
+        openEffect(log, 'toolproof.degraded', ms, e.policy, attempt);
+        log.eventSet(K_TP_KIND, r.kind);
+        log.eventSet(K_TP_COUNT, r.count);
+        break;
       default:
         return;
     }

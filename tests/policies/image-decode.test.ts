@@ -71,7 +71,9 @@ describe('image-decode', () => {
     expect(undecodedNote(WEBP)).toBe(
       '[image not available: image/webp, 16 B; the model server could not decode it]',
     );
-    expect(d.effects).toEqual([{ policy: 'image-decode', kind: 'image-undecodable', count: 1 }]);
+    expect(d.effects).toEqual([
+      { policy: 'image-decode', kind: 'image-undecodable', count: 1, images: ['image/webp, 16 B'] },
+    ]);
     expect(imageDecodePolicy.onRequest!(sent, ctx as never, sent)).toEqual(d);
   });
 

@@ -60,7 +60,9 @@ describe('image-limit', () => {
     expect(imageCount(d.request)).toBe(4);
     expect(d.request.messages[0]!.content).toBe(`shot 0\n\n${limitNote(url(0), 4)}`);
     expect(d.request.messages.slice(2)).toEqual(r.messages.slice(2));
-    expect(d.effects).toEqual([{ policy: 'image-limit', kind: 'image-limit-note', count: 2 }]);
+    expect(d.effects).toEqual([
+      { policy: 'image-limit', kind: 'image-limit-note', count: 2, of: 6, limit: 4 },
+    ]);
   });
 
   it('costs in proportion to the images, x1 vs x4', () => {

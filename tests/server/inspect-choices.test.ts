@@ -123,4 +123,18 @@ describe('n choices asked one request each, in the inspector and the trace', () 
     // each attempt's own answer is one choice (index 0 upstream): not split
     expect(v.modelWrote.every((m) => m.choices === undefined)).toBe(true);
   });
+
+  it("a choice returned invalid after its retry marks the request failed, though a later choice's retry fixed it", async () => {
+    inTurn([invalid, invalid, invalid, valid]);
+    const res = await stack.client.chat.completions
+      .create({ model: 'sim', n: 2, messages, tools: [weatherTool] })
+      .withResponse();
+    const v = await view(res.response.headers.get('x-request-id')!);
+    expect(v.attemptChoice).toEqual([0, 0, 1, 1]); // each choice re-asked once
+    expect(v.clientReceived.choices?.map(brief)).toEqual([
+      { content: '', calls: [{ days: 2 }] }, // choice 0: still invalid, as received
+      { content: '', calls: [{ city: 'Rome' }] },
+    ]);
+    expect(v.record.kinds).toEqual(['failed', 'retried']);
+  });
 });
