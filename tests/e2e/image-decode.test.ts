@@ -13,15 +13,9 @@ import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from '../server/stack.js';
 import { prefixBreak } from './raw-json.js';
+import { PNG_1X1_BASE64 as PNG, WEBP_HEAD_BASE64 as WEBP } from '../support/images.js';
 
 type Obj = Record<string, unknown>;
-// a 1x1 PNG, and the head of a WebP (RIFF....WEBPVP8 ): what stb_image reads and what it does not
-const PNG =
-  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
-const WEBP = Buffer.from(
-  'RIFF\x1a\x00\x00\x00WEBPVP8L\x0d\x00\x00\x00/\x00\x00\x00\x10\x07\x10\x11\x11\x88\x88\xfe\x07\x00',
-  'latin1',
-).toString('base64');
 const NOTE = '[image not available: image/webp, 34 B; the model server could not decode it]';
 
 let stack: Stack;

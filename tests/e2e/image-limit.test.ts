@@ -11,10 +11,9 @@ import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from '../server/stack.js';
 import { prefixBreak } from './raw-json.js';
+import { PNG_1X1_BASE64 as PNG } from '../support/images.js';
 
 type Obj = Record<string, unknown>;
-const PNG =
-  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 const NOTE = 'left out: the model server takes at most 4 images a prompt, and this one is older]';
 
 let stack: Stack;

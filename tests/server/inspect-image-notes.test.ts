@@ -7,14 +7,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { otlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.js';
 import { type Stack, startStack } from './stack.js';
-
-// a 1x1 PNG, and the head of a WebP (RIFF....WEBPVP8L): what stb_image reads and what it does not
-const PNG =
-  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
-const WEBP = Buffer.from(
-  'RIFF\x1a\x00\x00\x00WEBPVP8L\x0d\x00\x00\x00/\x00\x00\x00\x10\x07\x10\x11\x11\x88\x88\xfe\x07\x00',
-  'latin1',
-).toString('base64');
+import { PNG_1X1_BASE64 as PNG, WEBP_HEAD_BASE64 as WEBP } from '../support/images.js';
 
 interface View {
   id: string;

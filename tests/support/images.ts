@@ -18,3 +18,13 @@ export function chatImageMessage(text: string, url = PNG_300_DATA_URL) {
     ],
   };
 }
+
+/** A 1x1 PNG as base64: what llama-server's decoder (stb_image) reads. */
+export const PNG_1X1_BASE64 =
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+
+/** The head of a WebP (RIFF....WEBPVP8L), 34 bytes as base64: what stb_image does not read. */
+export const WEBP_HEAD_BASE64 = Buffer.from(
+  'RIFF\x1a\x00\x00\x00WEBPVP8L\x0d\x00\x00\x00/\x00\x00\x00\x10\x07\x10\x11\x11\x88\x88\xfe\x07\x00',
+  'latin1',
+).toString('base64');
