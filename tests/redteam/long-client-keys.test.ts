@@ -10,6 +10,7 @@
  * capped at MAX_TOOL_NAME_CHARS (4,096; OpenAI's own API stops at 64), a 400 naming the field.
  */
 import { describe, expect, it } from 'vitest';
+import { fitsSchema } from '../../parsers/kit/schema-values.js';
 import { repairHistory } from '../../policies/history-repair/repair.js';
 import type { ChatMessage } from '../../protocol/openai.js';
 import { DEFAULT_MODEL_SETTINGS } from '../../protocol/settings.js';
@@ -72,6 +73,25 @@ describe('maps and sets of long client strings', () => {
       (m) => repairHistory(m, settings),
       { from: 16, max: 1024 },
     );
+    expect(withinBudget(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
+  });
+
+  it('a leaked call checked against an enum of n long values: linear CPU in n (x1 vs x4)', () => {
+    const tool = (values: string[]) => ({
+      name: 'f',
+      parameters: { type: 'object', properties: { a: { type: 'string', enum: values.slice() } } },
+    });
+    const [a, b] = longs(2) as [string, string];
+    expect([
+      fitsSchema({ a }, tool([a])),
+      fitsSchema({ a: b }, tool([a])),
+      fitsSchema({ a: 1 }, tool([a])),
+    ]).toEqual([true, false, false]);
+    // a fresh enum array each run: the Set is built per array
+    const s = measureScaling(longs, (values) => fitsSchema({ a: values.at(-1) }, tool(values)), {
+      from: 16,
+      max: 1024,
+    });
     expect(withinBudget(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
   });
 
