@@ -7,6 +7,15 @@ import type { ChatCompletionRequest, JsonObject } from './openai.js';
  */
 export const MAX_DECLARED_TOOLS = 4096;
 
+/**
+ * Characters of one tool name (or Responses namespace name) a request may declare (400 naming
+ * the field beyond it). OpenAI's own API stops at 64; past 16,383 V8 hashes a string by its
+ * length alone, so every Map and Set of the declared names (the engine's, the policies', the
+ * doors') would compare each name with all the others: 1,000 tools of 20 KB names alike but for
+ * their ends cost 3 s a request. Names up to here are hashed whole.
+ */
+export const MAX_TOOL_NAME_CHARS = 4096;
+
 /** A declared tool, as the request declared it (also what leak recovery reads: parsers/). */
 export interface DeclaredTool {
   name: string;

@@ -10,6 +10,7 @@ import { createArgs, decodeJsonLenient, hasNonFinite, isPlainObject } from './le
 // families that build arguments key by key import both from here
 export { createArgs } from './lenient-json.js';
 import { parsePythonLiteral } from './python-literal.js';
+import { StringSet } from '../../protocol/string-set.js';
 
 /** The declared schema for one parameter, or undefined. */
 export function paramSchema(
@@ -210,11 +211,22 @@ function typeMatches(v: unknown, type: string): boolean {
  * calls x values). Set membership is SameValueZero: the same as `===` here, but for NaN, which
  * JSON cannot spell.
  */
-const ENUM_SETS = new WeakMap<readonly unknown[], ReadonlySet<unknown>>();
-function enumSet(values: readonly unknown[]): ReadonlySet<unknown> {
+interface EnumSet {
+  has(v: unknown): boolean;
+}
+const ENUM_SETS = new WeakMap<readonly unknown[], EnumSet>();
+function enumSet(values: readonly unknown[]): EnumSet {
   let set = ENUM_SETS.get(values);
   if (set === undefined) {
-    set = new Set(values);
+    // Strings in a StringSet: V8 hashes a string past 16,383 characters by its length alone, and
+    // a client's enum of many long values alike but for their ends cost quadratic CPU in a Set.
+    const strings = new StringSet();
+    const others = new Set<unknown>();
+    for (const v of values) {
+      if (typeof v === 'string') strings.add(v);
+      else others.add(v);
+    }
+    set = { has: (v) => (typeof v === 'string' ? strings.has(v) : others.has(v)) };
     ENUM_SETS.set(values, set);
   }
   return set;

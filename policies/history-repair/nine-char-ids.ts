@@ -4,6 +4,7 @@
  * alphanumerics by hashing it: stateless, so the same history maps the same way on every turn,
  * and the calls and their results get the same new id because the mapping is by original id.
  */
+import { StringMap } from '../../protocol/string-set.js';
 import { base62Hash } from '../kit/short-hash.js';
 
 const NINE_ALNUM = /^[A-Za-z0-9]{9}$/;
@@ -18,8 +19,9 @@ export function isNineCharId(id: string): boolean {
  * id's mapping depends only on the ids before it, so the ids of turn N stay the same when turn
  * N+1 appends more (the prompt prefix does not change: docs/prefix.md).
  */
-export function buildNineCharIdMap(ids: readonly string[]): Map<string, string> {
-  const map = new Map<string, string>();
+export function buildNineCharIdMap(ids: readonly string[]): StringMap<string> {
+  // Ids are the client's: many long ones alike but for their ends must not share one hash.
+  const map = new StringMap<string>();
   const taken = new Set<string>();
   for (const id of ids) {
     if (map.has(id)) continue;

@@ -17,6 +17,7 @@ import { EffectTally } from '../kit/effects.js';
 import { HISTORY_REPAIR_POLICY, type HistoryRepairEffect, type HistoryRepairKind } from './effects.js';
 import { contentText, joinContents, prefixContent } from './message-content.js';
 import { buildNineCharIdMap } from './nine-char-ids.js';
+import { StringMap, StringSet } from '../../protocol/string-set.js';
 import { pushAll } from '../../protocol/append-all.js';
 
 /** The assistant text inserted between a tool message and a following user message. */
@@ -51,8 +52,8 @@ function idOf(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
-function collectClientIds(messages: readonly ChatMessage[]): Set<string> {
-  const ids = new Set<string>();
+function collectClientIds(messages: readonly ChatMessage[]): StringSet {
+  const ids = new StringSet();
   for (const m of messages) {
     if (Array.isArray(m.tool_calls)) {
       for (const c of m.tool_calls as unknown[]) {
@@ -72,7 +73,7 @@ function collectClientIds(messages: readonly ChatMessage[]): Set<string> {
  * them, pays no Set of every id.
  */
 class TakenIds {
-  private ids: Set<string> | undefined;
+  private ids: StringSet | undefined;
   constructor(private readonly messages: readonly ChatMessage[]) {}
 
   fresh(base: string): string {
@@ -88,7 +89,7 @@ function repairCall(
   raw: unknown,
   msgIndex: number,
   callIndex: number,
-  seenInMessage: Set<string>,
+  seenInMessage: StringSet,
   taken: TakenIds,
   tally: RepairTally,
 ): RepairedCall {
@@ -157,7 +158,7 @@ function pairResults(
   };
   // Ids are indexed only when there are results to pair (a turn of calls with no results at
   // all, 30k of them from /v1/responses, needs no index).
-  const byId = new Map<string, number[]>();
+  const byId = new StringMap<number[]>();
   const all: number[] = [];
   const idless: number[] = [];
   if (block.length > 0)
@@ -218,7 +219,7 @@ function pairResults(
   return pushAll(out, orphans);
 }
 
-function indexCall(byId: Map<string, number[]>, id: string, k: number): void {
+function indexCall(byId: StringMap<number[]>, id: string, k: number): void {
   const list = byId.get(id);
   if (list) list.push(k);
   else byId.set(id, [k]);
@@ -370,7 +371,7 @@ function applyNineCharIds(messages: ChatMessage[], tally: RepairTally): ChatMess
     if (m.role === 'tool' && typeof m.tool_call_id === 'string') ids.push(m.tool_call_id);
   }
   const map = buildNineCharIdMap(ids);
-  const changed = new Set<string>();
+  const changed = new StringSet();
   const remap = (id: string): string => {
     const to = map.get(id) ?? id;
     if (to !== id) changed.add(id);
@@ -449,7 +450,7 @@ export function repairHistory(
       i++;
       continue;
     }
-    const seen = new Set<string>();
+    const seen = new StringSet();
     const calls = (msg.tool_calls as unknown[]).map((c, j) => repairCall(c, i, j, seen, taken, tally));
     let k = i + 1;
     while (k < messages.length && messages[k]!.role === 'tool') k++;

@@ -12,7 +12,7 @@ import { ToolproofError } from '../errors.js';
 import type { ChatCompletionRequest, ChatMessage, ContentPart, ToolCall, ToolChoice } from '../openai.js';
 import { filePart } from '../file-part.js';
 import { addedToolDefinitions, isServerTool, toolDefs } from './tools.js';
-import { MAX_DECLARED_TOOLS } from '../tools.js';
+import { MAX_DECLARED_TOOLS, MAX_TOOL_NAME_CHARS } from '../tools.js';
 import type {
   ImageBlock,
   MessageParam,
@@ -432,6 +432,9 @@ export function translateRequest(req: MessagesRequest): ChatTranslation {
       'tools',
       `tools declares more than ${MAX_DECLARED_TOOLS} tools, counting those the conversation's system turns add (tool_addition).`,
     );
+  // The schema caps `tools[].name`; a name a system turn adds is held to the same (protocol/tools.ts).
+  if (tools.some((t) => isObject(t) && typeof t.name === 'string' && t.name.length > MAX_TOOL_NAME_CHARS))
+    throw invalid('tools', `a tool name must be at most ${MAX_TOOL_NAME_CHARS} characters.`);
   if (tools.length > 0) {
     const t = toolDefs(tools, req.messages);
     if (t.tools.length > 0) out.tools = t.tools;

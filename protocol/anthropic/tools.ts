@@ -18,6 +18,7 @@ import { ToolproofError } from '../errors.js';
 import type { JsonObject, ToolDef } from '../openai.js';
 import type { MessageParam, ToolParam } from './types.js';
 import { isObject } from '../is-object.js';
+import { StringSet } from '../string-set.js';
 
 function invalid(param: string, message: string): ToolproofError {
   return new ToolproofError('TP_ERR_INVALID_FIELD', { param, message });
@@ -196,7 +197,9 @@ export function addedToolDefinitions(
   tools: readonly ToolParam[] | undefined,
   messages: readonly MessageParam[],
 ): ToolParam[] {
-  const declared = new Set((tools ?? []).map((t) => (isObject(t) ? t.name : undefined)));
+  // Names a system turn adds are the client's, not yet length-checked: a StringSet holds long ones apart.
+  const declared = new StringSet();
+  for (const t of tools ?? []) if (isObject(t) && typeof t.name === 'string') declared.add(t.name);
   const out: ToolParam[] = [];
   for (const tool of toolAdditions(messages)) {
     const def = tool.type === 'tool_definition' ? tool.definition : undefined;

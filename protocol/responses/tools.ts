@@ -20,7 +20,7 @@
  */
 import { ToolproofError } from '../errors.js';
 import type { JsonObject, ToolDef } from '../openai.js';
-import { MAX_DECLARED_TOOLS } from '../tools.js';
+import { MAX_DECLARED_TOOLS, MAX_TOOL_NAME_CHARS } from '../tools.js';
 import { larkMarkers, markerPattern } from './lark-markers.js';
 import type { FunctionTool, ResponsesRequest } from './types.js';
 import { isObject } from '../is-object.js';
@@ -152,6 +152,7 @@ export interface Declared {
 function fromFunction(t: FunctionTool, param: string, namespace?: string): Declared {
   if (typeof t.name !== 'string' || !t.name)
     throw invalid(`${param}.name`, `${param}.name must be a non-empty string.`);
+  checkNameLength(t.name, `${param}.name`);
   const def: ToolDef = { type: 'function', function: { name: t.name } };
   if (typeof t.description === 'string') def.function.description = t.description;
   if (t.parameters !== undefined && t.parameters !== null) {
@@ -164,9 +165,16 @@ function fromFunction(t: FunctionTool, param: string, namespace?: string): Decla
   return { def, entry: { kind: 'function', name: t.name, ...(namespace ? { namespace } : {}) } };
 }
 
+/** A tool's or namespace's name past MAX_TOOL_NAME_CHARS: a 400 naming the field (protocol/tools.ts). */
+function checkNameLength(name: string, param: string): void {
+  if (name.length > MAX_TOOL_NAME_CHARS)
+    throw invalid(param, `${param} must be at most ${MAX_TOOL_NAME_CHARS} characters.`);
+}
+
 export function fromCustom(t: Record<string, unknown>, param: string, namespace?: string): Declared {
   if (typeof t.name !== 'string' || !t.name)
     throw invalid(`${param}.name`, `${param}.name must be a non-empty string.`);
+  checkNameLength(t.name, `${param}.name`);
   const def: ToolDef = {
     type: 'function',
     function: {
@@ -245,6 +253,7 @@ export function translateTools(tools: ResponsesRequest['tools']): ToolsTranslati
       const ns = raw.name;
       if (typeof ns !== 'string' || !ns)
         throw invalid(`${param}.name`, `${param}.name must be a non-empty string.`);
+      checkNameLength(ns, `${param}.name`);
       if (!Array.isArray(raw.tools)) throw invalid(`${param}.tools`, `${param}.tools must be an array.`);
       raw.tools.forEach((inner: unknown, j) => {
         const p = `${param}.tools[${j}]`;

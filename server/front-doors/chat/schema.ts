@@ -4,7 +4,7 @@
  * not own (vendor extras) pass through untouched.
  */
 import { MAX_CHOICES } from '../../../protocol/completion-shape.js';
-import { MAX_DECLARED_TOOLS } from '../../../protocol/tools.js';
+import { MAX_DECLARED_TOOLS, MAX_TOOL_NAME_CHARS } from '../../../protocol/tools.js';
 import { nullable } from '../../routes/schemas.js';
 
 const message = {
@@ -39,7 +39,7 @@ const tool = {
       type: 'object',
       required: ['name'],
       properties: {
-        name: { type: 'string', minLength: 1 },
+        name: { type: 'string', minLength: 1, maxLength: MAX_TOOL_NAME_CHARS },
         description: { type: 'string' },
         parameters: { type: 'object' },
       },

@@ -1,5 +1,5 @@
 /** The Messages and count_tokens request schemas: what the routes validate, and what /docs shows. */
-import { MAX_DECLARED_TOOLS } from '../../../protocol/tools.js';
+import { MAX_DECLARED_TOOLS, MAX_TOOL_NAME_CHARS } from '../../../protocol/tools.js';
 import { nullable } from '../../routes/schemas.js';
 
 const messageParam = {
@@ -23,7 +23,7 @@ const commonProperties = {
     maxItems: MAX_DECLARED_TOOLS,
     items: {
       type: 'object',
-      properties: { name: { type: 'string', minLength: 1 } },
+      properties: { name: { type: 'string', minLength: 1, maxLength: MAX_TOOL_NAME_CHARS } },
       // The MCP connector's toolset names its server, not a tool (left out as a hosted tool).
       if: { required: ['type'], properties: { type: { const: 'mcp_toolset' } } },
       else: { required: ['name'] },
