@@ -15,6 +15,7 @@ import type { ParseContext, ParsedCall } from '../types.js';
 import { decodeBody, finishMatch, peekNonWs } from '../kit/envelope.js';
 import { expectLiteral, scanJsonValue, skipWs, strictObject } from '../kit/json-scan.js';
 import { coerceParamValue, createArgs, fitsSchema, paramSchema } from '../kit/schema-values.js';
+import { StringSet } from '../../protocol/string-set.js';
 
 const WRAP_OPEN = '<tool_call>';
 const WRAP_CLOSE = '</tool_call>';
@@ -220,7 +221,7 @@ function structuralFunction(
   const props = tool?.parameters?.['properties'];
   const params =
     props !== null && typeof props === 'object' && Object.keys(props).length > 0
-      ? new Set(Object.keys(props))
+      ? new StringSet(Object.keys(props))
       : null;
   const args = createArgs();
   let p = skipWs(text, gt + 1);
