@@ -213,7 +213,7 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
     await page.keyboard.press('ArrowDown');
     await expect.poll(hash).toBe('#/?outcome=clean');
     await page.keyboard.press('ArrowDown');
-    await expect.poll(hash).toBe('#/?outcome=leak_recovered');
+    await expect.poll(hash).toBe('#/?outcome=degraded');
     expect(await page.evaluate<string>("document.activeElement.getAttribute('name')")).toBe('outcome');
   });
 

@@ -65,11 +65,12 @@ describe('Messages: one assistant turn of 5,000 hosted-tool blocks', () => {
   }, 60_000);
 });
 
-describe('Responses: 1,500 namespaces whose qualified names are all one name', () => {
+describe('Responses: 1,365 namespaces whose qualified names are all one name', () => {
   it('each declaration gets its own chat name, without a stall', async () => {
-    // "a__a__...__a" (1,500 segments) split at each "__": namespace = the segments before,
+    // "a__a__...__a" (1,365 segments: 4,093 characters, under MAX_TOOL_NAME_CHARS; a longer name is
+    // the client's 400 since redteam17) split at each "__": namespace = the segments before,
     // tool = the segments after, each tool name also declared at the top level (so it qualifies)
-    const segments = Array.from({ length: 1_500 }, () => 'a');
+    const segments = Array.from({ length: 1_365 }, () => 'a');
     const tools: unknown[] = [];
     for (let p = 1; p < segments.length; p++) {
       const name = segments.slice(p).join('__');
