@@ -412,7 +412,6 @@ export class UpstreamClient {
         } finally {
           joined?.leave();
         }
-        if (key !== undefined) key.reached = true;
         if (ticket.queuedMs > 0) req.admission.queued(ticket.queuedMs);
       }
       try {
@@ -428,6 +427,8 @@ export class UpstreamClient {
           },
           req.signal,
         );
+        // It reached the model: its later attempts finish on the configuration it started with.
+        if (req.admission?.key !== undefined) req.admission.key.reached = true;
         return {
           status: res.status,
           headers: res.headers,
