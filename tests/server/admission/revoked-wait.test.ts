@@ -3,7 +3,8 @@
  * the key's own queue), over real HTTP with the real SDKs: a reload of the keys file refuses them
  * at once with the 401 in each door's shape, and none of them reaches the upstream. Before
  * (key-waits.ts), they waited out the queue and were served on the revoked key: measured with
- * two workers, a revoked key's stream was served 2.7 s after the reload.
+ * two workers, a revoked key's stream was served 2.7 s after the reload. With TOOLPROOF_WORKERS
+ * the wait is in the cluster primary's queue: the revoked request leaves it there too.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
@@ -12,10 +13,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RequestAbort } from '../../../server/abort.js';
+import type { ApiKeyEntry } from '../../../server/config-keys.js';
+import { GroupGate } from '../../../server/group-admission.js';
+import { KeyWaits } from '../../../server/key-waits.js';
 import { buildApp, type ToolproofApp } from '../../../server/app.js';
 import { type Config, loadConfig } from '../../../server/config.js';
 import { createReloader, type Reloader } from '../../../server/reload.js';
 import { createSimulator, type Simulator } from '../../../simulator/index.js';
+import { inProcessGroup, turn } from '../../support/group-channel.js';
 import { closeApp, waitFor } from '../stack.js';
 
 let sim: Simulator;
@@ -103,5 +109,47 @@ describe('a key revoked while its requests wait for an upstream slot', () => {
     // Only alice's request reached the model.
     expect(sim.requests.length).toBe(1);
     expect(app.toolproof.keyWaits.size).toBe(0);
+  });
+});
+
+describe("a revoked key's wait in the cluster primary's queue (TOOLPROOF_WORKERS > 1)", () => {
+  it('leaves the queue: the freed slot goes to the next request, not to the revoked one', async () => {
+    const { ch } = inProcessGroup();
+    const gate = new GroupGate(
+      ch,
+      'm#0',
+      { concurrency: 1, reserved: 0, queueSize: 8, queueTimeoutMs: 5_000 },
+      {},
+    );
+    const waits = new KeyWaits();
+    const alice: ApiKeyEntry = { name: 'alice', key: 'sk-alice-0123456789' };
+    const bob: ApiKeyEntry = { name: 'bob', key: 'sk-bob-0123456789' };
+    const holder = await gate.enter('normal', new RequestAbort(), {
+      id: 'key alice',
+      named: true,
+      key: 'alice',
+    });
+    const joined = waits.join(bob, new RequestAbort());
+    const queued = gate.enter('normal', joined.signal, { id: 'key bob', named: true, key: 'bob' });
+    const outcome = Promise.resolve(queued).then(
+      () => 'admitted',
+      (err: { code?: string }) => err.code,
+    );
+    await turn();
+    await turn();
+    expect(gate.load.queued).toBe(1);
+    waits.reloaded([alice]);
+    expect(await outcome).toBe('TP_ERR_UNAUTHORIZED');
+    joined.leave();
+    holder.release();
+    // Had bob's place stayed in the primary's queue, the slot would have gone to it and this would wait.
+    const next = await gate.enter('normal', new RequestAbort(), {
+      id: 'key alice',
+      named: true,
+      key: 'alice',
+    });
+    expect(next.queuedMs).toBe(0);
+    next.release();
+    expect(waits.size).toBe(0);
   });
 });
