@@ -5,6 +5,7 @@ import type { ChatCall, ChatDeps } from './chat/context.js';
 import type { Config } from './config.js';
 import type { FallbackMemory } from './fallback-memory.js';
 import type { KeyLimiter } from './keys.js';
+import type { KeyWaits } from './key-waits.js';
 import type { Metrics } from './metrics.js';
 import type { OpenStreams } from './open-streams.js';
 import type { ServedModelLabels } from './routing.js';
@@ -31,6 +32,8 @@ export interface AppState {
   /** Each client key's counters (requests, tokens, in flight), kept across reloads. */
   /** Per process, or the group's with TOOLPROOF_WORKERS > 1 (group-admission.ts). */
   keyLimits: KeyLimiter;
+  /** Requests of a key waiting for an upstream slot: a reload that revokes the key refuses them. */
+  keyWaits: KeyWaits;
   /** The capture ring behind /inspect; absent when capture is off (TOOLPROOF_CAPTURE_MB=0). */
   capture?: CaptureRing;
   /** The Responses output items kept for item_reference; absent when off (TOOLPROOF_RESPONSES_STORE_MB=0). */

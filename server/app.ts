@@ -30,6 +30,7 @@ import type { AppState } from './app-state.js';
 import { isInspectorRoute, isOpenRoute } from './auth.js';
 import type { ApiKeyEntry } from './config-keys.js';
 import { type KeyEnd, type KeyLimiter, KeyLimits, keyRing, OPEN_KEY } from './keys.js';
+import { KeyWaits } from './key-waits.js';
 import { GroupKeyLimits, groupChannel } from './group-admission.js';
 import type { ChatCall } from './chat/context.js';
 import { harnessOf } from './chat/harness-summary.js';
@@ -294,6 +295,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     modelLabels: new ServedModelLabels(),
     openStreams: new OpenStreams(),
     connections: new Connections(app.server),
+    keyWaits: new KeyWaits(),
     keyLimits: keyLimiter((name, delta) =>
       delta > 0 ? metrics.keyQueueDepth.labels(name).inc() : metrics.keyQueueDepth.labels(name).dec(),
     ),

@@ -85,6 +85,8 @@ export function createReloader(
     state.chatDeps.config = config;
     // Requests waiting for a slot of a revoked key are refused now, not admitted when one frees.
     state.keyLimits.reloaded(config.keys);
+    // ... and those past it, waiting for an upstream slot (key-waits.ts).
+    state.keyWaits.reloaded(config.keys);
     state.metrics.configReloads.labels('ok').inc();
     state.metrics.configReloadOk.set(1);
     app.log.info(

@@ -23,6 +23,7 @@ import {
   type PriorityClass,
   type Ticket,
 } from './admission.js';
+import type { KeyWaitTicket } from './key-waits.js';
 import { GroupGate, groupChannel } from './group-admission.js';
 import {
   type AffinityConfig,
@@ -69,8 +70,11 @@ export interface UpstreamRequest {
    * Wait for a slot of the replica's admission (admission.ts) with this priority class; told how
    * long it waited. Absent: sent at once (ops probes, the pass-through).
    */
-  /** `owner`: who it waits as (keys.ts admissionOwner), for the queue's fairness between clients. */
-  admission?: { cls: PriorityClass; owner?: AdmissionOwner; queued(ms: number): void };
+  /**
+   * `owner`: who it waits as (keys.ts admissionOwner), for the queue's fairness between clients;
+   * `key`: its client's key, whose revocation by a reload ends its first wait (key-waits.ts).
+   */
+  admission?: { cls: PriorityClass; owner?: AdmissionOwner; key?: KeyWaitTicket; queued(ms: number): void };
 }
 
 export interface UpstreamResponse {
@@ -397,8 +401,17 @@ export class UpstreamClient {
       let ticket: Ticket | undefined;
       if (req.admission !== undefined) {
         const gate = this.gates[replica ?? 0]!;
-        const entered = gate.enter(req.admission.cls, req.signal, req.admission.owner);
-        ticket = entered instanceof Promise ? await entered : entered;
+        const key = req.admission.key;
+        // Its first way upstream waits on a signal that its key's revocation aborts too.
+        const joined = key !== undefined && !key.reached ? key.waits.join(key.entry, req.signal) : undefined;
+        try {
+          // Revoked since its key let it in (a reload while its documents were read): not sent.
+          if (joined?.signal.aborted) throw joined.signal.reason;
+          const entered = gate.enter(req.admission.cls, joined?.signal ?? req.signal, req.admission.owner);
+          ticket = entered instanceof Promise ? await entered : entered;
+        } finally {
+          joined?.leave();
+        }
         if (ticket.queuedMs > 0) req.admission.queued(ticket.queuedMs);
       }
       try {
@@ -414,6 +427,8 @@ export class UpstreamClient {
           },
           req.signal,
         );
+        // It reached the model: its later attempts finish on the configuration it started with.
+        if (req.admission?.key !== undefined) req.admission.key.reached = true;
         return {
           status: res.status,
           headers: res.headers,

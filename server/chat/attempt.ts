@@ -151,9 +151,15 @@ async function sendOnce(
   } catch (err) {
     call.span?.attemptThrew(err, call.signal.aborted);
     captureAttemptOpened(call, started, undefined, err as ToolproofError);
-    // A refusal of toolproof's own admission queue is no upstream failure (admission_shed counts it).
+    // A refusal of toolproof's own admission queue is no upstream failure (admission_shed counts
+    // it), nor is its key's revocation while it waited there (key-waits.ts).
     const code = (err as ToolproofError).code;
-    if (!call.signal.aborted && code !== 'TP_ERR_QUEUE_FULL' && code !== 'TP_ERR_QUEUE_TIMEOUT') {
+    if (
+      !call.signal.aborted &&
+      code !== 'TP_ERR_QUEUE_FULL' &&
+      code !== 'TP_ERR_QUEUE_TIMEOUT' &&
+      code !== 'TP_ERR_UNAUTHORIZED'
+    ) {
       const kind = code === 'TP_ERR_UPSTREAM_TIMEOUT' ? 'timeout' : 'unreachable';
       deps.metrics.upstreamErrors.labels(call.route.name, call.route.client.label, kind).inc();
     }

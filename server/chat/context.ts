@@ -9,6 +9,7 @@ import type { CompileBudget, Policy, PolicyContext } from '../../policies/types.
 import type { PolicyEffect } from '../../policies/registry.js';
 import type { AbortLike } from '../abort.js';
 import type { AdmissionOwner, PriorityClass } from '../admission.js';
+import type { KeyWaitTicket } from '../key-waits.js';
 import type { CompileBudgets } from '../compile-budget.js';
 import type { Config } from '../config.js';
 import type { FallbackMemory } from '../fallback-memory.js';
@@ -99,6 +100,8 @@ export class ChatCall {
   affinityKey: string | undefined;
   /** Who it waits as in the upstream's admission queue (keys.ts admissionOwner); set by start. */
   owner: AdmissionOwner | undefined;
+  /** Its client's key, whose revocation ends its first wait for a slot (key-waits.ts); set by start. */
+  keyWait: KeyWaitTicket | undefined;
   /** What compiling this request's schemas may still cost (every attempt draws on it). */
   compileBudget: CompileBudget | undefined;
   /** This request's capture record while it is written (capture on only; docs/inspect.md). */
@@ -171,14 +174,15 @@ export class ChatCall {
   }
 
   private admissionRequest:
-    | { cls: PriorityClass; owner?: AdmissionOwner; queued(ms: number): void }
+    | { cls: PriorityClass; owner?: AdmissionOwner; key?: KeyWaitTicket; queued(ms: number): void }
     | undefined;
 
   /** What the upstream's admission gate is told of this call (one object for every attempt). */
-  admission(): { cls: PriorityClass; owner?: AdmissionOwner; queued(ms: number): void } {
+  admission(): { cls: PriorityClass; owner?: AdmissionOwner; key?: KeyWaitTicket; queued(ms: number): void } {
     this.admissionRequest ??= {
       cls: this.priority,
       ...(this.owner === undefined ? {} : { owner: this.owner }),
+      ...(this.keyWait === undefined ? {} : { key: this.keyWait }),
       queued: (ms) => {
         this.trace.queuedMs += ms;
       },

@@ -133,6 +133,7 @@ export function startChatCall(
   if (route.fallback) call.fallbacksLeft = route.fallback.filter((m) => allowsModel(key, m));
   if (key) call.trace.key = key.name;
   call.owner = admissionOwner(request, key);
+  if (key) call.keyWait = { waits: state.keyWaits, entry: key, reached: false };
   // A key that counts tokens needs a stream's usage, asked for upstream even when the client did not.
   if (key?.tokensPerMinute !== undefined && body.stream === true) call.doorFacts = { streamUsage: true };
   // Several replicas: the conversation's key picks the one that holds its prefix in cache.

@@ -88,13 +88,19 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
               ...(key?.priority ? { key: key.priority } : {}),
             }),
             owner: admissionOwner(request, key),
+            ...(key ? { key: { waits: state.keyWaits, entry: key, reached: false } } : {}),
             queued: () => {},
           },
         })
         .catch((err: unknown) => {
           // The client leaving, or toolproof's own admission queue refusing, is no upstream failure.
           const code = (err as ToolproofError).code;
-          if (!controller.aborted && code !== 'TP_ERR_QUEUE_FULL' && code !== 'TP_ERR_QUEUE_TIMEOUT')
+          if (
+            !controller.aborted &&
+            code !== 'TP_ERR_QUEUE_FULL' &&
+            code !== 'TP_ERR_QUEUE_TIMEOUT' &&
+            code !== 'TP_ERR_UNAUTHORIZED'
+          )
             failed(code === 'TP_ERR_UPSTREAM_TIMEOUT' ? 'timeout' : 'unreachable');
           throw err;
         });

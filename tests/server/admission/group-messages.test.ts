@@ -12,37 +12,9 @@ import { describe, expect, it } from 'vitest';
 import { RequestAbort } from '../../../server/abort.js';
 import type { AdmissionSettings } from '../../../server/admission.js';
 import type { ApiKeyEntry } from '../../../server/config-keys.js';
-import {
-  GroupChannel,
-  GroupGate,
-  GroupKeyLimits,
-  groupAdmissionPrimary,
-  type WorkerPeer,
-} from '../../../server/group-admission.js';
+import { GroupGate, GroupKeyLimits } from '../../../server/group-admission.js';
 import type { KeyEnd } from '../../../server/keys.js';
-
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
-const wire = (m: unknown): unknown => JSON.parse(JSON.stringify(m));
-
-function group() {
-  const toPrimary: unknown[] = [];
-  const toWorker: unknown[] = [];
-  let ch: GroupChannel;
-  const worker: WorkerPeer = {
-    id: 1,
-    isConnected: () => true,
-    send(m) {
-      toWorker.push(m);
-      setImmediate(() => ch.receive(wire(m)));
-    },
-  };
-  const primary = groupAdmissionPrimary((id) => (id === 1 ? worker : undefined));
-  ch = new GroupChannel((m) => {
-    toPrimary.push(m);
-    setImmediate(() => primary.receive(worker, wire(m)));
-  });
-  return { ch: ch!, toPrimary, toWorker };
-}
+import { inProcessGroup as group, turn } from '../../support/group-channel.js';
 
 const settings: AdmissionSettings = { concurrency: 1, reserved: 0, queueSize: 8, queueTimeoutMs: 5_000 };
 const entry: ApiKeyEntry = { name: 'k', key: 'sk-k-0123456789', concurrency: 1, requestsPerMinute: 1_000 };
