@@ -510,18 +510,27 @@ function moveSelection(by) {
 
 // ---- one request -----------------------------------------------------------------------------
 
+/**
+ * How many items two sequences (texts or arrays of lines) share at their start, then how many
+ * of the rest at their end.
+ */
+function commonEnds(x, y) {
+  let head = 0;
+  while (head < x.length && head < y.length && x[head] === y[head]) head++;
+  let tail = 0;
+  while (
+    tail < x.length - head &&
+    tail < y.length - head &&
+    x[x.length - 1 - tail] === y[y.length - 1 - tail]
+  )
+    tail++;
+  return [head, tail];
+}
+
 /** The part of `raw` that is not in `shown` (common prefix and suffix left out), marked. */
 function markedText(raw, shown, label) {
   if (!raw) return [el('span', { class: 'empty' }, '(no text)')];
-  let a = 0;
-  while (a < raw.length && a < shown.length && raw[a] === shown[a]) a++;
-  let b = 0;
-  while (
-    b < raw.length - a &&
-    b < shown.length - a &&
-    raw[raw.length - 1 - b] === shown[shown.length - 1 - b]
-  )
-    b++;
+  const [a, b] = commonEnds(raw, shown);
   const mid = raw.slice(a, raw.length - b);
   if (!mid) return [raw];
   return [raw.slice(0, a), el('mark', { class: 'recovered', title: label }, mid), raw.slice(raw.length - b)];
@@ -558,12 +567,55 @@ function choiceLabel(v, i) {
 }
 
 /**
+ * What the model wrote beside what the client received, for the whole answer (`k` null) or for
+ * choice `k` of several: the model's side is attempt `at`'s answer (`wrote`: the whole of it, or
+ * its part for choice k), the client's `received`.
+ */
+function sideBySide(v, k, at, wrote, received, leaked) {
+  const r = v.record;
+  const choice = k === null ? '' : `choice ${k}: `;
+  // The single view's panels are found by id, a choice's by class within its row.
+  const side = (name) => (k === null ? { id: name } : { class: name });
+  return el(
+    'div',
+    k === null ? { class: 'cols' } : { class: 'cols', 'data-choice': k },
+    wrote
+      ? el(
+          'div',
+          side('model-wrote'),
+          textPanel(
+            `${choice}model wrote (attempt ${at + 1}, raw)`,
+            wrote,
+            wrote.content,
+            received.content,
+            leaked ? 'recovered call' : 'not passed on as text',
+            r.inFlight,
+            r.upstreamAttempts[at].response.partial === true,
+          ),
+        )
+      : el('div', { class: 'panel empty' }, 'no upstream attempt'),
+    el(
+      'div',
+      side('client-received'),
+      textPanel(
+        `${choice}client received`,
+        received,
+        null,
+        '',
+        '',
+        r.inFlight,
+        r.clientResponse.body.partial === true,
+      ),
+    ),
+  );
+}
+
+/**
  * A request of several choices: one row a choice, what the model wrote for it (the last attempt
  * that served it, or its part of the one answer that held them all) beside what the client
  * received as that choice.
  */
 function choicePanels(v, leaked) {
-  const r = v.record;
   const choices = v.attemptChoice ?? [];
   const lastAll = v.modelWrote.length - 1;
   return el(
@@ -578,38 +630,7 @@ function choicePanels(v, leaked) {
           : mine >= 0
             ? v.modelWrote[at]
             : (v.modelWrote[at].choices?.[k] ?? v.modelWrote[at]);
-      return el(
-        'div',
-        { class: 'cols', 'data-choice': k },
-        wrote
-          ? el(
-              'div',
-              { class: 'model-wrote' },
-              textPanel(
-                `choice ${k}: model wrote (attempt ${at + 1}, raw)`,
-                wrote,
-                wrote.content,
-                received.content,
-                leaked ? 'recovered call' : 'not passed on as text',
-                r.inFlight,
-                r.upstreamAttempts[at].response.partial === true,
-              ),
-            )
-          : el('div', { class: 'panel empty' }, 'no upstream attempt'),
-        el(
-          'div',
-          { class: 'client-received' },
-          textPanel(
-            `choice ${k}: client received`,
-            received,
-            null,
-            '',
-            '',
-            r.inFlight,
-            r.clientResponse.body.partial === true,
-          ),
-        ),
-      );
+      return sideBySide(v, k, at, wrote, received, leaked);
     }),
   );
 }
@@ -700,15 +721,7 @@ function backtrack(trace, a, b, off) {
 function lineDiff(a, b) {
   const x = a.split('\n');
   const y = b.split('\n');
-  let head = 0;
-  while (head < x.length && head < y.length && x[head] === y[head]) head++;
-  let tail = 0;
-  while (
-    tail < x.length - head &&
-    tail < y.length - head &&
-    x[x.length - 1 - tail] === y[y.length - 1 - tail]
-  )
-    tail++;
+  const [head, tail] = commonEnds(x, y);
   const xs = x.slice(head, x.length - tail);
   const ys = y.slice(head, y.length - tail);
   const same = (lines) => lines.map((l) => ['same', l]);
@@ -891,7 +904,6 @@ async function showRequest(id, refresh) {
   const last = v.modelWrote.length - 1;
   const leaked = r.decisions.some((d) => d.kind === 'leak');
   const client = v.clientReceived;
-  const shown = client.content;
   const parts = [
     // The model's name in an isolate of its own: a right-to-left override in it cannot run on
     // over the outcome after it.
@@ -935,38 +947,7 @@ async function showRequest(id, refresh) {
     el('h2', {}, 'What the model wrote, what the client received'),
     client.choices && client.choices.length > 1
       ? choicePanels(v, leaked)
-      : el(
-          'div',
-          { class: 'cols' },
-          last >= 0
-            ? el(
-                'div',
-                { id: 'model-wrote' },
-                textPanel(
-                  `model wrote (attempt ${last + 1}, raw)`,
-                  v.modelWrote[last],
-                  v.modelWrote[last].content,
-                  shown,
-                  leaked ? 'recovered call' : 'not passed on as text',
-                  r.inFlight,
-                  r.upstreamAttempts[last].response.partial === true,
-                ),
-              )
-            : el('div', { class: 'panel empty' }, 'no upstream attempt'),
-          el(
-            'div',
-            { id: 'client-received' },
-            textPanel(
-              'client received',
-              client,
-              null,
-              '',
-              '',
-              r.inFlight,
-              r.clientResponse.body.partial === true,
-            ),
-          ),
-        ),
+      : sideBySide(v, null, last, v.modelWrote[last], client, leaked),
     el('h2', {}, 'Decisions'),
     r.decisions.length === 0
       ? el('p', { class: 'empty' }, 'none: the request went through untouched')
