@@ -749,11 +749,79 @@ function lineDiff(a, b) {
     else out.push(['same', run.join('\n')]);
     i = j;
   }
+  const partner = pairChanged(out);
   return el(
     'pre',
     { class: 'diff' },
-    out.map(([k, l]) => el('div', { class: k }, `${k === 'add' ? '+ ' : k === 'del' ? '- ' : '  '}${l}`)),
+    out.map(([k, l], i) =>
+      el(
+        'div',
+        { class: k },
+        k === 'same' ? `  ${l}` : changedLine(k === 'add' ? '+ ' : '- ', l, partner.get(i)),
+      ),
+    ),
   );
+}
+
+/**
+ * In each block of changed lines, the k-th removed line and the k-th added one: the line that
+ * replaced it, most often (a system message merged into another, a description rewritten).
+ */
+function pairChanged(ops) {
+  const partner = new Map();
+  for (let i = 0; i < ops.length; ) {
+    if (ops[i][0] === 'same') {
+      i++;
+      continue;
+    }
+    const dels = [];
+    const adds = [];
+    for (; i < ops.length && ops[i][0] !== 'same'; i++) (ops[i][0] === 'del' ? dels : adds).push(i);
+    for (let k = 0; k < Math.min(dels.length, adds.length); k++) {
+      partner.set(dels[k], ops[adds[k]][1]);
+      partner.set(adds[k], ops[dels[k]][1]);
+    }
+  }
+  return partner;
+}
+
+/** Fewer shared characters than this and two lines are told apart whole, not marked. */
+const PAIRED_MIN = 40;
+/** A run of characters a changed line shares with its pair, past this, is folded to its ends. */
+const SAME_RUN = 160;
+
+/** A run `line` shares with its pair: itself, or its ends around how many characters it folds. */
+function sameRun(text, atStart) {
+  if (text.length <= SAME_RUN) return text;
+  // The start of the line (its key) and the characters next to the change stay.
+  const [keep1, keep2] = atStart ? [40, 80] : [80, 40];
+  return [
+    text.slice(0, keep1),
+    el('span', { class: 'fold' }, ` … ${text.length - keep1 - keep2} unchanged characters … `),
+    text.slice(text.length - keep2),
+  ];
+}
+
+/**
+ * A removed or added line. Beside its pair (`other`), what the two share at their start and end
+ * is plain and, when long, folded, and what differs is marked: a change inside one line of
+ * 10,000 characters (Claude Code's system prompt, a second one merged into it) was a wall of
+ * red and a wall of green with the change nowhere to see.
+ */
+function changedLine(sign, line, other) {
+  if (other === undefined) return `${sign}${line}`;
+  let [head, tail] = commonEnds(line, other);
+  if (head + tail < PAIRED_MIN) return `${sign}${line}`;
+  // Never half of a surrogate pair on either side of the mark.
+  if (head > 0 && /[\udc00-\udfff]/.test(line[head] ?? '')) head--;
+  if (tail > 0 && /[\udc00-\udfff]/.test(line[line.length - tail] ?? '')) tail--;
+  const mid = line.slice(head, line.length - tail);
+  return [
+    sign,
+    sameRun(line.slice(0, head), true),
+    mid ? el('mark', { class: 'changed' }, mid) : null,
+    sameRun(line.slice(line.length - tail), false),
+  ].flat();
 }
 
 /**

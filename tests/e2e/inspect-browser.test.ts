@@ -102,6 +102,25 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
     });
     expect(failed.status).toBe(500);
     ids.failed = 'failed-1';
+    // Claude Code's shape: a long system prompt, the task, then a second system message, which
+    // toolproof merges into the first (merged-system): one line of ~3,000 characters replaced.
+    const merged = await fetch(`${stack.url}/chat/completions`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-request-id': 'merged-system-1',
+        'x-sim-scenario': JSON.stringify({ say: 'Done.' }),
+      },
+      body: JSON.stringify({
+        model: 'sim',
+        messages: [
+          { role: 'system', content: `You are a coding agent. ${'Follow the rules. '.repeat(160)}End.` },
+          ...user,
+          { role: 'system', content: 'Answer in French.' },
+        ],
+      }),
+    });
+    expect(merged.status).toBe(200);
     ids.hostile = (
       await c
         .create(
@@ -293,6 +312,25 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
       expect.stringMatching(/^attempt 3 · choice 1 → .* · status 200$/),
     ]);
     await page.screenshot({ path: join(ARTIFACTS, 'choices.png'), fullPage: true });
+  });
+
+  it('a long line toolproof changed: what differs is marked, what the line shares with the one it replaced folded', async () => {
+    await page.goto(`${stack.origin}/inspect#/r/merged-system-1`);
+    const diff = page.locator('section.attempt[data-attempt="1"] details.sent .diff');
+    await diff.waitFor();
+    // The merged system prompt: the second message marked where the first one ended.
+    const added = diff.locator('.add', { hasText: 'You are a coding' });
+    expect(await added.count()).toBe(1);
+    expect(await added.locator('mark.changed').textContent()).toBe('\\n\\nAnswer in French.');
+    // Its ~2,900 characters shared with the line it replaced are folded to their ends.
+    expect(await added.locator('.fold').textContent()).toMatch(/^ … \d+ unchanged characters … $/);
+    expect((await added.textContent())!.length).toBeLessThan(300);
+    const removed = diff.locator('.del', { hasText: 'You are a coding' });
+    expect(await removed.locator('.fold').count()).toBe(1);
+    expect(await removed.locator('mark.changed').count()).toBe(0);
+    // Lines unlike each other (the second system message's own, gone) are shown whole.
+    expect(await diff.locator('.del', { hasText: '"Answer in French."' }).locator('mark').count()).toBe(0);
+    await page.screenshot({ path: join(ARTIFACTS, 'diff-long-line.png'), fullPage: true });
   });
 
   it("a chat request's attempt is diffed against the client's request as it came", async () => {
