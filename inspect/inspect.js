@@ -1317,8 +1317,12 @@ async function showSession(key) {
                     ? 'kept'
                     : el(
                         'span',
-                        { class: 'error' },
-                        `changed in ${p.where} at byte ${p.offset}: `,
+                        {
+                          class: 'error',
+                          title: `byte ${p.offset} of the prompt sent upstream (its tools, then each message, as JSON)`,
+                        },
+                        // The byte in the part named, where the reader looks for it; the prompt's in the title.
+                        `changed in ${p.where} of the prompt sent, at its byte ${p.partOffset ?? p.offset}: `,
                         changeQuote(p.before, p.after, 'before'),
                         ' → ',
                         changeQuote(p.after, p.before, 'after'),

@@ -52,11 +52,12 @@ export interface SessionTurn {
   cachedRatio: number | null;
   /**
    * Whether the prompt kept the previous turn's bytes: null for the first turn or when a body
-   * was cut; otherwise where the first difference is (docs/prefix.md).
+   * was cut; otherwise where the first difference is (docs/prefix.md): in which part, at which
+   * byte of the prompt (`offset`) and of that part (`partOffset`).
    */
   prefix:
     | { kept: true }
-    | { kept: false; where: string; offset: number; before: string; after: string }
+    | { kept: false; where: string; offset: number; partOffset: number; before: string; after: string }
     | null;
 }
 
@@ -248,6 +249,7 @@ function sessionsOf(ring: CaptureRing, owner: string | undefined): SessionSummar
 const PARENT_CANDIDATES = 8;
 
 type Break = { kept: false; where: string; offset: number; before: string; after: string };
+type Placed = Break & { partOffset: number };
 
 /** One session's turns in order, from every worker's records (already merged). */
 export function turnsOf(records: readonly SessionRecord[]): SessionTurn[] {
@@ -284,15 +286,21 @@ function againstParent(recent: readonly ParsedPrompt[], cur: ParsedPrompt): Sess
   }
   if (best === undefined) return null;
   if (best.diff.kept) return { kept: true };
-  return { ...best.diff.at, offset: utf8Offset(best.prev, best.diff.index, best.diff.common) };
+  return { ...best.diff.at, ...utf8Offsets(best.prev, best.diff.index, best.diff.common) };
 }
 
 /**
- * A break's offset in UTF-8 bytes (the page and the docs say "at byte N"): `common` counts
- * characters, which differ from bytes as soon as a prompt holds anything but ASCII. Counted for
- * the one break shown, not for every turn compared.
+ * A break's offsets in UTF-8 bytes (the page and the docs say "at byte N"): in the prompt, and in
+ * the part where it is (a message of 16 KB in a prompt of 50: "messages[0] at byte 38525" sent
+ * the reader to a byte that message does not have). `common` counts characters, which differ from
+ * bytes as soon as a prompt holds anything but ASCII. Counted for the one break shown, not for
+ * every turn compared.
  */
-function utf8Offset(prev: ParsedPrompt, index: number, common: number): number {
+function utf8Offsets(
+  prev: ParsedPrompt,
+  index: number,
+  common: number,
+): Pick<Placed, 'offset' | 'partOffset'> {
   let chars = 0;
   let bytes = 0;
   for (let i = 0; i < index; i++) {
@@ -301,7 +309,8 @@ function utf8Offset(prev: ParsedPrompt, index: number, common: number): number {
     bytes += Buffer.byteLength(text);
   }
   const part = prev.parts[index];
-  return part === undefined ? bytes : bytes + Buffer.byteLength(part.text.slice(0, common - chars));
+  const partOffset = part === undefined ? 0 : Buffer.byteLength(part.text.slice(0, common - chars));
+  return { offset: bytes + partOffset, partOffset };
 }
 
 interface ParsedPrompt {

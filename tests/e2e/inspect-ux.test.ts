@@ -275,11 +275,20 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
     expect(await page.locator('#turns td.prefix').allTextContents()).toEqual([
       'first turn',
       'kept',
-      expect.stringContaining('changed in messages[0]'),
+      expect.stringContaining('changed in messages[0] of the prompt sent'),
     ]);
     expect(
       await page.locator('#turns tbody tr').nth(2).locator('mark.first-change').allTextContents(),
     ).toEqual(['P', 'L']);
+    // The byte named is the message's own, where the reader looks for it (the prompt's, past the
+    // tools, named a byte that message does not have); the prompt's is in its title.
+    const where = page.locator('#turns tbody tr').nth(2).locator('td.prefix > span');
+    const at = '{"role":"user","content":"Weather in '.length;
+    expect(await where.textContent()).toMatch(
+      new RegExp(`^changed in messages\\[0\\] of the prompt sent, at its byte ${at}: `),
+    );
+    const title = (await where.getAttribute('title')) ?? '';
+    expect(Number(/^byte (\d+) of the prompt sent upstream/.exec(title)?.[1])).toBeGreaterThan(at + 100);
     const ratios = page.locator('#turns td.ratio');
     expect(await ratios.evaluateAll((tds) => tds.map((td) => td.classList.contains('broken')))).toEqual([
       false,

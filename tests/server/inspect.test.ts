@@ -378,9 +378,13 @@ describe('the capture behind /inspect/api', () => {
           scenario('prose', session),
         );
       const detail = (await getJson(stack!, `/inspect/api/session?key=${encodeURIComponent(`h:${id}`)}`))
-        .body as { turns: Array<{ prefix: { kept: boolean; offset: number } | null }> };
-      expect(detail.turns[1]!.prefix!.kept).toBe(false);
-      return detail.turns[1]!.prefix!.offset;
+        .body as { turns: Array<{ prefix: { kept: boolean; offset: number; partOffset: number } | null }> };
+      const p = detail.turns[1]!.prefix!;
+      expect(p.kept).toBe(false);
+      // In the message too: its bytes up to the change (the prompt's are the tools' before it).
+      expect(p.partOffset).toBe(Buffer.byteLength(`{"role":"system","content":"${lead} Date: `));
+      expect(p.offset - p.partOffset).toBe(Buffer.byteLength('null'));
+      return p.offset;
     };
     const ascii = await offsetOf('offset-ascii', 'eeeee');
     const accented = await offsetOf('offset-accented', 'ééééé');
