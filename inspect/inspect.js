@@ -1275,7 +1275,8 @@ async function showSession(key) {
             const s = t.summary;
             const ratio = t.cachedRatio;
             const p = t.prefix;
-            const broken = p !== null && !p.kept;
+            // `opens`: a prompt of its own (a side request, or the loop's first turn after one).
+            const broken = p !== null && p.kept === false;
             return el(
               'tr',
               {
@@ -1315,18 +1316,20 @@ async function showSession(key) {
                     : 'unknown (body cut)'
                   : p.kept
                     ? 'kept'
-                    : el(
-                        'span',
-                        {
-                          class: 'error',
-                          title: `byte ${p.offset} of the prompt sent upstream (its tools, then each message, as JSON)`,
-                        },
-                        // The byte in the part named, where the reader looks for it; the prompt's in the title.
-                        `changed in ${p.where} of the prompt sent, at its byte ${p.partOffset ?? p.offset}: `,
-                        changeQuote(p.before, p.after, 'before'),
-                        ' → ',
-                        changeQuote(p.after, p.before, 'after'),
-                      ),
+                    : p.opens
+                      ? 'a prompt of its own (a side request without tools, or the first turn after one)'
+                      : el(
+                          'span',
+                          {
+                            class: 'error',
+                            title: `byte ${p.offset} of the prompt sent upstream (its tools, then each message, as JSON)`,
+                          },
+                          // The byte in the part named, where the reader looks for it; the prompt's in the title.
+                          `changed in ${p.where} of the prompt sent, at its byte ${p.partOffset ?? p.offset}: `,
+                          changeQuote(p.before, p.after, 'before'),
+                          ' → ',
+                          changeQuote(p.after, p.before, 'after'),
+                        ),
               ),
             );
           }),

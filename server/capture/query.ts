@@ -53,11 +53,13 @@ export interface SessionTurn {
   /**
    * Whether the prompt kept the previous turn's bytes: null for the first turn or when a body
    * was cut; otherwise where the first difference is (docs/prefix.md): in which part, at which
-   * byte of the prompt (`offset`) and of that part (`partOffset`).
+   * byte of the prompt (`offset`) and of that part (`partOffset`). `opens`: a prompt of its own,
+   * continuing none of the turns before it (see againstParent).
    */
   prefix:
     | { kept: true }
     | { kept: false; where: string; offset: number; partOffset: number; before: string; after: string }
+    | { opens: true }
     | null;
 }
 
@@ -275,7 +277,14 @@ export function turnsOf(records: readonly SessionRecord[]): SessionTurn[] {
  * own continuation. A rewrite of anything an earlier turn sent is still a break.
  */
 function againstParent(recent: readonly ParsedPrompt[], cur: ParsedPrompt): SessionTurn['prefix'] {
-  const compared = recent.map((prev) => ({ prev, diff: firstDifference(prev, cur) }));
+  // A turn continues only a turn that sent tools as it does, or none as it does: a request with
+  // no tools beside an agent's loop is a side request of its own (opencode's and Kilo's title,
+  // Codex's compaction), and the loop's first turn after one continues nothing. Compared anyway,
+  // opencode's first loop turn read "changed in tools at byte 0: null → [...]", its 0% drawn as a
+  // broken cache that never was.
+  const alike = recent.filter((prev) => prev.hasTools === cur.hasTools);
+  if (alike.length === 0) return { opens: true };
+  const compared = alike.map((prev) => ({ prev, diff: firstDifference(prev, cur) }));
   const keptLengths = new Set(compared.filter((c) => c.diff.kept).map((c) => c.prev.parts.length));
   let best: (typeof compared)[number] | undefined;
   for (let i = compared.length - 1; i >= 0; i--) {
@@ -316,6 +325,8 @@ function utf8Offsets(
 interface ParsedPrompt {
   /** The parts of the prompt a later turn must keep byte for byte: tools, then each message. */
   parts: Array<{ where: string; text: string }>;
+  /** Whether it declares a tool. */
+  hasTools: boolean;
 }
 
 function parsePrompt(body: string): ParsedPrompt | null {
@@ -330,7 +341,7 @@ function parsePrompt(body: string): ParsedPrompt | null {
     v.messages.forEach((m, i) => {
       parts.push({ where: `messages[${i}]`, text: JSON.stringify(m) });
     });
-  return { parts };
+  return { parts, hasTools: Array.isArray(v.tools) && v.tools.length > 0 };
 }
 
 /**

@@ -68,6 +68,22 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
         messages.push({ role: 'tool', tool_call_id: msg.tool_calls[0]!.id, content: 'sunny' });
       else messages.push({ role: 'user', content: 'And tomorrow?' });
     }
+    // opencode's opening: a title request (no tools, a prompt of its own), then the loop's turn.
+    const titled = { 'x-session-affinity': 'titled', 'x-sim-scenario': 'tools' };
+    await stack.client.chat.completions.create(
+      {
+        model: 'sim',
+        messages: [
+          { role: 'system', content: 'Write a title.' },
+          { role: 'user', content: 'Hi' },
+        ],
+      },
+      { headers: titled },
+    );
+    await stack.client.chat.completions.create(
+      { model: 'sim', messages: [{ role: 'user', content: 'Weather in Paris?' }], tools },
+      { headers: titled },
+    );
     // A corrective retry: the model's first call lacks the required city.
     await chat(
       {
@@ -301,6 +317,21 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
         .locator('.bar')
         .evaluate((b) => b.ownerDocument.defaultView!.getComputedStyle(b).backgroundColor);
     expect(await bar(2)).not.toBe(await bar(1));
+  });
+
+  it("a title request before an agent's loop is no broken prefix for the loop's first turn", async () => {
+    await page.goto(`${stack.origin}/inspect#/s/h%3Atitled`);
+    await page.locator('#turns tbody tr').nth(1).waitFor();
+    expect(await page.locator('#turns td.prefix').allTextContents()).toEqual([
+      'first turn',
+      'a prompt of its own (a side request without tools, or the first turn after one)',
+    ]);
+    // Its 0% is no broken cache: not drawn in the error colour.
+    const ratios = page.locator('#turns td.ratio');
+    expect(await ratios.evaluateAll((tds) => tds.map((td) => td.classList.contains('broken')))).toEqual([
+      false,
+      false,
+    ]);
   });
 
   it('session labels that differ only at their end look different in the list, uncut', async () => {

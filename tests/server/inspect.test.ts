@@ -391,6 +391,52 @@ describe('the capture behind /inspect/api', () => {
     expect(accented - ascii).toBe(5);
   });
 
+  // opencode opens its session with a title request (no tools, a prompt of its own), then its
+  // loop: compared with the title, the loop's first turn read as a break at byte 0 of the tools.
+  it("a request without tools beside an agent's loop is a prompt of its own, no break; the loop's turns continue each other", async () => {
+    stack = await startStack({ sim: { personality: 'llama-server' } });
+    const session = { 'x-session-affinity': 'titled-session' };
+    const title = async (text: string) =>
+      stack!.client.chat.completions.create(
+        {
+          model: 'sim',
+          messages: [
+            { role: 'system', content: 'Write a title.' },
+            { role: 'user', content: text },
+          ],
+        },
+        scenario('prose', session),
+      );
+    const messages: Array<Record<string, unknown>> = [...user];
+    const turn = async () => {
+      const res = await stack!.client.chat.completions.create(
+        { model: 'sim', messages: messages as never, tools },
+        scenario('tools', session),
+      );
+      const msg = res.choices[0]!.message;
+      messages.push(msg as never);
+      if (msg.tool_calls?.length)
+        messages.push({ role: 'tool', tool_call_id: msg.tool_calls[0]!.id, content: 'sunny' });
+      else messages.push({ role: 'user', content: 'And tomorrow?' });
+    };
+    await title('Weather in Paris?');
+    await turn();
+    await turn();
+    await title('A summary, please.'); // a side request in the middle
+    await turn();
+    const detail = (await getJson(stack, '/inspect/api/session?key=h%3Atitled-session')).body as {
+      turns: Array<{ prefix: unknown }>;
+    };
+    expect(detail.turns.map((t) => t.prefix)).toEqual([
+      null,
+      { opens: true },
+      { kept: true },
+      // The second title shares its system message with the first: compared with it, not the loop.
+      expect.objectContaining({ kept: false, where: 'messages[1]' }),
+      { kept: true },
+    ]);
+  });
+
   // Claude Code sends side requests in its session that fork the main loop: its prompt and one
   // user message of their own. Compared with the fork, the main loop's next turn showed a break
   // at the fork's message (cached ratio 0.99) although it kept every byte it had sent.
