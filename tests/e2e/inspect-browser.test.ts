@@ -7,10 +7,12 @@
  * completions, so only toolproof's rewrites show as changed. Screenshots go
  * to tests/artifacts/inspect/ (gitignored). Skipped only where Chromium is absent outside CI.
  */
+import { execFile, spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumAvailable, openPage } from '../support/browser.js';
@@ -18,6 +20,8 @@ import { collectStream, type Stack, startStack, weatherTool } from '../server/st
 import { chatImageMessage } from '../support/images.js';
 
 const ARTIFACTS = join(import.meta.dirname, '..', 'artifacts', 'inspect');
+/** Copy as curl is run as a user runs it, where curl is installed. */
+const hasCurl = spawnSync('curl', ['--version']).status === 0;
 
 const tools = [weatherTool];
 const user = [{ role: 'user' as const, content: 'Weather in Paris?' }];
@@ -341,6 +345,43 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
       /^request sent, diffed against the client's request · \d+ lines added/,
     );
   });
+
+  it.skipIf(!hasCurl)(
+    "copy as curl (the c key): what lands on the clipboard, run by a shell, replays a Messages request's attempt against the backend",
+    async () => {
+      // A context of its own that may read the clipboard back, as the user's paste does.
+      const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+      await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: stack.origin });
+      try {
+        const p = await context.newPage();
+        await p.goto(`${stack.origin}/inspect#/r/${ids.messages}`);
+        const button = p.locator('section.attempt[data-attempt="1"] button.curl');
+        await button.waitFor();
+        await p.keyboard.press('c');
+        await expect.poll(() => button.textContent()).toBe('copied');
+        const copied = await p.evaluate<string>('navigator.clipboard.readText()');
+        expect(copied).toBe(
+          await p.locator('section.attempt[data-attempt="1"] details:last-of-type pre').textContent(),
+        );
+        const sent = (
+          (await (await fetch(`${stack.origin}/inspect/api/requests/${ids.messages}`)).json()) as {
+            record: { upstreamAttempts: Array<{ request: { text: string } }> };
+          }
+        ).record.upstreamAttempts[0]!.request.text;
+        const before = stack.sim.requests.length;
+        // Not synchronously: the simulator answering it runs in this process.
+        const run = await promisify(execFile)('bash', ['-c', copied], { encoding: 'utf8', timeout: 10_000 });
+        const replayed = stack.sim.requests.slice(before);
+        expect(replayed).toHaveLength(1);
+        // As chat completions, the body as sent (and the here-document's closing newline).
+        expect(replayed[0]!.path).toMatch(/\/chat\/completions$/);
+        expect(replayed[0]!.rawBody).toBe(`${sent}\n`);
+        expect(JSON.parse(run.stdout).object).toBe('chat.completion');
+      } finally {
+        await context.close();
+      }
+    },
+  );
 
   it("an upstream failure: the failed attempt's error", async () => {
     await page.goto(`${stack.origin}/inspect#/r/${ids.failed}`);
