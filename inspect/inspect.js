@@ -847,10 +847,15 @@ function sentSummary(base) {
  * and opened when something did: the attempt toolproof rewrote (a retry's feedback, the forced
  * tool) is the one shown, not an unchanged first one. Without a base, the first is opened.
  */
-function sentDetails(a, i, base, diffBase) {
+function sentDetails(a, i, base, diffBase, prev) {
   const diff = base === null ? null : lineDiff(foldBase64(pretty(base)), foldBase64(pretty(a.request.text)));
   const added = diff ? diff.querySelectorAll('.add').length : 0;
   const removed = diff ? diff.querySelectorAll('.del').length : 0;
+  // An attempt sent again as it was (a stream cut before the answer, each of n choices asked
+  // alike) says so and stays closed: a real Claude Code turn resent after a cut showed the same
+  // 50-line diff twice, open, for the reader to compare by eye.
+  const again =
+    prev !== undefined && prev.request.text === a.request.text && prev.request.cut === a.request.cut;
   const changes = !diff
     ? ''
     : added + removed === 0
@@ -858,8 +863,14 @@ function sentDetails(a, i, base, diffBase) {
       : ` · ${added} line${added === 1 ? '' : 's'} added, ${removed} removed`;
   return el(
     'details',
-    { open: diff ? added + removed > 0 : i === 0, class: 'sent' },
-    el('summary', {}, sentSummary(diffBase), el('span', { class: 'changes' }, changes)),
+    { open: again ? false : diff ? added + removed > 0 : i === 0, class: 'sent' },
+    el(
+      'summary',
+      {},
+      sentSummary(diffBase),
+      el('span', { class: 'changes' }, changes),
+      again ? el('span', { class: 'same-as' }, ` · the same as attempt ${prev.n}'s`) : null,
+    ),
     diff ?? el('pre', {}, foldBase64(pretty(a.request.text))),
   );
 }
@@ -1094,7 +1105,7 @@ async function showRequest(id, refresh) {
               `${a.error.code} (${a.error.status}): ${a.error.message}`,
             )
           : null,
-        sentDetails(a, i, base, v.diffBase),
+        sentDetails(a, i, base, v.diffBase, r.upstreamAttempts[i - 1]),
         el(
           'details',
           {},

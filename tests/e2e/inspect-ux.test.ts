@@ -95,6 +95,22 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
       },
       { tools },
     );
+    // A stream the upstream cut before any answer reached the client, sent again as it was.
+    const resent = await fetch(`${stack.url}/chat/completions`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-request-id': 'resent-1',
+        'x-sim-scenario': JSON.stringify([{ say: 'Sunny.', dieAfterChunks: 1 }, { say: 'Sunny.' }]),
+      },
+      body: JSON.stringify({
+        model: 'sim',
+        messages: [{ role: 'user', content: 'Hello?' }],
+        tools,
+        stream: true,
+      }),
+    });
+    await resent.text();
     // An agent-sized request (30 tools, ~680 lines pretty-printed) with rewrites far apart: its
     // two system messages merged at the top, the final_answer tool added at the bottom.
     await chat(
@@ -392,6 +408,15 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
     expect(await sent(2).locator('.diff .add').allInnerTexts()).toEqual(
       expect.arrayContaining([expect.stringContaining('city')]),
     );
+    // Sent again as it was (the stream cut): said, and closed; the first, rewritten, is open.
+    await page.goto(`${stack.origin}/inspect#/r/resent-1`);
+    await sent(2).waitFor();
+    expect(await sent(1).evaluate((d) => d.hasAttribute('open'))).toBe(true);
+    expect(await sent(2).evaluate((d) => d.hasAttribute('open'))).toBe(false);
+    expect(await sent(2).locator('summary').textContent()).toMatch(
+      / · \d+ lines added, \d+ removed · the same as attempt 1's$/,
+    );
+    expect(await sent(1).locator('summary').textContent()).not.toContain('the same as');
     // No tools, nothing forced: the request went as it came.
     await page.goto(`${stack.origin}/inspect#/r/plain-0001`);
     await sent(1).waitFor();
