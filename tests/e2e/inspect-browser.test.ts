@@ -16,7 +16,7 @@ import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumAvailable, openPage } from '../support/browser.js';
-import { collectStream, type Stack, startStack, weatherTool } from '../server/stack.js';
+import { collectStream, type Stack, startStack, weatherTool, weatherTurn } from '../server/stack.js';
 import { chatImageMessage } from '../support/images.js';
 
 const ARTIFACTS = join(import.meta.dirname, '..', 'artifacts', 'inspect');
@@ -178,17 +178,8 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
     const messages: Array<Record<string, unknown>> = [
       { role: 'user', content: 'Weather in Paris, then Rome?' },
     ];
-    for (let turn = 0; turn < 3; turn++) {
-      const res = await c.create(
-        { model: 'sim', messages: messages as never, tools },
-        scenario('tools', session),
-      );
-      const msg = res.choices[0]!.message;
-      messages.push(msg as never);
-      if (msg.tool_calls?.length)
-        messages.push({ role: 'tool', tool_call_id: msg.tool_calls[0]!.id, content: 'sunny, 21 C' });
-      else messages.push({ role: 'user', content: 'And tomorrow?' });
-    }
+    for (let turn = 0; turn < 3; turn++)
+      await weatherTurn(stack, messages, scenario('tools', session).headers, { result: 'sunny, 21 C' });
     ({ browser, page, close } = await openPage());
   }, 60_000);
 

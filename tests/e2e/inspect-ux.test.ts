@@ -10,7 +10,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumAvailable, openPage } from '../support/browser.js';
-import { type Stack, startStack, weatherTool } from '../server/stack.js';
+import { type Stack, startStack, weatherTool, weatherTurn } from '../server/stack.js';
 
 const tools = [weatherTool];
 /** Two sessions whose labels differ only in their last characters (Claude Code's ids are UUIDs). */
@@ -58,15 +58,7 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
     const messages: Array<Record<string, unknown>> = [{ role: 'user', content: 'Weather in Paris?' }];
     for (let turn = 0; turn < 3; turn++) {
       if (turn === 2) messages[0] = { role: 'user', content: 'Weather in Lyon?' };
-      const res = await stack.client.chat.completions.create(
-        { model: 'sim', messages: messages as never, tools },
-        { headers: session },
-      );
-      const msg = res.choices[0]!.message;
-      messages.push(msg as never);
-      if (msg.tool_calls?.length)
-        messages.push({ role: 'tool', tool_call_id: msg.tool_calls[0]!.id, content: 'sunny' });
-      else messages.push({ role: 'user', content: 'And tomorrow?' });
+      await weatherTurn(stack, messages, session);
     }
     // opencode's opening: a title request (no tools, a prompt of its own), then the loop's turn.
     const titled = { 'x-session-affinity': 'titled', 'x-sim-scenario': 'tools' };

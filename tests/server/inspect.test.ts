@@ -11,7 +11,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chatImageMessage, PNG_300_BASE64 } from '../support/images.js';
 import { startProxy } from '../support/harness.js';
-import { collectStream, type Stack, startStack, weatherTool } from './stack.js';
+import { collectStream, type Stack, startStack, weatherTool, weatherTurn } from './stack.js';
 
 /** Copy as curl is run as a user runs it, where curl is installed. */
 const hasCurl = spawnSync('curl', ['--version']).status === 0;
@@ -258,17 +258,11 @@ describe('the capture behind /inspect/api', () => {
     stack = await startStack({ sim: { personality: 'llama-server' } });
     const session = { 'x-claude-code-session-id': 'agent-session-1' };
     const messages: Array<Record<string, unknown>> = [{ role: 'user', content: 'Weather in Paris?' }];
-    for (let turn = 0; turn < 3; turn++) {
-      const res = await stack.client.chat.completions.create(
-        { model: 'sim', messages: messages as never, tools },
-        scenario('tools', session),
-      );
-      const msg = res.choices[0]!.message;
-      messages.push(msg as never);
-      if (msg.tool_calls?.length)
-        messages.push({ role: 'tool', tool_call_id: msg.tool_calls[0]!.id, content: 'sunny, 21 C' });
-      else messages.push({ role: 'user', content: `And turn ${turn + 2}?` });
-    }
+    for (let turn = 0; turn < 3; turn++)
+      await weatherTurn(stack, messages, scenario('tools', session).headers, {
+        result: 'sunny, 21 C',
+        next: `And turn ${turn + 2}?`,
+      });
     await stack.client.chat.completions.create({ model: 'sim', messages: user, tools });
     const sessions = (await getJson(stack, '/inspect/api/sessions')).body.sessions as Array<{
       session: string;
@@ -408,17 +402,7 @@ describe('the capture behind /inspect/api', () => {
         scenario('prose', session),
       );
     const messages: Array<Record<string, unknown>> = [...user];
-    const turn = async () => {
-      const res = await stack!.client.chat.completions.create(
-        { model: 'sim', messages: messages as never, tools },
-        scenario('tools', session),
-      );
-      const msg = res.choices[0]!.message;
-      messages.push(msg as never);
-      if (msg.tool_calls?.length)
-        messages.push({ role: 'tool', tool_call_id: msg.tool_calls[0]!.id, content: 'sunny' });
-      else messages.push({ role: 'user', content: 'And tomorrow?' });
-    };
+    const turn = () => weatherTurn(stack!, messages, scenario('tools', session).headers);
     await title('Weather in Paris?');
     await turn();
     await turn();
