@@ -510,18 +510,27 @@ function moveSelection(by) {
 
 // ---- one request -----------------------------------------------------------------------------
 
+/**
+ * How many items two sequences (texts or arrays of lines) share at their start, then how many
+ * of the rest at their end.
+ */
+function commonEnds(x, y) {
+  let head = 0;
+  while (head < x.length && head < y.length && x[head] === y[head]) head++;
+  let tail = 0;
+  while (
+    tail < x.length - head &&
+    tail < y.length - head &&
+    x[x.length - 1 - tail] === y[y.length - 1 - tail]
+  )
+    tail++;
+  return [head, tail];
+}
+
 /** The part of `raw` that is not in `shown` (common prefix and suffix left out), marked. */
 function markedText(raw, shown, label) {
   if (!raw) return [el('span', { class: 'empty' }, '(no text)')];
-  let a = 0;
-  while (a < raw.length && a < shown.length && raw[a] === shown[a]) a++;
-  let b = 0;
-  while (
-    b < raw.length - a &&
-    b < shown.length - a &&
-    raw[raw.length - 1 - b] === shown[shown.length - 1 - b]
-  )
-    b++;
+  const [a, b] = commonEnds(raw, shown);
   const mid = raw.slice(a, raw.length - b);
   if (!mid) return [raw];
   return [raw.slice(0, a), el('mark', { class: 'recovered', title: label }, mid), raw.slice(raw.length - b)];
@@ -558,12 +567,55 @@ function choiceLabel(v, i) {
 }
 
 /**
+ * What the model wrote beside what the client received, for the whole answer (`k` null) or for
+ * choice `k` of several: the model's side is attempt `at`'s answer (`wrote`: the whole of it, or
+ * its part for choice k), the client's `received`.
+ */
+function sideBySide(v, k, at, wrote, received, leaked) {
+  const r = v.record;
+  const choice = k === null ? '' : `choice ${k}: `;
+  // The single view's panels are found by id, a choice's by class within its row.
+  const side = (name) => (k === null ? { id: name } : { class: name });
+  return el(
+    'div',
+    k === null ? { class: 'cols' } : { class: 'cols', 'data-choice': k },
+    wrote
+      ? el(
+          'div',
+          side('model-wrote'),
+          textPanel(
+            `${choice}model wrote (attempt ${at + 1}, raw)`,
+            wrote,
+            wrote.content,
+            received.content,
+            leaked ? 'recovered call' : 'not passed on as text',
+            r.inFlight,
+            r.upstreamAttempts[at].response.partial === true,
+          ),
+        )
+      : el('div', { class: 'panel empty' }, 'no upstream attempt'),
+    el(
+      'div',
+      side('client-received'),
+      textPanel(
+        `${choice}client received`,
+        received,
+        null,
+        '',
+        '',
+        r.inFlight,
+        r.clientResponse.body.partial === true,
+      ),
+    ),
+  );
+}
+
+/**
  * A request of several choices: one row a choice, what the model wrote for it (the last attempt
  * that served it, or its part of the one answer that held them all) beside what the client
  * received as that choice.
  */
 function choicePanels(v, leaked) {
-  const r = v.record;
   const choices = v.attemptChoice ?? [];
   const lastAll = v.modelWrote.length - 1;
   return el(
@@ -578,38 +630,7 @@ function choicePanels(v, leaked) {
           : mine >= 0
             ? v.modelWrote[at]
             : (v.modelWrote[at].choices?.[k] ?? v.modelWrote[at]);
-      return el(
-        'div',
-        { class: 'cols', 'data-choice': k },
-        wrote
-          ? el(
-              'div',
-              { class: 'model-wrote' },
-              textPanel(
-                `choice ${k}: model wrote (attempt ${at + 1}, raw)`,
-                wrote,
-                wrote.content,
-                received.content,
-                leaked ? 'recovered call' : 'not passed on as text',
-                r.inFlight,
-                r.upstreamAttempts[at].response.partial === true,
-              ),
-            )
-          : el('div', { class: 'panel empty' }, 'no upstream attempt'),
-        el(
-          'div',
-          { class: 'client-received' },
-          textPanel(
-            `choice ${k}: client received`,
-            received,
-            null,
-            '',
-            '',
-            r.inFlight,
-            r.clientResponse.body.partial === true,
-          ),
-        ),
-      );
+      return sideBySide(v, k, at, wrote, received, leaked);
     }),
   );
 }
@@ -700,15 +721,7 @@ function backtrack(trace, a, b, off) {
 function lineDiff(a, b) {
   const x = a.split('\n');
   const y = b.split('\n');
-  let head = 0;
-  while (head < x.length && head < y.length && x[head] === y[head]) head++;
-  let tail = 0;
-  while (
-    tail < x.length - head &&
-    tail < y.length - head &&
-    x[x.length - 1 - tail] === y[y.length - 1 - tail]
-  )
-    tail++;
+  const [head, tail] = commonEnds(x, y);
   const xs = x.slice(head, x.length - tail);
   const ys = y.slice(head, y.length - tail);
   const same = (lines) => lines.map((l) => ['same', l]);
@@ -736,11 +749,79 @@ function lineDiff(a, b) {
     else out.push(['same', run.join('\n')]);
     i = j;
   }
+  const partner = pairChanged(out);
   return el(
     'pre',
     { class: 'diff' },
-    out.map(([k, l]) => el('div', { class: k }, `${k === 'add' ? '+ ' : k === 'del' ? '- ' : '  '}${l}`)),
+    out.map(([k, l], i) =>
+      el(
+        'div',
+        { class: k },
+        k === 'same' ? `  ${l}` : changedLine(k === 'add' ? '+ ' : '- ', l, partner.get(i)),
+      ),
+    ),
   );
+}
+
+/**
+ * In each block of changed lines, the k-th removed line and the k-th added one: the line that
+ * replaced it, most often (a system message merged into another, a description rewritten).
+ */
+function pairChanged(ops) {
+  const partner = new Map();
+  for (let i = 0; i < ops.length; ) {
+    if (ops[i][0] === 'same') {
+      i++;
+      continue;
+    }
+    const dels = [];
+    const adds = [];
+    for (; i < ops.length && ops[i][0] !== 'same'; i++) (ops[i][0] === 'del' ? dels : adds).push(i);
+    for (let k = 0; k < Math.min(dels.length, adds.length); k++) {
+      partner.set(dels[k], ops[adds[k]][1]);
+      partner.set(adds[k], ops[dels[k]][1]);
+    }
+  }
+  return partner;
+}
+
+/** Fewer shared characters than this and two lines are told apart whole, not marked. */
+const PAIRED_MIN = 40;
+/** A run of characters a changed line shares with its pair, past this, is folded to its ends. */
+const SAME_RUN = 160;
+
+/** A run `line` shares with its pair: itself, or its ends around how many characters it folds. */
+function sameRun(text, atStart) {
+  if (text.length <= SAME_RUN) return text;
+  // The start of the line (its key) and the characters next to the change stay.
+  const [keep1, keep2] = atStart ? [40, 80] : [80, 40];
+  return [
+    text.slice(0, keep1),
+    el('span', { class: 'fold' }, ` … ${text.length - keep1 - keep2} unchanged characters … `),
+    text.slice(text.length - keep2),
+  ];
+}
+
+/**
+ * A removed or added line. Beside its pair (`other`), what the two share at their start and end
+ * is plain and, when long, folded, and what differs is marked: a change inside one line of
+ * 10,000 characters (Claude Code's system prompt, a second one merged into it) was a wall of
+ * red and a wall of green with the change nowhere to see.
+ */
+function changedLine(sign, line, other) {
+  if (other === undefined) return `${sign}${line}`;
+  let [head, tail] = commonEnds(line, other);
+  if (head + tail < PAIRED_MIN) return `${sign}${line}`;
+  // Never half of a surrogate pair on either side of the mark.
+  if (head > 0 && /[\udc00-\udfff]/.test(line[head] ?? '')) head--;
+  if (tail > 0 && /[\udc00-\udfff]/.test(line[line.length - tail] ?? '')) tail--;
+  const mid = line.slice(head, line.length - tail);
+  return [
+    sign,
+    sameRun(line.slice(0, head), true),
+    mid ? el('mark', { class: 'changed' }, mid) : null,
+    sameRun(line.slice(line.length - tail), false),
+  ].flat();
 }
 
 /**
@@ -766,10 +847,15 @@ function sentSummary(base) {
  * and opened when something did: the attempt toolproof rewrote (a retry's feedback, the forced
  * tool) is the one shown, not an unchanged first one. Without a base, the first is opened.
  */
-function sentDetails(a, i, base, diffBase) {
+function sentDetails(a, i, base, diffBase, prev) {
   const diff = base === null ? null : lineDiff(foldBase64(pretty(base)), foldBase64(pretty(a.request.text)));
   const added = diff ? diff.querySelectorAll('.add').length : 0;
   const removed = diff ? diff.querySelectorAll('.del').length : 0;
+  // An attempt sent again as it was (a stream cut before the answer, each of n choices asked
+  // alike) says so and stays closed: a real Claude Code turn resent after a cut showed the same
+  // 50-line diff twice, open, for the reader to compare by eye.
+  const again =
+    prev !== undefined && prev.request.text === a.request.text && prev.request.cut === a.request.cut;
   const changes = !diff
     ? ''
     : added + removed === 0
@@ -777,8 +863,14 @@ function sentDetails(a, i, base, diffBase) {
       : ` · ${added} line${added === 1 ? '' : 's'} added, ${removed} removed`;
   return el(
     'details',
-    { open: diff ? added + removed > 0 : i === 0, class: 'sent' },
-    el('summary', {}, sentSummary(diffBase), el('span', { class: 'changes' }, changes)),
+    { open: again ? false : diff ? added + removed > 0 : i === 0, class: 'sent' },
+    el(
+      'summary',
+      {},
+      sentSummary(diffBase),
+      el('span', { class: 'changes' }, changes),
+      again ? el('span', { class: 'same-as' }, ` · the same as attempt ${prev.n}'s`) : null,
+    ),
     diff ?? el('pre', {}, foldBase64(pretty(a.request.text))),
   );
 }
@@ -891,7 +983,6 @@ async function showRequest(id, refresh) {
   const last = v.modelWrote.length - 1;
   const leaked = r.decisions.some((d) => d.kind === 'leak');
   const client = v.clientReceived;
-  const shown = client.content;
   const parts = [
     // The model's name in an isolate of its own: a right-to-left override in it cannot run on
     // over the outcome after it.
@@ -935,38 +1026,7 @@ async function showRequest(id, refresh) {
     el('h2', {}, 'What the model wrote, what the client received'),
     client.choices && client.choices.length > 1
       ? choicePanels(v, leaked)
-      : el(
-          'div',
-          { class: 'cols' },
-          last >= 0
-            ? el(
-                'div',
-                { id: 'model-wrote' },
-                textPanel(
-                  `model wrote (attempt ${last + 1}, raw)`,
-                  v.modelWrote[last],
-                  v.modelWrote[last].content,
-                  shown,
-                  leaked ? 'recovered call' : 'not passed on as text',
-                  r.inFlight,
-                  r.upstreamAttempts[last].response.partial === true,
-                ),
-              )
-            : el('div', { class: 'panel empty' }, 'no upstream attempt'),
-          el(
-            'div',
-            { id: 'client-received' },
-            textPanel(
-              'client received',
-              client,
-              null,
-              '',
-              '',
-              r.inFlight,
-              r.clientResponse.body.partial === true,
-            ),
-          ),
-        ),
+      : sideBySide(v, null, last, v.modelWrote[last], client, leaked),
     el('h2', {}, 'Decisions'),
     r.decisions.length === 0
       ? el('p', { class: 'empty' }, 'none: the request went through untouched')
@@ -1045,7 +1105,7 @@ async function showRequest(id, refresh) {
               `${a.error.code} (${a.error.status}): ${a.error.message}`,
             )
           : null,
-        sentDetails(a, i, base, v.diffBase),
+        sentDetails(a, i, base, v.diffBase, r.upstreamAttempts[i - 1]),
         el(
           'details',
           {},
@@ -1226,7 +1286,8 @@ async function showSession(key) {
             const s = t.summary;
             const ratio = t.cachedRatio;
             const p = t.prefix;
-            const broken = p !== null && !p.kept;
+            // `opens`: a prompt of its own (a side request, or the loop's first turn after one).
+            const broken = p !== null && p.kept === false;
             return el(
               'tr',
               {
@@ -1266,14 +1327,20 @@ async function showSession(key) {
                     : 'unknown (body cut)'
                   : p.kept
                     ? 'kept'
-                    : el(
-                        'span',
-                        { class: 'error' },
-                        `changed in ${p.where} at byte ${p.offset}: `,
-                        changeQuote(p.before, p.after, 'before'),
-                        ' → ',
-                        changeQuote(p.after, p.before, 'after'),
-                      ),
+                    : p.opens
+                      ? 'a prompt of its own (a side request without tools, or the first turn after one)'
+                      : el(
+                          'span',
+                          {
+                            class: 'error',
+                            title: `byte ${p.offset} of the prompt sent upstream (its tools, then each message, as JSON)`,
+                          },
+                          // The byte in the part named, where the reader looks for it; the prompt's in the title.
+                          `changed in ${p.where} of the prompt sent, at its byte ${p.partOffset ?? p.offset}: `,
+                          changeQuote(p.before, p.after, 'before'),
+                          ' → ',
+                          changeQuote(p.after, p.before, 'after'),
+                        ),
               ),
             );
           }),

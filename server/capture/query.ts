@@ -52,11 +52,14 @@ export interface SessionTurn {
   cachedRatio: number | null;
   /**
    * Whether the prompt kept the previous turn's bytes: null for the first turn or when a body
-   * was cut; otherwise where the first difference is (docs/prefix.md).
+   * was cut; otherwise where the first difference is (docs/prefix.md): in which part, at which
+   * byte of the prompt (`offset`) and of that part (`partOffset`). `opens`: a prompt of its own,
+   * continuing none of the turns before it (see againstParent).
    */
   prefix:
     | { kept: true }
-    | { kept: false; where: string; offset: number; before: string; after: string }
+    | { kept: false; where: string; offset: number; partOffset: number; before: string; after: string }
+    | { opens: true }
     | null;
 }
 
@@ -248,6 +251,7 @@ function sessionsOf(ring: CaptureRing, owner: string | undefined): SessionSummar
 const PARENT_CANDIDATES = 8;
 
 type Break = { kept: false; where: string; offset: number; before: string; after: string };
+type Placed = Break & { partOffset: number };
 
 /** One session's turns in order, from every worker's records (already merged). */
 export function turnsOf(records: readonly SessionRecord[]): SessionTurn[] {
@@ -273,7 +277,14 @@ export function turnsOf(records: readonly SessionRecord[]): SessionTurn[] {
  * own continuation. A rewrite of anything an earlier turn sent is still a break.
  */
 function againstParent(recent: readonly ParsedPrompt[], cur: ParsedPrompt): SessionTurn['prefix'] {
-  const compared = recent.map((prev) => ({ prev, diff: firstDifference(prev, cur) }));
+  // A turn continues only a turn that sent tools as it does, or none as it does: a request with
+  // no tools beside an agent's loop is a side request of its own (opencode's and Kilo's title,
+  // Codex's compaction), and the loop's first turn after one continues nothing. Compared anyway,
+  // opencode's first loop turn read "changed in tools at byte 0: null → [...]", its 0% drawn as a
+  // broken cache that never was.
+  const alike = recent.filter((prev) => prev.hasTools === cur.hasTools);
+  if (alike.length === 0) return { opens: true };
+  const compared = alike.map((prev) => ({ prev, diff: firstDifference(prev, cur) }));
   const keptLengths = new Set(compared.filter((c) => c.diff.kept).map((c) => c.prev.parts.length));
   let best: (typeof compared)[number] | undefined;
   for (let i = compared.length - 1; i >= 0; i--) {
@@ -284,15 +295,21 @@ function againstParent(recent: readonly ParsedPrompt[], cur: ParsedPrompt): Sess
   }
   if (best === undefined) return null;
   if (best.diff.kept) return { kept: true };
-  return { ...best.diff.at, offset: utf8Offset(best.prev, best.diff.index, best.diff.common) };
+  return { ...best.diff.at, ...utf8Offsets(best.prev, best.diff.index, best.diff.common) };
 }
 
 /**
- * A break's offset in UTF-8 bytes (the page and the docs say "at byte N"): `common` counts
- * characters, which differ from bytes as soon as a prompt holds anything but ASCII. Counted for
- * the one break shown, not for every turn compared.
+ * A break's offsets in UTF-8 bytes (the page and the docs say "at byte N"): in the prompt, and in
+ * the part where it is (a message of 16 KB in a prompt of 50: "messages[0] at byte 38525" sent
+ * the reader to a byte that message does not have). `common` counts characters, which differ from
+ * bytes as soon as a prompt holds anything but ASCII. Counted for the one break shown, not for
+ * every turn compared.
  */
-function utf8Offset(prev: ParsedPrompt, index: number, common: number): number {
+function utf8Offsets(
+  prev: ParsedPrompt,
+  index: number,
+  common: number,
+): Pick<Placed, 'offset' | 'partOffset'> {
   let chars = 0;
   let bytes = 0;
   for (let i = 0; i < index; i++) {
@@ -301,12 +318,15 @@ function utf8Offset(prev: ParsedPrompt, index: number, common: number): number {
     bytes += Buffer.byteLength(text);
   }
   const part = prev.parts[index];
-  return part === undefined ? bytes : bytes + Buffer.byteLength(part.text.slice(0, common - chars));
+  const partOffset = part === undefined ? 0 : Buffer.byteLength(part.text.slice(0, common - chars));
+  return { offset: bytes + partOffset, partOffset };
 }
 
 interface ParsedPrompt {
   /** The parts of the prompt a later turn must keep byte for byte: tools, then each message. */
   parts: Array<{ where: string; text: string }>;
+  /** Whether it declares a tool. */
+  hasTools: boolean;
 }
 
 function parsePrompt(body: string): ParsedPrompt | null {
@@ -321,7 +341,7 @@ function parsePrompt(body: string): ParsedPrompt | null {
     v.messages.forEach((m, i) => {
       parts.push({ where: `messages[${i}]`, text: JSON.stringify(m) });
     });
-  return { parts };
+  return { parts, hasTools: Array.isArray(v.tools) && v.tools.length > 0 };
 }
 
 /**

@@ -13,7 +13,13 @@ import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from '../server/stack.js';
 import { prefixBreak } from './raw-json.js';
-import { PNG_1X1_BASE64 as PNG, WEBP_HEAD_BASE64 as WEBP } from '../support/images.js';
+import {
+  messagesImage as image,
+  PNG_1X1_BASE64 as PNG,
+  SCREENSHOT_TOOL,
+  screenshotTurn,
+  WEBP_HEAD_BASE64 as WEBP,
+} from '../support/images.js';
 
 type Obj = Record<string, unknown>;
 const NOTE = '[image not available: image/webp, 34 B; the model server could not decode it]';
@@ -30,27 +36,13 @@ beforeAll(async () => {
 afterAll(() => stack.close());
 
 const upstream = () => stack.sim.requests.filter((r) => r.path.endsWith('/chat/completions'));
-const image = (media: string, data: string) => ({
-  type: 'image',
-  source: { type: 'base64', media_type: media, data },
-});
-const tools = [{ name: 'screenshot', input_schema: { type: 'object' as const, properties: {} } }];
+const tools = [SCREENSHOT_TOOL];
 
 describe('an inline image llama-server cannot decode', () => {
   it('Messages: a WebP screenshot in a tool result becomes a note; three turns answered, the same bytes each turn', async () => {
     const history: Obj[] = [
       { role: 'user', content: 'Take two screenshots.' },
-      { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'screenshot', input: {} }] },
-      {
-        role: 'user',
-        content: [
-          {
-            type: 'tool_result',
-            tool_use_id: 'toolu_1',
-            content: [image('image/webp', WEBP), image('image/png', PNG)],
-          },
-        ],
-      },
+      ...screenshotTurn('toolu_1', [image(WEBP, 'image/webp'), image(PNG)]),
     ];
     const sent: string[] = [];
     for (let t = 1; t <= 3; t++) {

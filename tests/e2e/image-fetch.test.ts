@@ -14,6 +14,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from '../server/stack.js';
 import { prefixBreak } from './raw-json.js';
+import { messagesImage } from '../support/images.js';
 
 type Obj = Record<string, unknown>;
 const EXPIRED = 'https://expired.example/shots/a.png?X-Amz-Signature=abc';
@@ -74,10 +75,7 @@ for (const { name, personality, bare } of BACKENDS)
           }
         : {
             role: 'user',
-            content: [
-              { type: 'text', text: 'Compare.' },
-              { type: 'image', source: { type: 'url', url: EXPIRED } },
-            ],
+            content: [{ type: 'text', text: 'Compare.' }, messagesImage({ url: EXPIRED })],
           };
 
     for (const door of ['chat', 'messages'] as const)
@@ -101,10 +99,7 @@ for (const { name, personality, bare } of BACKENDS)
             history.push(
               door === 'chat'
                 ? { role: 'user', content: [{ type: 'image_url', image_url: { url: `${FRESH}?t=${t}` } }] }
-                : {
-                    role: 'user',
-                    content: [{ type: 'image', source: { type: 'url', url: `${FRESH}?t=${t}` } }],
-                  },
+                : { role: 'user', content: [messagesImage({ url: `${FRESH}?t=${t}` })] },
             );
           }
           expect(sent[2]).toContain(`${FRESH}?t=2`);

@@ -11,7 +11,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from '../server/stack.js';
 import { prefixBreak } from './raw-json.js';
-import { PNG_1X1_BASE64 as PNG } from '../support/images.js';
+import { messagesImage, PNG_1X1_BASE64 as PNG, SCREENSHOT_TOOL, screenshotTurn } from '../support/images.js';
 
 type Obj = Record<string, unknown>;
 const NOTE = 'left out: the model server takes at most 4 images a prompt, and this one is older]';
@@ -28,7 +28,7 @@ beforeAll(async () => {
 afterAll(() => stack.close());
 
 const upstream = () => stack.sim.requests.filter((r) => r.path.endsWith('/chat/completions'));
-const tools = [{ name: 'screenshot', input_schema: { type: 'object' as const, properties: {} } }];
+const tools = [SCREENSHOT_TOOL];
 
 describe('more screenshots than the backend takes a prompt', () => {
   it('every turn answered; at most 4 images go, the oldest as notes, changed once a step', async () => {
@@ -36,27 +36,7 @@ describe('more screenshots than the backend takes a prompt', () => {
     const sent: string[] = [];
     const attempts: number[] = [];
     for (let t = 1; t <= 8; t++) {
-      history.push(
-        {
-          role: 'assistant',
-          content: [{ type: 'tool_use', id: `toolu_${t}`, name: 'screenshot', input: {} }],
-        },
-        {
-          role: 'user',
-          content: [
-            {
-              type: 'tool_result',
-              tool_use_id: `toolu_${t}`,
-              content: [
-                {
-                  type: 'image',
-                  source: { type: 'base64', media_type: 'image/png', data: `${PNG}${'A'.repeat(t * 4)}` },
-                },
-              ],
-            },
-          ],
-        },
-      );
+      history.push(...screenshotTurn(`toolu_${t}`, [messagesImage(`${PNG}${'A'.repeat(t * 4)}`)]));
       const before = upstream().length;
       const m = await anthropic.messages.create({
         model: 'sim',

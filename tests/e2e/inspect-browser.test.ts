@@ -7,17 +7,21 @@
  * completions, so only toolproof's rewrites show as changed. Screenshots go
  * to tests/artifacts/inspect/ (gitignored). Skipped only where Chromium is absent outside CI.
  */
+import { execFile, spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumAvailable, openPage } from '../support/browser.js';
-import { collectStream, type Stack, startStack, weatherTool } from '../server/stack.js';
+import { collectStream, type Stack, startStack, weatherTool, weatherTurn } from '../server/stack.js';
 import { chatImageMessage } from '../support/images.js';
 
 const ARTIFACTS = join(import.meta.dirname, '..', 'artifacts', 'inspect');
+/** Copy as curl is run as a user runs it, where curl is installed. */
+const hasCurl = spawnSync('curl', ['--version']).status === 0;
 
 const tools = [weatherTool];
 const user = [{ role: 'user' as const, content: 'Weather in Paris?' }];
@@ -102,6 +106,25 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
     });
     expect(failed.status).toBe(500);
     ids.failed = 'failed-1';
+    // Claude Code's shape: a long system prompt, the task, then a second system message, which
+    // toolproof merges into the first (merged-system): one line of ~3,000 characters replaced.
+    const merged = await fetch(`${stack.url}/chat/completions`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-request-id': 'merged-system-1',
+        'x-sim-scenario': JSON.stringify({ say: 'Done.' }),
+      },
+      body: JSON.stringify({
+        model: 'sim',
+        messages: [
+          { role: 'system', content: `You are a coding agent. ${'Follow the rules. '.repeat(160)}End.` },
+          ...user,
+          { role: 'system', content: 'Answer in French.' },
+        ],
+      }),
+    });
+    expect(merged.status).toBe(200);
     ids.hostile = (
       await c
         .create(
@@ -155,17 +178,8 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
     const messages: Array<Record<string, unknown>> = [
       { role: 'user', content: 'Weather in Paris, then Rome?' },
     ];
-    for (let turn = 0; turn < 3; turn++) {
-      const res = await c.create(
-        { model: 'sim', messages: messages as never, tools },
-        scenario('tools', session),
-      );
-      const msg = res.choices[0]!.message;
-      messages.push(msg as never);
-      if (msg.tool_calls?.length)
-        messages.push({ role: 'tool', tool_call_id: msg.tool_calls[0]!.id, content: 'sunny, 21 C' });
-      else messages.push({ role: 'user', content: 'And tomorrow?' });
-    }
+    for (let turn = 0; turn < 3; turn++)
+      await weatherTurn(stack, messages, scenario('tools', session).headers, { result: 'sunny, 21 C' });
     ({ browser, page, close } = await openPage());
   }, 60_000);
 
@@ -295,6 +309,25 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
     await page.screenshot({ path: join(ARTIFACTS, 'choices.png'), fullPage: true });
   });
 
+  it('a long line toolproof changed: what differs is marked, what the line shares with the one it replaced folded', async () => {
+    await page.goto(`${stack.origin}/inspect#/r/merged-system-1`);
+    const diff = page.locator('section.attempt[data-attempt="1"] details.sent .diff');
+    await diff.waitFor();
+    // The merged system prompt: the second message marked where the first one ended.
+    const added = diff.locator('.add', { hasText: 'You are a coding' });
+    expect(await added.count()).toBe(1);
+    expect(await added.locator('mark.changed').textContent()).toBe('\\n\\nAnswer in French.');
+    // Its ~2,900 characters shared with the line it replaced are folded to their ends.
+    expect(await added.locator('.fold').textContent()).toMatch(/^ … \d+ unchanged characters … $/);
+    expect((await added.textContent())!.length).toBeLessThan(300);
+    const removed = diff.locator('.del', { hasText: 'You are a coding' });
+    expect(await removed.locator('.fold').count()).toBe(1);
+    expect(await removed.locator('mark.changed').count()).toBe(0);
+    // Lines unlike each other (the second system message's own, gone) are shown whole.
+    expect(await diff.locator('.del', { hasText: '"Answer in French."' }).locator('mark').count()).toBe(0);
+    await page.screenshot({ path: join(ARTIFACTS, 'diff-long-line.png'), fullPage: true });
+  });
+
   it("a chat request's attempt is diffed against the client's request as it came", async () => {
     await page.goto(`${stack.origin}/inspect#/r/${ids.final}`);
     const summary = page.locator('section.attempt[data-attempt="1"] details.sent summary');
@@ -303,6 +336,43 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
       /^request sent, diffed against the client's request · \d+ lines added/,
     );
   });
+
+  it.skipIf(!hasCurl)(
+    "copy as curl (the c key): what lands on the clipboard, run by a shell, replays a Messages request's attempt against the backend",
+    async () => {
+      // A context of its own that may read the clipboard back, as the user's paste does.
+      const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+      await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: stack.origin });
+      try {
+        const p = await context.newPage();
+        await p.goto(`${stack.origin}/inspect#/r/${ids.messages}`);
+        const button = p.locator('section.attempt[data-attempt="1"] button.curl');
+        await button.waitFor();
+        await p.keyboard.press('c');
+        await expect.poll(() => button.textContent()).toBe('copied');
+        const copied = await p.evaluate<string>('navigator.clipboard.readText()');
+        expect(copied).toBe(
+          await p.locator('section.attempt[data-attempt="1"] details:last-of-type pre').textContent(),
+        );
+        const sent = (
+          (await (await fetch(`${stack.origin}/inspect/api/requests/${ids.messages}`)).json()) as {
+            record: { upstreamAttempts: Array<{ request: { text: string } }> };
+          }
+        ).record.upstreamAttempts[0]!.request.text;
+        const before = stack.sim.requests.length;
+        // Not synchronously: the simulator answering it runs in this process.
+        const run = await promisify(execFile)('bash', ['-c', copied], { encoding: 'utf8', timeout: 10_000 });
+        const replayed = stack.sim.requests.slice(before);
+        expect(replayed).toHaveLength(1);
+        // As chat completions, the body as sent (and the here-document's closing newline).
+        expect(replayed[0]!.path).toMatch(/\/chat\/completions$/);
+        expect(replayed[0]!.rawBody).toBe(`${sent}\n`);
+        expect(JSON.parse(run.stdout).object).toBe('chat.completion');
+      } finally {
+        await context.close();
+      }
+    },
+  );
 
   it("an upstream failure: the failed attempt's error", async () => {
     await page.goto(`${stack.origin}/inspect#/r/${ids.failed}`);

@@ -10,7 +10,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumAvailable, openPage } from '../support/browser.js';
-import { type Stack, startStack, weatherTool } from '../server/stack.js';
+import { type Stack, startStack, weatherTool, weatherTurn } from '../server/stack.js';
 
 const tools = [weatherTool];
 /** Two sessions whose labels differ only in their last characters (Claude Code's ids are UUIDs). */
@@ -58,16 +58,24 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
     const messages: Array<Record<string, unknown>> = [{ role: 'user', content: 'Weather in Paris?' }];
     for (let turn = 0; turn < 3; turn++) {
       if (turn === 2) messages[0] = { role: 'user', content: 'Weather in Lyon?' };
-      const res = await stack.client.chat.completions.create(
-        { model: 'sim', messages: messages as never, tools },
-        { headers: session },
-      );
-      const msg = res.choices[0]!.message;
-      messages.push(msg as never);
-      if (msg.tool_calls?.length)
-        messages.push({ role: 'tool', tool_call_id: msg.tool_calls[0]!.id, content: 'sunny' });
-      else messages.push({ role: 'user', content: 'And tomorrow?' });
+      await weatherTurn(stack, messages, session);
     }
+    // opencode's opening: a title request (no tools, a prompt of its own), then the loop's turn.
+    const titled = { 'x-session-affinity': 'titled', 'x-sim-scenario': 'tools' };
+    await stack.client.chat.completions.create(
+      {
+        model: 'sim',
+        messages: [
+          { role: 'system', content: 'Write a title.' },
+          { role: 'user', content: 'Hi' },
+        ],
+      },
+      { headers: titled },
+    );
+    await stack.client.chat.completions.create(
+      { model: 'sim', messages: [{ role: 'user', content: 'Weather in Paris?' }], tools },
+      { headers: titled },
+    );
     // A corrective retry: the model's first call lacks the required city.
     await chat(
       {
@@ -79,6 +87,22 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
       },
       { tools },
     );
+    // A stream the upstream cut before any answer reached the client, sent again as it was.
+    const resent = await fetch(`${stack.url}/chat/completions`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-request-id': 'resent-1',
+        'x-sim-scenario': JSON.stringify([{ say: 'Sunny.', dieAfterChunks: 1 }, { say: 'Sunny.' }]),
+      },
+      body: JSON.stringify({
+        model: 'sim',
+        messages: [{ role: 'user', content: 'Hello?' }],
+        tools,
+        stream: true,
+      }),
+    });
+    await resent.text();
     // An agent-sized request (30 tools, ~680 lines pretty-printed) with rewrites far apart: its
     // two system messages merged at the top, the final_answer tool added at the bottom.
     await chat(
@@ -275,11 +299,20 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
     expect(await page.locator('#turns td.prefix').allTextContents()).toEqual([
       'first turn',
       'kept',
-      expect.stringContaining('changed in messages[0]'),
+      expect.stringContaining('changed in messages[0] of the prompt sent'),
     ]);
     expect(
       await page.locator('#turns tbody tr').nth(2).locator('mark.first-change').allTextContents(),
     ).toEqual(['P', 'L']);
+    // The byte named is the message's own, where the reader looks for it (the prompt's, past the
+    // tools, named a byte that message does not have); the prompt's is in its title.
+    const where = page.locator('#turns tbody tr').nth(2).locator('td.prefix > span');
+    const at = '{"role":"user","content":"Weather in '.length;
+    expect(await where.textContent()).toMatch(
+      new RegExp(`^changed in messages\\[0\\] of the prompt sent, at its byte ${at}: `),
+    );
+    const title = (await where.getAttribute('title')) ?? '';
+    expect(Number(/^byte (\d+) of the prompt sent upstream/.exec(title)?.[1])).toBeGreaterThan(at + 100);
     const ratios = page.locator('#turns td.ratio');
     expect(await ratios.evaluateAll((tds) => tds.map((td) => td.classList.contains('broken')))).toEqual([
       false,
@@ -292,6 +325,21 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
         .locator('.bar')
         .evaluate((b) => b.ownerDocument.defaultView!.getComputedStyle(b).backgroundColor);
     expect(await bar(2)).not.toBe(await bar(1));
+  });
+
+  it("a title request before an agent's loop is no broken prefix for the loop's first turn", async () => {
+    await page.goto(`${stack.origin}/inspect#/s/h%3Atitled`);
+    await page.locator('#turns tbody tr').nth(1).waitFor();
+    expect(await page.locator('#turns td.prefix').allTextContents()).toEqual([
+      'first turn',
+      'a prompt of its own (a side request without tools, or the first turn after one)',
+    ]);
+    // Its 0% is no broken cache: not drawn in the error colour.
+    const ratios = page.locator('#turns td.ratio');
+    expect(await ratios.evaluateAll((tds) => tds.map((td) => td.classList.contains('broken')))).toEqual([
+      false,
+      false,
+    ]);
   });
 
   it('session labels that differ only at their end look different in the list, uncut', async () => {
@@ -352,6 +400,15 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
     expect(await sent(2).locator('.diff .add').allInnerTexts()).toEqual(
       expect.arrayContaining([expect.stringContaining('city')]),
     );
+    // Sent again as it was (the stream cut): said, and closed; the first, rewritten, is open.
+    await page.goto(`${stack.origin}/inspect#/r/resent-1`);
+    await sent(2).waitFor();
+    expect(await sent(1).evaluate((d) => d.hasAttribute('open'))).toBe(true);
+    expect(await sent(2).evaluate((d) => d.hasAttribute('open'))).toBe(false);
+    expect(await sent(2).locator('summary').textContent()).toMatch(
+      / · \d+ lines added, \d+ removed · the same as attempt 1's$/,
+    );
+    expect(await sent(1).locator('summary').textContent()).not.toContain('the same as');
     // No tools, nothing forced: the request went as it came.
     await page.goto(`${stack.origin}/inspect#/r/plain-0001`);
     await sent(1).waitFor();

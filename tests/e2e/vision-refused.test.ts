@@ -12,7 +12,12 @@ import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveCapabilities } from '../../server/capability-probe.js';
 import { startStack, type Stack } from '../server/stack.js';
-import { chatImageMessage, PNG_300_BASE64, PNG_300_DATA_URL } from '../support/images.js';
+import {
+  chatImageMessage,
+  messagesImageMessage,
+  PNG_300_BASE64,
+  PNG_300_DATA_URL,
+} from '../support/images.js';
 
 const PNG = PNG_300_BASE64;
 const IMG = PNG_300_DATA_URL;
@@ -77,18 +82,7 @@ for (const personality of ['vllm', 'llama-server'] as const) {
         const params = {
           model: 'sim',
           max_tokens: 100,
-          messages: [
-            {
-              role: 'user' as const,
-              content: [
-                { type: 'text' as const, text: 'What is in this picture?' },
-                {
-                  type: 'image' as const,
-                  source: { type: 'base64' as const, media_type: 'image/png' as const, data: PNG },
-                },
-              ],
-            },
-          ],
+          messages: [messagesImageMessage('What is in this picture?')],
           tools: [{ name: 'Read', input_schema: { type: 'object' as const, properties: {} } }],
         };
         const msg = stream

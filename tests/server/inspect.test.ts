@@ -11,7 +11,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chatImageMessage, PNG_300_BASE64 } from '../support/images.js';
 import { startProxy } from '../support/harness.js';
-import { collectStream, type Stack, startStack, weatherTool } from './stack.js';
+import { collectStream, type Stack, startStack, weatherTool, weatherTurn } from './stack.js';
 
 /** Copy as curl is run as a user runs it, where curl is installed. */
 const hasCurl = spawnSync('curl', ['--version']).status === 0;
@@ -258,17 +258,11 @@ describe('the capture behind /inspect/api', () => {
     stack = await startStack({ sim: { personality: 'llama-server' } });
     const session = { 'x-claude-code-session-id': 'agent-session-1' };
     const messages: Array<Record<string, unknown>> = [{ role: 'user', content: 'Weather in Paris?' }];
-    for (let turn = 0; turn < 3; turn++) {
-      const res = await stack.client.chat.completions.create(
-        { model: 'sim', messages: messages as never, tools },
-        scenario('tools', session),
-      );
-      const msg = res.choices[0]!.message;
-      messages.push(msg as never);
-      if (msg.tool_calls?.length)
-        messages.push({ role: 'tool', tool_call_id: msg.tool_calls[0]!.id, content: 'sunny, 21 C' });
-      else messages.push({ role: 'user', content: `And turn ${turn + 2}?` });
-    }
+    for (let turn = 0; turn < 3; turn++)
+      await weatherTurn(stack, messages, scenario('tools', session).headers, {
+        result: 'sunny, 21 C',
+        next: `And turn ${turn + 2}?`,
+      });
     await stack.client.chat.completions.create({ model: 'sim', messages: user, tools });
     const sessions = (await getJson(stack, '/inspect/api/sessions')).body.sessions as Array<{
       session: string;
@@ -378,13 +372,53 @@ describe('the capture behind /inspect/api', () => {
           scenario('prose', session),
         );
       const detail = (await getJson(stack!, `/inspect/api/session?key=${encodeURIComponent(`h:${id}`)}`))
-        .body as { turns: Array<{ prefix: { kept: boolean; offset: number } | null }> };
-      expect(detail.turns[1]!.prefix!.kept).toBe(false);
-      return detail.turns[1]!.prefix!.offset;
+        .body as { turns: Array<{ prefix: { kept: boolean; offset: number; partOffset: number } | null }> };
+      const p = detail.turns[1]!.prefix!;
+      expect(p.kept).toBe(false);
+      // In the message too: its bytes up to the change (the prompt's are the tools' before it).
+      expect(p.partOffset).toBe(Buffer.byteLength(`{"role":"system","content":"${lead} Date: `));
+      expect(p.offset - p.partOffset).toBe(Buffer.byteLength('null'));
+      return p.offset;
     };
     const ascii = await offsetOf('offset-ascii', 'eeeee');
     const accented = await offsetOf('offset-accented', 'ééééé');
     expect(accented - ascii).toBe(5);
+  });
+
+  // opencode opens its session with a title request (no tools, a prompt of its own), then its
+  // loop: compared with the title, the loop's first turn read as a break at byte 0 of the tools.
+  it("a request without tools beside an agent's loop is a prompt of its own, no break; the loop's turns continue each other", async () => {
+    stack = await startStack({ sim: { personality: 'llama-server' } });
+    const session = { 'x-session-affinity': 'titled-session' };
+    const title = async (text: string) =>
+      stack!.client.chat.completions.create(
+        {
+          model: 'sim',
+          messages: [
+            { role: 'system', content: 'Write a title.' },
+            { role: 'user', content: text },
+          ],
+        },
+        scenario('prose', session),
+      );
+    const messages: Array<Record<string, unknown>> = [...user];
+    const turn = () => weatherTurn(stack!, messages, scenario('tools', session).headers);
+    await title('Weather in Paris?');
+    await turn();
+    await turn();
+    await title('A summary, please.'); // a side request in the middle
+    await turn();
+    const detail = (await getJson(stack, '/inspect/api/session?key=h%3Atitled-session')).body as {
+      turns: Array<{ prefix: unknown }>;
+    };
+    expect(detail.turns.map((t) => t.prefix)).toEqual([
+      null,
+      { opens: true },
+      { kept: true },
+      // The second title shares its system message with the first: compared with it, not the loop.
+      expect.objectContaining({ kept: false, where: 'messages[1]' }),
+      { kept: true },
+    ]);
   });
 
   // Claude Code sends side requests in its session that fork the main loop: its prompt and one

@@ -78,6 +78,28 @@ export const weatherTool = {
   },
 };
 
+/**
+ * One turn of an agent's conversation about the weather on chat completions (the inspector's
+ * session tests): the model's reply appended to `messages`, then the tool's `result`, or, when it
+ * answered instead, the user's `next` question.
+ */
+export async function weatherTurn(
+  stack: Stack,
+  messages: Array<Record<string, unknown>>,
+  headers: Record<string, string>,
+  { result = 'sunny', next = 'And tomorrow?' }: { result?: string; next?: string } = {},
+): Promise<void> {
+  const res = await stack.client.chat.completions.create(
+    { model: 'sim', messages: messages as never, tools: [weatherTool] },
+    { headers },
+  );
+  const msg = res.choices[0]!.message;
+  messages.push(msg as never);
+  if (msg.tool_calls?.length)
+    messages.push({ role: 'tool', tool_call_id: msg.tool_calls[0]!.id, content: result });
+  else messages.push({ role: 'user', content: next });
+}
+
 /** get_weather({city}) and nothing else: arguments with another field fail validation. */
 export const strictWeatherTool = {
   type: 'function' as const,
