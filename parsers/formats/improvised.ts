@@ -203,6 +203,7 @@ export const improvised = defineFamily({
     '[',
     '```',
     '[TOOL_CALL]',
+    '[TOOL_REQUEST]',
     '<functioncall>',
     '<functioncall ',
     '<function_calls>',

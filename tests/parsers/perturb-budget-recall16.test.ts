@@ -29,6 +29,9 @@ describe('recall16 wrappers: output length x1 vs x4', () => {
         }
         if (r < 0.5) return `<|tool_calls|>[${`${CALL}, `.repeat(size / 52)}${CALL}]<|/tool_calls|>`;
         if (r < 0.6) return `<|tool_calls|>${'<|tool_calls|>['.repeat(size / 15)}`;
+        // a lead-in sentence, then markers that never close
+        if (r < 0.68)
+          return `Let me check that.\n${'[TOOL_REQUEST]\n{"name": "read_file", '.repeat(size / 40)}`;
         // one block, one long value
         if (r < 0.75)
           return `[TOOL_REQUEST]\n{"name": "write_file", "arguments": {"path": "a", "content": "${'x]['.repeat(size / 3)}"}}\n[END_TOOL_REQUEST]`;
