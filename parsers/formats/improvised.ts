@@ -105,9 +105,16 @@ function fenceBody(t: string): string | null {
  * Wrapper token pairs around improvised calls (not structured values themselves): MiniMax's
  * `[TOOL_CALL] … [/TOOL_CALL]`, the Glaive fine-tunes' `<functioncall> …` (no closer) or
  * `<functioncall {…}>`, Llama 3.3's `<|python_tag|>name(…)`, LM Studio's `… [END_TOOL_REQUEST]`.
+ * recall16 (tests/fixtures/recall/wild13.json): LM Studio's whole default block,
+ * `[TOOL_REQUEST]\n{"name": …, "arguments": …}\n[END_TOOL_REQUEST]` (a DeepSeek-R1 distill after
+ * its `</think>`, lmstudio-ai/lmstudio-bug-tracker#456), and the plural `<|tool_calls|>[…]<|/tool_calls|>`
+ * a Phi-4-mini template asks for (vllm-project/vllm#14682). The first pair that fits is taken, so
+ * `[TOOL_REQUEST]` comes before the bare `… [END_TOOL_REQUEST]`.
  */
 const WRAPPERS: readonly [string, string][] = [
   ['[TOOL_CALL]', '[/TOOL_CALL]'],
+  ['[TOOL_REQUEST]', '[END_TOOL_REQUEST]'],
+  ['<|tool_calls|>', '<|/tool_calls|>'],
   ['<functioncall>', ''],
   // the object written inside the tag itself (maxi1134/Home-Assistant-Config#66)
   ['<functioncall ', '>'],
@@ -196,6 +203,7 @@ export const improvised = defineFamily({
     '[',
     '```',
     '[TOOL_CALL]',
+    '[TOOL_REQUEST]',
     '<functioncall>',
     '<functioncall ',
     '<function_calls>',
@@ -209,6 +217,7 @@ export const improvised = defineFamily({
     '<tools>',
     '<tool>',
     '<tool_calls>',
+    '<|tool_calls|>',
     '<json>',
     '<?xml',
   ],

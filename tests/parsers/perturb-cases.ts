@@ -16,6 +16,7 @@ import { collectEvents, createRecoveryStream, recoverMessage } from '../../parse
 import { scanJsonValue } from '../../parsers/kit/json-scan.js';
 import type { DeclaredTool } from '../../parsers/types.js';
 import { recall15Cases } from './perturb-cases-recall15.js';
+import { recall16Cases } from './perturb-cases-recall16.js';
 
 type Truth = 'call' | 'content' | 'either';
 
@@ -31,7 +32,7 @@ export interface PerturbCase {
   /** The prose around the calls: the content once they are read (blanks aside). */
   prose: string;
   /** Which session's generator first wrote the case ('recall9' … 'recall12' for the shapes added then). */
-  set: 'recall8' | 'recall9' | 'recall10' | 'recall11' | 'recall12' | 'recall14' | 'recall15';
+  set: 'recall8' | 'recall9' | 'recall10' | 'recall11' | 'recall12' | 'recall14' | 'recall15' | 'recall16';
   /** The tools the request declares (default PERTURB_TOOLS; recall15 declares an agent's twelve). */
   tools?: ReadonlyMap<string, DeclaredTool>;
   /** Upstream reasoning_content beside the text (recall11's call split across the two). */
@@ -1212,6 +1213,7 @@ export function generateCases(): PerturbCase[] {
     }
   }
   out.push(...recall15Cases());
+  out.push(...recall16Cases());
   return out;
 }
 
