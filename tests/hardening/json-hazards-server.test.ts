@@ -11,7 +11,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cpuFactor, healthLatencyDuring, threadCpuMs } from './loop-probe.js';
+import { cpuBound, healthLatencyDuring, threadCpuMs } from './loop-probe.js';
 import { streamedMessages } from '../../server/tracing/genai.js';
 import { proxyInFrontOf, type Recorded, textCompletion } from '../support/harness.js';
 
@@ -33,7 +33,8 @@ const post = (path: string, body: string) =>
   }).then(async (r) => ({ status: r.status, text: await r.text() }));
 
 /** A stall of this much of the loop's CPU means the text was parsed on it (each stalled seconds). */
-const STALL_MS = () => 1000 * cpuFactor();
+/** The stall bound for a loop thread's CPU time `ms`: 1 s (times `times`) at a small box's speed. */
+const STALL_MS = (ms: number, times = 1) => cpuBound(ms, (f) => times * 1000 * f);
 
 // Built once (16 MB each), dropped after: a worker runs the next files in this heap.
 let nested: string | undefined = `${'['.repeat(8_000_000)}${']'.repeat(8_000_000)}`;
@@ -62,7 +63,7 @@ describe('a client body nested 8M levels deep', () => {
       expect(m.value.text).toContain('Invalid field \\"extra.0.0.0\\": nested deeper than 128 levels.');
       expect(JSON.parse(m.value.text)[path === '/v1/messages' ? 'type' : 'error']).toBeDefined();
       expect(pair.upstream.requests.length).toBe(before);
-      expect(m.cpuMs).toBeLessThan(STALL_MS());
+      expect(m.cpuMs).toBeLessThan(STALL_MS(m.cpuMs));
     }, 60_000);
 });
 
@@ -73,7 +74,7 @@ describe('the pass-through', () => {
     expect(m.value.status).toBe(400);
     expect(m.value.text).toContain('more than 1024 top-level fields');
     expect(pair.upstream.requests.length).toBe(before);
-    expect(m.cpuMs).toBeLessThan(STALL_MS());
+    expect(m.cpuMs).toBeLessThan(STALL_MS(m.cpuMs));
   }, 60_000);
 
   it('a renamed model in a body nested 10k levels: a 400 naming the field, not a 500', async () => {
@@ -100,7 +101,7 @@ describe('an upstream answer JSON.parse pays seconds for', () => {
     const m = await healthLatencyDuring(pair.proxy.origin, post('/v1/chat/completions', chat(false)));
     expect(m.value.status).toBe(502);
     expect(m.value.text).toContain('sent a value nested deeper than 512 levels');
-    expect(m.cpuMs).toBeLessThan(STALL_MS());
+    expect(m.cpuMs).toBeLessThan(STALL_MS(m.cpuMs));
   }, 60_000);
 
   for (const [what, extra, message] of [
@@ -118,7 +119,7 @@ describe('an upstream answer JSON.parse pays seconds for', () => {
       expect(m.value.status).toBe(200);
       expect(m.value.text).toContain(message);
       expect(m.value.text).toContain('TP_ERR_UPSTREAM_BAD_RESPONSE');
-      expect(m.cpuMs).toBeLessThan(STALL_MS());
+      expect(m.cpuMs).toBeLessThan(STALL_MS(m.cpuMs));
     }, 60_000);
 
   it('an error body nested 500k levels (under the 1 MB error cap) is read as text, not parsed', async () => {
@@ -129,7 +130,7 @@ describe('an upstream answer JSON.parse pays seconds for', () => {
     const m = await healthLatencyDuring(pair.proxy.origin, post('/v1/chat/completions', chat(false)));
     expect(m.value.status).toBe(500);
     expect(JSON.parse(m.value.text).error.code).toBe('TP_ERR_UPSTREAM_ERROR');
-    expect(m.cpuMs).toBeLessThan(STALL_MS());
+    expect(m.cpuMs).toBeLessThan(STALL_MS(m.cpuMs));
     handler = answerText;
   }, 60_000);
 });
@@ -176,7 +177,7 @@ describe('tool-call arguments the model wrote 1.5M levels deep (3 MB)', () => {
     ).content[0];
     expect(block?.type).toBe('tool_use');
     expect(block?.input?._raw).toBe(args());
-    expect(m.cpuMs).toBeLessThan(2 * STALL_MS());
+    expect(m.cpuMs).toBeLessThan(STALL_MS(m.cpuMs, 2));
     handler = answerText;
   }, 60_000);
 });
@@ -204,7 +205,7 @@ describe("an upstream's model list with an entry nested 400k levels (under the 1
     expect(one.text).toContain('did not list its models');
     const ready = await healthLatencyDuring(pair.proxy.origin, get('/ready'));
     expect(ready.value.status).toBe(200);
-    expect(ready.cpuMs).toBeLessThan(0.5 * STALL_MS());
+    expect(ready.cpuMs).toBeLessThan(STALL_MS(ready.cpuMs, 0.5));
     handler = answerText;
   }, 60_000);
 });
@@ -215,7 +216,8 @@ describe('tracing with content capture', () => {
     const ok = '{"id":"x","choices":[{"index":0,"delta":{"content":"hi"}}]}';
     const start = threadCpuMs();
     const out = streamedMessages([ok, event, '[DONE]']);
-    expect(threadCpuMs() - start).toBeLessThan(STALL_MS());
+    const spent = threadCpuMs() - start;
+    expect(spent).toBeLessThan(STALL_MS(spent));
     expect(out).toBe(streamedMessages([ok, '[DONE]']));
   });
 });

@@ -131,6 +131,18 @@ export function cpuFactor(): number {
   return Math.max(1, leastTime(processCpuMs) / REFERENCE_MS);
 }
 
+/**
+ * `bound(cpuFactor())`, the bound on a CPU time `value` at this machine's core speed, with the
+ * factor measured only when `value` is not under `bound(1)` already: every bound here grows with
+ * the factor, which is at least 1, so a value under `bound(1)` is under `bound(cpuFactor())` too
+ * and the assertion reads the same. The factor's reference work is ~60 ms of CPU a call (three
+ * timings); a full run took 48 of them, ~3 s, for values nearly all far under their bound.
+ */
+export function cpuBound(value: number, bound: (factor: number) => number): number {
+  const least = bound(1);
+  return value < least ? least : bound(cpuFactor());
+}
+
 /** The least of three timings of the reference work by `clock` (ms). */
 function leastTime(clock: () => number): number {
   let best = Number.POSITIVE_INFINITY;

@@ -10,7 +10,7 @@
  * Each body is linear to read; what it costs must be too.
  */
 import { describe, expect, it } from 'vitest';
-import { cpuFactor, healthLatencyDuring } from './loop-probe.js';
+import { cpuBound, healthLatencyDuring } from './loop-probe.js';
 import { proxyInFrontOf, sendCompletion } from '../support/harness.js';
 
 const pair = proxyInFrontOf((_req, res) =>
@@ -25,7 +25,8 @@ const post = (path: string, body: unknown) =>
   }).then(async (r) => ({ status: r.status, text: await r.text() }));
 
 /** A /health stall this long means the translation was not linear (each stalled 10 s or more). */
-const STALL_MS = () => 1000 * cpuFactor();
+/** The stall bound for a loop thread's CPU time `ms`: 1 s (times `times`) at a small box's speed. */
+const STALL_MS = (ms: number, times = 1) => cpuBound(ms, (f) => times * 1000 * f);
 
 describe('Messages: one assistant turn of 5,000 hosted-tool blocks', () => {
   it('becomes one note per block, each on its own line, without a stall', async () => {
@@ -61,7 +62,7 @@ describe('Messages: one assistant turn of 5,000 hosted-tool blocks', () => {
     expect(lines[1]).toContain('[web_search ran on the API this conversation began on, with {"query":"q0"}]');
     expect(lines[5_000]).toContain('"q4999"');
     expect(lines).toHaveLength(5_002); // the last note ends its line
-    expect(m.cpuMs).toBeLessThan(STALL_MS());
+    expect(m.cpuMs).toBeLessThan(STALL_MS(m.cpuMs));
   }, 60_000);
 });
 
@@ -96,6 +97,6 @@ describe('Responses: 1,365 namespaces whose qualified names are all one name', (
     const full = segments.join('__');
     expect(names).toContain(full);
     expect(names).toContain(`${full}_${segments.length - 1}`);
-    expect(m.cpuMs).toBeLessThan(STALL_MS());
+    expect(m.cpuMs).toBeLessThan(STALL_MS(m.cpuMs));
   }, 120_000);
 });
