@@ -23,6 +23,10 @@
  * wrapper per function, bench/lib/capture-calls.ts): µs per request per call, inside the server,
  * two builds side by side (with --before) in the same run: the calls no build changed read within ~5-10% of each other across the sides.
  * `--calls=top`: only the calls a request makes are timed (no timer inside another's figure).
+ * `--calls=ops`: those and the journal's ops one by one inside its flush (recorder.js's apply*
+ * functions, RecordWriter.read and .event): what a flush spends on each kind of op.
+ *
+ * Each side's page faults per request are printed beside its collections (see minflt).
  *
  * `--mb=2,1`: more capture sides of this build with rings of those sizes (TOOLPROOF_CAPTURE_MB;
  * the `on` side keeps the default 10 MB): what a smaller ring, whose arena's write head comes
@@ -70,6 +74,18 @@ const cases = (args.get('cases') || 'short,long,agent').split(',');
 /** The agent turn's concurrency (--agent-c): eight agents at work. */
 const AGENT_C = Number(args.get('agent-c') || 8);
 
+/**
+ * Page faults of a process so far (/proc/<pid>/stat's minflt and majflt, summed): a fresh page's
+ * first touch, ~13-14 µs of CPU each on this VM (a 1 MB buffer's pages touched in a loop). An
+ * agent turn takes ~110-125 with capture off (perf: V8's large strings, the client's body decoded
+ * and the body as sent flattened, and the pages a scavenge promotes into), load-independent.
+ */
+const minflt = (pid: number) => {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(f[7]) + Number(f[9]);
+};
+
 const cpuUs = (pid: number) => {
   const c = cpuSplit(pid);
   return ((c.user + c.sys) / CLK_TCK) * 1e6;
@@ -86,7 +102,12 @@ async function main(): Promise<void> {
   // --calls: the capture sides run timed copies of their builds (bench/lib/capture-calls.ts).
   const main = (dir: string) => serverArgsAt(serverArgs, dir);
   const timed = (name: string, dir: string) =>
-    timedBuild(dir, join(ROOT, `bench/results/.calls-${name}`), args.get('calls') === 'top');
+    timedBuild(
+      dir,
+      join(ROOT, `bench/results/.calls-${name}`),
+      args.get('calls') === 'top' || args.get('calls') === 'ops',
+      args.get('calls'),
+    );
   const callsEnv = (name: string): Record<string, string> =>
     CALLS ? { TP_CALLS_OUT: join(profDir, `calls-${name}`) } : {};
   const specs: Array<{ name: string; env: Record<string, string>; args: string[] }> = [
@@ -156,14 +177,17 @@ async function main(): Promise<void> {
     for (let i = 0; i < 2; i++) for (const s of sides) await burst(s.pool, body, n, c, headers);
     for (const s of sides) s.served += 2 * n;
     const cpu = sides.map(() => [] as number[]);
+    const faults = sides.map(() => 0);
     const gc0 = sides.map((s) => ({ ...s.gc }));
     for (let r = 0; r < ROUNDS; r++) {
       const order = sides.map((_, i) => (i + r) % sides.length);
       for (const i of order) {
         const s = sides[i]!;
         const t0 = cpuUs(s.pid);
+        const f0 = minflt(s.pid);
         await burst(s.pool, body, n, c, headers);
         cpu[i]!.push((cpuUs(s.pid) - t0) / n);
+        faults[i]! += minflt(s.pid) - f0;
         s.served += n;
       }
     }
@@ -175,7 +199,7 @@ async function main(): Promise<void> {
     sides.forEach((s, i) => {
       const ratios = cpu[i]!.map((x, r) => x / cpu[0]![r]!);
       console.log(
-        `  capture ${s.name.padEnd(6)} ${median(cpu[i]!).toFixed(0).padStart(6)} [${cpu[i]!.map((x) => x.toFixed(0)).join(' ')}]${i === 0 ? '' : `; /off: median ${median(ratios).toFixed(3)}x (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}x), +${(median(cpu[i]!) - median(cpu[0]!)).toFixed(0)} µs`}; GCs per 1,000 requests: ${(((s.gc.scavenge - gc0[i]!.scavenge) * 1000) / (n * ROUNDS)).toFixed(1)} scavenges, ${(((s.gc.major - gc0[i]!.major) * 1000) / (n * ROUNDS)).toFixed(2)} major`,
+        `  capture ${s.name.padEnd(6)} ${median(cpu[i]!).toFixed(0).padStart(6)} [${cpu[i]!.map((x) => x.toFixed(0)).join(' ')}]${i === 0 ? '' : `; /off: median ${median(ratios).toFixed(3)}x (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}x), +${(median(cpu[i]!) - median(cpu[0]!)).toFixed(0)} µs`}; GCs per 1,000 requests: ${(((s.gc.scavenge - gc0[i]!.scavenge) * 1000) / (n * ROUNDS)).toFixed(1)} scavenges, ${(((s.gc.major - gc0[i]!.major) * 1000) / (n * ROUNDS)).toFixed(2)} major; page faults per request ${(faults[i]! / (n * ROUNDS)).toFixed(2)}`,
       );
       if (NVP) {
         const g0 = gc0[i]!;

@@ -57,7 +57,7 @@ export function wrapExports(src: string, only?: readonly string[], label = ''): 
   const wrappers = names
     .map(
       (n) =>
-        `export function ${n}(a, b, c, d, e, f, g) { const t0 = __perf.now(); __T.depth++; try { return ${n}__timed(a, b, c, d, e, f, g); } finally { __T.depth--; __acc('${label}${n}', t0); } }`,
+        `export function ${n}(a, b, c, d, e, f, g, h, i) { const t0 = __perf.now(); __T.depth++; try { return ${n}__timed(a, b, c, d, e, f, g, h, i); } finally { __T.depth--; __acc('${label}${n}', t0); } }`,
     )
     .join('\n');
   return `${PRELUDE}\n${out}\n${wrappers}\n`;
@@ -79,18 +79,28 @@ export function wrapMethods(src: string, cls: string, methods: readonly string[]
  * timer costs two clock reads (~0.1-0.15 µs each on this VM), which the inner ones add to their
  * callers' figures.
  */
-export function timedBuild(buildDir: string, into: string, top = false): string {
+export function timedBuild(buildDir: string, into: string, top = false, mode = ''): string {
   rmSync(into, { recursive: true, force: true });
   cpSync(buildDir, into, { recursive: true });
   const edit = (rel: string, f: (src: string) => string) => {
     const file = join(into, rel);
     if (existsSync(file)) writeFileSync(file, f(readFileSync(file, 'utf8')));
   };
-  edit('server/capture/recorder.js', (s) => wrapExports(s));
+  // `--calls=ops`: the journal's ops too (recorder.js's apply* functions, each op's work inside
+  // a flush), to split a flush by what it applies.
+  edit('server/capture/recorder.js', (s) =>
+    wrapExports(mode === 'ops' ? s.replace(/^function (apply(?!Journal)\w+)\(/gm, 'export function $1(') : s),
+  );
   // The journal's flush (builds since glass11): the hooks' work, many requests' at once.
   edit('server/capture/journal.js', (s) => wrapExports(s, ['flushJournal']));
   if (top) {
-    edit('server/capture/ring.js', (s) => wrapMethods(`${PRELUDE}\n${s}`, 'RecordWriter', ['client']));
+    edit('server/capture/ring.js', (s) =>
+      wrapMethods(
+        `${PRELUDE}\n${s}`,
+        'RecordWriter',
+        mode === 'ops' ? ['client', 'read', 'event'] : ['client'],
+      ),
+    );
     return into;
   }
   edit('server/chat/harness-summary.js', (s) => wrapExports(s, ['harnessOf']));
