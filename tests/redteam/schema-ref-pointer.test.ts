@@ -1,10 +1,10 @@
 /**
  * A tool parameter typed by a `$ref` (Pydantic's nested models) is resolved when a call's value
  * is typed or checked (parsers/kit/schema-values.ts: paramSchema, fitsSchema), once per call and
- * key: the pointer was split, unescaped and looked up again every time, so a long pointer (a
- * definition named by 200 KB, or 100,000 segments) times a model output of many calls of that tool
- * cost the product of the schema's size and the output's (x4 each: 152 ms -> 7.0 s of CPU). Now each parameter schema's
- * pointer is followed once (a WeakMap on the schema object, as its enum's set already is).
+ * key: the pointer was split, unescaped and walked again every time, so a pointer of many
+ * segments times a model output of many calls of that tool cost the product of the schema's size
+ * and the output's (x4 each: 152 ms -> 7.0 s of CPU). Now each parameter schema's pointer is
+ * followed once (a WeakMap on the schema object, as its enum's set already is).
  */
 import { describe, expect, it } from 'vitest';
 import { recoverMessage } from '../../parsers/recover.js';

@@ -124,6 +124,34 @@ describe('one call checked against a hostile schema', () => {
   });
 });
 
+describe('the metered code reads what ajv writes', () => {
+  it('property names that look like code (quotes, brackets, `for(`, `vErrors.concat(`) are still checked', () => {
+    const names = [
+      '"',
+      '\\',
+      'for(',
+      '}',
+      '{',
+      ')',
+      '/*',
+      '\u2028',
+      '`',
+      'return function x(){',
+      'vErrors.concat(',
+      '\\"){for(;;){',
+    ];
+    const properties: JsonObject = {};
+    for (const n of names) properties[n] = { type: 'integer', enum: [1, 2], description: n };
+    const schema: JsonObject = { type: 'object', properties, required: names };
+    const good = validateArguments(schema, Object.fromEntries(names.map((n) => [n, 1])));
+    expect(good).toEqual({ valid: true, issues: [] });
+    const bad = validateArguments(schema, Object.fromEntries(names.map((n) => [n, 'x'])));
+    expect(bad.valid).toBe(false);
+    expect(bad.schemaError).toBeUndefined();
+    expect(bad.issues.length).toBeGreaterThanOrEqual(names.length);
+  });
+});
+
 describe('through the server: eight calls of a tool whose schema is a $ref DAG', () => {
   const dagTool = {
     type: 'function',
