@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { validateArguments } from '../../policies/kit/validation/validate-arguments.js';
 import { patternTableStats } from '../../policies/kit/validation/linear-regexp.js';
+import { CHUNK_STEPS, FIRST_STEPS, STEPS_PER_UNIT } from '../../policies/kit/validation/step-meter.js';
 import {
   estimateCompileCost,
   MAX_COMPILE_COST,
@@ -75,11 +76,12 @@ describe('compile cost is estimated from the schema, not its size', () => {
 
   it('a pattern the budget cannot pay for is not enforced, and said so', () => {
     const { schema, args } = patternSchema('pat', 10);
-    // Enough for the schema, not for its patterns.
+    // Enough for the schema and the validation's steps (up to two chunks past the first), not
+    // for a pattern (PATTERN_COMPILE_COST, 600 units).
     const r = validateArguments(
       schema,
       { ...args, p2: 'no match' },
-      limited(estimateCompileCost(schema) + 10),
+      limited(estimateCompileCost(schema) + (FIRST_STEPS + 2 * CHUNK_STEPS) / STEPS_PER_UNIT + 10),
     );
     expect(r.valid).toBe(true);
     expect(r.unenforcedBy).toBe('budget');

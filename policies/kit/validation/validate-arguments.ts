@@ -17,6 +17,7 @@ import { deeperThan } from '../../../protocol/json-depth.js';
 import type { CompileBudget } from '../../types.js';
 import { preview } from './json-shape.js';
 import type { PatternSkip } from './linear-regexp.js';
+import { MeterSpent, withMeter } from './step-meter.js';
 import { type CompileRefusal, compileSchema, runValidator, validatorCacheStats } from './validator-cache.js';
 
 export interface ArgumentIssue {
@@ -206,10 +207,15 @@ export function validateArguments(
   let ok: boolean;
   let patterns: PatternSkip[];
   try {
-    const run = runValidator(budget, () => validate(args) === true);
+    const run = runValidator(budget, () => withMeter(budget, () => validate(args) === true));
     ok = run.value;
     patterns = run.skipped;
   } catch (err) {
+    if (err instanceof MeterSpent)
+      return withSkipped(
+        { valid: true, issues: [], schemaError: err.message, unenforcedBy: err.byBudget ? 'budget' : 'cost' },
+        compiled.skipped,
+      );
     // A schema that recurses into itself without consuming data (`{"$ref": "#"}`) overflows the
     // stack on any input: the schema is at fault, not the model, so nothing is enforced.
     const reason = err instanceof Error ? err.message : String(err);

@@ -44,6 +44,7 @@ import type { JsonObject } from '../../../protocol/openai.js';
 import { deeperThan } from '../../../protocol/json-depth.js';
 import type { CompileBudget } from '../../types.js';
 import { compileLinear, createLinearEngine, type PatternSkip, withPatternBudget } from './linear-regexp.js';
+import { charge, METER, meterCode } from './step-meter.js';
 import { firstDuplicate } from './unique-items.js';
 
 /** JSON nesting levels a tool schema may have (about half as many schema levels). */
@@ -141,9 +142,15 @@ function formatTest(format: RegExp): (text: string) => boolean {
   const compiled = compileLinear(format.source, format.flags.includes('i') ? 2 /* CASE_INSENSITIVE */ : 0);
   if (compiled.ok) {
     const re = compiled.re;
-    return (text) => re.test(text);
+    return (text) => {
+      charge(text.length);
+      return re.test(text);
+    };
   }
-  return (text) => text.length <= MAX_BACKTRACKING_FORMAT_INPUT && format.test(text);
+  return (text) => {
+    charge(text.length);
+    return text.length <= MAX_BACKTRACKING_FORMAT_INPUT && format.test(text);
+  };
 }
 
 /**
@@ -176,12 +183,18 @@ function createAjv(): Ajv {
     // Compile cost, measured on a 22 KB schema: 135-250 ms with ajv's defaults, ~45 ms without
     // error messages (validate-arguments writes its own) and without the optimizing pass.
     messages: false,
-    code: { regExp: engine, optimize: false },
+    // process: every generated function counts what it runs on the step meter (step-meter.ts).
+    code: { regExp: engine, optimize: false, process: meterCode },
+    // A `$ref` is a call, never a copy: ajv inlines a referenced schema without refs of its own
+    // at every reference, so 160 refs to one 40-property definition (6 KB, estimated ~50 ms)
+    // compiled 6,400 property checks in 2 s. A call costs what the estimate counted once.
+    inlineRefs: false,
     // A long `enum` or `required` list is checked by a loop over the list, not by code written
     // per value: 5000 enum values cost ~320 ms of code generation inline, next to nothing looped.
     loopEnum: 16,
     loopRequired: 16,
   });
+  (ajv as unknown as { tpMeter: typeof METER }).tpMeter = METER;
   addFormats(ajv);
   linearFormats(ajv);
   ajv.removeKeyword('uniqueItems');
