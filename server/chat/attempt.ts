@@ -217,7 +217,9 @@ export async function openUpstream(
       current = fitted;
       continue;
     }
-    const canFallback = call.phase.forcedRequired && !call.trace.fallback;
+    // "required" sent, toolproof's forced one or the client's own (then sent as "auto" and still
+    // judged by corrective-retry): relayed, the rejection would come back on every later turn.
+    const canFallback = call.phase.request.tool_choice === 'required' && !call.trace.fallback;
     if (canFallback && shouldFallback({ status: res.status, body, bytesSentToClient: 0 })) {
       call.trace.fallback = true;
       // The policy whose "required" the upstream rejected (its forced effect): the one that decided,
