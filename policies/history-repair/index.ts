@@ -2,34 +2,50 @@
  * history-repair (request side, runs first): makes the conversation acceptable to strict
  * backends before anything goes upstream. See history-repair/repair.ts for the invariants.
  *
- * Mistral-family templates take only 9-alphanumeric tool call ids (`nineCharIds`, off unless
- * configured). A model toolproof was not told about refused every turn that carries a call of
- * another id (llama-server's 400, the Jinja exception "Tool call IDs should be alphanumeric
- * strings with length 9!"; the agent sends those ids again each turn): once refused so
- * (Policy.refusal: remembered per upstream and model), the ids are mapped as `nineCharIds` maps
- * them, from the refused turn on, the same ids every turn (nine-char-ids.ts).
+ * Mistral-family templates raise on histories agents send every turn: "Tool call IDs should be
+ * alphanumeric strings with length 9!" (the backend's own 32-character ids included) and "After
+ * the optional system message, conversation roles must alternate user/assistant/..." (a user turn
+ * right after tool results). A model toolproof was not told about (`nineCharIds`,
+ * `bridgeToolToUser`, `mergeSameRole` off unless configured) refused every such turn (llama-
+ * server's 400 carries the Jinja exception). Once refused so (Policy.refusal: remembered per
+ * upstream and model), the three repairs docs/configuration.md sets for Mistral are on, from the
+ * refused turn on, the same bytes every turn: ids mapped to 9 alphanumerics (nine-char-ids.ts), a
+ * tool result followed by a user turn given the fixed bridge line, adjacent user or plain
+ * assistant turns joined. One fact for both messages: the templates that raise one raise the other.
  */
 import type { ModelSettings } from '../../protocol/settings.js';
 import { refusalSays } from '../kit/media-refusal.js';
-import { type Policy, wasRefused } from '../types.js';
+import { type Policy, type PolicyContext, wasRefused } from '../types.js';
 import { describeHistoryRepairEffect, HISTORY_REPAIR_POLICY, type HistoryRepairEffect } from './effects.js';
 import { repairHistory } from './repair.js';
 import { historyRepairSettings } from './settings.js';
 
-/** The refusal's fact: the template takes 9-alphanumeric tool call ids only. */
-const NINE_CHAR_FACT = 'nine-char-ids';
+type RepairSettings = ModelSettings['historyRepair'];
 
-/** The Mistral templates' raise_exception text (simulator/llama-server-validate.ts has the whole 400). */
-const NINE_CHAR_IDS: readonly RegExp[] = [/Tool call IDs should be alphanumeric strings with length 9/i];
+/** The refusal's fact: the upstream's template holds the Mistral rules. */
+const TEMPLATE_RULES_FACT = 'template-rules';
 
-/** Per settings object, its repair settings with nineCharIds on: one object, so memos stay. */
-const withNine = new WeakMap<ModelSettings, ModelSettings['historyRepair']>();
+/** The Mistral templates' raise_exception texts (simulator/llama-server-validate.ts has the whole 400s). */
+const SAYS: readonly RegExp[] = [
+  /Tool call IDs should be alphanumeric strings with length 9/i,
+  /conversation roles must alternate user\/assistant/i,
+];
 
-function repairSettings(settings: ModelSettings, nine: boolean): ModelSettings['historyRepair'] {
-  const own = settings.historyRepair;
-  if (!nine || own.nineCharIds) return own;
-  let on = withNine.get(settings);
-  if (!on) withNine.set(settings, (on = Object.freeze({ ...own, nineCharIds: true })));
+/** Whether `settings` already make every repair the rules need. */
+const withinRules = (s: RepairSettings): boolean => s.nineCharIds && s.bridgeToolToUser && s.mergeSameRole;
+
+/** Per settings object, its repair settings with the three on: one object, so memos stay. */
+const learnt = new WeakMap<ModelSettings, RepairSettings>();
+
+function repairSettings(ctx: PolicyContext): RepairSettings {
+  const own = ctx.settings.historyRepair;
+  if (withinRules(own) || !wasRefused(ctx, TEMPLATE_RULES_FACT)) return own;
+  let on = learnt.get(ctx.settings);
+  if (!on)
+    learnt.set(
+      ctx.settings,
+      (on = Object.freeze({ ...own, nineCharIds: true, bridgeToolToUser: true, mergeSameRole: true })),
+    );
   return on;
 }
 
@@ -39,17 +55,16 @@ export const historyRepairPolicy: Policy<HistoryRepairEffect> = {
   enabled: (settings) => settings.historyRepair.enabled,
   describeEffect: describeHistoryRepairEffect,
   refusal: {
-    fact: NINE_CHAR_FACT,
-    decision: 'nine-char-ids-refused',
+    fact: TEMPLATE_RULES_FACT,
+    decision: 'template-rules-refused',
     refused: (status, body, _sent, ctx) =>
-      !ctx.settings.historyRepair.nineCharIds && refusalSays(NINE_CHAR_IDS, status, body),
+      !withinRules(ctx.settings.historyRepair) && refusalSays(SAYS, status, body),
     describe: (status) =>
-      `the upstream's chat template takes only 9-character alphanumeric tool call ids (status ${status}): sent again with every id mapped to 9 alphanumerics`,
+      `the upstream's chat template raised on the history (status ${status}: 9-character tool call ids, alternating roles): sent again with the ids mapped, a bridge line after tool results and same-role turns joined`,
   },
   onRequest(request, ctx) {
     if (!Array.isArray(request.messages)) return { action: 'continue', request, effects: [] };
-    const settings = repairSettings(ctx.settings, wasRefused(ctx, NINE_CHAR_FACT));
-    const { messages, effects } = repairHistory(request.messages, settings);
+    const { messages, effects } = repairHistory(request.messages, repairSettings(ctx));
     return { action: 'continue', request: effects.length > 0 ? { ...request, messages } : request, effects };
   },
 };

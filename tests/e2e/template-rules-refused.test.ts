@@ -1,12 +1,13 @@
 /**
- * A Mistral-family model toolproof was not told about (`historyRepair.nineCharIds` off): its
- * template takes only 9-alphanumeric tool call ids, and llama-server refuses a history holding
- * any other (its own 32-character ids included) with a 400 carrying the Jinja exception "Tool call
- * IDs should be alphanumeric strings with length 9!". The agent sends those ids again every turn:
- * from its first call on, every turn was refused. Now the request goes again once with the ids
- * mapped as `nineCharIds` maps them, the refusal is remembered, and later turns go mapped from
- * the start, each turn's messages extending the previous turn's byte for byte. Through the real
- * server and the openai SDK, streamed and not.
+ * A Mistral-family model toolproof was not told about (`historyRepair.nineCharIds`,
+ * `bridgeToolToUser`, `mergeSameRole` off): its template takes only 9-alphanumeric tool call ids
+ * and alternating roles, and llama-server refuses a history holding any other id (its own
+ * 32-character ones included) or a user turn right after tool results (an agent's compaction
+ * request, a turn the client cut mid-call) with a 400 carrying the Jinja exception. The agent
+ * sends that history again every turn: every later turn was refused. Now the request goes again
+ * once repaired as those settings repair it, the refusal is remembered, and later turns go
+ * repaired from the start, each turn's messages extending the previous turn's byte for byte.
+ * Through the real server and the openai SDK, streamed and not.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collectStream, startStack, type Stack } from '../server/stack.js';
@@ -14,8 +15,8 @@ import { prefixBreak } from './raw-json.js';
 
 type Obj = Record<string, unknown>;
 let stack: Stack;
-beforeAll(async () => {
-  stack = await startStack({
+const mistral = () =>
+  startStack({
     sim: {
       personality: 'llama-server',
       template: 'mistral',
@@ -26,6 +27,8 @@ beforeAll(async () => {
           : { call: [{ name: 'Read', arguments: { path: 'a' } }] },
     },
   });
+beforeAll(async () => {
+  stack = await mistral();
 });
 afterAll(() => stack.close());
 
@@ -77,6 +80,43 @@ describe('a Mistral template refusing tool call ids that are not 9 alphanumerics
         if (m.role === 'tool') expect(m.tool_call_id).toMatch(/^[A-Za-z0-9]{9}$/);
     for (const k of [2, 3]) expect(prefixBreak(sent[k - 1]!, sent[k]!)).toBeNull();
     const metrics = await (await fetch(`${stack.origin}/metrics`)).text();
-    expect(metrics).toMatch(/toolproof_upstream_refusals_total\{[^}]*decision="nine-char-ids-refused"\} 1$/m);
+    expect(metrics).toMatch(
+      /toolproof_upstream_refusals_total\{[^}]*decision="template-rules-refused"\} 1$/m,
+    );
+  });
+
+  it('a compaction request right after a tool result (user after tool): refused once, then answered every turn', async () => {
+    const fresh = await mistral();
+    try {
+      const chats = () => fresh.sim.requests.filter((r) => r.path.endsWith('/chat/completions')).length;
+      const messages: Obj[] = [
+        { role: 'user', content: 'Read a.' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'Read', arguments: '{"path":"a"}' } }],
+        },
+        { role: 'tool', tool_call_id: 'c1', content: 'hello' },
+        { role: 'user', content: 'Summarize the conversation so far. Do not call any tools.' },
+      ];
+      const attempts: number[] = [];
+      for (let t = 0; t < 3; t++) {
+        const before = chats();
+        const c = await fresh.client.chat.completions.create({
+          model: 'sim',
+          messages: messages as never,
+          tools,
+          stream: false,
+        });
+        attempts.push(chats() - before);
+        messages.push(
+          { role: 'assistant', content: c.choices[0]?.message.content ?? '' },
+          { role: 'user', content: `more ${t}` },
+        );
+      }
+      expect(attempts).toEqual([2, 1, 1]);
+    } finally {
+      await fresh.close();
+    }
   });
 });
