@@ -119,4 +119,28 @@ describe('a Mistral template refusing tool call ids that are not 9 alphanumerics
       await fresh.close();
     }
   });
+
+  it('a corrective retry replays the failed call with a 9-alphanumeric id: the template takes it', async () => {
+    const fresh = await mistral();
+    try {
+      // A named tool_choice the model does not follow (it calls Read): re-asked once, the failed
+      // call replayed upstream. Its id was the backend's own (32 characters): refused, the turn a 400.
+      const c = await fresh.client.chat.completions.create({
+        model: 'sim',
+        messages: [{ role: 'user', content: 'Write a.' }],
+        tools: [
+          ...tools,
+          { type: 'function', function: { name: 'Write', parameters: { type: 'object', properties: {} } } },
+        ],
+        tool_choice: { type: 'function', function: { name: 'Write' } },
+      });
+      expect(c.choices[0]).toBeDefined();
+      const sent = fresh.sim.requests.filter((r) => r.path.endsWith('/chat/completions'));
+      expect(sent).toHaveLength(2);
+      const replayed = (JSON.parse(sent[1]!.rawBody) as { messages: Obj[] }).messages.at(-2)!;
+      expect((replayed.tool_calls as Obj[])[0]!.id).toMatch(/^[A-Za-z0-9]{9}$/);
+    } finally {
+      await fresh.close();
+    }
+  });
 });
