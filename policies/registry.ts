@@ -21,6 +21,7 @@ import { imageUrlsPolicy } from './image-urls/index.js';
 import { imageDecodePolicy } from './image-decode/index.js';
 import { imageLimitPolicy } from './image-limit/index.js';
 import { audioPolicy } from './audio/index.js';
+import { audioDecodePolicy } from './audio-decode/index.js';
 import { toolResultCapPolicy } from './tool-result-cap/index.js';
 import { forceToolUsePolicy } from './force-tool-use/index.js';
 import { historyRepairPolicy } from './history-repair/index.js';
@@ -55,6 +56,8 @@ const TABLE = [
   // After the images noted for what they are: only images that go upstream count against a limit.
   imageLimitPolicy,
   audioPolicy,
+  // After audio: a model that cannot take audio has its clips as notes already.
+  audioDecodePolicy,
   toolResultCapPolicy,
   historyRepairPolicy,
   // After history-repair: every call has its result to follow it.

@@ -271,8 +271,9 @@ export interface RefusedFacts {
  * The fact (RefusedFacts.now) that the backend refused this request's prompt for being over its
  * model's window: the attempt loop prepares the request again with it, once (a policy that can
  * shorten the prompt does; tool-result-cap cuts the older results, documents each document
- * to its message's share), and never remembers it: the
- * next turn's prompt is judged on its own.
+ * to its message's share). The server remembers the refused prompt itself, not the fact: a later
+ * request that begins with that prompt (an agent's next turn) is over too and gets the fact
+ * before its first attempt (server/over-window.ts); any other prompt is judged on its own.
  */
 export const PROMPT_OVER_WINDOW = 'prompt-over-window';
 

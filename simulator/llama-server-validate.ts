@@ -184,9 +184,54 @@ export function validateLlamaChat(body: Obj, options: SimulatorOptions): SimErro
   if (options.rejectRequired && choice === 'required' && hasTools) {
     return bad('Failed to initialize samplers: std::exception');
   }
-  if (options.vision === true && messages.some(carriesUndecodableImage))
+  const formatError = audioFormatError(messages);
+  if (formatError) return formatError;
+  if (
+    (options.vision === true && messages.some(carriesUndecodableImage)) ||
+    (options.audio === true && messages.some(carriesUndecodableAudio))
+  )
     return { status: 400, type: 'invalid_request_error', message: 'Failed to load image or audio file' };
   return null;
+}
+
+/**
+ * llama-server reads an `input_audio` part's format before anything is loaded
+ * (tools/server/server-common.cpp, oaicompat_chat_params_parse): anything but `wav` or `mp3` is
+ * its 400 (an std::invalid_argument).
+ */
+function audioFormatError(messages: unknown[]): SimError | null {
+  for (const m of messages) {
+    if (!isObj(m) || !Array.isArray(m.content)) continue;
+    for (const p of m.content) {
+      if (!isObj(p) || p.type !== 'input_audio') continue;
+      const format = isObj(p.input_audio) ? p.input_audio.format : undefined;
+      if (format !== 'wav' && format !== 'mp3')
+        return {
+          status: 400,
+          type: 'invalid_request_error',
+          message: "input_audio.format must be either 'wav' or 'mp3'",
+        };
+    }
+  }
+  return null;
+}
+
+/**
+ * A clip llama-server cannot load (mtmd-helper takes only WAV, MP3 and FLAC bytes as audio and
+ * hands anything else to stb_image): Ogg (`OggS`), WebM (EBML), MP4/M4A (`ftyp` at byte 4), or a
+ * data URL where base64 belongs. Bytes of no known format pass here, as for images (tests send
+ * placeholder bytes); the real server refuses them too.
+ */
+function carriesUndecodableAudio(m: unknown): boolean {
+  if (!isObj(m) || !Array.isArray(m.content)) return false;
+  return m.content.some((p) => {
+    if (!isObj(p) || p.type !== 'input_audio' || !isObj(p.input_audio)) return false;
+    const data = p.input_audio.data;
+    if (typeof data !== 'string') return false;
+    if (data.startsWith('data:')) return true;
+    const head = Buffer.from(data.slice(0, 16), 'base64').toString('latin1');
+    return head.startsWith('OggS') || head.startsWith('\x1a\x45\xdf\xa3') || head.slice(4, 8) === 'ftyp';
+  });
 }
 
 /**

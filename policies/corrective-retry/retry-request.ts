@@ -7,7 +7,20 @@
  */
 import type { ChatCompletionRequest, ChatMessage, ToolCall } from '../../protocol/openai.js';
 import { canonicalizeArguments } from '../kit/canonical-arguments.js';
+import { base62Hash } from '../kit/short-hash.js';
 import type { CallCheck } from './call-checks.js';
+
+/**
+ * The replayed call's id in the retry request: 9 alphanumerics (its own when it is so already).
+ * Only the upstream reads it (the client gets the retried turn's calls, never these), and
+ * Mistral-family templates refuse any other id ("Tool call IDs should be alphanumeric strings
+ * with length 9!"): a retry replaying the backend's 32-character id, or a `call_` one, was
+ * refused there, configured nineCharIds or not (the retry is not prepared again).
+ */
+function replayedId(id: unknown, i: number): string {
+  if (typeof id === 'string' && /^[A-Za-z0-9]{9}$/.test(id)) return id;
+  return base62Hash(`${typeof id === 'string' ? id : ''}\u0000${i}`, 9);
+}
 
 export function buildRetryRequest(
   sent: ChatCompletionRequest,
@@ -19,7 +32,7 @@ export function buildRetryRequest(
   // llama-server 500); the raw text is quoted in the feedback instead.
   const calls: ToolCall[] = checks.map((c, i) => ({
     ...c.call,
-    id: typeof c.call.id === 'string' && c.call.id !== '' ? c.call.id : `call_retry_${i}`,
+    id: replayedId(c.call.id, i),
     type: 'function',
     function: { name: c.name, arguments: canonicalizeArguments(c.call.function?.arguments).text },
   }));

@@ -19,6 +19,8 @@ export interface FinalAnswerDetail {
 export type ForceToolUseEffect =
   /** The request went upstream with final_answer added and this tool_choice. */
   | { policy: P; kind: 'forced'; count: number; detail: { toolChoice: 'auto' | 'required' } }
+  /** The client's own tool_choice "required" sent as "auto": the upstream rejects "required". */
+  | { policy: P; kind: 'required-as-auto'; count: number }
   /** tool_choice "auto" sent (final_answer kept): the last user turn forbids tools in so many words. */
   | { policy: P; kind: 'text-only-turn'; count: number }
   /** A final_answer call became the content. */
@@ -164,3 +166,10 @@ export function finalAnswerEffect(
   if (field !== undefined) return finalAnswerOf(mixed, truncated, raw, field);
   return FINAL_ANSWER[(mixed ? 4 : 0) + (truncated ? 2 : 0) + (raw ? 1 : 0)]!;
 }
+
+/** The client's "required" went as "auto" (the upstream rejects "required"): the log line's effects. */
+export const REQUIRED_AS_AUTO_EFFECT = constantEffect<ForceToolUseEffect>({
+  policy: P,
+  kind: 'required-as-auto',
+  count: 1,
+});

@@ -60,6 +60,7 @@ import {
   finalAnswerEffect,
   forcedButProseEffect,
   forcedEffect,
+  REQUIRED_AS_AUTO_EFFECT,
   schemaAnswerEffect,
   TEXT_ONLY_TURN_EFFECT,
 } from './effects.js';
@@ -247,17 +248,23 @@ export const forceToolUsePolicy: Policy<ForceToolUseEffect> = {
     const { finalAnswerName, answer } = toolSetOf(ctx, original);
     const skip = notForcedReason(request, answer);
     if (skip !== null) {
+      // The client's own "required" on an upstream that rejects it (llama-server's "Failed to
+      // initialize samplers" on some templates): relayed, every later turn was refused too. It goes
+      // as "auto"; what the client asked still holds on what it gets (corrective-retry judges the
+      // client's "required" and re-asks a prose turn).
+      const asAuto = ctx.requiredRejected && request.tool_choice === 'required';
+      const sent = asAuto ? { ...request, tool_choice: 'auto' as const } : request;
       const memo: ForceToolUseMemo = {
         finalAnswerName: null,
         forced: false,
-        toolChoiceSent: request.tool_choice ?? null,
+        toolChoiceSent: sent.tool_choice ?? null,
         // Left to the backend (no tools): its answer is still checked and counted.
         ...(answer && !answer.bad && skip === 'no-tools' ? { answer } : {}),
       };
       return {
         action: 'continue',
-        request,
-        effects: [],
+        request: sent,
+        effects: asAuto ? [REQUIRED_AS_AUTO_EFFECT] : [],
         memo,
         ...(memo.answer ? { needsResponse: true } : {}),
       };

@@ -15,10 +15,13 @@
  * PIL cannot identify (SVG) is not known well enough to read here.
  * The error names no image: the inline images whose first bytes are no format the decoder reads
  * are refused; where every one looks readable (a corrupt PNG, an odd JPEG), all of them, since
- * which one failed cannot be told.
+ * which one failed cannot be told, unless an audio clip of the request looks unreadable: the
+ * same words refuse a clip llama-server cannot load, and that clip is audio-decode's
+ * (kit/audio-part.ts); noting readable images for it would lose them for the session.
  */
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { splitDataUrl } from '../../protocol/file-part.js';
+import { inlineAudio, unreadableAudio } from '../kit/audio-part.js';
 import { imageUrlsWhere } from '../kit/image-part.js';
 import { refusalSays } from '../kit/media-refusal.js';
 
@@ -58,5 +61,6 @@ export function undecodedImages(status: number, body: unknown, sent: ChatComplet
   if (!refusalSays(SIGNATURES, status, body)) return [];
   const images = inlineImages(sent);
   const unreadable = images.filter(unreadableImage);
-  return unreadable.length > 0 ? unreadable : images;
+  if (unreadable.length > 0) return unreadable;
+  return inlineAudio(sent).some(unreadableAudio) ? [] : images;
 }

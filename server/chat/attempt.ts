@@ -31,6 +31,7 @@ import { toUpstreamError, type UpstreamResponse } from '../upstream.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects } from './effects.js';
 import { rememberedRefusals, rememberedValues, rememberRefusal, rememberRefusedValues } from './refusals.js';
+import { rememberOverWindow } from '../over-window.js';
 import { prepareRequest } from './prepare.js';
 import {
   captureAttemptBody,
@@ -222,7 +223,9 @@ export async function openUpstream(
       current = fitted;
       continue;
     }
-    const canFallback = call.phase.forcedRequired && !call.trace.fallback;
+    // "required" sent, toolproof's forced one or the client's own (then sent as "auto" and still
+    // judged by corrective-retry): relayed, the rejection would come back on every later turn.
+    const canFallback = call.phase.request.tool_choice === 'required' && !call.trace.fallback;
     if (canFallback && shouldFallback({ status: res.status, body, bytesSentToClient: 0 })) {
       call.trace.fallback = true;
       // The policy whose "required" the upstream rejected (its forced effect): the one that decided,
@@ -354,6 +357,8 @@ function fitLearntWindow(
   const known = call.route.settings.contextWindow;
   const learnt = !(known > 0 && window >= known);
   call.windowLearnt = window;
+  // Known over from the start (a remembered refusal of this prompt's beginning: over-window.ts).
+  const knownOver = call.refusedNow.has(PROMPT_OVER_WINDOW);
   call.refusedNow.add(PROMPT_OVER_WINDOW);
   // What the backend counted against the estimate of what was sent: where it counted more than
   // the boundary leaves room for, the boundary is placed as the backend counts, and the scale is
@@ -380,13 +385,15 @@ function fitLearntWindow(
   const phase = prepareRequest(call.policies, call.original, call.policyContext());
   const fresh = newEffects(call.phase.effects, phase.effects);
   if (phase.error || fresh.length === 0) {
-    call.refusedNow.delete(PROMPT_OVER_WINDOW);
+    if (!knownOver) call.refusedNow.delete(PROMPT_OVER_WINDOW);
     if (learnt) {
       call.route = before.route;
       call.routeChanged(before.policies, requiredRejected);
     }
     return undefined;
   }
+  // This prompt is over: a later turn that begins with it is too, and goes cut from the start.
+  rememberOverWindow(deps.windows, call.route, call.original, call.trace.key);
   const decision = learnt ? 'context-window-learnt' : 'prompt-over-window';
   (call.trace.refused ??= []).push(decision);
   deps.metrics.upstreamRefusals.labels(call.route.client.label, call.route.name, decision).inc();

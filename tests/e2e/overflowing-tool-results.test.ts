@@ -60,7 +60,8 @@ function refusedThenCut(stack: Stack): string {
 
 /**
  * The same, or, for a prompt past six bytes a token of the window (over it whatever the
- * tokenizer), cut ahead and sent once. Returns what was sent cut, and how.
+ * tokenizer) or one that begins with a prompt the backend refused so (an earlier turn of the
+ * session: server/over-window.ts), cut ahead and sent once. Returns what was sent cut, and how.
  */
 function cutSent(stack: Stack): { raw: string; ahead: boolean } {
   const reqs = chatRequests(stack);
@@ -77,9 +78,13 @@ const chatTools = [
   },
 ];
 
-/** A chat history of `n` tool calls, each answered by a result of its own. */
-function chatHistory(n: number): Array<Record<string, unknown>> {
-  const history: Array<Record<string, unknown>> = [{ role: 'user', content: 'Look at the logs.' }];
+/**
+ * A chat history of `n` tool calls, each answered by a result of its own; `session` tells one
+ * test's session from another's (a prompt refused as over the window is remembered for the
+ * prompts that begin with it: server/over-window.ts).
+ */
+function chatHistory(n: number, session = ''): Array<Record<string, unknown>> {
+  const history: Array<Record<string, unknown>> = [{ role: 'user', content: `Look at the logs.${session}` }];
   for (let i = 0; i < n; i++) history.push(...chatCall(i));
   return history;
 }
@@ -143,18 +148,24 @@ describe(`${RESULTS} tool results of ~2,300 tokens each in a window of ${WINDOW}
 
   for (const stream of [false, true]) {
     it(`chat${stream ? ' (streamed)' : ''}: three turns answered, the older results cut, the same bytes every turn`, async () => {
-      const history = chatHistory(RESULTS);
+      const history = chatHistory(RESULTS, ` three ${stream}`);
       const sent: string[] = [];
+      const ahead: boolean[] = [];
       for (let turn = 0; turn < 3; turn++) {
         stack.sim.reset();
         const answer = await chatTurn(stack, history, stream);
         expect(answer).toBeTruthy();
-        sent.push(refusedThenCut(stack));
+        const cut = cutSent(stack);
+        sent.push(cut.raw);
+        ahead.push(cut.ahead);
         history.push(
           { role: 'assistant', content: `answer ${turn}` },
           { role: 'user', content: `next ${turn}` },
         );
       }
+      // Refused once: later turns begin with the refused prompt, over the window too, and go cut
+      // from the start (before, each was refused once more).
+      expect(ahead).toEqual([false, true, true]);
       for (const raw of sent) {
         const messages = (JSON.parse(raw) as { messages: Array<{ role: string; content: string }> }).messages;
         const results = messages.filter((m) => m.role === 'tool').map((m) => m.content);
@@ -169,7 +180,7 @@ describe(`${RESULTS} tool results of ~2,300 tokens each in a window of ${WINDOW}
     });
 
     it(`chat${stream ? ' (streamed)' : ''}: each turn another result; earlier cuts stay the same bytes`, async () => {
-      const history = chatHistory(RESULTS - 1);
+      const history = chatHistory(RESULTS - 1, ` another ${stream}`);
       const sent: string[] = [];
       const ahead: boolean[] = [];
       for (let turn = 0; turn < 4; turn++) {
@@ -180,9 +191,10 @@ describe(`${RESULTS} tool results of ~2,300 tokens each in a window of ${WINDOW}
         sent.push(cut.raw);
         ahead.push(cut.ahead);
       }
-      // Refused, then cut, until the history is far past the window (eight results, ~56,000
-      // bytes): then cut ahead, with the same bytes a refusal would have given (checked below).
-      expect(ahead).toEqual([false, false, false, true]);
+      // Refused, then cut, once: each later turn begins with the refused prompt and is cut ahead,
+      // with the same bytes a refusal would have given (checked below). Before, every turn was
+      // refused until the history was far past the window (eight results, ~56,000 bytes).
+      expect(ahead).toEqual([false, true, true, true]);
       for (let i = 1; i < sent.length; i++) {
         const before = sent[i - 1]!;
         // Whatever the previous turn cut is in what both turns share, unchanged.
@@ -193,7 +205,7 @@ describe(`${RESULTS} tool results of ~2,300 tokens each in a window of ${WINDOW}
     });
 
     it(`messages${stream ? ' (streamed)' : ''}: three turns answered, the same bytes every turn`, async () => {
-      const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'Look at the logs.' }];
+      const messages: Anthropic.MessageParam[] = [{ role: 'user', content: `Look at the logs. ${stream}` }];
       for (let i = 0; i < RESULTS; i++)
         messages.push(
           {
@@ -217,7 +229,9 @@ describe(`${RESULTS} tool results of ~2,300 tokens each in a window of ${WINDOW}
           ? await anthropic.messages.stream(params).finalMessage()
           : await anthropic.messages.create(params);
         expect(msg.type).toBe('message');
-        sent.push(refusedThenCut(stack));
+        const cut = cutSent(stack);
+        expect(cut.ahead).toBe(turn > 0);
+        sent.push(cut.raw);
         messages.push(
           { role: 'assistant', content: `answer ${turn}` },
           { role: 'user', content: `next ${turn}` },
@@ -232,8 +246,9 @@ describe(`${RESULTS} tool results of ~2,300 tokens each in a window of ${WINDOW}
     it(`chat${stream ? ' (streamed)' : ''}: a history that fits by its tokens is sent whole, though over the window at 3 bytes a token`, async () => {
       // Four results: ~28,000 characters, ~7,300 tokens at the simulator's 4 a token (under 8,192),
       // ~9,300 at 3 bytes a token. Cutting it would lose context the model could use, and change
-      // the prompt ahead of the agent's own compaction.
-      const history = chatHistory(RESULTS - 1);
+      // the prompt ahead of the agent's own compaction. The session's longer prompt was refused
+      // (above): a prompt it begins with is not taken for over the window.
+      const history = chatHistory(RESULTS - 1, ` another ${stream}`);
       stack.sim.reset();
       expect(await chatTurn(stack, history, stream)).toBeTruthy();
       const reqs = chatRequests(stack);
@@ -262,7 +277,7 @@ describe(`the same session, the window unknown: learnt from llama-server's refus
 
   for (const stream of [false, true])
     it(`chat${stream ? ' (streamed)' : ''}: refused once, then every turn answered with the same bytes`, async () => {
-      const history = chatHistory(RESULTS);
+      const history = chatHistory(RESULTS, ` learnt ${stream}`);
       const sent: string[] = [];
       const perTurn: number[] = [];
       for (let turn = 0; turn < 3; turn++) {
@@ -276,9 +291,10 @@ describe(`the same session, the window unknown: learnt from llama-server's refus
           { role: 'user', content: `next ${turn}` },
         );
       }
-      // Every turn is over the window: refused for its length, then sent cut (the window learnt at
-      // the first refusal is remembered per upstream and model; the refusal says the prompt is over).
-      expect(perTurn).toEqual([2, 2, 2]);
+      // Every turn is over the window: the first refused for its length, then sent cut (the window
+      // learnt at the refusal is remembered per upstream and model, and so is the refused prompt:
+      // the later turns begin with it, and go cut from the start; before, each was refused too).
+      expect(perTurn).toEqual([2, 1, 1]);
       for (const raw of sent) expect(raw).toContain(MARK);
       for (let i = 1; i < sent.length; i++) expect(extendsMessages(sent[i - 1]!, sent[i]!)).toBe(true);
     });
@@ -306,14 +322,14 @@ describe('the same session, a contextWindow configured past the backend’s (327
         { role: 'user', content: `next ${turn}` },
       );
     }
-    expect(perTurn).toEqual([2, 2, 2]);
+    expect(perTurn).toEqual([2, 1, 1]);
     for (const raw of sent) expect(raw).toContain(MARK);
     for (let i = 1; i < sent.length; i++) expect(extendsMessages(sent[i - 1]!, sent[i]!)).toBe(true);
     const metrics = await (await fetch(`${stack.origin}/metrics`)).text();
     expect(metrics).toMatch(
       /toolproof_upstream_refusals_total\{[^}]*decision="context-window-learnt"[^}]*\} 1/,
     );
-    // Once learnt, the window is known: the later turns' refusals are the known window's.
-    expect(metrics).toMatch(/toolproof_upstream_refusals_total\{[^}]*decision="prompt-over-window"[^}]*\} 2/);
+    // The later turns begin with the refused prompt: cut from the start, never refused.
+    expect(metrics).not.toMatch(/decision="prompt-over-window"/);
   });
 });

@@ -183,7 +183,9 @@ describe('named tool_choice', () => {
     expect(ns.reason).toBe('wrong-tool');
     expect(s.retry?.reason).toBe('wrong-tool');
     const feedback = ns.retry!.messages.at(-1)!;
-    expect(feedback).toMatchObject({ role: 'tool', tool_call_id: 'c2' });
+    // The replayed call's id (9 alphanumerics in the retry: corrective-retry/retry-request.ts).
+    const replayed = ns.retry!.messages.at(-2)!.tool_calls![0]!.id;
+    expect(feedback).toMatchObject({ role: 'tool', tool_call_id: replayed });
     expect(String(feedback.content)).toContain('You must call the tool `get_weather`');
     expect(s.retry!.request.messages).toEqual(ns.retry!.messages);
     expect(assemble(s.out).calls).toEqual([]);

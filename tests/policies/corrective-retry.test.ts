@@ -107,13 +107,18 @@ describe('corrective-retry', () => {
     );
     expect(d.reason).toBe('schema');
     const added = d.request.messages.slice(sent.messages.length);
-    expect(added[0]).toMatchObject({ role: 'assistant', tool_calls: [{ id: 'a' }, { id: 'b' }] });
-    expect(added[1]).toMatchObject({ role: 'tool', tool_call_id: 'a' });
+    // The replayed ids are 9 alphanumerics (Mistral templates refuse any other), each answered.
+    const ids = (added[0]?.tool_calls ?? []).map((c) => c.id);
+    expect(ids).toHaveLength(2);
+    for (const id of ids) expect(id).toMatch(/^[A-Za-z0-9]{9}$/);
+    expect(new Set(ids).size).toBe(2);
+    expect(added[0]).toMatchObject({ role: 'assistant' });
+    expect(added[1]).toMatchObject({ role: 'tool', tool_call_id: ids[0] });
     expect(added[1]?.content).toBe(
       'Error: invalid arguments for get_weather: `days` must be an integer, got "three". ' +
         'Call get_weather again with corrected arguments, or call final_answer to reply to the user.',
     );
-    expect(added[2]).toMatchObject({ role: 'tool', tool_call_id: 'b' });
+    expect(added[2]).toMatchObject({ role: 'tool', tool_call_id: ids[1] });
     expect(String(added[2]?.content)).toMatch(
       /^Not executed: another tool call in the same turn was invalid \(get_weather\)/,
     );

@@ -127,6 +127,30 @@ describe('llama-server personality', () => {
     expect(closed).toBe(true);
   });
 
+  it('with an audio projector: a format but wav or mp3, and a clip that is no WAV, MP3 or FLAC, are its 400s', async () => {
+    const hearing = await createSimulator({ personality: 'llama-server', scenario: 'prose', audio: true });
+    try {
+      const b64 = (s: string) => Buffer.from(s, 'latin1').toString('base64');
+      const ask = (data: string, format: string) =>
+        chat(hearing, {
+          messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data, format } }] }],
+        });
+      const ogg = await ask(b64(`OggS${'\x00'.repeat(20)}`), 'wav');
+      expect([ogg.status, (ogg.json.error as { message: string }).message]).toEqual([
+        400,
+        'Failed to load image or audio file',
+      ]);
+      const flac = await ask(b64(`fLaC${'\x00'.repeat(20)}`), 'flac');
+      expect([flac.status, (flac.json.error as { message: string }).message]).toEqual([
+        400,
+        "input_audio.format must be either 'wav' or 'mp3'",
+      ]);
+      expect((await ask(b64(`RIFF\x24\x00\x00\x00WAVEfmt ${'\x00'.repeat(20)}`), 'wav')).status).toBe(200);
+    } finally {
+      await hearing.close();
+    }
+  });
+
   it('rejects history arguments that are not JSON with a 500, as llama-server always does', async () => {
     const r = await chat(sim, {
       messages: [...user, call('abc', '{not json'), result('abc')],
