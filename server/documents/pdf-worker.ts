@@ -99,9 +99,12 @@ globalThis.ArrayBuffer = class extends OriginalArrayBuffer {
   static get [Symbol.species]() { return OriginalArrayBuffer; }
 };
 const { getResolvedPDFJS } = require(workerData.lib);
+// pdf.js loaded at once, and the pool told when it is (the start is not the document's time).
+const pdfjs = getResolvedPDFJS();
+pdfjs.then(() => parentPort.postMessage({ ready: true }), () => parentPort.postMessage({ ready: true }));
 const memory = () => ({ kind: 'unreadable', reason: 'memory' });
 async function read(data, maxPages, maxChars) {
-  const { getDocument } = await getResolvedPDFJS();
+  const { getDocument } = await pdfjs;
   const task = getDocument({
     data, verbosity: 0, isEvalSupported: false, disableFontFace: true, useSystemFonts: false,
     stopAtErrors: false,
@@ -170,17 +173,28 @@ export const IDLE_MS = 5_000;
  */
 export const MAX_READS = 32;
 
-/** The message a worker answers a read with. */
-interface Answer {
-  doc: DocumentText;
-  /** Bytes of the read's large buffers still counted alive when it ended. */
-  held: number;
-}
+/**
+ * How long a fresh worker may take to start (the thread and pdf.js loaded, ~0.2 s of CPU) before
+ * its read's deadline starts: a start is toolproof's cost, never the document's, so a loaded
+ * machine does not read an ordinary PDF as a timeout. Past it the read ends as one.
+ */
+export const START_TIMEOUT_MS = 30_000;
+
+/** The messages a worker sends: once started, and one answer a read. */
+type Message =
+  | { ready: true }
+  | {
+      doc: DocumentText;
+      /** Bytes of the read's large buffers still counted alive when it ended. */
+      held: number;
+    };
 
 interface PooledWorker {
   readonly worker: Worker;
   readonly heapMb: number;
   reads: number;
+  /** pdf.js loaded: a read's deadline starts when it is sent. */
+  ready: boolean;
   idle?: NodeJS.Timeout;
 }
 
@@ -222,7 +236,7 @@ export function createPdfPool(options: PdfPoolOptions = {}): PdfPool {
       workerData: { lib: LIB, bufferBytes: heapMb * 1024 * 1024 },
       resourceLimits: { maxOldGenerationSizeMb: heapMb, maxYoungGenerationSizeMb: 32, stackSizeMb: 4 },
     });
-    return { worker, heapMb, reads: 0 };
+    return { worker, heapMb, reads: 0, ready: false };
   };
 
   const take = (heapMb: number): PooledWorker => {
@@ -287,8 +301,15 @@ export function createPdfPool(options: PdfPoolOptions = {}): PdfPool {
           resolve({ kind: 'unreadable', reason: 'malformed' });
           return;
         }
-        const timer = setTimeout(() => done({ kind: 'unreadable', reason: 'timeout' }), limits.timeoutMs);
-        w.worker.once('message', (m: Answer) => {
+        const timeout = (): void => done({ kind: 'unreadable', reason: 'timeout' });
+        let timer = setTimeout(timeout, w.ready ? limits.timeoutMs : START_TIMEOUT_MS);
+        w.worker.on('message', (m: Message) => {
+          if ('ready' in m) {
+            w.ready = true;
+            clearTimeout(timer);
+            timer = setTimeout(timeout, limits.timeoutMs);
+            return;
+          }
           w.reads++;
           // A clean end: the worker takes the next read, unless the read overran (its worker
           // may hold what pdf.js could not let go), holds much still, or has read enough.

@@ -52,6 +52,25 @@ describe('document reader: reused workers', () => {
     });
   }, 60_000);
 
+  it("a fresh worker's start (the thread, pdf.js loaded: ~0.2 s of CPU) is not the document's time", async () => {
+    // A deadline under a start (~210 ms for a one-page read on a fresh worker here), over a
+    // cold first read's own ~25-40 ms: before, every first read on a fresh worker ended as a
+    // timeout (and, on a loaded machine, the 1.5 s deadline of the test below did too).
+    const r = createDocumentReader({
+      concurrency: 1,
+      limits: { ...DEFAULT_PDF_LIMITS, timeoutMs: 150 },
+      workers: { maxReads: 1 },
+    });
+    for (const t of ['first', 'second'])
+      expect(await read(r, url(textPdf([t])))).toMatchObject({ text: [t] });
+    expect(r.workersStarted).toBe(2);
+    // The deadline still holds a read once the worker has started.
+    const slow = createDocumentReader({ concurrency: 1, limits: { ...DEFAULT_PDF_LIMITS, timeoutMs: 150 } });
+    expect(await read(slow, url(textPdf(['warm'])))).toMatchObject({ text: ['warm'] });
+    const doc = await read(slow, url(bombPdf(202)));
+    expect(doc).toMatchObject({ kind: 'unreadable' });
+  }, 60_000);
+
   it('a worker is retired after maxReads reads', async () => {
     const r = createDocumentReader({ concurrency: 1, workers: { maxReads: 2 } });
     for (const t of ['r1', 'r2', 'r3']) expect(await read(r, url(textPdf([t])))).toMatchObject({ text: [t] });
