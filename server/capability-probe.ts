@@ -27,7 +27,10 @@ export interface BackendFacts {
   backend?: UpstreamKind;
 }
 
-/** /v1/models `owned_by` -> the server that wrote it (llama-server 'llamacpp', vLLM, SGLang). */
+/**
+ * /v1/models `owned_by` -> the server that wrote it: each server's own default (llama.cpp's server
+ * 'llamacpp', vLLM's and SGLang's ModelCard 'vllm' and 'sglang'); a gateway's name is not known.
+ */
 const OWNERS: Readonly<Record<string, UpstreamKind>> = {
   llamacpp: 'llama-server',
   vllm: 'vllm',

@@ -6,7 +6,7 @@
  * server, the real openai SDK and the inspector's API.
  */
 import { describe, expect, it } from 'vitest';
-import { resolveCapabilities } from '../../server/capability-probe.js';
+import { kindFromModels, resolveCapabilities } from '../../server/capability-probe.js';
 import type { SimulatorOptions } from '../../simulator/types.js';
 import { startStack, weatherTool } from '../server/stack.js';
 
@@ -55,5 +55,17 @@ describe("a leak's backend hint", () => {
     expect(detail).toContain(
       'vllm --tool-call-parser hermes or llama-server chat format Hermes 2 Pro or sglang --tool-call-parser qwen25',
     );
+  });
+
+  it("which server a /v1/models list is, by the served model's owned_by (SGLang's says 'sglang')", () => {
+    const list = (...owners: string[]) => ({
+      data: owners.map((owned_by, i) => ({ id: `m${i}`, object: 'model', owned_by })),
+    });
+    expect(kindFromModels(list('sglang'), undefined)).toBe('sglang');
+    expect(kindFromModels(list('llamacpp'), 'm0')).toBe('llama-server');
+    expect(kindFromModels(list('vllm', 'sglang'), 'm1')).toBe('sglang');
+    // A gateway's own name, or several models and none named: not known.
+    expect(kindFromModels(list('openai'), undefined)).toBeUndefined();
+    expect(kindFromModels(list('vllm', 'vllm'), undefined)).toBeUndefined();
   });
 });
