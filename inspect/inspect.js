@@ -875,10 +875,41 @@ function sentDetails(a, i, base, diffBase, prev) {
   );
 }
 
+/** How an answer that had begun (a 2xx) ended instead, by its error's code. */
+const BROKEN_OFF = {
+  TP_ERR_UPSTREAM_UNREACHABLE: 'stream cut',
+  TP_ERR_UPSTREAM_TIMEOUT: 'stream stalled',
+  TP_ERR_CLIENT_CLOSED: 'client left',
+};
+
+/**
+ * An attempt's status for its heading: a 2xx that then failed (the upstream cut its stream) says
+ * so, "status 200, stream cut", rather than reading as a success above its error.
+ */
+function attemptStatus(a) {
+  const s = `status ${a.status ?? '–'}`;
+  if (!a.error || typeof a.status !== 'number' || a.status >= 300) return s;
+  return `${s}, ${BROKEN_OFF[a.error.code] ?? 'then failed'}`;
+}
+
+/** The copy button now saying "copied", put back to its label after COPIED_MS or the next copy. */
+let copied = null;
+const COPIED_MS = 2000;
+
+function uncopy() {
+  if (!copied) return;
+  clearTimeout(copied.timer);
+  copied.button.textContent = copied.label;
+  copied = null;
+}
+
 async function copy(text, button) {
   try {
     await navigator.clipboard.writeText(text);
+    const label = copied?.button === button ? copied.label : button.textContent;
+    uncopy();
     button.textContent = 'copied';
+    copied = { button, label, timer: setTimeout(uncopy, COPIED_MS) };
   } catch {
     const area = el('textarea', { readonly: true, rows: 8, cols: 80 }, text);
     button.after(area);
@@ -1078,11 +1109,7 @@ async function showRequest(id, refresh) {
       return el(
         'section',
         { class: 'attempt panel', 'data-attempt': a.n },
-        el(
-          'h3',
-          {},
-          `attempt ${a.n}${choiceLabel(v, i)} → ${a.replica || a.upstream} · status ${a.status ?? '–'}`,
-        ),
+        el('h3', {}, `attempt ${a.n}${choiceLabel(v, i)} → ${a.replica || a.upstream} · ${attemptStatus(a)}`),
         el(
           'div',
           { class: 'meta' },

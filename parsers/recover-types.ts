@@ -1,5 +1,5 @@
 /** Public types of the recovery engine (see recover.ts and README.md). */
-import type { DeclaredTool, LeakRecord, LeakSource } from './types.js';
+import type { BackendKind, DeclaredTool, LeakRecord, LeakSource } from './types.js';
 
 export interface RecoveryOptions {
   tools: ReadonlyMap<string, DeclaredTool>;
@@ -19,6 +19,11 @@ export interface RecoveryOptions {
    * released as content with an 'unrecovered' / 'too-long' leak record.
    */
   maxHeldBytes?: number;
+  /**
+   * The backend in use, whose fix a leak record's backendHint names ('unknown': every backend's
+   * that has one). Left out: vLLM's first (the probe CLI's reading, which says the others itself).
+   */
+  backend?: BackendKind;
 }
 
 export interface RecoveredCall {

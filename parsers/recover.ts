@@ -53,6 +53,7 @@ export function createRecoveryStream(opts: RecoveryOptions): RecoveryStream {
     newId: opts.newId,
     startsInReasoning: opts.startsInReasoning === 'maybe' ? 'maybe' : opts.startsInReasoning === true,
     ...(opts.maxHeldBytes !== undefined ? { maxHeld: opts.maxHeldBytes } : {}),
+    ...(opts.backend !== undefined ? { backend: opts.backend } : {}),
   });
 }
 
@@ -134,7 +135,7 @@ export function detectFormat(text: string): { format: string; backendHint?: stri
   for (const e of [...s.push(text), ...s.finish()]) {
     if (e.type !== 'envelope' || e.match.control) continue;
     if (e.match.calls.length === 0 && e.match.error === undefined) continue;
-    const hint = e.match.backendHint ?? backendHint(e.family);
+    const hint = backendHint(e.family, e.match.backendHint);
     return { format: e.family.name, ...(hint ? { backendHint: hint } : {}) };
   }
   return null;

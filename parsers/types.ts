@@ -25,6 +25,12 @@ export interface ParsedCall {
   repairs?: string[];
 }
 
+/**
+ * The kind of backend a leak's hint is for: its own fix named ('llama-server' a chat format,
+ * 'vllm' and 'sglang' a --tool-call-parser); 'unknown' names every backend's.
+ */
+export type BackendKind = 'llama-server' | 'vllm' | 'sglang' | 'unknown';
+
 /** The backend parsers that would have handled a format, for the operator's log line. */
 export interface BackendNames {
   vllm?: string;
@@ -40,7 +46,10 @@ export interface LeakRecord {
   format: string;
   source: LeakSource;
   outcome: LeakOutcome;
-  /** e.g. 'vllm --tool-call-parser qwen3_coder' */
+  /**
+   * What would make the backend parse it itself, e.g. 'vllm --tool-call-parser qwen3_coder'
+   * (RecoveryOptions.backend picks whose; see backendHint in engine/engine.ts).
+   */
   backendHint?: string;
   /** Why a call was rejected or left unrecovered (undeclared tool, non-object arguments, ...). */
   reason?: string;

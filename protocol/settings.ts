@@ -110,6 +110,12 @@ export interface ModelSettings {
    */
   fromBackend?: readonly ('vision' | 'audio')[];
   /**
+   * Never configured: which server the backend is, learnt at start-up with the capabilities
+   * (server/capability-probe.ts); a leak's backendHint names that server's fix, every server's
+   * when unknown (parsers' RecoveryOptions.backend).
+   */
+  backend?: UpstreamKind;
+  /**
    * Cut a tool result longer than this many tokens (3 characters each) to its head and tail, with
    * a marker saying how much was left out (policies/tool-result-cap/). 0 (default): off.
    */
@@ -120,6 +126,9 @@ export interface ModelSettings {
    */
   contextWindow: number;
 }
+
+/** The servers toolproof tells apart (ModelSettings.backend). */
+export type UpstreamKind = 'llama-server' | 'vllm' | 'sglang';
 
 /** 1 MiB: far above any real tool call, far below what a runaway stream can reach. */
 export const DEFAULT_MAX_HELD_BYTES = 1024 * 1024;
@@ -162,7 +171,7 @@ export const DEFAULT_MODEL_SETTINGS: ModelSettings = Object.freeze({
  */
 export function resolvedFromBackend(
   settings: ModelSettings,
-  facts: Pick<ModelSettings, 'vision' | 'audio' | 'contextWindow'>,
+  facts: Pick<ModelSettings, 'vision' | 'audio' | 'contextWindow' | 'backend'>,
 ): ModelSettings {
   const fromBackend = (['vision', 'audio'] as const).filter((k) => facts[k] !== settings[k]);
   return Object.freeze({

@@ -10,10 +10,11 @@
  *   set `vision: false` for a text-only model on vLLM (docs/configuration.md). Nor is audio:
  *   `audio: auto` stays auto, and audio passes until the backend refuses it (then as a note).
  * A backend that does not answer, or a /props without the field, leaves each unknown until the
- * next start or reload.
+ * next start or reload. The same answers say which server it is (ModelSettings.backend: a
+ * /props that reads as llama-server's, else /v1/models `owned_by`), whose fix a leak's hint names.
  */
 import { request } from 'undici';
-import { type ModelSettings, resolvedFromBackend } from '../protocol/settings.js';
+import { type ModelSettings, resolvedFromBackend, type UpstreamKind } from '../protocol/settings.js';
 import { isObject } from '../protocol/is-object.js';
 import type { Config, UpstreamTarget } from './config.js';
 import { readProbeJson } from './probe-json.js';
@@ -22,7 +23,19 @@ export interface BackendFacts {
   vision?: boolean;
   audio?: boolean;
   contextWindow?: number;
+  /** Which server it is: a /props that reads as llama-server's, else its /v1/models `owned_by`. */
+  backend?: UpstreamKind;
 }
+
+/**
+ * /v1/models `owned_by` -> the server that wrote it: each server's own default (llama.cpp's server
+ * 'llamacpp', vLLM's and SGLang's ModelCard 'vllm' and 'sglang'); a gateway's name is not known.
+ */
+const OWNERS: Readonly<Record<string, UpstreamKind>> = {
+  llamacpp: 'llama-server',
+  vllm: 'vllm',
+  sglang: 'sglang',
+};
 
 /** GET `url` as JSON within 3 s (Bearer key when given); undefined on any failure. */
 export type JsonFetcher = (url: string, apiKey?: string) => Promise<unknown>;
@@ -99,18 +112,30 @@ export function factsFromProps(props: unknown): BackendFacts | undefined {
   if (ctx) facts.contextWindow = ctx;
   return facts.vision === undefined && facts.audio === undefined && facts.contextWindow === undefined
     ? undefined
-    : facts;
+    : { ...facts, backend: 'llama-server' };
+}
+
+/** A /v1/models body -> `model`'s entry (or the only model served's). */
+function modelEntry(body: unknown, model: string | undefined): Record<string, unknown> | undefined {
+  const data = isObject(body) && Array.isArray(body.data) ? body.data.filter(isObject) : [];
+  return (
+    (model !== undefined ? data.find((m) => m.id === model) : undefined) ??
+    (data.length === 1 ? data[0] : undefined)
+  );
 }
 
 /** A /v1/models body -> the context window of `model` (or of the only model served). */
 export function windowFromModels(body: unknown, model: string | undefined): number | undefined {
-  const data = isObject(body) && Array.isArray(body.data) ? body.data.filter(isObject) : [];
-  const entry =
-    (model !== undefined ? data.find((m) => m.id === model) : undefined) ??
-    (data.length === 1 ? data[0] : undefined);
+  const entry = modelEntry(body, model);
   if (!entry) return undefined;
   const meta = entry.meta;
   return positive(entry.max_model_len) ?? positive(isObject(meta) ? meta.n_ctx : undefined);
+}
+
+/** A /v1/models body -> the server that lists `model`, by its `owned_by`; undefined when unknown. */
+export function kindFromModels(body: unknown, model: string | undefined): UpstreamKind | undefined {
+  const owner = modelEntry(body, model)?.owned_by;
+  return typeof owner === 'string' && Object.hasOwn(OWNERS, owner) ? OWNERS[owner] : undefined;
 }
 
 /**
@@ -133,8 +158,10 @@ export async function resolveCapabilities(config: Config, fetcher: JsonFetcher =
     if (!base) return {};
     const fromProps = factsFromProps(await once(props, `${new URL(base).origin}/props`, target.apiKey));
     if (fromProps) return fromProps;
-    const window = windowFromModels(await once(models, `${base}/models`, target.apiKey), model);
-    return window ? { contextWindow: window } : {};
+    const listed = await once(models, `${base}/models`, target.apiKey);
+    const window = windowFromModels(listed, model);
+    const backend = kindFromModels(listed, model);
+    return { ...(window ? { contextWindow: window } : {}), ...(backend ? { backend } : {}) };
   };
   const resolve = async (
     settings: ModelSettings,
@@ -147,9 +174,15 @@ export async function resolveCapabilities(config: Config, fetcher: JsonFetcher =
     const vision = settings.vision === 'auto' ? (facts.vision ?? 'auto') : settings.vision;
     const audio = settings.audio === 'auto' ? (facts.audio ?? 'auto') : settings.audio;
     const contextWindow = settings.contextWindow > 0 ? settings.contextWindow : (facts.contextWindow ?? 0);
-    if (vision === settings.vision && audio === settings.audio && contextWindow === settings.contextWindow)
+    const backend = facts.backend ?? settings.backend;
+    if (
+      vision === settings.vision &&
+      audio === settings.audio &&
+      contextWindow === settings.contextWindow &&
+      backend === settings.backend
+    )
       return settings;
-    return resolvedFromBackend(settings, { vision, audio, contextWindow });
+    return resolvedFromBackend(settings, { vision, audio, contextWindow, ...(backend ? { backend } : {}) });
   };
   const defaults = await resolve(config.defaults, config.defaultUpstream, undefined);
   const routes: Record<string, Config['models'][string]> = Object.create(null);

@@ -12,7 +12,7 @@ import type { EnvelopeMatch, FamilyParser } from './family.js';
 import type { RecoveryEvent, RecoveryStream } from '../recover-types.js';
 import { DEFAULT_MAX_HELD, EnvelopeScanner, type ScanEvent, type ScanPlan, TOO_LONG } from './scanner.js';
 import { type StartsInReasoning, ThinkSplitter } from './think-split.js';
-import type { DeclaredTool, LeakRecord, LeakSource, ParseContext } from '../types.js';
+import type { BackendKind, DeclaredTool, LeakRecord, LeakSource, ParseContext } from '../types.js';
 import { normalizeArguments, unsafeArguments } from '../kit/lenient-json.js';
 import { decodeStructuredStrings, echoedSchema, fitsSchema } from '../kit/schema-values.js';
 import { resolveToolName } from './tool-names.js';
@@ -24,6 +24,8 @@ export interface EngineOptions {
   startsInReasoning?: StartsInReasoning;
   /** Cap on text held for a possible envelope (code units); default DEFAULT_MAX_HELD (1 MiB). */
   maxHeld?: number;
+  /** Whose fix a leak's backendHint names (RecoveryOptions.backend). */
+  backend?: BackendKind;
 }
 
 type EnvelopeEvent = Extract<ScanEvent, { type: 'envelope' }>;
@@ -40,12 +42,24 @@ export interface AcceptedCall {
   repairs: string[];
 }
 
-export function backendHint(f: FamilyParser): string | undefined {
+/**
+ * What would make `kind` parse family `f` itself: llama-server's chat format, vLLM's or SGLang's
+ * --tool-call-parser. `vllmOverride`: an envelope's own vLLM parser (EnvelopeMatch.backendHint,
+ * DeepSeek V3.1 beside V3). A backend with no entry for the family, or 'unknown', gets every
+ * backend's that has one, joined with ' or ' (never one backend's as if it were the only fix).
+ * No kind: the first of vLLM, llama-server, SGLang (the probe CLI, which names the rest itself).
+ */
+export function backendHint(f: FamilyParser, vllmOverride?: string, kind?: BackendKind): string | undefined {
   const b = f.backend;
-  if (b.vllm) return `vllm --tool-call-parser ${b.vllm}`;
-  if (b.llamacpp) return `llama-server chat format ${b.llamacpp}`;
-  if (b.sglang) return `sglang --tool-call-parser ${b.sglang}`;
-  return undefined;
+  const vllm = vllmOverride ?? (b.vllm ? `vllm --tool-call-parser ${b.vllm}` : undefined);
+  const llama = b.llamacpp ? `llama-server chat format ${b.llamacpp}` : undefined;
+  const sglang = b.sglang ? `sglang --tool-call-parser ${b.sglang}` : undefined;
+  const own =
+    kind === 'vllm' ? vllm : kind === 'llama-server' ? llama : kind === 'sglang' ? sglang : undefined;
+  if (own) return own;
+  if (kind === undefined) return vllm ?? llama ?? sglang;
+  const all = [vllm, llama, sglang].filter((h): h is string => h !== undefined);
+  return all.length > 0 ? all.join(' or ') : undefined;
 }
 
 /** Repairs whose reading is taken only for arguments that fit the declared tool's schema. */
@@ -282,7 +296,7 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
         content(m.content, out);
         sink.cut();
       }
-      emitCalls(verdict.calls, e.family, m.backendHint ?? backendHint(e.family), 'content', out);
+      emitCalls(verdict.calls, e.family, backendHint(e.family, m.backendHint, opts.backend), 'content', out);
     } else {
       // unsure: the raw envelope stays in content, byte for byte
       content(e.raw, out);
@@ -292,7 +306,7 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
         outcome: verdict.outcome,
         reason: verdict.reason,
       };
-      const hint = m.backendHint ?? backendHint(e.family);
+      const hint = backendHint(e.family, m.backendHint, opts.backend);
       if (hint) rec.backendHint = hint;
       leaks.push(rec);
     }
@@ -346,7 +360,14 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
       const e = unquoted(scanned, q, (x) => x.type === 'envelope' && judgeEnvelope(x.match, opts.tools).ok);
       if (e.type !== 'envelope' || e.match.truncated || e.match.control) continue;
       const v = judgeEnvelope(e.match, opts.tools);
-      if (v.ok) emitCalls(v.calls, e.family, e.match.backendHint ?? backendHint(e.family), 'reasoning', out);
+      if (v.ok)
+        emitCalls(
+          v.calls,
+          e.family,
+          backendHint(e.family, e.match.backendHint, opts.backend),
+          'reasoning',
+          out,
+        );
     }
   }
 

@@ -55,6 +55,7 @@ function recoverChoiceMessage(
       newId: idFactory(responseId, choiceIndex),
       startsInReasoning: readerStartsInReasoning(ctx.settings.startsInReasoning),
       maxHeldBytes: ctx.settings.maxHeldBytes,
+      backend: ctx.settings.backend ?? 'unknown',
     },
   );
   const unchanged =
@@ -99,6 +100,7 @@ function suppressLeaks(
         newId: idFactory('', choice.index ?? 0),
         startsInReasoning: readerStartsInReasoning(ctx.settings.startsInReasoning),
         maxHeldBytes: ctx.settings.maxHeldBytes,
+        backend: ctx.settings.backend ?? 'unknown',
       },
     );
     pushAll(effects, suppressedEffects(r.leaks));
@@ -161,6 +163,7 @@ function onUpstreamError(
     tools,
     parsers: ctx.settings.parsers,
     newId: idFactory(responseId, 0),
+    backend: ctx.settings.backend ?? 'unknown',
   });
   if (!result || result.calls.length === 0) return null;
   const completion: ChatCompletion = {

@@ -168,6 +168,7 @@ class LeakRecoveryStream implements StreamHook<LeakRecoveryEffect> {
       newId: idFactory(responseId, index),
       startsInReasoning: readerStartsInReasoning(settings.startsInReasoning),
       maxHeldBytes: settings.maxHeldBytes,
+      backend: settings.backend ?? 'unknown',
     });
   }
 
@@ -309,6 +310,7 @@ function createSuppressingHook(
         newId: idFactory('', index),
         startsInReasoning: readerStartsInReasoning(ctx.settings.startsInReasoning),
         maxHeldBytes: ctx.settings.maxHeldBytes,
+        backend: ctx.settings.backend ?? 'unknown',
       });
       engines.set(index, s);
     }

@@ -416,6 +416,43 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
     expect(await sent(1).locator('summary').textContent()).toMatch(/ · unchanged$/);
   });
 
+  it('a cut stream\'s attempt says so in its heading; "copied" lasts 2 s, on one attempt at a time', async () => {
+    // A context of its own that may write the clipboard (copy as curl then says "copied"), and a
+    // clock the test moves.
+    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: stack.origin });
+    try {
+      const p = await context.newPage();
+      await p.clock.install();
+      await p.goto(`${stack.origin}/inspect#/r/resent-1`);
+      const attempt = (n: number) => p.locator(`section.attempt[data-attempt="${n}"]`);
+      await attempt(2).waitFor();
+      // A cut attempt's 200 came before the cut: not a success above its 502 error. (The
+      // scenario's turn is the same for the attempt sent again, so it is cut too.)
+      for (const n of [1, 2]) {
+        expect(await attempt(n).locator('h3').textContent()).toMatch(/ · status 200, stream cut$/);
+        expect(await attempt(n).locator('.attempt-error').textContent()).toMatch(/\(502\)/);
+      }
+      const button = (n: number) => attempt(n).locator('button.curl');
+      await button(1).click();
+      await expect.poll(() => button(1).textContent()).toBe('copied');
+      // The next copy, of another attempt, puts the first back.
+      await button(2).click();
+      await expect.poll(() => button(2).textContent()).toBe('copied');
+      expect(await button(1).textContent()).toBe('copy as curl');
+      await p.clock.runFor(1500);
+      expect(await button(2).textContent()).toBe('copied');
+      await p.clock.runFor(600);
+      await expect.poll(() => button(2).textContent()).toBe('copy as curl');
+      // An attempt that ended well keeps its plain status.
+      await p.goto(`${stack.origin}/inspect#/r/retried-1`);
+      await attempt(2).waitFor();
+      expect(await attempt(1).locator('h3').textContent()).toMatch(/ · status 200$/);
+    } finally {
+      await context.close();
+    }
+  });
+
   it("an agent-sized request's diff shows its rewrites, not every line removed and added again", async () => {
     await page.goto(`${stack.origin}/inspect#/r/agent-sized`);
     const diff = page.locator('section.attempt[data-attempt="1"] details.sent .diff');
