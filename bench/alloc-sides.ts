@@ -11,7 +11,7 @@
  * `--agent`: the agent turn (fixtures.ts agentTurn, c=8) instead of 8-event tool streams (c=32).
  * `--rounds=N`: each side profiled N times, in turn (off, cap, trace, both, off, ...), summed.
  *
- *   npx tsx bench/alloc-sides.ts [--agent] [--requests=2000] [--rounds=2] [--interval=512] [--top=20]
+ *   npx tsx bench/alloc-sides.ts [--agent] [--requests=2000] [--rounds=2] [--interval=512] [--top=20] [--survivors] [--sides=off,cap] [--dir=DIR]
  */
 import { Session } from 'node:inspector/promises';
 import { dirname, join, resolve } from 'node:path';
@@ -35,6 +35,13 @@ const REQUESTS = Number(args.get('requests') || (AGENT ? 400 : 2000));
 const ROUNDS = Number(args.get('rounds') || 2);
 const INTERVAL = Number(args.get('interval') || 512);
 const TOP = Number(args.get('top') || 20);
+/**
+ * `--survivors`: only what survived a young collection (freed by a full one since, or still alive):
+ * the allocations a side promotes, by the frame that made them.
+ */
+const SURVIVORS = args.has('survivors');
+/** `--sides=off,cap`: only those sides (off always first). */
+const SIDES = args.get('sides')?.split(',');
 
 const app = (dir: string, env: Record<string, string>) => builtApp(dir, env, 32);
 
@@ -50,7 +57,8 @@ async function main(): Promise<void> {
   prepareServer(ROOT, 'build', console.log);
   const upstream = await startFakeUpstream(ROOT);
   const sink = await startOtlpSink();
-  const dir = resolve(ROOT, BUILD_DIR);
+  // --dir=DIR: another build (a copy of bench/results/.build, edited for an experiment).
+  const dir = resolve(args.get('dir') || resolve(ROOT, BUILD_DIR));
   const base = {
     TOOLPROOF_UPSTREAM_URL: `${upstream.origin}/v1`,
     TOOLPROOF_HOST: '127.0.0.1',
@@ -65,6 +73,7 @@ async function main(): Promise<void> {
     ['trace', { ...base, ...traced }],
     ['both', { ...base, ...traced, TOOLPROOF_CAPTURE_MB: '10' }],
   ];
+  if (SIDES) for (let k = sides.length - 1; k > 0; k--) if (!SIDES.includes(sides[k]![0])) sides.splice(k, 1);
   const apps = [];
   for (const [, env] of sides) apps.push(await app(dir, env));
   const agent = AGENT ? agentTurn() : undefined;
@@ -83,7 +92,7 @@ async function main(): Promise<void> {
       await session.post('HeapProfiler.startSampling', {
         samplingInterval: INTERVAL,
         includeObjectsCollectedByMajorGC: true,
-        includeObjectsCollectedByMinorGC: true,
+        includeObjectsCollectedByMinorGC: !SURVIVORS,
       });
       await burst(apps[k]!.pool, body, REQUESTS, c, headers);
       const { profile } = (await session.post('HeapProfiler.stopSampling')) as {

@@ -13,6 +13,7 @@ import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
 import { describeEffect, type PolicyEffect } from '../../policies/registry.js';
 import type { ChatCall } from '../chat/context.js';
+import type { HarnessTrace } from '../chat/trace.js';
 import { ownString } from '../../protocol/own-string.js';
 import { affinityKey, namedSessionKey } from '../affinity.js';
 import { redactedHeaderPairs } from './redact.js';
@@ -421,7 +422,8 @@ function applyJournal(count: number): void {
         case OP_FINISH:
           applyFinish(
             w,
-            refs[r++] as ChatCall,
+            refs[r++] as HarnessTrace,
+            nums[x++]!,
             nums[x++]!,
             nums[x++] === 1,
             refs[r++] as Usage | undefined,
@@ -1117,8 +1119,11 @@ export function captureRetry(
 }
 
 /** What makes a request's harness summary (server/chat/harness-summary.ts harnessOf). */
+/** What a request's end reads of its call: its trace and the tokens it discarded (no more, see finishCapture). */
+export type FinishedCall = Pick<ChatCall, 'trace' | 'discardedTokens'>;
+
 export type HarnessOf = (
-  call: ChatCall,
+  call: FinishedCall,
   cache: { cached: number; prompt: number } | undefined,
 ) => Record<string, unknown>;
 
@@ -1142,16 +1147,20 @@ export function finishCapture(
   // The call has no record from here, whenever the journal applies its end.
   call.capture = undefined;
   if (!batched(w)) {
-    applyFinish(w, call, status, finished, usage, cache, harness, error, now);
+    applyFinish(w, call.trace, call.discardedTokens, status, finished, usage, cache, harness, error, now);
     return;
   }
+  // The call's trace, not the call: held until the journal is applied, the call would keep the
+  // request's parsed body (its history, ~10 KB of objects an agent turn) alive past a young
+  // collection or two, promoted to die in the old generation (perf30, issue 28).
   beginOp(OP_FINISH, 0);
   J.refs[J.nRefs++] = w;
-  J.refs[J.nRefs++] = call;
+  J.refs[J.nRefs++] = call.trace;
   J.refs[J.nRefs++] = usage;
   J.refs[J.nRefs++] = cache;
   J.refs[J.nRefs++] = harness;
   J.refs[J.nRefs++] = error;
+  J.nums[J.nNums++] = call.discardedTokens;
   J.nums[J.nNums++] = status;
   J.nums[J.nNums++] = finished ? 1 : 0;
   J.nums[J.nNums++] = now;
@@ -1174,7 +1183,8 @@ function clientLeft(w: RecordWriter, now: number): void {
 
 function applyFinish(
   w: RecordWriter,
-  call: ChatCall,
+  t: HarnessTrace,
+  discarded: number,
   status: number,
   finished: boolean,
   usage: Usage | undefined,
@@ -1191,8 +1201,7 @@ function applyFinish(
   r.inFlight = false;
   r.status = finished ? status : 'aborted';
   r.durationMs = now - startedAt;
-  r.attempts = call.trace.attempts;
-  const t = call.trace;
+  r.attempts = t.attempts;
   if (t.droppedTools?.length)
     applyDecision(
       w,
@@ -1251,9 +1260,9 @@ function applyFinish(
   else if (!finished) r.error = CLIENT_CLOSED;
   if (harness) {
     if (typeof harness !== 'function') keepHarness(w, compact(harness));
-    else if (!plainHarness(w, call, cache, harness)) {
-      keepHarness(w, compact(harness(call, cache)));
-      learnPlain(w, call, harness);
+    else if (!plainHarness(w, t, discarded, cache, harness)) {
+      keepHarness(w, compact(harness({ trace: t, discardedTokens: discarded }, cache)));
+      learnPlain(w, t, harness);
     }
     // Counted by its parts, not serialized: a few fields and the trace's short lists.
     w.note(harnessChars(t));
@@ -1502,8 +1511,12 @@ function plainEntry(t: ChatCall['trace']): PlainEntry | undefined {
 }
 
 /** The numbers of a plain trace's summary as keepHarness keeps them, in SCRATCH_NUMBERS; false when one is not kept so. */
-function plainNumbers(call: ChatCall, cache: { cached: number; prompt: number } | undefined): boolean {
-  const q = Math.round(call.trace.queuedMs * 10) / 10;
+function plainNumbers(
+  t: HarnessTrace,
+  d: number,
+  cache: { cached: number; prompt: number } | undefined,
+): boolean {
+  const q = Math.round(t.queuedMs * 10) / 10;
   const n0 = Math.round(q * 10);
   if (!(n0 >= 0 && n0 <= 0x3fffffff && n0 / 10 === q)) return false;
   SCRATCH_NUMBERS[0] = n0;
@@ -1512,7 +1525,6 @@ function plainNumbers(call: ChatCall, cache: { cached: number; prompt: number } 
     SCRATCH_NUMBERS[1] = cache.cached;
     SCRATCH_NUMBERS[2] = cache.prompt;
   } else SCRATCH_NUMBERS[1] = SCRATCH_NUMBERS[2] = -1;
-  const d = call.discardedTokens;
   if (d > 0 && !smallInt(d)) return false;
   SCRATCH_NUMBERS[3] = d > 0 ? d : -1;
   return true;
@@ -1525,13 +1537,14 @@ function smallInt(n: number): boolean {
 /** Keeps a plain trace's summary from a learned entry; false when there is none (or it is not plain). */
 function plainHarness(
   w: RecordWriter,
-  call: ChatCall,
+  t: HarnessTrace,
+  discarded: number,
   cache: { cached: number; prompt: number } | undefined,
   of: HarnessOf,
 ): boolean {
-  if (of !== plainOf || plainEntries.length === 0 || !isPlainTrace(call.trace)) return false;
-  const e = plainEntry(call.trace);
-  if (e === undefined || !plainNumbers(call, cache)) return false;
+  if (of !== plainOf || plainEntries.length === 0 || !isPlainTrace(t)) return false;
+  const e = plainEntry(t);
+  if (e === undefined || !plainNumbers(t, discarded, cache)) return false;
   w.shareHarness(e.copy, SCRATCH_NUMBERS[0]!, SCRATCH_NUMBERS[1]!, SCRATCH_NUMBERS[2]!, SCRATCH_NUMBERS[3]!);
   return true;
 }
@@ -1540,9 +1553,8 @@ function plainHarness(
  * After the full path kept a plain trace's summary as a shared copy: that copy, for its fields,
  * when its keys are the ones PLAIN_FIELDS lists.
  */
-function learnPlain(w: RecordWriter, call: ChatCall, of: HarnessOf): void {
+function learnPlain(w: RecordWriter, t: HarnessTrace, of: HarnessOf): void {
   const copy = w.sharedHarness;
-  const t = call.trace;
   if (copy === undefined || !isPlainTrace(t) || Object.keys(copy).join() !== PLAIN_FIELDS) return;
   if (of !== plainOf) {
     plainOf = of;

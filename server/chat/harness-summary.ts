@@ -12,7 +12,7 @@ import type { ChatCall } from './context.js';
  * paid for the log line and, at log levels above info, for the capture alone).
  */
 export function harnessOf(
-  call: ChatCall,
+  call: Pick<ChatCall, 'trace' | 'discardedTokens'>,
   cache: { cached: number; prompt: number } | undefined,
 ): Record<string, unknown> {
   const t = call.trace;

@@ -104,4 +104,41 @@ describe("the capture's journal (issue 28: capture's CPU)", () => {
     flushJournal();
     expect(ring.size).toBeGreaterThan(0);
   });
+
+  it("holds a request's end without its call, so the call's parsed body dies with its request", () => {
+    // Held until the journal is applied, the call kept the request's parsed body (an agent's
+    // history) alive past young collections, promoted to die in the old generation (perf30).
+    const ring = new CaptureRing({ maxBytes: 256 * 1024, textChars: 4096 }, true);
+    const bytes = Buffer.from(JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }));
+    const request = {
+      id: 'end',
+      method: 'POST',
+      url: '/v1/chat/completions',
+      headers: {},
+      body: JSON.parse(bytes.toString()),
+      tpStart: 1000,
+    };
+    const call = {
+      api: 'chat',
+      original: request.body,
+      trace: newTrace(),
+      route: { client: { label: 'http://upstream' } },
+      phase: { request: { stream: false } },
+      discardedTokens: 7,
+    } as unknown as ChatCall;
+    beginCapture(ring, request as never, call, undefined, bytes);
+    flushJournal();
+    const w = call.capture!;
+    call.trace.attempts = 1;
+    finishCapture(call, 200, true, undefined, { cached: 0, prompt: 10 }, harnessOf, undefined, 1500);
+    const held = journal.refs.slice(0, journal.nRefs);
+    expect(held.length).toBeGreaterThan(0);
+    expect(held).not.toContain(call);
+    expect(held).not.toContain(request.body);
+    // What the end reads of the call is still the record's: its summary (discarded tokens included).
+    flushJournal();
+    expect(w.outcome).toBe('clean');
+    expect(w.harness?.discardedTokens).toBe(7);
+    expect(w.harness?.promptTokens).toBe(10);
+  });
 });

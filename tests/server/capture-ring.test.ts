@@ -853,7 +853,10 @@ describe("a plain trace's harness summary found without making it (issue 28: cap
     // and every request made the summary and walked it (~10 µs a short stream, issue 28).
     const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 1000 });
     let made = 0;
-    const counted = (c: ChatCall, cache: { cached: number; prompt: number } | undefined) => {
+    const counted = (
+      c: Pick<ChatCall, 'trace' | 'discardedTokens'>,
+      cache: { cached: number; prompt: number } | undefined,
+    ) => {
       made++;
       return harnessOf(c, cache);
     };
@@ -870,7 +873,10 @@ describe("a plain trace's harness summary found without making it (issue 28: cap
 
   it('is not used once the summary has a field it does not know', () => {
     const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 1000 });
-    const grown = (c: ChatCall, cache: { cached: number; prompt: number } | undefined) => ({
+    const grown = (
+      c: Pick<ChatCall, 'trace' | 'discardedTokens'>,
+      cache: { cached: number; prompt: number } | undefined,
+    ) => ({
       ...harnessOf(c, cache),
       added: 'x',
     });
