@@ -6,7 +6,7 @@
  */
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { isObject } from '../../protocol/is-object.js';
-import { StringSet } from '../../protocol/string-set.js';
+import { partValues } from './content-parts.js';
 
 /** The base64 data of an `input_audio` part, or undefined when it is none or has no data. */
 export function audioData(part: unknown): string | undefined {
@@ -21,18 +21,7 @@ export function audioData(part: unknown): string | undefined {
  * PolicyContext.refused.values, which the refusals of values share.
  */
 export function inlineAudio(request: ChatCompletionRequest): string[] {
-  const out = new StringSet();
-  const messages: unknown = request.messages;
-  if (!Array.isArray(messages)) return [];
-  for (const m of messages) {
-    const content = isObject(m) ? m.content : undefined;
-    if (!Array.isArray(content)) continue;
-    for (const p of content) {
-      const data = audioData(p);
-      if (data !== undefined) out.add(data);
-    }
-  }
-  return [...out];
+  return partValues(request, audioData);
 }
 
 /**

@@ -1,9 +1,36 @@
 /**
  * Rewriting content parts across a history, copy on write: the request policies that degrade
  * content (documents, images) map each part of every message's content array and get back the
- * same array when nothing changed (so an unchanged request stays the client's bytes).
+ * same array when nothing changed (so an unchanged request stays the client's bytes). And
+ * reading them: each distinct value the parts carry (an image's URL, a clip's data).
  */
-import type { ChatMessage, ContentPart } from '../../protocol/openai.js';
+import type { ChatCompletionRequest, ChatMessage, ContentPart } from '../../protocol/openai.js';
+import { isObject } from '../../protocol/is-object.js';
+import { StringSet } from '../../protocol/string-set.js';
+
+/**
+ * The values `read` takes from the request's content parts, in order, each once, long ones
+ * told apart by digest (StringSet: a plain Set of 20 KB data URLs differing at their ends
+ * compares each with every other, redteam16).
+ */
+export function partValues(
+  request: ChatCompletionRequest,
+  read: (part: Record<string, unknown>) => string | undefined,
+): string[] {
+  const out = new StringSet();
+  const messages: unknown = request.messages;
+  if (!Array.isArray(messages)) return [];
+  for (const m of messages) {
+    const content = isObject(m) ? m.content : undefined;
+    if (!Array.isArray(content)) continue;
+    for (const p of content) {
+      if (!isObject(p)) continue;
+      const value = read(p);
+      if (value !== undefined) out.add(value);
+    }
+  }
+  return [...out];
+}
 
 /** What a part becomes: itself (unchanged), or one or more parts in its place. */
 export type PartRewrite = (

@@ -5,7 +5,7 @@
 import { base64Size, splitDataUrl } from '../../protocol/file-part.js';
 import type { ChatCompletionRequest, ContentPart } from '../../protocol/openai.js';
 import { isObject } from '../../protocol/is-object.js';
-import { StringSet } from '../../protocol/string-set.js';
+import { partValues } from './content-parts.js';
 import { formatBytes } from './sizes.js';
 
 /** The part's image URL, when it is an image part (`image_url` as an object or a bare string). */
@@ -47,17 +47,8 @@ export function isRemoteUrl(url: string): boolean {
  * it decodes).
  */
 export function imageUrlsWhere(request: ChatCompletionRequest, keep: (url: string) => boolean): string[] {
-  const out = new StringSet();
-  const messages: unknown = request.messages;
-  if (!Array.isArray(messages)) return [];
-  for (const m of messages) {
-    const content = isObject(m) ? m.content : undefined;
-    if (!Array.isArray(content)) continue;
-    for (const p of content) {
-      if (!isObject(p)) continue;
-      const url = imageUrl(p as never);
-      if (url !== undefined && keep(url)) out.add(url);
-    }
-  }
-  return [...out];
+  return partValues(request, (p) => {
+    const url = imageUrl(p as never);
+    return url !== undefined && keep(url) ? url : undefined;
+  });
 }
