@@ -12,7 +12,7 @@ import { base64Size } from '../../protocol/file-part.js';
 import type { ContentPart } from '../../protocol/openai.js';
 import { isObject } from '../../protocol/is-object.js';
 import { audioData, inlineAudio } from '../kit/audio-part.js';
-import { rewriteParts } from '../kit/content-parts.js';
+import { refusedPartsAsNotes } from '../kit/content-parts.js';
 import { formatBytes } from '../kit/sizes.js';
 import type { Policy } from '../types.js';
 import {
@@ -50,25 +50,17 @@ export const audioDecodePolicy: Policy<AudioDecodeEffect> = {
     values: { named: undecodedAudio, candidates: inlineAudio },
   },
   onRequest(request, ctx) {
-    const gone = ctx.refused?.values;
-    if (!gone || gone.size === 0 || !Array.isArray(request.messages))
-      return { action: 'continue', request, effects: [] };
-    let count = 0;
-    const clips: string[] = [];
-    const messages = rewriteParts(request.messages, (part) => {
-      const data = audioData(part);
-      if (data === undefined || !gone.has(data)) return part;
-      count++;
-      if (clips.length < NAMED_CLIPS) clips.push(clipLabel(part, data));
-      return { type: 'text', text: undecodedAudioNote(part) };
+    const notes = refusedPartsAsNotes(request, ctx.refused?.values, audioData, undecodedAudioNote, {
+      named: NAMED_CLIPS,
+      label: clipLabel,
     });
-    if (!messages || count === 0) return { action: 'continue', request, effects: [] };
+    if (!notes) return { action: 'continue', request, effects: [] };
     const effect: AudioDecodeEffect = {
       policy: AUDIO_DECODE_POLICY,
       kind: 'audio-undecodable',
-      count,
-      clips,
+      count: notes.count,
+      clips: notes.labels,
     };
-    return { action: 'continue', request: { ...request, messages }, effects: [effect] };
+    return { action: 'continue', request: { ...request, messages: notes.messages }, effects: [effect] };
   },
 };

@@ -7,8 +7,9 @@
  * notes from the start: the note is a function of the image alone, the same bytes every turn
  * (docs/prefix.md). Images the backend decoded go on as they are.
  */
-import { rewriteParts } from '../kit/content-parts.js';
+import { refusedPartsAsNotes } from '../kit/content-parts.js';
 import { imageLabel, imageUrl } from '../kit/image-part.js';
+import type { ContentPart } from '../../protocol/openai.js';
 import type { Policy } from '../types.js';
 import {
   describeImageDecodeEffect,
@@ -21,6 +22,12 @@ import { inlineImages, undecodedImages } from './refusal.js';
 /** `[image not available: image/webp, 31 KB; the model server could not decode it]`. */
 export function undecodedNote(url: string): string {
   return `[image not available: ${imageLabel(url)}; the model server could not decode it]`;
+}
+
+/** An inline image's URL (a data URL: the values image-decode notes), else undefined. */
+function inlineUrl(part: ContentPart): string | undefined {
+  const url = imageUrl(part);
+  return url?.startsWith('data:') ? url : undefined;
 }
 
 export const imageDecodePolicy: Policy<ImageDecodeEffect> = {
@@ -37,25 +44,23 @@ export const imageDecodePolicy: Policy<ImageDecodeEffect> = {
     values: { named: undecodedImages, candidates: inlineImages },
   },
   onRequest(request, ctx) {
-    const gone = ctx.refused?.values;
-    if (!gone || gone.size === 0 || !Array.isArray(request.messages))
-      return { action: 'continue', request, effects: [] };
-    let count = 0;
-    const images: string[] = [];
-    const messages = rewriteParts(request.messages, (part) => {
-      const url = imageUrl(part);
-      if (url === undefined || !url.startsWith('data:') || !gone.has(url)) return part;
-      count++;
-      if (images.length < NAMED_IMAGES) images.push(imageLabel(url));
-      return { type: 'text', text: undecodedNote(url) };
-    });
-    if (!messages || count === 0) return { action: 'continue', request, effects: [] };
+    const notes = refusedPartsAsNotes(
+      request,
+      ctx.refused?.values,
+      inlineUrl,
+      (_part, url) => undecodedNote(url),
+      {
+        named: NAMED_IMAGES,
+        label: (_part, url) => imageLabel(url),
+      },
+    );
+    if (!notes) return { action: 'continue', request, effects: [] };
     const effect: ImageDecodeEffect = {
       policy: IMAGE_DECODE_POLICY,
       kind: 'image-undecodable',
-      count,
-      images,
+      count: notes.count,
+      images: notes.labels,
     };
-    return { action: 'continue', request: { ...request, messages }, effects: [effect] };
+    return { action: 'continue', request: { ...request, messages: notes.messages }, effects: [effect] };
   },
 };

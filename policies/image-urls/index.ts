@@ -8,8 +8,9 @@
  * the backend fetched go on as they are.
  */
 import { EffectTally } from '../kit/effects.js';
-import { rewriteParts } from '../kit/content-parts.js';
+import { refusedPartsAsNotes } from '../kit/content-parts.js';
 import { imageLabel, imageUrl } from '../kit/image-part.js';
+import type { ContentPart } from '../../protocol/openai.js';
 import type { Policy } from '../types.js';
 import {
   describeImageUrlsEffect,
@@ -26,6 +27,12 @@ export function unfetchedNote(url: string): string {
   return `[image not available: ${imageLabel(url)}; the model server could not fetch its URL (expired or no longer reachable)]`;
 }
 
+/** An image part's URL when it is no data URL (the values image-urls notes), else undefined. */
+function remoteUrl(part: ContentPart): string | undefined {
+  const url = imageUrl(part);
+  return url === undefined || url.startsWith('data:') ? undefined : url;
+}
+
 export const imageUrlsPolicy: Policy<ImageUrlsEffect> = {
   name: IMAGE_URLS_POLICY,
   // On for every model: any backend that fetches URLs may fail to.
@@ -40,18 +47,17 @@ export const imageUrlsPolicy: Policy<ImageUrlsEffect> = {
     values: { named: unfetchedUrls, candidates: remoteImageUrls, unsure: bareServerError },
   },
   onRequest(request, ctx) {
-    const gone = ctx.refused?.values;
-    if (!gone || gone.size === 0 || !Array.isArray(request.messages))
-      return { action: 'continue', request, effects: [] };
+    // An inline image's value is image-decode's (the values refused share one set).
+    const notes = refusedPartsAsNotes(request, ctx.refused?.values, remoteUrl, (_part, url) =>
+      unfetchedNote(url),
+    );
+    if (!notes) return { action: 'continue', request, effects: [] };
     const tally = new EffectTally<typeof IMAGE_URLS_POLICY, ImageUrlsKind>(IMAGE_URLS_POLICY);
-    const messages = rewriteParts(request.messages, (part) => {
-      const url = imageUrl(part);
-      // An inline image's value is image-decode's (the values refused share one set).
-      if (url === undefined || url.startsWith('data:') || !gone.has(url)) return part;
-      tally.add('image-unfetched');
-      return { type: 'text', text: unfetchedNote(url) };
-    });
-    if (!messages) return { action: 'continue', request, effects: [] };
-    return { action: 'continue', request: { ...request, messages }, effects: tally.toEffects() };
+    tally.add('image-unfetched', notes.count);
+    return {
+      action: 'continue',
+      request: { ...request, messages: notes.messages },
+      effects: tally.toEffects(),
+    };
   },
 };

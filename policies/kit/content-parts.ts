@@ -32,6 +32,33 @@ export function partValues(
   return [...out];
 }
 
+/**
+ * The parts whose value a backend refused, one value at a time (image-decode, image-urls,
+ * audio-decode), as notes: `read` gives a part's value where the part is the policy's, and a
+ * part whose value is in `gone` becomes the text `note` makes of it (a function of the part
+ * alone: the same bytes every turn, docs/prefix.md). Undefined when none did; else the messages,
+ * how many went, and the labels (`label`) of the first `named`.
+ */
+export function refusedPartsAsNotes(
+  request: ChatCompletionRequest,
+  gone: ReadonlySet<string> | undefined,
+  read: (part: ContentPart) => string | undefined,
+  note: (part: ContentPart, value: string) => string,
+  labels?: { named: number; label: (part: ContentPart, value: string) => string },
+): { messages: ChatMessage[]; count: number; labels: string[] } | undefined {
+  if (!gone || gone.size === 0 || !Array.isArray(request.messages)) return undefined;
+  let count = 0;
+  const named: string[] = [];
+  const messages = rewriteParts(request.messages, (part) => {
+    const value = read(part);
+    if (value === undefined || !gone.has(value)) return part;
+    count++;
+    if (labels && named.length < labels.named) named.push(labels.label(part, value));
+    return { type: 'text', text: note(part, value) };
+  });
+  return messages && count > 0 ? { messages, count, labels: named } : undefined;
+}
+
 /** What a part becomes: itself (unchanged), or one or more parts in its place. */
 export type PartRewrite = (
   part: ContentPart,
