@@ -710,7 +710,7 @@ describe('a toolproof --serve that cannot start', () => {
         timeout: 90_000,
       },
     );
-    expect(run.status).toBe(1);
+    expect(run.status, run.stderr).toBe(1);
     expect(run.stderr).toMatch(
       /toolproof --serve exited 2: toolproof: TOOLPROOF_UPSTREAM_URL: "not a url" is not a URL/,
     );

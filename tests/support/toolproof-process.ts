@@ -6,7 +6,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,15 +16,37 @@ import { createSimulator, type Simulator, type SimulatorOptions } from '../../si
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A port nothing holds, for a server the test starts later (a child process, `toolproof launch`).
+ * It is drawn below the kernel's ephemeral range: a port `listen(0)` handed out and gave back can
+ * be handed out again at once, to another test file's server in a parallel worker, and then the
+ * test meets that server at "its" port (CI saw `toolproof launch` find another test's toolproof
+ * and exit 0). Ports below the range are never handed out for port 0.
+ */
+export async function freePort(): Promise<number> {
+  const low = ephemeralLow();
+  for (let tries = 0; tries < 50; tries++) {
+    const port = 10_000 + Math.floor(Math.random() * (low - 10_000));
+    if (await bindable(port)) return port;
+  }
+  throw new Error('no free port below the ephemeral range after 50 tries');
+}
+
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').split(/\s+/)[0]);
+    if (Number.isInteger(low) && low > 11_000) return low;
+  } catch {
+    // not Linux: 32768 is at or below the start of the usual ranges (IANA's is 49152)
+  }
+  return 32_768;
+}
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      srv.close(() => resolve(port));
-    });
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
   });
 }
 
