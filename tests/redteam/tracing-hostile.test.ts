@@ -5,8 +5,6 @@
  * traceparent/tracestate/baggage headers, and a collector that is down when the server shuts
  * down. Each ends in a bounded span, a served request and a clean shutdown.
  */
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -18,6 +16,7 @@ import {
 } from '../support/harness.js';
 import { otlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.js';
 import type { RunningProxy } from '../support/harness.js';
+import { freePort } from '../support/toolproof-process.js';
 
 let receiver: OtlpReceiver | undefined;
 let upstream: FakeUpstream | undefined;
@@ -131,15 +130,6 @@ describe('hostile trace context headers', () => {
   });
 });
 
-/** A port nothing listens on: one the kernel just freed. */
-async function refusedPort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-  const port = (probe.address() as AddressInfo).port;
-  await new Promise<void>((r) => probe.close(() => r()));
-  return port;
-}
-
 /** The app's log lines, parsed. */
 function logLines(): { lines: Array<{ level: number; msg: string }>; log: Writable } {
   const lines: Array<{ level: number; msg: string }> = [];
@@ -167,7 +157,7 @@ async function withEnv<T>(vars: Record<string, string>, fn: () => Promise<T>): P
 
 describe('a collector that is down while the server runs', () => {
   it('the spans lost are said in a warning line (at most one a minute), the requests served', async () => {
-    const port = await refusedPort();
+    const port = await freePort();
     upstream = await fakeUpstream((_req, res) => sendCompletion(res, { content: 'ok' }));
     const { lines, log } = logLines();
     proxy = await withEnv({ OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: '300' }, () =>
@@ -198,7 +188,7 @@ describe('a collector that is down while the server runs', () => {
 
 describe('a collector that is down when the server shuts down', () => {
   it('app.close() resolves, and one warning line says the spans were not exported', async () => {
-    const port = await refusedPort();
+    const port = await freePort();
     upstream = await fakeUpstream((_req, res) => sendCompletion(res, { content: 'ok' }));
     const { lines, log } = logLines();
     // The exporter reads its timeout and the processor its delay from process.env: the spans wait
