@@ -18,6 +18,7 @@
 import { ToolproofError } from './errors.js';
 import { isObject } from './is-object.js';
 import type { ChatCompletionRequest, ToolChoice, ToolDef } from './openai.js';
+import { StringSet } from './string-set.js';
 
 /** What an allowed_tools choice asks: the names the model may call, and the mode. */
 export interface AllowedTools {
@@ -47,7 +48,9 @@ export function readAllowedTools(
   if (mode !== 'auto' && mode !== 'required')
     throw invalid(`${param}.mode`, `${param}.mode must be "auto" or "required".`);
   if (!Array.isArray(list)) throw invalid(`${param}.tools`, `${param}.tools must be an array of tools.`);
-  const names = new Set<string>();
+  // The client's names, of any length (only declared names are capped): a StringSet, as a Set of
+  // many long names alike compares each with all the others (protocol/string-set.ts).
+  const names = new StringSet();
   list.forEach((entry, i) => {
     if (!isObject(entry)) throw invalid(`${param}.tools.${i}`, `${param}.tools.${i} must be an object.`);
     const name = nameOf(entry);

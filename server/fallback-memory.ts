@@ -10,6 +10,7 @@
  * to the default upstream are whatever clients write, up to the body limit (32 MiB).
  */
 import { createHash } from 'node:crypto';
+import { WriteOrder } from './write-order.js';
 
 const MAX_ENTRIES = 4096;
 const LONG_NAME = 256;
@@ -49,42 +50,6 @@ function ownerOf(model: string): string {
   return at < 0 ? '' : model.slice(at + KEY_MARK.length);
 }
 
-/**
- * Entries in the order they were written, oldest first; a dropped one stays until reached, then
- * is skipped (once), and the list is compacted when most of it is dropped ones. A Set would do
- * the same in fewer lines, but a Set whose oldest is deleted over and over keeps the deleted
- * slots until it is rehashed, and each `values().next()` walks them: one refusal naming 16,384
- * images into a full memory cost ~10x what 4,096 did, ~4x expected (redteam's budget test).
- */
-class WriteOrder {
-  private items: Entry[] = [];
-  private head = 0;
-  /** Entries written and not dropped. */
-  live = 0;
-
-  push(e: Entry): void {
-    this.items.push(e);
-    this.live++;
-  }
-
-  dropped(): void {
-    this.live--;
-    if (this.items.length - this.head > 2 * this.live + 64) {
-      this.items = this.items.slice(this.head).filter((e) => !e.gone);
-      this.head = 0;
-    }
-  }
-
-  oldest(): Entry | undefined {
-    while (this.head < this.items.length && this.items[this.head]!.gone) this.head++;
-    if (this.head > 64 && this.head * 2 > this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
-    return this.items[this.head];
-  }
-}
-
 export class FallbackMemory {
   private readonly entries = new Map<string, Entry>();
   /**
@@ -92,9 +57,9 @@ export class FallbackMemory {
    * holding the most, found at once (a scan of the whole memory for it, and a sweep of every
    * entry for expired ones on each write, made one refusal naming 40,000 images 1.7 s of CPU).
    */
-  private readonly owned = new Map<string, WriteOrder>();
+  private readonly owned = new Map<string, WriteOrder<Entry>>();
   /** Every entry, oldest first (when no owner holds more than one). */
-  private readonly all = new WriteOrder();
+  private readonly all = new WriteOrder<Entry>();
   /** No entry expires before this (a lower bound): a full memory sweeps only once one may have. */
   private earliest = Number.POSITIVE_INFINITY;
   constructor(
@@ -136,7 +101,7 @@ export class FallbackMemory {
         : { k, gone: false, until, owner, label, value };
     this.entries.set(k, e);
     let order = this.owned.get(owner);
-    if (order === undefined) this.owned.set(owner, (order = new WriteOrder()));
+    if (order === undefined) this.owned.set(owner, (order = new WriteOrder<Entry>()));
     order.push(e);
     this.all.push(e);
     if (until < this.earliest) this.earliest = until;

@@ -11,21 +11,25 @@
  * worker or replica served, or one evicted, misses (a 400 that says so).
  */
 import type { InputItem, OutputItem } from '../../../protocol/responses/types.js';
+import { WriteOrder } from '../../write-order.js';
 
 /** Map entry, id and bookkeeping, beyond the JSON text itself. */
 const ENTRY_OVERHEAD_BYTES = 128;
 
 interface Kept {
+  readonly id: string;
   /** The API key it was returned to ('' when no keys are configured). */
   scope: string;
+  /** Dropped (evicted or kept again): skipped where its scope's write order still holds it. */
+  gone: boolean;
   json: string;
   bytes: number;
 }
 
 export class ResponsesItemStore {
   private readonly items = new Map<string, Kept>();
-  /** Each scope's items and bytes; insertion order is age order: the first entry is the oldest. */
-  private readonly scopes = new Map<string, { items: Map<string, Kept>; bytes: number }>();
+  /** Each scope's items, oldest first (server/write-order.ts: a Map's would walk its dropped slots), and bytes. */
+  private readonly scopes = new Map<string, { order: WriteOrder<Kept>; bytes: number }>();
   private used = 0;
 
   constructor(readonly maxBytes: number) {}
@@ -53,14 +57,14 @@ export class ResponsesItemStore {
         if (oldest === undefined) break;
         this.drop(oldest);
       }
-      const kept: Kept = { scope, json, bytes };
+      const kept: Kept = { id, scope, gone: false, json, bytes };
       this.items.set(id, kept);
       let own = this.scopes.get(scope);
       if (!own) {
-        own = { items: new Map(), bytes: 0 };
+        own = { order: new WriteOrder<Kept>(), bytes: 0 };
         this.scopes.set(scope, own);
       }
-      own.items.set(id, kept);
+      own.order.push(kept);
       own.bytes += bytes;
       this.used += bytes;
     }
@@ -81,23 +85,23 @@ export class ResponsesItemStore {
    * so the walk is bounded by the key file, not by traffic.
    */
   private largestScopeOldest(): string | undefined {
-    let largest: { items: Map<string, Kept>; bytes: number } | undefined;
+    let largest: { order: WriteOrder<Kept>; bytes: number } | undefined;
     for (const scope of this.scopes.values()) {
       if (!largest || scope.bytes > largest.bytes) largest = scope;
     }
-    const oldest = largest?.items.keys().next();
-    return oldest && !oldest.done ? oldest.value : undefined;
+    return largest?.order.oldest()?.id;
   }
 
   private drop(id: string): void {
     const kept = this.items.get(id);
     if (!kept) return;
     this.items.delete(id);
+    kept.gone = true;
     this.used -= kept.bytes;
     const own = this.scopes.get(kept.scope);
     if (!own) return;
-    own.items.delete(id);
+    own.order.dropped();
     own.bytes -= kept.bytes;
-    if (own.items.size === 0) this.scopes.delete(kept.scope);
+    if (own.order.live === 0) this.scopes.delete(kept.scope);
   }
 }
