@@ -3,7 +3,7 @@
  *
  *   request:  preserve-thinking -> hosted-tools -> history-repair -> single-call-turns -> single-choice
  *             -> tool-fields -> force-tool-use
- *             -> guided-schema -> upstream-request
+ *             -> guided-schema -> stream-logprobs -> upstream-request
  *   response: normalize-tool-calls -> leak-recovery (parsers/ engine)
  *             -> force-tool-use (unwrap final_answer)
  *             -> client-constraints (tool_choice "none", parallel_tool_calls false)
@@ -34,6 +34,7 @@ import { toolFieldsPolicy } from './tool-fields/index.js';
 import { hostedToolsPolicy } from './hosted-tools/index.js';
 import { singleCallTurnsPolicy } from './single-call-turns/index.js';
 import { singleChoicePolicy } from './single-choice/index.js';
+import { streamLogprobsPolicy } from './stream-logprobs/index.js';
 
 /** The effect the drivers record for choices beyond the request's `n` (server/chat/effects.ts). */
 export { unaskedChoicesEffect } from './normalize-tool-calls/index.js';
@@ -73,6 +74,8 @@ const TABLE = [
   correctiveRetryPolicy,
   // After force-tool-use: the synthetic answer tool carries the client's schema too.
   guidedSchemaPolicy,
+  // After force-tool-use: a request that asked for logprobs is not forced, streamed or not.
+  streamLogprobsPolicy,
   // Last on the request side: the upstream's model name and usage on whatever the others rewrote.
   upstreamRequestPolicy,
 ] as const;
