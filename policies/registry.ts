@@ -2,9 +2,10 @@
  * The one explicit policy table. Order matters and is the pipeline order on both sides:
  *
  *   request:  preserve-thinking -> hosted-tools -> history-repair -> single-call-turns -> single-choice
- *             -> tool-fields -> force-tool-use
+ *             -> tool-fields -> tool-names -> force-tool-use
  *             -> guided-schema -> stream-logprobs -> upstream-request
- *   response: normalize-tool-calls -> leak-recovery (parsers/ engine)
+ *   response: tool-names (calls back under the client's names)
+ *             -> normalize-tool-calls -> leak-recovery (parsers/ engine)
  *             -> force-tool-use (unwrap final_answer)
  *             -> client-constraints (tool_choice "none", parallel_tool_calls false)
  *             -> corrective-retry (judges what the client gets)
@@ -35,6 +36,7 @@ import { hostedToolsPolicy } from './hosted-tools/index.js';
 import { singleCallTurnsPolicy } from './single-call-turns/index.js';
 import { singleChoicePolicy } from './single-choice/index.js';
 import { streamLogprobsPolicy } from './stream-logprobs/index.js';
+import { toolNamesPolicy } from './tool-names/index.js';
 
 /** The effect the drivers record for choices beyond the request's `n` (server/chat/effects.ts). */
 export { unaskedChoicesEffect } from './normalize-tool-calls/index.js';
@@ -67,6 +69,8 @@ const TABLE = [
   singleChoicePolicy,
   // Before force-tool-use: a request left without tools is not forced, and sends no tool_choice.
   toolFieldsPolicy,
+  // Its response side first: every later policy reads the calls under the client's names.
+  toolNamesPolicy,
   normalizeToolCallsPolicy,
   leakRecovery,
   forceToolUsePolicy,
