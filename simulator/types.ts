@@ -126,6 +126,12 @@ export interface SimulatorOptions {
    * with a maximum length of 64." (mistral_common/protocol/instruct/validator.py).
    */
   mistralToolNames?: boolean;
+  /**
+   * vLLM with the Mistral tokenizer on a mistral_common before user turns after tool results were
+   * allowed: after a `tool` message only `assistant` or `tool` may follow, else a 400 "Unexpected
+   * role '<role>' after role 'tool'" (mistral_common's message-structure check).
+   */
+  mistralRoleOrder?: boolean;
   /** llama-server only: the chat template family (its Jinja exceptions surface as 400). */
   template?: LlamaTemplate;
   /** `--api-key`: llama-server takes Bearer or X-Api-Key on all but /health and /v1/models; vLLM takes Bearer on /v1/*. */

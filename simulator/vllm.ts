@@ -199,6 +199,12 @@ function validate(body: Obj, options: SimulatorOptions): SimError | null {
     if (images > options.imageLimit)
       return bad(`At most ${options.imageLimit} image(s) may be provided in one prompt.`);
   }
+  if (options.mistralRoleOrder)
+    for (let i = 1; i < messages.length; i++) {
+      const role = messages[i]!.role;
+      if (messages[i - 1]!.role === 'tool' && role !== 'assistant' && role !== 'tool')
+        return bad(`Unexpected role '${String(role)}' after role 'tool'`);
+    }
   const fetchError = imageFetchError(messages, options);
   if (fetchError) return fetchError;
   const argsError = historyArgumentsError(messages);
