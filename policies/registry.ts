@@ -2,9 +2,10 @@
  * The one explicit policy table. Order matters and is the pipeline order on both sides:
  *
  *   request:  preserve-thinking -> hosted-tools -> history-repair -> single-call-turns -> single-choice
- *             -> tool-fields -> force-tool-use
- *             -> guided-schema -> upstream-request
- *   response: normalize-tool-calls -> leak-recovery (parsers/ engine)
+ *             -> tool-fields -> tool-names -> force-tool-use
+ *             -> guided-schema -> stream-logprobs -> upstream-request
+ *   response: tool-names (calls back under the client's names)
+ *             -> normalize-tool-calls -> leak-recovery (parsers/ engine)
  *             -> force-tool-use (unwrap final_answer)
  *             -> client-constraints (tool_choice "none", parallel_tool_calls false)
  *             -> corrective-retry (judges what the client gets)
@@ -34,6 +35,8 @@ import { toolFieldsPolicy } from './tool-fields/index.js';
 import { hostedToolsPolicy } from './hosted-tools/index.js';
 import { singleCallTurnsPolicy } from './single-call-turns/index.js';
 import { singleChoicePolicy } from './single-choice/index.js';
+import { streamLogprobsPolicy } from './stream-logprobs/index.js';
+import { toolNamesPolicy } from './tool-names/index.js';
 
 /** The effect the drivers record for choices beyond the request's `n` (server/chat/effects.ts). */
 export { unaskedChoicesEffect } from './normalize-tool-calls/index.js';
@@ -66,6 +69,8 @@ const TABLE = [
   singleChoicePolicy,
   // Before force-tool-use: a request left without tools is not forced, and sends no tool_choice.
   toolFieldsPolicy,
+  // Its response side first: every later policy reads the calls under the client's names.
+  toolNamesPolicy,
   normalizeToolCallsPolicy,
   leakRecovery,
   forceToolUsePolicy,
@@ -73,6 +78,8 @@ const TABLE = [
   correctiveRetryPolicy,
   // After force-tool-use: the synthetic answer tool carries the client's schema too.
   guidedSchemaPolicy,
+  // After force-tool-use: a request that asked for logprobs is not forced, streamed or not.
+  streamLogprobsPolicy,
   // Last on the request side: the upstream's model name and usage on whatever the others rewrote.
   upstreamRequestPolicy,
 ] as const;

@@ -165,6 +165,10 @@ export function validateLlamaChat(body: Obj, options: SimulatorOptions): SimErro
   if (body.logprobs === true && hasTools && body.stream === true) {
     return bad('logprobs is not supported with tools + stream');
   }
+  // tools/server/server-common.cpp (oaicompat_chat_params_parse), right after the check above.
+  if (body.logprobs !== true && body.top_logprobs !== undefined && body.top_logprobs !== null) {
+    return bad('top_logprobs requires logprobs to be set to true');
+  }
   const msgError = messageErrors(messages, options.vision === true, options.audio === true);
   if (msgError) return msgError;
   const fetchError = imageFetchError(messages, options);

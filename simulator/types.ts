@@ -119,6 +119,19 @@ export interface SimulatorOptions {
   strictHistory?: boolean;
   /** Mistral templates: tool-call ids must be 9 alphanumerics (llama-server's real 400). */
   nineCharIds?: boolean;
+  /**
+   * vLLM with the Mistral tokenizer (mistral_common's request validator): a function name outside
+   * `^[a-zA-Z0-9_-]{1,64}$`, in the tools or in an assistant message's calls, is refused with a
+   * 400 "Function name was <name> but must be a-z, A-Z, 0-9, or contain underscores and dashes,
+   * with a maximum length of 64." (mistral_common/protocol/instruct/validator.py).
+   */
+  mistralToolNames?: boolean;
+  /**
+   * vLLM with the Mistral tokenizer on a mistral_common before user turns after tool results were
+   * allowed: after a `tool` message only `assistant` or `tool` may follow, else a 400 "Unexpected
+   * role '<role>' after role 'tool'" (mistral_common's message-structure check).
+   */
+  mistralRoleOrder?: boolean;
   /** llama-server only: the chat template family (its Jinja exceptions surface as 400). */
   template?: LlamaTemplate;
   /** `--api-key`: llama-server takes Bearer or X-Api-Key on all but /health and /v1/models; vLLM takes Bearer on /v1/*. */

@@ -168,6 +168,17 @@ function validate(body: Obj, options: SimulatorOptions): SimError | null {
     return bad('tool_choice must either be a named tool, "auto", or "none".');
   }
   const messages = body.messages.filter(isObj);
+  if (options.mistralToolNames) {
+    const names: unknown[] = tools.map((t) => (isObj(t) && isObj(t.function) ? t.function.name : undefined));
+    for (const m of messages)
+      if (Array.isArray(m.tool_calls))
+        for (const c of m.tool_calls) if (isObj(c) && isObj(c.function)) names.push(c.function.name);
+    const refused = names.find((n) => typeof n === 'string' && !/^[a-zA-Z0-9_-]{1,64}$/.test(n));
+    if (typeof refused === 'string')
+      return bad(
+        `Function name was ${refused} but must be a-z, A-Z, 0-9, or contain underscores and dashes, with a maximum length of 64.`,
+      );
+  }
   // A text-only model refuses any image (vllm-project/vllm#19144, studio-dots-ai/dots.ocr#61), and
   // any audio: it is no multimodal model at all.
   if (
@@ -188,6 +199,12 @@ function validate(body: Obj, options: SimulatorOptions): SimError | null {
     if (images > options.imageLimit)
       return bad(`At most ${options.imageLimit} image(s) may be provided in one prompt.`);
   }
+  if (options.mistralRoleOrder)
+    for (let i = 1; i < messages.length; i++) {
+      const role = messages[i]!.role;
+      if (messages[i - 1]!.role === 'tool' && role !== 'assistant' && role !== 'tool')
+        return bad(`Unexpected role '${String(role)}' after role 'tool'`);
+    }
   const fetchError = imageFetchError(messages, options);
   if (fetchError) return fetchError;
   const argsError = historyArgumentsError(messages);

@@ -7,7 +7,7 @@ import type { ChatCompletionRequest, JsonObject, ToolCall } from '../../protocol
 import { isPlainObject, tryParseJson } from '../kit/canonical-arguments.js';
 import type { CompileBudget } from '../types.js';
 import type { ClientToolChoice } from '../kit/client-choice.js';
-import type { AnswerFormat } from '../kit/answer-format.js';
+import { type AnswerFormat, WRAP_KEY } from '../kit/answer-format.js';
 import { type ArgumentIssue, validateArguments } from '../kit/validation/validate-arguments.js';
 
 export type CallProblem = 'undeclared-tool' | 'invalid-json' | 'schema' | 'wrong-tool' | 'final-answer-args';
@@ -279,4 +279,35 @@ export function proseFeedback(choice: ClientToolChoice, cat: ToolCatalogue): str
     );
   }
   return null;
+}
+
+/**
+ * A forced turn answered in prose when the client asked for its answer in a JSON schema (the
+ * answer tool carries the schema, and no response_format goes upstream): once the upstream
+ * refused tool_choice "required" the turn goes with "auto", and prose bypassed both the tool and
+ * the schema. Prose that is itself a valid answer for the schema is one; anything else is re-asked
+ * for the answer tool. Returns the feedback, or null when the content holds to the schema (or
+ * could not be fully checked: toolproof does not re-ask what it cannot judge).
+ */
+export function proseAnswerFeedback(
+  content: string | null,
+  name: string,
+  answer: AnswerFormat,
+  budget: CompileBudget | undefined,
+): string | null {
+  const parsed = tryParseJson(content ?? '');
+  let what = 'was plain text, not JSON';
+  if (parsed.ok) {
+    const args: unknown = answer.wrapped ? { [WRAP_KEY]: parsed.value } : parsed.value;
+    if (isPlainObject(args)) {
+      const result = validateArguments(answer.parameters, args, budget);
+      if (result.valid) return null;
+      what = `does not match the answer's JSON schema: ${result.issues.map((i) => i.message).join(' ')}`;
+    } else what = 'is not one JSON object';
+  }
+  return (
+    `Error: your answer was not delivered: it must be given by calling ${name}, whose arguments ARE the ` +
+    `answer in the JSON shape its parameters describe, and your reply ${what}. ` +
+    `Call ${name} now with your answer as its arguments; do not answer in plain text.`
+  );
 }

@@ -30,11 +30,11 @@ export function leakReaskCause(outcome: string, reason: string | undefined): Lea
   return outcome === 'rejected' ? 'rejected' : 'unreadable';
 }
 
-export type RetryReason = CallProblem | 'unparsed-leak' | 'prose-when-required';
+export type RetryReason = CallProblem | 'unparsed-leak' | 'prose-when-required' | 'prose-not-in-schema';
 
 /** One bad call, unparsed leak or prose turn (`tool`: `(prose)`, `(unparsed)` for those two). */
 export type ValidationFailure =
-  | { tool: string; reason: 'prose-when-required'; message: string }
+  | { tool: string; reason: 'prose-when-required' | 'prose-not-in-schema'; message: string }
   | { tool: string; reason: CallProblem; message: string; issues: ArgumentIssue[] }
   | { tool: string; reason: 'unparsed-leak'; format: string; leakReason: string | undefined };
 

@@ -6,7 +6,7 @@
 import type { ChatCompletion, ChatCompletionRequest, ToolCall } from '../../protocol/openai.js';
 import type { EffectLeak, PolicyContext } from '../types.js';
 import { toolSetOf } from '../kit/tool-set.js';
-import { attemptLeaks } from '../kit/attempt-facts.js';
+import { attemptForcedButProse, attemptLeaks } from '../kit/attempt-facts.js';
 import type { AnswerFormat } from '../kit/answer-format.js';
 import { isPlainObject } from '../kit/canonical-arguments.js';
 import {
@@ -14,6 +14,7 @@ import {
   type CallCheck,
   checkCalls,
   type ToolCatalogue,
+  proseAnswerFeedback,
   proseFeedback,
   unparsedLeakFeedback,
 } from './call-checks.js';
@@ -168,6 +169,30 @@ export function correctTurn(
       detail: { tool: '(prose)', reason: 'prose-when-required', message: prose },
     });
   }
+  // A forced turn whose answer the client asked in a JSON schema, answered in prose all the same
+  // (sent as "auto" once the upstream refused "required"): the schema is on the answer tool only.
+  const proseAnswer =
+    prose === null &&
+    turn.toolCalls.length === 0 &&
+    tools.answer &&
+    !tools.answer.bad &&
+    attemptForcedButProse(ctx)
+      ? proseAnswerFeedback(
+          turn.content,
+          m.finalAnswerName ?? tools.finalAnswerName,
+          tools.answer,
+          ctx.compileBudget,
+        )
+      : null;
+  if (proseAnswer !== null) {
+    reasons.push('prose-not-in-schema');
+    effects.push({
+      policy: CORRECTIVE_RETRY_POLICY,
+      kind: 'validation-failed',
+      count: 1,
+      detail: { tool: '(prose)', reason: 'prose-not-in-schema', message: proseAnswer },
+    });
+  }
   for (const c of checks) {
     // A schema part toolproof could not enforce (a pattern RE2 cannot run, a schema too large or
     // deep to compile) is reported, so the log says the call was not fully checked.
@@ -221,7 +246,7 @@ export function correctTurn(
     });
     return { effects };
   }
-  const turnFeedback = [prose, leaks.length > 0 ? unparsedLeakFeedback(leaks, cat()) : null]
+  const turnFeedback = [prose, proseAnswer, leaks.length > 0 ? unparsedLeakFeedback(leaks, cat()) : null]
     .filter((f): f is string => f !== null)
     .join('\n');
   const request = buildRetryRequest(

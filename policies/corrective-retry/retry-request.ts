@@ -8,6 +8,7 @@
 import type { ChatCompletionRequest, ChatMessage, ToolCall } from '../../protocol/openai.js';
 import { canonicalizeArguments } from '../kit/canonical-arguments.js';
 import { base62Hash } from '../kit/short-hash.js';
+import { toolNameAlias } from '../kit/tool-name-alias.js';
 import type { CallCheck } from './call-checks.js';
 
 /**
@@ -22,6 +23,18 @@ function replayedId(id: unknown, i: number): string {
   return base62Hash(`${typeof id === 'string' ? id : ''}\u0000${i}`, 9);
 }
 
+/**
+ * The name the upstream knows a replayed call's tool by: the client's, or its alias when the tools
+ * went under aliases (tool-names: the call came back under the client's name, and a backend that
+ * refused that name would refuse the retry, which is not prepared again).
+ */
+function sentName(sent: ChatCompletionRequest, name: string): string {
+  const alias = toolNameAlias(name);
+  if (alias === name) return name;
+  const tools = Array.isArray(sent.tools) ? sent.tools : [];
+  return tools.some((t) => t?.function?.name === alias) ? alias : name;
+}
+
 export function buildRetryRequest(
   sent: ChatCompletionRequest,
   content: string | null,
@@ -34,7 +47,10 @@ export function buildRetryRequest(
     ...c.call,
     id: replayedId(c.call.id, i),
     type: 'function',
-    function: { name: c.name, arguments: canonicalizeArguments(c.call.function?.arguments).text },
+    function: {
+      name: sentName(sent, c.name),
+      arguments: canonicalizeArguments(c.call.function?.arguments).text,
+    },
   }));
   const assistant: ChatMessage =
     calls.length > 0

@@ -20,7 +20,10 @@
  * the content (never lost), counted `final-answer-raw`.
  *
  * When the upstream is known to reject "required" (ctx.requiredRejected), final_answer is still
- * added and tool_choice is "auto": the tool still gives the model a clean way to answer.
+ * added and tool_choice is "auto": the tool still gives the model a clean way to answer. With a
+ * JSON answer format the schema then rides only on the answer tool (no response_format goes
+ * upstream, below): a prose answer that is no valid answer for it is judged by corrective-retry
+ * ('prose-not-in-schema') and re-asked for the answer tool, so the client's schema still holds.
  *
  * So is a last user turn that forbids tools in so many words (textOnlyTurn, effect
  * `text-only-turn`): an agent's compaction or summary turn keeps its tools for the prompt cache

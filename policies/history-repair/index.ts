@@ -5,7 +5,8 @@
  * Mistral-family templates raise on histories agents send every turn: "Tool call IDs should be
  * alphanumeric strings with length 9!" (the backend's own 32-character ids included) and "After
  * the optional system message, conversation roles must alternate user/assistant/..." (a user turn
- * right after tool results). A model toolproof was not told about (`nineCharIds`,
+ * right after tool results; mistral_common, vLLM's Mistral tokenizer, says "Unexpected role 'user'
+ * after role 'tool'"). A model toolproof was not told about (`nineCharIds`,
  * `bridgeToolToUser`, `mergeSameRole` off unless configured) refused every such turn (llama-
  * server's 400 carries the Jinja exception). Once refused so (Policy.refusal: remembered per
  * upstream and model), the three repairs docs/configuration.md sets for Mistral are on, from the
@@ -29,6 +30,9 @@ const TEMPLATE_RULES_FACT = 'template-rules';
 const SAYS: readonly RegExp[] = [
   /Tool call IDs should be alphanumeric strings with length 9/i,
   /conversation roles must alternate user\/assistant/i,
+  // mistral_common's message-structure check (vLLM with the Mistral tokenizer), before it let a
+  // user turn follow tool results; the bridge line is the repair.
+  /Unexpected role 'user' after role 'tool'/,
 ];
 
 /** Whether `settings` already make every repair the rules need. */

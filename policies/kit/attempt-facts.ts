@@ -16,3 +16,11 @@ export function attemptLeaks(ctx: PolicyContext): EffectLeak[] {
   }
   return out;
 }
+
+/** Whether a forced request was answered in prose in this attempt (a `forced-but-prose` record). */
+export function attemptForcedButProse(ctx: PolicyContext): boolean {
+  const describe = ctx.describeEffect;
+  if (!describe) return false;
+  for (const e of ctx.attemptEffects ?? []) if (describe(e)?.type === 'forced-but-prose') return true;
+  return false;
+}

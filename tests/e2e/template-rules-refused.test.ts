@@ -144,3 +144,57 @@ describe('a Mistral template refusing tool call ids that are not 9 alphanumerics
     }
   });
 });
+
+/**
+ * The same repair on vLLM with the Mistral tokenizer, where mistral_common (before it let a user
+ * turn follow tool results) says "Unexpected role 'user' after role 'tool'": Claude Code puts a
+ * tool result and the user's next words in one user message, which goes upstream as a tool
+ * message then a user one, so every turn after the first call was refused. Three turns through
+ * the Anthropic SDK, attempts counted.
+ */
+describe("mistral_common's role order on vLLM", () => {
+  it('Messages: a tool result and text in one user turn; refused once, then bridged from the start', async () => {
+    const Anthropic = (await import('@anthropic-ai/sdk')).default;
+    const vllm = await startStack({
+      sim: {
+        personality: 'vllm',
+        mistralRoleOrder: true,
+        scenario: (ctx) =>
+          ctx.messages.at(-1)?.role === 'user' && /read/i.test(ctx.lastUserText)
+            ? { call: [{ name: 'Read', arguments: { path: 'a' } }] }
+            : { say: 'The file says hello.' },
+      },
+    });
+    try {
+      const anthropic = new Anthropic({ baseURL: vllm.origin, apiKey: 'x', maxRetries: 0, timeout: 30_000 });
+      const requests = () => vllm.sim.requests.filter((r) => r.path.endsWith('/chat/completions'));
+      const messages: Obj[] = [{ role: 'user', content: 'Please read a.' }];
+      const attempts: number[] = [];
+      for (let t = 0; t < 3; t++) {
+        const before = requests().length;
+        const m = await anthropic.messages.create({
+          model: 'sim',
+          max_tokens: 200,
+          tools: [
+            { name: 'Read', input_schema: { type: 'object', properties: { path: { type: 'string' } } } },
+          ],
+          messages: messages as never,
+        });
+        attempts.push(requests().length - before);
+        messages.push({ role: 'assistant', content: m.content });
+        const uses = m.content.filter((b) => b.type === 'tool_use');
+        messages.push({
+          role: 'user',
+          content: [
+            ...uses.map((u) => ({ type: 'tool_result', tool_use_id: u.id, content: 'hello' })),
+            { type: 'text', text: `Thanks. Now read a again (${t}).` },
+          ],
+        });
+      }
+      // Turn 1 has no tool result yet; turn 2 is refused once and bridged; turn 3 bridged from the start.
+      expect(attempts).toEqual([1, 2, 1]);
+    } finally {
+      await vllm.close();
+    }
+  });
+});
