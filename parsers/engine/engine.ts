@@ -358,7 +358,11 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
     const q = new QuotedText();
     for (const scanned of events) {
       const e = unquoted(scanned, q, (x) => x.type === 'envelope' && judgeEnvelope(x.match, opts.tools).ok);
-      if (e.type !== 'envelope' || e.match.truncated || e.match.control) continue;
+      if (e.type !== 'envelope' || e.match.control) continue;
+      // an envelope the end of the reasoning left open is no call, unless all that end cut was
+      // its own end marker (`<|tool_calls_section_end|`): written whole, read as in content
+      // (unclosed-envelope), not when the token limit cut the output
+      if (e.match.truncated && (e.match.closeCut !== true || cutByLimit)) continue;
       const v = judgeEnvelope(e.match, opts.tools);
       if (v.ok)
         emitCalls(

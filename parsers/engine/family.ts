@@ -24,6 +24,11 @@ export interface EnvelopeMatch {
   error?: string;
   /** The envelope was closed by the end of output, not by its end marker. */
   truncated?: boolean;
+  /**
+   * With `truncated`: the output ends inside the envelope's own end marker (a proper prefix of
+   * it, `<|tool_calls_section_end|`, `</tool_ca`), so everything before it was written whole.
+   */
+  closeCut?: boolean;
   /** Text the envelope contributes as content (e.g. harmony's final channel). */
   content?: string;
   /** Text the envelope contributes as reasoning (e.g. harmony's analysis channel). */

@@ -38,7 +38,7 @@ export function readDelimitedCalls(body: string, quote: string, ctx: ParseContex
     const name = readName(body, i + 5);
     if (name === '') return { error: 'missing tool name' };
     const open = skipWs(body, i + 5 + name.length);
-    if (body[open] === '(' && calls.length === 0) return parenthesized(body.slice(i + 5), ctx);
+    if (body[open] === '(' && calls.length === 0) return parenthesized(body.slice(i + 5), ctx, true);
     const obj = decodeDelimitedObject(body, open, quote);
     if (!obj) return { error: 'arguments are not readable' };
     // A string where the schema wants a number/boolean/list: type it (the value was quoted
@@ -53,13 +53,39 @@ export function readDelimitedCalls(body: string, quote: string, ctx: ParseContex
   return calls.length > 0 ? { calls } : { error: 'no call in envelope' };
 }
 
-/** `NAME(k=v, …)` filling the rest of the body: one call for a declared tool whose schema it fits. */
-function parenthesized(rest: string, ctx: ParseContext): BodyResult {
+/**
+ * `NAME(k=v, …)` filling the rest of the body: one call for a declared tool whose schema it fits.
+ * In a `<|tool_call>` envelope (`colonPairs`) also `NAME(k: v, …)`, the pairs in Gemma 4's own
+ * key syntax (recall17: Gemma 4 31B through the Nous API, NousResearch/hermes-agent#7457).
+ */
+function parenthesized(rest: string, ctx: ParseContext, colonPairs = false): BodyResult {
   const calls = parsePythonCallList(`[${rest.trimEnd()}]`);
-  const c = calls?.length === 1 ? calls[0] : undefined;
+  const c = calls?.length === 1 ? calls[0] : colonPairs ? colonCall(rest, ctx) : undefined;
   const tool = c ? ctx.tools.get(c.name) : undefined;
   if (!c || !tool || !fitsSchema(c.arguments, tool)) return { error: 'arguments are not readable' };
   return { calls: [{ name: c.name, arguments: c.arguments, repairs: ['parenthesized-arguments'] }] };
+}
+
+/**
+ * `NAME(key: value, …)` as the whole rest of the body, for a declared tool: the pairs read as
+ * Gemma 4's braces are (bare or delimited keys, `<|"|>` or JSON strings, numbers, literals,
+ * lists, objects), except that a bare word is no string here; anything else is no call.
+ */
+function colonCall(
+  rest: string,
+  ctx: ParseContext,
+): { name: string; arguments: Record<string, unknown> } | undefined {
+  const name = readName(rest, 0);
+  const tool = ctx.tools.get(name);
+  const open = skipWs(rest, name.length);
+  if (!tool || rest[open] !== '(') return undefined;
+  const cur: Cursor = { text: rest, quote: QUOTE, pos: open, depth: 0, paren: true };
+  const value = readObject(cur);
+  if (value === null || skipWs(rest, cur.pos) < rest.length) return undefined;
+  for (const [k, v] of Object.entries(value)) {
+    if (typeof v === 'string') value[k] = coerceParamValue(v, paramSchema(tool, k));
+  }
+  return { name, arguments: value };
 }
 
 interface Cursor {
@@ -67,6 +93,8 @@ interface Cursor {
   readonly quote: string;
   pos: number;
   depth: number;
+  /** `NAME(k: v, …)`: the outermost pairs sit in parentheses, and a bare word is no value. */
+  readonly paren?: boolean;
 }
 
 const MAX_DEPTH = 64;
@@ -100,11 +128,13 @@ function readQuoted(cur: Cursor): string | null {
 }
 
 function readObject(cur: Cursor): Record<string, unknown> | null {
-  if (cur.text[cur.pos] !== '{' || ++cur.depth > MAX_DEPTH) return null;
+  // the outermost pairs of `NAME(k: v)` open with `(` and close with `)`
+  const [open, close] = cur.paren && cur.depth === 0 ? ['(', ')'] : ['{', '}'];
+  if (cur.text[cur.pos] !== open || ++cur.depth > MAX_DEPTH) return null;
   cur.pos++;
   const out = createArgs();
   ws(cur);
-  if (cur.text[cur.pos] === '}') {
+  if (cur.text[cur.pos] === close) {
     cur.pos++;
     cur.depth--;
     return out;
@@ -125,9 +155,9 @@ function readObject(cur: Cursor): Record<string, unknown> | null {
     const c = cur.text[cur.pos];
     // FunctionGemma may drop the comma after a delimited string (`a:<escape>x<escape>b:…`):
     // the closing delimiter already ends the value, so the next key starts right there
-    if (quoted && c !== ',' && c !== '}' && c !== undefined) continue;
+    if (quoted && c !== ',' && c !== close && c !== undefined) continue;
     cur.pos++;
-    if (c === '}') {
+    if (c === close) {
       cur.depth--;
       return out;
     }
@@ -137,7 +167,8 @@ function readObject(cur: Cursor): Record<string, unknown> | null {
 
 function readBareKey(cur: Cursor): string {
   const from = cur.pos;
-  while (cur.pos < cur.text.length && !':,{}[]'.includes(cur.text[cur.pos] ?? '')) {
+  const stops = cur.paren ? ':,{}[]()' : ':,{}[]';
+  while (cur.pos < cur.text.length && !stops.includes(cur.text[cur.pos] ?? '')) {
     if (cur.text.startsWith(cur.quote, cur.pos)) break;
     cur.pos++;
   }
@@ -191,7 +222,8 @@ function readValue(cur: Cursor): unknown {
   // as a quote by the runtime, jundot/omlx#581): its value, not the quotes
   if (c === '"' && cur.quote !== '"') return readJsonString(cur);
   const from = cur.pos;
-  while (cur.pos < cur.text.length && !',}]'.includes(cur.text[cur.pos] ?? '')) {
+  const stops = cur.paren ? ',}])' : ',}]';
+  while (cur.pos < cur.text.length && !stops.includes(cur.text[cur.pos] ?? '')) {
     if (cur.text.startsWith(cur.quote, cur.pos)) return undefined;
     cur.pos++;
   }
@@ -203,6 +235,8 @@ function readValue(cur: Cursor): unknown {
   if (raw === 'false') return false;
   if (raw === 'null') return null;
   if (NUMBER.test(raw)) return Number(raw);
+  // `NAME(k: v)`: a bare word (`'x'`, `x`) is not read as a string there
+  if (cur.paren) return undefined;
   // a bare word the model forgot to delimit: the string it reads as
   return raw;
 }

@@ -245,7 +245,9 @@ function matchTag(input: MatchInput): MatchResult {
     }
     if (k >= text.length || CLOSE.startsWith(text.slice(k))) {
       if (!final) return 'need-more';
-      return finishMatch(readJson(text.slice(j, scan.end), false, ctx), text.length, true);
+      const m = finishMatch(readJson(text.slice(j, scan.end), false, ctx), text.length, true);
+      // the output ends inside `</tool_call>` (`</tool_ca`, 2+ code units): written whole
+      return text.length - k >= 2 ? { ...m, closeCut: true } : m;
     }
     // `{…}, {…}` inside one block: several calls, read up to the closing tag (all or nothing)
     if (text[k] === ',') {

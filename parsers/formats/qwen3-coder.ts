@@ -253,7 +253,7 @@ function structuralWrapped(
   j: number,
   ctx: ParseContext,
   final: boolean,
-): { calls: ParsedCall[]; end: number; truncated?: true } | 'need-more' | null {
+): { calls: ParsedCall[]; end: number; truncated?: true; closeCut?: true } | 'need-more' | null {
   const calls: ParsedCall[] = [];
   let i = j;
   for (;;) {
@@ -265,7 +265,7 @@ function structuralWrapped(
     if (close === 'yes') return { calls, end: k + WRAP_CLOSE.length };
     // recall14: the output ends inside `</tool_call>` (`</tool_ca`): the wrapper left open
     if (final && trailingPartialClose(text, WRAP_CLOSE) === k)
-      return { calls, end: text.length, truncated: true };
+      return { calls, end: text.length, truncated: true, closeCut: true };
     const next = expectLiteral(text, k, FN_OPEN, final);
     if (close === 'need-more' || next === 'need-more' || (k >= text.length && !final)) return 'need-more';
     if (next !== 'yes') return null;
@@ -330,7 +330,11 @@ function matchWrapped(
   if (fn !== 'yes') return 'need-more';
   const walked = structuralWrapped(text, j, ctx, final);
   if (walked === 'need-more') return walked;
-  if (walked) return finishMatch(walked, walked.end, walked.truncated === true);
+  if (walked)
+    return {
+      ...finishMatch(walked, walked.end, walked.truncated === true),
+      ...(walked.closeCut ? { closeCut: true } : {}),
+    };
   const close = find(WRAP_CLOSE, j);
   if (close < 0) {
     if (!final) return 'need-more';
@@ -430,7 +434,8 @@ function matchBare(text: string, start: number, final: boolean, ctx: ParseContex
     const cut = trailingPartialClose(text, FN_CLOSE);
     const to = cut > start + FN_OPEN.length ? cut : text.length;
     const strict = readFunctions(text.slice(start, to), ctx, true);
-    return finishMatch(readBare(strict, text.slice(start + FN_OPEN.length, to), ctx), text.length, true);
+    const m = finishMatch(readBare(strict, text.slice(start + FN_OPEN.length, to), ctx), text.length, true);
+    return cut > start + FN_OPEN.length ? { ...m, closeCut: true } : m;
   }
   let end = close + FN_CLOSE.length;
   // a stray </tool_call> after a bare function belongs to the envelope

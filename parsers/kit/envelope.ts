@@ -131,7 +131,7 @@ export function delimitedEnvelope(o: DelimitedOptions): (input: MatchInput) => M
       const cutAt = trailingPartialClose(text, o.end);
       if (cutAt > bodyStart) {
         const r = o.parseBody(text.slice(bodyStart, cutAt), ctx, { truncated: true });
-        if ('calls' in r) return finishMatch(r, text.length, true);
+        if ('calls' in r) return { ...finishMatch(r, text.length, true), closeCut: true };
       }
       return finishMatch(o.parseBody(text.slice(bodyStart), ctx, { truncated: true }), text.length, true);
     }

@@ -17,6 +17,7 @@ import { scanJsonValue } from '../../parsers/kit/json-scan.js';
 import type { DeclaredTool } from '../../parsers/types.js';
 import { recall15Cases } from './perturb-cases-recall15.js';
 import { recall16Cases } from './perturb-cases-recall16.js';
+import { recall17Cases } from './perturb-cases-recall17.js';
 
 type Truth = 'call' | 'content' | 'either';
 
@@ -32,7 +33,16 @@ export interface PerturbCase {
   /** The prose around the calls: the content once they are read (blanks aside). */
   prose: string;
   /** Which session's generator first wrote the case ('recall9' … 'recall12' for the shapes added then). */
-  set: 'recall8' | 'recall9' | 'recall10' | 'recall11' | 'recall12' | 'recall14' | 'recall15' | 'recall16';
+  set:
+    | 'recall8'
+    | 'recall9'
+    | 'recall10'
+    | 'recall11'
+    | 'recall12'
+    | 'recall14'
+    | 'recall15'
+    | 'recall16'
+    | 'recall17';
   /** The tools the request declares (default PERTURB_TOOLS; recall15 declares an agent's twelve). */
   tools?: ReadonlyMap<string, DeclaredTool>;
   /** Upstream reasoning_content beside the text (recall11's call split across the two). */
@@ -1214,6 +1224,7 @@ export function generateCases(): PerturbCase[] {
   }
   out.push(...recall15Cases());
   out.push(...recall16Cases());
+  out.push(...recall17Cases());
   return out;
 }
 
@@ -1311,7 +1322,8 @@ export function classify(c: PerturbCase, opts: { seed?: number; everyCut?: boole
         : blanks(r.content ?? '') === blanks(c.prose)
           ? 'correct'
           : 'leftover';
-  } else if (r.content !== c.text && r.content !== c.kept && !inReasoning(c, r)) verdict = 'lost-bytes';
+  } else if ((r.content ?? '') !== c.text && r.content !== c.kept && !inReasoning(c, r))
+    verdict = 'lost-bytes';
   else verdict = c.truth === 'call' ? 'miss' : 'content-ok';
   let parity: string | null = null;
   const k = key(r);
