@@ -61,6 +61,7 @@ import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 import { modelLabel, ServedModelLabels } from './routing.js';
 import { ToolLabels } from './tool-labels.js';
 import { createDocumentReader } from './documents/document-reader.js';
+import type { PdfPool } from './documents/pdf-worker.js';
 import { Upstreams } from './upstream.js';
 import { CompileBudgets } from './compile-budget.js';
 import { type RequestSpan, startTracing } from './tracing/index.js';
@@ -138,6 +139,11 @@ export interface BuildOptions {
    * (the agent suite saw '@fastify/swagger-ui' pass 10 s at load 15 on 2 cores).
    */
   pluginTimeout?: number;
+  /**
+   * The PDF reader's worker threads, shared with other apps of the process (the test suite's:
+   * tests/support/pdf-pool.ts); default: a pool of the app's own.
+   */
+  pdfPool?: PdfPool;
 }
 
 export type ToolproofApp = FastifyInstance & { toolproof: AppState };
@@ -285,7 +291,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       policies,
       toolLabels: new ToolLabels(200),
       compileBudgets: new CompileBudgets(),
-      documents: createDocumentReader(),
+      documents: createDocumentReader(options.pdfPool ? { pool: options.pdfPool } : {}),
       onInternalError: (call, err) => {
         metrics.internalErrors.labels(call.route.name).inc();
         app.log.error({ reqId: call.reqId, err }, 'internal error while handling a request');

@@ -29,7 +29,7 @@ import {
 import { base64Size, fileFields, splitDataUrl } from '../../protocol/file-part.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { type AbortLike, clientClosed, listenAbort } from '../abort.js';
-import { createPdfPool, type PdfLimits, type PdfPoolOptions } from './pdf-worker.js';
+import { createPdfPool, type PdfLimits, type PdfPool, type PdfPoolOptions } from './pdf-worker.js';
 
 /** What every PDF of a request past its first REQUEST_MAX_PDFS reads as. */
 const TOO_MANY: DocumentText = Object.freeze({ kind: 'unreadable', reason: 'too-many' });
@@ -60,6 +60,11 @@ export interface DocumentReaderOptions {
   cacheChars?: number;
   /** Reusing workers between reads (idle time, reads per worker): pdf-worker.ts's defaults. */
   workers?: PdfPoolOptions;
+  /**
+   * Workers shared with other readers, in place of a pool of the reader's own (`workers` is then
+   * not read): the test suite's apps of one process share one (tests/support/pdf-pool.ts).
+   */
+  pool?: PdfPool;
 }
 
 export interface DocumentReader {
@@ -138,7 +143,7 @@ export function createDocumentReader(options: DocumentReaderOptions = {}): Docum
   const runningBy = new Map<string, number>();
   let running = 0;
   let reads = 0;
-  const pool = createPdfPool(options.workers);
+  const pool = options.pool ?? createPdfPool(options.workers);
 
   const remember = (key: string, doc: DocumentText): void => {
     cache.set(key, doc);

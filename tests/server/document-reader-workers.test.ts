@@ -7,7 +7,9 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { createDocumentReader, DEFAULT_PDF_LIMITS } from '../../server/documents/document-reader.js';
-import { IDLE_MS } from '../../server/documents/pdf-worker.js';
+import { buildApp } from '../../server/app.js';
+import { loadConfig } from '../../server/config.js';
+import { createPdfPool, IDLE_MS } from '../../server/documents/pdf-worker.js';
 import { bombPdf, encryptedPdf, imageOnlyPdf, manyPagesPdf, textPdf } from '../support/pdf.js';
 import { nodeEntry } from '../support/toolproof-process.js';
 
@@ -51,6 +53,22 @@ describe('document reader: reused workers', () => {
       truncated: false,
     });
   }, 60_000);
+
+  it("readers given one pool (buildApp's pdfPool: the test suite's apps) take the worker another left, each with its own cache", async () => {
+    const pool = createPdfPool();
+    const a = createDocumentReader({ concurrency: 1, pool });
+    const b = createDocumentReader({ concurrency: 1, pool });
+    const doc = url(textPdf(['shared']));
+    expect(await read(a, doc)).toMatchObject({ text: ['shared'] });
+    expect(await read(b, doc)).toMatchObject({ text: ['shared'] });
+    expect([pool.started, a.reads, b.reads, b.workersStarted]).toEqual([1, 1, 1, 1]);
+    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: 'http://127.0.0.1:9/v1' }), {
+      logger: false,
+      pdfPool: pool,
+    });
+    expect(app.toolproof.chatDeps.documents!.workersIdle).toBe(1);
+    await app.close();
+  }, 30_000);
 
   it("a fresh worker's start (the thread, pdf.js loaded: ~0.2 s of CPU) is not the document's time", async () => {
     // A deadline under a start (~210 ms for a one-page read on a fresh worker here), over a

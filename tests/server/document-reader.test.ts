@@ -45,7 +45,7 @@ describe('document reader', () => {
     expect(img?.kind === 'text' && img.text.join('').trim()).toBe('');
   }, 30_000);
 
-  it('a 50 MB PDF is not read at all; a 10,000-page one only its first 100 pages', async () => {
+  it('a 50 MB PDF is not read at all; a 1,000-page one only its first 100 pages', async () => {
     const t0 = processCpuMs();
     expect(await read(Buffer.alloc(50 * 1024 * 1024, 0x20))).toEqual({
       kind: 'unreadable',
@@ -56,8 +56,10 @@ describe('document reader', () => {
     // run, 4.5 s beside other suites); the CPU time is what a read would cost.
     const spent = processCpuMs() - t0;
     expect(spent).toBeLessThan(cpuBound(spent, (f) => 3000 * f));
-    const many = await read(manyPagesPdf(10_000));
-    expect(many?.kind === 'text' && [many.pages, many.text.length]).toEqual([10_000, 100]);
+    // Ten times the page cap: the cap's branch as 10,000 pages took it (1.1 s of CPU to build and
+    // read those at load ~15, 0.18 s these).
+    const many = await read(manyPagesPdf(1_000));
+    expect(many?.kind === 'text' && [many.pages, many.text.length]).toEqual([1_000, 100]);
   }, 60_000);
 
   it('a decompression bomb ends at the deadline or the heap limit', async () => {

@@ -7,6 +7,7 @@ import OpenAI from 'openai';
 import { buildApp, type ToolproofApp } from '../../server/app.js';
 import { type Config, loadConfig } from '../../server/config.js';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../simulator/index.js';
+import { sharedPdfPool } from '../support/pdf-pool.js';
 
 export interface Stack {
   sim: Simulator;
@@ -40,7 +41,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const base = loadConfig({ TOOLPROOF_UPSTREAM_URL: sim.url, ...options.env }, options.file);
   // The upstream is the built-in simulator: its `x-sim-scenario` header is forwarded.
   const config: Config = Object.freeze({ ...base, simulator: true, ...options.config });
-  const app = await buildApp(config, { logger: false });
+  const app = await buildApp(config, { logger: false, pdfPool: sharedPdfPool() });
   app.toolproof.modelLabels.serve(options.served ?? TEST_MODELS);
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();

@@ -12,6 +12,7 @@ import type { Writable } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { buildApp, type ToolproofApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
+import { sharedPdfPool } from './pdf-pool.js';
 
 export interface RawResponse {
   status: number;
@@ -109,7 +110,10 @@ export async function startProxy(
   file?: FileConfig,
   log?: Writable,
 ): Promise<RunningProxy> {
-  const app = await buildApp(loadConfig(env, file), { logger: log ? { level: 'info', stream: log } : false });
+  const app = await buildApp(loadConfig(env, file), {
+    logger: log ? { level: 'info', stream: log } : false,
+    pdfPool: sharedPdfPool(),
+  });
   app.toolproof.modelLabels.serve(TEST_MODELS); // as /ready would learn them (see stack.ts)
   await app.listen({ host: '127.0.0.1', port: 0 });
   const port = (app.server.address() as AddressInfo).port;
