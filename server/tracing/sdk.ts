@@ -18,7 +18,7 @@ import {
   TraceFlags,
   type TraceState,
 } from '@opentelemetry/api';
-import { ExportResultCode, getNumberFromEnv } from '@opentelemetry/core';
+import { type ExportResult, ExportResultCode, getNumberFromEnv } from '@opentelemetry/core';
 import {
   defaultResource,
   detectResources,
@@ -28,6 +28,7 @@ import {
 import {
   AlwaysOffSampler,
   AlwaysOnSampler,
+  ConsoleSpanExporter,
   type IdGenerator,
   ParentBasedSampler,
   type Sampler,
@@ -189,16 +190,52 @@ export function knownVerdict(sampler: string, remote: SpanContext | undefined): 
   return remote.traceFlags & TraceFlags.SAMPLED ? SAMPLED : NOT_SAMPLED;
 }
 
-async function exporterOf(settings: TracingSettings): Promise<SpanExporter> {
+async function otlpExporterOf(settings: TracingSettings, endpoint: string): Promise<SpanExporter> {
   // Only the protocol's exporter is loaded. Headers, timeout, compression and certificates come
   // from their OTEL_EXPORTER_OTLP_* variables, read by the exporter itself.
   if (settings.protocol === 'http/json') {
     const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
-    return new OTLPTraceExporter({ url: settings.endpoint });
+    return new OTLPTraceExporter({ url: endpoint });
   }
   // The library's protobuf exporter with a one-pass serializer of the same bytes (otlp-proto.ts).
   const { protobufSpanExporter } = await import('./otlp-proto.js');
-  return protobufSpanExporter(settings.endpoint);
+  return protobufSpanExporter(endpoint);
+}
+
+/**
+ * Every exporter OTEL_TRACES_EXPORTER names, as one: `otlp` (reporting its failures in the log)
+ * and `console` (the SDK's ConsoleSpanExporter: each span printed on standard output, as the spec
+ * defines `console`, for a look without a collector). A batch is done when each has taken it,
+ * failed when the OTLP export failed.
+ */
+async function exportersOf(
+  settings: TracingSettings,
+  warn?: (message: string) => void,
+): Promise<SpanExporter> {
+  const all: SpanExporter[] = [];
+  if (settings.endpoint !== undefined) {
+    const otlp = await otlpExporterOf(settings, settings.endpoint);
+    all.push(warn ? reporting(otlp, shown(settings.endpoint), warn) : otlp);
+  }
+  if (settings.console) all.push(new ConsoleSpanExporter());
+  if (all.length === 1) return all[0]!;
+  return {
+    export(spans, done) {
+      let left = all.length;
+      let failed: ExportResult | undefined;
+      for (const e of all)
+        e.export(spans, (result) => {
+          if (result.code !== ExportResultCode.SUCCESS) failed ??= result;
+          if (--left === 0) done(failed ?? result);
+        });
+    },
+    forceFlush: async () => {
+      await Promise.all(all.map((e) => e.forceFlush?.()));
+    },
+    shutdown: async () => {
+      await Promise.all(all.map((e) => e.shutdown()));
+    },
+  };
 }
 
 /**
@@ -275,7 +312,7 @@ export async function createTracing(
   // The SDK's sampler and exporter; the spans are written into a log of records as they end
   // (span-log.ts: the batch processor's rules, OTEL_BSP_* read as it reads them) and made into
   // lean.ts's spans at export, a batch at a time.
-  const exporter = await exporterOf(settings);
+  const exporter = await exportersOf(settings, warn);
   const tracer = new LeanTracer(
     resource,
     { name: 'toolproof', version: undefined, schemaUrl: undefined },
@@ -284,11 +321,12 @@ export async function createTracing(
     limitsOf(settings),
   );
   const log = new SpanLog(
-    warn ? reporting(exporter, shown(settings.endpoint), warn) : exporter,
+    exporter,
     tracer,
     {},
-    // otlp-proto.ts's exporter: a batch's records are written straight into protobuf.
-    settings.protocol !== 'http/json',
+    // otlp-proto.ts's exporter alone: a batch's records are written straight into protobuf.
+    // The console exporter reads spans: with it, every exporter gets lean spans.
+    settings.endpoint !== undefined && !settings.console && settings.protocol !== 'http/json',
   );
   return {
     startRequest(request, route) {

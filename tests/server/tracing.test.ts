@@ -5,7 +5,7 @@
  * upstream naming the attempt, GenAI attributes, the harness's decisions as events, and the
  * server span ending with the stream. Configured through loadConfig's env (process.env untouched).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, type MockInstance, vi } from 'vitest';
 import { otlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.js';
 import { chunkEvent, fakeUpstream, type FakeUpstream } from '../support/harness.js';
 import { type Stack, startStack, waitFor, weatherTool } from './stack.js';
@@ -580,6 +580,58 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
       'gen_ai.operation.name',
     ])
       expect(body.includes(Buffer.from(text)), text).toBe(true);
+  });
+});
+
+describe("OTEL_TRACES_EXPORTER=console (the spec's standard output exporter)", () => {
+  const printed = (dir: MockInstance<typeof console.dir>) =>
+    dir.mock.calls.map(([span]) => span as { name: string; traceId: string; kind: number });
+
+  it('alone: each span printed, nothing posted to the endpoint also set', async () => {
+    receiver = await otlpReceiver();
+    const dir = vi.spyOn(console, 'dir').mockImplementation(() => {});
+    try {
+      stack = await startStack({ env: { ...otelEnv(receiver), OTEL_TRACES_EXPORTER: 'console' } });
+      const res = await post(stack, {
+        model: 'sim',
+        messages: [{ role: 'user', content: 'hi' }],
+        stream: true,
+      });
+      await res.text();
+      await waitFor(() => {
+        void stack!.app.toolproof.tracing!.flush();
+        return printed(dir).some((x) => x.kind === 1);
+      });
+      const server = printed(dir).find((x) => x.kind === 1)!;
+      expect(server).toMatchObject({ name: 'POST /v1/chat/completions', traceId: TRACE_ID });
+      expect(printed(dir).some((x) => x.kind === 2 && x.name === 'chat sim')).toBe(true);
+      expect(receiver.raw).toHaveLength(0);
+    } finally {
+      dir.mockRestore();
+    }
+  });
+
+  it('beside otlp: printed and posted, protobuf included', async () => {
+    receiver = await otlpReceiver();
+    const dir = vi.spyOn(console, 'dir').mockImplementation(() => {});
+    try {
+      stack = await startStack({
+        env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.origin, OTEL_TRACES_EXPORTER: 'otlp,console' },
+      });
+      const res = await post(stack, { model: 'sim', messages: [{ role: 'user', content: 'hi' }] });
+      const reqId = res.headers.get('x-request-id')!;
+      await res.text();
+      const posted = () => Buffer.concat(receiver!.raw.map((r) => r.body));
+      await waitFor(() => {
+        void stack!.app.toolproof.tracing!.flush();
+        return posted().includes(Buffer.from(reqId)) && printed(dir).some((x) => x.kind === 1);
+      });
+      expect(receiver.raw.every((r) => r.contentType === 'application/x-protobuf')).toBe(true);
+      expect(posted().includes(Buffer.from(TRACE_ID, 'hex'))).toBe(true);
+      expect(printed(dir).find((x) => x.kind === 1)?.traceId).toBe(TRACE_ID);
+    } finally {
+      dir.mockRestore();
+    }
   });
 });
 
