@@ -547,6 +547,42 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     }
   });
 
+  it("the request's settings as the GenAI conventions name them, on the server and the attempt span", async () => {
+    receiver = await otlpReceiver();
+    stack = await startStack({ env: otelEnv(receiver) });
+    const res = await post(stack, {
+      model: 'sim',
+      messages: [{ role: 'user', content: 'Answer in JSON.' }],
+      max_tokens: 64,
+      temperature: 0.2,
+      top_p: 0.9,
+      top_k: 20,
+      seed: 7,
+      frequency_penalty: 0.5,
+      presence_penalty: 0.25,
+      stop: ['END', 'x'.repeat(300)],
+      response_format: { type: 'json_object' },
+    });
+    expect(res.status).toBe(200);
+    await res.text();
+    const server = await serverSpan(stack, receiver);
+    const expected = {
+      'gen_ai.request.max_tokens': 64,
+      'gen_ai.request.temperature': 0.2,
+      'gen_ai.request.top_p': 0.9,
+      'gen_ai.request.top_k': 20,
+      'gen_ai.request.seed': 7,
+      'gen_ai.request.frequency_penalty': 0.5,
+      'gen_ai.request.presence_penalty': 0.25,
+      // The client's strings, each cut at 256 characters.
+      'gen_ai.request.stop_sequences': ['END', 'x'.repeat(256)],
+      // Conditionally required when the request names an output format.
+      'gen_ai.output.type': 'json',
+    };
+    expect(server.attributes).toMatchObject(expected);
+    expect(attempts(receiver, server)[0]!.attributes).toMatchObject(expected);
+  });
+
   it('the default protocol: protobuf export (server/tracing/otlp-proto.ts) of the request and attempt spans', async () => {
     receiver = await otlpReceiver();
     // No OTEL_EXPORTER_OTLP_PROTOCOL: http/protobuf, the spec's default.
