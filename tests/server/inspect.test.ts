@@ -181,6 +181,11 @@ describe('the capture behind /inspect/api', () => {
     const decision = view.record.decisions.find((d) => d.kind === 'vision-refused');
     expect(decision).toMatchObject({ policy: 'images', attempt: 1 });
     expect(decision!.reason).toMatch(/refused the images.*sent again/);
+    // What went instead, in words (it read "image note", the kind's name, before).
+    expect(view.record.decisions.find((d) => d.kind === 'image-note')).toMatchObject({
+      policy: 'images',
+      reason: '1 image went as a note: the model cannot see',
+    });
     // It took another upstream attempt: retried, and the list's outcome filter finds it.
     expect(view.record.outcome).toBe('retried');
     const retried = (await getJson(stack, '/inspect/api/requests?outcome=retried')).body
