@@ -372,6 +372,14 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
         expect(await page.evaluate<number>('document.documentElement.scrollWidth'), view).toBeLessThanOrEqual(
           390,
         );
+        // A session's label keeps its end (what tells sessions apart): the table scrolls, the
+        // label is not cut to fit the phone.
+        const cut = await page
+          .locator(`${table} td.session`)
+          .evaluateAll((tds) =>
+            tds.filter((td) => td.scrollWidth > td.clientWidth).map((td) => td.textContent),
+          );
+        expect(cut, view).toEqual([]);
       }
       // The header: the help button stays on the brand's line, the state on one line of its own.
       for (const view of ['', '#/r/stalled-1']) {
