@@ -46,6 +46,7 @@ import {
   ATTR_SERVER_PORT,
   ATTR_SERVICE_NAME,
   ATTR_URL_PATH,
+  ATTR_URL_SCHEME,
   ATTR_USER_AGENT_ORIGINAL,
 } from '@opentelemetry/semantic-conventions';
 import { performance } from 'node:perf_hooks';
@@ -86,6 +87,7 @@ const K_GENAI_OUTPUTTOKENS = keyOf(GEN_AI.outputTokens);
 const K_GENAI_CACHEREADTOKENS = keyOf(GEN_AI.cacheReadTokens);
 const K_HTTP_REQUEST_METHOD = keyOf(ATTR_HTTP_REQUEST_METHOD);
 const K_URL_PATH = keyOf(ATTR_URL_PATH);
+const K_URL_SCHEME = keyOf(ATTR_URL_SCHEME);
 const K_HTTP_ROUTE = keyOf(ATTR_HTTP_ROUTE);
 const K_USER_AGENT_ORIGINAL = keyOf(ATTR_USER_AGENT_ORIGINAL);
 const K_GENAI_OPERATION = keyOf(GEN_AI.operation);
@@ -655,6 +657,9 @@ class ServerSpan implements RequestSpan<ChatCall> {
     const url = request.url;
     const query = url.indexOf('?');
     log.set(K_URL_PATH, cut256(query < 0 ? url : url.slice(0, query)));
+    // Required on an HTTP server span (the HTTP conventions): as Fastify reads it from the
+    // socket, `http` (toolproof listens on plain HTTP).
+    log.set(K_URL_SCHEME, request.protocol);
     if (this.route !== undefined) log.set(K_HTTP_ROUTE, this.route);
     const agent = request.headers['user-agent'];
     if (typeof agent === 'string') log.set(K_USER_AGENT_ORIGINAL, cut256(agent));

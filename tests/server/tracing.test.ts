@@ -88,6 +88,10 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
       'http.response.status_code': 200,
       'toolproof.request_id': reqId,
       'toolproof.attempts': 1,
+      // Required on an HTTP server span, with the method and the path.
+      'http.request.method': 'POST',
+      'url.path': '/v1/chat/completions',
+      'url.scheme': 'http',
       // The GenAI conventions' flag for a streamed request (semantic-conventions 1.45), not one of our own.
       'gen_ai.request.stream': true,
     });
