@@ -12,9 +12,8 @@ import { upstreamJsonProblem } from '../../protocol/completion-shape.js';
 
 export const GEN_AI = {
   operation: 'gen_ai.operation.name',
-  /** The current name of the provider attribute, and the one it replaced (read by older backends). */
+  /** The provider attribute's current name; the deprecated `gen_ai.system` it replaced is not written. */
   provider: 'gen_ai.provider.name',
-  system: 'gen_ai.system',
   requestModel: 'gen_ai.request.model',
   maxTokens: 'gen_ai.request.max_tokens',
   temperature: 'gen_ai.request.temperature',

@@ -113,6 +113,9 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
       'gen_ai.request.stream': true,
     });
     expect(attempt!.attributes['gen_ai.response.finish_reasons']).toEqual(['stop']);
+    // The provider by its current name only: gen_ai.system is deprecated for it.
+    expect(attempt!.attributes['gen_ai.system']).toBeUndefined();
+    expect(server.attributes['gen_ai.system']).toBeUndefined();
     expect(attempt!.attributes['gen_ai.usage.input_tokens']).toBeGreaterThan(0);
     expect(attempt!.attributes['gen_ai.input.messages']).toBeUndefined(); // no content without the opt-in
     // The upstream got the attempt's traceparent, not the client's.
