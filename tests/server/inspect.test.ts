@@ -239,10 +239,15 @@ describe('the capture behind /inspect/api', () => {
     const view = (await getJson(stack, `/inspect/api/requests/${res.response.headers.get('x-request-id')}`))
       .body as {
       record: {
-        decisions: Array<{ kind: string; policy?: string; attempt: number }>;
+        decisions: Array<{ kind: string; policy?: string; attempt: number; reason: string }>;
         upstreamAttempts: Array<{ status: number; error?: { status: number }; request: { text: string } }>;
       };
     };
+    // vLLM's prose answer carries `tool_calls: []`, which toolproof leaves out: said in words
+    // (it read "normalizations: empty-tool-calls").
+    expect(view.record.decisions.find((d) => d.kind === 'empty-tool-calls')?.reason).toBe(
+      "normalized: the upstream's empty tool_calls list left out",
+    );
     const [rejected, sent] = view.record.upstreamAttempts;
     expect(rejected!.status).toBe(400);
     expect(rejected!.error).toMatchObject({ status: 400 });
