@@ -125,6 +125,8 @@ const clock = new Intl.DateTimeFormat([], {
   hour12: false,
 });
 const time = (ms) => `${clock.format(ms)}.${String(ms % 1000).padStart(3, '0')}`;
+/** `1 turn`, `2 turns`: a count and its noun, singular for one. */
+const count = (n, noun) => `${n} ${noun}${n === 1 ? '' : 's'}`;
 const dur = (ms) =>
   ms === null || ms === undefined ? '…' : ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${Math.round(ms)} ms`;
 const tok = (n) => (n === null || n === undefined ? '–' : String(n));
@@ -132,9 +134,17 @@ const tok = (n) => (n === null || n === undefined ? '–' : String(n));
 const unreported = (r) =>
   !r.inFlight && r.attempts > 0 && r.tokens.prompt === null && r.tokens.completion === null;
 const UNREPORTED = 'not reported by the upstream';
-/** A list cell of a request's token count: '?' when the upstream did not report it. */
+/**
+ * Why a finished request's tokens are unknown: a client that left cut the stream before the
+ * upstream's usage came (the upstream was not at fault), else the upstream did not report them.
+ */
+const whyUnreported = (r) =>
+  r.status === 'aborted' ? 'the client left before the upstream reported them' : UNREPORTED;
+/** A cell of a request's token count: '?' when the upstream did not report it. */
 const tokCell = (r, n) =>
-  unreported(r) ? el('td', { class: 'num', title: UNREPORTED }, '?') : el('td', { class: 'num' }, tok(n));
+  unreported(r)
+    ? el('td', { class: 'num', title: whyUnreported(r) }, '?')
+    : el('td', { class: 'num' }, tok(n));
 const badge = (o) => el('span', { class: `badge o-${o}`, 'data-outcome': o }, o.replace('_', ' '));
 /** Every kind of a request, the outcome first (a retried request whose call leaked is both). */
 const badges = (r) => (r.kinds?.length ? r.kinds : [r.outcome]).map(badge);
@@ -361,7 +371,7 @@ function showList(params) {
       renderDropped(dropped, data.droppedForOthers);
       const older = data.older ? ` · ${data.older} older` : '';
       setState(
-        `${data.requests.length} requests${before ? ` before ${time(Number(before))}` : ''}${older} · ${data.workers} worker${data.workers === 1 ? '' : 's'}${data.partial ? ' (this worker only)' : ''}${data.capture ? '' : ' · capture is off'}`,
+        `${count(data.requests.length, 'request')}${before ? ` before ${time(Number(before))}` : ''}${older} · ${count(data.workers, 'worker')}${data.partial ? ' (this worker only)' : ''}${data.capture ? '' : ' · capture is off'}`,
       );
     } catch (err) {
       if (my !== nav) return;
@@ -1034,7 +1044,7 @@ async function showRequest(id, refresh) {
           'b',
           {},
           unreported(r)
-            ? `unknown (${UNREPORTED})`
+            ? `unknown (${whyUnreported(r)})`
             : `${tok(r.tokens.cached)} cached / ${tok(r.tokens.prompt)} prompt / ${tok(r.tokens.completion)} completion`,
         ),
       ),
@@ -1234,7 +1244,7 @@ async function showSessions() {
       ),
     ),
   );
-  setState(`${data.sessions.length} sessions`);
+  setState(count(data.sessions.length, 'session'));
 }
 
 /**
@@ -1328,7 +1338,10 @@ async function showSession(key) {
               el('td', {}, el('a', { href: `#/r/${encodeURIComponent(s.id)}` }, time(s.at))),
               el('td', { class: 'outcome' }, badges(s)),
               el('td', {}, s.inFlight ? '…' : String(s.status)),
-              el('td', { class: 'num' }, `${tok(s.tokens.cached)} / ${tok(s.tokens.prompt)}`),
+              // Unknown tokens read '?' as in the list (the why in its title); '–' is in flight.
+              unreported(s)
+                ? el('td', { class: 'num', title: whyUnreported(s) }, '? / ?')
+                : el('td', { class: 'num' }, `${tok(s.tokens.cached)} / ${tok(s.tokens.prompt)}`),
               el(
                 'td',
                 { class: broken ? 'ratio broken' : 'ratio' },
@@ -1375,7 +1388,7 @@ async function showSession(key) {
       ),
     ),
   );
-  setState(`${data.turns.length} turns`);
+  setState(count(data.turns.length, 'turn'));
 }
 
 // ---- keyboard --------------------------------------------------------------------------------

@@ -10,5 +10,7 @@ export type AudioEffect = TallyEffect<typeof AUDIO_POLICY, AudioKind>;
 
 /** Degraded content: the trace's `degraded` and toolproof_degraded_content_total. */
 export function describeAudioEffect(effect: AudioEffect): EffectRecord {
-  return { type: 'degraded', kind: effect.kind, count: effect.count };
+  const { kind, count } = effect;
+  const went = count === 1 ? '1 audio clip went as a note' : `${count} audio clips went as notes`;
+  return { type: 'degraded', kind, count, reason: `${went}: the model cannot take audio` };
 }

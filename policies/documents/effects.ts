@@ -15,5 +15,14 @@ export type DocumentsEffect = TallyEffect<typeof DOCUMENTS_POLICY, DocumentsKind
 
 /** Each is degraded content: the trace's `degraded` and toolproof_degraded_content_total. */
 export function describeDocumentsEffect(effect: DocumentsEffect): EffectRecord {
-  return { type: 'degraded', kind: effect.kind, count: effect.count };
+  const { kind, count } = effect;
+  const what = count === 1 ? '1 document' : `${count} documents`;
+  const its = count === 1 ? 'its' : 'their';
+  const reason =
+    kind === 'document-text'
+      ? `${what} went upstream as ${its} extracted text`
+      : kind === 'document-cut'
+        ? `${what} went upstream as ${its} text, cut to fit the model's window`
+        : `${what} went as ${count === 1 ? 'a note' : 'notes'}: unreadable, or no room left in the window`;
+  return { type: 'degraded', kind, count, reason };
 }

@@ -10,5 +10,12 @@ export type ImageUrlsEffect = TallyEffect<typeof IMAGE_URLS_POLICY, ImageUrlsKin
 
 /** Degraded content: the trace's `degraded` and toolproof_degraded_content_total. */
 export function describeImageUrlsEffect(effect: ImageUrlsEffect): EffectRecord {
-  return { type: 'degraded', kind: effect.kind, count: effect.count };
+  const { kind, count } = effect;
+  const went = count === 1 ? '1 image went as a note' : `${count} images went as notes`;
+  return {
+    type: 'degraded',
+    kind,
+    count,
+    reason: `${went}: the backend could not fetch ${count === 1 ? 'its URL' : 'their URLs'}`,
+  };
 }

@@ -11,5 +11,11 @@ export type ImagesEffect = TallyEffect<typeof IMAGES_POLICY, ImagesKind>;
 
 /** Degraded content: the trace's `degraded` and toolproof_degraded_content_total. */
 export function describeImagesEffect(effect: ImagesEffect): EffectRecord {
-  return { type: 'degraded', kind: effect.kind, count: effect.count };
+  const { kind, count } = effect;
+  const went = count === 1 ? '1 image went as a note' : `${count} images went as notes`;
+  const reason =
+    kind === 'image-note'
+      ? `${went}: the model cannot see`
+      : `${went}: older messages' images, of a prompt over the model's window`;
+  return { type: 'degraded', kind, count, reason };
 }

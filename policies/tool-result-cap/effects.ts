@@ -10,5 +10,7 @@ export type ToolResultCapEffect = TallyEffect<typeof TOOL_RESULT_CAP_POLICY, Too
 
 /** Degraded content: the trace's `degraded` and toolproof_degraded_content_total. */
 export function describeToolResultCapEffect(effect: ToolResultCapEffect): EffectRecord {
-  return { type: 'degraded', kind: effect.kind, count: effect.count };
+  const { kind, count } = effect;
+  const what = count === 1 ? '1 tool result was' : `${count} tool results were`;
+  return { type: 'degraded', kind, count, reason: `${what} cut to maxToolResultTokens` };
 }

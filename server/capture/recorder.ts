@@ -1071,6 +1071,19 @@ function plainReason(e: PolicyEffect): string {
   return parts.length === 0 ? words : `${words} (${parts.join('; ')})`;
 }
 
+/** What each normalization of the upstream's answer did (normalize-tool-calls' kinds). */
+const NORMALIZATION_WORDS: Readonly<Record<string, string>> = {
+  'empty-tool-calls': "the upstream's empty tool_calls list left out",
+  'finish-reason': 'finish_reason "tool_calls" without a call, sent as "stop"',
+  'missing-id': 'a call without an id given one',
+  'duplicate-id': "a call with an earlier call's id given its own",
+  'missing-type': 'a call without type "function" given it',
+  'object-arguments': 'arguments sent as a JSON value, not a string, written as its JSON text',
+  'truncated-arguments': 'a call\'s arguments cut short, finish_reason sent as "length"',
+  'duplicate-index': "a new call streamed at an earlier call's index, kept apart",
+  'unasked-choice': "choices past the request's n dropped",
+};
+
 function reasonOf(e: PolicyEffect): string {
   const r = describeEffect(e);
   if (!r) return plainReason(e);
@@ -1089,8 +1102,13 @@ function reasonOf(e: PolicyEffect): string {
       return `schema of ${r.tool} not fully enforced: ${r.reasons.join(', ')}`;
     case 'retry':
       return `corrective retry asked for: ${r.reason}`;
-    case 'tally':
-      return `${r.tally}: ${r.key}${r.count > 1 ? ` x${r.count}` : ''}`;
+    case 'tally': {
+      // A normalization in words where it has them: "normalizations: empty-tool-calls" was on
+      // nearly every vLLM answer (its `tool_calls: []`) and said nothing to a reader.
+      const words = r.tally === 'normalizations' ? NORMALIZATION_WORDS[r.key] : undefined;
+      const times = r.count > 1 ? ` x${r.count}` : '';
+      return words ? `normalized: ${words}${times}` : `${r.tally}: ${r.key}${times}`;
+    }
     case 'degraded':
       // What its policy says happened (which images went as notes, and why), else its kind.
       if (r.reason) return r.reason;

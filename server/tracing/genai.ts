@@ -12,15 +12,19 @@ import { upstreamJsonProblem } from '../../protocol/completion-shape.js';
 
 export const GEN_AI = {
   operation: 'gen_ai.operation.name',
-  /** The current name of the provider attribute, and the one it replaced (read by older backends). */
+  /** The provider attribute's current name; the deprecated `gen_ai.system` it replaced is not written. */
   provider: 'gen_ai.provider.name',
-  system: 'gen_ai.system',
   requestModel: 'gen_ai.request.model',
   maxTokens: 'gen_ai.request.max_tokens',
   temperature: 'gen_ai.request.temperature',
   topP: 'gen_ai.request.top_p',
   choiceCount: 'gen_ai.request.choice.count',
   seed: 'gen_ai.request.seed',
+  frequencyPenalty: 'gen_ai.request.frequency_penalty',
+  presencePenalty: 'gen_ai.request.presence_penalty',
+  topK: 'gen_ai.request.top_k',
+  stopSequences: 'gen_ai.request.stop_sequences',
+  outputType: 'gen_ai.output.type',
   stream: 'gen_ai.request.stream',
   responseModel: 'gen_ai.response.model',
   responseId: 'gen_ai.response.id',
@@ -58,7 +62,26 @@ export function setRequestAttributes(
   if (typeof r.top_p === 'number') span.setAttribute(GEN_AI.topP, r.top_p);
   if (typeof r.n === 'number' && r.n !== 1) span.setAttribute(GEN_AI.choiceCount, r.n);
   if (typeof r.seed === 'number') span.setAttribute(GEN_AI.seed, r.seed);
+  if (typeof r.frequency_penalty === 'number')
+    span.setAttribute(GEN_AI.frequencyPenalty, r.frequency_penalty);
+  if (typeof r.presence_penalty === 'number') span.setAttribute(GEN_AI.presencePenalty, r.presence_penalty);
+  // vLLM's and llama-server's extension of the OpenAI request.
+  if (typeof r.top_k === 'number') span.setAttribute(GEN_AI.topK, r.top_k);
+  const stop = typeof r.stop === 'string' ? [r.stop] : Array.isArray(r.stop) ? r.stop : undefined;
+  if (stop && stop.length > 0 && stop.every((x) => typeof x === 'string'))
+    // The client's strings: at most 16, each cut at 256 characters (as names the client picks are).
+    span.setAttribute(
+      GEN_AI.stopSequences,
+      (stop as string[]).slice(0, MAX_STOP_SEQUENCES).map((x) => (x.length > 256 ? x.slice(0, 256) : x)),
+    );
+  // Conditionally required by the conventions when the request names an output format.
+  const format = (r.response_format as { type?: unknown } | undefined)?.type;
+  if (format === 'json_object' || format === 'json_schema') span.setAttribute(GEN_AI.outputType, 'json');
+  else if (format === 'text') span.setAttribute(GEN_AI.outputType, 'text');
 }
+
+/** The most stop sequences a span names (OpenAI takes 4; vLLM any number). */
+const MAX_STOP_SEQUENCES = 16;
 
 function textOf(content: unknown): Part[] {
   if (typeof content === 'string') return content === '' ? [] : [{ type: 'text', content }];

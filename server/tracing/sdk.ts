@@ -18,7 +18,7 @@ import {
   TraceFlags,
   type TraceState,
 } from '@opentelemetry/api';
-import { ExportResultCode, getNumberFromEnv } from '@opentelemetry/core';
+import { type ExportResult, ExportResultCode, getNumberFromEnv } from '@opentelemetry/core';
 import {
   defaultResource,
   detectResources,
@@ -28,6 +28,7 @@ import {
 import {
   AlwaysOffSampler,
   AlwaysOnSampler,
+  ConsoleSpanExporter,
   type IdGenerator,
   ParentBasedSampler,
   type Sampler,
@@ -45,6 +46,7 @@ import {
   ATTR_SERVER_PORT,
   ATTR_SERVICE_NAME,
   ATTR_URL_PATH,
+  ATTR_URL_SCHEME,
   ATTR_USER_AGENT_ORIGINAL,
 } from '@opentelemetry/semantic-conventions';
 import { performance } from 'node:perf_hooks';
@@ -85,6 +87,7 @@ const K_GENAI_OUTPUTTOKENS = keyOf(GEN_AI.outputTokens);
 const K_GENAI_CACHEREADTOKENS = keyOf(GEN_AI.cacheReadTokens);
 const K_HTTP_REQUEST_METHOD = keyOf(ATTR_HTTP_REQUEST_METHOD);
 const K_URL_PATH = keyOf(ATTR_URL_PATH);
+const K_URL_SCHEME = keyOf(ATTR_URL_SCHEME);
 const K_HTTP_ROUTE = keyOf(ATTR_HTTP_ROUTE);
 const K_USER_AGENT_ORIGINAL = keyOf(ATTR_USER_AGENT_ORIGINAL);
 const K_GENAI_OPERATION = keyOf(GEN_AI.operation);
@@ -189,16 +192,52 @@ export function knownVerdict(sampler: string, remote: SpanContext | undefined): 
   return remote.traceFlags & TraceFlags.SAMPLED ? SAMPLED : NOT_SAMPLED;
 }
 
-async function exporterOf(settings: TracingSettings): Promise<SpanExporter> {
+async function otlpExporterOf(settings: TracingSettings, endpoint: string): Promise<SpanExporter> {
   // Only the protocol's exporter is loaded. Headers, timeout, compression and certificates come
   // from their OTEL_EXPORTER_OTLP_* variables, read by the exporter itself.
   if (settings.protocol === 'http/json') {
     const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
-    return new OTLPTraceExporter({ url: settings.endpoint });
+    return new OTLPTraceExporter({ url: endpoint });
   }
   // The library's protobuf exporter with a one-pass serializer of the same bytes (otlp-proto.ts).
   const { protobufSpanExporter } = await import('./otlp-proto.js');
-  return protobufSpanExporter(settings.endpoint);
+  return protobufSpanExporter(endpoint);
+}
+
+/**
+ * Every exporter OTEL_TRACES_EXPORTER names, as one: `otlp` (reporting its failures in the log)
+ * and `console` (the SDK's ConsoleSpanExporter: each span printed on standard output, as the spec
+ * defines `console`, for a look without a collector). A batch is done when each has taken it,
+ * failed when the OTLP export failed.
+ */
+async function exportersOf(
+  settings: TracingSettings,
+  warn?: (message: string) => void,
+): Promise<SpanExporter> {
+  const all: SpanExporter[] = [];
+  if (settings.endpoint !== undefined) {
+    const otlp = await otlpExporterOf(settings, settings.endpoint);
+    all.push(warn ? reporting(otlp, shown(settings.endpoint), warn) : otlp);
+  }
+  if (settings.console) all.push(new ConsoleSpanExporter());
+  if (all.length === 1) return all[0]!;
+  return {
+    export(spans, done) {
+      let left = all.length;
+      let failed: ExportResult | undefined;
+      for (const e of all)
+        e.export(spans, (result) => {
+          if (result.code !== ExportResultCode.SUCCESS) failed ??= result;
+          if (--left === 0) done(failed ?? result);
+        });
+    },
+    forceFlush: async () => {
+      await Promise.all(all.map((e) => e.forceFlush?.()));
+    },
+    shutdown: async () => {
+      await Promise.all(all.map((e) => e.shutdown()));
+    },
+  };
 }
 
 /**
@@ -275,7 +314,7 @@ export async function createTracing(
   // The SDK's sampler and exporter; the spans are written into a log of records as they end
   // (span-log.ts: the batch processor's rules, OTEL_BSP_* read as it reads them) and made into
   // lean.ts's spans at export, a batch at a time.
-  const exporter = await exporterOf(settings);
+  const exporter = await exportersOf(settings, warn);
   const tracer = new LeanTracer(
     resource,
     { name: 'toolproof', version: undefined, schemaUrl: undefined },
@@ -284,11 +323,12 @@ export async function createTracing(
     limitsOf(settings),
   );
   const log = new SpanLog(
-    warn ? reporting(exporter, shown(settings.endpoint), warn) : exporter,
+    exporter,
     tracer,
     {},
-    // otlp-proto.ts's exporter: a batch's records are written straight into protobuf.
-    settings.protocol !== 'http/json',
+    // otlp-proto.ts's exporter alone: a batch's records are written straight into protobuf.
+    // The console exporter reads spans: with it, every exporter gets lean spans.
+    settings.endpoint !== undefined && !settings.console && settings.protocol !== 'http/json',
   );
   return {
     startRequest(request, route) {
@@ -617,6 +657,9 @@ class ServerSpan implements RequestSpan<ChatCall> {
     const url = request.url;
     const query = url.indexOf('?');
     log.set(K_URL_PATH, cut256(query < 0 ? url : url.slice(0, query)));
+    // Required on an HTTP server span (the HTTP conventions): as Fastify reads it from the
+    // socket, `http` (toolproof listens on plain HTTP).
+    log.set(K_URL_SCHEME, request.protocol);
     if (this.route !== undefined) log.set(K_HTTP_ROUTE, this.route);
     const agent = request.headers['user-agent'];
     if (typeof agent === 'string') log.set(K_USER_AGENT_ORIGINAL, cut256(agent));

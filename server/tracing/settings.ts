@@ -3,16 +3,22 @@
  * (config.ts). No SDK here: with tracing off, nothing of the OpenTelemetry SDK is ever loaded (prom-client alone requires the API package, a no-op with no SDK registered).
  *
  * On when an OTLP endpoint is named (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
- * OTEL_EXPORTER_OTLP_ENDPOINT) or OTEL_TRACES_EXPORTER says `otlp`; off when OTEL_SDK_DISABLED is
- * true or OTEL_TRACES_EXPORTER is `none`. Headers, timeout, compression and certificates of the
+ * OTEL_EXPORTER_OTLP_ENDPOINT) or OTEL_TRACES_EXPORTER says `otlp` or `console` (the spec's
+ * standard output exporter, alone or beside `otlp`); off when OTEL_SDK_DISABLED is true or
+ * OTEL_TRACES_EXPORTER is `none`. Headers, timeout, compression and certificates of the
  * exporter are read by the exporter itself from their OTEL_EXPORTER_OTLP_* variables.
  */
 
 export type OtlpProtocol = 'http/protobuf' | 'http/json';
 
 export interface TracingSettings {
-  /** Where spans are posted: the full URL, /v1/traces included. */
-  endpoint: string;
+  /**
+   * Where spans are posted: the full URL, /v1/traces included; absent when OTEL_TRACES_EXPORTER
+   * names `console` and not `otlp` (an endpoint set beside it is not used, as the spec says).
+   */
+  endpoint?: string;
+  /** OTEL_TRACES_EXPORTER names `console`: each span is also printed on standard output. */
+  console: boolean;
   protocol: OtlpProtocol;
   /** OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true: prompts and completions on the spans. */
   captureContent: boolean;
@@ -67,26 +73,32 @@ export function tracingSettings(env: NodeJS.ProcessEnv): TracingSettings | undef
     .map((e) => e.trim().toLowerCase())
     .filter((e) => e !== '');
   if (exporters?.includes('none')) return undefined;
-  const unsupported = exporters?.filter((e) => e !== 'otlp') ?? [];
+  const unsupported = exporters?.filter((e) => e !== 'otlp' && e !== 'console') ?? [];
   if (unsupported.length > 0)
     throw new TracingSettingsError(
-      `OTEL_TRACES_EXPORTER: toolproof exports traces by OTLP only ("otlp" or "none"), got "${env.OTEL_TRACES_EXPORTER}"`,
+      `OTEL_TRACES_EXPORTER: toolproof exports traces by OTLP or to the console ("otlp", "console" or "none"), got "${env.OTEL_TRACES_EXPORTER}"`,
     );
   const specific = nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
   const general = nonEmpty(env.OTEL_EXPORTER_OTLP_ENDPOINT);
-  // Asked for: an endpoint named, or the exporter named (then the default endpoint).
-  if (!specific && !general && !exporters?.includes('otlp')) return undefined;
+  const toConsole = exporters?.includes('console') ?? false;
+  // OTLP: named, or (no exporter named) an endpoint named. An exporter list without `otlp`
+  // (`console`) exports no OTLP, whatever endpoint is set: the list decides (spec).
+  const otlp = exporters?.length ? exporters.includes('otlp') : Boolean(specific || general);
+  if (!otlp && !toConsole) return undefined;
   // The signal's own endpoint is used as it is; the general one gets the signal's path (spec).
-  const endpoint = specific
-    ? checkUrl('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', specific)
-    : general
-      ? `${checkUrl('OTEL_EXPORTER_OTLP_ENDPOINT', general).replace(/\/+$/, '')}/v1/traces`
-      : DEFAULT_ENDPOINT;
+  const endpoint = !otlp
+    ? undefined
+    : specific
+      ? checkUrl('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', specific)
+      : general
+        ? `${checkUrl('OTEL_EXPORTER_OTLP_ENDPOINT', general).replace(/\/+$/, '')}/v1/traces`
+        : DEFAULT_ENDPOINT;
   const protocolName = nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)
     ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
     : 'OTEL_EXPORTER_OTLP_PROTOCOL';
   const protocol = (nonEmpty(env[protocolName]) ?? 'http/protobuf').toLowerCase();
-  if (protocol !== 'http/protobuf' && protocol !== 'http/json')
+  // Only the OTLP exporter reads it: `console` alone is not stopped by a gRPC set for other programs.
+  if (otlp && protocol !== 'http/protobuf' && protocol !== 'http/json')
     throw new TracingSettingsError(
       `${protocolName}: toolproof sends OTLP over HTTP ("http/protobuf" or "http/json"), got "${env[protocolName]}"`,
     );
@@ -107,7 +119,8 @@ export function tracingSettings(env: NodeJS.ProcessEnv): TracingSettings | undef
   if (!Number.isInteger(limit) || limit < 1)
     throw new TracingSettingsError(`${limitName}: a positive integer, got "${limitRaw}"`);
   return {
-    endpoint,
+    ...(endpoint !== undefined ? { endpoint } : {}),
+    console: toConsole,
     protocol: protocol as OtlpProtocol,
     captureContent: flag(env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT),
     attributeValueLengthLimit: limit,

@@ -372,6 +372,14 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
         expect(await page.evaluate<number>('document.documentElement.scrollWidth'), view).toBeLessThanOrEqual(
           390,
         );
+        // A session's label keeps its end (what tells sessions apart): the table scrolls, the
+        // label is not cut to fit the phone.
+        const cut = await page
+          .locator(`${table} td.session`)
+          .evaluateAll((tds) =>
+            tds.filter((td) => td.scrollWidth > td.clientWidth).map((td) => td.textContent),
+          );
+        expect(cut, view).toEqual([]);
       }
       // The header: the help button stays on the brand's line, the state on one line of its own.
       for (const view of ['', '#/r/stalled-1']) {
@@ -531,6 +539,16 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
         .nth(1)
         .evaluate((d) => d.hasAttribute('open')),
     ).toBe(true);
+    // Its tokens are unknown because the client left, not because the upstream kept them back.
+    expect(await page.locator('main .meta').first().textContent()).toContain(
+      'tokens unknown (the client left before the upstream reported them)',
+    );
+    // Its session, one turn: "1 turn", and its unknown tokens read "?" as in the list, not the
+    // "–" of a request still in flight.
+    await page.locator('main .meta a[href^="#/s/"]').click();
+    await page.locator('#turns tbody tr').first().waitFor();
+    expect(await page.locator('#turns tbody tr td.num').nth(1).textContent()).toBe('? / ?');
+    expect(await page.locator('#state').textContent()).toBe('1 turn');
   });
 
   it('a request or a session the capture does not hold says so in words, not in JSON', async () => {

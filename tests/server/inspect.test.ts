@@ -181,6 +181,11 @@ describe('the capture behind /inspect/api', () => {
     const decision = view.record.decisions.find((d) => d.kind === 'vision-refused');
     expect(decision).toMatchObject({ policy: 'images', attempt: 1 });
     expect(decision!.reason).toMatch(/refused the images.*sent again/);
+    // What went instead, in words (it read "image note", the kind's name, before).
+    expect(view.record.decisions.find((d) => d.kind === 'image-note')).toMatchObject({
+      policy: 'images',
+      reason: '1 image went as a note: the model cannot see',
+    });
     // It took another upstream attempt: retried, and the list's outcome filter finds it.
     expect(view.record.outcome).toBe('retried');
     const retried = (await getJson(stack, '/inspect/api/requests?outcome=retried')).body
@@ -234,10 +239,15 @@ describe('the capture behind /inspect/api', () => {
     const view = (await getJson(stack, `/inspect/api/requests/${res.response.headers.get('x-request-id')}`))
       .body as {
       record: {
-        decisions: Array<{ kind: string; policy?: string; attempt: number }>;
+        decisions: Array<{ kind: string; policy?: string; attempt: number; reason: string }>;
         upstreamAttempts: Array<{ status: number; error?: { status: number }; request: { text: string } }>;
       };
     };
+    // vLLM's prose answer carries `tool_calls: []`, which toolproof leaves out: said in words
+    // (it read "normalizations: empty-tool-calls").
+    expect(view.record.decisions.find((d) => d.kind === 'empty-tool-calls')?.reason).toBe(
+      "normalized: the upstream's empty tool_calls list left out",
+    );
     const [rejected, sent] = view.record.upstreamAttempts;
     expect(rejected!.status).toBe(400);
     expect(rejected!.error).toMatchObject({ status: 400 });

@@ -33,9 +33,32 @@ describe('tracingSettings', () => {
     );
   });
 
+  it('OTEL_TRACES_EXPORTER=console turns tracing on; the list decides whether OTLP goes too', () => {
+    // The spec's `console`, alone: spans printed, none posted, even to an endpoint set beside it
+    // (and a gRPC protocol meant for another program does not stop the start).
+    const alone = { OTEL_TRACES_EXPORTER: 'console' };
+    expect(tracingSettings(alone)).toMatchObject({ console: true });
+    expect(tracingSettings(alone)?.endpoint).toBeUndefined();
+    expect(
+      tracingSettings({
+        ...alone,
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+      })?.endpoint,
+    ).toBeUndefined();
+    expect(
+      tracingSettings({
+        OTEL_TRACES_EXPORTER: 'otlp, Console',
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318',
+      }),
+    ).toMatchObject({ console: true, endpoint: 'http://c:4318/v1/traces' });
+    expect(tracingSettings({ OTEL_TRACES_EXPORTER: 'console,none' })).toBeUndefined();
+  });
+
   it('defaults: http/protobuf, no content, parent-based always-on, a 64 KiB attribute bound', () => {
     expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' })).toEqual({
       endpoint: 'http://c:4318/v1/traces',
+      console: false,
       protocol: 'http/protobuf',
       captureContent: false,
       attributeValueLengthLimit: DEFAULT_ATTRIBUTE_VALUE_LENGTH_LIMIT,
@@ -65,7 +88,7 @@ describe('tracingSettings', () => {
     };
     const cases: Array<[Record<string, string>, RegExp]> = [
       [{ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, /OTEL_EXPORTER_OTLP_PROTOCOL: .*"grpc"/],
-      [{ OTEL_TRACES_EXPORTER: 'zipkin' }, /OTEL_TRACES_EXPORTER: .*OTLP only/],
+      [{ OTEL_TRACES_EXPORTER: 'zipkin' }, /OTEL_TRACES_EXPORTER: .*"otlp", "console" or "none"/],
       [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, /OTEL_EXPORTER_OTLP_ENDPOINT: .*http/],
       [{ OTEL_TRACES_SAMPLER: 'sometimes' }, /OTEL_TRACES_SAMPLER: one of/],
       [{ OTEL_TRACES_SAMPLER_ARG: '2' }, /OTEL_TRACES_SAMPLER_ARG/],

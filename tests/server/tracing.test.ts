@@ -5,7 +5,7 @@
  * upstream naming the attempt, GenAI attributes, the harness's decisions as events, and the
  * server span ending with the stream. Configured through loadConfig's env (process.env untouched).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, type MockInstance, vi } from 'vitest';
 import { otlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.js';
 import { chunkEvent, fakeUpstream, type FakeUpstream } from '../support/harness.js';
 import { type Stack, startStack, waitFor, weatherTool } from './stack.js';
@@ -88,6 +88,10 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
       'http.response.status_code': 200,
       'toolproof.request_id': reqId,
       'toolproof.attempts': 1,
+      // Required on an HTTP server span, with the method and the path.
+      'http.request.method': 'POST',
+      'url.path': '/v1/chat/completions',
+      'url.scheme': 'http',
       // The GenAI conventions' flag for a streamed request (semantic-conventions 1.45), not one of our own.
       'gen_ai.request.stream': true,
     });
@@ -109,6 +113,9 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
       'gen_ai.request.stream': true,
     });
     expect(attempt!.attributes['gen_ai.response.finish_reasons']).toEqual(['stop']);
+    // The provider by its current name only: gen_ai.system is deprecated for it.
+    expect(attempt!.attributes['gen_ai.system']).toBeUndefined();
+    expect(server.attributes['gen_ai.system']).toBeUndefined();
     expect(attempt!.attributes['gen_ai.usage.input_tokens']).toBeGreaterThan(0);
     expect(attempt!.attributes['gen_ai.input.messages']).toBeUndefined(); // no content without the opt-in
     // The upstream got the attempt's traceparent, not the client's.
@@ -547,6 +554,42 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     }
   });
 
+  it("the request's settings as the GenAI conventions name them, on the server and the attempt span", async () => {
+    receiver = await otlpReceiver();
+    stack = await startStack({ env: otelEnv(receiver) });
+    const res = await post(stack, {
+      model: 'sim',
+      messages: [{ role: 'user', content: 'Answer in JSON.' }],
+      max_tokens: 64,
+      temperature: 0.2,
+      top_p: 0.9,
+      top_k: 20,
+      seed: 7,
+      frequency_penalty: 0.5,
+      presence_penalty: 0.25,
+      stop: ['END', 'x'.repeat(300)],
+      response_format: { type: 'json_object' },
+    });
+    expect(res.status).toBe(200);
+    await res.text();
+    const server = await serverSpan(stack, receiver);
+    const expected = {
+      'gen_ai.request.max_tokens': 64,
+      'gen_ai.request.temperature': 0.2,
+      'gen_ai.request.top_p': 0.9,
+      'gen_ai.request.top_k': 20,
+      'gen_ai.request.seed': 7,
+      'gen_ai.request.frequency_penalty': 0.5,
+      'gen_ai.request.presence_penalty': 0.25,
+      // The client's strings, each cut at 256 characters.
+      'gen_ai.request.stop_sequences': ['END', 'x'.repeat(256)],
+      // Conditionally required when the request names an output format.
+      'gen_ai.output.type': 'json',
+    };
+    expect(server.attributes).toMatchObject(expected);
+    expect(attempts(receiver, server)[0]!.attributes).toMatchObject(expected);
+  });
+
   it('the default protocol: protobuf export (server/tracing/otlp-proto.ts) of the request and attempt spans', async () => {
     receiver = await otlpReceiver();
     // No OTEL_EXPORTER_OTLP_PROTOCOL: http/protobuf, the spec's default.
@@ -580,6 +623,58 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
       'gen_ai.operation.name',
     ])
       expect(body.includes(Buffer.from(text)), text).toBe(true);
+  });
+});
+
+describe("OTEL_TRACES_EXPORTER=console (the spec's standard output exporter)", () => {
+  const printed = (dir: MockInstance<typeof console.dir>) =>
+    dir.mock.calls.map(([span]) => span as { name: string; traceId: string; kind: number });
+
+  it('alone: each span printed, nothing posted to the endpoint also set', async () => {
+    receiver = await otlpReceiver();
+    const dir = vi.spyOn(console, 'dir').mockImplementation(() => {});
+    try {
+      stack = await startStack({ env: { ...otelEnv(receiver), OTEL_TRACES_EXPORTER: 'console' } });
+      const res = await post(stack, {
+        model: 'sim',
+        messages: [{ role: 'user', content: 'hi' }],
+        stream: true,
+      });
+      await res.text();
+      await waitFor(() => {
+        void stack!.app.toolproof.tracing!.flush();
+        return printed(dir).some((x) => x.kind === 1);
+      });
+      const server = printed(dir).find((x) => x.kind === 1)!;
+      expect(server).toMatchObject({ name: 'POST /v1/chat/completions', traceId: TRACE_ID });
+      expect(printed(dir).some((x) => x.kind === 2 && x.name === 'chat sim')).toBe(true);
+      expect(receiver.raw).toHaveLength(0);
+    } finally {
+      dir.mockRestore();
+    }
+  });
+
+  it('beside otlp: printed and posted, protobuf included', async () => {
+    receiver = await otlpReceiver();
+    const dir = vi.spyOn(console, 'dir').mockImplementation(() => {});
+    try {
+      stack = await startStack({
+        env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.origin, OTEL_TRACES_EXPORTER: 'otlp,console' },
+      });
+      const res = await post(stack, { model: 'sim', messages: [{ role: 'user', content: 'hi' }] });
+      const reqId = res.headers.get('x-request-id')!;
+      await res.text();
+      const posted = () => Buffer.concat(receiver!.raw.map((r) => r.body));
+      await waitFor(() => {
+        void stack!.app.toolproof.tracing!.flush();
+        return posted().includes(Buffer.from(reqId)) && printed(dir).some((x) => x.kind === 1);
+      });
+      expect(receiver.raw.every((r) => r.contentType === 'application/x-protobuf')).toBe(true);
+      expect(posted().includes(Buffer.from(TRACE_ID, 'hex'))).toBe(true);
+      expect(printed(dir).find((x) => x.kind === 1)?.traceId).toBe(TRACE_ID);
+    } finally {
+      dir.mockRestore();
+    }
   });
 });
 
