@@ -18,17 +18,10 @@ import { isObject } from '../../protocol/is-object.js';
 import { refusalSays } from '../kit/media-refusal.js';
 import type { Policy } from '../types.js';
 import { describeImageLimitEffect, IMAGE_LIMIT_POLICY, type ImageLimitEffect } from './effects.js';
+import { errorMessageHead } from '../kit/error-text.js';
 
 const LIMIT = /\bAt most (\d{1,6}) image\(s\) may be provided in one prompt\b/;
 const VALUE = 'image-limit:';
-
-/** The error's text, its head only (OpenAI's error object, vLLM's legacy top level). */
-function textOf(body: unknown): string {
-  if (!isObject(body)) return typeof body === 'string' ? body.slice(0, 1000) : '';
-  const inner = isObject(body.error) ? body.error : body;
-  const m = inner.message ?? body.detail;
-  return typeof m === 'string' ? m.slice(0, 1000) : '';
-}
 
 /** The image parts of a request, counted. */
 export function imageCount(request: ChatCompletionRequest): number {
@@ -46,7 +39,7 @@ export function imageCount(request: ChatCompletionRequest): number {
 /** The limit a refusal names (at least 1), when `sent` carries more images than it. */
 export function refusedLimit(status: number, body: unknown, sent: ChatCompletionRequest): number | undefined {
   if (!refusalSays([LIMIT], status, body)) return undefined;
-  const n = Number(LIMIT.exec(textOf(body))?.[1]);
+  const n = Number(LIMIT.exec(errorMessageHead(body, 1000))?.[1]);
   return n >= 1 && imageCount(sent) > n ? n : undefined;
 }
 

@@ -22,9 +22,9 @@
  * old vLLM) refuses every remote image of the request, since which one failed cannot be told.
  */
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
-import { isObject } from '../../protocol/is-object.js';
 import { imageUrlsWhere, isRemoteUrl } from '../kit/image-part.js';
 import { refusalSays } from '../kit/media-refusal.js';
+import { errorMessageHead } from '../kit/error-text.js';
 
 const SIGNATURES: readonly RegExp[] = [/\bFailed to download image\b/, /\bFailed to fetch media from URL\b/];
 
@@ -51,14 +51,6 @@ export function remoteImageUrls(request: ChatCompletionRequest): string[] {
   return imageUrlsWhere(request, (url) => isRemoteUrl(url) || isFileUrl(url));
 }
 
-/** The error's text (OpenAI's error object, vLLM's legacy top level), its head only. */
-function textOf(body: unknown): string {
-  if (!isObject(body)) return typeof body === 'string' ? body.slice(0, 4096) : '';
-  const inner = isObject(body.error) ? body.error : body;
-  const m = inner.message ?? body.detail;
-  return typeof m === 'string' ? m.slice(0, 4096) : '';
-}
-
 /**
  * Old vLLM's answer to an image it could not fetch, and to any other uncaught exception: a 500
  * whose whole body is the ASGI stack's plain "Internal Server Error" (no JSON, no detail).
@@ -78,7 +70,7 @@ export function unfetchedUrls(status: number, body: unknown, sent: ChatCompletio
   if (bareServerError(status, body)) return remoteImageUrls(sent).filter(isRemoteUrl);
   if (!refusalSays(SIGNATURES, status, body)) return [];
   const urls = remoteImageUrls(sent).filter(isRemoteUrl);
-  const text = textOf(body);
+  const text = errorMessageHead(body, 4096);
   const named = urls.filter((u) => text.includes(`value=${u}`));
   return named.length > 0 ? named : urls;
 }

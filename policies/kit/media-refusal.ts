@@ -5,21 +5,12 @@
  */
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { isObject } from '../../protocol/is-object.js';
-
-/** The error's message, wherever the backend put it (OpenAI's error object, vLLM's legacy top level). */
-function messageOf(body: unknown): string {
-  if (typeof body === 'string') return body;
-  if (!isObject(body)) return '';
-  const inner = isObject(body.error) ? body.error : body;
-  const m = inner.message ?? body.detail;
-  return typeof m === 'string' ? m : '';
-}
+import { errorMessageHead } from './error-text.js';
 
 /** Does an error response (`status`, `body`) say one of `signatures`? Never a status alone. */
 export function refusalSays(signatures: readonly RegExp[], status: number, body: unknown): boolean {
   if (status < 400) return false;
-  // Only the head is read: these messages are short, a huge body must not cost regex time.
-  const text = messageOf(body).slice(0, 1000);
+  const text = errorMessageHead(body, 1000);
   return text !== '' && signatures.some((p) => p.test(text));
 }
 

@@ -25,6 +25,7 @@ import {
   SINGLE_CALL_TURNS_POLICY,
   type SingleCallTurnsEffect,
 } from './effects.js';
+import { errorBodyHead } from '../kit/error-text.js';
 
 /** The refusal's fact: the template takes one tool call per assistant message. */
 const SINGLE_CALL_FACT = 'single-tool-calls';
@@ -34,8 +35,7 @@ const SINGLE_CALLS = /only supports single tool-calls/i;
 
 function refusesParallelCalls(status: number, body: unknown): boolean {
   if (status !== 400 && status !== 500) return false;
-  const text = typeof body === 'string' ? body : JSON.stringify(body ?? '');
-  return SINGLE_CALLS.test(text.slice(0, 2000));
+  return SINGLE_CALLS.test(errorBodyHead(body, 2000));
 }
 
 /** `messages` with every assistant message of several calls split, and how many were; linear. */

@@ -13,6 +13,7 @@
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { type Policy, wasRefused } from '../types.js';
 import { describeSingleChoiceEffect, SINGLE_CHOICE_POLICY, type SingleChoiceEffect } from './effects.js';
+import { errorBodyHead } from '../kit/error-text.js';
 
 /** The refusal's fact: the upstream answers one choice per request. */
 const SINGLE_CHOICE_FACT = 'single-choice';
@@ -31,8 +32,7 @@ function choicesOf(request: ChatCompletionRequest): number {
 /** Whether an error refused `sent` for asking several choices. Reads at most 2,000 characters. */
 export function refusesChoices(status: number, body: unknown, sent: ChatCompletionRequest): boolean {
   if (status !== 400 || choicesOf(sent) <= 1) return false;
-  const text = typeof body === 'string' ? body : JSON.stringify(body ?? '');
-  return REFUSES_N.test(text.slice(0, 2000));
+  return REFUSES_N.test(errorBodyHead(body, 2000));
 }
 
 export const singleChoicePolicy: Policy<SingleChoiceEffect> = {

@@ -22,6 +22,7 @@ import {
   STREAM_LOGPROBS_POLICY,
   type StreamLogprobsEffect,
 } from './effects.js';
+import { errorBodyHead } from '../kit/error-text.js';
 
 /** The refusal's fact: the upstream takes no logprobs on a streamed request with tools. */
 const STREAM_LOGPROBS_FACT = 'stream-logprobs';
@@ -52,8 +53,7 @@ export function asksStreamLogprobs(request: ChatCompletionRequest): boolean {
 /** Whether an error refused `sent` for its logprobs. Reads at most 2,000 characters of the body. */
 export function refusesStreamLogprobs(status: number, body: unknown, sent: ChatCompletionRequest): boolean {
   if ((status !== 400 && status !== 500) || !asksStreamLogprobs(sent)) return false;
-  const text = typeof body === 'string' ? body.slice(0, 2000) : JSON.stringify(body ?? '').slice(0, 2000);
-  return REFUSES.test(text);
+  return REFUSES.test(errorBodyHead(body, 2000));
 }
 
 export const streamLogprobsPolicy: Policy<StreamLogprobsEffect> = {

@@ -25,6 +25,7 @@ import { isPlainObject } from '../kit/canonical-arguments.js';
 import { PORTABLE_TOOL_NAME, toolNameAlias } from '../kit/tool-name-alias.js';
 import { passThroughHook, type Policy, type StreamHook, wasRefused } from '../types.js';
 import { describeToolNamesEffect, TOOL_NAMES_POLICY, type ToolNamesEffect } from './effects.js';
+import { errorBodyHead } from '../kit/error-text.js';
 
 const TOOL_NAMES_FACT = 'tool-names';
 
@@ -67,8 +68,7 @@ export function refusesToolNames(status: number, body: unknown, sent: ChatComple
     unportable ||= !PORTABLE_TOOL_NAME.test(n);
   });
   if (!unportable) return false;
-  const text = typeof body === 'string' ? body.slice(0, 4000) : JSON.stringify(body ?? '').slice(0, 4000);
-  return REFUSES.test(text);
+  return REFUSES.test(errorBodyHead(body, 4000));
 }
 
 /** The aliases of the request's unportable names (client's name -> alias); empty when none. */
