@@ -7,9 +7,10 @@
  * - a call fused into another call's arguments as a key, `"get_weather(location": "…"`
  *   (cactus-compute/cactus#316, LFM2), which stays text in every envelope.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { DeclaredTool } from '../../parsers/types.js';
-import { readBoth as readBothRaw, toolsOf } from './engine-helpers.js';
+import { chunks, options, readBoth as readBothRaw, streamed, toolsOf, whole } from './engine-helpers.js';
 
 function readBoth(text: string, tools: Map<string, DeclaredTool>) {
   const r = readBothRaw(text, tools);
@@ -114,5 +115,67 @@ describe('a call fused into the arguments as a key', () => {
     expect(
       readBoth('{"name":"send_message","arguments":{"recipient":"a","message":"b","f(x":"y"}}', t).calls,
     ).toEqual([{ name: 'send_message', arguments: { recipient: 'a', message: 'b', 'f(x': 'y' } }]);
+  });
+});
+
+describe('property: streamed in random pieces equals whole', () => {
+  const tools = toolsOf(EXEC, SEND, WEATHER);
+  // values a shell command may hold, markup-like characters included (never the close tag)
+  const value = fc.stringMatching(/^[a-z0-9 ./_"'<>=-]{1,30}$/).filter((v) => !v.includes('</'));
+  const lead = fc.constantFrom('', 'Running it.\n', '好的，我来执行。\n\n');
+
+  function both(text: string, size: number) {
+    const r = whole(text, options(tools));
+    const st = streamed(chunks(text, size), options(tools));
+    expect(st.calls).toEqual(r.calls);
+    expect(st.content).toBe(r.content);
+    return r;
+  }
+
+  it('reads a declared Seed call with attributes exactly, and an undeclared one as text', () => {
+    fc.assert(
+      fc.property(
+        lead,
+        value,
+        fc.boolean(),
+        fc.boolean(),
+        fc.integer({ min: 1, max: 17 }),
+        (pre, v, indent, declared, size) => {
+          const sp = indent ? '  ' : '';
+          const name = declared ? 'exec' : 'shell';
+          const text = `${pre}<seed:tool_call>\n${sp}<function name="${name}">\n${sp}${sp}<parameter name="command" string="true">${v}</parameter>\n${sp}</function>\n</seed:tool_call>`;
+          const r = both(text, size);
+          if (declared) {
+            expect(r.calls.map((c) => [c.name, JSON.parse(c.arguments)])).toEqual([['exec', { command: v }]]);
+          } else {
+            expect(r.calls).toEqual([]);
+            expect(r.content).toBe(text);
+          }
+        },
+      ),
+      { numRuns: 300, seed: 18_101 },
+    );
+  });
+
+  it('never reads arguments holding a key that opens another declared call', () => {
+    fc.assert(
+      fc.property(
+        value,
+        fc.constantFrom('get_weather', 'send_message', 'exec'),
+        fc.integer({ min: 1, max: 17 }),
+        (v, other, size) => {
+          const args = { recipient: 'a', message: v, [`${other}(x`]: v };
+          for (const text of [
+            JSON.stringify({ name: 'send_message', arguments: args }),
+            `<tool_call>\n${JSON.stringify({ name: 'send_message', arguments: args })}\n</tool_call>`,
+          ]) {
+            const r = both(text, size);
+            expect(r.calls).toEqual([]);
+            expect(r.content).toBe(text);
+          }
+        },
+      ),
+      { numRuns: 300, seed: 18_102 },
+    );
   });
 });
