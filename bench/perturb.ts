@@ -4,12 +4,12 @@
  * Streamed one character at a time, in fixed sizes, seeded random cuts and cut in two at every
  * position. `npx tsx bench/perturb.ts [-v]`: per format, correct / wrong / miss / content kept / bytes
  * lost / streamed differs; -v lists every wrong, miss, lost and parity case; `--set recall8` or
- * `--set recall9`, `--set recall10`, `--set recall11`, `--set recall12`, `--set recall14`, `--set recall15`, `--set recall16` or `--set recall17` counts only the cases that session's generator first wrote.
+ * `--set recall9`, `--set recall10`, `--set recall11`, `--set recall12`, `--set recall14`, `--set recall15`, `--set recall16`, `--set recall17` or `--set recall18` counts only the cases that session's generator first wrote.
  */
 import { type Classified, classify, generateCases } from '../tests/parsers/perturb-cases.js';
 
 const verbose = process.argv.includes('-v');
-/** `--set recall8` … `--set recall17`: only the cases that session's generator first wrote. */
+/** `--set recall8` … `--set recall18`: only the cases that session's generator first wrote. */
 const setArg = process.argv.indexOf('--set');
 const only = setArg >= 0 ? process.argv[setArg + 1] : undefined;
 const rows = new Map<string, Record<string, number>>();

@@ -14,7 +14,7 @@ import { DEFAULT_MAX_HELD, EnvelopeScanner, type ScanEvent, type ScanPlan, TOO_L
 import { type StartsInReasoning, ThinkSplitter } from './think-split.js';
 import type { BackendKind, DeclaredTool, LeakRecord, LeakSource, ParseContext } from '../types.js';
 import { normalizeArguments, unsafeArguments } from '../kit/lenient-json.js';
-import { decodeStructuredStrings, echoedSchema, fitsSchema } from '../kit/schema-values.js';
+import { decodeStructuredStrings, echoedSchema, fitsSchema, fusedCallKey } from '../kit/schema-values.js';
 import { resolveToolName } from './tool-names.js';
 
 export interface EngineOptions {
@@ -115,6 +115,13 @@ function judgeEnvelope(
         ok: false,
         outcome: 'rejected',
         reason: 'arguments are a JSON Schema (tool definition echoed)',
+      };
+    const fused = fusedCallKey(args.value, tools.get(name), tools);
+    if (fused !== null)
+      return {
+        ok: false,
+        outcome: 'rejected',
+        reason: `a call fused into the arguments (key ${JSON.stringify(fused.slice(0, 64))})`,
       };
     const repairs = [...(c.repairs ?? []), ...args.repairs, ...(renamed?.repairs ?? [])];
     if (m.truncated) repairs.push('unclosed-envelope');

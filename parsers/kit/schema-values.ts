@@ -289,6 +289,29 @@ export function echoedSchema(args: Record<string, unknown>, tool: DeclaredTool |
 }
 
 /**
+ * An argument key that is another call's opener, `NAME(` for a declared tool NAME, and no
+ * parameter of the tool: two calls fused into one object (LFM2 in Cactus wrote
+ * `{"recipient": "Blob", "message": "…", "get_weather(location": "San Francisco"}` for
+ * send_message then get_weather, cactus-compute/cactus#316). Neither call can be read without
+ * guessing where one ends, so the envelope stays text. Returns the key, or null. Linear in the
+ * keys' length.
+ */
+export function fusedCallKey(
+  args: Record<string, unknown>,
+  tool: DeclaredTool | undefined,
+  tools: ReadonlyMap<string, DeclaredTool>,
+): string | null {
+  const props = tool?.parameters?.['properties'];
+  for (const key of Object.keys(args)) {
+    const paren = key.indexOf('(');
+    if (paren <= 0 || !tools.has(key.slice(0, paren).trim())) continue;
+    if (isPlainObject(props) && Object.hasOwn(props, key)) continue;
+    return key;
+  }
+  return null;
+}
+
+/**
  * Models sometimes wrap all their arguments in one extra `arguments` / `input` / `properties`
  * parameter (seen with DeepSeek V3.2 DSML and MiniCPM 5, whose inner value may be a Python
  * repr). Unwrapped only when that key is not itself declared and every key inside is a

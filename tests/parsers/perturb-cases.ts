@@ -18,6 +18,7 @@ import type { DeclaredTool } from '../../parsers/types.js';
 import { recall15Cases } from './perturb-cases-recall15.js';
 import { recall16Cases } from './perturb-cases-recall16.js';
 import { recall17Cases } from './perturb-cases-recall17.js';
+import { recall18Cases } from './perturb-cases-recall18.js';
 
 type Truth = 'call' | 'content' | 'either';
 
@@ -42,7 +43,8 @@ export interface PerturbCase {
     | 'recall14'
     | 'recall15'
     | 'recall16'
-    | 'recall17';
+    | 'recall17'
+    | 'recall18';
   /** The tools the request declares (default PERTURB_TOOLS; recall15 declares an agent's twelve). */
   tools?: ReadonlyMap<string, DeclaredTool>;
   /** Upstream reasoning_content beside the text (recall11's call split across the two). */
@@ -1225,6 +1227,7 @@ export function generateCases(): PerturbCase[] {
   out.push(...recall15Cases());
   out.push(...recall16Cases());
   out.push(...recall17Cases());
+  out.push(...recall18Cases());
   return out;
 }
 

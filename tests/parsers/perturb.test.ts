@@ -28,7 +28,7 @@ describe('generated near misses: format x perturbation x schema', () => {
 });
 
 /** Calls read right today (bench/perturb.ts): raise it when a fix reads more. */
-const CORRECT_FLOOR = 2871;
+const CORRECT_FLOOR = 2888;
 
 describe('a scalar written as a string in JSON arguments', () => {
   const search = {
