@@ -1,21 +1,25 @@
 /**
  * A Responses API request -> the chat-completions request toolproof's pipeline runs. Pure:
- * every field a stateless chat backend cannot honour is rejected with a TP_ERR_INVALID_FIELD
- * naming it, never silently dropped.
+ * every field a chat backend cannot honour is rejected with a TP_ERR_INVALID_FIELD naming it,
+ * never silently dropped. A previous_response_id's conversation comes from the door (`history`).
  */
 import { isAllowedToolsChoice, narrowToAllowed, readAllowedTools } from '../allowed-tools.js';
 import { ToolproofError } from '../errors.js';
 import type { ChatCompletionRequest, JsonObject, ToolChoice } from '../openai.js';
 import { inputToMessages, type ItemLookup } from './items.js';
 import { chatNameOf, type ToolCatalog, translateTools } from './tools.js';
-import type { ResponsesRequest, ResponsesToolChoice, TextFormat } from './types.js';
+import type { InputItem, ResponsesRequest, ResponsesToolChoice, TextFormat } from './types.js';
 
 function invalid(param: string, message: string): ToolproofError {
   return new ToolproofError('TP_ERR_INVALID_FIELD', { param, message });
 }
 
 const STATELESS =
-  'toolproof is stateless: it keeps no responses or conversations. Send the whole conversation in `input` (the Agents SDK and most clients do when previous_response_id is not set).';
+  'toolproof keeps no conversations by id. Send the whole conversation in `input`, or continue a response with previous_response_id.';
+
+/** previous_response_id with the item store off: nothing was kept to continue. */
+const NOT_KEPT =
+  'previous_response_id cannot be continued: this toolproof keeps no responses (its Responses store is off: TOOLPROOF_RESPONSES_STORE_MB=0). Send the whole conversation in `input` instead.';
 
 function toToolChoice(
   choice: ResponsesToolChoice | undefined,
@@ -72,9 +76,17 @@ export interface ResponsesTranslation {
   refusal?: ToolproofError;
 }
 
-/** The chat request and the tool catalog. Throws TP_ERR_INVALID_FIELD naming the field. */
-export function translateRequest(body: ResponsesRequest, lookup?: ItemLookup): ResponsesTranslation {
-  if (body.previous_response_id != null) throw invalid('previous_response_id', STATELESS);
+/**
+ * The chat request and the tool catalog. Throws TP_ERR_INVALID_FIELD naming the field. `history`:
+ * the conversation the request's previous_response_id continues (the door looked it up).
+ */
+export function translateRequest(
+  body: ResponsesRequest,
+  lookup?: ItemLookup,
+  history?: readonly InputItem[],
+): ResponsesTranslation {
+  if (body.previous_response_id != null && history === undefined)
+    throw invalid('previous_response_id', NOT_KEPT);
   if (body.conversation != null) throw invalid('conversation', STATELESS);
   if (body.background === true)
     throw invalid('background', 'Background responses need stored state; toolproof is stateless.');
@@ -87,7 +99,7 @@ export function translateRequest(body: ResponsesRequest, lookup?: ItemLookup): R
   const { tools, catalog, dropped, refusal } = translateTools(body.tools);
   const chat: ChatCompletionRequest = {
     model: body.model,
-    messages: inputToMessages(body.input, body.instructions, catalog, lookup),
+    messages: inputToMessages(body.input, body.instructions, catalog, lookup, history),
   };
   if (chat.messages.length === 0)
     throw invalid('input', 'input is empty: send a string or at least one item.');

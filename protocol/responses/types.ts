@@ -181,7 +181,7 @@ export interface ResponseObject {
   output: OutputItem[];
   output_text: string;
   parallel_tool_calls: boolean;
-  previous_response_id: null;
+  previous_response_id: string | null;
   reasoning: { effort: string | null; summary: string | null };
   store: boolean;
   temperature: number | null;

@@ -1,6 +1,7 @@
 /**
- * POST /v1/responses (OpenAI Responses API, no stored responses; the output items it returned
- * are kept, bounded, for item_reference: item-store.ts). The request is translated into a chat
+ * POST /v1/responses (OpenAI Responses API; the output items it returned and each response's
+ * place in its conversation are kept, bounded, for item_reference and previous_response_id:
+ * item-store.ts). The request is translated into a chat
  * completion at the edge (protocol/responses/), runs through the one chat pipeline (forced
  * final_answer, fallback, history repair, leak recovery, validation, corrective retry), and
  * the answer is translated back: a response object, or the Responses event stream (output.ts).
@@ -16,7 +17,7 @@ import {
   ResponsesTranslator,
   type TranslatorContext,
 } from '../../../protocol/responses/stream.js';
-import type { OutputItem, ResponsesRequest } from '../../../protocol/responses/types.js';
+import type { InputItem, ResponseObject, ResponsesRequest } from '../../../protocol/responses/types.js';
 import type { AppState } from '../../app-state.js';
 import type { ChatCall } from '../../chat/context.js';
 import { startTranslatedCall } from '../../chat/start.js';
@@ -38,19 +39,19 @@ interface ResponsesTurn extends TranslatorContext {
   droppedHeader: Record<string, string>;
   /** The stream's translator, once output() opened one (its failure continues its sequence). */
   translator?: ResponsesTranslator;
-  /** Keeps the answer's output items for item_reference; absent when they are not kept. */
-  keep?: (output: readonly OutputItem[]) => void;
+  /** Keeps the answer (its output items, its place in its conversation); absent when not kept. */
+  keep?: (response: ResponseObject) => void;
 }
 
 /**
- * The rest of the Responses API (retrieve, delete, cancel, input_items, input_tokens, compact)
- * needs stored responses, which a stateless proxy has none of: a 404 in the OpenAI shape, instead
- * of falling through to the upstream, which answered in its own (vLLM: {"detail": "Not Found"})
+ * The rest of the Responses API (retrieve, delete, cancel, input_items, input_tokens, compact) is
+ * not served (responses are kept only to be continued): a 404 in the OpenAI shape, instead of
+ * falling through to the upstream, which answered in its own (vLLM: {"detail": "Not Found"})
  * about ids it never issued.
  */
 async function notServed(request: FastifyRequest): Promise<never> {
   throw new ToolproofError('TP_ERR_NOT_FOUND', {
-    message: `Not served by toolproof's Responses API (stateless: no stored responses): ${request.method} ${request.url.split('?')[0]}.`,
+    message: `Not served by toolproof's Responses API (it keeps responses only to continue them: previous_response_id, item_reference): ${request.method} ${request.url.split('?')[0]}.`,
   });
 }
 
@@ -63,20 +64,49 @@ function resolver(
   scope: string,
   limitBytes: number,
   counted: AppState['metrics']['responsesItemReferences'],
+  /** Bytes already taken from the store for the request (a previous_response_id's conversation). */
+  already = 0,
 ): ItemLookup {
-  let total = 0;
+  let total = already;
   return (id) => {
     const found = store.lookup(scope, id);
     counted.labels(found ? 'resolved' : 'missing').inc();
     if (!found) return undefined;
     total += found.bytes;
-    if (total > limitBytes)
-      throw new ToolproofError('TP_ERR_BODY_TOO_LARGE', {
-        param: 'input',
-        message: `The items input refers to by item_reference come to more than the body limit (${limitBytes} bytes), as if they had been sent whole.`,
-      });
+    if (total > limitBytes) throw tooLarge(limitBytes);
     return found.item;
   };
+}
+
+function tooLarge(limitBytes: number): ToolproofError {
+  return new ToolproofError('TP_ERR_BODY_TOO_LARGE', {
+    param: 'input',
+    message: `The conversation previous_response_id continues and the items input refers to by item_reference come to more than the body limit (${limitBytes} bytes), as if they had been sent whole.`,
+  });
+}
+
+/**
+ * The conversation `id` continues, kept under `scope`; a miss is a 400 naming previous_response_id
+ * that says why and what to do (the client's: only it holds the conversation now).
+ */
+function continued(
+  store: ResponsesItemStore,
+  scope: string,
+  id: string,
+  counted: AppState['metrics']['responsesPrevious'],
+): { items: InputItem[]; bytes: number } {
+  const found = store.conversation(scope, id);
+  counted.labels(found.missing === undefined ? 'continued' : 'missing').inc();
+  if (found.missing === undefined) return found;
+  const shown = (s: string) => JSON.stringify(s.slice(0, 200));
+  const which =
+    found.missing === id
+      ? `Previous response ${shown(id)} is not held by this toolproof`
+      : `The conversation of previous response ${shown(id)} cannot be continued: the earlier response ${shown(found.missing)} it follows is not held by this toolproof`;
+  throw new ToolproofError('TP_ERR_INVALID_FIELD', {
+    param: 'previous_response_id',
+    message: `${which}. Responses are kept in the memory of the worker that answered them, under the API key that got them, bounded by TOOLPROOF_RESPONSES_STORE_MB: one evicted, answered by another worker or replica, given to another key, or kept before a restart is gone. Send the whole conversation in \`input\` without previous_response_id, or send all of a conversation's requests to one toolproof worker (TOOLPROOF_WORKERS=1, and a sticky route to one replica) with a store large enough to hold it.`,
+  });
 }
 
 export const responses: FrontDoor<'responses', ResponsesTurn> = {
@@ -84,7 +114,7 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
   path: '/v1/responses',
   schema: {
     summary:
-      'Create a model response (OpenAI Responses API, stateless), with forced tool use, leak recovery and history repair.',
+      'Create a model response (OpenAI Responses API), with forced tool use, leak recovery and history repair.',
     tags: ['openai'],
     body: responsesBody,
   },
@@ -94,18 +124,33 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
     const store = state.responsesStore;
     // Scoped to the key that presented it: another key's reference does not resolve.
     const scope = request.tpKey?.key ?? '';
-    const lookup = store
-      ? resolver(store, scope, state.config.bodyLimitBytes, state.metrics.responsesItemReferences)
-      : undefined;
+    const body = request.body as ResponsesRequest;
+    const previous = typeof body.previous_response_id === 'string' ? body.previous_response_id : undefined;
+    const limit = state.config.bodyLimitBytes;
     const { call, translated, droppedHeader } = startTranslatedCall(
       request,
       reply,
       state,
       'responses',
-      (b: ResponsesRequest) => translateRequest(b, lookup),
+      (b: ResponsesRequest) => {
+        if (!store) return translateRequest(b);
+        const history =
+          previous === undefined
+            ? undefined
+            : continued(store, scope, previous, state.metrics.responsesPrevious);
+        if (history && history.bytes > limit) throw tooLarge(limit);
+        const lookup = resolver(store, scope, limit, state.metrics.responsesItemReferences, history?.bytes);
+        return translateRequest(b, lookup, history?.items);
+      },
     );
-    const body = request.body as ResponsesRequest;
     const stored = store !== undefined && body.store !== false;
+    // What this turn brought, kept with its answer (a later previous_response_id continues it).
+    const brought: readonly InputItem[] =
+      typeof body.input === 'string'
+        ? [{ type: 'message', role: 'user', content: body.input }]
+        : Array.isArray(body.input)
+          ? body.input
+          : [];
     return {
       request: body,
       newId,
@@ -114,7 +159,12 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
       call,
       droppedHeader,
       stored,
-      ...(stored ? { keep: (output: readonly OutputItem[]) => store.keep(scope, output) } : {}),
+      ...(stored
+        ? {
+            keep: (response: ResponseObject) =>
+              store.keepResponse(scope, response.id, previous, brought, response.output),
+          }
+        : {}),
     };
   },
   callOf: (turn) => turn.call,
@@ -123,7 +173,7 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
     if (result.kind !== 'completion')
       throw new ToolproofError('TP_ERR_INTERNAL', { message: 'responses: unexpected raw chat result' });
     const response = completionToResponse(result.completion, turn, result.usage);
-    turn.keep?.(response.output);
+    turn.keep?.(response);
     return reply.type('application/json; charset=utf-8').send(stringifyJson(response));
   },
   routes(scope) {
