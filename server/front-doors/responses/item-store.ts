@@ -172,10 +172,10 @@ export class ResponsesItemStore {
    * The conversation response `id` ended, oldest first, for a request that continues it: each
    * turn's input items, then its output items (one evicted since: an item_reference to it, which
    * becomes the note any reference that misses becomes), and the JSON bytes of all. The walk visits each response of the chain once; its
-   * responses and their items become the newest. `missing`: the response, or one before it in
-   * its chain, is not held under `scope`.
+   * responses and their items become the newest (not with `touch` false: the inspector's read).
+   * `missing`: the response, or one before it in its chain, is not held under `scope`.
    */
-  conversation(scope: string, id: string): Conversation {
+  conversation(scope: string, id: string, touch = true): Conversation {
     const chain: Kept[] = [];
     let bytes = 0;
     for (let at: string | undefined = id; at !== undefined; ) {
@@ -189,13 +189,13 @@ export class ResponsesItemStore {
     }
     const items: InputItem[] = [];
     for (let i = chain.length - 1; i >= 0; i--) {
-      const response = this.touch(chain[i]!);
+      const response = touch ? this.touch(chain[i]!) : chain[i]!;
       const brought = JSON.parse(response.json) as InputItem[];
       for (let j = 0; j < brought.length; j++) items.push(brought[j]!);
       for (const oid of response.outputIds ?? []) {
         const item = this.items.get(oid);
         if (item) {
-          items.push(JSON.parse(this.touch(item).json) as InputItem);
+          items.push(JSON.parse((touch ? this.touch(item) : item).json) as InputItem);
           bytes += item.json.length;
         } else items.push({ type: 'item_reference', id: oid } as InputItem);
       }
