@@ -176,7 +176,7 @@ const METRICS = {
   responsesPrevious: {
     type: 'counter',
     name: 'toolproof_responses_previous_total',
-    help: 'Responses requests naming previous_response_id, by outcome: continued (its conversation was held by this process for that key) or missing (evicted, from another key, worker or replica, or before a restart: a 400 telling the client to send the whole conversation).',
+    help: 'Responses requests naming previous_response_id or conversation, by outcome: continued (its conversation was held by this process for that key) or missing (evicted, from another key, worker or replica, or before a restart: a 400 telling the client to send the whole conversation).',
     labels: 'outcome',
   },
   degradedContent: {

@@ -1,7 +1,8 @@
 /**
  * A Responses API request -> the chat-completions request toolproof's pipeline runs. Pure:
  * every field a chat backend cannot honour is rejected with a TP_ERR_INVALID_FIELD naming it,
- * never silently dropped. A previous_response_id's conversation comes from the door (`history`).
+ * never silently dropped. The conversation a previous_response_id or a conversation id continues
+ * comes from the door (`history`).
  */
 import { isAllowedToolsChoice, narrowToAllowed, readAllowedTools } from '../allowed-tools.js';
 import { ToolproofError } from '../errors.js';
@@ -14,12 +15,9 @@ function invalid(param: string, message: string): ToolproofError {
   return new ToolproofError('TP_ERR_INVALID_FIELD', { param, message });
 }
 
-const STATELESS =
-  'toolproof keeps no conversations by id. Send the whole conversation in `input`, or continue a response with previous_response_id.';
-
-/** previous_response_id with the item store off: nothing was kept to continue. */
-const NOT_KEPT =
-  'previous_response_id cannot be continued: this toolproof keeps no responses (its Responses store is off: TOOLPROOF_RESPONSES_STORE_MB=0). Send the whole conversation in `input` instead.';
+/** previous_response_id or conversation with the item store off: nothing was kept to continue. */
+const notKept = (param: string) =>
+  `${param} cannot be continued: this toolproof keeps no responses or conversations (its Responses store is off: TOOLPROOF_RESPONSES_STORE_MB=0). Send the whole conversation in \`input\` instead.`;
 
 function toToolChoice(
   choice: ResponsesToolChoice | undefined,
@@ -78,18 +76,28 @@ export interface ResponsesTranslation {
 
 /**
  * The chat request and the tool catalog. Throws TP_ERR_INVALID_FIELD naming the field. `history`:
- * the conversation the request's previous_response_id continues (the door looked it up).
+ * the conversation the request's previous_response_id or conversation continues (the door looked
+ * it up).
  */
 export function translateRequest(
   body: ResponsesRequest,
   lookup?: ItemLookup,
   history?: readonly InputItem[],
 ): ResponsesTranslation {
+  if (body.previous_response_id != null && body.conversation != null)
+    throw invalid(
+      'conversation',
+      'conversation and previous_response_id cannot both be set: a conversation continues its own latest response.',
+    );
   if (body.previous_response_id != null && history === undefined)
-    throw invalid('previous_response_id', NOT_KEPT);
-  if (body.conversation != null) throw invalid('conversation', STATELESS);
+    throw invalid('previous_response_id', notKept('previous_response_id'));
+  if (body.conversation != null && history === undefined)
+    throw invalid('conversation', notKept('conversation'));
   if (body.background === true)
-    throw invalid('background', 'Background responses need stored state; toolproof is stateless.');
+    throw invalid(
+      'background',
+      'Background responses are not served: toolproof answers while the request is open. Send it without background.',
+    );
   if (body.prompt != null)
     throw invalid(
       'prompt',

@@ -137,6 +137,8 @@ export interface ResponsesRequest {
   store?: boolean | null;
   include?: string[] | null;
   previous_response_id?: string | null;
+  /** A conversation (POST /v1/conversations): its id, or `{id}`. */
+  conversation?: string | { id?: unknown } | null;
   stream?: boolean | null;
   user?: string;
   [extra: string]: unknown;

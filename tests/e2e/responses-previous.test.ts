@@ -224,3 +224,111 @@ describe('previous_response_id with the store off (TOOLPROOF_RESPONSES_STORE_MB=
     expect((err as Error).message).toMatch(/TOOLPROOF_RESPONSES_STORE_MB=0/);
   });
 });
+
+describe('conversation (POST /v1/conversations) continues its own latest response', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack();
+  });
+  afterAll(() => stack.close());
+
+  for (const stream of [false, true]) {
+    it(`conversations.create, then three turns naming it (stream: ${stream})`, async () => {
+      stack.sim.reset();
+      const conv = await stack.client.conversations.create({
+        items: [{ type: 'message', role: 'user', content: 'My name is Ada.' }],
+      });
+      expect(conv.id).toMatch(/^conv_/);
+      const texts: string[] = [];
+      for (const input of ['What is my name?', 'Again?', 'Once more?']) {
+        // store: false is the Agents SDK's default for some models: a conversation keeps its turns anyway.
+        const r = await turn(
+          stack,
+          stream,
+          { model: 'sim', conversation: conv.id, input, store: false },
+          'echo',
+        );
+        texts.push(r.output_text);
+      }
+      expect(texts).toEqual(['What is my name?', 'Again?', 'Once more?']);
+      const last = upstreamMessages(stack).at(-1)!;
+      expect(last.map((m) => [m.role, m.content])).toEqual([
+        ['user', 'My name is Ada.'],
+        ['user', 'What is my name?'],
+        ['assistant', 'What is my name?'],
+        ['user', 'Again?'],
+        ['assistant', 'Again?'],
+        ['user', 'Once more?'],
+      ]);
+      // Deleted: a 400 naming it, as one never held.
+      await stack.client.conversations.delete(conv.id);
+      const err = await stack.client.responses
+        .create({ model: 'sim', conversation: conv.id, input: 'hi' }, scenario('echo'))
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+      expect((err as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('conversation');
+      expect((err as Error).message).toMatch(/Send the whole conversation in `input` without conversation/);
+    });
+  }
+
+  it('the Agents SDK with conversationId: two runs, a tool loop in the second', async () => {
+    stack.sim.reset();
+    const seen: string[] = [];
+    const getWeather = tool({
+      name: 'get_weather',
+      description: 'Current weather for a city',
+      parameters: z.object({ city: z.string() }),
+      execute: async ({ city }) => {
+        seen.push(city);
+        return `Sunny in ${city}`;
+      },
+    });
+    const { Agent } = await import('@openai/agents');
+    const agent = new Agent({ name: 'weather', instructions: 'Answer.', model: 'sim', tools: [getWeather] });
+    const client = new OpenAI({
+      baseURL: stack.url,
+      apiKey: 'unused',
+      maxRetries: 0,
+      timeout: 15_000,
+      defaultHeaders: {
+        'x-sim-scenario': JSON.stringify({
+          turns: [
+            { say: 'Hi.' },
+            { call: [{ name: 'get_weather', arguments: { city: 'Paris' } }] },
+            { say: 'Sunny.' },
+          ],
+        }),
+      },
+    });
+    const runner = new Runner({
+      modelProvider: new OpenAIProvider({ openAIClient: client }),
+      tracingDisabled: true,
+    });
+    const { id } = await client.conversations.create({});
+    await runner.run(agent, 'Hello.', { conversationId: id });
+    const result = await runner.run(agent, 'Weather in Paris?', { conversationId: id });
+    expect(seen).toEqual(['Paris']);
+    expect(result.finalOutput).toBe('Sunny.');
+    const last = upstreamMessages(stack).at(-1)!;
+    expect(last.filter((m) => m.role === 'user').map((m) => m.content)).toEqual([
+      'Hello.',
+      'Weather in Paris?',
+    ]);
+  });
+
+  it('conversation beside previous_response_id, or one never made, is a 400 naming conversation', async () => {
+    const first = await stack.client.responses.create({ model: 'sim', input: 'hi' }, scenario('echo'));
+    const { id } = await stack.client.conversations.create({});
+    for (const params of [
+      { model: 'sim', conversation: id, previous_response_id: first.id, input: 'x' },
+      { model: 'sim', conversation: 'conv_never', input: 'x' },
+    ]) {
+      const err = await stack.client.responses.create(params, scenario('echo')).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+      expect((err as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('conversation');
+    }
+    // What toolproof does not serve of the Conversations API: a 404 in the OpenAI shape.
+    await expect(stack.client.conversations.retrieve(id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(stack.client.conversations.items.list(id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+  });
+});

@@ -23,6 +23,7 @@ import type { ChatCall } from '../../chat/context.js';
 import { startTranslatedCall } from '../../chat/start.js';
 import { openAIErrorBody } from '../chat/errors.js';
 import type { FrontDoor } from '../types.js';
+import { registerConversations } from './conversations.js';
 import { responsesErrorEvent } from './errors.js';
 import type { ResponsesItemStore } from './item-store.js';
 import { ResponsesSseOutput } from './output.js';
@@ -78,6 +79,17 @@ function resolver(
   };
 }
 
+/** A request's `conversation` (its id, or `{id}`) as an id; a 400 naming it when it is neither. */
+function conversationIdOf(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  const id = typeof value === 'object' ? (value as { id?: unknown }).id : value;
+  if (typeof id === 'string' && id !== '') return id;
+  throw new ToolproofError('TP_ERR_INVALID_FIELD', {
+    param: 'conversation',
+    message: 'conversation must be a conversation id (POST /v1/conversations) or {"id": ...}.',
+  });
+}
+
 function tooLarge(limitBytes: number): ToolproofError {
   return new ToolproofError('TP_ERR_BODY_TOO_LARGE', {
     param: 'input',
@@ -92,20 +104,27 @@ function tooLarge(limitBytes: number): ToolproofError {
 function continued(
   store: ResponsesItemStore,
   scope: string,
-  id: string,
+  to: { previous: string } | { conversation: string },
   counted: AppState['metrics']['responsesPrevious'],
-): { items: InputItem[]; bytes: number } {
-  const found = store.conversation(scope, id);
+): { items: InputItem[]; bytes: number; last: string | undefined } {
+  const found =
+    'previous' in to
+      ? store.conversation(scope, to.previous)
+      : store.conversationItems(scope, to.conversation);
   counted.labels(found.missing === undefined ? 'continued' : 'missing').inc();
-  if (found.missing === undefined) return found;
+  if (found.missing === undefined) return { last: 'previous' in to ? to.previous : undefined, ...found };
   const shown = (s: string) => JSON.stringify(s.slice(0, 200));
+  const [param, named] =
+    'previous' in to
+      ? ['previous_response_id', `previous response ${shown(to.previous)}`]
+      : ['conversation', `conversation ${shown(to.conversation)}`];
   const which =
-    found.missing === id
-      ? `Previous response ${shown(id)} is not held by this toolproof`
-      : `The conversation of previous response ${shown(id)} cannot be continued: the earlier response ${shown(found.missing)} it follows is not held by this toolproof`;
+    found.missing === ('previous' in to ? to.previous : to.conversation)
+      ? `The ${named} is not held by this toolproof`
+      : `The ${named} cannot be continued: its earlier response ${shown(found.missing)} is not held by this toolproof`;
   throw new ToolproofError('TP_ERR_INVALID_FIELD', {
-    param: 'previous_response_id',
-    message: `${which}. Responses are kept in the memory of the worker that answered them, under the API key that got them, bounded by TOOLPROOF_RESPONSES_STORE_MB: one evicted, answered by another worker or replica, given to another key, or kept before a restart is gone. Send the whole conversation in \`input\` without previous_response_id, or send all of a conversation's requests to one toolproof worker (TOOLPROOF_WORKERS=1, and a sticky route to one replica) with a store large enough to hold it.`,
+    param,
+    message: `${which}. Responses and conversations are kept in the memory of the worker that answered them, under the API key that got them, bounded by TOOLPROOF_RESPONSES_STORE_MB: one evicted, answered by another worker or replica, given to another key, or kept before a restart is gone. Send the whole conversation in \`input\` without ${param}, or send all of a conversation's requests to one toolproof worker (TOOLPROOF_WORKERS=1, and a sticky route to one replica) with a store large enough to hold it.`,
   });
 }
 
@@ -126,24 +145,29 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
     const scope = request.tpKey?.key ?? '';
     const body = request.body as ResponsesRequest;
     const previous = typeof body.previous_response_id === 'string' ? body.previous_response_id : undefined;
+    const conversation = conversationIdOf(body.conversation);
     const limit = state.config.bodyLimitBytes;
+    // The response this one continues (kept with it as its link).
+    let continues: string | undefined;
     const { call, translated, droppedHeader } = startTranslatedCall(
       request,
       reply,
       state,
       'responses',
       (b: ResponsesRequest) => {
-        if (!store) return translateRequest(b);
-        const history =
-          previous === undefined
-            ? undefined
-            : continued(store, scope, previous, state.metrics.responsesPrevious);
+        // Both set: translateRequest's 400.
+        if (!store || (previous !== undefined && conversation !== undefined)) return translateRequest(b);
+        const to =
+          conversation !== undefined ? { conversation } : previous !== undefined ? { previous } : undefined;
+        const history = to && continued(store, scope, to, state.metrics.responsesPrevious);
+        continues = history?.last;
         if (history && history.bytes > limit) throw tooLarge(limit);
         const lookup = resolver(store, scope, limit, state.metrics.responsesItemReferences, history?.bytes);
         return translateRequest(b, lookup, history?.items);
       },
     );
-    const stored = store !== undefined && body.store !== false;
+    // A conversation holds its turns whatever `store` says: its next turn needs them.
+    const stored = store !== undefined && (body.store !== false || conversation !== undefined);
     // What this turn brought, kept with its answer (a later previous_response_id continues it).
     const brought: readonly InputItem[] =
       typeof body.input === 'string'
@@ -161,8 +185,10 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
       stored,
       ...(stored
         ? {
-            keep: (response: ResponseObject) =>
-              store.keepResponse(scope, response.id, previous, brought, response.output),
+            keep: (response: ResponseObject) => {
+              store.keepResponse(scope, response.id, continues, brought, response.output);
+              if (conversation !== undefined) store.advanceConversation(scope, conversation, response.id);
+            },
           }
         : {}),
     };
@@ -176,7 +202,7 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
     turn.keep?.(response);
     return reply.type('application/json; charset=utf-8').send(stringifyJson(response));
   },
-  routes(scope) {
+  routes(scope, state) {
     scope.route({
       method: ['GET', 'PUT', 'DELETE', 'PATCH'],
       url: '/v1/responses',
@@ -184,6 +210,13 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
       config: { api: 'responses' },
     });
     scope.all('/v1/responses/*', notServed);
+    registerConversations(scope, state);
+    scope.route({ method: ['GET', 'PUT', 'PATCH'], url: '/v1/conversations', handler: notServed });
+    scope.route({
+      method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+      url: '/v1/conversations/*',
+      handler: notServed,
+    });
   },
   output(reply, turn, state) {
     return new ResponsesSseOutput(

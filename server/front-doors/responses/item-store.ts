@@ -28,12 +28,15 @@ const ENTRY_OVERHEAD_BYTES = 128;
 
 interface Kept {
   readonly id: string;
-  readonly kind: 'item' | 'response';
+  readonly kind: 'item' | 'response' | 'conversation';
   /** The API key it was returned to ('' when no keys are configured). */
   readonly scope: string;
   /** Dropped (evicted, kept again, or moved to the newest): skipped where the write order holds it. */
   gone: boolean;
-  /** An item: its JSON. A response: the JSON array of the input items its request brought. */
+  /**
+   * An item: its JSON. A response: the JSON array of the input items its request brought. A
+   * conversation: the JSON array of the items it was created with.
+   */
   readonly json: string;
   readonly bytes: number;
   /** An item: the response that returned it. */
@@ -44,6 +47,8 @@ interface Kept {
   readonly outputIds?: readonly string[];
   /** A response: the items of its whole conversation (input and output, all turns). */
   readonly count?: number;
+  /** A conversation: its latest response (the next request in it continues that one). */
+  last?: string;
 }
 
 /** A conversation to continue, or the response id the walk could not find. */
@@ -59,6 +64,7 @@ function itemId(item: unknown): string | undefined {
 export class ResponsesItemStore {
   private readonly items = new Map<string, Kept>();
   private readonly responses = new Map<string, Kept>();
+  private readonly conversations = new Map<string, Kept>();
   /** Each scope's entries, oldest first (server/write-order.ts: a Map's would walk its dropped slots), and bytes. */
   private readonly scopes = new Map<string, { order: WriteOrder<Kept>; bytes: number }>();
   private used = 0;
@@ -203,6 +209,58 @@ export class ResponsesItemStore {
     return { items, bytes, turns: chain.length };
   }
 
+  /**
+   * Opens conversation `id` (POST /v1/conversations) under `scope`, with the items it starts
+   * with. False when they are larger than the whole budget.
+   */
+  openConversation(scope: string, id: string, items: readonly InputItem[]): boolean {
+    const json = stringifyJson(items);
+    const bytes = Buffer.byteLength(json) + id.length * 2 + ENTRY_OVERHEAD_BYTES;
+    return this.add({ id, kind: 'conversation', scope, gone: false, json, bytes });
+  }
+
+  /** Whether conversation `id` is held under `scope` (not made the newest). */
+  hasConversation(scope: string, id: string): boolean {
+    return this.conversations.get(id)?.scope === scope;
+  }
+
+  /** Forgets conversation `id` (its responses go as any do); false when it was not held. */
+  closeConversation(scope: string, id: string): boolean {
+    const kept = this.conversations.get(id);
+    if (!kept || kept.scope !== scope) return false;
+    this.drop(kept);
+    return true;
+  }
+
+  /**
+   * The items of conversation `id` (those it was created with, then each turn's), and its latest
+   * response, which the next turn continues; `missing` names what is not held (the conversation,
+   * or a response of it).
+   */
+  conversationItems(
+    scope: string,
+    id: string,
+    touch = true,
+  ):
+    | { items: InputItem[]; bytes: number; last: string | undefined; missing?: undefined }
+    | { missing: string } {
+    const held = this.conversations.get(id);
+    if (!held || held.scope !== scope) return { missing: id };
+    const kept = touch ? this.touch(held) : held;
+    const items = JSON.parse(kept.json) as InputItem[];
+    if (kept.last === undefined) return { items, bytes: kept.json.length, last: undefined };
+    const turns = this.conversation(scope, kept.last, touch);
+    if (turns.missing !== undefined) return turns;
+    for (let i = 0; i < turns.items.length; i++) items.push(turns.items[i]!);
+    return { items, bytes: kept.json.length + turns.bytes, last: kept.last };
+  }
+
+  /** Conversation `id` goes on from `response` (kept just now) when it is still held. */
+  advanceConversation(scope: string, id: string, response: string): void {
+    const kept = this.conversations.get(id);
+    if (kept && kept.scope === scope) kept.last = response;
+  }
+
   /** `kept` moved to the newest of its scope (a fresh entry: the write order skips the old one). */
   private touch(kept: Kept): Kept {
     const own = this.scopes.get(kept.scope);
@@ -211,13 +269,18 @@ export class ResponsesItemStore {
     kept.gone = true;
     own.order.dropped();
     own.order.push(fresh);
-    (kept.kind === 'item' ? this.items : this.responses).set(kept.id, fresh);
+    this.mapOf(kept).set(kept.id, fresh);
     return fresh;
   }
 
-  private add(kept: Kept): void {
-    if (kept.bytes > this.maxBytes) return;
-    const map = kept.kind === 'item' ? this.items : this.responses;
+  private mapOf(kept: Kept): Map<string, Kept> {
+    return kept.kind === 'item' ? this.items : kept.kind === 'response' ? this.responses : this.conversations;
+  }
+
+  /** Kept (false: larger than the whole budget). */
+  private add(kept: Kept): boolean {
+    if (kept.bytes > this.maxBytes) return false;
+    const map = this.mapOf(kept);
     const before = map.get(kept.id);
     if (before) this.drop(before);
     while (this.used + kept.bytes > this.maxBytes) {
@@ -234,6 +297,7 @@ export class ResponsesItemStore {
     own.order.push(kept);
     own.bytes += kept.bytes;
     this.used += kept.bytes;
+    return true;
   }
 
   /**
@@ -249,7 +313,7 @@ export class ResponsesItemStore {
   }
 
   private drop(kept: Kept): void {
-    const map = kept.kind === 'item' ? this.items : this.responses;
+    const map = this.mapOf(kept);
     if (map.get(kept.id) !== kept) return;
     map.delete(kept.id);
     kept.gone = true;
