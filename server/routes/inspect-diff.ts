@@ -40,19 +40,28 @@ function scopeOf(state: AppState, keyName: string | undefined): string {
 }
 
 /**
- * The conversation a Responses request's previous_response_id continued, as the store holds it
- * now (read without making it the newest), or a placeholder that says it is gone.
+ * The conversation a Responses request's previous_response_id or conversation continued, as the
+ * store holds it now (read without making it the newest; a conversation's latest turns included,
+ * since it went on), or a placeholder that says it is gone.
  */
 function historyOf(state: AppState, scope: string, request: ResponsesRequest): InputItem[] | undefined {
-  const id = request.previous_response_id;
-  if (typeof id !== 'string') return undefined;
-  const found = state.responsesStore?.conversation(scope, id, false);
+  const previous = request.previous_response_id;
+  const c = request.conversation;
+  const conversation = typeof c === 'string' ? c : typeof c?.id === 'string' ? c.id : undefined;
+  if (typeof previous !== 'string' && conversation === undefined) return undefined;
+  const store = state.responsesStore;
+  const found =
+    conversation !== undefined
+      ? store?.conversationItems(scope, conversation, false)
+      : store?.conversation(scope, previous as string, false);
   if (found && found.missing === undefined) return found.items;
+  const named =
+    conversation !== undefined ? `conversation ${conversation}` : `previous_response_id ${previous}`;
   return [
     {
       type: 'message',
       role: 'user',
-      content: `[the conversation previous_response_id ${id} continued: no longer in this process's store, so not shown here]`,
+      content: `[the conversation ${named} continued: no longer in this process's store, so not shown here]`,
     } as unknown as InputItem,
   ];
 }

@@ -77,6 +77,19 @@ describe('the inspector diff base', () => {
     const gone = diffBaseOf(body('resp_gone'), withStore);
     expect(gone.against).toBe('translated');
     expect(gone.text).toContain('previous_response_id resp_gone continued: no longer');
+    // A conversation: its first items, then its turns.
+    store.openConversation('', 'conv_1', [{ type: 'message', role: 'user', content: 'first' }]);
+    store.advanceConversation('', 'conv_1', 'resp_1');
+    const inConv = diffBaseOf(
+      record('responses', { model: 'm', conversation: 'conv_1', input: 'and?' }),
+      withStore,
+    );
+    expect(JSON.parse(inConv.text).messages.map((m: { content: string }) => m.content)).toEqual([
+      'first',
+      'hi',
+      'Hello.',
+      'and?',
+    ]);
   });
 
   it('a Responses request is translated, an item_reference no longer held shown as such', () => {
