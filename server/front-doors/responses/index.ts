@@ -149,6 +149,7 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
     const limit = state.config.bodyLimitBytes;
     // The response this one continues (kept with it as its link).
     let continues: string | undefined;
+    const continuing = previous !== undefined || conversation !== undefined;
     const { call, translated, droppedHeader } = startTranslatedCall(
       request,
       reply,
@@ -157,9 +158,9 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
       (b: ResponsesRequest) => {
         // Both set: translateRequest's 400.
         if (!store || (previous !== undefined && conversation !== undefined)) return translateRequest(b);
-        const to =
+        const named =
           conversation !== undefined ? { conversation } : previous !== undefined ? { previous } : undefined;
-        const history = to && continued(store, scope, to, state.metrics.responsesPrevious);
+        const history = named && continued(store, scope, named, state.metrics.responsesPrevious);
         continues = history?.last;
         if (history && history.bytes > limit) throw tooLarge(limit);
         const lookup = resolver(store, scope, limit, state.metrics.responsesItemReferences, history?.bytes);
@@ -186,7 +187,7 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
       ...(stored
         ? {
             keep: (response: ResponseObject) => {
-              store.keepResponse(scope, response.id, continues, brought, response.output);
+              store.keepResponse(scope, response.id, continues, brought, response.output, !continuing);
               if (conversation !== undefined) store.advanceConversation(scope, conversation, response.id);
             },
           }

@@ -107,10 +107,12 @@ export class ResponsesItemStore {
     prev: string | undefined,
     input: readonly InputItem[],
     output: readonly OutputItem[],
+    /** Whether `input` is a whole conversation (no previous_response_id, no conversation). */
+    whole = prev === undefined,
   ): void {
     let link = prev === undefined ? undefined : this.responses.get(prev);
     let brought = input;
-    if (prev === undefined) {
+    if (prev === undefined && whole) {
       const earlier = this.continued(scope, input);
       if (earlier) {
         link = earlier;
