@@ -147,216 +147,211 @@ describe('a long session with real content, every door, a strict text-only backe
     expect(last.split('The audit number is 58213.').length).toBe(3);
   }
 
-  for (const chained of [false, true])
-    for (const stream of [false, true]) {
-      it(`messages${stream ? ' (streamed)' : ''}`, async () => {
-        const cc = { type: 'ephemeral' as const };
-        const tools: Obj[] = [
-          {
-            name: 'Read',
-            description: 'Read a file',
-            input_schema: { type: 'object', properties: { file_path: { type: 'string' } } },
-          },
-        ];
-        const messages: Obj[] = [
-          // A session begun on Anthropic's API: signed thinking, redacted thinking.
-          { role: 'user', content: 'Hello.' },
-          {
-            role: 'assistant',
-            content: [
-              { type: 'thinking', thinking: 'The user greets me.', signature: 'EqQBCkYIBxgCKkDsig' },
-              {
-                type: 'redacted_thinking',
-                data: 'EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP',
-              },
-              { type: 'text', text: 'Hi.' },
-            ],
-          },
-          {
-            role: 'user',
-            content: [
-              { type: 'text', text: 'Read all of these.', cache_control: cc },
-              ...PDFS.map(([title, data]) => ({
-                type: 'document',
-                title,
-                source: { type: 'base64', media_type: 'application/pdf', data },
-                cache_control: cc,
-              })),
-              ...IMAGES.map(([media_type, data]) => ({
-                type: 'image',
-                source: { type: 'base64', media_type, data },
-                cache_control: cc,
-              })),
-            ],
-          },
-        ];
-        const door: Door = {
-          async turn(i, stream) {
-            const params: Obj = {
-              model: 'sim',
-              max_tokens: 1000,
-              system: [
-                { type: 'text', text: 'You are an agent.' },
-                { type: 'text', text: 'Be careful.', cache_control: cc },
-              ],
-              messages,
-              tools:
-                i === 7
-                  ? undefined
-                  : i === 5
-                    ? [...tools, { type: 'web_search_20250305', name: 'web_search', max_uses: 3 }]
-                    : tools.map((t) => ({ ...t, cache_control: cc })),
-              thinking: { type: 'enabled', budget_tokens: 500 },
-            };
-            if (i === 4)
-              params.output_config = {
-                format: {
-                  type: 'json_schema',
-                  schema: {
-                    type: 'object',
-                    properties: { answer: { type: 'string' } },
-                    required: ['answer'],
-                    additionalProperties: false,
-                  },
-                },
-              };
-            if (i === 7)
-              messages.push({
-                role: 'user',
-                content: 'Your task is to create a detailed summary of the conversation so far.',
-              });
-            // Claude Code counts the conversation before it sends it.
-            const { max_tokens: _m, ...countable } = params;
-            expect((await anthropic.messages.countTokens(countable as never)).input_tokens).toBeGreaterThan(
-              0,
-            );
-            const msg = stream
-              ? await anthropic.messages.stream(params as never).finalMessage()
-              : await anthropic.messages.create(params as never);
-            if (i === 7) return msg.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
-            messages.push({ role: 'assistant', content: msg.content });
-            const uses = msg.content.filter((b) => b.type === 'tool_use');
-            const result = (content: unknown) =>
-              uses.map((u, k) => ({
-                type: 'tool_result',
-                tool_use_id: u.id,
-                content: k === 0 ? content : 'ok',
-                cache_control: cc,
-              }));
-            if (i === 1) messages.push({ role: 'user', content: result(BIG) });
-            else if (i === 2)
-              messages.push({
-                role: 'user',
-                content: result([
-                  { type: 'text', text: 'two parts' },
-                  {
-                    type: 'image',
-                    source: { type: 'base64', media_type: IMAGES[0]![0], data: IMAGES[0]![1] },
-                  },
-                  {
-                    type: 'document',
-                    source: { type: 'base64', media_type: 'application/pdf', data: PDFS[0]![1] },
-                  },
-                ]),
-              });
-            else if (uses.length > 0) messages.push({ role: 'user', content: result('ok') });
-            else
-              messages.push({
-                role: 'user',
-                content: [{ type: 'text', text: `go on ${i}`, cache_control: cc }],
-              });
-            return msg.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
-          },
-        };
-        await run(door, stream);
-      }, 120_000);
-
-      it(`chat${stream ? ' (streamed)' : ''}`, async () => {
-        const tools = [
-          {
-            type: 'function',
-            function: {
-              name: 'Read',
-              parameters: { type: 'object', properties: { file_path: { type: 'string' } } },
+  for (const stream of [false, true]) {
+    it(`messages${stream ? ' (streamed)' : ''}`, async () => {
+      const cc = { type: 'ephemeral' as const };
+      const tools: Obj[] = [
+        {
+          name: 'Read',
+          description: 'Read a file',
+          input_schema: { type: 'object', properties: { file_path: { type: 'string' } } },
+        },
+      ];
+      const messages: Obj[] = [
+        // A session begun on Anthropic's API: signed thinking, redacted thinking.
+        { role: 'user', content: 'Hello.' },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'thinking', thinking: 'The user greets me.', signature: 'EqQBCkYIBxgCKkDsig' },
+            {
+              type: 'redacted_thinking',
+              data: 'EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP',
             },
-          },
-        ];
-        const messages: Obj[] = [
-          {
-            role: 'system',
-            content: [{ type: 'text', text: 'You are an agent.', cache_control: { type: 'ephemeral' } }],
-          },
-          {
-            role: 'user',
-            content: [
-              { type: 'text', text: 'Read all of these.' },
-              ...PDFS.map(([filename, data]) => ({
-                type: 'file',
-                file: { filename, file_data: `data:application/pdf;base64,${data}` },
-              })),
-              ...IMAGES.map(([media, data]) => ({
-                type: 'image_url',
-                image_url: { url: `data:${media};base64,${data}` },
-              })),
+            { type: 'text', text: 'Hi.' },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Read all of these.', cache_control: cc },
+            ...PDFS.map(([title, data]) => ({
+              type: 'document',
+              title,
+              source: { type: 'base64', media_type: 'application/pdf', data },
+              cache_control: cc,
+            })),
+            ...IMAGES.map(([media_type, data]) => ({
+              type: 'image',
+              source: { type: 'base64', media_type, data },
+              cache_control: cc,
+            })),
+          ],
+        },
+      ];
+      const door: Door = {
+        async turn(i, stream) {
+          const params: Obj = {
+            model: 'sim',
+            max_tokens: 1000,
+            system: [
+              { type: 'text', text: 'You are an agent.' },
+              { type: 'text', text: 'Be careful.', cache_control: cc },
             ],
-          },
-        ];
-        const door: Door = {
-          async turn(i, stream) {
-            const params: Obj = { model: 'sim', messages, tools: i === 7 ? undefined : tools };
-            if (i === 4)
-              params.response_format = {
+            messages,
+            tools:
+              i === 7
+                ? undefined
+                : i === 5
+                  ? [...tools, { type: 'web_search_20250305', name: 'web_search', max_uses: 3 }]
+                  : tools.map((t) => ({ ...t, cache_control: cc })),
+            thinking: { type: 'enabled', budget_tokens: 500 },
+          };
+          if (i === 4)
+            params.output_config = {
+              format: {
                 type: 'json_schema',
-                json_schema: {
-                  name: 'a',
-                  strict: true,
-                  schema: {
-                    type: 'object',
-                    properties: { answer: { type: 'string' } },
-                    required: ['answer'],
-                    additionalProperties: false,
-                  },
+                schema: {
+                  type: 'object',
+                  properties: { answer: { type: 'string' } },
+                  required: ['answer'],
+                  additionalProperties: false,
                 },
-              };
-            if (i === 7) messages.push({ role: 'user', content: 'Summarize the conversation so far.' });
-            const completion = stream
-              ? await stack.client.chat.completions.stream(params as never).finalChatCompletion()
-              : await stack.client.chat.completions.create(params as never);
-            const msg = completion.choices[0]!.message as unknown as Obj & {
-              tool_calls?: Array<{ id: string }>;
+              },
             };
-            if (i === 7) return String(msg.content ?? '');
-            const { parsed: _p, ...rest } = msg;
-            messages.push(rest);
-            const calls = msg.tool_calls ?? [];
-            calls.forEach((c, k) => {
-              const content =
-                k > 0
-                  ? 'ok'
-                  : i === 1
-                    ? BIG
-                    : i === 2
-                      ? [
-                          { type: 'text', text: 'two parts' },
-                          { type: 'image_url', image_url: { url: `data:image/png;base64,${IMAGES[0]![1]}` } },
-                          {
-                            type: 'file',
-                            file: {
-                              filename: 'r.pdf',
-                              file_data: `data:application/pdf;base64,${PDFS[0]![1]}`,
-                            },
-                          },
-                        ]
-                      : 'ok';
-              messages.push({ role: 'tool', tool_call_id: c.id, content });
+          if (i === 7)
+            messages.push({
+              role: 'user',
+              content: 'Your task is to create a detailed summary of the conversation so far.',
             });
-            if (calls.length === 0) messages.push({ role: 'user', content: `go on ${i}` });
-            return String(msg.content ?? '');
-          },
-        };
-        await run(door, stream);
-      }, 120_000);
+          // Claude Code counts the conversation before it sends it.
+          const { max_tokens: _m, ...countable } = params;
+          expect((await anthropic.messages.countTokens(countable as never)).input_tokens).toBeGreaterThan(0);
+          const msg = stream
+            ? await anthropic.messages.stream(params as never).finalMessage()
+            : await anthropic.messages.create(params as never);
+          if (i === 7) return msg.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
+          messages.push({ role: 'assistant', content: msg.content });
+          const uses = msg.content.filter((b) => b.type === 'tool_use');
+          const result = (content: unknown) =>
+            uses.map((u, k) => ({
+              type: 'tool_result',
+              tool_use_id: u.id,
+              content: k === 0 ? content : 'ok',
+              cache_control: cc,
+            }));
+          if (i === 1) messages.push({ role: 'user', content: result(BIG) });
+          else if (i === 2)
+            messages.push({
+              role: 'user',
+              content: result([
+                { type: 'text', text: 'two parts' },
+                { type: 'image', source: { type: 'base64', media_type: IMAGES[0]![0], data: IMAGES[0]![1] } },
+                {
+                  type: 'document',
+                  source: { type: 'base64', media_type: 'application/pdf', data: PDFS[0]![1] },
+                },
+              ]),
+            });
+          else if (uses.length > 0) messages.push({ role: 'user', content: result('ok') });
+          else
+            messages.push({
+              role: 'user',
+              content: [{ type: 'text', text: `go on ${i}`, cache_control: cc }],
+            });
+          return msg.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
+        },
+      };
+      await run(door, stream);
+    }, 120_000);
 
+    it(`chat${stream ? ' (streamed)' : ''}`, async () => {
+      const tools = [
+        {
+          type: 'function',
+          function: {
+            name: 'Read',
+            parameters: { type: 'object', properties: { file_path: { type: 'string' } } },
+          },
+        },
+      ];
+      const messages: Obj[] = [
+        {
+          role: 'system',
+          content: [{ type: 'text', text: 'You are an agent.', cache_control: { type: 'ephemeral' } }],
+        },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Read all of these.' },
+            ...PDFS.map(([filename, data]) => ({
+              type: 'file',
+              file: { filename, file_data: `data:application/pdf;base64,${data}` },
+            })),
+            ...IMAGES.map(([media, data]) => ({
+              type: 'image_url',
+              image_url: { url: `data:${media};base64,${data}` },
+            })),
+          ],
+        },
+      ];
+      const door: Door = {
+        async turn(i, stream) {
+          const params: Obj = { model: 'sim', messages, tools: i === 7 ? undefined : tools };
+          if (i === 4)
+            params.response_format = {
+              type: 'json_schema',
+              json_schema: {
+                name: 'a',
+                strict: true,
+                schema: {
+                  type: 'object',
+                  properties: { answer: { type: 'string' } },
+                  required: ['answer'],
+                  additionalProperties: false,
+                },
+              },
+            };
+          if (i === 7) messages.push({ role: 'user', content: 'Summarize the conversation so far.' });
+          const completion = stream
+            ? await stack.client.chat.completions.stream(params as never).finalChatCompletion()
+            : await stack.client.chat.completions.create(params as never);
+          const msg = completion.choices[0]!.message as unknown as Obj & {
+            tool_calls?: Array<{ id: string }>;
+          };
+          if (i === 7) return String(msg.content ?? '');
+          const { parsed: _p, ...rest } = msg;
+          messages.push(rest);
+          const calls = msg.tool_calls ?? [];
+          calls.forEach((c, k) => {
+            const content =
+              k > 0
+                ? 'ok'
+                : i === 1
+                  ? BIG
+                  : i === 2
+                    ? [
+                        { type: 'text', text: 'two parts' },
+                        { type: 'image_url', image_url: { url: `data:image/png;base64,${IMAGES[0]![1]}` } },
+                        {
+                          type: 'file',
+                          file: {
+                            filename: 'r.pdf',
+                            file_data: `data:application/pdf;base64,${PDFS[0]![1]}`,
+                          },
+                        },
+                      ]
+                    : 'ok';
+            messages.push({ role: 'tool', tool_call_id: c.id, content });
+          });
+          if (calls.length === 0) messages.push({ role: 'user', content: `go on ${i}` });
+          return String(msg.content ?? '');
+        },
+      };
+      await run(door, stream);
+    }, 120_000);
+
+    for (const chained of [false, true])
       it(`responses${chained ? ' (previous_response_id)' : ''}${stream ? ' (streamed)' : ''}`, async () => {
         // chained: each turn sends only the items since the response it names (the openai and Agents
         // SDKs' previous_response_id); toolproof rebuilds the conversation from what it kept, and the
@@ -478,5 +473,5 @@ describe('a long session with real content, every door, a strict text-only backe
         };
         await run(door, stream);
       }, 120_000);
-    }
+  }
 });
