@@ -144,4 +144,29 @@ describe('ResponsesItemStore', () => {
     expect(other.turns).toBe(1);
     expect(other.items).toHaveLength(3);
   });
+
+  it('a conversation: its first items, then the turns of its latest response; closed, it misses', () => {
+    const store = new ResponsesItemStore(1 << 20);
+    const user = (t: string): InputItem => ({ type: 'message', role: 'user', content: t });
+    expect(store.openConversation('a', 'conv_1', [user('first')])).toBe(true);
+    expect(store.conversationItems('a', 'conv_1')).toEqual({
+      items: [user('first')],
+      bytes: expect.any(Number),
+      last: undefined,
+    });
+    store.keepResponse('a', 'resp_1', undefined, [user('q')], [message('msg_1', 'A.')], false);
+    store.advanceConversation('a', 'conv_1', 'resp_1');
+    const found = store.conversationItems('a', 'conv_1');
+    if (found.missing !== undefined) throw new Error(found.missing);
+    expect(found.items).toEqual([user('first'), user('q'), message('msg_1', 'A.')]);
+    expect(found.last).toBe('resp_1');
+    expect(store.conversationItems('b', 'conv_1')).toEqual({ missing: 'conv_1' });
+    expect(store.closeConversation('b', 'conv_1')).toBe(false);
+    expect(store.closeConversation('a', 'conv_1')).toBe(true);
+    expect(store.conversationItems('a', 'conv_1')).toEqual({ missing: 'conv_1' });
+    // Larger than the whole budget: not opened.
+    expect(new ResponsesItemStore(4096).openConversation('a', 'conv_2', [user('x'.repeat(5000))])).toBe(
+      false,
+    );
+  });
 });
