@@ -69,10 +69,11 @@ const TABLE = [
   singleChoicePolicy,
   // Before force-tool-use: a request left without tools is not forced, and sends no tool_choice.
   toolFieldsPolicy,
-  // Its response side first: every later policy reads the calls under the client's names.
-  toolNamesPolicy,
   normalizeToolCallsPolicy,
   leakRecovery,
+  // Its response side after leak-recovery (a call leaked as text names the alias the model was
+  // shown) and before the rest: every later policy reads the calls under the client's names.
+  toolNamesPolicy,
   forceToolUsePolicy,
   clientConstraintsPolicy,
   correctiveRetryPolicy,

@@ -163,7 +163,7 @@ const METRICS = {
   responsesStoreBytes: {
     type: 'gauge',
     name: 'toolproof_responses_store_bytes',
-    help: 'Bytes of Responses output items kept so that a later item_reference resolves (TOOLPROOF_RESPONSES_STORE_MB), counted as the store counts them; a store full all the time evicts items before their next turn comes.',
+    help: 'Bytes of Responses output items and conversation turns kept so that a later item_reference or previous_response_id resolves (TOOLPROOF_RESPONSES_STORE_MB), counted as the store counts them; a store full all the time evicts them before their next turn comes.',
     labels: '',
     aggregator: 'sum',
   },
@@ -171,6 +171,12 @@ const METRICS = {
     type: 'counter',
     name: 'toolproof_responses_item_references_total',
     help: 'item_reference items in Responses requests, by outcome: resolved (an item this process returned to that key) or missing (evicted, from another key, worker or replica: a 400).',
+    labels: 'outcome',
+  },
+  responsesPrevious: {
+    type: 'counter',
+    name: 'toolproof_responses_previous_total',
+    help: 'Responses requests naming previous_response_id or conversation, by outcome: continued (its conversation was held by this process for that key) or missing (evicted, from another key, worker or replica, or before a restart: a 400 telling the client to send the whole conversation).',
     labels: 'outcome',
   },
   degradedContent: {

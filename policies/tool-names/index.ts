@@ -9,10 +9,12 @@
  * each such name goes upstream as its alias (kit/tool-name-alias.ts: the same alias every turn,
  * docs/prefix.md) in `tools`, the history's calls, tool messages' `name` and a named
  * `tool_choice`; the answer's calls to an alias come back under the client's name, streamed or
- * not, before any other policy reads them. Portable names are left as they are.
- *
- * Not mapped back: an alias the model writes as text in its content (a leaked call): leak
- * recovery does not know it, and it stays text (corrective-retry re-asks an unreadable leak).
+ * not, before the policies that judge them read them. Its response side runs after leak-recovery,
+ * which reads calls against the tools as sent: a call the model leaks as text names the alias it
+ * was shown, and is renamed with the structured ones (before, it reached corrective-retry as a
+ * call to a tool the client never declared, and was re-asked away). Portable names are left as
+ * they are. A leaked call that names the client's own unportable name (the model never saw it)
+ * is not read as a call.
  */
 import type {
   ChatCompletion,

@@ -195,12 +195,14 @@ export function inputToMessages(
   catalog?: ToolCatalog,
   /** Resolves an `item_reference` to an output item toolproof returned; absent: none kept. */
   lookup?: ItemLookup,
+  /** The conversation `previous_response_id` continues (its items, oldest first), before `input`. */
+  history?: readonly InputItem[],
 ): ChatMessage[] {
   const messages: ChatMessage[] = [];
   if (typeof instructions === 'string' && instructions.length > 0)
     messages.push({ role: 'system', content: instructions });
-  if (input === undefined) return messages;
-  if (typeof input === 'string') {
+  if (input === undefined && history === undefined) return messages;
+  if (typeof input === 'string' && history === undefined) {
     messages.push({ role: 'user', content: input });
     return messages;
   }
@@ -361,8 +363,13 @@ export function inputToMessages(
       }
     }
   };
-  input.forEach((raw, i) => {
-    add(raw, `input[${i}]`);
+  history?.forEach((raw, i) => {
+    add(raw, `previous_response_id[${i}]`);
   });
+  if (typeof input === 'string') add({ type: 'message', role: 'user', content: input }, 'input');
+  else
+    input?.forEach((raw, i) => {
+      add(raw, `input[${i}]`);
+    });
   return messages;
 }

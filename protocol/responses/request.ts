@@ -1,21 +1,23 @@
 /**
  * A Responses API request -> the chat-completions request toolproof's pipeline runs. Pure:
- * every field a stateless chat backend cannot honour is rejected with a TP_ERR_INVALID_FIELD
- * naming it, never silently dropped.
+ * every field a chat backend cannot honour is rejected with a TP_ERR_INVALID_FIELD naming it,
+ * never silently dropped. The conversation a previous_response_id or a conversation id continues
+ * comes from the door (`history`).
  */
 import { isAllowedToolsChoice, narrowToAllowed, readAllowedTools } from '../allowed-tools.js';
 import { ToolproofError } from '../errors.js';
 import type { ChatCompletionRequest, JsonObject, ToolChoice } from '../openai.js';
 import { inputToMessages, type ItemLookup } from './items.js';
 import { chatNameOf, type ToolCatalog, translateTools } from './tools.js';
-import type { ResponsesRequest, ResponsesToolChoice, TextFormat } from './types.js';
+import type { InputItem, ResponsesRequest, ResponsesToolChoice, TextFormat } from './types.js';
 
 function invalid(param: string, message: string): ToolproofError {
   return new ToolproofError('TP_ERR_INVALID_FIELD', { param, message });
 }
 
-const STATELESS =
-  'toolproof is stateless: it keeps no responses or conversations. Send the whole conversation in `input` (the Agents SDK and most clients do when previous_response_id is not set).';
+/** previous_response_id or conversation with the item store off: nothing was kept to continue. */
+const notKept = (param: string) =>
+  `${param} cannot be continued: this toolproof keeps no responses or conversations (its Responses store is off: TOOLPROOF_RESPONSES_STORE_MB=0). Send the whole conversation in \`input\` instead.`;
 
 function toToolChoice(
   choice: ResponsesToolChoice | undefined,
@@ -72,12 +74,30 @@ export interface ResponsesTranslation {
   refusal?: ToolproofError;
 }
 
-/** The chat request and the tool catalog. Throws TP_ERR_INVALID_FIELD naming the field. */
-export function translateRequest(body: ResponsesRequest, lookup?: ItemLookup): ResponsesTranslation {
-  if (body.previous_response_id != null) throw invalid('previous_response_id', STATELESS);
-  if (body.conversation != null) throw invalid('conversation', STATELESS);
+/**
+ * The chat request and the tool catalog. Throws TP_ERR_INVALID_FIELD naming the field. `history`:
+ * the conversation the request's previous_response_id or conversation continues (the door looked
+ * it up).
+ */
+export function translateRequest(
+  body: ResponsesRequest,
+  lookup?: ItemLookup,
+  history?: readonly InputItem[],
+): ResponsesTranslation {
+  if (body.previous_response_id != null && body.conversation != null)
+    throw invalid(
+      'conversation',
+      'conversation and previous_response_id cannot both be set: a conversation continues its own latest response.',
+    );
+  if (body.previous_response_id != null && history === undefined)
+    throw invalid('previous_response_id', notKept('previous_response_id'));
+  if (body.conversation != null && history === undefined)
+    throw invalid('conversation', notKept('conversation'));
   if (body.background === true)
-    throw invalid('background', 'Background responses need stored state; toolproof is stateless.');
+    throw invalid(
+      'background',
+      'Background responses are not served: toolproof answers while the request is open. Send it without background.',
+    );
   if (body.prompt != null)
     throw invalid(
       'prompt',
@@ -87,7 +107,7 @@ export function translateRequest(body: ResponsesRequest, lookup?: ItemLookup): R
   const { tools, catalog, dropped, refusal } = translateTools(body.tools);
   const chat: ChatCompletionRequest = {
     model: body.model,
-    messages: inputToMessages(body.input, body.instructions, catalog, lookup),
+    messages: inputToMessages(body.input, body.instructions, catalog, lookup, history),
   };
   if (chat.messages.length === 0)
     throw invalid('input', 'input is empty: send a string or at least one item.');

@@ -371,7 +371,7 @@ export class ResponsesTranslator {
       output,
       output_text: outputText,
       parallel_tool_calls: r.parallel_tool_calls !== false,
-      previous_response_id: null,
+      previous_response_id: typeof r.previous_response_id === 'string' ? r.previous_response_id : null,
       reasoning: { effort: r.reasoning?.effort ?? null, summary: r.reasoning?.summary ?? null },
       store: this.ctx.stored === true,
       temperature: typeof r.temperature === 'number' ? r.temperature : null,

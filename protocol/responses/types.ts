@@ -137,6 +137,8 @@ export interface ResponsesRequest {
   store?: boolean | null;
   include?: string[] | null;
   previous_response_id?: string | null;
+  /** A conversation (POST /v1/conversations): its id, or `{id}`. */
+  conversation?: string | { id?: unknown } | null;
   stream?: boolean | null;
   user?: string;
   [extra: string]: unknown;
@@ -181,7 +183,7 @@ export interface ResponseObject {
   output: OutputItem[];
   output_text: string;
   parallel_tool_calls: boolean;
-  previous_response_id: null;
+  previous_response_id: string | null;
   reasoning: { effort: string | null; summary: string | null };
   store: boolean;
   temperature: number | null;

@@ -9,8 +9,8 @@
  * Translated when the record is read, not when the request ran: the translations are pure
  * (protocol/), and keeping a second copy of every translated request would cost the capture's
  * hot path a serialization per request. An item_reference is resolved from the Responses item
- * store as the request did; one no longer held there (evicted, or served by another worker) is
- * shown as a placeholder that says so.
+ * store as the request did, and a previous_response_id's conversation from the same store; one no
+ * longer held there (evicted, or served by another worker) is shown as a placeholder that says so.
  */
 import { translateRequest as translateMessages } from '../../protocol/anthropic/request.js';
 import type { MessagesRequest } from '../../protocol/anthropic/types.js';
@@ -33,10 +33,41 @@ export interface DiffBase {
   note?: string;
 }
 
-/** The Responses item an item_reference named, as the request resolved it (or a placeholder). */
-function itemLookup(state: AppState, keyName: string | undefined): ItemLookup {
+/** The store's scope of a record's key ('' without keys). */
+function scopeOf(state: AppState, keyName: string | undefined): string {
   const entry = keyName === undefined ? undefined : state.config.keys.find((k) => k.name === keyName);
-  const scope = entry?.key ?? '';
+  return entry?.key ?? '';
+}
+
+/**
+ * The conversation a Responses request's previous_response_id or conversation continued, as the
+ * store holds it now (read without making it the newest; a conversation's latest turns included,
+ * since it went on), or a placeholder that says it is gone.
+ */
+function historyOf(state: AppState, scope: string, request: ResponsesRequest): InputItem[] | undefined {
+  const previous = request.previous_response_id;
+  const c = request.conversation;
+  const conversation = typeof c === 'string' ? c : typeof c?.id === 'string' ? c.id : undefined;
+  if (typeof previous !== 'string' && conversation === undefined) return undefined;
+  const store = state.responsesStore;
+  const found =
+    conversation !== undefined
+      ? store?.conversationItems(scope, conversation, false)
+      : store?.conversation(scope, previous as string, false);
+  if (found && found.missing === undefined) return found.items;
+  const named =
+    conversation !== undefined ? `conversation ${conversation}` : `previous_response_id ${previous}`;
+  return [
+    {
+      type: 'message',
+      role: 'user',
+      content: `[the conversation ${named} continued: no longer in this process's store, so not shown here]`,
+    } as unknown as InputItem,
+  ];
+}
+
+/** The Responses item an item_reference named, as the request resolved it (or a placeholder). */
+function itemLookup(state: AppState, scope: string): ItemLookup {
   return (id) =>
     state.responsesStore?.lookup(scope, id)?.item ??
     ({
@@ -67,7 +98,11 @@ export function diffBaseOf(record: CaptureRecord, state: AppState): DiffBase {
     const chat =
       record.api === 'messages'
         ? translateMessages(parsed as MessagesRequest).chat
-        : translateResponses(parsed as ResponsesRequest, itemLookup(state, record.key)).chat;
+        : translateResponses(
+            parsed as ResponsesRequest,
+            itemLookup(state, scopeOf(state, record.key)),
+            historyOf(state, scopeOf(state, record.key), parsed as ResponsesRequest),
+          ).chat;
     return { against: 'translated', text: stringifyJson(chat, parsed) };
   } catch (err) {
     return {

@@ -360,7 +360,7 @@ describe('Responses API: what toolproof cannot do is a 400 naming the field', ()
 
   const cases: Array<[string, Record<string, unknown>, string, RegExp]> = [
     ['unknown tool type', { tools: [weather, { type: 'teleport' }] }, 'tools[1].type', /teleport/],
-    ['previous_response_id', { previous_response_id: 'resp_123' }, 'previous_response_id', /stateless/],
+    ['previous_response_id', { previous_response_id: 'resp_123' }, 'previous_response_id', /not held/],
     [
       'an item type nobody defines',
       { input: [{ type: 'teleport_item', id: 'tp_1' }] },

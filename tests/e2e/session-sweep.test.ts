@@ -351,109 +351,127 @@ describe('a long session with real content, every door, a strict text-only backe
       await run(door, stream);
     }, 120_000);
 
-    it(`responses${stream ? ' (streamed)' : ''}`, async () => {
-      const tools: Obj[] = [
-        {
-          type: 'function',
-          name: 'Read',
-          parameters: { type: 'object', properties: { file_path: { type: 'string' } } },
-          strict: false,
-        },
-      ];
-      const input: Obj[] = [
-        { role: 'user', content: 'Hello.' },
-        // A session begun on OpenAI's API: its encrypted reasoning, with a summary.
-        {
-          type: 'reasoning',
-          id: 'rs_1',
-          summary: [{ type: 'summary_text', text: 'Greeting.' }],
-          encrypted_content: 'gAAAAABoPENAIencrypted',
-        },
-        {
-          type: 'message',
-          role: 'assistant',
-          content: [{ type: 'output_text', text: 'Hi.', annotations: [] }],
-        },
-        {
-          role: 'user',
-          content: [
-            { type: 'input_text', text: 'Read all of these.' },
-            ...PDFS.map(([filename, data]) => ({
-              type: 'input_file',
-              filename,
-              file_data: `data:application/pdf;base64,${data}`,
-            })),
-            ...IMAGES.map(([media, data]) => ({
-              type: 'input_image',
-              image_url: `data:${media};base64,${data}`,
-              detail: 'auto',
-            })),
-          ],
-        },
-      ];
-      const door: Door = {
-        async turn(i, stream) {
-          const params: Obj = {
-            model: 'sim',
-            instructions: 'You are an agent.',
-            input,
-            store: false,
-            include: ['reasoning.encrypted_content'],
-            tools: i === 7 ? undefined : i === 5 ? [...tools, { type: 'web_search' }] : tools,
-          };
-          if (i === 4)
-            params.text = {
-              format: {
-                type: 'json_schema',
-                name: 'a',
-                strict: true,
-                schema: {
-                  type: 'object',
-                  properties: { answer: { type: 'string' } },
-                  required: ['answer'],
-                  additionalProperties: false,
-                },
-              },
+    for (const chained of [false, true])
+      it(`responses${chained ? ' (previous_response_id)' : ''}${stream ? ' (streamed)' : ''}`, async () => {
+        // chained: each turn sends only the items since the response it names (the openai and Agents
+        // SDKs' previous_response_id); toolproof rebuilds the conversation from what it kept, and the
+        // upstream gets the same bytes as from a client that sends it whole.
+        let previous: string | undefined;
+        let fresh: Obj[] = [];
+        const tools: Obj[] = [
+          {
+            type: 'function',
+            name: 'Read',
+            parameters: { type: 'object', properties: { file_path: { type: 'string' } } },
+            strict: false,
+          },
+        ];
+        const input: Obj[] = [
+          { role: 'user', content: 'Hello.' },
+          // A session begun on OpenAI's API: its encrypted reasoning, with a summary.
+          {
+            type: 'reasoning',
+            id: 'rs_1',
+            summary: [{ type: 'summary_text', text: 'Greeting.' }],
+            encrypted_content: 'gAAAAABoPENAIencrypted',
+          },
+          {
+            type: 'message',
+            role: 'assistant',
+            content: [{ type: 'output_text', text: 'Hi.', annotations: [] }],
+          },
+          {
+            role: 'user',
+            content: [
+              { type: 'input_text', text: 'Read all of these.' },
+              ...PDFS.map(([filename, data]) => ({
+                type: 'input_file',
+                filename,
+                file_data: `data:application/pdf;base64,${data}`,
+              })),
+              ...IMAGES.map(([media, data]) => ({
+                type: 'input_image',
+                image_url: `data:${media};base64,${data}`,
+                detail: 'auto',
+              })),
+            ],
+          },
+        ];
+        const door: Door = {
+          async turn(i, stream) {
+            const params: Obj = {
+              model: 'sim',
+              instructions: 'You are an agent.',
+              input: previous === undefined ? input : fresh,
+              ...(previous === undefined ? {} : { previous_response_id: previous }),
+              ...(chained ? {} : { store: false }),
+              include: ['reasoning.encrypted_content'],
+              tools: i === 7 ? undefined : i === 5 ? [...tools, { type: 'web_search' }] : tools,
             };
-          if (i === 7) input.push({ role: 'user', content: 'Summarize the conversation so far.' });
-          const res = stream
-            ? await stack.client.responses.stream(params as never).finalResponse()
-            : await stack.client.responses.create(params as never);
-          expect(res.status).toBe('completed');
-          if (i === 7) return res.output_text;
-          let called = 0;
-          for (const item of res.output) {
-            const { parsed_arguments: _p, ...rest } = item as unknown as Obj;
-            input.push(rest);
-            if (item.type === 'function_call') {
-              const output =
-                called++ > 0
-                  ? 'ok'
-                  : i === 1
-                    ? BIG
-                    : i === 2
-                      ? [
-                          { type: 'input_text', text: 'two parts' },
-                          {
-                            type: 'input_image',
-                            image_url: `data:image/png;base64,${IMAGES[0]![1]}`,
-                            detail: 'auto',
-                          },
-                          {
-                            type: 'input_file',
-                            filename: 'r.pdf',
-                            file_data: `data:application/pdf;base64,${PDFS[0]![1]}`,
-                          },
-                        ]
-                      : 'ok';
-              input.push({ type: 'function_call_output', call_id: item.call_id, output });
+            if (i === 4)
+              params.text = {
+                format: {
+                  type: 'json_schema',
+                  name: 'a',
+                  strict: true,
+                  schema: {
+                    type: 'object',
+                    properties: { answer: { type: 'string' } },
+                    required: ['answer'],
+                    additionalProperties: false,
+                  },
+                },
+              };
+            if (i === 7) {
+              input.push({ role: 'user', content: 'Summarize the conversation so far.' });
+              fresh.push(input.at(-1)!);
             }
-          }
-          if (called === 0) input.push({ role: 'user', content: `go on ${i}` });
-          return res.output_text;
-        },
-      };
-      await run(door, stream);
-    }, 120_000);
+            const res = stream
+              ? await stack.client.responses.stream(params as never).finalResponse()
+              : await stack.client.responses.create(params as never);
+            expect(res.status).toBe('completed');
+            if (chained) {
+              previous = res.id;
+              fresh = [];
+            }
+            if (i === 7) return res.output_text;
+            let called = 0;
+            for (const item of res.output) {
+              const { parsed_arguments: _p, ...rest } = item as unknown as Obj;
+              input.push(rest);
+              if (item.type === 'function_call') {
+                const output =
+                  called++ > 0
+                    ? 'ok'
+                    : i === 1
+                      ? BIG
+                      : i === 2
+                        ? [
+                            { type: 'input_text', text: 'two parts' },
+                            {
+                              type: 'input_image',
+                              image_url: `data:image/png;base64,${IMAGES[0]![1]}`,
+                              detail: 'auto',
+                            },
+                            {
+                              type: 'input_file',
+                              filename: 'r.pdf',
+                              file_data: `data:application/pdf;base64,${PDFS[0]![1]}`,
+                            },
+                          ]
+                        : 'ok';
+                input.push({ type: 'function_call_output', call_id: item.call_id, output });
+                fresh.push(input.at(-1)!);
+              }
+            }
+            if (called === 0) {
+              input.push({ role: 'user', content: `go on ${i}` });
+              fresh.push(input.at(-1)!);
+            }
+            return res.output_text;
+          },
+        };
+        await run(door, stream);
+      }, 120_000);
   }
 });

@@ -126,3 +126,69 @@ describe('tool names mistral_common refuses', () => {
     expect(retry.tools.map((t) => t.function.name)).toContain(replayed[0]);
   });
 });
+
+describe('a call leaked as text under an alias (forced tool use off: the model may answer in text)', () => {
+  let leaky: Stack;
+  beforeAll(async () => {
+    leaky = await startStack({
+      sim: { personality: 'vllm', mistralToolNames: true },
+      file: { defaults: { forceToolUse: false } },
+    });
+  });
+  afterAll(() => leaky.close());
+
+  for (const stream of [false, true])
+    it(`a call the model leaks as text under the alias comes back as a call to the client's tool (chat and Messages${stream ? ', streamed' : ''})`, async () => {
+      // The model knows the tool by its alias only (tools and history carry it): a call it
+      // writes as text (Hermes <tool_call> JSON, no --tool-call-parser match) names the alias.
+      leaky.sim.setScenario((ctx) => {
+        const name = ctx.tools.map((t) => t.function?.name ?? '').find((n) => n.startsWith('mcp__plugin'))!;
+        return ctx.messages.at(-1)?.role === 'tool'
+          ? { say: 'done' }
+          : { leak: { format: 'hermes', calls: [{ name, arguments: { region: 'eu' } }] } };
+      });
+      const tools = [{ type: 'function' as const, function: { name: MCP, parameters: schema } }];
+      const messages = [{ role: 'user' as const, content: `Regions, leaked? ${stream}` }];
+      let chatCalls: Array<{ name: string; args: string }>;
+      if (stream) {
+        const s = await leaky.client.chat.completions.create({ model: 'sim', stream: true, messages, tools });
+        const byIndex: Array<{ name: string; args: string }> = [];
+        for await (const ch of s)
+          for (const t of ch.choices[0]?.delta.tool_calls ?? []) {
+            byIndex[t.index] ??= { name: '', args: '' };
+            byIndex[t.index]!.name += t.function?.name ?? '';
+            byIndex[t.index]!.args += t.function?.arguments ?? '';
+          }
+        chatCalls = byIndex;
+      } else {
+        const r = await leaky.client.chat.completions.create({ model: 'sim', messages, tools });
+        chatCalls = (r.choices[0]!.message.tool_calls ?? []).map((c) =>
+          c.type === 'function'
+            ? { name: c.function.name, args: c.function.arguments }
+            : { name: '', args: '' },
+        );
+      }
+      expect(chatCalls.map((c) => c.name)).toEqual([MCP]);
+      expect(JSON.parse(chatCalls[0]!.args)).toEqual({ region: 'eu' });
+
+      const anthropic = new Anthropic({ baseURL: leaky.origin, apiKey: 'x', maxRetries: 0, timeout: 30_000 });
+      const params = {
+        model: 'sim',
+        max_tokens: 300,
+        tools: [{ name: MCP, input_schema: schema }],
+        messages: [{ role: 'user', content: `Regions, leaked on Messages? ${stream}` }],
+      } as never;
+      const m = stream
+        ? await anthropic.messages.stream(params).finalMessage()
+        : await anthropic.messages.create(params);
+      const uses = m.content.filter((b) => b.type === 'tool_use');
+      expect(uses.map((u) => u.name)).toEqual([MCP]);
+      expect(uses[0]!.input).toEqual({ region: 'eu' });
+      expect(
+        m.content
+          .filter((b) => b.type === 'text')
+          .map((b) => b.text)
+          .join(''),
+      ).not.toContain('tool_call');
+    });
+});

@@ -356,7 +356,7 @@ describe('the rest of the Responses API answers in the OpenAI shape', () => {
     const client = new OpenAI({ baseURL: `${stack.origin}/v1`, apiKey: 'x', maxRetries: 0 });
     await expect(client.responses.retrieve('resp_1')).rejects.toMatchObject({
       status: 404,
-      message: expect.stringContaining('stateless'),
+      message: expect.stringContaining('Not served'),
     });
   });
 });

@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AppState } from '../../server/app-state.js';
 import type { CaptureRecord } from '../../server/capture/ring.js';
+import { ResponsesItemStore } from '../../server/front-doors/responses/item-store.js';
 import { diffBaseOf } from '../../server/routes/inspect-diff.js';
 
 const state = { config: { keys: [] }, responsesStore: undefined } as unknown as AppState;
@@ -45,6 +46,50 @@ describe('the inspector diff base', () => {
       ],
       tools: [{ type: 'function', function: { name: 'get_weather' } }],
     });
+  });
+
+  it("a Responses request's previous_response_id: the conversation it continued, or a placeholder", () => {
+    const store = new ResponsesItemStore(1 << 20);
+    store.keepResponse(
+      '',
+      'resp_1',
+      undefined,
+      [{ type: 'message', role: 'user', content: 'hi' }],
+      [
+        {
+          type: 'message',
+          id: 'msg_1',
+          role: 'assistant',
+          status: 'completed',
+          content: [{ type: 'output_text', text: 'Hello.', annotations: [] }],
+        },
+      ],
+    );
+    const withStore = { config: { keys: [] }, responsesStore: store } as unknown as AppState;
+    const body = (id: string) => record('responses', { model: 'm', previous_response_id: id, input: 'and?' });
+    const base = diffBaseOf(body('resp_1'), withStore);
+    expect(base.against).toBe('translated');
+    expect(JSON.parse(base.text).messages).toEqual([
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: 'Hello.' },
+      { role: 'user', content: 'and?' },
+    ]);
+    const gone = diffBaseOf(body('resp_gone'), withStore);
+    expect(gone.against).toBe('translated');
+    expect(gone.text).toContain('previous_response_id resp_gone continued: no longer');
+    // A conversation: its first items, then its turns.
+    store.openConversation('', 'conv_1', [{ type: 'message', role: 'user', content: 'first' }]);
+    store.advanceConversation('', 'conv_1', 'resp_1');
+    const inConv = diffBaseOf(
+      record('responses', { model: 'm', conversation: 'conv_1', input: 'and?' }),
+      withStore,
+    );
+    expect(JSON.parse(inConv.text).messages.map((m: { content: string }) => m.content)).toEqual([
+      'first',
+      'hi',
+      'Hello.',
+      'and?',
+    ]);
   });
 
   it('a Responses request is translated, an item_reference no longer held shown as such', () => {

@@ -1,6 +1,7 @@
 /**
- * POST /v1/responses (OpenAI Responses API, no stored responses; the output items it returned
- * are kept, bounded, for item_reference: item-store.ts). The request is translated into a chat
+ * POST /v1/responses (OpenAI Responses API; the output items it returned and each response's
+ * place in its conversation are kept, bounded, for item_reference and previous_response_id:
+ * item-store.ts). The request is translated into a chat
  * completion at the edge (protocol/responses/), runs through the one chat pipeline (forced
  * final_answer, fallback, history repair, leak recovery, validation, corrective retry), and
  * the answer is translated back: a response object, or the Responses event stream (output.ts).
@@ -16,12 +17,13 @@ import {
   ResponsesTranslator,
   type TranslatorContext,
 } from '../../../protocol/responses/stream.js';
-import type { OutputItem, ResponsesRequest } from '../../../protocol/responses/types.js';
+import type { InputItem, ResponseObject, ResponsesRequest } from '../../../protocol/responses/types.js';
 import type { AppState } from '../../app-state.js';
 import type { ChatCall } from '../../chat/context.js';
 import { startTranslatedCall } from '../../chat/start.js';
 import { openAIErrorBody } from '../chat/errors.js';
 import type { FrontDoor } from '../types.js';
+import { registerConversations } from './conversations.js';
 import { responsesErrorEvent } from './errors.js';
 import type { ResponsesItemStore } from './item-store.js';
 import { ResponsesSseOutput } from './output.js';
@@ -38,19 +40,19 @@ interface ResponsesTurn extends TranslatorContext {
   droppedHeader: Record<string, string>;
   /** The stream's translator, once output() opened one (its failure continues its sequence). */
   translator?: ResponsesTranslator;
-  /** Keeps the answer's output items for item_reference; absent when they are not kept. */
-  keep?: (output: readonly OutputItem[]) => void;
+  /** Keeps the answer (its output items, its place in its conversation); absent when not kept. */
+  keep?: (response: ResponseObject) => void;
 }
 
 /**
- * The rest of the Responses API (retrieve, delete, cancel, input_items, input_tokens, compact)
- * needs stored responses, which a stateless proxy has none of: a 404 in the OpenAI shape, instead
- * of falling through to the upstream, which answered in its own (vLLM: {"detail": "Not Found"})
+ * The rest of the Responses API (retrieve, delete, cancel, input_items, input_tokens, compact) is
+ * not served (responses are kept only to be continued): a 404 in the OpenAI shape, instead of
+ * falling through to the upstream, which answered in its own (vLLM: {"detail": "Not Found"})
  * about ids it never issued.
  */
 async function notServed(request: FastifyRequest): Promise<never> {
   throw new ToolproofError('TP_ERR_NOT_FOUND', {
-    message: `Not served by toolproof's Responses API (stateless: no stored responses): ${request.method} ${request.url.split('?')[0]}.`,
+    message: `Not served by toolproof's Responses API (it keeps responses only to continue them: previous_response_id, item_reference): ${request.method} ${request.url.split('?')[0]}.`,
   });
 }
 
@@ -63,20 +65,67 @@ function resolver(
   scope: string,
   limitBytes: number,
   counted: AppState['metrics']['responsesItemReferences'],
+  /** Bytes already taken from the store for the request (a previous_response_id's conversation). */
+  already = 0,
 ): ItemLookup {
-  let total = 0;
+  let total = already;
   return (id) => {
     const found = store.lookup(scope, id);
     counted.labels(found ? 'resolved' : 'missing').inc();
     if (!found) return undefined;
     total += found.bytes;
-    if (total > limitBytes)
-      throw new ToolproofError('TP_ERR_BODY_TOO_LARGE', {
-        param: 'input',
-        message: `The items input refers to by item_reference come to more than the body limit (${limitBytes} bytes), as if they had been sent whole.`,
-      });
+    if (total > limitBytes) throw tooLarge(limitBytes);
     return found.item;
   };
+}
+
+/** A request's `conversation` (its id, or `{id}`) as an id; a 400 naming it when it is neither. */
+function conversationIdOf(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  const id = typeof value === 'object' ? (value as { id?: unknown }).id : value;
+  if (typeof id === 'string' && id !== '') return id;
+  throw new ToolproofError('TP_ERR_INVALID_FIELD', {
+    param: 'conversation',
+    message: 'conversation must be a conversation id (POST /v1/conversations) or {"id": ...}.',
+  });
+}
+
+function tooLarge(limitBytes: number): ToolproofError {
+  return new ToolproofError('TP_ERR_BODY_TOO_LARGE', {
+    param: 'input',
+    message: `The conversation previous_response_id continues and the items input refers to by item_reference come to more than the body limit (${limitBytes} bytes), as if they had been sent whole.`,
+  });
+}
+
+/**
+ * The conversation `id` continues, kept under `scope`; a miss is a 400 naming previous_response_id
+ * that says why and what to do (the client's: only it holds the conversation now).
+ */
+function continued(
+  store: ResponsesItemStore,
+  scope: string,
+  to: { previous: string } | { conversation: string },
+  counted: AppState['metrics']['responsesPrevious'],
+): { items: InputItem[]; bytes: number; last: string | undefined } {
+  const found =
+    'previous' in to
+      ? store.conversation(scope, to.previous)
+      : store.conversationItems(scope, to.conversation);
+  counted.labels(found.missing === undefined ? 'continued' : 'missing').inc();
+  if (found.missing === undefined) return { last: 'previous' in to ? to.previous : undefined, ...found };
+  const shown = (s: string) => JSON.stringify(s.slice(0, 200));
+  const [param, named] =
+    'previous' in to
+      ? ['previous_response_id', `previous response ${shown(to.previous)}`]
+      : ['conversation', `conversation ${shown(to.conversation)}`];
+  const which =
+    found.missing === ('previous' in to ? to.previous : to.conversation)
+      ? `The ${named} is not held by this toolproof`
+      : `The ${named} cannot be continued: its earlier response ${shown(found.missing)} is not held by this toolproof`;
+  throw new ToolproofError('TP_ERR_INVALID_FIELD', {
+    param,
+    message: `${which}. Responses and conversations are kept in the memory of the worker that answered them, under the API key that got them, bounded by TOOLPROOF_RESPONSES_STORE_MB: one evicted, answered by another worker or replica, given to another key, or kept before a restart is gone. Send the whole conversation in \`input\` without ${param}, or send all of a conversation's requests to one toolproof worker (TOOLPROOF_WORKERS=1, and a sticky route to one replica) with a store large enough to hold it.`,
+  });
 }
 
 export const responses: FrontDoor<'responses', ResponsesTurn> = {
@@ -84,7 +133,7 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
   path: '/v1/responses',
   schema: {
     summary:
-      'Create a model response (OpenAI Responses API, stateless), with forced tool use, leak recovery and history repair.',
+      'Create a model response (OpenAI Responses API), with forced tool use, leak recovery and history repair.',
     tags: ['openai'],
     body: responsesBody,
   },
@@ -94,18 +143,39 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
     const store = state.responsesStore;
     // Scoped to the key that presented it: another key's reference does not resolve.
     const scope = request.tpKey?.key ?? '';
-    const lookup = store
-      ? resolver(store, scope, state.config.bodyLimitBytes, state.metrics.responsesItemReferences)
-      : undefined;
+    const body = request.body as ResponsesRequest;
+    const previous = typeof body.previous_response_id === 'string' ? body.previous_response_id : undefined;
+    const conversation = conversationIdOf(body.conversation);
+    const limit = state.config.bodyLimitBytes;
+    // The response this one continues (kept with it as its link).
+    let continues: string | undefined;
+    const continuing = previous !== undefined || conversation !== undefined;
     const { call, translated, droppedHeader } = startTranslatedCall(
       request,
       reply,
       state,
       'responses',
-      (b: ResponsesRequest) => translateRequest(b, lookup),
+      (b: ResponsesRequest) => {
+        // Both set: translateRequest's 400.
+        if (!store || (previous !== undefined && conversation !== undefined)) return translateRequest(b);
+        const named =
+          conversation !== undefined ? { conversation } : previous !== undefined ? { previous } : undefined;
+        const history = named && continued(store, scope, named, state.metrics.responsesPrevious);
+        continues = history?.last;
+        if (history && history.bytes > limit) throw tooLarge(limit);
+        const lookup = resolver(store, scope, limit, state.metrics.responsesItemReferences, history?.bytes);
+        return translateRequest(b, lookup, history?.items);
+      },
     );
-    const body = request.body as ResponsesRequest;
-    const stored = store !== undefined && body.store !== false;
+    // A conversation holds its turns whatever `store` says: its next turn needs them.
+    const stored = store !== undefined && (body.store !== false || conversation !== undefined);
+    // What this turn brought, kept with its answer (a later previous_response_id continues it).
+    const brought: readonly InputItem[] =
+      typeof body.input === 'string'
+        ? [{ type: 'message', role: 'user', content: body.input }]
+        : Array.isArray(body.input)
+          ? body.input
+          : [];
     return {
       request: body,
       newId,
@@ -114,7 +184,14 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
       call,
       droppedHeader,
       stored,
-      ...(stored ? { keep: (output: readonly OutputItem[]) => store.keep(scope, output) } : {}),
+      ...(stored
+        ? {
+            keep: (response: ResponseObject) => {
+              store.keepResponse(scope, response.id, continues, brought, response.output, !continuing);
+              if (conversation !== undefined) store.advanceConversation(scope, conversation, response.id);
+            },
+          }
+        : {}),
     };
   },
   callOf: (turn) => turn.call,
@@ -123,10 +200,10 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
     if (result.kind !== 'completion')
       throw new ToolproofError('TP_ERR_INTERNAL', { message: 'responses: unexpected raw chat result' });
     const response = completionToResponse(result.completion, turn, result.usage);
-    turn.keep?.(response.output);
+    turn.keep?.(response);
     return reply.type('application/json; charset=utf-8').send(stringifyJson(response));
   },
-  routes(scope) {
+  routes(scope, state) {
     scope.route({
       method: ['GET', 'PUT', 'DELETE', 'PATCH'],
       url: '/v1/responses',
@@ -134,6 +211,13 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
       config: { api: 'responses' },
     });
     scope.all('/v1/responses/*', notServed);
+    registerConversations(scope, state);
+    scope.route({ method: ['GET', 'PUT', 'PATCH'], url: '/v1/conversations', handler: notServed });
+    scope.route({
+      method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+      url: '/v1/conversations/*',
+      handler: notServed,
+    });
   },
   output(reply, turn, state) {
     return new ResponsesSseOutput(

@@ -1,15 +1,25 @@
 /**
- * The Responses output items this process returned, by id, so that an `item_reference` to one
- * resolves: `@ai-sdk/openai` (store: true, its default) sends earlier assistant text, reasoning
- * and custom tool calls back as references. Only output items are kept (what the client already
- * received), never anything of the prompt; each under the API key that got it.
+ * What the Responses door keeps of the responses this process returned, per API key:
+ * - each output item, by id, so that an `item_reference` to one resolves: `@ai-sdk/openai`
+ *   (store: true, its default) sends earlier assistant text, reasoning and custom tool calls back
+ *   as references;
+ * - each response's place in its conversation, by response id, so that a request naming it as
+ *   `previous_response_id` continues it (the openai SDK's and the Agents SDK's server-side state):
+ *   the link to the response it continued, the input items its request brought (as sent; an
+ *   item_reference among them stays a reference) and the ids of its output items. A turn holds
+ *   only its own new items: the conversation is never copied whole per turn. A request that sent
+ *   the whole conversation itself (no previous_response_id) and ends what it sent with the last
+ *   output of a kept response whose conversation has as many items is linked to that response in
+ *   the same way, its earlier items taken to be that conversation.
  *
- * Bounded: each item is held as its JSON text and counted at its UTF-8 length plus a fixed
- * overhead; past the budget the oldest item of the key holding the most bytes goes first, so one
- * busy key evicts its own items before a quiet key's (with one key, or none, the oldest go
- * first). Per process: a reference to an item another
- * worker or replica served, or one evicted, misses (a 400 that says so).
+ * One budget for both (TOOLPROOF_RESPONSES_STORE_MB): each item and each response is held as JSON
+ * text and counted at its UTF-8 length plus a fixed overhead; past the budget the oldest entry of
+ * the key holding the most bytes goes first, so one busy key evicts its own before a quiet key's.
+ * Continuing a conversation makes its responses and their items the newest again, so a session
+ * in use outlives idle ones. Per process: a reference or a previous_response_id another worker or
+ * replica served, one evicted, or one from before a restart misses.
  */
+import { stringifyJson } from '../../../protocol/lossless-json.js';
 import type { InputItem, OutputItem } from '../../../protocol/responses/types.js';
 import { WriteOrder } from '../../write-order.js';
 
@@ -18,17 +28,44 @@ const ENTRY_OVERHEAD_BYTES = 128;
 
 interface Kept {
   readonly id: string;
+  readonly kind: 'item' | 'response' | 'conversation';
   /** The API key it was returned to ('' when no keys are configured). */
-  scope: string;
-  /** Dropped (evicted or kept again): skipped where its scope's write order still holds it. */
+  readonly scope: string;
+  /** Dropped (evicted, kept again, or moved to the newest): skipped where the write order holds it. */
   gone: boolean;
-  json: string;
-  bytes: number;
+  /**
+   * An item: its JSON. A response: the JSON array of the input items its request brought. A
+   * conversation: the JSON array of the items it was created with.
+   */
+  readonly json: string;
+  readonly bytes: number;
+  /** An item: the response that returned it. */
+  readonly response?: string;
+  /** A response: the response it continued. */
+  readonly prev?: string;
+  /** A response: its output items' ids, in order. */
+  readonly outputIds?: readonly string[];
+  /** A response: the items of its whole conversation (input and output, all turns). */
+  readonly count?: number;
+  /** A conversation: its latest response (the next request in it continues that one). */
+  last?: string;
+}
+
+/** A conversation to continue, or the response id the walk could not find. */
+export type Conversation =
+  | { items: InputItem[]; bytes: number; turns: number; missing?: undefined }
+  | { missing: string };
+
+function itemId(item: unknown): string | undefined {
+  const id = (item as { id?: unknown }).id;
+  return typeof id === 'string' && id !== '' ? id : undefined;
 }
 
 export class ResponsesItemStore {
   private readonly items = new Map<string, Kept>();
-  /** Each scope's items, oldest first (server/write-order.ts: a Map's would walk its dropped slots), and bytes. */
+  private readonly responses = new Map<string, Kept>();
+  private readonly conversations = new Map<string, Kept>();
+  /** Each scope's entries, oldest first (server/write-order.ts: a Map's would walk its dropped slots), and bytes. */
   private readonly scopes = new Map<string, { order: WriteOrder<Kept>; bytes: number }>();
   private used = 0;
 
@@ -39,35 +76,94 @@ export class ResponsesItemStore {
     return this.used;
   }
 
+  /** Output items held. */
   get size(): number {
     return this.items.size;
   }
 
+  /** Responses held (their conversations' links). */
+  get responseCount(): number {
+    return this.responses.size;
+  }
+
   /** Keeps a response's output items under `scope`, evicting the oldest past the budget. */
-  keep(scope: string, output: readonly OutputItem[]): void {
+  keep(scope: string, output: readonly OutputItem[], response?: string): void {
     for (const item of output) {
-      const id = (item as { id?: unknown }).id;
-      if (typeof id !== 'string' || id === '') continue;
+      const id = itemId(item);
+      if (id === undefined) continue;
       const json = JSON.stringify(item);
       const bytes = Buffer.byteLength(json) + id.length + ENTRY_OVERHEAD_BYTES;
-      if (bytes > this.maxBytes) continue;
-      this.drop(id);
-      while (this.used + bytes > this.maxBytes) {
-        const oldest = this.largestScopeOldest();
-        if (oldest === undefined) break;
-        this.drop(oldest);
-      }
-      const kept: Kept = { id, scope, gone: false, json, bytes };
-      this.items.set(id, kept);
-      let own = this.scopes.get(scope);
-      if (!own) {
-        own = { order: new WriteOrder<Kept>(), bytes: 0 };
-        this.scopes.set(scope, own);
-      }
-      own.order.push(kept);
-      own.bytes += bytes;
-      this.used += bytes;
+      this.add({ id, kind: 'item', scope, gone: false, json, bytes, ...(response ? { response } : {}) });
     }
+  }
+
+  /**
+   * Keeps response `id`: its output items, and its place in its conversation (`prev`, the
+   * response its request named as previous_response_id; `input`, the items that request brought).
+   */
+  keepResponse(
+    scope: string,
+    id: string,
+    prev: string | undefined,
+    input: readonly InputItem[],
+    output: readonly OutputItem[],
+    /** Whether `input` is a whole conversation (no previous_response_id, no conversation). */
+    whole = prev === undefined,
+  ): void {
+    let link = prev === undefined ? undefined : this.responses.get(prev);
+    let brought = input;
+    if (prev === undefined && whole) {
+      const earlier = this.continued(scope, input);
+      if (earlier) {
+        link = earlier;
+        brought = input.slice(earlier.count);
+      }
+    } else if (link?.scope !== scope) link = undefined;
+    this.keep(scope, output, id);
+    const outputIds: string[] = [];
+    let idBytes = id.length;
+    for (const item of output) {
+      const oid = itemId(item);
+      if (oid === undefined) continue;
+      outputIds.push(oid);
+      idBytes += oid.length + 16;
+    }
+    const json = stringifyJson(brought);
+    const bytes = Buffer.byteLength(json) + idBytes + ENTRY_OVERHEAD_BYTES;
+    const count = (link?.count ?? 0) + brought.length + outputIds.length;
+    // A continued response no longer held keeps no link: naming this one misses as that one did.
+    const linked = prev === undefined ? link?.id : prev;
+    this.add({
+      id,
+      kind: 'response',
+      scope,
+      gone: false,
+      json,
+      bytes,
+      outputIds,
+      count,
+      ...(linked !== undefined ? { prev: linked } : {}),
+    });
+  }
+
+  /**
+   * The kept response a whole conversation `input` continues: its last item is the last output
+   * item of a response of `scope` whose conversation had exactly the items before it.
+   */
+  private continued(scope: string, input: readonly InputItem[]): Kept | undefined {
+    for (let k = input.length - 1; k >= 0; k--) {
+      const raw = input[k] as unknown;
+      if (raw === null || typeof raw !== 'object') continue;
+      const id = itemId(raw);
+      if (id === undefined) continue;
+      const item = this.items.get(id);
+      if (!item || item.scope !== scope || item.response === undefined) return undefined;
+      const response = this.responses.get(item.response);
+      const ids = response?.outputIds;
+      if (!response || !ids || ids[ids.length - 1] !== id || response.count !== k + 1) return undefined;
+      return response;
+    }
+    return undefined;
   }
 
   /**
@@ -81,21 +177,147 @@ export class ResponsesItemStore {
   }
 
   /**
-   * The oldest item of the scope holding the most bytes. Scopes are the configured keys (or one),
+   * The conversation response `id` ended, oldest first, for a request that continues it: each
+   * turn's input items, then its output items (one evicted since: an item_reference to it, which
+   * becomes the note any reference that misses becomes), and the JSON bytes of all. The walk visits each response of the chain once; its
+   * responses and their items become the newest (not with `touch` false: the inspector's read).
+   * `missing`: the response, or one before it in its chain, is not held under `scope`.
+   */
+  conversation(scope: string, id: string, touch = true): Conversation {
+    const chain: Kept[] = [];
+    let bytes = 0;
+    for (let at: string | undefined = id; at !== undefined; ) {
+      const response = this.responses.get(at);
+      if (!response || response.scope !== scope) return { missing: at };
+      chain.push(response);
+      bytes += response.json.length;
+      // A chain links only to responses kept before it, so it ends; the bound is a guard.
+      if (chain.length > this.responses.size) return { missing: at };
+      at = response.prev;
+    }
+    const items: InputItem[] = [];
+    for (let i = chain.length - 1; i >= 0; i--) {
+      const response = touch ? this.touch(chain[i]!) : chain[i]!;
+      const brought = JSON.parse(response.json) as InputItem[];
+      for (let j = 0; j < brought.length; j++) items.push(brought[j]!);
+      for (const oid of response.outputIds ?? []) {
+        const item = this.items.get(oid);
+        if (item) {
+          items.push(JSON.parse((touch ? this.touch(item) : item).json) as InputItem);
+          bytes += item.json.length;
+        } else items.push({ type: 'item_reference', id: oid } as InputItem);
+      }
+    }
+    return { items, bytes, turns: chain.length };
+  }
+
+  /**
+   * Opens conversation `id` (POST /v1/conversations) under `scope`, with the items it starts
+   * with. False when they are larger than the whole budget.
+   */
+  openConversation(scope: string, id: string, items: readonly InputItem[]): boolean {
+    const json = stringifyJson(items);
+    const bytes = Buffer.byteLength(json) + id.length * 2 + ENTRY_OVERHEAD_BYTES;
+    return this.add({ id, kind: 'conversation', scope, gone: false, json, bytes });
+  }
+
+  /** Whether conversation `id` is held under `scope` (not made the newest). */
+  hasConversation(scope: string, id: string): boolean {
+    return this.conversations.get(id)?.scope === scope;
+  }
+
+  /** Forgets conversation `id` (its responses go as any do); false when it was not held. */
+  closeConversation(scope: string, id: string): boolean {
+    const kept = this.conversations.get(id);
+    if (!kept || kept.scope !== scope) return false;
+    this.drop(kept);
+    return true;
+  }
+
+  /**
+   * The items of conversation `id` (those it was created with, then each turn's), and its latest
+   * response, which the next turn continues; `missing` names what is not held (the conversation,
+   * or a response of it).
+   */
+  conversationItems(
+    scope: string,
+    id: string,
+    touch = true,
+  ):
+    | { items: InputItem[]; bytes: number; last: string | undefined; missing?: undefined }
+    | { missing: string } {
+    const held = this.conversations.get(id);
+    if (!held || held.scope !== scope) return { missing: id };
+    const kept = touch ? this.touch(held) : held;
+    const items = JSON.parse(kept.json) as InputItem[];
+    if (kept.last === undefined) return { items, bytes: kept.json.length, last: undefined };
+    const turns = this.conversation(scope, kept.last, touch);
+    if (turns.missing !== undefined) return turns;
+    for (let i = 0; i < turns.items.length; i++) items.push(turns.items[i]!);
+    return { items, bytes: kept.json.length + turns.bytes, last: kept.last };
+  }
+
+  /** Conversation `id` goes on from `response` (kept just now) when it is still held. */
+  advanceConversation(scope: string, id: string, response: string): void {
+    const kept = this.conversations.get(id);
+    if (kept && kept.scope === scope) kept.last = response;
+  }
+
+  /** `kept` moved to the newest of its scope (a fresh entry: the write order skips the old one). */
+  private touch(kept: Kept): Kept {
+    const own = this.scopes.get(kept.scope);
+    if (!own) return kept;
+    const fresh: Kept = { ...kept, gone: false };
+    kept.gone = true;
+    own.order.dropped();
+    own.order.push(fresh);
+    this.mapOf(kept).set(kept.id, fresh);
+    return fresh;
+  }
+
+  private mapOf(kept: Kept): Map<string, Kept> {
+    return kept.kind === 'item' ? this.items : kept.kind === 'response' ? this.responses : this.conversations;
+  }
+
+  /** Kept (false: larger than the whole budget). */
+  private add(kept: Kept): boolean {
+    if (kept.bytes > this.maxBytes) return false;
+    const map = this.mapOf(kept);
+    const before = map.get(kept.id);
+    if (before) this.drop(before);
+    while (this.used + kept.bytes > this.maxBytes) {
+      const oldest = this.largestScopeOldest();
+      if (oldest === undefined) break;
+      this.drop(oldest);
+    }
+    map.set(kept.id, kept);
+    let own = this.scopes.get(kept.scope);
+    if (!own) {
+      own = { order: new WriteOrder<Kept>(), bytes: 0 };
+      this.scopes.set(kept.scope, own);
+    }
+    own.order.push(kept);
+    own.bytes += kept.bytes;
+    this.used += kept.bytes;
+    return true;
+  }
+
+  /**
+   * The oldest entry of the scope holding the most bytes. Scopes are the configured keys (or one),
    * so the walk is bounded by the key file, not by traffic.
    */
-  private largestScopeOldest(): string | undefined {
+  private largestScopeOldest(): Kept | undefined {
     let largest: { order: WriteOrder<Kept>; bytes: number } | undefined;
     for (const scope of this.scopes.values()) {
       if (!largest || scope.bytes > largest.bytes) largest = scope;
     }
-    return largest?.order.oldest()?.id;
+    return largest?.order.oldest();
   }
 
-  private drop(id: string): void {
-    const kept = this.items.get(id);
-    if (!kept) return;
-    this.items.delete(id);
+  private drop(kept: Kept): void {
+    const map = this.mapOf(kept);
+    if (map.get(kept.id) !== kept) return;
+    map.delete(kept.id);
     kept.gone = true;
     this.used -= kept.bytes;
     const own = this.scopes.get(kept.scope);

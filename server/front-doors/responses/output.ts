@@ -4,7 +4,7 @@ import { pushAll } from '../../../protocol/append-all.js';
 import type { ToolproofError } from '../../../protocol/errors.js';
 import type { ChatCompletionChunk } from '../../../protocol/openai.js';
 import type { ResponsesTranslator } from '../../../protocol/responses/stream.js';
-import type { OutputItem, ResponseObject, ResponsesEvent } from '../../../protocol/responses/types.js';
+import type { ResponseObject, ResponsesEvent } from '../../../protocol/responses/types.js';
 import type { StreamOutput, StreamSummary } from '../../chat/output.js';
 import { DEFAULT_STREAM_KEEPALIVE_MS } from '../../keep-alive.js';
 import type { OpenStream } from '../../open-streams.js';
@@ -21,8 +21,8 @@ export class ResponsesSseOutput extends SseWriter implements StreamOutput, OpenS
     headers: Record<string, string>,
     private readonly translator: ResponsesTranslator,
     keepAliveMs = DEFAULT_STREAM_KEEPALIVE_MS,
-    /** Keeps the finished response's output items (item_reference), as the JSON answer does. */
-    private readonly keep?: (output: readonly OutputItem[]) => void,
+    /** Keeps the finished response (item_reference, previous_response_id), as the JSON answer does. */
+    private readonly keep?: (response: ResponseObject) => void,
   ) {
     super(reply, headers, keepAliveMs);
   }
@@ -58,7 +58,7 @@ export class ResponsesSseOutput extends SseWriter implements StreamOutput, OpenS
     // Kept before the client reads response.completed: its next turn may refer to them at once.
     const last = events[events.length - 1];
     if (this.keep && (last?.type === 'response.completed' || last?.type === 'response.incomplete'))
-      this.keep((last as unknown as { response: ResponseObject }).response.output);
+      this.keep((last as unknown as { response: ResponseObject }).response);
     await this.events(events);
     this.close();
   }

@@ -1,6 +1,6 @@
 /** The Responses item store: bounded by its byte count, the busiest key's oldest out first, per API key. */
 import { describe, expect, it } from 'vitest';
-import type { OutputItem } from '../../../../protocol/responses/types.js';
+import type { InputItem, OutputItem } from '../../../../protocol/responses/types.js';
 import { ResponsesItemStore } from '../../../../server/front-doors/responses/item-store.js';
 
 const message = (id: string, text: string): OutputItem => ({
@@ -70,5 +70,103 @@ describe('ResponsesItemStore', () => {
     expect(store.bytes).toBe(bytes);
     expect(store.lookup('a', 'msg_1')).toBeUndefined();
     expect(store.lookup('b', 'msg_1')).toBeDefined();
+  });
+
+  it('continues a chain of responses: each turn its own items, walked oldest first', () => {
+    const store = new ResponsesItemStore(1 << 20);
+    const user = (text: string): InputItem => ({ type: 'message', role: 'user', content: text });
+    store.keepResponse('a', 'resp_1', undefined, [user('one')], [message('msg_1', 'It is 1.')]);
+    store.keepResponse('a', 'resp_2', 'resp_1', [user('two')], [message('msg_2', 'It is 2.')]);
+    const found = store.conversation('a', 'resp_2');
+    expect(found.missing).toBeUndefined();
+    if (found.missing !== undefined) return;
+    expect(found.items).toEqual([
+      user('one'),
+      message('msg_1', 'It is 1.'),
+      user('two'),
+      message('msg_2', 'It is 2.'),
+    ]);
+    expect(found.turns).toBe(2);
+    // Another key's, or one never kept, misses; a chain whose start is gone misses at the start.
+    expect(store.conversation('b', 'resp_2')).toEqual({ missing: 'resp_2' });
+    store.keepResponse('a', 'resp_3', 'resp_0', [user('three')], []);
+    expect(store.conversation('a', 'resp_3')).toEqual({ missing: 'resp_0' });
+  });
+
+  it('a conversation in use is the newest: idle ones are evicted before it', () => {
+    const text = 'x'.repeat(1000);
+    const store = new ResponsesItemStore(128 * 1024);
+    const user = (t: string): InputItem => ({ type: 'message', role: 'user', content: t });
+    store.keepResponse('a', 'resp_live_0', undefined, [user('start')], [message('msg_live_0', text)]);
+    for (let i = 0; i < 200; i++) {
+      // An idle conversation started each turn, and the live one continued.
+      store.keepResponse('a', `resp_idle_${i}`, undefined, [user(text)], [message(`msg_idle_${i}`, text)]);
+      const live = store.conversation('a', `resp_live_${i}`);
+      expect(live.missing, `turn ${i}`).toBeUndefined();
+      store.keepResponse(
+        'a',
+        `resp_live_${i + 1}`,
+        `resp_live_${i}`,
+        [user('next')],
+        [message(`msg_live_${i + 1}`, 'ok')],
+      );
+      expect(store.bytes).toBeLessThanOrEqual(128 * 1024);
+    }
+    expect(store.conversation('a', 'resp_idle_0')).toEqual({ missing: 'resp_idle_0' });
+  });
+
+  it('a request that sent the whole conversation is linked to the response it continues, not copied', () => {
+    const store = new ResponsesItemStore(1 << 20);
+    const user = (t: string): InputItem => ({ type: 'message', role: 'user', content: t });
+    const big = 'y'.repeat(10_000);
+    const conversation: InputItem[] = [user(big)];
+    store.keepResponse('a', 'resp_0', undefined, [...conversation], [message('msg_0', 'ok')]);
+    const first = store.bytes;
+    for (let i = 1; i <= 20; i++) {
+      conversation.push(message(`msg_${i - 1}`, 'ok') as InputItem, user(`turn ${i}`));
+      store.keepResponse('a', `resp_${i}`, undefined, [...conversation], [message(`msg_${i}`, 'ok')]);
+    }
+    // The 10 KB message is held once, not once per turn.
+    expect(store.bytes).toBeLessThan(first + 20 * 1000);
+    const found = store.conversation('a', 'resp_20');
+    if (found.missing !== undefined) throw new Error(found.missing);
+    expect(found.items).toEqual([...conversation, message('msg_20', 'ok')]);
+    // A conversation that differs from the kept one in its length is kept whole.
+    store.keepResponse(
+      'a',
+      'resp_x',
+      undefined,
+      [user('other'), message('msg_3', 'ok') as InputItem, user('q')],
+      [],
+    );
+    const other = store.conversation('a', 'resp_x');
+    if (other.missing !== undefined) throw new Error(other.missing);
+    expect(other.turns).toBe(1);
+    expect(other.items).toHaveLength(3);
+  });
+
+  it('a conversation: its first items, then the turns of its latest response; closed, it misses', () => {
+    const store = new ResponsesItemStore(1 << 20);
+    const user = (t: string): InputItem => ({ type: 'message', role: 'user', content: t });
+    expect(store.openConversation('a', 'conv_1', [user('first')])).toBe(true);
+    expect(store.conversationItems('a', 'conv_1')).toEqual({
+      items: [user('first')],
+      bytes: expect.any(Number),
+      last: undefined,
+    });
+    store.keepResponse('a', 'resp_1', undefined, [user('q')], [message('msg_1', 'A.')], false);
+    store.advanceConversation('a', 'conv_1', 'resp_1');
+    const found = store.conversationItems('a', 'conv_1');
+    if (found.missing !== undefined) throw new Error(found.missing);
+    expect(found.items).toEqual([user('first'), user('q'), message('msg_1', 'A.')]);
+    expect(found.last).toBe('resp_1');
+    expect(store.conversationItems('b', 'conv_1')).toEqual({ missing: 'conv_1' });
+    expect(store.closeConversation('b', 'conv_1')).toBe(false);
+    expect(store.closeConversation('a', 'conv_1')).toBe(true);
+    expect(store.conversationItems('a', 'conv_1')).toEqual({ missing: 'conv_1' });
+    // Larger than the whole budget: not opened.
+    expect(new ResponsesItemStore(4096).openConversation('a', 'conv_2', [user('x'.repeat(5000))])).toBe(
+      false,
+    );
   });
 });
