@@ -49,12 +49,36 @@ async function metric(origin: string, pattern: RegExp): Promise<number | undefin
   return m ? Number(m[1]) : undefined;
 }
 
-/** `n` requests have reached the gate (queued, in flight, or answered: `done`). */
-const arrived = (s: Stack, n: number, done: string[]) =>
-  waitFor(() => {
-    const load = s.app.toolproof.upstreams.all()[0]?.admissionLoad()[0];
-    return load !== undefined && load.queued + load.active + done.length >= n;
-  }, 10_000);
+/** How long the first two of a burst hold both slots: the rest and the other client line up. */
+const LINE_UP_MS = 2_000;
+
+/**
+ * `a` sends a burst of `n`, then `b` one request; answers in the order they came. The burst's
+ * first two hold both slots LINE_UP_MS, while its other `n - 2` and then b's reach the gate: each
+ * step waits for the one before to be queued (on a loaded box a request takes a while to get
+ * there, and a wall-clock pace let the slots free meanwhile, so the answers counted from b's
+ * sending were not the ones that came after it queued). The slot that frees first then shows
+ * the order: the first in line gets it, or the owner with fewer in flight.
+ */
+async function burstThenOne(
+  s: Stack,
+  a: { key?: string; from?: string },
+  b: { key?: string; from?: string },
+  n: number,
+): Promise<string[]> {
+  const done: string[] = [];
+  const queued = () => s.app.toolproof.upstreams.all()[0]!.admissionLoad()[0]!.queued;
+  const held = [0, 1].map((i) => ask(s.origin, { ...a, name: `a${i}`, holdMs: LINE_UP_MS }, done));
+  await waitFor(() => s.sim.requests.length === 2, 10_000);
+  const rest = Array.from({ length: n - 2 }, (_, i) => ask(s.origin, { ...a, name: `a${i + 2}` }, done));
+  await waitFor(() => queued() === n - 2, 10_000);
+  const last = ask(s.origin, { ...b, name: 'b' }, done);
+  await waitFor(() => queued() === n - 1, 10_000);
+  // all in line while the first two still held the slots
+  expect(done).toEqual([]);
+  await Promise.all([...held, ...rest, last]);
+  return done;
+}
 
 const KEYS = { alice: 'sk-alice-fair-wait-0001', bob: 'sk-bob-fair-wait-000001' };
 
@@ -70,44 +94,28 @@ describe('fair shares between clients of one class', () => {
         ],
       },
     });
-    const s = stack;
-    const done: string[] = [];
-    const burst = Array.from({ length: 30 }, (_, i) =>
-      ask(s.origin, { key: KEYS.alice, name: `a${i}` }, done),
-    );
-    await arrived(s, 30, done);
-    const answered = done.length;
-    const b = ask(s.origin, { key: KEYS.bob, name: 'b' }, done);
-    await Promise.all([...burst, b]);
-    // alice's answers between bob's arrival and his answer: at most her two in flight when he
-    // came (one ends, bob takes its slot, the other ends meanwhile) and the one that took the
-    // other's slot. In arrival order it was every one of hers still queued (28 when they all
-    // came before the first ended).
-    const before = done.indexOf('b 200') - answered;
+    const done = await burstThenOne(stack, { key: KEYS.alice }, { key: KEYS.bob }, 30);
+    // alice's answers before bob's: the two that held the slots when he came and the one that
+    // took the other slot as they freed. In arrival order it was every one of hers (30).
+    const before = done.indexOf('b 200');
     expect(before, done.join(' ')).toBeGreaterThanOrEqual(0);
     expect(before, done.join(' ')).toBeLessThanOrEqual(3);
     expect(done.filter((d) => d.endsWith(' 200'))).toHaveLength(31);
     // The wait per key: bob's one request in its own series.
-    expect(await metric(s.origin, /toolproof_key_admission_queued_seconds_count\{key="bob"\} (\d+)/)).toBe(1);
-    expect(await metric(s.origin, /toolproof_key_admission_queued_seconds_count\{key="alice"\} (\d+)/)).toBe(
-      30,
-    );
+    expect(
+      await metric(stack.origin, /toolproof_key_admission_queued_seconds_count\{key="bob"\} (\d+)/),
+    ).toBe(1);
+    expect(
+      await metric(stack.origin, /toolproof_key_admission_queued_seconds_count\{key="alice"\} (\d+)/),
+    ).toBe(30);
   }, 30_000);
 
   it('without keys, each client address is an owner: an open proxy is fair between machines too', async () => {
     stack = await startStack({
       file: { defaults: { forceToolUse: false }, admission: { concurrency: 2, queueTimeoutMs: 30_000 } },
     });
-    const s = stack;
-    const done: string[] = [];
-    const burst = Array.from({ length: 12 }, (_, i) =>
-      ask(s.origin, { from: '127.0.0.1', name: `a${i}` }, done),
-    );
-    await arrived(s, 12, done);
-    const answered = done.length;
-    const b = ask(s.origin, { from: '127.0.0.2', name: 'b' }, done);
-    await Promise.all([...burst, b]);
-    const before = done.indexOf('b 200') - answered;
+    const done = await burstThenOne(stack, { from: '127.0.0.1' }, { from: '127.0.0.2' }, 12);
+    const before = done.indexOf('b 200');
     expect(before, done.join(' ')).toBeGreaterThanOrEqual(0);
     expect(before, done.join(' ')).toBeLessThanOrEqual(3);
   }, 30_000);
