@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { createDocumentReader, DEFAULT_PDF_LIMITS } from '../../server/documents/document-reader.js';
 import { buildApp } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
-import { createPdfPool, IDLE_MS } from '../../server/documents/pdf-worker.js';
+import { createPdfPool, IDLE_MS, type PdfPool, START_TIMEOUT_MS } from '../../server/documents/pdf-worker.js';
 import { bombPdf, encryptedPdf, imageOnlyPdf, manyPagesPdf, textPdf } from '../support/pdf.js';
 import { nodeEntry } from '../support/toolproof-process.js';
 
@@ -20,6 +20,27 @@ const requestOf = (u: string) => ({
 });
 
 type Reader = ReturnType<typeof createDocumentReader>;
+
+/**
+ * `pool`, whose first read holds this thread `ms` once it is sent (Atomics.wait: the thread
+ * sleeps, the worker runs on), as a long start on a loaded machine would, without a race.
+ */
+function stalledOnce(pool: PdfPool, ms: number): PdfPool {
+  let stalls = 1;
+  return {
+    extract(data, limits, signal) {
+      const reading = pool.extract(data, limits, signal);
+      if (stalls-- > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+      return reading;
+    },
+    get started() {
+      return pool.started;
+    },
+    get idle() {
+      return pool.idle;
+    },
+  };
+}
 async function read(r: Reader, u: string, signal?: AbortSignal) {
   return (await r.prepare(requestOf(u), signal))?.(u);
 }
@@ -71,22 +92,34 @@ describe('document reader: reused workers', () => {
   }, 30_000);
 
   it("a fresh worker's start (the thread, pdf.js loaded: ~0.2 s of CPU) is not the document's time", async () => {
-    // A deadline under a start (~210 ms for a one-page read on a fresh worker here), over a
-    // cold first read's own ~25-40 ms: before, every first read on a fresh worker ended as a
-    // timeout (and, on a loaded machine, the 1.5 s deadline of the test below did too).
+    // The event loop held for longer than the read's deadline once the read is sent: the worker
+    // starts and reads meanwhile, and its two messages (ready, then the text) wait together. A
+    // deadline that started at the sending has passed by then, and timers run before messages:
+    // before, every first read on a fresh worker whose start outlasted the deadline ended as a
+    // timeout (on a loaded machine, an ordinary PDF). The hold is twice what a fresh worker's
+    // start and read took just before, in this run (~0.3 s quiet; a loaded box's, longer), so the
+    // read is over when the loop looks; were it not, it has the whole deadline from its start
+    // (1 s). A fixed deadline under a start's own time (150 ms) held a loaded box's cold first
+    // read, after the start, to 150 ms, and failed there.
+    const probe = createDocumentReader({ concurrency: 1 });
+    const t0 = performance.now();
+    expect(await read(probe, url(textPdf(['probe'])))).toMatchObject({ text: ['probe'] });
+    const fresh = performance.now() - t0;
     const r = createDocumentReader({
       concurrency: 1,
-      limits: { ...DEFAULT_PDF_LIMITS, timeoutMs: 150 },
-      workers: { maxReads: 1 },
+      limits: { ...DEFAULT_PDF_LIMITS, timeoutMs: 1_000 },
+      pool: stalledOnce(createPdfPool(), Math.max(1_200, 2 * fresh)),
     });
-    for (const t of ['first', 'second'])
-      expect(await read(r, url(textPdf([t])))).toMatchObject({ text: [t] });
-    expect(r.workersStarted).toBe(2);
-    // The deadline still holds a read once the worker has started.
-    const slow = createDocumentReader({ concurrency: 1, limits: { ...DEFAULT_PDF_LIMITS, timeoutMs: 150 } });
-    expect(await read(slow, url(textPdf(['warm'])))).toMatchObject({ text: ['warm'] });
-    const doc = await read(slow, url(bombPdf(202)));
-    expect(doc).toMatchObject({ kind: 'unreadable' });
+    expect(await read(r, url(textPdf(['first'])))).toMatchObject({ text: ['first'] });
+    expect(r.workersStarted).toBe(1);
+    // The deadline still holds a read once the worker has started: the same worker takes a bomb,
+    // which ends at the read's deadline, long before a start's allowance (30 s) would end it.
+    const bomb = url(bombPdf(202));
+    const t1 = performance.now();
+    const doc = await read(r, bomb);
+    expect(doc).toMatchObject({ kind: 'unreadable', reason: 'timeout' });
+    expect(performance.now() - t1).toBeLessThan(START_TIMEOUT_MS / 2);
+    expect(r.workersStarted).toBe(1);
   }, 60_000);
 
   it('a worker is retired after maxReads reads', async () => {

@@ -23,7 +23,7 @@ const HOLD_MS = 100;
 /** A chat request that holds its slot HOLD_MS (or `holdMs`), from `from`, with `key` if given. */
 function ask(
   origin: string,
-  opts: { key?: string; from?: string; name: string; holdMs?: number },
+  opts: { key?: string; from?: string; name: string; holdMs?: number; signal?: AbortSignal },
   done: string[],
 ) {
   const agent = new Agent({ localAddress: opts.from ?? '127.0.0.1' });
@@ -31,16 +31,20 @@ function ask(
   return undiciFetch(`${origin}/v1/chat/completions`, {
     method: 'POST',
     dispatcher: agent,
+    signal: opts.signal,
     headers: {
       'content-type': 'application/json',
       'x-sim-scenario': JSON.stringify({ say: 'ok', delayMs: opts.holdMs ?? HOLD_MS }),
       ...(opts.key ? { authorization: `Bearer ${opts.key}` } : {}),
     },
     body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: opts.name }] }),
-  }).then(async (res) => {
-    await res.text();
-    done.push(`${opts.name} ${res.status}`);
-  });
+  }).then(
+    async (res) => {
+      await res.text();
+      done.push(`${opts.name} ${res.status}`);
+    },
+    () => done.push(`${opts.name} gone`),
+  );
 }
 
 async function metric(origin: string, pattern: RegExp): Promise<number | undefined> {
@@ -49,12 +53,44 @@ async function metric(origin: string, pattern: RegExp): Promise<number | undefin
   return m ? Number(m[1]) : undefined;
 }
 
-/** `n` requests have reached the gate (queued, in flight, or answered: `done`). */
-const arrived = (s: Stack, n: number, done: string[]) =>
-  waitFor(() => {
-    const load = s.app.toolproof.upstreams.all()[0]?.admissionLoad()[0];
-    return load !== undefined && load.queued + load.active + done.length >= n;
-  }, 10_000);
+/** What the upstream got, in order: each request's name (its one message). */
+const upstreamOrder = (s: Stack): string[] =>
+  s.sim.requests.map((r) => {
+    const messages = (r.body as { messages?: Array<{ content?: unknown }> } | undefined)?.messages;
+    return String(messages?.at(-1)?.content);
+  });
+
+/**
+ * `a` sends a burst of `n`, then `b` one request, every one lined up while the burst's first two
+ * hold both slots (as long as the test wants: their clients leave to free them). Each step waits
+ * for the one before to be queued (the gate's own counts), then the first slot frees, and only
+ * then the second: the request that took the first is the third the upstream got. No wall-clock
+ * pace: a loaded box took longer to bring a request to the gate than a slot was held, and b's
+ * request then came after more of a's had ended than the test allowed.
+ */
+async function burstThenOne(
+  s: Stack,
+  a: { key?: string; from?: string },
+  b: { key?: string; from?: string },
+  n: number,
+): Promise<{ done: string[]; upstream: string[] }> {
+  const done: string[] = [];
+  const queued = () => s.app.toolproof.upstreams.all()[0]!.admissionLoad()[0]!.queued;
+  const holders = [new AbortController(), new AbortController()];
+  const held = holders.map((c, i) =>
+    ask(s.origin, { ...a, name: `a${i}`, holdMs: 60_000, signal: c.signal }, done),
+  );
+  await waitFor(() => s.sim.requests.length === 2, 20_000);
+  const rest = Array.from({ length: n - 2 }, (_, i) => ask(s.origin, { ...a, name: `a${i + 2}` }, done));
+  await waitFor(() => queued() === n - 2, 20_000);
+  const last = ask(s.origin, { ...b, name: 'b' }, done);
+  await waitFor(() => queued() === n - 1, 20_000);
+  holders[0]!.abort();
+  await waitFor(() => s.sim.requests.length === 3, 20_000);
+  holders[1]!.abort();
+  await Promise.all([...held, ...rest, last]);
+  return { done, upstream: upstreamOrder(s) };
+}
 
 const KEYS = { alice: 'sk-alice-fair-wait-0001', bob: 'sk-bob-fair-wait-000001' };
 
@@ -70,46 +106,26 @@ describe('fair shares between clients of one class', () => {
         ],
       },
     });
-    const s = stack;
-    const done: string[] = [];
-    const burst = Array.from({ length: 30 }, (_, i) =>
-      ask(s.origin, { key: KEYS.alice, name: `a${i}` }, done),
-    );
-    await arrived(s, 30, done);
-    const answered = done.length;
-    const b = ask(s.origin, { key: KEYS.bob, name: 'b' }, done);
-    await Promise.all([...burst, b]);
-    // alice's answers between bob's arrival and his answer: at most her two in flight when he
-    // came (one ends, bob takes its slot, the other ends meanwhile) and the one that took the
-    // other's slot. In arrival order it was every one of hers still queued (28 when they all
-    // came before the first ended).
-    const before = done.indexOf('b 200') - answered;
-    expect(before, done.join(' ')).toBeGreaterThanOrEqual(0);
-    expect(before, done.join(' ')).toBeLessThanOrEqual(3);
-    expect(done.filter((d) => d.endsWith(' 200'))).toHaveLength(31);
+    const { done, upstream } = await burstThenOne(stack, { key: KEYS.alice }, { key: KEYS.bob }, 30);
+    // The first slot that freed went to bob (alice had one in flight, he none); in arrival order
+    // it went to her third, and bob's was the 31st to reach the upstream.
+    expect(upstream.slice(0, 4), upstream.join(' ')).toEqual(['a0', 'a1', 'b', 'a2']);
+    expect(done.filter((d) => d.endsWith(' 200'))).toHaveLength(29);
     // The wait per key: bob's one request in its own series.
-    expect(await metric(s.origin, /toolproof_key_admission_queued_seconds_count\{key="bob"\} (\d+)/)).toBe(1);
-    expect(await metric(s.origin, /toolproof_key_admission_queued_seconds_count\{key="alice"\} (\d+)/)).toBe(
-      30,
-    );
+    expect(
+      await metric(stack.origin, /toolproof_key_admission_queued_seconds_count\{key="bob"\} (\d+)/),
+    ).toBe(1);
+    expect(
+      await metric(stack.origin, /toolproof_key_admission_queued_seconds_count\{key="alice"\} (\d+)/),
+    ).toBe(30);
   }, 30_000);
 
   it('without keys, each client address is an owner: an open proxy is fair between machines too', async () => {
     stack = await startStack({
       file: { defaults: { forceToolUse: false }, admission: { concurrency: 2, queueTimeoutMs: 30_000 } },
     });
-    const s = stack;
-    const done: string[] = [];
-    const burst = Array.from({ length: 12 }, (_, i) =>
-      ask(s.origin, { from: '127.0.0.1', name: `a${i}` }, done),
-    );
-    await arrived(s, 12, done);
-    const answered = done.length;
-    const b = ask(s.origin, { from: '127.0.0.2', name: 'b' }, done);
-    await Promise.all([...burst, b]);
-    const before = done.indexOf('b 200') - answered;
-    expect(before, done.join(' ')).toBeGreaterThanOrEqual(0);
-    expect(before, done.join(' ')).toBeLessThanOrEqual(3);
+    const { upstream } = await burstThenOne(stack, { from: '127.0.0.1' }, { from: '127.0.0.2' }, 12);
+    expect(upstream.slice(0, 4), upstream.join(' ')).toEqual(['a0', 'a1', 'b', 'a2']);
   }, 30_000);
 
   it("a request waiting in its key's queue holds no slot of the replica: another key's takes it", async () => {
