@@ -8,8 +8,9 @@
  * A repeated id still gets a fresh one.
  */
 import { describe, expect, it } from 'vitest';
+import { normalizeToolCalls } from '../../policies/normalize-tool-calls/index.js';
 import { createNormalizeStreamHook } from '../../policies/normalize-tool-calls/stream.js';
-import type { ChatCompletionChunk } from '../../protocol/openai.js';
+import type { ChatCompletion, ChatCompletionChunk } from '../../protocol/openai.js';
 import { measureScaling, withinBudget } from '../support/cost-scaling.js';
 import { proxyInFrontOf } from '../support/harness.js';
 
@@ -90,6 +91,34 @@ describe('many calls streamed in one choice', () => {
       },
       { from: 2_000, max: 8_000, targetMs: 30 },
     );
+    expect(withinBudget(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
+  });
+
+  it('a whole answer of n calls whose 20 KB ids are alike but for their ends: about x4, not x16', () => {
+    // V8 hashes a string past 16,383 characters by its length alone: a Set of such ids compared
+    // each with all the others.
+    const answer = (n: number): ChatCompletion => ({
+      id: 'c',
+      object: 'chat.completion',
+      created: 1,
+      model: 'm1',
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: 'assistant',
+            content: null,
+            tool_calls: Array.from({ length: n }, (_, i) => ({
+              id: `${'a'.repeat(20_000)}${String(i).padStart(6, '0')}`,
+              type: 'function' as const,
+              function: { name: 'f', arguments: '{}' },
+            })),
+          },
+          finish_reason: 'tool_calls',
+        },
+      ],
+    });
+    const s = measureScaling(answer, (a) => normalizeToolCalls(a).response, { from: 64, max: 512 });
     expect(withinBudget(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
   });
 });
