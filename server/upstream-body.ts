@@ -50,6 +50,14 @@ export class UpstreamBody implements AsyncIterable<Buffer> {
   private discarding = false;
   /** Bytes a dump may still drop before it cancels the request instead (dump's `limit`). */
   private dropBudget = Number.POSITIVE_INFINITY;
+  /**
+   * A whole read (bytes, partial) must end within this many ms (0: no bound). Set by the
+   * Upstream to its idle timeout: a body read whole is one event to the idle clock, as a
+   * stream's event is (stream-read.ts QuietClock). undici's bodyTimeout is the silence between
+   * two chunks, so a body sent a byte every minute held the request (its admission slot, the
+   * client's connection) for as long as the upstream liked.
+   */
+  wholeWithinMs = 0;
 
   constructor(
     private readonly controller: Controller,
@@ -143,19 +151,48 @@ export class UpstreamBody implements AsyncIterable<Buffer> {
    * cancelled and what was read is dropped). Rejects with the transport's error.
    */
   async bytes(limit = Number.POSITIVE_INFINITY): Promise<Buffer | null> {
-    for (;;) {
-      if (this.queued > limit) {
-        this.destroy();
-        return null;
+    const timer = this.wholeTimer();
+    try {
+      for (;;) {
+        if (this.queued > limit) {
+          this.destroy();
+          return null;
+        }
+        if (this.failure) throw this.failure;
+        if (this.ended) return this.take();
+        await this.waitForMore();
       }
-      if (this.failure) throw this.failure;
-      if (this.ended) return this.take();
-      await this.waitForMore();
+    } finally {
+      clearTimeout(timer);
     }
+  }
+
+  /** Cuts the body at `wholeWithinMs` from now (what arrived stays queued for partial). */
+  private wholeTimer(): NodeJS.Timeout | undefined {
+    const ms = this.wholeWithinMs;
+    if (ms <= 0 || this.ended || this.failure) return undefined;
+    const timer = setTimeout(() => {
+      if (this.ended || this.failure) return;
+      const err = new WholeBodyTimeout(ms);
+      this.failure = err;
+      this.controller.abort(err);
+      this.notify();
+    }, ms);
+    timer.unref();
+    return timer;
   }
 
   /** What arrived before a failure or the limit: for error bodies, which are only shown to people. */
   async partial(limit: number): Promise<Buffer> {
+    const timer = this.wholeTimer();
+    try {
+      return await this.partialRead(limit);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async partialRead(limit: number): Promise<Buffer> {
     for (;;) {
       if (this.queued > limit) {
         // Whole chunks only, as the stream reader did: the one that crossed the limit is dropped.
@@ -244,6 +281,15 @@ export class UpstreamBody implements AsyncIterable<Buffer> {
       if (this.ended) return { done: true, value: undefined };
       await this.waitForMore();
     }
+  }
+}
+
+/** A body read whole that was not whole within its time (UpstreamBody.wholeWithinMs). */
+export class WholeBodyTimeout extends Error {
+  override name = 'WholeBodyTimeout';
+  readonly code = 'TP_UPSTREAM_WHOLE_BODY_TIMEOUT';
+  constructor(readonly ms: number) {
+    super(`The upstream response body was not whole within ${ms} ms.`);
   }
 }
 

@@ -151,6 +151,12 @@ export function toUpstreamError(err: unknown, label: string): ToolproofError | E
       cause: err,
     });
   }
+  if (code === 'TP_UPSTREAM_WHOLE_BODY_TIMEOUT') {
+    return new ToolproofError('TP_ERR_UPSTREAM_TIMEOUT', {
+      message: `The upstream ${label} did not send its whole response within the idle timeout (${(err as { ms: number }).ms} ms).`,
+      cause: err,
+    });
+  }
   if (code === 'UND_ERR_CONNECT_TIMEOUT') {
     return new ToolproofError('TP_ERR_UPSTREAM_TIMEOUT', {
       message: `Connecting to the upstream ${label} timed out.`,
@@ -429,6 +435,8 @@ export class UpstreamClient {
         );
         // It reached the model: its later attempts finish on the configuration it started with.
         if (req.admission?.key !== undefined) req.admission.key.reached = true;
+        // A body read whole is one event to the idle clock (upstream-body.ts wholeWithinMs).
+        res.body.wholeWithinMs = this.idleMs;
         return {
           status: res.status,
           headers: res.headers,

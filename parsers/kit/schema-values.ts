@@ -80,16 +80,62 @@ function canonicalType(t: string): string {
   return NUMBER_PREFIX.test(t) ? 'number' : t;
 }
 
-function schemaTypes(schema: Record<string, unknown>): string[] {
+/** The types every reader tells apart; any other name is tried (and fails) as one. */
+const KNOWN_TYPES: ReadonlySet<string> = new Set([
+  'string',
+  'integer',
+  'number',
+  'boolean',
+  'null',
+  'object',
+  'array',
+  'enum',
+]);
+
+// A schema's types, each once, read once per schema object: every value of every call of the
+// tool asks again, and an `anyOf` of 20,000 alternatives (or a `type` list as long) times 1,000
+// calls walked and tried 20M entries (11 s of CPU, x23 for x4 each). A second type of a name
+// no reader knows behaves as the first (tryType fails it, typeMatches passes it), so one stands
+// for all: at most nine entries whatever the schema.
+const TYPES = new WeakMap<Record<string, unknown>, readonly string[]>();
+
+function schemaTypes(schema: Record<string, unknown>): readonly string[] {
+  let types = TYPES.get(schema);
+  if (types === undefined) {
+    types = distinctTypes(listedTypes(schema));
+    TYPES.set(schema, types);
+  }
+  return types;
+}
+
+function listedTypes(schema: Record<string, unknown>): readonly string[] {
   const t = schema['type'];
   if (typeof t === 'string') return [canonicalType(t)];
   if (Array.isArray(t)) return t.filter((x): x is string => typeof x === 'string').map(canonicalType);
   for (const key of ['anyOf', 'oneOf']) {
     const alts = schema[key];
-    if (Array.isArray(alts)) return alts.flatMap((a) => (isPlainObject(a) ? schemaTypes(a) : []));
+    if (Array.isArray(alts)) {
+      const all: string[] = [];
+      for (const a of alts) if (isPlainObject(a)) for (const x of schemaTypes(a)) all.push(x);
+      return all;
+    }
   }
   if (Array.isArray(schema['enum'])) return ['enum'];
   return [];
+}
+
+function distinctTypes(types: readonly string[]): readonly string[] {
+  const out: string[] = [];
+  let other = false;
+  for (const t of types) {
+    if (KNOWN_TYPES.has(t)) {
+      if (!out.includes(t)) out.push(t);
+    } else if (!other) {
+      other = true;
+      out.push(t);
+    }
+  }
+  return out;
 }
 
 const INT = /^-?\d+$/;
@@ -351,6 +397,25 @@ export function alternativeFor(
   if (!schema) return undefined;
   const own = kind === 'object' ? 'properties' : 'items';
   if (isPlainObject(schema[own])) return schema;
+  // found once per schema object: each nested value of each call asks again
+  let found = ALTERNATIVES.get(schema);
+  if (found === undefined) {
+    found = {};
+    ALTERNATIVES.set(schema, found);
+  }
+  return (found[kind] ??= firstAlternative(schema, kind, own));
+}
+
+const ALTERNATIVES = new WeakMap<
+  Record<string, unknown>,
+  { object?: Record<string, unknown>; array?: Record<string, unknown> }
+>();
+
+function firstAlternative(
+  schema: Record<string, unknown>,
+  kind: 'object' | 'array',
+  own: string,
+): Record<string, unknown> {
   for (const key of ['anyOf', 'oneOf']) {
     const alts = schema[key];
     if (!Array.isArray(alts)) continue;

@@ -239,7 +239,10 @@ class LeakRecoveryStream implements StreamHook<LeakRecoveryEffect> {
   private noteIdentity(f: ChatCompletionChunk): void {
     // Replaced only when it changes: the first chunk's strings stay the ones kept (other hooks
     // keep them too), not a fresh copy parsed from every chunk.
-    if (this.last?.id !== f.id || this.last.created !== f.created || this.last.model !== f.model)
+    // (a first chunk without an id, which some servers send, is a change too: `this.last?.id`
+    // alone read it as unchanged and the next test threw)
+    const last = this.last;
+    if (last === undefined || last.id !== f.id || last.created !== f.created || last.model !== f.model)
       this.last = { id: f.id, created: f.created, model: f.model };
   }
 

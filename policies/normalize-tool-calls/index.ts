@@ -14,6 +14,7 @@
  */
 import type { ChatCompletion, Choice, ToolCall } from '../../protocol/openai.js';
 import type { Policy } from '../types.js';
+import { StringSet } from '../../protocol/string-set.js';
 import { isPlainObject, tryParseJson } from '../kit/canonical-arguments.js';
 import { argumentsText } from './arguments-text.js';
 import { derivedCallId, looksTruncated } from './call-ids.js';
@@ -40,7 +41,7 @@ interface Changes {
   rewritten: boolean;
 }
 
-function normalizeChoice(choice: Choice, responseId: string, changes: Changes, taken: Set<string>): Choice {
+function normalizeChoice(choice: Choice, responseId: string, changes: Changes, taken: StringSet): Choice {
   const tally = changes.tally;
   const raw: unknown = choice.message?.tool_calls;
   if (!Array.isArray(raw)) {
@@ -99,7 +100,7 @@ export function normalizeToolCalls(response: ChatCompletion): {
   const changes: Changes = { tally, rewritten: false };
   if (!Array.isArray(response.choices)) return { response, tally: changes.tally, changed: false };
   const responseId = typeof response.id === 'string' ? response.id : '';
-  const choices = response.choices.map((c) => normalizeChoice(c, responseId, changes, new Set<string>()));
+  const choices = response.choices.map((c) => normalizeChoice(c, responseId, changes, new StringSet()));
   const changed = changes.rewritten || changes.tally.size > 0;
   return { response: { ...response, choices }, tally: changes.tally, changed };
 }

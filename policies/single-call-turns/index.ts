@@ -19,6 +19,7 @@
  */
 import { pushAll } from '../../protocol/append-all.js';
 import type { ChatMessage } from '../../protocol/openai.js';
+import { StringMap, StringSet } from '../../protocol/string-set.js';
 import { type Policy, wasRefused } from '../types.js';
 import {
   describeSingleCallTurnsEffect,
@@ -55,9 +56,12 @@ export function splitParallelCalls(messages: readonly ChatMessage[]): {
       continue;
     }
     // The results right after it, by call id (the first of each id; others stay in order).
-    const ids = new Set<unknown>();
-    for (const c of calls) ids.add(c?.id);
-    const results = new Map<string, ChatMessage>();
+    // A StringSet and a StringMap: the client's ids, which V8 hashes by their length alone past
+    // 16,383 characters (1,000 ids of 20 KB alike but for their ends: every one compared with
+    // all the others).
+    const ids = new StringSet();
+    for (const c of calls) if (typeof c?.id === 'string') ids.add(c.id);
+    const results = new StringMap<ChatMessage>();
     const rest: ChatMessage[] = [];
     while (i < messages.length && messages[i]?.role === 'tool') {
       const r = messages[i]!;

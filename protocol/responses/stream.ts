@@ -410,7 +410,8 @@ function completionDeltas(c: ChatCompletion): ChatCompletionChunk[] {
   const base = { id: c.id, object: 'chat.completion.chunk' as const, created: c.created, model: c.model };
   const choice = c.choices[0];
   if (!choice) return [];
-  const m = choice.message;
+  // A choice without a message passes the shape check (completionShapeProblem): nothing said.
+  const m = choice.message ?? { role: 'assistant', content: null };
   const reasoning = reasoningOf(m);
   const delta = {
     ...(reasoning ? { reasoning_content: reasoning } : {}),

@@ -120,7 +120,8 @@ export function parseEvent(
       cause: err,
     });
   }
-  if (chunk === null || typeof chunk !== 'object') {
+  // An array is no chunk either: every reader reads its fields (`[]` as the first event threw).
+  if (chunk === null || typeof chunk !== 'object' || Array.isArray(chunk)) {
     return new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
       message: `The upstream ${label} sent an event that is not a JSON object.`,
     });

@@ -4,6 +4,7 @@
  * order does not matter, as in ajv's deep equality) and a Set finds the first duplicate.
  * Depth is the caller's to bound: validate-arguments refuses deeper arguments before this runs.
  */
+import { StringMap } from '../../../protocol/string-set.js';
 
 function write(value: unknown, out: string[]): void {
   if (value === null || typeof value !== 'object') {
@@ -41,7 +42,10 @@ export function canonicalKey(value: unknown): string {
 
 /** Indexes [earlier, later] of the first repeated item, or undefined when all are distinct. */
 export function firstDuplicate(items: readonly unknown[]): [number, number] | undefined {
-  const seen = new Map<string, number>();
+  // A StringMap: V8 hashes a key past 16,383 characters by its length alone, and the model's
+  // 1,000 strings of 20 KB alike but for their ends were each compared with all the others
+  // (1.75 s of CPU, 250 of them 73 ms).
+  const seen = new StringMap<number>();
   for (let i = 0; i < items.length; i++) {
     const key = canonicalKey(items[i]);
     const earlier = seen.get(key);
