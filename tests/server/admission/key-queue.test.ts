@@ -106,10 +106,8 @@ async function queuedMsOf(res: Response, key: string): Promise<number | undefine
   return body.record.harness?.queuedMs;
 }
 
-// Side by side: each test has keys, texts and metric series of its own, and only the server and
-// the simulator are shared; one after another they waited ~7 s of held slots and timeouts.
-describe.concurrent("a request over its key's concurrency waits in the key's queue", () => {
-  it('is answered once the request in flight ends (the default wait)', async ({ expect }) => {
+describe("a request over its key's concurrency waits in the key's queue", () => {
+  it('is answered once the request in flight ends (the default wait)', async () => {
     const first = chat(KEYS.waits, 'first-holds', { holdMs: 500 });
     await waitFor(() => reached('first-holds'));
     const second = chat(KEYS.waits, 'second-waits');
@@ -135,9 +133,7 @@ describe.concurrent("a request over its key's concurrency waits in the key's que
     expect(await metric('toolproof_key_queued_seconds_sum{key="waits"}')).toBeGreaterThanOrEqual(0.2);
   });
 
-  it('gets the 429 after queueTimeoutMs when no slot frees: Retry-After, counted, never upstream', async ({
-    expect,
-  }) => {
+  it('gets the 429 after queueTimeoutMs when no slot frees: Retry-After, counted, never upstream', async () => {
     const first = chat(KEYS.bound, 'bound-holds', { holdMs: 3000 });
     await waitFor(() => reached('bound-holds'));
     const started = performance.now();
@@ -161,9 +157,7 @@ describe.concurrent("a request over its key's concurrency waits in the key's que
     expect((await first).status).toBe(200);
   });
 
-  it('a client that leaves while waiting frees its place; beyond queueSize the 429 comes at once', async ({
-    expect,
-  }) => {
+  it('a client that leaves while waiting frees its place; beyond queueSize the 429 comes at once', async () => {
     const first = chat(KEYS.leaves, 'leaves-holds', { holdMs: 1500 });
     await waitFor(() => reached('leaves-holds'));
     const gone = new AbortController();
@@ -187,9 +181,7 @@ describe.concurrent("a request over its key's concurrency waits in the key's que
     expect(reached('leaves-full')).toBe(false);
   });
 
-  it('a stream waits before any byte: answered after the wait, or its HTTP 429 (Responses too)', async ({
-    expect,
-  }) => {
+  it('a stream waits before any byte: answered after the wait, or its HTTP 429 (Responses too)', async () => {
     const first = chat(KEYS.stream, 'stream-holds', { holdMs: 2000 });
     await waitFor(() => reached('stream-holds'));
     const refused = await responses(KEYS.stream, 'stream-refused');
@@ -208,7 +200,7 @@ describe.concurrent("a request over its key's concurrency waits in the key's que
     expect(await ok.text()).toContain('[DONE]');
   });
 
-  it('a key over its requests per minute is refused at once, not queued for a slot', async ({ expect }) => {
+  it('a key over its requests per minute is refused at once, not queued for a slot', async () => {
     const first = chat(KEYS.minute, 'minute-holds', { holdMs: 1000 });
     await waitFor(() => reached('minute-holds'));
     const started = performance.now();
