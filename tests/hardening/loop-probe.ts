@@ -82,18 +82,22 @@ export async function healthLatencyDuring<T>(
 /**
  * The best of `runs` measurements by `by` (maxMs unless told): the one least disturbed by
  * whatever else the machine runs (a loaded CI box stretches any wait; a stall in toolproof
- * shows in every run).
+ * shows in every run). It stops at the first run under `enough` (the caller's bound: the least of
+ * more runs would be under it too, so the assertion reads the same); until testspeed18 it went on
+ * to 50 ms whatever the bound, up to five hostile requests where one already passed (`/health
+ * stays fast` with 40k choices: ~2 s of wall time a run on a loaded box).
  */
 export async function leastOf<T extends { maxMs: number }>(
   runs: number,
   measure: () => Promise<T>,
   by: (m: T) => number = (m) => m.maxMs,
+  enough = 50,
 ): Promise<T> {
   let best: T | undefined;
   for (let i = 0; i < runs; i++) {
     const m = await measure();
     if (!best || by(m) < by(best)) best = m;
-    if (by(best) < 50) break;
+    if (by(best) < enough) break;
   }
   return best!;
 }

@@ -104,11 +104,12 @@ describe('choices beyond the request n', () => {
     const m = await leastOf(
       5,
       async () => {
-        const factor = cpuFactor();
         const r = await healthLatencyDuring(pair.proxy.origin, ask(true, undefined));
-        return { ...r, cpuMs: r.cpuMs / factor };
+        // At a small box's speed (cpuFactor, at least 1: measured only when needed, cpuBound).
+        return { ...r, cpuMs: r.cpuMs / (r.cpuMs < 300 ? 1 : cpuFactor()) };
       },
       (r) => r.cpuMs,
+      300,
     );
     // measured: 2.8-12 s before (every choice judged), tens of ms after (JSON.parse of 4 MB);
     // 100 ms of wall was met with 1 ms to spare at load 8 (the parse itself is most of it), 300
