@@ -54,7 +54,9 @@ export const TRICKLE_MS = 50;
  * event in /work/shared/wire's llama-server recordings (raw_wire_received of the disconnect
  * cases), 0.5-5 ms apart on its tiny CPU models (the `timings` of the streamed tool calls:
  * predicted_per_token_ms), tens of ms on real models. 2 ms compresses that and still reaches the
- * proxy as about one read per event (the A/B prints reads per request to check it).
+ * proxy as about one read per event (the A/B prints reads per request to check it; strace of
+ * toolproof at load ~20, 7 December 2026, 16 turns at c=8: its upstream sockets read 1,383 times,
+ * ~86 a paced turn of 101 events and the end, against ~1.2 a burst one).
  */
 export const PACED_MS = 2;
 
@@ -195,8 +197,8 @@ export const AGENT_TURN_EVENTS = 100;
  * bench's and, in the last tool result, the fake upstream's markers: it answers with a streamed
  * call to `run_shell_command` of `events` events (toolproof forces tool use, validates the call
  * against its schema and streams it on), in one burst or as `shape` says (`{ mode: 'trickle',
- * tickMs: PACED_MS }`: one event a write, paced as a backend decodes). `headers`: the recorded request's own, less those of
- * the connection, with the bench's key.
+ * tickMs: PACED_MS }`: one event a write, paced as a backend decodes). `headers`: the recorded
+ * request's own, less those of the connection, with the bench's key.
  */
 export function agentTurn(
   events = AGENT_TURN_EVENTS,
