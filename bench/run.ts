@@ -59,7 +59,9 @@
  *   --ab-cycles=N        at most N measured cycles per workload (default 60, --quick 12)
  *   --ab-budget=S        stop starting cycles after S seconds per workload (default 75, --quick 25)
  *   --ab-workloads=LIST  only these A/B workloads: short, long, agent, paced (default all four;
- *                        a narrower interval for one in the same time)
+ *                        a narrower interval for one in the same time; a paced slice takes ~1 s
+ *                        of wall time, ~10x a burst one's: 60 cycles of four variants take
+ *                        --ab-budget=420 on a quiet box)
  *   --ab-processes=K     K generations of processes (a fresh one per variant each, the cycles
  *                        and budget split among them), pooled; the interval resamples the
  *                        generations, then their cycles: a process's own speed is in it (default 1)
