@@ -12,7 +12,10 @@
  *   (`{"answer":"..."}`), as a tool-forced model answers; toolproof unwraps it into content;
  * - `"stream":true`: 50 SSE chunks written back-to-back, then `data: [DONE]`; with tools, a
  *   streamed final_answer call (its arguments one token per event); the markers of
- *   fixtures.ts (`BENCH-CHUNKS-<n>`, `BENCH-TRICKLE`, `BENCH-HOLD`) change the count and pace,
+ *   fixtures.ts (`BENCH-CHUNKS-<n>`, `BENCH-TRICKLE`, `BENCH-TICK-<ms>`, `BENCH-HOLD`) change the
+ *   count and pace (back-to-back, the default, reaches the proxy in 1-2 reads a stream; trickled,
+ *   each event is a write of its own a tick apart, as llama-server and vLLM write a token's
+ *   event as it is decoded, and reaches it as about one read an event),
  *   `BENCH-CALL-<tool>.<param>` streams a call to that tool instead (fixtures.ts agentTurn);
  * - otherwise: a small fixed chat.completion.
  * GET /v1/models and /health answer too (readiness checks), GET /bench/release ends the held
@@ -127,29 +130,45 @@ function streamEvents(
   return events;
 }
 
-/** Streams being written one event per TRICKLE_MS tick, and streams held until /bench/release. */
+/**
+ * Streams being written one event per tick (a tick every TRICKLE_MS, or as BENCH-TICK-<ms> says:
+ * one set and one interval per tick length, all its streams written in the same tick, as a
+ * backend writes each sequence of a batch after each decode step), and streams held until
+ * /bench/release.
+ */
 interface Open {
   res: ServerResponse;
   events: readonly string[];
   next: number;
 }
-const trickling = new Set<Open>();
+const trickling = new Map<number, { streams: Set<Open>; ticker: NodeJS.Timeout }>();
 const held = new Set<Open>();
-let ticker: NodeJS.Timeout | undefined;
 const HELD_FIRST_EVENTS = 5;
 
-function tick(): void {
-  for (const s of trickling) {
+function tick(ms: number): void {
+  const t = trickling.get(ms);
+  if (!t) return;
+  for (const s of t.streams) {
     s.res.write(s.events[s.next++]!);
     if (s.next === s.events.length) {
       s.res.end();
-      trickling.delete(s);
+      t.streams.delete(s);
     }
   }
-  if (trickling.size === 0 && ticker) {
-    clearInterval(ticker);
-    ticker = undefined;
+  if (t.streams.size === 0) {
+    clearInterval(t.ticker);
+    trickling.delete(ms);
   }
+}
+
+/** The set of streams trickling every `ms`, its interval started if it was not running. */
+function tricklingEvery(ms: number): Set<Open> {
+  let t = trickling.get(ms);
+  if (!t) {
+    t = { streams: new Set(), ticker: setInterval(tick, ms, ms) };
+    trickling.set(ms, t);
+  }
+  return t.streams;
 }
 
 function startStream(res: ServerResponse, body: Buffer): void {
@@ -157,6 +176,7 @@ function startStream(res: ServerResponse, body: Buffer): void {
   let mode: 'burst' | 'trickle' | 'hold' = 'burst';
   let holdAfter = HELD_FIRST_EVENTS;
   let call: { name: string; param: string } | undefined;
+  let tickMs = TRICKLE_MS;
   if (body.indexOf('BENCH-') !== -1) {
     const text = body.toString('utf8');
     const n = /BENCH-CHUNKS-(\d+)/.exec(text);
@@ -167,6 +187,8 @@ function startStream(res: ServerResponse, body: Buffer): void {
     if (after) holdAfter = Number(after[1]);
     const named = /BENCH-CALL-(\w+)\.(\w+)/.exec(text);
     if (named) call = { name: named[1]!, param: named[2]! };
+    const every = /BENCH-TICK-(\d+)/.exec(text);
+    if (every) tickMs = Math.max(1, Number(every[1]));
   }
   const events = streamEvents(chunks, body.indexOf('"tools":[') !== -1, call);
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
@@ -180,10 +202,9 @@ function startStream(res: ServerResponse, body: Buffer): void {
   const first = mode === 'hold' ? Math.min(holdAfter, events.length - 1) : 1;
   const open: Open = { res, events, next: first };
   for (let i = 0; i < first; i++) res.write(events[i]!);
-  const set = mode === 'hold' ? held : trickling;
+  const set = mode === 'hold' ? held : tricklingEvery(tickMs);
   set.add(open);
   res.once('close', () => set.delete(open));
-  if (mode === 'trickle' && !ticker) ticker = setInterval(tick, TRICKLE_MS);
 }
 
 function release(): number {

@@ -33,7 +33,8 @@ export function smallBody(): Buffer {
 /**
  * How the fake upstream streams, told by markers in the last user message (it looks for
  * `BENCH-` in a streamed request's body): `BENCH-CHUNKS-<n>` events instead of STREAM_CHUNKS;
- * `BENCH-TRICKLE` one event every TRICKLE_MS (a model generating) instead of all at once;
+ * `BENCH-TRICKLE` one event every TRICKLE_MS (a model generating) instead of all at once, each
+ * event a write of its own (`BENCH-TICK-<ms>`: every <ms> instead);
  * `BENCH-HOLD` the first events, then nothing until GET /bench/release (streams held open);
  * `BENCH-HOLD-AFTER-<n>` holds after n events instead of the first few (a stream that has
  * already produced a long output when it waits).
@@ -43,8 +44,21 @@ export interface StreamShape {
   mode?: 'burst' | 'trickle' | 'hold';
   /** With mode 'hold': the events sent before holding (default a few). */
   holdAfter?: number;
+  /** With mode 'trickle': ms between events (default TRICKLE_MS). */
+  tickMs?: number;
 }
 export const TRICKLE_MS = 50;
+/**
+ * The paced agent turn's ms between events (bench/run.ts, A/B workload `paced`). llama-server and
+ * vLLM write each token's event as its own write as the token is decoded: one HTTP chunk per
+ * event in /work/shared/wire's llama-server recordings (raw_wire_received of the disconnect
+ * cases), 0.5-5 ms apart on its tiny CPU models (the `timings` of the streamed tool calls:
+ * predicted_per_token_ms), tens of ms on real models. 2 ms compresses that and still reaches the
+ * proxy as about one read per event (the A/B prints reads per request to check it; strace of
+ * toolproof at load ~20, 7 December 2026, 16 turns at c=8: its upstream sockets read 1,383 times,
+ * ~86 a paced turn of 101 events and the end, against ~1.2 a burst one).
+ */
+export const PACED_MS = 2;
 
 function marker(shape: StreamShape): string {
   const parts: string[] = [];
@@ -52,6 +66,7 @@ function marker(shape: StreamShape): string {
   if (shape.mode === 'trickle') parts.push('BENCH-TRICKLE');
   if (shape.mode === 'hold') parts.push('BENCH-HOLD');
   if (shape.holdAfter !== undefined) parts.push(`BENCH-HOLD-AFTER-${shape.holdAfter}`);
+  if (shape.tickMs !== undefined) parts.push(`BENCH-TICK-${shape.tickMs}`);
   return parts.length ? ` [${parts.join(' ')}]` : '';
 }
 
@@ -181,10 +196,14 @@ export const AGENT_TURN_EVENTS = 100;
  * file read with their outputs, generated here) so the body is ~90 KB, the model renamed to the
  * bench's and, in the last tool result, the fake upstream's markers: it answers with a streamed
  * call to `run_shell_command` of `events` events (toolproof forces tool use, validates the call
- * against its schema and streams it on). `headers`: the recorded request's own, less those of
- * the connection, with the bench's key.
+ * against its schema and streams it on), in one burst or as `shape` says (`{ mode: 'trickle',
+ * tickMs: PACED_MS }`: one event a write, paced as a backend decodes). `headers`: the recorded
+ * request's own, less those of the connection, with the bench's key.
  */
-export function agentTurn(events = AGENT_TURN_EVENTS): { body: Buffer; headers: Record<string, string> } {
+export function agentTurn(
+  events = AGENT_TURN_EVENTS,
+  shape: Pick<StreamShape, 'mode' | 'tickMs'> = {},
+): { body: Buffer; headers: Record<string, string> } {
   const file = new URL('../../tests/fixtures/agents/qwen/02-POST-v1-chat-completions.json', import.meta.url);
   const rec = JSON.parse(readFileSync(file, 'utf8')) as {
     headers: Record<string, string>;
@@ -223,7 +242,10 @@ export function agentTurn(events = AGENT_TURN_EVENTS): { body: Buffer; headers: 
   ];
   const messages = [...rec.body.messages, ...history];
   const last = messages.at(-1) as { content: Array<{ text: string }> };
-  last.content[0]!.text += ` [BENCH-CHUNKS-${events} BENCH-CALL-${AGENT_CALL.name}.${AGENT_CALL.param}]`;
+  // The burst turn's markers exactly as before (its body is the judged reference); a shape's after them.
+  const paced = marker(shape);
+  last.content[0]!.text +=
+    ` [BENCH-CHUNKS-${events} BENCH-CALL-${AGENT_CALL.name}.${AGENT_CALL.param}${paced ? ` ${paced.slice(2, -1)}` : ''}]`;
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(rec.headers))
     if (!['host', 'connection', 'content-length', 'accept-encoding'].includes(k)) headers[k] = v;

@@ -67,6 +67,11 @@ export interface AbSlice {
   ticks: number;
   /** Busy CPU of the whole machine during the slice, clock ticks (all processes, ours too). */
   machineTicks: number;
+  /**
+   * The variant's read syscalls during the slice (/proc/<pid>/io syscr: its sockets' reads, and
+   * any other): how many reads a request's events reached it in (a paced stream's ~one an event).
+   */
+  reads: number;
 }
 
 export interface AbVariantResult {
@@ -85,6 +90,8 @@ export interface AbVariantResult {
   ci: [number, number];
   /** Per cycle: its CPU (ns) and requests, as pooled; per process generation when merged. */
   costs: CycleCost[][];
+  /** Its read syscalls over its requests, during its slices (AbSlice.reads). */
+  readsPerRequest: number;
   requests: number;
   errors: number;
   firstError?: string;
@@ -224,6 +231,32 @@ export function groupCpuNs(pids: readonly number[]): number {
   return ns;
 }
 
+/** Read syscalls of `pids` so far (/proc/<pid>/io's syscr, all threads; an exited one counts 0). */
+export function groupReadSyscalls(pids: readonly number[]): number {
+  let n = 0;
+  for (const pid of pids) {
+    try {
+      const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+      n += Number(/^syscr: (\d+)$/m.exec(io)?.[1] ?? 0);
+    } catch {
+      // exited
+    }
+  }
+  return n;
+}
+
+/** Read syscalls over requests of variant `i`'s slices. */
+export function readsPerRequest(slices: readonly AbSlice[], i: number): number {
+  let reads = 0;
+  let requests = 0;
+  for (const s of slices)
+    if (s.variant === i) {
+      reads += s.reads;
+      requests += s.requests;
+    }
+  return reads / Math.max(1, requests);
+}
+
 const groupTicks = (pids: readonly number[]) => {
   const c = groupCpuSplit(pids);
   return c.user + c.sys;
@@ -265,6 +298,7 @@ export async function measureAb(
       if (marks[i]!.length === c) marks[i]!.push(before);
       const ticksBefore = groupTicks(v.pids);
       const machineBefore = machineTicks();
+      const readsBefore = groupReadSyscalls(v.pids);
       const start = performance.now();
       const res = await slice(v);
       const wallMs = performance.now() - start;
@@ -278,6 +312,7 @@ export async function measureAb(
         cpuNs: groupCpuNs(v.pids) - before,
         ticks: groupTicks(v.pids) - ticksBefore,
         machineTicks: machineTicks() - machineBefore,
+        reads: groupReadSyscalls(v.pids) - readsBefore,
       });
       served[i]! += res.count - res.errors;
       totals[i]!.requests += res.count;
@@ -315,6 +350,7 @@ export async function measureAb(
         ratio: pooledRatio(own, base),
         ci: i === 0 ? [1, 1] : bootstrapRatioCi(own, base),
         costs: [own],
+        readsPerRequest: readsPerRequest(slices, i),
         requests: t.requests,
         errors: t.errors,
         ...(t.firstError ? { firstError: t.firstError } : {}),
@@ -402,6 +438,7 @@ export function mergeGenerations(results: readonly AbResult[]): AbResult {
         ratio: pooledRatio(all, baseAll),
         ci: i === 0 ? [1, 1] : hierarchicalRatioCi(costs, baseCosts),
         costs,
+        readsPerRequest: readsPerRequest(slices, i),
         requests: results.reduce((a, r) => a + r.variants[i]!.requests, 0),
         errors: results.reduce((a, r) => a + r.variants[i]!.errors, 0),
         ...(firstError ? { firstError } : {}),

@@ -14,7 +14,9 @@ import {
   median,
   mergeGenerations,
   type AbResult,
+  type AbSlice,
   pooledRatio,
+  readsPerRequest,
   seededRandom,
 } from '../../bench/lib/overhead-ab.js';
 
@@ -170,6 +172,7 @@ describe('hierarchicalRatioCi and mergeGenerations (process generations pooled)'
           ratio: 1,
           ci: [1, 1],
           costs: [g.base],
+          readsPerRequest: 0,
           requests: 1,
           errors: 0,
         },
@@ -182,6 +185,7 @@ describe('hierarchicalRatioCi and mergeGenerations (process generations pooled)'
           ratio: pooledRatio(g.v, g.base),
           ci: [0, 2],
           costs: [g.v],
+          readsPerRequest: 0,
           requests: 1,
           errors: 0,
         },
@@ -199,6 +203,27 @@ describe('hierarchicalRatioCi and mergeGenerations (process generations pooled)'
     const [lo, hi] = merged.variants[1]!.ci;
     expect(lo).toBeLessThan(merged.variants[1]!.ratio);
     expect(hi).toBeGreaterThan(merged.variants[1]!.ratio);
+  });
+});
+
+describe('readsPerRequest', () => {
+  it("is one variant's read syscalls over its requests, over every slice of every cycle", () => {
+    const slice = (cycle: number, variant: number, requests: number, reads: number): AbSlice => ({
+      cycle,
+      variant,
+      atMs: 0,
+      wallMs: 1,
+      requests,
+      errors: 0,
+      cpuNs: 1,
+      ticks: 0,
+      machineTicks: 0,
+      reads,
+    });
+    const slices = [slice(0, 0, 32, 3232), slice(0, 1, 32, 64), slice(1, 1, 32, 96), slice(1, 0, 32, 3168)];
+    expect(readsPerRequest(slices, 0)).toBe(100);
+    expect(readsPerRequest(slices, 1)).toBe(2.5);
+    expect(readsPerRequest(slices, 2)).toBe(0);
   });
 });
 
