@@ -111,6 +111,61 @@ describe('a near miss inside <tool_call>: one reading on every path', () => {
     expect(upstreamCalls() - before).toBe(1);
   });
 
+  it('Responses, streamed: the completed response holds the one call, no text', async () => {
+    const before = upstreamCalls();
+    const evs = await events(
+      await post('/v1/responses', {
+        model: 'm1',
+        input: 'hi',
+        stream: true,
+        tools: [{ type: 'function', name: 't', parameters: schema }],
+      }),
+    );
+    const done = evs.find((e) => e['type'] === 'response.completed') as {
+      response: {
+        output: { type: string; name?: string; arguments?: string; content?: { text?: string }[] }[];
+      };
+    };
+    const out = done.response.output;
+    expect(
+      out.filter((o) => o.type === 'function_call').map((o) => [o.name, JSON.parse(o.arguments!)]),
+    ).toEqual([['t', { p: 7 }]]);
+    expect(
+      out.flatMap((o) => (o.type === 'message' ? (o.content ?? []).map((c) => c.text ?? '') : [])).join(''),
+    ).toBe('');
+    const deltas = evs.filter((e) => e['type'] === 'response.output_text.delta').map((e) => e['delta']);
+    expect(deltas.join('')).toBe('');
+    expect(upstreamCalls() - before).toBe(1);
+  });
+
+  it('Anthropic Messages, streamed: one tool_use block, no text', async () => {
+    const before = upstreamCalls();
+    const evs = await events(
+      await post('/v1/messages', {
+        model: 'm1',
+        max_tokens: 100,
+        stream: true,
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [{ name: 't', input_schema: schema }],
+      }),
+    );
+    const blocks = evs
+      .filter((e) => e['type'] === 'content_block_start')
+      .map((e) => (e['content_block'] as { type: string; name?: string }).type);
+    expect(blocks).toEqual(['tool_use']);
+    let text = '';
+    let json = '';
+    for (const e of evs) {
+      const d = e['delta'] as { type?: string; text?: string; partial_json?: string } | undefined;
+      if (e['type'] !== 'content_block_delta' || !d) continue;
+      text += d.text ?? '';
+      json += d.partial_json ?? '';
+    }
+    expect(text).toBe('');
+    expect(JSON.parse(json)).toEqual({ p: 7 });
+    expect(upstreamCalls() - before).toBe(1);
+  });
+
   it('Anthropic Messages: one tool_use block, no text block', async () => {
     const before = upstreamCalls();
     const j = (await (
