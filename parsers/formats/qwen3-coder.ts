@@ -330,12 +330,17 @@ function matchWrapped(
   if (fn !== 'yes') return 'need-more';
   const walked = structuralWrapped(text, j, ctx, final);
   if (walked === 'need-more') return walked;
+  const close = find(WRAP_CLOSE, j);
+  if (!walked?.calls.every((c) => ctx.tools.has(c.name))) {
+    // nearmiss19: a Llama near miss inside the wrapper is read as the bare one is, wrapper and all
+    const near = wrappedNearMiss(text, j, close, final, ctx, find);
+    if (near) return near;
+  }
   if (walked)
     return {
       ...finishMatch(walked, walked.end, walked.truncated === true),
       ...(walked.closeCut ? { closeCut: true } : {}),
     };
-  const close = find(WRAP_CLOSE, j);
   if (close < 0) {
     if (!final) return 'need-more';
     return finishMatch(readFunctions(text.slice(j), ctx, true), text.length, true);
@@ -409,6 +414,56 @@ function llamaNearMiss(body: string, ctx: ParseContext): ParsedCall | null {
   if (k !== body.length) return null;
   if (!fitsSchema(value, tool)) return null;
   return { name, arguments: value, repairs: [repair] };
+}
+
+/**
+ * Llama near misses (llamaNearMiss) as the wrapper's functions,
+ * `<tool_call><function=NAME {json}</function></tool_call>` (nearmiss19): each
+ * `<function=` … `</function>` block read as matchBare reads it (readBare), blanks between, up
+ * to `</tool_call>` or, with none, to the end of output (the wrapper left open: the last block
+ * may be cut, `unclosed-envelope`). Read only when every block reads: the calls are the ones
+ * the bare reading would take after the broken wrapper, so only the wrapper's tags change
+ * hands. Without it the broken wrapper kept its `<tool_call>` as content, and its unrecovered
+ * leak sat beside the calls read inside it.
+ */
+function wrappedNearMiss(
+  text: string,
+  j: number,
+  close: number,
+  final: boolean,
+  ctx: ParseContext,
+  find: Find,
+): MatchResult {
+  if (close < 0 && !final) return null;
+  // the output ends inside `</tool_call>` (`</tool_ca`): the wrapper left open, closeCut
+  const wrapCut = close < 0 ? trailingPartialClose(text, WRAP_CLOSE) : -1;
+  const stop = close >= 0 ? close : wrapCut > j ? wrapCut : text.length;
+  const calls: ParsedCall[] = [];
+  let i = j;
+  while (i < stop) {
+    if (!text.startsWith(FN_OPEN, i)) return null;
+    let fnClose = find(FN_CLOSE, i);
+    let to = fnClose + FN_CLOSE.length;
+    if (fnClose < 0 || fnClose >= stop) {
+      // the output ends inside the last function: as matchBare reads it, a cut `</functi` left out
+      if (close >= 0 || wrapCut > j) return null;
+      const cut = trailingPartialClose(text, FN_CLOSE);
+      fnClose = cut > i + FN_OPEN.length ? cut : text.length;
+      to = text.length;
+    }
+    const unclosed = to === text.length && !text.endsWith(FN_CLOSE);
+    const read = readBare(
+      readFunctions(text.slice(i, to), ctx, unclosed),
+      text.slice(i + FN_OPEN.length, fnClose),
+      ctx,
+    );
+    if ('error' in read) return null;
+    calls.push(...read.calls);
+    i = skipWs(text, to);
+  }
+  if (calls.length === 0) return null;
+  const m = finishMatch({ calls }, close < 0 ? text.length : close + WRAP_CLOSE.length, close < 0);
+  return wrapCut > j ? { ...m, closeCut: true } : m;
 }
 
 /** The strict reading, or the Llama near miss when the strict one fails or names no declared tool. */

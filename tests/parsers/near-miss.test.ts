@@ -106,6 +106,50 @@ describe('Llama 3.x near misses of <function=NAME>{json}</function>', () => {
   }, 120_000);
 });
 
+describe('Llama near misses inside <tool_call> (nearmiss19)', () => {
+  it('the wrapper goes with the call: no content, one recovered leak, repair named', () => {
+    const r = read('<tool_call>\n<function=run_command {"command": "ls"}</function>\n</tool_call>');
+    expect(r.calls.map((c) => [c.name, c.arguments, c.repairs])).toEqual([
+      ['run_command', '{"command":"ls"}', ['space-for-gt']],
+    ]);
+    expect(r.content).toBeNull();
+    expect(r.leaks.map((l) => [l.outcome, l.repairs])).toEqual([['recovered', ['space-for-gt']]]);
+  });
+
+  it('an undeclared name stays content byte for byte', () => {
+    const text = '<tool_call>\n<function=run {"command": "ls"}</function>\n</tool_call>';
+    const r = read(text);
+    expect(r.calls).toEqual([]);
+    expect(r.content).toBe(text);
+  });
+
+  // one wrapper around many blocks (each read once), wrappers never closed, and cut ones
+  for (const [what, lead] of [
+    ['wrappers', ''],
+    ['one wrapper never closed', '<tool_call>\n'],
+  ] as const) {
+    it(`costs at most about 4x for 4x the output (${what})`, () => {
+      const units = [
+        '<tool_call>\n',
+        '</tool_call>',
+        '<function=run_command {"command": "ls"}</function>\n',
+        '<function=run_command({"command": "ls"})</function>',
+        '<function=',
+        '</function>',
+        ' ',
+        '\n',
+      ];
+      budget(
+        `llama near miss in <tool_call>, ${what}`,
+        (size, rnd) => soup(rnd, size, lead === '' ? units : units.slice(2), lead === '' ? 0.3 : 0, lead),
+        (text) => streamed(chunks(text, 64), options(tools)),
+        { from: 2000, max: 256_000 },
+        3019,
+      );
+    }, 120_000);
+  }
+});
+
 describe('harmony with its control tokens stripped', () => {
   const weather = {
     name: 'get_weather',
