@@ -29,6 +29,47 @@ const upstreamMessages = (s: Stack): Msg[][] =>
     .filter((r) => r.path.endsWith('/chat/completions'))
     .map((r) => (r.body as { messages: Msg[] }).messages);
 
+/**
+ * The Agents SDK's weather agent on a client of `stack`, the simulator scripted by the assistant
+ * turns the request holds: a greeting, a call, then an answer. Had the history been lost, the
+ * second run would be greeted again and never call. `seen`: the cities the tool ran for.
+ */
+async function weatherAgent(stack: Stack, answer: (city: string) => string) {
+  stack.sim.reset();
+  const seen: string[] = [];
+  const getWeather = tool({
+    name: 'get_weather',
+    description: 'Current weather for a city',
+    parameters: z.object({ city: z.string() }),
+    execute: async ({ city }) => {
+      seen.push(city);
+      return answer(city);
+    },
+  });
+  const { Agent } = await import('@openai/agents');
+  const agent = new Agent({ name: 'weather', instructions: 'Answer.', model: 'sim', tools: [getWeather] });
+  const client = new OpenAI({
+    baseURL: stack.url,
+    apiKey: 'unused',
+    maxRetries: 0,
+    timeout: 15_000,
+    defaultHeaders: {
+      'x-sim-scenario': JSON.stringify({
+        turns: [
+          { say: 'Hi.' },
+          { call: [{ name: 'get_weather', arguments: { city: 'Paris' } }] },
+          { say: 'Sunny.' },
+        ],
+      }),
+    },
+  });
+  const runner = new Runner({
+    modelProvider: new OpenAIProvider({ openAIClient: client }),
+    tracingDisabled: true,
+  });
+  return { agent, runner, seen, client };
+}
+
 /** One turn, streamed with responses.stream or not: the final response. */
 async function turn(
   stack: Stack,
@@ -116,40 +157,7 @@ describe('previous_response_id continues a kept response', () => {
   });
 
   it('the Agents SDK with previousResponseId: a tool loop, then a second run that continues it', async () => {
-    stack.sim.reset();
-    const seen: string[] = [];
-    const getWeather = tool({
-      name: 'get_weather',
-      description: 'Current weather for a city',
-      parameters: z.object({ city: z.string() }),
-      execute: async ({ city }) => {
-        seen.push(city);
-        return `Sunny and 21°C in ${city}`;
-      },
-    });
-    const { Agent } = await import('@openai/agents');
-    const agent = new Agent({ name: 'weather', instructions: 'Answer.', model: 'sim', tools: [getWeather] });
-    const client = new OpenAI({
-      baseURL: stack.url,
-      apiKey: 'unused',
-      maxRetries: 0,
-      timeout: 15_000,
-      // By the assistant turns the request holds: a greeting, a call, then an answer. Had the
-      // history been lost, the second run would be greeted again and never call.
-      defaultHeaders: {
-        'x-sim-scenario': JSON.stringify({
-          turns: [
-            { say: 'Hi.' },
-            { call: [{ name: 'get_weather', arguments: { city: 'Paris' } }] },
-            { say: 'Sunny.' },
-          ],
-        }),
-      },
-    });
-    const runner = new Runner({
-      modelProvider: new OpenAIProvider({ openAIClient: client }),
-      tracingDisabled: true,
-    });
+    const { agent, runner, seen } = await weatherAgent(stack, (city) => `Sunny and 21°C in ${city}`);
     const warm = await runner.run(agent, 'Hello.');
     expect(warm.lastResponseId).toMatch(/^resp_/);
     const result = await runner.run(agent, 'Weather in Paris?', { previousResponseId: warm.lastResponseId });
@@ -272,38 +280,7 @@ describe('conversation (POST /v1/conversations) continues its own latest respons
   }
 
   it('the Agents SDK with conversationId: two runs, a tool loop in the second', async () => {
-    stack.sim.reset();
-    const seen: string[] = [];
-    const getWeather = tool({
-      name: 'get_weather',
-      description: 'Current weather for a city',
-      parameters: z.object({ city: z.string() }),
-      execute: async ({ city }) => {
-        seen.push(city);
-        return `Sunny in ${city}`;
-      },
-    });
-    const { Agent } = await import('@openai/agents');
-    const agent = new Agent({ name: 'weather', instructions: 'Answer.', model: 'sim', tools: [getWeather] });
-    const client = new OpenAI({
-      baseURL: stack.url,
-      apiKey: 'unused',
-      maxRetries: 0,
-      timeout: 15_000,
-      defaultHeaders: {
-        'x-sim-scenario': JSON.stringify({
-          turns: [
-            { say: 'Hi.' },
-            { call: [{ name: 'get_weather', arguments: { city: 'Paris' } }] },
-            { say: 'Sunny.' },
-          ],
-        }),
-      },
-    });
-    const runner = new Runner({
-      modelProvider: new OpenAIProvider({ openAIClient: client }),
-      tracingDisabled: true,
-    });
+    const { agent, runner, seen, client } = await weatherAgent(stack, (city) => `Sunny in ${city}`);
     const { id } = await client.conversations.create({});
     await runner.run(agent, 'Hello.', { conversationId: id });
     const result = await runner.run(agent, 'Weather in Paris?', { conversationId: id });
