@@ -35,12 +35,15 @@
  * `--sampler=NAME[:ARG]`: the traced apps' OTEL_TRACES_SAMPLER (and _ARG), e.g.
  * `--sampler=parentbased_traceidratio:0.1`: what tracing costs when only some requests are sampled.
  *
+ * `--cases=paced`: the agent turn as a backend streams it (one event a write every PACED_MS, as
+ * `npm run bench`'s A/B workload `paced`), c=8.
+ *
  * `--calls`: the process runs a copy of the build (and of --before's) with tracing's calls timed
  * one by one (bench/lib/tracing-calls.ts): µs per traced request per call, inside the server,
  * warm-up included, printed at the end (with --before, its build's calls beside: each call of
  * the two builds in the same process and slices alternating).
  *
- *   npx tsx bench/tracing-twin.ts [--cases=short,long,agent] [--cycles=40] [--slice=256] [--c=32]
+ *   npx tsx bench/tracing-twin.ts [--cases=short,long,agent,paced] [--cycles=40] [--slice=256] [--c=32]
  *     [--cpu-prof] [--top=40] [--before=DIR] [--calls] [--overcap[=MB]]
  */
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -50,7 +53,7 @@ import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { BUILD_DIR, prepareServer, startFlags } from './lib/build.js';
 import { burst } from './lib/burst.js';
-import { AGENT_TURN_EVENTS, agentTurn, toolsStreamBody } from './lib/fixtures.js';
+import { AGENT_TURN_EVENTS, agentTurn, PACED_MS, toolsStreamBody } from './lib/fixtures.js';
 import {
   bootstrapRatioCi,
   type CycleCost,
@@ -181,7 +184,12 @@ async function main(): Promise<void> {
     return;
   }
   for (const name of cases) {
-    const agent = name === 'agent' ? agentTurn() : undefined;
+    const agent =
+      name === 'agent'
+        ? agentTurn()
+        : name === 'paced'
+          ? agentTurn(AGENT_TURN_EVENTS, { mode: 'trickle', tickMs: PACED_MS })
+          : undefined;
     const events = name === 'short' ? 8 : name === 'long' ? 500 : AGENT_TURN_EVENTS;
     const body = agent ? agent.body : toolsStreamBody({ chunks: events });
     const headers = agent?.headers;
@@ -304,7 +312,12 @@ async function heapPerRequest(
       child.proc.stdin?.write(gc ? 'heap gc\n' : 'heap\n');
     });
   for (const name of names) {
-    const agent = name === 'agent' ? agentTurn() : undefined;
+    const agent =
+      name === 'agent'
+        ? agentTurn()
+        : name === 'paced'
+          ? agentTurn(AGENT_TURN_EVENTS, { mode: 'trickle', tickMs: PACED_MS })
+          : undefined;
     const events = name === 'short' ? 8 : name === 'long' ? 500 : AGENT_TURN_EVENTS;
     const body = agent ? agent.body : toolsStreamBody({ chunks: events });
     const headers = agent?.headers;
