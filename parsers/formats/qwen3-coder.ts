@@ -458,7 +458,7 @@ function wrappedNearMiss(
       ctx,
     );
     if ('error' in read) return null;
-    calls.push(...read.calls);
+    for (const c of read.calls) calls.push(c);
     i = skipWs(text, to);
   }
   if (calls.length === 0) return null;
