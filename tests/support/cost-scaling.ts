@@ -9,7 +9,7 @@
  * measure takes as few as it can (two or three per memory pair, one memory pair unless it looks
  * over).
  */
-import { GCProfiler, setFlagsFromString } from 'node:v8';
+import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
 setFlagsFromString('--expose_gc');
@@ -38,39 +38,15 @@ function median(xs: number[]): number {
   return s[s.length >> 1]!;
 }
 
-/** A young-generation GC only (a scavenge: ~0.1-0.4 ms, whatever the heap's size). */
-const minorGc = (): void => (gc as (o: { type: 'minor' }) => void)({ type: 'minor' });
-
-/** The GCs of the young generation only: any other marks the whole heap. */
-const MINOR = new Set(['Scavenge', 'MinorMarkSweep', 'MinorMarkCompact']);
-
 /**
  * CPU ms of one run (user + system of this process): other processes on a loaded box stretch
- * the wall clock, not this process's CPU time. Each run is billed its own young garbage and
- * survivors, no other's: the young generation is emptied before the clock starts and again
- * before it stops. Without that, whichever run's allocation filled it paid for the scavenge of
- * what the runs before it left there: a run that keeps what it makes (a memory's new entries)
- * often left a 1x run with no scavenge at all and the next 4x run with its own and the 1x one's
- * (a refusal-memory row read 4.2 vs 49.6 ms on CI, x11.8; x5-10 here, all of it scavenges).
- * A run during which V8 marked the whole heap is timed again (twice at most, then kept): that
- * GC costs in proportion to the worker's heap (every file it ran before), not to the input, and
- * a 4x run allocates more, so it is where one lands (an admission-queue row read 40-84 ms
- * against 3-7 at 1x in CI).
+ * the wall clock, not this process's CPU time.
  */
 function timed(run: () => unknown): number {
-  let ms = 0;
-  for (let tries = 0; tries < 3; tries++) {
-    minorGc();
-    const gcs = new GCProfiler();
-    gcs.start();
-    const c0 = process.cpuUsage();
-    run();
-    minorGc();
-    const c = process.cpuUsage(c0);
-    ms = (c.user + c.system) / 1000;
-    if (!gcs.stop().statistics.some((g) => !MINOR.has(g.gcType))) break;
-  }
-  return ms;
+  const c0 = process.cpuUsage();
+  run();
+  const c = process.cpuUsage(c0);
+  return (c.user + c.system) / 1000;
 }
 
 /** The heap after a full GC: what is alive now. */
@@ -255,12 +231,9 @@ export async function measureScalingAsync<I>(
   run: (input: I) => Promise<unknown>,
   opts: { from: number; max: number; targetMs?: number; runs?: number; slackMs?: number },
 ): Promise<Scaling> {
-  // each run billed its own young garbage, as timed's
   const timedAsync = async (input: I) => {
-    minorGc();
     const c0 = process.cpuUsage();
     await run(input);
-    minorGc();
     const c = process.cpuUsage(c0);
     return (c.user + c.system) / 1000;
   };
