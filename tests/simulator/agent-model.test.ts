@@ -187,18 +187,27 @@ describe('agent suite model: real-length tasks (issue 31)', () => {
     expect(position(PARALLEL_TASK, 3)).toEqual({ offset: 0 });
   });
 
-  it('read-edit-run: the answer is the number the command printed; without one it quotes the last tool result (a Qwen Code run lost the number once)', () => {
-    const ran = (output: unknown) => [
-      user(RUN_TASK.prompt),
-      ...result('a'),
-      ...result('b'),
-      ...result('c').slice(0, 1),
-      { role: 'tool' as const, tool_call_id: 'c', content: output } as ChatMessage,
+  it('read-edit-run: the answer is the number the command printed; without one it runs the command once more, then quotes the last tool result (Qwen Code runs lost the number twice)', () => {
+    const ran = (output: unknown, id = 'c') => [
+      ...result(id).slice(0, 1),
+      { role: 'tool' as const, tool_call_id: id, content: output } as ChatMessage,
     ];
-    expect(act(RUN_TASK, 'clean', ran('Output: sum: 84\nExit Code: 0'))).toEqual({ say: '84' });
+    const start = [user(RUN_TASK.prompt), ...result('a'), ...result('b')];
+    expect(act(RUN_TASK, 'clean', [...start, ...ran('Output: sum: 84\nExit Code: 0')])).toEqual({
+      say: '84',
+    });
     // The run's result as Qwen Code sends it (a list of text parts), here without the output.
     const empty = [{ type: 'text', text: 'Command: awk\nOutput: (empty)\nExit Code: 0' }];
-    expect(act(RUN_TASK, 'clean', ran(empty))).toEqual({
+    const command = { command: `awk '{print "sum:", $3 * 2}' count.txt` };
+    expect(act(RUN_TASK, 'clean', [...start, ...ran(empty)])).toMatchObject({
+      call: [{ name: 'Bash', arguments: command }],
+    });
+    expect(act(RUN_TASK, 'leak', [...start, ...ran(empty)])).toMatchObject({
+      leak: { format: 'hermes', calls: [{ name: 'Bash', arguments: command }] },
+    });
+    const again = [...start, ...ran(empty), ...ran('Output: sum: 84\nExit Code: 0', 'd')];
+    expect(act(RUN_TASK, 'clean', again)).toEqual({ say: '84' });
+    expect(act(RUN_TASK, 'clean', [...start, ...ran(empty), ...ran(empty, 'd')])).toEqual({
       say: 'The number is not in what I was given. The last tool result was: "Command: awk\\nOutput: (empty)\\nExit Code: 0"',
     });
   });

@@ -243,6 +243,19 @@ function scriptedModel(options: ModelOptions): ScenarioFn {
       return answer(resume.say);
     if (done >= taskCalls(task)) {
       const found = task.finalFrom?.exec(JSON.stringify(ctx.messages));
+      // A command's output that never came back is run once more, as a model that sees an empty
+      // result does: Qwen Code 0.24.4's shell settles on the child's `exit` event, before its
+      // stdout pipe is drained, so on a loaded box a command's output is sometimes "(empty)"
+      // (its childProcessFallback; CI on 05150b3 failed read-edit-run on it, the disk edited).
+      const last = task.steps.at(-1);
+      if (!found && task.finalFrom && last?.op === 'run' && done === taskCalls(task)) {
+        const again = callForStep(last, ctx.tools, cwd);
+        if (again) {
+          if (mode === 'clean') return { call: [again] };
+          if (mode === 'leak') return { leak: { format: 'hermes', calls: [again] } };
+          return { say: claim(last, task.final), whenRequired: { call: [again] } };
+        }
+      }
       const text = !task.finalFrom
         ? task.final
         : found
