@@ -39,7 +39,9 @@ interface Entry {
  * keys share one name (`default`); without keys, one memory.
  */
 export function memoryModel(name: string, key: string | undefined): string {
-  return key === undefined ? name : `${name}${KEY_MARK}${key}`;
+  // Without a key the mark is still the last, its owner none: a client's model name may hold
+  // one, and made every fact remembered of it an owner of its own (each eviction walks them).
+  return `${name}${KEY_MARK}${key ?? ''}`;
 }
 
 const KEY_MARK = '\u0000key\u0000';

@@ -28,11 +28,24 @@ function replayedId(id: unknown, i: number): string {
  * went under aliases (tool-names: the call came back under the client's name, and a backend that
  * refused that name would refuse the retry, which is not prepared again).
  */
-function sentName(sent: ChatCompletionRequest, name: string): string {
+function sentName(sentNames: () => ReadonlySet<unknown>, name: string): string {
   const alias = toolNameAlias(name);
   if (alias === name) return name;
-  const tools = Array.isArray(sent.tools) ? sent.tools : [];
-  return tools.some((t) => t?.function?.name === alias) ? alias : name;
+  return sentNames().has(alias) ? alias : name;
+}
+
+/**
+ * The names of the tools `sent` went with, gathered on first use, once per retry: a scan of the
+ * tools per replayed call cost tools x calls (4,096 and 20,000: ~300 ms).
+ */
+function namesSent(sent: ChatCompletionRequest): () => ReadonlySet<unknown> {
+  let names: Set<unknown> | undefined;
+  return () => {
+    if (names) return names;
+    names = new Set();
+    for (const t of Array.isArray(sent.tools) ? sent.tools : []) names.add(t?.function?.name);
+    return names;
+  };
 }
 
 export function buildRetryRequest(
@@ -43,12 +56,13 @@ export function buildRetryRequest(
 ): ChatCompletionRequest {
   // Replayed arguments must be valid JSON or the next attempt fails upstream (vLLM 400,
   // llama-server 500); the raw text is quoted in the feedback instead.
+  const sentNames = namesSent(sent);
   const calls: ToolCall[] = checks.map((c, i) => ({
     ...c.call,
     id: replayedId(c.call.id, i),
     type: 'function',
     function: {
-      name: sentName(sent, c.name),
+      name: sentName(sentNames, c.name),
       arguments: canonicalizeArguments(c.call.function?.arguments).text,
     },
   }));

@@ -223,6 +223,9 @@ function curlOf(
 
 function sessionsOf(ring: CaptureRing, owner: string | undefined): SessionSummary[] {
   const by = new Map<string, SessionSummary>();
+  // Each session's models as a Set: a session whose every request names its own model (up to
+  // 256 characters kept) searched its list per record, the records squared.
+  const models = new Map<SessionSummary, Set<string>>();
   // Every record of the ring (a full ring of short requests holds thousands).
   for (const s of ring
     .list({ limit: Number.POSITIVE_INFINITY, ...(owner === undefined ? {} : { owner }) })
@@ -231,11 +234,16 @@ function sessionsOf(ring: CaptureRing, owner: string | undefined): SessionSummar
     if (!e) {
       e = { session: s.session, requests: 0, first: s.at, last: s.at, models: [], failed: 0 };
       by.set(s.session, e);
+      models.set(e, new Set());
     }
     e.requests++;
     e.last = Math.max(e.last, s.at);
     e.first = Math.min(e.first, s.at);
-    if (!e.models.includes(s.model)) e.models.push(s.model);
+    const seen = models.get(e)!;
+    if (!seen.has(s.model)) {
+      seen.add(s.model);
+      e.models.push(s.model);
+    }
     if (s.outcome === 'failed') e.failed++;
   }
   return [...by.values()];

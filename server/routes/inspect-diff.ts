@@ -11,6 +11,8 @@
  * hot path a serialization per request. An item_reference is resolved from the Responses item
  * store as the request did, and a previous_response_id's conversation from the same store; one no
  * longer held there (evicted, or served by another worker) is shown as a placeholder that says so.
+ * Both are read only within what a captured body keeps (TOOLPROOF_CAPTURE_BODY_KB): a record of a
+ * few bytes continuing a 16 MB conversation cost the whole conversation at every read.
  */
 import { translateRequest as translateMessages } from '../../protocol/anthropic/request.js';
 import type { MessagesRequest } from '../../protocol/anthropic/types.js';
@@ -19,6 +21,7 @@ import type { ItemLookup } from '../../protocol/responses/items.js';
 import { translateRequest as translateResponses } from '../../protocol/responses/request.js';
 import type { InputItem, ResponsesRequest } from '../../protocol/responses/types.js';
 import type { AppState } from '../app-state.js';
+import { DEFAULT_CAPTURE_BODY_KB } from '../config.js';
 import type { CaptureRecord } from '../capture/ring.js';
 
 export interface DiffBase {
@@ -40,11 +43,29 @@ function scopeOf(state: AppState, keyName: string | undefined): string {
 }
 
 /**
+ * A base larger than a captured body: the attempt it would be diffed against was cut at that size
+ * (it holds the same conversation), and reading it would cost what the whole conversation costs
+ * at every read of a record of a few bytes.
+ */
+class LargerThanCaptured extends Error {
+  constructor(chars: number) {
+    super(
+      `the conversation it continues and the items it refers to come to more than a captured body keeps (${Math.round(chars / 1024)} KB: TOOLPROOF_CAPTURE_BODY_KB), as the attempt's request was cut, so there is no base to diff against`,
+    );
+  }
+}
+
+/**
  * The conversation a Responses request's previous_response_id or conversation continued, as the
  * store holds it now (read without making it the newest; a conversation's latest turns included,
- * since it went on), or a placeholder that says it is gone.
+ * since it went on), or a placeholder that says it is gone; and its bytes. Past `limit`, thrown.
  */
-function historyOf(state: AppState, scope: string, request: ResponsesRequest): InputItem[] | undefined {
+function historyOf(
+  state: AppState,
+  scope: string,
+  request: ResponsesRequest,
+  limit: number,
+): { items: InputItem[]; bytes: number } | undefined {
   const previous = request.previous_response_id;
   const c = request.conversation;
   const conversation = typeof c === 'string' ? c : typeof c?.id === 'string' ? c.id : undefined;
@@ -52,24 +73,35 @@ function historyOf(state: AppState, scope: string, request: ResponsesRequest): I
   const store = state.responsesStore;
   const found =
     conversation !== undefined
-      ? store?.conversationItems(scope, conversation, false)
-      : store?.conversation(scope, previous as string, false);
-  if (found && found.missing === undefined) return found.items;
+      ? store?.conversationItems(scope, conversation, false, limit)
+      : store?.conversation(scope, previous as string, false, limit);
+  if (found && found.missing === undefined) {
+    if (found.bytes > limit) throw new LargerThanCaptured(limit);
+    return found;
+  }
   const named =
     conversation !== undefined ? `conversation ${conversation}` : `previous_response_id ${previous}`;
-  return [
-    {
-      type: 'message',
-      role: 'user',
-      content: `[the conversation ${named} continued: no longer in this process's store, so not shown here]`,
-    } as unknown as InputItem,
-  ];
+  const gone = {
+    type: 'message',
+    role: 'user',
+    content: `[the conversation ${named} continued: no longer in this process's store, so not shown here]`,
+  } as unknown as InputItem;
+  return { items: [gone], bytes: 0 };
 }
 
-/** The Responses item an item_reference named, as the request resolved it (or a placeholder). */
-function itemLookup(state: AppState, scope: string): ItemLookup {
+/**
+ * The Responses item an item_reference named, as the request resolved it (or a placeholder), all
+ * of them with the conversation's `already` bytes within `limit`.
+ */
+function itemLookup(state: AppState, scope: string, limit: number, already: number): ItemLookup {
+  const resolve = state.responsesStore?.references(
+    scope,
+    limit,
+    () => new LargerThanCaptured(limit),
+    already,
+  );
   return (id) =>
-    state.responsesStore?.lookup(scope, id)?.item ??
+    resolve?.(id) ??
     ({
       type: 'message',
       role: 'assistant',
@@ -95,16 +127,22 @@ export function diffBaseOf(record: CaptureRecord, state: AppState): DiffBase {
     const bytes = Buffer.from(body.text, 'utf8');
     const parsed = JSON.parse(body.text) as unknown;
     keepSourceText(parsed, bytes);
-    const chat =
-      record.api === 'messages'
-        ? translateMessages(parsed as MessagesRequest).chat
-        : translateResponses(
-            parsed as ResponsesRequest,
-            itemLookup(state, scopeOf(state, record.key)),
-            historyOf(state, scopeOf(state, record.key), parsed as ResponsesRequest),
-          ).chat;
+    let chat: unknown;
+    if (record.api === 'messages') chat = translateMessages(parsed as MessagesRequest).chat;
+    else {
+      const scope = scopeOf(state, record.key);
+      // What a captured attempt keeps of a body (the default when the capture is off: no record).
+      const limit = state.config.capture?.textChars ?? DEFAULT_CAPTURE_BODY_KB * 1024;
+      const history = historyOf(state, scope, parsed as ResponsesRequest, limit);
+      chat = translateResponses(
+        parsed as ResponsesRequest,
+        itemLookup(state, scope, limit, history?.bytes ?? 0),
+        history?.items,
+      ).chat;
+    }
     return { against: 'translated', text: stringifyJson(chat, parsed) };
   } catch (err) {
+    if (err instanceof LargerThanCaptured) return { against: null, text: '', note: err.message };
     return {
       against: null,
       text: '',

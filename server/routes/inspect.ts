@@ -362,15 +362,26 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
         const owner = ownerOf(request);
         const got = await ask({ op: 'sessions', ...(owner === undefined ? {} : { owner }) }, request);
         const by = new Map<string, SessionSummary>();
+        // Each merged session's models as a Set (query.ts's sessionsOf: a list searched per model
+        // is the models squared).
+        const models = new Map<SessionSummary, Set<string>>();
         for (const s of (got.parts as SessionSummary[][]).flat()) {
           const e = by.get(s.session);
-          if (!e) by.set(s.session, { ...s, models: [...s.models] });
-          else {
+          if (!e) {
+            const fresh = { ...s, models: [...s.models] };
+            by.set(s.session, fresh);
+            models.set(fresh, new Set(s.models));
+          } else {
             e.requests += s.requests;
             e.failed += s.failed;
             e.first = Math.min(e.first, s.first);
             e.last = Math.max(e.last, s.last);
-            for (const m of s.models) if (!e.models.includes(m)) e.models.push(m);
+            const seen = models.get(e)!;
+            for (const m of s.models)
+              if (!seen.has(m)) {
+                seen.add(m);
+                e.models.push(m);
+              }
           }
         }
         return {

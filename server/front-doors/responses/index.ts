@@ -10,7 +10,6 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { ToolproofError } from '../../../protocol/errors.js';
 import { stringifyJson } from '../../../protocol/lossless-json.js';
-import type { ItemLookup } from '../../../protocol/responses/items.js';
 import { translateRequest } from '../../../protocol/responses/request.js';
 import {
   completionToResponse,
@@ -56,29 +55,6 @@ async function notServed(request: FastifyRequest): Promise<never> {
   });
 }
 
-/**
- * item_reference -> the item kept under `scope`. Bounded per request by the body limit: a few KB
- * of references to one large item would otherwise expand into gigabytes of prompt.
- */
-function resolver(
-  store: ResponsesItemStore,
-  scope: string,
-  limitBytes: number,
-  counted: AppState['metrics']['responsesItemReferences'],
-  /** Bytes already taken from the store for the request (a previous_response_id's conversation). */
-  already = 0,
-): ItemLookup {
-  let total = already;
-  return (id) => {
-    const found = store.lookup(scope, id);
-    counted.labels(found ? 'resolved' : 'missing').inc();
-    if (!found) return undefined;
-    total += found.bytes;
-    if (total > limitBytes) throw tooLarge(limitBytes);
-    return found.item;
-  };
-}
-
 /** A request's `conversation` (its id, or `{id}`) as an id; a 400 naming it when it is neither. */
 function conversationIdOf(value: unknown): string | undefined {
   if (value === undefined || value === null) return undefined;
@@ -106,11 +82,13 @@ function continued(
   scope: string,
   to: { previous: string } | { conversation: string },
   counted: AppState['metrics']['responsesPrevious'],
+  /** Past it, only the bytes are counted (the caller's 400). */
+  limitBytes: number,
 ): { items: InputItem[]; bytes: number; last: string | undefined } {
   const found =
     'previous' in to
-      ? store.conversation(scope, to.previous)
-      : store.conversationItems(scope, to.conversation);
+      ? store.conversation(scope, to.previous, true, limitBytes)
+      : store.conversationItems(scope, to.conversation, true, limitBytes);
   counted.labels(found.missing === undefined ? 'continued' : 'missing').inc();
   if (found.missing === undefined) return { last: 'previous' in to ? to.previous : undefined, ...found };
   const shown = (s: string) => JSON.stringify(s.slice(0, 200));
@@ -160,10 +138,17 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
         if (!store || (previous !== undefined && conversation !== undefined)) return translateRequest(b);
         const named =
           conversation !== undefined ? { conversation } : previous !== undefined ? { previous } : undefined;
-        const history = named && continued(store, scope, named, state.metrics.responsesPrevious);
+        const history = named && continued(store, scope, named, state.metrics.responsesPrevious, limit);
         continues = history?.last;
         if (history && history.bytes > limit) throw tooLarge(limit);
-        const lookup = resolver(store, scope, limit, state.metrics.responsesItemReferences, history?.bytes);
+        const references = state.metrics.responsesItemReferences;
+        const lookup = store.references(
+          scope,
+          limit,
+          () => tooLarge(limit),
+          history?.bytes,
+          (found) => references.labels(found ? 'resolved' : 'missing').inc(),
+        );
         return translateRequest(b, lookup, history?.items);
       },
     );

@@ -20,6 +20,7 @@
  * replica served, one evicted, or one from before a restart misses.
  */
 import { stringifyJson } from '../../../protocol/lossless-json.js';
+import type { ItemLookup } from '../../../protocol/responses/items.js';
 import type { InputItem, OutputItem } from '../../../protocol/responses/types.js';
 import { WriteOrder } from '../../write-order.js';
 
@@ -66,7 +67,9 @@ export class ResponsesItemStore {
   private readonly responses = new Map<string, Kept>();
   private readonly conversations = new Map<string, Kept>();
   /** Each scope's entries, oldest first (server/write-order.ts: a Map's would walk its dropped slots), and bytes. */
-  private readonly scopes = new Map<string, { order: WriteOrder<Kept>; bytes: number }>();
+  private readonly scopes = new Map<string, Scope>();
+  /** The scopes by their bytes, the busiest first. */
+  private readonly busiest = new BusiestFirst();
   private used = 0;
 
   constructor(readonly maxBytes: number) {}
@@ -177,13 +180,38 @@ export class ResponsesItemStore {
   }
 
   /**
+   * item_reference -> the item kept under `scope`, for one request: what its references resolve
+   * to counted, with `already` (the bytes of the conversation it continues), against
+   * `limitBytes`; past it `over()` is thrown. Bounded so: a few KB of references to one large
+   * item would otherwise expand into gigabytes.
+   */
+  references(
+    scope: string,
+    limitBytes: number,
+    over: () => Error,
+    already = 0,
+    seen?: (found: boolean) => void,
+  ): ItemLookup {
+    let total = already;
+    return (id) => {
+      const found = this.lookup(scope, id);
+      seen?.(found !== undefined);
+      if (!found) return undefined;
+      total += found.bytes;
+      if (total > limitBytes) throw over();
+      return found.item;
+    };
+  }
+
+  /**
    * The conversation response `id` ended, oldest first, for a request that continues it: each
    * turn's input items, then its output items (one evicted since: an item_reference to it, which
    * becomes the note any reference that misses becomes), and the JSON bytes of all. The walk visits each response of the chain once; its
    * responses and their items become the newest (not with `touch` false: the inspector's read).
-   * `missing`: the response, or one before it in its chain, is not held under `scope`.
+   * `missing`: the response, or one before it in its chain, is not held under `scope`. Past
+   * `limitBytes`, only its bytes (no items, nothing made the newest): the caller refuses it.
    */
-  conversation(scope: string, id: string, touch = true): Conversation {
+  conversation(scope: string, id: string, touch = true, limitBytes = Number.POSITIVE_INFINITY): Conversation {
     const chain: Kept[] = [];
     let bytes = 0;
     for (let at: string | undefined = id; at !== undefined; ) {
@@ -191,10 +219,13 @@ export class ResponsesItemStore {
       if (!response || response.scope !== scope) return { missing: at };
       chain.push(response);
       bytes += response.json.length;
+      for (const oid of response.outputIds ?? []) bytes += this.items.get(oid)?.json.length ?? 0;
       // A chain links only to responses kept before it, so it ends; the bound is a guard.
       if (chain.length > this.responses.size) return { missing: at };
       at = response.prev;
     }
+    // Counted before any of it is parsed: the caller refuses it by its bytes.
+    if (bytes > limitBytes) return { items: [], bytes, turns: chain.length };
     const items: InputItem[] = [];
     for (let i = chain.length - 1; i >= 0; i--) {
       const response = touch ? this.touch(chain[i]!) : chain[i]!;
@@ -202,10 +233,8 @@ export class ResponsesItemStore {
       for (let j = 0; j < brought.length; j++) items.push(brought[j]!);
       for (const oid of response.outputIds ?? []) {
         const item = this.items.get(oid);
-        if (item) {
-          items.push(JSON.parse((touch ? this.touch(item) : item).json) as InputItem);
-          bytes += item.json.length;
-        } else items.push({ type: 'item_reference', id: oid } as InputItem);
+        if (item) items.push(JSON.parse((touch ? this.touch(item) : item).json) as InputItem);
+        else items.push({ type: 'item_reference', id: oid } as InputItem);
       }
     }
     return { items, bytes, turns: chain.length };
@@ -237,24 +266,28 @@ export class ResponsesItemStore {
   /**
    * The items of conversation `id` (those it was created with, then each turn's), and its latest
    * response, which the next turn continues; `missing` names what is not held (the conversation,
-   * or a response of it).
+   * or a response of it). Past `limitBytes`, only its bytes, as `conversation` answers.
    */
   conversationItems(
     scope: string,
     id: string,
     touch = true,
+    limitBytes = Number.POSITIVE_INFINITY,
   ):
     | { items: InputItem[]; bytes: number; last: string | undefined; missing?: undefined }
     | { missing: string } {
     const held = this.conversations.get(id);
     if (!held || held.scope !== scope) return { missing: id };
+    const own = held.json.length;
+    const turns =
+      held.last === undefined ? undefined : this.conversation(scope, held.last, touch, limitBytes - own);
+    if (turns?.missing !== undefined) return turns;
+    const bytes = own + (turns?.bytes ?? 0);
+    if (bytes > limitBytes) return { items: [], bytes, last: held.last };
     const kept = touch ? this.touch(held) : held;
     const items = JSON.parse(kept.json) as InputItem[];
-    if (kept.last === undefined) return { items, bytes: kept.json.length, last: undefined };
-    const turns = this.conversation(scope, kept.last, touch);
-    if (turns.missing !== undefined) return turns;
-    for (let i = 0; i < turns.items.length; i++) items.push(turns.items[i]!);
-    return { items, bytes: kept.json.length + turns.bytes, last: kept.last };
+    if (turns) for (let i = 0; i < turns.items.length; i++) items.push(turns.items[i]!);
+    return { items, bytes, last: kept.last };
   }
 
   /** Conversation `id` goes on from `response` (kept just now) when it is still held. */
@@ -293,25 +326,25 @@ export class ResponsesItemStore {
     map.set(kept.id, kept);
     let own = this.scopes.get(kept.scope);
     if (!own) {
-      own = { order: new WriteOrder<Kept>(), bytes: 0 };
+      own = { order: new WriteOrder<Kept>(), bytes: 0, at: -1 };
       this.scopes.set(kept.scope, own);
+      this.busiest.insert(own);
     }
     own.order.push(kept);
     own.bytes += kept.bytes;
+    this.busiest.grew(own);
     this.used += kept.bytes;
     return true;
   }
 
   /**
-   * The oldest entry of the scope holding the most bytes. Scopes are the configured keys (or one),
-   * so the walk is bounded by the key file, not by traffic.
+   * The oldest entry of the scope holding the most bytes. Scopes are the configured keys (or
+   * one), kept in a heap by their bytes: a walk of them per eviction cost the keys holding
+   * anything times the evictions (one answer of 20,000 calls into a full store: 45 ms with one
+   * key, 359 ms with 4,000).
    */
   private largestScopeOldest(): Kept | undefined {
-    let largest: { order: WriteOrder<Kept>; bytes: number } | undefined;
-    for (const scope of this.scopes.values()) {
-      if (!largest || scope.bytes > largest.bytes) largest = scope;
-    }
-    return largest?.order.oldest();
+    return this.busiest.top()?.order.oldest();
   }
 
   private drop(kept: Kept): void {
@@ -324,6 +357,87 @@ export class ResponsesItemStore {
     if (!own) return;
     own.order.dropped();
     own.bytes -= kept.bytes;
-    if (own.order.live === 0) this.scopes.delete(kept.scope);
+    if (own.order.live === 0) {
+      this.scopes.delete(kept.scope);
+      this.busiest.remove(own);
+    } else this.busiest.shrank(own);
+  }
+}
+
+interface Scope {
+  order: WriteOrder<Kept>;
+  bytes: number;
+  /** Its place in BusiestFirst's heap (-1: none). */
+  at: number;
+}
+
+/** Scopes in a binary max-heap by their bytes: the busiest found, and each change kept, in O(log scopes). */
+class BusiestFirst {
+  private readonly heap: Scope[] = [];
+
+  top(): Scope | undefined {
+    return this.heap[0];
+  }
+
+  insert(s: Scope): void {
+    s.at = this.heap.length;
+    this.heap.push(s);
+    this.up(s.at);
+  }
+
+  remove(s: Scope): void {
+    const i = s.at;
+    if (i < 0) return;
+    const last = this.heap.pop()!;
+    s.at = -1;
+    if (last === s) return;
+    this.heap[i] = last;
+    last.at = i;
+    this.down(this.up(i));
+  }
+
+  /** `s`'s bytes went up. */
+  grew(s: Scope): void {
+    if (s.at >= 0) this.up(s.at);
+  }
+
+  /** `s`'s bytes went down. */
+  shrank(s: Scope): void {
+    if (s.at >= 0) this.down(s.at);
+  }
+
+  private put(s: Scope, i: number): void {
+    this.heap[i] = s;
+    s.at = i;
+  }
+
+  /** Moves the scope at `i` up past every parent holding fewer bytes; its new place. */
+  private up(i: number): number {
+    const s = this.heap[i]!;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      const p = this.heap[parent]!;
+      if (p.bytes >= s.bytes) break;
+      this.put(p, i);
+      i = parent;
+    }
+    this.put(s, i);
+    return i;
+  }
+
+  private down(i: number): void {
+    const s = this.heap[i]!;
+    const n = this.heap.length;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= n) break;
+      const r = l + 1;
+      const c = r < n && this.heap[r]!.bytes > this.heap[l]!.bytes ? r : l;
+      const child = this.heap[c]!;
+      if (child.bytes <= s.bytes) break;
+      this.put(child, i);
+      i = c;
+    }
+    this.put(s, i);
   }
 }

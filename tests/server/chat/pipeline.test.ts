@@ -17,7 +17,7 @@ import { completeChat, streamChat } from '../../../server/chat/pipeline.js';
 import { activePolicies } from '../../../policies/composition.js';
 import { classifyFinal, newTrace } from '../../../server/chat/trace.js';
 import { loadConfig } from '../../../server/config.js';
-import { FallbackMemory } from '../../../server/fallback-memory.js';
+import { FallbackMemory, memoryModel } from '../../../server/fallback-memory.js';
 import { createMetrics } from '../../../server/metrics.js';
 import { ToolLabels } from '../../../server/tool-labels.js';
 import type { UpstreamClient, UpstreamRequest, UpstreamResponse } from '../../../server/upstream.js';
@@ -102,7 +102,7 @@ describe('the fallback once', () => {
     expect(result.kind).toBe('completion');
     expect(sent.map((r) => r.tool_choice)).toEqual(['required', 'auto']);
     expect(sent[1]!.tools?.map((t) => t.function.name)).toContain('final_answer');
-    expect(memory.isActive('fake', 'm')).toBe(true);
+    expect(memory.isActive('fake', memoryModel('m', undefined))).toBe(true);
     expect(call.trace.fallback).toBe(true);
     expect(call.trace.attempts).toBe(2);
   });
@@ -114,7 +114,7 @@ describe('the fallback once', () => {
     ]);
     await expect(completeChat(call, deps)).rejects.toMatchObject({ status: 500 });
     expect(sent).toHaveLength(1);
-    expect(memory.isActive('fake', 'm')).toBe(false);
+    expect(memory.isActive('fake', memoryModel('m', undefined))).toBe(false);
   });
 });
 
