@@ -93,11 +93,8 @@ export function translateRequest(
     throw invalid('previous_response_id', notKept('previous_response_id'));
   if (body.conversation != null && history === undefined)
     throw invalid('conversation', notKept('conversation'));
-  if (body.background === true)
-    throw invalid(
-      'background',
-      'Background responses are not served: toolproof answers while the request is open. Send it without background.',
-    );
+  // background: true is answered while the request is open (its response is final by the first
+  // poll of GET /v1/responses/{id}); before, a 400 on every request of such a client.
   if (body.prompt != null)
     throw invalid(
       'prompt',
