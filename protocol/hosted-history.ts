@@ -33,6 +33,8 @@ const HIDDEN = new Set([
   'cache_control',
   'citations',
   'tools',
+  // a program's opaque replay fingerprint (programmatic tool calling)
+  'fingerprint',
 ]);
 
 function shown(value: unknown): string {
@@ -91,7 +93,7 @@ export function hostedBlockNote(block: Record<string, unknown>): string {
  * `tool_search_call` and its `tool_search_output`, the tools the search loaded).
  */
 const HOSTED_ITEMS =
-  /_call(_output)?$|^tool_search_output$|^mcp_(list_tools|approval_request|approval_response)$/;
+  /_call(_output)?$|^tool_search_output$|^mcp_(list_tools|approval_request|approval_response)$|^program(_output)?$/;
 
 export function isHostedItem(type: string): boolean {
   return HOSTED_ITEMS.test(type);
@@ -113,7 +115,10 @@ export function hostedItemNote(item: Record<string, unknown>): string {
     resultList(isObject(action) ? (action.sources as unknown) : undefined) ??
     toolNames(item.tools);
   const detail = shown(action ?? item);
-  const tail = list ? `; it gave: ${list}` : '; its result is not available here';
+  // program_output (programmatic tool calling's result, as the program's code in `program`): text
+  const result = type === 'program_output' && typeof item.result === 'string' ? item.result : undefined;
+  const tail =
+    (list ?? result) !== undefined ? `; it gave: ${list ?? result}` : '; its result is not available here';
   return line(`[${type} ran on the API this conversation began on, with ${detail}${tail}]`);
 }
 

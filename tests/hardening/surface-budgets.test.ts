@@ -333,6 +333,53 @@ describe('request rewrites: size x1 vs x4', () => {
     );
   }, 120_000);
 
+  // sessions19: items that add tools or settings (request.ts fromItems) and program items
+  // (hosted-history.ts): one pass; added tools drawn from 512 names, so repeats are declared once.
+  it('the Responses translation: additional_tools, configuration_update and program items x1 vs x4', () => {
+    budget(
+      'responses items that add tools',
+      (size, rnd) => {
+        const input: unknown[] = [];
+        for (let i = 0; i < size; i++) {
+          const r = rnd();
+          const name = `t${Math.floor(rnd() * 512)}`;
+          if (r < 0.3) input.push({ role: 'user', content: `u${i}` });
+          else if (r < 0.55)
+            input.push({
+              type: 'additional_tools',
+              role: 'developer',
+              tools: [{ type: 'function', name, parameters: { type: 'object' } }],
+            });
+          else if (r < 0.7) input.push({ type: 'configuration_update', reasoning: { effort: 'low' } });
+          else if (r < 0.85)
+            input.push({
+              type: 'program',
+              id: `p${i}`,
+              call_id: `c${i}`,
+              code: 'return 1;',
+              fingerprint: 'x',
+            });
+          else
+            input.push({
+              type: 'program_output',
+              id: `o${i}`,
+              call_id: `c${i}`,
+              result: '1',
+              status: 'completed',
+            });
+        }
+        return {
+          model: 'm',
+          input,
+          tools: [{ type: 'function', name: 'f', parameters: { type: 'object' } }],
+        };
+      },
+      (body) => fromResponses(body as never),
+      { from: 500, max: 200_000 },
+      3190,
+    );
+  }, 120_000);
+
   it('tool_choice allowed_tools: declared tools and allowed entries x1 vs x4 (chat and Responses)', () => {
     // Chat: the allowed entries scale (64 declared tools; entries in random order, repeated,
     // some naming no declared tool: a body may carry any number). Responses: declared tools and
