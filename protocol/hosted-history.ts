@@ -67,7 +67,10 @@ function line(text: string): string {
 export function isHostedBlock(type: unknown): type is string {
   return (
     typeof type === 'string' &&
-    (type === 'server_tool_use' || type === 'mcp_tool_use' || type.endsWith('_tool_result'))
+    (type === 'server_tool_use' ||
+      type === 'mcp_tool_use' ||
+      type === 'mcp_tool_listing' ||
+      type.endsWith('_tool_result'))
   );
 }
 
@@ -78,6 +81,14 @@ export function hostedBlockNote(block: Record<string, unknown>): string {
     const name = typeof block.name === 'string' ? block.name : 'a server tool';
     const server = typeof block.server_name === 'string' ? ` (MCP server ${block.server_name})` : '';
     return line(`[${name}${server} ran on the API this conversation began on, with ${shown(block.input)}]`);
+  }
+  if (type === 'mcp_tool_listing') {
+    // The MCP connector's listing, sent back on every later turn (its SDK says to): the names.
+    const server = typeof block.mcp_server_name === 'string' ? block.mcp_server_name : 'an MCP server';
+    const names = toolNames(block.tools);
+    return line(
+      `[MCP server ${server} listed its tools on the API this conversation began on${names ? `: ${names}` : ''}]`,
+    );
   }
   const content = block.content;
   const list = resultList(content) ?? (isObject(content) ? resultList([content]) : undefined);
