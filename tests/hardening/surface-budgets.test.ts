@@ -496,6 +496,37 @@ describe('request rewrites: size x1 vs x4', () => {
     );
   }, 120_000);
 
+  // sessions19: mcp_tool_listing blocks (hosted-history.ts), their tool lists of any length
+  it('the Messages translation: mcp_tool_listing blocks x1 vs x4', () => {
+    budget(
+      'messages mcp_tool_listing',
+      (size, rnd) => {
+        const content: unknown[] = [];
+        for (let i = 0; i < size; i++)
+          content.push({
+            type: 'mcp_tool_listing',
+            mcp_server_name: `s${i}`,
+            tools: Array.from({ length: 1 + Math.floor(rnd() * 8) }, (_, j) => ({
+              name: `tool_${i}_${j}`,
+              input_schema: { type: 'object' },
+            })),
+          });
+        return {
+          model: 'm',
+          max_tokens: 10,
+          messages: [
+            { role: 'user', content: 'hi' },
+            { role: 'assistant', content },
+            { role: 'user', content: 'go on' },
+          ],
+        };
+      },
+      (body) => fromMessages(body as never),
+      { from: 250, max: 100_000 },
+      3191,
+    );
+  }, 120_000);
+
   it('chat custom tools streamed: choices x1 vs x4, each holding its calls', () => {
     // Each finishing choice scanned every call held for every choice (choices x calls).
     budget(
