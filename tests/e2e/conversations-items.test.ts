@@ -106,6 +106,14 @@ describe('the Conversations API beside responses', () => {
       'assistant: Last?',
     ]);
 
+    // A whole run's items at once (the Agents SDK's addItems): past OpenAI's 20, not refused.
+    const many = Array.from({ length: 25 }, (_, k) => ({
+      type: 'message' as const,
+      role: 'user' as const,
+      content: `n${k}`,
+    }));
+    expect((await client.conversations.items.create(conv.id, { items: many })).data).toHaveLength(25);
+
     await client.conversations.delete(conv.id);
     const err = await client.conversations.items.list(conv.id).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);

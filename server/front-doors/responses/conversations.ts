@@ -25,13 +25,18 @@ function invalid(param: string, message: string): ToolproofError {
   return new ToolproofError('TP_ERR_INVALID_FIELD', { param, message });
 }
 
-/** The items a new conversation starts with: checked as a request's input would be. */
-function itemsOf(body: unknown): InputItem[] {
+/**
+ * The items a new conversation starts with, or that POST .../items adds: checked as a request's
+ * input would be. `capped`: at most 20 (OpenAI's limit on a new conversation's). Added items
+ * are not capped but by the body limit and the store's budget: the Agents SDK's session adds a
+ * whole run's items in one request (a tool loop of ten calls is past 20), and a refusal there
+ * ended the session.
+ */
+function itemsOf(body: unknown, capped = true): InputItem[] {
   const items = isObject(body) ? body.items : undefined;
   if (items === undefined || items === null) return [];
   if (!Array.isArray(items)) throw invalid('items', 'items must be an array of items.');
-  // OpenAI's limit: a conversation starts with up to 20 items; later ones come with its responses.
-  if (items.length > MAX_CREATE_ITEMS)
+  if (capped && items.length > MAX_CREATE_ITEMS)
     throw invalid('items', `items: at most ${MAX_CREATE_ITEMS} items when a conversation is created.`);
   try {
     inputToMessages(items as InputItem[]);
@@ -166,7 +171,7 @@ export function registerConversations(scope: FastifyInstance, state: AppState): 
     listPage(itemsOfHeld(request), request.query),
   );
   scope.post<Params>('/v1/conversations/:id/items', config, async (request) => {
-    const items = itemsOf(request.body);
+    const items = itemsOf(request.body, false);
     if (items.length === 0) throw invalid('items', 'items: at least one item.');
     const added = storeOf().addConversationItems(scopeOf(request), request.params.id, items);
     if (added.missing !== undefined) throw notHeld(request.params.id);
