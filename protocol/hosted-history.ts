@@ -143,9 +143,15 @@ export function hostedItemNote(item: Record<string, unknown>): string {
  * cannot be read (encrypted, or `content: null`, Anthropic's failed compaction) is a note saying
  * so. Deterministic, like the notes above.
  */
-export function compactionText(summary: unknown): string {
+export function compactionText(
+  summary: unknown,
+  /** 'toolproof': a summary toolproof's own compaction wrote (protocol/responses/compaction.ts). */
+  by?: 'toolproof',
+): string {
   if (typeof summary === 'string' && summary !== '')
-    return `[summary of the earlier conversation, written when the API this conversation began on compacted it]\n${summary}`;
+    return by === 'toolproof'
+      ? `[summary of the earlier conversation, written when it was compacted]\n${summary}`
+      : `[summary of the earlier conversation, written when the API this conversation began on compacted it]\n${summary}`;
   return '[the earlier conversation was compacted on the API this conversation began on; that summary is encrypted or empty and cannot be read here]';
 }
 

@@ -8,6 +8,7 @@ import { ToolproofError } from '../errors.js';
 import type { ChatMessage, ContentPart, ToolCall } from '../openai.js';
 import { fileDataUrl, filePart } from '../file-part.js';
 import { compactionText, hostedItemNote, isHostedItem } from '../hosted-history.js';
+import { decodeOwnCompaction } from './compaction.js';
 import { decodeReasoning } from './reasoning-token.js';
 import { chatNameOf, type ToolCatalog } from './tools.js';
 import type {
@@ -379,7 +380,10 @@ export function inputToMessages(
         if (type !== 'compaction' && !isHostedItem(type))
           throw invalid(`${param}.type`, `${param}: item type "${type}" is not supported by toolproof.`);
         const t = openTurn();
-        const note = type === 'compaction' ? compactionText(undefined) : hostedItemNote(raw);
+        const note =
+          type === 'compaction'
+            ? compactionText(decodeOwnCompaction(raw.encrypted_content), 'toolproof')
+            : hostedItemNote(raw);
         // On a line of its own: the turn's text may go on after it.
         const before = typeof t.content === 'string' && t.content !== '' ? `${t.content}\n` : '';
         t.content = `${before}${note}\n`;

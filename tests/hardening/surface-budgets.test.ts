@@ -26,6 +26,7 @@ import { parseJsonBody } from '../../protocol/json-body.js';
 import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
 import type { ChatCompletionChunk, ChatMessage, JsonObject } from '../../protocol/openai.js';
 import { larkMarkers, markerPattern } from '../../protocol/responses/lark-markers.js';
+import { encodeOwnCompaction } from '../../protocol/responses/compaction.js';
 import { translateRequest as fromResponses } from '../../protocol/responses/request.js';
 import { DEFAULT_MODEL_SETTINGS } from '../../protocol/settings.js';
 import { textOnlyTurn } from '../../policies/force-tool-use/index.js';
@@ -335,7 +336,7 @@ describe('request rewrites: size x1 vs x4', () => {
 
   // sessions19: items that add tools or settings (request.ts fromItems) and program items
   // (hosted-history.ts): one pass; added tools drawn from 512 names, so repeats are declared once.
-  it('the Responses translation: additional_tools, configuration_update and program items x1 vs x4', () => {
+  it('the Responses translation: additional_tools, configuration_update, program and own compaction items x1 vs x4', () => {
     budget(
       'responses items that add tools',
       (size, rnd) => {
@@ -350,7 +351,13 @@ describe('request rewrites: size x1 vs x4', () => {
               role: 'developer',
               tools: [{ type: 'function', name, parameters: { type: 'object' } }],
             });
-          else if (r < 0.7) input.push({ type: 'configuration_update', reasoning: { effort: 'low' } });
+          else if (r < 0.65) input.push({ type: 'configuration_update', reasoning: { effort: 'low' } });
+          // toolproof's own compaction (responses/compaction.ts): its summary decoded
+          else if (r < 0.7)
+            input.push({
+              type: 'compaction',
+              encrypted_content: encodeOwnCompaction(`summary ${i} `.repeat(4)),
+            });
           else if (r < 0.85)
             input.push({
               type: 'program',

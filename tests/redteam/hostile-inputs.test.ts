@@ -335,7 +335,6 @@ describe('the rest of the Responses API answers in the OpenAI shape', () => {
     ['GET', '/v1/responses/resp_1'],
     ['DELETE', '/v1/responses/resp_1'],
     ['POST', '/v1/responses/resp_1/cancel'],
-    ['POST', '/v1/responses/compact'],
     ['POST', '/v1/responses/input_tokens'],
   ] as const) {
     it(`${method} ${path} is a 404 in the OpenAI error shape, not the upstream's`, async () => {
