@@ -33,6 +33,8 @@ const HIDDEN = new Set([
   'cache_control',
   'citations',
   'tools',
+  // a program's opaque replay fingerprint (programmatic tool calling)
+  'fingerprint',
 ]);
 
 function shown(value: unknown): string {
@@ -65,7 +67,10 @@ function line(text: string): string {
 export function isHostedBlock(type: unknown): type is string {
   return (
     typeof type === 'string' &&
-    (type === 'server_tool_use' || type === 'mcp_tool_use' || type.endsWith('_tool_result'))
+    (type === 'server_tool_use' ||
+      type === 'mcp_tool_use' ||
+      type === 'mcp_tool_listing' ||
+      type.endsWith('_tool_result'))
   );
 }
 
@@ -76,6 +81,14 @@ export function hostedBlockNote(block: Record<string, unknown>): string {
     const name = typeof block.name === 'string' ? block.name : 'a server tool';
     const server = typeof block.server_name === 'string' ? ` (MCP server ${block.server_name})` : '';
     return line(`[${name}${server} ran on the API this conversation began on, with ${shown(block.input)}]`);
+  }
+  if (type === 'mcp_tool_listing') {
+    // The MCP connector's listing, sent back on every later turn (its SDK says to): the names.
+    const server = typeof block.mcp_server_name === 'string' ? block.mcp_server_name : 'an MCP server';
+    const names = toolNames(block.tools);
+    return line(
+      `[MCP server ${server} listed its tools on the API this conversation began on${names ? `: ${names}` : ''}]`,
+    );
   }
   const content = block.content;
   const list = resultList(content) ?? (isObject(content) ? resultList([content]) : undefined);
@@ -91,7 +104,7 @@ export function hostedBlockNote(block: Record<string, unknown>): string {
  * `tool_search_call` and its `tool_search_output`, the tools the search loaded).
  */
 const HOSTED_ITEMS =
-  /_call(_output)?$|^tool_search_output$|^mcp_(list_tools|approval_request|approval_response)$/;
+  /_call(_output)?$|^tool_search_output$|^mcp_(list_tools|approval_request|approval_response)$|^program(_output)?$/;
 
 export function isHostedItem(type: string): boolean {
   return HOSTED_ITEMS.test(type);
@@ -113,7 +126,10 @@ export function hostedItemNote(item: Record<string, unknown>): string {
     resultList(isObject(action) ? (action.sources as unknown) : undefined) ??
     toolNames(item.tools);
   const detail = shown(action ?? item);
-  const tail = list ? `; it gave: ${list}` : '; its result is not available here';
+  // program_output (programmatic tool calling's result, as the program's code in `program`): text
+  const result = type === 'program_output' && typeof item.result === 'string' ? item.result : undefined;
+  const tail =
+    (list ?? result) !== undefined ? `; it gave: ${list ?? result}` : '; its result is not available here';
   return line(`[${type} ran on the API this conversation began on, with ${detail}${tail}]`);
 }
 
@@ -127,9 +143,15 @@ export function hostedItemNote(item: Record<string, unknown>): string {
  * cannot be read (encrypted, or `content: null`, Anthropic's failed compaction) is a note saying
  * so. Deterministic, like the notes above.
  */
-export function compactionText(summary: unknown): string {
+export function compactionText(
+  summary: unknown,
+  /** 'toolproof': a summary toolproof's own compaction wrote (protocol/responses/compaction.ts). */
+  by?: 'toolproof',
+): string {
   if (typeof summary === 'string' && summary !== '')
-    return `[summary of the earlier conversation, written when the API this conversation began on compacted it]\n${summary}`;
+    return by === 'toolproof'
+      ? `[summary of the earlier conversation, written when it was compacted]\n${summary}`
+      : `[summary of the earlier conversation, written when the API this conversation began on compacted it]\n${summary}`;
   return '[the earlier conversation was compacted on the API this conversation began on; that summary is encrypted or empty and cannot be read here]';
 }
 

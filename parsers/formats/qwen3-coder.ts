@@ -351,9 +351,53 @@ function matchWrapped(
   const strict = readFunctions(body, ctx, false);
   if (!('error' in strict)) return finishMatch(strict, close + WRAP_CLOSE.length, false);
   const open = readFunctions(body, ctx, true);
-  if ('error' in open) return finishMatch(strict, close + WRAP_CLOSE.length, false);
+  if ('error' in open)
+    return (
+      wrappedBesideText(text, j, close, ctx, find) ?? finishMatch(strict, close + WRAP_CLOSE.length, false)
+    );
   for (const call of open.calls) call.repairs = [...(call.repairs ?? []), 'closed-by-wrapper'];
   return finishMatch(open, close + WRAP_CLOSE.length, false);
+}
+
+/** Tool-call markup: text holding it beside the functions is not prose. */
+const MARKUP = /<\/?(?:tool_call|function|parameter)\b/;
+
+/**
+ * Well-formed functions inside a closed wrapper that also holds other text (sessions19):
+ * `<tool_call><function=t>…</function>\nDone.\n</tool_call>`. Read only when every
+ * `<function=` … `</function>` block between j and `</tool_call>` reads strictly as calls to
+ * declared tools whose arguments fit their schemas, and the text around them holds no tool-call
+ * markup: the calls are the ones the bare reading took, the text around them is content (its
+ * ends trimmed, as the content sink would), and the wrapper's two tags go with the calls. Before,
+ * the broken wrapper kept its tags as content beside that text, its leak was judged unrecovered,
+ * and corrective retry re-asked a call that had been read.
+ */
+function wrappedBesideText(
+  text: string,
+  j: number,
+  close: number,
+  ctx: ParseContext,
+  find: Find,
+): EnvelopeMatch | null {
+  const calls: ParsedCall[] = [];
+  let prose = '';
+  let i = j;
+  while (i < close) {
+    const open = find(FN_OPEN, i);
+    const to = open < 0 || open >= close ? close : open;
+    prose += text.slice(i, to);
+    if (to === close) break;
+    const fnClose = find(FN_CLOSE, open);
+    if (fnClose < 0 || fnClose >= close) return null;
+    const read = readFunctions(text.slice(open, fnClose + FN_CLOSE.length), ctx, false);
+    if ('error' in read || !allFitDeclared(read.calls, ctx)) return null;
+    for (const call of read.calls) calls.push(call);
+    i = fnClose + FN_CLOSE.length;
+  }
+  const content = prose.trim();
+  if (calls.length === 0 || content === '' || MARKUP.test(content)) return null;
+  calls[0]!.repairs = [...(calls[0]!.repairs ?? []), 'text-in-wrapper'];
+  return { ...finishMatch({ calls }, close + WRAP_CLOSE.length, false), content };
 }
 
 /** A name ends at the first of these: where a near miss puts its arguments instead of `>`. */

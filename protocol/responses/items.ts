@@ -8,6 +8,7 @@ import { ToolproofError } from '../errors.js';
 import type { ChatMessage, ContentPart, ToolCall } from '../openai.js';
 import { fileDataUrl, filePart } from '../file-part.js';
 import { compactionText, hostedItemNote, isHostedItem } from '../hosted-history.js';
+import { decodeOwnCompaction } from './compaction.js';
 import { decodeReasoning } from './reasoning-token.js';
 import { chatNameOf, type ToolCatalog } from './tools.js';
 import type {
@@ -188,6 +189,19 @@ function outputContent(output: unknown, param: string): string | ContentPart[] {
  * Translates Responses input (plus `instructions`) into chat messages. Throws a
  * TP_ERR_INVALID_FIELD naming `input[i]` for what a stateless chat backend cannot carry.
  */
+/** The line an `additional_tools` item becomes: the names of the tools it adds. */
+function additionalToolsText(tools: unknown): string {
+  const names = Array.isArray(tools)
+    ? tools.flatMap((t) =>
+        isObject(t) && typeof t.name === 'string' && t.name ? [t.name.slice(0, 200)] : [],
+      )
+    : [];
+  const shown = names.length > 20 ? [...names.slice(0, 20), `${names.length - 20} more`] : names;
+  return shown.length > 0
+    ? `[tools ${shown.join(', ').replace(/[\r\n[\]]+/g, ' ')} can be called from here on]`
+    : '[more tools can be called from here on]';
+}
+
 export function inputToMessages(
   input: string | InputItem[] | undefined,
   instructions?: string | null,
@@ -249,6 +263,17 @@ export function inputToMessages(
         messages.push({ role, content: toChatContent(item.content, `${param}.content`) });
         return;
       }
+      case 'additional_tools': {
+        // Tools made callable from here on (declared upstream with the request's own: request.ts
+        // addedTools): a line where the item stands, as the system turn it is. Before, a 400 on
+        // every later turn of the session.
+        turn = undefined;
+        messages.push({ role: 'system', content: additionalToolsText(raw.tools) });
+        return;
+      }
+      case 'configuration_update':
+        // Settings for the responses after it (request.ts applies the latest); nothing to read.
+        return;
       case 'function_call': {
         const item = raw as unknown as FunctionCallItem;
         const callId = nonEmpty(item.call_id, `${param}.call_id`);
@@ -355,7 +380,10 @@ export function inputToMessages(
         if (type !== 'compaction' && !isHostedItem(type))
           throw invalid(`${param}.type`, `${param}: item type "${type}" is not supported by toolproof.`);
         const t = openTurn();
-        const note = type === 'compaction' ? compactionText(undefined) : hostedItemNote(raw);
+        const note =
+          type === 'compaction'
+            ? compactionText(decodeOwnCompaction(raw.encrypted_content), 'toolproof')
+            : hostedItemNote(raw);
         // On a line of its own: the turn's text may go on after it.
         const before = typeof t.content === 'string' && t.content !== '' ? `${t.content}\n` : '';
         t.content = `${before}${note}\n`;

@@ -79,11 +79,63 @@ export interface ResponsesTranslation {
  * the conversation the request's previous_response_id or conversation continues (the door looked
  * it up).
  */
+/**
+ * What the conversation's items say of the request's settings: the function, custom and
+ * namespace tools its `additional_tools` items add (those the request declares itself by name
+ * left out: declared once), and its latest `configuration_update` (OpenAI's: it holds until a
+ * later one). Both were a 400 naming the item on every later turn. One pass over the items.
+ */
+function fromItems(
+  input: ResponsesRequest['input'],
+  history: readonly InputItem[] | undefined,
+  declared: ResponsesRequest['tools'],
+): { tools: NonNullable<ResponsesRequest['tools']>; update?: Record<string, unknown> } {
+  const tools: NonNullable<ResponsesRequest['tools']> = [];
+  let update: Record<string, unknown> | undefined;
+  const seen = new Set<string>();
+  for (const t of declared ?? []) {
+    const name = (t as { name?: unknown } | null)?.name;
+    if (typeof name === 'string') seen.add(name);
+  }
+  const visit = (raw: unknown) => {
+    if (raw === null || typeof raw !== 'object') return;
+    const item = raw as { type?: unknown; tools?: unknown };
+    if (item.type === 'configuration_update') update = raw as Record<string, unknown>;
+    if (item.type !== 'additional_tools' || !Array.isArray(item.tools)) return;
+    for (const t of item.tools) {
+      if (t === null || typeof t !== 'object') continue;
+      const { type, name } = t as { type?: unknown; name?: unknown };
+      if ((type !== 'function' && type !== 'custom' && type !== 'namespace') || typeof name !== 'string')
+        continue;
+      if (seen.has(name)) continue;
+      seen.add(name);
+      tools.push(t as NonNullable<ResponsesRequest['tools']>[number]);
+    }
+  };
+  if (history) for (const raw of history) visit(raw);
+  if (Array.isArray(input)) for (const raw of input) visit(raw);
+  return update ? { tools, update } : { tools };
+}
+
+/** The request with the latest configuration_update's settings where the request sets none. */
+function withUpdate(body: ResponsesRequest, update: Record<string, unknown>): ResponsesRequest {
+  const reasoning = update.reasoning as { effort?: unknown } | undefined;
+  const text = update.text as { format?: unknown } | undefined;
+  let out = body;
+  if (typeof reasoning?.effort === 'string' && typeof body.reasoning?.effort !== 'string')
+    out = { ...out, reasoning: { ...out.reasoning, effort: reasoning.effort } };
+  if (text?.format && typeof text.format === 'object' && !body.text?.format)
+    out = { ...out, text: { ...out.text, format: text.format as TextFormat } };
+  return out;
+}
+
 export function translateRequest(
-  body: ResponsesRequest,
+  sent: ResponsesRequest,
   lookup?: ItemLookup,
   history?: readonly InputItem[],
 ): ResponsesTranslation {
+  const later = fromItems(sent.input, history, sent.tools);
+  const body = later.update ? withUpdate(sent, later.update) : sent;
   if (body.previous_response_id != null && body.conversation != null)
     throw invalid(
       'conversation',
@@ -93,18 +145,17 @@ export function translateRequest(
     throw invalid('previous_response_id', notKept('previous_response_id'));
   if (body.conversation != null && history === undefined)
     throw invalid('conversation', notKept('conversation'));
-  if (body.background === true)
-    throw invalid(
-      'background',
-      'Background responses are not served: toolproof answers while the request is open. Send it without background.',
-    );
+  // background: true is answered while the request is open (its response is final by the first
+  // poll of GET /v1/responses/{id}); before, a 400 on every request of such a client.
   if (body.prompt != null)
     throw invalid(
       'prompt',
       'Stored prompt templates live on OpenAI servers; send instructions and input instead.',
     );
 
-  const { tools, catalog, dropped, refusal } = translateTools(body.tools);
+  const { tools, catalog, dropped, refusal } = translateTools(
+    later.tools.length > 0 ? [...(body.tools ?? []), ...later.tools] : body.tools,
+  );
   const chat: ChatCompletionRequest = {
     model: body.model,
     messages: inputToMessages(body.input, body.instructions, catalog, lookup, history),

@@ -382,6 +382,7 @@ export class ResponsesTranslator {
       truncation: 'disabled',
       usage: usage ? toResponsesUsage(usage) : null,
       ...(typeof r.user === 'string' ? { user: r.user } : {}),
+      ...(r.background === true ? { background: true } : {}),
     };
   }
 }

@@ -194,6 +194,8 @@ export interface ResponseObject {
   truncation: 'disabled';
   usage: ResponsesUsage | null;
   user?: string;
+  /** Echoed when the request asked for it (answered in the foreground all the same). */
+  background?: boolean;
 }
 
 /** A streamed event before its sequence number is stamped on. */

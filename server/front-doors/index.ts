@@ -4,9 +4,10 @@
  */
 import { chat } from './chat/index.js';
 import { messages } from './messages/index.js';
+import { responsesCompact } from './responses/compact.js';
 import { responses } from './responses/index.js';
 
-export const FRONT_DOORS = [chat, messages, responses] as const;
+export const FRONT_DOORS = [chat, messages, responses, responsesCompact] as const;
 
 /** A front door's name: the `api` label of the metrics and the log line. */
 export type FrontDoorApi = (typeof FRONT_DOORS)[number]['api'];

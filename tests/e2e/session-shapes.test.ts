@@ -598,6 +598,46 @@ const RESP: Shape[] = [
       respUser('Go.'),
     ],
   },
+  // sessions19: items of openai 7.59's ResponseInputItem union that were a 400 on every later turn
+  // (the Agents SDK round-trips program and program_output ids: openaiConversationsSession.ts)
+  {
+    door: 'responses',
+    name: 'program and program_output (programmatic tool calling), configuration_update',
+    history: [
+      respUser('Add them up.'),
+      { type: 'configuration_update', id: 'cfg_1', reasoning: { effort: 'low' } },
+      {
+        type: 'program',
+        id: 'prog_1',
+        call_id: 'call_prog',
+        code: 'return 2 + 40;',
+        fingerprint: 'opaque-fingerprint',
+      },
+      { type: 'program_output', id: 'progo_1', call_id: 'call_prog', result: '42', status: 'completed' },
+      respUser('Go on.'),
+    ],
+    expect: ['return 2 + 40;', 'it gave: 42'],
+  },
+  {
+    door: 'responses',
+    name: 'additional_tools mid-conversation',
+    history: [
+      respUser('Look around.'),
+      {
+        type: 'additional_tools',
+        role: 'developer',
+        tools: [
+          {
+            type: 'function',
+            name: 'Glob',
+            parameters: { type: 'object', properties: { pattern: { type: 'string' } } },
+          },
+        ],
+      },
+      respUser('Now use Glob.'),
+    ],
+    expect: ['[tools Glob can be called from here on]', '"name":"Glob"'],
+  },
   {
     door: 'responses',
     name: 'shell_call and apply_patch_call with outputs',
@@ -853,6 +893,28 @@ const MSG: Shape[] = [
       result('toolu_1', 'contents'),
     ],
     fields: { tools: msgTools, thinking: { type: 'enabled', budget_tokens: 1024 } },
+  },
+  // sessions19: the MCP connector's tool listing, which its SDK (@anthropic-ai/sdk 1.14's
+  // BetaMCPToolListingBlock) says to send back unchanged on every later turn
+  {
+    door: 'messages',
+    name: 'mcp_tool_listing in an assistant turn',
+    history: [
+      msgUser('What can the wiki do?'),
+      {
+        role: 'assistant',
+        content: [
+          {
+            type: 'mcp_tool_listing',
+            mcp_server_name: 'wiki',
+            tools: [{ name: 'search_pages', input_schema: { type: 'object' } }],
+          },
+          { type: 'text', text: 'It can search pages.' },
+        ],
+      },
+      msgUser('Go on.'),
+    ],
+    expect: ['[MCP server wiki listed its tools on the API this conversation began on: search_pages]'],
   },
   {
     door: 'messages',

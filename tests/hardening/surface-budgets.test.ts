@@ -26,6 +26,7 @@ import { parseJsonBody } from '../../protocol/json-body.js';
 import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
 import type { ChatCompletionChunk, ChatMessage, JsonObject } from '../../protocol/openai.js';
 import { larkMarkers, markerPattern } from '../../protocol/responses/lark-markers.js';
+import { encodeOwnCompaction } from '../../protocol/responses/compaction.js';
 import { translateRequest as fromResponses } from '../../protocol/responses/request.js';
 import { DEFAULT_MODEL_SETTINGS } from '../../protocol/settings.js';
 import { textOnlyTurn } from '../../policies/force-tool-use/index.js';
@@ -333,6 +334,59 @@ describe('request rewrites: size x1 vs x4', () => {
     );
   }, 120_000);
 
+  // sessions19: items that add tools or settings (request.ts fromItems) and program items
+  // (hosted-history.ts): one pass; added tools drawn from 512 names, so repeats are declared once.
+  it('the Responses translation: additional_tools, configuration_update, program and own compaction items x1 vs x4', () => {
+    budget(
+      'responses items that add tools',
+      (size, rnd) => {
+        const input: unknown[] = [];
+        for (let i = 0; i < size; i++) {
+          const r = rnd();
+          const name = `t${Math.floor(rnd() * 512)}`;
+          if (r < 0.3) input.push({ role: 'user', content: `u${i}` });
+          else if (r < 0.55)
+            input.push({
+              type: 'additional_tools',
+              role: 'developer',
+              tools: [{ type: 'function', name, parameters: { type: 'object' } }],
+            });
+          else if (r < 0.65) input.push({ type: 'configuration_update', reasoning: { effort: 'low' } });
+          // toolproof's own compaction (responses/compaction.ts): its summary decoded
+          else if (r < 0.7)
+            input.push({
+              type: 'compaction',
+              encrypted_content: encodeOwnCompaction(`summary ${i} `.repeat(4)),
+            });
+          else if (r < 0.85)
+            input.push({
+              type: 'program',
+              id: `p${i}`,
+              call_id: `c${i}`,
+              code: 'return 1;',
+              fingerprint: 'x',
+            });
+          else
+            input.push({
+              type: 'program_output',
+              id: `o${i}`,
+              call_id: `c${i}`,
+              result: '1',
+              status: 'completed',
+            });
+        }
+        return {
+          model: 'm',
+          input,
+          tools: [{ type: 'function', name: 'f', parameters: { type: 'object' } }],
+        };
+      },
+      (body) => fromResponses(body as never),
+      { from: 500, max: 200_000 },
+      3190,
+    );
+  }, 120_000);
+
   it('tool_choice allowed_tools: declared tools and allowed entries x1 vs x4 (chat and Responses)', () => {
     // Chat: the allowed entries scale (64 declared tools; entries in random order, repeated,
     // some naming no declared tool: a body may carry any number). Responses: declared tools and
@@ -446,6 +500,37 @@ describe('request rewrites: size x1 vs x4', () => {
       (body) => fromMessages(body as never),
       { from: 250, max: 100_000 },
       3008,
+    );
+  }, 120_000);
+
+  // sessions19: mcp_tool_listing blocks (hosted-history.ts), their tool lists of any length
+  it('the Messages translation: mcp_tool_listing blocks x1 vs x4', () => {
+    budget(
+      'messages mcp_tool_listing',
+      (size, rnd) => {
+        const content: unknown[] = [];
+        for (let i = 0; i < size; i++)
+          content.push({
+            type: 'mcp_tool_listing',
+            mcp_server_name: `s${i}`,
+            tools: Array.from({ length: 1 + Math.floor(rnd() * 8) }, (_, j) => ({
+              name: `tool_${i}_${j}`,
+              input_schema: { type: 'object' },
+            })),
+          });
+        return {
+          model: 'm',
+          max_tokens: 10,
+          messages: [
+            { role: 'user', content: 'hi' },
+            { role: 'assistant', content },
+            { role: 'user', content: 'go on' },
+          ],
+        };
+      },
+      (body) => fromMessages(body as never),
+      { from: 250, max: 100_000 },
+      3191,
     );
   }, 120_000);
 

@@ -7,7 +7,7 @@
  * the answer is translated back: a response object, or the Responses event stream (output.ts).
  */
 import { randomBytes } from 'node:crypto';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ToolproofError } from '../../../protocol/errors.js';
 import { stringifyJson } from '../../../protocol/lossless-json.js';
 import { translateRequest } from '../../../protocol/responses/request.js';
@@ -44,14 +44,50 @@ interface ResponsesTurn extends TranslatorContext {
 }
 
 /**
- * The rest of the Responses API (retrieve, delete, cancel, input_items, input_tokens, compact) is
- * not served (responses are kept only to be continued): a 404 in the OpenAI shape, instead of
- * falling through to the upstream, which answered in its own (vLLM: {"detail": "Not Found"})
- * about ids it never issued.
+ * The rest of the Responses API (input_items, input_tokens, compact, a stream resumed) is not
+ * served: a 404 in the OpenAI shape, instead of falling through to the upstream, which answered in
+ * its own (vLLM: {"detail": "Not Found"}) about ids it never issued.
  */
 async function notServed(request: FastifyRequest): Promise<never> {
   throw new ToolproofError('TP_ERR_NOT_FOUND', {
-    message: `Not served by toolproof's Responses API (it keeps responses only to continue them: previous_response_id, item_reference): ${request.method} ${request.url.split('?')[0]}.`,
+    message: `Not served by toolproof's Responses API (it keeps responses to continue and retrieve them: previous_response_id, item_reference, GET /v1/responses/{id}): ${request.method} ${request.url.split('?')[0]}.`,
+  });
+}
+
+/** A response not held here: 404, as OpenAI answers an unknown one, saying why it may be gone. */
+function responseNotHeld(id: string): ToolproofError {
+  return new ToolproofError('TP_ERR_NOT_FOUND', {
+    message: `Response ${JSON.stringify(id.slice(0, 200))} is not held by this toolproof. Responses are kept in the memory of the worker that answered them, under the API key that got them, bounded by TOOLPROOF_RESPONSES_STORE_MB: one answered with store: false, evicted, answered by another worker or replica, or before a restart is gone.`,
+  });
+}
+
+type ById = { Params: { id: string }; Querystring: { stream?: unknown } };
+
+/**
+ * GET /v1/responses/{id} (the openai SDK's `responses.retrieve`: a `background: true` client polls
+ * it), DELETE, and POST .../cancel for a response this worker kept. A background request is
+ * answered while it is open, so the response is final by the first poll, and cancel returns it as
+ * it is (OpenAI's answer for a response already finished). A stream resumed (`?stream=true`) is
+ * not served: nothing is held of a stream but its final response.
+ */
+function registerRetrieve(scope: FastifyInstance, state: AppState) {
+  const config = { config: { api: 'responses' as const } };
+  const held = (request: FastifyRequest<ById>) => {
+    const store = state.responsesStore;
+    const found = store?.response(request.tpKey?.key ?? '', request.params.id);
+    if (!found) throw responseNotHeld(request.params.id);
+    return found;
+  };
+  scope.get<ById>('/v1/responses/:id', config, async (request) => {
+    const stream = request.query.stream;
+    if (stream === 'true' || stream === true) return notServed(request);
+    return held(request);
+  });
+  scope.post<ById>('/v1/responses/:id/cancel', config, async (request) => held(request));
+  scope.delete<ById>('/v1/responses/:id', config, async (request) => {
+    const { id } = request.params;
+    if (!state.responsesStore?.deleteResponse(request.tpKey?.key ?? '', id)) throw responseNotHeld(id);
+    return { id, object: 'response', deleted: true };
   });
 }
 
@@ -152,8 +188,10 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
         return translateRequest(b, lookup, history?.items);
       },
     );
-    // A conversation holds its turns whatever `store` says: its next turn needs them.
-    const stored = store !== undefined && (body.store !== false || conversation !== undefined);
+    // A conversation holds its turns whatever `store` says: its next turn needs them. A background
+    // response too, as on OpenAI's API: its client polls GET /v1/responses/{id}.
+    const stored =
+      store !== undefined && (body.store !== false || conversation !== undefined || body.background === true);
     // What this turn brought, kept with its answer (a later previous_response_id continues it).
     const brought: readonly InputItem[] =
       typeof body.input === 'string'
@@ -172,7 +210,16 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
       ...(stored
         ? {
             keep: (response: ResponseObject) => {
-              store.keepResponse(scope, response.id, continues, brought, response.output, !continuing);
+              const { output, ...envelope } = response;
+              store.keepResponse(
+                scope,
+                response.id,
+                continues,
+                brought,
+                output,
+                !continuing,
+                stringifyJson(envelope),
+              );
               if (conversation !== undefined) store.advanceConversation(scope, conversation, response.id);
             },
           }
@@ -195,6 +242,7 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
       handler: notServed,
       config: { api: 'responses' },
     });
+    registerRetrieve(scope, state);
     scope.all('/v1/responses/*', notServed);
     registerConversations(scope, state);
     scope.route({ method: ['GET', 'PUT', 'PATCH'], url: '/v1/conversations', handler: notServed });

@@ -19,6 +19,7 @@
  * in use outlives idle ones. Per process: a reference or a previous_response_id another worker or
  * replica served, one evicted, or one from before a restart misses.
  */
+import { createHash, randomBytes } from 'node:crypto';
 import { stringifyJson } from '../../../protocol/lossless-json.js';
 import type { ItemLookup } from '../../../protocol/responses/items.js';
 import type { InputItem, OutputItem } from '../../../protocol/responses/types.js';
@@ -50,6 +51,38 @@ interface Kept {
   readonly count?: number;
   /** A conversation: its latest response (the next request in it continues that one). */
   last?: string;
+  /**
+   * A response: its response object without `output` (JSON), for GET /v1/responses/{id}; absent
+   * for the turns that POST /v1/conversations/{id}/items adds. A conversation: its `created_at`
+   * and `metadata` (JSON).
+   */
+  readonly envelope?: string;
+  /** A conversation: the ids of its items deleted since (DELETE .../items/{item_id}). */
+  readonly deleted?: readonly string[];
+}
+
+/** A conversation's own fields (GET /v1/conversations/{id}). */
+export interface ConversationMeta {
+  created_at: number;
+  metadata: Record<string, unknown>;
+}
+
+/** An item of a conversation and the id it is listed under. */
+export interface Listed {
+  id: string;
+  item: InputItem;
+}
+
+/**
+ * The id a conversation item is listed under: its own, or (an input item sent without one) one
+ * derived from the entry that holds it and its place there, so that it is the same on every
+ * listing (a cursor, a delete) without rewriting what was kept.
+ */
+function listedId(entry: string, index: number, item: InputItem): string {
+  const own = itemId(item);
+  if (own !== undefined) return own;
+  const prefix = (item as { type?: unknown }).type === 'message' || !('type' in item) ? 'msg' : 'item';
+  return `${prefix}_${createHash('sha256').update(`${entry}:${index}`).digest('hex').slice(0, 48)}`;
 }
 
 /** A conversation to continue, or the response id the walk could not find. */
@@ -112,7 +145,9 @@ export class ResponsesItemStore {
     output: readonly OutputItem[],
     /** Whether `input` is a whole conversation (no previous_response_id, no conversation). */
     whole = prev === undefined,
-  ): void {
+    /** The response object without `output` (GET /v1/responses/{id}). */
+    envelope?: string,
+  ): boolean {
     let link = prev === undefined ? undefined : this.responses.get(prev);
     let brought = input;
     if (prev === undefined && whole) {
@@ -132,11 +167,12 @@ export class ResponsesItemStore {
       idBytes += oid.length + 16;
     }
     const json = stringifyJson(brought);
-    const bytes = Buffer.byteLength(json) + idBytes + ENTRY_OVERHEAD_BYTES;
+    const bytes =
+      Buffer.byteLength(json) + (envelope ? Buffer.byteLength(envelope) : 0) + idBytes + ENTRY_OVERHEAD_BYTES;
     const count = (link?.count ?? 0) + brought.length + outputIds.length;
     // A continued response no longer held keeps no link: naming this one misses as that one did.
     const linked = prev === undefined ? link?.id : prev;
-    this.add({
+    return this.add({
       id,
       kind: 'response',
       scope,
@@ -146,7 +182,35 @@ export class ResponsesItemStore {
       outputIds,
       count,
       ...(linked !== undefined ? { prev: linked } : {}),
+      ...(envelope !== undefined ? { envelope } : {}),
     });
+  }
+
+  /**
+   * Response `id` as it was returned (its envelope, its output items still held), when it was
+   * returned under `scope`; not made the newest (a poll is not a turn).
+   */
+  response(scope: string, id: string): Record<string, unknown> | undefined {
+    const kept = this.responses.get(id);
+    if (!kept || kept.scope !== scope || kept.envelope === undefined) return undefined;
+    const output: unknown[] = [];
+    for (const oid of kept.outputIds ?? []) {
+      const item = this.items.get(oid);
+      if (item) output.push(JSON.parse(item.json));
+    }
+    return { ...(JSON.parse(kept.envelope) as Record<string, unknown>), output };
+  }
+
+  /** Forgets response `id` and its output items (DELETE /v1/responses/{id}); false when not held. */
+  deleteResponse(scope: string, id: string): boolean {
+    const kept = this.responses.get(id);
+    if (!kept || kept.scope !== scope || kept.envelope === undefined) return false;
+    for (const oid of kept.outputIds ?? []) {
+      const item = this.items.get(oid);
+      if (item && item.response === id) this.drop(item);
+    }
+    this.drop(kept);
+    return true;
   }
 
   /**
@@ -211,7 +275,14 @@ export class ResponsesItemStore {
    * `missing`: the response, or one before it in its chain, is not held under `scope`. Past
    * `limitBytes`, only its bytes (no items, nothing made the newest): the caller refuses it.
    */
-  conversation(scope: string, id: string, touch = true, limitBytes = Number.POSITIVE_INFINITY): Conversation {
+  conversation(
+    scope: string,
+    id: string,
+    touch = true,
+    limitBytes = Number.POSITIVE_INFINITY,
+    /** Receives each item's listed id (listedId), in order. */
+    ids?: string[],
+  ): Conversation {
     const chain: Kept[] = [];
     let bytes = 0;
     for (let at: string | undefined = id; at !== undefined; ) {
@@ -230,8 +301,12 @@ export class ResponsesItemStore {
     for (let i = chain.length - 1; i >= 0; i--) {
       const response = touch ? this.touch(chain[i]!) : chain[i]!;
       const brought = JSON.parse(response.json) as InputItem[];
-      for (let j = 0; j < brought.length; j++) items.push(brought[j]!);
+      for (let j = 0; j < brought.length; j++) {
+        items.push(brought[j]!);
+        ids?.push(listedId(response.id, j, brought[j]!));
+      }
       for (const oid of response.outputIds ?? []) {
+        ids?.push(oid);
         const item = this.items.get(oid);
         if (item) items.push(JSON.parse((touch ? this.touch(item) : item).json) as InputItem);
         else items.push({ type: 'item_reference', id: oid } as InputItem);
@@ -244,10 +319,108 @@ export class ResponsesItemStore {
    * Opens conversation `id` (POST /v1/conversations) under `scope`, with the items it starts
    * with. False when they are larger than the whole budget.
    */
-  openConversation(scope: string, id: string, items: readonly InputItem[]): boolean {
+  openConversation(
+    scope: string,
+    id: string,
+    items: readonly InputItem[],
+    meta: ConversationMeta = { created_at: 0, metadata: {} },
+  ): boolean {
     const json = stringifyJson(items);
-    const bytes = Buffer.byteLength(json) + id.length * 2 + ENTRY_OVERHEAD_BYTES;
-    return this.add({ id, kind: 'conversation', scope, gone: false, json, bytes });
+    const envelope = stringifyJson(meta);
+    const bytes =
+      Buffer.byteLength(json) + Buffer.byteLength(envelope) + id.length * 2 + ENTRY_OVERHEAD_BYTES;
+    return this.add({ id, kind: 'conversation', scope, gone: false, json, bytes, envelope });
+  }
+
+  /** Conversation `id`'s own fields, when held under `scope`. */
+  conversationMeta(scope: string, id: string): ConversationMeta | undefined {
+    const kept = this.conversations.get(id);
+    if (!kept || kept.scope !== scope || kept.envelope === undefined) return undefined;
+    return JSON.parse(kept.envelope) as ConversationMeta;
+  }
+
+  /**
+   * Conversation `id` kept again with `change` (new metadata, an item deleted): a fresh entry,
+   * counted anew. False when not held under `scope`, or past the whole budget.
+   */
+  private reviseConversation(
+    scope: string,
+    id: string,
+    change: { metadata?: Record<string, unknown>; deleted?: string },
+  ): boolean {
+    const kept = this.conversations.get(id);
+    if (!kept || kept.scope !== scope) return false;
+    const meta = JSON.parse(kept.envelope ?? '{}') as ConversationMeta;
+    if (change.metadata) meta.metadata = change.metadata;
+    const envelope = stringifyJson(meta);
+    const deleted = change.deleted === undefined ? kept.deleted : [...(kept.deleted ?? []), change.deleted];
+    let bytes =
+      Buffer.byteLength(kept.json) + Buffer.byteLength(envelope) + id.length * 2 + ENTRY_OVERHEAD_BYTES;
+    for (const d of deleted ?? []) bytes += d.length + 16;
+    const fresh: Kept = {
+      id,
+      kind: 'conversation',
+      scope,
+      gone: false,
+      json: kept.json,
+      bytes,
+      envelope,
+      ...(deleted ? { deleted } : {}),
+      ...(kept.last !== undefined ? { last: kept.last } : {}),
+    };
+    return this.add(fresh);
+  }
+
+  /** Sets conversation `id`'s metadata (POST /v1/conversations/{id}). */
+  updateConversation(scope: string, id: string, metadata: Record<string, unknown>): boolean {
+    return this.reviseConversation(scope, id, { metadata });
+  }
+
+  /**
+   * Deletes item `itemId` from conversation `id` (DELETE .../items/{item_id}): it is listed and
+   * sent upstream no more. False when the conversation or the item is not held.
+   */
+  deleteConversationItem(scope: string, id: string, itemId: string): boolean {
+    const listed = this.listConversation(scope, id);
+    if (listed.missing !== undefined || !listed.items.some((l) => l.id === itemId)) return false;
+    return this.reviseConversation(scope, id, { deleted: itemId });
+  }
+
+  /**
+   * Adds `items` to conversation `id` after its latest turn (POST .../items): kept as a turn with
+   * no output, which the next request naming the conversation continues. Their listed ids; or
+   * `missing`, or `tooLarge` when they are larger than the whole budget.
+   */
+  addConversationItems(
+    scope: string,
+    id: string,
+    items: readonly InputItem[],
+  ):
+    | { items: Listed[]; missing?: undefined; tooLarge?: undefined }
+    | { missing: string; tooLarge?: undefined }
+    | { tooLarge: true; missing?: undefined } {
+    const kept = this.conversations.get(id);
+    if (!kept || kept.scope !== scope) return { missing: id };
+    const turn = `${id}_items_${randomBytes(8).toString('hex')}`;
+    if (!this.keepResponse(scope, turn, kept.last, items, [], false)) return { tooLarge: true };
+    this.advanceConversation(scope, id, turn);
+    return { items: items.map((item, j) => ({ id: listedId(turn, j, item), item })) };
+  }
+
+  /**
+   * Conversation `id`'s items as listed (GET .../items): each with its listed id, deleted ones
+   * left out, oldest first; not made the newest (a listing is not a turn).
+   */
+  listConversation(
+    scope: string,
+    id: string,
+  ): { items: Listed[]; missing?: undefined } | { missing: string } {
+    const ids: string[] = [];
+    const found = this.conversationItems(scope, id, false, Number.POSITIVE_INFINITY, ids);
+    if (found.missing !== undefined) return found;
+    const items: Listed[] = [];
+    for (let i = 0; i < found.items.length; i++) items.push({ id: ids[i]!, item: found.items[i]! });
+    return { items };
   }
 
   /** Whether conversation `id` is held under `scope` (not made the newest). */
@@ -273,21 +446,43 @@ export class ResponsesItemStore {
     id: string,
     touch = true,
     limitBytes = Number.POSITIVE_INFINITY,
+    /** Receives each item's listed id, in order. */
+    listed?: string[],
   ):
     | { items: InputItem[]; bytes: number; last: string | undefined; missing?: undefined }
     | { missing: string } {
     const held = this.conversations.get(id);
     if (!held || held.scope !== scope) return { missing: id };
     const own = held.json.length;
+    const deleted = held.deleted?.length ? new Set(held.deleted) : undefined;
+    const ids = listed ?? (deleted ? [] : undefined);
+    // The turns' ids follow the conversation's own items' ids, which are listed once its size fits.
+    const turnIds: string[] | undefined = ids ? [] : undefined;
     const turns =
-      held.last === undefined ? undefined : this.conversation(scope, held.last, touch, limitBytes - own);
+      held.last === undefined
+        ? undefined
+        : this.conversation(scope, held.last, touch, limitBytes - own, turnIds);
     if (turns?.missing !== undefined) return turns;
     const bytes = own + (turns?.bytes ?? 0);
     if (bytes > limitBytes) return { items: [], bytes, last: held.last };
     const kept = touch ? this.touch(held) : held;
     const items = JSON.parse(kept.json) as InputItem[];
+    if (ids) for (let j = 0; j < items.length; j++) ids.push(listedId(id, j, items[j]!));
     if (turns) for (let i = 0; i < turns.items.length; i++) items.push(turns.items[i]!);
-    return { items, bytes, last: kept.last };
+    if (ids && turnIds) for (let i = 0; i < turnIds.length; i++) ids.push(turnIds[i]!);
+    if (!deleted || !ids) return { items, bytes, last: kept.last };
+    const left: InputItem[] = [];
+    const leftIds: string[] = [];
+    for (let i = 0; i < items.length; i++) {
+      if (deleted.has(ids[i]!)) continue;
+      left.push(items[i]!);
+      leftIds.push(ids[i]!);
+    }
+    if (listed) {
+      listed.length = 0;
+      for (const l of leftIds) listed.push(l);
+    }
+    return { items: left, bytes, last: kept.last };
   }
 
   /** Conversation `id` goes on from `response` (kept just now) when it is still held. */
