@@ -2,14 +2,14 @@
  * Budget checks for the surface tables (tests/hardening/surface-budgets.test.ts): an input scaled
  * 4x along one size must cost at most about 4x, in time and in retained memory. Robust on a
  * loaded 2-core box: the base size is grown until one run takes a measurable time, 1x and 4x
- * runs are interleaved (load drifts hit both), medians of CPU time are compared, and the bound is x10 plus
- * a small constant: linear work gives x4 (x6-8 with noise), a quadratic x16, so it is flagged
- * without flaking. Retained memory: the heap after a full GC with the result held, minus the heap
+ * runs are interleaved (load drifts hit both), medians of CPU time less GC pauses (timed) are
+ * compared, and the bound is x10 plus a small constant: linear work gives x4 (x6-8 with noise), a
+ * quadratic x16, so it is flagged without flaking. Retained memory: the heap after a full GC with the result held, minus the heap
  * after one with it released. Every full GC costs in proportion to the worker's whole heap, so the
  * measure takes as few as it can (two or three per memory pair, one memory pair unless it looks
  * over).
  */
-import { setFlagsFromString } from 'node:v8';
+import { GCProfiler, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
 setFlagsFromString('--expose_gc');
@@ -39,14 +39,31 @@ function median(xs: number[]): number {
 }
 
 /**
- * CPU ms of one run (user + system of this process): other processes on a loaded box stretch
- * the wall clock, not this process's CPU time.
+ * CPU ms of one run (user + system of this process: other processes on a loaded box stretch
+ * the wall clock, not this process's CPU time), less its share spent in V8's GC pauses: the
+ * surface's own work. A run's GC is linear in what it allocates only on average, and lumpy: a
+ * scavenge copies whatever of the run's own structure is alive when the young generation fills,
+ * so a 1x run that fits in the young generation's free space pays none, and the 4x run pays all
+ * of it (the improvised reader's attributes: 1x 3.3-4.3 ms with no GC, 4x 40-78 ms of which
+ * 25-45 ms in 2-3 scavenges, x11-18 read whole; the surface's own work x5-6). Whether the 1x
+ * run fit depended on what the runs before it left in the young generation (flakes18's minor
+ * GC before every run made it fit every time: x11 on every run), and a major GC costs in
+ * proportion to the worker's whole heap. Allocation itself stays billed (the mutator writes
+ * every byte), so a surface that copies a quadratic amount still reads x16. The GCs' wall time
+ * (GCProfiler) is taken as the same share of the run's CPU: on a loaded box the pauses are
+ * stretched as much as the rest of the run.
  */
 function timed(run: () => unknown): number {
+  const gcs = new GCProfiler();
+  gcs.start();
+  const w0 = performance.now();
   const c0 = process.cpuUsage();
   run();
   const c = process.cpuUsage(c0);
-  return (c.user + c.system) / 1000;
+  const wall = performance.now() - w0;
+  const paused = gcs.stop().statistics.reduce((sum, g) => sum + g.cost, 0) / 1000;
+  const cpu = (c.user + c.system) / 1000;
+  return wall > 0 ? cpu * Math.max(0, 1 - paused / wall) : cpu;
 }
 
 /** The heap after a full GC: what is alive now. */
