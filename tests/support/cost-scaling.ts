@@ -4,8 +4,8 @@
  * loaded 2-core box: the base size is grown until one run takes a measurable time, 1x and 4x
  * runs are interleaved (load drifts hit both), medians of CPU time less GC pauses (timed) are
  * compared, and the bound is x10 plus a small constant: linear work gives x4 (x6-8 with noise), a
- * quadratic x16, so it is flagged without flaking. Retained memory: the heap after a full GC with the result held, minus the heap
- * after one with it released. Every full GC costs in proportion to the worker's whole heap, so the
+ * quadratic x16, so it is flagged without flaking. Retained memory: the heap after a full GC with
+ * the result held, minus the heap after one with it released. Every full GC costs in proportion to the worker's whole heap, so the
  * measure takes as few as it can (two or three per memory pair, one memory pair unless it looks
  * over).
  */
@@ -54,9 +54,9 @@ function median(xs: number[]): number {
  * stretched as much as the rest of the run.
  */
 function timed(run: () => unknown): number {
-  const gcs = startClock();
+  const stop = startClock();
   run();
-  return gcs();
+  return stop();
 }
 
 /**
@@ -252,8 +252,9 @@ export function prng(seed: number): () => number {
  * measureScaling for work that finishes later, off the event loop (a request body decoded in
  * zlib's thread pool, a request through a server on loopback): CPU time of the whole process
  * around the awaited run less its GCs' share (`startClock`; cpuUsage counts every thread, the
- * pool's included; a worker runs one file at a time, so nothing else is billed), the base grown to `targetMs` as there, then `runs` interleaved 1x/4x pairs, medians,
- * three more pairs when the first look is over the budget. Time only: m1 and m4 are 0 (what
+ * pool's included; a worker runs one file at a time, so nothing else is billed), the base grown
+ * to `targetMs` as there, then `runs` interleaved 1x/4x pairs, medians, four more pairs when the
+ * first look is over the budget. Time only: m1 and m4 are 0 (what
  * such work keeps is its output, which the caller bounds: a body limit).
  */
 export async function measureScalingAsync<I>(
