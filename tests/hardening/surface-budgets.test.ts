@@ -13,6 +13,8 @@
  * A new rewrite gets its row here (a parser gets its row from the registry). More random draws
  * per row: TOOLPROOF_FUZZ_RUNS=5 npx vitest run tests/hardening/surface-budgets
  */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { HeldText } from '../../policies/corrective-retry/held-text.js';
@@ -40,6 +42,9 @@ import { budget, pick } from './surface-budget.js';
 
 // ---------------------------------------------------------------- the measure itself
 
+setFlagsFromString('--expose_gc');
+const gc = runInNewContext('gc') as () => void;
+
 describe('the x1 vs x4 measure', () => {
   // The rows below pass only if the measure can fail: a linear surface passes, a quadratic one
   // (x16 at 4x the size) is flagged in time, one that keeps a quadratic amount in memory.
@@ -60,6 +65,33 @@ describe('the x1 vs x4 measure', () => {
     // stopped it, took ~22 ms and ~350 ms a run, and a quadratic gets the thorough look (7 pairs).
     const quad = measureScaling((n) => n, quadratic, { from: 64, max: 1024, slackMs: 5 });
     expect(withinBudget(quad, 5).time, JSON.stringify(quad)).toBe(false);
+    // A quadratic that copies (each step a new array one longer): the measure leaves the GC's
+    // pauses out, never the copying itself.
+    const copies = (n: number) => {
+      let a: number[] = [];
+      for (let i = 0; i < n; i++) a = a.concat(i);
+      return a.length;
+    };
+    const copy = measureScaling((n) => n, copies, { from: 64, max: 1024 });
+    expect(withinBudget(copy, 5).time, JSON.stringify(copy)).toBe(false);
+  }, 120_000);
+  it('does not bill the 4x runs a GC that collects what the input never made', () => {
+    // What a worker's heap holds after the files before (isolate: false): a major GC's cost is in
+    // proportion to it, whatever the input. It lands in a 4x run more often than in a 1x one
+    // (the 4x run allocates more); here it lands in every 4x run, ~100 ms against ~2 ms at 1x.
+    const worker = Array.from({ length: 1 << 20 }, (_, i) => ({ i, s: `${i}` }));
+    const size = 32_768;
+    const s = measureScaling(
+      (n) => n,
+      (n) => {
+        const h = linear(n);
+        if (n > size) gc();
+        return h;
+      },
+      { from: size, max: size },
+    );
+    expect(worker.length).toBe(1 << 20);
+    expect(withinBudget(s, 5).time, JSON.stringify(s)).toBe(true);
   }, 120_000);
   it('passes a linear result and flags a quadratic one (retained memory)', () => {
     // n doubles filled by a plain loop (Array.from's callback per element took ~400 ms for the

@@ -2,14 +2,14 @@
  * Budget checks for the surface tables (tests/hardening/surface-budgets.test.ts): an input scaled
  * 4x along one size must cost at most about 4x, in time and in retained memory. Robust on a
  * loaded 2-core box: the base size is grown until one run takes a measurable time, 1x and 4x
- * runs are interleaved (load drifts hit both), medians of CPU time are compared, and the bound is x10 plus
- * a small constant: linear work gives x4 (x6-8 with noise), a quadratic x16, so it is flagged
- * without flaking. Retained memory: the heap after a full GC with the result held, minus the heap
- * after one with it released. Every full GC costs in proportion to the worker's whole heap, so the
+ * runs are interleaved (load drifts hit both), medians of CPU time less GC pauses (timed) are
+ * compared, and the bound is x10 plus a small constant: linear work gives x4 (x6-8 with noise), a
+ * quadratic x16, so it is flagged without flaking. Retained memory: the heap after a full GC with
+ * the result held, minus the heap after one with it released. Every full GC costs in proportion to the worker's whole heap, so the
  * measure takes as few as it can (two or three per memory pair, one memory pair unless it looks
  * over).
  */
-import { setFlagsFromString } from 'node:v8';
+import { GCProfiler, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
 setFlagsFromString('--expose_gc');
@@ -39,14 +39,44 @@ function median(xs: number[]): number {
 }
 
 /**
- * CPU ms of one run (user + system of this process): other processes on a loaded box stretch
- * the wall clock, not this process's CPU time.
+ * CPU ms of one run (user + system of this process: other processes on a loaded box stretch
+ * the wall clock, not this process's CPU time), less its share spent in V8's GC pauses: the
+ * surface's own work. A run's GC is linear in what it allocates only on average, and lumpy: a
+ * scavenge copies whatever of the run's own structure is alive when the young generation fills,
+ * so a 1x run that fits in the young generation's free space pays none, and the 4x run pays all
+ * of it (the improvised reader's attributes: 1x 3.3-4.3 ms with no GC, 4x 40-78 ms of which
+ * 25-45 ms in 2-3 scavenges, x11-18 read whole; the surface's own work x4-6). Whether the 1x
+ * run fit depended on what the runs before it left in the young generation (flakes18's minor
+ * GC before every run made it fit every time: x11 on every run), and a major GC costs in
+ * proportion to the worker's whole heap. Allocation itself stays billed (the mutator writes
+ * every byte), so a surface that copies a quadratic amount still reads x16. The GCs' wall time
+ * (GCProfiler) is taken as the same share of the run's CPU: on a loaded box the pauses are
+ * stretched as much as the rest of the run.
  */
 function timed(run: () => unknown): number {
-  const c0 = process.cpuUsage();
+  const stop = startClock();
   run();
-  const c = process.cpuUsage(c0);
-  return (c.user + c.system) / 1000;
+  return stop();
+}
+
+/**
+ * Starts timing a run: the returned function, called when it ends, gives its CPU ms less the
+ * GCs' share (`timed`), leaving out at most the pauses' own wall time (the GC runs on the
+ * worker's thread: vitest.config.ts's --single-threaded-gc). For a run that also waits (I/O,
+ * a thread pool), the share is of a wall time that includes the waits: less is left out.
+ */
+function startClock(): () => number {
+  const gcs = new GCProfiler();
+  gcs.start();
+  const w0 = performance.now();
+  const c0 = process.cpuUsage();
+  return () => {
+    const c = process.cpuUsage(c0);
+    const wall = performance.now() - w0;
+    const paused = gcs.stop().statistics.reduce((sum, g) => sum + g.cost, 0) / 1000;
+    const cpu = (c.user + c.system) / 1000;
+    return wall > 0 ? Math.max(0, cpu - Math.min(paused, (cpu * paused) / wall)) : cpu;
+  };
 }
 
 /** The heap after a full GC: what is alive now. */
@@ -220,10 +250,11 @@ export function prng(seed: number): () => number {
 
 /**
  * measureScaling for work that finishes later, off the event loop (a request body decoded in
- * zlib's thread pool): CPU time of the whole process around the awaited run (cpuUsage counts
- * every thread, the pool's included; a worker runs one file at a time, so nothing else is
- * billed), the base grown to `targetMs` as there, then `runs` interleaved 1x/4x pairs, medians,
- * three more pairs when the first look is over the budget. Time only: m1 and m4 are 0 (what
+ * zlib's thread pool, a request through a server on loopback): CPU time of the whole process
+ * around the awaited run less its GCs' share (`startClock`; cpuUsage counts every thread, the
+ * pool's included; a worker runs one file at a time, so nothing else is billed), the base grown
+ * to `targetMs` as there, then `runs` interleaved 1x/4x pairs, medians, four more pairs when the
+ * first look is over the budget. Time only: m1 and m4 are 0 (what
  * such work keeps is its output, which the caller bounds: a body limit).
  */
 export async function measureScalingAsync<I>(
@@ -232,10 +263,9 @@ export async function measureScalingAsync<I>(
   opts: { from: number; max: number; targetMs?: number; runs?: number; slackMs?: number },
 ): Promise<Scaling> {
   const timedAsync = async (input: I) => {
-    const c0 = process.cpuUsage();
+    const clock = startClock();
     await run(input);
-    const c = process.cpuUsage(c0);
-    return (c.user + c.system) / 1000;
+    return clock();
   };
   const target = opts.targetMs ?? 8;
   let base = opts.from;
