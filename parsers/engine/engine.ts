@@ -380,6 +380,26 @@ export function createEngineStream(opts: EngineOptions): RecoveryStream {
           out,
         );
     }
+    if (callCount === 0) promoteWhole(out);
+  }
+
+  /**
+   * No envelope in the reasoning was a call: the whole reasoning read as content reads a whole
+   * output (a bare JSON call, an element named for a tool: `<invoke name="bash"><command>…`),
+   * taken only when all of it is calls, nothing kept beside them as content or reasoning, and
+   * not when the token limit cut the output (it may have been writing more).
+   */
+  function promoteWhole(out: RecoveryEvent[]): void {
+    if (cutByLimit || reasoningAll.length > maxHeld) return;
+    const s = new EnvelopeScanner(opts.plan, ctx, { maxHeld });
+    const events = [...s.push(reasoningAll), ...s.finish()];
+    const e = events[0];
+    if (events.length !== 1 || e?.type !== 'envelope' || e.raw !== reasoningAll) return;
+    const m = e.match;
+    if (m.truncated || m.control || m.content?.trim() || m.reasoning?.trim()) return;
+    const v = judgeEnvelope(m, opts.tools);
+    if (v.ok)
+      emitCalls(v.calls, e.family, backendHint(e.family, m.backendHint, opts.backend), 'reasoning', out);
   }
 
   return {

@@ -4,7 +4,10 @@
  * body read once more when it is not a Python call) and the promotion of a call section in the
  * reasoning whose end marker the end of the reasoning cut (`parsers/engine/engine.ts` promote:
  * the reasoning scanned once at the end, as before). Many pairs, long values, parentheses and
- * braces that never close, many cut sections and one long one must stay linear.
+ * braces that never close, many cut sections and one long one must stay linear. And recall19's
+ * promotion of reasoning that is all one whole-output call (`promoteWhole`: the reasoning read
+ * once more, as a whole output, only when no envelope in it was a call): long child values,
+ * many children, deep elements, long and many JSON calls, starts that never read.
  */
 import { describe, it } from 'vitest';
 import { createRecoveryStream } from '../../parsers/recover.js';
@@ -102,6 +105,53 @@ describe('recall17 readings: output length x1 vs x4', () => {
       reasoning64(tools),
       { from: 2000, max: 256_000 },
       17_002,
+    );
+  }, 120_000);
+
+  it('reasoning that is all one whole-output call: long values, many children, deep, unreadable', () => {
+    budget(
+      'recall19 whole reasoning promoted',
+      (size, rnd) => {
+        const r = rnd();
+        // one element, a long child value
+        if (r < 0.15) return `<invoke name="read_file">\n  <path>${'x<'.repeat(size / 2)}</path>\n</invoke>`;
+        // many children (a duplicate key: no call)
+        if (r < 0.3) return `<invoke name="read_file">${'<path>a</path>'.repeat(size / 14)}</invoke>`;
+        // elements nested deep, closed
+        if (r < 0.42) {
+          const n = size / 7;
+          return `<invoke name="read_file">${'<a><b>'.repeat(n)}${'</b></a>'.repeat(n)}</invoke>`;
+        }
+        // a bare JSON call, a long string value
+        if (r < 0.54) return `{"name": "read_file", "arguments": {"path": "${'y\\n'.repeat(size / 3)}"}}`;
+        // a JSON list of many calls
+        if (r < 0.66)
+          return `[${'{"name": "read_file", "arguments": {"path": "a"}}, '.repeat(size / 51)}{"name": "read_file", "arguments": {"path": "b"}}]`;
+        // starts like a whole output, never one
+        if (r < 0.78) return `{${' "path": "a" and then some prose'.repeat(size / 33)}`;
+        return soup(
+          rnd,
+          size,
+          [
+            '<invoke name="read_file">',
+            '<path>',
+            'a',
+            '</path>',
+            '</invoke>',
+            '{"name": "read_file"',
+            '"arguments": ',
+            '{',
+            '}',
+            '[',
+            ']',
+            ' ',
+          ],
+          0.3,
+        );
+      },
+      reasoning64(tools),
+      { from: 2000, max: 256_000 },
+      19_001,
     );
   }, 120_000);
 });

@@ -6,6 +6,9 @@
  * - a call section in the reasoning cut inside its own end marker by the end of the reasoning
  *   (anomalyco/opencode#8851: Kimi-K2's `<|tool_calls_section_end|`), promoted when the message
  *   has no content and no call, as a closed one is.
+ * And the one recall19 added for wild16: reasoning that is all one whole-output call (GLM-4.7's
+ * `<invoke name="bash">` with its parameters as child elements, anomalyco/opencode#6883), read as
+ * content would read it when the message has no content and no call.
  */
 import { describe, expect, it } from 'vitest';
 import { createRecoveryStream, collectEvents, recoverMessage } from '../../parsers/recover.js';
@@ -141,6 +144,60 @@ describe('a call section in the reasoning cut inside its end marker', () => {
     ] as const) {
       const r = fromReasoning(reasoning, content, cut);
       expect(r.calls, reasoning.slice(-40)).toEqual([]);
+      expect(r.reasoning).toBe(reasoning);
+    }
+  });
+});
+
+/** GLM-4.7's whole reasoning_content in OpenCode (anomalyco/opencode#6883). */
+const INVOKE =
+  '<invoke name="bash">\n  <command>bun test</command>\n  <description>Run tests</description>\n</invoke>';
+
+describe('reasoning that is all one whole-output call', () => {
+  it('is promoted when the message has no content and no call; the reasoning stays', () => {
+    const r = fromReasoning(INVOKE);
+    expect(r.calls.map((c) => [c.name, JSON.parse(c.arguments)])).toEqual([
+      ['bash', { command: 'bun test', description: 'Run tests' }],
+    ]);
+    expect(r.reasoning).toBe(INVOKE);
+    expect(r.content).toBeNull();
+    expect(r.leaks).toEqual([expect.objectContaining({ source: 'reasoning', outcome: 'recovered' })]);
+  });
+
+  it('so is a bare JSON call, and the same element in a <think> the output left open', () => {
+    const json = ' {"name": "glob", "arguments": {"pattern": "*.md"}}\n';
+    expect(fromReasoning(json).calls.map((c) => [c.name, JSON.parse(c.arguments)])).toEqual([
+      ['glob', { pattern: '*.md' }],
+    ]);
+    expect(readBoth(`<think>\n${INVOKE}`, toolsOf(BASH, GLOB)).calls).toEqual([
+      { name: 'bash', arguments: { command: 'bun test', description: 'Run tests' } },
+    ]);
+  });
+
+  it('near misses stay reasoning, no call', () => {
+    for (const [reasoning, content, cut] of [
+      // prose before or after the element: a draft among thoughts, not all of the reasoning
+      [`I will run the tests.\n${INVOKE}`, '', false],
+      [`${INVOKE}\nThen I read the output.`, '', false],
+      // the message answered in content
+      [INVOKE, 'The tests pass.', false],
+      // the token limit cut the output
+      [INVOKE, '', true],
+      // an undeclared tool, a child the tool lacks, the required child missing
+      [INVOKE.replace('"bash"', '"shell"'), '', false],
+      [INVOKE.replace('</description>', '</description>\n  <cwd>/tmp</cwd>'), '', false],
+      ['<invoke name="bash">\n  <description>Run tests</description>\n</invoke>', '', false],
+      // the element left open by the end of the reasoning
+      [INVOKE.slice(0, -'</invoke>'.length), '', false],
+      // two calls, one of them undeclared: all or nothing
+      [
+        `[${JSON.stringify({ name: 'glob', arguments: { pattern: '*' } })}, ${JSON.stringify({ name: 'fetch', arguments: {} })}]`,
+        '',
+        false,
+      ],
+    ] as const) {
+      const r = fromReasoning(reasoning, content, cut);
+      expect(r.calls, reasoning.slice(0, 60)).toEqual([]);
       expect(r.reasoning).toBe(reasoning);
     }
   });
