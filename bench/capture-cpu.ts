@@ -17,7 +17,9 @@
  *
  * Cases: `short` (8-event forced tool stream), `long` (500 events), `agent` (a real agent turn:
  * Qwen Code's recorded request of ~90 KB with 14 tools and a few turns of history, its own
- * headers, answered with a 100-event streamed tool call, c=8 unless --agent-c; fixtures.ts agentTurn).
+ * headers, answered with a 100-event streamed tool call, c=8 unless --agent-c; fixtures.ts agentTurn),
+ * `paced` (the agent turn one event a write every PACED_MS, as llama-server streams: ~100 reads
+ * and frames a request; --paced-requests=96 a burst, c=8).
  *
  * `--calls`: the capture sides run copies of their builds with each capture call timed (a
  * wrapper per function, bench/lib/capture-calls.ts): µs per request per call, inside the server,
@@ -32,7 +34,7 @@
  * the `on` side keeps the default 10 MB): what a smaller ring, whose arena's write head comes
  * round to memory still in the CPU's caches sooner, saves per request.
  *
- *   npx tsx bench/capture-cpu.ts [--cases=short,long,agent] [--requests=2000] [--rounds=6] [--c=32] [--cpu-prof] [--calls] [--before=DIR] [--mb=N,...]
+ *   npx tsx bench/capture-cpu.ts [--cases=short,long,agent,paced] [--requests=2000] [--rounds=6] [--c=32] [--cpu-prof] [--calls] [--before=DIR] [--mb=N,...]
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -42,7 +44,7 @@ import type { Pool } from 'undici';
 import { BUILD_DIR, prepareServer, type ServerMode, serverArgsAt } from './lib/build.js';
 import { readCalls, timedBuild } from './lib/capture-calls.js';
 import { BENCH_HEADERS, burst } from './lib/burst.js';
-import { AGENT_CALL, AGENT_TURN_EVENTS, agentTurn, toolsStreamBody } from './lib/fixtures.js';
+import { AGENT_CALL, AGENT_TURN_EVENTS, agentTurn, PACED_MS, toolsStreamBody } from './lib/fixtures.js';
 import { median } from './lib/overhead-ab.js';
 import {
   CLK_TCK,
@@ -69,7 +71,12 @@ const PROF = args.has('cpu-prof');
 const CALLS = args.has('calls');
 /** `--nvp`: V8's --trace-gc-nvp counts too: KB allocated, promoted and survived per request. */
 const NVP = args.has('nvp');
-const CASES: Record<string, number> = { short: 8, long: 500, agent: AGENT_TURN_EVENTS };
+const CASES: Record<string, number> = {
+  short: 8,
+  long: 500,
+  agent: AGENT_TURN_EVENTS,
+  paced: AGENT_TURN_EVENTS,
+};
 const cases = (args.get('cases') || 'short,long,agent').split(',');
 /** The agent turn's concurrency (--agent-c): eight agents at work. */
 const AGENT_C = Number(args.get('agent-c') || 8);
@@ -160,10 +167,17 @@ async function main(): Promise<void> {
   }
   for (const name of cases) {
     const events = CASES[name];
-    if (events === undefined) throw new Error(`unknown case ${name} (short, long)`);
+    if (events === undefined) throw new Error(`unknown case ${name} (short, long, agent, paced)`);
     // agent: a real agent's request (~90 KB, 14 tools, a few turns) and its recorded headers,
     // answered with a streamed tool call (fixtures.ts agentTurn).
-    const agent = name === 'agent' ? agentTurn(events) : undefined;
+    // paced: the same turn one event a write every PACED_MS, as llama-server streams it (npm run
+    // bench's A/B workload `paced`): ~100 upstream reads a request against 1-2.
+    const agent =
+      name === 'agent'
+        ? agentTurn(events)
+        : name === 'paced'
+          ? agentTurn(events, { mode: 'trickle', tickMs: PACED_MS })
+          : undefined;
     const body = agent?.body ?? toolsStreamBody({ chunks: events });
     const headers = agent ? { ...agent.headers, 'content-type': 'application/json' } : BENCH_HEADERS;
     const n =
@@ -171,7 +185,9 @@ async function main(): Promise<void> {
         ? Math.max(200, Math.floor(REQUESTS / 8))
         : name === 'agent'
           ? Math.max(200, Math.floor(REQUESTS / 4))
-          : REQUESTS;
+          : name === 'paced'
+            ? Number(args.get('paced-requests') || 96)
+            : REQUESTS;
     if (agent) await checkAgentTurn(sides[0]!.pool, body, headers);
     const c = agent ? AGENT_C : C;
     for (let i = 0; i < 2; i++) for (const s of sides) await burst(s.pool, body, n, c, headers);
@@ -235,12 +251,15 @@ function printCalls(profDir: string, names: string[]): void {
   for (const r of read) for (const k of r?.perRequest.keys() ?? []) keys.add(k);
   const first = read[0]?.perRequest;
   console.log(
-    `\ncapture's calls, µs per captured request, inclusive (${names.join(' | ')}; samples over 200 µs left out: count):`,
+    `\ncapture's calls, µs per captured request, inclusive (${names.join(' | ')}; samples over 200 µs left out: count; calls per request):`,
   );
   for (const k of [...keys].sort((a, b) => (first?.get(b) ?? 0) - (first?.get(a) ?? 0)))
     console.log(
       `  ${k.padEnd(28)} ${read
-        .map((r) => `${(r?.perRequest.get(k) ?? 0).toFixed(2).padStart(8)} (${r?.over.get(k) ?? 0})`)
+        .map(
+          (r) =>
+            `${(r?.perRequest.get(k) ?? 0).toFixed(2).padStart(8)} (${r?.over.get(k) ?? 0}) ${(r?.count.get(k) ?? 0).toFixed(1).padStart(6)}/req`,
+        )
         .join(' | ')}`,
     );
   console.log(

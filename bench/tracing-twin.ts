@@ -16,6 +16,12 @@
  *
  * `--before=DIR`: a third app, another build's with tracing on (a copy of bench/results/.build
  * made before a change), in the same process: before and after measured on one heap and JIT.
+ * But that app runs its own copy of every module (the server's code, not only the change), which
+ * only its slices warm: an identical copy of the build read on / before 0.873x [0.824, 0.924] on
+ * the short stream with `--capture` (capture34, load ~17); capture34's change read 0.916-0.925x
+ * that way and 0.951-0.981x as a same-build switch.
+ * To weigh a change, prefer a switch read while an app of the same build is made
+ * (`--before=bench/results/.build` with `TWIN_BEFORE_ENV`), or read `--before` beside such an A/A.
  *
  * `--capture[=MB]`: capture instead of tracing: the `on` (and `before`) apps keep a capture ring
  * (10 MB unless given) with tracing off; capture on against off in one process. (`--calls` times

@@ -88,9 +88,14 @@ export function timedBuild(buildDir: string, into: string, top = false, mode = '
   };
   // `--calls=ops`: the journal's ops too (recorder.js's apply* functions, each op's work inside
   // a flush), to split a flush by what it applies.
-  edit('server/capture/recorder.js', (s) =>
-    wrapExports(mode === 'ops' ? s.replace(/^function (apply(?!Journal)\w+)\(/gm, 'export function $1(') : s),
-  );
+  // `top` and `ops`: the response's frame hook (take: a frame handed to the record, or to the
+  // journal) too, a call each request makes per frame it writes.
+  edit('server/capture/recorder.js', (s) => {
+    const frames = top ? s.replace(/^function take\(/m, 'export function take(') : s;
+    return wrapExports(
+      mode === 'ops' ? frames.replace(/^function (apply(?!Journal)\w+)\(/gm, 'export function $1(') : frames,
+    );
+  });
   // The journal's flush (builds since glass11): the hooks' work, many requests' at once.
   edit('server/capture/journal.js', (s) => wrapExports(s, ['flushJournal']));
   if (top) {
@@ -117,7 +122,12 @@ export function timedBuild(buildDir: string, into: string, top = false, mode = '
 }
 
 /** The sums a timed process wrote, µs per captured request (finishCapture's count). */
-export function readCalls(file: string): { perRequest: Map<string, number>; over: Map<string, number> } {
+export function readCalls(file: string): {
+  perRequest: Map<string, number>;
+  over: Map<string, number>;
+  /** Calls per captured request (timed and left out alike). */
+  count: Map<string, number>;
+} {
   const o = JSON.parse(readFileSync(file, 'utf8')) as Record<
     string,
     { us: number; calls: number; over200us: number }
@@ -125,9 +135,11 @@ export function readCalls(file: string): { perRequest: Map<string, number>; over
   const requests = (o.finishCapture?.calls ?? 0) + (o.finishCapture?.over200us ?? 0);
   const perRequest = new Map<string, number>();
   const over = new Map<string, number>();
+  const count = new Map<string, number>();
   for (const [k, v] of Object.entries(o)) {
     perRequest.set(k, requests > 0 ? v.us / requests : 0);
     over.set(k, v.over200us);
+    count.set(k, requests > 0 ? ((v.calls ?? 0) + v.over200us) / requests : 0);
   }
-  return { perRequest, over };
+  return { perRequest, over, count };
 }
