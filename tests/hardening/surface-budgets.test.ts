@@ -486,7 +486,12 @@ describe('request rewrites: size x1 vs x4', () => {
           tool_call_id: rnd() < 0.1 ? `${id}_x` : id,
           content: id,
         }));
-        results.sort(() => rnd() - 0.5);
+        // Fisher-Yates, one number a result: a sort by a random comparator drew ~19 (~0.2-0.3 s
+        // of the row's ~0.7-0.85 s of CPU), for an order less uniform
+        for (let i = results.length - 1; i > 0; i--) {
+          const j = Math.floor(rnd() * (i + 1));
+          [results[i], results[j]] = [results[j]!, results[i]!];
+        }
         return [
           { role: 'user', content: 'go' },
           {

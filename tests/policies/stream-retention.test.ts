@@ -69,9 +69,13 @@ describe('an open stream does not keep the chunks it was shown', () => {
  * allocates beside them during one (code and feedback for a function optimized mid-loop, in a
  * worker whose earlier files left it another shape) only adds, and a result that keeps more
  * keeps it in every measure (a full run read 339 bytes once for the 253 the effects keep).
+ * The measures stop at the first under `bound`, the caller's: the least of three is under it
+ * exactly when one of them is (each measure takes four full GCs).
  */
-function heapPerItem(make: () => unknown, n = 4000): number {
-  return Math.min(heapPerItemOnce(make, n), heapPerItemOnce(make, n), heapPerItemOnce(make, n));
+function heapPerItem(make: () => unknown, bound: number, n = 4000): number {
+  let least = Number.POSITIVE_INFINITY;
+  for (let k = 0; k < 3 && least >= bound; k++) least = Math.min(least, heapPerItemOnce(make, n));
+  return least;
 }
 
 function heapPerItemOnce(make: () => unknown, n: number): number {
@@ -93,7 +97,7 @@ describe('what an open stream keeps per hook', () => {
       const hook = normalizeToolCallsPolicy.createStreamHook!(ctxWith(), undefined, request(), request());
       hook.onChunk(callHeader());
       return hook;
-    });
+    }, 550);
     // 725 bytes with a Set of ids and a call array grown by push(); 386 without.
     expect(per).toBeLessThan(550);
   });
@@ -103,7 +107,7 @@ describe('what an open stream keeps per hook', () => {
       const hook = normalizeToolCallsPolicy.createStreamHook!(ctxWith(), undefined, request(), request());
       hook.onChunk(chunk({ content: 'hello' }));
       return hook;
-    });
+    }, 330);
     // 475 bytes with a choice state made for every chunk; 188 without.
     expect(per).toBeLessThan(330);
   });
@@ -122,7 +126,7 @@ describe('what an open stream keeps per request', () => {
   it('the request phase keeps its effects in an array sized to them', () => {
     const ctx = ctxWith();
     const original = request();
-    const per = heapPerItem(() => runRequestPolicies(table, original, ctx).effects);
+    const per = heapPerItem(() => runRequestPolicies(table, original, ctx).effects, 320);
     // 388 bytes (the array and four effect objects) grown by push (17 slots); 253 sized to them.
     expect(per).toBeLessThan(320);
   });
@@ -131,7 +135,7 @@ describe('what an open stream keeps per request', () => {
     const ctx = ctxWith();
     const original = request();
     const memos = new Map<string, unknown>();
-    const per = heapPerItem(() => createStreamChain(table, ctx, memos, original, original));
+    const per = heapPerItem(() => createStreamChain(table, ctx, memos, original, original), 230);
     // 268 bytes with the hooks in an array grown by push (17 slots); 194 sized to them.
     expect(per).toBeLessThan(230);
   });

@@ -9,7 +9,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { isRequiredRejection } from '../../policies/tool-choice-fallback.js';
-import { cpuFactor, healthLatencyDuring } from '../hardening/loop-probe.js';
+import { cpuBound, healthLatencyDuring } from '../hardening/loop-probe.js';
 import { proxyInFrontOfChat } from '../support/fake-upstream.js';
 import { weatherTool } from '../server/stack.js';
 
@@ -46,13 +46,15 @@ describe('the required-rejection reader over an error body of many strings', () 
         cpuMs(() => isRequiredRejection(400, large)),
       );
     }
-    expect(t4, `${t1.toFixed(1)} -> ${t4.toFixed(1)} ms CPU`).toBeLessThan(6 * t1 + 20 * cpuFactor());
+    expect(t4, `${t1.toFixed(1)} -> ${t4.toFixed(1)} ms CPU`).toBeLessThan(
+      cpuBound(t4, (f) => 6 * t1 + 20 * f),
+    );
   });
 
   it('262,000 strings (a 1 MB body) read in milliseconds', () => {
     const body = manyStrings(262_000);
     const t = cpuMs(() => isRequiredRejection(400, body));
-    expect(t, `${t.toFixed(0)} ms CPU`).toBeLessThan(100 * cpuFactor());
+    expect(t, `${t.toFixed(0)} ms CPU`).toBeLessThan(cpuBound(t, (f) => 100 * f));
   });
 });
 
@@ -79,7 +81,7 @@ describe('through the server: a forced request refused with such a body', () => 
     const sent = pair.upstream.requests[0] as { tool_choice?: unknown };
     expect(sent.tool_choice).toBe('required');
     expect(m.cpuMs, `loop thread ${m.cpuMs.toFixed(0)} ms CPU between two turns`).toBeLessThan(
-      400 * cpuFactor(),
+      cpuBound(m.cpuMs, (f) => 400 * f),
     );
   }, 60_000);
 });

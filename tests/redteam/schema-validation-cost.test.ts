@@ -17,7 +17,7 @@
 import { describe, expect, it } from 'vitest';
 import type { JsonObject } from '../../protocol/openai.js';
 import { validateArguments } from '../../policies/kit/validation/validate-arguments.js';
-import { cpuFactor, healthLatencyDuring } from '../hardening/loop-probe.js';
+import { cpuBound, healthLatencyDuring } from '../hardening/loop-probe.js';
 import { proxyInFrontOfChat } from '../support/fake-upstream.js';
 
 const cpuMs = (f: () => void): number => {
@@ -57,7 +57,7 @@ describe('one call checked against a hostile schema', () => {
     });
     expect(result).toMatchObject({ valid: true, unenforcedBy: 'cost' });
     expect(result?.schemaError).toContain('steps');
-    expect(t, `${t.toFixed(0)} ms CPU`).toBeLessThan(400 * cpuFactor());
+    expect(t, `${t.toFixed(0)} ms CPU`).toBeLessThan(cpuBound(t, (f) => 400 * f));
     // A DAG that fits is still checked.
     expect(validateArguments(refDag(8), { x: 'a' }).valid).toBe(false);
     expect(validateArguments(refDag(8), { x: 1 }).valid).toBe(true);
@@ -74,7 +74,7 @@ describe('one call checked against a hostile schema', () => {
       result = validateArguments(enumSchema(4000), args);
     });
     expect(result?.unenforcedBy).toBe('cost');
-    expect(t, `${t.toFixed(0)} ms CPU`).toBeLessThan(400 * cpuFactor());
+    expect(t, `${t.toFixed(0)} ms CPU`).toBeLessThan(cpuBound(t, (f) => 400 * f));
     expect(validateArguments(enumSchema(4000), { a: ['v1', 'zz'] }).issues[0]?.path).toBe('/a/1');
   });
 
@@ -94,7 +94,9 @@ describe('one call checked against a hostile schema', () => {
       () => validateArguments(schema, one),
       () => validateArguments(schema, four),
     );
-    expect(t4, `${t1.toFixed(1)} -> ${t4.toFixed(1)} ms CPU`).toBeLessThan(6 * t1 + 20 * cpuFactor());
+    expect(t4, `${t1.toFixed(1)} -> ${t4.toFixed(1)} ms CPU`).toBeLessThan(
+      cpuBound(t4, (f) => 6 * t1 + 20 * f),
+    );
   });
 
   it('n refs to a definition of n properties: x4 the schema compiles in about x4 (inlined at every ref: x16)', () => {
@@ -120,7 +122,9 @@ describe('one call checked against a hostile schema', () => {
       () => validateArguments(refs(20), args),
       () => validateArguments(refs(80), args),
     );
-    expect(t4, `${t1.toFixed(1)} -> ${t4.toFixed(1)} ms CPU`).toBeLessThan(6 * t1 + 20 * cpuFactor());
+    expect(t4, `${t1.toFixed(1)} -> ${t4.toFixed(1)} ms CPU`).toBeLessThan(
+      cpuBound(t4, (f) => 6 * t1 + 20 * f),
+    );
   });
 });
 
@@ -193,7 +197,7 @@ describe('through the server: eight calls of a tool whose schema is a $ref DAG',
     const choice = (m.value.body.choices as Array<{ message: { tool_calls?: unknown[] } }>)[0];
     expect(choice?.message.tool_calls).toHaveLength(8);
     expect(m.cpuMs, `loop thread ${m.cpuMs.toFixed(0)} ms CPU between two turns`).toBeLessThan(
-      400 * cpuFactor(),
+      cpuBound(m.cpuMs, (f) => 400 * f),
     );
   }, 60_000);
 });

@@ -253,9 +253,10 @@ export function prng(seed: number): () => number {
  * zlib's thread pool, a request through a server on loopback): CPU time of the whole process
  * around the awaited run less its GCs' share (`startClock`; cpuUsage counts every thread, the
  * pool's included; a worker runs one file at a time, so nothing else is billed), the base grown
- * to `targetMs` as there, then `runs` interleaved 1x/4x pairs, medians, four more pairs when the
- * first look is over the budget. Time only: m1 and m4 are 0 (what
- * such work keeps is its output, which the caller bounds: a body limit).
+ * to `targetMs` as there, then `runs` interleaved 1x/4x pairs, medians (the first look stopped
+ * early as measureScaling's is), four more pairs when the first look is over the budget. Time
+ * only: m1 and m4 are 0 (what such work keeps is its output, which the caller bounds: a body
+ * limit).
  */
 export async function measureScalingAsync<I>(
   make: (size: number) => I,
@@ -278,14 +279,22 @@ export async function measureScalingAsync<I>(
   const four = make(base * 4);
   const t1: number[] = [];
   const t4: number[] = [];
-  const look = async (pairs: number) => {
-    for (let k = 0; k < pairs; k++) {
-      t1.push(await timedAsync(one));
-      t4.push(await timedAsync(four));
-    }
+  const pair = async () => {
+    t1.push(await timedAsync(one));
+    t4.push(await timedAsync(four));
   };
   const now = (): Scaling => ({ t1: median(t1), t4: median(t4), m1: 0, m4: 0, base });
-  await look(Math.max(1, opts.runs ?? 3));
-  if (!withinBudget(now(), opts.slackMs ?? 5).time) await look(4);
+  // The first look stops early as measureScaling's does: once its pairs so far decide it with
+  // the pairs not yet taken at their worst, it returns those bounds (no looser than the medians).
+  const runs = Math.max(1, opts.runs ?? 3);
+  const early = runs - (runs >> 1);
+  const slack = opts.slackMs ?? 5;
+  for (let k = 0; k < runs; k++) {
+    await pair();
+    if (k !== early - 1 || k === runs - 1) continue;
+    const sure = { ...now(), ...worstMedians(t1, t4, runs) };
+    if (withinBudget(sure, slack).time) return sure;
+  }
+  if (!withinBudget(now(), slack).time) for (let k = 0; k < 4; k++) await pair();
   return now();
 }
