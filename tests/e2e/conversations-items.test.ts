@@ -6,11 +6,11 @@
  * popItem). Before, each of these routes answered 404 and `background: true` was a 400: the
  * session's second run failed, and a background client never got an answer.
  */
-import { OpenAIConversationsSession, OpenAIProvider, Runner, tool } from '@openai/agents';
+import { OpenAIConversationsSession } from '@openai/agents';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { type Stack, startStack } from '../server/stack.js';
+import { weatherAgent } from './weather-agent.js';
 
 const scenario = (s: string) => ({ headers: { 'x-sim-scenario': s } });
 type Msg = { role: string; content?: unknown };
@@ -121,38 +121,7 @@ describe('the Conversations API beside responses', () => {
   });
 
   it("the Agents SDK's OpenAIConversationsSession: two runs with a tool loop, then popItem", async () => {
-    stack.sim.reset();
-    const seen: string[] = [];
-    const getWeather = tool({
-      name: 'get_weather',
-      description: 'Current weather for a city',
-      parameters: z.object({ city: z.string() }),
-      execute: async ({ city }) => {
-        seen.push(city);
-        return `Sunny in ${city}`;
-      },
-    });
-    const { Agent } = await import('@openai/agents');
-    const agent = new Agent({ name: 'weather', instructions: 'Answer.', model: 'sim', tools: [getWeather] });
-    const client = new OpenAI({
-      baseURL: stack.url,
-      apiKey: 'unused',
-      maxRetries: 0,
-      timeout: 15_000,
-      defaultHeaders: {
-        'x-sim-scenario': JSON.stringify({
-          turns: [
-            { say: 'Hi.' },
-            { call: [{ name: 'get_weather', arguments: { city: 'Paris' } }] },
-            { say: 'Sunny.' },
-          ],
-        }),
-      },
-    });
-    const runner = new Runner({
-      modelProvider: new OpenAIProvider({ openAIClient: client }),
-      tracingDisabled: true,
-    });
+    const { agent, runner, seen, client } = await weatherAgent(stack, (city) => `Sunny in ${city}`);
     const session = new OpenAIConversationsSession({ client });
     await runner.run(agent, 'Hello.', { session });
     const result = await runner.run(agent, 'Weather in Paris?', { session });

@@ -6,11 +6,10 @@
  * kept; a response it does not hold is a 400 in the OpenAI shape that says what to do. Before,
  * every such request was a 400 ("toolproof is stateless"): the session died on its first turn.
  */
-import { OpenAIProvider, Runner, tool } from '@openai/agents';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { type Stack, startStack } from '../server/stack.js';
+import { weatherAgent } from './weather-agent.js';
 
 type Res = OpenAI.Responses.Response;
 
@@ -28,47 +27,6 @@ const upstreamMessages = (s: Stack): Msg[][] =>
   s.sim.requests
     .filter((r) => r.path.endsWith('/chat/completions'))
     .map((r) => (r.body as { messages: Msg[] }).messages);
-
-/**
- * The Agents SDK's weather agent on a client of `stack`, the simulator scripted by the assistant
- * turns the request holds: a greeting, a call, then an answer. Had the history been lost, the
- * second run would be greeted again and never call. `seen`: the cities the tool ran for.
- */
-async function weatherAgent(stack: Stack, answer: (city: string) => string) {
-  stack.sim.reset();
-  const seen: string[] = [];
-  const getWeather = tool({
-    name: 'get_weather',
-    description: 'Current weather for a city',
-    parameters: z.object({ city: z.string() }),
-    execute: async ({ city }) => {
-      seen.push(city);
-      return answer(city);
-    },
-  });
-  const { Agent } = await import('@openai/agents');
-  const agent = new Agent({ name: 'weather', instructions: 'Answer.', model: 'sim', tools: [getWeather] });
-  const client = new OpenAI({
-    baseURL: stack.url,
-    apiKey: 'unused',
-    maxRetries: 0,
-    timeout: 15_000,
-    defaultHeaders: {
-      'x-sim-scenario': JSON.stringify({
-        turns: [
-          { say: 'Hi.' },
-          { call: [{ name: 'get_weather', arguments: { city: 'Paris' } }] },
-          { say: 'Sunny.' },
-        ],
-      }),
-    },
-  });
-  const runner = new Runner({
-    modelProvider: new OpenAIProvider({ openAIClient: client }),
-    tracingDisabled: true,
-  });
-  return { agent, runner, seen, client };
-}
 
 /** One turn, streamed with responses.stream or not: the final response. */
 async function turn(

@@ -9,18 +9,10 @@
  * Source of the text: the lead's repro for this task (tests/zz/nearmiss.test.ts, removed).
  */
 import { describe, expect, it } from 'vitest';
-import { chunkEvent, proxyInFrontOf, textCompletion } from '../support/harness.js';
+import { proxyInFrontOf, textCharByChar } from '../support/harness.js';
 
 const TEXT = '<tool_call>\n<function=t {"p": 7}</function>\n</tool_call>';
-const pair = proxyInFrontOf((req, res) => {
-  const streamed = (JSON.parse(req.body.toString()) as { stream?: boolean }).stream === true;
-  res.writeHead(200, { 'content-type': streamed ? 'text/event-stream' : 'application/json' });
-  if (!streamed) return void res.end(textCompletion(TEXT));
-  const events = [...TEXT].map((ch, i) =>
-    chunkEvent(i === 0 ? { role: 'assistant', content: ch } : { content: ch }),
-  );
-  res.end(`${events.join('')}${chunkEvent({}, 'stop')}data: [DONE]\n\n`);
-});
+const pair = proxyInFrontOf(textCharByChar(TEXT));
 const schema = { type: 'object', properties: { p: { type: 'number' } } };
 
 async function post(path: string, body: object): Promise<Response> {

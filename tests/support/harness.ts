@@ -237,6 +237,22 @@ export function streamOrJson(stream: () => string, json: () => string): FakeHand
   };
 }
 
+/**
+ * A fake upstream's handler whose model writes `text` as content: streamed, one character a
+ * chunk (the hardest split for a reader); otherwise whole in one completion.
+ */
+export function textCharByChar(text: string): FakeHandler {
+  return streamOrJson(
+    () => {
+      const events = [...text].map((ch, i) =>
+        chunkEvent(i === 0 ? { role: 'assistant', content: ch } : { content: ch }),
+      );
+      return `${events.join('')}${chunkEvent({}, 'stop')}data: [DONE]\n\n`;
+    },
+    () => textCompletion(text),
+  );
+}
+
 /** One choice per text in `contents`, each whole in its `message` or `delta` and finished "stop". */
 function textChoices(contents: string | readonly string[], field: 'message' | 'delta') {
   const list = typeof contents === 'string' ? [contents] : contents;
