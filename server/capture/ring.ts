@@ -1767,27 +1767,36 @@ export class CaptureRing {
    * Up to `limit` summaries, newest first, filtered, older than `before`, and the count of the
    * matching ones left older. A page never ends inside a millisecond: the records that arrived
    * in the same one as its last are all on it, so the next page (`before` its last's time)
-   * misses none. The count walks the rest of the ring: a comparison or three a record.
+   * misses none. Newest by `at` (when the request arrived), not by when its record was opened:
+   * a record is opened once its body is read, so concurrent requests open out of their arrival
+   * order (and the wall clock is read again each second), and a page cut in the ring's order
+   * left a later-opened older record past the next page's `before`: it was never listed. The
+   * ring is in order but for such neighbours, so the sort is a pass when nothing moved.
    */
   page(q: CaptureQuery = {}): CapturePage {
     this.settleIds();
-    const requests: CaptureSummary[] = [];
-    const limit = Math.max(q.limit ?? 200, 1);
-    let older = 0;
-    let lastAt = Number.NaN;
+    const hits: CaptureRecord[] = [];
+    let inOrder = true;
+    let prevAt = Number.POSITIVE_INFINITY;
     for (let i = this.order.length - 1; i >= this.head; i--) {
       const r = this.order[i]!.record;
-      if (q.before !== undefined && r.at >= q.before) continue;
+      const at = r.at;
+      if (q.before !== undefined && at >= q.before) continue;
       if (q.owner !== undefined && r.key !== q.owner) continue;
       if (q.model !== undefined && q.model !== '' && r.model !== q.model) continue;
       if (q.outcome !== undefined && q.outcome !== '' && !r.kinds.includes(q.outcome as Outcome)) continue;
       if (q.session !== undefined && q.session !== '' && r.session !== q.session) continue;
-      if (requests.length < limit || r.at === lastAt) {
-        requests.push(summaryOf(r));
-        lastAt = r.at;
-      } else older++;
+      hits.push(r);
+      if (at > prevAt) inOrder = false;
+      prevAt = at;
     }
-    return { requests, older };
+    // Stable: records of one millisecond stay newest opened first.
+    if (!inOrder) hits.sort((a, b) => b.at - a.at);
+    let end = Math.min(Math.max(q.limit ?? 200, 1), hits.length);
+    while (end < hits.length && hits[end]!.at === hits[end - 1]!.at) end++;
+    const requests: CaptureSummary[] = [];
+    for (let i = 0; i < end; i++) requests.push(summaryOf(hits[i]!));
+    return { requests, older: hits.length - end };
   }
 
   /** Up to `max` records that arrived after `r`, oldest first (none when `r` left the ring). */

@@ -10,14 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { recoverMessage } from '../../parsers/recover.js';
 import { fitsSchema, paramSchema } from '../../parsers/kit/schema-values.js';
 import type { DeclaredTool } from '../../parsers/types.js';
-import { cpuBound } from '../hardening/loop-probe.js';
-
-const cpuMs = (f: () => void): number => {
-  const c0 = process.cpuUsage();
-  f();
-  const c = process.cpuUsage(c0);
-  return (c.user + c.system) / 1000;
-};
+import { measureScaling, withinBudget } from '../support/cost-scaling.js';
 
 /** A tool whose one parameter points `segments` segments deep (`#/$defs/x/x/.../int`). */
 function tool(segments: number): DeclaredTool {
@@ -41,29 +34,19 @@ describe('a parameter typed by a long $ref pointer', () => {
   });
 
   it('x4 the pointer and x4 the calls cost about x4, not x16 (Qwen3-Coder calls through the engine)', () => {
-    // A fresh tool each run, as each request parses its own: its pointer is followed anew.
-    const run = (segments: number, calls: number) => {
-      const text =
-        '<tool_call>\n<function=t>\n<parameter=p>\n7\n</parameter>\n</function>\n</tool_call>\n'.repeat(
-          calls,
-        );
-      return () => {
+    // Size n: n calls of a tool whose pointer has 200n segments. A fresh tool each run, as each
+    // request parses its own: its pointer is followed anew.
+    const call = '<tool_call>\n<function=t>\n<parameter=p>\n7\n</parameter>\n</function>\n</tool_call>\n';
+    const s = measureScaling(
+      (n) => ({ text: call.repeat(n), segments: 200 * n, calls: n }),
+      ({ text, segments, calls }) => {
         const opts = { tools: new Map([['t', tool(segments)]]), newId: () => 'id' };
         const r = recoverMessage({ content: text, reasoning: null }, opts);
         if (r.calls.length !== calls) throw new Error(`read ${r.calls.length} calls`);
-      };
-    };
-    const one = run(10_000, 500);
-    const four = run(40_000, 2_000);
-    one();
-    let t1 = Number.POSITIVE_INFINITY;
-    let t4 = Number.POSITIVE_INFINITY;
-    for (let i = 0; i < 3; i++) {
-      t1 = Math.min(t1, cpuMs(one));
-      t4 = Math.min(t4, cpuMs(four));
-    }
-    expect(t4, `${t1.toFixed(1)} -> ${t4.toFixed(1)} ms CPU`).toBeLessThan(
-      cpuBound(t4, (f) => 6 * t1 + 20 * f),
+        return r;
+      },
+      { from: 64, max: 4096 },
     );
+    expect(withinBudget(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
   });
 });

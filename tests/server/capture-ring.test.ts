@@ -154,6 +154,25 @@ describe('CaptureRing', () => {
     expect(ring.list({ limit: 2 }).map((r) => r.id)).toEqual(['r5', 'r4']);
   });
 
+  it('pages by arrival time when records were opened out of it: every record listed once', () => {
+    // A record is opened once its request's body is read: concurrent requests open out of their
+    // arrival order. Paged in the ring's order, a page cut at 400 left 350 (opened after it)
+    // past the next page's `before`, and the inspector's pager never reached the oldest ones.
+    const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 1000 });
+    for (const [i, at] of [100, 300, 200, 400, 350, 350, 90].entries()) ring.open({ ...record(`r${i}`), at });
+    const seen: string[] = [];
+    let before: number | undefined;
+    for (let pages = 0; pages < 10; pages++) {
+      const p = ring.page({ limit: 2, before });
+      seen.push(...p.requests.map((r) => r.id));
+      if (p.older === 0) break;
+      before = p.requests.at(-1)!.at;
+    }
+    // Newest first by time; the two of one millisecond newest opened first.
+    expect(seen).toEqual(['r3', 'r5', 'r4', 'r1', 'r2', 'r0', 'r6']);
+    expect(ring.page({ limit: 3 }).older).toBe(4);
+  });
+
   it('filters by session, model and outcome kind', () => {
     const ring = new CaptureRing({ maxBytes: 1024 * 1024, textChars: 1000 });
     ring.open(record('a', 's1', 'm1')).record.kinds = ['retried', 'leak_recovered'];
