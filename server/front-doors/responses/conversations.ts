@@ -17,7 +17,7 @@ import { isObject } from '../../../protocol/is-object.js';
 import { inputToMessages } from '../../../protocol/responses/items.js';
 import type { InputItem } from '../../../protocol/responses/types.js';
 import type { AppState } from '../../app-state.js';
-import type { Listed } from './item-store.js';
+import type { Listed, Listing } from './item-store.js';
 
 const MAX_CREATE_ITEMS = 20;
 
@@ -86,19 +86,24 @@ function page(data: Record<string, unknown>[], hasMore: boolean) {
   };
 }
 
-/** A page of a conversation's items: `order` (desc by default, as OpenAI), `after` an item id, `limit` 1-100 (20). */
-export function listPage(items: readonly Listed[], query: Record<string, unknown>) {
+/**
+ * A page of a conversation's items: `order` (desc by default, as OpenAI), `after` an item id,
+ * `limit` 1-100 (20). Costs the page: the cursor is found by the listing's index.
+ */
+export function listPage(listing: Listing, query: Record<string, unknown>) {
   const order = query.order ?? 'desc';
   if (order !== 'asc' && order !== 'desc') throw invalid('order', "order must be 'asc' or 'desc'.");
   const limit = query.limit === undefined ? 20 : Number(query.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 100)
     throw invalid('limit', 'limit must be an integer from 1 to 100.');
+  const { items } = listing;
   const n = items.length;
   const at = (k: number) => items[order === 'asc' ? k : n - 1 - k]!;
   let start = 0;
   if (typeof query.after === 'string' && query.after !== '') {
-    while (start < n && at(start).id !== query.after) start++;
-    start++;
+    const i = listing.indexOf(query.after);
+    // An unknown cursor: past the end, an empty page.
+    start = i < 0 ? n : (order === 'asc' ? i : n - 1 - i) + 1;
   }
   const data: Record<string, unknown>[] = [];
   for (let k = start; k < n && data.length < limit; k++) data.push(listed(at(k)));
@@ -158,7 +163,7 @@ export function registerConversations(scope: FastifyInstance, state: AppState): 
   const itemsOfHeld = (request: FastifyRequest<Params>) => {
     const found = storeOf().listConversation(scopeOf(request), request.params.id);
     if (found.missing !== undefined) throw notHeld(request.params.id);
-    return found.items;
+    return found;
   };
   scope.get<Params>('/v1/conversations/:id', config, async (request) => conversationOf(request));
   scope.post<Params>('/v1/conversations/:id', config, async (request) => {
@@ -179,7 +184,8 @@ export function registerConversations(scope: FastifyInstance, state: AppState): 
     return page(added.items.map(listed), false);
   });
   scope.get<Params>('/v1/conversations/:id/items/:item', config, async (request) => {
-    const found = itemsOfHeld(request).find((l) => l.id === request.params.item);
+    const listing = itemsOfHeld(request);
+    const found = listing.items[listing.indexOf(request.params.item ?? '')];
     if (!found) throw itemNotHeld(request.params.item ?? '');
     return listed(found);
   });

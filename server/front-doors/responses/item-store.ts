@@ -73,17 +73,49 @@ export interface Listed {
   item: InputItem;
 }
 
+/** A conversation's items as listed, oldest first, and the place of a listed id among them (-1: none). */
+export interface Listing {
+  readonly items: readonly Listed[];
+  indexOf(id: string): number;
+  missing?: undefined;
+}
+
+/** What a kept listing was built from: a change to any of it builds it again. */
+interface Memo {
+  /** The conversation's own items (JSON) and the ids deleted from it (a fresh list per delete). */
+  readonly json: string;
+  readonly deleted: readonly string[] | undefined;
+  /** Its latest turn then. */
+  readonly last: string | undefined;
+  /** The responses (turns) it read: one dropped, or an output item of one, makes it stale. */
+  readonly turns: ReadonlySet<string>;
+  /** The conversation's JSON bytes. */
+  readonly bytes: number;
+}
+
+/** Listings kept between pages, at most. */
+const MAX_LISTINGS = 8;
+
 /**
  * The id a conversation item is listed under: its own, or (an input item sent without one) one
  * derived from the entry that holds it and its place there, so that it is the same on every
- * listing (a cursor, a delete) without rewriting what was kept.
+ * listing (a cursor, a delete) without rewriting what was kept: the entry's hash, then the place
+ * (one hash per entry: one per item was half of listing a large conversation, 160,000 items
+ * ~0.5 s).
  */
 function listedId(entry: string, index: number, item: InputItem): string {
   const own = itemId(item);
   if (own !== undefined) return own;
   const prefix = (item as { type?: unknown }).type === 'message' || !('type' in item) ? 'msg' : 'item';
-  return `${prefix}_${createHash('sha256').update(`${entry}:${index}`).digest('hex').slice(0, 48)}`;
+  if (entry !== hashed.entry) {
+    hashed.entry = entry;
+    hashed.hex = createHash('sha256').update(entry).digest('hex').slice(0, 40);
+  }
+  return `${prefix}_${hashed.hex}${index.toString(16).padStart(8, '0')}`;
 }
+
+/** The last entry listedId hashed (the items of one entry are listed in a row). */
+const hashed = { entry: '', hex: '' };
 
 /** A conversation to continue, or the response id the walk could not find. */
 export type Conversation =
@@ -104,6 +136,9 @@ export class ResponsesItemStore {
   /** The scopes by their bytes, the busiest first. */
   private readonly busiest = new BusiestFirst();
   private used = 0;
+  /** Conversations as last listed, by id, the least recently read first (listConversation). */
+  private readonly listings = new Map<string, Listing & Memo>();
+  private listingBytes = 0;
 
   constructor(readonly maxBytes: number) {}
 
@@ -382,7 +417,7 @@ export class ResponsesItemStore {
    */
   deleteConversationItem(scope: string, id: string, itemId: string): boolean {
     const listed = this.listConversation(scope, id);
-    if (listed.missing !== undefined || !listed.items.some((l) => l.id === itemId)) return false;
+    if (listed.missing !== undefined || listed.indexOf(itemId) < 0) return false;
     return this.reviseConversation(scope, id, { deleted: itemId });
   }
 
@@ -409,18 +444,68 @@ export class ResponsesItemStore {
 
   /**
    * Conversation `id`'s items as listed (GET .../items): each with its listed id, deleted ones
-   * left out, oldest first; not made the newest (a listing is not a turn).
+   * left out, oldest first, and where an id is among them; not made the newest (a listing is not
+   * a turn). Kept between pages (`listings`): a page of a conversation read to its end parsed the
+   * whole conversation again and scanned it for the cursor (160,000 items: ~1 s of loop a page,
+   * pages x conversation to read it all). Built again once the conversation changes: a turn, an
+   * item deleted, one of its entries dropped.
    */
-  listConversation(
-    scope: string,
-    id: string,
-  ): { items: Listed[]; missing?: undefined } | { missing: string } {
+  listConversation(scope: string, id: string): Listing | { missing: string } {
+    const held = this.conversations.get(id);
+    if (!held || held.scope !== scope) return { missing: id };
+    const memo = this.listings.get(id);
+    if (memo && memo.json === held.json && memo.deleted === held.deleted && memo.last === held.last) {
+      this.listings.delete(id);
+      this.listings.set(id, memo);
+      return memo;
+    }
     const ids: string[] = [];
     const found = this.conversationItems(scope, id, false, Number.POSITIVE_INFINITY, ids);
     if (found.missing !== undefined) return found;
     const items: Listed[] = [];
-    for (let i = 0; i < found.items.length; i++) items.push({ id: ids[i]!, item: found.items[i]! });
-    return { items };
+    const at = new Map<string, number>();
+    for (let i = 0; i < found.items.length; i++) {
+      items.push({ id: ids[i]!, item: found.items[i]! });
+      if (!at.has(ids[i]!)) at.set(ids[i]!, i);
+    }
+    const turns = new Set<string>();
+    for (let r = held.last; r !== undefined; r = this.responses.get(r)?.prev) {
+      if (turns.has(r)) break;
+      turns.add(r);
+    }
+    const listing: Listing & Memo = {
+      items,
+      indexOf: (listed) => at.get(listed) ?? -1,
+      json: held.json,
+      deleted: held.deleted,
+      last: held.last,
+      turns,
+      bytes: found.bytes,
+    };
+    this.remember(id, listing);
+    return listing;
+  }
+
+  /**
+   * Keeps `listing` for the next page: the newest listings whose conversations come to at most
+   * the store's own budget (their items, parsed, cost a few times that), at most 8.
+   */
+  private remember(id: string, listing: Listing & Memo): void {
+    this.forget(id);
+    if (listing.bytes > this.maxBytes) return;
+    this.listings.set(id, listing);
+    this.listingBytes += listing.bytes;
+    for (const [oldest] of this.listings) {
+      if (this.listingBytes <= this.maxBytes && this.listings.size <= MAX_LISTINGS) break;
+      this.forget(oldest);
+    }
+  }
+
+  private forget(id: string): void {
+    const memo = this.listings.get(id);
+    if (!memo) return;
+    this.listings.delete(id);
+    this.listingBytes -= memo.bytes;
   }
 
   /** Whether conversation `id` is held under `scope` (not made the newest). */
@@ -532,6 +617,17 @@ export class ResponsesItemStore {
     return true;
   }
 
+  /** A listing that read `kept` (a turn, an output item of one, the conversation) is built again. */
+  private staled(kept: Kept): void {
+    if (kept.kind === 'conversation') {
+      this.forget(kept.id);
+      return;
+    }
+    const turn = kept.kind === 'response' ? kept.id : kept.response;
+    if (turn === undefined) return;
+    for (const [id, memo] of this.listings) if (memo.turns.has(turn)) this.forget(id);
+  }
+
   /**
    * The oldest entry of the scope holding the most bytes. Scopes are the configured keys (or
    * one), kept in a heap by their bytes: a walk of them per eviction cost the keys holding
@@ -546,6 +642,7 @@ export class ResponsesItemStore {
     const map = this.mapOf(kept);
     if (map.get(kept.id) !== kept) return;
     map.delete(kept.id);
+    if (this.listings.size > 0) this.staled(kept);
     kept.gone = true;
     this.used -= kept.bytes;
     const own = this.scopes.get(kept.scope);

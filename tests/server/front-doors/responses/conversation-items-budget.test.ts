@@ -2,7 +2,8 @@
  * GET /v1/conversations/{id}/items' costs, x1 vs x4 (tests/support/cost-scaling.ts): a page of a
  * conversation of n turns, with an item deleted and an `after` cursor near its end (the listing
  * walks the conversation once, derives the ids of items sent without one, leaves the deleted out
- * and scans for the cursor), costs about n in CPU and keeps about a page.
+ * and finds the cursor), costs about n in CPU and keeps about a page. Each run lists it anew (an
+ * item added first: the listing kept for the next page is built again).
  */
 import { describe, expect, it } from 'vitest';
 import type { InputItem, OutputItem } from '../../../../protocol/responses/types.js';
@@ -44,9 +45,10 @@ describe('conversation items: a page costs linear in the conversation', () => {
     const s = measureScaling(
       (n) => conversation(n),
       ({ store, after }) => {
+        store.addConversationItems('k', 'conv_1', [user(0)]);
         const found = store.listConversation('k', 'conv_1');
         if (found.missing !== undefined) throw new Error(found.missing);
-        return listPage(found.items, { order: 'asc', after, limit: '100' });
+        return listPage(found, { order: 'asc', after, limit: '100' });
       },
       { from: 64, max: 65_536 },
     );
