@@ -99,6 +99,33 @@ describe('a conversation read to its end, page by page', () => {
     expect((await call('GET', `/v1/conversations/${id}/items`)).status).toBe(404);
   });
 
+  it('items sent with long ids of one length: the listing costs about the conversation (x1 vs x4)', () => {
+    // V8 hashes a string past 16,383 characters by its length alone: an index of such ids in a
+    // Map compared each with all before it (protocol/string-set.ts).
+    const make = (n: number) => {
+      const store = new ResponsesItemStore(1 << 30);
+      const items = Array.from({ length: n }, (_, i) => ({
+        ...output(i),
+        id: `fco_${'a'.repeat(17_000)}${String(i).padStart(6, '0')}`,
+      }));
+      store.openConversation('k', 'conv_1', []);
+      store.addConversationItems('k', 'conv_1', items as InputItem[]);
+      return { store, last: items.at(-1)!.id };
+    };
+    const s = measureScaling(
+      make,
+      ({ store, last }) => {
+        // A turn first: the listing is built again.
+        store.addConversationItems('k', 'conv_1', [output(0)]);
+        const found = store.listConversation('k', 'conv_1');
+        if (found.missing !== undefined) throw new Error(found.missing);
+        return found.indexOf(last);
+      },
+      { from: 16, max: 4096 },
+    );
+    expect(withinBudget(s, 5).time, JSON.stringify(s)).toBe(true);
+  });
+
   it('costs about the conversation (x1 vs x4)', () => {
     const s = measureScaling(conversation, (store) => readAll(store).length, { from: 500, max: 256_000 });
     console.log('conversation paging', JSON.stringify(s));

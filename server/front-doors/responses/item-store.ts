@@ -23,6 +23,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { stringifyJson } from '../../../protocol/lossless-json.js';
 import type { ItemLookup } from '../../../protocol/responses/items.js';
 import type { InputItem, OutputItem } from '../../../protocol/responses/types.js';
+import { StringMap } from '../../../protocol/string-set.js';
 import { WriteOrder } from '../../write-order.js';
 
 /** Map entry, id and bookkeeping, beyond the JSON text itself. */
@@ -463,7 +464,8 @@ export class ResponsesItemStore {
     const found = this.conversationItems(scope, id, false, Number.POSITIVE_INFINITY, ids);
     if (found.missing !== undefined) return found;
     const items: Listed[] = [];
-    const at = new Map<string, number>();
+    // Ids items were sent with, of any length: a StringMap holds long ones apart.
+    const at = new StringMap<number>();
     for (let i = 0; i < found.items.length; i++) {
       items.push({ id: ids[i]!, item: found.items[i]! });
       if (!at.has(ids[i]!)) at.set(ids[i]!, i);
