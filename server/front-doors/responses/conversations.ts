@@ -125,9 +125,8 @@ export function listPage(listing: Listing, query: Record<string, unknown>) {
   const limit = query.limit === undefined ? 20 : Number(query.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 100)
     throw invalid('limit', 'limit must be an integer from 1 to 100.');
-  const { items } = listing;
-  const n = items.length;
-  const at = (k: number) => items[order === 'asc' ? k : n - 1 - k]!;
+  const n = listing.length;
+  const at = (k: number) => listing.at(order === 'asc' ? k : n - 1 - k);
   let start = 0;
   if (typeof query.after === 'string' && query.after !== '') {
     const i = listing.indexOf(query.after);
@@ -217,9 +216,9 @@ export function registerConversations(scope: FastifyInstance, state: AppState): 
   });
   scope.get<Params>('/v1/conversations/:id/items/:item', config, async (request) => {
     const listing = itemsOfHeld(request);
-    const found = listing.items[listing.indexOf(request.params.item ?? '')];
-    if (!found) throw itemNotHeld(request.params.item ?? '');
-    return listed(found);
+    const k = listing.indexOf(request.params.item ?? '');
+    if (k < 0) throw itemNotHeld(request.params.item ?? '');
+    return listed(listing.at(k));
   });
   scope.delete<Params>('/v1/conversations/:id/items/:item', config, async (request) => {
     itemsOfHeld(request);

@@ -32,8 +32,8 @@ function conversation(turns: number): { store: ResponsesItemStore; after: string
   }
   const listed = store.listConversation('k', 'conv_1');
   if (listed.missing !== undefined) throw new Error(listed.missing);
-  if (!store.deleteConversationItem('k', 'conv_1', listed.items[1]!.id)) throw new Error('not deleted');
-  return { store, after: listed.items[Math.max(0, listed.items.length - 10)]!.id };
+  if (!store.deleteConversationItem('k', 'conv_1', listed.at(1).id)) throw new Error('not deleted');
+  return { store, after: listed.at(Math.max(0, listed.length - 10)).id };
 }
 
 describe('conversation items: a page costs linear in the conversation', () => {
@@ -41,7 +41,7 @@ describe('conversation items: a page costs linear in the conversation', () => {
     const small = conversation(3);
     const listed = small.store.listConversation('k', 'conv_1');
     if (listed.missing !== undefined) throw new Error(listed.missing);
-    expect(listed.items).toHaveLength(6);
+    expect(listed.length).toBe(6);
     const s = measureScaling(
       (n) => conversation(n),
       ({ store, after }) => {
