@@ -24,6 +24,7 @@ import { stringifyJson } from '../../../protocol/lossless-json.js';
 import type { ItemLookup } from '../../../protocol/responses/items.js';
 import type { InputItem, OutputItem } from '../../../protocol/responses/types.js';
 import { StringMap } from '../../../protocol/string-set.js';
+import { BusiestFirst } from '../../busiest-first.js';
 import { WriteOrder } from '../../write-order.js';
 
 /** Map entry, id and bookkeeping, beyond the JSON text itself. */
@@ -140,7 +141,7 @@ export class ResponsesItemStore {
   /** Each scope's entries, oldest first (server/write-order.ts: a Map's would walk its dropped slots), and bytes. */
   private readonly scopes = new Map<string, Scope>();
   /** The scopes by their bytes, the busiest first. */
-  private readonly busiest = new BusiestFirst();
+  private readonly busiest = new BusiestFirst<Scope>((s) => s.bytes);
   private used = 0;
   /** Conversations as last listed, by id, the least recently read first (listConversation). */
   private readonly listings = new Map<string, Listing & Memo>();
@@ -673,75 +674,4 @@ interface Scope {
   bytes: number;
   /** Its place in BusiestFirst's heap (-1: none). */
   at: number;
-}
-
-/** Scopes in a binary max-heap by their bytes: the busiest found, and each change kept, in O(log scopes). */
-class BusiestFirst {
-  private readonly heap: Scope[] = [];
-
-  top(): Scope | undefined {
-    return this.heap[0];
-  }
-
-  insert(s: Scope): void {
-    s.at = this.heap.length;
-    this.heap.push(s);
-    this.up(s.at);
-  }
-
-  remove(s: Scope): void {
-    const i = s.at;
-    if (i < 0) return;
-    const last = this.heap.pop()!;
-    s.at = -1;
-    if (last === s) return;
-    this.heap[i] = last;
-    last.at = i;
-    this.down(this.up(i));
-  }
-
-  /** `s`'s bytes went up. */
-  grew(s: Scope): void {
-    if (s.at >= 0) this.up(s.at);
-  }
-
-  /** `s`'s bytes went down. */
-  shrank(s: Scope): void {
-    if (s.at >= 0) this.down(s.at);
-  }
-
-  private put(s: Scope, i: number): void {
-    this.heap[i] = s;
-    s.at = i;
-  }
-
-  /** Moves the scope at `i` up past every parent holding fewer bytes; its new place. */
-  private up(i: number): number {
-    const s = this.heap[i]!;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      const p = this.heap[parent]!;
-      if (p.bytes >= s.bytes) break;
-      this.put(p, i);
-      i = parent;
-    }
-    this.put(s, i);
-    return i;
-  }
-
-  private down(i: number): void {
-    const s = this.heap[i]!;
-    const n = this.heap.length;
-    for (;;) {
-      const l = 2 * i + 1;
-      if (l >= n) break;
-      const r = l + 1;
-      const c = r < n && this.heap[r]!.bytes > this.heap[l]!.bytes ? r : l;
-      const child = this.heap[c]!;
-      if (child.bytes <= s.bytes) break;
-      this.put(child, i);
-      i = c;
-    }
-    this.put(s, i);
-  }
 }
