@@ -84,17 +84,59 @@ export interface Listing {
   missing?: undefined;
 }
 
-/** What a kept listing was built from: a change to any of it builds it again. */
-interface Memo {
+/**
+ * A conversation's listing kept between pages (listConversation), and what it was built from:
+ * turns added since extend it; any other change builds it again.
+ */
+class KeptListing implements Listing {
   /** The conversation's own items (JSON) and the ids deleted from it (a fresh list per delete). */
   readonly json: string;
   readonly deleted: readonly string[] | undefined;
-  /** Its latest turn then. */
-  readonly last: string | undefined;
-  /** The responses (turns) it read: one dropped, or an output item of one, makes it stale. */
-  readonly turns: ReadonlySet<string>;
-  /** The conversation's JSON bytes. */
-  readonly bytes: number;
+  /** Its latest turn when built or extended. */
+  last: string | undefined;
+  /** Ids past LONG_ID characters, in a StringMap (held apart: protocol/string-set.ts). */
+  private long: StringMap<number> | undefined;
+  private readonly short = new Map<string, number>();
+
+  constructor(
+    private readonly items: InputItem[],
+    private readonly ids: string[],
+    held: Kept,
+    /** The responses (turns) it read: one dropped, or an output item of one, makes it stale. */
+    readonly turns: Set<string>,
+    /** The conversation's JSON bytes. */
+    public bytes: number,
+  ) {
+    this.json = held.json;
+    this.deleted = held.deleted;
+    this.last = held.last;
+    for (let i = 0; i < ids.length; i++) this.index(ids[i]!, i);
+  }
+
+  get length(): number {
+    return this.items.length;
+  }
+
+  at(k: number): Listed {
+    return { id: this.ids[k]!, item: this.items[k]! };
+  }
+
+  indexOf(id: string): number {
+    return (id.length <= LONG_ID ? this.short.get(id) : this.long?.get(id)) ?? -1;
+  }
+
+  append(id: string, item: InputItem): void {
+    this.index(id, this.items.length);
+    this.items.push(item);
+    this.ids.push(id);
+  }
+
+  /** The first place of each id. */
+  private index(id: string, i: number): void {
+    if (id.length <= LONG_ID) {
+      if (!this.short.has(id)) this.short.set(id, i);
+    } else if (!(this.long ??= new StringMap()).has(id)) this.long.set(id, i);
+  }
 }
 
 /** Listings kept between pages, at most. */
@@ -144,7 +186,7 @@ export class ResponsesItemStore {
   private readonly busiest = new BusiestFirst<Scope>((s) => s.bytes);
   private used = 0;
   /** Conversations as last listed, by id, the least recently read first (listConversation). */
-  private readonly listings = new Map<string, Listing & Memo>();
+  private readonly listings = new Map<string, KeptListing>();
   private listingBytes = 0;
 
   constructor(readonly maxBytes: number) {}
@@ -340,21 +382,56 @@ export class ResponsesItemStore {
     // Counted before any of it is parsed: the caller refuses it by its bytes.
     if (bytes > limitBytes) return { items: [], bytes, turns: chain.length };
     const items: InputItem[] = [];
-    for (let i = chain.length - 1; i >= 0; i--) {
-      const response = touch ? this.touch(chain[i]!) : chain[i]!;
-      const brought = JSON.parse(response.json) as InputItem[];
-      for (let j = 0; j < brought.length; j++) {
-        items.push(brought[j]!);
-        ids?.push(listedId(response.id, j, brought[j]!));
-      }
-      for (const oid of response.outputIds ?? []) {
-        ids?.push(oid);
-        const item = this.items.get(oid);
-        if (item) items.push(JSON.parse((touch ? this.touch(item) : item).json) as InputItem);
-        else items.push({ type: 'item_reference', id: oid } as InputItem);
-      }
-    }
+    for (let i = chain.length - 1; i >= 0; i--) this.turnItems(chain[i]!, touch, items, ids);
     return { items, bytes, turns: chain.length };
+  }
+
+  /**
+   * One turn's items, pushed to `items`: its input items, then its output items (one evicted
+   * since: an item_reference to it); their listed ids to `ids`. The turn and its items become
+   * the newest with `touch`.
+   */
+  private turnItems(kept: Kept, touch: boolean, items: InputItem[], ids?: string[]): void {
+    const response = touch ? this.touch(kept) : kept;
+    const brought = JSON.parse(response.json) as InputItem[];
+    for (let j = 0; j < brought.length; j++) {
+      items.push(brought[j]!);
+      ids?.push(listedId(response.id, j, brought[j]!));
+    }
+    for (const oid of response.outputIds ?? []) {
+      ids?.push(oid);
+      const item = this.items.get(oid);
+      if (item) items.push(JSON.parse((touch ? this.touch(item) : item).json) as InputItem);
+      else items.push({ type: 'item_reference', id: oid } as InputItem);
+    }
+  }
+
+  /**
+   * `memo` brought up to conversation `held`'s latest turn when only turns were added since
+   * (POST .../items, a turn answered): their items appended, each turn read once. False when
+   * anything else changed (a turn not held, the chain not reaching the memo's): built anew.
+   */
+  private extend(memo: KeptListing, held: Kept): boolean {
+    const added: Kept[] = [];
+    let bytes = 0;
+    for (let at = held.last; at !== memo.last; ) {
+      const response = at === undefined ? undefined : this.responses.get(at);
+      if (!response || response.scope !== held.scope || added.length >= this.responses.size) return false;
+      added.push(response);
+      bytes += response.json.length;
+      for (const oid of response.outputIds ?? []) bytes += this.items.get(oid)?.json.length ?? 0;
+      at = response.prev;
+    }
+    const items: InputItem[] = [];
+    const ids: string[] = [];
+    for (let i = added.length - 1; i >= 0; i--) this.turnItems(added[i]!, false, items, ids);
+    const deleted = held.deleted?.length ? new Set(held.deleted) : undefined;
+    for (let i = 0; i < items.length; i++) if (!deleted?.has(ids[i]!)) memo.append(ids[i]!, items[i]!);
+    for (const r of added) memo.turns.add(r.id);
+    memo.last = held.last;
+    this.listingBytes += bytes;
+    memo.bytes += bytes;
+    return true;
   }
 
   /**
@@ -454,46 +531,31 @@ export class ResponsesItemStore {
    * left out, oldest first, and where an id is among them; not made the newest (a listing is not
    * a turn). Kept between pages (`listings`): a page of a conversation read to its end parsed the
    * whole conversation again and scanned it for the cursor (160,000 items: ~1 s of loop a page,
-   * pages x conversation to read it all). Built again once the conversation changes: a turn, an
-   * item deleted, one of its entries dropped.
+   * pages x conversation to read it all). Turns added since (POST .../items, a turn answered)
+   * extend it, read once each: a page after each added item cost the whole conversation again.
+   * Built again once anything else changes: an item deleted, one of its entries dropped.
    */
   listConversation(scope: string, id: string): Listing | { missing: string } {
     const held = this.conversations.get(id);
     if (!held || held.scope !== scope) return { missing: id };
     const memo = this.listings.get(id);
-    if (memo && memo.json === held.json && memo.deleted === held.deleted && memo.last === held.last) {
-      this.listings.delete(id);
-      this.listings.set(id, memo);
-      return memo;
+    if (memo && memo.json === held.json && memo.deleted === held.deleted) {
+      if (memo.last === held.last || this.extend(memo, held)) {
+        this.listings.delete(id);
+        this.listings.set(id, memo);
+        if (this.listingBytes > this.maxBytes) this.remember(id, memo);
+        return memo;
+      }
     }
     const ids: string[] = [];
     const found = this.conversationItems(scope, id, false, Number.POSITIVE_INFINITY, ids);
     if (found.missing !== undefined) return found;
-    const { items } = found;
-    // Ids items were sent with are of any length: the long ones in a StringMap, held apart.
-    const short = new Map<string, number>();
-    let long: StringMap<number> | undefined;
-    for (let i = 0; i < ids.length; i++) {
-      const listed = ids[i]!;
-      if (listed.length <= LONG_ID) {
-        if (!short.has(listed)) short.set(listed, i);
-      } else if (!(long ??= new StringMap()).has(listed)) long.set(listed, i);
-    }
     const turns = new Set<string>();
     for (let r = held.last; r !== undefined; r = this.responses.get(r)?.prev) {
       if (turns.has(r)) break;
       turns.add(r);
     }
-    const listing: Listing & Memo = {
-      length: items.length,
-      at: (k) => ({ id: ids[k]!, item: items[k]! }),
-      indexOf: (listed) => (listed.length <= LONG_ID ? short.get(listed) : long?.get(listed)) ?? -1,
-      json: held.json,
-      deleted: held.deleted,
-      last: held.last,
-      turns,
-      bytes: found.bytes,
-    };
+    const listing = new KeptListing(found.items, ids, held, turns, found.bytes);
     this.remember(id, listing);
     return listing;
   }
@@ -503,7 +565,7 @@ export class ResponsesItemStore {
    * the store's own budget (their items held parsed: 3.3-4.4x their JSON in heap, the items
    * themselves most of it), at most 8.
    */
-  private remember(id: string, listing: Listing & Memo): void {
+  private remember(id: string, listing: KeptListing): void {
     this.forget(id);
     if (listing.bytes > this.maxBytes) return;
     this.listings.set(id, listing);
