@@ -214,8 +214,9 @@ export function addedToolDefinitions(
  * Names the conversation's tool_reference blocks load (deferred tools the model may now see),
  * and the deferred tools its system turns add by reference.
  */
-function referencedTools(messages: readonly MessageParam[]): Set<string> {
-  const names = new Set<string>();
+function referencedTools(messages: readonly MessageParam[]): StringSet {
+  // The client's names, of any length: a StringSet holds long ones apart.
+  const names = new StringSet();
   for (const tool of toolAdditions(messages))
     if (tool.type === 'tool_reference' && typeof tool.name === 'string') names.add(tool.name);
   for (const m of messages) {
@@ -241,7 +242,7 @@ export function toolDefs(tools: readonly ToolParam[], messages: readonly Message
   const out: ToolDef[] = [];
   const dropped: string[] = [];
   let refusal: ToolproofError | undefined;
-  let loaded: Set<string> | undefined;
+  let loaded: StringSet | undefined;
   tools.forEach((tool, i) => {
     const path = `tools.${i}`;
     if (!isObject(tool)) throw invalid(path, `"${path}" must be an object.`);

@@ -7,6 +7,7 @@
 import { isAllowedToolsChoice, narrowToAllowed, readAllowedTools } from '../allowed-tools.js';
 import { ToolproofError } from '../errors.js';
 import type { ChatCompletionRequest, JsonObject, ToolChoice } from '../openai.js';
+import { StringSet } from '../string-set.js';
 import { inputToMessages, type ItemLookup } from './items.js';
 import { chatNameOf, type ToolCatalog, translateTools } from './tools.js';
 import type { InputItem, ResponsesRequest, ResponsesToolChoice, TextFormat } from './types.js';
@@ -92,7 +93,8 @@ function fromItems(
 ): { tools: NonNullable<ResponsesRequest['tools']>; update?: Record<string, unknown> } {
   const tools: NonNullable<ResponsesRequest['tools']> = [];
   let update: Record<string, unknown> | undefined;
-  const seen = new Set<string>();
+  // Names not yet length-checked (translateTools does): a StringSet holds long ones apart.
+  const seen = new StringSet();
   for (const t of declared ?? []) {
     const name = (t as { name?: unknown } | null)?.name;
     if (typeof name === 'string') seen.add(name);

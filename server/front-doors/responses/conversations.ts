@@ -17,7 +17,7 @@ import { isObject } from '../../../protocol/is-object.js';
 import { inputToMessages } from '../../../protocol/responses/items.js';
 import type { InputItem } from '../../../protocol/responses/types.js';
 import type { AppState } from '../../app-state.js';
-import type { Listed } from './item-store.js';
+import type { Listed, Listing } from './item-store.js';
 
 const MAX_CREATE_ITEMS = 20;
 
@@ -48,16 +48,45 @@ function itemsOf(body: unknown, capped = true): InputItem[] {
   return items as InputItem[];
 }
 
-/** Conversation metadata as sent (an object, as OpenAI's 16 string pairs); else a 400. */
-function metadataOf(body: unknown, required: boolean): Record<string, unknown> {
+/** OpenAI's bounds on metadata: 16 pairs, keys of at most 64 characters, values of at most 512. */
+const METADATA_PAIRS = 16;
+const METADATA_KEY_CHARS = 64;
+const METADATA_VALUE_CHARS = 512;
+
+/**
+ * Conversation metadata as sent, within OpenAI's bounds (16 string pairs, keys up to 64
+ * characters, values up to 512); else a 400 naming the pair. Before, any object was kept as
+ * sent (nested, megabytes) and read back whole on every GET of the conversation.
+ */
+function metadataOf(body: unknown, required: boolean): Record<string, string> {
   const metadata = isObject(body) ? body.metadata : undefined;
+  const bounds = `an object of up to ${METADATA_PAIRS} string pairs (keys up to ${METADATA_KEY_CHARS} characters, values up to ${METADATA_VALUE_CHARS})`;
   if (metadata === undefined || metadata === null) {
-    if (required) throw invalid('metadata', 'metadata: an object of up to 16 string pairs is required.');
+    if (required) throw invalid('metadata', `metadata: ${bounds} is required.`);
     return {};
   }
-  if (!isObject(metadata) || Array.isArray(metadata))
-    throw invalid('metadata', 'metadata must be an object of up to 16 string pairs.');
-  return metadata;
+  if (!isObject(metadata)) throw invalid('metadata', `metadata must be ${bounds}.`);
+  let pairs = 0;
+  for (const key in metadata) {
+    if (!Object.hasOwn(metadata, key)) continue;
+    if (++pairs > METADATA_PAIRS)
+      throw invalid('metadata', `metadata must be ${bounds}: more than ${METADATA_PAIRS} pairs.`);
+    const value = metadata[key];
+    const shown = JSON.stringify(key.slice(0, METADATA_KEY_CHARS));
+    if (key.length > METADATA_KEY_CHARS)
+      throw invalid('metadata', `metadata must be ${bounds}: the key ${shown}... is longer.`);
+    if (typeof value !== 'string' || value.length > METADATA_VALUE_CHARS)
+      throw invalid(
+        `metadata.${key}`,
+        `metadata must be ${bounds}: the value of ${shown} is ${typeof value !== 'string' ? 'not a string' : 'longer'}.`,
+      );
+  }
+  return metadata as Record<string, string>;
+}
+
+/** A body that is not an object (an array, a string, null): a 400, as a Responses request's is. */
+function objectBody(body: unknown): void {
+  if (body !== undefined && !isObject(body)) throw invalid('body', 'The request body must be a JSON object.');
 }
 
 /**
@@ -86,19 +115,23 @@ function page(data: Record<string, unknown>[], hasMore: boolean) {
   };
 }
 
-/** A page of a conversation's items: `order` (desc by default, as OpenAI), `after` an item id, `limit` 1-100 (20). */
-export function listPage(items: readonly Listed[], query: Record<string, unknown>) {
+/**
+ * A page of a conversation's items: `order` (desc by default, as OpenAI), `after` an item id,
+ * `limit` 1-100 (20). Costs the page: the cursor is found by the listing's index.
+ */
+export function listPage(listing: Listing, query: Record<string, unknown>) {
   const order = query.order ?? 'desc';
   if (order !== 'asc' && order !== 'desc') throw invalid('order', "order must be 'asc' or 'desc'.");
   const limit = query.limit === undefined ? 20 : Number(query.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 100)
     throw invalid('limit', 'limit must be an integer from 1 to 100.');
-  const n = items.length;
-  const at = (k: number) => items[order === 'asc' ? k : n - 1 - k]!;
+  const n = listing.length;
+  const at = (k: number) => listing.at(order === 'asc' ? k : n - 1 - k);
   let start = 0;
   if (typeof query.after === 'string' && query.after !== '') {
-    while (start < n && at(start).id !== query.after) start++;
-    start++;
+    const i = listing.indexOf(query.after);
+    // An unknown cursor: past the end, an empty page.
+    start = i < 0 ? n : (order === 'asc' ? i : n - 1 - i) + 1;
   }
   const data: Record<string, unknown>[] = [];
   for (let k = start; k < n && data.length < limit; k++) data.push(listed(at(k)));
@@ -138,6 +171,7 @@ export function registerConversations(scope: FastifyInstance, state: AppState): 
   };
   scope.post('/v1/conversations', { config: { api: 'responses' } }, async (request, reply) => {
     const store = storeOf();
+    objectBody(request.body);
     const items = itemsOf(request.body);
     const metadata = metadataOf(request.body, false);
     const id = `conv_${randomBytes(24).toString('hex')}`;
@@ -158,10 +192,11 @@ export function registerConversations(scope: FastifyInstance, state: AppState): 
   const itemsOfHeld = (request: FastifyRequest<Params>) => {
     const found = storeOf().listConversation(scopeOf(request), request.params.id);
     if (found.missing !== undefined) throw notHeld(request.params.id);
-    return found.items;
+    return found;
   };
   scope.get<Params>('/v1/conversations/:id', config, async (request) => conversationOf(request));
   scope.post<Params>('/v1/conversations/:id', config, async (request) => {
+    objectBody(request.body);
     const metadata = metadataOf(request.body, true);
     if (!storeOf().updateConversation(scopeOf(request), request.params.id, metadata))
       throw notHeld(request.params.id);
@@ -171,6 +206,7 @@ export function registerConversations(scope: FastifyInstance, state: AppState): 
     listPage(itemsOfHeld(request), request.query),
   );
   scope.post<Params>('/v1/conversations/:id/items', config, async (request) => {
+    objectBody(request.body);
     const items = itemsOf(request.body, false);
     if (items.length === 0) throw invalid('items', 'items: at least one item.');
     const added = storeOf().addConversationItems(scopeOf(request), request.params.id, items);
@@ -179,9 +215,10 @@ export function registerConversations(scope: FastifyInstance, state: AppState): 
     return page(added.items.map(listed), false);
   });
   scope.get<Params>('/v1/conversations/:id/items/:item', config, async (request) => {
-    const found = itemsOfHeld(request).find((l) => l.id === request.params.item);
-    if (!found) throw itemNotHeld(request.params.item ?? '');
-    return listed(found);
+    const listing = itemsOfHeld(request);
+    const k = listing.indexOf(request.params.item ?? '');
+    if (k < 0) throw itemNotHeld(request.params.item ?? '');
+    return listed(listing.at(k));
   });
   scope.delete<Params>('/v1/conversations/:id/items/:item', config, async (request) => {
     itemsOfHeld(request);

@@ -23,6 +23,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { stringifyJson } from '../../../protocol/lossless-json.js';
 import type { ItemLookup } from '../../../protocol/responses/items.js';
 import type { InputItem, OutputItem } from '../../../protocol/responses/types.js';
+import { StringMap } from '../../../protocol/string-set.js';
+import { BusiestFirst } from '../../busiest-first.js';
 import { WriteOrder } from '../../write-order.js';
 
 /** Map entry, id and bookkeeping, beyond the JSON text itself. */
@@ -73,17 +75,96 @@ export interface Listed {
   item: InputItem;
 }
 
+/** A conversation's items as listed, oldest first, and the place of a listed id among them (-1: none). */
+export interface Listing {
+  readonly length: number;
+  /** The item at `k` (0: the oldest). */
+  at(k: number): Listed;
+  indexOf(id: string): number;
+  missing?: undefined;
+}
+
+/**
+ * A conversation's listing kept between pages (listConversation), and what it was built from:
+ * turns added since extend it; any other change builds it again.
+ */
+class KeptListing implements Listing {
+  /** The conversation's own items (JSON) and the ids deleted from it (a fresh list per delete). */
+  readonly json: string;
+  readonly deleted: readonly string[] | undefined;
+  /** Its latest turn when built or extended. */
+  last: string | undefined;
+  /** Ids past LONG_ID characters, in a StringMap (held apart: protocol/string-set.ts). */
+  private long: StringMap<number> | undefined;
+  private readonly short = new Map<string, number>();
+
+  constructor(
+    private readonly items: InputItem[],
+    private readonly ids: string[],
+    held: Kept,
+    /** The responses (turns) it read: one dropped, or an output item of one, makes it stale. */
+    readonly turns: Set<string>,
+    /** The conversation's JSON bytes. */
+    public bytes: number,
+  ) {
+    this.json = held.json;
+    this.deleted = held.deleted;
+    this.last = held.last;
+    for (let i = 0; i < ids.length; i++) this.index(ids[i]!, i);
+  }
+
+  get length(): number {
+    return this.items.length;
+  }
+
+  at(k: number): Listed {
+    return { id: this.ids[k]!, item: this.items[k]! };
+  }
+
+  indexOf(id: string): number {
+    return (id.length <= LONG_ID ? this.short.get(id) : this.long?.get(id)) ?? -1;
+  }
+
+  append(id: string, item: InputItem): void {
+    this.index(id, this.items.length);
+    this.items.push(item);
+    this.ids.push(id);
+  }
+
+  /** The first place of each id. */
+  private index(id: string, i: number): void {
+    if (id.length <= LONG_ID) {
+      if (!this.short.has(id)) this.short.set(id, i);
+    } else if (!(this.long ??= new StringMap()).has(id)) this.long.set(id, i);
+  }
+}
+
+/** Listings kept between pages, at most. */
+const MAX_LISTINGS = 8;
+
+/** Ids past this many characters are indexed by their digest (protocol/string-set.ts). */
+const LONG_ID = 4096;
+
 /**
  * The id a conversation item is listed under: its own, or (an input item sent without one) one
  * derived from the entry that holds it and its place there, so that it is the same on every
- * listing (a cursor, a delete) without rewriting what was kept.
+ * listing (a cursor, a delete) without rewriting what was kept: the entry's hash, then the place
+ * (one hash per entry: one per item was half of listing a large conversation, 160,000 items
+ * ~0.5 s).
  */
 function listedId(entry: string, index: number, item: InputItem): string {
   const own = itemId(item);
   if (own !== undefined) return own;
   const prefix = (item as { type?: unknown }).type === 'message' || !('type' in item) ? 'msg' : 'item';
-  return `${prefix}_${createHash('sha256').update(`${entry}:${index}`).digest('hex').slice(0, 48)}`;
+  if (entry !== hashed.entry) {
+    hashed.entry = entry;
+    hashed.hex = createHash('sha256').update(entry).digest('hex').slice(0, 40);
+  }
+  return `${prefix}_${hashed.hex}${index.toString(16).padStart(8, '0')}`;
 }
+
+/** The last entry listedId hashed (the items of one entry are listed in a row). */
+const hashed = { entry: '', hex: '' };
 
 /** A conversation to continue, or the response id the walk could not find. */
 export type Conversation =
@@ -102,8 +183,11 @@ export class ResponsesItemStore {
   /** Each scope's entries, oldest first (server/write-order.ts: a Map's would walk its dropped slots), and bytes. */
   private readonly scopes = new Map<string, Scope>();
   /** The scopes by their bytes, the busiest first. */
-  private readonly busiest = new BusiestFirst();
+  private readonly busiest = new BusiestFirst<Scope>((s) => s.bytes);
   private used = 0;
+  /** Conversations as last listed, by id, the least recently read first (listConversation). */
+  private readonly listings = new Map<string, KeptListing>();
+  private listingBytes = 0;
 
   constructor(readonly maxBytes: number) {}
 
@@ -298,21 +382,56 @@ export class ResponsesItemStore {
     // Counted before any of it is parsed: the caller refuses it by its bytes.
     if (bytes > limitBytes) return { items: [], bytes, turns: chain.length };
     const items: InputItem[] = [];
-    for (let i = chain.length - 1; i >= 0; i--) {
-      const response = touch ? this.touch(chain[i]!) : chain[i]!;
-      const brought = JSON.parse(response.json) as InputItem[];
-      for (let j = 0; j < brought.length; j++) {
-        items.push(brought[j]!);
-        ids?.push(listedId(response.id, j, brought[j]!));
-      }
-      for (const oid of response.outputIds ?? []) {
-        ids?.push(oid);
-        const item = this.items.get(oid);
-        if (item) items.push(JSON.parse((touch ? this.touch(item) : item).json) as InputItem);
-        else items.push({ type: 'item_reference', id: oid } as InputItem);
-      }
-    }
+    for (let i = chain.length - 1; i >= 0; i--) this.turnItems(chain[i]!, touch, items, ids);
     return { items, bytes, turns: chain.length };
+  }
+
+  /**
+   * One turn's items, pushed to `items`: its input items, then its output items (one evicted
+   * since: an item_reference to it); their listed ids to `ids`. The turn and its items become
+   * the newest with `touch`.
+   */
+  private turnItems(kept: Kept, touch: boolean, items: InputItem[], ids?: string[]): void {
+    const response = touch ? this.touch(kept) : kept;
+    const brought = JSON.parse(response.json) as InputItem[];
+    for (let j = 0; j < brought.length; j++) {
+      items.push(brought[j]!);
+      ids?.push(listedId(response.id, j, brought[j]!));
+    }
+    for (const oid of response.outputIds ?? []) {
+      ids?.push(oid);
+      const item = this.items.get(oid);
+      if (item) items.push(JSON.parse((touch ? this.touch(item) : item).json) as InputItem);
+      else items.push({ type: 'item_reference', id: oid } as InputItem);
+    }
+  }
+
+  /**
+   * `memo` brought up to conversation `held`'s latest turn when only turns were added since
+   * (POST .../items, a turn answered): their items appended, each turn read once. False when
+   * anything else changed (a turn not held, the chain not reaching the memo's): built anew.
+   */
+  private extend(memo: KeptListing, held: Kept): boolean {
+    const added: Kept[] = [];
+    let bytes = 0;
+    for (let at = held.last; at !== memo.last; ) {
+      const response = at === undefined ? undefined : this.responses.get(at);
+      if (!response || response.scope !== held.scope || added.length >= this.responses.size) return false;
+      added.push(response);
+      bytes += response.json.length;
+      for (const oid of response.outputIds ?? []) bytes += this.items.get(oid)?.json.length ?? 0;
+      at = response.prev;
+    }
+    const items: InputItem[] = [];
+    const ids: string[] = [];
+    for (let i = added.length - 1; i >= 0; i--) this.turnItems(added[i]!, false, items, ids);
+    const deleted = held.deleted?.length ? new Set(held.deleted) : undefined;
+    for (let i = 0; i < items.length; i++) if (!deleted?.has(ids[i]!)) memo.append(ids[i]!, items[i]!);
+    for (const r of added) memo.turns.add(r.id);
+    memo.last = held.last;
+    this.listingBytes += bytes;
+    memo.bytes += bytes;
+    return true;
   }
 
   /**
@@ -382,7 +501,7 @@ export class ResponsesItemStore {
    */
   deleteConversationItem(scope: string, id: string, itemId: string): boolean {
     const listed = this.listConversation(scope, id);
-    if (listed.missing !== undefined || !listed.items.some((l) => l.id === itemId)) return false;
+    if (listed.missing !== undefined || listed.indexOf(itemId) < 0) return false;
     return this.reviseConversation(scope, id, { deleted: itemId });
   }
 
@@ -409,18 +528,59 @@ export class ResponsesItemStore {
 
   /**
    * Conversation `id`'s items as listed (GET .../items): each with its listed id, deleted ones
-   * left out, oldest first; not made the newest (a listing is not a turn).
+   * left out, oldest first, and where an id is among them; not made the newest (a listing is not
+   * a turn). Kept between pages (`listings`): a page of a conversation read to its end parsed the
+   * whole conversation again and scanned it for the cursor (160,000 items: ~1 s of loop a page,
+   * pages x conversation to read it all). Turns added since (POST .../items, a turn answered)
+   * extend it, read once each: a page after each added item cost the whole conversation again.
+   * Built again once anything else changes: an item deleted, one of its entries dropped.
    */
-  listConversation(
-    scope: string,
-    id: string,
-  ): { items: Listed[]; missing?: undefined } | { missing: string } {
+  listConversation(scope: string, id: string): Listing | { missing: string } {
+    const held = this.conversations.get(id);
+    if (!held || held.scope !== scope) return { missing: id };
+    const memo = this.listings.get(id);
+    if (memo && memo.json === held.json && memo.deleted === held.deleted) {
+      if (memo.last === held.last || this.extend(memo, held)) {
+        this.listings.delete(id);
+        this.listings.set(id, memo);
+        if (this.listingBytes > this.maxBytes) this.remember(id, memo);
+        return memo;
+      }
+    }
     const ids: string[] = [];
     const found = this.conversationItems(scope, id, false, Number.POSITIVE_INFINITY, ids);
     if (found.missing !== undefined) return found;
-    const items: Listed[] = [];
-    for (let i = 0; i < found.items.length; i++) items.push({ id: ids[i]!, item: found.items[i]! });
-    return { items };
+    const turns = new Set<string>();
+    for (let r = held.last; r !== undefined; r = this.responses.get(r)?.prev) {
+      if (turns.has(r)) break;
+      turns.add(r);
+    }
+    const listing = new KeptListing(found.items, ids, held, turns, found.bytes);
+    this.remember(id, listing);
+    return listing;
+  }
+
+  /**
+   * Keeps `listing` for the next page: the newest listings whose conversations come to at most
+   * the store's own budget (their items held parsed: 3.3-4.4x their JSON in heap, the items
+   * themselves most of it), at most 8.
+   */
+  private remember(id: string, listing: KeptListing): void {
+    this.forget(id);
+    if (listing.bytes > this.maxBytes) return;
+    this.listings.set(id, listing);
+    this.listingBytes += listing.bytes;
+    for (const [oldest] of this.listings) {
+      if (this.listingBytes <= this.maxBytes && this.listings.size <= MAX_LISTINGS) break;
+      this.forget(oldest);
+    }
+  }
+
+  private forget(id: string): void {
+    const memo = this.listings.get(id);
+    if (!memo) return;
+    this.listings.delete(id);
+    this.listingBytes -= memo.bytes;
   }
 
   /** Whether conversation `id` is held under `scope` (not made the newest). */
@@ -532,6 +692,17 @@ export class ResponsesItemStore {
     return true;
   }
 
+  /** A listing that read `kept` (a turn, an output item of one, the conversation) is built again. */
+  private staled(kept: Kept): void {
+    if (kept.kind === 'conversation') {
+      this.forget(kept.id);
+      return;
+    }
+    const turn = kept.kind === 'response' ? kept.id : kept.response;
+    if (turn === undefined) return;
+    for (const [id, memo] of this.listings) if (memo.turns.has(turn)) this.forget(id);
+  }
+
   /**
    * The oldest entry of the scope holding the most bytes. Scopes are the configured keys (or
    * one), kept in a heap by their bytes: a walk of them per eviction cost the keys holding
@@ -546,6 +717,7 @@ export class ResponsesItemStore {
     const map = this.mapOf(kept);
     if (map.get(kept.id) !== kept) return;
     map.delete(kept.id);
+    if (this.listings.size > 0) this.staled(kept);
     kept.gone = true;
     this.used -= kept.bytes;
     const own = this.scopes.get(kept.scope);
@@ -564,75 +736,4 @@ interface Scope {
   bytes: number;
   /** Its place in BusiestFirst's heap (-1: none). */
   at: number;
-}
-
-/** Scopes in a binary max-heap by their bytes: the busiest found, and each change kept, in O(log scopes). */
-class BusiestFirst {
-  private readonly heap: Scope[] = [];
-
-  top(): Scope | undefined {
-    return this.heap[0];
-  }
-
-  insert(s: Scope): void {
-    s.at = this.heap.length;
-    this.heap.push(s);
-    this.up(s.at);
-  }
-
-  remove(s: Scope): void {
-    const i = s.at;
-    if (i < 0) return;
-    const last = this.heap.pop()!;
-    s.at = -1;
-    if (last === s) return;
-    this.heap[i] = last;
-    last.at = i;
-    this.down(this.up(i));
-  }
-
-  /** `s`'s bytes went up. */
-  grew(s: Scope): void {
-    if (s.at >= 0) this.up(s.at);
-  }
-
-  /** `s`'s bytes went down. */
-  shrank(s: Scope): void {
-    if (s.at >= 0) this.down(s.at);
-  }
-
-  private put(s: Scope, i: number): void {
-    this.heap[i] = s;
-    s.at = i;
-  }
-
-  /** Moves the scope at `i` up past every parent holding fewer bytes; its new place. */
-  private up(i: number): number {
-    const s = this.heap[i]!;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      const p = this.heap[parent]!;
-      if (p.bytes >= s.bytes) break;
-      this.put(p, i);
-      i = parent;
-    }
-    this.put(s, i);
-    return i;
-  }
-
-  private down(i: number): void {
-    const s = this.heap[i]!;
-    const n = this.heap.length;
-    for (;;) {
-      const l = 2 * i + 1;
-      if (l >= n) break;
-      const r = l + 1;
-      const c = r < n && this.heap[r]!.bytes > this.heap[l]!.bytes ? r : l;
-      const child = this.heap[c]!;
-      if (child.bytes <= s.bytes) break;
-      this.put(child, i);
-      i = c;
-    }
-    this.put(s, i);
-  }
 }

@@ -2,7 +2,8 @@
  * GET /v1/conversations/{id}/items' costs, x1 vs x4 (tests/support/cost-scaling.ts): a page of a
  * conversation of n turns, with an item deleted and an `after` cursor near its end (the listing
  * walks the conversation once, derives the ids of items sent without one, leaves the deleted out
- * and scans for the cursor), costs about n in CPU and keeps about a page.
+ * and finds the cursor), costs about n in CPU and keeps about a page. Each run lists it anew (an
+ * item deleted first: the listing kept for the next page is built again).
  */
 import { describe, expect, it } from 'vitest';
 import type { InputItem, OutputItem } from '../../../../protocol/responses/types.js';
@@ -21,7 +22,12 @@ const answer = (i: number): OutputItem =>
   }) as OutputItem;
 
 /** A conversation of `turns` turns (a question, an answer), its first question deleted. */
-function conversation(turns: number): { store: ResponsesItemStore; after: string } {
+function conversation(turns: number): {
+  store: ResponsesItemStore;
+  after: string;
+  ids: string[];
+  runs: number;
+} {
   const store = new ResponsesItemStore(1 << 30);
   store.openConversation('k', 'conv_1', [user(-1)]);
   for (let i = 0; i < turns; i++) {
@@ -31,8 +37,9 @@ function conversation(turns: number): { store: ResponsesItemStore; after: string
   }
   const listed = store.listConversation('k', 'conv_1');
   if (listed.missing !== undefined) throw new Error(listed.missing);
-  if (!store.deleteConversationItem('k', 'conv_1', listed.items[1]!.id)) throw new Error('not deleted');
-  return { store, after: listed.items[Math.max(0, listed.items.length - 10)]!.id };
+  if (!store.deleteConversationItem('k', 'conv_1', listed.at(1).id)) throw new Error('not deleted');
+  const ids = Array.from({ length: listed.length }, (_, k) => listed.at(k).id);
+  return { store, after: listed.at(Math.max(0, listed.length - 10)).id, ids, runs: 2 };
 }
 
 describe('conversation items: a page costs linear in the conversation', () => {
@@ -40,13 +47,15 @@ describe('conversation items: a page costs linear in the conversation', () => {
     const small = conversation(3);
     const listed = small.store.listConversation('k', 'conv_1');
     if (listed.missing !== undefined) throw new Error(listed.missing);
-    expect(listed.items).toHaveLength(6);
+    expect(listed.length).toBe(6);
     const s = measureScaling(
       (n) => conversation(n),
-      ({ store, after }) => {
+      (input) => {
+        const { store, after, ids } = input;
+        store.deleteConversationItem('k', 'conv_1', ids[input.runs++]!);
         const found = store.listConversation('k', 'conv_1');
         if (found.missing !== undefined) throw new Error(found.missing);
-        return listPage(found.items, { order: 'asc', after, limit: '100' });
+        return listPage(found, { order: 'asc', after, limit: '100' });
       },
       { from: 64, max: 65_536 },
     );
