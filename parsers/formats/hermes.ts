@@ -29,17 +29,25 @@ const CALLING_END = ')]';
 
 type Body = { calls: ParsedCall[] } | { error: string };
 
-/** A JSON body; when it is no call object, the declared tool with its arguments flat beside the name. */
-function readJson(body: string, allowMissingClose: boolean, ctx: ParseContext): Body {
+/**
+ * A JSON body; when it is no call object, the declared tool with its arguments flat beside the name.
+ * `wholeBody`: the body is all the text up to `</tool_call>` (no text after it was set aside), so
+ * quotes left unescaped inside its strings may be read (`unescaped-quotes`).
+ */
+function readJson(body: string, allowMissingClose: boolean, ctx: ParseContext, wholeBody = false): Body {
   const r = callsFromJsonBody(body, allowMissingClose);
   if (!('error' in r)) return r;
   const doubled = fromDoubledBraces(body, ctx);
   if (doubled) return doubled;
   // no {name, arguments} object: the schema-guided reader (flat arguments, other keys, …)
   const calls = readImprovisedCalls(body.trim(), ctx.tools);
-  return calls
-    ? { calls: calls.map((c) => ({ name: c.name, arguments: c.args, repairs: ['flat-arguments'] })) }
-    : r;
+  if (calls)
+    return { calls: calls.map((c) => ({ name: c.name, arguments: c.args, repairs: ['flat-arguments'] })) };
+  if (!wholeBody) return r;
+  // quotes inside a string argument left unescaped (code, HTML, quoted speech): read only where
+  // each such quote cannot end its string, and only for arguments that fit (SCHEMA_GATED)
+  const stray = callsFromJsonBody(body, allowMissingClose, true);
+  return 'error' in stray ? r : stray;
 }
 
 /**
@@ -241,7 +249,7 @@ function matchTag(input: MatchInput): MatchResult {
   if (scan && scan.end > 0) {
     const k = skipWs(text, scan.end);
     if (text.startsWith(CLOSE, k)) {
-      return finishMatch(readJson(text.slice(j, scan.end), false, ctx), k + CLOSE.length, false);
+      return finishMatch(readJson(text.slice(j, scan.end), false, ctx, true), k + CLOSE.length, false);
     }
     if (k >= text.length || CLOSE.startsWith(text.slice(k))) {
       if (!final) return 'need-more';
