@@ -14,7 +14,13 @@ type Find = MatchInput['find'];
 import type { ParseContext, ParsedCall } from '../types.js';
 import { decodeBody, finishMatch, peekNonWs } from '../kit/envelope.js';
 import { expectLiteral, scanJsonValue, skipWs, strictObject } from '../kit/json-scan.js';
-import { coerceParamValue, createArgs, fitsSchema, paramSchema } from '../kit/schema-values.js';
+import {
+  allFitDeclared,
+  coerceParamValue,
+  createArgs,
+  fitsSchema,
+  paramSchema,
+} from '../kit/schema-values.js';
 import { StringSet } from '../../protocol/string-set.js';
 
 const WRAP_OPEN = '<tool_call>';
@@ -301,17 +307,6 @@ function parameterForFunction(
   if (!allFitDeclared(read.calls, ctx)) return null;
   read.calls[0]!.repairs = [...(read.calls[0]!.repairs ?? []), 'parameter-for-function'];
   return finishMatch(read, close + WRAP_CLOSE.length, false);
-}
-
-/** A near miss is read only when every call names a declared tool with an object that fits its schema. */
-function allFitDeclared(calls: readonly ParsedCall[], ctx: ParseContext): boolean {
-  for (const c of calls) {
-    const t = ctx.tools.get(c.name);
-    const args = c.arguments;
-    if (!t || args === null || typeof args !== 'object' || Array.isArray(args)) return false;
-    if (!fitsSchema(args as Record<string, unknown>, t)) return false;
-  }
-  return true;
 }
 
 function matchWrapped(
