@@ -1,27 +1,39 @@
 /**
- * recall20: a short sentence before the JSON call inside Hermes' `<tool_call>`,
- * `<tool_call>Sure, checking now. {"name": "get_weather", …}</tool_call>`, is read: the call, the
- * sentence as content, one upstream request. Before, the whole tag reached the client as text.
- * Through the real server on loopback with the openai and Anthropic SDKs, streamed (one
- * character a chunk) and not. Source of the text: the open case docs/recall.md's sessions19
- * section left ("the same shapes in Hermes' JSON wrapper").
+ * recall20: a short sentence inside `<tool_call>` before the call is read: the call, the sentence
+ * as content, one upstream request. Hermes' JSON,
+ * `<tool_call>Sure, checking now. {"name": "get_weather", …}</tool_call>`, reached the client as
+ * text before; Qwen3-Coder's `<tool_call>Sure, checking now.\n<function=get_weather>…` gave the
+ * call with `<tool_call>` and the sentence as content, beside an unrecovered leak (GLM's reading
+ * of the tag). Through the real server on loopback with the openai and Anthropic SDKs, streamed
+ * (one character a chunk) and not. Source of the texts: the open cases docs/recall.md's
+ * sessions19 section left.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { proxyInFrontOf, textCharByChar } from '../support/harness.js';
 
-const TEXT =
+const HERMES =
   '<tool_call>Sure, checking now. {"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>';
-const pair = proxyInFrontOf(textCharByChar(TEXT));
+const QWEN =
+  '<tool_call>Sure, checking now.\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>';
+const pair = proxyInFrontOf(textCharByChar(HERMES));
+const qwen = proxyInFrontOf(textCharByChar(QWEN));
 const schema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
 const openai = () => new OpenAI({ baseURL: `${pair.proxy.origin}/v1`, apiKey: 'x', maxRetries: 0 });
 const upstreamCalls = () => pair.upstream.requests.length;
 type Call = { function: { name: string; arguments: string } };
 
-describe('a sentence before the JSON call inside <tool_call>: read, the sentence content', () => {
-  for (const stream of [false, true]) {
-    it(`chat completions (stream: ${stream})`, async () => {
+describe('a sentence before the call inside <tool_call>: read, the sentence content', () => {
+  for (const [family, p, stream] of [
+    ['Hermes', pair, false],
+    ['Hermes', pair, true],
+    ['Qwen3-Coder', qwen, false],
+    ['Qwen3-Coder', qwen, true],
+  ] as const) {
+    it(`${family}: chat completions (stream: ${stream})`, async () => {
+      const openai = () => new OpenAI({ baseURL: `${p.proxy.origin}/v1`, apiKey: 'x', maxRetries: 0 });
+      const upstreamCalls = () => p.upstream.requests.length;
       const before = upstreamCalls();
       const params = {
         model: 'm1',
