@@ -20,7 +20,6 @@ const QWEN =
 const pair = proxyInFrontOf(textCharByChar(HERMES));
 const qwen = proxyInFrontOf(textCharByChar(QWEN));
 const schema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
-const openai = () => new OpenAI({ baseURL: `${pair.proxy.origin}/v1`, apiKey: 'x', maxRetries: 0 });
 const upstreamCalls = () => pair.upstream.requests.length;
 type Call = { function: { name: string; arguments: string } };
 
