@@ -63,7 +63,12 @@ export function backendHint(f: FamilyParser, vllmOverride?: string, kind?: Backe
 }
 
 /** Repairs whose reading is taken only for arguments that fit the declared tool's schema. */
-const SCHEMA_GATED: ReadonlySet<string> = new Set(['args-key', 'escaped-quotes', 'unbracketed-list']);
+const SCHEMA_GATED: ReadonlySet<string> = new Set([
+  'args-key',
+  'escaped-quotes',
+  'unbracketed-list',
+  'unescaped-quotes',
+]);
 
 function schemaGated(...lists: (readonly string[] | undefined)[]): string | null {
   for (const l of lists) for (const r of l ?? []) if (SCHEMA_GATED.has(r)) return r;

@@ -19,7 +19,8 @@ import { callsFromJson, defaultToCall } from '../kit/long-tail.js';
 import { absorbRepeatedClose, callsFromJsonBody, finishMatch, peekNonWs } from '../kit/envelope.js';
 import { readName, scanJsonValue, skipWs } from '../kit/json-scan.js';
 import { decodeObject, gated } from '../kit/improvised-call.js';
-import { coerceParamValue, paramSchema } from '../kit/schema-values.js';
+import { allFitDeclared, coerceParamValue, paramSchema } from '../kit/schema-values.js';
+import { announces, LEAD_MAX } from '../engine/lead-in.js';
 import { readImprovisedCalls } from '../kit/structured-reader.js';
 
 const OPEN = '<tool_call>';
@@ -29,17 +30,25 @@ const CALLING_END = ')]';
 
 type Body = { calls: ParsedCall[] } | { error: string };
 
-/** A JSON body; when it is no call object, the declared tool with its arguments flat beside the name. */
-function readJson(body: string, allowMissingClose: boolean, ctx: ParseContext): Body {
+/**
+ * A JSON body; when it is no call object, the declared tool with its arguments flat beside the name.
+ * `wholeBody`: the body is all the text up to `</tool_call>` (no text after it was set aside), so
+ * quotes left unescaped inside its strings may be read (`unescaped-quotes`).
+ */
+function readJson(body: string, allowMissingClose: boolean, ctx: ParseContext, wholeBody = false): Body {
   const r = callsFromJsonBody(body, allowMissingClose);
   if (!('error' in r)) return r;
   const doubled = fromDoubledBraces(body, ctx);
   if (doubled) return doubled;
   // no {name, arguments} object: the schema-guided reader (flat arguments, other keys, …)
   const calls = readImprovisedCalls(body.trim(), ctx.tools);
-  return calls
-    ? { calls: calls.map((c) => ({ name: c.name, arguments: c.args, repairs: ['flat-arguments'] })) }
-    : r;
+  if (calls)
+    return { calls: calls.map((c) => ({ name: c.name, arguments: c.args, repairs: ['flat-arguments'] })) };
+  if (!wholeBody) return r;
+  // quotes inside a string argument left unescaped (code, HTML, quoted speech): read only where
+  // each such quote cannot end its string, and only for arguments that fit (SCHEMA_GATED)
+  const stray = callsFromJsonBody(body, allowMissingClose, true);
+  return 'error' in stray ? r : stray;
 }
 
 /**
@@ -87,6 +96,43 @@ function matchNamed(input: MatchInput, j: number): MatchResult {
     return { end, calls: [], error: 'call in the tag is not readable', ...truncated };
   }
   return { end, calls: [{ name: call.name, arguments: call.args, repairs: ['python-call'] }], ...truncated };
+}
+
+/** Sentence punctuation a sentence before the call inside the tag ends with (as a lead-in's). */
+const SENTENCE_END = /[.:!…。：！]$/;
+
+/**
+ * `<tool_call>Sure. {"name": …}</tool_call>` (recall20, the known open case of sessions19): a short
+ * announcing sentence inside the tag, then one JSON call object or list that runs to the closing
+ * tag. The sentence is content, the tags go with the calls (repair `text-in-wrapper`), and only
+ * when it passes the lead-in rules (`announces`: at most LEAD_MAX, no call-shaped text, no
+ * explaining word, no question) and ends a sentence, the JSON reads strictly, and every call names
+ * a declared tool whose schema its arguments fit. Until the first `{` or `[` the text is held only
+ * while it could still be such a sentence (no `<`, `>`, `}`, `]` or backtick, at most LEAD_MAX);
+ * the tag left open at the end of output, or anything else, is text as before.
+ */
+function matchProseThenCall({ text, final, find, ctx }: MatchInput, j: number): MatchResult {
+  const limit = Math.min(text.length, j + LEAD_MAX + 1);
+  let b = -1;
+  for (let i = j; i < limit; i++) {
+    const ch = text.charCodeAt(i);
+    // the JSON: an object, or a list of them
+    if (ch === 0x7b || ch === 0x5b) {
+      b = i;
+      break;
+    }
+    // markup, a closing bracket or a backtick: not a sentence (another family's envelope, code)
+    if (ch === 0x3c || ch === 0x3e || ch === 0x5d || ch === 0x7d || ch === 0x60) return null;
+  }
+  if (b < 0) return limit === text.length && limit - j <= LEAD_MAX && !final ? 'need-more' : null;
+  const prose = text.slice(j, b).trim();
+  if (!SENTENCE_END.test(prose) || !announces(prose, ctx)) return null;
+  const close = find(CLOSE, b);
+  if (close < 0) return final ? null : 'need-more';
+  const read = callsFromJsonBody(text.slice(b, close), false);
+  if ('error' in read || !allFitDeclared(read.calls, ctx)) return null;
+  read.calls[0]!.repairs = [...(read.calls[0]!.repairs ?? []), 'text-in-wrapper'];
+  return { ...finishMatch(read, close + CLOSE.length, false), content: prose };
 }
 
 const ATTRIBUTE = /([A-Za-z_][\w-]*)\s*=\s*"([^"\n]*)"\s*/y;
@@ -227,7 +273,10 @@ function matchTag(input: MatchInput): MatchResult {
   if (marker === CLOSE && c !== '{') return null;
   if (c === '<' && marker === OPEN && text.startsWith(FN_OPEN, j)) return matchFunctionTag(input, j);
   if (c === '<' && marker === OPEN && FN_OPEN.startsWith(text.slice(j)) && !final) return 'need-more';
-  if (c !== '{' && c !== '`') return matchNamed(input, j);
+  if (c !== '{' && c !== '`') {
+    const named = matchNamed(input, j);
+    return named !== null || marker !== OPEN ? named : matchProseThenCall(input, j);
+  }
   if (c === '`') {
     const close = find(CLOSE, j);
     if (close < 0) {
@@ -241,7 +290,7 @@ function matchTag(input: MatchInput): MatchResult {
   if (scan && scan.end > 0) {
     const k = skipWs(text, scan.end);
     if (text.startsWith(CLOSE, k)) {
-      return finishMatch(readJson(text.slice(j, scan.end), false, ctx), k + CLOSE.length, false);
+      return finishMatch(readJson(text.slice(j, scan.end), false, ctx, true), k + CLOSE.length, false);
     }
     if (k >= text.length || CLOSE.startsWith(text.slice(k))) {
       if (!final) return 'need-more';

@@ -14,8 +14,15 @@ type Find = MatchInput['find'];
 import type { ParseContext, ParsedCall } from '../types.js';
 import { decodeBody, finishMatch, peekNonWs } from '../kit/envelope.js';
 import { expectLiteral, scanJsonValue, skipWs, strictObject } from '../kit/json-scan.js';
-import { coerceParamValue, createArgs, fitsSchema, paramSchema } from '../kit/schema-values.js';
+import {
+  allFitDeclared,
+  coerceParamValue,
+  createArgs,
+  fitsSchema,
+  paramSchema,
+} from '../kit/schema-values.js';
 import { StringSet } from '../../protocol/string-set.js';
+import { announces, LEAD_MAX } from '../engine/lead-in.js';
 
 const WRAP_OPEN = '<tool_call>';
 const WRAP_CLOSE = '</tool_call>';
@@ -303,17 +310,6 @@ function parameterForFunction(
   return finishMatch(read, close + WRAP_CLOSE.length, false);
 }
 
-/** A near miss is read only when every call names a declared tool with an object that fits its schema. */
-function allFitDeclared(calls: readonly ParsedCall[], ctx: ParseContext): boolean {
-  for (const c of calls) {
-    const t = ctx.tools.get(c.name);
-    const args = c.arguments;
-    if (!t || args === null || typeof args !== 'object' || Array.isArray(args)) return false;
-    if (!fitsSchema(args as Record<string, unknown>, t)) return false;
-  }
-  return true;
-}
-
 function matchWrapped(
   text: string,
   start: number,
@@ -326,7 +322,10 @@ function matchWrapped(
   if (j === 'need-more') return 'need-more';
   if (j === 'end') return null;
   const fn = expectLiteral(text, j, FN_OPEN, final);
-  if (fn === 'no') return parameterForFunction(text, j, final, ctx, find);
+  if (fn === 'no') {
+    const p = parameterForFunction(text, j, final, ctx, find);
+    return p !== null ? p : sentenceBeforeFunctions(text, j, final, ctx, find);
+  }
   if (fn !== 'yes') return 'need-more';
   const walked = structuralWrapped(text, j, ctx, final);
   if (walked === 'need-more') return walked;
@@ -357,6 +356,47 @@ function matchWrapped(
     );
   for (const call of open.calls) call.repairs = [...(call.repairs ?? []), 'closed-by-wrapper'];
   return finishMatch(open, close + WRAP_CLOSE.length, false);
+}
+
+/** Sentence punctuation a sentence before the functions inside the wrapper ends with (as a lead-in's). */
+const SENTENCE_END = /[.:!…。：！]$/;
+
+/**
+ * `<tool_call>Sure.\n<function=t>…</function>\n</tool_call>` (recall20, the open case sessions19
+ * left): a short announcing sentence inside the wrapper before its first function. Read as
+ * wrappedBesideText reads text beside the functions (every function strict, declared and
+ * fitting; the text content, the wrapper's tags with the calls), and only when the sentence passes
+ * the lead-in rules (`announces`) and ends a sentence. Until the first `<function=` the text is
+ * held only while it could still be such a sentence (no other `<`, no `>`, brackets or backtick,
+ * at most LEAD_MAX); anything else is as before (the bare function is read, the wrapper's opening
+ * tag and the text stay content).
+ */
+function sentenceBeforeFunctions(
+  text: string,
+  j: number,
+  final: boolean,
+  ctx: ParseContext,
+  find: Find,
+): MatchResult {
+  const limit = Math.min(text.length, j + LEAD_MAX + 1);
+  let f = -1;
+  for (let i = j; i < limit; i++) {
+    const ch = text.charCodeAt(i);
+    if (ch === 0x3c) {
+      const lit = expectLiteral(text, i, FN_OPEN, final);
+      if (lit === 'yes') f = i;
+      else if (lit === 'need-more') return 'need-more';
+      if (f < 0) return null;
+      break;
+    }
+    if (ch === 0x3e || ch === 0x7b || ch === 0x7d || ch === 0x5b || ch === 0x5d || ch === 0x60) return null;
+  }
+  if (f < 0) return limit === text.length && limit - j <= LEAD_MAX && !final ? 'need-more' : null;
+  const prose = text.slice(j, f).trim();
+  if (!SENTENCE_END.test(prose) || !announces(prose, ctx)) return null;
+  const close = find(WRAP_CLOSE, f);
+  if (close < 0) return final ? null : 'need-more';
+  return wrappedBesideText(text, j, close, ctx, find);
 }
 
 /** Tool-call markup: text holding it beside the functions is not prose. */

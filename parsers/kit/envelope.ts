@@ -58,13 +58,17 @@ export function stripCodeFence(body: string): string | null {
   return rest.slice(0, close);
 }
 
-/** Decodes a JSON body (optionally fenced) to a value with repairs; null when not JSON. */
+/**
+ * Decodes a JSON body (optionally fenced) to a value with repairs; null when not JSON.
+ * `strayQuotes`: also read unescaped quotes inside strings (`unescaped-quotes`, schema-gated).
+ */
 export function decodeBody(
   body: string,
   allowMissingClose: boolean,
+  strayQuotes = false,
 ): { value: unknown; repairs: string[] } | null {
   const fenced = stripCodeFence(body);
-  const d = decodeJsonLenient(fenced ?? body, { allowMissingClose });
+  const d = decodeJsonLenient(fenced ?? body, { allowMissingClose, strayQuotes });
   if (!d) return null;
   return { value: d.value, repairs: fenced !== null ? ['code-fence', ...d.repairs] : d.repairs };
 }
@@ -73,8 +77,9 @@ export function decodeBody(
 export function callsFromJsonBody(
   body: string,
   allowMissingClose: boolean,
+  strayQuotes = false,
 ): { calls: ParsedCall[] } | { error: string } {
-  const d = decodeBody(body, allowMissingClose);
+  const d = decodeBody(body, allowMissingClose, strayQuotes);
   if (!d) return { error: 'body is not JSON' };
   const items = Array.isArray(d.value) ? d.value : [d.value];
   const calls: ParsedCall[] = [];

@@ -15,7 +15,8 @@ export type JsonRepair =
   | 'missing-comma'
   | 'unquoted-keys'
   | 'extra-brace'
-  | 'escaped-quotes';
+  | 'escaped-quotes'
+  | 'unescaped-quotes';
 
 export interface Decoded {
   value: unknown;
@@ -27,6 +28,11 @@ export interface DecodeOptions {
   allowMissingClose?: boolean;
   /** Internal: the text was already unescaped once (escaped-quotes). */
   noUnescape?: boolean;
+  /**
+   * Read a `"` inside a string that cannot end it as part of it (`unescaped-quotes`). Only for
+   * callers whose readings are schema-gated by the engine (the repair is named on the call).
+   */
+  strayQuotes?: boolean;
 }
 
 function isWordStart(c: number): boolean {
@@ -224,8 +230,128 @@ export function unescapeOutsideStrings(text: string): string | null {
 
 const isObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+const isBlank = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+
+function nextSolid(text: string, i: number): number {
+  let j = i;
+  while (j < text.length && isBlank(text.charCodeAt(j))) j++;
+  return j;
+}
+
+/** At `i` (after a `,`): blanks, then a whole `"key"` and a `:`, as the next member of an object opens. */
+function keyFollows(text: string, i: number): boolean {
+  let j = nextSolid(text, i);
+  if (text.charCodeAt(j) !== 0x22) return false;
+  for (j++; j < text.length; j++) {
+    const c = text.charCodeAt(j);
+    if (c === 0x5c) j++;
+    else if (c === 0x22) return text.charCodeAt(nextSolid(text, j + 1)) === 0x3a;
+  }
+  return false;
+}
+
+/**
+ * `{"content": "He said "hi" to me"}` -> `{"content": "He said \"hi\" to me"}`. Inside a string,
+ * a `"` ends it only where JSON lets a string end: a key's before `:`; an object member's value
+ * before `}`, the end of the text, or a `,` that the next member's `"key":` follows; a list
+ * item's before `]` or `,`. Any other `"` cannot end the string, so it is part of it (weak
+ * models write code, HTML and quoted speech into a string argument without escaping it).
+ * Refused (null) when that reading is not the only one: a kept quote right before `:` (it looks
+ * like a key, as if a comma were missing), an odd count of kept quotes in one string (a quote
+ * that should have closed the value was eaten, `"echo "hi"}`), a string with kept quotes ended
+ * by a comma (the `, "key": "…` after it could be its own text too), a key given twice in one
+ * object, a single-quoted string, a string left open, or no such quote at all. One pass; each
+ * lookahead stops at the second next quote, so the cost is linear.
+ */
+export function escapeStrayQuotes(text: string): string | null {
+  /** Open brackets: true for a list. */
+  const lists: boolean[] = [];
+  /** For each open object: whether a key comes next. */
+  const wantKey: boolean[] = [];
+  /** For each open bracket: the keys its object has had (a key given twice is refused). */
+  const keys: Set<string>[] = [];
+  const kept: number[] = [];
+  let start = 0;
+  let inString = false;
+  let isKey = false;
+  let keptHere = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    const list = lists[lists.length - 1];
+    if (inString) {
+      if (c === 0x5c) {
+        i++;
+        continue;
+      }
+      if (c !== 0x22) continue;
+      const j = nextSolid(text, i + 1);
+      const n = text.charCodeAt(j);
+      const ends = isKey
+        ? n === 0x3a
+        : list === undefined
+          ? j >= text.length
+          : list
+            ? n === 0x5d || n === 0x2c || j >= text.length
+            : n === 0x7d ||
+              j >= text.length ||
+              (n === 0x2c && (keyFollows(text, j + 1) || text.charCodeAt(nextSolid(text, j + 1)) === 0x7d));
+      if (ends) {
+        // an odd count: a quote that should have closed the value was eaten; a comma close after
+        // kept quotes: the `, "key": ` after it could be the string's own text as well
+        if (keptHere % 2 !== 0 || (keptHere > 0 && n === 0x2c)) return null;
+        if (isKey) {
+          const seen = keys[keys.length - 1];
+          const key = text.slice(start, i);
+          if (seen === undefined || seen.has(key)) return null;
+          seen.add(key);
+        }
+        inString = false;
+      } else {
+        if (n === 0x3a) return null;
+        kept.push(i);
+        keptHere++;
+      }
+      continue;
+    }
+    if (c === 0x22) {
+      inString = true;
+      isKey = list === false && wantKey[wantKey.length - 1] === true;
+      keptHere = 0;
+      start = i + 1;
+    } else if (c === 0x27) return null;
+    else if (c === 0x7b || c === 0x5b) {
+      lists.push(c === 0x5b);
+      wantKey.push(c === 0x7b);
+      keys.push(new Set());
+    } else if (c === 0x7d || c === 0x5d) {
+      lists.pop();
+      wantKey.pop();
+      keys.pop();
+    } else if (list === false && (c === 0x2c || c === 0x3a)) wantKey[wantKey.length - 1] = c === 0x2c;
+  }
+  if (inString || kept.length === 0) return null;
+  let out = '';
+  let last = 0;
+  for (const k of kept) {
+    out += `${text.slice(last, k)}\\`;
+    last = k;
+  }
+  return out + text.slice(last);
+}
+
 /** JSON.parse, then the named repairs; null when the text is not (repairably) JSON. */
 export function decodeJsonLenient(raw: string, opts: DecodeOptions = {}): Decoded | null {
+  const d = decodeCore(raw, opts);
+  if (d !== null || !opts.strayQuotes || !raw.includes('"')) return d;
+  const text = raw.trim();
+  if (nestsDeeper(text, MAX_NESTING)) return null;
+  const fixed = escapeStrayQuotes(text);
+  if (fixed === null) return null;
+  const inner = decodeCore(fixed, { ...opts, strayQuotes: false });
+  return inner ? { value: inner.value, repairs: [...inner.repairs, 'unescaped-quotes'] } : null;
+}
+
+function decodeCore(raw: string, opts: DecodeOptions): Decoded | null {
   const text = raw.trim();
   if (text === '') return null;
   // jsonrepair and JSON.stringify recurse: hostile nesting is "not JSON", never a RangeError

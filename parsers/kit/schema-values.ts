@@ -4,7 +4,7 @@
  * the raw text is exactly that type, otherwise the raw string is kept (schema validation later
  * reports it, rather than us guessing).
  */
-import type { DeclaredTool } from '../types.js';
+import type { DeclaredTool, ParseContext, ParsedCall } from '../types.js';
 import { createArgs, decodeJsonLenient, hasNonFinite, isPlainObject } from './lenient-json.js';
 
 // families that build arguments key by key import both from here
@@ -512,4 +512,15 @@ export function typeStringScalars(args: unknown, tool: DeclaredTool | undefined)
     if (typeof v === 'string' && schema) out[k] = conformValue(v, schema);
   }
   return out;
+}
+
+/** A near miss is read only when every call names a declared tool with an object that fits its schema. */
+export function allFitDeclared(calls: readonly ParsedCall[], ctx: ParseContext): boolean {
+  for (const c of calls) {
+    const t = ctx.tools.get(c.name);
+    const args = c.arguments;
+    if (!t || args === null || typeof args !== 'object' || Array.isArray(args)) return false;
+    if (!fitsSchema(args as Record<string, unknown>, t)) return false;
+  }
+  return true;
 }
