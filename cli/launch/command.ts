@@ -36,6 +36,7 @@ import {
   HttpError,
   findServer,
   normalizeUrl,
+  readiness,
   type StartedServer,
   startServer,
   upstreamRefusal,
@@ -490,6 +491,24 @@ export async function launchCommand(
         return 1;
       }
     }
+    // A model server that does not answer: toolproof lists no model from it, so the launcher said
+    // "toolproof lists no model; name one with --model", and with --model the agent ran and
+    // retried its 502s for minutes. Said now, from toolproof's own /ready, before the agent runs.
+    const { down, of } = await readiness(base);
+    const dead = down.map((d) => `${d.upstream}: ${d.problem}`).join('; ');
+    const noModel = models.length === 0 && options.model === undefined;
+    if (down.length > 0 && down.length === of && (noModel || !(options.print || options.write))) {
+      say(
+        `toolproof at ${base} cannot reach its model server (${dead}).\n  ` +
+          (upstream
+            ? `Start it, or give its address: toolproof launch ${agent.id} --upstream http://HOST:PORT/v1`
+            : server
+              ? 'Start it, or point toolproof at it: --upstream http://HOST:PORT/v1, TOOLPROOF_UPSTREAM_URL or TOOLPROOF_CONFIG'
+              : 'Start it, or restart that toolproof with its address (TOOLPROOF_UPSTREAM_URL or TOOLPROOF_CONFIG)'),
+      );
+      return 1;
+    }
+    if (down.length > 0) say(`note: toolproof at ${base} cannot reach ${dead}; a model served there fails`);
     // The placeholder is no secret; a real key is masked in everything printed.
     const secret = key !== PLACEHOLDER_KEY || options.key !== undefined ? key : '';
     let model: ModelInfo;

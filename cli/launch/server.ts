@@ -311,3 +311,37 @@ export async function upstreamRefusal(
   }
   return undefined;
 }
+
+/** What toolproof's `GET /ready` found: the upstreams it cannot reach, of how many it has. */
+export interface Readiness {
+  down: Array<{ upstream: string; problem: string }>;
+  of: number;
+}
+
+/**
+ * The upstreams toolproof at `base` cannot reach, from its open `GET /ready` (each configured
+ * upstream's `/models`, 3 s each); none when it is ready, or when the answer is not /ready's (an
+ * older toolproof, a timeout): the launch goes on as before then.
+ */
+export async function readiness(base: string, timeoutMs = 10_000): Promise<Readiness> {
+  const none: Readiness = { down: [], of: 0 };
+  try {
+    const res = await fetch(`${base}/ready`, { signal: AbortSignal.timeout(timeoutMs) });
+    const text = await boundedText(res.body, 1024 * 1024);
+    if (res.status !== 503) return none;
+    const upstreams = (JSON.parse(text) as { upstreams?: unknown } | null)?.upstreams;
+    if (!Array.isArray(upstreams)) return none;
+    const down: Readiness['down'] = [];
+    for (const u of upstreams as Array<Record<string, unknown> | null>) {
+      if (u?.ok !== false || typeof u.upstream !== 'string') continue;
+      const problem =
+        typeof u.error === 'string'
+          ? u.error
+          : `it answered GET /models with HTTP ${typeof u.status === 'number' ? u.status : '?'}`;
+      down.push({ upstream: u.upstream.slice(0, 500), problem: problem.slice(0, 500) });
+    }
+    return { down, of: upstreams.length };
+  } catch {
+    return none;
+  }
+}

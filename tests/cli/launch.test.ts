@@ -675,6 +675,41 @@ describe('--upstream', () => {
     );
   }, 120_000);
 
+  it('a model server that does not answer is named, with what went wrong, and nothing runs', async () => {
+    // Before: "toolproof lists no model; name one with --model", and with --model the agent ran
+    // and retried toolproof's 502s for minutes (Claude Code: 10 tries, backing off).
+    const dead = `http://127.0.0.1:${await freePort()}/v1`;
+    const { status, stdout, stderr } = await launchPiProcess(dead);
+    expect(status, stderr).toBe(1);
+    expect(stdout).toBe('');
+    expect(stderr).toContain(
+      `cannot reach its model server (${dead}: The upstream ${dead} is unreachable (ECONNREFUSED).)`,
+    );
+    expect(stderr).toContain('toolproof launch pi --upstream http://HOST:PORT/v1');
+    expect(stderr).not.toContain('name one with --model');
+
+    // A toolproof already running in front of it: the same, --model given or not; no agent runs.
+    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: dead }), { logger: false });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    cleanups.push(() => closeApp(app));
+    const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    const { env } = fakeBins();
+    const bin = env.PATH!.split(':')[0]!;
+    const ran = join(dirname(bin), 'agent-ran');
+    writeFileSync(join(bin, 'pi'), `#!/bin/sh\ntouch '${ran}'\n`);
+    for (const extra of [[], ['--model', 'coder']]) {
+      const o = io();
+      expect(await launchCommand(['pi', '--url', url, ...extra], o.io, env, {})).toBe(1);
+      expect(o.err.join('')).toContain(`toolproof at ${url} cannot reach its model server (${dead}: `);
+      expect(o.err.join('')).toContain('restart that toolproof with its address');
+    }
+    expect(existsSync(ran)).toBe(false);
+    // --print with a model still prints what would be set, with a note.
+    const noted = await printed('pi', url, ['--model', 'coder'], env);
+    expect(noted.code, noted.err).toBe(0);
+    expect(noted.err).toContain(`note: toolproof at ${url} cannot reach ${dead}: `);
+  }, 120_000);
+
   it('is refused when toolproof already runs there (it has its own upstream); TOOLPROOF_UPSTREAM_URL is a note', async () => {
     const url = await toolproofOver(await sim({ personality: 'vllm', modelName: 'coder' }));
     const { env } = fakeBins();
