@@ -19,6 +19,7 @@ import { parseArgs } from 'node:util';
 import type { CliIO } from '../probe/command.js';
 import { runAgent } from './agent-process.js';
 import { agentCacheDirs, findBin, findPackage } from './find-bin.js';
+import { launchersDir, otherLaunchers, register, rmdirQuietly } from './launchers.js';
 import { defaultMaxOutput, type ModelInfo, readModels } from './models.js';
 import { buildPlan, childEnv, maskKey, renderPlan, shellQuote } from './plan.js';
 import {
@@ -35,6 +36,7 @@ import {
   fetchModels,
   HttpError,
   findServer,
+  LAUNCHERS_DIR,
   normalizeUrl,
   readiness,
   type StartedServer,
@@ -403,8 +405,16 @@ export async function launchCommand(
   const keys = candidateKeys(options.key, env, isLocal(base));
   let server: StartedServer | undefined;
   let dir: string | undefined;
+  // The launches using a toolproof on this machine (launchers.ts): the one that started it stops
+  // it only when no other still runs.
+  let launchers: string | undefined;
+  let unregister = () => {};
   try {
     const found = await findServer(base, deps.healthWaitMs);
+    if ((found === 'up' || found === 'down') && isLocal(base)) {
+      launchers = launchersDir(new URL(base).port || '80', found === 'down');
+      if (launchers) unregister = register(launchers);
+    }
     if (typeof found === 'object') {
       say(
         `${base} answers, but not as toolproof does (${found.other}): another program holds it, a model server perhaps.\n` +
@@ -434,7 +444,10 @@ export async function launchCommand(
       );
     if (found === 'down') {
       try {
-        server = await startServer(base, serverEnv);
+        server = await startServer(
+          base,
+          launchers ? { ...serverEnv, [LAUNCHERS_DIR]: launchers } : serverEnv,
+        );
       } catch (err) {
         say((err as Error).message);
         return 1;
@@ -577,6 +590,16 @@ export async function launchCommand(
     return await runAgent(bin!, plan.args, childEnv(plan, env), { onError: say });
   } finally {
     if (dir) rmSync(dir, { recursive: true, force: true });
-    await server?.stop();
+    unregister();
+    const others = server && launchers ? otherLaunchers(launchers) : [];
+    if (server && others.length > 0) {
+      server.leave();
+      say(
+        `toolproof --serve (pid ${server.pid}) stays up for the other launch${others.length > 1 ? 'es' : ''} using it (pid ${others.join(', ')}); it stops when the last of them exits`,
+      );
+    } else if (server) {
+      await server.stop();
+      if (launchers) rmdirQuietly(launchers);
+    }
   }
 }

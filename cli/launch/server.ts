@@ -113,10 +113,14 @@ export interface StartedServer {
   pid: number;
   log: string;
   stop(): Promise<void>;
+  /** Leaves it running (for another launch using it): this process may exit without it. */
+  leave(): void;
 }
 
 /** Set for a `toolproof --serve` this launcher starts: it stops when the launcher's channel closes. */
 export const EXIT_WITH_LAUNCHER = 'TOOLPROOF_EXIT_WITH_LAUNCHER';
+/** The folder of the launches using the server a launch starts (launchers.ts), handed to it. */
+export const LAUNCHERS_DIR = 'TOOLPROOF_LAUNCHERS_DIR';
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
@@ -222,13 +226,18 @@ export async function startServer(
     await waitExit(child);
     clearTimeout(forced);
   };
+  // The channel closed, the server goes on while another launch runs (cli/main.ts).
+  const leave = () => {
+    if (child.connected) child.disconnect();
+    child.unref();
+  };
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) {
       const why = lastLine(log);
       throw new Error(`toolproof --serve exited ${child.exitCode}${why ? `: ${why}` : ''}; see ${log}`);
     }
-    if (await isUp(base, 1000)) return { pid: child.pid ?? 0, log, stop };
+    if (await isUp(base, 1000)) return { pid: child.pid ?? 0, log, stop, leave };
     await new Promise((r) => setTimeout(r, 150));
   }
   await stop();

@@ -509,6 +509,65 @@ describe('a launcher that is gone', () => {
   }, 90_000);
 });
 
+describe('two launches on one port', () => {
+  // Two agents in two terminals: the first launch started the server, the second found it. When
+  // the first agent exited, its launcher stopped the server under the second, whose next request
+  // found nothing there ("Failed to connect").
+  it('the server the first started stays up while the second runs, and stops after it', async () => {
+    const { env } = fakeBins();
+    const bin = env.PATH!.split(':')[0]!;
+    const at = (name: string) => join(dirname(bin), name);
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const waitFor = (name: string) =>
+      `touch '${at(`${name}-started`)}'\nwhile [ ! -e '${at(`${name}-go`)}' ]; do sleep 0.1; done\n`;
+    writeFileSync(join(bin, 'pi'), `#!/bin/sh\n${waitFor('a')}exit 0\n`);
+    // The second agent's next request, once the first has exited.
+    const check = `fetch('${url}/health').then((r) => process.exit(r.ok ? 0 : 3), () => process.exit(3))`;
+    writeFileSync(
+      join(bin, 'opencode'),
+      `#!/bin/sh\n${waitFor('b')}exec '${process.execPath}' -e "${check}"\n`,
+    );
+    const launch = (agent: string) => {
+      const child = spawn(
+        process.execPath,
+        [...nodeEntry('cli/toolproof.ts'), 'launch', agent, '--url', url],
+        {
+          env: { ...process.env, ...env },
+          stdio: ['ignore', 'ignore', 'pipe'],
+          detached: true,
+        },
+      );
+      cleanups.push(() => {
+        try {
+          process.kill(-child.pid!, 'SIGKILL');
+        } catch {}
+      });
+      let stderr = '';
+      child.stderr.on('data', (d) => (stderr += d));
+      const exited = new Promise<number | null>((r) => child.on('close', r));
+      return { exited, stderr: () => stderr };
+    };
+    const health = () =>
+      fetch(`${url}/health`).then(
+        (r) => (r.ok ? 'up' : 'down'),
+        () => 'down',
+      );
+    const a = launch('pi');
+    await expect.poll(() => existsSync(at('a-started')), { timeout: 60_000, interval: 200 }).toBe(true);
+    const b = launch('opencode');
+    await expect.poll(() => existsSync(at('b-started')), { timeout: 60_000, interval: 200 }).toBe(true);
+    expect(b.stderr()).not.toContain('started `toolproof --serve`');
+    writeFileSync(at('a-go'), '');
+    expect(await a.exited, a.stderr()).toBe(0);
+    expect(await health()).toBe('up');
+    expect(a.stderr()).toContain('stays up for the other launch using it');
+    writeFileSync(at('b-go'), '');
+    expect(await b.exited, b.stderr()).toBe(0);
+    // ...and stops once the last launch using it is gone.
+    await expect.poll(health, { timeout: 15_000, interval: 250 }).toBe('down');
+  }, 120_000);
+});
+
 /** Whether `pid` runs (a zombie has ended: only its parent's wait is missing). */
 function running(pid: number): boolean {
   try {
