@@ -679,10 +679,21 @@ function distance(a: string, b: string): number {
   return d[a.length]![b.length]!;
 }
 
-/** What a user may call an agent: its id, its name (with and without "CLI"), its npm package's scope and name. */
+/**
+ * What a user may call an agent: its id, its name (with and without "CLI", and its binary with
+ * it: `codex-cli`), its npm package's scope and name, apart and together (`openai-codex`).
+ */
 function namesOf(r: AgentRecipe): string[] {
   const [scope, base] = r.pkg.startsWith('@') ? r.pkg.slice(1).split('/') : [undefined, r.pkg];
-  return [r.id, r.name, r.name.replace(/ CLI$/, ''), base === 'cli' ? '' : (base ?? ''), scope ?? '']
+  return [
+    r.id,
+    r.name,
+    r.name.replace(/ CLI$/, ''),
+    `${r.bin ?? r.id} cli`,
+    base === 'cli' ? '' : (base ?? ''),
+    scope ?? '',
+    scope && base ? `${scope} ${base}` : '',
+  ]
     .map(fold)
     .filter(Boolean);
 }

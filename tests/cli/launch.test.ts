@@ -380,6 +380,10 @@ describe('an unknown agent', () => {
       ['clien', 'cline (Cline CLI)'],
       ['qwen-code', 'qwen (Qwen Code)'],
       ['openai-agents-sdk', 'openai-agents (OpenAI Agents SDK)'],
+      // The product's own name, and the npm package whole (before: no suggestion for either).
+      ['codex-cli', 'codex (Codex)'],
+      ['openai-codex', 'codex (Codex)'],
+      ['@openai/codex', 'codex (Codex)'],
     ]) {
       const o = io();
       expect(await launchCommand([given!], o.io, {}, {})).toBe(2);
