@@ -191,19 +191,20 @@ export function parseLaunchArgs(argv: readonly string[]): LaunchOptions {
     throw new UsageError(
       `${agent.id} is an SDK: put your program after --, e.g. toolproof launch ${agent.id} -- node app.mjs`,
     );
-  if (values.upstream !== undefined) {
+  // Another scheme (ftp://, ws://) waited 30 s for /health, then asked whether toolproof runs.
+  for (const [flag, value] of [
+    ['--upstream', values.upstream],
+    ['--url', values.url],
+  ] as const) {
+    if (value === undefined) continue;
+    let url: URL;
     try {
-      new URL(values.upstream);
+      url = new URL(normalizeUrl(value));
     } catch {
-      throw new UsageError(`--upstream: "${values.upstream}" is not a URL`);
+      throw new UsageError(`${flag}: "${value}" is not a URL`);
     }
-  }
-  if (values.url !== undefined) {
-    try {
-      normalizeUrl(values.url);
-    } catch {
-      throw new UsageError(`--url: "${values.url}" is not a URL`);
-    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new UsageError(`${flag}: "${value}" is not an http:// or https:// URL`);
   }
   return {
     agent,
@@ -401,6 +402,14 @@ export async function launchCommand(
   const serverEnv: NodeJS.ProcessEnv = options.upstream
     ? { ...env, TOOLPROOF_UPSTREAM_URL: options.upstream }
     : env;
+  // TOOLPROOF_PORT=abc was a stack trace ("TypeError: Invalid URL").
+  const port = env.TOOLPROOF_PORT;
+  if (options.url === undefined && port && !(/^\d{1,5}$/.test(port) && +port >= 1 && +port <= 65535)) {
+    say(
+      `TOOLPROOF_PORT: "${port.slice(0, 100)}" is not a port (1 to 65535); or give toolproof's address with --url`,
+    );
+    return 2;
+  }
   const base = normalizeUrl(options.url ?? defaultUrl(env));
   const keys = candidateKeys(options.key, env, isLocal(base));
   let server: StartedServer | undefined;

@@ -396,6 +396,28 @@ describe('an unknown agent', () => {
   });
 });
 
+describe("toolproof's address", () => {
+  it('a TOOLPROOF_PORT that is not a port, and a URL of another scheme, are said at once (exit 2)', async () => {
+    // Before: TOOLPROOF_PORT=abc was "TypeError: Invalid URL" and its stack; --url ftp://… waited
+    // 30 s for /health, then asked whether toolproof was running.
+    const { env } = fakeBins();
+    for (const port of ['abc', '99999', '0', '80 ']) {
+      const o = io();
+      expect(await launchCommand(['claude', '--print'], o.io, { ...env, TOOLPROOF_PORT: port }, {})).toBe(2);
+      expect(o.err.join('')).toContain(`TOOLPROOF_PORT: "${port}" is not a port (1 to 65535)`);
+    }
+    for (const flag of ['--url', '--upstream']) {
+      const o = io();
+      expect(
+        await launchCommand(['claude', flag, 'ftp://127.0.0.1:9', '--print'], o.io, env, {
+          healthWaitMs: 500,
+        }),
+      ).toBe(2);
+      expect(o.err.join('')).toContain(`${flag}: "ftp://127.0.0.1:9" is not an http:// or https:// URL`);
+    }
+  });
+});
+
 describe('an option the launcher does not take', () => {
   // `toolproof launch claude -p "task"` (the `--` forgotten) printed Node's own "To specify a
   // positional argument starting with a '-', place it at the end of the command after '--', as in
