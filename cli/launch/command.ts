@@ -458,15 +458,21 @@ export async function launchCommand(
           launchers ? { ...serverEnv, [LAUNCHERS_DIR]: launchers } : serverEnv,
         );
       } catch (err) {
-        say((err as Error).message);
-        return 1;
+        // Two launches at once on a free port: the other's server took the port, and this one's
+        // could not listen ("the port is already in use"): exit 1 before. It uses the other's.
+        if ((await findServer(base, deps.healthWaitMs)) !== 'up') {
+          say((err as Error).message);
+          return 1;
+        }
+        say(`another launch started toolproof at ${base} meanwhile: this one uses it`);
       }
       const simulated = !serverEnv.TOOLPROOF_UPSTREAM_URL && !serverEnv.TOOLPROOF_CONFIG;
-      say(
-        `nothing answered at ${base}: started \`toolproof --serve\` there (pid ${server.pid}, log ${server.log})` +
-          `${simulated ? ' on its BUILT-IN SIMULATOR (--upstream URL, TOOLPROOF_UPSTREAM_URL or TOOLPROOF_CONFIG for a real model)' : ` in front of ${serverEnv.TOOLPROOF_UPSTREAM_URL ?? serverEnv.TOOLPROOF_CONFIG}`}` +
-          `; it stops when ${options.print || options.write ? 'this command' : runs} exits`,
-      );
+      if (server)
+        say(
+          `nothing answered at ${base}: started \`toolproof --serve\` there (pid ${server.pid}, log ${server.log})` +
+            `${simulated ? ' on its BUILT-IN SIMULATOR (--upstream URL, TOOLPROOF_UPSTREAM_URL or TOOLPROOF_CONFIG for a real model)' : ` in front of ${serverEnv.TOOLPROOF_UPSTREAM_URL ?? serverEnv.TOOLPROOF_CONFIG}`}` +
+            `; it stops when ${options.print || options.write ? 'this command' : runs} exits`,
+        );
     }
     let models: ModelInfo[];
     let key: string;

@@ -237,7 +237,10 @@ export async function startServer(
       const why = lastLine(log);
       throw new Error(`toolproof --serve exited ${child.exitCode}${why ? `: ${why}` : ''}; see ${log}`);
     }
-    if (await isUp(base, 1000)) return { pid: child.pid ?? 0, log, stop, leave };
+    // Up, and this one's still runs: another launch's server may answer while this one's could
+    // not listen (two launches at once), and then exits (the check above, next round).
+    if ((await isUp(base, 1000)) && child.exitCode === null && child.signalCode === null)
+      return { pid: child.pid ?? 0, log, stop, leave };
     await new Promise((r) => setTimeout(r, 150));
   }
   await stop();

@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { GRACE_MS, parseStat } from '../../cli/launch/agent-process.js';
+import { GRACE_MS, parseStat, processTable } from '../../cli/launch/agent-process.js';
 import { candidateKeys, isLocal, launchCommand, PLACEHOLDER_KEY } from '../../cli/launch/command.js';
 import { readModels } from '../../cli/launch/models.js';
 import { buildPlan } from '../../cli/launch/plan.js';
@@ -591,6 +591,55 @@ describe('two launches on one port', () => {
     expect(await b.exited, b.stderr()).toBe(0);
     // ...and stops once the last launch using it is gone.
     await expect.poll(health, { timeout: 15_000, interval: 250 }).toBe('down');
+  }, 120_000);
+});
+
+describe('two launches at once on a free port', () => {
+  // Both found nothing there and started a server; the second's could not listen ("the port is
+  // already in use") and its launch exited 1. Here the other launch's toolproof takes the port
+  // while this one's server loads, and answers /health once this one's has given up.
+  it("the launch whose server could not listen uses the other's", async () => {
+    const { env } = fakeBins();
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const log = join(tmpdir(), `toolproof-${port}.log`);
+    rmSync(log, { force: true });
+    const launcher = spawn(
+      process.execPath,
+      [...nodeEntry('cli/toolproof.ts'), 'launch', 'pi', '--url', url],
+      {
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'ignore', 'pipe'],
+        detached: true,
+      },
+    );
+    cleanups.push(() => {
+      try {
+        process.kill(-launcher.pid!, 'SIGKILL');
+      } catch {}
+    });
+    let stderr = '';
+    launcher.stderr.on('data', (d) => (stderr += d));
+    const exited = new Promise<number | null>((r) => launcher.on('close', r));
+    // The launcher opens its server's log right before starting it.
+    await expect.poll(() => existsSync(log), { timeout: 60_000, interval: 20 }).toBe(true);
+    // ...and is gone: the launcher reaped it (its pid no longer in /proc).
+    const child = () => [...processTable()].find(([, info]) => info.ppid === launcher.pid)?.[0];
+    await expect.poll(child, { timeout: 10_000, interval: 20 }).toBeDefined();
+    const serve = child();
+    const gaveUp = () =>
+      readFileSync(log, 'utf8').includes('already in use') && !existsSync(`/proc/${serve}`);
+    const other = createServer(async (req, res) => {
+      if (req.url === '/health') while (!gaveUp()) await new Promise((r) => setTimeout(r, 50));
+      res.setHeader('content-type', 'application/json');
+      res.end(
+        req.url?.startsWith('/v1/models') ? '{"object":"list","data":[{"id":"coder"}]}' : '{"status":"ok"}',
+      );
+    });
+    await new Promise<void>((r) => other.listen(port, '127.0.0.1', r));
+    cleanups.push(() => new Promise<void>((r) => other.close(() => r())));
+    expect(await exited, stderr).toBe(0);
+    expect(stderr).toContain(`another launch started toolproof at ${url} meanwhile: this one uses it`);
   }, 120_000);
 });
 
