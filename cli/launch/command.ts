@@ -522,10 +522,12 @@ export async function launchCommand(
     // A model server that does not answer: toolproof lists no model from it, so the launcher said
     // "toolproof lists no model; name one with --model", and with --model the agent ran and
     // retried its 502s for minutes. Said now, from toolproof's own /ready, before the agent runs.
-    const { down, of } = await readiness(base);
-    const dead = down.map((d) => `${d.upstream}: ${d.problem}`).join('; ');
+    const { down, downCount, of } = await readiness(base);
+    const dead =
+      down.map((d) => `${d.upstream}: ${d.problem}`).join('; ') +
+      (downCount > down.length ? `; and ${downCount - down.length} more` : '');
     const noModel = models.length === 0 && options.model === undefined;
-    if (down.length > 0 && down.length === of && (noModel || !(options.print || options.write))) {
+    if (downCount > 0 && downCount === of && (noModel || !(options.print || options.write))) {
       say(
         `toolproof at ${base} cannot reach its model server (${dead}).\n  ` +
           (upstream
@@ -536,7 +538,7 @@ export async function launchCommand(
       );
       return 1;
     }
-    if (down.length > 0) say(`note: toolproof at ${base} cannot reach ${dead}; a model served there fails`);
+    if (downCount > 0) say(`note: toolproof at ${base} cannot reach ${dead}; a model served there fails`);
     // The placeholder is no secret; a real key is masked in everything printed.
     const secret = key !== PLACEHOLDER_KEY || options.key !== undefined ? key : '';
     let model: ModelInfo;

@@ -324,9 +324,10 @@ export async function upstreamRefusal(
   return undefined;
 }
 
-/** What toolproof's `GET /ready` found: the upstreams it cannot reach, of how many it has. */
+/** What toolproof's `GET /ready` found: the upstreams it cannot reach (the first 16 named), of how many. */
 export interface Readiness {
   down: Array<{ upstream: string; problem: string }>;
+  downCount: number;
   of: number;
 }
 
@@ -336,7 +337,7 @@ export interface Readiness {
  * older toolproof, a timeout): the launch goes on as before then.
  */
 export async function readiness(base: string, timeoutMs = 10_000): Promise<Readiness> {
-  const none: Readiness = { down: [], of: 0 };
+  const none: Readiness = { down: [], downCount: 0, of: 0 };
   try {
     const res = await fetch(`${base}/ready`, { signal: AbortSignal.timeout(timeoutMs) });
     const text = await boundedText(res.body, 1024 * 1024);
@@ -344,15 +345,18 @@ export async function readiness(base: string, timeoutMs = 10_000): Promise<Readi
     const upstreams = (JSON.parse(text) as { upstreams?: unknown } | null)?.upstreams;
     if (!Array.isArray(upstreams)) return none;
     const down: Readiness['down'] = [];
+    let downCount = 0;
     for (const u of upstreams as Array<Record<string, unknown> | null>) {
       if (u?.ok !== false || typeof u.upstream !== 'string') continue;
+      // What answers --url wrote the list: a megabyte of entries is not printed whole.
+      if (++downCount > 16) continue;
       const problem =
         typeof u.error === 'string'
           ? u.error
           : `it answered GET /models with HTTP ${typeof u.status === 'number' ? u.status : '?'}`;
       down.push({ upstream: u.upstream.slice(0, 500), problem: problem.slice(0, 500) });
     }
-    return { down, of: upstreams.length };
+    return { down, downCount, of: upstreams.length };
   } catch {
     return none;
   }
