@@ -1,6 +1,6 @@
 /** The toolproof CLI's dispatcher: one entry per subcommand. */
 import cluster from 'node:cluster';
-import { EXIT_WITH_LAUNCHER } from './launch/server.js';
+import { EXIT_WITH_LAUNCHER, LAUNCHERS_DIR } from './launch/server.js';
 import type { CliIO } from './probe/command.js';
 
 const MAIN_HELP = `Usage: toolproof <command> [options]
@@ -27,12 +27,18 @@ async function serveCommand(
   }
   // Not in a cluster worker: its channel is to the primary, which stops it.
   if (env[EXIT_WITH_LAUNCHER] === '1' && cluster.isPrimary) {
-    const stop = () => process.kill(process.pid, 'SIGTERM');
+    const dir = env[LAUNCHERS_DIR];
+    // Its launcher gone: stopped once no other launch that uses it still runs (launch/launchers.ts).
+    const stop = async () => {
+      const { otherLaunchers } = await import('./launch/launchers.js');
+      if (dir && otherLaunchers(dir).length > 0) setTimeout(stop, 1000);
+      else process.kill(process.pid, 'SIGTERM');
+    };
     // A launcher gone while this process was still loading: its channel already closed, and gone.
-    if (!process.channel || !process.connected) stop();
+    if (!process.channel || !process.connected) void stop();
     else {
       process.channel.unref();
-      process.once('disconnect', stop);
+      process.once('disconnect', () => void stop());
     }
   }
   await import('../server/main.js');

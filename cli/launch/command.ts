@@ -19,6 +19,7 @@ import { parseArgs } from 'node:util';
 import type { CliIO } from '../probe/command.js';
 import { runAgent } from './agent-process.js';
 import { agentCacheDirs, findBin, findPackage } from './find-bin.js';
+import { launchersDir, otherLaunchers, register, rmdirQuietly } from './launchers.js';
 import { defaultMaxOutput, type ModelInfo, readModels } from './models.js';
 import { buildPlan, childEnv, maskKey, renderPlan, shellQuote } from './plan.js';
 import {
@@ -35,7 +36,9 @@ import {
   fetchModels,
   HttpError,
   findServer,
+  LAUNCHERS_DIR,
   normalizeUrl,
+  readiness,
   type StartedServer,
   startServer,
   upstreamRefusal,
@@ -188,19 +191,20 @@ export function parseLaunchArgs(argv: readonly string[]): LaunchOptions {
     throw new UsageError(
       `${agent.id} is an SDK: put your program after --, e.g. toolproof launch ${agent.id} -- node app.mjs`,
     );
-  if (values.upstream !== undefined) {
+  // Another scheme (ftp://, ws://) waited 30 s for /health, then asked whether toolproof runs.
+  for (const [flag, value] of [
+    ['--upstream', values.upstream],
+    ['--url', values.url],
+  ] as const) {
+    if (value === undefined) continue;
+    let url: URL;
     try {
-      new URL(values.upstream);
+      url = new URL(normalizeUrl(value));
     } catch {
-      throw new UsageError(`--upstream: "${values.upstream}" is not a URL`);
+      throw new UsageError(`${flag}: "${value}" is not a URL`);
     }
-  }
-  if (values.url !== undefined) {
-    try {
-      normalizeUrl(values.url);
-    } catch {
-      throw new UsageError(`--url: "${values.url}" is not a URL`);
-    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new UsageError(`${flag}: "${value}" is not an http:// or https:// URL`);
   }
   return {
     agent,
@@ -398,12 +402,28 @@ export async function launchCommand(
   const serverEnv: NodeJS.ProcessEnv = options.upstream
     ? { ...env, TOOLPROOF_UPSTREAM_URL: options.upstream }
     : env;
+  // TOOLPROOF_PORT=abc was a stack trace ("TypeError: Invalid URL").
+  const port = env.TOOLPROOF_PORT;
+  if (options.url === undefined && port && !(/^\d{1,5}$/.test(port) && +port >= 1 && +port <= 65535)) {
+    say(
+      `TOOLPROOF_PORT: "${port.slice(0, 100)}" is not a port (1 to 65535); or give toolproof's address with --url`,
+    );
+    return 2;
+  }
   const base = normalizeUrl(options.url ?? defaultUrl(env));
   const keys = candidateKeys(options.key, env, isLocal(base));
   let server: StartedServer | undefined;
   let dir: string | undefined;
+  // The launches using a toolproof on this machine (launchers.ts): the one that started it stops
+  // it only when no other still runs.
+  let launchers: string | undefined;
+  let unregister = () => {};
   try {
     const found = await findServer(base, deps.healthWaitMs);
+    if ((found === 'up' || found === 'down') && isLocal(base)) {
+      launchers = launchersDir(new URL(base).port || '80', found === 'down');
+      if (launchers) unregister = register(launchers);
+    }
     if (typeof found === 'object') {
       say(
         `${base} answers, but not as toolproof does (${found.other}): another program holds it, a model server perhaps.\n` +
@@ -433,17 +453,26 @@ export async function launchCommand(
       );
     if (found === 'down') {
       try {
-        server = await startServer(base, serverEnv);
+        server = await startServer(
+          base,
+          launchers ? { ...serverEnv, [LAUNCHERS_DIR]: launchers } : serverEnv,
+        );
       } catch (err) {
-        say((err as Error).message);
-        return 1;
+        // Two launches at once on a free port: the other's server took the port, and this one's
+        // could not listen ("the port is already in use"): exit 1 before. It uses the other's.
+        if ((await findServer(base, deps.healthWaitMs)) !== 'up') {
+          say((err as Error).message);
+          return 1;
+        }
+        say(`another launch started toolproof at ${base} meanwhile: this one uses it`);
       }
       const simulated = !serverEnv.TOOLPROOF_UPSTREAM_URL && !serverEnv.TOOLPROOF_CONFIG;
-      say(
-        `nothing answered at ${base}: started \`toolproof --serve\` there (pid ${server.pid}, log ${server.log})` +
-          `${simulated ? ' on its BUILT-IN SIMULATOR (--upstream URL, TOOLPROOF_UPSTREAM_URL or TOOLPROOF_CONFIG for a real model)' : ` in front of ${serverEnv.TOOLPROOF_UPSTREAM_URL ?? serverEnv.TOOLPROOF_CONFIG}`}` +
-          `; it stops when ${options.print || options.write ? 'this command' : runs} exits`,
-      );
+      if (server)
+        say(
+          `nothing answered at ${base}: started \`toolproof --serve\` there (pid ${server.pid}, log ${server.log})` +
+            `${simulated ? ' on its BUILT-IN SIMULATOR (--upstream URL, TOOLPROOF_UPSTREAM_URL or TOOLPROOF_CONFIG for a real model)' : ` in front of ${serverEnv.TOOLPROOF_UPSTREAM_URL ?? serverEnv.TOOLPROOF_CONFIG}`}` +
+            `; it stops when ${options.print || options.write ? 'this command' : runs} exits`,
+        );
     }
     let models: ModelInfo[];
     let key: string;
@@ -490,6 +519,26 @@ export async function launchCommand(
         return 1;
       }
     }
+    // A model server that does not answer: toolproof lists no model from it, so the launcher said
+    // "toolproof lists no model; name one with --model", and with --model the agent ran and
+    // retried its 502s for minutes. Said now, from toolproof's own /ready, before the agent runs.
+    const { down, downCount, of } = await readiness(base);
+    const dead =
+      down.map((d) => `${d.upstream}: ${d.problem}`).join('; ') +
+      (downCount > down.length ? `; and ${downCount - down.length} more` : '');
+    const noModel = models.length === 0 && options.model === undefined;
+    if (downCount > 0 && downCount === of && (noModel || !(options.print || options.write))) {
+      say(
+        `toolproof at ${base} cannot reach its model server (${dead}).\n  ` +
+          (upstream
+            ? `Start it, or give its address: toolproof launch ${agent.id} --upstream http://HOST:PORT/v1`
+            : server
+              ? 'Start it, or point toolproof at it: --upstream http://HOST:PORT/v1, TOOLPROOF_UPSTREAM_URL or TOOLPROOF_CONFIG'
+              : 'Start it, or restart that toolproof with its address (TOOLPROOF_UPSTREAM_URL or TOOLPROOF_CONFIG)'),
+      );
+      return 1;
+    }
+    if (downCount > 0) say(`note: toolproof at ${base} cannot reach ${dead}; a model served there fails`);
     // The placeholder is no secret; a real key is masked in everything printed.
     const secret = key !== PLACEHOLDER_KEY || options.key !== undefined ? key : '';
     let model: ModelInfo;
@@ -558,6 +607,16 @@ export async function launchCommand(
     return await runAgent(bin!, plan.args, childEnv(plan, env), { onError: say });
   } finally {
     if (dir) rmSync(dir, { recursive: true, force: true });
-    await server?.stop();
+    unregister();
+    const others = server && launchers ? otherLaunchers(launchers) : [];
+    if (server && others.length > 0) {
+      server.leave();
+      say(
+        `toolproof --serve (pid ${server.pid}) stays up for the other launch${others.length > 1 ? 'es' : ''} using it (pid ${others.join(', ')}); it stops when the last of them exits`,
+      );
+    } else if (server) {
+      await server.stop();
+      if (launchers) rmdirQuietly(launchers);
+    }
   }
 }

@@ -248,10 +248,11 @@ function opencodeConfig(t: Target): Record<string, unknown> {
             name: t.model,
             tool_call: true,
             ...(t.window ? { limit: { context: t.window, output: t.maxOutput } } : {}),
-            // A model toolproof says can see takes images (attachments); otherwise opencode's default.
-            ...(t.vision
-              ? { attachment: true, modalities: { input: ['text', 'image'], output: ['text'] } }
-              : {}),
+            // PDFs for every model: toolproof sends their text upstream (docs/content.md); without
+            // `pdf` opencode's read tool said "PDF read successfully" and sent the model nothing
+            // of it. Images only for a model toolproof says can see.
+            attachment: true,
+            modalities: { input: t.vision ? ['text', 'image', 'pdf'] : ['text', 'pdf'], output: ['text'] },
           },
         },
       },
@@ -493,10 +494,12 @@ export const RECIPES: readonly CliRecipe[] = [
         model: {
           generationConfig: {
             ...(t.window ? { contextWindowSize: t.window } : {}),
-            // What the model reads, where toolproof says: else Qwen Code guesses from the model's
-            // name and takes a served name it does not know for text-only, and its read tool
-            // answers a screenshot with "This model does not support image input".
-            ...(t.vision !== undefined ? { modalities: { image: t.vision } } : {}),
+            // What the model reads. Left to Qwen Code, it guesses from the model's name, takes a
+            // served name it does not know for text-only (its read tool answers a screenshot with
+            // "This model does not support image input"), and reads a PDF with pdftotext, which
+            // few machines have. Images where toolproof says the model sees or does not know (it
+            // answers a backend's refusal with its note); PDFs always: toolproof sends their text.
+            modalities: { image: t.vision ?? true, pdf: true },
             // Qwen Code sends no session id of its own: this header, its session id filled in on
             // every request, names its sessions to toolproof (docs/affinity.md).
             customHeaders: { 'x-session-affinity': QWEN_SESSION_ID },
@@ -676,10 +679,21 @@ function distance(a: string, b: string): number {
   return d[a.length]![b.length]!;
 }
 
-/** What a user may call an agent: its id, its name (with and without "CLI"), its npm package's scope and name. */
+/**
+ * What a user may call an agent: its id, its name (with and without "CLI", and its binary with
+ * it: `codex-cli`), its npm package's scope and name, apart and together (`openai-codex`).
+ */
 function namesOf(r: AgentRecipe): string[] {
   const [scope, base] = r.pkg.startsWith('@') ? r.pkg.slice(1).split('/') : [undefined, r.pkg];
-  return [r.id, r.name, r.name.replace(/ CLI$/, ''), base === 'cli' ? '' : (base ?? ''), scope ?? '']
+  return [
+    r.id,
+    r.name,
+    r.name.replace(/ CLI$/, ''),
+    `${r.bin ?? r.id} cli`,
+    base === 'cli' ? '' : (base ?? ''),
+    scope ?? '',
+    scope && base ? `${scope} ${base}` : '',
+  ]
     .map(fold)
     .filter(Boolean);
 }

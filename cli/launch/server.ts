@@ -113,10 +113,14 @@ export interface StartedServer {
   pid: number;
   log: string;
   stop(): Promise<void>;
+  /** Leaves it running (for another launch using it): this process may exit without it. */
+  leave(): void;
 }
 
 /** Set for a `toolproof --serve` this launcher starts: it stops when the launcher's channel closes. */
 export const EXIT_WITH_LAUNCHER = 'TOOLPROOF_EXIT_WITH_LAUNCHER';
+/** The folder of the launches using the server a launch starts (launchers.ts), handed to it. */
+export const LAUNCHERS_DIR = 'TOOLPROOF_LAUNCHERS_DIR';
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
@@ -222,13 +226,21 @@ export async function startServer(
     await waitExit(child);
     clearTimeout(forced);
   };
+  // The channel closed, the server goes on while another launch runs (cli/main.ts).
+  const leave = () => {
+    if (child.connected) child.disconnect();
+    child.unref();
+  };
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) {
       const why = lastLine(log);
       throw new Error(`toolproof --serve exited ${child.exitCode}${why ? `: ${why}` : ''}; see ${log}`);
     }
-    if (await isUp(base, 1000)) return { pid: child.pid ?? 0, log, stop };
+    // Up, and this one's still runs: another launch's server may answer while this one's could
+    // not listen (two launches at once), and then exits (the check above, next round).
+    if ((await isUp(base, 1000)) && child.exitCode === null && child.signalCode === null)
+      return { pid: child.pid ?? 0, log, stop, leave };
     await new Promise((r) => setTimeout(r, 150));
   }
   await stop();
@@ -310,4 +322,42 @@ export async function upstreamRefusal(
     }
   }
   return undefined;
+}
+
+/** What toolproof's `GET /ready` found: the upstreams it cannot reach (the first 16 named), of how many. */
+export interface Readiness {
+  down: Array<{ upstream: string; problem: string }>;
+  downCount: number;
+  of: number;
+}
+
+/**
+ * The upstreams toolproof at `base` cannot reach, from its open `GET /ready` (each configured
+ * upstream's `/models`, 3 s each); none when it is ready, or when the answer is not /ready's (an
+ * older toolproof, a timeout): the launch goes on as before then.
+ */
+export async function readiness(base: string, timeoutMs = 10_000): Promise<Readiness> {
+  const none: Readiness = { down: [], downCount: 0, of: 0 };
+  try {
+    const res = await fetch(`${base}/ready`, { signal: AbortSignal.timeout(timeoutMs) });
+    const text = await boundedText(res.body, 1024 * 1024);
+    if (res.status !== 503) return none;
+    const upstreams = (JSON.parse(text) as { upstreams?: unknown } | null)?.upstreams;
+    if (!Array.isArray(upstreams)) return none;
+    const down: Readiness['down'] = [];
+    let downCount = 0;
+    for (const u of upstreams as Array<Record<string, unknown> | null>) {
+      if (u?.ok !== false || typeof u.upstream !== 'string') continue;
+      // What answers --url wrote the list: a megabyte of entries is not printed whole.
+      if (++downCount > 16) continue;
+      const problem =
+        typeof u.error === 'string'
+          ? u.error
+          : `it answered GET /models with HTTP ${typeof u.status === 'number' ? u.status : '?'}`;
+      down.push({ upstream: u.upstream.slice(0, 500), problem: problem.slice(0, 500) });
+    }
+    return { down, downCount, of: upstreams.length };
+  } catch {
+    return none;
+  }
 }

@@ -5,6 +5,8 @@
  * - Claude Code reads a PDF made here: its Read tool returns a `document` block inside
  *   `tool_result`; toolproof sends the extracted text upstream, and the scripted model answers
  *   with the number it finds in what it received (a number only the PDF's text holds).
+ * - opencode and Qwen Code read the same PDF: their read tools attach it as a file (the launcher
+ *   declares PDF input), and toolproof sends its text upstream.
  * - Claude Code reads an image on a model marked `vision: false` (the upstream gets the note, not
  *   the image) and on one marked `vision: true` (the image reaches the upstream).
  * - Claude Code reads an image on a text-only vLLM model toolproof was not told of (`vision: auto`):
@@ -49,6 +51,26 @@ describeAgents('real content (issue 26)', () => {
     expect(upstream, why).toContain('The audit number is 58213.');
     expect(upstream, why).not.toContain('application/pdf;base64');
   });
+});
+
+describeAgents('real content: a PDF, the chat agents', () => {
+  // Before, neither said it could take a PDF: opencode's read tool answered "PDF read
+  // successfully" and sent the model nothing of it, and Qwen Code's ran pdftotext (not installed:
+  // "pdftotext is not installed"). The launcher now declares PDF input for every model: the
+  // agent sends the file, toolproof sends its text upstream. The model's window is not known
+  // (vLLM's list says nothing of vision), as on most GPU boxes.
+  for (const agent of ['opencode', 'qwen'] as const)
+    it(`${agent} reads a PDF: its text reaches the upstream, the answer is the number it holds`, async ({
+      task: t,
+    }) => {
+      tagContent(t.meta, agent, 'chat', 'pdf', 'PDF');
+      const r = await runCase({ agent, mode: 'clean', task: PDF_TASK, via: 'toolproof' });
+      const why = describeRun(r);
+      expectPass(r, PDF_TASK, { api: 'chat' });
+      const upstream = r.upstream.map((u) => u.rawBody).join('\n');
+      expect(upstream, why).toContain('The audit number is 58213.');
+      expect(upstream, why).not.toContain('application/pdf;base64');
+    });
 });
 
 /** A valid 1x1 PNG. */

@@ -3,13 +3,14 @@
  * host): its answer is untrusted. A page repeating one id 40,000 times (440 KB) held the launcher
  * 64 s of CPU (each entry copied the id's list so far), and an endless body was read whole into
  * memory (res.text(), GBs at loopback speed within the 15 s timeout). Now the list is built in one
- * pass and the body is read up to 16 MiB.
+ * pass and the body is read up to 16 MiB. Its /ready (the upstreams toolproof cannot reach) is read up
+ * to 1 MiB, and at most 16 of them are named.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readModels } from '../../cli/launch/models.js';
-import { fetchModels } from '../../cli/launch/server.js';
+import { fetchModels, readiness } from '../../cli/launch/server.js';
 import { measureScaling, withinBudget } from '../support/cost-scaling.js';
 
 let server: Server | undefined;
@@ -71,4 +72,21 @@ describe('the launcher against a hostile /v1/models', () => {
     const grown = process.memoryUsage().heapUsed + process.memoryUsage().arrayBuffers - heap0;
     expect(grown).toBeLessThan(200 * 1024 * 1024);
   }, 20_000);
+
+  it('a /ready listing 10,000 upstreams down names 16 of them, each cut to 500 characters', async () => {
+    const upstreams = Array.from({ length: 10_000 }, (_, i) => ({
+      upstream: `http://u${i}/v1`,
+      ok: false,
+      error: 'x'.repeat(i === 0 ? 5_000 : 10),
+    }));
+    const base = await serve((_req, res) => {
+      res.writeHead(503, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ status: 'not_ready', upstreams }));
+    });
+    const r = await readiness(base);
+    expect(r.of).toBe(10_000);
+    expect(r.downCount).toBe(10_000);
+    expect(r.down.length).toBe(16);
+    expect(r.down[0]!.problem.length).toBe(500);
+  });
 });

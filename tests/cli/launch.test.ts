@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { GRACE_MS, parseStat } from '../../cli/launch/agent-process.js';
+import { GRACE_MS, parseStat, processTable } from '../../cli/launch/agent-process.js';
 import { candidateKeys, isLocal, launchCommand, PLACEHOLDER_KEY } from '../../cli/launch/command.js';
 import { readModels } from '../../cli/launch/models.js';
 import { buildPlan } from '../../cli/launch/plan.js';
@@ -173,17 +173,31 @@ describe('the window from each backend kind reaches each agent', () => {
     expect(r.out).toContain(`model_auto_compact_token_limit=${Math.floor(65536 * 0.85)}`);
   });
 
-  it('what the model reads (vision) reaches pi, opencode and Qwen Code: images only for a model toolproof says sees', async () => {
+  it('what the model reads (vision) reaches pi, opencode and Qwen Code: images only for a model toolproof says sees, PDFs for every model', async () => {
+    // PDFs: toolproof sends their text upstream whatever the model reads. Before, opencode's read
+    // tool said "PDF read successfully" and sent nothing of it, and Qwen Code's ran pdftotext
+    // (not installed: "pdftotext is not installed").
     const s = await sim({ personality: 'vllm', modelName: 'coder', maxModelLen: 32768 });
     for (const [vision, pi, opencode, qwen] of [
       [
         true,
         '"input":["text","image"]',
-        '"modalities":{"input":["text","image"]',
-        '"modalities":{"image":true}',
+        '"modalities":{"input":["text","image","pdf"]',
+        '"modalities":{"image":true,"pdf":true}',
       ],
-      [false, '"input":["text"]', null, '"modalities":{"image":false}'],
-      ['auto', '"input":["text"]', null, null],
+      [
+        false,
+        '"input":["text"]',
+        '"modalities":{"input":["text","pdf"]',
+        '"modalities":{"image":false,"pdf":true}',
+      ],
+      // Not known (vLLM): Qwen Code sends an image, and toolproof answers the backend's refusal.
+      [
+        'auto',
+        '"input":["text"]',
+        '"modalities":{"input":["text","pdf"]',
+        '"modalities":{"image":true,"pdf":true}',
+      ],
     ] as const) {
       const url = await toolproofOver(s, { defaults: { vision } } as never);
       const list = (await (await fetch(`${url}/v1/models`)).json()) as {
@@ -197,12 +211,11 @@ describe('the window from each backend kind reaches each agent', () => {
       expect(p.out).toContain(pi);
       const o = await printed('opencode', url);
       expect(o.code, o.err).toBe(0);
-      if (opencode) expect(o.out).toContain(opencode);
-      else expect(o.out).not.toContain('"modalities"');
+      expect(o.out).toContain(opencode);
+      expect(o.out).toContain('"attachment":true');
       const q = await printed('qwen', url);
       expect(q.code, q.err).toBe(0);
-      if (qwen) expect(q.out).toContain(qwen);
-      else expect(q.out).not.toContain('"modalities"');
+      expect(q.out).toContain(qwen);
     }
     expect(readModels([{ data: [{ id: 'a', input_modalities: ['text', 'image'] }] }])[0]?.vision).toBe(true);
     expect(readModels([{ data: [{ id: 'a', input_modalities: ['text'] }] }])[0]?.vision).toBe(false);
@@ -367,6 +380,10 @@ describe('an unknown agent', () => {
       ['clien', 'cline (Cline CLI)'],
       ['qwen-code', 'qwen (Qwen Code)'],
       ['openai-agents-sdk', 'openai-agents (OpenAI Agents SDK)'],
+      // The product's own name, and the npm package whole (before: no suggestion for either).
+      ['codex-cli', 'codex (Codex)'],
+      ['openai-codex', 'codex (Codex)'],
+      ['@openai/codex', 'codex (Codex)'],
     ]) {
       const o = io();
       expect(await launchCommand([given!], o.io, {}, {})).toBe(2);
@@ -376,6 +393,28 @@ describe('an unknown agent', () => {
     expect(await launchCommand(['aider'], o.io, {}, {})).toBe(2);
     expect(o.err.join('')).not.toContain('did you mean');
     expect(o.err.join('')).toContain('known: claude, codex, opencode, qwen, pi, cn, kilo, cline, grok');
+  });
+});
+
+describe("toolproof's address", () => {
+  it('a TOOLPROOF_PORT that is not a port, and a URL of another scheme, are said at once (exit 2)', async () => {
+    // Before: TOOLPROOF_PORT=abc was "TypeError: Invalid URL" and its stack; --url ftp://… waited
+    // 30 s for /health, then asked whether toolproof was running.
+    const { env } = fakeBins();
+    for (const port of ['abc', '99999', '0', '80 ']) {
+      const o = io();
+      expect(await launchCommand(['claude', '--print'], o.io, { ...env, TOOLPROOF_PORT: port }, {})).toBe(2);
+      expect(o.err.join('')).toContain(`TOOLPROOF_PORT: "${port}" is not a port (1 to 65535)`);
+    }
+    for (const flag of ['--url', '--upstream']) {
+      const o = io();
+      expect(
+        await launchCommand(['claude', flag, 'ftp://127.0.0.1:9', '--print'], o.io, env, {
+          healthWaitMs: 500,
+        }),
+      ).toBe(2);
+      expect(o.err.join('')).toContain(`${flag}: "ftp://127.0.0.1:9" is not an http:// or https:// URL`);
+    }
   });
 });
 
@@ -494,6 +533,114 @@ describe('a launcher that is gone', () => {
     process.kill(launcher.pid!, 'SIGKILL');
     await expect.poll(health, { timeout: 15_000, interval: 250 }).toBe('down');
   }, 90_000);
+});
+
+describe('two launches on one port', () => {
+  // Two agents in two terminals: the first launch started the server, the second found it. When
+  // the first agent exited, its launcher stopped the server under the second, whose next request
+  // found nothing there ("Failed to connect").
+  it('the server the first started stays up while the second runs, and stops after it', async () => {
+    const { env } = fakeBins();
+    const bin = env.PATH!.split(':')[0]!;
+    const at = (name: string) => join(dirname(bin), name);
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const waitFor = (name: string) =>
+      `touch '${at(`${name}-started`)}'\nwhile [ ! -e '${at(`${name}-go`)}' ]; do sleep 0.1; done\n`;
+    writeFileSync(join(bin, 'pi'), `#!/bin/sh\n${waitFor('a')}exit 0\n`);
+    // The second agent's next request, once the first has exited.
+    const check = `fetch('${url}/health').then((r) => process.exit(r.ok ? 0 : 3), () => process.exit(3))`;
+    writeFileSync(
+      join(bin, 'opencode'),
+      `#!/bin/sh\n${waitFor('b')}exec '${process.execPath}' -e "${check}"\n`,
+    );
+    const launch = (agent: string) => {
+      const child = spawn(
+        process.execPath,
+        [...nodeEntry('cli/toolproof.ts'), 'launch', agent, '--url', url],
+        {
+          env: { ...process.env, ...env },
+          stdio: ['ignore', 'ignore', 'pipe'],
+          detached: true,
+        },
+      );
+      cleanups.push(() => {
+        try {
+          process.kill(-child.pid!, 'SIGKILL');
+        } catch {}
+      });
+      let stderr = '';
+      child.stderr.on('data', (d) => (stderr += d));
+      const exited = new Promise<number | null>((r) => child.on('close', r));
+      return { exited, stderr: () => stderr };
+    };
+    const health = () =>
+      fetch(`${url}/health`).then(
+        (r) => (r.ok ? 'up' : 'down'),
+        () => 'down',
+      );
+    const a = launch('pi');
+    await expect.poll(() => existsSync(at('a-started')), { timeout: 60_000, interval: 200 }).toBe(true);
+    const b = launch('opencode');
+    await expect.poll(() => existsSync(at('b-started')), { timeout: 60_000, interval: 200 }).toBe(true);
+    expect(b.stderr()).not.toContain('started `toolproof --serve`');
+    writeFileSync(at('a-go'), '');
+    expect(await a.exited, a.stderr()).toBe(0);
+    expect(await health()).toBe('up');
+    expect(a.stderr()).toContain('stays up for the other launch using it');
+    writeFileSync(at('b-go'), '');
+    expect(await b.exited, b.stderr()).toBe(0);
+    // ...and stops once the last launch using it is gone.
+    await expect.poll(health, { timeout: 15_000, interval: 250 }).toBe('down');
+  }, 120_000);
+});
+
+describe('two launches at once on a free port', () => {
+  // Both found nothing there and started a server; the second's could not listen ("the port is
+  // already in use") and its launch exited 1. Here the other launch's toolproof takes the port
+  // while this one's server loads, and answers /health once this one's has given up.
+  it("the launch whose server could not listen uses the other's", async () => {
+    const { env } = fakeBins();
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const log = join(tmpdir(), `toolproof-${port}.log`);
+    rmSync(log, { force: true });
+    const launcher = spawn(
+      process.execPath,
+      [...nodeEntry('cli/toolproof.ts'), 'launch', 'pi', '--url', url],
+      {
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'ignore', 'pipe'],
+        detached: true,
+      },
+    );
+    cleanups.push(() => {
+      try {
+        process.kill(-launcher.pid!, 'SIGKILL');
+      } catch {}
+    });
+    let stderr = '';
+    launcher.stderr.on('data', (d) => (stderr += d));
+    const exited = new Promise<number | null>((r) => launcher.on('close', r));
+    // The launcher opens its server's log right before starting it.
+    await expect.poll(() => existsSync(log), { timeout: 60_000, interval: 20 }).toBe(true);
+    // ...and is gone: the launcher reaped it (its pid no longer in /proc).
+    const child = () => [...processTable()].find(([, info]) => info.ppid === launcher.pid)?.[0];
+    await expect.poll(child, { timeout: 10_000, interval: 20 }).toBeDefined();
+    const serve = child();
+    const gaveUp = () =>
+      readFileSync(log, 'utf8').includes('already in use') && !existsSync(`/proc/${serve}`);
+    const other = createServer(async (req, res) => {
+      if (req.url === '/health') while (!gaveUp()) await new Promise((r) => setTimeout(r, 50));
+      res.setHeader('content-type', 'application/json');
+      res.end(
+        req.url?.startsWith('/v1/models') ? '{"object":"list","data":[{"id":"coder"}]}' : '{"status":"ok"}',
+      );
+    });
+    await new Promise<void>((r) => other.listen(port, '127.0.0.1', r));
+    cleanups.push(() => new Promise<void>((r) => other.close(() => r())));
+    expect(await exited, stderr).toBe(0);
+    expect(stderr).toContain(`another launch started toolproof at ${url} meanwhile: this one uses it`);
+  }, 120_000);
 });
 
 /** Whether `pid` runs (a zombie has ended: only its parent's wait is missing). */
@@ -673,6 +820,41 @@ describe('--upstream', () => {
     expect(readFileSync(log!, 'utf8')).toContain(
       `toolproof: the upstream at ${origin} wants an API key (HTTP 401 to GET /props without one: llama-server or vLLM started with --api-key)`,
     );
+  }, 120_000);
+
+  it('a model server that does not answer is named, with what went wrong, and nothing runs', async () => {
+    // Before: "toolproof lists no model; name one with --model", and with --model the agent ran
+    // and retried toolproof's 502s for minutes (Claude Code: 10 tries, backing off).
+    const dead = `http://127.0.0.1:${await freePort()}/v1`;
+    const { status, stdout, stderr } = await launchPiProcess(dead);
+    expect(status, stderr).toBe(1);
+    expect(stdout).toBe('');
+    expect(stderr).toContain(
+      `cannot reach its model server (${dead}: The upstream ${dead} is unreachable (ECONNREFUSED).)`,
+    );
+    expect(stderr).toContain('toolproof launch pi --upstream http://HOST:PORT/v1');
+    expect(stderr).not.toContain('name one with --model');
+
+    // A toolproof already running in front of it: the same, --model given or not; no agent runs.
+    const app = await buildApp(loadConfig({ TOOLPROOF_UPSTREAM_URL: dead }), { logger: false });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    cleanups.push(() => closeApp(app));
+    const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    const { env } = fakeBins();
+    const bin = env.PATH!.split(':')[0]!;
+    const ran = join(dirname(bin), 'agent-ran');
+    writeFileSync(join(bin, 'pi'), `#!/bin/sh\ntouch '${ran}'\n`);
+    for (const extra of [[], ['--model', 'coder']]) {
+      const o = io();
+      expect(await launchCommand(['pi', '--url', url, ...extra], o.io, env, {})).toBe(1);
+      expect(o.err.join('')).toContain(`toolproof at ${url} cannot reach its model server (${dead}: `);
+      expect(o.err.join('')).toContain('restart that toolproof with its address');
+    }
+    expect(existsSync(ran)).toBe(false);
+    // --print with a model still prints what would be set, with a note.
+    const noted = await printed('pi', url, ['--model', 'coder'], env);
+    expect(noted.code, noted.err).toBe(0);
+    expect(noted.err).toContain(`note: toolproof at ${url} cannot reach ${dead}: `);
   }, 120_000);
 
   it('is refused when toolproof already runs there (it has its own upstream); TOOLPROOF_UPSTREAM_URL is a note', async () => {
