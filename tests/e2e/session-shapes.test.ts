@@ -280,6 +280,23 @@ const CHAT: Shape[] = [
     expect: ['the file says 31337', '"tools":[{"type":"function","function":{"name":"Read"'],
   },
   {
+    // a stop string the calls hold: upstream it cut a forced call's JSON (client-stop.ts)
+    door: 'chat',
+    name: 'stop beside tools, a call in history holding the stop string',
+    history: [
+      chatUser('Write a.'),
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_1', type: 'function', function: { name: 'Read', arguments: '{"path":"```a```"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_1', content: '```\nfenced\n```' },
+    ],
+    fields: { tools: chatTools, stop: ['```', '\n\n'] },
+  },
+  {
     door: 'chat',
     name: 'developer role',
     history: [{ role: 'developer', content: 'Be brief.' }, chatUser('Hi.')],
@@ -738,6 +755,19 @@ const msgCall = (id: string): Obj => ({
 const result = (id: string, content: unknown, extra: Obj = {}): Obj =>
   msgUser([{ type: 'tool_result', tool_use_id: id, content, ...extra }]);
 const MSG: Shape[] = [
+  {
+    door: 'messages',
+    name: 'stop_sequences beside tools, a call in history holding one',
+    history: [
+      msgUser('Read a.'),
+      {
+        role: 'assistant',
+        content: [{ type: 'tool_use', id: 'toolu_s', name: 'Read', input: { path: '```a' } }],
+      },
+      result('toolu_s', '```\nfenced\n```'),
+    ],
+    fields: { tools: msgTools, stop_sequences: ['```'] },
+  },
   {
     door: 'messages',
     name: 'image base64, url and file sources',
