@@ -51,6 +51,11 @@ interface Shape {
   expect?: string[];
   /** Run only against the backends whose name starts with this (the megabyte results: one is enough). */
   only?: string;
+  /**
+   * Not in the compaction request carrying every shape: it is past the 8k window by itself, and
+   * that request does not ask for truncation (a compaction over the window is relayed).
+   */
+  alone?: true;
 }
 
 // ---------------------------------------------------------------- chat completions
@@ -320,6 +325,21 @@ const respCall = (id: string): Obj => ({
   arguments: '{"path":"a"}',
 });
 const RESP: Shape[] = [
+  {
+    // about a token a character: past an 8k window at a third of the bytes of English text, which
+    // was the backend's refusal every turn though the client asked for truncation (policies/truncation)
+    door: 'responses',
+    name: 'truncation auto, CJK text past an 8k window',
+    history: [
+      respUser('中文长文本'.repeat(1000)),
+      { role: 'assistant', content: '好的。' },
+      respUser('继续说明'.repeat(1250)),
+      { role: 'assistant', content: '明白。' },
+      respUser('总结一下。'),
+    ],
+    fields: { truncation: 'auto' },
+    alone: true,
+  },
   {
     door: 'responses',
     name: 'reasoning with encrypted_content',
@@ -1329,7 +1349,7 @@ function allShapes(door: DoorName): Obj[] {
   const built = shapesOfDoor.get(door);
   if (built) return built;
   const out: Obj[] = [];
-  SHAPES.filter((sh) => sh.door === door).forEach((sh, k) => {
+  SHAPES.filter((sh) => sh.door === door && !sh.alone).forEach((sh, k) => {
     const items = JSON.parse(
       JSON.stringify(sh.history).replace(/:"(call_|toolu_|srvtoolu_|mcptoolu_)(\w+)"/g, `:"$1$2_${k}"`),
     ) as Obj[];
