@@ -1,7 +1,7 @@
 /**
  * The one explicit policy table. Order matters and is the pipeline order on both sides:
  *
- *   request:  preserve-thinking -> hosted-tools -> history-repair -> single-call-turns -> single-choice
+ *   request:  preserve-thinking -> hosted-tools -> (content: documents .. tool-result-cap, truncation) -> history-repair -> single-call-turns -> single-choice
  *             -> tool-fields -> tool-names -> force-tool-use
  *             -> guided-schema -> stream-logprobs -> upstream-request
  *   response: tool-names (calls back under the client's names)
@@ -24,6 +24,7 @@ import { imageLimitPolicy } from './image-limit/index.js';
 import { audioPolicy } from './audio/index.js';
 import { audioDecodePolicy } from './audio-decode/index.js';
 import { toolResultCapPolicy } from './tool-result-cap/index.js';
+import { truncationPolicy } from './truncation/index.js';
 import { forceToolUsePolicy } from './force-tool-use/index.js';
 import { historyRepairPolicy } from './history-repair/index.js';
 import { leakRecovery } from './leak-recovery/index.js';
@@ -62,6 +63,8 @@ const TABLE = [
   // After audio: a model that cannot take audio has its clips as notes already.
   audioDecodePolicy,
   toolResultCapPolicy,
+  // After tool-result-cap: the oldest messages go only when cutting the results was not enough.
+  truncationPolicy,
   historyRepairPolicy,
   // After history-repair: every call has its result to follow it.
   singleCallTurnsPolicy,

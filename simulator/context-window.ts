@@ -6,7 +6,10 @@
  * `n_prompt_tokens` and `n_ctx` beside the message: server-context.cpp send_error,
  * server_task_result_error::to_json); the wordings of
  * tests/fixtures/agents/context-overflow-bodies.json. Prompt tokens are the prefix cache's
- * approximation (prefix-cache.ts: the rendered prompt, 4 characters a token).
+ * approximation (prefix-cache.ts: the rendered prompt), 4 ASCII characters a token and every other
+ * UTF-16 unit one: a CJK character is about a token in the tokenizers of the models served
+ * (Qwen, GLM, DeepSeek), 3 bytes of UTF-8, so such a prompt is over the window at a third of the
+ * bytes of an English one.
  */
 import type { SimError } from './personality.js';
 import { renderPrompt } from './prefix-cache.js';
@@ -48,7 +51,7 @@ export function windowError(body: Record<string, unknown>, options: SimulatorOpt
 function promptTokens(body: Record<string, unknown>, options: SimulatorOptions): number {
   const per = options.imageTokens;
   if (per === undefined || !Array.isArray(body.messages))
-    return Math.ceil(renderPrompt(body.tools, body.messages).length / CHARS_PER_TOKEN);
+    return tokensOf(renderPrompt(body.tools, body.messages));
   let images = 0;
   const messages = (body.messages as unknown[]).map((m) => {
     if (typeof m !== 'object' || m === null || !Array.isArray((m as { content?: unknown }).content)) return m;
@@ -59,5 +62,11 @@ function promptTokens(body: Record<string, unknown>, options: SimulatorOptions):
     });
     return { ...(m as object), content };
   });
-  return Math.ceil(renderPrompt(body.tools, messages).length / CHARS_PER_TOKEN) + images * per;
+  return tokensOf(renderPrompt(body.tools, messages)) + images * per;
+}
+
+function tokensOf(text: string): number {
+  let other = 0;
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) >= 128) other++;
+  return Math.ceil((text.length - other) / CHARS_PER_TOKEN) + other;
 }

@@ -19,6 +19,8 @@ export interface Generation {
   content: string;
   calls: GeneratedCall[];
   finish: 'stop' | 'length' | 'tool_calls';
+  /** The request's stop string that ended the output (vLLM's choice.stop_reason), when one did. */
+  stopMatched?: string;
   /** An error raised after generation started (status 200, error event in the stream). */
   midStreamError: ScriptedError | null;
   behaviour: Behaviour;
@@ -42,6 +44,12 @@ export interface GenerateContext {
    * output to the format, and no tool call comes back whatever the model meant to call.
    */
   formatSuppressesTools?: boolean;
+  /**
+   * The request's `stop` strings. Both backends match them on the text the model writes, tool
+   * calls included (a grammar-forced call's JSON too): the output ends before the first one,
+   * which is not returned (../shared/wire llama-server chat_plain_stop_sequence: finish "stop").
+   */
+  stop?: readonly string[];
 }
 
 /**
@@ -121,6 +129,41 @@ interface Budget {
   chars: number;
   tokens: number;
   cut: boolean;
+}
+
+/** The first of `stops` in `text`: where it begins and which it is (the earliest, then the longest). */
+function firstStop(text: string, stops: readonly string[]): { at: number; matched: string } | null {
+  let best: { at: number; matched: string } | null = null;
+  for (const s of stops) {
+    if (s === '') continue;
+    const at = text.indexOf(s);
+    if (at >= 0 && (best === null || at < best.at || (at === best.at && s.length > best.matched.length)))
+      best = { at, matched: s };
+  }
+  return best;
+}
+
+/**
+ * The output cut before the first stop string, content first, then each call's arguments in
+ * order (a call cut there keeps its cut arguments; the calls after it were never written); null
+ * when no stop string occurs.
+ */
+function stopAt(
+  content: string,
+  calls: GeneratedCall[],
+  stops: readonly string[],
+): { content: string; calls: GeneratedCall[]; matched: string } | null {
+  if (stops.length === 0) return null;
+  const inContent = firstStop(content, stops);
+  if (inContent) return { content: content.slice(0, inContent.at), calls: [], matched: inContent.matched };
+  for (let i = 0; i < calls.length; i++) {
+    const call = calls[i]!;
+    const hit = firstStop(call.arguments, stops);
+    if (!hit) continue;
+    const cut = { name: call.name, arguments: call.arguments.slice(0, hit.at) };
+    return { content, calls: [...calls.slice(0, i), cut], matched: hit.matched };
+  }
+  return null;
 }
 
 function spend(text: string, budget: Budget): string {
@@ -235,6 +278,10 @@ function applyChoiceAndLimits(
     tokens: ctx.maxTokens ?? Number.POSITIVE_INFINITY,
     cut: false,
   };
+  // A stop string ends the text where it begins; the budget then spends what is left, so a stop
+  // past the length limit is never reached (finish "length").
+  const stopped = stopAt(content, calls, ctx.stop ?? []);
+  if (stopped) ({ content, calls } = stopped);
   content = spend(content, budget);
   const kept: GeneratedCall[] = [];
   for (const call of calls) {
@@ -243,7 +290,9 @@ function applyChoiceAndLimits(
   }
   calls = kept;
 
-  const finish = budget.cut ? 'length' : calls.length > 0 ? 'tool_calls' : 'stop';
+  const finish = budget.cut ? 'length' : stopped ? 'stop' : calls.length > 0 ? 'tool_calls' : 'stop';
   const midStreamError = 'error' in action ? action.error : null;
-  return { kind: 'ok', generation: { reasoning, content, calls, finish, midStreamError, behaviour } };
+  const generation: Generation = { reasoning, content, calls, finish, midStreamError, behaviour };
+  if (stopped && !budget.cut) generation.stopMatched = stopped.matched;
+  return { kind: 'ok', generation };
 }

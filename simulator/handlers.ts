@@ -70,6 +70,13 @@ function maxTokens(body: Obj): number | null {
   return typeof v === 'number' && v > 0 ? v : null;
 }
 
+/** The request's `stop`: a string or a list of strings (anything else: none). */
+function stopStrings(body: Obj): string[] {
+  const v = body.stop;
+  if (typeof v === 'string') return [v];
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+}
+
 function includeUsage(body: Obj): boolean {
   return isObj(body.stream_options) && body.stream_options.include_usage === true;
 }
@@ -122,6 +129,7 @@ export async function handleChat(
     toolChoice: body.tool_choice,
     ignoreRequired: options.ignoreRequired === true,
     maxTokens: maxTokens(body),
+    stop: stopStrings(body),
     parallelToolCalls: typeof body.parallel_tool_calls === 'boolean' ? body.parallel_tool_calls : undefined,
     responseFormat: body.response_format,
     formatSuppressesTools: options.formatSuppressesTools === true,
@@ -277,6 +285,7 @@ export async function handleCompletions(
     toolChoice: undefined,
     ignoreRequired: true,
     maxTokens: maxTokens(body),
+    stop: stopStrings(body),
   });
   if (action.delayMs) await sleep(action.delayMs);
   if (outcome.kind === 'error') return sendError(ctx, req, res, outcome.error);

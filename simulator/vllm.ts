@@ -110,9 +110,9 @@ function usage(meta: ResponseMeta) {
   };
 }
 
-function chunk(meta: ResponseMeta, delta: Obj, finish: string | null = null) {
+function chunk(meta: ResponseMeta, delta: Obj, finish: string | null = null, matched: string | null = null) {
   const choice: Obj = { index: 0, delta, logprobs: null, finish_reason: finish };
-  if (finish !== null) choice.stop_reason = null;
+  if (finish !== null) choice.stop_reason = matched;
   return {
     id: meta.id,
     object: 'chat.completion.chunk',
@@ -286,7 +286,7 @@ export const vllm: PersonalityImpl = {
               ? null
               : contentLogprobs(gen.content, { top: meta.logprobs, withIds: false }),
           finish_reason: gen.finish,
-          stop_reason: null,
+          stop_reason: gen.stopMatched ?? null,
           token_ids: null,
         },
       ],
@@ -320,7 +320,7 @@ export const vllm: PersonalityImpl = {
         out.push(chunk(meta, { tool_calls: [{ index, function: { arguments: p } }] }));
     });
     if (gen.midStreamError) return out;
-    out.push(chunk(meta, {}, gen.finish));
+    out.push(chunk(meta, {}, gen.finish, gen.stopMatched ?? null));
     if (meta.includeUsage) {
       out.push({
         id: meta.id,

@@ -23,6 +23,8 @@ export type ForceToolUseEffect =
   | { policy: P; kind: 'required-as-auto'; count: number }
   /** tool_choice "auto" sent (final_answer kept): the last user turn forbids tools in so many words. */
   | { policy: P; kind: 'text-only-turn'; count: number }
+  /** The client's stop strings held back from the upstream, applied to the answer (client-stop.ts). */
+  | { policy: P; kind: 'stop-held'; count: number }
   /** A final_answer call became the content. */
   | { policy: P; kind: 'final-answer'; count: number; detail: FinalAnswerDetail }
   /** A final_answer without an answer string: its raw arguments delivered as the last resort. */
@@ -97,6 +99,11 @@ const PROSE = {
 export const TEXT_ONLY_TURN_EFFECT = constantEffect<ForceToolUseEffect>({
   policy: P,
   kind: 'text-only-turn',
+  count: 1,
+});
+export const STOP_HELD_EFFECT = constantEffect<ForceToolUseEffect>({
+  policy: P,
+  kind: 'stop-held',
   count: 1,
 });
 export const FINAL_ANSWER_RAW_EFFECT = constantEffect<ForceToolUseEffect>({

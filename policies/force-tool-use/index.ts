@@ -65,9 +65,11 @@ import {
   forcedEffect,
   REQUIRED_AS_AUTO_EFFECT,
   schemaAnswerEffect,
+  STOP_HELD_EFFECT,
   TEXT_ONLY_TURN_EFFECT,
 } from './effects.js';
 import { forceToolUseSettings } from './settings.js';
+import { cutAtStop, heldStops } from './client-stop.js';
 
 export interface ForceToolUseMemo {
   /** The synthetic tool's name as sent upstream; null when none was added. */
@@ -80,6 +82,8 @@ export interface ForceToolUseMemo {
    * tool's arguments are the answer (schema-answer.ts); not forced, the content is checked.
    */
   answer?: AnswerFormat;
+  /** The client's stop strings, held back from the upstream and applied to the answer (client-stop.ts). */
+  stop?: readonly string[];
 }
 
 export function isForceToolUseMemo(value: unknown): value is ForceToolUseMemo {
@@ -181,7 +185,7 @@ export function unwrapFinalAnswer(
     if (memo.forced && calls.length === 0) {
       effects.push(forcedButProseEffect(memo.toolChoiceSent));
     }
-    return choice;
+    return memo.stop ? stoppedProse(choice, memo.stop, calls.length > 0) : choice;
   }
   const real = calls.filter((c) => callName(c) !== name);
   const answer = memo.answer;
@@ -209,7 +213,8 @@ export function unwrapFinalAnswer(
     raw ||= decoded.raw;
     field ??= decoded.field;
   }
-  const message = { ...choice.message, content: text };
+  const stopped = memo.stop && cutAtStop(text, memo.stop);
+  const message = { ...choice.message, content: stopped ? stopped.text : text };
   if (real.length > 0) {
     message.tool_calls = real.map((c, i) => (typeof c.index === 'number' ? { ...c, index: i } : c));
   } else delete message.tool_calls;
@@ -226,7 +231,25 @@ export function unwrapFinalAnswer(
   effects.push(finalAnswerEffect(real.length > 0, truncated, raw, field));
   if (raw) effects.push(FINAL_ANSWER_RAW_EFFECT);
   if (answer) for (const d of decodedAll) effects.push(schemaAnswerEffect(d.outcome ?? 'valid'));
+  if (stopped) {
+    // The answer ended at the client's stop string, before any cut the JSON shows.
+    const ended = real.length > 0 ? 'tool_calls' : 'stop';
+    return { ...choice, message, finish_reason: ended, stop_reason: stopped.matched };
+  }
   return { ...choice, message, finish_reason: finish };
+}
+
+/** A forced turn's prose (the upstream answered without final_answer), ended at the client's stop. */
+function stoppedProse(choice: Choice, stops: readonly string[], calls: boolean): Choice {
+  const content = choice.message?.content;
+  const stopped = typeof content === 'string' ? cutAtStop(content, stops) : undefined;
+  if (!stopped) return choice;
+  return {
+    ...choice,
+    message: { ...choice.message, content: stopped.text },
+    finish_reason: calls ? 'tool_calls' : 'stop',
+    stop_reason: stopped.matched,
+  };
 }
 
 /**
@@ -291,6 +314,9 @@ export const forceToolUsePolicy: Policy<ForceToolUseEffect> = {
       answer ? schemaAnswerTool(finalAnswerName, answer.parameters) : finalAnswerTool(finalAnswerName),
     ];
     rewritten.tool_choice = toolChoice;
+    // The client's stop strings would cut the call's JSON upstream: toolproof applies them.
+    const stop = heldStops(request);
+    if (stop) delete rewritten.stop;
     // vLLM: a response_format suppresses tool calls (vllm-project/vllm#39929, #16313); the answer
     // tool carries the schema instead.
     if (answer) delete rewritten.response_format;
@@ -299,13 +325,12 @@ export const forceToolUsePolicy: Policy<ForceToolUseEffect> = {
       forced: true,
       toolChoiceSent: toolChoice,
       ...(answer ? { answer } : {}),
+      ...(stop ? { stop } : {}),
     };
-    return {
-      action: 'continue',
-      request: rewritten,
-      effects: textOnly ? [forcedEffect(toolChoice), TEXT_ONLY_TURN_EFFECT] : [forcedEffect(toolChoice)],
-      memo,
-    };
+    const effects = [forcedEffect(toolChoice)];
+    if (textOnly) effects.push(TEXT_ONLY_TURN_EFFECT);
+    if (stop) effects.push(STOP_HELD_EFFECT);
+    return { action: 'continue', request: rewritten, effects, memo };
   },
 
   onResponse(response: ChatCompletion, ctx, memo) {
@@ -337,6 +362,7 @@ export const forceToolUsePolicy: Policy<ForceToolUseEffect> = {
       forced: memo.forced,
       toolChoiceSent: memo.toolChoiceSent,
       ...(memo.answer ? { answer: memo.answer, budget: ctx.compileBudget } : {}),
+      ...(memo.stop ? { stop: memo.stop } : {}),
       // Whether the finish will be "length" is only known at the end: the hook checks that itself.
       retriesLeft: ctx.retriesUsed < ctx.settings.maxRetries,
     });

@@ -35,6 +35,7 @@ import {
 import type { AnswerFormat } from '../kit/answer-format.js';
 import { checkSchemaContent, SchemaAnswerDecoder } from './schema-answer.js';
 import type { CompileBudget } from '../types.js';
+import { StopCut } from './client-stop.js';
 
 interface CallState {
   kind: 'pending' | 'final' | 'real';
@@ -61,6 +62,8 @@ interface ChoiceState {
   /** Leading whitespace-only content, held: dropped if an answer follows, flushed otherwise. */
   pendingWs: string;
   finalized: boolean;
+  /** The client's stop strings applied to the text sent (client-stop.ts); made on the first. */
+  cut: StopCut | undefined;
 }
 
 export interface FinalAnswerStreamOptions {
@@ -73,6 +76,8 @@ export interface FinalAnswerStreamOptions {
   /** The client's JSON answer format: the answer is the call's arguments (schema-answer.ts). */
   answer?: AnswerFormat;
   budget?: CompileBudget;
+  /** The client's stop strings, held back from the upstream: the answer ends at the first. */
+  stop?: readonly string[];
 }
 
 /** The outcome of one final call: the string decoder's rule, or the schema answer's decision. */
@@ -168,6 +173,7 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
         lastChar: '',
         pendingWs: '',
         finalized: false,
+        cut: this.opts.stop ? new StopCut(this.opts.stop) : undefined,
       };
       this.choices.set(index, st);
     }
@@ -267,6 +273,7 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
           function: { name: opts.finalAnswerName, arguments: call.raw },
         });
       }
+      if (st.cut) text += st.cut.end();
       this.effects.push(FINAL_ANSWER_INVALID_EFFECT);
       return { text, truncated: false };
     }
@@ -279,9 +286,10 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
       field ??= call.decoder.state.alias;
     });
     if (!st.finalSeen && st.pendingWs !== '') {
-      text += st.pendingWs;
+      text += emit(st, st.pendingWs);
       st.pendingWs = '';
     }
+    if (st.cut) text += st.cut.end();
     if (st.finalSeen) {
       this.effects.push(finalAnswerEffect(st.realCount > 0, truncated, raw, field));
       if (raw) this.effects.push(FINAL_ANSWER_RAW_EFFECT);
@@ -312,6 +320,9 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
     content += answer;
     const { next, empty } = rebuildDelta(delta, content, tools);
     if (empty && (finish === null || finish === undefined)) return null;
+    const matched = finish !== null && finish !== undefined ? st.cut?.matched : undefined;
+    if (matched !== undefined)
+      return { ...choice, delta: next, finish_reason: finish ?? null, stop_reason: matched };
     return { ...choice, delta: next, finish_reason: finish ?? null };
   }
 
@@ -365,12 +376,13 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
   }
 }
 
+/** Text for the client: separators follow what the model wrote; the client's stop ends it. */
 function emit(st: ChoiceState, text: string): string {
   if (text !== '') {
     st.emittedAny = true;
     st.lastChar = text.slice(-1);
   }
-  return text;
+  return st.cut ? st.cut.push(text) : text;
 }
 
 function answerPiece(st: ChoiceState, call: CallState, text: string): string {
@@ -396,7 +408,10 @@ function applyToCall(st: ChoiceState, call: CallState, td: ToolCallDelta, out: T
 }
 
 function mapFinish(st: ChoiceState, upstream: string, truncated: boolean): string {
-  if (!st.finalSeen || st.leftInvalid) return upstream;
+  if (st.leftInvalid) return upstream;
+  // The answer ended at the client's stop string, before any cut the JSON shows.
+  if (st.cut?.matched !== undefined) return st.realCount > 0 ? 'tool_calls' : 'stop';
+  if (!st.finalSeen) return upstream;
   if (truncated) return 'length';
   if (st.realCount > 0) return upstream === 'stop' ? 'tool_calls' : upstream;
   return 'stop';

@@ -379,7 +379,7 @@ export class ResponsesTranslator {
       tool_choice: r.tool_choice ?? 'auto',
       tools: r.tools ?? [],
       top_p: typeof r.top_p === 'number' ? r.top_p : null,
-      truncation: 'disabled',
+      truncation: r.truncation === 'auto' ? 'auto' : 'disabled',
       usage: usage ? toResponsesUsage(usage) : null,
       ...(typeof r.user === 'string' ? { user: r.user } : {}),
       ...(r.background === true ? { background: true } : {}),

@@ -191,7 +191,7 @@ export interface ResponseObject {
   tool_choice: ResponsesToolChoice;
   tools: unknown[];
   top_p: number | null;
-  truncation: 'disabled';
+  truncation: 'auto' | 'disabled';
   usage: ResponsesUsage | null;
   user?: string;
   /** Echoed when the request asked for it (answered in the foreground all the same). */

@@ -51,6 +51,11 @@ interface Shape {
   expect?: string[];
   /** Run only against the backends whose name starts with this (the megabyte results: one is enough). */
   only?: string;
+  /**
+   * Not in the compaction request carrying every shape: it is past the 8k window by itself, and
+   * that request does not ask for truncation (a compaction over the window is relayed).
+   */
+  alone?: true;
 }
 
 // ---------------------------------------------------------------- chat completions
@@ -280,6 +285,23 @@ const CHAT: Shape[] = [
     expect: ['the file says 31337', '"tools":[{"type":"function","function":{"name":"Read"'],
   },
   {
+    // a stop string the calls hold: upstream it cut a forced call's JSON (client-stop.ts)
+    door: 'chat',
+    name: 'stop beside tools, a call in history holding the stop string',
+    history: [
+      chatUser('Write a.'),
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_1', type: 'function', function: { name: 'Read', arguments: '{"path":"```a```"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_1', content: '```\nfenced\n```' },
+    ],
+    fields: { tools: chatTools, stop: ['```', '\n\n'] },
+  },
+  {
     door: 'chat',
     name: 'developer role',
     history: [{ role: 'developer', content: 'Be brief.' }, chatUser('Hi.')],
@@ -303,6 +325,21 @@ const respCall = (id: string): Obj => ({
   arguments: '{"path":"a"}',
 });
 const RESP: Shape[] = [
+  {
+    // about a token a character: past an 8k window at a third of the bytes of English text, which
+    // was the backend's refusal every turn though the client asked for truncation (policies/truncation)
+    door: 'responses',
+    name: 'truncation auto, CJK text past an 8k window',
+    history: [
+      respUser('中文长文本'.repeat(1000)),
+      { role: 'assistant', content: '好的。' },
+      respUser('继续说明'.repeat(1250)),
+      { role: 'assistant', content: '明白。' },
+      respUser('总结一下。'),
+    ],
+    fields: { truncation: 'auto' },
+    alone: true,
+  },
   {
     door: 'responses',
     name: 'reasoning with encrypted_content',
@@ -738,6 +775,19 @@ const msgCall = (id: string): Obj => ({
 const result = (id: string, content: unknown, extra: Obj = {}): Obj =>
   msgUser([{ type: 'tool_result', tool_use_id: id, content, ...extra }]);
 const MSG: Shape[] = [
+  {
+    door: 'messages',
+    name: 'stop_sequences beside tools, a call in history holding one',
+    history: [
+      msgUser('Read a.'),
+      {
+        role: 'assistant',
+        content: [{ type: 'tool_use', id: 'toolu_s', name: 'Read', input: { path: '```a' } }],
+      },
+      result('toolu_s', '```\nfenced\n```'),
+    ],
+    fields: { tools: msgTools, stop_sequences: ['```'] },
+  },
   {
     door: 'messages',
     name: 'image base64, url and file sources',
@@ -1299,7 +1349,7 @@ function allShapes(door: DoorName): Obj[] {
   const built = shapesOfDoor.get(door);
   if (built) return built;
   const out: Obj[] = [];
-  SHAPES.filter((sh) => sh.door === door).forEach((sh, k) => {
+  SHAPES.filter((sh) => sh.door === door && !sh.alone).forEach((sh, k) => {
     const items = JSON.parse(
       JSON.stringify(sh.history).replace(/:"(call_|toolu_|srvtoolu_|mcptoolu_)(\w+)"/g, `:"$1$2_${k}"`),
     ) as Obj[];

@@ -26,6 +26,9 @@ describe("simulator enforceWindow: a prompt past the window is the backend's own
         expect(parseContextOverflow(body)).toMatchObject({ max: 1000 });
         expect((await ask(on.url, 'hello')).status).toBe(200);
         expect((await ask(off.url, 'x'.repeat(8000))).status).toBe(200);
+        // A CJK character is about a token: 3,300 bytes of them are over, 3,300 of ASCII are not.
+        expect((await ask(on.url, '中'.repeat(1100))).status).toBe(400);
+        expect((await ask(on.url, 'x'.repeat(3300))).status).toBe(200);
       } finally {
         await on.close();
         await off.close();

@@ -164,6 +164,31 @@ describe('generate', () => {
     });
   });
 
+  it('ends the output before the first stop string, content or call arguments (finish stop)', () => {
+    // ../shared/wire llama-server chat_plain_stop_sequence: the stop string not returned, finish "stop".
+    expect(gen({ say: 'Run:\n```sh\nls\n```' }, { stop: ['```'] })).toMatchObject({
+      content: 'Run:\n',
+      finish: 'stop',
+      stopMatched: '```',
+    });
+    // Forced, the answer is the call's JSON: the stop string cuts it there.
+    const forced = gen(
+      { say: 'a```b' },
+      { tools: [FINAL_ANSWER_TOOL] as ToolDef[], toolChoice: 'required', stop: ['```'] },
+    );
+    expect(forced.calls).toEqual([{ name: 'final_answer', arguments: '{"answer":"a' }]);
+    expect(forced.finish).toBe('stop');
+    // A stop past max_tokens is never reached.
+    expect(gen({ say: 'one two three four STOP' }, { stop: ['STOP'], maxTokens: 2 })).toMatchObject({
+      finish: 'length',
+    });
+    expect(gen({ say: 'no match' }, { stop: ['zz', ''] })).toMatchObject({
+      content: 'no match',
+      finish: 'stop',
+    });
+    expect(gen({ say: 'no match' }, { stop: ['zz'] }).stopMatched).toBeUndefined();
+  });
+
   it('puts reasoning in reasoning_content, or as <think> text', () => {
     expect(gen({ think: 'hmm', say: 'yes' })).toMatchObject({ reasoning: 'hmm', content: 'yes' });
     expect(gen({ think: 'hmm', thinkAsText: true, say: 'yes' })).toMatchObject({

@@ -146,6 +146,21 @@ describe('vLLM personality: chat completions', () => {
   });
 });
 
+describe('vLLM personality: stop strings', () => {
+  it('the text ends before the stop string, stop_reason names it, streamed and not', async () => {
+    const say = scenarioHeader({ say: 'Run:\n```sh\nls\n```' });
+    const r = await chat(sim, { messages: user, stop: ['```'] }, say);
+    const choice = (r.json.choices as Record<string, unknown>[])[0];
+    expect(choice).toMatchObject({ finish_reason: 'stop', stop_reason: '```' });
+    expect(messageOf(r).content).toBe('Run:\n');
+    const s = await chat(sim, { messages: user, stop: '```', stream: true }, say);
+    const events = sseEvents(s.text);
+    expect(accumulate(events)).toMatchObject({ content: 'Run:\n', finish: 'stop' });
+    const last = events.filter((e) => e !== '[DONE]').at(-1) as { choices: Array<{ stop_reason: unknown }> };
+    expect(last.choices[0]?.stop_reason).toBe('```');
+  });
+});
+
 describe('vLLM personality: errors', () => {
   it('answers invalid JSON with 400 in the nested error shape, without closing the connection', async () => {
     const r = await post(sim, '/chat/completions', '{"model":');

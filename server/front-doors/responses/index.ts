@@ -16,14 +16,15 @@ import {
   ResponsesTranslator,
   type TranslatorContext,
 } from '../../../protocol/responses/stream.js';
+import { replayEvents } from '../../../protocol/responses/replay.js';
 import type { InputItem, ResponseObject, ResponsesRequest } from '../../../protocol/responses/types.js';
 import type { AppState } from '../../app-state.js';
 import type { ChatCall } from '../../chat/context.js';
 import { startTranslatedCall } from '../../chat/start.js';
 import { openAIErrorBody } from '../chat/errors.js';
 import type { FrontDoor } from '../types.js';
-import { registerConversations } from './conversations.js';
-import { responsesErrorEvent } from './errors.js';
+import { listPage, registerConversations } from './conversations.js';
+import { responsesErrorEvent, responsesSseEvent as sseEvent } from './errors.js';
 import type { ResponsesItemStore } from './item-store.js';
 import { ResponsesSseOutput } from './output.js';
 import { responsesBody } from './schema.js';
@@ -44,13 +45,13 @@ interface ResponsesTurn extends TranslatorContext {
 }
 
 /**
- * The rest of the Responses API (input_items, input_tokens, compact, a stream resumed) is not
+ * The rest of the Responses API (input_tokens) is not
  * served: a 404 in the OpenAI shape, instead of falling through to the upstream, which answered in
  * its own (vLLM: {"detail": "Not Found"}) about ids it never issued.
  */
 async function notServed(request: FastifyRequest): Promise<never> {
   throw new ToolproofError('TP_ERR_NOT_FOUND', {
-    message: `Not served by toolproof's Responses API (it keeps responses to continue and retrieve them: previous_response_id, item_reference, GET /v1/responses/{id}): ${request.method} ${request.url.split('?')[0]}.`,
+    message: `Not served by toolproof's Responses API (it keeps responses to continue and retrieve them: previous_response_id, item_reference, GET /v1/responses/{id} and its input_items): ${request.method} ${request.url.split('?')[0]}.`,
   });
 }
 
@@ -61,14 +62,14 @@ function responseNotHeld(id: string): ToolproofError {
   });
 }
 
-type ById = { Params: { id: string }; Querystring: { stream?: unknown } };
+type ById = { Params: { id: string }; Querystring: { stream?: unknown; starting_after?: unknown } };
 
 /**
  * GET /v1/responses/{id} (the openai SDK's `responses.retrieve`: a `background: true` client polls
  * it), DELETE, and POST .../cancel for a response this worker kept. A background request is
  * answered while it is open, so the response is final by the first poll, and cancel returns it as
- * it is (OpenAI's answer for a response already finished). A stream resumed (`?stream=true`) is
- * not served: nothing is held of a stream but its final response.
+ * it is (OpenAI's answer for a response already finished). A stream resumed (`?stream=true`,
+ * `starting_after`) is rebuilt from the final response, all that is held of a stream (replay.ts).
  */
 function registerRetrieve(scope: FastifyInstance, state: AppState) {
   const config = { config: { api: 'responses' as const } };
@@ -78,12 +79,32 @@ function registerRetrieve(scope: FastifyInstance, state: AppState) {
     if (!found) throw responseNotHeld(request.params.id);
     return found;
   };
-  scope.get<ById>('/v1/responses/:id', config, async (request) => {
+  scope.get<ById>('/v1/responses/:id', config, async (request, reply) => {
     const stream = request.query.stream;
-    if (stream === 'true' || stream === true) return notServed(request);
-    return held(request);
+    if (stream !== 'true' && stream !== true) return held(request);
+    // Resumed: the stream rebuilt from the final response, all that is kept (replay.ts).
+    const after = request.query.starting_after;
+    const from = after === undefined ? -1 : Number(after);
+    if (!Number.isSafeInteger(from) || from < -1)
+      throw new ToolproofError('TP_ERR_INVALID_FIELD', {
+        param: 'starting_after',
+        message: 'starting_after must be a non-negative integer (an event sequence_number).',
+      });
+    let text = '';
+    for (const e of replayEvents(held(request), from)) text += sseEvent(e);
+    return reply.header('cache-control', 'no-cache').type('text/event-stream; charset=utf-8').send(text);
   });
   scope.post<ById>('/v1/responses/:id/cancel', config, async (request) => held(request));
+  // The openai SDK's responses.inputItems.list: paged as OpenAI pages (desc by default, `after`, `limit`).
+  scope.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>(
+    '/v1/responses/:id/input_items',
+    config,
+    async (request) => {
+      const items = state.responsesStore?.inputItems(request.tpKey?.key ?? '', request.params.id);
+      if (!items) throw responseNotHeld(request.params.id);
+      return listPage(items, request.query);
+    },
+  );
   scope.delete<ById>('/v1/responses/:id', config, async (request) => {
     const { id } = request.params;
     if (!state.responsesStore?.deleteResponse(request.tpKey?.key ?? '', id)) throw responseNotHeld(id);

@@ -285,6 +285,30 @@ export class ResponsesItemStore {
     return { ...(JSON.parse(kept.envelope) as Record<string, unknown>), output };
   }
 
+  /**
+   * The input items response `id` was made from (GET /v1/responses/{id}/input_items), oldest
+   * first, each with its listed id: its conversation before its own output (the turns its
+   * previous_response_id chain brought and answered, then what its request brought). With an
+   * earlier response of the chain no longer held, what its own request brought. Undefined when
+   * the response is not held under `scope`; not made the newest (a listing is not a turn).
+   */
+  inputItems(scope: string, id: string): Listed[] | undefined {
+    const kept = this.responses.get(id);
+    if (!kept || kept.scope !== scope || kept.envelope === undefined) return undefined;
+    const ids: string[] = [];
+    const found = this.conversation(scope, id, false, Number.POSITIVE_INFINITY, ids);
+    const out: Listed[] = [];
+    if (found.missing !== undefined) {
+      const brought = JSON.parse(kept.json) as InputItem[];
+      for (let j = 0; j < brought.length; j++)
+        out.push({ id: listedId(id, j, brought[j]!), item: brought[j]! });
+      return out;
+    }
+    const n = found.items.length - (kept.outputIds?.length ?? 0);
+    for (let i = 0; i < n; i++) out.push({ id: ids[i]!, item: found.items[i]! });
+    return out;
+  }
+
   /** Forgets response `id` and its output items (DELETE /v1/responses/{id}); false when not held. */
   deleteResponse(scope: string, id: string): boolean {
     const kept = this.responses.get(id);

@@ -1,0 +1,86 @@
+/**
+ * truncation (request side): the Responses API's `truncation: "auto"` ("if the input exceeds the
+ * model's context window, ... dropping items from the beginning of the conversation"; the Agents
+ * SDK's ModelSettings.truncation), taken on chat completions too. Before, it was ignored: a
+ * conversation whose own messages (a user's pasted text, long answers: nothing tool-result-cap or
+ * documents may cut) grew past the window was the backend's refusal on that turn and on every
+ * later one, though the client had said to drop what does not fit. Text under six bytes a token
+ * (CJK, base64) is not known over the window before the backend says so (kit/overflow.ts); once it
+ * has, the attempt loop prepares the request again with the window it named and the refusal's
+ * scale, and the prompt is cut then, and on every later turn of the session from the start.
+ *
+ * What is left out: the messages after the leading system and developer ones that start before
+ * the boundary of kit/overflow.ts (the last half of the window stays whole; the one that runs past
+ * it stays while what is kept fits), and the tool results of a call left out; one user message in
+ * their place says how many. The boundary moves in quarter-window
+ * steps, so turns that add less than a step send the same bytes (docs/prefix.md). The field never
+ * goes upstream (no backend has it).
+ */
+import type { ChatMessage } from '../../protocol/openai.js';
+import { calibratedWindow, messagesBeforeBoundary } from '../kit/overflow.js';
+import { estimatedPromptTokens } from '../kit/prompt-bytes.js';
+import { type Policy, PROMPT_OVER_WINDOW } from '../types.js';
+import { describeTruncationEffect, TRUNCATION_POLICY, type TruncationEffect } from './effects.js';
+
+/** The note in place of the `count` oldest messages. */
+export function leftOutMessagesNote(count: number): string {
+  return `[toolproof left out the ${count === 1 ? 'oldest message' : `${count} oldest messages`} of this conversation to fit the model's context window (truncation: auto)]`;
+}
+
+/**
+ * The messages with the oldest past the boundary left out and the note in their place, and how
+ * many went; undefined when none does. `older`: how many messages start before the boundary. The
+ * last of those may run past it: it stays when the prompt kept from it fits `fit` (estimated
+ * tokens), so a long message is not left out for starting early; past that it goes too. Either
+ * way later turns, which only append, leave out the same until the boundary steps on.
+ */
+export function leaveOutOldest(
+  tools: unknown,
+  messages: readonly ChatMessage[],
+  older: number,
+  fit: number,
+): { messages: ChatMessage[]; count: number } | undefined {
+  let lead = 0;
+  while (
+    lead < messages.length &&
+    (messages[lead]?.role === 'system' || messages[lead]?.role === 'developer')
+  )
+    lead++;
+  let end = Math.min(older, messages.length - 1);
+  if (
+    end > lead &&
+    estimatedPromptTokens(tools, [...messages.slice(0, lead), ...messages.slice(end - 1)]) <= fit
+  )
+    end--;
+  // A result whose call is left out goes with it.
+  while (end < messages.length - 1 && messages[end]?.role === 'tool') end++;
+  if (end <= lead) return undefined;
+  const note: ChatMessage = { role: 'user', content: leftOutMessagesNote(end - lead) };
+  return { messages: [...messages.slice(0, lead), note, ...messages.slice(end)], count: end - lead };
+}
+
+export const truncationPolicy: Policy<TruncationEffect> = {
+  name: TRUNCATION_POLICY,
+  enabled: () => true,
+  describeEffect: describeTruncationEffect,
+  onRequest(request, ctx) {
+    if (request.truncation !== 'auto' && request.truncation !== 'disabled')
+      return { action: 'continue', request, effects: [] };
+    const { truncation, ...sent } = request;
+    const known = ctx.settings.contextWindow;
+    if (truncation !== 'auto' || !Array.isArray(sent.messages) || !(known > 0))
+      return { action: 'continue', request: sent, effects: [] };
+    const refused = ctx.refused?.now.has(PROMPT_OVER_WINDOW) === true;
+    const window = calibratedWindow(known, ctx.estimateScale);
+    const older = messagesBeforeBoundary(sent.tools, sent.messages, known, refused, window);
+    // The window as the backend counts (the refusal's scale): a tighter margin left out a long
+    // message the backend had just taken whole (it was the last, kept whatever its estimate).
+    const left = older > 0 ? leaveOutOldest(sent.tools, sent.messages, older, window) : undefined;
+    if (!left) return { action: 'continue', request: sent, effects: [] };
+    return {
+      action: 'continue',
+      request: { ...sent, messages: left.messages },
+      effects: [{ policy: TRUNCATION_POLICY, kind: 'messages-left-out', count: left.count }],
+    };
+  },
+};

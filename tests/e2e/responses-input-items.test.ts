@@ -1,0 +1,118 @@
+/**
+ * GET /v1/responses/{id}/input_items (the openai SDK's `responses.inputItems.list`): the items a
+ * kept response was made from, paged as OpenAI pages them. Before, a 404 ("not served"), though
+ * the store held every one of them. Through the real server and the SDK: a three-turn session
+ * continued by previous_response_id, listed newest first (the default) and oldest first, a page
+ * of two at a time followed to the end; another key's response and an unknown one are 404s.
+ */
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Stack, startStack } from '../server/stack.js';
+
+const say = (text: string) => ({ headers: { 'x-sim-scenario': JSON.stringify({ say: text }) } });
+
+describe('responses.inputItems.list', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({ env: { TOOLPROOF_API_KEYS: 'key-a,key-b' }, apiKey: 'key-a' });
+  });
+  afterAll(() => stack.close());
+
+  it('a response continued twice lists its whole input, paged, newest first by default', async () => {
+    const c = stack.client;
+    const one = await c.responses.create({ model: 'sim', input: 'first question' }, say('first answer'));
+    const two = await c.responses.create(
+      { model: 'sim', input: 'second question', previous_response_id: one.id },
+      say('second answer'),
+    );
+    const three = await c.responses
+      .stream(
+        {
+          model: 'sim',
+          input: [{ role: 'user', content: [{ type: 'input_text', text: 'third question' }] }],
+          previous_response_id: two.id,
+        },
+        say('third answer'),
+      )
+      .finalResponse();
+    const textOf = (item: OpenAI.Responses.ResponseItem) =>
+      item.type === 'message'
+        ? (item.content as Array<{ text?: string }>).map((p) => p.text).join('')
+        : item.type;
+    const asc: string[] = [];
+    const ids: string[] = [];
+    for await (const item of c.responses.inputItems.list(three.id, { order: 'asc', limit: 2 })) {
+      asc.push(textOf(item));
+      ids.push(item.id);
+    }
+    expect(asc).toEqual([
+      'first question',
+      'first answer',
+      'second question',
+      'second answer',
+      'third question',
+    ]);
+    // The answers are listed under the ids they were returned with.
+    expect(ids[1]).toBe(one.output[0]!.id);
+    expect(new Set(ids).size).toBe(5);
+    const page = await c.responses.inputItems.list(three.id);
+    expect(page.data.map(textOf)).toEqual([...asc].reverse());
+    expect(page.has_more).toBe(false);
+    const first = page.data.at(-1)!;
+    expect(first).toMatchObject({ type: 'message', role: 'user', status: 'completed' });
+    expect((first as { content: unknown }).content).toEqual([{ type: 'input_text', text: 'first question' }]);
+    // The first response's own input.
+    const own = await c.responses.inputItems.list(one.id);
+    expect(own.data.map(textOf)).toEqual(['first question']);
+  });
+
+  it("another key's response and an unknown one are 404s", async () => {
+    const one = await stack.client.responses.create({ model: 'sim', input: 'mine' }, say('ok'));
+    const bob = new OpenAI({ baseURL: stack.url, apiKey: 'key-b', maxRetries: 0 });
+    await expect(bob.responses.inputItems.list(one.id)).rejects.toMatchObject({ status: 404 });
+    await expect(stack.client.responses.inputItems.list('resp_none')).rejects.toMatchObject({ status: 404 });
+  });
+});
+
+describe('responses.retrieve with stream: true (a stream resumed)', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack();
+  });
+  afterAll(() => stack.close());
+
+  it('the kept response as its event stream: the SDK assembles it as kept; starting_after skips', async () => {
+    const weather = {
+      type: 'function' as const,
+      name: 'get_weather',
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      strict: false,
+    };
+    const script = {
+      headers: { 'x-sim-scenario': JSON.stringify({ say: 'Sunny, 21 degrees.', think: 'Look it up.' }) },
+    };
+    for (const background of [false, true]) {
+      const r = await stack.client.responses.create(
+        { model: 'sim', input: 'Weather in Paris?', tools: [weather], background },
+        script,
+      );
+      const events: Array<{ type: string; sequence_number: number }> = [];
+      for await (const e of await stack.client.responses.retrieve(r.id, { stream: true })) events.push(e);
+      expect(events[0]?.type).toBe('response.created');
+      expect(events.at(-1)?.type).toBe('response.completed');
+      expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+      // responses.stream({response_id}) resumes and assembles it: the response as kept.
+      const resumed = await stack.client.responses.stream({ response_id: r.id }).finalResponse();
+      expect(resumed.output).toMatchObject(r.output);
+      expect(resumed.status).toBe('completed');
+      expect(resumed.output_text).toBe('Sunny, 21 degrees.');
+      const tail: string[] = [];
+      for await (const e of await stack.client.responses.retrieve(r.id, {
+        stream: true,
+        starting_after: events.length - 3,
+      }))
+        tail.push(e.type);
+      expect(tail).toEqual(events.slice(-2).map((e) => e.type));
+    }
+  });
+});

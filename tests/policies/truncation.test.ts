@@ -1,0 +1,101 @@
+/**
+ * truncation (policies/truncation): `truncation: "auto"` leaves out the oldest messages of a
+ * prompt over the window, never the leading system ones, the last one, or a result without its
+ * call; the field never goes upstream.
+ */
+import { describe, expect, it } from 'vitest';
+import type { ChatMessage } from '../../protocol/openai.js';
+import { leaveOutOldest, leftOutMessagesNote, truncationPolicy } from '../../policies/truncation/index.js';
+import { PROMPT_OVER_WINDOW, type PolicyContext } from '../../policies/types.js';
+import { judge, measureScaling } from '../support/cost-scaling.js';
+import { ctxWith, request } from './helpers.js';
+
+const user = (content: string): ChatMessage => ({ role: 'user', content });
+const assistant = (content: string): ChatMessage => ({ role: 'assistant', content });
+
+function run(messages: ChatMessage[], ctx: PolicyContext, truncation: unknown = 'auto') {
+  const d = truncationPolicy.onRequest!(request({ messages, truncation }), ctx, request({ messages }));
+  if (d.action !== 'continue') throw new Error('rejected');
+  return d;
+}
+
+const refused = (window: number) =>
+  ctxWith({ refused: { now: new Set([PROMPT_OVER_WINDOW]), remembered: new Set() } } as never, {
+    contextWindow: window,
+  });
+
+describe('leaveOutOldest', () => {
+  it('keeps the leading system messages and the last message; a result goes with its call', () => {
+    const messages: ChatMessage[] = [
+      { role: 'system', content: 's' },
+      user('a'),
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c', type: 'function', function: { name: 'R', arguments: '{}' } }],
+      },
+      { role: 'tool', tool_call_id: 'c', content: 'r' },
+      { role: 'tool', tool_call_id: 'c', content: 'r2' },
+      user('b'),
+    ];
+    // The message that runs past the boundary goes when what is kept from it does not fit.
+    expect(leaveOutOldest(undefined, messages, 3, 0)).toEqual({
+      messages: [messages[0], user(leftOutMessagesNote(4)), messages[5]],
+      count: 4,
+    });
+    // And stays when it does.
+    expect(leaveOutOldest(undefined, messages, 3, 1e6)).toEqual({
+      messages: [messages[0], user(leftOutMessagesNote(1)), ...messages.slice(2)],
+      count: 1,
+    });
+    expect(leaveOutOldest(undefined, messages, 1, 0)).toBeUndefined();
+    expect(leaveOutOldest(undefined, messages, 99, 0)?.messages.at(-1)).toEqual(user('b'));
+  });
+});
+
+describe('truncation policy', () => {
+  const long = Array.from({ length: 40 }, (_, i) => [
+    user(`${i} ${'x'.repeat(4000)}`),
+    assistant('ok'),
+  ]).flat();
+
+  it('the field never goes upstream; nothing is cut under the window or with "disabled"', () => {
+    const small = run([user('hi')], refused(8192));
+    expect(small.request).not.toHaveProperty('truncation');
+    expect(small.effects).toEqual([]);
+    const off = run(long, refused(8192), 'disabled');
+    expect(off.request).not.toHaveProperty('truncation');
+    expect(off.request.messages).toHaveLength(long.length);
+    // Without a known window nothing can be placed (the attempt loop learns it from the refusal).
+    expect(run(long, ctxWith(), 'auto').request.messages).toHaveLength(long.length);
+    // Another value is not the API's: left as it came.
+    expect(run([user('hi')], ctxWith(), 'later').request.truncation).toBe('later');
+  });
+
+  it('over the window: the oldest left out, a note in their place, the effect counted', () => {
+    const d = run(long, refused(8192));
+    const sent = d.request.messages;
+    const note = sent[0]!;
+    expect(note.role).toBe('user');
+    const count = long.length - (sent.length - 1);
+    expect(note.content).toBe(leftOutMessagesNote(count));
+    expect(d.effects).toEqual([{ policy: 'truncation', kind: 'messages-left-out', count }]);
+    expect(sent.at(-1)).toEqual(long.at(-1));
+    // What is left fits: at most three quarters of the window at 4 bytes a token.
+    expect(JSON.stringify(sent).length).toBeLessThan(8192 * 4 * 0.8);
+    // One more small turn leaves out the same messages (the boundary moves in quarter steps).
+    // (A long message that starts before the boundary stays while what is kept fits.)
+    const next = run([...long, user('again')], refused(8192)).request.messages;
+    expect(next.slice(0, sent.length)).toEqual(sent);
+  });
+
+  it('budget: a conversation of 4x the messages costs about 4x', () => {
+    const ctx = refused(8192);
+    const make = (n: number) =>
+      Array.from({ length: n }, (_, i) => (i % 2 ? assistant('ok') : user(`q ${i} ${'y'.repeat(200)}`)));
+    const measure = () => measureScaling(make, (m) => run(m, ctx), { from: 2_000, max: 64_000 });
+    let s = measure();
+    if (!judge(s, 5).time || !judge(s, 5).memory) s = measure();
+    expect(judge(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
+  });
+});
