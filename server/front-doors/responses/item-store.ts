@@ -85,6 +85,18 @@ export interface Listing {
 }
 
 /**
+ * A listing read for one page (a response's input items, built anew per request): a cursor is
+ * found by one pass, no index (the page's read of the chain already costs as much).
+ */
+function listingOf(list: readonly Listed[]): Listing {
+  return {
+    length: list.length,
+    at: (k) => list[k]!,
+    indexOf: (id) => list.findIndex((l) => l.id === id),
+  };
+}
+
+/**
  * A conversation's listing kept between pages (listConversation), and what it was built from:
  * turns added since extend it; any other change builds it again.
  */
@@ -292,7 +304,7 @@ export class ResponsesItemStore {
    * earlier response of the chain no longer held, what its own request brought. Undefined when
    * the response is not held under `scope`; not made the newest (a listing is not a turn).
    */
-  inputItems(scope: string, id: string): Listed[] | undefined {
+  inputItems(scope: string, id: string): Listing | undefined {
     const kept = this.responses.get(id);
     if (!kept || kept.scope !== scope || kept.envelope === undefined) return undefined;
     const ids: string[] = [];
@@ -302,11 +314,11 @@ export class ResponsesItemStore {
       const brought = JSON.parse(kept.json) as InputItem[];
       for (let j = 0; j < brought.length; j++)
         out.push({ id: listedId(id, j, brought[j]!), item: brought[j]! });
-      return out;
+      return listingOf(out);
     }
     const n = found.items.length - (kept.outputIds?.length ?? 0);
     for (let i = 0; i < n; i++) out.push({ id: ids[i]!, item: found.items[i]! });
-    return out;
+    return listingOf(out);
   }
 
   /** Forgets response `id` and its output items (DELETE /v1/responses/{id}); false when not held. */
