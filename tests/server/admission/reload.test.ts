@@ -119,11 +119,11 @@ describe('reload', () => {
     // An unknown key is as invalid as broken YAML.
     expect(await reloader.reload('test')).toBe(false);
     writeYaml(`${yaml(['alice'])}\nbogus: 1\n`);
-    await waitFor(() => log.lines.some((l) => String(l.error ?? '').includes('unknown key "bogus"')), 2_000);
+    await waitFor(() => log.lines.some((l) => String(l.error ?? '').includes('unknown key "bogus"')), 10_000);
     expect((await chat('alice')).status).toBe(200);
     // A valid file again: in force, the gauge back to 1, a new key accepted.
     writeYaml(yaml(['alice', 'carol'], `  n:\n    upstream: ${sim.url}`));
-    await waitFor(() => app.toolproof.config.keys.some((k) => k.name === 'carol'), 2_000);
+    await waitFor(() => app.toolproof.config.keys.some((k) => k.name === 'carol'), 10_000);
     expect(await gauge()).toBe(1);
     expect((await chat('carol')).status).toBe(200);
   });
@@ -132,7 +132,7 @@ describe('reload', () => {
     const before = log.lines.length;
     const size = app.toolproof.responsesStore?.maxBytes;
     writeYaml(`${yaml(['alice', 'carol'])}\nserver:\n  responsesStoreMb: 1\n`);
-    await waitFor(() => log.lines.slice(before).some((l) => l.msg === 'configuration reloaded'), 2_000);
+    await waitFor(() => log.lines.slice(before).some((l) => l.msg === 'configuration reloaded'), 10_000);
     const line = log.lines.slice(before).find((l) => l.msg === 'configuration reloaded')!;
     expect(line.keptUntilRestart).toEqual(['responsesStoreBytes']);
     expect(app.toolproof.responsesStore?.maxBytes).toBe(size);
