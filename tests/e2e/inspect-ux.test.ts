@@ -9,7 +9,7 @@
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumAvailable, openPage } from '../support/browser.js';
+import { chromiumAvailable, openPage, refreshed } from '../support/browser.js';
 import { type Stack, startStack, weatherTool, weatherTurn } from '../server/stack.js';
 
 const tools = [weatherTool];
@@ -282,10 +282,16 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
       await route.continue();
     });
     try {
+      const late = page.waitForResponse(
+        (r) => new URL(r.url()).pathname === '/inspect/api/requests/stalled-1',
+      );
       await page.goto(`${stack.origin}/inspect#/r/stalled-1`);
       await page.evaluate("location.hash = '#/sessions'");
       await page.locator('#sessions').waitFor();
-      await page.waitForTimeout(1000);
+      // The late answer arrived (a fixed 1 s wait could end before it did on a loaded box), then
+      // a moment for the page to take it.
+      await (await late).finished();
+      await page.evaluate('new Promise((r) => setTimeout(r, 50))');
       expect(await page.locator('main h1').textContent()).toBe('Sessions');
       expect(await page.locator('#request-id').count()).toBe(0);
     } finally {
@@ -522,7 +528,10 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
     expect(await page.locator('#model-wrote pre.text').textContent()).toBe('A long');
     expect(await page.locator('#client-received pre.text').textContent()).toBe('A long');
     await response.locator('summary').click();
-    await page.waitForTimeout(2300);
+    // Two refreshes after the click (the view reloads a second after each load while in flight):
+    // the first is drawn before the second is asked for. A fixed 2.3 s wait saw none on a loaded
+    // box, and the test then passed without checking anything.
+    await refreshed(page, '/inspect/api/requests/stalled-1', 2);
     expect(await response.evaluate((d) => d.hasAttribute('open'))).toBe(true);
     // The client leaves: the view shows the end, the section still open.
     stalled.abort();

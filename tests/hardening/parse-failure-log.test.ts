@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { redactForLog } from '../../server/log-redact.js';
 import { logCapture } from '../server/test-utils.js';
+import { measureScaling, withinBudget } from '../support/cost-scaling.js';
 import { proxyInFrontOf } from '../support/harness.js';
 
 const OUTPUT = 'I will email alice@example.com: "the vault code is hunter2", signed Bob';
@@ -53,13 +54,12 @@ describe("llama-server's parse failure in the log", () => {
     expect(redactForLog(`upstream said: ${MESSAGE}`)).toBe(
       `upstream said: Failed to parse input at pos 12: [model output redacted: ${OUTPUT.length} characters]`,
     );
-    const time = (n: number) => {
-      const m = `${'Failed to parse input at pos 1'.repeat(n)}: x`;
-      const t = performance.now();
-      redactForLog(m);
-      return performance.now() - t;
-    };
-    time(1000);
-    expect(time(8000)).toBeLessThan(time(2000) * 4 + 20);
+    const s = measureScaling(
+      (n) => `${'Failed to parse input at pos 1'.repeat(n)}: x`,
+      redactForLog,
+      // x4 stays under the 64 KB redactForLog reads (2,048 x 30 characters)
+      { from: 128, max: 512 },
+    );
+    expect(withinBudget(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
   });
 });

@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { translateTools } from '../../protocol/responses/tools.js';
+import { measureScaling, withinBudget } from '../support/cost-scaling.js';
 import { answerWithCall, proxyInFrontOf } from '../support/harness.js';
 
 interface SentTool {
@@ -92,26 +93,13 @@ describe('namespace naming cost', () => {
     const dups = Array.from({ length: n }, () => fn('f', 'ns f', 'b'));
     return [...taken, { type: 'namespace', name: 'ns', tools: dups }, fn('f', 'top-level f', 'a')];
   }
-  /** The best of 5 runs (GC pauses aside). */
-  const time = (tools: unknown[]) => {
-    let best = Number.POSITIVE_INFINITY;
-    for (let k = 0; k < 5; k++) {
-      const t = performance.now();
-      translateTools(tools as never);
-      best = Math.min(best, performance.now() - t);
-    }
-    return best;
-  };
-
   it('is linear: x4 the tools costs about x4, and the names stay unique', () => {
     const names = translateTools(hostile(50) as never).tools.map((t) => t.function.name);
     expect(names.filter((n) => n === 'ns__f_51').length).toBe(50); // each duplicate: one name
     expect(names.at(-1)).toBe('f');
     // 4,001 tools at x4: under the cap of declared tools (MAX_DECLARED_TOOLS, 4,096)
-    time(hostile(500)); // warm-up
-    const one = time(hostile(500));
-    const four = time(hostile(2000));
     // Quadratic (each duplicate searching past every taken name) would be x16: 4M lookups.
-    expect(four).toBeLessThan(one * 4 * 3 + 20);
+    const s = measureScaling(hostile, (tools) => translateTools(tools as never), { from: 125, max: 500 });
+    expect(withinBudget(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
   });
 });

@@ -4,6 +4,7 @@
  * close of the table; a family's skip marker first in the output means there was none.
  */
 import { describe, expect, it } from 'vitest';
+import { processCpuMs } from '../hardening/loop-probe.js';
 import { buildScanPlan } from '../../parsers/engine/scanner.js';
 import { collectThinkMarkers, ThinkSplitter, type ThinkPiece } from '../../parsers/engine/think-split.js';
 import { PARSERS } from '../../parsers/registry.js';
@@ -107,9 +108,9 @@ describe('hostile input stays linear', () => {
   it('prompt-opened reasoning full of partial closes and skip-marker starts, 1-char chunks', () => {
     const unit = '<|END_THINK <|close|>thi [BEGIN FINAL <|open|> <|START_ ';
     const text = unit.repeat(Math.ceil(200_000 / unit.length));
-    const t0 = performance.now();
+    const t0 = processCpuMs();
     const steps = run(all, true, [...text]);
-    expect(performance.now() - t0).toBeLessThan(5000);
+    expect(processCpuMs() - t0).toBeLessThan(5000);
     expect(fold(steps)).toEqual({ reasoning: text, content: '' });
   });
 });

@@ -10,18 +10,12 @@
 import { describe, expect, it } from 'vitest';
 import { isRequiredRejection } from '../../policies/tool-choice-fallback.js';
 import { cpuBound, healthLatencyDuring } from '../hardening/loop-probe.js';
+import { cpuMsOf, measureScaling, withinBudget } from '../support/cost-scaling.js';
 import { proxyInFrontOfChat } from '../support/fake-upstream.js';
 import { weatherTool } from '../server/stack.js';
 
 /** An error body of `n` one-character strings in an array (4 bytes each). */
 const manyStrings = (n: number) => ({ error: { message: 'bad request', errors: Array(n).fill('a') } });
-
-const cpuMs = (f: () => void): number => {
-  const c0 = process.cpuUsage();
-  f();
-  const c = process.cpuUsage(c0);
-  return (c.user + c.system) / 1000;
-};
 
 describe('the required-rejection reader over an error body of many strings', () => {
   it('still finds the message after many strings (and not past 16 KB of them)', () => {
@@ -31,29 +25,17 @@ describe('the required-rejection reader over an error body of many strings', () 
   });
 
   it('costs about x4 for x4 strings under 16 KB (was the square: x16)', () => {
-    const small = manyStrings(4_000);
-    const large = manyStrings(16_000);
-    isRequiredRejection(400, small); // warm
-    let t1 = Number.POSITIVE_INFINITY;
-    let t4 = Number.POSITIVE_INFINITY;
-    for (let i = 0; i < 3; i++) {
-      t1 = Math.min(
-        t1,
-        cpuMs(() => isRequiredRejection(400, small)),
-      );
-      t4 = Math.min(
-        t4,
-        cpuMs(() => isRequiredRejection(400, large)),
-      );
-    }
-    expect(t4, `${t1.toFixed(1)} -> ${t4.toFixed(1)} ms CPU`).toBeLessThan(
-      cpuBound(t4, (f) => 6 * t1 + 20 * f),
-    );
+    // Size n: n one-character strings; x4 stays under the 16 KB the reader gathers.
+    const s = measureScaling(manyStrings, (body) => isRequiredRejection(400, body), {
+      from: 500,
+      max: 4_000,
+    });
+    expect(withinBudget(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
   });
 
   it('262,000 strings (a 1 MB body) read in milliseconds', () => {
     const body = manyStrings(262_000);
-    const t = cpuMs(() => isRequiredRejection(400, body));
+    const t = cpuMsOf(() => isRequiredRejection(400, body));
     expect(t, `${t.toFixed(0)} ms CPU`).toBeLessThan(cpuBound(t, (f) => 100 * f));
   });
 });

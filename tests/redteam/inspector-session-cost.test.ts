@@ -10,6 +10,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { commonPrefixLength, type SessionRecord, turnsOf } from '../../server/capture/query.js';
 import type { CaptureSummary } from '../../server/capture/ring.js';
+import { compareCosts, cpuMsOf } from '../support/cost-scaling.js';
 
 /** A turn as turnsOf reads it: its summary and its first attempt's body, whole. */
 function turn(i: number, body: string): SessionRecord {
@@ -20,13 +21,6 @@ function turn(i: number, body: string): SessionRecord {
     tokens: { cached: null, prompt: null, completion: null },
   };
   return { summary: summary as unknown as CaptureSummary, prompt: body };
-}
-
-function cpuMs(run: () => unknown): number {
-  const c0 = process.cpuUsage();
-  run();
-  const c = process.cpuUsage(c0);
-  return (c.user + c.system) / 1000;
 }
 
 describe('the session view, turns that differ only at the end of one long message', () => {
@@ -48,22 +42,15 @@ describe('the session view, turns that differ only at the end of one long messag
       expect(p.where).toBe('messages[0]');
       expect(p.offset).toBe(4 /* "null" */ + `{"role":"user","content":"${long}`.length);
     }
-    // Alternated, best of 5 each: the reference is parsing the same bodies (linear, V8's own).
-    let view = Number.POSITIVE_INFINITY;
-    let parse = Number.POSITIVE_INFINITY;
-    for (let k = 0; k < 5; k++) {
-      view = Math.min(
-        view,
-        cpuMs(() => turnsOf(records)),
-      );
-      parse = Math.min(
-        parse,
-        cpuMs(() => bodies.map((b) => JSON.parse(b))),
-      );
-    }
+    // Alternated, medians: the reference is parsing the same bodies (linear, V8's own).
     // Measured: the view 5-7x the parse (it parses the bodies and writes each message again),
     // 50-55x before (64-73 ms against 1.3 ms).
-    expect(view).toBeLessThan(16 * parse + 5);
+    const c = compareCosts(
+      () => cpuMsOf(() => turnsOf(records)),
+      () => cpuMsOf(() => bodies.map((b) => JSON.parse(b))),
+      (view, parse) => view < 16 * parse + 5,
+    );
+    expect(c.ok, JSON.stringify(c)).toBe(true);
   });
 
   it('commonPrefixLength is the length of the common prefix', () => {

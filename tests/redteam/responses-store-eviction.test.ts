@@ -14,6 +14,7 @@
 import { describe, expect, it } from 'vitest';
 import type { OutputItem } from '../../protocol/responses/types.js';
 import { ResponsesItemStore } from '../../server/front-doors/responses/item-store.js';
+import { compareCosts, cpuMsOf } from '../support/cost-scaling.js';
 
 const call = (i: number): OutputItem =>
   ({
@@ -53,19 +54,15 @@ describe('a full Responses item store', () => {
     const cpuOfKeeping = (full: boolean) => {
       const store = new ResponsesItemStore(PER_ITEM * LIVE * (full ? 1 : 3));
       store.keep('a', live);
-      const c0 = process.cpuUsage();
-      store.keep('a', more);
-      const c = process.cpuUsage(c0);
+      const ms = cpuMsOf(() => store.keep('a', more));
       expect(store.size).toBe(full ? LIVE : LIVE + MORE);
-      return (c.user + c.system) / 1000;
+      return ms;
     };
-    const full: number[] = [];
-    const room: number[] = [];
-    for (let k = 0; k < 3; k++) {
-      full.push(cpuOfKeeping(true));
-      room.push(cpuOfKeeping(false));
-    }
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[1]!;
-    expect(median(full), JSON.stringify({ full, room })).toBeLessThan(2.5 * median(room) + 20);
+    const c = compareCosts(
+      () => cpuOfKeeping(true),
+      () => cpuOfKeeping(false),
+      (full, room) => full < 2.5 * room + 20,
+    );
+    expect(c.ok, JSON.stringify(c)).toBe(true);
   }, 60_000);
 });

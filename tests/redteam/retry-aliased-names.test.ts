@@ -13,7 +13,7 @@ import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import type { CallCheck } from '../../policies/corrective-retry/call-checks.js';
 import { buildRetryRequest } from '../../policies/corrective-retry/retry-request.js';
 import { toolNameAlias } from '../../policies/kit/tool-name-alias.js';
-import { measureScaling, withinBudget } from '../support/cost-scaling.js';
+import { compareCosts, cpuMsOf, measureScaling, withinBudget } from '../support/cost-scaling.js';
 
 /** A name with dots has an alias (toolNameAlias); with underscores it is its own. */
 let sep = '.';
@@ -56,21 +56,16 @@ describe('a corrective retry of 4n calls to n tools whose names have aliases', (
     const cpuOf = (which: string) => {
       sep = which;
       const { sent, checks } = input(4096);
-      const c0 = process.cpuUsage();
-      buildRetryRequest(sent, null, checks, undefined);
-      const c = process.cpuUsage(c0);
-      return (c.user + c.system) / 1000;
+      return cpuMsOf(() => buildRetryRequest(sent, null, checks, undefined));
     };
-    const aliased: number[] = [];
-    const own: number[] = [];
-    for (let k = 0; k < 3; k++) {
-      aliased.push(cpuOf('.'));
-      own.push(cpuOf('_'));
-    }
-    sep = '.';
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[1]!;
     // Measured: x15-20 before (305-364 vs 15-22 ms).
-    expect(median(aliased), JSON.stringify({ aliased, own })).toBeLessThan(4 * median(own) + 20);
+    const c = compareCosts(
+      () => cpuOf('.'),
+      () => cpuOf('_'),
+      (aliased, own) => aliased < 4 * own + 20,
+    );
+    sep = '.';
+    expect(c.ok, JSON.stringify(c)).toBe(true);
   }, 60_000);
 
   it('x4 the tools and the calls cost about x4, not x16', () => {

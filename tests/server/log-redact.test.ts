@@ -3,6 +3,7 @@
  * redacted before it is logged (in a request's log line: tests/hardening/upstream-hygiene.test.ts).
  */
 import { describe, expect, it } from 'vitest';
+import { processCpuMs } from '../hardening/loop-probe.js';
 import { LOG_MESSAGE_MAX, redactForLog } from '../../server/log-redact.js';
 
 const SECRET = 'my bank password is hunter2';
@@ -38,8 +39,8 @@ describe('redactForLog', () => {
 
   it('is linear in a hostile message (many markers, deep nesting)', () => {
     const hostile = `${"'input': ".repeat(50_000)}${'['.repeat(100_000)}`;
-    const started = performance.now();
+    const started = processCpuMs();
     expect(redactForLog(hostile).length).toBeLessThanOrEqual(LOG_MESSAGE_MAX + 1);
-    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(processCpuMs() - started).toBeLessThan(1_000);
   });
 });

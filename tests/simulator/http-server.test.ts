@@ -7,7 +7,7 @@ import { chat, scenarioHeader, WEATHER_TOOL } from './helpers.js';
 const user = [{ role: 'user', content: 'hello' }];
 const LONG = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ');
 
-async function until(check: () => boolean, ms = 2000): Promise<void> {
+async function until(check: () => boolean, ms = 10_000): Promise<void> {
   const end = Date.now() + ms;
   while (!check()) {
     if (Date.now() > end) throw new Error('condition not met in time');

@@ -40,3 +40,21 @@ export async function openPage(): Promise<{ browser: Browser; page: Page; close:
   page.on('dialog', (d) => void d.dismiss());
   return { browser, page, close: () => context.close() };
 }
+
+/**
+ * Resolves once the page has fetched `path` (an inspector API path) `times` more times: a view
+ * that refreshes on a timer of its own has been drawn again at least `times - 1` times by then
+ * (the next refresh is asked for only after a load is drawn). For a test that checks what a
+ * refresh keeps: a fixed wait can see no refresh at all on a loaded box.
+ */
+export function refreshed(page: Page, path: string, times: number): Promise<void> {
+  return new Promise((resolve) => {
+    let seen = 0;
+    const onResponse = (r: { url(): string }) => {
+      if (new URL(r.url()).pathname !== path || ++seen < times) return;
+      page.off('response', onResponse);
+      resolve();
+    };
+    page.on('response', onResponse);
+  });
+}

@@ -3,6 +3,7 @@
  * the reopened-envelope guard, and linear time on hostile inputs for every long-tail marker.
  */
 import { describe, expect, it } from 'vitest';
+import { processCpuMs } from '../../hardening/loop-probe.js';
 import {
   callsFromJson,
   defaultToCall,
@@ -126,9 +127,9 @@ describe('long-tail markers: 1 MB hostile inputs finish in bounded time', () => 
   const tools = new Map([['get_weather', { name: 'get_weather' }]]);
   for (const unit of units) {
     it(JSON.stringify(unit), () => {
-      const t0 = performance.now();
+      const t0 = processCpuMs();
       recoverMessage({ content: rep(unit), reasoning: null }, { tools, newId: () => 'id' });
-      const ms = performance.now() - t0;
+      const ms = processCpuMs() - t0;
       expect(ms, `${(ms).toFixed(0)} ms`).toBeLessThan(5000);
     });
   }

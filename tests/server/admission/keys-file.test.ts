@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type ToolproofApp } from '../../../server/app.js';
 import { type Config, loadConfig } from '../../../server/config.js';
 import { createReloader, type Reloader } from '../../../server/reload.js';
+import { loadFactor } from '../../hardening/loop-probe.js';
 import { createSimulator, type Simulator } from '../../../simulator/index.js';
 import { closeApp } from '../stack.js';
 
@@ -71,11 +72,15 @@ describe('keys file', () => {
     write(keys, keyList(['alice']));
     const revokedAt = Date.now();
     let status = 200;
-    while (status === 200 && Date.now() - revokedAt < 1_000) {
+    while (status === 200 && Date.now() - revokedAt < 10_000) {
       status = (await chat(origin, 'bob')).status;
       if (status === 200) await new Promise((r) => setTimeout(r, 25));
     }
     expect(status).toBe(401);
+    // Within a second on a small box at rest; a loaded box stretches the watch, its debounce and
+    // the reload alike (loadFactor, measured only when over).
+    const took = Date.now() - revokedAt;
+    if (took >= 1_000) expect(took).toBeLessThan(1_000 * loadFactor());
     expect((await chat(origin, 'alice')).status).toBe(200);
   });
 

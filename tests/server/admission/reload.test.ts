@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type ToolproofApp } from '../../../server/app.js';
 import { type Config, loadConfig } from '../../../server/config.js';
 import { createReloader, type Reloader } from '../../../server/reload.js';
+import { loadFactor } from '../../hardening/loop-probe.js';
 import { createSimulator, type Simulator } from '../../../simulator/index.js';
 import { closeApp, waitFor } from '../stack.js';
 import { logCapture } from '../test-utils.js';
@@ -87,10 +88,13 @@ describe('reload', () => {
     const body = slow.text();
     const changed = Date.now();
     writeYaml(yaml(['alice']));
-    await waitFor(() => log.lines.some((l) => l.msg === 'configuration reloaded'), 1_000);
+    await waitFor(() => log.lines.some((l) => l.msg === 'configuration reloaded'), 10_000);
     const refused = await chat('bob');
     expect(refused.status).toBe(401);
-    expect(Date.now() - changed).toBeLessThan(1_000);
+    // Within a second on a small box at rest (docs/operations.md): a loaded box stretches the
+    // watch's event, the 100 ms debounce and the reload alike (loadFactor, measured when over).
+    const took = Date.now() - changed;
+    if (took >= 1_000) expect(took).toBeLessThan(1_000 * loadFactor());
     expect((await chat('alice')).status).toBe(200);
     const text = await body;
     expect(text).toContain('w39');
@@ -115,11 +119,11 @@ describe('reload', () => {
     // An unknown key is as invalid as broken YAML.
     expect(await reloader.reload('test')).toBe(false);
     writeYaml(`${yaml(['alice'])}\nbogus: 1\n`);
-    await waitFor(() => log.lines.some((l) => String(l.error ?? '').includes('unknown key "bogus"')), 2_000);
+    await waitFor(() => log.lines.some((l) => String(l.error ?? '').includes('unknown key "bogus"')), 10_000);
     expect((await chat('alice')).status).toBe(200);
     // A valid file again: in force, the gauge back to 1, a new key accepted.
     writeYaml(yaml(['alice', 'carol'], `  n:\n    upstream: ${sim.url}`));
-    await waitFor(() => app.toolproof.config.keys.some((k) => k.name === 'carol'), 2_000);
+    await waitFor(() => app.toolproof.config.keys.some((k) => k.name === 'carol'), 10_000);
     expect(await gauge()).toBe(1);
     expect((await chat('carol')).status).toBe(200);
   });
@@ -128,7 +132,7 @@ describe('reload', () => {
     const before = log.lines.length;
     const size = app.toolproof.responsesStore?.maxBytes;
     writeYaml(`${yaml(['alice', 'carol'])}\nserver:\n  responsesStoreMb: 1\n`);
-    await waitFor(() => log.lines.slice(before).some((l) => l.msg === 'configuration reloaded'), 2_000);
+    await waitFor(() => log.lines.slice(before).some((l) => l.msg === 'configuration reloaded'), 10_000);
     const line = log.lines.slice(before).find((l) => l.msg === 'configuration reloaded')!;
     expect(line.keptUntilRestart).toEqual(['responsesStoreBytes']);
     expect(app.toolproof.responsesStore?.maxBytes).toBe(size);
