@@ -499,14 +499,28 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
       page.locator('#requests tr[data-id]').evaluateAll((t) => t.map((r) => r.getAttribute('data-id')));
     const pages = [await shownIds()];
     await page.locator('body').click({ position: { x: 5, y: 5 } });
-    while (pages.flat().length < all.length) {
-      const last = pages.at(-1)!.at(-1);
-      await page.keyboard.press(']');
-      await expect.poll(async () => (await shownIds())[0]).not.toBe(pages.at(-1)![0]);
-      await expect.poll(hash).toMatch(/^#\/\?limit=3&before=\d+$/);
-      const shown = await shownIds();
-      expect(shown).not.toContain(last);
-      pages.push(shown);
+    // A loaded box's answers: each older page's list arrives late, its view empty meanwhile.
+    const late = async (route: import('playwright-core').Route) => {
+      await new Promise((r) => setTimeout(r, 200));
+      await route.continue();
+    };
+    await page.route(/\/inspect\/api\/requests\?.*before=/, late);
+    try {
+      while (pages.flat().length < all.length) {
+        const last = pages.at(-1)!.at(-1);
+        await page.keyboard.press(']');
+        // The next page's rows, not the empty table of its view still loading: read then, the
+        // page was never recorded, and the next ] skipped past it (the pages ran out early).
+        const first = pages.at(-1)![0];
+        await expect.poll(async () => ((await shownIds())[0] ?? first) !== first).toBe(true);
+        await expect.poll(hash).toMatch(/^#\/\?limit=3&before=\d+$/);
+        const shown = await shownIds();
+        expect(shown.length).toBeGreaterThan(0);
+        expect(shown).not.toContain(last);
+        pages.push(shown);
+      }
+    } finally {
+      await page.unroute(/\/inspect\/api\/requests\?.*before=/, late);
     }
     expect(pages.flat()).toEqual(all);
     expect(await page.locator('#pager a[rel=next]').count()).toBe(0);
