@@ -62,11 +62,16 @@ export interface PatternSkip {
 interface TableEntry {
   outcome: PatternOutcome;
   size: number;
+  /** Tested since it was last passed over by an eviction (its second chance). */
+  used: boolean;
 }
 
 /**
  * Compiled patterns shared by every schema and generation: a pattern repeated across tools and
- * requests is compiled once. Insertion order is recency order (a hit moves to the end). Part of
+ * requests is compiled once. Evicted oldest first, but one tested since an eviction last passed
+ * it gets a second chance (moved to the end, unmarked): a hit only sets a flag. It moved the
+ * entry to the end on every test, and a Map keeps a deleted entry in its bucket until it is next
+ * rehashed, so each test of a full table cost ~4.5x a test of a near-empty one. Part of
  * policies/' one global, the validator memo (validator-cache.ts).
  */
 const table = new Map<string, TableEntry>();
@@ -79,20 +84,23 @@ let skips: PatternSkip[] | undefined;
 function lookup(pattern: string): TableEntry | undefined {
   const hit = table.get(pattern);
   if (hit !== undefined) {
-    table.delete(pattern);
-    table.set(pattern, hit);
+    hit.used = true;
     return hit;
   }
   if (activeBudget && !activeBudget.take(PATTERN_COMPILE_COST)) return undefined;
   const outcome = compileLinear(pattern);
   const size = outcome.ok ? Math.max(1, programSize(outcome.re)) : 1;
-  const entry = { outcome, size };
+  const entry: TableEntry = { outcome, size, used: false };
   table.set(pattern, entry);
   tableSize += size;
+  // Each entry is passed over at most once per insertion that finds it used: amortized O(1).
   for (const [key, old] of table) {
     if (table.size <= PATTERN_TABLE_ENTRIES && tableSize <= PATTERN_TABLE_PROGRAM) break;
     table.delete(key);
-    tableSize -= old.size;
+    if (old.used) {
+      old.used = false;
+      table.set(key, old);
+    } else tableSize -= old.size;
   }
   return entry;
 }
