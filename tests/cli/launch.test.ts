@@ -508,11 +508,15 @@ describe('a launcher that is gone', () => {
     const started = join(dirname(bin), 'agent-started');
     writeFileSync(join(bin, 'pi'), `#!/bin/sh\ntouch '${started}'\nexec sleep 60\n`);
     const url = `http://127.0.0.1:${await freePort()}`;
+    // Killed outright, the launcher leaves its folder (the agent's settings) behind: in the
+    // test's own temporary folder, removed with it, not one more in the machine's per run.
+    const tmp = join(dirname(bin), 'tmp');
+    mkdirSync(tmp);
     const launcher = spawn(
       process.execPath,
       [...nodeEntry('cli/toolproof.ts'), 'launch', 'pi', '--url', url],
       {
-        env: { ...process.env, ...env },
+        env: { ...process.env, ...env, TMPDIR: tmp },
         stdio: 'ignore',
         detached: true,
       },
@@ -532,6 +536,7 @@ describe('a launcher that is gone', () => {
     expect(await health()).toBe('up');
     process.kill(launcher.pid!, 'SIGKILL');
     await expect.poll(health, { timeout: 15_000, interval: 250 }).toBe('down');
+    expect(readdirSync(tmp).filter((f) => f.startsWith('toolproof-launch-pi-'))).toHaveLength(1);
   }, 90_000);
 });
 
