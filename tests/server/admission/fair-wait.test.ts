@@ -141,9 +141,11 @@ describe('fair shares between clients of one class', () => {
     });
     const s = stack;
     const done: string[] = [];
-    // a1 holds the replica's one slot long enough for a2 and b to line up behind it on a loaded
-    // box (at HOLD_MS, a1 could end before b reached the gate: a2 then took the free slot first).
-    const a1 = ask(s.origin, { key: KEYS.alice, name: 'a1', holdMs: 1500 }, done);
+    // a1 holds the replica's one slot until a2 and b are lined up behind it (at HOLD_MS, a1 could
+    // end before b reached the gate on a loaded box: a2 then took the free slot first); its client
+    // leaving then frees both slots, as burstThenOne's holders do.
+    const holder = new AbortController();
+    const a1 = ask(s.origin, { key: KEYS.alice, name: 'a1', holdMs: 60_000, signal: holder.signal }, done);
     await waitFor(() => s.sim.requests.length === 1);
     const a2 = ask(s.origin, { key: KEYS.alice, name: 'a2' }, done);
     await waitFor(() => s.app.toolproof.keyLimits.waiting('alice') === 1);
@@ -153,8 +155,10 @@ describe('fair shares between clients of one class', () => {
     // b queued for the replica while a1 still holds it
     await waitFor(() => s.app.toolproof.upstreams.all()[0]!.admissionLoad()[0]!.queued === 1, 10_000);
     expect(done).toEqual([]);
+    holder.abort();
     await Promise.all([a1, a2, b]);
     // a1's end frees both slots: the replica's goes to bob, queued for it; a2 then queues behind.
-    expect(done).toEqual(['a1 200', 'b 200', 'a2 200']);
+    expect(done).toEqual(['a1 gone', 'b 200', 'a2 200']);
+    expect(upstreamOrder(s)).toEqual(['a1', 'b', 'a2']);
   }, 30_000);
 });

@@ -6,6 +6,7 @@
  * upstream; the queue holds at most queueSize requests (beyond: the 429 at once); a stream waits
  * before any byte of its answer, so a refusal after the wait is still its HTTP 429.
  */
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RequestAbort } from '../../../server/abort.js';
@@ -13,9 +14,14 @@ import { buildApp, type ToolproofApp } from '../../../server/app.js';
 import { type Config, loadConfig } from '../../../server/config.js';
 import { type KeyEnd, KeyLimits } from '../../../server/keys.js';
 import { createSimulator, type Simulator } from '../../../simulator/index.js';
+import { forwardTo } from '../../support/forward.js';
 import { closeApp, waitFor } from '../stack.js';
 
 let sim: Simulator;
+/** In front of the simulator: what reached the upstream, and the answers held there. */
+let gate: Server;
+const arrived: string[] = [];
+const holds = new Map<string, { released: Promise<void>; release: () => void }>();
 let app: ToolproofApp;
 let origin: string;
 
@@ -30,8 +36,25 @@ const KEYS = {
 
 beforeAll(async () => {
   sim = await createSimulator({ personality: 'vllm', scenario: 'echo' });
+  // A request whose text a test holds waits here, before the simulator, until the test lets it
+  // go: its key's slot stays taken for as long as the test needs, not for a fixed time.
+  const forward = forwardTo(new URL(sim.url).origin);
+  gate = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const text = body.toString('utf8');
+      arrived.push(text);
+      const hold = [...holds.entries()].find(([t]) => text.includes(t))?.[1];
+      if (!hold) return forward(req, res, body);
+      void hold.released.then(() => forward(req, res, body));
+    });
+  });
+  await new Promise<void>((r) => gate.listen(0, '127.0.0.1', r));
+  const gateUrl = `http://127.0.0.1:${(gate.address() as AddressInfo).port}${new URL(sim.url).pathname}`;
   const base = loadConfig(
-    { TOOLPROOF_UPSTREAM_URL: sim.url },
+    { TOOLPROOF_UPSTREAM_URL: gateUrl },
     {
       defaults: { forceToolUse: false },
       keys: [
@@ -52,9 +75,25 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  for (const hold of holds.values()) hold.release();
   await closeApp(app);
+  gate.closeAllConnections();
+  await new Promise((r) => gate.close(r));
   await sim.close();
 });
+
+/**
+ * A request of `key` whose upstream answer waits until `release()` (its text, unique to it, is
+ * held at the gate): it holds its key's slot until then.
+ */
+function held(key: string, text: string): { res: Promise<Response>; release: () => void } {
+  let release!: () => void;
+  const released = new Promise<void>((r) => {
+    release = r;
+  });
+  holds.set(text, { released, release });
+  return { res: chat(key, text), release };
+}
 
 /** Whether `p` has settled, asked later. */
 function settled(p: Promise<unknown>): () => boolean {
@@ -102,7 +141,7 @@ function responses(key: string, text: string) {
 }
 
 const waiting = (name: string) => app.toolproof.keyLimits.waiting(name);
-const reached = (text: string) => sim.requests.some((r) => r.rawBody.includes(text));
+const reached = (text: string) => arrived.some((body) => body.includes(text));
 
 async function metric(series: string): Promise<number> {
   const text = await (await fetch(`${origin}/metrics`)).text();
@@ -148,7 +187,8 @@ describe("a request over its key's concurrency waits in the key's queue", () => 
   });
 
   it('gets the 429 after queueTimeoutMs when no slot frees: Retry-After, counted, never upstream', async () => {
-    const first = chat(KEYS.bound, 'bound-holds', { holdMs: 3000 });
+    // Held until the test is done with the 429: no slot frees meanwhile, however slow the box.
+    const first = held(KEYS.bound, 'bound-holds');
     await waitFor(() => reached('bound-holds'));
     const started = performance.now();
     const second = await chat(KEYS.bound, 'bound-waits');
@@ -168,19 +208,19 @@ describe("a request over its key's concurrency waits in the key's queue", () => 
     expect(reached('bound-waits')).toBe(false);
     expect(await queuedMsOf(second, KEYS.bound)).toBeGreaterThanOrEqual(290);
     expect(waiting('bound')).toBe(0);
-    expect((await first).status).toBe(200);
+    first.release();
+    expect((await first.res).status).toBe(200);
   });
 
   it('a client that leaves while waiting frees its place; beyond queueSize the 429 comes at once', async () => {
-    const first = chat(KEYS.leaves, 'leaves-holds', { holdMs: 1500 });
+    const first = held(KEYS.leaves, 'leaves-holds');
     await waitFor(() => reached('leaves-holds'));
     const gone = new AbortController();
     const leaving = chat(KEYS.leaves, 'leaves-gone', { signal: gone.signal }).catch((e: Error) => e);
     await waitFor(() => waiting('leaves') === 1);
     // The queue (queueSize 1) is full: refused at once, not after the wait: while the request
-    // in flight still holds the slot (not by a clock: a loaded box can take a second for any
-    // request).
-    const firstEnded = settled(first);
+    // in flight still holds the slot.
+    const firstEnded = settled(first.res);
     const full = await chat(KEYS.leaves, 'leaves-full');
     expect(full.status).toBe(429);
     expect(firstEnded()).toBe(false);
@@ -190,7 +230,9 @@ describe("a request over its key's concurrency waits in the key's queue", () => 
     // Its place is free: the next one waits and is answered when the first ends.
     const next = chat(KEYS.leaves, 'leaves-next');
     await waitFor(() => waiting('leaves') === 1);
-    expect((await first).status).toBe(200);
+    expect(reached('leaves-next')).toBe(false);
+    first.release();
+    expect((await first.res).status).toBe(200);
     expect((await next).status).toBe(200);
     // The one that left never reached the upstream, nor did the refused one.
     expect(reached('leaves-gone')).toBe(false);
@@ -198,34 +240,37 @@ describe("a request over its key's concurrency waits in the key's queue", () => 
   });
 
   it('a stream waits before any byte: answered after the wait, or its HTTP 429 (Responses too)', async () => {
-    const first = chat(KEYS.stream, 'stream-holds', { holdMs: 2000 });
+    const first = held(KEYS.stream, 'stream-holds');
     await waitFor(() => reached('stream-holds'));
     const refused = await responses(KEYS.stream, 'stream-refused');
     expect(refused.status).toBe(429);
     expect(refused.headers.get('content-type')).toContain('application/json');
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('rate_limit_exceeded');
-    expect((await first).status).toBe(200);
+    first.release();
+    expect((await first.res).status).toBe(200);
     // Waited for the slot, a stream is answered whole.
-    const holder = chat(KEYS.streamWaits, 'stream-waits-holds', { holdMs: 600 });
+    const holder = held(KEYS.streamWaits, 'stream-waits-holds');
     await waitFor(() => reached('stream-waits-holds'));
     const waited = chat(KEYS.streamWaits, 'stream-waits-ok', { stream: true });
     await waitFor(() => waiting('stream-waits') === 1);
-    expect((await holder).status).toBe(200);
+    holder.release();
+    expect((await holder.res).status).toBe(200);
     const ok = await waited;
     expect(ok.status).toBe(200);
     expect(await ok.text()).toContain('[DONE]');
   });
 
   it('a key over its requests per minute is refused at once, not queued for a slot', async () => {
-    const first = chat(KEYS.minute, 'minute-holds', { holdMs: 1000 });
+    const first = held(KEYS.minute, 'minute-holds');
     await waitFor(() => reached('minute-holds'));
     // Refused while the first still holds the slot: not queued for it.
-    const firstEnded = settled(first);
+    const firstEnded = settled(first.res);
     const second = await chat(KEYS.minute, 'minute-second');
     expect(second.status).toBe(429);
     expect(firstEnded()).toBe(false);
     expect(waiting('minute')).toBe(0);
-    expect((await first).status).toBe(200);
+    first.release();
+    expect((await first.res).status).toBe(200);
   });
 });
 
