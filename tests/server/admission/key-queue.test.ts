@@ -194,7 +194,10 @@ describe("a request over its key's concurrency waits in the key's queue", () => 
     const second = await chat(KEYS.bound, 'bound-waits');
     const waited = performance.now() - started;
     expect(second.status).toBe(429);
-    expect(waited).toBeGreaterThanOrEqual(290);
+    // Not 300: Node arms a timer from the loop's cached time, which a busy turn leaves behind
+    // real time, so on a loaded box the queue timeout fires up to a turn's length early (288.5
+    // ms seen, ci21). A timeout ignored (an instant 429) or far too long still fails.
+    expect(waited).toBeGreaterThanOrEqual(250);
     expect(waited).toBeLessThan(2500);
     expect(second.headers.get('retry-after')).toBe('1');
     expect(((await second.json()) as { error: unknown }).error).toMatchObject({
@@ -206,7 +209,7 @@ describe("a request over its key's concurrency waits in the key's queue", () => 
     });
     expect(await metric('toolproof_key_refusals_total{key="bound",reason="concurrency"}')).toBe(1);
     expect(reached('bound-waits')).toBe(false);
-    expect(await queuedMsOf(second, KEYS.bound)).toBeGreaterThanOrEqual(290);
+    expect(await queuedMsOf(second, KEYS.bound)).toBeGreaterThanOrEqual(250);
     expect(waiting('bound')).toBe(0);
     first.release();
     expect((await first.res).status).toBe(200);
