@@ -1,0 +1,92 @@
+/**
+ * Output x1 vs x4 costs at most about x4 for the reading recall21 added: a Kimi K2 call block
+ * without its `<|tool_call_argument_begin|>` (`parsers/formats/kimi-k2.ts` readWithoutSep: one
+ * anchored id pattern, one JSON scan, one parse and one schema check per closed block) and the
+ * block loop it joins (`parsers/kit/envelope.ts` sectionOrLoneCall: the block's close found once
+ * per block). Many blocks, long arguments, long ids, blanks, objects that never close, and blocks
+ * refused one after another stay linear.
+ */
+import { describe, it } from 'vitest';
+import { budget, soup } from '../hardening/surface-budget.js';
+import type { DeclaredTool } from '../../parsers/types.js';
+import { pushed64, READ_FILE, toolsOf, WRITE_FILE } from './engine-helpers.js';
+
+const WEATHER: DeclaredTool = {
+  name: 'get_weather',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+};
+const tools = toolsOf(READ_FILE, WRITE_FILE, WEATHER);
+const OPEN = '<|tool_call_begin|>';
+const CLOSE = '<|tool_call_end|>';
+const SECTION = (body: string) => `<|tool_calls_section_begin|>${body}<|tool_calls_section_end|>`;
+
+const SHAPES: [string, (size: number) => string][] = [
+  // one block, a long value
+  [
+    'one block, a long value',
+    (size) =>
+      `${OPEN} functions.write_file:0 {"path": "a", "content": "${'x{\\"'.repeat(size / 4)}"} ${CLOSE}`,
+  ],
+  // many blocks in one section, all read
+  [
+    'many blocks read',
+    (size) => SECTION(`${OPEN}functions.read_file:0 {"path": "a"}${CLOSE}`.repeat(size / 52)),
+  ],
+  // many blocks in one section, each refused (a key the tool lacks): the fallback reads each alone
+  [
+    'many blocks refused',
+    (size) => SECTION(`${OPEN}functions.read_file:0 {"mode": "a"}${CLOSE}`.repeat(size / 52)),
+  ],
+  // a long id and long blanks
+  [
+    'a long id, long blanks',
+    (size) => `${OPEN}functions.${'a'.repeat(size / 2)}:0${' '.repeat(size / 2)}{"city": "x"}${CLOSE}`,
+  ],
+  // an object that never closes before the block's end
+  [
+    'an object never closed',
+    (size) => `${OPEN}functions.get_weather:0 {"city": [${'['.repeat(size / 2)}${CLOSE}`,
+  ],
+  // many lone blocks back to back, prose between
+  ['many lone blocks', (size) => `ok ${OPEN}get_weather:1 {"city": "Oslo"}${CLOSE}\n`.repeat(size / 48)],
+];
+
+describe('recall21 reading: output length x1 vs x4', () => {
+  for (const [what, make] of SHAPES)
+    it(`Kimi K2 blocks without their argument marker: ${what}`, () => {
+      budget(
+        `recall21 kimi without argument marker, ${what}`,
+        (size) => make(size),
+        pushed64(tools),
+        { from: 2000, max: 256_000 },
+        21_001,
+      );
+    }, 120_000);
+
+  it('Kimi K2 blocks without their argument marker: a soup of their pieces', () => {
+    budget(
+      'recall21 kimi without argument marker, soup',
+      (size, rnd) =>
+        soup(
+          rnd,
+          size,
+          [
+            OPEN,
+            CLOSE,
+            'functions.get_weather:0',
+            ' {"city": "Tokyo"}',
+            '<|tool_call_argument_begin|>',
+            '<|tool_calls_section_begin|>',
+            '<|tool_calls_section_end|>',
+            '{',
+            '"',
+            ' ',
+          ],
+          0.3,
+        ),
+      pushed64(tools),
+      { from: 2000, max: 256_000 },
+      21_002,
+    );
+  }, 120_000);
+});

@@ -1,0 +1,95 @@
+/**
+ * The reading recall21 added for the held-out set wild18: a Kimi K2 call block that lost its
+ * `<|tool_call_argument_begin|>`, `<|tool_call_begin|> functions.NAME:0 {json} <|tool_call_end|>`
+ * (vllm-project/vllm#31207 quotes it in streamed content, the section markers gone too), read
+ * whole and one character at a time (readBoth), with the near misses that must stay text.
+ */
+import { describe, expect, it } from 'vitest';
+import type { DeclaredTool } from '../../parsers/types.js';
+import { assertRandomSplits, options, READ_FILE, readBoth, toolsOf, whole } from './engine-helpers.js';
+
+const WEATHER: DeclaredTool = {
+  name: 'get_weather',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+};
+const tools = toolsOf(WEATHER, READ_FILE);
+const block = (inner: string) => `<|tool_call_begin|>${inner}<|tool_call_end|>`;
+const LEAKED = block(' functions.get_weather:0 {"city": "Tokyo"} ');
+
+describe('Kimi K2: a call block without its argument marker', () => {
+  it('reads the block vLLM quotes, alone or in its section, and keeps the prose before it', () => {
+    const read = [['get_weather', { city: 'Tokyo' }, ['missing-argument-begin']]];
+    expect(readBoth(LEAKED, tools)).toEqual({ calls: read, content: null });
+    expect(readBoth(`<|tool_calls_section_begin|>${LEAKED}<|tool_calls_section_end|>`, tools)).toEqual({
+      calls: read,
+      content: null,
+    });
+    expect(readBoth(`Checking Tokyo.\n${LEAKED}`, tools)).toEqual({
+      calls: read,
+      content: 'Checking Tokyo.',
+    });
+  });
+
+  it('keeps the call id, and reads a section mixing blocks with and without the marker', () => {
+    const section = `<|tool_calls_section_begin|>${block('functions.read_file:0<|tool_call_argument_begin|>{"path": "a"}')}${block('get_weather:1 {"city": "Oslo"}')}<|tool_calls_section_end|>`;
+    expect(readBoth(section, tools).calls).toEqual([
+      ['read_file', { path: 'a' }, []],
+      ['get_weather', { city: 'Oslo' }, ['missing-argument-begin']],
+    ]);
+    expect(whole(LEAKED, options(tools)).calls[0]?.id).toBe('functions.get_weather:0');
+  });
+
+  it('keeps as text: an undeclared tool, no name, arguments the schema refuses, anything beside the object', () => {
+    for (const inner of [
+      'functions.get_time:0 {"city": "Tokyo"}', // undeclared
+      'functions.:0 {"city": "Tokyo"}', // no name (not inferred without the marker)
+      '0 {"city": "Tokyo"}',
+      'functions.get_weather {"city": "Tokyo"}', // no index
+      'functions.get_weather:0 {"town": "Tokyo"}', // a key the tool lacks
+      'functions.get_weather:0 {}', // required key missing
+      'functions.get_weather:0 {"city": 3}', // wrong type
+      "functions.get_weather:0 {'city': 'Tokyo'}", // not JSON
+      'functions.get_weather:0 {"city": "Tokyo"} and more', // text after the object
+      'functions.get_weather:0 {"city": "Tokyo"} {"city": "Oslo"}', // two objects
+      'functions.get_weather:0 ["Tokyo"]', // not an object
+      'I will call functions.get_weather:0 {"city": "Tokyo"}', // prose before the id
+    ]) {
+      const text = block(inner);
+      expect(readBoth(text, tools), inner).toEqual({ calls: [], content: text });
+    }
+  });
+
+  it('a section with a block it cannot read falls back to its blocks one by one, as before', () => {
+    // as for a block that lost its marker before recall21: the section is not read whole, each
+    // block alone is; the unreadable one stays text
+    const bad = `<|tool_calls_section_begin|>${LEAKED}${block('functions.get_time:1 {"city": "Oslo"}')}<|tool_calls_section_end|>`;
+    const r = readBoth(bad, tools);
+    expect(r.calls).toEqual([['get_weather', { city: 'Tokyo' }, ['missing-argument-begin']]]);
+    expect(r.content).toContain('functions.get_time:1 {"city": "Oslo"}');
+  });
+
+  it('keeps a block cut before its end as text', () => {
+    const cut = '<|tool_call_begin|> functions.get_weather:0 {"city": "Tokyo"}';
+    expect(readBoth(cut, tools, true)).toEqual({ calls: [], content: cut });
+  });
+
+  it("never takes a later block's argument marker for its own", () => {
+    // before recall21 the first block's head ran into the second block, a name no tool has, and
+    // the whole section stayed text; now the first block is refused alone and the second read
+    const text = `<|tool_calls_section_begin|>${block('functions.get_weather:0 Tokyo')}${block('functions.read_file:1<|tool_call_argument_begin|>{"path": "a"}')}<|tool_calls_section_end|>`;
+    const r = readBoth(text, tools);
+    expect(r.calls).toEqual([['read_file', { path: 'a' }, []]]);
+    expect(r.content).toContain('functions.get_weather:0 Tokyo');
+  });
+
+  it('streams in any chunking as it reads whole', () => {
+    const texts = [
+      LEAKED,
+      `Checking.\n${LEAKED}`,
+      `<|tool_calls_section_begin|>${LEAKED}${block('get_weather:1 {"city": "Oslo"}')}<|tool_calls_section_end|>`,
+      block('functions.get_weather:0 {"town": "Tokyo"}'),
+      block('functions.get_weather:0 {"city": "Tokyo"} x'),
+    ];
+    assertRandomSplits(texts.length, (k) => ({ text: texts[k] ?? '', opts: () => options(tools) }), 21_001);
+  });
+});
