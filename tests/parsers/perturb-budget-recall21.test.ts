@@ -1,10 +1,12 @@
 /**
- * Output x1 vs x4 costs at most about x4 for the reading recall21 added: a Kimi K2 call block
+ * Output x1 vs x4 costs at most about x4 for the readings recall21 changed: a Kimi K2 call block
  * without its `<|tool_call_argument_begin|>` (`parsers/formats/kimi-k2.ts` readWithoutSep: one
  * anchored id pattern, one JSON scan, one parse and one schema check per closed block) and the
  * block loop it joins (`parsers/kit/envelope.ts` sectionOrLoneCall: the block's close found once
  * per block). Many blocks, long arguments, long ids, blanks, objects that never close, and blocks
- * refused one after another stay linear.
+ * refused one after another stay linear. And adjacent string literals (`parsers/kit/python-literal.ts`:
+ * joined only in a pythonic call list, a blank between, refused at the first elsewhere): many
+ * strings joined, many refused, many touching quotes, many refused calls.
  */
 import { describe, it } from 'vitest';
 import { budget, soup } from '../hardening/surface-budget.js';
@@ -51,7 +53,36 @@ const SHAPES: [string, (size: number) => string][] = [
   ['many lone blocks', (size) => `ok ${OPEN}get_weather:1 {"city": "Oslo"}${CLOSE}\n`.repeat(size / 48)],
 ];
 
-describe('recall21 reading: output length x1 vs x4', () => {
+/** Adjacent string literals (`parsers/kit/python-literal.ts`): joined, or refused at the first. */
+const STRINGS: [string, (size: number) => string][] = [
+  // a pythonic call whose argument is many strings a blank apart: joined
+  ['pythonic, many strings joined', (size) => `[write_file(path="a", content=${'"ab" '.repeat(size / 5)})]`],
+  // the same in an object the improvised reader reads: refused
+  [
+    'improvised, many strings a blank apart',
+    (size) => `{"tool": "write_file", "args": {"path": "a", "content": ${'"ab" '.repeat(size / 5)}}}`,
+  ],
+  // one value of many touching quotes
+  [
+    'improvised, many touching quotes',
+    (size) => `{"tool": "write_file", "args": {"path": "a", "content": "${'a""'.repeat(size / 3)}"}}`,
+  ],
+  // many calls back to back, each refused at its value
+  ['improvised, many refused calls', (size) => 'write_file(path="a", content="x" "y")\n'.repeat(size / 38)],
+];
+
+describe('recall21 readings: output length x1 vs x4', () => {
+  for (const [what, make] of STRINGS)
+    it(`adjacent string literals: ${what}`, () => {
+      budget(
+        `recall21 adjacent strings, ${what}`,
+        (size) => make(size),
+        pushed64(tools),
+        { from: 2000, max: 256_000 },
+        21_003,
+      );
+    }, 120_000);
+
   for (const [what, make] of SHAPES)
     it(`Kimi K2 blocks without their argument marker: ${what}`, () => {
       budget(
