@@ -6,7 +6,8 @@
  * per block). Many blocks, long arguments, long ids, blanks, objects that never close, and blocks
  * refused one after another stay linear. And adjacent string literals (`parsers/kit/python-literal.ts`:
  * joined only in a pythonic call list, a blank between, refused at the first elsewhere): many
- * strings joined, many refused, many touching quotes, many refused calls.
+ * strings joined, many refused, many touching quotes, many refused calls. And quotes left unescaped
+ * in a bare JSON call (`parsers/formats/json.ts`): a long value, comma-quote runs, an odd count.
  */
 import { describe, it } from 'vitest';
 import { budget, soup } from '../hardening/surface-budget.js';
@@ -71,7 +72,38 @@ const STRINGS: [string, (size: number) => string][] = [
   ['improvised, many refused calls', (size) => 'write_file(path="a", content="x" "y")\n'.repeat(size / 38)],
 ];
 
+/** Quotes left unescaped in a bare JSON call (`parsers/formats/json.ts`, recall20's escapeStrayQuotes). */
+const BARE: [string, (size: number) => string][] = [
+  // one long value of quoted words
+  [
+    'one long value of quoted words',
+    (size) =>
+      `{"name": "write_file", "arguments": {"path": "a", "content": "${'say "hi" '.repeat(size / 9)}"}}`,
+  ],
+  // comma-quote runs, each looking ahead for a key
+  [
+    'comma-quote runs',
+    (size) => `{"name": "write_file", "arguments": {"path": "a", "content": "${'a", "b'.repeat(size / 6)}"}}`,
+  ],
+  // an odd count, refused after the scan
+  [
+    'an odd count of quotes',
+    (size) => `{"name": "write_file", "arguments": {"path": "a", "content": "${'x"'.repeat(size / 2 + 1)}"}}`,
+  ],
+];
+
 describe('recall21 readings: output length x1 vs x4', () => {
+  for (const [what, make] of BARE)
+    it(`unescaped quotes in a bare JSON call: ${what}`, () => {
+      budget(
+        `recall21 bare JSON unescaped quotes, ${what}`,
+        (size) => make(size),
+        pushed64(tools),
+        { from: 2000, max: 256_000 },
+        21_004,
+      );
+    }, 120_000);
+
   for (const [what, make] of STRINGS)
     it(`adjacent string literals: ${what}`, () => {
       budget(

@@ -117,7 +117,6 @@ describe('adjacent string literals', () => {
   it('are no value in a JSON object, a dict, a list or a call the improvised reader reads', () => {
     for (const text of [
       '{"tool": "write_file", "args": {"path": "a", "content": "He said "" hi"}}',
-      '{"name": "write_file", "arguments": {"path": "a", "content": "x" "y"}}',
       "{'name': 'write_file', 'arguments': {'path': 'a', 'content': 'x' 'y'}}",
       'write_file(path="a", content="x" "y")',
       'write_file(path="a", content="x""y")',
@@ -134,13 +133,14 @@ describe('adjacent string literals', () => {
       expect(readBoth(text, tools), text).toEqual({ calls: [], content: text });
   });
 
-  it("inside Hermes' tag, go to its unescaped-quotes reading (recall20) as one string", () => {
-    expect(
-      readBoth(
-        '<tool_call>{"name": "write_file", "arguments": {"path": "a", "content": "x" "y"}}</tool_call>',
-        tools,
-      ).calls,
-    ).toEqual([['write_file', { path: 'a', content: 'x" "y' }, ['unescaped-quotes']]]);
+  it("inside Hermes' tag or as a bare JSON call, go to the unescaped-quotes reading as one string", () => {
+    for (const text of [
+      '<tool_call>{"name": "write_file", "arguments": {"path": "a", "content": "x" "y"}}</tool_call>',
+      '{"name": "write_file", "arguments": {"path": "a", "content": "x" "y"}}',
+    ])
+      expect(readBoth(text, tools).calls, text).toEqual([
+        ['write_file', { path: 'a', content: 'x" "y' }, ['unescaped-quotes']],
+      ]);
   });
 
   it('property: a value written with its quotes unescaped is read exactly or not at all by the improvised reader', () => {
@@ -166,6 +166,76 @@ describe('adjacent string literals', () => {
         },
       ),
       { numRuns: 2000, seed: 21_003 },
+    );
+  });
+});
+
+/**
+ * The other limit recall20 left: quotes left unescaped inside a string argument were read only
+ * in Hermes' closed body. A bare JSON call that is the whole output is read the same way (the
+ * `json` family, repair `unescaped-quotes`, schema-gated): the two outputs hermes-agent's PRs give
+ * of what weak local models write into write_file.content, without the Hermes tag.
+ */
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('unescaped quotes in a bare JSON call', () => {
+  const tools = toolsOf(WRITE_FILE);
+  const call = (content: string, key = 'arguments') =>
+    `{"name": "write_file", "${key}": {"path": "a.py", "content": "${content}"}}`;
+
+  it('reads the call with the quotes kept, "arguments" or Llama\'s "parameters", alone or in a list', () => {
+    for (const [text, content] of [
+      [call('env.get("KEY", "default")'), 'env.get("KEY", "default")'],
+      [call('env.get("KEY", "default")', 'parameters'), 'env.get("KEY", "default")'],
+      [call('def f():\\n    """Docstring."""\\n    pass'), 'def f():\n    """Docstring."""\n    pass'],
+      [`[${call('He said "hello" to me')}]`, 'He said "hello" to me'],
+    ] as const)
+      expect(readBoth(text, tools).calls, text).toEqual([
+        ['write_file', { path: 'a.py', content }, ['unescaped-quotes']],
+      ]);
+  });
+
+  it('keeps as text: a key the tool lacks, an undeclared tool, a fence, text after, an odd count', () => {
+    for (const text of [
+      '{"name": "write_file", "arguments": {"path": "a", "content": "He said "hello" to me", "mode": "x"}}',
+      '{"name": "edit_file", "arguments": {"path": "a", "content": "He said "hello" to me"}}',
+      `\`\`\`json\n${call('He said "hello" to me')}\n\`\`\``,
+      `${call('He said "hello" to me')} done`,
+      call('echo "hi'),
+    ])
+      expect(readBoth(text, tools), text).toEqual({ calls: [], content: text });
+  });
+
+  it('property: a value written with its quotes unescaped is read exactly or not at all', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom('a', ' ', '"', '""', '", "', '": "', ',', ':', '{', '}', '[', ']'), {
+          minLength: 1,
+          maxLength: 10,
+        }),
+        fc.boolean(),
+        (parts, first) => {
+          const v = parts.join('');
+          fc.pre(!`"${v}"`.includes('"""'));
+          const args = first ? `"content": "${v}", "path": "p"` : `"path": "p", "content": "${v}"`;
+          const text = `{"name": "write_file", "arguments": {${args}}}`;
+          // valid JSON means what it says (`"", "": "a` is an empty value and a key "")
+          fc.pre(!isJson(text));
+          const r = whole(text, options(tools));
+          // the readings through this repair (the json family's missing-brace reading of such
+          // text, older, is not this property's: docs/recall.md, recall21's left)
+          for (const c of r.calls)
+            if (c.repairs.includes('unescaped-quotes')) expect(JSON.parse(c.arguments).content, text).toBe(v);
+        },
+      ),
+      { numRuns: 3000, seed: 21_004 },
     );
   });
 });
