@@ -4,7 +4,8 @@
  * JSON with prose around it, or a fenced example inside an explanation, stays prose:
  * precision first. Near miss (issue 30): one surplus `]` after a list of calls
  * (`[{…}]]`, ollama/ollama tools/tools_test.go::TestParser[list trailing ]]) is read when every
- * call names a declared tool whose schema its arguments fit (repair `extra-close-bracket`).
+ * call names a declared tool whose schema its arguments fit (repair `extra-close-bracket`); and
+ * (recall21) quotes left unescaped inside a string argument (`unescaped-quotes`, schema-gated).
  */
 import { defineFamily } from '../engine/define.js';
 import type { EnvelopeMatch } from '../engine/family.js';
@@ -35,6 +36,11 @@ function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
   if ('error' in r && fenced === null) {
     const repaired = extraCloseBracket(body, ctx);
     if (repaired) return { end: text.length, calls: repaired };
+    // recall21: quotes left unescaped inside a string argument, as in Hermes' closed body
+    // (recall20): the bare object is all the output, so a `"` that cannot end its string is part
+    // of it; read only for arguments that fit (`unescaped-quotes` is SCHEMA_GATED in the engine)
+    const stray = callsFromJsonBody(body, false, true);
+    if (!('error' in stray) && stray.calls.length > 0) return { end: text.length, calls: stray.calls };
   }
   if ('error' in r || r.calls.length === 0) return null;
   const calls =

@@ -56,6 +56,29 @@ function readCall(
   return { name, arguments: d.value, id, ...(d.repairs.length ? { repairs: d.repairs } : {}) };
 }
 
+const ID = /^(?:functions\.)?([A-Za-z_][\w.-]*):\d+$/;
+const ID_THEN_OBJECT = /^\s*((?:functions\.)?([A-Za-z_][\w.-]{0,255}):\d{1,9})\s*\{/;
+
+/**
+ * Near miss (recall21, repair `missing-argument-begin`): a closed block whose
+ * `<|tool_call_argument_begin|>` is gone, `<|tool_call_begin|> functions.NAME:0 {json}
+ * <|tool_call_end|>` (vllm-project/vllm#31207 quotes it leaked into streamed content, the section
+ * markers gone too). Read only when the block is exactly an id naming a declared tool, blanks,
+ * one strict JSON object that fits the tool's schema, and blanks: no name is inferred, anything
+ * else refuses the block (and its section) as before.
+ */
+function readWithoutSep(block: string, ctx: ParseContext): ParsedCall | null {
+  const head = ID_THEN_OBJECT.exec(block);
+  const tool = head ? ctx.tools.get(head[2] ?? '') : undefined;
+  if (!head || !tool) return null;
+  const j = head[0].length - 1;
+  const scan = scanJsonValue(block, j);
+  if (!scan || scan.end < 0 || skipWs(block, scan.end) !== block.length) return null;
+  const args = strictObject(block, j, scan.end);
+  if (args === null || !fitsSchema(args, tool)) return null;
+  return { name: tool.name, arguments: args, id: head[1] ?? '', repairs: ['missing-argument-begin'] };
+}
+
 const envelope = sectionOrLoneCall({
   sectionOpen: SECTION_OPEN,
   sectionClose: SECTION_CLOSE,
@@ -64,9 +87,8 @@ const envelope = sectionOrLoneCall({
   sep: ARGS,
   noSep: 'no argument marker',
   readCall,
+  readWithoutSep,
 });
-
-const ID = /^(?:functions\.)?([A-Za-z_][\w.-]*):\d+$/;
 
 /**
  * Near miss (issue 30, repair `missing-call-begin`): the whole output is Kimi K2 blocks that lost

@@ -270,10 +270,18 @@ export function sectionOrLoneCall(o: {
   /** The error when a block has no `sep`. */
   noSep: string;
   readCall: CallBlockReader;
+  /**
+   * A closed block without `sep` (its text between the call markers): the family's near-miss
+   * reading, or null (the block, and the section with it, is refused with `noSep`).
+   */
+  readWithoutSep?: (block: string, ctx: ParseContext) => ParsedCall | null;
 }): (input: MatchInput) => MatchResult {
   const readBlocks = (body: string, truncated: boolean, ctx: ParseContext) => {
     const calls: ParsedCall[] = [];
     let i = skipWs(body, 0);
+    // the next separator, searched again only once a block is past it: blocks without one
+    // (readWithoutSep) would otherwise each scan the rest of the section
+    let sep = -2;
     while (i < body.length) {
       if (!body.startsWith(o.callOpen, i)) {
         // noise the model wrote inside the section before a block (vLLM's Kimi K2 tests drop it)
@@ -281,8 +289,17 @@ export function sectionOrLoneCall(o: {
         if (next < 0) return { error: 'unexpected text in tool calls section' };
         i = next;
       }
-      const sep = body.indexOf(o.sep, i + o.callOpen.length);
-      if (sep < 0) return { error: o.noSep };
+      if (sep !== -1 && sep < i + o.callOpen.length) sep = body.indexOf(o.sep, i + o.callOpen.length);
+      const close = body.indexOf(o.callClose, i + o.callOpen.length);
+      // a block closed before any separator: never another block's separator
+      if (sep < 0 || (close >= 0 && close < sep)) {
+        const c =
+          close < 0 ? null : (o.readWithoutSep?.(body.slice(i + o.callOpen.length, close), ctx) ?? null);
+        if (!c) return { error: o.noSep };
+        calls.push(c);
+        i = skipWs(body, close + o.callClose.length);
+        continue;
+      }
       let e = body.indexOf(o.callClose, sep + o.sep.length);
       const open = e < 0;
       if (open && !truncated) return { error: 'unclosed tool call' };

@@ -15,7 +15,14 @@ export interface PyCall {
 
 class PyReader {
   i = 0;
-  constructor(readonly s: string) {}
+  /**
+   * Whether `"a" "b"` reads as Python's implicit concatenation `"ab"`: only in the arguments of a
+   * pythonic call list (parsePythonCallList), and only with a blank between the two strings.
+   */
+  constructor(
+    readonly s: string,
+    readonly joinStrings = false,
+  ) {}
 
   ws(): void {
     while (this.i < this.s.length && isWs(this.s.charCodeAt(this.i))) this.i++;
@@ -109,11 +116,16 @@ class PyReader {
     const c = this.s[this.i];
     if (c === '"' || c === "'") {
       let out = this.string();
-      // implicit concatenation: "a" "b"
       for (;;) {
+        // a quote right after a string's close (`"He said "" hi"`, `"a""b"`) is the mark of
+        // quotes the model left unescaped: joining the pieces would drop them (recall21)
+        const touching = this.s[this.i] === '"' || this.s[this.i] === "'";
         this.ws();
         const n = this.s[this.i];
         if (n !== '"' && n !== "'") return out;
+        // Python's implicit concatenation, `"a" "b"`: read only in a pythonic call's arguments;
+        // in JSON or a dict it is no value (a missing comma, or quotes left unescaped, look the same)
+        if (touching || !this.joinStrings) throw new Error('adjacent strings');
         out += this.string();
       }
     }
@@ -207,7 +219,7 @@ class PyReader {
 
 /** Parses a whole `[f(a=1), g()]` list (surrounding whitespace allowed); null if it is not exactly that. */
 export function parsePythonCallList(text: string): PyCall[] | null {
-  const r = new PyReader(text);
+  const r = new PyReader(text, true);
   try {
     if (!r.eat('[')) return null;
     const calls: PyCall[] = [];

@@ -1,0 +1,75 @@
+/**
+ * recall21's readings through the real server on loopback, with the openai SDK, streamed (one
+ * character a chunk) and not, one upstream request each:
+ * - a Kimi K2 call block leaked into content without its argument marker (vllm-project/vllm#31207
+ *   quotes `<|tool_call_begin|> functions.get_weather:0 {"city": "Tokyo"} <|tool_call_end|>`);
+ * - a bare JSON call whose string argument holds quotes the model did not escape (the shape
+ *   NousResearch/hermes-agent#36271 gives for write_file.content, without the Hermes tag).
+ * Both reached the client as text before.
+ */
+import OpenAI from 'openai';
+import { describe, expect, it } from 'vitest';
+import { proxyInFrontOf, textCharByChar } from '../support/harness.js';
+
+const KIMI = '<|tool_call_begin|> functions.get_weather:0 {"city": "Tokyo"} <|tool_call_end|>';
+const BARE = '{"name": "write_file", "arguments": {"path": "a.py", "content": "env.get("KEY", "default")"}}';
+const kimi = proxyInFrontOf(textCharByChar(KIMI));
+const bare = proxyInFrontOf(textCharByChar(BARE));
+const WEATHER = {
+  name: 'get_weather',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+};
+const WRITE = {
+  name: 'write_file',
+  parameters: {
+    type: 'object',
+    properties: { path: { type: 'string' }, content: { type: 'string' } },
+    required: ['path', 'content'],
+  },
+};
+type Call = { function: { name: string; arguments: string } };
+
+describe('recall21 readings through the server', () => {
+  for (const [what, p, tool, want] of [
+    ['a Kimi K2 block without its argument marker', kimi, WEATHER, ['get_weather', { city: 'Tokyo' }]],
+    [
+      'a bare JSON call with quotes left unescaped',
+      bare,
+      WRITE,
+      ['write_file', { path: 'a.py', content: 'env.get("KEY", "default")' }],
+    ],
+  ] as const)
+    for (const stream of [false, true])
+      it(`${what}: chat completions (stream: ${stream})`, async () => {
+        const openai = new OpenAI({ baseURL: `${p.proxy.origin}/v1`, apiKey: 'x', maxRetries: 0 });
+        const before = p.upstream.requests.length;
+        const params = {
+          model: 'm1',
+          messages: [{ role: 'user' as const, content: 'go' }],
+          tools: [{ type: 'function' as const, function: tool }],
+        };
+        let m: OpenAI.Chat.Completions.ChatCompletionMessage;
+        let finish: string | null;
+        if (stream) {
+          const runner = openai.chat.completions.stream(params);
+          for await (const _ of runner) {
+            // drained
+          }
+          const done = (await runner.finalChatCompletion()).choices[0]!;
+          m = done.message;
+          finish = done.finish_reason;
+        } else {
+          const done = (await openai.chat.completions.create(params)).choices[0]!;
+          m = done.message;
+          finish = done.finish_reason;
+        }
+        const calls = (m.tool_calls ?? []).map((c) => [
+          (c as Call).function.name,
+          JSON.parse((c as Call).function.arguments),
+        ]);
+        expect(calls).toEqual([want]);
+        expect(m.content ?? null).toBeNull();
+        expect(finish).toBe('tool_calls');
+        expect(p.upstream.requests.length - before).toBe(1);
+      });
+});
