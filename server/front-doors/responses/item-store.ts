@@ -23,7 +23,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { stringifyJson } from '../../../protocol/lossless-json.js';
 import type { ItemLookup } from '../../../protocol/responses/items.js';
 import type { InputItem, OutputItem } from '../../../protocol/responses/types.js';
-import { StringMap } from '../../../protocol/string-set.js';
+import { StringMap, StringSet } from '../../../protocol/string-set.js';
 import { BusiestFirst } from '../../busiest-first.js';
 import { WriteOrder } from '../../write-order.js';
 
@@ -59,8 +59,17 @@ interface Kept {
    * and `metadata` (JSON).
    */
   readonly envelope?: string;
-  /** A conversation: the ids of its items deleted since (DELETE .../items/{item_id}). */
-  readonly deleted?: readonly string[];
+  /**
+   * A conversation: the ids of its items deleted since (DELETE .../items/{item_id}), one set
+   * shared by its revisions (it only grows; a copy per delete cost the deletes so far).
+   */
+  readonly deleted?: Deleted;
+}
+
+/** The ids deleted from a conversation, and the bytes they are counted at. */
+interface Deleted {
+  readonly ids: StringSet;
+  bytes: number;
 }
 
 /** A conversation's own fields (GET /v1/conversations/{id}). */
@@ -98,17 +107,26 @@ function listingOf(list: readonly Listed[]): Listing {
 
 /**
  * A conversation's listing kept between pages (listConversation), and what it was built from:
- * turns added since extend it; any other change builds it again.
+ * turns added since extend it, an item deleted is taken out in place; anything else builds it
+ * again. Items stay where they were read, a deleted one marked dead: a count of live items per
+ * range (a Fenwick tree) finds the k-th live item and the live place of an id in log time, so a
+ * delete costs no rebuild and no shift of the items after it.
  */
 class KeptListing implements Listing {
-  /** The conversation's own items (JSON) and the ids deleted from it (a fresh list per delete). */
+  /** The conversation's own items (JSON), and how many ids were deleted from it when last followed. */
   readonly json: string;
-  readonly deleted: readonly string[] | undefined;
+  deletions: number;
   /** Its latest turn when built or extended. */
   last: string | undefined;
   /** Ids past LONG_ID characters, in a StringMap (held apart: protocol/string-set.ts). */
   private long: StringMap<number> | undefined;
   private readonly short = new Map<string, number>();
+  /** The later places of an id listed more than once (a client may send one id twice). */
+  private repeats: StringMap<number[]> | undefined;
+  /** Fenwick tree over the places, 1-based: tree[i] counts the live ones in (i - lowbit(i), i]. */
+  private readonly tree: number[] = [0];
+  private readonly dead: Uint8Array[] = [];
+  private live = 0;
 
   constructor(
     private readonly items: InputItem[],
@@ -120,34 +138,99 @@ class KeptListing implements Listing {
     public bytes: number,
   ) {
     this.json = held.json;
-    this.deleted = held.deleted;
+    this.deletions = held.deleted?.ids.size ?? 0;
     this.last = held.last;
-    for (let i = 0; i < ids.length; i++) this.index(ids[i]!, i);
+    const n = ids.length;
+    for (let i = 1; i <= n; i++) this.tree.push(1);
+    for (let i = 1; i <= n; i++) {
+      const j = i + (i & -i);
+      if (j <= n) this.tree[j]! += this.tree[i]!;
+    }
+    this.live = n;
+    for (let i = 0; i < n; i++) this.index(ids[i]!, i);
   }
 
   get length(): number {
-    return this.items.length;
+    return this.live;
   }
 
+  /** The k-th live item (0: the oldest). */
   at(k: number): Listed {
-    return { id: this.ids[k]!, item: this.items[k]! };
+    const p = this.select(k + 1);
+    return { id: this.ids[p]!, item: this.items[p]! };
   }
 
   indexOf(id: string): number {
-    return (id.length <= LONG_ID ? this.short.get(id) : this.long?.get(id)) ?? -1;
+    const p = this.placeOf(id);
+    return p < 0 || this.isDead(p) ? -1 : this.prefix(p + 1) - 1;
   }
 
   append(id: string, item: InputItem): void {
-    this.index(id, this.items.length);
+    const p = this.items.length;
+    this.index(id, p);
     this.items.push(item);
     this.ids.push(id);
+    const i = p + 1;
+    this.tree.push(1 + this.prefix(i - 1) - this.prefix(i - (i & -i)));
+    this.live++;
   }
 
-  /** The first place of each id. */
+  /** Takes every item listed under `id` out (as a rebuild leaves them out). */
+  remove(id: string): void {
+    const first = this.placeOf(id);
+    if (first < 0) return;
+    this.kill(first);
+    for (const p of this.repeats?.get(id) ?? []) this.kill(p);
+  }
+
+  private placeOf(id: string): number {
+    return (id.length <= LONG_ID ? this.short.get(id) : this.long?.get(id)) ?? -1;
+  }
+
+  private isDead(p: number): boolean {
+    return ((this.dead[p >> 16]?.[p & 0xffff] ?? 0) & 1) === 1;
+  }
+
+  private kill(p: number): void {
+    if (this.isDead(p)) return;
+    // Marks in 64 KiB blocks: a listing of a few items holds no large array.
+    (this.dead[p >> 16] ??= new Uint8Array(0x10000))[p & 0xffff] = 1;
+    for (let i = p + 1; i < this.tree.length; i += i & -i) this.tree[i]!--;
+    this.live--;
+  }
+
+  /** Live places in [0, i). */
+  private prefix(i: number): number {
+    let sum = 0;
+    for (; i > 0; i -= i & -i) sum += this.tree[i]!;
+    return sum;
+  }
+
+  /** The place of the k-th live item, 1-based k. */
+  private select(k: number): number {
+    let at = 0;
+    let step = 1;
+    while (step * 2 < this.tree.length) step *= 2;
+    for (; step > 0; step >>= 1) {
+      const next = at + step;
+      if (next < this.tree.length && this.tree[next]! < k) {
+        at = next;
+        k -= this.tree[next]!;
+      }
+    }
+    return at;
+  }
+
+  /** The first place of each id; the later ones apart. */
   private index(id: string, i: number): void {
-    if (id.length <= LONG_ID) {
-      if (!this.short.has(id)) this.short.set(id, i);
-    } else if (!(this.long ??= new StringMap()).has(id)) this.long.set(id, i);
+    const map = id.length <= LONG_ID ? this.short : (this.long ??= new StringMap());
+    if (!map.has(id)) {
+      map.set(id, i);
+      return;
+    }
+    const later = (this.repeats ??= new StringMap()).get(id);
+    if (later) later.push(i);
+    else this.repeats.set(id, [i]);
   }
 }
 
@@ -461,7 +544,7 @@ export class ResponsesItemStore {
     const items: InputItem[] = [];
     const ids: string[] = [];
     for (let i = added.length - 1; i >= 0; i--) this.turnItems(added[i]!, false, items, ids);
-    const deleted = held.deleted?.length ? new Set(held.deleted) : undefined;
+    const deleted = held.deleted?.ids;
     for (let i = 0; i < items.length; i++) if (!deleted?.has(ids[i]!)) memo.append(ids[i]!, items[i]!);
     for (const r of added) memo.turns.add(r.id);
     memo.last = held.last;
@@ -496,7 +579,8 @@ export class ResponsesItemStore {
 
   /**
    * Conversation `id` kept again with `change` (new metadata, an item deleted): a fresh entry,
-   * counted anew. False when not held under `scope`, or past the whole budget.
+   * counted anew, its listing kept (an item deleted is taken out of it). False when not held
+   * under `scope`, or past the whole budget.
    */
   private reviseConversation(
     scope: string,
@@ -508,10 +592,23 @@ export class ResponsesItemStore {
     const meta = JSON.parse(kept.envelope ?? '{}') as ConversationMeta;
     if (change.metadata) meta.metadata = change.metadata;
     const envelope = stringifyJson(meta);
-    const deleted = change.deleted === undefined ? kept.deleted : [...(kept.deleted ?? []), change.deleted];
-    let bytes =
-      Buffer.byteLength(kept.json) + Buffer.byteLength(envelope) + id.length * 2 + ENTRY_OVERHEAD_BYTES;
-    for (const d of deleted ?? []) bytes += d.length + 16;
+    const added =
+      change.deleted === undefined || kept.deleted?.ids.has(change.deleted) ? 0 : change.deleted.length + 16;
+    const bytes =
+      Buffer.byteLength(kept.json) +
+      Buffer.byteLength(envelope) +
+      id.length * 2 +
+      ENTRY_OVERHEAD_BYTES +
+      (kept.deleted?.bytes ?? 0) +
+      added;
+    if (bytes > this.maxBytes) return false;
+    const deletions = kept.deleted?.ids.size ?? 0;
+    let deleted = kept.deleted;
+    if (change.deleted !== undefined && added > 0) {
+      deleted ??= { ids: new StringSet(), bytes: 0 };
+      deleted.ids.add(change.deleted);
+      deleted.bytes += added;
+    }
     const fresh: Kept = {
       id,
       kind: 'conversation',
@@ -523,7 +620,16 @@ export class ResponsesItemStore {
       ...(deleted ? { deleted } : {}),
       ...(kept.last !== undefined ? { last: kept.last } : {}),
     };
-    return this.add(fresh);
+    const memo = this.listings.get(id);
+    const ok = this.add(fresh);
+    // Still kept when nothing it read was evicted to make room (drop: staled).
+    if (memo && this.listings.get(id) === memo && added > 0) {
+      if (memo.deletions === deletions) {
+        memo.remove(change.deleted!);
+        memo.deletions = deleted!.ids.size;
+      } else this.forget(id);
+    }
+    return ok;
   }
 
   /** Sets conversation `id`'s metadata (POST /v1/conversations/{id}). */
@@ -569,13 +675,14 @@ export class ResponsesItemStore {
    * whole conversation again and scanned it for the cursor (160,000 items: ~1 s of loop a page,
    * pages x conversation to read it all). Turns added since (POST .../items, a turn answered)
    * extend it, read once each: a page after each added item cost the whole conversation again.
-   * Built again once anything else changes: an item deleted, one of its entries dropped.
+   * An item deleted is taken out of it in place (deleteConversationItem: each delete built it
+   * again, 160,000 items ~1 s a delete). Built again once one of its entries is dropped.
    */
   listConversation(scope: string, id: string): Listing | { missing: string } {
     const held = this.conversations.get(id);
     if (!held || held.scope !== scope) return { missing: id };
     const memo = this.listings.get(id);
-    if (memo && memo.json === held.json && memo.deleted === held.deleted) {
+    if (memo && memo.json === held.json && memo.deletions === (held.deleted?.ids.size ?? 0)) {
       if (memo.last === held.last || this.extend(memo, held)) {
         this.listings.delete(id);
         this.listings.set(id, memo);
@@ -650,7 +757,7 @@ export class ResponsesItemStore {
     const held = this.conversations.get(id);
     if (!held || held.scope !== scope) return { missing: id };
     const own = held.json.length;
-    const deleted = held.deleted?.length ? new Set(held.deleted) : undefined;
+    const deleted = held.deleted?.ids.size ? held.deleted.ids : undefined;
     const ids = listed ?? (deleted ? [] : undefined);
     // The turns' ids follow the conversation's own items' ids, which are listed once its size fits.
     const turnIds: string[] | undefined = ids ? [] : undefined;
@@ -708,7 +815,8 @@ export class ResponsesItemStore {
     if (kept.bytes > this.maxBytes) return false;
     const map = this.mapOf(kept);
     const before = map.get(kept.id);
-    if (before) this.drop(before);
+    // A conversation kept again with the same items (revised) keeps its listing.
+    if (before) this.drop(before, before.kind === 'conversation' && before.json === kept.json);
     while (this.used + kept.bytes > this.maxBytes) {
       const oldest = this.largestScopeOldest();
       if (oldest === undefined) break;
@@ -749,11 +857,11 @@ export class ResponsesItemStore {
     return this.busiest.top()?.order.oldest();
   }
 
-  private drop(kept: Kept): void {
+  private drop(kept: Kept, revised = false): void {
     const map = this.mapOf(kept);
     if (map.get(kept.id) !== kept) return;
     map.delete(kept.id);
-    if (this.listings.size > 0) this.staled(kept);
+    if (this.listings.size > 0 && !revised) this.staled(kept);
     kept.gone = true;
     this.used -= kept.bytes;
     const own = this.scopes.get(kept.scope);
