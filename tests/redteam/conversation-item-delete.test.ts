@@ -8,6 +8,7 @@
  * it too, and the ids deleted are one set per conversation. x1 vs x4
  * (tests/support/cost-scaling.ts) in the store itself; the real server's answers in both orders.
  */
+import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import type { InputItem } from '../../protocol/responses/types.js';
 import { listPage } from '../../server/front-doors/responses/conversations.js';
@@ -55,19 +56,19 @@ async function readAll(id: string, order: 'asc' | 'desc', limit: number): Promis
 }
 
 describe('conversation items deleted', () => {
-  it('are gone from every page, cursor and lookup, with turns, duplicates and metadata between (the real server)', async () => {
+  it('are gone from every page, cursor and lookup, with turns, metadata and repeated ids between (the real server)', async () => {
     const conv = await call('POST', '/v1/conversations', { items: [output(0), output(1)] });
     const { id } = conv.json;
-    // Two items share an id (a client may send that): deleting it deletes both, as before.
+    // Two items share an id (a client may send that): each is listed under an id of its own.
     await call('POST', `/v1/conversations/${id}/items`, {
       items: [output(2), output(3, 'fco_twice'), output(4), output(5, 'fco_twice'), output(6)],
     });
     const expected = ['call_0', 'call_1', 'call_2', 'call_3', 'call_4', 'call_5', 'call_6'];
-    // (a cursor on a repeated id finds its first place: paged past it only after the delete)
-    expect(await readAll(id, 'asc', 100)).toEqual(expected);
+    expect(await readAll(id, 'asc', 3)).toEqual(expected);
     const ids = (await call('GET', `/v1/conversations/${id}/items?order=asc&limit=100`)).json.data.map(
       (d) => d.id,
     );
+    expect(new Set(ids).size).toBe(ids.length);
     const drop = async (item: string, gone: string[]) => {
       expect((await call('DELETE', `/v1/conversations/${id}/items/${item}`)).status).toBe(200);
       for (const g of gone) expected.splice(expected.indexOf(g), 1);
@@ -76,7 +77,9 @@ describe('conversation items deleted', () => {
       expect((await call('GET', `/v1/conversations/${id}/items/${item}`)).status).toBe(404);
       expect((await call('DELETE', `/v1/conversations/${id}/items/${item}`)).status).toBe(404);
     };
-    await drop('fco_twice', ['call_3', 'call_5']);
+    // The first of the two, then the second under its own listed id.
+    await drop('fco_twice', ['call_3']);
+    await drop(ids[5]!, ['call_5']);
     await drop(ids[0]!, ['call_0']);
     // A metadata update, then a turn: the listing follows both.
     const meta = await call('POST', `/v1/conversations/${id}`, { metadata: { a: 'b' } });
@@ -98,6 +101,26 @@ describe('conversation items deleted', () => {
     expect(again.status).toBe(200);
     expected.push('user', 'assistant');
     expect(await readAll(id, 'desc', 3)).toEqual([...expected].reverse());
+  });
+
+  it('the openai SDK reads a conversation whose items repeat an id to its end, each once', async () => {
+    // A cursor on the later of two items with one id found the earlier: a page ending on it was
+    // served again and again, and the SDK's auto-pagination never ended.
+    const client = new OpenAI({ apiKey: 'none', baseURL: `${pair.proxy.origin}/v1`, maxRetries: 0 });
+    const conv = await client.conversations.create({});
+    const sent = [output(0), output(1, 'fco_same'), output(2), output(3, 'fco_same'), output(4)];
+    const added = await client.conversations.items.create(conv.id, { items: sent as never });
+    const seen: string[] = [];
+    for await (const item of client.conversations.items.list(conv.id, { order: 'asc', limit: 2 })) {
+      seen.push((item as unknown as { call_id: string }).call_id);
+      if (seen.length > 10) break;
+    }
+    expect(seen).toEqual(['call_0', 'call_1', 'call_2', 'call_3', 'call_4']);
+    // The ids items.create answered are the ones listed.
+    const listed = await client.conversations.items.list(conv.id, { order: 'asc', limit: 100 });
+    expect(added.data.map((d) => d.id)).toEqual(listed.data.map((d) => d.id));
+    expect(added.data[1]!.id).toBe('fco_same');
+    expect(added.data[3]!.id).not.toBe('fco_same');
   });
 
   it('a share of a conversation deleted, a page after each, costs the deletes (x1 vs x4)', () => {

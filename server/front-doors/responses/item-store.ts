@@ -60,17 +60,21 @@ interface Kept {
    */
   readonly envelope?: string;
   /**
-   * A conversation: the ids of its items deleted since (DELETE .../items/{item_id}), one set
-   * shared by its revisions (it only grows; a copy per delete cost the deletes so far).
+   * A conversation: its items deleted since (DELETE .../items/{item_id}), by their place in it
+   * (its own items, then each turn's: a place never moves), one set shared by its revisions (it
+   * only grows; a copy per delete cost the deletes so far).
    */
   readonly deleted?: Deleted;
 }
 
-/** The ids deleted from a conversation, and the bytes they are counted at. */
+/** The places of the items deleted from a conversation, and the bytes they are counted at. */
 interface Deleted {
-  readonly ids: StringSet;
+  readonly places: Set<number>;
   bytes: number;
 }
+
+/** What a deleted place is counted at. */
+const DELETED_BYTES = 24;
 
 /** A conversation's own fields (GET /v1/conversations/{id}). */
 export interface ConversationMeta {
@@ -97,12 +101,40 @@ export interface Listing {
  * A listing read for one page (a response's input items, built anew per request): a cursor is
  * found by one pass, no index (the page's read of the chain already costs as much).
  */
-function listingOf(list: readonly Listed[]): Listing {
+function listingOf(list: Listed[], salt: string): Listing {
+  const seen = new StringSet();
+  for (let i = 0; i < list.length; i++) {
+    const l = list[i]!;
+    const id = uniqueId(seen, salt, i, l.id, l.item);
+    seen.add(id);
+    if (id !== l.id) list[i] = { id, item: l.item };
+  }
   return {
     length: list.length,
     at: (k) => list[k]!,
     indexOf: (id) => list.findIndex((l) => l.id === id),
   };
+}
+
+/**
+ * `id` as listed at `place` of a listing: itself, or when an item before it is listed under it
+ * (a client may send one id twice), one derived from `salt` and the place. A cursor then names
+ * one place: on the later of two, it found the earlier, and a client paging by `after` (the
+ * openai SDK's auto-pagination, the Agents SDK's session) was served the same page forever.
+ */
+function uniqueId(
+  seen: { has(id: string): boolean },
+  salt: string,
+  place: number,
+  id: string,
+  item: InputItem,
+): string {
+  let out = id;
+  for (let k = 0; seen.has(out); k++) {
+    const { id: _own, ...bare } = item as InputItem & { id?: unknown };
+    out = listedId(`${salt}#repeat${k}`, place, bare as InputItem);
+  }
+  return out;
 }
 
 /**
@@ -113,24 +145,26 @@ function listingOf(list: readonly Listed[]): Listing {
  * delete costs no rebuild and no shift of the items after it.
  */
 class KeptListing implements Listing {
-  /** The conversation's own items (JSON), and how many ids were deleted from it when last followed. */
+  /** The conversation's own items (JSON), and how many were deleted from it when last followed. */
   readonly json: string;
   deletions: number;
+  readonly missing?: undefined;
   /** Its latest turn when built or extended. */
   last: string | undefined;
   /** Ids past LONG_ID characters, in a StringMap (held apart: protocol/string-set.ts). */
   private long: StringMap<number> | undefined;
   private readonly short = new Map<string, number>();
-  /** The later places of an id listed more than once (a client may send one id twice). */
-  private repeats: StringMap<number[]> | undefined;
   /** Fenwick tree over the places, 1-based: tree[i] counts the live ones in (i - lowbit(i), i]. */
   private readonly tree: number[] = [0];
   private readonly dead: Uint8Array[] = [];
   private live = 0;
 
   constructor(
+    /** The conversation's every item, deleted ones too, in place order, and their ids (made unique here). */
     private readonly items: InputItem[],
     private readonly ids: string[],
+    /** The conversation's id: what an id listed twice is derived from (uniqueId). */
+    private readonly salt: string,
     held: Kept,
     /** The responses (turns) it read: one dropped, or an output item of one, makes it stale. */
     readonly turns: Set<string>,
@@ -138,7 +172,7 @@ class KeptListing implements Listing {
     public bytes: number,
   ) {
     this.json = held.json;
-    this.deletions = held.deleted?.ids.size ?? 0;
+    this.deletions = held.deleted?.places.size ?? 0;
     this.last = held.last;
     const n = ids.length;
     for (let i = 1; i <= n; i++) this.tree.push(1);
@@ -147,7 +181,8 @@ class KeptListing implements Listing {
       if (j <= n) this.tree[j]! += this.tree[i]!;
     }
     this.live = n;
-    for (let i = 0; i < n; i++) this.index(ids[i]!, i);
+    for (let i = 0; i < n; i++) ids[i] = this.index(ids[i]!, i, items[i]!);
+    for (const p of held.deleted?.places ?? []) this.kill(p);
   }
 
   get length(): number {
@@ -162,37 +197,34 @@ class KeptListing implements Listing {
 
   indexOf(id: string): number {
     const p = this.placeOf(id);
-    return p < 0 || this.isDead(p) ? -1 : this.prefix(p + 1) - 1;
+    return p < 0 ? -1 : this.prefix(p + 1) - 1;
   }
 
-  append(id: string, item: InputItem): void {
+  /** Its listed id (unique: uniqueId). */
+  append(id: string, item: InputItem): string {
     const p = this.items.length;
-    this.index(id, p);
+    const listed = this.index(id, p, item);
     this.items.push(item);
-    this.ids.push(id);
+    this.ids.push(listed);
     const i = p + 1;
     this.tree.push(1 + this.prefix(i - 1) - this.prefix(i - (i & -i)));
     this.live++;
+    return listed;
   }
 
-  /** Takes every item listed under `id` out (as a rebuild leaves them out). */
-  remove(id: string): void {
-    const first = this.placeOf(id);
-    if (first < 0) return;
-    this.kill(first);
-    for (const p of this.repeats?.get(id) ?? []) this.kill(p);
-  }
-
-  private placeOf(id: string): number {
-    return (id.length <= LONG_ID ? this.short.get(id) : this.long?.get(id)) ?? -1;
+  /** The place in the conversation of the live item listed under `id`; -1: none. */
+  placeOf(id: string): number {
+    const p = (id.length <= LONG_ID ? this.short.get(id) : this.long?.get(id)) ?? -1;
+    return p < 0 || this.isDead(p) ? -1 : p;
   }
 
   private isDead(p: number): boolean {
     return ((this.dead[p >> 16]?.[p & 0xffff] ?? 0) & 1) === 1;
   }
 
-  private kill(p: number): void {
-    if (this.isDead(p)) return;
+  /** Takes the item at place `p` out (as a rebuild leaves it out). */
+  kill(p: number): void {
+    if (p < 0 || p >= this.items.length || this.isDead(p)) return;
     // Marks in 64 KiB blocks: a listing of a few items holds no large array.
     (this.dead[p >> 16] ??= new Uint8Array(0x10000))[p & 0xffff] = 1;
     for (let i = p + 1; i < this.tree.length; i += i & -i) this.tree[i]!--;
@@ -221,16 +253,17 @@ class KeptListing implements Listing {
     return at;
   }
 
-  /** The first place of each id; the later ones apart. */
-  private index(id: string, i: number): void {
-    const map = id.length <= LONG_ID ? this.short : (this.long ??= new StringMap());
-    if (!map.has(id)) {
-      map.set(id, i);
-      return;
-    }
-    const later = (this.repeats ??= new StringMap()).get(id);
-    if (later) later.push(i);
-    else this.repeats.set(id, [i]);
+  /** Indexes the item at place `i` under its id made unique; that id. */
+  private index(id: string, i: number, item: InputItem): string {
+    const unique = uniqueId(this, this.salt, i, id, item);
+    if (unique.length <= LONG_ID) this.short.set(unique, i);
+    else (this.long ??= new StringMap()).set(unique, i);
+    return unique;
+  }
+
+  /** Whether an item is listed under `id`, deleted or not (uniqueId's `seen`). */
+  has(id: string): boolean {
+    return id.length <= LONG_ID ? this.short.has(id) : this.long?.has(id) === true;
   }
 }
 
@@ -397,11 +430,11 @@ export class ResponsesItemStore {
       const brought = JSON.parse(kept.json) as InputItem[];
       for (let j = 0; j < brought.length; j++)
         out.push({ id: listedId(id, j, brought[j]!), item: brought[j]! });
-      return listingOf(out);
+      return listingOf(out, id);
     }
     const n = found.items.length - (kept.outputIds?.length ?? 0);
     for (let i = 0; i < n; i++) out.push({ id: ids[i]!, item: found.items[i]! });
-    return listingOf(out);
+    return listingOf(out, id);
   }
 
   /** Forgets response `id` and its output items (DELETE /v1/responses/{id}); false when not held. */
@@ -544,8 +577,8 @@ export class ResponsesItemStore {
     const items: InputItem[] = [];
     const ids: string[] = [];
     for (let i = added.length - 1; i >= 0; i--) this.turnItems(added[i]!, false, items, ids);
-    const deleted = held.deleted?.ids;
-    for (let i = 0; i < items.length; i++) if (!deleted?.has(ids[i]!)) memo.append(ids[i]!, items[i]!);
+    // New places: none of them deleted yet.
+    for (let i = 0; i < items.length; i++) memo.append(ids[i]!, items[i]!);
     for (const r of added) memo.turns.add(r.id);
     memo.last = held.last;
     this.listingBytes += bytes;
@@ -585,7 +618,8 @@ export class ResponsesItemStore {
   private reviseConversation(
     scope: string,
     id: string,
-    change: { metadata?: Record<string, unknown>; deleted?: string },
+    /** `deleted`: an item's place in the conversation (KeptListing.placeOf). */
+    change: { metadata?: Record<string, unknown>; deleted?: number },
   ): boolean {
     const kept = this.conversations.get(id);
     if (!kept || kept.scope !== scope) return false;
@@ -593,7 +627,7 @@ export class ResponsesItemStore {
     if (change.metadata) meta.metadata = change.metadata;
     const envelope = stringifyJson(meta);
     const added =
-      change.deleted === undefined || kept.deleted?.ids.has(change.deleted) ? 0 : change.deleted.length + 16;
+      change.deleted === undefined || kept.deleted?.places.has(change.deleted) ? 0 : DELETED_BYTES;
     const bytes =
       Buffer.byteLength(kept.json) +
       Buffer.byteLength(envelope) +
@@ -602,11 +636,11 @@ export class ResponsesItemStore {
       (kept.deleted?.bytes ?? 0) +
       added;
     if (bytes > this.maxBytes) return false;
-    const deletions = kept.deleted?.ids.size ?? 0;
+    const deletions = kept.deleted?.places.size ?? 0;
     let deleted = kept.deleted;
     if (change.deleted !== undefined && added > 0) {
-      deleted ??= { ids: new StringSet(), bytes: 0 };
-      deleted.ids.add(change.deleted);
+      deleted ??= { places: new Set(), bytes: 0 };
+      deleted.places.add(change.deleted);
       deleted.bytes += added;
     }
     const fresh: Kept = {
@@ -625,8 +659,8 @@ export class ResponsesItemStore {
     // Still kept when nothing it read was evicted to make room (drop: staled).
     if (memo && this.listings.get(id) === memo && added > 0) {
       if (memo.deletions === deletions) {
-        memo.remove(change.deleted!);
-        memo.deletions = deleted!.ids.size;
+        memo.kill(change.deleted!);
+        memo.deletions = deleted!.places.size;
       } else this.forget(id);
     }
     return ok;
@@ -642,9 +676,10 @@ export class ResponsesItemStore {
    * sent upstream no more. False when the conversation or the item is not held.
    */
   deleteConversationItem(scope: string, id: string, itemId: string): boolean {
-    const listed = this.listConversation(scope, id);
-    if (listed.missing !== undefined || listed.indexOf(itemId) < 0) return false;
-    return this.reviseConversation(scope, id, { deleted: itemId });
+    const listed = this.keptListing(scope, id);
+    const place = listed.missing === undefined ? listed.placeOf(itemId) : -1;
+    if (place < 0) return false;
+    return this.reviseConversation(scope, id, { deleted: place });
   }
 
   /**
@@ -665,7 +700,11 @@ export class ResponsesItemStore {
     const turn = `${id}_items_${randomBytes(8).toString('hex')}`;
     if (!this.keepResponse(scope, turn, kept.last, items, [], false)) return { tooLarge: true };
     this.advanceConversation(scope, id, turn);
-    return { items: items.map((item, j) => ({ id: listedId(turn, j, item), item })) };
+    // As listed (an id an earlier item has is listed as another: uniqueId), from the listing.
+    const listed = this.listConversation(scope, id);
+    if (listed.missing !== undefined) return { missing: listed.missing };
+    const from = listed.length - items.length;
+    return { items: items.map((item, j) => ({ id: listed.at(from + j).id, item })) };
   }
 
   /**
@@ -679,10 +718,14 @@ export class ResponsesItemStore {
    * again, 160,000 items ~1 s a delete). Built again once one of its entries is dropped.
    */
   listConversation(scope: string, id: string): Listing | { missing: string } {
+    return this.keptListing(scope, id);
+  }
+
+  private keptListing(scope: string, id: string): KeptListing | { missing: string } {
     const held = this.conversations.get(id);
     if (!held || held.scope !== scope) return { missing: id };
     const memo = this.listings.get(id);
-    if (memo && memo.json === held.json && memo.deletions === (held.deleted?.ids.size ?? 0)) {
+    if (memo && memo.json === held.json && memo.deletions === (held.deleted?.places.size ?? 0)) {
       if (memo.last === held.last || this.extend(memo, held)) {
         this.listings.delete(id);
         this.listings.set(id, memo);
@@ -698,7 +741,7 @@ export class ResponsesItemStore {
       if (turns.has(r)) break;
       turns.add(r);
     }
-    const listing = new KeptListing(found.items, ids, held, turns, found.bytes);
+    const listing = new KeptListing(found.items, ids, id, held, turns, found.bytes);
     this.remember(id, listing);
     return listing;
   }
@@ -749,7 +792,10 @@ export class ResponsesItemStore {
     id: string,
     touch = true,
     limitBytes = Number.POSITIVE_INFINITY,
-    /** Receives each item's listed id, in order. */
+    /**
+     * Receives each item's id as sent or derived (listedId), in order; then the items deleted are
+     * not left out (the listing marks them: KeptListing).
+     */
     listed?: string[],
   ):
     | { items: InputItem[]; bytes: number; last: string | undefined; missing?: undefined }
@@ -757,10 +803,8 @@ export class ResponsesItemStore {
     const held = this.conversations.get(id);
     if (!held || held.scope !== scope) return { missing: id };
     const own = held.json.length;
-    const deleted = held.deleted?.ids.size ? held.deleted.ids : undefined;
-    const ids = listed ?? (deleted ? [] : undefined);
     // The turns' ids follow the conversation's own items' ids, which are listed once its size fits.
-    const turnIds: string[] | undefined = ids ? [] : undefined;
+    const turnIds: string[] | undefined = listed ? [] : undefined;
     const turns =
       held.last === undefined
         ? undefined
@@ -770,21 +814,14 @@ export class ResponsesItemStore {
     if (bytes > limitBytes) return { items: [], bytes, last: held.last };
     const kept = touch ? this.touch(held) : held;
     const items = JSON.parse(kept.json) as InputItem[];
-    if (ids) for (let j = 0; j < items.length; j++) ids.push(listedId(id, j, items[j]!));
+    if (listed) for (let j = 0; j < items.length; j++) listed.push(listedId(id, j, items[j]!));
     if (turns) for (let i = 0; i < turns.items.length; i++) items.push(turns.items[i]!);
-    if (ids && turnIds) for (let i = 0; i < turnIds.length; i++) ids.push(turnIds[i]!);
-    if (!deleted || !ids) return { items, bytes, last: kept.last };
+    if (listed && turnIds) for (let i = 0; i < turnIds.length; i++) listed.push(turnIds[i]!);
+    const deleted = held.deleted?.places;
+    if (listed || !deleted?.size) return { items, bytes, last: kept.last };
+    // By place: a place never moves (turns are only added after it).
     const left: InputItem[] = [];
-    const leftIds: string[] = [];
-    for (let i = 0; i < items.length; i++) {
-      if (deleted.has(ids[i]!)) continue;
-      left.push(items[i]!);
-      leftIds.push(ids[i]!);
-    }
-    if (listed) {
-      listed.length = 0;
-      for (const l of leftIds) listed.push(l);
-    }
+    for (let i = 0; i < items.length; i++) if (!deleted.has(i)) left.push(items[i]!);
     return { items: left, bytes, last: kept.last };
   }
 
