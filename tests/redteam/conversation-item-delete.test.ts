@@ -121,6 +121,14 @@ describe('conversation items deleted', () => {
     expect(added.data.map((d) => d.id)).toEqual(listed.data.map((d) => d.id));
     expect(added.data[1]!.id).toBe('fco_same');
     expect(added.data[3]!.id).not.toBe('fco_same');
+    // A response's input items the same way (GET /v1/responses/{id}/input_items).
+    const res = await client.responses.create({ model: 'm1', input: sent as never });
+    const inputs: string[] = [];
+    for await (const item of client.responses.inputItems.list(res.id, { order: 'asc', limit: 2 })) {
+      inputs.push((item as unknown as { call_id: string }).call_id);
+      if (inputs.length > 10) break;
+    }
+    expect(inputs).toEqual(['call_0', 'call_1', 'call_2', 'call_3', 'call_4']);
   });
 
   it('a share of a conversation deleted, a page after each, costs the deletes (x1 vs x4)', () => {
