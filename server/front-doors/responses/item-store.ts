@@ -23,7 +23,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { stringifyJson } from '../../../protocol/lossless-json.js';
 import type { ItemLookup } from '../../../protocol/responses/items.js';
 import type { InputItem, OutputItem } from '../../../protocol/responses/types.js';
-import { StringMap, StringSet } from '../../../protocol/string-set.js';
+import { StringMap } from '../../../protocol/string-set.js';
 import { BusiestFirst } from '../../busiest-first.js';
 import { WriteOrder } from '../../write-order.js';
 
@@ -98,25 +98,6 @@ export interface Listing {
 }
 
 /**
- * A listing read for one page (a response's input items, built anew per request): a cursor is
- * found by one pass, no index (the page's read of the chain already costs as much).
- */
-function listingOf(list: Listed[], salt: string): Listing {
-  const seen = new StringSet();
-  for (let i = 0; i < list.length; i++) {
-    const l = list[i]!;
-    const id = uniqueId(seen, salt, i, l.id, l.item);
-    seen.add(id);
-    if (id !== l.id) list[i] = { id, item: l.item };
-  }
-  return {
-    length: list.length,
-    at: (k) => list[k]!,
-    indexOf: (id) => list.findIndex((l) => l.id === id),
-  };
-}
-
-/**
  * `id` as listed at `place` of a listing: itself, or when an item before it is listed under it
  * (a client may send one id twice), one derived from `salt` and the place. A cursor then names
  * one place: on the later of two, it found the earlier, and a client paging by `after` (the
@@ -165,7 +146,8 @@ class KeptListing implements Listing {
     private readonly ids: string[],
     /** The conversation's id: what an id listed twice is derived from (uniqueId). */
     private readonly salt: string,
-    held: Kept,
+    /** A conversation's entry; a response's input items: its json '' and its own id as `last`. */
+    held: Pick<Kept, 'json' | 'deleted' | 'last'>,
     /** The responses (turns) it read: one dropped, or an output item of one, makes it stale. */
     readonly turns: Set<string>,
     /** The conversation's JSON bytes. */
@@ -266,6 +248,9 @@ class KeptListing implements Listing {
     return id.length <= LONG_ID ? this.short.has(id) : this.long?.has(id) === true;
   }
 }
+
+/** What a response's input items are kept under among the listings (no conversation id starts so). */
+const INPUT_ITEMS = 'input_items:';
 
 /** Listings kept between pages, at most. */
 const MAX_LISTINGS = 8;
@@ -423,18 +408,37 @@ export class ResponsesItemStore {
   inputItems(scope: string, id: string): Listing | undefined {
     const kept = this.responses.get(id);
     if (!kept || kept.scope !== scope || kept.envelope === undefined) return undefined;
+    // Kept between pages beside the conversations' listings (a page read the whole chain again:
+    // pages x chain to read it all); a response's input never changes but by a turn dropped.
+    const key = `${INPUT_ITEMS}${id}`;
+    const memo = this.listings.get(key);
+    if (memo) {
+      this.listings.delete(key);
+      this.listings.set(key, memo);
+      return memo;
+    }
     const ids: string[] = [];
     const found = this.conversation(scope, id, false, Number.POSITIVE_INFINITY, ids);
-    const out: Listed[] = [];
+    const turns = new Set<string>([id]);
+    let listing: KeptListing;
     if (found.missing !== undefined) {
       const brought = JSON.parse(kept.json) as InputItem[];
-      for (let j = 0; j < brought.length; j++)
-        out.push({ id: listedId(id, j, brought[j]!), item: brought[j]! });
-      return listingOf(out, id);
+      const own = brought.map((item, j) => listedId(id, j, item));
+      listing = new KeptListing(brought, own, id, { json: '', last: id }, turns, kept.json.length);
+    } else {
+      const n = found.items.length - (kept.outputIds?.length ?? 0);
+      found.items.length = n;
+      ids.length = n;
+      for (
+        let r: string | undefined = kept.prev;
+        r !== undefined && !turns.has(r);
+        r = this.responses.get(r)?.prev
+      )
+        turns.add(r);
+      listing = new KeptListing(found.items, ids, id, { json: '', last: id }, turns, found.bytes);
     }
-    const n = found.items.length - (kept.outputIds?.length ?? 0);
-    for (let i = 0; i < n; i++) out.push({ id: ids[i]!, item: found.items[i]! });
-    return listingOf(out, id);
+    this.remember(key, listing);
+    return listing;
   }
 
   /** Forgets response `id` and its output items (DELETE /v1/responses/{id}); false when not held. */
