@@ -8,6 +8,7 @@
  * it too, and the ids deleted are one set per conversation. x1 vs x4
  * (tests/support/cost-scaling.ts) in the store itself; the real server's answers in both orders.
  */
+import fc from 'fast-check';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import type { InputItem } from '../../protocol/responses/types.js';
@@ -129,6 +130,63 @@ describe('conversation items deleted', () => {
       if (inputs.length > 10) break;
     }
     expect(inputs).toEqual(['call_0', 'call_1', 'call_2', 'call_3', 'call_4']);
+  });
+
+  it('a listing kept through adds, deletes and pages reads as one built afresh (random operations)', () => {
+    type Op = { add: number[] } | { del: number } | { meta: true };
+    const op = fc.oneof(
+      fc.record({ add: fc.array(fc.integer({ min: -1, max: 4 }), { minLength: 1, maxLength: 6 }) }),
+      fc.record({ del: fc.nat() }),
+      fc.record({ meta: fc.constant(true as const) }),
+    );
+    fc.assert(
+      fc.property(fc.array(op, { minLength: 1, maxLength: 40 }), (ops: Op[]) => {
+        const store = new ResponsesItemStore(1 << 30);
+        store.openConversation('k', 'conv_1', [output(-1)]);
+        for (let c = 0; c < 8; c++) store.openConversation('k', `conv_other_${c}`, []);
+        // What is listed, oldest first: each item's call_id.
+        const model = ['call_-1'];
+        let n = 0;
+        const listed = () => {
+          const found = store.listConversation('k', 'conv_1');
+          if (found.missing !== undefined) throw new Error(found.missing);
+          return found;
+        };
+        for (const o of ops) {
+          if ('add' in o) {
+            // -1: no id; 0-4: one of five ids, repeated on purpose.
+            const items = o.add.map((d) => output(n++, d < 0 ? undefined : `fco_${d}`));
+            const added = store.addConversationItems('k', 'conv_1', items);
+            if (added.missing !== undefined || added.tooLarge) throw new Error('not added');
+            for (const item of items) model.push((item as { call_id: string }).call_id);
+            const now = listed();
+            expect(added.items.map((l) => l.id)).toEqual(
+              items.map((_, j) => now.at(now.length - items.length + j).id),
+            );
+          } else if ('del' in o) {
+            const now = listed();
+            if (now.length === 0) continue;
+            const k = o.del % now.length;
+            expect(store.deleteConversationItem('k', 'conv_1', now.at(k).id)).toBe(true);
+            model.splice(k, 1);
+          } else store.updateConversation('k', 'conv_1', { n: String(n) });
+          const kept = listed();
+          const ids = Array.from({ length: kept.length }, (_, k) => kept.at(k).id);
+          const calls = Array.from(
+            { length: kept.length },
+            (_, k) => (kept.at(k).item as { call_id: string }).call_id,
+          );
+          expect(calls).toEqual(model);
+          expect(new Set(ids).size).toBe(ids.length);
+          for (let k = 0; k < ids.length; k++) expect(kept.indexOf(ids[k]!)).toBe(k);
+          // Built afresh (eight other listings read push it out): the same ids in the same order.
+          for (let c = 0; c < 8; c++) store.listConversation('k', `conv_other_${c}`);
+          const fresh = listed();
+          expect(Array.from({ length: fresh.length }, (_, k) => fresh.at(k).id)).toEqual(ids);
+        }
+      }),
+      { numRuns: 200 },
+    );
   });
 
   it('a share of a conversation deleted, a page after each, costs the deletes (x1 vs x4)', () => {
