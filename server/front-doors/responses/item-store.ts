@@ -704,7 +704,11 @@ export class ResponsesItemStore {
     const turn = `${id}_items_${randomBytes(8).toString('hex')}`;
     if (!this.keepResponse(scope, turn, kept.last, items, [], false)) return { tooLarge: true };
     this.advanceConversation(scope, id, turn);
-    // As listed (an id an earlier item has is listed as another: uniqueId), from the listing.
+    // Items sent without an id are listed under ids derived from this turn's (random) id, which
+    // no earlier item can have; one sent with its own id is listed as the listing says (one an
+    // earlier item has is listed as another: uniqueId), which is built for it when not kept.
+    if (!items.some((item) => itemId(item) !== undefined))
+      return { items: items.map((item, j) => ({ id: listedId(turn, j, item), item })) };
     const listed = this.listConversation(scope, id);
     if (listed.missing !== undefined) return { missing: listed.missing };
     const from = listed.length - items.length;
