@@ -110,14 +110,15 @@ describe('a conversation read to its end, page by page', () => {
       }));
       store.openConversation('k', 'conv_1', []);
       store.addConversationItems('k', 'conv_1', items as InputItem[]);
-      return { store, ids: items.map((item) => item.id), runs: 0 };
+      for (let c = 0; c < 8; c++) store.openConversation('k', `conv_other_${c}`, [output(c)]);
+      return { store, ids: items.map((item) => item.id) };
     };
     const s = measureScaling(
       make,
       (input) => {
         const { store, ids } = input;
-        // An item deleted first: the listing is built again.
-        store.deleteConversationItem('k', 'conv_1', ids[input.runs++]!);
+        // Eight other conversations listed first: the listing is built again (at most 8 are kept).
+        for (let c = 0; c < 8; c++) store.listConversation('k', `conv_other_${c}`);
         const found = store.listConversation('k', 'conv_1');
         if (found.missing !== undefined) throw new Error(found.missing);
         return found.indexOf(ids.at(-1)!);

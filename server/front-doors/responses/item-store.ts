@@ -59,9 +59,22 @@ interface Kept {
    * and `metadata` (JSON).
    */
   readonly envelope?: string;
-  /** A conversation: the ids of its items deleted since (DELETE .../items/{item_id}). */
-  readonly deleted?: readonly string[];
+  /**
+   * A conversation: its items deleted since (DELETE .../items/{item_id}), by their place in it
+   * (its own items, then each turn's: a place never moves), one set shared by its revisions (it
+   * only grows; a copy per delete cost the deletes so far).
+   */
+  readonly deleted?: Deleted;
 }
+
+/** The places of the items deleted from a conversation, and the bytes they are counted at. */
+interface Deleted {
+  readonly places: Set<number>;
+  bytes: number;
+}
+
+/** What a deleted place is counted at. */
+const DELETED_BYTES = 24;
 
 /** A conversation's own fields (GET /v1/conversations/{id}). */
 export interface ConversationMeta {
@@ -85,71 +98,159 @@ export interface Listing {
 }
 
 /**
- * A listing read for one page (a response's input items, built anew per request): a cursor is
- * found by one pass, no index (the page's read of the chain already costs as much).
+ * `id` as listed at `place` of a listing: itself, or when an item before it is listed under it
+ * (a client may send one id twice), one derived from `salt` and the place. A cursor then names
+ * one place: on the later of two, it found the earlier, and a client paging by `after` (the
+ * openai SDK's auto-pagination, the Agents SDK's session) was served the same page forever.
  */
-function listingOf(list: readonly Listed[]): Listing {
-  return {
-    length: list.length,
-    at: (k) => list[k]!,
-    indexOf: (id) => list.findIndex((l) => l.id === id),
-  };
+function uniqueId(
+  seen: { has(id: string): boolean },
+  salt: string,
+  place: number,
+  id: string,
+  item: InputItem,
+): string {
+  let out = id;
+  for (let k = 0; seen.has(out); k++) {
+    const { id: _own, ...bare } = item as InputItem & { id?: unknown };
+    out = listedId(`${salt}#repeat${k}`, place, bare as InputItem);
+  }
+  return out;
 }
 
 /**
  * A conversation's listing kept between pages (listConversation), and what it was built from:
- * turns added since extend it; any other change builds it again.
+ * turns added since extend it, an item deleted is taken out in place; anything else builds it
+ * again. Items stay where they were read, a deleted one marked dead: a count of live items per
+ * range (a Fenwick tree) finds the k-th live item and the live place of an id in log time, so a
+ * delete costs no rebuild and no shift of the items after it.
  */
 class KeptListing implements Listing {
-  /** The conversation's own items (JSON) and the ids deleted from it (a fresh list per delete). */
+  /** The conversation's own items (JSON), and how many were deleted from it when last followed. */
   readonly json: string;
-  readonly deleted: readonly string[] | undefined;
+  deletions: number;
+  readonly missing?: undefined;
   /** Its latest turn when built or extended. */
   last: string | undefined;
   /** Ids past LONG_ID characters, in a StringMap (held apart: protocol/string-set.ts). */
   private long: StringMap<number> | undefined;
   private readonly short = new Map<string, number>();
+  /** Fenwick tree over the places, 1-based: tree[i] counts the live ones in (i - lowbit(i), i]. */
+  private readonly tree: number[] = [0];
+  private readonly dead: Uint8Array[] = [];
+  private live = 0;
 
   constructor(
+    /** The conversation's every item, deleted ones too, in place order, and their ids (made unique here). */
     private readonly items: InputItem[],
     private readonly ids: string[],
-    held: Kept,
+    /** The conversation's id: what an id listed twice is derived from (uniqueId). */
+    private readonly salt: string,
+    /** A conversation's entry; a response's input items: its json '' and its own id as `last`. */
+    held: Pick<Kept, 'json' | 'deleted' | 'last'>,
     /** The responses (turns) it read: one dropped, or an output item of one, makes it stale. */
     readonly turns: Set<string>,
     /** The conversation's JSON bytes. */
     public bytes: number,
   ) {
     this.json = held.json;
-    this.deleted = held.deleted;
+    this.deletions = held.deleted?.places.size ?? 0;
     this.last = held.last;
-    for (let i = 0; i < ids.length; i++) this.index(ids[i]!, i);
+    const n = ids.length;
+    for (let i = 1; i <= n; i++) this.tree.push(1);
+    for (let i = 1; i <= n; i++) {
+      const j = i + (i & -i);
+      if (j <= n) this.tree[j]! += this.tree[i]!;
+    }
+    this.live = n;
+    for (let i = 0; i < n; i++) ids[i] = this.index(ids[i]!, i, items[i]!);
+    for (const p of held.deleted?.places ?? []) this.kill(p);
   }
 
   get length(): number {
-    return this.items.length;
+    return this.live;
   }
 
+  /** The k-th live item (0: the oldest). */
   at(k: number): Listed {
-    return { id: this.ids[k]!, item: this.items[k]! };
+    const p = this.select(k + 1);
+    return { id: this.ids[p]!, item: this.items[p]! };
   }
 
   indexOf(id: string): number {
-    return (id.length <= LONG_ID ? this.short.get(id) : this.long?.get(id)) ?? -1;
+    const p = this.placeOf(id);
+    return p < 0 ? -1 : this.prefix(p + 1) - 1;
   }
 
-  append(id: string, item: InputItem): void {
-    this.index(id, this.items.length);
+  /** Its listed id (unique: uniqueId). */
+  append(id: string, item: InputItem): string {
+    const p = this.items.length;
+    const listed = this.index(id, p, item);
     this.items.push(item);
-    this.ids.push(id);
+    this.ids.push(listed);
+    const i = p + 1;
+    this.tree.push(1 + this.prefix(i - 1) - this.prefix(i - (i & -i)));
+    this.live++;
+    return listed;
   }
 
-  /** The first place of each id. */
-  private index(id: string, i: number): void {
-    if (id.length <= LONG_ID) {
-      if (!this.short.has(id)) this.short.set(id, i);
-    } else if (!(this.long ??= new StringMap()).has(id)) this.long.set(id, i);
+  /** The place in the conversation of the live item listed under `id`; -1: none. */
+  placeOf(id: string): number {
+    const p = (id.length <= LONG_ID ? this.short.get(id) : this.long?.get(id)) ?? -1;
+    return p < 0 || this.isDead(p) ? -1 : p;
+  }
+
+  private isDead(p: number): boolean {
+    return ((this.dead[p >> 16]?.[p & 0xffff] ?? 0) & 1) === 1;
+  }
+
+  /** Takes the item at place `p` out (as a rebuild leaves it out). */
+  kill(p: number): void {
+    if (p < 0 || p >= this.items.length || this.isDead(p)) return;
+    // Marks in 64 KiB blocks: a listing of a few items holds no large array.
+    (this.dead[p >> 16] ??= new Uint8Array(0x10000))[p & 0xffff] = 1;
+    for (let i = p + 1; i < this.tree.length; i += i & -i) this.tree[i]!--;
+    this.live--;
+  }
+
+  /** Live places in [0, i). */
+  private prefix(i: number): number {
+    let sum = 0;
+    for (; i > 0; i -= i & -i) sum += this.tree[i]!;
+    return sum;
+  }
+
+  /** The place of the k-th live item, 1-based k. */
+  private select(k: number): number {
+    let at = 0;
+    let step = 1;
+    while (step * 2 < this.tree.length) step *= 2;
+    for (; step > 0; step >>= 1) {
+      const next = at + step;
+      if (next < this.tree.length && this.tree[next]! < k) {
+        at = next;
+        k -= this.tree[next]!;
+      }
+    }
+    return at;
+  }
+
+  /** Indexes the item at place `i` under its id made unique; that id. */
+  private index(id: string, i: number, item: InputItem): string {
+    const unique = uniqueId(this, this.salt, i, id, item);
+    if (unique.length <= LONG_ID) this.short.set(unique, i);
+    else (this.long ??= new StringMap()).set(unique, i);
+    return unique;
+  }
+
+  /** Whether an item is listed under `id`, deleted or not (uniqueId's `seen`). */
+  has(id: string): boolean {
+    return id.length <= LONG_ID ? this.short.has(id) : this.long?.has(id) === true;
   }
 }
+
+/** What a response's input items are kept under among the listings (no conversation id starts so). */
+const INPUT_ITEMS = 'input_items:';
 
 /** Listings kept between pages, at most. */
 const MAX_LISTINGS = 8;
@@ -307,18 +408,37 @@ export class ResponsesItemStore {
   inputItems(scope: string, id: string): Listing | undefined {
     const kept = this.responses.get(id);
     if (!kept || kept.scope !== scope || kept.envelope === undefined) return undefined;
+    // Kept between pages beside the conversations' listings (a page read the whole chain again:
+    // pages x chain to read it all); a response's input never changes but by a turn dropped.
+    const key = `${INPUT_ITEMS}${id}`;
+    const memo = this.listings.get(key);
+    if (memo) {
+      this.listings.delete(key);
+      this.listings.set(key, memo);
+      return memo;
+    }
     const ids: string[] = [];
     const found = this.conversation(scope, id, false, Number.POSITIVE_INFINITY, ids);
-    const out: Listed[] = [];
+    const turns = new Set<string>([id]);
+    let listing: KeptListing;
     if (found.missing !== undefined) {
       const brought = JSON.parse(kept.json) as InputItem[];
-      for (let j = 0; j < brought.length; j++)
-        out.push({ id: listedId(id, j, brought[j]!), item: brought[j]! });
-      return listingOf(out);
+      const own = brought.map((item, j) => listedId(id, j, item));
+      listing = new KeptListing(brought, own, id, { json: '', last: id }, turns, kept.json.length);
+    } else {
+      const n = found.items.length - (kept.outputIds?.length ?? 0);
+      found.items.length = n;
+      ids.length = n;
+      for (
+        let r: string | undefined = kept.prev;
+        r !== undefined && !turns.has(r);
+        r = this.responses.get(r)?.prev
+      )
+        turns.add(r);
+      listing = new KeptListing(found.items, ids, id, { json: '', last: id }, turns, found.bytes);
     }
-    const n = found.items.length - (kept.outputIds?.length ?? 0);
-    for (let i = 0; i < n; i++) out.push({ id: ids[i]!, item: found.items[i]! });
-    return listingOf(out);
+    this.remember(key, listing);
+    return listing;
   }
 
   /** Forgets response `id` and its output items (DELETE /v1/responses/{id}); false when not held. */
@@ -461,8 +581,8 @@ export class ResponsesItemStore {
     const items: InputItem[] = [];
     const ids: string[] = [];
     for (let i = added.length - 1; i >= 0; i--) this.turnItems(added[i]!, false, items, ids);
-    const deleted = held.deleted?.length ? new Set(held.deleted) : undefined;
-    for (let i = 0; i < items.length; i++) if (!deleted?.has(ids[i]!)) memo.append(ids[i]!, items[i]!);
+    // New places: none of them deleted yet.
+    for (let i = 0; i < items.length; i++) memo.append(ids[i]!, items[i]!);
     for (const r of added) memo.turns.add(r.id);
     memo.last = held.last;
     this.listingBytes += bytes;
@@ -496,22 +616,37 @@ export class ResponsesItemStore {
 
   /**
    * Conversation `id` kept again with `change` (new metadata, an item deleted): a fresh entry,
-   * counted anew. False when not held under `scope`, or past the whole budget.
+   * counted anew, its listing kept (an item deleted is taken out of it). False when not held
+   * under `scope`, or past the whole budget.
    */
   private reviseConversation(
     scope: string,
     id: string,
-    change: { metadata?: Record<string, unknown>; deleted?: string },
+    /** `deleted`: an item's place in the conversation (KeptListing.placeOf). */
+    change: { metadata?: Record<string, unknown>; deleted?: number },
   ): boolean {
     const kept = this.conversations.get(id);
     if (!kept || kept.scope !== scope) return false;
     const meta = JSON.parse(kept.envelope ?? '{}') as ConversationMeta;
     if (change.metadata) meta.metadata = change.metadata;
     const envelope = stringifyJson(meta);
-    const deleted = change.deleted === undefined ? kept.deleted : [...(kept.deleted ?? []), change.deleted];
-    let bytes =
-      Buffer.byteLength(kept.json) + Buffer.byteLength(envelope) + id.length * 2 + ENTRY_OVERHEAD_BYTES;
-    for (const d of deleted ?? []) bytes += d.length + 16;
+    const added =
+      change.deleted === undefined || kept.deleted?.places.has(change.deleted) ? 0 : DELETED_BYTES;
+    const bytes =
+      Buffer.byteLength(kept.json) +
+      Buffer.byteLength(envelope) +
+      id.length * 2 +
+      ENTRY_OVERHEAD_BYTES +
+      (kept.deleted?.bytes ?? 0) +
+      added;
+    if (bytes > this.maxBytes) return false;
+    const deletions = kept.deleted?.places.size ?? 0;
+    let deleted = kept.deleted;
+    if (change.deleted !== undefined && added > 0) {
+      deleted ??= { places: new Set(), bytes: 0 };
+      deleted.places.add(change.deleted);
+      deleted.bytes += added;
+    }
     const fresh: Kept = {
       id,
       kind: 'conversation',
@@ -523,7 +658,16 @@ export class ResponsesItemStore {
       ...(deleted ? { deleted } : {}),
       ...(kept.last !== undefined ? { last: kept.last } : {}),
     };
-    return this.add(fresh);
+    const memo = this.listings.get(id);
+    const ok = this.add(fresh);
+    // Still kept when nothing it read was evicted to make room (drop: staled).
+    if (memo && this.listings.get(id) === memo && added > 0) {
+      if (memo.deletions === deletions) {
+        memo.kill(change.deleted!);
+        memo.deletions = deleted!.places.size;
+      } else this.forget(id);
+    }
+    return ok;
   }
 
   /** Sets conversation `id`'s metadata (POST /v1/conversations/{id}). */
@@ -536,9 +680,10 @@ export class ResponsesItemStore {
    * sent upstream no more. False when the conversation or the item is not held.
    */
   deleteConversationItem(scope: string, id: string, itemId: string): boolean {
-    const listed = this.listConversation(scope, id);
-    if (listed.missing !== undefined || listed.indexOf(itemId) < 0) return false;
-    return this.reviseConversation(scope, id, { deleted: itemId });
+    const listed = this.keptListing(scope, id);
+    const place = listed.missing === undefined ? listed.placeOf(itemId) : -1;
+    if (place < 0) return false;
+    return this.reviseConversation(scope, id, { deleted: place });
   }
 
   /**
@@ -559,7 +704,15 @@ export class ResponsesItemStore {
     const turn = `${id}_items_${randomBytes(8).toString('hex')}`;
     if (!this.keepResponse(scope, turn, kept.last, items, [], false)) return { tooLarge: true };
     this.advanceConversation(scope, id, turn);
-    return { items: items.map((item, j) => ({ id: listedId(turn, j, item), item })) };
+    // Items sent without an id are listed under ids derived from this turn's (random) id, which
+    // no earlier item can have; one sent with its own id is listed as the listing says (one an
+    // earlier item has is listed as another: uniqueId), which is built for it when not kept.
+    if (!items.some((item) => itemId(item) !== undefined))
+      return { items: items.map((item, j) => ({ id: listedId(turn, j, item), item })) };
+    const listed = this.listConversation(scope, id);
+    if (listed.missing !== undefined) return { missing: listed.missing };
+    const from = listed.length - items.length;
+    return { items: items.map((item, j) => ({ id: listed.at(from + j).id, item })) };
   }
 
   /**
@@ -569,13 +722,18 @@ export class ResponsesItemStore {
    * whole conversation again and scanned it for the cursor (160,000 items: ~1 s of loop a page,
    * pages x conversation to read it all). Turns added since (POST .../items, a turn answered)
    * extend it, read once each: a page after each added item cost the whole conversation again.
-   * Built again once anything else changes: an item deleted, one of its entries dropped.
+   * An item deleted is taken out of it in place (deleteConversationItem: each delete built it
+   * again, 160,000 items ~1 s a delete). Built again once one of its entries is dropped.
    */
   listConversation(scope: string, id: string): Listing | { missing: string } {
+    return this.keptListing(scope, id);
+  }
+
+  private keptListing(scope: string, id: string): KeptListing | { missing: string } {
     const held = this.conversations.get(id);
     if (!held || held.scope !== scope) return { missing: id };
     const memo = this.listings.get(id);
-    if (memo && memo.json === held.json && memo.deleted === held.deleted) {
+    if (memo && memo.json === held.json && memo.deletions === (held.deleted?.places.size ?? 0)) {
       if (memo.last === held.last || this.extend(memo, held)) {
         this.listings.delete(id);
         this.listings.set(id, memo);
@@ -591,7 +749,7 @@ export class ResponsesItemStore {
       if (turns.has(r)) break;
       turns.add(r);
     }
-    const listing = new KeptListing(found.items, ids, held, turns, found.bytes);
+    const listing = new KeptListing(found.items, ids, id, held, turns, found.bytes);
     this.remember(id, listing);
     return listing;
   }
@@ -642,7 +800,10 @@ export class ResponsesItemStore {
     id: string,
     touch = true,
     limitBytes = Number.POSITIVE_INFINITY,
-    /** Receives each item's listed id, in order. */
+    /**
+     * Receives each item's id as sent or derived (listedId), in order; then the items deleted are
+     * not left out (the listing marks them: KeptListing).
+     */
     listed?: string[],
   ):
     | { items: InputItem[]; bytes: number; last: string | undefined; missing?: undefined }
@@ -650,10 +811,8 @@ export class ResponsesItemStore {
     const held = this.conversations.get(id);
     if (!held || held.scope !== scope) return { missing: id };
     const own = held.json.length;
-    const deleted = held.deleted?.length ? new Set(held.deleted) : undefined;
-    const ids = listed ?? (deleted ? [] : undefined);
     // The turns' ids follow the conversation's own items' ids, which are listed once its size fits.
-    const turnIds: string[] | undefined = ids ? [] : undefined;
+    const turnIds: string[] | undefined = listed ? [] : undefined;
     const turns =
       held.last === undefined
         ? undefined
@@ -663,21 +822,14 @@ export class ResponsesItemStore {
     if (bytes > limitBytes) return { items: [], bytes, last: held.last };
     const kept = touch ? this.touch(held) : held;
     const items = JSON.parse(kept.json) as InputItem[];
-    if (ids) for (let j = 0; j < items.length; j++) ids.push(listedId(id, j, items[j]!));
+    if (listed) for (let j = 0; j < items.length; j++) listed.push(listedId(id, j, items[j]!));
     if (turns) for (let i = 0; i < turns.items.length; i++) items.push(turns.items[i]!);
-    if (ids && turnIds) for (let i = 0; i < turnIds.length; i++) ids.push(turnIds[i]!);
-    if (!deleted || !ids) return { items, bytes, last: kept.last };
+    if (listed && turnIds) for (let i = 0; i < turnIds.length; i++) listed.push(turnIds[i]!);
+    const deleted = held.deleted?.places;
+    if (listed || !deleted?.size) return { items, bytes, last: kept.last };
+    // By place: a place never moves (turns are only added after it).
     const left: InputItem[] = [];
-    const leftIds: string[] = [];
-    for (let i = 0; i < items.length; i++) {
-      if (deleted.has(ids[i]!)) continue;
-      left.push(items[i]!);
-      leftIds.push(ids[i]!);
-    }
-    if (listed) {
-      listed.length = 0;
-      for (const l of leftIds) listed.push(l);
-    }
+    for (let i = 0; i < items.length; i++) if (!deleted.has(i)) left.push(items[i]!);
     return { items: left, bytes, last: kept.last };
   }
 
@@ -708,7 +860,8 @@ export class ResponsesItemStore {
     if (kept.bytes > this.maxBytes) return false;
     const map = this.mapOf(kept);
     const before = map.get(kept.id);
-    if (before) this.drop(before);
+    // A conversation kept again with the same items (revised) keeps its listing.
+    if (before) this.drop(before, before.kind === 'conversation' && before.json === kept.json);
     while (this.used + kept.bytes > this.maxBytes) {
       const oldest = this.largestScopeOldest();
       if (oldest === undefined) break;
@@ -749,11 +902,11 @@ export class ResponsesItemStore {
     return this.busiest.top()?.order.oldest();
   }
 
-  private drop(kept: Kept): void {
+  private drop(kept: Kept, revised = false): void {
     const map = this.mapOf(kept);
     if (map.get(kept.id) !== kept) return;
     map.delete(kept.id);
-    if (this.listings.size > 0) this.staled(kept);
+    if (this.listings.size > 0 && !revised) this.staled(kept);
     kept.gone = true;
     this.used -= kept.bytes;
     const own = this.scopes.get(kept.scope);

@@ -3,7 +3,8 @@
  * conversation of n turns, with an item deleted and an `after` cursor near its end (the listing
  * walks the conversation once, derives the ids of items sent without one, leaves the deleted out
  * and finds the cursor), costs about n in CPU and keeps about a page. Each run lists it anew (an
- * item deleted first: the listing kept for the next page is built again).
+ * item deleted, then eight other conversations listed: the listing kept for the next page, at
+ * most eight, is built again).
  */
 import { describe, expect, it } from 'vitest';
 import type { InputItem, OutputItem } from '../../../../protocol/responses/types.js';
@@ -39,6 +40,7 @@ function conversation(turns: number): {
   if (listed.missing !== undefined) throw new Error(listed.missing);
   if (!store.deleteConversationItem('k', 'conv_1', listed.at(1).id)) throw new Error('not deleted');
   const ids = Array.from({ length: listed.length }, (_, k) => listed.at(k).id);
+  for (let c = 0; c < 8; c++) store.openConversation('k', `conv_other_${c}`, [user(c)]);
   return { store, after: listed.at(Math.max(0, listed.length - 10)).id, ids, runs: 2 };
 }
 
@@ -53,6 +55,7 @@ describe('conversation items: a page costs linear in the conversation', () => {
       (input) => {
         const { store, after, ids } = input;
         store.deleteConversationItem('k', 'conv_1', ids[input.runs++]!);
+        for (let c = 0; c < 8; c++) store.listConversation('k', `conv_other_${c}`);
         const found = store.listConversation('k', 'conv_1');
         if (found.missing !== undefined) throw new Error(found.missing);
         return listPage(found, { order: 'asc', after, limit: '100' });
