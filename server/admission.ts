@@ -109,6 +109,8 @@ export class AdmissionGate implements Gate {
   private settings: AdmissionSettings;
   private active = 0;
   private seq = 0;
+  /** Admissions so far: each owner's last one orders ties between equal shares (admission-queue.ts). */
+  private admissions = 0;
   private readonly queue = new FairQueue<Waiter>(PRIORITY_CLASSES.length);
   /** Per owner: requests in flight and queued on this replica (only while it has any). */
   private readonly owners = new Map<string, OwnerState>();
@@ -256,6 +258,7 @@ export class AdmissionGate implements Gate {
   ): Ticket {
     this.active++;
     owner.inflight++;
+    owner.admitted = this.admissions++;
     this.queue.moved(owner);
     const started = this.now();
     let released = false;
