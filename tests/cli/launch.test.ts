@@ -606,8 +606,10 @@ describe('two launches on one port', () => {
     expect(a.stderr()).toContain('stays up for the other launch using it');
     writeFileSync(at('b-go'), '');
     expect(await b.exited, b.stderr()).toBe(0);
-    // ...and stops once the last launch using it is gone.
+    // ...and stops once the last launch using it is gone, their folder with it.
     await expect.poll(health, { timeout: 15_000, interval: 250 }).toBe('down');
+    const launchers = join(tmpdir(), `toolproof-${new URL(url).port}.launchers`);
+    await expect.poll(() => existsSync(launchers), { timeout: 5_000, interval: 100 }).toBe(false);
   }, 120_000);
 });
 
