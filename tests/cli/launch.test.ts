@@ -80,7 +80,14 @@ function fakeBins(): { env: NodeJS.ProcessEnv; home: string } {
   }
   const home = join(dir, 'home');
   mkdirSync(home);
-  return { env: { PATH: `${bin}:/usr/bin:/bin`, HOME: home, TOOLPROOF_AGENTS_DIR: join(dir, 'none') }, home };
+  // A launcher's own temporary files (a started server's log, the launches' folder) go with the
+  // test's folder: a run of this file left 11 logs and 3 folders in the machine's.
+  const tmp = join(dir, 'tmp');
+  mkdirSync(tmp);
+  return {
+    env: { PATH: `${bin}:/usr/bin:/bin`, HOME: home, TOOLPROOF_AGENTS_DIR: join(dir, 'none'), TMPDIR: tmp },
+    home,
+  };
 }
 
 async function printed(
@@ -522,13 +529,12 @@ describe('a launcher that is gone', () => {
     const url = `http://127.0.0.1:${await freePort()}`;
     // Killed outright, the launcher leaves its folder (the agent's settings) behind: in the
     // test's own temporary folder, removed with it, not one more in the machine's per run.
-    const tmp = join(dirname(bin), 'tmp');
-    mkdirSync(tmp);
+    const tmp = env.TMPDIR!;
     const launcher = spawn(
       process.execPath,
       [...nodeEntry('cli/toolproof.ts'), 'launch', 'pi', '--url', url],
       {
-        env: { ...process.env, ...env, TMPDIR: tmp },
+        env: { ...process.env, ...env },
         stdio: 'ignore',
         detached: true,
       },
@@ -608,7 +614,7 @@ describe('two launches on one port', () => {
     expect(await b.exited, b.stderr()).toBe(0);
     // ...and stops once the last launch using it is gone, their folder with it.
     await expect.poll(health, { timeout: 15_000, interval: 250 }).toBe('down');
-    const launchers = join(tmpdir(), `toolproof-${new URL(url).port}.launchers`);
+    const launchers = join(env.TMPDIR!, `toolproof-${new URL(url).port}.launchers`);
     await expect.poll(() => existsSync(launchers), { timeout: 5_000, interval: 100 }).toBe(false);
   }, 120_000);
 });
@@ -628,8 +634,7 @@ describe('two launches at once on a free port', () => {
       const { env } = fakeBins();
       const port = await freePort();
       const url = `http://127.0.0.1:${port}`;
-      const log = join(tmpdir(), `toolproof-${port}.log`);
-      rmSync(log, { force: true });
+      const log = join(env.TMPDIR!, `toolproof-${port}.log`);
       const launcher = spawn(
         process.execPath,
         [...nodeEntry('cli/toolproof.ts'), 'launch', 'pi', '--url', url],
@@ -927,6 +932,8 @@ describe('a toolproof --serve that cannot start', () => {
       /toolproof --serve exited 2: toolproof: TOOLPROOF_UPSTREAM_URL: "not a url" is not a URL/,
     );
     expect(run.stderr).toContain('; see ');
+    // The launches' folder it made for that server is gone with it.
+    expect(readdirSync(env.TMPDIR!).filter((f) => f.endsWith('.launchers'))).toEqual([]);
   }, 120_000);
 });
 
