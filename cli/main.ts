@@ -28,11 +28,16 @@ async function serveCommand(
   // Not in a cluster worker: its channel is to the primary, which stops it.
   if (env[EXIT_WITH_LAUNCHER] === '1' && cluster.isPrimary) {
     const dir = env[LAUNCHERS_DIR];
-    // Its launcher gone: stopped once no other launch that uses it still runs (launch/launchers.ts).
+    // Its launcher gone: stopped once no other launch that uses it still runs (launch/launchers.ts),
+    // and their folder with it (a launch that started no server leaves it to the server; when the
+    // one that did exited first, the folder stayed in $TMPDIR).
     const stop = async () => {
-      const { otherLaunchers } = await import('./launch/launchers.js');
+      const { otherLaunchers, rmdirQuietly } = await import('./launch/launchers.js');
       if (dir && otherLaunchers(dir).length > 0) setTimeout(stop, 1000);
-      else process.kill(process.pid, 'SIGTERM');
+      else {
+        if (dir) rmdirQuietly(dir);
+        process.kill(process.pid, 'SIGTERM');
+      }
     };
     // A launcher gone while this process was still loading: its channel already closed, and gone.
     if (!process.channel || !process.connected) void stop();

@@ -109,6 +109,8 @@ export class AdmissionGate implements Gate {
   private settings: AdmissionSettings;
   private active = 0;
   private seq = 0;
+  /** Admissions so far: each owner's last one orders ties between equal shares (admission-queue.ts). */
+  private admissions = 0;
   private readonly queue = new FairQueue<Waiter>(PRIORITY_CLASSES.length);
   /** Per owner: requests in flight and queued on this replica (only while it has any). */
   private readonly owners = new Map<string, OwnerState>();
@@ -256,6 +258,7 @@ export class AdmissionGate implements Gate {
   ): Ticket {
     this.active++;
     owner.inflight++;
+    owner.admitted = this.admissions++;
     this.queue.moved(owner);
     const started = this.now();
     let released = false;
@@ -297,11 +300,24 @@ export class AdmissionGate implements Gate {
     return true;
   }
 
+  /**
+   * The seconds are in the message too: a queued stream has sent its headers (its keep-alives)
+   * before it times out, so its error event is all the client gets, and it said "retry after the
+   * time in the Retry-After header", a header that stream never had.
+   */
   private refusal(code: 'TP_ERR_QUEUE_FULL' | 'TP_ERR_QUEUE_TIMEOUT'): ToolproofError {
     const slots = Math.max(1, this.limit ?? 1);
-    const seconds = Math.ceil(((this.queue.size + 1) / slots) * (this.holdMs / 1000));
+    const seconds = Math.min(
+      60,
+      Math.max(1, Math.ceil(((this.queue.size + 1) / slots) * (this.holdMs / 1000))),
+    );
+    const why =
+      code === 'TP_ERR_QUEUE_FULL'
+        ? "The model server is busy and toolproof's queue for it is full"
+        : 'The model server stayed busy for longer than the queue timeout';
     return new ToolproofError(code, {
-      detail: { kind: 'retry-later', retryAfter: String(Math.min(60, Math.max(1, seconds))) },
+      message: `${why}; please try again in ${seconds}s.`,
+      detail: { kind: 'retry-later', retryAfter: String(seconds) },
     });
   }
 

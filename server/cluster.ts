@@ -101,6 +101,7 @@ export function runPrimary(options: PrimaryOptions): boolean {
       log(30, `${options.workers} workers listening on ${message.address}:${message.port}`, {
         workers: options.workers,
       });
+      tellParent();
     }
   });
   cluster.on('exit', (worker, code, signal) => {
@@ -324,13 +325,31 @@ export function joinWorkerGroup(metrics: Metrics): void {
 
 /**
  * In a cluster worker, once toolproof's own server listens: tells the primary, which counts the
- * worker as serving (its start-up line, restarts, the group's metrics and capture). Does nothing
- * outside a cluster.
+ * worker as serving (its start-up line, restarts, the group's metrics and capture). Outside a
+ * cluster it tells the process that started it, if any (tellParent).
  */
 export function announceListening(address: string | AddressInfo | null): void {
+  if (cluster.isPrimary) tellParent();
   if (!cluster.isWorker || !process.send || process.env[WORKER_MARK] !== '1') return;
   if (address === null || typeof address === 'string') return;
   process.send({ tp: 'worker:listening', address: address.address, port: address.port } satisfies Listening);
+}
+
+/** What a serving toolproof tells the process that started it with an IPC channel. */
+export interface ServingMessage {
+  tp: 'toolproof:listening';
+  pid: number;
+}
+
+/**
+ * The process that started this one with an IPC channel (`toolproof launch`) is told once it
+ * serves: this process's server, or all of the primary's workers, listen. Answering /health is no
+ * proof: two launches at once on one port both start a server, and the other's answered while
+ * this one's was still loading, to fail on the taken port a moment later.
+ */
+function tellParent(): void {
+  if (process.connected)
+    process.send?.({ tp: 'toolproof:listening', pid: process.pid } satisfies ServingMessage);
 }
 
 /** pino-shaped JSON lines (level, time, pid, msg) for the primary, which has no Fastify logger. */

@@ -614,9 +614,9 @@ export async function launchCommand(
       say(
         `toolproof --serve (pid ${server.pid}) stays up for the other launch${others.length > 1 ? 'es' : ''} using it (pid ${others.join(', ')}); it stops when the last of them exits`,
       );
-    } else if (server) {
-      await server.stop();
-      if (launchers) rmdirQuietly(launchers);
-    }
+    } else if (server) await server.stop();
+    // Empty once this launch is out: a server this launch started stopped, or failed to start (a
+    // bad setting, the port taken by another launch), when it left the folder behind in $TMPDIR.
+    if (launchers && !(server && others.length > 0)) rmdirQuietly(launchers);
   }
 }

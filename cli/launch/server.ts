@@ -34,10 +34,6 @@ export function defaultUrl(env: NodeJS.ProcessEnv): string {
   return env.TOOLPROOF_PORT ? `http://127.0.0.1:${env.TOOLPROOF_PORT}` : DEFAULT_URL;
 }
 
-export async function isUp(base: string, timeoutMs = 1500): Promise<boolean> {
-  return (await probe(base, timeoutMs)) === 'up';
-}
-
 /**
  * What answers at `base`: toolproof (`up`), nothing (`down`: the connection was refused, so a
  * server may be started there), or something that took the connection but gave no healthy answer
@@ -231,20 +227,32 @@ export async function startServer(
     if (child.connected) child.disconnect();
     child.unref();
   };
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) {
-      const why = lastLine(log);
-      throw new Error(`toolproof --serve exited ${child.exitCode}${why ? `: ${why}` : ''}; see ${log}`);
+  // Its own word that it listens (server/cluster.ts, tellParent), not /health: with two launches at once the
+  // other's server answered while this one's was still loading, and this launch said it had
+  // started the server (its pid), which then exited on the taken port.
+  let listening = false;
+  const heard = (m: unknown) => {
+    if ((m as { tp?: unknown } | null)?.tp === 'toolproof:listening') listening = true;
+  };
+  child.on('message', heard);
+  try {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        const why = lastLine(log);
+        throw new Error(
+          `toolproof --serve exited ${child.exitCode ?? child.signalCode}${why ? `: ${why}` : ''}; see ${log}`,
+        );
+      }
+      if (listening) return { pid: child.pid ?? 0, log, stop, leave };
+      await new Promise((r) => setTimeout(r, 100));
     }
-    // Up, and this one's still runs: another launch's server may answer while this one's could
-    // not listen (two launches at once), and then exits (the check above, next round).
-    if ((await isUp(base, 1000)) && child.exitCode === null && child.signalCode === null)
-      return { pid: child.pid ?? 0, log, stop, leave };
-    await new Promise((r) => setTimeout(r, 150));
+  } finally {
+    // A listener of 'message' holds the channel, and so the launcher, open.
+    child.off('message', heard);
   }
   await stop();
-  throw new Error(`toolproof --serve did not answer ${base}/health within ${timeoutMs / 1000} s; see ${log}`);
+  throw new Error(`toolproof --serve did not listen on ${base} within ${timeoutMs / 1000} s; see ${log}`);
 }
 
 export class HttpError extends Error {

@@ -6,19 +6,36 @@
  * a regular file of this user, and otherwise writes to a private folder of its own.
  */
 import { execFileSync } from 'node:child_process';
-import { closeSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { openServerLog } from '../../cli/launch/server.js';
 
-const shared = () => mkdtempSync(join(tmpdir(), 'tp-log-test-'));
+/** The folders a test made, and the private ones openServerLog made instead: each run left five. */
+const made: string[] = [];
+afterEach(() => {
+  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+const shared = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tp-log-test-'));
+  made.push(dir);
+  return dir;
+};
+
+/** openServerLog, its private folder (when it made one) removed after the test. */
+const open = (path: string) => {
+  const log = openServerLog(path);
+  if (log.path !== path) made.push(dirname(log.path));
+  return log;
+};
 
 describe('openServerLog', () => {
   it('appends to its own regular file across runs', () => {
     const path = join(shared(), 'toolproof-8787.log');
     writeFileSync(path, 'run 1\n');
-    const log = openServerLog(path);
+    const log = open(path);
     writeSync(log.fd, 'run 2\n');
     closeSync(log.fd);
     expect(log.path).toBe(path);
@@ -31,7 +48,7 @@ describe('openServerLog', () => {
     writeFileSync(victim, 'export PATH=/usr/bin\n');
     const path = join(dir, 'toolproof-8787.log');
     symlinkSync(victim, path);
-    const log = openServerLog(path);
+    const log = open(path);
     writeSync(log.fd, 'server log line\n');
     closeSync(log.fd);
     expect(readFileSync(victim, 'utf8')).toBe('export PATH=/usr/bin\n');
@@ -43,7 +60,7 @@ describe('openServerLog', () => {
   it('does not hang on a FIFO left at its name', () => {
     const path = join(shared(), 'toolproof-8787.log');
     execFileSync('mkfifo', [path]);
-    const log = openServerLog(path);
+    const log = open(path);
     closeSync(log.fd);
     expect(log.path).not.toBe(path);
   });

@@ -80,7 +80,14 @@ function fakeBins(): { env: NodeJS.ProcessEnv; home: string } {
   }
   const home = join(dir, 'home');
   mkdirSync(home);
-  return { env: { PATH: `${bin}:/usr/bin:/bin`, HOME: home, TOOLPROOF_AGENTS_DIR: join(dir, 'none') }, home };
+  // A launcher's own temporary files (a started server's log, the launches' folder) go with the
+  // test's folder: a run of this file left 11 logs and 3 folders in the machine's.
+  const tmp = join(dir, 'tmp');
+  mkdirSync(tmp);
+  return {
+    env: { PATH: `${bin}:/usr/bin:/bin`, HOME: home, TOOLPROOF_AGENTS_DIR: join(dir, 'none'), TMPDIR: tmp },
+    home,
+  };
 }
 
 async function printed(
@@ -473,28 +480,40 @@ describe('--write', () => {
 });
 
 describe('a toolproof that is not running', () => {
-  it('is started with --serve on the given port, answers, and is stopped afterwards', async () => {
-    const { env } = fakeBins();
-    // A port the kernel just handed out and took back: free. (The sim's port + 1, used before, can
-    // be another test's: a CI run saw the started server exit 1, its reason lost in a log.)
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
-    const run = spawnSync(
-      process.execPath,
-      [...nodeEntry('cli/toolproof.ts'), 'launch', 'pi', '--url', url, '--print'],
-      { encoding: 'utf8', env: { ...process.env, ...env, PATH: `${env.PATH}` }, timeout: 90_000 },
-    );
-    expect(run.status, run.stderr).toBe(0);
-    expect(run.stderr).toContain(`nothing answered at ${url}: started \`toolproof --serve\``);
-    expect(run.stderr).toContain('BUILT-IN SIMULATOR');
-    expect(run.stdout).toContain('--provider toolproof --model');
-    // Stopped once the command ended.
-    const after = await fetch(`${url}/health`).then(
-      () => 'up',
-      () => 'down',
-    );
-    expect(after).toBe('down');
-  }, 120_000);
+  // It says it serves over its channel to the launcher: with two workers, once both listen.
+  it.each([
+    ['one process', {}],
+    ['two workers', { TOOLPROOF_WORKERS: '2' }],
+  ])(
+    'is started with --serve on the given port (%s), answers, and is stopped afterwards',
+    async (_, workers) => {
+      const { env } = fakeBins();
+      // A port the kernel just handed out and took back: free. (The sim's port + 1, used before, can
+      // be another test's: a CI run saw the started server exit 1, its reason lost in a log.)
+      const port = await freePort();
+      const url = `http://127.0.0.1:${port}`;
+      const run = spawnSync(
+        process.execPath,
+        [...nodeEntry('cli/toolproof.ts'), 'launch', 'pi', '--url', url, '--print'],
+        {
+          encoding: 'utf8',
+          env: { ...process.env, ...env, ...workers, PATH: `${env.PATH}` },
+          timeout: 90_000,
+        },
+      );
+      expect(run.status, run.stderr).toBe(0);
+      expect(run.stderr).toContain(`nothing answered at ${url}: started \`toolproof --serve\``);
+      expect(run.stderr).toContain('BUILT-IN SIMULATOR');
+      expect(run.stdout).toContain('--provider toolproof --model');
+      // Stopped once the command ended.
+      const after = await fetch(`${url}/health`).then(
+        () => 'up',
+        () => 'down',
+      );
+      expect(after).toBe('down');
+    },
+    120_000,
+  );
 });
 
 describe('a launcher that is gone', () => {
@@ -510,13 +529,12 @@ describe('a launcher that is gone', () => {
     const url = `http://127.0.0.1:${await freePort()}`;
     // Killed outright, the launcher leaves its folder (the agent's settings) behind: in the
     // test's own temporary folder, removed with it, not one more in the machine's per run.
-    const tmp = join(dirname(bin), 'tmp');
-    mkdirSync(tmp);
+    const tmp = env.TMPDIR!;
     const launcher = spawn(
       process.execPath,
       [...nodeEntry('cli/toolproof.ts'), 'launch', 'pi', '--url', url],
       {
-        env: { ...process.env, ...env, TMPDIR: tmp },
+        env: { ...process.env, ...env },
         stdio: 'ignore',
         detached: true,
       },
@@ -594,58 +612,70 @@ describe('two launches on one port', () => {
     expect(a.stderr()).toContain('stays up for the other launch using it');
     writeFileSync(at('b-go'), '');
     expect(await b.exited, b.stderr()).toBe(0);
-    // ...and stops once the last launch using it is gone.
+    // ...and stops once the last launch using it is gone, their folder with it.
     await expect.poll(health, { timeout: 15_000, interval: 250 }).toBe('down');
+    const launchers = join(env.TMPDIR!, `toolproof-${new URL(url).port}.launchers`);
+    await expect.poll(() => existsSync(launchers), { timeout: 5_000, interval: 100 }).toBe(false);
   }, 120_000);
 });
 
 describe('two launches at once on a free port', () => {
   // Both found nothing there and started a server; the second's could not listen ("the port is
   // already in use") and its launch exited 1. Here the other launch's toolproof takes the port
-  // while this one's server loads, and answers /health once this one's has given up.
-  it("the launch whose server could not listen uses the other's", async () => {
-    const { env } = fakeBins();
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
-    const log = join(tmpdir(), `toolproof-${port}.log`);
-    rmSync(log, { force: true });
-    const launcher = spawn(
-      process.execPath,
-      [...nodeEntry('cli/toolproof.ts'), 'launch', 'pi', '--url', url],
-      {
-        env: { ...process.env, ...env },
-        stdio: ['ignore', 'ignore', 'pipe'],
-        detached: true,
-      },
-    );
-    cleanups.push(() => {
-      try {
-        process.kill(-launcher.pid!, 'SIGKILL');
-      } catch {}
-    });
-    let stderr = '';
-    launcher.stderr.on('data', (d) => (stderr += d));
-    const exited = new Promise<number | null>((r) => launcher.on('close', r));
-    // The launcher opens its server's log right before starting it.
-    await expect.poll(() => existsSync(log), { timeout: 60_000, interval: 20 }).toBe(true);
-    // ...and is gone: the launcher reaped it (its pid no longer in /proc).
-    const child = () => [...processTable()].find(([, info]) => info.ppid === launcher.pid)?.[0];
-    await expect.poll(child, { timeout: 10_000, interval: 20 }).toBeDefined();
-    const serve = child();
-    const gaveUp = () =>
-      readFileSync(log, 'utf8').includes('already in use') && !existsSync(`/proc/${serve}`);
-    const other = createServer(async (req, res) => {
-      if (req.url === '/health') while (!gaveUp()) await new Promise((r) => setTimeout(r, 50));
-      res.setHeader('content-type', 'application/json');
-      res.end(
-        req.url?.startsWith('/v1/models') ? '{"object":"list","data":[{"id":"coder"}]}' : '{"status":"ok"}',
+  // while this one's server loads, and answers /health once this one's has given up, or at once:
+  // then this launch said it had started the server there (its own server's pid, a process that
+  // exited a moment later) and, at its end, that this pid stayed up for the other launch.
+  it.each([
+    ['once this one gave up', true],
+    ['while this one still loads', false],
+  ])(
+    "the launch whose server could not listen uses the other's (it answers /health %s)",
+    async (_, late) => {
+      const { env } = fakeBins();
+      const port = await freePort();
+      const url = `http://127.0.0.1:${port}`;
+      const log = join(env.TMPDIR!, `toolproof-${port}.log`);
+      const launcher = spawn(
+        process.execPath,
+        [...nodeEntry('cli/toolproof.ts'), 'launch', 'pi', '--url', url],
+        {
+          env: { ...process.env, ...env },
+          stdio: ['ignore', 'ignore', 'pipe'],
+          detached: true,
+        },
       );
-    });
-    await new Promise<void>((r) => other.listen(port, '127.0.0.1', r));
-    cleanups.push(() => new Promise<void>((r) => other.close(() => r())));
-    expect(await exited, stderr).toBe(0);
-    expect(stderr).toContain(`another launch started toolproof at ${url} meanwhile: this one uses it`);
-  }, 120_000);
+      cleanups.push(() => {
+        try {
+          process.kill(-launcher.pid!, 'SIGKILL');
+        } catch {}
+      });
+      let stderr = '';
+      launcher.stderr.on('data', (d) => (stderr += d));
+      const exited = new Promise<number | null>((r) => launcher.on('close', r));
+      // The launcher opens its server's log right before starting it.
+      await expect.poll(() => existsSync(log), { timeout: 60_000, interval: 20 }).toBe(true);
+      // ...and is gone: the launcher reaped it (its pid no longer in /proc).
+      const child = () => [...processTable()].find(([, info]) => info.ppid === launcher.pid)?.[0];
+      await expect.poll(child, { timeout: 10_000, interval: 20 }).toBeDefined();
+      const serve = child();
+      const gaveUp = () =>
+        readFileSync(log, 'utf8').includes('already in use') && !existsSync(`/proc/${serve}`);
+      const other = createServer(async (req, res) => {
+        if (req.url === '/health' && late) while (!gaveUp()) await new Promise((r) => setTimeout(r, 50));
+        res.setHeader('content-type', 'application/json');
+        res.end(
+          req.url?.startsWith('/v1/models') ? '{"object":"list","data":[{"id":"coder"}]}' : '{"status":"ok"}',
+        );
+      });
+      await new Promise<void>((r) => other.listen(port, '127.0.0.1', r));
+      cleanups.push(() => new Promise<void>((r) => other.close(() => r())));
+      expect(await exited, stderr).toBe(0);
+      expect(stderr).toContain(`another launch started toolproof at ${url} meanwhile: this one uses it`);
+      expect(stderr).not.toContain('started `toolproof --serve`');
+      expect(stderr).not.toContain('stays up');
+    },
+    120_000,
+  );
 });
 
 /** Whether `pid` runs (a zombie has ended: only its parent's wait is missing). */
@@ -902,6 +932,8 @@ describe('a toolproof --serve that cannot start', () => {
       /toolproof --serve exited 2: toolproof: TOOLPROOF_UPSTREAM_URL: "not a url" is not a URL/,
     );
     expect(run.stderr).toContain('; see ');
+    // The launches' folder it made for that server is gone with it.
+    expect(readdirSync(env.TMPDIR!).filter((f) => f.endsWith('.launchers'))).toEqual([]);
   }, 120_000);
 });
 

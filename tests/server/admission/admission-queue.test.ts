@@ -1,7 +1,8 @@
 /**
  * Fair shares within a class (server/admission-queue.ts through the gate, server/admission.ts):
  * the next free slot goes to the waiting request whose owner has the fewest requests in flight on
- * the replica (per its weight), ties by arrival. Before, the order was arrival alone: an agent
+ * the replica (per its weight), ties to the owner served longest ago, then by arrival. Before,
+ * the order was arrival alone: an agent
  * that sent 30 sub-agent requests at once made another key's single turn wait behind all 30.
  * A seeded walk checks the gate against a plain model of the documented rules (classes, reserved
  * slots, shedding, aborts); the budget test fills the queue from one owner and from many.
@@ -38,7 +39,7 @@ const key = (name: string, weight?: number): AdmissionOwner => ({
 const tick = () => new Promise((r) => setImmediate(r));
 
 describe('fair shares within a class', () => {
-  it("one key's burst does not hold another key's single request behind it; ties go by arrival", async () => {
+  it("one key's burst does not hold another key's single request behind it; ties to the owner served longest ago", async () => {
     const gate = new AdmissionGate(settings({ concurrency: 2 }));
     const order: string[] = [];
     const tickets: Ticket[] = [];
@@ -60,13 +61,15 @@ describe('fair shares within a class', () => {
     ask(key('b'), 'b1');
     expect(order).toEqual(['a0', 'a1']); // both slots to a: it came first
     // The oldest running ends each time; its slot goes to the owner with the fewest in flight,
-    // ties to the one waiting longest: b (a 1, b 0, c 0), a (a 0, c 0: a2 came before c0), c
-    // (a 1, b 0, c 0: c0 came before b1), a, b. In arrival order b0 would have been 11th.
+    // ties to the one whose last request took a slot longest ago (one never served first), then
+    // to the one waiting longest: b (a 1, b 0, c 0: neither served, b0 came first), c (a 0, c 0:
+    // c never served), a (a 0, b 0: a served before b), b (a 1, b 0), a, a. In arrival order b0
+    // would have been 11th; by arrival alone at ties, c0 came after a2 and b1 after a3.
     for (let i = 0; i < 6; i++) {
       tickets.shift()!.release();
       await tick();
     }
-    expect(order).toEqual(['a0', 'a1', 'b0', 'a2', 'c0', 'a3', 'b1', 'a4']);
+    expect(order).toEqual(['a0', 'a1', 'b0', 'c0', 'a2', 'b1', 'a3', 'a4']);
     while (tickets.length > 0) {
       tickets.shift()!.release();
       await tick();
@@ -233,13 +236,25 @@ class Model {
       if (w.rank > best.rank) continue;
       const d =
         this.n(w.owner) * (this.weights[best.owner] ?? 1) - this.n(best.owner) * (this.weights[w.owner] ?? 1);
-      if (d < 0) best = w; // ties: the earlier (already best) stays
+      if (d < 0) best = w;
+      // ties: the owner whose last request took a slot longest ago, then the earlier (already best)
+      else if (d === 0 && this.last(w.owner) < this.last(best.owner)) best = w;
     }
     return best;
+  }
+  /** When the owner last took a slot (-1: not since it last had nothing in flight or waiting). */
+  private admitted = new Map<string, number>();
+  private admissions = 0;
+  private last = (o: string) => this.admitted.get(o) ?? -1;
+  /** Owners with nothing in flight or waiting start afresh, as the gate drops their records. */
+  forgetIdle() {
+    for (const o of [...this.admitted.keys()])
+      if (this.n(o) === 0 && !this.waiting.some((w) => w.owner === o)) this.admitted.delete(o);
   }
   private admit(id: number, owner: string, out: string[]) {
     this.active.push({ id, owner });
     this.inflight.set(owner, this.n(owner) + 1);
+    this.admitted.set(owner, this.admissions++);
     out.push(`admit ${id}`);
   }
   drain(out: string[]) {
@@ -269,6 +284,7 @@ class Model {
       }
       if (victim === undefined) return out.push(`refuse ${id}`);
       this.waiting.splice(this.waiting.indexOf(victim), 1);
+      this.forgetIdle();
       out.push(`refuse ${victim.id}`);
     }
     this.waiting.push({ id, owner, rank, named });
@@ -277,6 +293,7 @@ class Model {
     const i = this.active.findIndex((a) => a.id === id);
     const [a] = this.active.splice(i, 1);
     this.inflight.set(a!.owner, this.n(a!.owner) - 1);
+    this.forgetIdle();
     this.drain(out);
   }
   abort(id: number) {
@@ -284,6 +301,7 @@ class Model {
       this.waiting.findIndex((w) => w.id === id),
       1,
     );
+    this.forgetIdle();
   }
 }
 

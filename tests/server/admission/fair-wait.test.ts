@@ -128,6 +128,39 @@ describe('fair shares between clients of one class', () => {
     expect(upstream.slice(0, 4), upstream.join(' ')).toEqual(['a0', 'a1', 'b', 'a2']);
   }, 30_000);
 
+  it('equal shares: the slot goes to the key served longest ago, not the one whose queued request is oldest', async () => {
+    // An agent that sends its turns one after another (bob) has its next turn queued only once
+    // its last has ended, so an agent that keeps requests queued (alice) had the oldest request
+    // at every tie: with two slots, four loops of one key against one loop each of two others
+    // took 2.2 times their share. Here alice holds the one slot and has two more queued before
+    // bob's turn arrives; when hers ends, both have nothing in flight.
+    stack = await startStack({
+      file: {
+        defaults: { forceToolUse: false },
+        admission: { concurrency: 1, queueTimeoutMs: 30_000 },
+        keys: [
+          { name: 'alice', key: KEYS.alice },
+          { name: 'bob', key: KEYS.bob },
+        ],
+      },
+    });
+    const s = stack;
+    const done: string[] = [];
+    const queued = () => s.app.toolproof.upstreams.all()[0]!.admissionLoad()[0]!.queued;
+    const holder = new AbortController();
+    const a0 = ask(s.origin, { key: KEYS.alice, name: 'a0', holdMs: 60_000, signal: holder.signal }, done);
+    await waitFor(() => s.sim.requests.length === 1, 20_000);
+    const a1 = ask(s.origin, { key: KEYS.alice, name: 'a1' }, done);
+    await waitFor(() => queued() === 1, 20_000);
+    const a2 = ask(s.origin, { key: KEYS.alice, name: 'a2' }, done);
+    await waitFor(() => queued() === 2, 20_000);
+    const b = ask(s.origin, { key: KEYS.bob, name: 'b' }, done);
+    await waitFor(() => queued() === 3, 20_000);
+    holder.abort();
+    await Promise.all([a0, a1, a2, b]);
+    expect(upstreamOrder(s), upstreamOrder(s).join(' ')).toEqual(['a0', 'b', 'a1', 'a2']);
+  }, 30_000);
+
   it("a request waiting in its key's queue holds no slot of the replica: another key's takes it", async () => {
     stack = await startStack({
       file: {

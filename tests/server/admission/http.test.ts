@@ -172,6 +172,20 @@ describe.each(DOORS)('admission on the %s door', (door) => {
     );
   });
 
+  it('a queued stream that times out says in its error event when to retry: it has no Retry-After header', async () => {
+    const { held } = await occupy();
+    const res = await doorRequest(door, 'late', true);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('retry-after')).toBeNull();
+    const stream = streamReader(res);
+    await stream.until(KEEPALIVE[door]);
+    const all = await stream.rest();
+    expect(all).toMatch(/stayed busy for longer than the queue timeout; please try again in \d+s\./);
+    expect(all).not.toContain('Retry-After');
+    releaseAll();
+    await held;
+  });
+
   it("a full queue answers 429 and a queue timeout 503, each with Retry-After, in the API's error shape", async () => {
     const { held } = await occupy();
     const waiting = [doorRequest(door, 'w1', false), doorRequest(door, 'w2', false)];
@@ -199,6 +213,8 @@ describe.each(DOORS)('admission on the %s door', (door) => {
       if (door === 'messages')
         expect(body).toMatchObject({ type: 'error', error: { type: 'overloaded_error' } });
       else expect(body.error).toMatchObject({ code: 'TP_ERR_QUEUE_TIMEOUT' });
+      // The message says what the header says.
+      expect(JSON.stringify(body)).toContain(`please try again in ${w.headers.get('retry-after')}s.`);
     }
     // toolproof's own refusals are admission sheds, never upstream failures.
     const metrics = await (await fetch(`${proxy.origin}/metrics`)).text();
