@@ -209,6 +209,8 @@ export function relayStream(
   /** The upstream's [DONE] was read; reading stopped there (untilDone, below). */
   let sawDone = false;
   let afterDone = false;
+  /** The stream's first bytes were read (the attempt span's time to first chunk). */
+  let firstRead = false;
 
   const capture = call.capture !== undefined;
   const releaseFinish = (timings?: string): void => {
@@ -292,6 +294,10 @@ export function relayStream(
       }
       for (const payload of payloads) handle(payload);
       return flushThenStop();
+    }
+    if (!firstRead) {
+      firstRead = true;
+      call.span?.firstChunk();
     }
     let read: RelayRead;
     try {

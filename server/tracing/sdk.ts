@@ -103,6 +103,7 @@ const K_TP_ATTEMPT = keyOf('toolproof.attempt');
 const K_TP_TOOL_CHOICE = keyOf('toolproof.tool_choice');
 const K_HTTP_RESPONSE_STATUS_CODE = keyOf(ATTR_HTTP_RESPONSE_STATUS_CODE);
 const K_TP_UPSTREAM_HEADERS_MS = keyOf('toolproof.upstream.headers_ms');
+const K_GENAI_TIMETOFIRSTCHUNK = keyOf(GEN_AI.timeToFirstChunk);
 const K_ERROR_TYPE = keyOf(ATTR_ERROR_TYPE);
 const K_GENAI_FINISHREASONS = keyOf(GEN_AI.finishReasons);
 const K_GENAI_OUTPUTMESSAGES = keyOf(GEN_AI.outputMessages);
@@ -498,6 +499,7 @@ class UnsampledSpan implements RequestSpan<ChatCall> {
   attemptOpened(): void {}
   attemptThrew(): void {}
   attemptRejected(): void {}
+  firstChunk(): void {}
   finishReason(): void {}
   attemptOutput(): void {}
   attemptRead(): void {}
@@ -598,6 +600,8 @@ class ServerSpan implements RequestSpan<ChatCall> {
   /** Its response's status and time to headers (-1: none yet). */
   private attemptStatus = -1;
   private attemptHeadersMs = -1;
+  /** Its stream's first bytes, ms after it was sent (-1: none yet, or not a stream). */
+  private attemptFirstChunkMs = -1;
   private reasons: string[] | undefined;
   private payloads: readonly string[] | undefined;
   /**
@@ -699,6 +703,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
     this.attemptRequest = request;
     this.attemptStatus = -1;
     this.attemptHeadersMs = -1;
+    this.attemptFirstChunkMs = -1;
     this.reasons = undefined;
     this.payloads = undefined;
     return withTraceContext(headers, `00-${this.traceId}-${spanId}-01`, this.traceState?.serialize());
@@ -724,6 +729,12 @@ class ServerSpan implements RequestSpan<ChatCall> {
       String(status),
       typeof message === 'string' ? redactForLog(message) : `status ${status}`,
     );
+  }
+
+  firstChunk(): void {
+    if (this.attemptSpanId === undefined || this.readReport !== undefined || this.attemptFirstChunkMs >= 0)
+      return;
+    this.attemptFirstChunkMs = this.now() - this.attemptStartMs;
   }
 
   finishReason(reason: string): void {
@@ -803,6 +814,9 @@ class ServerSpan implements RequestSpan<ChatCall> {
           // Time to the response headers: queue and prefill (an attribute: cheaper than an event).
           log.set(K_TP_UPSTREAM_HEADERS_MS, this.attemptHeadersMs);
         }
+        // The GenAI conventions' time to first chunk: seconds, on a streaming request only.
+        if (request.stream === true && this.attemptFirstChunkMs >= 0)
+          log.set(K_GENAI_TIMETOFIRSTCHUNK, Math.round(this.attemptFirstChunkMs * 10) / 10_000);
       }
       if (report) this.describeResponse(report, payloads);
       if (error !== undefined) {
