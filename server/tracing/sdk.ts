@@ -85,6 +85,17 @@ function cut256(s: string): string {
 const K_GENAI_INPUTTOKENS = keyOf(GEN_AI.inputTokens);
 const K_GENAI_OUTPUTTOKENS = keyOf(GEN_AI.outputTokens);
 const K_GENAI_CACHEREADTOKENS = keyOf(GEN_AI.cacheReadTokens);
+/** The GenAI conventions' token keys: an attempt's (the inference span's), or a relayed request's. */
+const GENAI_USAGE = [K_GENAI_INPUTTOKENS, K_GENAI_OUTPUTTOKENS, K_GENAI_CACHEREADTOKENS] as const;
+/**
+ * A chat call's server span: its attempts' sum under toolproof's own names. Under gen_ai.usage.*
+ * too, a GenAI backend summing a trace's spans (Langfuse, Dash0) counted every token twice.
+ */
+const TP_USAGE = [
+  keyOf('toolproof.usage.input_tokens'),
+  keyOf('toolproof.usage.output_tokens'),
+  keyOf('toolproof.usage.cache_read.input_tokens'),
+] as const;
 const K_HTTP_REQUEST_METHOD = keyOf(ATTR_HTTP_REQUEST_METHOD);
 const K_URL_PATH = keyOf(ATTR_URL_PATH);
 const K_URL_SCHEME = keyOf(ATTR_URL_SCHEME);
@@ -550,13 +561,17 @@ function withTraceContext(
   return out;
 }
 
-function setUsage(log: SpanLog, usage: Usage | undefined): void {
+function setUsage(
+  log: SpanLog,
+  usage: Usage | undefined,
+  keys: readonly [number, number, number] = GENAI_USAGE,
+): void {
   if (!usage) return;
-  if (typeof usage.prompt_tokens === 'number') log.set(K_GENAI_INPUTTOKENS, usage.prompt_tokens);
-  if (typeof usage.completion_tokens === 'number') log.set(K_GENAI_OUTPUTTOKENS, usage.completion_tokens);
+  if (typeof usage.prompt_tokens === 'number') log.set(keys[0], usage.prompt_tokens);
+  if (typeof usage.completion_tokens === 'number') log.set(keys[1], usage.completion_tokens);
   const cached = (usage.prompt_tokens_details as { cached_tokens?: unknown } | null | undefined)
     ?.cached_tokens;
-  if (typeof cached === 'number') log.set(K_GENAI_CACHEREADTOKENS, cached);
+  if (typeof cached === 'number') log.set(keys[2], cached);
 }
 
 function errorType(err: unknown): string {
@@ -992,7 +1007,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
     if (ended || headersSent) log.set(K_HTTP_RESPONSE_STATUS_CODE, status);
     if (call) {
       const t = call.trace;
-      setUsage(log, callUsage(call));
+      setUsage(log, callUsage(call), TP_USAGE);
       log.set(K_TP_ATTEMPTS, t.attempts);
       // What did not happen is not written, nor what another attribute or an event already says
       // (forced: toolproof.tool_choice, set only then, and the toolproof.forced event; the final

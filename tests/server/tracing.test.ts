@@ -96,8 +96,8 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
       'gen_ai.request.stream': true,
     });
     expect(server.attributes['toolproof.stream']).toBeUndefined();
-    expect(server.attributes['gen_ai.usage.input_tokens']).toBeGreaterThan(0);
-    expect(server.attributes['gen_ai.usage.output_tokens']).toBeGreaterThan(0);
+    expect(server.attributes['toolproof.usage.input_tokens']).toBeGreaterThan(0);
+    expect(server.attributes['toolproof.usage.output_tokens']).toBeGreaterThan(0);
     const leak = server.events.find((e) => e.name === 'toolproof.leak');
     expect(leak?.attributes).toMatchObject({ 'toolproof.leak.format': 'hermes', 'toolproof.attempt': 1 });
     const [attempt, ...more] = attempts(receiver, server);
@@ -286,6 +286,22 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     expect(settled?.attributes['toolproof.retry.outcome']).toBe('fixed');
     expect(attempts(receiver, server)).toHaveLength(2);
     expect(server.attributes['toolproof.retries']).toBe(1);
+    // A GenAI backend (Langfuse, Dash0, Phoenix) sums gen_ai.usage.* over a trace's spans: the
+    // attempts' tokens, each counted once. The server span's total (its attempts' sum) went under
+    // the same names, and every token of a request was counted twice.
+    const upstreamTokens = stack.sim.requests
+      .filter((q) => q.path.endsWith('/chat/completions'))
+      .reduce((n, q) => n + (q.promptTokens ?? 0), 0);
+    const sum = (key: string) =>
+      receiver!.spans
+        .filter((x) => x.traceId === TRACE_ID)
+        .reduce((n, x) => n + ((x.attributes[key] as number | undefined) ?? 0), 0);
+    expect(upstreamTokens).toBeGreaterThan(0);
+    expect(sum('gen_ai.usage.input_tokens')).toBe(upstreamTokens);
+    expect(server.attributes['gen_ai.usage.input_tokens']).toBeUndefined();
+    // The request's total stays on its server span, under toolproof's own names.
+    expect(server.attributes['toolproof.usage.input_tokens']).toBe(upstreamTokens);
+    expect(server.attributes['toolproof.usage.output_tokens']).toBe(sum('gen_ai.usage.output_tokens'));
   });
 
   it('a request the sampler leaves out: no span, and the upstream is told it is not sampled', async () => {
