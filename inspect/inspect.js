@@ -1131,6 +1131,16 @@ async function showRequest(id, refresh) {
             'TTFB ',
             el('b', {}, a.ttfbMs == null && a.totalMs != null ? 'none' : dur(a.ttfbMs)),
           ),
+          // A stream's first bytes: where the prefill shows (vLLM and llama-server send their
+          // headers before reading the prompt, so the TTFB is near 0 on a slow turn too).
+          a.stream
+            ? el(
+                'span',
+                { title: "from sending to the stream's first bytes: queue and prefill at the backend" },
+                'first chunk ',
+                el('b', {}, a.firstChunkMs == null && a.totalMs != null ? 'none' : dur(a.firstChunkMs)),
+              )
+            : null,
           el('span', {}, 'total ', el('b', {}, dur(a.totalMs))),
           a.stream ? el('span', {}, 'events ', el('b', {}, String(a.events))) : null,
           btn,

@@ -355,6 +355,7 @@ const OP_DECISION = 8;
 const OP_EFFECTS = 9;
 const OP_FINISH = 10;
 const OP_CLIENT = 11;
+const OP_FIRST_CHUNK = 12;
 
 /** Applies the journal's `count` ops, in order (journal.ts flushJournal). */
 function applyJournal(count: number): void {
@@ -398,6 +399,9 @@ function applyJournal(count: number): void {
           break;
         case OP_BODY:
           applyBody(w, refs[r++] as string | Buffer);
+          break;
+        case OP_FIRST_CHUNK:
+          applyFirstChunk(w, nums[x++]!);
           break;
         case OP_ATTEMPT_END:
           applyAttemptEnd(w, nums[x++]!, refs[r++] as ToolproofError | undefined);
@@ -576,6 +580,25 @@ export function captureRead(call: ChatCall, buf: Buffer, events: number): void {
   J.refs[J.nRefs++] = w;
   J.refs[J.nRefs++] = buf;
   J.nums[J.nNums++] = events;
+}
+
+/** The running attempt's stream brought its first bytes (once an attempt). */
+export function captureFirstChunk(call: ChatCall): void {
+  const w = call.capture;
+  if (!w) return;
+  const at = epochOf(performance.now());
+  if (!batched(w)) {
+    applyFirstChunk(w, at);
+    return;
+  }
+  beginOp(OP_FIRST_CHUNK, 0);
+  J.refs[J.nRefs++] = w;
+  J.nums[J.nNums++] = at;
+}
+
+function applyFirstChunk(w: RecordWriter, at: number): void {
+  const a = w.current;
+  if (a && a.firstChunkMs === undefined) a.firstChunkMs = Math.max(0, at - a.at);
 }
 
 /** The running attempt's response ended (or failed). */

@@ -76,6 +76,11 @@ export interface CapturedAttempt {
   queueMs: number;
   /** From sending to the upstream's response headers. */
   ttfbMs?: number;
+  /**
+   * A stream's: from sending to its first bytes (vLLM and llama-server send their headers before
+   * the prompt is read: the prefill shows here, not in the TTFB).
+   */
+  firstChunkMs?: number;
   /** From sending to the end of the response body (or its failure). */
   totalMs?: number;
   stream: boolean;
@@ -204,6 +209,7 @@ export class Attempt implements CapturedAttempt {
   /** Tenths of milliseconds (small integers), -1: not yet. */
   private q10!: number;
   private t10!: number;
+  private f10!: number;
   private o10!: number;
 
   constructor(
@@ -251,6 +257,7 @@ export class Attempt implements CapturedAttempt {
     this.atMsPart = (at - this.atS * 1000) | 0;
     this.q10 = tenths(queueMs);
     this.t10 = -1;
+    this.f10 = -1;
     this.o10 = -1;
     if (foldInto(request, undefined)) {
       this.arena = SCRATCH.arena;
@@ -337,6 +344,14 @@ export class Attempt implements CapturedAttempt {
     this.t10 = ms === undefined ? -1 : tenths(ms);
   }
 
+  get firstChunkMs(): number | undefined {
+    return this.f10 < 0 ? undefined : this.f10 / 10;
+  }
+
+  set firstChunkMs(ms: number | undefined) {
+    this.f10 = ms === undefined ? -1 : tenths(ms);
+  }
+
   get totalMs(): number | undefined {
     return this.o10 < 0 ? undefined : this.o10 / 10;
   }
@@ -362,6 +377,7 @@ export class Attempt implements CapturedAttempt {
       at: this.at,
       queueMs: this.queueMs,
       ttfbMs: this.ttfbMs,
+      firstChunkMs: this.firstChunkMs,
       totalMs: this.totalMs,
       stream: this.stream,
       request: this.request,

@@ -47,7 +47,7 @@ import {
   stalled,
 } from './stream-read.js';
 import { recordUnaskedChoices } from './effects.js';
-import { captureAttemptEnd, captureDecision, captureRead } from '../capture/recorder.js';
+import { captureAttemptEnd, captureDecision, captureFirstChunk, captureRead } from '../capture/recorder.js';
 import { relayStream } from './stream-relay.js';
 import { discardDecided } from './early-stop.js';
 import { noteTimings } from './prompt-cache.js';
@@ -163,6 +163,8 @@ class StreamReader implements LaneSink {
   private readonly asked: number;
   /** Choices dropped so far (counted once, when the attempt ends). */
   private unasked = 0;
+  /** The stream's first bytes were read (its time to first chunk: the span's, the capture's). */
+  private firstRead = false;
   /** Characters of the events read so far: a stream weighs at most what a whole body may. */
   private received = 0;
   /** Logprobs around the hooks, so that held text keeps them (logprobs-carrier.ts); from the first. */
@@ -275,6 +277,11 @@ class StreamReader implements LaneSink {
       return STOP;
     }
     if (buf !== undefined && this.call.capture) captureRead(this.call, buf, payloads.length);
+    if (!this.firstRead && buf !== undefined) {
+      this.firstRead = true;
+      this.call.span?.firstChunk();
+      if (this.call.capture) captureFirstChunk(this.call);
+    }
     if (buf !== undefined && !this.quiet.tick(payloads.length)) {
       this.fail(stalled(this.label));
       return STOP;

@@ -33,7 +33,7 @@ import {
 } from './stream-read.js';
 import { noteTimings, tokenCount } from './prompt-cache.js';
 import { addUsage } from './trace.js';
-import { captureAttemptEnd, captureRead } from '../capture/recorder.js';
+import { captureAttemptEnd, captureFirstChunk, captureRead } from '../capture/recorder.js';
 
 /**
  * One read, fed to the parser in up to three parts, so that whole events are relayed as the
@@ -209,6 +209,8 @@ export function relayStream(
   /** The upstream's [DONE] was read; reading stopped there (untilDone, below). */
   let sawDone = false;
   let afterDone = false;
+  /** The stream's first bytes were read (its time to first chunk: the span's, the capture's). */
+  let firstRead = false;
 
   const capture = call.capture !== undefined;
   const releaseFinish = (timings?: string): void => {
@@ -292,6 +294,11 @@ export function relayStream(
       }
       for (const payload of payloads) handle(payload);
       return flushThenStop();
+    }
+    if (!firstRead) {
+      firstRead = true;
+      call.span?.firstChunk();
+      if (capture) captureFirstChunk(call);
     }
     let read: RelayRead;
     try {

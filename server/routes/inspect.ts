@@ -19,21 +19,12 @@ import {
   type SessionSummary,
   turnsOf,
 } from '../capture/query.js';
-import type { CapturePage, Outcome } from '../capture/ring.js';
+import type { CapturePage } from '../capture/ring.js';
 import { errorHandler } from '../error-handler.js';
 import { openAIErrorBody } from '../front-doors/chat/errors.js';
 import { withDelta } from './inspect-delta.js';
 import { type DiffBase, diffBaseOf } from './inspect-diff.js';
-
-const OUTCOMES: Outcome[] = [
-  'clean',
-  'degraded',
-  'leak_recovered',
-  'final_answer',
-  'retried',
-  'failed',
-  'in_flight',
-];
+import { listSchema, OUTCOMES, requestSchema, sessionSchema, sessionsSchema } from './inspect-schemas.js';
 
 /** The page's files: next to the sources (tsx), or next to dist/ (the built package, the image). */
 function pageDir(): string | undefined {
@@ -60,26 +51,6 @@ const CSP =
 
 /** The longest `after` cursor taken (64 texts' entries); a longer one is read as none. */
 const AFTER_MAX = 16_384;
-
-const summarySchema = {
-  type: 'object',
-  description: 'One captured request (see docs/inspect.md for every field).',
-  additionalProperties: true,
-  properties: {
-    id: { type: 'string' },
-    worker: { type: 'integer' },
-    at: { type: 'number', description: 'Epoch milliseconds when the request arrived.' },
-    api: { type: 'string' },
-    model: { type: 'string' },
-    stream: { type: 'boolean' },
-    session: { type: 'string' },
-    inFlight: { type: 'boolean' },
-    outcome: { type: 'string', enum: OUTCOMES },
-    kinds: { type: 'array', items: { type: 'string' } },
-    attempts: { type: 'integer' },
-    durationMs: { type: ['number', 'null'] },
-  },
-};
 
 /**
  * Whether a request's Accept names HTML (what a browser's page load sends; a script's fetch and the
@@ -125,6 +96,13 @@ function ownerOf(request: FastifyRequest): string | undefined {
   const key = request.tpKey;
   return key && key.inspect !== 'all' ? key.name : undefined;
 }
+
+/**
+ * The API routes' answers go out as JSON.stringify writes them: their response schemas
+ * (inspect-schemas.ts) document them in the OpenAPI document and never strip or coerce a field
+ * (a record's getters, a status that is a number or `aborted`).
+ */
+const DOCUMENTED_ONLY = { serializerCompiler: () => (data: unknown) => JSON.stringify(data) };
 
 export function registerInspectRoutes(app: FastifyInstance, state: AppState): void {
   const group: AskGroup = joinCaptureGroup(state.capture);
@@ -220,6 +198,7 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
     scope.get(
       '/inspect/api/requests',
       {
+        ...DOCUMENTED_ONLY,
         schema: {
           tags: ['inspect'],
           summary:
@@ -246,27 +225,7 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
               },
             },
           },
-          response: {
-            200: {
-              type: 'object',
-              properties: {
-                capture: { type: 'boolean', description: 'false: capture is off (TOOLPROOF_CAPTURE_MB=0).' },
-                workers: { type: 'integer', description: 'How many workers answered.' },
-                partial: { type: 'boolean', description: 'Only the answering worker could be read.' },
-                requests: { type: 'array', items: summarySchema },
-                older: {
-                  type: 'integer',
-                  description: 'How many matching requests the rings hold older than the last one listed.',
-                },
-                droppedForOthers: {
-                  type: 'object',
-                  description:
-                    "Only for a named key that sees its own requests (inspect: own): how many of its requests the rings dropped to make room for other keys' requests (the ring is shared), and when the newest of them arrived (epoch ms).",
-                  properties: { records: { type: 'integer' }, newest: { type: 'number' } },
-                },
-              },
-            },
-          },
+          response: { 200: listSchema },
         },
       },
       async (request) => {
@@ -309,11 +268,13 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
     scope.get(
       '/inspect/api/requests/:id',
       {
+        ...DOCUMENTED_ONLY,
         schema: {
           tags: ['inspect'],
           summary:
             "One request whole: the client request (no credentials), every upstream attempt, the decisions, what the client received, read-back views, and diffBase: what each attempt's request is diffed against (the client's request, or a Messages or Responses request translated to chat completions before toolproof's policies). While the request is in flight, the running attempt's response and the client's response body are what was read and sent so far, marked `partial: true`. Every answer has a `cursor`; asked `?after=<cursor>`, each long text (1,024 characters or more) the asker holds the start of is sent as its rest only, and `delta` maps its path (`record.clientRequest.body.text`) to how many characters of the asker's copy come before it: an in-flight page reads only what changed.",
           security: [{ bearer: [] }],
+          response: { 200: requestSchema },
           params: {
             type: 'object',
             properties: { id: { type: 'string', maxLength: 200 } },
@@ -352,10 +313,12 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
     scope.get(
       '/inspect/api/sessions',
       {
+        ...DOCUMENTED_ONLY,
         schema: {
           tags: ['inspect'],
           summary: 'Sessions (by affinity key: the client session id or the hash of the opening messages).',
           security: [{ bearer: [] }],
+          response: { 200: sessionsSchema },
         },
       },
       async (request) => {
@@ -395,11 +358,13 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
     scope.get(
       '/inspect/api/session',
       {
+        ...DOCUMENTED_ONLY,
         schema: {
           tags: ['inspect'],
           summary:
             "One session's turns in order, with each turn's cached-prompt ratio and where its prompt first differs from the turn before (docs/prefix.md).",
           security: [{ bearer: [] }],
+          response: { 200: sessionSchema },
           querystring: {
             type: 'object',
             properties: { key: { type: 'string', maxLength: 400 } },

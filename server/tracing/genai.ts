@@ -29,6 +29,7 @@ export const GEN_AI = {
   responseModel: 'gen_ai.response.model',
   responseId: 'gen_ai.response.id',
   finishReasons: 'gen_ai.response.finish_reasons',
+  timeToFirstChunk: 'gen_ai.response.time_to_first_chunk',
   inputTokens: 'gen_ai.usage.input_tokens',
   outputTokens: 'gen_ai.usage.output_tokens',
   cacheReadTokens: 'gen_ai.usage.cache_read.input_tokens',

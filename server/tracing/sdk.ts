@@ -85,6 +85,17 @@ function cut256(s: string): string {
 const K_GENAI_INPUTTOKENS = keyOf(GEN_AI.inputTokens);
 const K_GENAI_OUTPUTTOKENS = keyOf(GEN_AI.outputTokens);
 const K_GENAI_CACHEREADTOKENS = keyOf(GEN_AI.cacheReadTokens);
+/** The GenAI conventions' token keys: an attempt's (the inference span's), or a relayed request's. */
+const GENAI_USAGE = [K_GENAI_INPUTTOKENS, K_GENAI_OUTPUTTOKENS, K_GENAI_CACHEREADTOKENS] as const;
+/**
+ * A chat call's server span: its attempts' sum under toolproof's own names. Under gen_ai.usage.*
+ * too, a GenAI backend summing a trace's spans (Langfuse, Dash0) counted every token twice.
+ */
+const TP_USAGE = [
+  keyOf('toolproof.usage.input_tokens'),
+  keyOf('toolproof.usage.output_tokens'),
+  keyOf('toolproof.usage.cache_read.input_tokens'),
+] as const;
 const K_HTTP_REQUEST_METHOD = keyOf(ATTR_HTTP_REQUEST_METHOD);
 const K_URL_PATH = keyOf(ATTR_URL_PATH);
 const K_URL_SCHEME = keyOf(ATTR_URL_SCHEME);
@@ -103,6 +114,7 @@ const K_TP_ATTEMPT = keyOf('toolproof.attempt');
 const K_TP_TOOL_CHOICE = keyOf('toolproof.tool_choice');
 const K_HTTP_RESPONSE_STATUS_CODE = keyOf(ATTR_HTTP_RESPONSE_STATUS_CODE);
 const K_TP_UPSTREAM_HEADERS_MS = keyOf('toolproof.upstream.headers_ms');
+const K_GENAI_TIMETOFIRSTCHUNK = keyOf(GEN_AI.timeToFirstChunk);
 const K_ERROR_TYPE = keyOf(ATTR_ERROR_TYPE);
 const K_GENAI_FINISHREASONS = keyOf(GEN_AI.finishReasons);
 const K_GENAI_OUTPUTMESSAGES = keyOf(GEN_AI.outputMessages);
@@ -498,6 +510,7 @@ class UnsampledSpan implements RequestSpan<ChatCall> {
   attemptOpened(): void {}
   attemptThrew(): void {}
   attemptRejected(): void {}
+  firstChunk(): void {}
   finishReason(): void {}
   attemptOutput(): void {}
   attemptRead(): void {}
@@ -548,13 +561,17 @@ function withTraceContext(
   return out;
 }
 
-function setUsage(log: SpanLog, usage: Usage | undefined): void {
+function setUsage(
+  log: SpanLog,
+  usage: Usage | undefined,
+  keys: readonly [number, number, number] = GENAI_USAGE,
+): void {
   if (!usage) return;
-  if (typeof usage.prompt_tokens === 'number') log.set(K_GENAI_INPUTTOKENS, usage.prompt_tokens);
-  if (typeof usage.completion_tokens === 'number') log.set(K_GENAI_OUTPUTTOKENS, usage.completion_tokens);
+  if (typeof usage.prompt_tokens === 'number') log.set(keys[0], usage.prompt_tokens);
+  if (typeof usage.completion_tokens === 'number') log.set(keys[1], usage.completion_tokens);
   const cached = (usage.prompt_tokens_details as { cached_tokens?: unknown } | null | undefined)
     ?.cached_tokens;
-  if (typeof cached === 'number') log.set(K_GENAI_CACHEREADTOKENS, cached);
+  if (typeof cached === 'number') log.set(keys[2], cached);
 }
 
 function errorType(err: unknown): string {
@@ -598,6 +615,8 @@ class ServerSpan implements RequestSpan<ChatCall> {
   /** Its response's status and time to headers (-1: none yet). */
   private attemptStatus = -1;
   private attemptHeadersMs = -1;
+  /** Its stream's first bytes, ms after it was sent (-1: none yet, or not a stream). */
+  private attemptFirstChunkMs = -1;
   private reasons: string[] | undefined;
   private payloads: readonly string[] | undefined;
   /**
@@ -699,6 +718,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
     this.attemptRequest = request;
     this.attemptStatus = -1;
     this.attemptHeadersMs = -1;
+    this.attemptFirstChunkMs = -1;
     this.reasons = undefined;
     this.payloads = undefined;
     return withTraceContext(headers, `00-${this.traceId}-${spanId}-01`, this.traceState?.serialize());
@@ -724,6 +744,12 @@ class ServerSpan implements RequestSpan<ChatCall> {
       String(status),
       typeof message === 'string' ? redactForLog(message) : `status ${status}`,
     );
+  }
+
+  firstChunk(): void {
+    if (this.attemptSpanId === undefined || this.readReport !== undefined || this.attemptFirstChunkMs >= 0)
+      return;
+    this.attemptFirstChunkMs = this.now() - this.attemptStartMs;
   }
 
   finishReason(reason: string): void {
@@ -803,6 +829,9 @@ class ServerSpan implements RequestSpan<ChatCall> {
           // Time to the response headers: queue and prefill (an attribute: cheaper than an event).
           log.set(K_TP_UPSTREAM_HEADERS_MS, this.attemptHeadersMs);
         }
+        // The GenAI conventions' time to first chunk: seconds, on a streaming request only.
+        if (request.stream === true && this.attemptFirstChunkMs >= 0)
+          log.set(K_GENAI_TIMETOFIRSTCHUNK, Math.round(this.attemptFirstChunkMs * 10) / 10_000);
       }
       if (report) this.describeResponse(report, payloads);
       if (error !== undefined) {
@@ -978,7 +1007,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
     if (ended || headersSent) log.set(K_HTTP_RESPONSE_STATUS_CODE, status);
     if (call) {
       const t = call.trace;
-      setUsage(log, callUsage(call));
+      setUsage(log, callUsage(call), TP_USAGE);
       log.set(K_TP_ATTEMPTS, t.attempts);
       // What did not happen is not written, nor what another attribute or an event already says
       // (forced: toolproof.tool_choice, set only then, and the toolproof.forced event; the final

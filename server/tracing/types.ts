@@ -42,6 +42,8 @@ export interface RequestSpan<Call extends object = object> {
   attemptThrew(err: unknown, aborted: boolean): void;
   /** The attempt answered with an error status (its body read): its span ends. */
   attemptRejected(status: number, body: unknown): void;
+  /** The attempt's stream brought its first bytes (its time to first chunk). */
+  firstChunk(): void;
   /** A streamed choice's finish reason, as the upstream sent it. */
   finishReason(reason: string): void;
   /** The streamed attempt's events as received (only asked for under the content opt-in). */

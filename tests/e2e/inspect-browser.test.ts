@@ -337,6 +337,30 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
     );
   });
 
+  it("a forced request's diff shows every rewrite in the page, none below its box's fold", async () => {
+    // The forced tool use's diff (the final_answer tool, then tool_choice "required" last): in a
+    // box cut at 32em, tool_choice, the rewrite that decides what the model may answer, was
+    // below the fold of the box's own scrollbar, and a retry's feedback message half out of sight.
+    for (const [id, attempts] of [
+      [ids.final!, 1],
+      [ids.retry!, 2],
+    ] as const) {
+      await page.goto(`${stack.origin}/inspect#/r/${id}`);
+      await expect.poll(() => page.locator('section.attempt').count()).toBe(attempts);
+      await page.locator('section.attempt details.sent[open] .diff').first().waitFor();
+      const boxes = await page
+        .locator('section.attempt details.sent[open] .diff')
+        .evaluateAll((all) => all.map((e) => ({ scroll: e.scrollHeight, client: e.clientHeight })));
+      for (const box of boxes) expect(box.scroll, id).toBeLessThanOrEqual(box.client + 1);
+    }
+    await page.goto(`${stack.origin}/inspect#/r/${ids.final}`);
+    const choice = page
+      .locator('section.attempt[data-attempt="1"] .diff .add')
+      .filter({ hasText: '"tool_choice": "required"' });
+    await choice.scrollIntoViewIfNeeded();
+    expect(await choice.isVisible()).toBe(true);
+  });
+
   it.skipIf(!hasCurl)(
     "copy as curl (the c key): what lands on the clipboard, run by a shell, replays a Messages request's attempt against the backend",
     async () => {

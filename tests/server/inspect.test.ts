@@ -4,6 +4,7 @@
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
+import { Ajv } from 'ajv';
 import { afterEach, describe, expect, it } from 'vitest';
 import { affinityKey } from '../../server/affinity.js';
 import { sessionLabel } from '../../server/capture/recorder.js';
@@ -912,6 +913,79 @@ describe('the capture behind /inspect/api', () => {
     ])
       expect(doc.paths[p], p).toBeDefined();
     expect(doc.paths['/inspect']).toBeUndefined();
+  });
+
+  it("documents each answer's fields: every answer valid against its OpenAPI schema, every field it holds named there", async () => {
+    // A script reads the API by its OpenAPI document: the request, the session and the sessions
+    // answered "Default Response" with no shape, and a summary's status and tokens were unnamed.
+    stack = await startStack({ sim: { personality: 'llama-server' } });
+    const session = { 'x-session-affinity': 'documented-1' };
+    const res = await stack.client.chat.completions
+      .create({ model: 'sim', messages: user, tools }, scenario({ raw: LEAKED }, session))
+      .withResponse();
+    const id = res.response.headers.get('x-request-id')!;
+    await stack.client.chat.completions.create(
+      {
+        model: 'sim',
+        messages: [...user, { role: 'assistant', content: 'Sunny.' }, { role: 'user', content: 'Tomorrow?' }],
+      },
+      scenario({ say: 'Rain.' }, session),
+    );
+    await collectStream(
+      await stack.client.chat.completions.create(
+        { model: 'sim', messages: user, tools, stream: true },
+        scenario([{ say: 'no' }, { call: [{ name: 'get_weather', arguments: { city: 'Paris' } }] }]),
+      ),
+    );
+    const failed = await fetch(`${stack.url}/chat/completions`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-request-id': 'documented-failed',
+        ...scenario({ error: { status: 500, message: 'CUDA out of memory' } }).headers,
+      },
+      body: JSON.stringify({ model: 'sim', messages: user, tools }),
+    });
+    expect(failed.status).toBe(500);
+    const doc = (await getJson(stack, '/docs/json')).body as {
+      paths: Record<
+        string,
+        { get: { responses: Record<string, { content?: Record<string, { schema: unknown }> }> } }
+      >;
+    };
+    const ajv = new Ajv({ strict: false, allErrors: true });
+    /** Every field of `value` that its schema does not name, as paths. */
+    const unnamed = (value: unknown, schema: Record<string, unknown> | undefined, path: string): string[] => {
+      if (!schema || value === null || typeof value !== 'object') return [];
+      if (Array.isArray(value))
+        return value.flatMap((v, i) => unnamed(v, schema.items as Record<string, unknown>, `${path}[${i}]`));
+      const props = schema.properties as Record<string, Record<string, unknown>> | undefined;
+      if (!props) return [];
+      return Object.entries(value).flatMap(([k, v]) =>
+        k in props ? unnamed(v, props[k], `${path}.${k}`) : [`${path}.${k}`],
+      );
+    };
+    const sessionPath = `/inspect/api/session?key=${encodeURIComponent('h:documented-1')}`;
+    for (const [route, path] of [
+      ['/inspect/api/requests', '/inspect/api/requests'],
+      ['/inspect/api/requests/{id}', `/inspect/api/requests/${id}`],
+      ['/inspect/api/requests/{id}', '/inspect/api/requests/documented-failed'],
+      ['/inspect/api/sessions', '/inspect/api/sessions'],
+      ['/inspect/api/session', sessionPath],
+    ] as const) {
+      const schema = doc.paths[route]!.get.responses['200']?.content?.['application/json']?.schema as
+        | Record<string, unknown>
+        | undefined;
+      expect(schema, route).toBeDefined();
+      const { status, body } = await getJson(stack, path);
+      expect(status, route).toBe(200);
+      const validate = ajv.compile(schema!);
+      expect(validate(body), `${route}: ${JSON.stringify(validate.errors)}`).toBe(true);
+      expect(unnamed(body, schema, route), route).toEqual([]);
+    }
+    // The session's two turns, the second continuing the first.
+    const turns = (await getJson(stack, sessionPath)).body.turns as unknown[];
+    expect(turns).toHaveLength(2);
   });
 
   it('cuts bodies at TOOLPROOF_CAPTURE_BODY_KB and keeps nothing with TOOLPROOF_CAPTURE_MB=0', async () => {

@@ -96,8 +96,8 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
       'gen_ai.request.stream': true,
     });
     expect(server.attributes['toolproof.stream']).toBeUndefined();
-    expect(server.attributes['gen_ai.usage.input_tokens']).toBeGreaterThan(0);
-    expect(server.attributes['gen_ai.usage.output_tokens']).toBeGreaterThan(0);
+    expect(server.attributes['toolproof.usage.input_tokens']).toBeGreaterThan(0);
+    expect(server.attributes['toolproof.usage.output_tokens']).toBeGreaterThan(0);
     const leak = server.events.find((e) => e.name === 'toolproof.leak');
     expect(leak?.attributes).toMatchObject({ 'toolproof.leak.format': 'hermes', 'toolproof.attempt': 1 });
     const [attempt, ...more] = attempts(receiver, server);
@@ -286,6 +286,22 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     expect(settled?.attributes['toolproof.retry.outcome']).toBe('fixed');
     expect(attempts(receiver, server)).toHaveLength(2);
     expect(server.attributes['toolproof.retries']).toBe(1);
+    // A GenAI backend (Langfuse, Dash0, Phoenix) sums gen_ai.usage.* over a trace's spans: the
+    // attempts' tokens, each counted once. The server span's total (its attempts' sum) went under
+    // the same names, and every token of a request was counted twice.
+    const upstreamTokens = stack.sim.requests
+      .filter((q) => q.path.endsWith('/chat/completions'))
+      .reduce((n, q) => n + (q.promptTokens ?? 0), 0);
+    const sum = (key: string) =>
+      receiver!.spans
+        .filter((x) => x.traceId === TRACE_ID)
+        .reduce((n, x) => n + ((x.attributes[key] as number | undefined) ?? 0), 0);
+    expect(upstreamTokens).toBeGreaterThan(0);
+    expect(sum('gen_ai.usage.input_tokens')).toBe(upstreamTokens);
+    expect(server.attributes['gen_ai.usage.input_tokens']).toBeUndefined();
+    // The request's total stays on its server span, under toolproof's own names.
+    expect(server.attributes['toolproof.usage.input_tokens']).toBe(upstreamTokens);
+    expect(server.attributes['toolproof.usage.output_tokens']).toBe(sum('gen_ai.usage.output_tokens'));
   });
 
   it('a request the sampler leaves out: no span, and the upstream is told it is not sampled', async () => {
@@ -417,6 +433,68 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     const [attempt] = attempts(receiver, server);
     expect(attempt!.endNs).toBeGreaterThanOrEqual(releasedAt - 5_000_000n);
     expect(upstream.requests[0]!.headers.traceparent).toBe(`00-${TRACE_ID}-${attempt!.spanId}-01`);
+  });
+
+  it('a streamed attempt says its time to first chunk (gen_ai.response.time_to_first_chunk, seconds)', async () => {
+    // The GenAI conventions' inference span: recommended on a streaming request, a double in
+    // seconds from the request to the stream's first chunk. Here the headers come at once and
+    // the first event ~300 ms later (a backend's prefill): the headers' time is not the answer's.
+    receiver = await otlpReceiver();
+    upstream = await fakeUpstream((req, res) => {
+      if (!req.body.toString().includes('"stream":true')) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            id: 'c2',
+            object: 'chat.completion',
+            created: 1,
+            model: 'm1',
+            choices: [{ index: 0, message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }],
+          }),
+        );
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.flushHeaders();
+      setTimeout(() => {
+        res.write(chunkEvent({ role: 'assistant', content: 'Hel' }));
+        res.end(`${chunkEvent({ content: 'lo' }, 'stop')}data: [DONE]\n\n`);
+      }, 300);
+    });
+    stack = await startStack({ env: { TOOLPROOF_UPSTREAM_URL: upstream.url, ...otelEnv(receiver) } });
+    // With tools (read through the policies' stream chain) and without (relayed as it came).
+    for (const [i, more] of [
+      [2, { tools: [weatherTool] }],
+      [3, {}],
+    ] as const) {
+      const traceId = String(i).repeat(32);
+      const res = await post(
+        stack,
+        { model: 'm1', messages: [{ role: 'user', content: 'hi' }], stream: true, ...more },
+        { traceparent: `00-${traceId}-${CLIENT_SPAN}-01` },
+      );
+      await res.text();
+      const [attempt] = attempts(receiver, await serverSpan(stack, receiver, traceId));
+      const ttfc = attempt!.attributes['gen_ai.response.time_to_first_chunk'] as number;
+      expect(typeof ttfc).toBe('number');
+      expect(ttfc).toBeGreaterThanOrEqual(0.25);
+      expect(ttfc * 1e9).toBeLessThanOrEqual(Number(attempt!.endNs - attempt!.startNs));
+      expect(attempt!.attributes['toolproof.upstream.headers_ms'] as number).toBeLessThan(ttfc * 1000);
+    }
+    // Not streamed: no chunk, no attribute (the conventions: only on a streaming request).
+    const whole = await post(
+      stack,
+      { model: 'm1', messages: [{ role: 'user', content: 'hi' }] },
+      {
+        traceparent: `00-${'1'.repeat(32)}-${CLIENT_SPAN}-01`,
+      },
+    );
+    expect(whole.status).toBe(200);
+    await whole.text();
+    const second = await serverSpan(stack, receiver, '1'.repeat(32));
+    expect(attempts(receiver, second)[0]!.attributes).not.toHaveProperty(
+      'gen_ai.response.time_to_first_chunk',
+    );
   });
 
   it('a client that leaves mid-stream: the spans end, marked as aborted', async () => {

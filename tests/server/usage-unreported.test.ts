@@ -108,8 +108,11 @@ async function told(r: Running, id: string) {
   return {
     line: { usage: line.usage, usageUnreported: line.usageUnreported },
     span: {
-      input: span.attributes['gen_ai.usage.input_tokens'],
-      output: span.attributes['gen_ai.usage.output_tokens'],
+      // A chat call's total under toolproof's names (its attempts carry gen_ai.usage.*), a
+      // relayed request's under the conventions' (it has no attempt span).
+      input: span.attributes['toolproof.usage.input_tokens'] ?? span.attributes['gen_ai.usage.input_tokens'],
+      output:
+        span.attributes['toolproof.usage.output_tokens'] ?? span.attributes['gen_ai.usage.output_tokens'],
       unreported: span.attributes['toolproof.usage_unreported'],
     },
   };

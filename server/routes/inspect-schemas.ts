@@ -1,0 +1,234 @@
+/**
+ * The inspector API's answers as its OpenAPI document shows them (docs/inspect.md names every
+ * field): what a script reads without reading toolproof's code. Documentation only: the routes
+ * serialize their answers with JSON.stringify (inspect.ts), so a field left out here is still
+ * sent, never stripped or coerced; tests/server/inspect.test.ts checks each answer against these.
+ */
+import type { Outcome } from '../capture/ring.js';
+
+/** Every outcome a request can have (the list's `outcome` filter and its `kinds`). */
+export const OUTCOMES: Outcome[] = [
+  'clean',
+  'degraded',
+  'leak_recovered',
+  'final_answer',
+  'retried',
+  'failed',
+  'in_flight',
+];
+
+const obj = (description: string, properties: Record<string, unknown>, required?: string[]) => ({
+  type: 'object',
+  description,
+  additionalProperties: true,
+  properties,
+  ...(required ? { required } : {}),
+});
+const nullable = (type: string, description?: string) => ({
+  type: [type, 'null'],
+  ...(description ? { description } : {}),
+});
+const str = (description?: string) => ({ type: 'string', ...(description ? { description } : {}) });
+const int = (description?: string) => ({ type: 'integer', ...(description ? { description } : {}) });
+const num = (description?: string) => ({ type: 'number', ...(description ? { description } : {}) });
+
+const capturedText = obj(
+  'A captured text: its first TOOLPROOF_CAPTURE_BODY_KB, the rest counted in `cut`.',
+  {
+    text: str(),
+    cut: int('Characters left out.'),
+    partial: { type: 'boolean', description: 'A request in flight: what was read or sent so far.' },
+  },
+  ['text', 'cut'],
+);
+
+const error = obj('An error: its catalogue code, HTTP status and message.', {
+  code: str(),
+  status: int(),
+  message: str(),
+});
+
+const tokens = obj(
+  "Summed over the attempts, from the upstream's usage; null when it did not report them (never 0 for unknown).",
+  { cached: nullable('integer'), prompt: nullable('integer'), completion: nullable('integer') },
+);
+
+const summaryProperties = {
+  id: str("The request id: the x-request-id response header and the log line's reqId."),
+  worker: int(),
+  at: num('Epoch milliseconds when the request arrived.'),
+  api: str('chat, responses or messages: the front door.'),
+  model: str('The model the client named.'),
+  stream: { type: 'boolean' },
+  session: str('The session label (the affinity key, docs/inspect.md).'),
+  key: str('The name of the client key it came with (none when no key is configured).'),
+  inFlight: { type: 'boolean' },
+  status: {
+    type: ['integer', 'string', 'null'],
+    description: 'The status sent to the client; `aborted` when the client left; null in flight.',
+  },
+  outcome: { type: 'string', enum: OUTCOMES },
+  kinds: { type: 'array', items: { type: 'string', enum: OUTCOMES } },
+  attempts: int('Upstream attempts.'),
+  tokens,
+  durationMs: nullable('number', 'null in flight.'),
+};
+
+/** One captured request in a list (and a session's turn). */
+export const summarySchema = obj('One captured request (docs/inspect.md).', summaryProperties);
+
+export const listSchema = obj('Recent and in-flight requests, newest first.', {
+  capture: { type: 'boolean', description: 'false: capture is off (TOOLPROOF_CAPTURE_MB=0).' },
+  workers: int('How many workers answered.'),
+  partial: { type: 'boolean', description: 'Only the answering worker could be read.' },
+  requests: { type: 'array', items: summarySchema },
+  older: int('How many matching requests the rings hold older than the last one listed.'),
+  droppedForOthers: obj(
+    "Only for a named key that sees its own requests (inspect: own): how many of its requests the rings dropped to make room for other keys' requests (the ring is shared), and when the newest of them arrived (epoch ms).",
+    { records: int(), newest: num() },
+  ),
+});
+
+const attempt = obj('One upstream attempt.', {
+  n: int('1, 2, ...'),
+  upstream: str(),
+  replica: str('The replica that answered.'),
+  at: num('Epoch milliseconds when it was sent.'),
+  queueMs: num("From the client's request arriving to this attempt being sent."),
+  ttfbMs: num("From sending to the upstream's response headers (none without a response)."),
+  firstChunkMs: num("A stream's: from sending to its first bytes (the prefill shows here)."),
+  totalMs: num('From sending to the end of the body, or to the failure.'),
+  stream: { type: 'boolean' },
+  request: { ...capturedText, description: 'The body exactly as sent.' },
+  status: int("The upstream's status."),
+  response: { ...capturedText, description: "A non-streamed body, or a stream's events as received." },
+  events: int('How many events a stream carried.'),
+  error,
+});
+
+const decision = obj('A harness decision.', {
+  atMs: num('Milliseconds since the request arrived.'),
+  attempt: int('The attempt it belongs to (0: before the first).'),
+  kind: str(),
+  policy: str(),
+  reason: str('Why, in words.'),
+  detail: str("The policy's own detail (JSON text, cut)."),
+});
+
+const record = obj('The request whole.', {
+  ...summaryProperties,
+  method: str(),
+  path: str(),
+  clientRequest: obj("The client's request as received.", {
+    headers: {
+      type: 'object',
+      additionalProperties: { type: 'string' },
+      description: 'Name to value; credentials `[redacted]`.',
+    },
+    body: capturedText,
+  }),
+  upstreamAttempts: { type: 'array', items: attempt },
+  decisions: { type: 'array', items: decision },
+  clientResponse: obj('What the client received.', {
+    status: nullable('integer'),
+    body: { ...capturedText, description: "The response body as sent (a stream's frames)." },
+  }),
+  error,
+  harness: { type: 'object', additionalProperties: true, description: "The log line's harness summary." },
+});
+
+const call = obj('A tool call.', { name: str(), arguments: str('JSON text.') });
+const reassembledProperties = {
+  content: str(),
+  reasoning: str(),
+  calls: { type: 'array', items: call },
+  error: str('An error the body carried.'),
+  stream: { type: 'boolean' },
+};
+const reassembled = obj('A response read back.', {
+  ...reassembledProperties,
+  choices: {
+    type: 'array',
+    description: 'A chat body of several choices (`n` > 1), each read back on its own, by index.',
+    items: obj('One choice read back.', reassembledProperties),
+  },
+});
+
+export const requestSchema = obj(
+  'One request whole, and what the page reads of it.',
+  {
+    record,
+    modelWrote: { type: 'array', items: reassembled, description: 'Per attempt, its response read back.' },
+    clientReceived: reassembled,
+    curl: {
+      type: 'array',
+      items: str(),
+      description: 'Per attempt, a curl command that replays it against the backend (no credentials).',
+    },
+    attemptChoice: {
+      type: 'array',
+      items: nullable('integer'),
+      description:
+        "Per attempt, the choice it served when the client's n choices were asked one request each.",
+    },
+    diffBase: obj("What each attempt's request is diffed against.", {
+      against: { type: ['string', 'null'], enum: ['client', 'translated', null] },
+      text: str(),
+      note: str('Why there is none.'),
+    }),
+    cursor: str('Names the long texts of this answer: `?after=` it for only what changed.'),
+    delta: {
+      type: 'object',
+      additionalProperties: { type: 'integer' },
+      description: "Asked `?after=`: per text's path, how many characters of the asker's copy go before it.",
+    },
+  },
+  ['record', 'modelWrote', 'clientReceived', 'curl', 'attemptChoice', 'diffBase', 'cursor'],
+);
+
+export const sessionsSchema = obj('The sessions the rings hold, the newest first.', {
+  workers: int('How many workers answered.'),
+  partial: { type: 'boolean', description: 'Only the answering worker could be read.' },
+  sessions: {
+    type: 'array',
+    items: obj('One session.', {
+      session: str(),
+      requests: int(),
+      first: num('Epoch milliseconds of its first request.'),
+      last: num('Epoch milliseconds of its last request.'),
+      models: { type: 'array', items: str() },
+      failed: int(),
+    }),
+  },
+});
+
+export const sessionSchema = obj("One session's turns in order.", {
+  session: str(),
+  workers: int('How many workers answered.'),
+  partial: { type: 'boolean', description: 'Only the answering worker could be read.' },
+  turns: {
+    type: 'array',
+    items: obj('One turn.', {
+      summary: summarySchema,
+      cachedRatio: nullable(
+        'number',
+        'Cached prompt tokens over prompt tokens, when the upstream reported both.',
+      ),
+      prefix: {
+        type: ['object', 'null'],
+        additionalProperties: true,
+        description:
+          'Whether the prompt kept the bytes of the turn it continues: null on the first turn or when a body was cut; {kept: true}; {opens: true} (a prompt of its own); or {kept: false, where, offset, partOffset, before, after}: the part of the prompt sent where it first differs, the byte in the prompt and in that part, and the text around it (docs/prefix.md).',
+        properties: {
+          kept: { type: 'boolean' },
+          opens: { type: 'boolean' },
+          where: str('tools, or messages[i].'),
+          offset: int("In the prompt's UTF-8 bytes."),
+          partOffset: int("In `where`'s UTF-8 bytes."),
+          before: str(),
+          after: str(),
+        },
+      },
+    }),
+  },
+});
