@@ -15,17 +15,27 @@
  * their place says how many. The boundary moves in quarter-window
  * steps, so turns that add less than a step send the same bytes (docs/prefix.md). The field never
  * goes upstream (no backend has it).
+ *
+ * An agent's compaction turn (kit/last-turn.ts: Claude Code's, Codex's, toolproof's own for
+ * /v1/responses/compact) is cut so unless the client said `truncation: "disabled"`. It carries
+ * the whole history and asks for its summary: over the window, the backend refused it, the agent
+ * could not compact, and every later turn, longer still, was refused too. The session was dead;
+ * now the model summarises what fits, and the note says what it did not see.
  */
 import type { ChatMessage } from '../../protocol/openai.js';
+import { compactionTurn } from '../kit/last-turn.js';
 import { calibratedWindow, messagesBeforeBoundary } from '../kit/overflow.js';
 import { estimatedPromptTokens } from '../kit/prompt-bytes.js';
 import { type Policy, PROMPT_OVER_WINDOW } from '../types.js';
 import { describeTruncationEffect, TRUNCATION_POLICY, type TruncationEffect } from './effects.js';
 
 /** The note in place of the `count` oldest messages. */
-export function leftOutMessagesNote(count: number): string {
-  return `[toolproof left out the ${count === 1 ? 'oldest message' : `${count} oldest messages`} of this conversation to fit the model's context window (truncation: auto)]`;
+export function leftOutMessagesNote(count: number, why = 'truncation: auto'): string {
+  return `[toolproof left out the ${count === 1 ? 'oldest message' : `${count} oldest messages`} of this conversation to fit the model's context window (${why})]`;
 }
+
+/** The note's reason for a compaction turn cut without the client's `truncation: "auto"`. */
+export const COMPACTION_REASON = 'a compaction over the window';
 
 /**
  * The messages with the oldest past the boundary left out and the note in their place, and how
@@ -39,6 +49,7 @@ export function leaveOutOldest(
   messages: readonly ChatMessage[],
   older: number,
   fit: number,
+  why?: string,
 ): { messages: ChatMessage[]; count: number } | undefined {
   let lead = 0;
   while (
@@ -55,7 +66,7 @@ export function leaveOutOldest(
   // A result whose call is left out goes with it.
   while (end < messages.length - 1 && messages[end]?.role === 'tool') end++;
   if (end <= lead) return undefined;
-  const note: ChatMessage = { role: 'user', content: leftOutMessagesNote(end - lead) };
+  const note: ChatMessage = { role: 'user', content: leftOutMessagesNote(end - lead, why) };
   return { messages: [...messages.slice(0, lead), note, ...messages.slice(end)], count: end - lead };
 }
 
@@ -64,18 +75,23 @@ export const truncationPolicy: Policy<TruncationEffect> = {
   enabled: () => true,
   describeEffect: describeTruncationEffect,
   onRequest(request, ctx) {
-    if (request.truncation !== 'auto' && request.truncation !== 'disabled')
+    const asked = request.truncation;
+    // A compaction turn is cut unless the client said otherwise; it carries no field to drop.
+    const compaction = asked === undefined && compactionTurn(request);
+    if (asked !== 'auto' && asked !== 'disabled' && !compaction)
       return { action: 'continue', request, effects: [] };
-    const { truncation, ...sent } = request;
+    const { truncation, ...rest } = request;
+    const sent = compaction ? request : rest;
     const known = ctx.settings.contextWindow;
-    if (truncation !== 'auto' || !Array.isArray(sent.messages) || !(known > 0))
+    if ((truncation !== 'auto' && !compaction) || !Array.isArray(sent.messages) || !(known > 0))
       return { action: 'continue', request: sent, effects: [] };
     const refused = ctx.refused?.now.has(PROMPT_OVER_WINDOW) === true;
     const window = calibratedWindow(known, ctx.estimateScale);
     const older = messagesBeforeBoundary(sent.tools, sent.messages, known, refused, window);
     // The window as the backend counts (the refusal's scale): a tighter margin left out a long
     // message the backend had just taken whole (it was the last, kept whatever its estimate).
-    const left = older > 0 ? leaveOutOldest(sent.tools, sent.messages, older, window) : undefined;
+    const why = compaction ? COMPACTION_REASON : undefined;
+    const left = older > 0 ? leaveOutOldest(sent.tools, sent.messages, older, window, why) : undefined;
     if (!left) return { action: 'continue', request: sent, effects: [] };
     return {
       action: 'continue',
