@@ -66,6 +66,30 @@ describe('responses.inputItems.list', () => {
     expect(own.data.map(textOf)).toEqual(['first question']);
   });
 
+  it("a response made in a conversation lists the conversation's starting items first", async () => {
+    // Before, they were left out: the listing began at the conversation's first turn.
+    const c = stack.client;
+    const conv = await c.conversations.create({
+      items: [
+        { type: 'message', role: 'user', content: 'starting note' },
+        { type: 'message', role: 'user', content: 'starting question' },
+      ],
+    });
+    await c.responses.create({ model: 'sim', input: 'turn one', conversation: conv.id }, say('answer one'));
+    const two = await c.responses.create(
+      { model: 'sim', input: 'turn two', conversation: conv.id },
+      say('answer two'),
+    );
+    const texts: string[] = [];
+    for await (const item of c.responses.inputItems.list(two.id, { order: 'asc', limit: 2 }))
+      texts.push(
+        item.type === 'message'
+          ? (item.content as Array<{ text?: string }>).map((p) => p.text).join('')
+          : item.type,
+      );
+    expect(texts).toEqual(['starting note', 'starting question', 'turn one', 'answer one', 'turn two']);
+  });
+
   it("another key's response and an unknown one are 404s", async () => {
     const one = await stack.client.responses.create({ model: 'sim', input: 'mine' }, say('ok'));
     const bob = new OpenAI({ baseURL: stack.url, apiKey: 'key-b', maxRetries: 0 });

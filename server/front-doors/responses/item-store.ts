@@ -23,9 +23,11 @@ import { createHash, randomBytes } from 'node:crypto';
 import { stringifyJson } from '../../../protocol/lossless-json.js';
 import type { ItemLookup } from '../../../protocol/responses/items.js';
 import type { InputItem, OutputItem } from '../../../protocol/responses/types.js';
-import { StringMap } from '../../../protocol/string-set.js';
 import { BusiestFirst } from '../../busiest-first.js';
 import { WriteOrder } from '../../write-order.js';
+import { KeptListing, KeptListings, type Listed, type Listing } from './kept-listing.js';
+
+export type { Listed, Listing } from './kept-listing.js';
 
 /** Map entry, id and bookkeeping, beyond the JSON text itself. */
 const ENTRY_OVERHEAD_BYTES = 128;
@@ -53,6 +55,8 @@ interface Kept {
   readonly count?: number;
   /** A conversation: its latest response (the next request in it continues that one). */
   last?: string;
+  /** A response: the conversation it was made in (`conversation` on its request). */
+  conversation?: string;
   /**
    * A response: its response object without `output` (JSON), for GET /v1/responses/{id}; absent
    * for the turns that POST /v1/conversations/{id}/items adds. A conversation: its `created_at`
@@ -68,94 +72,6 @@ export interface ConversationMeta {
   created_at: number;
   metadata: Record<string, unknown>;
 }
-
-/** An item of a conversation and the id it is listed under. */
-export interface Listed {
-  id: string;
-  item: InputItem;
-}
-
-/** A conversation's items as listed, oldest first, and the place of a listed id among them (-1: none). */
-export interface Listing {
-  readonly length: number;
-  /** The item at `k` (0: the oldest). */
-  at(k: number): Listed;
-  indexOf(id: string): number;
-  missing?: undefined;
-}
-
-/**
- * A listing read for one page (a response's input items, built anew per request): a cursor is
- * found by one pass, no index (the page's read of the chain already costs as much).
- */
-function listingOf(list: readonly Listed[]): Listing {
-  return {
-    length: list.length,
-    at: (k) => list[k]!,
-    indexOf: (id) => list.findIndex((l) => l.id === id),
-  };
-}
-
-/**
- * A conversation's listing kept between pages (listConversation), and what it was built from:
- * turns added since extend it; any other change builds it again.
- */
-class KeptListing implements Listing {
-  /** The conversation's own items (JSON) and the ids deleted from it (a fresh list per delete). */
-  readonly json: string;
-  readonly deleted: readonly string[] | undefined;
-  /** Its latest turn when built or extended. */
-  last: string | undefined;
-  /** Ids past LONG_ID characters, in a StringMap (held apart: protocol/string-set.ts). */
-  private long: StringMap<number> | undefined;
-  private readonly short = new Map<string, number>();
-
-  constructor(
-    private readonly items: InputItem[],
-    private readonly ids: string[],
-    held: Kept,
-    /** The responses (turns) it read: one dropped, or an output item of one, makes it stale. */
-    readonly turns: Set<string>,
-    /** The conversation's JSON bytes. */
-    public bytes: number,
-  ) {
-    this.json = held.json;
-    this.deleted = held.deleted;
-    this.last = held.last;
-    for (let i = 0; i < ids.length; i++) this.index(ids[i]!, i);
-  }
-
-  get length(): number {
-    return this.items.length;
-  }
-
-  at(k: number): Listed {
-    return { id: this.ids[k]!, item: this.items[k]! };
-  }
-
-  indexOf(id: string): number {
-    return (id.length <= LONG_ID ? this.short.get(id) : this.long?.get(id)) ?? -1;
-  }
-
-  append(id: string, item: InputItem): void {
-    this.index(id, this.items.length);
-    this.items.push(item);
-    this.ids.push(id);
-  }
-
-  /** The first place of each id. */
-  private index(id: string, i: number): void {
-    if (id.length <= LONG_ID) {
-      if (!this.short.has(id)) this.short.set(id, i);
-    } else if (!(this.long ??= new StringMap()).has(id)) this.long.set(id, i);
-  }
-}
-
-/** Listings kept between pages, at most. */
-const MAX_LISTINGS = 8;
-
-/** Ids past this many characters are indexed by their digest (protocol/string-set.ts). */
-const LONG_ID = 4096;
 
 /**
  * The id a conversation item is listed under: its own, or (an input item sent without one) one
@@ -197,11 +113,12 @@ export class ResponsesItemStore {
   /** The scopes by their bytes, the busiest first. */
   private readonly busiest = new BusiestFirst<Scope>((s) => s.bytes);
   private used = 0;
-  /** Conversations as last listed, by id, the least recently read first (listConversation). */
-  private readonly listings = new Map<string, KeptListing>();
-  private listingBytes = 0;
+  /** Listings kept between pages (kept-listing.ts): conversations' by `c:` id, responses' input items by `r:` id. */
+  private readonly listings: KeptListings;
 
-  constructor(readonly maxBytes: number) {}
+  constructor(readonly maxBytes: number) {
+    this.listings = new KeptListings(maxBytes);
+  }
 
   /** Bytes counted for what is held now. */
   get bytes(): number {
@@ -301,24 +218,58 @@ export class ResponsesItemStore {
    * The input items response `id` was made from (GET /v1/responses/{id}/input_items), oldest
    * first, each with its listed id: its conversation before its own output (the turns its
    * previous_response_id chain brought and answered, then what its request brought). With an
-   * earlier response of the chain no longer held, what its own request brought. Undefined when
-   * the response is not held under `scope`; not made the newest (a listing is not a turn).
+   * earlier response of the chain no longer held, what its own request brought. Made in a
+   * conversation still held, the items it was created with come first (deleted ones left out):
+   * before, they were missing. Kept between pages (kept-listing.ts): a page read the whole chain
+   * again. Undefined when the response is not held under `scope`; not made the newest (a listing
+   * is not a turn).
    */
   inputItems(scope: string, id: string): Listing | undefined {
     const kept = this.responses.get(id);
     if (!kept || kept.scope !== scope || kept.envelope === undefined) return undefined;
-    const ids: string[] = [];
+    const key = `r:${id}`;
+    const memo = this.listings.get(key);
+    if (memo) return memo;
+    let ids: string[] = [];
     const found = this.conversation(scope, id, false, Number.POSITIVE_INFINITY, ids);
-    const out: Listed[] = [];
+    const reads = new Set<string>();
+    let items: InputItem[];
+    let bytes = kept.json.length;
     if (found.missing !== undefined) {
-      const brought = JSON.parse(kept.json) as InputItem[];
-      for (let j = 0; j < brought.length; j++)
-        out.push({ id: listedId(id, j, brought[j]!), item: brought[j]! });
-      return listingOf(out);
+      items = JSON.parse(kept.json) as InputItem[];
+      ids.length = 0;
+      for (let j = 0; j < items.length; j++) ids.push(listedId(id, j, items[j]!));
+      reads.add(id);
+    } else {
+      items = found.items;
+      bytes = found.bytes;
+      const n = items.length - (kept.outputIds?.length ?? 0);
+      items.length = n;
+      ids.length = n;
+      for (let r: string | undefined = id; r !== undefined && !reads.has(r); r = this.responses.get(r)?.prev)
+        reads.add(r);
+      // Made in a conversation: the items it was created with come first (as listed now).
+      const held = kept.conversation === undefined ? undefined : this.conversations.get(kept.conversation);
+      if (held && held.scope === scope) {
+        const own = JSON.parse(held.json) as InputItem[];
+        const deleted = held.deleted?.length ? new Set(held.deleted) : undefined;
+        const ownIds: string[] = [];
+        const ownItems: InputItem[] = [];
+        for (let j = 0; j < own.length; j++) {
+          const listed = listedId(held.id, j, own[j]!);
+          if (deleted?.has(listed)) continue;
+          ownIds.push(listed);
+          ownItems.push(own[j]!);
+        }
+        items = ownItems.concat(items);
+        ids = ownIds.concat(ids);
+        bytes += held.json.length;
+        reads.add(held.id);
+      }
     }
-    const n = found.items.length - (kept.outputIds?.length ?? 0);
-    for (let i = 0; i < n; i++) out.push({ id: ids[i]!, item: found.items[i]! });
-    return listingOf(out);
+    const listing = new KeptListing(items, ids, kept, reads, bytes);
+    this.listings.remember(key, listing);
+    return listing;
   }
 
   /** Forgets response `id` and its output items (DELETE /v1/responses/{id}); false when not held. */
@@ -447,7 +398,7 @@ export class ResponsesItemStore {
    * (POST .../items, a turn answered): their items appended, each turn read once. False when
    * anything else changed (a turn not held, the chain not reaching the memo's): built anew.
    */
-  private extend(memo: KeptListing, held: Kept): boolean {
+  private extend(key: string, memo: KeptListing, held: Kept): boolean {
     const added: Kept[] = [];
     let bytes = 0;
     for (let at = held.last; at !== memo.last; ) {
@@ -463,10 +414,9 @@ export class ResponsesItemStore {
     for (let i = added.length - 1; i >= 0; i--) this.turnItems(added[i]!, false, items, ids);
     const deleted = held.deleted?.length ? new Set(held.deleted) : undefined;
     for (let i = 0; i < items.length; i++) if (!deleted?.has(ids[i]!)) memo.append(ids[i]!, items[i]!);
-    for (const r of added) memo.turns.add(r.id);
+    for (const r of added) memo.reads.add(r.id);
     memo.last = held.last;
-    this.listingBytes += bytes;
-    memo.bytes += bytes;
+    this.listings.grew(key, bytes);
     return true;
   }
 
@@ -574,49 +524,20 @@ export class ResponsesItemStore {
   listConversation(scope: string, id: string): Listing | { missing: string } {
     const held = this.conversations.get(id);
     if (!held || held.scope !== scope) return { missing: id };
-    const memo = this.listings.get(id);
-    if (memo && memo.json === held.json && memo.deleted === held.deleted) {
-      if (memo.last === held.last || this.extend(memo, held)) {
-        this.listings.delete(id);
-        this.listings.set(id, memo);
-        if (this.listingBytes > this.maxBytes) this.remember(id, memo);
-        return memo;
-      }
-    }
+    const key = `c:${id}`;
+    const memo = this.listings.get(key);
+    if (memo?.builtFrom(held) && (memo.last === held.last || this.extend(key, memo, held))) return memo;
     const ids: string[] = [];
     const found = this.conversationItems(scope, id, false, Number.POSITIVE_INFINITY, ids);
     if (found.missing !== undefined) return found;
-    const turns = new Set<string>();
+    const reads = new Set<string>([id]);
     for (let r = held.last; r !== undefined; r = this.responses.get(r)?.prev) {
-      if (turns.has(r)) break;
-      turns.add(r);
+      if (reads.has(r)) break;
+      reads.add(r);
     }
-    const listing = new KeptListing(found.items, ids, held, turns, found.bytes);
-    this.remember(id, listing);
+    const listing = new KeptListing(found.items, ids, held, reads, found.bytes);
+    this.listings.remember(key, listing);
     return listing;
-  }
-
-  /**
-   * Keeps `listing` for the next page: the newest listings whose conversations come to at most
-   * the store's own budget (their items held parsed: 3.3-4.4x their JSON in heap, the items
-   * themselves most of it), at most 8.
-   */
-  private remember(id: string, listing: KeptListing): void {
-    this.forget(id);
-    if (listing.bytes > this.maxBytes) return;
-    this.listings.set(id, listing);
-    this.listingBytes += listing.bytes;
-    for (const [oldest] of this.listings) {
-      if (this.listingBytes <= this.maxBytes && this.listings.size <= MAX_LISTINGS) break;
-      this.forget(oldest);
-    }
-  }
-
-  private forget(id: string): void {
-    const memo = this.listings.get(id);
-    if (!memo) return;
-    this.listings.delete(id);
-    this.listingBytes -= memo.bytes;
   }
 
   /** Whether conversation `id` is held under `scope` (not made the newest). */
@@ -684,7 +605,10 @@ export class ResponsesItemStore {
   /** Conversation `id` goes on from `response` (kept just now) when it is still held. */
   advanceConversation(scope: string, id: string, response: string): void {
     const kept = this.conversations.get(id);
-    if (kept && kept.scope === scope) kept.last = response;
+    if (!kept || kept.scope !== scope) return;
+    kept.last = response;
+    const turn = this.responses.get(response);
+    if (turn?.scope === scope) turn.conversation = id;
   }
 
   /** `kept` moved to the newest of its scope (a fresh entry: the write order skips the old one). */
@@ -728,15 +652,10 @@ export class ResponsesItemStore {
     return true;
   }
 
-  /** A listing that read `kept` (a turn, an output item of one, the conversation) is built again. */
+  /** A listing that read `kept` (a turn, an output item of one, a conversation) is built again. */
   private staled(kept: Kept): void {
-    if (kept.kind === 'conversation') {
-      this.forget(kept.id);
-      return;
-    }
-    const turn = kept.kind === 'response' ? kept.id : kept.response;
-    if (turn === undefined) return;
-    for (const [id, memo] of this.listings) if (memo.turns.has(turn)) this.forget(id);
+    const read = kept.kind === 'item' ? kept.response : kept.id;
+    if (read !== undefined) this.listings.stale(read);
   }
 
   /**
