@@ -167,7 +167,7 @@ describe('a conversation read to its end, page by page', () => {
           content: [],
         };
         const input = Array.from({ length: 9 }, (_, j) => output(i + j));
-        store.keepResponse('k', id, prev, input, [answer as never], prev === undefined, '{}');
+        store.keepResponse('k', id, prev, input, [answer as never], prev === undefined, { envelope: '{}' });
         prev = id;
       }
       return { store, last: prev! };

@@ -55,6 +55,8 @@ interface Kept {
   readonly count?: number;
   /** A conversation: its latest response (the next request in it continues that one). */
   last?: string;
+  /** A response that was streamed: its live stream's numbering (protocol/responses/replay.ts). */
+  readonly numbering?: Uint32Array;
   /** A response: the conversation it was made in (`conversation` on its request). */
   conversation?: string;
   /**
@@ -158,8 +160,11 @@ export class ResponsesItemStore {
     output: readonly OutputItem[],
     /** Whether `input` is a whole conversation (no previous_response_id, no conversation). */
     whole = prev === undefined,
-    /** The response object without `output` (GET /v1/responses/{id}). */
-    envelope?: string,
+    /**
+     * `envelope`: the response object without `output` (GET /v1/responses/{id}); `numbering`:
+     * its live stream's, when it was streamed (GET /v1/responses/{id}?stream=true).
+     */
+    { envelope, numbering }: { envelope?: string; numbering?: Uint32Array | undefined } = {},
   ): boolean {
     let link = prev === undefined ? undefined : this.responses.get(prev);
     let brought = input;
@@ -181,7 +186,11 @@ export class ResponsesItemStore {
     }
     const json = stringifyJson(brought);
     const bytes =
-      Buffer.byteLength(json) + (envelope ? Buffer.byteLength(envelope) : 0) + idBytes + ENTRY_OVERHEAD_BYTES;
+      Buffer.byteLength(json) +
+      (envelope ? Buffer.byteLength(envelope) : 0) +
+      (numbering?.byteLength ?? 0) +
+      idBytes +
+      ENTRY_OVERHEAD_BYTES;
     const count = (link?.count ?? 0) + brought.length + outputIds.length;
     // A continued response no longer held keeps no link: naming this one misses as that one did.
     const linked = prev === undefined ? link?.id : prev;
@@ -196,7 +205,14 @@ export class ResponsesItemStore {
       count,
       ...(linked !== undefined ? { prev: linked } : {}),
       ...(envelope !== undefined ? { envelope } : {}),
+      ...(envelope !== undefined && numbering !== undefined ? { numbering } : {}),
     });
+  }
+
+  /** Response `id`'s live stream numbering, when it was streamed and is held under `scope`. */
+  streamNumbering(scope: string, id: string): Uint32Array | undefined {
+    const kept = this.responses.get(id);
+    return kept?.scope === scope ? kept.numbering : undefined;
   }
 
   /**
