@@ -24,6 +24,7 @@
  */
 import type { ChatMessage } from '../../protocol/openai.js';
 import { compactionTurn } from '../kit/last-turn.js';
+import { type CutMarker, cutText } from '../kit/cut.js';
 import { calibratedWindow, messagesBeforeBoundary } from '../kit/overflow.js';
 import { estimatedPromptTokens } from '../kit/prompt-bytes.js';
 import { type Policy, PROMPT_OVER_WINDOW } from '../types.js';
@@ -39,7 +40,7 @@ export const COMPACTION_REASON = 'a compaction over the window';
 
 /**
  * The messages with the oldest past the boundary left out and the note in their place, and how
- * many went; undefined when none does. `older`: how many messages start before the boundary. The
+ * many went (the one cut counted); undefined when none does. `older`: how many messages start before the boundary. The
  * last of those may run past it: it stays when the prompt kept from it fits `fit` (estimated
  * tokens), so a long message is not left out for starting early; past that it goes too. Either
  * way later turns, which only append, leave out the same until the boundary steps on.
@@ -58,16 +59,40 @@ export function leaveOutOldest(
   )
     lead++;
   let end = Math.min(older, messages.length - 1);
-  if (
-    end > lead &&
-    estimatedPromptTokens(tools, [...messages.slice(0, lead), ...messages.slice(end - 1)]) <= fit
-  )
-    end--;
+  // The message that runs past the boundary: whole while what is kept from it fits; past that,
+  // when it is long text (a pasted document, the last turn's long question), its head and tail,
+  // a quarter of the window, rather than nothing. Left out whole, the turn after a long message
+  // lost all of it though the backend had just taken it. Cut from its own text and the window
+  // only, it is the same bytes on every later turn until the boundary passes it.
+  let straddler: ChatMessage | undefined;
+  if (end > lead) {
+    const from = [...messages.slice(0, lead), ...messages.slice(end - 1)];
+    if (estimatedPromptTokens(tools, from) <= fit) end--;
+    else straddler = cutMessage(messages[end - 1], fit);
+  }
   // A result whose call is left out goes with it.
-  while (end < messages.length - 1 && messages[end]?.role === 'tool') end++;
+  if (straddler === undefined) while (end < messages.length - 1 && messages[end]?.role === 'tool') end++;
   if (end <= lead) return undefined;
-  const note: ChatMessage = { role: 'user', content: leftOutMessagesNote(end - lead, why) };
-  return { messages: [...messages.slice(0, lead), note, ...messages.slice(end)], count: end - lead };
+  const kept = straddler ? [straddler, ...messages.slice(end)] : messages.slice(end);
+  // Left out whole (the one cut says so itself, and counts as degraded).
+  const whole = straddler ? end - 1 - lead : end - lead;
+  const note: ChatMessage = { role: 'user', content: leftOutMessagesNote(whole, why) };
+  return { messages: [...messages.slice(0, lead), ...(whole > 0 ? [note] : []), ...kept], count: end - lead };
+}
+
+/** A marker in place of the middle of a long message cut to fit. */
+const messageMarker: CutMarker = (left, total, lines) =>
+  `[... toolproof left out ${left} of this message's ${total} characters (${lines} line${lines === 1 ? '' : 's'}) to fit the model's context window ...]`;
+
+/**
+ * `m` cut to a quarter of the window when it is a user or assistant message of text longer than
+ * that (string content, no tool calls); undefined otherwise (it is left out whole).
+ */
+function cutMessage(m: ChatMessage | undefined, fit: number): ChatMessage | undefined {
+  if (!m || (m.role !== 'user' && m.role !== 'assistant') || typeof m.content !== 'string') return undefined;
+  if ((m as { tool_calls?: unknown[] }).tool_calls?.length) return undefined;
+  const cut = cutText(m.content, Math.max(1, Math.floor(fit / 4)), messageMarker);
+  return cut === m.content ? undefined : { ...m, content: cut };
 }
 
 export const truncationPolicy: Policy<TruncationEffect> = {

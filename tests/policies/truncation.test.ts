@@ -96,6 +96,28 @@ describe('truncation policy', () => {
     expect(next.slice(0, sent.length)).toEqual(sent);
   });
 
+  it('a long message the boundary runs through is cut to its head and tail, not left out, the same bytes each turn', () => {
+    // Before, the turn after a long message (6,000 tokens of an 8k window, taken whole as the last)
+    // left all of it out: what was kept from it did not fit.
+    const ctx = refused(8192);
+    const messages: ChatMessage[] = [{ role: 'system', content: 's' }];
+    const seen: string[] = [];
+    for (let t = 0; t < 10; t++) {
+      messages.push(user(t === 5 ? `LONG ${'L'.repeat(24_000)} END` : `${t} ${'u'.repeat(2000)}`));
+      const sent = run([...messages], ctx).request.messages;
+      const long = sent.find((m) => String(m.content).startsWith('LONG'));
+      if (t >= 5) {
+        expect(long, `turn ${t}`).toBeDefined();
+        seen.push(String(long!.content));
+      }
+      messages.push(assistant(`a${t} ${'a'.repeat(400)}`));
+    }
+    expect(seen[0]).toBe(`LONG ${'L'.repeat(24_000)} END`);
+    expect(seen[1]).toMatch(/^LONG L+\n?\[\.\.\. toolproof left out \d+ of this message's 24009 characters/);
+    expect(seen[1]!.endsWith('END')).toBe(true);
+    expect(new Set(seen.slice(1)).size).toBe(1);
+  });
+
   it("a compaction turn without the field is cut so too, its note saying why; 'disabled' is honoured", () => {
     const compaction = [...long, user('CRITICAL: Respond with TEXT ONLY. Do NOT call any tools. Summarize.')];
     const d = run(compaction, refused(8192), 'none');
