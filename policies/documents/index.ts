@@ -51,11 +51,14 @@ export const documentsPolicy: Policy<DocumentsEffect> = {
     let room = REQUEST_DOCUMENTS_MAX_CHARS;
     // The read ones by their part (whole, or cut by itself), for the second pass.
     const read = new Map<ContentPart, ReadDocument>();
+    // The others' notes by their part, for the second pass too.
+    const notes = new Map<ContentPart, string>();
     const messages = rewriteParts(request.messages, (part) => {
       if (part.type !== 'file') return part;
       const rendered = renderDocument(fileFields(part) ?? {}, ctx.documents, room);
       if (!rendered.read) {
         docs.push(null);
+        notes.set(part, rendered.text);
         return { type: 'text', text: rendered.text };
       }
       room -= rendered.text.length;
@@ -94,7 +97,13 @@ export const documentsPolicy: Policy<DocumentsEffect> = {
     const out = over
       ? rewriteParts(request.messages, (part, m, i) => {
           const doc = read.get(part);
-          if (!doc) return part;
+          // A document not read is its note here too: returned as it came, a file part toolproof
+          // could not read (a file_id, a URL, an encrypted PDF) went upstream beside a read one
+          // once the prompt was over the window, and a backend without file parts refused it.
+          if (!doc) {
+            const note = notes.get(part);
+            return note === undefined ? part : { type: 'text', text: note };
+          }
           let share = shares.get(m);
           if (share === undefined)
             shares.set(m, (share = Math.max(1, Math.floor(quarter(fit) / documentsIn(m)))));

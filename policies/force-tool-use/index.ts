@@ -43,6 +43,7 @@ import type {
 import { type CompileBudget, passThroughHook, type Policy, type PolicyContext } from '../types.js';
 import { isPlainObject } from '../kit/canonical-arguments.js';
 import { toolSetOf } from '../kit/tool-set.js';
+import { textOnlyTurn } from '../kit/last-turn.js';
 import {
   appendAnswer,
   type DecodedAnswer,
@@ -111,48 +112,6 @@ export function notForcedReason(request: ChatCompletionRequest, answer?: AnswerF
     return 'response-format';
   }
   return null;
-}
-
-/**
- * Words that forbid tools outright. Linear (no nested quantifiers); matched case-insensitively.
- * Sources: Claude Code 2.1's compaction and side-question prompts ("CRITICAL: Respond with TEXT
- * ONLY. Do NOT call any tools.", "Tool calls will be REJECTED"); the same in a user's own words.
- */
-const TEXT_ONLY =
-  /\b(?:respond|reply|answer) with text only\b|\bdo not (?:call|use) any tools?\b|\bdon't (?:call|use) any tools?\b|\btool calls will be rejected\b/i;
-
-/** How much of each text part of the last turn is read: its start and its end. */
-const TEXT_ONLY_SCAN = 16 * 1024;
-
-function saysTextOnly(text: string): boolean {
-  if (text.length <= 2 * TEXT_ONLY_SCAN) return TEXT_ONLY.test(text);
-  return TEXT_ONLY.test(text.slice(0, TEXT_ONLY_SCAN)) || TEXT_ONLY.test(text.slice(-TEXT_ONLY_SCAN));
-}
-
-/**
- * Does the request's last message, a user turn, forbid tools in so many words? Read at most 32 KB
- * of each of its first 16 text parts, whatever the turn's size.
- */
-export function textOnlyTurn(request: ChatCompletionRequest): boolean {
-  const messages = request.messages;
-  if (!Array.isArray(messages) || messages.length === 0) return false;
-  const last = messages[messages.length - 1];
-  if (!isPlainObject(last) || last.role !== 'user') return false;
-  const content = last.content;
-  if (typeof content === 'string') return saysTextOnly(content);
-  if (!Array.isArray(content)) return false;
-  for (let i = 0; i < content.length && i < 16; i++) {
-    const part = content[i];
-    if (
-      isPlainObject(part) &&
-      part.type === 'text' &&
-      typeof part.text === 'string' &&
-      saysTextOnly(part.text)
-    ) {
-      return true;
-    }
-  }
-  return false;
 }
 
 function callName(call: unknown): string | undefined {

@@ -15,21 +15,32 @@
  * their place says how many. The boundary moves in quarter-window
  * steps, so turns that add less than a step send the same bytes (docs/prefix.md). The field never
  * goes upstream (no backend has it).
+ *
+ * An agent's compaction turn (kit/last-turn.ts: Claude Code's, Codex's, toolproof's own for
+ * /v1/responses/compact) is cut so unless the client said `truncation: "disabled"`. It carries
+ * the whole history and asks for its summary: over the window, the backend refused it, the agent
+ * could not compact, and every later turn, longer still, was refused too. The session was dead;
+ * now the model summarises what fits, and the note says what it did not see.
  */
 import type { ChatMessage } from '../../protocol/openai.js';
+import { compactionTurn } from '../kit/last-turn.js';
+import { type CutMarker, cutText } from '../kit/cut.js';
 import { calibratedWindow, messagesBeforeBoundary } from '../kit/overflow.js';
 import { estimatedPromptTokens } from '../kit/prompt-bytes.js';
 import { type Policy, PROMPT_OVER_WINDOW } from '../types.js';
 import { describeTruncationEffect, TRUNCATION_POLICY, type TruncationEffect } from './effects.js';
 
 /** The note in place of the `count` oldest messages. */
-export function leftOutMessagesNote(count: number): string {
-  return `[toolproof left out the ${count === 1 ? 'oldest message' : `${count} oldest messages`} of this conversation to fit the model's context window (truncation: auto)]`;
+export function leftOutMessagesNote(count: number, why = 'truncation: auto'): string {
+  return `[toolproof left out the ${count === 1 ? 'oldest message' : `${count} oldest messages`} of this conversation to fit the model's context window (${why})]`;
 }
+
+/** The note's reason for a compaction turn cut without the client's `truncation: "auto"`. */
+export const COMPACTION_REASON = 'a compaction over the window';
 
 /**
  * The messages with the oldest past the boundary left out and the note in their place, and how
- * many went; undefined when none does. `older`: how many messages start before the boundary. The
+ * many went (the one cut counted); undefined when none does. `older`: how many messages start before the boundary. The
  * last of those may run past it: it stays when the prompt kept from it fits `fit` (estimated
  * tokens), so a long message is not left out for starting early; past that it goes too. Either
  * way later turns, which only append, leave out the same until the boundary steps on.
@@ -39,6 +50,7 @@ export function leaveOutOldest(
   messages: readonly ChatMessage[],
   older: number,
   fit: number,
+  why?: string,
 ): { messages: ChatMessage[]; count: number } | undefined {
   let lead = 0;
   while (
@@ -47,16 +59,40 @@ export function leaveOutOldest(
   )
     lead++;
   let end = Math.min(older, messages.length - 1);
-  if (
-    end > lead &&
-    estimatedPromptTokens(tools, [...messages.slice(0, lead), ...messages.slice(end - 1)]) <= fit
-  )
-    end--;
+  // The message that runs past the boundary: whole while what is kept from it fits; past that,
+  // when it is long text (a pasted document, the last turn's long question), its head and tail,
+  // a quarter of the window, rather than nothing. Left out whole, the turn after a long message
+  // lost all of it though the backend had just taken it. Cut from its own text and the window
+  // only, it is the same bytes on every later turn until the boundary passes it.
+  let straddler: ChatMessage | undefined;
+  if (end > lead) {
+    const from = [...messages.slice(0, lead), ...messages.slice(end - 1)];
+    if (estimatedPromptTokens(tools, from) <= fit) end--;
+    else straddler = cutMessage(messages[end - 1], fit);
+  }
   // A result whose call is left out goes with it.
-  while (end < messages.length - 1 && messages[end]?.role === 'tool') end++;
+  if (straddler === undefined) while (end < messages.length - 1 && messages[end]?.role === 'tool') end++;
   if (end <= lead) return undefined;
-  const note: ChatMessage = { role: 'user', content: leftOutMessagesNote(end - lead) };
-  return { messages: [...messages.slice(0, lead), note, ...messages.slice(end)], count: end - lead };
+  const kept = straddler ? [straddler, ...messages.slice(end)] : messages.slice(end);
+  // Left out whole (the one cut says so itself, and counts as degraded).
+  const whole = straddler ? end - 1 - lead : end - lead;
+  const note: ChatMessage = { role: 'user', content: leftOutMessagesNote(whole, why) };
+  return { messages: [...messages.slice(0, lead), ...(whole > 0 ? [note] : []), ...kept], count: end - lead };
+}
+
+/** A marker in place of the middle of a long message cut to fit. */
+const messageMarker: CutMarker = (left, total, lines) =>
+  `[... toolproof left out ${left} of this message's ${total} characters (${lines} line${lines === 1 ? '' : 's'}) to fit the model's context window ...]`;
+
+/**
+ * `m` cut to a quarter of the window when it is a user or assistant message of text longer than
+ * that (string content, no tool calls); undefined otherwise (it is left out whole).
+ */
+function cutMessage(m: ChatMessage | undefined, fit: number): ChatMessage | undefined {
+  if (!m || (m.role !== 'user' && m.role !== 'assistant') || typeof m.content !== 'string') return undefined;
+  if ((m as { tool_calls?: unknown[] }).tool_calls?.length) return undefined;
+  const cut = cutText(m.content, Math.max(1, Math.floor(fit / 4)), messageMarker);
+  return cut === m.content ? undefined : { ...m, content: cut };
 }
 
 export const truncationPolicy: Policy<TruncationEffect> = {
@@ -64,18 +100,23 @@ export const truncationPolicy: Policy<TruncationEffect> = {
   enabled: () => true,
   describeEffect: describeTruncationEffect,
   onRequest(request, ctx) {
-    if (request.truncation !== 'auto' && request.truncation !== 'disabled')
+    const asked = request.truncation;
+    // A compaction turn is cut unless the client said otherwise; it carries no field to drop.
+    const compaction = asked === undefined && compactionTurn(request);
+    if (asked !== 'auto' && asked !== 'disabled' && !compaction)
       return { action: 'continue', request, effects: [] };
-    const { truncation, ...sent } = request;
+    const { truncation, ...rest } = request;
+    const sent = compaction ? request : rest;
     const known = ctx.settings.contextWindow;
-    if (truncation !== 'auto' || !Array.isArray(sent.messages) || !(known > 0))
+    if ((truncation !== 'auto' && !compaction) || !Array.isArray(sent.messages) || !(known > 0))
       return { action: 'continue', request: sent, effects: [] };
     const refused = ctx.refused?.now.has(PROMPT_OVER_WINDOW) === true;
     const window = calibratedWindow(known, ctx.estimateScale);
     const older = messagesBeforeBoundary(sent.tools, sent.messages, known, refused, window);
     // The window as the backend counts (the refusal's scale): a tighter margin left out a long
     // message the backend had just taken whole (it was the last, kept whatever its estimate).
-    const left = older > 0 ? leaveOutOldest(sent.tools, sent.messages, older, window) : undefined;
+    const why = compaction ? COMPACTION_REASON : undefined;
+    const left = older > 0 ? leaveOutOldest(sent.tools, sent.messages, older, window, why) : undefined;
     if (!left) return { action: 'continue', request: sent, effects: [] };
     return {
       action: 'continue',

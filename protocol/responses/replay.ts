@@ -1,11 +1,17 @@
 /**
  * A kept response as the event stream a streamed request for it sends (GET
  * /v1/responses/{id}?stream=true: the openai SDK's `responses.retrieve(id, {stream: true})` and
- * `responses.stream({response_id})`). Nothing is held of a stream but its final response, so the
- * events are rebuilt from it, numbered from 0: response.created and response.in_progress (the
- * response with no output yet), each output item added, its content in one delta, done, then the
- * response's terminal event. An SDK that assembles the stream gets the response as kept.
- * `starting_after` counts in this rebuilt numbering. Pure.
+ * `responses.stream({response_id})`). The events are rebuilt from the final response.
+ *
+ * A response that was streamed is rebuilt as it went out: its StreamNumbering (a few numbers an
+ * event: its kind, its item and part, a delta's length) gives each event its live
+ * sequence_number and each delta its slice of the final text, so a client that lost its stream
+ * after event N and resumes with `starting_after` N gets exactly the events it had not seen.
+ * Before, the rebuilt stream was numbered from 0 with each item's content in one delta: N from the
+ * live stream named another event, and the resumed client skipped or repeated content (the openai
+ * SDK filters the replay by sequence_number itself). A response answered whole has no live
+ * numbering: response.created and response.in_progress (no output yet), each output item added,
+ * its content in one delta, done, then the terminal event, numbered from 0. Pure.
  */
 import type { ResponsesEvent, ResponsesEventBody } from './types.js';
 
@@ -63,8 +69,146 @@ function opened(item: Obj): Obj {
   return out;
 }
 
-/** The events of `response` (a kept one, its output whole), those numbered after `startingAfter`. */
-export function replayEvents(response: Obj, startingAfter = -1): ResponsesEvent[] {
+/** The events a live stream numbers, by code (StreamNumbering); any other is not replayed. */
+const CODES = [
+  'keepalive',
+  'response.created',
+  'response.in_progress',
+  'response.output_item.added',
+  'response.content_part.added',
+  'response.output_text.delta',
+  'response.output_text.done',
+  'response.reasoning_text.delta',
+  'response.reasoning_text.done',
+  'response.content_part.done',
+  'response.function_call_arguments.delta',
+  'response.function_call_arguments.done',
+  'response.custom_tool_call_input.delta',
+  'response.custom_tool_call_input.done',
+  'response.output_item.done',
+  ...Object.values(TERMINAL),
+] as const;
+const CODE = new Map<string, number>(CODES.map((c, i) => [c, i]));
+const OTHER = 255;
+
+/** Words a live event takes: its code and content index, its output index, a delta's length. */
+const WORDS = 3;
+
+/**
+ * The numbering of one live stream, recorded event by event as it goes out (server: the
+ * Responses SSE output) and kept beside the response. Three 32-bit words an event. Invalid (and
+ * not kept) when the events are not numbered 0, 1, 2, ... as recorded.
+ */
+export class StreamNumbering {
+  private words = new Uint32Array(WORDS * 64);
+  private n = 0;
+  private valid = true;
+
+  record(event: ResponsesEvent): void {
+    if (event.sequence_number !== this.n) this.valid = false;
+    if (this.words.length < WORDS * (this.n + 1)) {
+      const grown = new Uint32Array(this.words.length * 2);
+      grown.set(this.words);
+      this.words = grown;
+    }
+    const e = event as unknown as Obj;
+    const content = typeof e.content_index === 'number' ? e.content_index + 1 : 0;
+    const output = typeof e.output_index === 'number' ? e.output_index + 1 : 0;
+    const delta = typeof e.delta === 'string' ? e.delta.length : 0;
+    const at = WORDS * this.n++;
+    this.words[at] = (CODE.get(event.type) ?? OTHER) | (content << 8);
+    this.words[at + 1] = output;
+    this.words[at + 2] = delta;
+  }
+
+  /** The numbering as kept (a copy of its length), or undefined when it cannot be trusted. */
+  finish(): Uint32Array | undefined {
+    return this.valid ? this.words.slice(0, WORDS * this.n) : undefined;
+  }
+}
+
+/** The text an item's deltas at content index `k` (-1: none) build. */
+function textOf(item: Obj | undefined, k: number): string {
+  if (!item) return '';
+  if (item.type === 'function_call') return typeof item.arguments === 'string' ? item.arguments : '';
+  if (item.type === 'custom_tool_call') return typeof item.input === 'string' ? item.input : '';
+  const part = Array.isArray(item.content) ? (item.content as Obj[])[k] : undefined;
+  return typeof part?.text === 'string' ? part.text : '';
+}
+
+/** The events of `response` as its live stream numbered them (`numbering`), those after `startingAfter`. */
+function replayNumbered(response: Obj, numbering: Uint32Array, startingAfter: number): ResponsesEvent[] {
+  const output = Array.isArray(response.output) ? (response.output as Obj[]) : [];
+  const snapshot = { ...response, status: 'in_progress', output: [], output_text: '', usage: null };
+  /** Each item's and part's text sent so far (a delta's start). */
+  const sent = new Map<number, number>();
+  const out: ResponsesEvent[] = [];
+  for (let seq = 0; WORDS * seq < numbering.length; seq++) {
+    const word = numbering[WORDS * seq]!;
+    const type = CODES[word & 0xff];
+    const k = (word >>> 8) - 1;
+    const i = numbering[WORDS * seq + 1]! - 1;
+    const item = output[i];
+    const key = i * 65_536 + k + 1;
+    const from = sent.get(key) ?? 0;
+    const length = numbering[WORDS * seq + 2]!;
+    if (type?.endsWith('.delta')) sent.set(key, from + length);
+    if (seq <= startingAfter || type === undefined || type === 'keepalive') continue;
+    const at = { item_id: item?.id, output_index: i, ...(k >= 0 ? { content_index: k } : {}) };
+    const text = textOf(item, k);
+    const part = k >= 0 && Array.isArray(item?.content) ? (item.content as Obj[])[k] : undefined;
+    let body: ResponsesEventBody;
+    switch (type) {
+      case 'response.created':
+      case 'response.in_progress':
+        body = { type, response: snapshot };
+        break;
+      case 'response.output_item.added':
+        body = { type, output_index: i, item: item ? opened(item) : {} };
+        break;
+      case 'response.output_item.done':
+        body = { type, output_index: i, item: item ?? {} };
+        break;
+      case 'response.content_part.added':
+        body = { type, ...at, part: { ...part, ...(typeof part?.text === 'string' ? { text: '' } : {}) } };
+        break;
+      case 'response.content_part.done':
+        body = { type, ...at, part: part ?? {} };
+        break;
+      case 'response.output_text.delta':
+        body = { type, ...at, delta: text.slice(from, from + length), logprobs: [] };
+        break;
+      case 'response.reasoning_text.delta':
+      case 'response.function_call_arguments.delta':
+      case 'response.custom_tool_call_input.delta':
+        body = { type, ...at, delta: text.slice(from, from + length) };
+        break;
+      case 'response.output_text.done':
+        body = { type, ...at, text, logprobs: [] };
+        break;
+      case 'response.reasoning_text.done':
+        body = { type, ...at, text };
+        break;
+      case 'response.function_call_arguments.done':
+        body = { type, ...at, name: item?.name, arguments: text };
+        break;
+      case 'response.custom_tool_call_input.done':
+        body = { type, ...at, input: text };
+        break;
+      default:
+        body = { type, response };
+    }
+    out.push({ ...body, sequence_number: seq });
+  }
+  return out;
+}
+
+/**
+ * The events of `response` (a kept one, its output whole), those numbered after `startingAfter`:
+ * as its live stream numbered them when `numbering` was kept, else rebuilt from 0.
+ */
+export function replayEvents(response: Obj, startingAfter = -1, numbering?: Uint32Array): ResponsesEvent[] {
+  if (numbering) return replayNumbered(response, numbering, startingAfter);
   const output = Array.isArray(response.output) ? (response.output as Obj[]) : [];
   const snapshot = { ...response, status: 'in_progress', output: [], output_text: '', usage: null };
   const bodies: ResponsesEventBody[] = [

@@ -121,7 +121,7 @@ describe('the Conversations API beside responses', () => {
   });
 
   it("the Agents SDK's OpenAIConversationsSession: two runs with a tool loop, then popItem", async () => {
-    const { agent, runner, seen, client } = await weatherAgent(stack, (city) => `Sunny in ${city}`);
+    const { agent, runner, seen, client } = weatherAgent(stack, (city) => `Sunny in ${city}`);
     const session = new OpenAIConversationsSession({ client });
     await runner.run(agent, 'Hello.', { session });
     const result = await runner.run(agent, 'Weather in Paris?', { session });

@@ -4,47 +4,12 @@
  * leaked `<tool_call>` reaches the SDK as a real function call it executes; the forced final
  * answer streams as live text deltas.
  */
-import {
-  Agent,
-  OpenAIProvider,
-  Runner,
-  run,
-  setDefaultOpenAIClient,
-  setTracingDisabled,
-  tool,
-} from '@openai/agents';
-import OpenAI from 'openai';
+import { run, setDefaultOpenAIClient, setTracingDisabled } from '@openai/agents';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { type Stack, startStack } from '../server/stack.js';
+import { agentsClient, weatherAgent, weatherAgentOf } from './weather-agent.js';
 
-function clientFor(stack: Stack, scenario: string): OpenAI {
-  return new OpenAI({
-    baseURL: stack.url,
-    apiKey: 'unused',
-    maxRetries: 0,
-    timeout: 15_000,
-    defaultHeaders: { 'x-sim-scenario': scenario },
-  });
-}
-
-function weatherAgent(seen: string[]) {
-  const getWeather = tool({
-    name: 'get_weather',
-    description: 'Current weather for a city',
-    parameters: z.object({ city: z.string() }),
-    execute: async ({ city }) => {
-      seen.push(city);
-      return `Sunny and 21°C in ${city}`;
-    },
-  });
-  return new Agent({
-    name: 'weather',
-    instructions: 'Answer weather questions.',
-    model: 'sim',
-    tools: [getWeather],
-  });
-}
+const sunny = (city: string) => `Sunny and 21°C in ${city}`;
 
 const responsesCalls = (s: Stack) => s.sim.requests.filter((r) => r.path.endsWith('/chat/completions'));
 
@@ -55,14 +20,14 @@ describe('OpenAI Agents SDK through /v1/responses (forced tool use on)', () => {
     // docs/api.md's setup: the SDK's default client (and so its default Responses model) is
     // toolproof. The default provider keeps the first client it sees, so this is set once.
     setTracingDisabled(true);
-    setDefaultOpenAIClient(clientFor(stack, 'tools'));
+    setDefaultOpenAIClient(agentsClient(stack, 'tools'));
   });
   afterAll(() => stack.close());
 
   it('runs a tool loop to finalOutput (non-streamed)', async () => {
     stack.sim.reset();
     const seen: string[] = [];
-    const result = await run(weatherAgent(seen), 'Weather in Paris?');
+    const result = await run(weatherAgentOf(seen, sunny), 'Weather in Paris?');
     expect(seen).toHaveLength(1);
     expect(typeof result.finalOutput).toBe('string');
     expect((result.finalOutput as string).length).toBeGreaterThan(0);
@@ -78,7 +43,7 @@ describe('OpenAI Agents SDK through /v1/responses (forced tool use on)', () => {
 
   it('streams: the forced final answer arrives as many live text deltas', async () => {
     const seen: string[] = [];
-    const result = await run(weatherAgent(seen), 'Weather in Paris?', { stream: true });
+    const result = await run(weatherAgentOf(seen, sunny), 'Weather in Paris?', { stream: true });
     const deltas: string[] = [];
     for await (const chunk of result.toTextStream()) deltas.push(chunk);
     await result.completed;
@@ -97,13 +62,8 @@ describe('OpenAI Agents SDK through /v1/responses: leak recovery (forced tool us
 
   for (const stream of [false, true]) {
     it(`a leaked <tool_call> becomes a function call the SDK executes (stream: ${stream})`, async () => {
-      const seen: string[] = [];
       // Same default Responses model, given this stack's client explicitly.
-      const runner = new Runner({
-        modelProvider: new OpenAIProvider({ openAIClient: clientFor(stack, 'leak-hermes') }),
-        tracingDisabled: true,
-      });
-      const agent = weatherAgent(seen);
+      const { agent, runner, seen } = weatherAgent(stack, sunny, 'leak-hermes');
       const result = stream
         ? await runner.run(agent, 'Weather in Paris for 3 days?', { stream: true })
         : await runner.run(agent, 'Weather in Paris for 3 days?');

@@ -66,6 +66,56 @@ describe('responses.inputItems.list', () => {
     expect(own.data.map(textOf)).toEqual(['first question']);
   });
 
+  it("a response made in a conversation lists the conversation's starting items first", async () => {
+    // Before, they were left out: the listing began at the conversation's first turn.
+    const c = stack.client;
+    const conv = await c.conversations.create({
+      items: [
+        { type: 'message', role: 'user', content: 'starting note' },
+        { type: 'message', role: 'user', content: 'starting question' },
+      ],
+    });
+    await c.responses.create({ model: 'sim', input: 'turn one', conversation: conv.id }, say('answer one'));
+    const two = await c.responses.create(
+      { model: 'sim', input: 'turn two', conversation: conv.id },
+      say('answer two'),
+    );
+    const texts: string[] = [];
+    for await (const item of c.responses.inputItems.list(two.id, { order: 'asc', limit: 2 }))
+      texts.push(
+        item.type === 'message'
+          ? (item.content as Array<{ text?: string }>).map((p) => p.text).join('')
+          : item.type,
+      );
+    expect(texts).toEqual(['starting note', 'starting question', 'turn one', 'answer one', 'turn two']);
+  });
+
+  it('a starting item deleted from the conversation leaves the listing, kept between pages or not', async () => {
+    // The listing is kept for the next page; a delete in its conversation must not be served stale.
+    const c = stack.client;
+    const conv = await c.conversations.create({
+      items: [
+        { type: 'message', role: 'user', content: 'note to drop' },
+        { type: 'message', role: 'user', content: 'note to keep' },
+      ],
+    });
+    const one = await c.responses.create(
+      { model: 'sim', input: 'turn one', conversation: conv.id },
+      say('answer'),
+    );
+    const textsOf = async () => {
+      const out: string[] = [];
+      for await (const item of c.responses.inputItems.list(one.id, { order: 'asc', limit: 2 }))
+        if (item.type === 'message')
+          out.push((item.content as Array<{ text?: string }>).map((p) => p.text).join(''));
+      return out;
+    };
+    expect(await textsOf()).toEqual(['note to drop', 'note to keep', 'turn one']);
+    const listed = await c.conversations.items.list(conv.id, { order: 'asc' });
+    await c.conversations.items.delete(listed.data[0]!.id!, { conversation_id: conv.id });
+    expect(await textsOf()).toEqual(['note to keep', 'turn one']);
+  });
+
   it("another key's response and an unknown one are 404s", async () => {
     const one = await stack.client.responses.create({ model: 'sim', input: 'mine' }, say('ok'));
     const bob = new OpenAI({ baseURL: stack.url, apiKey: 'key-b', maxRetries: 0 });
@@ -114,5 +164,54 @@ describe('responses.retrieve with stream: true (a stream resumed)', () => {
         tail.push(e.type);
       expect(tail).toEqual(events.slice(-2).map((e) => e.type));
     }
+  });
+
+  it('a streamed response resumed after any event N: the live events after N, as numbered live', async () => {
+    // Before, the rebuilt stream was numbered from 0 with each item's content in one delta, so
+    // starting_after N taken from the live stream named another event: content skipped or repeated.
+    const say = 'The weather in Paris is sunny and 21 degrees, with a light wind from the west.';
+    const script = { headers: { 'x-sim-scenario': JSON.stringify({ say, think: 'Look it up first.' }) } };
+    type Event = { type: string; sequence_number: number; delta?: string };
+    const live: Event[] = [];
+    for await (const e of await stack.client.responses.create(
+      { model: 'sim', input: 'Weather in Paris?', stream: true },
+      script,
+    ))
+      live.push(e as Event);
+    const id = (live[0] as unknown as { response: { id: string } }).response.id;
+    const deltas = live.filter((e) => e.type === 'response.output_text.delta');
+    expect(deltas.length).toBeGreaterThan(3);
+    const shown = (events: Event[]) =>
+      events.filter((e) => e.type !== 'keepalive').map((e) => [e.sequence_number, e.type, e.delta ?? '']);
+    for (const after of [
+      -1,
+      1,
+      deltas[1]!.sequence_number,
+      deltas.at(-2)!.sequence_number,
+      live.length - 2,
+    ]) {
+      const resumed: Event[] = [];
+      for await (const e of await stack.client.responses.retrieve(id, {
+        stream: true,
+        ...(after >= 0 ? { starting_after: after } : {}),
+      }))
+        resumed.push(e as Event);
+      expect(shown(resumed), `starting_after ${after}`).toEqual(
+        shown(live.filter((e) => e.sequence_number > after)),
+      );
+      // What the client had, then what it gets: the whole text once.
+      const text = [...live.filter((e) => e.sequence_number <= after), ...resumed]
+        .filter((e) => e.type === 'response.output_text.delta')
+        .map((e) => e.delta)
+        .join('');
+      expect(text).toBe(say);
+    }
+    // The openai SDK's resume (it filters the replay by sequence_number itself).
+    const after = deltas[2]!.sequence_number;
+    const seen: Event[] = [];
+    const stream = stack.client.responses.stream({ response_id: id, starting_after: after });
+    for await (const e of stream) seen.push(e as Event);
+    expect(shown(seen)).toEqual(shown(live.filter((e) => e.sequence_number > after)));
+    expect((await stream.finalResponse()).output_text).toBe(say);
   });
 });

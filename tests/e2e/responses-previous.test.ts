@@ -115,7 +115,7 @@ describe('previous_response_id continues a kept response', () => {
   });
 
   it('the Agents SDK with previousResponseId: a tool loop, then a second run that continues it', async () => {
-    const { agent, runner, seen } = await weatherAgent(stack, (city) => `Sunny and 21°C in ${city}`);
+    const { agent, runner, seen } = weatherAgent(stack, (city) => `Sunny and 21°C in ${city}`);
     const warm = await runner.run(agent, 'Hello.');
     expect(warm.lastResponseId).toMatch(/^resp_/);
     const result = await runner.run(agent, 'Weather in Paris?', { previousResponseId: warm.lastResponseId });
@@ -238,7 +238,7 @@ describe('conversation (POST /v1/conversations) continues its own latest respons
   }
 
   it('the Agents SDK with conversationId: two runs, a tool loop in the second', async () => {
-    const { agent, runner, seen, client } = await weatherAgent(stack, (city) => `Sunny in ${city}`);
+    const { agent, runner, seen, client } = weatherAgent(stack, (city) => `Sunny in ${city}`);
     const { id } = await client.conversations.create({});
     await runner.run(agent, 'Hello.', { conversationId: id });
     const result = await runner.run(agent, 'Weather in Paris?', { conversationId: id });

@@ -11,7 +11,8 @@
  * templates render only system, user, assistant and tool messages); and turns 2-3 must send
  * upstream messages that begin with turn 1's, and the same tools, byte for byte (docs/prefix.md).
  * Then a compaction request (a last user turn forbidding tools, with the tools declared or none)
- * carrying every shape of its door at once, and a session over an 8k window with an image and a
+ * carrying every shape of its door at once (CJK text past an 8k window among them: the compaction
+ * is cut as truncation "auto" would, policies/truncation), and a session over an 8k window with an image and a
  * PDF in the user turn and in each of its six tool results (the cut part), the window known or
  * learnt from the backend's refusal; a PDF larger than that window, and three that each fit it
  * and together overflow it.
@@ -51,11 +52,6 @@ interface Shape {
   expect?: string[];
   /** Run only against the backends whose name starts with this (the megabyte results: one is enough). */
   only?: string;
-  /**
-   * Not in the compaction request carrying every shape: it is past the 8k window by itself, and
-   * that request does not ask for truncation (a compaction over the window is relayed).
-   */
-  alone?: true;
 }
 
 // ---------------------------------------------------------------- chat completions
@@ -338,7 +334,6 @@ const RESP: Shape[] = [
       respUser('总结一下。'),
     ],
     fields: { truncation: 'auto' },
-    alone: true,
   },
   {
     door: 'responses',
@@ -1349,7 +1344,7 @@ function allShapes(door: DoorName): Obj[] {
   const built = shapesOfDoor.get(door);
   if (built) return built;
   const out: Obj[] = [];
-  SHAPES.filter((sh) => sh.door === door && !sh.alone).forEach((sh, k) => {
+  SHAPES.filter((sh) => sh.door === door).forEach((sh, k) => {
     const items = JSON.parse(
       JSON.stringify(sh.history).replace(/:"(call_|toolu_|srvtoolu_|mcptoolu_)(\w+)"/g, `:"$1$2_${k}"`),
     ) as Obj[];

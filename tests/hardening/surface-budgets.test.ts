@@ -31,7 +31,7 @@ import { larkMarkers, markerPattern } from '../../protocol/responses/lark-marker
 import { encodeOwnCompaction } from '../../protocol/responses/compaction.js';
 import { translateRequest as fromResponses } from '../../protocol/responses/request.js';
 import { DEFAULT_MODEL_SETTINGS } from '../../protocol/settings.js';
-import { textOnlyTurn } from '../../policies/force-tool-use/index.js';
+import { textOnlyTurn } from '../../policies/kit/last-turn.js';
 import { withGuidableSchemas } from '../../policies/guided-schema/index.js';
 import { splitParallelCalls } from '../../policies/single-call-turns/index.js';
 import { readImprovisedCalls } from '../../parsers/kit/structured-reader.js';

@@ -161,6 +161,24 @@ describe('documents that each fit and together overflow a known window', () => {
     return d;
   };
 
+  it('over the window, a document it could not read beside one it read is still its note', () => {
+    // Before, the second pass rewrote the client's parts and returned the unread one as it came:
+    // a `file` part upstream, which a text-only backend refuses on every later turn too.
+    const mixed = {
+      role: 'user',
+      content: [
+        { type: 'file', file: { filename: 'r0.pdf', file_data: url(0) } },
+        { type: 'file', file: { file_id: 'file-xyz' } },
+        { type: 'file', file: { file_url: 'https://example.com/c.pdf' } },
+        { type: 'text', text: 'Compare them.' },
+      ] as never,
+    };
+    for (const refused of [false, true]) {
+      const d = send([mixed, { role: 'assistant', content: 'ok' }, user([1, 2, 3])], refused);
+      expect(JSON.stringify(d.request.messages)).not.toContain('"type":"file"');
+    }
+  });
+
   it("once the prompt is known over the window, each is cut to its message's share; the same bytes on later turns", () => {
     const turn1 = [user([0, 1, 2])];
     // Not known over (~25,000 bytes, under 6 a token of the window): whole, to let the backend judge.
@@ -235,8 +253,10 @@ describe('documents that each fit and together overflow a known window', () => {
         .reduce((sum, m) => sum + String(m.content).length, 0);
     const at100 = documentsText(session(100));
     const at400 = documentsText(session(400));
-    // four times the messages: the notes of the left-out ones grow (a line each), the text does not
-    const noteLength = 100;
+    // four times the messages: the notes of the left-out ones grow (a line each), the text does not.
+    // Past the request's documents cap (REQUEST_DOCUMENTS_MAX_CHARS) a document is that cap's note,
+    // a longer line (before, it went upstream as its file part, counted here as a few characters).
+    const noteLength = 160;
     expect(at400 - at100).toBeLessThan(300 * noteLength);
     expect(at100).toBeLessThan((WINDOW / 16) * 3 * 2 + 100 * noteLength + 30_000);
     // the next turn (within the same quarter window of growth): each earlier message the same bytes

@@ -5,7 +5,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../protocol/openai.js';
-import { leaveOutOldest, leftOutMessagesNote, truncationPolicy } from '../../policies/truncation/index.js';
+import {
+  COMPACTION_REASON,
+  leaveOutOldest,
+  leftOutMessagesNote,
+  truncationPolicy,
+} from '../../policies/truncation/index.js';
 import { PROMPT_OVER_WINDOW, type PolicyContext } from '../../policies/types.js';
 import { judge, measureScaling } from '../support/cost-scaling.js';
 import { ctxWith, request } from './helpers.js';
@@ -13,8 +18,10 @@ import { ctxWith, request } from './helpers.js';
 const user = (content: string): ChatMessage => ({ role: 'user', content });
 const assistant = (content: string): ChatMessage => ({ role: 'assistant', content });
 
+/** `truncation` 'none': the request has no such field. */
 function run(messages: ChatMessage[], ctx: PolicyContext, truncation: unknown = 'auto') {
-  const d = truncationPolicy.onRequest!(request({ messages, truncation }), ctx, request({ messages }));
+  const sent = truncation === 'none' ? request({ messages }) : request({ messages, truncation });
+  const d = truncationPolicy.onRequest!(sent, ctx, request({ messages }));
   if (d.action !== 'continue') throw new Error('rejected');
   return d;
 }
@@ -87,6 +94,62 @@ describe('truncation policy', () => {
     // (A long message that starts before the boundary stays while what is kept fits.)
     const next = run([...long, user('again')], refused(8192)).request.messages;
     expect(next.slice(0, sent.length)).toEqual(sent);
+  });
+
+  it('a long message the boundary runs through is cut to its head and tail, not left out, the same bytes each turn', () => {
+    // Before, the turn after a long message (6,000 tokens of an 8k window, taken whole as the last)
+    // left all of it out: what was kept from it did not fit.
+    const ctx = refused(8192);
+    const messages: ChatMessage[] = [{ role: 'system', content: 's' }];
+    const seen: string[] = [];
+    for (let t = 0; t < 10; t++) {
+      messages.push(user(t === 5 ? `LONG ${'L'.repeat(24_000)} END` : `${t} ${'u'.repeat(2000)}`));
+      const sent = run([...messages], ctx).request.messages;
+      const long = sent.find((m) => String(m.content).startsWith('LONG'));
+      if (t >= 5) {
+        expect(long, `turn ${t}`).toBeDefined();
+        seen.push(String(long!.content));
+      }
+      messages.push(assistant(`a${t} ${'a'.repeat(400)}`));
+    }
+    expect(seen[0]).toBe(`LONG ${'L'.repeat(24_000)} END`);
+    expect(seen[1]).toMatch(/^LONG L+\n?\[\.\.\. toolproof left out \d+ of this message's 24009 characters/);
+    expect(seen[1]!.endsWith('END')).toBe(true);
+    expect(new Set(seen.slice(1)).size).toBe(1);
+  });
+
+  it("a compaction turn without the field is cut so too, its note saying why; 'disabled' is honoured", () => {
+    const compaction = [...long, user('CRITICAL: Respond with TEXT ONLY. Do NOT call any tools. Summarize.')];
+    const d = run(compaction, refused(8192), 'none');
+    const sent = d.request.messages;
+    expect(sent[0]!.content).toBe(
+      leftOutMessagesNote(compaction.length - (sent.length - 1), COMPACTION_REASON),
+    );
+    expect(sent.at(-1)).toEqual(compaction.at(-1));
+    expect(d.effects).toHaveLength(1);
+    // Codex's local compaction names no tools.
+    const codex = [
+      ...long,
+      user('You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary.'),
+    ];
+    expect(run(codex, refused(8192), 'none').request.messages.length).toBeLessThan(codex.length);
+    expect(run(compaction, refused(8192), 'disabled').request.messages).toHaveLength(compaction.length);
+    // Any other last turn over the window without the field is relayed (the backend's refusal).
+    const other = run([...long, user('and then?')], refused(8192), 'none');
+    expect(other.request.messages).toHaveLength(long.length + 1);
+    expect(other.effects).toEqual([]);
+  });
+
+  it('budget: a compaction of 4x the messages costs about 4x, however long its last turn', () => {
+    const ctx = refused(8192);
+    const make = (n: number) => [
+      ...Array.from({ length: n }, (_, i) => (i % 2 ? assistant('ok') : user(`q ${i} ${'y'.repeat(200)}`))),
+      user(`${'z '.repeat(n * 20)} Do not call any tools.`),
+    ];
+    const measure = () => measureScaling(make, (m) => run(m, ctx, 'none'), { from: 2_000, max: 64_000 });
+    let s = measure();
+    if (!judge(s, 5).time || !judge(s, 5).memory) s = measure();
+    expect(judge(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
   });
 
   it('budget: a conversation of 4x the messages costs about 4x', () => {

@@ -37,7 +37,7 @@ function chain(turns: number): { store: ResponsesItemStore; last: string } {
       Array.from({ length: 10 }, (_, j) => output(10 * t + j)),
       [answer(t)],
       false,
-      '{}',
+      { envelope: '{}' },
     );
   return { store, last: `resp_${turns - 1}` };
 }

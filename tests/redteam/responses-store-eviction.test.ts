@@ -12,23 +12,12 @@
  * the same (the first test).
  */
 import { describe, expect, it } from 'vitest';
-import type { OutputItem } from '../../protocol/responses/types.js';
 import { ResponsesItemStore } from '../../server/front-doors/responses/item-store.js';
+import { call, PER_ITEM } from '../support/stored-calls.js';
 import { compareCosts, cpuMsOf } from '../support/cost-scaling.js';
-
-const call = (i: number): OutputItem =>
-  ({
-    type: 'function_call',
-    id: `fc_${String(i).padStart(8, '0')}`,
-    call_id: `c${String(i).padStart(8, '0')}`,
-    name: 'f',
-    arguments: '{}',
-    status: 'completed',
-  }) as OutputItem;
 
 const LIVE = 60_000;
 const MORE = 64_000;
-const PER_ITEM = Buffer.byteLength(JSON.stringify(call(0))) + 'fc_00000000'.length + 128;
 
 describe('a full Responses item store', () => {
   it('evicts the busiest key oldest first, a quiet key last', () => {

@@ -12,18 +12,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { OutputItem } from '../../protocol/responses/types.js';
 import { ResponsesItemStore } from '../../server/front-doors/responses/item-store.js';
+import { call, PER_ITEM } from '../support/stored-calls.js';
 import { compareCosts, cpuMsOf, measureScaling, withinBudget } from '../support/cost-scaling.js';
-
-const call = (i: number): OutputItem =>
-  ({
-    type: 'function_call',
-    id: `fc_${String(i).padStart(8, '0')}`,
-    call_id: `c${String(i).padStart(8, '0')}`,
-    name: 'f',
-    arguments: '{}',
-    status: 'completed',
-  }) as OutputItem;
-const PER_ITEM = Buffer.byteLength(JSON.stringify(call(0))) + 'fc_00000000'.length + 128;
 
 /** Fresh ids for each answer kept (a run is measured more than once on one store). */
 let next = 10_000_000;

@@ -17,7 +17,7 @@ import { isObject } from '../../../protocol/is-object.js';
 import { inputToMessages } from '../../../protocol/responses/items.js';
 import type { InputItem } from '../../../protocol/responses/types.js';
 import type { AppState } from '../../app-state.js';
-import type { Listed, Listing } from './item-store.js';
+import type { Listed, Listing } from './kept-listing.js';
 
 const MAX_CREATE_ITEMS = 20;
 

@@ -41,7 +41,7 @@ interface ResponsesTurn extends TranslatorContext {
   /** The stream's translator, once output() opened one (its failure continues its sequence). */
   translator?: ResponsesTranslator;
   /** Keeps the answer (its output items, its place in its conversation); absent when not kept. */
-  keep?: (response: ResponseObject) => void;
+  keep?: (response: ResponseObject, numbering?: Uint32Array) => void;
 }
 
 /**
@@ -69,7 +69,8 @@ type ById = { Params: { id: string }; Querystring: { stream?: unknown; starting_
  * it), DELETE, and POST .../cancel for a response this worker kept. A background request is
  * answered while it is open, so the response is final by the first poll, and cancel returns it as
  * it is (OpenAI's answer for a response already finished). A stream resumed (`?stream=true`,
- * `starting_after`) is rebuilt from the final response, all that is held of a stream (replay.ts).
+ * `starting_after`) is rebuilt from the final response and, when it was streamed, its live numbering
+ * (replay.ts): `starting_after` from the live stream resumes it where it stopped.
  */
 function registerRetrieve(scope: FastifyInstance, state: AppState) {
   const config = { config: { api: 'responses' as const } };
@@ -82,7 +83,7 @@ function registerRetrieve(scope: FastifyInstance, state: AppState) {
   scope.get<ById>('/v1/responses/:id', config, async (request, reply) => {
     const stream = request.query.stream;
     if (stream !== 'true' && stream !== true) return held(request);
-    // Resumed: the stream rebuilt from the final response, all that is kept (replay.ts).
+    // Resumed: the stream rebuilt from the final response, numbered as it went out (replay.ts).
     const after = request.query.starting_after;
     const from = after === undefined ? -1 : Number(after);
     if (!Number.isSafeInteger(from) || from < -1)
@@ -90,8 +91,10 @@ function registerRetrieve(scope: FastifyInstance, state: AppState) {
         param: 'starting_after',
         message: 'starting_after must be a non-negative integer (an event sequence_number).',
       });
+    const response = held(request);
+    const numbering = state.responsesStore?.streamNumbering(request.tpKey?.key ?? '', request.params.id);
     let text = '';
-    for (const e of replayEvents(held(request), from)) text += sseEvent(e);
+    for (const e of replayEvents(response, from, numbering)) text += sseEvent(e);
     return reply.header('cache-control', 'no-cache').type('text/event-stream; charset=utf-8').send(text);
   });
   scope.post<ById>('/v1/responses/:id/cancel', config, async (request) => held(request));
@@ -230,17 +233,12 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
       stored,
       ...(stored
         ? {
-            keep: (response: ResponseObject) => {
+            keep: (response: ResponseObject, numbering?: Uint32Array) => {
               const { output, ...envelope } = response;
-              store.keepResponse(
-                scope,
-                response.id,
-                continues,
-                brought,
-                output,
-                !continuing,
-                stringifyJson(envelope),
-              );
+              store.keepResponse(scope, response.id, continues, brought, output, !continuing, {
+                envelope: stringifyJson(envelope),
+                numbering,
+              });
               if (conversation !== undefined) store.advanceConversation(scope, conversation, response.id);
             },
           }

@@ -19,13 +19,15 @@
  * in use outlives idle ones. Per process: a reference or a previous_response_id another worker or
  * replica served, one evicted, or one from before a restart misses.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { stringifyJson } from '../../../protocol/lossless-json.js';
 import type { ItemLookup } from '../../../protocol/responses/items.js';
 import type { InputItem, OutputItem } from '../../../protocol/responses/types.js';
-import { StringMap } from '../../../protocol/string-set.js';
 import { BusiestFirst } from '../../busiest-first.js';
 import { WriteOrder } from '../../write-order.js';
+import { itemId, KeptListing, type Listed, type Listing, listedId } from './kept-listing.js';
+
+export type { Listed, Listing } from './kept-listing.js';
 
 /** Map entry, id and bookkeeping, beyond the JSON text itself. */
 const ENTRY_OVERHEAD_BYTES = 128;
@@ -53,6 +55,10 @@ interface Kept {
   readonly count?: number;
   /** A conversation: its latest response (the next request in it continues that one). */
   last?: string;
+  /** A response that was streamed: its live stream's numbering (protocol/responses/replay.ts). */
+  readonly numbering?: Uint32Array;
+  /** A response: the conversation it was made in (`conversation` on its request). */
+  conversation?: string;
   /**
    * A response: its response object without `output` (JSON), for GET /v1/responses/{id}; absent
    * for the turns that POST /v1/conversations/{id}/items adds. A conversation: its `created_at`
@@ -82,212 +88,16 @@ export interface ConversationMeta {
   metadata: Record<string, unknown>;
 }
 
-/** An item of a conversation and the id it is listed under. */
-export interface Listed {
-  id: string;
-  item: InputItem;
-}
-
-/** A conversation's items as listed, oldest first, and the place of a listed id among them (-1: none). */
-export interface Listing {
-  readonly length: number;
-  /** The item at `k` (0: the oldest). */
-  at(k: number): Listed;
-  indexOf(id: string): number;
-  missing?: undefined;
-}
-
-/**
- * `id` as listed at `place` of a listing: itself, or when an item before it is listed under it
- * (a client may send one id twice), one derived from `salt` and the place. A cursor then names
- * one place: on the later of two, it found the earlier, and a client paging by `after` (the
- * openai SDK's auto-pagination, the Agents SDK's session) was served the same page forever.
- */
-function uniqueId(
-  seen: { has(id: string): boolean },
-  salt: string,
-  place: number,
-  id: string,
-  item: InputItem,
-): string {
-  let out = id;
-  for (let k = 0; seen.has(out); k++) {
-    const { id: _own, ...bare } = item as InputItem & { id?: unknown };
-    out = listedId(`${salt}#repeat${k}`, place, bare as InputItem);
-  }
-  return out;
-}
-
-/**
- * A conversation's listing kept between pages (listConversation), and what it was built from:
- * turns added since extend it, an item deleted is taken out in place; anything else builds it
- * again. Items stay where they were read, a deleted one marked dead: a count of live items per
- * range (a Fenwick tree) finds the k-th live item and the live place of an id in log time, so a
- * delete costs no rebuild and no shift of the items after it.
- */
-class KeptListing implements Listing {
-  /** The conversation's own items (JSON), and how many were deleted from it when last followed. */
-  readonly json: string;
-  deletions: number;
-  readonly missing?: undefined;
-  /** Its latest turn when built or extended. */
-  last: string | undefined;
-  /** Ids past LONG_ID characters, in a StringMap (held apart: protocol/string-set.ts). */
-  private long: StringMap<number> | undefined;
-  private readonly short = new Map<string, number>();
-  /** Fenwick tree over the places, 1-based: tree[i] counts the live ones in (i - lowbit(i), i]. */
-  private readonly tree: number[] = [0];
-  private readonly dead: Uint8Array[] = [];
-  private live = 0;
-
-  constructor(
-    /** The conversation's every item, deleted ones too, in place order, and their ids (made unique here). */
-    private readonly items: InputItem[],
-    private readonly ids: string[],
-    /** The conversation's id: what an id listed twice is derived from (uniqueId). */
-    private readonly salt: string,
-    /** A conversation's entry; a response's input items: its json '' and its own id as `last`. */
-    held: Pick<Kept, 'json' | 'deleted' | 'last'>,
-    /** The responses (turns) it read: one dropped, or an output item of one, makes it stale. */
-    readonly turns: Set<string>,
-    /** The conversation's JSON bytes. */
-    public bytes: number,
-  ) {
-    this.json = held.json;
-    this.deletions = held.deleted?.places.size ?? 0;
-    this.last = held.last;
-    const n = ids.length;
-    for (let i = 1; i <= n; i++) this.tree.push(1);
-    for (let i = 1; i <= n; i++) {
-      const j = i + (i & -i);
-      if (j <= n) this.tree[j]! += this.tree[i]!;
-    }
-    this.live = n;
-    for (let i = 0; i < n; i++) ids[i] = this.index(ids[i]!, i, items[i]!);
-    for (const p of held.deleted?.places ?? []) this.kill(p);
-  }
-
-  get length(): number {
-    return this.live;
-  }
-
-  /** The k-th live item (0: the oldest). */
-  at(k: number): Listed {
-    const p = this.select(k + 1);
-    return { id: this.ids[p]!, item: this.items[p]! };
-  }
-
-  indexOf(id: string): number {
-    const p = this.placeOf(id);
-    return p < 0 ? -1 : this.prefix(p + 1) - 1;
-  }
-
-  /** Its listed id (unique: uniqueId). */
-  append(id: string, item: InputItem): string {
-    const p = this.items.length;
-    const listed = this.index(id, p, item);
-    this.items.push(item);
-    this.ids.push(listed);
-    const i = p + 1;
-    this.tree.push(1 + this.prefix(i - 1) - this.prefix(i - (i & -i)));
-    this.live++;
-    return listed;
-  }
-
-  /** The place in the conversation of the live item listed under `id`; -1: none. */
-  placeOf(id: string): number {
-    const p = (id.length <= LONG_ID ? this.short.get(id) : this.long?.get(id)) ?? -1;
-    return p < 0 || this.isDead(p) ? -1 : p;
-  }
-
-  private isDead(p: number): boolean {
-    return ((this.dead[p >> 16]?.[p & 0xffff] ?? 0) & 1) === 1;
-  }
-
-  /** Takes the item at place `p` out (as a rebuild leaves it out). */
-  kill(p: number): void {
-    if (p < 0 || p >= this.items.length || this.isDead(p)) return;
-    // Marks in 64 KiB blocks: a listing of a few items holds no large array.
-    (this.dead[p >> 16] ??= new Uint8Array(0x10000))[p & 0xffff] = 1;
-    for (let i = p + 1; i < this.tree.length; i += i & -i) this.tree[i]!--;
-    this.live--;
-  }
-
-  /** Live places in [0, i). */
-  private prefix(i: number): number {
-    let sum = 0;
-    for (; i > 0; i -= i & -i) sum += this.tree[i]!;
-    return sum;
-  }
-
-  /** The place of the k-th live item, 1-based k. */
-  private select(k: number): number {
-    let at = 0;
-    let step = 1;
-    while (step * 2 < this.tree.length) step *= 2;
-    for (; step > 0; step >>= 1) {
-      const next = at + step;
-      if (next < this.tree.length && this.tree[next]! < k) {
-        at = next;
-        k -= this.tree[next]!;
-      }
-    }
-    return at;
-  }
-
-  /** Indexes the item at place `i` under its id made unique; that id. */
-  private index(id: string, i: number, item: InputItem): string {
-    const unique = uniqueId(this, this.salt, i, id, item);
-    if (unique.length <= LONG_ID) this.short.set(unique, i);
-    else (this.long ??= new StringMap()).set(unique, i);
-    return unique;
-  }
-
-  /** Whether an item is listed under `id`, deleted or not (uniqueId's `seen`). */
-  has(id: string): boolean {
-    return id.length <= LONG_ID ? this.short.has(id) : this.long?.has(id) === true;
-  }
-}
-
 /** What a response's input items are kept under among the listings (no conversation id starts so). */
 const INPUT_ITEMS = 'input_items:';
 
 /** Listings kept between pages, at most. */
 const MAX_LISTINGS = 8;
 
-/** Ids past this many characters are indexed by their digest (protocol/string-set.ts). */
-const LONG_ID = 4096;
-
-/**
- * The id a conversation item is listed under: its own, or (an input item sent without one) one
- * derived from the entry that holds it and its place there, so that it is the same on every
- * listing (a cursor, a delete) without rewriting what was kept: the entry's hash, then the place
- * (one hash per entry: one per item was half of listing a large conversation, 160,000 items
- * ~0.5 s).
- */
-function listedId(entry: string, index: number, item: InputItem): string {
-  const own = itemId(item);
-  if (own !== undefined) return own;
-  const prefix = (item as { type?: unknown }).type === 'message' || !('type' in item) ? 'msg' : 'item';
-  if (entry !== hashed.entry) {
-    hashed.entry = entry;
-    hashed.hex = createHash('sha256').update(entry).digest('hex').slice(0, 40);
-  }
-  return `${prefix}_${hashed.hex}${index.toString(16).padStart(8, '0')}`;
-}
-
-/** The last entry listedId hashed (the items of one entry are listed in a row). */
-const hashed = { entry: '', hex: '' };
-
 /** A conversation to continue, or the response id the walk could not find. */
 export type Conversation =
   | { items: InputItem[]; bytes: number; turns: number; missing?: undefined }
   | { missing: string };
-
-function itemId(item: unknown): string | undefined {
-  const id = (item as { id?: unknown }).id;
-  return typeof id === 'string' && id !== '' ? id : undefined;
-}
 
 export class ResponsesItemStore {
   private readonly items = new Map<string, Kept>();
@@ -342,8 +152,11 @@ export class ResponsesItemStore {
     output: readonly OutputItem[],
     /** Whether `input` is a whole conversation (no previous_response_id, no conversation). */
     whole = prev === undefined,
-    /** The response object without `output` (GET /v1/responses/{id}). */
-    envelope?: string,
+    /**
+     * `envelope`: the response object without `output` (GET /v1/responses/{id}); `numbering`:
+     * its live stream's, when it was streamed (GET /v1/responses/{id}?stream=true).
+     */
+    { envelope, numbering }: { envelope?: string; numbering?: Uint32Array | undefined } = {},
   ): boolean {
     let link = prev === undefined ? undefined : this.responses.get(prev);
     let brought = input;
@@ -365,7 +178,11 @@ export class ResponsesItemStore {
     }
     const json = stringifyJson(brought);
     const bytes =
-      Buffer.byteLength(json) + (envelope ? Buffer.byteLength(envelope) : 0) + idBytes + ENTRY_OVERHEAD_BYTES;
+      Buffer.byteLength(json) +
+      (envelope ? Buffer.byteLength(envelope) : 0) +
+      (numbering?.byteLength ?? 0) +
+      idBytes +
+      ENTRY_OVERHEAD_BYTES;
     const count = (link?.count ?? 0) + brought.length + outputIds.length;
     // A continued response no longer held keeps no link: naming this one misses as that one did.
     const linked = prev === undefined ? link?.id : prev;
@@ -380,7 +197,14 @@ export class ResponsesItemStore {
       count,
       ...(linked !== undefined ? { prev: linked } : {}),
       ...(envelope !== undefined ? { envelope } : {}),
+      ...(envelope !== undefined && numbering !== undefined ? { numbering } : {}),
     });
+  }
+
+  /** Response `id`'s live stream numbering, when it was streamed and is held under `scope`. */
+  streamNumbering(scope: string, id: string): Uint32Array | undefined {
+    const kept = this.responses.get(id);
+    return kept?.scope === scope ? kept.numbering : undefined;
   }
 
   /**
@@ -402,22 +226,28 @@ export class ResponsesItemStore {
    * The input items response `id` was made from (GET /v1/responses/{id}/input_items), oldest
    * first, each with its listed id: its conversation before its own output (the turns its
    * previous_response_id chain brought and answered, then what its request brought). With an
-   * earlier response of the chain no longer held, what its own request brought. Undefined when
-   * the response is not held under `scope`; not made the newest (a listing is not a turn).
+   * earlier response of the chain no longer held, what its own request brought. Made in a
+   * conversation still held, the items it was created with come first (those deleted from it
+   * left out): before, they were missing. Undefined when the response is not held under
+   * `scope`; not made the newest (a listing is not a turn).
    */
   inputItems(scope: string, id: string): Listing | undefined {
     const kept = this.responses.get(id);
     if (!kept || kept.scope !== scope || kept.envelope === undefined) return undefined;
+    const started = kept.conversation === undefined ? undefined : this.conversations.get(kept.conversation);
+    const opening = started?.scope === scope ? started : undefined;
+    const deletions = opening?.deleted?.places.size ?? 0;
     // Kept between pages beside the conversations' listings (a page read the whole chain again:
-    // pages x chain to read it all); a response's input never changes but by a turn dropped.
+    // pages x chain to read it all); a response's input never changes but by a turn dropped, or
+    // an item deleted from the conversation it was made in.
     const key = `${INPUT_ITEMS}${id}`;
     const memo = this.listings.get(key);
-    if (memo) {
+    if (memo && memo.deletions === deletions) {
       this.listings.delete(key);
       this.listings.set(key, memo);
       return memo;
     }
-    const ids: string[] = [];
+    let ids: string[] = [];
     const found = this.conversation(scope, id, false, Number.POSITIVE_INFINITY, ids);
     const turns = new Set<string>([id]);
     let listing: KeptListing;
@@ -426,8 +256,10 @@ export class ResponsesItemStore {
       const own = brought.map((item, j) => listedId(id, j, item));
       listing = new KeptListing(brought, own, id, { json: '', last: id }, turns, kept.json.length);
     } else {
-      const n = found.items.length - (kept.outputIds?.length ?? 0);
-      found.items.length = n;
+      let items = found.items;
+      let bytes = found.bytes;
+      const n = items.length - (kept.outputIds?.length ?? 0);
+      items.length = n;
       ids.length = n;
       for (
         let r: string | undefined = kept.prev;
@@ -435,8 +267,24 @@ export class ResponsesItemStore {
         r = this.responses.get(r)?.prev
       )
         turns.add(r);
-      listing = new KeptListing(found.items, ids, id, { json: '', last: id }, turns, found.bytes);
+      if (opening) {
+        // The conversation's own items come first, as it lists them (by place: a place never moves).
+        const own = JSON.parse(opening.json) as InputItem[];
+        const ownItems: InputItem[] = [];
+        const ownIds: string[] = [];
+        for (let j = 0; j < own.length; j++) {
+          if (opening.deleted?.places.has(j)) continue;
+          ownItems.push(own[j]!);
+          ownIds.push(listedId(opening.id, j, own[j]!));
+        }
+        items = ownItems.concat(items);
+        ids = ownIds.concat(ids);
+        bytes += opening.json.length;
+        turns.add(opening.id);
+      }
+      listing = new KeptListing(items, ids, id, { json: '', last: id }, turns, bytes);
     }
+    listing.deletions = deletions;
     this.remember(key, listing);
     return listing;
   }
@@ -836,7 +684,10 @@ export class ResponsesItemStore {
   /** Conversation `id` goes on from `response` (kept just now) when it is still held. */
   advanceConversation(scope: string, id: string, response: string): void {
     const kept = this.conversations.get(id);
-    if (kept && kept.scope === scope) kept.last = response;
+    if (!kept || kept.scope !== scope) return;
+    kept.last = response;
+    const turn = this.responses.get(response);
+    if (turn?.scope === scope) turn.conversation = id;
   }
 
   /** `kept` moved to the newest of its scope (a fresh entry: the write order skips the old one). */
@@ -883,11 +734,9 @@ export class ResponsesItemStore {
 
   /** A listing that read `kept` (a turn, an output item of one, the conversation) is built again. */
   private staled(kept: Kept): void {
-    if (kept.kind === 'conversation') {
-      this.forget(kept.id);
-      return;
-    }
-    const turn = kept.kind === 'response' ? kept.id : kept.response;
+    if (kept.kind === 'conversation') this.forget(kept.id);
+    // A response's input items read the conversation it was made in (its id among their turns).
+    const turn = kept.kind === 'item' ? kept.response : kept.id;
     if (turn === undefined) return;
     for (const [id, memo] of this.listings) if (memo.turns.has(turn)) this.forget(id);
   }

@@ -3,6 +3,7 @@ import type { FastifyReply } from 'fastify';
 import { pushAll } from '../../../protocol/append-all.js';
 import type { ToolproofError } from '../../../protocol/errors.js';
 import type { ChatCompletionChunk } from '../../../protocol/openai.js';
+import { StreamNumbering } from '../../../protocol/responses/replay.js';
 import type { ResponsesTranslator } from '../../../protocol/responses/stream.js';
 import type { ResponseObject, ResponsesEvent } from '../../../protocol/responses/types.js';
 import type { StreamOutput, StreamSummary } from '../../chat/output.js';
@@ -21,24 +22,36 @@ export class ResponsesSseOutput extends SseWriter implements StreamOutput, OpenS
     headers: Record<string, string>,
     private readonly translator: ResponsesTranslator,
     keepAliveMs = DEFAULT_STREAM_KEEPALIVE_MS,
-    /** Keeps the finished response (item_reference, previous_response_id), as the JSON answer does. */
-    private readonly keep?: (response: ResponseObject) => void,
+    /**
+     * Keeps the finished response (item_reference, previous_response_id), as the JSON answer does,
+     * with its live numbering (a stream resumed from it: protocol/responses/replay.ts).
+     */
+    private readonly keep?: (response: ResponseObject, numbering?: Uint32Array) => void,
   ) {
     super(reply, headers, keepAliveMs);
+    this.numbering = keep ? new StreamNumbering() : undefined;
+  }
+
+  /** Each event's place, recorded as it is framed (only when the response is kept). */
+  private readonly numbering: StreamNumbering | undefined;
+
+  private framed(events: readonly ResponsesEvent[]): string {
+    let text = '';
+    for (const e of events) {
+      this.numbering?.record(e);
+      text += sseEvent(e);
+    }
+    return text;
   }
 
   private events(events: readonly ResponsesEvent[]): Promise<void> {
     if (events.length === 0) return Promise.resolve();
-    let text = '';
-    for (const e of events) text += sseEvent(e);
-    return this.write(text);
+    return this.write(this.framed(events));
   }
 
   /** response.created and response.in_progress go out with the headers. */
   protected openingFrame(): string {
-    let text = '';
-    for (const e of this.translator.start()) text += sseEvent(e);
-    return text;
+    return this.framed(this.translator.start());
   }
 
   /** A `keepalive` event: nothing between response.created and the held answer's release. */
@@ -57,9 +70,10 @@ export class ResponsesSseOutput extends SseWriter implements StreamOutput, OpenS
     const events = this.translator.end(summary.usage);
     // Kept before the client reads response.completed: its next turn may refer to them at once.
     const last = events[events.length - 1];
+    const text = this.framed(events);
     if (this.keep && (last?.type === 'response.completed' || last?.type === 'response.incomplete'))
-      this.keep((last as unknown as { response: ResponseObject }).response);
-    await this.events(events);
+      this.keep((last as unknown as { response: ResponseObject }).response, this.numbering?.finish());
+    if (text !== '') await this.write(text);
     this.close();
   }
 

@@ -1,0 +1,113 @@
+/**
+ * An agent's compaction turn over the model's window, through the real server on every front
+ * door: Claude Code's (Anthropic Messages, its "Respond with TEXT ONLY" prompt), Codex's local one
+ * (Responses, "CONTEXT CHECKPOINT COMPACTION") and the openai SDK's responses.compact. Agents
+ * compact when the history grows, and some only after the backend refused a turn as too long, so
+ * the compaction carries a history over the window. It was relayed whole: the backend refused it,
+ * the agent could not compact, and every later turn, longer still, was refused too. Now the oldest
+ * messages are left out with a note saying so (policies/truncation), and the summary is written.
+ * A turn that is no compaction is still the backend's context_length_exceeded (the agent's cue to
+ * compact). The simulator enforces an 8k window and counts CJK a token a character.
+ */
+import type OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Stack, startStack } from '../server/stack.js';
+
+/** `lines` lines of Chinese text (~30 tokens each), numbered by turn. */
+const cjk = (lines: number, turn: number) =>
+  Array.from(
+    { length: lines },
+    (_, i) => `第${turn}轮第${i}行：这是一段很长的中文说明，用来填满模型的上下文窗口。`,
+  ).join('\n');
+/** Twelve turns of ~1,200 tokens: about twice the window. */
+const history = () =>
+  Array.from({ length: 12 }, (_, turn) => [
+    { role: 'user' as const, content: cjk(30, turn) },
+    { role: 'assistant' as const, content: cjk(10, turn) },
+  ]).flat();
+const say = { 'x-sim-scenario': JSON.stringify({ say: 'The summary.' }) };
+const NOTE =
+  /^\[toolproof left out the \d+ oldest messages of this conversation to fit the model's context window \(a compaction over the window\)\]$/;
+type Sent = { messages: Array<{ role: string; content: unknown }> };
+
+for (const personality of ['vllm', 'llama-server'] as const) {
+  describe(`a compaction over an 8k window on ${personality}`, () => {
+    let stack: Stack;
+    beforeAll(async () => {
+      stack = await startStack({
+        sim: { personality, maxModelLen: 8192, nCtx: 8192, enforceWindow: true } as never,
+      });
+    });
+    afterAll(() => stack.close());
+    const lastSent = () => stack.sim.requests.at(-1)!.body as Sent;
+
+    it("Claude Code's (Anthropic Messages, text only): the summary, the oldest turns left out with a note", async () => {
+      const prompt =
+        'CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.\n\nYour task is to create a detailed summary of the conversation so far.';
+      const res = await fetch(`${stack.origin}/v1/messages`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'anthropic-version': '2023-06-01',
+          'x-api-key': 'x',
+          ...say,
+        },
+        body: JSON.stringify({
+          model: 'sim',
+          max_tokens: 512,
+          system: 'You are Claude Code.',
+          messages: [...history(), { role: 'user', content: prompt }],
+          tools: [
+            { name: 'Bash', input_schema: { type: 'object', properties: { command: { type: 'string' } } } },
+          ],
+        }),
+      });
+      const body = (await res.json()) as { content?: Array<{ text?: string }> };
+      expect(res.status, JSON.stringify(body).slice(0, 300)).toBe(200);
+      expect(body.content?.[0]?.text).toBe('The summary.');
+      const sent = lastSent().messages;
+      expect(sent[0]?.role).toBe('system');
+      expect(String(sent[1]?.content)).toMatch(NOTE);
+      expect(JSON.stringify(sent.at(-1)?.content)).toContain('Respond with TEXT ONLY');
+    });
+
+    it("Codex's local compaction (Responses): completed, the oldest turns left out with a note", async () => {
+      const r = await stack.client.responses.create(
+        {
+          model: 'sim',
+          input: [
+            ...history(),
+            {
+              role: 'user',
+              content:
+                'You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary for another LLM that will resume the task.',
+            },
+          ],
+        },
+        { headers: say },
+      );
+      expect(r.status).toBe('completed');
+      expect(r.output_text).toBe('The summary.');
+      expect(String(lastSent().messages[0]?.content)).toMatch(NOTE);
+    });
+
+    it('responses.compact (the openai SDK, the Agents SDK compaction session): the compaction item', async () => {
+      const compacted = await stack.client.responses.compact(
+        { model: 'sim', input: history() as OpenAI.Responses.ResponseInputItem[] },
+        { headers: say },
+      );
+      expect(compacted.output.at(-1)?.type).toBe('compaction');
+      expect(String(lastSent().messages[0]?.content)).toMatch(NOTE);
+    });
+
+    it('a turn that is no compaction is still context_length_exceeded (the cue to compact)', async () => {
+      const err = await stack.client.responses
+        .create(
+          { model: 'sim', input: [...history(), { role: 'user', content: 'And then?' }] },
+          { headers: say },
+        )
+        .catch((e: unknown) => e as { status?: number; code?: string });
+      expect(err).toMatchObject({ status: 400, code: 'context_length_exceeded' });
+    });
+  });
+}
