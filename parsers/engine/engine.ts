@@ -103,15 +103,26 @@ function judgeEnvelope(
     if (renamed && !fitsSchema(typed ?? args.value, tools.get(name)!)) return undeclared;
     // readings taken only when the arguments fit the schema: arguments under a key no format
     // names (`"args"`, envelope.ts), quotes escaped outside strings (lenient-json.ts), Mistral call
-    // objects without the list's brackets (mistral.ts), a last
-    // `}` missing before an end marker or tag rather than at the end of output
+    // objects without the list's brackets (mistral.ts), a last `}` missing, before an end marker
+    // or tag or at the end of output (closing a cut call took whatever its text held: a call cut
+    // after its name read as `{}` for a tool that requires `city`, peer-ollama's "json maybe a
+    // tool call"; a stray `",": "` read as a key; recall21)
+    const gated = schemaGated(c.repairs, args.repairs);
     const gate =
-      schemaGated(c.repairs, args.repairs) ??
-      (m.truncated !== true && [...(c.repairs ?? []), ...args.repairs].includes('missing-brace')
-        ? 'missing-brace before the envelope ends'
+      gated ??
+      ([...(c.repairs ?? []), ...args.repairs].includes('missing-brace')
+        ? m.truncated === true
+          ? 'missing-brace at the end of output'
+          : 'missing-brace before the envelope ends'
         : null);
     if (gate !== null && !fitsSchema(typed ?? args.value, tools.get(name)!))
-      return { ok: false, outcome: 'rejected', reason: `${gate}: the arguments do not fit the schema` };
+      return {
+        ok: false,
+        // a declared tool's call the end of output cut: a broken call, re-asked where a retry is
+        // left (corrective-retry), not text the model meant as text
+        outcome: gated === null && m.truncated === true ? 'unrecovered' : 'rejected',
+        reason: `${gate}: the arguments do not fit the schema`,
+      };
     // canonicalisation (JSON.stringify) recurses and drops prototype-held keys: check first
     const unsafe = unsafeArguments(args.value);
     if (unsafe) return { ok: false, outcome: 'unrecovered', reason: unsafe };

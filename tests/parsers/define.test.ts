@@ -21,7 +21,12 @@ const toy = defineFamily({
     parseBody: (body, _ctx, info) => callsFromJsonBody(body, info.truncated),
   }),
 });
-const ctx = { tools: new Map([['f', { name: 'f' }]]) };
+// f's arguments as these tests send them (a missing brace closed is read only for arguments that fit)
+const ctx = {
+  tools: new Map([
+    ['f', { name: 'f', parameters: { type: 'object', properties: { a: { type: 'array' }, x: {}, s: {} } } }],
+  ]),
+};
 
 const toyPlan = buildScanPlan([toy]);
 
