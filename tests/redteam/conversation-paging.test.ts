@@ -153,43 +153,6 @@ describe('a conversation read to its end, page by page', () => {
     expect(withinBudget(s, 5).time, JSON.stringify(s)).toBe(true);
   });
 
-  it("a response's input items read to the end cost about the conversation, not pages x it (x1 vs x4)", () => {
-    // GET /v1/responses/{id}/input_items built its listing anew per page from the whole chain.
-    const chain = (n: number) => {
-      const store = new ResponsesItemStore(1 << 30);
-      let prev: string | undefined;
-      for (let i = 0; i < n; i += 10) {
-        const id = `resp_${i}`;
-        const answer = {
-          type: 'message',
-          id: `msg_${i}`,
-          role: 'assistant',
-          status: 'completed',
-          content: [],
-        };
-        const input = Array.from({ length: 9 }, (_, j) => output(i + j));
-        store.keepResponse('k', id, prev, input, [answer as never], prev === undefined, { envelope: '{}' });
-        prev = id;
-      }
-      return { store, last: prev! };
-    };
-    const readInput = ({ store, last }: ReturnType<typeof chain>) => {
-      let seen = 0;
-      let after: string | undefined;
-      for (;;) {
-        const found = store.inputItems('k', last);
-        if (!found) throw new Error('not held');
-        const page = listPage(found, { order: 'asc', limit: '100', ...(after ? { after } : {}) });
-        seen += page.data.length;
-        if (!page.has_more) return seen;
-        after = page.last_id!;
-      }
-    };
-    expect(readInput(chain(100))).toBe(99);
-    const s = measureScaling(chain, readInput, { from: 8_000, max: 128_000 });
-    expect(withinBudget(s, 5).time, JSON.stringify(s)).toBe(true);
-  }, 120_000);
-
   it('costs about the conversation (x1 vs x4)', () => {
     const s = measureScaling(conversation, (store) => readAll(store).length, { from: 500, max: 256_000 });
     console.log('conversation paging', JSON.stringify(s));
