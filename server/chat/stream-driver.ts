@@ -35,6 +35,7 @@ import {
   badStream,
   cutOff,
   dropAfterDone,
+  firstChunkRead,
   isErrorEvent,
   isUsageEvent,
   midStreamError,
@@ -47,7 +48,7 @@ import {
   stalled,
 } from './stream-read.js';
 import { recordUnaskedChoices } from './effects.js';
-import { captureAttemptEnd, captureDecision, captureFirstChunk, captureRead } from '../capture/recorder.js';
+import { captureAttemptEnd, captureDecision, captureRead } from '../capture/recorder.js';
 import { relayStream } from './stream-relay.js';
 import { discardDecided } from './early-stop.js';
 import { noteTimings } from './prompt-cache.js';
@@ -279,8 +280,7 @@ class StreamReader implements LaneSink {
     if (buf !== undefined && this.call.capture) captureRead(this.call, buf, payloads.length);
     if (!this.firstRead && buf !== undefined) {
       this.firstRead = true;
-      this.call.span?.firstChunk();
-      if (this.call.capture) captureFirstChunk(this.call);
+      firstChunkRead(this.call);
     }
     if (buf !== undefined && !this.quiet.tick(payloads.length)) {
       this.fail(stalled(this.label));

@@ -12,6 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { chunkShapeProblem, type OpenedCalls, upstreamJsonProblem } from '../../protocol/completion-shape.js';
 import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionChunk } from '../../protocol/openai.js';
+import { captureFirstChunk } from '../capture/recorder.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstream.js';
 import { discardBody } from './attempt.js';
 import type { ChatCall } from './context.js';
@@ -148,6 +149,15 @@ export function isErrorEvent(chunk: UpstreamEvent): boolean {
 /** A usage-only event: summed over attempts, one goes out at the very end. */
 export function isUsageEvent(chunk: UpstreamEvent): boolean {
   return !!chunk.usage && (!Array.isArray(chunk.choices) || chunk.choices.length === 0);
+}
+
+/**
+ * An attempt's stream gave its first bytes: its time to first chunk, on the attempt's span and
+ * in its capture record (both drivers call it once, on their first read).
+ */
+export function firstChunkRead(call: ChatCall): void {
+  call.span?.firstChunk();
+  if (call.capture) captureFirstChunk(call);
 }
 
 /** Every chunk repeats the same identity: a new object only when it changes. */

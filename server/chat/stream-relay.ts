@@ -21,6 +21,7 @@ import type { ChatCall, ChatDeps } from './context.js';
 import type { StreamOutput } from './output.js';
 import {
   dropAfterDone,
+  firstChunkRead,
   isErrorEvent,
   isUsageEvent,
   midStreamError,
@@ -33,7 +34,7 @@ import {
 } from './stream-read.js';
 import { noteTimings, tokenCount } from './prompt-cache.js';
 import { addUsage } from './trace.js';
-import { captureAttemptEnd, captureFirstChunk, captureRead } from '../capture/recorder.js';
+import { captureAttemptEnd, captureRead } from '../capture/recorder.js';
 
 /**
  * One read, fed to the parser in up to three parts, so that whole events are relayed as the
@@ -297,8 +298,7 @@ export function relayStream(
     }
     if (!firstRead) {
       firstRead = true;
-      call.span?.firstChunk();
-      if (capture) captureFirstChunk(call);
+      firstChunkRead(call);
     }
     let read: RelayRead;
     try {

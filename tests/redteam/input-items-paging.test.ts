@@ -9,22 +9,15 @@
  */
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import type { InputItem, OutputItem } from '../../protocol/responses/types.js';
+import type { InputItem } from '../../protocol/responses/types.js';
 import { listPage } from '../../server/front-doors/responses/conversations.js';
 import { ResponsesItemStore } from '../../server/front-doors/responses/item-store.js';
 import { measureScaling, withinBudget } from '../support/cost-scaling.js';
 import { answerJson, proxyInFrontOf, textCompletion } from '../support/harness.js';
+import { answer } from '../support/stored-calls.js';
 
 const output = (i: number): InputItem =>
   ({ type: 'function_call_output', call_id: `call_${i}`, output: `result ${i}` }) as InputItem;
-const answer = (i: number): OutputItem =>
-  ({
-    type: 'message',
-    id: `msg_out_${i}`,
-    role: 'assistant',
-    status: 'completed',
-    content: [{ type: 'output_text', text: `answer ${i}`, annotations: [] }],
-  }) as OutputItem;
 
 /** A chain of `turns` responses, ten items brought and one answer each; the last one's id. */
 function chain(turns: number): { store: ResponsesItemStore; last: string } {

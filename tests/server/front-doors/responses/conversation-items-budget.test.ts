@@ -7,20 +7,13 @@
  * most eight, is built again).
  */
 import { describe, expect, it } from 'vitest';
-import type { InputItem, OutputItem } from '../../../../protocol/responses/types.js';
+import type { InputItem } from '../../../../protocol/responses/types.js';
 import { listPage } from '../../../../server/front-doors/responses/conversations.js';
 import { ResponsesItemStore } from '../../../../server/front-doors/responses/item-store.js';
 import { measureScaling, withinBudget } from '../../../support/cost-scaling.js';
+import { answer } from '../../../support/stored-calls.js';
 
 const user = (i: number): InputItem => ({ type: 'message', role: 'user', content: `question ${i}` });
-const answer = (i: number): OutputItem =>
-  ({
-    type: 'message',
-    id: `msg_out_${i}`,
-    role: 'assistant',
-    status: 'completed',
-    content: [{ type: 'output_text', text: `answer ${i}`, annotations: [] }],
-  }) as OutputItem;
 
 /** A conversation of `turns` turns (a question, an answer), its first question deleted. */
 function conversation(turns: number): {
