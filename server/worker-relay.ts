@@ -221,6 +221,9 @@ export class WorkerRelay {
       out.destroy();
     };
     client.once('close', onClientClose);
+    // From now on the owner counts and logs it: a client that leaves while the owner works is
+    // the owner's abort, not one here too.
+    request.tpRelayed = owner;
     const answered = await new Promise<IncomingMessage | Error>((resolve) => {
       out.once('response', resolve);
       out.once('error', resolve);
@@ -228,12 +231,19 @@ export class WorkerRelay {
     });
     if (answered instanceof Error) {
       client.off('close', onClientClose);
+      if (clientLeft) {
+        counted.labels('relayed').inc();
+        reply.hijack();
+        return true;
+      }
+      // Answered here: by the route as not held (the owner has just gone), or with this error.
+      request.tpRelayed = undefined;
       const code = (answered as NodeJS.ErrnoException).code;
-      if (!clientLeft && (code === 'ECONNREFUSED' || code === 'ENOENT')) {
+      if (code === 'ECONNREFUSED' || code === 'ENOENT') {
         counted.labels('unreachable').inc();
         return false;
       }
-      counted.labels(clientLeft ? 'relayed' : 'broken').inc();
+      counted.labels('broken').inc();
       throw new ToolproofError('TP_ERR_INTERNAL', {
         message: `The toolproof worker that holds this state went away while answering (worker ${owner}): ${answered.message}.`,
         cause: answered,
@@ -241,7 +251,6 @@ export class WorkerRelay {
     }
     res = answered;
     reply.hijack();
-    request.tpRelayed = owner;
     const back: OutgoingHttpHeaders = {};
     for (const [name, value] of Object.entries(res.headers))
       if (value !== undefined && !HOP_BY_HOP.has(name)) back[name] = value;

@@ -9,7 +9,7 @@
  * held by this toolproof") and the session was dead.
  */
 import OpenAI from 'openai';
-import { Agent, type Dispatcher, fetch as undiciFetch } from 'undici';
+import { Agent, Client, type Dispatcher, fetch as undiciFetch } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startHeldStream } from '../support/held-stream.js';
 import { clusterOnYaml, freshRequest } from '../support/toolproof-process.js';
@@ -195,6 +195,36 @@ describe('Responses state across two workers', () => {
     expect(cluster.proc.lines.filter((l) => l.reqId === reqId && l.msg === 'request')).toHaveLength(1);
   }, 60_000);
 
+  it('a client that leaves before the owner answered: counted and logged once, as aborted, by the owner', async () => {
+    const anchor = await alice().responses.create({ model: 'm', input: 'anchor' });
+    const reqId = `leaves-early-${Date.now()}`;
+    const before = held.requests.length;
+    const client = new Client(cluster.origin);
+    const abort = new AbortController();
+    const sent = client
+      .request({
+        method: 'POST',
+        path: '/v1/responses',
+        signal: abort.signal,
+        headers: {
+          'content-type': 'application/json',
+          authorization: 'Bearer sk-alice-0123456789',
+          'x-request-id': reqId,
+        },
+        body: JSON.stringify({ model: 'held', previous_response_id: anchor.id, input: 'whole' }),
+      })
+      .catch(() => undefined);
+    // The owner's upstream holds the rest of the answer: nothing went back yet.
+    while (held.requests.length === before) await new Promise((r) => setTimeout(r, 20));
+    abort.abort();
+    await sent;
+    await client.close();
+    const line = await cluster.proc.waitFor((l) => l.msg === 'request' && l.reqId === reqId, 10_000);
+    expect(line).toMatchObject({ status: 'aborted', relayed: true });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(cluster.proc.lines.filter((l) => l.reqId === reqId && l.msg === 'request')).toHaveLength(1);
+  }, 60_000);
+
   it("another key reads, continues and deletes nothing of alice's, whichever worker it reaches", async () => {
     const bob = sdk('bob');
     for (let i = 0; i < 2; i++) {
@@ -212,10 +242,12 @@ describe('Responses state across two workers', () => {
     const text = await metrics();
     expect(sample(text, 'toolproof_responses_relayed_total', 'outcome="relayed"')).toBeGreaterThan(5);
     expect(sample(text, 'toolproof_responses_relayed_total', 'outcome="broken"')).toBe(0);
-    // Twelve turns went upstream (five, three by reference, two of the conversation, one
-    // streamed, one anchor; bob's 400s did not), each counted once, by the worker that answered it.
+    // Thirteen turns went upstream (five, three by reference, two of the conversation, one
+    // streamed, two anchors; bob's 400s did not), each counted once, by the worker that answered it.
     const answered = sample(text, 'toolproof_requests_total', 'route="responses",status="200"');
-    expect(answered).toBe(12);
+    expect(answered).toBe(13);
+    // The two clients that left: each once.
+    expect(sample(text, 'toolproof_requests_total', 'route="responses",status="aborted"')).toBe(2);
     // bob's eight tries: one each.
     expect(sample(text, 'toolproof_key_requests_total', 'key="bob"')).toBe(8);
   }, 30_000);
