@@ -13,6 +13,7 @@ import type { Upstreams } from './upstream.js';
 import type { Tracing } from './tracing/types.js';
 import type { CaptureRing } from './capture/ring.js';
 import type { ResponsesItemStore } from './front-doors/responses/item-store.js';
+import type { WorkerRelay } from './worker-relay.js';
 
 /** What the routes share: built once by buildApp. */
 export interface AppState {
@@ -38,4 +39,6 @@ export interface AppState {
   capture?: CaptureRing;
   /** The Responses output items kept for item_reference; absent when off (TOOLPROOF_RESPONSES_STORE_MB=0). */
   responsesStore?: ResponsesItemStore;
+  /** In a worker of TOOLPROOF_WORKERS > 1: carries a request to the worker that holds its state (worker-relay.ts). */
+  relay?: WorkerRelay;
 }

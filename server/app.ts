@@ -69,6 +69,7 @@ import { CapturingResponse, finishCapture, finishRefused } from './capture/recor
 import { CaptureRing, type RecordWriter } from './capture/ring.js';
 import { registerInspectRoutes } from './routes/inspect.js';
 import { ResponsesItemStore } from './front-doors/responses/item-store.js';
+import { relayedHere } from './relayed.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -102,6 +103,8 @@ declare module 'fastify' {
     tpKeyWait?: Promise<void>;
     /** The request's capture record (capture on, front doors only; docs/inspect.md). */
     tpCapture?: RecordWriter;
+    /** The worker this request was relayed to (worker-relay.ts): that worker counts and logs it. */
+    tpRelayed?: number;
   }
   /**
    * Every reply is its response's default OpenStream (chat framing): a method on the prototype,
@@ -326,6 +329,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.decorateRequest('tpKeyEnd', undefined);
   app.decorateRequest('tpKeyWait', undefined);
   app.decorateRequest('tpCapture', undefined);
+  app.decorateRequest('tpRelayed', undefined);
   app.decorateReply('abortWithError', function (this: FastifyReply, err: ToolproofError) {
     return endStreamWith(this.raw, (e) => this.request.tpAbort?.abort(e), err, chatErrorEvent);
   });
@@ -619,6 +623,16 @@ function logRequest(
   finished: boolean,
   headersSent: boolean,
 ): void {
+  if (request.tpRelayed !== undefined) {
+    // The worker that holds its state answered it, and counts and logs it as its own request
+    // (its line says `relayed`); here only the hop (worker-relay.ts counts its outcome).
+    if ((LOG_LEVELS[app.log.level] ?? 0) <= 20)
+      app.log.debug(
+        { reqId: request.id, relayedTo: request.tpRelayed, status: finished ? status : 'aborted' },
+        'relayed',
+      );
+    return;
+  }
   const routeOptions = request.routeOptions;
   const matched = routeOptions.url;
   // The log line names the path asked for when the catch-all served it (metrics use the closed label).
@@ -714,6 +728,8 @@ function logRequest(
   // Cut, and without the input values upstream validation errors echo (prompts stay out of logs).
   if (err) line.error = { code: err.code, status: err.status, message: redactForLog(err.message) };
   if (request.tpKey) line.key = request.tpKey.name;
+  // Carried here by the worker it reached, because this worker holds its state (worker-relay.ts).
+  if (relayedHere(request)) line.relayed = true;
   if (tp) {
     line.model = asked !== undefined ? asked.slice(0, 256) : tp.model;
     // The upstream that answered: a route fallback moved the call after tp was set.

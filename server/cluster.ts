@@ -6,6 +6,8 @@
  *
  * Key limits and each replica's admission are the group's: the primary holds them and the workers
  * ask it (group-admission.ts), so a key's `concurrency: 4` is 4 for the group.
+ * The Responses state stays in the worker that made it; a request that needs it is carried there
+ * (worker-relay.ts).
  * What stays per worker: the fallback memory ("this upstream rejects tool_choice required") and
  * the upstream connection pools. A worker that has not learnt the fallback yet pays one rejected
  * round trip itself; the group's toolproof_tool_choice_fallback_active is the max over workers.
@@ -17,6 +19,7 @@ import { AggregatorRegistry, type Registry } from 'prom-client';
 import type { Metrics } from './metrics.js';
 import { serveGroupCapture } from './capture/cluster.js';
 import { serveGroupAdmission, WORKER_MARK } from './group-admission.js';
+import { serveRelay } from './worker-relay.js';
 
 /** A worker that dies is restarted at most this many times within RESTART_WINDOW_MS... */
 const MAX_RESTARTS = 5;
@@ -91,10 +94,14 @@ export function runPrimary(options: PrimaryOptions): boolean {
   const admission = serveGroupAdmission();
   // The inspector's queries, asked of every worker's capture ring (capture/cluster.ts).
   serveGroupCapture(() => listening);
-  const fork = () => cluster.fork({ [WORKER_MARK]: '1' });
+  // Each worker's private socket, and who serves: a request reaches the worker holding its
+  // Responses state (worker-relay.ts).
+  const relay = serveRelay();
+  const fork = () => cluster.fork({ [WORKER_MARK]: '1', ...relay.env });
   cluster.on('message', (worker, message: unknown) => {
     if (!isMessage(message) || message.tp !== 'worker:listening') return;
     listening.add(worker.id);
+    relay.changed(listening);
     log(30, `worker ${worker.id} (pid ${worker.process.pid}) listening`);
     if (!announced && listening.size === options.workers) {
       announced = true;
@@ -106,6 +113,8 @@ export function runPrimary(options: PrimaryOptions): boolean {
   });
   cluster.on('exit', (worker, code, signal) => {
     const served = listening.delete(worker.id);
+    relay.exited(worker.id);
+    if (served && !stopping) relay.changed(listening);
     forgetWorker(worker.id);
     admission.forgetWorker(worker.id);
     if (stopping) {

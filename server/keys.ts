@@ -16,6 +16,7 @@ import type { AdmissionOwner } from './admission.js';
 import { type ApiKeyEntry, UNNAMED_KEY } from './config-keys.js';
 import type { Config } from './config.js';
 import type { Metrics } from './metrics.js';
+import { clientAddress } from './relayed.js';
 
 const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
 
@@ -523,7 +524,8 @@ export function admissionOwner(request: FastifyRequest, entry: ApiKeyEntry | und
       ...(entry.weight ? { weight: entry.weight } : {}),
     };
   return {
-    id: `address ${request.socket?.remoteAddress ?? ''}`,
+    // A request another worker relayed (worker-relay.ts) waits as its client, not as that worker.
+    id: `address ${clientAddress(request) ?? ''}`,
     named: false,
     ...(entry === undefined ? {} : { key: entry.name }),
   };

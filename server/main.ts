@@ -79,6 +79,10 @@ async function main(): Promise<void> {
     await simulator?.close();
     process.exit(1);
   }
+  // With TOOLPROOF_WORKERS > 1: its private socket, for the requests whose Responses state it
+  // holds that reach other workers (worker-relay.ts), before it counts as serving.
+  const { WorkerRelay } = await import('./worker-relay.js');
+  const relay = await WorkerRelay.join(app, app.toolproof);
   // With TOOLPROOF_WORKERS > 1: this worker serves now (the simulator's own listen does not count).
   announceListening(app.server.address());
 
@@ -87,6 +91,7 @@ async function main(): Promise<void> {
     if (closing) return;
     closing = true;
     reloader.close();
+    relay?.close();
     app.log.info(
       { signal, graceMs: config.shutdownGraceMs },
       'shutting down: no new requests, open streams may finish',

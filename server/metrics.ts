@@ -179,6 +179,12 @@ const METRICS = {
     help: 'Responses requests naming previous_response_id or conversation, by outcome: continued (its conversation was held by this process for that key) or missing (evicted, from another key, worker or replica, or before a restart: a 400 telling the client to send the whole conversation).',
     labels: 'outcome',
   },
+  responsesRelayed: {
+    type: 'counter',
+    name: 'toolproof_responses_relayed_total',
+    help: 'Responses requests (previous_response_id, conversation, item_reference, GET/DELETE of a response or conversation) whose state another worker of TOOLPROOF_WORKERS holds, carried to it, by outcome: relayed (that worker answered; the request is counted there), unreachable (it had just gone: answered here as not held) or broken (it went away while answering).',
+    labels: 'outcome',
+  },
   degradedContent: {
     type: 'counter',
     name: 'toolproof_degraded_content_total',

@@ -12,6 +12,11 @@ import type { ToolproofError } from '../protocol/errors.js';
 export interface OpenStream {
   /** Ends the stream with its API's error event; resolves once the bytes are handed to the socket. */
   abortWithError(err: ToolproofError): Promise<void>;
+  /**
+   * false: another worker serves this stream and counts it in toolproof_open_streams; this one
+   * only passes it on (worker-relay.ts), so the group's sum counts it once.
+   */
+  readonly counted?: false;
 }
 
 /** One registered response: a node of OpenStreams' list, found from the response itself. */
@@ -86,7 +91,8 @@ export class OpenStreams {
   /** Of those, the ones that are SSE streams under way (toolproof_open_streams). */
   streaming(): number {
     let n = 0;
-    for (let e = this.head; e !== null; e = e.next) if (isSseUnderWay(e.key as ServerResponse)) n++;
+    for (let e = this.head; e !== null; e = e.next)
+      if (e.stream?.counted !== false && isSseUnderWay(e.key as ServerResponse)) n++;
     return n;
   }
 

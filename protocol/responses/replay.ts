@@ -6,7 +6,8 @@
  * A response that was streamed is rebuilt as it went out: its StreamNumbering (a few numbers an
  * event: its kind, its item and part, a delta's length) gives each event its live
  * sequence_number and each delta its slice of the final text, so a client that lost its stream
- * after event N and resumes with `starting_after` N gets exactly the events it had not seen.
+ * after event N and resumes with `starting_after` N gets exactly the events it had not seen, the
+ * live stream's keepalives included (numbered without a gap).
  * Before, the rebuilt stream was numbered from 0 with each item's content in one delta: N from the
  * live stream named another event, and the resumed client skipped or repeated content (the openai
  * SDK filters the replay by sequence_number itself). A response answered whole has no live
@@ -153,7 +154,13 @@ function replayNumbered(response: Obj, numbering: Uint32Array, startingAfter: nu
     const from = sent.get(key) ?? 0;
     const length = numbering[WORDS * seq + 2]!;
     if (type?.endsWith('.delta')) sent.set(key, from + length);
-    if (seq <= startingAfter || type === undefined || type === 'keepalive') continue;
+    if (seq <= startingAfter || type === undefined) continue;
+    // Sent again at its place: left out, the resumed stream's numbering had a gap there, as if an
+    // event had been lost.
+    if (type === 'keepalive') {
+      out.push({ type, sequence_number: seq });
+      continue;
+    }
     const at = { item_id: item?.id, output_index: i, ...(k >= 0 ? { content_index: k } : {}) };
     const text = textOf(item, k);
     const part = k >= 0 && Array.isArray(item?.content) ? (item.content as Obj[])[k] : undefined;

@@ -10,6 +10,7 @@ import { completeChat, streamChat } from '../chat/pipeline.js';
 import { cutWhenUnread } from '../drain.js';
 import { errorHandler } from '../error-handler.js';
 import type { OpenStream } from '../open-streams.js';
+import { relayToOwner } from '../worker-relay.js';
 import type { FrontDoorApi } from './index.js';
 import type { DoorOutput, FrontDoor } from './types.js';
 
@@ -64,6 +65,8 @@ export async function registerFrontDoor(
     return reply;
   };
   await app.register(async (scope) => {
+    // State another worker holds: the request is answered there (worker-relay.ts).
+    if (door.heldBy) scope.addHook('preHandler', relayToOwner(state, door.heldBy));
     scope.setErrorHandler(
       errorHandler(door.errorBody, (model) => state.metrics.internalErrors.labels(model).inc()),
     );

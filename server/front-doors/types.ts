@@ -73,6 +73,12 @@ export interface FrontDoor<Name extends string = string, Turn = unknown> {
    */
   routes?(scope: FastifyInstance, state: AppState): void;
   /**
+   * For an API that keeps state between requests: the id of the kept state a request of the door's
+   * routes needs (the first one it names), made by stateId (server/worker-relay.ts). With
+   * TOOLPROOF_WORKERS > 1 a request whose state another worker made is answered by that worker.
+   */
+  heldBy?(request: FastifyRequest): string | undefined;
+  /**
    * The API's page of GET /v1/models, for a request that shows it is this API's client (Anthropic:
    * the anthropic-version header). The first door that claims a request answers it; OpenAI's page
    * otherwise.

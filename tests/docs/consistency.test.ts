@@ -96,6 +96,10 @@ const NOT_SETTINGS: Record<string, { file: string; why: string }> = {
     file: 'server/group-admission.ts',
     why: 'set by the cluster primary on its own workers',
   },
+  TOOLPROOF_CLUSTER_RELAY_DIR: {
+    file: 'server/worker-relay.ts',
+    why: "set by the cluster primary on its own workers: their private sockets' directory",
+  },
 };
 
 /**

@@ -155,7 +155,7 @@ describe('previous_response_id this toolproof does not hold', () => {
       expect(e.param).toBe('previous_response_id');
       expect(e.message).toContain(elsewhere.id);
       expect(e.message).toMatch(/Send the whole conversation in `input`/);
-      expect(e.message).toMatch(/TOOLPROOF_WORKERS=1/);
+      expect(e.message).toMatch(/one toolproof replica \(a sticky route\)/);
       // Nothing went upstream.
       expect(stack.sim.requests.filter((r) => r.path.endsWith('/chat/completions'))).toHaveLength(0);
     });

@@ -55,12 +55,10 @@ function live(pieces: string[]) {
 }
 
 const shown = (events: readonly ResponsesEvent[]) =>
-  events
-    .filter((e) => e.type !== 'keepalive')
-    .map((e) => [e.sequence_number, e.type, (e as { delta?: string }).delta ?? '']);
+  events.map((e) => [e.sequence_number, e.type, (e as { delta?: string }).delta ?? '']);
 
 describe('replayEvents with the live numbering', () => {
-  it('after any event N: the live events after N, each delta its own slice', () => {
+  it('after any event N: the live events after N, keepalives included, each delta its own slice', () => {
     const { events, response, numbering } = live(['Sun', 'ny, ', '21 ', 'degrees', ' 🌞.']);
     for (let n = -1; n < events.length; n++) {
       const resumed = replayEvents(response, n, numbering);
@@ -70,6 +68,12 @@ describe('replayEvents with the live numbering', () => {
       (e) => e.type === 'response.function_call_arguments.done',
     );
     expect(done).toMatchObject({ name: 'f', arguments: '{"a":1}', output_index: 1 });
+  });
+
+  it('a resumed stream is numbered without a gap where the live one sent a keepalive', () => {
+    const { events, response, numbering } = live(['a', 'b', 'c']);
+    const resumed = replayEvents(response, 1, numbering).map((e) => e.sequence_number);
+    expect(resumed).toEqual(Array.from({ length: events.length - 2 }, (_, i) => i + 2));
   });
 
   it('a numbering recorded out of order is not kept (the response is rebuilt from 0)', () => {

@@ -17,7 +17,7 @@ import { completionToResponse } from '../../../protocol/responses/stream.js';
 import type { InputItem } from '../../../protocol/responses/types.js';
 import { openAIErrorBody } from '../chat/errors.js';
 import type { FrontDoor } from '../types.js';
-import { responses } from './index.js';
+import { namedState, responses } from './index.js';
 
 type Turn = ReturnType<typeof responses.open> & { kept: InputItem[] };
 
@@ -75,6 +75,7 @@ export const responsesCompact: FrontDoor<'responses', Turn> = {
     return { ...responses.open(request, reply, state), kept: userMessages(body.input) };
   },
   callOf: (turn) => turn.call,
+  heldBy: (request) => namedState(request, true),
   answer(reply, result, turn) {
     if (result.kind !== 'completion')
       throw new ToolproofError('TP_ERR_INTERNAL', {

@@ -10,13 +10,13 @@
  * OpenAIConversationsSession keeps a session's history there (items.create after each run,
  * items.list before the next, items.delete for popItem); before, each answered 404.
  */
-import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ToolproofError } from '../../../protocol/errors.js';
 import { isObject } from '../../../protocol/is-object.js';
 import { inputToMessages } from '../../../protocol/responses/items.js';
 import type { InputItem } from '../../../protocol/responses/types.js';
 import type { AppState } from '../../app-state.js';
+import { stateId } from '../../worker-relay.js';
 import type { Listed, Listing } from './kept-listing.js';
 
 const MAX_CREATE_ITEMS = 20;
@@ -148,7 +148,7 @@ function tooLarge(): ToolproofError {
 /** A conversation not held here: 404, as OpenAI answers an unknown one, saying why it may be gone. */
 function notHeld(id: string): ToolproofError {
   return new ToolproofError('TP_ERR_NOT_FOUND', {
-    message: `Conversation ${JSON.stringify(id.slice(0, 200))} is not held by this toolproof. Conversations are kept in the memory of the worker that created them, under the API key that created them, bounded by TOOLPROOF_RESPONSES_STORE_MB: one evicted, created on another worker or replica, or before a restart is gone. With several workers (TOOLPROOF_WORKERS), each holds its own.`,
+    message: `Conversation ${JSON.stringify(id.slice(0, 200))} is not held by this toolproof. Conversations are kept in the memory of the toolproof worker that created them (reached from any worker of the same toolproof), under the API key that created them, bounded by TOOLPROOF_RESPONSES_STORE_MB: one evicted, created on another replica, or before a restart of toolproof or of that worker is gone.`,
   });
 }
 
@@ -174,7 +174,7 @@ export function registerConversations(scope: FastifyInstance, state: AppState): 
     objectBody(request.body);
     const items = itemsOf(request.body);
     const metadata = metadataOf(request.body, false);
-    const id = `conv_${randomBytes(24).toString('hex')}`;
+    const id = stateId('conv', 48);
     const created_at = Math.floor(Date.now() / 1000);
     if (!store.openConversation(scopeOf(request), id, items, { created_at, metadata })) throw tooLarge();
     return reply.send({ id, object: 'conversation', created_at, metadata });

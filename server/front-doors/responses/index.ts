@@ -6,7 +6,6 @@
  * final_answer, fallback, history repair, leak recovery, validation, corrective retry), and
  * the answer is translated back: a response object, or the Responses event stream (output.ts).
  */
-import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ToolproofError } from '../../../protocol/errors.js';
 import { stringifyJson } from '../../../protocol/lossless-json.js';
@@ -20,6 +19,8 @@ import { replayEvents } from '../../../protocol/responses/replay.js';
 import type { InputItem, ResponseObject, ResponsesRequest } from '../../../protocol/responses/types.js';
 import type { AppState } from '../../app-state.js';
 import type { ChatCall } from '../../chat/context.js';
+import { stateId } from '../../worker-relay.js';
+import { isObject } from '../../../protocol/is-object.js';
 import { startTranslatedCall } from '../../chat/start.js';
 import { openAIErrorBody } from '../chat/errors.js';
 import type { FrontDoor } from '../types.js';
@@ -29,8 +30,29 @@ import type { ResponsesItemStore } from './item-store.js';
 import { ResponsesSseOutput } from './output.js';
 import { responsesBody } from './schema.js';
 
-function newId(prefix: string): string {
-  return `${prefix}_${randomBytes(12).toString('hex')}`;
+/** Ids of what is kept name the worker that keeps them (worker-relay.ts), OpenAI's shape all the same. */
+const newId = (prefix: string): string => stateId(prefix, 24);
+
+/**
+ * The id of the kept state a request names first (worker-relay.ts carries it to the worker that
+ * holds it): the {id} of a response's or conversation's path; a POST's previous_response_id,
+ * conversation, or first item_reference. One request reads one worker's state: an item_reference
+ * to another chain's item made on another worker misses as with one worker. Reads `input` up to
+ * its first reference: linear in what the body holds.
+ */
+export function namedState(request: FastifyRequest, bodyToo: boolean): string | undefined {
+  const url = request.routeOptions.url ?? '';
+  if (url.startsWith('/v1/responses/:id') || url.startsWith('/v1/conversations/:id'))
+    return (request.params as { id?: string }).id;
+  const body = request.body;
+  if (!bodyToo || !isObject(body)) return undefined;
+  if (typeof body.previous_response_id === 'string') return body.previous_response_id;
+  const conversation = isObject(body.conversation) ? body.conversation.id : body.conversation;
+  if (typeof conversation === 'string') return conversation;
+  if (!Array.isArray(body.input)) return undefined;
+  for (const item of body.input)
+    if (isObject(item) && item.type === 'item_reference' && typeof item.id === 'string') return item.id;
+  return undefined;
 }
 
 /** What a Responses request keeps to its answer: the translator's context, and its chat call. */
@@ -58,7 +80,7 @@ async function notServed(request: FastifyRequest): Promise<never> {
 /** A response not held here: 404, as OpenAI answers an unknown one, saying why it may be gone. */
 function responseNotHeld(id: string): ToolproofError {
   return new ToolproofError('TP_ERR_NOT_FOUND', {
-    message: `Response ${JSON.stringify(id.slice(0, 200))} is not held by this toolproof. Responses are kept in the memory of the worker that answered them, under the API key that got them, bounded by TOOLPROOF_RESPONSES_STORE_MB: one answered with store: false, evicted, answered by another worker or replica, or before a restart is gone.`,
+    message: `Response ${JSON.stringify(id.slice(0, 200))} is not held by this toolproof. Responses are kept in the memory of the toolproof worker that answered them (reached from any worker of the same toolproof), under the API key that got them, bounded by TOOLPROOF_RESPONSES_STORE_MB: one answered with store: false, evicted, answered by another replica, or before a restart of toolproof or of that worker is gone.`,
   });
 }
 
@@ -162,7 +184,7 @@ function continued(
       : `The ${named} cannot be continued: its earlier response ${shown(found.missing)} is not held by this toolproof`;
   throw new ToolproofError('TP_ERR_INVALID_FIELD', {
     param,
-    message: `${which}. Responses and conversations are kept in the memory of the worker that answered them, under the API key that got them, bounded by TOOLPROOF_RESPONSES_STORE_MB: one evicted, answered by another worker or replica, given to another key, or kept before a restart is gone. Send the whole conversation in \`input\` without ${param}, or send all of a conversation's requests to one toolproof worker (TOOLPROOF_WORKERS=1, and a sticky route to one replica) with a store large enough to hold it.`,
+    message: `${which}. Responses and conversations are kept in the memory of the toolproof worker that answered them (reached from any worker of the same toolproof), under the API key that got them, bounded by TOOLPROOF_RESPONSES_STORE_MB: one evicted, answered by another replica, given to another key, or kept before a restart of toolproof or of that worker is gone. Send the whole conversation in \`input\` without ${param}, or send all of a conversation's requests to one toolproof replica (a sticky route) with a store large enough to hold it.`,
   });
 }
 
@@ -246,6 +268,7 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
     };
   },
   callOf: (turn) => turn.call,
+  heldBy: (request) => namedState(request, request.routeOptions.url === '/v1/responses'),
   answer(reply, result, turn) {
     // Only chat requests are relayed raw; a translated request always gets a completion.
     if (result.kind !== 'completion')

@@ -16,8 +16,9 @@
  * text and counted at its UTF-8 length plus a fixed overhead; past the budget the oldest entry of
  * the key holding the most bytes goes first, so one busy key evicts its own before a quiet key's.
  * Continuing a conversation makes its responses and their items the newest again, so a session
- * in use outlives idle ones. Per process: a reference or a previous_response_id another worker or
- * replica served, one evicted, or one from before a restart misses.
+ * in use outlives idle ones. Per process: with TOOLPROOF_WORKERS > 1 a request for another
+ * worker's state is carried to it (server/worker-relay.ts); one another replica served, one
+ * evicted, or one from before a restart misses.
  */
 import { randomBytes } from 'node:crypto';
 import { stringifyJson } from '../../../protocol/lossless-json.js';

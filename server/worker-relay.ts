@@ -1,0 +1,286 @@
+/**
+ * TOOLPROOF_WORKERS > 1: the Responses state (server/front-doors/responses/item-store.ts) stays in
+ * the memory of the worker that made it, and a request that needs it is carried to that worker.
+ *
+ * Each id a worker makes for kept state (`resp_`, `conv_`, `msg_`, `fc_`, ...; stateId below)
+ * starts with its worker number: four hex digits where the id's random hex began, so the id keeps
+ * its prefix, length and alphabet. A front door says which id a request needs (FrontDoor.heldBy:
+ * previous_response_id, conversation, an item_reference, the {id} of the path); when that id names
+ * another live worker, the receiving worker sends the request as it came (method, path, headers,
+ * the body it already read) to that worker's private socket and pipes the answer back, streamed
+ * as it goes. The owner runs it as any request: its key check, limits, metrics, log line and
+ * capture are its own, so a key reads only its own state and the request counts once. A request
+ * that came in on the private socket is never relayed again.
+ *
+ * Why a relay and not a fetch of the state over IPC: every operation (a turn that reads a chain
+ * and keeps its answer, an item deleted, a stream resumed) then runs where the state is, as with
+ * one worker, with no second copy to keep in step, and a stream never passes through the primary.
+ *
+ * The private sockets are Unix sockets in a directory the primary makes (mode 0700) and removes;
+ * the primary tells every worker which workers serve. An id of a worker that no longer serves (it
+ * restarted: its state is gone), of another replica, or made before a restart, is answered where
+ * it arrived: the same 404 or 400 as with one worker. A relay holds one chunk at a time
+ * (backpressure both ways), the body it sends is the one already read within the body limit,
+ * and its waits are the owner's: the owner bounds the request with its own timeouts and answers
+ * with its error when one passes, so the relay adds none but the connect.
+ */
+import cluster from 'node:cluster';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, unlinkSync } from 'node:fs';
+import { type IncomingMessage, type OutgoingHttpHeaders, request as httpRequest } from 'node:http';
+import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ToolproofError } from '../protocol/errors.js';
+import type { Metrics } from './metrics.js';
+import type { OpenStreams } from './open-streams.js';
+import { WORKER_MARK } from './group-admission.js';
+import { markRelayed, RELAYED_FOR, relayedHere } from './relayed.js';
+import { REQUEST_ID_HEADER } from './request-id.js';
+
+/** The directory of the workers' private sockets, set by the primary in each worker it forks. */
+const RELAY_DIR = 'TOOLPROOF_CLUSTER_RELAY_DIR';
+/** How many hex digits of an id name its worker. */
+const TAG_HEX = 4;
+const TAG = /^[A-Za-z]+_([0-9a-f]{4})/;
+
+/** This worker's number, when it is a worker of toolproof's own cluster; undefined otherwise. */
+const self =
+  cluster.isWorker && process.env[WORKER_MARK] === '1' && process.env[RELAY_DIR]
+    ? cluster.worker?.id
+    : undefined;
+
+const tagOf = (worker: number) => (worker & 0xffff).toString(16).padStart(TAG_HEX, '0');
+
+/**
+ * An id for kept state: `prefix_` and `hex` hex digits, the first four naming this worker in a
+ * cluster (random otherwise).
+ */
+export function stateId(prefix: string, hex: number): string {
+  const random = randomBytes(Math.ceil(hex / 2))
+    .toString('hex')
+    .slice(0, hex);
+  return self === undefined ? `${prefix}_${random}` : `${prefix}_${tagOf(self)}${random.slice(TAG_HEX)}`;
+}
+
+// IPC (primary -> workers): the workers that serve now.
+interface Peers {
+  tp: 'relay:peers';
+  workers: number[];
+}
+const isPeers = (m: unknown): m is Peers =>
+  typeof m === 'object' && m !== null && (m as { tp?: unknown }).tp === 'relay:peers';
+
+/**
+ * The primary's side: the sockets' directory (its env for each fork), and the workers that serve,
+ * told to each of them whenever that changes.
+ */
+export function serveRelay(): {
+  env: Record<string, string>;
+  changed(serving: ReadonlySet<number>): void;
+  exited(worker: number): void;
+} {
+  const dir = mkdtempSync(join(tmpdir(), 'toolproof-relay-'));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  return {
+    env: { [RELAY_DIR]: dir },
+    changed(serving) {
+      const message: Peers = { tp: 'relay:peers', workers: [...serving] };
+      for (const worker of Object.values(cluster.workers ?? {}))
+        if (worker && serving.has(worker.id) && worker.isConnected()) worker.send(message);
+    },
+    exited(worker) {
+      // One killed leaves its socket file: connecting to it is refused either way.
+      try {
+        unlinkSync(join(dir, `${worker}.sock`));
+      } catch {
+        // closed cleanly: node removed it
+      }
+    },
+  };
+}
+
+/** Headers that belong to one connection, not to the request or answer carried. */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'expect',
+  'proxy-authorization',
+  'proxy-authenticate',
+]);
+
+/** What the relay uses of the app's state (AppState has it). */
+export interface RelayDeps {
+  metrics: Pick<Metrics, 'responsesRelayed'>;
+  openStreams: OpenStreams;
+  relay?: WorkerRelay;
+}
+
+/** A worker's side: its private socket, the workers that serve, and the relay itself. */
+export class WorkerRelay {
+  private peers = new Map<string, number>();
+
+  private constructor(
+    private readonly dir: string,
+    private readonly server: Server,
+    private readonly state: RelayDeps,
+  ) {
+    process.on('message', (m: unknown) => {
+      if (!isPeers(m)) return;
+      this.peers = new Map(m.workers.filter((w) => w !== self).map((w) => [tagOf(w), w]));
+    });
+  }
+
+  /**
+   * In a worker of toolproof's cluster: listen on this worker's private socket, whose requests
+   * the app serves as any other (marked relayed), and relay from now on. Undefined elsewhere.
+   */
+  static async join(app: FastifyInstance, state: RelayDeps): Promise<WorkerRelay | undefined> {
+    const dir = process.env[RELAY_DIR];
+    if (self === undefined || !dir) return undefined;
+    const server = createServer((socket: Socket) => {
+      markRelayed(socket);
+      // The app's own server takes it: its timeouts, its connection bookkeeping, its shutdown.
+      app.server.emit('connection', socket);
+    });
+    const path = join(dir, `${self}.sock`);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        // exclusive: this worker's own listener, not one the cluster's primary shares out.
+        server.listen({ path, exclusive: true }, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+    } catch (err) {
+      // No Unix sockets here (or the directory is gone): the worker serves, its state its own.
+      app.log.warn(
+        { err: { message: (err as Error).message }, path },
+        "worker relay: cannot listen on this worker's private socket; Responses state made here is answered only by this worker",
+      );
+      return undefined;
+    }
+    // A failed accept (out of file descriptors) is the relaying worker's to see, not a crash here.
+    server.on('error', (err) =>
+      app.log.warn({ err: { message: err.message } }, 'worker relay: accept failed'),
+    );
+    const relay = new WorkerRelay(dir, server, state);
+    state.relay = relay;
+    return relay;
+  }
+
+  /** Stops taking relayed requests (the shutdown); those open finish on their connections. */
+  close(): void {
+    this.server.close();
+  }
+
+  /** The live worker, other than this one, whose id `id` is; undefined when none. */
+  ownerOf(id: string): number | undefined {
+    const tag = TAG.exec(id)?.[1];
+    return tag === undefined ? undefined : this.peers.get(tag);
+  }
+
+  /**
+   * Sends the request to worker `owner` and pipes its answer back. Resolves false when the owner
+   * could not be reached (it has just gone: the request is then answered here, as not held).
+   */
+  async forward(request: FastifyRequest, reply: FastifyReply, owner: number): Promise<boolean> {
+    const counted = this.state.metrics.responsesRelayed;
+    const headers: OutgoingHttpHeaders = {};
+    for (const [name, value] of Object.entries(request.headers))
+      if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
+    // The body as read: decoded, within the body limit.
+    delete headers['content-length'];
+    delete headers['content-encoding'];
+    const body = request.rawBody;
+    if (body !== undefined) headers['content-length'] = String(body.byteLength);
+    headers[REQUEST_ID_HEADER] = request.id;
+    headers[RELAYED_FOR] = request.socket?.remoteAddress ?? '';
+    const out = httpRequest({
+      socketPath: join(this.dir, `${owner}.sock`),
+      method: request.method,
+      path: request.url,
+      headers,
+      // A connection per request: no idle pooled socket the owner may close as it is reused.
+      agent: false,
+    });
+    let clientLeft = false;
+    let res: IncomingMessage | undefined;
+    const client = reply.raw;
+    const onClientClose = () => {
+      if (res?.complete || res?.destroyed) return;
+      clientLeft = true;
+      out.destroy();
+    };
+    client.once('close', onClientClose);
+    // From now on the owner counts and logs it: a client that leaves while the owner works is
+    // the owner's abort, not one here too.
+    request.tpRelayed = owner;
+    const answered = await new Promise<IncomingMessage | Error>((resolve) => {
+      out.once('response', resolve);
+      out.once('error', resolve);
+      out.end(body);
+    });
+    if (answered instanceof Error) {
+      client.off('close', onClientClose);
+      if (clientLeft) {
+        counted.labels('relayed').inc();
+        reply.hijack();
+        return true;
+      }
+      // Answered here: by the route as not held (the owner has just gone), or with this error.
+      request.tpRelayed = undefined;
+      const code = (answered as NodeJS.ErrnoException).code;
+      if (code === 'ECONNREFUSED' || code === 'ENOENT') {
+        counted.labels('unreachable').inc();
+        return false;
+      }
+      counted.labels('broken').inc();
+      throw new ToolproofError('TP_ERR_INTERNAL', {
+        message: `The toolproof worker that holds this state went away while answering (worker ${owner}): ${answered.message}.`,
+        cause: answered,
+      });
+    }
+    res = answered;
+    reply.hijack();
+    const back: OutgoingHttpHeaders = {};
+    for (const [name, value] of Object.entries(res.headers))
+      if (value !== undefined && !HOP_BY_HOP.has(name)) back[name] = value;
+    client.writeHead(res.statusCode ?? 502, back);
+    // At the shutdown deadline the owner ends its stream with its own API's event: give it the
+    // flush time to come through (openStreams bounds the wait) before the connection is cut.
+    this.state.openStreams.claim(client, {
+      counted: false,
+      abortWithError: () =>
+        new Promise((resolve) => (client.closed ? resolve() : client.once('close', resolve))),
+    });
+    const from = res;
+    pipeline(from, client, (err) => {
+      counted.labels(err && !clientLeft && !from.complete ? 'broken' : 'relayed').inc();
+    });
+    return true;
+  }
+}
+
+/**
+ * The preHandler of a front door that keeps state: a request whose state (`heldBy`) another live
+ * worker holds is answered by that worker. Runs after the key check and the body's parse and
+ * validation, before the request counts against its key or goes upstream.
+ */
+export function relayToOwner(state: RelayDeps, heldBy: (request: FastifyRequest) => string | undefined) {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const relay = state.relay;
+    if (relay === undefined || relayedHere(request)) return;
+    const id = heldBy(request);
+    const owner = id === undefined ? undefined : relay.ownerOf(id);
+    if (owner !== undefined) await relay.forward(request, reply, owner);
+  };
+}
