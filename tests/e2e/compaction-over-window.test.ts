@@ -11,6 +11,8 @@
  */
 import type OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ChatMessage } from '../../protocol/openai.js';
+import { AGENT_COMPACTIONS, sessionTools } from '../support/agent-compactions.js';
 import { type Stack, startStack } from '../server/stack.js';
 
 /** `lines` lines of Chinese text (~30 tokens each), numbered by turn. */
@@ -98,6 +100,28 @@ for (const personality of ['vllm', 'llama-server'] as const) {
       );
       expect(compacted.output.at(-1)?.type).toBe('compaction');
       expect(String(lastSent().messages[0]?.content)).toMatch(NOTE);
+    });
+
+    // Each agent's own compaction (tests/support/agent-compactions.ts), as it sends it: streamed
+    // chat completions. Before, only Claude Code's and Codex's were known; the rest were refused.
+    AGENT_COMPACTIONS.forEach((agent, i) => {
+      it(`${agent.source}: the summary (chat completions, ${i % 2 ? 'not ' : ''}streamed)`, async () => {
+        const messages = agent.messages(history() as ChatMessage[], cjk(360, 99)) as never;
+        const body = { model: 'sim', messages, ...(agent.tools ? { tools: sessionTools } : {}) };
+        let text = '';
+        if (i % 2) {
+          const r = await stack.client.chat.completions.create(body, { headers: say });
+          text = r.choices[0]?.message.content ?? '';
+        } else {
+          const stream = await stack.client.chat.completions.create(
+            { ...body, stream: true },
+            { headers: say },
+          );
+          for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+        }
+        expect(text).toBe('The summary.');
+        expect(JSON.stringify(lastSent().messages)).toContain('(a compaction over the window)');
+      });
     });
 
     it('a turn that is no compaction is still context_length_exceeded (the cue to compact)', async () => {
