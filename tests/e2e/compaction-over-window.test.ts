@@ -12,6 +12,7 @@
 import type OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../protocol/openai.js';
+import { decodeOwnCompaction } from '../../protocol/responses/compaction.js';
 import { AGENT_COMPACTIONS, sessionTools } from '../support/agent-compactions.js';
 import { type Stack, startStack } from '../server/stack.js';
 
@@ -123,6 +124,48 @@ for (const personality of ['vllm', 'llama-server'] as const) {
         expect(JSON.stringify(lastSent().messages)).toContain('(a compaction over the window)');
       });
     });
+
+    // OpenAI's compaction on its servers, asked by a compaction_trigger as the last input item
+    // (Codex's remote compaction sends it with its tools): answered with a compaction item that
+    // holds the model's summary, as /v1/responses/compact's. Before, a 400 on every such request.
+    for (const stream of [false, true])
+      it(`compaction_trigger (Responses, ${stream ? '' : 'not '}streamed): a compaction item, over the window too`, async () => {
+        const input = [...history(), { type: 'compaction_trigger' }] as never;
+        const tools = [{ type: 'function' as const, name: 'shell', parameters: {}, strict: false }];
+        let output: OpenAI.Responses.ResponseOutputItem[];
+        if (stream) {
+          const events = await stack.client.responses.create(
+            { model: 'sim', input, tools, stream: true },
+            { headers: say },
+          );
+          const done: unknown[] = [];
+          output = [];
+          for await (const e of events) {
+            if (e.type === 'response.output_item.done') done.push(e.item);
+            if (e.type === 'response.completed') output = e.response.output;
+          }
+          expect(done).toEqual(output);
+        } else {
+          const r = await stack.client.responses.create({ model: 'sim', input, tools }, { headers: say });
+          expect(r.status).toBe('completed');
+          output = r.output;
+        }
+        expect(output).toHaveLength(1);
+        const item = output[0] as { type: string; encrypted_content: string };
+        expect(item.type).toBe('compaction');
+        expect(decodeOwnCompaction(item.encrypted_content)).toBe('The summary.');
+        const sent = lastSent().messages;
+        expect(String(sent[0]?.content)).toMatch(NOTE);
+        expect(String(sent.at(-1)?.content)).toContain(
+          '[compaction_trigger: the conversation is compacted here.',
+        );
+        // Sent back in place of the conversation, the item is the summary on the next turn.
+        await stack.client.responses.create(
+          { model: 'sim', input: [item, { role: 'user', content: 'Go on.' }] as never, tools },
+          { headers: say },
+        );
+        expect(JSON.stringify(lastSent().messages)).toContain('The summary.');
+      });
 
     it('a turn that is no compaction is still context_length_exceeded (the cue to compact)', async () => {
       const err = await stack.client.responses
