@@ -125,6 +125,54 @@ for (const personality of ['vllm', 'llama-server'] as const) {
       });
     });
 
+    // pi speaks each of the three APIs: its compaction (the conversation in its one user turn) on
+    // the other two doors, streamed as pi streams.
+    const pi = AGENT_COMPACTIONS.find((a) => a.source.startsWith('pi '))!;
+    const [piSystem, piUser] = pi.messages([], cjk(360, 99)) as Array<{ content: unknown }>;
+    it("pi's compaction on Anthropic Messages (streamed): the summary", async () => {
+      const res = await fetch(`${stack.origin}/v1/messages`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'anthropic-version': '2023-06-01',
+          'x-api-key': 'x',
+          ...say,
+        },
+        body: JSON.stringify({
+          model: 'sim',
+          max_tokens: 2048,
+          stream: true,
+          system: [{ type: 'text', text: piSystem!.content }],
+          messages: [{ role: 'user', content: piUser!.content }],
+        }),
+      });
+      const text = (await res.text())
+        .split('\n')
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => (JSON.parse(l.slice(6)) as { delta?: { text?: string } }).delta?.text ?? '')
+        .join('');
+      expect(res.status).toBe(200);
+      expect(text).toBe('The summary.');
+      expect(JSON.stringify(lastSent().messages)).toContain('(a compaction over the window)');
+    });
+    it("pi's compaction on Responses (streamed): the summary", async () => {
+      const parts = piUser!.content as Array<{ text: string }>;
+      const events = await stack.client.responses.create(
+        {
+          model: 'sim',
+          stream: true,
+          store: false,
+          instructions: String(piSystem!.content),
+          input: [{ role: 'user', content: [{ type: 'input_text', text: parts[0]!.text }] }],
+        },
+        { headers: say },
+      );
+      let text = '';
+      for await (const e of events) if (e.type === 'response.completed') text = e.response.output_text;
+      expect(text).toBe('The summary.');
+      expect(JSON.stringify(lastSent().messages)).toContain('(a compaction over the window)');
+    });
+
     // OpenAI's compaction on its servers, asked by a compaction_trigger as the last input item
     // (Codex's remote compaction sends it with its tools): answered with a compaction item that
     // holds the model's summary, as /v1/responses/compact's. Before, a 400 on every such request.
