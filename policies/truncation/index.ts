@@ -16,8 +16,9 @@
  * steps, so turns that add less than a step send the same bytes (docs/prefix.md). The field never
  * goes upstream (no backend has it).
  *
- * An agent's compaction turn (kit/last-turn.ts: Claude Code's, Codex's, toolproof's own for
- * /v1/responses/compact) is cut so unless the client said `truncation: "disabled"`. It carries
+ * An agent's compaction turn (kit/last-turn.ts: known by its shape, no tool to call and a summary
+ * of the conversation asked, or by its words: Claude Code's, Codex's, Continue's) is cut so
+ * unless the client said `truncation: "disabled"`. It carries
  * the whole history and asks for its summary: over the window, the backend refused it, the agent
  * could not compact, and every later turn, longer still, was refused too. The session was dead;
  * now the model summarises what fits, and the note says what it did not see.
