@@ -16,8 +16,9 @@
  * steps, so turns that add less than a step send the same bytes (docs/prefix.md). The field never
  * goes upstream (no backend has it).
  *
- * An agent's compaction turn (kit/last-turn.ts: Claude Code's, Codex's, toolproof's own for
- * /v1/responses/compact) is cut so unless the client said `truncation: "disabled"`. It carries
+ * An agent's compaction turn (kit/last-turn.ts: known by its shape, no tool to call and a summary
+ * of the conversation asked, or by its words: Claude Code's, Codex's, Continue's) is cut so
+ * unless the client said `truncation: "disabled"`. It carries
  * the whole history and asks for its summary: over the window, the backend refused it, the agent
  * could not compact, and every later turn, longer still, was refused too. The session was dead;
  * now the model summarises what fits, and the note says what it did not see.
@@ -95,6 +96,41 @@ function cutMessage(m: ChatMessage | undefined, fit: number): ChatMessage | unde
   return cut === m.content ? undefined : { ...m, content: cut };
 }
 
+/** The marker in place of the middle of a compaction's last turn cut to fit. */
+const lastTurnMarker: CutMarker = (left, total, lines) =>
+  `[... toolproof left out ${left} of this conversation's ${total} characters (${lines} line${lines === 1 ? '' : 's'}) to fit the model's context window (${COMPACTION_REASON}) ...]`;
+
+/**
+ * `messages` with the last one, a compaction's user turn, cut to half the window when its text is
+ * longer (a string, or its longest text part); undefined when it fits or has no such text.
+ */
+function cutLastTurn(messages: readonly ChatMessage[], fit: number): ChatMessage[] | undefined {
+  const m = messages.at(-1);
+  if (m?.role !== 'user') return undefined;
+  const keep = Math.max(1, Math.floor(fit / 2));
+  let content: ChatMessage['content'];
+  if (typeof m.content === 'string') {
+    const cut = cutText(m.content, keep, lastTurnMarker);
+    if (cut === m.content) return undefined;
+    content = cut;
+  } else if (Array.isArray(m.content)) {
+    let at = -1;
+    let longest = 0;
+    m.content.forEach((p, i) => {
+      if (p?.type === 'text' && typeof p.text === 'string' && p.text.length > longest) {
+        at = i;
+        longest = p.text.length;
+      }
+    });
+    const part = m.content[at];
+    if (part?.type !== 'text' || typeof part.text !== 'string') return undefined;
+    const cut = cutText(part.text, keep, lastTurnMarker);
+    if (cut === part.text) return undefined;
+    content = m.content.map((p, i) => (i === at ? { ...part, text: cut } : p));
+  } else return undefined;
+  return [...messages.slice(0, -1), { ...m, content } as ChatMessage];
+}
+
 export const truncationPolicy: Policy<TruncationEffect> = {
   name: TRUNCATION_POLICY,
   enabled: () => true,
@@ -117,11 +153,22 @@ export const truncationPolicy: Policy<TruncationEffect> = {
     // message the backend had just taken whole (it was the last, kept whatever its estimate).
     const why = compaction ? COMPACTION_REASON : undefined;
     const left = older > 0 ? leaveOutOldest(sent.tools, sent.messages, older, window, why) : undefined;
-    if (!left) return { action: 'continue', request: sent, effects: [] };
+    let messages = left?.messages;
+    let count = left?.count ?? 0;
+    // A compaction that carries the conversation as the text of its one user turn (opencode's,
+    // Kilo's, pi's, Cline's: "<conversation>...</conversation>" and the instructions) has no older
+    // message to leave out: that turn is cut to its head and tail, its instructions at either end
+    // kept, rather than relayed whole to be refused.
+    const last = older > 0 && compaction ? cutLastTurn(messages ?? sent.messages, window) : undefined;
+    if (last) {
+      messages = last;
+      count++;
+    }
+    if (!messages) return { action: 'continue', request: sent, effects: [] };
     return {
       action: 'continue',
-      request: { ...sent, messages: left.messages },
-      effects: [{ policy: TRUNCATION_POLICY, kind: 'messages-left-out', count: left.count }],
+      request: { ...sent, messages },
+      effects: [{ policy: TRUNCATION_POLICY, kind: 'messages-left-out', count }],
     };
   },
 };

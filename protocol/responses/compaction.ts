@@ -21,3 +21,13 @@ export function decodeOwnCompaction(encrypted: unknown): string | undefined {
   if (typeof encrypted !== 'string' || !encrypted.startsWith(MARK)) return undefined;
   return Buffer.from(encrypted.slice(MARK.length), 'base64').toString('utf8');
 }
+
+/**
+ * What a `compaction_trigger` input item becomes (OpenAI's API: "Compacts the current context.
+ * Must be the final input item."; the compaction runs on its servers and the answer's output is
+ * its encrypted `compaction` item): the user turn asking for the summary, saying why. The answer
+ * is a `compaction` item holding the model's summary (stream.ts), as /v1/responses/compact's.
+ * Before, a 400 on every request that carried one: the client could not compact, and every turn
+ * that compaction would have shortened was refused as too long.
+ */
+export const COMPACTION_TRIGGER_TEXT = `[compaction_trigger: the conversation is compacted here. toolproof has no server-side compaction, so the summary is the answer.]\n\n${COMPACT_INSTRUCTION}`;

@@ -8,7 +8,7 @@ import { ToolproofError } from '../errors.js';
 import type { ChatMessage, ContentPart, ToolCall } from '../openai.js';
 import { fileDataUrl, filePart } from '../file-part.js';
 import { compactionText, hostedItemNote, isHostedItem } from '../hosted-history.js';
-import { decodeOwnCompaction } from './compaction.js';
+import { COMPACTION_TRIGGER_TEXT, decodeOwnCompaction } from './compaction.js';
 import { decodeReasoning } from './reasoning-token.js';
 import { chatNameOf, type ToolCatalog } from './tools.js';
 import type {
@@ -271,6 +271,11 @@ export function inputToMessages(
         messages.push({ role: 'system', content: additionalToolsText(raw.tools) });
         return;
       }
+      case 'compaction_trigger':
+        // Compaction on OpenAI's servers: the model is asked for the summary (compaction.ts).
+        turn = undefined;
+        messages.push({ role: 'user', content: COMPACTION_TRIGGER_TEXT });
+        return;
       case 'configuration_update':
         // Settings for the responses after it (request.ts applies the latest); nothing to read.
         return;

@@ -13,6 +13,7 @@
  */
 import { upstreamJsonProblem } from '../completion-shape.js';
 import type { ChatCompletion, ChatCompletionChunk, Usage } from '../openai.js';
+import { encodeOwnCompaction } from './compaction.js';
 import { encodeReasoning } from './reasoning-token.js';
 import type { CatalogEntry, ToolCatalog } from './tools.js';
 import type {
@@ -45,7 +46,7 @@ export interface TranslatorContext {
 type OpenKind = 'reasoning' | 'message' | 'call';
 
 interface Slot {
-  kind: OpenKind;
+  kind: OpenKind | 'compaction';
   outputIndex: number;
   item: OutputItem;
   /** Text (message / reasoning) or arguments (call) accumulated so far. */
@@ -68,7 +69,12 @@ function argsObject(args: string): Record<string, unknown> {
 }
 
 /** The call item for a tool the client declared as custom or typed (tools.ts). */
-function typedItem(entry: CatalogEntry, id: string, callId: string, args: string): OutputItem {
+function typedItem(
+  entry: CatalogEntry,
+  id: string,
+  callId: string,
+  args: string,
+): CustomToolCallItem | TypedCallItem {
   const a = argsObject(args);
   const ns = entry.namespace ? { namespace: entry.namespace } : {};
   if (entry.kind === 'custom') {
@@ -125,9 +131,20 @@ export class ResponsesTranslator {
   private readonly calls = new Map<number, Slot>();
   private finish: string | null = null;
   private upstreamUsage: Usage | undefined;
+  /**
+   * The request ends on a `compaction_trigger` (compaction on OpenAI's servers, whose answer is a
+   * `compaction` item): the model's text is that item's summary (compaction.ts), sent whole at
+   * the end as OpenAI sends its own (output_item.added and .done, no deltas); its reasoning is
+   * not part of the answer.
+   */
+  private readonly compacting: boolean;
+  private summary = '';
 
   constructor(private readonly ctx: TranslatorContext) {
     this.id = ctx.newId('resp');
+    const input = ctx.request.input;
+    const last = Array.isArray(input) ? input[input.length - 1] : undefined;
+    this.compacting = (last as { type?: unknown } | undefined)?.type === 'compaction_trigger';
   }
 
   private ev(body: ResponsesEventBody, out: ResponsesEvent[]): void {
@@ -158,8 +175,12 @@ export class ResponsesTranslator {
     if (!choice) return out;
     const d = choice.delta ?? {};
     const reasoning = reasoningOf(d);
-    if (reasoning) this.text('reasoning', reasoning, out);
-    if (typeof d.content === 'string' && d.content) this.text('message', d.content, out);
+    if (this.compacting) {
+      if (typeof d.content === 'string') this.summary += d.content;
+    } else {
+      if (reasoning) this.text('reasoning', reasoning, out);
+      if (typeof d.content === 'string' && d.content) this.text('message', d.content, out);
+    }
     for (const tc of d.tool_calls ?? []) this.callDelta(tc, out);
     if (choice.finish_reason) this.finish = choice.finish_reason;
     return out;
@@ -330,6 +351,17 @@ export class ResponsesTranslator {
         this.current = slot;
         this.closeCurrent(out, status);
       }
+    }
+    if (this.compacting) {
+      const item = {
+        type: 'compaction' as const,
+        id: this.ctx.newId('cmp'),
+        encrypted_content: encodeOwnCompaction(this.summary),
+      };
+      const outputIndex = this.slots.length;
+      this.slots.push({ kind: 'compaction', outputIndex, item, text: '', done: true });
+      this.ev({ type: 'response.output_item.added', output_index: outputIndex, item }, out);
+      this.ev({ type: 'response.output_item.done', output_index: outputIndex, item }, out);
     }
     const response = this.response(status, usage ?? this.upstreamUsage);
     this.ev({ type: status === 'completed' ? 'response.completed' : 'response.incomplete', response }, out);

@@ -152,12 +152,20 @@ export interface OutputMessage {
   content: OutputText[];
 }
 
+/** A compaction toolproof made (compaction.ts): the summary, in the clear under a marker. */
+export interface CompactionOutputItem {
+  type: 'compaction';
+  id: string;
+  encrypted_content: string;
+}
+
 export type OutputItem =
   | OutputMessage
   | FunctionCallItem
   | CustomToolCallItem
   | TypedCallItem
-  | ReasoningItem;
+  | ReasoningItem
+  | CompactionOutputItem;
 
 export interface ResponsesUsage {
   input_tokens: number;

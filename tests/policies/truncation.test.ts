@@ -12,6 +12,8 @@ import {
   truncationPolicy,
 } from '../../policies/truncation/index.js';
 import { PROMPT_OVER_WINDOW, type PolicyContext } from '../../policies/types.js';
+import { compactionTurn } from '../../policies/kit/last-turn.js';
+import { AGENT_COMPACTIONS, NOT_COMPACTIONS, sessionTools } from '../support/agent-compactions.js';
 import { judge, measureScaling } from '../support/cost-scaling.js';
 import { ctxWith, request } from './helpers.js';
 
@@ -140,6 +142,39 @@ describe('truncation policy', () => {
     expect(other.effects).toEqual([]);
   });
 
+  describe("agents' real compactions over the window are cut (each agent's own words and shape)", () => {
+    // Before, only Claude Code's (text only) and Codex's (its phrase) were known: the others were
+    // relayed whole, refused, and the agent could not compact: every later turn was refused too.
+    const history = long.slice(0, 30);
+    const text = long.map((m) => `[${m.role}]: ${m.content}`).join('\n');
+    for (const agent of AGENT_COMPACTIONS)
+      it(agent.source, () => {
+        const messages = agent.messages(history, text);
+        const sent = request({ messages, ...(agent.tools ? { tools: sessionTools } : {}) });
+        const d = truncationPolicy.onRequest!(sent, refused(8192), sent);
+        if (d.action !== 'continue') throw new Error('rejected');
+        const out = d.request.messages;
+        expect(d.effects).toHaveLength(1);
+        expect(JSON.stringify(out).length).toBeLessThan(8192 * 3);
+        expect(JSON.stringify(out)).toContain('(a compaction over the window)');
+        // The system prompt and the ask stay whole at either end of the last turn.
+        if (messages[0]!.role === 'system') expect(out[0]).toEqual(messages[0]);
+        const ask = JSON.stringify(messages.at(-1)!.content);
+        const kept = JSON.stringify(out.at(-1)!.content);
+        expect(kept.slice(0, 60)).toBe(ask.slice(0, 60));
+        expect(kept.slice(-120)).toBe(ask.slice(-120));
+      });
+    for (const agent of NOT_COMPACTIONS)
+      it(`no compaction, relayed whole: ${agent.source}`, () => {
+        const messages = agent.messages(history, text);
+        const sent = request({ messages, ...(agent.tools ? { tools: sessionTools } : {}) });
+        const d = truncationPolicy.onRequest!(sent, refused(8192), sent);
+        if (d.action !== 'continue') throw new Error('rejected');
+        expect(d.request.messages).toEqual(messages);
+        expect(d.effects).toEqual([]);
+      });
+  });
+
   it('budget: a compaction of 4x the messages costs about 4x, however long its last turn', () => {
     const ctx = refused(8192);
     const make = (n: number) => [
@@ -147,6 +182,25 @@ describe('truncation policy', () => {
       user(`${'z '.repeat(n * 20)} Do not call any tools.`),
     ];
     const measure = () => measureScaling(make, (m) => run(m, ctx, 'none'), { from: 2_000, max: 64_000 });
+    let s = measure();
+    if (!judge(s, 5).time || !judge(s, 5).memory) s = measure();
+    expect(judge(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
+  });
+
+  it("budget: reading a compaction's shape costs about 4x for 4x its instructions and last turn", () => {
+    // Near misses of the summary words: each "summary" starts a bounded look for its object.
+    const miss = (n: number) => 'a summary of the work so far, '.repeat(n);
+    const make = (n: number) => ({
+      model: 'm',
+      messages: [
+        ...Array.from({ length: 4 }, () => ({ role: 'system' as const, content: miss(n) })),
+        {
+          role: 'user' as const,
+          content: Array.from({ length: 16 }, () => ({ type: 'text' as const, text: miss(n) })),
+        },
+      ],
+    });
+    const measure = () => measureScaling(make, (r) => compactionTurn(r as never), { from: 16, max: 64_000 });
     let s = measure();
     if (!judge(s, 5).time || !judge(s, 5).memory) s = measure();
     expect(judge(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
