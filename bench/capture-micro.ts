@@ -213,7 +213,14 @@ async function child(dir: string | undefined): Promise<void> {
     rec?.captureEffects(call, forced as never);
     call.trace.attempts++;
     const t0 = performance.now();
-    rec?.captureAttemptSent(call, sent, SENT_HEADERS, t0);
+    // A build from before the headers as sent were kept takes (call, body, sentAt).
+    if (rec && rec.captureAttemptSent.length >= 4) rec.captureAttemptSent(call, sent, SENT_HEADERS, t0);
+    else
+      (rec?.captureAttemptSent as unknown as ((c: unknown, b: unknown, t: number) => void) | undefined)?.(
+        call,
+        sent,
+        t0,
+      );
     rec?.captureAttemptOpened(call, t0, { status: 200 });
     const w = call.capture;
     let r = 0;
