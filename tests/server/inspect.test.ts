@@ -961,6 +961,25 @@ describe('the capture behind /inspect/api', () => {
     },
   );
 
+  it('copy as curl of a request whose id a later one reused sends the id it was sent with, not its suffixed one', async () => {
+    stack = await startStack();
+    for (let i = 0; i < 2; i++)
+      await stack.client.chat.completions.create(
+        { model: 'sim', messages: user },
+        { headers: { 'x-request-id': 'dup-1', 'x-sim-scenario': 'prose' } },
+      );
+    const ids = ((await getJson(stack, '/inspect/api/requests')).body.requests as Summary[]).map((r) => r.id);
+    const earlier = ids.find((id) => id.startsWith('dup-1~'))!;
+    expect(ids).toEqual(['dup-1', earlier]);
+    const view = (await getJson(stack, `/inspect/api/requests/${encodeURIComponent(earlier)}`)).body as {
+      record: { upstreamAttempts: Array<{ headers: Record<string, string> }> };
+      curl: string[];
+    };
+    expect(view.record.upstreamAttempts[0]!.headers['x-request-id']).toBe('dup-1');
+    expect(view.curl[0]).toContain(`-H 'x-request-id: dup-1' \\`);
+    expect(view.curl[0]).not.toContain(`x-request-id: ${earlier}`);
+  });
+
   it('is documented in the OpenAPI document', async () => {
     stack = await startStack();
     const doc = (await getJson(stack, '/docs/json')).body as { paths: Record<string, unknown> };
