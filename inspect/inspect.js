@@ -229,6 +229,17 @@ function setState(text) {
   stateEl.textContent = text;
 }
 
+/**
+ * A request or a session the reader went to, just drawn: the focus at the view's start, so that
+ * Tab goes on to its first link (a request's session). The link or row that led here is gone with
+ * the view before, and from the page's body Tab went to the header first: Enter there, meant for
+ * the session link, went back to the list.
+ */
+function focusView() {
+  const a = document.activeElement;
+  if (a === null || a === document.body || !a.isConnected) main.focus({ preventScroll: true });
+}
+
 // ---- the list --------------------------------------------------------------------------------
 
 const FILTERS = ['session', 'model', 'outcome'];
@@ -1193,7 +1204,12 @@ async function showRequest(id, refresh) {
   // While in flight the view is made again every second: what the reader opened stays open.
   const restore = refresh ? keepView() : null;
   main.replaceChildren(...parts.flat().filter((p) => p !== null && p !== undefined));
-  restore?.();
+  if (restore) restore();
+  else {
+    focusView();
+    // Its session, opened from here, has this turn selected: the one the reader followed there.
+    selectedKey.session = r.id;
+  }
   setState(r.inFlight ? 'in flight' : '');
   if (r.inFlight) timer = setTimeout(() => my === nav && showRequest(id, true), 1000);
 }
@@ -1254,6 +1270,7 @@ async function showSessions() {
       ),
     ),
   );
+  focusView();
   setState(count(data.sessions.length, 'session'));
 }
 
@@ -1398,6 +1415,8 @@ async function showSession(key) {
       ),
     ),
   );
+  focusView();
+  rowsShown()[at]?.scrollIntoView({ block: 'nearest' });
   setState(count(data.turns.length, 'turn'));
 }
 

@@ -272,6 +272,10 @@ export class UpstreamClient {
   /** The first replica's base URL with its path prefix (the inspector's copy-as-curl). */
   readonly baseUrl: string;
   private readonly authorization: string | undefined;
+  /** Whether requests carry the backend's key (`authorization`, added in request()). */
+  get sendsKey(): boolean {
+    return this.authorization !== undefined;
+  }
   readonly replicas: number;
   /**
    * Longest silence between two events of a streamed response. undici's bodyTimeout only sees

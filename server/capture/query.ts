@@ -5,6 +5,7 @@
  * data in, plain data out: the same answers travel between cluster workers (cluster.ts).
  */
 import { type Reassembled, reassemble } from './reassemble.js';
+import { REDACTED as REDACTED_VALUE } from './redact.js';
 import {
   type CapturedAttempt,
   type CaptureQuery,
@@ -158,9 +159,7 @@ function viewOf(record: CaptureRecord): RequestView {
     record,
     modelWrote: record.upstreamAttempts.map((a) => reassemble(a.response.text)),
     clientReceived: reassemble(record.clientResponse.body.text),
-    curl: record.upstreamAttempts.map((a) =>
-      curlOf(record, a.upstream, a.replica, a.request.text, a.request.cut, a.stream),
-    ),
+    curl: record.upstreamAttempts.map((a) => curlOf(record, a)),
     attemptChoice: attemptChoices(record),
   };
 }
@@ -195,29 +194,112 @@ function attemptChoices(record: CaptureRecord): Array<number | null> {
 
 const shellQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
-function curlOf(
-  record: CaptureRecord,
-  upstream: string,
-  replica: string | undefined,
-  body: string,
-  cut: number,
-  stream: boolean,
-): string {
-  const base = replica ?? upstream;
-  const url = /^https?:\/\//.test(base) ? base : `http://${base}`;
+/** The placeholder the copied command puts where the backend's key went (the user sets it). */
+const KEY_PLACEHOLDER = `\${TOOLPROOF_UPSTREAM_API_KEY:?set it to the key toolproof sends the backend}`;
+
+/**
+ * Where the attempt went: its replica (an origin) with the upstream's path, else the upstream's
+ * first URL; `note` when that is a guess (several replicas, the one that answered not known).
+ */
+function attemptUrl(upstream: string, replica: string | undefined): { url: string; note?: string } {
+  const urls = upstream.split(',');
+  const first = urls[0] ?? upstream;
+  let origin = first;
+  let path = '';
+  try {
+    const u = new URL(/^https?:\/\//.test(first) ? first : `http://${first}`);
+    origin = u.origin;
+    path = u.pathname.replace(/\/+$/, '');
+  } catch {
+    // not a URL (a label only): as it is
+  }
+  if (replica !== undefined && replica !== '') {
+    try {
+      origin = new URL(/^https?:\/\//.test(replica) ? replica : `http://${replica}`).origin;
+    } catch {
+      origin = replica;
+    }
+    return { url: `${origin}${path}/chat/completions` };
+  }
+  const url = `${origin}${path}/chat/completions`;
+  return urls.length > 1
+    ? {
+        url,
+        note: `# One of ${urls.length} replicas answered (which one was not recorded): this is the first.`,
+      }
+    : { url };
+}
+
+/** Headers as kept (a HeaderText in this process, an object from another worker's JSON). */
+function headerObject(h: CapturedAttempt['headers']): Readonly<Record<string, string>> | undefined {
+  if (h === undefined || h === null) return undefined;
+  return typeof (h as { object?: unknown }).object === 'function'
+    ? (h as { object(): Record<string, string> }).object()
+    : (h as Readonly<Record<string, string>>);
+}
+
+/**
+ * The here-document's end: `TOOLPROOF_BODY` and the fewest underscores that no line of the body
+ * is (a line that were would end the body there, and the shell run the rest as commands). One
+ * pass over the body: a client's body of lines `TOOLPROOF_BODY`, `TOOLPROOF_BODY_`, ... tried
+ * one delimiter a pass read the body once per line.
+ */
+function delimiterFor(body: string): string {
+  const taken = new Set<number>();
+  for (const m of body.matchAll(/^TOOLPROOF_BODY(_*)$/gm)) taken.add(m[1]!.length);
+  let n = 0;
+  while (taken.has(n)) n++;
+  return `TOOLPROOF_BODY${'_'.repeat(n)}`;
+}
+
+/**
+ * A shell command that sends the attempt again as toolproof sent it: the same URL, headers in
+ * their order (the backend's key as a variable the user sets: toolproof never keeps it) and body
+ * bytes. curl's own `accept` and `user-agent` are turned off (toolproof sends neither). A body
+ * of one line goes by `--data @-`, which drops the here-document's closing newline: the bytes
+ * as sent; one with line breaks of its own (a client's pretty-printed body forwarded as it came)
+ * by `--data-binary @-`, with that newline added at its end.
+ */
+function curlOf(record: CaptureRecord, a: CapturedAttempt): string {
+  const body = a.request.text;
+  const { url, note } = attemptUrl(a.upstream, a.replica);
+  const headers = headerObject(a.headers);
   const lines = [
-    '# Replays this attempt against the backend. toolproof never keeps credentials: add',
-    '# -H "authorization: Bearer $KEY" if the backend needs one.',
-    ...(cut > 0
-      ? [`# The captured body was cut (${cut} characters left out): this replay is incomplete.`]
+    `# Replays attempt ${a.n} of ${record.id} as toolproof sent it (URL, headers, body).`,
+    ...(note ? [note] : []),
+    ...(a.request.cut > 0
+      ? [`# The captured body was cut (${a.request.cut} characters left out): this replay is incomplete.`]
       : []),
-    // -N: a stream's events are written as they arrive (curl's output buffer held them back).
-    `curl -sS${stream ? ' -N' : ''} ${shellQuote(`${url.replace(/\/+$/, '')}/chat/completions`)} \\`,
-    `  -H 'content-type: application/json' -H ${shellQuote(`x-request-id: ${record.id}`)} \\`,
-    "  --data-binary @- <<'TOOLPROOF_BODY'",
-    body,
-    'TOOLPROOF_BODY',
   ];
+  const flags: string[] = [];
+  let keyed = false;
+  if (headers === undefined) {
+    lines.push('# The headers it was sent with were not kept (its record ran out of room).');
+    flags.push(`-H 'content-type: application/json'`);
+  } else {
+    for (const [name, value] of Object.entries(headers)) {
+      if (value !== REDACTED_VALUE) flags.push(`-H ${shellQuote(`${name}: ${value}`)}`);
+      else if (name.toLowerCase() === 'authorization') {
+        keyed = true;
+        flags.push(`-H "authorization: Bearer ${KEY_PLACEHOLDER}"`);
+      } else lines.push(`# Its ${name} header carried a credential, not kept: add it.`);
+    }
+  }
+  if (keyed)
+    lines.push(
+      "# It carried the backend's key, which toolproof never keeps: set TOOLPROOF_UPSTREAM_API_KEY.",
+    );
+  const multiline = /[\r\n]/.test(body);
+  const delimiter = delimiterFor(body);
+  lines.push(
+    // -N: a stream's events are written as they arrive (curl's output buffer held them back).
+    `curl -sS${a.stream ? ' -N' : ''} ${shellQuote(url)} \\`,
+    ...flags.map((f) => `  ${f} \\`),
+    "  -H 'accept:' -H 'user-agent:' \\",
+    `  ${multiline ? '--data-binary' : '--data'} @- <<'${delimiter}'`,
+    body,
+    delimiter,
+  );
   return lines.join('\n');
 }
 

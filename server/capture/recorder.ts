@@ -16,7 +16,7 @@ import type { ChatCall } from '../chat/context.js';
 import type { HarnessTrace } from '../chat/trace.js';
 import { ownString } from '../../protocol/own-string.js';
 import { affinityKey, namedSessionKey } from '../affinity.js';
-import { redactedHeaderPairs } from './redact.js';
+import { REDACTED, redactedHeaderPairs } from './redact.js';
 import { beginOp, flushJournal, journal, setApplier } from './journal.js';
 import { ownRun, runOfHistory, runOfReply } from './runs.js';
 import {
@@ -384,8 +384,9 @@ function applyJournal(count: number): void {
             refs[r++] as string,
             nums[x++]!,
             nums[x++]!,
-            nums[x++] === 1,
+            nums[x++]!,
             refs[r++] as string | Buffer,
+            refs[r++] as Readonly<Record<string, string>>,
           );
           break;
         case OP_OPENED:
@@ -452,27 +453,38 @@ function batched(w: RecordWriter): boolean {
   return w.ring.batched;
 }
 
-/** An attempt goes upstream: the body exactly as sent. */
-export function captureAttemptSent(call: ChatCall, body: string | Buffer, sentAt: number): void {
+/**
+ * An attempt goes upstream: the body and the headers exactly as sent (`headers`: those toolproof
+ * gives the transport; the backend's key, which upstream.ts adds, is kept as its name only).
+ */
+export function captureAttemptSent(
+  call: ChatCall,
+  body: string | Buffer,
+  headers: Readonly<Record<string, string>>,
+  sentAt: number,
+): void {
   const w = call.capture;
   if (!w) return;
   const n = call.trace.attempts;
-  const upstream = call.route.client.label;
+  const client = call.route.client;
+  const upstream = client.label;
   const at = epochOf(sentAt);
   const queueMs = sentAt - startOf(call);
-  const stream = call.phase.request.stream === true;
+  // Two flags in one number: a stream (1), the backend's key added (2).
+  const flags = (call.phase.request.stream === true ? 1 : 0) | (client.sendsKey ? 2 : 0);
   if (!batched(w)) {
-    applySent(w, n, upstream, at, queueMs, stream, body);
+    applySent(w, n, upstream, at, queueMs, flags, body, headers);
     return;
   }
   beginOp(OP_SENT, body.length);
   J.refs[J.nRefs++] = w;
   J.refs[J.nRefs++] = upstream;
   J.refs[J.nRefs++] = body;
+  J.refs[J.nRefs++] = headers;
   J.nums[J.nNums++] = n;
   J.nums[J.nNums++] = at;
   J.nums[J.nNums++] = queueMs;
-  J.nums[J.nNums++] = stream ? 1 : 0;
+  J.nums[J.nNums++] = flags;
 }
 
 function applySent(
@@ -481,13 +493,23 @@ function applySent(
   upstream: string,
   at: number,
   queueMs: number,
-  stream: boolean,
+  flags: number,
   body: string | Buffer,
+  headers: Readonly<Record<string, string>>,
 ): void {
   w.attempts = n;
+  const stream = (flags & 1) === 1;
   if (typeof body === 'string') w.newAttempt(n, upstream, at, queueMs, stream, w.text(body));
   else w.attemptOf(n, upstream, at, queueMs, stream, body);
   w.note(200);
+  // As the client's are (keepClientRequest): redacted into the scratch list, written, emptied.
+  let chars = redactedHeaderPairs(headers, PAIRS);
+  if ((flags & 2) === 2) {
+    PAIRS.push('authorization', REDACTED);
+    chars += 32;
+  }
+  w.attemptHeaders(PAIRS, chars);
+  PAIRS.length = 0;
 }
 
 /** The upstream answered with headers (or failed before), at `now` (the performance clock). */

@@ -86,6 +86,11 @@ export interface CapturedAttempt {
   stream: boolean;
   /** The request body exactly as sent (cut). */
   request: CapturedText;
+  /**
+   * The headers as sent, in their order, credentials `[redacted]` (the backend's key, which
+   * upstream.ts adds last); absent when the record had no room for them.
+   */
+  headers?: Readonly<Record<string, string>> | HeaderText;
   status?: number;
   /** A non-streamed body, or a stream's events as received (one `data:` payload a line). */
   response: CapturedText;
@@ -198,6 +203,10 @@ export class Attempt implements CapturedAttempt {
   private hLap!: number;
   private hOff!: number;
   private hLen!: number;
+  /** The headers as sent (HeaderText's bytes in `arena`); `xLen` -1: none kept. */
+  private xLap!: number;
+  private xOff!: number;
+  private xLen!: number;
   private pObj!: CapturedText;
   private pLap!: number;
   private pOff!: number;
@@ -248,6 +257,9 @@ export class Attempt implements CapturedAttempt {
     this.hLap = 0;
     this.hOff = 0;
     this.hLen = 0;
+    this.xLap = 0;
+    this.xOff = 0;
+    this.xLen = -1;
     this.pObj = NO_TEXT;
     this.pLap = 0;
     this.pOff = 0;
@@ -287,6 +299,21 @@ export class Attempt implements CapturedAttempt {
     }
   }
 
+  /** Its headers as sent, written at `lap`, `off` of `arena` (RecordWriter.attemptHeaders). */
+  keepHeaders(arena: Arena, lap: number, off: number, len: number): void {
+    this.arena ??= arena;
+    if (this.arena !== arena) return;
+    this.xLap = lap;
+    this.xOff = off;
+    this.xLen = len;
+  }
+
+  get headers(): HeaderText | undefined {
+    return this.xLen < 0
+      ? undefined
+      : (unfold(this.arena!, this.xLap, this.xOff, this.xLen, 0, HeaderText) as HeaderText);
+  }
+
   /** Waiting to be reused (RecordWriter.release): what holds memory or a request's words dropped. */
   release(): this {
     this.upstream = '';
@@ -297,6 +324,7 @@ export class Attempt implements CapturedAttempt {
     this.sLen = -1;
     this.pObj = NO_TEXT;
     this.pLen = -1;
+    this.xLen = -1;
     return this;
   }
 
@@ -381,6 +409,7 @@ export class Attempt implements CapturedAttempt {
       totalMs: this.totalMs,
       stream: this.stream,
       request: this.request,
+      headers: this.headers,
       status: this.status,
       response: this.response,
       events: this.events,
@@ -1139,6 +1168,16 @@ export class RecordWriter implements CaptureRecord {
     const spans = new Spans();
     this.ring.append(spans, text);
     this.headers = this.ring.textOf<HeaderText>(spans, 0, HeaderText);
+  }
+
+  /**
+   * The running attempt's headers as sent (redact.ts's pairs, `chars` their JSON's length),
+   * kept as the client's are (headerPairs); none when the record is out of room.
+   */
+  attemptHeaders(pairs: readonly string[], chars: number): void {
+    const a = this.current;
+    if (a === undefined || !this.note(chars)) return;
+    if (this.ring.appendPairs(pairs)) a.keepHeaders(SCRATCH.arena!, SCRATCH.lap, SCRATCH.off, SCRATCH.len);
   }
 
   /** Small structured values (a decision, header maps): counted by their JSON length. */

@@ -129,7 +129,7 @@ async function sendOnce(
   const headers = call.span ? call.span.attempt(call, request, call.forwardHeaders) : call.forwardHeaders;
   const queuedBefore = call.trace.queuedMs;
   const body = serializeRequest(call, request);
-  captureAttemptSent(call, body, started);
+  captureAttemptSent(call, body, headers, started);
   try {
     const res = await call.route.client.request({
       method: 'POST',

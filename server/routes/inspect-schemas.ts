@@ -100,6 +100,12 @@ const attempt = obj('One upstream attempt.', {
   totalMs: num('From sending to the end of the body, or to the failure.'),
   stream: { type: 'boolean' },
   request: { ...capturedText, description: 'The body exactly as sent.' },
+  headers: {
+    type: 'object',
+    additionalProperties: { type: 'string' },
+    description:
+      "The headers as sent, name to value in their order (the backend's key `[redacted]`); absent when its record had no room for them.",
+  },
   status: int("The upstream's status."),
   response: { ...capturedText, description: "A non-streamed body, or a stream's events as received." },
   events: int('How many events a stream carried.'),
@@ -163,7 +169,8 @@ export const requestSchema = obj(
     curl: {
       type: 'array',
       items: str(),
-      description: 'Per attempt, a curl command that replays it against the backend (no credentials).',
+      description:
+        "Per attempt, a curl command that replays it as sent: its URL, headers and body (the backend's key as the variable TOOLPROOF_UPSTREAM_API_KEY).",
     },
     attemptChoice: {
       type: 'array',

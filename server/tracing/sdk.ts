@@ -110,6 +110,9 @@ const K_TP_UPSTREAM = keyOf('toolproof.upstream');
 const K_GENAI_REQUESTSTREAM = keyOf(GEN_AI.stream);
 const K_GENAI_CONVERSATIONID = keyOf(GEN_AI.conversationId);
 const K_GENAI_INPUTMESSAGES = keyOf(GEN_AI.inputMessages);
+const K_TP_REQUEST_MODEL = keyOf('toolproof.request.model');
+const K_TP_STREAM = keyOf('toolproof.stream');
+const K_TP_INPUTMESSAGES = keyOf('toolproof.input.messages');
 const K_TP_ATTEMPT = keyOf('toolproof.attempt');
 const K_TP_TOOL_CHOICE = keyOf('toolproof.tool_choice');
 const K_HTTP_RESPONSE_STATUS_CODE = keyOf(ATTR_HTTP_RESPONSE_STATUS_CODE);
@@ -684,20 +687,19 @@ class ServerSpan implements RequestSpan<ChatCall> {
     if (typeof agent === 'string') log.set(K_USER_AGENT_ORIGINAL, cut256(agent));
     const call = this.call;
     if (!call) return;
-    // The chat call's: what the client asked for, where it went.
+    // The chat call's: what the client asked for, where it went. Under toolproof's names, none of
+    // the GenAI conventions': they describe a client's call to a model (gen_ai.client.inference,
+    // a CLIENT span: each attempt's), not a proxy's server span, and a GenAI backend lists any
+    // span with gen_ai.operation.name, or a model name (Langfuse's fallback), as a generation of
+    // its own: one with no tokens beside each attempt's.
     const r = call.original;
-    log.set(K_GENAI_OPERATION, 'chat');
-    log.set(K_GENAI_PROVIDER, PROVIDER);
-    log.set(K_GENAI_REQUESTMODEL, typeof r.model === 'string' ? cut256(r.model) : '');
-    setRequestAttributes(log, r);
+    log.set(K_TP_REQUEST_MODEL, typeof r.model === 'string' ? cut256(r.model) : '');
     log.set(K_TP_API, call.api);
     log.set(K_TP_MODEL, cut256(call.route.name));
     log.set(K_TP_UPSTREAM, call.route.client.label);
-    // The conventions' flag, set only when true (absent: not streamed).
-    if (r.stream === true) log.set(K_GENAI_REQUESTSTREAM, true);
-    const conversation = call.forwardHeaders['x-conversation-id'];
-    if (conversation) log.set(K_GENAI_CONVERSATIONID, cut256(conversation));
-    if (this.captureContent) log.set(K_GENAI_INPUTMESSAGES, inputMessages(r));
+    // Set only when true (absent: not streamed), as the attempts' gen_ai.request.stream.
+    if (r.stream === true) log.set(K_TP_STREAM, true);
+    if (this.captureContent) log.set(K_TP_INPUTMESSAGES, inputMessages(r));
   }
 
   attempt(
@@ -819,6 +821,9 @@ class ServerSpan implements RequestSpan<ChatCall> {
         log.set(K_GENAI_REQUESTMODEL, model);
         setRequestAttributes(log, request);
         if (request.stream === true) log.set(K_GENAI_REQUESTSTREAM, true);
+        // Conditionally required on an inference span when available: the client's session.
+        const conversation = this.call?.forwardHeaders['x-conversation-id'];
+        if (conversation) log.set(K_GENAI_CONVERSATIONID, cut256(conversation));
         log.set(K_TP_ATTEMPT, this.attempts);
         // The replica that answered, else the upstream it was sent to.
         server?.set(log);

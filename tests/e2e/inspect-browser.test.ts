@@ -388,9 +388,9 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
         const run = await promisify(execFile)('bash', ['-c', copied], { encoding: 'utf8', timeout: 10_000 });
         const replayed = stack.sim.requests.slice(before);
         expect(replayed).toHaveLength(1);
-        // As chat completions, the body as sent (and the here-document's closing newline).
+        // As chat completions, the body's bytes as sent.
         expect(replayed[0]!.path).toMatch(/\/chat\/completions$/);
-        expect(replayed[0]!.rawBody).toBe(`${sent}\n`);
+        expect(replayed[0]!.rawBody).toBe(sent);
         expect(JSON.parse(run.stdout).object).toBe('chat.completion');
       } finally {
         await context.close();

@@ -266,7 +266,9 @@ describe.skipIf(!chromiumAvailable)('the inspector page as its users drive it', 
     await listShows(3);
     await page.goto(`${stack.origin}/inspect#/s/h%3Abroken-prefix`);
     await page.locator('#turns tbody tr').first().waitFor();
-    await page.keyboard.press('j');
+    // The turn last opened (the list's newest, the third) is the one selected: up one.
+    expect(await page.locator('#turns tbody tr').nth(2).getAttribute('aria-selected')).toBe('true');
+    await page.keyboard.press('k');
     await page.keyboard.press('Enter');
     await page.locator('#request-id').waitFor();
     await page.keyboard.press('Escape');

@@ -53,7 +53,12 @@ function serve(ring: CaptureRing, n: number, from = 0): void {
   }
   for (const [k, call] of calls.entries()) {
     call.trace.attempts = 1;
-    captureAttemptSent(call, Buffer.from(`{"model":"m","n":${k}}`), 1001 + k);
+    captureAttemptSent(
+      call,
+      Buffer.from(`{"model":"m","n":${k}}`),
+      { 'x-request-id': `r${k}`, 'content-type': 'application/json' },
+      1001 + k,
+    );
     captureAttemptOpened(call, 1001 + k, { status: 200 }, undefined, 1002 + k);
     captureEffects(call, [forcedEffect('required')]);
   }

@@ -12,6 +12,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chatImageMessage, PNG_300_BASE64 } from '../support/images.js';
 import { startProxy } from '../support/harness.js';
+import { createSimulator } from '../../simulator/index.js';
+import type { RecordedRequest, Simulator } from '../../simulator/types.js';
 import { collectStream, type Stack, startStack, weatherTool, weatherTurn } from './stack.js';
 
 /** Copy as curl is run as a user runs it, where curl is installed. */
@@ -19,9 +21,12 @@ const hasCurl = spawnSync('curl', ['--version']).status === 0;
 const execFileAsync = promisify(execFile);
 
 let stack: Stack | undefined;
+/** Simulators a test starts beside its stack's. */
+let replicas: Simulator[] = [];
 afterEach(async () => {
   await stack?.close();
   stack = undefined;
+  for (const r of replicas.splice(0)) await r.close();
 });
 
 const tools = [weatherTool];
@@ -864,43 +869,116 @@ describe('the capture behind /inspect/api', () => {
   });
 
   it.skipIf(!hasCurl)(
-    "copy as curl replays the attempt: the backend receives the attempt's body, a stream's events come as they arrive",
+    "copy as curl replays the attempt as sent: the replica that answered gets the same path, headers and bytes (the backend's key a variable the user sets), and answers what the attempt got",
     async () => {
-      stack = await startStack({ sim: { personality: 'llama-server' } });
+      const backendKey = 'sk-backend-0123456789';
+      // Two replicas of one upstream whose URL has a path, both asking for the key.
+      const sims = [
+        await createSimulator({ personality: 'llama-server', apiKey: backendKey }),
+        await createSimulator({ personality: 'llama-server', apiKey: backendKey }),
+      ];
+      replicas = sims;
+      stack = await startStack({
+        env: {
+          TOOLPROOF_UPSTREAM_URL: sims.map((x) => x.url).join(','),
+          TOOLPROOF_UPSTREAM_API_KEY: backendKey,
+        },
+      });
+      // The simulator answers a scenario named by its header: without it, another answer.
+      const leak = scenario({ raw: LEAKED }, { 'x-conversation-id': 'conv-7' }).headers;
       const ids: string[] = [];
       for (const stream of [false, true]) {
         const res = await fetch(`${stack.url}/chat/completions`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-sim-scenario': JSON.stringify({ raw: LEAKED }) },
-          body: JSON.stringify({ model: 'sim', messages: user, tools, stream }),
+          headers: { 'content-type': 'application/json', ...leak },
+          // A client's pretty-printed body is forwarded as it came (no policy rewrote it: no tools).
+          body: stream
+            ? JSON.stringify({ model: 'sim', messages: user, tools, stream })
+            : JSON.stringify({ model: 'sim', messages: user }, null, 2),
         });
         await res.text();
         ids.push(res.headers.get('x-request-id')!);
       }
+      /** What a backend tells apart in a request: its path, its headers but the transport's, its bytes. */
+      const asReceived = (r: RecordedRequest) => {
+        const { host: _h, 'content-length': _l, connection: _c, ...headers } = r.headers;
+        return { method: r.method, path: r.path, headers, body: r.rawBody };
+      };
+      /** An answer's content without what differs every time (ids, times). */
+      const answerOf = (text: string, stream: boolean) =>
+        stream
+          ? text
+              .split('\n')
+              .map((l) => l.replace(/^data: /, '').trim())
+              .filter((l) => l.startsWith('{'))
+              .map((l) => JSON.stringify((JSON.parse(l) as { choices?: unknown }).choices ?? null))
+          : (JSON.parse(text) as { choices: unknown }).choices;
       for (const [i, id] of ids.entries()) {
+        const stream = i === 1;
         const view = (await getJson(stack, `/inspect/api/requests/${id}`)).body as {
-          record: { upstreamAttempts: Array<{ request: { text: string } }> };
+          record: { upstreamAttempts: Array<{ request: { text: string }; response: { text: string } }> };
           curl: string[];
         };
-        const sent = view.record.upstreamAttempts[0]!.request.text;
-        const before = stack.sim.requests.length;
-        // The command as the page copies it, run by a shell (not synchronously: the simulator
-        // answering it runs in this process).
-        const run = await execFileAsync('bash', ['-c', view.curl[0]!], { encoding: 'utf8', timeout: 10_000 });
-        const replayed = stack.sim.requests.slice(before);
-        expect(replayed).toHaveLength(1);
-        // The body as sent, and the here-document's closing newline.
-        expect(replayed[0]!.rawBody).toBe(`${sent}\n`);
-        expect(replayed[0]!.headers['x-request-id']).toBe(id);
-        if (i === 0) expect(JSON.parse(run.stdout).object).toBe('chat.completion');
-        else {
-          expect(view.curl[0]).toMatch(/^curl -sS -N /m);
-          expect(run.stdout).toMatch(/^data: \{"choices"|^data: \{/m);
-          expect(run.stdout.trimEnd()).toMatch(/data: \[DONE\]$/);
-        }
+        const curl = view.curl[0]!;
+        expect(curl).not.toContain(backendKey);
+        const answered = sims.find((x) => x.requests.some((r) => r.headers['x-request-id'] === id))!;
+        const sent = answered.requests.find((r) => r.headers['x-request-id'] === id)!;
+        // Without the key set the command says so and sends nothing.
+        const bare = await execFileAsync('bash', ['-c', curl], { encoding: 'utf8', timeout: 10_000 }).catch(
+          (e: { code: number; stderr: string }) => e,
+        );
+        expect((bare as { code: number }).code).not.toBe(0);
+        expect((bare as { stderr: string }).stderr).toContain('TOOLPROOF_UPSTREAM_API_KEY');
+        const counts = sims.map((x) => x.requests.length);
+        // The command as the page copies it, run by a shell (not synchronously: the simulators
+        // answering it run in this process), with the key the user sets.
+        const run = await execFileAsync('bash', ['-c', curl], {
+          encoding: 'utf8',
+          timeout: 10_000,
+          env: { ...process.env, TOOLPROOF_UPSTREAM_API_KEY: backendKey },
+        });
+        // One request, to the replica that answered the attempt.
+        expect(sims.map((x) => x.requests.length - counts[sims.indexOf(x)]!)).toEqual(
+          sims.map((x) => (x === answered ? 1 : 0)),
+        );
+        const replayed = answered.requests.at(-1)!;
+        const exact = asReceived(replayed);
+        // The here-document's closing newline: dropped for a body of one line (the bytes as
+        // sent), added to a client's pretty-printed body.
+        if (!stream) exact.body = exact.body.replace(/\n$/, '');
+        expect(exact).toEqual(asReceived(sent));
+        expect(sent.headers['x-sim-scenario']).toBeDefined();
+        expect(sent.headers['x-conversation-id']).toBe('conv-7');
+        expect(sent.headers.authorization).toBe(`Bearer ${backendKey}`);
+        if (stream) expect(curl).toMatch(/^curl -sS -N /m);
+        // What the backend answered the replay is what it answered the attempt.
+        expect(answerOf(run.stdout, stream)).toEqual(
+          answerOf(view.record.upstreamAttempts[0]!.response.text, stream),
+        );
+        if (stream) expect(run.stdout.trimEnd()).toMatch(/data: \[DONE\]$/);
+        else expect(JSON.parse(run.stdout).object).toBe('chat.completion');
       }
     },
   );
+
+  it('copy as curl of a request whose id a later one reused sends the id it was sent with, not its suffixed one', async () => {
+    stack = await startStack();
+    for (let i = 0; i < 2; i++)
+      await stack.client.chat.completions.create(
+        { model: 'sim', messages: user },
+        { headers: { 'x-request-id': 'dup-1', 'x-sim-scenario': 'prose' } },
+      );
+    const ids = ((await getJson(stack, '/inspect/api/requests')).body.requests as Summary[]).map((r) => r.id);
+    const earlier = ids.find((id) => id.startsWith('dup-1~'))!;
+    expect(ids).toEqual(['dup-1', earlier]);
+    const view = (await getJson(stack, `/inspect/api/requests/${encodeURIComponent(earlier)}`)).body as {
+      record: { upstreamAttempts: Array<{ headers: Record<string, string> }> };
+      curl: string[];
+    };
+    expect(view.record.upstreamAttempts[0]!.headers['x-request-id']).toBe('dup-1');
+    expect(view.curl[0]).toContain(`-H 'x-request-id: dup-1' \\`);
+    expect(view.curl[0]).not.toContain(`x-request-id: ${earlier}`);
+  });
 
   it('is documented in the OpenAPI document', async () => {
     stack = await startStack();

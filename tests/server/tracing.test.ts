@@ -83,8 +83,7 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     expect(server.parentSpanId).toBe(CLIENT_SPAN);
     expect(server.name).toBe('POST /v1/chat/completions');
     expect(server.attributes).toMatchObject({
-      'gen_ai.operation.name': 'chat',
-      'gen_ai.request.model': 'sim',
+      'toolproof.request.model': 'sim',
       'http.response.status_code': 200,
       'toolproof.request_id': reqId,
       'toolproof.attempts': 1,
@@ -92,10 +91,10 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
       'http.request.method': 'POST',
       'url.path': '/v1/chat/completions',
       'url.scheme': 'http',
-      // The GenAI conventions' flag for a streamed request (semantic-conventions 1.45), not one of our own.
-      'gen_ai.request.stream': true,
+      'toolproof.stream': true,
     });
-    expect(server.attributes['toolproof.stream']).toBeUndefined();
+    // An HTTP server span: the GenAI conventions' attributes are the attempts' (below).
+    expect(Object.keys(server.attributes).filter((k) => k.startsWith('gen_ai.'))).toEqual([]);
     expect(server.attributes['toolproof.usage.input_tokens']).toBeGreaterThan(0);
     expect(server.attributes['toolproof.usage.output_tokens']).toBeGreaterThan(0);
     const leak = server.events.find((e) => e.name === 'toolproof.leak');
@@ -174,8 +173,7 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
       'http.response.status_code': 400,
     });
     expect(server.attributes).toMatchObject({ 'toolproof.fallback': true, 'toolproof.attempts': 2 });
-    // Not streamed: the conventions' flag is absent ("If unset, the request is assumed to be non-streaming").
-    expect(server.attributes['gen_ai.request.stream']).toBeUndefined();
+    // Not streamed: the flag is absent (as the conventions' "If unset, the request is assumed to be non-streaming").
     expect(server.attributes['toolproof.stream']).toBeUndefined();
     const [first, second] = attempts(receiver, server);
     expect(first!.attributes['gen_ai.request.stream']).toBeUndefined();
@@ -401,9 +399,13 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     });
     await res.text();
     const server = await serverSpan(stack, receiver);
-    const input = JSON.parse(server.attributes['gen_ai.input.messages'] as string);
+    // The client's messages on the server span, under toolproof's name (not a GenAI span); the
+    // messages as sent on the attempt, under the conventions'.
+    const input = JSON.parse(server.attributes['toolproof.input.messages'] as string);
     expect(input).toEqual([{ role: 'user', parts: [{ type: 'text', content: 'weather in Paris?' }] }]);
+    expect(server.attributes['gen_ai.input.messages']).toBeUndefined();
     const [attempt] = attempts(receiver, server);
+    expect(JSON.parse(attempt!.attributes['gen_ai.input.messages'] as string)[0]).toEqual(input[0]);
     const output = JSON.parse(attempt!.attributes['gen_ai.output.messages'] as string) as Array<{
       parts: Array<{ type: string; content?: string }>;
     }>;
@@ -632,7 +634,70 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     }
   });
 
-  it("the request's settings as the GenAI conventions name them, on the server and the attempt span", async () => {
+  it('a GenAI backend lists one generation per attempt: the server span is an HTTP server span, each attempt an inference span', async () => {
+    receiver = await otlpReceiver();
+    stack = await startStack({ env: otelEnv(receiver) });
+    const badThenGood = JSON.stringify([
+      { call: [{ name: 'get_weather', arguments: { city: 'Paris', days: 'three' } }] },
+      { call: [{ name: 'get_weather', arguments: { city: 'Paris', days: 3 } }] },
+    ]);
+    const res = await post(
+      stack,
+      {
+        model: 'sim',
+        messages: [{ role: 'user', content: 'Paris, 3 days' }],
+        tools: [weatherTool],
+        temperature: 0.2,
+      },
+      { 'x-sim-scenario': badThenGood, 'x-conversation-id': 'conv-42' },
+    );
+    expect(res.status).toBe(200);
+    await res.text();
+    const server = await serverSpan(stack, receiver);
+    const trace = receiver.spans.filter((x) => x.traceId === TRACE_ID);
+    // How Langfuse tells a generation from a span (its ObservationTypeMapper): the GenAI
+    // operation, else any model name attribute. Each attempt is one; the server span was one too,
+    // listed beside them with no tokens.
+    const generations = trace.filter(
+      (x) =>
+        ['chat', 'completion', 'text_completion', 'generate_content'].includes(
+          x.attributes['gen_ai.operation.name'] as string,
+        ) ||
+        x.attributes['gen_ai.request.model'] !== undefined ||
+        x.attributes['gen_ai.response.model'] !== undefined,
+    );
+    const tried = attempts(receiver, server);
+    expect(tried).toHaveLength(2);
+    expect(generations.map((x) => x.spanId).sort()).toEqual(tried.map((x) => x.spanId).sort());
+    // The server span says what an HTTP server span says, and toolproof's own.
+    expect(server.kind).toBe(2);
+    expect(Object.keys(server.attributes).filter((k) => k.startsWith('gen_ai.'))).toEqual([]);
+    expect(server.attributes).toMatchObject({
+      'http.request.method': 'POST',
+      'http.route': '/v1/chat/completions',
+      'toolproof.request.model': 'sim',
+      'toolproof.retries': 1,
+    });
+    // Each attempt, what the conventions' inference span (gen_ai.client.inference) carries.
+    for (const a of tried) {
+      expect(a.kind).toBe(3);
+      expect(a.name).toBe('chat sim');
+      expect(a.attributes).toMatchObject({
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.provider.name': 'openai',
+        'gen_ai.request.model': 'sim',
+        'gen_ai.request.temperature': 0.2,
+        // Conditionally required when available.
+        'gen_ai.conversation.id': 'conv-42',
+        'server.address': '127.0.0.1',
+        'server.port': expect.any(Number),
+      });
+      expect(a.attributes['gen_ai.usage.input_tokens']).toBeGreaterThan(0);
+      expect(a.attributes['gen_ai.response.finish_reasons']).toEqual(expect.any(Array));
+    }
+  });
+
+  it("the request's settings as the GenAI conventions name them, on the attempt span (the inference span) only", async () => {
     receiver = await otlpReceiver();
     stack = await startStack({ env: otelEnv(receiver) });
     const res = await post(stack, {
@@ -664,7 +729,7 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
       // Conditionally required when the request names an output format.
       'gen_ai.output.type': 'json',
     };
-    expect(server.attributes).toMatchObject(expected);
+    for (const key of Object.keys(expected)) expect(server.attributes[key], key).toBeUndefined();
     expect(attempts(receiver, server)[0]!.attributes).toMatchObject(expected);
   });
 
