@@ -3,7 +3,10 @@
  * object beside empty ones (`parsers/kit/structured-reader.ts` heldArgs: one pass over the
  * holder's keys, tried once per holder that does not fit), and triple-quoted strings refused
  * outside Python (`parsers/kit/python-literal.ts` at the opener; `parsers/kit/lenient-json.ts`
- * escapeStrayQuotes at the string's first quote, classify at a string after a string). Many
+ * escapeStrayQuotes at the string's first quote, classify at a string after a string); and
+ * wild19's three readings: a single-quoted name in MiniMax-M2.7's `[TOOL_CALL]` (bracket-arrow),
+ * Nemotron's list closed by an orphan `</TOOLCALL>` (improvised), MiniMax-M3's first parameter
+ * without its opening tag (minimax-m3 elidedOpen: one namespace-token search per invoke). Many
  * empty siblings, many tags, long values, many calls read or refused, and a soup of the pieces
  * stay linear.
  */
@@ -16,7 +19,22 @@ const TEMPERATURE: DeclaredTool = {
   name: 'get_temperature',
   parameters: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'] },
 };
-const tools = toolsOf(TEMPERATURE, WRITE_FILE);
+const one = (name: string, key: string): DeclaredTool => ({
+  name,
+  parameters: { type: 'object', properties: { [key]: { type: 'string' } }, required: [key] },
+});
+const SAVE: DeclaredTool = {
+  name: 'save_file',
+  parameters: {
+    type: 'object',
+    properties: { filename: { type: 'string' }, content: { type: 'string' } },
+    required: ['filename', 'content'],
+  },
+};
+const tools = toolsOf(TEMPERATURE, WRITE_FILE, one('exec', 'command'), one('get_weather', 'location'), SAVE);
+const NS = ']<]minimax[>[';
+const elided = (value: string) =>
+  `${NS}<invoke name="save_file">${NS}${value}${NS}</filename>${NS}<content>x${NS}</content>${NS}</invoke>`;
 const empties = (n: number) => Array.from({ length: n }, (_, i) => `"k${i}": {}`).join(', ');
 
 const ROWS: [string, (size: number) => string][] = [
@@ -72,6 +90,40 @@ const ROWS: [string, (size: number) => string][] = [
   [
     'triple quotes: many refused calls',
     (size) => `{"tool": "write_file", "args": {"path": "a", "content": """x"""}}\n`.repeat(size / 66),
+  ],
+  // MiniMax-M2.7's [TOOL_CALL] blocks with a single-quoted name, many read
+  [
+    "bracket-arrow: many 'NAME' blocks read",
+    (size) => `[TOOL_CALL] {tool => 'exec', args => {--command "x"}} [/TOOL_CALL]\n`.repeat(size / 64),
+  ],
+  // a long single-quoted name, refused
+  [
+    "bracket-arrow: a long 'NAME'",
+    (size) => `[TOOL_CALL] {tool => '${'e'.repeat(size)}', args => {--command "x"}} [/TOOL_CALL]`,
+  ],
+  // Nemotron's list of many calls closed by an orphan </TOOLCALL>
+  [
+    'orphan </TOOLCALL>: a long list',
+    (size) =>
+      `[${'{"name": "get_weather", "arguments": {"location": "NYC"}}, '.repeat(size / 60)}{"name": "get_weather", "arguments": {"location": "X"}}]</TOOLCALL>`,
+  ],
+  // MiniMax-M3 invokes whose first parameter lost its opener, many in one block
+  [
+    'M3 elided first parameter: many invokes',
+    (size) => `${NS}<tool_call>${elided('a.txt').repeat(size / 120)}${NS}</tool_call>`,
+  ],
+  // one invoke, a long elided value
+  [
+    'M3 elided first parameter: a long value',
+    (size) => `${NS}<tool_call>${elided('x'.repeat(size))}${NS}</tool_call>`,
+  ],
+  // many blocks each refused (the closer names a parameter the tool lacks)
+  [
+    'M3 elided first parameter: many refused blocks',
+    (size) =>
+      `${NS}<tool_call>${NS}<invoke name="save_file">${NS}a${NS}</path>${NS}</invoke>${NS}</tool_call>\n`.repeat(
+        size / 110,
+      ),
   ],
 ];
 

@@ -138,3 +138,85 @@ describe('triple-quoted strings are read only where the syntax is Python', () =>
     );
   });
 });
+
+/** wild19's misses that recall22 reads, each with the near misses that stay text. */
+describe('wild19 near misses', () => {
+  const exec: DeclaredTool = {
+    name: 'exec',
+    parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] },
+  };
+  const weather: DeclaredTool = {
+    name: 'get_weather',
+    parameters: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'] },
+  };
+  const save: DeclaredTool = {
+    name: 'save_file',
+    parameters: {
+      type: 'object',
+      properties: { filename: { type: 'string' }, content: { type: 'string' }, n: { type: 'integer' } },
+      required: ['filename', 'content'],
+    },
+  };
+  const set = toolsOf(exec, weather, save);
+  const text = (t: string) => ({ calls: [], content: t });
+
+  it("MiniMax-M2.7's [TOOL_CALL] with a single-quoted tool name (openclaw/openclaw#70331)", () => {
+    const block = (name: string, args = '--command "echo test"') =>
+      `[TOOL_CALL] {tool => ${name}, args => {${args}}} [/TOOL_CALL]`;
+    expect(names(readBoth(block("'exec'"), set))).toEqual([['exec', { command: 'echo test' }]]);
+    for (const t of [
+      block("'exe c'"),
+      block("'ls'"),
+      block("'exec"),
+      block("'exec'", "--command 'echo test'"),
+      block("'exec'", '--cmd "x"'),
+    ])
+      expect(readBoth(t, set), t).toEqual(text(t));
+  });
+
+  it("Nemotron's call list closed by an orphan </TOOLCALL> (ai-dynamo/dynamo#10115)", () => {
+    const list = '[{"name": "get_weather", "arguments": {"location": "NYC"}}]';
+    const r = readBoth(`${list}</TOOLCALL>`, set);
+    expect(r).toEqual({
+      calls: [['get_weather', { location: 'NYC' }, ['missing-envelope-open']]],
+      content: null,
+    });
+    for (const t of [
+      `${list.replace('get_weather', 'get_time')}</TOOLCALL>`,
+      `${list.replace('location', 'city')}</TOOLCALL>`,
+      `Sure ${list}</TOOLCALL>`,
+      `${list}</TOOLCALL> done`,
+      `${list}</TOOLCALL></TOOLCALL>`,
+      `${list.slice(1, -1)}</TOOLCALL>`,
+    ])
+      expect(readBoth(t, set), t).toEqual(text(t));
+  });
+
+  it("MiniMax-M3's invoke whose first parameter lost its opening tag (vllm-project/vllm#51075)", () => {
+    const NS = ']<]minimax[>[';
+    const block = (inner: string) =>
+      `${NS}<tool_call>${NS}<invoke name="save_file">${inner.replaceAll('NS', NS)}${NS}</invoke>${NS}</tool_call>`;
+    expect(readBoth(block('NSofferta.docxNS</filename>NS<content>HelloNS</content>'), set)).toEqual({
+      calls: [['save_file', { filename: 'offerta.docx', content: 'Hello' }, ['missing-parameter-open']]],
+      content: null,
+    });
+    for (const inner of [
+      'NSofferta.docxNS</path>NS<content>HelloNS</content>', // a parameter the tool lacks
+      'NSofferta.docxNS</filename>', // a required one missing
+      'NS<filename>aNS</filename>NSbNS</content>', // not the first parameter
+      'NSa NS<b>NS</filename>NS<content>HelloNS</content>', // markup in the value
+      'NSxNS</n>NS<filename>aNS</filename>NS<content>bNS</content>', // a value the schema refuses
+    ])
+      expect(readBoth(block(inner), set), inner).toEqual(text(block(inner)));
+  });
+
+  it('streams in any chunking as it reads whole', () => {
+    const NS = ']<]minimax[>[';
+    const texts = [
+      `[TOOL_CALL] {tool => 'exec', args => {--command "echo test"}} [/TOOL_CALL]`,
+      '[{"name": "get_weather", "arguments": {"location": "NYC"}}]</TOOLCALL>',
+      `${NS}<tool_call>${NS}<invoke name="save_file">${NS}offerta.docx${NS}</filename>${NS}<content>Hello${NS}</content>${NS}</invoke>${NS}</tool_call>`,
+    ];
+    assertRandomSplits(texts.length, (k) => ({ text: texts[k]!, opts: () => options(set) }), 22_003);
+  });
+});
