@@ -16,6 +16,8 @@
  * stays text with an `unrecovered` record (its body is no structured value, so the improvised
  * reader, which strips the same wrapper, could not read it either). A block the
  * end of output cut off after its closing braces is read (repair `unclosed-envelope`).
+ * The tool's name may be single-quoted, as Perl quotes a word (`{tool => 'exec', …}`, MiniMax-M2.7
+ * in openclaw/openclaw#70331); values keep JSON's double quotes.
  * Source: NousResearch/hermes-agent#11994 (the block as the issue pastes it); the same dialect
  * appears in agent code handling "[TOOL_CALL] {tool => …, args => { --k "v" }}" blocks next to
  * MiniMax's `<minimax:tool_call>` XML. The family also reads a second bracketed notation,
@@ -89,6 +91,17 @@ function readArgs(inner: string, name: string, ctx: ParseContext): Record<string
   return args;
 }
 
+/**
+ * `'NAME'` at i, the tool named as Perl quotes a word (MiniMax-M2.7 writes `{tool => 'exec', …}`,
+ * openclaw/openclaw#70331): a name's characters only between the quotes, else null.
+ */
+const QUOTED_NAME = /'([\w.-]+)'/y;
+function singleQuotedName(s: string, i: number): { value: string; end: number } | null {
+  QUOTED_NAME.lastIndex = i;
+  const r = QUOTED_NAME.exec(s);
+  return r ? { value: r[1] as string, end: i + r[0].length } : null;
+}
+
 /** `{tool => "NAME", args => {…}}`, the whole body; null when the body is anything else. */
 function readBlock(body: string, ctx: ParseContext): ParsedCall | null {
   let i = skipWs(body, 0);
@@ -98,7 +111,7 @@ function readBlock(body: string, ctx: ParseContext): ParsedCall | null {
   i = skipWs(body, i + 4);
   if (!body.startsWith(ARROW, i)) return null;
   i = skipWs(body, i + ARROW.length);
-  const n = jsonValue(body, i);
+  const n = body[i] === "'" ? singleQuotedName(body, i) : jsonValue(body, i);
   if (!n || typeof n.value !== 'string') return null;
   const name = n.value;
   const tool = ctx.tools.get(name);

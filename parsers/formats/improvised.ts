@@ -152,6 +152,8 @@ function unwrap(text: string): string {
 
 /** MiniMax-M2's block closer (its opener `<minimax:tool_call>` is read by minimax-m2). */
 const MINIMAX_END = '</minimax:tool_call>';
+/** Nemotron's closer (its opener `<TOOLCALL>` is read by nemotron). */
+const NEMOTRON_END = '</TOOLCALL>';
 
 /**
  * Near miss (issue 30, repair `missing-envelope-open`): MiniMax's bare invokes whose
@@ -159,11 +161,16 @@ const MINIMAX_END = '</minimax:tool_call>';
  * (anomalyco/opencode#26296, MiniMax M2.5). The closer is MiniMax's own token, and it belongs to
  * the invokes as an orphan `</tool_call>` belongs to a bare Qwen3-Coder function; the invokes
  * are read as without it (every one a declared tool with arguments that fit). Null when the
- * output is not `<invoke ` … `</minimax:tool_call>`.
+ * output is not `<invoke ` … `</minimax:tool_call>` or `[` … `</TOOLCALL>`.
  */
 function orphanMinimaxEnd(bare: string): string | null {
-  if (!bare.startsWith('<invoke ') || !bare.endsWith(MINIMAX_END)) return null;
-  return bare.slice(0, bare.length - MINIMAX_END.length).trimEnd();
+  if (bare.startsWith('<invoke ') && bare.endsWith(MINIMAX_END))
+    return bare.slice(0, bare.length - MINIMAX_END.length).trimEnd();
+  // the same with Nemotron's list and its closer (ai-dynamo/dynamo#10115: `[{"name": …}]</TOOLCALL>`,
+  // the `<TOOLCALL>` opener dropped)
+  if (bare.startsWith('[') && bare.endsWith(NEMOTRON_END))
+    return bare.slice(0, bare.length - NEMOTRON_END.length).trimEnd();
+  return null;
 }
 
 function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {

@@ -20,7 +20,7 @@ import type { ParseContext, ParsedCall } from '../types.js';
 import { closedEnvelope } from '../kit/envelope.js';
 import { readName, skipWs } from '../kit/json-scan.js';
 import { isPlainObject } from '../kit/lenient-json.js';
-import { alternativeFor, coerceParamValue, createArgs } from '../kit/schema-values.js';
+import { alternativeFor, coerceParamValue, createArgs, fitsSchema } from '../kit/schema-values.js';
 
 const NS = ']<]minimax[>[';
 const OPEN = `${NS}<tool_call>`;
@@ -103,6 +103,30 @@ function readElement(
   return v ? { tag, value: v.value, end: v.end } : null;
 }
 
+/**
+ * `NSvalueNS</TAG>` at i: a first parameter whose opening tag was dropped, its value right after
+ * the namespace token and its closer naming it (MiniMax-M3-MXFP8 writes this deterministically,
+ * vllm-project/vllm#51075: `…<invoke name="save_file">NSofferta.docxNS</filename>NS<content>…`).
+ * The tag must be a parameter the schema declares and the value holds no namespace token; the
+ * caller reads it only as the first argument, and keeps the call only when all of it fits.
+ */
+function elidedOpen(
+  body: string,
+  i: number,
+  schema: Schema,
+): { tag: string; value: unknown; end: number } | null {
+  if (!body.startsWith(NS, i) || body.startsWith(`${NS}<`, i)) return null;
+  const from = i + NS.length;
+  const at = body.indexOf(NS, from);
+  if (at < 0 || !body.startsWith(`${NS}</`, at)) return null;
+  const tagFrom = at + NS.length + 2;
+  const tag = readName(body, tagFrom);
+  if (tag === '' || body[tagFrom + tag.length] !== '>') return null;
+  const child = childSchema(schema, tag);
+  if (child === undefined) return null;
+  return { tag, value: coerceParamValue(body.slice(from, at), child), end: tagFrom + tag.length + 1 };
+}
+
 function readInvokes(body: string, ctx: ParseContext): BodyResult {
   const calls: ParsedCall[] = [];
   let i = skipWs(body, 0);
@@ -116,16 +140,25 @@ function readInvokes(body: string, ctx: ParseContext): BodyResult {
     const tool = ctx.tools.get(name);
     const args = createArgs();
     let k = q + 2;
+    let elided = false;
     for (;;) {
       k = skipWs(body, k);
       if (body.startsWith(INVOKE_END, k)) break;
-      const el = readElement(body, k, undefined, tool?.parameters, 0);
+      let el = readElement(body, k, undefined, tool?.parameters, 0);
+      if (!el && tool && Object.keys(args).length === 0) {
+        el = elidedOpen(body, k, tool.parameters);
+        elided = el !== null;
+      }
       if (!el) return { error: 'unreadable argument' };
       if (Object.hasOwn(args, el.tag)) return { error: `duplicate argument ${JSON.stringify(el.tag)}` };
       args[el.tag] = el.value;
       k = el.end;
     }
-    calls.push({ name, arguments: args });
+    if (elided && !(tool && fitsSchema(args, tool)))
+      return { error: 'a parameter without its opening tag, and arguments that do not fit' };
+    calls.push(
+      elided ? { name, arguments: args, repairs: ['missing-parameter-open'] } : { name, arguments: args },
+    );
     i = skipWs(body, k + INVOKE_END.length);
   }
   return calls.length > 0 ? { calls } : { error: 'no call in block' };

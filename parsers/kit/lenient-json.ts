@@ -100,10 +100,13 @@ function classify(raw: string): {
       }
       continue;
     }
-    if (c === 0x22) quote = c;
-    else if (c === 0x27) {
+    if (c === 0x22 || c === 0x27) {
+      // a string right after a string (`"a" "b"`, `"""x"""` read as three): a missing comma and
+      // quotes left unescaped look the same, and jsonrepair made keys of the pieces
+      // (`{'content': """x"""}` read as `{"content": "", "x": ""}`): not a slip we repair
+      if (lastSig === 0x22 || lastSig === 0x27) other = true;
       quote = c;
-      found.add('single-quotes');
+      if (c === 0x27) found.add('single-quotes');
     } else if (c === 0x7b || c === 0x5b) {
       // two objects of a list with no comma between them (`[{…}{…}]`): jsonrepair inserts it
       if (c === 0x7b && lastSig === 0x7d && lists[lists.length - 1] === true) found.add('missing-comma');
@@ -257,7 +260,8 @@ function keyFollows(text: string, i: number): boolean {
  * item's before `]` or `,`. Any other `"` cannot end the string, so it is part of it (weak
  * models write code, HTML and quoted speech into a string argument without escaping it).
  * Refused (null) when that reading is not the only one: a kept quote right before `:` (it looks
- * like a key, as if a comma were missing), an odd count of kept quotes in one string (a quote
+ * like a key, as if a comma were missing), a string opened by three quotes (Python's `"""…"""`
+ * reads it otherwise), an odd count of kept quotes in one string (a quote
  * that should have closed the value was eaten, `"echo "hi"}`), a string with kept quotes ended
  * by a comma (the `, "key": "…` after it could be its own text too), a key given twice in one
  * object, a single-quoted string, a string left open, or no such quote at all. One pass; each
@@ -307,7 +311,9 @@ export function escapeStrayQuotes(text: string): string | null {
         }
         inString = false;
       } else {
-        if (n === 0x3a) return null;
+        // a value opened by three quotes is Python's triple-quoted string as much as quotes left
+        // unescaped (`"""x"""`: `x` or `""x""`): which one is a guess
+        if (n === 0x3a || (i === start && text.charCodeAt(i + 1) === 0x22)) return null;
         kept.push(i);
         keptHere++;
       }

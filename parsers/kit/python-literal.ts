@@ -16,12 +16,17 @@ export interface PyCall {
 class PyReader {
   i = 0;
   /**
-   * Whether `"a" "b"` reads as Python's implicit concatenation `"ab"`: only in the arguments of a
-   * pythonic call list (parsePythonCallList), and only with a blank between the two strings.
+   * `joinStrings`: whether `"a" "b"` reads as Python's implicit concatenation `"ab"`: only in the
+   * arguments of a pythonic call list (parsePythonCallList), and only with a blank between the two
+   * strings. `tripleQuotes`: whether `"""…"""` / `'''…'''` is one string: only where the
+   * syntax is Python's (a Python-style call's arguments). In a JSON object, a dict or a list three
+   * quotes in a row are the touching quotes of recall21, quotes the model left unescaped
+   * (`""""""` is not `''` there), so they are no value.
    */
   constructor(
     readonly s: string,
     readonly joinStrings = false,
+    readonly tripleQuotes = joinStrings,
   ) {}
 
   ws(): void {
@@ -63,8 +68,9 @@ class PyReader {
   string(): string {
     const q = this.s[this.i];
     if (q !== '"' && q !== "'") throw new Error('string expected');
-    // triple-quoted strings
+    // triple-quoted strings, where the syntax is Python's
     const triple = this.s.startsWith(q.repeat(3), this.i);
+    if (triple && !this.tripleQuotes) throw new Error('triple-quoted string');
     const close = triple ? q.repeat(3) : q;
     this.i += close.length;
     // plain runs are copied with one slice each (a long argument is not built char by char)
@@ -237,9 +243,15 @@ export function parsePythonCallList(text: string): PyCall[] | null {
   }
 }
 
-/** Parses one Python literal (dict, list, string, number, True/False/None) filling the whole text. */
-export function parsePythonLiteral(text: string): { ok: true; value: unknown } | { ok: false } {
-  const r = new PyReader(text);
+/**
+ * Parses one Python literal (dict, list, string, number, True/False/None) filling the whole text.
+ * `tripleQuotes`: the text is a Python-style call's argument, where `"""…"""` is one string.
+ */
+export function parsePythonLiteral(
+  text: string,
+  tripleQuotes = false,
+): { ok: true; value: unknown } | { ok: false } {
+  const r = new PyReader(text, false, tripleQuotes);
   try {
     const value = r.value(0);
     r.ws();

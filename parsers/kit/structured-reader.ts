@@ -214,7 +214,7 @@ const BARE = /^[^\s'"()[\]{}<>,:=+*%|&^~][^'"()[\]{}<>,:=+*%|&^~]*$/;
 
 /** One argument value: a literal, or a structured value (a call as an argument of another). */
 function readArgValue(raw: string, allowBare: boolean): Arg | null {
-  const lit = parsePythonLiteral(raw);
+  const lit = parsePythonLiteral(raw, true);
   if (lit.ok) return { lit: lit.value };
   const items = parseItems(raw);
   if (items && items.length === 1) return { item: items[0] as Item };
@@ -335,6 +335,25 @@ function argsOf(v: unknown): Record<string, unknown> | null {
     return d && isPlainObject(d.value) ? d.value : null;
   }
   return null;
+}
+
+/**
+ * `{"args": {…}, "kwargs": {}}`: the one object an object holds beside nothing but empty ones (`{}`,
+ * `[]`), as Qwen2.5 nests its arguments in a `function_call` beside a stray `"kwargs{": {}`
+ * (gpustack/llama-box#16). The empty values carry no argument, so leaving them out loses nothing;
+ * tried only when the holder itself does not fit, and the object read must fit the tool's
+ * schema. Null for anything else: a second non-empty value, a string, a number.
+ */
+function heldArgs(a: Record<string, unknown>): Record<string, unknown> | null {
+  let held: Record<string, unknown> | null = null;
+  for (const k of Object.keys(a)) {
+    const v = a[k];
+    if (isPlainObject(v) && Object.keys(v).length > 0) {
+      if (held) return null;
+      held = v;
+    } else if (!(isPlainObject(v) || (Array.isArray(v) && v.length === 0))) return null;
+  }
+  return held;
 }
 
 function propertyNames(tool: DeclaredTool): string[] {
@@ -477,8 +496,15 @@ class Reader {
         const v = o[k];
         if (typeof v === 'string' && this.tools.has(v)) {
           const tool = this.tools.get(v) as DeclaredTool;
-          // the arguments under any key beside the name
-          for (const [k2, a] of argsUnder) if (k2 !== k) this.accept(out, v, a);
+          // the arguments under any key beside the name, or (when that object does not fit)
+          // held one level lower in it
+          for (const [k2, a] of argsUnder) {
+            if (k2 === k) continue;
+            const before = out.length;
+            this.accept(out, v, a);
+            const held = out.length === before ? heldArgs(a) : null;
+            if (held) this.accept(out, v, held);
+          }
           // or flat beside it, less what the wire shape carries there (`"type": "function"`, a call id)
           const params = new StringSet(propertyNames(tool));
           const flat = createArgs();
