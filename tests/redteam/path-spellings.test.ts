@@ -169,6 +169,17 @@ describe("toolproof's own paths in another case or with ;params", () => {
     }
   });
 
+  it("what node's parser refuses is in the Messages API's shape for its path however spelt", async () => {
+    for (const target of ['//v1/messages', '/v1//messages', '/v1/./messages']) {
+      const res = await rawRequest(
+        proxy.port,
+        httpRequest('POST', target, MESSAGES, { ...AUTH, 'x-big': 'a'.repeat(20_000) }),
+      );
+      expect(res.status, target).toBe(431);
+      expect(JSON.parse(res.body), target).toMatchObject({ type: 'error' });
+    }
+  });
+
   it('an asterisk-form target is a 400, not an upstream error', async () => {
     const before = up.requests.length;
     const res = await rawRequest(proxy.port, httpRequest('OPTIONS', '*', '', AUTH));
