@@ -26,6 +26,9 @@ const NEEDS_WORK = /\/\/|\/\.|%|\/$/;
 const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
 const UNRESERVED_OR_SLASH = /^[A-Za-z0-9\-._~/]$/;
 const ALIASES = ['/chat/completions', '/responses'];
+/** A target canonicalTarget may change: anything canonicalPath or the fragment would touch. */
+const ODD_TARGET = /\/\/|\/\.|%|#|\/(?:\?|$)/;
+const ALIASED = /^\/(?:chat\/completions|responses)(?:[/?]|$)/;
 
 function decodeSome(path: string): string {
   return path.replace(/%([0-9A-Fa-f]{2})/g, (m, hex: string) => {
@@ -69,6 +72,8 @@ export function canonicalPath(path: string): string {
  * absolute URL (`*`, authority-form) is left as it is: no route serves it.
  */
 export function canonicalTarget(target: string): string {
+  // Nearly every request: a plain path (its query too, or not: only a false alarm costs more).
+  if (target.charCodeAt(0) === 0x2f && !ODD_TARGET.test(target) && !ALIASED.test(target)) return target;
   let t = target;
   if (SCHEME.test(t)) {
     const afterScheme = t.indexOf('//') + 2;
