@@ -57,6 +57,7 @@ import { registerPassthroughRoutes } from './routes/passthrough.js';
 import { registerRelayRoutes } from './routes/relay.js';
 import { redactForLog } from './log-redact.js';
 import { createRequestLogger } from './request-logger.js';
+import { canonicalTarget } from './request-target.js';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 import { modelLabel, ServedModelLabels } from './routing.js';
 import { ToolLabels } from './tool-labels.js';
@@ -243,6 +244,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     return503OnClosing: false,
     requestIdHeader: false,
     genReqId: requestIdOf,
+    // One spelling of each path, for the router and the pass-through alike (request-target.ts).
+    rewriteUrl: (req) => canonicalTarget(req.url ?? '/'),
     ajv: {
       customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false },
     },

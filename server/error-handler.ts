@@ -18,6 +18,7 @@ import {
   ToolproofError,
 } from '../protocol/errors.js';
 import { openAIErrorBody } from './front-doors/chat/errors.js';
+import { canonicalTarget } from './request-target.js';
 import { anthropicErrorBody } from './front-doors/messages/errors.js';
 
 /**
@@ -37,13 +38,17 @@ export function clientErrorResponse(err: { code?: string; rawPacket?: unknown },
   const tpErr = new ToolproofError('TP_ERR_INVALID_FIELD', { status, message, cause: err });
   // node hands the bytes it had read as a Buffer (typed otherwise in Fastify's declarations).
   const line = Buffer.isBuffer(err.rawPacket) ? err.rawPacket.subarray(0, 256).toString('latin1') : '';
-  const anthropic =
-    /^[A-Z]+ \/v1\/messages(?:[/?\s])/.test(line) || /^\/v1\/messages(?:[/?]|$)/.test(url ?? '');
+  const anthropic = isMessagesTarget(/^[A-Z]+ (\S+)/.exec(line)?.[1] ?? url ?? '');
   const body = JSON.stringify(anthropic ? anthropicErrorBody(tpErr) : openAIErrorBody(tpErr));
   return (
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
     `Content-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`
   );
+}
+
+/** Whether a request target, however spelled, is the Messages API's (its errors are Anthropic's). */
+function isMessagesTarget(target: string): boolean {
+  return /^\/v1\/messages(?:[/?]|$)/.test(canonicalTarget(target));
 }
 
 /**
@@ -65,7 +70,7 @@ export function frameworkErrorHandler(
         : 'The request could not be routed.',
     cause: error,
   });
-  const anthropic = /^\/v1\/messages(?:[/?]|$)/.test(request.raw.url ?? '');
+  const anthropic = isMessagesTarget(request.raw.url ?? '');
   void reply
     .code(400)
     .type('application/json; charset=utf-8')

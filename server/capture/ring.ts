@@ -2,7 +2,8 @@
  * The capture ring (docs/inspect.md): the last requests of this process, whole, in a bounded,
  * byte-accounted store. Every string a record keeps is counted at two bytes a character (V8's
  * widest string representation: an upper bound whatever the text) plus a fixed overhead per
- * field, and the oldest records are dropped while the total is over the budget. One record is
+ * field, and while the total is over the budget the oldest record of the key holding the most is
+ * dropped (the oldest of all while one key holds everything). One record is
  * bounded too (TOOLPROOF_CAPTURE_BODY_KB per text, and a share of the ring per record): a 1 MB
  * prompt costs at most its cut, and a stream of a million events at most the record's share.
  *
@@ -15,6 +16,7 @@
  * garbage at once.
  */
 import { ownString } from '../../protocol/own-string.js';
+import { BusiestFirst, type HeapPlace } from '../busiest-first.js';
 import { flushJournal } from './journal.js';
 
 /**
@@ -534,6 +536,10 @@ export class RecordWriter implements CaptureRecord {
   evicted!: boolean;
   /** Its place in the ring's arrival order, counted from the ring's first record (CaptureRing.after). */
   arrival!: number;
+  /** Its key's share of the ring (CaptureRing.open), whose bytes it counts in. */
+  share!: KeyShare | undefined;
+  /** Its index in the ring's order (CaptureRing.compact keeps it). */
+  slot!: number;
   /**
    * When the request arrived (performance clock); undefined once it ended (a fractional number
    * is an object of its own, not kept for the record's life).
@@ -629,6 +635,8 @@ export class RecordWriter implements CaptureRecord {
     this.bytes = RECORD_OVERHEAD;
     this.evicted = false;
     this.arrival = -1;
+    this.share = undefined;
+    this.slot = -1;
     this.start = undefined;
     this.ident = init.id;
     this.worker = init.worker ?? 0;
@@ -735,6 +743,7 @@ export class RecordWriter implements CaptureRecord {
     this.clientSpans = undefined;
     this.eventSpans = undefined;
     this.evicted = true;
+    this.share = undefined;
     this.spare = first?.release();
     return this;
   }
@@ -1553,7 +1562,23 @@ export interface CapturePage {
   droppedForOthers?: { records: number; newest: number };
 }
 
-/** The process's ring: records in arrival order, the oldest dropped first. */
+/**
+ * One key's records in the ring (its name; '' for requests without one): their bytes, and the
+ * records from `head` on, oldest first. A key's records leave only as its oldest (evict), so
+ * those are exactly its records in the ring; a slot passed is emptied at once (a record evicted
+ * is reused by a later request, or garbage that nothing here may hold).
+ */
+interface KeyShare extends HeapPlace {
+  readonly name: string;
+  bytes: number;
+  records: Array<RecordWriter | undefined>;
+  head: number;
+}
+
+/**
+ * The process's ring: records in arrival order; a full ring drops the oldest record of the key
+ * holding the most bytes (the oldest of all while one key holds everything).
+ */
 export class CaptureRing {
   readonly limits: CaptureLimits;
   /** One record's share of the ring: a quarter, so a few huge requests never hold it alone. */
@@ -1574,9 +1599,8 @@ export class CaptureRing {
    */
   private order: RecordWriter[] = [];
   private head = 0;
-  /** Records ever opened, and those sliced off the front of `order`: a record's index there is its arrival less `shifted`. */
+  /** Records ever opened (the next one's arrival). */
   private arrived = 0;
-  private shifted = 0;
   private total = 0;
   private seq = 0;
   /** The ring's bytes (see Arena), from the first text kept. */
@@ -1588,6 +1612,17 @@ export class CaptureRing {
    * make room for another key's request, and the newest of them's arrival (docs/inspect.md, Keys).
    */
   readonly droppedForOthers = new Map<string, { records: number; newest: number }>();
+  /**
+   * Each key's share, and the keys by their bytes, the most first: a full ring gives up the
+   * oldest record of the key holding the most (as the Responses store and the refusal memory
+   * do), so one key's loop of requests pushes out its own records, not every other key's (the
+   * oldest of all went first: a quiet key's whole history was gone in seconds). Records of one
+   * key leave in arrival order as before.
+   */
+  private readonly shares = new Map<string, KeyShare>();
+  private readonly busiest = new BusiestFirst<KeyShare>((k) => k.bytes);
+  /** Records in the ring (the order's holes, records evicted out of arrival order, left out). */
+  private live = 0;
 
   /**
    * Whether the recorder's hooks go through the journal (journal.ts) rather than write at once:
@@ -1709,7 +1744,7 @@ export class CaptureRing {
 
   get size(): number {
     flushJournal();
-    return this.order.length - this.head;
+    return this.live;
   }
 
   /**
@@ -1724,39 +1759,86 @@ export class CaptureRing {
     const spare = this.spare.pop();
     const writer = spare !== undefined ? spare.reset(init) : new RecordWriter(init, this);
     writer.arrival = this.arrived++;
+    writer.slot = this.order.length;
     this.order.push(writer);
+    this.live++;
+    const name = writer.key ?? '';
+    let share = this.shares.get(name);
+    if (share === undefined) {
+      share = { name, bytes: 0, records: [], head: 0, at: -1 };
+      this.shares.set(name, share);
+      this.busiest.insert(share);
+    }
+    share.records.push(writer);
+    writer.share = share;
     this.charge(writer, writer.bytes);
     return writer;
   }
 
-  /** Counts `n` more bytes of `writer`'s record, dropping the oldest records while over budget. */
+  /**
+   * Counts `n` more bytes of `writer`'s record, dropping the oldest record of the key holding the
+   * most while over budget.
+   */
   charge(writer: RecordWriter, n: number): void {
     if (writer.evicted) return;
     this.total += n;
-    while (this.total > this.limits.maxBytes && this.head < this.order.length) {
-      const w = this.order[this.head]!;
-      this.order[this.head++] = undefined as unknown as RecordWriter;
-      this.total -= w.bytes;
-      w.evicted = true;
-      if (w.key !== undefined && w.key !== writer.key) {
-        let d = this.droppedForOthers.get(w.key);
-        if (d === undefined) this.droppedForOthers.set(w.key, (d = { records: 0, newest: 0 }));
-        d.records++;
-        d.newest = Math.max(d.newest, w.at);
+    const own = writer.share!;
+    own.bytes += n;
+    this.busiest.grew(own);
+    while (this.total > this.limits.maxBytes && this.live > 0) {
+      const share = this.busiest.top()!;
+      this.evict(share.records[share.head]!, writer);
+    }
+    // The order's holes are dropped once they are most of it (amortized O(1) per record).
+    if (this.order.length - this.live > this.live + 1024) this.compact();
+  }
+
+  /** The order without its holes, each record's slot kept. */
+  private compact(): void {
+    const order: RecordWriter[] = [];
+    for (let i = this.head; i < this.order.length; i++) {
+      const w = this.order[i];
+      if (w === undefined) continue;
+      w.slot = order.length;
+      order.push(w);
+    }
+    this.order = order;
+    this.head = 0;
+  }
+
+  /** Takes `w`, the oldest record of its key, out of the ring, to make room for `writer`'s record. */
+  private evict(w: RecordWriter, writer: RecordWriter): void {
+    this.order[w.slot] = undefined as unknown as RecordWriter;
+    while (this.head < this.order.length && this.order[this.head] === undefined) this.head++;
+    this.live--;
+    this.total -= w.bytes;
+    const share = w.share!;
+    share.bytes -= w.bytes;
+    share.records[share.head++] = undefined;
+    if (share.head === share.records.length) {
+      this.shares.delete(share.name);
+      this.busiest.remove(share);
+    } else {
+      this.busiest.shrank(share);
+      // Its list is cut once most of it is behind it (amortized O(1) per record).
+      if (share.head > 64 && share.head * 2 > share.records.length) {
+        share.records = share.records.slice(share.head);
+        share.head = 0;
       }
-      // An ended record nothing writes to any more is reused for a later request (its object
-      // and its first attempt's: old memory, not new objects promoted with every request). One
-      // in flight is left to its request, which still holds it; one with texts of its own on the
-      // heap (see RecordWriter.inArena) to the collector.
-      if (!w.inFlight && w.bytes <= SPARE_MAX_BYTES && this.spare.length < SPARE_RECORDS && w.inArena())
-        this.spare.push(w.release());
     }
-    // The queue's dead head is dropped once it is most of the array (amortized O(1) per record).
-    if (this.head > 1024 && this.head * 2 > this.order.length) {
-      this.order = this.order.slice(this.head);
-      this.shifted += this.head;
-      this.head = 0;
+    w.evicted = true;
+    if (w.key !== undefined && w.key !== writer.key) {
+      let d = this.droppedForOthers.get(w.key);
+      if (d === undefined) this.droppedForOthers.set(w.key, (d = { records: 0, newest: 0 }));
+      d.records++;
+      d.newest = Math.max(d.newest, w.at);
     }
+    // An ended record nothing writes to any more is reused for a later request (its object
+    // and its first attempt's: old memory, not new objects promoted with every request). One
+    // in flight is left to its request, which still holds it; one with texts of its own on the
+    // heap (see RecordWriter.inArena) to the collector.
+    if (!w.inFlight && w.bytes <= SPARE_MAX_BYTES && this.spare.length < SPARE_RECORDS && w.inArena())
+      this.spare.push(w.release());
   }
 
   /**
@@ -1769,8 +1851,16 @@ export class CaptureRing {
     flushJournal();
     if (this.indexed === this.arrived) return;
     const records = this.records;
-    for (let i = Math.max(this.head, this.indexed - this.shifted); i < this.order.length; i++) {
-      const w = this.order[i]!;
+    // The records that arrived since: the order's tail back to the last one indexed before.
+    let from = this.order.length;
+    while (from > this.head) {
+      const w = this.order[from - 1];
+      if (w !== undefined && w.arrival < this.indexed) break;
+      from--;
+    }
+    for (let i = from; i < this.order.length; i++) {
+      const w = this.order[i];
+      if (w === undefined) continue;
       const earlier = this.byId(w.ident);
       if (earlier !== undefined && earlier !== w && earlier.arrival < w.arrival) {
         earlier.ident = `${earlier.ident}~${++this.seq}`;
@@ -1807,8 +1897,8 @@ export class CaptureRing {
     if (r === undefined || r.key === owner) return r;
     const prefix = `${id}~`;
     for (let i = this.order.length - 1; i >= this.head; i--) {
-      const w = this.order[i]!;
-      if (w.key === owner && w.id.startsWith(prefix)) return w;
+      const w = this.order[i];
+      if (w !== undefined && w.key === owner && w.id.startsWith(prefix)) return w;
     }
     return undefined;
   }
@@ -1834,7 +1924,8 @@ export class CaptureRing {
     let inOrder = true;
     let prevAt = Number.POSITIVE_INFINITY;
     for (let i = this.order.length - 1; i >= this.head; i--) {
-      const r = this.order[i]!.record;
+      const r = this.order[i]?.record;
+      if (r === undefined) continue;
       const at = r.at;
       if (q.before !== undefined && at >= q.before) continue;
       if (q.owner !== undefined && r.key !== q.owner) continue;
@@ -1856,11 +1947,16 @@ export class CaptureRing {
 
   /** Up to `max` records that arrived after `r`, oldest first (none when `r` left the ring). */
   after(r: RecordWriter, max: number): RecordWriter[] {
-    // Found by its arrival, not by a walk of the order: every failed first request of a full
+    // Found by its slot, not by a walk of the order: every failed first request of a full
     // ring asks this once when the inspector first reads it (a walk made that quadratic).
-    const i = r.arrival - this.shifted;
+    const i = r.slot;
     if (i < this.head || i >= this.order.length || this.order[i] !== r) return [];
-    return this.order.slice(i + 1, i + 1 + max);
+    const out: RecordWriter[] = [];
+    for (let j = i + 1; j < this.order.length && out.length < max; j++) {
+      const w = this.order[j];
+      if (w !== undefined) out.push(w);
+    }
+    return out;
   }
 
   /** Every record of a session, oldest first. */
@@ -1868,7 +1964,8 @@ export class CaptureRing {
     this.settleIds();
     const out: CaptureRecord[] = [];
     for (let i = this.head; i < this.order.length; i++) {
-      const r = this.order[i]!.record;
+      const r = this.order[i]?.record;
+      if (r === undefined) continue;
       if (r.session === key && (owner === undefined || r.key === owner)) out.push(r);
     }
     return out;

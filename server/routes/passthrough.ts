@@ -21,6 +21,9 @@ import { cutWhenUnread } from '../drain.js';
 import { allowsModel, countAgainstKey, forbiddenModel } from '../keys.js';
 import { resolveRoute } from '../routing.js';
 import { formModels, type ModelSpan, queryModels } from './form-model.js';
+import { canonicalTarget, misspeltOwnRoute } from '../request-target.js';
+import { openAIErrorBody } from '../front-doors/chat/errors.js';
+import { anthropicErrorBody } from '../front-doors/messages/errors.js';
 import { SseDoneScan } from '../sse-done.js';
 import type { UpstreamClient, UpstreamResponse } from '../upstream.js';
 
@@ -78,26 +81,18 @@ const DROP_RESPONSE_HEADERS = new Set([
 /** Only the built-in simulator understands it; a real upstream must not see test plumbing. */
 const SIMULATOR_HEADER = 'x-sim-scenario';
 
-const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
-
 /**
- * The client's request target -> the path to send upstream. The URL parser resolves dot
- * segments (also percent-encoded ones) and drops any scheme and host of an absolute-form
- * target, so the result is always a path on the upstream's own origin: the pool is bound to
- * that origin, and the path can only name something there. Unreserved characters that were
- * percent-encoded are decoded first, so "/%761/x" is "/v1/x" here as it was for the router.
- * "/v1/x" maps to the upstream's base URL + "/x"; any other path to its origin + path.
+ * The client's request target -> the path to send upstream: its canonical form
+ * (server/request-target.ts), the one the router judged, so the path can only name on the
+ * upstream's origin what the router did not serve itself ("//v1/chat/completions" was read as
+ * the host "v1" and sent as "/chat/completions"). "/v1/x" maps to the upstream's base URL +
+ * "/x"; any other path to its origin + path.
  */
 export function upstreamPathFor(requestTarget: string): { path: string; fromOrigin: boolean } {
-  const decoded = requestTarget.replace(/%([0-9A-Fa-f]{2})/g, (m, hex: string) => {
-    const c = String.fromCharCode(Number.parseInt(hex, 16));
-    return UNRESERVED.test(c) ? c : m;
-  });
-  const url = new URL(decoded, 'http://upstream.invalid');
-  const pathname = url.pathname.replace(/^\/{2,}/, '/');
-  if (pathname === '/v1' || pathname.startsWith('/v1/'))
-    return { path: pathname.slice(3) + url.search, fromOrigin: false };
-  return { path: pathname + url.search, fromOrigin: true };
+  const target = canonicalTarget(requestTarget);
+  if (target === '/v1' || target.startsWith('/v1/') || target.startsWith('/v1?'))
+    return { path: target.slice(3), fromOrigin: false };
+  return { path: target, fromOrigin: true };
 }
 
 /**
@@ -364,6 +359,23 @@ export function upstreamPathModels(path: string): string[] {
 }
 
 async function relay(state: AppState, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  // `OPTIONS *` (or an authority-form target) names no path to relay: undici refused it, and the
+  // client read "the upstream is unreachable" (a 502).
+  if (!request.url.startsWith('/'))
+    throw new ToolproofError('TP_ERR_INVALID_FIELD', {
+      message: `The request target ${JSON.stringify(request.url.slice(0, 200))} is not a path: toolproof relays paths only.`,
+    });
+  const misspelt = misspeltOwnRoute(request.url.split('?')[0] ?? '');
+  if (misspelt !== undefined) {
+    const err = new ToolproofError('TP_ERR_NOT_FOUND', {
+      message: `Not served: ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}. toolproof's own paths are spelt in lower case without ;parameters (/v1/chat/completions, /v1/responses, /v1/messages, /v1/models, /inspect).`,
+    });
+    request.tpError = err;
+    return reply
+      .code(404)
+      .type('application/json; charset=utf-8')
+      .send(misspelt === 'messages' ? anthropicErrorBody(err) : openAIErrorBody(err));
+  }
   const { path, fromOrigin } = upstreamPathFor(request.url);
   // llama-swap serves any of its models at /upstream/<model>/..., its router and the body's model
   // unread: a key held to some models reached every other one there.

@@ -648,9 +648,14 @@ describe("an attempt's body kept as the client's bytes it begins with, and its o
 });
 
 describe('records reused once evicted (issue 28: capture CPU)', () => {
-  /** A record as the server writes one: every text in the arena, an attempt, decisions, an end. */
+  const FILLER = { key: 'k-written' };
+  /**
+   * A record as the server writes one: every text in the arena, an attempt, decisions, an end.
+   * Of the key the fillers below have too: a full ring gives up the oldest record of the key
+   * holding the most, which the fillers' key would be were it another.
+   */
   const written = (ring: CaptureRing, id: string, at: number): RecordWriter => {
-    const w = ring.open({ ...record(id, `s-${id}`, `m-${id}`), at, key: `k-${id}` });
+    const w = ring.open({ ...record(id, `s-${id}`, `m-${id}`), at, key: FILLER.key });
     const headers = w.encodedHeaders(redactedHeaderText({ 'x-from': id, authorization: 'Bearer sk' }).text);
     if (headers) w.headers = headers;
     w.body = w.fromBytes(Buffer.from(`{"client":"${id}"}`));
@@ -690,7 +695,7 @@ describe('records reused once evicted (issue 28: capture CPU)', () => {
     const before = JSON.stringify(first);
     expect(before).toContain('old');
     // Others fill the ring until the first is evicted.
-    for (let i = 0; !first.evicted; i++) ring.open(record(`fill${i}`)).note(4000);
+    for (let i = 0; !first.evicted; i++) ring.open({ ...record(`fill${i}`), ...FILLER }).note(4000);
     // Waiting to be reused, it holds nothing of that request (no text, word, decision or summary).
     expect(JSON.stringify(first)).not.toContain('old');
     expect(JSON.stringify(firstAttempt)).not.toContain('old');
@@ -717,7 +722,7 @@ describe('records reused once evicted (issue 28: capture CPU)', () => {
     const ring = new CaptureRing({ maxBytes: 64 * 1024, textChars: 4096 });
     const old = written(ring, 'old', 1_764_888_000_000);
     expect(ring.get('old')).toBe(old);
-    for (let i = 0; !old.evicted; i++) ring.open(record(`fill${i}`)).note(4000);
+    for (let i = 0; !old.evicted; i++) ring.open({ ...record(`fill${i}`), ...FILLER }).note(4000);
     expect(ring.get('old')).toBeUndefined();
     const reused = ring.open(record('new'));
     expect(reused).toBe(old);
@@ -752,7 +757,7 @@ describe('records reused once evicted (issue 28: capture CPU)', () => {
     inFlight.inFlight = true;
     const onHeap = written(ring, 'b', 2);
     onHeap.body = onHeap.text('{"kept":"as a string"}');
-    for (let i = 0; !onHeap.evicted; i++) ring.open(record(`fill${i}`)).note(4000);
+    for (let i = 0; !onHeap.evicted; i++) ring.open({ ...record(`fill${i}`), ...FILLER }).note(4000);
     const next = ring.open(record('c'));
     expect(next).not.toBe(inFlight);
     expect(next).not.toBe(onHeap);
@@ -767,7 +772,8 @@ describe('records reused once evicted (issue 28: capture CPU)', () => {
     const turns = answer(ring, { op: 'session', key: 's-seen' }, 0) as CaptureRecord[];
     const then = JSON.stringify(view.record);
     const thenTurns = JSON.stringify(turns);
-    for (let i = 0; ring.get('seen') !== undefined; i++) ring.open(record(`fill${i}`)).note(4000);
+    for (let i = 0; ring.get('seen') !== undefined; i++)
+      ring.open({ ...record(`fill${i}`), ...FILLER }).note(4000);
     written(ring, 'other', 1_764_888_002_000);
     expect(JSON.stringify(view.record)).toBe(then);
     expect(JSON.stringify(turns)).toBe(thenTurns);
