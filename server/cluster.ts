@@ -275,12 +275,17 @@ function send(worker: Worker, message: Message): void {
   if (worker.isConnected()) worker.send(message);
 }
 
+/** This process is a worker that runPrimary forked (not a worker of another supervisor, PM2's). */
+export function inWorkerGroup(): boolean {
+  return cluster.isWorker && !!process.send && process.env[WORKER_MARK] === '1';
+}
+
 /**
  * In a cluster worker: answer the primary's collections from this worker's registry, and make
  * /metrics (render()) return the group's aggregate. Does nothing outside a cluster.
  */
 export function joinWorkerGroup(metrics: Metrics): void {
-  if (!cluster.isWorker || !process.send || process.env[WORKER_MARK] !== '1') return;
+  if (!inWorkerGroup()) return;
   let nextId = 0;
   const waiting = new Map<number, { resolve: (text: string) => void; reject: (err: Error) => void }>();
   process.on('message', (message: unknown) => {
@@ -330,9 +335,13 @@ export function joinWorkerGroup(metrics: Metrics): void {
  */
 export function announceListening(address: string | AddressInfo | null): void {
   if (cluster.isPrimary) tellParent();
-  if (!cluster.isWorker || !process.send || process.env[WORKER_MARK] !== '1') return;
+  if (!inWorkerGroup()) return;
   if (address === null || typeof address === 'string') return;
-  process.send({ tp: 'worker:listening', address: address.address, port: address.port } satisfies Listening);
+  process.send?.({
+    tp: 'worker:listening',
+    address: address.address,
+    port: address.port,
+  } satisfies Listening);
 }
 
 /** What a serving toolproof tells the process that started it with an IPC channel. */
