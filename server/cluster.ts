@@ -70,6 +70,8 @@ export interface PrimaryOptions {
   /** The workers' own grace for open streams (TOOLPROOF_SHUTDOWN_GRACE_MS). */
   shutdownGraceMs: number;
   logLevel: string;
+  /** No upstream configured: the workers serve the built-in simulator (said to the parent). */
+  simulator: boolean;
 }
 
 /**
@@ -101,7 +103,7 @@ export function runPrimary(options: PrimaryOptions): boolean {
       log(30, `${options.workers} workers listening on ${message.address}:${message.port}`, {
         workers: options.workers,
       });
-      tellParent();
+      tellParent(options.simulator);
     }
   });
   cluster.on('exit', (worker, code, signal) => {
@@ -333,8 +335,8 @@ export function joinWorkerGroup(metrics: Metrics): void {
  * worker as serving (its start-up line, restarts, the group's metrics and capture). Outside a
  * cluster it tells the process that started it, if any (tellParent).
  */
-export function announceListening(address: string | AddressInfo | null): void {
-  if (cluster.isPrimary) tellParent();
+export function announceListening(address: string | AddressInfo | null, simulator: boolean): void {
+  if (cluster.isPrimary) tellParent(simulator);
   if (!inWorkerGroup()) return;
   if (address === null || typeof address === 'string') return;
   process.send?.({
@@ -348,6 +350,8 @@ export function announceListening(address: string | AddressInfo | null): void {
 export interface ServingMessage {
   tp: 'toolproof:listening';
   pid: number;
+  /** It serves its built-in simulator: no upstream in its environment nor in its YAML. */
+  simulator: boolean;
 }
 
 /**
@@ -356,9 +360,9 @@ export interface ServingMessage {
  * proof: two launches at once on one port both start a server, and the other's answered while
  * this one's was still loading, to fail on the taken port a moment later.
  */
-function tellParent(): void {
+function tellParent(simulator: boolean): void {
   if (process.connected)
-    process.send?.({ tp: 'toolproof:listening', pid: process.pid } satisfies ServingMessage);
+    process.send?.({ tp: 'toolproof:listening', pid: process.pid, simulator } satisfies ServingMessage);
 }
 
 /** pino-shaped JSON lines (level, time, pid, msg) for the primary, which has no Fastify logger. */

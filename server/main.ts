@@ -23,7 +23,15 @@ async function main(): Promise<void> {
     throw err;
   }
   // TOOLPROOF_WORKERS > 1: this process only supervises the workers (server/cluster.ts).
-  if (runPrimary({ workers, shutdownGraceMs: config.shutdownGraceMs, logLevel: config.logLevel })) return;
+  if (
+    runPrimary({
+      workers,
+      shutdownGraceMs: config.shutdownGraceMs,
+      logLevel: config.logLevel,
+      simulator: config.simulator,
+    })
+  )
+    return;
 
   let simulator: { url: string; close(): Promise<void> } | undefined;
   if (config.simulator) {
@@ -92,7 +100,7 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   // With TOOLPROOF_WORKERS > 1: this worker serves now (the simulator's own listen does not count).
-  announceListening(app.server.address());
+  announceListening(app.server.address(), simulator !== undefined);
 
   let closing = false;
   const shutdown = (signal: string) => {

@@ -466,12 +466,17 @@ export async function launchCommand(
         }
         say(`another launch started toolproof at ${base} meanwhile: this one uses it`);
       }
-      const simulated = !serverEnv.TOOLPROOF_UPSTREAM_URL && !serverEnv.TOOLPROOF_CONFIG;
+      // What it serves, as the server said: a TOOLPROOF_CONFIG that names no upstream (keys and
+      // admission only) starts the simulator too, and was printed as "in front of <the file>".
+      const serves = !server?.simulator
+        ? ` in front of ${serverEnv.TOOLPROOF_UPSTREAM_URL ?? serverEnv.TOOLPROOF_CONFIG}`
+        : serverEnv.TOOLPROOF_CONFIG
+          ? ` on its BUILT-IN SIMULATOR (${serverEnv.TOOLPROOF_CONFIG} names no upstream; --upstream URL or TOOLPROOF_UPSTREAM_URL for a real model)`
+          : ' on its BUILT-IN SIMULATOR (--upstream URL, TOOLPROOF_UPSTREAM_URL or TOOLPROOF_CONFIG for a real model)';
       if (server)
         say(
           `nothing answered at ${base}: started \`toolproof --serve\` there (pid ${server.pid}, log ${server.log})` +
-            `${simulated ? ' on its BUILT-IN SIMULATOR (--upstream URL, TOOLPROOF_UPSTREAM_URL or TOOLPROOF_CONFIG for a real model)' : ` in front of ${serverEnv.TOOLPROOF_UPSTREAM_URL ?? serverEnv.TOOLPROOF_CONFIG}`}` +
-            `; it stops when ${options.print || options.write ? 'this command' : runs} exits`,
+            `${serves}; it stops when ${options.print || options.write ? 'this command' : runs} exits`,
         );
     }
     let models: ModelInfo[];
