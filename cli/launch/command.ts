@@ -499,7 +499,13 @@ export async function launchCommand(
           options.key === undefined && !isLocal(base) && (env.TOOLPROOF_API_KEYS ?? '').trim() !== ''
             ? " (TOOLPROOF_API_KEYS, the server's own list, is tried only for a toolproof on this machine)"
             : '';
-        say(`toolproof at ${base} refused ${tried}${skipped}: pass --key or set TOOLPROOF_API_KEY`);
+        // The named keys of a YAML are people's: never tried for them (the requests would count
+        // against, and be logged as, whoever came first); said, since the launcher read that file.
+        const named =
+          options.key === undefined && server && serverEnv.TOOLPROOF_CONFIG
+            ? ` (a key of ${serverEnv.TOOLPROOF_CONFIG}'s \`keys:\`, the one named for you)`
+            : '';
+        say(`toolproof at ${base} refused ${tried}${skipped}: pass --key${named} or set TOOLPROOF_API_KEY`);
         return 1;
       }
       const message = keys.reduce((text, k) => maskKey(text, k), (err as Error).message);
