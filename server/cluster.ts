@@ -73,6 +73,8 @@ export interface PrimaryOptions {
   /** The workers' own grace for open streams (TOOLPROOF_SHUTDOWN_GRACE_MS). */
   shutdownGraceMs: number;
   logLevel: string;
+  /** No upstream configured: the workers serve the built-in simulator (said to the parent). */
+  simulator: boolean;
 }
 
 /**
@@ -108,7 +110,7 @@ export function runPrimary(options: PrimaryOptions): boolean {
       log(30, `${options.workers} workers listening on ${message.address}:${message.port}`, {
         workers: options.workers,
       });
-      tellParent();
+      tellParent(options.simulator);
     }
   });
   cluster.on('exit', (worker, code, signal) => {
@@ -284,12 +286,17 @@ function send(worker: Worker, message: Message): void {
   if (worker.isConnected()) worker.send(message);
 }
 
+/** This process is a worker that runPrimary forked (not a worker of another supervisor, PM2's). */
+export function inWorkerGroup(): boolean {
+  return cluster.isWorker && !!process.send && process.env[WORKER_MARK] === '1';
+}
+
 /**
  * In a cluster worker: answer the primary's collections from this worker's registry, and make
  * /metrics (render()) return the group's aggregate. Does nothing outside a cluster.
  */
 export function joinWorkerGroup(metrics: Metrics): void {
-  if (!cluster.isWorker || !process.send || process.env[WORKER_MARK] !== '1') return;
+  if (!inWorkerGroup()) return;
   let nextId = 0;
   const waiting = new Map<number, { resolve: (text: string) => void; reject: (err: Error) => void }>();
   process.on('message', (message: unknown) => {
@@ -337,17 +344,23 @@ export function joinWorkerGroup(metrics: Metrics): void {
  * worker as serving (its start-up line, restarts, the group's metrics and capture). Outside a
  * cluster it tells the process that started it, if any (tellParent).
  */
-export function announceListening(address: string | AddressInfo | null): void {
-  if (cluster.isPrimary) tellParent();
-  if (!cluster.isWorker || !process.send || process.env[WORKER_MARK] !== '1') return;
+export function announceListening(address: string | AddressInfo | null, simulator: boolean): void {
+  if (cluster.isPrimary) tellParent(simulator);
+  if (!inWorkerGroup()) return;
   if (address === null || typeof address === 'string') return;
-  process.send({ tp: 'worker:listening', address: address.address, port: address.port } satisfies Listening);
+  process.send?.({
+    tp: 'worker:listening',
+    address: address.address,
+    port: address.port,
+  } satisfies Listening);
 }
 
 /** What a serving toolproof tells the process that started it with an IPC channel. */
 export interface ServingMessage {
   tp: 'toolproof:listening';
   pid: number;
+  /** It serves its built-in simulator: no upstream in its environment nor in its YAML. */
+  simulator: boolean;
 }
 
 /**
@@ -356,9 +369,9 @@ export interface ServingMessage {
  * proof: two launches at once on one port both start a server, and the other's answered while
  * this one's was still loading, to fail on the taken port a moment later.
  */
-function tellParent(): void {
+function tellParent(simulator: boolean): void {
   if (process.connected)
-    process.send?.({ tp: 'toolproof:listening', pid: process.pid } satisfies ServingMessage);
+    process.send?.({ tp: 'toolproof:listening', pid: process.pid, simulator } satisfies ServingMessage);
 }
 
 /** pino-shaped JSON lines (level, time, pid, msg) for the primary, which has no Fastify logger. */

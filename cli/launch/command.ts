@@ -466,12 +466,17 @@ export async function launchCommand(
         }
         say(`another launch started toolproof at ${base} meanwhile: this one uses it`);
       }
-      const simulated = !serverEnv.TOOLPROOF_UPSTREAM_URL && !serverEnv.TOOLPROOF_CONFIG;
+      // What it serves, as the server said: a TOOLPROOF_CONFIG that names no upstream (keys and
+      // admission only) starts the simulator too, and was printed as "in front of <the file>".
+      const serves = !server?.simulator
+        ? ` in front of ${serverEnv.TOOLPROOF_UPSTREAM_URL ?? serverEnv.TOOLPROOF_CONFIG}`
+        : serverEnv.TOOLPROOF_CONFIG
+          ? ` on its BUILT-IN SIMULATOR (${serverEnv.TOOLPROOF_CONFIG} names no upstream; --upstream URL or TOOLPROOF_UPSTREAM_URL for a real model)`
+          : ' on its BUILT-IN SIMULATOR (--upstream URL, TOOLPROOF_UPSTREAM_URL or TOOLPROOF_CONFIG for a real model)';
       if (server)
         say(
           `nothing answered at ${base}: started \`toolproof --serve\` there (pid ${server.pid}, log ${server.log})` +
-            `${simulated ? ' on its BUILT-IN SIMULATOR (--upstream URL, TOOLPROOF_UPSTREAM_URL or TOOLPROOF_CONFIG for a real model)' : ` in front of ${serverEnv.TOOLPROOF_UPSTREAM_URL ?? serverEnv.TOOLPROOF_CONFIG}`}` +
-            `; it stops when ${options.print || options.write ? 'this command' : runs} exits`,
+            `${serves}; it stops when ${options.print || options.write ? 'this command' : runs} exits`,
         );
     }
     let models: ModelInfo[];
@@ -494,7 +499,13 @@ export async function launchCommand(
           options.key === undefined && !isLocal(base) && (env.TOOLPROOF_API_KEYS ?? '').trim() !== ''
             ? " (TOOLPROOF_API_KEYS, the server's own list, is tried only for a toolproof on this machine)"
             : '';
-        say(`toolproof at ${base} refused ${tried}${skipped}: pass --key or set TOOLPROOF_API_KEY`);
+        // The named keys of a YAML are people's: never tried for them (the requests would count
+        // against, and be logged as, whoever came first); said, since the launcher read that file.
+        const named =
+          options.key === undefined && server && serverEnv.TOOLPROOF_CONFIG
+            ? ` (a key of ${serverEnv.TOOLPROOF_CONFIG}'s \`keys:\`, the one named for you)`
+            : '';
+        say(`toolproof at ${base} refused ${tried}${skipped}: pass --key${named} or set TOOLPROOF_API_KEY`);
         return 1;
       }
       const message = keys.reduce((text, k) => maskKey(text, k), (err as Error).message);

@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BodyTooLarge, boundedText } from '../bounded-body.js';
+import type { ServingMessage } from '../../server/cluster.js';
 
 export const DEFAULT_URL = 'http://127.0.0.1:8787';
 
@@ -107,6 +108,8 @@ export async function findServer(base: string, timeoutMs = 30_000): Promise<Prob
 
 export interface StartedServer {
   pid: number;
+  /** It serves its built-in simulator, as it said (no upstream in its environment or YAML). */
+  simulator: boolean;
   log: string;
   stop(): Promise<void>;
   /** Leaves it running (for another launch using it): this process may exit without it. */
@@ -231,8 +234,12 @@ export async function startServer(
   // other's server answered while this one's was still loading, and this launch said it had
   // started the server (its pid), which then exited on the taken port.
   let listening = false;
+  let simulator = false;
   const heard = (m: unknown) => {
-    if ((m as { tp?: unknown } | null)?.tp === 'toolproof:listening') listening = true;
+    const said = m as Partial<ServingMessage> | null;
+    if (said?.tp !== 'toolproof:listening') return;
+    listening = true;
+    simulator = said.simulator === true;
   };
   child.on('message', heard);
   try {
@@ -244,7 +251,7 @@ export async function startServer(
           `toolproof --serve exited ${child.exitCode ?? child.signalCode}${why ? `: ${why}` : ''}; see ${log}`,
         );
       }
-      if (listening) return { pid: child.pid ?? 0, log, stop, leave };
+      if (listening) return { pid: child.pid ?? 0, simulator, log, stop, leave };
       await new Promise((r) => setTimeout(r, 100));
     }
   } finally {

@@ -516,6 +516,52 @@ describe('a toolproof that is not running', () => {
   );
 });
 
+describe('a TOOLPROOF_CONFIG that names no upstream', () => {
+  // A team's YAML with keys and admission but no upstream yet: the server it starts serves the
+  // built-in simulator, and the launcher said "in front of <the file>", as if a model were behind it.
+  it('says the started toolproof runs on its built-in simulator, and why; without --key, where its named keys are', async () => {
+    const { env } = fakeBins();
+    const dir = mkdtempSync(join(tmpdir(), 'tp-launch-yaml-'));
+    const file = join(dir, 'toolproof.yaml');
+    writeFileSync(
+      file,
+      'admission:\n  concurrency: 2\nkeys:\n  - name: alice\n    key: sk-alice-launch-yaml-0001\n',
+    );
+    const url = `http://127.0.0.1:${await freePort()}`;
+    try {
+      const run = spawnSync(
+        process.execPath,
+        [
+          ...nodeEntry('cli/toolproof.ts'),
+          'launch',
+          'pi',
+          '--url',
+          url,
+          '--key',
+          'sk-alice-launch-yaml-0001',
+          '--print',
+        ],
+        { encoding: 'utf8', env: { ...process.env, ...env, TOOLPROOF_CONFIG: file }, timeout: 90_000 },
+      );
+      expect(run.status, run.stderr).toBe(0);
+      expect(run.stderr).toContain(
+        `on its BUILT-IN SIMULATOR (${file} names no upstream; --upstream URL or TOOLPROOF_UPSTREAM_URL for a real model)`,
+      );
+      expect(run.stderr).not.toContain('in front of');
+      // Without --key: its named keys are never tried for the user, and the message says where they are.
+      const keyless = spawnSync(
+        process.execPath,
+        [...nodeEntry('cli/toolproof.ts'), 'launch', 'pi', '--url', url, '--print'],
+        { encoding: 'utf8', env: { ...process.env, ...env, TOOLPROOF_CONFIG: file }, timeout: 90_000 },
+      );
+      expect(keyless.status).toBe(1);
+      expect(keyless.stderr).toContain(`pass --key (a key of ${file}'s \`keys:\`, the one named for you)`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
+
 describe('a launcher that is gone', () => {
   // The server it started is stopped by the launcher when the agent exits. A launcher killed
   // outright, or ended by a signal while the server was still coming up (before any handler),

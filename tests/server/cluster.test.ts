@@ -91,6 +91,19 @@ describe('two workers on one port', () => {
     await res.arrayBuffer();
   });
 
+  it("each worker compiles the front doors' body validators before it listens (its first requests reach the key queue in order)", () => {
+    // Compiled at a route's first request, the chat body's schema took a cold worker's first
+    // request 0.1-0.3 s before it reached the group's key queue: a later request to a warm
+    // worker took the key's slot first (report of journeys22; bench figures there).
+    for (const pid of workerPids) {
+      const line = proc.lines.find(
+        (l) => l.pid === pid && l.msg === 'request body validators compiled before listening',
+      );
+      // chat completions, Responses (and its compact), Messages (and count_tokens), completions, embeddings
+      expect(Number(line?.validators)).toBeGreaterThanOrEqual(7);
+    }
+  });
+
   /** pid of the process that logged the request with this id. */
   const servedBy = async (reqId: string) =>
     Number((await proc.waitFor((l) => l.reqId === reqId && l.msg === 'request', 10_000)).pid);
