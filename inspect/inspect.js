@@ -421,7 +421,7 @@ function renderDropped(p, d) {
   p.hidden = !d?.records;
   if (!d?.records) return;
   const n = d.records;
-  p.textContent = `${n} of your earlier request${n === 1 ? ' was' : 's were'} dropped from the capture to make room for other keys' requests (the newest of them from ${time(d.newest)}): the ring (TOOLPROOF_CAPTURE_MB) is shared by every key.`;
+  p.textContent = `${n} of your earlier request${n === 1 ? ' was' : 's were'} dropped from the capture to make room for other keys' requests (the newest of them from ${time(d.newest)}): the ring (TOOLPROOF_CAPTURE_MB) is shared fairly by every key, and yours held the most of it.`;
 }
 
 function renderRows(body, data, filtered) {
