@@ -7,9 +7,9 @@
  *   NousResearch/hermes-agent#36271 gives for write_file.content, without the Hermes tag).
  * Both reached the client as text before.
  */
-import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { proxyInFrontOf, textCharByChar } from '../support/harness.js';
+import { readThroughSdk } from '../support/sdk-reading.js';
 
 const KIMI = '<|tool_call_begin|> functions.get_weather:0 {"city": "Tokyo"} <|tool_call_end|>';
 const BARE = '{"name": "write_file", "arguments": {"path": "a.py", "content": "env.get("KEY", "default")"}}';
@@ -27,7 +27,6 @@ const WRITE = {
     required: ['path', 'content'],
   },
 };
-type Call = { function: { name: string; arguments: string } };
 
 describe('recall21 readings through the server', () => {
   for (const [what, p, tool, want] of [
@@ -41,35 +40,9 @@ describe('recall21 readings through the server', () => {
   ] as const)
     for (const stream of [false, true])
       it(`${what}: chat completions (stream: ${stream})`, async () => {
-        const openai = new OpenAI({ baseURL: `${p.proxy.origin}/v1`, apiKey: 'x', maxRetries: 0 });
         const before = p.upstream.requests.length;
-        const params = {
-          model: 'm1',
-          messages: [{ role: 'user' as const, content: 'go' }],
-          tools: [{ type: 'function' as const, function: tool }],
-        };
-        let m: OpenAI.Chat.Completions.ChatCompletionMessage;
-        let finish: string | null;
-        if (stream) {
-          const runner = openai.chat.completions.stream(params);
-          for await (const _ of runner) {
-            // drained
-          }
-          const done = (await runner.finalChatCompletion()).choices[0]!;
-          m = done.message;
-          finish = done.finish_reason;
-        } else {
-          const done = (await openai.chat.completions.create(params)).choices[0]!;
-          m = done.message;
-          finish = done.finish_reason;
-        }
-        const calls = (m.tool_calls ?? []).map((c) => [
-          (c as Call).function.name,
-          JSON.parse((c as Call).function.arguments),
-        ]);
-        expect(calls).toEqual([want]);
-        expect(m.content ?? null).toBeNull();
-        expect(finish).toBe('tool_calls');
+        const read = await readThroughSdk(p.proxy.origin, [tool], stream);
+        expect(read).toEqual({ calls: [want], content: null, finish: 'tool_calls' });
         expect(p.upstream.requests.length - before).toBe(1);
       });
 });

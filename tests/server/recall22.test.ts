@@ -6,9 +6,9 @@
  * single-quoted name, Nemotron's list closed by an orphan `</TOOLCALL>`, MiniMax-M3's first
  * parameter without its opening tag. Each reached the client as text before.
  */
-import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { proxyInFrontOf, textCharByChar } from '../support/harness.js';
+import { readThroughSdk } from '../support/sdk-reading.js';
 
 const BLOCK =
   '<tool_call>\n{"name":"get_temperature","function_call":{"args":{"location":"ShenZhen"},"kwargs{":{}},"name":"get_temperature"}}\n</tool_call>';
@@ -51,44 +51,14 @@ const CASES = [
     want: ['save_file', { filename: 'offerta.docx', content: 'Hello' }],
   },
 ].map((c) => ({ ...c, p: proxyInFrontOf(textCharByChar(c.text)) }));
-type Call = { function: { name: string; arguments: string } };
 
 describe('recall22 readings through the server', () => {
   for (const { what, p, tools, want } of CASES)
     for (const stream of [false, true])
       it(`${what}: chat completions (stream: ${stream})`, async () => {
-        const openai = new OpenAI({ baseURL: `${p.proxy.origin}/v1`, apiKey: 'x', maxRetries: 0 });
         const before = p.upstream.requests.length;
-        const params = {
-          model: 'm1',
-          messages: [{ role: 'user' as const, content: 'go' }],
-          tools: tools.map((f) => ({
-            type: 'function' as const,
-            function: f,
-          })),
-        };
-        let m: OpenAI.Chat.Completions.ChatCompletionMessage;
-        let finish: string | null;
-        if (stream) {
-          const runner = openai.chat.completions.stream(params);
-          for await (const _ of runner) {
-            // drained
-          }
-          const done = (await runner.finalChatCompletion()).choices[0]!;
-          m = done.message;
-          finish = done.finish_reason;
-        } else {
-          const done = (await openai.chat.completions.create(params)).choices[0]!;
-          m = done.message;
-          finish = done.finish_reason;
-        }
-        const calls = (m.tool_calls ?? []).map((c) => [
-          (c as Call).function.name,
-          JSON.parse((c as Call).function.arguments),
-        ]);
-        expect(calls).toEqual([want]);
-        expect(m.content ?? null).toBeNull();
-        expect(finish).toBe('tool_calls');
+        const read = await readThroughSdk(p.proxy.origin, tools, stream);
+        expect(read).toEqual({ calls: [want], content: null, finish: 'tool_calls' });
         expect(p.upstream.requests.length - before).toBe(1);
       });
 });
