@@ -898,7 +898,7 @@ function sentDetails(a, i, base, diffBase, prev) {
 
 /** How an answer that had begun (a 2xx) ended instead, by its error's code. */
 const BROKEN_OFF = {
-  TP_ERR_UPSTREAM_UNREACHABLE: 'stream cut',
+  TP_ERR_UPSTREAM_CUT_OFF: 'stream cut',
   TP_ERR_UPSTREAM_TIMEOUT: 'stream stalled',
   TP_ERR_CLIENT_CLOSED: 'client left',
 };

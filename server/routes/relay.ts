@@ -20,7 +20,7 @@ import { resolveRoute } from '../routing.js';
 import { SSE_DONE } from '../sse.js';
 import { SseDoneScan } from '../sse-done.js';
 import { cutWhenUnread, untilDrainOrClose } from '../drain.js';
-import { toUpstreamError } from '../upstream.js';
+import { toCutError } from '../upstream.js';
 import { completionBody, embeddingBody } from './schemas.js';
 
 /** The stream's last characters kept: its usage chunk (a few hundred bytes) and [DONE] fit. */
@@ -169,11 +169,11 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
       } catch (err) {
         if (!controller.aborted && !reply.raw.destroyed) {
           failed('mid_stream');
-          const mapped = toUpstreamError(err, route.client.label);
+          const mapped = toCutError(err, route.client.label, 'the stream');
           const e =
             mapped instanceof ToolproofError
               ? mapped
-              : new ToolproofError('TP_ERR_UPSTREAM_UNREACHABLE', { cause: err });
+              : new ToolproofError('TP_ERR_UPSTREAM_CUT_OFF', { cause: err });
           reply.raw.write(`\n\n${chatErrorEvent(e)}`);
         }
       } finally {

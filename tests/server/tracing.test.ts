@@ -254,7 +254,7 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     expect(eventNames(server)).not.toContain('toolproof.retry');
     expect(server.attributes).toMatchObject({ 'toolproof.attempts': 2 });
     const [first, second] = attempts(receiver, server);
-    expect(first!.attributes['error.type']).toBe('TP_ERR_UPSTREAM_UNREACHABLE');
+    expect(first!.attributes['error.type']).toBe('TP_ERR_UPSTREAM_CUT_OFF');
     expect(second!.status.code ?? 0).not.toBe(2);
   });
 
