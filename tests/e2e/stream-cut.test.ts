@@ -154,6 +154,18 @@ describe('a stream the upstream cuts', () => {
     ]);
   });
 
+  it('a relayed /v1/completions stream the upstream cuts ends with the cut named (TP_ERR_UPSTREAM_CUT_OFF)', async () => {
+    arm(1, 1, { say: 'Once upon a time there was a model that never finished its story.' });
+    const res = await fetch(`${stack.origin}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', stream: true, prompt: 'Once' }),
+    });
+    const text = await res.text();
+    expect(text).toContain('"code":"TP_ERR_UPSTREAM_CUT_OFF"');
+    expect(text).not.toMatch(/UNREACHABLE|unreachable/);
+  });
+
   it('after answer text went out, the cut is relayed, never sent twice', async () => {
     arm(1, 8, {
       say: 'The file holds a long answer that streams out word by word to the client.',
