@@ -617,6 +617,10 @@ function sideBySide(v, k, at, wrote, received, leaked) {
             r.upstreamAttempts[at].response.partial === true,
             fate ? 'invalid' : '',
           ),
+          // What toolproof told the model was wrong with it, beside what it wrote.
+          fate?.feedback
+            ? el('p', { class: 'fate-feedback' }, el('b', {}, 'feedback sent: '), fate.feedback)
+            : null,
         )
       : el('div', { class: 'panel empty' }, 'no upstream attempt'),
     el(
@@ -668,7 +672,19 @@ function choicePanels(v, leaked) {
 function attemptFate(v, n) {
   const r = v.record;
   const reask = r.decisions.find((d) => d.kind === 'retry-feedback' && d.attempt === n);
-  if (reask) return { kind: 're-asked', why: reask.reason };
+  if (reask) {
+    let feedback;
+    try {
+      feedback = JSON.parse(reask.detail ?? 'null')?.feedback;
+    } catch {
+      feedback = undefined;
+    }
+    return {
+      kind: 're-asked',
+      why: reask.reason,
+      feedback: typeof feedback === 'string' ? feedback : undefined,
+    };
+  }
   const error = r.upstreamAttempts[n - 1]?.error;
   return error ? { kind: 'failed', why: error.code } : null;
 }

@@ -71,6 +71,8 @@ describe.skipIf(!chromiumAvailable)('a re-asked turn in the inspector', () => {
     expect(await bad.count()).toBe(1);
     expect(await bad.locator('b').textContent()).toBe('get_weather');
     expect(await bad.locator('pre').textContent()).toContain('"town"');
+    // What toolproof told the model was wrong, beside it.
+    expect(await wrote.locator('.fate-feedback').textContent()).toMatch(/`city` is required but missing/);
     // The client's side is unchanged: the served call, never the bad one.
     expect(await page.locator('#client-received .call pre').textContent()).toContain('"city"');
     expect(await page.locator('#client-received').textContent()).not.toContain('town');
