@@ -671,6 +671,23 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     }
   });
 
+  it('a relayed stream the upstream cuts: its client span says so', async () => {
+    receiver = await otlpReceiver();
+    stack = await startStack({ env: otelEnv(receiver) });
+    stack.sim.setScenario(() => ({ say: 'Once upon a time there was a long story.', dieAfterChunks: 1 }));
+    const res = await fetch(`${stack.url}/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', traceparent: TRACEPARENT },
+      body: JSON.stringify({ model: 'sim', prompt: 'Once', stream: true }),
+    });
+    expect(await res.text()).toContain('TP_ERR_UPSTREAM_CUT_OFF');
+    const server = await serverSpan(stack, receiver);
+    const client = receiver.spans.find((x) => x.traceId === TRACE_ID && x.kind === 3);
+    expect(client?.parentSpanId).toBe(server.spanId);
+    expect(client!.attributes['error.type']).toBe('TP_ERR_UPSTREAM_CUT_OFF');
+    expect(client!.status.code).toBe(2);
+  });
+
   it('pass-through requests: the upstream gets the server span as its parent', async () => {
     receiver = await otlpReceiver();
     upstream = await fakeUpstream();
