@@ -597,22 +597,30 @@ function sideBySide(v, k, at, wrote, received, leaked) {
   const choice = k === null ? '' : `choice ${k}: `;
   // The single view's panels are found by id, a choice's by class within its row.
   const side = (name) => (k === null ? { id: name } : { class: name });
+  // An earlier attempt of one answer (re-asked, failed): none of its text reached the client, so
+  // all of it is marked as what was wrong, its calls too, and its heading says why.
+  const fate = wrote && k === null && at < v.modelWrote.length - 1 ? attemptFate(v, at + 1) : null;
   return el(
     'div',
     k === null ? { class: 'cols' } : { class: 'cols', 'data-choice': k },
     wrote
       ? el(
           'div',
-          side('model-wrote'),
+          { ...side('model-wrote'), 'data-attempt': at + 1, ...(fate ? { 'data-fate': fate.kind } : {}) },
           textPanel(
-            `${choice}model wrote (attempt ${at + 1}, raw)`,
+            `${choice}model wrote (attempt ${at + 1}, raw)${fate ? ` · ${fate.kind}: ${fate.why}` : ''}`,
             wrote,
             wrote.content,
-            received.content,
-            leaked ? 'recovered call' : 'not passed on as text',
+            fate ? '' : received.content,
+            fate ? `${fate.kind}: not passed on` : leaked ? 'recovered call' : 'not passed on as text',
             r.inFlight,
             r.upstreamAttempts[at].response.partial === true,
+            fate ? 'invalid' : '',
           ),
+          // What toolproof told the model was wrong with it, beside what it wrote.
+          fate?.feedback
+            ? el('p', { class: 'fate-feedback' }, el('b', {}, 'feedback sent: '), fate.feedback)
+            : null,
         )
       : el('div', { class: 'panel empty' }, 'no upstream attempt'),
     el(
@@ -656,7 +664,74 @@ function choicePanels(v, leaked) {
   );
 }
 
-function textPanel(title, r, raw, shown, markLabel, inFlight, partial) {
+/**
+ * Why attempt `n` (from 1) did not make the answer: re-asked (a corrective retry's feedback
+ * decision names the attempt it re-asked, its reason says what was wrong) or failed (its error);
+ * null for an attempt that did.
+ */
+function attemptFate(v, n) {
+  const r = v.record;
+  const reask = r.decisions.find((d) => d.kind === 'retry-feedback' && d.attempt === n);
+  if (reask) {
+    let feedback;
+    try {
+      feedback = JSON.parse(reask.detail ?? 'null')?.feedback;
+    } catch {
+      feedback = undefined;
+    }
+    return {
+      kind: 're-asked',
+      why: reask.reason,
+      feedback: typeof feedback === 'string' ? feedback : undefined,
+    };
+  }
+  const error = r.upstreamAttempts[n - 1]?.error;
+  return error ? { kind: 'failed', why: error.code } : null;
+}
+
+/**
+ * The side-by-side view of a request of one choice: the attempt that made the answer (the last)
+ * beside what the client received, and, when there were several attempts, a button an attempt
+ * to see what the model wrote in each: the first, re-asked call is what a user looks for.
+ */
+function attemptSides(v, client, leaked) {
+  const last = v.modelWrote.length - 1;
+  const view = (at) => sideBySide(v, null, at, v.modelWrote[at], client, leaked);
+  let cols = view(last);
+  if (v.modelWrote.length < 2) return cols;
+  const buttons = v.modelWrote.map((_, at) => {
+    const fate = at < last ? attemptFate(v, at + 1) : null;
+    return el(
+      'button',
+      {
+        type: 'button',
+        'data-attempt': at + 1,
+        'aria-pressed': at === last ? 'true' : 'false',
+        class: fate ? `fate-${fate.kind}` : '',
+        onclick: () => {
+          for (const b of buttons) b.setAttribute('aria-pressed', b === buttons[at] ? 'true' : 'false');
+          const next = view(at);
+          cols.replaceWith(next);
+          cols = next;
+        },
+      },
+      `attempt ${at + 1}${fate ? ` · ${fate.kind}` : ' · answered'}`,
+    );
+  });
+  return el(
+    'div',
+    {},
+    el(
+      'div',
+      { id: 'attempt-pick', role: 'group', 'aria-label': 'model wrote in attempt' },
+      'model wrote in: ',
+      buttons,
+    ),
+    cols,
+  );
+}
+
+function textPanel(title, r, raw, shown, markLabel, inFlight, partial, callClass) {
   const empty = !r.content && !r.reasoning && r.calls.length === 0 && !r.error;
   const heading = partial ? `${title} · so far` : title;
   return el(
@@ -678,8 +753,8 @@ function textPanel(title, r, raw, shown, markLabel, inFlight, partial) {
           { class: 'text' },
           ...(raw === null ? [r.content || ''] : markedText(raw, partial ? raw : shown, markLabel)),
         ),
-    r.calls.length ? el('h3', {}, 'tool calls') : null,
-    callsOf(r.calls),
+    r.calls.length ? el('h3', {}, callClass ? `tool calls (${markLabel})` : 'tool calls') : null,
+    callsOf(r.calls, callClass),
     r.error ? el('p', { class: 'error' }, `error: ${r.error}`) : null,
   );
 }
@@ -898,7 +973,7 @@ function sentDetails(a, i, base, diffBase, prev) {
 
 /** How an answer that had begun (a 2xx) ended instead, by its error's code. */
 const BROKEN_OFF = {
-  TP_ERR_UPSTREAM_UNREACHABLE: 'stream cut',
+  TP_ERR_UPSTREAM_CUT_OFF: 'stream cut',
   TP_ERR_UPSTREAM_TIMEOUT: 'stream stalled',
   TP_ERR_CLIENT_CLOSED: 'client left',
 };
@@ -1032,7 +1107,6 @@ async function showRequest(id, refresh) {
   }
   if (my !== nav) return;
   const r = v.record;
-  const last = v.modelWrote.length - 1;
   const leaked = r.decisions.some((d) => d.kind === 'leak');
   const client = v.clientReceived;
   const parts = [
@@ -1076,9 +1150,7 @@ async function showRequest(id, refresh) {
         )
       : null,
     el('h2', {}, 'What the model wrote, what the client received'),
-    client.choices && client.choices.length > 1
-      ? choicePanels(v, leaked)
-      : sideBySide(v, null, last, v.modelWrote[last], client, leaked),
+    client.choices && client.choices.length > 1 ? choicePanels(v, leaked) : attemptSides(v, client, leaked),
     el('h2', {}, 'Decisions'),
     r.decisions.length === 0
       ? el('p', { class: 'empty' }, 'none: the request went through untouched')

@@ -92,6 +92,13 @@ export const ERROR_CATALOGUE = {
     type: 'upstream_error',
     message: 'The upstream model server is unreachable.',
   },
+  // The upstream answered, then closed its response (a stream, or a body after its headers)
+  // before it was complete: a backend restarted or killed mid-answer. Not "unreachable".
+  TP_ERR_UPSTREAM_CUT_OFF: {
+    status: 502,
+    type: 'upstream_error',
+    message: 'The upstream model server closed its response before it was complete.',
+  },
   TP_ERR_UPSTREAM_BAD_RESPONSE: {
     status: 502,
     type: 'upstream_error',

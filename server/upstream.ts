@@ -177,6 +177,20 @@ export function toUpstreamError(err: unknown, label: string): ToolproofError | E
 }
 
 /**
+ * A failure while reading a response the upstream had begun (its headers came): a closed or
+ * reset connection is a cut (TP_ERR_UPSTREAM_CUT_OFF), never "unreachable"; a timeout, a
+ * too-large event or an abort maps as toUpstreamError maps it.
+ */
+export function toCutError(err: unknown, label: string, what: string): ToolproofError | Error {
+  const mapped = toUpstreamError(err, label);
+  if (!(mapped instanceof ToolproofError) || mapped.code !== 'TP_ERR_UPSTREAM_UNREACHABLE') return mapped;
+  return new ToolproofError('TP_ERR_UPSTREAM_CUT_OFF', {
+    message: `The upstream ${label} closed ${what} before it ended (${errorCode(err) ?? 'closed'}).`,
+    cause: err,
+  });
+}
+
+/**
  * How an upstream is named in errors, /ready, metrics and logs: its URLs without any userinfo
  * (config refuses credentials in URLs; this is the second line of defence).
  */

@@ -204,6 +204,16 @@ export class WorkerRelay {
     if (body !== undefined) headers['content-length'] = String(body.byteLength);
     headers[REQUEST_ID_HEADER] = request.id;
     headers[RELAYED_FOR] = request.socket?.remoteAddress ?? '';
+    // Tracing on: the owner's server span is a child of this worker's, not its sibling under the
+    // client's span (one trace read as two requests).
+    const span = request.tpSpan;
+    if (span) {
+      const trace: Record<string, string> = {};
+      span.inject(trace);
+      delete headers.traceparent;
+      delete headers.tracestate;
+      Object.assign(headers, trace);
+    }
     const out = httpRequest({
       socketPath: join(this.dir, `${owner}.sock`),
       method: request.method,

@@ -27,7 +27,7 @@ import {
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
 import { memoryModel } from '../fallback-memory.js';
 import { mappedRoute } from '../routing.js';
-import { toUpstreamError, type UpstreamResponse } from '../upstream.js';
+import { toCutError, type UpstreamResponse } from '../upstream.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects } from './effects.js';
 import { rememberedRefusals, rememberedValues, rememberRefusal, rememberRefusedValues } from './refusals.js';
@@ -85,7 +85,7 @@ export async function readUpstreamBytes(res: UpstreamResponse, label: string): P
   try {
     whole = await res.body.bytes(MAX_UPSTREAM_BODY);
   } catch (err) {
-    throw toUpstreamError(err, label); // an abort stays an abort: the client is gone anyway
+    throw toCutError(err, label, 'the response body'); // an abort stays an abort: the client is gone anyway
   }
   if (whole === null) throw tooLarge(label);
   if (declared >= 0 && whole.length > 2 && whole[0] === 0xef && whole[1] === 0xbb && whole[2] === 0xbf)
@@ -433,7 +433,8 @@ function tooLongStill(call: ChatCall, error: ToolproofError): ToolproofError {
 /** Why a failed send may go to the next model of the route's fallback list (undefined: it may not). */
 function fallOverReason(err: unknown): string | undefined {
   if (!(err instanceof ToolproofError)) return undefined;
-  if (err.code === 'TP_ERR_UPSTREAM_UNREACHABLE') return 'connection';
+  if (err.code === 'TP_ERR_UPSTREAM_UNREACHABLE' || err.code === 'TP_ERR_UPSTREAM_CUT_OFF')
+    return 'connection';
   if (err.code === 'TP_ERR_QUEUE_FULL') return 'queue_full';
   return undefined;
 }

@@ -266,7 +266,7 @@ function resendAfterCut(
   report: Extract<AttemptReport, { kind: 'failed' }>,
 ): boolean {
   if (report.untouched !== true || call.trace.resentAfterCut) return false;
-  if (report.error.code !== 'TP_ERR_UPSTREAM_UNREACHABLE' || call.signal.aborted) return false;
+  if (report.error.code !== 'TP_ERR_UPSTREAM_CUT_OFF' || call.signal.aborted) return false;
   call.trace.resentAfterCut = true;
   const kind = report.midStream ? 'mid_stream' : 'unreachable';
   deps.metrics.upstreamErrors.labels(call.route.name, call.route.client.label, kind).inc();

@@ -13,7 +13,7 @@ import { chunkShapeProblem, type OpenedCalls, upstreamJsonProblem } from '../../
 import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionChunk } from '../../protocol/openai.js';
 import { captureFirstChunk } from '../capture/recorder.js';
-import { toUpstreamError, type UpstreamResponse } from '../upstream.js';
+import { toCutError, type UpstreamResponse } from '../upstream.js';
 import { discardBody } from './attempt.js';
 import type { ChatCall } from './context.js';
 
@@ -170,9 +170,9 @@ export function noteIdentity(call: ChatCall, chunk: ChatCompletionChunk): void {
 }
 
 export function midStreamError(call: ChatCall, err: unknown): ToolproofError {
-  const mapped = toUpstreamError(err, call.route.client.label);
-  if (mapped instanceof ToolproofError && mapped.code !== 'TP_ERR_UPSTREAM_UNREACHABLE') return mapped;
-  return new ToolproofError('TP_ERR_UPSTREAM_UNREACHABLE', {
+  const mapped = toCutError(err, call.route.client.label, 'the stream');
+  if (mapped instanceof ToolproofError) return mapped;
+  return new ToolproofError('TP_ERR_UPSTREAM_CUT_OFF', {
     message: `The upstream ${call.route.client.label} closed the stream before it ended.`,
     cause: err,
   });
@@ -185,7 +185,7 @@ export function stalled(label: string): ToolproofError {
 }
 
 export function cutOff(label: string): ToolproofError {
-  return new ToolproofError('TP_ERR_UPSTREAM_UNREACHABLE', {
+  return new ToolproofError('TP_ERR_UPSTREAM_CUT_OFF', {
     message: `The upstream ${label} closed the stream before the answer finished (no finish_reason, no end-of-stream marker).`,
   });
 }

@@ -20,7 +20,7 @@ import { resolveRoute } from '../routing.js';
 import { SSE_DONE } from '../sse.js';
 import { SseDoneScan } from '../sse-done.js';
 import { cutWhenUnread, untilDrainOrClose } from '../drain.js';
-import { toUpstreamError } from '../upstream.js';
+import { toCutError } from '../upstream.js';
 import { completionBody, embeddingBody } from './schemas.js';
 
 /** The stream's last characters kept: its usage chunk (a few hundred bytes) and [DONE] fit. */
@@ -65,9 +65,20 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
       const payload = route.upstreamModel
         ? stringifyJson({ ...body, model: route.upstreamModel }, body)
         : request.rawBody;
-      const headers: Record<string, string> = { 'x-request-id': request.id };
-      // Tracing on: the upstream's span nests under toolproof's server span.
-      request.tpSpan?.inject(headers);
+      // Tracing on: a CLIENT span for the call (the GenAI inference or embeddings span, with its
+      // tokens), under the server span; its traceparent goes upstream, so the backend's span nests
+      // under it.
+      const span = request.tpSpan;
+      const upstreamModel = route.upstreamModel ?? (typeof body.model === 'string' ? body.model : '');
+      const headers: Record<string, string> = span
+        ? span.relay(
+            path === '/completions' ? 'text_completion' : 'embeddings',
+            upstreamModel,
+            route.client.origin,
+            body,
+            { 'x-request-id': request.id },
+          )
+        : { 'x-request-id': request.id };
       const started = performance.now();
       // Its failures are counted as a chat attempt's are (toolproof_upstream_errors_total).
       const failed = (kind: string) =>
@@ -93,6 +104,7 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
           },
         })
         .catch((err: unknown) => {
+          span?.attemptThrew(err, controller.aborted);
           // The client leaving, or toolproof's own admission queue refusing, is no upstream failure.
           const code = (err as ToolproofError).code;
           if (
@@ -107,17 +119,26 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
       state.metrics.hot
         .upstreamDuration(route.name, routeLabel, route.client.label)
         .observe((performance.now() - started) / 1000);
+      span?.attemptOpened(res);
       if (res.status >= 400) {
         failed(res.status >= 500 ? 'status_5xx' : 'status_4xx');
-        const text = await readText(res);
-        throw fromUpstreamError(res.status, parseUpstreamBody(text), route.client.label, res.headers);
+        const parsed = parseUpstreamBody(await readText(res));
+        span?.attemptRejected(res.status, parsed);
+        throw fromUpstreamError(res.status, parsed, route.client.label, res.headers);
       }
       const type = String(res.headers['content-type'] ?? 'application/json');
       if (!type.toLowerCase().includes('text/event-stream')) {
         // Whole, or a 504 when it stalls and a 502 when it is cut: never a torn body sent as a 200.
-        const bytes = await readUpstreamBytes(res, route.client.label);
+        let bytes: Buffer;
+        try {
+          bytes = await readUpstreamBytes(res, route.client.label);
+        } catch (err) {
+          span?.attemptRead({ kind: 'failed', error: err as ToolproofError });
+          throw err;
+        }
         const usage = usageIn(bytes);
         if (usage) request.tp.usage = usage;
+        span?.attemptRead({ kind: 'relayed', ...(usage ? { usage } : {}) });
         const sent = reply.code(res.status).type(type).send(bytes);
         // A client that never reads it is cut as gone, as a stream's is (drain.ts).
         cutWhenUnread(reply.raw, state.config.clientTimeouts.requestMs);
@@ -166,14 +187,17 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
           reply.raw.write(SSE_DONE);
         const usage = usageFromRaw(tail);
         if (usage) request.tp.usage = usage;
+        // A client that left ends the span as client_aborted (the server span's end closes it).
+        if (!reply.raw.destroyed) span?.attemptRead({ kind: 'relayed', ...(usage ? { usage } : {}) });
       } catch (err) {
         if (!controller.aborted && !reply.raw.destroyed) {
           failed('mid_stream');
-          const mapped = toUpstreamError(err, route.client.label);
+          const mapped = toCutError(err, route.client.label, 'the stream');
           const e =
             mapped instanceof ToolproofError
               ? mapped
-              : new ToolproofError('TP_ERR_UPSTREAM_UNREACHABLE', { cause: err });
+              : new ToolproofError('TP_ERR_UPSTREAM_CUT_OFF', { cause: err });
+          span?.attemptRead({ kind: 'failed', error: e });
           reply.raw.write(`\n\n${chatErrorEvent(e)}`);
         }
       } finally {

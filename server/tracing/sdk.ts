@@ -510,6 +510,17 @@ class UnsampledSpan implements RequestSpan<ChatCall> {
     return this.asSent ? headers : withTraceContext(headers, this.traceparent, this.tracestate);
   }
 
+  relay(
+    _operation: string,
+    _model: string,
+    _origin: string,
+    _request: object,
+    headers: Record<string, string>,
+  ): Record<string, string> {
+    this.inject(headers);
+    return headers;
+  }
+
   attemptOpened(): void {}
   attemptThrew(): void {}
   attemptRejected(): void {}
@@ -614,6 +625,8 @@ class ServerSpan implements RequestSpan<ChatCall> {
   /** The open attempt's request as sent, its model and its upstream: written when it ends. */
   private attemptRequest: ChatCompletionRequest | undefined;
   private attemptModel = '';
+  /** The open attempt's GenAI operation: `chat`, or a relay's (`text_completion`, `embeddings`). */
+  private attemptOperation = 'chat';
   private attemptServer: Server | undefined;
   /** Its response's status and time to headers (-1: none yet). */
   private attemptStatus = -1;
@@ -707,11 +720,38 @@ class ServerSpan implements RequestSpan<ChatCall> {
     request: ChatCompletionRequest,
     headers: Record<string, string>,
   ): Record<string, string> {
+    const upstreamModel = call.route.upstreamModel ?? request.model;
+    return this.openAttempt(
+      'chat',
+      typeof upstreamModel === 'string' ? upstreamModel : '',
+      call.route.client.origin,
+      request,
+      headers,
+    );
+  }
+
+  relay(
+    operation: 'text_completion' | 'embeddings',
+    model: string,
+    origin: string,
+    request: object,
+    headers: Record<string, string>,
+  ): Record<string, string> {
+    return this.openAttempt(operation, model, origin, request as ChatCompletionRequest, headers);
+  }
+
+  private openAttempt(
+    operation: string,
+    model: string,
+    origin: string,
+    request: ChatCompletionRequest,
+    headers: Record<string, string>,
+  ): Record<string, string> {
     this.closeAttempt('superseded'); // the last one's record, when read to its end (attemptRead)
     this.attempts++;
-    const upstreamModel = call.route.upstreamModel ?? request.model;
-    this.attemptModel = typeof upstreamModel === 'string' ? cut256(upstreamModel) : '';
-    this.attemptServer = serverOf(call.route.client.origin);
+    this.attemptOperation = operation;
+    this.attemptModel = cut256(model);
+    this.attemptServer = serverOf(origin);
     // A child of a sampled span is sampled: the same verdict as asking the sampler (lean.ts's
     // sampledChildren). Its attributes are written as it ends (endAttempt), from what is kept here.
     const spanId = this.ids.generateSpanId();
@@ -802,6 +842,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
     const log = this.log;
     const model = this.attemptModel;
     const server = this.attemptServer;
+    const operation = this.attemptOperation;
     log.open(
       SpanKind.CLIENT,
       1,
@@ -810,13 +851,13 @@ class ServerSpan implements RequestSpan<ChatCall> {
       this.spanId,
       false,
       this.traceState,
-      server ? server.name(model) : `chat ${model}`,
+      server ? server.name(operation, model) : `${operation} ${model}`,
       this.attemptStartMs,
       Math.max(endMs, this.attemptStartMs),
     );
     try {
       if (request) {
-        log.set(K_GENAI_OPERATION, 'chat');
+        log.set(K_GENAI_OPERATION, operation);
         log.set(K_GENAI_PROVIDER, PROVIDER);
         log.set(K_GENAI_REQUESTMODEL, model);
         setRequestAttributes(log, request);
@@ -828,7 +869,8 @@ class ServerSpan implements RequestSpan<ChatCall> {
         // The replica that answered, else the upstream it was sent to.
         server?.set(log);
         if (typeof request.tool_choice === 'string') log.set(K_TP_TOOL_CHOICE, request.tool_choice);
-        if (this.captureContent) log.set(K_GENAI_INPUTMESSAGES, inputMessages(request));
+        if (this.captureContent && operation === 'chat')
+          log.set(K_GENAI_INPUTMESSAGES, inputMessages(request));
         if (this.attemptStatus >= 0) {
           log.set(K_HTTP_RESPONSE_STATUS_CODE, this.attemptStatus);
           // Time to the response headers: queue and prefill (an attribute: cheaper than an event).
@@ -1025,7 +1067,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
       if (t.finalKind) log.set(K_TP_FINAL_KIND, t.finalKind);
       if (t.droppedTools) log.set(K_TP_DROPPED_TOOLS, t.droppedTools);
       if (call.discardedTokens > 0) log.set(K_TP_DISCARDED_TOKENS, call.discardedTokens);
-    } else setUsage(log, request.tp?.usage); // a relayed completion or embedding
+    } else setUsage(log, request.tp?.usage, TP_USAGE); // a relayed completion or embedding: its client span's gen_ai.usage.*
     // Its tokens unknown (the log line's logRequest decided it): said, not left to read as 0.
     if (request.tp?.usageUnreported) log.set(K_TP_USAGE_UNREPORTED, true);
     const events = this.events;
@@ -1089,12 +1131,16 @@ class Server {
     log.set(K_SERVER_PORT, this.port!);
   }
 
-  /** `chat <model>`, made once per model (a closed set: the routes' models, bounded anyway). */
-  name(model: string): string {
-    let name = this.names.get(model);
+  /**
+   * `<operation> <model>` (`chat m`, `embeddings m`), made once per pair (a closed set: the
+   * routes' models times three operations, bounded anyway).
+   */
+  name(operation: string, model: string): string {
+    const key = operation === 'chat' ? model : `${operation}\0${model}`;
+    let name = this.names.get(key);
     if (name === undefined) {
-      name = `chat ${model}`;
-      if (this.names.size < 256) this.names.set(model, name);
+      name = `${operation} ${model}`;
+      if (this.names.size < 256) this.names.set(key, name);
     }
     return name;
   }

@@ -54,6 +54,19 @@ export interface RequestSpan<Call extends object = object> {
   effects(effects: readonly PolicyEffect[], attempt: number): void;
   /** Any other harness decision, as a span event on the server span. */
   event(name: string, attributes?: Record<string, EventValue>): void;
+  /**
+   * A relayed completion or embedding goes upstream: opens its CLIENT span (the GenAI inference
+   * or embeddings span, `operation`: `text_completion` or `embeddings`) and returns the headers to
+   * send, naming it. Its end is reported as an attempt's (attemptOpened, attemptThrew,
+   * attemptRejected, attemptRead with its usage).
+   */
+  relay(
+    operation: 'text_completion' | 'embeddings',
+    model: string,
+    origin: string,
+    request: object,
+    headers: Record<string, string>,
+  ): Record<string, string>;
   /** A pass-through request's headers: the server span's traceparent replaces the client's. */
   inject(headers: Record<string, string>): void;
   /** The response closed (ended, or the client went away first): every span of the request ends. */

@@ -113,6 +113,59 @@ describe('a stream the upstream cuts', () => {
     expect(stack.sim.requests).toHaveLength(2);
   });
 
+  it('a cut that reaches the client is named a cut (TP_ERR_UPSTREAM_CUT_OFF), not unreachable, on each door', async () => {
+    // The backend was reached and began answering: "unreachable" would send its user looking at
+    // the network. Each door's stream error in its own shape, and the inspector's attempt.
+    const post = (path: string, body: unknown) =>
+      fetch(`${stack.origin}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', stream: true, ...(body as object) }),
+      }).then((r) => r.text());
+    arm(2, 1, call);
+    const chat = await post('/v1/chat/completions', {
+      messages: [{ role: 'user', content: 'Read a.txt' }],
+      tools: chatTools,
+    });
+    expect(chat).toContain('"code":"TP_ERR_UPSTREAM_CUT_OFF"');
+    arm(2, 1, call);
+    const responses = await post('/v1/responses', { input: 'Read a.txt' });
+    const failed = responses.split('\n').find((l) => l.includes('"response.failed"'));
+    expect(JSON.parse(failed!.slice('data: '.length)).response.error.code).toBe('TP_ERR_UPSTREAM_CUT_OFF');
+    arm(2, 1, call);
+    const messages = await post('/v1/messages', {
+      max_tokens: 100,
+      messages: [{ role: 'user', content: 'Read a.txt' }],
+    });
+    expect(messages).toContain('event: error');
+    expect(messages).toMatch(/closed the stream before it ended/);
+    for (const text of [chat, responses, messages]) expect(text).not.toMatch(/UNREACHABLE|unreachable/);
+    const list = (await (await fetch(`${stack.origin}/inspect/api/requests`)).json()) as {
+      requests: Array<{ id: string }>;
+    };
+    const one = (await (
+      await fetch(`${stack.origin}/inspect/api/requests/${list.requests[0]!.id}`)
+    ).json()) as {
+      record: { upstreamAttempts: Array<{ error?: { code: string } }> };
+    };
+    expect(one.record.upstreamAttempts.map((a) => a.error?.code)).toEqual([
+      'TP_ERR_UPSTREAM_CUT_OFF',
+      'TP_ERR_UPSTREAM_CUT_OFF',
+    ]);
+  });
+
+  it('a relayed /v1/completions stream the upstream cuts ends with the cut named (TP_ERR_UPSTREAM_CUT_OFF)', async () => {
+    arm(1, 1, { say: 'Once upon a time there was a model that never finished its story.' });
+    const res = await fetch(`${stack.origin}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', stream: true, prompt: 'Once' }),
+    });
+    const text = await res.text();
+    expect(text).toContain('"code":"TP_ERR_UPSTREAM_CUT_OFF"');
+    expect(text).not.toMatch(/UNREACHABLE|unreachable/);
+  });
+
   it('after answer text went out, the cut is relayed, never sent twice', async () => {
     arm(1, 8, {
       say: 'The file holds a long answer that streams out word by word to the client.',

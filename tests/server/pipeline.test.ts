@@ -325,16 +325,32 @@ describe('failures after the headers, odd upstream responses', () => {
     expect(ok.choices[0]!.message.tool_calls?.[0]).toBeDefined();
   });
 
-  it('a non-streamed body cut mid-way is a 502, not a 500', async () => {
+  it('a non-streamed body cut mid-way is a 502 that says cut, not unreachable nor a 500, on each door', async () => {
+    // The upstream answered, then closed: TP_ERR_UPSTREAM_CUT_OFF; the backend was reached.
     failWith = { raw: '{"id":"x","choices":[{"index":0,"mess', destroyAfter: true };
-    const res = await fetch(`${stack.url}/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(ask),
+    const post = (path: string, body: unknown) =>
+      fetch(`${stack.url.replace(/\/v1$/, '')}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const chat = await post('/v1/chat/completions', ask);
+    const responses = await post('/v1/responses', { model: ask.model, input: 'Weather in Paris?' });
+    const messages = await post('/v1/messages', {
+      model: ask.model,
+      max_tokens: 50,
+      messages: [{ role: 'user', content: 'Weather in Paris?' }],
     });
     failWith = undefined;
-    expect(res.status).toBe(502);
-    expect(((await res.json()) as { error: { code: string } }).error.code).toMatch(/^TP_ERR_UPSTREAM/);
+    for (const res of [chat, responses, messages]) expect(res.status).toBe(502);
+    expect(((await chat.json()) as { error: { code: string } }).error.code).toBe('TP_ERR_UPSTREAM_CUT_OFF');
+    expect(((await responses.json()) as { error: { code: string } }).error.code).toBe(
+      'TP_ERR_UPSTREAM_CUT_OFF',
+    );
+    const m = (await messages.json()) as { type: string; error: { type: string; message: string } };
+    expect(m.error.type).toBe('api_error');
+    expect(m.error.message).toMatch(/closed the response body before it ended/);
+    expect(m.error.message).not.toMatch(/unreachable/);
   });
 
   it("llama-server's parse failure as a stream error event is salvaged like the non-streamed 500", async () => {

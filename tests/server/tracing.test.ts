@@ -254,7 +254,7 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     expect(eventNames(server)).not.toContain('toolproof.retry');
     expect(server.attributes).toMatchObject({ 'toolproof.attempts': 2 });
     const [first, second] = attempts(receiver, server);
-    expect(first!.attributes['error.type']).toBe('TP_ERR_UPSTREAM_UNREACHABLE');
+    expect(first!.attributes['error.type']).toBe('TP_ERR_UPSTREAM_CUT_OFF');
     expect(second!.status.code ?? 0).not.toBe(2);
   });
 
@@ -608,11 +608,91 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     ).toEqual([]);
     expect(receiver.spans.map((s) => s.traceId)).toEqual([traceId, traceId]);
   });
-  it('relayed and pass-through requests: the upstream gets the server span as its parent', async () => {
+  it('relayed completions and embeddings: an HTTP server span, a GenAI client span under it with the tokens, its traceparent sent upstream', async () => {
+    receiver = await otlpReceiver();
+    stack = await startStack({ env: otelEnv(receiver) });
+    const cases = [
+      {
+        path: '/completions',
+        body: { model: 'sim', prompt: 'Once upon a time', max_tokens: 8 },
+        op: 'text_completion',
+      },
+      { path: '/embeddings', body: { model: 'sim', input: 'hello there' }, op: 'embeddings' },
+      {
+        path: '/completions',
+        body: { model: 'sim', prompt: 'Once', stream: true, stream_options: { include_usage: true } },
+        op: 'text_completion',
+      },
+    ];
+    for (const [i, c] of cases.entries()) {
+      const traceId = `${TRACE_ID.slice(0, 30)}${String(i).padStart(2, '0')}`;
+      const res = await fetch(`${stack.url}${c.path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', traceparent: `00-${traceId}-${CLIENT_SPAN}-01` },
+        body: JSON.stringify(c.body),
+      });
+      expect(res.status).toBe(200);
+      const reply = await res.text();
+      const server = await serverSpan(stack, receiver, traceId);
+      expect(server.name).toBe(`POST /v1${c.path}`);
+      expect(server.parentSpanId).toBe(CLIENT_SPAN);
+      // An HTTP server span: none of the GenAI names (a GenAI backend would list it as a
+      // generation of its own beside the client span's); its tokens under toolproof's names.
+      expect(Object.keys(server.attributes).filter((k) => k.startsWith('gen_ai.'))).toEqual([]);
+      const [client, ...more] = receiver.spans.filter((x) => x.traceId === traceId && x.kind === 3);
+      expect(more).toEqual([]);
+      expect(client!.parentSpanId).toBe(server.spanId);
+      expect(client!.name).toBe(`${c.op} sim`);
+      expect(client!.attributes).toMatchObject({
+        'gen_ai.operation.name': c.op,
+        'gen_ai.request.model': 'sim',
+        'gen_ai.provider.name': 'openai',
+        'server.address': '127.0.0.1',
+        'http.response.status_code': 200,
+      });
+      const usage = (
+        c.body.stream
+          ? JSON.parse(
+              reply
+                .split('\n')
+                .filter((l) => l.includes('"usage"'))
+                .at(-1)!
+                .slice(6),
+            )
+          : JSON.parse(reply)
+      ).usage as { prompt_tokens: number };
+      expect(usage.prompt_tokens).toBeGreaterThan(0);
+      expect(client!.attributes['gen_ai.usage.input_tokens']).toBe(usage.prompt_tokens);
+      expect(server.attributes['toolproof.usage.input_tokens']).toBe(usage.prompt_tokens);
+      // The backend's span nests under the client span.
+      const sent = stack.sim.requests.at(-1)!;
+      expect(sent.path).toBe(`/v1${c.path}`);
+      expect(sent.headers.traceparent).toBe(`00-${traceId}-${client!.spanId}-01`);
+    }
+  });
+
+  it('a relayed stream the upstream cuts: its client span says so', async () => {
+    receiver = await otlpReceiver();
+    stack = await startStack({ env: otelEnv(receiver) });
+    stack.sim.setScenario(() => ({ say: 'Once upon a time there was a long story.', dieAfterChunks: 1 }));
+    const res = await fetch(`${stack.url}/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', traceparent: TRACEPARENT },
+      body: JSON.stringify({ model: 'sim', prompt: 'Once', stream: true }),
+    });
+    expect(await res.text()).toContain('TP_ERR_UPSTREAM_CUT_OFF');
+    const server = await serverSpan(stack, receiver);
+    const client = receiver.spans.find((x) => x.traceId === TRACE_ID && x.kind === 3);
+    expect(client?.parentSpanId).toBe(server.spanId);
+    expect(client!.attributes['error.type']).toBe('TP_ERR_UPSTREAM_CUT_OFF');
+    expect(client!.status.code).toBe(2);
+  });
+
+  it('pass-through requests: the upstream gets the server span as its parent', async () => {
     receiver = await otlpReceiver();
     upstream = await fakeUpstream();
     stack = await startStack({ env: { TOOLPROOF_UPSTREAM_URL: upstream.url, ...otelEnv(receiver) } });
-    for (const path of ['/embeddings', '/rerank']) {
+    for (const path of ['/rerank']) {
       const res = await fetch(`${stack.url}${path}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', traceparent: TRACEPARENT, tracestate: 'vendor=1' },
