@@ -11,6 +11,15 @@
  *   `opencode run` still exits 1: it reports the refusal it compacted after.
  * - opencode, tool results that grow the session: its own auto-compaction (usage past the window
  *   less its output) is answered, and the task finishes from the summary.
+ * - Qwen Code, Claude Code and pi in a 32k window: each one's own compaction (Qwen Code's
+ *   <state_snapshot>, Claude Code's text-only ask, pi's conversation in one user turn) is answered;
+ *   Qwen Code and Claude Code finish the task from the summary, pi compacts once it answered.
+ *
+ * Left out, as these CLIs behave headless: Claude Code refuses a prompt over the window itself
+ * ("Prompt is too long", nothing sent); pi keeps the prompt it was refused for, so its compaction
+ * has nothing to summarise and the retry is refused again; Codex exec stops at the backend's
+ * context_length_exceeded ("ran out of room") and compacts only by model_auto_compact_token_limit
+ * (codex.test.ts), its shell output capped at 10 KB so it never nears the window by itself.
  */
 import { expect, it } from 'vitest';
 import { describeRun, runCase } from './lib/case.js';
@@ -20,37 +29,34 @@ import type { Task } from './lib/tasks.js';
 const WINDOW = 16_384;
 /** A shell command printing `lines` lines of 100 ASCII characters (25 tokens each). */
 const dump = (lines: number) => `head -c ${lines * 100} /dev/zero | tr '\\0' x | fold -w 100`;
-/** About 22,000 tokens of a pasted note: more than the window by itself. */
-const NOTE = Array.from(
-  { length: 1000 },
-  (_, i) => `note ${i}: the quick brown fox jumps over the lazy dog near the river bank at dawn`,
-).join('\n');
+/** `lines` lines of a pasted note, 22 tokens each. */
+const notes = (lines: number) =>
+  Array.from(
+    { length: lines },
+    (_, i) => `note ${i}: the quick brown fox jumps over the lazy dog near the river bank at dawn`,
+  ).join('\n');
 
-const PASTED: Task = {
-  id: 'pasted-over-window',
-  prompt: `Run the two dump commands, then say done.\n\nNotes:\n${NOTE}`,
-  files: {},
-  steps: [
-    { op: 'run', command: dump(10) },
-    { op: 'run', command: dump(10) },
-  ],
-  final: 'done',
-  expect: {},
-};
+/** Two commands printing `first` and `second` lines, after a prompt with `pasted` lines of notes. */
+function dumps(id: string, pasted: number, first: number, second: number): Task {
+  return {
+    id,
+    prompt: `Run the two dump commands, then say done.${pasted ? `\n\nNotes:\n${notes(pasted)}` : ''}`,
+    files: {},
+    steps: [
+      { op: 'run', command: dump(first) },
+      { op: 'run', command: dump(second) },
+    ],
+    final: 'done',
+    expect: {},
+  };
+}
 
-const GROWING: Task = {
-  id: 'results-past-window',
-  prompt: 'Run the two dump commands, then say done.',
-  files: {},
-  steps: [
-    { op: 'run', command: dump(160) },
-    { op: 'run', command: dump(280) },
-  ],
-  final: 'done',
-  expect: {},
-};
+/** About 22,000 tokens of notes: more than the 16k window by itself. */
+const PASTED = dumps('pasted-over-window', 1000, 10, 10);
+const GROWING = dumps('results-past-window', 0, 160, 280);
 
 const server = { personality: 'vllm' as const, window: WINDOW };
+const server32k = { personality: 'vllm' as const, window: 32_768 };
 const chat = (r: Awaited<ReturnType<typeof runCase>>) =>
   r.logs.filter((l) => l.route === '/v1/chat/completions');
 /** The truncation's note (policies/truncation) for a compaction cut to the window. */
@@ -105,5 +111,67 @@ describeAgents('opencode 1.18.33: compaction over a 16k window through toolproof
       .filter((u) => (u.body as { tools?: unknown[] }).tools?.length);
     expect(after.length, why).toBeGreaterThan(0);
     expect(after[0]!.rawBody, why).toContain('[steps done: 2]');
+  });
+});
+
+/** A run through toolproof against the 32k window: exit 0, the task done, every turn answered. */
+async function compacting(agent: 'qwen' | 'claude' | 'pi', task: Task) {
+  const r = await runCase({
+    agent,
+    mode: 'clean',
+    task,
+    via: 'toolproof',
+    model: { server: server32k },
+    timeoutMs: 60_000,
+  });
+  const why = describeRun(r);
+  expect(r.run.exitCode, why).toBe(0);
+  expect(r.disk, why).toEqual([]);
+  expect(r.run.stdout, why).toMatch(/\bdone\s*$/);
+  for (const l of r.logs.filter((l) => /^\/v1\/(chat|messages)/.test(l.route ?? '')))
+    expect(l.status, `${why}\n${JSON.stringify(l)}`).toBe(200);
+  return { r, why };
+}
+
+/** The index of the first upstream request holding `marker` (the agent's compaction), checked found. */
+function compactionAt(r: Awaited<ReturnType<typeof runCase>>, why: string, marker: string): number {
+  const at = r.upstream.findIndex((u) => u.rawBody.includes(marker));
+  expect(at, why).toBeGreaterThan(0);
+  return at;
+}
+
+describeAgents('Qwen Code 0.24.4: auto-compaction in a 32k window through toolproof', () => {
+  // ~26k tokens (its ~19k prompt and the notes) and a command's output pass its 85% threshold:
+  // it compresses (its <state_snapshot> request) and goes on from the summary.
+  it('its compression answered, the turn after carries the summary, the task done', async () => {
+    const { r, why } = await compacting('qwen', dumps('qwen-compress', 350, 300, 10));
+    const at = compactionAt(r, why, '<state_snapshot>');
+    const after = r.upstream.slice(at + 1);
+    expect(after.length, why).toBeGreaterThan(0);
+    expect(after[0]!.rawBody, why).toContain('[steps done:');
+  });
+});
+
+describeAgents('Claude Code 2.1.332: auto-compaction in a 32k window through toolproof', () => {
+  // Its ~12k-token prompt and 200 lines of output pass its threshold for a 32k window: it compacts
+  // (its text-only ask) and finishes from the summary.
+  it('its compaction answered, the turn after carries the summary, the task done', async () => {
+    const { r, why } = await compacting('claude', dumps('claude-compact', 0, 200, 300));
+    const at = compactionAt(r, why, 'CRITICAL: Respond with TEXT ONLY');
+    const after = r.upstream
+      .slice(at + 1)
+      .filter((u) => !u.rawBody.includes('CRITICAL: Respond with TEXT ONLY'));
+    expect(after.length, why).toBeGreaterThan(0);
+    expect(after.at(-1)!.rawBody, why).toContain('[steps done:');
+  });
+});
+
+describeAgents('pi 0.73.1: compaction in a 32k window through toolproof', () => {
+  // 35k tokens of output past its reserve (16k of the window): once its answer is in, pi compacts
+  // the session (the conversation written out in one user turn), answered.
+  it('its compaction answered after the task', async () => {
+    const { r, why } = await compacting('pi', dumps('pi-compact', 0, 400, 1000));
+    const at = compactionAt(r, why, 'kept suffix');
+    expect((r.upstream[at]!.body as { tools?: unknown[] }).tools ?? [], why).toEqual([]);
   });
 });
