@@ -25,6 +25,7 @@ import { expect, it } from 'vitest';
 import { describeRun, runCase } from './lib/case.js';
 import { describeAgents } from './lib/suite.js';
 import type { Task } from './lib/tasks.js';
+import type { PiApi } from './lib/agents.js';
 
 const WINDOW = 16_384;
 /** A shell command printing `lines` lines of 100 ASCII characters (25 tokens each). */
@@ -115,9 +116,10 @@ describeAgents('opencode 1.18.33: compaction over a 16k window through toolproof
 });
 
 /** A run through toolproof against the 32k window: exit 0, the task done, every turn answered. */
-async function compacting(agent: 'qwen' | 'claude' | 'pi', task: Task) {
+async function compacting(agent: 'qwen' | 'claude' | 'pi', task: Task, piApi?: PiApi) {
   const r = await runCase({
     agent,
+    ...(piApi ? { piApi } : {}),
     mode: 'clean',
     task,
     via: 'toolproof',
@@ -128,7 +130,7 @@ async function compacting(agent: 'qwen' | 'claude' | 'pi', task: Task) {
   expect(r.run.exitCode, why).toBe(0);
   expect(r.disk, why).toEqual([]);
   expect(r.run.stdout, why).toMatch(/\bdone\s*$/);
-  for (const l of r.logs.filter((l) => /^\/v1\/(chat|messages)/.test(l.route ?? '')))
+  for (const l of r.logs.filter((l) => /^\/v1\/(chat|messages|responses)/.test(l.route ?? '')))
     expect(l.status, `${why}\n${JSON.stringify(l)}`).toBe(200);
   return { r, why };
 }
@@ -169,9 +171,10 @@ describeAgents('Claude Code 2.1.332: auto-compaction in a 32k window through too
 describeAgents('pi 0.73.1: compaction in a 32k window through toolproof', () => {
   // 35k tokens of output past its reserve (16k of the window): once its answer is in, pi compacts
   // the session (the conversation written out in one user turn), answered.
-  it('its compaction answered after the task', async () => {
-    const { r, why } = await compacting('pi', dumps('pi-compact', 0, 400, 1000));
-    const at = compactionAt(r, why, 'kept suffix');
-    expect((r.upstream[at]!.body as { tools?: unknown[] }).tools ?? [], why).toEqual([]);
-  });
+  for (const api of ['openai-completions', 'openai-responses', 'anthropic-messages'] as const)
+    it(`${api}: its compaction answered after the task`, async () => {
+      const { r, why } = await compacting('pi', dumps('pi-compact', 0, 400, 1000), api);
+      const at = compactionAt(r, why, 'kept suffix');
+      expect((r.upstream[at]!.body as { tools?: unknown[] }).tools ?? [], why).toEqual([]);
+    });
 });
