@@ -1,7 +1,7 @@
 /**
  * Real agent CLIs compacting through toolproof against a backend with a small window that it
- * enforces (the simulator as vLLM with --max-model-len 16384: it reports the window, the launcher
- * hands it to the agent, and a longer prompt is vLLM's 400).
+ * enforces (the simulator as vLLM with --max-model-len 16384, or llama-server with that n_ctx: it
+ * reports the window, the launcher hands it to the agent, and a longer prompt is the server's 400).
  *
  * - opencode, a pasted note over the window: the first turn is refused as context_length_exceeded
  *   (the agent's cue), opencode compacts, and its compaction (the conversation written out in its
@@ -64,30 +64,31 @@ const chat = (r: Awaited<ReturnType<typeof runCase>>) =>
 const CUT = '(a compaction over the window)';
 
 describeAgents('opencode 1.18.33: compaction over a 16k window through toolproof', () => {
-  it('a pasted note over the window: refused once, the compaction (over the window) cut and answered, the task done', async () => {
-    const r = await runCase({
-      agent: 'opencode',
-      mode: 'clean',
-      task: PASTED,
-      via: 'toolproof',
-      model: { server },
-      timeoutMs: 60_000,
+  for (const personality of ['vllm', 'llama-server'] as const)
+    it(`${personality}: a pasted note over the window: refused once, the compaction (over the window) cut and answered, the task done`, async () => {
+      const r = await runCase({
+        agent: 'opencode',
+        mode: 'clean',
+        task: PASTED,
+        via: 'toolproof',
+        model: { server: { personality, window: WINDOW } },
+        timeoutMs: 60_000,
+      });
+      const why = describeRun(r);
+      const statuses = chat(r).map((l) => l.status);
+      // The refusal is the cue (its title request, with the note, is refused too).
+      expect(statuses, why).toContain(400);
+      const refused = statuses.lastIndexOf(400);
+      // The compaction reached the backend cut, with the note saying so, and was answered.
+      const cut = r.upstream.filter((u) => u.rawBody.includes(CUT));
+      expect(cut.length, why).toBe(1);
+      expect(cut[0]!.rawBody, why).toContain('Do not mention the summary process');
+      // Every turn after the refusal is answered: the compaction, both commands and the answer.
+      expect(statuses.slice(refused + 1).length, why).toBeGreaterThanOrEqual(4);
+      for (const s of statuses.slice(refused + 1)) expect(s, why).toBe(200);
+      expect(r.disk, why).toEqual([]);
+      expect(r.run.stdout, why).toMatch(/\bdone\s*$/);
     });
-    const why = describeRun(r);
-    const statuses = chat(r).map((l) => l.status);
-    // The refusal is the cue (its title request, with the note, is refused too).
-    expect(statuses, why).toContain(400);
-    const refused = statuses.lastIndexOf(400);
-    // The compaction reached the backend cut, with the note saying so, and was answered.
-    const cut = r.upstream.filter((u) => u.rawBody.includes(CUT));
-    expect(cut.length, why).toBe(1);
-    expect(cut[0]!.rawBody, why).toContain('Do not mention the summary process');
-    // Every turn after the refusal is answered: the compaction, both commands and the answer.
-    expect(statuses.slice(refused + 1).length, why).toBeGreaterThanOrEqual(4);
-    for (const s of statuses.slice(refused + 1)) expect(s, why).toBe(200);
-    expect(r.disk, why).toEqual([]);
-    expect(r.run.stdout, why).toMatch(/\bdone\s*$/);
-  });
 
   it('tool results past the window: its own auto-compaction answered, the task done', async () => {
     const r = await runCase({
