@@ -8,7 +8,8 @@
  *   one user turn, the note whole, so over the window too) is cut by toolproof (policies/truncation)
  *   and answered; the turns after it carry the summary and finish the task. Before that cut the
  *   compaction was relayed whole and refused, and opencode stopped with the task undone.
- *   `opencode run` still exits 1: it reports the refusal it compacted after.
+ *   `opencode run` still exits 1: it reports the refusal it compacted after. Kilo, its fork, the
+ *   same, its compaction written out in chunks that each fit.
  * - opencode, tool results that grow the session: its own auto-compaction (usage past the window
  *   less its output) is answered, and the task finishes from the summary.
  * - Qwen Code, Claude Code and pi in a 32k window: each one's own compaction (Qwen Code's
@@ -142,6 +143,33 @@ function compactionAt(r: Awaited<ReturnType<typeof runCase>>, why: string, marke
   expect(at, why).toBeGreaterThan(0);
   return at;
 }
+
+describeAgents('Kilo 7.7.7: compaction over a 16k window through toolproof', () => {
+  // opencode's fork, with a compaction of its own that writes the conversation out in chunks that
+  // each fit: the pasted note is refused once, Kilo compacts and finishes from its summary.
+  it('a pasted note over the window: refused once, its compaction answered, the task done', async () => {
+    const r = await runCase({
+      agent: 'kilo',
+      mode: 'clean',
+      task: PASTED,
+      via: 'toolproof',
+      model: { server },
+      timeoutMs: 60_000,
+    });
+    const why = describeRun(r);
+    const statuses = chat(r).map((l) => l.status);
+    expect(statuses, why).toContain(400);
+    const refused = statuses.lastIndexOf(400);
+    expect(statuses.slice(refused + 1).length, why).toBeGreaterThanOrEqual(4);
+    for (const s of statuses.slice(refused + 1)) expect(s, why).toBe(200);
+    expect(
+      r.upstream.some((u) => u.rawBody.includes('Do not mention the summary process')),
+      why,
+    ).toBe(true);
+    expect(r.disk, why).toEqual([]);
+    expect(r.run.stdout, why).toMatch(/\bdone\s*$/);
+  });
+});
 
 describeAgents('Qwen Code 0.24.4: auto-compaction in a 32k window through toolproof', () => {
   // ~26k tokens (its ~19k prompt and the notes) and a command's output pass its 85% threshold:
