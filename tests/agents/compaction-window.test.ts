@@ -17,8 +17,8 @@
  *   Qwen Code and Claude Code finish the task from the summary, pi compacts once it answered.
  *
  * Left out, as these CLIs behave headless: Claude Code refuses a prompt over the window itself
- * ("Prompt is too long", nothing sent); pi keeps the prompt it was refused for, so its compaction
- * has nothing to summarise and the retry is refused again; Codex exec stops at the backend's
+ * ("Prompt is too long", nothing sent); pi and Cline keep the prompt they were refused for, so
+ * their compaction has nothing to summarise (pi's retry is refused again, Cline says so and stops); Codex exec stops at the backend's
  * context_length_exceeded ("ran out of room") and compacts only by model_auto_compact_token_limit
  * (codex.test.ts), its shell output capped at 10 KB so it never nears the window by itself.
  */
