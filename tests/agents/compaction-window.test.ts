@@ -18,9 +18,10 @@
  *
  * Left out, as these CLIs behave headless: Claude Code refuses a prompt over the window itself
  * ("Prompt is too long", nothing sent); pi and Cline keep the prompt they were refused for, so
- * their compaction has nothing to summarise (pi's retry is refused again, Cline says so and stops); Codex exec stops at the backend's
- * context_length_exceeded ("ran out of room") and compacts only by model_auto_compact_token_limit
- * (codex.test.ts), its shell output capped at 10 KB so it never nears the window by itself.
+ * their compaction has nothing to summarise (pi's retry is refused again, Cline says so and
+ * stops); Codex exec stops at the backend's context_length_exceeded ("ran out of room") and
+ * compacts only by model_auto_compact_token_limit (codex.test.ts). Codex and Cline cap a
+ * command's output (about 10 KB and 8 KB), so it never nears the window by itself.
  */
 import { expect, it } from 'vitest';
 import { describeRun, runCase } from './lib/case.js';
