@@ -1,0 +1,210 @@
+/**
+ * Real agent CLIs compacting through toolproof against a backend with a small window that it
+ * enforces (the simulator as vLLM with --max-model-len 16384, or llama-server with that n_ctx: it
+ * reports the window, the launcher hands it to the agent, and a longer prompt is the server's 400).
+ *
+ * - opencode, a pasted note over the window: the first turn is refused as context_length_exceeded
+ *   (the agent's cue), opencode compacts, and its compaction (the conversation written out in its
+ *   one user turn, the note whole, so over the window too) is cut by toolproof (policies/truncation)
+ *   and answered; the turns after it carry the summary and finish the task. Before that cut the
+ *   compaction was relayed whole and refused, and opencode stopped with the task undone.
+ *   `opencode run` still exits 1: it reports the refusal it compacted after. Kilo, its fork, the
+ *   same, its compaction written out in chunks that each fit.
+ * - opencode, tool results that grow the session: its own auto-compaction (usage past the window
+ *   less its output) is answered, and the task finishes from the summary.
+ * - Qwen Code, Claude Code and pi in a 32k window: each one's own compaction (Qwen Code's
+ *   <state_snapshot>, Claude Code's text-only ask, pi's conversation in one user turn) is answered;
+ *   Qwen Code and Claude Code finish the task from the summary, pi compacts once it answered.
+ *
+ * Left out, as these CLIs behave headless: Claude Code refuses a prompt over the window itself
+ * ("Prompt is too long", nothing sent); pi and Cline keep the prompt they were refused for, so
+ * their compaction has nothing to summarise (pi's retry is refused again, Cline says so and
+ * stops); Codex exec stops at the backend's context_length_exceeded ("ran out of room") and
+ * compacts only by model_auto_compact_token_limit (codex.test.ts). Codex and Cline cap a
+ * command's output (about 10 KB and 8 KB), so it never nears the window by itself.
+ */
+import { expect, it } from 'vitest';
+import { describeRun, runCase } from './lib/case.js';
+import { describeAgents } from './lib/suite.js';
+import type { Task } from './lib/tasks.js';
+import type { PiApi } from './lib/agents.js';
+
+const WINDOW = 16_384;
+/** A shell command printing `lines` lines of 100 ASCII characters (25 tokens each). */
+const dump = (lines: number) => `head -c ${lines * 100} /dev/zero | tr '\\0' x | fold -w 100`;
+/** `lines` lines of a pasted note, 22 tokens each. */
+const notes = (lines: number) =>
+  Array.from(
+    { length: lines },
+    (_, i) => `note ${i}: the quick brown fox jumps over the lazy dog near the river bank at dawn`,
+  ).join('\n');
+
+/** Two commands printing `first` and `second` lines, after a prompt with `pasted` lines of notes. */
+function dumps(id: string, pasted: number, first: number, second: number): Task {
+  return {
+    id,
+    prompt: `Run the two dump commands, then say done.${pasted ? `\n\nNotes:\n${notes(pasted)}` : ''}`,
+    files: {},
+    steps: [
+      { op: 'run', command: dump(first) },
+      { op: 'run', command: dump(second) },
+    ],
+    final: 'done',
+    expect: {},
+  };
+}
+
+/** About 22,000 tokens of notes: more than the 16k window by itself. */
+const PASTED = dumps('pasted-over-window', 1000, 10, 10);
+const GROWING = dumps('results-past-window', 0, 160, 280);
+
+const server = { personality: 'vllm' as const, window: WINDOW };
+const server32k = { personality: 'vllm' as const, window: 32_768 };
+const chat = (r: Awaited<ReturnType<typeof runCase>>) =>
+  r.logs.filter((l) => l.route === '/v1/chat/completions');
+/** The truncation's note (policies/truncation) for a compaction cut to the window. */
+const CUT = '(a compaction over the window)';
+
+describeAgents('opencode 1.18.33: compaction over a 16k window through toolproof', () => {
+  for (const personality of ['vllm', 'llama-server'] as const)
+    it(`${personality}: a pasted note over the window: refused once, the compaction (over the window) cut and answered, the task done`, async () => {
+      const r = await runCase({
+        agent: 'opencode',
+        mode: 'clean',
+        task: PASTED,
+        via: 'toolproof',
+        model: { server: { personality, window: WINDOW } },
+        timeoutMs: 60_000,
+      });
+      const why = describeRun(r);
+      const statuses = chat(r).map((l) => l.status);
+      // The refusal is the cue (its title request, with the note, is refused too).
+      expect(statuses, why).toContain(400);
+      const refused = statuses.lastIndexOf(400);
+      // The compaction reached the backend cut, with the note saying so, and was answered.
+      const cut = r.upstream.filter((u) => u.rawBody.includes(CUT));
+      expect(cut.length, why).toBe(1);
+      expect(cut[0]!.rawBody, why).toContain('Do not mention the summary process');
+      // Every turn after the refusal is answered: the compaction, both commands and the answer.
+      expect(statuses.slice(refused + 1).length, why).toBeGreaterThanOrEqual(4);
+      for (const s of statuses.slice(refused + 1)) expect(s, why).toBe(200);
+      expect(r.disk, why).toEqual([]);
+      expect(r.run.stdout, why).toMatch(/\bdone\s*$/);
+    });
+
+  it('tool results past the window: its own auto-compaction answered, the task done', async () => {
+    const r = await runCase({
+      agent: 'opencode',
+      mode: 'clean',
+      task: GROWING,
+      via: 'toolproof',
+      model: { server },
+      timeoutMs: 60_000,
+    });
+    const why = describeRun(r);
+    expect(r.run.exitCode, why).toBe(0);
+    expect(r.disk, why).toEqual([]);
+    expect(r.run.stdout, why).toMatch(/\bdone\s*$/);
+    for (const l of chat(r)) expect(l.status, `${why}\n${JSON.stringify(l)}`).toBe(200);
+    // The compaction: a request without tools asking for the summary; the turn after it carries
+    // the summary instead of the results.
+    const summaryAt = r.upstream.findIndex((u) => u.rawBody.includes('Do not mention the summary process'));
+    expect(summaryAt, why).toBeGreaterThan(0);
+    const after = r.upstream
+      .slice(summaryAt + 1)
+      .filter((u) => (u.body as { tools?: unknown[] }).tools?.length);
+    expect(after.length, why).toBeGreaterThan(0);
+    expect(after[0]!.rawBody, why).toContain('[steps done: 2]');
+  });
+});
+
+/** A run through toolproof against the 32k window: exit 0, the task done, every turn answered. */
+async function compacting(agent: 'qwen' | 'claude' | 'pi', task: Task, piApi?: PiApi) {
+  const r = await runCase({
+    agent,
+    ...(piApi ? { piApi } : {}),
+    mode: 'clean',
+    task,
+    via: 'toolproof',
+    model: { server: server32k },
+    timeoutMs: 60_000,
+  });
+  const why = describeRun(r);
+  expect(r.run.exitCode, why).toBe(0);
+  expect(r.disk, why).toEqual([]);
+  expect(r.run.stdout, why).toMatch(/\bdone\s*$/);
+  for (const l of r.logs.filter((l) => /^\/v1\/(chat|messages|responses)/.test(l.route ?? '')))
+    expect(l.status, `${why}\n${JSON.stringify(l)}`).toBe(200);
+  return { r, why };
+}
+
+/** The index of the first upstream request holding `marker` (the agent's compaction), checked found. */
+function compactionAt(r: Awaited<ReturnType<typeof runCase>>, why: string, marker: string): number {
+  const at = r.upstream.findIndex((u) => u.rawBody.includes(marker));
+  expect(at, why).toBeGreaterThan(0);
+  return at;
+}
+
+describeAgents('Kilo 7.7.7: compaction over a 16k window through toolproof', () => {
+  // opencode's fork, with a compaction of its own that writes the conversation out in chunks that
+  // each fit: the pasted note is refused once, Kilo compacts and finishes from its summary.
+  it('a pasted note over the window: refused once, its compaction answered, the task done', async () => {
+    const r = await runCase({
+      agent: 'kilo',
+      mode: 'clean',
+      task: PASTED,
+      via: 'toolproof',
+      model: { server },
+      timeoutMs: 60_000,
+    });
+    const why = describeRun(r);
+    const statuses = chat(r).map((l) => l.status);
+    expect(statuses, why).toContain(400);
+    const refused = statuses.lastIndexOf(400);
+    expect(statuses.slice(refused + 1).length, why).toBeGreaterThanOrEqual(4);
+    for (const s of statuses.slice(refused + 1)) expect(s, why).toBe(200);
+    expect(
+      r.upstream.some((u) => u.rawBody.includes('Do not mention the summary process')),
+      why,
+    ).toBe(true);
+    expect(r.disk, why).toEqual([]);
+    expect(r.run.stdout, why).toMatch(/\bdone\s*$/);
+  });
+});
+
+describeAgents('Qwen Code 0.24.4: auto-compaction in a 32k window through toolproof', () => {
+  // ~26k tokens (its ~19k prompt and the notes) and a command's output pass its 85% threshold:
+  // it compresses (its <state_snapshot> request) and goes on from the summary.
+  it('its compression answered, the turn after carries the summary, the task done', async () => {
+    const { r, why } = await compacting('qwen', dumps('qwen-compress', 350, 300, 10));
+    const at = compactionAt(r, why, '<state_snapshot>');
+    const after = r.upstream.slice(at + 1);
+    expect(after.length, why).toBeGreaterThan(0);
+    expect(after[0]!.rawBody, why).toContain('[steps done:');
+  });
+});
+
+describeAgents('Claude Code 2.1.332: auto-compaction in a 32k window through toolproof', () => {
+  // Its ~12k-token prompt and 200 lines of output pass its threshold for a 32k window: it compacts
+  // (its text-only ask) and finishes from the summary.
+  it('its compaction answered, the turn after carries the summary, the task done', async () => {
+    const { r, why } = await compacting('claude', dumps('claude-compact', 0, 200, 300));
+    const at = compactionAt(r, why, 'CRITICAL: Respond with TEXT ONLY');
+    const after = r.upstream
+      .slice(at + 1)
+      .filter((u) => !u.rawBody.includes('CRITICAL: Respond with TEXT ONLY'));
+    expect(after.length, why).toBeGreaterThan(0);
+    expect(after.at(-1)!.rawBody, why).toContain('[steps done:');
+  });
+});
+
+describeAgents('pi 0.73.1: compaction in a 32k window through toolproof', () => {
+  // 35k tokens of output past its reserve (16k of the window): once its answer is in, pi compacts
+  // the session (the conversation written out in one user turn), answered.
+  for (const api of ['openai-completions', 'openai-responses', 'anthropic-messages'] as const)
+    it(`${api}: its compaction answered after the task`, async () => {
+      const { r, why } = await compacting('pi', dumps('pi-compact', 0, 400, 1000), api);
+      const at = compactionAt(r, why, 'kept suffix');
+      expect((r.upstream[at]!.body as { tools?: unknown[] }).tools ?? [], why).toEqual([]);
+    });
+});
