@@ -184,6 +184,13 @@ export function stalled(label: string): ToolproofError {
   });
 }
 
+/**
+ * A choice's finish_reason set, however the JSON is spaced (Python's json.dumps writes `": "`):
+ * with [DONE], what says a stream's answer is whole. The relays look for it until found once.
+ */
+export const FINISH_SET = /"finish_reason"\s*:\s*"/;
+
+/** A stream that ended with neither [DONE] nor a finish_reason: cut off, not a whole answer. */
 export function cutOff(label: string): ToolproofError {
   return new ToolproofError('TP_ERR_UPSTREAM_UNREACHABLE', {
     message: `The upstream ${label} closed the stream before the answer finished (no finish_reason, no end-of-stream marker).`,

@@ -20,7 +20,9 @@ import type { AttemptReport, OpenedResponse } from './attempt-end.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import type { StreamOutput } from './output.js';
 import {
+  cutOff,
   dropAfterDone,
+  FINISH_SET,
   firstChunkRead,
   isErrorEvent,
   isUsageEvent,
@@ -209,6 +211,12 @@ export function relayStream(
   let chunks: ChatCompletionChunk[] = [];
   /** The upstream's [DONE] was read; reading stopped there (untilDone, below). */
   let sawDone = false;
+  /**
+   * A choice's finish_reason was read: with [DONE], what says the answer is whole. A stream
+   * that ends with neither was cut off (as stream-driver.ts judges it): the client gets the
+   * error event, not a [DONE] of toolproof's that reads as a whole answer.
+   */
+  let finished = false;
   let afterDone = false;
   /** The stream's first bytes were read (its time to first chunk: the span's, the capture's). */
   let firstRead = false;
@@ -233,6 +241,7 @@ export function relayStream(
       return;
     }
     if (payload.includes('"timings"')) lastTimingsPayload = payload;
+    if (!finished && FINISH_SET.test(payload)) finished = true;
     if (dropUsage && relay && !payload.includes('"usage"') && payload.includes(FINISHED)) {
       releaseFinish();
       heldFinish = payload;
@@ -294,6 +303,7 @@ export function relayStream(
         return STOP;
       }
       for (const payload of payloads) handle(payload);
+      if (!failure && !sawDone && !finished) failure = cutOff(label);
       return flushThenStop();
     }
     if (!firstRead) {
@@ -331,6 +341,7 @@ export function relayStream(
           if (i < whole.payloads.length - 1) wholeBytes = untilDoneIn(wholeBytes);
           break;
         }
+        if (!finished && FINISH_SET.test(p)) finished = true;
         lastUsagePayload = p.includes('"usage"') ? p : '';
         // llama-server's timings end its finish chunk ("...}}"): a cheap look before the search.
         if (p.charCodeAt(p.length - 2) === 125 && p.includes('"timings"')) lastTimingsPayload = p;

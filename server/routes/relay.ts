@@ -10,7 +10,7 @@ import { RequestAbort } from '../abort.js';
 import type { Usage } from '../../protocol/openai.js';
 import { readText, readUpstreamBytes } from '../chat/attempt.js';
 import { usageFromRaw } from '../chat/json-driver.js';
-import { dropAfterDone, QuietClock, stalled } from '../chat/stream-read.js';
+import { cutOff, dropAfterDone, FINISH_SET, QuietClock, stalled } from '../chat/stream-read.js';
 import type { AppState } from '../app-state.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
 import { chatErrorEvent } from '../front-doors/chat/errors.js';
@@ -130,6 +130,9 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
         'x-request-id': request.id,
       });
       let tail = '';
+      // A choice's finish_reason was read (looked for in the tail and the read: one cut across
+      // two reads is found): without it or [DONE], a stream that ends was cut off.
+      let finished = false;
       const reads = res.body[Symbol.asyncIterator]();
       // [DONE] ends the stream, as on the front doors: an upstream that kept its connection open
       // after it (silent, or sending on, in the same read too) held the client's stream open.
@@ -148,7 +151,9 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
           }
           if (end >= 0 && end < buf.length) buf = buf.subarray(0, end);
           // The end of the stream: the usage chunk of stream_options.include_usage.
-          tail = (tail + buf.toString('latin1')).slice(-USAGE_TAIL);
+          const seen = tail + buf.toString('latin1');
+          if (!finished && FINISH_SET.test(seen)) finished = true;
+          tail = seen.slice(-USAGE_TAIL);
           // A full socket buffer waits for drain, or for close: a client that left never drains.
           if (!reply.raw.write(buf))
             await untilDrainOrClose(reply.raw, state.config.clientTimeouts.requestMs);
@@ -161,9 +166,12 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
             break;
           }
         }
-        // A stream that ended without its [DONE] gets one (one cut short of its blank line: as it came).
-        if (!reply.raw.destroyed && !scan.done && !tail.slice(-32).includes('[DONE]'))
+        // A stream that ended without its [DONE] gets one (one cut short of its blank line: as it
+        // came), when a finish_reason said the answer was whole; cut off before, the error event.
+        if (!reply.raw.destroyed && !scan.done && !tail.slice(-32).includes('[DONE]')) {
+          if (!finished) throw cutOff(route.client.label);
           reply.raw.write(SSE_DONE);
+        }
         const usage = usageFromRaw(tail);
         if (usage) request.tp.usage = usage;
       } catch (err) {
