@@ -22,6 +22,7 @@ import type { StreamOutput } from './output.js';
 import {
   cutOff,
   dropAfterDone,
+  eventAllowance,
   FINISH_SET,
   firstChunkRead,
   isErrorEvent,
@@ -33,6 +34,7 @@ import {
   STOP,
   stalled,
   parseEvent,
+  pastMaxTokens,
 } from './stream-read.js';
 import { noteTimings, tokenCount } from './prompt-cache.js';
 import { addUsage } from './trace.js';
@@ -190,6 +192,9 @@ export function relayStream(
   const relay = out.relay ? out.relay.bind(out) : null;
   const parser = new SseParser();
   const quiet = new QuietClock(call.route.client.idleMs);
+  // Events read so far, and how many the max_tokens sent allows (eventAllowance).
+  const allowance = eventAllowance(opened.request);
+  let events = 0;
   // Diagnosis (rawDumpDir): the attempt's upstream events as received.
   const raw: string[] | undefined = deps.dumpRaw ? [] : undefined;
   let failure: ToolproofError | undefined;
@@ -321,9 +326,15 @@ export function relayStream(
     const whole = read.whole;
     if (capture)
       captureRead(call, buf, read.before.length + (whole?.payloads.length ?? 0) + read.after.length);
-    if (!quiet.tick(read.before.length + (whole?.payloads.length ?? 0) + read.after.length)) {
+    const count = read.before.length + (whole?.payloads.length ?? 0) + read.after.length;
+    if (!quiet.tick(count)) {
       failure = stalled(label);
       return STOP;
+    }
+    events += count;
+    if (events > allowance.events && !sawDone) {
+      failure = pastMaxTokens(label, allowance);
+      return flushThenStop();
     }
     for (const payload of read.before) handle(payload);
     if (whole && relay && !failure && !sawDone && isPlainRelay(whole.payloads, dropUsage)) {

@@ -10,7 +10,15 @@ import { RequestAbort } from '../abort.js';
 import type { Usage } from '../../protocol/openai.js';
 import { readText, readUpstreamBytes } from '../chat/attempt.js';
 import { usageFromRaw } from '../chat/json-driver.js';
-import { cutOff, dropAfterDone, FINISH_SET, QuietClock, stalled } from '../chat/stream-read.js';
+import {
+  cutOff,
+  dropAfterDone,
+  eventAllowance,
+  FINISH_SET,
+  pastMaxTokens,
+  QuietClock,
+  stalled,
+} from '../chat/stream-read.js';
 import type { AppState } from '../app-state.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
 import { chatErrorEvent } from '../front-doors/chat/errors.js';
@@ -140,6 +148,8 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
       // Comments and blank lines alone are no progress (TOOLPROOF_IDLE_TIMEOUT_MS, as on the front
       // doors): an upstream that only pings held the client's stream and its admission slot for good.
       const quiet = new QuietClock(route.client.idleMs);
+      // Events past what the client's max_tokens allows: the upstream does not stop (eventAllowance).
+      const allowance = eventAllowance(body as Record<string, unknown>);
       try {
         for (let read = await reads.next(); !read.done; read = await reads.next()) {
           let buf = read.value as Buffer;
@@ -148,6 +158,10 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
           if (!scan.done && !quiet.tick(scan.events - events)) {
             res.body.destroy();
             throw stalled(route.client.label);
+          }
+          if (!scan.done && scan.events > allowance.events) {
+            res.body.destroy();
+            throw pastMaxTokens(route.client.label, allowance);
           }
           if (end >= 0 && end < buf.length) buf = buf.subarray(0, end);
           // The end of the stream: the usage chunk of stream_options.include_usage.
