@@ -8,7 +8,7 @@ import { ToolproofError } from '../../protocol/errors.js';
 import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
 import { RequestAbort } from '../abort.js';
 import type { Usage } from '../../protocol/openai.js';
-import { readText, readUpstreamBytes } from '../chat/attempt.js';
+import { encodedBody, readText, readUpstreamBytes } from '../chat/attempt.js';
 import { usageFromRaw } from '../chat/json-driver.js';
 import {
   cutOff,
@@ -119,6 +119,11 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
         failed(res.status >= 500 ? 'status_5xx' : 'status_4xx');
         const text = await readText(res);
         throw fromUpstreamError(res.status, parseUpstreamBody(text), route.client.label, res.headers);
+      }
+      const encoded = encodedBody(res, route.client.label);
+      if (encoded) {
+        failed('bad_response');
+        throw encoded;
       }
       const type = String(res.headers['content-type'] ?? 'application/json');
       if (!type.toLowerCase().includes('text/event-stream')) {
