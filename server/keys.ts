@@ -186,6 +186,22 @@ interface KeyState {
   waiting: KeyWaiter[];
   /** The key's entry as the latest request presented it: a reload's limits, for those waiting too. */
   entry: ApiKeyEntry | undefined;
+  /**
+   * How long the key's requests held a slot lately (ms, exponentially weighted; 0 until one
+   * ended): the concurrency cap's Retry-After (concurrencyRetryAfter).
+   */
+  holdMs: number;
+}
+
+/**
+ * The concurrency cap's Retry-After: the turn of a request that queues now, from how long the
+ * key's requests held a slot lately (as the admission queue's, admission.ts), 1 s at least (and
+ * until one ended), 60 s at most (MAX_RETRY_AFTER_S). It said 1 s always: a client that obeyed
+ * came back into the same 429 for as long as the key's slots stayed held.
+ */
+function concurrencyRetryAfter(s: KeyState, concurrency: number): number {
+  const turns = (s.waiting.length + 1) / Math.max(1, concurrency);
+  return Math.min(MAX_RETRY_AFTER_S, Math.max(1, Math.ceil((turns * s.holdMs) / 1000)));
 }
 
 /**
@@ -237,6 +253,7 @@ export class KeyLimits implements KeyLimiter {
         tokens: new MinuteWindow(),
         waiting: [],
         entry: undefined,
+        holdMs: 0,
       };
       this.state.set(name, s);
     }
@@ -401,7 +418,7 @@ export class KeyLimits implements KeyLimiter {
     if (entry.concurrency !== undefined && s.inflight >= entry.concurrency)
       refuse(
         'concurrency',
-        1,
+        concurrencyRetryAfter(s, entry.concurrency),
         `requests at once: Limit ${entry.concurrency}, In flight ${s.inflight}${
           waitedMs > 0
             ? ` (waited ${waitedMs < 1000 ? `${waitedMs}ms` : `${Math.round(waitedMs / 100) / 10}s`} for one to end)`
@@ -429,10 +446,13 @@ export class KeyLimits implements KeyLimiter {
     s.requests.add(1, nowSec);
     s.inflight++;
     let done = false;
+    const started = this.now();
     return (sent) => {
       if (done) return;
       done = true;
       s.inflight--;
+      const held = this.now() - started;
+      s.holdMs = s.holdMs === 0 ? held : s.holdMs * 0.8 + held * 0.2;
       if (!sent) s.requests.remove(1, nowSec);
       if (s.waiting.length > 0) this.wake(s);
     };

@@ -93,6 +93,23 @@ export async function readUpstreamBytes(res: UpstreamResponse, label: string): P
   return whole;
 }
 
+/**
+ * A body in a content coding (gzip, br...), which toolproof never asks for (it sends no
+ * Accept-Encoding and reads bodies as they come): abandoned, and the fault named. Read as it
+ * came, a gzipped body was "not JSON" (its bytes in the error), a gzipped stream no event at all
+ * (the relays sent the client an empty answer ending in [DONE]). A proxy in front of the model
+ * server that compresses unasked is the usual cause.
+ */
+export function encodedBody(res: UpstreamResponse, label: string): ToolproofError | undefined {
+  const coding = res.headers['content-encoding'];
+  const name = (Array.isArray(coding) ? coding.join(', ') : (coding ?? '')).trim().toLowerCase();
+  if (name === '' || name === 'identity') return undefined;
+  discardBody(res);
+  return new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
+    message: `The upstream ${label} sent its answer in content-encoding ${JSON.stringify(name.slice(0, 64))}, which toolproof did not ask for and does not decode.`,
+  });
+}
+
 export function tooLarge(label: string): ToolproofError {
   return new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
     message: `The upstream ${label} sent a response larger than ${MAX_UPSTREAM_BODY} bytes.`,
@@ -195,6 +212,8 @@ export async function openUpstream(
       throw err;
     }
     if (res.status < 400) {
+      const encoded = encodedBody(res, call.route.client.label);
+      if (encoded) throw encoded;
       for (const f of call.onAnswered.splice(0)) f();
       return { kind: 'ok', res, request: current };
     }

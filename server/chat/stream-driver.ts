@@ -35,6 +35,7 @@ import {
   badStream,
   cutOff,
   dropAfterDone,
+  eventAllowance,
   firstChunkRead,
   isErrorEvent,
   isUsageEvent,
@@ -42,6 +43,7 @@ import {
   noteIdentity,
   notEventStream,
   parseEvent,
+  pastMaxTokens,
   pumpBody,
   QuietClock,
   STOP,
@@ -168,6 +170,9 @@ class StreamReader implements LaneSink {
   private firstRead = false;
   /** Characters of the events read so far: a stream weighs at most what a whole body may. */
   private received = 0;
+  /** Events read so far, and how many the request's max_tokens allows (eventAllowance). */
+  private events = 0;
+  private readonly allowance: ReturnType<typeof eventAllowance>;
   /** Logprobs around the hooks, so that held text keeps them (logprobs-carrier.ts); from the first. */
   private logprobs: LogprobsCarrier | undefined;
 
@@ -181,6 +186,7 @@ class StreamReader implements LaneSink {
   ) {
     this.label = call.route.client.label;
     this.quiet = new QuietClock(call.route.client.idleMs);
+    this.allowance = eventAllowance(opened.request);
     // (or the same request sent again after a cut: pipeline.ts resendAfterCut)
     this.continues = call.retriesUsed > 0 || call.roleSent;
     this.asked = askedChoices(call.original.n);
@@ -285,6 +291,11 @@ class StreamReader implements LaneSink {
     if (buf !== undefined && !this.quiet.tick(payloads.length)) {
       this.fail(stalled(this.label));
       return STOP;
+    }
+    this.events += payloads.length;
+    if (this.events > this.allowance.events && !this.done) {
+      this.fail(pastMaxTokens(this.label, this.allowance));
+      return this.flushThenStop();
     }
     for (const payload of payloads) this.handle(payload);
     if (buf === undefined) {

@@ -92,6 +92,42 @@ export class QuietClock {
   }
 }
 
+/**
+ * How many events a stream may carry for the `max_tokens` it was sent with (the smaller of
+ * `max_tokens` and `max_completion_tokens`), times its `n` choices: an event is one token of a
+ * choice or more (vLLM, llama-server, SGLang write one per token, or fewer), so twice that, and
+ * 64 for the role, finish, usage and [DONE] events. Without a number, no bound (the size bound
+ * holds). An upstream that writes on past it ignores its max_tokens (a broken backend, a model
+ * looping under ignore_eos): the size bound alone stopped it after 64 MiB, millions of tokens,
+ * hours of a GPU's time at a model's pace, all of it for a client that asked for far less.
+ */
+export function eventAllowance(request: {
+  max_tokens?: unknown;
+  max_completion_tokens?: unknown;
+  n?: unknown;
+}): {
+  events: number;
+  maxTokens: number;
+} {
+  const limits = [request.max_tokens, request.max_completion_tokens].filter(
+    (v): v is number => typeof v === 'number' && Number.isFinite(v) && v > 0,
+  );
+  if (limits.length === 0) return { events: Number.POSITIVE_INFINITY, maxTokens: Number.NaN };
+  const maxTokens = Math.min(...limits);
+  const n = typeof request.n === 'number' && Number.isInteger(request.n) && request.n > 1 ? request.n : 1;
+  return { events: 2 * Math.ceil(maxTokens) * n + 64, maxTokens };
+}
+
+/** A stream past its eventAllowance: the upstream does not stop where it was asked to. */
+export function pastMaxTokens(
+  label: string,
+  allowance: { events: number; maxTokens: number },
+): ToolproofError {
+  return new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
+    message: `The upstream ${label} sent more than ${allowance.events} events for max_tokens ${allowance.maxTokens}: it did not stop where it was asked to.`,
+  });
+}
+
 /** The response is an event stream; if not, it is abandoned and the fault returned. */
 export function notEventStream(call: ChatCall, res: UpstreamResponse): ToolproofError | undefined {
   const contentType = String(res.headers['content-type'] ?? '');
@@ -184,6 +220,13 @@ export function stalled(label: string): ToolproofError {
   });
 }
 
+/**
+ * A choice's finish_reason set, however the JSON is spaced (Python's json.dumps writes `": "`):
+ * with [DONE], what says a stream's answer is whole. The relays look for it until found once.
+ */
+export const FINISH_SET = /"finish_reason"\s*:\s*"/;
+
+/** A stream that ended with neither [DONE] nor a finish_reason: cut off, not a whole answer. */
 export function cutOff(label: string): ToolproofError {
   return new ToolproofError('TP_ERR_UPSTREAM_CUT_OFF', {
     message: `The upstream ${label} closed the stream before the answer finished (no finish_reason, no end-of-stream marker).`,

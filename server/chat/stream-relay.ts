@@ -20,7 +20,10 @@ import type { AttemptReport, OpenedResponse } from './attempt-end.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import type { StreamOutput } from './output.js';
 import {
+  cutOff,
   dropAfterDone,
+  eventAllowance,
+  FINISH_SET,
   firstChunkRead,
   isErrorEvent,
   isUsageEvent,
@@ -31,6 +34,7 @@ import {
   STOP,
   stalled,
   parseEvent,
+  pastMaxTokens,
 } from './stream-read.js';
 import { noteTimings, tokenCount } from './prompt-cache.js';
 import { addUsage } from './trace.js';
@@ -188,6 +192,9 @@ export function relayStream(
   const relay = out.relay ? out.relay.bind(out) : null;
   const parser = new SseParser();
   const quiet = new QuietClock(call.route.client.idleMs);
+  // Events read so far, and how many the max_tokens sent allows (eventAllowance).
+  const allowance = eventAllowance(opened.request);
+  let events = 0;
   // Diagnosis (rawDumpDir): the attempt's upstream events as received.
   const raw: string[] | undefined = deps.dumpRaw ? [] : undefined;
   let failure: ToolproofError | undefined;
@@ -209,6 +216,12 @@ export function relayStream(
   let chunks: ChatCompletionChunk[] = [];
   /** The upstream's [DONE] was read; reading stopped there (untilDone, below). */
   let sawDone = false;
+  /**
+   * A choice's finish_reason was read: with [DONE], what says the answer is whole. A stream
+   * that ends with neither was cut off (as stream-driver.ts judges it): the client gets the
+   * error event, not a [DONE] of toolproof's that reads as a whole answer.
+   */
+  let finished = false;
   let afterDone = false;
   /** The stream's first bytes were read (its time to first chunk: the span's, the capture's). */
   let firstRead = false;
@@ -233,6 +246,7 @@ export function relayStream(
       return;
     }
     if (payload.includes('"timings"')) lastTimingsPayload = payload;
+    if (!finished && FINISH_SET.test(payload)) finished = true;
     if (dropUsage && relay && !payload.includes('"usage"') && payload.includes(FINISHED)) {
       releaseFinish();
       heldFinish = payload;
@@ -294,6 +308,7 @@ export function relayStream(
         return STOP;
       }
       for (const payload of payloads) handle(payload);
+      if (!failure && !sawDone && !finished) failure = cutOff(label);
       return flushThenStop();
     }
     if (!firstRead) {
@@ -311,9 +326,15 @@ export function relayStream(
     const whole = read.whole;
     if (capture)
       captureRead(call, buf, read.before.length + (whole?.payloads.length ?? 0) + read.after.length);
-    if (!quiet.tick(read.before.length + (whole?.payloads.length ?? 0) + read.after.length)) {
+    const count = read.before.length + (whole?.payloads.length ?? 0) + read.after.length;
+    if (!quiet.tick(count)) {
       failure = stalled(label);
       return STOP;
+    }
+    events += count;
+    if (events > allowance.events && !sawDone) {
+      failure = pastMaxTokens(label, allowance);
+      return flushThenStop();
     }
     for (const payload of read.before) handle(payload);
     if (whole && relay && !failure && !sawDone && isPlainRelay(whole.payloads, dropUsage)) {
@@ -331,6 +352,7 @@ export function relayStream(
           if (i < whole.payloads.length - 1) wholeBytes = untilDoneIn(wholeBytes);
           break;
         }
+        if (!finished && FINISH_SET.test(p)) finished = true;
         lastUsagePayload = p.includes('"usage"') ? p : '';
         // llama-server's timings end its finish chunk ("...}}"): a cheap look before the search.
         if (p.charCodeAt(p.length - 2) === 125 && p.includes('"timings"')) lastTimingsPayload = p;

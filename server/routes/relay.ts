@@ -8,9 +8,17 @@ import { ToolproofError } from '../../protocol/errors.js';
 import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
 import { RequestAbort } from '../abort.js';
 import type { Usage } from '../../protocol/openai.js';
-import { readText, readUpstreamBytes } from '../chat/attempt.js';
+import { encodedBody, readText, readUpstreamBytes } from '../chat/attempt.js';
 import { usageFromRaw } from '../chat/json-driver.js';
-import { dropAfterDone, QuietClock, stalled } from '../chat/stream-read.js';
+import {
+  cutOff,
+  dropAfterDone,
+  eventAllowance,
+  FINISH_SET,
+  pastMaxTokens,
+  QuietClock,
+  stalled,
+} from '../chat/stream-read.js';
 import type { AppState } from '../app-state.js';
 import { fromUpstreamError, parseUpstreamBody } from '../error-handler.js';
 import { chatErrorEvent } from '../front-doors/chat/errors.js';
@@ -126,6 +134,11 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
         span?.attemptRejected(res.status, parsed);
         throw fromUpstreamError(res.status, parsed, route.client.label, res.headers);
       }
+      const encoded = encodedBody(res, route.client.label);
+      if (encoded) {
+        failed('bad_response');
+        throw encoded;
+      }
       const type = String(res.headers['content-type'] ?? 'application/json');
       if (!type.toLowerCase().includes('text/event-stream')) {
         // Whole, or a 504 when it stalls and a 502 when it is cut: never a torn body sent as a 200.
@@ -151,6 +164,9 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
         'x-request-id': request.id,
       });
       let tail = '';
+      // A choice's finish_reason was read (looked for in the tail and the read: one cut across
+      // two reads is found): without it or [DONE], a stream that ends was cut off.
+      let finished = false;
       const reads = res.body[Symbol.asyncIterator]();
       // [DONE] ends the stream, as on the front doors: an upstream that kept its connection open
       // after it (silent, or sending on, in the same read too) held the client's stream open.
@@ -158,6 +174,8 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
       // Comments and blank lines alone are no progress (TOOLPROOF_IDLE_TIMEOUT_MS, as on the front
       // doors): an upstream that only pings held the client's stream and its admission slot for good.
       const quiet = new QuietClock(route.client.idleMs);
+      // Events past what the client's max_tokens allows: the upstream does not stop (eventAllowance).
+      const allowance = eventAllowance(body as Record<string, unknown>);
       try {
         for (let read = await reads.next(); !read.done; read = await reads.next()) {
           let buf = read.value as Buffer;
@@ -167,9 +185,15 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
             res.body.destroy();
             throw stalled(route.client.label);
           }
+          if (!scan.done && scan.events > allowance.events) {
+            res.body.destroy();
+            throw pastMaxTokens(route.client.label, allowance);
+          }
           if (end >= 0 && end < buf.length) buf = buf.subarray(0, end);
           // The end of the stream: the usage chunk of stream_options.include_usage.
-          tail = (tail + buf.toString('latin1')).slice(-USAGE_TAIL);
+          const seen = tail + buf.toString('latin1');
+          if (!finished && FINISH_SET.test(seen)) finished = true;
+          tail = seen.slice(-USAGE_TAIL);
           // A full socket buffer waits for drain, or for close: a client that left never drains.
           if (!reply.raw.write(buf))
             await untilDrainOrClose(reply.raw, state.config.clientTimeouts.requestMs);
@@ -182,9 +206,12 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
             break;
           }
         }
-        // A stream that ended without its [DONE] gets one (one cut short of its blank line: as it came).
-        if (!reply.raw.destroyed && !scan.done && !tail.slice(-32).includes('[DONE]'))
+        // A stream that ended without its [DONE] gets one (one cut short of its blank line: as it
+        // came), when a finish_reason said the answer was whole; cut off before, the error event.
+        if (!reply.raw.destroyed && !scan.done && !tail.slice(-32).includes('[DONE]')) {
+          if (!finished) throw cutOff(route.client.label);
           reply.raw.write(SSE_DONE);
+        }
         const usage = usageFromRaw(tail);
         if (usage) request.tp.usage = usage;
         // A client that left ends the span as client_aborted (the server span's end closes it).
