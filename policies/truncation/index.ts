@@ -22,13 +22,23 @@
  * the whole history and asks for its summary: over the window, the backend refused it, the agent
  * could not compact, and every later turn, longer still, was refused too. The session was dead;
  * now the model summarises what fits, and the note says what it did not see.
+ *
+ * Without the field, a user turn over the window by itself is cut to its head and tail
+ * (cutTurnsOverWindow) unless the client said `truncation: "disabled"`: no compaction could make
+ * it fit. A prompt over the window whose turns each fit stays the backend's refusal.
  */
-import type { ChatMessage } from '../../protocol/openai.js';
+import type { ChatCompletionRequest, ChatMessage } from '../../protocol/openai.js';
 import { compactionTurn } from '../kit/last-turn.js';
 import { type CutMarker, cutText } from '../kit/cut.js';
 import { calibratedWindow, messagesBeforeBoundary } from '../kit/overflow.js';
-import { estimatedPromptTokens } from '../kit/prompt-bytes.js';
-import { type Policy, PROMPT_OVER_WINDOW } from '../types.js';
+import {
+  BYTES_PER_TOKEN,
+  CERTAIN_BYTES_PER_TOKEN,
+  estimatedPromptTokens,
+  jsonBytes,
+  messageBytes,
+} from '../kit/prompt-bytes.js';
+import { type Policy, type PolicyContext, type RequestDecision, PROMPT_OVER_WINDOW } from '../types.js';
 import { describeTruncationEffect, TRUNCATION_POLICY, type TruncationEffect } from './effects.js';
 
 /** The note in place of the `count` oldest messages. */
@@ -101,16 +111,14 @@ const lastTurnMarker: CutMarker = (left, total, lines) =>
   `[... toolproof left out ${left} of this conversation's ${total} characters (${lines} line${lines === 1 ? '' : 's'}) to fit the model's context window (${COMPACTION_REASON}) ...]`;
 
 /**
- * `messages` with the last one, a compaction's user turn, cut to half the window when its text is
- * longer (a string, or its longest text part); undefined when it fits or has no such text.
+ * `m`, a user turn, with its text (a string, or its longest text part) cut to `keep` tokens with
+ * `marker` between head and tail; undefined when it is no user turn, has no such text or fits.
  */
-function cutLastTurn(messages: readonly ChatMessage[], fit: number): ChatMessage[] | undefined {
-  const m = messages.at(-1);
+function cutUserTurn(m: ChatMessage | undefined, keep: number, marker: CutMarker): ChatMessage | undefined {
   if (m?.role !== 'user') return undefined;
-  const keep = Math.max(1, Math.floor(fit / 2));
   let content: ChatMessage['content'];
   if (typeof m.content === 'string') {
-    const cut = cutText(m.content, keep, lastTurnMarker);
+    const cut = cutText(m.content, keep, marker);
     if (cut === m.content) return undefined;
     content = cut;
   } else if (Array.isArray(m.content)) {
@@ -124,11 +132,60 @@ function cutLastTurn(messages: readonly ChatMessage[], fit: number): ChatMessage
     });
     const part = m.content[at];
     if (part?.type !== 'text' || typeof part.text !== 'string') return undefined;
-    const cut = cutText(part.text, keep, lastTurnMarker);
+    const cut = cutText(part.text, keep, marker);
     if (cut === part.text) return undefined;
     content = m.content.map((p, i) => (i === at ? { ...part, text: cut } : p));
   } else return undefined;
-  return [...messages.slice(0, -1), { ...m, content } as ChatMessage];
+  return { ...m, content } as ChatMessage;
+}
+
+/**
+ * `messages` with the last one, a compaction's user turn, cut to half the window when its text is
+ * longer; undefined when it fits or has no such text.
+ */
+function cutLastTurn(messages: readonly ChatMessage[], fit: number): ChatMessage[] | undefined {
+  const last = cutUserTurn(messages.at(-1), Math.max(1, Math.floor(fit / 2)), lastTurnMarker);
+  return last ? [...messages.slice(0, -1), last] : undefined;
+}
+
+/**
+ * `messages` with each user turn that cannot fit the window by itself, with only the tools and the
+ * leading system messages beside it, cut to its head and tail (half the window, messageMarker),
+ * and how many were; undefined when none is. Such a turn (a user's paste of 22k tokens into a 16k
+ * window) was refused on every later turn of agents that keep it in their history (pi, Cline):
+ * leaving out older messages, or compacting them, could never make it fit. Known over as
+ * kit/overflow.ts knows a prompt: `refused`, or its bytes past CERTAIN_BYTES_PER_TOKEN a token.
+ * Decided and cut from the turn, the tools, the leading system messages and the window alone, so
+ * every later turn that carries it sends the same bytes (docs/prefix.md, 11). One pass.
+ */
+export function cutTurnsOverWindow(
+  tools: unknown,
+  messages: readonly ChatMessage[],
+  known: number,
+  window: number,
+  refused: boolean,
+): { messages: ChatMessage[]; count: number } | undefined {
+  let lead = tools === undefined ? 0 : jsonBytes(tools);
+  let i = 0;
+  for (; i < messages.length; i++) {
+    const m = messages[i];
+    if (m?.role !== 'system' && m?.role !== 'developer') break;
+    lead += messageBytes(m);
+  }
+  let out: ChatMessage[] | undefined;
+  let count = 0;
+  for (; i < messages.length; i++) {
+    const m = messages[i];
+    if (m?.role !== 'user') continue;
+    const bytes = lead + messageBytes(m);
+    const over = refused ? bytes > window * BYTES_PER_TOKEN : bytes > known * CERTAIN_BYTES_PER_TOKEN;
+    const cut = over ? cutUserTurn(m, Math.max(1, Math.floor(window / 2)), messageMarker) : undefined;
+    if (!cut) continue;
+    out ??= messages.slice();
+    out[i] = cut;
+    count++;
+  }
+  return out ? { messages: out, count } : undefined;
 }
 
 export const truncationPolicy: Policy<TruncationEffect> = {
@@ -139,8 +196,7 @@ export const truncationPolicy: Policy<TruncationEffect> = {
     const asked = request.truncation;
     // A compaction turn is cut unless the client said otherwise; it carries no field to drop.
     const compaction = asked === undefined && compactionTurn(request);
-    if (asked !== 'auto' && asked !== 'disabled' && !compaction)
-      return { action: 'continue', request, effects: [] };
+    if (asked !== 'auto' && asked !== 'disabled' && !compaction) return cutOverWindow(request, ctx);
     const { truncation, ...rest } = request;
     const sent = compaction ? request : rest;
     const known = ctx.settings.contextWindow;
@@ -172,3 +228,25 @@ export const truncationPolicy: Policy<TruncationEffect> = {
     };
   },
 };
+
+/**
+ * A request without the field that is no compaction: its user turns over the window by themselves
+ * cut (cutTurnsOverWindow). A prompt whose older messages could be left out to fit stays the
+ * backend's refusal, the agent's cue to compact.
+ */
+function cutOverWindow(
+  request: ChatCompletionRequest,
+  ctx: PolicyContext,
+): RequestDecision<TruncationEffect> {
+  const known = ctx.settings.contextWindow;
+  if (!(known > 0) || !Array.isArray(request.messages)) return { action: 'continue', request, effects: [] };
+  const refused = ctx.refused?.now.has(PROMPT_OVER_WINDOW) === true;
+  const window = calibratedWindow(known, ctx.estimateScale);
+  const cut = cutTurnsOverWindow(request.tools, request.messages, known, window, refused);
+  if (!cut) return { action: 'continue', request, effects: [] };
+  return {
+    action: 'continue',
+    request: { ...request, messages: cut.messages },
+    effects: [{ policy: TRUNCATION_POLICY, kind: 'turn-cut', count: cut.count }],
+  };
+}

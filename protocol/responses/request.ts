@@ -191,8 +191,9 @@ export function translateRequest(
   // vLLM (gpt-oss and other reasoning templates) reads reasoning_effort on chat completions.
   if (typeof body.reasoning?.effort === 'string') chat.reasoning_effort = body.reasoning.effort;
   if (typeof body.user === 'string') chat.user = body.user;
-  // Read by policies/truncation (the oldest items dropped past the window); never sent upstream.
-  if (body.truncation === 'auto') chat.truncation = 'auto';
+  // Read by policies/truncation (the oldest items dropped past the window; "disabled" said, no cut
+  // of a compaction or of a turn over the window by itself); never sent upstream.
+  if (body.truncation === 'auto' || body.truncation === 'disabled') chat.truncation = body.truncation;
   if (body.stream === true) {
     chat.stream = true;
     // Usage arrives only when asked for; response.completed must carry it.

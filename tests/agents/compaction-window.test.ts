@@ -17,9 +17,10 @@
  *   Qwen Code and Claude Code finish the task from the summary, pi compacts once it answered.
  *
  * Left out, as these CLIs behave headless: Claude Code refuses a prompt over the window itself
- * ("Prompt is too long", nothing sent); pi and Cline keep the prompt they were refused for, so
- * their compaction has nothing to summarise (pi's retry is refused again, Cline says so and
- * stops); Codex exec stops at the backend's context_length_exceeded ("ran out of room") and
+ * ("Prompt is too long", nothing sent); pi and Cline kept the prompt they were refused for, so
+ * their compaction had nothing to summarise (toolproof now cuts a user turn over the window by
+ * itself rather than relay it to be refused: tests/e2e/turn-over-window.test.ts, not yet run with
+ * the CLIs here); Codex exec stops at the backend's context_length_exceeded ("ran out of room") and
  * compacts only by model_auto_compact_token_limit (codex.test.ts). Codex and Cline cap a
  * command's output (about 10 KB and 8 KB), so it never nears the window by itself.
  */

@@ -247,8 +247,14 @@ describe('the window learnt from the backend refusing a prompt over it', () => {
 
   it('a conversation over the window without any tool result: the backend’s error, once, no loop', async () => {
     const { stack, upstream } = await start('llama-server');
+    // Turns that each fit: leaving out the older ones would (a turn over the window by itself is
+    // cut, policies/truncation).
+    const turns = Array.from({ length: 5 }, () => [
+      { role: 'user' as const, content: 'y'.repeat(WINDOW) },
+      { role: 'assistant' as const, content: 'ok' },
+    ]).flat();
     const err = await stack.client.chat.completions
-      .create({ model: 'm', messages: [{ role: 'user', content: 'y'.repeat(WINDOW * 5) }] })
+      .create({ model: 'm', messages: [...turns, { role: 'user', content: 'and?' }] })
       .catch((e: unknown) => e as { status: number; code: string; message: string });
     expect(err).toMatchObject({ status: 400, code: 'context_length_exceeded' });
     expect((err as { message: string }).message).toContain('the conversation is still too long');
@@ -293,9 +299,16 @@ describe('the window learnt from the backend refusing a prompt over it', () => {
     expect(results.at(-1)).toBeGreaterThan(5000);
   });
 
-  it('cut, and still over the window (a long user message besides): the second refusal is relayed, no third attempt', async () => {
+  it('cut, and still over the window (long user messages besides): the second refusal is relayed, no third attempt', async () => {
     const { stack, upstream } = await start('vllm');
-    const messages: Array<Record<string, unknown>> = [{ role: 'user', content: 'y '.repeat(20_000) }];
+    // Long user turns, each short of the window (one past it by itself would be cut).
+    const messages: Array<Record<string, unknown>> = [
+      ...Array.from({ length: 4 }, () => [
+        { role: 'user', content: 'y '.repeat(5_000) },
+        { role: 'assistant', content: 'ok' },
+      ]).flat(),
+      { role: 'user', content: 'go' },
+    ];
     for (let i = 0; i < 6; i++)
       messages.push(
         {

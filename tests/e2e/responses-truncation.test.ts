@@ -70,8 +70,13 @@ for (const personality of ['vllm', 'llama-server'] as const) {
     });
 
     it('without truncation the refusal is context_length_exceeded, as on OpenAI', async () => {
+      // Turns that each fit (one over the window by itself is cut: turn-over-window.test.ts).
+      const input = Array.from({ length: 14 }, (_, turn) => [
+        { role: 'user' as const, content: cjk(30, turn) },
+        { role: 'assistant' as const, content: cjk(10, turn) },
+      ]).flat();
       const err = await stack.client.responses
-        .create({ model: 'sim', input: [{ role: 'user', content: cjk(400, 0) }] }, say)
+        .create({ model: 'sim', input: [...input, { role: 'user', content: 'and now?' }] }, say)
         .catch((e: unknown) => e as { status?: number; code?: string });
       expect(err).toMatchObject({ status: 400, code: 'context_length_exceeded' });
     });

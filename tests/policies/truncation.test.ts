@@ -206,6 +206,36 @@ describe('truncation policy', () => {
     expect(judge(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
   });
 
+  it('a user turn over the window by itself is cut without the field, the same bytes each turn; older turns that fit are not', () => {
+    const paste = user(Array.from({ length: 3000 }, (_, i) => `line ${i} of the paste`).join('\n'));
+    const first = run([paste], refused(8192), 'none');
+    const cut = first.request.messages[0]!;
+    expect(String(cut.content)).toMatch(
+      /^line 0 of the paste\n[\s\S]*\[\.\.\. toolproof left out \d+ of this message's/,
+    );
+    expect(first.effects).toEqual([{ policy: 'truncation', kind: 'turn-cut', count: 1 }]);
+    const next = run([paste, assistant('ok'), user('and?')], refused(8192), 'none');
+    expect(next.request.messages[0]).toEqual(cut);
+    // Not known over (no refusal, under six bytes a token of a 16k window): relayed as sent.
+    expect(run([paste], ctxWith(undefined, { contextWindow: 16384 }), 'none').effects).toEqual([]);
+    expect(run([paste], refused(16384), 'none').effects).toHaveLength(1);
+    // Turns that each fit, together over: the backend's refusal, the cue to compact.
+    const fits = [user('y'.repeat(20_000)), assistant('ok'), user('y'.repeat(20_000)), user('and?')];
+    expect(run(fits, refused(8192), 'none').effects).toEqual([]);
+    expect(run([paste], refused(8192), 'disabled').effects).toEqual([]);
+  });
+
+  it('budget: cutting the turns over the window costs about 4x for 4x the turns', () => {
+    // A 512-token window: every user turn is over it by itself, and cut.
+    const ctx = refused(512);
+    const make = (n: number) =>
+      Array.from({ length: n }, (_, i) => (i % 2 ? assistant('ok') : user(`q ${i} ${'y'.repeat(3_000)}`)));
+    const measure = () => measureScaling(make, (m) => run(m, ctx, 'none'), { from: 16, max: 8_000 });
+    let s = measure();
+    if (!judge(s, 5).time || !judge(s, 5).memory) s = measure();
+    expect(judge(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
+  });
+
   it('budget: a conversation of 4x the messages costs about 4x', () => {
     const ctx = refused(8192);
     const make = (n: number) =>
