@@ -37,6 +37,7 @@ import { ToolproofError } from '../protocol/errors.js';
 import type { Metrics } from './metrics.js';
 import type { OpenStreams } from './open-streams.js';
 import { WORKER_MARK } from './group-admission.js';
+import { HOP_BY_HOP_HEADERS } from './hop-by-hop.js';
 import { markRelayed, RELAYED_FOR, relayedHere } from './relayed.js';
 import { REQUEST_ID_HEADER } from './request-id.js';
 
@@ -103,18 +104,7 @@ export function serveRelay(): {
 }
 
 /** Headers that belong to one connection, not to the request or answer carried. */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'transfer-encoding',
-  'te',
-  'trailer',
-  'upgrade',
-  'expect',
-  'proxy-authorization',
-  'proxy-authenticate',
-]);
+const HOP_BY_HOP = new Set<string>([...HOP_BY_HOP_HEADERS, 'expect', 'proxy-authorization']);
 
 /** What the relay uses of the app's state (AppState has it). */
 export interface RelayDeps {

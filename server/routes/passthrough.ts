@@ -21,6 +21,7 @@ import { cutWhenUnread } from '../drain.js';
 import { allowsModel, countAgainstKey, forbiddenModel } from '../keys.js';
 import { resolveRoute } from '../routing.js';
 import { formModels, type ModelSpan, queryModels } from './form-model.js';
+import { HOP_BY_HOP_HEADERS } from '../hop-by-hop.js';
 import { canonicalTarget, misspeltOwnRoute } from '../request-target.js';
 import { openAIErrorBody } from '../front-doors/chat/errors.js';
 import { anthropicErrorBody } from '../front-doors/messages/errors.js';
@@ -34,16 +35,9 @@ const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
 
 /** Never forwarded upstream: hop-by-hop, recomputed, or the client's own credentials. */
-const DROP_REQUEST_HEADERS = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
+const DROP_REQUEST_HEADERS = new Set<string>([
+  ...HOP_BY_HOP_HEADERS,
   'proxy-authorization',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
   'host',
   'content-length',
   'expect',
@@ -58,15 +52,8 @@ const DROP_REQUEST_HEADERS = new Set([
   'forwarded',
 ]);
 
-const DROP_RESPONSE_HEADERS = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
+const DROP_RESPONSE_HEADERS = new Set<string>([
+  ...HOP_BY_HOP_HEADERS,
   // The upstream's own, not the client's (docs/security.md): cookies it sets would land on
   // toolproof's origin (and the client's cookies never reach it); its challenge asks for the
   // upstream's credential, which toolproof holds, not the client; its software and version
