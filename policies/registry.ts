@@ -23,6 +23,7 @@ import { imageDecodePolicy } from './image-decode/index.js';
 import { imageLimitPolicy } from './image-limit/index.js';
 import { audioPolicy } from './audio/index.js';
 import { audioDecodePolicy } from './audio-decode/index.js';
+import { videoPolicy } from './video/index.js';
 import { toolResultCapPolicy } from './tool-result-cap/index.js';
 import { truncationPolicy } from './truncation/index.js';
 import { forceToolUsePolicy } from './force-tool-use/index.js';
@@ -62,6 +63,7 @@ const TABLE = [
   audioPolicy,
   // After audio: a model that cannot take audio has its clips as notes already.
   audioDecodePolicy,
+  videoPolicy,
   toolResultCapPolicy,
   // After tool-result-cap: the oldest messages go only when cutting the results was not enough.
   truncationPolicy,

@@ -33,6 +33,13 @@ export interface PolicyContext {
    * a prompt over its window place their boundary by it. Absent: 1.
    */
   readonly estimateScale?: number;
+  /**
+   * The UTF-8 bytes a token the backend counted for a prompt of this session it refused as over
+   * the window (kit/overflow.ts measuredBytesPerToken): this request's refusal, or the session's
+   * first, remembered with the refused prompt (server/over-window.ts) so every later turn judges
+   * by the same. Absent: no count (the old bound, BYTES_PER_TOKEN).
+   */
+  readonly bytesPerToken?: number;
   /** 0 for the first upstream attempt, 1.. for fallback / corrective retries. */
   readonly attempt: number;
   /** Retries already spent on corrective retry for this client request. */

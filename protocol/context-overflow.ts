@@ -7,7 +7,15 @@
  *   N tokens. However, you requested T tokens (P in the messages, C in the completion). ...",
  *   "... However, your request has P input tokens. ...", and "'max_tokens' or
  *   'max_completion_tokens' is too large: C. This model's maximum context length is N tokens and
- *   your request has P input tokens (C > N - P)."
+ *   your request has P input tokens (C > N - P)."; later releases (vllm/renderers/params.py, which
+ *   tokenizes a prompt no further than one token past its bound): "This model's maximum context
+ *   length is N tokens. However, you requested C output tokens and your prompt contains [at least]
+ *   P input tokens, for a total of ...", "You passed P input tokens and requested C output tokens.
+ *   However, the model's context length is only N tokens, resulting in a maximum input length of
+ *   I tokens. ...", "You passed X input characters and requested C output tokens. However, the
+ *   model's context length is only N tokens, ..." (no token count), and from the engine, "The
+ *   decoder prompt (length P) is longer than the maximum model length of N." (images and audio
+ *   counted).
  * - llama-server (tools/server, ERROR_TYPE_EXCEED_CONTEXT_SIZE): type "exceed_context_size_error",
  *   "... exceeds the available context size ...", with n_prompt_tokens and n_ctx beside it.
  *
@@ -29,6 +37,12 @@ export interface ContextOverflow {
   prompt?: number;
   /** The completion budget asked for, when the backend said. */
   completion?: number;
+  /**
+   * `prompt` is a bound, not a count: the backend stopped tokenizing one token past what it could
+   * take ("at least P input tokens"; P one past the maximum input length it names). A bound
+   * measures no tokenizer (kit/overflow.ts).
+   */
+  bound?: true;
 }
 
 /**
@@ -69,19 +83,31 @@ export function parseContextOverflow(body: unknown): ContextOverflow | undefined
     const prompt = num(String(err.n_prompt_tokens ?? '')) ?? num(words?.[1]);
     return { max, ...(prompt !== undefined ? { prompt } : {}) };
   }
-  const window = /maximum context length is (\d[\d,]*) tokens/i.exec(text);
+  const decoder = /prompt \(length (\d[\d,]*)\) is longer than the maximum model length of (\d[\d,]*)/i.exec(
+    text,
+  );
+  if (decoder) return { max: num(decoder[2])!, prompt: num(decoder[1])! };
+  const window =
+    /maximum context length is (\d[\d,]*) tokens/i.exec(text) ??
+    /context length is only (\d[\d,]*) tokens/i.exec(text);
   if (!window) return undefined;
   const max = num(window[1])!;
   const split = /\((\d[\d,]*) in the messages, (\d[\d,]*) in the completion\)/i.exec(text);
   if (split) return { max, prompt: num(split[1]), completion: num(split[2]) };
   const tooLarge = /max_(?:completion_)?tokens'?[^:]*is too large: (\d[\d,]*)/i.exec(text);
-  const input = /(?:has|requested) (\d[\d,]*) input tokens/i.exec(text);
-  const prompt = num(input?.[1]);
-  const completion = num(tooLarge?.[1]);
+  const output = /requested (\d[\d,]*) output tokens/i.exec(text);
+  const input = /(?:has|requested|contains|passed) (at least )?(\d[\d,]*) input tokens/i.exec(text);
+  const inputBound = /maximum input length of (\d[\d,]*) tokens/i.exec(text);
+  const prompt = num(input?.[2]);
+  const completion = num(tooLarge?.[1] ?? output?.[1]);
+  const bound =
+    prompt !== undefined &&
+    (input?.[1] !== undefined || (inputBound !== null && prompt === num(inputBound[1])! + 1));
   return {
     max,
     ...(prompt !== undefined ? { prompt } : {}),
     ...(completion !== undefined ? { completion } : {}),
+    ...(bound ? { bound: true as const } : {}),
   };
 }
 

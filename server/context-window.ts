@@ -39,11 +39,13 @@ export function windowFromRefusal(status: number, body: unknown): number | undef
 
 /**
  * The prompt tokens an overflow refusal reported for the prompt it refused (vLLM's `input tokens`,
- * llama-server's `n_prompt_tokens`), or undefined when it reported none.
+ * llama-server's `n_prompt_tokens`), or undefined when it reported none or only a bound.
  */
 export function promptTokensFromRefusal(status: number, body: unknown): number | undefined {
   if (status !== 400 && status !== 413) return undefined;
-  const prompt = parseContextOverflow(body)?.prompt;
+  const overflow = parseContextOverflow(body);
+  // A bound (vLLM stopped tokenizing one token past what it takes) counts no tokenizer.
+  const prompt = overflow?.bound ? undefined : overflow?.prompt;
   return prompt !== undefined && Number.isSafeInteger(prompt) && prompt > 0 ? prompt : undefined;
 }
 

@@ -11,6 +11,11 @@
  * tools) or a changed max_tokens (vLLM counts it against the window) match no digest and are
  * judged on their own. Per upstream, model and key, for the route's fallbackTtlSeconds from its
  * last use (fallback-memory.ts).
+ *
+ * Beside it, the UTF-8 bytes a token the refusal's count of that prompt gave (its own text, its
+ * own tokenizer): the session's first such count is the one its later turns judge a turn over the
+ * window by (policies/truncation cutTurnsOverWindow), so a later refusal, whose count of a longer
+ * prompt gives another ratio, cannot turn a decision of an earlier turn (docs/prefix.md, 11).
  */
 import { createHash } from 'node:crypto';
 import type { ChatCompletionRequest } from '../protocol/openai.js';
@@ -42,9 +47,18 @@ export function promptDigests(request: ChatCompletionRequest): string[] {
   return out;
 }
 
+/** What is remembered of a refused prompt: that it was over, or the bytes a token its count gave. */
+type Kind = 'over-window' | 'bytes-per-token';
+
 /** The memory's name of one refused prompt (`digest`), or with none, of the mark that some is held. */
-function keyOf(route: ResolvedRoute, model: unknown, digest: string, key: string | undefined): string {
-  return memoryModel(`${route.upstreamModel ?? String(model)}\u0000over-window\u0000${digest}`, key);
+function keyOf(
+  route: ResolvedRoute,
+  model: unknown,
+  digest: string,
+  key: string | undefined,
+  kind: Kind = 'over-window',
+): string {
+  return memoryModel(`${route.upstreamModel ?? String(model)}\u0000${kind}\u0000${digest}`, key);
 }
 
 /**
@@ -53,6 +67,22 @@ function keyOf(route: ResolvedRoute, model: unknown, digest: string, key: string
  */
 const MARK = '';
 
+/** Remember `value` (or none) under the digest of `request`'s whole prompt, and the mark. */
+function rememberPrompt(
+  memory: FallbackMemory | undefined,
+  route: ResolvedRoute,
+  request: ChatCompletionRequest,
+  key: string | undefined,
+  kind: Kind,
+  value?: number,
+): void {
+  const digest = promptDigests(request).at(-1);
+  if (!memory || digest === undefined) return;
+  const ttl = route.settings.fallbackTtlSeconds;
+  memory.remember(route.client.label, keyOf(route, request.model, digest, key, kind), ttl, route.name, value);
+  memory.remember(route.client.label, keyOf(route, request.model, MARK, key, kind), ttl, route.name);
+}
+
 /** Remember that `route`'s upstream refused `request` (the client's) as over its model's window. */
 export function rememberOverWindow(
   memory: FallbackMemory | undefined,
@@ -60,34 +90,85 @@ export function rememberOverWindow(
   request: ChatCompletionRequest,
   key?: string,
 ): void {
-  const digest = promptDigests(request).at(-1);
-  if (!memory || digest === undefined) return;
-  const ttl = route.settings.fallbackTtlSeconds;
-  memory.remember(route.client.label, keyOf(route, request.model, digest, key), ttl, route.name);
-  memory.remember(route.client.label, keyOf(route, request.model, MARK, key), ttl, route.name);
+  rememberPrompt(memory, route, request, key, 'over-window');
 }
 
 /**
- * Whether `request` begins with a prompt `route`'s upstream refused as over the window (that one
- * remembered another TTL: the session in use keeps it). Looked up from the last message back: the
- * refused prompt is most often the previous turn's.
+ * Remember the UTF-8 bytes a token (policies/kit/overflow.ts measuredBytesPerToken) that
+ * `route`'s upstream's count of `request` (the client's, refused as over the window) gave, so the
+ * session's later turns, which begin with it, judge their turns by the same ratio (bytesBefore).
  */
+export function rememberBytesPerToken(
+  memory: FallbackMemory | undefined,
+  route: ResolvedRoute,
+  request: ChatCompletionRequest,
+  bytesPerToken: number,
+  key?: string,
+): void {
+  rememberPrompt(memory, route, request, key, 'bytes-per-token', bytesPerToken);
+}
+
+/** What the memory holds of the prompts `request` begins with (refusedBefore). */
+export interface RefusedBefore {
+  /** It begins with a prompt the upstream refused as over the window (and cut). */
+  over: boolean;
+  /** The bytes a token the count of the latest refused prompt it begins with gave. */
+  bytesPerToken?: number;
+}
+
+/**
+ * The latest of `request`'s prompts (`digests`, from the last message back: the refused prompt is
+ * most often the previous turn's) remembered as `kind`, kept another TTL (the session in use
+ * keeps it); undefined when none is.
+ */
+function latest(
+  memory: FallbackMemory,
+  route: ResolvedRoute,
+  request: ChatCompletionRequest,
+  key: string | undefined,
+  kind: Kind,
+  digests: () => string[],
+): { value: number | undefined } | undefined {
+  const mark = keyOf(route, request.model, MARK, key, kind);
+  if (!memory.isActive(route.client.label, mark)) return undefined;
+  const all = digests();
+  for (let i = all.length - 1; i >= 0; i--) {
+    const name = keyOf(route, request.model, all[i]!, key, kind);
+    if (!memory.isActive(route.client.label, name)) continue;
+    const value = memory.valueOf(route.client.label, name);
+    const ttl = route.settings.fallbackTtlSeconds;
+    memory.remember(route.client.label, name, ttl, route.name, value);
+    memory.remember(route.client.label, mark, ttl, route.name);
+    return { value };
+  }
+  return undefined;
+}
+
+/**
+ * What the memory holds of the prompts `request` begins with: whether one was refused as over the
+ * window (a later request whose messages begin with it, with the same tools and max tokens, is
+ * over it too), and the bytes a token its count gave. Hashed once, and only when a mark is held.
+ */
+export function refusedBefore(
+  memory: FallbackMemory | undefined,
+  route: ResolvedRoute,
+  request: ChatCompletionRequest,
+  key?: string,
+): RefusedBefore {
+  if (!memory || memory.size === 0) return { over: false };
+  let held: string[] | undefined;
+  const digests = () => (held ??= promptDigests(request));
+  const over = latest(memory, route, request, key, 'over-window', digests) !== undefined;
+  const bytes = latest(memory, route, request, key, 'bytes-per-token', digests)?.value;
+  return { over, ...(bytes !== undefined ? { bytesPerToken: bytes } : {}) };
+}
+
+/** Whether `request` begins with a prompt `route`'s upstream refused as over the window. */
 export function overWindowBefore(
   memory: FallbackMemory | undefined,
   route: ResolvedRoute,
   request: ChatCompletionRequest,
   key?: string,
 ): boolean {
-  if (!memory || memory.size === 0) return false;
-  const mark = keyOf(route, request.model, MARK, key);
-  if (!memory.isActive(route.client.label, mark)) return false;
-  const digests = promptDigests(request);
-  for (let i = digests.length - 1; i >= 0; i--) {
-    const name = keyOf(route, request.model, digests[i]!, key);
-    if (!memory.isActive(route.client.label, name)) continue;
-    memory.remember(route.client.label, name, route.settings.fallbackTtlSeconds, route.name);
-    memory.remember(route.client.label, mark, route.settings.fallbackTtlSeconds, route.name);
-    return true;
-  }
-  return false;
+  return refusedBefore(memory, route, request, key).over;
 }

@@ -89,6 +89,14 @@ function messageErrors(messages: unknown[], vision: boolean, audio: boolean): Si
       return fail(`Failed to parse messages: Missing 'role' in message: ${JSON.stringify(m)}`);
     if (Array.isArray(m.content)) {
       for (const part of m.content) {
+        // Newer builds (tools/server/server-common.cpp): video by `input_video` needs a video
+        // mmproj; any type besides text, image_url, input_audio and input_video is a 400.
+        if (isObj(part) && part.type === 'input_video' && !vision)
+          return bad(
+            'video input is not supported - hint: if this is unexpected, you may need to provide the mmproj',
+          );
+        if (isObj(part) && (part.type === 'video_url' || part.type === 'audio_url'))
+          return bad('unsupported content[].type');
         if (
           isObj(part) &&
           ((part.type === 'image_url' && !vision) || (part.type === 'input_audio' && !audio))

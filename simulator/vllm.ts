@@ -19,6 +19,9 @@ import {
 import { randomHex, splitTokens } from './tokens.js';
 import type { SimulatorOptions } from './types.js';
 
+/** The media parts vLLM's chat parser takes (a text-only model refuses each). */
+const MEDIA_PARTS: ReadonlySet<string> = new Set(['image_url', 'input_audio', 'audio_url', 'video_url']);
+
 type Obj = Record<string, unknown>;
 
 const TYPE_BY_STATUS: Record<number, string> = {
@@ -180,13 +183,12 @@ function validate(body: Obj, options: SimulatorOptions): SimError | null {
       );
   }
   // A text-only model refuses any image (vllm-project/vllm#19144, studio-dots-ai/dots.ocr#61), and
-  // any audio: it is no multimodal model at all.
+  // any audio or video (vllm/entrypoints/chat_utils.py: image_url, input_audio, audio_url,
+  // video_url): it is no multimodal model at all.
   if (
     options.vision === false &&
     messages.some(
-      (m) =>
-        Array.isArray(m.content) &&
-        m.content.some((p) => isObj(p) && (p.type === 'image_url' || p.type === 'input_audio')),
+      (m) => Array.isArray(m.content) && m.content.some((p) => isObj(p) && MEDIA_PARTS.has(String(p.type))),
     )
   )
     return bad(`${served} is not a multimodal model None`);

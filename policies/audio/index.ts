@@ -1,7 +1,8 @@
 /**
  * audio (request side): for a model that cannot take audio (`audio: false`, or its backend
  * refused audio: with `audio: auto` remembered for the route's fallbackTtlSeconds), every audio
- * part (chat `input_audio`, and Responses `input_audio`, which the door hands on as one) becomes
+ * part (chat `input_audio` and vLLM's `audio_url`, and Responses `input_audio`, which the door
+ * hands on as one) becomes
  * a one-line note. A text-only backend refuses audio outright (llama-server: "audio input is not
  * supported", a 500; vLLM: not a multimodal model), and the agent would send that audio again on
  * every later turn. The note is a pure function of the part (its format and size), so every turn
@@ -14,12 +15,18 @@ import { isObject } from '../../protocol/is-object.js';
 import { EffectTally } from '../kit/effects.js';
 import { rewriteParts } from '../kit/content-parts.js';
 import { formatBytes } from '../kit/sizes.js';
+import { mediaWhat } from '../kit/media-note.js';
 import type { Policy, PolicyContext } from '../types.js';
-import { carriesAudio, refusesAudio } from './refusal.js';
+import { refusedAudio } from './refusal.js';
 import { AUDIO_POLICY, type AudioEffect, type AudioKind, describeAudioEffect } from './effects.js';
 
 /** `[audio omitted: <format>, <size>; this model cannot take audio]`. */
 export function audioNote(part: ContentPart): string {
+  // vLLM's `audio_url` (a URL or a data URL): its media type and size where it carries its bytes.
+  if (part.type === 'audio_url') {
+    const url = isObject(part.audio_url) ? part.audio_url.url : part.audio_url;
+    return `[audio omitted: ${mediaWhat(url, 'audio')}; this model cannot take audio]`;
+  }
   const audio = isObject(part.input_audio) ? part.input_audio : {};
   // The format is the client's text: only a short token of its own is named.
   const format =
@@ -56,8 +63,7 @@ export const audioPolicy: Policy<AudioEffect> = {
   refusal: {
     fact: AUDIO_FACT,
     decision: 'audio-refused',
-    refused: (status, body, sent, ctx) =>
-      ctx.settings.audio !== false && refusesAudio(status, body) && carriesAudio(sent),
+    refused: (status, body, sent, ctx) => ctx.settings.audio !== false && refusedAudio(status, body, sent),
     describe: (status) =>
       `the upstream refused the audio (status ${status}: its model cannot take it): sent again with a note for each`,
   },
@@ -65,7 +71,7 @@ export const audioPolicy: Policy<AudioEffect> = {
     if (!deaf(ctx) || !Array.isArray(request.messages)) return { action: 'continue', request, effects: [] };
     const tally = new EffectTally<typeof AUDIO_POLICY, AudioKind>(AUDIO_POLICY);
     const messages = rewriteParts(request.messages, (part) => {
-      if (part.type !== 'input_audio') return part;
+      if (part.type !== 'input_audio' && part.type !== 'audio_url') return part;
       tally.add('audio-note');
       return { type: 'text', text: audioNote(part) };
     });

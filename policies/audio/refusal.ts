@@ -20,7 +20,11 @@ const SIGNATURES: readonly RegExp[] = [
   /\bat most 0 audio\(s\) may be provided\b/i,
 ];
 
-const PARTS: ReadonlySet<string> = new Set(['input_audio']);
+/** llama-server takes no `audio_url` (vLLM's), whatever its mmproj: its 400 for a type it does not know. */
+const UNKNOWN_TYPE: readonly RegExp[] = [/\bunsupported content\[\]\.type\b/i];
+const URL_PARTS: ReadonlySet<string> = new Set(['audio_url']);
+
+const PARTS: ReadonlySet<string> = new Set(['input_audio', 'audio_url']);
 
 /** Did the backend refuse the request because its model cannot take audio? */
 export function refusesAudio(status: number, body: unknown): boolean {
@@ -30,4 +34,10 @@ export function refusesAudio(status: number, body: unknown): boolean {
 /** Does some message of the request carry an audio part (chat `input_audio`, as the doors send it)? */
 export function carriesAudio(request: ChatCompletionRequest): boolean {
   return carriesPart(request, PARTS);
+}
+
+/** Did the backend refuse `sent` for its audio: a model without audio, or a part type it does not know? */
+export function refusedAudio(status: number, body: unknown, sent: ChatCompletionRequest): boolean {
+  if (refusesAudio(status, body)) return carriesAudio(sent);
+  return refusalSays(UNKNOWN_TYPE, status, body) && carriesPart(sent, URL_PARTS);
 }

@@ -129,3 +129,28 @@ export function calibratedWindow(window: number, scale: number | undefined): num
   if (scale === undefined || !(scale > 1)) return window;
   return Math.max(1, Math.floor(window / Math.min(scale, MAX_SCALE)));
 }
+
+/** Bytes a token under which no count is believed: two tokens a byte (MAX_RATIO). */
+const MIN_BYTES_PER_TOKEN = BYTES_PER_TOKEN / MAX_RATIO;
+
+/**
+ * The UTF-8 bytes a token the backend's count of a refused prompt gives (`reported` tokens for
+ * `tools` and `messages` as sent, in messageBytes' and jsonBytes' bytes), in eighths, at most
+ * CERTAIN_BYTES_PER_TOKEN: the prompt's own text under the model's own tokenizer (English prose
+ * ~4, code ~3.5, CJK and base64 less). Undefined when the count is not of what the bytes count (an
+ * image, audio, a file: tokens the bytes do not hold) or past two tokens a byte (an upstream's
+ * garbage). The turn-over-window test (policies/truncation cutTurnsOverWindow) judges by it, not
+ * by BYTES_PER_TOKEN, stricter than real tokenizers: a paste of 0.75-1x the window was cut where
+ * the agent's compaction of the older turns would have kept it whole.
+ */
+export function measuredBytesPerToken(
+  reported: number,
+  tools: unknown,
+  messages: readonly ChatMessage[],
+): number | undefined {
+  for (const m of messages) if (m && (!messageCounted(m) || messageImages(m) > 0)) return undefined;
+  if (!(reported > 0)) return undefined;
+  const ratio = (estimatedPromptTokens(tools, messages) * BYTES_PER_TOKEN) / reported;
+  if (!(ratio >= MIN_BYTES_PER_TOKEN)) return undefined;
+  return Math.min(CERTAIN_BYTES_PER_TOKEN, Math.floor(ratio * 8) / 8);
+}

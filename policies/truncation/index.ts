@@ -155,7 +155,12 @@ function cutLastTurn(messages: readonly ChatMessage[], fit: number): ChatMessage
  * window) was refused on every later turn of agents that keep it in their history (pi, Cline):
  * leaving out older messages, or compacting them, could never make it fit. Known over as
  * kit/overflow.ts knows a prompt: `refused`, or its bytes past CERTAIN_BYTES_PER_TOKEN a token.
- * Decided and cut from the turn, the tools, the leading system messages and the window alone, so
+ * Refused, a turn is over by the bytes a token the backend counted for this session's text
+ * (`bytesPerToken`: PolicyContext.bytesPerToken), else by BYTES_PER_TOKEN of the calibrated
+ * `window`, stricter than real tokenizers (English runs ~4 bytes a token): without a count, a
+ * paste of 0.75-1x the window was cut where the agent's compaction of the older turns would have
+ * kept it whole. Decided and cut from the turn, the tools, the leading system messages, the window
+ * and that ratio alone (the session's first count, remembered with the prompt it refused), so
  * every later turn that carries it sends the same bytes (docs/prefix.md, 11). One pass.
  */
 export function cutTurnsOverWindow(
@@ -164,6 +169,7 @@ export function cutTurnsOverWindow(
   known: number,
   window: number,
   refused: boolean,
+  bytesPerToken?: number,
 ): { messages: ChatMessage[]; count: number } | undefined {
   let lead = tools === undefined ? 0 : jsonBytes(tools);
   let i = 0;
@@ -178,7 +184,12 @@ export function cutTurnsOverWindow(
     const m = messages[i];
     if (m?.role !== 'user') continue;
     const bytes = lead + messageBytes(m);
-    const over = refused ? bytes > window * BYTES_PER_TOKEN : bytes > known * CERTAIN_BYTES_PER_TOKEN;
+    let over: boolean;
+    if (!refused) over = bytes > known * CERTAIN_BYTES_PER_TOKEN;
+    else if (bytesPerToken === undefined) over = bytes > window * BYTES_PER_TOKEN;
+    // Under the count's bound but over the old one: over still when the turn is denser text than
+    // prose (CJK, base64, minified JSON), which a ratio counted over the session's text may not be.
+    else over = bytes > known * bytesPerToken || (bytes > window * BYTES_PER_TOKEN && !proseLike(m));
     const cut = over ? cutUserTurn(m, Math.max(1, Math.floor(window / 2)), messageMarker) : undefined;
     if (!cut) continue;
     out ??= messages.slice();
@@ -186,6 +197,30 @@ export function cutTurnsOverWindow(
     count++;
   }
   return out ? { messages: out, count } : undefined;
+}
+
+/**
+ * Whether `m`'s text reads as prose or code by its characters: at least one in 16 whitespace and at
+ * most one in 16 past ASCII. A pure function of the turn, so the decision it takes part in is the
+ * same on every turn that carries it. One pass over the text, only for a turn between the two
+ * bounds.
+ */
+function proseLike(m: ChatMessage): boolean {
+  let length = 0;
+  let space = 0;
+  let wide = 0;
+  const scan = (text: string) => {
+    length += text.length;
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (c === 32 || c === 10 || c === 9 || c === 13) space++;
+      else if (c >= 128) wide++;
+    }
+  };
+  if (typeof m.content === 'string') scan(m.content);
+  else if (Array.isArray(m.content))
+    for (const p of m.content) if (p?.type === 'text' && typeof p.text === 'string') scan(p.text);
+  return space * 16 >= length && wide * 16 <= length;
 }
 
 export const truncationPolicy: Policy<TruncationEffect> = {
@@ -242,7 +277,7 @@ function cutOverWindow(
   if (!(known > 0) || !Array.isArray(request.messages)) return { action: 'continue', request, effects: [] };
   const refused = ctx.refused?.now.has(PROMPT_OVER_WINDOW) === true;
   const window = calibratedWindow(known, ctx.estimateScale);
-  const cut = cutTurnsOverWindow(request.tools, request.messages, known, window, refused);
+  const cut = cutTurnsOverWindow(request.tools, request.messages, known, window, refused, ctx.bytesPerToken);
   if (!cut) return { action: 'continue', request, effects: [] };
   return {
     action: 'continue',

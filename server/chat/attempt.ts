@@ -11,7 +11,7 @@ import { stringifyJson } from '../../protocol/lossless-json.js';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { activePolicies } from '../../policies/composition.js';
 import { PROMPT_OVER_WINDOW } from '../../policies/types.js';
-import { refusalScale } from '../../policies/kit/overflow.js';
+import { measuredBytesPerToken, refusalScale } from '../../policies/kit/overflow.js';
 import { describeEffect } from '../../policies/registry.js';
 import { shouldFallback } from '../../policies/tool-choice-fallback.js';
 import { PRIORITY_RANK } from '../admission.js';
@@ -31,7 +31,7 @@ import { toCutError, type UpstreamResponse } from '../upstream.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects } from './effects.js';
 import { rememberedRefusals, rememberedValues, rememberRefusal, rememberRefusedValues } from './refusals.js';
-import { rememberOverWindow } from '../over-window.js';
+import { rememberBytesPerToken, rememberOverWindow } from '../over-window.js';
 import { prepareRequest } from './prepare.js';
 import {
   captureAttemptBody,
@@ -392,6 +392,14 @@ function fitLearntWindow(
     rememberEstimateScale(deps.windows, call.route, call.original.model, scale, call.trace.key);
   }
   if (learnt) rememberWindow(deps.windows, call.route, call.original.model, window, call.trace.key);
+  // The bytes a token of the session's text, from its first refusal that counted it: a later
+  // refusal's count of a longer prompt would give another ratio, and an earlier turn judged by
+  // one could be judged otherwise by the next (policies/truncation cutTurnsOverWindow). Kept with
+  // this prompt whether or not anything is cut: the next turn begins with it.
+  if (call.bytesPerToken === undefined && reported !== undefined && Array.isArray(sent.messages))
+    call.bytesPerToken = measuredBytesPerToken(reported, sent.tools, sent.messages);
+  if (call.bytesPerToken !== undefined)
+    rememberBytesPerToken(deps.windows, call.route, call.original, call.bytesPerToken, call.trace.key);
   const before = { route: call.route, policies: call.policies };
   const requiredRejected = deps.memory.isActive(
     call.route.client.label,

@@ -137,6 +137,8 @@ export class ChatCall {
   windowLearnt: number | undefined = undefined;
   /** How many times the estimate the backend counts, learnt or remembered (PolicyContext.estimateScale). */
   estimateScale: number | undefined = undefined;
+  /** The bytes a token a refusal of this session's prompt counted (PolicyContext.bytesPerToken). */
+  bytesPerToken: number | undefined = undefined;
 
   constructor(
     readonly reqId: string,
@@ -231,6 +233,7 @@ export class ChatCall {
           }
         : {}),
       ...(this.estimateScale !== undefined ? { estimateScale: this.estimateScale } : {}),
+      ...(this.bytesPerToken !== undefined ? { bytesPerToken: this.bytesPerToken } : {}),
       attempt: this.trace.attempts,
       retriesUsed: this.retriesUsed,
       attemptEffects: this.attemptEffects,

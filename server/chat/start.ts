@@ -16,7 +16,7 @@ import { memoryModel } from '../fallback-memory.js';
 import { admissionOwner, allowsModel, countAgainstKey, forbiddenModel } from '../keys.js';
 import { priorityOf } from '../priority.js';
 import { learntEstimateScale, promptTokenEstimate, windowOf, withLearntWindow } from '../context-window.js';
-import { overWindowBefore } from '../over-window.js';
+import { refusedBefore } from '../over-window.js';
 import { PROMPT_OVER_WINDOW } from '../../policies/types.js';
 import { mappedRoute, resolveRoute } from '../routing.js';
 import { type Api, ChatCall } from './context.js';
@@ -123,8 +123,10 @@ export function startChatCall(
   call.refusedValues = rememberedValues(call.policies, state.chatDeps.refusals, route, body, key?.name);
   // A prompt that begins with one the upstream refused as over the window is over it too: cut
   // from the start, the same bytes a refusal would have given (over-window.ts).
-  if (overWindowBefore(state.chatDeps.windows, route, body, key?.name))
-    call.refusedNow.add(PROMPT_OVER_WINDOW);
+  // And the bytes a token the session's first refusal counted: its turns judged by the same.
+  const before = refusedBefore(state.chatDeps.windows, route, body, key?.name);
+  if (before.over) call.refusedNow.add(PROMPT_OVER_WINDOW);
+  call.bytesPerToken = before.bytesPerToken;
   call.priority = priorityOf({
     headers: request.headers,
     model: typeof body.model === 'string' ? body.model : '',

@@ -52,6 +52,11 @@ describe('context overflow on /v1/messages (Claude Code)', () => {
   for (const [name, expected] of [
     ['llama_fields', 'prompt is too long: 9000 tokens > 8192 maximum'],
     ['vllm_input', 'prompt is too long: 40001 tokens > 32768 maximum'],
+    // vLLM's later wordings (vllm/renderers/params.py, the v1 engine): relayed before as an
+    // unknown 400, no cue to compact.
+    ['vllm_contains', 'prompt is too long: 10000 tokens > 8192 maximum'],
+    ['vllm_passed_chars', 'prompt is too long: 8193 tokens > 8192 maximum'],
+    ['vllm_decoder', 'prompt is too long: 8825 tokens > 8192 maximum'],
     [
       'vllm_split',
       'input length and `max_tokens` exceed context limit: 8512 + 32000 > 32768, decrease input length or `max_tokens` and try again',
@@ -96,6 +101,22 @@ describe('context overflow on the OpenAI front doors (Codex, chat agents)', () =
       })(),
     );
     expect(streamed.code).toBe('context_length_exceeded');
+  });
+
+  it("/v1/chat/completions: vLLM's later wordings are context_length_exceeded too", async () => {
+    for (const name of [
+      'vllm_contains_at_least',
+      'vllm_passed_tokens',
+      'vllm_passed_chars',
+      'vllm_decoder',
+    ]) {
+      answer = name;
+      const err = await caught(
+        openai().chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
+      );
+      expect(err.code, name).toBe('context_length_exceeded');
+      expect(String(err.message), name).toMatch(/maximum context length is 8192 tokens/);
+    }
   });
 
   it('/v1/chat/completions: OpenAI code context_length_exceeded, the backend body kept', async () => {

@@ -117,3 +117,89 @@ describe('a user turn over a 16k window by itself', () => {
     }
   });
 });
+
+/**
+ * A paste of 0.85 of the window after an earlier exchange: together over the window, the paste
+ * alone fitting (14k of the simulator's tokens in 16k). The turn test judged it by three bytes a
+ * token, stricter than any real tokenizer (the simulator's: 4 characters), and cut it, where the
+ * agent's compaction of the exchange would have kept it whole. Now it is judged by the bytes a
+ * token the backend's refusal counted (vLLM's "input tokens", llama-server's n_prompt_tokens):
+ * the refusal is relayed (the cue to compact), the same on the next turn that carries it, and the
+ * compacted conversation goes with the paste whole.
+ */
+describe("a paste under the window, judged by the refusal's count", () => {
+  /** ~14.7k of the simulator's tokens: 970 numbered lines of ~61 characters. */
+  const near = Array.from(
+    { length: 970 },
+    (_, i) => `line ${i}: the log the user pasted, nearly filling the window.`,
+  ).join('\n');
+  const earlier: Turn[] = [
+    { role: 'user', content: 'Read the notes.' },
+    { role: 'assistant', content: 'note '.repeat(3000) },
+  ];
+  for (const personality of ['vllm', 'llama-server'] as const)
+    describe(personality, () => {
+      let stack: Stack;
+      beforeAll(async () => {
+        stack = await startStack({
+          sim: { personality, maxModelLen: 16384, nCtx: 16384, enforceWindow: true } as never,
+        });
+      });
+      afterAll(() => stack.close());
+
+      for (const api of ['chat', 'messages'] as const)
+        it(`${api}: refused whole (not cut), the next turn too, the compacted one answered with the paste whole`, async () => {
+          const before = stack.sim.requests.length;
+          const first = await send(stack, api, api === 'messages', [
+            ...earlier,
+            { role: 'user', content: near },
+          ]);
+          expect(first.status, first.text.slice(0, 300)).toBe(400);
+          expect(first.text).toMatch(api === 'chat' ? /context_length_exceeded/ : /prompt is too long/);
+          // What reached the backend: the paste whole, every time.
+          const sent = stack.sim.requests.slice(before).map((r) => r.body as Sent);
+          expect(sent.length).toBeGreaterThan(0);
+          for (const s of sent) expect(textOf(s.messages.at(-1))).toBe(near);
+          // pi and Cline keep the refused turn: the next one carries it, judged the same.
+          const again = stack.sim.requests.length;
+          const next = await send(stack, api, false, [
+            ...earlier,
+            { role: 'user', content: near },
+            { role: 'user', content: 'What does it say?' },
+          ]);
+          expect(next.status).toBe(400);
+          for (const r of stack.sim.requests.slice(again))
+            expect(textOf((r.body as Sent).messages.at(-2))).toBe(near);
+          // The agent compacts the exchange: the paste fits beside the summary, whole.
+          const compacted = await send(stack, api, false, [
+            { role: 'user', content: 'Summary: the user asked to read the notes; they were read.' },
+            { role: 'assistant', content: 'ok' },
+            { role: 'user', content: near },
+          ]);
+          expect(compacted.status, compacted.text.slice(0, 300)).toBe(200);
+          expect(textOf(lastSentOf(stack).messages.at(-1))).toBe(near);
+        });
+
+      it("a later refusal's count does not judge the paste again: the session's first count does", async () => {
+        // A CJK note after the paste (32k characters, 96 KB, a token each): a refusal of the whole
+        // counts ~3.4 bytes a token, by which the paste would be over; by the first count, ~3.9,
+        // it is not. The note itself, denser than prose, is judged by the old bound and cut.
+        const note = '日志内容很长'.repeat(5400);
+        const first = await send(stack, 'chat', false, [...earlier, { role: 'user', content: near }]);
+        expect(first.status).toBe(400);
+        const from = stack.sim.requests.length;
+        const next = await send(stack, 'chat', false, [
+          ...earlier,
+          { role: 'user', content: near },
+          { role: 'user', content: note },
+        ]);
+        expect(next.status).toBe(400);
+        const sent = stack.sim.requests.slice(from).map((r) => r.body as Sent);
+        expect(sent.length).toBe(2);
+        for (const s of sent) expect(textOf(s.messages.at(-2))).toBe(near);
+        expect(textOf(sent[1]!.messages.at(-1))).toMatch(MARKER);
+      });
+    });
+});
+
+const lastSentOf = (stack: Stack) => stack.sim.requests.at(-1)!.body as Sent;

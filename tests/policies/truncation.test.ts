@@ -225,6 +225,35 @@ describe('truncation policy', () => {
     expect(run([paste], refused(8192), 'disabled').effects).toEqual([]);
   });
 
+  it("refused with the backend's count: a turn is judged by the bytes a token it gave, dense text by the old bound still", () => {
+    const counted = (window: number, bytesPerToken: number) =>
+      ctxWith(
+        { refused: { now: new Set([PROMPT_OVER_WINDOW]), remembered: new Set() }, bytesPerToken } as never,
+        { contextWindow: window },
+      );
+    // ~3.5 bytes a token of an 8k window (28.7 KB): over at three bytes a token, under at four.
+    const prose = user(Array.from({ length: 1300 }, (_, i) => `line ${i} of the log`).join('\n'));
+    expect(run([prose], refused(8192), 'none').effects).toEqual([
+      { policy: 'truncation', kind: 'turn-cut', count: 1 },
+    ]);
+    expect(run([prose], counted(8192, 4), 'none').effects).toEqual([]);
+    // Past four bytes a token: over whatever the text.
+    expect(run([prose], counted(6000, 4), 'none').effects).toHaveLength(1);
+    // A count of dense text (under three bytes a token) is stricter than the old bound.
+    expect(run([prose], counted(16384, 1.5), 'none').effects).toHaveLength(1);
+    // Text denser than prose is judged by the old bound: the session's ratio may be of other text.
+    const blob = user('QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo'.repeat(820));
+    const cjk = user('日志内容很长'.repeat(1600));
+    for (const dense of [blob, cjk]) {
+      expect(run([dense], counted(8192, 4), 'none').effects).toHaveLength(1);
+      // The same bytes each turn that carries it.
+      const first = run([dense], counted(8192, 4), 'none').request.messages[0];
+      expect(
+        run([dense, assistant('ok'), user('and?')], counted(8192, 4), 'none').request.messages[0],
+      ).toEqual(first);
+    }
+  });
+
   it('budget: cutting the turns over the window costs about 4x for 4x the turns', () => {
     // A 512-token window: every user turn is over it by itself, and cut.
     const ctx = refused(512);
@@ -234,6 +263,21 @@ describe('truncation policy', () => {
     let s = measure();
     if (!judge(s, 5).time || !judge(s, 5).memory) s = measure();
     expect(judge(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
+  });
+
+  it("budget: judging 4x the turns by the count's bound, each read for its characters, costs about 4x", () => {
+    // A 512-token window at six bytes a token: every turn between the bounds, scanned, and cut.
+    const ctx = ctxWith(
+      { refused: { now: new Set([PROMPT_OVER_WINDOW]), remembered: new Set() }, bytesPerToken: 6 } as never,
+      { contextWindow: 512 },
+    );
+    const make = (n: number) =>
+      Array.from({ length: n }, (_, i) => (i % 2 ? assistant('ok') : user(`q ${i} ${'y'.repeat(3_000)}`)));
+    const measure = () => measureScaling(make, (m) => run(m, ctx, 'none'), { from: 16, max: 8_000 });
+    let s = measure();
+    if (!judge(s, 5).time || !judge(s, 5).memory) s = measure();
+    expect(judge(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
+    expect(run(make(2), ctx, 'none').effects).toHaveLength(1);
   });
 
   it('budget: a conversation of 4x the messages costs about 4x', () => {

@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { judge, measureScaling } from '../support/cost-scaling.js';
 import {
   anthropicOverflowMessage,
   openAIOverflowMessage,
@@ -32,6 +33,26 @@ describe('parseContextOverflow', () => {
     expect(parseContextOverflow(bodies.llama_words)).toEqual({ max: 8192, prompt: 9000 });
   });
 
+  it("reads vLLM's later wordings, a count that is only a bound marked so", () => {
+    expect(parseContextOverflow(bodies.vllm_contains)).toEqual({ max: 8192, prompt: 10000, completion: 64 });
+    expect(parseContextOverflow(bodies.vllm_contains_at_least)).toEqual({
+      max: 8192,
+      prompt: 8129,
+      completion: 64,
+      bound: true,
+    });
+    // 8129 is one past the maximum input length of 8128: where vLLM stopped tokenizing.
+    expect(parseContextOverflow(bodies.vllm_passed_tokens)).toEqual({
+      max: 8192,
+      prompt: 8129,
+      completion: 64,
+      bound: true,
+    });
+    // Characters are no count of tokens.
+    expect(parseContextOverflow(bodies.vllm_passed_chars)).toEqual({ max: 8192, completion: 64 });
+    expect(parseContextOverflow(bodies.vllm_decoder)).toEqual({ max: 8192, prompt: 8825 });
+  });
+
   it('other errors are not overflows', () => {
     expect(
       parseContextOverflow({ error: { message: 'Invalid tool_choice', type: 'BadRequestError' } }),
@@ -41,6 +62,19 @@ describe('parseContextOverflow', () => {
     expect(
       parseContextOverflow({ error: { type: 'exceed_context_size_error', message: 'no numbers' } }),
     ).toBeUndefined();
+  });
+});
+
+describe('parseContextOverflow budget', () => {
+  it("an upstream's 4x longer error text costs about 4x (near misses of every wording)", () => {
+    // Each piece almost matches a wording: digits, parentheses and the words, never the whole.
+    const miss =
+      "context length is only 1 tokens (length 1) is longer than the maximum model passed 1 input tokenz contains at least 1, requested 1 output tokenz maximum input length of 1 tokenz max_tokens' is too large ";
+    const make = (n: number) => ({ error: { message: miss.repeat(n), type: 'BadRequestError' } });
+    const measure = () => measureScaling(make, parseContextOverflow, { from: 16, max: 64_000 });
+    let s = measure();
+    if (!judge(s, 5).time || !judge(s, 5).memory) s = measure();
+    expect(judge(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
   });
 });
 

@@ -9,7 +9,13 @@
 import { describe, expect, it } from 'vitest';
 import type { ChatCompletionRequest, ChatMessage } from '../../protocol/openai.js';
 import { FallbackMemory } from '../../server/fallback-memory.js';
-import { overWindowBefore, promptDigests, rememberOverWindow } from '../../server/over-window.js';
+import {
+  overWindowBefore,
+  promptDigests,
+  refusedBefore,
+  rememberBytesPerToken,
+  rememberOverWindow,
+} from '../../server/over-window.js';
 import type { ResolvedRoute } from '../../server/routing.js';
 import { compareCosts, cpuMsOf, measureScaling, withinBudget } from '../support/cost-scaling.js';
 
@@ -40,6 +46,27 @@ const req = (messages: ChatMessage[], extra: Partial<ChatCompletionRequest> = {}
   messages,
   tools,
   ...extra,
+});
+
+describe("the bytes a token a refusal's count gave", () => {
+  it('held with the refused prompt: a later turn of the session reads it, another session not; the latest prefix wins', () => {
+    const memory = new FallbackMemory(() => 1_000_000);
+    const refused = req(session(5));
+    expect(refusedBefore(memory, route, refused)).toEqual({ over: false });
+    rememberBytesPerToken(memory, route, refused, 3.875);
+    const later = req([...session(5), { role: 'user', content: 'go on' }]);
+    expect(refusedBefore(memory, route, later)).toEqual({ over: false, bytesPerToken: 3.875 });
+    expect(refusedBefore(memory, route, req(session(6, 'Read the docs.')))).toEqual({ over: false });
+    expect(refusedBefore(memory, route, later, 'team-b')).toEqual({ over: false });
+    // Both kinds at once, hashed once.
+    rememberOverWindow(memory, route, later);
+    expect(refusedBefore(memory, route, req([...later.messages, { role: 'user', content: 'and?' }]))).toEqual(
+      {
+        over: true,
+        bytesPerToken: 3.875,
+      },
+    );
+  });
 });
 
 describe('a prompt refused as over the window', () => {
