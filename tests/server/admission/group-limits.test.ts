@@ -6,6 +6,7 @@
  * the requests came in on, shared fairly between keys. Before, each worker held the configured
  * numbers divided by the workers (1 each): 2 for the group, and a third slot idle.
  */
+import { Client } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { clusterOnYaml, freshRequest, hiChat } from '../../support/toolproof-process.js';
 
@@ -18,7 +19,10 @@ const QUICK = 'quick';
 const cluster = clusterOnYaml(
   {
     personality: 'vllm',
-    scenario: (turn) => (turn.lastUserText === QUICK ? { say: 'done' } : { say: 'done', delayMs: HOLD_MS }),
+    scenario: (turn) =>
+      turn.lastUserText === QUICK || /^[ls]\d/.test(turn.lastUserText)
+        ? { say: 'done', ...(turn.lastUserText.startsWith('l0') ? { delayMs: 60_000 } : {}) }
+        : { say: 'done', delayMs: HOLD_MS },
   },
   (simUrl) => `
 defaults:
@@ -28,7 +32,13 @@ admission:
 models:
   m:
     upstream: ${simUrl}
+  # The same simulator under another name: an upstream (and a queue) of its own, with one slot.
+  one:
+    upstream: ${simUrl.replace('127.0.0.1', 'localhost')}
+    admission: { concurrency: 1 }
 keys:
+  - { name: long, key: sk-long-0123456789 }
+  - { name: short, key: sk-short-0123456789 }
   - { name: alice, key: sk-alice-0123456789 }
   - { name: bob, key: sk-bob-0123456789 }
   - { name: capped, key: sk-capped-0123456789, concurrency: 3, queueTimeoutMs: 0 }
@@ -129,4 +139,59 @@ describe('limits with two workers are the group’s', () => {
     const again = await Promise.all(Array.from({ length: 3 }, () => ask('capped')));
     expect(again.map((a) => a.status)).toEqual([200, 200, 200]);
   }, 40_000);
+});
+
+describe('shares weighed by prompt size, with two workers', () => {
+  it("the primary's queue weighs each request by the body its worker sends: short prompts before 90 KB ones", async () => {
+    const queued = async () =>
+      sample(await metrics(), 'toolproof_admission_queue_depth', 'upstream="http://localhost');
+    const body = (name: string, pad = 0) =>
+      JSON.stringify({
+        model: 'one',
+        messages: [{ role: 'user', content: pad ? `${name} ${'word '.repeat(pad / 5)}` : name }],
+      });
+    // l0 holds the one slot until its client leaves (a connection of its own, closed then).
+    const holder = new Client(cluster.origin);
+    const held = new AbortController();
+    const l0 = holder
+      .request({
+        method: 'POST',
+        path: '/v1/chat/completions',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer sk-long-0123456789' },
+        body: body('l0', 90_000),
+        signal: held.signal,
+      })
+      .then(
+        (r) => r.body.text(),
+        () => undefined,
+      );
+    const order = () =>
+      cluster.sim.requests
+        .map((r) => {
+          const m = (r.body as { messages?: Array<{ content?: unknown }> } | undefined)?.messages;
+          return String(m?.at(-1)?.content).split(' ')[0]!;
+        })
+        .filter((n) => /^[ls]\d$/.test(n));
+    await expect.poll(() => order().includes('l0'), { timeout: 20_000, interval: 50 }).toBe(true);
+    const rest: Array<Promise<unknown>> = [];
+    for (const [i, [key, name, pad]] of (
+      [
+        ['long', 'l1', 90_000],
+        ['long', 'l2', 90_000],
+        ['short', 's1', 0],
+        ['short', 's2', 0],
+        ['short', 's3', 0],
+      ] as const
+    ).entries()) {
+      rest.push(freshRequest(cluster.origin, { key, body: body(name, pad) }));
+      await expect.poll(queued, { timeout: 20_000, interval: 50 }).toBe(i + 1);
+    }
+    held.abort();
+    await l0;
+    await holder.close();
+    const answers = (await Promise.all(rest)) as Array<{ status: number }>;
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
+    // By request count: l0 s1 l1 s2 l2 s3.
+    expect(order(), order().join(' ')).toEqual(['l0', 's1', 's2', 's3', 'l1', 'l2']);
+  }, 60_000);
 });
