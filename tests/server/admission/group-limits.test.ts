@@ -13,6 +13,9 @@ import { clusterOnYaml, freshRequest, hiChat } from '../../support/toolproof-pro
 /** How long the simulator takes over each answer: the slot is held that long. */
 const HOLD_MS = 1_500;
 
+/** The token limit of the key `tokens`. */
+const TOKENS_PER_MINUTE = 120;
+
 /** The text of a request answered at once (a limit that counts requests, not their time). */
 const QUICK = 'quick';
 
@@ -43,6 +46,7 @@ keys:
   - { name: bob, key: sk-bob-0123456789 }
   - { name: capped, key: sk-capped-0123456789, concurrency: 3, queueTimeoutMs: 0 }
   - { name: minute, key: sk-minute-0123456789, requestsPerMinute: 3 }
+  - { name: tokens, key: sk-tokens-0123456789, tokensPerMinute: ${TOKENS_PER_MINUTE} }
 `,
 );
 
@@ -88,6 +92,37 @@ describe('limits with two workers are the group’s', () => {
     const answers = await Promise.all(Array.from({ length: 5 }, () => ask('minute', QUICK)));
     expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 200, 429, 429]);
   }, 30_000);
+
+  it("a key's tokens a minute are the group's: counted on one worker, refused on the other", async () => {
+    const used: number[] = [];
+    const workers = new Set<number>();
+    for (let i = 0; i < 40; i++) {
+      const res = await freshRequest(cluster.origin, {
+        key: 'tokens',
+        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: QUICK }] }),
+      });
+      if (res.status === 429) break;
+      expect(res.status, res.text).toBe(200);
+      used.push((JSON.parse(res.text) as { usage: { total_tokens: number } }).usage.total_tokens);
+      workers.add(
+        Number(
+          (
+            await cluster.proc.waitFor(
+              (l) => l.reqId === res.headers['x-request-id'] && l.msg === 'request',
+              10_000,
+            )
+          ).pid,
+        ),
+      );
+    }
+    const total = used.reduce((a, b) => a + b, 0);
+    // Refused once the group's minute reached the limit: a request is let in while the minute is
+    // under it, so the last one may pass it by its own tokens (one more for a count still on its
+    // way from the worker that served it). Counted per worker, the 429 came near twice the limit.
+    expect(workers.size, `${used.join(' ')}`).toBe(2);
+    expect(total).toBeGreaterThanOrEqual(TOKENS_PER_MINUTE);
+    expect(total - used.at(-1)! - (used.at(-2) ?? 0)).toBeLessThan(TOKENS_PER_MINUTE);
+  }, 60_000);
 
   it("the replica's 3 slots are the group's, and another key's request goes next", async () => {
     // alice: 6 at once, over both workers; 3 hold the slots, 3 wait.
