@@ -1,10 +1,12 @@
 /**
  * The waiting requests of one admission gate (admission.ts), in the order they take a slot: by
  * priority class; within a class, the owner (a key, else a client address) with the fewest
- * requests in flight on the replica per unit of its weight; then the owner served longest ago;
- * then arrival. One agent that sends
- * 40 sub-agent requests at once no longer makes another owner's single turn wait behind all 40:
- * that turn's owner has nothing in flight, so it goes next.
+ * requests in flight on the replica per unit of its weight; then the owner that has been served
+ * the least prompt (its virtual time: each request it had admitted charged its prompt's size over
+ * its weight, admission.ts); then arrival. One agent that sends 40 sub-agent requests at once no
+ * longer makes another owner's single turn wait behind all 40: that turn's owner has nothing in
+ * flight, so it goes next; and an agent of 90 KB prompts no longer takes every other turn from
+ * one of 2 KB prompts on a busy slot.
  *
  * Every operation is O(log n) whatever the queue holds (a hostile client may fill it): per class,
  * each owner's waiting requests are a lane (a list by arrival), and the lanes sit in two indexed
@@ -25,8 +27,11 @@ export interface OwnerState {
   inflight: number;
   /** Requests in this queue, every class. */
   queued: number;
-  /** When its last request took a slot, in the gate's admission order (-1: none since it was idle). */
-  admitted: number;
+  /**
+   * Its virtual time: the prompt it has been served, over its weight, from the gate's clock when it
+   * came (admission.ts). Between equal shares the smallest goes first.
+   */
+  served: number;
   /** Its lane per class (undefined: none of its requests waits in that class). */
   readonly lanes: Array<Lane | undefined>;
 }
@@ -65,14 +70,20 @@ interface ClassQueue {
   size: number;
 }
 
-export function newOwner(id: string, named: boolean, weight: number, classes: number): OwnerState {
+export function newOwner(
+  id: string,
+  named: boolean,
+  weight: number,
+  classes: number,
+  served = 0,
+): OwnerState {
   return {
     id,
     named,
     weight,
     inflight: 0,
     queued: 0,
-    admitted: -1,
+    served,
     lanes: new Array(classes).fill(undefined),
   };
 }
@@ -85,15 +96,16 @@ function lessShare(a: OwnerState, b: OwnerState): number {
 const usage = (o: OwnerState): number => o.inflight + o.queued;
 
 /**
- * Equal shares: the owner whose last request took a slot longest ago, then the oldest head. By
- * the oldest head alone, an agent that keeps requests queued won every tie against one that sends
- * its turns one after another (whose next turn arrives only once its last has ended): with two
- * slots, four loops of one key against one loop each of two others took 2.2 times their share.
+ * Equal shares: the owner served the least (virtual time), then the oldest head. By the oldest
+ * head alone, an agent that keeps requests queued won every tie against one that sends its turns
+ * one after another (whose next turn arrives only once its last has ended): with two slots, four
+ * loops of one key against one loop each of two others took 2.2 times their share. By the owner
+ * served longest ago (round robin), a 90 KB prompt and a 2 KB one took turns on a busy slot.
  */
 const fairFirst = (a: Lane, b: Lane): boolean => {
   const d = lessShare(a.owner, b.owner);
   if (d !== 0) return d < 0;
-  const t = a.owner.admitted - b.owner.admitted;
+  const t = a.owner.served - b.owner.served;
   return t < 0 || (t === 0 && a.head.seq < b.head.seq);
 };
 

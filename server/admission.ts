@@ -2,7 +2,7 @@
  * Admission per upstream replica (docs/operations.md): at most `limit` requests in flight on the
  * replica, and a queue in toolproof beyond it, ordered by priority class, then, within a class,
  * fairly between owners (admission-queue.ts: the owner with the fewest requests in flight on the
- * replica per unit of weight goes first; then arrival). Without
+ * replica per unit of weight goes first; then the one served the least prompt; then arrival). Without
  * it every request goes upstream at once: llama-server's slots fill and the rest wait in its
  * FIFO, vLLM preempts and evicts cached prefixes, and the main agent's turn waits behind every
  * background request that came first.
@@ -84,7 +84,13 @@ export interface Ticket {
 
 /** A replica's admission: this process's AdmissionGate, or the group's through the cluster primary (group-admission.ts). */
 export interface Gate {
-  enter(cls: PriorityClass, signal: AbortLike, owner?: AdmissionOwner | string): Ticket | Promise<Ticket>;
+  /** `bytes`: the size of the request's body upstream (its prompt, tools included), its cost. */
+  enter(
+    cls: PriorityClass,
+    signal: AbortLike,
+    owner?: AdmissionOwner | string,
+    bytes?: number,
+  ): Ticket | Promise<Ticket>;
   configure(settings: AdmissionSettings): void;
   readonly load: { active: number; queued: number; limit: number | undefined };
 }
@@ -93,6 +99,8 @@ const FREE: Ticket = Object.freeze({ queuedMs: 0, release() {} });
 
 interface Waiter extends QueueNode {
   who: AdmissionOwner | undefined;
+  /** What it costs its owner when admitted (costUnits). */
+  cost: number;
   cls: PriorityClass;
   at: number;
   resolve(ticket: Ticket): void;
@@ -102,6 +110,26 @@ interface Waiter extends QueueNode {
   onAbort: () => void;
 }
 
+/**
+ * A request's cost to its owner's share, from its body's size upstream: what the backend must
+ * prefill (system prompt, tools, conversation), in units of 4 KiB (about a thousand tokens), at
+ * least one. Prompts within one unit cost alike, so agents of similar prompts take turns as by
+ * request count; an agent of 90 KB prompts is charged 23 for a turn that costs one of 2 KB 1.
+ * Prefix caching makes a long prompt cheaper than its size says; its size is still what decode
+ * attends over, and what a turn after a cache miss or a compaction costs.
+ */
+export function costUnits(bytes: number | undefined): number {
+  return bytes === undefined || !(bytes > 0) ? 1 : Math.ceil(bytes / COST_UNIT_BYTES);
+}
+const COST_UNIT_BYTES = 4096;
+
+/**
+ * Idle owners whose virtual time is ahead of the gate's clock are remembered, so that an agent
+ * sending one long turn after another keeps its charge between turns (its record goes when it has
+ * nothing in flight or queued); at most this many, the oldest forgotten first.
+ */
+const IDLE_REMEMBERED = 1024;
+
 /** After a failed 'auto' probe the replica runs unlimited, and is asked again after this long. */
 const PROBE_RETRY_MS = 30_000;
 
@@ -109,8 +137,14 @@ export class AdmissionGate implements Gate {
   private settings: AdmissionSettings;
   private active = 0;
   private seq = 0;
-  /** Admissions so far: each owner's last one orders ties between equal shares (admission-queue.ts). */
-  private admissions = 0;
+  /**
+   * The virtual clock (start-time fair queueing): the virtual time at which the last admitted
+   * request started. An owner that comes (or comes back) starts there, so being idle banks no
+   * credit, and an owner whose charge ran ahead of it waits until the others catch up.
+   */
+  private clock = 0;
+  /** Idle owners' virtual times still ahead of the clock, by id, oldest first (IDLE_REMEMBERED). */
+  private readonly idle = new Map<string, number>();
   private readonly queue = new FairQueue<Waiter>(PRIORITY_CLASSES.length);
   /** Per owner: requests in flight and queued on this replica (only while it has any). */
   private readonly owners = new Map<string, OwnerState>();
@@ -153,14 +187,21 @@ export class AdmissionGate implements Gate {
    * Rejects with TP_ERR_QUEUE_FULL / TP_ERR_QUEUE_TIMEOUT, or the signal's reason on abort.
    * `owner`: who it waits as (a string: a named key of that name); none: one shared owner.
    */
-  enter(cls: PriorityClass, signal: AbortLike, owner?: AdmissionOwner | string): Ticket | Promise<Ticket> {
+  enter(
+    cls: PriorityClass,
+    signal: AbortLike,
+    owner?: AdmissionOwner | string,
+    bytes?: number,
+  ): Ticket | Promise<Ticket> {
     this.maybeProbe();
     const rank = PRIORITY_RANK[cls];
     if (this.settings.concurrency === undefined && this.limit === undefined) return FREE;
     const who = typeof owner === 'string' ? { id: owner, named: true, key: owner } : owner;
     // A free slot, and nobody queued who ranks with or above it (a queued low request may be
     // waiting for a slot only interactive ones may take).
-    if (this.queue.firstRank() > rank && this.canTake(rank)) return this.take(cls, 0, this.ownerOf(who), who);
+    const cost = costUnits(bytes);
+    if (this.queue.firstRank() > rank && this.canTake(rank))
+      return this.take(cls, 0, this.ownerOf(who), who, cost);
     if (signal.aborted) return Promise.reject(signal.reason);
     let state = this.ownerOf(who);
     if (this.queue.size >= this.settings.queueSize) {
@@ -191,6 +232,7 @@ export class AdmissionGate implements Gate {
         seq: this.seq++,
         owner: state,
         who,
+        cost,
         prev: undefined,
         next: undefined,
         older: undefined,
@@ -236,7 +278,10 @@ export class AdmissionGate implements Gate {
     const weight = who?.weight ?? 1;
     let o = this.owners.get(id);
     if (o === undefined) {
-      o = newOwner(id, who?.named === true, weight, PRIORITY_CLASSES.length);
+      const left = this.idle.get(id);
+      if (left !== undefined) this.idle.delete(id);
+      const served = Math.max(this.clock, left ?? 0);
+      o = newOwner(id, who?.named === true, weight, PRIORITY_CLASSES.length, served);
       this.owners.set(id, o);
     } else if (o.weight !== weight) {
       o.weight = weight;
@@ -247,7 +292,11 @@ export class AdmissionGate implements Gate {
 
   /** Drops the owner's record once nothing of it is in flight or queued here. */
   private forget(o: OwnerState): void {
-    if (o.inflight === 0 && o.queued === 0) this.owners.delete(o.id);
+    if (o.inflight !== 0 || o.queued !== 0) return;
+    this.owners.delete(o.id);
+    if (o.served <= this.clock) return;
+    this.idle.set(o.id, o.served);
+    if (this.idle.size > IDLE_REMEMBERED) this.idle.delete(this.idle.keys().next().value!);
   }
 
   private take(
@@ -255,10 +304,13 @@ export class AdmissionGate implements Gate {
     queuedMs: number,
     owner: OwnerState,
     who: AdmissionOwner | undefined,
+    cost: number,
   ): Ticket {
     this.active++;
     owner.inflight++;
-    owner.admitted = this.admissions++;
+    const start = Math.max(owner.served, this.clock);
+    this.clock = start;
+    owner.served = start + cost / owner.weight;
     this.queue.moved(owner);
     const started = this.now();
     let released = false;
@@ -285,7 +337,7 @@ export class AdmissionGate implements Gate {
       const first = this.queue.first();
       if (first === undefined || !this.canTake(first.rank)) return;
       this.remove(first, true);
-      first.resolve(this.take(first.cls, this.now() - first.at, first.owner, first.who));
+      first.resolve(this.take(first.cls, this.now() - first.at, first.owner, first.who, first.cost));
     }
   }
 

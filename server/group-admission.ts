@@ -46,7 +46,7 @@ interface WireError {
 
 type ToPrimary =
   | { tp: 'adm:gate'; gate: string; settings: AdmissionSettings }
-  | { tp: 'adm:enter'; id: number; gate: string; cls: PriorityClass; owner?: AdmissionOwner }
+  | { tp: 'adm:enter'; id: number; gate: string; cls: PriorityClass; owner?: AdmissionOwner; bytes?: number }
   | { tp: 'adm:release'; id: number }
   | { tp: 'adm:abort'; id: number }
   | { tp: 'adm:probed'; ask: number; slots?: number }
@@ -193,7 +193,7 @@ export function groupAdmissionPrimary(workerById: (id: number) => WorkerPeer | u
         };
         let entered: Ticket | Promise<Ticket>;
         try {
-          entered = gate.enter(msg.cls, abort, msg.owner);
+          entered = gate.enter(msg.cls, abort, msg.owner, msg.bytes);
         } catch (err) {
           refuse(err);
           return;
@@ -408,7 +408,12 @@ export class GroupGate implements Gate {
     return { active: this.active, queued: this.queued, limit: this.limit };
   }
 
-  enter(cls: PriorityClass, signal: AbortLike, owner?: AdmissionOwner | string): Ticket | Promise<Ticket> {
+  enter(
+    cls: PriorityClass,
+    signal: AbortLike,
+    owner?: AdmissionOwner | string,
+    bytes?: number,
+  ): Ticket | Promise<Ticket> {
     if (this.open) return FREE;
     if (signal.aborted) return Promise.reject(signal.reason);
     const who = typeof owner === 'string' ? { id: owner, named: true, key: owner } : owner;
@@ -468,7 +473,14 @@ export class GroupGate implements Gate {
           });
         },
       });
-      this.ch.ask({ tp: 'adm:enter', id, gate: this.name, cls, ...(who ? { owner: who } : {}) });
+      this.ch.ask({
+        tp: 'adm:enter',
+        id,
+        gate: this.name,
+        cls,
+        ...(who ? { owner: who } : {}),
+        ...(bytes ? { bytes } : {}),
+      });
     });
   }
 }

@@ -431,7 +431,12 @@ export class UpstreamClient {
         try {
           // Revoked since its key let it in (a reload while its documents were read): not sent.
           if (joined?.signal.aborted) throw joined.signal.reason;
-          const entered = gate.enter(req.admission.cls, joined?.signal ?? req.signal, req.admission.owner);
+          const entered = gate.enter(
+            req.admission.cls,
+            joined?.signal ?? req.signal,
+            req.admission.owner,
+            req.body?.length,
+          );
           ticket = entered instanceof Promise ? await entered : entered;
         } finally {
           joined?.leave();

@@ -533,7 +533,7 @@ export async function launchCommand(
     // A model server that does not answer: toolproof lists no model from it, so the launcher said
     // "toolproof lists no model; name one with --model", and with --model the agent ran and
     // retried its 502s for minutes. Said now, from toolproof's own /ready, before the agent runs.
-    const { down, downCount, of } = await readiness(base);
+    const { down, downCount, of, simulator } = await readiness(base);
     const dead =
       down.map((d) => `${d.upstream}: ${d.problem}`).join('; ') +
       (downCount > down.length ? `; and ${downCount - down.length} more` : '');
@@ -561,8 +561,14 @@ export async function launchCommand(
       return 2;
     }
     const maxOutput = model.maxOutput ?? defaultMaxOutput(model.window);
+    // A toolproof found running on its simulator (started with no upstream, and forgotten) was
+    // named only by its address: the agent then "worked" on a scripted model, said nowhere.
+    const onSimulator =
+      simulator && !server
+        ? " (toolproof's BUILT-IN SIMULATOR, a scripted model: that toolproof was started with no upstream; TOOLPROOF_UPSTREAM_URL or TOOLPROOF_CONFIG for a real one)"
+        : '';
     say(
-      `${agent.name} → ${base}, model ${model.id}, ` +
+      `${agent.name} → ${base}${onSimulator}, model ${model.id}, ` +
         (model.window
           ? `window ${model.window} tokens (${model.windowFrom}), output ${maxOutput}`
           : `window unknown (toolproof reports none): ${runs} keeps its own default; output ${maxOutput}`),

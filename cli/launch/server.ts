@@ -344,6 +344,8 @@ export interface Readiness {
   down: Array<{ upstream: string; problem: string }>;
   downCount: number;
   of: number;
+  /** It serves its built-in simulator (its /ready says `simulator: true`). */
+  simulator: boolean;
 }
 
 /**
@@ -352,13 +354,15 @@ export interface Readiness {
  * older toolproof, a timeout): the launch goes on as before then.
  */
 export async function readiness(base: string, timeoutMs = 10_000): Promise<Readiness> {
-  const none: Readiness = { down: [], downCount: 0, of: 0 };
+  const none: Readiness = { down: [], downCount: 0, of: 0, simulator: false };
   try {
     const res = await fetch(`${base}/ready`, { signal: AbortSignal.timeout(timeoutMs) });
     const text = await boundedText(res.body, 1024 * 1024);
-    if (res.status !== 503) return none;
-    const upstreams = (JSON.parse(text) as { upstreams?: unknown } | null)?.upstreams;
-    if (!Array.isArray(upstreams)) return none;
+    if (res.status !== 200 && res.status !== 503) return none;
+    const said = JSON.parse(text) as { upstreams?: unknown; simulator?: unknown } | null;
+    const simulator = said?.simulator === true;
+    const upstreams = said?.upstreams;
+    if (res.status !== 503 || !Array.isArray(upstreams)) return { ...none, simulator };
     const down: Readiness['down'] = [];
     let downCount = 0;
     for (const u of upstreams as Array<Record<string, unknown> | null>) {
@@ -371,7 +375,7 @@ export async function readiness(base: string, timeoutMs = 10_000): Promise<Readi
           : `it answered GET /models with HTTP ${typeof u.status === 'number' ? u.status : '?'}`;
       down.push({ upstream: u.upstream.slice(0, 500), problem: problem.slice(0, 500) });
     }
-    return { down, downCount, of: upstreams.length };
+    return { down, downCount, of: upstreams.length, simulator };
   } catch {
     return none;
   }

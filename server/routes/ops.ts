@@ -51,7 +51,13 @@ export function registerOpsRoutes(app: FastifyInstance, state: AppState): void {
         }),
       );
       const ready = checks.every((c) => c.ok);
-      return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', upstreams: checks });
+      // What serves the models when nothing else was configured: a launcher that finds this
+      // toolproof running says so (cli/launch), as the process's own first log line does.
+      return reply.code(ready ? 200 : 503).send({
+        status: ready ? 'ready' : 'not_ready',
+        ...(state.config.simulator ? { simulator: true } : {}),
+        upstreams: checks,
+      });
     },
   );
 

@@ -36,7 +36,7 @@ import { loadConfig } from '../../server/config.js';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
 import { closeApp } from '../server/stack.js';
 import { forwardTo } from '../support/forward.js';
-import { freePort, nodeEntry } from '../support/toolproof-process.js';
+import { freePort, nodeEntry, startToolproof, stopWorkers } from '../support/toolproof-process.js';
 
 function io() {
   const out: string[] = [];
@@ -514,6 +514,47 @@ describe('a toolproof that is not running', () => {
     },
     120_000,
   );
+});
+
+describe('a toolproof already running on its simulator', () => {
+  // `npm start` in one terminal, forgotten, no upstream set: a launch in another found it and
+  // said only its address and "model simulated-model", and the agent worked on the scripted model.
+  it('the launch says so on its first line; a toolproof with an upstream is not called one', async () => {
+    const { env } = fakeBins();
+    const port = await freePort();
+    const proc = startToolproof({ TOOLPROOF_PORT: String(port) });
+    cleanups.push(async () => {
+      await stopWorkers(proc);
+    });
+    await proc.waitFor((l) => typeof l.msg === 'string' && l.msg.startsWith('Server listening'), 60_000);
+    // Not spawnSync: the second toolproof answers from this process.
+    const run = async (url: string) => {
+      const child = spawn(
+        process.execPath,
+        [...nodeEntry('cli/toolproof.ts'), 'launch', 'opencode', '--url', url],
+        {
+          env: { ...process.env, ...env },
+          stdio: ['ignore', 'ignore', 'pipe'],
+        },
+      );
+      let stderr = '';
+      child.stderr.on('data', (d) => (stderr += d));
+      const status = await new Promise<number | null>((r) => child.on('close', r));
+      return { status, stderr };
+    };
+    const found = await run(`http://127.0.0.1:${port}`);
+    expect(found.status, found.stderr).toBe(0);
+    expect(found.stderr).not.toContain('nothing answered');
+    expect(found.stderr).toMatch(
+      new RegExp(
+        `opencode → http://127\\.0\\.0\\.1:${port} \\(toolproof's BUILT-IN SIMULATOR, a scripted model`,
+      ),
+    );
+    const real = await run(await toolproofOver(await sim({ personality: 'vllm' })));
+    expect(real.status, real.stderr).toBe(0);
+    expect(real.stderr).toContain('opencode → http://127.0.0.1:');
+    expect(real.stderr).not.toContain('SIMULATOR');
+  }, 120_000);
 });
 
 describe('a TOOLPROOF_CONFIG that names no upstream', () => {

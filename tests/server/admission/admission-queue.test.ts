@@ -212,7 +212,7 @@ describe('who a request waits as (keys.ts admissionOwner)', () => {
 /** The documented rules, written plainly (O(n) per step), to walk the gate against. */
 class Model {
   active: Array<{ id: number; owner: string }> = [];
-  waiting: Array<{ id: number; owner: string; rank: number; named: boolean }> = [];
+  waiting: Array<{ id: number; owner: string; rank: number; named: boolean; cost: number }> = [];
   inflight = new Map<string, number>();
   constructor(
     readonly limit: number,
@@ -237,24 +237,38 @@ class Model {
       const d =
         this.n(w.owner) * (this.weights[best.owner] ?? 1) - this.n(best.owner) * (this.weights[w.owner] ?? 1);
       if (d < 0) best = w;
-      // ties: the owner whose last request took a slot longest ago, then the earlier (already best)
-      else if (d === 0 && this.last(w.owner) < this.last(best.owner)) best = w;
+      // ties: the owner served the least prompt (its virtual time), then the earlier (already best)
+      else if (d === 0 && this.served.get(w.owner)! < this.served.get(best.owner)!) best = w;
     }
     return best;
   }
-  /** When the owner last took a slot (-1: not since it last had nothing in flight or waiting). */
-  private admitted = new Map<string, number>();
-  private admissions = 0;
-  private last = (o: string) => this.admitted.get(o) ?? -1;
-  /** Owners with nothing in flight or waiting start afresh, as the gate drops their records. */
-  forgetIdle() {
-    for (const o of [...this.admitted.keys()])
-      if (this.n(o) === 0 && !this.waiting.some((w) => w.owner === o)) this.admitted.delete(o);
+  /**
+   * Start-time fair queueing: each owner's virtual time (the prompt it was served over its weight),
+   * the clock (the virtual start of the last admission), and idle owners' times left ahead of it.
+   */
+  private served = new Map<string, number>();
+  private idle = new Map<string, number>();
+  private clock = 0;
+  /** An owner's record, made when it comes: at the clock, or where it left off when ahead of it. */
+  private touch(o: string) {
+    if (this.served.has(o)) return;
+    this.served.set(o, Math.max(this.clock, this.idle.get(o) ?? 0));
+    this.idle.delete(o);
   }
-  private admit(id: number, owner: string, out: string[]) {
+  /** Owners with nothing in flight or waiting lose their records, as the gate drops them. */
+  forgetIdle() {
+    for (const [o, v] of [...this.served])
+      if (this.n(o) === 0 && !this.waiting.some((w) => w.owner === o)) {
+        this.served.delete(o);
+        if (v > this.clock) this.idle.set(o, v);
+      }
+  }
+  private admit(id: number, owner: string, cost: number, out: string[]) {
     this.active.push({ id, owner });
     this.inflight.set(owner, this.n(owner) + 1);
-    this.admitted.set(owner, this.admissions++);
+    const start = Math.max(this.served.get(owner)!, this.clock);
+    this.clock = start;
+    this.served.set(owner, start + cost / (this.weights[owner] ?? 1));
     out.push(`admit ${id}`);
   }
   drain(out: string[]) {
@@ -262,12 +276,13 @@ class Model {
       const b = this.best();
       if (b === undefined || !this.canTake(b.rank)) return;
       this.waiting.splice(this.waiting.indexOf(b), 1);
-      this.admit(b.id, b.owner, out);
+      this.admit(b.id, b.owner, b.cost, out);
     }
   }
-  enter(id: number, owner: string, named: boolean, rank: number, out: string[]) {
+  enter(id: number, owner: string, named: boolean, rank: number, cost: number, out: string[]) {
+    this.touch(owner);
     const first = Math.min(...this.waiting.map((w) => w.rank));
-    if (!(first <= rank) && this.canTake(rank)) return this.admit(id, owner, out);
+    if (!(first <= rank) && this.canTake(rank)) return this.admit(id, owner, cost, out);
     if (this.waiting.length >= this.queueSize) {
       const lowest = Math.max(...this.waiting.map((w) => w.rank));
       const last = this.waiting.filter((w) => w.rank === lowest).at(-1);
@@ -282,12 +297,16 @@ class Model {
           }
         }
       }
-      if (victim === undefined) return out.push(`refuse ${id}`);
+      if (victim === undefined) {
+        this.forgetIdle();
+        return out.push(`refuse ${id}`);
+      }
       this.waiting.splice(this.waiting.indexOf(victim), 1);
       this.forgetIdle();
+      this.touch(owner);
       out.push(`refuse ${victim.id}`);
     }
-    this.waiting.push({ id, owner, rank, named });
+    this.waiting.push({ id, owner, rank, named, cost });
   }
   release(id: number, out: string[]) {
     const i = this.active.findIndex((a) => a.id === id);
@@ -325,8 +344,10 @@ describe('the gate against the documented rules, a seeded walk', () => {
         const o = owners[Math.floor(rand() * owners.length)]!;
         const cls = PRIORITY_CLASSES[Math.floor(rand() * 4)] as PriorityClass;
         const signal = new RequestAbort();
-        model.enter(id, o, !o.startsWith('open'), PRIORITY_RANK[cls], want);
-        const t = gate.enter(cls, signal, ownerOf(o));
+        // Prompts of 1 to 40 KB: 1 to 10 units of cost.
+        const bytes = 1 + Math.floor(rand() * 40_000);
+        model.enter(id, o, !o.startsWith('open'), PRIORITY_RANK[cls], Math.ceil(bytes / 4096), want);
+        const t = gate.enter(cls, signal, ownerOf(o), bytes);
         if (t instanceof Promise) {
           aborts.set(id, signal);
           t.then(

@@ -23,7 +23,15 @@ const HOLD_MS = 100;
 /** A chat request that holds its slot HOLD_MS (or `holdMs`), from `from`, with `key` if given. */
 function ask(
   origin: string,
-  opts: { key?: string; from?: string; name: string; holdMs?: number; signal?: AbortSignal },
+  opts: {
+    key?: string;
+    from?: string;
+    name: string;
+    holdMs?: number;
+    signal?: AbortSignal;
+    /** Characters of prompt after the name (a long prefill). */
+    pad?: number;
+  },
   done: string[],
 ) {
   const agent = new Agent({ localAddress: opts.from ?? '127.0.0.1' });
@@ -37,7 +45,12 @@ function ask(
       'x-sim-scenario': JSON.stringify({ say: 'ok', delayMs: opts.holdMs ?? HOLD_MS }),
       ...(opts.key ? { authorization: `Bearer ${opts.key}` } : {}),
     },
-    body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: opts.name }] }),
+    body: JSON.stringify({
+      model: 'm',
+      messages: [
+        { role: 'user', content: opts.pad ? `${opts.name} ${'word '.repeat(opts.pad / 5)}` : opts.name },
+      ],
+    }),
   }).then(
     async (res) => {
       await res.text();
@@ -57,7 +70,7 @@ async function metric(origin: string, pattern: RegExp): Promise<number | undefin
 const upstreamOrder = (s: Stack): string[] =>
   s.sim.requests.map((r) => {
     const messages = (r.body as { messages?: Array<{ content?: unknown }> } | undefined)?.messages;
-    return String(messages?.at(-1)?.content);
+    return String(messages?.at(-1)?.content).split(' ')[0]!;
   });
 
 /**
@@ -194,4 +207,77 @@ describe('fair shares between clients of one class', () => {
     expect(done).toEqual(['a1 gone', 'b 200', 'a2 200']);
     expect(upstreamOrder(s)).toEqual(['a1', 'b', 'a2']);
   }, 30_000);
+});
+
+describe('shares weighed by prompt size', () => {
+  const PROMPTS = { long: 'sk-long-prompts-fair-0001', short: 'sk-short-prompts-fair-001' };
+  const LONG = 90_000;
+  const oneSlot = () =>
+    startStack({
+      file: {
+        defaults: { forceToolUse: false },
+        admission: { concurrency: 1, queueTimeoutMs: 30_000 },
+        keys: [
+          { name: 'long', key: PROMPTS.long },
+          { name: 'short', key: PROMPTS.short },
+        ],
+      },
+    });
+
+  it('on a busy slot the short prompts go before the 90 KB ones, not one for one', async () => {
+    // By request count the slot alternated: each 2 KB turn waited behind a 90 KB prefill.
+    stack = await oneSlot();
+    const s = stack;
+    const done: string[] = [];
+    const queued = () => s.app.toolproof.upstreams.all()[0]!.admissionLoad()[0]!.queued;
+    const holder = new AbortController();
+    const long = { key: PROMPTS.long, pad: LONG };
+    const all = [ask(s.origin, { ...long, name: 'l0', holdMs: 60_000, signal: holder.signal }, done)];
+    await waitFor(() => s.sim.requests.length === 1, 20_000);
+    for (const [i, opts] of [
+      { ...long, name: 'l1' },
+      { ...long, name: 'l2' },
+      { key: PROMPTS.short, name: 's1' },
+      { key: PROMPTS.short, name: 's2' },
+      { key: PROMPTS.short, name: 's3' },
+    ].entries()) {
+      all.push(ask(s.origin, opts, done));
+      await waitFor(() => queued() === i + 1, 20_000);
+    }
+    holder.abort();
+    await Promise.all(all);
+    expect(upstreamOrder(s), upstreamOrder(s).join(' ')).toEqual(['l0', 's1', 's2', 's3', 'l1', 'l2']);
+  }, 60_000);
+
+  it('an agent of long prompts keeps its charge between its turns (its record goes while it has none)', async () => {
+    // One long turn at a time: once it ended, its owner was new again at its next turn, which
+    // then went before the short prompts queued before it.
+    stack = await oneSlot();
+    const s = stack;
+    const done: string[] = [];
+    const queued = () => s.app.toolproof.upstreams.all()[0]!.admissionLoad()[0]!.queued;
+    const holders = [new AbortController(), new AbortController()];
+    const l0 = ask(
+      s.origin,
+      { key: PROMPTS.long, pad: LONG, name: 'l0', holdMs: 60_000, signal: holders[0]!.signal },
+      done,
+    );
+    await waitFor(() => s.sim.requests.length === 1, 20_000);
+    const s1 = ask(
+      s.origin,
+      { key: PROMPTS.short, name: 's1', holdMs: 60_000, signal: holders[1]!.signal },
+      done,
+    );
+    await waitFor(() => queued() === 1, 20_000);
+    const s2 = ask(s.origin, { key: PROMPTS.short, name: 's2' }, done);
+    await waitFor(() => queued() === 2, 20_000);
+    holders[0]!.abort();
+    await waitFor(() => s.sim.requests.length === 2, 20_000);
+    // The long agent's next turn, once its last has ended: it has nothing in flight or queued.
+    const l1 = ask(s.origin, { key: PROMPTS.long, pad: LONG, name: 'l1' }, done);
+    await waitFor(() => queued() === 2, 20_000);
+    holders[1]!.abort();
+    await Promise.all([l0, s1, s2, l1]);
+    expect(upstreamOrder(s), upstreamOrder(s).join(' ')).toEqual(['l0', 's1', 's2', 'l1']);
+  }, 60_000);
 });

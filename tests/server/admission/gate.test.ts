@@ -21,6 +21,33 @@ async function enter(gate: AdmissionGate, cls: PriorityClass, signal = new Reque
 }
 
 describe('AdmissionGate', () => {
+  it('remembers owners that left ahead of the clock, at most 1,024 of them (one per client address is untrusted)', async () => {
+    const owner = (id: string) => ({ id, named: false });
+    const LONG = 90_000;
+    /** `a` leaves with the charge of a long prompt, then `between` other owners do; who goes first after? */
+    const firstAfter = async (between: number): Promise<string> => {
+      const gate = new AdmissionGate(settings());
+      (gate.enter('normal', new RequestAbort(), owner('a'), LONG) as Ticket).release();
+      for (let i = 0; i < between; i++)
+        (gate.enter('normal', new RequestAbort(), owner(`address ${i}`), LONG) as Ticket).release();
+      const holder = gate.enter('normal', new RequestAbort(), owner('h')) as Ticket;
+      const order: string[] = [];
+      const waits = ['a', 'b'].map((id) =>
+        Promise.resolve(gate.enter('normal', new RequestAbort(), owner(id), 100)).then((t) => {
+          order.push(id);
+          t.release();
+        }),
+      );
+      holder.release();
+      await Promise.all(waits);
+      return order[0]!;
+    };
+    // Remembered: a's charge holds, the fresh owner b goes first though a came first.
+    expect(await firstAfter(10)).toBe('b');
+    // Forgotten once 1,024 others left after it: a starts at the clock again, first by arrival.
+    expect(await firstAfter(1_100)).toBe('a');
+  });
+
   it('admits at once below the limit, then by class and arrival', async () => {
     const gate = new AdmissionGate(settings());
     const first = gate.enter('low', new RequestAbort());

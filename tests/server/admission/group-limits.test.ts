@@ -6,11 +6,15 @@
  * the requests came in on, shared fairly between keys. Before, each worker held the configured
  * numbers divided by the workers (1 each): 2 for the group, and a third slot idle.
  */
+import { Client } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { clusterOnYaml, freshRequest, hiChat } from '../../support/toolproof-process.js';
 
 /** How long the simulator takes over each answer: the slot is held that long. */
 const HOLD_MS = 1_500;
+
+/** The token limit of the key `tokens`. */
+const TOKENS_PER_MINUTE = 120;
 
 /** The text of a request answered at once (a limit that counts requests, not their time). */
 const QUICK = 'quick';
@@ -18,7 +22,10 @@ const QUICK = 'quick';
 const cluster = clusterOnYaml(
   {
     personality: 'vllm',
-    scenario: (turn) => (turn.lastUserText === QUICK ? { say: 'done' } : { say: 'done', delayMs: HOLD_MS }),
+    scenario: (turn) =>
+      turn.lastUserText === QUICK || /^[ls]\d/.test(turn.lastUserText)
+        ? { say: 'done', ...(turn.lastUserText.startsWith('l0') ? { delayMs: 60_000 } : {}) }
+        : { say: 'done', delayMs: HOLD_MS },
   },
   (simUrl) => `
 defaults:
@@ -28,11 +35,18 @@ admission:
 models:
   m:
     upstream: ${simUrl}
+  # The same simulator under another name: an upstream (and a queue) of its own, with one slot.
+  one:
+    upstream: ${simUrl.replace('127.0.0.1', 'localhost')}
+    admission: { concurrency: 1 }
 keys:
+  - { name: long, key: sk-long-0123456789 }
+  - { name: short, key: sk-short-0123456789 }
   - { name: alice, key: sk-alice-0123456789 }
   - { name: bob, key: sk-bob-0123456789 }
   - { name: capped, key: sk-capped-0123456789, concurrency: 3, queueTimeoutMs: 0 }
   - { name: minute, key: sk-minute-0123456789, requestsPerMinute: 3 }
+  - { name: tokens, key: sk-tokens-0123456789, tokensPerMinute: ${TOKENS_PER_MINUTE} }
 `,
 );
 
@@ -78,6 +92,37 @@ describe('limits with two workers are the group’s', () => {
     const answers = await Promise.all(Array.from({ length: 5 }, () => ask('minute', QUICK)));
     expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 200, 429, 429]);
   }, 30_000);
+
+  it("a key's tokens a minute are the group's: counted on one worker, refused on the other", async () => {
+    const used: number[] = [];
+    const workers = new Set<number>();
+    for (let i = 0; i < 40; i++) {
+      const res = await freshRequest(cluster.origin, {
+        key: 'tokens',
+        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: QUICK }] }),
+      });
+      if (res.status === 429) break;
+      expect(res.status, res.text).toBe(200);
+      used.push((JSON.parse(res.text) as { usage: { total_tokens: number } }).usage.total_tokens);
+      workers.add(
+        Number(
+          (
+            await cluster.proc.waitFor(
+              (l) => l.reqId === res.headers['x-request-id'] && l.msg === 'request',
+              10_000,
+            )
+          ).pid,
+        ),
+      );
+    }
+    const total = used.reduce((a, b) => a + b, 0);
+    // Refused once the group's minute reached the limit: a request is let in while the minute is
+    // under it, so the last one may pass it by its own tokens (one more for a count still on its
+    // way from the worker that served it). Counted per worker, the 429 came near twice the limit.
+    expect(workers.size, `${used.join(' ')}`).toBe(2);
+    expect(total).toBeGreaterThanOrEqual(TOKENS_PER_MINUTE);
+    expect(total - used.at(-1)! - (used.at(-2) ?? 0)).toBeLessThan(TOKENS_PER_MINUTE);
+  }, 60_000);
 
   it("the replica's 3 slots are the group's, and another key's request goes next", async () => {
     // alice: 6 at once, over both workers; 3 hold the slots, 3 wait.
@@ -129,4 +174,59 @@ describe('limits with two workers are the group’s', () => {
     const again = await Promise.all(Array.from({ length: 3 }, () => ask('capped')));
     expect(again.map((a) => a.status)).toEqual([200, 200, 200]);
   }, 40_000);
+});
+
+describe('shares weighed by prompt size, with two workers', () => {
+  it("the primary's queue weighs each request by the body its worker sends: short prompts before 90 KB ones", async () => {
+    const queued = async () =>
+      sample(await metrics(), 'toolproof_admission_queue_depth', 'upstream="http://localhost');
+    const body = (name: string, pad = 0) =>
+      JSON.stringify({
+        model: 'one',
+        messages: [{ role: 'user', content: pad ? `${name} ${'word '.repeat(pad / 5)}` : name }],
+      });
+    // l0 holds the one slot until its client leaves (a connection of its own, closed then).
+    const holder = new Client(cluster.origin);
+    const held = new AbortController();
+    const l0 = holder
+      .request({
+        method: 'POST',
+        path: '/v1/chat/completions',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer sk-long-0123456789' },
+        body: body('l0', 90_000),
+        signal: held.signal,
+      })
+      .then(
+        (r) => r.body.text(),
+        () => undefined,
+      );
+    const order = () =>
+      cluster.sim.requests
+        .map((r) => {
+          const m = (r.body as { messages?: Array<{ content?: unknown }> } | undefined)?.messages;
+          return String(m?.at(-1)?.content).split(' ')[0]!;
+        })
+        .filter((n) => /^[ls]\d$/.test(n));
+    await expect.poll(() => order().includes('l0'), { timeout: 20_000, interval: 50 }).toBe(true);
+    const rest: Array<Promise<unknown>> = [];
+    for (const [i, [key, name, pad]] of (
+      [
+        ['long', 'l1', 90_000],
+        ['long', 'l2', 90_000],
+        ['short', 's1', 0],
+        ['short', 's2', 0],
+        ['short', 's3', 0],
+      ] as const
+    ).entries()) {
+      rest.push(freshRequest(cluster.origin, { key, body: body(name, pad) }));
+      await expect.poll(queued, { timeout: 20_000, interval: 50 }).toBe(i + 1);
+    }
+    held.abort();
+    await l0;
+    await holder.close();
+    const answers = (await Promise.all(rest)) as Array<{ status: number }>;
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
+    // By request count: l0 s1 l1 s2 l2 s3.
+    expect(order(), order().join(' ')).toEqual(['l0', 's1', 's2', 's3', 'l1', 'l2']);
+  }, 60_000);
 });
