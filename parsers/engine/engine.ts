@@ -65,6 +65,8 @@ export function backendHint(f: FamilyParser, vllmOverride?: string, kind?: Backe
 /** Repairs whose reading is taken only for arguments that fit the declared tool's schema. */
 const SCHEMA_GATED: ReadonlySet<string> = new Set([
   'args-key',
+  'attribute-arguments',
+  'dsml-tool-tag',
   'escaped-quotes',
   'unbracketed-list',
   'unescaped-quotes',
@@ -114,7 +116,13 @@ function judgeEnvelope(
         ? m.truncated === true
           ? 'missing-brace at the end of output'
           : 'missing-brace before the envelope ends'
-        : null);
+        : // an envelope the output ended inside before any argument (`<tool_call>\n<function=Read>
+          // \n</function>` and the end, Read requiring file_path, read as Read({}); recall23,
+          // jundot/omlx#3442): no finished call unless {} fits, as a call the end cut after its
+          // name is not when a brace is missing. One cut with arguments is read as the peers read it.
+          m.truncated === true && Object.keys(args.value).length === 0
+          ? 'an envelope ended before any argument'
+          : null);
     if (gate !== null && !fitsSchema(typed ?? args.value, tools.get(name)!))
       return {
         ok: false,

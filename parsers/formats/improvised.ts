@@ -173,11 +173,35 @@ function orphanMinimaxEnd(bare: string): string | null {
   return null;
 }
 
+/** DeepSeek's DSML special token (`｜` is U+FF5C), as it prefixes the tags of its own blocks. */
+const DSML = '｜DSML｜';
+
+/**
+ * Near miss (recall23, repair `dsml-tool-tag`): DeepSeek wrote a call as one element named after
+ * the tool, its arguments child elements, with the DSML token on both tags where its own block's
+ * `invoke`/`parameter` tags carry it (`<｜DSML｜aio-webcontent>\n <url>…</url>\n</｜DSML｜aio-webcontent>`,
+ * apmantza/pi-free#376). The whole output must be that one element: opener and closer name the
+ * same declared tool, the opener has no attributes; it is read as the element without the token
+ * (`<NAME>…</NAME>`, which this family reads), and taken only when the arguments fit the tool's
+ * schema (SCHEMA_GATED). Null when the output is not exactly such an element.
+ */
+function dsmlToolTag(bare: string, ctx: ParseContext): string | null {
+  if (!bare.startsWith(`<${DSML}`)) return null;
+  const gt = bare.indexOf('>');
+  if (gt < 0) return null;
+  const name = bare.slice(1 + DSML.length, gt);
+  if (!ctx.tools.has(name)) return null;
+  const close = `</${DSML}${name}>`;
+  if (!bare.endsWith(close) || bare.length < gt + 1 + close.length) return null;
+  return `<${name}>${bare.slice(gt + 1, bare.length - close.length)}</${name}>`;
+}
+
 function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
   if (ctx.tools.size === 0) return null;
   const unwrapped = unwrap(text.trim());
-  const orphan = orphanMinimaxEnd(unwrapped);
-  const bare = orphan ?? unwrapped;
+  const dsml = dsmlToolTag(unwrapped, ctx);
+  const orphan = dsml === null ? orphanMinimaxEnd(unwrapped) : null;
+  const bare = dsml ?? orphan ?? unwrapped;
   const fenced = bare.startsWith('```') ? fenceBody(bare) : null;
   if (bare.startsWith('```') && fenced === null) return null;
   // a closing fence with no opening one, the only ``` in the output, after the call (seed 001:
@@ -187,7 +211,13 @@ function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
   const calls = readImprovisedCalls(body, ctx.tools);
   if (!calls) return null;
   const repairs =
-    fenced !== null || stray ? ['code-fence'] : orphan !== null ? ['missing-envelope-open'] : [];
+    fenced !== null || stray
+      ? ['code-fence']
+      : orphan !== null
+        ? ['missing-envelope-open']
+        : dsml !== null
+          ? ['dsml-tool-tag']
+          : [];
   // a last fence the end of output left open: with finish reason `length`, a call cut off
   const open = fenced !== null && !bare.endsWith('```');
   return {
@@ -238,6 +268,8 @@ export const improvised = defineFamily({
     { before: '<', after: ['>', ' '] },
     { before: '[', after: [']'] },
     { before: '<|python_tag|>', after: [''] },
+    // DeepSeek's DSML token on a tag named after the tool (dsmlToolTag)
+    { before: `<${DSML}`, after: ['>'] },
   ],
   matchWhole,
 });

@@ -11,7 +11,7 @@ import { defineFamily } from '../engine/define.js';
 import type { EnvelopeMatch, MatchInput, MatchResult } from '../engine/family.js';
 
 type Find = MatchInput['find'];
-import type { ParseContext, ParsedCall } from '../types.js';
+import type { DeclaredTool, ParseContext, ParsedCall } from '../types.js';
 import { decodeBody, finishMatch, peekNonWs } from '../kit/envelope.js';
 import { expectLiteral, scanJsonValue, skipWs, strictObject } from '../kit/json-scan.js';
 import {
@@ -99,6 +99,44 @@ function jsonString(text: string): string | null {
   }
 }
 
+/** One `key="value"` or `key=token` of a function body written as attributes (sticky: linear). */
+const ATTR_PAIR = /[ \t\r\n]*([A-Za-z_][\w.-]*)=(?:"([^"\\<>]*)"|([^\s"'<>=]+))/y;
+
+/**
+ * Near miss (recall23, repair `attribute-arguments`): the function's arguments written as
+ * attributes on one line instead of `<parameter=…>` tags, Qwen3.8-27B's
+ * `<function=websearch>\nquery="Flowable … REST" numResults=5` (jundot/omlx#3153). Where each
+ * value ends is certain or the body is refused: a quoted value holds no quote, backslash or angle
+ * bracket, and a bare value (no blank, quote or bracket in it) is taken only for a parameter the
+ * schema types as a number, an integer or a boolean (a bare word could be the start of a
+ * sentence). Every key is a parameter the declared tool declares, once; the engine takes the call
+ * only when the arguments fit the schema (SCHEMA_GATED). Null when the body is anything else.
+ */
+function attributeArguments(inner: string, tool: DeclaredTool | undefined): Record<string, unknown> | null {
+  if (!tool) return null;
+  const t = inner.trimEnd();
+  const args = createArgs();
+  const seen = new Set<string>();
+  let pos = 0;
+  while (pos < t.length) {
+    ATTR_PAIR.lastIndex = pos;
+    const m = ATTR_PAIR.exec(t);
+    if (!m) return null;
+    const key = m[1]!;
+    const schema = paramSchema(tool, key);
+    if (schema === undefined || seen.has(key)) return null;
+    seen.add(key);
+    if (m[2] !== undefined) args[key] = coerceParamValue(m[2], schema, { untyped: 'string' });
+    else {
+      const v = coerceParamValue(m[3]!, schema, { untyped: 'string' });
+      if (typeof v !== 'number' && typeof v !== 'boolean') return null;
+      args[key] = v;
+    }
+    pos = ATTR_PAIR.lastIndex;
+  }
+  return seen.size > 0 ? args : null;
+}
+
 function readParameters(
   name: string,
   inner: string,
@@ -121,6 +159,11 @@ function readParameters(
     const s = jsonString(inner.trim());
     if (s === null || !s.trimStart().startsWith('{')) return { error: 'function body is not JSON' };
     return { name, arguments: s };
+  }
+  if (i < inner.length && !inner.startsWith(P_OPEN, i)) {
+    const attrs = attributeArguments(inner, tool);
+    if (attrs === null) return { error: 'unexpected text in function' };
+    return { name, arguments: attrs, repairs: ['attribute-arguments'] };
   }
   const args = createArgs();
   // next </parameter> and <parameter= positions, searched again only once passed: linear overall
