@@ -29,7 +29,12 @@
 import cluster from 'node:cluster';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, unlinkSync } from 'node:fs';
-import { type IncomingMessage, type OutgoingHttpHeaders, request as httpRequest } from 'node:http';
+import {
+  maxHeaderSize as httpMaxHeaderSize,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  request as httpRequest,
+} from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,6 +50,8 @@ import { REQUEST_ID_HEADER } from './request-id.js';
 
 /** The directory of the workers' private sockets, set by the primary in each worker it forks. */
 const RELAY_DIR = 'TOOLPROOF_CLUSTER_RELAY_DIR';
+/** Header bytes the relay may add to a request (RELAYED_FOR, the request id, a traceparent, Host). */
+const RELAY_HEADER_ROOM = 1024;
 /** How many hex digits of an id name its worker. */
 const TAG_HEX = 4;
 const TAG = /^[A-Za-z]+_([0-9a-f]{4})/;
@@ -150,7 +157,19 @@ export class WorkerRelay {
     const server = createServer((socket: Socket) => {
       markRelayed(socket);
       // The app's own server takes it: its timeouts, its connection bookkeeping, its shutdown.
-      app.server.emit('connection', socket);
+      // With room for the headers the relay adds (x-toolproof-relayed-for, the request id, a
+      // traceparent, Host): a client's headers just under the limit passed the worker it reached
+      // and were a 431 here. Node reads the limit as the connection starts (synchronously, in
+      // this emit); the public connections keep theirs.
+      // (node's own field, undeclared in its types: `|| 0` is the process's default there too).
+      const http = app.server as typeof app.server & { maxHeaderSize?: number };
+      const own = http.maxHeaderSize;
+      http.maxHeaderSize = (own || httpMaxHeaderSize) + RELAY_HEADER_ROOM;
+      try {
+        http.emit('connection', socket);
+      } finally {
+        http.maxHeaderSize = own;
+      }
     });
     const path = join(dir, `${self}.sock`);
     try {
