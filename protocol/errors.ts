@@ -110,6 +110,13 @@ export const ERROR_CATALOGUE = {
     message: 'The upstream model server returned an error.',
   },
   TP_ERR_SHUTTING_DOWN: { status: 503, type: 'server_error', message: 'toolproof is shutting down.' },
+  // TOOLPROOF_WORKERS > 1: the worker that held a stream's state (and answered it) exited before
+  // the stream's end; its state went with it (server/worker-relay.ts). Not toolproof's own bug.
+  TP_ERR_WORKER_GONE: {
+    status: 502,
+    type: 'server_error',
+    message: 'The toolproof worker that held this state exited before its answer ended.',
+  },
   TP_ERR_QUEUE_TIMEOUT: {
     status: 503,
     type: 'server_error',

@@ -33,7 +33,8 @@ export interface ApiKeyEntry {
   readonly weight?: number;
   /**
    * What the inspector shows it (docs/inspect.md): `own` (a named key's default) the requests
-   * made with its own key name, `all` every request (the flat keys' default).
+   * made with its own key name, `all` every request. The flat keys (named "default") take
+   * TOOLPROOF_API_KEYS_INSPECT: `own` beside named keys, `all` alone, unless it says.
    */
   readonly inspect?: 'own' | 'all';
 }

@@ -219,6 +219,7 @@ export const fileSchema = {
         logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
         bodyLimitBytes: { type: 'integer', minimum: 1024 },
         apiKeys: { type: 'array', minItems: 1, items: { type: 'string', minLength: 8 } },
+        apiKeysInspect: { enum: ['own', 'all'] },
         protectOps: { type: 'array', items: { enum: [...PROTECTABLE_OPS] } },
         corsOrigins: {
           anyOf: [{ const: 'off' }, { type: 'array', items: { type: 'string', minLength: 1 } }],
@@ -441,6 +442,7 @@ type FileConfig = {
     logLevel?: string;
     bodyLimitBytes?: number;
     apiKeys?: string[];
+    apiKeysInspect?: 'own' | 'all';
     protectOps?: ProtectableOp[];
     corsOrigins?: 'off' | string[];
     requestTimeoutMs?: number;
@@ -713,8 +715,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
     secrets.add(entry.key);
     keys.push(frozenKey(entry));
   }
+  // What the flat keys see in the inspector (docs/inspect.md): beside named keys, only the flat
+  // keys' own requests. A flat key is often the one handed round (a shared CI or team key), and
+  // it read every named key's prompts and answers: other teams' tenants. Alone, every request is
+  // theirs anyway (`all`, as before).
+  const flatInspectRaw = env.TOOLPROOF_API_KEYS_INSPECT?.trim().toLowerCase();
+  if (flatInspectRaw && flatInspectRaw !== 'own' && flatInspectRaw !== 'all')
+    throw new ConfigError(
+      `TOOLPROOF_API_KEYS_INSPECT must be own or all, got "${env.TOOLPROOF_API_KEYS_INSPECT}"`,
+    );
+  const flatInspect: 'own' | 'all' =
+    (flatInspectRaw as 'own' | 'all' | undefined) ||
+    file.server?.apiKeysInspect ||
+    (keys.length > 0 ? 'own' : 'all');
   for (const key of flatKeys)
-    if (!secrets.has(key)) keys.push(Object.freeze({ name: UNNAMED_KEY, key, inspect: 'all' as const }));
+    if (!secrets.has(key)) keys.push(Object.freeze({ name: UNNAMED_KEY, key, inspect: flatInspect }));
   const captureMb = envNumber(env, 'TOOLPROOF_CAPTURE_MB') ?? file.server?.captureMb ?? DEFAULT_CAPTURE_MB;
   if (captureMb < 0 || captureMb > 65536)
     throw new ConfigError(`TOOLPROOF_CAPTURE_MB must be from 0 to 65536, got ${captureMb}`);

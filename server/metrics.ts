@@ -58,7 +58,7 @@ const METRICS = {
   upstreamErrors: {
     type: 'counter',
     name: 'toolproof_upstream_errors_total',
-    help: 'Upstream failures by kind: unreachable, timeout, status_4xx, status_5xx, mid_stream, bad_response.',
+    help: 'Upstream failures by kind: unreachable, timeout, status_4xx, status_5xx, mid_stream, cut_off, bad_response.',
     labels: 'model upstream kind',
   },
   clientConstraints: {

@@ -19,7 +19,9 @@
  * The private sockets are Unix sockets in a directory the primary makes (mode 0700) and removes;
  * the primary tells every worker which workers serve. An id of a worker that no longer serves (it
  * restarted: its state is gone), of another replica, or made before a restart, is answered where
- * it arrived: the same 404 or 400 as with one worker. A relay holds one chunk at a time
+ * it arrived: the same 404 or 400 as with one worker; so is a request whose worker exits before
+ * its answer began, and a stream it leaves unfinished ends with its door's error events
+ * (FrontDoor.relayedStream; TP_ERR_WORKER_GONE), never a 500 nor a cut connection. A relay holds one chunk at a time
  * (backpressure both ways), the body it sends is the one already read within the body limit,
  * and its waits are the owner's: the owner bounds the request with its own timeouts and answers
  * with its error when one passes, so the relay adds none but the connect.
@@ -27,7 +29,12 @@
 import cluster from 'node:cluster';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, unlinkSync } from 'node:fs';
-import { type IncomingMessage, type OutgoingHttpHeaders, request as httpRequest } from 'node:http';
+import {
+  maxHeaderSize as httpMaxHeaderSize,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  request as httpRequest,
+} from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,6 +50,8 @@ import { REQUEST_ID_HEADER } from './request-id.js';
 
 /** The directory of the workers' private sockets, set by the primary in each worker it forks. */
 const RELAY_DIR = 'TOOLPROOF_CLUSTER_RELAY_DIR';
+/** Header bytes the relay may add to a request (RELAYED_FOR, the request id, a traceparent, Host). */
+const RELAY_HEADER_ROOM = 1024;
 /** How many hex digits of an id name its worker. */
 const TAG_HEX = 4;
 const TAG = /^[A-Za-z]+_([0-9a-f]{4})/;
@@ -106,6 +115,16 @@ export function serveRelay(): {
 /** Headers that belong to one connection, not to the request or answer carried. */
 const HOP_BY_HOP = new Set<string>([...HOP_BY_HOP_HEADERS, 'expect', 'proxy-authorization']);
 
+/**
+ * A front door's watch of a stream another worker answers (FrontDoor.relayedStream): it sees each
+ * chunk as it passes, and writes the API's events that end the stream when that worker exits
+ * before its end.
+ */
+export interface RelayedStreamWatch {
+  push(chunk: Buffer): void;
+  fail(err: ToolproofError): string;
+}
+
 /** What the relay uses of the app's state (AppState has it). */
 export interface RelayDeps {
   metrics: Pick<Metrics, 'responsesRelayed'>;
@@ -138,7 +157,19 @@ export class WorkerRelay {
     const server = createServer((socket: Socket) => {
       markRelayed(socket);
       // The app's own server takes it: its timeouts, its connection bookkeeping, its shutdown.
-      app.server.emit('connection', socket);
+      // With room for the headers the relay adds (x-toolproof-relayed-for, the request id, a
+      // traceparent, Host): a client's headers just under the limit passed the worker it reached
+      // and were a 431 here. Node reads the limit as the connection starts (synchronously, in
+      // this emit); the public connections keep theirs.
+      // (node's own field, undeclared in its types: `|| 0` is the process's default there too).
+      const http = app.server as typeof app.server & { maxHeaderSize?: number };
+      const own = http.maxHeaderSize;
+      http.maxHeaderSize = (own || httpMaxHeaderSize) + RELAY_HEADER_ROOM;
+      try {
+        http.emit('connection', socket);
+      } finally {
+        http.maxHeaderSize = own;
+      }
     });
     const path = join(dir, `${self}.sock`);
     try {
@@ -182,7 +213,12 @@ export class WorkerRelay {
    * Sends the request to worker `owner` and pipes its answer back. Resolves false when the owner
    * could not be reached (it has just gone: the request is then answered here, as not held).
    */
-  async forward(request: FastifyRequest, reply: FastifyReply, owner: number): Promise<boolean> {
+  async forward(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    owner: number,
+    watch?: (request: FastifyRequest) => RelayedStreamWatch,
+  ): Promise<boolean> {
     const counted = this.state.metrics.responsesRelayed;
     const headers: OutgoingHttpHeaders = {};
     for (const [name, value] of Object.entries(request.headers))
@@ -236,18 +272,15 @@ export class WorkerRelay {
         reply.hijack();
         return true;
       }
-      // Answered here: by the route as not held (the owner has just gone), or with this error.
+      // Answered here, by the route, as not held: the owner has just gone (refused, no socket),
+      // or went before its answer began (killed, crashed: the connection closed without an
+      // answer). Its state went with it, so this is the answer a restarted worker gives (404, or
+      // the 400 naming previous_response_id), never a 500: the exit is not toolproof's bug here,
+      // and the request's own answer never began, so nothing is answered twice.
       request.tpRelayed = undefined;
       const code = (answered as NodeJS.ErrnoException).code;
-      if (code === 'ECONNREFUSED' || code === 'ENOENT') {
-        counted.labels('unreachable').inc();
-        return false;
-      }
-      counted.labels('broken').inc();
-      throw new ToolproofError('TP_ERR_INTERNAL', {
-        message: `The toolproof worker that holds this state went away while answering (worker ${owner}): ${answered.message}.`,
-        cause: answered,
-      });
+      counted.labels(code === 'ECONNREFUSED' || code === 'ENOENT' ? 'unreachable' : 'broken').inc();
+      return false;
     }
     res = answered;
     reply.hijack();
@@ -263,9 +296,52 @@ export class WorkerRelay {
         new Promise((resolve) => (client.closed ? resolve() : client.once('close', resolve))),
     });
     const from = res;
-    pipeline(from, client, (err) => {
-      counted.labels(err && !clientLeft && !from.complete ? 'broken' : 'relayed').inc();
+    // A stream the door watches: when the owner exits mid-way, it ends with the door's error
+    // events rather than a cut connection (a client reads the API's failure, not a network error).
+    const streamed =
+      watch !== undefined && /^text\/event-stream/i.test(String(res.headers['content-type'] ?? ''));
+    const seen = streamed ? watch(request) : undefined;
+    let ended = false;
+    const end = (err: Error | undefined) => {
+      if (ended) return;
+      ended = true;
+      const broken = !clientLeft && !from.complete;
+      counted.labels(broken ? 'broken' : 'relayed').inc();
+      if (!broken) return;
+      if (seen === undefined || client.destroyed || client.writableEnded) {
+        client.destroy();
+        return;
+      }
+      client.end(
+        seen.fail(
+          new ToolproofError('TP_ERR_WORKER_GONE', {
+            message: `The toolproof worker that held this response (worker ${owner}) exited before the stream's end; the response and its state went with it.`,
+            ...(err ? { cause: err } : {}),
+          }),
+        ),
+      );
+    };
+    if (seen === undefined) {
+      pipeline(from, client, (err) => end(err ?? undefined));
+      return true;
+    }
+    // By hand, so that a failure of `from` leaves `client` open for the error events.
+    from.on('data', (chunk: Buffer) => {
+      // A client gone meanwhile: nothing to write to (its close cancels the relay: onClientClose).
+      if (client.destroyed || client.writableEnded) return;
+      seen.push(chunk);
+      if (!client.write(chunk)) from.pause();
     });
+    client.on('drain', () => from.resume());
+    from.once('end', () => {
+      if (from.complete) {
+        ended = true;
+        counted.labels('relayed').inc();
+        client.end();
+      }
+    });
+    from.once('error', (err) => end(err));
+    from.once('close', () => end(undefined));
     return true;
   }
 }
@@ -275,12 +351,16 @@ export class WorkerRelay {
  * worker holds is answered by that worker. Runs after the key check and the body's parse and
  * validation, before the request counts against its key or goes upstream.
  */
-export function relayToOwner(state: RelayDeps, heldBy: (request: FastifyRequest) => string | undefined) {
+export function relayToOwner(
+  state: RelayDeps,
+  heldBy: (request: FastifyRequest) => string | undefined,
+  watch?: (request: FastifyRequest) => RelayedStreamWatch,
+) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const relay = state.relay;
     if (relay === undefined || relayedHere(request)) return;
     const id = heldBy(request);
     const owner = id === undefined ? undefined : relay.ownerOf(id);
-    if (owner !== undefined) await relay.forward(request, reply, owner);
+    if (owner !== undefined) await relay.forward(request, reply, owner, watch);
   };
 }

@@ -29,7 +29,7 @@
  */
 import type { ChatCompletionRequest, ChatMessage } from '../../protocol/openai.js';
 import { compactionTurn } from '../kit/last-turn.js';
-import { type CutMarker, cutText } from '../kit/cut.js';
+import { type CutMarker, cutText, estimateTokens } from '../kit/cut.js';
 import { calibratedWindow, messagesBeforeBoundary } from '../kit/overflow.js';
 import {
   BYTES_PER_TOKEN,
@@ -111,8 +111,26 @@ const lastTurnMarker: CutMarker = (left, total, lines) =>
   `[... toolproof left out ${left} of this conversation's ${total} characters (${lines} line${lines === 1 ? '' : 's'}) to fit the model's context window (${COMPACTION_REASON}) ...]`;
 
 /**
- * `m`, a user turn, with its text (a string, or its longest text part) cut to `keep` tokens with
- * `marker` between head and tail; undefined when it is no user turn, has no such text or fits.
+ * The share of `keep` tokens each text part of a turn may have: the parts that fit an even share
+ * of what the shorter ones leave stay whole, the others are each cut to that share. Undefined
+ * when they all fit. One long part beside short ones gets what they leave; two long ones half
+ * each (cut to `keep` each, two 13k-token files in a 16k window came to 19k: refused again).
+ */
+function partShare(tokens: readonly number[], keep: number): number | undefined {
+  const sorted = [...tokens].sort((a, b) => a - b);
+  let left = keep;
+  for (let i = 0; i < sorted.length; i++) {
+    const share = Math.floor(left / (sorted.length - i));
+    if (sorted[i]! > share) return Math.max(1, share);
+    left -= sorted[i]!;
+  }
+  return undefined;
+}
+
+/**
+ * `m`, a user turn, with its text (a string, or its text parts, sharing the budget: partShare)
+ * cut to `keep` tokens with `marker` between each cut text's head and tail; undefined when it is
+ * no user turn, has no such text or fits.
  */
 function cutUserTurn(m: ChatMessage | undefined, keep: number, marker: CutMarker): ChatMessage | undefined {
   if (m?.role !== 'user') return undefined;
@@ -122,19 +140,21 @@ function cutUserTurn(m: ChatMessage | undefined, keep: number, marker: CutMarker
     if (cut === m.content) return undefined;
     content = cut;
   } else if (Array.isArray(m.content)) {
-    let at = -1;
-    let longest = 0;
-    m.content.forEach((p, i) => {
-      if (p?.type === 'text' && typeof p.text === 'string' && p.text.length > longest) {
-        at = i;
-        longest = p.text.length;
-      }
-    });
-    const part = m.content[at];
-    if (part?.type !== 'text' || typeof part.text !== 'string') return undefined;
-    const cut = cutText(part.text, keep, marker);
-    if (cut === part.text) return undefined;
-    content = m.content.map((p, i) => (i === at ? { ...part, text: cut } : p));
+    const isText = (p: unknown): p is { type: 'text'; text: string } =>
+      (p as { type?: unknown } | null)?.type === 'text' && typeof (p as { text?: unknown }).text === 'string';
+    const tokens: number[] = [];
+    for (const p of m.content) if (isText(p)) tokens.push(estimateTokens(p.text));
+    const share = partShare(tokens, keep);
+    if (share === undefined) return undefined;
+    let changed = false;
+    content = m.content.map((p) => {
+      if (!isText(p)) return p;
+      const cut = cutText(p.text, share, marker);
+      if (cut === p.text) return p;
+      changed = true;
+      return { ...p, text: cut };
+    }) as ChatMessage['content'];
+    if (!changed) return undefined;
   } else return undefined;
   return { ...m, content } as ChatMessage;
 }

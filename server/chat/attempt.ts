@@ -94,6 +94,15 @@ export async function readUpstreamBytes(res: UpstreamResponse, label: string): P
 }
 
 /**
+ * The `kind` of toolproof_upstream_errors_total for a body readUpstreamBytes failed to read after
+ * its headers came: a cut is `cut_off` (the backend was reached and began: never `unreachable`).
+ */
+export function bodyErrorKind(err: ToolproofError): 'cut_off' | 'timeout' | 'bad_response' {
+  if (err.code === 'TP_ERR_UPSTREAM_CUT_OFF') return 'cut_off';
+  return err.code === 'TP_ERR_UPSTREAM_TIMEOUT' ? 'timeout' : 'bad_response';
+}
+
+/**
  * A body in a content coding (gzip, br...), which toolproof never asks for (it sends no
  * Accept-Encoding and reads bodies as they come): abandoned, and the fault named. Read as it
  * came, a gzipped body was "not JSON" (its bytes in the error), a gzipped stream no event at all

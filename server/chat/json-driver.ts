@@ -17,7 +17,7 @@ import { ToolproofError } from '../../protocol/errors.js';
 import { upstreamErrorMessage } from '../../protocol/error-body.js';
 import type { ChatCompletion, Usage } from '../../protocol/openai.js';
 import { scanJsonValue } from '../../parsers/kit/json-scan.js';
-import { readUpstreamBytes } from './attempt.js';
+import { bodyErrorKind, readUpstreamBytes } from './attempt.js';
 import {
   type AttemptDriver,
   type AttemptEnd,
@@ -101,8 +101,14 @@ export class JsonDriver implements AttemptDriver {
     if (end.completion && finalAnswerIn(end.effects)) this.committed.push(end.completion);
   }
 
-  async failed(): Promise<void> {
-    // Nothing was sent: the route answers with the error.
+  async failed(report: Extract<AttemptReport, { kind: 'failed' }>): Promise<void> {
+    // Nothing was sent: the route answers with the error. A body that failed after its headers
+    // (cut, stalled, too large) is counted here, as a stream's failure is by its driver; one
+    // sent again is counted where it is (pipeline.ts resendAfterCut). It went uncounted.
+    if (report.untouched !== true) return;
+    this.deps.metrics.upstreamErrors
+      .labels(this.call.route.name, this.call.route.client.label, bodyErrorKind(report.error))
+      .inc();
   }
 
   async deliver(end: AttemptEnd): Promise<SeenOutput> {

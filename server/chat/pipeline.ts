@@ -268,7 +268,9 @@ function resendAfterCut(
   if (report.untouched !== true || call.trace.resentAfterCut) return false;
   if (report.error.code !== 'TP_ERR_UPSTREAM_CUT_OFF' || call.signal.aborted) return false;
   call.trace.resentAfterCut = true;
-  const kind = report.midStream ? 'mid_stream' : 'unreachable';
+  // The backend was reached and began to answer: a cut, never `unreachable` (that is a
+  // connection refused or reset before any response), streamed or not.
+  const kind = report.midStream ? 'mid_stream' : 'cut_off';
   deps.metrics.upstreamErrors.labels(call.route.name, call.route.client.label, kind).inc();
   call.span?.event('toolproof.resent_after_cut', {
     'toolproof.attempt': call.trace.attempts,

@@ -66,7 +66,7 @@ export async function registerFrontDoor(
   };
   await app.register(async (scope) => {
     // State another worker holds: the request is answered there (worker-relay.ts).
-    if (door.heldBy) scope.addHook('preHandler', relayToOwner(state, door.heldBy));
+    if (door.heldBy) scope.addHook('preHandler', relayToOwner(state, door.heldBy, door.relayedStream));
     scope.setErrorHandler(
       errorHandler(door.errorBody, (model) => state.metrics.internalErrors.labels(model).inc()),
     );

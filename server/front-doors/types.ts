@@ -12,6 +12,7 @@ import type { ChatCall } from '../chat/context.js';
 import type { StreamOutput } from '../chat/output.js';
 import type { ChatResult } from '../chat/pipeline.js';
 import type { OpenStream } from '../open-streams.js';
+import type { RelayedStreamWatch } from '../worker-relay.js';
 
 /** A model as GET /v1/models lists it (OpenAI's fields, plus whatever the upstream adds). */
 export interface ModelEntry {
@@ -78,6 +79,11 @@ export interface FrontDoor<Name extends string = string, Turn = unknown> {
    * TOOLPROOF_WORKERS > 1 a request whose state another worker made is answered by that worker.
    */
   heldBy?(request: FastifyRequest): string | undefined;
+  /**
+   * With heldBy: a watch of a stream the worker holding its state answers, so that a stream that
+   * worker leaves unfinished (it exited) ends with the API's error events (worker-relay.ts).
+   */
+  relayedStream?(request: FastifyRequest): RelayedStreamWatch;
   /**
    * The API's page of GET /v1/models, for a request that shows it is this API's client (Anthropic:
    * the anthropic-version header). The first door that claims a request answers it; OpenAI's page

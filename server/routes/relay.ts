@@ -8,7 +8,7 @@ import { ToolproofError } from '../../protocol/errors.js';
 import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
 import { RequestAbort } from '../abort.js';
 import type { Usage } from '../../protocol/openai.js';
-import { encodedBody, readText, readUpstreamBytes } from '../chat/attempt.js';
+import { bodyErrorKind, encodedBody, readText, readUpstreamBytes } from '../chat/attempt.js';
 import { usageFromRaw } from '../chat/json-driver.js';
 import {
   cutOff,
@@ -147,6 +147,8 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
           bytes = await readUpstreamBytes(res, route.client.label);
         } catch (err) {
           span?.attemptRead({ kind: 'failed', error: err as ToolproofError });
+          // Cut, stalled or too large after its headers: counted as the chat door counts it.
+          if (err instanceof ToolproofError && !controller.aborted) failed(bodyErrorKind(err));
           throw err;
         }
         const usage = usageIn(bytes);

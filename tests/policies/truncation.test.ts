@@ -280,6 +280,39 @@ describe('truncation policy', () => {
     expect(run(make(2), ctx, 'none').effects).toHaveLength(1);
   });
 
+  // redteam26: a turn of several long text parts shares the cut (each part cut to its share).
+  it('a turn of two long text parts over the window: both cut, to about half the cut each', () => {
+    const long = (tag: string) => ({ type: 'text' as const, text: `${tag} ${'z'.repeat(30_000)}` });
+    const turn = {
+      role: 'user',
+      content: [long('a'), long('b'), { type: 'text', text: 'which?' }],
+    } as ChatMessage;
+    const out = run([turn], refused(8192), 'none');
+    const parts = (out.request.messages!.at(-1) as { content: Array<{ text: string }> }).content;
+    expect(parts[0]!.text).toContain('toolproof left out');
+    expect(parts[1]!.text).toContain('toolproof left out');
+    expect(parts[2]!.text).toBe('which?');
+    // Half the window between them (3 characters a token): about a quarter of it each.
+    for (const p of parts.slice(0, 2)) expect(p.text.length).toBeLessThan(((8192 / 4) * 3 * 11) / 10);
+  });
+
+  it('budget: a turn of 4x the long text parts costs about 4x', () => {
+    const ctx = refused(512);
+    const make = (n: number) => [
+      {
+        role: 'user',
+        content: Array.from({ length: n }, (_, i) => ({
+          type: 'text',
+          text: `p ${i} ${'y'.repeat(600 + (i % 7))}`,
+        })),
+      } as ChatMessage,
+    ];
+    const measure = () => measureScaling(make, (m) => run(m, ctx, 'none'), { from: 16, max: 16_000 });
+    let s = measure();
+    if (!judge(s, 5).time || !judge(s, 5).memory) s = measure();
+    expect(judge(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
+  });
+
   it('budget: a conversation of 4x the messages costs about 4x', () => {
     const ctx = refused(8192);
     const make = (n: number) =>

@@ -96,6 +96,32 @@ models:
     expect(() => loadConfig({ TOOLPROOF_CONFIG: '/nonexistent/toolproof.yaml' })).toThrow('TOOLPROOF_CONFIG');
   });
 
+  // What the flat keys see in the inspector (docs/inspect.md#keys): all alone, own beside named keys.
+  it("the flat keys' inspector scope: all alone, own beside named keys, TOOLPROOF_API_KEYS_INSPECT over both", () => {
+    const flat = (env: Record<string, string>) =>
+      loadConfig(env)
+        .keys.filter((k) => k.name === 'default')
+        .map((k) => k.inspect);
+    expect(flat({ TOOLPROOF_API_KEYS: 'sk-flat-0123456789' })).toEqual(['all']);
+    const named = yamlFile('keys:\n  - { name: alice, key: sk-alice-0123456789 }\n');
+    expect(flat({ TOOLPROOF_API_KEYS: 'sk-flat-0123456789', TOOLPROOF_CONFIG: named })).toEqual(['own']);
+    expect(
+      flat({
+        TOOLPROOF_API_KEYS: 'sk-flat-0123456789',
+        TOOLPROOF_CONFIG: named,
+        TOOLPROOF_API_KEYS_INSPECT: 'ALL',
+      }),
+    ).toEqual(['all']);
+    expect(flat({ TOOLPROOF_API_KEYS: 'sk-flat-0123456789', TOOLPROOF_API_KEYS_INSPECT: 'own' })).toEqual([
+      'own',
+    ]);
+    expect(() =>
+      loadConfig({ TOOLPROOF_API_KEYS: 'sk-flat-0123456789', TOOLPROOF_API_KEYS_INSPECT: 'some' }),
+    ).toThrow('TOOLPROOF_API_KEYS_INSPECT must be own or all');
+    const bad = yamlFile('server:\n  apiKeys: [sk-flat-0123456789]\n  apiKeysInspect: mine\n');
+    expect(() => loadConfig({ TOOLPROOF_CONFIG: bad })).toThrow('apiKeysInspect');
+  });
+
   it('the process refuses to start on invalid config, with the bad key in its message', () => {
     const path = yamlFile('models:\n  m:\n    upstream: http://x/v1\n    bogusKey: 1\n');
     const r = spawnSync(process.execPath, nodeEntry('server/main.ts'), {

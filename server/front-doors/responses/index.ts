@@ -29,6 +29,7 @@ import { responsesErrorEvent, responsesSseEvent as sseEvent } from './errors.js'
 import type { ResponsesItemStore } from './item-store.js';
 import { ResponsesSseOutput } from './output.js';
 import { responsesBody } from './schema.js';
+import { watchRelayedResponses } from './relayed-stream.js';
 
 /** Ids of what is kept name the worker that keeps them (worker-relay.ts), OpenAI's shape all the same. */
 const newId = (prefix: string): string => stateId(prefix, 24);
@@ -269,6 +270,7 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
   },
   callOf: (turn) => turn.call,
   heldBy: (request) => namedState(request, request.routeOptions.url === '/v1/responses'),
+  relayedStream: watchRelayedResponses,
   answer(reply, result, turn) {
     // Only chat requests are relayed raw; a translated request always gets a completion.
     if (result.kind !== 'completion')
