@@ -203,6 +203,22 @@ function decoded(part) {
   }
 }
 
+/** The query of the page's address, after its hash's `?` (a view's state: filters, an attempt). */
+const hashParams = () => new URLSearchParams(location.hash.slice(1).split('?')[1] || '');
+
+/**
+ * The address with `key` set in its query (removed when `value` is empty), in place: the entry's
+ * history state (its depth) kept, no new entry and no route. A pick made in a view (an attempt)
+ * survives a reload, Back and Forward, and a copied link shows it.
+ */
+function setHashParam(key, value) {
+  const [path] = (location.hash.slice(1) || '/').split('?');
+  const q = hashParams();
+  if (value) q.set(key, value);
+  else q.delete(key);
+  history.replaceState(history.state, '', `#${path}${q.toString() ? `?${q}` : ''}`);
+}
+
 function route() {
   clearTimeout(timer);
   nav++;
@@ -697,7 +713,12 @@ function attemptFate(v, n) {
 function attemptSides(v, client, leaked) {
   const last = v.modelWrote.length - 1;
   const view = (at) => sideBySide(v, null, at, v.modelWrote[at], client, leaked);
-  let cols = view(last);
+  // The attempt the reader picked, from the address (`#/r/<id>?attempt=N`): a refresh of a request
+  // in flight, a reload, Back and a shared link show it, not the last attempt again. One not there
+  // (yet: a link to an attempt still to come) is the last.
+  const asked = Number(hashParams().get('attempt'));
+  const shown = Number.isInteger(asked) && asked >= 1 && asked <= v.modelWrote.length ? asked - 1 : last;
+  let cols = view(shown);
   if (v.modelWrote.length < 2) return cols;
   const buttons = v.modelWrote.map((_, at) => {
     const fate = at < last ? attemptFate(v, at + 1) : null;
@@ -706,9 +727,10 @@ function attemptSides(v, client, leaked) {
       {
         type: 'button',
         'data-attempt': at + 1,
-        'aria-pressed': at === last ? 'true' : 'false',
+        'aria-pressed': at === shown ? 'true' : 'false',
         class: fate ? `fate-${fate.kind}` : '',
         onclick: () => {
+          setHashParam('attempt', String(at + 1));
           for (const b of buttons) b.setAttribute('aria-pressed', b === buttons[at] ? 'true' : 'false');
           const next = view(at);
           cols.replaceWith(next);
