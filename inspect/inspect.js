@@ -1163,6 +1163,7 @@ async function showRequest(id, refresh) {
       ),
       el('span', {}, 'worker ', el('b', {}, String(r.worker))),
       r.kinds.length > 1 ? el('span', {}, 'also ', r.kinds.slice(1).map(badge)) : null,
+      exportLink(`/requests/${encodeURIComponent(r.id)}/export`, 'this request'),
     ),
     r.error
       ? el(
@@ -1308,6 +1309,17 @@ async function showRequest(id, refresh) {
   if (r.inFlight) timer = setTimeout(() => my === nav && showRequest(id, true), 1000);
 }
 
+/**
+ * A link that downloads a request or a session as one JSON file (the API's export): what this page
+ * shows of it, to hand to someone. The browser sends the key it signed in with.
+ */
+const exportLink = (path, what) =>
+  el(
+    'a',
+    { class: 'export', href: API + path, download: '', title: `${what}, as one JSON file (no credentials)` },
+    'download JSON',
+  );
+
 // ---- sessions --------------------------------------------------------------------------------
 
 async function showSessions() {
@@ -1408,6 +1420,10 @@ async function showSession(key) {
       { class: 'meta' },
       el('b', {}, key),
       el('a', { href: `#/?session=${encodeURIComponent(key)}` }, 'its requests'),
+      exportLink(
+        `/session/export?key=${encodeURIComponent(key)}`,
+        'this session: its turns and each request whole',
+      ),
     ),
     el(
       'div',

@@ -21,6 +21,8 @@ export type CaptureOp =
   | { op: 'get'; id: string; owner?: string }
   | { op: 'sessions'; owner?: string }
   | { op: 'session'; key: string; owner?: string }
+  /** One session's requests whole, in the ring's order (a session's export: docs/inspect.md). */
+  | { op: 'export'; key: string; owner?: string }
   | { op: 'stats' };
 
 export interface RequestView {
@@ -113,6 +115,8 @@ export function answer(ring: CaptureRing | undefined, op: CaptureOp, worker: num
       return sessionsOf(ring, op.owner);
     case 'session':
       return ring.session(op.key, op.owner).map(sessionRecordOf);
+    case 'export':
+      return ring.session(op.key, op.owner).map((r) => viewOf(withSoFar(snapshotOf(r), r)));
   }
 }
 

@@ -239,3 +239,35 @@ export const sessionSchema = obj("One session's turns in order.", {
     }),
   },
 });
+
+const { cursor: _cursor, delta: _delta, ...exportedRequestProperties } = requestSchema.properties;
+
+/** One request or one session as a file (docs/inspect.md, "A bug report"): what the page shows. */
+export const exportSchema = obj(
+  'One request, or one session, as a single JSON file to hand to someone: what the inspector page shows of it. No credential is in it (the capture keeps none).',
+  {
+    format: { type: 'string', enum: ['toolproof-inspect-export'] },
+    version: { type: 'integer', enum: [1] },
+    exportedAt: str('When it was exported (ISO 8601).'),
+    workers: int('How many workers answered.'),
+    partial: { type: 'boolean', description: 'Only the answering worker could be read.' },
+    session: obj(
+      "A session's export: its turns in order, each with its cached ratio and prompt-prefix check (as /inspect/api/session answers).",
+      { session: str(), turns: sessionSchema.properties.turns },
+    ),
+    requests: {
+      type: 'array',
+      description:
+        "Each request whole (a session's in order): the client's request, every attempt, the decisions, what the client received, as /inspect/api/requests/:id answers (without its cursor).",
+      items: obj('One request whole.', exportedRequestProperties, [
+        'record',
+        'modelWrote',
+        'clientReceived',
+        'curl',
+        'attemptChoice',
+        'diffBase',
+      ]),
+    },
+  },
+  ['format', 'version', 'exportedAt', 'requests'],
+);

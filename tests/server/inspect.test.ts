@@ -1058,6 +1058,9 @@ describe('the capture behind /inspect/api', () => {
       ['/inspect/api/requests/{id}', '/inspect/api/requests/documented-failed'],
       ['/inspect/api/sessions', '/inspect/api/sessions'],
       ['/inspect/api/session', sessionPath],
+      // A bug report's file: one request, one session (tests/e2e/inspect-export.test.ts).
+      ['/inspect/api/requests/{id}/export', `/inspect/api/requests/${id}/export`],
+      ['/inspect/api/session/export', sessionPath.replace('/session?', '/session/export?')],
     ] as const) {
       const schema = doc.paths[route]!.get.responses['200']?.content?.['application/json']?.schema as
         | Record<string, unknown>
