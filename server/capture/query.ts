@@ -412,7 +412,12 @@ function utf8Offsets(
     bytes += Buffer.byteLength(text);
   }
   const part = prev.parts[index];
-  const partOffset = part === undefined ? 0 : Buffer.byteLength(part.text.slice(0, common - chars));
+  let at = common - chars;
+  // A change inside a character of two UTF-16 units (an emoji edited into another of the same
+  // high surrogate: 😀 into 🚀) starts at that character: the lone high surrogate before it was
+  // counted as 3 bytes of its own, naming a byte inside the emoji, and not the one that changed.
+  if (part !== undefined && at > 0 && /[\ud800-\udbff]/.test(part.text[at - 1] ?? '')) at--;
+  const partOffset = part === undefined ? 0 : Buffer.byteLength(part.text.slice(0, at));
   return { offset: bytes + partOffset, partOffset };
 }
 
