@@ -127,6 +127,8 @@ const clock = new Intl.DateTimeFormat([], {
 const time = (ms) => `${clock.format(ms)}.${String(ms % 1000).padStart(3, '0')}`;
 /** `1 turn`, `2 turns`: a count and its noun, singular for one. */
 const count = (n, noun) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+/** `1 earlier reply`, `43 earlier replies`: the model's replies a session's first turn held carries. */
+const replies = (n) => `${n} earlier ${n === 1 ? 'reply' : 'replies'}`;
 const dur = (ms) =>
   ms === null || ms === undefined ? '…' : ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${Math.round(ms)} ms`;
 const tok = (n) => (n === null || n === undefined ? '–' : String(n));
@@ -1413,8 +1415,18 @@ async function showSession(key) {
   if (my !== nav) return;
   if (data.error) return main.replaceChildren(el('p', { class: 'error' }, data.error.message));
   const at = selectIn(data.turns.map((t) => t.summary.id));
+  // The session's first turns gone from the capture (a long agent session in a full ring): said
+  // above its turns, which are then not its first ones.
+  const earlier = data.turns[0]?.prefix?.earlier;
   main.replaceChildren(
     el('h1', {}, 'Session'),
+    earlier
+      ? el(
+          'p',
+          { class: 'note', id: 'earlier' },
+          `The capture holds the last ${count(data.turns.length, 'turn')} of this session: the first one held carries ${replies(earlier)} of the model, whose turns are not in the capture (dropped from the ring to make room, or made before toolproof started; TOOLPROOF_CAPTURE_MB sets its size).`,
+        )
+      : null,
     el(
       'div',
       { class: 'meta' },
@@ -1502,22 +1514,24 @@ async function showSession(key) {
                   ? i === 0
                     ? 'first turn'
                     : 'unknown (body cut)'
-                  : p.kept
-                    ? 'kept'
-                    : p.opens
-                      ? 'a prompt of its own (a side request without tools, or the first turn after one)'
-                      : el(
-                          'span',
-                          {
-                            class: 'error',
-                            title: `byte ${p.offset} of the prompt sent upstream (its tools, then each message, as JSON)`,
-                          },
-                          // The byte in the part named, where the reader looks for it; the prompt's in the title.
-                          `changed in ${p.where} of the prompt sent, at its byte ${p.partOffset ?? p.offset}: `,
-                          changeQuote(p.before, p.after, 'before'),
-                          ' → ',
-                          changeQuote(p.after, p.before, 'after'),
-                        ),
+                  : p.earlier
+                    ? `continues ${replies(p.earlier)} not in the capture`
+                    : p.kept
+                      ? 'kept'
+                      : p.opens
+                        ? 'a prompt of its own (a side request without tools, or the first turn after one)'
+                        : el(
+                            'span',
+                            {
+                              class: 'error',
+                              title: `byte ${p.offset} of the prompt sent upstream (its tools, then each message, as JSON)`,
+                            },
+                            // The byte in the part named, where the reader looks for it; the prompt's in the title.
+                            `changed in ${p.where} of the prompt sent, at its byte ${p.partOffset ?? p.offset}: `,
+                            changeQuote(p.before, p.after, 'before'),
+                            ' → ',
+                            changeQuote(p.after, p.before, 'after'),
+                          ),
               ),
             );
           }),

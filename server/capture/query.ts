@@ -63,6 +63,7 @@ export interface SessionTurn {
     | { kept: true }
     | { kept: false; where: string; offset: number; partOffset: number; before: string; after: string }
     | { opens: true }
+    | { earlier: number }
     | null;
 }
 
@@ -352,12 +353,22 @@ export function turnsOf(records: readonly SessionRecord[]): SessionTurn[] {
   const sorted = [...records].sort((a, b) => a.summary.at - b.summary.at);
   // The latest turns' prompts, newest last; emptied by a turn whose body was cut.
   const recent: ParsedPrompt[] = [];
+  let seen = false;
   return sorted.map(({ summary, prompt }) => {
     const t = summary.tokens;
     const cachedRatio =
       t.cached !== null && t.prompt ? Math.round((t.cached / t.prompt) * 1000) / 1000 : null;
     const current = prompt === null ? null : parsePrompt(prompt);
-    const prefix = current === null || recent.length === 0 ? null : againstParent(recent, current);
+    // The first turn held, carrying replies of the model: it continues turns the capture no
+    // longer holds (the ring dropped them) or never saw (made before toolproof started). It read
+    // "first turn", numbered 1, on the 44th turn of a long agent session in a full ring.
+    const first = recent.length === 0 && current !== null && current.replies > 0 && !seen;
+    const prefix = first
+      ? { earlier: current.replies }
+      : current === null || recent.length === 0
+        ? null
+        : againstParent(recent, current);
+    seen = true;
     if (current === null) recent.length = 0;
     else if (recent.push(current) > PARENT_CANDIDATES) recent.shift();
     return { summary, cachedRatio, prefix };
@@ -426,6 +437,8 @@ interface ParsedPrompt {
   parts: Array<{ where: string; text: string }>;
   /** Whether it declares a tool. */
   hasTools: boolean;
+  /** How many of its messages are the model's (assistant): the replies it carries. */
+  replies: number;
 }
 
 function parsePrompt(body: string): ParsedPrompt | null {
@@ -436,11 +449,13 @@ function parsePrompt(body: string): ParsedPrompt | null {
     return null;
   }
   const parts: ParsedPrompt['parts'] = [{ where: 'tools', text: JSON.stringify(v.tools ?? null) }];
+  let replies = 0;
   if (Array.isArray(v.messages))
     v.messages.forEach((m, i) => {
       parts.push({ where: `messages[${i}]`, text: JSON.stringify(m) });
+      if ((m as { role?: unknown } | null)?.role === 'assistant') replies++;
     });
-  return { parts, hasTools: Array.isArray(v.tools) && v.tools.length > 0 };
+  return { parts, hasTools: Array.isArray(v.tools) && v.tools.length > 0, replies };
 }
 
 /**

@@ -225,10 +225,11 @@ export const sessionSchema = obj("One session's turns in order.", {
         type: ['object', 'null'],
         additionalProperties: true,
         description:
-          'Whether the prompt kept the bytes of the turn it continues: null on the first turn or when a body was cut; {kept: true}; {opens: true} (a prompt of its own); or {kept: false, where, offset, partOffset, before, after}: the part of the prompt sent where it first differs, the byte in the prompt and in that part, and the text around it (docs/prefix.md).',
+          'Whether the prompt kept the bytes of the turn it continues: null on the first turn or when a body was cut; {earlier: N} on the first turn held when its prompt carries N replies of the model (the turns before it are not in the capture: dropped from the ring, or made before toolproof started); {kept: true}; {opens: true} (a prompt of its own); or {kept: false, where, offset, partOffset, before, after}: the part of the prompt sent where it first differs, the byte in the prompt and in that part, and the text around it (docs/prefix.md).',
         properties: {
           kept: { type: 'boolean' },
           opens: { type: 'boolean' },
+          earlier: int("The model's replies the first turn held carries: turns not in the capture."),
           where: str('tools, or messages[i].'),
           offset: int("In the prompt's UTF-8 bytes."),
           partOffset: int("In `where`'s UTF-8 bytes."),

@@ -1,0 +1,105 @@
+/**
+ * A long agent session in a full capture ring, walked in the inspector as its user walks it
+ * (headless Chromium, Debian's /usr/bin/chromium): 56 turns of a tool loop behind a 1 MB ring,
+ * which keeps only the last of them, and the agent editing an earlier message on the way. The
+ * session view said "first turn" (numbered 1) of a turn that carried dozens of the model's
+ * replies: the turns before it were dropped from the ring, and nothing said so.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Stack, startStack, weatherTurn } from '../server/stack.js';
+import { chromiumAvailable, openPage } from '../support/browser.js';
+
+const ARTIFACTS = join(import.meta.dirname, '..', 'artifacts', 'inspect');
+const TURNS = 56;
+/** The turn whose prompt has the opening question edited (Paris into Lyon). */
+const EDITED = 50;
+const QUESTION = 'Quel temps à Paris? ';
+
+let stack: Stack;
+let close: (() => Promise<void>) | undefined;
+let page: Page;
+let key = '';
+let held: Array<{ summary: { id: string }; prefix: Record<string, unknown> | null }> = [];
+
+describe.skipIf(!chromiumAvailable)('a long agent session in a full ring, in the inspector', () => {
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    stack = await startStack({ sim: { promptTokensDetails: true }, env: { TOOLPROOF_CAPTURE_MB: '1' } });
+    const session = { 'x-claude-code-session-id': 'long-walk', 'x-sim-scenario': 'tools' };
+    const messages: Array<Record<string, unknown>> = [
+      { role: 'system', content: `You are an agent. ${'Use the tools. '.repeat(100)}` },
+      { role: 'user', content: `${QUESTION}${'details '.repeat(300)}` },
+    ];
+    for (let turn = 0; turn < TURNS; turn++) {
+      if (turn === EDITED)
+        messages[1] = { role: 'user', content: String(messages[1]!.content).replace('Paris', 'Lyon') };
+      await weatherTurn(
+        stack,
+        messages,
+        { ...session, 'x-request-id': `turn-${turn}` },
+        { result: 'sunny '.repeat(200) },
+      );
+    }
+    const list = (await (await fetch(`${stack.origin}/inspect/api/requests`)).json()) as {
+      requests: Array<{ session: string }>;
+    };
+    key = list.requests[0]!.session;
+    const session2 = (await (
+      await fetch(`${stack.origin}/inspect/api/session?key=${encodeURIComponent(key)}`)
+    ).json()) as { turns: typeof held };
+    held = session2.turns;
+    ({ page, close } = await openPage());
+  }, 120_000);
+
+  afterAll(async () => {
+    await close?.();
+    await stack?.close();
+  });
+
+  it('says that the first turn held continues turns the ring dropped, with how many replies it carries', () => {
+    // The ring holds only the last turns; the first of them is not the session's first.
+    expect(held.length).toBeGreaterThan(8);
+    expect(held.length).toBeLessThan(TURNS);
+    const firstHeld = Number(held[0]!.summary.id.slice('turn-'.length));
+    expect(firstHeld).toBeGreaterThan(0);
+    // Each turn of the loop carries one reply of the model per turn before it.
+    expect(held[0]!.prefix).toEqual({ earlier: firstHeld });
+    expect(held[1]!.prefix).toEqual({ kept: true });
+  });
+
+  it('shows it, names the edited byte, and walks by keyboard', async () => {
+    await page.goto(`${stack.origin}/inspect#/s/${encodeURIComponent(key)}`);
+    const rows = page.locator('#turns tbody tr[data-id]');
+    await rows.first().waitFor();
+    expect(await rows.count()).toBe(held.length);
+    const firstHeld = Number(held[0]!.summary.id.slice('turn-'.length));
+    expect(await page.locator('#earlier').textContent()).toContain(
+      `The capture holds the last ${held.length} turns of this session: the first one held carries ${firstHeld} earlier replies`,
+    );
+    expect(await rows.first().locator('td.prefix').textContent()).toBe(
+      `continues ${firstHeld} earlier replies not in the capture`,
+    );
+    // The edit of the opening question: named in messages[1], at the byte of "P" of Paris.
+    const edited = page.locator(`#turns tbody tr[data-id="turn-${EDITED}"] td.prefix`);
+    expect(await edited.textContent()).toContain(
+      `changed in messages[1] of the prompt sent, at its byte ${Buffer.byteLength(`{"role":"user","content":"${QUESTION.slice(0, -'Paris? '.length)}`)}`,
+    );
+    expect(await edited.locator('mark.first-change').allTextContents()).toEqual(['P', 'L']);
+    await page.screenshot({ path: join(ARTIFACTS, 'long-session.png'), fullPage: true });
+
+    // j to the last turn (the selection follows, scrolled into view), Enter opens it, Esc returns
+    // to the session with the same turn selected.
+    for (let i = 0; i < held.length; i++) await page.keyboard.press('j');
+    const last = held[held.length - 1]!.summary.id;
+    expect(await page.locator('#turns tr[aria-selected="true"]').getAttribute('data-id')).toBe(last);
+    expect(await page.locator('#turns tr[aria-selected="true"]').isVisible()).toBe(true);
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.locator('#request-id').textContent()).toBe(last);
+    await page.keyboard.press('Escape');
+    await page.locator('#turns').waitFor();
+    expect(await page.locator('#turns tr[aria-selected="true"]').getAttribute('data-id')).toBe(last);
+  });
+});
