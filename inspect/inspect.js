@@ -1408,12 +1408,31 @@ function changeQuote(text, other, side) {
   );
 }
 
-async function showSession(key) {
+/** The session answer drawn last: a live refresh that gets the same (a 304) draws nothing. */
+let sessionShown = null;
+
+/**
+ * One session's turns, read again every 2 s while live (`l`): an agent still running adds turns
+ * and ends the one in flight. It was drawn once, and its user reloaded to see the next turn. A
+ * refresh keeps the selected turn, the focus and the scroll; an unchanged answer is a 304.
+ */
+async function showSession(key, refresh) {
   current = 'session';
   const my = nav;
-  const data = await getJson(`/session?key=${encodeURIComponent(key)}`).catch((err) => ({ error: err }));
+  const data = await getJson(`/session?key=${encodeURIComponent(key)}`, true).catch((err) => ({
+    error: err,
+  }));
   if (my !== nav) return;
-  if (data.error) return main.replaceChildren(el('p', { class: 'error' }, data.error.message));
+  const again = () => {
+    if (live) timer = setTimeout(() => my === nav && showSession(key, true), 2000);
+  };
+  if (data.error) {
+    if (refresh) return again();
+    return main.replaceChildren(el('p', { class: 'error' }, data.error.message));
+  }
+  if (refresh && data === sessionShown) return again();
+  sessionShown = data;
+  const restore = refresh ? keepView() : null;
   const at = selectIn(data.turns.map((t) => t.summary.id));
   // The session's first turns gone from the capture (a long agent session in a full ring): said
   // above its turns, which are then not its first ones.
@@ -1539,9 +1558,13 @@ async function showSession(key) {
       ),
     ),
   );
-  focusView();
-  rowsShown()[at]?.scrollIntoView({ block: 'nearest' });
+  if (restore) restore();
+  else {
+    focusView();
+    rowsShown()[at]?.scrollIntoView({ block: 'nearest' });
+  }
   setState(count(data.turns.length, 'turn'));
+  again();
 }
 
 // ---- keyboard --------------------------------------------------------------------------------
@@ -1598,7 +1621,7 @@ document.addEventListener('keydown', (e) => {
       live = !live;
       const box = document.getElementById('live');
       if (box) box.checked = live;
-      if (current === 'list') route();
+      if (current === 'list' || current === 'session') route();
       break;
     }
     case ']':

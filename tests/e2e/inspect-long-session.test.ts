@@ -23,25 +23,27 @@ let close: (() => Promise<void>) | undefined;
 let page: Page;
 let key = '';
 let held: Array<{ summary: { id: string }; prefix: Record<string, unknown> | null }> = [];
+const session = { 'x-claude-code-session-id': 'long-walk', 'x-sim-scenario': 'tools' };
+const messages: Array<Record<string, unknown>> = [
+  { role: 'system', content: `You are an agent. ${'Use the tools. '.repeat(100)}` },
+  { role: 'user', content: `${QUESTION}${'details '.repeat(300)}` },
+];
+const next = (turn: number) =>
+  weatherTurn(
+    stack,
+    messages,
+    { ...session, 'x-request-id': `turn-${turn}` },
+    { result: 'sunny '.repeat(200) },
+  );
 
 describe.skipIf(!chromiumAvailable)('a long agent session in a full ring, in the inspector', () => {
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     stack = await startStack({ sim: { promptTokensDetails: true }, env: { TOOLPROOF_CAPTURE_MB: '1' } });
-    const session = { 'x-claude-code-session-id': 'long-walk', 'x-sim-scenario': 'tools' };
-    const messages: Array<Record<string, unknown>> = [
-      { role: 'system', content: `You are an agent. ${'Use the tools. '.repeat(100)}` },
-      { role: 'user', content: `${QUESTION}${'details '.repeat(300)}` },
-    ];
     for (let turn = 0; turn < TURNS; turn++) {
       if (turn === EDITED)
         messages[1] = { role: 'user', content: String(messages[1]!.content).replace('Paris', 'Lyon') };
-      await weatherTurn(
-        stack,
-        messages,
-        { ...session, 'x-request-id': `turn-${turn}` },
-        { result: 'sunny '.repeat(200) },
-      );
+      await next(turn);
     }
     const list = (await (await fetch(`${stack.origin}/inspect/api/requests`)).json()) as {
       requests: Array<{ session: string }>;
@@ -101,5 +103,24 @@ describe.skipIf(!chromiumAvailable)('a long agent session in a full ring, in the
     await page.keyboard.press('Escape');
     await page.locator('#turns').waitFor();
     expect(await page.locator('#turns tr[aria-selected="true"]').getAttribute('data-id')).toBe(last);
+  });
+
+  it('shows the turns the agent goes on making, live, the selected turn kept', async () => {
+    await page.goto(`${stack.origin}/inspect#/s/${encodeURIComponent(key)}`);
+    await page.locator('#turns tbody tr[data-id]').first().waitFor();
+    // The last turn but two selected: j to the end, k twice.
+    for (let i = 0; i < held.length; i++) await page.keyboard.press('j');
+    await page.keyboard.press('k');
+    await page.keyboard.press('k');
+    const selected = held[held.length - 3]!.summary.id;
+    expect(await page.locator('#turns tr[aria-selected="true"]').getAttribute('data-id')).toBe(selected);
+    // The agent's next turn: it appears without a reload.
+    await next(TURNS);
+    await page.locator(`#turns tbody tr[data-id="turn-${TURNS}"]`).waitFor({ timeout: 10_000 });
+    expect(await page.locator(`#turns tbody tr[data-id="turn-${TURNS}"] td.prefix`).textContent()).toBe(
+      'kept',
+    );
+    expect(await page.locator('#turns tr[aria-selected="true"]').getAttribute('data-id')).toBe(selected);
+    expect(await page.locator('#state').textContent()).toMatch(/ turns$/);
   });
 });
