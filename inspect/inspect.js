@@ -1410,6 +1410,8 @@ function changeQuote(text, other, side) {
 
 /** The session answer drawn last: a live refresh that gets the same (a 304) draws nothing. */
 let sessionShown = null;
+/** The session's newest requests as last listed: a refresh reads the session when they changed. */
+let sessionProbe = null;
 
 /**
  * One session's turns, read again every 2 s while live (`l`): an agent still running adds turns
@@ -1419,13 +1421,23 @@ let sessionShown = null;
 async function showSession(key, refresh) {
   current = 'session';
   const my = nav;
+  const again = () => {
+    if (live) timer = setTimeout(() => my === nav && showSession(key, true), 2000);
+  };
+  if (refresh) {
+    // A session's answer carries each turn's prompt (up to the ring's size, relayed whole through
+    // the cluster's primary): asked again only when its newest requests changed, which the list
+    // tells in a few hundred bytes (a 304 while nothing happened).
+    const q = new URLSearchParams({ session: key, limit: '5' });
+    const probe = await getJson(`/requests?${q}`, true).catch(() => null);
+    if (my !== nav) return;
+    if (probe !== null && probe === sessionProbe) return again();
+    sessionProbe = probe;
+  } else sessionProbe = null;
   const data = await getJson(`/session?key=${encodeURIComponent(key)}`, true).catch((err) => ({
     error: err,
   }));
   if (my !== nav) return;
-  const again = () => {
-    if (live) timer = setTimeout(() => my === nav && showSession(key, true), 2000);
-  };
   if (data.error) {
     if (refresh) return again();
     return main.replaceChildren(el('p', { class: 'error' }, data.error.message));

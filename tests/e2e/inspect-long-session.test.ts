@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Stack, startStack, weatherTurn } from '../server/stack.js';
-import { chromiumAvailable, openPage } from '../support/browser.js';
+import { chromiumAvailable, openPage, refreshed } from '../support/browser.js';
 
 const ARTIFACTS = join(import.meta.dirname, '..', 'artifacts', 'inspect');
 const TURNS = 56;
@@ -122,5 +122,15 @@ describe.skipIf(!chromiumAvailable)('a long agent session in a full ring, in the
     );
     expect(await page.locator('#turns tr[aria-selected="true"]').getAttribute('data-id')).toBe(selected);
     expect(await page.locator('#state').textContent()).toMatch(/ turns$/);
+    // Idle, the refresh asks the list of the session's newest requests (a 304), not the session
+    // again: its answer carries every turn's prompt.
+    let sessionReads = 0;
+    const onRequest = (r: { url(): string }) => {
+      if (new URL(r.url()).pathname === '/inspect/api/session') sessionReads++;
+    };
+    page.on('request', onRequest);
+    await refreshed(page, '/inspect/api/requests', 3);
+    page.off('request', onRequest);
+    expect(sessionReads).toBeLessThanOrEqual(1);
   });
 });
