@@ -46,7 +46,7 @@ let closeContext: (() => Promise<void>) | undefined;
 
 const auth = { authorization: `Bearer ${CLIENT_KEY}` };
 
-async function turn(id: string, messages: unknown[], scenario: unknown[]): Promise<void> {
+async function turn(id: string, messages: unknown[], scenario: unknown[], session = SESSION): Promise<void> {
   const res = await fetch(`${stack.url}/chat/completions`, {
     method: 'POST',
     headers: {
@@ -54,7 +54,7 @@ async function turn(id: string, messages: unknown[], scenario: unknown[]): Promi
       ...auth,
       cookie: COOKIE,
       'x-request-id': id,
-      'x-claude-code-session-id': SESSION,
+      'x-claude-code-session-id': session,
       'x-sim-scenario': JSON.stringify(scenario),
     },
     body: JSON.stringify({ model: 'sim', messages, tools: [weatherTool] }),
@@ -147,6 +147,18 @@ describe.skipIf(!chromiumAvailable)('a request or a session as one JSON file', (
     // Behind the key like the rest of the API; an unknown request is a 404.
     expect((await api('/requests/export-1/export', {})).status).toBe(401);
     expect((await api('/requests/nope/export')).status).toBe(404);
+    // A client's own id of 128 characters (past the router's 100-character parameters).
+    const long = `x${'0123456789abcdef'.repeat(8)}`.slice(0, 128);
+    await turn(long, [{ role: 'user', content: 'Hi' }], [{ say: 'Hello.' }, { say: 'Hello.' }], 'another');
+    const byLong = await api(`/requests/${long}/export`);
+    expect(byLong.status).toBe(200);
+    expect(byLong.headers.get('content-disposition')).toBe(
+      `attachment; filename="toolproof-request-${long}.json"`.replace(
+        long,
+        long.slice(0, 100 - 'request-'.length),
+      ),
+    );
+    expect(((await byLong.json()) as Exported).requests[0]!.record.id).toBe(long);
   });
 
   it('exports one session from the API: its turns and each request whole, in order', async () => {
