@@ -262,6 +262,26 @@ function focusView() {
 
 const FILTERS = ['session', 'model', 'outcome'];
 
+/**
+ * The list's selected request on each of its pages (its filters, `before` and `limit`): `]` starts
+ * an older page at its first row and Back returns to the row it left. A page of its own kept the
+ * row index of the page before: `j` to the bottom of the newest 200, then `]`, selected the older
+ * page's last row, 199 `k` away from where the reader went on.
+ */
+const listSelected = new Map();
+let listPage = null;
+const pageKeyOf = (filters, before, limit) => JSON.stringify([filters, before, limit]);
+
+/** Goes to another page of the list: its selection as the reader left it, or its first row. */
+function enterListPage(key) {
+  if (key === listPage) return;
+  if (listPage !== null) listSelected.set(listPage, selectedKey.list);
+  if (listSelected.size > 32) listSelected.delete(listSelected.keys().next().value);
+  selectedKey.list = listSelected.get(key) ?? null;
+  selected = 0;
+  listPage = key;
+}
+
 function showList(params) {
   current = 'list';
   const filters = Object.fromEntries(FILTERS.map((k) => [k, params.get(k) || '']));
@@ -270,6 +290,7 @@ function showList(params) {
   // A page's length, when a link asks for one (the API's 1 to 1000; its default 200).
   const limit = /^(?:[1-9][0-9]{0,2}|1000)$/.test(params.get('limit') || '') ? params.get('limit') : '';
   let shown = '';
+  enterListPage(pageKeyOf(filters, before, limit));
   // A filter changes the address in place (a link to the filtered list; Back leaves the list)
   // and reloads the rows only: the filter bar is not made again, so the field or the select the
   // reader is in keeps its focus (arrow keys through the outcomes, one change after another).
@@ -281,6 +302,7 @@ function showList(params) {
     before = '';
     selected = 0;
     selectedKey.list = null;
+    listPage = pageKeyOf(filters, before, limit);
     shown = '';
     load();
   };

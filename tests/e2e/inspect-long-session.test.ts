@@ -105,6 +105,33 @@ describe.skipIf(!chromiumAvailable)('a long agent session in a full ring, in the
     expect(await page.locator('#turns tr[aria-selected="true"]').getAttribute('data-id')).toBe(last);
   });
 
+  it('pages through its requests by keyboard: ] starts the older page at its first row, Back returns to the row left', async () => {
+    const selectedRow = () => page.locator('#requests tr[aria-selected="true"]').getAttribute('data-id');
+    const ids = () =>
+      page.locator('#requests tr[data-id]').evaluateAll((t) => t.map((r) => r.getAttribute('data-id')));
+    await page.goto(`${stack.origin}/inspect#/?limit=5`);
+    await expect.poll(async () => (await ids()).length).toBe(5);
+    await page.locator('body').click({ position: { x: 5, y: 5 } });
+    const newest = await ids();
+    for (let i = 0; i < 4; i++) await page.keyboard.press('j');
+    expect(await selectedRow()).toBe(newest[4]);
+    await page.keyboard.press(']');
+    await expect.poll(async () => (await ids())[0] !== newest[0]).toBe(true);
+    const older = await ids();
+    // The older page's first row, where the reader goes on (it was its last: the index kept).
+    expect(await selectedRow()).toBe(older[0]);
+    await page.keyboard.press('j');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.locator('#request-id').textContent()).toBe(older[1]);
+    await page.keyboard.press('Escape');
+    await expect.poll(ids).toEqual(older);
+    expect(await selectedRow()).toBe(older[1]);
+    // Back to the newest page: its row as the reader left it.
+    await page.goBack();
+    await expect.poll(ids).toEqual(newest);
+    expect(await selectedRow()).toBe(newest[4]);
+  });
+
   it('shows the turns the agent goes on making, live, the selected turn kept', async () => {
     await page.goto(`${stack.origin}/inspect#/s/${encodeURIComponent(key)}`);
     await page.locator('#turns tbody tr[data-id]').first().waitFor();
