@@ -91,6 +91,9 @@ describe.skipIf(!chromiumAvailable)('a long agent session in a full ring, in the
     );
     expect(await edited.locator('mark.first-change').allTextContents()).toEqual(['P', 'L']);
     await page.screenshot({ path: join(ARTIFACTS, 'long-session.png'), fullPage: true });
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.screenshot({ path: join(ARTIFACTS, 'long-session-dark.png'), fullPage: true });
+    await page.emulateMedia({ colorScheme: 'light' });
 
     // j to the last turn (the selection follows, scrolled into view), Enter opens it, Esc returns
     // to the session with the same turn selected.
