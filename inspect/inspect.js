@@ -127,6 +127,8 @@ const clock = new Intl.DateTimeFormat([], {
 const time = (ms) => `${clock.format(ms)}.${String(ms % 1000).padStart(3, '0')}`;
 /** `1 turn`, `2 turns`: a count and its noun, singular for one. */
 const count = (n, noun) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+/** `1 earlier reply`, `43 earlier replies`: the model's replies a session's first turn held carries. */
+const replies = (n) => `${n} earlier ${n === 1 ? 'reply' : 'replies'}`;
 const dur = (ms) =>
   ms === null || ms === undefined ? '…' : ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${Math.round(ms)} ms`;
 const tok = (n) => (n === null || n === undefined ? '–' : String(n));
@@ -203,6 +205,22 @@ function decoded(part) {
   }
 }
 
+/** The query of the page's address, after its hash's `?` (a view's state: filters, an attempt). */
+const hashParams = () => new URLSearchParams(location.hash.slice(1).split('?')[1] || '');
+
+/**
+ * The address with `key` set in its query (removed when `value` is empty), in place: the entry's
+ * history state (its depth) kept, no new entry and no route. A pick made in a view (an attempt)
+ * survives a reload, Back and Forward, and a copied link shows it.
+ */
+function setHashParam(key, value) {
+  const [path] = (location.hash.slice(1) || '/').split('?');
+  const q = hashParams();
+  if (value) q.set(key, value);
+  else q.delete(key);
+  history.replaceState(history.state, '', `#${path}${q.toString() ? `?${q}` : ''}`);
+}
+
 function route() {
   clearTimeout(timer);
   nav++;
@@ -244,6 +262,26 @@ function focusView() {
 
 const FILTERS = ['session', 'model', 'outcome'];
 
+/**
+ * The list's selected request on each of its pages (its filters, `before` and `limit`): `]` starts
+ * an older page at its first row and Back returns to the row it left. A page of its own kept the
+ * row index of the page before: `j` to the bottom of the newest 200, then `]`, selected the older
+ * page's last row, 199 `k` away from where the reader went on.
+ */
+const listSelected = new Map();
+let listPage = null;
+const pageKeyOf = (filters, before, limit) => JSON.stringify([filters, before, limit]);
+
+/** Goes to another page of the list: its selection as the reader left it, or its first row. */
+function enterListPage(key) {
+  if (key === listPage) return;
+  if (listPage !== null) listSelected.set(listPage, selectedKey.list);
+  if (listSelected.size > 32) listSelected.delete(listSelected.keys().next().value);
+  selectedKey.list = listSelected.get(key) ?? null;
+  selected = 0;
+  listPage = key;
+}
+
 function showList(params) {
   current = 'list';
   const filters = Object.fromEntries(FILTERS.map((k) => [k, params.get(k) || '']));
@@ -252,6 +290,7 @@ function showList(params) {
   // A page's length, when a link asks for one (the API's 1 to 1000; its default 200).
   const limit = /^(?:[1-9][0-9]{0,2}|1000)$/.test(params.get('limit') || '') ? params.get('limit') : '';
   let shown = '';
+  enterListPage(pageKeyOf(filters, before, limit));
   // A filter changes the address in place (a link to the filtered list; Back leaves the list)
   // and reloads the rows only: the filter bar is not made again, so the field or the select the
   // reader is in keeps its focus (arrow keys through the outcomes, one change after another).
@@ -263,6 +302,7 @@ function showList(params) {
     before = '';
     selected = 0;
     selectedKey.list = null;
+    listPage = pageKeyOf(filters, before, limit);
     shown = '';
     load();
   };
@@ -697,7 +737,12 @@ function attemptFate(v, n) {
 function attemptSides(v, client, leaked) {
   const last = v.modelWrote.length - 1;
   const view = (at) => sideBySide(v, null, at, v.modelWrote[at], client, leaked);
-  let cols = view(last);
+  // The attempt the reader picked, from the address (`#/r/<id>?attempt=N`): a refresh of a request
+  // in flight, a reload, Back and a shared link show it, not the last attempt again. One not there
+  // (yet: a link to an attempt still to come) is the last.
+  const asked = Number(hashParams().get('attempt'));
+  const shown = Number.isInteger(asked) && asked >= 1 && asked <= v.modelWrote.length ? asked - 1 : last;
+  let cols = view(shown);
   if (v.modelWrote.length < 2) return cols;
   const buttons = v.modelWrote.map((_, at) => {
     const fate = at < last ? attemptFate(v, at + 1) : null;
@@ -706,9 +751,10 @@ function attemptSides(v, client, leaked) {
       {
         type: 'button',
         'data-attempt': at + 1,
-        'aria-pressed': at === last ? 'true' : 'false',
+        'aria-pressed': at === shown ? 'true' : 'false',
         class: fate ? `fate-${fate.kind}` : '',
         onclick: () => {
+          setHashParam('attempt', String(at + 1));
           for (const b of buttons) b.setAttribute('aria-pressed', b === buttons[at] ? 'true' : 'false');
           const next = view(at);
           cols.replaceWith(next);
@@ -1141,6 +1187,7 @@ async function showRequest(id, refresh) {
       ),
       el('span', {}, 'worker ', el('b', {}, String(r.worker))),
       r.kinds.length > 1 ? el('span', {}, 'also ', r.kinds.slice(1).map(badge)) : null,
+      exportLink(`/requests/${encodeURIComponent(r.id)}/export`, 'this request'),
     ),
     r.error
       ? el(
@@ -1286,6 +1333,17 @@ async function showRequest(id, refresh) {
   if (r.inFlight) timer = setTimeout(() => my === nav && showRequest(id, true), 1000);
 }
 
+/**
+ * A link that downloads a request or a session as one JSON file (the API's export): what this page
+ * shows of it, to hand to someone. The browser sends the key it signed in with.
+ */
+const exportLink = (path, what) =>
+  el(
+    'a',
+    { class: 'export', href: API + path, download: '', title: `${what}, as one JSON file (no credentials)` },
+    'download JSON',
+  );
+
 // ---- sessions --------------------------------------------------------------------------------
 
 async function showSessions() {
@@ -1372,20 +1430,65 @@ function changeQuote(text, other, side) {
   );
 }
 
-async function showSession(key) {
+/** The session answer drawn last: a live refresh that gets the same (a 304) draws nothing. */
+let sessionShown = null;
+/** The session's newest requests as last listed: a refresh reads the session when they changed. */
+let sessionProbe = null;
+
+/**
+ * One session's turns, read again every 2 s while live (`l`): an agent still running adds turns
+ * and ends the one in flight. It was drawn once, and its user reloaded to see the next turn. A
+ * refresh keeps the selected turn, the focus and the scroll; an unchanged answer is a 304.
+ */
+async function showSession(key, refresh) {
   current = 'session';
   const my = nav;
-  const data = await getJson(`/session?key=${encodeURIComponent(key)}`).catch((err) => ({ error: err }));
+  const again = () => {
+    if (live) timer = setTimeout(() => my === nav && showSession(key, true), 2000);
+  };
+  if (refresh) {
+    // A session's answer carries each turn's prompt (up to the ring's size, relayed whole through
+    // the cluster's primary): asked again only when its newest requests changed, which the list
+    // tells in a few hundred bytes (a 304 while nothing happened).
+    const q = new URLSearchParams({ session: key, limit: '5' });
+    const probe = await getJson(`/requests?${q}`, true).catch(() => null);
+    if (my !== nav) return;
+    if (probe !== null && probe === sessionProbe) return again();
+    sessionProbe = probe;
+  } else sessionProbe = null;
+  const data = await getJson(`/session?key=${encodeURIComponent(key)}`, true).catch((err) => ({
+    error: err,
+  }));
   if (my !== nav) return;
-  if (data.error) return main.replaceChildren(el('p', { class: 'error' }, data.error.message));
+  if (data.error) {
+    if (refresh) return again();
+    return main.replaceChildren(el('p', { class: 'error' }, data.error.message));
+  }
+  if (refresh && data === sessionShown) return again();
+  sessionShown = data;
+  const restore = refresh ? keepView() : null;
   const at = selectIn(data.turns.map((t) => t.summary.id));
+  // The session's first turns gone from the capture (a long agent session in a full ring): said
+  // above its turns, which are then not its first ones.
+  const earlier = data.turns[0]?.prefix?.earlier;
   main.replaceChildren(
     el('h1', {}, 'Session'),
+    earlier
+      ? el(
+          'p',
+          { class: 'note', id: 'earlier' },
+          `The capture holds the last ${count(data.turns.length, 'turn')} of this session: the first one held carries ${replies(earlier)} of the model, whose turns are not in the capture (dropped from the ring to make room, or made before toolproof started; TOOLPROOF_CAPTURE_MB sets its size).`,
+        )
+      : null,
     el(
       'div',
       { class: 'meta' },
       el('b', {}, key),
       el('a', { href: `#/?session=${encodeURIComponent(key)}` }, 'its requests'),
+      exportLink(
+        `/session/export?key=${encodeURIComponent(key)}`,
+        'this session: its turns and each request whole',
+      ),
     ),
     el(
       'div',
@@ -1464,22 +1567,24 @@ async function showSession(key) {
                   ? i === 0
                     ? 'first turn'
                     : 'unknown (body cut)'
-                  : p.kept
-                    ? 'kept'
-                    : p.opens
-                      ? 'a prompt of its own (a side request without tools, or the first turn after one)'
-                      : el(
-                          'span',
-                          {
-                            class: 'error',
-                            title: `byte ${p.offset} of the prompt sent upstream (its tools, then each message, as JSON)`,
-                          },
-                          // The byte in the part named, where the reader looks for it; the prompt's in the title.
-                          `changed in ${p.where} of the prompt sent, at its byte ${p.partOffset ?? p.offset}: `,
-                          changeQuote(p.before, p.after, 'before'),
-                          ' → ',
-                          changeQuote(p.after, p.before, 'after'),
-                        ),
+                  : p.earlier
+                    ? `continues ${replies(p.earlier)} not in the capture`
+                    : p.kept
+                      ? 'kept'
+                      : p.opens
+                        ? 'a prompt of its own (a side request without tools, or the first turn after one)'
+                        : el(
+                            'span',
+                            {
+                              class: 'error',
+                              title: `byte ${p.offset} of the prompt sent upstream (its tools, then each message, as JSON)`,
+                            },
+                            // The byte in the part named, where the reader looks for it; the prompt's in the title.
+                            `changed in ${p.where} of the prompt sent, at its byte ${p.partOffset ?? p.offset}: `,
+                            changeQuote(p.before, p.after, 'before'),
+                            ' → ',
+                            changeQuote(p.after, p.before, 'after'),
+                          ),
               ),
             );
           }),
@@ -1487,9 +1592,13 @@ async function showSession(key) {
       ),
     ),
   );
-  focusView();
-  rowsShown()[at]?.scrollIntoView({ block: 'nearest' });
+  if (restore) restore();
+  else {
+    focusView();
+    rowsShown()[at]?.scrollIntoView({ block: 'nearest' });
+  }
   setState(count(data.turns.length, 'turn'));
+  again();
 }
 
 // ---- keyboard --------------------------------------------------------------------------------
@@ -1546,7 +1655,7 @@ document.addEventListener('keydown', (e) => {
       live = !live;
       const box = document.getElementById('live');
       if (box) box.checked = live;
-      if (current === 'list') route();
+      if (current === 'list' || current === 'session') route();
       break;
     }
     case ']':

@@ -21,6 +21,8 @@ export type CaptureOp =
   | { op: 'get'; id: string; owner?: string }
   | { op: 'sessions'; owner?: string }
   | { op: 'session'; key: string; owner?: string }
+  /** One session's requests whole, in the ring's order (a session's export: docs/inspect.md). */
+  | { op: 'export'; key: string; owner?: string }
   | { op: 'stats' };
 
 export interface RequestView {
@@ -61,6 +63,7 @@ export interface SessionTurn {
     | { kept: true }
     | { kept: false; where: string; offset: number; partOffset: number; before: string; after: string }
     | { opens: true }
+    | { earlier: number }
     | null;
 }
 
@@ -113,6 +116,8 @@ export function answer(ring: CaptureRing | undefined, op: CaptureOp, worker: num
       return sessionsOf(ring, op.owner);
     case 'session':
       return ring.session(op.key, op.owner).map(sessionRecordOf);
+    case 'export':
+      return ring.session(op.key, op.owner).map((r) => viewOf(withSoFar(snapshotOf(r), r)));
   }
 }
 
@@ -348,12 +353,22 @@ export function turnsOf(records: readonly SessionRecord[]): SessionTurn[] {
   const sorted = [...records].sort((a, b) => a.summary.at - b.summary.at);
   // The latest turns' prompts, newest last; emptied by a turn whose body was cut.
   const recent: ParsedPrompt[] = [];
+  let seen = false;
   return sorted.map(({ summary, prompt }) => {
     const t = summary.tokens;
     const cachedRatio =
       t.cached !== null && t.prompt ? Math.round((t.cached / t.prompt) * 1000) / 1000 : null;
     const current = prompt === null ? null : parsePrompt(prompt);
-    const prefix = current === null || recent.length === 0 ? null : againstParent(recent, current);
+    // The first turn held, carrying replies of the model: it continues turns the capture no
+    // longer holds (the ring dropped them) or never saw (made before toolproof started). It read
+    // "first turn", numbered 1, on the 44th turn of a long agent session in a full ring.
+    const first = recent.length === 0 && current !== null && current.replies > 0 && !seen;
+    const prefix = first
+      ? { earlier: current.replies }
+      : current === null || recent.length === 0
+        ? null
+        : againstParent(recent, current);
+    seen = true;
     if (current === null) recent.length = 0;
     else if (recent.push(current) > PARENT_CANDIDATES) recent.shift();
     return { summary, cachedRatio, prefix };
@@ -408,7 +423,12 @@ function utf8Offsets(
     bytes += Buffer.byteLength(text);
   }
   const part = prev.parts[index];
-  const partOffset = part === undefined ? 0 : Buffer.byteLength(part.text.slice(0, common - chars));
+  let at = common - chars;
+  // A change inside a character of two UTF-16 units (an emoji edited into another of the same
+  // high surrogate: 😀 into 🚀) starts at that character: the lone high surrogate before it was
+  // counted as 3 bytes of its own, naming a byte inside the emoji, and not the one that changed.
+  if (part !== undefined && at > 0 && /[\ud800-\udbff]/.test(part.text[at - 1] ?? '')) at--;
+  const partOffset = part === undefined ? 0 : Buffer.byteLength(part.text.slice(0, at));
   return { offset: bytes + partOffset, partOffset };
 }
 
@@ -417,6 +437,8 @@ interface ParsedPrompt {
   parts: Array<{ where: string; text: string }>;
   /** Whether it declares a tool. */
   hasTools: boolean;
+  /** How many of its messages are the model's (assistant): the replies it carries. */
+  replies: number;
 }
 
 function parsePrompt(body: string): ParsedPrompt | null {
@@ -427,11 +449,13 @@ function parsePrompt(body: string): ParsedPrompt | null {
     return null;
   }
   const parts: ParsedPrompt['parts'] = [{ where: 'tools', text: JSON.stringify(v.tools ?? null) }];
+  let replies = 0;
   if (Array.isArray(v.messages))
     v.messages.forEach((m, i) => {
       parts.push({ where: `messages[${i}]`, text: JSON.stringify(m) });
+      if ((m as { role?: unknown } | null)?.role === 'assistant') replies++;
     });
-  return { parts, hasTools: Array.isArray(v.tools) && v.tools.length > 0 };
+  return { parts, hasTools: Array.isArray(v.tools) && v.tools.length > 0, replies };
 }
 
 /**

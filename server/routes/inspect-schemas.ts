@@ -225,10 +225,11 @@ export const sessionSchema = obj("One session's turns in order.", {
         type: ['object', 'null'],
         additionalProperties: true,
         description:
-          'Whether the prompt kept the bytes of the turn it continues: null on the first turn or when a body was cut; {kept: true}; {opens: true} (a prompt of its own); or {kept: false, where, offset, partOffset, before, after}: the part of the prompt sent where it first differs, the byte in the prompt and in that part, and the text around it (docs/prefix.md).',
+          'Whether the prompt kept the bytes of the turn it continues: null on the first turn or when a body was cut; {earlier: N} on the first turn held when its prompt carries N replies of the model (the turns before it are not in the capture: dropped from the ring, or made before toolproof started); {kept: true}; {opens: true} (a prompt of its own); or {kept: false, where, offset, partOffset, before, after}: the part of the prompt sent where it first differs, the byte in the prompt and in that part, and the text around it (docs/prefix.md).',
         properties: {
           kept: { type: 'boolean' },
           opens: { type: 'boolean' },
+          earlier: int("The model's replies the first turn held carries: turns not in the capture."),
           where: str('tools, or messages[i].'),
           offset: int("In the prompt's UTF-8 bytes."),
           partOffset: int("In `where`'s UTF-8 bytes."),
@@ -239,3 +240,35 @@ export const sessionSchema = obj("One session's turns in order.", {
     }),
   },
 });
+
+const { cursor: _cursor, delta: _delta, ...exportedRequestProperties } = requestSchema.properties;
+
+/** One request or one session as a file (docs/inspect.md, "A bug report"): what the page shows. */
+export const exportSchema = obj(
+  'One request, or one session, as a single JSON file to hand to someone: what the inspector page shows of it. No credential is in it (the capture keeps none).',
+  {
+    format: { type: 'string', enum: ['toolproof-inspect-export'] },
+    version: { type: 'integer', enum: [1] },
+    exportedAt: str('When it was exported (ISO 8601).'),
+    workers: int('How many workers answered.'),
+    partial: { type: 'boolean', description: 'Only the answering worker could be read.' },
+    session: obj(
+      "A session's export: its turns in order, each with its cached ratio and prompt-prefix check (as /inspect/api/session answers).",
+      { session: str(), turns: sessionSchema.properties.turns },
+    ),
+    requests: {
+      type: 'array',
+      description:
+        "Each request whole (a session's in order): the client's request, every attempt, the decisions, what the client received, as /inspect/api/requests/:id answers (without its cursor).",
+      items: obj('One request whole.', exportedRequestProperties, [
+        'record',
+        'modelWrote',
+        'clientReceived',
+        'curl',
+        'attemptChoice',
+        'diffBase',
+      ]),
+    },
+  },
+  ['format', 'version', 'exportedAt', 'requests'],
+);

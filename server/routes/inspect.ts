@@ -17,6 +17,7 @@ import {
   type RequestView,
   type SessionRecord,
   type SessionSummary,
+  sessionRecordOf,
   turnsOf,
 } from '../capture/query.js';
 import type { CapturePage } from '../capture/ring.js';
@@ -24,7 +25,14 @@ import { errorHandler } from '../error-handler.js';
 import { openAIErrorBody } from '../front-doors/chat/errors.js';
 import { withDelta } from './inspect-delta.js';
 import { type DiffBase, diffBaseOf } from './inspect-diff.js';
-import { listSchema, OUTCOMES, requestSchema, sessionSchema, sessionsSchema } from './inspect-schemas.js';
+import {
+  exportSchema,
+  listSchema,
+  OUTCOMES,
+  requestSchema,
+  sessionSchema,
+  sessionsSchema,
+} from './inspect-schemas.js';
 
 /** The page's files: next to the sources (tsx), or next to dist/ (the built package, the image). */
 function pageDir(): string | undefined {
@@ -127,10 +135,10 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
       });
 
   /** One request whole, if this reader may see it; a 404 otherwise. */
-  const oneRequest = async (
+  const wholeRequest = async (
     id: string,
     request: FastifyRequest,
-  ): Promise<RequestView & { diffBase: DiffBase; cursor: string }> => {
+  ): Promise<{ view: RequestView & { diffBase: DiffBase }; got: { parts: unknown[]; partial: boolean } }> => {
     const owner = ownerOf(request);
     const got = await ask({ op: 'get', id, ...(owner === undefined ? {} : { owner }) }, request);
     const view = (got.parts as Array<RequestView | null>).find((p) => p !== null);
@@ -139,10 +147,43 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
         message: `No captured request ${JSON.stringify(id.slice(0, 200))} (never seen, or dropped from the ring).`,
       });
     // What the page diffs each attempt's request against (a Messages or Responses request, translated).
-    const whole = { ...view, diffBase: diffBaseOf(view.record, state) };
+    return { view: { ...view, diffBase: diffBaseOf(view.record, state) }, got };
+  };
+  const oneRequest = async (
+    id: string,
+    request: FastifyRequest,
+  ): Promise<RequestView & { diffBase: DiffBase; cursor: string }> => {
+    const { view } = await wholeRequest(id, request);
     // Only what changed since the asker's cursor (inspect-delta.ts): the page's in-flight refresh.
     const after = (request.query as { after?: unknown } | undefined)?.after;
-    return withDelta(whole, typeof after === 'string' && after.length <= AFTER_MAX ? after : undefined);
+    return withDelta(view, typeof after === 'string' && after.length <= AFTER_MAX ? after : undefined);
+  };
+  /** A request or a session as a file to hand on: the page's data, downloaded (docs/inspect.md). */
+  const exportFile = (
+    reply: FastifyReply,
+    name: string,
+    got: { parts: unknown[]; partial: boolean },
+    requests: Array<RequestView & { diffBase: DiffBase }>,
+    session?: unknown,
+  ) => {
+    // A file name of the id's or the session's safe characters only (the header is ours to write).
+    const safe = name.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 100);
+    void reply
+      .header('content-disposition', `attachment; filename="toolproof-${safe}.json"`)
+      .type('application/json; charset=utf-8');
+    return {
+      format: 'toolproof-inspect-export',
+      version: 1,
+      exportedAt: new Date().toISOString(),
+      workers: got.parts.length,
+      partial: got.partial,
+      ...(session === undefined ? {} : { session }),
+      requests,
+    };
+  };
+  const exportRequest = async (id: string, request: FastifyRequest, reply: FastifyReply) => {
+    const { view, got } = await wholeRequest(id, request);
+    return exportFile(reply, `request-${id}`, got, [view]);
   };
 
   void app.register(async (scope) => {
@@ -296,15 +337,36 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
       async (request) => oneRequest((request.params as { id: string }).id, request),
     );
 
+    scope.get(
+      '/inspect/api/requests/:id/export',
+      {
+        ...DOCUMENTED_ONLY,
+        schema: {
+          tags: ['inspect'],
+          summary:
+            'One request as a single JSON file to hand to someone (a bug report): the client\'s request (no credentials), every attempt, the decisions, what the client received, as /inspect/api/requests/:id answers; sent as an attachment (Content-Disposition). The page\'s "download JSON" link.',
+          security: [{ bearer: [] }],
+          response: { 200: exportSchema },
+          params: {
+            type: 'object',
+            properties: { id: { type: 'string', maxLength: 200 } },
+            required: ['id'],
+          },
+        },
+      },
+      async (request, reply) => exportRequest((request.params as { id: string }).id, request, reply),
+    );
+
     // Every other path under /inspect is the inspector's too: a 404 in its shape. It fell through
     // to the pass-through before and was relayed to the upstream (a typo, a route of a newer
     // page, and any id longer than the router's 100-character parameters: a client's own
     // x-request-id may have 128), which answered in its own shape about a path it never served.
-    scope.all('/inspect/*', { schema: { hide: true } }, async (request) => {
+    scope.all('/inspect/*', { schema: { hide: true } }, async (request, reply) => {
       const path = (request.params as { '*': string })['*'];
-      const id = /^api\/requests\/([^/]+)$/.exec(path)?.[1];
+      const [, id, exported] = /^api\/requests\/([^/]+)(\/export)?$/.exec(path) ?? [];
       // The router has decoded the path already.
-      if (request.method === 'GET' && id !== undefined && id.length <= 200) return oneRequest(id, request);
+      if (request.method === 'GET' && id !== undefined && id.length <= 200)
+        return exported ? exportRequest(id, request, reply) : oneRequest(id, request);
       throw new ToolproofError('TP_ERR_NOT_FOUND', {
         message: `No inspector route ${request.method} /inspect/${JSON.stringify(path.slice(0, 200)).slice(1, -1)} (docs/inspect.md lists them).`,
       });
@@ -382,6 +444,35 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
           partial: got.partial,
           turns: turnsOf((got.parts as SessionRecord[][]).flat()),
         };
+      },
+    );
+
+    scope.get(
+      '/inspect/api/session/export',
+      {
+        ...DOCUMENTED_ONLY,
+        schema: {
+          tags: ['inspect'],
+          summary:
+            'One session as a single JSON file to hand to someone (a bug report): its turns with their cached ratio and prefix check (as /inspect/api/session answers) and each of its requests whole, in order (as /inspect/api/requests/:id answers); sent as an attachment (Content-Disposition). At most what the rings hold of it. The page\'s "download JSON" link.',
+          security: [{ bearer: [] }],
+          response: { 200: exportSchema },
+          querystring: {
+            type: 'object',
+            properties: { key: { type: 'string', maxLength: 400 } },
+            required: ['key'],
+          },
+        },
+      },
+      async (request, reply) => {
+        const { key } = request.query as { key: string };
+        const owner = ownerOf(request);
+        const got = await ask({ op: 'export', key, ...(owner === undefined ? {} : { owner }) }, request);
+        const views = (got.parts as RequestView[][]).flat().sort((a, b) => a.record.at - b.record.at);
+        const requests = views.map((v) => ({ ...v, diffBase: diffBaseOf(v.record, state) }));
+        const turns = turnsOf(views.map((v) => sessionRecordOf(v.record)));
+        const session = { session: key, turns };
+        return exportFile(reply, `session-${key}`, got, requests, session);
       },
     );
   });

@@ -105,6 +105,12 @@ describe('the inspector over two workers', () => {
           (await once(origin, `/inspect/api/session?key=${encodeURIComponent(labels[k]!)}`)).text,
         ) as { turns: Array<{ summary: { id: string } }> };
         expect(view.turns.map((t) => t.summary.id)).toEqual(run.ids);
+        // Its export: every worker's requests of it, whole, in order (docs/inspect.md, a bug report).
+        const file = JSON.parse(
+          (await once(origin, `/inspect/api/session/export?key=${encodeURIComponent(labels[k]!)}`)).text,
+        ) as { workers: number; requests: Array<{ record: { id: string; worker: number } }> };
+        expect(file.workers).toBe(2);
+        expect(file.requests.map((r) => r.record.id)).toEqual(run.ids);
       }
     }
     expect(workers.size).toBe(2);

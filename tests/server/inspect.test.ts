@@ -377,6 +377,25 @@ describe('the capture behind /inspect/api', () => {
     expect(p.after).toContain('Tuesday');
   });
 
+  it('names the first byte of an emoji the agent changed into another, not a byte inside it', async () => {
+    stack = await startStack({ sim: { personality: 'llama-server' } });
+    // 😀 (U+1F600) and 🚀 (U+1F680) share their first UTF-16 unit: the characters first differ in
+    // the second. Counted to there, the lone first unit was 3 bytes of its own: "at its byte N+3",
+    // inside the emoji (whose UTF-8 bytes differ from the third on).
+    const session = { 'x-claude-code-session-id': 'offset-emoji' };
+    for (const mark of ['😀', '🚀'])
+      await stack.client.chat.completions.create(
+        { model: 'sim', messages: [{ role: 'system', content: `Status: ${mark} ok.` }, ...user] },
+        scenario('prose', session),
+      );
+    const detail = (await getJson(stack, `/inspect/api/session?key=${encodeURIComponent('h:offset-emoji')}`))
+      .body as { turns: Array<{ prefix: { kept: boolean; offset: number; partOffset: number } | null }> };
+    const p = detail.turns[1]!.prefix!;
+    expect(p.kept).toBe(false);
+    expect(p.partOffset).toBe(Buffer.byteLength('{"role":"system","content":"Status: '));
+    expect(p.offset - p.partOffset).toBe(Buffer.byteLength('null'));
+  });
+
   it('counts the offset of a break in UTF-8 bytes, not in characters', async () => {
     stack = await startStack({ sim: { personality: 'llama-server' } });
     // Two sessions alike but for five characters before the change: "é" is two bytes, "e" one.
@@ -1059,6 +1078,9 @@ describe('the capture behind /inspect/api', () => {
       ['/inspect/api/requests/{id}', '/inspect/api/requests/documented-failed'],
       ['/inspect/api/sessions', '/inspect/api/sessions'],
       ['/inspect/api/session', sessionPath],
+      // A bug report's file: one request, one session (tests/e2e/inspect-export.test.ts).
+      ['/inspect/api/requests/{id}/export', `/inspect/api/requests/${id}/export`],
+      ['/inspect/api/session/export', sessionPath.replace('/session?', '/session/export?')],
     ] as const) {
       const schema = doc.paths[route]!.get.responses['200']?.content?.['application/json']?.schema as
         | Record<string, unknown>

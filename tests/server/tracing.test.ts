@@ -583,6 +583,138 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     }
   });
 
+  /**
+   * Every span of a request's trace, flushed until `count` of them arrived (its server span and
+   * attempts): an attempt span ends before its server span, but may be exported after it.
+   */
+  async function traceSpans(s: Stack, r: OtlpReceiver, count: number): Promise<ReceivedSpan[]> {
+    const mine = () => r.spans.filter((x) => x.traceId === TRACE_ID);
+    for (let i = 0; i < 100 && mine().length < count; i++) {
+      await s.app.toolproof.tracing!.flush();
+      if (mine().length < count) await new Promise((ok) => setTimeout(ok, 20));
+    }
+    return mine();
+  }
+
+  // The Messages and Responses doors (Claude Code's streamed turn, a Responses `background`
+  // request): their spans end with the stream, or when the client leaves, each with a status.
+  const doors = [
+    {
+      name: 'a Messages stream',
+      path: '/v1/messages',
+      body: { model: 'm1', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }], stream: true },
+      done: 'message_stop',
+    },
+    {
+      name: 'a Responses background stream',
+      path: '/v1/responses',
+      body: { model: 'm1', input: 'hi', background: true, stream: true },
+      done: 'response.completed',
+    },
+  ] as const;
+
+  for (const door of doors) {
+    it(`${door.name}: the spans end when the stream ends, not before`, async () => {
+      receiver = await otlpReceiver();
+      let release: () => void = () => undefined;
+      upstream = await fakeUpstream((_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(chunkEvent({ role: 'assistant', content: 'Hel' }));
+        release = () => res.end(`${chunkEvent({ content: 'lo' }, 'stop')}data: [DONE]\n\n`);
+      });
+      stack = await startStack({ env: { TOOLPROOF_UPSTREAM_URL: upstream.url, ...otelEnv(receiver) } });
+      const res = await fetch(`${stack.origin}${door.path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', traceparent: TRACEPARENT },
+        body: JSON.stringify(door.body),
+      });
+      expect(res.status).toBe(200);
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = '';
+      while (!text.includes('Hel')) text += decoder.decode((await reader.read()).value, { stream: true });
+      await stack.app.toolproof.tracing!.flush();
+      expect(receiver.spans.filter((x) => x.traceId === TRACE_ID)).toHaveLength(0);
+      const releasedAt = BigInt(Date.now()) * 1_000_000n;
+      release();
+      for (let r = await reader.read(); !r.done; r = await reader.read()) text += decoder.decode(r.value);
+      expect(text).toContain(door.done);
+      const spans = await traceSpans(stack, receiver, 2);
+      const server = spans.find((x) => x.kind === 2)!;
+      const [attempt] = attempts(receiver, server);
+      expect(attempt).toBeDefined();
+      for (const span of [server, attempt!]) {
+        expect(span.endNs).toBeGreaterThanOrEqual(releasedAt - 5_000_000n);
+        expect(span.status.code ?? 0).not.toBe(2);
+        expect(span.attributes['error.type']).toBeUndefined();
+      }
+      expect(server.endNs).toBeGreaterThanOrEqual(attempt!.endNs);
+      expect(upstream.requests[0]!.headers.traceparent).toBe(`00-${TRACE_ID}-${attempt!.spanId}-01`);
+    });
+
+    it(`${door.name}: a client that leaves mid-stream ends every span, each with an error status`, async () => {
+      receiver = await otlpReceiver();
+      upstream = await fakeUpstream((_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(chunkEvent({ role: 'assistant', content: 'Hel' }));
+        // never ends: the client leaves first
+      });
+      stack = await startStack({ env: { TOOLPROOF_UPSTREAM_URL: upstream.url, ...otelEnv(receiver) } });
+      const res = await fetch(`${stack.origin}${door.path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', traceparent: TRACEPARENT },
+        body: JSON.stringify(door.body),
+      });
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = '';
+      while (!text.includes('Hel')) text += decoder.decode((await reader.read()).value, { stream: true });
+      const leftAt = BigInt(Date.now()) * 1_000_000n;
+      await reader.cancel();
+      const spans = await traceSpans(stack, receiver, 2);
+      const server = spans.find((x) => x.kind === 2);
+      expect(server).toBeDefined();
+      const all = [server!, ...attempts(receiver, server!)];
+      expect(all).toHaveLength(2);
+      for (const span of all) {
+        expect(span.endNs).toBeGreaterThanOrEqual(leftAt - 5_000_000n);
+        expect(span.attributes['error.type']).toBe('client_aborted');
+        expect(span.status.code).toBe(2);
+      }
+      expect(eventNames(server!)).toContain('toolproof.client_aborted');
+    });
+  }
+
+  it('a Responses background request not streamed: the client that leaves before its answer ends every span', async () => {
+    receiver = await otlpReceiver();
+    upstream = await fakeUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(chunkEvent({ role: 'assistant', content: 'Hel' }));
+      // never ends: the client leaves first
+    });
+    stack = await startStack({ env: { TOOLPROOF_UPSTREAM_URL: upstream.url, ...otelEnv(receiver) } });
+    const aborter = new AbortController();
+    const res = fetch(`${stack.origin}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', traceparent: TRACEPARENT },
+      body: JSON.stringify({ model: 'm1', input: 'hi', background: true }),
+      signal: aborter.signal,
+    }).catch(() => undefined);
+    await waitFor(() => upstream!.requests.length === 1);
+    await new Promise((r) => setTimeout(r, 50));
+    aborter.abort();
+    await res;
+    const spans = await traceSpans(stack, receiver, 2);
+    const server = spans.find((x) => x.kind === 2);
+    expect(server).toBeDefined();
+    const all = [server!, ...attempts(receiver, server!)];
+    expect(all).toHaveLength(2);
+    for (const span of all) {
+      expect(span.attributes['error.type']).toBe('client_aborted');
+      expect(span.status.code).toBe(2);
+    }
+  });
+
   it('a request without traceparent starts its own trace; health probes and the inspector get no span', async () => {
     receiver = await otlpReceiver();
     stack = await startStack({ env: otelEnv(receiver) });
