@@ -7,10 +7,10 @@
  * room for what the relay adds; the port clients reach keeps its limit (a request over it is a
  * 431 wherever its state is).
  */
-import OpenAI from 'openai';
-import { Client, type Dispatcher, fetch as undiciFetch } from 'undici';
+import type { Client, Dispatcher } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { clusterOnYaml } from '../support/toolproof-process.js';
+import { sdkThrough, twoWorkers } from '../support/worker-clients.js';
 
 const cluster = clusterOnYaml(
   { personality: 'vllm', scenario: (turn) => ({ say: `said to: ${turn.lastUserText}` }) },
@@ -23,28 +23,13 @@ models:
 `,
 );
 
-const sdkOn = (client: Dispatcher) =>
-  new OpenAI({
-    baseURL: `${cluster.origin}/v1`,
-    apiKey: 'unused',
-    maxRetries: 0,
-    fetch: ((url: string, init: object) =>
-      undiciFetch(url, { ...init, dispatcher: client } as Parameters<typeof undiciFetch>[1])) as never,
-  });
-const workerOf = (id: string) => Number.parseInt(/^[a-z]+_([0-9a-f]{4})/.exec(id)![1]!, 16);
+const sdkOn = (client: Dispatcher) => sdkThrough(cluster.origin, client);
 
 describe("a relayed request's headers near node's limit", () => {
   it('served as on the worker it reached; over the limit, a 431 either way', async () => {
     const made = async (c: Client) => (await sdkOn(c).responses.create({ model: 'm', input: 'anchor' })).id;
-    const here = new Client(cluster.origin);
-    const mine = workerOf(await made(here));
-    let anchor = '';
-    for (let i = 0; i < 20 && (anchor === '' || workerOf(anchor) === mine); i++) {
-      const there = new Client(cluster.origin);
-      anchor = await made(there);
-      await there.close();
-    }
-    expect(workerOf(anchor)).not.toBe(mine);
+    const { here, there, made: anchor } = await twoWorkers(cluster.origin, made);
+    await there.close();
     const send = async (pad: number, previous?: string) => {
       const res = await here.request({
         method: 'POST',

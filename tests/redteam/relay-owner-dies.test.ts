@@ -10,10 +10,11 @@
  * The real process (server/main.ts, two workers), the real openai SDK, SIGKILL.
  */
 import OpenAI from 'openai';
-import { Agent, Client, type Dispatcher, fetch as undiciFetch } from 'undici';
+import { type Client, type Dispatcher, fetch as undiciFetch } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startHeldStream } from '../support/held-stream.js';
 import { clusterOnYaml, freshRequest } from '../support/toolproof-process.js';
+import { sdkThrough, twoWorkers, workerOf } from '../support/worker-clients.js';
 
 /** Answers that stream their first words, then wait for ever (the owner is killed meanwhile). */
 const held = await startHeldStream(['first words '], ['never sent']);
@@ -34,35 +35,14 @@ keys:
 `,
 );
 
-const fresh: Dispatcher = new Agent().compose(
-  (dispatch) => (opts, handler) => dispatch({ ...opts, reset: true }, handler),
-);
-afterAll(() => fresh.close());
-
-const sdkOn = (client: Dispatcher) =>
-  new OpenAI({
-    baseURL: `${cluster.origin}/v1`,
-    apiKey: 'sk-alice-0123456789',
-    maxRetries: 0,
-    timeout: 20_000,
-    fetch: ((url: string, init: object) =>
-      undiciFetch(url, { ...init, dispatcher: client } as Parameters<typeof undiciFetch>[1])) as never,
-  });
-
-const workerOf = (id: string) => Number.parseInt(/^[a-z]+_([0-9a-f]{4})/.exec(id)![1]!, 16);
+const sdkOn = (client: Dispatcher) => sdkThrough(cluster.origin, client, 'sk-alice-0123456789');
 
 /** Two connections that reached different workers, and an anchor response made on the second. */
 async function acrossWorkers(): Promise<{ here: Client; anchor: string; owner: number }> {
   const made = async (c: Client) => (await sdkOn(c).responses.create({ model: 'm', input: 'anchor' })).id;
-  const here = new Client(cluster.origin);
-  const mine = workerOf(await made(here));
-  for (let tries = 0; tries < 20; tries++) {
-    const there = new Client(cluster.origin);
-    const anchor = await made(there);
-    await there.close();
-    if (workerOf(anchor) !== mine) return { here, anchor, owner: workerOf(anchor) };
-  }
-  throw new Error('20 connections in a row reached one worker');
+  const { here, there, made: anchor } = await twoWorkers(cluster.origin, made);
+  await there.close();
+  return { here, anchor, owner: workerOf(anchor) };
 }
 
 /** SIGKILLs worker `n`; resolves once the primary has a new worker listening in its place. */

@@ -8,11 +8,12 @@
  * worker that restarted gives the same 404 as today. Before, the second turn got a 400 ("not
  * held by this toolproof") and the session was dead.
  */
-import OpenAI from 'openai';
-import { Agent, Client, type Dispatcher, fetch as undiciFetch } from 'undici';
+import type OpenAI from 'openai';
+import type { Client } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startHeldStream } from '../support/held-stream.js';
 import { clusterOnYaml, freshRequest } from '../support/toolproof-process.js';
+import { freshConnections, twoWorkers as reachTwo, sdkThrough, workerOf } from '../support/worker-clients.js';
 
 /** An upstream whose streamed answer waits mid-way for release(): what went through meanwhile was not held. */
 const held = await startHeldStream(['first words '], ['and the rest']);
@@ -35,46 +36,18 @@ keys:
 );
 
 /** Every request on a fresh connection: the cluster's primary spreads connections, not requests. */
-const fresh: Dispatcher = new Agent().compose(
-  (dispatch) => (opts, handler) => dispatch({ ...opts, reset: true }, handler),
-);
+const fresh = freshConnections();
 afterAll(() => fresh.close());
 
-const sdk = (key: string) =>
-  new OpenAI({
-    baseURL: `${cluster.origin}/v1`,
-    apiKey: `sk-${key}-0123456789`,
-    maxRetries: 0,
-    timeout: 20_000,
-    fetch: ((url: string, init: object) =>
-      undiciFetch(url, { ...init, dispatcher: fresh } as Parameters<typeof undiciFetch>[1])) as never,
-  });
+const sdk = (key: string) => sdkThrough(cluster.origin, fresh, `sk-${key}-0123456789`);
 
 /** The SDK on one connection (`client`): every request reaches the worker that connection reached. */
-const sdkOn = (client: Client) =>
-  new OpenAI({
-    baseURL: `${cluster.origin}/v1`,
-    apiKey: 'sk-alice-0123456789',
-    maxRetries: 0,
-    timeout: 20_000,
-    fetch: ((url: string, init: object) =>
-      undiciFetch(url, { ...init, dispatcher: client } as Parameters<typeof undiciFetch>[1])) as never,
-  });
+const sdkOn = (client: Client) => sdkThrough(cluster.origin, client, 'sk-alice-0123456789');
 
-/**
- * Two connections that reached different workers (each told by the worker in the id of a
- * conversation made on it), whatever order the primary hands connections out in.
- */
+/** Two connections that reached different workers (told by a conversation made on each). */
 async function twoWorkers(): Promise<[Client, Client]> {
-  const reached = async (c: Client) => workerOf((await sdkOn(c).conversations.create({})).id);
-  const a = new Client(cluster.origin);
-  const wa = await reached(a);
-  for (let tries = 0; tries < 20; tries++) {
-    const b = new Client(cluster.origin);
-    if ((await reached(b)) !== wa) return [a, b];
-    await b.close();
-  }
-  throw new Error('20 connections in a row reached one worker');
+  const w = await reachTwo(cluster.origin, async (c) => (await sdkOn(c).conversations.create({})).id);
+  return [w.here, w.there];
 }
 
 /** The user turns of the last chat request that went upstream. */
@@ -92,7 +65,6 @@ const sample = (text: string, name: string, labels: string): number =>
     .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
 
 /** The worker number an id names (its first four hex digits). */
-const workerOf = (id: string) => Number.parseInt(/^[a-z]+_([0-9a-f]{4})/.exec(id)![1]!, 16);
 
 describe('Responses state across two workers', () => {
   const alice = () => sdk('alice');
