@@ -6,14 +6,17 @@
  * over half the budget evicted each other, so every page read the whole chain again (the last
  * helper measured 0.5-1.25 s a page at ~60-121k items). A listing now starts from a kept
  * listing of its chain: the shared part is read through it, counted once. Listings built so
- * read exactly as ones built whole (random trees, against a fresh store); x1 vs x4
+ * read exactly as ones built whole (random trees, against a fresh store; the real server's pages
+ * through the openai SDK); x1 vs x4
  * (tests/support/cost-scaling.ts) in the store.
  */
+import OpenAI from 'openai';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { InputItem } from '../../protocol/responses/types.js';
 import { listPage } from '../../server/front-doors/responses/conversations.js';
 import { ResponsesItemStore } from '../../server/front-doors/responses/item-store.js';
 import { measureScaling, prng, withinBudget } from '../support/cost-scaling.js';
+import { answerJson, proxyInFrontOf, textCompletion } from '../support/harness.js';
 import { answer } from '../support/stored-calls.js';
 
 const output = (i: number, pad = 0): InputItem =>
@@ -52,6 +55,8 @@ function firstPage(store: ResponsesItemStore, id: string) {
 
 afterEach(() => vi.restoreAllMocks());
 
+const pair = proxyInFrontOf(answerJson(textCompletion('ok')));
+
 describe('input items of responses sharing a chain', () => {
   /** A page of each of six responses along the chain (oldest first), then of the two forks. */
   const pages = (store: ResponsesItemStore, turns: number) => {
@@ -80,6 +85,46 @@ describe('input items of responses sharing a chain', () => {
     // Before: each read built its listing from the whole chain (40 x up to ~200 parses).
     expect(parse.mock.calls.length).toBeLessThan(10);
     expect(store.responseCount).toBe(turns + 2);
+  });
+
+  it('through the real server: two forks, each read with the SDK both ways, then the turn they share deleted', async () => {
+    const client = new OpenAI({ apiKey: 'none', baseURL: `${pair.proxy.origin}/v1`, maxRetries: 0 });
+    const turn = (t: number, prev?: string) =>
+      client.responses.create({
+        model: 'm1',
+        input: [output(2 * t), output(2 * t + 1)] as never,
+        ...(prev ? { previous_response_id: prev } : {}),
+      });
+    const first = await turn(0);
+    const shared = await turn(1, first.id);
+    const forks = [await turn(2, shared.id), await turn(3, shared.id)];
+    const read = async (id: string, order: 'asc' | 'desc') => {
+      const seen: string[] = [];
+      for await (const item of client.responses.inputItems.list(id, { order, limit: 2 }))
+        seen.push((item as { call_id?: string }).call_id ?? item.type);
+      return seen;
+    };
+    for (let round = 0; round < 2; round++)
+      for (const [k, fork] of forks.entries()) {
+        const t = k + 2;
+        const expected = [
+          'call_0',
+          'call_1',
+          'message',
+          'call_2',
+          'call_3',
+          'message',
+          `call_${2 * t}`,
+          `call_${2 * t + 1}`,
+        ];
+        expect(await read(fork.id, 'asc')).toEqual(expected);
+        expect(await read(fork.id, 'desc')).toEqual(expected.reverse());
+        // The turn they share, read after them: its own input, not a fork's.
+        expect(await read(shared.id, 'asc')).toEqual(['call_0', 'call_1', 'message', 'call_2', 'call_3']);
+      }
+    await client.responses.delete(shared.id);
+    expect(await read(forks[1]!.id, 'asc')).toEqual(['call_6', 'call_7']);
+    expect(await read(first.id, 'asc')).toEqual(['call_0', 'call_1']);
   });
 
   it('read in any order, with turns deleted between, list as listings built whole (random trees)', () => {
