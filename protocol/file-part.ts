@@ -34,7 +34,7 @@ export function filePart(fields: FileFields): ContentPart {
  * SDKs document `file_data` as "the base64 encoded file data"): bare base64 is typed by its first
  * bytes (a PDF opens with `%PDF-`, `JVBERi0` in base64), else by the file name (.pdf, or plain
  * text for .txt/.md/.csv/.json); anything else stays as it is (the documents policy's note says
- * it is no data URL).
+ * it is bare base64 neither typed as a PDF nor as text).
  */
 export function fileDataUrl(data: string, filename = ''): string {
   if (data === '' || data.startsWith('data:')) return data;

@@ -102,6 +102,21 @@ function overBudget(label: string): Rendered {
 }
 
 /**
+ * The note of a document whose `file_data` is no base64 data URL: a data URL of another encoding,
+ * or bare base64 that neither its first bytes nor its file name typed (protocol/file-part.ts
+ * fileDataUrl: a PDF's, or plain text's): said as such, not as a data URL it never claimed to be.
+ */
+function undataed(file: FileFields, fileData: string): Rendered {
+  const name = nameOf(file, undefined);
+  if (fileData.startsWith('data:'))
+    return note(name, 'its file_data is a data URL that is not base64 (the proxy reads base64 data URLs)');
+  return note(
+    `${name} (${formatBytes(base64Size(fileData))})`,
+    `its file_data is bare base64 with no media type, and neither its first bytes (a PDF's %PDF-) nor its file name (.pdf, .txt, .md, .csv, .json) say it is a PDF or plain text, the only documents the proxy reads`,
+  );
+}
+
+/**
  * The text a chat `file` part becomes. `lookup` holds the PDFs the server extracted; `room`: the
  * characters of text the request's documents may still add (REQUEST_DOCUMENTS_MAX_CHARS less
  * what the ones before took), checked before any text is decoded or joined.
@@ -118,7 +133,7 @@ export function renderDocument(
     return note(name, 'it has no content');
   }
   const data = splitDataUrl(file.file_data);
-  if (!data) return note(nameOf(file, undefined), 'its file_data is not a base64 data URL');
+  if (!data) return undataed(file, file.file_data);
   const name = nameOf(file, data.mediaType);
   const size = formatBytes(base64Size(data.base64));
   const label = `${name} (${data.mediaType}, ${size})`;

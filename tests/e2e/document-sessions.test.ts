@@ -165,6 +165,44 @@ describe('a PDF session, six turns, every door', () => {
       expectSameDocuments(seen, 3);
     });
 
+    // A Responses input_file of bare base64 that is no PDF (a .docx: a zip's bytes, "UEsDB"), in a
+    // stored session (previous_response_id: the store replays it): the note said "not a base64
+    // data URL", which it never claimed to be; it says what it is and why the proxy left it out,
+    // the same on every turn.
+    it(`responses${stream ? ' (streamed)' : ''}: a bare base64 non-PDF input_file, stored`, async () => {
+      const docx = Buffer.from('PK\x03\x04 a word document, zipped').toString('base64');
+      let previous: string | undefined;
+      const seen = await session(async (i) => {
+        const params = {
+          model: 'sim',
+          ...(previous ? { previous_response_id: previous } : {}),
+          input:
+            i === 0
+              ? [
+                  {
+                    role: 'user' as const,
+                    content: [
+                      { type: 'input_text' as const, text: 'What does it say?' },
+                      { type: 'input_file' as const, filename: 'memo.docx', file_data: docx },
+                    ],
+                  },
+                ]
+              : `and then ${i}?`,
+        };
+        const res = stream
+          ? await stack.client.responses.stream(params).finalResponse()
+          : await stack.client.responses.create(params);
+        expect(res.status).toBe('completed');
+        previous = res.id;
+      });
+      expect(seen[0]).toContain(
+        '[document not read: memo.docx (28 B): its file_data is bare base64 with no media type, and neither its first bytes',
+      );
+      expect(seen[0]).toContain('say it is a PDF or plain text, the only documents the proxy reads]');
+      expect(seen[0]).not.toContain('data URL');
+      expect(new Set(seen).size).toBe(1);
+    });
+
     // Codex declares the hosted web_search on every request, Claude Code its WebSearch server tool
     // on some: left out (hostedTools: drop), it made toolproof run the request policies before the
     // PDFs were read, and every document became "it was not extracted".

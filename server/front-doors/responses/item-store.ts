@@ -95,6 +95,9 @@ const INPUT_ITEMS = 'input_items:';
 /** Listings kept between pages, at most. */
 const MAX_LISTINGS = 8;
 
+/** Listings a response's input items are read through, at most (sharedInputItems). */
+const MAX_BASES = 4;
+
 /** A conversation to continue, or the response id the walk could not find. */
 export type Conversation =
   | { items: InputItem[]; bytes: number; turns: number; missing?: undefined }
@@ -248,6 +251,11 @@ export class ResponsesItemStore {
       this.listings.set(key, memo);
       return memo;
     }
+    const shared = this.sharedInputItems(kept, opening?.id ?? '', deletions);
+    if (shared) {
+      this.remember(key, shared);
+      return shared;
+    }
     let ids: string[] = [];
     const found = this.conversation(scope, id, false, Number.POSITIVE_INFINITY, ids);
     const turns = new Set<string>([id]);
@@ -257,6 +265,7 @@ export class ResponsesItemStore {
       const own = brought.map((item, j) => listedId(id, j, item));
       listing = new KeptListing(brought, own, id, { json: '', last: id }, turns, kept.json.length);
     } else {
+      let root = id;
       let items = found.items;
       let bytes = found.bytes;
       const n = items.length - (kept.outputIds?.length ?? 0);
@@ -266,8 +275,11 @@ export class ResponsesItemStore {
         let r: string | undefined = kept.prev;
         r !== undefined && !turns.has(r);
         r = this.responses.get(r)?.prev
-      )
+      ) {
         turns.add(r);
+        root = r;
+      }
+      let openLength = 0;
       if (opening) {
         // The conversation's own items come first, as it lists them (by place: a place never moves).
         const own = JSON.parse(opening.json) as InputItem[];
@@ -282,11 +294,108 @@ export class ResponsesItemStore {
         ids = ownIds.concat(ids);
         bytes += opening.json.length;
         turns.add(opening.id);
+        openLength = ownItems.length;
       }
-      listing = new KeptListing(items, ids, id, { json: '', last: id }, turns, bytes);
+      // Salted by the chain's first response: an id listed twice derives the same id in every
+      // listing of the chain, built whole or after another (sharedInputItems).
+      listing = new KeptListing(items, ids, root, { json: '', last: id }, turns, bytes);
+      listing.chain = { root, opening: opening?.id ?? '', openLength };
     }
     listing.deletions = deletions;
     this.remember(key, listing);
+    return listing;
+  }
+
+  /**
+   * Response `kept`'s input items after a kept listing of its chain, when one is held (made in
+   * the same conversation, with the same deletions): the items up to the last turn both read,
+   * shared, then the turns since, read here. A fork (two responses continuing one) or another
+   * response of the same chain then costs its own turns and a walk of the links, not the whole
+   * chain parsed again, and the shared part is counted once against the budget. At most
+   * MAX_BASES listings deep (each page reads through them); past that, built whole.
+   */
+  private sharedInputItems(kept: Kept, opening: string, deletions: number): KeptListing | undefined {
+    const bases: KeptListing[] = [];
+    for (const [key, memo] of this.listings)
+      if (
+        key.startsWith(INPUT_ITEMS) &&
+        memo.chain?.opening === opening &&
+        memo.deletions === deletions &&
+        memo.depth < MAX_BASES
+      )
+        bases.push(memo);
+    if (bases.length === 0) return undefined;
+    // The turns from `kept` back to the latest one a listing read (the walk a whole build makes too).
+    const since: Kept[] = [];
+    for (let at: string | undefined = kept.id; at !== undefined; ) {
+      const response = this.responses.get(at);
+      if (!response || response.scope !== kept.scope || since.length > this.responses.size) return undefined;
+      const base = bases.find((b) => this.covers(b, response));
+      if (base) return this.after(kept, base, response, since);
+      since.push(response);
+      at = response.prev;
+    }
+    return undefined;
+  }
+
+  /**
+   * Whether `listing` holds turn `r` of its chain (with its output, but where `r` is the
+   * listing's own response): among its own turns, or within the part of a base it shows (a
+   * base read further, into a branch this listing is not on).
+   */
+  private covers(listing: KeptListing, r: Kept): boolean {
+    for (let at: KeptListing | undefined = listing; at; at = at.base?.listing) {
+      if (at.turns.has(r.id)) return true;
+      if (!at.base || (at.chain?.openLength ?? 0) + (r.count ?? 0) > at.base.length) return false;
+    }
+    return false;
+  }
+
+  /**
+   * `kept`'s input items: `base`'s up to the end of turn `shared` (both read it), then the turns
+   * `since` (newest first; `kept` the first, its own output left out). Undefined when `base` does
+   * not hold that turn where the counts place it.
+   */
+  private after(
+    kept: Kept,
+    base: KeptListing,
+    shared: Kept,
+    since: readonly Kept[],
+  ): KeptListing | undefined {
+    const chain = base.chain!;
+    const outputs = shared.outputIds ?? [];
+    // The listing stops before the shared turn's output: `kept`'s own, or one the base's own
+    // response ends before (read here, after it).
+    const before = shared === kept || base.last === shared.id;
+    const length = chain.openLength + (shared.count ?? 0) - (before ? outputs.length : 0);
+    if (length > base.length || length < chain.openLength) return undefined;
+    // The count places the turn's end; its last output's id there confirms it.
+    if (!before && outputs.length > 0 && base.indexOf(outputs.at(-1)!) !== length - 1) return undefined;
+    const items: InputItem[] = [];
+    const ids: string[] = [];
+    let bytes = 0;
+    if (before && shared !== kept) {
+      for (const oid of outputs) bytes += this.items.get(oid)?.json.length ?? 0;
+      this.outputItems(shared, items, ids);
+    }
+    for (let i = since.length - 1; i >= 0; i--) {
+      const turn = since[i]!;
+      bytes += turn.json.length;
+      for (const oid of turn.outputIds ?? []) bytes += this.items.get(oid)?.json.length ?? 0;
+      this.turnItems(turn, false, items, ids);
+    }
+    if (shared !== kept) {
+      const n = items.length - (kept.outputIds?.length ?? 0);
+      items.length = n;
+      ids.length = n;
+    }
+    const turns = new Set<string>([kept.id, ...since.map((t) => t.id)]);
+    const listing = new KeptListing(items, ids, chain.root, { json: '', last: kept.id }, turns, bytes, {
+      listing: base,
+      length,
+    });
+    listing.deletions = base.deletions;
+    listing.chain = chain;
     return listing;
   }
 
@@ -403,6 +512,11 @@ export class ResponsesItemStore {
       items.push(brought[j]!);
       ids?.push(listedId(response.id, j, brought[j]!));
     }
+    this.outputItems(response, items, ids, touch);
+  }
+
+  /** A turn's output items, pushed as turnItems pushes them. */
+  private outputItems(response: Kept, items: InputItem[], ids?: string[], touch = false): void {
     for (const oid of response.outputIds ?? []) {
       ids?.push(oid);
       const item = this.items.get(oid);
@@ -610,9 +724,9 @@ export class ResponsesItemStore {
    */
   private remember(id: string, listing: KeptListing): void {
     this.forget(id);
-    if (listing.bytes > this.maxBytes) return;
+    if (listing.totalBytes > this.maxBytes) return;
     this.listings.set(id, listing);
-    this.listingBytes += listing.bytes;
+    this.hold(listing, 1);
     for (const [oldest] of this.listings) {
       if (this.listingBytes <= this.maxBytes && this.listings.size <= MAX_LISTINGS) break;
       this.forget(oldest);
@@ -623,7 +737,18 @@ export class ResponsesItemStore {
     const memo = this.listings.get(id);
     if (!memo) return;
     this.listings.delete(id);
-    this.listingBytes -= memo.bytes;
+    this.hold(memo, -1);
+  }
+
+  /**
+   * One more (or one less) kept listing holds `listing` and its bases: a listing's bytes are
+   * counted while any holds it, once (a base shared by two listings is one copy in memory).
+   */
+  private hold(listing: KeptListing, by: 1 | -1): void {
+    for (let at: KeptListing | undefined = listing; at; at = at.base?.listing) {
+      at.holders += by;
+      if (at.holders === (by === 1 ? 1 : 0)) this.listingBytes += by * at.bytes;
+    }
   }
 
   /** Whether conversation `id` is held under `scope` (not made the newest). */
@@ -739,7 +864,7 @@ export class ResponsesItemStore {
     // A response's input items read the conversation it was made in (its id among their turns).
     const turn = kept.kind === 'item' ? kept.response : kept.id;
     if (turn === undefined) return;
-    for (const [id, memo] of this.listings) if (memo.turns.has(turn)) this.forget(id);
+    for (const [id, memo] of this.listings) if (memo.reads(turn)) this.forget(id);
   }
 
   /**

@@ -65,6 +65,15 @@ export class KeptListing implements Listing {
   private readonly tree: number[] = [0];
   private readonly dead: Uint8Array[] = [];
   private live = 0;
+  /** The places before its own: the base's (0: none). */
+  private readonly offset: number;
+  /**
+   * A response's input items read from its whole chain: the chain's first response (the salt),
+   * the conversation it was made in ('': none) and how many of that one's items come first.
+   */
+  chain?: { readonly root: string; readonly opening: string; readonly openLength: number };
+  /** Listings of the store held with this one among their bases (ResponsesItemStore counts its bytes once). */
+  holders = 0;
 
   constructor(
     /** The conversation's every item, deleted ones too, in place order, and their ids (made unique here). */
@@ -80,9 +89,16 @@ export class KeptListing implements Listing {
     },
     /** The responses (turns) it read: one dropped, or an output item of one, makes it stale. */
     readonly turns: Set<string>,
-    /** The conversation's JSON bytes. */
+    /** The conversation's JSON bytes (with a base: its own items' only). */
     public bytes: number,
+    /**
+     * A response's input items listed after an earlier listing of its chain: that listing's
+     * first `length` items come first, shared (not parsed, copied or indexed again: a fork, or
+     * another response of one chain, rebuilt the whole chain per listing). Never taken out of.
+     */
+    readonly base?: { readonly listing: KeptListing; readonly length: number },
   ) {
+    this.offset = base?.length ?? 0;
     this.json = held.json;
     this.deletions = held.deleted?.places.size ?? 0;
     this.last = held.last;
@@ -98,18 +114,42 @@ export class KeptListing implements Listing {
   }
 
   get length(): number {
-    return this.live;
+    return this.offset + this.live;
   }
 
   /** The k-th live item (0: the oldest). */
   at(k: number): Listed {
-    const p = this.select(k + 1);
+    if (k < this.offset) return this.base!.listing.at(k);
+    const p = this.select(k - this.offset + 1);
     return { id: this.ids[p]!, item: this.items[p]! };
   }
 
   indexOf(id: string): number {
     const p = this.placeOf(id);
-    return p < 0 ? -1 : this.prefix(p + 1) - 1;
+    if (p >= 0) return this.offset + this.prefix(p + 1) - 1;
+    return this.inBase(id);
+  }
+
+  /** The place of `id` among the base's items this listing shows; -1: none. */
+  private inBase(id: string): number {
+    if (!this.base) return -1;
+    const i = this.base.listing.indexOf(id);
+    return i < this.offset ? i : -1;
+  }
+
+  /** Bases below it (0: none). */
+  get depth(): number {
+    return this.base ? this.base.listing.depth + 1 : 0;
+  }
+
+  /** Its own bytes and its bases'. */
+  get totalBytes(): number {
+    return this.bytes + (this.base?.listing.totalBytes ?? 0);
+  }
+
+  /** Whether it read turn `id` (its own, or a base's: one dropped makes it stale). */
+  reads(id: string): boolean {
+    return this.turns.has(id) || this.base?.listing.reads(id) === true;
   }
 
   /** Its listed id (unique: uniqueId). */
@@ -167,7 +207,7 @@ export class KeptListing implements Listing {
 
   /** Indexes the item at place `i` under its id made unique; that id. */
   private index(id: string, i: number, item: InputItem): string {
-    const unique = uniqueId(this, this.salt, i, id, item);
+    const unique = uniqueId(this, this.salt, this.offset + i, id, item);
     if (unique.length <= LONG_ID) this.short.set(unique, i);
     else (this.long ??= new StringMap()).set(unique, i);
     return unique;
@@ -175,7 +215,7 @@ export class KeptListing implements Listing {
 
   /** Whether an item is listed under `id`, deleted or not (uniqueId's `seen`). */
   has(id: string): boolean {
-    return id.length <= LONG_ID ? this.short.has(id) : this.long?.has(id) === true;
+    return (id.length <= LONG_ID ? this.short.has(id) : this.long?.has(id) === true) || this.inBase(id) >= 0;
   }
 }
 

@@ -1,0 +1,199 @@
+/**
+ * GET /v1/responses/{id}/input_items of responses that share a chain: two forks of one
+ * conversation (two requests naming the same previous_response_id) read alternately, and many
+ * responses of one chain. Each listing was built from the whole chain (every turn's JSON parsed,
+ * an id derived per item) and counted whole against the store's budget: two forks of a chain
+ * over half the budget evicted each other, so every page read the whole chain again (the last
+ * helper measured 0.5-1.25 s a page at ~60-121k items). A listing now starts from a kept
+ * listing of its chain: the shared part is read through it, counted once. Listings built so
+ * read exactly as ones built whole (random trees, against a fresh store; the real server's pages
+ * through the openai SDK); x1 vs x4
+ * (tests/support/cost-scaling.ts) in the store.
+ */
+import OpenAI from 'openai';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { InputItem } from '../../protocol/responses/types.js';
+import { listPage } from '../../server/front-doors/responses/conversations.js';
+import { ResponsesItemStore } from '../../server/front-doors/responses/item-store.js';
+import { measureScaling, prng, withinBudget } from '../support/cost-scaling.js';
+import { answerJson, proxyInFrontOf, textCompletion } from '../support/harness.js';
+import { answer } from '../support/stored-calls.js';
+
+const output = (i: number, pad = 0): InputItem =>
+  ({
+    type: 'function_call_output',
+    call_id: `call_${i}`,
+    output: `result ${i}${' '.repeat(pad)}`,
+  }) as InputItem;
+
+/** `turns` responses in a row (ten items brought, one answer each), then two forks of the last. */
+function forked(turns: number, budget = 1 << 30, pad = 0): ResponsesItemStore {
+  const store = new ResponsesItemStore(budget);
+  for (let t = 0; t < turns; t++)
+    store.keepResponse(
+      'k',
+      `resp_${t}`,
+      t === 0 ? undefined : `resp_${t - 1}`,
+      Array.from({ length: 10 }, (_, j) => output(10 * t + j, pad)),
+      [answer(t)],
+      false,
+      { envelope: '{}' },
+    );
+  for (const fork of ['a', 'b'])
+    store.keepResponse('k', `fork_${fork}`, `resp_${turns - 1}`, [output(-1)], [answer(-1)], false, {
+      envelope: '{}',
+    });
+  return store;
+}
+
+/** The first page (desc, OpenAI's default) of response `id`'s input items. */
+function firstPage(store: ResponsesItemStore, id: string) {
+  const found = store.inputItems('k', id);
+  if (!found) throw new Error(`${id} not held`);
+  return listPage(found, { limit: '20' });
+}
+
+afterEach(() => vi.restoreAllMocks());
+
+const pair = proxyInFrontOf(answerJson(textCompletion('ok')));
+
+describe('input items of responses sharing a chain', () => {
+  /** A page of each of six responses along the chain (oldest first), then of the two forks. */
+  const pages = (store: ResponsesItemStore, turns: number) => {
+    const seen: ReturnType<typeof firstPage>[] = [];
+    for (let k = 1; k <= 6; k++) seen.push(firstPage(store, `resp_${Math.floor((turns * k) / 7)}`));
+    for (const fork of ['fork_a', 'fork_b']) seen.push(firstPage(store, fork));
+    return seen;
+  };
+  /** A store that holds the chain and one listing of it, not two (each turn's JSON ~1.8 KB, its entries ~2.1 KB). */
+  const tight = (turns: number) => forked(turns, 2_800 * turns, 90);
+
+  it('two forks and responses along their chain, read in turn, parse the chain once', () => {
+    const turns = 200;
+    const store = tight(turns);
+    const parse = vi.spyOn(JSON, 'parse');
+    firstPage(store, 'fork_a');
+    expect(parse.mock.calls.length).toBeGreaterThanOrEqual(turns);
+    parse.mockClear();
+    for (let k = 0; k < 5; k++) {
+      const [, , , , , , a, b] = pages(store, turns);
+      // Each fork its own item first (desc), then the chain's last answer.
+      expect(a!.data[1]?.id).toBe(`msg_out_${turns - 1}`);
+      expect(b!.data.map((x) => x.id).slice(1)).toEqual(a!.data.map((x) => x.id).slice(1));
+      expect(a!.has_more).toBe(true);
+    }
+    // Before: each read built its listing from the whole chain (40 x up to ~200 parses).
+    expect(parse.mock.calls.length).toBeLessThan(10);
+    expect(store.responseCount).toBe(turns + 2);
+  });
+
+  it('through the real server: two forks, each read with the SDK both ways, then the turn they share deleted', async () => {
+    const client = new OpenAI({ apiKey: 'none', baseURL: `${pair.proxy.origin}/v1`, maxRetries: 0 });
+    const turn = (t: number, prev?: string) =>
+      client.responses.create({
+        model: 'm1',
+        input: [output(2 * t), output(2 * t + 1)] as never,
+        ...(prev ? { previous_response_id: prev } : {}),
+      });
+    const first = await turn(0);
+    const shared = await turn(1, first.id);
+    const forks = [await turn(2, shared.id), await turn(3, shared.id)];
+    const read = async (id: string, order: 'asc' | 'desc') => {
+      const seen: string[] = [];
+      for await (const item of client.responses.inputItems.list(id, { order, limit: 2 }))
+        seen.push((item as { call_id?: string }).call_id ?? item.type);
+      return seen;
+    };
+    for (let round = 0; round < 2; round++)
+      for (const [k, fork] of forks.entries()) {
+        const t = k + 2;
+        const expected = [
+          'call_0',
+          'call_1',
+          'message',
+          'call_2',
+          'call_3',
+          'message',
+          `call_${2 * t}`,
+          `call_${2 * t + 1}`,
+        ];
+        expect(await read(fork.id, 'asc')).toEqual(expected);
+        expect(await read(fork.id, 'desc')).toEqual(expected.reverse());
+        // The turn they share, read after them: its own input, not a fork's.
+        expect(await read(shared.id, 'asc')).toEqual(['call_0', 'call_1', 'message', 'call_2', 'call_3']);
+      }
+    await client.responses.delete(shared.id);
+    expect(await read(forks[1]!.id, 'asc')).toEqual(['call_6', 'call_7']);
+    expect(await read(first.id, 'asc')).toEqual(['call_0', 'call_1']);
+  });
+
+  it('read in any order, with turns deleted between, list as listings built whole (random trees)', () => {
+    for (let seed = 1; seed <= 30; seed++) {
+      const rnd = prng(seed);
+      type Op = { keep: [string, string | undefined, InputItem[]] } | { del: string };
+      const ops: Op[] = [];
+      const ids: string[] = [];
+      const replay = () => {
+        const s = new ResponsesItemStore(1 << 30);
+        ops.forEach((op, i) => {
+          if ('del' in op) s.deleteResponse('k', op.del);
+          else
+            s.keepResponse('k', op.keep[0], op.keep[1], op.keep[2], [answer(i)], false, { envelope: '{}' });
+        });
+        return s;
+      };
+      const store = new ResponsesItemStore(1 << 30);
+      const listed = (s: ResponsesItemStore, id: string) => {
+        const l = s.inputItems('k', id);
+        if (!l) return undefined;
+        const all = Array.from({ length: l.length }, (_, k) => l.at(k));
+        // Every cursor finds its place; an id of another branch none.
+        const places = [...all.map((x) => x.id), ...ids.map((r) => `msg_out_${ids.indexOf(r)}`)].map((c) =>
+          l.indexOf(c),
+        );
+        return { all: JSON.stringify(all), places, pages: [listPage(l, { order: 'asc', limit: '3' })] };
+      };
+      for (let step = 0; step < 60; step++) {
+        const r = rnd();
+        if (r < 0.45 || ids.length === 0) {
+          const id = `resp_${seed}_${step}`;
+          const prev = ids.length && rnd() < 0.9 ? ids[Math.floor(rnd() * ids.length)] : undefined;
+          // Ids a client sent twice (derived anew where listed twice), and items sent without one.
+          const brought = Array.from(
+            { length: 1 + Math.floor(rnd() * 3) },
+            (_, j) =>
+              (rnd() < 0.3
+                ? { type: 'message', role: 'user', id: `dup_${Math.floor(rnd() * 2)}`, content: 'again' }
+                : output(step * 10 + j)) as InputItem,
+          );
+          ops.push({ keep: [id, prev, brought] });
+          ids.push(id);
+          store.keepResponse('k', id, prev, brought, [answer(ops.length - 1)], false, { envelope: '{}' });
+        } else if (r < 0.5) {
+          const id = ids[Math.floor(rnd() * ids.length)]!;
+          ops.push({ del: id });
+          store.deleteResponse('k', id);
+        } else {
+          const id = ids[Math.floor(rnd() * ids.length)]!;
+          expect(listed(store, id), `seed ${seed} step ${step} ${id}`).toEqual(listed(replay(), id));
+        }
+      }
+    }
+  });
+
+  it('responses along one chain and its forks, a page each, cost the pages (x1 vs x4)', () => {
+    const s = measureScaling(
+      (n) => {
+        const store = tight(n);
+        firstPage(store, 'fork_a');
+        return { store, n };
+      },
+      ({ store, n }) => {
+        for (let k = 0; k < 20; k++) pages(store, n);
+      },
+      { from: 25, max: 4_000 },
+    );
+    console.log('input items of one chain', JSON.stringify(s));
+    expect(withinBudget(s, 5).time, JSON.stringify(s)).toBe(true);
+  }, 120_000);
+});
